@@ -1,0 +1,441 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "fmt/checked.h"
+#include "fmt/io.h"
+
+/* ---- sources ---- */
+
+static fmt_kind io_fail(fmt_err *e, const char *path, const char *what)
+{
+	fmt_err_file(e, path);
+	return fmt_fail(e, FMT_IO, "%s: %s", what, strerror(errno));
+}
+
+/* Pipes and stdin cannot be mapped or read at an offset: read them whole. */
+static fmt_kind source_slurp(fmt_source *s, fmt_err *e)
+{
+	size_t cap = 1 << 16, len = 0;
+	uint8_t *buf = malloc(cap);
+	if (!buf)
+		return fmt_fail(e, FMT_IO, "out of memory reading %s", s->path);
+	for (;;) {
+		if (len == cap) {
+			if (cap > SIZE_MAX / 2) {
+				free(buf);
+				return fmt_fail(e, FMT_IO, "input too large");
+			}
+			uint8_t *bigger = realloc(buf, cap * 2);
+			if (!bigger) {
+				free(buf);
+				return fmt_fail(e, FMT_IO, "out of memory reading %s", s->path);
+			}
+			buf = bigger;
+			cap *= 2;
+		}
+		ssize_t got = read(s->fd, buf + len, cap - len);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			free(buf);
+			return io_fail(e, s->path, "read");
+		}
+		if (got == 0)
+			break;
+		len += (size_t)got;
+	}
+	s->buf = buf;
+	s->size = len;
+	return FMT_OK;
+}
+
+fmt_kind fmt_source_open(fmt_source *s, const char *path, fmt_err *e)
+{
+	struct stat st;
+	memset(s, 0, sizeof *s);
+	s->fd = -1;
+	s->path = strdup(path);
+	if (!s->path)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	int is_stdin = strcmp(path, "-") == 0;
+	s->fd = is_stdin ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC);
+	if (s->fd < 0) {
+		fmt_kind k = io_fail(e, path, "cannot open");
+		fmt_source_close(s);
+		return k;
+	}
+	if (fstat(s->fd, &st) != 0) {
+		fmt_kind k = io_fail(e, path, "cannot stat");
+		fmt_source_close(s);
+		return k;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		fmt_err_file(e, path);
+		fmt_source_close(s);
+		return fmt_fail(e, FMT_IO, "is a directory");
+	}
+	s->dev = st.st_dev;
+	s->ino = st.st_ino;
+	if (S_ISREG(st.st_mode)) {
+		s->size = (uint64_t)st.st_size;
+		return FMT_OK;
+	}
+	fmt_kind k = source_slurp(s, e);
+	if (k != FMT_OK) {
+		fmt_err_file(e, path);
+		fmt_source_close(s);
+	}
+	return k;
+}
+
+void fmt_source_close(fmt_source *s)
+{
+	if (s->map)
+		munmap(s->map, (size_t)s->size);
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->buf);
+	free(s->path);
+	memset(s, 0, sizeof *s);
+	s->fd = -1;
+}
+
+static fmt_kind source_range(const fmt_source *s, uint64_t off, uint64_t n, fmt_err *e)
+{
+	uint64_t end;
+	if (fmt_add_u64(off, n, &end) || end > s->size)
+		return fmt_fail(e, FMT_INVALID_FORMAT,
+				"truncated: %llu bytes at offset %llu run past the end of the file (%llu bytes)",
+				(unsigned long long)n, (unsigned long long)off, (unsigned long long)s->size);
+	return FMT_OK;
+}
+
+fmt_kind fmt_source_read(fmt_source *s, uint64_t off, void *dst, size_t n, fmt_err *e)
+{
+	fmt_kind k = source_range(s, off, n, e);
+	if (k != FMT_OK)
+		return k;
+	if (s->buf || s->map) {
+		memcpy(dst, (s->buf ? s->buf : (const uint8_t *)s->map) + off, n);
+		return FMT_OK;
+	}
+	uint8_t *p = dst;
+	while (n > 0) {
+		ssize_t got = pread(s->fd, p, n, (off_t)off);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return io_fail(e, s->path, "read");
+		if (got == 0)
+			return fmt_fail(e, FMT_IO, "file shrank while being read");
+		p += got;
+		n -= (size_t)got;
+		off += (uint64_t)got;
+	}
+	return FMT_OK;
+}
+
+fmt_kind fmt_source_view(fmt_source *s, uint64_t off, uint64_t n, const uint8_t **out, fmt_err *e)
+{
+	fmt_kind k = source_range(s, off, n, e);
+	if (k != FMT_OK)
+		return k;
+	if (s->buf) {
+		*out = s->buf + off;
+		return FMT_OK;
+	}
+	if (n == 0) {
+		static const uint8_t nothing[1];
+		*out = nothing;
+		return FMT_OK;
+	}
+	if (!s->map) {
+		if (s->size > SIZE_MAX)
+			return fmt_fail(e, FMT_IO, "file too large to map");
+		void *p = mmap(NULL, (size_t)s->size, PROT_READ, MAP_SHARED, s->fd, 0);
+		if (p == MAP_FAILED)
+			return io_fail(e, s->path, "cannot map");
+		s->map = p;
+	}
+	*out = (const uint8_t *)s->map + off;
+	return FMT_OK;
+}
+
+fmt_kind fmt_read_file(const char *path, size_t max, char **out, size_t *len, fmt_err *e)
+{
+	fmt_source s;
+	fmt_kind k = fmt_source_open(&s, path, e);
+	if (k != FMT_OK)
+		return k;
+	if (s.size > max) {
+		fmt_err_file(e, path);
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "file is %llu bytes, more than the %zu-byte limit",
+			     (unsigned long long)s.size, max);
+		fmt_source_close(&s);
+		return k;
+	}
+	char *buf = malloc((size_t)s.size + 1);
+	if (!buf) {
+		fmt_source_close(&s);
+		return fmt_fail(e, FMT_IO, "out of memory");
+	}
+	k = fmt_source_read(&s, 0, buf, (size_t)s.size, e);
+	if (k != FMT_OK) {
+		fmt_err_file(e, path);
+		free(buf);
+		fmt_source_close(&s);
+		return k;
+	}
+	buf[s.size] = '\0';
+	*out = buf;
+	*len = (size_t)s.size;
+	fmt_source_close(&s);
+	return FMT_OK;
+}
+
+int fmt_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	if (strcmp(a, "-") == 0 || strcmp(b, "-") == 0)
+		return 0;
+	if (stat(a, &sa) != 0 || stat(b, &sb) != 0)
+		return 0;
+	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+fmt_kind fmt_check_distinct(const char *input, const char *output, fmt_err *e)
+{
+	if (fmt_same_file(input, output)) {
+		fmt_err_file(e, output);
+		return fmt_fail(e, FMT_USAGE, "output is the same file as input %s", input);
+	}
+	return FMT_OK;
+}
+
+/* ---- atomic sinks ---- */
+
+/* Temporary files that a signal must remove. The handler only reads this table and calls
+ * unlink, which is async-signal-safe. */
+#define SINK_MAX_LIVE 64
+static char *volatile live_tmp[SINK_MAX_LIVE];
+static volatile sig_atomic_t handlers_installed;
+
+static void remove_live_and_reraise(int sig)
+{
+	for (int i = 0; i < SINK_MAX_LIVE; i++)
+		if (live_tmp[i])
+			unlink(live_tmp[i]);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void install_handlers(void)
+{
+	if (handlers_installed)
+		return;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = remove_live_and_reraise;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGPIPE, &sa, NULL);
+	handlers_installed = 1;
+}
+
+static void track_tmp(char *path, int add)
+{
+	for (int i = 0; i < SINK_MAX_LIVE; i++) {
+		if (add && !live_tmp[i]) {
+			live_tmp[i] = path;
+			return;
+		}
+		if (!add && live_tmp[i] == path) {
+			live_tmp[i] = NULL;
+			return;
+		}
+	}
+}
+
+#define SINK_BUF_SIZE (1u << 20)
+
+static char *dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return strdup(".");
+	if (slash == path)
+		return strdup("/");
+	return strndup(path, (size_t)(slash - path));
+}
+
+fmt_kind fmt_sink_open(fmt_sink *k, const char *path, unsigned flags, fmt_err *e)
+{
+	memset(k, 0, sizeof *k);
+	k->fd = -1;
+	if (strcmp(path, "-") == 0) {
+		if (isatty(STDOUT_FILENO))
+			return fmt_fail(e, FMT_USAGE, "refusing to write binary output to a terminal");
+		k->is_stdout = 1;
+		k->fd = STDOUT_FILENO;
+	} else {
+		struct stat st;
+		if (!(flags & FMT_SINK_FORCE) && lstat(path, &st) == 0) {
+			fmt_err_file(e, path);
+			return fmt_fail(e, FMT_USAGE, "output exists (use --force to overwrite)");
+		}
+		char *dir = dir_of(path);
+		k->path = strdup(path);
+		if (!dir || !k->path || asprintf(&k->tmp_path, "%s/.fmtkit-tmp-XXXXXX", dir) < 0) {
+			free(dir);
+			k->tmp_path = NULL;
+			fmt_sink_abort(k);
+			return fmt_fail(e, FMT_IO, "out of memory");
+		}
+		free(dir);
+		install_handlers();
+		k->fd = mkostemp(k->tmp_path, O_CLOEXEC);
+		if (k->fd < 0) {
+			fmt_kind r = io_fail(e, path, "cannot create a temporary file beside the output");
+			free(k->tmp_path);
+			k->tmp_path = NULL;
+			fmt_sink_abort(k);
+			return r;
+		}
+		track_tmp(k->tmp_path, 1);
+	}
+	k->buf = malloc(SINK_BUF_SIZE);
+	if (!k->buf) {
+		fmt_sink_abort(k);
+		return fmt_fail(e, FMT_IO, "out of memory");
+	}
+	return FMT_OK;
+}
+
+static fmt_kind write_all(fmt_sink *k, const uint8_t *p, size_t n, fmt_err *e)
+{
+	while (n > 0) {
+		ssize_t put = write(k->fd, p, n);
+		if (put < 0 && errno == EINTR)
+			continue;
+		if (put < 0)
+			return io_fail(e, k->path ? k->path : "-", "write");
+		p += put;
+		n -= (size_t)put;
+	}
+	return FMT_OK;
+}
+
+static fmt_kind sink_flush(fmt_sink *k, fmt_err *e)
+{
+	fmt_kind r = write_all(k, k->buf, k->buf_len, e);
+	k->buf_len = 0;
+	return r;
+}
+
+fmt_kind fmt_sink_write(fmt_sink *k, const void *data, size_t n, fmt_err *e)
+{
+	const uint8_t *p = data;
+	k->written += n;
+	if (k->buf_len + n <= SINK_BUF_SIZE) {
+		memcpy(k->buf + k->buf_len, p, n);
+		k->buf_len += n;
+		return FMT_OK;
+	}
+	fmt_kind r = sink_flush(k, e);
+	if (r != FMT_OK)
+		return r;
+	if (n >= SINK_BUF_SIZE)
+		return write_all(k, p, n, e);
+	memcpy(k->buf, p, n);
+	k->buf_len = n;
+	return FMT_OK;
+}
+
+fmt_kind fmt_sink_zeros(fmt_sink *k, uint64_t n, fmt_err *e)
+{
+	static const uint8_t zeros[4096];
+	while (n > 0) {
+		size_t chunk = n < sizeof zeros ? (size_t)n : sizeof zeros;
+		fmt_kind r = fmt_sink_write(k, zeros, chunk, e);
+		if (r != FMT_OK)
+			return r;
+		n -= chunk;
+	}
+	return FMT_OK;
+}
+
+/* mkostemp creates 0600; a finished output gets the mode a plain creat() would give. */
+static mode_t creation_mode(void)
+{
+	mode_t mask = umask(0);
+	umask(mask);
+	return (mode_t)(0666 & ~mask);
+}
+
+static void fsync_dir_of(const char *path)
+{
+	char *dir = dir_of(path);
+	if (!dir)
+		return;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+	free(dir);
+}
+
+fmt_kind fmt_sink_commit(fmt_sink *k, fmt_err *e)
+{
+	fmt_kind r = sink_flush(k, e);
+	if (r == FMT_OK && k->is_stdout) {
+		free(k->buf);
+		memset(k, 0, sizeof *k);
+		k->fd = -1;
+		return FMT_OK;
+	}
+	if (r == FMT_OK && fsync(k->fd) != 0)
+		r = io_fail(e, k->path, "fsync");
+	if (r == FMT_OK && fchmod(k->fd, creation_mode()) != 0)
+		r = io_fail(e, k->path, "chmod");
+	if (r == FMT_OK && close(k->fd) != 0)
+		r = io_fail(e, k->path, "close");
+	k->fd = -1;
+	if (r == FMT_OK && rename(k->tmp_path, k->path) != 0)
+		r = io_fail(e, k->path, "cannot rename the temporary file over");
+	if (r != FMT_OK) {
+		fmt_sink_abort(k);
+		return r;
+	}
+	fsync_dir_of(k->path);
+	track_tmp(k->tmp_path, 0);
+	free(k->tmp_path);
+	free(k->path);
+	free(k->buf);
+	memset(k, 0, sizeof *k);
+	k->fd = -1;
+	return FMT_OK;
+}
+
+void fmt_sink_abort(fmt_sink *k)
+{
+	if (!k->is_stdout && k->fd >= 0)
+		close(k->fd);
+	if (k->tmp_path) {
+		unlink(k->tmp_path);
+		track_tmp(k->tmp_path, 0);
+	}
+	free(k->tmp_path);
+	free(k->path);
+	free(k->buf);
+	memset(k, 0, sizeof *k);
+	k->fd = -1;
+}

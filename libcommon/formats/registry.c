@@ -1,0 +1,100 @@
+#include <string.h>
+#include "fmt/registry.h"
+
+extern const fmt_driver fmt_driver_safetensors;
+extern const fmt_driver fmt_driver_st_index;
+extern const fmt_driver fmt_driver_gguf;
+
+/* Probe order matters only on equal scores: more specific formats come first. */
+static const fmt_driver *const drivers[] = {
+	&fmt_driver_gguf,
+	&fmt_driver_safetensors,
+	&fmt_driver_st_index,
+	NULL
+};
+
+const fmt_driver *const *fmt_drivers(void)
+{
+	return drivers;
+}
+
+const fmt_driver *fmt_driver_by_name(const char *name)
+{
+	for (size_t i = 0; drivers[i]; i++)
+		if (strcmp(drivers[i]->name, name) == 0)
+			return drivers[i];
+	return NULL;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+const fmt_driver *fmt_driver_by_extension(const char *path)
+{
+	for (size_t i = 0; drivers[i]; i++)
+		if (drivers[i]->extension && ends_with(path, drivers[i]->extension))
+			return drivers[i];
+	return NULL;
+}
+
+static const fmt_driver *probe_source(fmt_source *s, fmt_err *e)
+{
+	uint8_t head[FMT_PROBE_BYTES];
+	size_t n = s->size < sizeof head ? (size_t)s->size : sizeof head;
+	if (fmt_source_read(s, 0, head, n, e) != FMT_OK)
+		return NULL;
+	const fmt_driver *best = NULL;
+	int best_score = 0;
+	for (size_t i = 0; drivers[i]; i++) {
+		int score = drivers[i]->probe(head, n, s->size);
+		if (score > best_score) {
+			best = drivers[i];
+			best_score = score;
+		}
+	}
+	if (!best)
+		fmt_fail(e, FMT_INVALID_FORMAT, "unrecognised format (not safetensors, a safetensors index or GGUF)");
+	return best;
+}
+
+fmt_kind fmt_model_open(fmt_model *m, const char *path, const fmt_driver *forced, fmt_err *e)
+{
+	fmt_source src;
+	fmt_model_init(m);
+	fmt_kind k = fmt_source_open(&src, path, e);
+	if (k != FMT_OK)
+		return k;
+	const fmt_driver *d = forced ? forced : probe_source(&src, e);
+	if (!d) {
+		fmt_err_file(e, path);
+		fmt_source_close(&src);
+		return e->kind;
+	}
+	m->path = strdup(path);
+	k = m->path ? fmt_model_add_source(m, &src, NULL, e) : fmt_fail(e, FMT_IO, "out of memory");
+	if (k != FMT_OK) {
+		fmt_source_close(&src);
+		fmt_model_free(m);
+		return k;
+	}
+	m->driver = d;
+	k = d->open(m, e);
+	if (k != FMT_OK) {
+		fmt_err_file(e, path);
+		fmt_model_free(m);
+	}
+	return k;
+}
+
+fmt_kind fmt_model_verify(fmt_model *m, fmt_err *e)
+{
+	if (!m->driver->verify)
+		return FMT_OK;
+	fmt_kind k = m->driver->verify(m, e);
+	if (k != FMT_OK)
+		fmt_err_file(e, m->path);
+	return k;
+}

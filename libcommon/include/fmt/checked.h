@@ -1,0 +1,49 @@
+/* Overflow-checked arithmetic for every size and offset read from a file. Each returns 0 on
+ * success and 1 on overflow, leaving *out unspecified then. */
+#ifndef FMT_CHECKED_H
+#define FMT_CHECKED_H
+
+#include <stdint.h>
+
+static inline int fmt_add_u64(uint64_t a, uint64_t b, uint64_t *out)
+{
+	return __builtin_add_overflow(a, b, out);
+}
+
+static inline int fmt_mul_u64(uint64_t a, uint64_t b, uint64_t *out)
+{
+	return __builtin_mul_overflow(a, b, out);
+}
+
+/* Round x up to a multiple of align (a power of two). */
+static inline int fmt_align_up_u64(uint64_t x, uint64_t align, uint64_t *out)
+{
+	uint64_t t;
+	if (__builtin_add_overflow(x, align - 1, &t))
+		return 1;
+	*out = t & ~(align - 1);
+	return 0;
+}
+
+static inline uint16_t fmt_rd_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline uint32_t fmt_rd_u32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+static inline uint64_t fmt_rd_u64(const uint8_t *p)
+{
+	return (uint64_t)fmt_rd_u32(p) | ((uint64_t)fmt_rd_u32(p + 4) << 32);
+}
+static inline void fmt_wr_u16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static inline void fmt_wr_u32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void fmt_wr_u64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+#endif

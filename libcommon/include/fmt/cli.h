@@ -1,0 +1,40 @@
+/* What every tool's command line shares: common options, sizes, the version line. */
+#ifndef FMT_CLI_H
+#define FMT_CLI_H
+
+#include <stdint.h>
+#include "fmt/err.h"
+
+#define FMTKIT_VERSION "0.1.0"
+
+typedef struct fmt_common_opts {
+	int json;
+	int quiet;
+	int verbose;
+	int no_progress;
+	int threads;   /* 0 = number of cores */
+} fmt_common_opts;
+
+/* Long-option ids for the options every tool has (use in a tool's own option table). */
+enum {
+	FMT_OPT_VERSION = 0x1000,
+	FMT_OPT_NO_PROGRESS,
+	FMT_OPT_FIRST_TOOL_OPTION = 0x1100
+};
+
+/* Handle a common option (getopt_long's return value c with optarg); returns 1 if it was one,
+ * 0 if not, -1 on a bad value (message in e). --version and --help are the tool's own. */
+int fmt_cli_common(int c, const char *arg, fmt_common_opts *o, fmt_err *e);
+
+/* "TOOL fmtkit X.Y.Z\n" on stdout. */
+void fmt_cli_version(const char *tool);
+
+/* Sizes: "4GB" (decimal), "2GiB" (binary), "123" (bytes), also KB/MB/TB, KiB/MiB/TiB, "B". */
+fmt_kind fmt_parse_size(const char *s, uint64_t *out, fmt_err *e);
+
+/* A whole number 0..max. */
+fmt_kind fmt_parse_u64(const char *s, uint64_t max, uint64_t *out, fmt_err *e);
+
+int fmt_cpu_count(void);
+
+#endif

@@ -1,0 +1,52 @@
+/* Error kinds, exit codes and the error record every libcommon call fills. */
+#ifndef FMT_ERR_H
+#define FMT_ERR_H
+
+#include <stddef.h>
+
+/* The value of each kind is the process exit status (CONVENTIONS.md). */
+typedef enum fmt_kind {
+	FMT_OK = 0,
+	FMT_NEGATIVE = 1,
+	FMT_USAGE = 2,
+	FMT_IO = 3,
+	FMT_INVALID_FORMAT = 4,
+	FMT_UNSUPPORTED = 5,
+	FMT_CHECKSUM = 6,
+	FMT_SIGNATURE = 7,
+	FMT_DECRYPTION = 8,
+	FMT_SCHEMA = 9,
+	FMT_LICENSE = 10,
+	FMT_TEST_FAILED = 11,
+	FMT_INTERNAL = 70
+} fmt_kind;
+
+#define FMT_ERR_FILE_MAX 1024
+#define FMT_ERR_MSG_MAX 1024
+
+/* kind + the file it concerns (may be a shard, not the argument) + what is wrong. */
+typedef struct fmt_err {
+	fmt_kind kind;
+	char file[FMT_ERR_FILE_MAX];
+	char msg[FMT_ERR_MSG_MAX];
+} fmt_err;
+
+void fmt_err_clear(fmt_err *e);
+
+/* Fill e (kind and printf-style message) and return kind. The file is left as it is. */
+fmt_kind fmt_fail(fmt_err *e, fmt_kind kind, const char *format, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Set the file an error concerns, unless a deeper call already named one. */
+void fmt_err_file(fmt_err *e, const char *file);
+
+/* Prefix the existing message with context: "context: old message". */
+void fmt_err_prefix(fmt_err *e, const char *format, ...) __attribute__((format(printf, 2, 3)));
+
+/* "InvalidFormat", "ChecksumMismatch", ... as in CONVENTIONS.md. */
+const char *fmt_kind_name(fmt_kind kind);
+
+/* The exit status for a kind (the highest over several files is what a tool returns). */
+int fmt_kind_exit(fmt_kind kind);
+
+#endif

@@ -1,0 +1,27 @@
+/* Exact conversions between float32 and the 16-bit formats (specs/gguf.md §10). */
+#ifndef FMT_HALF_H
+#define FMT_HALF_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+/* float32 -> binary16, round to nearest even; NaN -> 0x7E00 with the input's sign. */
+uint16_t fmt_f32_to_f16(float f);
+float fmt_f16_to_f32(uint16_t h);
+/* float32 -> bfloat16, round to nearest even; NaN keeps sign and top payload, quiet bit set. */
+uint16_t fmt_f32_to_bf16(float f);
+float fmt_bf16_to_f32(uint16_t h);
+
+/* Row conversions; the f16 ones use F16C when the CPU has it (bit-identical to the portable
+ * path, NaN included). */
+void fmt_f32_to_f16_row(const float *src, uint16_t *dst, size_t n);
+void fmt_f16_to_f32_row(const uint16_t *src, float *dst, size_t n);
+void fmt_f32_to_bf16_row(const float *src, uint16_t *dst, size_t n);
+void fmt_bf16_to_f32_row(const uint16_t *src, float *dst, size_t n);
+
+/* The portable paths, for tests that compare them with the fast ones. */
+void fmt_f32_to_f16_row_portable(const float *src, uint16_t *dst, size_t n);
+void fmt_f16_to_f32_row_portable(const uint16_t *src, float *dst, size_t n);
+int fmt_have_f16c(void);
+
+#endif

@@ -1,0 +1,63 @@
+/* Sources (what a tool reads) and sinks (what it writes, atomically). */
+#ifndef FMT_IO_H
+#define FMT_IO_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include "fmt/err.h"
+
+/* A source is a regular file read with pread and mapped lazily (a header-only open touches
+ * nothing past the header), or a pipe/stdin ("-") read whole into memory. */
+typedef struct fmt_source {
+	char *path;          /* as given; "-" for stdin */
+	int fd;
+	uint64_t size;
+	uint8_t *buf;        /* whole content when the input is not a regular file */
+	void *map;           /* lazy read-only mapping of the whole file, or NULL */
+	dev_t dev;
+	ino_t ino;
+} fmt_source;
+
+fmt_kind fmt_source_open(fmt_source *s, const char *path, fmt_err *e);
+void fmt_source_close(fmt_source *s);
+
+/* Copy n bytes at off into dst; an out-of-range request is InvalidFormat ("truncated"). */
+fmt_kind fmt_source_read(fmt_source *s, uint64_t off, void *dst, size_t n, fmt_err *e);
+
+/* A pointer to n bytes at off, valid until fmt_source_close (maps the file on first use). */
+fmt_kind fmt_source_view(fmt_source *s, uint64_t off, uint64_t n, const uint8_t **out, fmt_err *e);
+
+/* Read the whole of a small file (index JSON, key files) into a NUL-terminated heap buffer,
+ * refusing files above max bytes. */
+fmt_kind fmt_read_file(const char *path, size_t max, char **out, size_t *len, fmt_err *e);
+
+/* 1 if a and b are the same file (device and inode), 0 if not or if b does not exist. */
+int fmt_same_file(const char *a, const char *b);
+
+/* The atomic writer: a temporary file in the destination's directory, renamed over the
+ * destination by commit after fsync; removed by abort, on error, and on SIGINT/SIGTERM.
+ * path "-" writes to stdout (refused when stdout is a terminal). */
+typedef struct fmt_sink {
+	char *path;
+	char *tmp_path;
+	int fd;
+	int is_stdout;
+	uint8_t *buf;
+	size_t buf_len;
+	uint64_t written;
+} fmt_sink;
+
+#define FMT_SINK_FORCE 1u /* overwrite an existing destination */
+
+fmt_kind fmt_sink_open(fmt_sink *k, const char *path, unsigned flags, fmt_err *e);
+fmt_kind fmt_sink_write(fmt_sink *k, const void *data, size_t n, fmt_err *e);
+fmt_kind fmt_sink_zeros(fmt_sink *k, uint64_t n, fmt_err *e);
+fmt_kind fmt_sink_commit(fmt_sink *k, fmt_err *e);
+void fmt_sink_abort(fmt_sink *k);
+
+/* Refuse (UsageError) when output names the same file as input. */
+fmt_kind fmt_check_distinct(const char *input, const char *output, fmt_err *e);
+
+#endif

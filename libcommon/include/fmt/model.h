@@ -1,0 +1,100 @@
+/* The format-neutral model: ordered typed metadata and tensors whose bytes are mapped, held in
+ * memory, or produced on demand. Every format driver builds one; every tool reads one. */
+#ifndef FMT_MODEL_H
+#define FMT_MODEL_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "fmt/err.h"
+#include "fmt/dtype.h"
+#include "fmt/io.h"
+
+#define FMT_MAX_DIMS 16
+
+/* Value types; the numbering is GGUF's (specs/gguf.md §5.1) so GGUF reads and writes are direct. */
+typedef enum fmt_vtype {
+	FMT_V_U8 = 0, FMT_V_I8 = 1, FMT_V_U16 = 2, FMT_V_I16 = 3, FMT_V_U32 = 4, FMT_V_I32 = 5,
+	FMT_V_F32 = 6, FMT_V_BOOL = 7, FMT_V_STR = 8, FMT_V_ARRAY = 9, FMT_V_U64 = 10,
+	FMT_V_I64 = 11, FMT_V_F64 = 12
+} fmt_vtype;
+
+typedef struct fmt_value {
+	fmt_vtype type;
+	union {
+		uint64_t u;     /* U8..U64 */
+		int64_t i;      /* I8..I64 */
+		double f;       /* F32 (exactly representable) and F64 */
+		int b;          /* BOOL */
+		struct { char *ptr; size_t len; } str;  /* bytes as stored; NUL-terminated copy */
+		struct { fmt_vtype elem; uint64_t count; struct fmt_value *items; } arr;
+	} v;
+} fmt_value;
+
+typedef struct fmt_meta {
+	char *key;
+	fmt_value val;
+} fmt_meta;
+
+struct fmt_tensor;
+/* Produces a tensor's bytes on demand (decoding, decompression); fills dst with t->nbytes. */
+typedef fmt_kind (*fmt_tensor_reader)(const struct fmt_tensor *t, void *ctx, uint8_t *dst, fmt_err *e);
+
+typedef struct fmt_tensor {
+	char *name;
+	fmt_dtype dtype;
+	int ndim;
+	uint64_t shape[FMT_MAX_DIMS];  /* row-major, outermost first (GGUF ne reversed) */
+	uint64_t nelems;
+	uint64_t nbytes;
+	/* Where the bytes are: exactly one of these three. */
+	int source;                    /* index into model->sources, -1 if not file-backed */
+	uint64_t offset;               /* absolute offset in that source */
+	const uint8_t *data;           /* bytes in memory (owned by the model if owned_data) */
+	int owned_data;
+	fmt_tensor_reader reader;
+	void *reader_ctx;
+	/* Format-specific position for reporting (safetensors data_offsets begin, GGUF offset). */
+	uint64_t file_offset;
+} fmt_tensor;
+
+struct fmt_driver;
+
+typedef struct fmt_model {
+	const struct fmt_driver *driver;
+	char *path;                    /* what the user named (the index for a shard set) */
+	uint32_t version;              /* format version, 0 when the format has none */
+	fmt_meta *meta;
+	size_t n_meta, cap_meta;
+	fmt_tensor *tensors;
+	size_t n_tensors, cap_tensors;
+	fmt_source *sources;           /* one per file: a single file, or every shard */
+	size_t n_sources, cap_sources;
+	void *format_state;            /* driver-private, freed by driver->close */
+} fmt_model;
+
+void fmt_model_init(fmt_model *m);
+void fmt_model_free(fmt_model *m);
+
+/* Metadata: append (keys are not checked for duplicates here; drivers do), look up. */
+fmt_kind fmt_model_add_meta(fmt_model *m, const char *key, const fmt_value *val, fmt_err *e);
+const fmt_value *fmt_model_get_meta(const fmt_model *m, const char *key);
+/* Append a tensor (copied; name duplicated); returns a pointer into m->tensors. */
+fmt_kind fmt_model_add_tensor(fmt_model *m, const fmt_tensor *t, fmt_tensor **out, fmt_err *e);
+const fmt_tensor *fmt_model_find_tensor(const fmt_model *m, const char *name);
+/* Take ownership of an open source; returns its index. */
+fmt_kind fmt_model_add_source(fmt_model *m, fmt_source *s, int *index, fmt_err *e);
+
+/* A pointer to a tensor's nbytes bytes: a view into the mapping, its in-memory data, or a buffer
+ * filled by its reader (then *to_free is set and the caller frees it). */
+fmt_kind fmt_tensor_load(const fmt_model *m, const fmt_tensor *t, const uint8_t **bytes,
+			 uint8_t **to_free, fmt_err *e);
+
+uint64_t fmt_model_param_count(const fmt_model *m);
+
+/* Values */
+fmt_value fmt_value_str(const char *s, size_t len); /* duplicates; type STR; ptr NULL on ENOMEM */
+fmt_kind fmt_value_copy(fmt_value *dst, const fmt_value *src, fmt_err *e);
+void fmt_value_free(fmt_value *v);
+const char *fmt_vtype_name(fmt_vtype t);           /* "u32", "str", "array", ... */
+
+#endif

@@ -1,0 +1,42 @@
+/* Output: escaping of untrusted strings, JSON Lines, and the error line/object of
+ * CONVENTIONS.md. These write to the stream they are given; they never choose it. */
+#ifndef FMT_OUT_H
+#define FMT_OUT_H
+
+#include <stdio.h>
+#include <stddef.h>
+#include <jansson.h>
+#include "fmt/err.h"
+#include "fmt/model.h"
+
+/* Write s (n bytes from a file) to f with control characters as \n, \t, \xHH and invalid UTF-8
+ * bytes as \xHH, so that metadata cannot move the cursor or forge lines. */
+void fmt_out_escaped(FILE *f, const char *s, size_t n);
+
+/* 1 if s[0..n) is valid UTF-8 (no overlongs, no surrogates, <= U+10FFFF). */
+int fmt_utf8_valid(const char *s, size_t n);
+
+/* A JSON string for untrusted bytes: valid UTF-8 as is, otherwise with invalid bytes replaced
+ * by U+FFFD. Returns NULL on allocation failure. */
+json_t *fmt_json_string(const char *s, size_t n);
+
+/* A metadata value as JSON; arrays longer than max_items (0 = no limit) are abbreviated to
+ * their first max_items items plus {"truncated": total}. */
+json_t *fmt_json_value(const fmt_value *v, size_t max_items);
+
+/* Print the value as text (strings escaped and quoted, arrays abbreviated past max_items). */
+void fmt_out_value(FILE *f, const fmt_value *v, size_t max_items);
+
+/* One compact JSON object and a newline (JSON Lines); returns 0 or -1 on write failure. */
+int fmt_json_line(FILE *f, json_t *obj);
+
+/* The error report of CONVENTIONS.md: "TOOL: error: FILE: message" on f, and with json also
+ * {"tool","file","error","exit","message"} as one line. file may be NULL. */
+void fmt_report_error(FILE *f, const char *tool, const char *file, const fmt_err *e, int json);
+void fmt_report_warning(FILE *f, const char *tool, const char *format, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Human sizes: 1536 -> "1.5 KiB". */
+void fmt_format_bytes(char *buf, size_t n, uint64_t bytes);
+
+#endif

@@ -1,0 +1,219 @@
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/checked.h"
+#include "fmt/model.h"
+#include "fmt/registry.h"
+
+void fmt_model_init(fmt_model *m)
+{
+	memset(m, 0, sizeof *m);
+}
+
+void fmt_value_free(fmt_value *v)
+{
+	if (v->type == FMT_V_STR) {
+		free(v->v.str.ptr);
+	} else if (v->type == FMT_V_ARRAY) {
+		for (uint64_t i = 0; i < v->v.arr.count && v->v.arr.items; i++)
+			fmt_value_free(&v->v.arr.items[i]);
+		free(v->v.arr.items);
+	}
+	memset(v, 0, sizeof *v);
+}
+
+void fmt_model_free(fmt_model *m)
+{
+	if (m->driver && m->driver->close)
+		m->driver->close(m);
+	for (size_t i = 0; i < m->n_meta; i++) {
+		free(m->meta[i].key);
+		fmt_value_free(&m->meta[i].val);
+	}
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		free(m->tensors[i].name);
+		if (m->tensors[i].owned_data)
+			free((void *)m->tensors[i].data);
+	}
+	for (size_t i = 0; i < m->n_sources; i++)
+		fmt_source_close(&m->sources[i]);
+	free(m->meta);
+	free(m->tensors);
+	free(m->sources);
+	free(m->path);
+	memset(m, 0, sizeof *m);
+}
+
+/* Grow *arr (of elem bytes each) so that it holds at least need elements. */
+static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap : 8;
+	while (n < need) {
+		if (n > SIZE_MAX / 2 / elem)
+			return -1;
+		n *= 2;
+	}
+	void *p = realloc(*arr, n * elem);
+	if (!p)
+		return -1;
+	*arr = p;
+	*cap = n;
+	return 0;
+}
+
+fmt_value fmt_value_str(const char *s, size_t len)
+{
+	fmt_value v;
+	memset(&v, 0, sizeof v);
+	v.type = FMT_V_STR;
+	v.v.str.ptr = malloc(len + 1);
+	if (v.v.str.ptr) {
+		memcpy(v.v.str.ptr, s, len);
+		v.v.str.ptr[len] = '\0';
+		v.v.str.len = len;
+	}
+	return v;
+}
+
+fmt_kind fmt_value_copy(fmt_value *dst, const fmt_value *src, fmt_err *e)
+{
+	*dst = *src;
+	if (src->type == FMT_V_STR) {
+		*dst = fmt_value_str(src->v.str.ptr, src->v.str.len);
+		if (!dst->v.str.ptr)
+			return fmt_fail(e, FMT_IO, "out of memory");
+	} else if (src->type == FMT_V_ARRAY) {
+		uint64_t n = src->v.arr.count;
+		dst->v.arr.items = NULL;
+		dst->v.arr.count = 0;
+		if (n == 0)
+			return FMT_OK;
+		if (n > SIZE_MAX / sizeof(fmt_value))
+			return fmt_fail(e, FMT_IO, "out of memory");
+		dst->v.arr.items = calloc((size_t)n, sizeof(fmt_value));
+		if (!dst->v.arr.items)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		for (uint64_t i = 0; i < n; i++) {
+			fmt_kind k = fmt_value_copy(&dst->v.arr.items[i], &src->v.arr.items[i], e);
+			dst->v.arr.count = i + 1;
+			if (k != FMT_OK) {
+				fmt_value_free(dst);
+				return k;
+			}
+		}
+	}
+	return FMT_OK;
+}
+
+fmt_kind fmt_model_add_meta(fmt_model *m, const char *key, const fmt_value *val, fmt_err *e)
+{
+	if (grow((void **)&m->meta, &m->cap_meta, m->n_meta + 1, sizeof *m->meta))
+		return fmt_fail(e, FMT_IO, "out of memory");
+	fmt_meta *slot = &m->meta[m->n_meta];
+	slot->key = strdup(key);
+	if (!slot->key)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	fmt_kind k = fmt_value_copy(&slot->val, val, e);
+	if (k != FMT_OK) {
+		free(slot->key);
+		return k;
+	}
+	m->n_meta++;
+	return FMT_OK;
+}
+
+const fmt_value *fmt_model_get_meta(const fmt_model *m, const char *key)
+{
+	for (size_t i = 0; i < m->n_meta; i++)
+		if (strcmp(m->meta[i].key, key) == 0)
+			return &m->meta[i].val;
+	return NULL;
+}
+
+fmt_kind fmt_model_add_tensor(fmt_model *m, const fmt_tensor *t, fmt_tensor **out, fmt_err *e)
+{
+	if (grow((void **)&m->tensors, &m->cap_tensors, m->n_tensors + 1, sizeof *m->tensors))
+		return fmt_fail(e, FMT_IO, "out of memory");
+	fmt_tensor *slot = &m->tensors[m->n_tensors];
+	*slot = *t;
+	slot->name = strdup(t->name);
+	if (!slot->name)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	m->n_tensors++;
+	if (out)
+		*out = slot;
+	return FMT_OK;
+}
+
+const fmt_tensor *fmt_model_find_tensor(const fmt_model *m, const char *name)
+{
+	for (size_t i = 0; i < m->n_tensors; i++)
+		if (strcmp(m->tensors[i].name, name) == 0)
+			return &m->tensors[i];
+	return NULL;
+}
+
+fmt_kind fmt_model_add_source(fmt_model *m, fmt_source *s, int *index, fmt_err *e)
+{
+	if (grow((void **)&m->sources, &m->cap_sources, m->n_sources + 1, sizeof *m->sources))
+		return fmt_fail(e, FMT_IO, "out of memory");
+	m->sources[m->n_sources] = *s;
+	memset(s, 0, sizeof *s);
+	s->fd = -1;
+	if (index)
+		*index = (int)m->n_sources;
+	m->n_sources++;
+	return FMT_OK;
+}
+
+fmt_kind fmt_tensor_load(const fmt_model *m, const fmt_tensor *t, const uint8_t **bytes,
+			 uint8_t **to_free, fmt_err *e)
+{
+	*to_free = NULL;
+	if (t->data) {
+		*bytes = t->data;
+		return FMT_OK;
+	}
+	if (t->reader) {
+		uint8_t *buf = malloc(t->nbytes ? (size_t)t->nbytes : 1);
+		if (!buf || t->nbytes > SIZE_MAX) {
+			free(buf);
+			return fmt_fail(e, FMT_IO, "out of memory for tensor '%s' (%llu bytes)", t->name,
+					(unsigned long long)t->nbytes);
+		}
+		fmt_kind k = t->reader(t, t->reader_ctx, buf, e);
+		if (k != FMT_OK) {
+			free(buf);
+			return k;
+		}
+		*bytes = buf;
+		*to_free = buf;
+		return FMT_OK;
+	}
+	if (t->source < 0 || (size_t)t->source >= m->n_sources)
+		return fmt_fail(e, FMT_INTERNAL, "tensor '%s' has no bytes", t->name);
+	fmt_source *s = &m->sources[t->source];
+	fmt_kind k = fmt_source_view(s, t->offset, t->nbytes, bytes, e);
+	if (k != FMT_OK) {
+		fmt_err_file(e, s->path);
+		fmt_err_prefix(e, "tensor '%s'", t->name);
+	}
+	return k;
+}
+
+uint64_t fmt_model_param_count(const fmt_model *m)
+{
+	uint64_t total = 0;
+	for (size_t i = 0; i < m->n_tensors; i++)
+		if (fmt_add_u64(total, m->tensors[i].nelems, &total))
+			return UINT64_MAX;
+	return total;
+}
+
+const char *fmt_vtype_name(fmt_vtype t)
+{
+	static const char *const names[] = { "u8", "i8", "u16", "i16", "u32", "i32", "f32",
+					     "bool", "str", "array", "u64", "i64", "f64" };
+	return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
+}

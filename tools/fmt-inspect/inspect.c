@@ -1,0 +1,323 @@
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/out.h"
+#include "fmt/registry.h"
+#include "fmt/stats.h"
+#include "inspect.h"
+
+/* ---- facts shared by the text and JSON reports ---- */
+
+typedef struct dtype_total {
+	uint64_t tensors, bytes;
+} dtype_total;
+
+static void totals_by_dtype(const fmt_model *m, dtype_total totals[FMT_DT_COUNT])
+{
+	memset(totals, 0, sizeof(dtype_total) * FMT_DT_COUNT);
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		totals[m->tensors[i].dtype].tensors++;
+		totals[m->tensors[i].dtype].bytes += m->tensors[i].nbytes;
+	}
+}
+
+static uint64_t data_bytes(const fmt_model *m)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < m->n_tensors; i++)
+		n += m->tensors[i].nbytes;
+	return n;
+}
+
+static uint64_t file_bytes(const fmt_model *m)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < m->n_sources; i++)
+		n += m->sources[i].size;
+	return n;
+}
+
+/* A shard set keeps its tensors in more than one source. */
+static int is_multi_file(const fmt_model *m)
+{
+	for (size_t i = 1; i < m->n_tensors; i++)
+		if (m->tensors[i].source != m->tensors[0].source)
+			return 1;
+	return 0;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+static const char *tensor_file(const fmt_model *m, const fmt_tensor *t)
+{
+	if (t->source < 0 || (size_t)t->source >= m->n_sources)
+		return "";
+	return base_name(m->sources[t->source].path);
+}
+
+/* ---- text ---- */
+
+static void print_shape(FILE *out, const fmt_tensor *t)
+{
+	fputc('[', out);
+	for (int d = 0; d < t->ndim; d++)
+		fprintf(out, d ? ", %" PRIu64 : "%" PRIu64, t->shape[d]);
+	fputc(']', out);
+}
+
+static void text_summary(FILE *out, const fmt_model *m)
+{
+	char size[32], data[32];
+	dtype_total totals[FMT_DT_COUNT];
+	fmt_format_bytes(size, sizeof size, file_bytes(m));
+	fmt_format_bytes(data, sizeof data, data_bytes(m));
+	fputs("file:       ", out);
+	fmt_out_escaped(out, m->path, strlen(m->path));
+	fprintf(out, "\nformat:     %s", m->driver->name);
+	if (m->version)
+		fprintf(out, " (version %" PRIu32 ")", m->version);
+	fprintf(out, "\nfiles:      %zu\n", m->n_sources);
+	fprintf(out, "size:       %s (%" PRIu64 " bytes; tensor data %s)\n", size, file_bytes(m), data);
+	fprintf(out, "tensors:    %zu\n", m->n_tensors);
+	fprintf(out, "parameters: %" PRIu64 "\n", fmt_model_param_count(m));
+	totals_by_dtype(m, totals);
+	for (int d = 0; d < FMT_DT_COUNT; d++) {
+		if (!totals[d].tensors)
+			continue;
+		fmt_format_bytes(size, sizeof size, totals[d].bytes);
+		fprintf(out, "  %-10s %6" PRIu64 " tensors  %12" PRIu64 " bytes  (%s)\n",
+			fmt_dtype_name((fmt_dtype)d), totals[d].tensors, totals[d].bytes, size);
+	}
+}
+
+static void text_metadata(FILE *out, const fmt_model *m, size_t max_items)
+{
+	fprintf(out, "metadata:   %zu keys\n", m->n_meta);
+	for (size_t i = 0; i < m->n_meta; i++) {
+		fputs("  ", out);
+		fmt_out_escaped(out, m->meta[i].key, strlen(m->meta[i].key));
+		fprintf(out, " (%s", fmt_vtype_name(m->meta[i].val.type));
+		if (m->meta[i].val.type == FMT_V_ARRAY)
+			fprintf(out, " of %s", fmt_vtype_name(m->meta[i].val.v.arr.elem));
+		fputs(") = ", out);
+		fmt_out_value(out, &m->meta[i].val, max_items);
+		fputc('\n', out);
+	}
+}
+
+static void text_tensor_line(FILE *out, const fmt_model *m, const fmt_tensor *t, int name_width, int with_file)
+{
+	int len = (int)strlen(t->name);
+	fputs("  ", out);
+	fmt_out_escaped(out, t->name, strlen(t->name));
+	fprintf(out, "%*s  %-8s ", name_width > len ? name_width - len : 0, "", fmt_dtype_name(t->dtype));
+	print_shape(out, t);
+	fprintf(out, "  offset %" PRIu64 "  %" PRIu64 " bytes", t->file_offset, t->nbytes);
+	if (with_file) {
+		fputs("  ", out);
+		const char *f = tensor_file(m, t);
+		fmt_out_escaped(out, f, strlen(f));
+	}
+	fputc('\n', out);
+}
+
+static void text_tensors(FILE *out, const fmt_model *m, const char *only)
+{
+	int width = 0, with_file = is_multi_file(m);
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		int len = (int)strlen(m->tensors[i].name);
+		if (len > width && len <= 64)
+			width = len;
+	}
+	if (!only)
+		fprintf(out, "tensors:\n");
+	for (size_t i = 0; i < m->n_tensors; i++)
+		if (!only || strcmp(only, m->tensors[i].name) == 0)
+			text_tensor_line(out, m, &m->tensors[i], width, with_file);
+}
+
+static void text_stats(FILE *out, const fmt_tensor *t, const fmt_stats *s)
+{
+	fputs("tensor: ", out);
+	fmt_out_escaped(out, t->name, strlen(t->name));
+	fprintf(out, "\ndtype:  %s\nshape:  ", fmt_dtype_name(t->dtype));
+	print_shape(out, t);
+	fprintf(out, "\ncount:  %" PRIu64 " finite, %" PRIu64 " NaN, %" PRIu64 " Inf\n", s->count, s->nan, s->inf);
+	fprintf(out, "min:    %.9g\nmax:    %.9g\nmean:   %.9g\nstd:    %.9g\nfirst: ", s->min, s->max,
+		s->mean, s->std);
+	for (size_t i = 0; i < s->n_first; i++)
+		fprintf(out, " %.9g", (double)s->first[i]);
+	fputc('\n', out);
+}
+
+/* ---- JSON ---- */
+
+static json_t *json_shape(const fmt_tensor *t)
+{
+	json_t *a = json_array();
+	for (int d = 0; a && d < t->ndim; d++)
+		json_array_append_new(a, json_integer((json_int_t)t->shape[d]));
+	return a;
+}
+
+static json_t *json_u64(uint64_t v)
+{
+	return v > (uint64_t)INT64_MAX ? json_real((double)v) : json_integer((json_int_t)v);
+}
+
+static json_t *json_metadata(const fmt_model *m, size_t max_items, json_t **types)
+{
+	json_t *meta = json_object();
+	*types = json_object();
+	for (size_t i = 0; meta && *types && i < m->n_meta; i++) {
+		const fmt_value *v = &m->meta[i].val;
+		char type[32];
+		if (v->type == FMT_V_ARRAY)
+			snprintf(type, sizeof type, "array[%s]", fmt_vtype_name(v->v.arr.elem));
+		else
+			snprintf(type, sizeof type, "%s", fmt_vtype_name(v->type));
+		json_object_set_new(meta, m->meta[i].key, fmt_json_value(v, max_items));
+		json_object_set_new(*types, m->meta[i].key, json_string(type));
+	}
+	return meta;
+}
+
+static json_t *json_tensor(const fmt_model *m, const fmt_tensor *t, int with_file)
+{
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "name", fmt_json_string(t->name, strlen(t->name)));
+	json_object_set_new(o, "dtype", json_string(fmt_dtype_name(t->dtype)));
+	json_object_set_new(o, "shape", json_shape(t));
+	json_object_set_new(o, "offset", json_u64(t->file_offset));
+	json_object_set_new(o, "bytes", json_u64(t->nbytes));
+	if (with_file) {
+		const char *f = tensor_file(m, t);
+		json_object_set_new(o, "file", fmt_json_string(f, strlen(f)));
+	}
+	return o;
+}
+
+static json_t *json_tensors(const fmt_model *m, const char *only)
+{
+	json_t *a = json_array();
+	int with_file = is_multi_file(m);
+	for (size_t i = 0; a && i < m->n_tensors; i++)
+		if (!only || strcmp(only, m->tensors[i].name) == 0)
+			json_array_append_new(a, json_tensor(m, &m->tensors[i], with_file));
+	return a;
+}
+
+static void json_summary(json_t *o, const fmt_model *m)
+{
+	dtype_total totals[FMT_DT_COUNT];
+	json_t *by = json_object();
+	totals_by_dtype(m, totals);
+	for (int d = 0; by && d < FMT_DT_COUNT; d++)
+		if (totals[d].tensors)
+			json_object_set_new(by, fmt_dtype_name((fmt_dtype)d),
+					    json_pack("{s:o,s:o}", "tensors", json_u64(totals[d].tensors),
+						      "bytes", json_u64(totals[d].bytes)));
+	json_object_set_new(o, "version", m->version ? json_integer(m->version) : json_null());
+	json_object_set_new(o, "files", json_integer((json_int_t)m->n_sources));
+	json_object_set_new(o, "file_bytes", json_u64(file_bytes(m)));
+	json_object_set_new(o, "data_bytes", json_u64(data_bytes(m)));
+	json_object_set_new(o, "tensor_count", json_integer((json_int_t)m->n_tensors));
+	json_object_set_new(o, "parameter_count", json_u64(fmt_model_param_count(m)));
+	json_object_set_new(o, "dtypes", by);
+}
+
+static json_t *json_stats(const fmt_tensor *t, const fmt_stats *s)
+{
+	json_t *first = json_array();
+	for (size_t i = 0; first && i < s->n_first; i++) {
+		fmt_value v = { .type = FMT_V_F32, .v.f = s->first[i] };
+		json_array_append_new(first, fmt_json_value(&v, 0));
+	}
+	fmt_value vals[4] = {
+		{ .type = FMT_V_F64, .v.f = s->min }, { .type = FMT_V_F64, .v.f = s->max },
+		{ .type = FMT_V_F64, .v.f = s->mean }, { .type = FMT_V_F64, .v.f = s->std },
+	};
+	return json_pack("{s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+			 "name", fmt_json_string(t->name, strlen(t->name)), "dtype", fmt_dtype_name(t->dtype),
+			 "shape", json_shape(t), "count", json_u64(s->count), "nan", json_u64(s->nan),
+			 "inf", json_u64(s->inf), "min", fmt_json_value(&vals[0], 0),
+			 "max", fmt_json_value(&vals[1], 0), "mean", fmt_json_value(&vals[2], 0),
+			 "std", fmt_json_value(&vals[3], 0), "first", first);
+}
+
+/* ---- the report ---- */
+
+static fmt_kind report_json(FILE *out, const fmt_model *m, const inspect_opts *o,
+			    const fmt_tensor *t, const fmt_stats *stats, fmt_err *e)
+{
+	json_t *obj = json_object();
+	if (!obj)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	json_object_set_new(obj, "file", fmt_json_string(m->path, strlen(m->path)));
+	json_object_set_new(obj, "format", json_string(m->driver->name));
+	if (o->sections & SECTION_SUMMARY)
+		json_summary(obj, m);
+	if (o->sections & SECTION_METADATA) {
+		json_t *types;
+		json_object_set_new(obj, "metadata", json_metadata(m, o->full ? 0 : INSPECT_ARRAY_ITEMS, &types));
+		json_object_set_new(obj, "metadata_types", types);
+	}
+	if (o->sections & SECTION_TENSORS)
+		json_object_set_new(obj, "tensors", json_tensors(m, o->tensor));
+	if (o->sections & SECTION_TREE)
+		json_object_set_new(obj, "tree", tree_json(m));
+	if (stats)
+		json_object_set_new(obj, "stats", json_stats(t, stats));
+	int r = out ? fmt_json_line(out, obj) : 0;
+	json_decref(obj);
+	return r ? fmt_fail(e, FMT_IO, "cannot write to standard output") : FMT_OK;
+}
+
+static void report_text(FILE *out, const fmt_model *m, const inspect_opts *o,
+			const fmt_tensor *t, const fmt_stats *stats)
+{
+	if (stats) {
+		text_stats(out, t, stats);
+		return;
+	}
+	if (o->sections & SECTION_SUMMARY)
+		text_summary(out, m);
+	if (o->sections & SECTION_METADATA)
+		text_metadata(out, m, o->full ? 0 : INSPECT_ARRAY_ITEMS);
+	if (o->sections & SECTION_TENSORS)
+		text_tensors(out, m, o->tensor);
+	if (o->sections & SECTION_TREE)
+		tree_print_text(out, m);
+}
+
+fmt_kind inspect_report(FILE *out, const fmt_model *m, const inspect_opts *o, fmt_err *e)
+{
+	const fmt_tensor *t = NULL;
+	fmt_stats stats;
+	inspect_opts eff = *o;
+	if (o->tensor) {
+		t = fmt_model_find_tensor(m, o->tensor);
+		if (!t)
+			return fmt_fail(e, FMT_USAGE, "no tensor named '%s'", o->tensor);
+		/* --tensor alone shows that tensor's line; with --stats, its statistics. */
+		if (eff.sections == SECTION_ALL)
+			eff.sections = o->stats ? 0 : SECTION_TENSORS;
+	}
+	if (o->stats) {
+		fmt_kind k = fmt_tensor_stats(m, t, &stats, e);
+		if (k != FMT_OK)
+			return k;
+	}
+	if (o->json)
+		return report_json(out, m, &eff, t, o->stats ? &stats : NULL, e);
+	if (out)
+		report_text(out, m, &eff, t, o->stats ? &stats : NULL);
+	return FMT_OK;
+}

@@ -1,0 +1,34 @@
+/* fmt-inspect's reports: each prints one opened model as text or as one JSON line. */
+#ifndef INSPECT_H
+#define INSPECT_H
+
+#include <stdio.h>
+#include "fmt/model.h"
+
+enum inspect_section {
+	SECTION_SUMMARY = 1u << 0,
+	SECTION_METADATA = 1u << 1,
+	SECTION_TENSORS = 1u << 2,
+	SECTION_TREE = 1u << 3,
+	SECTION_ALL = SECTION_SUMMARY | SECTION_METADATA | SECTION_TENSORS
+};
+
+typedef struct inspect_opts {
+	unsigned sections;
+	int json;
+	int full;              /* do not abbreviate long metadata arrays */
+	const char *tensor;    /* --tensor NAME */
+	int stats;             /* --stats */
+} inspect_opts;
+
+#define INSPECT_ARRAY_ITEMS 16
+
+/* Print the report for m; returns 0, or an error kind with e filled (tensor not found, data
+ * unreadable for --stats, output failure). */
+fmt_kind inspect_report(FILE *out, const fmt_model *m, const inspect_opts *o, fmt_err *e);
+
+/* The parameter tree from dotted tensor names. */
+void tree_print_text(FILE *out, const fmt_model *m);
+json_t *tree_json(const fmt_model *m);
+
+#endif

@@ -1,0 +1,140 @@
+/* fmt-verify: check every integrity layer a model file or shard set has. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include "fmt/cli.h"
+#include "fmt/out.h"
+#include "fmt/registry.h"
+
+#define TOOL "fmt-verify"
+
+enum { OPT_FORMAT = FMT_OPT_FIRST_TOOL_OPTION };
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: " TOOL " [OPTIONS] FILE...\n"
+		"Check the structure of model files (safetensors, GGUF) and shard sets (give the\n"
+		"index .json or the first GGUF shard). Prints one line per file: 'ok' or the\n"
+		"first failure.\n"
+		"\n"
+		"  -j, --json          one JSON object per file (JSON Lines)\n"
+		"      --format NAME   skip detection: safetensors, safetensors-index, gguf\n"
+		"  -q, --quiet         print nothing; the exit status tells\n"
+		"  -v, --verbose       more detail\n"
+		"      --no-progress   no progress bar\n"
+		"  -h, --help          this help\n"
+		"      --version       print the version\n"
+		"\n"
+		"Exit status (the highest over all files): 0 every check passed, 2 usage,\n"
+		"3 I/O error, 4 invalid format, 5 unsupported version or type, 6 checksum\n"
+		"mismatch, 9 shard set inconsistent.\n");
+}
+
+static const struct option long_opts[] = {
+	{ "json", no_argument, NULL, 'j' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "no-progress", no_argument, NULL, FMT_OPT_NO_PROGRESS },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, FMT_OPT_VERSION },
+	{ "format", required_argument, NULL, OPT_FORMAT },
+	{ NULL, 0, NULL, 0 }
+};
+
+static int usage_error(const char *msg)
+{
+	fprintf(stderr, TOOL ": error: %s\n", msg);
+	fprintf(stderr, "Try '" TOOL " --help'.\n");
+	return FMT_USAGE;
+}
+
+static void report_ok(const fmt_model *m, const fmt_common_opts *o)
+{
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < m->n_sources; i++)
+		bytes += m->sources[i].size;
+	if (o->json) {
+		json_t *j = json_pack("{s:o,s:b,s:s,s:I,s:I,s:I}", "file",
+				      fmt_json_string(m->path, strlen(m->path)), "ok", 1, "format",
+				      m->driver->name, "files", (json_int_t)m->n_sources, "tensors",
+				      (json_int_t)m->n_tensors, "bytes", (json_int_t)bytes);
+		fmt_json_line(stdout, j);
+		json_decref(j);
+		return;
+	}
+	fmt_out_escaped(stdout, m->path, strlen(m->path));
+	printf(": ok (%s, %zu tensors, %zu file%s, %" PRIu64 " bytes)\n", m->driver->name,
+	       m->n_tensors, m->n_sources, m->n_sources == 1 ? "" : "s", bytes);
+}
+
+static void report_failure(const char *path, const fmt_err *e, const fmt_common_opts *o)
+{
+	if (o->json && !o->quiet) {
+		const char *where = e->file[0] ? e->file : path;
+		json_t *j = json_pack("{s:o,s:b,s:o,s:s,s:i,s:o}", "file", fmt_json_string(path, strlen(path)),
+				      "ok", 0, "failed_file", fmt_json_string(where, strlen(where)), "error",
+				      fmt_kind_name(e->kind), "exit", fmt_kind_exit(e->kind), "message",
+				      fmt_json_string(e->msg, strlen(e->msg)));
+		fmt_json_line(stdout, j);
+		json_decref(j);
+	}
+	fmt_report_error(stderr, TOOL, path, e, o->json);
+}
+
+static fmt_kind verify_file(const char *path, const fmt_driver *forced, const fmt_common_opts *o)
+{
+	fmt_model m;
+	fmt_err e;
+	fmt_err_clear(&e);
+	fmt_kind k = fmt_model_open(&m, path, forced, &e);
+	if (k == FMT_OK) {
+		k = fmt_model_verify(&m, &e);
+		if (k == FMT_OK && !o->quiet)
+			report_ok(&m, o);
+		fmt_model_free(&m);
+	}
+	if (k != FMT_OK)
+		report_failure(path, &e, o);
+	return k;
+}
+
+int main(int argc, char **argv)
+{
+	fmt_common_opts common = { 0 };
+	const fmt_driver *forced = NULL;
+	fmt_err e;
+	int c;
+	fmt_err_clear(&e);
+	while ((c = getopt_long(argc, argv, "jqvh", long_opts, NULL)) != -1) {
+		int r = fmt_cli_common(c, optarg, &common, &e);
+		if (r < 0)
+			return usage_error(e.msg);
+		if (r > 0)
+			continue;
+		switch (c) {
+		case 'h': usage(stdout); return 0;
+		case FMT_OPT_VERSION: fmt_cli_version(TOOL); return 0;
+		case OPT_FORMAT:
+			forced = fmt_driver_by_name(optarg);
+			if (!forced)
+				return usage_error("--format takes safetensors, safetensors-index or gguf");
+			break;
+		default: return usage_error("unknown option");
+		}
+	}
+	if (optind >= argc)
+		return usage_error("no input file");
+	int status = 0;
+	for (int i = optind; i < argc; i++) {
+		int code = fmt_kind_exit(verify_file(argv[i], forced, &common));
+		if (code > status)
+			status = code;
+	}
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, TOOL ": error: cannot write to standard output\n");
+		return FMT_IO;
+	}
+	return status;
+}
