@@ -26,7 +26,7 @@ extern int unit_current_failed;
 	                     unit_fail(__FILE__, __LINE__, m_); } } while (0)
 #define CHECK_STR(a, b)                                                        \
 	do { const char *a_ = (a), *b_ = (b);                                  \
-	     if (!a_ || !b_ || strcmp(a_, b_)) { char m_[512]; snprintf(m_, sizeof m_, "%s == %s (\"%s\" != \"%s\")", #a, #b, a_ ? a_ : "(null)", b_ ? b_ : "(null)"); \
+	     if (!a_ || !b_ || strcmp(a_, b_)) { char m_[1024]; snprintf(m_, sizeof m_, "%s == %s (\"%.300s\" != \"%.300s\")", #a, #b, a_ ? a_ : "(null)", b_ ? b_ : "(null)"); \
 	                                          unit_fail(__FILE__, __LINE__, m_); } } while (0)
 #define CHECK_MEM(a, b, n) CHECK(memcmp((a), (b), (n)) == 0)
 

@@ -1,0 +1,210 @@
+#!/usr/bin/env bats
+# fmt-inspect on the sample models of scripts/gen/sample-models, good and hostile input.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	load helpers
+	make_samples
+}
+
+setup() {
+	load helpers
+	make_samples
+	cd "$BATS_TEST_TMPDIR"
+}
+
+@test "--version prints the tool and suite version" {
+	run fmt-inspect --version
+	assert_success
+	assert_output "fmt-inspect fmtkit 0.1.0"
+}
+
+@test "--help goes to stdout and exits 0" {
+	run --separate-stderr fmt-inspect --help
+	assert_success
+	assert_line --index 0 "Usage: fmt-inspect [OPTIONS] FILE..."
+	[ -z "$stderr" ]
+}
+
+@test "no input file is a usage error (exit 2)" {
+	run fmt-inspect
+	assert_failure 2
+	assert_line --index 0 "fmt-inspect: error: no input file"
+}
+
+@test "an unknown option is a usage error (exit 2)" {
+	run fmt-inspect --bogus "$SAMPLES/tiny.safetensors"
+	assert_failure 2
+}
+
+@test "--stats without --tensor is a usage error (exit 2)" {
+	run fmt-inspect --stats "$SAMPLES/tiny.safetensors"
+	assert_failure 2
+	assert_line --index 0 "fmt-inspect: error: --stats needs --tensor NAME"
+}
+
+@test "summary: format, counts, sizes and dtypes as text" {
+	run fmt-inspect "$SAMPLES/tiny.safetensors"
+	assert_success
+	assert_line "format:     safetensors"
+	assert_line "files:      1"
+	assert_line "size:       468 B (468 bytes; tensor data 92 B)"
+	assert_line "tensors:    5"
+	assert_line "parameters: 27"
+	assert_line --regexp '^  F32 +2 tensors +64 bytes  \(64 B\)$'
+	assert_line --regexp '^  I64 +1 tensors +8 bytes  \(8 B\)$'
+	assert_line '  format (str) = "pt"'
+	assert_line "  layers.0.weight  F32      [4, 3]  offset 24  48 bytes"
+	assert_line "  step             I64      []  offset 0  8 bytes"
+}
+
+@test "--json: one object whose fields match the file exactly" {
+	run --separate-stderr fmt-inspect --json "$SAMPLES/tiny.safetensors"
+	assert_success
+	[ "$(echo "$output" | wc -l)" -eq 1 ]
+	echo "$output" > out.json
+	[ "$(jq -r .format out.json)" = safetensors ]
+	[ "$(jq .version out.json)" = null ]
+	[ "$(jq .tensor_count out.json)" = 5 ]
+	[ "$(jq .parameter_count out.json)" = 27 ]
+	[ "$(jq .file_bytes out.json)" = 468 ]
+	[ "$(jq .data_bytes out.json)" = 92 ]
+	[ "$(jq -c .dtypes.F32 out.json)" = '{"tensors":2,"bytes":64}' ]
+	[ "$(jq -c .dtypes.BF16 out.json)" = '{"tensors":1,"bytes":4}' ]
+	[ "$(jq -r .metadata.format out.json)" = pt ]
+	[ "$(jq -r .metadata_types.format out.json)" = str ]
+	[ "$(jq -r '[.tensors[].name] | join(",")' out.json)" = "step,layers.0.bias,layers.0.weight,layers.1.bias,layers.1.weight" ]
+	[ "$(jq -c '.tensors[2]' out.json)" = '{"name":"layers.0.weight","dtype":"F32","shape":[4,3],"offset":24,"bytes":48}' ]
+	[ "$(jq -c '.tensors[0].shape' out.json)" = '[]' ]
+}
+
+@test "--json over several files: one line per file, in order" {
+	run fmt-inspect --json "$SAMPLES/tiny.safetensors" "$SAMPLES/sharded/model-00002-of-00002.safetensors"
+	assert_success
+	[ "${#lines[@]}" -eq 2 ]
+	[ "$(echo "${lines[1]}" | jq .tensor_count)" = 2 ]
+}
+
+@test "--tensors and --metadata select sections" {
+	run fmt-inspect --json --tensors "$SAMPLES/tiny.safetensors"
+	assert_success
+	[ "$(echo "$output" | jq -c 'keys')" = '["file","format","tensors"]' ]
+	run fmt-inspect --json --metadata "$SAMPLES/tiny.safetensors"
+	[ "$(echo "$output" | jq -c 'keys')" = '["file","format","metadata","metadata_types"]' ]
+	run fmt-inspect --tensors "$SAMPLES/tiny.safetensors"
+	refute_line --partial "parameters:"
+	assert_line "tensors:"
+}
+
+@test "--tree builds the parameter tree from dotted names" {
+	run fmt-inspect --tree "$SAMPLES/tiny.safetensors"
+	assert_success
+	assert_line "tree:       27 params"
+	assert_line "  step  I64 []  (1 params)"
+	assert_line "  layers  (26 params)"
+	assert_line "    0  (16 params)"
+	assert_line "      weight  F32 [4, 3]  (12 params)"
+	run fmt-inspect --json --tree "$SAMPLES/tiny.safetensors"
+	[ "$(echo "$output" | jq '.tree.children[1].children[1].params')" = 10 ]
+	[ "$(echo "$output" | jq -r '.tree.children[1].children[1].children[0].tensor')" = layers.1.bias ]
+}
+
+@test "--tensor NAME shows one tensor" {
+	run fmt-inspect --json --tensor layers.1.weight "$SAMPLES/tiny.safetensors"
+	assert_success
+	[ "$(echo "$output" | jq -c '.tensors')" = '[{"name":"layers.1.weight","dtype":"F16","shape":[2,4],"offset":76,"bytes":16}]' ]
+}
+
+@test "--tensor with an unknown name is exit 2 and names it" {
+	run fmt-inspect --tensor nope "$SAMPLES/tiny.safetensors"
+	assert_failure 2
+	assert_output --partial "no tensor named 'nope'"
+}
+
+@test "--stats computes exact statistics of an F32 tensor" {
+	run fmt-inspect --json --tensor layers.0.bias --stats "$SAMPLES/tiny.safetensors"
+	assert_success
+	echo "$output" > s.json
+	[ "$(jq -c '.stats | [.count,.nan,.inf,.min,.max,.mean]' s.json)" = '[4,0,0,-0.25,0.5,0.09375]' ]
+	[ "$(jq '.stats.std * 1e9 | round' s.json)" = "$(jq -n '(0.0732421875 | sqrt) * 1e9 | round')" ]
+	[ "$(jq -c '.stats.first' s.json)" = '[0.5,-0.25,0.125,0]' ]
+}
+
+@test "--stats decodes BF16 and F16 tensors" {
+	run fmt-inspect --json --tensor layers.1.bias --stats "$SAMPLES/tiny.safetensors"
+	[ "$(echo "$output" | jq -c '.stats.first')" = '[1,-2]' ]
+	run fmt-inspect --tensor layers.1.weight --stats "$SAMPLES/tiny.safetensors"
+	assert_success
+	assert_line "count:  8 finite, 0 NaN, 0 Inf"
+	assert_line "max:    1"
+}
+
+@test "a sharded index is inspected as one model" {
+	run fmt-inspect --json "$SAMPLES/sharded/model.safetensors.index.json"
+	assert_success
+	echo "$output" > o.json
+	[ "$(jq -r .format o.json)" = safetensors-index ]
+	[ "$(jq .tensor_count o.json)" = 5 ]
+	[ "$(jq .parameter_count o.json)" = 27 ]
+	[ "$(jq .data_bytes o.json)" = 92 ]
+	[ "$(jq -r '.tensors[] | select(.name=="step") | .file' o.json)" = model-00002-of-00002.safetensors ]
+	[ "$(jq -r '.tensors[] | select(.name=="layers.0.bias") | .file' o.json)" = model-00001-of-00002.safetensors ]
+}
+
+@test "standard input is read with -" {
+	run bash -c "cat '$SAMPLES/tiny.safetensors' | fmt-inspect --json - | jq .tensor_count"
+	assert_success
+	assert_output 5
+}
+
+@test "a missing file is an I/O error (exit 3) naming the file" {
+	run --separate-stderr fmt-inspect missing.safetensors
+	assert_failure 3
+	[ "$stderr" = "fmt-inspect: error: missing.safetensors: cannot open: No such file or directory" ]
+	[ -z "$output" ]
+}
+
+@test "with --json an error is also a JSON object on stderr" {
+	run --separate-stderr fmt-inspect --json missing.safetensors
+	assert_failure 3
+	[ "$(echo "$stderr" | sed -n 2p | jq -c .)" = '{"tool":"fmt-inspect","file":"missing.safetensors","error":"IoError","exit":3,"message":"cannot open: No such file or directory"}' ]
+}
+
+@test "an unrecognised file is InvalidFormat (exit 4)" {
+	printf 'hello world, not a model' > junk.bin
+	run fmt-inspect junk.bin
+	assert_failure 4
+	assert_output --partial "junk.bin: unrecognised format"
+}
+
+@test "several files: every file is reported and the exit is the highest" {
+	printf 'junk' > junk.bin
+	run --separate-stderr fmt-inspect --json "$SAMPLES/tiny.safetensors" missing.st junk.bin
+	assert_failure 4
+	[ "$(echo "$output" | wc -l)" -eq 1 ]
+	[[ "$stderr" == *"missing.st: cannot open"* ]]
+	[[ "$stderr" == *"junk.bin: unrecognised format"* ]]
+}
+
+@test "hostile metadata is escaped in text output" {
+	python3 - <<'PY'
+import json, struct
+hdr = {"__metadata__": {"evil\x1b[31m": "line1\nline2\x07\x9b"}}
+t = json.dumps(hdr, separators=(",", ":"), ensure_ascii=False).encode()
+t += b" " * (-len(t) % 8)
+open("evil.safetensors", "wb").write(struct.pack("<Q", len(t)) + t)
+PY
+	run fmt-inspect --metadata evil.safetensors
+	assert_success
+	assert_line '  evil\x1b[31m (str) = "line1\nline2\x07\u009b"'
+	run fmt-inspect --json --metadata evil.safetensors
+	[ "$(echo "$output" | jq -r '.metadata | keys[0]' | od -An -tx1 | head -1 | tr -d ' ')" = "6576696c1b5b33316d0a" ]
+}
+
+@test "the Apsi fixture from the reference project reads as safetensors" {
+	run fmt-inspect --json "$REPO_ROOT/tests/data/fixtures/apsim/example-signed-team-secret.apsim"
+	assert_success
+	[ "$(echo "$output" | jq -r '[.tensors[].name] | join(",")')" = "layers.0.W,layers.0.q__qscale,mass,layers.0.q" ]
+	[ "$(echo "$output" | jq .file_bytes)" = 796 ]
+}

@@ -1,0 +1,131 @@
+#!/usr/bin/env bats
+# fmt-verify on good files, shard sets and hostile input.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	load helpers
+	make_samples
+}
+
+setup() {
+	load helpers
+	make_samples
+	cd "$BATS_TEST_TMPDIR"
+	cp -r "$SAMPLES/sharded" set
+}
+
+@test "--version and --help" {
+	run fmt-verify --version
+	assert_success
+	assert_output "fmt-verify fmtkit 0.1.0"
+	run fmt-verify --help
+	assert_success
+	assert_line --index 0 "Usage: fmt-verify [OPTIONS] FILE..."
+}
+
+@test "no input file is a usage error (exit 2)" {
+	run fmt-verify
+	assert_failure 2
+}
+
+@test "a good file: one ok line" {
+	cp "$SAMPLES/tiny.safetensors" .
+	run --separate-stderr fmt-verify tiny.safetensors
+	assert_success
+	assert_output "tiny.safetensors: ok (safetensors, 5 tensors, 1 file, 468 bytes)"
+	[ -z "$stderr" ]
+}
+
+@test "a good shard set: ok for the whole set" {
+	run fmt-verify set/model.safetensors.index.json
+	assert_success
+	assert_output "set/model.safetensors.index.json: ok (safetensors-index, 5 tensors, 3 files, 855 bytes)"
+}
+
+@test "--json ok object" {
+	run fmt-verify --json set/model.safetensors.index.json
+	assert_success
+	[ "$(echo "$output" | jq -c .)" = '{"file":"set/model.safetensors.index.json","ok":true,"format":"safetensors-index","files":3,"tensors":5,"bytes":855}' ]
+}
+
+@test "--quiet prints nothing; the status tells" {
+	run fmt-verify -q "$SAMPLES/tiny.safetensors"
+	assert_success
+	assert_output ""
+	printf 'x' > bad.safetensors
+	run fmt-verify -q bad.safetensors
+	assert_failure 4
+}
+
+@test "one appended byte is refused (exit 4)" {
+	cp "$SAMPLES/tiny.safetensors" t.safetensors
+	printf 'X' >> t.safetensors
+	run --separate-stderr fmt-verify t.safetensors
+	assert_failure 4
+	[ -z "$output" ]
+	[[ "$stderr" == "fmt-verify: error: t.safetensors: "* ]]
+}
+
+@test "one byte cut off is refused (exit 4)" {
+	head -c 467 "$SAMPLES/tiny.safetensors" > t.safetensors
+	run fmt-verify t.safetensors
+	assert_failure 4
+}
+
+@test "a missing shard is SchemaMismatch (exit 9) naming the shard" {
+	rm set/model-00002-of-00002.safetensors
+	run --separate-stderr fmt-verify --json set/model.safetensors.index.json
+	assert_failure 9
+	[ "$(echo "$output" | jq -r .error)" = SchemaMismatch ]
+	[ "$(echo "$output" | jq .exit)" = 9 ]
+	[ "$(echo "$output" | jq -r .message)" = "shard 'model-00002-of-00002.safetensors' named in weight_map does not exist (set/model-00002-of-00002.safetensors)" ]
+}
+
+@test "a damaged shard fails the set with the shard's own error" {
+	printf 'X' >> set/model-00001-of-00002.safetensors
+	run fmt-verify set/model.safetensors.index.json
+	assert_failure 4
+	assert_output --partial "model-00001-of-00002.safetensors"
+}
+
+@test "a tensor mapped to the wrong shard is exit 9" {
+	sed -i 's/"step": "model-00002-of-00002.safetensors"/"step": "model-00001-of-00002.safetensors"/' set/model.safetensors.index.json
+	run fmt-verify set/model.safetensors.index.json
+	assert_failure 9
+	assert_output --partial "step"
+}
+
+@test "a tensor missing from weight_map is exit 9" {
+	jq 'del(.weight_map.step)' set/model.safetensors.index.json > i && mv i set/model.safetensors.index.json
+	run fmt-verify set/model.safetensors.index.json
+	assert_failure 9
+	assert_output --partial "step"
+}
+
+@test "a wrong total_size is exit 9" {
+	jq '.metadata.total_size = 93' set/model.safetensors.index.json > i && mv i set/model.safetensors.index.json
+	run fmt-verify set/model.safetensors.index.json
+	assert_failure 9
+	assert_output --partial "total_size"
+}
+
+@test "a shard name with a path is refused (exit 4)" {
+	jq '.weight_map.step = "../model-00002-of-00002.safetensors"' set/model.safetensors.index.json > i && mv i set/model.safetensors.index.json
+	run fmt-verify set/model.safetensors.index.json
+	assert_failure 4
+	assert_output --partial "../model-00002-of-00002.safetensors"
+	jq '.weight_map.step = "/etc/passwd"' set/model.safetensors.index.json > i && mv i set/model.safetensors.index.json
+	run fmt-verify set/model.safetensors.index.json
+	assert_failure 4
+}
+
+@test "several files: each reported, exit is the highest" {
+	cp "$SAMPLES/tiny.safetensors" good.safetensors
+	printf 'X' > bad.safetensors
+	rm set/model-00002-of-00002.safetensors
+	run --separate-stderr fmt-verify good.safetensors bad.safetensors set/model.safetensors.index.json
+	assert_failure 9
+	assert_output "good.safetensors: ok (safetensors, 5 tensors, 1 file, 468 bytes)"
+	[ "$(echo "$stderr" | grep -c 'fmt-verify: error:')" -eq 2 ]
+}

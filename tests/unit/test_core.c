@@ -1,0 +1,164 @@
+/* Unit tests for libcommon/core: errors, sizes, escaping, sources and the atomic sink. */
+#include <dirent.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "fmt/cli.h"
+#include "fmt/io.h"
+#include "fmt/out.h"
+#include "unit.h"
+
+static char *scratch_dir(void)
+{
+	static char path[64];
+	snprintf(path, sizeof path, "/tmp/fmtkit-unit-XXXXXX");
+	return mkdtemp(path);
+}
+
+static int count_entries(const char *dir)
+{
+	int n = 0;
+	DIR *d = opendir(dir);
+	struct dirent *ent;
+	while (d && (ent = readdir(d)))
+		n += strcmp(ent->d_name, ".") && strcmp(ent->d_name, "..");
+	if (d)
+		closedir(d);
+	return n;
+}
+
+TEST(err_kinds_are_exit_codes)
+{
+	CHECK_EQ_U64(fmt_kind_exit(FMT_INVALID_FORMAT), 4);
+	CHECK_EQ_U64(fmt_kind_exit(FMT_SCHEMA), 9);
+	CHECK_EQ_U64(fmt_kind_exit(FMT_INTERNAL), 70);
+	CHECK_STR(fmt_kind_name(FMT_CHECKSUM), "ChecksumMismatch");
+	CHECK_STR(fmt_kind_name(FMT_UNSUPPORTED), "UnsupportedVersion");
+}
+
+TEST(err_prefix_and_file)
+{
+	fmt_err e;
+	fmt_err_clear(&e);
+	CHECK_EQ_U64(fmt_fail(&e, FMT_IO, "read %d", 7), FMT_IO);
+	fmt_err_prefix(&e, "tensor '%s'", "w");
+	CHECK_STR(e.msg, "tensor 'w': read 7");
+	fmt_err_file(&e, "a");
+	fmt_err_file(&e, "b");
+	CHECK_STR(e.file, "a");
+}
+
+TEST(parse_size_units)
+{
+	fmt_err e;
+	uint64_t v = 0;
+	CHECK(fmt_parse_size("4GB", &v, &e) == FMT_OK && v == 4000000000ULL);
+	CHECK(fmt_parse_size("500MB", &v, &e) == FMT_OK && v == 500000000ULL);
+	CHECK(fmt_parse_size("2GiB", &v, &e) == FMT_OK && v == 2147483648ULL);
+	CHECK(fmt_parse_size("123", &v, &e) == FMT_OK && v == 123);
+	CHECK(fmt_parse_size("7KiB", &v, &e) == FMT_OK && v == 7168);
+	CHECK(fmt_parse_size("", &v, &e) == FMT_USAGE);
+	CHECK(fmt_parse_size("-1", &v, &e) == FMT_USAGE);
+	CHECK(fmt_parse_size("4XB", &v, &e) == FMT_USAGE);
+	CHECK(fmt_parse_size("99999999999999999999", &v, &e) == FMT_USAGE);
+	CHECK(fmt_parse_size("20000000000TB", &v, &e) == FMT_USAGE);
+}
+
+TEST(utf8_validation)
+{
+	CHECK(fmt_utf8_valid("h\xc3\xa9", 3));
+	CHECK(!fmt_utf8_valid("\xc3", 1));              /* truncated */
+	CHECK(!fmt_utf8_valid("\xc0\xaf", 2));          /* overlong */
+	CHECK(!fmt_utf8_valid("\xed\xa0\x80", 3));      /* surrogate */
+	CHECK(!fmt_utf8_valid("\xf4\x90\x80\x80", 4));  /* > U+10FFFF */
+	CHECK(fmt_utf8_valid("\xf0\x9f\x98\x80", 4));
+}
+
+TEST(escaping_neutralises_control_bytes)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	fmt_out_escaped(f, "a\x1b[0m\n\xff\\", 8);
+	fclose(f);
+	CHECK_STR(buf, "a\\x1b[0m\\n\\xff\\\\");
+	free(buf);
+}
+
+TEST(json_string_replaces_invalid_utf8)
+{
+	json_t *j = fmt_json_string("a\xffz", 3);
+	CHECK_STR(json_string_value(j), "a\xef\xbf\xbdz");
+	json_decref(j);
+}
+
+TEST(source_reads_and_bounds)
+{
+	char *dir = scratch_dir(), path[128];
+	snprintf(path, sizeof path, "%s/f", dir);
+	FILE *f = fopen(path, "wb");
+	fwrite("0123456789", 1, 10, f);
+	fclose(f);
+	fmt_source s;
+	fmt_err e;
+	uint8_t buf[4];
+	const uint8_t *view;
+	CHECK(fmt_source_open(&s, path, &e) == FMT_OK);
+	CHECK_EQ_U64(s.size, 10);
+	CHECK(fmt_source_read(&s, 6, buf, 4, &e) == FMT_OK && memcmp(buf, "6789", 4) == 0);
+	CHECK(fmt_source_read(&s, 7, buf, 4, &e) == FMT_INVALID_FORMAT);
+	CHECK(fmt_source_read(&s, UINT64_MAX, buf, 2, &e) == FMT_INVALID_FORMAT);
+	CHECK(fmt_source_view(&s, 2, 3, &view, &e) == FMT_OK && memcmp(view, "234", 3) == 0);
+	fmt_source_close(&s);
+	CHECK(fmt_source_open(&s, dir, &e) == FMT_IO);
+	unlink(path);
+	rmdir(dir);
+}
+
+TEST(sink_is_atomic_and_refuses_existing)
+{
+	char *dir = scratch_dir(), path[128];
+	snprintf(path, sizeof path, "%s/out.bin", dir);
+	fmt_sink k;
+	fmt_err e;
+	CHECK(fmt_sink_open(&k, path, 0, &e) == FMT_OK);
+	CHECK(fmt_sink_write(&k, "abc", 3, &e) == FMT_OK);
+	CHECK(fmt_sink_zeros(&k, 5, &e) == FMT_OK);
+	CHECK(access(path, F_OK) != 0);           /* nothing at the destination before commit */
+	CHECK(fmt_sink_commit(&k, &e) == FMT_OK);
+	struct stat st;
+	CHECK(stat(path, &st) == 0 && st.st_size == 8);
+	CHECK(fmt_sink_open(&k, path, 0, &e) == FMT_USAGE);
+	CHECK(fmt_sink_open(&k, path, FMT_SINK_FORCE, &e) == FMT_OK);
+	CHECK(fmt_sink_write(&k, "x", 1, &e) == FMT_OK);
+	fmt_sink_abort(&k);
+	CHECK(stat(path, &st) == 0 && st.st_size == 8);  /* abort left the old file alone */
+	CHECK_EQ_U64(count_entries(dir), 1);              /* and no temporary file behind */
+	CHECK(fmt_check_distinct(path, path, &e) == FMT_USAGE);
+	unlink(path);
+	rmdir(dir);
+}
+
+TEST(sink_large_writes_bypass_buffer)
+{
+	char *dir = scratch_dir(), path[128];
+	snprintf(path, sizeof path, "%s/big", dir);
+	size_t n = 3u << 20;
+	uint8_t *data = malloc(n);
+	for (size_t i = 0; i < n; i++)
+		data[i] = (uint8_t)(i * 31);
+	fmt_sink k;
+	fmt_err e;
+	CHECK(fmt_sink_open(&k, path, 0, &e) == FMT_OK);
+	CHECK(fmt_sink_write(&k, data, 10, &e) == FMT_OK);
+	CHECK(fmt_sink_write(&k, data + 10, n - 10, &e) == FMT_OK);
+	CHECK(fmt_sink_commit(&k, &e) == FMT_OK);
+	char *back;
+	size_t len;
+	CHECK(fmt_read_file(path, n, &back, &len, &e) == FMT_OK);
+	CHECK(len == n && memcmp(back, data, n) == 0);
+	CHECK(fmt_read_file(path, n - 1, &back, &len, &e) == FMT_INVALID_FORMAT);
+	free(data);
+	unlink(path);
+	rmdir(dir);
+}
