@@ -55,8 +55,9 @@ setup() {
 	assert_line --regexp '^  F32 +2 tensors +64 bytes  \(64 B\)$'
 	assert_line --regexp '^  I64 +1 tensors +8 bytes  \(8 B\)$'
 	assert_line '  format (str) = "pt"'
-	assert_line "  layers.0.weight  F32      [4, 3]  offset 24  48 bytes"
-	assert_line "  step             I64      []  offset 0  8 bytes"
+	assert_line "  NAME             DTYPE    SHAPE   OFFSET         BYTES"
+	assert_line "  layers.0.weight  F32      [4, 3]      24            48"
+	assert_line "  step             I64      []           0             8"
 }
 
 @test "--json: one object whose fields match the file exactly" {

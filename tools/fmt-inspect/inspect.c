@@ -62,14 +62,6 @@ static const char *tensor_file(const fmt_model *m, const fmt_tensor *t)
 
 /* ---- text ---- */
 
-static void print_shape(FILE *out, const fmt_tensor *t)
-{
-	fputc('[', out);
-	for (int d = 0; d < t->ndim; d++)
-		fprintf(out, d ? ", %" PRIu64 : "%" PRIu64, t->shape[d]);
-	fputc(']', out);
-}
-
 static void text_summary(FILE *out, const fmt_model *m)
 {
 	char size[32], data[32];
@@ -110,14 +102,48 @@ static void text_metadata(FILE *out, const fmt_model *m, size_t max_items)
 	}
 }
 
-static void text_tensor_line(FILE *out, const fmt_model *m, const fmt_tensor *t, int name_width, int with_file)
+static void format_shape(char *buf, size_t n, const fmt_tensor *t)
 {
+	size_t used = (size_t)snprintf(buf, n, "[");
+	for (int d = 0; d < t->ndim && used < n; d++)
+		used += (size_t)snprintf(buf + used, n - used, d ? ", %" PRIu64 : "%" PRIu64, t->shape[d]);
+	if (used < n)
+		snprintf(buf + used, n - used, "]");
+}
+
+typedef struct table_widths {
+	int name, shape, offset;
+} table_widths;
+
+/* Column widths; names longer than 64 bytes overflow their column rather than widen it. */
+static table_widths measure_table(const fmt_model *m)
+{
+	table_widths w = { 4, 5, 6 };
+	char buf[FMT_MAX_DIMS * 24];
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		const fmt_tensor *t = &m->tensors[i];
+		int len = (int)strlen(t->name);
+		if (len > w.name && len <= 64)
+			w.name = len;
+		format_shape(buf, sizeof buf, t);
+		if ((int)strlen(buf) > w.shape)
+			w.shape = (int)strlen(buf);
+		len = snprintf(buf, sizeof buf, "%" PRIu64, t->file_offset);
+		if (len > w.offset)
+			w.offset = len;
+	}
+	return w;
+}
+
+static void text_tensor_line(FILE *out, const fmt_model *m, const fmt_tensor *t, table_widths w, int with_file)
+{
+	char shape[FMT_MAX_DIMS * 24];
 	int len = (int)strlen(t->name);
+	format_shape(shape, sizeof shape, t);
 	fputs("  ", out);
 	fmt_out_escaped(out, t->name, strlen(t->name));
-	fprintf(out, "%*s  %-8s ", name_width > len ? name_width - len : 0, "", fmt_dtype_name(t->dtype));
-	print_shape(out, t);
-	fprintf(out, "  offset %" PRIu64 "  %" PRIu64 " bytes", t->file_offset, t->nbytes);
+	fprintf(out, "%*s  %-8s %-*s  %*" PRIu64 "  %12" PRIu64, w.name > len ? w.name - len : 0, "",
+		fmt_dtype_name(t->dtype), w.shape, shape, w.offset, t->file_offset, t->nbytes);
 	if (with_file) {
 		fputs("  ", out);
 		const char *f = tensor_file(m, t);
@@ -128,25 +154,22 @@ static void text_tensor_line(FILE *out, const fmt_model *m, const fmt_tensor *t,
 
 static void text_tensors(FILE *out, const fmt_model *m, const char *only)
 {
-	int width = 0, with_file = is_multi_file(m);
-	for (size_t i = 0; i < m->n_tensors; i++) {
-		int len = (int)strlen(m->tensors[i].name);
-		if (len > width && len <= 64)
-			width = len;
-	}
-	if (!only)
-		fprintf(out, "tensors:\n");
+	table_widths w = measure_table(m);
+	int with_file = is_multi_file(m);
+	fprintf(out, "tensors:\n  %-*s  %-8s %-*s  %*s  %12s%s\n", w.name, "NAME", "DTYPE", w.shape, "SHAPE",
+		w.offset, "OFFSET", "BYTES", with_file ? "  FILE" : "");
 	for (size_t i = 0; i < m->n_tensors; i++)
 		if (!only || strcmp(only, m->tensors[i].name) == 0)
-			text_tensor_line(out, m, &m->tensors[i], width, with_file);
+			text_tensor_line(out, m, &m->tensors[i], w, with_file);
 }
 
 static void text_stats(FILE *out, const fmt_tensor *t, const fmt_stats *s)
 {
 	fputs("tensor: ", out);
 	fmt_out_escaped(out, t->name, strlen(t->name));
-	fprintf(out, "\ndtype:  %s\nshape:  ", fmt_dtype_name(t->dtype));
-	print_shape(out, t);
+	char shape[FMT_MAX_DIMS * 24];
+	format_shape(shape, sizeof shape, t);
+	fprintf(out, "\ndtype:  %s\nshape:  %s", fmt_dtype_name(t->dtype), shape);
 	fprintf(out, "\ncount:  %" PRIu64 " finite, %" PRIu64 " NaN, %" PRIu64 " Inf\n", s->count, s->nan, s->inf);
 	fprintf(out, "min:    %.9g\nmax:    %.9g\nmean:   %.9g\nstd:    %.9g\nfirst: ", s->min, s->max,
 		s->mean, s->std);
