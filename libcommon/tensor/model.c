@@ -167,6 +167,44 @@ fmt_kind fmt_model_add_source(fmt_model *m, fmt_source *s, int *index, fmt_err *
 	return FMT_OK;
 }
 
+static fmt_kind out_of_memory_for(const fmt_tensor *t, fmt_err *e)
+{
+	return fmt_fail(e, FMT_IO, "out of memory for tensor '%s' (%llu bytes)", t->name,
+			(unsigned long long)t->nbytes);
+}
+
+static fmt_kind tensor_source(const fmt_model *m, const fmt_tensor *t, fmt_source **s, fmt_err *e)
+{
+	if (t->source < 0 || (size_t)t->source >= m->n_sources)
+		return fmt_fail(e, FMT_INTERNAL, "tensor '%s' has no bytes", t->name);
+	*s = &m->sources[t->source];
+	return FMT_OK;
+}
+
+fmt_kind fmt_tensor_read(const fmt_model *m, const fmt_tensor *t, uint64_t off, uint8_t *dst,
+			 size_t n, fmt_err *e)
+{
+	uint64_t end;
+	if (fmt_add_u64(off, n, &end) || end > t->nbytes)
+		return fmt_fail(e, FMT_INTERNAL, "tensor '%s': read past its %llu bytes", t->name,
+				(unsigned long long)t->nbytes);
+	if (t->data) {
+		memcpy(dst, t->data + off, n);
+		return FMT_OK;
+	}
+	if (t->reader)
+		return t->reader(m, t, off, dst, n, e);
+	fmt_source *s = NULL;
+	fmt_kind k = tensor_source(m, t, &s, e);
+	if (k == FMT_OK)
+		k = fmt_source_read(s, t->offset + off, dst, n, e);
+	if (k != FMT_OK && s) {
+		fmt_err_file(e, s->path);
+		fmt_err_prefix(e, "tensor '%s'", t->name);
+	}
+	return k;
+}
+
 fmt_kind fmt_tensor_load(const fmt_model *m, const fmt_tensor *t, const uint8_t **bytes,
 			 uint8_t **to_free, fmt_err *e)
 {
@@ -176,13 +214,12 @@ fmt_kind fmt_tensor_load(const fmt_model *m, const fmt_tensor *t, const uint8_t 
 		return FMT_OK;
 	}
 	if (t->reader) {
+		if (t->nbytes > SIZE_MAX)
+			return out_of_memory_for(t, e);
 		uint8_t *buf = malloc(t->nbytes ? (size_t)t->nbytes : 1);
-		if (!buf || t->nbytes > SIZE_MAX) {
-			free(buf);
-			return fmt_fail(e, FMT_IO, "out of memory for tensor '%s' (%llu bytes)", t->name,
-					(unsigned long long)t->nbytes);
-		}
-		fmt_kind k = t->reader(t, t->reader_ctx, buf, e);
+		if (!buf)
+			return out_of_memory_for(t, e);
+		fmt_kind k = fmt_tensor_read(m, t, 0, buf, (size_t)t->nbytes, e);
 		if (k != FMT_OK) {
 			free(buf);
 			return k;
@@ -191,15 +228,45 @@ fmt_kind fmt_tensor_load(const fmt_model *m, const fmt_tensor *t, const uint8_t 
 		*to_free = buf;
 		return FMT_OK;
 	}
-	if (t->source < 0 || (size_t)t->source >= m->n_sources)
-		return fmt_fail(e, FMT_INTERNAL, "tensor '%s' has no bytes", t->name);
-	fmt_source *s = &m->sources[t->source];
-	fmt_kind k = fmt_source_view(s, t->offset, t->nbytes, bytes, e);
-	if (k != FMT_OK) {
+	fmt_source *s = NULL;
+	fmt_kind k = tensor_source(m, t, &s, e);
+	if (k == FMT_OK)
+		k = fmt_source_view(s, t->offset, t->nbytes, bytes, e);
+	if (k != FMT_OK && s) {
 		fmt_err_file(e, s->path);
 		fmt_err_prefix(e, "tensor '%s'", t->name);
 	}
 	return k;
+}
+
+#define STREAM_CHUNK (4u << 20)
+
+fmt_kind fmt_tensor_write_to(const fmt_model *m, const fmt_tensor *t, fmt_sink *k, fmt_err *e)
+{
+	uint64_t align = t->chunk_align ? t->chunk_align : 1;
+	uint64_t chunk = STREAM_CHUNK / align * align;
+	if (chunk == 0)
+		chunk = align;
+	if (chunk > t->nbytes)
+		chunk = t->nbytes;
+	if (t->data)
+		return fmt_sink_write(k, t->data, (size_t)t->nbytes, e);
+	if (t->nbytes == 0)
+		return FMT_OK;
+	if (chunk > SIZE_MAX)
+		return out_of_memory_for(t, e);
+	uint8_t *buf = malloc((size_t)chunk);
+	if (!buf)
+		return out_of_memory_for(t, e);
+	fmt_kind r = FMT_OK;
+	for (uint64_t off = 0; r == FMT_OK && off < t->nbytes; off += chunk) {
+		size_t n = (size_t)(t->nbytes - off < chunk ? t->nbytes - off : chunk);
+		r = fmt_tensor_read(m, t, off, buf, n, e);
+		if (r == FMT_OK)
+			r = fmt_sink_write(k, buf, n, e);
+	}
+	free(buf);
+	return r;
 }
 
 uint64_t fmt_model_param_count(const fmt_model *m)

@@ -36,8 +36,12 @@ typedef struct fmt_meta {
 } fmt_meta;
 
 struct fmt_tensor;
-/* Produces a tensor's bytes on demand (decoding, decompression); fills dst with t->nbytes. */
-typedef fmt_kind (*fmt_tensor_reader)(const struct fmt_tensor *t, void *ctx, uint8_t *dst, fmt_err *e);
+struct fmt_model;
+/* Produces n bytes of a tensor starting at byte off (decoding, converting, decompressing) into
+ * dst. off and n are multiples of the tensor's chunk_align, except that the last range ends at
+ * nbytes. Must give the same bytes however the tensor is cut into ranges. */
+typedef fmt_kind (*fmt_tensor_reader)(const struct fmt_model *m, const struct fmt_tensor *t,
+				      uint64_t off, uint8_t *dst, size_t n, fmt_err *e);
 
 typedef struct fmt_tensor {
 	char *name;
@@ -53,6 +57,7 @@ typedef struct fmt_tensor {
 	int owned_data;
 	fmt_tensor_reader reader;
 	void *reader_ctx;
+	uint64_t chunk_align;          /* reader ranges are multiples of this many bytes (0 = 1) */
 	/* Format-specific position for reporting (safetensors data_offsets begin, GGUF offset). */
 	uint64_t file_offset;
 } fmt_tensor;
@@ -88,6 +93,14 @@ fmt_kind fmt_model_add_source(fmt_model *m, fmt_source *s, int *index, fmt_err *
  * filled by its reader (then *to_free is set and the caller frees it). */
 fmt_kind fmt_tensor_load(const fmt_model *m, const fmt_tensor *t, const uint8_t **bytes,
 			 uint8_t **to_free, fmt_err *e);
+
+/* Copy n bytes of a tensor from byte off into dst, by pread for file-backed tensors (no mapping,
+ * so streaming a large model keeps resident memory bounded). */
+fmt_kind fmt_tensor_read(const fmt_model *m, const fmt_tensor *t, uint64_t off, uint8_t *dst,
+			 size_t n, fmt_err *e);
+
+/* Write all of a tensor's bytes to k in bounded chunks (about 4 MiB): what every writer uses. */
+fmt_kind fmt_tensor_write_to(const fmt_model *m, const fmt_tensor *t, fmt_sink *k, fmt_err *e);
 
 uint64_t fmt_model_param_count(const fmt_model *m);
 
