@@ -33,6 +33,8 @@ void fmt_model_free(fmt_model *m)
 		free(m->tensors[i].name);
 		if (m->tensors[i].owned_data)
 			free((void *)m->tensors[i].data);
+		if (m->tensors[i].free_ctx)
+			m->tensors[i].free_ctx(m->tensors[i].reader_ctx);
 	}
 	for (size_t i = 0; i < m->n_sources; i++)
 		fmt_source_close(&m->sources[i]);

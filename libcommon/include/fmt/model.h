@@ -57,6 +57,7 @@ typedef struct fmt_tensor {
 	int owned_data;
 	fmt_tensor_reader reader;
 	void *reader_ctx;
+	void (*free_ctx)(void *ctx);   /* frees reader_ctx with the model; may be NULL */
 	uint64_t chunk_align;          /* reader ranges are multiples of this many bytes (0 = 1) */
 	/* Format-specific position for reporting (safetensors data_offsets begin, GGUF offset). */
 	uint64_t file_offset;

@@ -1,0 +1,118 @@
+#include <pthread.h>
+#include <stdlib.h>
+#include "fmt/thread.h"
+
+struct fmt_pool {
+	pthread_mutex_t lock;
+	pthread_cond_t work;      /* a new batch, or shutdown */
+	pthread_cond_t done;      /* the last task of a batch finished */
+	pthread_t *workers;
+	int n_workers;
+	unsigned long batch;      /* incremented per fmt_pool_run */
+	int shutdown;
+	fmt_task_fn fn;
+	void *ctx;
+	size_t next, n_tasks, unfinished;
+};
+
+/* Take tasks until none is left; called with the lock held, returns with it held. */
+static void drain(fmt_pool *p)
+{
+	while (p->next < p->n_tasks) {
+		size_t i = p->next++;
+		pthread_mutex_unlock(&p->lock);
+		p->fn(p->ctx, i);
+		pthread_mutex_lock(&p->lock);
+		if (--p->unfinished == 0)
+			pthread_cond_broadcast(&p->done);
+	}
+}
+
+static void *worker(void *arg)
+{
+	fmt_pool *p = arg;
+	unsigned long seen = 0;
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		while (!p->shutdown && p->batch == seen)
+			pthread_cond_wait(&p->work, &p->lock);
+		if (p->shutdown)
+			break;
+		seen = p->batch;
+		drain(p);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+fmt_kind fmt_pool_create(fmt_pool **pool, int threads, fmt_err *e)
+{
+	fmt_pool *p = calloc(1, sizeof *p);
+	if (!p)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->work, NULL);
+	pthread_cond_init(&p->done, NULL);
+	int extra = threads > 1 ? threads - 1 : 0;
+	if (extra) {
+		p->workers = calloc((size_t)extra, sizeof *p->workers);
+		if (!p->workers) {
+			fmt_pool_destroy(p);
+			return fmt_fail(e, FMT_IO, "out of memory");
+		}
+	}
+	for (int i = 0; i < extra; i++) {
+		if (pthread_create(&p->workers[i], NULL, worker, p) != 0) {
+			fmt_pool_destroy(p);
+			return fmt_fail(e, FMT_IO, "cannot start worker thread %d", i + 1);
+		}
+		p->n_workers++;
+	}
+	*pool = p;
+	return FMT_OK;
+}
+
+void fmt_pool_destroy(fmt_pool *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->shutdown = 1;
+	pthread_cond_broadcast(&p->work);
+	pthread_mutex_unlock(&p->lock);
+	for (int i = 0; i < p->n_workers; i++)
+		pthread_join(p->workers[i], NULL);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->work);
+	pthread_cond_destroy(&p->done);
+	free(p->workers);
+	free(p);
+}
+
+int fmt_pool_threads(const fmt_pool *p)
+{
+	return p->n_workers + 1;
+}
+
+void fmt_pool_run(fmt_pool *p, size_t n, fmt_task_fn fn, void *ctx)
+{
+	if (n == 0)
+		return;
+	if (p->n_workers == 0 || n == 1) {
+		for (size_t i = 0; i < n; i++)
+			fn(ctx, i);
+		return;
+	}
+	pthread_mutex_lock(&p->lock);
+	p->fn = fn;
+	p->ctx = ctx;
+	p->next = 0;
+	p->n_tasks = n;
+	p->unfinished = n;
+	p->batch++;
+	pthread_cond_broadcast(&p->work);
+	drain(p);
+	while (p->unfinished)
+		pthread_cond_wait(&p->done, &p->lock);
+	pthread_mutex_unlock(&p->lock);
+}

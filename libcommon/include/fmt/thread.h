@@ -1,0 +1,20 @@
+/* A small fixed pool of worker threads running indexed tasks. */
+#ifndef FMT_THREAD_H
+#define FMT_THREAD_H
+
+#include <stddef.h>
+#include "fmt/err.h"
+
+typedef struct fmt_pool fmt_pool;
+typedef void (*fmt_task_fn)(void *ctx, size_t index);
+
+/* threads <= 1 makes a pool that runs every task on the calling thread. */
+fmt_kind fmt_pool_create(fmt_pool **pool, int threads, fmt_err *e);
+void fmt_pool_destroy(fmt_pool *pool);
+int fmt_pool_threads(const fmt_pool *pool);
+
+/* Run fn(ctx, i) for i in 0..n-1 on the pool (the caller works too) and return when all are
+ * done. Tasks must not call fmt_pool_run on the same pool. */
+void fmt_pool_run(fmt_pool *pool, size_t n, fmt_task_fn fn, void *ctx);
+
+#endif

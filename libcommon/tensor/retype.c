@@ -1,0 +1,172 @@
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/checked.h"
+#include "fmt/convert.h"
+#include "fmt/quant.h"
+#include "fmt/retype.h"
+
+/* Elements converted per task: big enough to amortise scheduling, small enough that the
+ * per-task buffers (float32 values and input bytes) stay well under a megabyte. */
+#define TASK_ELEMS (64u * 1024u)
+
+typedef struct retype_ctx {
+	const fmt_model *in;
+	const fmt_tensor *src;
+	fmt_dtype to;
+	fmt_pool *pool;
+	uint64_t unit_elems;   /* elements per indivisible unit: a block of both dtypes */
+} retype_ctx;
+
+static fmt_kind encode(fmt_dtype to, const float *x, uint8_t *dst, uint64_t n, fmt_err *e)
+{
+	if (to == FMT_DT_Q8_0)
+		return fmt_quantize_q8_0(x, dst, n, e);
+	if (to == FMT_DT_Q4_0)
+		return fmt_quantize_q4_0(x, dst, n, e);
+	return fmt_encode_from_f32(to, x, n, dst, e);
+}
+
+static int can_encode(fmt_dtype to)
+{
+	return to == FMT_DT_Q8_0 || to == FMT_DT_Q4_0 || fmt_encode_supported(to);
+}
+
+int fmt_retype_possible(fmt_dtype from, fmt_dtype to)
+{
+	return from == to || (fmt_decode_supported(from) && can_encode(to));
+}
+
+/* Bytes of n elements (a multiple of the dtype's block) of dtype t. */
+static uint64_t bytes_of(fmt_dtype t, uint64_t n)
+{
+	const fmt_dtype_info *d = fmt_dtype_get(t);
+	return n / d->block_elems * d->block_bits / 8;
+}
+
+/* One call of the reader is cut into tasks; each converts its own element range. */
+typedef struct retype_job {
+	const retype_ctx *c;
+	uint64_t first_elem, n_elems;
+	uint8_t *dst;
+	pthread_mutex_t lock;
+	fmt_kind kind;
+	fmt_err err;
+} retype_job;
+
+static void record_error(retype_job *job, const fmt_err *e)
+{
+	pthread_mutex_lock(&job->lock);
+	if (job->kind == FMT_OK) {
+		job->kind = e->kind;
+		job->err = *e;
+	}
+	pthread_mutex_unlock(&job->lock);
+}
+
+static void convert_task(void *arg, size_t index)
+{
+	retype_job *job = arg;
+	const retype_ctx *c = job->c;
+	uint64_t start = (uint64_t)index * TASK_ELEMS;
+	uint64_t n = job->n_elems - start < TASK_ELEMS ? job->n_elems - start : TASK_ELEMS;
+	uint64_t elem = job->first_elem + start;
+	size_t in_bytes = (size_t)bytes_of(c->src->dtype, n);
+	fmt_err e;
+	fmt_err_clear(&e);
+	float *values = malloc((size_t)n * sizeof(float));
+	uint8_t *raw = malloc(in_bytes ? in_bytes : 1);
+	fmt_kind k = values && raw ? FMT_OK : fmt_fail(&e, FMT_IO, "out of memory converting '%s'", c->src->name);
+	if (k == FMT_OK)
+		k = fmt_tensor_read(c->in, c->src, bytes_of(c->src->dtype, elem), raw, in_bytes, &e);
+	if (k == FMT_OK)
+		k = fmt_decode_f32(c->src->dtype, raw, n, values, &e);
+	if (k == FMT_OK)
+		k = encode(c->to, values, job->dst + bytes_of(c->to, start), n, &e);
+	if (k != FMT_OK) {
+		if (k == FMT_INVALID_FORMAT && c->to != c->src->dtype)
+			fmt_err_prefix(&e, "tensor '%s' at element %llu", c->src->name, (unsigned long long)elem);
+		record_error(job, &e);
+	}
+	free(values);
+	free(raw);
+}
+
+static fmt_kind retype_read(const fmt_model *m, const fmt_tensor *t, uint64_t off, uint8_t *dst,
+			    size_t n, fmt_err *e)
+{
+	(void)m;
+	const retype_ctx *c = t->reader_ctx;
+	if (c->to == c->src->dtype)
+		return fmt_tensor_read(c->in, c->src, off, dst, n, e);
+	const fmt_dtype_info *to = fmt_dtype_get(c->to);
+	uint64_t block_bytes = to->block_bits / 8;
+	retype_job job = { .c = c, .dst = dst, .kind = FMT_OK };
+	job.first_elem = off / block_bytes * to->block_elems;
+	job.n_elems = n / block_bytes * to->block_elems;
+	pthread_mutex_init(&job.lock, NULL);
+	size_t tasks = (size_t)((job.n_elems + TASK_ELEMS - 1) / TASK_ELEMS);
+	if (c->pool)
+		fmt_pool_run(c->pool, tasks, convert_task, &job);
+	else
+		for (size_t i = 0; i < tasks; i++)
+			convert_task(&job, i);
+	pthread_mutex_destroy(&job.lock);
+	if (job.kind != FMT_OK) {
+		*e = job.err;
+		return job.kind;
+	}
+	return FMT_OK;
+}
+
+static uint64_t lcm_u64(uint64_t a, uint64_t b)
+{
+	uint64_t x = a, y = b;
+	while (y) {
+		uint64_t r = x % y;
+		x = y;
+		y = r;
+	}
+	return a / x * b;
+}
+
+fmt_kind fmt_model_add_retyped(fmt_model *out, const fmt_model *in, const fmt_tensor *src,
+			       const char *name, fmt_dtype to, fmt_pool *pool, fmt_err *e)
+{
+	if (!fmt_retype_possible(src->dtype, to))
+		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': cannot convert %s to %s", src->name,
+				fmt_dtype_name(src->dtype), fmt_dtype_name(to));
+	fmt_tensor t;
+	memset(&t, 0, sizeof t);
+	t.name = (char *)name;
+	t.dtype = to;
+	t.ndim = src->ndim;
+	memcpy(t.shape, src->shape, sizeof t.shape);
+	t.source = -1;
+	fmt_kind k = fmt_dtype_nbytes(to, t.shape, t.ndim, &t.nelems, &t.nbytes, e);
+	if (k != FMT_OK) {
+		fmt_err_prefix(e, "tensor '%s' as %s", src->name, fmt_dtype_name(to));
+		return k;
+	}
+	if (to != src->dtype && t.ndim > 0 && !fmt_dtype_row_ok(to, t.shape[t.ndim - 1]))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "tensor '%s': rows of %llu elements do not divide into %s blocks",
+				src->name, (unsigned long long)t.shape[t.ndim - 1], fmt_dtype_name(to));
+	retype_ctx *c = malloc(sizeof *c);
+	if (!c)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	*c = (retype_ctx){ .in = in, .src = src, .to = to, .pool = pool };
+	c->unit_elems = lcm_u64(fmt_dtype_get(src->dtype)->block_elems, fmt_dtype_get(to)->block_elems);
+	/* Chunks cut only between whole units of both dtypes, and tasks between whole units too. */
+	t.chunk_align = bytes_of(to, c->unit_elems);
+	if (TASK_ELEMS % c->unit_elems != 0) {
+		free(c);
+		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': block size too large to convert", src->name);
+	}
+	t.reader = retype_read;
+	t.reader_ctx = c;
+	t.free_ctx = free;
+	k = fmt_model_add_tensor(out, &t, NULL, e);
+	if (k != FMT_OK)
+		free(c);
+	return k;
+}
