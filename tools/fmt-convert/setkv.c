@@ -1,0 +1,250 @@
+/* --set KEY[:TYPE]=VALUE and --set-from FILE.json: typed metadata from the command line. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+#include "fmt/io.h"
+#include "convert.h"
+
+static const struct { const char *name; fmt_vtype type; } type_names[] = {
+	{ "u8", FMT_V_U8 }, { "i8", FMT_V_I8 }, { "u16", FMT_V_U16 }, { "i16", FMT_V_I16 },
+	{ "u32", FMT_V_U32 }, { "i32", FMT_V_I32 }, { "u64", FMT_V_U64 }, { "i64", FMT_V_I64 },
+	{ "f32", FMT_V_F32 }, { "f64", FMT_V_F64 }, { "bool", FMT_V_BOOL }, { "str", FMT_V_STR },
+};
+
+static int type_by_name(const char *s, size_t len, fmt_vtype *out)
+{
+	for (size_t i = 0; i < sizeof type_names / sizeof type_names[0]; i++)
+		if (strlen(type_names[i].name) == len && memcmp(type_names[i].name, s, len) == 0) {
+			*out = type_names[i].type;
+			return 1;
+		}
+	return 0;
+}
+
+fmt_kind setkv_put(fmt_model *m, const char *key, const fmt_value *v, fmt_err *e)
+{
+	for (size_t i = 0; i < m->n_meta; i++) {
+		if (strcmp(m->meta[i].key, key) != 0)
+			continue;
+		fmt_value copy;
+		fmt_kind k = fmt_value_copy(&copy, v, e);
+		if (k != FMT_OK)
+			return k;
+		fmt_value_free(&m->meta[i].val);
+		m->meta[i].val = copy;
+		return FMT_OK;
+	}
+	return fmt_model_add_meta(m, key, v, e);
+}
+
+static int int_range(fmt_vtype t, int64_t *lo, uint64_t *hi)
+{
+	switch (t) {
+	case FMT_V_U8: *lo = 0; *hi = UINT8_MAX; return 1;
+	case FMT_V_U16: *lo = 0; *hi = UINT16_MAX; return 1;
+	case FMT_V_U32: *lo = 0; *hi = UINT32_MAX; return 1;
+	case FMT_V_U64: *lo = 0; *hi = UINT64_MAX; return 1;
+	case FMT_V_I8: *lo = INT8_MIN; *hi = INT8_MAX; return 1;
+	case FMT_V_I16: *lo = INT16_MIN; *hi = INT16_MAX; return 1;
+	case FMT_V_I32: *lo = INT32_MIN; *hi = INT32_MAX; return 1;
+	case FMT_V_I64: *lo = INT64_MIN; *hi = INT64_MAX; return 1;
+	default: return 0;
+	}
+}
+
+static int is_unsigned(fmt_vtype t)
+{
+	return t == FMT_V_U8 || t == FMT_V_U16 || t == FMT_V_U32 || t == FMT_V_U64;
+}
+
+/* Parse text as a value of type t. */
+static fmt_kind parse_value(const char *key, const char *text, fmt_vtype t, fmt_value *v, fmt_err *e)
+{
+	int64_t lo;
+	uint64_t hi;
+	char *end;
+	memset(v, 0, sizeof *v);
+	v->type = t;
+	errno = 0;
+	if (int_range(t, &lo, &hi)) {
+		if (is_unsigned(t)) {
+			if (text[0] == '-')
+				errno = ERANGE;
+			v->v.u = strtoull(text, &end, 0);
+			if (!errno && v->v.u > hi)
+				errno = ERANGE;
+		} else {
+			v->v.i = strtoll(text, &end, 0);
+			if (!errno && (v->v.i < lo || (v->v.i > 0 && (uint64_t)v->v.i > hi)))
+				errno = ERANGE;
+		}
+	} else if (t == FMT_V_F32 || t == FMT_V_F64) {
+		v->v.f = strtod(text, &end);
+		if (t == FMT_V_F32)
+			v->v.f = (double)(float)v->v.f;
+	} else if (t == FMT_V_BOOL) {
+		end = (char *)text + strlen(text);
+		if (strcmp(text, "true") == 0 || strcmp(text, "1") == 0)
+			v->v.b = 1;
+		else if (strcmp(text, "false") != 0 && strcmp(text, "0") != 0)
+			errno = EINVAL;
+	} else {
+		*v = fmt_value_str(text, strlen(text));
+		return v->v.str.ptr ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	}
+	if (errno || end == text || *end)
+		return fmt_fail(e, FMT_USAGE, "--set %s: '%s' is not a valid %s", key, text, fmt_vtype_name(t));
+	return FMT_OK;
+}
+
+fmt_kind setkv_apply(fmt_model *m, const char *assignment, int strings_only, fmt_err *e)
+{
+	const char *eq = strchr(assignment, '=');
+	if (!eq || eq == assignment)
+		return fmt_fail(e, FMT_USAGE, "--set takes KEY=VALUE or KEY:TYPE=VALUE (not '%s')", assignment);
+	size_t key_len = (size_t)(eq - assignment);
+	fmt_vtype t = FMT_V_STR;
+	const char *colon = memchr(assignment, ':', key_len);
+	if (colon) {
+		if (!type_by_name(colon + 1, (size_t)(eq - colon - 1), &t))
+			return fmt_fail(e, FMT_USAGE, "--set %.*s: unknown type (u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool str)",
+					(int)key_len, assignment);
+		key_len = (size_t)(colon - assignment);
+	}
+	if (strings_only && t != FMT_V_STR)
+		return fmt_fail(e, FMT_USAGE, "--set %.*s: safetensors metadata holds strings only", (int)key_len, assignment);
+	char *key = strndup(assignment, key_len);
+	if (!key)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	fmt_value v;
+	fmt_kind k = parse_value(key, eq + 1, t, &v, e);
+	if (k == FMT_OK)
+		k = setkv_put(m, key, &v, e);
+	fmt_value_free(&v);
+	free(key);
+	return k;
+}
+
+/* JSON -> value: strings, booleans, integers (u32 when 0..2^32-1 as llama.cpp's counts, i32
+ * when negative and in range, else i64/u64), reals (f32), arrays of one kind, and the explicit
+ * form {"type": "u64", "value": 7}. */
+static fmt_kind json_to_value(const char *key, json_t *j, fmt_value *v, fmt_err *e);
+
+static fmt_kind json_typed(const char *key, json_t *j, fmt_value *v, fmt_err *e)
+{
+	const char *type = json_string_value(json_object_get(j, "type"));
+	json_t *val = json_object_get(j, "value");
+	fmt_vtype t;
+	if (!type || !val || json_object_size(j) != 2 || !type_by_name(type, strlen(type), &t))
+		return fmt_fail(e, FMT_USAGE, "--set-from %s: an object must be {\"type\": T, \"value\": V}", key);
+	char text[64];
+	if (json_is_string(val))
+		return parse_value(key, json_string_value(val), t, v, e);
+	if (json_is_integer(val))
+		snprintf(text, sizeof text, "%" JSON_INTEGER_FORMAT, json_integer_value(val));
+	else if (json_is_real(val))
+		snprintf(text, sizeof text, "%.17g", json_real_value(val));
+	else if (json_is_boolean(val))
+		snprintf(text, sizeof text, "%s", json_is_true(val) ? "true" : "false");
+	else
+		return fmt_fail(e, FMT_USAGE, "--set-from %s: value does not fit type %s", key, type);
+	return parse_value(key, text, t, v, e);
+}
+
+static fmt_kind json_array_value(const char *key, json_t *j, fmt_value *v, fmt_err *e)
+{
+	size_t n = json_array_size(j);
+	memset(v, 0, sizeof *v);
+	v->type = FMT_V_ARRAY;
+	v->v.arr.elem = FMT_V_STR;
+	if (n == 0)
+		return FMT_OK;
+	v->v.arr.items = calloc(n, sizeof(fmt_value));
+	if (!v->v.arr.items)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		json_t *item = json_array_get(j, i);
+		fmt_kind k = json_is_array(item) ? fmt_fail(e, FMT_USAGE, "--set-from %s: nested arrays are not allowed", key)
+						 : json_to_value(key, item, &v->v.arr.items[i], e);
+		v->v.arr.count = i + 1;
+		if (k == FMT_OK && i > 0 && v->v.arr.items[i].type != v->v.arr.items[0].type)
+			k = fmt_fail(e, FMT_USAGE, "--set-from %s: array items must all have one type", key);
+		if (k != FMT_OK) {
+			fmt_value_free(v);
+			return k;
+		}
+	}
+	v->v.arr.elem = v->v.arr.items[0].type;
+	return FMT_OK;
+}
+
+static fmt_kind json_to_value(const char *key, json_t *j, fmt_value *v, fmt_err *e)
+{
+	memset(v, 0, sizeof *v);
+	if (json_is_string(j)) {
+		*v = fmt_value_str(json_string_value(j), json_string_length(j));
+		return v->v.str.ptr ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	}
+	if (json_is_boolean(j)) {
+		v->type = FMT_V_BOOL;
+		v->v.b = json_is_true(j);
+		return FMT_OK;
+	}
+	if (json_is_integer(j)) {
+		json_int_t i = json_integer_value(j);
+		if (i >= 0 && i <= (json_int_t)UINT32_MAX) {
+			v->type = FMT_V_U32;
+			v->v.u = (uint64_t)i;
+		} else {
+			v->type = i < 0 && i >= INT32_MIN ? FMT_V_I32 : FMT_V_I64;
+			v->v.i = i;
+		}
+		return FMT_OK;
+	}
+	if (json_is_real(j)) {
+		v->type = FMT_V_F32;
+		v->v.f = (double)(float)json_real_value(j);
+		return FMT_OK;
+	}
+	if (json_is_array(j))
+		return json_array_value(key, j, v, e);
+	if (json_is_object(j))
+		return json_typed(key, j, v, e);
+	return fmt_fail(e, FMT_USAGE, "--set-from %s: null is not a metadata value", key);
+}
+
+fmt_kind setkv_apply_file(fmt_model *m, const char *path, int strings_only, fmt_err *e)
+{
+	char *text;
+	size_t len;
+	fmt_kind k = fmt_read_file(path, (size_t)64 << 20, &text, &len, e);
+	if (k != FMT_OK)
+		return k;
+	json_error_t jerr;
+	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	free(text);
+	if (!json_is_object(root)) {
+		json_decref(root);
+		return fmt_fail(e, FMT_USAGE, "--set-from %s: not a JSON object (%s, line %d)", path,
+				root ? "another JSON value" : jerr.text, jerr.line);
+	}
+	const char *key;
+	json_t *val;
+	json_object_foreach(root, key, val) {
+		fmt_value v;
+		if (strings_only && !json_is_string(val)) {
+			k = fmt_fail(e, FMT_USAGE, "--set-from %s: safetensors metadata holds strings only", key);
+			break;
+		}
+		k = json_to_value(key, val, &v, e);
+		if (k == FMT_OK)
+			k = setkv_put(m, key, &v, e);
+		fmt_value_free(&v);
+		if (k != FMT_OK)
+			break;
+	}
+	json_decref(root);
+	return k;
+}
