@@ -7,13 +7,16 @@
 
 /* float32 -> binary16, round to nearest even; NaN -> 0x7E00 with the input's sign. */
 uint16_t fmt_f32_to_f16(float f);
+/* Exact widening; a NaN keeps its sign and payload bit for bit (a signalling NaN stays
+ * signalling: 0x7C01 -> 0x7F802000). */
 float fmt_f16_to_f32(uint16_t h);
 /* float32 -> bfloat16, round to nearest even; NaN keeps sign and top payload, quiet bit set. */
 uint16_t fmt_f32_to_bf16(float f);
 float fmt_bf16_to_f32(uint16_t h);
 
-/* Row conversions; the f16 ones use F16C when the CPU has it (bit-identical to the portable
- * path, NaN included). */
+/* Row conversions; the f16 ones use F16C when the CPU has it, the bf16 ones SSE2 on x86-64;
+ * all give exactly the bits of the scalar functions, NaN included, whatever the FPU rounding
+ * mode. src and dst need no alignment beyond their element type's. */
 void fmt_f32_to_f16_row(const float *src, uint16_t *dst, size_t n);
 void fmt_f16_to_f32_row(const uint16_t *src, float *dst, size_t n);
 void fmt_f32_to_bf16_row(const float *src, uint16_t *dst, size_t n);
@@ -22,6 +25,6 @@ void fmt_bf16_to_f32_row(const uint16_t *src, float *dst, size_t n);
 /* The portable paths, for tests that compare them with the fast ones. */
 void fmt_f32_to_f16_row_portable(const float *src, uint16_t *dst, size_t n);
 void fmt_f16_to_f32_row_portable(const uint16_t *src, float *dst, size_t n);
-int fmt_have_f16c(void);
+int fmt_have_f16c(void);  /* F16C and OS-enabled AVX state (CPUID, asked once) */
 
 #endif

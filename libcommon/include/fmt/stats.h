@@ -1,0 +1,35 @@
+/* Streaming statistics of a tensor's values, and a bounded-memory pass over a model tensor. */
+#ifndef FMT_STATS_H
+#define FMT_STATS_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "fmt/err.h"
+#include "fmt/model.h"
+
+#define FMT_STATS_FIRST 8
+
+/* count is the number of finite values; NaN and ±Inf are counted in nan and inf and left out
+ * of min, max, mean and std. With count 0 (empty, or no finite value) min, max, mean and std
+ * are NaN. mean and m2 (sum of squared deviations from the mean) are kept in double and merged
+ * chunk by chunk with the pairwise update of Chan, Golub and LeVeque: each chunk's own mean and
+ * m2 come from two passes over the chunk, so no large sum of squares is ever subtracted.
+ * std is the population standard deviation sqrt(m2 / count), set by fmt_stats_finish.
+ * first holds the first n_first values as given (NaN and Inf included), for previews. */
+typedef struct fmt_stats {
+	uint64_t count, nan, inf;
+	double min, max, mean, m2, std;
+	float first[FMT_STATS_FIRST];
+	size_t n_first;
+} fmt_stats;
+
+void fmt_stats_init(fmt_stats *s);
+void fmt_stats_add(fmt_stats *s, const float *x, size_t n);
+void fmt_stats_finish(fmt_stats *s);
+
+/* Statistics of every element of t (decoded with fmt_decode_f32), in chunks of at most 64Ki
+ * elements on block boundaries, so memory beyond the tensor's bytes stays bounded.
+ * Unsupported for a dtype fmt_decode_f32 cannot decode. out is finished on success. */
+fmt_kind fmt_tensor_stats(const fmt_model *m, const fmt_tensor *t, fmt_stats *out, fmt_err *e);
+
+#endif

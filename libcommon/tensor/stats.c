@@ -1,0 +1,171 @@
+/* Streaming tensor statistics (fmt/stats.h). Values arrive in arbitrary pieces; each piece is
+ * cut into passes of PASS_ELEMS values, summarised with two passes (mean, then squared
+ * deviations from it), and merged into the running totals with Chan et al.'s pairwise update. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/convert.h"
+#include "fmt/stats.h"
+
+/* Small enough to stay in L1 between the two passes. */
+enum { PASS_ELEMS = 1024 };
+
+/* Decoded elements per chunk in fmt_tensor_stats (rounded down to whole blocks). */
+enum { TENSOR_CHUNK_ELEMS = 65536 };
+
+void fmt_stats_init(fmt_stats *s)
+{
+	memset(s, 0, sizeof *s);
+	s->min = s->max = NAN;
+	s->std = NAN;
+}
+
+typedef struct pass_summary {
+	uint64_t count;
+	double min, max, mean, m2;
+} pass_summary;
+
+static void summarise_pass(fmt_stats *s, const float *x, size_t n, pass_summary *p)
+{
+	double sum = 0, lo = INFINITY, hi = -INFINITY;
+	uint64_t count = 0;
+	for (size_t i = 0; i < n; i++) {
+		double v = x[i];
+		if (isnan(v)) {
+			s->nan++;
+		} else if (isinf(v)) {
+			s->inf++;
+		} else {
+			count++;
+			sum += v;
+			lo = v < lo ? v : lo;
+			hi = v > hi ? v : hi;
+		}
+	}
+	p->count = count;
+	p->min = lo;
+	p->max = hi;
+	p->mean = count ? sum / (double)count : 0;
+	double m2 = 0;
+	if (count)
+		for (size_t i = 0; i < n; i++)
+			if (isfinite(x[i])) {
+				double d = (double)x[i] - p->mean;
+				m2 += d * d;
+			}
+	p->m2 = m2;
+}
+
+static void merge_pass(fmt_stats *s, const pass_summary *p)
+{
+	if (p->count == 0)
+		return;
+	if (s->count == 0) {
+		s->count = p->count;
+		s->min = p->min;
+		s->max = p->max;
+		s->mean = p->mean;
+		s->m2 = p->m2;
+		return;
+	}
+	double na = (double)s->count, nb = (double)p->count, n = na + nb;
+	double delta = p->mean - s->mean;
+	s->mean += delta * (nb / n);
+	s->m2 += p->m2 + delta * delta * (na * nb / n);
+	s->count += p->count;
+	s->min = p->min < s->min ? p->min : s->min;
+	s->max = p->max > s->max ? p->max : s->max;
+}
+
+void fmt_stats_add(fmt_stats *s, const float *x, size_t n)
+{
+	size_t take = FMT_STATS_FIRST - s->n_first;
+	if (take > n)
+		take = n;
+	memcpy(s->first + s->n_first, x, take * sizeof *x);
+	s->n_first += take;
+	for (size_t done = 0; done < n; done += PASS_ELEMS) {
+		size_t len = n - done < PASS_ELEMS ? n - done : PASS_ELEMS;
+		pass_summary p;
+		summarise_pass(s, x + done, len, &p);
+		merge_pass(s, &p);
+	}
+}
+
+void fmt_stats_finish(fmt_stats *s)
+{
+	if (s->count == 0) {
+		s->min = s->max = s->mean = s->std = NAN;
+		s->m2 = 0;
+		return;
+	}
+	s->std = sqrt(s->m2 / (double)s->count);
+}
+
+/* The tensor's element and byte counts must agree with its dtype and shape before we walk
+ * its bytes; a driver that got them wrong is a bug, not a bad file. */
+static fmt_kind check_tensor_size(const fmt_tensor *t, fmt_err *e)
+{
+	uint64_t nelems, nbytes;
+	if (fmt_dtype_nbytes(t->dtype, t->shape, t->ndim, &nelems, &nbytes, e) != FMT_OK) {
+		e->kind = FMT_INTERNAL;
+		fmt_err_prefix(e, "tensor '%s'", t->name);
+		return FMT_INTERNAL;
+	}
+	if (nelems != t->nelems || nbytes != t->nbytes)
+		return fmt_fail(e, FMT_INTERNAL,
+				"tensor '%s': %llu elements in %llu bytes, but its %s shape gives %llu in %llu",
+				t->name, (unsigned long long)t->nelems, (unsigned long long)t->nbytes,
+				fmt_dtype_name(t->dtype), (unsigned long long)nelems,
+				(unsigned long long)nbytes);
+	return FMT_OK;
+}
+
+static fmt_kind stats_of_bytes(const fmt_tensor *t, const uint8_t *bytes, float *buf,
+			       uint64_t chunk_elems, fmt_stats *out, fmt_err *e)
+{
+	const fmt_dtype_info *info = fmt_dtype_get(t->dtype);
+	/* whole blocks, and for plain types whole bytes per element: exact */
+	uint64_t chunk_bytes = chunk_elems / info->block_elems * info->block_bits / 8;
+	uint64_t offset = 0;
+	for (uint64_t done = 0; done < t->nelems; done += chunk_elems) {
+		uint64_t n = t->nelems - done < chunk_elems ? t->nelems - done : chunk_elems;
+		fmt_kind k = fmt_decode_f32(t->dtype, bytes + offset, n, buf, e);
+		if (k != FMT_OK) {
+			fmt_err_prefix(e, "tensor '%s'", t->name);
+			return k;
+		}
+		fmt_stats_add(out, buf, (size_t)n);
+		offset += chunk_bytes;
+	}
+	return FMT_OK;
+}
+
+fmt_kind fmt_tensor_stats(const fmt_model *m, const fmt_tensor *t, fmt_stats *out, fmt_err *e)
+{
+	fmt_stats_init(out);
+	if (!fmt_decode_supported(t->dtype))
+		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': cannot decode %s data", t->name,
+				fmt_dtype_name(t->dtype));
+	fmt_kind k = check_tensor_size(t, e);
+	if (k != FMT_OK)
+		return k;
+	uint32_t block = fmt_dtype_get(t->dtype)->block_elems;
+	uint64_t chunk_elems = TENSOR_CHUNK_ELEMS / block * block;
+	if (chunk_elems == 0)
+		chunk_elems = block;
+	float *buf = malloc((size_t)chunk_elems * sizeof *buf);
+	if (!buf)
+		return fmt_fail(e, FMT_IO, "tensor '%s': out of memory for a %llu-element decode buffer",
+				t->name, (unsigned long long)chunk_elems);
+	const uint8_t *bytes;
+	uint8_t *to_free = NULL;
+	k = fmt_tensor_load(m, t, &bytes, &to_free, e);
+	if (k == FMT_OK)
+		k = stats_of_bytes(t, bytes, buf, chunk_elems, out, e);
+	free(to_free);
+	free(buf);
+	if (k == FMT_OK)
+		fmt_stats_finish(out);
+	return k;
+}
