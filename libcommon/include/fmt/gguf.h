@@ -1,0 +1,54 @@
+/* GGUF v2/v3 reader and v3 writer, single files and gguf-split sets (specs/gguf.md). */
+#ifndef FMT_GGUF_H
+#define FMT_GGUF_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "fmt/err.h"
+#include "fmt/io.h"
+#include "fmt/model.h"
+#include "fmt/registry.h"
+
+#define FMT_GGUF_DEFAULT_ALIGNMENT 32u
+/* general.alignment above this is refused (the reference has no bound; a huge value only
+ * inflates padding). */
+#define FMT_GGUF_MAX_ALIGNMENT 65536u
+#define FMT_GGUF_MAX_STRING (1ull << 30)   /* string and array-count cap, as the reference */
+#define FMT_GGUF_MAX_ARRAY_ITEMS (1ull << 25) /* items in all metadata arrays of one file */
+#define FMT_GGUF_MAX_KEY 65535u            /* key length cap (spec) */
+#define FMT_GGUF_MAX_NAME 63u              /* tensor names are < 64 bytes */
+#define FMT_GGUF_SPLIT_TENSORS 128u        /* gguf-split's default tensors per shard */
+
+/* The reader. open accepts versions 2 and 3 and checks every rule of specs/gguf.md §16 (see
+ * gguf_read.c for the policy choices). A file named <prefix>-00001-of-0000N.gguf whose split.count
+ * is N opens the whole set: shard 1's metadata without the split.* keys, every shard's tensors
+ * in order, one source per shard. */
+extern const fmt_driver fmt_driver_gguf;
+
+/* What open found (NULL when m was not opened by the GGUF driver). */
+typedef struct fmt_gguf_info {
+	uint32_t alignment;   /* of the first file */
+	uint64_t data_start;  /* of the first file */
+	size_t n_shards;      /* 1 for a single file */
+} fmt_gguf_info;
+const fmt_gguf_info *fmt_gguf_info_of(const fmt_model *m);
+
+/* Write m as one GGUF v3 file (the driver's write): metadata in model order with the value
+ * types as stored; alignment o->alignment, else general.alignment (must be UINT32), else 32
+ * (a general.alignment key is written, or appended, whenever the alignment is not 32); tensor
+ * n_dims = max(ndim, 1) keeping size-1 dims, ne = the shape reversed; zero padding after the
+ * infos and after every tensor. The sink is neither committed nor aborted here. */
+fmt_kind fmt_gguf_write(const fmt_model *m, fmt_sink *k, const fmt_write_opts *o, fmt_err *e);
+
+/* Write m as a gguf-split compatible set <prefix>-0000i-of-0000N.gguf: consecutive groups of at
+ * most max_tensors tensors (0 = no limit) whose Σ align_up(nbytes, 32) stays within max_bytes
+ * (0 = no limit; a single larger tensor gets a shard of its own); both 0 means 128 tensors per
+ * shard. no_tensor_first_split makes shard 1 metadata-only. Shard 1 holds every key (except
+ * existing split.*) then split.no, split.tensors.count, split.count; the others only those three.
+ * On success *out_paths (n_out entries, each and the array malloc'd) names the committed files;
+ * on failure the files already written are removed. */
+fmt_kind fmt_gguf_write_split(const fmt_model *m, const char *prefix, uint64_t max_bytes,
+			      uint32_t max_tensors, int no_tensor_first_split, unsigned sink_flags,
+			      char ***out_paths, size_t *n_out, fmt_err *e);
+
+#endif
