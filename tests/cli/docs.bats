@@ -1,0 +1,211 @@
+#!/usr/bin/env bats
+# Manual pages and shell completions against the tools' real --help: every page renders without
+# groff warnings, every long option a tool prints is documented in its page and completed by
+# both its bash and zsh completions, and the bash completions load.
+
+bats_require_minimum_version 1.5.0
+
+TOOLS=(fmt-inspect fmt-verify)
+
+setup() {
+	load '/usr/lib/bats/bats-support/load'
+	load '/usr/lib/bats/bats-assert/load'
+	REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+	FMTKIT_BIN=${FMTKIT_BIN:-$REPO_ROOT/build/bin}
+}
+
+# The tool's --help output (fails the test when the tool is not built).
+help_of() {
+	local tool=$1
+	[ -x "$FMTKIT_BIN/$tool" ] || fail "$FMTKIT_BIN/$tool is not built (run make)"
+	"$FMTKIT_BIN/$tool" --help || fail "$tool --help exited with $?"
+}
+
+# Long options of the option lines of --help ("  -j, --json   ..." / "      --tree   ..."), one a line.
+long_options_of() {
+	help_of "$1" | sed -nE 's/^ +(-[A-Za-z0-9], +)?(--[a-z][a-z0-9-]*).*/\2/p'
+}
+
+# Short options of the option lines of --help ("  -j, --json"), one a line.
+short_options_of() {
+	help_of "$1" | sed -nE 's/^ +(-[A-Za-z0-9]), +--.*/\1/p'
+}
+
+# The page rendered as plain text, wide and without hyphenation, so that options are whole words.
+render_page() {
+	groff -man -Tutf8 -rHY=0 -rLL=250n -P-c "$1" 2>/dev/null | col -bx
+}
+
+# The OPTIONS section of a rendered page.
+options_section() {
+	render_page "$1" | sed -n '/^OPTIONS$/,/^[A-Z][A-Z ]*$/p' | sed '1d;$d'
+}
+
+# What the bash completion offers for the words given (the last one is being completed).
+bash_complete() {
+	local tool=$1
+	shift
+	bash -c '
+		source "$1" || exit 1
+		fn=$(complete -p "$2" | sed -nE "s/.*-F ([^ ]+) .*/\1/p")
+		[ -n "$fn" ] || exit 1
+		shift 2
+		COMP_WORDS=("$@")
+		COMP_CWORD=$(($# - 1))
+		"$fn" || exit 1
+		printf "%s\n" "${COMPREPLY[@]}"
+	' bash "$REPO_ROOT/completions/bash/$tool" "$tool" "$tool" "$@"
+}
+
+@test "every manual page renders without groff warnings" {
+	local pages=("$REPO_ROOT"/man/*.[1-9])
+	[ "${#pages[@]}" -ge 3 ] || fail "expected at least 3 pages in man/, found ${#pages[@]}"
+	for page in "$REPO_ROOT/man/fmt-inspect.1" "$REPO_ROOT/man/fmt-verify.1" "$REPO_ROOT/man/fmtkit.7"; do
+		[ -f "$page" ] || fail "missing $page"
+	done
+	for page in "${pages[@]}"; do
+		run --separate-stderr groff -man -ww -z "$page"
+		assert_success
+		[ -z "$stderr" ] || fail "groff warnings in $page: $stderr"
+		if command -v man >/dev/null; then
+			run --separate-stderr env MANWIDTH=80 man -l --warnings "$page"
+			assert_success
+			[ -z "$stderr" ] || fail "man warnings in $page: $stderr"
+			[ -n "$output" ] || fail "man rendered nothing for $page"
+		fi
+	done
+}
+
+@test "every manual page has the sections a reader looks for" {
+	for tool in "${TOOLS[@]}"; do
+		text=$(render_page "$REPO_ROOT/man/$tool.1")
+		for section in NAME SYNOPSIS DESCRIPTION OPTIONS "JSON OUTPUT" "EXIT STATUS" EXAMPLES "SEE ALSO"; do
+			grep -qx "$section" <<<"$text" || fail "$tool.1 has no $section section"
+		done
+	done
+	text=$(render_page "$REPO_ROOT/man/fmtkit.7")
+	for section in NAME TOOLS FORMATS "EXIT STATUS" SAFETY "SEE ALSO"; do
+		grep -qx "$section" <<<"$text" || fail "fmtkit.7 has no $section section"
+	done
+}
+
+@test "every long option of --help is in the OPTIONS section of the tool's page" {
+	for tool in "${TOOLS[@]}"; do
+		mapfile -t opts < <(long_options_of "$tool")
+		[ "${#opts[@]}" -ge 7 ] || fail "$tool --help: parsed only ${#opts[@]} long options: ${opts[*]}"
+		section=$(options_section "$REPO_ROOT/man/$tool.1")
+		[ -n "$section" ] || fail "$tool.1: empty OPTIONS section"
+		for opt in "${opts[@]}"; do
+			grep -qE -- "(^|[^a-z-])$opt([^a-z0-9-]|$)" <<<"$section" ||
+				fail "$tool.1 does not document $opt in OPTIONS"
+		done
+	done
+}
+
+@test "the exit statuses of --help are in the tool's page" {
+	for tool in "${TOOLS[@]}"; do
+		# "Exit status ...: 0 ok, 2 usage, 3 I/O error, ..." -> 0 2 3 ...
+		codes=$(help_of "$tool" | sed -n '/[Ee]xit status/,$p' | grep -oE '(^|[ :,])[0-9]+ [A-Za-z]' | grep -oE '[0-9]+')
+		[ -n "$codes" ] || fail "$tool --help: no exit statuses found"
+		section=$(render_page "$REPO_ROOT/man/$tool.1" | sed -n '/^EXIT STATUS$/,/^[A-Z][A-Z ]*$/p')
+		for code in $codes; do
+			grep -qE "^ +$code( |$)" <<<"$section" || fail "$tool.1: exit status $code is not listed"
+		done
+	done
+}
+
+@test "bash completion offers exactly the options of --help" {
+	for tool in "${TOOLS[@]}"; do
+		expected=$( { long_options_of "$tool"; short_options_of "$tool"; } | sort -u)
+		[ -n "$expected" ] || fail "$tool: no options parsed from --help"
+		run bash_complete "$tool" -
+		assert_success
+		got=$(sort -u <<<"$output")
+		[ "$got" = "$expected" ] ||
+			fail "$tool: bash completion offers [$(echo $got)], --help has [$(echo $expected)]"
+	done
+}
+
+@test "bash completion offers the --format names" {
+	for tool in "${TOOLS[@]}"; do
+		run bash_complete "$tool" --format ""
+		assert_success
+		assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "gguf safetensors safetensors-index "
+		run bash_complete "$tool" --format = safetensors-
+		assert_success
+		assert_output "safetensors-index"
+	done
+}
+
+@test "bash completion completes file names after the options" {
+	mkdir -p "$BATS_TEST_TMPDIR/models"
+	touch "$BATS_TEST_TMPDIR/models/model.safetensors" "$BATS_TEST_TMPDIR/models/model-q8_0.gguf"
+	cd "$BATS_TEST_TMPDIR/models"
+	for tool in "${TOOLS[@]}"; do
+		run bash_complete "$tool" --json model.s
+		assert_success
+		assert_output "model.safetensors"
+	done
+}
+
+@test "bash completion completes --tensor with the tensor names of the file on the line" {
+	command -v jq >/dev/null || skip "jq is not installed"
+	[ -x "$FMTKIT_BIN/fmt-inspect" ] || fail "$FMTKIT_BIN/fmt-inspect is not built (run make)"
+	cd "$BATS_TEST_TMPDIR"
+	# specs/safetensors.md section 7: tensors "a" (F32 [2]) and "b" (F16 [2]), 164 bytes.
+	header='{"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F16","shape":[2],"data_offsets":[8,12]}}     '
+	{
+		printf '\x90\x00\x00\x00\x00\x00\x00\x00'
+		printf '%s' "$header"
+		printf '\x00\x00\x80\x3f\x00\x00\x00\xc0\x00\x3c\x00\xc0'
+	} >tiny.safetensors
+	[ "$(wc -c <tiny.safetensors)" -eq 164 ]
+	PATH="$FMTKIT_BIN:$PATH"
+	run bash_complete fmt-inspect tiny.safetensors --tensor ""
+	assert_success
+	assert_equal "$(echo $output)" "a b"
+	run bash_complete fmt-inspect tiny.safetensors -t b
+	assert_success
+	assert_output "b"
+	# no file on the line: nothing, silently
+	run --separate-stderr bash_complete fmt-inspect --tensor ""
+	assert_success
+	assert_output ""
+	[ -z "$stderr" ]
+}
+
+@test "every long option of --help is in the zsh completion" {
+	for tool in "${TOOLS[@]}"; do
+		file="$REPO_ROOT/completions/zsh/_$tool"
+		[ -f "$file" ] || fail "missing $file"
+		head -n 1 "$file" | grep -qx "#compdef $tool" || fail "$file does not start with '#compdef $tool'"
+		mapfile -t opts < <(long_options_of "$tool")
+		[ "${#opts[@]}" -ge 7 ] || fail "$tool --help: parsed only ${#opts[@]} long options"
+		for opt in "${opts[@]}"; do
+			# _arguments specs: '--opt[desc]', '--opt=[desc]:..', {-x,--opt}'[desc]', {-t+,--opt=}
+			grep -qE -- "(^|[^a-z-])$opt(=?\[|=?\}|,)" "$file" ||
+				fail "$file has no _arguments spec for $opt"
+		done
+		# and no option the tool does not have
+		while read -r opt; do
+			printf '%s\n' "${opts[@]}" | grep -qx -- "$opt" ||
+				fail "$file completes $opt, which $tool --help does not list"
+		done < <(grep -oE -- "(^|[ '{,])--[a-z][a-z0-9-]*(=?\[|=?\}|,)" "$file" | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u)
+		if command -v zsh >/dev/null; then
+			run zsh -n "$file"
+			assert_success
+		fi
+	done
+}
+
+@test "bash completions have valid syntax and register with complete" {
+	for tool in "${TOOLS[@]}"; do
+		file="$REPO_ROOT/completions/bash/$tool"
+		run bash -n "$file"
+		assert_success
+		run bash -c "source '$file'; complete -p $tool"
+		assert_success
+		assert_output --partial "complete -F "
+		assert_output --partial " $tool"
+	done
+}
