@@ -111,6 +111,15 @@ json_t *fmt_json_string(const char *s, size_t n)
 	return j;
 }
 
+json_t *fmt_json_u64(uint64_t v)
+{
+	char text[24];
+	if (v <= (uint64_t)INT64_MAX)
+		return json_integer((json_int_t)v);
+	snprintf(text, sizeof text, "%" PRIu64, v);
+	return json_string(text);
+}
+
 static json_t *json_number(double d)
 {
 	/* JSON has no NaN or Inf: those become strings. */
@@ -125,9 +134,7 @@ json_t *fmt_json_value(const fmt_value *v, size_t max_items)
 {
 	switch (v->type) {
 	case FMT_V_U8: case FMT_V_U16: case FMT_V_U32: case FMT_V_U64:
-		if (v->v.u > (uint64_t)INT64_MAX)
-			return json_real((double)v->v.u);
-		return json_integer((json_int_t)v->v.u);
+		return fmt_json_u64(v->v.u);
 	case FMT_V_I8: case FMT_V_I16: case FMT_V_I32: case FMT_V_I64:
 		return json_integer((json_int_t)v->v.i);
 	case FMT_V_F32: case FMT_V_F64:

@@ -260,6 +260,23 @@ static uint8_t x86_trunc_low_byte(float f)
 	return (uint8_t)((uint32_t)i & 0xFFu);
 }
 
+/* roundf (half away from zero) for |f| < 2^23: the truncation is exact and so is the
+ * remainder. Branch-free, so that the loops below vectorize. */
+static inline int32_t round_half_away_small(float f)
+{
+	int32_t t = (int32_t)f;
+	float rest = f - (float)t;
+	return t + (rest >= 0.5f) - (rest <= -0.5f);
+}
+
+/* The general rule for any float, as ggml computes (int8_t)roundf(f) on x86-64. */
+static uint8_t round_to_low_byte(float f)
+{
+	if (fabsf(f) < 8388608.0f)
+		return (uint8_t)((uint32_t)round_half_away_small(f) & 0xFFu);
+	return x86_trunc_low_byte(f);
+}
+
 fmt_kind fmt_quantize_q8_0(const float *x, uint8_t *dst, uint64_t nelems, fmt_err *e)
 {
 	fmt_kind k = check_input(x, nelems, e);
@@ -269,15 +286,21 @@ fmt_kind fmt_quantize_q8_0(const float *x, uint8_t *dst, uint64_t nelems, fmt_er
 		float amax = 0.0f;
 		for (int j = 0; j < QK; j++) {
 			const float a = fabsf(x[j]);
-			if (a > amax)
-				amax = a;
+			amax = a > amax ? a : amax;
 		}
 		const float d = amax / 127.0f;
 		const float id = d != 0.0f ? 1.0f / d : 0.0f;
 		fmt_wr_u16(dst, fmt_f32_to_f16(d));
-		for (int j = 0; j < QK; j++) {
-			const float prod = x[j] * id;
-			dst[2 + j] = x86_trunc_low_byte(roundf(prod));
+		int8_t q[QK];
+		if (isfinite(id)) {
+			/* |x·id| <= ~127: every product is small, the fast rounding is exact. */
+			for (int j = 0; j < QK; j++)
+				q[j] = (int8_t)round_half_away_small(x[j] * id);
+			memcpy(dst + 2, q, QK);
+		} else {
+			/* 1/d overflowed (a block of subnormals): products are Inf or NaN. */
+			for (int j = 0; j < QK; j++)
+				dst[2 + j] = round_to_low_byte(x[j] * id);
 		}
 	}
 	return FMT_OK;
@@ -300,11 +323,20 @@ fmt_kind fmt_quantize_q4_0(const float *x, uint8_t *dst, uint64_t nelems, fmt_er
 		const float id = d != 0.0f ? 1.0f / d : 0.0f;
 		fmt_wr_u16(dst, fmt_f32_to_f16(d));
 		uint8_t codes[QK];
-		for (int j = 0; j < QK; j++) {
-			const float t = x[j] * id;
-			const float u = t + 8.5f;
-			const int q = (int8_t)x86_trunc_low_byte(u);
-			codes[j] = (uint8_t)(q < 15 ? q : 15);
+		if (isfinite(id)) {
+			/* u lies in [0, 16.5]: a plain truncation and a clamp. */
+			for (int j = 0; j < QK; j++) {
+				const float t = x[j] * id;
+				const int32_t q = (int32_t)(t + 8.5f);
+				codes[j] = (uint8_t)(q < 15 ? q : 15);
+			}
+		} else {
+			for (int j = 0; j < QK; j++) {
+				const float t = x[j] * id;
+				const float u = t + 8.5f;
+				const int q = (int8_t)x86_trunc_low_byte(u);
+				codes[j] = (uint8_t)(q < 15 ? q : 15);
+			}
 		}
 		for (int j = 0; j < QK / 2; j++)
 			dst[2 + j] = (uint8_t)(codes[j] | (uint8_t)(codes[j + QK / 2] << 4));

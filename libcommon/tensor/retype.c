@@ -1,3 +1,4 @@
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,21 @@ static void record_error(retype_job *job, const fmt_err *e)
 	pthread_mutex_unlock(&job->lock);
 }
 
+/* A quantizer refused the values: name the tensor and the element in the whole tensor. */
+static void describe_bad_value(fmt_err *e, const retype_ctx *c, const float *values, uint64_t n,
+			       uint64_t first_elem)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		if (!isfinite(values[i])) {
+			fmt_fail(e, FMT_INVALID_FORMAT, "tensor '%s': element %llu is %s; cannot quantize to %s",
+				 c->src->name, (unsigned long long)(first_elem + i),
+				 isnan(values[i]) ? "NaN" : "infinite", fmt_dtype_name(c->to));
+			return;
+		}
+	}
+	fmt_err_prefix(e, "tensor '%s'", c->src->name);
+}
+
 static void convert_task(void *arg, size_t index)
 {
 	retype_job *job = arg;
@@ -83,11 +99,10 @@ static void convert_task(void *arg, size_t index)
 		k = fmt_decode_f32(c->src->dtype, raw, n, values, &e);
 	if (k == FMT_OK)
 		k = encode(c->to, values, job->dst + bytes_of(c->to, start), n, &e);
-	if (k != FMT_OK) {
-		if (k == FMT_INVALID_FORMAT && c->to != c->src->dtype)
-			fmt_err_prefix(&e, "tensor '%s' at element %llu", c->src->name, (unsigned long long)elem);
+	if (k == FMT_INVALID_FORMAT && values)
+		describe_bad_value(&e, c, values, n, elem);
+	if (k != FMT_OK)
 		record_error(job, &e);
-	}
 	free(values);
 	free(raw);
 }

@@ -260,11 +260,14 @@ test("edge cases: 63-byte name, empty tensor, empty array, large JSON integer; 6
 	assert.match(r.stderr, /64 bytes; GGUF allows at most 63/);
 });
 
-test("fmt-inspect --json prints u64 metadata >= 2^63 exactly", { todo: "known bug: printed as a JSON real (1.8446744073709552e19)" }, (t) => {
+test("fmt-inspect --json prints u64 metadata >= 2^63 exactly, as a decimal string", (t) => {
 	const dir = scratch(t);
 	const out = join(dir, "u64.gguf");
 	writeSafetensors(join(dir, "u64.safetensors"), [{ name: "w", dtype: "F32", shape: [32], bytes: Buffer.alloc(128) }]);
 	convert(join(dir, "u64.safetensors"), out, "--set", "big:u64=18446744073709551615");
 	const text = tool("fmt-inspect", ["--json", "--metadata", out]).stdout;
-	assert.match(text, /"big":18446744073709551615[,}]/);
+	assert.match(text, /"big":"18446744073709551615"[,}]/);
+	assert.match(text, /"big":"u64"/);
+	const meta = JSON.parse(text).metadata;
+	assert.equal(BigInt(meta.big), 18446744073709551615n);
 });

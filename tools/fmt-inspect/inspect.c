@@ -188,11 +188,6 @@ static json_t *json_shape(const fmt_tensor *t)
 	return a;
 }
 
-static json_t *json_u64(uint64_t v)
-{
-	return v > (uint64_t)INT64_MAX ? json_real((double)v) : json_integer((json_int_t)v);
-}
-
 static json_t *json_metadata(const fmt_model *m, size_t max_items, json_t **types)
 {
 	json_t *meta = json_object();
@@ -218,8 +213,8 @@ static json_t *json_tensor(const fmt_model *m, const fmt_tensor *t, int with_fil
 	json_object_set_new(o, "name", fmt_json_string(t->name, strlen(t->name)));
 	json_object_set_new(o, "dtype", json_string(fmt_dtype_name(t->dtype)));
 	json_object_set_new(o, "shape", json_shape(t));
-	json_object_set_new(o, "offset", json_u64(t->file_offset));
-	json_object_set_new(o, "bytes", json_u64(t->nbytes));
+	json_object_set_new(o, "offset", fmt_json_u64(t->file_offset));
+	json_object_set_new(o, "bytes", fmt_json_u64(t->nbytes));
 	if (with_file) {
 		const char *f = tensor_file(m, t);
 		json_object_set_new(o, "file", fmt_json_string(f, strlen(f)));
@@ -245,14 +240,14 @@ static void json_summary(json_t *o, const fmt_model *m)
 	for (int d = 0; by && d < FMT_DT_COUNT; d++)
 		if (totals[d].tensors)
 			json_object_set_new(by, fmt_dtype_name((fmt_dtype)d),
-					    json_pack("{s:o,s:o}", "tensors", json_u64(totals[d].tensors),
-						      "bytes", json_u64(totals[d].bytes)));
+					    json_pack("{s:o,s:o}", "tensors", fmt_json_u64(totals[d].tensors),
+						      "bytes", fmt_json_u64(totals[d].bytes)));
 	json_object_set_new(o, "version", m->version ? json_integer(m->version) : json_null());
 	json_object_set_new(o, "files", json_integer((json_int_t)m->n_sources));
-	json_object_set_new(o, "file_bytes", json_u64(file_bytes(m)));
-	json_object_set_new(o, "data_bytes", json_u64(data_bytes(m)));
+	json_object_set_new(o, "file_bytes", fmt_json_u64(file_bytes(m)));
+	json_object_set_new(o, "data_bytes", fmt_json_u64(data_bytes(m)));
 	json_object_set_new(o, "tensor_count", json_integer((json_int_t)m->n_tensors));
-	json_object_set_new(o, "parameter_count", json_u64(fmt_model_param_count(m)));
+	json_object_set_new(o, "parameter_count", fmt_json_u64(fmt_model_param_count(m)));
 	json_object_set_new(o, "dtypes", by);
 }
 
@@ -269,8 +264,8 @@ static json_t *json_stats(const fmt_tensor *t, const fmt_stats *s)
 	};
 	return json_pack("{s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
 			 "name", fmt_json_string(t->name, strlen(t->name)), "dtype", fmt_dtype_name(t->dtype),
-			 "shape", json_shape(t), "count", json_u64(s->count), "nan", json_u64(s->nan),
-			 "inf", json_u64(s->inf), "min", fmt_json_value(&vals[0], 0),
+			 "shape", json_shape(t), "count", fmt_json_u64(s->count), "nan", fmt_json_u64(s->nan),
+			 "inf", fmt_json_u64(s->inf), "min", fmt_json_value(&vals[0], 0),
 			 "max", fmt_json_value(&vals[1], 0), "mean", fmt_json_value(&vals[2], 0),
 			 "std", fmt_json_value(&vals[3], 0), "first", first);
 }

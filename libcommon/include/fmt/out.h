@@ -20,6 +20,10 @@ int fmt_utf8_valid(const char *s, size_t n);
  * by U+FFFD. Returns NULL on allocation failure. */
 json_t *fmt_json_string(const char *s, size_t n);
 
+/* An unsigned 64-bit number: a JSON integer up to 2^63-1, above that a decimal string (JSON
+ * readers and jansson hold integers as signed 64-bit or as doubles, which would lose it). */
+json_t *fmt_json_u64(uint64_t v);
+
 /* A metadata value as JSON; arrays longer than max_items (0 = no limit) are abbreviated to
  * their first max_items items plus {"truncated": total}. */
 json_t *fmt_json_value(const fmt_value *v, size_t max_items);
