@@ -209,3 +209,38 @@ PY
 	[ "$(echo "$output" | jq -r '[.tensors[].name] | join(",")')" = "layers.0.W,layers.0.q__qscale,mass,layers.0.q" ]
 	[ "$(echo "$output" | jq .file_bytes)" = 796 ]
 }
+
+@test "GGUF: version, typed metadata and long arrays abbreviated unless --full" {
+	printf '{"tokenizer.ggml.tokens": [%s], "llama.block_count": 2}' \
+		"$(seq -f '"t%g"' 0 19 | paste -sd,)" > keys.json
+	fmt-convert --arch llama --set-from keys.json "$SAMPLES/tiny.safetensors" m.gguf
+	run fmt-inspect --json --metadata m.gguf
+	assert_success
+	echo "$output" > o.json
+	[ "$(jq -r '.metadata["general.architecture"]' o.json)" = llama ]
+	[ "$(jq -r '.metadata_types["llama.block_count"]' o.json)" = u32 ]
+	[ "$(jq -r '.metadata_types["tokenizer.ggml.tokens"]' o.json)" = "array[str]" ]
+	[ "$(jq -c '.metadata["tokenizer.ggml.tokens"] | length' o.json)" = 17 ]
+	[ "$(jq -c '.metadata["tokenizer.ggml.tokens"][16]' o.json)" = '{"truncated":20}' ]
+	run fmt-inspect --json --metadata --full m.gguf
+	[ "$(echo "$output" | jq -c '.metadata["tokenizer.ggml.tokens"] | [length, .[19]]')" = '[20,"t19"]' ]
+	run fmt-inspect --metadata m.gguf
+	assert_line --partial 'tokenizer.ggml.tokens (array of str) = ["t0", "t1",'
+	assert_line --partial '"t15", ... (20 items)]'
+	run fmt-inspect --json m.gguf
+	[ "$(echo "$output" | jq .version)" = 3 ]
+	[ "$(echo "$output" | jq -r .format)" = gguf ]
+}
+
+@test "GGUF split set: the first shard opens the whole set as one model" {
+	"$REPO_ROOT/scripts/gen/gguf-malformed" gen >/dev/null
+	run fmt-inspect --json gen/split-00001-of-00003.gguf
+	assert_success
+	echo "$output" > o.json
+	[ "$(jq .files o.json)" = 3 ]
+	[ "$(jq '[.tensors[].file] | unique | length' o.json)" = 3 ]
+	[ "$(jq '[.metadata | keys[] | select(startswith("split."))] | length' o.json)" = 0 ]
+	run fmt-verify gen/split-00001-of-00003.gguf
+	assert_success
+	assert_output --regexp '^gen/split-00001-of-00003.gguf: ok \(gguf, [0-9]+ tensors, 3 files, [0-9]+ bytes\)$'
+}
