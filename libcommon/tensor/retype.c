@@ -73,7 +73,7 @@ static void describe_bad_value(fmt_err *e, const retype_ctx *c, const float *val
 		if (!isfinite(values[i])) {
 			fmt_fail(e, FMT_INVALID_FORMAT, "tensor '%s': element %llu is %s; cannot quantize to %s",
 				 c->src->name, (unsigned long long)(first_elem + i),
-				 isnan(values[i]) ? "NaN" : "infinite", fmt_dtype_name(c->to));
+				 isnan(values[i]) ? "NaN" : values[i] > 0 ? "+Inf" : "-Inf", fmt_dtype_name(c->to));
 			return;
 		}
 	}
