@@ -380,6 +380,29 @@ static mode_t creation_mode(void)
 	return (mode_t)(0666 & ~mask);
 }
 
+fmt_kind fmt_sink_pwrite(fmt_sink *k, uint64_t off, const void *data, size_t n, fmt_err *e)
+{
+	uint64_t end;
+	if (k->is_stdout)
+		return fmt_fail(e, FMT_USAGE, "this format cannot be streamed to standard output");
+	if (fmt_add_u64(off, n, &end) || end > k->written)
+		return fmt_fail(e, FMT_INTERNAL, "patch at %llu past the %llu bytes written",
+				(unsigned long long)off, (unsigned long long)k->written);
+	fmt_kind r = sink_flush(k, e);
+	const uint8_t *p = data;
+	while (r == FMT_OK && n > 0) {
+		ssize_t put = pwrite(k->fd, p, n, (off_t)off);
+		if (put < 0 && errno == EINTR)
+			continue;
+		if (put < 0)
+			return io_fail(e, k->path, "write");
+		p += put;
+		n -= (size_t)put;
+		off += (uint64_t)put;
+	}
+	return r;
+}
+
 static void fsync_dir_of(const char *path)
 {
 	char *dir = dir_of(path);

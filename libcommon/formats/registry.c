@@ -89,11 +89,18 @@ fmt_kind fmt_model_open(fmt_model *m, const char *path, const fmt_driver *forced
 	return k;
 }
 
-fmt_kind fmt_model_verify(fmt_model *m, fmt_err *e)
+fmt_kind fmt_model_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
 {
+	static const fmt_verify_opts none = { 0 };
+	if (!o)
+		o = &none;
+	if (o->key && !m->driver->has_signatures) {
+		fmt_err_file(e, m->path);
+		return fmt_fail(e, FMT_SIGNATURE, "a key was given but %s files carry no signature", m->driver->name);
+	}
 	if (!m->driver->verify)
 		return FMT_OK;
-	fmt_kind k = m->driver->verify(m, e);
+	fmt_kind k = m->driver->verify(m, o, e);
 	if (k != FMT_OK)
 		fmt_err_file(e, m->path);
 	return k;

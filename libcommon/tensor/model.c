@@ -38,6 +38,12 @@ void fmt_model_free(fmt_model *m)
 	}
 	for (size_t i = 0; i < m->n_sources; i++)
 		fmt_source_close(&m->sources[i]);
+	for (size_t i = 0; i < m->n_units; i++)
+		free(m->units[i].tensor);
+	for (size_t i = 0; i < m->n_qtensors; i++)
+		free(m->qtensors[i].name);
+	free(m->units);
+	free(m->qtensors);
 	free(m->meta);
 	free(m->tensors);
 	free(m->sources);
@@ -153,6 +159,48 @@ const fmt_tensor *fmt_model_find_tensor(const fmt_model *m, const char *name)
 	for (size_t i = 0; i < m->n_tensors; i++)
 		if (strcmp(m->tensors[i].name, name) == 0)
 			return &m->tensors[i];
+	return NULL;
+}
+
+fmt_kind fmt_model_add_unit(fmt_model *m, const char *tensor, const int8_t dims[FMT_UNIT_DIMS], fmt_err *e)
+{
+	if (grow((void **)&m->units, &m->cap_units, m->n_units + 1, sizeof *m->units))
+		return fmt_fail(e, FMT_IO, "out of memory");
+	fmt_unit *u = &m->units[m->n_units];
+	u->tensor = strdup(tensor);
+	if (!u->tensor)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	memcpy(u->dims, dims, sizeof u->dims);
+	m->n_units++;
+	return FMT_OK;
+}
+
+const fmt_unit *fmt_model_find_unit(const fmt_model *m, const char *tensor)
+{
+	for (size_t i = 0; i < m->n_units; i++)
+		if (strcmp(m->units[i].tensor, tensor) == 0)
+			return &m->units[i];
+	return NULL;
+}
+
+fmt_kind fmt_model_add_qtensor(fmt_model *m, const fmt_qtensor *q, fmt_err *e)
+{
+	if (grow((void **)&m->qtensors, &m->cap_qtensors, m->n_qtensors + 1, sizeof *m->qtensors))
+		return fmt_fail(e, FMT_IO, "out of memory");
+	fmt_qtensor *slot = &m->qtensors[m->n_qtensors];
+	*slot = *q;
+	slot->name = strdup(q->name);
+	if (!slot->name)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	m->n_qtensors++;
+	return FMT_OK;
+}
+
+const fmt_qtensor *fmt_model_find_qtensor(const fmt_model *m, const char *name)
+{
+	for (size_t i = 0; i < m->n_qtensors; i++)
+		if (strcmp(m->qtensors[i].name, name) == 0)
+			return &m->qtensors[i];
 	return NULL;
 }
 

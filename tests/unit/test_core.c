@@ -130,9 +130,21 @@ TEST(sink_is_atomic_and_refuses_existing)
 	CHECK(stat(path, &st) == 0 && st.st_size == 8);
 	CHECK(fmt_sink_open(&k, path, 0, &e) == FMT_USAGE);
 	CHECK(fmt_sink_open(&k, path, FMT_SINK_FORCE, &e) == FMT_OK);
+	CHECK(fmt_sink_write(&k, "0123456789", 10, &e) == FMT_OK);
+	CHECK(fmt_sink_pwrite(&k, 2, "ab", 2, &e) == FMT_OK);
+	CHECK(fmt_sink_pwrite(&k, 9, "ab", 2, &e) == FMT_INTERNAL);
 	CHECK(fmt_sink_write(&k, "x", 1, &e) == FMT_OK);
 	fmt_sink_abort(&k);
 	CHECK(stat(path, &st) == 0 && st.st_size == 8);  /* abort left the old file alone */
+	CHECK(fmt_sink_open(&k, path, FMT_SINK_FORCE, &e) == FMT_OK);
+	CHECK(fmt_sink_write(&k, "0123456789", 10, &e) == FMT_OK);
+	CHECK(fmt_sink_pwrite(&k, 8, "XY", 2, &e) == FMT_OK);
+	CHECK(fmt_sink_write(&k, "!", 1, &e) == FMT_OK);
+	CHECK(fmt_sink_commit(&k, &e) == FMT_OK);
+	char *back;
+	size_t len;
+	CHECK(fmt_read_file(path, 100, &back, &len, &e) == FMT_OK && len == 11 && memcmp(back, "01234567XY!", 11) == 0);
+	free(back);
 	CHECK_EQ_U64(count_entries(dir), 1);              /* and no temporary file behind */
 	CHECK(fmt_check_distinct(path, path, &e) == FMT_USAGE);
 	unlink(path);

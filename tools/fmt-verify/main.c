@@ -90,7 +90,7 @@ static fmt_kind verify_file(const char *path, const fmt_driver *forced, const fm
 	fmt_err_clear(&e);
 	fmt_kind k = fmt_model_open(&m, path, forced, &e);
 	if (k == FMT_OK) {
-		k = fmt_model_verify(&m, &e);
+		k = fmt_model_verify(&m, NULL, &e);
 		if (k == FMT_OK && !o->quiet)
 			report_ok(&m, o);
 		fmt_model_free(&m);

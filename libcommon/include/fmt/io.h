@@ -54,6 +54,9 @@ typedef struct fmt_sink {
 fmt_kind fmt_sink_open(fmt_sink *k, const char *path, unsigned flags, fmt_err *e);
 fmt_kind fmt_sink_write(fmt_sink *k, const void *data, size_t n, fmt_err *e);
 fmt_kind fmt_sink_zeros(fmt_sink *k, uint64_t n, fmt_err *e);
+/* Overwrite n bytes at offset off of what was already written (a header patched once the data
+ * that follows it is known); not possible on stdout (UsageError). */
+fmt_kind fmt_sink_pwrite(fmt_sink *k, uint64_t off, const void *data, size_t n, fmt_err *e);
 fmt_kind fmt_sink_commit(fmt_sink *k, fmt_err *e);
 void fmt_sink_abort(fmt_sink *k);
 

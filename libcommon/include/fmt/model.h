@@ -65,6 +65,30 @@ typedef struct fmt_tensor {
 
 struct fmt_driver;
 
+/* Physical units: exponents of the SI base dimensions (m, kg, s, A, K, mol, cd). */
+#define FMT_UNIT_DIMS 7
+typedef struct fmt_unit {
+	char *tensor;                  /* logical tensor name */
+	int8_t dims[FMT_UNIT_DIMS];
+} fmt_unit;
+
+/* A compressed tensor (specs/apsim.md §4): logical values = decode(codes) x scales. The codes
+ * and scales are ordinary tensors of the model; this record says how to read them. */
+typedef enum fmt_qformat {
+	FMT_Q_INT8, FMT_Q_INT4, FMT_Q_FP8, FMT_Q_FP6, FMT_Q_FP4, FMT_Q_BF16
+} fmt_qformat;
+
+typedef struct fmt_qtensor {
+	char *name;                    /* logical name P; codes tensor is P, scales P__qscale */
+	fmt_qformat format;
+	int axis;                      /* channel axis, -1 for null (per-tensor or blocks) */
+	int ndim;
+	uint64_t shape[FMT_MAX_DIMS];  /* logical shape */
+	uint64_t scale_shape[FMT_MAX_DIMS]; /* same rank; all zero for bf16 (no scales) */
+	int has_unit;
+	int8_t unit[FMT_UNIT_DIMS];
+} fmt_qtensor;
+
 typedef struct fmt_model {
 	const struct fmt_driver *driver;
 	char *path;                    /* what the user named (the index for a shard set) */
@@ -75,6 +99,10 @@ typedef struct fmt_model {
 	size_t n_tensors, cap_tensors;
 	fmt_source *sources;           /* one per file: a single file, or every shard */
 	size_t n_sources, cap_sources;
+	fmt_unit *units;               /* tensors with physical units */
+	size_t n_units, cap_units;
+	fmt_qtensor *qtensors;         /* compressed tensors among the tensors */
+	size_t n_qtensors, cap_qtensors;
 	void *format_state;            /* driver-private, freed by driver->close */
 } fmt_model;
 
@@ -89,6 +117,12 @@ fmt_kind fmt_model_add_tensor(fmt_model *m, const fmt_tensor *t, fmt_tensor **ou
 const fmt_tensor *fmt_model_find_tensor(const fmt_model *m, const char *name);
 /* Take ownership of an open source; returns its index. */
 fmt_kind fmt_model_add_source(fmt_model *m, fmt_source *s, int *index, fmt_err *e);
+
+/* Units and compressed tensors (copied; names duplicated). */
+fmt_kind fmt_model_add_unit(fmt_model *m, const char *tensor, const int8_t dims[FMT_UNIT_DIMS], fmt_err *e);
+const fmt_unit *fmt_model_find_unit(const fmt_model *m, const char *tensor);
+fmt_kind fmt_model_add_qtensor(fmt_model *m, const fmt_qtensor *q, fmt_err *e);
+const fmt_qtensor *fmt_model_find_qtensor(const fmt_model *m, const char *name);
 
 /* A pointer to a tensor's nbytes bytes: a view into the mapping, its in-memory data, or a buffer
  * filled by its reader (then *to_free is set and the caller frees it). */

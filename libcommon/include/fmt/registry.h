@@ -6,13 +6,23 @@
 #include <stddef.h>
 #include "fmt/model.h"
 #include "fmt/io.h"
+#include <jansson.h>
 
 /* Options shared by the writers; a driver ignores what it cannot use. */
+struct fmt_hmac_key;
+
 typedef struct fmt_write_opts {
 	unsigned sink_flags;          /* FMT_SINK_FORCE */
 	uint32_t alignment;           /* GGUF: 0 = default 32 or general.alignment */
 	int threads;
+	const struct fmt_hmac_key *sign_key; /* Apsi: sign with this key, or NULL */
 } fmt_write_opts;
+
+/* What verification checks beyond structure. */
+typedef struct fmt_verify_opts {
+	const struct fmt_hmac_key *key; /* check the signature with this key (NULL: not asked) */
+	int threads;                  /* digests of shards in parallel */
+} fmt_verify_opts;
 
 #define FMT_PROBE_BYTES 4096
 
@@ -24,12 +34,17 @@ typedef struct fmt_driver {
 	/* Parse and validate the structure; build the model without touching tensor data. The
 	 * source is already added to m as sources[0]. */
 	fmt_kind (*open)(fmt_model *m, fmt_err *e);
-	/* Every integrity layer beyond what open checks (digests, shard sets); may read data.
-	 * NULL when open checks everything. */
-	fmt_kind (*verify)(fmt_model *m, fmt_err *e);
+	/* Every integrity layer beyond what open checks (digests, signatures); reads data.
+	 * NULL when open checks everything. A key given for a format without signatures is
+	 * refused by fmt_model_verify, not here. */
+	fmt_kind (*verify)(fmt_model *m, const fmt_verify_opts *o, fmt_err *e);
+	/* 1 if the format carries signatures (a key makes sense for it). */
+	int has_signatures;
 	/* Write m to the sink. NULL for read-only formats. */
 	fmt_kind (*write)(const fmt_model *m, fmt_sink *k, const fmt_write_opts *o, fmt_err *e);
 	void (*close)(fmt_model *m);  /* free format_state; may be NULL */
+	/* Format-specific facts for fmt-inspect (digest, signature, shards...), or NULL. */
+	json_t *(*describe)(const fmt_model *m);
 } fmt_driver;
 
 /* All drivers, NULL-terminated. */
@@ -41,7 +56,8 @@ const fmt_driver *fmt_driver_by_extension(const char *path);
  * open. On failure m is freed and e says why; an unrecognised file is InvalidFormat. */
 fmt_kind fmt_model_open(fmt_model *m, const char *path, const fmt_driver *forced, fmt_err *e);
 
-/* open + driver verify. */
-fmt_kind fmt_model_verify(fmt_model *m, fmt_err *e);
+/* The driver's verify (digests, signatures). A key for a format without signatures is
+ * SignatureInvalid: the user asked for a signature that cannot be there. o may be NULL. */
+fmt_kind fmt_model_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e);
 
 #endif

@@ -1,0 +1,89 @@
+/* Digests, MACs, secrets and the per-user HMAC key. SHA-256 is OpenSSL's (it uses the CPU's
+ * SHA instructions); HMAC, secure memory and constant-time comparison are libsodium's. */
+#ifndef FMT_CRYPTO_H
+#define FMT_CRYPTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "fmt/err.h"
+#include "fmt/io.h"
+
+#define FMT_SHA256_LEN 32
+#define FMT_SHA256_HEX (2 * FMT_SHA256_LEN)
+
+/* Streaming SHA-256. */
+typedef struct fmt_sha256 {
+	void *ctx;                     /* EVP_MD_CTX */
+} fmt_sha256;
+
+fmt_kind fmt_sha256_init(fmt_sha256 *h, fmt_err *e);
+fmt_kind fmt_sha256_update(fmt_sha256 *h, const void *data, size_t n, fmt_err *e);
+fmt_kind fmt_sha256_final(fmt_sha256 *h, uint8_t out[FMT_SHA256_LEN], fmt_err *e);
+void fmt_sha256_free(fmt_sha256 *h);
+
+/* SHA-256 of n bytes of a source from off, read in bounded chunks by pread (no mapping). */
+fmt_kind fmt_sha256_source(fmt_sha256 *h, fmt_source *s, uint64_t off, uint64_t n, fmt_err *e);
+
+/* One-shot SHA-256 of a buffer. */
+fmt_kind fmt_sha256_buf(const void *data, size_t n, uint8_t out[FMT_SHA256_LEN], fmt_err *e);
+
+/* Lowercase hex of n bytes into out (2n+1 bytes, NUL-terminated). */
+void fmt_hex(const uint8_t *bytes, size_t n, char *out);
+/* Parse exactly 2n lowercase hex digits; returns 0 on success. */
+int fmt_unhex(const char *hex, size_t hex_len, uint8_t *out, size_t n);
+
+/* HMAC-SHA256. */
+void fmt_hmac_sha256(const uint8_t *key, size_t key_len, const void *msg, size_t msg_len,
+		     uint8_t out[FMT_SHA256_LEN]);
+
+/* Constant-time comparison: 1 if equal. */
+int fmt_ct_equal(const void *a, const void *b, size_t n);
+
+/* A key for HMAC signatures (specs/apsim.md §6): a per-user 32-byte key (id = first 16 hex
+ * digits of SHA-256(K)) or a team shared secret (id "shared"). The bytes live in sodium_malloc
+ * memory and are wiped by fmt_hmac_key_free. */
+typedef struct fmt_hmac_key {
+	uint8_t *bytes;
+	size_t len;
+	char id[17];
+} fmt_hmac_key;
+
+void fmt_hmac_key_free(fmt_hmac_key *k);
+
+/* Where the per-user key lives: $XDG_CONFIG_HOME/fmtkit/hmac.key, else ~/.config/fmtkit/hmac.key
+ * (malloc'd). */
+fmt_kind fmt_hmac_key_path(char **path, fmt_err *e);
+
+/* Create a new per-user key (32 random bytes, the directory 0700, the file 0600 with O_EXCL).
+ * With rotate, an existing key is kept as hmac.key.old (replacing an older one) first;
+ * without, an existing key is refused (UsageError). */
+fmt_kind fmt_hmac_keygen(const char *path, int rotate, fmt_hmac_key *out, fmt_err *e);
+
+/* Load the per-user key; a missing file, wrong size or a mode readable by others is refused. */
+fmt_kind fmt_hmac_key_load(const char *path, fmt_hmac_key *out, fmt_err *e);
+
+/* A shared secret, never from the command line: from a file (one trailing newline removed),
+ * an environment variable the user names, or a no-echo prompt on the terminal. */
+fmt_kind fmt_secret_from_file(const char *path, fmt_hmac_key *out, fmt_err *e);
+fmt_kind fmt_secret_from_env(const char *name, fmt_hmac_key *out, fmt_err *e);
+fmt_kind fmt_secret_from_prompt(const char *prompt, fmt_hmac_key *out, fmt_err *e);
+
+/* The key options shared by fmt-verify, fmt-convert --sign and fmt-sign sign:
+ *   --hmac-key            the per-user key
+ *   --secret-file FILE    a shared secret from a file (--key-secret-file is an alias)
+ *   --secret-env NAME     a shared secret from an environment variable
+ *   --secret-prompt       a shared secret typed at a no-echo prompt
+ * At most one may be given (UsageError otherwise). */
+typedef struct fmt_key_opts {
+	int hmac_key;
+	const char *secret_file;
+	const char *secret_env;
+	int secret_prompt;
+} fmt_key_opts;
+
+/* 1 if any key option was given. */
+int fmt_key_opts_given(const fmt_key_opts *o);
+/* Load the key the options name. */
+fmt_kind fmt_key_from_opts(const fmt_key_opts *o, fmt_hmac_key *out, fmt_err *e);
+
+#endif
