@@ -1,3 +1,4 @@
+#include <stdio.h>
 #include <string.h>
 #include "fmt/registry.h"
 
@@ -24,6 +25,14 @@ const fmt_driver *fmt_driver_by_name(const char *name)
 		if (strcmp(drivers[i]->name, name) == 0)
 			return drivers[i];
 	return NULL;
+}
+
+void fmt_driver_names(char *buf, size_t n)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; drivers[i] && used < n; i++)
+		used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", drivers[i]->name);
 }
 
 static int ends_with(const char *s, const char *suffix)

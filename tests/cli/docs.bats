@@ -5,7 +5,8 @@
 
 bats_require_minimum_version 1.5.0
 
-TOOLS=(fmt-inspect fmt-verify)
+# Every tool of the tree (tools/NAME/main.c).
+TOOLS=($(cd "$BATS_TEST_DIRNAME/../../tools" && ls -d */ | tr -d /))
 
 setup() {
 	load '/usr/lib/bats/bats-support/load'
@@ -126,11 +127,14 @@ bash_complete() {
 	done
 }
 
-@test "bash completion offers the --format names" {
+@test "bash completion offers the --format names that --help lists" {
 	for tool in "${TOOLS[@]}"; do
+		# "--format NAME   skip detection: gguf, safetensors, ..." (tools without --format: none)
+		names=$(help_of "$tool" | sed -n 's/.*--format NAME *skip detection: //p' | tr -d ',' | tr ' ' '\n' | sort | tr '\n' ' ')
+		[ -n "$names" ] || continue
 		run bash_complete "$tool" --format ""
 		assert_success
-		assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "gguf safetensors safetensors-index "
+		assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "$names"
 		run bash_complete "$tool" --format = safetensors-
 		assert_success
 		assert_output "safetensors-index"

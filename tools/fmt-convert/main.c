@@ -39,7 +39,9 @@ static void usage(FILE *f)
 		"  -h, --help              this help\n"
 		"      --version           print the version\n"
 		"\n"
-		"OUTPUT may be - (standard output, not a terminal) with --to.\n");
+		"OUTPUT may be - (standard output, not a terminal) with --to.\n"
+		"Exit status: 0 ok, 2 usage, 3 I/O error, 4 invalid input (or NaN/Inf to quantize),\n"
+		"5 unsupported version, type or conversion.\n");
 }
 
 static const struct option long_opts[] = {

@@ -1,6 +1,8 @@
 /* --set KEY[:TYPE]=VALUE and --set-from FILE.json: typed metadata from the command line. */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
@@ -68,6 +70,9 @@ static fmt_kind parse_value(const char *key, const char *text, fmt_vtype t, fmt_
 	memset(v, 0, sizeof *v);
 	v->type = t;
 	errno = 0;
+	/* strtoull and strtod skip blanks (and strtoull then accepts "-1" as 2^64-1). */
+	if (t != FMT_V_STR && isspace((unsigned char)text[0]))
+		return fmt_fail(e, FMT_USAGE, "--set %s: '%s' is not a valid %s", key, text, fmt_vtype_name(t));
 	if (int_range(t, &lo, &hi)) {
 		if (is_unsigned(t)) {
 			if (text[0] == '-')
@@ -82,6 +87,8 @@ static fmt_kind parse_value(const char *key, const char *text, fmt_vtype t, fmt_
 		}
 	} else if (t == FMT_V_F32 || t == FMT_V_F64) {
 		v->v.f = strtod(text, &end);
+		if (t == FMT_V_F32 && isfinite(v->v.f) && !isfinite((float)v->v.f))
+			errno = ERANGE;
 		if (t == FMT_V_F32)
 			v->v.f = (double)(float)v->v.f;
 	} else if (t == FMT_V_BOOL) {
@@ -153,6 +160,43 @@ static fmt_kind json_typed(const char *key, json_t *j, fmt_value *v, fmt_err *e)
 	return parse_value(key, text, t, v, e);
 }
 
+/* One type for every number of an array: f32 if any is a real, else the narrowest of u32, i32,
+ * i64, u64 that holds them all. */
+static fmt_vtype array_number_type(json_t *arr)
+{
+	size_t i;
+	json_t *item;
+	int any_real = 0, any_negative = 0, beyond_i32 = 0, beyond_u32 = 0;
+	json_array_foreach(arr, i, item) {
+		if (json_is_real(item)) {
+			any_real = 1;
+			continue;
+		}
+		json_int_t v = json_integer_value(item);
+		any_negative |= v < 0;
+		beyond_i32 |= v < INT32_MIN || v > INT32_MAX;
+		beyond_u32 |= v > (json_int_t)UINT32_MAX;
+	}
+	if (any_real)
+		return FMT_V_F32;
+	if (!any_negative)
+		return beyond_u32 ? FMT_V_I64 : FMT_V_U32;
+	return beyond_i32 ? FMT_V_I64 : FMT_V_I32;
+}
+
+static fmt_kind json_number_as(json_t *j, fmt_vtype t, fmt_value *v)
+{
+	memset(v, 0, sizeof *v);
+	v->type = t;
+	if (t == FMT_V_F32)
+		v->v.f = (double)(float)json_number_value(j);
+	else if (t == FMT_V_U32)
+		v->v.u = (uint64_t)json_integer_value(j);
+	else
+		v->v.i = json_integer_value(j);
+	return FMT_OK;
+}
+
 static fmt_kind json_array_value(const char *key, json_t *j, fmt_value *v, fmt_err *e)
 {
 	size_t n = json_array_size(j);
@@ -161,15 +205,24 @@ static fmt_kind json_array_value(const char *key, json_t *j, fmt_value *v, fmt_e
 	v->v.arr.elem = FMT_V_STR;
 	if (n == 0)
 		return FMT_OK;
+	int numbers = json_is_number(json_array_get(j, 0));
+	fmt_vtype number_type = numbers ? array_number_type(j) : FMT_V_STR;
 	v->v.arr.items = calloc(n, sizeof(fmt_value));
 	if (!v->v.arr.items)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		json_t *item = json_array_get(j, i);
-		fmt_kind k = json_is_array(item) ? fmt_fail(e, FMT_USAGE, "--set-from %s: nested arrays are not allowed", key)
-						 : json_to_value(key, item, &v->v.arr.items[i], e);
+		fmt_kind k;
+		if (json_is_array(item))
+			k = fmt_fail(e, FMT_USAGE, "--set-from %s: nested arrays are not allowed", key);
+		else if (numbers != json_is_number(item))
+			k = fmt_fail(e, FMT_USAGE, "--set-from %s: array items must all have one type", key);
+		else if (numbers)
+			k = json_number_as(item, number_type, &v->v.arr.items[i]);
+		else
+			k = json_to_value(key, item, &v->v.arr.items[i], e);
 		v->v.arr.count = i + 1;
-		if (k == FMT_OK && i > 0 && v->v.arr.items[i].type != v->v.arr.items[0].type)
+		if (k == FMT_OK && v->v.arr.items[i].type != v->v.arr.items[0].type)
 			k = fmt_fail(e, FMT_USAGE, "--set-from %s: array items must all have one type", key);
 		if (k != FMT_OK) {
 			fmt_value_free(v);

@@ -15,6 +15,8 @@ enum { OPT_TENSORS = FMT_OPT_FIRST_TOOL_OPTION, OPT_METADATA, OPT_TREE, OPT_TENS
 
 static void usage(FILE *f)
 {
+	char names[256];
+	fmt_driver_names(names, sizeof names);
 	fprintf(f,
 		"Usage: " TOOL " [OPTIONS] FILE...\n"
 		"Show the format, tensors and metadata of model files (safetensors, sharded\n"
@@ -27,7 +29,7 @@ static void usage(FILE *f)
 		"  -t, --tensor NAME   only this tensor\n"
 		"  -s, --stats         with --tensor: min, max, mean, std, NaN/Inf counts, first values\n"
 		"      --full          do not abbreviate metadata arrays longer than 16 items\n"
-		"      --format NAME   skip detection: safetensors, safetensors-index, gguf\n"
+		"      --format NAME   skip detection: %s\n"
 		"  -q, --quiet         print nothing on success\n"
 		"  -v, --verbose       more detail\n"
 		"      --no-progress   no progress bar\n"
@@ -35,7 +37,7 @@ static void usage(FILE *f)
 		"      --version       print the version\n"
 		"\n"
 		"FILE may be - for standard input. Exit status: 0 ok, 2 usage, 3 I/O error,\n"
-		"4 invalid format, 5 unsupported version or type; the highest over all files.\n");
+		"4 invalid format, 5 unsupported version or type; the highest over all files.\n", names);
 }
 
 static const struct option long_opts[] = {
@@ -104,7 +106,7 @@ int main(int argc, char **argv)
 		case OPT_FORMAT:
 			forced = fmt_driver_by_name(optarg);
 			if (!forced)
-				return usage_error("--format takes safetensors, safetensors-index or gguf");
+				return usage_error("unknown --format (see --help for the names)");
 			break;
 		default: return usage_error("unknown option");
 		}

@@ -13,6 +13,8 @@ enum { OPT_FORMAT = FMT_OPT_FIRST_TOOL_OPTION };
 
 static void usage(FILE *f)
 {
+	char names[256];
+	fmt_driver_names(names, sizeof names);
 	fprintf(f,
 		"Usage: " TOOL " [OPTIONS] FILE...\n"
 		"Check the structure of model files (safetensors, GGUF) and shard sets (give the\n"
@@ -20,7 +22,7 @@ static void usage(FILE *f)
 		"first failure.\n"
 		"\n"
 		"  -j, --json          one JSON object per file (JSON Lines)\n"
-		"      --format NAME   skip detection: safetensors, safetensors-index, gguf\n"
+		"      --format NAME   skip detection: %s\n"
 		"  -q, --quiet         print nothing; the exit status tells\n"
 		"  -v, --verbose       more detail\n"
 		"      --no-progress   no progress bar\n"
@@ -29,7 +31,7 @@ static void usage(FILE *f)
 		"\n"
 		"Exit status (the highest over all files): 0 every check passed, 2 usage,\n"
 		"3 I/O error, 4 invalid format, 5 unsupported version or type, 6 checksum\n"
-		"mismatch, 9 shard set inconsistent.\n");
+		"mismatch, 9 shard set inconsistent.\n", names);
 }
 
 static const struct option long_opts[] = {
@@ -119,7 +121,7 @@ int main(int argc, char **argv)
 		case OPT_FORMAT:
 			forced = fmt_driver_by_name(optarg);
 			if (!forced)
-				return usage_error("--format takes safetensors, safetensors-index or gguf");
+				return usage_error("unknown --format (see --help for the names)");
 			break;
 		default: return usage_error("unknown option");
 		}

@@ -50,6 +50,8 @@ typedef struct fmt_driver {
 /* All drivers, NULL-terminated. */
 const fmt_driver *const *fmt_drivers(void);
 const fmt_driver *fmt_driver_by_name(const char *name);
+/* "safetensors, safetensors-index, gguf, ...": every driver's name in registry order. */
+void fmt_driver_names(char *buf, size_t n);
 const fmt_driver *fmt_driver_by_extension(const char *path);
 
 /* Open path (or "-"): probe the first bytes, choose a driver (or use forced when not NULL),
