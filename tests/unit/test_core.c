@@ -169,6 +169,7 @@ TEST(sink_large_writes_bypass_buffer)
 	size_t len;
 	CHECK(fmt_read_file(path, n, &back, &len, &e) == FMT_OK);
 	CHECK(len == n && memcmp(back, data, n) == 0);
+	free(back);
 	CHECK(fmt_read_file(path, n - 1, &back, &len, &e) == FMT_INVALID_FORMAT);
 	free(data);
 	unlink(path);
