@@ -19,8 +19,24 @@ typedef struct fmt_common_opts {
 enum {
 	FMT_OPT_VERSION = 0x1000,
 	FMT_OPT_NO_PROGRESS,
+	FMT_OPT_HMAC_KEY,
+	FMT_OPT_SECRET_FILE,
+	FMT_OPT_SECRET_ENV,
+	FMT_OPT_SECRET_PROMPT,
 	FMT_OPT_FIRST_TOOL_OPTION = 0x1100
 };
+
+/* The key options (fmt/crypto.h fmt_key_opts), to put in a tool's getopt_long table. */
+#define FMT_KEY_LONG_OPTIONS                                                        \
+	{ "hmac-key", no_argument, NULL, FMT_OPT_HMAC_KEY },                        \
+	{ "secret-file", required_argument, NULL, FMT_OPT_SECRET_FILE },            \
+	{ "key-secret-file", required_argument, NULL, FMT_OPT_SECRET_FILE },        \
+	{ "secret-env", required_argument, NULL, FMT_OPT_SECRET_ENV },              \
+	{ "secret-prompt", no_argument, NULL, FMT_OPT_SECRET_PROMPT }
+
+struct fmt_key_opts;
+/* Handle a key option; returns 1 if c was one, 0 if not. */
+int fmt_cli_key_option(int c, const char *arg, struct fmt_key_opts *o);
 
 /* Handle a common option (getopt_long's return value c with optarg); returns 1 if it was one,
  * 0 if not, -1 on a bad value (message in e). --version and --help are the tool's own. */

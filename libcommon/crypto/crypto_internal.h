@@ -1,0 +1,21 @@
+/* Helpers shared by the files of libcommon/crypto (not part of the public API). */
+#ifndef FMT_CRYPTO_INTERNAL_H
+#define FMT_CRYPTO_INTERNAL_H
+
+#include <stddef.h>
+#include "fmt/crypto.h"
+
+/* sodium_init, once per process in effect (libsodium makes repeated calls cheap). */
+fmt_kind fmt_crypto_sodium_init(fmt_err *e);
+
+/* A key of len bytes in fresh sodium_malloc memory (the bytes left for the caller to fill);
+ * id is set to "shared". */
+fmt_kind fmt_crypto_key_alloc(size_t len, fmt_hmac_key *out, fmt_err *e);
+
+/* Remove one trailing "\n" or "\r\n" from a secret of *len bytes. */
+void fmt_crypto_strip_newline(const uint8_t *bytes, size_t *len);
+
+/* The key id of a per-user key: the first 16 hex digits of SHA-256(K). */
+fmt_kind fmt_crypto_user_key_id(fmt_hmac_key *k, fmt_err *e);
+
+#endif

@@ -1,0 +1,256 @@
+/* The per-user HMAC key ($XDG_CONFIG_HOME/fmtkit/hmac.key) and the key options that name a
+ * key on the command line. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "crypto_internal.h"
+
+#define USER_KEY_LEN 32u
+#define KEYGEN_HINT "create one with `fmt-sign keygen --hmac`"
+
+fmt_kind fmt_hmac_key_path(char **path, fmt_err *e)
+{
+	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+	const char *base, *sub;
+	*path = NULL;
+	/* The XDG spec: a relative XDG_CONFIG_HOME is invalid and must be ignored. */
+	if (xdg && xdg[0] == '/') {
+		base = xdg;
+		sub = "/fmtkit/hmac.key";
+	} else if (home && home[0]) {
+		base = home;
+		sub = "/.config/fmtkit/hmac.key";
+	} else {
+		return fmt_fail(e, FMT_USAGE, "neither XDG_CONFIG_HOME nor HOME is set: "
+				"cannot tell where the HMAC key lives");
+	}
+	size_t n = strlen(base) + strlen(sub) + 1;
+	char *p = malloc(n);
+	if (!p)
+		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+	snprintf(p, n, "%s%s", base, sub);
+	*path = p;
+	return FMT_OK;
+}
+
+/* mkdir -p of the directory part of path; directories it creates are 0700. */
+static fmt_kind make_key_dir(const char *path, fmt_err *e)
+{
+	char *dir = strdup(path);
+	if (!dir)
+		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+	char *slash = strrchr(dir, '/');
+	fmt_kind k = FMT_OK;
+	if (slash && slash != dir) {
+		*slash = '\0';
+		for (char *p = dir + 1; k == FMT_OK; p++) {
+			if (*p != '/' && *p != '\0')
+				continue;
+			char was = *p;
+			*p = '\0';
+			if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+				k = fmt_fail(e, FMT_IO, "cannot create the directory %s: %s", dir, strerror(errno));
+			*p = was;
+			if (was == '\0')
+				break;
+		}
+	}
+	free(dir);
+	return k;
+}
+
+static fmt_kind write_all_fd(int fd, const uint8_t *p, size_t n, fmt_err *e)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return fmt_fail(e, FMT_IO, "write: %s", strerror(errno));
+		p += w;
+		n -= (size_t)w;
+	}
+	return FMT_OK;
+}
+
+/* Create path with O_EXCL and mode 0600 and write the key into it. */
+static fmt_kind create_key_file(const char *path, const fmt_hmac_key *key, fmt_err *e)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST)
+		return fmt_fail(e, FMT_USAGE, "an HMAC key already exists; it was left as it is");
+	if (fd < 0)
+		return fmt_fail(e, FMT_IO, "cannot create the key file: %s", strerror(errno));
+	fmt_kind k = write_all_fd(fd, key->bytes, key->len, e);
+	if (k == FMT_OK && fsync(fd) != 0)
+		k = fmt_fail(e, FMT_IO, "fsync: %s", strerror(errno));
+	if (close(fd) != 0 && k == FMT_OK)
+		k = fmt_fail(e, FMT_IO, "close: %s", strerror(errno));
+	if (k != FMT_OK)
+		unlink(path);
+	return k;
+}
+
+/* Rename an existing key to path.old (replacing an older one); *old_path is
+ * its new name, or NULL when there was no key. */
+static fmt_kind keep_old_key(const char *path, char **old_path, fmt_err *e)
+{
+	struct stat st;
+	*old_path = NULL;
+	if (lstat(path, &st) != 0) {
+		if (errno == ENOENT)
+			return FMT_OK;
+		return fmt_fail(e, FMT_IO, "cannot stat the key file: %s", strerror(errno));
+	}
+	if (!S_ISREG(st.st_mode))
+		return fmt_fail(e, FMT_USAGE, "the key path is not a regular file; not rotating it");
+	size_t n = strlen(path) + sizeof ".old";
+	char *old = malloc(n);
+	if (!old)
+		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+	snprintf(old, n, "%s.old", path);
+	if (rename(path, old) != 0) {
+		fmt_fail(e, FMT_IO, "cannot rename the key to %s: %s", old, strerror(errno));
+		free(old);
+		return FMT_IO;
+	}
+	*old_path = old;
+	return FMT_OK;
+}
+
+static fmt_kind new_random_key(fmt_hmac_key *key, fmt_err *e)
+{
+	fmt_kind k = fmt_crypto_key_alloc(USER_KEY_LEN, key, e);
+	if (k != FMT_OK)
+		return k;
+	randombytes_buf(key->bytes, key->len);
+	k = fmt_crypto_user_key_id(key, e);
+	if (k != FMT_OK)
+		fmt_hmac_key_free(key);
+	return k;
+}
+
+fmt_kind fmt_hmac_keygen(const char *path, int rotate, fmt_hmac_key *out, fmt_err *e)
+{
+	fmt_hmac_key key;
+	char *old_path = NULL;
+	memset(out, 0, sizeof *out);
+	fmt_kind k = new_random_key(&key, e);
+	if (k == FMT_OK)
+		k = make_key_dir(path, e);
+	if (k == FMT_OK && rotate)
+		k = keep_old_key(path, &old_path, e);
+	if (k == FMT_OK) {
+		k = create_key_file(path, &key, e);
+		/* Put the previous key back rather than leave no key at all. */
+		if (k != FMT_OK && old_path && rename(old_path, path) != 0)
+			fmt_err_prefix(e, "the previous key is now %s", old_path);
+	}
+	free(old_path);
+	if (k != FMT_OK) {
+		fmt_hmac_key_free(&key);
+		fmt_err_file(e, path);
+		return k;
+	}
+	*out = key;
+	return FMT_OK;
+}
+
+static fmt_kind read_exact_fd(int fd, uint8_t *p, size_t n, fmt_err *e)
+{
+	while (n > 0) {
+		ssize_t got = read(fd, p, n);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return fmt_fail(e, FMT_IO, "read: %s", strerror(errno));
+		if (got == 0)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "the key file shrank while being read");
+		p += got;
+		n -= (size_t)got;
+	}
+	return FMT_OK;
+}
+
+static fmt_kind check_key_file(int fd, const char *name, fmt_err *e)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return fmt_fail(e, FMT_IO, "cannot stat the key file: %s", strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return fmt_fail(e, FMT_USAGE, "the HMAC key is not a regular file");
+	if (st.st_mode & 077)
+		return fmt_fail(e, FMT_USAGE, "%s is readable by others (mode %04o); chmod 600 it", name,
+				(unsigned)(st.st_mode & 07777));
+	if (st.st_size != (off_t)USER_KEY_LEN)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "an HMAC key file holds %u bytes, this one %lld",
+				USER_KEY_LEN, (long long)st.st_size);
+	return FMT_OK;
+}
+
+fmt_kind fmt_hmac_key_load(const char *path, fmt_hmac_key *out, fmt_err *e)
+{
+	memset(out, 0, sizeof *out);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			fmt_fail(e, FMT_USAGE, "no HMAC key here; " KEYGEN_HINT);
+		else
+			fmt_fail(e, FMT_IO, "cannot open the HMAC key: %s", strerror(errno));
+		fmt_err_file(e, path);
+		return e->kind;
+	}
+	const char *slash = strrchr(path, '/');
+	fmt_kind k = check_key_file(fd, slash ? slash + 1 : path, e);
+	if (k == FMT_OK)
+		k = fmt_crypto_key_alloc(USER_KEY_LEN, out, e);
+	if (k == FMT_OK)
+		k = read_exact_fd(fd, out->bytes, out->len, e);
+	if (k == FMT_OK)
+		k = fmt_crypto_user_key_id(out, e);
+	close(fd);
+	if (k != FMT_OK) {
+		fmt_hmac_key_free(out);
+		fmt_err_file(e, path);
+	}
+	return k;
+}
+
+int fmt_key_opts_given(const fmt_key_opts *o)
+{
+	return o->hmac_key || o->secret_file || o->secret_env || o->secret_prompt;
+}
+
+static fmt_kind user_key(fmt_hmac_key *out, fmt_err *e)
+{
+	char *path;
+	fmt_kind k = fmt_hmac_key_path(&path, e);
+	if (k != FMT_OK)
+		return k;
+	k = fmt_hmac_key_load(path, out, e);
+	free(path);
+	return k;
+}
+
+fmt_kind fmt_key_from_opts(const fmt_key_opts *o, fmt_hmac_key *out, fmt_err *e)
+{
+	int n = (o->hmac_key != 0) + (o->secret_file != NULL) + (o->secret_env != NULL) +
+		(o->secret_prompt != 0);
+	memset(out, 0, sizeof *out);
+	if (n > 1)
+		return fmt_fail(e, FMT_USAGE,
+				"give only one of --hmac-key, --secret-file, --secret-env, --secret-prompt");
+	if (o->secret_file)
+		return fmt_secret_from_file(o->secret_file, out, e);
+	if (o->secret_env)
+		return fmt_secret_from_env(o->secret_env, out, e);
+	if (o->secret_prompt)
+		return fmt_secret_from_prompt("Shared secret: ", out, e);
+	/* --hmac-key, or no option at all: the per-user key. */
+	return user_key(out, e);
+}

@@ -1,0 +1,144 @@
+/* The work of fmt-sign's subcommands: key creation, signing in place, key ids. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "fmt/apsim.h"
+#include "fmt/out.h"
+#include "fmt/registry.h"
+#include "sign.h"
+
+static int fail(const sign_opts *o, const char *file, const fmt_err *e)
+{
+	fmt_report_error(stderr, TOOL, file, e, o->common.json);
+	return fmt_kind_exit(e->kind);
+}
+
+/* Print a JSON object as one line (and free it); 0 or the I/O exit status. */
+static int print_json(json_t *obj)
+{
+	int r = obj ? fmt_json_line(stdout, obj) : -1;
+	json_decref(obj);
+	return r == 0 ? 0 : FMT_IO;
+}
+
+static int report_created(const char *path, const fmt_hmac_key *key, int rotated, int json)
+{
+	if (json)
+		return print_json(json_pack("{s:s, s:o, s:b}", "key_id", key->id, "path",
+					    fmt_json_string(path, strlen(path)), "rotated", rotated));
+	printf("created HMAC key %s in ", key->id);
+	fmt_out_escaped(stdout, path, strlen(path));
+	printf("\n");
+	if (rotated) {
+		printf("the previous key is kept in ");
+		fmt_out_escaped(stdout, path, strlen(path));
+		printf(".old\n");
+	}
+	return 0;
+}
+
+int sign_cmd_keygen(const sign_opts *o)
+{
+	fmt_err e;
+	char *path;
+	struct stat st;
+	fmt_hmac_key key;
+	fmt_err_clear(&e);
+	if (fmt_hmac_key_path(&path, &e) != FMT_OK)
+		return fail(o, NULL, &e);
+	int exists = lstat(path, &st) == 0;
+	if (exists && !o->force) {
+		fmt_fail(&e, FMT_USAGE, "an HMAC key already exists; --force rotates it and keeps the "
+			 "old one as hmac.key.old");
+		int code = fail(o, path, &e);
+		free(path);
+		return code;
+	}
+	if (fmt_hmac_keygen(path, o->force, &key, &e) != FMT_OK) {
+		int code = fail(o, path, &e);
+		free(path);
+		return code;
+	}
+	int code = o->common.quiet ? 0 : report_created(path, &key, exists, o->common.json);
+	fmt_hmac_key_free(&key);
+	free(path);
+	return code;
+}
+
+/* The signature now stored in a signed file or index, as read back from it. */
+static char *stored_signature(const char *path, fmt_err *e)
+{
+	fmt_model m;
+	char *sig = NULL;
+	if (fmt_model_open(&m, path, NULL, e) != FMT_OK)
+		return NULL;
+	const fmt_apsim_info *info = fmt_apsim_info_of(&m);
+	if (info && info->signature)
+		sig = strdup(info->signature);
+	if (!sig)
+		fmt_fail(e, FMT_INTERNAL, "the signature just written cannot be read back");
+	fmt_model_free(&m);
+	return sig;
+}
+
+static int report_signed(const char *path, const fmt_hmac_key *key, const sign_opts *o)
+{
+	fmt_err e;
+	fmt_err_clear(&e);
+	if (o->common.quiet)
+		return 0;
+	char *sig = NULL;
+	if (o->common.json || o->common.verbose) {
+		sig = stored_signature(path, &e);
+		if (!sig)
+			return fail(o, path, &e);
+	}
+	int code = 0;
+	if (o->common.json) {
+		json_t *obj = json_pack("{s:o, s:s, s:s}", "file", fmt_json_string(path, strlen(path)),
+					"key_id", key->id, "signature", sig);
+		code = print_json(obj);
+	} else {
+		printf("signed ");
+		fmt_out_escaped(stdout, path, strlen(path));
+		printf(" with key %s\n", key->id);
+		if (sig)
+			printf("signature: %s\n", sig);
+	}
+	free(sig);
+	return code;
+}
+
+int sign_cmd_sign(const char *path, const sign_opts *o)
+{
+	fmt_err e;
+	fmt_hmac_key key;
+	fmt_err_clear(&e);
+	if (fmt_key_from_opts(&o->key, &key, &e) != FMT_OK)
+		return fail(o, NULL, &e);
+	int threads = o->common.threads > 0 ? o->common.threads : fmt_cpu_count();
+	int code;
+	if (fmt_apsim_sign_in_place(path, &key, threads, &e) != FMT_OK)
+		code = fail(o, path, &e);
+	else
+		code = report_signed(path, &key, o);
+	fmt_hmac_key_free(&key);
+	return code;
+}
+
+int sign_cmd_key_id(const sign_opts *o)
+{
+	fmt_err e;
+	fmt_hmac_key key;
+	fmt_err_clear(&e);
+	if (fmt_key_from_opts(&o->key, &key, &e) != FMT_OK)
+		return fail(o, NULL, &e);
+	int code = 0;
+	if (o->common.json && !o->common.quiet)
+		code = print_json(json_pack("{s:s}", "key_id", key.id));
+	else if (!o->common.quiet)
+		printf("%s\n", key.id);
+	fmt_hmac_key_free(&key);
+	return code;
+}
