@@ -5,10 +5,14 @@
 extern const fmt_driver fmt_driver_safetensors;
 extern const fmt_driver fmt_driver_st_index;
 extern const fmt_driver fmt_driver_gguf;
+extern const fmt_driver fmt_driver_apsim;
+extern const fmt_driver fmt_driver_apsim_index;
 
 /* Probe order matters only on equal scores: more specific formats come first. */
 static const fmt_driver *const drivers[] = {
 	&fmt_driver_gguf,
+	&fmt_driver_apsim,
+	&fmt_driver_apsim_index,
 	&fmt_driver_safetensors,
 	&fmt_driver_st_index,
 	NULL

@@ -54,4 +54,23 @@ fmt_kind fmt_apsim_write_sharded(const fmt_model *m, const char *prefix, uint64_
  * metadata.signature. The digests are verified first. */
 fmt_kind fmt_apsim_sign_in_place(const char *path, const fmt_hmac_key *key, int threads, fmt_err *e);
 
+/* An index file (§7) parsed from its text, without touching the shards: the keys of
+ * metadata.shard_sha256 (plain file names, 64 lowercase hex each) in the JSON's order,
+ * weight_map (every file named must have a shard_sha256 entry), total_size and the signature
+ * (syntax checked) or NULL. Nesting is limited to 32 levels and duplicate members are
+ * refused. Syntax errors are InvalidFormat, cross-reference errors SchemaMismatch. */
+typedef struct fmt_apsim_index {
+	char **files;
+	char (*sha256)[FMT_SHA256_HEX + 1];
+	size_t n_files;
+	char **tensors;          /* weight_map keys, in the JSON's order */
+	char **tensor_files;     /* and their files */
+	size_t n_tensors;
+	uint64_t total_size;
+	char *signature;
+} fmt_apsim_index;
+
+fmt_kind fmt_apsim_index_parse(const char *json, size_t len, fmt_apsim_index *ix, fmt_err *e);
+void fmt_apsim_index_free(fmt_apsim_index *ix);
+
 #endif

@@ -47,4 +47,10 @@ int fmt_qtensor_ggml_compatible(const fmt_qtensor *q, fmt_dtype *ggml_type);
 fmt_kind fmt_model_add_to_ggml(fmt_model *out, const fmt_model *in, const fmt_qtensor *q,
 			       fmt_pool *pool, fmt_err *e);
 
+/* OCP minifloats of the fp8 (E4M3fn), fp6 (E3M2) and fp4 (E2M1) formats: encode rounds to the
+ * nearest representable value, ties to even, saturating at +-max (NaN -> E4M3 NaN, or 0 for the
+ * formats without NaN); decode is exact (E4M3 S.1111.111 -> NaN). Other formats: 0 / NaN. */
+unsigned fmt_minifloat_encode(fmt_qformat f, float x);
+float fmt_minifloat_decode(fmt_qformat f, unsigned code);
+
 #endif

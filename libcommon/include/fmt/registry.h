@@ -42,6 +42,14 @@ typedef struct fmt_driver {
 	int has_signatures;
 	/* Write m to the sink. NULL for read-only formats. */
 	fmt_kind (*write)(const fmt_model *m, fmt_sink *k, const fmt_write_opts *o, fmt_err *e);
+	/* Write m as a shard set named after prefix (the output path without its extension), each
+	 * shard holding at most max_bytes of tensor data (a larger tensor gets a shard of its own).
+	 * *paths lists what was written (malloc'd). NULL when the format has no shard sets. */
+	fmt_kind (*write_sharded)(const fmt_model *m, const char *prefix, uint64_t max_bytes,
+				  const fmt_write_opts *o, char ***paths, size_t *n_paths, fmt_err *e);
+	/* Outputs with more tensor data than this are sharded unless the user says otherwise
+	 * (Hugging Face's 5 GB for safetensors, Apsi's 4 GB); 0 = only when asked. */
+	uint64_t default_shard_bytes;
 	void (*close)(fmt_model *m);  /* free format_state; may be NULL */
 	/* Format-specific facts for fmt-inspect (digest, signature, shards...), or NULL. */
 	json_t *(*describe)(const fmt_model *m);

@@ -1,0 +1,88 @@
+/* Fuzz the Apsi metadata interpretation (the input as a safetensors file in memory, opened
+ * with the apsim driver, described, verified without and with a key, its compressed tensors
+ * dequantized) and the index parser (the input as index JSON text), and both probes. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/apsim.h"
+#include "fmt/qtensor.h"
+#include "fmt/registry.h"
+
+static uint8_t secret[] = "team secret";
+
+static int open_bytes(const uint8_t *data, size_t size, fmt_model *m, fmt_err *e)
+{
+	fmt_source s;
+	memset(&s, 0, sizeof s);
+	s.fd = -1;
+	s.path = strdup("fuzz");
+	s.size = size;
+	s.buf = malloc(size ? size : 1);
+	if (!s.path || !s.buf)
+		abort();
+	memcpy(s.buf, data, size);
+	fmt_model_init(m);
+	if (fmt_model_add_source(m, &s, NULL, e) != FMT_OK)
+		abort();
+	m->driver = &fmt_driver_apsim;
+	return fmt_driver_apsim.open(m, e) == FMT_OK;
+}
+
+static void dequantize_all(const fmt_model *m)
+{
+	fmt_model out;
+	fmt_err e;
+	fmt_model_init(&out);
+	for (size_t i = 0; i < m->n_qtensors; i++) {
+		if (fmt_model_add_dequantized(&out, m, &m->qtensors[i], NULL, &e) != FMT_OK)
+			abort(); /* open checked every descriptor against its tensors */
+		const fmt_tensor *t = &out.tensors[out.n_tensors - 1];
+		if (t->nbytes > (1u << 20))
+			continue;
+		uint8_t *buf = malloc(t->nbytes ? (size_t)t->nbytes : 1);
+		if (!buf)
+			abort();
+		(void)fmt_tensor_read(&out, t, 0, buf, (size_t)t->nbytes, &e);
+		free(buf);
+	}
+	fmt_model_free(&out);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	fmt_model m;
+	fmt_err e;
+	size_t head = size < FMT_PROBE_BYTES ? size : FMT_PROBE_BYTES;
+	(void)fmt_driver_apsim.probe(data, head, size);
+	(void)fmt_driver_apsim_index.probe(data, head, size);
+	if (open_bytes(data, size, &m, &e)) {
+		fmt_hmac_key key;
+		memset(&key, 0, sizeof key);
+		key.bytes = secret;
+		key.len = sizeof secret - 1;
+		strcpy(key.id, "shared");
+		fmt_verify_opts none = { 0 }, with_key = { .key = &key, .threads = 1 };
+		json_t *d = fmt_driver_apsim.describe(&m);
+		if (!d)
+			abort();
+		json_decref(d);
+		(void)fmt_driver_apsim.verify(&m, &none, &e);
+		(void)fmt_driver_apsim.verify(&m, &with_key, &e);
+		char *table = NULL;
+		size_t len = 0;
+		if (fmt_apsim_table(&m, &table, &len, &e) != FMT_OK)
+			abort();
+		free(table);
+		if (!fmt_apsim_info_of(&m))
+			abort();
+		dequantize_all(&m);
+	}
+	fmt_model_free(&m);
+
+	fmt_apsim_index ix;
+	if (fmt_apsim_index_parse((const char *)data, size, &ix, &e) == FMT_OK)
+		fmt_apsim_index_free(&ix);
+	return 0;
+}
