@@ -70,4 +70,14 @@ fmt_kind fmt_st_index_write(const char *path, const char *const *tensor_names,
 			    const char *const *files, size_t n, uint64_t total_size,
 			    unsigned sink_flags, fmt_err *e);
 
+/* Write m as <prefix>-0000i-of-0000N.safetensors shards plus <prefix>.safetensors.index.json:
+ * tensors in model order, a new shard when the next tensor would take the shard past max_bytes
+ * of data or max_tensors tensors (0 = no limit; a larger tensor gets a shard of its own); each
+ * shard written by fmt_st_write with the model's string metadata. Without FMT_SINK_FORCE an
+ * existing output is refused before anything is written. On success *out_paths holds n_out
+ * malloc'd names (the shards in order, then the index); on failure nothing is left behind. */
+fmt_kind fmt_st_write_sharded(const fmt_model *m, const char *prefix, uint64_t max_bytes,
+			      uint32_t max_tensors, unsigned sink_flags, char ***out_paths,
+			      size_t *n_out, fmt_err *e);
+
 #endif

@@ -1,0 +1,427 @@
+#!/usr/bin/env bats
+# fmt-shard: split and merge round trips for safetensors, GGUF and .apsim (merge(split(x)) is
+# byte-identical to converting x in one piece), the Hugging Face index and gguf-split keys,
+# limits, dry runs and existing outputs; bundles: round trips, determinism, zstd, and hostile
+# archives made with Python's tarfile.
+
+bats_require_minimum_version 1.5.0
+
+APSIM_FIXTURE="$BATS_TEST_DIRNAME/../data/fixtures/apsim/example-signed-team-secret.apsim"
+
+setup_file() {
+	load helpers
+	make_samples
+}
+
+setup() {
+	load helpers
+	make_samples
+	cd "$BATS_TEST_TMPDIR"
+	cp "$SAMPLES/tiny.safetensors" model.safetensors
+}
+
+# A GGUF model from the sample (dtypes kept).
+make_gguf() {
+	fmt-convert --to gguf --dtype keep model.safetensors model.gguf
+}
+
+# An .apsim model: fmt-convert --to apsim when this build has it, else the spec's fixture.
+make_apsim() {
+	if fmt-convert --help | grep -q apsim; then
+		fmt-convert --to apsim model.safetensors model.apsim
+	else
+		cp "$APSIM_FIXTURE" model.apsim
+	fi
+}
+
+# mkbundle OUT CASE: a bundle of two members a.bin and b.bin, made by Python's tarfile, broken
+# as CASE says.
+mkbundle() {
+	python3 - "$1" "$2" <<'PY'
+import hashlib, io, json, sys, tarfile
+out, case = sys.argv[1], sys.argv[2]
+files = {"a.bin": b"first member\n", "b.bin": b"second member, a little longer\n"}
+listed = dict(files)
+if case == "manifest-extra":
+    listed["c.bin"] = b"not in the archive"
+manifest = json.dumps({"files": {n: {"sha256": hashlib.sha256(d).hexdigest(), "size": len(d)}
+                                 for n, d in listed.items()},
+                       "fmtkit": "0.1.0", "format": "safetensors"},
+                      separators=(",", ":"), sort_keys=True).encode()
+
+def member(t, name, data=b"", kind=tarfile.REGTYPE, link=""):
+    ti = tarfile.TarInfo(name)
+    ti.type, ti.linkname, ti.mtime, ti.mode = kind, link, 0, 0o644
+    ti.size = len(data) if kind == tarfile.REGTYPE else 0
+    t.addfile(ti, io.BytesIO(data) if ti.size else None)
+
+with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as t:
+    if case != "manifest-late":
+        member(t, "MANIFEST.json", manifest)
+    for name in sorted(files):
+        data = files[name]
+        if case == "flipped" and name == "b.bin":
+            data = data[:3] + bytes([data[3] ^ 1]) + data[4:]
+        member(t, name, data)
+    if case == "manifest-late":
+        member(t, "MANIFEST.json", manifest)
+    extra = {
+        "absolute": lambda: member(t, "/tmp/evil.bin", b"x"),
+        "dotdot": lambda: member(t, "../evil.bin", b"x"),
+        "subdir": lambda: member(t, "sub/evil.bin", b"x"),
+        "symlink": lambda: member(t, "link.bin", kind=tarfile.SYMTYPE, link="/etc/passwd"),
+        "hardlink": lambda: member(t, "hard.bin", kind=tarfile.LNKTYPE, link="a.bin"),
+        "device": lambda: member(t, "null", kind=tarfile.CHRTYPE),
+        "fifo": lambda: member(t, "pipe", kind=tarfile.FIFOTYPE),
+        "directory": lambda: member(t, "dir", kind=tarfile.DIRTYPE),
+        "duplicate": lambda: member(t, "a.bin", files["a.bin"]),
+        "unlisted": lambda: member(t, "c.bin", b"not in the manifest"),
+    }
+    if case in extra:
+        extra[case]()
+PY
+}
+
+# ---- split / merge ----
+
+@test "--help and --version" {
+	run --separate-stderr fmt-shard --help
+	assert_success
+	assert_line --index 0 --partial "Usage: fmt-shard split INPUT"
+	[ -z "$stderr" ]
+	run fmt-shard --version
+	assert_output "fmt-shard fmtkit 0.1.0"
+}
+
+@test "usage errors: no subcommand, unknown subcommand, misplaced options (exit 2)" {
+	run fmt-shard
+	assert_failure 2
+	run fmt-shard frobnicate model.safetensors
+	assert_failure 2
+	run fmt-shard merge model.safetensors
+	assert_failure 2
+	assert_output --partial "needs -o"
+	run fmt-shard pack model.safetensors
+	assert_failure 2
+	run fmt-shard merge --max-size 1MB model.safetensors -o x.safetensors
+	assert_failure 2
+	run fmt-shard split --max-size 1MB --max-tensors 2 model.safetensors
+	assert_failure 2
+	run fmt-shard split --max-size 12XB model.safetensors
+	assert_failure 2
+	run fmt-shard split --max-tensors 0 model.safetensors
+	assert_failure 2
+	run fmt-shard split --no-tensor-first-split model.safetensors
+	assert_failure 2
+	assert_output --partial "GGUF only"
+	[ -z "$(ls model-* 2>/dev/null)" ]
+}
+
+@test "safetensors: split by tensor count, exact HF index, merge equals the one-piece conversion" {
+	run fmt-shard split --max-tensors 2 model.safetensors
+	assert_success
+	assert_line --index 0 "model-00001-of-00003.safetensors: 2 tensors, 24 bytes of tensor data"
+	assert_line --index 1 "model-00002-of-00003.safetensors: 2 tensors, 52 bytes of tensor data"
+	assert_line --index 2 "model-00003-of-00003.safetensors: 1 tensor, 16 bytes of tensor data"
+	assert_line --index 3 "model.safetensors.index.json: index"
+	cat >expected.json <<-'EOF'
+	{"metadata":{"total_size":92},"weight_map":{
+	 "step":"model-00001-of-00003.safetensors","layers.0.bias":"model-00001-of-00003.safetensors",
+	 "layers.0.weight":"model-00002-of-00003.safetensors","layers.1.bias":"model-00002-of-00003.safetensors",
+	 "layers.1.weight":"model-00003-of-00003.safetensors"}}
+	EOF
+	[ "$(jq -S . model.safetensors.index.json)" = "$(jq -S . expected.json)" ]
+	# transformers' layout: indent 2, sorted keys, trailing newline
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert open(sys.argv[1]).read() == json.dumps(d, indent=2, sort_keys=True) + "\n"' model.safetensors.index.json
+	# every shard is a complete safetensors file carrying the model's metadata
+	for i in 1 2 3; do
+		[ "$(fmt-inspect --json model-0000$i-of-00003.safetensors | jq -r .metadata.format)" = pt ]
+	done
+	fmt-verify model.safetensors.index.json
+	run fmt-shard merge model.safetensors.index.json -o merged.safetensors
+	assert_success
+	fmt-convert --dtype keep model.safetensors converted.safetensors
+	cmp merged.safetensors converted.safetensors
+}
+
+@test "safetensors: --max-size, a tensor above the limit gets a shard of its own" {
+	run fmt-shard split --max-size 30 -o part model.safetensors
+	assert_success
+	# 8 + 16 | 48 (alone: above 30) | 16 + 4
+	assert_line --index 0 "part-00001-of-00003.safetensors: 2 tensors, 24 bytes of tensor data"
+	assert_line --index 1 "part-00002-of-00003.safetensors: 1 tensor, 48 bytes of tensor data"
+	assert_line --index 2 "part-00003-of-00003.safetensors: 2 tensors, 20 bytes of tensor data"
+	[ "$(jq .metadata.total_size part.safetensors.index.json)" = 92 ]
+	[ "$(jq -r '.weight_map["layers.0.weight"]' part.safetensors.index.json)" = part-00002-of-00003.safetensors ]
+	fmt-shard merge part.safetensors.index.json -o merged.safetensors
+	cmp merged.safetensors model.safetensors
+}
+
+@test "safetensors: the default limit (5 GB) gives a set of one; a set is re-split" {
+	run fmt-shard split model.safetensors
+	assert_success
+	assert_line --index 0 "model-00001-of-00001.safetensors: 5 tensors, 92 bytes of tensor data"
+	run fmt-shard split --max-tensors 1 -o again model.safetensors.index.json
+	assert_success
+	[ -f again-00005-of-00005.safetensors ]
+	fmt-shard merge again.safetensors.index.json -o merged.safetensors
+	cmp merged.safetensors model.safetensors
+}
+
+@test "--dry-run prints the plan (text and JSON) and writes nothing" {
+	run fmt-shard split --dry-run --max-tensors 2 model.safetensors
+	assert_success
+	assert_line --index 0 "model-00001-of-00003.safetensors: 2 tensors, 24 bytes of tensor data"
+	run fmt-shard split --dry-run --json --max-size 30 model.safetensors
+	assert_success
+	[ "$(jq -c '[.shards[] | [.file, .tensors, .bytes]]' <<<"$output")" = '[["model-00001-of-00003.safetensors",2,24],["model-00002-of-00003.safetensors",1,48],["model-00003-of-00003.safetensors",2,20]]' ]
+	[ "$(jq -r .index <<<"$output")" = model.safetensors.index.json ]
+	[ "$(jq -r .format <<<"$output")" = safetensors ]
+	[ "$(ls)" = model.safetensors ]
+}
+
+@test "--json after a real split describes what was written" {
+	run --separate-stderr fmt-shard split --json --max-size 30 model.safetensors
+	assert_success
+	[ "$(jq -r '.shards | length' <<<"$output")" = 3 ]
+	[ "$(jq .dry_run <<<"$output")" = false ]
+	for f in $(jq -r '.shards[].file, .index' <<<"$output"); do [ -f "$f" ]; done
+}
+
+@test "existing outputs are refused without -f, before anything is written (exit 2)" {
+	touch model-00003-of-00003.safetensors
+	run fmt-shard split --max-tensors 2 model.safetensors
+	assert_failure 2
+	assert_output --partial "model-00003-of-00003.safetensors: output exists"
+	[ ! -e model-00001-of-00003.safetensors ]
+	[ ! -s model-00003-of-00003.safetensors ]
+	run fmt-shard split -f --max-tensors 2 model.safetensors
+	assert_success
+	[ -s model-00003-of-00003.safetensors ]
+	echo keep >merged.safetensors
+	run fmt-shard merge model.safetensors.index.json -o merged.safetensors
+	assert_failure 2
+	[ "$(cat merged.safetensors)" = keep ]
+	run fmt-shard merge -f model.safetensors.index.json -o merged.safetensors
+	assert_success
+	cmp merged.safetensors model.safetensors
+}
+
+@test "an output that is one of the input files is refused" {
+	fmt-shard split --max-tensors 2 model.safetensors
+	run fmt-shard split -f --max-tensors 2 -o model model.safetensors.index.json
+	assert_failure 2
+	fmt-verify model.safetensors.index.json
+}
+
+@test "GGUF: gguf-split layout and keys, merge equals the one-piece conversion" {
+	make_gguf
+	run fmt-shard split --max-tensors 2 model.gguf
+	assert_success
+	assert_line --index 0 "model-00001-of-00003.gguf: 2 tensors, 24 bytes of tensor data"
+	refute_output --partial "index"
+	[ ! -e model.gguf.index.json ]
+	# a non-first shard opened alone shows its split keys with their exact types
+	run fmt-inspect --json model-00002-of-00003.gguf
+	assert_success
+	[ "$(jq -c .metadata_types <<<"$output")" = '{"split.no":"u16","split.tensors.count":"i32","split.count":"u16"}' ]
+	[ "$(jq -c '[.metadata["split.no"], .metadata["split.count"], .metadata["split.tensors.count"]]' <<<"$output")" = '[1,3,5]' ]
+	# the first shard carries the model's metadata
+	[ "$(fmt-inspect --json --format gguf model-00001-of-00003.gguf | jq .tensor_count)" = 5 ]
+	fmt-shard merge model-00001-of-00003.gguf -o merged.gguf
+	fmt-convert --dtype keep model.gguf converted.gguf
+	cmp merged.gguf converted.gguf
+}
+
+@test "GGUF: default 128 tensors per shard, --max-size and --no-tensor-first-split" {
+	make_gguf
+	run fmt-shard split --dry-run model.gguf
+	assert_success
+	assert_line --index 0 "model-00001-of-00001.gguf: 5 tensors, 92 bytes of tensor data"
+	run fmt-shard split --no-tensor-first-split --max-tensors 3 model.gguf
+	assert_success
+	assert_line --index 0 "model-00001-of-00003.gguf: 0 tensors, 0 bytes of tensor data"
+	assert_line --index 1 "model-00002-of-00003.gguf: 3 tensors, 72 bytes of tensor data"
+	fmt-shard merge model-00001-of-00003.gguf -o merged.gguf
+	fmt-convert --dtype keep model.gguf converted.gguf
+	cmp merged.gguf converted.gguf
+	rm model-0000*
+	# GGUF sizes count align_up(bytes, 32): 32 + 32 | 64 | 32 + 32
+	run fmt-shard split --max-size 64 model.gguf
+	assert_success
+	assert_line --index 1 "model-00002-of-00003.gguf: 1 tensor, 48 bytes of tensor data"
+	fmt-shard merge model-00001-of-00003.gguf -o merged2.gguf
+	cmp merged2.gguf converted.gguf
+}
+
+@test ".apsim: split, the index, merge equals the apsim writer's output" {
+	make_apsim
+	run fmt-shard split --max-size 1 model.apsim
+	assert_success
+	[ -f model.apsim.index.json ]
+	n=$(ls model-0*-of-*.apsim | wc -l)
+	[ "$n" -ge 2 ]
+	fmt-verify model.apsim.index.json
+	[ "$(jq -r .metadata.format model.apsim.index.json)" = apsi-model ]
+	[ "$(jq -r '.metadata.shard_sha256 | length' model.apsim.index.json)" = "$n" ]
+	fmt-shard merge model.apsim.index.json -o merged.apsim
+	fmt-shard merge model.apsim -o rewritten.apsim
+	cmp merged.apsim rewritten.apsim
+	fmt-verify merged.apsim
+}
+
+@test ".apsim: --dry-run matches what a real split writes" {
+	make_apsim
+	run fmt-shard split --dry-run --json --max-size 20 model.apsim
+	assert_success
+	plan=$(jq -c '[.shards[] | [.file, .tensors, .bytes]]' <<<"$output")
+	run fmt-shard split --json --max-size 20 model.apsim
+	assert_success
+	[ "$(jq -c '[.shards[] | [.file, .tensors, .bytes]]' <<<"$output")" = "$plan" ]
+	for f in $(jq -r '.shards[].file' <<<"$output"); do [ -f "$f" ]; done
+}
+
+@test ".apsim: --no-tensor-first-split is a usage error" {
+	make_apsim
+	run fmt-shard split --no-tensor-first-split model.apsim
+	assert_failure 2
+}
+
+# ---- bundles ----
+
+@test "pack and unpack: every file comes back identical; the manifest is first" {
+	fmt-shard split --max-tensors 2 model.safetensors
+	run fmt-shard pack model.safetensors.index.json -o set.tar
+	assert_success
+	assert_output "set.tar: 4 files, $(cat model-0000*-of-00003.safetensors model.safetensors.index.json | wc -c) bytes (safetensors-index)"
+	[ "$(tar tf set.tar | head -n 1)" = MANIFEST.json ]
+	[ "$(tar tf set.tar | tail -n +2 | tr '\n' ' ')" = "model-00001-of-00003.safetensors model-00002-of-00003.safetensors model-00003-of-00003.safetensors model.safetensors.index.json " ]
+	tar xOf set.tar MANIFEST.json >manifest.json
+	[ "$(jq -r .format manifest.json)" = safetensors-index ]
+	[ "$(jq -r '.files["model.safetensors.index.json"].sha256' manifest.json)" = "$(sha256sum model.safetensors.index.json | cut -d' ' -f1)" ]
+	# compact JSON with sorted keys
+	[ "$(jq -cS . manifest.json)" = "$(cat manifest.json)" ]
+	tar tvf set.tar | grep -v '^-rw-r--r-- 0/0 ' && fail "owner or mode not normalised"
+	mkdir out
+	run fmt-shard unpack set.tar -C out
+	assert_success
+	assert_line --index 0 "out/model-00001-of-00003.safetensors"
+	for f in model-0000*-of-00003.safetensors model.safetensors.index.json; do cmp "$f" "out/$f"; done
+	[ "$(ls out | wc -l)" = 4 ]
+	fmt-verify out/model.safetensors.index.json
+}
+
+@test "pack is deterministic: the same set gives the same bytes" {
+	fmt-shard split --max-tensors 2 model.safetensors
+	fmt-shard pack model.safetensors.index.json -o one.tar
+	touch model-00001-of-00003.safetensors
+	sleep 1
+	fmt-shard pack model.safetensors.index.json -o two.tar
+	cmp one.tar two.tar
+	fmt-shard pack model.safetensors.index.json -o one.tar.zst
+	fmt-shard pack model.safetensors.index.json -o two.tar.zst
+	cmp one.tar.zst two.tar.zst
+}
+
+@test ".zst bundle: zstd-compressed, readable by zstd and tar, round trip" {
+	make_gguf
+	fmt-shard split --max-tensors 2 model.gguf
+	run fmt-shard pack -j model-00001-of-00003.gguf -o set.tar.zst
+	assert_success
+	[ "$(jq .zstd <<<"$output")" = true ]
+	[ "$(jq -r .format <<<"$output")" = gguf ]
+	[ "$(head -c 4 set.tar.zst | xxd -p)" = 28b52ffd ]
+	zstd -dc set.tar.zst | tar t >list
+	[ "$(head -n 1 list)" = MANIFEST.json ]
+	[ "$(wc -l <list)" = 4 ]
+	run fmt-shard unpack set.tar.zst -C out
+	assert_success
+	for f in model-0000*-of-00003.gguf; do cmp "$f" "out/$f"; done
+	fmt-shard merge out/model-00001-of-00003.gguf -o merged.gguf
+	fmt-convert --dtype keep model.gguf converted.gguf
+	cmp merged.gguf converted.gguf
+}
+
+@test "pack a single file; existing bundle refused without -f" {
+	fmt-shard pack model.safetensors -o one.tar
+	[ "$(tar tf one.tar | tr '\n' ' ')" = "MANIFEST.json model.safetensors " ]
+	run fmt-shard pack model.safetensors -o one.tar
+	assert_failure 2
+	fmt-shard pack -f model.safetensors -o one.tar
+}
+
+@test "unpack: an existing file is refused without -f (exit 2, unchanged), replaced with -f" {
+	fmt-shard pack model.safetensors -o one.tar
+	mkdir out
+	echo mine >out/model.safetensors
+	run fmt-shard unpack one.tar -C out
+	assert_failure 2
+	[ "$(cat out/model.safetensors)" = mine ]
+	[ "$(ls -A out)" = model.safetensors ]
+	run fmt-shard unpack -f one.tar -C out
+	assert_success
+	cmp out/model.safetensors model.safetensors
+}
+
+@test "a well-formed bundle from Python's tarfile unpacks" {
+	mkbundle ok.tar ok
+	run fmt-shard unpack ok.tar -C out
+	assert_success
+	[ "$(cat out/a.bin)" = "first member" ]
+}
+
+hostile() { # CASE EXIT MESSAGE
+	mkbundle "$1.tar" "$1"
+	mkdir -p "out-$1"
+	run --separate-stderr fmt-shard unpack "$1.tar" -C "out-$1"
+	[ "$status" -eq "$2" ] || fail "$1: exit $status, expected $2; stderr: $stderr"
+	[[ "$stderr" == *"$3"* ]] || fail "$1: stderr lacks '$3': $stderr"
+	[ -z "$(ls -A "out-$1")" ] || fail "$1: left behind: $(ls -A "out-$1")"
+	[ -z "$(ls -A /tmp/evil.bin 2>/dev/null)" ]
+	[ ! -e evil.bin ]
+}
+
+@test "hostile bundles: unsafe members are InvalidFormat (exit 4), nothing left behind" {
+	hostile absolute 4 "is an absolute path"
+	hostile dotdot 4 "'..' component"
+	hostile subdir 4 "plain file names"
+	hostile symlink 4 "symbolic link"
+	hostile hardlink 4 "hard link"
+	hostile device 4 "is a device"
+	hostile fifo 4 "FIFO"
+	hostile directory 4 "is a directory"
+	hostile duplicate 4 "duplicate member 'a.bin'"
+	hostile manifest-late 4 "expected MANIFEST.json"
+}
+
+@test "hostile bundles: member set differs from the manifest (exit 9)" {
+	hostile unlisted 9 "'c.bin' is not listed in MANIFEST.json"
+	hostile manifest-extra 9 "MANIFEST.json lists 'c.bin' but the bundle has no such member"
+}
+
+@test "hostile bundles: a flipped byte is ChecksumMismatch (exit 6), DIR left empty" {
+	hostile flipped 6 "member 'b.bin': SHA-256"
+}
+
+@test "unpack creates a missing DIR and removes it again on failure" {
+	mkbundle bad.tar flipped
+	run fmt-shard unpack bad.tar -C fresh
+	assert_failure 6
+	[ ! -e fresh ]
+	mkbundle ok.tar ok
+	fmt-shard unpack ok.tar -C fresh
+	[ -f fresh/b.bin ]
+}
+
+@test "not a bundle: a model file or garbage is InvalidFormat" {
+	run fmt-shard unpack model.safetensors -C out
+	assert_failure 4
+	head -c 3000 /dev/urandom >junk.tar
+	run fmt-shard unpack junk.tar -C out
+	assert_failure 4
+	fmt-shard pack model.safetensors -o t.tar
+	head -c 700 t.tar >truncated.tar
+	run fmt-shard unpack truncated.tar -C out2
+	[ "$status" -eq 4 ] || [ "$status" -eq 9 ]
+	[ -z "$(ls -A out2 2>/dev/null)" ]
+}

@@ -1,0 +1,84 @@
+/* pack / unpack: tar bundles of a set with a manifest of digests (libcommon/data/bundle.c). */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/bundle.h"
+#include "fmt/io.h"
+#include "fmt/out.h"
+#include "shard.h"
+
+static json_t *members_json(const fmt_bundle_info *b)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < b->n_members; i++) {
+		const fmt_bundle_member *mb = &b->members[i];
+		json_array_append_new(a, json_pack("{s:o,s:o,s:s}", "name", fmt_json_string(mb->name, strlen(mb->name)),
+						   "size", fmt_json_u64(mb->size), "sha256", mb->sha256));
+	}
+	return a;
+}
+
+static void print_summary(const fmt_bundle_info *b, const char *bundle)
+{
+	fmt_out_escaped(stdout, bundle, strlen(bundle));
+	printf(": %zu files, %" PRIu64 " bytes (%s%s)\n", b->n_members, b->total_bytes, b->format,
+	       b->zstd ? ", zstd" : "");
+}
+
+/* JSON: {"bundle", key: where, "format", "zstd", "bytes", "members":[{"name","size","sha256"}]}.
+ * Text: pack prints the bundle's line; unpack one line per file written (then, with -v, the
+ * bundle's line). -v adds each member's size and digest. */
+static void report(const fmt_bundle_info *b, const char *bundle, const char *key, const char *where,
+		   const char *dir, const shard_opts *o)
+{
+	if (o->common.quiet)
+		return;
+	if (o->common.json) {
+		json_t *j = json_pack("{s:o,s:o,s:s,s:b,s:o,s:o}", "bundle", fmt_json_string(bundle, strlen(bundle)),
+				      key, fmt_json_string(where, strlen(where)), "format", b->format, "zstd", b->zstd,
+				      "bytes", fmt_json_u64(b->total_bytes), "members", members_json(b));
+		fmt_json_line(stdout, j);
+		json_decref(j);
+		return;
+	}
+	if (!dir)
+		print_summary(b, bundle);
+	for (size_t i = 0; i < b->n_members && (dir || o->common.verbose); i++) {
+		fputs(dir ? "" : "  ", stdout);
+		if (dir && strcmp(dir, ".") != 0) {
+			fmt_out_escaped(stdout, dir, strlen(dir));
+			if (dir[0] && dir[strlen(dir) - 1] != '/')
+				fputc('/', stdout);
+		}
+		fmt_out_escaped(stdout, b->members[i].name, strlen(b->members[i].name));
+		if (o->common.verbose)
+			printf("  %" PRIu64 " bytes  sha256 %s", b->members[i].size, b->members[i].sha256);
+		fputc('\n', stdout);
+	}
+	if (dir && o->common.verbose)
+		print_summary(b, bundle);
+}
+
+fmt_kind cmd_pack(const char *input, const shard_opts *o, fmt_err *e)
+{
+	fmt_bundle_info b;
+	fmt_kind k = fmt_bundle_pack(input, o->output, o->force ? FMT_SINK_FORCE : 0, &b, e);
+	if (k != FMT_OK)
+		return k;
+	if (strcmp(o->output, "-") != 0)
+		report(&b, o->output, "set", input, NULL, o);
+	fmt_bundle_info_free(&b);
+	return FMT_OK;
+}
+
+fmt_kind cmd_unpack(const char *input, const shard_opts *o, fmt_err *e)
+{
+	fmt_bundle_info b;
+	const char *dir = o->dir ? o->dir : ".";
+	fmt_kind k = fmt_bundle_unpack(input, dir, o->force ? FMT_SINK_FORCE : 0, &b, e);
+	if (k != FMT_OK)
+		return k;
+	report(&b, input, "dir", dir, dir, o);
+	fmt_bundle_info_free(&b);
+	return FMT_OK;
+}

@@ -1,0 +1,212 @@
+/* split: cut a model (or re-cut a set) into a shard set of its own format; merge: write a set
+ * back as one file with the same format's writer. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "fmt/apsim.h"
+#include "fmt/gguf.h"
+#include "fmt/out.h"
+#include "fmt/registry.h"
+#include "fmt/safetensors.h"
+#include "shard.h"
+
+#define ST_DEFAULT_MAX 5000000000ull     /* Hugging Face: 5 GB, decimal */
+#define APSIM_DEFAULT_MAX 4000000000ull  /* specs/apsim.md: 4GB */
+
+static fmt_kind open_input(fmt_model *m, const char *input, const shard_opts *o, int verify,
+			   shard_family *f, fmt_err *e)
+{
+	fmt_kind k = fmt_model_open(m, input, NULL, e);
+	if (k != FMT_OK)
+		return k;
+	*f = shard_family_of(m);
+	if (*f == FAMILY_NONE)
+		k = fmt_fail(e, FMT_UNSUPPORTED, "%s files cannot be sharded (safetensors, .apsim and GGUF can)",
+			     m->driver->name);
+	if (k == FMT_OK && verify && !o->no_verify)
+		k = fmt_model_verify(m, NULL, e);
+	if (k != FMT_OK)
+		fmt_model_free(m);
+	return k;
+}
+
+/* Refuse an output that is one of the input's files, or (without -f) that exists. */
+static fmt_kind check_output(const fmt_model *m, const char *path, int force, fmt_err *e)
+{
+	struct stat st;
+	for (size_t i = 0; i < m->n_sources; i++) {
+		fmt_kind k = fmt_check_distinct(m->sources[i].path, path, e);
+		if (k != FMT_OK)
+			return k;
+	}
+	if (!force && strcmp(path, "-") != 0 && lstat(path, &st) == 0) {
+		fmt_err_file(e, path);
+		return fmt_fail(e, FMT_USAGE, "output exists (use --force to overwrite)");
+	}
+	return FMT_OK;
+}
+
+static fmt_kind check_outputs(const fmt_model *m, const shard_plan *p, int force, fmt_err *e)
+{
+	fmt_kind k = FMT_OK;
+	for (size_t i = 0; i < p->n_groups && k == FMT_OK; i++)
+		k = check_output(m, p->groups[i].path, force, e);
+	if (k == FMT_OK && p->index)
+		k = check_output(m, p->index, force, e);
+	return k;
+}
+
+static void print_plan(const fmt_model *m, const shard_plan *p, const char *input, const shard_opts *o)
+{
+	if (o->common.json) {
+		json_t *shards = json_array();
+		for (size_t i = 0; i < p->n_groups; i++)
+			json_array_append_new(shards, json_pack("{s:o,s:I,s:o}", "file",
+					      fmt_json_string(p->groups[i].path, strlen(p->groups[i].path)),
+					      "tensors", (json_int_t)p->groups[i].count, "bytes",
+					      fmt_json_u64(p->groups[i].bytes)));
+		json_t *j = json_pack("{s:o,s:s,s:b,s:o,s:o}", "input", fmt_json_string(input, strlen(input)),
+				      "format", shard_family_name(p->family), "dry_run", o->dry_run, "shards", shards,
+				      "index", p->index ? fmt_json_string(p->index, strlen(p->index)) : json_null());
+		fmt_json_line(stdout, j);
+		json_decref(j);
+		return;
+	}
+	for (size_t i = 0; i < p->n_groups; i++) {
+		const shard_group *g = &p->groups[i];
+		fmt_out_escaped(stdout, g->path, strlen(g->path));
+		printf(": %zu tensor%s, %" PRIu64 " bytes of tensor data\n", g->count, g->count == 1 ? "" : "s",
+		       g->bytes);
+		for (size_t t = 0; o->common.verbose && t < g->count; t++) {
+			const char *name = m->tensors[g->members[t]].name;
+			fputs("  ", stdout);
+			fmt_out_escaped(stdout, name, strlen(name));
+			fputc('\n', stdout);
+		}
+	}
+	if (p->index) {
+		fmt_out_escaped(stdout, p->index, strlen(p->index));
+		fputs(": index\n", stdout);
+	}
+}
+
+/* The writers sign only with a key, which fmt-shard does not take. */
+static void warn_signature_dropped(const fmt_model *m, const char *input, const shard_opts *o)
+{
+	const fmt_apsim_info *ai = shard_family_of(m) == FAMILY_APSIM ? fmt_apsim_info_of(m) : NULL;
+	if (ai && ai->signature && !o->common.quiet)
+		fmt_report_warning(stderr, TOOL, "%s: the signature is not carried over; sign the result with fmt-sign sign",
+				   input);
+}
+
+static fmt_kind write_set(const fmt_model *m, const shard_plan *p, const char *prefix, uint64_t max_bytes,
+			  uint64_t max_tensors, const shard_opts *o, fmt_err *e)
+{
+	unsigned flags = o->force ? FMT_SINK_FORCE : 0;
+	fmt_write_opts wo = { .sink_flags = flags, .threads = o->common.threads };
+	char **paths = NULL;
+	size_t n = 0;
+	fmt_kind k;
+	if (p->family == FAMILY_SAFETENSORS)
+		k = fmt_st_write_sharded(m, prefix, max_bytes, (uint32_t)max_tensors, flags, &paths, &n, e);
+	else if (p->family == FAMILY_GGUF)
+		k = fmt_gguf_write_split(m, prefix, max_bytes, (uint32_t)max_tensors, o->no_tensor_first_split,
+					 flags, &paths, &n, e);
+	else
+		k = fmt_apsim_write_sharded(m, prefix, max_bytes, &wo, &paths, &n, e);
+	for (size_t i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+	return k;
+}
+
+fmt_kind cmd_split(const char *input, const shard_opts *o, fmt_err *e)
+{
+	fmt_model m;
+	shard_family f;
+	shard_plan p;
+	if (!o->output && strcmp(input, "-") == 0)
+		return fmt_fail(e, FMT_USAGE, "splitting standard input needs -o PREFIX");
+	fmt_kind k = open_input(&m, input, o, !o->dry_run, &f, e);
+	if (k != FMT_OK)
+		return k;
+	uint64_t max_bytes = o->max_size, max_tensors = o->max_tensors;
+	if (!max_bytes && !max_tensors)
+		max_bytes = f == FAMILY_SAFETENSORS ? ST_DEFAULT_MAX : f == FAMILY_APSIM ? APSIM_DEFAULT_MAX : 0;
+	char *prefix = o->output ? strdup(o->output) : default_prefix(input);
+	if (!prefix)
+		k = fmt_fail(e, FMT_IO, "out of memory");
+	else if (o->no_tensor_first_split && f != FAMILY_GGUF)
+		k = fmt_fail(e, FMT_USAGE, "--no-tensor-first-split is for GGUF only (this is %s)", shard_family_name(f));
+	else if (f == FAMILY_APSIM && max_tensors)
+		k = fmt_fail(e, FMT_USAGE, "--max-tensors is not available for .apsim sets (use --max-size)");
+	if (k == FMT_OK)
+		k = plan_split(&m, f, prefix, max_bytes, max_tensors, o->no_tensor_first_split, &p, e);
+	if (k == FMT_OK) {
+		k = check_outputs(&m, &p, o->force || o->dry_run, e);
+		if (k == FMT_OK && !o->dry_run)
+			k = write_set(&m, &p, prefix, max_bytes, max_tensors, o, e);
+		if (k == FMT_OK && !o->dry_run)
+			warn_signature_dropped(&m, input, o);
+		if (k == FMT_OK && !o->common.quiet)
+			print_plan(&m, &p, input, o);
+		plan_free(&p);
+	}
+	free(prefix);
+	fmt_model_free(&m);
+	return k;
+}
+
+static const fmt_driver *single_file_writer(shard_family f)
+{
+	return fmt_driver_by_name(f == FAMILY_SAFETENSORS ? "safetensors" : f == FAMILY_APSIM ? "apsim" : "gguf");
+}
+
+static void print_merge(const fmt_model *m, const char *input, const char *output, const shard_opts *o)
+{
+	if (o->common.quiet || strcmp(output, "-") == 0)
+		return;
+	if (o->common.json) {
+		json_t *j = json_pack("{s:o,s:s,s:o,s:I,s:I}", "input", fmt_json_string(input, strlen(input)),
+				      "format", shard_family_name(shard_family_of(m)), "output",
+				      fmt_json_string(output, strlen(output)), "tensors", (json_int_t)m->n_tensors,
+				      "files", (json_int_t)m->n_sources);
+		fmt_json_line(stdout, j);
+		json_decref(j);
+		return;
+	}
+	fmt_out_escaped(stdout, output, strlen(output));
+	printf(": %zu tensors from %zu file%s\n", m->n_tensors, m->n_sources, m->n_sources == 1 ? "" : "s");
+}
+
+fmt_kind cmd_merge(const char *input, const shard_opts *o, fmt_err *e)
+{
+	fmt_model m;
+	shard_family f;
+	fmt_sink sink;
+	fmt_kind k = open_input(&m, input, o, 1, &f, e);
+	if (k != FMT_OK)
+		return k;
+	const fmt_driver *to = single_file_writer(f);
+	fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->common.threads };
+	if (!to || !to->write)
+		k = fmt_fail(e, FMT_INTERNAL, "no writer for %s", shard_family_name(f));
+	if (k == FMT_OK)
+		k = check_output(&m, o->output, o->force, e);
+	if (k == FMT_OK)
+		k = fmt_sink_open(&sink, o->output, wo.sink_flags, e);
+	if (k == FMT_OK) {
+		k = to->write(&m, &sink, &wo, e);
+		if (k == FMT_OK)
+			k = fmt_sink_commit(&sink, e);
+		else
+			fmt_sink_abort(&sink);
+	}
+	if (k == FMT_OK)
+		warn_signature_dropped(&m, input, o);
+	if (k == FMT_OK)
+		print_merge(&m, input, o->output, o);
+	fmt_model_free(&m);
+	return k;
+}
