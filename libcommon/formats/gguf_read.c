@@ -652,5 +652,6 @@ const fmt_driver fmt_driver_gguf = {
 	.open = gguf_open,
 	.verify = NULL,
 	.write = fmt_gguf_write,
+	.write_sharded = fmt_gguf_write_sharded,
 	.close = gguf_close,
 };

@@ -315,3 +315,9 @@ fmt_kind fmt_gguf_write_split(const fmt_model *m, const char *prefix, uint64_t m
 	*n_out = n_shards;
 	return FMT_OK;
 }
+
+fmt_kind fmt_gguf_write_sharded(const fmt_model *m, const char *prefix, uint64_t max_bytes,
+				const fmt_write_opts *o, char ***paths, size_t *n_paths, fmt_err *e)
+{
+	return fmt_gguf_write_split(m, prefix, max_bytes, 0, 0, o->sink_flags, paths, n_paths, e);
+}

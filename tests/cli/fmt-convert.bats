@@ -198,7 +198,7 @@ h += b" " * (-len(h) % 8)
 open("u8.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + bytes([1, 2, 3, 4]))'
 	run fmt-convert u8.safetensors out.gguf
 	assert_failure 5
-	assert_output "fmt-convert: error: u8.safetensors: tensor 'u': U8 has no gguf equivalent"
+	assert_output "fmt-convert: error: u8.safetensors: tensor 'u': U8 has no GGUF equivalent"
 	assert_nothing_written out.gguf
 }
 
@@ -549,7 +549,7 @@ check_block() {
 	[ "$(echo "$output" | wc -l)" -eq 1 ]
 	echo "$output" > plan.json
 	[ "$(jq -c 'keys_unsorted' plan.json)" = \
-		'["input","output","format","dry_run","tensor_count","excluded","expanded","dropped_metadata","data_bytes","tensors"]' ]
+		'["input","output","format","dry_run","tensor_count","excluded","expanded","dropped_metadata","dropped_units","data_bytes","tensors"]' ]
 	[ "$(jq -c '[.output, .format, .dry_run, .tensor_count, .excluded, .expanded, .dropped_metadata, .data_bytes]' plan.json)" = \
 		'["out.gguf","gguf",true,5,0,0,0,72]' ]
 	[ "$(jq -r .input plan.json)" = "$SAMPLES/tiny.safetensors" ]
@@ -608,10 +608,17 @@ check_block() {
 		assert_output --partial "--dtype $dt needs GGUF output"
 		assert_nothing_written out.safetensors
 	done
-	for dt in f8 q6_k int8 ""; do
+	for dt in f8 q6_k ""; do
 		run fmt-convert --dtype "$dt" "$SAMPLES/tiny.safetensors" out.gguf
 		assert_failure 2
-		assert_output --partial "--dtype takes f32, f16, bf16, q8_0, q4_0 or keep"
+		assert_output --partial "--dtype takes f32, f16, bf16, q8_0, q4_0, int8, int4, fp8, fp6, fp4 or keep"
+		assert_nothing_written out.gguf
+	done
+	# the Apsi compressed formats need .apsim output
+	for dt in int8 int4 fp8 fp6 fp4; do
+		run fmt-convert --dtype "$dt" "$SAMPLES/tiny.safetensors" out.gguf
+		assert_failure 2
+		assert_output --partial "--dtype $dt needs .apsim output (gguf cannot hold it)"
 		assert_nothing_written out.gguf
 	done
 	# names are case-insensitive
@@ -631,7 +638,7 @@ check_block() {
 	assert_failure 2
 	run fmt-convert --to onnx "$SAMPLES/tiny.safetensors" out.gguf
 	assert_failure 2
-	assert_line --index 0 "fmt-convert: error: --to takes safetensors or gguf"
+	assert_line --index 0 "fmt-convert: error: --to takes safetensors, gguf or apsim"
 	assert_nothing_written out.gguf
 	# --to wins over the extension
 	run fmt-convert --to safetensors "$SAMPLES/tiny.safetensors" out.gguf

@@ -3,6 +3,7 @@
 #define CONVERT_H
 
 #include <stdio.h>
+#include "fmt/crypto.h"
 #include "fmt/model.h"
 #include "fmt/registry.h"
 #include "fmt/thread.h"
@@ -17,25 +18,37 @@ typedef struct convert_opts {
 	const char *set_from;        /* --set-from FILE.json */
 	const char **include, **exclude; /* --include / --exclude GLOB */
 	size_t n_include, n_exclude;
-	int dry_run, force, verbose, json, quiet;
+	int dry_run, force, verbose, json, quiet, no_verify;
 	int threads;
+	uint64_t shard;              /* --shard SIZE; 0 = the format's default */
+	int shard_given;
+	int force_set;               /* the output was named NAME.<ext>.index.json */
+	int sign;                    /* --sign */
+	fmt_key_opts key;            /* which key --sign uses */
 } convert_opts;
 
-/* One tensor of the plan. */
+/* One logical tensor of the plan: a plain tensor, or a compressed one (codes and scales). */
 typedef struct plan_entry {
-	const fmt_tensor *src;
-	fmt_dtype to;
-	const char *why;             /* why the dtype differs from what was asked, or NULL */
+	const char *name;
+	char from[16], to[16];       /* dtype names ("F32", "Q8_0") or Apsi formats ("int8") */
+	uint64_t bytes;              /* output bytes, codes and scales together */
+	const char *why;             /* why the result differs from what was asked, or NULL */
 } plan_entry;
 
 typedef struct convert_plan {
 	plan_entry *entries;
 	size_t n_entries;
 	size_t excluded;             /* tensors left out by --include/--exclude */
-	size_t expanded;             /* quantized tensors expanded to a float type */
+	size_t expanded;             /* compressed or quantized tensors expanded to a float type */
 	size_t dropped_meta;         /* metadata entries the target cannot hold */
+	const char **dropped_units;  /* tensors whose units the target cannot hold */
+	size_t n_dropped_units;
+	fmt_model mid;               /* decoded compressed tensors, for conversions that need them */
 	fmt_model out;               /* the output model (tensors read from the input on demand) */
 } convert_plan;
+
+/* Convert input to output as o says; returns the error kind (e names the file). */
+fmt_kind convert_run(const char *input, const char *output, const convert_opts *o, fmt_err *e);
 
 /* Build the plan and the output model from in. Usage errors (a dtype the target cannot
  * hold, a malformed --set) are FMT_USAGE. */

@@ -11,18 +11,28 @@
 #define MAX_REPEATS 256
 
 enum { OPT_TO = FMT_OPT_FIRST_TOOL_OPTION, OPT_DTYPE, OPT_ARCH, OPT_SET, OPT_SET_FROM, OPT_INCLUDE,
-       OPT_EXCLUDE, OPT_DRY_RUN };
+       OPT_EXCLUDE, OPT_DRY_RUN, OPT_SHARD, OPT_SIGN, OPT_NO_VERIFY };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: " TOOL " [OPTIONS] INPUT OUTPUT\n"
-		"Convert a model between safetensors (single file or sharded index) and GGUF\n"
-		"(single file or split set), with dtype conversion and quantization.\n"
+		"Convert a model between safetensors (single file or sharded index), GGUF\n"
+		"(single file or split set) and Apsi checkpoints (.apsim, single or sharded),\n"
+		"with dtype conversion, quantization and compression.\n"
 		"\n"
-		"      --to FORMAT         safetensors or gguf (default: from OUTPUT's extension)\n"
-		"      --dtype TYPE        f32, f16, bf16, q8_0, q4_0 or keep\n"
-		"                          (default: f16 for GGUF, keep for safetensors)\n"
+		"      --to FORMAT         safetensors, gguf or apsim (default: from OUTPUT's extension)\n"
+		"      --dtype TYPE        f32, f16, bf16, q8_0, q4_0 (GGUF), int8, int4, fp8, fp6,\n"
+		"                          fp4 (.apsim compressed tensors) or keep (default: f16 for\n"
+		"                          GGUF, keep otherwise)\n"
+		"      --shard SIZE        write a shard set of at most SIZE of tensor data per shard\n"
+		"                          (default: 5GB for safetensors, 4GB for .apsim, none for GGUF)\n"
+		"      --sign              sign the .apsim output (the per-user key unless a secret is given)\n"
+		"      --hmac-key          sign with the per-user key (fmt-sign keygen --hmac)\n"
+		"      --secret-file FILE  sign with the team secret in FILE\n"
+		"      --secret-env NAME   sign with the team secret in environment variable NAME\n"
+		"      --secret-prompt     sign with a team secret typed at a prompt\n"
+		"      --no-verify         do not check the input's digest before converting\n"
 		"      --arch NAME         set general.architecture (GGUF)\n"
 		"      --set KEY[:TYPE]=VALUE  add or replace a metadata key; TYPE is one of\n"
 		"                          u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool str (default str)\n"
@@ -53,7 +63,9 @@ static const struct option long_opts[] = {
 	{ "arch", required_argument, NULL, OPT_ARCH }, { "set", required_argument, NULL, OPT_SET },
 	{ "set-from", required_argument, NULL, OPT_SET_FROM },
 	{ "include", required_argument, NULL, OPT_INCLUDE }, { "exclude", required_argument, NULL, OPT_EXCLUDE },
-	{ "dry-run", no_argument, NULL, OPT_DRY_RUN }, { NULL, 0, NULL, 0 }
+	{ "dry-run", no_argument, NULL, OPT_DRY_RUN }, { "shard", required_argument, NULL, OPT_SHARD },
+	{ "sign", no_argument, NULL, OPT_SIGN }, { "no-verify", no_argument, NULL, OPT_NO_VERIFY },
+	FMT_KEY_LONG_OPTIONS, { NULL, 0, NULL, 0 }
 };
 
 static int usage_error(const char *msg)
@@ -70,45 +82,21 @@ static int push(const char **list, size_t *n, const char *item)
 	return 0;
 }
 
-/* Convert input to output as planned; returns the error kind. */
-static fmt_kind run(const char *input, const char *output, const convert_opts *o, fmt_err *e)
+/* The writer for an output name; NAME.<ext>.index.json asks for a shard set of <ext>. */
+static const fmt_driver *output_driver(const char *output, int *force_set)
 {
-	fmt_model in;
-	convert_plan plan;
-	fmt_pool *pool = NULL;
-	fmt_sink sink;
-	memset(&plan, 0, sizeof plan);
-	fmt_kind k = fmt_check_distinct(input, output, e);
-	if (k == FMT_OK)
-		k = fmt_model_open(&in, input, NULL, e);
-	if (k != FMT_OK)
-		return k;
-	k = fmt_pool_create(&pool, o->threads, e);
-	if (k == FMT_OK)
-		k = plan_build(&plan, &in, o, pool, e);
-	if (k == FMT_OK && o->dry_run) {
-		plan_print(stdout, &plan, input, output, o);
-	} else if (k == FMT_OK) {
-		fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->threads };
-		k = fmt_sink_open(&sink, output, wo.sink_flags, e);
-		if (k == FMT_OK) {
-			k = o->to->write(&plan.out, &sink, &wo, e);
-			if (k == FMT_OK)
-				k = fmt_sink_commit(&sink, e);
-			else
-				fmt_sink_abort(&sink);
-		}
-		if (k == FMT_OK && !o->quiet)
-			plan_warn(&plan, TOOL);
-		if (k == FMT_OK && (o->verbose || o->json) && strcmp(output, "-") != 0)
-			plan_print(o->json ? stdout : stderr, &plan, input, output, o);
-	}
-	if (k != FMT_OK)
-		fmt_err_file(e, input);
-	plan_free(&plan);
-	fmt_pool_destroy(pool);
-	fmt_model_free(&in);
-	return k;
+	static const char index_suffix[] = ".index.json";
+	const fmt_driver *d = fmt_driver_by_extension(output);
+	size_t n = strlen(output), s = sizeof index_suffix - 1;
+	if (d && d->write)
+		return d;
+	if (n <= s || strcmp(output + n - s, index_suffix) != 0)
+		return NULL;
+	char *base = strndup(output, n - s);
+	d = base ? fmt_driver_by_extension(base) : NULL;
+	free(base);
+	*force_set = d && d->write_sharded;
+	return *force_set ? d : NULL;
 }
 
 int main(int argc, char **argv)
@@ -124,7 +112,7 @@ int main(int argc, char **argv)
 		int r = fmt_cli_common(c, optarg, &common, &e);
 		if (r < 0)
 			return usage_error(e.msg);
-		if (r > 0)
+		if (r > 0 || fmt_cli_key_option(c, optarg, &o.key))
 			continue;
 		int full = 0;
 		switch (c) {
@@ -139,6 +127,13 @@ int main(int argc, char **argv)
 		case OPT_INCLUDE: full = push(includes, &o.n_include, optarg); break;
 		case OPT_EXCLUDE: full = push(excludes, &o.n_exclude, optarg); break;
 		case OPT_DRY_RUN: o.dry_run = 1; break;
+		case OPT_SHARD:
+			if (fmt_parse_size(optarg, &o.shard, &e) != FMT_OK || o.shard == 0)
+				return usage_error("--shard takes a size above 0, e.g. 2GB, 500MB, 1GiB");
+			o.shard_given = 1;
+			break;
+		case OPT_SIGN: o.sign = 1; break;
+		case OPT_NO_VERIFY: o.no_verify = 1; break;
 		default: return usage_error("unknown option");
 		}
 		if (full)
@@ -147,15 +142,17 @@ int main(int argc, char **argv)
 	if (argc - optind != 2)
 		return usage_error("need INPUT and OUTPUT");
 	const char *input = argv[optind], *output = argv[optind + 1];
-	o.to = to_name ? fmt_driver_by_name(to_name) : fmt_driver_by_extension(output);
+	o.to = to_name ? fmt_driver_by_name(to_name) : output_driver(output, &o.force_set);
 	if (!o.to || !o.to->write)
-		return usage_error(to_name ? "--to takes safetensors or gguf"
+		return usage_error(to_name ? "--to takes safetensors, gguf or apsim"
 					   : "cannot tell the output format from its name; use --to");
 	o.json = common.json;
 	o.quiet = common.quiet;
 	o.verbose = common.verbose;
 	o.threads = common.threads ? common.threads : fmt_cpu_count();
-	fmt_kind k = run(input, output, &o, &e);
+	if (o.sign && !fmt_key_opts_given(&o.key))
+		o.key.hmac_key = 1;
+	fmt_kind k = convert_run(input, output, &o, &e);
 	if (k != FMT_OK)
 		fmt_report_error(stderr, TOOL, NULL, &e, common.json);
 	return fmt_kind_exit(k);

@@ -1,64 +1,94 @@
-/* Which dtype each tensor gets, which metadata survives, and the output model that results. */
+/* Which dtype each tensor gets, which metadata and units survive, and the output model. */
 #include <fnmatch.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "fmt/convert.h"
 #include "fmt/out.h"
+#include "fmt/qtensor.h"
 #include "fmt/retype.h"
 #include "convert.h"
 
-static int is_gguf(const fmt_driver *d)
+/* What each output format can hold: the only place the plan looks at format names. */
+typedef struct target {
+	int gguf;          /* ggml block types; units as apsi.units.* keys; typed metadata */
+	int apsim;         /* compressed tensors and units natively; typed metadata */
+} target;
+
+static target target_of(const fmt_driver *d)
 {
-	return strcmp(d->name, "gguf") == 0;
+	target t = { strcmp(d->name, "gguf") == 0, strcmp(d->name, "apsim") == 0 };
+	return t;
 }
 
-static int target_holds(const fmt_driver *to, fmt_dtype t)
+/* --dtype: keep, a plain dtype, or (for .apsim) a compressed format. */
+typedef struct wanted {
+	fmt_dtype plain;   /* FMT_DT_INVALID unless a plain dtype was asked */
+	int qformat;       /* a fmt_qformat, or -1 */
+	int defaulted;     /* no --dtype: quantized tensors the target holds stay as they are */
+} wanted;
+
+static int keep(wanted w)
 {
-	const fmt_dtype_info *d = fmt_dtype_get(t);
-	return is_gguf(to) ? d->ggml_id >= 0 : d->in_safetensors;
+	return w.plain == FMT_DT_INVALID && w.qformat < 0;
 }
 
-static const struct { const char *name; fmt_dtype dtype; int gguf_only; } dtype_options[] = {
-	{ "f32", FMT_DT_F32, 0 }, { "f16", FMT_DT_F16, 0 }, { "bf16", FMT_DT_BF16, 0 },
-	{ "q8_0", FMT_DT_Q8_0, 1 }, { "q4_0", FMT_DT_Q4_0, 1 },
-};
-
-/* FMT_DT_INVALID means keep each tensor's dtype. */
-static fmt_kind requested_dtype(const convert_opts *o, fmt_dtype *out, fmt_err *e)
+static fmt_kind parse_wanted(const convert_opts *o, target tg, wanted *w, fmt_err *e)
 {
-	const char *name = o->dtype ? o->dtype : is_gguf(o->to) ? "f16" : NULL;
-	*out = FMT_DT_INVALID;
-	if (!name || strcasecmp(name, "keep") == 0)
+	static const struct { const char *name; fmt_dtype dtype; } plain[] = {
+		{ "f32", FMT_DT_F32 }, { "f16", FMT_DT_F16 }, { "bf16", FMT_DT_BF16 },
+		{ "q8_0", FMT_DT_Q8_0 }, { "q4_0", FMT_DT_Q4_0 },
+	};
+	const char *name = o->dtype ? o->dtype : tg.gguf ? "f16" : "keep";
+	fmt_qformat qf;
+	w->plain = FMT_DT_INVALID;
+	w->qformat = -1;
+	w->defaulted = o->dtype == NULL;
+	if (strcasecmp(name, "keep") == 0)
 		return FMT_OK;
-	for (size_t i = 0; i < sizeof dtype_options / sizeof dtype_options[0]; i++) {
-		if (strcasecmp(name, dtype_options[i].name) != 0)
-			continue;
-		if (dtype_options[i].gguf_only && !is_gguf(o->to))
-			return fmt_fail(e, FMT_USAGE, "--dtype %s needs GGUF output (%s cannot hold it)", name, o->to->name);
-		*out = dtype_options[i].dtype;
+	/* For .apsim, bf16 is the Apsi compressed format of that name (§4). */
+	if (fmt_qformat_from_name(name, &qf) && (tg.apsim || (strcasecmp(name, "bf16") != 0))) {
+		if (!tg.apsim)
+			return fmt_fail(e, FMT_USAGE, "--dtype %s needs .apsim output (%s cannot hold it)", name,
+					o->to->name);
+		w->qformat = (int)qf;
 		return FMT_OK;
 	}
-	return fmt_fail(e, FMT_USAGE, "--dtype takes f32, f16, bf16, q8_0, q4_0 or keep (not '%s')", name);
+	for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
+		if (strcasecmp(name, plain[i].name) != 0)
+			continue;
+		if (fmt_dtype_get(plain[i].dtype)->block_elems > 1 && !tg.gguf)
+			return fmt_fail(e, FMT_USAGE, "--dtype %s needs GGUF output (%s cannot hold it)", name,
+					o->to->name);
+		w->plain = plain[i].dtype;
+		return FMT_OK;
+	}
+	return fmt_fail(e, FMT_USAGE, "--dtype takes f32, f16, bf16, q8_0, q4_0, int8, int4, fp8, fp6, fp4 "
+			"or keep (not '%s')", name);
 }
 
-static int is_quantized(fmt_dtype t)
+static int target_holds(target tg, fmt_dtype t)
+{
+	const fmt_dtype_info *d = fmt_dtype_get(t);
+	return tg.gguf ? d->ggml_id >= 0 : d->in_safetensors;
+}
+
+static int is_block(fmt_dtype t)
 {
 	return fmt_dtype_get(t)->block_elems > 1;
 }
 
-/* The dtype one float-valued tensor gets when `want` was asked for. */
-static fmt_dtype float_target(const fmt_tensor *t, fmt_dtype want, const fmt_driver *to, const char **why)
+/* The plain dtype a float-valued tensor gets. */
+static fmt_dtype float_target(const fmt_tensor *t, fmt_dtype want, target tg, const char **why)
 {
 	uint64_t row = t->ndim ? t->shape[t->ndim - 1] : 1;
 	if (want == FMT_DT_INVALID) {
-		if (target_holds(to, t->dtype))
+		if (target_holds(tg, t->dtype))
 			return t->dtype;
 		*why = "the target cannot hold this dtype";
 		return FMT_DT_F32;
 	}
-	if (!is_gguf(to) || want == FMT_DT_F32)
+	if (!tg.gguf || want == FMT_DT_F32)
 		return want;
 	/* GGUF conventions of llama.cpp's converters: norms and biases (1-D) stay F32; rows that
 	 * do not divide into 32-element blocks are written as F16. */
@@ -66,32 +96,11 @@ static fmt_dtype float_target(const fmt_tensor *t, fmt_dtype want, const fmt_dri
 		*why = "1-D tensors stay F32 in GGUF";
 		return FMT_DT_F32;
 	}
-	if (is_quantized(want) && row % fmt_dtype_get(want)->block_elems != 0) {
+	if (is_block(want) && row % fmt_dtype_get(want)->block_elems != 0) {
 		*why = "rows are not a multiple of the block size";
 		return FMT_DT_F16;
 	}
 	return want;
-}
-
-static fmt_kind tensor_target(const fmt_tensor *t, fmt_dtype want, const fmt_driver *to,
-			      plan_entry *pe, fmt_err *e)
-{
-	const fmt_dtype_info *d = fmt_dtype_get(t->dtype);
-	pe->src = t;
-	pe->why = NULL;
-	if (d->is_int) {
-		/* Integer tensors keep their type; a target without it is an error, not a guess. */
-		if (!target_holds(to, t->dtype))
-			return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': %s has no %s equivalent", t->name,
-					fmt_dtype_name(t->dtype), to->name);
-		pe->to = t->dtype;
-		return FMT_OK;
-	}
-	pe->to = float_target(t, want, to, &pe->why);
-	if (pe->to != t->dtype && !fmt_retype_possible(t->dtype, pe->to))
-		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': cannot convert %s to %s", t->name,
-				fmt_dtype_name(t->dtype), fmt_dtype_name(pe->to));
-	return FMT_OK;
 }
 
 static int selected(const char *name, const convert_opts *o)
@@ -104,10 +113,133 @@ static int selected(const char *name, const convert_opts *o)
 	return in;
 }
 
-static fmt_kind put_front(fmt_model *m, const char *key, const fmt_value *v, fmt_err *e)
+/* The scales tensor of a compressed tensor is handled with its codes, not on its own. */
+static int is_scales_of_qtensor(const fmt_model *m, const char *name)
+{
+	static const char suffix[] = "__qscale";
+	size_t n = strlen(name), s = sizeof suffix - 1;
+	if (n <= s || strcmp(name + n - s, suffix) != 0)
+		return 0;
+	for (size_t i = 0; i < m->n_qtensors; i++)
+		if (strlen(m->qtensors[i].name) == n - s && strncmp(m->qtensors[i].name, name, n - s) == 0)
+			return 1;
+	return 0;
+}
+
+/* ---- one logical tensor ---- */
+
+static void set_names(plan_entry *pe, const char *from, const char *to)
+{
+	snprintf(pe->from, sizeof pe->from, "%s", from);
+	snprintf(pe->to, sizeof pe->to, "%s", to);
+}
+
+static fmt_kind add_plain(convert_plan *p, const fmt_model *in, const fmt_tensor *t, wanted w,
+			  target tg, fmt_pool *pool, plan_entry *pe, fmt_err *e)
+{
+	const fmt_dtype_info *d = fmt_dtype_get(t->dtype);
+	if (d->is_int) {
+		/* Integer tensors keep their type; a target without it is an error, not a guess. */
+		if (!target_holds(tg, t->dtype))
+			return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': %s has no %s equivalent", t->name,
+					fmt_dtype_name(t->dtype), tg.gguf ? "GGUF" : "safetensors");
+		set_names(pe, d->name, d->name);
+		return fmt_model_add_retyped(&p->out, in, t, t->name, t->dtype, pool, e);
+	}
+	if (w.qformat >= 0) {
+		fmt_qtensor q;
+		fmt_kind k = fmt_qtensor_plan(t, (fmt_qformat)w.qformat, &q, e);
+		if (k != FMT_OK)
+			return k;
+		set_names(pe, d->name, fmt_qformat_name(q.format));
+		return fmt_model_add_quantized(&p->out, in, t, &q, pool, e);
+	}
+	/* GGUF Q8_0 and Q4_0 go into .apsim losslessly, as int8 and int4 with block-32 scales. */
+	if (tg.apsim && keep(w) && (t->dtype == FMT_DT_Q8_0 || t->dtype == FMT_DT_Q4_0)) {
+		set_names(pe, d->name, t->dtype == FMT_DT_Q8_0 ? "int8" : "int4");
+		pe->why = "lossless";
+		return fmt_model_add_from_ggml(&p->out, in, t, pool, e);
+	}
+	fmt_dtype want = w.defaulted && is_block(t->dtype) ? FMT_DT_INVALID : w.plain;
+	fmt_dtype to = float_target(t, want, tg, &pe->why);
+	if (to != t->dtype && !fmt_retype_possible(t->dtype, to))
+		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': cannot convert %s to %s", t->name,
+				fmt_dtype_name(t->dtype), fmt_dtype_name(to));
+	if (is_block(t->dtype) && !is_block(to))
+		p->expanded++;
+	set_names(pe, d->name, fmt_dtype_name(to));
+	return fmt_model_add_retyped(&p->out, in, t, t->name, to, pool, e);
+}
+
+/* A compressed tensor kept as it is (.apsim to .apsim) or mapped losslessly onto a ggml block
+ * type; 0 when it must be decoded first. */
+static int qtensor_passes_through(const fmt_qtensor *q, wanted w, target tg, fmt_dtype *ggml)
+{
+	if (tg.apsim)
+		return keep(w) || w.qformat == (int)q->format;
+	return tg.gguf && fmt_qtensor_ggml_compatible(q, ggml) && (keep(w) || w.defaulted || w.plain == *ggml);
+}
+
+static fmt_kind copy_qtensor(convert_plan *p, const fmt_model *in, const fmt_qtensor *q,
+			     fmt_pool *pool, fmt_err *e)
+{
+	char scales[FMT_ERR_MSG_MAX];
+	const fmt_tensor *codes = fmt_model_find_tensor(in, q->name);
+	snprintf(scales, sizeof scales, "%s__qscale", q->name);
+	const fmt_tensor *sc = fmt_model_find_tensor(in, scales);
+	fmt_kind k = codes ? fmt_model_add_retyped(&p->out, in, codes, codes->name, codes->dtype, pool, e)
+			   : fmt_fail(e, FMT_INTERNAL, "compressed tensor '%s' has no codes", q->name);
+	if (k == FMT_OK && sc)
+		k = fmt_model_add_retyped(&p->out, in, sc, sc->name, sc->dtype, pool, e);
+	if (k == FMT_OK)
+		k = fmt_model_add_qtensor(&p->out, q, e);
+	return k;
+}
+
+static fmt_kind add_qtensor(convert_plan *p, const fmt_model *in, const fmt_qtensor *q, wanted w,
+			    target tg, fmt_pool *pool, plan_entry *pe, fmt_err *e)
+{
+	fmt_dtype ggml;
+	if (qtensor_passes_through(q, w, tg, &ggml)) {
+		set_names(pe, fmt_qformat_name(q->format), tg.apsim ? fmt_qformat_name(q->format) : fmt_dtype_name(ggml));
+		if (tg.gguf)
+			pe->why = "lossless";
+		return tg.apsim ? copy_qtensor(p, in, q, pool, e) : fmt_model_add_to_ggml(&p->out, in, q, pool, e);
+	}
+	/* Decoded in pass one; convert the decoded tensor like any float tensor. */
+	const fmt_tensor *decoded = fmt_model_find_tensor(&p->mid, q->name);
+	if (!decoded)
+		return fmt_fail(e, FMT_INTERNAL, "compressed tensor '%s' was not decoded", q->name);
+	fmt_kind k = add_plain(p, &p->mid, decoded, w, tg, pool, pe, e);
+	snprintf(pe->from, sizeof pe->from, "%s", fmt_qformat_name(q->format));
+	if (w.qformat < 0)
+		p->expanded++;
+	return k;
+}
+
+/* Pass one: decode into p->mid every compressed tensor that cannot pass through, so that the
+ * output's tensors can point at tensors that no longer move. */
+static fmt_kind decode_qtensors(convert_plan *p, const fmt_model *in, wanted w, target tg,
+				const convert_opts *o, fmt_pool *pool, fmt_err *e)
+{
+	fmt_dtype ggml;
+	for (size_t i = 0; i < in->n_qtensors; i++) {
+		const fmt_qtensor *q = &in->qtensors[i];
+		if (!selected(q->name, o) || qtensor_passes_through(q, w, tg, &ggml))
+			continue;
+		fmt_kind k = fmt_model_add_dequantized(&p->mid, in, q, pool, e);
+		if (k != FMT_OK)
+			return k;
+	}
+	return FMT_OK;
+}
+
+/* ---- metadata and units ---- */
+
+static fmt_kind put_meta(fmt_model *m, const char *key, const fmt_value *v, int front, fmt_err *e)
 {
 	fmt_kind k = setkv_put(m, key, v, e);
-	if (k != FMT_OK)
+	if (k != FMT_OK || !front)
 		return k;
 	for (size_t i = 0; i < m->n_meta; i++) {
 		if (strcmp(m->meta[i].key, key) == 0) {
@@ -120,15 +252,63 @@ static fmt_kind put_front(fmt_model *m, const char *key, const fmt_value *v, fmt
 	return FMT_OK;
 }
 
-static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const convert_opts *o, fmt_err *e)
+#define UNITS_KEY "apsi.units."
+
+/* The unit of a logical tensor: the model's own, or a GGUF apsi.units.<name> key. */
+static int unit_of(const fmt_model *in, const char *name, int8_t dims[FMT_UNIT_DIMS])
 {
-	int gguf = is_gguf(o->to);
+	const fmt_unit *u = fmt_model_find_unit(in, name);
+	if (u) {
+		memcpy(dims, u->dims, FMT_UNIT_DIMS);
+		return 1;
+	}
+	char key[FMT_ERR_MSG_MAX];
+	snprintf(key, sizeof key, UNITS_KEY "%s", name);
+	const fmt_value *v = fmt_model_get_meta(in, key);
+	if (!v || v->type != FMT_V_ARRAY || v->v.arr.count != FMT_UNIT_DIMS || v->v.arr.elem != FMT_V_I32)
+		return 0;
+	for (int i = 0; i < FMT_UNIT_DIMS; i++) {
+		int64_t x = v->v.arr.items[i].v.i;
+		if (x < INT8_MIN || x > INT8_MAX)
+			return 0;
+		dims[i] = (int8_t)x;
+	}
+	return 1;
+}
+
+static fmt_kind carry_unit(convert_plan *p, const fmt_model *in, const char *name, target tg, fmt_err *e)
+{
+	int8_t dims[FMT_UNIT_DIMS];
+	if (!unit_of(in, name, dims))
+		return FMT_OK;
+	if (tg.apsim)
+		return fmt_model_add_unit(&p->out, name, dims, e);
+	if (!tg.gguf) {
+		const char **grown = realloc(p->dropped_units, (p->n_dropped_units + 1) * sizeof *grown);
+		if (!grown)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		p->dropped_units = grown;
+		p->dropped_units[p->n_dropped_units++] = name;
+		return FMT_OK;
+	}
+	fmt_value items[FMT_UNIT_DIMS];
+	for (int i = 0; i < FMT_UNIT_DIMS; i++)
+		items[i] = (fmt_value){ .type = FMT_V_I32, .v.i = dims[i] };
+	fmt_value arr = { .type = FMT_V_ARRAY, .v.arr = { FMT_V_I32, FMT_UNIT_DIMS, items } };
+	char key[FMT_ERR_MSG_MAX];
+	snprintf(key, sizeof key, UNITS_KEY "%s", name);
+	return fmt_model_add_meta(&p->out, key, &arr, e);
+}
+
+static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const convert_opts *o, target tg, fmt_err *e)
+{
+	int typed = tg.gguf || tg.apsim;
 	for (size_t i = 0; i < in->n_meta; i++) {
 		const fmt_meta *mm = &in->meta[i];
-		/* split.* describe the input's shards, not the output. */
-		if (strncmp(mm->key, "split.", 6) == 0)
+		/* split.* describe the input's shards; apsi.units.* become units, handled per tensor. */
+		if (strncmp(mm->key, "split.", 6) == 0 || strncmp(mm->key, UNITS_KEY, sizeof UNITS_KEY - 1) == 0)
 			continue;
-		if (!gguf && mm->val.type != FMT_V_STR) {
+		if (!typed && mm->val.type != FMT_V_STR) {
 			p->dropped_meta++;
 			continue;
 		}
@@ -137,64 +317,83 @@ static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const conve
 			return k;
 	}
 	if (o->arch) {
-		if (!gguf)
+		if (!tg.gguf)
 			return fmt_fail(e, FMT_USAGE, "--arch needs GGUF output");
 		fmt_value v = fmt_value_str(o->arch, strlen(o->arch));
-		fmt_kind k = v.v.str.ptr ? put_front(&p->out, "general.architecture", &v, e)
+		fmt_kind k = v.v.str.ptr ? put_meta(&p->out, "general.architecture", &v, 1, e)
 					 : fmt_fail(e, FMT_IO, "out of memory");
 		fmt_value_free(&v);
 		if (k != FMT_OK)
 			return k;
 	}
 	if (o->set_from) {
-		fmt_kind k = setkv_apply_file(&p->out, o->set_from, !gguf, e);
+		fmt_kind k = setkv_apply_file(&p->out, o->set_from, !typed, e);
 		if (k != FMT_OK)
 			return k;
 	}
 	for (size_t i = 0; i < o->n_sets; i++) {
-		fmt_kind k = setkv_apply(&p->out, o->sets[i], !gguf, e);
+		fmt_kind k = setkv_apply(&p->out, o->sets[i], !typed, e);
 		if (k != FMT_OK)
 			return k;
 	}
 	return FMT_OK;
 }
 
+/* ---- the plan ---- */
+
+static uint64_t bytes_since(const fmt_model *m, size_t first)
+{
+	uint64_t n = 0;
+	for (size_t i = first; i < m->n_tensors; i++)
+		n += m->tensors[i].nbytes;
+	return n;
+}
+
 fmt_kind plan_build(convert_plan *p, const fmt_model *in, const convert_opts *o, fmt_pool *pool,
 		    fmt_err *e)
 {
-	fmt_dtype want;
+	target tg = target_of(o->to);
+	wanted w;
 	memset(p, 0, sizeof *p);
+	fmt_model_init(&p->mid);
 	fmt_model_init(&p->out);
-	p->out.driver = NULL;
-	fmt_kind k = requested_dtype(o, &want, e);
+	fmt_kind k = parse_wanted(o, tg, &w, e);
+	if (k == FMT_OK && (o->sign || fmt_key_opts_given(&o->key)) && !tg.apsim)
+		k = fmt_fail(e, FMT_USAGE, "--sign needs .apsim output (%s has no signatures)", o->to->name);
+	if (k == FMT_OK)
+		k = decode_qtensors(p, in, w, tg, o, pool, e);
 	if (k != FMT_OK)
 		return k;
 	p->entries = calloc(in->n_tensors ? in->n_tensors : 1, sizeof *p->entries);
 	if (!p->entries)
 		return fmt_fail(e, FMT_IO, "out of memory");
-	for (size_t i = 0; i < in->n_tensors; i++) {
+	for (size_t i = 0; i < in->n_tensors && k == FMT_OK; i++) {
 		const fmt_tensor *t = &in->tensors[i];
+		if (is_scales_of_qtensor(in, t->name))
+			continue;
 		if (!selected(t->name, o)) {
 			p->excluded++;
 			continue;
 		}
 		plan_entry *pe = &p->entries[p->n_entries];
-		k = tensor_target(t, want, o->to, pe, e);
+		const fmt_qtensor *q = fmt_model_find_qtensor(in, t->name);
+		size_t first = p->out.n_tensors;
+		pe->name = t->name;
+		k = q ? add_qtensor(p, in, q, w, tg, pool, pe, e) : add_plain(p, in, t, w, tg, pool, pe, e);
 		if (k == FMT_OK)
-			k = fmt_model_add_retyped(&p->out, in, t, t->name, pe->to, pool, e);
-		if (k != FMT_OK)
-			return k;
-		if (is_quantized(t->dtype) && !is_quantized(pe->to))
-			p->expanded++;
+			k = carry_unit(p, in, t->name, tg, e);
+		pe->bytes = bytes_since(&p->out, first);
 		p->n_entries++;
 	}
-	return carry_metadata(p, in, o, e);
+	return k == FMT_OK ? carry_metadata(p, in, o, tg, e) : k;
 }
 
 void plan_free(convert_plan *p)
 {
 	free(p->entries);
+	free(p->dropped_units);
 	fmt_model_free(&p->out);
+	fmt_model_free(&p->mid);
 	memset(p, 0, sizeof *p);
 }
 
@@ -203,23 +402,22 @@ static json_t *plan_json(const convert_plan *p, const char *input, const char *o
 	json_t *tensors = json_array();
 	for (size_t i = 0; tensors && i < p->n_entries; i++) {
 		const plan_entry *pe = &p->entries[i];
-		json_t *t = json_pack("{s:o,s:s,s:s,s:I}", "name", fmt_json_string(pe->src->name, strlen(pe->src->name)),
-				      "from", fmt_dtype_name(pe->src->dtype), "to", fmt_dtype_name(pe->to),
-				      "bytes", (json_int_t)p->out.tensors[i].nbytes);
+		json_t *t = json_pack("{s:o,s:s,s:s,s:o}", "name", fmt_json_string(pe->name, strlen(pe->name)),
+				      "from", pe->from, "to", pe->to, "bytes", fmt_json_u64(pe->bytes));
 		if (t && pe->why)
 			json_object_set_new(t, "note", json_string(pe->why));
 		json_array_append_new(tensors, t);
 	}
-	uint64_t bytes = 0;
-	for (size_t i = 0; i < p->out.n_tensors; i++)
-		bytes += p->out.tensors[i].nbytes;
-	return json_pack("{s:o,s:o,s:s,s:b,s:I,s:I,s:I,s:I,s:I,s:o}",
+	json_t *units = json_array();
+	for (size_t i = 0; units && i < p->n_dropped_units; i++)
+		json_array_append_new(units, fmt_json_string(p->dropped_units[i], strlen(p->dropped_units[i])));
+	return json_pack("{s:o,s:o,s:s,s:b,s:I,s:I,s:I,s:I,s:o,s:o,s:o}",
 			 "input", fmt_json_string(input, strlen(input)),
 			 "output", fmt_json_string(output, strlen(output)), "format", o->to->name,
 			 "dry_run", o->dry_run, "tensor_count", (json_int_t)p->n_entries,
 			 "excluded", (json_int_t)p->excluded, "expanded", (json_int_t)p->expanded,
-			 "dropped_metadata", (json_int_t)p->dropped_meta, "data_bytes", (json_int_t)bytes,
-			 "tensors", tensors);
+			 "dropped_metadata", (json_int_t)p->dropped_meta, "dropped_units", units,
+			 "data_bytes", fmt_json_u64(bytes_since(&p->out, 0)), "tensors", tensors);
 }
 
 void plan_print(FILE *out, const convert_plan *p, const char *input, const char *output,
@@ -239,9 +437,8 @@ void plan_print(FILE *out, const convert_plan *p, const char *input, const char 
 	for (size_t i = 0; i < p->n_entries; i++) {
 		const plan_entry *pe = &p->entries[i];
 		fputs("  ", out);
-		fmt_out_escaped(out, pe->src->name, strlen(pe->src->name));
-		fprintf(out, "  %s -> %s  %" PRIu64 " bytes", fmt_dtype_name(pe->src->dtype),
-			fmt_dtype_name(pe->to), p->out.tensors[i].nbytes);
+		fmt_out_escaped(out, pe->name, strlen(pe->name));
+		fprintf(out, "  %s -> %s  %" PRIu64 " bytes", pe->from, pe->to, pe->bytes);
 		if (pe->why)
 			fprintf(out, "  (%s)", pe->why);
 		fputc('\n', out);
@@ -256,4 +453,13 @@ void plan_warn(const convert_plan *p, const char *tool)
 	if (p->dropped_meta)
 		fmt_report_warning(stderr, tool, "%zu metadata entr%s dropped: the target holds only string values",
 				   p->dropped_meta, p->dropped_meta == 1 ? "y" : "ies");
+	if (p->n_dropped_units) {
+		char names[FMT_ERR_MSG_MAX];
+		size_t used = 0;
+		names[0] = '\0';
+		for (size_t i = 0; i < p->n_dropped_units && used < sizeof names; i++)
+			used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
+						 p->dropped_units[i]);
+		fmt_report_warning(stderr, tool, "units dropped (the target cannot hold them): %s", names);
+	}
 }

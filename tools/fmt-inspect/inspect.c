@@ -87,6 +87,25 @@ static void text_summary(FILE *out, const fmt_model *m)
 	}
 }
 
+/* The driver's own facts (digest, signature, shards), one "key: value" line each. */
+static void text_format_info(FILE *out, const fmt_model *m)
+{
+	if (!m->driver->describe)
+		return;
+	json_t *info = m->driver->describe(m);
+	const char *key;
+	json_t *val;
+	json_object_foreach(info, key, val) {
+		char *text = json_is_string(val) ? NULL : json_dumps(val, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		const char *shown = text ? text : json_string_value(val);
+		fprintf(out, "%s:%*s", key, key && strlen(key) < 11 ? (int)(11 - strlen(key)) : 1, "");
+		fmt_out_escaped(out, shown ? shown : "", shown ? strlen(shown) : 0);
+		fputc('\n', out);
+		free(text);
+	}
+	json_decref(info);
+}
+
 static void text_metadata(FILE *out, const fmt_model *m, size_t max_items)
 {
 	fprintf(out, "metadata:   %zu keys\n", m->n_meta);
@@ -280,8 +299,11 @@ static fmt_kind report_json(FILE *out, const fmt_model *m, const inspect_opts *o
 		return fmt_fail(e, FMT_IO, "out of memory");
 	json_object_set_new(obj, "file", fmt_json_string(m->path, strlen(m->path)));
 	json_object_set_new(obj, "format", json_string(m->driver->name));
-	if (o->sections & SECTION_SUMMARY)
+	if (o->sections & SECTION_SUMMARY) {
 		json_summary(obj, m);
+		if (m->driver->describe)
+			json_object_set_new(obj, "format_info", m->driver->describe(m));
+	}
 	if (o->sections & SECTION_METADATA) {
 		json_t *types;
 		json_object_set_new(obj, "metadata", json_metadata(m, o->full ? 0 : INSPECT_ARRAY_ITEMS, &types));
@@ -305,8 +327,10 @@ static void report_text(FILE *out, const fmt_model *m, const inspect_opts *o,
 		text_stats(out, t, stats);
 		return;
 	}
-	if (o->sections & SECTION_SUMMARY)
+	if (o->sections & SECTION_SUMMARY) {
 		text_summary(out, m);
+		text_format_info(out, m);
+	}
 	if (o->sections & SECTION_METADATA)
 		text_metadata(out, m, o->full ? 0 : INSPECT_ARRAY_ITEMS);
 	if (o->sections & SECTION_TENSORS)

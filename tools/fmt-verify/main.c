@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "fmt/cli.h"
+#include "fmt/crypto.h"
 #include "fmt/out.h"
 #include "fmt/registry.h"
 
@@ -17,10 +18,15 @@ static void usage(FILE *f)
 	fmt_driver_names(names, sizeof names);
 	fprintf(f,
 		"Usage: " TOOL " [OPTIONS] FILE...\n"
-		"Check the structure of model files (safetensors, GGUF) and shard sets (give the\n"
-		"index .json or the first GGUF shard). Prints one line per file: 'ok' or the\n"
-		"first failure.\n"
+		"Check every integrity layer of model files and shard sets (give the index .json\n"
+		"or the first GGUF shard): structure, digests, shard sets, signatures. Prints one\n"
+		"line per file: 'ok' or the first failure.\n"
 		"\n"
+		"      --hmac-key      check the signature with the per-user key\n"
+		"      --secret-file FILE  check the signature with the team secret in FILE\n"
+		"      --secret-env NAME   ... with the team secret in environment variable NAME\n"
+		"      --secret-prompt     ... with a team secret typed at a prompt\n"
+		"  -T, --threads N     digest shards in parallel (default: number of cores)\n"
 		"  -j, --json          one JSON object per file (JSON Lines)\n"
 		"      --format NAME   skip detection: %s\n"
 		"  -q, --quiet         print nothing; the exit status tells\n"
@@ -31,7 +37,7 @@ static void usage(FILE *f)
 		"\n"
 		"Exit status (the highest over all files): 0 every check passed, 2 usage,\n"
 		"3 I/O error, 4 invalid format, 5 unsupported version or type, 6 checksum\n"
-		"mismatch, 9 shard set inconsistent.\n", names);
+		"mismatch, 7 signature missing or wrong, 9 shard set inconsistent.\n", names);
 }
 
 static const struct option long_opts[] = {
@@ -42,6 +48,8 @@ static const struct option long_opts[] = {
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, FMT_OPT_VERSION },
 	{ "format", required_argument, NULL, OPT_FORMAT },
+	{ "threads", required_argument, NULL, 'T' },
+	FMT_KEY_LONG_OPTIONS,
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -85,14 +93,15 @@ static void report_failure(const char *path, const fmt_err *e, const fmt_common_
 	fmt_report_error(stderr, TOOL, path, e, o->json);
 }
 
-static fmt_kind verify_file(const char *path, const fmt_driver *forced, const fmt_common_opts *o)
+static fmt_kind verify_file(const char *path, const fmt_driver *forced, const fmt_verify_opts *vo,
+			    const fmt_common_opts *o)
 {
 	fmt_model m;
 	fmt_err e;
 	fmt_err_clear(&e);
 	fmt_kind k = fmt_model_open(&m, path, forced, &e);
 	if (k == FMT_OK) {
-		k = fmt_model_verify(&m, NULL, &e);
+		k = fmt_model_verify(&m, vo, &e);
 		if (k == FMT_OK && !o->quiet)
 			report_ok(&m, o);
 		fmt_model_free(&m);
@@ -109,11 +118,13 @@ int main(int argc, char **argv)
 	fmt_err e;
 	int c;
 	fmt_err_clear(&e);
-	while ((c = getopt_long(argc, argv, "jqvh", long_opts, NULL)) != -1) {
+	fmt_key_opts key_opts = { 0 };
+	fmt_hmac_key key = { 0 };
+	while ((c = getopt_long(argc, argv, "jqvhT:", long_opts, NULL)) != -1) {
 		int r = fmt_cli_common(c, optarg, &common, &e);
 		if (r < 0)
 			return usage_error(e.msg);
-		if (r > 0)
+		if (r > 0 || fmt_cli_key_option(c, optarg, &key_opts))
 			continue;
 		switch (c) {
 		case 'h': usage(stdout); return 0;
@@ -128,12 +139,22 @@ int main(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return usage_error("no input file");
+	fmt_verify_opts vo = { .threads = common.threads ? common.threads : fmt_cpu_count() };
+	if (fmt_key_opts_given(&key_opts)) {
+		fmt_kind k = fmt_key_from_opts(&key_opts, &key, &e);
+		if (k != FMT_OK) {
+			fmt_report_error(stderr, TOOL, NULL, &e, common.json);
+			return fmt_kind_exit(k);
+		}
+		vo.key = &key;
+	}
 	int status = 0;
 	for (int i = optind; i < argc; i++) {
-		int code = fmt_kind_exit(verify_file(argv[i], forced, &common));
+		int code = fmt_kind_exit(verify_file(argv[i], forced, &vo, &common));
 		if (code > status)
 			status = code;
 	}
+	fmt_hmac_key_free(&key);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, TOOL ": error: cannot write to standard output\n");
 		return FMT_IO;

@@ -51,4 +51,9 @@ fmt_kind fmt_gguf_write_split(const fmt_model *m, const char *prefix, uint64_t m
 			      uint32_t max_tensors, int no_tensor_first_split, unsigned sink_flags,
 			      char ***out_paths, size_t *n_out, fmt_err *e);
 
+/* The driver's write_sharded: fmt_gguf_write_split by size (max_bytes 0 = 128 tensors per
+ * shard), metadata in the first shard. */
+fmt_kind fmt_gguf_write_sharded(const fmt_model *m, const char *prefix, uint64_t max_bytes,
+				const fmt_write_opts *o, char ***paths, size_t *n_paths, fmt_err *e);
+
 #endif

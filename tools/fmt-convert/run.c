@@ -1,0 +1,136 @@
+/* Carrying out a conversion: open and check the input, plan, write one file or a shard set. */
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/out.h"
+#include "convert.h"
+
+#define TOOL "fmt-convert"
+
+/* The output path without its format's extension (or index suffix): the prefix of a set. */
+static char *shard_prefix(const char *output, const fmt_driver *to)
+{
+	char index_suffix[64];
+	size_t n = strlen(output);
+	snprintf(index_suffix, sizeof index_suffix, "%s.index.json", to->extension);
+	const char *suffixes[] = { index_suffix, to->extension };
+	for (size_t i = 0; i < 2; i++) {
+		size_t s = strlen(suffixes[i]);
+		if (n > s && strcmp(output + n - s, suffixes[i]) == 0)
+			return strndup(output, n - s);
+	}
+	return strdup(output);
+}
+
+static uint64_t data_bytes(const fmt_model *m)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < m->n_tensors; i++)
+		n += m->tensors[i].nbytes;
+	return n;
+}
+
+/* 0: one file; otherwise the shard size limit. */
+static uint64_t shard_limit(const convert_plan *p, const convert_opts *o)
+{
+	if (!o->to->write_sharded)
+		return 0;
+	uint64_t limit = o->shard_given ? o->shard : o->to->default_shard_bytes;
+	if (o->force_set)
+		return limit ? limit : UINT64_MAX;
+	return limit && data_bytes(&p->out) > limit ? limit : 0;
+}
+
+static fmt_kind write_single(const convert_plan *p, const char *output, const fmt_write_opts *wo,
+			     const convert_opts *o, fmt_err *e)
+{
+	fmt_sink sink;
+	fmt_kind k = fmt_sink_open(&sink, output, wo->sink_flags, e);
+	if (k != FMT_OK)
+		return k;
+	k = o->to->write(&p->out, &sink, wo, e);
+	if (k == FMT_OK)
+		return fmt_sink_commit(&sink, e);
+	fmt_sink_abort(&sink);
+	return k;
+}
+
+static fmt_kind write_set(const convert_plan *p, const char *output, uint64_t limit,
+			  const fmt_write_opts *wo, const convert_opts *o, fmt_err *e)
+{
+	char **paths = NULL;
+	size_t n = 0;
+	char *prefix = shard_prefix(output, o->to);
+	if (!prefix)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	fmt_kind k = o->to->write_sharded(&p->out, prefix, limit, wo, &paths, &n, e);
+	for (size_t i = 0; i < n; i++) {
+		if (k == FMT_OK && o->verbose)
+			fprintf(stderr, TOOL ": wrote %s\n", paths[i]);
+		free(paths[i]);
+	}
+	free(paths);
+	free(prefix);
+	return k;
+}
+
+static fmt_kind write_output(convert_plan *p, const char *output, const convert_opts *o, fmt_err *e)
+{
+	fmt_hmac_key key = { 0 };
+	fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->threads };
+	fmt_kind k = FMT_OK;
+	if (o->sign || fmt_key_opts_given(&o->key)) {
+		k = fmt_key_from_opts(&o->key, &key, e);
+		wo.sign_key = &key;
+	}
+	uint64_t limit = shard_limit(p, o);
+	if (k == FMT_OK && limit && strcmp(output, "-") == 0)
+		k = fmt_fail(e, FMT_USAGE, "a shard set cannot go to standard output");
+	if (k == FMT_OK)
+		k = limit ? write_set(p, output, limit, &wo, o, e) : write_single(p, output, &wo, o, e);
+	fmt_hmac_key_free(&key);
+	return k;
+}
+
+/* Open the input and check what it carries (an Apsi digest) before reading its tensors. */
+static fmt_kind open_input(fmt_model *in, const char *input, const convert_opts *o, fmt_err *e)
+{
+	fmt_kind k = fmt_model_open(in, input, NULL, e);
+	if (k != FMT_OK || o->no_verify)
+		return k;
+	fmt_verify_opts vo = { .threads = o->threads };
+	k = fmt_model_verify(in, &vo, e);
+	if (k != FMT_OK)
+		fmt_model_free(in);
+	return k;
+}
+
+fmt_kind convert_run(const char *input, const char *output, const convert_opts *o, fmt_err *e)
+{
+	fmt_model in;
+	convert_plan plan;
+	fmt_pool *pool = NULL;
+	memset(&plan, 0, sizeof plan);
+	fmt_kind k = fmt_check_distinct(input, output, e);
+	if (k == FMT_OK)
+		k = open_input(&in, input, o, e);
+	if (k != FMT_OK)
+		return k;
+	k = fmt_pool_create(&pool, o->threads, e);
+	if (k == FMT_OK)
+		k = plan_build(&plan, &in, o, pool, e);
+	if (k == FMT_OK && o->dry_run) {
+		plan_print(stdout, &plan, input, output, o);
+	} else if (k == FMT_OK) {
+		k = write_output(&plan, output, o, e);
+		if (k == FMT_OK && !o->quiet)
+			plan_warn(&plan, TOOL);
+		if (k == FMT_OK && (o->verbose || o->json) && strcmp(output, "-") != 0)
+			plan_print(o->json ? stdout : stderr, &plan, input, output, o);
+	}
+	if (k != FMT_OK)
+		fmt_err_file(e, input);
+	plan_free(&plan);
+	fmt_pool_destroy(pool);
+	fmt_model_free(&in);
+	return k;
+}
