@@ -1074,6 +1074,8 @@ const fmt_driver fmt_driver_apsim = {
 	.verify = ap_verify,
 	.has_signatures = 1,
 	.write = fmt_apsim_write,
+	.write_sharded = fmt_apsim_write_sharded,
+	.default_shard_bytes = 4000000000ull,   /* Apsi's shard="4GB" */
 	.close = ap_close,
 	.describe = ap_describe,
 };

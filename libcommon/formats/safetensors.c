@@ -771,18 +771,7 @@ fmt_kind fmt_st_header_json(const fmt_model *m, char **json, size_t *len, fmt_er
 static fmt_kind write_tensors(const fmt_model *m, const size_t *order, fmt_sink *k, fmt_err *e)
 {
 	for (size_t i = 0; i < m->n_tensors; i++) {
-		const fmt_tensor *t = &m->tensors[order[i]];
-		const uint8_t *bytes;
-		uint8_t *to_free;
-		if (t->nbytes == 0)
-			continue;
-		if (t->nbytes > SIZE_MAX)
-			return fmt_fail(e, FMT_IO, "tensor " NM " is too large for this platform", t->name);
-		fmt_kind r = fmt_tensor_load(m, t, &bytes, &to_free, e);
-		if (r != FMT_OK)
-			return r;
-		r = fmt_sink_write(k, bytes, (size_t)t->nbytes, e);
-		free(to_free);
+		fmt_kind r = fmt_tensor_write_to(m, &m->tensors[order[i]], k, e);
 		if (r != FMT_OK)
 			return r;
 	}
@@ -830,6 +819,12 @@ static fmt_kind st_write(const fmt_model *m, fmt_sink *k, const fmt_write_opts *
 	return fmt_st_write(m, k, e);
 }
 
+static fmt_kind st_write_sharded(const fmt_model *m, const char *prefix, uint64_t max_bytes,
+				 const fmt_write_opts *o, char ***paths, size_t *n_paths, fmt_err *e)
+{
+	return fmt_st_write_sharded(m, prefix, max_bytes, 0, o->sink_flags, paths, n_paths, e);
+}
+
 const fmt_driver fmt_driver_safetensors = {
 	.name = "safetensors",
 	.extension = ".safetensors",
@@ -837,5 +832,7 @@ const fmt_driver fmt_driver_safetensors = {
 	.open = st_open,
 	.verify = NULL,
 	.write = st_write,
+	.write_sharded = st_write_sharded,
+	.default_shard_bytes = 5000000000ull,   /* Hugging Face's max_shard_size, decimal */
 	.close = st_close,
 };

@@ -96,7 +96,7 @@ static void text_format_info(FILE *out, const fmt_model *m)
 	const char *key;
 	json_t *val;
 	json_object_foreach(info, key, val) {
-		char *text = json_is_string(val) ? NULL : json_dumps(val, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		char *text = json_is_string(val) ? NULL : json_dumps(val, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
 		const char *shown = text ? text : json_string_value(val);
 		fprintf(out, "%s:%*s", key, key && strlen(key) < 11 ? (int)(11 - strlen(key)) : 1, "");
 		fmt_out_escaped(out, shown ? shown : "", shown ? strlen(shown) : 0);

@@ -3,12 +3,13 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include "fmt/bundle.h"
 #include "fmt/cli.h"
 #include "fmt/crypto.h"
 #include "fmt/out.h"
 #include "fmt/registry.h"
+#include "verify.h"
 
-#define TOOL "fmt-verify"
 
 enum { OPT_FORMAT = FMT_OPT_FIRST_TOOL_OPTION };
 
@@ -19,8 +20,9 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: " TOOL " [OPTIONS] FILE...\n"
 		"Check every integrity layer of model files and shard sets (give the index .json\n"
-		"or the first GGUF shard): structure, digests, shard sets, signatures. Prints one\n"
-		"line per file: 'ok' or the first failure.\n"
+		"or the first GGUF shard): structure, digests, shard sets, signatures; and of\n"
+		"bundles made by fmt-shard pack, without extracting them. Prints one line per\n"
+		"file: 'ok' or the first failure.\n"
 		"\n"
 		"      --hmac-key      check the signature with the per-user key\n"
 		"      --secret-file FILE  check the signature with the team secret in FILE\n"
@@ -60,37 +62,19 @@ static int usage_error(const char *msg)
 	return FMT_USAGE;
 }
 
-static void report_ok(const fmt_model *m, const fmt_common_opts *o)
+/* A tar bundle (fmt-shard pack): its manifest and every member's digest, without extracting. */
+static fmt_kind verify_bundle(const char *path, const fmt_common_opts *o)
 {
-	uint64_t bytes = 0;
-	for (size_t i = 0; i < m->n_sources; i++)
-		bytes += m->sources[i].size;
-	if (o->json) {
-		json_t *j = json_pack("{s:o,s:b,s:s,s:I,s:I,s:I}", "file",
-				      fmt_json_string(m->path, strlen(m->path)), "ok", 1, "format",
-				      m->driver->name, "files", (json_int_t)m->n_sources, "tensors",
-				      (json_int_t)m->n_tensors, "bytes", (json_int_t)bytes);
-		fmt_json_line(stdout, j);
-		json_decref(j);
-		return;
-	}
-	fmt_out_escaped(stdout, m->path, strlen(m->path));
-	printf(": ok (%s, %zu tensors, %zu file%s, %" PRIu64 " bytes)\n", m->driver->name,
-	       m->n_tensors, m->n_sources, m->n_sources == 1 ? "" : "s", bytes);
-}
-
-static void report_failure(const char *path, const fmt_err *e, const fmt_common_opts *o)
-{
-	if (o->json && !o->quiet) {
-		const char *where = e->file[0] ? e->file : path;
-		json_t *j = json_pack("{s:o,s:b,s:o,s:s,s:i,s:o}", "file", fmt_json_string(path, strlen(path)),
-				      "ok", 0, "failed_file", fmt_json_string(where, strlen(where)), "error",
-				      fmt_kind_name(e->kind), "exit", fmt_kind_exit(e->kind), "message",
-				      fmt_json_string(e->msg, strlen(e->msg)));
-		fmt_json_line(stdout, j);
-		json_decref(j);
-	}
-	fmt_report_error(stderr, TOOL, path, e, o->json);
+	fmt_bundle_info b = { 0 };
+	fmt_err e;
+	fmt_err_clear(&e);
+	fmt_kind k = fmt_bundle_verify(path, &b, &e);
+	if (k == FMT_OK && !o->quiet)
+		report_bundle_ok(path, &b, o);
+	if (k != FMT_OK)
+		report_failure(path, &e, o);
+	fmt_bundle_info_free(&b);
+	return k;
 }
 
 static fmt_kind verify_file(const char *path, const fmt_driver *forced, const fmt_verify_opts *vo,
@@ -150,7 +134,9 @@ int main(int argc, char **argv)
 	}
 	int status = 0;
 	for (int i = optind; i < argc; i++) {
-		int code = fmt_kind_exit(verify_file(argv[i], forced, &vo, &common));
+		int is_bundle = !forced && fmt_bundle_probe(argv[i]);
+		int code = fmt_kind_exit(is_bundle ? verify_bundle(argv[i], &common)
+						   : verify_file(argv[i], forced, &vo, &common));
 		if (code > status)
 			status = code;
 	}

@@ -1,0 +1,57 @@
+/* fmt-verify's reports: the ok line or object, and the failure line and objects. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include "fmt/out.h"
+#include "fmt/registry.h"
+#include "verify.h"
+
+void report_ok(const fmt_model *m, const fmt_common_opts *o)
+{
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < m->n_sources; i++)
+		bytes += m->sources[i].size;
+	if (o->json) {
+		json_t *j = json_pack("{s:o,s:b,s:s,s:I,s:I,s:I}", "file",
+				      fmt_json_string(m->path, strlen(m->path)), "ok", 1, "format",
+				      m->driver->name, "files", (json_int_t)m->n_sources, "tensors",
+				      (json_int_t)m->n_tensors, "bytes", (json_int_t)bytes);
+		fmt_json_line(stdout, j);
+		json_decref(j);
+		return;
+	}
+	fmt_out_escaped(stdout, m->path, strlen(m->path));
+	printf(": ok (%s, %zu tensors, %zu file%s, %" PRIu64 " bytes)\n", m->driver->name,
+	       m->n_tensors, m->n_sources, m->n_sources == 1 ? "" : "s", bytes);
+}
+
+void report_failure(const char *path, const fmt_err *e, const fmt_common_opts *o)
+{
+	if (o->json && !o->quiet) {
+		const char *where = e->file[0] ? e->file : path;
+		json_t *j = json_pack("{s:o,s:b,s:o,s:s,s:i,s:o}", "file", fmt_json_string(path, strlen(path)),
+				      "ok", 0, "failed_file", fmt_json_string(where, strlen(where)), "error",
+				      fmt_kind_name(e->kind), "exit", fmt_kind_exit(e->kind), "message",
+				      fmt_json_string(e->msg, strlen(e->msg)));
+		fmt_json_line(stdout, j);
+		json_decref(j);
+	}
+	fmt_report_error(stderr, TOOL, path, e, o->json);
+}
+
+void report_bundle_ok(const char *path, const fmt_bundle_info *b, const fmt_common_opts *o)
+{
+	if (o->json) {
+		json_t *j = json_pack("{s:o,s:b,s:s,s:s,s:I,s:o,s:b}", "file", fmt_json_string(path, strlen(path)),
+				      "ok", 1, "format", "bundle", "contains", b->format ? b->format : "",
+				      "files", (json_int_t)b->n_members, "bytes", fmt_json_u64(b->total_bytes),
+				      "zstd", b->zstd);
+		fmt_json_line(stdout, j);
+		json_decref(j);
+		return;
+	}
+	fmt_out_escaped(stdout, path, strlen(path));
+	printf(": ok (bundle of %s, %zu files, %" PRIu64 " bytes%s)\n", b->format ? b->format : "?",
+	       b->n_members, b->total_bytes, b->zstd ? ", zstd" : "");
+}
+

@@ -1,0 +1,15 @@
+/* fmt-verify's reports. */
+#ifndef VERIFY_H
+#define VERIFY_H
+
+#include "fmt/bundle.h"
+#include "fmt/cli.h"
+#include "fmt/model.h"
+
+#define TOOL "fmt-verify"
+
+void report_ok(const fmt_model *m, const fmt_common_opts *o);
+void report_failure(const char *path, const fmt_err *e, const fmt_common_opts *o);
+void report_bundle_ok(const char *path, const fmt_bundle_info *b, const fmt_common_opts *o);
+
+#endif
