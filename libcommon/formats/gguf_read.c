@@ -9,7 +9,10 @@
  *    snake case is not enforced: real files carry other spellings); string values may hold
  *    any bytes (tools escape them);
  *  - tensor names: < 64 bytes, valid UTF-8, no NUL, unique; empty is accepted (as ggml);
- *  - nested arrays are InvalidFormat (as ggml); empty arrays are accepted;
+ *  - nested arrays (an array of ARRAY: each item its own element type, count and items, as
+ *    gguf-py writes them) are read up to FMT_GGUF_MAX_NESTING levels deep. ggml's reader
+ *    refuses them and the spec says to forbid them, but fmtkit's issue 3 asks for every value
+ *    type including nested arrays, and the issue wins; empty arrays are accepted;
  *  - unknown or removed ggml type ids are Unsupported naming the id;
  *  - offsets must be exactly Σ align_up(nbytes) of the previous tensors, and every tensor must
  *    end within the file (data_start + offset + nbytes <= size). A missing pad after the last
@@ -278,7 +281,7 @@ static fmt_kind rd_scalar(rd *r, uint32_t type, fmt_value *v, const char *key)
 	return FMT_OK;
 }
 
-static fmt_kind rd_array(rd *r, fmt_value *v, const char *key)
+static fmt_kind rd_array(rd *r, fmt_value *v, const char *key, unsigned depth)
 {
 	uint32_t elem;
 	uint64_t count;
@@ -291,12 +294,14 @@ static fmt_kind rd_array(rd *r, fmt_value *v, const char *key)
 		fmt_err_prefix(r->e, "key '%s'", key);
 		return k;
 	}
-	if (elem == FMT_V_ARRAY)
-		return fmt_fail(r->e, FMT_INVALID_FORMAT, "key '%s': nested arrays are not supported", key);
+	if (elem == FMT_V_ARRAY && depth >= FMT_GGUF_MAX_NESTING)
+		return fmt_fail(r->e, FMT_INVALID_FORMAT, "key '%s': arrays nested more than %u levels deep", key,
+				FMT_GGUF_MAX_NESTING);
 	if (elem > FMT_V_F64)
 		return fmt_fail(r->e, FMT_INVALID_FORMAT,
 				"key '%s': array element type %u is not a GGUF value type (0-12)", key, elem);
-	uint64_t min_each = elem == FMT_V_STR ? 8 : gguf_scalar_size(elem), need;
+	/* A string is at least its 8-byte length; a nested array its type and count. */
+	uint64_t min_each = elem == FMT_V_STR ? 8 : elem == FMT_V_ARRAY ? 12 : gguf_scalar_size(elem), need;
 	if (count > FMT_GGUF_MAX_STRING || fmt_mul_u64(count, min_each, &need) || need > rd_left(r))
 		return fmt_fail(r->e, FMT_INVALID_FORMAT,
 				"key '%s': array of %llu %s values needs more than the %llu bytes left", key,
@@ -316,7 +321,8 @@ static fmt_kind rd_array(rd *r, fmt_value *v, const char *key)
 				(unsigned long long)count);
 	v->v.arr.count = count; /* calloc'd items are U8 zeros: safe to free at any point */
 	for (uint64_t i = 0; i < count; i++) {
-		k = rd_scalar(r, elem, &v->v.arr.items[i], key);
+		k = elem == FMT_V_ARRAY ? rd_array(r, &v->v.arr.items[i], key, depth + 1)
+					: rd_scalar(r, elem, &v->v.arr.items[i], key);
 		if (k != FMT_OK) {
 			fmt_err_prefix(r->e, "item %llu", (unsigned long long)i);
 			return k;
@@ -388,7 +394,7 @@ static fmt_kind rd_metadata(rd *r, uint64_t kv_count, fmt_model *dst, uint32_t *
 			k = fmt_fail(r->e, FMT_INVALID_FORMAT,
 				     "key '%s': value type %u is not a GGUF value type (0-12)", key, type);
 		if (k == FMT_OK)
-			k = type == FMT_V_ARRAY ? rd_array(r, &v, key) : rd_scalar(r, type, &v, key);
+			k = type == FMT_V_ARRAY ? rd_array(r, &v, key, 0) : rd_scalar(r, type, &v, key);
 		else
 			memset(&v, 0, sizeof v);
 		if (k == FMT_OK && strcmp(key, "general.alignment") == 0)

@@ -88,22 +88,29 @@ static fmt_kind put_scalar(gw *w, const fmt_value *v)
 	return put(w, b, gguf_scalar_size(v->type));
 }
 
-static fmt_kind put_value(gw *w, const fmt_value *v)
+/* Element type, count, items; an item that is itself an array carries its own type and count. */
+static fmt_kind put_array(gw *w, const fmt_value *v)
 {
-	fmt_kind k = put_u32(w, (uint32_t)v->type);
-	if (k != FMT_OK || v->type != FMT_V_ARRAY)
-		return k == FMT_OK ? put_scalar(w, v) : k;
+	fmt_kind k;
 	if ((k = put_u32(w, (uint32_t)v->v.arr.elem)) != FMT_OK ||
 	    (k = put_u64(w, v->v.arr.count)) != FMT_OK)
 		return k;
 	for (uint64_t i = 0; i < v->v.arr.count && k == FMT_OK; i++)
-		k = put_scalar(w, &v->v.arr.items[i]);
+		k = v->v.arr.elem == FMT_V_ARRAY ? put_array(w, &v->v.arr.items[i]) : put_scalar(w, &v->v.arr.items[i]);
 	return k;
+}
+
+static fmt_kind put_value(gw *w, const fmt_value *v)
+{
+	fmt_kind k = put_u32(w, (uint32_t)v->type);
+	if (k != FMT_OK)
+		return k;
+	return v->type == FMT_V_ARRAY ? put_array(w, v) : put_scalar(w, v);
 }
 
 /* ---- validation ---- */
 
-static fmt_kind check_value(const char *key, const fmt_value *v, fmt_err *e)
+static fmt_kind check_value_at(const char *key, const fmt_value *v, unsigned depth, fmt_err *e)
 {
 	if ((unsigned)v->type > FMT_V_F64)
 		return fmt_fail(e, FMT_INTERNAL, "key '%s': invalid value type %d", key, (int)v->type);
@@ -112,8 +119,9 @@ static fmt_kind check_value(const char *key, const fmt_value *v, fmt_err *e)
 				v->v.str.len);
 	if (v->type != FMT_V_ARRAY)
 		return FMT_OK;
-	if (v->v.arr.elem == FMT_V_ARRAY)
-		return fmt_fail(e, FMT_UNSUPPORTED, "key '%s': nested arrays cannot be written to GGUF", key);
+	if (v->v.arr.elem == FMT_V_ARRAY && depth >= FMT_GGUF_MAX_NESTING)
+		return fmt_fail(e, FMT_UNSUPPORTED, "key '%s': arrays nested more than %u levels deep", key,
+				FMT_GGUF_MAX_NESTING);
 	if ((unsigned)v->v.arr.elem > FMT_V_F64)
 		return fmt_fail(e, FMT_INTERNAL, "key '%s': invalid array element type %d", key, (int)v->v.arr.elem);
 	if (v->v.arr.count > FMT_GGUF_MAX_STRING)
@@ -129,8 +137,18 @@ static fmt_kind check_value(const char *key, const fmt_value *v, fmt_err *e)
 		if (it->type == FMT_V_STR && it->v.str.len > FMT_GGUF_MAX_STRING)
 			return fmt_fail(e, FMT_UNSUPPORTED, "key '%s': item %llu exceeds the GGUF string limit", key,
 					(unsigned long long)i);
+		if (it->type == FMT_V_ARRAY) {
+			fmt_kind k = check_value_at(key, it, depth + 1, e);
+			if (k != FMT_OK)
+				return k;
+		}
 	}
 	return FMT_OK;
+}
+
+static fmt_kind check_value(const char *key, const fmt_value *v, fmt_err *e)
+{
+	return check_value_at(key, v, 0, e);
 }
 
 static int key_chars_ok(const char *key, size_t len)

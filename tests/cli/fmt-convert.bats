@@ -502,8 +502,8 @@ check_block() {
 	assert_nothing_written kv.safetensors
 }
 
-@test "--set-from: not an object, null, nested or mixed arrays, bad {type, value}: exit 2" {
-	for j in '[1, 2]' '"x"' '{bad' '{"a": null}' '{"a": [[1]]}' '{"a": [1, "x"]}' \
+@test "--set-from: not an object, null, mixed arrays, bad {type, value}: exit 2" {
+	for j in '[1, 2]' '"x"' '{bad' '{"a": null}' '{"a": [[1], 2]}' '{"a": [1, "x"]}' \
 		'{"a": {"type": "u8", "value": 300}}' '{"a": {"type": "x", "value": 1}}' \
 		'{"a": {"value": 1}}' '{"a": {"type": "u8", "value": 1, "extra": 2}}' '{"a": 1, "a": 2}'; do
 		echo "$j" > bad.json
@@ -517,6 +517,16 @@ check_block() {
 	run fmt-convert --set-from missing.json "$SAMPLES/tiny.safetensors" out.gguf
 	assert_failure 3
 	assert_nothing_written out.gguf
+}
+
+@test "--set-from: nested arrays become GGUF arrays of arrays, read back the same" {
+	echo '{"a": [[1, 2], [3, -4]], "b": [[["x"]], [["y", "z"]]]}' > nested.json
+	run fmt-convert --set-from nested.json "$SAMPLES/tiny.safetensors" out.gguf
+	assert_success
+	[ "$(meta_of out.gguf a)" = '[[[1,2],[3,-4]],"array[array]"]' ]
+	[ "$(meta_of out.gguf b)" = '[[[["x"]],[["y","z"]]],"array[array]"]' ]
+	fmt-convert out.gguf again.gguf
+	cmp out.gguf again.gguf
 }
 
 @test "--set-from: an integer array with negative and positive items is one array of i32" {

@@ -154,8 +154,12 @@ setup() {
 	check_case "$CASES" bad_value_type_ffffffff.gguf
 }
 
-@test "bad_array_nested.gguf: exit 4" {
-	check_case "$CASES" bad_array_nested.gguf
+@test "good_array_nested.gguf: exit 0" {
+	check_case "$CASES" good_array_nested.gguf
+}
+
+@test "bad_array_nested_too_deep.gguf: exit 4" {
+	check_case "$CASES" bad_array_nested_too_deep.gguf
 }
 
 @test "bad_array_count_2p62.gguf: exit 4" {

@@ -271,3 +271,21 @@ test("fmt-inspect --json prints u64 metadata >= 2^63 exactly, as a decimal strin
 	const meta = JSON.parse(text).metadata;
 	assert.equal(BigInt(meta.big), 18446744073709551615n);
 });
+
+test("nested arrays (arrays of arrays) written by fmt-convert are read by @huggingface/gguf", async (t) => {
+	const dir = scratch(t);
+	writeSafetensors(join(dir, "n.safetensors"), [{ name: "w", dtype: "F32", shape: [32], bytes: Buffer.alloc(128) }]);
+	writeFileSync(join(dir, "n.json"), JSON.stringify({ "a.nested": [[1, 2], [3, 4, 5]], "a.words": [["x"], ["y", "z"]] }));
+	const out = join(dir, "n.gguf");
+	convert(join(dir, "n.safetensors"), out, "--set-from", join(dir, "n.json"));
+	const hf = await gguf(out, { allowLocalFile: true, typedMetadata: true });
+	const nested = hf.typedMetadata["a.nested"];
+	assert.equal(nested.type, VT.ARRAY);
+	assert.equal(nested.subType, VT.ARRAY);
+	assert.deepEqual(nested.value.map((inner) => (Array.isArray(inner) ? inner : inner.value)).map((a) => a.map(Number)), [[1, 2], [3, 4, 5]]);
+	const words = hf.typedMetadata["a.words"];
+	assert.deepEqual(words.value.map((inner) => (Array.isArray(inner) ? inner : inner.value)), [["x"], ["y", "z"]]);
+	const info = inspectJson(out);
+	assert.deepEqual(info.metadata["a.nested"], [[1, 2], [3, 4, 5]]);
+	assert.equal(info.metadata_types["a.nested"], "array[array]");
+});

@@ -213,8 +213,10 @@ static fmt_kind json_array_value(const char *key, json_t *j, fmt_value *v, fmt_e
 	for (size_t i = 0; i < n; i++) {
 		json_t *item = json_array_get(j, i);
 		fmt_kind k;
-		if (json_is_array(item))
-			k = fmt_fail(e, FMT_USAGE, "--set-from %s: nested arrays are not allowed", key);
+		if (json_is_array(item) != json_is_array(json_array_get(j, 0)))
+			k = fmt_fail(e, FMT_USAGE, "--set-from %s: array items must all have one type", key);
+		else if (json_is_array(item))
+			k = json_array_value(key, item, &v->v.arr.items[i], e);
 		else if (numbers != json_is_number(item))
 			k = fmt_fail(e, FMT_USAGE, "--set-from %s: array items must all have one type", key);
 		else if (numbers)

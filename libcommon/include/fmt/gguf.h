@@ -15,6 +15,7 @@
 #define FMT_GGUF_MAX_ALIGNMENT 65536u
 #define FMT_GGUF_MAX_STRING (1ull << 30)   /* string and array-count cap, as the reference */
 #define FMT_GGUF_MAX_ARRAY_ITEMS (1ull << 25) /* items in all metadata arrays of one file */
+#define FMT_GGUF_MAX_NESTING 8u               /* arrays of arrays: levels below the outer one */
 #define FMT_GGUF_MAX_KEY 65535u            /* key length cap (spec) */
 #define FMT_GGUF_MAX_NAME 63u              /* tensor names are < 64 bytes */
 #define FMT_GGUF_SPLIT_TENSORS 128u        /* gguf-split's default tensors per shard */
