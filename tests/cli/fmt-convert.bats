@@ -295,14 +295,14 @@ check_block() {
 	fmt-convert --dtype q8_0 "$FX/q8a.safetensors" q8a.gguf
 	run --separate-stderr fmt-convert q8a.gguf q8a.safetensors
 	assert_success
-	[ "$stderr" = "fmt-convert: warning: 1 quantized tensor expanded to a float type" ]
+	[ "$stderr" = "fmt-convert: warning: 1 quantized tensor expanded to a float type: w" ]
 	[ "$(fmt-inspect --json q8a.safetensors | jq -c '.tensors[0] | [.name, .dtype, .shape]')" = '["w","F32",[1,32]]' ]
 	assert_equal "$(tensor_hex q8a.safetensors w)" \
 		"$(f32_hex -127 3 -3 1 -1 2 -2 127 3 -4 0 0 100 -100 65 -65 1 2 3 4 5 6 7 8 -1 -2 -3 -4 -5 -6 -7 -8)"
 	fmt-convert --dtype q4_0 "$FX/q4.safetensors" q4.gguf
 	run --separate-stderr fmt-convert q4.gguf q4.safetensors
 	assert_success
-	[ "$stderr" = "fmt-convert: warning: 1 quantized tensor expanded to a float type" ]
+	[ "$stderr" = "fmt-convert: warning: 1 quantized tensor expanded to a float type: w" ]
 	# §12: 4, -3.5, -0, -0.5, ... (the zeros are -0: code 8 times a negative d)
 	assert_equal "$(tensor_hex q4.safetensors w)" \
 		"$(f32_hex 4 -3.5 -0.0 -0.5 0.5 -0.5 0.5 -1 1 -1 1 -1.5 2 -2 3.5 -3.5 -0.0 -0.0 -0.0 3.5 -3.5 2.5 -2.5 1.5 -1.5 3 -3 0.5 -0.5 2 -2.5 -3.5)"
@@ -706,7 +706,7 @@ check_block() {
 	fmt-convert --dtype q4_0 "$FX/big.safetensors" big-q4.gguf
 	run --separate-stderr fmt-convert big-q4.gguf big.safetensors
 	assert_success
-	[ "$stderr" = "fmt-convert: warning: 1 quantized tensor expanded to a float type" ]
+	[ "$stderr" = "fmt-convert: warning: 1 quantized tensor expanded to a float type: big.weight" ]
 	[ "$(fmt-inspect --json big.safetensors | jq -c '[.tensors[] | [.name, .dtype, .shape]]')" = \
 		'[["big.bias","F32",[1024]],["big.weight","F32",[300,1024]],["ids","I32",[5]],["odd.weight","F16",[4,40]]]' ]
 	run --separate-stderr fmt-convert --json --dtype bf16 big-q4.gguf big16.safetensors

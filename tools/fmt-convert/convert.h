@@ -35,14 +35,19 @@ typedef struct plan_entry {
 	const char *why;             /* why the result differs from what was asked, or NULL */
 } plan_entry;
 
+/* Tensor names a warning lists (pointing into the input model). */
+typedef struct name_list {
+	const char **names;
+	size_t n;
+} name_list;
+
 typedef struct convert_plan {
 	plan_entry *entries;
 	size_t n_entries;
 	size_t excluded;             /* tensors left out by --include/--exclude */
-	size_t expanded;             /* compressed or quantized tensors expanded to a float type */
+	name_list expanded;          /* compressed or quantized tensors expanded to a float type */
 	size_t dropped_meta;         /* metadata entries the target cannot hold */
-	const char **dropped_units;  /* tensors whose units the target cannot hold */
-	size_t n_dropped_units;
+	name_list dropped_units;     /* tensors whose units the target cannot hold */
 	fmt_model mid;               /* decoded compressed tensors, for conversions that need them */
 	fmt_model out;               /* the output model (tensors read from the input on demand) */
 } convert_plan;

@@ -103,6 +103,27 @@ static fmt_dtype float_target(const fmt_tensor *t, fmt_dtype want, target tg, co
 	return want;
 }
 
+static fmt_kind name_list_add(name_list *l, const char *name, fmt_err *e)
+{
+	const char **grown = realloc(l->names, (l->n + 1) * sizeof *grown);
+	if (!grown)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	l->names = grown;
+	l->names[l->n++] = name;
+	return FMT_OK;
+}
+
+/* "a, b, c" (cut short, with "...", past the buffer). */
+static void name_list_join(const name_list *l, char *buf, size_t size)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < l->n && used < size; i++)
+		used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "", l->names[i]);
+	if (used >= size && size > 4)
+		memcpy(buf + size - 4, "...", 4);
+}
+
 static int selected(const char *name, const convert_opts *o)
 {
 	int in = o->n_include == 0;
@@ -165,8 +186,11 @@ static fmt_kind add_plain(convert_plan *p, const fmt_model *in, const fmt_tensor
 	if (to != t->dtype && !fmt_retype_possible(t->dtype, to))
 		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': cannot convert %s to %s", t->name,
 				fmt_dtype_name(t->dtype), fmt_dtype_name(to));
-	if (is_block(t->dtype) && !is_block(to))
-		p->expanded++;
+	if (is_block(t->dtype) && !is_block(to)) {
+		fmt_kind k = name_list_add(&p->expanded, t->name, e);
+		if (k != FMT_OK)
+			return k;
+	}
 	set_names(pe, d->name, fmt_dtype_name(to));
 	return fmt_model_add_retyped(&p->out, in, t, t->name, to, pool, e);
 }
@@ -212,8 +236,8 @@ static fmt_kind add_qtensor(convert_plan *p, const fmt_model *in, const fmt_qten
 		return fmt_fail(e, FMT_INTERNAL, "compressed tensor '%s' was not decoded", q->name);
 	fmt_kind k = add_plain(p, &p->mid, decoded, w, tg, pool, pe, e);
 	snprintf(pe->from, sizeof pe->from, "%s", fmt_qformat_name(q->format));
-	if (w.qformat < 0)
-		p->expanded++;
+	if (k == FMT_OK && w.qformat < 0)
+		k = name_list_add(&p->expanded, q->name, e);
 	return k;
 }
 
@@ -283,14 +307,8 @@ static fmt_kind carry_unit(convert_plan *p, const fmt_model *in, const char *nam
 		return FMT_OK;
 	if (tg.apsim)
 		return fmt_model_add_unit(&p->out, name, dims, e);
-	if (!tg.gguf) {
-		const char **grown = realloc(p->dropped_units, (p->n_dropped_units + 1) * sizeof *grown);
-		if (!grown)
-			return fmt_fail(e, FMT_IO, "out of memory");
-		p->dropped_units = grown;
-		p->dropped_units[p->n_dropped_units++] = name;
-		return FMT_OK;
-	}
+	if (!tg.gguf)
+		return name_list_add(&p->dropped_units, name, e);
 	fmt_value items[FMT_UNIT_DIMS];
 	for (int i = 0; i < FMT_UNIT_DIMS; i++)
 		items[i] = (fmt_value){ .type = FMT_V_I32, .v.i = dims[i] };
@@ -391,7 +409,8 @@ fmt_kind plan_build(convert_plan *p, const fmt_model *in, const convert_opts *o,
 void plan_free(convert_plan *p)
 {
 	free(p->entries);
-	free(p->dropped_units);
+	free(p->expanded.names);
+	free(p->dropped_units.names);
 	fmt_model_free(&p->out);
 	fmt_model_free(&p->mid);
 	memset(p, 0, sizeof *p);
@@ -409,13 +428,13 @@ static json_t *plan_json(const convert_plan *p, const char *input, const char *o
 		json_array_append_new(tensors, t);
 	}
 	json_t *units = json_array();
-	for (size_t i = 0; units && i < p->n_dropped_units; i++)
-		json_array_append_new(units, fmt_json_string(p->dropped_units[i], strlen(p->dropped_units[i])));
+	for (size_t i = 0; units && i < p->dropped_units.n; i++)
+		json_array_append_new(units, fmt_json_string(p->dropped_units.names[i], strlen(p->dropped_units.names[i])));
 	return json_pack("{s:o,s:o,s:s,s:b,s:I,s:I,s:I,s:I,s:o,s:o,s:o}",
 			 "input", fmt_json_string(input, strlen(input)),
 			 "output", fmt_json_string(output, strlen(output)), "format", o->to->name,
 			 "dry_run", o->dry_run, "tensor_count", (json_int_t)p->n_entries,
-			 "excluded", (json_int_t)p->excluded, "expanded", (json_int_t)p->expanded,
+			 "excluded", (json_int_t)p->excluded, "expanded", (json_int_t)p->expanded.n,
 			 "dropped_metadata", (json_int_t)p->dropped_meta, "dropped_units", units,
 			 "data_bytes", fmt_json_u64(bytes_since(&p->out, 0)), "tensors", tensors);
 }
@@ -447,19 +466,17 @@ void plan_print(FILE *out, const convert_plan *p, const char *input, const char 
 
 void plan_warn(const convert_plan *p, const char *tool)
 {
-	if (p->expanded)
-		fmt_report_warning(stderr, tool, "%zu quantized tensor%s expanded to a float type", p->expanded,
-				   p->expanded == 1 ? "" : "s");
+	char names[FMT_ERR_MSG_MAX / 2];
+	if (p->expanded.n) {
+		name_list_join(&p->expanded, names, sizeof names);
+		fmt_report_warning(stderr, tool, "%zu quantized tensor%s expanded to a float type: %s", p->expanded.n,
+				   p->expanded.n == 1 ? "" : "s", names);
+	}
 	if (p->dropped_meta)
 		fmt_report_warning(stderr, tool, "%zu metadata entr%s dropped: the target holds only string values",
 				   p->dropped_meta, p->dropped_meta == 1 ? "y" : "ies");
-	if (p->n_dropped_units) {
-		char names[FMT_ERR_MSG_MAX];
-		size_t used = 0;
-		names[0] = '\0';
-		for (size_t i = 0; i < p->n_dropped_units && used < sizeof names; i++)
-			used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
-						 p->dropped_units[i]);
+	if (p->dropped_units.n) {
+		name_list_join(&p->dropped_units, names, sizeof names);
 		fmt_report_warning(stderr, tool, "units dropped (the target cannot hold them): %s", names);
 	}
 }
