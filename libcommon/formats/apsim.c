@@ -30,93 +30,6 @@
 
 #define NM APSIM_NM
 
-/* ---- strings ---- */
-
-void apsim_sb_put(apsim_sb *b, const char *s, size_t n)
-{
-	if (b->oom)
-		return;
-	if (n > SIZE_MAX - b->len - 1) {
-		b->oom = 1;
-		return;
-	}
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap < b->len + n + 1) {
-			if (cap > SIZE_MAX / 2) {
-				b->oom = 1;
-				return;
-			}
-			cap *= 2;
-		}
-		char *p = realloc(b->p, cap);
-		if (!p) {
-			b->oom = 1;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	if (n)
-		memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-void apsim_sb_puts(apsim_sb *b, const char *s)
-{
-	apsim_sb_put(b, s, strlen(s));
-}
-
-void apsim_sb_u64(apsim_sb *b, uint64_t v)
-{
-	char tmp[24];
-	int n = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)v);
-	apsim_sb_put(b, tmp, (size_t)n);
-}
-
-void apsim_sb_i64(apsim_sb *b, int64_t v)
-{
-	char tmp[24];
-	int n = snprintf(tmp, sizeof tmp, "%lld", (long long)v);
-	apsim_sb_put(b, tmp, (size_t)n);
-}
-
-void apsim_sb_json_str(apsim_sb *b, const char *s, size_t n)
-{
-	static const char hex[] = "0123456789abcdef";
-	apsim_sb_put(b, "\"", 1);
-	size_t run = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		const char *esc = NULL;
-		char u[7];
-		switch (c) {
-		case '"': esc = "\\\""; break;
-		case '\\': esc = "\\\\"; break;
-		case '\b': esc = "\\b"; break;
-		case '\f': esc = "\\f"; break;
-		case '\n': esc = "\\n"; break;
-		case '\r': esc = "\\r"; break;
-		case '\t': esc = "\\t"; break;
-		default:
-			if (c < 0x20) {
-				memcpy(u, "\\u00", 4);
-				u[4] = hex[c >> 4];
-				u[5] = hex[c & 15];
-				u[6] = '\0';
-				esc = u;
-			}
-		}
-		if (!esc)
-			continue;
-		apsim_sb_put(b, s + run, i - run);
-		apsim_sb_puts(b, esc);
-		run = i + 1;
-	}
-	apsim_sb_put(b, s + run, n - run);
-	apsim_sb_put(b, "\"", 1);
-}
 
 /* ---- syntax ---- */
 
@@ -205,11 +118,11 @@ static int cmp_kv_ptr(const void *a, const void *b)
 	return strcmp(x->key, y->key);
 }
 
-static void sb_len_str(apsim_sb *b, const char *s, size_t n)
+static void sb_len_str(fmt_sb *b, const char *s, size_t n)
 {
-	apsim_sb_u64(b, n);
-	apsim_sb_put(b, ":", 1);
-	apsim_sb_put(b, s, n);
+	fmt_sb_u64(b, n);
+	fmt_sb_put(b, ":", 1);
+	fmt_sb_put(b, s, n);
 }
 
 fmt_kind apsim_build_table(const apsim_kv *kv, size_t n_kv, const fmt_tensor *const *tensors,
@@ -223,35 +136,35 @@ fmt_kind apsim_build_table(const apsim_kv *kv, size_t n_kv, const fmt_tensor *co
 		if (strcmp(kv[i].key, "sha256") != 0 && strcmp(kv[i].key, "signature") != 0)
 			sorted[n++] = &kv[i];
 	qsort(sorted, n, sizeof *sorted, cmp_kv_ptr);
-	apsim_sb b = { 0 };
-	apsim_sb_puts(&b, "APSI-TABLE/1\n");
+	fmt_sb b = { 0 };
+	fmt_sb_puts(&b, "APSI-TABLE/1\n");
 	for (size_t i = 0; i < n; i++) {
-		apsim_sb_puts(&b, "M ");
+		fmt_sb_puts(&b, "M ");
 		sb_len_str(&b, sorted[i]->key, strlen(sorted[i]->key));
-		apsim_sb_put(&b, " ", 1);
+		fmt_sb_put(&b, " ", 1);
 		sb_len_str(&b, sorted[i]->val, sorted[i]->val_len);
-		apsim_sb_put(&b, "\n", 1);
+		fmt_sb_put(&b, "\n", 1);
 	}
 	free(sorted);
 	for (size_t i = 0; i < n_t; i++) {
 		const fmt_tensor *t = tensors[i];
-		apsim_sb_puts(&b, "T ");
+		fmt_sb_puts(&b, "T ");
 		sb_len_str(&b, t->name, strlen(t->name));
-		apsim_sb_put(&b, " ", 1);
-		apsim_sb_puts(&b, fmt_dtype_name(t->dtype));
-		apsim_sb_puts(&b, " [");
+		fmt_sb_put(&b, " ", 1);
+		fmt_sb_puts(&b, fmt_dtype_name(t->dtype));
+		fmt_sb_puts(&b, " [");
 		for (int d = 0; d < t->ndim; d++) {
 			if (d)
-				apsim_sb_put(&b, ",", 1);
-			apsim_sb_u64(&b, t->shape[d]);
+				fmt_sb_put(&b, ",", 1);
+			fmt_sb_u64(&b, t->shape[d]);
 		}
-		apsim_sb_puts(&b, "] ");
-		apsim_sb_u64(&b, begins[i]);
-		apsim_sb_put(&b, " ", 1);
-		apsim_sb_u64(&b, begins[i] + t->nbytes);
-		apsim_sb_put(&b, "\n", 1);
+		fmt_sb_puts(&b, "] ");
+		fmt_sb_u64(&b, begins[i]);
+		fmt_sb_put(&b, " ", 1);
+		fmt_sb_u64(&b, begins[i] + t->nbytes);
+		fmt_sb_put(&b, "\n", 1);
 	}
-	apsim_sb_puts(&b, "END\n");
+	fmt_sb_puts(&b, "END\n");
 	if (b.oom) {
 		free(b.p);
 		return fmt_fail(e, FMT_IO, "out of memory building the canonical table");
@@ -320,16 +233,16 @@ fmt_kind apsim_file_digest(fmt_model *m, const apsim_file *f, char hex[FMT_SHA25
 
 /* ---- signatures (§6) ---- */
 
-static fmt_kind signed_input(const char *const *shas, size_t n, apsim_sb *b, fmt_err *e)
+static fmt_kind signed_input(const char *const *shas, size_t n, fmt_sb *b, fmt_err *e)
 {
-	apsim_sb_puts(b, "APSI-SIG/1\ncount ");
-	apsim_sb_u64(b, n);
-	apsim_sb_put(b, "\n", 1);
+	fmt_sb_puts(b, "APSI-SIG/1\ncount ");
+	fmt_sb_u64(b, n);
+	fmt_sb_put(b, "\n", 1);
 	for (size_t i = 0; i < n; i++) {
-		apsim_sb_u64(b, i + 1);
-		apsim_sb_put(b, " ", 1);
-		apsim_sb_puts(b, shas[i]);
-		apsim_sb_put(b, "\n", 1);
+		fmt_sb_u64(b, i + 1);
+		fmt_sb_put(b, " ", 1);
+		fmt_sb_puts(b, shas[i]);
+		fmt_sb_put(b, "\n", 1);
 	}
 	if (b->oom) {
 		free(b->p);
@@ -342,7 +255,7 @@ static fmt_kind signed_input(const char *const *shas, size_t n, apsim_sb *b, fmt
 static fmt_kind signature_mac(const fmt_hmac_key *key, const char *const *shas, size_t n,
 			      uint8_t mac[FMT_SHA256_LEN], fmt_err *e)
 {
-	apsim_sb b = { 0 };
+	fmt_sb b = { 0 };
 	fmt_kind k = signed_input(shas, n, &b, e);
 	if (k != FMT_OK)
 		return k;

@@ -3,6 +3,7 @@
 #define FMT_APSIM_INTERNAL_H
 
 #include <jansson.h>
+#include "fmt/strbuf.h"
 #include "fmt/apsim.h"
 
 #define APSIM_NM "'%.200s'"
@@ -10,18 +11,7 @@
 #define APSIM_QSCALE "__qscale"
 
 /* A growable string. */
-typedef struct apsim_sb {
-	char *p;
-	size_t len, cap;
-	int oom;
-} apsim_sb;
 
-void apsim_sb_put(apsim_sb *b, const char *s, size_t n);
-void apsim_sb_puts(apsim_sb *b, const char *s);
-void apsim_sb_u64(apsim_sb *b, uint64_t v);
-void apsim_sb_i64(apsim_sb *b, int64_t v);
-/* A JSON string with serde_json's escaping (specs/safetensors.md §6.3). */
-void apsim_sb_json_str(apsim_sb *b, const char *s, size_t n);
 
 /* One __metadata__ entry as stored. */
 typedef struct apsim_kv {
@@ -104,6 +94,6 @@ json_t *apsim_describe_common(const apsim_state *st);
 
 /* Single-file header: {"__metadata__":{kv sorted},tensors in the given order with offsets}. */
 fmt_kind apsim_header_json(const apsim_kv *kv, size_t n_kv, const fmt_tensor *const *tensors,
-			   const uint64_t *begins, size_t n_t, apsim_sb *out, fmt_err *e);
+			   const uint64_t *begins, size_t n_t, fmt_sb *out, fmt_err *e);
 
 #endif

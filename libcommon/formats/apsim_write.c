@@ -33,7 +33,7 @@
 
 /* ---- JSON values ---- */
 
-static void sb_real(apsim_sb *b, double v)
+static void sb_real(fmt_sb *b, double v)
 {
 	char tmp[40];
 	for (int p = 1; p <= 17; p++) {
@@ -41,28 +41,28 @@ static void sb_real(apsim_sb *b, double v)
 		if (strtod(tmp, NULL) == v)
 			break;
 	}
-	apsim_sb_puts(b, tmp);
+	fmt_sb_puts(b, tmp);
 	if (!strpbrk(tmp, ".eE"))
-		apsim_sb_puts(b, ".0");
+		fmt_sb_puts(b, ".0");
 }
 
-static fmt_kind sb_value(apsim_sb *b, const fmt_value *v, const char *key, int depth, fmt_err *e)
+static fmt_kind sb_value(fmt_sb *b, const fmt_value *v, const char *key, int depth, fmt_err *e)
 {
 	switch (v->type) {
 	case FMT_V_STR:
 		if (memchr(v->v.str.ptr, 0, v->v.str.len) || !fmt_utf8_valid(v->v.str.ptr, v->v.str.len))
 			return fmt_fail(e, FMT_UNSUPPORTED, "metadata " NM ": a string with a NUL byte or invalid UTF-8 cannot be stored",
 					key);
-		apsim_sb_json_str(b, v->v.str.ptr, v->v.str.len);
+		fmt_sb_json_str(b, v->v.str.ptr, v->v.str.len);
 		return FMT_OK;
 	case FMT_V_U8: case FMT_V_U16: case FMT_V_U32: case FMT_V_U64:
 		if (v->v.u > INT64_MAX)
 			return fmt_fail(e, FMT_UNSUPPORTED, "metadata " NM ": %llu is above 2^63-1, which .apsim readers cannot hold",
 					key, (unsigned long long)v->v.u);
-		apsim_sb_u64(b, v->v.u);
+		fmt_sb_u64(b, v->v.u);
 		return FMT_OK;
 	case FMT_V_I8: case FMT_V_I16: case FMT_V_I32: case FMT_V_I64:
-		apsim_sb_i64(b, v->v.i);
+		fmt_sb_i64(b, v->v.i);
 		return FMT_OK;
 	case FMT_V_F32: case FMT_V_F64:
 		if (!isfinite(v->v.f))
@@ -70,21 +70,21 @@ static fmt_kind sb_value(apsim_sb *b, const fmt_value *v, const char *key, int d
 		sb_real(b, v->v.f);
 		return FMT_OK;
 	case FMT_V_BOOL:
-		apsim_sb_puts(b, v->v.b ? "true" : "false");
+		fmt_sb_puts(b, v->v.b ? "true" : "false");
 		return FMT_OK;
 	case FMT_V_ARRAY:
 		if (depth >= APSIM_MAX_DEPTH)
 			return fmt_fail(e, FMT_UNSUPPORTED, "metadata " NM ": arrays nested deeper than %d levels", key,
 					APSIM_MAX_DEPTH - 1);
-		apsim_sb_put(b, "[", 1);
+		fmt_sb_put(b, "[", 1);
 		for (uint64_t i = 0; i < v->v.arr.count; i++) {
 			if (i)
-				apsim_sb_put(b, ",", 1);
+				fmt_sb_put(b, ",", 1);
 			fmt_kind k = sb_value(b, &v->v.arr.items[i], key, depth + 1, e);
 			if (k != FMT_OK)
 				return k;
 		}
-		apsim_sb_put(b, "]", 1);
+		fmt_sb_put(b, "]", 1);
 		return FMT_OK;
 	}
 	return fmt_fail(e, FMT_INTERNAL, "metadata " NM ": unknown value type", key);
@@ -95,7 +95,7 @@ static int cmp_meta_ptr(const void *a, const void *b)
 	return strcmp((*(const fmt_meta *const *)a)->key, (*(const fmt_meta *const *)b)->key);
 }
 
-static fmt_kind finish(apsim_sb *b, char **out, fmt_kind k, fmt_err *e)
+static fmt_kind finish(fmt_sb *b, char **out, fmt_kind k, fmt_err *e)
 {
 	if (k == FMT_OK && b->oom)
 		k = fmt_fail(e, FMT_IO, "out of memory");
@@ -115,9 +115,9 @@ static fmt_kind metadata_json(const fmt_model *m, char **out, fmt_err *e)
 	for (size_t i = 0; i < m->n_meta; i++)
 		md[i] = &m->meta[i];
 	qsort(md, m->n_meta, sizeof *md, cmp_meta_ptr);
-	apsim_sb b = { 0 };
+	fmt_sb b = { 0 };
 	fmt_kind k = FMT_OK;
-	apsim_sb_put(&b, "{", 1);
+	fmt_sb_put(&b, "{", 1);
 	for (size_t i = 0; i < m->n_meta && k == FMT_OK; i++) {
 		if (i && strcmp(md[i - 1]->key, md[i]->key) == 0) {
 			k = fmt_fail(e, FMT_INVALID_FORMAT, "duplicate metadata key " NM, md[i]->key);
@@ -128,25 +128,25 @@ static fmt_kind metadata_json(const fmt_model *m, char **out, fmt_err *e)
 			break;
 		}
 		if (i)
-			apsim_sb_put(&b, ",", 1);
-		apsim_sb_json_str(&b, md[i]->key, strlen(md[i]->key));
-		apsim_sb_put(&b, ":", 1);
+			fmt_sb_put(&b, ",", 1);
+		fmt_sb_json_str(&b, md[i]->key, strlen(md[i]->key));
+		fmt_sb_put(&b, ":", 1);
 		k = sb_value(&b, &md[i]->val, md[i]->key, 1, e);
 	}
-	apsim_sb_put(&b, "}", 1);
+	fmt_sb_put(&b, "}", 1);
 	free(md);
 	return finish(&b, out, k, e);
 }
 
-static void sb_dims(apsim_sb *b, const int8_t *dims)
+static void sb_dims(fmt_sb *b, const int8_t *dims)
 {
-	apsim_sb_put(b, "[", 1);
+	fmt_sb_put(b, "[", 1);
 	for (int i = 0; i < FMT_UNIT_DIMS; i++) {
 		if (i)
-			apsim_sb_put(b, ",", 1);
-		apsim_sb_i64(b, dims[i]);
+			fmt_sb_put(b, ",", 1);
+		fmt_sb_i64(b, dims[i]);
 	}
-	apsim_sb_put(b, "]", 1);
+	fmt_sb_put(b, "]", 1);
 }
 
 static int cmp_unit_ptr(const void *a, const void *b)
@@ -162,9 +162,9 @@ static fmt_kind units_json(const fmt_model *m, char **out, fmt_err *e)
 	for (size_t i = 0; i < m->n_units; i++)
 		u[i] = &m->units[i];
 	qsort(u, m->n_units, sizeof *u, cmp_unit_ptr);
-	apsim_sb b = { 0 };
+	fmt_sb b = { 0 };
 	fmt_kind k = FMT_OK;
-	apsim_sb_put(&b, "{", 1);
+	fmt_sb_put(&b, "{", 1);
 	for (size_t i = 0; i < m->n_units && k == FMT_OK; i++) {
 		if (i && strcmp(u[i - 1]->tensor, u[i]->tensor) == 0)
 			k = fmt_fail(e, FMT_INVALID_FORMAT, "two units for tensor " NM, u[i]->tensor);
@@ -174,48 +174,48 @@ static fmt_kind units_json(const fmt_model *m, char **out, fmt_err *e)
 		if (k != FMT_OK)
 			break;
 		if (i)
-			apsim_sb_put(&b, ",", 1);
-		apsim_sb_json_str(&b, u[i]->tensor, strlen(u[i]->tensor));
-		apsim_sb_put(&b, ":", 1);
+			fmt_sb_put(&b, ",", 1);
+		fmt_sb_json_str(&b, u[i]->tensor, strlen(u[i]->tensor));
+		fmt_sb_put(&b, ":", 1);
 		sb_dims(&b, u[i]->dims);
 	}
-	apsim_sb_put(&b, "}", 1);
+	fmt_sb_put(&b, "}", 1);
 	free(u);
 	return finish(&b, out, k, e);
 }
 
-static void sb_shape(apsim_sb *b, const uint64_t *shape, int nd)
+static void sb_shape(fmt_sb *b, const uint64_t *shape, int nd)
 {
-	apsim_sb_put(b, "[", 1);
+	fmt_sb_put(b, "[", 1);
 	for (int d = 0; d < nd; d++) {
 		if (d)
-			apsim_sb_put(b, ",", 1);
-		apsim_sb_u64(b, shape[d]);
+			fmt_sb_put(b, ",", 1);
+		fmt_sb_u64(b, shape[d]);
 	}
-	apsim_sb_put(b, "]", 1);
+	fmt_sb_put(b, "]", 1);
 }
 
-static void sb_descriptor(apsim_sb *b, const fmt_qtensor *q)
+static void sb_descriptor(fmt_sb *b, const fmt_qtensor *q)
 {
-	apsim_sb_puts(b, "{\"axis\":");
+	fmt_sb_puts(b, "{\"axis\":");
 	if (q->axis < 0)
-		apsim_sb_puts(b, "null");
+		fmt_sb_puts(b, "null");
 	else
-		apsim_sb_i64(b, q->axis);
-	apsim_sb_puts(b, ",\"format\":\"");
-	apsim_sb_puts(b, fmt_qformat_name(q->format));
-	apsim_sb_puts(b, "\",\"packing\":\"");
-	apsim_sb_puts(b, fmt_qformat_packing(q->format));
-	apsim_sb_puts(b, "\",\"scale_shape\":");
+		fmt_sb_i64(b, q->axis);
+	fmt_sb_puts(b, ",\"format\":\"");
+	fmt_sb_puts(b, fmt_qformat_name(q->format));
+	fmt_sb_puts(b, "\",\"packing\":\"");
+	fmt_sb_puts(b, fmt_qformat_packing(q->format));
+	fmt_sb_puts(b, "\",\"scale_shape\":");
 	sb_shape(b, q->scale_shape, q->format == FMT_Q_BF16 ? 0 : q->ndim);
-	apsim_sb_puts(b, ",\"shape\":");
+	fmt_sb_puts(b, ",\"shape\":");
 	sb_shape(b, q->shape, q->ndim);
-	apsim_sb_puts(b, ",\"unit\":");
+	fmt_sb_puts(b, ",\"unit\":");
 	if (q->has_unit)
 		sb_dims(b, q->unit);
 	else
-		apsim_sb_puts(b, "null");
-	apsim_sb_put(b, "}", 1);
+		fmt_sb_puts(b, "null");
+	fmt_sb_put(b, "}", 1);
 }
 
 static int cmp_q_ptr(const void *a, const void *b)
@@ -243,10 +243,10 @@ static fmt_kind qtensors_json(const fmt_model *m, const unsigned char *in_file, 
 	for (size_t i = 0; i < m->n_qtensors; i++)
 		q[i] = &m->qtensors[i];
 	qsort(q, m->n_qtensors, sizeof *q, cmp_q_ptr);
-	apsim_sb b = { 0 };
+	fmt_sb b = { 0 };
 	fmt_kind k = FMT_OK;
 	int first = 1;
-	apsim_sb_put(&b, "{", 1);
+	fmt_sb_put(&b, "{", 1);
 	for (size_t i = 0; i < m->n_qtensors && k == FMT_OK; i++) {
 		if (i && strcmp(q[i - 1]->name, q[i]->name) == 0) {
 			k = fmt_fail(e, FMT_INVALID_FORMAT, "two compressed-tensor descriptors for " NM, q[i]->name);
@@ -263,13 +263,13 @@ static fmt_kind qtensors_json(const fmt_model *m, const unsigned char *in_file, 
 		if (k != FMT_OK || (in_file && !in_file[codes - m->tensors]))
 			continue;
 		if (!first)
-			apsim_sb_put(&b, ",", 1);
+			fmt_sb_put(&b, ",", 1);
 		first = 0;
-		apsim_sb_json_str(&b, q[i]->name, strlen(q[i]->name));
-		apsim_sb_put(&b, ":", 1);
+		fmt_sb_json_str(&b, q[i]->name, strlen(q[i]->name));
+		fmt_sb_put(&b, ":", 1);
 		sb_descriptor(&b, q[i]);
 	}
-	apsim_sb_put(&b, "}", 1);
+	fmt_sb_put(&b, "}", 1);
 	free(q);
 	return finish(&b, out, k, e);
 }
@@ -282,50 +282,50 @@ static int cmp_kv(const void *a, const void *b)
 }
 
 fmt_kind apsim_header_json(const apsim_kv *kv, size_t n_kv, const fmt_tensor *const *tensors,
-			   const uint64_t *begins, size_t n_t, apsim_sb *b, fmt_err *e)
+			   const uint64_t *begins, size_t n_t, fmt_sb *b, fmt_err *e)
 {
 	apsim_kv *sorted = malloc((n_kv ? n_kv : 1) * sizeof *sorted);
 	if (!sorted)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	memcpy(sorted, kv, n_kv * sizeof *kv);
 	qsort(sorted, n_kv, sizeof *sorted, cmp_kv);
-	apsim_sb_puts(b, "{\"__metadata__\":{");
+	fmt_sb_puts(b, "{\"__metadata__\":{");
 	for (size_t i = 0; i < n_kv; i++) {
 		if (i)
-			apsim_sb_put(b, ",", 1);
-		apsim_sb_json_str(b, sorted[i].key, strlen(sorted[i].key));
-		apsim_sb_put(b, ":", 1);
-		apsim_sb_json_str(b, sorted[i].val, sorted[i].val_len);
+			fmt_sb_put(b, ",", 1);
+		fmt_sb_json_str(b, sorted[i].key, strlen(sorted[i].key));
+		fmt_sb_put(b, ":", 1);
+		fmt_sb_json_str(b, sorted[i].val, sorted[i].val_len);
 	}
-	apsim_sb_put(b, "}", 1);
+	fmt_sb_put(b, "}", 1);
 	free(sorted);
 	for (size_t i = 0; i < n_t; i++) {
 		const fmt_tensor *t = tensors[i];
-		apsim_sb_put(b, ",", 1);
-		apsim_sb_json_str(b, t->name, strlen(t->name));
-		apsim_sb_puts(b, ":{\"dtype\":\"");
-		apsim_sb_puts(b, fmt_dtype_name(t->dtype));
-		apsim_sb_puts(b, "\",\"shape\":");
+		fmt_sb_put(b, ",", 1);
+		fmt_sb_json_str(b, t->name, strlen(t->name));
+		fmt_sb_puts(b, ":{\"dtype\":\"");
+		fmt_sb_puts(b, fmt_dtype_name(t->dtype));
+		fmt_sb_puts(b, "\",\"shape\":");
 		sb_shape(b, t->shape, t->ndim);
-		apsim_sb_puts(b, ",\"data_offsets\":[");
-		apsim_sb_u64(b, begins[i]);
-		apsim_sb_put(b, ",", 1);
-		apsim_sb_u64(b, begins[i] + t->nbytes);
-		apsim_sb_puts(b, "]}");
+		fmt_sb_puts(b, ",\"data_offsets\":[");
+		fmt_sb_u64(b, begins[i]);
+		fmt_sb_put(b, ",", 1);
+		fmt_sb_u64(b, begins[i] + t->nbytes);
+		fmt_sb_puts(b, "]}");
 	}
-	apsim_sb_put(b, "}", 1);
+	fmt_sb_put(b, "}", 1);
 	return b->oom ? fmt_fail(e, FMT_IO, "out of memory building the header") : FMT_OK;
 }
 
 /* 8-byte length + header padded with spaces to a multiple of 8. */
 static fmt_kind padded_header(const apsim_kv *kv, size_t n_kv, const fmt_tensor *const *ts,
-			      const uint64_t *begins, size_t n_t, apsim_sb *out, fmt_err *e)
+			      const uint64_t *begins, size_t n_t, fmt_sb *out, fmt_err *e)
 {
-	apsim_sb b = { 0 };
-	apsim_sb_put(&b, "\0\0\0\0\0\0\0\0", 8);
+	fmt_sb b = { 0 };
+	fmt_sb_put(&b, "\0\0\0\0\0\0\0\0", 8);
 	fmt_kind k = apsim_header_json(kv, n_kv, ts, begins, n_t, &b, e);
 	while (k == FMT_OK && !b.oom && (b.len - 8) % 8 != 0)
-		apsim_sb_put(&b, " ", 1);
+		fmt_sb_put(&b, " ", 1);
 	if (k == FMT_OK && b.oom)
 		k = fmt_fail(e, FMT_IO, "out of memory");
 	if (k == FMT_OK && b.len - 8 > FMT_ST_HEADER_MAX)
@@ -397,7 +397,7 @@ static fmt_kind stream_all(const wfile *w, fmt_sha256 *h, fmt_sink *k, fmt_err *
 }
 
 /* The header with these sha256 and signature values. */
-static fmt_kind header_with(const wfile *w, const char *sha, const char *sig, apsim_sb *out, fmt_err *e)
+static fmt_kind header_with(const wfile *w, const char *sha, const char *sig, fmt_sb *out, fmt_err *e)
 {
 	apsim_kv kv[14];
 	size_t n = w->n_kv;
@@ -441,7 +441,7 @@ static fmt_kind write_file(const wfile *w, fmt_sink *k, char sha[FMT_SHA256_HEX 
 		snprintf(sig, sizeof sig, "hmac-sha256:%s:%s", w->sign_key->id, zeros);
 		sigp = sig;
 	}
-	apsim_sb placeholder = { 0 }, real = { 0 };
+	fmt_sb placeholder = { 0 }, real = { 0 };
 	fmt_kind r = header_with(w, zeros, sigp, &placeholder, e);
 	if (r == FMT_OK && !k->is_stdout)
 		r = fmt_sink_write(k, placeholder.p, placeholder.len, e);
@@ -575,18 +575,18 @@ static int cmp_pair(const void *x, const void *y)
 	return strcmp(((const name_pair *)x)->a, ((const name_pair *)y)->a);
 }
 
-static void sb_pairs(apsim_sb *b, name_pair *p, size_t n)
+static void sb_pairs(fmt_sb *b, name_pair *p, size_t n)
 {
 	qsort(p, n, sizeof *p, cmp_pair);
-	apsim_sb_put(b, "{", 1);
+	fmt_sb_put(b, "{", 1);
 	for (size_t i = 0; i < n; i++) {
 		if (i)
-			apsim_sb_put(b, ",", 1);
-		apsim_sb_json_str(b, p[i].a, strlen(p[i].a));
-		apsim_sb_put(b, ":", 1);
-		apsim_sb_json_str(b, p[i].b, strlen(p[i].b));
+			fmt_sb_put(b, ",", 1);
+		fmt_sb_json_str(b, p[i].a, strlen(p[i].a));
+		fmt_sb_put(b, ":", 1);
+		fmt_sb_json_str(b, p[i].b, strlen(p[i].b));
 	}
-	apsim_sb_put(b, "}", 1);
+	fmt_sb_put(b, "}", 1);
 }
 
 /* Index JSON (§7, compact, sorted, final newline) written atomically to path. */
@@ -598,22 +598,22 @@ static fmt_kind write_index(const char *path, unsigned flags, char *const *files
 	name_pair *p = malloc(((n_files > n_t ? n_files : n_t) + 1) * sizeof *p);
 	if (!p)
 		return fmt_fail(e, FMT_IO, "out of memory");
-	apsim_sb b = { 0 };
-	apsim_sb_puts(&b, "{\"metadata\":{\"format\":\"apsi-model\",\"shard_sha256\":");
+	fmt_sb b = { 0 };
+	fmt_sb_puts(&b, "{\"metadata\":{\"format\":\"apsi-model\",\"shard_sha256\":");
 	for (size_t i = 0; i < n_files; i++)
 		p[i] = (name_pair){ files[i], shas[i] };
 	sb_pairs(&b, p, n_files);
 	if (signature) {
-		apsim_sb_puts(&b, ",\"signature\":");
-		apsim_sb_json_str(&b, signature, strlen(signature));
+		fmt_sb_puts(&b, ",\"signature\":");
+		fmt_sb_json_str(&b, signature, strlen(signature));
 	}
-	apsim_sb_puts(&b, ",\"total_size\":");
-	apsim_sb_u64(&b, total);
-	apsim_sb_puts(&b, "},\"weight_map\":");
+	fmt_sb_puts(&b, ",\"total_size\":");
+	fmt_sb_u64(&b, total);
+	fmt_sb_puts(&b, "},\"weight_map\":");
 	for (size_t i = 0; i < n_t; i++)
 		p[i] = (name_pair){ tensors[i], tensor_files[i] };
 	sb_pairs(&b, p, n_t);
-	apsim_sb_puts(&b, "}\n");
+	fmt_sb_puts(&b, "}\n");
 	free(p);
 	fmt_kind r = b.oom ? fmt_fail(e, FMT_IO, "out of memory") : FMT_OK;
 	fmt_sink k;
@@ -891,7 +891,7 @@ static fmt_kind resign_file(fmt_model *m, const fmt_hmac_key *key, fmt_err *e)
 	const fmt_tensor **ts = malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *ts);
 	uint64_t *begins = malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *begins);
 	uint8_t *buf = malloc(STREAM_CHUNK);
-	apsim_sb head = { 0 };
+	fmt_sb head = { 0 };
 	size_t n = 0;
 	if (!kv || !ts || !begins || !buf)
 		r = fmt_fail(e, FMT_IO, "out of memory");

@@ -27,6 +27,7 @@
 #include "fmt/dtype.h"
 #include "fmt/out.h"
 #include "fmt/safetensors.h"
+#include "fmt/strbuf.h"
 
 /* Names from files are cut in messages (the message buffer is bounded; the tool escapes). */
 #define NM "'%.200s'"
@@ -489,91 +490,6 @@ uint64_t fmt_st_header_len(const fmt_model *m)
 
 /* ---- writer ---- */
 
-typedef struct sbuf {
-	char *p;
-	size_t len, cap;
-	int oom;
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n)
-{
-	if (b->oom)
-		return;
-	if (n > SIZE_MAX - b->len - 1) {
-		b->oom = 1;
-		return;
-	}
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap < b->len + n + 1) {
-			if (cap > SIZE_MAX / 2) {
-				b->oom = 1;
-				return;
-			}
-			cap *= 2;
-		}
-		char *p = realloc(b->p, cap);
-		if (!p) {
-			b->oom = 1;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void sb_puts(sbuf *b, const char *s)
-{
-	sb_put(b, s, strlen(s));
-}
-
-static void sb_u64(sbuf *b, uint64_t v)
-{
-	char tmp[24];
-	int n = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)v);
-	sb_put(b, tmp, (size_t)n);
-}
-
-/* serde_json's string escaping (§6.3): the short escapes it knows, \u00xx (lower-case hex)
- * for other controls, everything else raw. */
-static void sb_json_str(sbuf *b, const char *s, size_t n)
-{
-	static const char hex[] = "0123456789abcdef";
-	sb_put(b, "\"", 1);
-	size_t run = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		const char *esc = NULL;
-		char u[7];
-		switch (c) {
-		case '"': esc = "\\\""; break;
-		case '\\': esc = "\\\\"; break;
-		case '\b': esc = "\\b"; break;
-		case '\f': esc = "\\f"; break;
-		case '\n': esc = "\\n"; break;
-		case '\r': esc = "\\r"; break;
-		case '\t': esc = "\\t"; break;
-		default:
-			if (c < 0x20) {
-				memcpy(u, "\\u00", 4);
-				u[4] = hex[c >> 4];
-				u[5] = hex[c & 15];
-				u[6] = '\0';
-				esc = u;
-			}
-		}
-		if (!esc)
-			continue;
-		sb_put(b, s + run, i - run);
-		sb_puts(b, esc);
-		run = i + 1;
-	}
-	sb_put(b, s + run, n - run);
-	sb_put(b, "\"", 1);
-}
 
 /* Sorting works on arrays of pointers into the model (qsort has no context argument). */
 static int cmp_write_order(const void *pa, const void *pb)
@@ -691,26 +607,26 @@ static fmt_kind string_meta(const fmt_model *m, const fmt_meta ***out, size_t *n
 	return FMT_OK;
 }
 
-static void sb_tensor(sbuf *b, const fmt_tensor *t, uint64_t begin)
+static void sb_tensor(fmt_sb *b, const fmt_tensor *t, uint64_t begin)
 {
-	sb_json_str(b, t->name, strlen(t->name));
-	sb_puts(b, ":{\"dtype\":\"");
-	sb_puts(b, fmt_dtype_name(t->dtype));
-	sb_puts(b, "\",\"shape\":[");
+	fmt_sb_json_str(b, t->name, strlen(t->name));
+	fmt_sb_puts(b, ":{\"dtype\":\"");
+	fmt_sb_puts(b, fmt_dtype_name(t->dtype));
+	fmt_sb_puts(b, "\",\"shape\":[");
 	for (int d = 0; d < t->ndim; d++) {
 		if (d)
-			sb_put(b, ",", 1);
-		sb_u64(b, t->shape[d]);
+			fmt_sb_put(b, ",", 1);
+		fmt_sb_u64(b, t->shape[d]);
 	}
-	sb_puts(b, "],\"data_offsets\":[");
-	sb_u64(b, begin);
-	sb_put(b, ",", 1);
-	sb_u64(b, begin + t->nbytes);
-	sb_puts(b, "]}");
+	fmt_sb_puts(b, "],\"data_offsets\":[");
+	fmt_sb_u64(b, begin);
+	fmt_sb_put(b, ",", 1);
+	fmt_sb_u64(b, begin + t->nbytes);
+	fmt_sb_puts(b, "]}");
 }
 
 /* The compact header JSON (§6.2) for the tensors in order. */
-static fmt_kind build_header(const fmt_model *m, const size_t *order, sbuf *b, size_t *skipped,
+static fmt_kind build_header(const fmt_model *m, const size_t *order, fmt_sb *b, size_t *skipped,
 			     fmt_err *e)
 {
 	const fmt_meta **meta = NULL;
@@ -719,18 +635,18 @@ static fmt_kind build_header(const fmt_model *m, const size_t *order, sbuf *b, s
 	if (k != FMT_OK)
 		return k;
 	int first = 1;
-	sb_put(b, "{", 1);
+	fmt_sb_put(b, "{", 1);
 	if (n_meta) {
-		sb_puts(b, "\"__metadata__\":{");
+		fmt_sb_puts(b, "\"__metadata__\":{");
 		for (size_t i = 0; i < n_meta; i++) {
 			const fmt_meta *md = meta[i];
 			if (i)
-				sb_put(b, ",", 1);
-			sb_json_str(b, md->key, strlen(md->key));
-			sb_put(b, ":", 1);
-			sb_json_str(b, md->val.v.str.ptr, md->val.v.str.len);
+				fmt_sb_put(b, ",", 1);
+			fmt_sb_json_str(b, md->key, strlen(md->key));
+			fmt_sb_put(b, ":", 1);
+			fmt_sb_json_str(b, md->val.v.str.ptr, md->val.v.str.len);
 		}
-		sb_put(b, "}", 1);
+		fmt_sb_put(b, "}", 1);
 		first = 0;
 	}
 	free(meta);
@@ -738,13 +654,13 @@ static fmt_kind build_header(const fmt_model *m, const size_t *order, sbuf *b, s
 	for (size_t i = 0; i < m->n_tensors; i++) {
 		const fmt_tensor *t = &m->tensors[order[i]];
 		if (!first)
-			sb_put(b, ",", 1);
+			fmt_sb_put(b, ",", 1);
 		first = 0;
 		sb_tensor(b, t, offset);
 		if (fmt_add_u64(offset, t->nbytes, &offset))
 			return fmt_fail(e, FMT_UNSUPPORTED, "total tensor size overflows 64 bits");
 	}
-	sb_put(b, "}", 1);
+	fmt_sb_put(b, "}", 1);
 	if (b->oom)
 		return fmt_fail(e, FMT_IO, "out of memory building the safetensors header");
 	return FMT_OK;
@@ -753,7 +669,7 @@ static fmt_kind build_header(const fmt_model *m, const size_t *order, sbuf *b, s
 fmt_kind fmt_st_header_json(const fmt_model *m, char **json, size_t *len, fmt_err *e)
 {
 	size_t *order = NULL, skipped;
-	sbuf b = { 0 };
+	fmt_sb b = { 0 };
 	fmt_kind k = fmt_st_tensor_order(m, &order, e);
 	if (k != FMT_OK)
 		return k;
@@ -781,7 +697,7 @@ static fmt_kind write_tensors(const fmt_model *m, const size_t *order, fmt_sink 
 fmt_kind fmt_st_write_ex(const fmt_model *m, fmt_sink *k, size_t *skipped_meta, fmt_err *e)
 {
 	size_t *order = NULL, skipped = 0;
-	sbuf b = { 0 };
+	fmt_sb b = { 0 };
 	fmt_kind r = fmt_st_tensor_order(m, &order, e);
 	if (r != FMT_OK)
 		return r;
@@ -794,7 +710,7 @@ fmt_kind fmt_st_write_ex(const fmt_model *m, fmt_sink *k, size_t *skipped_meta, 
 		uint8_t len_le[8];
 		fmt_wr_u64(len_le, padded);
 		while (b.len < padded)
-			sb_put(&b, " ", 1);
+			fmt_sb_put(&b, " ", 1);
 		r = b.oom ? fmt_fail(e, FMT_IO, "out of memory") : fmt_sink_write(k, len_le, 8, e);
 	}
 	if (r == FMT_OK)

@@ -1,0 +1,98 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/strbuf.h"
+
+void fmt_sb_put(fmt_sb *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (n > SIZE_MAX - b->len - 1) {
+		b->oom = 1;
+		return;
+	}
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->len + n + 1) {
+			if (cap > SIZE_MAX / 2) {
+				b->oom = 1;
+				return;
+			}
+			cap *= 2;
+		}
+		char *p = realloc(b->p, cap);
+		if (!p) {
+			b->oom = 1;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	if (n)
+		memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+void fmt_sb_puts(fmt_sb *b, const char *s)
+{
+	fmt_sb_put(b, s, strlen(s));
+}
+
+void fmt_sb_u64(fmt_sb *b, uint64_t v)
+{
+	char tmp[24];
+	int n = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)v);
+	fmt_sb_put(b, tmp, (size_t)n);
+}
+
+void fmt_sb_i64(fmt_sb *b, int64_t v)
+{
+	char tmp[24];
+	int n = snprintf(tmp, sizeof tmp, "%lld", (long long)v);
+	fmt_sb_put(b, tmp, (size_t)n);
+}
+
+/* serde_json's string escaping (specs/safetensors.md §6.3): the short escapes it knows, \u00xx
+ * (lower-case hex) for other controls, everything else raw. */
+void fmt_sb_json_str(fmt_sb *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	fmt_sb_put(b, "\"", 1);
+	size_t run = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		const char *esc = NULL;
+		char u[7];
+		switch (c) {
+		case '"': esc = "\\\""; break;
+		case '\\': esc = "\\\\"; break;
+		case '\b': esc = "\\b"; break;
+		case '\f': esc = "\\f"; break;
+		case '\n': esc = "\\n"; break;
+		case '\r': esc = "\\r"; break;
+		case '\t': esc = "\\t"; break;
+		default:
+			if (c < 0x20) {
+				memcpy(u, "\\u00", 4);
+				u[4] = hex[c >> 4];
+				u[5] = hex[c & 15];
+				u[6] = '\0';
+				esc = u;
+			}
+		}
+		if (!esc)
+			continue;
+		fmt_sb_put(b, s + run, i - run);
+		fmt_sb_puts(b, esc);
+		run = i + 1;
+	}
+	fmt_sb_put(b, s + run, n - run);
+	fmt_sb_put(b, "\"", 1);
+}
+
+void fmt_sb_free(fmt_sb *b)
+{
+	free(b->p);
+	memset(b, 0, sizeof *b);
+}
