@@ -238,6 +238,12 @@ void fmt_report_error(FILE *f, const char *tool, const char *file, const fmt_err
 	json_decref(o);
 }
 
+int fmt_report_usage(FILE *f, const char *tool, const char *msg)
+{
+	fprintf(f, "%s: error: %s\nTry '%s --help'.\n", tool, msg, tool);
+	return FMT_USAGE;
+}
+
 void fmt_report_warning(FILE *f, const char *tool, const char *format, ...)
 {
 	char msg[FMT_ERR_MSG_MAX];

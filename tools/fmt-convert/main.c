@@ -55,9 +55,7 @@ static void usage(FILE *f)
 }
 
 static const struct option long_opts[] = {
-	{ "json", no_argument, NULL, 'j' }, { "quiet", no_argument, NULL, 'q' },
-	{ "verbose", no_argument, NULL, 'v' }, { "no-progress", no_argument, NULL, FMT_OPT_NO_PROGRESS },
-	{ "help", no_argument, NULL, 'h' }, { "version", no_argument, NULL, FMT_OPT_VERSION },
+	FMT_COMMON_LONG_OPTIONS,
 	{ "threads", required_argument, NULL, 'T' }, { "force", no_argument, NULL, 'f' },
 	{ "to", required_argument, NULL, OPT_TO }, { "dtype", required_argument, NULL, OPT_DTYPE },
 	{ "arch", required_argument, NULL, OPT_ARCH }, { "set", required_argument, NULL, OPT_SET },
@@ -70,8 +68,7 @@ static const struct option long_opts[] = {
 
 static int usage_error(const char *msg)
 {
-	fprintf(stderr, TOOL ": error: %s\nTry '" TOOL " --help'.\n", msg);
-	return FMT_USAGE;
+	return fmt_report_usage(stderr, TOOL, msg);
 }
 
 static int push(const char **list, size_t *n, const char *item)

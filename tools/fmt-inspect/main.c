@@ -41,12 +41,7 @@ static void usage(FILE *f)
 }
 
 static const struct option long_opts[] = {
-	{ "json", no_argument, NULL, 'j' },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "no-progress", no_argument, NULL, FMT_OPT_NO_PROGRESS },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, FMT_OPT_VERSION },
+	FMT_COMMON_LONG_OPTIONS,
 	{ "tensors", no_argument, NULL, OPT_TENSORS },
 	{ "metadata", no_argument, NULL, OPT_METADATA },
 	{ "tree", no_argument, NULL, OPT_TREE },
@@ -59,9 +54,7 @@ static const struct option long_opts[] = {
 
 static int usage_error(const char *msg)
 {
-	fprintf(stderr, TOOL ": error: %s\n", msg);
-	fprintf(stderr, "Try '" TOOL " --help'.\n");
-	return FMT_USAGE;
+	return fmt_report_usage(stderr, TOOL, msg);
 }
 
 static fmt_kind inspect_file(const char *path, const fmt_driver *forced, const inspect_opts *o,

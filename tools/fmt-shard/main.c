@@ -47,9 +47,7 @@ static void usage(FILE *f)
 }
 
 static const struct option long_opts[] = {
-	{ "json", no_argument, NULL, 'j' }, { "quiet", no_argument, NULL, 'q' },
-	{ "verbose", no_argument, NULL, 'v' }, { "no-progress", no_argument, NULL, FMT_OPT_NO_PROGRESS },
-	{ "help", no_argument, NULL, 'h' }, { "version", no_argument, NULL, FMT_OPT_VERSION },
+	FMT_COMMON_LONG_OPTIONS,
 	{ "threads", required_argument, NULL, 'T' }, { "force", no_argument, NULL, 'f' },
 	{ "output", required_argument, NULL, 'o' }, { "directory", required_argument, NULL, 'C' },
 	{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
@@ -73,8 +71,7 @@ static const struct {
 
 static int usage_error(const char *msg)
 {
-	fprintf(stderr, TOOL ": error: %s\nTry '" TOOL " --help'.\n", msg);
-	return FMT_USAGE;
+	return fmt_report_usage(stderr, TOOL, msg);
 }
 
 /* Parse a tool option into o; returns the B_ bit it sets, 0 for one every subcommand takes,

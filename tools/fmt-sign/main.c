@@ -44,12 +44,7 @@ static void usage(FILE *f)
 }
 
 static const struct option long_opts[] = {
-	{ "json", no_argument, NULL, 'j' },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "no-progress", no_argument, NULL, FMT_OPT_NO_PROGRESS },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, FMT_OPT_VERSION },
+	FMT_COMMON_LONG_OPTIONS,
 	{ "threads", required_argument, NULL, 'T' },
 	{ "hmac", no_argument, NULL, OPT_HMAC },
 	{ "force", no_argument, NULL, 'f' },
@@ -63,9 +58,7 @@ static const struct option long_opts[] = {
 
 static int usage_error(const char *msg)
 {
-	fprintf(stderr, TOOL ": error: %s\n", msg);
-	fprintf(stderr, "Try '" TOOL " --help'.\n");
-	return FMT_USAGE;
+	return fmt_report_usage(stderr, TOOL, msg);
 }
 
 /* Parse every option wherever it stands; the positional words are left in argv[optind..]. */

@@ -43,12 +43,7 @@ static void usage(FILE *f)
 }
 
 static const struct option long_opts[] = {
-	{ "json", no_argument, NULL, 'j' },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "no-progress", no_argument, NULL, FMT_OPT_NO_PROGRESS },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, FMT_OPT_VERSION },
+	FMT_COMMON_LONG_OPTIONS,
 	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "threads", required_argument, NULL, 'T' },
 	FMT_KEY_LONG_OPTIONS,
@@ -57,9 +52,7 @@ static const struct option long_opts[] = {
 
 static int usage_error(const char *msg)
 {
-	fprintf(stderr, TOOL ": error: %s\n", msg);
-	fprintf(stderr, "Try '" TOOL " --help'.\n");
-	return FMT_USAGE;
+	return fmt_report_usage(stderr, TOOL, msg);
 }
 
 /* A tar bundle (fmt-shard pack): its manifest and every member's digest, without extracting. */

@@ -26,6 +26,15 @@ enum {
 	FMT_OPT_FIRST_TOOL_OPTION = 0x1100
 };
 
+/* The options every tool has (CONVENTIONS.md), to start a tool's getopt_long table. */
+#define FMT_COMMON_LONG_OPTIONS                                                     \
+	{ "json", no_argument, NULL, 'j' },                                         \
+	{ "quiet", no_argument, NULL, 'q' },                                        \
+	{ "verbose", no_argument, NULL, 'v' },                                      \
+	{ "no-progress", no_argument, NULL, FMT_OPT_NO_PROGRESS },                  \
+	{ "help", no_argument, NULL, 'h' },                                         \
+	{ "version", no_argument, NULL, FMT_OPT_VERSION }
+
 /* The key options (fmt/crypto.h fmt_key_opts), to put in a tool's getopt_long table. */
 #define FMT_KEY_LONG_OPTIONS                                                        \
 	{ "hmac-key", no_argument, NULL, FMT_OPT_HMAC_KEY },                        \

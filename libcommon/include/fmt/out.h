@@ -37,6 +37,8 @@ int fmt_json_line(FILE *f, json_t *obj);
 /* The error report of CONVENTIONS.md: "TOOL: error: FILE: message" on f, and with json also
  * {"tool","file","error","exit","message"} as one line. file may be NULL. */
 void fmt_report_error(FILE *f, const char *tool, const char *file, const fmt_err *e, int json);
+/* A command-line mistake: "TOOL: error: MSG" and "Try 'TOOL --help'." on f; returns FMT_USAGE. */
+int fmt_report_usage(FILE *f, const char *tool, const char *msg);
 void fmt_report_warning(FILE *f, const char *tool, const char *format, ...)
 	__attribute__((format(printf, 3, 4)));
 
