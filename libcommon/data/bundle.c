@@ -821,3 +821,12 @@ fmt_kind fmt_bundle_pack(const char *set_path, const char *bundle_path, unsigned
 		fmt_bundle_info_free(&b);
 	return k;
 }
+
+const char *fmt_bundle_entry(const fmt_bundle_info *b)
+{
+	const fmt_driver *d = b->format ? fmt_driver_by_name(b->format) : NULL;
+	for (size_t i = 0; d && i < b->n_members; i++)
+		if (fmt_driver_by_extension(b->members[i].name) == d)
+			return b->members[i].name;
+	return NULL;
+}

@@ -55,21 +55,6 @@ static int usage_error(const char *msg)
 	return fmt_report_usage(stderr, TOOL, msg);
 }
 
-/* A tar bundle (fmt-shard pack): its manifest and every member's digest, without extracting. */
-static fmt_kind verify_bundle(const char *path, const fmt_common_opts *o)
-{
-	fmt_bundle_info b = { 0 };
-	fmt_err e;
-	fmt_err_clear(&e);
-	fmt_kind k = fmt_bundle_verify(path, &b, &e);
-	if (k == FMT_OK && !o->quiet)
-		report_bundle_ok(path, &b, o);
-	if (k != FMT_OK)
-		report_failure(path, &e, o);
-	fmt_bundle_info_free(&b);
-	return k;
-}
-
 static fmt_kind verify_file(const char *path, const fmt_driver *forced, const fmt_verify_opts *vo,
 			    const fmt_common_opts *o)
 {
@@ -128,7 +113,7 @@ int main(int argc, char **argv)
 	int status = 0;
 	for (int i = optind; i < argc; i++) {
 		int is_bundle = !forced && fmt_bundle_probe(argv[i]);
-		int code = fmt_kind_exit(is_bundle ? verify_bundle(argv[i], &common)
+		int code = fmt_kind_exit(is_bundle ? verify_bundle(argv[i], &vo, &common)
 						   : verify_file(argv[i], forced, &vo, &common));
 		if (code > status)
 			status = code;

@@ -5,11 +5,15 @@
 #include "fmt/bundle.h"
 #include "fmt/cli.h"
 #include "fmt/model.h"
+#include "fmt/registry.h"
 
 #define TOOL "fmt-verify"
 
 void report_ok(const fmt_model *m, const fmt_common_opts *o);
 void report_failure(const char *path, const fmt_err *e, const fmt_common_opts *o);
 void report_bundle_ok(const char *path, const fmt_bundle_info *b, const fmt_common_opts *o);
+
+/* A bundle: the manifest and member digests; with vo->key also the set's signature. */
+fmt_kind verify_bundle(const char *path, const fmt_verify_opts *vo, const fmt_common_opts *o);
 
 #endif

@@ -38,6 +38,10 @@ typedef struct fmt_bundle_info {
 
 void fmt_bundle_info_free(fmt_bundle_info *b);
 
+/* The member a tool opens to get the whole set: the one whose name the manifest's format
+ * answers to (the index, or the first GGUF shard: members are sorted), or NULL. */
+const char *fmt_bundle_entry(const fmt_bundle_info *b);
+
 /* 1 if path looks like a bundle: a tar ("ustar" at offset 257) whose first member is
  * MANIFEST.json, or a zstd frame (28 B5 2F FD) whose decompressed tar starts with it. 0 for
  * anything else, including unreadable files. Reads only the first block. */
