@@ -167,36 +167,57 @@ fmt_kind fmt_source_view(fmt_source *s, uint64_t off, uint64_t n, const uint8_t 
 	return FMT_OK;
 }
 
+fmt_kind fmt_source_read_text(fmt_source *s, size_t max, char **text, fmt_err *e)
+{
+	if (s->size > max)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "file is %llu bytes, more than the %zu-byte limit",
+				(unsigned long long)s->size, max);
+	char *buf = malloc((size_t)s->size + 1);
+	if (!buf)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	fmt_kind k = fmt_source_read(s, 0, buf, (size_t)s->size, e);
+	if (k != FMT_OK) {
+		free(buf);
+		return k;
+	}
+	buf[s->size] = '\0';
+	*text = buf;
+	return FMT_OK;
+}
+
 fmt_kind fmt_read_file(const char *path, size_t max, char **out, size_t *len, fmt_err *e)
 {
 	fmt_source s;
 	fmt_kind k = fmt_source_open(&s, path, e);
 	if (k != FMT_OK)
 		return k;
-	if (s.size > max) {
+	k = fmt_source_read_text(&s, max, out, e);
+	if (k == FMT_OK)
+		*len = (size_t)s.size;
+	else
 		fmt_err_file(e, path);
-		k = fmt_fail(e, FMT_INVALID_FORMAT, "file is %llu bytes, more than the %zu-byte limit",
-			     (unsigned long long)s.size, max);
-		fmt_source_close(&s);
-		return k;
-	}
-	char *buf = malloc((size_t)s.size + 1);
-	if (!buf) {
-		fmt_source_close(&s);
-		return fmt_fail(e, FMT_IO, "out of memory");
-	}
-	k = fmt_source_read(&s, 0, buf, (size_t)s.size, e);
-	if (k != FMT_OK) {
-		fmt_err_file(e, path);
-		free(buf);
-		fmt_source_close(&s);
-		return k;
-	}
-	buf[s.size] = '\0';
-	*out = buf;
-	*len = (size_t)s.size;
 	fmt_source_close(&s);
-	return FMT_OK;
+	return k;
+}
+
+const char *fmt_unsafe_file_name(const char *name, size_t len)
+{
+	if (len == 0)
+		return "is empty";
+	if (memchr(name, '\0', len))
+		return "contains a NUL byte";
+	if (memchr(name, '/', len) || memchr(name, '\\', len))
+		return "contains a path separator";
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return "is a directory reference";
+	return NULL;
+}
+
+char *fmt_dir_prefix(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n = slash && strcmp(path, "-") != 0 ? (size_t)(slash - path) + 1 : 0;
+	return strndup(path, n);
 }
 
 int fmt_same_file(const char *a, const char *b)

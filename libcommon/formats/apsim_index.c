@@ -19,19 +19,6 @@
 
 #define NM APSIM_NM
 
-static const char *unsafe_name(const char *s, size_t len)
-{
-	if (len == 0)
-		return "is empty";
-	if (memchr(s, '\0', len))
-		return "contains a NUL byte";
-	if (memchr(s, '/', len) || memchr(s, '\\', len))
-		return "contains a path separator";
-	if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
-		return "is a directory reference";
-	return NULL;
-}
-
 void fmt_apsim_index_free(fmt_apsim_index *ix)
 {
 	for (size_t i = 0; i < ix->n_files; i++)
@@ -60,7 +47,7 @@ static fmt_kind parse_shard_sha(json_t *ss, fmt_apsim_index *ix, fmt_err *e)
 	const char *file;
 	json_t *v;
 	json_object_foreach(ss, file, v) {
-		const char *why = unsafe_name(file, strlen(file));
+		const char *why = fmt_unsafe_file_name(file, strlen(file));
 		if (why)
 			return fmt_fail(e, FMT_INVALID_FORMAT, "index shard name " NM " %s (expected a plain file name)", file, why);
 		if (!json_is_string(v) || !apsim_hex64_ok(json_string_value(v), json_string_length(v)))
@@ -119,7 +106,7 @@ static fmt_kind parse_weight_map(json_t *wm, fmt_apsim_index *ix, fmt_err *e)
 		if (!json_is_string(v))
 			return fmt_fail(e, FMT_INVALID_FORMAT, "weight_map value for " NM " is not a string", name);
 		const char *file = json_string_value(v);
-		const char *why = unsafe_name(file, json_string_length(v));
+		const char *why = fmt_unsafe_file_name(file, json_string_length(v));
 		if (why)
 			return fmt_fail(e, FMT_INVALID_FORMAT, "weight_map file for " NM " " NM " %s (expected a plain file name)",
 					name, file, why);
@@ -166,36 +153,6 @@ static int ai_probe(const uint8_t *head, size_t n, uint64_t file_size)
 	if (i >= n || head[i] != '{' || !memmem(head, n, "\"apsi-model\"", 12))
 		return 0;
 	return memmem(head, n, "\"shard_sha256\"", 14) || memmem(head, n, "\"weight_map\"", 12) ? 85 : 0;
-}
-
-static char *index_dir(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	size_t n = slash && strcmp(path, "-") != 0 ? (size_t)(slash - path) + 1 : 0;
-	char *d = malloc(n + 1);
-	if (d) {
-		memcpy(d, path, n);
-		d[n] = '\0';
-	}
-	return d;
-}
-
-static fmt_kind read_index_text(fmt_source *s, char **text, fmt_err *e)
-{
-	if (s->size > FMT_ST_INDEX_MAX)
-		return fmt_fail(e, FMT_INVALID_FORMAT, "index is %llu bytes, more than the %zu-byte limit",
-				(unsigned long long)s->size, FMT_ST_INDEX_MAX);
-	char *buf = malloc((size_t)s->size + 1);
-	if (!buf)
-		return fmt_fail(e, FMT_IO, "out of memory");
-	fmt_kind k = fmt_source_read(s, 0, buf, (size_t)s->size, e);
-	if (k != FMT_OK) {
-		free(buf);
-		return k;
-	}
-	buf[s->size] = '\0';
-	*text = buf;
-	return FMT_OK;
 }
 
 static fmt_kind open_shard(fmt_model *m, const char *dir, const char *file, apsim_file *f, fmt_err *e)
@@ -331,7 +288,7 @@ static fmt_kind check_contents(const fmt_model *m, const apsim_state *st, const 
 /* Shard i of the JSON order, opened into raw[i]. */
 static fmt_kind open_all_shards(fmt_model *m, fmt_apsim_index *ix, apsim_file *raw, fmt_err *e)
 {
-	char *dir = index_dir(m->sources[0].path);
+	char *dir = fmt_dir_prefix(m->sources[0].path);
 	if (!dir)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	fmt_kind k = FMT_OK;
@@ -382,7 +339,7 @@ static fmt_kind ai_open(fmt_model *m, fmt_err *e)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	st->is_set = 1;
 	m->format_state = st;
-	fmt_kind k = read_index_text(&m->sources[0], &text, e);
+	fmt_kind k = fmt_source_read_text(&m->sources[0], FMT_ST_INDEX_MAX, &text, e);
 	if (k == FMT_OK)
 		k = fmt_apsim_index_parse(text, (size_t)m->sources[0].size, &ix, e);
 	free(text);

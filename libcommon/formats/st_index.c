@@ -39,20 +39,6 @@ static int ix_probe(const uint8_t *head, size_t n, uint64_t file_size)
 	return memmem(head, n, "weight_map", 10) ? 80 : 0;
 }
 
-/* A shard file name must stay in the index's directory. */
-static const char *unsafe_name(const char *s, size_t len)
-{
-	if (len == 0)
-		return "is empty";
-	if (memchr(s, '\0', len))
-		return "contains a NUL byte";
-	if (memchr(s, '/', len) || memchr(s, '\\', len))
-		return "contains a path separator";
-	if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
-		return "is a directory reference";
-	return NULL;
-}
-
 void fmt_st_index_free(fmt_st_index *ix)
 {
 	for (size_t i = 0; i < ix->n_entries; i++) {
@@ -100,7 +86,7 @@ static fmt_kind parse_weight_map(json_t *wm, fmt_st_index *ix, fmt_err *e)
 		if (!json_is_string(v))
 			return fmt_fail(e, FMT_INVALID_FORMAT, "weight_map value for " NM " is not a string", name);
 		const char *file = json_string_value(v);
-		const char *why = unsafe_name(file, json_string_length(v));
+		const char *why = fmt_unsafe_file_name(file, json_string_length(v));
 		if (why)
 			return fmt_fail(e, FMT_INVALID_FORMAT,
 					"weight_map file for " NM " " NM " %s (expected a plain file name)",
@@ -172,18 +158,6 @@ static fmt_kind distinct_files(const fmt_st_index *ix, const char ***out, size_t
 }
 
 /* The index's directory with a trailing '/', or "" for a bare name or stdin. */
-static char *index_dir(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	size_t n = slash && strcmp(path, "-") != 0 ? (size_t)(slash - path) + 1 : 0;
-	char *d = malloc(n + 1);
-	if (d) {
-		memcpy(d, path, n);
-		d[n] = '\0';
-	}
-	return d;
-}
-
 static fmt_kind open_shard(fmt_model *m, const char *dir, const char *file, int with_meta, fmt_err *e)
 {
 	char *path = NULL;
@@ -262,24 +236,6 @@ static fmt_kind check_set(const fmt_model *m, fmt_st_index *ix, const char *cons
 	return k;
 }
 
-static fmt_kind read_index_text(fmt_source *s, char **text, fmt_err *e)
-{
-	if (s->size > FMT_ST_INDEX_MAX)
-		return fmt_fail(e, FMT_INVALID_FORMAT, "index is %llu bytes, more than the %zu-byte limit",
-				(unsigned long long)s->size, FMT_ST_INDEX_MAX);
-	char *buf = malloc((size_t)s->size + 1);
-	if (!buf)
-		return fmt_fail(e, FMT_IO, "out of memory");
-	fmt_kind k = fmt_source_read(s, 0, buf, (size_t)s->size, e);
-	if (k != FMT_OK) {
-		free(buf);
-		return k;
-	}
-	buf[s->size] = '\0';
-	*text = buf;
-	return FMT_OK;
-}
-
 static fmt_kind ix_open(fmt_model *m, fmt_err *e)
 {
 	char *text = NULL, *dir = NULL;
@@ -288,14 +244,14 @@ static fmt_kind ix_open(fmt_model *m, fmt_err *e)
 	fmt_st_index ix;
 	memset(&ix, 0, sizeof ix);
 	m->version = 0;
-	fmt_kind k = read_index_text(&m->sources[0], &text, e);
+	fmt_kind k = fmt_source_read_text(&m->sources[0], FMT_ST_INDEX_MAX, &text, e);
 	if (k != FMT_OK)
 		return k;
 	k = fmt_st_index_parse(text, (size_t)m->sources[0].size, &ix, e);
 	free(text);
 	if (k == FMT_OK)
 		k = distinct_files(&ix, &files, &n_files, e);
-	if (k == FMT_OK && !(dir = index_dir(m->sources[0].path)))
+	if (k == FMT_OK && !(dir = fmt_dir_prefix(m->sources[0].path)))
 		k = fmt_fail(e, FMT_IO, "out of memory");
 	for (size_t i = 0; i < n_files && k == FMT_OK; i++)
 		k = open_shard(m, dir, files[i], i == 0, e);
@@ -383,7 +339,7 @@ static fmt_kind put_py_string(fmt_sink *k, const char *s, fmt_err *e)
 static fmt_kind check_index_input(ix_pair *pairs, size_t n, fmt_err *e)
 {
 	for (size_t i = 0; i < n; i++) {
-		const char *why = unsafe_name(pairs[i].file, strlen(pairs[i].file));
+		const char *why = fmt_unsafe_file_name(pairs[i].file, strlen(pairs[i].file));
 		if (why)
 			return fmt_fail(e, FMT_USAGE, "shard file name " NM " %s", pairs[i].file, why);
 		if (!fmt_utf8_valid(pairs[i].tensor, strlen(pairs[i].tensor)) ||

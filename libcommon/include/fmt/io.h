@@ -29,6 +29,18 @@ fmt_kind fmt_source_read(fmt_source *s, uint64_t off, void *dst, size_t n, fmt_e
 /* A pointer to n bytes at off, valid until fmt_source_close (maps the file on first use). */
 fmt_kind fmt_source_view(fmt_source *s, uint64_t off, uint64_t n, const uint8_t **out, fmt_err *e);
 
+/* The whole of a small source as a NUL-terminated heap string; above max bytes is
+ * InvalidFormat. */
+fmt_kind fmt_source_read_text(fmt_source *s, size_t max, char **text, fmt_err *e);
+
+/* Why a file name read from a file (a shard named by an index) is unsafe to open beside it:
+ * empty, a NUL, a path separator, "." or ".."; NULL when it is a plain name. */
+const char *fmt_unsafe_file_name(const char *name, size_t len);
+
+/* The directory part of path with its trailing slash ("dir/"), "" for a bare name or "-";
+ * shard names are appended to it. NULL when out of memory. */
+char *fmt_dir_prefix(const char *path);
+
 /* Read the whole of a small file (index JSON, key files) into a NUL-terminated heap buffer,
  * refusing files above max bytes. */
 fmt_kind fmt_read_file(const char *path, size_t max, char **out, size_t *len, fmt_err *e);
