@@ -94,6 +94,22 @@ fmt_kind fmt_source_open(fmt_source *s, const char *path, fmt_err *e)
 	return k;
 }
 
+fmt_kind fmt_source_from_memory(fmt_source *s, const char *name, const void *data, size_t n, fmt_err *e)
+{
+	memset(s, 0, sizeof *s);
+	s->fd = -1;
+	s->path = strdup(name);
+	s->buf = malloc(n ? n : 1);
+	if (!s->path || !s->buf) {
+		fmt_source_close(s);
+		return fmt_fail(e, FMT_IO, "out of memory");
+	}
+	if (n)
+		memcpy(s->buf, data, n);
+	s->size = n;
+	return FMT_OK;
+}
+
 void fmt_source_close(fmt_source *s)
 {
 	if (s->map)

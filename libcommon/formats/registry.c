@@ -73,23 +73,20 @@ static const fmt_driver *probe_source(fmt_source *s, fmt_err *e)
 	return best;
 }
 
-fmt_kind fmt_model_open(fmt_model *m, const char *path, const fmt_driver *forced, fmt_err *e)
+/* Probe (unless forced) and open a model over src, which the model takes. */
+static fmt_kind open_source(fmt_model *m, fmt_source *src, const char *path, const fmt_driver *forced,
+			    fmt_err *e)
 {
-	fmt_source src;
-	fmt_model_init(m);
-	fmt_kind k = fmt_source_open(&src, path, e);
-	if (k != FMT_OK)
-		return k;
-	const fmt_driver *d = forced ? forced : probe_source(&src, e);
+	const fmt_driver *d = forced ? forced : probe_source(src, e);
 	if (!d) {
 		fmt_err_file(e, path);
-		fmt_source_close(&src);
+		fmt_source_close(src);
 		return e->kind;
 	}
 	m->path = strdup(path);
-	k = m->path ? fmt_model_add_source(m, &src, NULL, e) : fmt_fail(e, FMT_IO, "out of memory");
+	fmt_kind k = m->path ? fmt_model_add_source(m, src, NULL, e) : fmt_fail(e, FMT_IO, "out of memory");
 	if (k != FMT_OK) {
-		fmt_source_close(&src);
+		fmt_source_close(src);
 		fmt_model_free(m);
 		return k;
 	}
@@ -100,6 +97,23 @@ fmt_kind fmt_model_open(fmt_model *m, const char *path, const fmt_driver *forced
 		fmt_model_free(m);
 	}
 	return k;
+}
+
+fmt_kind fmt_model_open(fmt_model *m, const char *path, const fmt_driver *forced, fmt_err *e)
+{
+	fmt_source src;
+	fmt_model_init(m);
+	fmt_kind k = fmt_source_open(&src, path, e);
+	return k == FMT_OK ? open_source(m, &src, path, forced, e) : k;
+}
+
+fmt_kind fmt_model_open_memory(fmt_model *m, const char *name, const void *data, size_t n,
+			       const fmt_driver *forced, fmt_err *e)
+{
+	fmt_source src;
+	fmt_model_init(m);
+	fmt_kind k = fmt_source_from_memory(&src, name, data, n, e);
+	return k == FMT_OK ? open_source(m, &src, name, forced, e) : k;
 }
 
 fmt_kind fmt_model_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)

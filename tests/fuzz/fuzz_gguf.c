@@ -28,27 +28,8 @@ static void decode_some(const fmt_model *m)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	fmt_model m;
-	fmt_source s;
 	fmt_err e;
-	fmt_model_init(&m);
-	memset(&s, 0, sizeof s);
-	s.fd = -1;
-	s.size = size;
-	s.path = strdup("fuzz");
-	s.buf = malloc(size ? size : 1);
-	if (!s.path || !s.buf) {
-		free(s.path);
-		free(s.buf);
-		return 0;
-	}
-	if (size)
-		memcpy(s.buf, data, size);
-	if (fmt_model_add_source(&m, &s, NULL, &e) != FMT_OK) {
-		fmt_source_close(&s);
-		return 0;
-	}
-	m.driver = &fmt_driver_gguf;
-	if (fmt_driver_gguf.open(&m, &e) == FMT_OK)
+	if (fmt_model_open_memory(&m, "fuzz", data, size, &fmt_driver_gguf, &e) == FMT_OK)
 		decode_some(&m);
 	fmt_model_free(&m);
 	return 0;

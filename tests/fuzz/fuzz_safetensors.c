@@ -10,20 +10,7 @@
 
 static int open_bytes(const uint8_t *data, size_t size, fmt_model *m, fmt_err *e)
 {
-	fmt_source s;
-	memset(&s, 0, sizeof s);
-	s.fd = -1;
-	s.path = strdup("fuzz");
-	s.size = size;
-	s.buf = malloc(size ? size : 1);
-	if (!s.path || !s.buf)
-		abort();
-	memcpy(s.buf, data, size);
-	fmt_model_init(m);
-	if (fmt_model_add_source(m, &s, NULL, e) != FMT_OK)
-		abort();
-	m->driver = &fmt_driver_safetensors;
-	return fmt_driver_safetensors.open(m, e) == FMT_OK;
+	return fmt_model_open_memory(m, "fuzz", data, size, &fmt_driver_safetensors, e) == FMT_OK;
 }
 
 /* The writer's output, built in memory. */

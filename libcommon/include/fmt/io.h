@@ -21,6 +21,8 @@ typedef struct fmt_source {
 } fmt_source;
 
 fmt_kind fmt_source_open(fmt_source *s, const char *path, fmt_err *e);
+/* A source over a copy of n bytes in memory, named name (fuzzing, and data already in hand). */
+fmt_kind fmt_source_from_memory(fmt_source *s, const char *name, const void *data, size_t n, fmt_err *e);
 void fmt_source_close(fmt_source *s);
 
 /* Copy n bytes at off into dst; an out-of-range request is InvalidFormat ("truncated"). */
