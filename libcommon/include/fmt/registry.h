@@ -66,6 +66,10 @@ const fmt_driver *fmt_driver_by_extension(const char *path);
  * open. On failure m is freed and e says why; an unrecognised file is InvalidFormat. */
 fmt_kind fmt_model_open(fmt_model *m, const char *path, const fmt_driver *forced, fmt_err *e);
 
+/* The same for bytes in memory (a copy is taken), named name in messages. */
+fmt_kind fmt_model_open_memory(fmt_model *m, const char *name, const void *data, size_t n,
+			       const fmt_driver *forced, fmt_err *e);
+
 /* The driver's verify (digests, signatures). A key for a format without signatures is
  * SignatureInvalid: the user asked for a signature that cannot be there. o may be NULL. */
 fmt_kind fmt_model_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e);
