@@ -377,10 +377,21 @@ static fmt_kind sink_flush(fmt_sink *k, fmt_err *e)
 	return r;
 }
 
+static void (*write_hook)(void *ctx, uint64_t n);
+static void *write_hook_ctx;
+
+void fmt_sink_set_write_hook(void (*hook)(void *ctx, uint64_t n), void *ctx)
+{
+	write_hook = hook;
+	write_hook_ctx = ctx;
+}
+
 fmt_kind fmt_sink_write(fmt_sink *k, const void *data, size_t n, fmt_err *e)
 {
 	const uint8_t *p = data;
 	k->written += n;
+	if (write_hook)
+		write_hook(write_hook_ctx, n);
 	if (k->buf_len + n <= SINK_BUF_SIZE) {
 		memcpy(k->buf + k->buf_len, p, n);
 		k->buf_len += n;

@@ -836,3 +836,16 @@ print(len(q) // 18, bad)' q4.bin "$FX/big.f32" y.f32
 	[ "$(tail -n 1 <<<"$stderr" | jq -c '[.tool, .error, .exit]')" = '["fmt-convert","InvalidFormat",4]' ]
 	assert_nothing_written out.gguf
 }
+
+@test "progress: never on a pipe, never with --no-progress or --quiet on a terminal" {
+	run --separate-stderr fmt-convert "$SAMPLES/tiny.safetensors" out.gguf
+	assert_success
+	[ -z "$stderr" ]
+	for flag in --no-progress --quiet; do
+		rm -f out.gguf
+		# script(1) gives the tool a terminal; the transcript holds everything it drew
+		script -q -c "fmt-convert $flag '$SAMPLES/tiny.safetensors' out.gguf" transcript >/dev/null
+		[ -f out.gguf ]
+		! grep -q $'\r' <(sed '1d;$d' transcript) || fail "$flag: something was drawn: $(cat -v transcript)"
+	done
+}

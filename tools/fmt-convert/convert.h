@@ -18,7 +18,7 @@ typedef struct convert_opts {
 	const char *set_from;        /* --set-from FILE.json */
 	const char **include, **exclude; /* --include / --exclude GLOB */
 	size_t n_include, n_exclude;
-	int dry_run, force, verbose, json, quiet, no_verify;
+	int dry_run, force, verbose, json, quiet, no_verify, no_progress;
 	int threads;
 	uint64_t shard;              /* --shard SIZE; 0 = the format's default */
 	int shard_given;

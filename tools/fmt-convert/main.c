@@ -146,6 +146,7 @@ int main(int argc, char **argv)
 	o.json = common.json;
 	o.quiet = common.quiet;
 	o.verbose = common.verbose;
+	o.no_progress = common.no_progress;
 	o.threads = common.threads ? common.threads : fmt_cpu_count();
 	if (o.sign && !fmt_key_opts_given(&o.key))
 		o.key.hmac_key = 1;

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/out.h"
+#include "fmt/progress.h"
 #include "convert.h"
 
 #define TOOL "fmt-convert"
@@ -85,8 +86,14 @@ static fmt_kind write_output(convert_plan *p, const char *output, const convert_
 	uint64_t limit = shard_limit(p, o);
 	if (k == FMT_OK && limit && strcmp(output, "-") == 0)
 		k = fmt_fail(e, FMT_USAGE, "a shard set cannot go to standard output");
+	fmt_progress pr;
+	fmt_progress_start(&pr, stderr, TOOL, data_bytes(&p->out),
+			   fmt_progress_wanted(stderr, o->quiet, o->no_progress));
+	fmt_progress_follow_sinks(&pr);
 	if (k == FMT_OK)
 		k = limit ? write_set(p, output, limit, &wo, o, e) : write_single(p, output, &wo, o, e);
+	fmt_progress_follow_sinks(NULL);
+	fmt_progress_end(&pr);
 	fmt_hmac_key_free(&key);
 	return k;
 }

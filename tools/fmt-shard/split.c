@@ -9,6 +9,7 @@
 #include "fmt/out.h"
 #include "fmt/registry.h"
 #include "fmt/safetensors.h"
+#include "fmt/progress.h"
 #include "shard.h"
 
 #define ST_DEFAULT_MAX 5000000000ull     /* Hugging Face: 5 GB, decimal */
@@ -100,6 +101,23 @@ static void warn_signature_dropped(const fmt_model *m, const char *input, const 
 				   input);
 }
 
+/* Progress of a write on the terminal, fed by every sink; total = the model's tensor data. */
+static void progress_begin(fmt_progress *pr, const fmt_model *m, const shard_opts *o)
+{
+	uint64_t total = 0;
+	for (size_t i = 0; i < m->n_tensors; i++)
+		total += m->tensors[i].nbytes;
+	fmt_progress_start(pr, stderr, TOOL, total,
+			   fmt_progress_wanted(stderr, o->common.quiet, o->common.no_progress));
+	fmt_progress_follow_sinks(pr);
+}
+
+static void progress_finish(fmt_progress *pr)
+{
+	fmt_progress_follow_sinks(NULL);
+	fmt_progress_end(pr);
+}
+
 static fmt_kind write_set(const fmt_model *m, const shard_plan *p, const char *prefix, uint64_t max_bytes,
 			  uint64_t max_tensors, const shard_opts *o, fmt_err *e)
 {
@@ -108,6 +126,8 @@ static fmt_kind write_set(const fmt_model *m, const shard_plan *p, const char *p
 	char **paths = NULL;
 	size_t n = 0;
 	fmt_kind k;
+	fmt_progress pr;
+	progress_begin(&pr, m, o);
 	if (p->family == FAMILY_SAFETENSORS)
 		k = fmt_st_write_sharded(m, prefix, max_bytes, (uint32_t)max_tensors, flags, &paths, &n, e);
 	else if (p->family == FAMILY_GGUF)
@@ -115,6 +135,7 @@ static fmt_kind write_set(const fmt_model *m, const shard_plan *p, const char *p
 					 flags, &paths, &n, e);
 	else
 		k = fmt_apsim_write_sharded(m, prefix, max_bytes, &wo, &paths, &n, e);
+	progress_finish(&pr);
 	for (size_t i = 0; i < n; i++)
 		free(paths[i]);
 	free(paths);
@@ -197,7 +218,10 @@ fmt_kind cmd_merge(const char *input, const shard_opts *o, fmt_err *e)
 	if (k == FMT_OK)
 		k = fmt_sink_open(&sink, o->output, wo.sink_flags, e);
 	if (k == FMT_OK) {
+		fmt_progress pr;
+		progress_begin(&pr, &m, o);
 		k = to->write(&m, &sink, &wo, e);
+		progress_finish(&pr);
 		if (k == FMT_OK)
 			k = fmt_sink_commit(&sink, e);
 		else

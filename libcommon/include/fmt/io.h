@@ -74,6 +74,10 @@ fmt_kind fmt_sink_pwrite(fmt_sink *k, uint64_t off, const void *data, size_t n, 
 fmt_kind fmt_sink_commit(fmt_sink *k, fmt_err *e);
 void fmt_sink_abort(fmt_sink *k);
 
+/* Called with the byte count of every fmt_sink_write in the process (progress reporting);
+ * NULL removes it. */
+void fmt_sink_set_write_hook(void (*hook)(void *ctx, uint64_t n), void *ctx);
+
 /* Refuse (UsageError) when output names the same file as input. */
 fmt_kind fmt_check_distinct(const char *input, const char *output, fmt_err *e);
 

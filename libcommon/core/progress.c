@@ -1,0 +1,72 @@
+#include <time.h>
+#include <unistd.h>
+#include "fmt/io.h"
+#include "fmt/out.h"
+#include "fmt/progress.h"
+
+static double now_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int fmt_progress_wanted(FILE *f, int quiet, int no_progress)
+{
+	return !quiet && !no_progress && isatty(fileno(f));
+}
+
+void fmt_progress_start(fmt_progress *p, FILE *f, const char *label, uint64_t total, int enabled)
+{
+	p->f = f;
+	p->label = label;
+	p->total = total;
+	p->done = 0;
+	p->start = now_seconds();
+	p->last_draw = 0;
+	p->enabled = enabled;
+	p->drawn = 0;
+}
+
+static void draw(fmt_progress *p, double t)
+{
+	char done[32], total[32], rate[32];
+	double elapsed = t - p->start;
+	fmt_format_bytes(done, sizeof done, p->done);
+	fmt_format_bytes(total, sizeof total, p->total);
+	fmt_format_bytes(rate, sizeof rate, elapsed > 0 ? (uint64_t)((double)p->done / elapsed) : 0);
+	unsigned pct = p->total ? (unsigned)(p->done >= p->total ? 100 : p->done * 100 / p->total) : 0;
+	fprintf(p->f, "\r\033[K%s %3u%%  %s of %s  %s/s", p->label, pct, done, total, rate);
+	fflush(p->f);
+	p->drawn = 1;
+	p->last_draw = t;
+}
+
+void fmt_progress_add(fmt_progress *p, uint64_t n)
+{
+	p->done += n;
+	if (!p->enabled)
+		return;
+	double t = now_seconds();
+	if (t - p->start >= 1.0 && t - p->last_draw >= 0.2)
+		draw(p, t);
+}
+
+void fmt_progress_end(fmt_progress *p)
+{
+	if (p->enabled && p->drawn) {
+		fputs("\r\033[K", p->f);
+		fflush(p->f);
+	}
+	p->enabled = 0;
+}
+
+static void on_sink_write(void *ctx, uint64_t n)
+{
+	fmt_progress_add(ctx, n);
+}
+
+void fmt_progress_follow_sinks(fmt_progress *p)
+{
+	fmt_sink_set_write_hook(p ? on_sink_write : NULL, p);
+}
