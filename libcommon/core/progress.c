@@ -1,3 +1,4 @@
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 #include "fmt/io.h"
@@ -16,8 +17,18 @@ int fmt_progress_wanted(FILE *f, int quiet, int no_progress)
 	return !quiet && !no_progress && isatty(fileno(f));
 }
 
+/* Seconds of work before the line appears: FMTKIT_PROGRESS_AFTER, default 1. */
+static double delay_seconds(void)
+{
+	const char *v = getenv("FMTKIT_PROGRESS_AFTER");
+	char *end;
+	double d = v && *v ? strtod(v, &end) : 1.0;
+	return v && *v && (*end || d < 0) ? 1.0 : d;
+}
+
 void fmt_progress_start(fmt_progress *p, FILE *f, const char *label, uint64_t total, int enabled)
 {
+	p->delay = delay_seconds();
 	p->f = f;
 	p->label = label;
 	p->total = total;
@@ -48,7 +59,7 @@ void fmt_progress_add(fmt_progress *p, uint64_t n)
 	if (!p->enabled)
 		return;
 	double t = now_seconds();
-	if (t - p->start >= 1.0 && t - p->last_draw >= 0.2)
+	if (t - p->start >= p->delay && t - p->last_draw >= 0.2)
 		draw(p, t);
 }
 

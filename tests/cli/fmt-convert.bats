@@ -837,15 +837,21 @@ print(len(q) // 18, bad)' q4.bin "$FX/big.f32" y.f32
 	assert_nothing_written out.gguf
 }
 
-@test "progress: never on a pipe, never with --no-progress or --quiet on a terminal" {
-	run --separate-stderr fmt-convert "$SAMPLES/tiny.safetensors" out.gguf
+@test "progress: drawn on a terminal and erased; never on a pipe, with --no-progress or --quiet" {
+	export FMTKIT_PROGRESS_AFTER=0   # draw from the first byte, so a tiny model shows it
+	script -q -c "fmt-convert '$SAMPLES/tiny.safetensors' shown.gguf" transcript >/dev/null
+	[ -f shown.gguf ]
+	# "\r\e[Kfmt-convert  33%  24 B of 72 B  43.5 KiB/s" ... then "\r\e[K" erases it
+	grep -aqE $'\r\e\\[Kfmt-convert +[0-9]+%  [0-9]+ B of 72 B  [0-9.]+ [KMG]?i?B/s' transcript ||
+		fail "no progress line: $(cat -v transcript)"
+	grep -aqE $'B/s\r\e\\[K\r?$' transcript || fail "not erased: $(cat -v transcript)"
+	run --separate-stderr fmt-convert "$SAMPLES/tiny.safetensors" piped.gguf
 	assert_success
 	[ -z "$stderr" ]
 	for flag in --no-progress --quiet; do
 		rm -f out.gguf
-		# script(1) gives the tool a terminal; the transcript holds everything it drew
 		script -q -c "fmt-convert $flag '$SAMPLES/tiny.safetensors' out.gguf" transcript >/dev/null
 		[ -f out.gguf ]
-		! grep -q $'\r' <(sed '1d;$d' transcript) || fail "$flag: something was drawn: $(cat -v transcript)"
+		! grep -aq $'\e\[K' transcript || fail "$flag: something was drawn: $(cat -v transcript)"
 	done
 }

@@ -1,6 +1,6 @@
 /* A progress line on a terminal: only when the tool enables it (stderr is a terminal, no
- * --quiet or --no-progress), only once the work has run for a second, redrawn at most five
- * times a second, erased at the end. */
+ * --quiet or --no-progress), only once the work has run for a second (FMTKIT_PROGRESS_AFTER
+ * seconds), redrawn at most five times a second, erased at the end. */
 #ifndef FMT_PROGRESS_H
 #define FMT_PROGRESS_H
 
@@ -11,7 +11,7 @@ typedef struct fmt_progress {
 	FILE *f;
 	const char *label;
 	uint64_t total, done;
-	double start, last_draw;
+	double start, last_draw, delay;
 	int enabled, drawn;
 } fmt_progress;
 
