@@ -38,9 +38,9 @@ int fmt_cli_key_option(int c, const char *arg, fmt_key_opts *o)
 	}
 }
 
-void fmt_cli_version(const char *tool)
+void fmt_cli_version(FILE *f, const char *tool)
 {
-	printf("%s fmtkit %s\n", tool, FMTKIT_VERSION);
+	fprintf(f, "%s fmtkit %s\n", tool, FMTKIT_VERSION);
 }
 
 fmt_kind fmt_parse_u64(const char *s, uint64_t max, uint64_t *out, fmt_err *e)

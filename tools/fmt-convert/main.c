@@ -114,7 +114,7 @@ int main(int argc, char **argv)
 		int full = 0;
 		switch (c) {
 		case 'h': usage(stdout); return 0;
-		case FMT_OPT_VERSION: fmt_cli_version(TOOL); return 0;
+		case FMT_OPT_VERSION: fmt_cli_version(stdout, TOOL); return 0;
 		case 'f': o.force = 1; break;
 		case OPT_TO: to_name = optarg; break;
 		case OPT_DTYPE: o.dtype = optarg; break;

@@ -89,7 +89,7 @@ int main(int argc, char **argv)
 			continue;
 		switch (c) {
 		case 'h': usage(stdout); return 0;
-		case FMT_OPT_VERSION: fmt_cli_version(TOOL); return 0;
+		case FMT_OPT_VERSION: fmt_cli_version(stdout, TOOL); return 0;
 		case OPT_TENSORS: o.sections |= SECTION_TENSORS; break;
 		case OPT_METADATA: o.sections |= SECTION_METADATA; break;
 		case OPT_TREE: o.sections |= SECTION_TREE; break;

@@ -127,7 +127,7 @@ int main(int argc, char **argv)
 			return 0;
 		}
 		if (c == FMT_OPT_VERSION) {
-			fmt_cli_version(TOOL);
+			fmt_cli_version(stdout, TOOL);
 			return 0;
 		}
 		int bit = tool_option(c, optarg, &o);

@@ -75,7 +75,7 @@ static int parse_options(int argc, char **argv, sign_opts *o)
 			continue;
 		switch (c) {
 		case 'h': usage(stdout); return -1;
-		case FMT_OPT_VERSION: fmt_cli_version(TOOL); return -1;
+		case FMT_OPT_VERSION: fmt_cli_version(stdout, TOOL); return -1;
 		case OPT_HMAC: o->hmac = 1; break;
 		case 'f': o->force = 1; break;
 		case OPT_HMAC_KEY: o->key.hmac_key = 1; break;

@@ -90,7 +90,7 @@ int main(int argc, char **argv)
 			continue;
 		switch (c) {
 		case 'h': usage(stdout); return 0;
-		case FMT_OPT_VERSION: fmt_cli_version(TOOL); return 0;
+		case FMT_OPT_VERSION: fmt_cli_version(stdout, TOOL); return 0;
 		case OPT_FORMAT:
 			forced = fmt_driver_by_name(optarg);
 			if (!forced)

@@ -3,6 +3,7 @@
 #define FMT_CLI_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include "fmt/err.h"
 
 #define FMTKIT_VERSION "0.1.0"
@@ -51,8 +52,8 @@ int fmt_cli_key_option(int c, const char *arg, struct fmt_key_opts *o);
  * 0 if not, -1 on a bad value (message in e). --version and --help are the tool's own. */
 int fmt_cli_common(int c, const char *arg, fmt_common_opts *o, fmt_err *e);
 
-/* "TOOL fmtkit X.Y.Z\n" on stdout. */
-void fmt_cli_version(const char *tool);
+/* "TOOL fmtkit X.Y.Z\n" on f (stdout for --version). */
+void fmt_cli_version(FILE *f, const char *tool);
 
 /* Sizes: "4GB" (decimal), "2GiB" (binary), "123" (bytes), also KB/MB/TB, KiB/MiB/TiB, "B". */
 fmt_kind fmt_parse_size(const char *s, uint64_t *out, fmt_err *e);
