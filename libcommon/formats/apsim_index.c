@@ -157,28 +157,14 @@ static int ai_probe(const uint8_t *head, size_t n, uint64_t file_size)
 
 static fmt_kind open_shard(fmt_model *m, const char *dir, const char *file, apsim_file *f, fmt_err *e)
 {
-	char *path = NULL;
-	struct stat st;
-	if (asprintf(&path, "%s%s", dir, file) < 0)
-		return fmt_fail(e, FMT_IO, "out of memory");
-	if (stat(path, &st) != 0 && errno == ENOENT) {
-		fmt_kind k = fmt_fail(e, FMT_SCHEMA, "shard " NM " named in the index does not exist (%.400s)", file, path);
-		free(path);
-		return k;
-	}
-	fmt_source src;
+	char *path;
 	int idx = -1;
-	fmt_kind k = fmt_source_open(&src, path, e);
-	if (k == FMT_OK) {
-		k = fmt_model_add_source(m, &src, &idx, e);
-		if (k != FMT_OK)
-			fmt_source_close(&src);
-	}
+	fmt_kind k = fmt_model_open_shard(m, dir, file, "the index", &idx, &path, e);
 	if (k == FMT_OK)
 		k = apsim_read_file(m, idx, f, e);
 	if (k == FMT_OK && !f->has_shard)
 		k = fmt_fail(e, FMT_SCHEMA, "shard " NM " has no 'shard' key in its __metadata__", file);
-	if (k != FMT_OK)
+	if (k != FMT_OK && path)
 		fmt_err_file(e, path);
 	free(path);
 	return k;

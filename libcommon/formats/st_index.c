@@ -157,30 +157,14 @@ static fmt_kind distinct_files(const fmt_st_index *ix, const char ***out, size_t
 	return FMT_OK;
 }
 
-/* The index's directory with a trailing '/', or "" for a bare name or stdin. */
 static fmt_kind open_shard(fmt_model *m, const char *dir, const char *file, int with_meta, fmt_err *e)
 {
-	char *path = NULL;
-	struct stat st;
-	if (asprintf(&path, "%s%s", dir, file) < 0)
-		return fmt_fail(e, FMT_IO, "out of memory");
-	if (stat(path, &st) != 0 && errno == ENOENT) {
-		fmt_kind k = fmt_fail(e, FMT_SCHEMA, "shard " NM " named in weight_map does not exist (%.400s)",
-				      file, path);
-		free(path);
-		return k;
-	}
-	fmt_source src;
+	char *path;
 	int idx = -1;
-	fmt_kind k = fmt_source_open(&src, path, e);
-	if (k == FMT_OK) {
-		k = fmt_model_add_source(m, &src, &idx, e);
-		if (k != FMT_OK)
-			fmt_source_close(&src);
-	}
+	fmt_kind k = fmt_model_open_shard(m, dir, file, "weight_map", &idx, &path, e);
 	if (k == FMT_OK)
 		k = fmt_st_open_source(m, idx, with_meta, e);
-	if (k != FMT_OK)
+	if (k != FMT_OK && path)
 		fmt_err_file(e, path);
 	free(path);
 	return k;

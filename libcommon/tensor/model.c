@@ -1,4 +1,7 @@
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include "fmt/checked.h"
 #include "fmt/model.h"
@@ -202,6 +205,27 @@ const fmt_qtensor *fmt_model_find_qtensor(const fmt_model *m, const char *name)
 		if (strcmp(m->qtensors[i].name, name) == 0)
 			return &m->qtensors[i];
 	return NULL;
+}
+
+fmt_kind fmt_model_open_shard(fmt_model *m, const char *dir, const char *file, const char *named_in,
+			      int *index, char **path, fmt_err *e)
+{
+	struct stat st;
+	fmt_source src;
+	if (asprintf(path, "%s%s", dir, file) < 0) {
+		*path = NULL;
+		return fmt_fail(e, FMT_IO, "out of memory");
+	}
+	if (stat(*path, &st) != 0 && errno == ENOENT)
+		return fmt_fail(e, FMT_SCHEMA, "shard '%.200s' named in %s does not exist (%.400s)", file, named_in,
+				*path);
+	fmt_kind k = fmt_source_open(&src, *path, e);
+	if (k == FMT_OK) {
+		k = fmt_model_add_source(m, &src, index, e);
+		if (k != FMT_OK)
+			fmt_source_close(&src);
+	}
+	return k;
 }
 
 fmt_kind fmt_model_add_source(fmt_model *m, fmt_source *s, int *index, fmt_err *e)

@@ -118,6 +118,12 @@ const fmt_tensor *fmt_model_find_tensor(const fmt_model *m, const char *name);
 /* Take ownership of an open source; returns its index. */
 fmt_kind fmt_model_add_source(fmt_model *m, fmt_source *s, int *index, fmt_err *e);
 
+/* Open dir + file (a shard an index names) as a new source of m; *index is its place in
+ * m->sources and *path (malloc'd, the caller frees it, also on failure) what was opened. A
+ * missing file is SchemaMismatch ("shard 'f' named in <named_in> does not exist"). */
+fmt_kind fmt_model_open_shard(fmt_model *m, const char *dir, const char *file, const char *named_in,
+			      int *index, char **path, fmt_err *e);
+
 /* Units and compressed tensors (copied; names duplicated). */
 fmt_kind fmt_model_add_unit(fmt_model *m, const char *tensor, const int8_t dims[FMT_UNIT_DIMS], fmt_err *e);
 const fmt_unit *fmt_model_find_unit(const fmt_model *m, const char *tensor);
