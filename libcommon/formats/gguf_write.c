@@ -10,6 +10,7 @@
 #include <string.h>
 #include "fmt/checked.h"
 #include "fmt/gguf.h"
+#include "fmt/half.h"
 #include "gguf_internal.h"
 
 typedef struct gw {
@@ -69,13 +70,9 @@ static fmt_kind put_scalar(gw *w, const fmt_value *v)
 		fmt_wr_u64(b, v->type == FMT_V_U8 || v->type == FMT_V_U16 || v->type == FMT_V_U32 ||
 				      v->type == FMT_V_U64 ? v->v.u : (uint64_t)v->v.i);
 		break;
-	case FMT_V_F32: {
-		float f = (float)v->v.f;
-		uint32_t bits;
-		memcpy(&bits, &f, sizeof bits);
-		fmt_wr_u32(b, bits);
+	case FMT_V_F32:
+		fmt_wr_u32(b, fmt_f32_bits((float)v->v.f));
 		break;
-	}
 	case FMT_V_F64: {
 		uint64_t bits;
 		memcpy(&bits, &v->v.f, sizeof bits);

@@ -8,25 +8,11 @@
 /* Row conversions want aligned uint16_t arrays; the stored bytes may sit at any address. */
 enum { STAGE_ELEMS = 1024 };
 
-static float float_of_bits(uint32_t u)
-{
-	float f;
-	memcpy(&f, &u, sizeof f);
-	return f;
-}
-
 static double double_of_bits(uint64_t u)
 {
 	double d;
 	memcpy(&d, &u, sizeof d);
 	return d;
-}
-
-static uint32_t bits_of_float(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof u);
-	return u;
 }
 
 static uint64_t bits_of_double(double d)
@@ -42,10 +28,10 @@ static float f8_e4m3_to_f32(uint8_t b)
 	uint32_t sign = (uint32_t)(b & 0x80) << 24;
 	uint32_t exp = (b >> 3) & 0xF, mant = b & 7;
 	if (exp == 0xF && mant == 7)
-		return float_of_bits(sign | 0x7FC00000);
+		return fmt_bits_f32(sign | 0x7FC00000);
 	if (exp == 0)
-		return float_of_bits(sign | bits_of_float((float)mant * 0x1p-9f));
-	return float_of_bits(sign | ((exp + 120) << 23) | (mant << 20));
+		return fmt_bits_f32(sign | fmt_f32_bits((float)mant * 0x1p-9f));
+	return fmt_bits_f32(sign | ((exp + 120) << 23) | (mant << 20));
 }
 
 /* OCP FP8 E5M2 is the top byte of a binary16. */
@@ -83,7 +69,7 @@ static void decode_16bit(const uint8_t *src, uint64_t nelems, float *dst, int bf
 static int decode_plain(fmt_dtype t, const uint8_t *src, uint64_t nelems, float *dst)
 {
 	switch (t) {
-	case FMT_DT_F32: DECODE_EACH(4, float_of_bits(fmt_rd_u32(p))); return 1;
+	case FMT_DT_F32: DECODE_EACH(4, fmt_bits_f32(fmt_rd_u32(p))); return 1;
 	case FMT_DT_F16: decode_16bit(src, nelems, dst, 0); return 1;
 	case FMT_DT_BF16: decode_16bit(src, nelems, dst, 1); return 1;
 	case FMT_DT_F64: DECODE_EACH(8, double_of_bits(fmt_rd_u64(p))); return 1;
@@ -161,7 +147,7 @@ fmt_kind fmt_encode_from_f32(fmt_dtype t, const float *src, uint64_t nelems, uin
 	switch (t) {
 	case FMT_DT_F32:
 		for (uint64_t i = 0; i < nelems; i++)
-			fmt_wr_u32(dst + 4 * i, bits_of_float(src[i]));
+			fmt_wr_u32(dst + 4 * i, fmt_f32_bits(src[i]));
 		return FMT_OK;
 	case FMT_DT_F64:
 		for (uint64_t i = 0; i < nelems; i++)

@@ -10,20 +10,6 @@
 #include <immintrin.h>
 #endif
 
-static uint32_t float_bits(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof u);
-	return u;
-}
-
-static float bits_float(uint32_t u)
-{
-	float f;
-	memcpy(&f, &u, sizeof f);
-	return f;
-}
-
 /* Round the low `shift` bits of v away, to nearest, ties to even. */
 static uint32_t shift_rne(uint32_t v, unsigned shift)
 {
@@ -36,7 +22,7 @@ static uint32_t shift_rne(uint32_t v, unsigned shift)
 
 uint16_t fmt_f32_to_f16(float f)
 {
-	uint32_t u = float_bits(f);
+	uint32_t u = fmt_f32_bits(f);
 	uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
 	uint32_t mag = u & 0x7FFFFFFF;
 	if (mag > 0x7F800000)
@@ -65,19 +51,19 @@ float fmt_f16_to_f32(uint16_t h)
 	uint32_t exp = (h >> 10) & 0x1F;
 	uint32_t mant = h & 0x3FF;
 	if (exp == 0x1F)                              /* Inf or NaN: payload kept bit for bit */
-		return bits_float(sign | 0x7F800000 | (mant << 13));
+		return fmt_bits_f32(sign | 0x7F800000 | (mant << 13));
 	if (exp != 0)
-		return bits_float(sign | ((exp + 112) << 23) | (mant << 13));
+		return fmt_bits_f32(sign | ((exp + 112) << 23) | (mant << 13));
 	if (mant == 0)
-		return bits_float(sign);
+		return fmt_bits_f32(sign);
 	/* subnormal: mant * 2^-24, exact in float */
 	float mag = (float)mant * 0x1p-24f;
-	return bits_float(sign | float_bits(mag));
+	return fmt_bits_f32(sign | fmt_f32_bits(mag));
 }
 
 uint16_t fmt_f32_to_bf16(float f)
 {
-	uint32_t u = float_bits(f);
+	uint32_t u = fmt_f32_bits(f);
 	uint32_t nan = (u >> 16) | 0x0040;
 	uint32_t rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16;
 	/* a select, not a branch, so that row loops vectorize */
@@ -86,7 +72,7 @@ uint16_t fmt_f32_to_bf16(float f)
 
 float fmt_bf16_to_f32(uint16_t h)
 {
-	return bits_float((uint32_t)h << 16);
+	return fmt_bits_f32((uint32_t)h << 16);
 }
 
 void fmt_f32_to_f16_row_portable(const float *src, uint16_t *dst, size_t n)

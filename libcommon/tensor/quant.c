@@ -233,9 +233,7 @@ fmt_kind fmt_dequant_f32(fmt_dtype t, const uint8_t *src, uint64_t nelems, float
 
 static int is_finite_f32(float f)
 {
-	uint32_t bits;
-	memcpy(&bits, &f, sizeof bits);
-	return (bits & 0x7F800000u) != 0x7F800000u;
+	return (fmt_f32_bits(f) & 0x7F800000u) != 0x7F800000u;
 }
 
 static fmt_kind check_input(const float *x, uint64_t nelems, fmt_err *e)

@@ -4,6 +4,22 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <string.h>
+
+/* The bits of a float32 and back, without aliasing rules getting in the way. */
+static inline uint32_t fmt_f32_bits(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof u);
+	return u;
+}
+
+static inline float fmt_bits_f32(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
 
 /* float32 -> binary16, round to nearest even; NaN -> 0x7E00 with the input's sign. */
 uint16_t fmt_f32_to_f16(float f);
