@@ -29,7 +29,6 @@
 #include "apsim_internal.h"
 
 #define NM APSIM_NM
-#define STREAM_CHUNK (4u << 20)
 
 /* ---- JSON values ---- */
 
@@ -342,38 +341,24 @@ static fmt_kind padded_header(const apsim_kv *kv, size_t n_kv, const fmt_tensor 
 
 /* ---- one file ---- */
 
+typedef struct hash_write {
+	fmt_sha256 *h;
+	fmt_sink *k;
+} hash_write;
+
+static fmt_kind hash_write_chunk(void *ctx, const uint8_t *bytes, size_t n, fmt_err *e)
+{
+	const hash_write *hw = ctx;
+	fmt_kind r = hw->h ? fmt_sha256_update(hw->h, bytes, n, e) : FMT_OK;
+	return r == FMT_OK && hw->k ? fmt_sink_write(hw->k, bytes, n, e) : r;
+}
+
 /* Hash (and write when k is not NULL) a tensor's bytes in bounded chunks. */
 static fmt_kind stream_tensor(const fmt_model *m, const fmt_tensor *t, fmt_sha256 *h, fmt_sink *k,
 			      fmt_err *e)
 {
-	if (t->nbytes == 0)
-		return FMT_OK;
-	if (t->nbytes > SIZE_MAX)
-		return fmt_fail(e, FMT_IO, "tensor " NM " is too large for this platform", t->name);
-	if (t->data) {
-		fmt_kind r = h ? fmt_sha256_update(h, t->data, (size_t)t->nbytes, e) : FMT_OK;
-		return r == FMT_OK && k ? fmt_sink_write(k, t->data, (size_t)t->nbytes, e) : r;
-	}
-	uint64_t align = t->chunk_align ? t->chunk_align : 1;
-	uint64_t chunk = STREAM_CHUNK / align * align;
-	if (chunk == 0)
-		chunk = align;
-	if (chunk > t->nbytes)
-		chunk = t->nbytes;
-	uint8_t *buf = malloc((size_t)chunk);
-	if (!buf)
-		return fmt_fail(e, FMT_IO, "out of memory for tensor " NM, t->name);
-	fmt_kind r = FMT_OK;
-	for (uint64_t off = 0; r == FMT_OK && off < t->nbytes; off += chunk) {
-		size_t n = (size_t)(t->nbytes - off < chunk ? t->nbytes - off : chunk);
-		r = fmt_tensor_read(m, t, off, buf, n, e);
-		if (r == FMT_OK && h)
-			r = fmt_sha256_update(h, buf, n, e);
-		if (r == FMT_OK && k)
-			r = fmt_sink_write(k, buf, n, e);
-	}
-	free(buf);
-	return r;
+	hash_write hw = { h, k };
+	return fmt_tensor_each_chunk(m, t, hash_write_chunk, &hw, e);
 }
 
 typedef struct wfile {
@@ -890,10 +875,9 @@ static fmt_kind resign_file(fmt_model *m, const fmt_hmac_key *key, fmt_err *e)
 	apsim_kv *kv = malloc((f->n_kv + 1) * sizeof *kv);
 	const fmt_tensor **ts = malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *ts);
 	uint64_t *begins = malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *begins);
-	uint8_t *buf = malloc(STREAM_CHUNK);
 	fmt_sb head = { 0 };
 	size_t n = 0;
-	if (!kv || !ts || !begins || !buf)
+	if (!kv || !ts || !begins)
 		r = fmt_fail(e, FMT_IO, "out of memory");
 	for (size_t i = 0; r == FMT_OK && i < f->n_kv; i++)
 		if (strcmp(f->kv[i].key, "signature") != 0)
@@ -910,14 +894,10 @@ static fmt_kind resign_file(fmt_model *m, const fmt_hmac_key *key, fmt_err *e)
 	if (r == FMT_OK)
 		r = fmt_sink_open(&k, m->path, FMT_SINK_FORCE, e);
 	if (r == FMT_OK) {
-		fmt_source *s = &m->sources[f->source];
+		/* The data is the tensors in file order, without holes (the reader checked): copy them. */
 		r = fmt_sink_write(&k, head.p, head.len, e);
-		for (uint64_t off = 0; r == FMT_OK && off < f->data_len; off += STREAM_CHUNK) {
-			size_t len = (size_t)(f->data_len - off < STREAM_CHUNK ? f->data_len - off : STREAM_CHUNK);
-			r = fmt_source_read(s, 8 + f->header_len + off, buf, len, e);
-			if (r == FMT_OK)
-				r = fmt_sink_write(&k, buf, len, e);
-		}
+		for (size_t i = 0; r == FMT_OK && i < f->n_tensors; i++)
+			r = fmt_tensor_write_to(m, ts[i], &k, e);
 		if (r == FMT_OK)
 			r = fmt_sink_commit(&k, e);
 		else
@@ -927,7 +907,6 @@ static fmt_kind resign_file(fmt_model *m, const fmt_hmac_key *key, fmt_err *e)
 	free(kv);
 	free(ts);
 	free(begins);
-	free(buf);
 	return r;
 }
 

@@ -315,18 +315,21 @@ fmt_kind fmt_tensor_load(const fmt_model *m, const fmt_tensor *t, const uint8_t 
 
 #define STREAM_CHUNK (4u << 20)
 
-fmt_kind fmt_tensor_write_to(const fmt_model *m, const fmt_tensor *t, fmt_sink *k, fmt_err *e)
+fmt_kind fmt_tensor_each_chunk(const fmt_model *m, const fmt_tensor *t, fmt_chunk_fn fn, void *ctx,
+			       fmt_err *e)
 {
+	if (t->nbytes == 0)
+		return FMT_OK;
+	if (t->nbytes > SIZE_MAX)
+		return out_of_memory_for(t, e);
+	if (t->data)
+		return fn(ctx, t->data, (size_t)t->nbytes, e);
 	uint64_t align = t->chunk_align ? t->chunk_align : 1;
 	uint64_t chunk = STREAM_CHUNK / align * align;
 	if (chunk == 0)
 		chunk = align;
 	if (chunk > t->nbytes)
 		chunk = t->nbytes;
-	if (t->data)
-		return fmt_sink_write(k, t->data, (size_t)t->nbytes, e);
-	if (t->nbytes == 0)
-		return FMT_OK;
 	if (chunk > SIZE_MAX)
 		return out_of_memory_for(t, e);
 	uint8_t *buf = malloc((size_t)chunk);
@@ -337,10 +340,20 @@ fmt_kind fmt_tensor_write_to(const fmt_model *m, const fmt_tensor *t, fmt_sink *
 		size_t n = (size_t)(t->nbytes - off < chunk ? t->nbytes - off : chunk);
 		r = fmt_tensor_read(m, t, off, buf, n, e);
 		if (r == FMT_OK)
-			r = fmt_sink_write(k, buf, n, e);
+			r = fn(ctx, buf, n, e);
 	}
 	free(buf);
 	return r;
+}
+
+static fmt_kind write_chunk(void *sink, const uint8_t *bytes, size_t n, fmt_err *e)
+{
+	return fmt_sink_write(sink, bytes, n, e);
+}
+
+fmt_kind fmt_tensor_write_to(const fmt_model *m, const fmt_tensor *t, fmt_sink *k, fmt_err *e)
+{
+	return fmt_tensor_each_chunk(m, t, write_chunk, k, e);
 }
 
 uint64_t fmt_model_param_count(const fmt_model *m)

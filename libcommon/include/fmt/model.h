@@ -140,6 +140,12 @@ fmt_kind fmt_tensor_load(const fmt_model *m, const fmt_tensor *t, const uint8_t 
 fmt_kind fmt_tensor_read(const fmt_model *m, const fmt_tensor *t, uint64_t off, uint8_t *dst,
 			 size_t n, fmt_err *e);
 
+/* Hand a tensor's bytes to fn in order, in bounded chunks (about 4 MiB, on chunk_align
+ * boundaries; in-memory tensors in one piece); stops at the first error fn returns. */
+typedef fmt_kind (*fmt_chunk_fn)(void *ctx, const uint8_t *bytes, size_t n, fmt_err *e);
+fmt_kind fmt_tensor_each_chunk(const fmt_model *m, const fmt_tensor *t, fmt_chunk_fn fn, void *ctx,
+			       fmt_err *e);
+
 /* Write all of a tensor's bytes to k in bounded chunks (about 4 MiB): what every writer uses. */
 fmt_kind fmt_tensor_write_to(const fmt_model *m, const fmt_tensor *t, fmt_sink *k, fmt_err *e);
 
