@@ -200,6 +200,27 @@ static void dump_options(const fmt_cli_tool *t, FILE *f)
 	}
 }
 
+/* An abbreviation that several long options start with: "--secret (--secret-file or ...)". */
+static int ambiguous(const fmt_cli_tool *t, const char *prefix, size_t len, char *msg, size_t n)
+{
+	size_t matches = 0, used;
+	for (size_t i = 0; i < option_count(t); i++)
+		matches += strncmp(option_at(t, i)->name, prefix, len) == 0;
+	if (matches < 2)
+		return 0;
+	used = (size_t)snprintf(msg, n, "option '--%.*s' is ambiguous (", (int)len, prefix);
+	for (size_t i = 0, listed = 0; i < option_count(t) && used < n; i++) {
+		if (strncmp(option_at(t, i)->name, prefix, len) != 0)
+			continue;
+		listed++;
+		used += (size_t)snprintf(msg + used, n - used, "%s--%s", listed == 1 ? "" : listed == matches ? " or " : ", ",
+					 option_at(t, i)->name);
+	}
+	if (used < n)
+		snprintf(msg + used, n - used, ")");
+	return 1;
+}
+
 /* A getopt failure (c is '?' or ':') as a message naming the word the user typed. */
 static void describe_bad_option(const fmt_cli_tool *t, int c, const char *word, char *msg, size_t n)
 {
@@ -216,6 +237,8 @@ static void describe_bad_option(const fmt_cli_tool *t, int c, const char *word, 
 		snprintf(msg, n, "option --%s takes no value", o->name);
 	else if (optopt && !is_long)
 		snprintf(msg, n, "unknown option '-%c'", optopt);
+	else if (is_long && ambiguous(t, word + 2, (size_t)len - 2, msg, n))
+		return;
 	else
 		snprintf(msg, n, "unknown option '%.*s'", word ? len : 0, word ? word : "");
 }

@@ -161,7 +161,7 @@ Try '$tool --help'."
 	done
 }
 
-@test "options that take no value refuse one; options that take one demand it" {
+@test "options that take no value refuse one, options that take one demand it; ambiguous abbreviations" {
 	run --separate-stderr "$FMTKIT_BIN/fmt-inspect" --json=yes x.safetensors
 	assert_failure 2
 	assert_equal "$stderr" "fmt-inspect: error: option --json takes no value
@@ -170,6 +170,10 @@ Try 'fmt-inspect --help'."
 	assert_failure 2
 	assert_equal "$stderr" "fmt-inspect: error: option --tensor needs a value (NAME)
 Try 'fmt-inspect --help'."
+	run --separate-stderr "$FMTKIT_BIN/fmt-sign" --secret "team secret" key-id
+	assert_failure 2
+	assert_equal "$stderr" "fmt-sign: error: option '--secret' is ambiguous (--secret-file, --secret-env or --secret-prompt)
+Try 'fmt-sign --help'."
 	run --separate-stderr "$FMTKIT_BIN/fmt-shard" split x.safetensors -o
 	assert_failure 2
 	assert_equal "$stderr" "fmt-shard: error: option -o needs a value (PATH)
