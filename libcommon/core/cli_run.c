@@ -162,6 +162,21 @@ static void dump_field(FILE *f, const char *s, size_t len)
 		fwrite(s, 1, len, f);
 }
 
+/* "a, b or c" (a list for people) to "a b c" (words for a shell), in place. */
+static void names_to_words(char *s)
+{
+	char *out = s;
+	for (char *word = strtok(s, ", "); word; word = strtok(NULL, ", ")) {
+		if (strcmp(word, "or") == 0 || strcmp(word, "and") == 0)
+			continue;
+		if (out != s)
+			*out++ = ' ';
+		memmove(out, word, strlen(word));
+		out += strlen(word);
+	}
+	*out = '\0';
+}
+
 /* What scripts/gen-completions reads, one record a line, tab-separated:
  *   tool NAME
  *   command NAME HELP
@@ -182,8 +197,7 @@ static void dump_options(const fmt_cli_tool *t, FILE *f)
 		words[0] = '\0';
 		if (o->complete == FMT_COMPLETE_FORMAT) {
 			format_names(t, words, sizeof words);
-			for (char *p = words; (p = strstr(p, ", ")) != NULL;)
-				memmove(p + 1, p + 2, strlen(p + 2) + 1), *p = ' ';
+			names_to_words(words);
 		} else if (o->words) {
 			snprintf(words, sizeof words, "%s", o->words);
 		}

@@ -13,8 +13,8 @@ enum { OPT_TO = FMT_OPT_FIRST_TOOL_OPTION, OPT_DTYPE, OPT_ARCH, OPT_SET, OPT_SET
        OPT_EXCLUDE, OPT_DRY_RUN, OPT_SHARD, OPT_SIGN, OPT_NO_VERIFY };
 
 static const fmt_cli_option options[] = {
-	{ FMT_CLI_OPT("to", OPT_TO, "FORMAT", "safetensors, gguf or apsim (default: from OUTPUT's extension)"),
-	  .complete = FMT_COMPLETE_WORDS, .words = "safetensors gguf apsim" },
+	{ FMT_CLI_OPT("to", OPT_TO, "FORMAT", "the output format (default: from OUTPUT's extension):"),
+	  .complete = FMT_COMPLETE_FORMAT },
 	{ FMT_CLI_OPT("dtype", OPT_DTYPE, "TYPE", "f32, f16, bf16, q8_0, q4_0 (GGUF), int8, int4, fp8, fp6,\n"
 		      "fp4 (.apsim compressed tensors) or keep (default: f16 for\nGGUF, keep otherwise)"),
 	  .complete = FMT_COMPLETE_WORDS, .words = "f32 f16 bf16 q8_0 q4_0 int8 int4 fp8 fp6 fp4 keep" },
@@ -115,6 +115,7 @@ static const fmt_cli_tool tool = {
 	.footer = "OUTPUT may be - (standard output, not a terminal) with --to.\n"
 		  "Exit status: 0 ok, 2 usage, 3 I/O error, 4 invalid input (or NaN/Inf to quantize),\n"
 		  "5 unsupported version, type or conversion.",
+	.format_names = fmt_driver_writer_names,
 	.on_option = on_option,
 };
 
@@ -132,9 +133,15 @@ int main(int argc, char **argv)
 		return fmt_cli_usage_error(&tool, "need INPUT and OUTPUT");
 	const char *input = cli.operands[0], *output = cli.operands[1];
 	o->to = a.to_name ? fmt_driver_by_name(a.to_name) : output_driver(output, &o->force_set);
-	if (!o->to || !o->to->write)
-		return fmt_cli_usage_error(&tool, a.to_name ? "--to takes safetensors, gguf or apsim"
-							: "cannot tell the output format from its name; use --to");
+	if (!o->to || !o->to->write) {
+		char msg[FMT_ERR_MSG_MAX] = "cannot tell the output format from its name; use --to";
+		if (a.to_name) {
+			char names[512];
+			fmt_driver_writer_names(names, sizeof names);
+			snprintf(msg, sizeof msg, "--to takes %s", names);
+		}
+		return fmt_cli_usage_error(&tool, msg);
+	}
 	o->json = cli.common.json;
 	o->quiet = cli.common.quiet;
 	o->verbose = cli.common.verbose;

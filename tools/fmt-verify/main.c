@@ -94,7 +94,7 @@ int main(int argc, char **argv)
 			fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
 			return fmt_kind_exit(k);
 		}
-		vo.key = &key;
+		vo.keys.hmac = &key;
 	}
 	int status = 0;
 	for (int i = 0; i < cli.n_operands; i++) {
