@@ -83,7 +83,7 @@ int fmt_cpu_count(void);
  *		{ FMT_CLI_OPT("full", OPT_FULL, NULL, "do not abbreviate") },
  *		{ FMT_CLI_OPT("quiet", 'q', NULL, "print nothing on success") },
  *		{ FMT_CLI_OPT("verbose", 'v', NULL, "more detail") },
- *		{ NULL }
+ *		{ .name = NULL }
  *	};
  *	static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
  *	{
@@ -156,7 +156,7 @@ typedef struct fmt_cli_tool {
 	const char *synopsis;             /* what follows "Usage: TOOL "; '\n' starts another form */
 	const char *about;                /* the paragraph under the usage lines */
 	const fmt_cli_command *commands;  /* subcommands (the first operand), or NULL */
-	const fmt_cli_option *options;    /* at most 60, ended by { NULL } */
+	const fmt_cli_option *options;    /* at most 59, ended by { NULL } */
 	const char *footer;               /* after the options: notes, exit statuses */
 	/* The registered format names, ", "-separated (fmt_driver_names), for FMT_COMPLETE_FORMAT. */
 	void (*format_names)(char *buf, size_t n);
