@@ -161,6 +161,7 @@ fmt_kind fmt_model_open_source(fmt_model *m, fmt_source *src, const char *path,
 		return k;
 	}
 	m->driver = d;
+	m->close = d->close;
 	k = d->open(m, e);
 	if (k != FMT_OK) {
 		fmt_err_file(e, path);
