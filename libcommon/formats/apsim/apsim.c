@@ -848,20 +848,40 @@ static int skip_ws(const uint8_t *p, size_t n, size_t i)
 	return (int)i;
 }
 
+/* 95 if the header bytes seen (span of them, a JSON object) hold the Apsi format key. */
+static int ap_probe_header(const uint8_t *header, size_t span)
+{
+	static const char needle[] = "\"format\":\"apsi-model\"";
+	size_t i = (size_t)skip_ws(header, span, 0);
+	if (i >= span || header[i] != '{')
+		return 0;
+	return memmem(header, span, needle, sizeof needle - 1) ? 95 : 0;
+}
+
 static int ap_probe(const uint8_t *head, size_t n, uint64_t file_size)
 {
 	(void)file_size;
-	static const char needle[] = "\"format\":\"apsi-model\"";
 	if (n < 10)
 		return 0;
 	uint64_t len = fmt_rd_u64(head);
 	if (len < 2 || len > FMT_ST_HEADER_MAX)
 		return 0;
-	size_t i = (size_t)skip_ws(head, n, 8);
-	if (i >= n || head[i] != '{')
+	return ap_probe_header(head + 8, len < n - 8 ? (size_t)len : n - 8);
+}
+
+/* The format key past the first FMT_PROBE_BYTES: the whole header is searched. */
+static int ap_probe_source(fmt_source *s)
+{
+	uint8_t len_bytes[8];
+	const uint8_t *header;
+	fmt_err e;
+	if (s->size <= FMT_PROBE_BYTES || fmt_source_read(s, 0, len_bytes, 8, &e) != FMT_OK)
 		return 0;
-	size_t span = len < n - 8 ? (size_t)len : n - 8;
-	return memmem(head + 8, span, needle, sizeof needle - 1) ? 95 : 0;
+	uint64_t len = fmt_rd_u64(len_bytes);
+	if (len <= FMT_PROBE_BYTES - 8 || len > FMT_ST_HEADER_MAX || len > s->size - 8 ||
+	    fmt_source_view(s, 8, len, &header, &e) != FMT_OK)
+		return 0;
+	return ap_probe_header(header, (size_t)len);
 }
 
 static fmt_kind ap_open(fmt_model *m, fmt_err *e)
@@ -993,6 +1013,7 @@ const fmt_driver fmt_driver_apsim = {
 	.extension = ".apsim",
 	.title = ".apsim",
 	.probe = ap_probe,
+	.probe_source = ap_probe_source,
 	.open = ap_open,
 	.verify = ap_verify,
 	.caps = FMT_CAP_TYPED_META | FMT_CAP_ENCODED | FMT_CAP_UNITS | FMT_CAP_SIGNATURES,
