@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include "fmt/err.h"
 
-#define FMTKIT_VERSION "0.1.0"
+#include "fmt/version.h"
 
 typedef struct fmt_common_opts {
 	int json;
@@ -47,9 +47,7 @@ enum {
 	{ "secret-env", required_argument, NULL, FMT_OPT_SECRET_ENV },              \
 	{ "secret-prompt", no_argument, NULL, FMT_OPT_SECRET_PROMPT }
 
-struct fmt_key_opts;
-/* Handle a key option; returns 1 if c was one, 0 if not. */
-int fmt_cli_key_option(int c, const char *arg, struct fmt_key_opts *o);
+/* fmt_cli_key_option (fmt/crypto.h) handles these. */
 
 /* Handle a common option (getopt_long's return value c with optarg); returns 1 if it was one,
  * 0 if not, -1 on a bad value (message in e). --version and --help are the tool's own. */
@@ -115,7 +113,7 @@ int fmt_cpu_count(void);
  * -q/--quiet, -v/--verbose and -T/--threads are listed by the tool (in its own words) and
  * handled by the runner into fmt_cli.common; every other option goes to on_option.
  * Key options: list them with the ids FMT_OPT_HMAC_KEY, FMT_OPT_SECRET_FILE, ... and call
- * fmt_cli_key_option(id, arg, &keys) first thing in on_option.
+ * fmt_cli_key_option(id, arg, &keys) (fmt/crypto.h) first thing in on_option.
  * Subcommands: .commands = { { "split", "cut a model" }, ..., { NULL, NULL } }; the runner
  * takes the first operand as the subcommand (cli.command is its index, cli.operands follow
  * it) and refuses an option whose .commands mask (bit i = commands[i]) lacks it.
