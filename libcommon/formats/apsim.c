@@ -987,7 +987,9 @@ const fmt_driver fmt_driver_apsim = {
 	.verify = ap_verify,
 	.has_signatures = 1,
 	.write = fmt_apsim_write,
+	.plan_shards = fmt_apsim_plan_shards,
 	.write_sharded = fmt_apsim_write_sharded,
+	.shard_limits = FMT_APSIM_SHARD_LIMITS,
 	.default_shard_bytes = 4000000000ull,   /* Apsi's shard="4GB" */
 	.close = ap_close,
 	.describe = ap_describe,

@@ -460,6 +460,7 @@ const fmt_driver fmt_driver_apsim_index = {
 	.verify = ai_verify,
 	.has_signatures = 1,
 	.write = NULL,
+	.file_driver = &fmt_driver_apsim,
 	.close = ai_close,
 	.describe = ai_describe,
 };

@@ -23,6 +23,17 @@ const fmt_driver *const *fmt_drivers(void)
 	return drivers;
 }
 
+const fmt_driver *fmt_driver_file_writer(const fmt_driver *d)
+{
+	return d && d->file_driver ? d->file_driver : d;
+}
+
+const fmt_driver *fmt_driver_set_writer(const fmt_driver *d)
+{
+	d = fmt_driver_file_writer(d);
+	return d && d->plan_shards && d->write_sharded ? d : NULL;
+}
+
 const fmt_driver *fmt_driver_by_name(const char *name)
 {
 	for (size_t i = 0; drivers[i]; i++)
