@@ -135,6 +135,9 @@ same_set_refused() {
 	same_set_refused m.apsim.index.json m.apsim.index.json --shard 1GB -f
 	assert_output --partial "m.apsim.index.json: output is the same file as input"
 	same_set_refused m.apsim.index.json m.apsim.index.json -f
+	# one file over a shard of the input set
+	same_set_refused m.apsim.index.json m-00002-of-00003.apsim -f
+	assert_output --partial "m-00002-of-00003.apsim: output is the same file as input"
 }
 
 @test "-f over the input's own safetensors and GGUF sets is refused" {

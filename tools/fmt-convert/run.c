@@ -133,7 +133,10 @@ fmt_kind convert_run(const char *input, const char *output, const convert_opts *
 		k = open_input(&in, input, o, e);
 	if (k != FMT_OK)
 		return k;
-	k = fmt_pool_create(&pool, o->threads, e);
+	for (size_t i = 0; i < in.n_sources && k == FMT_OK; i++) /* a shard of an input set */
+		k = fmt_check_distinct(in.sources[i].path, output, e);
+	if (k == FMT_OK)
+		k = fmt_pool_create(&pool, o->threads, e);
 	if (k == FMT_OK)
 		k = plan_build(&plan, &in, o, pool, e);
 	if (k == FMT_OK && o->dry_run) {
