@@ -250,3 +250,16 @@ z.safetensors.index.json: index"
 	fmt-shard merge q.apsim.index.json -o merged.apsim
 	cmp merged.apsim q.apsim
 }
+
+@test "a signed .apsim split or merged warns that the signature is not carried over" {
+	cp "$REPO_ROOT/tests/data/fixtures/apsim/example-signed-team-secret.apsim" s.apsim
+	run --separate-stderr fmt-shard split --max-size 1 s.apsim
+	assert_success
+	[[ "$stderr" == *"s.apsim: the signature is not carried over; sign the result with fmt-sign sign"* ]]
+	run --separate-stderr fmt-shard merge s.apsim.index.json -o m.apsim
+	assert_success
+	[ -z "$stderr" ]
+	run --separate-stderr fmt-shard split -q -f --max-size 1 s.apsim
+	assert_success
+	[ -z "$stderr" ]
+}

@@ -77,11 +77,9 @@ static void print_plan(const fmt_model *m, const fmt_driver *w, const fmt_shard_
 /* The writers sign only with a key, which fmt-shard does not take. */
 static void warn_signature_dropped(const fmt_model *m, const char *input, const shard_opts *o)
 {
-	json_t *d = m->driver->describe ? m->driver->describe(m) : NULL;
-	if (json_is_true(json_object_get(d, "signed")) && !o->common.quiet)
+	if (m->driver->signature && m->driver->signature(m) && !o->common.quiet)
 		fmt_report_warning(stderr, TOOL, "%s: the signature is not carried over; sign the result with fmt-sign sign",
 				   input);
-	json_decref(d);
 }
 
 /* Progress of a write on the terminal, fed by every sink; total = the model's tensor data. */

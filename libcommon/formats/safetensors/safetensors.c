@@ -738,9 +738,11 @@ static fmt_kind st_write(const fmt_model *m, fmt_sink *k, const fmt_write_opts *
 const fmt_driver fmt_driver_safetensors = {
 	.name = "safetensors",
 	.extension = ".safetensors",
+	.title = "safetensors",
 	.probe = st_probe,
 	.open = st_open,
 	.verify = NULL,
+	.set_driver = &fmt_driver_st_index,
 	.write = st_write,
 	.plan_shards = fmt_st_plan_shards,
 	.write_sharded = fmt_st_write_sharded,
