@@ -1025,7 +1025,9 @@ const fmt_driver fmt_driver_apsim = {
 	.caps = FMT_CAP_TYPED_META | FMT_CAP_ENCODED | FMT_CAP_UNITS | FMT_CAP_SIGNATURES,
 	.set_driver = &fmt_driver_apsim_index,
 	.write = fmt_apsim_write,
+	.plan_shards = fmt_apsim_plan_shards,
 	.write_sharded = fmt_apsim_write_sharded,
+	.shard_limits = FMT_APSIM_SHARD_LIMITS,
 	.default_shard_bytes = 4000000000ull,   /* Apsi's shard="4GB" */
 	.sign_in_place = fmt_apsim_sign_in_place,
 	.signature = fmt_apsim_signature_of,
