@@ -2,9 +2,10 @@
  * while streaming through it, unpack one so that nothing is left behind unless every member
  * verified. libarchive does the tar and zstd work; this file decides what is allowed.
  *
- * Unpack keeps one atomic sink (temporary file) open per member until the last member has
- * verified, then commits them all; so a bundle with more members than free file descriptors
- * fails with an I/O error before anything is renamed. */
+ * Unpack writes every member to an atomic sink (a temporary file), finished (synced and
+ * closed: no descriptor or buffer held) as soon as its digest has verified, and commits them
+ * all once the last member has verified; a signal before leaves no temporary file, whatever
+ * the number of members. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
@@ -384,6 +385,8 @@ static fmt_kind walk_members(reader *r, const fmt_bundle_info *b, extract *x, fm
 			sink = &x->sinks[i];
 		}
 		k = stream_member(r, mb, sink, e);
+		if (k == FMT_OK && sink)
+			k = fmt_sink_finish(sink, e);
 	}
 	for (size_t i = 0; i < b->n_members && k == FMT_OK; i++)
 		if (!seen[i])
