@@ -16,31 +16,36 @@
 
 fmt_kind fmt_hmac_key_path(char **path, fmt_err *e)
 {
+	return fmt_key_file_path("hmac.key", path, e);
+}
+
+fmt_kind fmt_key_file_path(const char *name, char **path, fmt_err *e)
+{
 	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
 	const char *base, *sub;
 	*path = NULL;
 	/* The XDG spec: a relative XDG_CONFIG_HOME is invalid and must be ignored. */
 	if (xdg && xdg[0] == '/') {
 		base = xdg;
-		sub = "/fmtkit/hmac.key";
+		sub = "/fmtkit/";
 	} else if (home && home[0]) {
 		base = home;
-		sub = "/.config/fmtkit/hmac.key";
+		sub = "/.config/fmtkit/";
 	} else {
 		return fmt_fail(e, FMT_USAGE, "neither XDG_CONFIG_HOME nor HOME is set: "
-				"cannot tell where the HMAC key lives");
+				"cannot tell where the keys live");
 	}
-	size_t n = strlen(base) + strlen(sub) + 1;
+	size_t n = strlen(base) + strlen(sub) + strlen(name) + 1;
 	char *p = malloc(n);
 	if (!p)
 		return fmt_fail(e, FMT_INTERNAL, "out of memory");
-	snprintf(p, n, "%s%s", base, sub);
+	snprintf(p, n, "%s%s%s", base, sub, name);
 	*path = p;
 	return FMT_OK;
 }
 
 /* mkdir -p of the directory part of path; directories it creates are 0700. */
-static fmt_kind make_key_dir(const char *path, fmt_err *e)
+fmt_kind fmt_crypto_make_key_dir(const char *path, fmt_err *e)
 {
 	char *dir = strdup(path);
 	if (!dir)
@@ -79,15 +84,20 @@ static fmt_kind write_all_fd(int fd, const uint8_t *p, size_t n, fmt_err *e)
 	return FMT_OK;
 }
 
-/* Create path with O_EXCL and mode 0600 and write the key into it. */
 static fmt_kind create_key_file(const char *path, const fmt_hmac_key *key, fmt_err *e)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	return fmt_crypto_create_key_file(path, key->bytes, key->len, 0600, e);
+}
+
+fmt_kind fmt_crypto_create_key_file(const char *path, const uint8_t *bytes, size_t len, mode_t mode,
+				    fmt_err *e)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0 && errno == EEXIST)
-		return fmt_fail(e, FMT_USAGE, "an HMAC key already exists; it was left as it is");
+		return fmt_fail(e, FMT_USAGE, "a key file already exists; it was left as it is");
 	if (fd < 0)
 		return fmt_fail(e, FMT_IO, "cannot create the key file: %s", strerror(errno));
-	fmt_kind k = write_all_fd(fd, key->bytes, key->len, e);
+	fmt_kind k = write_all_fd(fd, bytes, len, e);
 	if (k == FMT_OK && fsync(fd) != 0)
 		k = fmt_fail(e, FMT_IO, "fsync: %s", strerror(errno));
 	if (close(fd) != 0 && k == FMT_OK)
@@ -99,7 +109,7 @@ static fmt_kind create_key_file(const char *path, const fmt_hmac_key *key, fmt_e
 
 /* Rename an existing key to path.old (replacing an older one); *old_path is
  * its new name, or NULL when there was no key. */
-static fmt_kind keep_old_key(const char *path, char **old_path, fmt_err *e)
+fmt_kind fmt_crypto_keep_old_key(const char *path, char **old_path, fmt_err *e)
 {
 	struct stat st;
 	*old_path = NULL;
@@ -143,9 +153,9 @@ fmt_kind fmt_hmac_keygen(const char *path, int rotate, fmt_hmac_key *out, fmt_er
 	memset(out, 0, sizeof *out);
 	fmt_kind k = new_random_key(&key, e);
 	if (k == FMT_OK)
-		k = make_key_dir(path, e);
+		k = fmt_crypto_make_key_dir(path, e);
 	if (k == FMT_OK && rotate)
-		k = keep_old_key(path, &old_path, e);
+		k = fmt_crypto_keep_old_key(path, &old_path, e);
 	if (k == FMT_OK) {
 		k = create_key_file(path, &key, e);
 		/* Put the previous key back rather than leave no key at all. */
@@ -265,4 +275,24 @@ int fmt_cli_key_option(int c, const char *arg, fmt_key_opts *o)
 	case FMT_OPT_SECRET_PROMPT: o->secret_prompt = 1; return 1;
 	default: return 0;
 	}
+}
+
+fmt_kind fmt_key_file_create(const char *path, const void *bytes, size_t len, int rotate,
+			     int secret, fmt_err *e)
+{
+	char *old_path = NULL;
+	struct stat st;
+	if (!rotate && lstat(path, &st) == 0)
+		return fmt_fail(e, FMT_USAGE, "%s already exists; --force replaces it and keeps it as "
+				"%s.old", path, path);
+	fmt_kind k = fmt_crypto_make_key_dir(path, e);
+	if (k == FMT_OK && rotate)
+		k = fmt_crypto_keep_old_key(path, &old_path, e);
+	if (k == FMT_OK) {
+		k = fmt_crypto_create_key_file(path, bytes, len, secret ? 0600 : 0644, e);
+		if (k != FMT_OK && old_path && rename(old_path, path) != 0)
+			fmt_err_prefix(e, "the previous key is now %s", old_path);
+	}
+	free(old_path);
+	return k;
 }

@@ -1,27 +1,52 @@
-/* fmt-sign: HMAC keys and signatures of Apsi checkpoints (specs/apsim.md §6). */
+/* fmt-sign: Ed25519 (minisign formats), X25519 and HMAC keys; detached .minisig signatures of
+ * any file; HMAC signatures of Apsi checkpoints in place (specs/apsim.md §6). */
 #include <stdio.h>
 #include <string.h>
 #include "fmt/out.h"
 #include "sign.h"
 
-enum { OPT_HMAC = FMT_OPT_FIRST_TOOL_OPTION };
+enum {
+	OPT_HMAC = FMT_OPT_FIRST_TOOL_OPTION, OPT_X25519, OPT_TRUSTED_KEYS, OPT_PASS_FILE, OPT_PASS_ENV
+};
 
 /* Subcommands, in the order of their bits in fmt_cli_option.commands. */
-enum { CMD_KEYGEN, CMD_SIGN, CMD_KEY_ID };
+enum { CMD_KEYGEN, CMD_SIGN, CMD_KEY_ID, CMD_VERIFY };
 #define ONLY(cmd) (1u << (cmd))
 
 static const fmt_cli_command commands[] = {
-	{ "keygen", "create $XDG_CONFIG_HOME/fmtkit/hmac.key (mode 0600)" },
-	{ "sign", "sign FILE in place, atomically, after checking its digests" },
+	{ "keygen", "create an Ed25519 key pair (minisign's formats), an X25519 pair or the HMAC key" },
+	{ "sign", "-s: write FILE.minisig for each FILE; HMAC: sign an .apsim FILE in place" },
 	{ "key-id", "print the id of the key the options name" },
+	{ "verify", "check FILE.minisig for each FILE and print its trusted comment" },
 	{ NULL, NULL }
 };
 
 static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("hmac", OPT_HMAC, NULL, "keygen: make an HMAC-SHA256 key (32 random bytes)"),
 	  .commands = ONLY(CMD_KEYGEN) },
-	{ FMT_CLI_OPT("force", 'f', NULL, "keygen: replace an existing key, keeping it as hmac.key.old"),
+	{ FMT_CLI_OPT("x25519", OPT_X25519, NULL, "keygen: make an X25519 key pair (dataset recipients)"),
 	  .commands = ONLY(CMD_KEYGEN) },
+	{ FMT_CLI_OPT("force", 'f', NULL, "keygen: replace existing key files, keeping each as FILE.old"),
+	  .commands = ONLY(CMD_KEYGEN) },
+	{ FMT_CLI_OPT("pubkey", 'p', "FILE", "the public key file (default $XDG_CONFIG_HOME/fmtkit/ed25519.pub)"),
+	  .commands = ONLY(CMD_KEYGEN) | ONLY(CMD_KEY_ID) | ONLY(CMD_VERIFY), .complete = FMT_COMPLETE_FILE,
+	  .words = "*.pub" },
+	{ FMT_CLI_OPT("pubkey-base64", 'P', "BASE64", "verify, key-id: the public key itself (its base64 line)"),
+	  .commands = ONLY(CMD_KEY_ID) | ONLY(CMD_VERIFY) },
+	{ FMT_CLI_OPT("seckey", 's', "FILE", "the secret key file (default $XDG_CONFIG_HOME/fmtkit/ed25519.key)"),
+	  .commands = ONLY(CMD_KEYGEN) | ONLY(CMD_SIGN) | ONLY(CMD_KEY_ID), .complete = FMT_COMPLETE_FILE },
+	{ FMT_CLI_OPT("no-passphrase", 'W', NULL, "keygen: leave the secret key unencrypted"),
+	  .commands = ONLY(CMD_KEYGEN) },
+	{ FMT_CLI_OPT("passphrase-file", OPT_PASS_FILE, "FILE", "the secret key's passphrase from FILE (one final newline removed)"),
+	  .commands = ONLY(CMD_KEYGEN) | ONLY(CMD_SIGN) | ONLY(CMD_KEY_ID), .complete = FMT_COMPLETE_FILE },
+	{ FMT_CLI_OPT("passphrase-env", OPT_PASS_ENV, "NAME", "the secret key's passphrase from the environment variable NAME"),
+	  .commands = ONLY(CMD_KEYGEN) | ONLY(CMD_SIGN) | ONLY(CMD_KEY_ID), .complete = FMT_COMPLETE_ENV },
+	{ FMT_CLI_OPT("sigfile", 'x', "FILE", "sign, verify: the signature file (default FILE.minisig; one FILE only)"),
+	  .commands = ONLY(CMD_SIGN) | ONLY(CMD_VERIFY), .complete = FMT_COMPLETE_FILE, .words = "*.minisig" },
+	{ FMT_CLI_OPT("trusted-comment", 't', "TEXT", "sign: the trusted comment (default timestamp:T<tab>file:NAME<tab>hashed)"),
+	  .commands = ONLY(CMD_SIGN) },
+	{ FMT_CLI_OPT("trusted-keys", OPT_TRUSTED_KEYS, "DIR", "verify: trust every *.pub in DIR"),
+	  .commands = ONLY(CMD_VERIFY), .complete = FMT_COMPLETE_DIR },
 	{ FMT_CLI_OPT("hmac-key", FMT_OPT_HMAC_KEY, NULL, "the per-user key (the default when no key option is given)"),
 	  .commands = ONLY(CMD_SIGN) | ONLY(CMD_KEY_ID) },
 	{ FMT_CLI_OPT("secret-file", FMT_OPT_SECRET_FILE, "FILE", "a team shared secret read from FILE (one final newline removed)"),
@@ -48,24 +73,92 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 	switch (id) {
 	case OPT_HMAC: o->hmac = 1; return 0;
 	case 'f': o->force = 1; return 0;
+	case OPT_X25519: o->x25519 = 1; return 0;
+	case 'W': o->no_passphrase = 1; return 0;
+	case 'p': o->pubkey = arg; return 0;
+	case 'P': o->pubkey_b64 = arg; return 0;
+	case 's': o->seckey = arg; return 0;
+	case 'x': o->sigfile = arg; return 0;
+	case 't': o->trusted_comment = arg; return 0;
+	case OPT_TRUSTED_KEYS: o->trusted_dir = arg; return 0;
+	case OPT_PASS_FILE: o->passphrase_file = arg; return 0;
+	case OPT_PASS_ENV: o->passphrase_env = arg; return 0;
 	}
 	return fmt_fail(e, FMT_USAGE, "unhandled option"), -1;
 }
 
 static const fmt_cli_tool tool = {
 	.name = TOOL,
-	.synopsis = "keygen --hmac [--force] [OPTIONS]\n"
+	.synopsis = "keygen [-p PUBKEY] [-s SECKEY] [-W | --passphrase-file F | --passphrase-env NAME] [--force]\n"
+		    "keygen --x25519 [-p PUBKEY] [-s SECKEY] [--force]\n"
+		    "keygen --hmac [--force] [OPTIONS]\n"
+		    "sign -s SECKEY [-x SIGFILE] [-t COMMENT] FILE...\n"
 		    "sign FILE [KEY OPTION] [-T N] [OPTIONS]\n"
-		    "key-id [KEY OPTION] [OPTIONS]",
-	.about = "Create the per-user HMAC key, sign Apsi checkpoints (.apsim files and\n"
-		 "NAME.apsim.index.json sets) in place with HMAC-SHA256, show key ids.",
+		    "verify -p PUBKEY | -P BASE64 | --trusted-keys DIR [-x SIGFILE] [-q] FILE...\n"
+		    "key-id [-p PUBKEY | -P BASE64 | -s SECKEY | KEY OPTION] [OPTIONS]",
+	.about = "Create Ed25519 key pairs in minisign's formats (minisign reads them and fmt-sign\n"
+		 "reads minisign's), sign any file with a detached FILE.minisig and verify it;\n"
+		 "create X25519 key pairs; create the per-user HMAC key and sign Apsi checkpoints\n"
+		 "(.apsim files and NAME.apsim.index.json sets) in place with HMAC-SHA256.\n"
+		 "sign with -s makes .minisig files; sign with no -s takes an HMAC key option.",
 	.commands = commands,
 	.options = options,
 	.footer = "Secrets are never option values: there is no --secret VALUE.\n"
 		  "Exit status: 0 ok, 2 usage (also a key file others can read, no key), 3 I/O error,\n"
-		  "4 invalid format, 5 unsupported version, 6 checksum mismatch (file not signed).",
+		  "4 invalid format, 5 unsupported version, 6 checksum mismatch (file not signed), 7 signature invalid (wrong key id, bad\n"
+		  "signature, bad global signature, untrusted key), 8 wrong passphrase.",
 	.on_option = on_option,
 };
+
+/* The combinations the option table cannot express; NULL when the command line is sound. */
+static const char *check_usage(const sign_opts *o, const fmt_cli *cli)
+{
+	int hmac_key = fmt_key_opts_given(&o->key);
+	int passphrase = o->passphrase_file || o->passphrase_env;
+	switch (cli->command) {
+	case CMD_KEYGEN:
+		if (cli->n_operands != 0)
+			return "keygen takes no file";
+		if (o->hmac + o->x25519 > 1)
+			return "--hmac and --x25519 are different kinds of key: give one";
+		if ((o->hmac || o->x25519) && (o->no_passphrase || passphrase))
+			return "only Ed25519 secret keys have a passphrase (-W, --passphrase-*)";
+		if (o->hmac && (o->pubkey || o->seckey))
+			return "the HMAC key has one place; -p and -s name key pair files";
+		if (o->no_passphrase && passphrase)
+			return "-W (no passphrase) and a --passphrase option contradict each other";
+		break;
+	case CMD_SIGN:
+		if (o->seckey && hmac_key)
+			return "-s (Ed25519) and an HMAC key option are different signatures: give one";
+		if (!o->seckey) {
+			if (cli->n_operands != 1)
+				return "sign with an HMAC key takes one FILE (an .apsim file or NAME.apsim.index.json); "
+				       "-s SECKEY signs any files with .minisig";
+			if (o->sigfile || o->trusted_comment || passphrase)
+				return "-x, -t and --passphrase-* need -s SECKEY";
+		}
+		if (cli->n_operands < 1)
+			return "sign needs at least one FILE";
+		if (o->sigfile && cli->n_operands != 1)
+			return "-x names the signature of one FILE";
+		break;
+	case CMD_VERIFY:
+		if (cli->n_operands < 1)
+			return "verify needs at least one FILE";
+		if (o->pubkey && o->pubkey_b64)
+			return "-p and -P both name the public key: give one";
+		if (o->sigfile && cli->n_operands != 1)
+			return "-x names the signature of one FILE";
+		break;
+	default:
+		if (cli->n_operands != 0)
+			return "key-id takes no file";
+		if ((o->pubkey != NULL) + (o->pubkey_b64 != NULL) + (o->seckey != NULL) + hmac_key > 1)
+			return "key-id shows one key: give one of -p, -P, -s or an HMAC key option";
+	}
+	return NULL;
+}
 
 int main(int argc, char **argv)
 {
@@ -75,15 +168,24 @@ int main(int argc, char **argv)
 	if (!fmt_cli_parse(&tool, argc, argv, &o, &cli))
 		return cli.exit_code;
 	o.common = cli.common;
-	int want = cli.command == CMD_SIGN;
-	if (cli.n_operands != want)
-		return fmt_cli_usage_error(&tool, cli.command == CMD_SIGN
-			? "sign takes one FILE (an .apsim file or NAME.apsim.index.json)"
-			: cli.command == CMD_KEYGEN ? "keygen takes no file" : "key-id takes no file");
-	if (cli.command == CMD_KEYGEN && !o.hmac)
-		return fmt_cli_usage_error(&tool, "keygen needs --hmac (the kind of key to create)");
-	int status = cli.command == CMD_KEYGEN ? sign_cmd_keygen(&o)
-		   : cli.command == CMD_SIGN   ? sign_cmd_sign(cli.operands[0], &o)
-					       : sign_cmd_key_id(&o);
+	const char *bad = check_usage(&o, &cli);
+	if (bad)
+		return fmt_cli_usage_error(&tool, bad);
+	int ed = o.seckey || o.pubkey || o.pubkey_b64;
+	int status;
+	switch (cli.command) {
+	case CMD_KEYGEN:
+		status = o.hmac ? sign_cmd_keygen(&o) : sign_cmd_keygen_keypair(&o);
+		break;
+	case CMD_SIGN:
+		status = o.seckey ? sign_cmd_sign_minisig(cli.operands, cli.n_operands, &o)
+				  : sign_cmd_sign(cli.operands[0], &o);
+		break;
+	case CMD_VERIFY:
+		status = sign_cmd_verify(cli.operands, cli.n_operands, &o);
+		break;
+	default:
+		status = ed ? sign_cmd_key_id_ed25519(&o) : sign_cmd_key_id(&o);
+	}
 	return fmt_cli_finish(&tool, &cli, status);
 }

@@ -4,6 +4,7 @@
 
 #include "fmt/cli.h"
 #include "fmt/crypto.h"
+#include "fmt/minisign.h"
 
 #define TOOL "fmt-sign"
 
@@ -12,11 +13,27 @@ typedef struct sign_opts {
 	fmt_key_opts key;   /* sign, key-id: which key (none given: the per-user key) */
 	int hmac;           /* keygen --hmac */
 	int force;          /* keygen --force: rotate an existing key */
+	int x25519;         /* keygen --x25519 */
+	int no_passphrase;  /* keygen -W */
+	const char *pubkey;          /* -p FILE */
+	const char *pubkey_b64;      /* -P BASE64 */
+	const char *seckey;          /* -s FILE */
+	const char *sigfile;         /* -x FILE */
+	const char *trusted_comment; /* -t TEXT */
+	const char *trusted_dir;     /* --trusted-keys DIR */
+	const char *passphrase_file;
+	const char *passphrase_env;
 } sign_opts;
 
 /* Each returns the exit status after reporting any error on stderr. */
 int sign_cmd_keygen(const sign_opts *o);
 int sign_cmd_sign(const char *path, const sign_opts *o);
 int sign_cmd_key_id(const sign_opts *o);
+
+/* minisign.c's side: Ed25519 (minisign formats) and X25519 keys, detached signatures. */
+int sign_cmd_keygen_keypair(const sign_opts *o);
+int sign_cmd_key_id_ed25519(const sign_opts *o);
+int sign_cmd_sign_minisig(char **files, int n, const sign_opts *o);
+int sign_cmd_verify(char **files, int n, const sign_opts *o);
 
 #endif

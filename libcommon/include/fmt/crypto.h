@@ -71,6 +71,14 @@ int fmt_keyset_empty(const fmt_keyset *ks);
 /* Where the per-user key lives: $XDG_CONFIG_HOME/fmtkit/hmac.key, else ~/.config/fmtkit/hmac.key
  * (malloc'd). */
 fmt_kind fmt_hmac_key_path(char **path, fmt_err *e);
+/* The same directory for another key file name ("ed25519.pub"). */
+fmt_kind fmt_key_file_path(const char *name, char **path, fmt_err *e);
+
+/* A new key file: the directory made (0700), a previous file kept as PATH.old when rotate
+ * (an existing one refused otherwise), path created with O_EXCL|O_NOFOLLOW, mode 0600 for a
+ * secret key, 0644 for a public one. */
+fmt_kind fmt_key_file_create(const char *path, const void *bytes, size_t len, int rotate,
+			     int secret, fmt_err *e);
 
 /* Create a new per-user key (32 random bytes, the directory 0700, the file 0600 with O_EXCL).
  * With rotate, an existing key is kept as hmac.key.old (replacing an older one) first;

@@ -1,0 +1,475 @@
+/* fmt-sign's Ed25519 side: minisign key pairs, X25519 key pairs, detached .minisig signatures. */
+#include <dirent.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "fmt/io.h"
+#include "fmt/out.h"
+#include "sign.h"
+
+static int fail(const sign_opts *o, const char *file, const fmt_err *e)
+{
+	fmt_report_error(stderr, TOOL, file, e, o->common.json);
+	return fmt_kind_exit(e->kind);
+}
+
+/* o's path, or the default file name in the key directory (malloc'd either way). */
+static fmt_kind key_path(const char *given, const char *name, char **out, fmt_err *e)
+{
+	if (given) {
+		*out = strdup(given);
+		return *out ? FMT_OK : fmt_fail(e, FMT_INTERNAL, "out of memory");
+	}
+	return fmt_key_file_path(name, out, e);
+}
+
+/* The passphrase: --passphrase-file, --passphrase-env or the terminal (twice when confirm). */
+static fmt_kind passphrase(const sign_opts *o, int confirm, fmt_hmac_key *pw, fmt_err *e)
+{
+	if (o->passphrase_file)
+		return fmt_secret_from_file(o->passphrase_file, pw, e);
+	if (o->passphrase_env)
+		return fmt_secret_from_env(o->passphrase_env, pw, e);
+	fmt_kind k = fmt_secret_from_prompt("Passphrase: ", pw, e);
+	if (k != FMT_OK || !confirm)
+		return k;
+	fmt_hmac_key again;
+	k = fmt_secret_from_prompt("Passphrase (again): ", &again, e);
+	if (k == FMT_OK && (again.len != pw->len || !fmt_ct_equal(again.bytes, pw->bytes, pw->len)))
+		k = fmt_fail(e, FMT_USAGE, "the two passphrases differ");
+	fmt_hmac_key_free(&again);
+	if (k != FMT_OK)
+		fmt_hmac_key_free(pw);
+	return k;
+}
+
+static int report_keys(const sign_opts *o, const char *kind, const char *id, const char *pub,
+		       const char *sec)
+{
+	if (o->common.quiet)
+		return 0;
+	if (o->common.json) {
+		json_t *obj = json_pack("{s:s, s:s, s:o, s:o}", "kind", kind, "key_id", id,
+					"public_key", fmt_json_string(pub, strlen(pub)),
+					"secret_key", fmt_json_string(sec, strlen(sec)));
+		int r = obj ? fmt_json_line(stdout, obj) : -1;
+		json_decref(obj);
+		return r == 0 ? 0 : FMT_IO;
+	}
+	printf("created %s key %s\npublic key: ", kind, id);
+	fmt_out_escaped(stdout, pub, strlen(pub));
+	printf("\nsecret key: ");
+	fmt_out_escaped(stdout, sec, strlen(sec));
+	printf("\n");
+	return 0;
+}
+
+/* Write the secret key file first: a public key without its secret is useless. */
+static fmt_kind write_pair(const sign_opts *o, const char *pub_path, const char *pub, size_t pub_len,
+			   const char *sec_path, const uint8_t *sec, size_t sec_len, fmt_err *e)
+{
+	fmt_kind k = fmt_key_file_create(sec_path, sec, sec_len, o->force, 1, e);
+	if (k != FMT_OK) {
+		fmt_err_file(e, sec_path);
+		return k;
+	}
+	k = fmt_key_file_create(pub_path, pub, pub_len, o->force, 0, e);
+	if (k != FMT_OK)
+		fmt_err_file(e, pub_path);
+	return k;
+}
+
+static int keygen_x25519(const sign_opts *o, char *pub_path, char *sec_path)
+{
+	fmt_err e;
+	fmt_x25519_pair pair;
+	char *pub = NULL, id[FMT_MS_KEY_ID_HEX];
+	uint8_t *sec = NULL;
+	size_t pub_len, sec_len;
+	fmt_err_clear(&e);
+	fmt_kind k = fmt_x25519_keygen(&pair, &e);
+	if (k == FMT_OK)
+		k = fmt_x25519_public_text(&pair, &pub, &pub_len, &e);
+	if (k == FMT_OK)
+		k = fmt_x25519_secret_text(&pair, &sec, &sec_len, &e);
+	if (k == FMT_OK)
+		k = write_pair(o, pub_path, pub, pub_len, sec_path, sec, sec_len, &e);
+	int code = k == FMT_OK ? 0 : fail(o, NULL, &e);
+	if (k == FMT_OK) {
+		fmt_x25519_key_id(pair.pk, id);
+		code = report_keys(o, "X25519", id, pub_path, sec_path);
+	}
+	free(pub);
+	if (sec)
+		sodium_free(sec);
+	fmt_x25519_free(&pair);
+	return code;
+}
+
+static int keygen_ed25519(const sign_opts *o, char *pub_path, char *sec_path)
+{
+	fmt_err e;
+	fmt_ms_public pub;
+	fmt_ms_secret sec;
+	fmt_hmac_key pw = { 0 };
+	char *pub_text = NULL, id[FMT_MS_KEY_ID_HEX];
+	uint8_t *sec_text = NULL;
+	size_t pub_len, sec_len;
+	fmt_err_clear(&e);
+	fmt_kind k = fmt_ms_keygen(&pub, &sec, &e);
+	if (k == FMT_OK && !o->no_passphrase)
+		k = passphrase(o, 1, &pw, &e);
+	if (k == FMT_OK)
+		k = fmt_ms_public_text(&pub, &pub_text, &pub_len, &e);
+	if (k == FMT_OK)
+		k = fmt_ms_secret_text(&sec, o->no_passphrase ? NULL : pw.bytes, pw.len, &sec_text,
+				       &sec_len, &e);
+	if (k == FMT_OK)
+		k = write_pair(o, pub_path, pub_text, pub_len, sec_path, sec_text, sec_len, &e);
+	int code = k == FMT_OK ? 0 : fail(o, NULL, &e);
+	if (k == FMT_OK) {
+		fmt_ms_key_id(pub.keynum, id);
+		code = report_keys(o, "Ed25519", id, pub_path, sec_path);
+	}
+	free(pub_text);
+	if (sec_text)
+		sodium_free(sec_text);
+	fmt_hmac_key_free(&pw);
+	fmt_ms_secret_free(&sec);
+	return code;
+}
+
+int sign_cmd_keygen_keypair(const sign_opts *o)
+{
+	fmt_err e;
+	char *pub_path = NULL, *sec_path = NULL;
+	fmt_err_clear(&e);
+	const char *base = o->x25519 ? "x25519" : "ed25519";
+	char pub_name[16], sec_name[16];
+	snprintf(pub_name, sizeof pub_name, "%s.pub", base);
+	snprintf(sec_name, sizeof sec_name, "%s.key", base);
+	if (key_path(o->pubkey, pub_name, &pub_path, &e) != FMT_OK ||
+	    key_path(o->seckey, sec_name, &sec_path, &e) != FMT_OK) {
+		free(pub_path);
+		return fail(o, NULL, &e);
+	}
+	int code = o->x25519 ? keygen_x25519(o, pub_path, sec_path) : keygen_ed25519(o, pub_path, sec_path);
+	free(pub_path);
+	free(sec_path);
+	return code;
+}
+
+/* Load the secret key o names (the default one otherwise), asking for its passphrase if it
+ * has one. */
+static fmt_kind load_secret(const sign_opts *o, fmt_ms_secret *sec, char **path, fmt_err *e)
+{
+	fmt_hmac_key text = { 0 }, pw = { 0 };
+	fmt_kind k = key_path(o->seckey, "ed25519.key", path, e);
+	if (k == FMT_OK)
+		k = fmt_secret_from_file(*path, &text, e);
+	if (k != FMT_OK)
+		return k;
+	int enc = fmt_ms_secret_encrypted(text.bytes, text.len);
+	if (enc < 0)
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "not a minisign Ed25519 secret key file");
+	if (k == FMT_OK && enc == 1)
+		k = passphrase(o, 0, &pw, e);
+	if (k == FMT_OK)
+		k = fmt_ms_secret_parse(text.bytes, text.len, enc == 1 ? pw.bytes : NULL, pw.len, sec, e);
+	fmt_hmac_key_free(&pw);
+	fmt_hmac_key_free(&text);
+	if (k != FMT_OK)
+		fmt_err_file(e, *path);
+	return k;
+}
+
+static fmt_kind load_public_file(const char *path, fmt_ms_public *pub, fmt_err *e)
+{
+	char *text;
+	size_t len;
+	fmt_kind k = fmt_read_file(path, FMT_MS_FILE_MAX, &text, &len, e);
+	if (k != FMT_OK)
+		return k;
+	k = fmt_ms_public_parse(text, len, 0, pub, e);
+	free(text);
+	if (k != FMT_OK)
+		fmt_err_file(e, path);
+	return k;
+}
+
+int sign_cmd_key_id_ed25519(const sign_opts *o)
+{
+	fmt_err e;
+	fmt_ms_public pub;
+	char id[FMT_MS_KEY_ID_HEX];
+	fmt_err_clear(&e);
+	if (o->pubkey) {
+		if (load_public_file(o->pubkey, &pub, &e) != FMT_OK)
+			return fail(o, NULL, &e);
+		fmt_ms_key_id(pub.keynum, id);
+	} else if (o->pubkey_b64) {
+		if (fmt_ms_public_parse(o->pubkey_b64, strlen(o->pubkey_b64), 1, &pub, &e) != FMT_OK)
+			return fail(o, NULL, &e);
+		fmt_ms_key_id(pub.keynum, id);
+	} else {
+		fmt_ms_secret sec;
+		char *path = NULL;
+		fmt_kind k = load_secret(o, &sec, &path, &e);
+		free(path);
+		if (k != FMT_OK)
+			return fail(o, NULL, &e);
+		fmt_ms_key_id(sec.keynum, id);
+		fmt_ms_secret_free(&sec);
+	}
+	if (o->common.quiet)
+		return 0;
+	if (o->common.json)
+		printf("{\"key_id\":\"%s\"}\n", id);
+	else
+		printf("%s\n", id);
+	return 0;
+}
+
+/* "FILE.minisig", or -x's path. */
+static char *sig_path_for(const char *file, const sign_opts *o)
+{
+	if (o->sigfile)
+		return strdup(o->sigfile);
+	size_t n = strlen(file) + sizeof ".minisig";
+	char *p = malloc(n);
+	if (p)
+		snprintf(p, n, "%s.minisig", file);
+	return p;
+}
+
+/* minisign's default trusted comment: the time and the file's base name (control characters
+ * replaced, a trusted comment is one line). */
+static char *default_trusted_comment(const char *file)
+{
+	const char *slash = strrchr(file, '/');
+	const char *base = slash ? slash + 1 : file;
+	size_t n = strlen(base) + 64;
+	char *tc = malloc(n);
+	if (!tc)
+		return NULL;
+	int head = snprintf(tc, n, "timestamp:%lld\tfile:", (long long)time(NULL));
+	char *p = tc + head;
+	for (const char *s = base; *s; s++)
+		*p++ = (*s == '\n' || *s == '\r') ? '?' : *s;
+	strcpy(p, "\thashed");
+	return tc;
+}
+
+static fmt_kind sign_one(const char *file, const fmt_ms_secret *sec, const sign_opts *o,
+			 char **sig_path, fmt_err *e)
+{
+	uint8_t hash[FMT_MS_HASH];
+	char *text = NULL, *tc = NULL;
+	size_t len;
+	fmt_sink sink;
+	*sig_path = sig_path_for(file, o);
+	if (!*sig_path)
+		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+	fmt_kind k = fmt_ms_hash_file(file, hash, e);
+	if (k != FMT_OK) {
+		fmt_err_file(e, file);
+		return k;
+	}
+	tc = o->trusted_comment ? strdup(o->trusted_comment) : default_trusted_comment(file);
+	if (!tc)
+		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+	k = fmt_ms_sign(sec, hash, tc, &text, &len, e);
+	free(tc);
+	if (k == FMT_OK)
+		k = fmt_sink_open(&sink, *sig_path, FMT_SINK_FORCE, e);
+	if (k == FMT_OK) {
+		k = fmt_sink_write(&sink, text, len, e);
+		if (k == FMT_OK)
+			k = fmt_sink_commit(&sink, e);
+		else
+			fmt_sink_abort(&sink);
+	}
+	free(text);
+	return k;
+}
+
+int sign_cmd_sign_minisig(char **files, int n, const sign_opts *o)
+{
+	fmt_err e;
+	fmt_ms_secret sec;
+	char *path = NULL, id[FMT_MS_KEY_ID_HEX];
+	fmt_err_clear(&e);
+	fmt_kind k = load_secret(o, &sec, &path, &e);
+	free(path);
+	if (k != FMT_OK)
+		return fail(o, NULL, &e);
+	fmt_ms_key_id(sec.keynum, id);
+	int worst = 0;
+	for (int i = 0; i < n; i++) {
+		char *sig_path = NULL;
+		fmt_err_clear(&e);
+		if (sign_one(files[i], &sec, o, &sig_path, &e) != FMT_OK) {
+			int code = fail(o, files[i], &e);
+			worst = code > worst ? code : worst;
+		} else if (!o->common.quiet && o->common.json) {
+			json_t *obj = json_pack("{s:o, s:o, s:s}", "file", fmt_json_string(files[i], strlen(files[i])),
+						"signature", fmt_json_string(sig_path, strlen(sig_path)), "key_id", id);
+			if (!obj || fmt_json_line(stdout, obj) != 0)
+				worst = worst > FMT_IO ? worst : FMT_IO;
+			json_decref(obj);
+		} else if (!o->common.quiet) {
+			printf("signed ");
+			fmt_out_escaped(stdout, files[i], strlen(files[i]));
+			printf(" with key %s: ", id);
+			fmt_out_escaped(stdout, sig_path, strlen(sig_path));
+			printf("\n");
+		}
+		free(sig_path);
+	}
+	fmt_ms_secret_free(&sec);
+	return worst;
+}
+
+/* Every *.pub in dir, appended to *keys. */
+static fmt_kind load_trusted_dir(const char *dir, fmt_ms_public **keys, size_t *n, fmt_err *e)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return fmt_fail(e, FMT_IO, "cannot open the trusted keys directory %s", dir);
+	fmt_kind k = FMT_OK;
+	struct dirent *de;
+	while (k == FMT_OK && (de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		if (len < 5 || de->d_name[0] == '.' || strcmp(de->d_name + len - 4, ".pub") != 0)
+			continue;
+		size_t plen = strlen(dir) + len + 2;
+		char *p = malloc(plen);
+		fmt_ms_public *grown = realloc(*keys, (*n + 1) * sizeof **keys);
+		if (!p || !grown) {
+			free(p);
+			if (grown)
+				*keys = grown;
+			k = fmt_fail(e, FMT_INTERNAL, "out of memory");
+			break;
+		}
+		*keys = grown;
+		snprintf(p, plen, "%s/%s", dir, de->d_name);
+		k = load_public_file(p, &(*keys)[*n], e);
+		free(p);
+		if (k == FMT_OK)
+			(*n)++;
+	}
+	closedir(d);
+	return k;
+}
+
+static fmt_kind trusted_keys(const sign_opts *o, fmt_ms_public **keys, size_t *n, fmt_err *e)
+{
+	*keys = NULL;
+	*n = 0;
+	if (o->pubkey || o->pubkey_b64 || !o->trusted_dir) {
+		*keys = malloc(sizeof **keys);
+		if (!*keys)
+			return fmt_fail(e, FMT_INTERNAL, "out of memory");
+		fmt_kind k;
+		if (o->pubkey_b64)
+			k = fmt_ms_public_parse(o->pubkey_b64, strlen(o->pubkey_b64), 1, *keys, e);
+		else {
+			char *path = NULL;
+			k = key_path(o->pubkey, "ed25519.pub", &path, e);
+			if (k == FMT_OK)
+				k = load_public_file(path, *keys, e);
+			free(path);
+		}
+		if (k != FMT_OK)
+			return k;
+		*n = 1;
+	}
+	if (o->trusted_dir)
+		return load_trusted_dir(o->trusted_dir, keys, n, e);
+	return FMT_OK;
+}
+
+static fmt_kind verify_one(const char *file, const fmt_ms_public *keys, size_t n, const sign_opts *o,
+			   fmt_ms_sig *sig, size_t *which, fmt_err *e)
+{
+	char *sig_path = sig_path_for(file, o), *text = NULL;
+	size_t len;
+	if (!sig_path)
+		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+	fmt_kind k = fmt_read_file(sig_path, FMT_MS_FILE_MAX, &text, &len, e);
+	if (k == FMT_OK) {
+		k = fmt_ms_sig_parse(text, len, sig, e);
+		if (k != FMT_OK)
+			fmt_err_file(e, sig_path);
+	}
+	free(text);
+	free(sig_path);
+	if (k == FMT_OK)
+		k = fmt_ms_verify_file(sig, keys, n, file, which, e);
+	return k;
+}
+
+/* The trusted comment as minisign prints it (tabs kept), other control bytes escaped. */
+static void print_trusted(const char *s, size_t n)
+{
+	size_t start = 0;
+	for (size_t i = 0; i <= n; i++) {
+		if (i < n && s[i] != '\t')
+			continue;
+		fmt_out_escaped(stdout, s + start, i - start);
+		if (i < n)
+			putchar('\t');
+		start = i + 1;
+	}
+}
+
+int sign_cmd_verify(char **files, int n, const sign_opts *o)
+{
+	fmt_err e;
+	fmt_ms_public *keys;
+	size_t n_keys;
+	fmt_err_clear(&e);
+	if (trusted_keys(o, &keys, &n_keys, &e) != FMT_OK) {
+		free(keys);
+		return fail(o, NULL, &e);
+	}
+	fmt_ms_sig *sig = malloc(sizeof *sig);
+	if (!sig) {
+		free(keys);
+		fmt_fail(&e, FMT_INTERNAL, "out of memory");
+		return fail(o, NULL, &e);
+	}
+	int worst = 0;
+	for (int i = 0; i < n; i++) {
+		size_t which = 0;
+		char id[FMT_MS_KEY_ID_HEX];
+		fmt_err_clear(&e);
+		if (verify_one(files[i], keys, n_keys, o, sig, &which, &e) != FMT_OK) {
+			int code = fail(o, files[i], &e);
+			worst = code > worst ? code : worst;
+			continue;
+		}
+		if (o->common.quiet)
+			continue;
+		fmt_ms_key_id(sig->keynum, id);
+		if (o->common.json) {
+			json_t *obj = json_pack("{s:o, s:s, s:b, s:o}", "file",
+						fmt_json_string(files[i], strlen(files[i])), "key_id", id,
+						"prehashed", sig->prehashed, "trusted_comment",
+						fmt_json_string(sig->trusted, sig->trusted_len));
+			if (!obj || fmt_json_line(stdout, obj) != 0)
+				worst = worst > FMT_IO ? worst : FMT_IO;
+			json_decref(obj);
+		} else {
+			printf("Signature and comment signature verified\nTrusted comment: ");
+			print_trusted(sig->trusted, sig->trusted_len);
+			printf("\n");
+		}
+	}
+	free(sig);
+	free(keys);
+	return worst;
+}
