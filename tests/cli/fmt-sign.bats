@@ -38,7 +38,7 @@ key_id_of() {
 @test "no subcommand, an unknown one, or an unknown option is a usage error (exit 2)" {
 	run fmt-sign
 	assert_failure 2
-	assert_line --index 0 "fmt-sign: error: no subcommand (keygen, sign or key-id)"
+	assert_line --index 0 "fmt-sign: error: no subcommand (keygen, sign, key-id or verify)"
 	run fmt-sign frobnicate
 	assert_failure 2
 	run fmt-sign key-id --bogus
@@ -113,10 +113,13 @@ key_id_of() {
 	cmp "$KEY.old" second.key
 }
 
-@test "keygen needs --hmac and takes no key option; --force belongs to keygen" {
-	run fmt-sign keygen
+@test "keygen takes no HMAC key option; --force belongs to keygen; no passphrase source is exit 2" {
+	# keygen with no kind makes an Ed25519 pair (fmt-sign-keys.bats); with no terminal and no
+	# passphrase option it refuses, naming the options, and writes nothing.
+	run setsid -w fmt-sign keygen </dev/null
 	assert_failure 2
-	assert_output --partial "keygen needs --hmac"
+	assert_output --partial "--passphrase-file"
+	[ ! -e "$XDG_CONFIG_HOME/fmtkit/ed25519.key" ]
 	run fmt-sign keygen --hmac --secret-env FMT_TEAM_SECRET
 	assert_failure 2
 	run fmt-sign key-id --force

@@ -15,7 +15,7 @@ enum { CMD_KEYGEN, CMD_SIGN, CMD_KEY_ID, CMD_VERIFY };
 
 static const fmt_cli_command commands[] = {
 	{ "keygen", "create an Ed25519 key pair (minisign's formats), an X25519 pair or the HMAC key" },
-	{ "sign", "-s: write FILE.minisig for each FILE; HMAC: sign an .apsim FILE in place" },
+	{ "sign", "with -s: write FILE.minisig for each FILE; with an HMAC key: sign an .apsim FILE in place" },
 	{ "key-id", "print the id of the key the options name" },
 	{ "verify", "check FILE.minisig for each FILE and print its trusted comment" },
 	{ NULL, NULL }
@@ -89,9 +89,9 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 
 static const fmt_cli_tool tool = {
 	.name = TOOL,
-	.synopsis = "keygen [-p PUBKEY] [-s SECKEY] [-W | --passphrase-file F | --passphrase-env NAME] [--force]\n"
+	.synopsis = "keygen --hmac [--force] [OPTIONS]\n"
+		    "keygen [-p PUBKEY] [-s SECKEY] [-W | --passphrase-file F | --passphrase-env NAME] [--force]\n"
 		    "keygen --x25519 [-p PUBKEY] [-s SECKEY] [--force]\n"
-		    "keygen --hmac [--force] [OPTIONS]\n"
 		    "sign -s SECKEY [-x SIGFILE] [-t COMMENT] FILE...\n"
 		    "sign FILE [KEY OPTION] [-T N] [OPTIONS]\n"
 		    "verify -p PUBKEY | -P BASE64 | --trusted-keys DIR [-x SIGFILE] [-q] FILE...\n"

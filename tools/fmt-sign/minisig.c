@@ -1,10 +1,12 @@
 /* fmt-sign's Ed25519 side: minisign key pairs, X25519 key pairs, detached .minisig signatures. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "fmt/io.h"
 #include "fmt/out.h"
 #include "sign.h"
@@ -32,6 +34,11 @@ static fmt_kind passphrase(const sign_opts *o, int confirm, fmt_hmac_key *pw, fm
 		return fmt_secret_from_file(o->passphrase_file, pw, e);
 	if (o->passphrase_env)
 		return fmt_secret_from_env(o->passphrase_env, pw, e);
+	int tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (tty < 0)
+		return fmt_fail(e, FMT_USAGE, "no terminal to ask for the passphrase on; use "
+				"--passphrase-file FILE or --passphrase-env NAME%s", confirm ? " (or -W)" : "");
+	close(tty);
 	fmt_kind k = fmt_secret_from_prompt("Passphrase: ", pw, e);
 	if (k != FMT_OK || !confirm)
 		return k;
