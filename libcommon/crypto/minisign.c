@@ -408,6 +408,9 @@ fmt_kind fmt_ms_sig_parse(const char *text, size_t len, fmt_ms_sig *out, fmt_err
 		return k;
 	if (split_lines(text, len, l, 4) != 0)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "a signature file has exactly four lines");
+	/* minisign reads lines as C strings: a NUL byte would cut a comment where we would not. */
+	if (memchr(text, '\0', len))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "a signature file is text: it holds a NUL byte");
 	if (!has_prefix(&l[0], UNTRUSTED_PREFIX) || l[0].n > strlen(UNTRUSTED_PREFIX) + UNTRUSTED_MAX)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "line 1 is not an \"untrusted comment:\" line "
 				"of at most %u bytes", UNTRUSTED_MAX);

@@ -1,0 +1,351 @@
+#!/usr/bin/env bats
+# fmt-sign's Ed25519 keys and detached signatures in minisign's formats, proven against Debian's
+# minisign in both directions; X25519 key pairs; refusals of tampered and malformed input.
+
+bats_require_minimum_version 1.5.0
+
+setup() {
+	load helpers
+	cd "$BATS_TEST_TMPDIR"
+	export XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/config"
+	DIR="$XDG_CONFIG_HOME/fmtkit"
+	command -v minisign >/dev/null || fail "minisign is not installed (scripts/install-deps)"
+	printf 'model bytes\n' >model.bin
+}
+
+# The key id minisign prints for a public key file: bytes 2..9 of its base64 line, as a
+# little-endian number in uppercase hex.
+id_of_pub() {
+	sed -n 2p "$1" | base64 -d | dd bs=1 skip=2 count=8 status=none | od -An -tx1 |
+		tr -d ' \n' | sed 's/../& /g' | awk '{for (i = NF; i > 0; i--) printf "%s", toupper($i); print ""}'
+}
+
+# Fresh unencrypted pairs made by each tool.
+fmt_pair() { fmt-sign keygen -W -p "$1.pub" -s "$1.key" >/dev/null; }
+ms_pair() { minisign -G -W -p "$1.pub" -s "$1.key" >/dev/null; }
+
+@test "keygen -W writes minisign's public and secret key formats at the default paths" {
+	run --separate-stderr fmt-sign keygen -W
+	assert_success
+	id=$(id_of_pub "$DIR/ed25519.pub")
+	assert_equal "$output" "created Ed25519 key $id
+public key: $DIR/ed25519.pub
+secret key: $DIR/ed25519.key"
+	[ "$(stat -c %a "$DIR/ed25519.key")" = 600 ]
+	[ "$(stat -c %a "$DIR/ed25519.pub")" = 644 ]
+	[ "$(stat -c %a "$DIR")" = 700 ]
+	assert_equal "$(sed -n 1p "$DIR/ed25519.pub")" "untrusted comment: minisign public key $id"
+	[ "$(wc -l <"$DIR/ed25519.pub")" -eq 2 ]
+	# Ed || key id (8) || public key (32)
+	[ "$(sed -n 2p "$DIR/ed25519.pub" | base64 -d | wc -c)" -eq 42 ]
+	[ "$(sed -n 2p "$DIR/ed25519.pub" | base64 -d | head -c 2)" = Ed ]
+	# Ed, no KDF (two zero bytes), B2, salt, limits, key id, secret key, checksum: 158 bytes
+	sed -n 2p "$DIR/ed25519.key" | base64 -d >sk.bin
+	[ "$(wc -c <sk.bin)" -eq 158 ]
+	assert_equal "$(head -c 6 sk.bin | od -An -tx1 | tr -d ' \n')" "456400004232"
+	# the secret record's key id is the public key's; key-id reads both
+	cmp <(dd if=sk.bin bs=1 skip=54 count=8 status=none) \
+	    <(sed -n 2p "$DIR/ed25519.pub" | base64 -d | dd bs=1 skip=2 count=8 status=none)
+	assert_equal "$(fmt-sign key-id -p "$DIR/ed25519.pub")" "$id"
+	assert_equal "$(fmt-sign key-id -s "$DIR/ed25519.key")" "$id"
+	assert_equal "$(fmt-sign key-id -P "$(sed -n 2p "$DIR/ed25519.pub")")" "$id"
+	# minisign's own view of the key id
+	minisign -S -s "$DIR/ed25519.key" -m model.bin
+	run minisign -V -p "$DIR/ed25519.pub" -m model.bin
+	assert_success
+}
+
+@test "keygen never overwrites key files; --force keeps the old ones as .old; a symlink is refused" {
+	fmt_pair k
+	cp k.key k.key.orig
+	cp k.pub k.pub.orig
+	run --separate-stderr fmt-sign keygen -W -p k.pub -s k.key
+	assert_failure 2
+	assert_equal "$stderr" "fmt-sign: error: k.key: k.key already exists; --force replaces it and keeps it as k.key.old"
+	cmp k.key k.key.orig
+	cmp k.pub k.pub.orig
+	run fmt-sign keygen -W --force -p k.pub -s k.key
+	assert_success
+	cmp k.key.old k.key.orig
+	cmp k.pub.old k.pub.orig
+	! cmp -s k.key k.key.orig
+	# O_NOFOLLOW: a symbolic link in the key's place is never written through
+	echo target >target
+	ln -s target link.key
+	run fmt-sign keygen -W --force -p l.pub -s link.key
+	assert_failure 2
+	assert_equal "$(cat target)" target
+}
+
+@test "sign -s writes FILE.minisig that minisign verifies; fmt-sign verify prints the trusted comment as minisign" {
+	fmt_pair k
+	run --separate-stderr fmt-sign sign -s k.key model.bin
+	assert_success
+	assert_equal "$output" "signed model.bin with key $(id_of_pub k.pub): model.bin.minisig"
+	[ "$(wc -l <model.bin.minisig)" -eq 4 ]
+	tc=$(sed -n 3p model.bin.minisig)
+	[[ "$tc" =~ ^trusted\ comment:\ timestamp:[0-9]+$'\t'file:model\.bin$'\t'hashed$ ]] || fail "trusted comment: $tc"
+	# prehashed: the signature line starts with ED
+	[ "$(sed -n 2p model.bin.minisig | base64 -d | head -c 2)" = ED ]
+	run minisign -V -p k.pub -m model.bin
+	assert_success
+	expected="Signature and comment signature verified
+Trusted comment: ${tc#trusted comment: }"
+	assert_equal "$output" "$expected"
+	run --separate-stderr fmt-sign verify -p k.pub model.bin
+	assert_success
+	assert_equal "$output" "$expected"
+	run --separate-stderr fmt-sign verify -q -p k.pub model.bin
+	assert_success
+	assert_equal "$output" ""
+	run fmt-sign verify -p k.pub --json model.bin
+	assert_success
+	assert_equal "$(jq -r '[.key_id, .prehashed] | @tsv' <<<"$output")" "$(id_of_pub k.pub)	true"
+	assert_equal "$(jq -r .trusted_comment <<<"$output")" "${tc#trusted comment: }"
+}
+
+@test "-t sets the trusted comment, -x the signature file; every shard of a set gets its own .minisig" {
+	fmt_pair k
+	run fmt-sign sign -s k.key -t "release 1.2 of model" -x sig.txt model.bin
+	assert_success
+	assert_equal "$(sed -n 3p sig.txt)" "trusted comment: release 1.2 of model"
+	run minisign -V -p k.pub -m model.bin -x sig.txt
+	assert_success
+	assert_line "Trusted comment: release 1.2 of model"
+	printf a >s-00001-of-00002.safetensors
+	printf b >s-00002-of-00002.safetensors
+	run fmt-sign sign -s k.key s-0000*-of-00002.safetensors
+	assert_success
+	for f in s-0000*-of-00002.safetensors; do
+		minisign -Vq -p k.pub -m "$f"
+	done
+	run fmt-sign verify -q -p k.pub s-0000*-of-00002.safetensors
+	assert_success
+	# the two signatures are not interchangeable
+	cp s-00001-of-00002.safetensors.minisig s-00002-of-00002.safetensors.minisig
+	run --separate-stderr fmt-sign verify -p k.pub s-00001-of-00002.safetensors s-00002-of-00002.safetensors
+	assert_failure 7
+	assert_equal "$(printf '%s\n' "$output" | grep -c 'Signature and comment signature verified')" 1
+	[[ "$stderr" == *"s-00002-of-00002.safetensors: bad signature by key"* ]] || fail "$stderr"
+}
+
+@test "fmt-sign verifies minisign's prehashed and legacy signatures with minisign's keys" {
+	ms_pair m
+	minisign -S -s m.key -m model.bin -t "from minisign"
+	run --separate-stderr fmt-sign verify -p m.pub model.bin
+	assert_success
+	assert_equal "$output" "Signature and comment signature verified
+Trusted comment: from minisign"
+	minisign -S -l -s m.key -m model.bin -x legacy.minisig -t "legacy one"
+	[ "$(sed -n 2p legacy.minisig | base64 -d | head -c 2)" = Ed ]
+	run --separate-stderr fmt-sign verify -p m.pub -x legacy.minisig model.bin
+	assert_success
+	assert_line "Trusted comment: legacy one"
+	run fmt-sign verify --json -p m.pub -x legacy.minisig model.bin
+	assert_equal "$(jq -r .prehashed <<<"$output")" false
+	# a legacy signature of a changed file is refused too
+	printf 'x' >>model.bin
+	run --separate-stderr fmt-sign verify -p m.pub -x legacy.minisig model.bin
+	assert_failure 7
+}
+
+@test "fmt-sign signs with minisign's secret key, and minisign verifies it" {
+	ms_pair m
+	assert_equal "$(fmt-sign key-id -s m.key)" "$(id_of_pub m.pub)"
+	run fmt-sign sign -s m.key model.bin
+	assert_success
+	run minisign -V -p m.pub -m model.bin
+	assert_success
+}
+
+@test "a changed file, a changed trusted comment, a wrong key: both tools refuse, fmt-sign says what failed" {
+	fmt_pair k
+	fmt_pair other
+	fmt-sign sign -s k.key -t "original comment" model.bin
+	cp model.bin.minisig good.minisig
+	# the wrong key
+	run --separate-stderr fmt-sign verify -p other.pub model.bin
+	assert_failure 7
+	assert_equal "$stderr" "fmt-sign: error: model.bin: signed by key $(id_of_pub k.pub), not by the key given (wrong key id)"
+	run minisign -V -p other.pub -m model.bin
+	assert_failure
+	# a changed trusted comment
+	sed -i 's/^trusted comment: original comment$/trusted comment: altered comment/' model.bin.minisig
+	run --separate-stderr fmt-sign verify -p k.pub model.bin
+	assert_failure 7
+	assert_equal "$stderr" "fmt-sign: error: model.bin: bad global signature by key $(id_of_pub k.pub): the trusted comment was altered"
+	[ -z "$output" ]
+	run minisign -V -p k.pub -m model.bin
+	assert_failure
+	# a changed file
+	cp good.minisig model.bin.minisig
+	printf 'model bytez\n' >model.bin
+	run --separate-stderr fmt-sign verify -p k.pub model.bin
+	assert_failure 7
+	assert_equal "$stderr" "fmt-sign: error: model.bin: bad signature by key $(id_of_pub k.pub): the file or the signature was altered"
+	run minisign -V -p k.pub -m model.bin
+	assert_failure
+}
+
+@test "every single-byte change of a .minisig is refused (7 or 4), except in the untrusted comment text" {
+	fmt_pair k
+	fmt-sign sign -s k.key model.bin
+	cp model.bin.minisig good.minisig
+	size=$(wc -c <good.minisig)
+	prefix=19                                 # "untrusted comment: "
+	line1=$(head -n 1 good.minisig | wc -c)   # with its newline
+	refused=0 accepted=0
+	# each byte flipped two ways: its lowest bit, and its 0x20 bit (letter case in base64)
+	for flip in 1 32; do
+	for ((i = 0; i < size; i++)); do
+		cp good.minisig model.bin.minisig
+		orig=$(dd if=good.minisig bs=1 skip=$i count=1 status=none | od -An -tu1 | tr -d ' ')
+		printf "$(printf '\\%03o' $(( (orig ^ flip) & 255 )))" |
+			dd of=model.bin.minisig bs=1 seek=$i conv=notrunc status=none
+		run fmt-sign verify -q -p k.pub model.bin
+		if ((i >= prefix && i < line1 - 1 && (orig ^ flip) != 0)); then
+			# the untrusted comment is not signed, in minisign's design: accepted by both
+			# (a NUL byte is not text: refused by both)
+			[ "$status" -eq 0 ] || fail "byte $i of the untrusted comment: exit $status"
+			minisign -Vq -p k.pub -m model.bin || fail "minisign refused byte $i of the comment"
+			accepted=$((accepted + 1))
+			continue
+		fi
+		[ "$status" -eq 7 ] || [ "$status" -eq 4 ] || fail "byte $i ^ $flip: exit $status"
+		refused=$((refused + 1))
+	done
+	done
+	[ $((refused + accepted)) -eq $((2 * size)) ]
+	[ "$refused" -ge $((2 * (size - (line1 - 1 - prefix)))) ]
+	# a truncated file, an extra line, an empty file: malformed (4)
+	head -c $((size - 10)) good.minisig >model.bin.minisig
+	run fmt-sign verify -p k.pub model.bin
+	assert_failure 4
+	{ cat good.minisig; echo extra; } >model.bin.minisig
+	run fmt-sign verify -p k.pub model.bin
+	assert_failure 4
+	: >model.bin.minisig
+	run --separate-stderr fmt-sign verify -p k.pub model.bin
+	assert_failure 4
+	assert_equal "$stderr" "fmt-sign: error: model.bin.minisig: a signature file has exactly four lines"
+}
+
+@test "-P takes the public key's base64; --trusted-keys trusts every *.pub of a directory and names an untrusted key" {
+	fmt_pair k
+	fmt_pair stranger
+	mkdir trusted
+	cp k.pub trusted/alice.pub
+	ms_pair trusted/bob
+	fmt-sign sign -s k.key model.bin
+	run fmt-sign verify -q -P "$(sed -n 2p k.pub)" model.bin
+	assert_success
+	run fmt-sign verify -q --trusted-keys trusted model.bin
+	assert_success
+	printf 'other\n' >other.bin
+	minisign -S -s trusted/bob.key -m other.bin
+	run fmt-sign verify -q --trusted-keys trusted other.bin
+	assert_success
+	fmt-sign sign -s stranger.key model.bin
+	run --separate-stderr fmt-sign verify --trusted-keys trusted model.bin
+	assert_failure 7
+	assert_equal "$stderr" "fmt-sign: error: model.bin: signed by key $(id_of_pub stranger.pub), which is not a trusted key"
+	run fmt-sign verify -P "not base64" model.bin
+	assert_failure 4
+}
+
+@test "usage: -x with several files, -s with an HMAC key, -p with -P, verify with no file are exit 2" {
+	fmt_pair k
+	run fmt-sign sign -s k.key -x s.minisig model.bin model.bin
+	assert_failure 2
+	run fmt-sign sign -s k.key --hmac-key model.bin
+	assert_failure 2
+	run fmt-sign verify -p k.pub -P "$(sed -n 2p k.pub)" model.bin
+	assert_failure 2
+	run fmt-sign verify -p k.pub
+	assert_failure 2
+	run fmt-sign keygen --hmac -W
+	assert_failure 2
+	run fmt-sign sign -t comment model.bin
+	assert_failure 2
+	[ ! -e model.bin.minisig ]
+}
+
+@test "keygen --x25519 writes a 0600 secret and a one-line base64 public key under a comment" {
+	run fmt-sign keygen --x25519
+	assert_success
+	pub="$DIR/x25519.pub"
+	[ "$(stat -c %a "$DIR/x25519.key")" = 600 ]
+	[ "$(wc -l <"$pub")" -eq 2 ]
+	sed -n 2p "$pub" | base64 -d >pk.bin
+	[ "$(wc -c <pk.bin)" -eq 32 ]
+	[ "$(sed -n 2p "$DIR/x25519.key" | base64 -d | wc -c)" -eq 32 ]
+	# the id: the first 8 bytes of BLAKE2b-256(pk) as a little-endian number
+	id=$(b2sum -l 256 pk.bin | cut -c1-16 | sed 's/../& /g' |
+		awk '{for (i = NF; i > 0; i--) printf "%s", toupper($i); print ""}')
+	assert_equal "$(sed -n 1p "$pub")" "untrusted comment: fmtkit x25519 public key $id"
+	assert_line "created X25519 key $id"
+	# the public key is derived from the secret one (X25519 with the base point)
+	/usr/bin/python3 - "$DIR/x25519.key" pk.bin <<'PY'
+import base64, sys
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from cryptography.hazmat.primitives import serialization
+sk = base64.b64decode(open(sys.argv[1]).read().splitlines()[1])
+pk = X25519PrivateKey.from_private_bytes(sk).public_key().public_bytes(
+    serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+assert pk == open(sys.argv[2], "rb").read(), "public key does not match the secret key"
+PY
+	run fmt-sign keygen --x25519
+	assert_failure 2
+}
+
+# The encrypted keys below cost scrypt at minisign's SENSITIVE limits (1 GiB, seconds each): few.
+@test "encrypted keys both ways: fmt-sign's with minisign, minisign's with fmt-sign; secrets never in argv or output" {
+	printf 'correct horse\n' >pass.txt
+	run --separate-stderr fmt-sign keygen -p f.pub -s f.key --passphrase-file pass.txt
+	assert_success
+	sed -n 2p f.key | base64 -d >sk.bin
+	assert_equal "$(head -c 6 sk.bin | od -An -tx1 | tr -d ' \n')" "456453634232"   # Ed Sc B2
+	# opslimit 33554432 and memlimit 1073741824, little-endian, as minisign writes them
+	assert_equal "$(dd if=sk.bin bs=1 skip=38 count=16 status=none | od -An -tx1 | tr -d ' \n')" \
+		"00000002000000000000004000000000"
+	! grep -q "correct horse" f.key
+	# minisign reads the passphrase from stdin when it is not a terminal
+	printf 'correct horse\n' | minisign -S -s f.key -m model.bin -t "minisign with an fmt-sign key"
+	run fmt-sign verify -p f.pub model.bin
+	assert_success
+	assert_line "Trusted comment: minisign with an fmt-sign key"
+
+	printf 'battery staple\nbattery staple\n' | minisign -G -p m.pub -s m.key >/dev/null
+	export SIGN_PASS='battery staple'
+	fmt-sign sign -s m.key --passphrase-env SIGN_PASS -t "fmt-sign with a minisign key" model.bin &
+	pid=$!
+	# while scrypt runs: the passphrase is nowhere in any process's arguments
+	sleep 1
+	! ps -eo args | grep -q "battery staple"
+	wait "$pid"
+	run minisign -V -p m.pub -m model.bin
+	assert_success
+	assert_line "Trusted comment: fmt-sign with a minisign key"
+
+	# a wrong passphrase: exit 8, nothing written, the passphrase not echoed
+	rm model.bin.minisig
+	export SIGN_PASS='battery stable'
+	run --separate-stderr fmt-sign sign -s m.key --passphrase-env SIGN_PASS model.bin
+	assert_failure 8
+	assert_equal "$stderr" "fmt-sign: error: m.key: wrong passphrase for the secret key (its checksum does not match)"
+	[[ "$stderr$output" != *battery* ]] || fail "passphrase in the output"
+	[ ! -e model.bin.minisig ]
+}
+
+@test "an unencrypted secret key never appears in fmt-sign's output" {
+	fmt_pair k
+	secret=$(sed -n 2p k.key)
+	run fmt-sign sign -v -s k.key model.bin
+	run fmt-sign key-id --json -s k.key
+	[[ "$output" != *"${secret:20:40}"* ]] || fail "secret key in the output"
+	# a malformed secret key is refused without its bytes in the message
+	printf 'untrusted comment: x\n%s\n' "${secret}AAAA" >bad.key
+	run --separate-stderr fmt-sign sign -s bad.key model.bin
+	assert_failure 4
+	[[ "$stderr" != *"${secret:20:40}"* ]] || fail "secret key in the message"
+}
