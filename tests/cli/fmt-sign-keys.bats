@@ -64,6 +64,11 @@ secret key: $DIR/ed25519.key"
 	assert_equal "$stderr" "fmt-sign: error: k.key: k.key already exists; --force replaces it and keeps it as k.key.old"
 	cmp k.key k.key.orig
 	cmp k.pub k.pub.orig
+	# an existing public key alone also stops keygen before a secret key is written
+	run --separate-stderr fmt-sign keygen -W -p k.pub -s new.key
+	assert_failure 2
+	assert_equal "$stderr" "fmt-sign: error: k.pub: k.pub already exists; --force replaces it and keeps it as k.pub.old"
+	[ ! -e new.key ]
 	run fmt-sign keygen -W --force -p k.pub -s k.key
 	assert_success
 	cmp k.key.old k.key.orig

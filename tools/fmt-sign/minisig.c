@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "fmt/io.h"
@@ -77,6 +78,17 @@ static int report_keys(const sign_opts *o, const char *kind, const char *id, con
 static fmt_kind write_pair(const sign_opts *o, const char *pub_path, const char *pub, size_t pub_len,
 			   const char *sec_path, const uint8_t *sec, size_t sec_len, fmt_err *e)
 {
+	struct stat st;
+	/* Refuse before writing anything: never a new secret key beside an old public one. */
+	const char *paths[2] = { sec_path, pub_path };
+	for (int i = 0; i < 2 && !o->force; i++) {
+		if (lstat(paths[i], &st) != 0)
+			continue;
+		fmt_fail(e, FMT_USAGE, "%s already exists; --force replaces it and keeps it as %s.old",
+			 paths[i], paths[i]);
+		fmt_err_file(e, paths[i]);
+		return FMT_USAGE;
+	}
 	fmt_kind k = fmt_key_file_create(sec_path, sec, sec_len, o->force, 1, e);
 	if (k != FMT_OK) {
 		fmt_err_file(e, sec_path);
