@@ -651,6 +651,22 @@ const fmt_gguf_info *fmt_gguf_info_of(const fmt_model *m)
 	return m->driver == &fmt_driver_gguf ? m->format_state : NULL;
 }
 
+/* For fmt-inspect: the file type by name, when the file says it (as UINT32, as llama.cpp
+ * reads it). */
+static json_t *gguf_describe(const fmt_model *m)
+{
+	const fmt_value *v = fmt_model_get_meta(m, FMT_GGUF_KEY_FILE_TYPE);
+	if (!v || v->type != FMT_V_U32)
+		return NULL;
+	const char *name = fmt_gguf_ftype_name(v->v.u);
+	char unknown[40];
+	if (!name) {
+		snprintf(unknown, sizeof unknown, "unknown (%llu)", (unsigned long long)v->v.u);
+		name = unknown;
+	}
+	return json_pack("{s:s}", "file_type", name);
+}
+
 const fmt_driver fmt_driver_gguf = {
 	.name = "gguf",
 	.extension = ".gguf",
@@ -660,4 +676,5 @@ const fmt_driver fmt_driver_gguf = {
 	.write = fmt_gguf_write,
 	.write_sharded = fmt_gguf_write_sharded,
 	.close = gguf_close,
+	.describe = gguf_describe,
 };

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include "fmt/gguf.h"
 #include "fmt/out.h"
 #include "fmt/qtensor.h"
 #include "fmt/retype.h"
@@ -318,13 +319,20 @@ static fmt_kind carry_unit(convert_plan *p, const fmt_model *in, const char *nam
 	return fmt_model_add_meta(&p->out, key, &arr, e);
 }
 
-static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const convert_opts *o, target tg, fmt_err *e)
+/* general.file_type and general.quantization_version describe the output's tensors: set
+ * after the input's keys, before the user's --set / --set-from (which win). */
+static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const convert_opts *o, target tg,
+			       wanted w, fmt_err *e)
 {
 	int typed = tg.gguf || tg.apsim;
 	for (size_t i = 0; i < in->n_meta; i++) {
 		const fmt_meta *mm = &in->meta[i];
 		/* split.* describe the input's shards; apsi.units.* become units, handled per tensor. */
 		if (strncmp(mm->key, "split.", 6) == 0 || strncmp(mm->key, UNITS_KEY, sizeof UNITS_KEY - 1) == 0)
+			continue;
+		/* GGUF's file type keys describe GGUF tensors: recomputed for GGUF, meaningless elsewhere */
+		if (!tg.gguf && (strcmp(mm->key, FMT_GGUF_KEY_FILE_TYPE) == 0 ||
+				 strcmp(mm->key, FMT_GGUF_KEY_QUANT_VERSION) == 0))
 			continue;
 		if (!typed && mm->val.type != FMT_V_STR) {
 			p->dropped_meta++;
@@ -341,6 +349,11 @@ static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const conve
 		fmt_kind k = v.v.str.ptr ? put_meta(&p->out, "general.architecture", &v, 1, e)
 					 : fmt_fail(e, FMT_IO, "out of memory");
 		fmt_value_free(&v);
+		if (k != FMT_OK)
+			return k;
+	}
+	if (tg.gguf) {
+		fmt_kind k = fmt_gguf_set_type_keys(&p->out, w.defaulted ? FMT_DT_INVALID : w.plain, e);
 		if (k != FMT_OK)
 			return k;
 	}
@@ -403,7 +416,7 @@ fmt_kind plan_build(convert_plan *p, const fmt_model *in, const convert_opts *o,
 		pe->bytes = bytes_since(&p->out, first);
 		p->n_entries++;
 	}
-	return k == FMT_OK ? carry_metadata(p, in, o, tg, e) : k;
+	return k == FMT_OK ? carry_metadata(p, in, o, tg, w, e) : k;
 }
 
 void plan_free(convert_plan *p)
