@@ -11,7 +11,7 @@
 #define MAX_REPEATS 256
 
 enum { OPT_TO = FMT_OPT_FIRST_TOOL_OPTION, OPT_DTYPE, OPT_ARCH, OPT_SET, OPT_SET_FROM, OPT_INCLUDE,
-       OPT_EXCLUDE, OPT_DRY_RUN, OPT_SHARD, OPT_SIGN, OPT_NO_VERIFY };
+       OPT_EXCLUDE, OPT_DRY_RUN, OPT_SHARD, OPT_SIGN, OPT_NO_VERIFY, OPT_OVERFLOW, OPT_ALLOW_OVERFLOW };
 
 static void usage(FILE *f)
 {
@@ -37,6 +37,11 @@ static void usage(FILE *f)
 		"      --set KEY[:TYPE]=VALUE  add or replace a metadata key; TYPE is one of\n"
 		"                          u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool str (default str)\n"
 		"      --set-from FILE     add the keys of a JSON object\n"
+		"      --overflow MODE     values the dtype cannot hold (F16 above 65504, Q8_0/Q4_0 blocks\n"
+		"                          whose scale overflows F16): refuse (default, exit 4), saturate\n"
+		"                          (F16/BF16 clamped; Q8_0/Q4_0 tensor written as F16) or widen\n"
+		"                          (tensor written as F32)\n"
+		"      --allow-overflow    the same as --overflow=saturate\n"
 		"      --include GLOB      convert only tensors whose name matches (repeatable)\n"
 		"      --exclude GLOB      leave out tensors whose name matches (repeatable)\n"
 		"      --dry-run           print the plan (every tensor, its dtypes and bytes); write nothing\n"
@@ -50,7 +55,8 @@ static void usage(FILE *f)
 		"      --version           print the version\n"
 		"\n"
 		"OUTPUT may be - (standard output, not a terminal) with --to.\n"
-		"Exit status: 0 ok, 2 usage, 3 I/O error, 4 invalid input (or NaN/Inf to quantize),\n"
+		"Exit status: 0 ok, 2 usage, 3 I/O error, 4 invalid input (or NaN/Inf to quantize, or\n"
+		"values the dtype cannot hold),\n"
 		"5 unsupported version, type or conversion.\n");
 }
 
@@ -63,6 +69,8 @@ static const struct option long_opts[] = {
 	{ "include", required_argument, NULL, OPT_INCLUDE }, { "exclude", required_argument, NULL, OPT_EXCLUDE },
 	{ "dry-run", no_argument, NULL, OPT_DRY_RUN }, { "shard", required_argument, NULL, OPT_SHARD },
 	{ "sign", no_argument, NULL, OPT_SIGN }, { "no-verify", no_argument, NULL, OPT_NO_VERIFY },
+	{ "overflow", required_argument, NULL, OPT_OVERFLOW },
+	{ "allow-overflow", no_argument, NULL, OPT_ALLOW_OVERFLOW },
 	FMT_KEY_LONG_OPTIONS, { NULL, 0, NULL, 0 }
 };
 
@@ -102,6 +110,7 @@ int main(int argc, char **argv)
 	fmt_common_opts common = { 0 };
 	convert_opts o = { .sets = sets, .include = includes, .exclude = excludes };
 	const char *to_name = NULL;
+	int overflow_given = 0, allow_overflow = 0;
 	fmt_err e;
 	int c;
 	fmt_err_clear(&e);
@@ -131,11 +140,21 @@ int main(int argc, char **argv)
 			break;
 		case OPT_SIGN: o.sign = 1; break;
 		case OPT_NO_VERIFY: o.no_verify = 1; break;
+		case OPT_OVERFLOW:
+			if (!fmt_overflow_mode_from_name(optarg, &o.overflow))
+				return usage_error("--overflow takes refuse, saturate or widen");
+			overflow_given = 1;
+			break;
+		case OPT_ALLOW_OVERFLOW: allow_overflow = 1; break;
 		default: return usage_error("unknown option");
 		}
 		if (full)
 			return usage_error("too many repeated options");
 	}
+	if (allow_overflow && overflow_given && o.overflow != FMT_OVERFLOW_SATURATE)
+		return usage_error("--allow-overflow means --overflow=saturate; it contradicts --overflow=refuse or widen");
+	if (allow_overflow)
+		o.overflow = FMT_OVERFLOW_SATURATE;
 	if (argc - optind != 2)
 		return usage_error("need INPUT and OUTPUT");
 	const char *input = argv[optind], *output = argv[optind + 1];
