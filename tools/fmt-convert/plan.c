@@ -517,8 +517,9 @@ void plan_print(FILE *out, const convert_plan *p, const char *input, const char 
 static void warn_overflow(const plan_entry *pe, const char *tool, fmt_overflow_mode mode)
 {
 	const char *how = mode == FMT_OVERFLOW_WIDEN ? "written as F32"
-			  : strcmp(pe->to, "F16") == 0 ? "written as F16, values beyond it saturated to +-65504"
-			  : "values beyond it saturated to its largest finite value";
+			  : strcmp(pe->asked, "BF16") == 0 ? "values beyond it saturated to +-3.3895314e+38"
+			  : strcmp(pe->asked, "F16") == 0 ? "values beyond it saturated to +-65504"
+			  : "written as F16, values beyond it saturated to +-65504";
 	fmt_report_warning(stderr, tool, "tensor '%s': element %" PRIu64 " is %.9g, beyond what %s holds; %s "
 			   "(--overflow=%s)", pe->name, pe->overflow_elem, (double)pe->overflow_value, pe->asked,
 			   how, fmt_overflow_mode_name(mode));
