@@ -3,6 +3,8 @@
 #include <string.h>
 #include "fmt/gguf.h"
 
+const char *const fmt_gguf_derived_keys[] = { FMT_GGUF_KEY_FILE_TYPE, FMT_GGUF_KEY_QUANT_VERSION, NULL };
+
 typedef struct ftype_row {
 	uint32_t value;
 	const char *name;
