@@ -285,3 +285,20 @@ fmt-convert: warning: tensor 'mid.weight': element 5 is -600000, beyond what Q4_
 		cmp "$m-1.gguf" "$m-3.gguf"
 	done
 }
+
+# ---------------------------------------------------------------------------------------------
+# u64 in JSON (the man page's rule)
+
+@test "fmt-inspect --json: a u64 above 2^63-1 is a string of its exact digits; up to 2^63-1 a number" {
+	fmt-convert --set big:u64=18446744073709551615 --set over:u64=9223372036854775808 \
+		--set edge:u64=9223372036854775807 "$CF/spec8.safetensors" u.gguf
+	run fmt-inspect --json u.gguf
+	assert_success
+	[[ "$output" == *'"big":"18446744073709551615","over":"9223372036854775808","edge":9223372036854775807'* ]] ||
+		fail "$output"
+	/usr/bin/python3 -c 'import json, sys; m = json.loads(sys.argv[1])["metadata"]
+assert int(m["big"]) == 2**64 - 1 and int(m["over"]) == 2**63 and m["edge"] == 2**63 - 1' "$output"
+	[ "$(jq -r .metadata.big <<<"$output")" = 18446744073709551615 ]
+	run fmt-inspect u.gguf
+	assert_line "  big (u64) = 18446744073709551615"
+}
