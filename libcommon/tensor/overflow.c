@@ -5,6 +5,9 @@
 #include <strings.h>
 #include "fmt/half.h"
 #include "fmt/overflow.h"
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #define F16_MAX 65504.0f
 #define BF16_MAX_BITS 0x7F7F0000u      /* 3.3895314e38 */
@@ -80,8 +83,49 @@ static int q4_0_block_overflows(const float *x, int *at)
 	return f16_inf(fmt_f32_to_f16(max / -8.0f));
 }
 
+/* 1 if some finite x[i] has |x[i]| >= the float whose bits are min_bits: integer compares on
+ * the magnitude bits (below 2^31, so signed compares do), four at a time with SSE2. This screen
+ * is the whole cost of the check on ordinary data. */
+static int any_finite_at_least(const float *x, uint64_t n, uint32_t min_bits)
+{
+	uint64_t i = 0;
+	uint32_t hit = 0;
+#if defined(__SSE2__)
+	const __m128i abs_mask = _mm_set1_epi32(0x7FFFFFFF), below = _mm_set1_epi32((int)min_bits - 1);
+	const __m128i inf = _mm_set1_epi32(0x7F800000);
+	__m128i any = _mm_setzero_si128();
+	for (; i + 4 <= n; i += 4) {
+		__m128i mag = _mm_and_si128(_mm_loadu_si128((const __m128i *)(const void *)(x + i)), abs_mask);
+		any = _mm_or_si128(any, _mm_and_si128(_mm_cmpgt_epi32(mag, below), _mm_cmplt_epi32(mag, inf)));
+	}
+	hit = (uint32_t)_mm_movemask_epi8(any);
+#endif
+	for (; i < n; i++) {
+		uint32_t mag;
+		memcpy(&mag, &x[i], sizeof mag);
+		mag &= 0x7FFFFFFFu;
+		hit |= (uint32_t)(mag >= min_bits) & (uint32_t)(mag < 0x7F800000u);
+	}
+	return hit != 0;
+}
+
+/* Below these magnitudes nothing can overflow: F16 and BF16 exactly; for Q8_0 and Q4_0 the
+ * largest |x| whose scale stays within F16's largest finite value 65504 (blocks above it are
+ * then checked exactly, as the quantizer computes the scale). */
+static uint32_t screen_bits(fmt_dtype to)
+{
+	switch (to) {
+	case FMT_DT_F16: return 0x477FF000u;            /* 65520 */
+	case FMT_DT_BF16: return BF16_INF_FROM;
+	case FMT_DT_Q8_0: return fmt_f32_bits(127.0f * F16_MAX);
+	default: return fmt_f32_bits(8.0f * F16_MAX);
+	}
+}
+
 int fmt_overflow_find(fmt_dtype to, const float *x, uint64_t n, uint64_t *at)
 {
+	if (!can_overflow_to(to) || !any_finite_at_least(x, n, screen_bits(to)))
+		return 0;
 	if (to == FMT_DT_Q8_0 || to == FMT_DT_Q4_0) {
 		for (uint64_t b = 0; b + QK <= n; b += QK) {
 			int j = 0;
@@ -92,11 +136,10 @@ int fmt_overflow_find(fmt_dtype to, const float *x, uint64_t n, uint64_t *at)
 		}
 		return 0;
 	}
+	const uint32_t from = screen_bits(to);
 	for (uint64_t i = 0; i < n; i++) {
 		const uint32_t mag = fmt_f32_bits(x[i]) & 0x7FFFFFFFu;
-		if (mag >= 0x7F800000u)
-			continue;
-		if ((to == FMT_DT_F16 && fabsf(x[i]) >= 65520.0f) || (to == FMT_DT_BF16 && mag >= BF16_INF_FROM)) {
+		if (mag >= from && mag < 0x7F800000u) {
 			*at = i;
 			return 1;
 		}
