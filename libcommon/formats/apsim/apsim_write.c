@@ -280,7 +280,7 @@ static int cmp_kv(const void *a, const void *b)
 	return strcmp(((const apsim_kv *)a)->key, ((const apsim_kv *)b)->key);
 }
 
-fmt_kind apsim_header_json(const apsim_kv *kv, size_t n_kv, const fmt_tensor *const *tensors,
+fmt_kind fmt_apsim_header_json(const apsim_kv *kv, size_t n_kv, const fmt_tensor *const *tensors,
 			   const uint64_t *begins, size_t n_t, fmt_sb *b, fmt_err *e)
 {
 	apsim_kv *sorted = malloc((n_kv ? n_kv : 1) * sizeof *sorted);
@@ -322,7 +322,7 @@ static fmt_kind padded_header(const apsim_kv *kv, size_t n_kv, const fmt_tensor 
 {
 	fmt_sb b = { 0 };
 	fmt_sb_put(&b, "\0\0\0\0\0\0\0\0", 8);
-	fmt_kind k = apsim_header_json(kv, n_kv, ts, begins, n_t, &b, e);
+	fmt_kind k = fmt_apsim_header_json(kv, n_kv, ts, begins, n_t, &b, e);
 	while (k == FMT_OK && !b.oom && (b.len - 8) % 8 != 0)
 		fmt_sb_put(&b, " ", 1);
 	if (k == FMT_OK && b.oom)
@@ -397,7 +397,7 @@ static fmt_kind data_digest(const wfile *w, fmt_sink *k, char hex[FMT_SHA256_HEX
 {
 	char *table = NULL;
 	size_t len = 0;
-	fmt_kind r = apsim_build_table(w->kv, w->n_kv, w->ts, w->begins, w->n_t, &table, &len, e);
+	fmt_kind r = fmt_apsim_build_table(w->kv, w->n_kv, w->ts, w->begins, w->n_t, &table, &len, e);
 	if (r != FMT_OK)
 		return r;
 	fmt_sha256 h;
@@ -474,7 +474,7 @@ static fmt_kind model_texts(const fmt_model *m, char *texts[2], fmt_err *e)
 	fmt_kind k = metadata_json(m, &texts[0], e);
 	if (k == FMT_OK)
 		k = units_json(m, &texts[1], e);
-	if (k == FMT_OK && (apsim_json_too_deep(texts[0], strlen(texts[0]), APSIM_MAX_DEPTH)))
+	if (k == FMT_OK && (fmt_apsim_json_too_deep(texts[0], strlen(texts[0]), APSIM_MAX_DEPTH)))
 		k = fmt_fail(e, FMT_UNSUPPORTED, "metadata nested deeper than %d levels", APSIM_MAX_DEPTH);
 	if (k != FMT_OK) {
 		free(texts[0]);

@@ -104,7 +104,7 @@ static fmt_kind load_shard(fmt_model *m, const char *path, int64_t no, int64_t c
 		return k;
 	}
 	fmt_model_init(&keys);
-	k = gguf_parse_file(&keys, m, idx, &info, e);
+	k = fmt_gguf_parse_file(&keys, m, idx, &info, e);
 	int64_t s_no = 0, s_count = 0, s_total = 0;
 	if (k == FMT_OK)
 		k = split_keys(&keys, &s_no, &s_count, &s_total, e);
@@ -124,7 +124,7 @@ static fmt_kind check_names_across(const fmt_model *m, fmt_err *e)
 	gguf_nameset seen = { 0 };
 	fmt_kind k = FMT_OK;
 	for (size_t i = 0; i < m->n_tensors && k == FMT_OK; i++) {
-		int added = gguf_nameset_add(&seen, m->tensors[i].name);
+		int added = fmt_gguf_nameset_add(&seen, m->tensors[i].name);
 		if (added < 0) {
 			k = fmt_fail(e, FMT_IO, "out of memory");
 		} else if (added == 0) {
@@ -132,7 +132,7 @@ static fmt_kind check_names_across(const fmt_model *m, fmt_err *e)
 			k = fmt_fail(e, FMT_SCHEMA, "tensor '%s' appears in more than one shard", m->tensors[i].name);
 		}
 	}
-	gguf_nameset_free(&seen);
+	fmt_gguf_nameset_free(&seen);
 	return k;
 }
 
@@ -150,7 +150,7 @@ static void drop_split_keys(fmt_model *m)
 	m->n_meta = out;
 }
 
-fmt_kind gguf_open_split_set(fmt_model *m, fmt_gguf_info *st, fmt_err *e)
+fmt_kind fmt_gguf_open_split_set(fmt_model *m, fmt_gguf_info *st, fmt_err *e)
 {
 	char *prefix = NULL;
 	unsigned name_no, name_count;
@@ -264,7 +264,7 @@ static fmt_kind write_shard(const fmt_model *m, const char *path, size_t i, size
 		return r;
 	r = fmt_sink_open(&k, path, sink_flags, e);
 	if (r == FMT_OK) {
-		r = gguf_write_file(m, meta, n_meta, m->tensors + first[i], first[i + 1] - first[i], 0, &k, e);
+		r = fmt_gguf_write_file(m, meta, n_meta, m->tensors + first[i], first[i + 1] - first[i], 0, &k, e);
 		if (r == FMT_OK)
 			r = fmt_sink_commit(&k, e);
 		else

@@ -125,9 +125,10 @@ const fmt_driver *fmt_driver_by_name(const char *name);
 /* "safetensors, safetensors-index, gguf, ...": every driver's name in registry order. */
 void fmt_driver_names(char *buf, size_t n);
 const fmt_driver *fmt_driver_by_extension(const char *path);
-/* The driver whose probe scores head highest (first in registry order on equal scores), and
- * its score; NULL (score 0) when none recognises it. */
-const fmt_driver *fmt_driver_probe(const uint8_t *head, size_t n, uint64_t file_size, int *score);
+/* The driver whose probe scores head (the first n bytes of s) highest, first in registry
+ * order on equal scores, and its score; a driver whose probe says 0 is asked its
+ * probe_source too. NULL (score 0) when none recognises it. */
+const fmt_driver *fmt_driver_probe(fmt_source *s, const uint8_t *head, size_t n, int *score);
 
 /* Open path (or "-"): probe the first bytes, choose a driver (or use forced when not NULL),
  * open. On failure m is freed and e says why; an unrecognised file is InvalidFormat. */
