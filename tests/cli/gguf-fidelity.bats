@@ -302,3 +302,21 @@ assert int(m["big"]) == 2**64 - 1 and int(m["over"]) == 2**63 and m["edge"] == 2
 	run fmt-inspect u.gguf
 	assert_line "  big (u64) = 18446744073709551615"
 }
+
+# ---------------------------------------------------------------------------------------------
+# Size-1 dimensions
+
+@test "[1] and [1, N] tensors stay so through GGUF -> GGUF conversion and fmt-shard split" {
+	# w [1,32] (n_dims 2 in the file, ne = {32, 1}, which ggml's writer would cut to {32}) and a 0-D
+	# scalar (n_dims 1, ne = {1})
+	fmt-convert --dtype f32 "$CF/q8a.safetensors" a.gguf
+	[ "$(fmt-inspect --json a.gguf | jq -c '[.tensors[] | [.name, .shape]]')" = '[["w",[1,32]]]' ]
+	fmt-convert --dtype keep a.gguf b.gguf
+	[ "$(fmt-inspect --json b.gguf | jq -c '.tensors[0].shape')" = '[1,32]' ]
+	fmt-shard split a.gguf -o parts
+	[ "$(fmt-inspect --json parts-00001-of-00001.gguf | jq -c '.tensors[0].shape')" = '[1,32]' ]
+	"$REPO_ROOT/scripts/gen/sample-models" s >/dev/null
+	fmt-convert --dtype f32 s/tiny.safetensors t.gguf
+	fmt-convert --dtype keep t.gguf t2.gguf
+	[ "$(fmt-inspect --json t2.gguf | jq -c '.tensors[] | select(.name == "step") | .shape')" = '[1]' ]
+}
