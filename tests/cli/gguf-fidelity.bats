@@ -237,7 +237,9 @@ fmt-convert: warning: tensor 'mid.weight': element 5 is -600000, beyond what F16
 	# the plan says so
 	run fmt-convert --dry-run --json --overflow=saturate --dtype q4_0 "$GF/overflow.safetensors" plan.gguf
 	assert_success
-	[ "$(jq -c '.tensors[0] | [.name, .to, .note]' <<<"$output")" = '["big.weight","F16","values beyond the asked dtype: saturated"]' ]
+	[ "$(jq -c '.tensors[0] | [.name, .to, .note, .overflow]' <<<"$output")" = '["big.weight","F16","values beyond the asked dtype: saturated",{"dtype":"Q4_0","element":37,"value":10000000}]' ]
+	[ "$(jq -c '[.tensors[] | .overflow.element]' <<<"$output")" = '[37,40,5,null]' ]
+	[ ! -e plan.gguf ]
 }
 
 @test "widen: tensors that overflow are written as F32, exactly the input values" {

@@ -480,6 +480,10 @@ static json_t *plan_json(const convert_plan *p, const char *input, const char *o
 				      "from", pe->from, "to", pe->to, "bytes", fmt_json_u64(pe->bytes));
 		if (t && pe->why)
 			json_object_set_new(t, "note", json_string(pe->why));
+		if (t && pe->overflowed)
+			json_object_set_new(t, "overflow", json_pack("{s:s,s:o,s:f}", "dtype", pe->asked, "element",
+								     fmt_json_u64(pe->overflow_elem), "value",
+								     (double)pe->overflow_value));
 		json_array_append_new(tensors, t);
 	}
 	json_t *units = json_array();
