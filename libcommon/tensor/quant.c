@@ -273,6 +273,16 @@ static void dec_q1_0(const uint8_t *b, float *y)
 		y[i] = (b[2 + i / 8] >> (i % 8)) & 1 ? d : -d;
 }
 
+/* half d; u8 qs[16] (ggml's Q2_0, 64 elements): the 2-bit code of element j is bits
+ * 2*(j%4) of byte j/4, worth (code - 1) * d. (Some llama.cpp forks give id 42 a 128-element,
+ * 34-byte layout; such files do not match this block size and are refused when opened.) */
+static void dec_q2_0(const uint8_t *b, float *y)
+{
+	const float d = rd_half(b);
+	for (int j = 0; j < 64; j++)
+		y[j] = (float)(((b[2 + j / 4] >> (2 * (j % 4))) & 3) - 1) * d;
+}
+
 /* FP4 E2M1 values, doubled so they are integers; the block scales carry the factor 1/2. */
 static const int8_t e2m1_doubled[16] = { 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12 };
 
@@ -348,7 +358,8 @@ static block_decoder decoder_for(fmt_dtype t)
 	case FMT_DT_Q1_0: return dec_q1_0;
 	case FMT_DT_MXFP4: return dec_mxfp4;
 	case FMT_DT_NVFP4: return dec_nvfp4;
-	default: return NULL; /* the IQ types (codebook tables) and Q2_0 (layout not settled) */
+	case FMT_DT_Q2_0: return dec_q2_0;
+	default: return NULL; /* the IQ types: their decoding needs ggml's codebook tables */
 	}
 }
 

@@ -148,8 +148,19 @@ nothing_written() {
 	[ "$(jq -c '.stats | [.count, .nan, .inf, .first[0:3]]' <<<"$output")" = '[1024,0,0,[-250.25,-250.25,-250.21875]]' ]
 }
 
-@test "every IQ type and Q2_0: --stats and conversion refused with exit 5 naming the type" {
-	for t in IQ2_XXS IQ2_XS IQ3_XXS IQ1_S IQ4_NL IQ3_S IQ2_S IQ4_XS IQ1_M Q2_0; do
+@test "Q2_0 (ggml's 64-element layout) decodes: code - 1 times d" {
+	run fmt-inspect --json --tensor q2_0 --stats "$GF/q2_0.gguf"
+	assert_success
+	[ "$(jq -c '.stats | [.count, .min, .max, .first]' <<<"$output")" = '[128,-4,2,[-0.5,0,0.5,1,-0.5,0,0.5,1]]' ]
+	fmt-convert -q --dtype f32 "$GF/q2_0.gguf" q2.safetensors
+	row0=$(python3 -c 'import struct; print(struct.pack("<64f", *([-0.5, 0, 0.5, 1] * 16)).hex())')
+	# (1 - 1) x -2 is -0.0, as in ggml
+	row1=$(python3 -c 'import struct; print(struct.pack("<64f", *([-4.0, -2.0, -0.0, 2.0] * 16)).hex())')
+	assert_equal "$(tensor_hex q2.safetensors q2_0)" "$row0$row1"
+}
+
+@test "every IQ type: --stats and conversion refused with exit 5 naming the type" {
+	for t in IQ2_XXS IQ2_XS IQ3_XXS IQ1_S IQ4_NL IQ3_S IQ2_S IQ4_XS IQ1_M; do
 		name=${t,,}
 		run --separate-stderr fmt-inspect --tensor "$name" --stats "$GF/codebook.gguf"
 		assert_failure 5
@@ -165,7 +176,7 @@ nothing_written() {
 	run fmt-convert --dtype keep "$GF/codebook.gguf" copy.gguf
 	assert_success
 	[ "$(fmt-inspect --json copy.gguf | jq -c '[.tensors[].dtype]')" = \
-		'["IQ2_XXS","IQ2_XS","IQ3_XXS","IQ1_S","IQ4_NL","IQ3_S","IQ2_S","IQ4_XS","IQ1_M","Q2_0"]' ]
+		'["IQ2_XXS","IQ2_XS","IQ3_XXS","IQ1_S","IQ4_NL","IQ3_S","IQ2_S","IQ4_XS","IQ1_M"]' ]
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -583,6 +583,30 @@ TEST(quant_decode_q1_0_q8_1)
 	CHECK(!bad);
 }
 
+TEST(quant_decode_q2_0)
+{
+	uint8_t b[18 * 2];
+	float y[128];
+	fmt_err e;
+	int bad = 0;
+	lcg_state = 28;
+	random_bytes(b, sizeof b);
+	put_half(b, 0.5f);
+	put_half(b + 18, -3.0f);
+	CHECK(fmt_dequant_f32(FMT_DT_Q2_0, b, 128, y, &e) == FMT_OK);
+	for (int i = 0; i < 128; i++) {
+		const uint8_t *blk = b + 18 * (i / 64);
+		float d = i < 64 ? 0.5f : -3.0f;
+		int j = i % 64, code = (blk[2 + j / 4] >> (2 * (j % 4))) % 4;
+		bad |= y[i] != (float)(code - 1) * d;
+	}
+	CHECK(!bad);
+	/* codes 00 01 10 11 are -1, 0, +1, +2 times d: byte 0xE4 = 11 10 01 00 */
+	b[2] = 0xE4;
+	CHECK(fmt_dequant_f32(FMT_DT_Q2_0, b, 64, y, &e) == FMT_OK);
+	CHECK(y[0] == -0.5f && y[1] == 0.0f && y[2] == 0.5f && y[3] == 1.0f);
+}
+
 TEST(quant_decode_unsupported)
 {
 	uint8_t b[136] = { 0 };
@@ -592,11 +616,11 @@ TEST(quant_decode_unsupported)
 	CHECK_STR(e.msg, "cannot decode IQ4_XS data");
 	const fmt_dtype codebook[] = { FMT_DT_IQ2_XXS, FMT_DT_IQ2_XS, FMT_DT_IQ3_XXS, FMT_DT_IQ1_S,
 				       FMT_DT_IQ4_NL, FMT_DT_IQ3_S, FMT_DT_IQ2_S, FMT_DT_IQ4_XS,
-				       FMT_DT_IQ1_M, FMT_DT_Q2_0 };
+				       FMT_DT_IQ1_M };
 	for (size_t i = 0; i < sizeof codebook / sizeof codebook[0]; i++)
 		CHECK(!fmt_dequant_supported(codebook[i]));
 	const fmt_dtype decoded[] = { FMT_DT_Q2_K, FMT_DT_Q3_K, FMT_DT_TQ1_0, FMT_DT_TQ2_0,
-				      FMT_DT_MXFP4, FMT_DT_NVFP4, FMT_DT_Q1_0, FMT_DT_Q8_1, FMT_DT_Q6_K };
+				      FMT_DT_MXFP4, FMT_DT_NVFP4, FMT_DT_Q1_0, FMT_DT_Q2_0, FMT_DT_Q8_1, FMT_DT_Q6_K };
 	for (size_t i = 0; i < sizeof decoded / sizeof decoded[0]; i++)
 		CHECK(fmt_dequant_supported(decoded[i]));
 	/* plain types pass through */
