@@ -53,30 +53,41 @@ const fmt_driver *fmt_driver_by_extension(const char *path)
 	return NULL;
 }
 
+const fmt_driver *fmt_driver_probe(const uint8_t *head, size_t n, uint64_t file_size, int *score)
+{
+	const fmt_driver *best = NULL;
+	int best_score = 0;
+	for (size_t i = 0; drivers[i]; i++) {
+		int s = drivers[i]->probe(head, n, file_size);
+		if (s > best_score) {
+			best = drivers[i];
+			best_score = s;
+		}
+	}
+	if (score)
+		*score = best_score;
+	return best;
+}
+
 static const fmt_driver *probe_source(fmt_source *s, fmt_err *e)
 {
 	uint8_t head[FMT_PROBE_BYTES];
 	size_t n = s->size < sizeof head ? (size_t)s->size : sizeof head;
 	if (fmt_source_read(s, 0, head, n, e) != FMT_OK)
 		return NULL;
-	const fmt_driver *best = NULL;
-	int best_score = 0;
-	for (size_t i = 0; drivers[i]; i++) {
-		int score = drivers[i]->probe(head, n, s->size);
-		if (score > best_score) {
-			best = drivers[i];
-			best_score = score;
-		}
+	const fmt_driver *best = fmt_driver_probe(head, n, s->size, NULL);
+	if (!best) {
+		char names[512];
+		fmt_driver_names(names, sizeof names);
+		fmt_fail(e, FMT_INVALID_FORMAT, "unrecognised format (not one of: %s)", names);
 	}
-	if (!best)
-		fmt_fail(e, FMT_INVALID_FORMAT, "unrecognised format (not safetensors, a safetensors index or GGUF)");
 	return best;
 }
 
-/* Probe (unless forced) and open a model over src, which the model takes. */
-static fmt_kind open_source(fmt_model *m, fmt_source *src, const char *path, const fmt_driver *forced,
-			    fmt_err *e)
+fmt_kind fmt_model_open_source(fmt_model *m, fmt_source *src, const char *path,
+			       const fmt_driver *forced, fmt_err *e)
 {
+	fmt_model_init(m);
 	const fmt_driver *d = forced ? forced : probe_source(src, e);
 	if (!d) {
 		fmt_err_file(e, path);
@@ -104,7 +115,7 @@ fmt_kind fmt_model_open(fmt_model *m, const char *path, const fmt_driver *forced
 	fmt_source src;
 	fmt_model_init(m);
 	fmt_kind k = fmt_source_open(&src, path, e);
-	return k == FMT_OK ? open_source(m, &src, path, forced, e) : k;
+	return k == FMT_OK ? fmt_model_open_source(m, &src, path, forced, e) : k;
 }
 
 fmt_kind fmt_model_open_memory(fmt_model *m, const char *name, const void *data, size_t n,
@@ -113,7 +124,7 @@ fmt_kind fmt_model_open_memory(fmt_model *m, const char *name, const void *data,
 	fmt_source src;
 	fmt_model_init(m);
 	fmt_kind k = fmt_source_from_memory(&src, name, data, n, e);
-	return k == FMT_OK ? open_source(m, &src, name, forced, e) : k;
+	return k == FMT_OK ? fmt_model_open_source(m, &src, name, forced, e) : k;
 }
 
 fmt_kind fmt_model_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)

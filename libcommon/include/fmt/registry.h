@@ -61,6 +61,9 @@ const fmt_driver *fmt_driver_by_name(const char *name);
 /* "safetensors, safetensors-index, gguf, ...": every driver's name in registry order. */
 void fmt_driver_names(char *buf, size_t n);
 const fmt_driver *fmt_driver_by_extension(const char *path);
+/* The driver whose probe scores head highest (first in registry order on equal scores), and
+ * its score; NULL (score 0) when none recognises it. */
+const fmt_driver *fmt_driver_probe(const uint8_t *head, size_t n, uint64_t file_size, int *score);
 
 /* Open path (or "-"): probe the first bytes, choose a driver (or use forced when not NULL),
  * open. On failure m is freed and e says why; an unrecognised file is InvalidFormat. */
@@ -68,6 +71,10 @@ fmt_kind fmt_model_open(fmt_model *m, const char *path, const fmt_driver *forced
 
 /* The same for bytes in memory (a copy is taken), named name in messages. */
 fmt_kind fmt_model_open_memory(fmt_model *m, const char *name, const void *data, size_t n,
+			       const fmt_driver *forced, fmt_err *e);
+
+/* The same over an open source, which the model takes (closed on failure); path names it. */
+fmt_kind fmt_model_open_source(fmt_model *m, fmt_source *src, const char *path,
 			       const fmt_driver *forced, fmt_err *e);
 
 /* The driver's verify (digests, signatures). A key for a format without signatures is
