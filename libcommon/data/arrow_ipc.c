@@ -84,17 +84,31 @@ static void unsupported_name(const fb_table *ty, int has_type, uint8_t tt, char 
 
 static fmt_kind decode_field(const fb_table *ft, fmt_field *f, int depth, fmt_err *e);
 
-/* A supported type into f (type, unit, zone, list), or 0 with f->type left unsupported. */
+static void field_clear(fmt_field *f)
+{
+	free(f->name);
+	free(f->timezone);
+	free(f->type_name);
+	memset(f, 0, sizeof *f);
+}
+
+static int is_numeric(fmt_ctype t)
+{
+	return (t >= FMT_C_I8 && t <= FMT_C_F64);
+}
+
+/* A supported type into f; *known = 0 leaves it for unsupported_name. */
 static fmt_kind decode_type(const fb_table *ft, uint8_t tt, const fb_table *ty, fmt_field *f,
-			    int depth, fmt_err *e)
+			    int *known, int depth, fmt_err *e)
 {
 	int32_t width = 0;
 	uint8_t is_signed = 0;
 	int16_t v = 0;
+	*known = 1;
 	switch (tt) {
 	case TY_INT: {
-		static const fmt_atype s[] = { FMT_AT_INT8, FMT_AT_INT16, FMT_AT_INT32, FMT_AT_INT64 };
-		static const fmt_atype us[] = { FMT_AT_UINT8, FMT_AT_UINT16, FMT_AT_UINT32, FMT_AT_UINT64 };
+		static const fmt_ctype s[] = { FMT_C_I8, FMT_C_I16, FMT_C_I32, FMT_C_I64 };
+		static const fmt_ctype us[] = { FMT_C_U8, FMT_C_U16, FMT_C_U32, FMT_C_U64 };
 		if (fb_i32(ty, 0, 0, &width) || fb_u8(ty, 1, 0, &is_signed))
 			return bad(e, "malformed Int type");
 		int k = width == 8 ? 0 : width == 16 ? 1 : width == 32 ? 2 : width == 64 ? 3 : -1;
@@ -106,17 +120,17 @@ static fmt_kind decode_type(const fb_table *ft, uint8_t tt, const fb_table *ty, 
 	case TY_FLOAT:
 		if (fb_i16(ty, 0, 0, &v) || v < 0 || v > 2)
 			return bad(e, "malformed FloatingPoint type");
-		f->type = v == 0 ? FMT_AT_FLOAT16 : v == 1 ? FMT_AT_FLOAT32 : FMT_AT_FLOAT64;
+		f->type = v == 0 ? FMT_C_F16 : v == 1 ? FMT_C_F32 : FMT_C_F64;
 		return FMT_OK;
-	case TY_BINARY: f->type = FMT_AT_BINARY; return FMT_OK;
-	case TY_UTF8: f->type = FMT_AT_UTF8; return FMT_OK;
-	case TY_LARGE_UTF8: f->type = FMT_AT_LARGE_UTF8; return FMT_OK;
-	case TY_BOOL: f->type = FMT_AT_BOOL; return FMT_OK;
+	case TY_BINARY: f->type = FMT_C_BINARY; return FMT_OK;
+	case TY_UTF8: f->type = FMT_C_UTF8; return FMT_OK;
+	case TY_LARGE_UTF8: f->type = FMT_C_LARGE_UTF8; return FMT_OK;
+	case TY_BOOL: f->type = FMT_C_BOOL; return FMT_OK;
 	case TY_DATE:
 		if (fb_i16(ty, 0, 1, &v))
 			return bad(e, "malformed Date type");
-		if (v == 0)
-			f->type = FMT_AT_DATE32;
+		*known = v == 0;
+		f->type = FMT_C_DATE32;
 		return FMT_OK;
 	case TY_TIMESTAMP: {
 		const char *tz;
@@ -124,12 +138,12 @@ static fmt_kind decode_type(const fb_table *ft, uint8_t tt, const fb_table *ty, 
 		if (fb_i16(ty, 0, 0, &v) || v < 0 || v > 3)
 			return bad(e, "malformed Timestamp type");
 		int r = fb_string(ty, 1, &tz, &n);
-		if (r < 0)
+		if (r < 0 || (r == 1 && memchr(tz, 0, n)))
 			return bad(e, "malformed Timestamp time zone");
 		if (r == 1 && n > 0 && !(f->timezone = strndup(tz, n)))
 			return oom(e);
-		f->unit = (uint8_t)v;
-		f->type = FMT_AT_TIMESTAMP;
+		f->unit = (fmt_time_unit)v;
+		f->type = FMT_C_TIMESTAMP;
 		return FMT_OK;
 	}
 	case TY_FIXED_SIZE_LIST: {
@@ -142,27 +156,23 @@ static fmt_kind decode_type(const fb_table *ft, uint8_t tt, const fb_table *ty, 
 			return bad(e, "FixedSizeList without exactly one child field");
 		fmt_field child = { 0 };
 		fmt_kind k = decode_field(&ct, &child, depth + 1, e);
-		if (k == FMT_OK && fmt_atype_width(child.type) && child.type != FMT_AT_DATE32 &&
-		    child.type != FMT_AT_TIMESTAMP && width > 0) {
-			f->type = FMT_AT_FIXED_SIZE_LIST;
-			f->list_size = width;
-			f->item_type = child.type;
-			f->item_nullable = child.nullable;
-			f->item_name = child.name;
-			child.name = NULL;
+		if (k == FMT_OK && is_numeric(child.type) && width > 0) {
+			f->type = FMT_C_FIXED_SIZE_LIST;
+			f->list_size = (uint32_t)width;
+			f->elem = child.type;
 		} else if (k == FMT_OK) {
-			char buf[256];
-			snprintf(buf, sizeof buf, "fixed_size_list<%s>[%d]", child.type_name, (int)width);
+			char inner[160], buf[256];
+			fmt_field_type_name(&child, inner, sizeof inner);
+			snprintf(buf, sizeof buf, "fixed_size_list<%s>[%d]", inner, (int)width);
+			f->type = FMT_C_OTHER;
 			if (!(f->type_name = strdup(buf)))
 				k = oom(e);
 		}
-		free(child.name);
-		free(child.timezone);
-		free(child.item_name);
-		free(child.type_name);
+		field_clear(&child);
 		return k;
 	}
 	default:
+		*known = 0;
 		return FMT_OK;
 	}
 }
@@ -187,26 +197,23 @@ static fmt_kind decode_field(const fb_table *ft, fmt_field *f, int depth, fmt_er
 	int has_dict = fb_table_field(ft, 4, &dict);
 	if (has_type < 0 || has_dict < 0)
 		return bad(e, "malformed Field type");
-	fmt_kind k = FMT_OK;
-	if (has_type == 1 && has_dict == 0)
-		k = decode_type(ft, tt, &ty, f, depth, e);
-	if (k != FMT_OK)
-		return k;
-	if (f->type == FMT_AT_UNSUPPORTED && !f->type_name) {
-		char buf[128];
-		unsupported_name(&ty, has_type == 1, tt, buf, sizeof buf);
-		if (has_dict == 1) {
-			char d[160];
-			snprintf(d, sizeof d, "dictionary<%s>", buf);
-			f->type_name = strdup(d);
-		} else {
-			f->type_name = strdup(buf);
-		}
-		if (!f->type_name)
-			return oom(e);
-		return FMT_OK;
+	int known = 0;
+	if (has_type == 1) {
+		fmt_kind k = decode_type(ft, tt, &ty, f, &known, depth, e);
+		if (k != FMT_OK)
+			return k;
 	}
-	return fmt_field_set_type_name(f) ? oom(e) : FMT_OK;
+	if ((known && has_dict == 0) || f->type == FMT_C_OTHER)
+		return FMT_OK;
+	char buf[128], d[160];
+	unsupported_name(&ty, has_type == 1, tt, buf, sizeof buf);
+	if (has_dict == 1)
+		snprintf(d, sizeof d, "dictionary<%s>", buf);
+	free(f->type_name);
+	f->type = FMT_C_OTHER;
+	if (!(f->type_name = strdup(has_dict == 1 ? d : buf)))
+		return oom(e);
+	return FMT_OK;
 }
 
 static fmt_kind decode_schema(const fb_table *st, fmt_schema *s, fmt_err *e)
@@ -223,16 +230,15 @@ static fmt_kind decode_schema(const fb_table *st, fmt_schema *s, fmt_err *e)
 		return bad(e, "malformed Schema fields");
 	if (n > MAX_FIELDS)
 		return bad(e, "more than 100000 fields");
-	s->n_fields = 0;
-	s->fields = calloc(n ? n : 1, sizeof *s->fields);
-	if (!s->fields)
-		return oom(e);
 	for (uint32_t i = 0; i < n; i++) {
 		fb_table ft;
-		s->n_fields++;
+		fmt_field f = { 0 };
 		if (fb_vector_table(st, at, i, &ft))
 			return bad(e, "malformed Schema field");
-		fmt_kind k = decode_field(&ft, &s->fields[i], 0, e);
+		fmt_kind k = decode_field(&ft, &f, 0, e);
+		if (k == FMT_OK)
+			k = fmt_schema_add_field(s, &f, e);
+		field_clear(&f);
 		if (k != FMT_OK)
 			return k;
 	}
@@ -306,6 +312,16 @@ static fmt_kind next_stream_message(const uint8_t *d, size_t len, size_t *pos, i
 
 /* ---- record batches ---- */
 
+typedef struct span {
+	const uint8_t *p;
+	uint64_t len;
+} span;
+
+static int bit(const uint8_t *bits, uint64_t i)
+{
+	return (bits[i >> 3] >> (i & 7)) & 1;
+}
+
 typedef struct walk {
 	const uint8_t *nodes, *buffers;
 	uint32_t n_nodes, n_buffers, node_i, buf_i;
@@ -326,7 +342,7 @@ static fmt_kind take_node(walk *w, uint64_t *length, uint64_t *nulls, fmt_err *e
 	return FMT_OK;
 }
 
-static fmt_kind take_buffer(walk *w, fmt_span *s, fmt_err *e)
+static fmt_kind take_buffer(walk *w, span *s, fmt_err *e)
 {
 	if (w->buf_i >= w->n_buffers)
 		return bad(e, "RecordBatch has fewer buffers than the schema needs");
@@ -340,7 +356,7 @@ static fmt_kind take_buffer(walk *w, fmt_span *s, fmt_err *e)
 	return FMT_OK;
 }
 
-static fmt_kind need_bytes(const fmt_span *s, uint64_t count, uint64_t width, const char *name,
+static fmt_kind need_bytes(const span *s, uint64_t count, uint64_t width, const char *name,
 			   const char *what, fmt_err *e)
 {
 	uint64_t need;
@@ -349,76 +365,105 @@ static fmt_kind need_bytes(const fmt_span *s, uint64_t count, uint64_t width, co
 	return FMT_OK;
 }
 
-static fmt_kind take_validity(walk *w, uint64_t length, uint64_t nulls, fmt_span *v, const char *name,
-			      fmt_err *e)
+/* The validity bitmap of length values (NULL when there are no nulls). */
+static fmt_kind take_validity(walk *w, uint64_t length, uint64_t nulls, const uint8_t **v,
+			      const char *name, fmt_err *e)
 {
-	fmt_kind k = take_buffer(w, v, e);
+	span s;
+	fmt_kind k = take_buffer(w, &s, e);
 	if (k != FMT_OK)
 		return k;
-	if (nulls == 0) {
-		*v = (fmt_span){ NULL, 0 };
+	*v = NULL;
+	if (nulls == 0)
 		return FMT_OK;
-	}
-	return need_bytes(v, (length + 7) / 8, 1, name, "validity", e);
+	k = need_bytes(&s, (length + 7) / 8, 1, name, "validity", e);
+	*v = s.p;
+	return k;
 }
 
-static fmt_kind check_offsets(const fmt_column *c, int large, const char *name, fmt_err *e)
+/* Offsets as the table wants them: starting at 0 (rebased into a copy the batch owns when a
+ * writer sliced them), checked in order and within the data. */
+static fmt_kind take_offsets(walk *w, fmt_batch *b, fmt_column *c, const fmt_field *f, uint64_t rows,
+			     fmt_err *e)
 {
-	uint64_t prev = 0;
-	if (c->length == 0 && c->offsets.len == 0)
-		return FMT_OK;
-	fmt_kind k = need_bytes(&c->offsets, c->length + 1, large ? 8 : 4, name, "offsets", e);
-	if (k != FMT_OK)
+	static const uint8_t zero[8];
+	int large = f->type == FMT_C_LARGE_UTF8;
+	size_t width = large ? 8 : 4;
+	span offs, vals;
+	fmt_kind k;
+	if ((k = take_buffer(w, &offs, e)) != FMT_OK || (k = take_buffer(w, &vals, e)) != FMT_OK)
 		return k;
-	for (uint64_t i = 0; i <= c->length; i++) {
-		int64_t o = large ? (int64_t)fmt_rd_u64(c->offsets.p + 8 * i)
-				  : (int32_t)fmt_rd_u32(c->offsets.p + 4 * i);
-		if (o < 0 || (uint64_t)o < prev || (uint64_t)o > c->values.len)
-			return fmt_fail(e, FMT_INVALID_FORMAT,
-					"Arrow IPC: field \"%s\": offset %llu is out of order or past the data",
-					name, (unsigned long long)i);
-		prev = (uint64_t)o;
+	c->values = vals.p;
+	c->values_len = vals.len;
+	if (rows == 0 && offs.len == 0) {
+		c->offsets = zero;
+		return FMT_OK;
 	}
+	if ((k = need_bytes(&offs, rows + 1, width, f->name, "offsets", e)) != FMT_OK)
+		return k;
+	int64_t first = large ? (int64_t)fmt_rd_u64(offs.p) : (int32_t)fmt_rd_u32(offs.p);
+	int64_t last = large ? (int64_t)fmt_rd_u64(offs.p + width * rows)
+			     : (int32_t)fmt_rd_u32(offs.p + width * rows);
+	if (first < 0 || last < first || (uint64_t)last > vals.len)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: field \"%s\": offsets outside the data", f->name);
+	c->offsets = offs.p;
+	if (first == 0)
+		return FMT_OK;
+	uint8_t *copy = malloc((size_t)((rows + 1) * width));
+	if (!copy || fmt_batch_own(b, copy, e) != FMT_OK)
+		return copy ? e->kind : oom(e);
+	for (uint64_t i = 0; i <= rows; i++) {
+		if (large)
+			fmt_wr_u64(copy + 8 * i, fmt_rd_u64(offs.p + 8 * i) - (uint64_t)first);
+		else
+			fmt_wr_u32(copy + 4 * i, fmt_rd_u32(offs.p + 4 * i) - (uint32_t)first);
+	}
+	c->offsets = copy;
+	c->values = vals.p + first;
+	c->values_len = vals.len - (uint64_t)first;
 	return FMT_OK;
 }
 
-static fmt_kind decode_column(walk *w, const fmt_field *f, uint64_t rows, fmt_column *c, fmt_err *e)
+static fmt_kind decode_column(walk *w, fmt_batch *b, const fmt_field *f, fmt_column *c, fmt_err *e)
 {
-	fmt_kind k = take_node(w, &c->length, &c->null_count, e);
+	uint64_t rows = b->n_rows, length, nulls;
+	span vals;
+	fmt_kind k = take_node(w, &length, &nulls, e);
 	if (k != FMT_OK)
 		return k;
-	if (c->length != rows)
+	if (length != rows)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: field \"%s\" has %llu rows, the batch %llu",
-				f->name, (unsigned long long)c->length, (unsigned long long)rows);
-	if ((k = take_validity(w, c->length, c->null_count, &c->validity, f->name, e)) != FMT_OK)
+				f->name, (unsigned long long)length, (unsigned long long)rows);
+	c->null_count = nulls;
+	if ((k = take_validity(w, rows, nulls, &c->validity, f->name, e)) != FMT_OK)
 		return k;
 	switch (f->type) {
-	case FMT_AT_UTF8: case FMT_AT_LARGE_UTF8: case FMT_AT_BINARY:
-		if ((k = take_buffer(w, &c->offsets, e)) != FMT_OK || (k = take_buffer(w, &c->values, e)) != FMT_OK)
-			return k;
-		return check_offsets(c, f->type == FMT_AT_LARGE_UTF8, f->name, e);
-	case FMT_AT_BOOL:
-		if ((k = take_buffer(w, &c->values, e)) != FMT_OK)
-			return k;
-		return need_bytes(&c->values, (c->length + 7) / 8, 1, f->name, "values", e);
-	case FMT_AT_FIXED_SIZE_LIST: {
-		uint64_t items, item_len;
-		if (fmt_mul_u64(c->length, (uint64_t)f->list_size, &items))
+	case FMT_C_UTF8: case FMT_C_LARGE_UTF8: case FMT_C_BINARY:
+		return take_offsets(w, b, c, f, rows, e);
+	case FMT_C_FIXED_SIZE_LIST: {
+		uint64_t items, item_len, item_nulls;
+		if (fmt_mul_u64(rows, f->list_size, &items))
 			return bad(e, "list length overflows");
-		if ((k = take_node(w, &item_len, &c->item_null_count, e)) != FMT_OK)
+		if ((k = take_node(w, &item_len, &item_nulls, e)) != FMT_OK)
 			return k;
 		if (item_len < items)
 			return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: field \"%s\": fewer list items than rows x size",
 					f->name);
-		if ((k = take_validity(w, items, c->item_null_count, &c->item_validity, f->name, e)) != FMT_OK ||
-		    (k = take_buffer(w, &c->values, e)) != FMT_OK)
+		if ((k = take_validity(w, items, item_nulls, &c->elem_validity, f->name, e)) != FMT_OK ||
+		    (k = take_buffer(w, &vals, e)) != FMT_OK)
 			return k;
-		return need_bytes(&c->values, items, fmt_atype_width(f->item_type), f->name, "values", e);
+		c->values = vals.p;
+		c->values_len = vals.len;
+		return need_bytes(&vals, items, fmt_ctype_width(f->elem), f->name, "values", e);
 	}
 	default:
-		if ((k = take_buffer(w, &c->values, e)) != FMT_OK)
+		if ((k = take_buffer(w, &vals, e)) != FMT_OK)
 			return k;
-		return need_bytes(&c->values, c->length, fmt_atype_width(f->type), f->name, "values", e);
+		c->values = vals.p;
+		c->values_len = vals.len;
+		if (f->type == FMT_C_BOOL)
+			return need_bytes(&vals, (rows + 7) / 8, 1, f->name, "values", e);
+		return need_bytes(&vals, rows, fmt_ctype_width(f->type), f->name, "values", e);
 	}
 }
 
@@ -444,17 +489,13 @@ static fmt_kind decode_batch(const fmt_schema *s, const ipc_msg *m, fmt_batch *b
 	}
 	w.nodes = w.n_nodes ? m->msg.buf + nodes_at : NULL;
 	w.buffers = w.n_buffers ? m->msg.buf + bufs_at : NULL;
-	b->num_rows = (uint64_t)length;
-	b->n_cols = s->n_fields;
-	b->cols = calloc(s->n_fields ? s->n_fields : 1, sizeof *b->cols);
-	if (!b->cols)
-		return oom(e);
+	if (b->n_columns != s->n_fields)
+		return fmt_fail(e, FMT_INTERNAL, "batch not initialised for the schema");
+	b->n_rows = (uint64_t)length;
 	for (size_t i = 0; i < s->n_fields; i++) {
-		fmt_kind k = decode_column(&w, &s->fields[i], b->num_rows, &b->cols[i], e);
-		if (k != FMT_OK) {
-			fmt_batch_free(b);
+		fmt_kind k = decode_column(&w, b, &s->fields[i], &b->columns[i], e);
+		if (k != FMT_OK)
 			return k;
-		}
 	}
 	return FMT_OK;
 }
@@ -511,6 +552,7 @@ static fmt_kind open_file(fmt_ipc_reader *r, fmt_err *e)
 fmt_kind fmt_ipc_open(fmt_ipc_reader *r, const uint8_t *data, size_t len, fmt_err *e)
 {
 	memset(r, 0, sizeof *r);
+	fmt_schema_init(&r->schema);
 	r->data = data;
 	r->len = len;
 	fmt_kind k;
@@ -557,34 +599,33 @@ static fmt_kind next_file_message(fmt_ipc_reader *r, ipc_msg *m, int *end, fmt_e
 	return k;
 }
 
-fmt_kind fmt_ipc_next(fmt_ipc_reader *r, fmt_batch *b, int *got, fmt_err *e)
+fmt_kind fmt_ipc_next(fmt_ipc_reader *r, fmt_batch *b, int *done, fmt_err *e)
 {
-	*got = 0;
-	memset(b, 0, sizeof *b);
-	for (;;) {
-		ipc_msg m;
-		int end;
-		fmt_kind k = r->is_file ? next_file_message(r, &m, &end, e)
-					: next_stream_message(r->data, r->len, &r->pos, &m, &end, e);
-		if (k != FMT_OK || end)
-			return k;
-		if (m.type == HDR_DICTIONARY)
-			return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: dictionary batches are not supported");
-		if (m.type == HDR_SCHEMA)
-			return bad(e, "a second Schema message");
-		if (m.type != HDR_RECORD_BATCH)
-			return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: message type %u is not supported", m.type);
-		const fmt_field *u = fmt_schema_unsupported(&r->schema);
-		if (u)
-			return fmt_fail(e, FMT_UNSUPPORTED, "field \"%s\" has type %s, which fmtkit does not convert",
-					u->name, u->type_name);
-		k = decode_batch(&r->schema, &m, b, e);
-		if (k == FMT_OK) {
-			*got = 1;
-			r->batches++;
-		}
+	ipc_msg m;
+	int end;
+	*done = 0;
+	fmt_kind k = r->is_file ? next_file_message(r, &m, &end, e)
+				: next_stream_message(r->data, r->len, &r->pos, &m, &end, e);
+	if (k != FMT_OK)
 		return k;
+	if (end) {
+		*done = 1;
+		return FMT_OK;
 	}
+	if (m.type == HDR_DICTIONARY)
+		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: dictionary batches are not supported");
+	if (m.type == HDR_SCHEMA)
+		return bad(e, "a second Schema message");
+	if (m.type != HDR_RECORD_BATCH)
+		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: message type %u is not supported", m.type);
+	const fmt_field *u = fmt_schema_unsupported(&r->schema);
+	if (u)
+		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
+				u->name, u->type_name);
+	k = decode_batch(&r->schema, &m, b, e);
+	if (k == FMT_OK)
+		r->batches++;
+	return k;
 }
 
 void fmt_ipc_close(fmt_ipc_reader *r)
@@ -594,41 +635,41 @@ void fmt_ipc_close(fmt_ipc_reader *r)
 
 /* ---- writer ---- */
 
-static fb_ref encode_type(fb_builder *fb, fmt_atype t, const fmt_field *f, uint8_t *tt)
+static fb_ref encode_type(fb_builder *fb, fmt_ctype t, const fmt_field *f, uint8_t *tt)
 {
 	int16_t prec;
 	fb_ref tz = 0;
 	switch (t) {
-	case FMT_AT_BOOL: *tt = TY_BOOL; break;
-	case FMT_AT_UTF8: *tt = TY_UTF8; break;
-	case FMT_AT_LARGE_UTF8: *tt = TY_LARGE_UTF8; break;
-	case FMT_AT_BINARY: *tt = TY_BINARY; break;
-	case FMT_AT_FLOAT16: case FMT_AT_FLOAT32: case FMT_AT_FLOAT64:
-		prec = t == FMT_AT_FLOAT16 ? 0 : t == FMT_AT_FLOAT32 ? 1 : 2;
+	case FMT_C_BOOL: *tt = TY_BOOL; break;
+	case FMT_C_UTF8: *tt = TY_UTF8; break;
+	case FMT_C_LARGE_UTF8: *tt = TY_LARGE_UTF8; break;
+	case FMT_C_BINARY: *tt = TY_BINARY; break;
+	case FMT_C_F16: case FMT_C_F32: case FMT_C_F64:
+		prec = t == FMT_C_F16 ? 0 : t == FMT_C_F32 ? 1 : 2;
 		*tt = TY_FLOAT;
 		fb_start_table(fb);
 		fb_slot_i16(fb, 0, prec, 0);
 		return fb_end_table(fb);
-	case FMT_AT_DATE32:
+	case FMT_C_DATE32:
 		*tt = TY_DATE;
 		fb_start_table(fb);
 		fb_slot_i16(fb, 0, 0, 1);
 		return fb_end_table(fb);
-	case FMT_AT_TIMESTAMP:
+	case FMT_C_TIMESTAMP:
 		*tt = TY_TIMESTAMP;
 		if (f->timezone)
 			tz = fb_create_string(fb, f->timezone, strlen(f->timezone));
 		fb_start_table(fb);
-		fb_slot_i16(fb, 0, f->unit, 0);
+		fb_slot_i16(fb, 0, (int16_t)f->unit, 0);
 		if (f->timezone)
 			fb_slot_ref(fb, 1, tz);
 		return fb_end_table(fb);
 	default: {
 		/* integers: arrow-rs adds is_signed before bitWidth (see the §10 example) */
-		int width = (int)fmt_atype_width(t) * 8;
+		int width = (int)fmt_ctype_width(t) * 8;
 		*tt = TY_INT;
 		fb_start_table(fb);
-		fb_slot_u8(fb, 1, t >= FMT_AT_INT8 && t <= FMT_AT_INT64, 0);
+		fb_slot_u8(fb, 1, t >= FMT_C_I8 && t <= FMT_C_I64, 0);
 		fb_slot_i32(fb, 0, width, 0);
 		return fb_end_table(fb);
 	}
@@ -637,16 +678,16 @@ static fb_ref encode_type(fb_builder *fb, fmt_atype t, const fmt_field *f, uint8
 	return fb_end_table(fb);
 }
 
-static fb_ref encode_field(fb_builder *fb, const char *name, fmt_atype t, int nullable, const fmt_field *f)
+static fb_ref encode_field(fb_builder *fb, const char *name, fmt_ctype t, int nullable, const fmt_field *f)
 {
 	fb_ref nm = fb_create_string(fb, name, strlen(name));
 	fb_ref children, type;
 	uint8_t tt;
-	if (t == FMT_AT_FIXED_SIZE_LIST) {
-		fb_ref child = encode_field(fb, f->item_name ? f->item_name : "item", f->item_type,
-					    f->item_nullable, f);
+	if (t == FMT_C_FIXED_SIZE_LIST) {
+		/* the child as arrow-rs and arrow-js name it: "item", nullable */
+		fb_ref child = encode_field(fb, "item", f->elem, 1, f);
 		fb_start_table(fb);
-		fb_slot_i32(fb, 0, f->list_size, 0);
+		fb_slot_i32(fb, 0, (int32_t)f->list_size, 0);
 		type = fb_end_table(fb);
 		tt = TY_FIXED_SIZE_LIST;
 		children = fb_create_ref_vector(fb, &child, 1);
@@ -724,7 +765,7 @@ fmt_kind fmt_ipc_writer_begin(fmt_ipc_writer *w, const fmt_schema *s, int file, 
 	memset(w, 0, sizeof *w);
 	const fmt_field *u = fmt_schema_unsupported(s);
 	if (u)
-		return fmt_fail(e, FMT_UNSUPPORTED, "field \"%s\" has type %s, which fmtkit does not write",
+		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
 				u->name, u->type_name);
 	w->fb = malloc(sizeof *w->fb);
 	if (!w->fb)
@@ -746,9 +787,9 @@ fmt_kind fmt_ipc_writer_begin(fmt_ipc_writer *w, const fmt_schema *s, int file, 
 	return FMT_OK;
 }
 
-/* One body buffer: bytes as they are, an all-valid bitmap, or offsets rebased to start at 0. */
+/* One body buffer: bytes as they are, or an all-valid bitmap. */
 typedef struct out_buf {
-	enum { OB_BYTES, OB_ONES, OB_OFFS32, OB_OFFS64 } kind;
+	enum { OB_BYTES, OB_ONES } kind;
 	const uint8_t *p;
 	uint64_t len;
 	uint64_t base;
@@ -779,10 +820,18 @@ static void plan_node(batch_plan *p, uint64_t length, uint64_t nulls)
 	p->n_nodes++;
 }
 
-static void plan_validity(batch_plan *p, uint64_t n, uint64_t nulls, const fmt_span *v)
+static uint64_t zero_bits(const uint8_t *bits, uint64_t n)
+{
+	uint64_t zeros = 0;
+	for (uint64_t i = 0; bits && i < n; i++)
+		zeros += !bit(bits, i);
+	return zeros;
+}
+
+static void plan_validity(batch_plan *p, uint64_t n, uint64_t nulls, const uint8_t *v)
 {
 	if (nulls)
-		plan_buf(p, OB_BYTES, v->p, (n + 7) / 8, 0);
+		plan_buf(p, OB_BYTES, v, (n + 7) / 8, 0);
 	else
 		plan_buf(p, OB_ONES, NULL, (n + 7) / 8, 0);
 }
@@ -790,57 +839,44 @@ static void plan_validity(batch_plan *p, uint64_t n, uint64_t nulls, const fmt_s
 static void plan_column(batch_plan *p, const fmt_field *f, const fmt_column *c, uint64_t n)
 {
 	plan_node(p, n, c->null_count);
-	plan_validity(p, n, c->null_count, &c->validity);
+	plan_validity(p, n, c->validity ? c->null_count : 0, c->validity);
 	switch (f->type) {
-	case FMT_AT_UTF8: case FMT_AT_BINARY: case FMT_AT_LARGE_UTF8: {
-		int large = f->type == FMT_AT_LARGE_UTF8;
-		uint64_t first = 0, last = 0;
-		if (c->offsets.len) {
-			first = large ? fmt_rd_u64(c->offsets.p) : fmt_rd_u32(c->offsets.p);
-			last = large ? fmt_rd_u64(c->offsets.p + 8 * n) : fmt_rd_u32(c->offsets.p + 4 * n);
-		}
-		plan_buf(p, large ? OB_OFFS64 : OB_OFFS32, c->offsets.p, (n + 1) * (large ? 8 : 4), first);
-		plan_buf(p, OB_BYTES, c->values.p + first, last - first, 0);
+	case FMT_C_UTF8: case FMT_C_BINARY: case FMT_C_LARGE_UTF8: {
+		int large = f->type == FMT_C_LARGE_UTF8;
+		const uint8_t *o = c->offsets;
+		uint64_t last = large ? fmt_rd_u64(o + 8 * n) : fmt_rd_u32(o + 4 * n);
+		plan_buf(p, OB_BYTES, o, (n + 1) * (large ? 8 : 4), 0);
+		plan_buf(p, OB_BYTES, c->values, last, 0);
 		break;
 	}
-	case FMT_AT_BOOL:
-		plan_buf(p, OB_BYTES, c->values.p, (n + 7) / 8, 0);
+	case FMT_C_BOOL:
+		plan_buf(p, OB_BYTES, c->values, (n + 7) / 8, 0);
 		break;
-	case FMT_AT_FIXED_SIZE_LIST: {
+	case FMT_C_FIXED_SIZE_LIST: {
 		uint64_t items = n * (uint64_t)f->list_size;
-		plan_node(p, items, c->item_null_count);
-		plan_validity(p, items, c->item_null_count, &c->item_validity);
-		plan_buf(p, OB_BYTES, c->values.p, items * fmt_atype_width(f->item_type), 0);
+		uint64_t item_nulls = zero_bits(c->elem_validity, items);
+		plan_node(p, items, item_nulls);
+		plan_validity(p, items, item_nulls, c->elem_validity);
+		plan_buf(p, OB_BYTES, c->values, items * fmt_ctype_width(f->elem), 0);
 		break;
 	}
 	default:
-		plan_buf(p, OB_BYTES, c->values.p, n * fmt_atype_width(f->type), 0);
+		plan_buf(p, OB_BYTES, c->values, n * fmt_ctype_width(f->type), 0);
 	}
 }
 
 static void write_buf(const out_buf *b, fmt_sb *out)
 {
-	switch (b->kind) {
-	case OB_BYTES:
-		fmt_sb_put(out, (const char *)b->p, b->len);
-		break;
-	case OB_ONES:
-		for (uint64_t i = 0; i < b->len; i++)
-			fmt_sb_put(out, "\xff", 1);
-		break;
-	case OB_OFFS32: case OB_OFFS64: {
-		size_t w = b->kind == OB_OFFS64 ? 8 : 4;
-		for (uint64_t i = 0; i < b->len / w; i++) {
-			uint8_t v[8];
-			uint64_t o = b->p ? (w == 8 ? fmt_rd_u64(b->p + 8 * i) : fmt_rd_u32(b->p + 4 * i)) : 0;
-			if (w == 8)
-				fmt_wr_u64(v, o - b->base);
-			else
-				fmt_wr_u32(v, (uint32_t)(o - b->base));
-			fmt_sb_put(out, (const char *)v, w);
+	static const char ones[IPC_ALIGN] = { [0 ... IPC_ALIGN - 1] = (char)0xFF };
+	if (b->kind == OB_BYTES) {
+		if (b->len)
+			fmt_sb_put(out, (const char *)b->p, b->len);
+	} else {
+		for (uint64_t left = b->len; left;) {
+			size_t k = left < sizeof ones ? (size_t)left : sizeof ones;
+			fmt_sb_put(out, ones, k);
+			left -= k;
 		}
-		break;
-	}
 	}
 	sb_zeros(out, (size_t)(((b->len + IPC_ALIGN - 1) & ~(uint64_t)(IPC_ALIGN - 1)) - b->len));
 }
@@ -875,17 +911,17 @@ fmt_kind fmt_ipc_writer_batch(fmt_ipc_writer *w, const fmt_batch *b, fmt_sb *out
 		k = oom(e);
 		goto done;
 	}
-	if (b->n_cols != s->n_fields) {
-		k = fmt_fail(e, FMT_INTERNAL, "batch has %zu columns, schema %zu", b->n_cols, s->n_fields);
+	if (b->n_columns != s->n_fields) {
+		k = fmt_fail(e, FMT_INTERNAL, "batch has %zu columns, schema %zu", b->n_columns, s->n_fields);
 		goto done;
 	}
 	for (size_t i = 0; i < s->n_fields; i++)
-		plan_column(&p, &s->fields[i], &b->cols[i], b->num_rows);
+		plan_column(&p, &s->fields[i], &b->columns[i], b->n_rows);
 	fb_builder_reset(w->fb);
 	fb_ref bufs = fb_create_struct_vector(w->fb, p.layout, (uint32_t)p.n_bufs, 16, 8);
 	fb_ref nodes = fb_create_struct_vector(w->fb, p.nodes, (uint32_t)p.n_nodes, 16, 8);
 	fb_start_table(w->fb);
-	fb_slot_i64(w->fb, 0, (int64_t)b->num_rows, 0);
+	fb_slot_i64(w->fb, 0, (int64_t)b->n_rows, 0);
 	fb_slot_ref(w->fb, 1, nodes);
 	fb_slot_ref(w->fb, 2, bufs);
 	fb_ref rb = fb_end_table(w->fb);

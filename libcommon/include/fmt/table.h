@@ -22,7 +22,9 @@ typedef enum fmt_ctype {
 	FMT_C_BINARY,          /* int32 offsets */
 	FMT_C_DATE32,          /* days since 1970-01-01, int32 */
 	FMT_C_TIMESTAMP,       /* int64 in unit since 1970-01-01T00:00:00 (UTC when zoned) */
-	FMT_C_FIXED_SIZE_LIST  /* list_size values of a fixed-width elem type per row */
+	FMT_C_FIXED_SIZE_LIST, /* list_size values of a fixed-width elem type per row */
+	FMT_C_OTHER            /* a type read from a file that fmtkit names (type_name) but does
+				* not convert: decimal, struct, dictionary, ... */
 } fmt_ctype;
 
 typedef enum fmt_time_unit { FMT_TU_S, FMT_TU_MS, FMT_TU_US, FMT_TU_NS } fmt_time_unit;
@@ -35,6 +37,7 @@ typedef struct fmt_field {
 	char *timezone;        /* TIMESTAMP: "UTC", "+01:00"...; NULL for none */
 	fmt_ctype elem;        /* FIXED_SIZE_LIST: a fixed-width type (not BOOL, not lists) */
 	uint32_t list_size;    /* FIXED_SIZE_LIST: values per row, >= 1 */
+	char *type_name;       /* OTHER: the type as the file has it ("decimal128(10, 2)") */
 } fmt_field;
 
 typedef struct fmt_kv { char *key, *value; } fmt_kv;
