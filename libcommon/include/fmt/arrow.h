@@ -18,6 +18,11 @@ const fmt_field *fmt_schema_unsupported(const fmt_schema *s);
 /* SchemaMismatch naming the first difference (field count, name, type, nullability). */
 fmt_kind fmt_schema_expect(const fmt_schema *want, const fmt_schema *got, fmt_err *e);
 
+/* Rows [start, start + count) of src as dst: fixed-width values point into src (keep it alive),
+ * bitmaps and string offsets are copied so that they start at row 0. */
+fmt_kind fmt_batch_slice(const fmt_schema *s, const fmt_batch *src, uint64_t start, uint64_t count,
+			 fmt_batch *dst, fmt_err *e);
+
 /* Reads an IPC stream or an IPC file (ARROW1 magic; the footer lists the batches) in memory.
  * Every message, offset and buffer is checked against the bytes there. */
 typedef struct fmt_ipc_reader {

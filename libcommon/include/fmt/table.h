@@ -83,6 +83,8 @@ typedef struct fmt_table {
 	fmt_schema schema;
 	uint64_t n_rows;             /* FMT_ROWS_UNKNOWN when only reading every row tells */
 	void *format_state;          /* driver-private, freed by driver->close */
+	const struct fmt_dataset_opts *opts; /* reading and writing options (fmt/dataset.h) of
+				      * a conversion; NULL: defaults */
 } fmt_table;
 
 typedef struct fmt_table_driver {
@@ -161,6 +163,9 @@ fmt_kind fmt_table_driver_register(const fmt_table_driver *d, fmt_err *e);
 /* Open path (or "-") as a table: probe (unless forced), open. On failure t is freed. A file
  * that probes as a model is InvalidFormat naming the model format. */
 fmt_kind fmt_table_open(fmt_table *t, const char *path, const fmt_table_driver *forced, fmt_err *e);
+/* The same with dataset options (CSV delimiter, forced schema, ...) the driver reads in open. */
+fmt_kind fmt_table_open_opts(fmt_table *t, const char *path, const fmt_table_driver *forced,
+			     const struct fmt_dataset_opts *o, fmt_err *e);
 fmt_kind fmt_table_open_memory(fmt_table *t, const char *name, const void *data, size_t n,
 			       const fmt_table_driver *forced, fmt_err *e);
 

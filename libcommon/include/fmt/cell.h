@@ -1,0 +1,24 @@
+/* One value of a table as text (CSV, fmt-inspect) or JSON (JSON Lines, --json): floats in
+ * the shortest decimal that reads back to the same value, timestamps in RFC 3339, dates as
+ * YYYY-MM-DD, binary as lowercase hex, fixed-size lists as JSON arrays. */
+#ifndef FMT_CELL_H
+#define FMT_CELL_H
+
+#include <jansson.h>
+#include "fmt/strbuf.h"
+#include "fmt/table.h"
+
+/* Append row's value (nothing for a null) to b. */
+void fmt_cell_text(const fmt_field *f, const fmt_column *c, uint64_t row, fmt_sb *b);
+/* The value as JSON (json null for a null); NULL when out of memory. */
+json_t *fmt_cell_json(const fmt_field *f, const fmt_column *c, uint64_t row);
+/* A numeric value as double (for statistics); 0 for non-numeric types. */
+double fmt_cell_number(const fmt_field *f, const fmt_column *c, uint64_t row);
+/* The shortest decimal of a double (or of a float when single) that parses back exactly. */
+void fmt_shortest_double(double v, int single, char *buf, size_t n);
+
+/* Days since 1970-01-01 <-> civil date (proleptic Gregorian). */
+void fmt_civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d);
+int64_t fmt_days_from_civil(int64_t y, unsigned m, unsigned d);
+
+#endif
