@@ -502,6 +502,7 @@ static fmt_kind put_value(csv_state *s, size_t i, const fmt_field *f, col_builde
 
 static fmt_kind csv_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 {
+	*done = 0;
 	csv_state *s = t->format_state;
 	const fmt_schema *sc = &t->schema;
 	uint64_t rows = 0;

@@ -316,6 +316,7 @@ static fmt_kind put(jsonl_state *s, const fmt_field *f, json_t *v, col_builder *
 
 static fmt_kind jsonl_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 {
+	*done = 0;
 	jsonl_state *s = t->format_state;
 	uint64_t rows = 0;
 	fmt_kind k = FMT_OK;
