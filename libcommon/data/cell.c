@@ -9,7 +9,7 @@
 #include "fmt/half.h"
 #include "fmt/out.h"
 
-void fmt_shortest_double(double v, int single, char *buf, size_t n)
+void fmt_shortest_double(double v, fmt_ctype type, char *buf, size_t n)
 {
 	if (isnan(v)) {
 		snprintf(buf, n, "NaN");
@@ -22,7 +22,8 @@ void fmt_shortest_double(double v, int single, char *buf, size_t n)
 	for (int p = 1; p <= 17; p++) {
 		snprintf(buf, n, "%.*g", p, v);
 		double back = strtod(buf, NULL);
-		if (single ? (float)back == (float)v : back == v)
+		if (type == FMT_C_F16 ? fmt_f32_to_f16((float)back) == fmt_f32_to_f16((float)v)
+		    : type == FMT_C_F32 ? (float)back == (float)v : back == v)
 			return;
 	}
 }
@@ -121,7 +122,7 @@ static void put_number(fmt_sb *b, fmt_ctype t, const uint8_t *p)
 		fmt_sb_u64(b, t == FMT_C_U64 ? fmt_rd_u64(p) : (uint64_t)elem_number(t, p));
 		return;
 	default:
-		fmt_shortest_double(elem_number(t, p), t != FMT_C_F64, buf, sizeof buf);
+		fmt_shortest_double(elem_number(t, p), t, buf, sizeof buf);
 		fmt_sb_puts(b, buf);
 	}
 }
@@ -207,7 +208,7 @@ static json_t *number_json(fmt_ctype t, const uint8_t *p)
 		double v = elem_number(t, p);
 		if (!isfinite(v)) {
 			char buf[16];
-			fmt_shortest_double(v, 0, buf, sizeof buf);
+			fmt_shortest_double(v, FMT_C_F64, buf, sizeof buf);
 			return json_string(buf);
 		}
 		return json_real(v);

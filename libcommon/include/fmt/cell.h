@@ -14,8 +14,8 @@ void fmt_cell_text(const fmt_field *f, const fmt_column *c, uint64_t row, fmt_sb
 json_t *fmt_cell_json(const fmt_field *f, const fmt_column *c, uint64_t row);
 /* A numeric value as double (for statistics); 0 for non-numeric types. */
 double fmt_cell_number(const fmt_field *f, const fmt_column *c, uint64_t row);
-/* The shortest decimal of a double (or of a float when single) that parses back exactly. */
-void fmt_shortest_double(double v, int single, char *buf, size_t n);
+/* The shortest decimal that parses back to the same value of type (F16, F32 or F64). */
+void fmt_shortest_double(double v, fmt_ctype type, char *buf, size_t n);
 
 /* Days since 1970-01-01 <-> civil date (proleptic Gregorian). */
 void fmt_civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d);
