@@ -306,6 +306,29 @@ static int probe(const uint8_t *head, size_t n, uint64_t size)
 	return memchr(head, ',', first) || memchr(head, '\t', first) || memchr(head, ';', first) ? 10 : 0;
 }
 
+/* The delimiter the first line uses most: ',', tab or ';' (',' when none). */
+static fmt_kind detect_delimiter(csv_state *s, fmt_err *e)
+{
+	static const char cands[] = { ',', '\t', ';' };
+	size_t count[3] = { 0 };
+	fmt_kind k = refill(s, e);
+	if (k != FMT_OK)
+		return k;
+	int quoted = 0;
+	for (size_t i = s->start; i < s->end && (quoted || s->buf[i] != '\n'); i++) {
+		if (s->buf[i] == '"')
+			quoted = !quoted;
+		for (int c = 0; c < 3 && !quoted; c++)
+			count[c] += s->buf[i] == cands[c];
+	}
+	int best = 0;
+	for (int c = 1; c < 3; c++)
+		if (count[c] > count[best])
+			best = c;
+	s->delim = cands[best];
+	return FMT_OK;
+}
+
 static fmt_kind csv_open(fmt_table *t, fmt_err *e)
 {
 	const fmt_dataset_opts *o = t->opts;
@@ -325,6 +348,8 @@ static fmt_kind csv_open(fmt_table *t, fmt_err *e)
 	if (!s->buf)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	rewind_to(s, 0, 1);
+	if (!(o && o->delimiter) && (k = detect_delimiter(s, e)) != FMT_OK)
+		return k;
 	if ((k = next_record(s, &got, e)) != FMT_OK)
 		return k;
 	if (!got)

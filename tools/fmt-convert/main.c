@@ -1,5 +1,5 @@
-/* fmt-convert: move a model between formats, with dtype conversion and quantization. */
-#include <getopt.h>
+/* fmt-convert: move a model between formats, with dtype conversion and quantization; move a
+ * dataset between CSV, JSON Lines, Arrow IPC and .ald. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,91 +15,78 @@ enum { OPT_TO = FMT_OPT_FIRST_TOOL_OPTION, OPT_DTYPE, OPT_ARCH, OPT_SET, OPT_SET
        OPT_DELIMITER, OPT_NULL_VALUE, OPT_SCHEMA, OPT_COMPRESSION, OPT_TYPE, OPT_CARD, OPT_CHUNK_ROWS,
        OPT_TRUENO, OPT_COMPAT };
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: " TOOL " [OPTIONS] INPUT OUTPUT\n"
-		"Convert a model between safetensors (single file or sharded index), GGUF\n"
-		"(single file or split set) and Apsi checkpoints (.apsim, single or sharded),\n"
-		"with dtype conversion, quantization and compression.\n"
-		"\n"
-		"      --to FORMAT         safetensors, gguf or apsim (default: from OUTPUT's extension)\n"
-		"      --dtype TYPE        f32, f16, bf16, q8_0, q4_0 (GGUF), int8, int4, fp8, fp6,\n"
-		"                          fp4 (.apsim compressed tensors) or keep (default: f16 for\n"
-		"                          GGUF, keep otherwise)\n"
-		"      --shard SIZE        write a shard set of at most SIZE of tensor data per shard\n"
-		"                          (default: 5GB for safetensors, 4GB for .apsim, none for GGUF)\n"
-		"      --sign              sign the .apsim output (the per-user key unless a secret is given)\n"
-		"      --hmac-key          sign with the per-user key (fmt-sign keygen --hmac)\n"
-		"      --secret-file FILE  sign with the team secret in FILE\n"
-		"      --secret-env NAME   sign with the team secret in environment variable NAME\n"
-		"      --secret-prompt     sign with a team secret typed at a prompt\n"
-		"      --no-verify         do not check the input's digest before converting\n"
-		"      --arch NAME         set general.architecture (GGUF)\n"
-		"      --set KEY[:TYPE]=VALUE  add or replace a metadata key; TYPE is one of\n"
-		"                          u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool str (default str)\n"
-		"      --set-from FILE     add the keys of a JSON object\n"
-		"      --include GLOB      convert only tensors whose name matches (repeatable)\n"
-		"      --exclude GLOB      leave out tensors whose name matches (repeatable)\n"
-		"      --dry-run           print the plan (every tensor, its dtypes and bytes); write nothing\n"
-		"  -f, --force             overwrite OUTPUT if it exists\n"
-		"  -T, --threads N         worker threads (default: number of cores); same bytes for any N\n"
-		"  -j, --json              report as one JSON object\n"
-		"  -q, --quiet             no warnings\n"
-		"  -v, --verbose           print every tensor's conversion\n"
-		"      --no-progress       no progress bar\n"
-		"  -h, --help              this help\n"
-		"      --version           print the version\n"
-		"\n"
-		"\n"
-		"Datasets (CSV, JSON Lines, Arrow IPC file or stream, .ald), chosen by OUTPUT's\n"
-		"extension (.csv .jsonl .arrow .arrows .ald) or --to csv|jsonl|arrow|arrow-stream|ald:\n"
-		"      --from FORMAT       read INPUT as this format instead of detecting it\n"
-		"      --no-header         the CSV has no header row (columns column_1, column_2, ...)\n"
-		"      --delimiter C       CSV field delimiter (default: , or detected; 'tab' for a tab)\n"
-		"      --null-value S      CSV fields equal to S are null (empty fields always are)\n"
-		"      --schema FILE.json  force column types: {\"column\": \"int32\", ...}\n"
-		"      --compression C     .ald payload: none, zstd (level 3, default), zstd-max (19), lz4\n"
-		"      --type NAME         .ald dataset type (default tabular; see fmt-convert(1))\n"
-		"      --card FILE.json    .ald dataset card (name, version, license, tags, ...)\n"
-		"      --chunk-rows N      .ald STREAMING: independently compressed chunks of N rows\n"
-		"      --compat alimentar  .ald as alimentar 0.2 writes it (metadata array, its CRC)\n"
-		"\n"
-		"OUTPUT may be - (standard output, not a terminal) with --to.\n"
-		"Exit status: 0 ok, 2 usage, 3 I/O error, 4 invalid input (or NaN/Inf to quantize),\n"
-		"5 unsupported version, type or conversion.\n");
-}
+static void dataset_type_words(char *buf, size_t n);
 
-static const struct option long_opts[] = {
-	FMT_COMMON_LONG_OPTIONS,
-	{ "threads", required_argument, NULL, 'T' }, { "force", no_argument, NULL, 'f' },
-	{ "to", required_argument, NULL, OPT_TO }, { "dtype", required_argument, NULL, OPT_DTYPE },
-	{ "arch", required_argument, NULL, OPT_ARCH }, { "set", required_argument, NULL, OPT_SET },
-	{ "set-from", required_argument, NULL, OPT_SET_FROM },
-	{ "include", required_argument, NULL, OPT_INCLUDE }, { "exclude", required_argument, NULL, OPT_EXCLUDE },
-	{ "dry-run", no_argument, NULL, OPT_DRY_RUN }, { "shard", required_argument, NULL, OPT_SHARD },
-	{ "sign", no_argument, NULL, OPT_SIGN }, { "no-verify", no_argument, NULL, OPT_NO_VERIFY },
-	{ "from", required_argument, NULL, OPT_FROM }, { "no-header", no_argument, NULL, OPT_NO_HEADER },
-	{ "delimiter", required_argument, NULL, OPT_DELIMITER },
-	{ "null-value", required_argument, NULL, OPT_NULL_VALUE },
-	{ "schema", required_argument, NULL, OPT_SCHEMA },
-	{ "compression", required_argument, NULL, OPT_COMPRESSION },
-	{ "type", required_argument, NULL, OPT_TYPE }, { "card", required_argument, NULL, OPT_CARD },
-	{ "chunk-rows", required_argument, NULL, OPT_CHUNK_ROWS },
-	{ "trueno-native", no_argument, NULL, OPT_TRUENO },
-	{ "compat", required_argument, NULL, OPT_COMPAT },
-	FMT_KEY_LONG_OPTIONS, { NULL, 0, NULL, 0 }
+static const fmt_cli_option options[] = {
+	{ FMT_CLI_OPT("to", OPT_TO, "FORMAT", "the output format (default: from OUTPUT's extension):"),
+	  .complete = FMT_COMPLETE_FORMAT },
+	{ FMT_CLI_OPT("dtype", OPT_DTYPE, "TYPE", "f32, f16, bf16, q8_0, q4_0 (GGUF), int8, int4, fp8, fp6,\n"
+		      "fp4 (.apsim compressed tensors) or keep (default: f16 for\nGGUF, keep otherwise)"),
+	  .complete = FMT_COMPLETE_WORDS, .words = "f32 f16 bf16 q8_0 q4_0 int8 int4 fp8 fp6 fp4 keep" },
+	{ FMT_CLI_OPT("shard", OPT_SHARD, "SIZE", "write a shard set of at most SIZE of tensor data per shard\n"
+		      "(default: 5GB for safetensors, 4GB for .apsim, none for GGUF)") },
+	{ FMT_CLI_OPT("sign", OPT_SIGN, NULL, "sign the .apsim output (the per-user key unless a secret is given)") },
+	{ FMT_CLI_OPT("hmac-key", FMT_OPT_HMAC_KEY, NULL, "sign with the per-user key (fmt-sign keygen --hmac)") },
+	{ FMT_CLI_OPT("secret-file", FMT_OPT_SECRET_FILE, "FILE", "sign with the team secret in FILE"),
+	  .complete = FMT_COMPLETE_FILE },
+	{ FMT_CLI_OPT("key-secret-file", FMT_OPT_SECRET_FILE, "FILE", "the same as --secret-file"),
+	  .complete = FMT_COMPLETE_FILE },
+	{ FMT_CLI_OPT("secret-env", FMT_OPT_SECRET_ENV, "NAME", "sign with the team secret in environment variable NAME"),
+	  .complete = FMT_COMPLETE_ENV },
+	{ FMT_CLI_OPT("secret-prompt", FMT_OPT_SECRET_PROMPT, NULL, "sign with a team secret typed at a prompt") },
+	{ FMT_CLI_OPT("no-verify", OPT_NO_VERIFY, NULL, "do not check the input's digest before converting") },
+	{ FMT_CLI_OPT("arch", OPT_ARCH, "NAME", "set general.architecture (GGUF)") },
+	{ FMT_CLI_OPT("set", OPT_SET, "KEY[:TYPE]=VALUE", "add or replace a metadata key; TYPE is one of\n"
+		      "u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool str (default str)"), .flags = FMT_CLI_REPEAT },
+	{ FMT_CLI_OPT("set-from", OPT_SET_FROM, "FILE", "add the keys of a JSON object"),
+	  .complete = FMT_COMPLETE_FILE, .words = "*.json" },
+	{ FMT_CLI_OPT("include", OPT_INCLUDE, "GLOB", "convert only tensors whose name matches (repeatable)"),
+	  .complete = FMT_COMPLETE_TENSOR, .flags = FMT_CLI_REPEAT },
+	{ FMT_CLI_OPT("exclude", OPT_EXCLUDE, "GLOB", "leave out tensors whose name matches (repeatable)"),
+	  .complete = FMT_COMPLETE_TENSOR, .flags = FMT_CLI_REPEAT },
+	{ FMT_CLI_OPT("dry-run", OPT_DRY_RUN, NULL, "print the plan (every tensor, its dtypes and bytes; a\n"
+		      "dataset's schema); write nothing") },
+	{ FMT_CLI_OPT("from", OPT_FROM, "FORMAT", "datasets: read INPUT as this format, not by its content"),
+	  .complete = FMT_COMPLETE_WORDS, .words = "csv jsonl arrow arrow-stream ald" },
+	{ FMT_CLI_OPT("no-header", OPT_NO_HEADER, NULL, "CSV: no header row (columns column_1, column_2, ...)") },
+	{ FMT_CLI_OPT("delimiter", OPT_DELIMITER, "C", "CSV: field delimiter (default: detected from , tab ;),\n"
+		      "'tab' for a tab") },
+	{ FMT_CLI_OPT("null-value", OPT_NULL_VALUE, "S", "CSV: fields equal to S are null (empty ones always are)") },
+	{ FMT_CLI_OPT("schema", OPT_SCHEMA, "FILE", "CSV: force column types, {\"column\": \"int32\", ...}"),
+	  .complete = FMT_COMPLETE_FILE, .words = "*.json" },
+	{ FMT_CLI_OPT("compression", OPT_COMPRESSION, "C", ".ald payload: none, zstd (level 3, default),\n"
+		      "zstd-max (level 19) or lz4"),
+	  .complete = FMT_COMPLETE_WORDS, .words = "none zstd zstd-max lz4" },
+	{ FMT_CLI_OPT("type", OPT_TYPE, "NAME", ".ald dataset type (default tabular)"),
+	  .complete = FMT_COMPLETE_WORDS, .words = "tabular time_series graph spatial text_corpus "
+	  "text_classification text_pairs sequence_labeling question_answering summarization translation "
+	  "image_classification object_detection segmentation image_pairs video audio_classification "
+	  "speech_recognition speaker_identification user_item_ratings implicit_feedback sequential_recs "
+	  "image_text audio_text video_text custom" },
+	{ FMT_CLI_OPT("card", OPT_CARD, "FILE", ".ald dataset card (JSON: name, version, license, tags, ...)"),
+	  .complete = FMT_COMPLETE_FILE, .words = "*.json" },
+	{ FMT_CLI_OPT("chunk-rows", OPT_CHUNK_ROWS, "N", ".ald STREAMING: independently compressed chunks of N rows") },
+	{ FMT_CLI_OPT("trueno-native", OPT_TRUENO, NULL, ".ald TRUENO_NATIVE: numeric columns as aligned raw arrays") },
+	{ FMT_CLI_OPT("compat", OPT_COMPAT, "NAME", ".ald as alimentar 0.2 writes it (metadata array, its CRC)"),
+	  .complete = FMT_COMPLETE_WORDS, .words = "alimentar" },
+	{ FMT_CLI_OPT("force", 'f', NULL, "overwrite OUTPUT if it exists") },
+	{ FMT_CLI_OPT("threads", 'T', "N", "worker threads (default: number of cores); same bytes for any N") },
+	{ FMT_CLI_OPT("json", 'j', NULL, "report as one JSON object") },
+	{ FMT_CLI_OPT("quiet", 'q', NULL, "no warnings") },
+	{ FMT_CLI_OPT("verbose", 'v', NULL, "print every tensor's conversion") },
+	{ NULL }
 };
 
-static int usage_error(const char *msg)
-{
-	return fmt_report_usage(stderr, TOOL, msg);
-}
+typedef struct convert_args {
+	convert_opts o;
+	const char *to_name;        /* --to */
+	int dataset_opts;           /* a dataset option was given */
+} convert_args;
 
 static int parse_count(const char *s, uint64_t *out)
 {
 	char *end;
-	if (!*s || *s == '-')
+	if (!*s || *s == '-' || *s == '+')
 		return -1;
 	unsigned long long v = strtoull(s, &end, 10);
 	if (*end || v == 0 || v > UINT32_MAX)
@@ -108,46 +95,45 @@ static int parse_count(const char *s, uint64_t *out)
 	return 0;
 }
 
-/* The dataset options; 0 when c was one and is valid, -1 with e filled otherwise. */
-static int dataset_option(int c, const char *arg, convert_opts *o, fmt_err *e)
+/* The dataset options: 0 when id was one and its value is good, 1 when id is not one, -1 with
+ * e filled on a bad value. */
+static int dataset_option(int id, const char *arg, convert_opts *o, fmt_err *e)
 {
 	fmt_dataset_opts *d = &o->dataset;
-	char names[512];
-	int id;
-	switch (c) {
+	int v;
+	switch (id) {
 	case OPT_FROM:
 		if (!(o->table_from = fmt_table_driver_by_name(arg)))
 			return fmt_fail(e, FMT_USAGE, "--from takes csv, jsonl, arrow, arrow-stream or ald"), -1;
 		return 0;
 	case OPT_NO_HEADER: d->no_header = 1; return 0;
 	case OPT_DELIMITER:
-		if (!strcmp(arg, "tab") || !strcmp(arg, "\\t"))
+		if (!strcmp(arg, "tab"))
 			d->delimiter = '\t';
 		else if (strlen(arg) == 1 && arg[0] != '"' && arg[0] != '\n' && arg[0] != '\r')
 			d->delimiter = arg[0];
 		else
-			return fmt_fail(e, FMT_USAGE, "--delimiter takes one character (or 'tab'), not a quote or newline"), -1;
+			return fmt_fail(e, FMT_USAGE, "--delimiter takes one character (or 'tab'), not a quote or a newline"), -1;
 		return 0;
 	case OPT_NULL_VALUE: d->null_value = arg; return 0;
 	case OPT_SCHEMA: o->schema_file = arg; return 0;
 	case OPT_CARD: o->card_file = arg; return 0;
 	case OPT_COMPRESSION:
-		if ((id = fmt_ald_compression_by_name(arg)) < 0)
+		if ((v = fmt_ald_compression_by_name(arg)) < 0)
 			return fmt_fail(e, FMT_USAGE, "--compression takes none, zstd, zstd-max or lz4"), -1;
-		d->compression = id;
+		d->compression = v;
 		return 0;
 	case OPT_TYPE:
-		if ((id = fmt_ald_type_by_name(arg)) < 0) {
-			fmt_ald_type_names(names, sizeof names);
+		if ((v = fmt_ald_type_by_name(arg)) < 0) {
+			char names[512];
+			dataset_type_words(names, sizeof names);
 			return fmt_fail(e, FMT_USAGE, "--type takes one of: %s", names), -1;
 		}
-		d->dataset_type = (uint16_t)id;
+		d->dataset_type = (uint16_t)v;
 		return 0;
 	case OPT_CHUNK_ROWS:
 		if (parse_count(arg, &d->chunk_rows))
 			return fmt_fail(e, FMT_USAGE, "--chunk-rows takes a row count from 1 to 4294967295"), -1;
-		if (d->chunk_rows < 65536)
-			d->batch_rows = d->chunk_rows;
 		return 0;
 	case OPT_TRUENO: d->trueno_native = 1; return 0;
 	case OPT_COMPAT:
@@ -156,8 +142,23 @@ static int dataset_option(int c, const char *arg, convert_opts *o, fmt_err *e)
 		d->compat_alimentar = 1;
 		return 0;
 	default:
-		return fmt_fail(e, FMT_USAGE, "unknown option"), -1;
+		return 1;
 	}
+}
+
+static void dataset_type_words(char *buf, size_t n)
+{
+	fmt_ald_type_names(buf, n);
+}
+
+/* Every writer's name, model formats then datasets, for --to. */
+static void writer_names(char *buf, size_t n)
+{
+	fmt_driver_writer_names(buf, n);
+	size_t used = strlen(buf);
+	for (const fmt_table_driver *const *d = fmt_table_drivers(); *d && used < n; d++)
+		if ((*d)->write)
+			used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? ", " : "", (*d)->name);
 }
 
 static int push(const char **list, size_t *n, const char *item)
@@ -167,8 +168,6 @@ static int push(const char **list, size_t *n, const char *item)
 	list[(*n)++] = item;
 	return 0;
 }
-
-/* The writer for an output name; NAME.<ext>.index.json asks for a shard set of <ext>. */
 static const fmt_driver *output_driver(const char *output, int *force_set)
 {
 	static const char index_suffix[] = ".index.json";
@@ -185,82 +184,105 @@ static const fmt_driver *output_driver(const char *output, int *force_set)
 	return *force_set ? d : NULL;
 }
 
+static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
+{
+	convert_args *a = ctx;
+	convert_opts *o = &a->o;
+	int full = 0;
+	if (fmt_cli_key_option(id, arg, &o->key))
+		return 0;
+	switch (id) {
+	case 'f': o->force = 1; break;
+	case OPT_TO: a->to_name = arg; break;
+	case OPT_DTYPE: o->dtype = arg; break;
+	case OPT_ARCH: o->arch = arg; break;
+	case OPT_SET: full = push(o->sets, &o->n_sets, arg); break;
+	case OPT_SET_FROM: o->set_from = arg; break;
+	case OPT_INCLUDE: full = push(o->include, &o->n_include, arg); break;
+	case OPT_EXCLUDE: full = push(o->exclude, &o->n_exclude, arg); break;
+	case OPT_DRY_RUN: o->dry_run = 1; break;
+	case OPT_SHARD:
+		if (fmt_parse_size(arg, &o->shard, e) != FMT_OK || o->shard == 0)
+			return fmt_fail(e, FMT_USAGE, "--shard takes a size above 0, e.g. 2GB, 500MB, 1GiB"), -1;
+		o->shard_given = 1;
+		break;
+	case OPT_SIGN: o->sign = 1; break;
+	case OPT_NO_VERIFY: o->no_verify = 1; break;
+	default: {
+		int r = dataset_option(id, arg, o, e);
+		if (r == 1)
+			return fmt_fail(e, FMT_USAGE, "unhandled option"), -1;
+		if (r < 0)
+			return -1;
+		a->dataset_opts = 1;
+	}
+	}
+	return full ? (fmt_fail(e, FMT_USAGE, "too many repeated options"), -1) : 0;
+}
+
+static const fmt_cli_tool tool = {
+	.name = TOOL,
+	.synopsis = "[OPTIONS] INPUT OUTPUT",
+	.about = "Convert a model between safetensors (single file or sharded index), GGUF\n"
+		 "(single file or split set) and Apsi checkpoints (.apsim, single or sharded),\n"
+		 "with dtype conversion, quantization and compression; or a dataset between CSV,\n"
+		 "JSON Lines, Arrow IPC (file .arrow, stream .arrows) and .ald.",
+	.options = options,
+	.footer = "OUTPUT may be - (standard output, not a terminal) with --to.\n"
+		  "Exit status: 0 ok, 2 usage, 3 I/O error, 4 invalid input (or NaN/Inf to quantize),\n"
+		  "5 unsupported version, type or conversion.",
+	.format_names = writer_names,
+	.on_option = on_option,
+};
+
 int main(int argc, char **argv)
 {
 	static const char *sets[MAX_REPEATS], *includes[MAX_REPEATS], *excludes[MAX_REPEATS];
-	fmt_common_opts common = { 0 };
-	convert_opts o = { .sets = sets, .include = includes, .exclude = excludes,
-			   .dataset = { .compression = FMT_ALD_ZSTD } };
-	const char *to_name = NULL;
-	int dataset_opts = 0;
+	convert_args a = { .o = { .sets = sets, .include = includes, .exclude = excludes,
+				  .dataset = { .compression = FMT_ALD_ZSTD } } };
+	convert_opts *o = &a.o;
+	fmt_cli cli;
 	fmt_err e;
-	int c;
 	fmt_err_clear(&e);
-	while ((c = getopt_long(argc, argv, "jqvhfT:", long_opts, NULL)) != -1) {
-		int r = fmt_cli_common(c, optarg, &common, &e);
-		if (r < 0)
-			return usage_error(e.msg);
-		if (r > 0 || fmt_cli_key_option(c, optarg, &o.key))
-			continue;
-		int full = 0;
-		switch (c) {
-		case 'h': usage(stdout); return 0;
-		case FMT_OPT_VERSION: fmt_cli_version(stdout, TOOL); return 0;
-		case 'f': o.force = 1; break;
-		case OPT_TO: to_name = optarg; break;
-		case OPT_DTYPE: o.dtype = optarg; break;
-		case OPT_ARCH: o.arch = optarg; break;
-		case OPT_SET: full = push(sets, &o.n_sets, optarg); break;
-		case OPT_SET_FROM: o.set_from = optarg; break;
-		case OPT_INCLUDE: full = push(includes, &o.n_include, optarg); break;
-		case OPT_EXCLUDE: full = push(excludes, &o.n_exclude, optarg); break;
-		case OPT_DRY_RUN: o.dry_run = 1; break;
-		case OPT_SHARD:
-			if (fmt_parse_size(optarg, &o.shard, &e) != FMT_OK || o.shard == 0)
-				return usage_error("--shard takes a size above 0, e.g. 2GB, 500MB, 1GiB");
-			o.shard_given = 1;
-			break;
-		case OPT_SIGN: o.sign = 1; break;
-		case OPT_NO_VERIFY: o.no_verify = 1; break;
-		default:
-			if (dataset_option(c, optarg, &o, &e) != 0)
-				return usage_error(e.msg);
-			dataset_opts = 1;
-		}
-		if (full)
-			return usage_error("too many repeated options");
-	}
-	if (argc - optind != 2)
-		return usage_error("need INPUT and OUTPUT");
-	const char *input = argv[optind], *output = argv[optind + 1];
-	o.table_to = to_name ? fmt_table_driver_by_name(to_name) : fmt_table_driver_by_extension(output);
-	if (o.table_to) {
-		if (!o.table_to->write)
-			return usage_error("that dataset format cannot be written");
-		o.json = common.json;
-		o.quiet = common.quiet;
-		o.verbose = common.verbose;
-		o.threads = common.threads ? common.threads : fmt_cpu_count();
-		fmt_kind k = convert_dataset(input, output, &o, &e);
+	if (!fmt_cli_parse(&tool, argc, argv, &a, &cli))
+		return cli.exit_code;
+	if (cli.n_operands != 2)
+		return fmt_cli_usage_error(&tool, "need INPUT and OUTPUT");
+	const char *input = cli.operands[0], *output = cli.operands[1];
+	o->json = cli.common.json;
+	o->quiet = cli.common.quiet;
+	o->verbose = cli.common.verbose;
+	o->no_progress = cli.common.no_progress;
+	o->threads = cli.common.threads ? cli.common.threads : fmt_cpu_count();
+	o->table_to = a.to_name ? fmt_table_driver_by_name(a.to_name) : fmt_table_driver_by_extension(output);
+	if (o->table_to && o->table_to->write) {
+		fmt_kind k = convert_dataset(input, output, o, &e);
 		if (k != FMT_OK)
-			fmt_report_error(stderr, TOOL, NULL, &e, common.json);
-		return fmt_kind_exit(k);
+			fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
+		return fmt_cli_finish(&tool, &cli, fmt_kind_exit(k));
 	}
-	if (dataset_opts)
-		return usage_error("dataset options need a dataset output (.csv, .jsonl, .arrow, .arrows, .ald or --to)");
-	o.to = to_name ? fmt_driver_by_name(to_name) : output_driver(output, &o.force_set);
-	if (!o.to || !o.to->write)
-		return usage_error(to_name ? "--to takes safetensors, gguf or apsim"
-					   : "cannot tell the output format from its name; use --to");
-	o.json = common.json;
-	o.quiet = common.quiet;
-	o.verbose = common.verbose;
-	o.no_progress = common.no_progress;
-	o.threads = common.threads ? common.threads : fmt_cpu_count();
-	if (o.sign && !fmt_key_opts_given(&o.key))
-		o.key.hmac_key = 1;
-	fmt_kind k = convert_run(input, output, &o, &e);
+	if (a.dataset_opts)
+		return fmt_cli_usage_error(&tool, "dataset options need a dataset output (.csv, .jsonl, .arrow, "
+					   ".arrows, .ald or --to)");
+	o->to = a.to_name ? fmt_driver_by_name(a.to_name) : output_driver(output, &o->force_set);
+	if (!o->to || !o->to->write) {
+		char msg[FMT_ERR_MSG_MAX] = "cannot tell the output format from its name; use --to";
+		if (a.to_name) {
+			char names[512];
+			writer_names(names, sizeof names);
+			snprintf(msg, sizeof msg, "--to takes %s", names);
+		}
+		return fmt_cli_usage_error(&tool, msg);
+	}
+	o->json = cli.common.json;
+	o->quiet = cli.common.quiet;
+	o->verbose = cli.common.verbose;
+	o->no_progress = cli.common.no_progress;
+	o->threads = cli.common.threads ? cli.common.threads : fmt_cpu_count();
+	if (o->sign && !fmt_key_opts_given(&o->key))
+		o->key.hmac_key = 1;
+	fmt_kind k = convert_run(input, output, o, &e);
 	if (k != FMT_OK)
-		fmt_report_error(stderr, TOOL, NULL, &e, common.json);
-	return fmt_kind_exit(k);
+		fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
+	return fmt_cli_finish(&tool, &cli, fmt_kind_exit(k));
 }
