@@ -250,3 +250,40 @@ json_t *fmt_cell_json(const fmt_field *f, const fmt_column *c, uint64_t row)
 		return number_json(f->type, c->values + row * fmt_ctype_width(f->type));
 	}
 }
+
+void fmt_cell_json_text(const fmt_field *f, const fmt_column *c, uint64_t row, fmt_sb *out, fmt_sb *scratch)
+{
+	if (fmt_column_is_null(c, row)) {
+		fmt_sb_puts(out, "null");
+		return;
+	}
+	scratch->len = 0;
+	fmt_cell_text(f, c, row, scratch);
+	const char *p = scratch->p ? scratch->p : "";
+	switch (f->type) {
+	case FMT_C_UTF8: case FMT_C_LARGE_UTF8: case FMT_C_BINARY: case FMT_C_DATE32: case FMT_C_TIMESTAMP:
+		fmt_sb_json_str(out, p, scratch->len);
+		return;
+	case FMT_C_F16: case FMT_C_F32: case FMT_C_F64:
+		if (!strcmp(p, "NaN") || !strcmp(p, "inf") || !strcmp(p, "-inf"))
+			fmt_sb_json_str(out, p, scratch->len); /* JSON has no NaN or infinity */
+		else
+			fmt_sb_put(out, p, scratch->len);
+		return;
+	default:
+		fmt_sb_put(out, p, scratch->len); /* integers, true/false, [lists] */
+	}
+}
+
+void fmt_row_json_text(const fmt_schema *s, const fmt_batch *b, uint64_t row, fmt_sb *out, fmt_sb *scratch)
+{
+	fmt_sb_put(out, "{", 1);
+	for (size_t i = 0; i < s->n_fields; i++) {
+		if (i)
+			fmt_sb_put(out, ",", 1);
+		fmt_sb_json_str(out, s->fields[i].name, strlen(s->fields[i].name));
+		fmt_sb_put(out, ":", 1);
+		fmt_cell_json_text(&s->fields[i], &b->columns[i], row, out, scratch);
+	}
+	fmt_sb_put(out, "}", 1);
+}

@@ -294,16 +294,46 @@ static fmt_kind infer(fmt_table *t, csv_state *s, char **names, fmt_err *e)
 	return k;
 }
 
+/* Delimiters (',', tab or ';') outside quotes in the line at p, and where it ends (NULL when
+ * the head ends first). */
+static const uint8_t *line_delims(const uint8_t *p, const uint8_t *end, size_t count[3])
+{
+	static const char cands[] = { ',', '\t', ';' };
+	int quoted = 0;
+	for (; p < end; p++) {
+		if (*p == '"')
+			quoted = !quoted;
+		else if (*p == '\n' && !quoted)
+			return p;
+		for (int c = 0; c < 3 && !quoted; c++)
+			count[c] += *p == cands[c];
+	}
+	return NULL;
+}
+
 static int probe(const uint8_t *head, size_t n, uint64_t size)
 {
-	(void)size;
-	/* text without NUL bytes whose first line has a delimiter: the weakest claim, any more
-	 * specific driver wins (other delimiters and one-column files: --from csv) */
+	/* text whose first line has a delimiter and whose second line (when the head holds one)
+	 * has as many: the weakest claim, any more specific driver wins (one-column files and
+	 * other delimiters: --from csv) */
+	size_t first[3] = { 0 }, second[3] = { 0 };
 	if (n == 0 || memchr(head, 0, n))
 		return 0;
-	const uint8_t *nl = memchr(head, '\n', n);
-	size_t first = nl ? (size_t)(nl - head) : n;
-	return memchr(head, ',', first) || memchr(head, '\t', first) || memchr(head, ';', first) ? 10 : 0;
+	const uint8_t *nl = line_delims(head, head + n, first);
+	if (!nl)
+		return 0;
+	const uint8_t *nl2 = line_delims(nl + 1, head + n, second);
+	int any = 0;
+	for (int c = 0; c < 3; c++)
+		any |= first[c] > 0;
+	if (!any)
+		return 0;
+	if (nl2 || (uint64_t)n == size)
+		if (nl2 || nl + 1 < head + n)
+			for (int c = 0; c < 3; c++)
+				if (first[c] && first[c] != second[c])
+					return 0;
+	return 10;
 }
 
 /* The delimiter the first line uses most: ',', tab or ';' (',' when none). */

@@ -362,34 +362,6 @@ static void jsonl_close(fmt_table *t)
 
 /* ---- writing ---- */
 
-static void put_json_value(fmt_sb *line, const fmt_field *f, const fmt_column *c, uint64_t row, fmt_sb *cell)
-{
-	if (fmt_column_is_null(c, row)) {
-		fmt_sb_puts(line, "null");
-		return;
-	}
-	cell->len = 0;
-	switch (f->type) {
-	case FMT_C_UTF8: case FMT_C_LARGE_UTF8: case FMT_C_BINARY: case FMT_C_DATE32: case FMT_C_TIMESTAMP:
-		fmt_cell_text(f, c, row, cell);
-		fmt_sb_json_str(line, cell->p ? cell->p : "", cell->len);
-		return;
-	case FMT_C_F16: case FMT_C_F32: case FMT_C_F64: {
-		fmt_cell_text(f, c, row, cell);
-		const char *p = cell->p ? cell->p : "";
-		int finite = strcmp(p, "NaN") && strcmp(p, "inf") && strcmp(p, "-inf");
-		if (finite)
-			fmt_sb_put(line, p, cell->len);
-		else
-			fmt_sb_json_str(line, p, cell->len);
-		return;
-	}
-	default:
-		fmt_cell_text(f, c, row, cell); /* numbers, true/false, [lists] */
-		fmt_sb_put(line, cell->p ? cell->p : "", cell->len);
-	}
-}
-
 static fmt_kind jsonl_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *o, fmt_err *e)
 {
 	(void)o;
@@ -410,15 +382,8 @@ static fmt_kind jsonl_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *o,
 			break;
 		}
 		for (uint64_t row = 0; row < b.n_rows && r == FMT_OK; row++) {
-			fmt_sb_put(&line, "{", 1);
-			for (size_t i = 0; i < s->n_fields; i++) {
-				if (i)
-					fmt_sb_put(&line, ",", 1);
-				fmt_sb_json_str(&line, s->fields[i].name, strlen(s->fields[i].name));
-				fmt_sb_put(&line, ":", 1);
-				put_json_value(&line, &s->fields[i], &b.columns[i], row, &cell);
-			}
-			fmt_sb_put(&line, "}\n", 2);
+			fmt_row_json_text(s, &b, row, &line, &cell);
+			fmt_sb_put(&line, "\n", 1);
 			if (line.oom || cell.oom)
 				r = fmt_fail(e, FMT_IO, "out of memory");
 			else if (line.len >= BLOCK || row + 1 == b.n_rows) {

@@ -151,14 +151,21 @@ static void dataset_type_words(char *buf, size_t n)
 	fmt_ald_type_names(buf, n);
 }
 
-/* Every writer's name, model formats then datasets, for --to. */
+/* Every writer's name, model formats then datasets, for --to: "a, b or c". */
 static void writer_names(char *buf, size_t n)
 {
-	fmt_driver_writer_names(buf, n);
-	size_t used = strlen(buf);
-	for (const fmt_table_driver *const *d = fmt_table_drivers(); *d && used < n; d++)
+	const char *names[64];
+	size_t count = 0, used = 0;
+	for (const fmt_driver *const *d = fmt_drivers(); *d && count < 64; d++)
 		if ((*d)->write)
-			used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? ", " : "", (*d)->name);
+			names[count++] = (*d)->name;
+	for (const fmt_table_driver *const *d = fmt_table_drivers(); *d && count < 64; d++)
+		if ((*d)->write)
+			names[count++] = (*d)->name;
+	buf[0] = '\0';
+	for (size_t i = 0; i < count && used < n; i++)
+		used += (size_t)snprintf(buf + used, n - used, "%s%s", i == 0 ? "" : i + 1 == count ? " or " : ", ",
+					 names[i]);
 }
 
 static int push(const char **list, size_t *n, const char *item)

@@ -12,6 +12,11 @@
 void fmt_cell_text(const fmt_field *f, const fmt_column *c, uint64_t row, fmt_sb *b);
 /* The value as JSON (json null for a null); NULL when out of memory. */
 json_t *fmt_cell_json(const fmt_field *f, const fmt_column *c, uint64_t row);
+/* The value as JSON text appended to out: numbers in their shortest form (NaN and infinities
+ * as strings), null for a null; scratch is working space. */
+void fmt_cell_json_text(const fmt_field *f, const fmt_column *c, uint64_t row, fmt_sb *out, fmt_sb *scratch);
+/* Row as one JSON object, keys in schema order. */
+void fmt_row_json_text(const fmt_schema *s, const fmt_batch *b, uint64_t row, fmt_sb *out, fmt_sb *scratch);
 /* A numeric value as double (for statistics); 0 for non-numeric types. */
 double fmt_cell_number(const fmt_field *f, const fmt_column *c, uint64_t row);
 /* The shortest decimal that parses back to the same value of type (F16, F32 or F64). */
