@@ -297,10 +297,52 @@ static fmt_kind ald_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 	}
 }
 
+/* The card's sha256 against the uncompressed payload (the chunks' streams in order). */
+static fmt_kind check_digest(ald_state *s, fmt_err *e)
+{
+	const json_t *want = json_object_get(s->card, "sha256");
+	if (!json_is_string(want) || (s->flags & FMT_ALD_ENCRYPTED))
+		return FMT_OK;
+	fmt_sha256 h;
+	uint8_t digest[FMT_SHA256_LEN];
+	char hex[FMT_SHA256_HEX + 1];
+	fmt_kind k = fmt_sha256_init(&h, e);
+	uint32_t parts = (s->flags & FMT_ALD_STREAMING) ? s->n_chunks : 1;
+	for (uint32_t i = 0; k == FMT_OK && i < parts; i++) {
+		uint8_t *plain = NULL;
+		size_t n = 0;
+		uint64_t off = s->payload_start, len = s->payload_size;
+		size_t max = MAX_PAYLOAD;
+		if (s->flags & FMT_ALD_STREAMING) {
+			off += s->chunks[i].byte_offset;
+			len = s->chunks[i].csize;
+			max = s->chunks[i].usize;
+		}
+		k = fmt_decompress(s->compression, s->file + off, (size_t)len, max, &plain, &n, e);
+		if (k == FMT_OK)
+			k = fmt_sha256_update(&h, plain, n, e);
+		free(plain);
+	}
+	if (k == FMT_OK)
+		k = fmt_sha256_final(&h, digest, e);
+	fmt_sha256_free(&h);
+	if (k != FMT_OK)
+		return k;
+	fmt_hex(digest, FMT_SHA256_LEN, hex);
+	if (strcmp(hex, json_string_value(want)) != 0)
+		return fmt_fail(e, FMT_CHECKSUM, "payload SHA-256 %s differs from the card's %s", hex,
+				json_string_value(want));
+	return FMT_OK;
+}
+
+/* The CRC before anything else; with o (fmt-verify: every layer) also the card's digest of
+ * the payload, which needs the payload decompressed (conversions skip it: they read it next). */
 static fmt_kind ald_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e)
 {
-	(void)o;
-	return fmt_ald_check_crc(t->format_state, e);
+	fmt_kind k = fmt_ald_check_crc(t->format_state, e);
+	if (k == FMT_OK && o)
+		k = check_digest(t->format_state, e);
+	return k;
 }
 
 static void hex_id(const uint8_t *b, size_t n, char *out)

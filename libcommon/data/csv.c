@@ -277,8 +277,6 @@ static fmt_kind infer(fmt_table *t, csv_state *s, char **names, fmt_err *e)
 		if (want && !(json_is_string(want) && forced_type(json_string_value(want), &f)))
 			k = fmt_fail(e, FMT_USAGE, "--schema: column '%s': unknown type (bool, int8..int64, uint8..uint64, float16/32/64, utf8, large_utf8, binary, date32, timestamp[s|ms|us|ns])",
 				     names[i]);
-		if (want)
-			f.nullable = 1;
 		if (k == FMT_OK)
 			k = fmt_schema_add_field(&t->schema, &f, e);
 	}

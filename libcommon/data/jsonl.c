@@ -184,14 +184,20 @@ static void jcol_field(const jcol *c, uint64_t rows, fmt_field *f)
 
 static int probe(const uint8_t *head, size_t n, uint64_t size)
 {
-	(void)size;
 	size_t i = 0;
 	while (i < n && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t'))
 		i++;
 	if (i == n || head[i] != '{' || memchr(head, 0, n))
 		return 0;
-	/* one object per line: a newline before the data ends, or a single short line */
-	return 30;
+	/* the first line is a whole JSON object (a safetensors length never parses as one) */
+	const uint8_t *nl = memchr(head + i, '\n', n - i);
+	if (!nl && n != size)
+		return 20;
+	json_t *v = json_loadb((const char *)head + i, (size_t)((nl ? nl : head + n) - (head + i)),
+			       JSON_REJECT_DUPLICATES, NULL);
+	int ok = json_is_object(v);
+	json_decref(v);
+	return ok ? 90 : 0;
 }
 
 static fmt_kind jsonl_open(fmt_table *t, fmt_err *e)
