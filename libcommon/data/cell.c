@@ -19,13 +19,20 @@ void fmt_shortest_double(double v, fmt_ctype type, char *buf, size_t n)
 		snprintf(buf, n, v < 0 ? "-inf" : "inf");
 		return;
 	}
-	for (int p = 1; p <= 17; p++) {
+	/* reading back is monotone in the digits (p digits round-trip, then so do p + 1): binary
+	 * search the fewest between 1 and 17 (9 for float32, 5 for float16 always suffice) */
+	int lo = 1, hi = type == FMT_C_F64 ? 17 : type == FMT_C_F32 ? 9 : 5;
+	while (lo < hi) {
+		int p = (lo + hi) / 2;
 		snprintf(buf, n, "%.*g", p, v);
 		double back = strtod(buf, NULL);
 		if (type == FMT_C_F16 ? fmt_f32_to_f16((float)back) == fmt_f32_to_f16((float)v)
 		    : type == FMT_C_F32 ? (float)back == (float)v : back == v)
-			return;
+			hi = p;
+		else
+			lo = p + 1;
 	}
+	snprintf(buf, n, "%.*g", lo, v);
 }
 
 /* Howard Hinnant's days_from_civil / civil_from_days algorithms. */
