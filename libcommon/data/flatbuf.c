@@ -195,7 +195,7 @@ static uint8_t *front(fb_builder *b)
 
 static void push_bytes(fb_builder *b, const void *data, size_t n)
 {
-	if (reserve(b, n))
+	if (n == 0 || reserve(b, n))
 		return;
 	b->used += n;
 	if (n)
@@ -204,7 +204,7 @@ static void push_bytes(fb_builder *b, const void *data, size_t n)
 
 static void push_zeros(fb_builder *b, size_t n)
 {
-	if (reserve(b, n))
+	if (n == 0 || reserve(b, n))
 		return;
 	b->used += n;
 	memset(front(b), 0, n);
