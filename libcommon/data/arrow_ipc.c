@@ -206,7 +206,10 @@ static fmt_kind decode_field(const fb_table *ft, fmt_field *f, int depth, fmt_er
 	if ((known && has_dict == 0) || f->type == FMT_C_OTHER)
 		return FMT_OK;
 	char buf[128], d[160];
-	unsupported_name(&ty, has_type == 1, tt, buf, sizeof buf);
+	if (known)
+		fmt_field_type_name(f, buf, sizeof buf); /* a dictionary's value type */
+	else
+		unsupported_name(&ty, has_type == 1, tt, buf, sizeof buf);
 	if (has_dict == 1)
 		snprintf(d, sizeof d, "dictionary<%s>", buf);
 	free(f->type_name);

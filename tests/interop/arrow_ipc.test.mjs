@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as A from "apache-arrow";
-import { convert, scratch, prng } from "./lib.mjs";
+import { convert, scratch, prng, tool } from "./lib.mjs";
 
 const ROWS = 300; // two batches of 150
 const rnd = prng(12);
@@ -170,4 +170,24 @@ test("CSV through .ald to Arrow: apache-arrow reads the inferred types and the n
 	assert.deepEqual(rows.map((r) => r.name), ["a, b", "", 'say "hi"']);
 	assert.deepEqual(rows.map((r) => r.ok), [true, false, null]);
 	assert.deepEqual(rows.map((r) => r.when), [Date.UTC(2024, 1, 29, 12), null, -1]);
+});
+
+test("types fmtkit does not convert (dictionary, list, struct): inspect names them, convert refuses", (t) => {
+	const dir = scratch(t);
+	const table = new A.Table({
+		ok: A.vectorFromArray([1, 2, 3], new A.Int32()),
+		dict: A.vectorFromArray(["a", "b", "a"], new A.Dictionary(new A.Utf8(), new A.Int32())),
+		list: A.vectorFromArray([[1], [2, 3], []], new A.List(new A.Field("item", new A.Int32(), true))),
+		st: A.vectorFromArray([{ a: 1 }, { a: 2 }, { a: 3 }], new A.Struct([new A.Field("a", new A.Int32(), true)])),
+	});
+	for (const kind of ["stream", "file"]) {
+		const input = join(dir, `other.${kind === "file" ? "arrow" : "arrows"}`);
+		writeFileSync(input, A.tableToIPC(table, kind));
+		const r = tool("fmt-inspect", ["--json", "--schema", input]);
+		const types = JSON.parse(r.stdout).schema.fields.map((f) => `${f.name}:${f.type}`);
+		assert.deepEqual(types, ["ok:int32", "dict:dictionary<utf8>", "list:list", "st:struct"]);
+		const c = tool("fmt-convert", ["--force", "--quiet", input, join(dir, "out.csv")], { allowFail: true });
+		assert.equal(c.status, 5);
+		assert.match(c.stderr, /column 'dict' has type dictionary<utf8>, which fmtkit does not convert/);
+	}
 });
