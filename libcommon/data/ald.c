@@ -218,6 +218,8 @@ static void ald_close(fmt_table *t)
 		return;
 	if (s->ipc_open)
 		fmt_ipc_close(&s->ipc);
+	if (s->ds_open)
+		fmt_dstream_free(&s->ds);
 	free(s->plain);
 	free(s->chunks);
 	json_decref(s->card);
@@ -258,10 +260,74 @@ static fmt_kind open_chunk(fmt_table *t, uint32_t i, fmt_err *e)
 	return k;
 }
 
+/* The next message of a plain payload in the window: *size bytes, or *eos at its end. */
+static fmt_kind next_message(ald_state *s, size_t *size, int *eos, fmt_err *e)
+{
+	uint64_t need = 8;
+	for (;;) {
+		fmt_kind k = fmt_dstream_fill(&s->ds, (size_t)need, MAX_PAYLOAD, e);
+		if (k != FMT_OK)
+			return k;
+		size_t avail = fmt_dstream_avail(&s->ds);
+		uint64_t want;
+		if ((k = fmt_ipc_message_size(fmt_dstream_data(&s->ds), avail, &want, eos, e)) != FMT_OK)
+			return k;
+		if (*eos)
+			return FMT_OK;
+		if (want <= avail) {
+			*size = (size_t)want;
+			return FMT_OK;
+		}
+		if (s->ds.done || want > MAX_PAYLOAD)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: the payload ends inside a message");
+		need = want;
+	}
+}
+
+/* A plain (not STREAMING) payload: decompressed message by message, so memory holds one batch. */
+static fmt_kind next_plain(fmt_table *t, ald_state *s, fmt_batch *b, int *done, fmt_err *e)
+{
+	size_t size;
+	int eos;
+	fmt_kind k;
+	if (!s->ds_open) {
+		if ((k = fmt_dstream_init(&s->ds, s->compression, s->file + s->payload_start, s->payload_size, e)) != FMT_OK)
+			return k;
+		s->ds_open = 1;
+		if ((k = next_message(s, &size, &eos, e)) != FMT_OK)
+			return k;
+		if (eos)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: the payload has no Schema message");
+		if ((k = fmt_ipc_open(&s->ipc, fmt_dstream_data(&s->ds), size, e)) != FMT_OK)
+			return k;
+		s->ipc_open = 1;
+		if ((k = fmt_schema_expect(&t->schema, &s->ipc.schema, e)) != FMT_OK) {
+			fmt_err_prefix(e, "payload schema differs from the schema block");
+			return k;
+		}
+		s->pending = size;
+	}
+	fmt_dstream_consume(&s->ds, s->pending);
+	s->pending = 0;
+	if ((k = next_message(s, &size, &eos, e)) != FMT_OK)
+		return k;
+	if (eos) {
+		*done = 1;
+		return FMT_OK;
+	}
+	s->ipc.data = fmt_dstream_data(&s->ds);
+	s->ipc.len = size;
+	s->ipc.pos = 0;
+	k = fmt_ipc_next(&s->ipc, b, done, e);
+	s->pending = size;
+	return k;
+}
+
 static fmt_kind ald_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 {
 	ald_state *s = t->format_state;
 	fmt_kind k;
+	*done = 0;
 	if (s->flags & FMT_ALD_ENCRYPTED)
 		return fmt_fail(e, FMT_UNSUPPORTED, "the payload is encrypted (%s mode); decryption is not supported yet",
 				s->enc_mode == 0 ? "password" : "recipient");
@@ -269,23 +335,15 @@ static fmt_kind ald_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 	if (u)
 		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
 				u->name, u->type_name);
+	if (!(s->flags & FMT_ALD_STREAMING))
+		return next_plain(t, s, b, done, e);
 	for (;;) {
 		if (!s->ipc_open) {
-			if (s->flags & FMT_ALD_STREAMING) {
-				if (s->next_chunk >= s->n_chunks) {
-					*done = 1;
-					return FMT_OK;
-				}
-				k = open_chunk(t, s->next_chunk, e);
-			} else {
-				if (s->payload_done) {
-					*done = 1;
-					return FMT_OK;
-				}
-				s->payload_done = 1;
-				k = open_stream(t, s, s->payload_start, s->payload_size, MAX_PAYLOAD, e);
+			if (s->next_chunk >= s->n_chunks) {
+				*done = 1;
+				return FMT_OK;
 			}
-			if (k != FMT_OK)
+			if ((k = open_chunk(t, s->next_chunk, e)) != FMT_OK)
 				return k;
 		}
 		k = fmt_ipc_next(&s->ipc, b, done, e);
@@ -309,19 +367,27 @@ static fmt_kind check_digest(ald_state *s, fmt_err *e)
 	fmt_kind k = fmt_sha256_init(&h, e);
 	uint32_t parts = (s->flags & FMT_ALD_STREAMING) ? s->n_chunks : 1;
 	for (uint32_t i = 0; k == FMT_OK && i < parts; i++) {
-		uint8_t *plain = NULL;
-		size_t n = 0;
-		uint64_t off = s->payload_start, len = s->payload_size;
-		size_t max = MAX_PAYLOAD;
+		uint64_t off = s->payload_start, len = s->payload_size, total = 0;
 		if (s->flags & FMT_ALD_STREAMING) {
 			off += s->chunks[i].byte_offset;
 			len = s->chunks[i].csize;
-			max = s->chunks[i].usize;
 		}
-		k = fmt_decompress(s->compression, s->file + off, (size_t)len, max, &plain, &n, e);
-		if (k == FMT_OK)
-			k = fmt_sha256_update(&h, plain, n, e);
-		free(plain);
+		fmt_dstream ds;
+		if ((k = fmt_dstream_init(&ds, s->compression, s->file + off, (size_t)len, e)) != FMT_OK)
+			break;
+		while (k == FMT_OK) {
+			if ((k = fmt_dstream_fill(&ds, 1u << 20, MAX_PAYLOAD, e)) != FMT_OK)
+				break;
+			size_t n = fmt_dstream_avail(&ds);
+			if (n == 0)
+				break;
+			k = fmt_sha256_update(&h, fmt_dstream_data(&ds), n, e);
+			fmt_dstream_consume(&ds, n);
+			total += n;
+			if (total > MAX_PAYLOAD)
+				k = fmt_fail(e, FMT_INVALID_FORMAT, "payload decompresses to more than 64 GiB");
+		}
+		fmt_dstream_free(&ds);
 	}
 	if (k == FMT_OK)
 		k = fmt_sha256_final(&h, digest, e);

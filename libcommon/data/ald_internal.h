@@ -7,6 +7,7 @@
 #include "fmt/arrow.h"
 #include "fmt/registry.h"
 #include "fmt/table.h"
+#include "compress.h"
 
 typedef struct ald_chunk {
 	uint64_t row_offset;
@@ -42,6 +43,9 @@ typedef struct ald_state {
 	fmt_ipc_reader ipc;
 	int ipc_open, payload_done;
 	uint32_t next_chunk;
+	fmt_dstream ds;            /* a plain payload, decompressed one message at a time */
+	int ds_open;
+	size_t pending;            /* bytes of the message last returned, dropped on the next call */
 } ald_state;
 
 fmt_kind fmt_ald_parse(fmt_table *t, ald_state *s, fmt_err *e);

@@ -313,6 +313,38 @@ static fmt_kind next_stream_message(const uint8_t *d, size_t len, size_t *pos, i
 	return FMT_OK;
 }
 
+fmt_kind fmt_ipc_message_size(const uint8_t *d, size_t avail, uint64_t *need, int *eos, fmt_err *e)
+{
+	*eos = 0;
+	if (avail < 4) {
+		*need = avail == 0 ? 0 : 4;
+		*eos = avail == 0;
+		return FMT_OK;
+	}
+	size_t pre = fmt_rd_u32(d) == 0xFFFFFFFFu ? 8 : 4;
+	if (avail < pre) {
+		*need = pre;
+		return FMT_OK;
+	}
+	uint32_t mlen = fmt_rd_u32(d + pre - 4);
+	if (mlen == 0) {
+		*need = pre;
+		*eos = 1;
+		return FMT_OK;
+	}
+	if (mlen > 0x7FFFFFFFu)
+		return bad(e, "message metadata length out of range");
+	if (avail < pre + mlen) {
+		*need = pre + mlen;
+		return FMT_OK;
+	}
+	ipc_msg m;
+	fmt_kind k = parse_message(d + pre, mlen, NULL, UINT64_MAX, &m, e);
+	if (k == FMT_OK)
+		*need = pre + mlen + m.body_len;
+	return k;
+}
+
 /* ---- record batches ---- */
 
 typedef struct span {

@@ -225,3 +225,107 @@ void fmt_compressor_free(fmt_compressor *c)
 	free(c->buf);
 	memset(c, 0, sizeof *c);
 }
+
+/* ---- streaming decompression ---- */
+
+fmt_kind fmt_dstream_init(fmt_dstream *d, int id, const uint8_t *src, size_t n, fmt_err *e)
+{
+	memset(d, 0, sizeof *d);
+	d->id = id;
+	d->src = src;
+	d->src_len = n;
+	if (id == 1 || id == 2) {
+		if (!(d->z = ZSTD_createDCtx()))
+			return oom(e);
+	} else if (id == 3) {
+		LZ4F_dctx *l;
+		if (LZ4F_isError(LZ4F_createDecompressionContext(&l, LZ4F_VERSION)))
+			return oom(e);
+		d->l = l;
+	} else if (id != 0) {
+		return fmt_fail(e, FMT_UNSUPPORTED, "compression id %d", id);
+	}
+	return FMT_OK;
+}
+
+/* Decompress what fits into buf[end, cap). */
+static fmt_kind produce(fmt_dstream *d, fmt_err *e)
+{
+	size_t room_left = d->cap - d->end;
+	if (d->id == 0) {
+		size_t n = d->src_len - d->src_pos < room_left ? d->src_len - d->src_pos : room_left;
+		memcpy(d->buf + d->end, d->src + d->src_pos, n);
+		d->src_pos += n;
+		d->end += n;
+		d->done = d->src_pos == d->src_len;
+		return FMT_OK;
+	}
+	if (d->id == 3) {
+		size_t out_n = room_left, in_n = d->src_len - d->src_pos;
+		size_t hint = LZ4F_decompress(d->l, d->buf + d->end, &out_n, d->src + d->src_pos, &in_n, NULL);
+		if (LZ4F_isError(hint))
+			return fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 payload: %s", LZ4F_getErrorName(hint));
+		d->src_pos += in_n;
+		d->end += out_n;
+		if (hint == 0) {
+			if (d->src_pos != d->src_len)
+				return fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 payload has %zu bytes after the frame",
+						d->src_len - d->src_pos);
+			d->done = 1;
+		} else if (out_n == 0 && in_n == 0 && d->src_pos == d->src_len) {
+			return fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 payload is truncated");
+		}
+		return FMT_OK;
+	}
+	ZSTD_inBuffer in = { d->src, d->src_len, d->src_pos };
+	ZSTD_outBuffer o = { d->buf + d->end, room_left, 0 };
+	size_t r = ZSTD_decompressStream(d->z, &o, &in);
+	if (ZSTD_isError(r))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "zstd payload: %s", ZSTD_getErrorName(r));
+	int stuck = o.pos == 0 && in.pos == d->src_pos;
+	d->src_pos = in.pos;
+	d->end += o.pos;
+	if (r == 0 && d->src_pos == d->src_len)
+		d->done = 1;
+	else if (stuck && d->src_pos == d->src_len)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "zstd payload is truncated");
+	return FMT_OK;
+}
+
+fmt_kind fmt_dstream_fill(fmt_dstream *d, size_t need, size_t max, fmt_err *e)
+{
+	if (need > max)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "a payload message of %zu bytes (more than %zu)", need, max);
+	while (d->end - d->start < need && !d->done) {
+		if (d->start > 0) {
+			memmove(d->buf, d->buf + d->start, d->end - d->start);
+			d->end -= d->start;
+			d->start = 0;
+		}
+		if (d->cap - d->end < (1u << 16) || d->cap < need) {
+			size_t cap = d->cap ? d->cap : 1 << 20;
+			while (cap < need + (1u << 16))
+				cap *= 2;
+			if (cap > d->cap) {
+				uint8_t *p = realloc(d->buf, cap);
+				if (!p)
+					return oom(e);
+				d->buf = p;
+				d->cap = cap;
+			}
+		}
+		fmt_kind k = produce(d, e);
+		if (k != FMT_OK)
+			return k;
+	}
+	return FMT_OK;
+}
+
+void fmt_dstream_free(fmt_dstream *d)
+{
+	ZSTD_freeDCtx(d->z);
+	if (d->l)
+		LZ4F_freeDecompressionContext(d->l);
+	free(d->buf);
+	memset(d, 0, sizeof *d);
+}

@@ -42,6 +42,10 @@ fmt_kind fmt_ipc_open(fmt_ipc_reader *r, const uint8_t *data, size_t len, fmt_er
  * the end. A schema with a type this build cannot decode is Unsupported naming it. */
 fmt_kind fmt_ipc_next(fmt_ipc_reader *r, fmt_batch *b, int *done, fmt_err *e);
 void fmt_ipc_close(fmt_ipc_reader *r);
+/* How many bytes the next message of a stream takes (prefix, metadata, body), from the first
+ * avail bytes at d: *need > avail means "give me that many to tell or to decode"; *eos at the
+ * end-of-stream marker (or when avail is 0). For readers that hold one message at a time. */
+fmt_kind fmt_ipc_message_size(const uint8_t *d, size_t avail, uint64_t *need, int *eos, fmt_err *e);
 /* 1 if the bytes start like an IPC file (ARROW1) or stream (a Schema message). */
 int fmt_ipc_probe(const uint8_t *head, size_t n);
 
