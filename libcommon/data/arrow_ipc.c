@@ -38,7 +38,7 @@ static const char *time_unit(int16_t u)
 }
 
 /* The display name of a type this build does not convert. */
-static void unsupported_name(const fb_table *ty, int has_type, uint8_t tt, char *buf, size_t n)
+static void unsupported_name(const fmt_fb_table *ty, int has_type, uint8_t tt, char *buf, size_t n)
 {
 	static const char *plain[] = {
 		[TY_NULL] = "null", [TY_INTERVAL] = "interval", [TY_LIST] = "list",
@@ -52,25 +52,25 @@ static void unsupported_name(const fb_table *ty, int has_type, uint8_t tt, char 
 	int16_t u = 0;
 	switch (has_type ? tt : 0) {
 	case TY_DECIMAL:
-		fb_i32(ty, 0, 0, &a);
-		fb_i32(ty, 1, 0, &b);
-		fb_i32(ty, 2, 128, &w);
+		fmt_fb_i32(ty, 0, 0, &a);
+		fmt_fb_i32(ty, 1, 0, &b);
+		fmt_fb_i32(ty, 2, 128, &w);
 		snprintf(buf, n, "decimal%d(%d, %d)", (int)w, (int)a, (int)b);
 		return;
 	case TY_DATE:
 		snprintf(buf, n, "date64");
 		return;
 	case TY_TIME:
-		fb_i16(ty, 0, 1, &u);
-		fb_i32(ty, 1, 32, &w);
+		fmt_fb_i16(ty, 0, 1, &u);
+		fmt_fb_i32(ty, 1, 32, &w);
 		snprintf(buf, n, "time%d[%s]", (int)w, time_unit(u));
 		return;
 	case TY_DURATION:
-		fb_i16(ty, 0, 1, &u);
+		fmt_fb_i16(ty, 0, 1, &u);
 		snprintf(buf, n, "duration[%s]", time_unit(u));
 		return;
 	case TY_FIXED_SIZE_BINARY:
-		fb_i32(ty, 0, 0, &w);
+		fmt_fb_i32(ty, 0, 0, &w);
 		snprintf(buf, n, "fixed_size_binary(%d)", (int)w);
 		return;
 	default:
@@ -82,7 +82,7 @@ static void unsupported_name(const fb_table *ty, int has_type, uint8_t tt, char 
 		snprintf(buf, n, "type id %u", (unsigned)tt);
 }
 
-static fmt_kind decode_field(const fb_table *ft, fmt_field *f, int depth, fmt_err *e);
+static fmt_kind decode_field(const fmt_fb_table *ft, fmt_field *f, int depth, fmt_err *e);
 
 static void field_clear(fmt_field *f)
 {
@@ -98,7 +98,7 @@ static int is_numeric(fmt_ctype t)
 }
 
 /* A supported type into f; *known = 0 leaves it for unsupported_name. */
-static fmt_kind decode_type(const fb_table *ft, uint8_t tt, const fb_table *ty, fmt_field *f,
+static fmt_kind decode_type(const fmt_fb_table *ft, uint8_t tt, const fmt_fb_table *ty, fmt_field *f,
 			    int *known, int depth, fmt_err *e)
 {
 	int32_t width = 0;
@@ -109,7 +109,7 @@ static fmt_kind decode_type(const fb_table *ft, uint8_t tt, const fb_table *ty, 
 	case TY_INT: {
 		static const fmt_ctype s[] = { FMT_C_I8, FMT_C_I16, FMT_C_I32, FMT_C_I64 };
 		static const fmt_ctype us[] = { FMT_C_U8, FMT_C_U16, FMT_C_U32, FMT_C_U64 };
-		if (fb_i32(ty, 0, 0, &width) || fb_u8(ty, 1, 0, &is_signed))
+		if (fmt_fb_i32(ty, 0, 0, &width) || fmt_fb_u8(ty, 1, 0, &is_signed))
 			return bad(e, "malformed Int type");
 		int k = width == 8 ? 0 : width == 16 ? 1 : width == 32 ? 2 : width == 64 ? 3 : -1;
 		if (k < 0)
@@ -118,7 +118,7 @@ static fmt_kind decode_type(const fb_table *ft, uint8_t tt, const fb_table *ty, 
 		return FMT_OK;
 	}
 	case TY_FLOAT:
-		if (fb_i16(ty, 0, 0, &v) || v < 0 || v > 2)
+		if (fmt_fb_i16(ty, 0, 0, &v) || v < 0 || v > 2)
 			return bad(e, "malformed FloatingPoint type");
 		f->type = v == 0 ? FMT_C_F16 : v == 1 ? FMT_C_F32 : FMT_C_F64;
 		return FMT_OK;
@@ -127,7 +127,7 @@ static fmt_kind decode_type(const fb_table *ft, uint8_t tt, const fb_table *ty, 
 	case TY_LARGE_UTF8: f->type = FMT_C_LARGE_UTF8; return FMT_OK;
 	case TY_BOOL: f->type = FMT_C_BOOL; return FMT_OK;
 	case TY_DATE:
-		if (fb_i16(ty, 0, 1, &v))
+		if (fmt_fb_i16(ty, 0, 1, &v))
 			return bad(e, "malformed Date type");
 		*known = v == 0;
 		f->type = FMT_C_DATE32;
@@ -135,9 +135,9 @@ static fmt_kind decode_type(const fb_table *ft, uint8_t tt, const fb_table *ty, 
 	case TY_TIMESTAMP: {
 		const char *tz;
 		uint32_t n;
-		if (fb_i16(ty, 0, 0, &v) || v < 0 || v > 3)
+		if (fmt_fb_i16(ty, 0, 0, &v) || v < 0 || v > 3)
 			return bad(e, "malformed Timestamp type");
-		int r = fb_string(ty, 1, &tz, &n);
+		int r = fmt_fb_string(ty, 1, &tz, &n);
 		if (r < 0 || (r == 1 && memchr(tz, 0, n)))
 			return bad(e, "malformed Timestamp time zone");
 		if (r == 1 && n > 0 && !(f->timezone = strndup(tz, n)))
@@ -149,10 +149,10 @@ static fmt_kind decode_type(const fb_table *ft, uint8_t tt, const fb_table *ty, 
 	case TY_FIXED_SIZE_LIST: {
 		size_t at;
 		uint32_t n;
-		fb_table ct;
-		if (fb_i32(ty, 0, 0, &width) || width < 0)
+		fmt_fb_table ct;
+		if (fmt_fb_i32(ty, 0, 0, &width) || width < 0)
 			return bad(e, "malformed FixedSizeList type");
-		if (fb_vector(ft, 5, 4, &at, &n) != 1 || n != 1 || fb_vector_table(ft, at, 0, &ct))
+		if (fmt_fb_vector(ft, 5, 4, &at, &n) != 1 || n != 1 || fmt_fb_vector_table(ft, at, 0, &ct))
 			return bad(e, "FixedSizeList without exactly one child field");
 		fmt_field child = { 0 };
 		fmt_kind k = decode_field(&ct, &child, depth + 1, e);
@@ -177,24 +177,24 @@ static fmt_kind decode_type(const fb_table *ft, uint8_t tt, const fb_table *ty, 
 	}
 }
 
-static fmt_kind decode_field(const fb_table *ft, fmt_field *f, int depth, fmt_err *e)
+static fmt_kind decode_field(const fmt_fb_table *ft, fmt_field *f, int depth, fmt_err *e)
 {
 	const char *name = "";
 	uint32_t name_len = 0;
 	uint8_t nullable, tt;
-	fb_table ty, dict;
+	fmt_fb_table ty, dict;
 	if (depth > 2)
 		return bad(e, "fields nested too deep");
-	if (fb_string(ft, 0, &name, &name_len) < 0 || fb_u8(ft, 1, 0, &nullable) ||
-	    fb_u8(ft, 2, 0, &tt))
+	if (fmt_fb_string(ft, 0, &name, &name_len) < 0 || fmt_fb_u8(ft, 1, 0, &nullable) ||
+	    fmt_fb_u8(ft, 2, 0, &tt))
 		return bad(e, "malformed Field");
 	if (memchr(name, 0, name_len))
 		return bad(e, "field name with a NUL byte");
 	if (!(f->name = strndup(name, name_len)))
 		return oom(e);
 	f->nullable = nullable != 0;
-	int has_type = fb_table_field(ft, 3, &ty);
-	int has_dict = fb_table_field(ft, 4, &dict);
+	int has_type = fmt_fb_table_field(ft, 3, &ty);
+	int has_dict = fmt_fb_table_field(ft, 4, &dict);
 	if (has_type < 0 || has_dict < 0)
 		return bad(e, "malformed Field type");
 	int known = 0;
@@ -219,24 +219,24 @@ static fmt_kind decode_field(const fb_table *ft, fmt_field *f, int depth, fmt_er
 	return FMT_OK;
 }
 
-static fmt_kind decode_schema(const fb_table *st, fmt_schema *s, fmt_err *e)
+static fmt_kind decode_schema(const fmt_fb_table *st, fmt_schema *s, fmt_err *e)
 {
 	int16_t endianness;
 	size_t at;
 	uint32_t n = 0;
-	if (fb_i16(st, 0, 0, &endianness))
+	if (fmt_fb_i16(st, 0, 0, &endianness))
 		return bad(e, "malformed Schema");
 	if (endianness != 0)
 		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: big-endian data is not supported");
-	int r = fb_vector(st, 1, 4, &at, &n);
+	int r = fmt_fb_vector(st, 1, 4, &at, &n);
 	if (r < 0)
 		return bad(e, "malformed Schema fields");
 	if (n > MAX_FIELDS)
 		return bad(e, "more than 100000 fields");
 	for (uint32_t i = 0; i < n; i++) {
-		fb_table ft;
+		fmt_fb_table ft;
 		fmt_field f = { 0 };
-		if (fb_vector_table(st, at, i, &ft))
+		if (fmt_fb_vector_table(st, at, i, &ft))
 			return bad(e, "malformed Schema field");
 		fmt_kind k = decode_field(&ft, &f, 0, e);
 		if (k == FMT_OK)
@@ -251,9 +251,9 @@ static fmt_kind decode_schema(const fb_table *st, fmt_schema *s, fmt_err *e)
 /* ---- messages ---- */
 
 typedef struct ipc_msg {
-	fb_table msg;
+	fmt_fb_table msg;
 	uint8_t type;
-	fb_table header;
+	fmt_fb_table header;
 	const uint8_t *body;
 	uint64_t body_len;
 } ipc_msg;
@@ -264,13 +264,13 @@ static fmt_kind parse_message(const uint8_t *meta, size_t n, const uint8_t *body
 {
 	int16_t version;
 	int64_t body_len;
-	if (fb_root(meta, n, &m->msg) || fb_i16(&m->msg, 0, 0, &version) ||
-	    fb_u8(&m->msg, 1, 0, &m->type) || fb_i64(&m->msg, 3, 0, &body_len))
+	if (fmt_fb_root(meta, n, &m->msg) || fmt_fb_i16(&m->msg, 0, 0, &version) ||
+	    fmt_fb_u8(&m->msg, 1, 0, &m->type) || fmt_fb_i64(&m->msg, 3, 0, &body_len))
 		return bad(e, "malformed Message");
 	if (version < META_V4)
 		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: metadata version V%d is not supported (V4, V5 are)",
 				version + 1);
-	if (fb_table_field(&m->msg, 2, &m->header) != 1)
+	if (fmt_fb_table_field(&m->msg, 2, &m->header) != 1)
 		return bad(e, "Message without a header");
 	if (body_len < 0 || (uint64_t)body_len > avail)
 		return bad(e, "message body runs past the end of the data");
@@ -504,21 +504,21 @@ static fmt_kind decode_column(walk *w, fmt_batch *b, const fmt_field *f, fmt_col
 
 static fmt_kind decode_batch(const fmt_schema *s, const ipc_msg *m, fmt_batch *b, fmt_err *e)
 {
-	const fb_table *rb = &m->header;
+	const fmt_fb_table *rb = &m->header;
 	int64_t length;
 	size_t nodes_at, bufs_at;
 	walk w = { .body = m->body, .body_len = m->body_len };
-	fb_table comp;
-	if (fb_i64(rb, 0, 0, &length) || length < 0)
+	fmt_fb_table comp;
+	if (fmt_fb_i64(rb, 0, 0, &length) || length < 0)
 		return bad(e, "malformed RecordBatch length");
-	if (fb_vector(rb, 1, 16, &nodes_at, &w.n_nodes) < 0 || fb_vector(rb, 2, 16, &bufs_at, &w.n_buffers) < 0)
+	if (fmt_fb_vector(rb, 1, 16, &nodes_at, &w.n_nodes) < 0 || fmt_fb_vector(rb, 2, 16, &bufs_at, &w.n_buffers) < 0)
 		return bad(e, "malformed RecordBatch nodes or buffers");
-	int has_comp = fb_table_field(rb, 3, &comp);
+	int has_comp = fmt_fb_table_field(rb, 3, &comp);
 	if (has_comp < 0)
 		return bad(e, "malformed RecordBatch compression");
 	if (has_comp == 1) {
 		uint8_t codec = 0;
-		fb_u8(&comp, 0, 0, &codec);
+		fmt_fb_u8(&comp, 0, 0, &codec);
 		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: buffer compression %s is not supported",
 				codec == 0 ? "lz4_frame" : codec == 1 ? "zstd" : "(unknown codec)");
 	}
@@ -547,9 +547,9 @@ int fmt_ipc_probe(const uint8_t *head, size_t n)
 	uint32_t mlen = fmt_rd_u32(head + 4);
 	if (mlen < 8 || mlen > n - 8)
 		return mlen >= 8 && mlen < (1u << 24); /* longer than the head: trust the framing */
-	fb_table t;
+	fmt_fb_table t;
 	uint8_t type;
-	return fb_root(head + 8, mlen, &t) == 0 && fb_u8(&t, 1, 0, &type) == 0 && type == HDR_SCHEMA;
+	return fmt_fb_root(head + 8, mlen, &t) == 0 && fmt_fb_u8(&t, 1, 0, &type) == 0 && type == HDR_SCHEMA;
 }
 
 static fmt_kind open_file(fmt_ipc_reader *r, fmt_err *e)
@@ -562,19 +562,19 @@ static fmt_kind open_file(fmt_ipc_reader *r, fmt_err *e)
 	if (flen > 0x7FFFFFFFu || flen > len - 18)
 		return bad(e, "footer length out of range");
 	const uint8_t *footer = d + len - 10 - flen;
-	fb_table ft, st;
+	fmt_fb_table ft, st;
 	int16_t version;
-	if (fb_root(footer, flen, &ft) || fb_i16(&ft, 0, 0, &version))
+	if (fmt_fb_root(footer, flen, &ft) || fmt_fb_i16(&ft, 0, 0, &version))
 		return bad(e, "malformed footer");
 	if (version < META_V4)
 		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: metadata version V%d is not supported", version + 1);
-	if (fb_table_field(&ft, 1, &st) != 1)
+	if (fmt_fb_table_field(&ft, 1, &st) != 1)
 		return bad(e, "footer without a schema");
 	fmt_kind k = decode_schema(&st, &r->schema, e);
 	if (k != FMT_OK)
 		return k;
 	size_t at;
-	int res = fb_vector(&ft, 3, 24, &at, &r->n_blocks);
+	int res = fmt_fb_vector(&ft, 3, 24, &at, &r->n_blocks);
 	if (res < 0)
 		return bad(e, "malformed record batch blocks");
 	r->blocks_at = res == 1 ? (size_t)(footer - d) + at : 0;
@@ -670,10 +670,10 @@ void fmt_ipc_close(fmt_ipc_reader *r)
 
 /* ---- writer ---- */
 
-static fb_ref encode_type(fb_builder *fb, fmt_ctype t, const fmt_field *f, uint8_t *tt)
+static fmt_fb_ref encode_type(fmt_fb_builder *fb, fmt_ctype t, const fmt_field *f, uint8_t *tt)
 {
 	int16_t prec;
-	fb_ref tz = 0;
+	fmt_fb_ref tz = 0;
 	switch (t) {
 	case FMT_C_BOOL: *tt = TY_BOOL; break;
 	case FMT_C_UTF8: *tt = TY_UTF8; break;
@@ -682,66 +682,66 @@ static fb_ref encode_type(fb_builder *fb, fmt_ctype t, const fmt_field *f, uint8
 	case FMT_C_F16: case FMT_C_F32: case FMT_C_F64:
 		prec = t == FMT_C_F16 ? 0 : t == FMT_C_F32 ? 1 : 2;
 		*tt = TY_FLOAT;
-		fb_start_table(fb);
-		fb_slot_i16(fb, 0, prec, 0);
-		return fb_end_table(fb);
+		fmt_fb_start_table(fb);
+		fmt_fb_slot_i16(fb, 0, prec, 0);
+		return fmt_fb_end_table(fb);
 	case FMT_C_DATE32:
 		*tt = TY_DATE;
-		fb_start_table(fb);
-		fb_slot_i16(fb, 0, 0, 1);
-		return fb_end_table(fb);
+		fmt_fb_start_table(fb);
+		fmt_fb_slot_i16(fb, 0, 0, 1);
+		return fmt_fb_end_table(fb);
 	case FMT_C_TIMESTAMP:
 		*tt = TY_TIMESTAMP;
 		if (f->timezone)
-			tz = fb_create_string(fb, f->timezone, strlen(f->timezone));
-		fb_start_table(fb);
-		fb_slot_i16(fb, 0, (int16_t)f->unit, 0);
+			tz = fmt_fb_create_string(fb, f->timezone, strlen(f->timezone));
+		fmt_fb_start_table(fb);
+		fmt_fb_slot_i16(fb, 0, (int16_t)f->unit, 0);
 		if (f->timezone)
-			fb_slot_ref(fb, 1, tz);
-		return fb_end_table(fb);
+			fmt_fb_slot_ref(fb, 1, tz);
+		return fmt_fb_end_table(fb);
 	default: {
 		/* integers: arrow-rs adds is_signed before bitWidth (see the §10 example) */
 		int width = (int)fmt_ctype_width(t) * 8;
 		*tt = TY_INT;
-		fb_start_table(fb);
-		fb_slot_u8(fb, 1, t >= FMT_C_I8 && t <= FMT_C_I64, 0);
-		fb_slot_i32(fb, 0, width, 0);
-		return fb_end_table(fb);
+		fmt_fb_start_table(fb);
+		fmt_fb_slot_u8(fb, 1, t >= FMT_C_I8 && t <= FMT_C_I64, 0);
+		fmt_fb_slot_i32(fb, 0, width, 0);
+		return fmt_fb_end_table(fb);
 	}
 	}
-	fb_start_table(fb);
-	return fb_end_table(fb);
+	fmt_fb_start_table(fb);
+	return fmt_fb_end_table(fb);
 }
 
-static fb_ref encode_field(fb_builder *fb, const char *name, fmt_ctype t, int nullable, const fmt_field *f)
+static fmt_fb_ref encode_field(fmt_fb_builder *fb, const char *name, fmt_ctype t, int nullable, const fmt_field *f)
 {
-	fb_ref nm = fb_create_string(fb, name, strlen(name));
-	fb_ref children, type;
+	fmt_fb_ref nm = fmt_fb_create_string(fb, name, strlen(name));
+	fmt_fb_ref children, type;
 	uint8_t tt;
 	if (t == FMT_C_FIXED_SIZE_LIST) {
 		/* the child as arrow-rs and arrow-js name it: "item", nullable */
-		fb_ref child = encode_field(fb, "item", f->elem, 1, f);
-		fb_start_table(fb);
-		fb_slot_i32(fb, 0, (int32_t)f->list_size, 0);
-		type = fb_end_table(fb);
+		fmt_fb_ref child = encode_field(fb, "item", f->elem, 1, f);
+		fmt_fb_start_table(fb);
+		fmt_fb_slot_i32(fb, 0, (int32_t)f->list_size, 0);
+		type = fmt_fb_end_table(fb);
 		tt = TY_FIXED_SIZE_LIST;
-		children = fb_create_ref_vector(fb, &child, 1);
+		children = fmt_fb_create_ref_vector(fb, &child, 1);
 	} else {
-		children = fb_create_ref_vector(fb, NULL, 0);
+		children = fmt_fb_create_ref_vector(fb, NULL, 0);
 		type = encode_type(fb, t, f, &tt);
 	}
-	fb_start_table(fb);
-	fb_slot_ref(fb, 0, nm);
-	fb_slot_u8(fb, 2, tt, 0);
-	fb_slot_u8(fb, 1, (uint8_t)(nullable != 0), 0);
-	fb_slot_ref(fb, 5, children);
-	fb_slot_ref(fb, 3, type);
-	return fb_end_table(fb);
+	fmt_fb_start_table(fb);
+	fmt_fb_slot_ref(fb, 0, nm);
+	fmt_fb_slot_u8(fb, 2, tt, 0);
+	fmt_fb_slot_u8(fb, 1, (uint8_t)(nullable != 0), 0);
+	fmt_fb_slot_ref(fb, 5, children);
+	fmt_fb_slot_ref(fb, 3, type);
+	return fmt_fb_end_table(fb);
 }
 
-static fb_ref encode_schema(fb_builder *fb, const fmt_schema *s, fmt_err *e)
+static fmt_fb_ref encode_schema(fmt_fb_builder *fb, const fmt_schema *s, fmt_err *e)
 {
-	fb_ref *refs = malloc((s->n_fields ? s->n_fields : 1) * sizeof *refs);
+	fmt_fb_ref *refs = malloc((s->n_fields ? s->n_fields : 1) * sizeof *refs);
 	if (!refs) {
 		oom(e);
 		return 0;
@@ -750,11 +750,11 @@ static fb_ref encode_schema(fb_builder *fb, const fmt_schema *s, fmt_err *e)
 		const fmt_field *f = &s->fields[i];
 		refs[i] = encode_field(fb, f->name, f->type, f->nullable, f);
 	}
-	fb_ref fields = fb_create_ref_vector(fb, refs, (uint32_t)s->n_fields);
+	fmt_fb_ref fields = fmt_fb_create_ref_vector(fb, refs, (uint32_t)s->n_fields);
 	free(refs);
-	fb_start_table(fb);
-	fb_slot_ref(fb, 1, fields);
-	return fb_end_table(fb);
+	fmt_fb_start_table(fb);
+	fmt_fb_slot_ref(fb, 1, fields);
+	return fmt_fb_end_table(fb);
 }
 
 static void sb_zeros(fmt_sb *out, size_t n)
@@ -768,19 +768,19 @@ static void sb_zeros(fmt_sb *out, size_t n)
 }
 
 /* Continuation, length and the flatbuffer padded so that the whole is a multiple of 64. */
-static uint64_t frame_message(fmt_ipc_writer *w, fb_ref header, uint8_t type, int64_t body_len,
+static uint64_t frame_message(fmt_ipc_writer *w, fmt_fb_ref header, uint8_t type, int64_t body_len,
 			      fmt_sb *out, fmt_err *e)
 {
-	fb_builder *fb = w->fb;
+	fmt_fb_builder *fb = w->fb;
 	const uint8_t *data;
 	size_t len;
-	fb_start_table(fb);
-	fb_slot_i16(fb, 0, META_V5, 0);
-	fb_slot_u8(fb, 1, type, 0);
-	fb_slot_i64(fb, 3, body_len, 0);
-	fb_slot_ref(fb, 2, header);
-	fb_ref root = fb_end_table(fb);
-	if (fb_finish(fb, root, &data, &len) || len > 0x7FFFFF00u) {
+	fmt_fb_start_table(fb);
+	fmt_fb_slot_i16(fb, 0, META_V5, 0);
+	fmt_fb_slot_u8(fb, 1, type, 0);
+	fmt_fb_slot_i64(fb, 3, body_len, 0);
+	fmt_fb_slot_ref(fb, 2, header);
+	fmt_fb_ref root = fmt_fb_end_table(fb);
+	if (fmt_fb_finish(fb, root, &data, &len) || len > 0x7FFFFF00u) {
 		oom(e);
 		return 0;
 	}
@@ -805,7 +805,7 @@ fmt_kind fmt_ipc_writer_begin(fmt_ipc_writer *w, const fmt_schema *s, int file, 
 	w->fb = malloc(sizeof *w->fb);
 	if (!w->fb)
 		return oom(e);
-	fb_builder_init(w->fb);
+	fmt_fb_builder_init(w->fb);
 	w->schema = s;
 	w->file = file;
 	if (file) {
@@ -813,8 +813,8 @@ fmt_kind fmt_ipc_writer_begin(fmt_ipc_writer *w, const fmt_schema *s, int file, 
 		fmt_sb_put(out, magic, 8);
 		w->pos = 8;
 	}
-	fb_builder_reset(w->fb);
-	fb_ref sch = encode_schema(w->fb, s, e);
+	fmt_fb_builder_reset(w->fb);
+	fmt_fb_ref sch = encode_schema(w->fb, s, e);
 	if (!sch || !frame_message(w, sch, HDR_SCHEMA, 0, out, e) || out->oom) {
 		fmt_ipc_writer_free(w);
 		return e->kind ? e->kind : oom(e);
@@ -952,14 +952,14 @@ fmt_kind fmt_ipc_writer_batch(fmt_ipc_writer *w, const fmt_batch *b, fmt_sb *out
 	}
 	for (size_t i = 0; i < s->n_fields; i++)
 		plan_column(&p, &s->fields[i], &b->columns[i], b->n_rows);
-	fb_builder_reset(w->fb);
-	fb_ref bufs = fb_create_struct_vector(w->fb, p.layout, (uint32_t)p.n_bufs, 16, 8);
-	fb_ref nodes = fb_create_struct_vector(w->fb, p.nodes, (uint32_t)p.n_nodes, 16, 8);
-	fb_start_table(w->fb);
-	fb_slot_i64(w->fb, 0, (int64_t)b->n_rows, 0);
-	fb_slot_ref(w->fb, 1, nodes);
-	fb_slot_ref(w->fb, 2, bufs);
-	fb_ref rb = fb_end_table(w->fb);
+	fmt_fb_builder_reset(w->fb);
+	fmt_fb_ref bufs = fmt_fb_create_struct_vector(w->fb, p.layout, (uint32_t)p.n_bufs, 16, 8);
+	fmt_fb_ref nodes = fmt_fb_create_struct_vector(w->fb, p.nodes, (uint32_t)p.n_nodes, 16, 8);
+	fmt_fb_start_table(w->fb);
+	fmt_fb_slot_i64(w->fb, 0, (int64_t)b->n_rows, 0);
+	fmt_fb_slot_ref(w->fb, 1, nodes);
+	fmt_fb_slot_ref(w->fb, 2, bufs);
+	fmt_fb_ref rb = fmt_fb_end_table(w->fb);
 	uint64_t at = w->pos;
 	uint64_t meta = frame_message(w, rb, HDR_RECORD_BATCH, (int64_t)p.body, out, e);
 	if (!meta) {
@@ -982,8 +982,8 @@ done:
 
 static fmt_kind write_footer(fmt_ipc_writer *w, fmt_sb *out, fmt_err *e)
 {
-	fb_builder *fb = w->fb;
-	fb_builder_reset(fb);
+	fmt_fb_builder *fb = w->fb;
+	fmt_fb_builder_reset(fb);
 	uint8_t *blocks = calloc(w->n_blocks ? w->n_blocks : 1, 24);
 	if (!blocks)
 		return oom(e);
@@ -992,21 +992,21 @@ static fmt_kind write_footer(fmt_ipc_writer *w, fmt_sb *out, fmt_err *e)
 		fmt_wr_u32(blocks + 24 * i + 8, (uint32_t)w->blocks[3 * i + 1]);
 		fmt_wr_u64(blocks + 24 * i + 16, w->blocks[3 * i + 2]);
 	}
-	fb_ref dicts = fb_create_struct_vector(fb, NULL, 0, 24, 8);
-	fb_ref recs = fb_create_struct_vector(fb, blocks, (uint32_t)w->n_blocks, 24, 8);
+	fmt_fb_ref dicts = fmt_fb_create_struct_vector(fb, NULL, 0, 24, 8);
+	fmt_fb_ref recs = fmt_fb_create_struct_vector(fb, blocks, (uint32_t)w->n_blocks, 24, 8);
 	free(blocks);
-	fb_ref sch = encode_schema(fb, w->schema, e);
+	fmt_fb_ref sch = encode_schema(fb, w->schema, e);
 	if (!sch)
 		return e->kind;
-	fb_start_table(fb);
-	fb_slot_i16(fb, 0, META_V5, 0);
-	fb_slot_ref(fb, 1, sch);
-	fb_slot_ref(fb, 2, dicts);
-	fb_slot_ref(fb, 3, recs);
-	fb_ref root = fb_end_table(fb);
+	fmt_fb_start_table(fb);
+	fmt_fb_slot_i16(fb, 0, META_V5, 0);
+	fmt_fb_slot_ref(fb, 1, sch);
+	fmt_fb_slot_ref(fb, 2, dicts);
+	fmt_fb_slot_ref(fb, 3, recs);
+	fmt_fb_ref root = fmt_fb_end_table(fb);
 	const uint8_t *data;
 	size_t len;
-	if (fb_finish(fb, root, &data, &len))
+	if (fmt_fb_finish(fb, root, &data, &len))
 		return oom(e);
 	uint8_t n[4];
 	fmt_wr_u32(n, (uint32_t)len);
@@ -1032,7 +1032,7 @@ fmt_kind fmt_ipc_writer_end(fmt_ipc_writer *w, fmt_sb *out, fmt_err *e)
 void fmt_ipc_writer_free(fmt_ipc_writer *w)
 {
 	if (w->fb) {
-		fb_builder_free(w->fb);
+		fmt_fb_builder_free(w->fb);
 		free(w->fb);
 	}
 	free(w->blocks);

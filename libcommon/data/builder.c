@@ -37,7 +37,7 @@ static void end_offset(col_builder *b, const fmt_field *f)
 	}
 }
 
-void cb_null(col_builder *b, const fmt_field *f)
+void fmt_cb_null(col_builder *b, const fmt_field *f)
 {
 	static const char zeros[64];
 	set_valid(b, 0);
@@ -60,7 +60,7 @@ void cb_null(col_builder *b, const fmt_field *f)
 	b->rows++;
 }
 
-void cb_bool(col_builder *b, int v)
+void fmt_cb_bool(col_builder *b, int v)
 {
 	set_valid(b, 1);
 	if (b->rows % 8 == 0)
@@ -70,14 +70,14 @@ void cb_bool(col_builder *b, int v)
 	b->rows++;
 }
 
-void cb_fixed(col_builder *b, const void *le_bytes, size_t n)
+void fmt_cb_fixed(col_builder *b, const void *le_bytes, size_t n)
 {
 	set_valid(b, 1);
 	fmt_sb_put(&b->values, le_bytes, n);
 	b->rows++;
 }
 
-void cb_bytes(col_builder *b, const fmt_field *f, const void *p, size_t n)
+void fmt_cb_bytes(col_builder *b, const fmt_field *f, const void *p, size_t n)
 {
 	set_valid(b, 1);
 	start_offsets(b, f);
@@ -97,7 +97,7 @@ static fmt_kind give(fmt_sb *sb, fmt_batch *batch, const uint8_t **to, fmt_err *
 	return k;
 }
 
-fmt_kind cb_finish(col_builder *b, const fmt_field *f, fmt_batch *batch, fmt_column *c, fmt_err *e)
+fmt_kind fmt_cb_finish(col_builder *b, const fmt_field *f, fmt_batch *batch, fmt_column *c, fmt_err *e)
 {
 	static const uint8_t zero_offsets[8];
 	static const uint8_t empty[1];
@@ -126,7 +126,7 @@ fmt_kind cb_finish(col_builder *b, const fmt_field *f, fmt_batch *batch, fmt_col
 	return FMT_OK;
 }
 
-void cb_free(col_builder *b)
+void fmt_cb_free(col_builder *b)
 {
 	fmt_sb_free(&b->validity);
 	fmt_sb_free(&b->values);

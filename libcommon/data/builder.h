@@ -12,12 +12,12 @@ typedef struct col_builder {
 	uint64_t rows, nulls;
 } col_builder;
 
-void cb_null(col_builder *b, const fmt_field *f);
-void cb_bool(col_builder *b, int v);
-void cb_fixed(col_builder *b, const void *le_bytes, size_t n);   /* one value's bytes */
-void cb_bytes(col_builder *b, const fmt_field *f, const void *p, size_t n);
+void fmt_cb_null(col_builder *b, const fmt_field *f);
+void fmt_cb_bool(col_builder *b, int v);
+void fmt_cb_fixed(col_builder *b, const void *le_bytes, size_t n);   /* one value's bytes */
+void fmt_cb_bytes(col_builder *b, const fmt_field *f, const void *p, size_t n);
 /* Move the built column into c, its buffers owned by batch; the builder is empty after. */
-fmt_kind cb_finish(col_builder *b, const fmt_field *f, fmt_batch *batch, fmt_column *c, fmt_err *e);
-void cb_free(col_builder *b);
+fmt_kind fmt_cb_finish(col_builder *b, const fmt_field *f, fmt_batch *batch, fmt_column *c, fmt_err *e);
+void fmt_cb_free(col_builder *b);
 
 #endif

@@ -249,14 +249,14 @@ static int forced_type(const char *name, fmt_field *f)
 static fmt_kind infer(fmt_table *t, csv_state *s, char **names, fmt_err *e)
 {
 	const fmt_dataset_opts *o = t->opts;
-	tv_infer *inf = calloc(s->n_cols, sizeof *inf);
+	fmt_tv_infer *inf = calloc(s->n_cols, sizeof *inf);
 	fmt_kind k = FMT_OK;
 	uint64_t rows = 0;
 	int got = 1;
 	if (!inf)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	for (size_t i = 0; i < s->n_cols; i++)
-		tv_infer_init(&inf[i]);
+		fmt_tv_infer_init(&inf[i]);
 	while (k == FMT_OK && (k = next_record(s, &got, e)) == FMT_OK && got) {
 		if ((k = count_check(s, e)) != FMT_OK)
 			break;
@@ -265,14 +265,14 @@ static fmt_kind infer(fmt_table *t, csv_state *s, char **names, fmt_err *e)
 			if (is_null(s, i))
 				inf[i].nulls = 1;
 			else if (inf[i].can)
-				tv_infer_add(&inf[i], field_ptr(s, i), s->fields[i].len);
+				fmt_tv_infer_add(&inf[i], field_ptr(s, i), s->fields[i].len);
 			else
 				inf[i].seen = 1;
 		}
 	}
 	for (size_t i = 0; k == FMT_OK && i < s->n_cols; i++) {
 		fmt_field f = { .name = names[i] };
-		tv_infer_field(&inf[i], &f);
+		fmt_tv_infer_field(&inf[i], &f);
 		const json_t *want = o && o->schema ? json_object_get(o->schema, names[i]) : NULL;
 		if (want && !(json_is_string(want) && forced_type(json_string_value(want), &f)))
 			k = fmt_fail(e, FMT_USAGE, "--schema: column '%s': unknown type (bool, int8..int64, uint8..uint64, float16/32/64, utf8, large_utf8, binary, date32, timestamp[s|ms|us|ns])",
@@ -436,7 +436,7 @@ static int parse_date(const char *p, size_t n, int32_t *out)
 		return 0;
 	memcpy(buf, p, 10);
 	memcpy(buf + 10, "T00:00:00Z", 11);
-	if (!tv_rfc3339(buf, 20, &secs, &ns, &nd))
+	if (!fmt_tv_rfc3339(buf, 20, &secs, &ns, &nd))
 		return 0;
 	*out = (int32_t)(secs / 86400);
 	return 1;
@@ -469,17 +469,17 @@ static fmt_kind put_value(csv_state *s, size_t i, const fmt_field *f, col_builde
 	double d;
 	int bv;
 	if (is_null(s, i)) {
-		cb_null(b, f);
+		fmt_cb_null(b, f);
 		return FMT_OK;
 	}
 	switch (f->type) {
 	case FMT_C_BOOL:
-		if (!tv_bool(p, n, &bv))
+		if (!fmt_tv_bool(p, n, &bv))
 			return bad_value(s, i, f, e);
-		cb_bool(b, bv);
+		fmt_cb_bool(b, bv);
 		return FMT_OK;
 	case FMT_C_UTF8: case FMT_C_LARGE_UTF8:
-		cb_bytes(b, f, p, n);
+		fmt_cb_bytes(b, f, p, n);
 		return FMT_OK;
 	case FMT_C_BINARY: {
 		uint8_t *tmp = malloc(n / 2 + 1);
@@ -487,12 +487,12 @@ static fmt_kind put_value(csv_state *s, size_t i, const fmt_field *f, col_builde
 			return fmt_fail(e, FMT_IO, "out of memory");
 		int ok = unhex(p, n, tmp);
 		if (ok)
-			cb_bytes(b, f, tmp, n / 2);
+			fmt_cb_bytes(b, f, tmp, n / 2);
 		free(tmp);
 		return ok ? FMT_OK : bad_value(s, i, f, e);
 	}
 	case FMT_C_F16: case FMT_C_F32: case FMT_C_F64:
-		if (!tv_float(p, n, &d))
+		if (!fmt_tv_float(p, n, &d))
 			return bad_value(s, i, f, e);
 		if (f->type == FMT_C_F64) {
 			uint64_t u;
@@ -503,16 +503,16 @@ static fmt_kind put_value(csv_state *s, size_t i, const fmt_field *f, col_builde
 		} else {
 			fmt_wr_u16(le, fmt_f32_to_f16((float)d));
 		}
-		cb_fixed(b, le, fmt_ctype_width(f->type));
+		fmt_cb_fixed(b, le, fmt_ctype_width(f->type));
 		return FMT_OK;
 	case FMT_C_TIMESTAMP: {
 		int64_t secs;
 		uint32_t ns;
 		int nd;
-		if (!tv_rfc3339(p, n, &secs, &ns, &nd) || !tv_to_unit(secs, ns, f->unit, &v))
+		if (!fmt_tv_rfc3339(p, n, &secs, &ns, &nd) || !fmt_tv_to_unit(secs, ns, f->unit, &v))
 			return bad_value(s, i, f, e);
 		fmt_wr_u64(le, (uint64_t)v);
-		cb_fixed(b, le, 8);
+		fmt_cb_fixed(b, le, 8);
 		return FMT_OK;
 	}
 	case FMT_C_DATE32: {
@@ -520,7 +520,7 @@ static fmt_kind put_value(csv_state *s, size_t i, const fmt_field *f, col_builde
 		if (!parse_date(p, n, &days))
 			return bad_value(s, i, f, e);
 		fmt_wr_u32(le, (uint32_t)days);
-		cb_fixed(b, le, 4);
+		fmt_cb_fixed(b, le, 4);
 		return FMT_OK;
 	}
 	default: {
@@ -538,7 +538,7 @@ static fmt_kind put_value(csv_state *s, size_t i, const fmt_field *f, col_builde
 			if (*end || (u == UINT64_MAX && strcmp(tmp, "18446744073709551615")))
 				return bad_value(s, i, f, e);
 		} else {
-			if (!tv_int64(p, n, &v))
+			if (!fmt_tv_int64(p, n, &v))
 				return bad_value(s, i, f, e);
 			int bits = (int)w * 8;
 			if (is_unsigned ? (v < 0 || (bits < 64 && v >= ((int64_t)1 << bits)))
@@ -547,7 +547,7 @@ static fmt_kind put_value(csv_state *s, size_t i, const fmt_field *f, col_builde
 			u = (uint64_t)v;
 		}
 		fmt_wr_u64(le, u);
-		cb_fixed(b, le, w);
+		fmt_cb_fixed(b, le, w);
 		return FMT_OK;
 	}
 	}
@@ -578,7 +578,7 @@ static fmt_kind csv_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 	}
 	b->n_rows = rows;
 	for (size_t i = 0; i < s->n_cols && k == FMT_OK; i++)
-		k = cb_finish(&s->cols[i], &sc->fields[i], b, &b->columns[i], e);
+		k = fmt_cb_finish(&s->cols[i], &sc->fields[i], b, &b->columns[i], e);
 	return k;
 }
 
@@ -588,7 +588,7 @@ static void csv_close(fmt_table *t)
 	if (!s)
 		return;
 	for (size_t i = 0; s->cols && i < s->n_cols; i++)
-		cb_free(&s->cols[i]);
+		fmt_cb_free(&s->cols[i]);
 	free(s->cols);
 	free(s->buf);
 	free(s->fields);

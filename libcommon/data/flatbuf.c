@@ -6,7 +6,7 @@
 
 /* ---- reader ---- */
 
-static int table_at(const uint8_t *buf, size_t len, size_t pos, fb_table *out)
+static int table_at(const uint8_t *buf, size_t len, size_t pos, fmt_fb_table *out)
 {
 	if (len < 4 || pos > len - 4)
 		return -1;
@@ -19,18 +19,18 @@ static int table_at(const uint8_t *buf, size_t len, size_t pos, fb_table *out)
 		return -1;
 	if (size < 4 || size > len - pos)
 		return -1;
-	*out = (fb_table){ buf, len, pos, (size_t)vt, vt_len, size };
+	*out = (fmt_fb_table){ buf, len, pos, (size_t)vt, vt_len, size };
 	return 0;
 }
 
-int fb_root(const uint8_t *buf, size_t len, fb_table *out)
+int fmt_fb_root(const uint8_t *buf, size_t len, fmt_fb_table *out)
 {
 	if (len < 8)
 		return -1;
 	return table_at(buf, len, fmt_rd_u32(buf), out);
 }
 
-int fb_field_pos(const fb_table *t, unsigned id, size_t width, size_t *pos)
+int fmt_fb_field_pos(const fmt_fb_table *t, unsigned id, size_t width, size_t *pos)
 {
 	size_t slot = 4 + 2 * (size_t)id;
 	if (slot + 2 > t->vt_len)
@@ -44,43 +44,43 @@ int fb_field_pos(const fb_table *t, unsigned id, size_t width, size_t *pos)
 	return 1;
 }
 
-int fb_u8(const fb_table *t, unsigned id, uint8_t def, uint8_t *out)
+int fmt_fb_u8(const fmt_fb_table *t, unsigned id, uint8_t def, uint8_t *out)
 {
 	size_t p;
-	int r = fb_field_pos(t, id, 1, &p);
+	int r = fmt_fb_field_pos(t, id, 1, &p);
 	*out = r == 1 ? t->buf[p] : def;
 	return r < 0 ? -1 : 0;
 }
 
-int fb_i16(const fb_table *t, unsigned id, int16_t def, int16_t *out)
+int fmt_fb_i16(const fmt_fb_table *t, unsigned id, int16_t def, int16_t *out)
 {
 	size_t p;
-	int r = fb_field_pos(t, id, 2, &p);
+	int r = fmt_fb_field_pos(t, id, 2, &p);
 	*out = r == 1 ? (int16_t)fmt_rd_u16(t->buf + p) : def;
 	return r < 0 ? -1 : 0;
 }
 
-int fb_i32(const fb_table *t, unsigned id, int32_t def, int32_t *out)
+int fmt_fb_i32(const fmt_fb_table *t, unsigned id, int32_t def, int32_t *out)
 {
 	size_t p;
-	int r = fb_field_pos(t, id, 4, &p);
+	int r = fmt_fb_field_pos(t, id, 4, &p);
 	*out = r == 1 ? (int32_t)fmt_rd_u32(t->buf + p) : def;
 	return r < 0 ? -1 : 0;
 }
 
-int fb_i64(const fb_table *t, unsigned id, int64_t def, int64_t *out)
+int fmt_fb_i64(const fmt_fb_table *t, unsigned id, int64_t def, int64_t *out)
 {
 	size_t p;
-	int r = fb_field_pos(t, id, 8, &p);
+	int r = fmt_fb_field_pos(t, id, 8, &p);
 	*out = r == 1 ? (int64_t)fmt_rd_u64(t->buf + p) : def;
 	return r < 0 ? -1 : 0;
 }
 
 /* The absolute position an offset field points to. */
-static int follow(const fb_table *t, unsigned id, size_t *target)
+static int follow(const fmt_fb_table *t, unsigned id, size_t *target)
 {
 	size_t p;
-	int r = fb_field_pos(t, id, 4, &p);
+	int r = fmt_fb_field_pos(t, id, 4, &p);
 	if (r <= 0)
 		return r;
 	uint64_t to = (uint64_t)p + fmt_rd_u32(t->buf + p);
@@ -90,7 +90,7 @@ static int follow(const fb_table *t, unsigned id, size_t *target)
 	return 1;
 }
 
-int fb_table_field(const fb_table *t, unsigned id, fb_table *out)
+int fmt_fb_table_field(const fmt_fb_table *t, unsigned id, fmt_fb_table *out)
 {
 	size_t to;
 	int r = follow(t, id, &to);
@@ -99,7 +99,7 @@ int fb_table_field(const fb_table *t, unsigned id, fb_table *out)
 	return table_at(t->buf, t->len, to, out) ? -1 : 1;
 }
 
-int fb_vector(const fb_table *t, unsigned id, size_t elem_size, size_t *at, uint32_t *n)
+int fmt_fb_vector(const fmt_fb_table *t, unsigned id, size_t elem_size, size_t *at, uint32_t *n)
 {
 	size_t to;
 	int r = follow(t, id, &to);
@@ -116,16 +116,16 @@ int fb_vector(const fb_table *t, unsigned id, size_t elem_size, size_t *at, uint
 	return 1;
 }
 
-int fb_string(const fb_table *t, unsigned id, const char **s, uint32_t *n)
+int fmt_fb_string(const fmt_fb_table *t, unsigned id, const char **s, uint32_t *n)
 {
 	size_t at;
-	int r = fb_vector(t, id, 1, &at, n);
+	int r = fmt_fb_vector(t, id, 1, &at, n);
 	if (r == 1)
 		*s = (const char *)t->buf + at;
 	return r;
 }
 
-int fb_vector_table(const fb_table *t, size_t at, uint32_t i, fb_table *out)
+int fmt_fb_vector_table(const fmt_fb_table *t, size_t at, uint32_t i, fmt_fb_table *out)
 {
 	size_t p = at + 4 * (size_t)i;
 	if (p > t->len - 4)
@@ -138,20 +138,20 @@ int fb_vector_table(const fb_table *t, size_t at, uint32_t i, fb_table *out)
 
 /* ---- builder ---- */
 
-void fb_builder_init(fb_builder *b)
+void fmt_fb_builder_init(fmt_fb_builder *b)
 {
 	memset(b, 0, sizeof *b);
 	b->min_align = 1;
 }
 
-void fb_builder_free(fb_builder *b)
+void fmt_fb_builder_free(fmt_fb_builder *b)
 {
 	free(b->buf);
 	free(b->vtables);
 	memset(b, 0, sizeof *b);
 }
 
-void fb_builder_reset(fb_builder *b)
+void fmt_fb_builder_reset(fmt_fb_builder *b)
 {
 	b->used = 0;
 	b->min_align = 1;
@@ -161,7 +161,7 @@ void fb_builder_reset(fb_builder *b)
 }
 
 /* Room for n more bytes at the front; the data moves to the end of a larger buffer. */
-static int reserve(fb_builder *b, size_t n)
+static int reserve(fmt_fb_builder *b, size_t n)
 {
 	if (b->oom)
 		return -1;
@@ -188,12 +188,12 @@ static int reserve(fb_builder *b, size_t n)
 	return 0;
 }
 
-static uint8_t *front(fb_builder *b)
+static uint8_t *front(fmt_fb_builder *b)
 {
 	return b->buf + b->cap - b->used;
 }
 
-static void push_bytes(fb_builder *b, const void *data, size_t n)
+static void push_bytes(fmt_fb_builder *b, const void *data, size_t n)
 {
 	if (n == 0 || reserve(b, n))
 		return;
@@ -202,7 +202,7 @@ static void push_bytes(fb_builder *b, const void *data, size_t n)
 		memcpy(front(b), data, n);
 }
 
-static void push_zeros(fb_builder *b, size_t n)
+static void push_zeros(fmt_fb_builder *b, size_t n)
 {
 	if (n == 0 || reserve(b, n))
 		return;
@@ -211,14 +211,14 @@ static void push_zeros(fb_builder *b, size_t n)
 }
 
 /* Pad so that after len more bytes the used size is a multiple of align. */
-static void align_for(fb_builder *b, size_t len, size_t align)
+static void align_for(fmt_fb_builder *b, size_t len, size_t align)
 {
 	if (align > b->min_align)
 		b->min_align = align;
 	push_zeros(b, (~(b->used + len) + 1) & (align - 1));
 }
 
-static void push_le(fb_builder *b, uint64_t v, size_t size)
+static void push_le(fmt_fb_builder *b, uint64_t v, size_t size)
 {
 	uint8_t tmp[8];
 	for (size_t i = 0; i < size; i++)
@@ -227,46 +227,46 @@ static void push_le(fb_builder *b, uint64_t v, size_t size)
 	push_bytes(b, tmp, size);
 }
 
-static void push_ref(fb_builder *b, fb_ref r)
+static void push_ref(fmt_fb_builder *b, fmt_fb_ref r)
 {
 	align_for(b, 4, 4);
 	push_le(b, (uint32_t)(b->used + 4 - r), 4);
 }
 
-fb_ref fb_create_string(fb_builder *b, const char *s, size_t n)
+fmt_fb_ref fmt_fb_create_string(fmt_fb_builder *b, const char *s, size_t n)
 {
 	align_for(b, n + 1, 4);
 	push_zeros(b, 1);
 	push_bytes(b, s, n);
 	push_le(b, (uint32_t)n, 4);
-	return (fb_ref)b->used;
+	return (fmt_fb_ref)b->used;
 }
 
-fb_ref fb_create_struct_vector(fb_builder *b, const void *data, uint32_t n, size_t elem_size,
+fmt_fb_ref fmt_fb_create_struct_vector(fmt_fb_builder *b, const void *data, uint32_t n, size_t elem_size,
 			       size_t align)
 {
 	align_for(b, (size_t)n * elem_size, align > 4 ? align : 4);
 	push_bytes(b, data, (size_t)n * elem_size);
 	push_le(b, n, 4);
-	return (fb_ref)b->used;
+	return (fmt_fb_ref)b->used;
 }
 
-fb_ref fb_create_ref_vector(fb_builder *b, const fb_ref *refs, uint32_t n)
+fmt_fb_ref fmt_fb_create_ref_vector(fmt_fb_builder *b, const fmt_fb_ref *refs, uint32_t n)
 {
 	align_for(b, (size_t)n * 4, 4);
 	for (uint32_t i = n; i-- > 0;)
 		push_ref(b, refs[i]);
 	push_le(b, n, 4);
-	return (fb_ref)b->used;
+	return (fmt_fb_ref)b->used;
 }
 
-void fb_start_table(fb_builder *b)
+void fmt_fb_start_table(fmt_fb_builder *b)
 {
 	b->n_fields = 0;
 	b->table_start = (uint32_t)b->used;
 }
 
-static void track(fb_builder *b, unsigned id)
+static void track(fmt_fb_builder *b, unsigned id)
 {
 	if (b->n_fields >= FB_MAX_FIELDS) {
 		b->oom = 1;
@@ -277,7 +277,7 @@ static void track(fb_builder *b, unsigned id)
 	b->n_fields++;
 }
 
-void fb_slot_u8(fb_builder *b, unsigned id, uint8_t v, uint8_t def)
+void fmt_fb_slot_u8(fmt_fb_builder *b, unsigned id, uint8_t v, uint8_t def)
 {
 	if (v != def) {
 		push_le(b, v, 1);
@@ -285,7 +285,7 @@ void fb_slot_u8(fb_builder *b, unsigned id, uint8_t v, uint8_t def)
 	}
 }
 
-void fb_slot_i16(fb_builder *b, unsigned id, int16_t v, int16_t def)
+void fmt_fb_slot_i16(fmt_fb_builder *b, unsigned id, int16_t v, int16_t def)
 {
 	if (v != def) {
 		push_le(b, (uint16_t)v, 2);
@@ -293,7 +293,7 @@ void fb_slot_i16(fb_builder *b, unsigned id, int16_t v, int16_t def)
 	}
 }
 
-void fb_slot_i32(fb_builder *b, unsigned id, int32_t v, int32_t def)
+void fmt_fb_slot_i32(fmt_fb_builder *b, unsigned id, int32_t v, int32_t def)
 {
 	if (v != def) {
 		push_le(b, (uint32_t)v, 4);
@@ -301,7 +301,7 @@ void fb_slot_i32(fb_builder *b, unsigned id, int32_t v, int32_t def)
 	}
 }
 
-void fb_slot_i64(fb_builder *b, unsigned id, int64_t v, int64_t def)
+void fmt_fb_slot_i64(fmt_fb_builder *b, unsigned id, int64_t v, int64_t def)
 {
 	if (v != def) {
 		push_le(b, (uint64_t)v, 8);
@@ -309,14 +309,14 @@ void fb_slot_i64(fb_builder *b, unsigned id, int64_t v, int64_t def)
 	}
 }
 
-void fb_slot_ref(fb_builder *b, unsigned id, fb_ref r)
+void fmt_fb_slot_ref(fmt_fb_builder *b, unsigned id, fmt_fb_ref r)
 {
 	push_ref(b, r);
 	track(b, id);
 }
 
 /* The soffset, then the vtable in front of it, or a pointer to an identical earlier one. */
-fb_ref fb_end_table(fb_builder *b)
+fmt_fb_ref fmt_fb_end_table(fmt_fb_builder *b)
 {
 	push_le(b, 0, 4);
 	uint32_t table_rev = (uint32_t)b->used;
@@ -362,7 +362,7 @@ fb_ref fb_end_table(fb_builder *b)
 	return table_rev;
 }
 
-int fb_finish(fb_builder *b, fb_ref root, const uint8_t **data, size_t *len)
+int fmt_fb_finish(fmt_fb_builder *b, fmt_fb_ref root, const uint8_t **data, size_t *len)
 {
 	align_for(b, 4, b->min_align);
 	push_ref(b, root);

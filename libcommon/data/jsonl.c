@@ -21,7 +21,7 @@ enum { J_NULL = 1, J_BOOL = 2, J_INT = 4, J_REAL = 8, J_STR = 16, J_ARRAY = 32, 
 typedef struct jcol {
 	char *name;
 	unsigned kinds;
-	tv_infer str;          /* the strings: all timestamps? */
+	fmt_tv_infer str;          /* the strings: all timestamps? */
 	long list_len;         /* arrays: common length, -1 when they differ */
 	int list_real;         /* arrays hold a non-integer */
 	int list_bad;          /* arrays hold something other than numbers */
@@ -123,7 +123,7 @@ static jcol *column(jsonl_state *s, const char *name, fmt_err *e)
 	memset(c, 0, sizeof *c);
 	c->name = strdup(name);
 	c->list_len = -2;
-	tv_infer_init(&c->str);
+	fmt_tv_infer_init(&c->str);
 	if (!c->name)
 		fmt_fail(e, FMT_IO, "out of memory");
 	return c->name ? c : NULL;
@@ -140,7 +140,7 @@ static void observe(jcol *c, json_t *v)
 	case JSON_REAL: c->kinds |= J_REAL; break;
 	case JSON_STRING:
 		c->kinds |= J_STR;
-		tv_infer_add(&c->str, json_string_value(v), json_string_length(v));
+		fmt_tv_infer_add(&c->str, json_string_value(v), json_string_length(v));
 		break;
 	case JSON_ARRAY:
 		c->kinds |= J_ARRAY;
@@ -172,7 +172,7 @@ static void jcol_field(const jcol *c, uint64_t rows, fmt_field *f)
 		f->type = FMT_C_F64;
 	else if (k == J_STR && (c->str.can & TV_TIME)) {
 		f->type = FMT_C_TIMESTAMP;
-		f->unit = tv_unit_for_digits(c->str.digits);
+		f->unit = fmt_tv_unit_for_digits(c->str.digits);
 		f->timezone = "UTC";
 	} else if (k == J_ARRAY && c->list_len > 0 && !c->list_bad) {
 		f->type = FMT_C_FIXED_SIZE_LIST;
@@ -182,6 +182,9 @@ static void jcol_field(const jcol *c, uint64_t rows, fmt_field *f)
 		f->type = FMT_C_UTF8;
 }
 
+/* A complete JSON object on the first line and another object starting the second: below the
+ * index drivers (a one-line JSON file is not taken for a dataset; one-row files: --from jsonl),
+ * above a safetensors length that happens to be followed by '{'. */
 static int probe(const uint8_t *head, size_t n, uint64_t size)
 {
 	size_t i = 0;
@@ -189,15 +192,20 @@ static int probe(const uint8_t *head, size_t n, uint64_t size)
 		i++;
 	if (i == n || head[i] != '{' || memchr(head, 0, n))
 		return 0;
-	/* the first line is a whole JSON object (a safetensors length never parses as one) */
 	const uint8_t *nl = memchr(head + i, '\n', n - i);
-	if (!nl && n != size)
-		return 20;
-	json_t *v = json_loadb((const char *)head + i, (size_t)((nl ? nl : head + n) - (head + i)),
-			       JSON_REJECT_DUPLICATES, NULL);
+	if (!nl)
+		return n < size ? 20 : 0;
+	json_t *v = json_loadb((const char *)head + i, (size_t)(nl - (head + i)), JSON_REJECT_DUPLICATES, NULL);
 	int ok = json_is_object(v);
 	json_decref(v);
-	return ok ? 90 : 0;
+	if (!ok)
+		return 0;
+	size_t k = (size_t)(nl - head) + 1;
+	while (k < n && (head[k] == ' ' || head[k] == '\n' || head[k] == '\r' || head[k] == '\t'))
+		k++;
+	if (k == n)
+		return n < size ? 40 : 0;
+	return head[k] == '{' ? 70 : 0;
 }
 
 static fmt_kind jsonl_open(fmt_table *t, fmt_err *e)
@@ -257,35 +265,35 @@ static fmt_kind put(jsonl_state *s, const fmt_field *f, json_t *v, col_builder *
 {
 	uint8_t le[8];
 	if (!v || json_is_null(v)) {
-		cb_null(b, f);
+		fmt_cb_null(b, f);
 		return FMT_OK;
 	}
 	switch (f->type) {
 	case FMT_C_BOOL:
-		cb_bool(b, json_is_true(v));
+		fmt_cb_bool(b, json_is_true(v));
 		return FMT_OK;
 	case FMT_C_I64:
 		fmt_wr_u64(le, (uint64_t)json_integer_value(v));
-		cb_fixed(b, le, 8);
+		fmt_cb_fixed(b, le, 8);
 		return FMT_OK;
 	case FMT_C_F64: {
 		double d = json_number_value(v);
 		uint64_t u;
 		memcpy(&u, &d, 8);
 		fmt_wr_u64(le, u);
-		cb_fixed(b, le, 8);
+		fmt_cb_fixed(b, le, 8);
 		return FMT_OK;
 	}
 	case FMT_C_TIMESTAMP: {
 		int64_t secs, out;
 		uint32_t ns;
 		int nd;
-		if (!tv_rfc3339(json_string_value(v), json_string_length(v), &secs, &ns, &nd) ||
-		    !tv_to_unit(secs, ns, f->unit, &out))
+		if (!fmt_tv_rfc3339(json_string_value(v), json_string_length(v), &secs, &ns, &nd) ||
+		    !fmt_tv_to_unit(secs, ns, f->unit, &out))
 			return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu: key \"%s\": timestamp out of range",
 					(unsigned long long)s->line - 1, f->name);
 		fmt_wr_u64(le, (uint64_t)out);
-		cb_fixed(b, le, 8);
+		fmt_cb_fixed(b, le, 8);
 		return FMT_OK;
 	}
 	case FMT_C_FIXED_SIZE_LIST: {
@@ -303,17 +311,17 @@ static fmt_kind put(jsonl_state *s, const fmt_field *f, json_t *v, col_builder *
 			fmt_sb_put(&b->values, (const char *)le, 8);
 		}
 		/* the validity bit and row count: a zero-length value after the items */
-		cb_fixed(b, le, 0);
+		fmt_cb_fixed(b, le, 0);
 		return FMT_OK;
 	}
 	default:
 		if (json_is_string(v)) {
-			cb_bytes(b, f, json_string_value(v), json_string_length(v));
+			fmt_cb_bytes(b, f, json_string_value(v), json_string_length(v));
 		} else {
 			char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 			if (!text)
 				return fmt_fail(e, FMT_IO, "out of memory");
-			cb_bytes(b, f, text, strlen(text));
+			fmt_cb_bytes(b, f, text, strlen(text));
 			free(text);
 		}
 		return FMT_OK;
@@ -345,7 +353,7 @@ static fmt_kind jsonl_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 	}
 	b->n_rows = rows;
 	for (size_t i = 0; i < s->n_cols && k == FMT_OK; i++)
-		k = cb_finish(&s->build[i], &t->schema.fields[i], b, &b->columns[i], e);
+		k = fmt_cb_finish(&s->build[i], &t->schema.fields[i], b, &b->columns[i], e);
 	return k;
 }
 
@@ -357,7 +365,7 @@ static void jsonl_close(fmt_table *t)
 	for (size_t i = 0; i < s->n_cols; i++) {
 		free(s->cols[i].name);
 		if (s->build)
-			cb_free(&s->build[i]);
+			fmt_cb_free(&s->build[i]);
 	}
 	free(s->cols);
 	free(s->build);

@@ -6,7 +6,7 @@
 #include "fmt/cell.h"
 #include "textval.h"
 
-int tv_bool(const char *s, size_t n, int *v)
+int fmt_tv_bool(const char *s, size_t n, int *v)
 {
 	if ((n == 4 && (!memcmp(s, "true", 4) || !memcmp(s, "True", 4) || !memcmp(s, "TRUE", 4)))) {
 		*v = 1;
@@ -19,7 +19,7 @@ int tv_bool(const char *s, size_t n, int *v)
 	return 0;
 }
 
-int tv_int64(const char *s, size_t n, int64_t *v)
+int fmt_tv_int64(const char *s, size_t n, int64_t *v)
 {
 	size_t i = 0;
 	int neg = 0;
@@ -41,7 +41,7 @@ int tv_int64(const char *s, size_t n, int64_t *v)
 	return 1;
 }
 
-int tv_float(const char *s, size_t n, double *v)
+int fmt_tv_float(const char *s, size_t n, double *v)
 {
 	char buf[128];
 	if (n == 0 || n >= sizeof buf)
@@ -77,7 +77,7 @@ static int digits(const char *s, int n, int *out)
 	return 1;
 }
 
-int tv_rfc3339(const char *s, size_t n, int64_t *secs, uint32_t *nanos, int *ndig)
+int fmt_tv_rfc3339(const char *s, size_t n, int64_t *secs, uint32_t *nanos, int *ndig)
 {
 	int y, mo, d, h, mi, se, oh = 0, om = 0, sign = 0;
 	size_t i = 19;
@@ -127,12 +127,12 @@ int tv_rfc3339(const char *s, size_t n, int64_t *secs, uint32_t *nanos, int *ndi
 	return 1;
 }
 
-fmt_time_unit tv_unit_for_digits(int d)
+fmt_time_unit fmt_tv_unit_for_digits(int d)
 {
 	return d == 0 ? FMT_TU_S : d <= 3 ? FMT_TU_MS : d <= 6 ? FMT_TU_US : FMT_TU_NS;
 }
 
-int tv_to_unit(int64_t secs, uint32_t nanos, fmt_time_unit unit, int64_t *out)
+int fmt_tv_to_unit(int64_t secs, uint32_t nanos, fmt_time_unit unit, int64_t *out)
 {
 	static const int64_t per[] = { 1, 1000, 1000000, 1000000000 };
 	int64_t v;
@@ -143,14 +143,14 @@ int tv_to_unit(int64_t secs, uint32_t nanos, fmt_time_unit unit, int64_t *out)
 	return 1;
 }
 
-void tv_infer_init(tv_infer *t)
+void fmt_tv_infer_init(fmt_tv_infer *t)
 {
 	t->can = TV_BOOL | TV_INT | TV_FLOAT | TV_TIME;
 	t->seen = t->nulls = 0;
 	t->digits = 0;
 }
 
-void tv_infer_add(tv_infer *t, const char *s, size_t n)
+void fmt_tv_infer_add(fmt_tv_infer *t, const char *s, size_t n)
 {
 	int b;
 	int64_t i;
@@ -159,21 +159,21 @@ void tv_infer_add(tv_infer *t, const char *s, size_t n)
 	uint32_t ns;
 	int nd;
 	t->seen = 1;
-	if ((t->can & TV_BOOL) && !tv_bool(s, n, &b))
+	if ((t->can & TV_BOOL) && !fmt_tv_bool(s, n, &b))
 		t->can &= ~(unsigned)TV_BOOL;
-	if ((t->can & TV_INT) && !tv_int64(s, n, &i))
+	if ((t->can & TV_INT) && !fmt_tv_int64(s, n, &i))
 		t->can &= ~(unsigned)TV_INT;
-	if ((t->can & TV_FLOAT) && !tv_float(s, n, &d))
+	if ((t->can & TV_FLOAT) && !fmt_tv_float(s, n, &d))
 		t->can &= ~(unsigned)TV_FLOAT;
 	if (t->can & TV_TIME) {
-		if (!tv_rfc3339(s, n, &secs, &ns, &nd))
+		if (!fmt_tv_rfc3339(s, n, &secs, &ns, &nd))
 			t->can &= ~(unsigned)TV_TIME;
 		else if (nd > t->digits)
 			t->digits = nd;
 	}
 }
 
-void tv_infer_field(const tv_infer *t, fmt_field *f)
+void fmt_tv_infer_field(const fmt_tv_infer *t, fmt_field *f)
 {
 	f->nullable = t->nulls != 0;
 	f->timezone = NULL;
@@ -187,7 +187,7 @@ void tv_infer_field(const tv_infer *t, fmt_field *f)
 		f->type = FMT_C_F64;
 	else if (t->can & TV_TIME) {
 		f->type = FMT_C_TIMESTAMP;
-		f->unit = tv_unit_for_digits(t->digits);
+		f->unit = fmt_tv_unit_for_digits(t->digits);
 		f->timezone = "UTC";
 	} else
 		f->type = FMT_C_UTF8;

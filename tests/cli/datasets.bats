@@ -241,7 +241,7 @@ assert struct.unpack("<I",f[-4:])[0]==zlib.crc32(f[:-4])' out.ald
 	assert_failure 4
 	assert_output --partial "bad.jsonl: line 2, column"
 	printf '{"a":1}\n[1]\n' >arr.jsonl
-	run fmt-convert arr.jsonl out.ald
+	run fmt-convert --from jsonl arr.jsonl out.ald
 	assert_failure 4
 	assert_output --partial "line 2, column 1: not a JSON object"
 	[ ! -e out.ald ]

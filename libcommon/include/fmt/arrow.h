@@ -52,7 +52,7 @@ int fmt_ipc_probe(const uint8_t *head, size_t n);
 /* Encodes messages as arrow-rs does (metadata V5, 64-byte alignment, a validity bitmap for
  * every column), appending to a byte buffer the caller drains between calls. */
 typedef struct fmt_ipc_writer {
-	struct fb_builder *fb;
+	struct fmt_fb_builder *fb;
 	const fmt_schema *schema;
 	int file;              /* IPC file: magic, footer */
 	uint64_t pos;          /* bytes produced so far */
