@@ -144,10 +144,14 @@ restart:
 					pos++;
 					break;
 				}
-				if (c == '\n')
-					line++;
-				fmt_sb_put(&s->rec, &c, 1);
-				pos++;
+				/* a run up to the next quote in one copy */
+				const char *q = memchr(s->buf + pos, '"', s->end - pos);
+				size_t run = q ? (size_t)(q - (s->buf + pos)) : s->end - pos;
+				for (size_t j = 0; j < run; j++)
+					line += s->buf[pos + j] == '\n';
+				fmt_sb_put(&s->rec, s->buf + pos, run);
+				pos += run;
+				(void)c;
 			}
 			if (pos < s->end && s->buf[pos] != s->delim && s->buf[pos] != '\n' && s->buf[pos] != '\r')
 				return syntax(s, line, column, "characters after a closing quote", e);

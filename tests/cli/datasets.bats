@@ -104,6 +104,27 @@ assert struct.unpack("<I",f[-4:])[0]==zlib.crc32(f[:-4])' out.ald
 	[ "$(cat out.csv)" = "$(printf 'x\n1\n2\n2')" ]
 }
 
+@test "fmt-verify checks the card's payload SHA-256 (exit 6 when the CRC was recomputed over a wrong one)" {
+	fmt-convert --chunk-rows 2 in.csv s.ald
+	fmt-convert in.csv p.ald
+	run fmt-verify --json s.ald p.ald
+	assert_success
+	assert_line --index 0 '{"file":"s.ald","ok":true,"format":"ald","rows":3,"crc":"ieee"}'
+	for f in s.ald p.ald; do
+		/usr/bin/python3 -c 'import sys,zlib,struct; p=sys.argv[1]; f=bytearray(open(p,"rb").read())
+i=f.index(b"sha256")+8; f[i]=ord("0") if f[i]!=ord("0") else ord("1")
+f[-4:]=struct.pack("<I",zlib.crc32(bytes(f[:-4]))); open(p,"wb").write(f)' $f
+		run fmt-verify $f
+		assert_failure 6
+		assert_output --partial "payload SHA-256"
+		assert_output --partial "differs from the card's"
+	done
+	printf 'team secret' >secret
+	run fmt-verify --secret-file secret s.ald
+	assert_failure 5
+	assert_output --partial "signature checks of datasets are not supported yet"
+}
+
 @test "a payload whose schema differs from the schema block: exit 9 (SchemaMismatch), nothing written" {
 	run fmt-convert "$ALD_CASES/payload-schema-differs.ald" out.csv
 	assert_failure 9
