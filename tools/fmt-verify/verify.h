@@ -5,10 +5,15 @@
 #include "fmt/bundle.h"
 #include "fmt/cli.h"
 #include "fmt/model.h"
+#include "fmt/progress.h"
 #include "fmt/registry.h"
 #include "fmt/table.h"
 
 #define TOOL "fmt-verify"
+
+/* The progress line over the digests of one input (stderr a terminal, no -q/--no-progress);
+ * progress_end erases it, before anything is reported. */
+void progress_begin(fmt_progress *p, const fmt_common_opts *o);
 
 void report_ok(const fmt_model *m, const fmt_common_opts *o);
 /* A dataset: format, rows and the checksum kind its driver names. */
