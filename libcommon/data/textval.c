@@ -65,6 +65,39 @@ int fmt_tv_float(const char *s, size_t n, double *v)
 	return 1;
 }
 
+/* Whether s is a plain decimal float by its syntax alone ([+-] digits [. digits] [e [+-]
+ * digits], at least one digit); 1 yes, 0 no, -1 when only strtod can tell (nan, inf, an
+ * exponent that could overflow). Type inference calls this instead of converting. */
+static int float_syntax(const char *s, size_t n)
+{
+	size_t i = 0, digits_seen = 0, exp_digits = 0;
+	if (i < n && (s[i] == '+' || s[i] == '-'))
+		i++;
+	while (i < n && s[i] >= '0' && s[i] <= '9')
+		i++, digits_seen++;
+	if (i < n && s[i] == '.') {
+		i++;
+		while (i < n && s[i] >= '0' && s[i] <= '9')
+			i++, digits_seen++;
+	}
+	if (!digits_seen)
+		return i < n && (s[i] == 'n' || s[i] == 'N' || s[i] == 'i' || s[i] == 'I') ? -1 : 0;
+	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+		i++;
+		if (i < n && (s[i] == '+' || s[i] == '-'))
+			i++;
+		while (i < n && s[i] >= '0' && s[i] <= '9')
+			i++, exp_digits++;
+		if (!exp_digits)
+			return 0;
+		if (exp_digits > 2)
+			return i == n ? -1 : 0;
+	}
+	if (digits_seen > 300)
+		return i == n ? -1 : 0; /* could overflow: let strtod say */
+	return i == n;
+}
+
 static int digits(const char *s, int n, int *out)
 {
 	int v = 0;
@@ -163,8 +196,11 @@ void fmt_tv_infer_add(fmt_tv_infer *t, const char *s, size_t n)
 		t->can &= ~(unsigned)TV_BOOL;
 	if ((t->can & TV_INT) && !fmt_tv_int64(s, n, &i))
 		t->can &= ~(unsigned)TV_INT;
-	if ((t->can & TV_FLOAT) && !fmt_tv_float(s, n, &d))
-		t->can &= ~(unsigned)TV_FLOAT;
+	if (t->can & TV_FLOAT) {
+		int syn = float_syntax(s, n);
+		if (syn == 0 || (syn < 0 && !fmt_tv_float(s, n, &d)))
+			t->can &= ~(unsigned)TV_FLOAT;
+	}
 	if (t->can & TV_TIME) {
 		if (!fmt_tv_rfc3339(s, n, &secs, &ns, &nd))
 			t->can &= ~(unsigned)TV_TIME;
