@@ -273,6 +273,12 @@ Trusted comment: from minisign"
 	run fmt-sign sign -t comment model.bin
 	assert_failure 2
 	[ ! -e model.bin.minisig ]
+	# a missing key file is an I/O error naming it
+	run --separate-stderr fmt-sign sign -s missing.key model.bin
+	assert_failure 3
+	assert_equal "$stderr" "fmt-sign: error: missing.key: cannot open the secret key: No such file or directory"
+	run --separate-stderr fmt-sign verify -p missing.pub model.bin
+	assert_failure 3
 }
 
 @test "keygen --x25519 writes a 0600 secret and a one-line base64 public key under a comment" {

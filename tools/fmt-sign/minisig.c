@@ -1,5 +1,6 @@
 /* fmt-sign's Ed25519 side: minisign key pairs, X25519 key pairs, detached .minisig signatures. */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -186,6 +187,10 @@ static fmt_kind load_secret(const sign_opts *o, fmt_ms_secret *sec, char **path,
 {
 	fmt_hmac_key text = { 0 }, pw = { 0 };
 	fmt_kind k = key_path(o->seckey, "ed25519.key", path, e);
+	if (k == FMT_OK && access(*path, R_OK) != 0) {
+		k = fmt_fail(e, FMT_IO, "cannot open the secret key: %s", strerror(errno));
+		fmt_err_file(e, *path);
+	}
 	if (k == FMT_OK)
 		k = fmt_secret_from_file(*path, &text, e);
 	if (k != FMT_OK)
