@@ -11,20 +11,25 @@
 #define MAX_REPEATS 256
 
 enum { OPT_TO = FMT_OPT_FIRST_TOOL_OPTION, OPT_DTYPE, OPT_ARCH, OPT_SET, OPT_SET_FROM, OPT_INCLUDE,
-       OPT_EXCLUDE, OPT_DRY_RUN, OPT_SHARD, OPT_SIGN, OPT_NO_VERIFY };
+       OPT_EXCLUDE, OPT_DRY_RUN, OPT_SHARD, OPT_SIGN, OPT_NO_VERIFY, OPT_APR_LAYOUT };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: " TOOL " [OPTIONS] INPUT OUTPUT\n"
 		"Convert a model between safetensors (single file or sharded index), GGUF\n"
-		"(single file or split set) and Apsi checkpoints (.apsim, single or sharded),\n"
+		"(single file or split set), Apsi checkpoints (.apsim, single or sharded) and\n"
+		"APR (.apr, seed or aprender layout),\n"
 		"with dtype conversion, quantization and compression.\n"
 		"\n"
-		"      --to FORMAT         safetensors, gguf or apsim (default: from OUTPUT's extension)\n"
+		"      --to FORMAT         safetensors, gguf, apsim or apr (default: from OUTPUT's extension)\n"
 		"      --dtype TYPE        f32, f16, bf16, q8_0, q4_0 (GGUF), int8, int4, fp8, fp6,\n"
 		"                          fp4 (.apsim compressed tensors) or keep (default: f16 for\n"
 		"                          GGUF, keep otherwise)\n"
+		"      --apr-layout LAYOUT seed (default: APR\\x02, XXH3 footer, compression) or\n"
+		"                          aprender (APR\\0, byte-identical to aprender's writer)\n"
+		"  -c, --compress CODEC    none, lz4[:LEVEL] or zstd[:LEVEL] (APR seed layout: one frame\n"
+		"                          per tensor; default none)\n"
 		"      --shard SIZE        write a shard set of at most SIZE of tensor data per shard\n"
 		"                          (default: 5GB for safetensors, 4GB for .apsim, none for GGUF)\n"
 		"      --sign              sign the .apsim output (the per-user key unless a secret is given)\n"
@@ -63,6 +68,7 @@ static const struct option long_opts[] = {
 	{ "include", required_argument, NULL, OPT_INCLUDE }, { "exclude", required_argument, NULL, OPT_EXCLUDE },
 	{ "dry-run", no_argument, NULL, OPT_DRY_RUN }, { "shard", required_argument, NULL, OPT_SHARD },
 	{ "sign", no_argument, NULL, OPT_SIGN }, { "no-verify", no_argument, NULL, OPT_NO_VERIFY },
+	{ "apr-layout", required_argument, NULL, OPT_APR_LAYOUT }, { "compress", required_argument, NULL, 'c' },
 	FMT_KEY_LONG_OPTIONS, { NULL, 0, NULL, 0 }
 };
 
@@ -76,6 +82,38 @@ static int push(const char **list, size_t *n, const char *item)
 	if (*n >= MAX_REPEATS)
 		return -1;
 	list[(*n)++] = item;
+	return 0;
+}
+
+/* -c none|lz4[:LEVEL]|zstd[:LEVEL] */
+static int parse_codec(const char *s, convert_opts *o)
+{
+	static const struct { const char *name; fmt_codec codec; int max; } codecs[] = {
+		{ "none", FMT_CODEC_NONE, 0 }, { "lz4", FMT_CODEC_LZ4, 12 }, { "zstd", FMT_CODEC_ZSTD, 19 },
+	};
+	const char *colon = strchr(s, ':');
+	size_t n = colon ? (size_t)(colon - s) : strlen(s);
+	for (size_t i = 0; i < sizeof codecs / sizeof codecs[0]; i++) {
+		if (strlen(codecs[i].name) != n || strncmp(codecs[i].name, s, n) != 0)
+			continue;
+		o->codec = codecs[i].codec;
+		if (!colon)
+			return 0;
+		char *end;
+		long level = strtol(colon + 1, &end, 10);
+		if (!colon[1] || *end || level < 1 || level > codecs[i].max)
+			return -1;
+		o->codec_level = (int)level;
+		return 0;
+	}
+	return -1;
+}
+
+static int has_layout(const fmt_driver *d, const char *layout)
+{
+	for (size_t i = 0; d->layouts && d->layouts[i]; i++)
+		if (strcmp(d->layouts[i], layout) == 0)
+			return 1;
 	return 0;
 }
 
@@ -105,7 +143,7 @@ int main(int argc, char **argv)
 	fmt_err e;
 	int c;
 	fmt_err_clear(&e);
-	while ((c = getopt_long(argc, argv, "jqvhfT:", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jqvhfT:c:", long_opts, NULL)) != -1) {
 		int r = fmt_cli_common(c, optarg, &common, &e);
 		if (r < 0)
 			return usage_error(e.msg);
@@ -131,6 +169,11 @@ int main(int argc, char **argv)
 			break;
 		case OPT_SIGN: o.sign = 1; break;
 		case OPT_NO_VERIFY: o.no_verify = 1; break;
+		case OPT_APR_LAYOUT: o.layout = optarg; break;
+		case 'c':
+			if (parse_codec(optarg, &o) != 0)
+				return usage_error("-c takes none, lz4[:1-12] or zstd[:1-19]");
+			break;
 		default: return usage_error("unknown option");
 		}
 		if (full)
@@ -141,8 +184,13 @@ int main(int argc, char **argv)
 	const char *input = argv[optind], *output = argv[optind + 1];
 	o.to = to_name ? fmt_driver_by_name(to_name) : output_driver(output, &o.force_set);
 	if (!o.to || !o.to->write)
-		return usage_error(to_name ? "--to takes safetensors, gguf or apsim"
+		return usage_error(to_name ? "--to takes safetensors, gguf, apsim or apr"
 					   : "cannot tell the output format from its name; use --to");
+	if (o.layout && !has_layout(o.to, o.layout))
+		return usage_error(o.to->layouts ? "--apr-layout takes seed or aprender"
+						 : "--apr-layout needs .apr output");
+	if (o.codec != FMT_CODEC_NONE && !o.to->compresses)
+		return usage_error("-c needs an output format that compresses (APR)");
 	o.json = common.json;
 	o.quiet = common.quiet;
 	o.verbose = common.verbose;

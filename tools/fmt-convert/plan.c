@@ -13,12 +13,19 @@
 typedef struct target {
 	int gguf;          /* ggml block types; units as apsi.units.* keys; typed metadata */
 	int apsim;         /* compressed tensors and units natively; typed metadata */
+	int (*holds)(fmt_dtype t); /* the driver's own answer (ggml block types among them), or NULL */
 } target;
 
 static target target_of(const fmt_driver *d)
 {
-	target t = { strcmp(d->name, "gguf") == 0, strcmp(d->name, "apsim") == 0 };
+	target t = { strcmp(d->name, "gguf") == 0, strcmp(d->name, "apsim") == 0, d->holds_dtype };
 	return t;
+}
+
+/* ggml block types (q8_0, q4_0, ...) can be written. */
+static int holds_blocks(target tg)
+{
+	return tg.gguf || (tg.holds && tg.holds(FMT_DT_Q8_0));
 }
 
 /* --dtype: keep, a plain dtype, or (for .apsim) a compressed format. */
@@ -57,8 +64,8 @@ static fmt_kind parse_wanted(const convert_opts *o, target tg, wanted *w, fmt_er
 	for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
 		if (strcasecmp(name, plain[i].name) != 0)
 			continue;
-		if (fmt_dtype_get(plain[i].dtype)->block_elems > 1 && !tg.gguf)
-			return fmt_fail(e, FMT_USAGE, "--dtype %s needs GGUF output (%s cannot hold it)", name,
+		if (fmt_dtype_get(plain[i].dtype)->block_elems > 1 && !(tg.holds ? tg.holds(plain[i].dtype) : tg.gguf))
+			return fmt_fail(e, FMT_USAGE, "--dtype %s needs GGUF or APR output (%s cannot hold it)", name,
 					o->to->name);
 		w->plain = plain[i].dtype;
 		return FMT_OK;
@@ -70,7 +77,14 @@ static fmt_kind parse_wanted(const convert_opts *o, target tg, wanted *w, fmt_er
 static int target_holds(target tg, fmt_dtype t)
 {
 	const fmt_dtype_info *d = fmt_dtype_get(t);
+	if (tg.holds)
+		return tg.holds(t);
 	return tg.gguf ? d->ggml_id >= 0 : d->in_safetensors;
+}
+
+static const char *o_name(target tg)
+{
+	return tg.gguf ? "GGUF" : tg.holds ? "APR" : "safetensors";
 }
 
 static int is_block(fmt_dtype t)
@@ -88,9 +102,9 @@ static fmt_dtype float_target(const fmt_tensor *t, fmt_dtype want, target tg, co
 		*why = "the target cannot hold this dtype";
 		return FMT_DT_F32;
 	}
-	if (!tg.gguf || want == FMT_DT_F32)
+	if (!holds_blocks(tg) || want == FMT_DT_F32)
 		return want;
-	/* GGUF conventions of llama.cpp's converters: norms and biases (1-D) stay F32; rows that
+	/* GGUF conventions (APR, which carries ggml blocks, follows them too) of llama.cpp's converters: norms and biases (1-D) stay F32; rows that
 	 * do not divide into 32-element blocks are written as F16. */
 	if (t->ndim <= 1) {
 		*why = "1-D tensors stay F32 in GGUF";
@@ -163,7 +177,7 @@ static fmt_kind add_plain(convert_plan *p, const fmt_model *in, const fmt_tensor
 		/* Integer tensors keep their type; a target without it is an error, not a guess. */
 		if (!target_holds(tg, t->dtype))
 			return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': %s has no %s equivalent", t->name,
-					fmt_dtype_name(t->dtype), tg.gguf ? "GGUF" : "safetensors");
+					fmt_dtype_name(t->dtype), o_name(tg));
 		set_names(pe, d->name, d->name);
 		return fmt_model_add_retyped(&p->out, in, t, t->name, t->dtype, pool, e);
 	}
@@ -201,7 +215,8 @@ static int qtensor_passes_through(const fmt_qtensor *q, wanted w, target tg, fmt
 {
 	if (tg.apsim)
 		return keep(w) || w.qformat == (int)q->format;
-	return tg.gguf && fmt_qtensor_ggml_compatible(q, ggml) && (keep(w) || w.defaulted || w.plain == *ggml);
+	return holds_blocks(tg) && fmt_qtensor_ggml_compatible(q, ggml) && target_holds(tg, *ggml) &&
+	       (keep(w) || w.defaulted || w.plain == *ggml);
 }
 
 static fmt_kind copy_qtensor(convert_plan *p, const fmt_model *in, const fmt_qtensor *q,
@@ -226,7 +241,7 @@ static fmt_kind add_qtensor(convert_plan *p, const fmt_model *in, const fmt_qten
 	fmt_dtype ggml;
 	if (qtensor_passes_through(q, w, tg, &ggml)) {
 		set_names(pe, fmt_qformat_name(q->format), tg.apsim ? fmt_qformat_name(q->format) : fmt_dtype_name(ggml));
-		if (tg.gguf)
+		if (!tg.apsim)
 			pe->why = "lossless";
 		return tg.apsim ? copy_qtensor(p, in, q, pool, e) : fmt_model_add_to_ggml(&p->out, in, q, pool, e);
 	}
@@ -320,7 +335,7 @@ static fmt_kind carry_unit(convert_plan *p, const fmt_model *in, const char *nam
 
 static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const convert_opts *o, target tg, fmt_err *e)
 {
-	int typed = tg.gguf || tg.apsim;
+	int typed = tg.gguf || tg.apsim || tg.holds != NULL;
 	for (size_t i = 0; i < in->n_meta; i++) {
 		const fmt_meta *mm = &in->meta[i];
 		/* split.* describe the input's shards; apsi.units.* become units, handled per tensor. */
@@ -375,6 +390,8 @@ fmt_kind plan_build(convert_plan *p, const fmt_model *in, const convert_opts *o,
 	memset(p, 0, sizeof *p);
 	fmt_model_init(&p->mid);
 	fmt_model_init(&p->out);
+	if (in->opaque)
+		return fmt_fail(e, FMT_UNSUPPORTED, "cannot convert: %s", in->opaque);
 	fmt_kind k = parse_wanted(o, tg, &w, e);
 	if (k == FMT_OK && (o->sign || fmt_key_opts_given(&o->key)) && !tg.apsim)
 		k = fmt_fail(e, FMT_USAGE, "--sign needs .apsim output (%s has no signatures)", o->to->name);

@@ -61,6 +61,7 @@ typedef struct fmt_tensor {
 	uint64_t chunk_align;          /* reader ranges are multiples of this many bytes (0 = 1) */
 	/* Format-specific position for reporting (safetensors data_offsets begin, GGUF offset). */
 	uint64_t file_offset;
+	uint64_t stored_bytes;         /* bytes in the file when compressed there; 0 = nbytes */
 } fmt_tensor;
 
 struct fmt_driver;
@@ -104,6 +105,9 @@ typedef struct fmt_model {
 	fmt_qtensor *qtensors;         /* compressed tensors among the tensors */
 	size_t n_qtensors, cap_qtensors;
 	void *format_state;            /* driver-private, freed by driver->close */
+	/* Why this model's content cannot be converted (a file that holds no tensors the toolkit
+	 * can read, such as APR v1's serialised structs), or NULL. Static text. */
+	const char *opaque;
 } fmt_model;
 
 void fmt_model_init(fmt_model *m);

@@ -11,8 +11,14 @@
 /* Options shared by the writers; a driver ignores what it cannot use. */
 struct fmt_hmac_key;
 
+/* Compression of tensor data, for formats that compress (fmt_driver.compresses). */
+typedef enum fmt_codec { FMT_CODEC_NONE, FMT_CODEC_LZ4, FMT_CODEC_ZSTD } fmt_codec;
+
 typedef struct fmt_write_opts {
 	unsigned sink_flags;          /* FMT_SINK_FORCE */
+	const char *layout;           /* one of the driver's layouts; NULL = its first (default) */
+	fmt_codec codec;              /* FMT_CODEC_NONE unless the driver compresses */
+	int codec_level;              /* 0 = the codec's default */
 	uint32_t alignment;           /* GGUF: 0 = default 32 or general.alignment */
 	int threads;
 	const struct fmt_hmac_key *sign_key; /* Apsi: sign with this key, or NULL */
@@ -50,6 +56,12 @@ typedef struct fmt_driver {
 	/* Outputs with more tensor data than this are sharded unless the user says otherwise
 	 * (Hugging Face's 5 GB for safetensors, Apsi's 4 GB); 0 = only when asked. */
 	uint64_t default_shard_bytes;
+	/* Byte layouts the writer offers (NULL-terminated; the first is the default), or NULL. */
+	const char *const *layouts;
+	/* 1 if the writer can store tensors of dtype t; NULL: what its name says (planner rules). */
+	int (*holds_dtype)(fmt_dtype t);
+	/* 1 if the writer compresses tensor data (fmt_write_opts.codec). */
+	int compresses;
 	void (*close)(fmt_model *m);  /* free format_state; may be NULL */
 	/* Format-specific facts for fmt-inspect (digest, signature, shards...), or NULL. */
 	json_t *(*describe)(const fmt_model *m);

@@ -1,0 +1,309 @@
+/* APR tensor segments: the hashed output every APR writer goes through, and per-tensor LZ4 and
+ * zstd frames (specs/apr.md A.4), compressed while streaming and decompressed on demand. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <lz4frame.h>
+#include <zlib.h>
+#include <zstd.h>
+#include "fmt/checked.h"
+#include "apr_internal.h"
+
+/* ---- output ---- */
+
+fmt_kind apr_out_write(apr_out *o, const void *p, size_t n, fmt_err *e)
+{
+	if (n == 0)
+		return FMT_OK;
+	if (o->xxh && XXH3_64bits_update(o->xxh, p, n) != XXH_OK)
+		return fmt_fail(e, FMT_INTERNAL, "XXH3 update failed");
+	if (o->crc_on) {
+		const uint8_t *b = p;
+		for (size_t left = n; left > 0;) {
+			uInt part = left > (1u << 30) ? (1u << 30) : (uInt)left;
+			o->crc = crc32(o->crc, b, part);
+			b += part;
+			left -= part;
+		}
+	}
+	o->pos += n;
+	return o->k ? fmt_sink_write(o->k, p, n, e) : FMT_OK;
+}
+
+fmt_kind apr_out_zeros(apr_out *o, uint64_t n, fmt_err *e)
+{
+	static const uint8_t zeros[4096];
+	while (n > 0) {
+		size_t part = n > sizeof zeros ? sizeof zeros : (size_t)n;
+		fmt_kind k = apr_out_write(o, zeros, part, e);
+		if (k != FMT_OK)
+			return k;
+		n -= part;
+	}
+	return FMT_OK;
+}
+
+fmt_kind apr_out_pad(apr_out *o, fmt_err *e)
+{
+	return apr_out_zeros(o, apr_align64(o->pos) - o->pos, e);
+}
+
+/* ---- compression ---- */
+
+typedef struct frame_writer {
+	apr_codec codec;
+	apr_out *o;
+	ZSTD_CCtx *z;
+	LZ4F_cctx *l;
+	uint8_t *buf;
+	size_t cap;
+	uint64_t stored;
+} frame_writer;
+
+static fmt_kind emit(frame_writer *w, const void *p, size_t n, fmt_err *e)
+{
+	w->stored += n;
+	return apr_out_write(w->o, p, n, e);
+}
+
+static fmt_kind zstd_feed(frame_writer *w, const uint8_t *p, size_t n, ZSTD_EndDirective end, fmt_err *e)
+{
+	ZSTD_inBuffer in = { p, n, 0 };
+	for (;;) {
+		ZSTD_outBuffer out = { w->buf, w->cap, 0 };
+		size_t left = ZSTD_compressStream2(w->z, &out, &in, end);
+		if (ZSTD_isError(left))
+			return fmt_fail(e, FMT_INTERNAL, "zstd: %s", ZSTD_getErrorName(left));
+		fmt_kind k = emit(w, w->buf, out.pos, e);
+		if (k != FMT_OK)
+			return k;
+		if (end == ZSTD_e_end ? left == 0 : in.pos == in.size)
+			return FMT_OK;
+	}
+}
+
+static fmt_kind lz4_fail(size_t r, fmt_err *e)
+{
+	return fmt_fail(e, FMT_INTERNAL, "LZ4: %s", LZ4F_getErrorName(r));
+}
+
+#define LZ4_PIECE (256u << 10)
+
+static fmt_kind frame_chunk(void *ctx, const uint8_t *p, size_t n, fmt_err *e)
+{
+	frame_writer *w = ctx;
+	if (w->codec == APR_CODEC_ZSTD)
+		return zstd_feed(w, p, n, ZSTD_e_continue, e);
+	/* The output buffer is sized for LZ4_PIECE input bytes at a time. */
+	for (size_t off = 0; off < n; off += LZ4_PIECE) {
+		size_t part = n - off < LZ4_PIECE ? n - off : LZ4_PIECE;
+		size_t r = LZ4F_compressUpdate(w->l, w->buf, w->cap, p + off, part, NULL);
+		if (LZ4F_isError(r))
+			return lz4_fail(r, e);
+		fmt_kind k = emit(w, w->buf, r, e);
+		if (k != FMT_OK)
+			return k;
+	}
+	return FMT_OK;
+}
+
+static fmt_kind zstd_begin(frame_writer *w, const fmt_tensor *t, int level, fmt_err *e)
+{
+	w->z = ZSTD_createCCtx();
+	w->cap = ZSTD_CStreamOutSize();
+	w->buf = malloc(w->cap);
+	if (!w->z || !w->buf)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	if (ZSTD_isError(ZSTD_CCtx_setParameter(w->z, ZSTD_c_compressionLevel, level)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(w->z, ZSTD_c_contentSizeFlag, 1)) ||
+	    ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(w->z, t->nbytes)))
+		return fmt_fail(e, FMT_USAGE, "zstd level %d is not accepted", level);
+	return FMT_OK;
+}
+
+static fmt_kind lz4_begin(frame_writer *w, const fmt_tensor *t, int level, fmt_err *e)
+{
+	LZ4F_preferences_t prefs;
+	memset(&prefs, 0, sizeof prefs);
+	prefs.frameInfo.contentSize = t->nbytes;
+	prefs.frameInfo.blockSizeID = LZ4F_max4MB;
+	prefs.compressionLevel = level;
+	size_t r = LZ4F_createCompressionContext(&w->l, LZ4F_VERSION);
+	if (LZ4F_isError(r))
+		return lz4_fail(r, e);
+	w->cap = LZ4F_compressBound(LZ4_PIECE, &prefs);
+	if (w->cap < LZ4F_HEADER_SIZE_MAX)
+		w->cap = LZ4F_HEADER_SIZE_MAX;
+	w->buf = malloc(w->cap);
+	if (!w->buf)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	r = LZ4F_compressBegin(w->l, w->buf, w->cap, &prefs);
+	return LZ4F_isError(r) ? lz4_fail(r, e) : emit(w, w->buf, r, e);
+}
+
+static fmt_kind frame_end(frame_writer *w, fmt_err *e)
+{
+	if (w->codec == APR_CODEC_ZSTD)
+		return zstd_feed(w, NULL, 0, ZSTD_e_end, e);
+	size_t r = LZ4F_compressEnd(w->l, w->buf, w->cap, NULL);
+	return LZ4F_isError(r) ? lz4_fail(r, e) : emit(w, w->buf, r, e);
+}
+
+fmt_kind apr_compress_tensor(const fmt_model *m, const fmt_tensor *t, apr_codec codec, int level,
+			     apr_out *o, uint64_t *stored, fmt_err *e)
+{
+	frame_writer w = { .codec = codec, .o = o };
+	fmt_kind k = codec == APR_CODEC_ZSTD ? zstd_begin(&w, t, level, e) : lz4_begin(&w, t, level, e);
+	if (k == FMT_OK)
+		k = fmt_tensor_each_chunk(m, t, frame_chunk, &w, e);
+	if (k == FMT_OK)
+		k = frame_end(&w, e);
+	*stored = w.stored;
+	ZSTD_freeCCtx(w.z);
+	LZ4F_freeCompressionContext(w.l);
+	free(w.buf);
+	return k;
+}
+
+/* ---- decompression on demand ---- */
+
+/* A compressed tensor is decompressed whole on its first read and the buffer dropped once every
+ * byte was handed out: readers (and the conversion pool's tasks) take disjoint ranges. */
+typedef struct frame_reader {
+	int src;
+	uint64_t off, stored;
+	apr_codec codec;
+	pthread_mutex_t lock;
+	uint8_t *raw;
+	uint64_t served;
+} frame_reader;
+
+static void frame_reader_free(void *p)
+{
+	frame_reader *r = p;
+	pthread_mutex_destroy(&r->lock);
+	free(r->raw);
+	free(r);
+}
+
+static fmt_kind zstd_decode(const uint8_t *in, size_t n, uint8_t *dst, uint64_t raw, fmt_err *e)
+{
+	unsigned long long size = ZSTD_getFrameContentSize(in, n);
+	if (size == ZSTD_CONTENTSIZE_ERROR)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "not a zstd frame");
+	if (size == ZSTD_CONTENTSIZE_UNKNOWN)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "zstd frame without content size");
+	if (size != raw)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "zstd frame holds %llu bytes, the index says %llu", size,
+				(unsigned long long)raw);
+	size_t frame = ZSTD_findFrameCompressedSize(in, n);
+	if (ZSTD_isError(frame) || frame != n)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "the segment is not exactly one zstd frame");
+	size_t got = ZSTD_decompress(dst, (size_t)raw, in, n);
+	if (ZSTD_isError(got))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "zstd: %s", ZSTD_getErrorName(got));
+	if (got != raw)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "zstd frame decompressed to %zu bytes, expected %llu", got,
+				(unsigned long long)raw);
+	return FMT_OK;
+}
+
+static fmt_kind lz4_decode(const uint8_t *in, size_t n, uint8_t *dst, uint64_t raw, fmt_err *e)
+{
+	LZ4F_dctx *d = NULL;
+	LZ4F_frameInfo_t info;
+	size_t r = LZ4F_createDecompressionContext(&d, LZ4F_VERSION);
+	if (LZ4F_isError(r))
+		return fmt_fail(e, FMT_IO, "out of memory");
+	size_t used = n;
+	fmt_kind k = FMT_OK;
+	r = LZ4F_getFrameInfo(d, &info, in, &used);
+	if (LZ4F_isError(r))
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "not an LZ4 frame (%s)", LZ4F_getErrorName(r));
+	else if (info.contentSize == 0 && raw != 0)
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 frame without content size");
+	else if (info.contentSize != raw)
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 frame holds %llu bytes, the index says %llu",
+			     (unsigned long long)info.contentSize, (unsigned long long)raw);
+	size_t in_pos = used, out_pos = 0;
+	while (k == FMT_OK) {
+		size_t src = n - in_pos, dst_left = (size_t)raw - out_pos;
+		r = LZ4F_decompress(d, dst + out_pos, &dst_left, in + in_pos, &src, NULL);
+		if (LZ4F_isError(r)) {
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "LZ4: %s", LZ4F_getErrorName(r));
+			break;
+		}
+		in_pos += src;
+		out_pos += dst_left;
+		if (r == 0)
+			break;
+		if (src == 0 && dst_left == 0)
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 frame is truncated or holds more than the index says");
+	}
+	if (k == FMT_OK && (in_pos != n || out_pos != raw))
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "the segment is not exactly one LZ4 frame of %llu bytes",
+			     (unsigned long long)raw);
+	LZ4F_freeDecompressionContext(d);
+	return k;
+}
+
+static fmt_kind decompress_whole(const fmt_model *m, const fmt_tensor *t, frame_reader *r, fmt_err *e)
+{
+	const uint8_t *in;
+	if (t->nbytes > SIZE_MAX || r->stored > SIZE_MAX)
+		return fmt_fail(e, FMT_IO, "tensor too large for memory");
+	fmt_kind k = fmt_source_view(&m->sources[r->src], r->off, r->stored, &in, e);
+	if (k != FMT_OK)
+		return k;
+	r->raw = malloc(t->nbytes ? (size_t)t->nbytes : 1);
+	if (!r->raw)
+		return fmt_fail(e, FMT_IO, "out of memory for tensor '%s' (%llu bytes)", t->name,
+				(unsigned long long)t->nbytes);
+	k = r->codec == APR_CODEC_ZSTD ? zstd_decode(in, (size_t)r->stored, r->raw, t->nbytes, e)
+				       : lz4_decode(in, (size_t)r->stored, r->raw, t->nbytes, e);
+	if (k != FMT_OK) {
+		free(r->raw);
+		r->raw = NULL;
+		fmt_err_prefix(e, "tensor '%s'", t->name);
+		fmt_err_file(e, m->sources[r->src].path);
+	}
+	return k;
+}
+
+static fmt_kind frame_read(const fmt_model *m, const fmt_tensor *t, uint64_t off, uint8_t *dst, size_t n,
+			   fmt_err *e)
+{
+	frame_reader *r = t->reader_ctx;
+	fmt_kind k = FMT_OK;
+	pthread_mutex_lock(&r->lock);
+	if (!r->raw)
+		k = decompress_whole(m, t, r, e);
+	if (k == FMT_OK) {
+		memcpy(dst, r->raw + off, n);
+		r->served += n;
+		if (r->served >= t->nbytes) {
+			free(r->raw);
+			r->raw = NULL;
+			r->served = 0;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	return k;
+}
+
+fmt_kind apr_attach_frame(fmt_model *m, fmt_tensor *t, int src, uint64_t off, uint64_t stored,
+			  apr_codec codec, fmt_err *e)
+{
+	(void)m;
+	frame_reader *r = calloc(1, sizeof *r);
+	if (!r)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	*r = (frame_reader){ .src = src, .off = off, .stored = stored, .codec = codec };
+	pthread_mutex_init(&r->lock, NULL);
+	t->source = -1;
+	t->reader = frame_read;
+	t->reader_ctx = r;
+	t->free_ctx = frame_reader_free;
+	t->chunk_align = 0;
+	return FMT_OK;
+}

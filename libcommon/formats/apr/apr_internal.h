@@ -1,0 +1,134 @@
+/* APR model files (specs/apr.md): the seed layout (Part A, `APR\x02`), the aprender layout
+ * (Part B, `APR\0`), APR v1 (`APRN`, inspect and verify only) and the aprender-tsp files that
+ * share aprender's magic (recognised and refused). Internal to the driver and its tests. */
+#ifndef FMT_APR_INTERNAL_H
+#define FMT_APR_INTERNAL_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <xxhash.h>
+#include <jansson.h>
+#include "fmt/model.h"
+#include "fmt/registry.h"
+
+#define APR_ALIGN 64u
+#define APR_SEED_HEADER 32u
+#define APR_SEED_FOOTER 16u
+#define APR_AP_HEADER 64u
+#define APR_V1_HEADER 32u
+#define APR_MAX_DIMS 8
+#define APR_MAX_META (64u << 20)     /* metadata JSON above this is refused */
+
+/* Seed flags (A.6). */
+#define APR_F_LZ4 0x1u
+#define APR_F_ZSTD 0x2u
+#define APR_F_SHARDED 0x4u
+#define APR_F_QUANTIZED 0x8u
+#define APR_F_KNOWN 0xFu
+
+/* Aprender flags (Part B §5). */
+#define APR_AF_LZ4 0x0001u
+#define APR_AF_ZSTD 0x0002u
+#define APR_AF_ENCRYPTED 0x0004u
+#define APR_AF_HAS_VOCAB 0x0200u
+#define APR_AF_ROW_MAJOR 0x0400u
+#define APR_AF_COLUMN_MAJOR 0x0800u
+
+typedef enum apr_layout { APR_SEED, APR_APRENDER, APR_V1 } apr_layout;
+typedef enum apr_codec { APR_CODEC_NONE, APR_CODEC_LZ4, APR_CODEC_ZSTD } apr_codec;
+
+/* What one file holds beyond the model: for fmt-inspect and fmt-verify. */
+typedef struct apr_state {
+	apr_layout layout;
+	uint32_t flags;
+	uint32_t version_major, version_minor;
+	uint64_t metadata_size, index_offset, data_offset;
+	uint64_t checksum;             /* seed: the footer's XXH3-64; aprender: footer CRC32 */
+	uint32_t header_crc;           /* aprender */
+	int has_footer;                /* aprender: 0 when the file has no room for one */
+	uint64_t shard_index, shard_count; /* seed shards (1-based); 0 when not a shard */
+	char *writer;                  /* seed: the "writer" stamp, or NULL */
+	/* v1 */
+	uint16_t model_type;
+	uint8_t v1_compression, v1_flags, v1_quality;
+	uint32_t payload_size, uncompressed_size;
+	json_t *v1_meta;               /* the MessagePack metadata as JSON, or NULL */
+} apr_state;
+
+/* ---- layouts ---- */
+
+/* Byte 0..3 classification. */
+apr_layout apr_layout_of(const uint8_t *head, size_t n);
+int apr_is_tsp(const uint8_t *head, size_t n);
+
+fmt_kind apr_seed_open(fmt_model *m, apr_state *st, fmt_err *e);
+fmt_kind apr_seed_verify(fmt_model *m, const apr_state *st, fmt_err *e);
+/* How a seed file is written: compression, the writer stamp, and for a shard its record. */
+typedef struct apr_seed_opts {
+	apr_codec codec;
+	int level;
+	int stamp;                     /* "writer" key (0 only to reproduce the spec's example) */
+	uint64_t shard_index, shard_count, tensors_total; /* shard_count 0: not a shard */
+} apr_seed_opts;
+fmt_kind apr_seed_write(const fmt_model *m, fmt_sink *k, const apr_seed_opts *o, fmt_err *e);
+
+fmt_kind apr_ap_open(fmt_model *m, apr_state *st, fmt_err *e);
+fmt_kind apr_ap_verify(fmt_model *m, const apr_state *st, fmt_err *e);
+fmt_kind apr_ap_write(const fmt_model *m, fmt_sink *k, fmt_err *e);
+/* The header CRC of a 64-byte aprender header (Part B §4). */
+uint32_t apr_ap_header_crc(const uint8_t h[APR_AP_HEADER]);
+
+fmt_kind apr_v1_open(fmt_model *m, apr_state *st, fmt_err *e);
+fmt_kind apr_v1_verify(fmt_model *m, const apr_state *st, fmt_err *e);
+
+/* ---- dtype codes ---- */
+
+/* Seed (A.7): ggml ids, the listed subset. FMT_DT_INVALID when not allowed. */
+fmt_dtype apr_seed_dtype(unsigned code);
+int apr_seed_code(fmt_dtype t);      /* -1 when the seed layout cannot hold t */
+/* Aprender (§7.3, the canonical reader's table). */
+fmt_dtype apr_ap_dtype(unsigned code);
+int apr_ap_code(fmt_dtype t);        /* -1 when unsafe or impossible (codes 2..9 avoided) */
+
+/* ---- metadata ---- */
+
+/* Parse n bytes of JSON text (an object, no duplicate keys) into m's metadata, translating
+ * APR keys to the model's GGUF-style keys (general.architecture, <arch>.block_count, ...). */
+fmt_kind apr_meta_read(fmt_model *m, const char *text, size_t n, apr_layout layout, json_t **raw,
+		       fmt_err *e);
+/* The metadata JSON text for m in a layout (keys translated back; aprender: §6.2 order and
+ * the always-written fields; seed with stamp: "writer":"fmtkit X.Y.Z"). extra, when not NULL,
+ * is appended as "key":value JSON text ("shard":{...}). malloc'd. */
+fmt_kind apr_meta_write(const fmt_model *m, apr_layout layout, int stamp, const char *extra, char **text,
+			size_t *len, fmt_err *e);
+
+/* ---- compressed segments ---- */
+
+/* Give t (whose bytes are one LZ4 or zstd frame of stored bytes at absolute offset off in
+ * source src) a reader that decompresses on demand. */
+fmt_kind apr_attach_frame(fmt_model *m, fmt_tensor *t, int src, uint64_t off, uint64_t stored,
+			  apr_codec codec, fmt_err *e);
+
+/* Where encoded bytes go: a sink (or nowhere, counting only), hashed with XXH3 or CRC32. */
+typedef struct apr_out {
+	fmt_sink *k;                   /* NULL: count only */
+	XXH3_state_t *xxh;             /* NULL: not hashed */
+	int crc_on;
+	unsigned long crc;
+	uint64_t pos;
+} apr_out;
+
+fmt_kind apr_out_write(apr_out *o, const void *p, size_t n, fmt_err *e);
+fmt_kind apr_out_zeros(apr_out *o, uint64_t n, fmt_err *e);
+fmt_kind apr_out_pad(apr_out *o, fmt_err *e);   /* zeros up to a multiple of 64 */
+
+/* Compress all of t's bytes as one frame into o; *stored = bytes written. */
+fmt_kind apr_compress_tensor(const fmt_model *m, const fmt_tensor *t, apr_codec codec, int level,
+			     apr_out *o, uint64_t *stored, fmt_err *e);
+
+static inline uint64_t apr_align64(uint64_t x)
+{
+	return (x + 63u) & ~(uint64_t)63u;
+}
+
+#endif
