@@ -148,10 +148,9 @@ static fmt_kind typed_value(const key_map *km, const char *key, const json_t *j,
 	}
 	if (!json_is_number(j))
 		return fmt_fail(e, FMT_INVALID_FORMAT, "metadata '%s' must be a number", key);
-	double d = json_number_value(j);
-	float f = (float)d;
-	out->type = (double)f == d ? FMT_V_F32 : FMT_V_F64;
-	out->v.f = d;
+	/* These are f32 fields (aprender §6.2); the shortest f32 text reads back as that f32. */
+	out->type = FMT_V_F32;
+	out->v.f = (double)(float)json_number_value(j);
 	return FMT_OK;
 }
 

@@ -438,13 +438,19 @@ static fmt_kind plan_layout(const fmt_model *m, const apr_seed_opts *o, seed_pla
 	return FMT_OK;
 }
 
-/* Offsets from sizes: each segment at the next multiple of 64. */
+/* Where the segment after one at rel of size bytes starts: the next multiple of 64, and past
+ * rel even for an empty segment (offsets strictly increase, A.3). */
+static uint64_t next_segment(uint64_t rel, uint64_t size)
+{
+	return apr_align64(rel + (size ? size : 1));
+}
+
 static void assign_offsets(const fmt_model *m, seed_plan *p)
 {
 	uint64_t cur = 0;
 	for (size_t i = 0; i < m->n_tensors; i++) {
 		p->rel[i] = cur;
-		cur = apr_align64(cur + p->size[i]);
+		cur = next_segment(cur, p->size[i]);
 	}
 }
 
@@ -515,7 +521,8 @@ static fmt_kind emit_segments(const fmt_model *m, seed_plan *p, const apr_seed_o
 {
 	for (size_t i = 0; i < m->n_tensors; i++) {
 		const fmt_tensor *t = &m->tensors[i];
-		fmt_kind k = i ? apr_out_pad(out, e) : FMT_OK;
+		uint64_t start = i ? p->data_offset + next_segment(p->rel[i - 1], p->size[i - 1]) : out->pos;
+		fmt_kind k = apr_out_zeros(out, start - out->pos, e);
 		uint64_t rel = out->pos - p->data_offset, stored = t->nbytes;
 		if (k == FMT_OK && check && rel != p->rel[i])
 			k = fmt_fail(e, FMT_INTERNAL, "tensor '%s' moved between passes", t->name);
