@@ -300,7 +300,7 @@ fmt_kind apr_attach_frame(fmt_model *m, fmt_tensor *t, int src, uint64_t off, ui
 		return fmt_fail(e, FMT_IO, "out of memory");
 	*r = (frame_reader){ .src = src, .off = off, .stored = stored, .codec = codec };
 	pthread_mutex_init(&r->lock, NULL);
-	t->source = -1;
+	t->source = src;               /* for reporting; the reader takes precedence */
 	t->reader = frame_read;
 	t->reader_ctx = r;
 	t->free_ctx = frame_reader_free;
