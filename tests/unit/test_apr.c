@@ -300,6 +300,33 @@ TEST(apr_fmt002_round_trip_lz4) { round_trip(APR_CODEC_LZ4); }
 TEST(apr_fmt002_round_trip_zstd) { round_trip(APR_CODEC_ZSTD); }
 
 /* Metadata keys translate to the layout's names and back. */
+/* Floats as serde_json writes them. */
+TEST(apr_meta_floats_like_serde)
+{
+	static const struct { double v; int f32; const char *text; } cases[] = {
+		{ 10000.0, 1, "10000.0" }, { 1e-5, 1, "0.00001" }, { 1e-6, 1, "1e-6" }, { 1.5, 0, "1.5" },
+		{ 0.1, 0, "0.1" }, { 1e16, 0, "1e16" }, { 1234567.0, 0, "1234567.0" }, { -2.5e-7, 0, "-2.5e-7" },
+		{ 0.0, 0, "0.0" }, { 123.456, 0, "123.456" }, { 1e15, 0, "1000000000000000.0" },
+		{ 0.3f, 1, "0.3" }, { 3.4028234663852886e38, 1, "3.4028235e38" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		fmt_model m;
+		fmt_err e;
+		char *text;
+		size_t len, want_len;
+		char want[96];
+		fmt_model_init(&m);
+		fmt_value v = { .type = cases[i].f32 ? FMT_V_F32 : FMT_V_F64, .v.f = cases[i].f32 ? (double)(float)cases[i].v : cases[i].v };
+		CHECK(fmt_model_add_meta(&m, "x", &v, &e) == FMT_OK);
+		CHECK(apr_meta_write(&m, APR_SEED, 0, NULL, &text, &len, &e) == FMT_OK);
+		want_len = (size_t)snprintf(want, sizeof want, "{\"x\":%s}", cases[i].text);
+		CHECK_STR(text, want);
+		CHECK_EQ_U64(len, want_len);
+		free(text);
+		fmt_model_free(&m);
+	}
+}
+
 TEST(apr_meta_keys_translate)
 {
 	fmt_model m;
@@ -308,13 +335,13 @@ TEST(apr_meta_keys_translate)
 	size_t len;
 	every_dtype_model(&m);
 	CHECK(apr_meta_write(&m, APR_SEED, 0, NULL, &text, &len, &e) == FMT_OK);
-	CHECK_STR(text, "{\"arch\":\"llama\",\"num_layers\":32,\"rms_norm_eps\":1e-5,\"note\":\"x\\ty \xc3\xa9\","
+	CHECK_STR(text, "{\"arch\":\"llama\",\"num_layers\":32,\"rms_norm_eps\":0.00001,\"note\":\"x\\ty \xc3\xa9\","
 			"\"flag\":true,\"negative\":-5}");
 	free(text);
 	CHECK(apr_meta_write(&m, APR_APRENDER, 0, NULL, &text, &len, &e) == FMT_OK);
 	CHECK_STR(text, "{\"model_type\":\"\",\"license\":null,\"data_source\":null,\"data_license\":null,"
 			"\"total_size\":0,\"param_count\":0,\"architecture\":\"llama\",\"num_layers\":32,"
-			"\"rms_norm_eps\":1e-5,\"note\":\"x\\ty \xc3\xa9\",\"flag\":true,\"negative\":-5}");
+			"\"rms_norm_eps\":0.00001,\"note\":\"x\\ty \xc3\xa9\",\"flag\":true,\"negative\":-5}");
 	free(text);
 	fmt_model_free(&m);
 }

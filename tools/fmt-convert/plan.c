@@ -350,8 +350,8 @@ static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const conve
 			return k;
 	}
 	if (o->arch) {
-		if (!tg.gguf)
-			return fmt_fail(e, FMT_USAGE, "--arch needs GGUF output");
+		if (!tg.gguf && !tg.holds)
+			return fmt_fail(e, FMT_USAGE, "--arch needs GGUF output or APR output");
 		fmt_value v = fmt_value_str(o->arch, strlen(o->arch));
 		fmt_kind k = v.v.str.ptr ? put_meta(&p->out, "general.architecture", &v, 1, e)
 					 : fmt_fail(e, FMT_IO, "out of memory");

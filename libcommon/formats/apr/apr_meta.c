@@ -233,34 +233,41 @@ fmt_kind apr_meta_read(fmt_model *m, const char *text, size_t n, apr_layout layo
 
 /* ---- values to JSON ---- */
 
-/* The shortest decimal that reads back as the same float (f32 values as f32), written the
- * way serde_json does: a ".0" on integral values, exponents without '+' or leading zeros. */
+/* The shortest decimal that reads back as the same float (f32 values as f32), laid out as
+ * serde_json (ryu) writes it: 10000.0, 1.5, 0.00001, 1e-6, 1e16. */
 static void put_real(fmt_sb *b, double v, int as_f32)
 {
-	char tmp[48], out[48];
-	for (int p = 1; p <= 17; p++) {
-		snprintf(tmp, sizeof tmp, "%.*g", p, v);
-		if (as_f32 ? strtof(tmp, NULL) == (float)v : strtod(tmp, NULL) == v)
+	char sci[48], digits[24], out[64];
+	int p = 1;
+	for (; p <= 17; p++) {
+		snprintf(sci, sizeof sci, "%.*e", p - 1, v);
+		if (as_f32 ? strtof(sci, NULL) == (float)v : strtod(sci, NULL) == v)
 			break;
 	}
-	size_t j = 0;
-	for (size_t i = 0; tmp[i] && j < sizeof out - 3; i++) {
-		out[j++] = tmp[i];
-		if (tmp[i] != 'e')
-			continue;
-		i++;
-		if (tmp[i] == '-')
-			out[j++] = tmp[i++];
-		else if (tmp[i] == '+')
-			i++;
-		while (tmp[i] == '0' && tmp[i + 1])
-			i++;
-		i--;
-	}
-	out[j] = '\0';
+	const char *s = sci;
+	size_t n = 0, o = 0;
+	if (*s == '-')
+		out[o++] = *s++;
+	for (; *s && *s != 'e'; s++)
+		if (*s != '.' && n < sizeof digits - 1)
+			digits[n++] = *s;
+	while (n > 1 && digits[n - 1] == '0')
+		n--;
+	digits[n] = '\0';
+	int kk = (*s == 'e' ? atoi(s + 1) : 0) + 1, k = kk - (int)n;
+	if (v == 0)
+		snprintf(out + o, sizeof out - o, "0.0");
+	else if (k >= 0 && kk <= 16)
+		snprintf(out + o, sizeof out - o, "%s%.*s.0", digits, k, "0000000000000000");
+	else if (kk > 0 && kk <= 16)
+		snprintf(out + o, sizeof out - o, "%.*s.%s", kk, digits, digits + kk);
+	else if (kk > -5 && kk <= 0)
+		snprintf(out + o, sizeof out - o, "0.%.*s%s", -kk, "00000", digits);
+	else if (n == 1)
+		snprintf(out + o, sizeof out - o, "%se%d", digits, kk - 1);
+	else
+		snprintf(out + o, sizeof out - o, "%c.%se%d", digits[0], digits + 1, kk - 1);
 	fmt_sb_puts(b, out);
-	if (!strpbrk(out, ".e"))
-		fmt_sb_puts(b, ".0");
 }
 
 static fmt_kind put_value(fmt_sb *b, const fmt_value *v, const char *key, int raw_json, int depth, fmt_err *e)
