@@ -75,6 +75,24 @@ static int apr_holds(fmt_dtype t)
 	return apr_seed_code(t) >= 0;
 }
 
+/* Quantizing to ggml blocks: 1-D tensors (norms, biases) stay F32, rows that do not divide into
+ * blocks become F16 (what GGUF's converters do too). */
+static fmt_dtype apr_choose_dtype(const fmt_tensor *t, fmt_dtype want, const char **why)
+{
+	uint64_t block = fmt_dtype_get(want)->block_elems;
+	if (block <= 1)
+		return want;
+	if (t->ndim <= 1) {
+		*why = "1-D tensors stay F32 when quantizing";
+		return FMT_DT_F32;
+	}
+	if (t->shape[t->ndim - 1] % block != 0) {
+		*why = "rows are not a multiple of the block size";
+		return FMT_DT_F16;
+	}
+	return want;
+}
+
 static fmt_kind apr_write(const fmt_model *m, fmt_sink *k, const fmt_write_opts *o, fmt_err *e)
 {
 	const char *layout = o->layout ? o->layout : LAYOUTS[0];
@@ -187,12 +205,16 @@ static json_t *apr_describe(const fmt_model *m)
 const fmt_driver fmt_driver_apr = {
 	.name = "apr",
 	.extension = ".apr",
+	.title = "APR",
 	.probe = apr_probe,
 	.open = apr_open,
 	.verify = apr_verify,
 	.write = apr_write,
-	.layouts = LAYOUTS,
+	.caps = FMT_CAP_TYPED_META,
 	.holds_dtype = apr_holds,
+	.choose_dtype = apr_choose_dtype,
+	.arch_key = "general.architecture",
+	.layouts = LAYOUTS,
 	.compresses = 1,
 	.close = apr_close,
 	.describe = apr_describe,
