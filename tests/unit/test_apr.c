@@ -628,3 +628,48 @@ TEST(apr_v1_inspect_and_verify)
 	n = make_v1(buf, 7);
 	CHECK(fmt_model_open_memory(&m, "v1.apr", buf, n, NULL, &e) == FMT_UNSUPPORTED);
 }
+
+/* A segment that is not one frame of its tensor's size fails verification even when the file's
+ * checksum was made right after the damage (a hostile writer, not a flipped bit): a damaged
+ * frame magic, a content size that disagrees with the index, a truncated frame. (Damage to
+ * the compressed bytes themselves is the checksum's job: frames carry no checksum of their own.) */
+TEST(apr_seed_bad_frame_with_good_checksum)
+{
+	fmt_model m;
+	size_t n;
+	fmt_kind k;
+	static float ramp[1024];
+	static const uint64_t s1k[1] = { 1024 };
+	for (int i = 0; i < 1024; i++)
+		ramp[i] = (float)(i % 8);
+	for (apr_codec c = APR_CODEC_LZ4; c <= APR_CODEC_ZSTD; c++) {
+		fmt_model_init(&m);
+		apr_add_tensor(&m, "ramp", FMT_DT_F32, 1, s1k, ramp);
+		uint8_t *bytes = apr_write_mem(&m, W_SEED, c, &n, &k);
+		fmt_model_free(&m);
+		CHECK(k == FMT_OK && bytes && apr_check_bytes(bytes, n) == FMT_OK);
+		fmt_model probe;
+		fmt_err e;
+		CHECK(fmt_model_open_memory(&probe, "f.apr", bytes, n, NULL, &e) == FMT_OK);
+		uint64_t frame = ((const apr_state *)probe.format_state)->data_offset;
+		fmt_model_free(&probe);
+		int rejected = 0, tried = 0;
+		/* the frame magic (4 bytes) and its descriptor byte */
+		for (uint64_t i = frame; i < frame + 5; i++) {
+			bytes[i] ^= 0x5a;
+			fmt_wr_u64(bytes + n - 16, XXH3_64bits(bytes, n - 16));
+			rejected += apr_check_bytes(bytes, n) == FMT_INVALID_FORMAT;
+			tried++;
+			bytes[i] ^= 0x5a;
+		}
+		CHECK_EQ_U64(rejected, tried);
+		/* the content size: 4096 raw bytes claimed as 4097 (LZ4 FLG has content size at byte 6) */
+		uint64_t at = c == APR_CODEC_LZ4 ? frame + 6 : frame + 5;
+		uint8_t save = bytes[at];
+		bytes[at] = (uint8_t)(save + 1);
+		fmt_wr_u64(bytes + n - 16, XXH3_64bits(bytes, n - 16));
+		CHECK(apr_check_bytes(bytes, n) == FMT_INVALID_FORMAT);
+		bytes[at] = save;
+		free(bytes);
+	}
+}

@@ -186,64 +186,159 @@ static void frame_reader_free(void *p)
 	free(r);
 }
 
-static fmt_kind zstd_decode(const uint8_t *in, size_t n, uint8_t *dst, uint64_t raw, fmt_err *e)
+/* No frame expands beyond this: LZ4 gives at most about 255 to 1, zstd 32768 to 1 (an RLE
+ * block of 128 KiB in 4 bytes). A larger claim is refused before anything is allocated. */
+static int plausible(apr_codec codec, uint64_t stored, uint64_t raw)
+{
+	uint64_t bound;
+	if (fmt_mul_u64(stored, codec == APR_CODEC_LZ4 ? 256u : 32768u, &bound) ||
+	    fmt_add_u64(bound, 1u << 17, &bound))
+		return 1;
+	return raw <= bound;
+}
+
+#define SCRATCH (256u << 10)
+
+/* Where decoded bytes go: dst (raw bytes of room), or a scratch buffer reused when only
+ * counting (verifying a frame without holding the tensor). */
+typedef struct decode_out {
+	uint8_t *dst, *scratch;
+	uint64_t raw, done;
+} decode_out;
+
+static void next_window(decode_out *d, uint8_t **p, size_t *room)
+{
+	uint64_t left = d->raw - d->done;
+	if (d->dst) {
+		*p = d->dst + d->done;
+		*room = left > SIZE_MAX ? SIZE_MAX : (size_t)left;
+	} else {
+		*p = d->scratch;
+		*room = left < SCRATCH ? (size_t)left : SCRATCH;
+	}
+	if (*room == 0) {          /* room for the decoder to show there is more than raw */
+		*p = d->scratch;
+		*room = 1;
+	}
+}
+
+static fmt_kind too_much(const decode_out *d, fmt_err *e)
+{
+	return fmt_fail(e, FMT_INVALID_FORMAT, "the frame holds more than the %llu bytes the index says",
+			(unsigned long long)d->raw);
+}
+
+static fmt_kind zstd_decode(const uint8_t *in, size_t n, decode_out *d, fmt_err *e)
 {
 	unsigned long long size = ZSTD_getFrameContentSize(in, n);
 	if (size == ZSTD_CONTENTSIZE_ERROR)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "not a zstd frame");
 	if (size == ZSTD_CONTENTSIZE_UNKNOWN)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "zstd frame without content size");
-	if (size != raw)
+	if (size != d->raw)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "zstd frame holds %llu bytes, the index says %llu", size,
-				(unsigned long long)raw);
-	size_t frame = ZSTD_findFrameCompressedSize(in, n);
-	if (ZSTD_isError(frame) || frame != n)
-		return fmt_fail(e, FMT_INVALID_FORMAT, "the segment is not exactly one zstd frame");
-	size_t got = ZSTD_decompress(dst, (size_t)raw, in, n);
-	if (ZSTD_isError(got))
-		return fmt_fail(e, FMT_INVALID_FORMAT, "zstd: %s", ZSTD_getErrorName(got));
-	if (got != raw)
-		return fmt_fail(e, FMT_INVALID_FORMAT, "zstd frame decompressed to %zu bytes, expected %llu", got,
-				(unsigned long long)raw);
-	return FMT_OK;
+				(unsigned long long)d->raw);
+	ZSTD_DCtx *z = ZSTD_createDCtx();
+	if (!z)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	ZSTD_inBuffer src = { in, n, 0 };
+	fmt_kind k = FMT_OK;
+	size_t r = 1;
+	while (k == FMT_OK && r != 0) {
+		uint8_t *p;
+		size_t room;
+		next_window(d, &p, &room);
+		ZSTD_outBuffer out = { p, room, 0 };
+		size_t before = src.pos;
+		r = ZSTD_decompressStream(z, &out, &src);
+		if (ZSTD_isError(r))
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "zstd: %s", ZSTD_getErrorName(r));
+		else if (d->done + out.pos > d->raw)
+			k = too_much(d, e);
+		else if (r != 0 && out.pos == 0 && src.pos == before && src.pos == src.size)
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "zstd frame is truncated");
+		else
+			d->done += out.pos;
+	}
+	if (k == FMT_OK && (src.pos != n || d->done != d->raw))
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "the segment is not exactly one zstd frame of %llu bytes",
+			     (unsigned long long)d->raw);
+	ZSTD_freeDCtx(z);
+	return k;
 }
 
-static fmt_kind lz4_decode(const uint8_t *in, size_t n, uint8_t *dst, uint64_t raw, fmt_err *e)
+static fmt_kind lz4_decode(const uint8_t *in, size_t n, decode_out *d, fmt_err *e)
 {
-	LZ4F_dctx *d = NULL;
+	LZ4F_dctx *z = NULL;
 	LZ4F_frameInfo_t info;
-	size_t r = LZ4F_createDecompressionContext(&d, LZ4F_VERSION);
+	size_t r = LZ4F_createDecompressionContext(&z, LZ4F_VERSION);
 	if (LZ4F_isError(r))
 		return fmt_fail(e, FMT_IO, "out of memory");
 	size_t used = n;
 	fmt_kind k = FMT_OK;
-	r = LZ4F_getFrameInfo(d, &info, in, &used);
+	r = LZ4F_getFrameInfo(z, &info, in, &used);
 	if (LZ4F_isError(r))
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "not an LZ4 frame (%s)", LZ4F_getErrorName(r));
-	else if (info.contentSize == 0 && raw != 0)
+	else if (info.contentSize == 0 && d->raw != 0)
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 frame without content size");
-	else if (info.contentSize != raw)
+	else if (info.contentSize != d->raw)
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 frame holds %llu bytes, the index says %llu",
-			     (unsigned long long)info.contentSize, (unsigned long long)raw);
-	size_t in_pos = used, out_pos = 0;
+			     (unsigned long long)info.contentSize, (unsigned long long)d->raw);
+	size_t in_pos = used;
 	while (k == FMT_OK) {
-		size_t src = n - in_pos, dst_left = (size_t)raw - out_pos;
-		r = LZ4F_decompress(d, dst + out_pos, &dst_left, in + in_pos, &src, NULL);
+		uint8_t *p;
+		size_t room, src = n - in_pos;
+		next_window(d, &p, &room);
+		r = LZ4F_decompress(z, p, &room, in + in_pos, &src, NULL);
 		if (LZ4F_isError(r)) {
 			k = fmt_fail(e, FMT_INVALID_FORMAT, "LZ4: %s", LZ4F_getErrorName(r));
 			break;
 		}
 		in_pos += src;
-		out_pos += dst_left;
+		if (d->done + room > d->raw) {
+			k = too_much(d, e);
+			break;
+		}
+		d->done += room;
 		if (r == 0)
 			break;
-		if (src == 0 && dst_left == 0)
-			k = fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 frame is truncated or holds more than the index says");
+		if (src == 0 && room == 0)
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 frame is truncated");
 	}
-	if (k == FMT_OK && (in_pos != n || out_pos != raw))
+	if (k == FMT_OK && (in_pos != n || d->done != d->raw))
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "the segment is not exactly one LZ4 frame of %llu bytes",
-			     (unsigned long long)raw);
-	LZ4F_freeDecompressionContext(d);
+			     (unsigned long long)d->raw);
+	LZ4F_freeDecompressionContext(z);
+	return k;
+}
+
+/* Decode one frame of n bytes into dst (raw bytes), or with dst NULL only check that it holds
+ * exactly raw bytes, in bounded memory. */
+static fmt_kind frame_decode(const uint8_t *in, size_t n, apr_codec codec, uint8_t *dst, uint64_t raw, fmt_err *e)
+{
+	decode_out d = { .dst = dst, .raw = raw };
+	if (!plausible(codec, n, raw))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "%zu stored bytes cannot hold %llu raw bytes", n,
+				(unsigned long long)raw);
+	d.scratch = malloc(SCRATCH);
+	if (!d.scratch)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	fmt_kind k = codec == APR_CODEC_ZSTD ? zstd_decode(in, n, &d, e) : lz4_decode(in, n, &d, e);
+	free(d.scratch);
+	return k;
+}
+
+fmt_kind apr_check_frame(const fmt_model *m, const fmt_tensor *t, fmt_err *e)
+{
+	const frame_reader *r = t->reader_ctx;
+	const uint8_t *in;
+	if (r->stored > SIZE_MAX)
+		return fmt_fail(e, FMT_IO, "tensor too large for memory");
+	fmt_kind k = fmt_source_view(&m->sources[r->src], r->off, r->stored, &in, e);
+	if (k == FMT_OK)
+		k = frame_decode(in, (size_t)r->stored, r->codec, NULL, t->nbytes, e);
+	if (k != FMT_OK)
+		fmt_err_prefix(e, "tensor '%s'", t->name);
 	return k;
 }
 
@@ -253,14 +348,14 @@ static fmt_kind decompress_whole(const fmt_model *m, const fmt_tensor *t, frame_
 	if (t->nbytes > SIZE_MAX || r->stored > SIZE_MAX)
 		return fmt_fail(e, FMT_IO, "tensor too large for memory");
 	fmt_kind k = fmt_source_view(&m->sources[r->src], r->off, r->stored, &in, e);
-	if (k != FMT_OK)
-		return k;
-	r->raw = malloc(t->nbytes ? (size_t)t->nbytes : 1);
-	if (!r->raw)
-		return fmt_fail(e, FMT_IO, "out of memory for tensor '%s' (%llu bytes)", t->name,
-				(unsigned long long)t->nbytes);
-	k = r->codec == APR_CODEC_ZSTD ? zstd_decode(in, (size_t)r->stored, r->raw, t->nbytes, e)
-				       : lz4_decode(in, (size_t)r->stored, r->raw, t->nbytes, e);
+	if (k == FMT_OK && !plausible(r->codec, r->stored, t->nbytes))
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "%llu stored bytes cannot hold %llu raw bytes",
+			     (unsigned long long)r->stored, (unsigned long long)t->nbytes);
+	if (k == FMT_OK && !(r->raw = malloc(t->nbytes ? (size_t)t->nbytes : 1)))
+		k = fmt_fail(e, FMT_IO, "out of memory for tensor '%s' (%llu bytes)", t->name,
+			     (unsigned long long)t->nbytes);
+	if (k == FMT_OK)
+		k = frame_decode(in, (size_t)r->stored, r->codec, r->raw, t->nbytes, e);
 	if (k != FMT_OK) {
 		free(r->raw);
 		r->raw = NULL;

@@ -109,6 +109,10 @@ fmt_kind apr_meta_write(const fmt_model *m, apr_layout layout, int stamp, const 
 fmt_kind apr_attach_frame(fmt_model *m, fmt_tensor *t, int src, uint64_t off, uint64_t stored,
 			  apr_codec codec, fmt_err *e);
 
+/* Check that a tensor given a frame reader holds one frame of exactly its raw size, in bounded
+ * memory (the tensor is not kept). */
+fmt_kind apr_check_frame(const fmt_model *m, const fmt_tensor *t, fmt_err *e);
+
 /* Where encoded bytes go: a sink (or nowhere, counting only), hashed with XXH3 or CRC32. */
 typedef struct apr_out {
 	fmt_sink *k;                   /* NULL: count only */

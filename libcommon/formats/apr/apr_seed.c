@@ -354,13 +354,7 @@ fmt_kind apr_seed_open(fmt_model *m, apr_state *st, fmt_err *e)
 static fmt_kind check_frames(fmt_model *m, fmt_err *e)
 {
 	for (size_t i = 0; i < m->n_tensors; i++) {
-		const uint8_t *bytes;
-		uint8_t *to_free = NULL;
-		const fmt_tensor *t = &m->tensors[i];
-		if (!t->reader)
-			continue;
-		fmt_kind k = fmt_tensor_load(m, t, &bytes, &to_free, e);
-		free(to_free);
+		fmt_kind k = m->tensors[i].reader ? apr_check_frame(m, &m->tensors[i], e) : FMT_OK;
 		if (k != FMT_OK)
 			return k;
 	}
