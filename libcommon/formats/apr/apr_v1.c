@@ -69,10 +69,68 @@ static json_t *mp_to_json(const msgpack_object *o, int depth)
 	}
 }
 
+/* 1 if every MessagePack array, map, string and binary in p[0..n) declares no more than the
+ * bytes left can hold: msgpack-c allocates by the declared counts before reading the items. */
+static int mp_plausible(const uint8_t *p, size_t n)
+{
+	uint64_t pending = 1;
+	size_t at = 0;
+	while (pending > 0) {
+		if (at >= n)
+			return 0;
+		uint8_t b = p[at++];
+		uint64_t skip = 0, items = 0;
+		size_t len_bytes = 0;
+		if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3)
+			;
+		else if (b >= 0x80 && b <= 0x8f)
+			items = 2u * (b & 0x0f);
+		else if (b >= 0x90 && b <= 0x9f)
+			items = b & 0x0f;
+		else if (b >= 0xa0 && b <= 0xbf)
+			skip = b & 0x1f;
+		else if (b >= 0xcc && b <= 0xd3)
+			skip = 1u << ((b - 0xcc) & 3);
+		else if (b == 0xca || b == 0xcb)
+			skip = b == 0xca ? 4 : 8;
+		else if (b >= 0xd4 && b <= 0xd8)
+			skip = 1 + (1u << (b - 0xd4));
+		else if (b == 0xc4 || b == 0xd9 || b == 0xc7)
+			len_bytes = 1;
+		else if (b == 0xc5 || b == 0xda || b == 0xc8 || b == 0xdc || b == 0xde)
+			len_bytes = 2;
+		else if (b == 0xc6 || b == 0xdb || b == 0xc9 || b == 0xdd || b == 0xdf)
+			len_bytes = 4;
+		else
+			return 0;
+		if (len_bytes) {
+			if (n - at < len_bytes)
+				return 0;
+			uint64_t len = 0;
+			for (size_t i = 0; i < len_bytes; i++)
+				len = len << 8 | p[at + i];
+			at += len_bytes;
+			if (b == 0xdc || b == 0xdd)
+				items = len;
+			else if (b == 0xde || b == 0xdf)
+				items = 2 * len;
+			else
+				skip = len + (b >= 0xc7 && b <= 0xc9);
+		}
+		if (skip > n - at || items > n - at)
+			return 0;
+		at += (size_t)skip;
+		pending = pending - 1 + items;
+	}
+	return at == n;
+}
+
 static fmt_kind read_metadata(fmt_model *m, apr_state *st, const uint8_t *p, size_t n, fmt_err *e)
 {
 	msgpack_unpacked u;
 	size_t off = 0;
+	if (!mp_plausible(p, n))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata is not one MessagePack value of %zu bytes", n);
 	msgpack_unpacked_init(&u);
 	msgpack_unpack_return r = msgpack_unpack_next(&u, (const char *)p, n, &off);
 	fmt_kind k = FMT_OK;
