@@ -390,3 +390,71 @@ PY
 	cat t.apr | fmt-convert - back2.safetensors
 	cmp back2.safetensors "$TINY"
 }
+
+# ---- shard sets (A.8) ----
+
+@test "--shard writes NAME-0000i-of-0000N.apr, each self-contained; any shard opens the set (FMT-002 sharded)" {
+	make_numpy_model m.safetensors
+	for c in none lz4 zstd; do
+		rm -f set-*.apr
+		run fmt-convert -c $c --shard 5KB m.safetensors set.apr
+		assert_success
+		[ -f set-00001-of-00003.apr ]
+		[ -f set-00002-of-00003.apr ]
+		[ -f set-00003-of-00003.apr ]
+		[ ! -e set.apr ]
+		for i in 1 2 3; do
+			run jq -c '.metadata.shard' <($CHECK set-0000$i-of-00003.apr)
+			assert_output "{\"count\":3,\"index\":$i,\"tensors_total\":3}"
+			run fmt-verify set-0000$i-of-00003.apr
+			assert_output --partial "ok (apr, 3 tensors, 3 files"
+		done
+		run fmt-inspect -j set-00002-of-00003.apr
+		run jq -r '.format_info.shard, ([.tensors[].file] | join(","))' <<<"$output"
+		assert_line --index 0 "2 of 3 (the set of 3 files is read from it)"
+		assert_line --index 1 "set-00001-of-00003.apr,set-00002-of-00003.apr,set-00003-of-00003.apr"
+		fmt-convert -f set-00003-of-00003.apr back.safetensors
+		fmt-convert -f m.safetensors ref.safetensors
+		cmp back.safetensors ref.safetensors
+	done
+}
+
+@test "a shard set with a shard missing, renamed, damaged or from another set is refused" {
+	make_numpy_model m.safetensors
+	fmt-convert --shard 5KB m.safetensors set.apr
+	fmt-convert --shard 5KB --set other=1 m.safetensors other.apr
+	mv set-00002-of-00003.apr keep.apr
+	run --separate-stderr fmt-verify set-00001-of-00003.apr
+	[ "$status" -eq 9 ]
+	[[ "$stderr" == *"shard 'set-00002-of-00003.apr' named in set-00001-of-00003.apr does not exist"* ]]
+	cp keep.apr lone.apr
+	run --separate-stderr fmt-inspect lone.apr
+	[ "$status" -eq 9 ]
+	[[ "$stderr" == *"its name is not NAME-00002-of-00003.apr"* ]]
+	cp other-00002-of-00003.apr set-00002-of-00003.apr
+	run --separate-stderr fmt-verify set-00001-of-00003.apr
+	[ "$status" -eq 9 ]
+	[[ "$stderr" == *"its metadata differs from the other shards'"* ]]
+	cp keep.apr set-00002-of-00003.apr
+	cp set-00003-of-00003.apr set-00003-of-00003.bak
+	/usr/bin/python3 -c "b=bytearray(open('set-00003-of-00003.apr','rb').read()); b[-30]^=1; open('set-00003-of-00003.apr','wb').write(b)"
+	run --separate-stderr fmt-verify set-00001-of-00003.apr
+	[ "$status" -eq 6 ]
+	[[ "$stderr" == *"set-00003-of-00003.apr: checksum mismatch"* ]]
+	run fmt-convert set-00001-of-00003.apr out.safetensors
+	assert_failure 6
+	[ ! -e out.safetensors ]
+}
+
+@test "a shard set is written all or nothing: an existing shard stops it before anything is renamed" {
+	make_numpy_model m.safetensors
+	touch set-00002-of-00003.apr
+	run fmt-convert --shard 5KB m.safetensors set.apr
+	assert_failure 2
+	[ ! -e set-00001-of-00003.apr ]
+	[ ! -e set-00003-of-00003.apr ]
+	[ ! -s set-00002-of-00003.apr ]
+	ls -A | grep -q fmtkit-tmp && fail "temporary file left"
+	run fmt-convert --apr-layout aprender --shard 5KB m.safetensors ap.apr
+	assert_failure 2
+}

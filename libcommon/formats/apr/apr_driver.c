@@ -5,6 +5,8 @@
 #include "fmt/out.h"
 #include "apr_internal.h"
 
+extern const fmt_driver fmt_driver_apr;
+
 static const uint8_t MAGIC_SEED[4] = { 'A', 'P', 'R', 0x02 };
 static const uint8_t MAGIC_AP[4] = { 'A', 'P', 'R', 0x00 };
 static const uint8_t MAGIC_AP_LEGACY[4] = { 'A', 'P', 'R', '2' };
@@ -118,6 +120,7 @@ static void apr_close(fmt_model *m)
 	if (st) {
 		json_decref(st->v1_meta);
 		free(st->writer);
+		free(st->parts);
 	}
 	free(st);
 	m->format_state = NULL;
@@ -191,7 +194,9 @@ static json_t *apr_describe(const fmt_model *m)
 		if (st->writer)
 			json_object_set_new(o, "writer", fmt_json_string(st->writer, strlen(st->writer)));
 		if (st->shard_count)
-			json_object_set_new(o, "shard", json_sprintf("%llu of %llu", (unsigned long long)st->shard_index,
+			json_object_set_new(o, "shard", json_sprintf("%llu of %llu (the set of %llu files is read from it)",
+								      (unsigned long long)st->shard_index,
+								      (unsigned long long)st->shard_count,
 								      (unsigned long long)st->shard_count));
 	} else {
 		json_object_set_new(o, "header_crc", json_sprintf("%08x", st->header_crc));
@@ -210,6 +215,10 @@ const fmt_driver fmt_driver_apr = {
 	.open = apr_open,
 	.verify = apr_verify,
 	.write = apr_write,
+	.write_sharded = apr_write_sharded,
+	/* A shard opens its whole set: one driver for both. */
+	.set_driver = &fmt_driver_apr,
+	.file_driver = &fmt_driver_apr,
 	.caps = FMT_CAP_TYPED_META,
 	.holds_dtype = apr_holds,
 	.choose_dtype = apr_choose_dtype,

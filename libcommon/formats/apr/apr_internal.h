@@ -37,6 +37,12 @@
 typedef enum apr_layout { APR_SEED, APR_APRENDER, APR_V1 } apr_layout;
 typedef enum apr_codec { APR_CODEC_NONE, APR_CODEC_LZ4, APR_CODEC_ZSTD } apr_codec;
 
+/* One file of a seed shard set (or the single file): where its checksum is. */
+typedef struct apr_part {
+	int src;                       /* index into the model's sources */
+	uint64_t checksum;             /* its footer's XXH3-64 */
+} apr_part;
+
 /* What one file holds beyond the model: for fmt-inspect and fmt-verify. */
 typedef struct apr_state {
 	apr_layout layout;
@@ -47,6 +53,9 @@ typedef struct apr_state {
 	uint32_t header_crc;           /* aprender */
 	int has_footer;                /* aprender: 0 when the file has no room for one */
 	uint64_t shard_index, shard_count; /* seed shards (1-based); 0 when not a shard */
+	uint64_t tensors_total;        /* seed shards: tensors in the whole set */
+	apr_part *parts;               /* seed: every file read, in set order */
+	size_t n_parts;
 	char *writer;                  /* seed: the "writer" stamp, or NULL */
 	/* v1 */
 	uint16_t model_type;
@@ -71,6 +80,10 @@ typedef struct apr_seed_opts {
 	uint64_t shard_index, shard_count, tensors_total; /* shard_count 0: not a shard */
 } apr_seed_opts;
 fmt_kind apr_seed_write(const fmt_model *m, fmt_sink *k, const apr_seed_opts *o, fmt_err *e);
+
+/* A seed shard set NAME-0000i-of-0000N.apr of at most max_bytes of tensor data per shard. */
+fmt_kind apr_write_sharded(const fmt_model *m, const char *prefix, uint64_t max_bytes, const fmt_write_opts *o,
+			   char ***paths, size_t *n_paths, fmt_err *e);
 
 fmt_kind apr_ap_open(fmt_model *m, apr_state *st, fmt_err *e);
 fmt_kind apr_ap_verify(fmt_model *m, const apr_state *st, fmt_err *e);

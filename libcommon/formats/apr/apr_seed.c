@@ -109,6 +109,7 @@ static fmt_kind read_shard_record(apr_state *st, const json_t *raw, fmt_err *e)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "metadata 'shard' must be {\"index\":i,\"count\":N,\"tensors_total\":T} with 1 <= i <= N");
 	st->shard_index = (uint64_t)json_integer_value(i);
 	st->shard_count = (uint64_t)json_integer_value(n);
+	st->tensors_total = (uint64_t)json_integer_value(t);
 	return FMT_OK;
 }
 
@@ -207,7 +208,7 @@ static fmt_kind parse_entry(cursor *c, uint64_t i, entry *en, char *name, fmt_er
 
 /* Place an entry's segment: aligned, after the previous one, before the footer; raw segments
  * hold exactly the raw size. */
-static fmt_kind place_entry(const apr_state *st, uint64_t body, uint64_t *next_free, entry *en, fmt_err *e)
+static fmt_kind place_entry(const apr_state *st, int src, uint64_t body, uint64_t *next_free, entry *en, fmt_err *e)
 {
 	const char *name = en->t.name;
 	uint64_t start, end;
@@ -231,7 +232,7 @@ static fmt_kind place_entry(const apr_state *st, uint64_t body, uint64_t *next_f
 		*next_free = en->rel + 1;  /* a zero-size raw tensor still takes its offset */
 	en->t.file_offset = en->rel;
 	en->t.offset = start;
-	en->t.source = 0;
+	en->t.source = src;
 	en->t.stored_bytes = compressed ? en->size : 0;
 	return FMT_OK;
 }
@@ -257,9 +258,9 @@ static fmt_kind check_unique(const fmt_model *m, fmt_err *e)
 	return k;
 }
 
-static fmt_kind read_index(fmt_model *m, apr_state *st, fmt_err *e)
+static fmt_kind read_index(fmt_model *m, int src, apr_state *st, fmt_err *e)
 {
-	fmt_source *s = &m->sources[0];
+	fmt_source *s = &m->sources[src];
 	uint64_t body = s->size - APR_SEED_FOOTER;
 	cursor c = { .base = st->index_offset };
 	fmt_kind k = fmt_source_view(s, st->index_offset, body - st->index_offset, &c.p, e);
@@ -301,12 +302,12 @@ static fmt_kind read_index(fmt_model *m, apr_state *st, fmt_err *e)
 	apr_codec codec = st->flags & APR_F_LZ4 ? APR_CODEC_LZ4 : st->flags & APR_F_ZSTD ? APR_CODEC_ZSTD : APR_CODEC_NONE;
 	for (uint64_t i = 0; i < count && k == FMT_OK; i++) {
 		fmt_tensor *t = NULL;
-		k = place_entry(st, body, &next_free, &ens[i], e);
+		k = place_entry(st, src, body, &next_free, &ens[i], e);
 		quantized |= is_block(ens[i].t.dtype);
 		if (k == FMT_OK)
 			k = fmt_model_add_tensor(m, &ens[i].t, &t, e);
 		if (k == FMT_OK && codec != APR_CODEC_NONE)
-			k = apr_attach_frame(m, t, 0, t->offset, ens[i].size, codec, e);
+			k = apr_attach_frame(m, t, src, t->offset, ens[i].size, codec, e);
 	}
 	for (uint64_t i = 0; i < count; i++)
 		free(kept[i]);
@@ -315,39 +316,148 @@ static fmt_kind read_index(fmt_model *m, apr_state *st, fmt_err *e)
 	if (k == FMT_OK && quantized != ((st->flags & APR_F_QUANTIZED) != 0))
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "flag QUANTIZED is %s but %s tensor is block-quantized",
 			     quantized ? "clear" : "set", quantized ? "a" : "no");
-	return k == FMT_OK ? check_unique(m, e) : k;
+	return k;
+}
+
+/* A damaged file says so: what looks like a future version or an unknown dtype in a file whose
+ * checksum fails is damage, not the future. */
+static fmt_kind damage_or(fmt_source *s, const apr_state *st, fmt_kind k, fmt_err *e)
+{
+	if (k != FMT_UNSUPPORTED || s->size < APR_SEED_HEADER + APR_SEED_FOOTER)
+		return k;
+	fmt_err why = *e;
+	if (check_checksum(s, st->checksum, e) == FMT_CHECKSUM)
+		fmt_err_prefix(e, "%s; and", why.msg);
+	else
+		*e = why;
+	return e->kind;
+}
+
+/* Header, metadata (into the model when with_meta) and shard record of one file; *raw is the
+ * metadata object as stored. */
+static fmt_kind open_front(fmt_model *m, int src, apr_state *st, int with_meta, json_t **raw, fmt_err *e)
+{
+	fmt_source *s = &m->sources[src];
+	const uint8_t *meta = NULL;
+	json_error_t jerr;
+	*raw = NULL;
+	fmt_kind k = read_header(s, st, e);
+	if (k == FMT_OK)
+		k = fmt_source_view(s, APR_SEED_HEADER, st->metadata_size, &meta, e);
+	if (k == FMT_OK && with_meta)
+		k = apr_meta_read(m, (const char *)meta, (size_t)st->metadata_size, APR_SEED, raw, e);
+	else if (k == FMT_OK && !(*raw = json_loadb((const char *)meta, (size_t)st->metadata_size, JSON_REJECT_DUPLICATES, &jerr)))
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "metadata is not valid JSON (%s at byte %d)", jerr.text, jerr.position);
+	if (k == FMT_OK && !json_is_object(*raw))
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "metadata is not a JSON object");
+	if (k == FMT_OK)
+		k = read_shard_record(st, *raw, e);
+	const json_t *writer = k == FMT_OK && with_meta ? json_object_get(*raw, "writer") : NULL;
+	if (json_is_string(writer) && !(st->writer = strdup(json_string_value(writer))))
+		k = fmt_fail(e, FMT_IO, "out of memory");
+	return damage_or(s, st, k, e);
+}
+
+static fmt_kind add_part(apr_state *st, int src, uint64_t checksum, fmt_err *e)
+{
+	apr_part *grown = realloc(st->parts, (st->n_parts + 1) * sizeof *grown);
+	if (!grown)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	st->parts = grown;
+	st->parts[st->n_parts++] = (apr_part){ src, checksum };
+	return FMT_OK;
+}
+
+/* "dir/NAME-" of "dir/NAME-0000i-of-0000N.apr" when i and N are the shard's own, else NULL. */
+static char *set_prefix(const char *path, uint64_t index, uint64_t count)
+{
+	char tail[64];
+	snprintf(tail, sizeof tail, "%05llu-of-%05llu.apr", (unsigned long long)index, (unsigned long long)count);
+	size_t n = strlen(path), t = strlen(tail);
+	if (n <= t + 1 || strcmp(path + n - t, tail) != 0 || path[n - t - 1] != '-')
+		return NULL;
+	return strndup(path, n - t);
+}
+
+/* One sibling shard: its own header and index, the same set record and metadata. */
+static fmt_kind open_sibling(fmt_model *m, const char *prefix, uint64_t k, const apr_state *st, const json_t *meta,
+			     fmt_err *e)
+{
+	char *path = NULL, *dir = fmt_dir_prefix(prefix), *name = NULL;
+	int src = 0;
+	json_t *raw = NULL;
+	apr_state ps;
+	memset(&ps, 0, sizeof ps);
+	fmt_kind r = dir && asprintf(&name, "%s%05llu-of-%05llu.apr", prefix + strlen(dir), (unsigned long long)k,
+				     (unsigned long long)st->shard_count) >= 0 ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	if (r == FMT_OK)
+		r = fmt_model_open_shard(m, dir, name, m->path, &src, &path, e);
+	free(dir);
+	free(name);
+	if (r == FMT_OK)
+		r = open_front(m, src, &ps, 0, &raw, e);
+	if (r == FMT_OK && (ps.shard_index != k || ps.shard_count != st->shard_count || ps.tensors_total != st->tensors_total))
+		r = fmt_fail(e, FMT_SCHEMA, "its shard record says %llu of %llu (%llu tensors), the set needs %llu of %llu (%llu tensors)",
+			     (unsigned long long)ps.shard_index, (unsigned long long)ps.shard_count,
+			     (unsigned long long)ps.tensors_total, (unsigned long long)k,
+			     (unsigned long long)st->shard_count, (unsigned long long)st->tensors_total);
+	if (r == FMT_OK) {
+		json_object_del(raw, "shard");
+		if (!json_equal(raw, meta))
+			r = fmt_fail(e, FMT_SCHEMA, "its metadata differs from the other shards'");
+	}
+	if (r == FMT_OK)
+		r = read_index(m, src, &ps, e);
+	if (r == FMT_OK)
+		r = add_part((apr_state *)st, src, ps.checksum, e);
+	if (r != FMT_OK && path)
+		fmt_err_file(e, path);
+	json_decref(raw);
+	free(path);
+	return r;
+}
+
+/* Every shard of the set the first file belongs to, in order 1..N. */
+static fmt_kind open_set(fmt_model *m, apr_state *st, json_t *meta, fmt_err *e)
+{
+	char *prefix = set_prefix(m->sources[0].path, st->shard_index, st->shard_count);
+	if (!prefix)
+		return fmt_fail(e, FMT_SCHEMA, "shard %llu of %llu, but its name is not NAME-%05llu-of-%05llu.apr, so the "
+				"other shards cannot be found", (unsigned long long)st->shard_index,
+				(unsigned long long)st->shard_count, (unsigned long long)st->shard_index,
+				(unsigned long long)st->shard_count);
+	json_object_del(meta, "shard");
+	fmt_kind k = FMT_OK;
+	for (uint64_t i = 1; i <= st->shard_count && k == FMT_OK; i++) {
+		if (i != st->shard_index) {
+			k = open_sibling(m, prefix, i, st, meta, e);
+			continue;
+		}
+		k = damage_or(&m->sources[0], st, read_index(m, 0, st, e), e);
+		if (k == FMT_OK)
+			k = add_part(st, 0, st->checksum, e);
+	}
+	free(prefix);
+	if (k == FMT_OK && m->n_tensors != st->tensors_total)
+		k = fmt_fail(e, FMT_SCHEMA, "the shards hold %zu tensors, their records say %llu", m->n_tensors,
+			     (unsigned long long)st->tensors_total);
+	return k;
 }
 
 fmt_kind apr_seed_open(fmt_model *m, apr_state *st, fmt_err *e)
 {
-	fmt_source *s = &m->sources[0];
-	fmt_kind k = read_header(s, st, e);
-	const uint8_t *meta = NULL;
 	json_t *raw = NULL;
-	if (k == FMT_OK)
-		k = fmt_source_view(s, APR_SEED_HEADER, st->metadata_size, &meta, e);
-	if (k == FMT_OK)
-		k = apr_meta_read(m, (const char *)meta, (size_t)st->metadata_size, APR_SEED, &raw, e);
-	if (k == FMT_OK)
-		k = read_shard_record(st, raw, e);
-	const json_t *writer = k == FMT_OK ? json_object_get(raw, "writer") : NULL;
-	if (json_is_string(writer) && !(st->writer = strdup(json_string_value(writer))))
-		k = fmt_fail(e, FMT_IO, "out of memory");
-	json_decref(raw);
-	if (k == FMT_OK)
-		k = read_index(m, st, e);
 	m->version = 2;
-	/* A damaged file says so: what looks like a future version or an unknown dtype in a file
-	 * whose checksum fails is damage, not the future. */
-	if (k == FMT_UNSUPPORTED && s->size >= APR_SEED_HEADER + APR_SEED_FOOTER) {
-		fmt_err why = *e;
-		if (check_checksum(s, st->checksum, e) == FMT_CHECKSUM)
-			fmt_err_prefix(e, "%s; and", why.msg);
-		else
-			*e = why;
-		return e->kind;
+	fmt_kind k = open_front(m, 0, st, 1, &raw, e);
+	if (k == FMT_OK && st->shard_count) {
+		k = open_set(m, st, raw, e);
+	} else if (k == FMT_OK) {
+		k = damage_or(&m->sources[0], st, read_index(m, 0, st, e), e);
+		if (k == FMT_OK)
+			k = add_part(st, 0, st->checksum, e);
 	}
-	return k;
+	json_decref(raw);
+	return k == FMT_OK ? check_unique(m, e) : k;
 }
 
 /* Every frame holds exactly its tensor's raw size. */
@@ -363,8 +473,15 @@ static fmt_kind check_frames(fmt_model *m, fmt_err *e)
 
 fmt_kind apr_seed_verify(fmt_model *m, const apr_state *st, fmt_err *e)
 {
-	fmt_kind k = check_checksum(&m->sources[0], st->checksum, e);
-	return k == FMT_OK ? check_frames(m, e) : k;
+	for (size_t i = 0; i < st->n_parts; i++) {
+		fmt_source *s = &m->sources[st->parts[i].src];
+		fmt_kind k = check_checksum(s, st->parts[i].checksum, e);
+		if (k != FMT_OK) {
+			fmt_err_file(e, s->path);
+			return k;
+		}
+	}
+	return check_frames(m, e);
 }
 
 /* ---- writing ---- */
