@@ -123,6 +123,7 @@ fmt_kind convert_run(const char *input, const char *output, const convert_opts *
 		k = open_input(&in, input, o, e);
 	if (k != FMT_OK)
 		return k;
+	in.reader_threads = o->threads;
 	k = fmt_pool_create(&pool, o->threads, e);
 	if (k == FMT_OK)
 		k = plan_build(&plan, &in, o, pool, e);

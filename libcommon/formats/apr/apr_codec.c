@@ -366,10 +366,68 @@ static fmt_kind decompress_whole(const fmt_model *m, const fmt_tensor *t, frame_
 }
 
 static fmt_kind frame_read(const fmt_model *m, const fmt_tensor *t, uint64_t off, uint8_t *dst, size_t n,
+			   fmt_err *e);
+
+/* ---- decoding ahead ---- */
+
+#define AHEAD_MAX 16
+
+typedef struct ahead {
+	const fmt_model *m;
+	const fmt_tensor *ts[AHEAD_MAX];
+	size_t n;
+} ahead;
+
+static void decode_ahead_task(void *ctx, size_t i)
+{
+	ahead *a = ctx;
+	frame_reader *r = a->ts[i]->reader_ctx;
+	fmt_err e;
+	pthread_mutex_lock(&r->lock);
+	if (!r->raw)   /* a failure is reported by the read itself, which decodes again */
+		(void)decompress_whole(a->m, a->ts[i], r, &e);
+	pthread_mutex_unlock(&r->lock);
+}
+
+static int decoded(frame_reader *r)
+{
+	pthread_mutex_lock(&r->lock);
+	int has = r->raw != NULL;
+	pthread_mutex_unlock(&r->lock);
+	return has;
+}
+
+/* Before t's first read, decode t and the next compressed tensors (in model order: the order
+ * writers read them) in parallel, one per reader thread: frames are independent, so a model
+ * decompresses about as many times faster as there are threads. */
+static void decode_ahead(const fmt_model *m, const fmt_tensor *t)
+{
+	apr_state *st = m->format_state;
+	int threads = m->reader_threads;
+	fmt_err e;
+	if (threads < 2 || !st || t < m->tensors || t >= m->tensors + m->n_tensors)
+		return;
+	pthread_mutex_lock(&st->prefetch_lock);
+	if (!st->pool && fmt_pool_create(&st->pool, threads, &e) != FMT_OK)
+		st->pool = NULL;
+	ahead a = { .m = m };
+	for (size_t j = (size_t)(t - m->tensors); st->pool && j < m->n_tensors && a.n < (size_t)threads && a.n < AHEAD_MAX; j++) {
+		const fmt_tensor *u = &m->tensors[j];
+		if (u->reader == frame_read && !decoded(u->reader_ctx))
+			a.ts[a.n++] = u;
+	}
+	if (a.n > 1)
+		fmt_pool_run(st->pool, a.n, decode_ahead_task, &a);
+	pthread_mutex_unlock(&st->prefetch_lock);
+}
+
+static fmt_kind frame_read(const fmt_model *m, const fmt_tensor *t, uint64_t off, uint8_t *dst, size_t n,
 			   fmt_err *e)
 {
 	frame_reader *r = t->reader_ctx;
 	fmt_kind k = FMT_OK;
+	if (off == 0 && !decoded(r))
+		decode_ahead(m, t);
 	pthread_mutex_lock(&r->lock);
 	if (!r->raw)
 		k = decompress_whole(m, t, r, e);

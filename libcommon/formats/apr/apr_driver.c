@@ -42,6 +42,7 @@ static fmt_kind apr_open(fmt_model *m, fmt_err *e)
 	apr_state *st = calloc(1, sizeof *st);
 	if (!st)
 		return fmt_fail(e, FMT_IO, "out of memory");
+	pthread_mutex_init(&st->prefetch_lock, NULL);
 	m->format_state = st;
 	if (n < 4)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "truncated: %zu bytes", n);
@@ -121,6 +122,8 @@ static void apr_close(fmt_model *m)
 		json_decref(st->v1_meta);
 		free(st->writer);
 		free(st->parts);
+		fmt_pool_destroy(st->pool);
+		pthread_mutex_destroy(&st->prefetch_lock);
 	}
 	free(st);
 	m->format_state = NULL;

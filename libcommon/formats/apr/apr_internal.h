@@ -9,7 +9,9 @@
 #include <xxhash.h>
 #include <jansson.h>
 #include "fmt/model.h"
+#include <pthread.h>
 #include "fmt/registry.h"
+#include "fmt/thread.h"
 
 #define APR_ALIGN 64u
 #define APR_SEED_HEADER 32u
@@ -62,6 +64,9 @@ typedef struct apr_state {
 	uint8_t v1_compression, v1_flags, v1_quality;
 	uint32_t payload_size, uncompressed_size;
 	json_t *v1_meta;               /* the MessagePack metadata as JSON, or NULL */
+	/* Compressed tensors decoded ahead of their reads, on a pool of the model's reader_threads. */
+	pthread_mutex_t prefetch_lock;
+	fmt_pool *pool;
 } apr_state;
 
 /* ---- layouts ---- */

@@ -108,6 +108,9 @@ typedef struct fmt_model {
 	/* Why this model's content cannot be converted (a file that holds no tensors the toolkit
 	 * can read, such as APR v1's serialised structs), or NULL. Static text. */
 	const char *opaque;
+	/* Threads a driver may use to decode tensors ahead of their reads (the tool's -T; 0 or 1:
+	 * none). */
+	int reader_threads;
 } fmt_model;
 
 void fmt_model_init(fmt_model *m);
