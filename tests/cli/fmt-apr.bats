@@ -119,6 +119,16 @@ PY
 	fmt-convert -T 1 -c lz4 m.safetensors t1.apr
 	fmt-convert -T 3 -c lz4 m.safetensors t3.apr
 	cmp t1.apr t3.apr
+	# tensors compressed in parallel while being converted to f16 in parallel
+	fmt-convert -T 1 -c zstd --dtype f16 m.safetensors h1.apr
+	fmt-convert -T 2 -c zstd --dtype f16 m.safetensors h2.apr
+	fmt-convert -T 2 -c zstd --dtype f16 --to apr m.safetensors - >h3.apr
+	cmp h1.apr h2.apr
+	cmp h1.apr h3.apr
+	# and decoded ahead in parallel when read
+	fmt-convert -T 1 h2.apr r1.safetensors
+	fmt-convert -T 2 h2.apr r2.safetensors
+	cmp r1.safetensors r2.safetensors
 }
 
 @test "fmt-inspect shows layout, flags by name, compression and stored sizes with ratios" {

@@ -7,6 +7,7 @@
 #include <zlib.h>
 #include <zstd.h>
 #include "fmt/checked.h"
+#include "fmt/strbuf.h"
 #include "apr_internal.h"
 
 /* ---- output ---- */
@@ -27,6 +28,8 @@ fmt_kind apr_out_write(apr_out *o, const void *p, size_t n, fmt_err *e)
 		}
 	}
 	o->pos += n;
+	if (o->mem)
+		fmt_sb_put(o->mem, p, n);
 	return o->k ? fmt_sink_write(o->k, p, n, e) : FMT_OK;
 }
 

@@ -112,7 +112,11 @@ static fmt_kind apr_write(const fmt_model *m, fmt_sink *k, const fmt_write_opts 
 											    : APR_CODEC_NONE;
 	if (so.codec == APR_CODEC_ZSTD && so.level == 0)
 		so.level = 3;
-	return apr_seed_write(m, k, &so, e);
+	fmt_kind r = so.codec != APR_CODEC_NONE && o->threads > 1 ? fmt_pool_create(&so.pool, o->threads, e) : FMT_OK;
+	if (r == FMT_OK)
+		r = apr_seed_write(m, k, &so, e);
+	fmt_pool_destroy(so.pool);
+	return r;
 }
 
 static void apr_close(fmt_model *m)

@@ -78,9 +78,12 @@ int apr_is_tsp(const uint8_t *head, size_t n);
 fmt_kind apr_seed_open(fmt_model *m, apr_state *st, fmt_err *e);
 fmt_kind apr_seed_verify(fmt_model *m, const apr_state *st, fmt_err *e);
 /* How a seed file is written: compression, the writer stamp, and for a shard its record. */
+#define APR_MAX_PACK 16                /* tensors compressed at once, one per thread */
+
 typedef struct apr_seed_opts {
 	apr_codec codec;
 	int level;
+	fmt_pool *pool;                /* compress this many tensors at once (NULL: one) */
 	int stamp;                     /* "writer" key (0 only to reproduce the spec's example) */
 	uint64_t shard_index, shard_count, tensors_total; /* shard_count 0: not a shard */
 } apr_seed_opts;
@@ -133,7 +136,8 @@ fmt_kind apr_check_frame(const fmt_model *m, const fmt_tensor *t, fmt_err *e);
 
 /* Where encoded bytes go: a sink (or nowhere, counting only), hashed with XXH3 or CRC32. */
 typedef struct apr_out {
-	fmt_sink *k;                   /* NULL: count only */
+	fmt_sink *k;                   /* NULL: count only (or into mem) */
+	struct fmt_sb *mem;            /* append here instead (compressing ahead), or NULL */
 	XXH3_state_t *xxh;             /* NULL: not hashed */
 	int crc_on;
 	unsigned long crc;

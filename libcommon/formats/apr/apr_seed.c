@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "fmt/checked.h"
+#include "fmt/strbuf.h"
 #include "apr_internal.h"
 
 static const uint8_t SEED_MAGIC[4] = { 'A', 'P', 'R', 0x02 };
@@ -627,26 +628,86 @@ static fmt_kind out_chunk(void *ctx, const uint8_t *bytes, size_t n, fmt_err *e)
 }
 
 /* Every segment; with a codec, sizes are recorded (or, when check, compared with the plan). */
+/* Tensors [first, first + n) compressed into memory, one per pool thread. */
+typedef struct packing {
+	const fmt_model *m;
+	const apr_seed_opts *o;
+	size_t first;
+	fmt_sb buf[APR_MAX_PACK];
+	uint64_t stored[APR_MAX_PACK];
+	fmt_kind kind[APR_MAX_PACK];
+	fmt_err err[APR_MAX_PACK];
+} packing;
+
+static void pack_task(void *ctx, size_t j)
+{
+	packing *pk = ctx;
+	apr_out mem = { .mem = &pk->buf[j] };
+	fmt_err_clear(&pk->err[j]);
+	pk->kind[j] = apr_compress_tensor(pk->m, &pk->m->tensors[pk->first + j], pk->o->codec, pk->o->level, &mem,
+					  &pk->stored[j], &pk->err[j]);
+}
+
+/* Tensor i's segment: from memory when packed (j >= 0), else streamed from the tensor. */
+static fmt_kind emit_one(const fmt_model *m, seed_plan *p, const apr_seed_opts *o, int check, apr_out *out,
+			 size_t i, packing *pk, int j, fmt_err *e)
+{
+	const fmt_tensor *t = &m->tensors[i];
+	uint64_t start = i ? p->data_offset + next_segment(p->rel[i - 1], p->size[i - 1]) : out->pos;
+	fmt_kind k = apr_out_zeros(out, start - out->pos, e);
+	uint64_t rel = out->pos - p->data_offset, stored = t->nbytes;
+	if (k == FMT_OK && check && rel != p->rel[i])
+		k = fmt_fail(e, FMT_INTERNAL, "tensor '%s' moved between passes", t->name);
+	if (k == FMT_OK && j >= 0) {
+		if (pk->kind[j] != FMT_OK) {
+			*e = pk->err[j];
+			return pk->kind[j];
+		}
+		if (pk->buf[j].oom)
+			return fmt_fail(e, FMT_IO, "out of memory compressing '%s'", t->name);
+		stored = pk->stored[j];
+		k = apr_out_write(out, pk->buf[j].p, pk->buf[j].len, e);
+	} else if (k == FMT_OK && o->codec == APR_CODEC_NONE) {
+		k = fmt_tensor_each_chunk(m, t, out_chunk, out, e);
+	} else if (k == FMT_OK) {
+		k = apr_compress_tensor(m, t, o->codec, o->level, out, &stored, e);
+	}
+	if (k == FMT_OK && check && stored != p->size[i])
+		k = fmt_fail(e, FMT_INTERNAL, "tensor '%s' compressed differently in two passes", t->name);
+	p->rel[i] = rel;
+	p->size[i] = stored;
+	return k;
+}
+
+/* Every segment; with a codec, sizes are recorded (or, when check, compared with the plan).
+ * With a pool, tensors are compressed in parallel batches and written in order. */
 static fmt_kind emit_segments(const fmt_model *m, seed_plan *p, const apr_seed_opts *o, int check, apr_out *out,
 			      fmt_err *e)
 {
-	for (size_t i = 0; i < m->n_tensors; i++) {
-		const fmt_tensor *t = &m->tensors[i];
-		uint64_t start = i ? p->data_offset + next_segment(p->rel[i - 1], p->size[i - 1]) : out->pos;
-		fmt_kind k = apr_out_zeros(out, start - out->pos, e);
-		uint64_t rel = out->pos - p->data_offset, stored = t->nbytes;
-		if (k == FMT_OK && check && rel != p->rel[i])
-			k = fmt_fail(e, FMT_INTERNAL, "tensor '%s' moved between passes", t->name);
-		if (k == FMT_OK && o->codec == APR_CODEC_NONE)
-			k = fmt_tensor_each_chunk(m, t, out_chunk, out, e);
-		else if (k == FMT_OK)
-			k = apr_compress_tensor(m, t, o->codec, o->level, out, &stored, e);
-		if (k == FMT_OK && check && stored != p->size[i])
-			k = fmt_fail(e, FMT_INTERNAL, "tensor '%s' compressed differently in two passes", t->name);
+	int threads = o->pool ? fmt_pool_threads(o->pool) : 1;
+	size_t batch = o->codec == APR_CODEC_NONE || threads < 2 ? 1 : (size_t)threads;
+	if (batch > APR_MAX_PACK)
+		batch = APR_MAX_PACK;
+	for (size_t i = 0; i < m->n_tensors;) {
+		size_t n = m->n_tensors - i < batch ? m->n_tensors - i : batch;
+		fmt_kind k = FMT_OK;
+		if (n == 1) {
+			k = emit_one(m, p, o, check, out, i, NULL, -1, e);
+		} else {
+			packing *pk = calloc(1, sizeof *pk);
+			if (!pk)
+				return fmt_fail(e, FMT_IO, "out of memory");
+			*pk = (packing){ .m = m, .o = o, .first = i };
+			fmt_pool_run(o->pool, n, pack_task, pk);
+			for (size_t j = 0; j < n && k == FMT_OK; j++)
+				k = emit_one(m, p, o, check, out, i + j, pk, (int)j, e);
+			for (size_t j = 0; j < n; j++)
+				free(pk->buf[j].p);
+			free(pk);
+		}
 		if (k != FMT_OK)
 			return k;
-		p->rel[i] = rel;
-		p->size[i] = stored;
+		i += n;
 	}
 	return FMT_OK;
 }

@@ -63,6 +63,8 @@ fmt_kind apr_write_sharded(const fmt_model *m, const char *prefix, uint64_t max_
 	so.codec = o->codec == FMT_CODEC_LZ4 ? APR_CODEC_LZ4 : o->codec == FMT_CODEC_ZSTD ? APR_CODEC_ZSTD : APR_CODEC_NONE;
 	if (so.codec == APR_CODEC_ZSTD && so.level == 0)
 		so.level = 3;
+	if (k == FMT_OK && so.codec != APR_CODEC_NONE && o->threads > 1)
+		k = fmt_pool_create(&so.pool, o->threads, e);
 	for (size_t i = 0; i < n && k == FMT_OK; i++) {
 		if (asprintf(&paths[i], "%s-%05zu-of-%05zu.apr", prefix, i + 1, n) < 0) {
 			paths[i] = NULL;
@@ -92,6 +94,7 @@ fmt_kind apr_write_sharded(const fmt_model *m, const char *prefix, uint64_t max_
 		paths = NULL;
 		n = 0;
 	}
+	fmt_pool_destroy(so.pool);
 	free(sinks);
 	free(first);
 	*out_paths = paths;
