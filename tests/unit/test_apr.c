@@ -67,7 +67,7 @@ static uint8_t *apr_write_mem(const fmt_model *m, wmode mode, apr_codec codec, s
 	if (*kind != FMT_OK)
 		return NULL;
 	apr_seed_opts so = { .codec = codec, .level = codec == APR_CODEC_ZSTD ? 3 : 0, .stamp = mode == W_SEED };
-	*kind = mode == W_APRENDER ? apr_ap_write(m, &k, &e) : apr_seed_write(m, &k, &so, &e);
+	*kind = mode == W_APRENDER ? fmt_apr_ap_write(m, &k, &e) : fmt_apr_seed_write(m, &k, &so, &e);
 	if (*kind != FMT_OK) {
 		fmt_sink_abort(&k);
 		unlink(path);
@@ -318,7 +318,7 @@ TEST(apr_meta_floats_like_serde)
 		fmt_model_init(&m);
 		fmt_value v = { .type = cases[i].f32 ? FMT_V_F32 : FMT_V_F64, .v.f = cases[i].f32 ? (double)(float)cases[i].v : cases[i].v };
 		CHECK(fmt_model_add_meta(&m, "x", &v, &e) == FMT_OK);
-		CHECK(apr_meta_write(&m, APR_SEED, 0, NULL, &text, &len, &e) == FMT_OK);
+		CHECK(fmt_apr_meta_write(&m, APR_SEED, 0, NULL, &text, &len, &e) == FMT_OK);
 		want_len = (size_t)snprintf(want, sizeof want, "{\"x\":%s}", cases[i].text);
 		CHECK_STR(text, want);
 		CHECK_EQ_U64(len, want_len);
@@ -334,11 +334,11 @@ TEST(apr_meta_keys_translate)
 	char *text;
 	size_t len;
 	every_dtype_model(&m);
-	CHECK(apr_meta_write(&m, APR_SEED, 0, NULL, &text, &len, &e) == FMT_OK);
+	CHECK(fmt_apr_meta_write(&m, APR_SEED, 0, NULL, &text, &len, &e) == FMT_OK);
 	CHECK_STR(text, "{\"arch\":\"llama\",\"num_layers\":32,\"rms_norm_eps\":0.00001,\"note\":\"x\\ty \xc3\xa9\","
 			"\"flag\":true,\"negative\":-5}");
 	free(text);
-	CHECK(apr_meta_write(&m, APR_APRENDER, 0, NULL, &text, &len, &e) == FMT_OK);
+	CHECK(fmt_apr_meta_write(&m, APR_APRENDER, 0, NULL, &text, &len, &e) == FMT_OK);
 	CHECK_STR(text, "{\"model_type\":\"\",\"license\":null,\"data_source\":null,\"data_license\":null,"
 			"\"total_size\":0,\"param_count\":0,\"architecture\":\"llama\",\"num_layers\":32,"
 			"\"rms_norm_eps\":0.00001,\"note\":\"x\\ty \xc3\xa9\",\"flag\":true,\"negative\":-5}");
@@ -455,7 +455,7 @@ TEST(apr_aprender_worked_example_s20)
 	fmt_model_free(&m);
 	CHECK_EQ_U64(n, 324);
 	CHECK(got && n == 324 && memcmp(got, want, 324) == 0);
-	CHECK_EQ_U64(apr_ap_header_crc(want), 0x9BB8993Bu);
+	CHECK_EQ_U64(fmt_apr_ap_header_crc(want), 0x9BB8993Bu);
 	CHECK_EQ_U64(crc32(0, want, 320), 0xC4B0C69Cu);
 	/* and our reader takes it */
 	fmt_model back;
@@ -535,13 +535,13 @@ TEST(apr_aprender_hazards_avoided)
 	apr_meta_num(&m, "num_heads", FMT_V_U32, 8);
 	char *text;
 	size_t len;
-	CHECK(apr_meta_write(&m, APR_APRENDER, 0, NULL, &text, &len, &e) == FMT_OK);
+	CHECK(fmt_apr_meta_write(&m, APR_APRENDER, 0, NULL, &text, &len, &e) == FMT_OK);
 	CHECK_STR(text, "{\"model_type\":\"\",\"license\":null,\"data_source\":null,\"data_license\":null,"
 			"\"total_size\":0,\"param_count\":0,\"num_layers\":4,\"num_heads\":8}");
 	free(text);
 	fmt_model_free(&m);
-	CHECK(apr_ap_code(FMT_DT_F64) < 0 && apr_ap_code(FMT_DT_I8) < 0 && apr_ap_code(FMT_DT_U8) < 0);
-	CHECK(apr_ap_code(FMT_DT_BF16) == 30 && apr_ap_code(FMT_DT_Q6_K) == 14);
+	CHECK(fmt_apr_ap_code(FMT_DT_F64) < 0 && fmt_apr_ap_code(FMT_DT_I8) < 0 && fmt_apr_ap_code(FMT_DT_U8) < 0);
+	CHECK(fmt_apr_ap_code(FMT_DT_BF16) == 30 && fmt_apr_ap_code(FMT_DT_Q6_K) == 14);
 }
 
 /* ---- aprender-tsp and v1 ---- */

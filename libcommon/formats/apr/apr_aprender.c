@@ -18,7 +18,7 @@ static const struct { unsigned code; fmt_dtype t; int write; } AP_TYPES[] = {
 };
 #define N_AP_TYPES (sizeof AP_TYPES / sizeof AP_TYPES[0])
 
-fmt_dtype apr_ap_dtype(unsigned code)
+fmt_dtype fmt_apr_ap_dtype(unsigned code)
 {
 	for (size_t i = 0; i < N_AP_TYPES; i++)
 		if (AP_TYPES[i].code == code)
@@ -27,7 +27,7 @@ fmt_dtype apr_ap_dtype(unsigned code)
 }
 
 /* Codes 3..7 are read as other types by aprender's inference loader (§7.3): never written. */
-int apr_ap_code(fmt_dtype t)
+int fmt_apr_ap_code(fmt_dtype t)
 {
 	for (size_t i = 0; i < N_AP_TYPES; i++)
 		if (AP_TYPES[i].t == t && AP_TYPES[i].write)
@@ -52,7 +52,7 @@ static uint32_t crc_of(uint32_t crc, const uint8_t *p, size_t n)
 	return (uint32_t)crc32(crc, p, (uInt)n);
 }
 
-uint32_t apr_ap_header_crc(const uint8_t h[APR_AP_HEADER])
+uint32_t fmt_apr_ap_header_crc(const uint8_t h[APR_AP_HEADER])
 {
 	uint32_t c = crc_of(0, h, 40);
 	return crc_of(c, h + 44, APR_AP_HEADER - 44);
@@ -102,7 +102,7 @@ static fmt_kind read_header(fmt_source *s, apr_state *st, fmt_err *e)
 		return k;
 	st->layout = APR_APRENDER;
 	st->header_crc = fmt_rd_u32(h + 40);
-	uint32_t crc = apr_ap_header_crc(h);
+	uint32_t crc = fmt_apr_ap_header_crc(h);
 	if (crc != st->header_crc)
 		return fmt_fail(e, FMT_CHECKSUM, "header CRC mismatch: CRC32 of the header is %08x, it says %08x", crc,
 				st->header_crc);
@@ -155,7 +155,7 @@ static fmt_kind read_entry(fmt_model *m, const apr_state *st, const uint8_t *p, 
 	*at += len;
 	unsigned code = p[*at], ndim = p[*at + 1];
 	*at += 2;
-	fmt_dtype t = apr_ap_dtype(code);
+	fmt_dtype t = fmt_apr_ap_dtype(code);
 	if (t == FMT_DT_INVALID)
 		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': dtype code %u (%s)", name, code, ap_code_name(code));
 	if (ndim > FMT_MAX_DIMS)
@@ -212,7 +212,7 @@ static fmt_kind read_index(fmt_model *m, apr_state *st, uint32_t count, fmt_err 
 	return k;
 }
 
-fmt_kind apr_ap_open(fmt_model *m, apr_state *st, fmt_err *e)
+fmt_kind fmt_apr_ap_open(fmt_model *m, apr_state *st, fmt_err *e)
 {
 	fmt_source *s = &m->sources[0];
 	uint8_t h[APR_AP_HEADER];
@@ -223,7 +223,7 @@ fmt_kind apr_ap_open(fmt_model *m, apr_state *st, fmt_err *e)
 	if (k == FMT_OK)
 		k = fmt_source_view(s, fmt_rd_u64(h + 12), st->metadata_size, &meta, e);
 	if (k == FMT_OK)
-		k = apr_meta_read(m, (const char *)meta, (size_t)st->metadata_size, APR_APRENDER, NULL, e);
+		k = fmt_apr_meta_read(m, (const char *)meta, (size_t)st->metadata_size, APR_APRENDER, NULL, e);
 	if (k == FMT_OK)
 		k = read_index(m, st, fmt_rd_u32(h + 8), e);
 	m->version = 2;
@@ -250,7 +250,7 @@ fmt_kind apr_ap_open(fmt_model *m, apr_state *st, fmt_err *e)
 	return k;
 }
 
-fmt_kind apr_ap_verify(fmt_model *m, const apr_state *st, fmt_err *e)
+fmt_kind fmt_apr_ap_verify(fmt_model *m, const apr_state *st, fmt_err *e)
 {
 	return check_footer(&m->sources[0], st, e);
 }
@@ -265,7 +265,7 @@ static int cmp_tensor_ptr(const void *a, const void *b)
 static fmt_kind check_writable(const fmt_tensor *t, const fmt_tensor *prev, fmt_err *e)
 {
 	size_t len = strlen(t->name);
-	if (apr_ap_code(t->dtype) < 0)
+	if (fmt_apr_ap_code(t->dtype) < 0)
 		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': %s cannot be written in the aprender layout (it holds F32, F16, "
 				"BF16, Q4_K and Q6_K; codes 3-7 are read differently by aprender's two readers); use "
 				"--dtype or the seed layout", t->name, fmt_dtype_name(t->dtype));
@@ -297,7 +297,7 @@ static fmt_kind build_index(const fmt_tensor *const *ts, size_t n, uint8_t **out
 		fmt_wr_u16(q, (uint16_t)nl);
 		memcpy(q + 2, ts[i]->name, nl);
 		q += 2 + nl;
-		*q++ = (uint8_t)apr_ap_code(ts[i]->dtype);
+		*q++ = (uint8_t)fmt_apr_ap_code(ts[i]->dtype);
 		*q++ = (uint8_t)ts[i]->ndim;
 		for (int d = 0; d < ts[i]->ndim; d++, q += 8)
 			fmt_wr_u64(q, ts[i]->shape[d]);
@@ -324,12 +324,12 @@ static void make_header(uint8_t h[APR_AP_HEADER], uint16_t flags, size_t n, size
 	fmt_wr_u32(h + 20, (uint32_t)meta_len);
 	fmt_wr_u64(h + 24, index_off);
 	fmt_wr_u64(h + 32, data_off);
-	fmt_wr_u32(h + 40, apr_ap_header_crc(h));
+	fmt_wr_u32(h + 40, fmt_apr_ap_header_crc(h));
 }
 
 static fmt_kind out_chunk(void *ctx, const uint8_t *bytes, size_t n, fmt_err *e)
 {
-	return apr_out_write(ctx, bytes, n, e);
+	return fmt_apr_out_write(ctx, bytes, n, e);
 }
 
 static fmt_kind emit(const fmt_model *m, fmt_sink *k, const fmt_tensor *const *ts, size_t n, const char *meta,
@@ -344,19 +344,19 @@ static fmt_kind emit(const fmt_model *m, fmt_sink *k, const fmt_tensor *const *t
 	uint16_t flags = (uint16_t)(APR_AF_ROW_MAJOR | (has_vocab(m) ? APR_AF_HAS_VOCAB : 0));
 	make_header(h, flags, n, meta_len, index_off, index_off + apr_align64(index_len));
 	apr_out o = { .k = k, .crc_on = 1, .crc = 0 };
-	r = apr_out_write(&o, h, sizeof h, e);
+	r = fmt_apr_out_write(&o, h, sizeof h, e);
 	if (r == FMT_OK)
-		r = apr_out_write(&o, meta, meta_len, e);
+		r = fmt_apr_out_write(&o, meta, meta_len, e);
 	if (r == FMT_OK)
-		r = apr_out_pad(&o, e);
+		r = fmt_apr_out_pad(&o, e);
 	if (r == FMT_OK)
-		r = apr_out_write(&o, index, (size_t)index_len, e);
+		r = fmt_apr_out_write(&o, index, (size_t)index_len, e);
 	if (r == FMT_OK)
-		r = apr_out_pad(&o, e);
+		r = fmt_apr_out_pad(&o, e);
 	for (size_t i = 0; i < n && r == FMT_OK; i++) {
 		r = fmt_tensor_each_chunk(m, ts[i], out_chunk, &o, e);
 		if (r == FMT_OK)
-			r = apr_out_pad(&o, e);
+			r = fmt_apr_out_pad(&o, e);
 	}
 	free(index);
 	if (r == FMT_OK) {
@@ -367,7 +367,7 @@ static fmt_kind emit(const fmt_model *m, fmt_sink *k, const fmt_tensor *const *t
 	return r;
 }
 
-fmt_kind apr_ap_write(const fmt_model *m, fmt_sink *k, fmt_err *e)
+fmt_kind fmt_apr_ap_write(const fmt_model *m, fmt_sink *k, fmt_err *e)
 {
 	if (m->n_tensors > UINT32_MAX)
 		return fmt_fail(e, FMT_UNSUPPORTED, "more than 2^32-1 tensors");
@@ -383,7 +383,7 @@ fmt_kind apr_ap_write(const fmt_model *m, fmt_sink *k, fmt_err *e)
 	char *meta = NULL;
 	size_t meta_len = 0;
 	if (r == FMT_OK)
-		r = apr_meta_write(m, APR_APRENDER, 0, NULL, &meta, &meta_len, e);
+		r = fmt_apr_meta_write(m, APR_APRENDER, 0, NULL, &meta, &meta_len, e);
 	if (r == FMT_OK && meta_len > UINT32_MAX)
 		r = fmt_fail(e, FMT_UNSUPPORTED, "metadata of %zu bytes (aprender holds up to 4 GiB)", meta_len);
 	if (r == FMT_OK)

@@ -12,7 +12,7 @@
 
 /* ---- output ---- */
 
-fmt_kind apr_out_write(apr_out *o, const void *p, size_t n, fmt_err *e)
+fmt_kind fmt_apr_out_write(apr_out *o, const void *p, size_t n, fmt_err *e)
 {
 	if (n == 0)
 		return FMT_OK;
@@ -33,12 +33,12 @@ fmt_kind apr_out_write(apr_out *o, const void *p, size_t n, fmt_err *e)
 	return o->k ? fmt_sink_write(o->k, p, n, e) : FMT_OK;
 }
 
-fmt_kind apr_out_zeros(apr_out *o, uint64_t n, fmt_err *e)
+fmt_kind fmt_apr_out_zeros(apr_out *o, uint64_t n, fmt_err *e)
 {
 	static const uint8_t zeros[4096];
 	while (n > 0) {
 		size_t part = n > sizeof zeros ? sizeof zeros : (size_t)n;
-		fmt_kind k = apr_out_write(o, zeros, part, e);
+		fmt_kind k = fmt_apr_out_write(o, zeros, part, e);
 		if (k != FMT_OK)
 			return k;
 		n -= part;
@@ -46,9 +46,9 @@ fmt_kind apr_out_zeros(apr_out *o, uint64_t n, fmt_err *e)
 	return FMT_OK;
 }
 
-fmt_kind apr_out_pad(apr_out *o, fmt_err *e)
+fmt_kind fmt_apr_out_pad(apr_out *o, fmt_err *e)
 {
-	return apr_out_zeros(o, apr_align64(o->pos) - o->pos, e);
+	return fmt_apr_out_zeros(o, apr_align64(o->pos) - o->pos, e);
 }
 
 /* ---- compression ---- */
@@ -66,7 +66,7 @@ typedef struct frame_writer {
 static fmt_kind emit(frame_writer *w, const void *p, size_t n, fmt_err *e)
 {
 	w->stored += n;
-	return apr_out_write(w->o, p, n, e);
+	return fmt_apr_out_write(w->o, p, n, e);
 }
 
 static fmt_kind zstd_feed(frame_writer *w, const uint8_t *p, size_t n, ZSTD_EndDirective end, fmt_err *e)
@@ -152,7 +152,7 @@ static fmt_kind frame_end(frame_writer *w, fmt_err *e)
 	return LZ4F_isError(r) ? lz4_fail(r, e) : emit(w, w->buf, r, e);
 }
 
-fmt_kind apr_compress_tensor(const fmt_model *m, const fmt_tensor *t, apr_codec codec, int level,
+fmt_kind fmt_apr_compress_tensor(const fmt_model *m, const fmt_tensor *t, apr_codec codec, int level,
 			     apr_out *o, uint64_t *stored, fmt_err *e)
 {
 	frame_writer w = { .codec = codec, .o = o };
@@ -331,7 +331,7 @@ static fmt_kind frame_decode(const uint8_t *in, size_t n, apr_codec codec, uint8
 	return k;
 }
 
-fmt_kind apr_check_frame(const fmt_model *m, const fmt_tensor *t, fmt_err *e)
+fmt_kind fmt_apr_check_frame(const fmt_model *m, const fmt_tensor *t, fmt_err *e)
 {
 	const frame_reader *r = t->reader_ctx;
 	const uint8_t *in;
@@ -447,7 +447,7 @@ static fmt_kind frame_read(const fmt_model *m, const fmt_tensor *t, uint64_t off
 	return k;
 }
 
-fmt_kind apr_attach_frame(fmt_model *m, fmt_tensor *t, int src, uint64_t off, uint64_t stored,
+fmt_kind fmt_apr_attach_frame(fmt_model *m, fmt_tensor *t, int src, uint64_t off, uint64_t stored,
 			  apr_codec codec, fmt_err *e)
 {
 	(void)m;

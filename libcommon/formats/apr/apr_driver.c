@@ -3,6 +3,7 @@
 #include <string.h>
 #include "fmt/checked.h"
 #include "fmt/out.h"
+#include "fmt/shardset.h"
 #include "apr_internal.h"
 
 extern const fmt_driver fmt_driver_apr;
@@ -13,12 +14,12 @@ static const uint8_t MAGIC_AP_LEGACY[4] = { 'A', 'P', 'R', '2' };
 static const uint8_t MAGIC_V1[4] = { 'A', 'P', 'R', 'N' };
 
 /* aprender-tsp: `APR\0`, u32 version 1, u32 type "\0PST" (§17). */
-int apr_is_tsp(const uint8_t *head, size_t n)
+int fmt_apr_is_tsp(const uint8_t *head, size_t n)
 {
 	static const uint8_t sig[12] = { 'A', 'P', 'R', 0, 1, 0, 0, 0, 0x00, 0x50, 0x53, 0x54 };
 	if (n < sizeof sig || memcmp(head, sig, sizeof sig) != 0)
 		return 0;
-	return n < APR_AP_HEADER || apr_ap_header_crc(head) != fmt_rd_u32(head + 40);
+	return n < APR_AP_HEADER || fmt_apr_ap_header_crc(head) != fmt_rd_u32(head + 40);
 }
 
 static int apr_probe(const uint8_t *head, size_t n, uint64_t file_size)
@@ -46,15 +47,15 @@ static fmt_kind apr_open(fmt_model *m, fmt_err *e)
 	m->format_state = st;
 	if (n < 4)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "truncated: %zu bytes", n);
-	if (apr_is_tsp(head, n))
+	if (fmt_apr_is_tsp(head, n))
 		return fmt_fail(e, FMT_UNSUPPORTED, "an aprender-tsp solver model (16-byte `APR\\0` header, type TSP), "
 				"not an APR model container: it holds no tensors");
 	if (!memcmp(head, MAGIC_SEED, 4))
-		return apr_seed_open(m, st, e);
+		return fmt_apr_seed_open(m, st, e);
 	if (!memcmp(head, MAGIC_AP, 4) || !memcmp(head, MAGIC_AP_LEGACY, 4))
-		return apr_ap_open(m, st, e);
+		return fmt_apr_ap_open(m, st, e);
 	if (!memcmp(head, MAGIC_V1, 4))
-		return apr_v1_open(m, st, e);
+		return fmt_apr_v1_open(m, st, e);
 	return fmt_fail(e, FMT_INVALID_FORMAT, "bad magic (not an APR file)");
 }
 
@@ -63,9 +64,9 @@ static fmt_kind apr_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
 	(void)o;
 	const apr_state *st = m->format_state;
 	switch (st->layout) {
-	case APR_SEED: return apr_seed_verify(m, st, e);
-	case APR_APRENDER: return apr_ap_verify(m, st, e);
-	case APR_V1: return apr_v1_verify(m, st, e);
+	case APR_SEED: return fmt_apr_seed_verify(m, st, e);
+	case APR_APRENDER: return fmt_apr_ap_verify(m, st, e);
+	case APR_V1: return fmt_apr_v1_verify(m, st, e);
 	}
 	return fmt_fail(e, FMT_INTERNAL, "unknown APR layout");
 }
@@ -75,7 +76,7 @@ static const char *const LAYOUTS[] = { "seed", "aprender", NULL };
 /* What the default (seed) layout holds; the aprender writer refuses more, naming the tensor. */
 static int apr_holds(fmt_dtype t)
 {
-	return apr_seed_code(t) >= 0;
+	return fmt_apr_seed_code(t) >= 0;
 }
 
 /* Quantizing to ggml blocks: 1-D tensors (norms, biases) stay F32, rows that do not divide into
@@ -103,20 +104,28 @@ static fmt_kind apr_write(const fmt_model *m, fmt_sink *k, const fmt_write_opts 
 		if (o->codec != FMT_CODEC_NONE)
 			return fmt_fail(e, FMT_USAGE, "the aprender layout has no compression (aprender writes none); "
 					"use the seed layout");
-		return apr_ap_write(m, k, e);
+		return fmt_apr_ap_write(m, k, e);
 	}
 	if (strcmp(layout, "seed") != 0)
 		return fmt_fail(e, FMT_USAGE, "APR layouts are seed and aprender (not '%s')", layout);
-	apr_seed_opts so = { .stamp = 1, .level = o->codec_level };
-	so.codec = o->codec == FMT_CODEC_LZ4 ? APR_CODEC_LZ4 : o->codec == FMT_CODEC_ZSTD ? APR_CODEC_ZSTD
-											    : APR_CODEC_NONE;
-	if (so.codec == APR_CODEC_ZSTD && so.level == 0)
-		so.level = 3;
-	fmt_kind r = so.codec != APR_CODEC_NONE && o->threads > 1 ? fmt_pool_create(&so.pool, o->threads, e) : FMT_OK;
+	apr_seed_opts so;
+	fmt_kind r = fmt_apr_seed_opts_from(o, &so, e);
 	if (r == FMT_OK)
-		r = apr_seed_write(m, k, &so, e);
+		r = fmt_apr_seed_write(m, k, &so, e);
 	fmt_pool_destroy(so.pool);
 	return r;
+}
+
+fmt_kind fmt_apr_seed_opts_from(const fmt_write_opts *o, apr_seed_opts *so, fmt_err *e)
+{
+	memset(so, 0, sizeof *so);
+	so->stamp = 1;
+	so->level = o->codec_level;
+	so->codec = o->codec == FMT_CODEC_LZ4 ? APR_CODEC_LZ4 : o->codec == FMT_CODEC_ZSTD ? APR_CODEC_ZSTD
+											     : APR_CODEC_NONE;
+	if (so->codec == APR_CODEC_ZSTD && so->level == 0)
+		so->level = 3;
+	return so->codec != APR_CODEC_NONE && o->threads > 1 ? fmt_pool_create(&so->pool, o->threads, e) : FMT_OK;
 }
 
 static void apr_close(fmt_model *m)
@@ -222,7 +231,9 @@ const fmt_driver fmt_driver_apr = {
 	.open = apr_open,
 	.verify = apr_verify,
 	.write = apr_write,
-	.write_sharded = apr_write_sharded,
+	.plan_shards = fmt_apr_plan_shards,
+	.write_sharded = fmt_apr_write_sharded,
+	.shard_limits = APR_SHARD_LIMITS,
 	/* A shard opens its whole set: one driver for both. */
 	.set_driver = &fmt_driver_apr,
 	.file_driver = &fmt_driver_apr,

@@ -73,10 +73,10 @@ typedef struct apr_state {
 
 /* Byte 0..3 classification. */
 apr_layout apr_layout_of(const uint8_t *head, size_t n);
-int apr_is_tsp(const uint8_t *head, size_t n);
+int fmt_apr_is_tsp(const uint8_t *head, size_t n);
 
-fmt_kind apr_seed_open(fmt_model *m, apr_state *st, fmt_err *e);
-fmt_kind apr_seed_verify(fmt_model *m, const apr_state *st, fmt_err *e);
+fmt_kind fmt_apr_seed_open(fmt_model *m, apr_state *st, fmt_err *e);
+fmt_kind fmt_apr_seed_verify(fmt_model *m, const apr_state *st, fmt_err *e);
 /* How a seed file is written: compression, the writer stamp, and for a shard its record. */
 #define APR_MAX_PACK 16                /* tensors compressed at once, one per thread */
 
@@ -87,52 +87,61 @@ typedef struct apr_seed_opts {
 	int stamp;                     /* "writer" key (0 only to reproduce the spec's example) */
 	uint64_t shard_index, shard_count, tensors_total; /* shard_count 0: not a shard */
 } apr_seed_opts;
-fmt_kind apr_seed_write(const fmt_model *m, fmt_sink *k, const apr_seed_opts *o, fmt_err *e);
+fmt_kind fmt_apr_seed_write(const fmt_model *m, fmt_sink *k, const apr_seed_opts *o, fmt_err *e);
 
-/* A seed shard set NAME-0000i-of-0000N.apr of at most max_bytes of tensor data per shard. */
-fmt_kind apr_write_sharded(const fmt_model *m, const char *prefix, uint64_t max_bytes, const fmt_write_opts *o,
-			   char ***paths, size_t *n_paths, fmt_err *e);
+/* The seed options the writer options ask for (a pool when compressing on several threads,
+ * which the caller destroys). */
+fmt_kind fmt_apr_seed_opts_from(const fmt_write_opts *o, apr_seed_opts *so, fmt_err *e);
 
-fmt_kind apr_ap_open(fmt_model *m, apr_state *st, fmt_err *e);
-fmt_kind apr_ap_verify(fmt_model *m, const apr_state *st, fmt_err *e);
-fmt_kind apr_ap_write(const fmt_model *m, fmt_sink *k, fmt_err *e);
+/* Seed shard sets NAME-0000i-of-0000N.apr, through the shared shard-set module. */
+#define APR_SHARD_LIMITS (FMT_SHARD_BY_BYTES | FMT_SHARD_BY_TENSORS)
+struct fmt_shard_limits;
+struct fmt_shard_plan;
+fmt_kind fmt_apr_plan_shards(const fmt_model *m, const char *prefix, const struct fmt_shard_limits *l,
+			 struct fmt_shard_plan *p, fmt_err *e);
+fmt_kind fmt_apr_write_sharded(const fmt_model *m, const char *prefix, const struct fmt_shard_limits *l,
+			   const fmt_write_opts *o, char ***paths, size_t *n_paths, fmt_err *e);
+
+fmt_kind fmt_apr_ap_open(fmt_model *m, apr_state *st, fmt_err *e);
+fmt_kind fmt_apr_ap_verify(fmt_model *m, const apr_state *st, fmt_err *e);
+fmt_kind fmt_apr_ap_write(const fmt_model *m, fmt_sink *k, fmt_err *e);
 /* The header CRC of a 64-byte aprender header (Part B §4). */
-uint32_t apr_ap_header_crc(const uint8_t h[APR_AP_HEADER]);
+uint32_t fmt_apr_ap_header_crc(const uint8_t h[APR_AP_HEADER]);
 
-fmt_kind apr_v1_open(fmt_model *m, apr_state *st, fmt_err *e);
-fmt_kind apr_v1_verify(fmt_model *m, const apr_state *st, fmt_err *e);
+fmt_kind fmt_apr_v1_open(fmt_model *m, apr_state *st, fmt_err *e);
+fmt_kind fmt_apr_v1_verify(fmt_model *m, const apr_state *st, fmt_err *e);
 
 /* ---- dtype codes ---- */
 
 /* Seed (A.7): ggml ids, the listed subset. FMT_DT_INVALID when not allowed. */
-fmt_dtype apr_seed_dtype(unsigned code);
-int apr_seed_code(fmt_dtype t);      /* -1 when the seed layout cannot hold t */
+fmt_dtype fmt_apr_seed_dtype(unsigned code);
+int fmt_apr_seed_code(fmt_dtype t);      /* -1 when the seed layout cannot hold t */
 /* Aprender (§7.3, the canonical reader's table). */
-fmt_dtype apr_ap_dtype(unsigned code);
-int apr_ap_code(fmt_dtype t);        /* -1 when unsafe or impossible (codes 2..9 avoided) */
+fmt_dtype fmt_apr_ap_dtype(unsigned code);
+int fmt_apr_ap_code(fmt_dtype t);        /* -1 when unsafe or impossible (codes 2..9 avoided) */
 
 /* ---- metadata ---- */
 
 /* Parse n bytes of JSON text (an object, no duplicate keys) into m's metadata, translating
  * APR keys to the model's GGUF-style keys (general.architecture, <arch>.block_count, ...). */
-fmt_kind apr_meta_read(fmt_model *m, const char *text, size_t n, apr_layout layout, json_t **raw,
+fmt_kind fmt_apr_meta_read(fmt_model *m, const char *text, size_t n, apr_layout layout, json_t **raw,
 		       fmt_err *e);
 /* The metadata JSON text for m in a layout (keys translated back; aprender: §6.2 order and
  * the always-written fields; seed with stamp: "writer":"fmtkit X.Y.Z"). extra, when not NULL,
  * is appended as "key":value JSON text ("shard":{...}). malloc'd. */
-fmt_kind apr_meta_write(const fmt_model *m, apr_layout layout, int stamp, const char *extra, char **text,
+fmt_kind fmt_apr_meta_write(const fmt_model *m, apr_layout layout, int stamp, const char *extra, char **text,
 			size_t *len, fmt_err *e);
 
 /* ---- compressed segments ---- */
 
 /* Give t (whose bytes are one LZ4 or zstd frame of stored bytes at absolute offset off in
  * source src) a reader that decompresses on demand. */
-fmt_kind apr_attach_frame(fmt_model *m, fmt_tensor *t, int src, uint64_t off, uint64_t stored,
+fmt_kind fmt_apr_attach_frame(fmt_model *m, fmt_tensor *t, int src, uint64_t off, uint64_t stored,
 			  apr_codec codec, fmt_err *e);
 
 /* Check that a tensor given a frame reader holds one frame of exactly its raw size, in bounded
  * memory (the tensor is not kept). */
-fmt_kind apr_check_frame(const fmt_model *m, const fmt_tensor *t, fmt_err *e);
+fmt_kind fmt_apr_check_frame(const fmt_model *m, const fmt_tensor *t, fmt_err *e);
 
 /* Where encoded bytes go: a sink (or nowhere, counting only), hashed with XXH3 or CRC32. */
 typedef struct apr_out {
@@ -144,12 +153,12 @@ typedef struct apr_out {
 	uint64_t pos;
 } apr_out;
 
-fmt_kind apr_out_write(apr_out *o, const void *p, size_t n, fmt_err *e);
-fmt_kind apr_out_zeros(apr_out *o, uint64_t n, fmt_err *e);
-fmt_kind apr_out_pad(apr_out *o, fmt_err *e);   /* zeros up to a multiple of 64 */
+fmt_kind fmt_apr_out_write(apr_out *o, const void *p, size_t n, fmt_err *e);
+fmt_kind fmt_apr_out_zeros(apr_out *o, uint64_t n, fmt_err *e);
+fmt_kind fmt_apr_out_pad(apr_out *o, fmt_err *e);   /* zeros up to a multiple of 64 */
 
 /* Compress all of t's bytes as one frame into o; *stored = bytes written. */
-fmt_kind apr_compress_tensor(const fmt_model *m, const fmt_tensor *t, apr_codec codec, int level,
+fmt_kind fmt_apr_compress_tensor(const fmt_model *m, const fmt_tensor *t, apr_codec codec, int level,
 			     apr_out *o, uint64_t *stored, fmt_err *e);
 
 static inline uint64_t apr_align64(uint64_t x)

@@ -181,7 +181,7 @@ static fmt_kind check_aprender_types(const json_t *root, fmt_err *e)
 	return FMT_OK;
 }
 
-fmt_kind apr_meta_read(fmt_model *m, const char *text, size_t n, apr_layout layout, json_t **raw,
+fmt_kind fmt_apr_meta_read(fmt_model *m, const char *text, size_t n, apr_layout layout, json_t **raw,
 		       fmt_err *e)
 {
 	json_error_t jerr;
@@ -487,7 +487,7 @@ static fmt_kind emit_entry(fmt_sb *b, int *first, const char *key, const fmt_val
 	return put_value(b, v, key, raw, 0, e);
 }
 
-fmt_kind apr_meta_write(const fmt_model *m, apr_layout l, int stamp, const char *extra, char **text,
+fmt_kind fmt_apr_meta_write(const fmt_model *m, apr_layout l, int stamp, const char *extra, char **text,
 			size_t *len, fmt_err *e)
 {
 	out_list out = { 0 };

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "fmt/checked.h"
+#include "fmt/shardset.h"
 #include "fmt/strbuf.h"
 #include "apr_internal.h"
 
@@ -18,13 +19,13 @@ static const fmt_dtype SEED_TYPES[] = {
 	FMT_DT_I16, FMT_DT_I32, FMT_DT_I64, FMT_DT_F64, FMT_DT_BF16,
 };
 
-fmt_dtype apr_seed_dtype(unsigned code)
+fmt_dtype fmt_apr_seed_dtype(unsigned code)
 {
 	fmt_dtype t = fmt_dtype_from_ggml(code);
-	return apr_seed_code(t) >= 0 ? t : FMT_DT_INVALID;
+	return fmt_apr_seed_code(t) >= 0 ? t : FMT_DT_INVALID;
 }
 
-int apr_seed_code(fmt_dtype t)
+int fmt_apr_seed_code(fmt_dtype t)
 {
 	for (size_t i = 0; i < sizeof SEED_TYPES / sizeof SEED_TYPES[0]; i++)
 		if (SEED_TYPES[i] == t)
@@ -181,7 +182,7 @@ static fmt_kind parse_entry(cursor *c, uint64_t i, entry *en, char *name, fmt_er
 	if (!take(c, 2, &p))
 		return truncated_index(c, "dtype and ndim", i, e);
 	unsigned code = p[0], ndim = p[1];
-	fmt_dtype t = apr_seed_dtype(code);
+	fmt_dtype t = fmt_apr_seed_dtype(code);
 	if (t == FMT_DT_INVALID)
 		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': dtype code %u is not an APR dtype", name, code);
 	if (ndim > APR_MAX_DIMS)
@@ -308,7 +309,7 @@ static fmt_kind read_index(fmt_model *m, int src, apr_state *st, fmt_err *e)
 		if (k == FMT_OK)
 			k = fmt_model_add_tensor(m, &ens[i].t, &t, e);
 		if (k == FMT_OK && codec != APR_CODEC_NONE)
-			k = apr_attach_frame(m, t, src, t->offset, ens[i].size, codec, e);
+			k = fmt_apr_attach_frame(m, t, src, t->offset, ens[i].size, codec, e);
 	}
 	for (uint64_t i = 0; i < count; i++)
 		free(kept[i]);
@@ -346,7 +347,7 @@ static fmt_kind open_front(fmt_model *m, int src, apr_state *st, int with_meta, 
 	if (k == FMT_OK)
 		k = fmt_source_view(s, APR_SEED_HEADER, st->metadata_size, &meta, e);
 	if (k == FMT_OK && with_meta)
-		k = apr_meta_read(m, (const char *)meta, (size_t)st->metadata_size, APR_SEED, raw, e);
+		k = fmt_apr_meta_read(m, (const char *)meta, (size_t)st->metadata_size, APR_SEED, raw, e);
 	else if (k == FMT_OK && !(*raw = json_loadb((const char *)meta, (size_t)st->metadata_size, JSON_REJECT_DUPLICATES, &jerr)))
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "metadata is not valid JSON (%s at byte %d)", jerr.text, jerr.position);
 	if (k == FMT_OK && !json_is_object(*raw))
@@ -369,30 +370,34 @@ static fmt_kind add_part(apr_state *st, int src, uint64_t checksum, fmt_err *e)
 	return FMT_OK;
 }
 
-/* "dir/NAME-" of "dir/NAME-0000i-of-0000N.apr" when i and N are the shard's own, else NULL. */
+/* "dir/NAME" of "dir/NAME-0000i-of-0000N.apr" (the shared namer's pattern) when i and N are
+ * the shard's own, else NULL. */
 static char *set_prefix(const char *path, uint64_t index, uint64_t count)
 {
-	char tail[64];
-	snprintf(tail, sizeof tail, "%05llu-of-%05llu.apr", (unsigned long long)index, (unsigned long long)count);
-	size_t n = strlen(path), t = strlen(tail);
-	if (n <= t + 1 || strcmp(path + n - t, tail) != 0 || path[n - t - 1] != '-')
+	static const char ext[] = ".apr";
+	size_t n = strlen(path), e = sizeof ext - 1;
+	unsigned no, of;
+	if (n <= e || strcmp(path + n - e, ext) != 0)
 		return NULL;
-	return strndup(path, n - t);
+	size_t t = fmt_shard_name_suffix(path, n - e, &no, &of);
+	if (t == 0 || no != index || of != count)
+		return NULL;
+	return strndup(path, n - e - t);
 }
 
 /* One sibling shard: its own header and index, the same set record and metadata. */
 static fmt_kind open_sibling(fmt_model *m, const char *prefix, uint64_t k, const apr_state *st, const json_t *meta,
 			     fmt_err *e)
 {
-	char *path = NULL, *dir = fmt_dir_prefix(prefix), *name = NULL;
+	char *path = NULL, *dir = fmt_dir_prefix(prefix), *name = fmt_shard_file_name(prefix, (size_t)k,
+										   (size_t)st->shard_count, "apr");
 	int src = 0;
 	json_t *raw = NULL;
 	apr_state ps;
 	memset(&ps, 0, sizeof ps);
-	fmt_kind r = dir && asprintf(&name, "%s%05llu-of-%05llu.apr", prefix + strlen(dir), (unsigned long long)k,
-				     (unsigned long long)st->shard_count) >= 0 ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	fmt_kind r = dir && name ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
 	if (r == FMT_OK)
-		r = fmt_model_open_shard(m, dir, name, m->path, &src, &path, e);
+		r = fmt_model_open_shard(m, dir, name + strlen(dir), m->path, &src, &path, e);
 	free(dir);
 	free(name);
 	if (r == FMT_OK)
@@ -445,7 +450,7 @@ static fmt_kind open_set(fmt_model *m, apr_state *st, json_t *meta, fmt_err *e)
 	return k;
 }
 
-fmt_kind apr_seed_open(fmt_model *m, apr_state *st, fmt_err *e)
+fmt_kind fmt_apr_seed_open(fmt_model *m, apr_state *st, fmt_err *e)
 {
 	json_t *raw = NULL;
 	m->version = 2;
@@ -465,14 +470,14 @@ fmt_kind apr_seed_open(fmt_model *m, apr_state *st, fmt_err *e)
 static fmt_kind check_frames(fmt_model *m, fmt_err *e)
 {
 	for (size_t i = 0; i < m->n_tensors; i++) {
-		fmt_kind k = m->tensors[i].reader ? apr_check_frame(m, &m->tensors[i], e) : FMT_OK;
+		fmt_kind k = m->tensors[i].reader ? fmt_apr_check_frame(m, &m->tensors[i], e) : FMT_OK;
 		if (k != FMT_OK)
 			return k;
 	}
 	return FMT_OK;
 }
 
-fmt_kind apr_seed_verify(fmt_model *m, const apr_state *st, fmt_err *e)
+fmt_kind fmt_apr_seed_verify(fmt_model *m, const apr_state *st, fmt_err *e)
 {
 	for (size_t i = 0; i < st->n_parts; i++) {
 		fmt_source *s = &m->sources[st->parts[i].src];
@@ -505,7 +510,7 @@ static void plan_free(seed_plan *p)
 static fmt_kind check_writable(const fmt_tensor *t, fmt_err *e)
 {
 	size_t len = strlen(t->name);
-	if (apr_seed_code(t->dtype) < 0)
+	if (fmt_apr_seed_code(t->dtype) < 0)
 		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': APR has no dtype code for %s", t->name,
 				fmt_dtype_name(t->dtype));
 	if (t->ndim > APR_MAX_DIMS)
@@ -536,7 +541,7 @@ static fmt_kind plan_layout(const fmt_model *m, const apr_seed_opts *o, seed_pla
 			 (unsigned long long)o->shard_index, (unsigned long long)o->shard_count,
 			 (unsigned long long)o->tensors_total);
 	}
-	fmt_kind k = apr_meta_write(m, APR_SEED, o->stamp, o->shard_count ? extra : NULL, &p->meta, &p->meta_len, e);
+	fmt_kind k = fmt_apr_meta_write(m, APR_SEED, o->stamp, o->shard_count ? extra : NULL, &p->meta, &p->meta_len, e);
 	if (k != FMT_OK)
 		return k;
 	p->index_offset = apr_align64(APR_SEED_HEADER + p->meta_len);
@@ -589,7 +594,7 @@ static fmt_kind make_index(const fmt_model *m, const seed_plan *p, uint8_t **out
 		fmt_wr_u16(q, (uint16_t)len);
 		memcpy(q + 2, t->name, len);
 		q += 2 + len;
-		*q++ = (uint8_t)apr_seed_code(t->dtype);
+		*q++ = (uint8_t)fmt_apr_seed_code(t->dtype);
 		*q++ = (uint8_t)t->ndim;
 		for (int d = 0; d < t->ndim; d++, q += 8)
 			fmt_wr_u64(q, t->shape[d]);
@@ -607,24 +612,24 @@ static fmt_kind emit_front(const fmt_model *m, const seed_plan *p, int with_inde
 	uint8_t h[APR_SEED_HEADER];
 	uint8_t *index = NULL;
 	make_header(p, h);
-	fmt_kind k = apr_out_write(o, h, sizeof h, e);
+	fmt_kind k = fmt_apr_out_write(o, h, sizeof h, e);
 	if (k == FMT_OK)
-		k = apr_out_write(o, p->meta, p->meta_len, e);
+		k = fmt_apr_out_write(o, p->meta, p->meta_len, e);
 	if (k == FMT_OK)
-		k = apr_out_pad(o, e);
+		k = fmt_apr_out_pad(o, e);
 	if (k == FMT_OK && with_index)
 		k = make_index(m, p, &index, e);
 	if (k == FMT_OK)
-		k = with_index ? apr_out_write(o, index, (size_t)p->index_bytes, e) : apr_out_zeros(o, p->index_bytes, e);
+		k = with_index ? fmt_apr_out_write(o, index, (size_t)p->index_bytes, e) : fmt_apr_out_zeros(o, p->index_bytes, e);
 	if (k == FMT_OK)
-		k = apr_out_pad(o, e);
+		k = fmt_apr_out_pad(o, e);
 	free(index);
 	return k;
 }
 
 static fmt_kind out_chunk(void *ctx, const uint8_t *bytes, size_t n, fmt_err *e)
 {
-	return apr_out_write(ctx, bytes, n, e);
+	return fmt_apr_out_write(ctx, bytes, n, e);
 }
 
 /* Every segment; with a codec, sizes are recorded (or, when check, compared with the plan). */
@@ -644,7 +649,7 @@ static void pack_task(void *ctx, size_t j)
 	packing *pk = ctx;
 	apr_out mem = { .mem = &pk->buf[j] };
 	fmt_err_clear(&pk->err[j]);
-	pk->kind[j] = apr_compress_tensor(pk->m, &pk->m->tensors[pk->first + j], pk->o->codec, pk->o->level, &mem,
+	pk->kind[j] = fmt_apr_compress_tensor(pk->m, &pk->m->tensors[pk->first + j], pk->o->codec, pk->o->level, &mem,
 					  &pk->stored[j], &pk->err[j]);
 }
 
@@ -654,7 +659,7 @@ static fmt_kind emit_one(const fmt_model *m, seed_plan *p, const apr_seed_opts *
 {
 	const fmt_tensor *t = &m->tensors[i];
 	uint64_t start = i ? p->data_offset + next_segment(p->rel[i - 1], p->size[i - 1]) : out->pos;
-	fmt_kind k = apr_out_zeros(out, start - out->pos, e);
+	fmt_kind k = fmt_apr_out_zeros(out, start - out->pos, e);
 	uint64_t rel = out->pos - p->data_offset, stored = t->nbytes;
 	if (k == FMT_OK && check && rel != p->rel[i])
 		k = fmt_fail(e, FMT_INTERNAL, "tensor '%s' moved between passes", t->name);
@@ -666,11 +671,11 @@ static fmt_kind emit_one(const fmt_model *m, seed_plan *p, const apr_seed_opts *
 		if (pk->buf[j].oom)
 			return fmt_fail(e, FMT_IO, "out of memory compressing '%s'", t->name);
 		stored = pk->stored[j];
-		k = apr_out_write(out, pk->buf[j].p, pk->buf[j].len, e);
+		k = fmt_apr_out_write(out, pk->buf[j].p, pk->buf[j].len, e);
 	} else if (k == FMT_OK && o->codec == APR_CODEC_NONE) {
 		k = fmt_tensor_each_chunk(m, t, out_chunk, out, e);
 	} else if (k == FMT_OK) {
-		k = apr_compress_tensor(m, t, o->codec, o->level, out, &stored, e);
+		k = fmt_apr_compress_tensor(m, t, o->codec, o->level, out, &stored, e);
 	}
 	if (k == FMT_OK && check && stored != p->size[i])
 		k = fmt_fail(e, FMT_INTERNAL, "tensor '%s' compressed differently in two passes", t->name);
@@ -718,7 +723,7 @@ static fmt_kind emit_footer(apr_out *o, fmt_err *e)
 	fmt_wr_u64(f, XXH3_64bits_digest(o->xxh));
 	fmt_wr_u64(f + 8, o->pos + APR_SEED_FOOTER);
 	apr_out plain = { .k = o->k };
-	return apr_out_write(&plain, f, sizeof f, e);
+	return fmt_apr_out_write(&plain, f, sizeof f, e);
 }
 
 /* One pass, hashing as it goes: sizes are known (raw), or measured by a counting pass. */
@@ -799,7 +804,7 @@ static fmt_kind write_patched(const fmt_model *m, fmt_sink *k, seed_plan *p, con
 	return r;
 }
 
-fmt_kind apr_seed_write(const fmt_model *m, fmt_sink *k, const apr_seed_opts *o, fmt_err *e)
+fmt_kind fmt_apr_seed_write(const fmt_model *m, fmt_sink *k, const apr_seed_opts *o, fmt_err *e)
 {
 	seed_plan p;
 	fmt_kind r = plan_layout(m, o, &p, e);

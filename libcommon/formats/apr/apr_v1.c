@@ -144,7 +144,7 @@ static fmt_kind read_metadata(fmt_model *m, apr_state *st, const uint8_t *p, siz
 	if (k == FMT_OK && !text)
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata holds strings that are not UTF-8");
 	if (k == FMT_OK)
-		k = apr_meta_read(m, text, strlen(text), APR_V1, NULL, e);
+		k = fmt_apr_meta_read(m, text, strlen(text), APR_V1, NULL, e);
 	free(text);
 	if (k == FMT_OK)
 		st->v1_meta = j;
@@ -153,7 +153,7 @@ static fmt_kind read_metadata(fmt_model *m, apr_state *st, const uint8_t *p, siz
 	return k;
 }
 
-fmt_kind apr_v1_open(fmt_model *m, apr_state *st, fmt_err *e)
+fmt_kind fmt_apr_v1_open(fmt_model *m, apr_state *st, fmt_err *e)
 {
 	fmt_source *s = &m->sources[0];
 	uint8_t h[APR_V1_HEADER];
@@ -200,7 +200,7 @@ fmt_kind apr_v1_open(fmt_model *m, apr_state *st, fmt_err *e)
 	return k;
 }
 
-fmt_kind apr_v1_verify(fmt_model *m, const apr_state *st, fmt_err *e)
+fmt_kind fmt_apr_v1_verify(fmt_model *m, const apr_state *st, fmt_err *e)
 {
 	fmt_source *s = &m->sources[0];
 	const uint8_t *p;
