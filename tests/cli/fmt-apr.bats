@@ -468,3 +468,22 @@ PY
 	run fmt-convert --apr-layout aprender --shard 5KB m.safetensors ap.apr
 	assert_failure 2
 }
+
+@test "fmt-shard split and merge handle APR sets through the driver, keeping the compression" {
+	make_numpy_model m.safetensors
+	for c in none lz4 zstd; do
+		rm -f m-*.apr merged.apr
+		fmt-convert -f -c $c m.safetensors m.apr
+		run fmt-shard split --max-size 5KB m.apr
+		assert_success
+		assert_line --index 0 "m-00001-of-00003.apr: 1 tensor, 16384 bytes of tensor data"
+		run fmt-verify m-00002-of-00003.apr
+		assert_success
+		run fmt-shard merge m-00001-of-00003.apr -o merged.apr
+		assert_success
+		cmp merged.apr m.apr
+	done
+	run fmt-shard split --max-tensors 2 m.apr
+	assert_success
+	[ -f m-00002-of-00002.apr ]
+}

@@ -190,7 +190,7 @@ int main(int argc, char **argv)
 	if (o->layout && !has_layout(o->to, o->layout))
 		return fmt_cli_usage_error(&tool, o->to->layouts ? "--apr-layout takes seed or aprender"
 								 : "--apr-layout needs .apr output");
-	if (o->codec != FMT_CODEC_NONE && !o->to->compresses)
+	if ((o->codec == FMT_CODEC_LZ4 || o->codec == FMT_CODEC_ZSTD) && !o->to->compresses)
 		return fmt_cli_usage_error(&tool, "-c needs an output format that compresses (APR)");
 	o->json = cli.common.json;
 	o->quiet = cli.common.quiet;

@@ -101,7 +101,7 @@ static fmt_kind apr_write(const fmt_model *m, fmt_sink *k, const fmt_write_opts 
 {
 	const char *layout = o->layout ? o->layout : LAYOUTS[0];
 	if (strcmp(layout, "aprender") == 0) {
-		if (o->codec != FMT_CODEC_NONE)
+		if (o->codec == FMT_CODEC_LZ4 || o->codec == FMT_CODEC_ZSTD)
 			return fmt_fail(e, FMT_USAGE, "the aprender layout has no compression (aprender writes none); "
 					"use the seed layout");
 		return fmt_apr_ap_write(m, k, e);
@@ -109,20 +109,24 @@ static fmt_kind apr_write(const fmt_model *m, fmt_sink *k, const fmt_write_opts 
 	if (strcmp(layout, "seed") != 0)
 		return fmt_fail(e, FMT_USAGE, "APR layouts are seed and aprender (not '%s')", layout);
 	apr_seed_opts so;
-	fmt_kind r = fmt_apr_seed_opts_from(o, &so, e);
+	fmt_kind r = fmt_apr_seed_opts_from(m, o, &so, e);
 	if (r == FMT_OK)
 		r = fmt_apr_seed_write(m, k, &so, e);
 	fmt_pool_destroy(so.pool);
 	return r;
 }
 
-fmt_kind fmt_apr_seed_opts_from(const fmt_write_opts *o, apr_seed_opts *so, fmt_err *e)
+fmt_kind fmt_apr_seed_opts_from(const fmt_model *m, const fmt_write_opts *o, apr_seed_opts *so, fmt_err *e)
 {
+	const apr_state *st = m->driver == &fmt_driver_apr ? m->format_state : NULL;
 	memset(so, 0, sizeof *so);
 	so->stamp = 1;
 	so->level = o->codec_level;
 	so->codec = o->codec == FMT_CODEC_LZ4 ? APR_CODEC_LZ4 : o->codec == FMT_CODEC_ZSTD ? APR_CODEC_ZSTD
 											     : APR_CODEC_NONE;
+	/* Rewriting an APR file (fmt-shard split, merge) keeps its compression unless told. */
+	if (o->codec == FMT_CODEC_DEFAULT && st && st->layout == APR_SEED)
+		so->codec = st->flags & APR_F_LZ4 ? APR_CODEC_LZ4 : st->flags & APR_F_ZSTD ? APR_CODEC_ZSTD : APR_CODEC_NONE;
 	if (so->codec == APR_CODEC_ZSTD && so->level == 0)
 		so->level = 3;
 	return so->codec != APR_CODEC_NONE && o->threads > 1 ? fmt_pool_create(&so->pool, o->threads, e) : FMT_OK;

@@ -91,7 +91,7 @@ fmt_kind fmt_apr_seed_write(const fmt_model *m, fmt_sink *k, const apr_seed_opts
 
 /* The seed options the writer options ask for (a pool when compressing on several threads,
  * which the caller destroys). */
-fmt_kind fmt_apr_seed_opts_from(const fmt_write_opts *o, apr_seed_opts *so, fmt_err *e);
+fmt_kind fmt_apr_seed_opts_from(const fmt_model *m, const fmt_write_opts *o, apr_seed_opts *so, fmt_err *e);
 
 /* Seed shard sets NAME-0000i-of-0000N.apr, through the shared shard-set module. */
 #define APR_SHARD_LIMITS (FMT_SHARD_BY_BYTES | FMT_SHARD_BY_TENSORS)

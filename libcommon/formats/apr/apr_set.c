@@ -48,7 +48,7 @@ fmt_kind fmt_apr_write_sharded(const fmt_model *m, const char *prefix, const fmt
 	memset(&plan, 0, sizeof plan);
 	if (o->layout && strcmp(o->layout, "seed") != 0)
 		return fmt_fail(e, FMT_USAGE, "shard sets are written in the seed layout (aprender has no shard sets)");
-	fmt_kind k = fmt_apr_seed_opts_from(o, &c.so, e);
+	fmt_kind k = fmt_apr_seed_opts_from(m, o, &c.so, e);
 	if (k == FMT_OK)
 		k = fmt_apr_plan_shards(m, prefix, l, &plan, e);
 	c.so.shard_count = plan.n_shards;

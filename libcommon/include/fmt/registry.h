@@ -12,14 +12,16 @@
 
 struct fmt_driver;
 
-/* Compression of tensor data, for formats that compress (fmt_driver.compresses). */
-typedef enum fmt_codec { FMT_CODEC_NONE, FMT_CODEC_LZ4, FMT_CODEC_ZSTD } fmt_codec;
+/* Compression of tensor data, for formats that compress (fmt_driver.compresses). DEFAULT: what
+ * the model being written had in its file when it is of the same format (fmt-shard split and
+ * merge keep a set compressed), else none. */
+typedef enum fmt_codec { FMT_CODEC_DEFAULT, FMT_CODEC_NONE, FMT_CODEC_LZ4, FMT_CODEC_ZSTD } fmt_codec;
 
 /* Options shared by the writers; a driver ignores what it cannot use. */
 typedef struct fmt_write_opts {
 	unsigned sink_flags;          /* FMT_SINK_FORCE */
 	const char *layout;           /* one of the driver's layouts; NULL = its first (default) */
-	fmt_codec codec;              /* FMT_CODEC_NONE unless the driver compresses */
+	fmt_codec codec;              /* FMT_CODEC_DEFAULT unless the driver compresses */
 	int codec_level;              /* 0 = the codec's default */
 	int threads;
 	fmt_keyset keys;              /* sign with these (formats with signatures), none: unsigned */
