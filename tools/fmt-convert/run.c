@@ -116,7 +116,7 @@ static fmt_kind open_input(fmt_model *in, const char *input, const convert_opts 
 	fmt_kind k = fmt_model_open(in, input, NULL, e);
 	if (k != FMT_OK || o->no_verify)
 		return k;
-	fmt_verify_opts vo = { .threads = o->threads };
+	fmt_verify_opts vo = { .threads = o->threads, .reads_follow = 1 };
 	k = fmt_model_verify(in, &vo, e);
 	if (k != FMT_OK)
 		fmt_model_free(in);

@@ -231,9 +231,41 @@ static fmt_kind too_much(const decode_out *d, fmt_err *e)
 			(unsigned long long)d->raw);
 }
 
-static fmt_kind zstd_decode(const uint8_t *in, size_t n, decode_out *d, fmt_err *e)
+/* The compressed bytes, read by pread in bounded pieces (no mapping: a large model converts in
+ * little memory, and the pages are not charged to the process). */
+#define IN_PIECE (1u << 20)
+
+typedef struct frame_in {
+	fmt_source *s;
+	uint64_t off, left;            /* next byte to read, bytes not read yet */
+	uint8_t *buf;
+	size_t len, pos;               /* bytes in buf, bytes of them consumed */
+} frame_in;
+
+/* Refill when everything read was consumed; 0 bytes left in buf means the segment ended. */
+static fmt_kind in_fill(frame_in *in, fmt_err *e)
 {
-	unsigned long long size = ZSTD_getFrameContentSize(in, n);
+	if (in->pos < in->len || in->left == 0)
+		return FMT_OK;
+	size_t n = in->left < IN_PIECE ? (size_t)in->left : IN_PIECE;
+	fmt_kind k = fmt_source_read(in->s, in->off, in->buf, n, e);
+	if (k != FMT_OK)
+		return k;
+	in->off += n;
+	in->left -= n;
+	in->len = n;
+	in->pos = 0;
+	return FMT_OK;
+}
+
+static int in_done(const frame_in *in)
+{
+	return in->pos == in->len && in->left == 0;
+}
+
+static fmt_kind zstd_decode(frame_in *in, decode_out *d, fmt_err *e)
+{
+	unsigned long long size = ZSTD_getFrameContentSize(in->buf, in->len);
 	if (size == ZSTD_CONTENTSIZE_ERROR)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "not a zstd frame");
 	if (size == ZSTD_CONTENTSIZE_UNKNOWN)
@@ -244,42 +276,46 @@ static fmt_kind zstd_decode(const uint8_t *in, size_t n, decode_out *d, fmt_err 
 	ZSTD_DCtx *z = ZSTD_createDCtx();
 	if (!z)
 		return fmt_fail(e, FMT_IO, "out of memory");
-	ZSTD_inBuffer src = { in, n, 0 };
 	fmt_kind k = FMT_OK;
 	size_t r = 1;
 	while (k == FMT_OK && r != 0) {
+		k = in_fill(in, e);
+		if (k != FMT_OK)
+			break;
 		uint8_t *p;
 		size_t room;
 		next_window(d, &p, &room);
+		ZSTD_inBuffer src = { in->buf, in->len, in->pos };
 		ZSTD_outBuffer out = { p, room, 0 };
-		size_t before = src.pos;
 		r = ZSTD_decompressStream(z, &out, &src);
+		int stuck = src.pos == in->pos && out.pos == 0;
+		in->pos = src.pos;
 		if (ZSTD_isError(r))
 			k = fmt_fail(e, FMT_INVALID_FORMAT, "zstd: %s", ZSTD_getErrorName(r));
 		else if (d->done + out.pos > d->raw)
 			k = too_much(d, e);
-		else if (r != 0 && out.pos == 0 && src.pos == before && src.pos == src.size)
+		else if (r != 0 && stuck && in_done(in))
 			k = fmt_fail(e, FMT_INVALID_FORMAT, "zstd frame is truncated");
 		else
 			d->done += out.pos;
 	}
-	if (k == FMT_OK && (src.pos != n || d->done != d->raw))
+	if (k == FMT_OK && (!in_done(in) || d->done != d->raw))
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "the segment is not exactly one zstd frame of %llu bytes",
 			     (unsigned long long)d->raw);
 	ZSTD_freeDCtx(z);
 	return k;
 }
 
-static fmt_kind lz4_decode(const uint8_t *in, size_t n, decode_out *d, fmt_err *e)
+static fmt_kind lz4_decode(frame_in *in, decode_out *d, fmt_err *e)
 {
 	LZ4F_dctx *z = NULL;
 	LZ4F_frameInfo_t info;
 	size_t r = LZ4F_createDecompressionContext(&z, LZ4F_VERSION);
 	if (LZ4F_isError(r))
 		return fmt_fail(e, FMT_IO, "out of memory");
-	size_t used = n;
+	size_t used = in->len;
 	fmt_kind k = FMT_OK;
-	r = LZ4F_getFrameInfo(z, &info, in, &used);
+	r = LZ4F_getFrameInfo(z, &info, in->buf, &used);
 	if (LZ4F_isError(r))
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "not an LZ4 frame (%s)", LZ4F_getErrorName(r));
 	else if (info.contentSize == 0 && d->raw != 0)
@@ -287,17 +323,20 @@ static fmt_kind lz4_decode(const uint8_t *in, size_t n, decode_out *d, fmt_err *
 	else if (info.contentSize != d->raw)
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 frame holds %llu bytes, the index says %llu",
 			     (unsigned long long)info.contentSize, (unsigned long long)d->raw);
-	size_t in_pos = used;
+	in->pos = used;
 	while (k == FMT_OK) {
+		k = in_fill(in, e);
+		if (k != FMT_OK)
+			break;
 		uint8_t *p;
-		size_t room, src = n - in_pos;
+		size_t room, src = in->len - in->pos;
 		next_window(d, &p, &room);
-		r = LZ4F_decompress(z, p, &room, in + in_pos, &src, NULL);
+		r = LZ4F_decompress(z, p, &room, in->buf + in->pos, &src, NULL);
 		if (LZ4F_isError(r)) {
 			k = fmt_fail(e, FMT_INVALID_FORMAT, "LZ4: %s", LZ4F_getErrorName(r));
 			break;
 		}
-		in_pos += src;
+		in->pos += src;
 		if (d->done + room > d->raw) {
 			k = too_much(d, e);
 			break;
@@ -305,41 +344,40 @@ static fmt_kind lz4_decode(const uint8_t *in, size_t n, decode_out *d, fmt_err *
 		d->done += room;
 		if (r == 0)
 			break;
-		if (src == 0 && room == 0)
+		if (src == 0 && room == 0 && in_done(in))
 			k = fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 frame is truncated");
 	}
-	if (k == FMT_OK && (in_pos != n || d->done != d->raw))
+	if (k == FMT_OK && (!in_done(in) || d->done != d->raw))
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "the segment is not exactly one LZ4 frame of %llu bytes",
 			     (unsigned long long)d->raw);
 	LZ4F_freeDecompressionContext(z);
 	return k;
 }
 
-/* Decode one frame of n bytes into dst (raw bytes), or with dst NULL only check that it holds
- * exactly raw bytes, in bounded memory. */
-static fmt_kind frame_decode(const uint8_t *in, size_t n, apr_codec codec, uint8_t *dst, uint64_t raw, fmt_err *e)
+/* Decode the frame of stored bytes at off in s into dst (raw bytes), or with dst NULL only
+ * check that it holds exactly raw bytes; memory stays bounded either way. */
+static fmt_kind frame_decode(fmt_source *s, uint64_t off, uint64_t stored, apr_codec codec, uint8_t *dst,
+			     uint64_t raw, fmt_err *e)
 {
 	decode_out d = { .dst = dst, .raw = raw };
-	if (!plausible(codec, n, raw))
-		return fmt_fail(e, FMT_INVALID_FORMAT, "%zu stored bytes cannot hold %llu raw bytes", n,
-				(unsigned long long)raw);
+	frame_in in = { .s = s, .off = off, .left = stored };
+	if (!plausible(codec, stored, raw))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "%llu stored bytes cannot hold %llu raw bytes",
+				(unsigned long long)stored, (unsigned long long)raw);
 	d.scratch = malloc(SCRATCH);
-	if (!d.scratch)
-		return fmt_fail(e, FMT_IO, "out of memory");
-	fmt_kind k = codec == APR_CODEC_ZSTD ? zstd_decode(in, n, &d, e) : lz4_decode(in, n, &d, e);
+	in.buf = malloc(IN_PIECE);
+	fmt_kind k = d.scratch && in.buf ? in_fill(&in, e) : fmt_fail(e, FMT_IO, "out of memory");
+	if (k == FMT_OK)
+		k = codec == APR_CODEC_ZSTD ? zstd_decode(&in, &d, e) : lz4_decode(&in, &d, e);
 	free(d.scratch);
+	free(in.buf);
 	return k;
 }
 
 fmt_kind fmt_apr_check_frame(const fmt_model *m, const fmt_tensor *t, fmt_err *e)
 {
 	const frame_reader *r = t->reader_ctx;
-	const uint8_t *in;
-	if (r->stored > SIZE_MAX)
-		return fmt_fail(e, FMT_IO, "tensor too large for memory");
-	fmt_kind k = fmt_source_view(&m->sources[r->src], r->off, r->stored, &in, e);
-	if (k == FMT_OK)
-		k = frame_decode(in, (size_t)r->stored, r->codec, NULL, t->nbytes, e);
+	fmt_kind k = frame_decode(&m->sources[r->src], r->off, r->stored, r->codec, NULL, t->nbytes, e);
 	if (k != FMT_OK)
 		fmt_err_prefix(e, "tensor '%s'", t->name);
 	return k;
@@ -347,18 +385,17 @@ fmt_kind fmt_apr_check_frame(const fmt_model *m, const fmt_tensor *t, fmt_err *e
 
 static fmt_kind decompress_whole(const fmt_model *m, const fmt_tensor *t, frame_reader *r, fmt_err *e)
 {
-	const uint8_t *in;
-	if (t->nbytes > SIZE_MAX || r->stored > SIZE_MAX)
+	fmt_kind k = FMT_OK;
+	if (t->nbytes > SIZE_MAX)
 		return fmt_fail(e, FMT_IO, "tensor too large for memory");
-	fmt_kind k = fmt_source_view(&m->sources[r->src], r->off, r->stored, &in, e);
-	if (k == FMT_OK && !plausible(r->codec, r->stored, t->nbytes))
+	if (!plausible(r->codec, r->stored, t->nbytes))
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "%llu stored bytes cannot hold %llu raw bytes",
 			     (unsigned long long)r->stored, (unsigned long long)t->nbytes);
 	if (k == FMT_OK && !(r->raw = malloc(t->nbytes ? (size_t)t->nbytes : 1)))
 		k = fmt_fail(e, FMT_IO, "out of memory for tensor '%s' (%llu bytes)", t->name,
 			     (unsigned long long)t->nbytes);
 	if (k == FMT_OK)
-		k = frame_decode(in, (size_t)r->stored, r->codec, r->raw, t->nbytes, e);
+		k = frame_decode(&m->sources[r->src], r->off, r->stored, r->codec, r->raw, t->nbytes, e);
 	if (k != FMT_OK) {
 		free(r->raw);
 		r->raw = NULL;

@@ -61,10 +61,9 @@ static fmt_kind apr_open(fmt_model *m, fmt_err *e)
 
 static fmt_kind apr_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
 {
-	(void)o;
 	const apr_state *st = m->format_state;
 	switch (st->layout) {
-	case APR_SEED: return fmt_apr_seed_verify(m, st, e);
+	case APR_SEED: return fmt_apr_seed_verify(m, st, !o->reads_follow, e);
 	case APR_APRENDER: return fmt_apr_ap_verify(m, st, e);
 	case APR_V1: return fmt_apr_v1_verify(m, st, e);
 	}

@@ -76,7 +76,8 @@ apr_layout apr_layout_of(const uint8_t *head, size_t n);
 int fmt_apr_is_tsp(const uint8_t *head, size_t n);
 
 fmt_kind fmt_apr_seed_open(fmt_model *m, apr_state *st, fmt_err *e);
-fmt_kind fmt_apr_seed_verify(fmt_model *m, const apr_state *st, fmt_err *e);
+/* Every shard's XXH3-64, and with frames every LZ4/zstd frame decoded (bounded memory). */
+fmt_kind fmt_apr_seed_verify(fmt_model *m, const apr_state *st, int frames, fmt_err *e);
 /* How a seed file is written: compression, the writer stamp, and for a shard its record. */
 #define APR_MAX_PACK 16                /* tensors compressed at once, one per thread */
 

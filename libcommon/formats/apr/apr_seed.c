@@ -477,7 +477,7 @@ static fmt_kind check_frames(fmt_model *m, fmt_err *e)
 	return FMT_OK;
 }
 
-fmt_kind fmt_apr_seed_verify(fmt_model *m, const apr_state *st, fmt_err *e)
+fmt_kind fmt_apr_seed_verify(fmt_model *m, const apr_state *st, int frames, fmt_err *e)
 {
 	for (size_t i = 0; i < st->n_parts; i++) {
 		fmt_source *s = &m->sources[st->parts[i].src];
@@ -487,7 +487,7 @@ fmt_kind fmt_apr_seed_verify(fmt_model *m, const apr_state *st, fmt_err *e)
 			return k;
 		}
 	}
-	return check_frames(m, e);
+	return frames ? check_frames(m, e) : FMT_OK;
 }
 
 /* ---- writing ---- */

@@ -35,6 +35,9 @@ typedef struct fmt_write_opts {
 typedef struct fmt_verify_opts {
 	int threads;                  /* digests of shards in parallel */
 	fmt_keyset keys;              /* check the signature with these (none: not asked) */
+	/* The caller reads every tensor next (a converter): checks its reads make anyway (APR
+	 * frames decode to their size) may be left to them, so the data is not decoded twice. */
+	int reads_follow;
 } fmt_verify_opts;
 
 #define FMT_PROBE_BYTES 4096
