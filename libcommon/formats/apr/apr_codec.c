@@ -51,6 +51,49 @@ fmt_kind fmt_apr_out_pad(apr_out *o, fmt_err *e)
 	return fmt_apr_out_zeros(o, apr_align64(o->pos) - o->pos, e);
 }
 
+/* ---- reading windows ---- */
+
+#define WINDOW (64u << 10)
+
+fmt_kind fmt_apr_window_get(fmt_apr_window *w, uint64_t off, uint64_t n, const uint8_t **p, fmt_err *e)
+{
+	uint64_t end;
+	if (fmt_add_u64(off, n, &end) || end > w->limit)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "%llu bytes at offset %llu run past the end",
+				(unsigned long long)n, (unsigned long long)off);
+	if (off >= w->start && end <= w->start + w->len) {
+		*p = w->buf + (off - w->start);
+		return FMT_OK;
+	}
+	uint64_t want = n > WINDOW ? n : WINDOW;
+	if (want > w->limit - off)
+		want = w->limit - off;
+	if (want > SIZE_MAX)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	if (want > w->cap) {
+		uint8_t *grown = realloc(w->buf, (size_t)want);
+		if (!grown)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		w->buf = grown;
+		w->cap = (size_t)want;
+	}
+	w->len = 0;
+	fmt_kind k = fmt_source_read(w->s, off, w->buf, (size_t)want, e);
+	if (k != FMT_OK)
+		return k;
+	w->start = off;
+	w->len = (size_t)want;
+	*p = w->buf;
+	return FMT_OK;
+}
+
+void fmt_apr_window_free(fmt_apr_window *w)
+{
+	free(w->buf);
+	w->buf = NULL;
+	w->cap = w->len = 0;
+}
+
 /* ---- compression ---- */
 
 typedef struct frame_writer {

@@ -144,6 +144,18 @@ fmt_kind fmt_apr_attach_frame(fmt_model *m, fmt_tensor *t, int src, uint64_t off
  * memory (the tensor is not kept). */
 fmt_kind fmt_apr_check_frame(const fmt_model *m, const fmt_tensor *t, fmt_err *e);
 
+/* A window on a source, read by pread (never mapped, so that the pages of a large file are not
+ * charged to the process): get points at n bytes at off, valid until the next get. */
+typedef struct fmt_apr_window {
+	fmt_source *s;
+	uint64_t limit;                /* bytes past this are not handed out */
+	uint8_t *buf;
+	size_t cap, len;
+	uint64_t start;                /* file offset of buf[0] */
+} fmt_apr_window;
+fmt_kind fmt_apr_window_get(fmt_apr_window *w, uint64_t off, uint64_t n, const uint8_t **p, fmt_err *e);
+void fmt_apr_window_free(fmt_apr_window *w);
+
 /* Where encoded bytes go: a sink (or nowhere, counting only), hashed with XXH3 or CRC32. */
 typedef struct apr_out {
 	fmt_sink *k;                   /* NULL: count only (or into mem) */

@@ -74,23 +74,34 @@ static fmt_kind check_checksum(fmt_source *s, uint64_t expected, fmt_err *e)
 
 /* ---- reading ---- */
 
+/* The index, read through a window by pread (never mapped): at counts from base. */
 typedef struct cursor {
-	const uint8_t *p;
+	fmt_apr_window w;
 	uint64_t n, at;
-	uint64_t base;                 /* file offset of p[0], for messages */
+	uint64_t base;                 /* file offset of the index, for messages */
+	fmt_kind kind;                 /* an I/O failure of the window */
+	fmt_err err;
 } cursor;
 
+/* n bytes at the cursor, valid until the next take; 0 past the index area or on a read error
+ * (then c->kind says which). */
 static int take(cursor *c, uint64_t n, const uint8_t **out)
 {
 	if (n > c->n - c->at)
 		return 0;
-	*out = c->p + c->at;
+	c->kind = fmt_apr_window_get(&c->w, c->base + c->at, n, out, &c->err);
+	if (c->kind != FMT_OK)
+		return 0;
 	c->at += n;
 	return 1;
 }
 
 static fmt_kind truncated_index(const cursor *c, const char *what, uint64_t entry, fmt_err *e)
 {
+	if (c->kind != FMT_OK) {
+		*e = c->err;
+		return c->kind;
+	}
 	return fmt_fail(e, FMT_INVALID_FORMAT, "tensor index entry %llu: %s runs past the index area (offset %llu)",
 			(unsigned long long)entry, what, (unsigned long long)(c->base + c->at));
 }
@@ -264,23 +275,25 @@ static fmt_kind read_index(fmt_model *m, int src, apr_state *st, fmt_err *e)
 {
 	fmt_source *s = &m->sources[src];
 	uint64_t body = s->size - APR_SEED_FOOTER;
-	cursor c = { .base = st->index_offset };
-	fmt_kind k = fmt_source_view(s, st->index_offset, body - st->index_offset, &c.p, e);
-	if (k != FMT_OK)
-		return k;
-	c.n = body - st->index_offset;
+	cursor c = { .w = { .s = s, .limit = body }, .base = st->index_offset, .n = body - st->index_offset };
+	fmt_kind k = FMT_OK;
 	const uint8_t *p = NULL;
-	if (!take(&c, 8, &p))
-		return fmt_fail(e, FMT_INVALID_FORMAT, "truncated: no tensor_count");
+	if (!take(&c, 8, &p)) {
+		fmt_apr_window_free(&c.w);
+		return c.kind != FMT_OK ? (*e = c.err, c.kind) : fmt_fail(e, FMT_INVALID_FORMAT, "truncated: no tensor_count");
+	}
 	uint64_t count = fmt_rd_u64(p);
 	/* The smallest entry: a 1-byte name, no dims. */
-	if (count > (c.n - 8) / 21)
+	if (count > (c.n - 8) / 21) {
+		fmt_apr_window_free(&c.w);
 		return fmt_fail(e, FMT_INVALID_FORMAT, "tensor_count %llu cannot fit in the file", (unsigned long long)count);
+	}
 	entry *ens = calloc(count ? count : 1, sizeof *ens);
 	char *names = malloc(65536);  /* one name at a time: up to 65535 bytes and a NUL */
 	if (!ens || !names) {
 		free(ens);
 		free(names);
+		fmt_apr_window_free(&c.w);
 		return fmt_fail(e, FMT_IO, "out of memory");
 	}
 	/* Parse every entry first: data_offset depends on the index's length. */
@@ -294,6 +307,7 @@ static fmt_kind read_index(fmt_model *m, int src, apr_state *st, fmt_err *e)
 		ens[i].t.name = kept[i];
 	}
 	free(names);
+	fmt_apr_window_free(&c.w);
 	uint64_t next_free = 0;
 	if (k == FMT_OK) {
 		st->data_offset = apr_align64(st->index_offset + c.at);
@@ -340,18 +354,21 @@ static fmt_kind damage_or(fmt_source *s, const apr_state *st, fmt_kind k, fmt_er
 static fmt_kind open_front(fmt_model *m, int src, apr_state *st, int with_meta, json_t **raw, fmt_err *e)
 {
 	fmt_source *s = &m->sources[src];
-	const uint8_t *meta = NULL;
+	uint8_t *meta = NULL;
 	json_error_t jerr;
 	*raw = NULL;
 	fmt_kind k = read_header(s, st, e);
+	if (k == FMT_OK && !(meta = malloc(st->metadata_size ? (size_t)st->metadata_size : 1)))
+		k = fmt_fail(e, FMT_IO, "out of memory");
 	if (k == FMT_OK)
-		k = fmt_source_view(s, APR_SEED_HEADER, st->metadata_size, &meta, e);
+		k = fmt_source_read(s, APR_SEED_HEADER, meta, (size_t)st->metadata_size, e);
 	if (k == FMT_OK && with_meta)
 		k = fmt_apr_meta_read(m, (const char *)meta, (size_t)st->metadata_size, APR_SEED, raw, e);
 	else if (k == FMT_OK && !(*raw = json_loadb((const char *)meta, (size_t)st->metadata_size, JSON_REJECT_DUPLICATES, &jerr)))
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "metadata is not valid JSON (%s at byte %d)", jerr.text, jerr.position);
 	if (k == FMT_OK && !json_is_object(*raw))
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "metadata is not a JSON object");
+	free(meta);
 	if (k == FMT_OK)
 		k = read_shard_record(st, *raw, e);
 	const json_t *writer = k == FMT_OK && with_meta ? json_object_get(*raw, "writer") : NULL;
