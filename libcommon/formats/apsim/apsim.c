@@ -26,6 +26,7 @@
 #include "fmt/out.h"
 #include "fmt/qtensor.h"
 #include "fmt/safetensors.h"
+#include "fmt/progress.h"
 #include "apsim_internal.h"
 
 #define NM APSIM_NM
@@ -218,6 +219,7 @@ fmt_kind fmt_apsim_file_digest(fmt_model *m, const apsim_file *f, char hex[FMT_S
 	uint8_t digest[FMT_SHA256_LEN];
 	k = fmt_sha256_init(&h, e);
 	if (k == FMT_OK) {
+		fmt_meter_planned(len); /* the data was announced before the digests began */
 		k = fmt_sha256_update(&h, table, len, e);
 		if (k == FMT_OK)
 			k = fmt_sha256_source(&h, &m->sources[f->source], 8 + f->header_len, f->data_len, e);
@@ -323,8 +325,10 @@ void fmt_apsim_file_free(apsim_file *f)
 	for (size_t i = 0; i < f->n_units; i++)
 		free(f->unit_list[i].tensor);
 	free(f->unit_list);
-	for (size_t i = 0; i < f->n_q; i++)
+	for (size_t i = 0; i < f->n_q; i++) {
 		free(f->q_list[i].name);
+		free(f->q_list[i].scales);
+	}
 	free(f->q_list);
 	free(f->path);
 	memset(f, 0, sizeof *f);
@@ -599,12 +603,16 @@ static fmt_kind parse_qtensors(const fmt_model *m, apsim_file *f, fmt_err *e)
 			return fmt_fail(e, FMT_IO, "out of memory");
 		strcpy(sname, name);
 		strcat(sname, APSIM_QSCALE);
+		q.scales = q.format == FMT_Q_BF16 ? NULL : sname;
 		k = fmt_qtensor_check(&q, find_in_file(m, f, name), find_in_file(m, f, sname), e);
-		free(sname);
+		if (k != FMT_OK || q.format == FMT_Q_BF16)
+			free(sname);
 		if (k != FMT_OK)
 			return k;
-		if (!(q.name = strdup(name)))
+		if (!(q.name = strdup(name))) {
+			free(q.scales);
 			return fmt_fail(e, FMT_IO, "out of memory");
+		}
 		f->q_list[f->n_q++] = q;
 	}
 	return FMT_OK;
@@ -955,6 +963,7 @@ static fmt_kind ap_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
 	apsim_state *st = m->format_state;
 	const apsim_file *f = &st->files[0];
 	char hex[FMT_SHA256_HEX + 1];
+	fmt_meter_planned(f->data_len);
 	fmt_kind k = fmt_apsim_file_digest(m, f, hex, e);
 	if (k != FMT_OK)
 		return k;
