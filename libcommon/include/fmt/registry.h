@@ -12,9 +12,17 @@
 
 struct fmt_driver;
 
+/* Compression of tensor data, for formats that compress (fmt_driver.compresses). DEFAULT: what
+ * the model being written had in its file when it is of the same format (fmt-shard split and
+ * merge keep a set compressed), else none. */
+typedef enum fmt_codec { FMT_CODEC_DEFAULT, FMT_CODEC_NONE, FMT_CODEC_LZ4, FMT_CODEC_ZSTD } fmt_codec;
+
 /* Options shared by the writers; a driver ignores what it cannot use. */
 typedef struct fmt_write_opts {
 	unsigned sink_flags;          /* FMT_SINK_FORCE */
+	const char *layout;           /* one of the driver's layouts; NULL = its first (default) */
+	fmt_codec codec;              /* FMT_CODEC_DEFAULT unless the driver compresses */
+	int codec_level;              /* 0 = the codec's default */
 	int threads;
 	fmt_keyset keys;              /* sign with these (formats with signatures), none: unsigned */
 	/* Options only one driver understands (its own struct, e.g. fmt_gguf_opts): used by
@@ -27,6 +35,9 @@ typedef struct fmt_write_opts {
 typedef struct fmt_verify_opts {
 	int threads;                  /* digests of shards in parallel */
 	fmt_keyset keys;              /* check the signature with these (none: not asked) */
+	/* The caller reads every tensor next (a converter): checks its reads make anyway (APR
+	 * frames decode to their size) may be left to them, so the data is not decoded twice. */
+	int reads_follow;
 } fmt_verify_opts;
 
 #define FMT_PROBE_BYTES 4096
@@ -70,6 +81,9 @@ typedef struct fmt_driver {
 	 * NULL: want. */
 	fmt_dtype (*choose_dtype)(const fmt_tensor *t, fmt_dtype want, const char **why);
 	const char *default_dtype;    /* --dtype when none is given ("f16"); NULL: keep */
+	/* Byte layouts the writer offers (NULL-terminated; the first is the default), or NULL. */
+	const char *const *layouts;
+	int compresses;               /* the writer compresses tensor data (fmt_write_opts.codec) */
 	const char *arch_key;         /* the key naming the architecture, or NULL */
 	/* Shard sets: the set driver of a single-file format, and the single-file driver of a
 	 * set (index) driver; NULL when there is none. */
