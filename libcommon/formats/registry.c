@@ -7,6 +7,7 @@ extern const fmt_driver fmt_driver_st_index;
 extern const fmt_driver fmt_driver_gguf;
 extern const fmt_driver fmt_driver_apsim;
 extern const fmt_driver fmt_driver_apsim_index;
+extern const fmt_driver fmt_driver_nk;
 
 /* Probe order matters only on equal scores: more specific formats come first. */
 static const fmt_driver *const drivers[] = {
@@ -15,6 +16,7 @@ static const fmt_driver *const drivers[] = {
 	&fmt_driver_apsim_index,
 	&fmt_driver_safetensors,
 	&fmt_driver_st_index,
+	&fmt_driver_nk,
 	NULL
 };
 

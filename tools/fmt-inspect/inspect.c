@@ -327,6 +327,10 @@ static void report_text(FILE *out, const fmt_model *m, const inspect_opts *o,
 		text_stats(out, t, stats);
 		return;
 	}
+	if (o->sections == SECTION_ALL && m->driver->text_summary) {
+		m->driver->text_summary(m, out);
+		return;
+	}
 	if (o->sections & SECTION_SUMMARY) {
 		text_summary(out, m);
 		text_format_info(out, m);

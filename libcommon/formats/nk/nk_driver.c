@@ -1,0 +1,89 @@
+/* The .nk format driver: probe by magic, open = nk_parse over the mapped file, the catalog as
+ * model tensors named after the layer that owns them, upstream's summary as the text form and
+ * the whole structure as describe's JSON. */
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/nk.h"
+#include "fmt/out.h"
+#include "fmt/registry.h"
+
+static int nk_probe(const uint8_t *head, size_t n, uint64_t file_size)
+{
+	(void)file_size;
+	return n >= 4 && memcmp(head, "NKIT", 4) == 0 ? 100 : 0;
+}
+
+static fmt_dtype model_dtype(unsigned nk_dtype)
+{
+	return nk_dtype == NK_I8 ? FMT_DT_I8 : nk_dtype == NK_I32 ? FMT_DT_I32 : FMT_DT_F32;
+}
+
+static fmt_kind add_tensor(fmt_model *m, const nk_model *nm, const nk_tensor *t, uint32_t pair, const char *what,
+			   fmt_err *e)
+{
+	const nk_pair *p = &nm->pairs[pair];
+	char name[96];
+	snprintf(name, sizeof name, "layers.%u.%s%s%s", p->layer, p->role, *p->role ? "." : "", what);
+	fmt_tensor ft = { .name = name, .dtype = model_dtype(t->dtype), .ndim = t->rank, .nelems = t->count,
+			  .nbytes = t->bytes, .source = 0, .offset = t->offset, .file_offset = t->offset };
+	for (int d = 0; d < t->rank; d++)
+		ft.shape[d] = t->dims[d];
+	return fmt_model_add_tensor(m, &ft, NULL, e);
+}
+
+static fmt_kind nk_open(fmt_model *m, fmt_err *e)
+{
+	fmt_source *s = &m->sources[0];
+	const uint8_t *bytes;
+	nk_model *nm = calloc(1, sizeof *nm);
+	if (!nm)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	fmt_kind k = fmt_source_view(s, 0, s->size, &bytes, e);
+	if (k == FMT_OK)
+		k = nk_parse(nm, bytes, s->size, e);
+	if (k != FMT_OK) {
+		free(nm);
+		return k;
+	}
+	m->format_state = nm;
+	m->version = nm->version;
+	for (uint32_t i = 0; k == FMT_OK && i < nm->n_weights; i++) {
+		k = add_tensor(m, nm, &nm->weights[i], i, "weight", e);
+		if (k == FMT_OK)
+			k = add_tensor(m, nm, &nm->biases[i], i, "bias", e);
+	}
+	return k;
+}
+
+static void nk_close(fmt_model *m)
+{
+	nk_free(m->format_state);
+	free(m->format_state);
+	m->format_state = NULL;
+}
+
+static json_t *nk_describe(const fmt_model *m)
+{
+	return nk_describe_json(m->format_state);
+}
+
+static void nk_text_summary(const fmt_model *m, FILE *out)
+{
+	nk_print_summary(out, m->format_state, m->path);
+}
+
+const nk_model *nk_model_of(const fmt_model *m)
+{
+	return m->driver && m->driver->text_summary == nk_text_summary ? m->format_state : NULL;
+}
+
+const fmt_driver fmt_driver_nk = {
+	.name = "nk",
+	.extension = ".nk",
+	.probe = nk_probe,
+	.open = nk_open,
+	.close = nk_close,
+	.describe = nk_describe,
+	.text_summary = nk_text_summary,
+	.test_runner = "nk-run",
+};
