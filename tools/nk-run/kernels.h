@@ -1,0 +1,27 @@
+/* The float kernels nk-run's layers are built from; chosen once at start-up (AVX2 when the CPU
+ * has it), bit-identical whichever runs. */
+#ifndef NK_KERNELS_H
+#define NK_KERNELS_H
+
+#include <stddef.h>
+
+/* Geometry of a convolution or pool over an h x w x c NHWC input. */
+typedef struct nk_geom {
+	long h, w, c;            /* input */
+	long oh, ow, oc;         /* output */
+	long kh, kw, stride, pad_t, pad_l;
+} nk_geom;
+
+typedef struct nk_kernels {
+	const char *name;        /* "avx2" or "generic" */
+	void (*dense)(const float *x, float *y, const float *w, const float *bias, size_t rows, size_t in,
+		      size_t out);
+	void (*conv2d)(const float *x, float *y, const nk_geom *g, const float *w, const float *bias);
+	void (*depthwise)(const float *x, float *y, const nk_geom *g, const float *w, const float *bias);
+} nk_kernels;
+
+/* The kernels for this CPU; NK_KERNELS=generic in the environment forces the portable ones. */
+const nk_kernels *nk_kernels_get(void);
+const nk_kernels *nk_kernels_generic(void);
+
+#endif
