@@ -18,18 +18,20 @@ fmt_kind nk_engine_init(nk_engine *en, const nk_model *nm, const nk_kernels *k, 
 	en->nm = nm;
 	en->k = k;
 	size_t elem = nm->quantized ? 1 : sizeof(float);
-	uint64_t act = nk_shape_count(nm->input), scratch = 0, taps[NK_MAX_TAPS] = { 0 };
+	uint64_t act = nk_shape_count(nm->input), scratch = 0, kscratch = 0, taps[NK_MAX_TAPS] = { 0 };
 	for (uint32_t i = 0; i < nm->n_layers; i++) {
 		const nk_layer *l = &nm->layers[i];
 		uint64_t n = nk_shape_count(l->out);
 		uint64_t s = nm->quantized ? nk_int8_scratch(nm, l) : nk_float_scratch(nm, l);
 		act = n > act ? n : act;
 		scratch = s > scratch ? s : scratch;
+		uint64_t ks = nm->quantized ? 0 : nk_float_kscratch(nm, l);
+		kscratch = ks > kscratch ? ks : kscratch;
 		if (l->kind == NK_FEATURE_TAP && n > taps[l->tap_id])
 			taps[l->tap_id] = n;
 	}
 	/* Every count is below 2^28 elements (nk_parse), scratch a small multiple of that. */
-	uint64_t total = 2 * round_up(act * elem) + round_up(scratch * elem);
+	uint64_t total = 2 * round_up(act * elem) + round_up(scratch * elem) + round_up(kscratch * sizeof(float));
 	for (int t = 0; t < NK_MAX_TAPS; t++)
 		total += round_up(taps[t] * elem);
 	if (total > SIZE_MAX / 2 || !(en->arena = aligned_alloc(ARENA_ALIGN, (size_t)total)))
@@ -43,6 +45,8 @@ fmt_kind nk_engine_init(nk_engine *en, const nk_model *nm, const nk_kernels *k, 
 	at += round_up(act * elem);
 	en->scratch = at;
 	at += round_up(scratch * elem);
+	en->ktmp = (float *)at;
+	at += round_up(kscratch * sizeof(float));
 	for (int t = 0; t < NK_MAX_TAPS; t++) {
 		en->taps[t] = (float *)at;
 		at += round_up(taps[t] * elem);

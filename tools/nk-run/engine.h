@@ -26,6 +26,7 @@ typedef struct nk_engine {
 	uint64_t act_cap;        /* elements of each of the two ping-pong buffers */
 	void *buf[2];
 	void *scratch;           /* per-layer temporaries (composite layers) */
+	float *ktmp;             /* the kernels' own scratch (padded planar input, re-laid weights) */
 	float *taps[NK_MAX_TAPS];
 	nk_qop *qops;            /* int8: one per pair */
 	int32_t out_zp;          /* int8: parameters of the last run's output */
@@ -54,6 +55,7 @@ void nk_float_layer(nk_engine *en, uint32_t i, const float *x, float *y);
 void nk_int8_layer(nk_engine *en, uint32_t i, const int8_t *x, int8_t *y, int32_t *cur_zp, float *cur_scale);
 fmt_kind nk_int8_plan(nk_engine *en, fmt_err *e);
 uint64_t nk_float_scratch(const nk_model *nm, const nk_layer *l);
+uint64_t nk_float_kscratch(const nk_model *nm, const nk_layer *l);
 uint64_t nk_int8_scratch(const nk_model *nm, const nk_layer *l);
 
 #endif

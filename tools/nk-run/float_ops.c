@@ -113,9 +113,15 @@ static void layernorm(float *restrict y, uint64_t pixels, uint64_t C, float eps,
 
 /* ---- convolutions ---- */
 
-static nk_geom geom(nk_shape in, nk_shape out, uint32_t kh, uint32_t kw, uint32_t stride, uint32_t pt, uint32_t pl)
+static nk_geom geom(nk_shape in, nk_shape out, uint32_t kh, uint32_t kw, uint32_t stride, uint32_t pt, uint32_t pl,
+		    uint32_t pb, uint32_t pr)
 {
-	return (nk_geom){ in.h, in.w, in.c, out.h, out.w, out.c, kh, kw, stride, pt, pl };
+	return (nk_geom){ in.h, in.w, in.c, out.h, out.w, out.c, kh, kw, stride, pt, pl, pb, pr };
+}
+
+static nk_geom layer_geom(const nk_layer *l)
+{
+	return geom(l->in, l->out, l->kh, l->kw, l->stride, l->pad_t, l->pad_l, l->pad_b, l->pad_r);
 }
 
 static uint32_t out_dim(uint32_t n, uint32_t k, uint32_t s, uint32_t p)
@@ -135,40 +141,42 @@ static void conv_sym(const nk_engine *en, int depthwise, const float *x, float *
 		     uint32_t k, uint32_t stride, uint32_t pad, uint32_t p, nk_shape *out)
 {
 	nk_shape o = { out_dim(in.h, k, stride, pad), out_dim(in.w, k, stride, pad), oc, 0 };
-	nk_geom g = geom(in, o, k, k, stride, pad, pad);
+	nk_geom g = geom(in, o, k, k, stride, pad, pad, pad, pad);
 	if (depthwise)
-		en->k->depthwise(x, y, &g, wt(en, p), bs(en, p));
+		en->k->depthwise(x, y, &g, wt(en, p), bs(en, p), en->ktmp);
 	else
-		en->k->conv2d(x, y, &g, wt(en, p), bs(en, p));
+		en->k->conv2d(x, y, &g, wt(en, p), bs(en, p), en->ktmp);
 	if (out)
 		*out = o;
 }
 
-static void pool(const nk_layer *l, const float *x, float *y)
+/* Max / average over the in-range cells of each window (§11.5, §11.6). */
+static void pool(const nk_layer *l, const float *restrict x, float *restrict y)
 {
 	const long H = l->in.h, W = l->in.w, C = l->in.c;
+	const int is_max = l->kind == NK_MAXPOOL;
 	for (long oy = 0; oy < l->out.h; oy++) {
 		long iy0 = oy * (long)l->stride - l->pad_t;
 		long ky0 = iy0 < 0 ? -iy0 : 0, ky1 = H - iy0 < (long)l->kh ? H - iy0 : (long)l->kh;
 		for (long ox = 0; ox < l->out.w; ox++) {
 			long ix0 = ox * (long)l->stride - l->pad_l;
 			long kx0 = ix0 < 0 ? -ix0 : 0, kx1 = W - ix0 < (long)l->kw ? W - ix0 : (long)l->kw;
-			float *yo = y + (oy * l->out.w + ox) * C;
+			float *restrict yo = y + (oy * l->out.w + ox) * C;
 			long cells = (ky1 > ky0 && kx1 > kx0) ? (ky1 - ky0) * (kx1 - kx0) : 0;
+			float init = is_max ? -FLT_MAX : 0.0f;
 			for (long c = 0; c < C; c++)
-				yo[c] = l->kind == NK_MAXPOOL ? -FLT_MAX : 0.0f;
+				yo[c] = init;
 			for (long ky = ky0; ky < ky1; ky++)
 				for (long kx = kx0; kx < kx1; kx++) {
-					const float *xp = x + ((iy0 + ky) * W + ix0 + kx) * C;
-					if (l->kind == NK_MAXPOOL) {
+					const float *restrict xp = x + ((iy0 + ky) * W + ix0 + kx) * C;
+					if (is_max)
 						for (long c = 0; c < C; c++)
 							yo[c] = xp[c] > yo[c] ? xp[c] : yo[c];
-					} else {
+					else
 						for (long c = 0; c < C; c++)
 							yo[c] += xp[c];
-					}
 				}
-			if (l->kind == NK_AVGPOOL && cells)
+			if (!is_max && cells)
 				for (long c = 0; c < C; c++)
 					yo[c] /= (float)cells;
 		}
@@ -392,23 +400,54 @@ uint64_t nk_float_scratch(const nk_model *nm, const nk_layer *l)
 	}
 }
 
+static uint64_t max64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+/* Kernel scratch of a k x k convolution with symmetric padding over an h x w x c input. */
+static uint64_t conv_tmp(uint64_t h, uint64_t w, uint64_t c, uint64_t pad)
+{
+	return c * (h + 2 * pad) * (w + 2 * pad);
+}
+
+uint64_t nk_float_kscratch(const nk_model *nm, const nk_layer *l)
+{
+	(void)nm;
+	nk_geom g = layer_geom(l);
+	uint64_t h = l->in.h, w = l->in.w;
+	switch (l->kind) {
+	case NK_CONV2D: return nk_conv_tmp(&g);
+	case NK_DEPTHWISE: return nk_depthwise_tmp(&g);
+	case NK_CONVNEXT: return 49 * (uint64_t)l->units;
+	case NK_UIB:
+		return max64((uint64_t)l->start_dw * l->start_dw * l->in_ch,
+			     (uint64_t)l->middle_dw * l->middle_dw * l->expanded);
+	case NK_RESNET:
+		return max64(conv_tmp(h, w, l->in_ch, 1), conv_tmp(l->out.h, l->out.w, l->out_ch, 1));
+	case NK_YOLOX_HEAD: return conv_tmp(h, w, l->hidden, 1);
+	case NK_PAFPN: return conv_tmp(4 * h, 4 * w, l->hidden, 1);
+	default: return 0;
+	}
+}
+
 void nk_float_layer(nk_engine *en, uint32_t i, const float *x, float *y)
 {
 	const nk_layer *l = &en->nm->layers[i];
 	uint64_t n = nk_shape_count(l->out);
 	float *s = en->scratch;
-	nk_geom g = geom(l->in, l->out, l->kh, l->kw, l->stride, l->pad_t, l->pad_l);
+	nk_geom g = layer_geom(l);
 	switch (l->kind) {
 	case NK_DENSE:
 		en->k->dense(x, y, wt(en, l->first_pair), bs(en, l->first_pair), l->in.h, l->in.c, l->units);
 		activate(y, n, l->act, l->alpha);
 		break;
 	case NK_CONV2D:
-		en->k->conv2d(x, y, &g, wt(en, l->first_pair), bs(en, l->first_pair));
+		en->k->conv2d(x, y, &g, wt(en, l->first_pair), bs(en, l->first_pair), en->ktmp);
 		activate(y, n, l->act, l->alpha);
 		break;
 	case NK_DEPTHWISE:
-		en->k->depthwise(x, y, &g, wt(en, l->first_pair), bs(en, l->first_pair));
+		en->k->depthwise(x, y, &g, wt(en, l->first_pair), bs(en, l->first_pair), en->ktmp);
 		activate(y, n, l->act, l->alpha);
 		break;
 	case NK_MAXPOOL: case NK_AVGPOOL: pool(l, x, y); break;

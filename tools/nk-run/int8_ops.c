@@ -297,7 +297,7 @@ static void qadd(const int8_t *a, const int8_t *b, int8_t *y, uint64_t n, float 
 static nk_geom qgeom(nk_shape in, uint32_t oc, uint32_t k, uint32_t stride, uint32_t pad)
 {
 	nk_geom g = { in.h, in.w, in.c, (in.h + 2 * pad - k) / stride + 1, (in.w + 2 * pad - k) / stride + 1, oc,
-		      k, k, stride, pad, pad };
+		      k, k, stride, pad, pad, pad, pad };
 	return g;
 }
 
@@ -382,7 +382,7 @@ void nk_int8_layer(nk_engine *en, uint32_t i, const int8_t *x, int8_t *y, int32_
 			break;
 		case NK_CONV2D: case NK_DEPTHWISE: {
 			nk_geom g = { l->in.h, l->in.w, l->in.c, l->out.h, l->out.w, l->out.c, l->kh, l->kw, l->stride,
-				      l->pad_t, l->pad_l };
+				      l->pad_t, l->pad_l, l->pad_b, l->pad_r };
 			qconv(en, l->first_pair, l->kind == NK_DEPTHWISE, x, y, &g);
 			break;
 		}

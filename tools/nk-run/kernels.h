@@ -9,15 +9,28 @@
 typedef struct nk_geom {
 	long h, w, c;            /* input */
 	long oh, ow, oc;         /* output */
-	long kh, kw, stride, pad_t, pad_l;
+	long kh, kw, stride, pad_t, pad_l, pad_b, pad_r;
 } nk_geom;
+
+/* Floats of kernel scratch a convolution over g needs (the padded planar input), and a
+ * depthwise one (its weights re-laid). */
+static inline unsigned long long nk_conv_tmp(const nk_geom *g)
+{
+	return (unsigned long long)g->c * (unsigned long long)(g->h + g->pad_t + g->pad_b) *
+	       (unsigned long long)(g->w + g->pad_l + g->pad_r);
+}
+static inline unsigned long long nk_depthwise_tmp(const nk_geom *g)
+{
+	return (unsigned long long)g->c * (unsigned long long)(g->kh * g->kw);
+}
 
 typedef struct nk_kernels {
 	const char *name;        /* "avx2" or "generic" */
 	void (*dense)(const float *x, float *y, const float *w, const float *bias, size_t rows, size_t in,
 		      size_t out);
-	void (*conv2d)(const float *x, float *y, const nk_geom *g, const float *w, const float *bias);
-	void (*depthwise)(const float *x, float *y, const nk_geom *g, const float *w, const float *bias);
+	/* tmp: nk_conv_tmp(g) / nk_depthwise_tmp(g) floats of scratch. */
+	void (*conv2d)(const float *x, float *y, const nk_geom *g, const float *w, const float *bias, float *tmp);
+	void (*depthwise)(const float *x, float *y, const nk_geom *g, const float *w, const float *bias, float *tmp);
 } nk_kernels;
 
 /* The kernels for this CPU; NK_KERNELS=generic in the environment forces the portable ones. */

@@ -279,9 +279,11 @@ fmt_kind nk_report_bench(FILE *out, const char *path, const nk_model *nm, nk_eng
 	uint64_t n = o->bench;
 	uint64_t *t = malloc(n * sizeof *t);
 	double *layer_sum = calloc(nm->n_layers, sizeof *layer_sum);
-	if (!t || !layer_sum) {
+	uint64_t *layer_min = malloc(nm->n_layers * sizeof *layer_min);
+	if (!t || !layer_sum || !layer_min) {
 		free(t);
 		free(layer_sum);
+		free(layer_min);
 		return fmt_fail(e, FMT_IO, "out of memory");
 	}
 	uint64_t warm = n < 10 ? n : 10;
@@ -292,8 +294,11 @@ fmt_kind nk_report_bench(FILE *out, const char *path, const nk_model *nm, nk_eng
 		uint64_t t0 = now_ns();
 		run_once(en, input);
 		t[i] = now_ns() - t0;
-		for (uint32_t l = 0; en->layer_ns && l < nm->n_layers; l++)
+		for (uint32_t l = 0; en->layer_ns && l < nm->n_layers; l++) {
 			layer_sum[l] += (double)en->layer_ns[l];
+			if (i == 0 || en->layer_ns[l] < layer_min[l])
+				layer_min[l] = en->layer_ns[l];
+		}
 	}
 	double total_s = (double)(now_ns() - start) / 1e9;
 	qsort(t, n, sizeof *t, cmp_u64);
@@ -309,8 +314,9 @@ fmt_kind nk_report_bench(FILE *out, const char *path, const nk_model *nm, nk_eng
 		if (en->layer_ns) {
 			json_t *layers = json_array();
 			for (uint32_t l = 0; l < nm->n_layers; l++)
-				json_array_append_new(layers, json_pack("{s:I,s:s,s:f,s:o}", "index", (json_int_t)l, "kind",
-									nk_kind_name(nm->layers[l].kind), "mean_ms",
+				json_array_append_new(layers, json_pack("{s:I,s:s,s:f,s:f,s:o}", "index", (json_int_t)l, "kind",
+									nk_kind_name(nm->layers[l].kind), "min_ms",
+									(double)layer_min[l] / 1e6, "mean_ms",
 									layer_sum[l] / (double)n / 1e6, "output_shape",
 									nk_shape_json(nm->layers[l].out)));
 			json_object_set_new(j, "layers", layers);
@@ -326,10 +332,10 @@ fmt_kind nk_report_bench(FILE *out, const char *path, const nk_model *nm, nk_eng
 		fprintf(out, "latency:    min %.4f ms, median %.4f ms, p99 %.4f ms\n", min, med, p99);
 		fprintf(out, "throughput: %.1f inferences/s\n", ips);
 		if (en->layer_ns) {
-			fprintf(out, "layers:\n");
+			fprintf(out, "layers:     (min and mean time per run)\n");
 			for (uint32_t l = 0; l < nm->n_layers; l++) {
-				fprintf(out, "  [%u] %-24s %10.4f ms  ", l, nk_kind_name(nm->layers[l].kind),
-					layer_sum[l] / (double)n / 1e6);
+				fprintf(out, "  [%u] %-24s %9.4f ms %9.4f ms  ", l, nk_kind_name(nm->layers[l].kind),
+					(double)layer_min[l] / 1e6, layer_sum[l] / (double)n / 1e6);
 				print_shape(out, nm->layers[l].out);
 				fputc('\n', out);
 			}
@@ -337,5 +343,6 @@ fmt_kind nk_report_bench(FILE *out, const char *path, const nk_model *nm, nk_eng
 	}
 	free(t);
 	free(layer_sum);
+	free(layer_min);
 	return k;
 }
