@@ -3,6 +3,34 @@
 #include <string.h>
 #include "kernels.h"
 
+#pragma GCC diagnostic ignored "-Wpragmas"
+#pragma GCC diagnostic ignored "-Wpsabi" /* v8 helpers are always inlined: no ABI crossing */
+
+/* 8 float lanes; the generic build lowers them to pairs of SSE operations, AVX2 to one. */
+typedef float v8 __attribute__((vector_size(32)));
+
+static inline __attribute__((always_inline)) v8 v8_load(const float *p)
+{
+	v8 v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
+static inline __attribute__((always_inline)) void v8_store(float *p, v8 v)
+{
+	memcpy(p, &v, sizeof v);
+}
+
+static inline __attribute__((always_inline)) v8 v8_splat(float f)
+{
+	return (v8){ f, f, f, f, f, f, f, f };
+}
+
+static inline __attribute__((always_inline)) v8 v8_gather(const float *p, long s)
+{
+	return (v8){ p[0], p[s], p[2 * s], p[3 * s], p[4 * s], p[5 * s], p[6 * s], p[7 * s] };
+}
+
 #define KATTR
 #define KFN(n) n##_generic
 #include "kern.inc"
