@@ -140,9 +140,15 @@ int main(int argc, char **argv)
 		return usage_error("need INPUT and OUTPUT");
 	const char *input = argv[optind], *output = argv[optind + 1];
 	o.to = to_name ? fmt_driver_by_name(to_name) : output_driver(output, &o.force_set);
-	if (!o.to || !o.to->write)
-		return usage_error(to_name ? "--to takes safetensors, gguf or apsim"
-					   : "cannot tell the output format from its name; use --to");
+	if (!o.to || !o.to->write) {
+		char msg[FMT_ERR_MSG_MAX] = "cannot tell the output format from its name; use --to";
+		if (to_name) {
+			char names[512];
+			fmt_driver_writer_names(names, sizeof names);
+			snprintf(msg, sizeof msg, "--to takes %s", names);
+		}
+		return usage_error(msg);
+	}
 	o.json = common.json;
 	o.quiet = common.quiet;
 	o.verbose = common.verbose;

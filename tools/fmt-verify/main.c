@@ -108,7 +108,7 @@ int main(int argc, char **argv)
 			fmt_report_error(stderr, TOOL, NULL, &e, common.json);
 			return fmt_kind_exit(k);
 		}
-		vo.key = &key;
+		vo.keys.hmac = &key;
 	}
 	int status = 0;
 	for (int i = optind; i < argc; i++) {

@@ -80,6 +80,7 @@ const nk_model *nk_model_of(const fmt_model *m)
 const fmt_driver fmt_driver_nk = {
 	.name = "nk",
 	.extension = ".nk",
+	.title = ".nk",
 	.probe = nk_probe,
 	.open = nk_open,
 	.close = nk_close,

@@ -357,7 +357,38 @@ fmt_kind gguf_write_file(const fmt_model *src, const fmt_meta *meta, size_t n_me
 	return r;
 }
 
+/* The GGUF options of o (alignment), when o carries them. */
+static const fmt_gguf_opts *gguf_opts(const fmt_write_opts *o)
+{
+	return o && o->private_for == &fmt_driver_gguf ? o->private_opts : NULL;
+}
+
 fmt_kind fmt_gguf_write(const fmt_model *m, fmt_sink *k, const fmt_write_opts *o, fmt_err *e)
 {
-	return gguf_write_file(m, m->meta, m->n_meta, m->tensors, m->n_tensors, o ? o->alignment : 0, k, e);
+	const fmt_gguf_opts *g = gguf_opts(o);
+	return gguf_write_file(m, m->meta, m->n_meta, m->tensors, m->n_tensors, g ? g->alignment : 0, k, e);
+}
+
+int fmt_gguf_holds_dtype(fmt_dtype t)
+{
+	return fmt_dtype_get(t)->ggml_id >= 0;
+}
+
+/* llama.cpp's converters: norms and biases (1-D) stay F32; rows that do not divide into the
+ * block size of a block type are written as F16. */
+fmt_dtype fmt_gguf_choose_dtype(const fmt_tensor *t, fmt_dtype want, const char **why)
+{
+	uint64_t row = t->ndim ? t->shape[t->ndim - 1] : 1;
+	uint64_t block = fmt_dtype_get(want)->block_elems;
+	if (want == FMT_DT_F32)
+		return want;
+	if (t->ndim <= 1) {
+		*why = "1-D tensors stay F32 in GGUF";
+		return FMT_DT_F32;
+	}
+	if (block > 1 && row % block != 0) {
+		*why = "rows are not a multiple of the block size";
+		return FMT_DT_F16;
+	}
+	return want;
 }

@@ -387,9 +387,11 @@ fmt_kind fmt_st_index_write(const char *path, const char *const *tensor_names,
 const fmt_driver fmt_driver_st_index = {
 	.name = "safetensors-index",
 	.extension = ".safetensors.index.json",
+	.title = "safetensors",
 	.probe = ix_probe,
 	.open = ix_open,
 	.verify = NULL,
+	.file_driver = &fmt_driver_safetensors,
 	.write = NULL,
 	.close = ix_close,
 };

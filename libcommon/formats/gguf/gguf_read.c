@@ -654,9 +654,18 @@ const fmt_gguf_info *fmt_gguf_info_of(const fmt_model *m)
 const fmt_driver fmt_driver_gguf = {
 	.name = "gguf",
 	.extension = ".gguf",
+	.title = "GGUF",
 	.probe = gguf_probe,
 	.open = gguf_open,
 	.verify = NULL,
+	.caps = FMT_CAP_TYPED_META | FMT_CAP_UNITS_AS_META,
+	.holds_dtype = fmt_gguf_holds_dtype,
+	.choose_dtype = fmt_gguf_choose_dtype,
+	.default_dtype = "f16",
+	.arch_key = "general.architecture",
+	/* The first shard of a gguf-split set opens the whole set: one driver for both. */
+	.set_driver = &fmt_driver_gguf,
+	.file_driver = &fmt_driver_gguf,
 	.write = fmt_gguf_write,
 	.write_sharded = fmt_gguf_write_sharded,
 	.close = gguf_close,

@@ -279,10 +279,13 @@ fmt_kind fmt_apsim_signature(const fmt_hmac_key *key, const char *const *shard_s
 	return FMT_OK;
 }
 
-fmt_kind apsim_check_signature(const char *sig, const fmt_hmac_key *key, const char *const *shas,
+fmt_kind apsim_check_signature(const char *sig, const fmt_keyset *keys, const char *const *shas,
 			       size_t n, fmt_err *e)
 {
 	static const char prefix[] = "hmac-sha256:";
+	const fmt_hmac_key *key = keys->hmac;
+	if (!key)
+		return fmt_fail(e, FMT_SIGNATURE, "Apsi checkpoints are signed with HMAC keys only");
 	if (!sig)
 		return fmt_fail(e, FMT_SIGNATURE, "not signed (a key was given, but there is no signature)");
 	const char *id = sig + sizeof prefix - 1;
@@ -822,6 +825,12 @@ const fmt_apsim_info *fmt_apsim_info_of(const fmt_model *m)
 	return &((const apsim_state *)m->format_state)->info;
 }
 
+const char *fmt_apsim_signature_of(const fmt_model *m)
+{
+	const fmt_apsim_info *info = fmt_apsim_info_of(m);
+	return info ? info->signature : NULL;
+}
+
 fmt_kind fmt_apsim_table(const fmt_model *m, char **table, size_t *len, fmt_err *e)
 {
 	const apsim_state *st = m->driver == &fmt_driver_apsim ? m->format_state : NULL;
@@ -931,9 +940,9 @@ static fmt_kind ap_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
 		return k;
 	if (strcmp(hex, f->sha256) != 0)
 		return fmt_fail(e, FMT_CHECKSUM, "sha256 mismatch: file says %s, data gives %s", f->sha256, hex);
-	if (o && o->key) {
+	if (o && !fmt_keyset_empty(&o->keys)) {
 		const char *shas[1] = { f->sha256 };
-		k = apsim_check_signature(f->signature, o->key, shas, 1, e);
+		k = apsim_check_signature(f->signature, &o->keys, shas, 1, e);
 		if (k != FMT_OK)
 			return k;
 	}
@@ -982,13 +991,17 @@ static json_t *ap_describe(const fmt_model *m)
 const fmt_driver fmt_driver_apsim = {
 	.name = "apsim",
 	.extension = ".apsim",
+	.title = ".apsim",
 	.probe = ap_probe,
 	.open = ap_open,
 	.verify = ap_verify,
-	.has_signatures = 1,
+	.caps = FMT_CAP_TYPED_META | FMT_CAP_ENCODED | FMT_CAP_UNITS | FMT_CAP_SIGNATURES,
+	.set_driver = &fmt_driver_apsim_index,
 	.write = fmt_apsim_write,
 	.write_sharded = fmt_apsim_write_sharded,
 	.default_shard_bytes = 4000000000ull,   /* Apsi's shard="4GB" */
+	.sign_in_place = fmt_apsim_sign_in_place,
+	.signature = fmt_apsim_signature_of,
 	.close = ap_close,
 	.describe = ap_describe,
 };

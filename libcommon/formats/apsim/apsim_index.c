@@ -412,10 +412,10 @@ static fmt_kind ai_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
 	fmt_kind k = hex && shas ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
 	if (k == FMT_OK)
 		k = shard_digests(m, st, o ? o->threads : 1, hex, e);
-	if (k == FMT_OK && o && o->key) {
+	if (k == FMT_OK && o && !fmt_keyset_empty(&o->keys)) {
 		for (size_t i = 0; i < n; i++)
 			shas[i] = st->shard_sha[i];
-		k = apsim_check_signature(st->index_signature, o->key, shas, n, e);
+		k = apsim_check_signature(st->index_signature, &o->keys, shas, n, e);
 	}
 	if (k == FMT_OK)
 		k = apsim_check_scales(m, e);
@@ -455,11 +455,15 @@ static json_t *ai_describe(const fmt_model *m)
 const fmt_driver fmt_driver_apsim_index = {
 	.name = "apsim-index",
 	.extension = ".apsim.index.json",
+	.title = ".apsim",
 	.probe = ai_probe,
 	.open = ai_open,
 	.verify = ai_verify,
-	.has_signatures = 1,
+	.caps = FMT_CAP_TYPED_META | FMT_CAP_ENCODED | FMT_CAP_UNITS | FMT_CAP_SIGNATURES,
+	.file_driver = &fmt_driver_apsim,
 	.write = NULL,
+	.sign_in_place = fmt_apsim_sign_in_place,
+	.signature = fmt_apsim_signature_of,
 	.close = ai_close,
 	.describe = ai_describe,
 };

@@ -744,9 +744,11 @@ static fmt_kind st_write_sharded(const fmt_model *m, const char *prefix, uint64_
 const fmt_driver fmt_driver_safetensors = {
 	.name = "safetensors",
 	.extension = ".safetensors",
+	.title = "safetensors",
 	.probe = st_probe,
 	.open = st_open,
 	.verify = NULL,
+	.set_driver = &fmt_driver_st_index,
 	.write = st_write,
 	.write_sharded = st_write_sharded,
 	.default_shard_bytes = 5000000000ull,   /* Hugging Face's max_shard_size, decimal */

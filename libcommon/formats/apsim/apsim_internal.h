@@ -77,7 +77,7 @@ fmt_kind apsim_build_table(const apsim_kv *kv, size_t n_kv, const fmt_tensor *co
 			   const uint64_t *begins, size_t n_t, char **out, size_t *len, fmt_err *e);
 
 /* Signature check of §6 (key given): sig is the stored value or NULL. */
-fmt_kind apsim_check_signature(const char *sig, const fmt_hmac_key *key, const char *const *shas,
+fmt_kind apsim_check_signature(const char *sig, const fmt_keyset *keys, const char *const *shas,
 			       size_t n, fmt_err *e);
 
 /* Syntax checks. */

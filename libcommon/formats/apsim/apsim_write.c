@@ -536,7 +536,7 @@ fmt_kind fmt_apsim_write(const fmt_model *m, fmt_sink *k, const fmt_write_opts *
 		r = qtensors_json(m, NULL, &qt, e);
 	if (r == FMT_OK) {
 		wfile w = { .m = m, .ts = ts, .begins = begins, .n_t = m->n_tensors,
-			    .sign_key = o ? o->sign_key : NULL };
+			    .sign_key = o ? o->keys.hmac : NULL };
 		base_kv(&w, texts, qt, "1/1");
 		r = write_file(&w, k, sha, e);
 	}
@@ -796,15 +796,15 @@ static fmt_kind write_set_index(set_plan *p, const char *prefix, const fmt_write
 	}
 	for (size_t i = 0; r == FMT_OK && i < p->n_shards; i++)
 		shas[i] = p->shas[i];
-	if (r == FMT_OK && o && o->sign_key)
-		r = fmt_apsim_signature(o->sign_key, shas, p->n_shards, sig, e);
+	if (r == FMT_OK && o && o->keys.hmac)
+		r = fmt_apsim_signature(o->keys.hmac, shas, p->n_shards, sig, e);
 	if (r == FMT_OK && asprintf(&path, "%s.apsim.index.json", prefix) < 0) {
 		path = NULL;
 		r = fmt_fail(e, FMT_IO, "out of memory");
 	}
 	if (r == FMT_OK)
 		r = write_index(path, o ? o->sink_flags : 0, p->names, (const char (*)[FMT_SHA256_HEX + 1])p->shas,
-				p->n_shards, tn, tf, m->n_tensors, p->total, o && o->sign_key ? sig : NULL, e);
+				p->n_shards, tn, tf, m->n_tensors, p->total, o && o->keys.hmac ? sig : NULL, e);
 	if (r == FMT_OK) {
 		so->paths[so->n++] = path;
 		path = NULL;
@@ -938,9 +938,12 @@ static fmt_kind resign_index(fmt_model *m, const fmt_hmac_key *key, fmt_err *e)
 	return r;
 }
 
-fmt_kind fmt_apsim_sign_in_place(const char *path, const fmt_hmac_key *key, int threads, fmt_err *e)
+fmt_kind fmt_apsim_sign_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e)
 {
 	fmt_model m;
+	const fmt_hmac_key *key = keys->hmac;
+	if (!key)
+		return fmt_fail(e, FMT_USAGE, "Apsi checkpoints are signed with HMAC keys only");
 	fmt_kind r = fmt_model_open(&m, path, NULL, e);
 	if (r != FMT_OK)
 		return r;
@@ -950,7 +953,7 @@ fmt_kind fmt_apsim_sign_in_place(const char *path, const fmt_hmac_key *key, int 
 		fmt_model_free(&m);
 		return r;
 	}
-	fmt_verify_opts vo = { .key = NULL, .threads = threads };
+	fmt_verify_opts vo = { .threads = threads };
 	r = fmt_model_verify(&m, &vo, e);
 	if (r == FMT_OK)
 		r = m.driver == &fmt_driver_apsim ? resign_file(&m, key, e) : resign_index(&m, key, e);
