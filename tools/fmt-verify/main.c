@@ -11,7 +11,9 @@
 #include "verify.h"
 
 
-enum { OPT_FORMAT = FMT_OPT_FIRST_TOOL_OPTION };
+enum { OPT_FORMAT = FMT_OPT_FIRST_TOOL_OPTION, OPT_RUN_TESTS };
+
+static int run_tests;
 
 static void usage(FILE *f)
 {
@@ -29,6 +31,8 @@ static void usage(FILE *f)
 		"      --secret-env NAME   ... with the team secret in environment variable NAME\n"
 		"      --secret-prompt     ... with a team secret typed at a prompt\n"
 		"  -T, --threads N     digest shards in parallel (default: number of cores)\n"
+		"      --run-tests     also run embedded regression tests (.nk: nk-run --test);\n"
+		"                      a failing case, or a .nk without tests, is exit 11\n"
 		"  -j, --json          one JSON object per file (JSON Lines)\n"
 		"      --format NAME   skip detection: %s\n"
 		"  -q, --quiet         print nothing; the exit status tells\n"
@@ -39,13 +43,15 @@ static void usage(FILE *f)
 		"\n"
 		"Exit status (the highest over all files): 0 every check passed, 2 usage,\n"
 		"3 I/O error, 4 invalid format, 5 unsupported version or type, 6 checksum\n"
-		"mismatch, 7 signature missing or wrong, 9 shard set inconsistent.\n", names);
+		"mismatch, 7 signature missing or wrong, 9 shard set inconsistent, 11 an embedded\n"
+		"test failed.\n", names);
 }
 
 static const struct option long_opts[] = {
 	FMT_COMMON_LONG_OPTIONS,
 	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "threads", required_argument, NULL, 'T' },
+	{ "run-tests", no_argument, NULL, OPT_RUN_TESTS },
 	FMT_KEY_LONG_OPTIONS,
 	{ NULL, 0, NULL, 0 }
 };
@@ -64,6 +70,8 @@ static fmt_kind verify_file(const char *path, const fmt_driver *forced, const fm
 	fmt_kind k = fmt_model_open(&m, path, forced, &e);
 	if (k == FMT_OK) {
 		k = fmt_model_verify(&m, vo, &e);
+		if (k == FMT_OK && run_tests)
+			k = run_embedded_tests(&m, path, &e);
 		if (k == FMT_OK && !o->quiet)
 			report_ok(&m, o);
 		fmt_model_free(&m);
@@ -91,6 +99,7 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'h': usage(stdout); return 0;
 		case FMT_OPT_VERSION: fmt_cli_version(stdout, TOOL); return 0;
+		case OPT_RUN_TESTS: run_tests = 1; break;
 		case OPT_FORMAT:
 			forced = fmt_driver_by_name(optarg);
 			if (!forced)

@@ -361,7 +361,7 @@ static uint64_t pafpn_scratch(const nk_layer *l)
 static void pafpn(const nk_engine *en, const nk_layer *l, const float *x, float *y, float *s)
 {
 	uint64_t A = (uint64_t)l->in.h * l->in.w, H = l->hidden;
-	uint32_t h5 = l->in.h, w5 = l->in.w, p = l->first_pair, hs = 3 + 2 * l->convs;
+	uint32_t h5 = l->in.h, w5 = l->in.w, p = l->first_pair, hs = 4 + 2 * l->convs; /* stem, 2 x convs, 3 predictions */
 	float *l5 = s, *l4 = l5 + A * H, *l3 = l4 + 4 * A * H, *t = l3 + 16 * A * H, *d = t + 16 * A * H,
 	      *p4 = d + 16 * A * H, *p3 = p4 + 4 * A * H, *n4 = p3 + 16 * A * H, *n5 = n4 + 4 * A * H,
 	      *hscratch = n5 + A * H;
