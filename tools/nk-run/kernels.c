@@ -3,33 +3,16 @@
 #include <string.h>
 #include "kernels.h"
 
-#pragma GCC diagnostic ignored "-Wpragmas"
-#pragma GCC diagnostic ignored "-Wpsabi" /* v8 helpers are always inlined: no ABI crossing */
-
-/* 8 float lanes; the generic build lowers them to pairs of SSE operations, AVX2 to one. */
+/* 8 float lanes; the generic build lowers them to pairs of SSE operations, AVX2 to one. The
+ * helpers are macros: a v8 passed or returned by value would cross the ABI differently in the
+ * two builds. */
 typedef float v8 __attribute__((vector_size(32)));
 
-static inline __attribute__((always_inline)) v8 v8_load(const float *p)
-{
-	v8 v;
-	memcpy(&v, p, sizeof v);
-	return v;
-}
-
-static inline __attribute__((always_inline)) void v8_store(float *p, v8 v)
-{
-	memcpy(p, &v, sizeof v);
-}
-
-static inline __attribute__((always_inline)) v8 v8_splat(float f)
-{
-	return (v8){ f, f, f, f, f, f, f, f };
-}
-
-static inline __attribute__((always_inline)) v8 v8_gather(const float *p, long s)
-{
-	return (v8){ p[0], p[s], p[2 * s], p[3 * s], p[4 * s], p[5 * s], p[6 * s], p[7 * s] };
-}
+#define v8_load(p) ({ v8 v8_; memcpy(&v8_, (p), sizeof v8_); v8_; })
+#define v8_store(p, v) do { v8 v8s_ = (v); memcpy((p), &v8s_, sizeof v8s_); } while (0)
+#define v8_splat(f) ({ float f_ = (f); (v8){ f_, f_, f_, f_, f_, f_, f_, f_ }; })
+#define v8_gather(p, s) ({ const float *p_ = (p); long s_ = (s); \
+	(v8){ p_[0], p_[s_], p_[2 * s_], p_[3 * s_], p_[4 * s_], p_[5 * s_], p_[6 * s_], p_[7 * s_] }; })
 
 #define KATTR
 #define KFN(n) n##_generic
