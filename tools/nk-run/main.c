@@ -1,5 +1,4 @@
 /* nk-run: run netkit .nk networks (float v3, int8 v4) and their embedded regression tests. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,58 +13,79 @@
 enum { OPT_INPUT_FILE = FMT_OPT_FIRST_TOOL_OPTION, OPT_INPUT_JSON, OPT_RANDOM, OPT_QUANTIZE, OPT_TOP, OPT_RAW,
        OPT_TEST, OPT_BENCH, OPT_PROFILE };
 
-static void usage(FILE *f)
-{
-	fputs("Usage: " TOOL " [OPTIONS] MODEL.nk --input VALUES\n"
-	      "       " TOOL " --test [OPTIONS] MODEL.nk...\n"
-	      "       " TOOL " --bench N [--profile] MODEL.nk\n"
-	      "Run a netkit .nk network (float v3 or int8 v4) on one input, run its embedded\n"
-	      "regression tests, or time it.\n"
-	      "\n"
-	      "  -i, --input VALUES      numbers separated by ',' or ' ' (upstream's syntax)\n"
-	      "      --input-file FILE   raw little-endian float32 (int8 for int8 models) or a\n"
-	      "                          JSON array; - reads standard input\n"
-	      "      --input-json JSON   the input as a JSON array\n"
-	      "      --random SEED       a reproducible random input (float: [0,1), int8: codes)\n"
-	      "      --quantize-input    int8 models: quantize float input values with the\n"
-	      "                          model's input scale (default: values are int8 codes)\n"
-	      "  -j, --json              one JSON object: shape, values, argmax, time\n"
-	      "      --top K             with --json: the K largest outputs\n"
-	      "      --raw               the output as binary (float32, or int8 codes) to a pipe\n"
-	      "      --test              run every embedded test case of each MODEL\n"
-	      "      --bench N           N timed inferences after warm-up (default input: --random 1)\n"
-	      "      --profile           per-layer time and output shape (with --bench, or one run)\n"
-	      "  -q, --quiet             --test: only the summary line\n"
-	      "  -v, --verbose           print upstream's network summary before the output\n"
-	      "      --no-progress       accepted for consistency (nk-run draws no progress)\n"
-	      "  -h, --help              this help\n"
-	      "      --version           print the version\n"
-	      "\n"
-	      "Exit status: 0 ok, 2 usage, 3 I/O error, 4 invalid model or input, 5 unsupported\n"
-	      "version or layer, 11 an embedded test failed.\n",
-	      f);
-}
-
-static const struct option long_opts[] = {
-	FMT_COMMON_LONG_OPTIONS,
-	{ "input", required_argument, NULL, 'i' },
-	{ "input-file", required_argument, NULL, OPT_INPUT_FILE },
-	{ "input-json", required_argument, NULL, OPT_INPUT_JSON },
-	{ "random", required_argument, NULL, OPT_RANDOM },
-	{ "quantize-input", no_argument, NULL, OPT_QUANTIZE },
-	{ "top", required_argument, NULL, OPT_TOP },
-	{ "raw", no_argument, NULL, OPT_RAW },
-	{ "test", no_argument, NULL, OPT_TEST },
-	{ "bench", required_argument, NULL, OPT_BENCH },
-	{ "profile", no_argument, NULL, OPT_PROFILE },
-	{ NULL, 0, NULL, 0 }
-};
-
 typedef struct input_opts {
 	const char *list, *file, *json;
 	int have_seed;
 	uint64_t seed;
 } input_opts;
+
+/* Everything the command line says. */
+typedef struct args {
+	input_opts in;
+	nk_run_opts o;
+	int test, sources;
+} args;
+
+static const fmt_cli_option options[] = {
+	{ FMT_CLI_OPT("input", 'i', "VALUES", "numbers separated by ',' or ' ' (upstream's syntax)") },
+	{ FMT_CLI_OPT("input-file", OPT_INPUT_FILE, "FILE", "raw little-endian float32 (int8 codes for int8 models)\n"
+		      "or a JSON array; - reads standard input"), .complete = FMT_COMPLETE_FILE },
+	{ FMT_CLI_OPT("input-json", OPT_INPUT_JSON, "JSON", "the input as a JSON array") },
+	{ FMT_CLI_OPT("random", OPT_RANDOM, "SEED", "a reproducible random input (float: [0,1), int8: codes)") },
+	{ FMT_CLI_OPT("quantize-input", OPT_QUANTIZE, NULL, "int8 models: quantize float input values with the\n"
+		      "model's input scale (default: values are int8 codes)") },
+	{ FMT_CLI_OPT("json", 'j', NULL, "one JSON object: shape, values, argmax, time") },
+	{ FMT_CLI_OPT("top", OPT_TOP, "K", "with --json: the K largest outputs") },
+	{ FMT_CLI_OPT("raw", OPT_RAW, NULL, "the output as binary (float32, or int8 codes) to a pipe") },
+	{ FMT_CLI_OPT("test", OPT_TEST, NULL, "run every embedded test case of each MODEL") },
+	{ FMT_CLI_OPT("bench", OPT_BENCH, "N", "N timed inferences after warm-up (default input: --random 1)") },
+	{ FMT_CLI_OPT("profile", OPT_PROFILE, NULL, "per-layer time and output shape (with --bench, or one run)") },
+	{ FMT_CLI_OPT("quiet", 'q', NULL, "--test: only the summary line") },
+	{ FMT_CLI_OPT("verbose", 'v', NULL, "print upstream's network summary before the output") },
+	{ NULL }
+};
+
+static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
+{
+	args *a = ctx;
+	uint64_t u;
+	switch (id) {
+	case 'i': a->in.list = arg; a->sources++; return 0;
+	case OPT_INPUT_FILE: a->in.file = arg; a->sources++; return 0;
+	case OPT_INPUT_JSON: a->in.json = arg; a->sources++; return 0;
+	case OPT_RANDOM:
+		if (fmt_parse_u64(arg, UINT64_MAX, &a->in.seed, e) != FMT_OK)
+			return fmt_fail(e, FMT_USAGE, "--random needs a whole number seed"), -1;
+		a->in.have_seed = 1;
+		a->sources++;
+		return 0;
+	case OPT_QUANTIZE: a->o.quantize_input = 1; return 0;
+	case OPT_TOP:
+		if (fmt_parse_u64(arg, 1u << 20, &u, e) != FMT_OK || u == 0)
+			return fmt_fail(e, FMT_USAGE, "--top needs a count from 1"), -1;
+		a->o.top = (unsigned)u;
+		return 0;
+	case OPT_RAW: a->o.raw = 1; return 0;
+	case OPT_TEST: a->test = 1; return 0;
+	case OPT_BENCH:
+		if (fmt_parse_u64(arg, 100000000, &a->o.bench, e) != FMT_OK || a->o.bench == 0)
+			return fmt_fail(e, FMT_USAGE, "--bench needs a run count from 1 to 100000000"), -1;
+		return 0;
+	case OPT_PROFILE: a->o.profile = 1; return 0;
+	}
+	return fmt_fail(e, FMT_USAGE, "unhandled option"), -1;
+}
+
+static const fmt_cli_tool tool = {
+	.name = TOOL,
+	.synopsis = "[OPTIONS] MODEL.nk --input VALUES\n--test [OPTIONS] MODEL.nk...\n--bench N [--profile] MODEL.nk",
+	.about = "Run a netkit .nk network (float v3 or int8 v4) on one input, run its embedded\n"
+		 "regression tests, or time it.",
+	.options = options,
+	.footer = "Exit status: 0 ok, 2 usage, 3 I/O error, 4 invalid model or input, 5 unsupported\n"
+		  "version or layer, 11 an embedded test failed.",
+	.on_option = on_option,
+};
 
 typedef struct loaded {
 	fmt_model m;
@@ -175,81 +195,43 @@ static int run_model(const char *path, const input_opts *in, const nk_run_opts *
 
 static int usage_error(const char *msg)
 {
-	return fmt_report_usage(stderr, TOOL, msg);
+	return fmt_cli_usage_error(&tool, msg);
+}
+
+/* What the options say together; a message when they do not fit. */
+static const char *check_args(const args *a, int n_models)
+{
+	if (n_models < 1)
+		return "no model file";
+	if (a->sources > 1)
+		return "give one input: --input, --input-file, --input-json or --random";
+	if (a->o.top && !a->o.json)
+		return "--top goes with --json";
+	if (a->o.raw && (a->o.json || a->test || a->o.bench || a->o.profile))
+		return "--raw writes the output alone (not with --json, --test, --bench or --profile)";
+	if (a->o.raw && isatty(STDOUT_FILENO))
+		return "--raw writes binary; refusing to write it to a terminal (redirect or pipe it)";
+	if (a->test && (a->sources || a->o.bench))
+		return "--test takes models only (their inputs are embedded)";
+	if (!a->test && n_models > 1)
+		return "one model at a time (several only with --test)";
+	if (!a->test && !a->sources && !a->o.bench && !a->o.profile)
+		return "Missing required --input <a,b,c,...> (or --input-file, --input-json, --random)";
+	return NULL;
 }
 
 int main(int argc, char **argv)
 {
-	fmt_common_opts common = { 0 };
-	nk_run_opts o = { 0 };
-	input_opts in = { 0 };
-	int test = 0, sources = 0;
-	uint64_t u;
-	fmt_err e;
-	int c;
-	fmt_err_clear(&e);
-	while ((c = getopt_long(argc, argv, "jqvhi:", long_opts, NULL)) != -1) {
-		int r = fmt_cli_common(c, optarg, &common, &e);
-		if (r < 0)
-			return usage_error(e.msg);
-		if (r > 0)
-			continue;
-		switch (c) {
-		case 'h': usage(stdout); return 0;
-		case FMT_OPT_VERSION: fmt_cli_version(stdout, TOOL); return 0;
-		case 'i': in.list = optarg; sources++; break;
-		case OPT_INPUT_FILE: in.file = optarg; sources++; break;
-		case OPT_INPUT_JSON: in.json = optarg; sources++; break;
-		case OPT_RANDOM:
-			if (fmt_parse_u64(optarg, UINT64_MAX, &in.seed, &e) != FMT_OK)
-				return usage_error("--random needs a whole number seed");
-			in.have_seed = 1;
-			sources++;
-			break;
-		case OPT_QUANTIZE: o.quantize_input = 1; break;
-		case OPT_TOP:
-			if (fmt_parse_u64(optarg, 1u << 20, &u, &e) != FMT_OK || u == 0)
-				return usage_error("--top needs a count from 1");
-			o.top = (unsigned)u;
-			break;
-		case OPT_RAW: o.raw = 1; break;
-		case OPT_TEST: test = 1; break;
-		case OPT_BENCH:
-			if (fmt_parse_u64(optarg, 100000000, &o.bench, &e) != FMT_OK || o.bench == 0)
-				return usage_error("--bench needs a run count from 1 to 100000000");
-			break;
-		case OPT_PROFILE: o.profile = 1; break;
-		default: return usage_error("unknown option");
-		}
-	}
-	o.json = common.json;
-	o.quiet = common.quiet;
-	o.verbose = common.verbose;
-	if (optind >= argc)
-		return usage_error("no model file");
-	if (sources > 1)
-		return usage_error("give one input: --input, --input-file, --input-json or --random");
-	if (o.top && !o.json)
-		return usage_error("--top goes with --json");
-	if (o.raw && (o.json || test || o.bench || o.profile))
-		return usage_error("--raw writes the output alone (not with --json, --test, --bench or --profile)");
-	if (o.raw && isatty(STDOUT_FILENO))
-		return usage_error("--raw writes binary; refusing to write it to a terminal (redirect or pipe it)");
-	int status;
-	if (test) {
-		if (sources || o.bench)
-			return usage_error("--test takes models only (their inputs are embedded)");
-		status = run_tests(argv + optind, argc - optind, &o);
-	} else {
-		if (argc - optind > 1)
-			return usage_error("one model at a time (several only with --test)");
-		if (!sources && !o.bench && !o.profile)
-			return usage_error("Missing required --input <a,b,c,...> (or --input-file, --input-json, --random)");
-		status = run_model(argv[optind], &in, &o);
-	}
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		fprintf(stderr, TOOL ": error: cannot write to standard output\n");
-		return status > FMT_IO ? status : FMT_IO;
-	}
-	return status;
+	args a = { 0 };
+	fmt_cli cli;
+	if (!fmt_cli_parse(&tool, argc, argv, &a, &cli))
+		return cli.exit_code;
+	a.o.json = cli.common.json;
+	a.o.quiet = cli.common.quiet;
+	a.o.verbose = cli.common.verbose;
+	const char *why = check_args(&a, cli.n_operands);
+	if (why)
+		return usage_error(why);
+	int status = a.test ? run_tests(cli.operands, cli.n_operands, &a.o) : run_model(cli.operands[0], &a.in, &a.o);
+	return fmt_cli_finish(&tool, &cli, status);
 }
