@@ -495,3 +495,26 @@ Output: shape=[1, 2] values=[3.5000, 6.5000]"
 	run --separate-stderr nk-run --test
 	assert_equal "$status" 2
 }
+
+@test "int8 weights are encoded tensors: codes + __qscale, dequantized by fmt-convert" {
+	run fmt-inspect --json "$FIX/mnist_cnn_dw_int8.nk"
+	assert_success
+	[ "$(jq -c '[.tensors[] | select(.name | startswith("layers.8.")) | [.name, .dtype, .shape]]' <<<"$output")" = \
+		'[["layers.8.weight","I8",[10,128]],["layers.8.weight__qscale","F32",[10,1]],["layers.8.bias","I32",[10]]]' ]
+	off=$(jq '.format_info.catalog.weights[5].offset' <<<"$output")
+	scale=$(jq '.format_info.quant.records[5].channel_scales[1]' <<<"$output")
+	code=$(od -An -td1 -j $((off + 128)) -N1 "$FIX/mnist_cnn_dw_int8.nk" | tr -d ' ')
+	fmt-convert --quiet "$FIX/mnist_cnn_dw_int8.nk" out.safetensors
+	# row 1, element 0 of the dequantized weights = its code x the scale of output channel 1
+	/usr/bin/python3 - "$code" "$scale" out.safetensors <<'PY'
+import json, struct, sys
+code, scale, path = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+b = open(path, "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+s = h["layers.8.weight"]["data_offsets"][0] + 8 + n + 128 * 4
+got = struct.unpack("<f", b[s:s + 4])[0]
+want = struct.unpack("<f", struct.pack("<f", code * struct.unpack("<f", struct.pack("<f", scale))[0]))[0]
+assert got == want, (got, want)
+PY
+}

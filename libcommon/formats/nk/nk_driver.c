@@ -31,6 +31,42 @@ static fmt_kind add_tensor(fmt_model *m, const nk_model *nm, const nk_tensor *t,
 	return fmt_model_add_tensor(m, &ft, NULL, e);
 }
 
+/* An int8 weight tensor of pair p as an encoded tensor (specs/nk.md §6): its codes, and the
+ * scales tensor NAME__qscale (F32, in memory) of the per-channel scales when the op uses them
+ * (one per output channel, dimension 0), else the one per-tensor weight_scale. Weights with a
+ * non-zero zero point are not of this form and stay plain int8 tensors. */
+static fmt_kind add_encoded(fmt_model *m, const nk_model *nm, uint32_t p, fmt_err *e)
+{
+	const nk_tensor *w = &nm->weights[p];
+	const nk_quant *q = &nm->quant[p];
+	if (q->w_zp != 0)
+		return FMT_OK;
+	const fmt_tensor *codes = &m->tensors[m->n_tensors - 1];
+	int per_channel = q->n_scales == nm->biases[p].count && q->n_scales == w->dims[0];
+	uint64_t n = per_channel ? q->n_scales : 1;
+	float *scales = malloc(n * sizeof(float));
+	if (!scales)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	for (uint64_t i = 0; i < n; i++)
+		scales[i] = per_channel ? q->scales[i] : q->w_scale;
+	char name[128];
+	snprintf(name, sizeof name, "%s__qscale", codes->name);
+	fmt_qtensor qt = { .name = codes->name, .format = FMT_Q_INT8, .axis = per_channel ? 0 : -1,
+			   .ndim = codes->ndim };
+	fmt_tensor st = { .name = name, .dtype = FMT_DT_F32, .ndim = codes->ndim, .nelems = n, .nbytes = n * 4,
+			  .source = -1, .data = (const uint8_t *)scales, .owned_data = 1 };
+	for (int d = 0; d < codes->ndim; d++) {
+		qt.shape[d] = codes->shape[d];
+		qt.scale_shape[d] = st.shape[d] = (per_channel && d == 0) ? n : 1;
+	}
+	fmt_kind k = fmt_model_add_qtensor(m, &qt, e);
+	if (k == FMT_OK)
+		k = fmt_model_add_tensor(m, &st, NULL, e);
+	else
+		free(scales);
+	return k;
+}
+
 static fmt_kind nk_open(fmt_model *m, fmt_err *e)
 {
 	fmt_source *s = &m->sources[0];
@@ -49,6 +85,8 @@ static fmt_kind nk_open(fmt_model *m, fmt_err *e)
 	m->version = nm->version;
 	for (uint32_t i = 0; k == FMT_OK && i < nm->n_weights; i++) {
 		k = add_tensor(m, nm, &nm->weights[i], i, "weight", e);
+		if (k == FMT_OK && nm->quantized)
+			k = add_encoded(m, nm, i, e);
 		if (k == FMT_OK)
 			k = add_tensor(m, nm, &nm->biases[i], i, "bias", e);
 	}
@@ -81,6 +119,7 @@ const fmt_driver fmt_driver_nk = {
 	.name = "nk",
 	.extension = ".nk",
 	.title = ".nk",
+	.caps = FMT_CAP_ENCODED,
 	.probe = nk_probe,
 	.open = nk_open,
 	.close = nk_close,
