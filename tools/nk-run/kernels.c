@@ -1,4 +1,6 @@
 /* Run-time choice between the baseline and the AVX2 build of the same float kernels. */
+#include <immintrin.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "kernels.h"
@@ -14,15 +16,25 @@ typedef float v8 __attribute__((vector_size(32)));
 #define v8_gather(p, s) ({ const float *p_ = (p); long s_ = (s); \
 	(v8){ p_[0], p_[s_], p_[2 * s_], p_[3 * s_], p_[4 * s_], p_[5 * s_], p_[6 * s_], p_[7 * s_] }; })
 
+/* Baseline: C fmaf (correctly rounded, exactly what the FMA instruction computes). */
+#define S_FMA(a, b, c) fmaf((a), (b), (c))
+#define V8_FMA(a, b, c) ({ v8 a_ = (a), b_ = (b), c_ = (c); \
+	(v8){ fmaf(a_[0], b_[0], c_[0]), fmaf(a_[1], b_[1], c_[1]), fmaf(a_[2], b_[2], c_[2]), \
+	      fmaf(a_[3], b_[3], c_[3]), fmaf(a_[4], b_[4], c_[4]), fmaf(a_[5], b_[5], c_[5]), \
+	      fmaf(a_[6], b_[6], c_[6]), fmaf(a_[7], b_[7], c_[7]) }; })
 #define KATTR
 #define KFN(n) n##_generic
 #include "kern.inc"
 #undef KATTR
 #undef KFN
+#undef S_FMA
+#undef V8_FMA
 
 #if defined(__x86_64__) || defined(__i386__)
 #define HAVE_AVX2_BUILD 1
-#define KATTR __attribute__((target("avx2")))
+#define S_FMA(a, b, c) __builtin_fmaf((a), (b), (c))
+#define V8_FMA(a, b, c) ((v8)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
+#define KATTR __attribute__((target("avx2,fma")))
 #define KFN(n) n##_avx2
 #include "kern.inc"
 #undef KATTR
@@ -46,7 +58,7 @@ const nk_kernels *nk_kernels_get(void)
 		return &generic;
 #ifdef HAVE_AVX2_BUILD
 	__builtin_cpu_init();
-	if (__builtin_cpu_supports("avx2"))
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
 		return &avx2;
 #endif
 	return &generic;
