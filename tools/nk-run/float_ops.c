@@ -133,7 +133,7 @@ static uint32_t out_dim(uint32_t n, uint32_t k, uint32_t s, uint32_t p)
 static void pointwise(const nk_engine *en, const float *x, float *y, uint64_t pixels, uint32_t in, uint32_t out,
 		      uint32_t p)
 {
-	en->k->dense(x, y, wt(en, p), bs(en, p), pixels, in, out);
+	en->k->dense(x, y, wt(en, p), bs(en, p), pixels, in, out, NK_CLAMP_NONE);
 }
 
 /* k x k depthwise or full convolution with symmetric padding. */
@@ -143,9 +143,9 @@ static void conv_sym(const nk_engine *en, int depthwise, const float *x, float *
 	nk_shape o = { out_dim(in.h, k, stride, pad), out_dim(in.w, k, stride, pad), oc, 0 };
 	nk_geom g = geom(in, o, k, k, stride, pad, pad, pad, pad);
 	if (depthwise)
-		en->k->depthwise(x, y, &g, wt(en, p), bs(en, p), en->ktmp);
+		en->k->depthwise(x, y, &g, wt(en, p), bs(en, p), en->ktmp, NK_CLAMP_NONE);
 	else
-		en->k->conv2d(x, y, &g, wt(en, p), bs(en, p), en->ktmp);
+		en->k->conv2d(x, y, &g, wt(en, p), bs(en, p), en->ktmp, NK_CLAMP_NONE);
 	if (out)
 		*out = o;
 }
@@ -437,18 +437,23 @@ void nk_float_layer(nk_engine *en, uint32_t i, const float *x, float *y)
 	uint64_t n = nk_shape_count(l->out);
 	float *s = en->scratch;
 	nk_geom g = layer_geom(l);
+	/* relu and relu6 are applied by the kernels as they store; the rest afterwards */
+	int clamp = l->act == NK_ACT_RELU ? NK_CLAMP_RELU : l->act == NK_ACT_RELU6 ? NK_CLAMP_RELU6 : NK_CLAMP_NONE;
 	switch (l->kind) {
 	case NK_DENSE:
-		en->k->dense(x, y, wt(en, l->first_pair), bs(en, l->first_pair), l->in.h, l->in.c, l->units);
-		activate(y, n, l->act, l->alpha);
+		en->k->dense(x, y, wt(en, l->first_pair), bs(en, l->first_pair), l->in.h, l->in.c, l->units, clamp);
+		if (!clamp)
+			activate(y, n, l->act, l->alpha);
 		break;
 	case NK_CONV2D:
-		en->k->conv2d(x, y, &g, wt(en, l->first_pair), bs(en, l->first_pair), en->ktmp);
-		activate(y, n, l->act, l->alpha);
+		en->k->conv2d(x, y, &g, wt(en, l->first_pair), bs(en, l->first_pair), en->ktmp, clamp);
+		if (!clamp)
+			activate(y, n, l->act, l->alpha);
 		break;
 	case NK_DEPTHWISE:
-		en->k->depthwise(x, y, &g, wt(en, l->first_pair), bs(en, l->first_pair), en->ktmp);
-		activate(y, n, l->act, l->alpha);
+		en->k->depthwise(x, y, &g, wt(en, l->first_pair), bs(en, l->first_pair), en->ktmp, clamp);
+		if (!clamp)
+			activate(y, n, l->act, l->alpha);
 		break;
 	case NK_MAXPOOL: case NK_AVGPOOL: pool(l, x, y); break;
 	case NK_FLATTEN: memcpy(y, x, n * sizeof(float)); break;

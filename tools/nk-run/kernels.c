@@ -13,6 +13,23 @@ typedef float v8 __attribute__((vector_size(32)));
 #define v8_load(p) ({ v8 v8_; memcpy(&v8_, (p), sizeof v8_); v8_; })
 #define v8_store(p, v) do { v8 v8s_ = (v); memcpy((p), &v8s_, sizeof v8s_); } while (0)
 #define v8_splat(f) ({ float f_ = (f); (v8){ f_, f_, f_, f_, f_, f_, f_, f_ }; })
+/* The clamps fused into the kernels' stores (act: NK_CLAMP_*), as the scalar activations
+ * compute them: relu x > 0 ? x : 0; relu6 x > 0 ? (x < 6 ? x : 6) : 0 (NaN gives 0). */
+static inline float s_act(float v, int act)
+{
+	if (act == NK_CLAMP_RELU)
+		return v > 0.0f ? v : 0.0f;
+	if (act == NK_CLAMP_RELU6)
+		return v > 0.0f ? (v < 6.0f ? v : 6.0f) : 0.0f;
+	return v;
+}
+
+typedef int v8i __attribute__((vector_size(32)));
+#define v8_act(v, act) ({ v8 a_ = (v); \
+	if ((act) == NK_CLAMP_RELU6) { v8 six_ = v8_splat(6.0f); v8i lt_ = a_ < six_; \
+		a_ = (v8)(((v8i)a_ & lt_) | ((v8i)six_ & ~lt_)); } \
+	if ((act) != NK_CLAMP_NONE) a_ = (v8)((v8i)a_ & ((v) > v8_splat(0.0f))); \
+	a_; })
 #define v8_gather(p, s) ({ const float *p_ = (p); long s_ = (s); \
 	(v8){ p_[0], p_[s_], p_[2 * s_], p_[3 * s_], p_[4 * s_], p_[5 * s_], p_[6 * s_], p_[7 * s_] }; })
 

@@ -32,13 +32,18 @@ static inline unsigned long long nk_depthwise_tmp(const nk_geom *g)
 	return (unsigned long long)g->c * (unsigned long long)(g->kh * g->kw);
 }
 
+/* Clamps the kernels apply as they store (the relu and relu6 activations). */
+enum { NK_CLAMP_NONE = 0, NK_CLAMP_RELU = 1, NK_CLAMP_RELU6 = 2 };
+
 typedef struct nk_kernels {
 	const char *name;        /* "avx2" or "generic" */
 	void (*dense)(const float *x, float *y, const float *w, const float *bias, size_t rows, size_t in,
-		      size_t out);
+		      size_t out, int act);
 	/* tmp: nk_conv_tmp(g) / nk_depthwise_tmp(g) floats of scratch. */
-	void (*conv2d)(const float *x, float *y, const nk_geom *g, const float *w, const float *bias, float *tmp);
-	void (*depthwise)(const float *x, float *y, const nk_geom *g, const float *w, const float *bias, float *tmp);
+	void (*conv2d)(const float *x, float *y, const nk_geom *g, const float *w, const float *bias, float *tmp,
+		       int act);
+	void (*depthwise)(const float *x, float *y, const nk_geom *g, const float *w, const float *bias, float *tmp,
+			  int act);
 } nk_kernels;
 
 /* The kernels for this CPU; NK_KERNELS=generic in the environment forces the portable ones. */
