@@ -14,15 +14,19 @@ typedef struct nk_geom {
 
 /* Floats of kernel scratch a convolution over g needs (the padded planar input), and a
  * depthwise one (its weights re-laid). */
-/* Convolutions with at most this many taps per output (kh * kw * C) and 8 or more output
- * channels vectorize over output channels; the rest over output pixels. */
-#ifndef NK_OVEC_TAPS
-#define NK_OVEC_TAPS 8
-#endif
+/* Convolutions with 8 or more output channels and weights of at most NK_OVEC_WEIGHTS floats
+ * vectorize over output channels, with the weights re-laid tap-major in the kernel scratch on
+ * each run (a small copy); larger ones read their weights in place and vectorize over output
+ * pixels of a padded planar copy of the input. */
+#define NK_OVEC_WEIGHTS 65536
+static inline int nk_conv_ovec(const nk_geom *g)
+{
+	return g->oc >= 8 && (unsigned long long)(g->kh * g->kw * g->c) * (unsigned long long)g->oc <= NK_OVEC_WEIGHTS;
+}
 
 static inline unsigned long long nk_conv_tmp(const nk_geom *g)
 {
-	if (g->oc >= 8 && g->kh * g->kw * g->c <= NK_OVEC_TAPS)
+	if (nk_conv_ovec(g))
 		return (unsigned long long)(g->kh * g->kw * g->c) * (unsigned long long)g->oc;
 	return (unsigned long long)g->c * (unsigned long long)(g->h + g->pad_t + g->pad_b) *
 	       (unsigned long long)(g->w + g->pad_l + g->pad_r);
