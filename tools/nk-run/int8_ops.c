@@ -36,7 +36,7 @@ void nk_quantize_multiplier(double d, int32_t *mult, int32_t *shift)
 	*shift = e;
 }
 
-int32_t nk_srdhm(int32_t a, int32_t b)
+static inline int32_t srdhm(int32_t a, int32_t b)
 {
 	if (a == INT32_MIN && b == INT32_MIN)
 		return INT32_MAX;
@@ -45,7 +45,7 @@ int32_t nk_srdhm(int32_t a, int32_t b)
 	return (int32_t)((p + nudge) / (1LL << 31));
 }
 
-int32_t nk_rdivpot(int32_t x, int n)
+static inline int32_t rdivpot(int32_t x, int n)
 {
 	if (n == 0)
 		return x;
@@ -55,11 +55,26 @@ int32_t nk_rdivpot(int32_t x, int n)
 	return (x >> n) + (rem > thr ? 1 : 0);
 }
 
-int32_t nk_mulq(int32_t x, int32_t q, int32_t e)
+static inline int32_t mulq(int32_t x, int32_t q, int32_t e)
 {
 	int left = e > 0 ? e : 0, right = e > 0 ? 0 : -e;
 	int32_t shifted = (int32_t)((uint32_t)x * (1u << left)); /* an int32 multiply: wraps */
-	return nk_rdivpot(nk_srdhm(shifted, q), right);
+	return rdivpot(srdhm(shifted, q), right);
+}
+
+int32_t nk_srdhm(int32_t a, int32_t b)
+{
+	return srdhm(a, b);
+}
+
+int32_t nk_rdivpot(int32_t x, int n)
+{
+	return rdivpot(x, n);
+}
+
+int32_t nk_mulq(int32_t x, int32_t q, int32_t e)
+{
+	return mulq(x, q, e);
 }
 
 static int8_t clamp8(int32_t v, int32_t lo, int32_t hi)
@@ -189,9 +204,9 @@ fmt_kind nk_int8_plan(nk_engine *en, fmt_err *e)
 	return FMT_OK;
 }
 
-static int8_t requant(const nk_qop *op, uint32_t c, int32_t acc)
+static inline int8_t requant(const nk_qop *op, uint32_t c, int32_t acc)
 {
-	int32_t v = wrap32((int64_t)nk_mulq(acc, op->mult[c], op->shift[c]) + op->out_zp);
+	int32_t v = wrap32((int64_t)mulq(acc, op->mult[c], op->shift[c]) + op->out_zp);
 	return clamp8(v, op->lo, op->hi);
 }
 
@@ -212,13 +227,48 @@ static void qdense(const nk_engine *en, uint32_t p, const int8_t *x, int8_t *y, 
 		}
 }
 
-static void qconv(const nk_engine *en, uint32_t p, int depthwise, const int8_t *x, int8_t *y, const nk_geom *g)
+/* Depthwise: per pixel, int32 sums over channels, taps outer (channels contiguous in x). */
+static void qdw(const nk_engine *en, uint32_t p, const int8_t *x, int8_t *y, const nk_geom *g)
 {
 	const nk_qop *op = &en->qops[p];
 	const int8_t *w = en->nm->weights[p].data;
 	const int32_t *b = en->nm->biases[p].data;
+	const long H = g->h, W = g->w, C = g->c, kh = g->kh, kw = g->kw, kk = kh * kw;
+	const int32_t izp = op->in_zp, wzp = op->w_zp;
+	uint32_t acc[NK_MAX_QUANT_CHANNELS];
+	for (long oy = 0; oy < g->oh; oy++) {
+		long iy0 = oy * g->stride - g->pad_t;
+		long ky0 = iy0 < 0 ? -iy0 : 0, ky1 = H - iy0 < kh ? H - iy0 : kh;
+		for (long ox = 0; ox < g->ow; ox++) {
+			long ix0 = ox * g->stride - g->pad_l;
+			long kx0 = ix0 < 0 ? -ix0 : 0, kx1 = W - ix0 < kw ? W - ix0 : kw;
+			for (long c = 0; c < C; c++)
+				acc[c] = (uint32_t)b[c];
+			for (long ky = ky0; ky < ky1; ky++)
+				for (long kx = kx0; kx < kx1; kx++) {
+					const int8_t *restrict xp = x + ((iy0 + ky) * W + ix0 + kx) * C;
+					const int8_t *restrict wp = w + ky * kw + kx;
+					for (long c = 0; c < C; c++)
+						acc[c] += (uint32_t)((xp[c] - izp) * (wp[c * kk] - wzp));
+				}
+			int8_t *yo = y + (oy * g->ow + ox) * C;
+			for (long c = 0; c < C; c++)
+				yo[c] = requant(op, (uint32_t)c, (int32_t)acc[c]);
+		}
+	}
+}
+
+static void qconv(const nk_engine *en, uint32_t p, int depthwise, const int8_t *x, int8_t *y, const nk_geom *g)
+{
+	if (depthwise) {
+		qdw(en, p, x, y, g);
+		return;
+	}
+	const nk_qop *op = &en->qops[p];
+	const int8_t *w = en->nm->weights[p].data;
+	const int32_t *b = en->nm->biases[p].data;
 	const long H = g->h, W = g->w, C = g->c, kh = g->kh, kw = g->kw;
-	int32_t izp = op->in_zp, wzp = op->w_zp;
+	const int32_t izp = op->in_zp, wzp = op->w_zp;
 	for (long oy = 0; oy < g->oh; oy++) {
 		long iy0 = oy * g->stride - g->pad_t;
 		long ky0 = iy0 < 0 ? -iy0 : 0, ky1 = H - iy0 < kh ? H - iy0 : kh;
@@ -229,17 +279,11 @@ static void qconv(const nk_engine *en, uint32_t p, int depthwise, const int8_t *
 			for (long o = 0; o < g->oc; o++) {
 				uint32_t acc = (uint32_t)b[o];
 				for (long ky = ky0; ky < ky1; ky++) {
-					if (depthwise) {
-						for (long kx = kx0; kx < kx1; kx++)
-							acc += (uint32_t)((x[((iy0 + ky) * W + ix0 + kx) * C + o] - izp) *
-									  (w[(o * kh + ky) * kw + kx] - wzp));
-					} else {
-						const int8_t *restrict xr = x + ((iy0 + ky) * W + ix0 + kx0) * C;
-						const int8_t *restrict wr = w + ((o * kh + ky) * kw + kx0) * C;
-						long seg = (kx1 - kx0) * C;
-						for (long i = 0; i < seg; i++)
-							acc += (uint32_t)((xr[i] - izp) * (wr[i] - wzp));
-					}
+					const int8_t *restrict xr = x + ((iy0 + ky) * W + ix0 + kx0) * C;
+					const int8_t *restrict wr = w + ((o * kh + ky) * kw + kx0) * C;
+					long seg = (kx1 - kx0) * C;
+					for (long i = 0; i < seg; i++)
+						acc += (uint32_t)((xr[i] - izp) * (wr[i] - wzp));
 				}
 				yo[o] = requant(op, (uint32_t)o, (int32_t)acc);
 			}
