@@ -17,9 +17,9 @@
 #include <unistd.h>
 #include "fmt/bundle.h"
 #include "fmt/checked.h"
-#include "fmt/cli.h"
 #include "fmt/io.h"
 #include "fmt/registry.h"
+#include "fmt/version.h"
 
 #define NM "'%.200s'"
 #define READ_BLOCK ((size_t)1 << 20)

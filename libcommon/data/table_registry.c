@@ -70,7 +70,7 @@ static fmt_kind probe(fmt_source *s, const fmt_driver **model, const fmt_table_d
 	if (fmt_source_read(s, 0, head, n, e) != FMT_OK)
 		return e->kind;
 	int best;
-	*model = fmt_driver_probe(head, n, s->size, &best);
+	*model = fmt_driver_probe(s, head, n, &best);
 	*table = NULL;
 	for (size_t i = 0; drivers[i]; i++) {
 		int score = drivers[i]->probe(head, n, s->size);

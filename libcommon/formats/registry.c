@@ -12,7 +12,8 @@
 	X(fmt_driver_gguf) \
 	X(fmt_driver_apsim) \
 	X(fmt_driver_apsim_index) \
-	X(fmt_driver_nk)
+	X(fmt_driver_nk) \
+	/* a new driver: one X(fmt_driver_NAME) \ line above this one */
 
 #define DECLARE_DRIVER(d) extern const fmt_driver d;
 #define POINT_TO_DRIVER(d) &d,
@@ -29,6 +30,17 @@ static const fmt_driver *drivers[] = {
 const fmt_driver *const *fmt_drivers(void)
 {
 	return drivers;
+}
+
+const fmt_driver *fmt_driver_file_writer(const fmt_driver *d)
+{
+	return d && d->file_driver ? d->file_driver : d;
+}
+
+const fmt_driver *fmt_driver_set_writer(const fmt_driver *d)
+{
+	d = fmt_driver_file_writer(d);
+	return d && d->plan_shards && d->write_sharded ? d : NULL;
 }
 
 fmt_kind fmt_driver_register(const fmt_driver *d, fmt_err *e)
@@ -113,12 +125,14 @@ const fmt_driver *fmt_driver_by_extension(const char *path)
 	return NULL;
 }
 
-const fmt_driver *fmt_driver_probe(const uint8_t *head, size_t n, uint64_t file_size, int *score)
+const fmt_driver *fmt_driver_probe(fmt_source *src, const uint8_t *head, size_t n, int *score)
 {
 	const fmt_driver *best = NULL;
 	int best_score = 0;
 	for (size_t i = 0; drivers[i]; i++) {
-		int s = drivers[i]->probe(head, n, file_size);
+		int s = drivers[i]->probe(head, n, src->size);
+		if (s == 0 && drivers[i]->probe_source)
+			s = drivers[i]->probe_source(src);
 		if (s > best_score) {
 			best = drivers[i];
 			best_score = s;
@@ -135,7 +149,7 @@ static const fmt_driver *probe_source(fmt_source *s, fmt_err *e)
 	size_t n = s->size < sizeof head ? (size_t)s->size : sizeof head;
 	if (fmt_source_read(s, 0, head, n, e) != FMT_OK)
 		return NULL;
-	const fmt_driver *best = fmt_driver_probe(head, n, s->size, NULL);
+	const fmt_driver *best = fmt_driver_probe(s, head, n, NULL);
 	if (!best) {
 		char names[512];
 		fmt_driver_names(names, sizeof names);
@@ -162,6 +176,7 @@ fmt_kind fmt_model_open_source(fmt_model *m, fmt_source *src, const char *path,
 		return k;
 	}
 	m->driver = d;
+	m->close = d->close;
 	k = d->open(m, e);
 	if (k != FMT_OK) {
 		fmt_err_file(e, path);

@@ -59,15 +59,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fmt_err e;
 	if (fmt_model_open_memory(&m, "fuzz.nk", data, size, &fmt_driver_nk, &e) != FMT_OK)
 		return 0;
-	const nk_model *nm = nk_model_of(&m);
+	const nk_model *nm = fmt_nk_model_of(&m);
 	if (!nm)
 		abort();
 	FILE *null = fopen("/dev/null", "w");
 	if (null) {
-		nk_print_summary(null, nm, m.path);
+		fmt_nk_print_summary(null, nm, m.path);
 		fclose(null);
 	}
-	json_t *j = nk_describe_json(nm);
+	json_t *j = fmt_nk_describe_json(nm);
 	if (!j)
 		abort(); /* every number is finite or null, every string valid */
 	char *text = json_dumps(j, JSON_COMPACT);

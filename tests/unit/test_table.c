@@ -4,6 +4,7 @@
  * drivers, read in batches of two rows, and written back. */
 #include <stdlib.h>
 #include <unistd.h>
+#include "conformance.h"
 #include "unit.h"
 #include "fmt/registry.h"
 #include "fmt/table.h"
@@ -464,4 +465,21 @@ TEST(schema_check_and_json)
 	CHECK(fmt_schema_check(&s, &e) == FMT_INVALID_FORMAT);
 	CHECK(strstr(e.msg, "'t' appears twice") != NULL);
 	fmt_schema_free(&s);
+}
+
+/* The conformance suite runs on the in-test driver too (a sample written to a file). */
+TEST(table_ttab_passes_the_conformance_suite)
+{
+	register_ttab();
+	char dir[] = "/tmp/fmtkit-table-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	char path[64];
+	snprintf(path, sizeof path, "%s/sample.ttab", dir);
+	FILE *f = fopen(path, "w");
+	CHECK(f != NULL);
+	fputs(sample, f);
+	fclose(f);
+	conform_table_driver(&ttab_driver, path);
+	unlink(path);
+	rmdir(dir);
 }

@@ -30,7 +30,7 @@ fmt_kind nk_engine_init(nk_engine *en, const nk_model *nm, const nk_kernels *k, 
 		if (l->kind == NK_FEATURE_TAP && n > taps[l->tap_id])
 			taps[l->tap_id] = n;
 	}
-	/* Every count is below 2^28 elements (nk_parse), scratch a small multiple of that. */
+	/* Every count is below 2^28 elements (fmt_nk_parse), scratch a small multiple of that. */
 	uint64_t total = 2 * round_up(act * elem) + round_up(scratch * elem) + round_up(kscratch * sizeof(float));
 	for (int t = 0; t < NK_MAX_TAPS; t++)
 		total += round_up(taps[t] * elem);

@@ -35,7 +35,7 @@ typedef struct nk_engine {
 } nk_engine;
 
 /* Plan and allocate everything a run needs; Unsupported / InvalidFormat never happen here
- * (nk_parse checked the model), only out of memory. */
+ * (fmt_nk_parse checked the model), only out of memory. */
 fmt_kind nk_engine_init(nk_engine *en, const nk_model *nm, const nk_kernels *k, fmt_err *e);
 void nk_engine_free(nk_engine *en);
 /* Time each layer of every following run (layer_ns). */

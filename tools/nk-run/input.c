@@ -134,7 +134,7 @@ fmt_kind nk_read_value_file(const char *path, const nk_model *nm, nk_values *out
 			if (!(out->v = malloc((n / elem ? n / elem : 1) * sizeof *out->v)))
 				k = fmt_fail(e, FMT_IO, "out of memory");
 			for (size_t i = 0; k == FMT_OK && i < n / elem; i++)
-				out->v[i] = nm->quantized ? (double)(int8_t)b[i] : (double)nk_rd_f32(b + 4 * i);
+				out->v[i] = nm->quantized ? (double)(int8_t)b[i] : (double)fmt_nk_rd_f32(b + 4 * i);
 			out->n = n / elem;
 			out->raw = 1;
 		} else if (k == FMT_OK) {

@@ -99,7 +99,7 @@ static fmt_kind load(loaded *L, const char *path, const nk_run_opts *o, fmt_err 
 	fmt_kind k = fmt_model_open(&L->m, path, nk, e);
 	if (k != FMT_OK)
 		return k;
-	L->nm = nk_model_of(&L->m);
+	L->nm = fmt_nk_model_of(&L->m);
 	k = nk_engine_init(&L->en, L->nm, nk_kernels_get(), e);
 	if (k == FMT_OK && o->profile)
 		k = nk_engine_profile(&L->en, e);

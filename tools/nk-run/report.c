@@ -122,8 +122,8 @@ fmt_kind nk_report_run(FILE *out, const char *path, const nk_model *nm, nk_engin
 		return write_raw(out, nm, y, e);
 	if (o->json) {
 		json_t *j = json_pack("{s:o,s:s,s:o,s:o,s:o,s:I,s:f}", "file", fmt_json_string(path, strlen(path)), "dtype",
-				      nm->quantized ? "int8" : "float32", "input_shape", nk_shape_json(nm->input),
-				      "shape", nk_shape_json(nm->output), "values", json_values(nm, y, nm->output_count),
+				      nm->quantized ? "int8" : "float32", "input_shape", fmt_nk_shape_json(nm->input),
+				      "shape", fmt_nk_shape_json(nm->output), "values", json_values(nm, y, nm->output_count),
 				      "argmax", (json_int_t)argmax(nm, y, nm->output_count), "time_ms", ms);
 		if (nm->quantized) {
 			json_object_set_new(j, "scale", json_number(en->out_scale));
@@ -136,7 +136,7 @@ fmt_kind nk_report_run(FILE *out, const char *path, const nk_model *nm, nk_engin
 		return r ? fmt_fail(e, FMT_IO, "cannot write to standard output") : FMT_OK;
 	}
 	if (o->verbose) {
-		nk_print_summary(out, nm, path);
+		fmt_nk_print_summary(out, nm, path);
 		fputc('\n', out);
 	}
 	fputs("Input: shape=", out);
@@ -175,12 +175,12 @@ static case_result check_case(const nk_model *nm, nk_engine *en, const nk_case *
 		memcpy(in, c->in, c->n_in);
 	else
 		for (uint32_t i = 0; i < c->n_in; i++)
-			((float *)in)[i] = nk_rd_f32(c->in + 4 * i);
+			((float *)in)[i] = fmt_nk_rd_f32(c->in + 4 * i);
 	const void *y = run_once(en, in);
 	uint64_t best_expected = 0;
 	int finite = 1;
 	for (uint32_t i = 0; i < c->n_out; i++) {
-		double want = nk_rd_f32(c->expected + 4 * i);
+		double want = fmt_nk_rd_f32(c->expected + 4 * i);
 		double got = nm->quantized ? ((double)((const int8_t *)y)[i] - en->out_zp) * en->out_scale
 					   : value_at(nm, y, i);
 		double err = fabs(got - want);
@@ -188,7 +188,7 @@ static case_result check_case(const nk_model *nm, nk_engine *en, const nk_case *
 			r.max_error = err;
 		if (isnan(err))
 			finite = 0;
-		if (want > nk_rd_f32(c->expected + 4 * best_expected))
+		if (want > fmt_nk_rd_f32(c->expected + 4 * best_expected))
 			best_expected = i;
 	}
 	r.argmax = argmax(nm, y, nm->output_count);
@@ -315,10 +315,10 @@ fmt_kind nk_report_bench(FILE *out, const char *path, const nk_model *nm, nk_eng
 			json_t *layers = json_array();
 			for (uint32_t l = 0; l < nm->n_layers; l++)
 				json_array_append_new(layers, json_pack("{s:I,s:s,s:f,s:f,s:o}", "index", (json_int_t)l, "kind",
-									nk_kind_name(nm->layers[l].kind), "min_ms",
+									fmt_nk_kind_name(nm->layers[l].kind), "min_ms",
 									(double)layer_min[l] / 1e6, "mean_ms",
 									layer_sum[l] / (double)n / 1e6, "output_shape",
-									nk_shape_json(nm->layers[l].out)));
+									fmt_nk_shape_json(nm->layers[l].out)));
 			json_object_set_new(j, "layers", layers);
 		}
 		if (fmt_json_line(out, j))
@@ -334,7 +334,7 @@ fmt_kind nk_report_bench(FILE *out, const char *path, const nk_model *nm, nk_eng
 		if (en->layer_ns) {
 			fprintf(out, "layers:     (min and mean time per run)\n");
 			for (uint32_t l = 0; l < nm->n_layers; l++) {
-				fprintf(out, "  [%u] %-24s %9.4f ms %9.4f ms  ", l, nk_kind_name(nm->layers[l].kind),
+				fprintf(out, "  [%u] %-24s %9.4f ms %9.4f ms  ", l, fmt_nk_kind_name(nm->layers[l].kind),
 					(double)layer_min[l] / 1e6, layer_sum[l] / (double)n / 1e6);
 				print_shape(out, nm->layers[l].out);
 				fputc('\n', out);

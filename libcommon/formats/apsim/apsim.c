@@ -33,7 +33,7 @@
 
 /* ---- syntax ---- */
 
-int apsim_hex64_ok(const char *s, size_t len)
+int fmt_apsim_hex64_ok(const char *s, size_t len)
 {
 	if (len != FMT_SHA256_HEX)
 		return 0;
@@ -49,7 +49,7 @@ static int key_id_char(char c)
 	       c == '_' || c == '-';
 }
 
-int apsim_signature_syntax_ok(const char *s, size_t len)
+int fmt_apsim_signature_syntax_ok(const char *s, size_t len)
 {
 	static const char prefix[] = "hmac-sha256:";
 	size_t pl = sizeof prefix - 1;
@@ -61,10 +61,10 @@ int apsim_signature_syntax_ok(const char *s, size_t len)
 	for (size_t i = 0; i < id_len; i++)
 		if (!key_id_char(s[pl + i]))
 			return 0;
-	return apsim_hex64_ok(s + pl + id_len + 1, FMT_SHA256_HEX);
+	return fmt_apsim_hex64_ok(s + pl + id_len + 1, FMT_SHA256_HEX);
 }
 
-int apsim_json_too_deep(const char *s, size_t n, int limit)
+int fmt_apsim_json_too_deep(const char *s, size_t n, int limit)
 {
 	int depth = 0, in_string = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -125,7 +125,7 @@ static void sb_len_str(fmt_sb *b, const char *s, size_t n)
 	fmt_sb_put(b, s, n);
 }
 
-fmt_kind apsim_build_table(const apsim_kv *kv, size_t n_kv, const fmt_tensor *const *tensors,
+fmt_kind fmt_apsim_build_table(const apsim_kv *kv, size_t n_kv, const fmt_tensor *const *tensors,
 			   const uint64_t *begins, size_t n_t, char **out, size_t *len, fmt_err *e)
 {
 	const apsim_kv **sorted = malloc((n_kv ? n_kv : 1) * sizeof *sorted);
@@ -201,13 +201,13 @@ static fmt_kind file_table(const fmt_model *m, const apsim_file *f, char **table
 	fmt_kind k = file_tensors(m, f, &ts, &begins, e);
 	if (k != FMT_OK)
 		return k;
-	k = apsim_build_table(f->kv, f->n_kv, ts, begins, f->n_tensors, table, len, e);
+	k = fmt_apsim_build_table(f->kv, f->n_kv, ts, begins, f->n_tensors, table, len, e);
 	free(ts);
 	free(begins);
 	return k;
 }
 
-fmt_kind apsim_file_digest(fmt_model *m, const apsim_file *f, char hex[FMT_SHA256_HEX + 1], fmt_err *e)
+fmt_kind fmt_apsim_file_digest(fmt_model *m, const apsim_file *f, char hex[FMT_SHA256_HEX + 1], fmt_err *e)
 {
 	char *table = NULL;
 	size_t len = 0;
@@ -279,7 +279,7 @@ fmt_kind fmt_apsim_signature(const fmt_hmac_key *key, const char *const *shard_s
 	return FMT_OK;
 }
 
-fmt_kind apsim_check_signature(const char *sig, const fmt_keyset *keys, const char *const *shas,
+fmt_kind fmt_apsim_check_signature(const char *sig, const fmt_keyset *keys, const char *const *shas,
 			       size_t n, fmt_err *e)
 {
 	static const char prefix[] = "hmac-sha256:";
@@ -309,7 +309,7 @@ fmt_kind apsim_check_signature(const char *sig, const fmt_keyset *keys, const ch
 
 /* ---- reading one file ---- */
 
-void apsim_file_free(apsim_file *f)
+void fmt_apsim_file_free(apsim_file *f)
 {
 	for (size_t i = 0; i < f->n_kv; i++) {
 		free(f->kv[i].key);
@@ -330,12 +330,12 @@ void apsim_file_free(apsim_file *f)
 	memset(f, 0, sizeof *f);
 }
 
-void apsim_state_free(apsim_state *st)
+void fmt_apsim_state_free(apsim_state *st)
 {
 	if (!st)
 		return;
 	for (size_t i = 0; i < st->n_files; i++)
-		apsim_file_free(&st->files[i]);
+		fmt_apsim_file_free(&st->files[i]);
 	free(st->files);
 	if (st->shard_names)
 		for (size_t i = 0; i < st->n_files; i++)
@@ -427,7 +427,7 @@ static fmt_kind interpret_keys(apsim_file *f, fmt_err *e)
 	f->qtensors_text = known[4]->val;
 	f->metadata_text = known[5]->val;
 	f->sha256 = known[6]->val;
-	if (!apsim_hex64_ok(known[6]->val, known[6]->val_len))
+	if (!fmt_apsim_hex64_ok(known[6]->val, known[6]->val_len))
 		return fmt_fail(e, FMT_INVALID_FORMAT, "__metadata__ sha256 '%.100s' is not 64 lowercase hex digits",
 				known[6]->val);
 	f->shard_i = f->shard_n = 1;
@@ -439,7 +439,7 @@ static fmt_kind interpret_keys(apsim_file *f, fmt_err *e)
 	}
 	if (known[8]) {
 		f->signature = known[8]->val;
-		if (!apsim_signature_syntax_ok(known[8]->val, known[8]->val_len))
+		if (!fmt_apsim_signature_syntax_ok(known[8]->val, known[8]->val_len))
 			return fmt_fail(e, FMT_INVALID_FORMAT,
 					"__metadata__ signature '%.200s' is not 'hmac-sha256:<key-id>:<64 lowercase hex>'",
 					known[8]->val);
@@ -450,7 +450,7 @@ static fmt_kind interpret_keys(apsim_file *f, fmt_err *e)
 static fmt_kind parse_object(const char *key, const char *text, json_t **out, fmt_err *e)
 {
 	size_t n = strlen(text);
-	if (apsim_json_too_deep(text, n, APSIM_MAX_DEPTH))
+	if (fmt_apsim_json_too_deep(text, n, APSIM_MAX_DEPTH))
 		return fmt_fail(e, FMT_INVALID_FORMAT, "__metadata__ %s: JSON nested deeper than %d levels", key,
 				APSIM_MAX_DEPTH);
 	json_error_t je;
@@ -635,7 +635,7 @@ static fmt_kind check_unit_names(const fmt_model *m, const apsim_file *f, fmt_er
 	return FMT_OK;
 }
 
-fmt_kind apsim_read_file(fmt_model *m, int source, apsim_file *f, fmt_err *e)
+fmt_kind fmt_apsim_read_file(fmt_model *m, int source, apsim_file *f, fmt_err *e)
 {
 	memset(f, 0, sizeof *f);
 	f->source = source;
@@ -764,7 +764,7 @@ static fmt_kind value_from_json(const json_t *j, fmt_value *out, fmt_err *e)
 	}
 }
 
-fmt_kind apsim_fill_meta_units(fmt_model *m, const apsim_file *f, fmt_err *e)
+fmt_kind fmt_apsim_fill_meta_units(fmt_model *m, const apsim_file *f, fmt_err *e)
 {
 	const char *key;
 	json_t *v;
@@ -786,7 +786,7 @@ fmt_kind apsim_fill_meta_units(fmt_model *m, const apsim_file *f, fmt_err *e)
 	return FMT_OK;
 }
 
-fmt_kind apsim_fill_qtensors(fmt_model *m, const apsim_file *f, fmt_err *e)
+fmt_kind fmt_apsim_fill_qtensors(fmt_model *m, const apsim_file *f, fmt_err *e)
 {
 	for (size_t i = 0; i < f->n_q; i++) {
 		fmt_kind k = fmt_model_add_qtensor(m, &f->q_list[i], e);
@@ -798,7 +798,7 @@ fmt_kind apsim_fill_qtensors(fmt_model *m, const apsim_file *f, fmt_err *e)
 
 /* ---- info ---- */
 
-fmt_kind apsim_fill_info(apsim_state *st, const apsim_file *f, const char *signature, fmt_err *e)
+fmt_kind fmt_apsim_fill_info(apsim_state *st, const apsim_file *f, const char *signature, fmt_err *e)
 {
 	fmt_apsim_info *in = &st->info;
 	in->apsi = strdup(f->apsi);
@@ -848,20 +848,40 @@ static int skip_ws(const uint8_t *p, size_t n, size_t i)
 	return (int)i;
 }
 
+/* 95 if the header bytes seen (span of them, a JSON object) hold the Apsi format key. */
+static int ap_probe_header(const uint8_t *header, size_t span)
+{
+	static const char needle[] = "\"format\":\"apsi-model\"";
+	size_t i = (size_t)skip_ws(header, span, 0);
+	if (i >= span || header[i] != '{')
+		return 0;
+	return memmem(header, span, needle, sizeof needle - 1) ? 95 : 0;
+}
+
 static int ap_probe(const uint8_t *head, size_t n, uint64_t file_size)
 {
 	(void)file_size;
-	static const char needle[] = "\"format\":\"apsi-model\"";
 	if (n < 10)
 		return 0;
 	uint64_t len = fmt_rd_u64(head);
 	if (len < 2 || len > FMT_ST_HEADER_MAX)
 		return 0;
-	size_t i = (size_t)skip_ws(head, n, 8);
-	if (i >= n || head[i] != '{')
+	return ap_probe_header(head + 8, len < n - 8 ? (size_t)len : n - 8);
+}
+
+/* The format key past the first FMT_PROBE_BYTES: the whole header is searched. */
+static int ap_probe_source(fmt_source *s)
+{
+	uint8_t len_bytes[8];
+	const uint8_t *header;
+	fmt_err e;
+	if (s->size <= FMT_PROBE_BYTES || fmt_source_read(s, 0, len_bytes, 8, &e) != FMT_OK)
 		return 0;
-	size_t span = len < n - 8 ? (size_t)len : n - 8;
-	return memmem(head + 8, span, needle, sizeof needle - 1) ? 95 : 0;
+	uint64_t len = fmt_rd_u64(len_bytes);
+	if (len <= FMT_PROBE_BYTES - 8 || len > FMT_ST_HEADER_MAX || len > s->size - 8 ||
+	    fmt_source_view(s, 8, len, &header, &e) != FMT_OK)
+		return 0;
+	return ap_probe_header(header, (size_t)len);
 }
 
 static fmt_kind ap_open(fmt_model *m, fmt_err *e)
@@ -876,19 +896,19 @@ static fmt_kind ap_open(fmt_model *m, fmt_err *e)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	st->n_files = 1;
 	apsim_file *f = &st->files[0];
-	fmt_kind k = apsim_read_file(m, 0, f, e);
+	fmt_kind k = fmt_apsim_read_file(m, 0, f, e);
 	if (k == FMT_OK)
-		k = apsim_fill_meta_units(m, f, e);
+		k = fmt_apsim_fill_meta_units(m, f, e);
 	if (k == FMT_OK)
-		k = apsim_fill_qtensors(m, f, e);
+		k = fmt_apsim_fill_qtensors(m, f, e);
 	if (k == FMT_OK)
-		k = apsim_fill_info(st, f, f->signature, e);
+		k = fmt_apsim_fill_info(st, f, f->signature, e);
 	return k;
 }
 
 static void ap_close(fmt_model *m)
 {
-	apsim_state_free(m->format_state);
+	fmt_apsim_state_free(m->format_state);
 	m->format_state = NULL;
 }
 
@@ -925,7 +945,7 @@ static fmt_kind check_scales(const fmt_model *m, fmt_err *e)
 	return FMT_OK;
 }
 
-fmt_kind apsim_check_scales(const fmt_model *m, fmt_err *e)
+fmt_kind fmt_apsim_check_scales(const fmt_model *m, fmt_err *e)
 {
 	return check_scales(m, e);
 }
@@ -935,21 +955,21 @@ static fmt_kind ap_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
 	apsim_state *st = m->format_state;
 	const apsim_file *f = &st->files[0];
 	char hex[FMT_SHA256_HEX + 1];
-	fmt_kind k = apsim_file_digest(m, f, hex, e);
+	fmt_kind k = fmt_apsim_file_digest(m, f, hex, e);
 	if (k != FMT_OK)
 		return k;
 	if (strcmp(hex, f->sha256) != 0)
 		return fmt_fail(e, FMT_CHECKSUM, "sha256 mismatch: file says %s, data gives %s", f->sha256, hex);
 	if (o && !fmt_keyset_empty(&o->keys)) {
 		const char *shas[1] = { f->sha256 };
-		k = apsim_check_signature(f->signature, &o->keys, shas, 1, e);
+		k = fmt_apsim_check_signature(f->signature, &o->keys, shas, 1, e);
 		if (k != FMT_OK)
 			return k;
 	}
 	return check_scales(m, e);
 }
 
-json_t *apsim_describe_common(const apsim_state *st)
+json_t *fmt_apsim_describe_common(const apsim_state *st)
 {
 	const apsim_file *f = &st->files[0];
 	const char *sig = st->is_set ? st->index_signature : f->signature;
@@ -985,7 +1005,7 @@ json_t *apsim_describe_common(const apsim_state *st)
 
 static json_t *ap_describe(const fmt_model *m)
 {
-	return m->format_state ? apsim_describe_common(m->format_state) : NULL;
+	return m->format_state ? fmt_apsim_describe_common(m->format_state) : NULL;
 }
 
 const fmt_driver fmt_driver_apsim = {
@@ -993,12 +1013,15 @@ const fmt_driver fmt_driver_apsim = {
 	.extension = ".apsim",
 	.title = ".apsim",
 	.probe = ap_probe,
+	.probe_source = ap_probe_source,
 	.open = ap_open,
 	.verify = ap_verify,
 	.caps = FMT_CAP_TYPED_META | FMT_CAP_ENCODED | FMT_CAP_UNITS | FMT_CAP_SIGNATURES,
 	.set_driver = &fmt_driver_apsim_index,
 	.write = fmt_apsim_write,
+	.plan_shards = fmt_apsim_plan_shards,
 	.write_sharded = fmt_apsim_write_sharded,
+	.shard_limits = FMT_APSIM_SHARD_LIMITS,
 	.default_shard_bytes = 4000000000ull,   /* Apsi's shard="4GB" */
 	.sign_in_place = fmt_apsim_sign_in_place,
 	.signature = fmt_apsim_signature_of,

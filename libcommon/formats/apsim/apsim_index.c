@@ -50,7 +50,7 @@ static fmt_kind parse_shard_sha(json_t *ss, fmt_apsim_index *ix, fmt_err *e)
 		const char *why = fmt_unsafe_file_name(file, strlen(file));
 		if (why)
 			return fmt_fail(e, FMT_INVALID_FORMAT, "index shard name " NM " %s (expected a plain file name)", file, why);
-		if (!json_is_string(v) || !apsim_hex64_ok(json_string_value(v), json_string_length(v)))
+		if (!json_is_string(v) || !fmt_apsim_hex64_ok(json_string_value(v), json_string_length(v)))
 			return fmt_fail(e, FMT_INVALID_FORMAT, "index shard_sha256 for " NM " is not 64 lowercase hex digits", file);
 		if (!(ix->files[ix->n_files] = strdup(file)))
 			return fmt_fail(e, FMT_IO, "out of memory");
@@ -74,7 +74,7 @@ static fmt_kind parse_index_metadata(json_t *md, fmt_apsim_index *ix, fmt_err *e
 	ix->total_size = (uint64_t)json_integer_value(ts);
 	json_t *sig = json_object_get(md, "signature");
 	if (sig) {
-		if (!json_is_string(sig) || !apsim_signature_syntax_ok(json_string_value(sig), json_string_length(sig)))
+		if (!json_is_string(sig) || !fmt_apsim_signature_syntax_ok(json_string_value(sig), json_string_length(sig)))
 			return fmt_fail(e, FMT_INVALID_FORMAT,
 					"index metadata.signature is not 'hmac-sha256:<key-id>:<64 lowercase hex>'");
 		if (!(ix->signature = strdup(json_string_value(sig))))
@@ -125,7 +125,7 @@ static fmt_kind parse_weight_map(json_t *wm, fmt_apsim_index *ix, fmt_err *e)
 fmt_kind fmt_apsim_index_parse(const char *json, size_t len, fmt_apsim_index *ix, fmt_err *e)
 {
 	memset(ix, 0, sizeof *ix);
-	if (apsim_json_too_deep(json, len, APSIM_MAX_DEPTH))
+	if (fmt_apsim_json_too_deep(json, len, APSIM_MAX_DEPTH))
 		return fmt_fail(e, FMT_INVALID_FORMAT, "index JSON is nested deeper than %d levels", APSIM_MAX_DEPTH);
 	json_error_t je;
 	json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
@@ -161,7 +161,7 @@ static fmt_kind open_shard(fmt_model *m, const char *dir, const char *file, apsi
 	int idx = -1;
 	fmt_kind k = fmt_model_open_shard(m, dir, file, "the index", &idx, &path, e);
 	if (k == FMT_OK)
-		k = apsim_read_file(m, idx, f, e);
+		k = fmt_apsim_read_file(m, idx, f, e);
 	if (k == FMT_OK && !f->has_shard)
 		k = fmt_fail(e, FMT_SCHEMA, "shard " NM " has no 'shard' key in its __metadata__", file);
 	if (k != FMT_OK && path)
@@ -305,7 +305,7 @@ static fmt_kind build_set(fmt_model *m, fmt_apsim_index *ix, apsim_state *st, fm
 		k = order_shards(raw, ix->files, n, st, e);
 	}
 	for (size_t i = 0; i < n; i++)
-		apsim_file_free(&raw[i]);
+		fmt_apsim_file_free(&raw[i]);
 	free(raw);
 	if (k == FMT_OK)
 		k = check_same_keys(st, e);
@@ -335,19 +335,19 @@ static fmt_kind ai_open(fmt_model *m, fmt_err *e)
 		st->total_size = ix.total_size;
 		st->index_signature = ix.signature;
 		ix.signature = NULL;
-		k = apsim_fill_meta_units(m, &st->files[0], e);
+		k = fmt_apsim_fill_meta_units(m, &st->files[0], e);
 	}
 	for (size_t i = 0; k == FMT_OK && i < st->n_files; i++)
-		k = apsim_fill_qtensors(m, &st->files[i], e);
+		k = fmt_apsim_fill_qtensors(m, &st->files[i], e);
 	if (k == FMT_OK)
-		k = apsim_fill_info(st, &st->files[0], st->index_signature, e);
+		k = fmt_apsim_fill_info(st, &st->files[0], st->index_signature, e);
 	fmt_apsim_index_free(&ix);
 	return k;
 }
 
 static void ai_close(fmt_model *m)
 {
-	apsim_state_free(m->format_state);
+	fmt_apsim_state_free(m->format_state);
 	m->format_state = NULL;
 }
 
@@ -365,7 +365,7 @@ static void digest_task(void *arg, size_t i)
 {
 	digest_job *j = arg;
 	fmt_err_clear(&j->errs[i]);
-	j->kinds[i] = apsim_file_digest(j->m, &j->st->files[i], j->hex[i], &j->errs[i]);
+	j->kinds[i] = fmt_apsim_file_digest(j->m, &j->st->files[i], j->hex[i], &j->errs[i]);
 }
 
 static fmt_kind shard_digests(fmt_model *m, apsim_state *st, int threads, char (*hex)[FMT_SHA256_HEX + 1],
@@ -415,10 +415,10 @@ static fmt_kind ai_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
 	if (k == FMT_OK && o && !fmt_keyset_empty(&o->keys)) {
 		for (size_t i = 0; i < n; i++)
 			shas[i] = st->shard_sha[i];
-		k = apsim_check_signature(st->index_signature, &o->keys, shas, n, e);
+		k = fmt_apsim_check_signature(st->index_signature, &o->keys, shas, n, e);
 	}
 	if (k == FMT_OK)
-		k = apsim_check_scales(m, e);
+		k = fmt_apsim_check_scales(m, e);
 	free(hex);
 	free(shas);
 	return k;
@@ -429,7 +429,7 @@ static json_t *ai_describe(const fmt_model *m)
 	const apsim_state *st = m->format_state;
 	if (!st)
 		return NULL;
-	json_t *o = apsim_describe_common(st);
+	json_t *o = fmt_apsim_describe_common(st);
 	json_t *shards = json_array();
 	if (!o || !shards) {
 		json_decref(o);

@@ -13,13 +13,11 @@ typedef struct gguf_nameset {
 } gguf_nameset;
 
 /* 1 if name was new (and is now in the set), 0 if already present, -1 on out of memory. */
-int gguf_nameset_add(gguf_nameset *s, const char *name);
-void gguf_nameset_free(gguf_nameset *s);
-
-int gguf_utf8_valid(const uint8_t *p, size_t n);
+int fmt_gguf_nameset_add(gguf_nameset *s, const char *name);
+void fmt_gguf_nameset_free(gguf_nameset *s);
 
 /* Bytes of one value of a scalar type, 0 for STRING/ARRAY/unknown. */
-size_t gguf_scalar_size(uint32_t type);
+size_t fmt_gguf_scalar_size(uint32_t type);
 
 /* What parsing one file found. */
 typedef struct gguf_file_info {
@@ -30,16 +28,16 @@ typedef struct gguf_file_info {
 
 /* Parse the GGUF file tensor_dst->sources[src]: metadata is appended to meta_dst, tensors to
  * tensor_dst (source = src, absolute offsets). Reads only the header region. */
-fmt_kind gguf_parse_file(fmt_model *meta_dst, fmt_model *tensor_dst, int src, gguf_file_info *info,
+fmt_kind fmt_gguf_parse_file(fmt_model *meta_dst, fmt_model *tensor_dst, int src, gguf_file_info *info,
 			 fmt_err *e);
 
 /* After the first file of m is parsed: when its name and split.* keys say it is shard 1 of a
  * set, open and check the other shards and merge them into m. */
-fmt_kind gguf_open_split_set(fmt_model *m, fmt_gguf_info *st, fmt_err *e);
+fmt_kind fmt_gguf_open_split_set(fmt_model *m, fmt_gguf_info *st, fmt_err *e);
 
 /* Write header, metadata (meta[0..n_meta)), infos and data of tensors[0..n_tensors) (whose
  * bytes come from src) to k. align_request 0 = general.alignment or 32. */
-fmt_kind gguf_write_file(const fmt_model *src, const fmt_meta *meta, size_t n_meta,
+fmt_kind fmt_gguf_write_file(const fmt_model *src, const fmt_meta *meta, size_t n_meta,
 			 const fmt_tensor *tensors, size_t n_tensors, uint32_t align_request,
 			 fmt_sink *k, fmt_err *e);
 

@@ -27,6 +27,7 @@
 #include <string.h>
 #include "fmt/checked.h"
 #include "fmt/gguf.h"
+#include "fmt/out.h"
 #include "gguf_internal.h"
 
 #define RD_CHUNK 65536u
@@ -66,7 +67,7 @@ static int nameset_grow(gguf_nameset *s)
 	return 0;
 }
 
-int gguf_nameset_add(gguf_nameset *s, const char *name)
+int fmt_gguf_nameset_add(gguf_nameset *s, const char *name)
 {
 	if ((s->used + 1) * 2 > s->cap && nameset_grow(s) != 0)
 		return -1;
@@ -81,46 +82,13 @@ int gguf_nameset_add(gguf_nameset *s, const char *name)
 	return 1;
 }
 
-void gguf_nameset_free(gguf_nameset *s)
+void fmt_gguf_nameset_free(gguf_nameset *s)
 {
 	free(s->slots);
 	memset(s, 0, sizeof *s);
 }
 
-int gguf_utf8_valid(const uint8_t *p, size_t n)
-{
-	size_t i = 0;
-	while (i < n) {
-		uint8_t c = p[i];
-		size_t len;
-		uint32_t cp, min;
-		if (c < 0x80) {
-			i++;
-			continue;
-		} else if ((c & 0xE0) == 0xC0) {
-			len = 2, cp = c & 0x1Fu, min = 0x80;
-		} else if ((c & 0xF0) == 0xE0) {
-			len = 3, cp = c & 0x0Fu, min = 0x800;
-		} else if ((c & 0xF8) == 0xF0) {
-			len = 4, cp = c & 0x07u, min = 0x10000;
-		} else {
-			return 0;
-		}
-		if (n - i < len)
-			return 0;
-		for (size_t k = 1; k < len; k++) {
-			if ((p[i + k] & 0xC0) != 0x80)
-				return 0;
-			cp = (cp << 6) | (p[i + k] & 0x3Fu);
-		}
-		if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-			return 0;
-		i += len;
-	}
-	return 1;
-}
-
-size_t gguf_scalar_size(uint32_t type)
+size_t fmt_gguf_scalar_size(uint32_t type)
 {
 	switch (type) {
 	case FMT_V_U8: case FMT_V_I8: case FMT_V_BOOL: return 1;
@@ -243,7 +211,7 @@ static fmt_kind rd_scalar(rd *r, uint32_t type, fmt_value *v, const char *key)
 		v->v.str.len = (size_t)len;
 		return k;
 	}
-	size_t n = gguf_scalar_size(type);
+	size_t n = fmt_gguf_scalar_size(type);
 	fmt_kind k = rd_bytes(r, b, n, "metadata value");
 	if (k != FMT_OK) {
 		fmt_err_prefix(r->e, "key '%s'", key);
@@ -301,7 +269,7 @@ static fmt_kind rd_array(rd *r, fmt_value *v, const char *key, unsigned depth)
 		return fmt_fail(r->e, FMT_INVALID_FORMAT,
 				"key '%s': array element type %u is not a GGUF value type (0-12)", key, elem);
 	/* A string is at least its 8-byte length; a nested array its type and count. */
-	uint64_t min_each = elem == FMT_V_STR ? 8 : elem == FMT_V_ARRAY ? 12 : gguf_scalar_size(elem), need;
+	uint64_t min_each = elem == FMT_V_STR ? 8 : elem == FMT_V_ARRAY ? 12 : fmt_gguf_scalar_size(elem), need;
 	if (count > FMT_GGUF_MAX_STRING || fmt_mul_u64(count, min_each, &need) || need > rd_left(r))
 		return fmt_fail(r->e, FMT_INVALID_FORMAT,
 				"key '%s': array of %llu %s values needs more than the %llu bytes left", key,
@@ -340,7 +308,7 @@ static fmt_kind check_key(rd *r, const char *key, uint64_t len, uint64_t index)
 			return fmt_fail(r->e, FMT_INVALID_FORMAT,
 					"key %llu: control character 0x%02x in key", (unsigned long long)index,
 					(uint8_t)key[i]);
-	if (!gguf_utf8_valid((const uint8_t *)key, (size_t)len))
+	if (!fmt_utf8_valid(key, (size_t)len))
 		return fmt_fail(r->e, FMT_INVALID_FORMAT, "key %llu: invalid UTF-8 in key", (unsigned long long)index);
 	return FMT_OK;
 }
@@ -408,13 +376,13 @@ static fmt_kind rd_metadata(rd *r, uint64_t kv_count, fmt_model *dst, uint32_t *
 		if (k != FMT_OK)
 			break;
 		const char *stored = dst->meta[dst->n_meta - 1].key;
-		int added = gguf_nameset_add(&seen, stored);
+		int added = fmt_gguf_nameset_add(&seen, stored);
 		if (added < 0)
 			k = fmt_fail(r->e, FMT_IO, "out of memory");
 		else if (added == 0)
 			k = fmt_fail(r->e, FMT_INVALID_FORMAT, "duplicate key '%s'", stored);
 	}
-	gguf_nameset_free(&seen);
+	fmt_gguf_nameset_free(&seen);
 	return k;
 }
 
@@ -425,7 +393,7 @@ static fmt_kind check_tensor_name(rd *r, const char *name, uint64_t len, uint64_
 	if (memchr(name, '\0', (size_t)len))
 		return fmt_fail(r->e, FMT_INVALID_FORMAT, "tensor %llu: name contains a NUL byte",
 				(unsigned long long)index);
-	if (!gguf_utf8_valid((const uint8_t *)name, (size_t)len))
+	if (!fmt_utf8_valid(name, (size_t)len))
 		return fmt_fail(r->e, FMT_INVALID_FORMAT, "tensor %llu: invalid UTF-8 in name",
 				(unsigned long long)index);
 	return FMT_OK;
@@ -522,7 +490,7 @@ static fmt_kind rd_tensor_infos(rd *r, uint64_t count, fmt_model *dst, int src, 
 			fmt_tensor *stored;
 			k = fmt_model_add_tensor(dst, &t, &stored, r->e);
 			if (k == FMT_OK) {
-				int added = gguf_nameset_add(&seen, stored->name);
+				int added = fmt_gguf_nameset_add(&seen, stored->name);
 				if (added < 0)
 					k = fmt_fail(r->e, FMT_IO, "out of memory");
 				else if (added == 0)
@@ -531,7 +499,7 @@ static fmt_kind rd_tensor_infos(rd *r, uint64_t count, fmt_model *dst, int src, 
 		}
 		free(name);
 	}
-	gguf_nameset_free(&seen);
+	fmt_gguf_nameset_free(&seen);
 	return k;
 }
 
@@ -580,7 +548,7 @@ static fmt_kind rd_header(rd *r, gguf_file_info *info, uint64_t *n_tensors, uint
 	return FMT_OK;
 }
 
-fmt_kind gguf_parse_file(fmt_model *meta_dst, fmt_model *tensor_dst, int src, gguf_file_info *info,
+fmt_kind fmt_gguf_parse_file(fmt_model *meta_dst, fmt_model *tensor_dst, int src, gguf_file_info *info,
 			 fmt_err *e)
 {
 	rd r = { .s = &tensor_dst->sources[src], .e = e };
@@ -630,14 +598,14 @@ static fmt_kind gguf_open(fmt_model *m, fmt_err *e)
 	if (!st)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	m->format_state = st;
-	fmt_kind k = gguf_parse_file(m, m, 0, &info, e);
+	fmt_kind k = fmt_gguf_parse_file(m, m, 0, &info, e);
 	if (k != FMT_OK)
 		return k;
 	m->version = info.version;
 	st->alignment = info.alignment;
 	st->data_start = info.data_start;
 	st->n_shards = 1;
-	return gguf_open_split_set(m, st, e);
+	return fmt_gguf_open_split_set(m, st, e);
 }
 
 static void gguf_close(fmt_model *m)
@@ -667,6 +635,8 @@ const fmt_driver fmt_driver_gguf = {
 	.set_driver = &fmt_driver_gguf,
 	.file_driver = &fmt_driver_gguf,
 	.write = fmt_gguf_write,
+	.plan_shards = fmt_gguf_plan_shards,
 	.write_sharded = fmt_gguf_write_sharded,
+	.shard_limits = FMT_GGUF_SHARD_LIMITS,
 	.close = gguf_close,
 };

@@ -10,6 +10,7 @@
 #include <string.h>
 #include "fmt/checked.h"
 #include "fmt/gguf.h"
+#include "fmt/out.h"
 #include "fmt/half.h"
 #include "gguf_internal.h"
 
@@ -82,7 +83,7 @@ static fmt_kind put_scalar(gw *w, const fmt_value *v)
 	default:
 		return fmt_fail(w->e, FMT_INTERNAL, "value type %d is not a scalar", (int)v->type);
 	}
-	return put(w, b, gguf_scalar_size(v->type));
+	return put(w, b, fmt_gguf_scalar_size(v->type));
 }
 
 /* Element type, count, items; an item that is itself an array carries its own type and count. */
@@ -153,7 +154,7 @@ static int key_chars_ok(const char *key, size_t len)
 	for (size_t i = 0; i < len; i++)
 		if ((uint8_t)key[i] < 0x20 || key[i] == 0x7F)
 			return 0;
-	return gguf_utf8_valid((const uint8_t *)key, len);
+	return fmt_utf8_valid(key, len);
 }
 
 static fmt_kind check_metadata(const fmt_meta *meta, size_t n, fmt_err *e)
@@ -172,14 +173,14 @@ static fmt_kind check_metadata(const fmt_meta *meta, size_t n, fmt_err *e)
 		else if ((k = check_value(key, &meta[i].val, e)) != FMT_OK)
 			break;
 		else {
-			int added = gguf_nameset_add(&seen, key);
+			int added = fmt_gguf_nameset_add(&seen, key);
 			if (added < 0)
 				k = fmt_fail(e, FMT_IO, "out of memory");
 			else if (added == 0)
 				k = fmt_fail(e, FMT_INVALID_FORMAT, "duplicate metadata key '%s'", key);
 		}
 	}
-	gguf_nameset_free(&seen);
+	fmt_gguf_nameset_free(&seen);
 	return k;
 }
 
@@ -190,7 +191,7 @@ static fmt_kind check_tensor(const fmt_tensor *t, int *type_id, fmt_err *e)
 	if (len > FMT_GGUF_MAX_NAME)
 		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': name is %zu bytes; GGUF allows at most %u",
 				t->name, len, FMT_GGUF_MAX_NAME);
-	if (!gguf_utf8_valid((const uint8_t *)t->name, len))
+	if (!fmt_utf8_valid(t->name, len))
 		return fmt_fail(e, FMT_UNSUPPORTED, "a tensor name is not valid UTF-8 (GGUF readers reject it)");
 	if (t->ndim > 4 || t->ndim < 0)
 		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': %d dimensions; GGUF allows at most 4",
@@ -224,13 +225,13 @@ static fmt_kind check_tensors(const fmt_tensor *tensors, size_t n, fmt_err *e)
 		int id;
 		if ((k = check_tensor(&tensors[i], &id, e)) != FMT_OK)
 			break;
-		int added = gguf_nameset_add(&seen, tensors[i].name);
+		int added = fmt_gguf_nameset_add(&seen, tensors[i].name);
 		if (added < 0)
 			k = fmt_fail(e, FMT_IO, "out of memory");
 		else if (added == 0)
 			k = fmt_fail(e, FMT_INVALID_FORMAT, "duplicate tensor name '%s'", tensors[i].name);
 	}
-	gguf_nameset_free(&seen);
+	fmt_gguf_nameset_free(&seen);
 	return k;
 }
 
@@ -322,7 +323,7 @@ static fmt_kind put_tensor_data(gw *w, const fmt_model *src, const fmt_tensor *t
 	return FMT_OK;
 }
 
-fmt_kind gguf_write_file(const fmt_model *src, const fmt_meta *meta, size_t n_meta,
+fmt_kind fmt_gguf_write_file(const fmt_model *src, const fmt_meta *meta, size_t n_meta,
 			 const fmt_tensor *tensors, size_t n_tensors, uint32_t align_request,
 			 fmt_sink *k, fmt_err *e)
 {
@@ -366,7 +367,7 @@ static const fmt_gguf_opts *gguf_opts(const fmt_write_opts *o)
 fmt_kind fmt_gguf_write(const fmt_model *m, fmt_sink *k, const fmt_write_opts *o, fmt_err *e)
 {
 	const fmt_gguf_opts *g = gguf_opts(o);
-	return gguf_write_file(m, m->meta, m->n_meta, m->tensors, m->n_tensors, g ? g->alignment : 0, k, e);
+	return fmt_gguf_write_file(m, m->meta, m->n_meta, m->tensors, m->n_tensors, g ? g->alignment : 0, k, e);
 }
 
 int fmt_gguf_holds_dtype(fmt_dtype t)

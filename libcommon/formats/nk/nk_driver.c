@@ -1,4 +1,4 @@
-/* The .nk format driver: probe by magic, open = nk_parse over the mapped file, the catalog as
+/* The .nk format driver: probe by magic, open = fmt_nk_parse over the mapped file, the catalog as
  * model tensors named after the layer that owns them, upstream's summary as the text form and
  * the whole structure as describe's JSON. */
 #include <stdlib.h>
@@ -76,7 +76,7 @@ static fmt_kind nk_open(fmt_model *m, fmt_err *e)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	fmt_kind k = fmt_source_view(s, 0, s->size, &bytes, e);
 	if (k == FMT_OK)
-		k = nk_parse(nm, bytes, s->size, e);
+		k = fmt_nk_parse(nm, bytes, s->size, e);
 	if (k != FMT_OK) {
 		free(nm);
 		return k;
@@ -95,22 +95,22 @@ static fmt_kind nk_open(fmt_model *m, fmt_err *e)
 
 static void nk_close(fmt_model *m)
 {
-	nk_free(m->format_state);
+	fmt_nk_free(m->format_state);
 	free(m->format_state);
 	m->format_state = NULL;
 }
 
 static json_t *nk_describe(const fmt_model *m)
 {
-	return nk_describe_json(m->format_state);
+	return fmt_nk_describe_json(m->format_state);
 }
 
 static void nk_text_summary(const fmt_model *m, FILE *out)
 {
-	nk_print_summary(out, m->format_state, m->path);
+	fmt_nk_print_summary(out, m->format_state, m->path);
 }
 
-const nk_model *nk_model_of(const fmt_model *m)
+const nk_model *fmt_nk_model_of(const fmt_model *m)
 {
 	return m->driver && m->driver->text_summary == nk_text_summary ? m->format_state : NULL;
 }

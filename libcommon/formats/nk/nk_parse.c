@@ -31,7 +31,7 @@
 
 static const uint32_t record_size[15] = { 0, 16, 24, 16, 4, 16, 12, 24, 16, 24, 16, 16, 20, 12, 28 };
 
-float nk_rd_f32(const uint8_t *p)
+float fmt_nk_rd_f32(const uint8_t *p)
 {
 	uint32_t u = fmt_rd_u32(p);
 	float f;
@@ -44,7 +44,7 @@ static int32_t rd_i32(const uint8_t *p)
 	return (int32_t)fmt_rd_u32(p);
 }
 
-const char *nk_kind_name(unsigned kind)
+const char *fmt_nk_kind_name(unsigned kind)
 {
 	static const char *const names[15] = {
 		"?", "dense", "conv2d", "max_pool2d", "flatten", "avg_pool2d", "batch_norm2d",
@@ -54,19 +54,19 @@ const char *nk_kind_name(unsigned kind)
 	return kind < 15 ? names[kind] : "?";
 }
 
-const char *nk_act_name(unsigned act)
+const char *fmt_nk_act_name(unsigned act)
 {
 	static const char *const names[7] = { "none", "relu", "sigmoid", "tanh", "leaky_relu", "relu6",
 					      "softmax" };
 	return act < 7 ? names[act] : "none";
 }
 
-const char *nk_dtype_name(unsigned dtype)
+const char *fmt_nk_dtype_name(unsigned dtype)
 {
 	return dtype == NK_F32 ? "float32" : dtype == NK_I8 ? "int8" : dtype == NK_I32 ? "int32" : "?";
 }
 
-void nk_free(nk_model *nm)
+void fmt_nk_free(nk_model *nm)
 {
 	if (!nm)
 		return;
@@ -173,7 +173,7 @@ static fmt_kind parse_layers(nk_model *nm, uint64_t *off, fmt_err *e)
 			return fmt_fail(e, FMT_INVALID_FORMAT, "layer %u: unknown layer kind %u at offset %llu", i,
 					l->kind, (unsigned long long)*off);
 		if ((k = need(nm, *off, record_size[l->kind], "layer record", e)) != FMT_OK)
-			return fmt_err_prefix(e, "layer %u (%s)", i, nk_kind_name(l->kind)), k;
+			return fmt_err_prefix(e, "layer %u (%s)", i, fmt_nk_kind_name(l->kind)), k;
 		l->record_offset = (uint32_t)*off;
 		*off += record_size[l->kind];
 	}
@@ -216,15 +216,15 @@ static fmt_kind check_dtypes(const nk_model *nm, fmt_err *e)
 		unsigned want = nm->quantized ? NK_I8 : NK_F32;
 		if (nm->weights[i].dtype != want)
 			return fmt_fail(e, FMT_INVALID_FORMAT, "weight tensor %u: dtype %s in a%s model (%s expected)", i,
-					nk_dtype_name(nm->weights[i].dtype), nm->quantized ? "n int8" : " float",
-					nk_dtype_name(want));
+					fmt_nk_dtype_name(nm->weights[i].dtype), nm->quantized ? "n int8" : " float",
+					fmt_nk_dtype_name(want));
 	}
 	for (uint32_t i = 0; i < nm->n_biases; i++) {
 		unsigned want = nm->quantized ? NK_I32 : NK_F32;
 		if (nm->biases[i].dtype != want)
 			return fmt_fail(e, FMT_INVALID_FORMAT, "bias tensor %u: dtype %s in a%s model (%s expected)", i,
-					nk_dtype_name(nm->biases[i].dtype), nm->quantized ? "n int8" : " float",
-					nk_dtype_name(want));
+					fmt_nk_dtype_name(nm->biases[i].dtype), nm->quantized ? "n int8" : " float",
+					fmt_nk_dtype_name(want));
 	}
 	return FMT_OK;
 }
@@ -252,13 +252,13 @@ static fmt_kind parse_quan(nk_model *nm, uint64_t *off, fmt_err *e)
 	for (uint32_t i = 0; i < nm->n_quant; i++, *off += 32) {
 		const uint8_t *r = nm->base + *off;
 		nk_quant *u = &nm->quant[i];
-		u->in_scale = nk_rd_f32(r);
+		u->in_scale = fmt_nk_rd_f32(r);
 		u->in_zp = rd_i32(r + 4);
-		u->w_scale = nk_rd_f32(r + 8);
+		u->w_scale = fmt_nk_rd_f32(r + 8);
 		u->w_zp = rd_i32(r + 12);
-		u->b_scale = nk_rd_f32(r + 16);
+		u->b_scale = fmt_nk_rd_f32(r + 16);
 		u->b_zp = rd_i32(r + 20);
-		u->out_scale = nk_rd_f32(r + 24);
+		u->out_scale = fmt_nk_rd_f32(r + 24);
 		u->out_zp = rd_i32(r + 28);
 	}
 	if (!(nm->qflags & 1))
@@ -275,7 +275,7 @@ static fmt_kind parse_quan(nk_model *nm, uint64_t *off, fmt_err *e)
 			if (!(u->scales = malloc((size_t)n * sizeof(float))))
 				return fmt_fail(e, FMT_IO, "out of memory");
 			for (uint32_t j = 0; j < n; j++)
-				u->scales[j] = nk_rd_f32(nm->base + *off + 4 * j);
+				u->scales[j] = fmt_nk_rd_f32(nm->base + *off + 4 * j);
 			u->n_scales = n;
 		}
 		*off += (uint64_t)n * 4;
@@ -338,7 +338,7 @@ static fmt_kind parse_tcas(nk_model *nm, fmt_err *e)
 	if (memcmp(nm->base + off, "TCAS", 4) != 0)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "TCAS block expected at offset %llu", (unsigned long long)off);
 	nm->n_cases = fmt_rd_u32(nm->base + off + 4);
-	nm->tolerance = nk_rd_f32(nm->base + off + 8);
+	nm->tolerance = fmt_nk_rd_f32(nm->base + off + 8);
 	if (nm->n_cases < 1 || nm->n_cases > NK_MAX_CASES)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "TCAS case count %u (1..%u)", nm->n_cases, NK_MAX_CASES);
 	off += 12;
@@ -403,7 +403,7 @@ static fmt_kind graph_fail(graph *g, fmt_kind kind, const char *format, ...)
 	va_start(ap, format);
 	vsnprintf(msg, sizeof msg, format, ap);
 	va_end(ap);
-	return fmt_fail(g->e, kind, "layer %u (%s): %s", g->layer, nk_kind_name(g->nm->layers[g->layer].kind), msg);
+	return fmt_fail(g->e, kind, "layer %u (%s): %s", g->layer, fmt_nk_kind_name(g->nm->layers[g->layer].kind), msg);
 }
 
 /* The next pair must hold wcount weights and bcount biases. */
@@ -480,7 +480,7 @@ static fmt_kind layer_dense(graph *g, nk_layer *l, const uint8_t *b)
 {
 	l->units = fmt_rd_u32(b);
 	l->act = b[4];
-	l->alpha = nk_rd_f32(b + 8);
+	l->alpha = fmt_nk_rd_f32(b + 8);
 	if (g->nm->network == NK_CNN && !g->cur.flat)
 		return GFAIL(g, "a dense layer must follow flatten or another dense layer");
 	if (l->units == 0)
@@ -503,7 +503,7 @@ static fmt_kind layer_conv(graph *g, nk_layer *l, const uint8_t *b)
 	l->raw_byte15 = b[15];
 	l->pad_b = l->pad_t + (b[15] & 15u);
 	l->pad_r = l->pad_l + (b[15] >> 4);
-	l->alpha = nk_rd_f32(b + 16);
+	l->alpha = fmt_nk_rd_f32(b + 16);
 	fmt_kind k = need_spatial(g);
 	if (k != FMT_OK)
 		return k;
@@ -585,7 +585,7 @@ static fmt_kind layer_depthwise(graph *g, nk_layer *l, const uint8_t *b)
 	l->pad_t = b[13];
 	l->pad_l = b[14];
 	l->raw_byte15 = b[15];
-	l->alpha = nk_rd_f32(b + 16);
+	l->alpha = fmt_nk_rd_f32(b + 16);
 	fmt_kind k = need_spatial(g);
 	if (k != FMT_OK)
 		return k;
@@ -623,7 +623,7 @@ static fmt_kind layer_channelwise(graph *g, nk_layer *l, const uint8_t *b)
 {
 	l->units = fmt_rd_u32(b);
 	if (l->kind == NK_LAYERNORM)
-		l->eps = nk_rd_f32(b + 8);
+		l->eps = fmt_nk_rd_f32(b + 8);
 	fmt_kind k = need_channels(g, "channels", l->units);
 	if (k != FMT_OK)
 		return k;
@@ -643,7 +643,7 @@ static fmt_kind layer_channelwise(graph *g, nk_layer *l, const uint8_t *b)
 static fmt_kind layer_convnext(graph *g, nk_layer *l, const uint8_t *b)
 {
 	l->units = fmt_rd_u32(b);
-	l->eps = nk_rd_f32(b + 8);
+	l->eps = fmt_nk_rd_f32(b + 8);
 	fmt_kind k = need_spatial(g);
 	if (k == FMT_OK)
 		k = need_channels(g, "channels", l->units);
@@ -697,7 +697,7 @@ static fmt_kind layer_uib(graph *g, nk_layer *l, const uint8_t *b)
 	l->middle_dw = b[9];
 	l->uib_stride = b[10];
 	l->middle_down = b[11];
-	l->expand_ratio = nk_rd_f32(b + 12);
+	l->expand_ratio = fmt_nk_rd_f32(b + 12);
 	l->stride = l->uib_stride;
 	fmt_kind k = need_spatial(g);
 	if (k == FMT_OK)
@@ -916,7 +916,7 @@ static fmt_kind build_graph(nk_model *nm, fmt_err *e)
 	return FMT_OK;
 }
 
-fmt_kind nk_parse(nk_model *nm, const void *data, uint64_t size, fmt_err *e)
+fmt_kind fmt_nk_parse(nk_model *nm, const void *data, uint64_t size, fmt_err *e)
 {
 	memset(nm, 0, sizeof *nm);
 	nm->base = data;
@@ -952,6 +952,6 @@ fmt_kind nk_parse(nk_model *nm, const void *data, uint64_t size, fmt_err *e)
 	if (k == FMT_OK)
 		k = build_graph(nm, e);
 	if (k != FMT_OK)
-		nk_free(nm);
+		fmt_nk_free(nm);
 	return k;
 }

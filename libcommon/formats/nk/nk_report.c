@@ -19,7 +19,7 @@ static void print_stem(FILE *f, const char *path)
 
 static void print_layer(FILE *f, const nk_layer *l)
 {
-	const char *act = nk_act_name(l->act);
+	const char *act = fmt_nk_act_name(l->act);
 	switch (l->kind) {
 	case NK_DENSE: fprintf(f, "Dense units=%u activation=%s", l->units, act); break;
 	case NK_CONV2D:
@@ -53,7 +53,7 @@ static void print_layer(FILE *f, const nk_layer *l)
 	}
 }
 
-void nk_print_summary(FILE *f, const nk_model *nm, const char *path)
+void fmt_nk_print_summary(FILE *f, const nk_model *nm, const char *path)
 {
 	fprintf(f, "%s\nNetwork Summary\n%s\n\nName        : ", rule_eq, rule_eq);
 	print_stem(f, path);
@@ -74,7 +74,7 @@ void nk_print_summary(FILE *f, const nk_model *nm, const char *path)
 
 /* ---- JSON ---- */
 
-json_t *nk_shape_json(nk_shape s)
+json_t *fmt_nk_shape_json(nk_shape s)
 {
 	if (s.flat == 2)
 		return json_pack("[I]", (json_int_t)s.c);
@@ -99,7 +99,7 @@ static json_t *layer_json(const nk_model *nm, uint32_t i)
 	const nk_layer *l = &nm->layers[i];
 	json_t *o = json_object();
 	set_u(o, "index", i);
-	json_object_set_new(o, "kind", json_string(nk_kind_name(l->kind)));
+	json_object_set_new(o, "kind", json_string(fmt_nk_kind_name(l->kind)));
 	set_u(o, "kind_id", l->kind);
 	set_u(o, "record_offset", l->record_offset);
 	switch (l->kind) {
@@ -163,13 +163,13 @@ static json_t *layer_json(const nk_model *nm, uint32_t i)
 		break;
 	}
 	if (l->kind == NK_DENSE || l->kind == NK_CONV2D || l->kind == NK_DEPTHWISE) {
-		json_object_set_new(o, "activation", json_string(nk_act_name(l->act)));
+		json_object_set_new(o, "activation", json_string(fmt_nk_act_name(l->act)));
 		set_u(o, "activation_id", l->act);
 		if (l->act == NK_ACT_LEAKY)
 			json_object_set_new(o, "alpha", num(l->alpha));
 	}
-	json_object_set_new(o, "input_shape", nk_shape_json(l->in));
-	json_object_set_new(o, "output_shape", nk_shape_json(l->out));
+	json_object_set_new(o, "input_shape", fmt_nk_shape_json(l->in));
+	json_object_set_new(o, "output_shape", fmt_nk_shape_json(l->out));
 	json_t *pairs = json_array();
 	for (uint32_t p = l->first_pair; p < l->first_pair + l->n_pairs; p++)
 		json_array_append_new(pairs, json_integer(p));
@@ -183,7 +183,7 @@ static json_t *tensor_json(const nk_model *nm, const nk_tensor *t, uint32_t i)
 	for (unsigned d = 0; d < t->rank; d++)
 		json_array_append_new(dims, json_integer(t->dims[d]));
 	return json_pack("{s:I,s:I,s:s,s:s,s:o,s:I,s:I,s:I}", "index", (json_int_t)i, "layer",
-			 (json_int_t)nm->pairs[i].layer, "role", nm->pairs[i].role, "dtype", nk_dtype_name(t->dtype),
+			 (json_int_t)nm->pairs[i].layer, "role", nm->pairs[i].role, "dtype", fmt_nk_dtype_name(t->dtype),
 			 "dims", dims, "count", (json_int_t)t->count, "offset", (json_int_t)t->offset, "bytes",
 			 (json_int_t)t->bytes);
 }
@@ -221,7 +221,7 @@ static json_t *tests_json(const nk_model *nm)
 			 (nm->flags & NK_FLAG_INT8_TESTS) != 0, "cases", cases);
 }
 
-json_t *nk_describe_json(const nk_model *nm)
+json_t *fmt_nk_describe_json(const nk_model *nm)
 {
 	json_t *shape = json_array();
 	for (unsigned i = 0; i < nm->input_rank; i++)
@@ -241,8 +241,8 @@ json_t *nk_describe_json(const nk_model *nm)
 		json_array_append_new(biases, tensor_json(nm, &nm->biases[i], i));
 	}
 	json_t *o = json_pack("{s:o,s:b,s:o,s:I,s:o,s:I,s:I,s:o,s:{s:I,s:o,s:o}}", "header", header, "quantized",
-			      nm->quantized, "input_shape", nk_shape_json(nm->input), "input_count",
-			      (json_int_t)nm->input_count, "output_shape", nk_shape_json(nm->output), "output_count",
+			      nm->quantized, "input_shape", fmt_nk_shape_json(nm->input), "input_count",
+			      (json_int_t)nm->input_count, "output_shape", fmt_nk_shape_json(nm->output), "output_count",
 			      (json_int_t)nm->output_count, "payload_offset", (json_int_t)nm->payload_offset, "layers",
 			      layers, "catalog", "offset", (json_int_t)nm->catalog_offset, "weights", weights, "biases",
 			      biases);

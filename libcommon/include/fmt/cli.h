@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include "fmt/err.h"
 
-#define FMTKIT_VERSION "0.1.0"
+#include "fmt/version.h"
 
 typedef struct fmt_common_opts {
 	int json;
@@ -47,9 +47,7 @@ enum {
 	{ "secret-env", required_argument, NULL, FMT_OPT_SECRET_ENV },              \
 	{ "secret-prompt", no_argument, NULL, FMT_OPT_SECRET_PROMPT }
 
-struct fmt_key_opts;
-/* Handle a key option; returns 1 if c was one, 0 if not. */
-int fmt_cli_key_option(int c, const char *arg, struct fmt_key_opts *o);
+/* fmt_cli_key_option (fmt/crypto.h) handles these. */
 
 /* Handle a common option (getopt_long's return value c with optarg); returns 1 if it was one,
  * 0 if not, -1 on a bad value (message in e). --version and --help are the tool's own. */

@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <jansson.h>
 #include "fmt/err.h"
 #include "fmt/dtype.h"
 #include "fmt/io.h"
@@ -103,7 +105,10 @@ typedef struct fmt_model {
 	size_t n_units, cap_units;
 	fmt_qtensor *qtensors;         /* compressed tensors among the tensors */
 	size_t n_qtensors, cap_qtensors;
-	void *format_state;            /* driver-private, freed by driver->close */
+	void *format_state;            /* driver-private, freed by close */
+	/* The driver's close, set with driver when a driver opens the model (the model knows
+	 * nothing of drivers: they sit above it). */
+	void (*close)(struct fmt_model *m);
 } fmt_model;
 
 void fmt_model_init(fmt_model *m);
@@ -156,5 +161,12 @@ fmt_value fmt_value_str(const char *s, size_t len); /* duplicates; type STR; ptr
 fmt_kind fmt_value_copy(fmt_value *dst, const fmt_value *src, fmt_err *e);
 void fmt_value_free(fmt_value *v);
 const char *fmt_vtype_name(fmt_vtype t);           /* "u32", "str", "array", ... */
+
+/* A metadata value as JSON; arrays longer than max_items (0 = no limit) are abbreviated to
+ * their first max_items items plus {"truncated": total}. */
+json_t *fmt_json_value(const fmt_value *v, size_t max_items);
+
+/* Print the value as text (strings escaped and quoted, arrays abbreviated past max_items). */
+void fmt_out_value(FILE *f, const fmt_value *v, size_t max_items);
 
 #endif

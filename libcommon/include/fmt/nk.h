@@ -1,6 +1,6 @@
 /* netkit .nk files (specs/nk.md): the parsed structure of a v3 (float) or v4 (int8) model,
  * every count, size and offset checked, shapes propagated layer by layer. Tensor data stays
- * where it is (a pointer into the bytes given to nk_parse); nothing is copied but the small
+ * where it is (a pointer into the bytes given to fmt_nk_parse); nothing is copied but the small
  * per-channel scale lists. fmt-inspect and fmt-verify read it through the registry (the "nk"
  * driver); nk-run interprets it. */
 #ifndef FMT_NK_H
@@ -57,7 +57,7 @@ typedef struct nk_tensor {
 	uint32_t count;          /* num_elements */
 	uint64_t offset;         /* absolute file offset of the first byte */
 	uint64_t bytes;
-	const void *data;        /* into the bytes given to nk_parse */
+	const void *data;        /* into the bytes given to fmt_nk_parse */
 } nk_tensor;
 
 /* QUAN record k (§6) plus its per-channel scales. */
@@ -137,26 +137,26 @@ typedef struct nk_model {
 /* Parse and validate size bytes at data (which must stay valid and unchanged while nm is
  * used). InvalidFormat naming the field / layer index on any inconsistency; Unsupported for
  * versions other than 3 and 4 and for network kinds other than MLP and CNN. */
-fmt_kind nk_parse(nk_model *nm, const void *data, uint64_t size, fmt_err *e);
-void nk_free(nk_model *nm);
+fmt_kind fmt_nk_parse(nk_model *nm, const void *data, uint64_t size, fmt_err *e);
+void fmt_nk_free(nk_model *nm);
 
 /* Names for reports. */
-const char *nk_kind_name(unsigned kind);        /* "dense", "conv2d", ... */
-const char *nk_act_name(unsigned act);          /* "none", "relu", ... ("none" if unknown) */
-const char *nk_dtype_name(unsigned dtype);      /* "float32", "int8", "int32" */
+const char *fmt_nk_kind_name(unsigned kind);        /* "dense", "conv2d", ... */
+const char *fmt_nk_act_name(unsigned act);          /* "none", "relu", ... ("none" if unknown) */
+const char *fmt_nk_dtype_name(unsigned dtype);      /* "float32", "int8", "int32" */
 
 /* §15.2: upstream's "Network Summary" block for a file named path, to f. */
-void nk_print_summary(FILE *f, const nk_model *nm, const char *path);
+void fmt_nk_print_summary(FILE *f, const nk_model *nm, const char *path);
 /* Header, layers, catalog, QUAN, TCAS summary as JSON (for fmt-inspect --json). */
-json_t *nk_describe_json(const nk_model *nm);
+json_t *fmt_nk_describe_json(const nk_model *nm);
 /* [h, w, c], [rows, n] or [n] as upstream prints shapes (§13). */
-json_t *nk_shape_json(nk_shape s);
+json_t *fmt_nk_shape_json(nk_shape s);
 
 struct fmt_model;
 /* The parsed structure behind a model opened by the "nk" driver, NULL for other formats. */
-const nk_model *nk_model_of(const struct fmt_model *m);
+const nk_model *fmt_nk_model_of(const struct fmt_model *m);
 
 /* Reads of unaligned little-endian float32 / int32 (test case data, per-channel scales). */
-float nk_rd_f32(const uint8_t *p);
+float fmt_nk_rd_f32(const uint8_t *p);
 
 #endif
