@@ -193,6 +193,12 @@ def int8_models(rng):
     pairs = [(qw(rng, 7, 5), qb(rng, 7)), (qw(rng, 4, 7), qb(rng, 4))]
     quant = [rec(0.1, 5, 0.01, 0, 0.02, -20), rec(0.02, -20, 0.05, 0, 1.0, 0)]
     M.append(("int8_mlp_relu6_ignored_softmax_scale1", 1, (1, 5), layers, pairs, quant, None))
+    # MLP with batch 3: rows are independent, but softmax converts the first row only (upstream);
+    # a real fixed-point softmax (logit scale 2^-10)
+    layers = [g.dense(6, "relu"), g.dense(5, "softmax")]
+    pairs = [(qw(rng, 6, 4), qb(rng, 6)), (qw(rng, 5, 6), qb(rng, 5))]
+    quant = [rec(0.05, -3, 0.02, 0, 0.04, -128), rec(0.04, -128, 0.03, 0, 2 ** -10, 1)]
+    M.append(("int8_mlp_batch3_softmax_first_row", 1, (3, 4), layers, pairs, quant, None))
     # softmax radius wrap: logit scale 2^-4 (shift 22 -> R wraps negative): every output -128
     layers = [g.dense(6, "softmax")]
     M.append(("int8_softmax_wrap_all_minus128", 1, (1, 4), layers, [(qw(rng, 6, 4), qb(rng, 6))], [rec(0.1, 0, 0.01, 0, 2 ** -4, 0)], None))
