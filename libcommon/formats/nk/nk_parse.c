@@ -138,7 +138,8 @@ static fmt_kind input_shape(nk_model *nm, fmt_err *e)
 	const uint32_t *s = nm->input_shape;
 	uint64_t declared = 1;
 	for (unsigned i = 0; i < nm->input_rank; i++)
-		declared *= s[i];  /* at most 4 u32 factors of which we only compare; overflow below */
+		if (fmt_mul_u64(declared, s[i], &declared))
+			declared = UINT64_MAX; /* cannot equal what a network reads */
 	if (nm->network == NK_MLP)
 		nm->input = (nk_shape){ s[0], 1, s[1], 1 };
 	else
