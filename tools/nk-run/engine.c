@@ -77,7 +77,7 @@ fmt_kind nk_engine_profile(nk_engine *en, fmt_err *e)
 	return FMT_OK;
 }
 
-static uint64_t now_ns(void)
+uint64_t nk_now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -90,10 +90,10 @@ const float *nk_run_float(nk_engine *en, const float *input)
 	float *cur = en->buf[0], *next = en->buf[1];
 	memcpy(cur, input, nm->input_count * sizeof(float));
 	for (uint32_t i = 0; i < nm->n_layers; i++) {
-		uint64_t t0 = en->layer_ns ? now_ns() : 0;
+		uint64_t t0 = en->layer_ns ? nk_now_ns() : 0;
 		nk_float_layer(en, i, cur, next);
 		if (en->layer_ns)
-			en->layer_ns[i] = now_ns() - t0;
+			en->layer_ns[i] = nk_now_ns() - t0;
 		float *t = cur;
 		cur = next;
 		next = t;
@@ -109,10 +109,10 @@ const int8_t *nk_run_int8(nk_engine *en, const int8_t *input)
 	float scale = 1.0f;
 	memcpy(cur, input, nm->input_count);
 	for (uint32_t i = 0; i < nm->n_layers; i++) {
-		uint64_t t0 = en->layer_ns ? now_ns() : 0;
+		uint64_t t0 = en->layer_ns ? nk_now_ns() : 0;
 		nk_int8_layer(en, i, cur, next, &zp, &scale);
 		if (en->layer_ns)
-			en->layer_ns[i] = now_ns() - t0;
+			en->layer_ns[i] = nk_now_ns() - t0;
 		int8_t *t = cur;
 		cur = next;
 		next = t;
@@ -120,6 +120,13 @@ const int8_t *nk_run_int8(nk_engine *en, const int8_t *input)
 	en->out_zp = zp;
 	en->out_scale = scale;
 	return cur;
+}
+
+uint64_t nk_uib_stage(const nk_layer *l)
+{
+	uint64_t m = (uint64_t)l->uib_start.h * l->uib_start.w * (l->in_ch > l->expanded ? l->in_ch : l->expanded);
+	uint64_t b = (uint64_t)l->out.h * l->out.w * l->expanded; /* the middle depthwise output */
+	return m > b ? m : b;
 }
 
 void nk_input_quant(const nk_model *nm, float *scale, int32_t *zero_point)

@@ -50,6 +50,13 @@ const int8_t *nk_run_int8(nk_engine *en, const int8_t *input);
 /* The input quantization of an int8 model: the first op's input scale and zero point. */
 void nk_input_quant(const nk_model *nm, float *scale, int32_t *zero_point);
 
+/* CLOCK_MONOTONIC in nanoseconds (the profile and the benchmark). */
+uint64_t nk_now_ns(void);
+
+/* Elements of each of a UIB's two stage buffers (start depthwise output, expanded, middle
+ * depthwise output alternate between them). */
+uint64_t nk_uib_stage(const nk_layer *l);
+
 /* Shared float helpers (float_ops.c) used by the engine. */
 void nk_float_layer(nk_engine *en, uint32_t i, const float *x, float *y);
 void nk_int8_layer(nk_engine *en, uint32_t i, const int8_t *x, int8_t *y, int32_t *cur_zp, float *cur_scale);

@@ -216,36 +216,14 @@ static void convnext(const nk_engine *en, const nk_layer *l, const float *x, flo
 	add(y, x, hw * C);
 }
 
-static uint32_t uib_start_stride(const nk_layer *l)
-{
-	return (l->start_dw == 0 || (l->middle_down && l->middle_dw > 0)) ? 1 : l->uib_stride;
-}
-
-static uint32_t uib_middle_stride(const nk_layer *l)
-{
-	return l->middle_down ? l->uib_stride : 1;
-}
-
-/* Elements of the larger UIB stage buffer. */
-static uint64_t uib_stage(const nk_layer *l)
-{
-	nk_shape a = l->in;
-	if (l->start_dw)
-		a.h = out_dim(a.h, l->start_dw, uib_start_stride(l), (l->start_dw - 1u) / 2),
-		a.w = out_dim(a.w, l->start_dw, uib_start_stride(l), (l->start_dw - 1u) / 2);
-	uint64_t m = (uint64_t)a.h * a.w * (l->in_ch > l->expanded ? l->in_ch : l->expanded);
-	uint64_t b = nk_shape_count(l->out) / l->out_ch * l->expanded; /* middle output */
-	return m > b ? m : b;
-}
-
 static void uib(const nk_engine *en, const nk_layer *l, const float *x, float *y, float *s)
 {
-	float *s1 = s, *s2 = s + uib_stage(l);
+	float *s1 = s, *s2 = s + nk_uib_stage(l);
 	uint32_t p = l->first_pair, E = l->expanded;
 	nk_shape cur = l->in;
 	const float *src = x;
 	if (l->start_dw) {
-		conv_sym(en, 1, src, s1, cur, l->in_ch, l->start_dw, uib_start_stride(l), (l->start_dw - 1u) / 2, p, &cur);
+		conv_sym(en, 1, src, s1, cur, l->in_ch, l->start_dw, l->start_stride, (l->start_dw - 1u) / 2, p, &cur);
 		batchnorm(s1, (uint64_t)cur.h * cur.w, l->in_ch, wt(en, p + 1), bs(en, p + 1));
 		src = s1;
 		p += 2;
@@ -258,7 +236,7 @@ static void uib(const nk_engine *en, const nk_layer *l, const float *x, float *y
 	p += 2;
 	cur.c = E;
 	if (l->middle_dw) {
-		conv_sym(en, 1, src, s1, cur, E, l->middle_dw, uib_middle_stride(l), (l->middle_dw - 1u) / 2, p, &cur);
+		conv_sym(en, 1, src, s1, cur, E, l->middle_dw, l->middle_stride, (l->middle_dw - 1u) / 2, p, &cur);
 		px = (uint64_t)cur.h * cur.w;
 		batchnorm(s1, px, E, wt(en, p + 1), bs(en, p + 1));
 		activate(s1, px * E, NK_ACT_RELU, 0.0f);
@@ -392,7 +370,7 @@ uint64_t nk_float_scratch(const nk_model *nm, const nk_layer *l)
 		uint64_t hwc = nk_shape_count(l->in);
 		return hwc + 4 * hwc + 4 * (uint64_t)l->units;
 	}
-	case NK_UIB: return 2 * uib_stage(l);
+	case NK_UIB: return 2 * nk_uib_stage(l);
 	case NK_RESNET: return 2 * nk_shape_count(l->out);
 	case NK_YOLOX_HEAD: return head_scratch((uint64_t)l->in.h * l->in.w, l->hidden, l->classes);
 	case NK_PAFPN: return pafpn_scratch(l);

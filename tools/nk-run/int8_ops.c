@@ -345,24 +345,10 @@ static nk_geom qgeom(nk_shape in, uint32_t oc, uint32_t k, uint32_t stride, uint
 	return g;
 }
 
-static uint64_t uib_stage8(const nk_layer *l)
-{
-	uint32_t s1 = (l->start_dw == 0 || (l->middle_down && l->middle_dw > 0)) ? 1 : l->uib_stride;
-	nk_shape a = l->in;
-	if (l->start_dw) {
-		nk_geom g = qgeom(a, a.c, l->start_dw, s1, (l->start_dw - 1u) / 2);
-		a.h = (uint32_t)g.oh;
-		a.w = (uint32_t)g.ow;
-	}
-	uint64_t m = (uint64_t)a.h * a.w * (l->in_ch > l->expanded ? l->in_ch : l->expanded);
-	uint64_t b = nk_shape_count(l->out) / l->out_ch * l->expanded;
-	return m > b ? m : b;
-}
-
 uint64_t nk_int8_scratch(const nk_model *nm, const nk_layer *l)
 {
 	(void)nm;
-	return l->kind == NK_UIB ? 2 * uib_stage8(l) : 0;
+	return l->kind == NK_UIB ? 2 * nk_uib_stage(l) : 0;
 }
 
 /* The block input's parameters are the current ones: 1.0 and 0 when the UIB is the first layer,
@@ -370,15 +356,13 @@ uint64_t nk_int8_scratch(const nk_model *nm, const nk_layer *l)
 static void quib(const nk_engine *en, const nk_layer *l, const int8_t *x, int8_t *y, int8_t *s, int32_t in_zp,
 		 float in_scale)
 {
-	int8_t *s1 = s, *s2 = s + uib_stage8(l);
+	int8_t *s1 = s, *s2 = s + nk_uib_stage(l);
 	uint32_t p = l->first_pair, E = l->expanded;
-	uint32_t st1 = (l->start_dw == 0 || (l->middle_down && l->middle_dw > 0)) ? 1 : l->uib_stride;
-	uint32_t st2 = l->middle_down ? l->uib_stride : 1;
 	nk_shape cur = l->in;
 	const int8_t *src = x;
 	nk_geom g;
 	if (l->start_dw) {
-		g = qgeom(cur, l->in_ch, l->start_dw, st1, (l->start_dw - 1u) / 2);
+		g = qgeom(cur, l->in_ch, l->start_dw, l->start_stride, (l->start_dw - 1u) / 2);
 		qconv(en, p++, 1, src, s1, &g);
 		cur = (nk_shape){ (uint32_t)g.oh, (uint32_t)g.ow, l->in_ch, 0 };
 		src = s1;
@@ -387,7 +371,7 @@ static void quib(const nk_engine *en, const nk_layer *l, const int8_t *x, int8_t
 	cur.c = E;
 	src = s2;
 	if (l->middle_dw) {
-		g = qgeom(cur, E, l->middle_dw, st2, (l->middle_dw - 1u) / 2);
+		g = qgeom(cur, E, l->middle_dw, l->middle_stride, (l->middle_dw - 1u) / 2);
 		qconv(en, p++, 1, src, s1, &g);
 		cur = (nk_shape){ (uint32_t)g.oh, (uint32_t)g.ow, E, 0 };
 		src = s1;

@@ -8,13 +8,6 @@
 #include "fmt/out.h"
 #include "nkrun.h"
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The output as doubles, for argmax / errors / JSON (int8: the codes themselves). */
 static double value_at(const nk_model *nm, const void *out, uint64_t i)
 {
@@ -115,9 +108,9 @@ static fmt_kind write_raw(FILE *out, const nk_model *nm, const void *v, fmt_err 
 fmt_kind nk_report_run(FILE *out, const char *path, const nk_model *nm, nk_engine *en, const void *input,
 		       const nk_run_opts *o, fmt_err *e)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = nk_now_ns();
 	const void *y = run_once(en, input);
-	double ms = (double)(now_ns() - t0) / 1e6;
+	double ms = (double)(nk_now_ns() - t0) / 1e6;
 	if (o->raw)
 		return write_raw(out, nm, y, e);
 	if (o->json) {
@@ -289,18 +282,18 @@ fmt_kind nk_report_bench(FILE *out, const char *path, const nk_model *nm, nk_eng
 	uint64_t warm = n < 10 ? n : 10;
 	for (uint64_t i = 0; i < warm; i++)
 		run_once(en, input);
-	uint64_t start = now_ns();
+	uint64_t start = nk_now_ns();
 	for (uint64_t i = 0; i < n; i++) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = nk_now_ns();
 		run_once(en, input);
-		t[i] = now_ns() - t0;
+		t[i] = nk_now_ns() - t0;
 		for (uint32_t l = 0; en->layer_ns && l < nm->n_layers; l++) {
 			layer_sum[l] += (double)en->layer_ns[l];
 			if (i == 0 || en->layer_ns[l] < layer_min[l])
 				layer_min[l] = en->layer_ns[l];
 		}
 	}
-	double total_s = (double)(now_ns() - start) / 1e9;
+	double total_s = (double)(nk_now_ns() - start) / 1e9;
 	qsort(t, n, sizeof *t, cmp_u64);
 	double min = (double)t[0] / 1e6, med = (double)t[(n - 1) / 2] / 1e6;
 	uint64_t p99i = (uint64_t)ceil(0.99 * (double)n) - 1;

@@ -458,6 +458,22 @@ static fmt_kind need_channels(graph *g, const char *field, uint32_t ch)
 	return FMT_OK;
 }
 
+/* An H x W x C input whose channels are field's value. */
+static fmt_kind need_input(graph *g, const char *field, uint32_t ch)
+{
+	fmt_kind k = need_spatial(g);
+	return k == FMT_OK ? need_channels(g, field, ch) : k;
+}
+
+/* The head settings of a decoupled head or of the PAFPN's heads. */
+static fmt_kind check_head(graph *g, const nk_layer *l)
+{
+	if (l->hidden == 0 || l->classes == 0 || l->convs > NK_MAX_HEAD_CONVS)
+		return GFAIL(g, "hidden %u, classes %u, convs %u (hidden and classes > 0, convs <= %u)", l->hidden,
+			     l->classes, l->convs, NK_MAX_HEAD_CONVS);
+	return FMT_OK;
+}
+
 static fmt_kind set_output(graph *g, nk_shape s)
 {
 	uint64_t n = nk_shape_count(s);
@@ -645,9 +661,7 @@ static fmt_kind layer_convnext(graph *g, nk_layer *l, const uint8_t *b)
 {
 	l->units = fmt_rd_u32(b);
 	l->eps = fmt_nk_rd_f32(b + 8);
-	fmt_kind k = need_spatial(g);
-	if (k == FMT_OK)
-		k = need_channels(g, "channels", l->units);
+	fmt_kind k = need_input(g, "channels", l->units);
 	if (k != FMT_OK)
 		return k;
 	uint64_t c = l->units;
@@ -700,9 +714,7 @@ static fmt_kind layer_uib(graph *g, nk_layer *l, const uint8_t *b)
 	l->middle_down = b[11];
 	l->expand_ratio = fmt_nk_rd_f32(b + 12);
 	l->stride = l->uib_stride;
-	fmt_kind k = need_spatial(g);
-	if (k == FMT_OK)
-		k = need_channels(g, "in_channels", l->in_ch);
+	fmt_kind k = need_input(g, "in_channels", l->in_ch);
 	if (k != FMT_OK)
 		return k;
 	float v = (float)l->in_ch * l->expand_ratio;
@@ -713,13 +725,14 @@ static fmt_kind layer_uib(graph *g, nk_layer *l, const uint8_t *b)
 	l->expanded = make_divisible8(v);
 	int bn = !g->nm->quantized;
 	nk_shape in = g->cur;
-	uint32_t s_start = (l->start_dw == 0 || (l->middle_down && l->middle_dw > 0)) ? 1 : l->uib_stride;
-	uint32_t s_mid = l->middle_down ? l->uib_stride : 1;
-	if (l->start_dw && (k = uib_dw(g, "start_dw", l->start_dw, s_start, l->in_ch, bn)) != FMT_OK)
+	l->start_stride = (l->start_dw == 0 || (l->middle_down && l->middle_dw > 0)) ? 1 : l->uib_stride;
+	l->middle_stride = l->middle_down ? l->uib_stride : 1;
+	if (l->start_dw && (k = uib_dw(g, "start_dw", l->start_dw, l->start_stride, l->in_ch, bn)) != FMT_OK)
 		return k;
+	l->uib_start = g->cur;
 	if ((k = uib_pw(g, "expand", l->in_ch, l->expanded, bn)) != FMT_OK)
 		return k;
-	if (l->middle_dw && (k = uib_dw(g, "middle_dw", l->middle_dw, s_mid, l->expanded, bn)) != FMT_OK)
+	if (l->middle_dw && (k = uib_dw(g, "middle_dw", l->middle_dw, l->middle_stride, l->expanded, bn)) != FMT_OK)
 		return k;
 	if ((k = uib_pw(g, "project", l->expanded, l->out_ch, bn)) != FMT_OK)
 		return k;
@@ -733,9 +746,7 @@ static fmt_kind layer_resnet(graph *g, nk_layer *l, const uint8_t *b)
 	l->in_ch = fmt_rd_u32(b);
 	l->out_ch = fmt_rd_u32(b + 4);
 	l->stride = b[8];
-	fmt_kind k = need_spatial(g);
-	if (k == FMT_OK)
-		k = need_channels(g, "in_channels", l->in_ch);
+	fmt_kind k = need_input(g, "in_channels", l->in_ch);
 	if (k != FMT_OK)
 		return k;
 	if (l->out_ch == 0)
@@ -780,14 +791,11 @@ static fmt_kind layer_head(graph *g, nk_layer *l, const uint8_t *b)
 	l->hidden = fmt_rd_u32(b + 4);
 	l->classes = fmt_rd_u32(b + 8);
 	l->convs = b[12];
-	fmt_kind k = need_spatial(g);
-	if (k == FMT_OK)
-		k = need_channels(g, "in_channels", l->in_ch);
+	fmt_kind k = need_input(g, "in_channels", l->in_ch);
 	if (k != FMT_OK)
 		return k;
-	if (l->hidden == 0 || l->classes == 0 || l->convs > NK_MAX_HEAD_CONVS)
-		return GFAIL(g, "hidden %u, classes %u, convs %u (hidden and classes > 0, convs <= %u)", l->hidden,
-			     l->classes, l->convs, NK_MAX_HEAD_CONVS);
+	if ((k = check_head(g, l)) != FMT_OK)
+		return k;
 	if ((k = head_pairs(g, "", l->in_ch, l->hidden, l->classes, l->convs)) != FMT_OK)
 		return k;
 	return set_output(g, (nk_shape){ g->cur.h, g->cur.w, 5 + l->classes, 0 });
@@ -811,14 +819,11 @@ static fmt_kind layer_pafpn(graph *g, nk_layer *l, const uint8_t *b)
 	l->hidden = fmt_rd_u32(b + 12);
 	l->classes = fmt_rd_u32(b + 16);
 	l->convs = b[20];
-	fmt_kind k = need_spatial(g);
-	if (k == FMT_OK)
-		k = need_channels(g, "c5_channels", l->c5);
+	fmt_kind k = need_input(g, "c5_channels", l->c5);
 	if (k != FMT_OK)
 		return k;
-	if (l->hidden == 0 || l->classes == 0 || l->convs > NK_MAX_HEAD_CONVS)
-		return GFAIL(g, "hidden %u, classes %u, convs %u (hidden and classes > 0, convs <= %u)", l->hidden,
-			     l->classes, l->convs, NK_MAX_HEAD_CONVS);
+	if ((k = check_head(g, l)) != FMT_OK)
+		return k;
 	uint32_t h5 = g->cur.h, w5 = g->cur.w;
 	if (h5 > 0x3fffffff || w5 > 0x3fffffff)
 		return GFAIL(g, "input too large");

@@ -87,6 +87,8 @@ typedef struct nk_layer {
 	uint8_t start_dw, middle_dw, uib_stride, middle_down;
 	float expand_ratio;
 	uint32_t expanded;       /* UIB: make_divisible(in * ratio, 8) */
+	uint8_t start_stride, middle_stride; /* UIB: the depthwise strides (§11.9) */
+	nk_shape uib_start;      /* UIB: the shape after the start depthwise (= in without one) */
 	uint32_t hidden, classes, convs;
 	uint32_t c3, c4, c5;
 	uint8_t tap_id;
