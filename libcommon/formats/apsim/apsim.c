@@ -323,8 +323,10 @@ void fmt_apsim_file_free(apsim_file *f)
 	for (size_t i = 0; i < f->n_units; i++)
 		free(f->unit_list[i].tensor);
 	free(f->unit_list);
-	for (size_t i = 0; i < f->n_q; i++)
+	for (size_t i = 0; i < f->n_q; i++) {
 		free(f->q_list[i].name);
+		free(f->q_list[i].scales);
+	}
 	free(f->q_list);
 	free(f->path);
 	memset(f, 0, sizeof *f);
@@ -599,12 +601,16 @@ static fmt_kind parse_qtensors(const fmt_model *m, apsim_file *f, fmt_err *e)
 			return fmt_fail(e, FMT_IO, "out of memory");
 		strcpy(sname, name);
 		strcat(sname, APSIM_QSCALE);
+		q.scales = q.format == FMT_Q_BF16 ? NULL : sname;
 		k = fmt_qtensor_check(&q, find_in_file(m, f, name), find_in_file(m, f, sname), e);
-		free(sname);
+		if (k != FMT_OK || q.format == FMT_Q_BF16)
+			free(sname);
 		if (k != FMT_OK)
 			return k;
-		if (!(q.name = strdup(name)))
+		if (!(q.name = strdup(name))) {
+			free(q.scales);
 			return fmt_fail(e, FMT_IO, "out of memory");
+		}
 		f->q_list[f->n_q++] = q;
 	}
 	return FMT_OK;

@@ -252,6 +252,11 @@ static fmt_kind qtensors_json(const fmt_model *m, const unsigned char *in_file, 
 			k = fmt_fail(e, FMT_INVALID_FORMAT, "two compressed-tensor descriptors for " NM, q[i]->name);
 			break;
 		}
+		if (!fmt_qtensor_canonical(q[i])) {
+			k = fmt_fail(e, FMT_UNSUPPORTED, "encoded tensor " NM ": .apsim stores no zero point and names "
+				     "the scales NAME" APSIM_QSCALE, q[i]->name);
+			break;
+		}
 		char *sname = scales_name(q[i]->name);
 		if (!sname) {
 			k = fmt_fail(e, FMT_IO, "out of memory");
