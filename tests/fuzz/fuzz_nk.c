@@ -14,7 +14,6 @@
 #include "../../tools/nk-run/int8_ops.c"
 #include "../../tools/nk-run/kernels.c"
 
-extern const fmt_driver fmt_driver_nk;
 
 /* Multiply-adds of one run, roughly: each layer's outputs times its weights. */
 static double run_cost(const nk_model *nm)

@@ -95,8 +95,7 @@ typedef struct loaded {
 
 static fmt_kind load(loaded *L, const char *path, const nk_run_opts *o, fmt_err *e)
 {
-	const fmt_driver *nk = fmt_driver_by_name("nk");
-	fmt_kind k = fmt_model_open(&L->m, path, nk, e);
+	fmt_kind k = fmt_model_open(&L->m, path, &fmt_driver_nk, e);
 	if (k != FMT_OK)
 		return k;
 	L->nm = fmt_nk_model_of(&L->m);

@@ -155,6 +155,10 @@ json_t *fmt_nk_describe_json(const nk_model *nm);
 json_t *fmt_nk_shape_json(nk_shape s);
 
 struct fmt_model;
+struct fmt_driver;
+/* The .nk driver itself, for a tool that reads nothing else (nk-run opens with it forced, so a
+ * file that is not .nk gets the .nk reader's message). */
+extern const struct fmt_driver fmt_driver_nk;
 /* The parsed structure behind a model opened by the "nk" driver, NULL for other formats. */
 const nk_model *fmt_nk_model_of(const struct fmt_model *m);
 
