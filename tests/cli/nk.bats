@@ -195,6 +195,14 @@ setup() {
 	check_case "$NK" tap_id_4.nk
 }
 
+@test "nk loader: huge_arena" {
+	check_case "$NK" huge_arena.nk
+}
+
+@test "nk loader: input_too_large" {
+	check_case "$NK" input_too_large.nk
+}
+
 @test "nk loader: pafpn_without_taps" {
 	check_case "$NK" pafpn_without_taps.nk
 }
@@ -251,6 +259,12 @@ setup() {
 	assert_equal "$status" 11
 	[[ "$stderr" == *"layer 0 (conv2d): kernel height 3 is larger than the padded input"* ]]
 	assert_equal "$output" "0 passed, 1 failed"
+}
+
+@test "nk-run: a valid network whose activations need more than 1 GiB is refused, not attempted" {
+	run --separate-stderr nk-run --random 1 "$NK/huge_arena.nk"
+	assert_equal "$status" 5
+	[[ "$stderr" == *"activation arena (at most 1073741824)"* ]]
 }
 
 # ---- fmt-inspect ----

@@ -30,11 +30,15 @@ fmt_kind nk_engine_init(nk_engine *en, const nk_model *nm, const nk_kernels *k, 
 		if (l->kind == NK_FEATURE_TAP && n > taps[l->tap_id])
 			taps[l->tap_id] = n;
 	}
-	/* Every count is below 2^28 elements (fmt_nk_parse), scratch a small multiple of that. */
+	/* Every count is below 2^26 elements (the loader), scratch a small multiple of that. */
 	uint64_t total = 2 * round_up(act * elem) + round_up(scratch * elem) + round_up(kscratch * sizeof(float));
 	for (int t = 0; t < NK_MAX_TAPS; t++)
 		total += round_up(taps[t] * elem);
-	if (total > SIZE_MAX / 2 || !(en->arena = aligned_alloc(ARENA_ALIGN, (size_t)total)))
+	/* A small file can declare large shapes: the arena is refused above a bound, not attempted. */
+	if (total > NK_ARENA_MAX)
+		return fmt_fail(e, FMT_UNSUPPORTED, "the network needs a %llu-byte activation arena (at most %llu)",
+				(unsigned long long)total, (unsigned long long)NK_ARENA_MAX);
+	if (!(en->arena = aligned_alloc(ARENA_ALIGN, (size_t)total)))
 		return fmt_fail(e, FMT_IO, "out of memory for a %llu-byte activation arena", (unsigned long long)total);
 	en->arena_bytes = (size_t)total;
 	en->act_cap = act;

@@ -18,6 +18,9 @@ typedef struct nk_qop {
 	float out_scale;
 } nk_qop;
 
+/* The largest activation arena nk-run plans (1 GiB). */
+#define NK_ARENA_MAX (1ull << 30)
+
 typedef struct nk_engine {
 	const nk_model *nm;
 	const nk_kernels *k;
