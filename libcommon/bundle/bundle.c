@@ -2,9 +2,10 @@
  * while streaming through it, unpack one so that nothing is left behind unless every member
  * verified. libarchive does the tar and zstd work; this file decides what is allowed.
  *
- * Unpack keeps one atomic sink (temporary file) open per member until the last member has
- * verified, then commits them all; so a bundle with more members than free file descriptors
- * fails with an I/O error before anything is renamed. */
+ * Unpack writes every member to an atomic sink (a temporary file), finished (synced and
+ * closed: no descriptor or buffer held) as soon as its digest has verified, and commits them
+ * all once the last member has verified; a signal before leaves no temporary file, whatever
+ * the number of members. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
@@ -18,6 +19,7 @@
 #include "fmt/bundle.h"
 #include "fmt/checked.h"
 #include "fmt/io.h"
+#include "fmt/progress.h"
 #include "fmt/registry.h"
 #include "fmt/version.h"
 
@@ -383,6 +385,8 @@ static fmt_kind walk_members(reader *r, const fmt_bundle_info *b, extract *x, fm
 			sink = &x->sinks[i];
 		}
 		k = stream_member(r, mb, sink, e);
+		if (k == FMT_OK && sink)
+			k = fmt_sink_finish(sink, e);
 	}
 	for (size_t i = 0; i < b->n_members && k == FMT_OK; i++)
 		if (!seen[i])
@@ -400,8 +404,10 @@ fmt_kind fmt_bundle_verify(const char *bundle_path, fmt_bundle_info *info, fmt_e
 	fmt_kind k = reader_open(&r, bundle_path, READ_BLOCK, e);
 	if (k == FMT_OK) {
 		k = read_manifest(&r, &b, e);
-		if (k == FMT_OK)
+		if (k == FMT_OK) {
+			fmt_meter_planned(b.total_bytes);
 			k = walk_members(&r, &b, NULL, e);
+		}
 		reader_close(&r);
 	}
 	if (k != FMT_OK)
@@ -510,10 +516,12 @@ fmt_kind fmt_bundle_unpack(const char *bundle_path, const char *dir, unsigned fl
 		return k;
 	}
 	k = read_manifest(&r, &b, e);
-	if (k != FMT_OK)
+	if (k != FMT_OK) {
 		fmt_err_file(e, bundle_path);
-	else
+	} else {
+		fmt_meter_planned(b.total_bytes);
 		k = extract_all(&r, &b, dir, flags, &created, e);
+	}
 	if (k != FMT_OK)
 		fmt_err_file(e, bundle_path);
 	reader_close(&r);
@@ -651,19 +659,26 @@ static void free_files(pack_file *f, size_t n)
 	free(f);
 }
 
-/* First pass: open and hash every file. */
+/* First pass: open every file, then hash each (the meter is told both passes' bytes). */
 static fmt_kind hash_files(pack_file *f, size_t n, fmt_bundle_info *b, fmt_err *e)
 {
+	uint64_t planned = 0;
 	b->members = calloc(n ? n : 1, sizeof *b->members);
 	if (!b->members)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	for (size_t i = 0; i < n; i++) {
-		fmt_sha256 h;
-		uint8_t digest[FMT_SHA256_LEN];
 		fmt_kind k = fmt_source_open(&f[i].src, f[i].path, e);
 		if (k != FMT_OK)
 			return k;
 		f[i].open = 1;
+		planned += f[i].src.size;
+	}
+	fmt_meter_planned(planned); /* hashed here */
+	fmt_meter_planned(planned); /* and again as the archive is written */
+	for (size_t i = 0; i < n; i++) {
+		fmt_sha256 h;
+		uint8_t digest[FMT_SHA256_LEN];
+		fmt_kind k;
 		fmt_bundle_member *mb = &b->members[b->n_members++];
 		if (!(mb->name = strdup(base_name(f[i].path))))
 			return fmt_fail(e, FMT_IO, "out of memory");

@@ -1,7 +1,6 @@
 /* fmt-shard: split and merge shard sets (safetensors, .apsim, GGUF); pack and unpack bundles. */
 #include <stdio.h>
 #include <string.h>
-#include <sys/resource.h>
 #include "fmt/out.h"
 #include "shard.h"
 
@@ -40,7 +39,7 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("json", 'j', NULL, "report as one JSON object") },
 	{ FMT_CLI_OPT("quiet", 'q', NULL, "print nothing on success") },
 	{ FMT_CLI_OPT("verbose", 'v', NULL, "more detail (tensors of each shard, member digests)") },
-	{ NULL }
+	{ .name = NULL }
 };
 
 static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
@@ -86,16 +85,6 @@ static fmt_kind (*const run[])(const char *input, const shard_opts *o, fmt_err *
 	[CMD_SPLIT] = cmd_split, [CMD_MERGE] = cmd_merge, [CMD_PACK] = cmd_pack, [CMD_UNPACK] = cmd_unpack,
 };
 
-/* Unpacking keeps one temporary file open per member until all verified. */
-static void raise_fd_limit(void)
-{
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		(void)setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
 int main(int argc, char **argv)
 {
 	shard_opts o = { 0 };
@@ -113,8 +102,6 @@ int main(int argc, char **argv)
 	o.common = cli.common;
 	if (!o.common.threads)
 		o.common.threads = fmt_cpu_count();
-	if (cli.command == CMD_UNPACK)
-		raise_fd_limit();
 	const char *input = cli.operands[0];
 	fmt_kind k = run[cli.command](input, &o, &e);
 	if (k != FMT_OK)

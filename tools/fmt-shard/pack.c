@@ -5,6 +5,7 @@
 #include "fmt/bundle.h"
 #include "fmt/io.h"
 #include "fmt/out.h"
+#include "fmt/progress.h"
 #include "shard.h"
 
 static json_t *members_json(const fmt_bundle_info *b)
@@ -59,10 +60,20 @@ static void report(const fmt_bundle_info *b, const char *bundle, const char *key
 		print_summary(b, bundle);
 }
 
+/* The progress line over the bytes hashed (pack hashes every file twice, unpack once). */
+static void progress_begin(fmt_progress *p, const shard_opts *o)
+{
+	fmt_progress_start(p, stderr, TOOL, 0, fmt_progress_wanted(stderr, o->common.quiet, o->common.no_progress));
+	fmt_progress_follow_meter(p);
+}
+
 fmt_kind cmd_pack(const char *input, const shard_opts *o, fmt_err *e)
 {
 	fmt_bundle_info b;
+	fmt_progress pr;
+	progress_begin(&pr, o);
 	fmt_kind k = fmt_bundle_pack(input, o->output, o->force ? FMT_SINK_FORCE : 0, &b, e);
+	fmt_progress_end(&pr);
 	if (k != FMT_OK)
 		return k;
 	if (strcmp(o->output, "-") != 0)
@@ -75,7 +86,10 @@ fmt_kind cmd_unpack(const char *input, const shard_opts *o, fmt_err *e)
 {
 	fmt_bundle_info b;
 	const char *dir = o->dir ? o->dir : ".";
+	fmt_progress pr;
+	progress_begin(&pr, o);
 	fmt_kind k = fmt_bundle_unpack(input, dir, o->force ? FMT_SINK_FORCE : 0, &b, e);
+	fmt_progress_end(&pr);
 	if (k != FMT_OK)
 		return k;
 	report(&b, input, "dir", dir, dir, o);

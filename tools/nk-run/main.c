@@ -42,7 +42,7 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("profile", OPT_PROFILE, NULL, "per-layer time and output shape (with --bench, or one run)") },
 	{ FMT_CLI_OPT("quiet", 'q', NULL, "--test: only the summary line") },
 	{ FMT_CLI_OPT("verbose", 'v', NULL, "print upstream's network summary before the output") },
-	{ NULL }
+	{ .name = NULL }
 };
 
 static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
