@@ -41,9 +41,15 @@ static uint64_t file_bytes(const fmt_model *m)
 /* A shard set keeps its tensors in more than one source. */
 static int is_multi_file(const fmt_model *m)
 {
-	for (size_t i = 1; i < m->n_tensors; i++)
-		if (m->tensors[i].source != m->tensors[0].source)
+	int first = -1;
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		int src = m->tensors[i].source;
+		if (src < 0) /* in memory (e.g. scales a driver computed): in no file */
+			continue;
+		if (first >= 0 && src != first)
 			return 1;
+		first = src;
+	}
 	return 0;
 }
 
@@ -339,6 +345,10 @@ static void report_text(FILE *out, const fmt_model *m, const inspect_opts *o,
 {
 	if (stats) {
 		text_stats(out, t, stats);
+		return;
+	}
+	if (o->sections == SECTION_ALL && m->driver->text_summary) {
+		m->driver->text_summary(m, out);
 		return;
 	}
 	if (o->sections & SECTION_SUMMARY) {

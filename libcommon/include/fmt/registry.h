@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <stdio.h>
 #include "fmt/model.h"
 #include "fmt/io.h"
 #include "fmt/shardset.h"
@@ -125,6 +126,11 @@ typedef struct fmt_driver {
 	void (*close)(fmt_model *m);  /* free format_state; may be NULL */
 	/* Format-specific facts for fmt-inspect (digest, signature, shards...), or NULL. */
 	json_t *(*describe)(const fmt_model *m);
+	/* The format's own text summary, which fmt-inspect shows instead of its generic report
+	 * (no option narrowing the report); NULL for the generic one. */
+	void (*text_summary)(const fmt_model *m, FILE *out);
+	/* The tool that runs the file's embedded tests (fmt-verify --run-tests), or NULL. */
+	const char *test_runner;
 } fmt_driver;
 
 /* Capability questions (the answers of d's fields, with their defaults). */
