@@ -4,6 +4,7 @@
 #include "fmt/thread.h"
 
 struct fmt_pool {
+	pthread_mutex_t run;      /* one fmt_pool_run at a time: callers on other threads wait */
 	pthread_mutex_t lock;
 	pthread_cond_t work;      /* a new batch, or shutdown */
 	pthread_cond_t done;      /* the last task of a batch finished */
@@ -51,6 +52,7 @@ fmt_kind fmt_pool_create(fmt_pool **pool, int threads, fmt_err *e)
 	fmt_pool *p = calloc(1, sizeof *p);
 	if (!p)
 		return fmt_fail(e, FMT_IO, "out of memory");
+	pthread_mutex_init(&p->run, NULL);
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->work, NULL);
 	pthread_cond_init(&p->done, NULL);
@@ -94,6 +96,7 @@ void fmt_pool_destroy(fmt_pool *p)
 	for (int i = 0; i < p->n_workers; i++)
 		pthread_join(p->workers[i], NULL);
 	pthread_mutex_destroy(&p->lock);
+	pthread_mutex_destroy(&p->run);
 	pthread_cond_destroy(&p->work);
 	pthread_cond_destroy(&p->done);
 	free(p->workers);
@@ -114,6 +117,7 @@ void fmt_pool_run(fmt_pool *p, size_t n, fmt_task_fn fn, void *ctx)
 			fn(ctx, i);
 		return;
 	}
+	pthread_mutex_lock(&p->run);
 	pthread_mutex_lock(&p->lock);
 	p->fn = fn;
 	p->ctx = ctx;
@@ -126,4 +130,5 @@ void fmt_pool_run(fmt_pool *p, size_t n, fmt_task_fn fn, void *ctx)
 	while (p->unfinished)
 		pthread_cond_wait(&p->done, &p->lock);
 	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->run);
 }

@@ -12,6 +12,8 @@
 	X(fmt_driver_gguf) \
 	X(fmt_driver_apsim) \
 	X(fmt_driver_apsim_index) \
+	X(fmt_driver_apr) \
+	X(fmt_driver_nk) \
 	/* a new driver: one X(fmt_driver_NAME) \ line above this one */
 
 #define DECLARE_DRIVER(d) extern const fmt_driver d;

@@ -27,7 +27,9 @@ TEST(new_format_is_known_to_the_registry_once_registered)
 	fmt_driver_names(names, sizeof names);
 	CHECK(strstr(names, ", dummy") != NULL);
 	fmt_driver_writer_names(names, sizeof names);
-	CHECK_STR(names, "safetensors, gguf, apsim or dummy");
+	/* the built-in writers in registry order, then the one registered last */
+	CHECK(strncmp(names, "safetensors, gguf, apsim", 24) == 0);
+	CHECK(strlen(names) > 9 && strcmp(names + strlen(names) - 9, " or dummy") == 0);
 	/* The capability questions answer for it from its table alone. */
 	CHECK(fmt_driver_holds_dtype(&fmt_driver_dummy, FMT_DT_F32));
 	CHECK(!fmt_driver_holds_dtype(&fmt_driver_dummy, FMT_DT_F16));

@@ -26,6 +26,9 @@ typedef struct convert_opts {
 	int shard_given;
 	int force_set;               /* the output was named NAME.<ext>.index.json */
 	int sign;                    /* --sign */
+	const char *layout;          /* --apr-layout: one of the target driver's layouts */
+	fmt_codec codec;             /* -c/--compress */
+	int codec_level;
 	fmt_key_opts key;            /* which key --sign uses */
 	fmt_overflow_mode overflow;  /* --overflow (--allow-overflow = saturate) */
 	/* datasets */

@@ -13,7 +13,7 @@
 enum { OPT_TO = FMT_OPT_FIRST_TOOL_OPTION, OPT_DTYPE, OPT_ARCH, OPT_SET, OPT_SET_FROM, OPT_INCLUDE,
        OPT_EXCLUDE, OPT_DRY_RUN, OPT_SHARD, OPT_SIGN, OPT_NO_VERIFY, OPT_OVERFLOW, OPT_ALLOW_OVERFLOW,
        OPT_FROM, OPT_NO_HEADER, OPT_DELIMITER, OPT_NULL_VALUE, OPT_SCHEMA, OPT_COMPRESSION, OPT_TYPE,
-       OPT_CARD, OPT_CHUNK_ROWS, OPT_TRUENO, OPT_COMPAT };
+       OPT_CARD, OPT_CHUNK_ROWS, OPT_TRUENO, OPT_COMPAT, OPT_APR_LAYOUT };
 
 static void dataset_type_words(char *buf, size_t n);
 
@@ -23,6 +23,12 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("dtype", OPT_DTYPE, "TYPE", "f32, f16, bf16, q8_0, q4_0 (GGUF), int8, int4, fp8, fp6,\n"
 		      "fp4 (.apsim compressed tensors) or keep (default: f16 for\nGGUF, keep otherwise)"),
 	  .complete = FMT_COMPLETE_WORDS, .words = "f32 f16 bf16 q8_0 q4_0 int8 int4 fp8 fp6 fp4 keep" },
+	{ FMT_CLI_OPT("apr-layout", OPT_APR_LAYOUT, "LAYOUT", "seed (default: APR\\x02, XXH3 footer, compression) or\n"
+		      "aprender (APR\\0, byte-identical to aprender's writer)"),
+	  .complete = FMT_COMPLETE_WORDS, .words = "seed aprender" },
+	{ FMT_CLI_OPT("compress", 'c', "CODEC", "none, lz4[:LEVEL] or zstd[:LEVEL] (APR seed layout: one frame\n"
+		      "per tensor; default none)"),
+	  .complete = FMT_COMPLETE_WORDS, .words = "none lz4 zstd zstd:19" },
 	{ FMT_CLI_OPT("shard", OPT_SHARD, "SIZE", "write a shard set of at most SIZE of tensor data per shard\n"
 		      "(default: 5GB for safetensors, 4GB for .apsim, none for GGUF)") },
 	{ FMT_CLI_OPT("sign", OPT_SIGN, NULL, "sign the .apsim output (the per-user key unless a secret is given)") },
@@ -35,7 +41,7 @@ static const fmt_cli_option options[] = {
 	  .complete = FMT_COMPLETE_ENV },
 	{ FMT_CLI_OPT("secret-prompt", FMT_OPT_SECRET_PROMPT, NULL, "sign with a team secret typed at a prompt") },
 	{ FMT_CLI_OPT("no-verify", OPT_NO_VERIFY, NULL, "do not check the input's digest before converting") },
-	{ FMT_CLI_OPT("arch", OPT_ARCH, "NAME", "set general.architecture (GGUF)") },
+	{ FMT_CLI_OPT("arch", OPT_ARCH, "NAME", "set general.architecture (GGUF; arch for APR)") },
 	{ FMT_CLI_OPT("set", OPT_SET, "KEY[:TYPE]=VALUE", "add or replace a metadata key; TYPE is one of\n"
 		      "u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool str (default str)"), .flags = FMT_CLI_REPEAT },
 	{ FMT_CLI_OPT("set-from", OPT_SET_FROM, "FILE", "add the keys of a JSON object"),
@@ -182,6 +188,39 @@ static int push(const char **list, size_t *n, const char *item)
 	list[(*n)++] = item;
 	return 0;
 }
+/* -c none|lz4[:LEVEL]|zstd[:LEVEL] */
+static int parse_codec(const char *s, convert_opts *o)
+{
+	static const struct { const char *name; fmt_codec codec; int max; } codecs[] = {
+		{ "none", FMT_CODEC_NONE, 0 }, { "lz4", FMT_CODEC_LZ4, 12 }, { "zstd", FMT_CODEC_ZSTD, 19 },
+	};
+	const char *colon = strchr(s, ':');
+	size_t n = colon ? (size_t)(colon - s) : strlen(s);
+	for (size_t i = 0; i < sizeof codecs / sizeof codecs[0]; i++) {
+		if (strlen(codecs[i].name) != n || strncmp(codecs[i].name, s, n) != 0)
+			continue;
+		o->codec = codecs[i].codec;
+		if (!colon)
+			return 0;
+		char *end;
+		long level = strtol(colon + 1, &end, 10);
+		if (!colon[1] || *end || level < 1 || level > codecs[i].max)
+			return -1;
+		o->codec_level = (int)level;
+		return 0;
+	}
+	return -1;
+}
+
+static int has_layout(const fmt_driver *d, const char *layout)
+{
+	for (size_t i = 0; d->layouts && d->layouts[i]; i++)
+		if (strcmp(d->layouts[i], layout) == 0)
+			return 1;
+	return 0;
+}
+
+/* The writer for an output name; NAME.<ext>.index.json asks for a shard set of <ext>. */
 static const fmt_driver *output_driver(const char *output, int *force_set)
 {
 	static const char index_suffix[] = ".index.json";
@@ -222,6 +261,11 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 		break;
 	case OPT_SIGN: o->sign = 1; break;
 	case OPT_NO_VERIFY: o->no_verify = 1; break;
+	case OPT_APR_LAYOUT: o->layout = arg; break;
+	case 'c':
+		if (parse_codec(arg, o) != 0)
+			return fmt_fail(e, FMT_USAGE, "-c takes none, lz4[:1-12] or zstd[:1-19]"), -1;
+		break;
 	case OPT_OVERFLOW:
 		if (!fmt_overflow_mode_from_name(arg, &o->overflow))
 			return fmt_fail(e, FMT_USAGE, "--overflow takes refuse, saturate or widen"), -1;
@@ -244,9 +288,10 @@ static const fmt_cli_tool tool = {
 	.name = TOOL,
 	.synopsis = "[OPTIONS] INPUT OUTPUT",
 	.about = "Convert a model between safetensors (single file or sharded index), GGUF\n"
-		 "(single file or split set) and Apsi checkpoints (.apsim, single or sharded),\n"
-		 "with dtype conversion, quantization and compression; or a dataset between CSV,\n"
-		 "JSON Lines, Arrow IPC (file .arrow, stream .arrows) and .ald.",
+		 "(single file or split set), Apsi checkpoints (.apsim, single or sharded) and\n"
+		 "APR (.apr, seed or aprender layout), with dtype conversion, quantization and\n"
+		 "compression; or a dataset between CSV, JSON Lines, Arrow IPC (file .arrow,\n"
+		 "stream .arrows) and .ald.",
 	.options = options,
 	.footer = "OUTPUT may be - (standard output, not a terminal) with --to.\n"
 		  "Exit status: 0 ok, 2 usage, 3 I/O error, 4 invalid input (or NaN/Inf to quantize, or\n"
@@ -299,6 +344,11 @@ int main(int argc, char **argv)
 		}
 		return fmt_cli_usage_error(&tool, msg);
 	}
+	if (o->layout && !has_layout(o->to, o->layout))
+		return fmt_cli_usage_error(&tool, o->to->layouts ? "--apr-layout takes seed or aprender"
+								 : "--apr-layout needs .apr output");
+	if ((o->codec == FMT_CODEC_LZ4 || o->codec == FMT_CODEC_ZSTD) && !o->to->compresses)
+		return fmt_cli_usage_error(&tool, "-c needs an output format that compresses (APR)");
 	o->json = cli.common.json;
 	o->quiet = cli.common.quiet;
 	o->verbose = cli.common.verbose;

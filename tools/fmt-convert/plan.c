@@ -429,6 +429,8 @@ fmt_kind plan_build(convert_plan *p, const fmt_model *in, const convert_opts *o,
 	memset(p, 0, sizeof *p);
 	fmt_model_init(&p->mid);
 	fmt_model_init(&p->out);
+	if (in->opaque)
+		return fmt_fail(e, FMT_UNSUPPORTED, "cannot convert: %s", in->opaque);
 	fmt_kind k = parse_wanted(o, tg, &w, e);
 	if (k == FMT_OK && (o->sign || fmt_key_opts_given(&o->key)) && !fmt_driver_can(tg, FMT_CAP_SIGNATURES))
 		k = fmt_fail(e, FMT_USAGE, "--sign needs %s output (%s has no signatures)",

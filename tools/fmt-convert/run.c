@@ -88,7 +88,8 @@ static fmt_kind write_output(convert_plan *p, const fmt_model *in, const char *o
 			     fmt_err *e)
 {
 	fmt_hmac_key key = { 0 };
-	fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->threads };
+	fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->threads,
+			      .layout = o->layout, .codec = o->codec, .codec_level = o->codec_level };
 	fmt_kind k = FMT_OK;
 	if (o->sign || fmt_key_opts_given(&o->key)) {
 		k = fmt_key_from_opts(&o->key, &key, e);
@@ -115,7 +116,7 @@ static fmt_kind open_input(fmt_model *in, const char *input, const convert_opts 
 	fmt_kind k = fmt_model_open(in, input, NULL, e);
 	if (k != FMT_OK || o->no_verify)
 		return k;
-	fmt_verify_opts vo = { .threads = o->threads };
+	fmt_verify_opts vo = { .threads = o->threads, .reads_follow = 1 };
 	k = fmt_model_verify(in, &vo, e);
 	if (k != FMT_OK)
 		fmt_model_free(in);
@@ -133,6 +134,7 @@ fmt_kind convert_run(const char *input, const char *output, const convert_opts *
 		k = open_input(&in, input, o, e);
 	if (k != FMT_OK)
 		return k;
+	in.reader_threads = o->threads;
 	for (size_t i = 0; i < in.n_sources && k == FMT_OK; i++) /* a shard of an input set */
 		k = fmt_check_distinct(in.sources[i].path, output, e);
 	if (k == FMT_OK)

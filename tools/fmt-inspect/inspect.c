@@ -41,9 +41,15 @@ static uint64_t file_bytes(const fmt_model *m)
 /* A shard set keeps its tensors in more than one source. */
 static int is_multi_file(const fmt_model *m)
 {
-	for (size_t i = 1; i < m->n_tensors; i++)
-		if (m->tensors[i].source != m->tensors[0].source)
+	int first = -1;
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		int src = m->tensors[i].source;
+		if (src < 0) /* in memory (e.g. scales a driver computed): in no file */
+			continue;
+		if (first >= 0 && src != first)
 			return 1;
+		first = src;
+	}
 	return 0;
 }
 
@@ -132,12 +138,19 @@ static void format_shape(char *buf, size_t n, const fmt_tensor *t)
 
 typedef struct table_widths {
 	int name, shape, offset;
+	int stored;                    /* some tensor is compressed in the file: STORED and RATIO */
 } table_widths;
+
+/* Raw bytes over stored bytes, for a tensor compressed in its file. */
+static double ratio_of(const fmt_tensor *t)
+{
+	return t->stored_bytes ? (double)t->nbytes / (double)t->stored_bytes : 1.0;
+}
 
 /* Column widths; names longer than 64 bytes overflow their column rather than widen it. */
 static table_widths measure_table(const fmt_model *m)
 {
-	table_widths w = { 4, 5, 6 };
+	table_widths w = { 4, 5, 6, 0 };
 	char buf[FMT_MAX_DIMS * 24];
 	for (size_t i = 0; i < m->n_tensors; i++) {
 		const fmt_tensor *t = &m->tensors[i];
@@ -150,6 +163,7 @@ static table_widths measure_table(const fmt_model *m)
 		len = snprintf(buf, sizeof buf, "%" PRIu64, t->file_offset);
 		if (len > w.offset)
 			w.offset = len;
+		w.stored |= t->stored_bytes != 0;
 	}
 	return w;
 }
@@ -163,6 +177,8 @@ static void text_tensor_line(FILE *out, const fmt_model *m, const fmt_tensor *t,
 	fmt_out_escaped(out, t->name, strlen(t->name));
 	fprintf(out, "%*s  %-8s %-*s  %*" PRIu64 "  %12" PRIu64, w.name > len ? w.name - len : 0, "",
 		fmt_dtype_name(t->dtype), w.shape, shape, w.offset, t->file_offset, t->nbytes);
+	if (w.stored)
+		fprintf(out, "  %12" PRIu64 "  %6.2fx", t->stored_bytes ? t->stored_bytes : t->nbytes, ratio_of(t));
 	if (with_file) {
 		fputs("  ", out);
 		const char *f = tensor_file(m, t);
@@ -175,8 +191,8 @@ static void text_tensors(FILE *out, const fmt_model *m, const char *only)
 {
 	table_widths w = measure_table(m);
 	int with_file = is_multi_file(m);
-	fprintf(out, "tensors:\n  %-*s  %-8s %-*s  %*s  %12s%s\n", w.name, "NAME", "DTYPE", w.shape, "SHAPE",
-		w.offset, "OFFSET", "BYTES", with_file ? "  FILE" : "");
+	fprintf(out, "tensors:\n  %-*s  %-8s %-*s  %*s  %12s%s%s\n", w.name, "NAME", "DTYPE", w.shape, "SHAPE",
+		w.offset, "OFFSET", "BYTES", w.stored ? "        STORED    RATIO" : "", with_file ? "  FILE" : "");
 	for (size_t i = 0; i < m->n_tensors; i++)
 		if (!only || strcmp(only, m->tensors[i].name) == 0)
 			text_tensor_line(out, m, &m->tensors[i], w, with_file);
@@ -234,6 +250,10 @@ static json_t *json_tensor(const fmt_model *m, const fmt_tensor *t, int with_fil
 	json_object_set_new(o, "shape", json_shape(t));
 	json_object_set_new(o, "offset", fmt_json_u64(t->file_offset));
 	json_object_set_new(o, "bytes", fmt_json_u64(t->nbytes));
+	if (t->stored_bytes) {
+		json_object_set_new(o, "stored_bytes", fmt_json_u64(t->stored_bytes));
+		json_object_set_new(o, "ratio", json_real(ratio_of(t)));
+	}
 	if (with_file) {
 		const char *f = tensor_file(m, t);
 		json_object_set_new(o, "file", fmt_json_string(f, strlen(f)));
@@ -325,6 +345,10 @@ static void report_text(FILE *out, const fmt_model *m, const inspect_opts *o,
 {
 	if (stats) {
 		text_stats(out, t, stats);
+		return;
+	}
+	if (o->sections == SECTION_ALL && m->driver->text_summary) {
+		m->driver->text_summary(m, out);
 		return;
 	}
 	if (o->sections & SECTION_SUMMARY) {

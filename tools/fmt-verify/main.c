@@ -7,11 +7,12 @@
 #include "fmt/registry.h"
 #include "verify.h"
 
-enum { OPT_FORMAT = FMT_OPT_FIRST_TOOL_OPTION };
+enum { OPT_FORMAT = FMT_OPT_FIRST_TOOL_OPTION, OPT_RUN_TESTS };
 
 typedef struct verify_args {
 	const char *forced;         /* --format */
 	fmt_key_opts key;
+	int run_tests;              /* --run-tests */
 } verify_args;
 
 static const fmt_cli_option options[] = {
@@ -24,6 +25,8 @@ static const fmt_cli_option options[] = {
 	  .complete = FMT_COMPLETE_ENV },
 	{ FMT_CLI_OPT("secret-prompt", FMT_OPT_SECRET_PROMPT, NULL, "check it with a team secret typed at a prompt") },
 	{ FMT_CLI_OPT("threads", 'T', "N", "digest shards in parallel (default: number of cores)") },
+	{ FMT_CLI_OPT("run-tests", OPT_RUN_TESTS, NULL, "also run embedded regression tests (.nk: nk-run --test);\n"
+		      "a failing case, or a .nk without tests, is exit 11") },
 	{ FMT_CLI_OPT("json", 'j', NULL, "one JSON object per file (JSON Lines)") },
 	{ FMT_CLI_OPT("format", OPT_FORMAT, "NAME", "skip detection:"), .complete = FMT_COMPLETE_FORMAT },
 	{ FMT_CLI_OPT("quiet", 'q', NULL, "print nothing; the exit status tells") },
@@ -36,6 +39,10 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 	verify_args *a = ctx;
 	if (fmt_cli_key_option(id, arg, &a->key))
 		return 0;
+	if (id == OPT_RUN_TESTS) {
+		a->run_tests = 1;
+		return 0;
+	}
 	if (id == OPT_FORMAT) {
 		a->forced = arg;
 		return fmt_driver_by_name(arg) || fmt_table_driver_by_name(arg) ? 0
@@ -55,12 +62,13 @@ static const fmt_cli_tool tool = {
 	.options = options,
 	.footer = "Exit status (the highest over all files): 0 every check passed, 2 usage,\n"
 		  "3 I/O error, 4 invalid format, 5 unsupported version or type, 6 checksum\n"
-		  "mismatch, 7 signature missing or wrong, 9 shard set inconsistent.",
+		  "mismatch, 7 signature missing or wrong, 9 shard set inconsistent, 11 an\n"
+		  "embedded test failed (--run-tests).",
 	.format_names = fmt_format_names,
 	.on_option = on_option,
 };
 
-static fmt_kind verify_file(const char *path, const char *forced, const fmt_verify_opts *vo,
+static fmt_kind verify_file(const char *path, const verify_args *a, const fmt_verify_opts *vo,
 			    const fmt_common_opts *o)
 {
 	fmt_model m;
@@ -68,7 +76,7 @@ static fmt_kind verify_file(const char *path, const char *forced, const fmt_veri
 	fmt_err e;
 	int is_table = 0;
 	fmt_err_clear(&e);
-	fmt_kind k = fmt_open_any(path, forced, &m, &t, &is_table, &e);
+	fmt_kind k = fmt_open_any(path, a->forced, &m, &t, &is_table, &e);
 	if (k == FMT_OK && is_table) {
 		if (vo->keys.hmac)
 			k = fmt_fail(&e, FMT_UNSUPPORTED, "signature checks of datasets are not supported yet");
@@ -82,6 +90,8 @@ static fmt_kind verify_file(const char *path, const char *forced, const fmt_veri
 		progress_begin(&pr, o);
 		k = fmt_model_verify(&m, vo, &e);
 		fmt_progress_end(&pr);
+		if (k == FMT_OK && a->run_tests)
+			k = run_embedded_tests(&m, path, &e);
 		if (k == FMT_OK && !o->quiet)
 			report_ok(&m, o);
 		fmt_model_free(&m);
@@ -116,7 +126,7 @@ int main(int argc, char **argv)
 		const char *path = cli.operands[i];
 		int is_bundle = !a.forced && fmt_bundle_probe(path);
 		int code = fmt_kind_exit(is_bundle ? verify_bundle(path, &vo, &cli.common)
-						   : verify_file(path, a.forced, &vo, &cli.common));
+						   : verify_file(path, &a, &vo, &cli.common));
 		if (code > status)
 			status = code;
 	}

@@ -24,4 +24,8 @@ void report_bundle_ok(const char *path, const fmt_bundle_info *b, const fmt_comm
 /* A bundle: the manifest and member digests; with vo->key also the set's signature. */
 fmt_kind verify_bundle(const char *path, const fmt_verify_opts *vo, const fmt_common_opts *o);
 
+/* --run-tests: the embedded tests of m (read from path), by the driver's test runner; FMT_OK
+ * for formats without tests, TestFailed when a case fails. */
+fmt_kind run_embedded_tests(const fmt_model *m, const char *path, fmt_err *e);
+
 #endif

@@ -63,6 +63,7 @@ typedef struct fmt_tensor {
 	uint64_t chunk_align;          /* reader ranges are multiples of this many bytes (0 = 1) */
 	/* Format-specific position for reporting (safetensors data_offsets begin, GGUF offset). */
 	uint64_t file_offset;
+	uint64_t stored_bytes;         /* bytes in the file when compressed there; 0 = nbytes */
 } fmt_tensor;
 
 struct fmt_driver;
@@ -116,6 +117,12 @@ typedef struct fmt_model {
 	/* The driver's close, set with driver when a driver opens the model (the model knows
 	 * nothing of drivers: they sit above it). */
 	void (*close)(struct fmt_model *m);
+	/* Why this model's content cannot be converted (a file that holds no tensors the toolkit
+	 * can read, such as APR v1's serialised structs), or NULL. Static text. */
+	const char *opaque;
+	/* Threads a driver may use to decode tensors ahead of their reads (the tool's -T; 0 or 1:
+	 * none). */
+	int reader_threads;
 } fmt_model;
 
 void fmt_model_init(fmt_model *m);

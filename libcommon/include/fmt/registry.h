@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <stdio.h>
 #include "fmt/model.h"
 #include "fmt/io.h"
 #include "fmt/shardset.h"
@@ -12,9 +13,17 @@
 
 struct fmt_driver;
 
+/* Compression of tensor data, for formats that compress (fmt_driver.compresses). DEFAULT: what
+ * the model being written had in its file when it is of the same format (fmt-shard split and
+ * merge keep a set compressed), else none. */
+typedef enum fmt_codec { FMT_CODEC_DEFAULT, FMT_CODEC_NONE, FMT_CODEC_LZ4, FMT_CODEC_ZSTD } fmt_codec;
+
 /* Options shared by the writers; a driver ignores what it cannot use. */
 typedef struct fmt_write_opts {
 	unsigned sink_flags;          /* FMT_SINK_FORCE */
+	const char *layout;           /* one of the driver's layouts; NULL = its first (default) */
+	fmt_codec codec;              /* FMT_CODEC_DEFAULT unless the driver compresses */
+	int codec_level;              /* 0 = the codec's default */
 	int threads;
 	fmt_keyset keys;              /* sign with these (formats with signatures), none: unsigned */
 	/* Options only one driver understands (its own struct, e.g. fmt_gguf_opts): used by
@@ -27,6 +36,9 @@ typedef struct fmt_write_opts {
 typedef struct fmt_verify_opts {
 	int threads;                  /* digests of shards in parallel */
 	fmt_keyset keys;              /* check the signature with these (none: not asked) */
+	/* The caller reads every tensor next (a converter): checks its reads make anyway (APR
+	 * frames decode to their size) may be left to them, so the data is not decoded twice. */
+	int reads_follow;
 } fmt_verify_opts;
 
 #define FMT_PROBE_BYTES 4096
@@ -70,6 +82,9 @@ typedef struct fmt_driver {
 	 * NULL: want. */
 	fmt_dtype (*choose_dtype)(const fmt_tensor *t, fmt_dtype want, const char **why);
 	const char *default_dtype;    /* --dtype when none is given ("f16"); NULL: keep */
+	/* Byte layouts the writer offers (NULL-terminated; the first is the default), or NULL. */
+	const char *const *layouts;
+	int compresses;               /* the writer compresses tensor data (fmt_write_opts.codec) */
 	const char *arch_key;         /* the key naming the architecture, or NULL */
 	/* Shard sets: the set driver of a single-file format, and the single-file driver of a
 	 * set (index) driver; NULL when there is none. */
@@ -111,6 +126,11 @@ typedef struct fmt_driver {
 	void (*close)(fmt_model *m);  /* free format_state; may be NULL */
 	/* Format-specific facts for fmt-inspect (digest, signature, shards...), or NULL. */
 	json_t *(*describe)(const fmt_model *m);
+	/* The format's own text summary, which fmt-inspect shows instead of its generic report
+	 * (no option narrowing the report); NULL for the generic one. */
+	void (*text_summary)(const fmt_model *m, FILE *out);
+	/* The tool that runs the file's embedded tests (fmt-verify --run-tests), or NULL. */
+	const char *test_runner;
 } fmt_driver;
 
 /* Capability questions (the answers of d's fields, with their defaults). */

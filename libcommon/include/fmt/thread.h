@@ -14,7 +14,8 @@ void fmt_pool_destroy(fmt_pool *pool);
 int fmt_pool_threads(const fmt_pool *pool);
 
 /* Run fn(ctx, i) for i in 0..n-1 on the pool (the caller works too) and return when all are
- * done. Tasks must not call fmt_pool_run on the same pool. */
+ * done. Callers on several threads take turns. Tasks must not call fmt_pool_run on the same
+ * pool. */
 void fmt_pool_run(fmt_pool *pool, size_t n, fmt_task_fn fn, void *ctx);
 
 #endif

@@ -1,0 +1,221 @@
+/* APR v1 (`APRN`, specs/apr.md Part B §16): aprender's classic single-model files. The payload
+ * is a bincode serialisation of a Rust struct, so fmtkit shows the framing and metadata and
+ * checks the CRC32 trailer, but hands out no tensors. */
+#include <stdlib.h>
+#include <string.h>
+#include <msgpack.h>
+#include <zlib.h>
+#include "fmt/checked.h"
+#include "apr_internal.h"
+
+#define V1_MAX_UNCOMPRESSED (1ull << 30)
+#define V1_SIGNATURE 96u               /* Ed25519 signature (64) and public key (32) */
+#define V1_MAX_DEPTH 32
+
+static int known_model_type(uint16_t t)
+{
+	return (t >= 0x0001 && t <= 0x000A) || (t >= 0x0010 && t <= 0x0012) || t == 0x0020 || t == 0x0021 ||
+	       t == 0x0030 || t == 0x0040 || t == 0x00FF;
+}
+
+/* ---- MessagePack metadata as JSON ---- */
+
+static json_t *mp_to_json(const msgpack_object *o, int depth)
+{
+	if (depth > V1_MAX_DEPTH)
+		return NULL;
+	switch (o->type) {
+	case MSGPACK_OBJECT_NIL: return json_null();
+	case MSGPACK_OBJECT_BOOLEAN: return json_boolean(o->via.boolean);
+	case MSGPACK_OBJECT_POSITIVE_INTEGER:
+		return o->via.u64 <= INT64_MAX ? json_integer((json_int_t)o->via.u64) : json_real((double)o->via.u64);
+	case MSGPACK_OBJECT_NEGATIVE_INTEGER: return json_integer((json_int_t)o->via.i64);
+	case MSGPACK_OBJECT_FLOAT32:
+	case MSGPACK_OBJECT_FLOAT64: return json_real(o->via.f64);
+	case MSGPACK_OBJECT_STR: return json_stringn_nocheck(o->via.str.ptr, o->via.str.size);
+	case MSGPACK_OBJECT_BIN: return json_stringn_nocheck(o->via.bin.ptr, o->via.bin.size);
+	case MSGPACK_OBJECT_ARRAY: {
+		json_t *a = json_array();
+		for (uint32_t i = 0; a && i < o->via.array.size; i++) {
+			json_t *x = mp_to_json(&o->via.array.ptr[i], depth + 1);
+			if (!x || json_array_append_new(a, x) != 0) {
+				json_decref(a);
+				return NULL;
+			}
+		}
+		return a;
+	}
+	case MSGPACK_OBJECT_MAP: {
+		json_t *m = json_object();
+		for (uint32_t i = 0; m && i < o->via.map.size; i++) {
+			const msgpack_object_kv *kv = &o->via.map.ptr[i];
+			if (kv->key.type != MSGPACK_OBJECT_STR) {
+				json_decref(m);
+				return NULL;
+			}
+			char *key = strndup(kv->key.via.str.ptr, kv->key.via.str.size);
+			json_t *x = mp_to_json(&kv->val, depth + 1);
+			if (!key || !x || json_object_set_new(m, key, x) != 0) {
+				free(key);
+				json_decref(m);
+				return NULL;
+			}
+			free(key);
+		}
+		return m;
+	}
+	default:
+		return NULL;
+	}
+}
+
+/* 1 if every MessagePack array, map, string and binary in p[0..n) declares no more than the
+ * bytes left can hold: msgpack-c allocates by the declared counts before reading the items. */
+static int mp_plausible(const uint8_t *p, size_t n)
+{
+	uint64_t pending = 1;
+	size_t at = 0;
+	while (pending > 0) {
+		if (at >= n)
+			return 0;
+		uint8_t b = p[at++];
+		uint64_t skip = 0, items = 0;
+		size_t len_bytes = 0;
+		if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3)
+			;
+		else if (b >= 0x80 && b <= 0x8f)
+			items = 2u * (b & 0x0f);
+		else if (b >= 0x90 && b <= 0x9f)
+			items = b & 0x0f;
+		else if (b >= 0xa0 && b <= 0xbf)
+			skip = b & 0x1f;
+		else if (b >= 0xcc && b <= 0xd3)
+			skip = 1u << ((b - 0xcc) & 3);
+		else if (b == 0xca || b == 0xcb)
+			skip = b == 0xca ? 4 : 8;
+		else if (b >= 0xd4 && b <= 0xd8)
+			skip = 1 + (1u << (b - 0xd4));
+		else if (b == 0xc4 || b == 0xd9 || b == 0xc7)
+			len_bytes = 1;
+		else if (b == 0xc5 || b == 0xda || b == 0xc8 || b == 0xdc || b == 0xde)
+			len_bytes = 2;
+		else if (b == 0xc6 || b == 0xdb || b == 0xc9 || b == 0xdd || b == 0xdf)
+			len_bytes = 4;
+		else
+			return 0;
+		if (len_bytes) {
+			if (n - at < len_bytes)
+				return 0;
+			uint64_t len = 0;
+			for (size_t i = 0; i < len_bytes; i++)
+				len = len << 8 | p[at + i];
+			at += len_bytes;
+			if (b == 0xdc || b == 0xdd)
+				items = len;
+			else if (b == 0xde || b == 0xdf)
+				items = 2 * len;
+			else
+				skip = len + (b >= 0xc7 && b <= 0xc9);
+		}
+		if (skip > n - at || items > n - at)
+			return 0;
+		at += (size_t)skip;
+		pending = pending - 1 + items;
+	}
+	return at == n;
+}
+
+static fmt_kind read_metadata(fmt_model *m, apr_state *st, const uint8_t *p, size_t n, fmt_err *e)
+{
+	msgpack_unpacked u;
+	size_t off = 0;
+	if (!mp_plausible(p, n))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata is not one MessagePack value of %zu bytes", n);
+	msgpack_unpacked_init(&u);
+	msgpack_unpack_return r = msgpack_unpack_next(&u, (const char *)p, n, &off);
+	fmt_kind k = FMT_OK;
+	if (r != MSGPACK_UNPACK_SUCCESS || off != n || u.data.type != MSGPACK_OBJECT_MAP)
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata is not one MessagePack map of %zu bytes", n);
+	json_t *j = k == FMT_OK ? mp_to_json(&u.data, 0) : NULL;
+	if (k == FMT_OK && !j)
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: a map key that is not a string, or nesting too deep");
+	msgpack_unpacked_destroy(&u);
+	char *text = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	if (k == FMT_OK && !text)
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata holds strings that are not UTF-8");
+	if (k == FMT_OK)
+		k = fmt_apr_meta_read(m, text, strlen(text), APR_V1, NULL, e);
+	free(text);
+	if (k == FMT_OK)
+		st->v1_meta = j;
+	else
+		json_decref(j);
+	return k;
+}
+
+fmt_kind fmt_apr_v1_open(fmt_model *m, apr_state *st, fmt_err *e)
+{
+	fmt_source *s = &m->sources[0];
+	uint8_t h[APR_V1_HEADER];
+	if (s->size < APR_V1_HEADER + 4)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "truncated: %llu bytes, an APR v1 file has at least 36",
+				(unsigned long long)s->size);
+	fmt_kind k = fmt_source_read(s, 0, h, sizeof h, e);
+	if (k != FMT_OK)
+		return k;
+	st->layout = APR_V1;
+	st->version_major = h[4];
+	st->version_minor = h[5];
+	st->model_type = fmt_rd_u16(h + 6);
+	st->metadata_size = fmt_rd_u32(h + 8);
+	st->payload_size = fmt_rd_u32(h + 12);
+	st->uncompressed_size = fmt_rd_u32(h + 16);
+	st->v1_compression = h[20];
+	st->v1_flags = h[21] & 0x7F;
+	st->v1_quality = h[22];
+	m->version = 1;
+	m->opaque = "APR v1 holds a serialised Rust model, not tensors (fmtkit inspects and verifies it only)";
+	if (st->version_major != 1)
+		return fmt_fail(e, FMT_UNSUPPORTED, "APR v1 file of version %u.%u (this build reads 1.x)", h[4], h[5]);
+	if (!known_model_type(st->model_type))
+		return fmt_fail(e, FMT_UNSUPPORTED, "APR v1 model type 0x%04x is not one aprender defines", st->model_type);
+	if (st->v1_compression > 3)
+		return fmt_fail(e, FMT_UNSUPPORTED, "APR v1 compression %u is not one aprender defines", st->v1_compression);
+	if (st->uncompressed_size > V1_MAX_UNCOMPRESSED)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "uncompressed_size %u is above aprender's 1 GiB limit",
+				st->uncompressed_size);
+	uint64_t expect = (uint64_t)APR_V1_HEADER + st->metadata_size + st->payload_size +
+			  ((st->v1_flags & 0x2) ? V1_SIGNATURE : 0) + 4;
+	if (expect != s->size)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "the header describes %llu bytes, the file has %llu",
+				(unsigned long long)expect, (unsigned long long)s->size);
+	const uint8_t *meta;
+	k = fmt_source_view(s, APR_V1_HEADER, st->metadata_size, &meta, e);
+	if (k == FMT_OK)
+		k = read_metadata(m, st, meta, st->metadata_size, e);
+	uint8_t f[4];
+	if (k == FMT_OK)
+		k = fmt_source_read(s, s->size - 4, f, 4, e);
+	st->checksum = fmt_rd_u32(f);
+	return k;
+}
+
+fmt_kind fmt_apr_v1_verify(fmt_model *m, const apr_state *st, fmt_err *e)
+{
+	fmt_source *s = &m->sources[0];
+	const uint8_t *p;
+	uint64_t n = s->size - 4;
+	fmt_kind k = fmt_source_view(s, 0, n, &p, e);
+	if (k != FMT_OK)
+		return k;
+	uint32_t c = 0;
+	for (uint64_t off = 0; off < n;) {
+		uInt part = n - off > (1u << 30) ? (1u << 30) : (uInt)(n - off);
+		c = (uint32_t)crc32(c, p + off, part);
+		off += part;
+	}
+	if (c != (uint32_t)st->checksum)
+		return fmt_fail(e, FMT_CHECKSUM, "CRC32 trailer mismatch: the file gives %08x, the trailer says %08x", c,
+				(unsigned)st->checksum);
+	return FMT_OK;
+}

@@ -1,0 +1,168 @@
+/* netkit .nk files (specs/nk.md): the parsed structure of a v3 (float) or v4 (int8) model,
+ * every count, size and offset checked, shapes propagated layer by layer. Tensor data stays
+ * where it is (a pointer into the bytes given to fmt_nk_parse); nothing is copied but the small
+ * per-channel scale lists. fmt-inspect and fmt-verify read it through the registry (the "nk"
+ * driver); nk-run interprets it. */
+#ifndef FMT_NK_H
+#define FMT_NK_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <jansson.h>
+#include "fmt/err.h"
+
+#define NK_HEADER_BYTES 48
+#define NK_MAX_LAYERS 100
+#define NK_MAX_TENSORS 128   /* each catalog separately (§17.6) */
+#define NK_MAX_CASES 16
+#define NK_MAX_CASE_VALUES 16384
+#define NK_MAX_TAPS 4
+#define NK_MAX_HEAD_CONVS 4
+#define NK_MAX_QUANT_CHANNELS 2048
+
+#define NK_FLAG_TESTS 0x0001u
+#define NK_FLAG_QUANT 0x0002u
+#define NK_FLAG_INT8_TESTS 0x0004u
+
+enum nk_network { NK_MLP = 1, NK_CNN = 2 };
+
+enum nk_kind {
+	NK_DENSE = 1, NK_CONV2D = 2, NK_MAXPOOL = 3, NK_FLATTEN = 4, NK_AVGPOOL = 5,
+	NK_BATCHNORM = 6, NK_DEPTHWISE = 7, NK_CONVNEXT = 8, NK_UIB = 9, NK_RESNET = 10,
+	NK_LAYERNORM = 11, NK_YOLOX_HEAD = 12, NK_FEATURE_TAP = 13, NK_PAFPN = 14
+};
+
+enum nk_act {
+	NK_ACT_NONE = 0, NK_ACT_RELU = 1, NK_ACT_SIGMOID = 2, NK_ACT_TANH = 3, NK_ACT_LEAKY = 4,
+	NK_ACT_RELU6 = 5, NK_ACT_SOFTMAX = 6
+};
+
+enum nk_dtype { NK_F32 = 1, NK_I8 = 2, NK_I32 = 3 };
+
+/* An activation's shape: h x w x c (NHWC, no batch), or a vector of c values (flat; after
+ * flatten, dense, PAFPN), or an MLP's batch x features (h = batch rows, c = features). */
+typedef struct nk_shape {
+	uint32_t h, w, c;
+	int flat;
+} nk_shape;
+
+static inline uint64_t nk_shape_count(nk_shape s)
+{
+	return (uint64_t)s.h * s.w * s.c;
+}
+
+typedef struct nk_tensor {
+	uint8_t rank, dtype;
+	uint32_t dims[4];
+	uint32_t count;          /* num_elements */
+	uint64_t offset;         /* absolute file offset of the first byte */
+	uint64_t bytes;
+	const void *data;        /* into the bytes given to fmt_nk_parse */
+} nk_tensor;
+
+/* QUAN record k (§6) plus its per-channel scales. */
+typedef struct nk_quant {
+	float in_scale, w_scale, b_scale, out_scale;
+	int32_t in_zp, w_zp, b_zp, out_zp;
+	uint32_t n_scales;
+	float *scales;           /* n_scales per-channel weight scales (owned), or NULL */
+} nk_quant;
+
+/* One layer record with its fields decoded (§4) and its place in the graph. */
+typedef struct nk_layer {
+	uint8_t kind;
+	uint32_t record_offset;
+	uint8_t act;             /* dense / conv2d / depthwise; NK_ACT_NONE elsewhere */
+	float alpha;
+	/* conv2d, depthwise, pools: geometry with decoded pads */
+	uint32_t kh, kw, stride;
+	uint32_t pad_t, pad_l, pad_b, pad_r;
+	uint8_t raw_byte15;      /* conv pad_extra / depthwise kw byte, as stored */
+	uint16_t pool_meta;
+	/* units (dense), filters (conv2d), channels (depthwise, BN, LN, ConvNeXt, tap) */
+	uint32_t units;
+	float eps;               /* LN, ConvNeXt */
+	/* UIB, ResNet, YOLOX */
+	uint32_t in_ch, out_ch;
+	uint8_t start_dw, middle_dw, uib_stride, middle_down;
+	float expand_ratio;
+	uint32_t expanded;       /* UIB: make_divisible(in * ratio, 8) */
+	uint8_t start_stride, middle_stride; /* UIB: the depthwise strides (§11.9) */
+	nk_shape uib_start;      /* UIB: the shape after the start depthwise (= in without one) */
+	uint32_t hidden, classes, convs;
+	uint32_t c3, c4, c5;
+	uint8_t tap_id;
+	/* weight/bias pairs [first_pair, first_pair + n_pairs) */
+	uint32_t first_pair, n_pairs;
+	nk_shape in, out;
+} nk_layer;
+
+typedef struct nk_case {
+	char name[128];          /* as stored, NUL-terminated (may hold any bytes) */
+	uint32_t name_len;
+	int32_t label;
+	uint32_t n_in, n_out;
+	const uint8_t *in;       /* float32 LE, or int8 when the file says so; may be unaligned */
+	const uint8_t *expected; /* float32 LE; may be unaligned */
+	uint64_t offset;
+} nk_case;
+
+/* Who owns weight/bias pair k: a layer, and the sub-operation inside it. */
+typedef struct nk_pair {
+	uint32_t layer;
+	char role[24];           /* "" for one-pair layers, "expand", "bn1", "head2.cls_conv0", ... */
+} nk_pair;
+
+typedef struct nk_model {
+	const uint8_t *base;
+	uint64_t size;
+	uint32_t version;
+	uint8_t network, input_rank;
+	uint16_t flags;
+	uint32_t input_shape[4];
+	uint32_t n_layers, n_weights, n_biases, weights_bytes, biases_bytes;
+	nk_layer *layers;
+	nk_tensor *weights, *biases;
+	nk_pair *pairs;          /* n_weights entries */
+	int quantized;
+	uint16_t qflags;
+	uint32_t n_quant;
+	nk_quant *quant;         /* n_quant records, parallel to the weight catalog */
+	uint64_t catalog_offset, quan_offset, meta_end, payload_offset, tcas_offset;
+	uint32_t n_cases;
+	float tolerance;
+	nk_case *cases;
+	nk_shape input, output;
+	uint64_t input_count, output_count;
+} nk_model;
+
+/* Parse and validate size bytes at data (which must stay valid and unchanged while nm is
+ * used). InvalidFormat naming the field / layer index on any inconsistency; Unsupported for
+ * versions other than 3 and 4 and for network kinds other than MLP and CNN. */
+fmt_kind fmt_nk_parse(nk_model *nm, const void *data, uint64_t size, fmt_err *e);
+void fmt_nk_free(nk_model *nm);
+
+/* Names for reports. */
+const char *fmt_nk_kind_name(unsigned kind);        /* "dense", "conv2d", ... */
+const char *fmt_nk_act_name(unsigned act);          /* "none", "relu", ... ("none" if unknown) */
+const char *fmt_nk_dtype_name(unsigned dtype);      /* "float32", "int8", "int32" */
+
+/* §15.2: upstream's "Network Summary" block for a file named path, to f. */
+void fmt_nk_print_summary(FILE *f, const nk_model *nm, const char *path);
+/* Header, layers, catalog, QUAN, TCAS summary as JSON (for fmt-inspect --json). */
+json_t *fmt_nk_describe_json(const nk_model *nm);
+/* [h, w, c], [rows, n] or [n] as upstream prints shapes (§13). */
+json_t *fmt_nk_shape_json(nk_shape s);
+
+struct fmt_model;
+struct fmt_driver;
+/* The .nk driver itself, for a tool that reads nothing else (nk-run opens with it forced, so a
+ * file that is not .nk gets the .nk reader's message). */
+extern const struct fmt_driver fmt_driver_nk;
+/* The parsed structure behind a model opened by the "nk" driver, NULL for other formats. */
+const nk_model *fmt_nk_model_of(const struct fmt_model *m);
+
+/* Reads of unaligned little-endian float32 / int32 (test case data, per-channel scales). */
+float fmt_nk_rd_f32(const uint8_t *p);
+
+#endif

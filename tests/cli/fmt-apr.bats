@@ -1,0 +1,489 @@
+#!/usr/bin/env bats
+# APR files (specs/apr.md) through the tools: the seed layout with and without LZ4/zstd (checked
+# by an independent Python reader and xxhsum), the aprender layout's worked example (§20) and
+# vectors (§21) made by fmt-convert, the falsification tests FMT-001..004 (A.9), APR v1, the
+# aprender-tsp files, metadata keys to and from GGUF, and the option errors.
+
+bats_require_minimum_version 1.5.0
+
+setup() {
+	load helpers
+	cd "$BATS_TEST_TMPDIR"
+	make_samples
+	TINY="$SAMPLES/tiny.safetensors"
+	CHECK="/usr/bin/python3 $REPO_ROOT/scripts/gen/apr-check"
+	TSP="$REPO_ROOT/tests/data/fixtures/apr"
+}
+
+# safetensors NAME=DTYPE:SHAPE:VALUES... (values comma-separated floats or ints) into FILE.
+make_st() {
+	/usr/bin/python3 - "$@" <<'PY'
+import json, struct, sys
+import numpy as np
+out, specs = sys.argv[1], sys.argv[2:]
+hdr, data = {}, b""
+for s in specs:
+    name, rest = s.split("=", 1)
+    dtype, shape, vals = rest.split(":")
+    np_t = {"F32": np.float32, "I64": np.int64, "F16": np.float16, "F64": np.float64}[dtype]
+    shape = [int(x) for x in shape.split("x")] if shape else []
+    a = np.array([float(v) for v in vals.split(",")], dtype=np_t).reshape(shape)
+    b = a.tobytes()
+    hdr[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(b)]}
+    data += b
+h = json.dumps(hdr, separators=(",", ":")).encode()
+h += b" " * (-len(h) % 8)
+open(out, "wb").write(struct.pack("<Q", len(h)) + h + data)
+PY
+}
+
+# A larger numpy model (F32, compressible and not) for compression round trips.
+make_numpy_model() {
+	/usr/bin/python3 - "$1" <<'PY'
+import json, struct, sys
+import numpy as np
+rng = np.random.default_rng(7)
+t = {"a.weight": rng.standard_normal((64, 64)).astype(np.float32),
+     "b.weight": np.tile(np.arange(32, dtype=np.float32), 64).reshape(64, 32),
+     "c.bias": np.zeros(7, dtype=np.float32)}
+hdr, data = {}, b""
+for n in sorted(t):
+    b = t[n].tobytes()
+    hdr[n] = {"dtype": "F32", "shape": list(t[n].shape), "data_offsets": [len(data), len(data) + len(b)]}
+    data += b
+h = json.dumps(hdr).encode()
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + data)
+PY
+}
+
+# ---- seed layout ----
+
+@test "safetensors -> apr -> safetensors is byte-identical for none, lz4 and zstd (FMT-002)" {
+	for c in none lz4 zstd zstd:19 lz4:9; do
+		run fmt-convert -f -c "$c" "$TINY" t.apr
+		assert_success
+		run fmt-verify t.apr
+		assert_success
+		assert_output --partial "t.apr: ok (apr, 5 tensors"
+		run fmt-convert -f t.apr back.safetensors
+		assert_success
+		cmp back.safetensors "$TINY" || fail "round trip with -c $c differs"
+	done
+}
+
+@test "an independent reader decodes our LZ4 and zstd frames to the same bytes as the raw file" {
+	make_numpy_model m.safetensors
+	fmt-convert m.safetensors raw.apr
+	fmt-convert -c lz4 m.safetensors l.apr
+	fmt-convert -c zstd m.safetensors z.apr
+	for f in raw l z; do $CHECK $f.apr | jq -c '[.tensors[] | {name, raw, sha256}]' >$f.json; done
+	cmp raw.json l.json
+	cmp raw.json z.json
+	run jq -r '.flags' <($CHECK l.apr)
+	assert_output 1
+	run jq -r '.flags' <($CHECK z.apr)
+	assert_output 2
+	# b.weight compresses, a.weight (random) does not: stored sizes say so
+	run jq -r '.tensors[] | select(.name == "b.weight") | .stored < 8192' <($CHECK z.apr)
+	assert_output true
+}
+
+@test "the footer checksum is XXH3-64 of every byte before it, as xxhsum -H3 computes it" {
+	make_numpy_model m.safetensors
+	for c in none lz4 zstd; do
+		fmt-convert -f -c $c m.safetensors x.apr
+		n=$($CHECK x.apr | jq -r .hashed_bytes)
+		want=$($CHECK x.apr | jq -r .footer_xxh3)
+		got=$(head -c "$n" x.apr | xxhsum -H3 | sed 's/.*= //')
+		[ "$got" = "$want" ] || fail "-c $c: xxhsum $got, footer $want"
+	done
+}
+
+@test "FMT-001: every tensor offset of every written file is a multiple of 64" {
+	make_numpy_model m.safetensors
+	fmt-convert --dtype f16 "$TINY" f16.gguf
+	for c in none lz4 zstd; do
+		for in in m.safetensors "$TINY" f16.gguf; do
+			fmt-convert -f -c $c "$in" x.apr
+			run jq '[.tensors[] | .offset % 64] | add' <($CHECK x.apr)
+			assert_output 0
+		done
+	done
+}
+
+@test "compressed output to a pipe equals the file written in place, whatever -T" {
+	make_numpy_model m.safetensors
+	fmt-convert -c zstd m.safetensors file.apr
+	fmt-convert -c zstd --to apr m.safetensors - >pipe.apr
+	cmp file.apr pipe.apr
+	fmt-convert -T 1 -c lz4 m.safetensors t1.apr
+	fmt-convert -T 3 -c lz4 m.safetensors t3.apr
+	cmp t1.apr t3.apr
+	# tensors compressed in parallel while being converted to f16 in parallel
+	fmt-convert -T 1 -c zstd --dtype f16 m.safetensors h1.apr
+	fmt-convert -T 2 -c zstd --dtype f16 m.safetensors h2.apr
+	fmt-convert -T 2 -c zstd --dtype f16 --to apr m.safetensors - >h3.apr
+	cmp h1.apr h2.apr
+	cmp h1.apr h3.apr
+	# and decoded ahead in parallel when read
+	fmt-convert -T 1 h2.apr r1.safetensors
+	fmt-convert -T 2 h2.apr r2.safetensors
+	cmp r1.safetensors r2.safetensors
+}
+
+@test "fmt-inspect shows layout, flags by name, compression and stored sizes with ratios" {
+	make_numpy_model m.safetensors
+	fmt-convert -c zstd m.safetensors z.apr
+	run fmt-inspect z.apr
+	assert_success
+	assert_output --partial "format:     apr (version 2)"
+	assert_output --partial "layout:     seed (magic 41 50 52 02)"
+	assert_output --partial 'flags:      ["COMPRESSED_ZSTD"]'
+	assert_output --partial "compression: zstd"
+	assert_output --partial "writer:     fmtkit "
+	assert_output --regexp "STORED +RATIO"
+	assert_output --regexp "b.weight +F32 +\[64, 32\] +[0-9]+ +8192 +[0-9]+ +[0-9.]+x"
+	run fmt-inspect -j z.apr
+	run jq -r '.format_info.flags[0], (.tensors[] | select(.name == "b.weight") | (.stored_bytes < .bytes), (.ratio > 1))' <<<"$output"
+	assert_output $'COMPRESSED_ZSTD\ntrue\ntrue'
+	run fmt-inspect -j "$TINY"
+	run jq '.tensors[0] | has("stored_bytes")' <<<"$output"
+	assert_output false
+}
+
+@test "GGUF quantized tensors are carried byte for byte into APR and back" {
+	make_numpy_model m.safetensors
+	fmt-convert --dtype q8_0 m.safetensors q8.gguf
+	fmt-convert -c zstd q8.gguf q8.apr
+	run fmt-inspect -j q8.apr
+	run jq -r '.format_info.flags | join(",")' <<<"$output"
+	assert_output "COMPRESSED_ZSTD,QUANTIZED"
+	fmt-convert q8.apr back.gguf
+	cmp q8.gguf back.gguf
+	fmt-convert --dtype q4_0 m.safetensors q4.apr
+	run fmt-inspect q4.apr
+	assert_output --regexp "a.weight +Q4_0"
+	assert_output --regexp "c.bias +F32"
+}
+
+@test "metadata: GGUF keys become APR keys (man page table) and come back typed" {
+	make_st w.safetensors "w=F32:2x2:1,2,3,4"
+	fmt-convert --arch llama --set llama.block_count:u32=2 --set llama.embedding_length:u32=8 \
+		--set llama.context_length:u32=128 --set llama.rope.freq_base:f32=10000 \
+		--set llama.attention.layer_norm_rms_epsilon:f32=1e-5 --set general.name=tiny \
+		w.safetensors w.gguf
+	fmt-convert w.gguf w.apr
+	run jq -c '.metadata | del(.writer)' <($CHECK w.apr)
+	assert_output '{"arch":"llama","context_length":128,"hidden_size":8,"name":"tiny","num_layers":2,"rms_norm_eps":1e-05,"rope_theta":10000}'
+	head -c 200 w.apr | grep -a -q '"rope_theta":10000.0,"rms_norm_eps":0.00001,"name":"tiny"'
+	fmt-convert w.apr back.gguf
+	run fmt-inspect -j --metadata back.gguf
+	run jq -c '.metadata_types | {a: .["general.architecture"], b: .["llama.block_count"], e: .["llama.attention.layer_norm_rms_epsilon"]}' <<<"$output"
+	assert_output '{"a":"str","b":"u32","e":"f32"}'
+	fmt-convert --apr-layout aprender w.gguf ap.apr
+	run jq -c '.metadata' <($CHECK ap.apr)
+	assert_output --partial '"architecture":"llama"'
+	assert_output --partial '"max_position_embeddings":128'
+}
+
+# ---- FMT-003 and FMT-004 ----
+
+@test "FMT-003: a wrong magic is InvalidFormat (exit 4), never a crash" {
+	fmt-convert "$TINY" t.apr
+	for m in 'XPR' 'AQR' 'APS'; do
+		{ printf '%s' "$m"; tail -c +4 t.apr; } >bad.apr
+		run fmt-verify bad.apr
+		assert_failure 4
+		run fmt-inspect bad.apr
+		assert_failure 4
+	done
+	{ printf 'APR\003'; tail -c +5 t.apr; } >bad.apr
+	run --separate-stderr fmt-verify bad.apr
+	[ "$status" -eq 4 ]
+	[ -z "$output" ]
+}
+
+flip_every_byte() {
+	local f=$1 n i bad=0
+	n=$(stat -c %s "$f")
+	for ((i = 0; i < n; i++)); do
+		cp "$f" x.apr
+		/usr/bin/python3 -c "import sys; f=open('x.apr','r+b'); f.seek($i); b=f.read(1)[0]; f.seek($i); f.write(bytes([b ^ 0x10]))"
+		fmt-verify -q x.apr >/dev/null 2>&1 && { echo "byte $i: not detected"; bad=1; }
+		s=$?
+		true
+	done
+	return $bad
+}
+
+@test "FMT-004: every single-byte change of a small seed file is detected by fmt-verify (exit 6 or 4)" {
+	make_st w.safetensors "w=F32:2x2:1,2,3,4"
+	fmt-convert --arch mlp w.safetensors w.apr
+	n=$(stat -c %s w.apr)
+	for ((i = 0; i < n; i++)); do
+		/usr/bin/python3 -c "import sys; b=bytearray(open('w.apr','rb').read()); b[$i]^=0x10; open('x.apr','wb').write(b)"
+		run fmt-verify x.apr
+		[ "$status" -eq 6 ] || [ "$status" -eq 4 ] || fail "byte $i: exit $status"
+	done
+}
+
+@test "FMT-004: every single-byte change of the aprender worked example is detected (exit 6 or 4)" {
+	make_st w.safetensors "weight=F32:2x2:1,2,3,4"
+	fmt-convert --apr-layout aprender --set model_type=example w.safetensors w.apr
+	n=$(stat -c %s w.apr)
+	[ "$n" -eq 324 ]
+	for ((i = 0; i < n; i++)); do
+		/usr/bin/python3 -c "import sys; b=bytearray(open('w.apr','rb').read()); b[$i]^=0x10; open('x.apr','wb').write(b)"
+		run fmt-verify x.apr
+		[ "$status" -eq 6 ] || [ "$status" -eq 4 ] || fail "byte $i: exit $status"
+	done
+}
+
+@test "a truncated or extended seed file is InvalidFormat naming the sizes; a flipped data byte is ChecksumMismatch" {
+	fmt-convert -c lz4 "$TINY" t.apr
+	head -c -1 t.apr >short.apr
+	run --separate-stderr fmt-verify short.apr
+	[ "$status" -eq 4 ]
+	[[ "$stderr" == *"the footer says the file has"* ]]
+	{ cat t.apr; printf 'x'; } >long.apr
+	run fmt-verify long.apr
+	assert_failure 4
+	n=$(stat -c %s t.apr)
+	/usr/bin/python3 -c "b=bytearray(open('t.apr','rb').read()); b[$n - 40]^=1; open('c.apr','wb').write(b)"
+	run --separate-stderr fmt-verify c.apr
+	[ "$status" -eq 6 ]
+	[[ "$stderr" == *"checksum mismatch: XXH3-64"* ]]
+	run fmt-convert c.apr out.safetensors
+	assert_failure 6
+	[ ! -e out.safetensors ]
+	# --no-verify reads past the checksum, the frames still decode
+	run fmt-convert --no-verify -c none t.apr ok.safetensors
+	assert_success
+}
+
+# ---- aprender layout ----
+
+@test "§20: fmt-convert --apr-layout aprender reproduces aprender's 324-byte worked example byte for byte" {
+	make_st w.safetensors "weight=F32:2x2:1,2,3,4"
+	fmt-convert --apr-layout aprender --set model_type=example w.safetensors w.apr
+	xxd -r -p >want.apr <<'HEX'
+41505200020000040100000040000000000000006d000000c000000000000000
+00010000000000003b99b89b0000000000000000000000000000000000000000
+7b226d6f64656c5f74797065223a226578616d706c65222c226c6963656e7365
+223a6e756c6c2c22646174615f736f75726365223a6e756c6c2c22646174615f
+6c6963656e7365223a6e756c6c2c22746f74616c5f73697a65223a302c227061
+72616d5f636f756e74223a307d00000000000000000000000000000000000000
+0600776569676874000202000000000000000200000000000000000000000000
+0000100000000000000000000000000000000000000000000000000000000000
+0000803f00000040000040400000804000000000000000000000000000000000
+0000000000000000000000000000000000000000000000000000000000000000
+9cc6b0c4
+HEX
+	cmp w.apr want.apr
+	run fmt-verify w.apr
+	assert_success
+	run fmt-inspect w.apr
+	assert_output --partial "layout:     aprender (magic 41 50 52 00)"
+	assert_output --partial 'flags:      ["LAYOUT_ROW_MAJOR"]'
+	assert_output --partial "header_crc: 9bb8993b"
+	assert_output --partial "checksum:   crc32 c4b0c69c"
+	fmt-convert w.apr back.safetensors
+	fmt-convert --apr-layout aprender -f back.safetensors again.apr
+	cmp again.apr want.apr
+}
+
+@test "§21: the golden_v2_current model comes out at 516 bytes with the derived CRCs" {
+	make_st g.safetensors "weights=F32:8:1,2,0.5,-0.5,4,-2,0.25,8" "bias=F32:1:0.125"
+	fmt-convert --apr-layout aprender --set model_type=linear_regression --set general.name=golden-v2 \
+		--set version=0.0.0-golden --set created_at=1700000000 --set param_count:u64=8 g.safetensors g.apr
+	[ "$(stat -c %s g.apr)" -eq 516 ]
+	[ "$(xxd -s 40 -l 4 -p g.apr)" = "028cc03b" ]
+	[ "$(xxd -s 512 -l 4 -p g.apr)" = "353f0f55" ]
+	run jq -c '[.tensors[] | [.name, .offset, .stored]], .metadata' <($CHECK g.apr)
+	assert_line --index 0 '[["bias",384,4],["weights",448,32]]'
+	assert_line --index 1 --partial '"name":"golden-v2"'
+	head -c 253 g.apr | tail -c 189 | grep -q -x '{"model_type":"linear_regression","name":"golden-v2","license":null,"data_source":null,"data_license":null,"version":"0.0.0-golden","created_at":"1700000000","total_size":0,"param_count":8}'
+}
+
+@test "aprender layout: dtype codes 3-7 are never written, and -c is refused" {
+	run --separate-stderr fmt-convert --apr-layout aprender "$TINY" t.apr
+	[ "$status" -eq 5 ]
+	[[ "$stderr" == *"tensor 'step': I64 cannot be written in the aprender layout"* ]]
+	[ ! -e t.apr ]
+	run fmt-convert --apr-layout aprender --exclude step "$TINY" t.apr
+	assert_success
+	run fmt-convert -f --apr-layout aprender -c zstd --exclude step "$TINY" t.apr
+	assert_failure 2
+}
+
+@test "aprender layout: a corrupted footer is ChecksumMismatch (aprender ignores it; we do not)" {
+	make_st w.safetensors "weight=F32:2x2:1,2,3,4"
+	fmt-convert --apr-layout aprender w.safetensors w.apr
+	/usr/bin/python3 -c "b=bytearray(open('w.apr','rb').read()); b[-1]^=1; open('x.apr','wb').write(b)"
+	run --separate-stderr fmt-verify x.apr
+	[ "$status" -eq 6 ]
+	[[ "$stderr" == *"footer CRC mismatch"* ]]
+	run fmt-inspect x.apr
+	assert_success
+}
+
+# ---- v1 and aprender-tsp ----
+
+make_v1() {
+	/usr/bin/python3 - "$1" <<'PY'
+import struct, sys, zlib
+import msgpack
+meta = msgpack.packb({"created_at": "1700000000", "aprender_version": "0.25.0", "model_name": "lr"})
+payload = bytes(range(20))
+hdr = b"APRN" + bytes([1, 0]) + struct.pack("<HIII", 1, len(meta), len(payload), len(payload)) + bytes([0, 0, 80]) + bytes(9)
+body = hdr + meta + payload
+open(sys.argv[1], "wb").write(body + struct.pack("<I", zlib.crc32(body)))
+PY
+}
+
+@test "APR v1: inspect shows the framing and metadata, verify checks the CRC32 trailer, convert refuses" {
+	make_v1 v1.apr
+	run fmt-inspect v1.apr
+	assert_success
+	assert_output --partial "format:     apr (version 1)"
+	assert_output --partial "layout:     v1 (magic APRN)"
+	assert_output --partial "model_type: LinearRegression (0x0001)"
+	assert_output --partial 'aprender_version (str) = "0.25.0"'
+	assert_output --partial "quality:    80"
+	run fmt-verify v1.apr
+	assert_success
+	/usr/bin/python3 -c "b=bytearray(open('v1.apr','rb').read()); b[-8]^=1; open('x.apr','wb').write(b)"
+	run --separate-stderr fmt-verify x.apr
+	[ "$status" -eq 6 ]
+	[[ "$stderr" == *"CRC32 trailer mismatch"* ]]
+	run --separate-stderr fmt-convert v1.apr out.safetensors
+	[ "$status" -eq 5 ]
+	[[ "$stderr" == *"APR v1 holds a serialised Rust model"* ]]
+	[ ! -e out.safetensors ]
+}
+
+@test "aprender-tsp files are recognised and refused with what they are (exit 5)" {
+	for f in "$TSP"/tsp-*.apr; do
+		run --separate-stderr fmt-inspect "$f"
+		[ "$status" -eq 5 ]
+		[[ "$stderr" == *"an aprender-tsp solver model"* ]]
+		run fmt-verify "$f"
+		assert_failure 5
+		run fmt-convert "$f" out.safetensors
+		assert_failure 5
+	done
+}
+
+# ---- options and streams ----
+
+@test "option errors: -c and --apr-layout need APR output; bad values are usage errors" {
+	run fmt-convert -c zstd "$TINY" t.safetensors
+	assert_failure 2
+	run fmt-convert --apr-layout seed "$TINY" t.gguf
+	assert_failure 2
+	run fmt-convert --apr-layout other "$TINY" t.apr
+	assert_failure 2
+	for c in gzip zstd:0 zstd:20 lz4:13 'zstd:' 'lz4:x'; do
+		run fmt-convert -c "$c" "$TINY" t.apr
+		assert_failure 2
+	done
+	[ ! -e t.apr ]
+}
+
+@test "APR read from a pipe: fmt-inspect - and fmt-convert - OUT" {
+	fmt-convert -c zstd "$TINY" t.apr
+	run fmt-inspect - <t.apr
+	assert_success
+	assert_output --partial "compression: zstd"
+	fmt-convert - back.safetensors <t.apr
+	cmp back.safetensors "$TINY"
+	cat t.apr | fmt-convert - back2.safetensors
+	cmp back2.safetensors "$TINY"
+}
+
+# ---- shard sets (A.8) ----
+
+@test "--shard writes NAME-0000i-of-0000N.apr, each self-contained; any shard opens the set (FMT-002 sharded)" {
+	make_numpy_model m.safetensors
+	for c in none lz4 zstd; do
+		rm -f set-*.apr
+		run fmt-convert -c $c --shard 5KB m.safetensors set.apr
+		assert_success
+		[ -f set-00001-of-00003.apr ]
+		[ -f set-00002-of-00003.apr ]
+		[ -f set-00003-of-00003.apr ]
+		[ ! -e set.apr ]
+		for i in 1 2 3; do
+			run jq -c '.metadata.shard' <($CHECK set-0000$i-of-00003.apr)
+			assert_output "{\"count\":3,\"index\":$i,\"tensors_total\":3}"
+			run fmt-verify set-0000$i-of-00003.apr
+			assert_output --partial "ok (apr, 3 tensors, 3 files"
+		done
+		run fmt-inspect -j set-00002-of-00003.apr
+		run jq -r '.format_info.shard, ([.tensors[].file] | join(","))' <<<"$output"
+		assert_line --index 0 "2 of 3 (the set of 3 files is read from it)"
+		assert_line --index 1 "set-00001-of-00003.apr,set-00002-of-00003.apr,set-00003-of-00003.apr"
+		fmt-convert -f set-00003-of-00003.apr back.safetensors
+		fmt-convert -f m.safetensors ref.safetensors
+		cmp back.safetensors ref.safetensors
+	done
+}
+
+@test "a shard set with a shard missing, renamed, damaged or from another set is refused" {
+	make_numpy_model m.safetensors
+	fmt-convert --shard 5KB m.safetensors set.apr
+	fmt-convert --shard 5KB --set other=1 m.safetensors other.apr
+	mv set-00002-of-00003.apr keep.apr
+	run --separate-stderr fmt-verify set-00001-of-00003.apr
+	[ "$status" -eq 9 ]
+	[[ "$stderr" == *"shard 'set-00002-of-00003.apr' named in set-00001-of-00003.apr does not exist"* ]]
+	cp keep.apr lone.apr
+	run --separate-stderr fmt-inspect lone.apr
+	[ "$status" -eq 9 ]
+	[[ "$stderr" == *"its name is not NAME-00002-of-00003.apr"* ]]
+	cp other-00002-of-00003.apr set-00002-of-00003.apr
+	run --separate-stderr fmt-verify set-00001-of-00003.apr
+	[ "$status" -eq 9 ]
+	[[ "$stderr" == *"its metadata differs from the other shards'"* ]]
+	cp keep.apr set-00002-of-00003.apr
+	cp set-00003-of-00003.apr set-00003-of-00003.bak
+	/usr/bin/python3 -c "b=bytearray(open('set-00003-of-00003.apr','rb').read()); b[-30]^=1; open('set-00003-of-00003.apr','wb').write(b)"
+	run --separate-stderr fmt-verify set-00001-of-00003.apr
+	[ "$status" -eq 6 ]
+	[[ "$stderr" == *"set-00003-of-00003.apr: checksum mismatch"* ]]
+	run fmt-convert set-00001-of-00003.apr out.safetensors
+	assert_failure 6
+	[ ! -e out.safetensors ]
+}
+
+@test "a shard set is written all or nothing: an existing shard stops it before anything is renamed" {
+	make_numpy_model m.safetensors
+	touch set-00002-of-00003.apr
+	run fmt-convert --shard 5KB m.safetensors set.apr
+	assert_failure 2
+	[ ! -e set-00001-of-00003.apr ]
+	[ ! -e set-00003-of-00003.apr ]
+	[ ! -s set-00002-of-00003.apr ]
+	ls -A | grep -q fmtkit-tmp && fail "temporary file left"
+	run fmt-convert --apr-layout aprender --shard 5KB m.safetensors ap.apr
+	assert_failure 2
+}
+
+@test "fmt-shard split and merge handle APR sets through the driver, keeping the compression" {
+	make_numpy_model m.safetensors
+	for c in none lz4 zstd; do
+		rm -f m-*.apr merged.apr
+		fmt-convert -f -c $c m.safetensors m.apr
+		run fmt-shard split --max-size 5KB m.apr
+		assert_success
+		assert_line --index 0 "m-00001-of-00003.apr: 1 tensor, 16384 bytes of tensor data"
+		run fmt-verify m-00002-of-00003.apr
+		assert_success
+		run fmt-shard merge m-00001-of-00003.apr -o merged.apr
+		assert_success
+		cmp merged.apr m.apr
+	done
+	run fmt-shard split --max-tensors 2 m.apr
+	assert_success
+	[ -f m-00002-of-00002.apr ]
+}

@@ -1,0 +1,534 @@
+#!/usr/bin/env bats
+# .nk files through the registry (fmt-inspect, fmt-verify) and nk-run: the fixtures' embedded
+# tests, upstream's output layout, inputs, JSON, raw output, benchmarks, and one malformed file
+# per loader rule (scripts/gen/nk-malformed) with its exact exit status and message.
+
+bats_require_minimum_version 1.5.0
+load helpers
+
+FIX="$REPO_ROOT/tests/data/fixtures/nk"
+
+setup_file() {
+	NK="$BATS_FILE_TMPDIR/nk"
+	export NK
+	"$REPO_ROOT/scripts/gen/nk-malformed" "$NK"
+}
+
+setup() {
+	cd "$BATS_TEST_TMPDIR"
+}
+
+# ---- loader: one case per rule ----
+@test "nk loader: spec_16_1" {
+	check_case "$NK" spec_16_1.nk
+}
+
+@test "nk loader: cnn" {
+	check_case "$NK" cnn.nk
+}
+
+@test "nk loader: cnn_tests" {
+	check_case "$NK" cnn_tests.nk
+}
+
+@test "nk loader: cnn_failing_test" {
+	check_case "$NK" cnn_failing_test.nk
+}
+
+@test "nk loader: bad_magic" {
+	check_case "$NK" bad_magic.nk
+}
+
+@test "nk loader: version_2" {
+	check_case "$NK" version_2.nk
+}
+
+@test "nk loader: version_5" {
+	check_case "$NK" version_5.nk
+}
+
+@test "nk loader: network_kind_3" {
+	check_case "$NK" network_kind_3.nk
+}
+
+@test "nk loader: truncated_header" {
+	check_case "$NK" truncated_header.nk
+}
+
+@test "nk loader: zero_layers" {
+	check_case "$NK" zero_layers.nk
+}
+
+@test "nk loader: too_many_layers" {
+	check_case "$NK" too_many_layers.nk
+}
+
+@test "nk loader: too_many_tensors" {
+	check_case "$NK" too_many_tensors.nk
+}
+
+@test "nk loader: pair_counts_differ" {
+	check_case "$NK" pair_counts_differ.nk
+}
+
+@test "nk loader: input_rank_0" {
+	check_case "$NK" input_rank_0.nk
+}
+
+@test "nk loader: input_rank_disagrees" {
+	check_case "$NK" input_rank_disagrees.nk
+}
+
+@test "nk loader: input_shape_zero" {
+	check_case "$NK" input_shape_zero.nk
+}
+
+@test "nk loader: quant_flag_v3" {
+	check_case "$NK" quant_flag_v3.nk
+}
+
+@test "nk loader: unknown_kind" {
+	check_case "$NK" unknown_kind.nk
+}
+
+@test "nk loader: truncated_records" {
+	check_case "$NK" truncated_records.nk
+}
+
+@test "nk loader: bad_rank" {
+	check_case "$NK" bad_rank.nk
+}
+
+@test "nk loader: bad_dtype" {
+	check_case "$NK" bad_dtype.nk
+}
+
+@test "nk loader: int8_dtype_in_float_model" {
+	check_case "$NK" int8_dtype_in_float_model.nk
+}
+
+@test "nk loader: dims_disagree" {
+	check_case "$NK" dims_disagree.nk
+}
+
+@test "nk loader: truncated_catalog" {
+	check_case "$NK" truncated_catalog.nk
+}
+
+@test "nk loader: extra_bytes" {
+	check_case "$NK" extra_bytes.nk
+}
+
+@test "nk loader: truncated_payload" {
+	check_case "$NK" truncated_payload.nk
+}
+
+@test "nk loader: weights_bytes_unaligned" {
+	check_case "$NK" weights_bytes_unaligned.nk
+}
+
+@test "nk loader: weights_bytes_too_small" {
+	check_case "$NK" weights_bytes_too_small.nk
+}
+
+@test "nk loader: tcas_bad_magic" {
+	check_case "$NK" tcas_bad_magic.nk
+}
+
+@test "nk loader: tcas_zero_cases" {
+	check_case "$NK" tcas_zero_cases.nk
+}
+
+@test "nk loader: tcas_17_cases" {
+	check_case "$NK" tcas_17_cases.nk
+}
+
+@test "nk loader: tcas_name_len_0" {
+	check_case "$NK" tcas_name_len_0.nk
+}
+
+@test "nk loader: tcas_input_count_huge" {
+	check_case "$NK" tcas_input_count_huge.nk
+}
+
+@test "nk loader: tcas_truncated" {
+	check_case "$NK" tcas_truncated.nk
+}
+
+@test "nk loader: tcas_missing" {
+	check_case "$NK" tcas_missing.nk
+}
+
+@test "nk loader: conv_channel_mismatch" {
+	check_case "$NK" conv_channel_mismatch.nk
+}
+
+@test "nk loader: depthwise_channel_mismatch" {
+	check_case "$NK" depthwise_channel_mismatch.nk
+}
+
+@test "nk loader: zero_stride" {
+	check_case "$NK" zero_stride.nk
+}
+
+@test "nk loader: kernel_too_large" {
+	check_case "$NK" kernel_too_large.nk
+}
+
+@test "nk loader: dense_without_flatten" {
+	check_case "$NK" dense_without_flatten.nk
+}
+
+@test "nk loader: weight_count_mismatch" {
+	check_case "$NK" weight_count_mismatch.nk
+}
+
+@test "nk loader: missing_pairs" {
+	check_case "$NK" missing_pairs.nk
+}
+
+@test "nk loader: unused_pairs" {
+	check_case "$NK" unused_pairs.nk
+}
+
+@test "nk loader: tap_id_4" {
+	check_case "$NK" tap_id_4.nk
+}
+
+@test "nk loader: huge_arena" {
+	check_case "$NK" huge_arena.nk
+}
+
+@test "nk loader: input_too_large" {
+	check_case "$NK" input_too_large.nk
+}
+
+@test "nk loader: pafpn_without_taps" {
+	check_case "$NK" pafpn_without_taps.nk
+}
+
+@test "nk loader: head_too_many_convs" {
+	check_case "$NK" head_too_many_convs.nk
+}
+
+@test "nk loader: uib_even_kernel_residual" {
+	check_case "$NK" uib_even_kernel_residual.nk
+}
+
+@test "nk loader: mlp_with_conv" {
+	check_case "$NK" mlp_with_conv.nk
+}
+
+@test "nk loader: int8_cnn" {
+	check_case "$NK" int8_cnn.nk
+}
+
+@test "nk loader: quan_bad_magic" {
+	check_case "$NK" quan_bad_magic.nk
+}
+
+@test "nk loader: quan_count_mismatch" {
+	check_case "$NK" quan_count_mismatch.nk
+}
+
+@test "nk loader: quan_scales_truncated" {
+	check_case "$NK" quan_scales_truncated.nk
+}
+
+@test "nk loader: int8_zero_output_scale" {
+	check_case "$NK" int8_zero_output_scale.nk
+}
+
+@test "nk loader: int8_bias_dtype_float" {
+	check_case "$NK" int8_bias_dtype_float.nk
+}
+
+@test "nk loader: int8_batchnorm" {
+	check_case "$NK" int8_batchnorm.nk
+}
+
+@test "nk loader: int8_asymmetric_padding" {
+	check_case "$NK" int8_asymmetric_padding.nk
+}
+
+@test "nk loader: the messages name the layer in nk-run too, and a bad magic is named" {
+	run --separate-stderr nk-run --input 1 "$NK/bad_magic.nk"
+	assert_equal "$status" 4
+	[[ "$stderr" == *"not a .nk file (magic is not NKIT)"* ]]
+	run --separate-stderr nk-run --test "$NK/kernel_too_large.nk"
+	assert_equal "$status" 11
+	[[ "$stderr" == *"layer 0 (conv2d): kernel height 3 is larger than the padded input"* ]]
+	assert_equal "$output" "0 passed, 1 failed"
+}
+
+@test "nk-run: a valid network whose activations need more than 1 GiB is refused, not attempted" {
+	run --separate-stderr nk-run --random 1 "$NK/huge_arena.nk"
+	assert_equal "$status" 5
+	[[ "$stderr" == *"activation arena (at most 1073741824)"* ]]
+}
+
+# ---- fmt-inspect ----
+
+@test "fmt-inspect: upstream's network summary is the text form" {
+	run fmt-inspect "$FIX/test_mlp.nk"
+	assert_success
+	assert_output "=====================================================
+Network Summary
+=====================================================
+
+Name        : test_mlp
+Type        : MLP
+Version     : 3
+
+Input Shape : [1, 2]
+
+Layers (2)
+-----------------------------------------------------
+  [0] Dense units=2 activation=relu
+  [1] Dense units=2 activation=none
+-----------------------------------------------------
+Input elements : 2
+Output elements: 2
+Weight floats  : 12
+====================================================="
+}
+
+@test "fmt-inspect: summary lines of depthwise (raw kw byte), UIB, ConvNeXt and int8 models" {
+	run fmt-inspect "$FIX/import_asym_depthwise_conv.nk"
+	assert_success
+	assert_line "  [0] DepthwiseConv2D kernel=3x1 stride=1 channels=2 pad=1,1 activation=none"
+	assert_line "Output elements: 84"
+	run fmt-inspect "$FIX/mobilenetv4_small_uib.nk"
+	assert_line "  [0] MobilenetV4Uib in=4 out=4 start_dw=0 middle_dw=3 stride=1 expand=2"
+	run fmt-inspect "$FIX/convnextv2_atto_block.nk"
+	assert_line "  [0] ConvNeXtV2Block channels=2 eps=1e-06"
+	assert_line "Weight floats  : 162"
+	run fmt-inspect "$FIX/mnist_cnn_dw_int8.nk"
+	assert_line "Version     : 4"
+	assert_line "  [8] Dense units=10 activation=softmax"
+	assert_line "Weight floats  : 52586"
+}
+
+@test "fmt-inspect --json: header, decoded padding, activations by name, catalog, QUAN, TCAS" {
+	run fmt-inspect --json "$FIX/import_asym_depthwise_conv.nk"
+	assert_success
+	[ "$(jq -c '.format_info.layers[0].padding' <<<"$output")" = '{"top":1,"left":1,"bottom":2,"right":1}' ]
+	[ "$(jq -c '.format_info.layers[0].kernel' <<<"$output")" = '[3,3]' ]
+	[ "$(jq -r '.format_info.layers[0].activation' <<<"$output")" = none ]
+	[ "$(jq -c '.format_info.output_shape' <<<"$output")" = '[7,6,2]' ]
+	[ "$(jq -c '.format_info.tests | [.count, .int8_inputs, .cases[0].inputs]' <<<"$output")" = '[3,false,72]' ]
+	[ "$(jq -r '.format' <<<"$output")" = nk ]
+	run fmt-inspect --json "$FIX/mnist_cnn_dw_int8.nk"
+	[ "$(jq -c '.format_info.header | [.version, .flags, .num_layers]' <<<"$output")" = '[4,7,9]' ]
+	[ "$(jq -c '.format_info.quant | [.per_channel, (.records | length), (.records[0].channel_scales | length), .records[0].input_zero_point]' <<<"$output")" = '[true,6,32,-128]' ]
+	[ "$(jq -c '[.format_info.catalog.weights[0].dtype, .format_info.catalog.biases[0].dtype]' <<<"$output")" = '["int8","int32"]' ]
+	[ "$(jq -r '.format_info.layers[7].activation' <<<"$output")" = relu ]
+	[ "$(jq -r '.format_info.tests.int8_inputs' <<<"$output")" = true ]
+}
+
+@test "fmt-inspect --tensors: catalog tensors named after their layer and role" {
+	run fmt-inspect --tensors "$FIX/mobilenetv4_small_uib.nk"
+	assert_success
+	assert_line --partial "layers.0.expand.weight        F32      [8, 1, 1, 4]     360           128"
+	assert_line --partial "layers.0.project_bn.bias"
+	run fmt-inspect --tensors "$FIX/mnist_cnn_dw_int8.nk"
+	assert_line --partial "layers.1.weight"
+	assert_line --regexp "layers.0.weight +I8 "
+	assert_line --regexp "layers.0.bias +I32 "
+}
+
+# ---- fmt-verify ----
+
+@test "fmt-verify --run-tests: passing, failing and missing embedded tests" {
+	run fmt-verify --run-tests "$FIX"/*.nk
+	assert_success
+	run --separate-stderr fmt-verify --run-tests "$NK/cnn_failing_test.nk"
+	assert_equal "$status" 11
+	[[ "$stderr" == *"embedded tests failed"* ]]
+	run --separate-stderr fmt-verify --run-tests "$NK/cnn.nk"
+	assert_equal "$status" 11
+	run fmt-verify "$NK/cnn_failing_test.nk"
+	assert_success
+}
+
+# ---- nk-run --test ----
+
+@test "nk-run --test: every embedded case of the six fixtures and mnist_cnn_dw passes" {
+	run nk-run --test "$FIX"/*.nk
+	assert_success
+	assert_line "PASS 2-layer forward (max error 0, tolerance 1e-05, argmax 0)"
+	assert_line --regexp "^PASS MNIST CNN-DW digit 7 \(test idx 0\) \(max error .*, argmax 7, expected 7\)$"
+	assert_line --regexp "^PASS ConvNeXt V2 Atto block \(hand\) \(max error [0-9.e+-]+, tolerance 1e-05, argmax 17\)$"
+	assert_line "$FIX/mnist_cnn_dw_int8.nk: 10 cases, tolerance 0.08 (int8: argmax only)"
+	[ "${lines[-1]}" = "32 passed, 0 failed" ]
+	[ "$(grep -c '^PASS ' <<<"$output")" -eq 32 ]
+}
+
+@test "nk-run --test: a failing case is FAIL with its error, exit 11; --json per case" {
+	run --separate-stderr nk-run --test "$NK/cnn_failing_test.nk" "$FIX/test_mlp.nk"
+	assert_equal "$status" 11
+	[[ "$output" == *"FAIL off by one: error above the tolerance (max error 1, tolerance 0.0001"* ]]
+	[ "${lines[-1]}" = "3 passed, 1 failed" ]
+	[[ "$stderr" == *"1 of 1 embedded test cases failed"* ]]
+	run --separate-stderr nk-run --test --json "$NK/cnn_failing_test.nk"
+	assert_equal "$status" 11
+	[ "$(head -n1 <<<"$output" | jq -c '[.name, .pass, (.max_error * 1000 | round), .reason]')" = '["off by one",false,1000,"error above the tolerance"]' ]
+	[ "$(tail -n1 <<<"$output")" = '{"passed":0,"failed":1}' ]
+	run --separate-stderr nk-run --test "$NK/cnn.nk"
+	assert_equal "$status" 11
+	[[ "$stderr" == *"no embedded tests"* ]]
+	run nk-run --test -q "$FIX/test_mlp.nk"
+	assert_success
+	assert_output "3 passed, 0 failed"
+}
+
+# ---- nk-run: inputs and outputs ----
+
+@test "nk-run: upstream's two lines (§16.1: (1, 1) -> (3.5, 6.5)); -v adds the summary" {
+	run nk-run "$NK/spec_16_1.nk" --input 1,1
+	assert_success
+	assert_output "Input: shape=[1, 2] values=[1.0000, 1.0000]
+Output: shape=[1, 2] values=[3.5000, 6.5000]"
+	run nk-run -v "$NK/spec_16_1.nk" --input=1,1
+	assert_line --index 1 "Network Summary"
+	assert_line "Output: shape=[1, 2] values=[3.5000, 6.5000]"
+	run nk-run "$FIX/import_asym_depthwise_conv.nk" --random 1
+	assert_line --partial "Output: shape=[7, 6, 2] values=["
+}
+
+@test "nk-run --input: separators are runs of ',' and ' ', numbers as strtof reads them" {
+	run nk-run "$NK/spec_16_1.nk" --input " ,1e0  0x1p1,, "
+	assert_success
+	assert_line "Output: shape=[1, 2] values=[5.5000, 10.5000]"
+	run --separate-stderr nk-run "$NK/spec_16_1.nk" --input 1,x
+	assert_equal "$status" 2
+	[[ "$stderr" == *"Invalid --input values: 'x' is not a number"* ]]
+	run --separate-stderr nk-run "$NK/spec_16_1.nk" --input 1,2,3
+	assert_equal "$status" 2
+	[[ "$stderr" == *"Input has 3 values but model expects 2"* ]]
+	run --separate-stderr nk-run "$NK/spec_16_1.nk" --input " , "
+	assert_equal "$status" 2
+	[[ "$stderr" == *"no numbers"* ]]
+	run --separate-stderr nk-run "$NK/spec_16_1.nk"
+	assert_equal "$status" 2
+	[[ "$stderr" == *"Missing required --input"* ]]
+	run --separate-stderr nk-run "$NK/spec_16_1.nk" --input 1,1 --random 2
+	assert_equal "$status" 2
+}
+
+@test "nk-run: --input-json, --input-file (JSON, raw float32, stdin)" {
+	run nk-run "$NK/spec_16_1.nk" --input-json '[[2, -1]]'
+	assert_line "Output: shape=[1, 2] values=[0.5000, 1.5000]"
+	printf '[2, -1]\n' >in.json
+	run nk-run "$NK/spec_16_1.nk" --input-file in.json
+	assert_line "Output: shape=[1, 2] values=[0.5000, 1.5000]"
+	printf '\x00\x00\x00\x40\x00\x00\x80\xbf' >in.f32
+	run nk-run "$NK/spec_16_1.nk" --input-file in.f32
+	assert_line "Output: shape=[1, 2] values=[0.5000, 1.5000]"
+	run bash -c "nk-run '$NK/spec_16_1.nk' --input-file - <in.f32"
+	assert_line "Output: shape=[1, 2] values=[0.5000, 1.5000]"
+	printf 'abc' >bad.bin
+	run --separate-stderr nk-run "$NK/spec_16_1.nk" --input-file bad.bin
+	assert_equal "$status" 4
+	[[ "$stderr" == *"3 bytes: neither 2 raw float32 values (8 bytes) nor a JSON array"* ]]
+	run --separate-stderr nk-run "$NK/spec_16_1.nk" --input-json '[1, "a"]'
+	assert_equal "$status" 4
+}
+
+@test "nk-run --json: shape, values, argmax, top-k; --top needs --json" {
+	run nk-run --json --top 2 "$NK/spec_16_1.nk" --input 1,1
+	assert_success
+	[ "$(jq -c '[.shape, .values, .argmax, .dtype]' <<<"$output")" = '[[1,2],[3.5,6.5],1,"float32"]' ]
+	[ "$(jq -c '.top' <<<"$output")" = '[{"index":1,"value":6.5},{"index":0,"value":3.5}]' ]
+	[ "$(jq -r '.time_ms | type' <<<"$output")" = number ]
+	run --separate-stderr nk-run --top 2 "$NK/spec_16_1.nk" --input 1,1
+	assert_equal "$status" 2
+}
+
+@test "nk-run --raw: little-endian float32 to a pipe, refused on a terminal" {
+	run bash -c "nk-run --raw '$NK/spec_16_1.nk' --input 1,1 | od -An -tx1 | tr -s ' '"
+	assert_success
+	assert_output " 00 00 60 40 00 00 d0 40"
+	command -v script >/dev/null || skip "script(1) is not installed"
+	run script -qec "nk-run --raw '$NK/spec_16_1.nk' --input 1,1" /dev/null
+	assert_equal "$status" 2
+	assert_output --partial "refusing to write it to a terminal"
+}
+
+@test "nk-run --random: reproducible; AVX2 and generic kernels give identical bytes" {
+	nk-run --raw --random 7 "$FIX/mnist_cnn_dw.nk" >a.bin
+	nk-run --raw --random 7 "$FIX/mnist_cnn_dw.nk" >b.bin
+	NK_KERNELS=generic nk-run --raw --random 7 "$FIX/mnist_cnn_dw.nk" >c.bin
+	nk-run --raw --random 8 "$FIX/mnist_cnn_dw.nk" >d.bin
+	cmp a.bin b.bin
+	cmp a.bin c.bin
+	! cmp -s a.bin d.bin
+	[ "$(stat -c %s a.bin)" -eq 40 ]
+	for f in convnextv2_atto_block mobilenetv4_small_uib import_asym_depthwise_conv cnn_extended_ops; do
+		nk-run --raw --random 3 "$FIX/$f.nk" >x.bin
+		NK_KERNELS=generic nk-run --raw --random 3 "$FIX/$f.nk" >y.bin
+		cmp x.bin y.bin
+	done
+}
+
+@test "nk-run int8: integer codes in and out, --quantize-input, non-codes refused" {
+	run nk-run --json --random 3 "$FIX/mnist_cnn_dw_int8.nk"
+	assert_success
+	[ "$(jq -c '[.dtype, .scale, .zero_point, (.values | length)]' <<<"$output")" = '["int8",0.00390625,-128,10]' ]
+	# logit scale 1.0: the int8 softmax gives 127 at the winning class, -128 elsewhere (§12.8)
+	[ "$(jq -c '[.values[] | select(. != -128)] | length' <<<"$output")" -ge 1 ]
+	run --separate-stderr nk-run "$NK/int8_cnn.nk" --input "$(seq -s, 0.5 1 16)"
+	assert_equal "$status" 2
+	[[ "$stderr" == *"is not an int8 code"* ]]
+	run nk-run "$NK/int8_cnn.nk" --quantize-input --input "$(seq -s, 0.5 1 16)"
+	assert_success
+	assert_line --partial "Input: shape=[4, 4, 1] values=[-103, -53, -3, 47, 97, 127,"
+	run nk-run "$NK/int8_cnn.nk" --input "$(seq -s, -8 7)"
+	assert_line --regexp "^Output: shape=\[1, 3\] values=\[-?[0-9]+, -?[0-9]+, -?[0-9]+\]$"
+}
+
+@test "nk-run --bench and --profile" {
+	run nk-run --bench 20 "$FIX/mnist_cnn_dw.nk"
+	assert_success
+	assert_line --regexp "^runs: +20 \(after 10 warm-up\), kernels (avx2|generic), arena [0-9]+ bytes$"
+	assert_line --regexp "^latency: +min [0-9.]+ ms, median [0-9.]+ ms, p99 [0-9.]+ ms$"
+	run nk-run --bench 5 --profile --json "$FIX/mnist_cnn_dw_int8.nk"
+	[ "$(jq -c '[.runs, (.layers | length), .layers[6].kind, .layers[6].output_shape]' <<<"$output")" = '[5,9,"flatten",[1,1600]]' ]
+	run nk-run --profile --random 1 "$FIX/test_mlp.nk"
+	assert_line --regexp "^  \[1\] dense .* \[1, 2\]$"
+	run --separate-stderr nk-run --bench 0 "$FIX/test_mlp.nk"
+	assert_equal "$status" 2
+}
+
+@test "nk-run --help and --version" {
+	run nk-run --help
+	assert_success
+	assert_line --partial "Usage: nk-run [OPTIONS] MODEL.nk --input VALUES"
+	run nk-run --version
+	assert_output --regexp "^nk-run fmtkit [0-9.]+$"
+	run --separate-stderr nk-run --test
+	assert_equal "$status" 2
+}
+
+@test "int8 weights are encoded tensors: codes + __qscale, dequantized by fmt-convert" {
+	run fmt-inspect --json "$FIX/mnist_cnn_dw_int8.nk"
+	assert_success
+	[ "$(jq -c '[.tensors[] | select(.name | startswith("layers.8.")) | [.name, .dtype, .shape]]' <<<"$output")" = \
+		'[["layers.8.weight","I8",[10,128]],["layers.8.weight__qscale","F32",[10,1]],["layers.8.bias","I32",[10]]]' ]
+	off=$(jq '.format_info.catalog.weights[5].offset' <<<"$output")
+	scale=$(jq '.format_info.quant.records[5].channel_scales[1]' <<<"$output")
+	code=$(od -An -td1 -j $((off + 128)) -N1 "$FIX/mnist_cnn_dw_int8.nk" | tr -d ' ')
+	fmt-convert --quiet "$FIX/mnist_cnn_dw_int8.nk" out.safetensors
+	# row 1, element 0 of the dequantized weights = its code x the scale of output channel 1
+	/usr/bin/python3 - "$code" "$scale" out.safetensors <<'PY'
+import json, struct, sys
+code, scale, path = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+b = open(path, "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+s = h["layers.8.weight"]["data_offsets"][0] + 8 + n + 128 * 4
+got = struct.unpack("<f", b[s:s + 4])[0]
+want = struct.unpack("<f", struct.pack("<f", code * struct.unpack("<f", struct.pack("<f", scale))[0]))[0]
+assert got == want, (got, want)
+PY
+}

@@ -1,0 +1,80 @@
+/* Fuzz the .nk loader (the input opened with the nk driver: header, records, catalog, QUAN,
+ * payload, TCAS, shape propagation), its reports (summary text, JSON), and then nk-run's
+ * interpreter on every model the loader accepts that is small enough to run quickly: the
+ * loader's checks must make every accepted model safe to run (ASan watches the kernels). The
+ * interpreter is compiled in from tools/nk-run. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/nk.h"
+#include "fmt/registry.h"
+#include "../../tools/nk-run/engine.c"
+#include "../../tools/nk-run/float_ops.c"
+#include "../../tools/nk-run/int8_ops.c"
+#include "../../tools/nk-run/kernels.c"
+
+
+/* Multiply-adds of one run, roughly: each layer's outputs times its weights. */
+static double run_cost(const nk_model *nm)
+{
+	double cost = 0;
+	for (uint32_t i = 0; i < nm->n_layers; i++) {
+		const nk_layer *l = &nm->layers[i];
+		double w = 1;
+		for (uint32_t p = l->first_pair; p < l->first_pair + l->n_pairs; p++)
+			w += nm->weights[p].count;
+		cost += (double)nk_shape_count(l->out) * w;
+		if (nk_shape_count(l->out) > (1u << 16))
+			return 1e18;
+	}
+	return cost;
+}
+
+static void run_model(const nk_model *nm)
+{
+	if (run_cost(nm) > 2e7 || nm->input_count > (1u << 16))
+		return;
+	nk_engine en;
+	fmt_err e;
+	if (nk_engine_init(&en, nm, nk_kernels_get(), &e) != FMT_OK)
+		return;
+	void *in = calloc(nm->input_count, sizeof(float));
+	if (in) {
+		if (nm->quantized)
+			(void)nk_run_int8(&en, in);
+		else
+			(void)nk_run_float(&en, in);
+	}
+	free(in);
+	nk_engine_free(&en);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	fmt_model m;
+	fmt_err e;
+	if (fmt_model_open_memory(&m, "fuzz.nk", data, size, &fmt_driver_nk, &e) != FMT_OK)
+		return 0;
+	const nk_model *nm = fmt_nk_model_of(&m);
+	if (!nm)
+		abort();
+	FILE *null = fopen("/dev/null", "w");
+	if (null) {
+		fmt_nk_print_summary(null, nm, m.path);
+		fclose(null);
+	}
+	json_t *j = fmt_nk_describe_json(nm);
+	if (!j)
+		abort(); /* every number is finite or null, every string valid */
+	char *text = json_dumps(j, JSON_COMPACT);
+	if (!text)
+		abort();
+	free(text);
+	json_decref(j);
+	run_model(nm);
+	fmt_model_free(&m);
+	return 0;
+}

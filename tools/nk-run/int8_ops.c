@@ -1,0 +1,429 @@
+/* Int8 (v4) layers, specs/nk.md §12, bit-exact with upstream's integer path: TFLite-style
+ * requantization, int32 accumulation (wrapping as upstream's int32 does), the CMSIS-NN softmax
+ * port with its radius wrap, the int8 residual add and its leading-UIB quirk. */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "engine.h"
+#include "int8_math.h"
+
+/* ---- fixed-point helpers (§12.2) ---- */
+
+void nk_quantize_multiplier(double d, int32_t *mult, int32_t *shift)
+{
+	if (!(d > 0.0)) {
+		*mult = 0;
+		*shift = 0;
+		return;
+	}
+	int e;
+	double m = frexp(d, &e);
+	long long q = llround(m * 2147483648.0);
+	if (q == 2147483648LL) {
+		q = 1073741824LL;
+		e += 1;
+	}
+	if (e < -31) {
+		q = 0;
+		e = 0;
+	}
+	if (e > 30) {
+		q = INT32_MAX;
+		e = 30;
+	}
+	*mult = (int32_t)q;
+	*shift = e;
+}
+
+static inline int32_t srdhm(int32_t a, int32_t b)
+{
+	if (a == INT32_MIN && b == INT32_MIN)
+		return INT32_MAX;
+	int64_t p = (int64_t)a * b;
+	int64_t nudge = p >= 0 ? (1 << 30) : 1 - (1 << 30);
+	return (int32_t)((p + nudge) / (1LL << 31));
+}
+
+static inline int32_t rdivpot(int32_t x, int n)
+{
+	if (n == 0)
+		return x;
+	int32_t mask = (int32_t)((1u << n) - 1u);
+	int32_t rem = x & mask;
+	int32_t thr = (mask >> 1) + (x < 0 ? 1 : 0);
+	return (x >> n) + (rem > thr ? 1 : 0);
+}
+
+static inline int32_t mulq(int32_t x, int32_t q, int32_t e)
+{
+	int left = e > 0 ? e : 0, right = e > 0 ? 0 : -e;
+	int32_t shifted = (int32_t)((uint32_t)x * (1u << left)); /* an int32 multiply: wraps */
+	return rdivpot(srdhm(shifted, q), right);
+}
+
+int32_t nk_srdhm(int32_t a, int32_t b)
+{
+	return srdhm(a, b);
+}
+
+int32_t nk_rdivpot(int32_t x, int n)
+{
+	return rdivpot(x, n);
+}
+
+int32_t nk_mulq(int32_t x, int32_t q, int32_t e)
+{
+	return mulq(x, q, e);
+}
+
+static int8_t clamp8(int32_t v, int32_t lo, int32_t hi)
+{
+	return (int8_t)(v < lo ? lo : v > hi ? hi : v);
+}
+
+/* ---- softmax (§12.8), literally, with int32 wrap-around ---- */
+
+static int32_t wrap32(int64_t v)
+{
+	return (int32_t)(uint32_t)(uint64_t)v;
+}
+
+static int32_t dhm(int32_t a, int32_t b)
+{
+	int64_t nudge = ((a < 0) != (b < 0)) ? 1 - (1LL << 30) : (1LL << 30);
+	return wrap32(((int64_t)a * b + nudge) / (1LL << 31));
+}
+
+static int32_t dpot(int32_t x, int n)
+{
+	return wrap32(((int64_t)x + (x < 0 ? -1 : 0) + (1LL << (n - 1))) >> n);
+}
+
+static int32_t expn(int32_t v)
+{
+	static const int32_t k[7] = { 1672461947, 1302514674, 790015084, 290630308, 39332535, 720401, 242 };
+	int32_t vm = wrap32((int64_t)(v & ((1 << 24) - 1)) - (1 << 24));
+	int32_t rem = wrap32((int64_t)vm - v);
+	int32_t x = wrap32((int64_t)(int32_t)((uint32_t)vm << 5) + (1 << 28));
+	int32_t x2 = dhm(x, x);
+	int32_t o1 = wrap32((int64_t)dpot(dhm(x2, x2), 2) + dhm(x2, x));
+	int32_t o2 = wrap32((int64_t)x + dpot(wrap32((int64_t)dhm(o1, 715827883) + x2), 1));
+	int32_t r = wrap32(1895147668LL + dhm(1895147668, o2));
+	for (int j = 0; j < 7; j++)
+		if ((uint32_t)rem & (1u << (24 + j)))
+			r = dhm(r, k[j]);
+	if (v == 0)
+		r = INT32_MAX;
+	return r;
+}
+
+void nk_softmax_s8(const int8_t *x, int8_t *y, uint64_t n, float logit_scale)
+{
+	double scaled = (double)(logit_scale > 0.0f ? logit_scale : 1.0f) * (double)(1 << 26);
+	int32_t mult, shift;
+	nk_quantize_multiplier(scaled < 2147483647.0 ? scaled : 2147483647.0, &mult, &shift);
+	int t = shift + 5;
+	int32_t R = (t >= 0 && t < 64) ? wrap32(llround(255.0 * ldexp(1.0, t))) : 0;
+	int32_t diff_min = (int32_t)(0u - (uint32_t)R);
+	uint32_t left = shift > 0 ? (1u << shift) : 1u; /* scales below 2^-26 shift by nothing */
+	int8_t max = x[0];
+	for (uint64_t i = 1; i < n; i++)
+		if (x[i] > max)
+			max = x[i];
+	uint32_t sum = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		int32_t d = x[i] - max;
+		if (d >= diff_min)
+			sum += (uint32_t)dpot(expn(dhm((int32_t)((uint32_t)d * left), mult)), 12);
+	}
+	int hr = sum ? __builtin_clz(sum) : 32;
+	int32_t z = wrap32((int64_t)((int32_t)sum > 0 ? (int32_t)(sum << hr) : 0) - (1LL << 31));
+	int64_t S = (int64_t)z + (1LL << 31);
+	int32_t inv = S <= (1LL << 31) ? INT32_MAX : (int32_t)(((1LL << 62) + S / 2) / S);
+	int bou = 12 - hr + 23;
+	for (uint64_t i = 0; i < n; i++) {
+		int32_t d = x[i] - max;
+		if (d >= diff_min) {
+			int32_t v = wrap32((int64_t)dpot(dhm(inv, expn(dhm((int32_t)((uint32_t)d * left), mult))), bou) - 128);
+			y[i] = clamp8(v, -128, 127);
+		} else {
+			y[i] = -128;
+		}
+	}
+}
+
+/* ---- ops ---- */
+
+/* The requantization plan of every pair (§12.2, §12.3), at load time. */
+fmt_kind nk_int8_plan(nk_engine *en, fmt_err *e)
+{
+	const nk_model *nm = en->nm;
+	if (!(en->qops = calloc(nm->n_weights, sizeof *en->qops)))
+		return fmt_fail(e, FMT_IO, "out of memory");
+	for (uint32_t i = 0; i < nm->n_layers; i++) {
+		const nk_layer *l = &nm->layers[i];
+		for (uint32_t p = l->first_pair; p < l->first_pair + l->n_pairs; p++) {
+			const nk_quant *q = &nm->quant[p];
+			nk_qop *op = &en->qops[p];
+			uint32_t ch = nm->biases[p].count;
+			op->mult = malloc(ch * sizeof(int32_t));
+			op->shift = malloc(ch * sizeof(int32_t));
+			if (!op->mult || !op->shift)
+				return fmt_fail(e, FMT_IO, "out of memory");
+			for (uint32_t c = 0; c < ch; c++) {
+				float ws = q->n_scales == ch ? q->scales[c] : q->w_scale;
+				nk_quantize_multiplier((double)q->in_scale * (double)ws / (double)q->out_scale, &op->mult[c],
+						       &op->shift[c]);
+			}
+			op->in_zp = q->in_zp;
+			op->w_zp = q->w_zp;
+			op->out_zp = q->out_zp;
+			op->out_scale = q->out_scale;
+			/* Activation clamp: UIB sub-ops are fixed (start none, expand relu, middle relu,
+			 * project none); dense/conv honour relu and relu6, an int8 MLP relu only. */
+			unsigned act = l->act;
+			if (l->kind == NK_UIB) {
+				const char *role = nm->pairs[p].role;
+				act = (strcmp(role, "expand") == 0 || strcmp(role, "middle_dw") == 0) ? NK_ACT_RELU
+													: NK_ACT_NONE;
+			} else if (nm->network == NK_MLP && act != NK_ACT_RELU) {
+				act = NK_ACT_NONE;
+			}
+			int32_t lo = -128, hi = 127;
+			if (act == NK_ACT_RELU || act == NK_ACT_RELU6)
+				lo = q->out_zp < -128 ? -128 : q->out_zp > 127 ? 127 : q->out_zp;
+			if (act == NK_ACT_RELU6) {
+				long long h = llround(6.0 / (double)q->out_scale) + q->out_zp;
+				hi = h < lo ? lo : h > 127 ? 127 : (int32_t)h;
+			}
+			op->lo = lo;
+			op->hi = hi;
+		}
+	}
+	return FMT_OK;
+}
+
+static inline int8_t requant(const nk_qop *op, uint32_t c, int32_t acc)
+{
+	int32_t v = wrap32((int64_t)mulq(acc, op->mult[c], op->shift[c]) + op->out_zp);
+	return clamp8(v, op->lo, op->hi);
+}
+
+static void qdense(const nk_engine *en, uint32_t p, const int8_t *x, int8_t *y, uint64_t rows, uint64_t in,
+		   uint64_t out)
+{
+	const nk_qop *op = &en->qops[p];
+	const int8_t *w = en->nm->weights[p].data;
+	const int32_t *b = en->nm->biases[p].data;
+	int32_t izp = op->in_zp, wzp = op->w_zp;
+	for (uint64_t r = 0; r < rows; r++)
+		for (uint64_t o = 0; o < out; o++) {
+			const int8_t *restrict xr = x + r * in, *restrict wr = w + o * in;
+			uint32_t acc = (uint32_t)b[o];
+			for (uint64_t i = 0; i < in; i++)
+				acc += (uint32_t)((xr[i] - izp) * (wr[i] - wzp));
+			y[r * out + o] = requant(op, (uint32_t)o, (int32_t)acc);
+		}
+}
+
+/* Depthwise: per pixel, int32 sums over channels, taps outer (channels contiguous in x). */
+static void qdw(const nk_engine *en, uint32_t p, const int8_t *x, int8_t *y, const nk_geom *g)
+{
+	const nk_qop *op = &en->qops[p];
+	const int8_t *w = en->nm->weights[p].data;
+	const int32_t *b = en->nm->biases[p].data;
+	const long H = g->h, W = g->w, C = g->c, kh = g->kh, kw = g->kw, kk = kh * kw;
+	const int32_t izp = op->in_zp, wzp = op->w_zp;
+	uint32_t acc[NK_MAX_QUANT_CHANNELS];
+	for (long oy = 0; oy < g->oh; oy++) {
+		long iy0 = oy * g->stride - g->pad_t;
+		long ky0 = iy0 < 0 ? -iy0 : 0, ky1 = H - iy0 < kh ? H - iy0 : kh;
+		for (long ox = 0; ox < g->ow; ox++) {
+			long ix0 = ox * g->stride - g->pad_l;
+			long kx0 = ix0 < 0 ? -ix0 : 0, kx1 = W - ix0 < kw ? W - ix0 : kw;
+			for (long c = 0; c < C; c++)
+				acc[c] = (uint32_t)b[c];
+			for (long ky = ky0; ky < ky1; ky++)
+				for (long kx = kx0; kx < kx1; kx++) {
+					const int8_t *restrict xp = x + ((iy0 + ky) * W + ix0 + kx) * C;
+					const int8_t *restrict wp = w + ky * kw + kx;
+					for (long c = 0; c < C; c++)
+						acc[c] += (uint32_t)((xp[c] - izp) * (wp[c * kk] - wzp));
+				}
+			int8_t *yo = y + (oy * g->ow + ox) * C;
+			for (long c = 0; c < C; c++)
+				yo[c] = requant(op, (uint32_t)c, (int32_t)acc[c]);
+		}
+	}
+}
+
+static void qconv(const nk_engine *en, uint32_t p, int depthwise, const int8_t *x, int8_t *y, const nk_geom *g)
+{
+	if (depthwise) {
+		qdw(en, p, x, y, g);
+		return;
+	}
+	const nk_qop *op = &en->qops[p];
+	const int8_t *w = en->nm->weights[p].data;
+	const int32_t *b = en->nm->biases[p].data;
+	const long H = g->h, W = g->w, C = g->c, kh = g->kh, kw = g->kw;
+	const int32_t izp = op->in_zp, wzp = op->w_zp;
+	for (long oy = 0; oy < g->oh; oy++) {
+		long iy0 = oy * g->stride - g->pad_t;
+		long ky0 = iy0 < 0 ? -iy0 : 0, ky1 = H - iy0 < kh ? H - iy0 : kh;
+		for (long ox = 0; ox < g->ow; ox++) {
+			long ix0 = ox * g->stride - g->pad_l;
+			long kx0 = ix0 < 0 ? -ix0 : 0, kx1 = W - ix0 < kw ? W - ix0 : kw;
+			int8_t *yo = y + (oy * g->ow + ox) * g->oc;
+			for (long o = 0; o < g->oc; o++) {
+				uint32_t acc = (uint32_t)b[o];
+				for (long ky = ky0; ky < ky1; ky++) {
+					const int8_t *restrict xr = x + ((iy0 + ky) * W + ix0 + kx0) * C;
+					const int8_t *restrict wr = w + ((o * kh + ky) * kw + kx0) * C;
+					long seg = (kx1 - kx0) * C;
+					for (long i = 0; i < seg; i++)
+						acc += (uint32_t)((xr[i] - izp) * (wr[i] - wzp));
+				}
+				yo[o] = requant(op, (uint32_t)o, (int32_t)acc);
+			}
+		}
+	}
+}
+
+static void qpool(const nk_layer *l, const int8_t *x, int8_t *y, int32_t zp)
+{
+	const long H = l->in.h, W = l->in.w, C = l->in.c;
+	for (long oy = 0; oy < l->out.h; oy++) {
+		long iy0 = oy * (long)l->stride - l->pad_t;
+		long ky0 = iy0 < 0 ? -iy0 : 0, ky1 = H - iy0 < (long)l->kh ? H - iy0 : (long)l->kh;
+		for (long ox = 0; ox < l->out.w; ox++) {
+			long ix0 = ox * (long)l->stride - l->pad_l;
+			long kx0 = ix0 < 0 ? -ix0 : 0, kx1 = W - ix0 < (long)l->kw ? W - ix0 : (long)l->kw;
+			int8_t *yo = y + (oy * l->out.w + ox) * C;
+			for (long c = 0; c < C; c++) {
+				int32_t best = INT32_MIN, sum = 0, n = 0;
+				for (long ky = ky0; ky < ky1; ky++)
+					for (long kx = kx0; kx < kx1; kx++) {
+						int32_t v = x[((iy0 + ky) * W + ix0 + kx) * C + c];
+						best = v > best ? v : best;
+						sum += v - zp;
+						n++;
+					}
+				if (l->kind == NK_MAXPOOL) {
+					yo[c] = (int8_t)(n ? best : 0);
+				} else {
+					int32_t avg = n ? (sum >= 0 ? (sum + n / 2) / n : -((-sum + n / 2) / n)) : 0;
+					yo[c] = clamp8(avg + zp, -128, 127);
+				}
+			}
+		}
+	}
+}
+
+/* §12.7 residual: a (project output, params s1/z1 = so/zo) + b (block input, s2/z2). */
+static void qadd(const int8_t *a, const int8_t *b, int8_t *y, uint64_t n, float s1, int32_t z1, float s2,
+		 int32_t z2, float so, int32_t zo)
+{
+	double tw = 2.0 * ((double)s1 > (double)s2 ? (double)s1 : (double)s2);
+	int32_t m1, e1, m2, e2, mo, eo;
+	nk_quantize_multiplier((double)s1 / tw, &m1, &e1);
+	nk_quantize_multiplier((double)s2 / tw, &m2, &e2);
+	nk_quantize_multiplier(tw / (1048576.0 * (double)so), &mo, &eo);
+	for (uint64_t i = 0; i < n; i++) {
+		int32_t ra = nk_mulq((a[i] - z1) * (1 << 20), m1, e1);
+		int32_t rb = nk_mulq((b[i] - z2) * (1 << 20), m2, e2);
+		int32_t v = wrap32((int64_t)nk_mulq(wrap32((int64_t)ra + rb), mo, eo) + zo);
+		y[i] = clamp8(v, -128, 127);
+	}
+}
+
+static nk_geom qgeom(nk_shape in, uint32_t oc, uint32_t k, uint32_t stride, uint32_t pad)
+{
+	nk_geom g = { in.h, in.w, in.c, (in.h + 2 * pad - k) / stride + 1, (in.w + 2 * pad - k) / stride + 1, oc,
+		      k, k, stride, pad, pad, pad, pad };
+	return g;
+}
+
+uint64_t nk_int8_scratch(const nk_model *nm, const nk_layer *l)
+{
+	(void)nm;
+	return l->kind == NK_UIB ? 2 * nk_uib_stage(l) : 0;
+}
+
+/* The block input's parameters are the current ones: 1.0 and 0 when the UIB is the first layer,
+ * which is upstream's leading-UIB quirk (§12.7). */
+static void quib(const nk_engine *en, const nk_layer *l, const int8_t *x, int8_t *y, int8_t *s, int32_t in_zp,
+		 float in_scale)
+{
+	int8_t *s1 = s, *s2 = s + nk_uib_stage(l);
+	uint32_t p = l->first_pair, E = l->expanded;
+	nk_shape cur = l->in;
+	const int8_t *src = x;
+	nk_geom g;
+	if (l->start_dw) {
+		g = qgeom(cur, l->in_ch, l->start_dw, l->start_stride, (l->start_dw - 1u) / 2);
+		qconv(en, p++, 1, src, s1, &g);
+		cur = (nk_shape){ (uint32_t)g.oh, (uint32_t)g.ow, l->in_ch, 0 };
+		src = s1;
+	}
+	qdense(en, p++, src, s2, (uint64_t)cur.h * cur.w, l->in_ch, E);
+	cur.c = E;
+	src = s2;
+	if (l->middle_dw) {
+		g = qgeom(cur, E, l->middle_dw, l->middle_stride, (l->middle_dw - 1u) / 2);
+		qconv(en, p++, 1, src, s1, &g);
+		cur = (nk_shape){ (uint32_t)g.oh, (uint32_t)g.ow, E, 0 };
+		src = s1;
+	}
+	uint64_t n = nk_shape_count(l->out);
+	if (l->uib_stride == 1 && l->in_ch == l->out_ch) {
+		int8_t *proj = src == s1 ? s2 : s1;
+		qdense(en, p, src, proj, (uint64_t)cur.h * cur.w, E, l->out_ch);
+		const nk_qop *op = &en->qops[p];
+		qadd(proj, x, y, n, op->out_scale, op->out_zp, in_scale, in_zp, op->out_scale, op->out_zp);
+	} else {
+		qdense(en, p, src, y, (uint64_t)cur.h * cur.w, E, l->out_ch);
+	}
+}
+
+/* Runs layer i; *zp and *scale are the current activation's parameters (those of the most
+ * recent conv, depthwise, dense or UIB; 0 and 1.0 before the first), updated here. */
+void nk_int8_layer(nk_engine *en, uint32_t i, const int8_t *x, int8_t *y, int32_t *cur_zp, float *cur_scale)
+{
+	const nk_model *nm = en->nm;
+	const nk_layer *l = &nm->layers[i];
+	uint64_t n = nk_shape_count(l->out);
+	if (l->n_pairs) {
+		const nk_quant *q = &nm->quant[l->first_pair + l->n_pairs - 1];
+		switch (l->kind) {
+		case NK_DENSE:
+			qdense(en, l->first_pair, x, y, l->in.h, l->in.c, l->units);
+			if (l->act == NK_ACT_SOFTMAX) {
+				/* Logits to probabilities with scale 1/256, zero point -128; an int8 MLP
+				 * converts its first row only (upstream), later rows keep their logits. */
+				nk_softmax_s8(y, y, l->units, q->out_scale);
+				*cur_zp = -128;
+				*cur_scale = 1.0f / 256.0f;
+				return;
+			}
+			break;
+		case NK_CONV2D: case NK_DEPTHWISE: {
+			nk_geom g = { l->in.h, l->in.w, l->in.c, l->out.h, l->out.w, l->out.c, l->kh, l->kw, l->stride,
+				      l->pad_t, l->pad_l, l->pad_b, l->pad_r };
+			qconv(en, l->first_pair, l->kind == NK_DEPTHWISE, x, y, &g);
+			break;
+		}
+		default:
+			quib(en, l, x, y, en->scratch, *cur_zp, *cur_scale);
+			break;
+		}
+		*cur_zp = q->out_zp;
+		*cur_scale = q->out_scale;
+		return;
+	}
+	if (l->kind == NK_FLATTEN)
+		memcpy(y, x, n);
+	else
+		qpool(l, x, y, *cur_zp);
+}

@@ -1,0 +1,41 @@
+/* nk-run's modules: input sources, the reports (run, test, bench). */
+#ifndef NKRUN_H
+#define NKRUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "engine.h"
+
+typedef struct nk_values {
+	double *v;
+	size_t n;
+	int raw;                 /* binary or random: already in the model's input type */
+} nk_values;
+
+fmt_kind nk_parse_value_list(const char *text, nk_values *out, fmt_err *e);
+fmt_kind nk_parse_value_json(const char *text, size_t len, nk_values *out, fmt_err *e);
+fmt_kind nk_read_value_file(const char *path, const nk_model *nm, nk_values *out, fmt_err *e);
+fmt_kind nk_random_values(uint64_t seed, const nk_model *nm, nk_values *out, fmt_err *e);
+fmt_kind nk_values_to_input(const nk_values *v, const nk_model *nm, int quantize, void *dst, fmt_err *e);
+void nk_values_free(nk_values *v);
+
+typedef struct nk_run_opts {
+	int json, quiet, verbose, raw, profile;
+	unsigned top;            /* --top K (JSON) */
+	uint64_t bench;          /* --bench N: timed runs */
+	int quantize_input;
+} nk_run_opts;
+
+/* One inference on input (float32 or int8 codes) and its report on out. */
+fmt_kind nk_report_run(FILE *out, const char *path, const nk_model *nm, nk_engine *en, const void *input,
+		       const nk_run_opts *o, fmt_err *e);
+/* --bench: warm-up, then o->bench timed runs; latency percentiles, per-layer times with
+ * --profile. */
+fmt_kind nk_report_bench(FILE *out, const char *path, const nk_model *nm, nk_engine *en, const void *input,
+			 const nk_run_opts *o, fmt_err *e);
+/* --test: every embedded case (§14); adds to *passed and *failed. */
+fmt_kind nk_report_tests(FILE *out, const char *path, const nk_model *nm, nk_engine *en, const nk_run_opts *o,
+			 unsigned *passed, unsigned *failed, fmt_err *e);
+
+#endif

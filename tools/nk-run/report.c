@@ -1,0 +1,341 @@
+/* nk-run's reports: one run (upstream's two lines, JSON, raw), the embedded tests (§14) and
+ * the benchmark. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "fmt/out.h"
+#include "nkrun.h"
+
+/* The output as doubles, for argmax / errors / JSON (int8: the codes themselves). */
+static double value_at(const nk_model *nm, const void *out, uint64_t i)
+{
+	return nm->quantized ? (double)((const int8_t *)out)[i] : (double)((const float *)out)[i];
+}
+
+/* Lowest index among equal maxima (§14); NaN never wins. */
+static uint64_t argmax(const nk_model *nm, const void *out, uint64_t n)
+{
+	uint64_t best = 0;
+	for (uint64_t i = 1; i < n; i++)
+		if (value_at(nm, out, i) > value_at(nm, out, best) || isnan(value_at(nm, out, best)))
+			best = i;
+	return best;
+}
+
+static const void *run_once(nk_engine *en, const void *input)
+{
+	return en->nm->quantized ? (const void *)nk_run_int8(en, input) : (const void *)nk_run_float(en, input);
+}
+
+static void print_shape(FILE *f, nk_shape s)
+{
+	if (s.flat == 2)
+		fprintf(f, "[%u]", s.c);
+	else if (s.flat)
+		fprintf(f, "[%u, %u]", s.h, s.c);
+	else
+		fprintf(f, "[%u, %u, %u]", s.h, s.w, s.c);
+}
+
+static void print_values(FILE *f, const nk_model *nm, const void *v, uint64_t n)
+{
+	fputc('[', f);
+	for (uint64_t i = 0; i < n; i++) {
+		if (i)
+			fputs(", ", f);
+		if (nm->quantized)
+			fprintf(f, "%d", ((const int8_t *)v)[i]);
+		else
+			fprintf(f, "%.4f", (double)((const float *)v)[i]);
+	}
+	fputc(']', f);
+}
+
+static json_t *json_number(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *json_values(const nk_model *nm, const void *v, uint64_t n)
+{
+	json_t *a = json_array();
+	for (uint64_t i = 0; i < n; i++)
+		json_array_append_new(a, nm->quantized ? json_integer(((const int8_t *)v)[i])
+						       : json_number(((const float *)v)[i]));
+	return a;
+}
+
+/* The K largest outputs, ties by lower index. */
+static json_t *json_top(const nk_model *nm, const void *v, uint64_t n, unsigned k)
+{
+	json_t *a = json_array();
+	uint8_t *taken = calloc(n, 1);
+	for (unsigned r = 0; taken && r < k && r < n; r++) {
+		uint64_t best = UINT64_MAX;
+		for (uint64_t i = 0; i < n; i++)
+			if (!taken[i] && !isnan(value_at(nm, v, i)) &&
+			    (best == UINT64_MAX || value_at(nm, v, i) > value_at(nm, v, best)))
+				best = i;
+		if (best == UINT64_MAX)
+			break;
+		taken[best] = 1;
+		json_array_append_new(a, json_pack("{s:I,s:o}", "index", (json_int_t)best, "value",
+						   json_number(value_at(nm, v, best))));
+	}
+	free(taken);
+	return a;
+}
+
+static fmt_kind write_raw(FILE *out, const nk_model *nm, const void *v, fmt_err *e)
+{
+	size_t n = (size_t)nm->output_count;
+	if (nm->quantized)
+		return fwrite(v, 1, n, out) == n ? FMT_OK : fmt_fail(e, FMT_IO, "cannot write to standard output");
+	for (size_t i = 0; i < n; i++) {
+		uint8_t b[4];
+		uint32_t u;
+		memcpy(&u, (const float *)v + i, 4);
+		for (int j = 0; j < 4; j++)
+			b[j] = (uint8_t)(u >> (8 * j));
+		if (fwrite(b, 1, 4, out) != 4)
+			return fmt_fail(e, FMT_IO, "cannot write to standard output");
+	}
+	return FMT_OK;
+}
+
+fmt_kind nk_report_run(FILE *out, const char *path, const nk_model *nm, nk_engine *en, const void *input,
+		       const nk_run_opts *o, fmt_err *e)
+{
+	uint64_t t0 = nk_now_ns();
+	const void *y = run_once(en, input);
+	double ms = (double)(nk_now_ns() - t0) / 1e6;
+	if (o->raw)
+		return write_raw(out, nm, y, e);
+	if (o->json) {
+		json_t *j = json_pack("{s:o,s:s,s:o,s:o,s:o,s:I,s:f}", "file", fmt_json_string(path, strlen(path)), "dtype",
+				      nm->quantized ? "int8" : "float32", "input_shape", fmt_nk_shape_json(nm->input),
+				      "shape", fmt_nk_shape_json(nm->output), "values", json_values(nm, y, nm->output_count),
+				      "argmax", (json_int_t)argmax(nm, y, nm->output_count), "time_ms", ms);
+		if (nm->quantized) {
+			json_object_set_new(j, "scale", json_number(en->out_scale));
+			json_object_set_new(j, "zero_point", json_integer(en->out_zp));
+		}
+		if (o->top)
+			json_object_set_new(j, "top", json_top(nm, y, nm->output_count, o->top));
+		int r = fmt_json_line(out, j);
+		json_decref(j);
+		return r ? fmt_fail(e, FMT_IO, "cannot write to standard output") : FMT_OK;
+	}
+	if (o->verbose) {
+		fmt_nk_print_summary(out, nm, path);
+		fputc('\n', out);
+	}
+	fputs("Input: shape=", out);
+	print_shape(out, nm->input);
+	fputs(" values=", out);
+	print_values(out, nm, input, nm->input_count);
+	fputs("\nOutput: shape=", out);
+	print_shape(out, nm->output);
+	fputs(" values=", out);
+	print_values(out, nm, y, nm->output_count);
+	fputc('\n', out);
+	return FMT_OK;
+}
+
+/* ---- tests ---- */
+
+typedef struct case_result {
+	int pass;
+	const char *why;         /* failure reason, NULL when it passed */
+	double max_error;        /* largest |actual - expected| (int8: dequantized actual) */
+	uint64_t argmax, expected_argmax;
+} case_result;
+
+static case_result check_case(const nk_model *nm, nk_engine *en, const nk_case *c, void *in)
+{
+	case_result r = { 0 };
+	int int8_inputs = (nm->flags & NK_FLAG_INT8_TESTS) != 0;
+	if (c->n_in != nm->input_count)
+		return r.why = "input count differs from the model's", r;
+	if (c->n_out != nm->output_count)
+		return r.why = "output count differs from the model's", r;
+	if (nm->quantized != int8_inputs)
+		return r.why = nm->quantized ? "an int8 model needs int8 test inputs (flag 0x0004)"
+					     : "int8 test inputs for a float model", r;
+	if (nm->quantized)
+		memcpy(in, c->in, c->n_in);
+	else
+		for (uint32_t i = 0; i < c->n_in; i++)
+			((float *)in)[i] = fmt_nk_rd_f32(c->in + 4 * i);
+	const void *y = run_once(en, in);
+	uint64_t best_expected = 0;
+	int finite = 1;
+	for (uint32_t i = 0; i < c->n_out; i++) {
+		double want = fmt_nk_rd_f32(c->expected + 4 * i);
+		double got = nm->quantized ? ((double)((const int8_t *)y)[i] - en->out_zp) * en->out_scale
+					   : value_at(nm, y, i);
+		double err = fabs(got - want);
+		if (!(err <= r.max_error))
+			r.max_error = err;
+		if (isnan(err))
+			finite = 0;
+		if (want > fmt_nk_rd_f32(c->expected + 4 * best_expected))
+			best_expected = i;
+	}
+	r.argmax = argmax(nm, y, nm->output_count);
+	r.expected_argmax = c->label >= 0 ? (uint64_t)c->label : best_expected;
+	if (nm->quantized) {
+		r.pass = r.argmax == r.expected_argmax;
+		r.why = r.pass ? NULL : "argmax differs";
+	} else if (!finite || r.max_error > nm->tolerance) {
+		r.why = "error above the tolerance";
+	} else if (c->label >= 0 && r.argmax != (uint64_t)c->label) {
+		r.why = "argmax differs from the label";
+	} else {
+		r.pass = 1;
+	}
+	return r;
+}
+
+static void print_case(FILE *out, const char *path, const nk_model *nm, uint32_t i, const case_result *r,
+		       const nk_run_opts *o)
+{
+	const nk_case *c = &nm->cases[i];
+	if (o->json) {
+		json_t *j = json_pack("{s:o,s:I,s:o,s:b,s:o,s:o,s:I,s:I,s:i}", "file", fmt_json_string(path, strlen(path)),
+				      "case", (json_int_t)i, "name", fmt_json_string(c->name, c->name_len), "pass", r->pass,
+				      "max_error", json_number(r->max_error), "tolerance", json_number(nm->tolerance),
+				      "argmax", (json_int_t)r->argmax, "expected_argmax", (json_int_t)r->expected_argmax,
+				      "label", c->label);
+		if (!r->pass)
+			json_object_set_new(j, "reason", json_string(r->why));
+		fmt_json_line(out, j);
+		json_decref(j);
+		return;
+	}
+	if (o->quiet)
+		return;
+	fputs(r->pass ? "PASS " : "FAIL ", out);
+	fmt_out_escaped(out, c->name, c->name_len);
+	if (!r->pass)
+		fprintf(out, ": %s", r->why);
+	fprintf(out, " (max error %.3g, tolerance %.3g, argmax %llu", r->max_error, (double)nm->tolerance,
+		(unsigned long long)r->argmax);
+	if (nm->quantized || c->label >= 0)
+		fprintf(out, ", expected %llu", (unsigned long long)r->expected_argmax);
+	fputs(")\n", out);
+}
+
+fmt_kind nk_report_tests(FILE *out, const char *path, const nk_model *nm, nk_engine *en, const nk_run_opts *o,
+			 unsigned *passed, unsigned *failed, fmt_err *e)
+{
+	if (!(nm->flags & NK_FLAG_TESTS)) {
+		(*failed)++;
+		return fmt_fail(e, FMT_TEST_FAILED, "no embedded tests (no TCAS block)");
+	}
+	void *in = malloc(nm->input_count * sizeof(float));
+	if (!in)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	unsigned bad = 0;
+	if (!o->json && !o->quiet) {
+		fmt_out_escaped(out, path, strlen(path));
+		fprintf(out, ": %u case%s, tolerance %g%s\n", nm->n_cases, nm->n_cases == 1 ? "" : "s",
+			(double)nm->tolerance, nm->quantized ? " (int8: argmax only)" : "");
+	}
+	for (uint32_t i = 0; i < nm->n_cases; i++) {
+		case_result r = check_case(nm, en, &nm->cases[i], in);
+		print_case(out, path, nm, i, &r, o);
+		if (r.pass)
+			(*passed)++;
+		else
+			(*failed)++, bad++;
+	}
+	free(in);
+	if (bad)
+		return fmt_fail(e, FMT_TEST_FAILED, "%u of %u embedded test cases failed", bad, nm->n_cases);
+	return FMT_OK;
+}
+
+/* ---- bench ---- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+fmt_kind nk_report_bench(FILE *out, const char *path, const nk_model *nm, nk_engine *en, const void *input,
+			 const nk_run_opts *o, fmt_err *e)
+{
+	uint64_t n = o->bench;
+	uint64_t *t = malloc(n * sizeof *t);
+	double *layer_sum = calloc(nm->n_layers, sizeof *layer_sum);
+	uint64_t *layer_min = malloc(nm->n_layers * sizeof *layer_min);
+	if (!t || !layer_sum || !layer_min) {
+		free(t);
+		free(layer_sum);
+		free(layer_min);
+		return fmt_fail(e, FMT_IO, "out of memory");
+	}
+	uint64_t warm = n < 10 ? n : 10;
+	for (uint64_t i = 0; i < warm; i++)
+		run_once(en, input);
+	uint64_t start = nk_now_ns();
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t t0 = nk_now_ns();
+		run_once(en, input);
+		t[i] = nk_now_ns() - t0;
+		for (uint32_t l = 0; en->layer_ns && l < nm->n_layers; l++) {
+			layer_sum[l] += (double)en->layer_ns[l];
+			if (i == 0 || en->layer_ns[l] < layer_min[l])
+				layer_min[l] = en->layer_ns[l];
+		}
+	}
+	double total_s = (double)(nk_now_ns() - start) / 1e9;
+	qsort(t, n, sizeof *t, cmp_u64);
+	double min = (double)t[0] / 1e6, med = (double)t[(n - 1) / 2] / 1e6;
+	uint64_t p99i = (uint64_t)ceil(0.99 * (double)n) - 1;
+	double p99 = (double)t[p99i < n ? p99i : n - 1] / 1e6, ips = (double)n / total_s;
+	fmt_kind k = FMT_OK;
+	if (o->json) {
+		json_t *j = json_pack("{s:o,s:I,s:s,s:f,s:f,s:f,s:f,s:I}", "file", fmt_json_string(path, strlen(path)),
+				      "runs", (json_int_t)n, "kernels", en->k->name, "min_ms", min, "median_ms", med,
+				      "p99_ms", p99, "inferences_per_second", ips, "arena_bytes",
+				      (json_int_t)en->arena_bytes);
+		if (en->layer_ns) {
+			json_t *layers = json_array();
+			for (uint32_t l = 0; l < nm->n_layers; l++)
+				json_array_append_new(layers, json_pack("{s:I,s:s,s:f,s:f,s:o}", "index", (json_int_t)l, "kind",
+									fmt_nk_kind_name(nm->layers[l].kind), "min_ms",
+									(double)layer_min[l] / 1e6, "mean_ms",
+									layer_sum[l] / (double)n / 1e6, "output_shape",
+									fmt_nk_shape_json(nm->layers[l].out)));
+			json_object_set_new(j, "layers", layers);
+		}
+		if (fmt_json_line(out, j))
+			k = fmt_fail(e, FMT_IO, "cannot write to standard output");
+		json_decref(j);
+	} else {
+		fputs("model:      ", out);
+		fmt_out_escaped(out, path, strlen(path));
+		fprintf(out, "\nruns:       %llu (after %llu warm-up), kernels %s, arena %zu bytes\n",
+			(unsigned long long)n, (unsigned long long)warm, en->k->name, en->arena_bytes);
+		fprintf(out, "latency:    min %.4f ms, median %.4f ms, p99 %.4f ms\n", min, med, p99);
+		fprintf(out, "throughput: %.1f inferences/s\n", ips);
+		if (en->layer_ns) {
+			fprintf(out, "layers:     (min and mean time per run)\n");
+			for (uint32_t l = 0; l < nm->n_layers; l++) {
+				fprintf(out, "  [%u] %-24s %9.4f ms %9.4f ms  ", l, fmt_nk_kind_name(nm->layers[l].kind),
+					(double)layer_min[l] / 1e6, layer_sum[l] / (double)n / 1e6);
+				print_shape(out, nm->layers[l].out);
+				fputc('\n', out);
+			}
+		}
+	}
+	free(t);
+	free(layer_sum);
+	free(layer_min);
+	return k;
+}
