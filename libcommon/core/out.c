@@ -148,11 +148,13 @@ json_t *fmt_json_value(const fmt_value *v, size_t max_items)
 		uint64_t shown = v->v.arr.count;
 		if (max_items && shown > max_items)
 			shown = max_items;
-		for (uint64_t i = 0; arr && i < shown; i++)
-			if (json_array_append_new(arr, fmt_json_value(&v->v.arr.items[i], max_items))) {
+		for (uint64_t i = 0; arr && i < shown; i++) {
+			fmt_value item = fmt_array_item(v, i);
+			if (json_array_append_new(arr, fmt_json_value(&item, max_items))) {
 				json_decref(arr);
 				return NULL;
 			}
+		}
 		if (arr && shown < v->v.arr.count) {
 			json_t *more = json_pack("{sI}", "truncated", (json_int_t)v->v.arr.count);
 			if (json_array_append_new(arr, more)) {
@@ -197,7 +199,8 @@ void fmt_out_value(FILE *f, const fmt_value *v, size_t max_items)
 		for (uint64_t i = 0; i < shown; i++) {
 			if (i)
 				fputs(", ", f);
-			fmt_out_value(f, &v->v.arr.items[i], max_items);
+			fmt_value item = fmt_array_item(v, i);
+			fmt_out_value(f, &item, max_items);
 		}
 		if (shown < v->v.arr.count)
 			fprintf(f, ", ... (%" PRIu64 " items)", v->v.arr.count);
