@@ -241,14 +241,43 @@ static json_t *json_tensor(const fmt_model *m, const fmt_tensor *t, int with_fil
 	return o;
 }
 
-static json_t *json_tensors(const fmt_model *m, const char *only)
+/* The tensor list is written one tensor at a time: a JSON tree of a million tensors would take
+ * gigabytes (a hostile header is cheap to make). */
+static int write_json_tensors(FILE *out, const fmt_model *m, const char *only)
 {
-	json_t *a = json_array();
-	int with_file = is_multi_file(m);
-	for (size_t i = 0; a && i < m->n_tensors; i++)
-		if (!only || strcmp(only, m->tensors[i].name) == 0)
-			json_array_append_new(a, json_tensor(m, &m->tensors[i], with_file));
-	return a;
+	int with_file = is_multi_file(m), first = 1, r = fputs("\"tensors\":[", out) == EOF ? -1 : 0;
+	for (size_t i = 0; r == 0 && i < m->n_tensors; i++) {
+		if (only && strcmp(only, m->tensors[i].name) != 0)
+			continue;
+		json_t *o = json_tensor(m, &m->tensors[i], with_file);
+		if (!o || (!first && fputc(',', out) == EOF) || json_dumpf(o, out, JSON_COMPACT | JSON_PRESERVE_ORDER))
+			r = -1;
+		json_decref(o);
+		first = 0;
+	}
+	return r == 0 && fputc(']', out) != EOF ? 0 : -1;
+}
+
+/* One JSON line: head's members, the tensor list when asked, then tail's members. */
+static int write_json_line(FILE *out, json_t *head, const fmt_model *m, int tensors, const char *only, json_t *tail)
+{
+	char *h = json_dumps(head, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	char *t = json_object_size(tail) ? json_dumps(tail, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	int r = h && (t || !json_object_size(tail)) ? 0 : -1;
+	size_t hn = h ? strlen(h) : 0;
+	if (r == 0 && fwrite(h, 1, hn - 1, out) != hn - 1) /* without its closing brace */
+		r = -1;
+	if (r == 0 && tensors && (fputc(',', out) == EOF || write_json_tensors(out, m, only)))
+		r = -1;
+	if (r == 0 && t && (fputc(',', out) == EOF || fputs(t + 1, out) == EOF))
+		r = -1;
+	else if (r == 0 && !t && fputc('}', out) == EOF)
+		r = -1;
+	if (r == 0 && fputc('\n', out) == EOF)
+		r = -1;
+	free(h);
+	free(t);
+	return r;
 }
 
 static void json_summary(json_t *o, const fmt_model *m)
@@ -309,14 +338,18 @@ static fmt_kind report_json(FILE *out, const fmt_model *m, const inspect_opts *o
 		json_object_set_new(obj, "metadata", json_metadata(m, o->full ? 0 : INSPECT_ARRAY_ITEMS, &types));
 		json_object_set_new(obj, "metadata_types", types);
 	}
-	if (o->sections & SECTION_TENSORS)
-		json_object_set_new(obj, "tensors", json_tensors(m, o->tensor));
+	json_t *tail = json_object();
+	if (!tail) {
+		json_decref(obj);
+		return fmt_fail(e, FMT_IO, "out of memory");
+	}
 	if (o->sections & SECTION_TREE)
-		json_object_set_new(obj, "tree", tree_json(m));
+		json_object_set_new(tail, "tree", tree_json(m));
 	if (stats)
-		json_object_set_new(obj, "stats", json_stats(t, stats));
-	int r = out ? fmt_json_line(out, obj) : 0;
+		json_object_set_new(tail, "stats", json_stats(t, stats));
+	int r = out ? write_json_line(out, obj, m, (o->sections & SECTION_TENSORS) != 0, o->tensor, tail) : 0;
 	json_decref(obj);
+	json_decref(tail);
 	return r ? fmt_fail(e, FMT_IO, "cannot write to standard output") : FMT_OK;
 }
 
