@@ -613,7 +613,8 @@ static fmt_kind open_parsed(fmt_model *m, int source, int with_meta, uint64_t n,
 {
 	st_entry *t = sc->t;
 	size_t nt = sc->nt;
-	qsort(t, nt, sizeof *t, cmp_entry_offsets);
+	if (nt)
+		qsort(t, nt, sizeof *t, cmp_entry_offsets);
 	uint64_t *sizes = malloc(2 * (nt ? nt : 1) * sizeof *sizes);
 	uint64_t data_len = 0;
 	if (!sizes)
