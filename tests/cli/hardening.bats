@@ -65,3 +65,42 @@ run_bounded() {
 	assert_success
 	assert_equal "$(jq -r '.metadata.note|length' <<<"$output")" 15000000
 }
+
+# Item 10: a FIFO at a key path is refused at once (timeout would give 124).
+@test "keys: a FIFO as the per-user HMAC key is refused, never waited on (exit 2)" {
+	mkdir -p home/.config/fmtkit
+	mkfifo -m 600 home/.config/fmtkit/hmac.key
+	cp "$REPO_ROOT/tests/data/fixtures/apsim/example-signed-team-secret.apsim" f.apsim
+	run --separate-stderr env HOME="$PWD/home" XDG_CONFIG_HOME= timeout 10 fmt-verify --hmac-key f.apsim
+	assert_equal "$status" 2
+	[[ "$stderr" == *"hmac.key: the HMAC key is not a regular file"* ]] || fail "$stderr"
+	[ -p home/.config/fmtkit/hmac.key ] && cmp -s f.apsim "$REPO_ROOT/tests/data/fixtures/apsim/example-signed-team-secret.apsim"
+	assert_equal "$(ls -A home/.config/fmtkit)" hmac.key
+}
+
+@test "keys: a symbolic link as the per-user HMAC key is refused (exit 2)" {
+	mkdir -p home/.config/fmtkit
+	head -c 32 /dev/urandom >real.key
+	chmod 600 real.key
+	ln -s "$PWD/real.key" home/.config/fmtkit/hmac.key
+	cp "$REPO_ROOT/tests/data/fixtures/apsim/example-signed-team-secret.apsim" f.apsim
+	run --separate-stderr env HOME="$PWD/home" XDG_CONFIG_HOME= timeout 10 fmt-verify --hmac-key f.apsim
+	assert_equal "$status" 2
+	[[ "$stderr" == *"the HMAC key is a symbolic link"* ]] || fail "$stderr"
+}
+
+@test "keys: a FIFO nobody writes to as --secret-file is refused as empty, a pipe still works" {
+	mkfifo sec
+	cp "$REPO_ROOT/tests/data/fixtures/apsim/example-signed-team-secret.apsim" f.apsim
+	run --separate-stderr timeout 10 fmt-verify --secret-file sec f.apsim
+	assert_equal "$status" 2
+	[[ "$stderr" == *"secret file sec is empty"* ]] || fail "$stderr"
+	run --separate-stderr timeout 10 fmt-verify --secret-file /dev/null/x f.apsim
+	assert_equal "$status" 3
+	mkdir d
+	run --separate-stderr timeout 10 fmt-verify --secret-file d f.apsim
+	assert_equal "$status" 2
+	[[ "$stderr" == *"secret file d is not a regular file or a pipe"* ]] || fail "$stderr"
+	run --separate-stderr bash -c 'timeout 10 fmt-verify --secret-file <(printf "team secret\n") f.apsim'
+	assert_success
+}
