@@ -2,7 +2,6 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/resource.h>
 #include "fmt/out.h"
 #include "shard.h"
 
@@ -10,7 +9,7 @@ enum { OPT_MAX_SIZE = FMT_OPT_FIRST_TOOL_OPTION, OPT_MAX_TENSORS, OPT_NO_TFS, OP
 
 /* Which options each subcommand takes (bits of the option table's index). */
 enum { B_MAX_SIZE = 1, B_MAX_TENSORS = 2, B_NO_TFS = 4, B_DRY_RUN = 8, B_NO_VERIFY = 16, B_OUTPUT = 32,
-       B_DIR = 64 };
+       B_DIR = 64, B_KEY = 128 };
 
 static void usage(FILE *f)
 {
@@ -32,6 +31,11 @@ static void usage(FILE *f)
 		"  -o, --output PATH       split: PREFIX (default: INPUT without its extension);\n"
 		"                          merge, pack: the file to write\n"
 		"  -C, --directory DIR     unpack: extract into DIR (default: the current directory)\n"
+		"      --hmac-key          unpack: verify the set's signature with the per-user key\n"
+		"      --secret-file FILE  unpack: ... with the team secret in FILE\n"
+		"      --secret-env NAME   unpack: ... with the team secret in variable NAME\n"
+		"      --secret-prompt     unpack: ... with a team secret typed at a prompt\n"
+		"                          (every member must be covered by the signature)\n"
 		"  -f, --force             overwrite existing outputs\n"
 		"  -T, --threads N         worker threads (default: number of cores)\n"
 		"  -j, --json              report as one JSON object\n"
@@ -42,8 +46,9 @@ static void usage(FILE *f)
 		"      --version           print the version\n"
 		"\n"
 		"Exit status: 0 ok, 2 usage (or an existing output), 3 I/O error, 4 invalid format\n"
-		"(also an unsafe bundle member), 5 unsupported, 6 checksum mismatch, 9 shard set or\n"
-		"bundle members inconsistent with the index or manifest, 70 internal error.\n");
+		"(also an unsafe bundle member), 5 unsupported, 6 checksum mismatch, 7 signature\n"
+		"missing, wrong or not covering a member, 9 shard set or bundle members\n"
+		"inconsistent with the index or manifest, 70 internal error.\n");
 }
 
 static const struct option long_opts[] = {
@@ -54,6 +59,7 @@ static const struct option long_opts[] = {
 	{ "max-tensors", required_argument, NULL, OPT_MAX_TENSORS },
 	{ "no-tensor-first-split", no_argument, NULL, OPT_NO_TFS },
 	{ "dry-run", no_argument, NULL, OPT_DRY_RUN }, { "no-verify", no_argument, NULL, OPT_NO_VERIFY },
+	FMT_KEY_LONG_OPTIONS,
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -66,7 +72,7 @@ static const struct {
 	{ "split", cmd_split, B_MAX_SIZE | B_MAX_TENSORS | B_NO_TFS | B_DRY_RUN | B_NO_VERIFY | B_OUTPUT, 0 },
 	{ "merge", cmd_merge, B_NO_VERIFY | B_OUTPUT, 1 },
 	{ "pack", cmd_pack, B_OUTPUT, 1 },
-	{ "unpack", cmd_unpack, B_DIR, 0 },
+	{ "unpack", cmd_unpack, B_DIR | B_KEY, 0 },
 };
 
 static int usage_error(const char *msg)
@@ -99,16 +105,6 @@ static int tool_option(int c, const char *arg, shard_opts *o)
 	}
 }
 
-/* Unpacking keeps one temporary file open per member until all verified. */
-static void raise_fd_limit(void)
-{
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		(void)setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
 int main(int argc, char **argv)
 {
 	shard_opts o = { 0 };
@@ -122,6 +118,10 @@ int main(int argc, char **argv)
 			return usage_error(e.msg);
 		if (r > 0)
 			continue;
+		if (fmt_cli_key_option(c, optarg, &o.keys)) {
+			given |= B_KEY;
+			continue;
+		}
 		if (c == 'h') {
 			usage(stdout);
 			return 0;
@@ -152,8 +152,6 @@ int main(int argc, char **argv)
 		return usage_error("--max-size and --max-tensors exclude each other");
 	if (!o.common.threads)
 		o.common.threads = fmt_cpu_count();
-	if (commands[ci].run == cmd_unpack)
-		raise_fd_limit();
 	const char *input = argv[optind + 1];
 	fmt_kind k = commands[ci].run(input, &o, &e);
 	if (k != FMT_OK)
