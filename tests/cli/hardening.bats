@@ -9,11 +9,22 @@ setup_file() {
 	export HOSTILE="$BATS_FILE_TMPDIR/hostile"
 	# A quarter of the benchmark's sizes: the same shapes, quick to make.
 	"$REPO_ROOT/scripts/gen/hostile-memory" "$HOSTILE/memory" 0.25
+	"$REPO_ROOT/scripts/gen/hostile-bundles" "$HOSTILE/bundles"
+	printf 'team secret\n' >"$BATS_FILE_TMPDIR/secret"
 }
 
 setup() {
 	load helpers
 	cd "$BATS_TEST_TMPDIR"
+	B=$HOSTILE/bundles
+	SECRET=$BATS_FILE_TMPDIR/secret
+	mkdir tmp
+	export TMPDIR=$PWD/tmp
+}
+
+# Every file under DIR with its size and digest: compared before and after.
+snapshot() {
+	(cd "$1" && find . -printf '%y %p %s\n' | sort && find . -type f -exec sha256sum {} + | sort)
 }
 
 # Sanitizer builds reserve terabytes of address space: a ulimit -v cannot apply to them.
@@ -103,4 +114,118 @@ run_bounded() {
 	[[ "$stderr" == *"secret file d is not a regular file or a pipe"* ]] || fail "$stderr"
 	run --separate-stderr bash -c 'timeout 10 fmt-verify --secret-file <(printf "team secret\n") f.apsim'
 	assert_success
+}
+
+# Item 1: with a key, every member must be covered by the verified signature.
+@test "keyed bundle: a signed file plus an unsigned model (digest recomputed) is refused naming it (exit 7)" {
+	before=$(snapshot "$B")
+	run --separate-stderr fmt-verify --secret-file "$SECRET" "$B/signed-plus-model.tar"
+	assert_equal "$status" 7
+	assert_equal "$output" ""
+	[[ "$stderr" == *"signed-plus-model.tar (member model.apsim): member 'model.apsim' is not covered by the verified signature of 'a.apsim'"* ]] || fail "$stderr"
+	# Without a key the digests are all right: ok (nothing claims a signature).
+	run fmt-verify "$B/signed-plus-model.tar"
+	assert_success
+	assert_equal "$(ls -A tmp)" ""
+	assert_equal "$(snapshot "$B")" "$before"
+}
+
+@test "keyed bundle: a signed set plus an extra .apsim, or a README, is refused naming it (exit 7)" {
+	run --separate-stderr fmt-verify --secret-file "$SECRET" "$B/set-plus-extra.tar"
+	assert_equal "$status" 7
+	[[ "$stderr" == *"(member extra.apsim): member 'extra.apsim' is not covered by the verified signature of 'model.apsim.index.json'"* ]] || fail "$stderr"
+	run --separate-stderr fmt-verify --json --secret-file "$SECRET" "$B/set-plus-readme.tar"
+	assert_equal "$status" 7
+	assert_equal "$(jq -r .error <<<"$output")" SignatureInvalid
+	[[ "$(jq -r .failed_file <<<"$output")" == *"set-plus-readme.tar (member README.txt)" ]] || fail "$output"
+	assert_equal "$(ls -A tmp)" ""
+}
+
+@test "keyed bundle: the signed file and the signed set alone verify (exit 0), with the wrong secret 7" {
+	run fmt-verify --secret-file "$SECRET" "$B/signed.tar" "$B/signed-set.tar"
+	assert_success
+	assert_line --index 1 "$B/signed-set.tar: ok (bundle of apsim-index, 4 files, 1534 bytes)"
+	run --separate-stderr fmt-verify --secret-file <(echo other) "$B/signed-set.tar"
+	assert_equal "$status" 7
+	assert_equal "$(ls -A tmp)" ""
+}
+
+@test "keyed unpack: an uncovered member is refused (exit 7) and nothing is written; covered ones unpack" {
+	mkdir out
+	run --separate-stderr fmt-shard unpack --secret-file "$SECRET" -C out "$B/signed-plus-model.tar"
+	assert_equal "$status" 7
+	[[ "$stderr" == *"(member model.apsim): member 'model.apsim' is not covered"* ]] || fail "$stderr"
+	assert_equal "$(ls -A out)" ""
+	run --separate-stderr fmt-shard unpack --secret-file "$SECRET" -C new "$B/set-plus-readme.tar"
+	assert_equal "$status" 7
+	[ ! -e new ]
+	run fmt-shard unpack --secret-file "$SECRET" -C out "$B/signed-set.tar"
+	assert_success
+	assert_equal "$(ls out | tr '\n' ' ')" "model-00001-of-00003.apsim model-00002-of-00003.apsim model-00003-of-00003.apsim model.apsim.index.json "
+	run fmt-verify --secret-file "$SECRET" out/model.apsim.index.json
+	assert_success
+	run --separate-stderr fmt-shard unpack --hmac-key --secret-file "$SECRET" -C out2 "$B/signed-set.tar"
+	assert_equal "$status" 2
+}
+
+# Item 2: one private directory, removed on signals.
+@test "keyed bundle: SIGTERM during the check leaves nothing in TMPDIR; the directory was private" {
+	fmt-verify --secret-file "$SECRET" "$B/slow.tar.zst" 2>/dev/null &
+	pid=$!
+	for _ in $(seq 500); do
+		d=$(ls -d tmp/fmtkit-bundle-* 2>/dev/null | head -1)
+		[ -n "$d" ] && [ -s "$d/a.apsim" ] && break
+		sleep 0.01
+	done
+	[ -n "$d" ] || fail "no staging directory appeared"
+	assert_equal "$(stat -c %a "$d")" 700
+	kill -TERM "$pid"
+	wait "$pid" && status=0 || status=$?
+	assert_equal "$status" 143
+	assert_equal "$(ls -A tmp)" ""
+}
+
+@test "unpack: SIGTERM during extraction leaves nothing in the directory, existing files untouched" {
+	mkdir out
+	echo keep >out/a.apsim
+	before=$(snapshot out)
+	fmt-shard unpack --force -C out "$B/slow.tar.zst" 2>/dev/null &
+	pid=$!
+	for _ in $(seq 500); do
+		d=$(ls -d out/.fmtkit-unpack-* 2>/dev/null | head -1)
+		[ -n "$d" ] && [ -s "$d/a.apsim" ] && break
+		sleep 0.01
+	done
+	[ -n "$d" ] || fail "no staging directory appeared"
+	kill -TERM "$pid"
+	wait "$pid" && status=0 || status=$?
+	assert_equal "$status" 143
+	assert_equal "$(snapshot out)" "$before"
+}
+
+# Item 7: --force that cannot commit keeps every existing file.
+@test "unpack --force: a directory in the way of one member fails (exit 3) and keeps every existing file" {
+	mkdir -p out/b.apsim
+	echo "my old a" >out/a.apsim
+	before=$(snapshot out)
+	run --separate-stderr fmt-shard unpack --force -C out "$B/two-members.tar"
+	assert_equal "$status" 3
+	[[ "$stderr" == *"out/b.apsim is a directory (not replaced)"* ]] || fail "$stderr"
+	assert_equal "$(snapshot out)" "$before"
+	rmdir out/b.apsim
+	run fmt-shard unpack --force -C out "$B/two-members.tar"
+	assert_success
+	run fmt-verify out/a.apsim out/b.apsim
+	assert_success
+	assert_equal "$(ls -A out | tr '\n' ' ')" "a.apsim b.apsim "
+}
+
+# Item 5: no control byte from a file reaches a terminal, through any tool.
+@test "escapes: the manifest's format is escaped by fmt-verify and fmt-shard unpack -v" {
+	run fmt-verify "$B/escape-format.tar"
+	assert_success
+	assert_output "$B/escape-format.tar: ok (bundle of \\x1b[2J\\x1b]0;owned\\x07\\x1b[31mapsim, 1 files, 796 bytes)"
+	run fmt-shard unpack -v -C out "$B/escape-format.tar"
+	assert_success
+	assert_line --index 1 "$B/escape-format.tar: 1 files, 796 bytes (\\x1b[2J\\x1b]0;owned\\x07\\x1b[31mapsim)"
 }
