@@ -7,7 +7,6 @@
 #include <unistd.h>
 #include "fmt/checked.h"
 #include "fmt/cli.h"
-#include "fmt/crypto.h"
 
 int fmt_cli_common(int c, const char *arg, fmt_common_opts *o, fmt_err *e)
 {
@@ -24,17 +23,6 @@ int fmt_cli_common(int c, const char *arg, fmt_common_opts *o, fmt_err *e)
 		return 1;
 	default:
 		return 0;
-	}
-}
-
-int fmt_cli_key_option(int c, const char *arg, fmt_key_opts *o)
-{
-	switch (c) {
-	case FMT_OPT_HMAC_KEY: o->hmac_key = 1; return 1;
-	case FMT_OPT_SECRET_FILE: o->secret_file = arg; return 1;
-	case FMT_OPT_SECRET_ENV: o->secret_env = arg; return 1;
-	case FMT_OPT_SECRET_PROMPT: o->secret_prompt = 1; return 1;
-	default: return 0;
 	}
 }
 

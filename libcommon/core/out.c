@@ -120,99 +120,98 @@ json_t *fmt_json_u64(uint64_t v)
 	return json_string(text);
 }
 
-static json_t *json_number(double d)
+/* JSON allows DEL and the C1 controls (U+0080-U+009F) raw inside strings, and jansson writes
+ * them so; a terminal acts on them (U+009B is CSI). They are written as \u escapes, which in
+ * JSON text can only be inside strings, where they mean the same. */
+typedef struct json_out {
+	FILE *f;
+	char *buf;                   /* or into a growing string */
+	size_t len, cap;
+	int c2;                      /* a 0xC2 byte is pending */
+	int failed;
+} json_out;
+
+static void jo_put(json_out *o, const char *p, size_t n)
 {
-	/* JSON has no NaN or Inf: those become strings. */
-	if (isnan(d))
-		return json_string("nan");
-	if (isinf(d))
-		return json_string(d > 0 ? "inf" : "-inf");
-	return json_real(d);
+	if (o->failed || n == 0)
+		return;
+	if (o->f) {
+		o->failed = fwrite(p, 1, n, o->f) != n;
+		return;
+	}
+	if (o->len + n + 1 > o->cap) {
+		size_t cap = (o->len + n + 1) * 2;
+		char *bigger = realloc(o->buf, cap);
+		if (!bigger) {
+			o->failed = 1;
+			return;
+		}
+		o->buf = bigger;
+		o->cap = cap;
+	}
+	memcpy(o->buf + o->len, p, n);
+	o->len += n;
+	o->buf[o->len] = '\0';
 }
 
-json_t *fmt_json_value(const fmt_value *v, size_t max_items)
+static int jo_callback(const char *p, size_t n, void *ctx)
 {
-	switch (v->type) {
-	case FMT_V_U8: case FMT_V_U16: case FMT_V_U32: case FMT_V_U64:
-		return fmt_json_u64(v->v.u);
-	case FMT_V_I8: case FMT_V_I16: case FMT_V_I32: case FMT_V_I64:
-		return json_integer((json_int_t)v->v.i);
-	case FMT_V_F32: case FMT_V_F64:
-		return json_number(v->v.f);
-	case FMT_V_BOOL:
-		return json_boolean(v->v.b);
-	case FMT_V_STR:
-		return fmt_json_string(v->v.str.ptr, v->v.str.len);
-	case FMT_V_ARRAY: {
-		json_t *arr = json_array();
-		uint64_t shown = v->v.arr.count;
-		if (max_items && shown > max_items)
-			shown = max_items;
-		for (uint64_t i = 0; arr && i < shown; i++) {
-			fmt_value item = fmt_array_item(v, i);
-			if (json_array_append_new(arr, fmt_json_value(&item, max_items))) {
-				json_decref(arr);
-				return NULL;
+	json_out *o = ctx;
+	size_t run = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)p[i];
+		if (o->c2) {
+			o->c2 = 0;
+			if (c >= 0x80 && c <= 0x9F) {
+				char esc[8];
+				snprintf(esc, sizeof esc, "\\u%04x", c);
+				jo_put(o, esc, 6);
+			} else {
+				jo_put(o, "\xC2", 1);
+				jo_put(o, (const char *)&p[i], 1);
 			}
+			run = i + 1;
+			continue;
 		}
-		if (arr && shown < v->v.arr.count) {
-			json_t *more = json_pack("{sI}", "truncated", (json_int_t)v->v.arr.count);
-			if (json_array_append_new(arr, more)) {
-				json_decref(arr);
-				return NULL;
-			}
+		if (c == 0x7F || c == 0xC2) {
+			jo_put(o, p + run, i - run);
+			if (c == 0x7F)
+				jo_put(o, "\\u007f", 6);
+			else
+				o->c2 = 1;
+			run = i + 1;
 		}
-		return arr;
 	}
-	}
-	return json_null();
+	jo_put(o, p + run, n - run);
+	return o->failed ? -1 : 0;
 }
 
-void fmt_out_value(FILE *f, const fmt_value *v, size_t max_items)
+int fmt_json_write(FILE *f, const json_t *j)
 {
-	switch (v->type) {
-	case FMT_V_U8: case FMT_V_U16: case FMT_V_U32: case FMT_V_U64:
-		fprintf(f, "%" PRIu64, v->v.u);
-		break;
-	case FMT_V_I8: case FMT_V_I16: case FMT_V_I32: case FMT_V_I64:
-		fprintf(f, "%" PRId64, v->v.i);
-		break;
-	case FMT_V_F32:
-		fprintf(f, "%.9g", v->v.f);
-		break;
-	case FMT_V_F64:
-		fprintf(f, "%.17g", v->v.f);
-		break;
-	case FMT_V_BOOL:
-		fputs(v->v.b ? "true" : "false", f);
-		break;
-	case FMT_V_STR:
-		fputc('"', f);
-		fmt_out_escaped(f, v->v.str.ptr, v->v.str.len);
-		fputc('"', f);
-		break;
-	case FMT_V_ARRAY: {
-		uint64_t shown = v->v.arr.count;
-		if (max_items && shown > max_items)
-			shown = max_items;
-		fputc('[', f);
-		for (uint64_t i = 0; i < shown; i++) {
-			if (i)
-				fputs(", ", f);
-			fmt_value item = fmt_array_item(v, i);
-			fmt_out_value(f, &item, max_items);
-		}
-		if (shown < v->v.arr.count)
-			fprintf(f, ", ... (%" PRIu64 " items)", v->v.arr.count);
-		fputc(']', f);
-		break;
+	json_out o = { .f = f };
+	if (json_dump_callback(j, jo_callback, &o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY) != 0)
+		return -1;
+	if (o.c2)
+		jo_put(&o, "\xC2", 1);
+	return o.failed ? -1 : 0;
+}
+
+char *fmt_json_text(const json_t *j)
+{
+	json_out o = { 0 };
+	int r = json_dump_callback(j, jo_callback, &o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+	if (r == 0 && o.c2)
+		jo_put(&o, "\xC2", 1);
+	if (r != 0 || o.failed || !o.buf) {
+		free(o.buf);
+		return NULL;
 	}
-	}
+	return o.buf;
 }
 
 int fmt_json_line(FILE *f, json_t *obj)
 {
-	if (json_dumpf(obj, f, JSON_COMPACT | JSON_PRESERVE_ORDER) != 0)
+	if (fmt_json_write(f, obj) != 0)
 		return -1;
 	return fputc('\n', f) == EOF ? -1 : 0;
 }

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "crypto_internal.h"
+#include "fmt/cli.h"
 
 #define USER_KEY_LEN 32u
 #define KEYGEN_HINT "create one with `fmt-sign keygen --hmac`"
@@ -257,4 +258,15 @@ fmt_kind fmt_key_from_opts(const fmt_key_opts *o, fmt_hmac_key *out, fmt_err *e)
 		return fmt_secret_from_prompt("Shared secret: ", out, e);
 	/* --hmac-key, or no option at all: the per-user key. */
 	return user_key(out, e);
+}
+
+int fmt_cli_key_option(int c, const char *arg, fmt_key_opts *o)
+{
+	switch (c) {
+	case FMT_OPT_HMAC_KEY: o->hmac_key = 1; return 1;
+	case FMT_OPT_SECRET_FILE: o->secret_file = arg; return 1;
+	case FMT_OPT_SECRET_ENV: o->secret_env = arg; return 1;
+	case FMT_OPT_SECRET_PROMPT: o->secret_prompt = 1; return 1;
+	default: return 0;
+	}
 }

@@ -54,6 +54,11 @@ void fmt_hmac_key_free(fmt_hmac_key *k)
 	k->id[0] = '\0';
 }
 
+int fmt_keyset_empty(const fmt_keyset *ks)
+{
+	return !ks || (!ks->hmac && !ks->ed25519_public && !ks->ed25519_secret && !ks->password && !ks->x25519);
+}
+
 fmt_kind fmt_crypto_user_key_id(fmt_hmac_key *k, fmt_err *e)
 {
 	uint8_t digest[FMT_SHA256_LEN];

@@ -1,26 +1,45 @@
+/* The model drivers and the questions tools ask them. A new format is one line in
+ * FMT_MODEL_DRIVERS below plus its own folder. */
 #include <stdio.h>
 #include <string.h>
 #include "fmt/registry.h"
 
-extern const fmt_driver fmt_driver_safetensors;
-extern const fmt_driver fmt_driver_st_index;
-extern const fmt_driver fmt_driver_gguf;
-extern const fmt_driver fmt_driver_apsim;
-extern const fmt_driver fmt_driver_apsim_index;
+/* In probe order; the order matters only on equal scores (more specific formats first), and
+ * is the order in which lists of formats are shown. */
+#define FMT_MODEL_DRIVERS(X) \
+	X(fmt_driver_safetensors) \
+	X(fmt_driver_st_index) \
+	X(fmt_driver_gguf) \
+	X(fmt_driver_apsim) \
+	X(fmt_driver_apsim_index) \
+	/* a new driver: one X(fmt_driver_NAME) \ line above this one */
 
-/* Probe order matters only on equal scores: more specific formats come first. */
-static const fmt_driver *const drivers[] = {
-	&fmt_driver_gguf,
-	&fmt_driver_apsim,
-	&fmt_driver_apsim_index,
-	&fmt_driver_safetensors,
-	&fmt_driver_st_index,
+#define DECLARE_DRIVER(d) extern const fmt_driver d;
+#define POINT_TO_DRIVER(d) &d,
+FMT_MODEL_DRIVERS(DECLARE_DRIVER)
+
+#define EXTRA_DRIVERS 8
+/* The built-in drivers, room for EXTRA_DRIVERS added at run time, and the NULL that ends it. */
+static const fmt_driver *drivers[] = {
+	FMT_MODEL_DRIVERS(POINT_TO_DRIVER)
+	NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 	NULL
 };
 
 const fmt_driver *const *fmt_drivers(void)
 {
 	return drivers;
+}
+
+fmt_kind fmt_driver_register(const fmt_driver *d, fmt_err *e)
+{
+	size_t n = 0;
+	while (drivers[n])
+		n++;
+	if (n + 1 >= sizeof drivers / sizeof drivers[0])
+		return fmt_fail(e, FMT_INTERNAL, "no room to register driver %s", d->name);
+	drivers[n] = d;
+	return FMT_OK;
 }
 
 const fmt_driver *fmt_driver_by_name(const char *name)
@@ -39,6 +58,47 @@ void fmt_driver_names(char *buf, size_t n)
 		used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", drivers[i]->name);
 }
 
+int fmt_driver_can(const fmt_driver *d, unsigned caps)
+{
+	return (d->caps & caps) == caps;
+}
+
+int fmt_driver_holds_dtype(const fmt_driver *d, fmt_dtype t)
+{
+	return d->holds_dtype ? d->holds_dtype(t) : fmt_dtype_get(t)->in_safetensors;
+}
+
+const fmt_driver *fmt_driver_with(unsigned caps)
+{
+	for (size_t i = 0; drivers[i]; i++)
+		if (drivers[i]->write && fmt_driver_can(drivers[i], caps))
+			return drivers[i];
+	return NULL;
+}
+
+const fmt_driver *fmt_driver_holding(fmt_dtype t)
+{
+	for (size_t i = 0; drivers[i]; i++)
+		if (drivers[i]->write && fmt_driver_holds_dtype(drivers[i], t))
+			return drivers[i];
+	return NULL;
+}
+
+void fmt_driver_writer_names(char *buf, size_t n)
+{
+	size_t used = 0, count = 0, total = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; drivers[i]; i++)
+		total += drivers[i]->write != NULL;
+	for (size_t i = 0; drivers[i] && used < n; i++) {
+		if (!drivers[i]->write)
+			continue;
+		const char *sep = count == 0 ? "" : count + 1 == total ? " or " : ", ";
+		used += (size_t)snprintf(buf + used, n - used, "%s%s", sep, drivers[i]->name);
+		count++;
+	}
+}
+
 static int ends_with(const char *s, const char *suffix)
 {
 	size_t n = strlen(s), m = strlen(suffix);
@@ -53,30 +113,43 @@ const fmt_driver *fmt_driver_by_extension(const char *path)
 	return NULL;
 }
 
+const fmt_driver *fmt_driver_probe(fmt_source *src, const uint8_t *head, size_t n, int *score)
+{
+	const fmt_driver *best = NULL;
+	int best_score = 0;
+	for (size_t i = 0; drivers[i]; i++) {
+		int s = drivers[i]->probe(head, n, src->size);
+		if (s == 0 && drivers[i]->probe_source)
+			s = drivers[i]->probe_source(src);
+		if (s > best_score) {
+			best = drivers[i];
+			best_score = s;
+		}
+	}
+	if (score)
+		*score = best_score;
+	return best;
+}
+
 static const fmt_driver *probe_source(fmt_source *s, fmt_err *e)
 {
 	uint8_t head[FMT_PROBE_BYTES];
 	size_t n = s->size < sizeof head ? (size_t)s->size : sizeof head;
 	if (fmt_source_read(s, 0, head, n, e) != FMT_OK)
 		return NULL;
-	const fmt_driver *best = NULL;
-	int best_score = 0;
-	for (size_t i = 0; drivers[i]; i++) {
-		int score = drivers[i]->probe(head, n, s->size);
-		if (score > best_score) {
-			best = drivers[i];
-			best_score = score;
-		}
+	const fmt_driver *best = fmt_driver_probe(s, head, n, NULL);
+	if (!best) {
+		char names[512];
+		fmt_driver_names(names, sizeof names);
+		fmt_fail(e, FMT_INVALID_FORMAT, "unrecognised format (not one of: %s)", names);
 	}
-	if (!best)
-		fmt_fail(e, FMT_INVALID_FORMAT, "unrecognised format (not safetensors, a safetensors index or GGUF)");
 	return best;
 }
 
-/* Probe (unless forced) and open a model over src, which the model takes. */
-static fmt_kind open_source(fmt_model *m, fmt_source *src, const char *path, const fmt_driver *forced,
-			    fmt_err *e)
+fmt_kind fmt_model_open_source(fmt_model *m, fmt_source *src, const char *path,
+			       const fmt_driver *forced, fmt_err *e)
 {
+	fmt_model_init(m);
 	const fmt_driver *d = forced ? forced : probe_source(src, e);
 	if (!d) {
 		fmt_err_file(e, path);
@@ -91,6 +164,7 @@ static fmt_kind open_source(fmt_model *m, fmt_source *src, const char *path, con
 		return k;
 	}
 	m->driver = d;
+	m->close = d->close;
 	k = d->open(m, e);
 	if (k != FMT_OK) {
 		fmt_err_file(e, path);
@@ -104,7 +178,7 @@ fmt_kind fmt_model_open(fmt_model *m, const char *path, const fmt_driver *forced
 	fmt_source src;
 	fmt_model_init(m);
 	fmt_kind k = fmt_source_open(&src, path, e);
-	return k == FMT_OK ? open_source(m, &src, path, forced, e) : k;
+	return k == FMT_OK ? fmt_model_open_source(m, &src, path, forced, e) : k;
 }
 
 fmt_kind fmt_model_open_memory(fmt_model *m, const char *name, const void *data, size_t n,
@@ -113,7 +187,7 @@ fmt_kind fmt_model_open_memory(fmt_model *m, const char *name, const void *data,
 	fmt_source src;
 	fmt_model_init(m);
 	fmt_kind k = fmt_source_from_memory(&src, name, data, n, e);
-	return k == FMT_OK ? open_source(m, &src, name, forced, e) : k;
+	return k == FMT_OK ? fmt_model_open_source(m, &src, name, forced, e) : k;
 }
 
 fmt_kind fmt_model_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
@@ -121,7 +195,7 @@ fmt_kind fmt_model_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
 	static const fmt_verify_opts none = { 0 };
 	if (!o)
 		o = &none;
-	if (o->key && !m->driver->has_signatures) {
+	if (!fmt_keyset_empty(&o->keys) && !fmt_driver_can(m->driver, FMT_CAP_SIGNATURES)) {
 		fmt_err_file(e, m->path);
 		return fmt_fail(e, FMT_SIGNATURE, "a key was given but %s files carry no signature", m->driver->name);
 	}
@@ -131,4 +205,39 @@ fmt_kind fmt_model_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
 	if (k != FMT_OK)
 		fmt_err_file(e, m->path);
 	return k;
+}
+
+/* "apsim, apsim-index": the drivers that sign files in place. */
+static void signing_names(char *buf, size_t n)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; drivers[i] && used < n; i++)
+		if (drivers[i]->sign_in_place)
+			used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? ", " : "", drivers[i]->name);
+}
+
+fmt_kind fmt_sign_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e)
+{
+	fmt_model m;
+	fmt_kind k = fmt_model_open(&m, path, NULL, e);
+	if (k != FMT_OK)
+		return k;
+	const fmt_driver *d = m.driver;
+	fmt_model_free(&m);
+	if (!d->sign_in_place) {
+		char names[256];
+		signing_names(names, sizeof names);
+		fmt_err_file(e, path);
+		return fmt_fail(e, FMT_USAGE, "%s files carry no signature (signed formats: %s)", d->name, names);
+	}
+	k = d->sign_in_place(path, keys, threads, e);
+	if (k != FMT_OK)
+		fmt_err_file(e, path);
+	return k;
+}
+
+const char *fmt_model_signature(const fmt_model *m)
+{
+	return m->driver && m->driver->signature ? m->driver->signature(m) : NULL;
 }

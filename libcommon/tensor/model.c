@@ -6,7 +6,6 @@
 #include "fmt/checked.h"
 #include "fmt/half.h"
 #include "fmt/model.h"
-#include "fmt/registry.h"
 
 void fmt_model_init(fmt_model *m)
 {
@@ -28,8 +27,8 @@ void fmt_value_free(fmt_value *v)
 
 void fmt_model_free(fmt_model *m)
 {
-	if (m->driver && m->driver->close)
-		m->driver->close(m);
+	if (m->close)
+		m->close(m);
 	for (size_t i = 0; i < m->n_meta; i++) {
 		free(m->meta[i].key);
 		fmt_value_free(&m->meta[i].val);

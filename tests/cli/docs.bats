@@ -42,6 +42,18 @@ options_section() {
 	render_page "$1" | sed -n '/^OPTIONS$/,/^[A-Z][A-Z ]*$/p' | sed '1d;$d'
 }
 
+# The completion file of a tool: generated at build time next to the binaries (build/completions/,
+# scripts/gen-completions), or hand-written in completions/ for a tool not on the option runner.
+completion_file() {
+	local shell=$1 tool=$2 name=$2
+	[ "$shell" = zsh ] && name=_$tool
+	if [ -f "$FMTKIT_BIN/../completions/$shell/$name" ]; then
+		echo "$FMTKIT_BIN/../completions/$shell/$name"
+	else
+		echo "$REPO_ROOT/completions/$shell/$name"
+	fi
+}
+
 # What the bash completion offers for the words given (the last one is being completed).
 bash_complete() {
 	local tool=$1
@@ -55,7 +67,7 @@ bash_complete() {
 		COMP_CWORD=$(($# - 1))
 		"$fn" || exit 1
 		printf "%s\n" "${COMPREPLY[@]}"
-	' bash "$REPO_ROOT/completions/bash/$tool" "$tool" "$tool" "$@"
+	' bash "$(completion_file bash "$tool")" "$tool" "$tool" "$@"
 }
 
 @test "every manual page renders without groff warnings" {
@@ -180,7 +192,7 @@ bash_complete() {
 
 @test "every long option of --help is in the zsh completion" {
 	for tool in "${TOOLS[@]}"; do
-		file="$REPO_ROOT/completions/zsh/_$tool"
+		file=$(completion_file zsh "$tool")
 		[ -f "$file" ] || fail "missing $file"
 		head -n 1 "$file" | grep -qx "#compdef $tool" || fail "$file does not start with '#compdef $tool'"
 		mapfile -t opts < <(long_options_of "$tool")
@@ -204,7 +216,7 @@ bash_complete() {
 
 @test "bash completions have valid syntax and register with complete" {
 	for tool in "${TOOLS[@]}"; do
-		file="$REPO_ROOT/completions/bash/$tool"
+		file=$(completion_file bash "$tool")
 		run bash -n "$file"
 		assert_success
 		run bash -c "source '$file'; complete -p $tool"

@@ -10,6 +10,7 @@ setup_file() {
 	# A quarter of the benchmark's sizes: the same shapes, quick to make.
 	"$REPO_ROOT/scripts/gen/hostile-memory" "$HOSTILE/memory" 0.25
 	"$REPO_ROOT/scripts/gen/hostile-bundles" "$HOSTILE/bundles"
+	"$REPO_ROOT/scripts/gen/hostile-text" "$HOSTILE/text"
 	printf 'team secret\n' >"$BATS_FILE_TMPDIR/secret"
 }
 
@@ -228,4 +229,52 @@ run_bounded() {
 	run fmt-shard unpack -v -C out "$B/escape-format.tar"
 	assert_success
 	assert_line --index 1 "$B/escape-format.tar: 1 files, 796 bytes (\\x1b[2J\\x1b]0;owned\\x07\\x1b[31mapsim)"
+}
+
+# Every tool, text and JSON, on every file of scripts/gen/hostile-text: no C0 control but tab and
+# newline, no DEL, no C1 control (raw 0x9B or UTF-8 C2 80..9F) in stdout or stderr.
+control_bytes() {
+	LC_ALL=C grep -caP '[\x00-\x08\x0b-\x1f\x7f\x9b]|\xc2[\x80-\x9f]' "$@" || true
+}
+
+@test "escapes: no control byte from a file reaches stdout or stderr, in any tool" {
+	T=$HOSTILE/text
+	runs=0
+	check() { # tool args...: run it, then count control bytes in what it wrote
+		"$@" >out.txt 2>err.txt || true
+		runs=$((runs + 1))
+		[ "$(control_bytes out.txt err.txt | awk -F: '{ s += $NF } END { print s + 0 }')" = 0 ] ||
+			fail "control bytes from: $* -> $(cat -v out.txt err.txt | head -5)"
+	}
+	for f in "$T"/*.safetensors "$T"/*.gguf "$T"/*.apsim; do
+		for mode in "" --json --metadata "--metadata --full" --tensors --tree "--json --tree --metadata"; do
+			check fmt-inspect $mode "$f"
+		done
+		check fmt-verify "$f"
+		check fmt-verify --json -v "$f"
+		check fmt-verify --secret-file "$SECRET" "$f"
+		for to in safetensors gguf apsim; do
+			check fmt-convert --dry-run --to $to "$f" -o out.$to
+			check fmt-convert --dry-run --json --to $to "$f" -o out.$to
+		done
+		check fmt-shard split --dry-run --max-size 1 "$f" -o part
+		check fmt-shard split --dry-run --json --max-size 1 "$f" -o part
+		cp "$f" copy
+		check fmt-sign sign --secret-file "$SECRET" copy
+		check fmt-sign sign --json --secret-file "$SECRET" copy
+	done
+	for f in "$T"/*.tar; do
+		check fmt-verify "$f"
+		check fmt-verify --json "$f"
+		check fmt-verify --secret-file "$SECRET" "$f"
+		check fmt-shard unpack -v -C "u$runs" "$f"
+		check fmt-shard unpack --json -C "j$runs" "$f"
+	done
+	[ "$runs" -ge 100 ] || fail "only $runs runs"
+	# The escaped forms are there, not dropped.
+	run fmt-inspect --metadata "$T/names.safetensors"
+	[[ "$output" == *'\x1b[2J\x1b]0;owned\x07\x1b[31m\x08\x7f\u009b1m\r'* ]] || fail "$output"
+	run fmt-shard unpack -C m "$T/member.tar"
+	assert_equal "$status" 4
+	[ ! -e m ]
 }

@@ -50,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		key.bytes = secret;
 		key.len = sizeof secret - 1;
 		strcpy(key.id, "shared");
-		fmt_verify_opts none = { 0 }, with_key = { .key = &key, .threads = 1 };
+		fmt_verify_opts none = { 0 }, with_key = { .keys.hmac = &key, .threads = 1 };
 		json_t *d = fmt_driver_apsim.describe(&m);
 		if (!d)
 			abort();

@@ -9,6 +9,8 @@ struct unit_test { const char *name, *file; unit_fn fn; };
 static struct unit_test tests[UNIT_MAX];
 static int n_tests;
 int unit_current_failed;
+int unit_quiet;
+char unit_failures[8192];
 static const char *current_name;
 
 void unit_register(const char *name, const char *file, unit_fn fn)
@@ -19,8 +21,13 @@ void unit_register(const char *name, const char *file, unit_fn fn)
 
 void unit_fail(const char *file, int line, const char *expr)
 {
-	printf("FAIL %s (%s:%d): %s\n", current_name, file, line, expr);
 	unit_current_failed = 1;
+	if (unit_quiet) {
+		size_t used = strlen(unit_failures);
+		snprintf(unit_failures + used, sizeof unit_failures - used, "%s\n", expr);
+		return;
+	}
+	printf("FAIL %s (%s:%d): %s\n", current_name, file, line, expr);
 }
 
 int main(int argc, char **argv)

@@ -128,7 +128,7 @@ static void example_model(fmt_model *m)
 static fmt_kind write_model(const fmt_model *m, const char *path, const fmt_hmac_key *key, fmt_err *e)
 {
 	fmt_sink k;
-	fmt_write_opts o = { .sink_flags = FMT_SINK_FORCE, .threads = 1, .sign_key = key };
+	fmt_write_opts o = { .sink_flags = FMT_SINK_FORCE, .threads = 1, .keys.hmac = key };
 	fmt_kind r = fmt_sink_open(&k, path, FMT_SINK_FORCE, e);
 	if (r != FMT_OK)
 		return r;
@@ -146,7 +146,7 @@ static fmt_kind open_verify(const char *path, const fmt_hmac_key *key, fmt_err *
 	fmt_kind k = fmt_model_open(&m, path, NULL, e);
 	if (k != FMT_OK)
 		return k;
-	fmt_verify_opts o = { .key = key, .threads = 2 };
+	fmt_verify_opts o = { .keys.hmac = key, .threads = 2 };
 	k = fmt_model_verify(&m, &o, e);
 	fmt_model_free(&m);
 	return k;
@@ -238,14 +238,14 @@ TEST(apsim_fixture_reads_and_verifies)
 		CHECK(json_object_get(json_object_get(d, "qtensors"), "layers.0.q") != NULL);
 		json_decref(d);
 	}
-	fmt_verify_opts none = { 0 }, with_good = { .key = &good }, with_bad = { .key = &bad };
+	fmt_verify_opts none = { 0 }, with_good = { .keys.hmac = &good }, with_bad = { .keys.hmac = &bad };
 	CHECK(fmt_model_verify(&m, &none, &e) == FMT_OK);
 	CHECK(fmt_model_verify(&m, &with_good, &e) == FMT_OK);
 	CHECK(fmt_model_verify(&m, &with_bad, &e) == FMT_SIGNATURE);
 	CHECK(strstr(e.msg, "does not match") != NULL);
 	fmt_hmac_key other_id = good;
 	strcpy(other_id.id, "0123456789abcdef");
-	fmt_verify_opts with_other = { .key = &other_id };
+	fmt_verify_opts with_other = { .keys.hmac = &other_id };
 	CHECK(fmt_model_verify(&m, &with_other, &e) == FMT_SIGNATURE);
 	CHECK(strstr(e.msg, "signed with key 'shared'") != NULL);
 	/* Dequantizing the compressed tensor gives codes x scales. */
@@ -582,7 +582,7 @@ TEST(apsim_sharded_set)
 	static const int8_t vel[FMT_UNIT_DIMS] = { 1, 0, -1, 0, 0, 0, 0 };
 	CHECK(fmt_model_add_unit(&q, "d", vel, &e) == FMT_OK);
 	fmt_hmac_key key = shared_key(team_secret_bytes), bad = shared_key(other_secret_bytes);
-	fmt_write_opts o = { .sink_flags = 0, .threads = 1, .sign_key = &key };
+	fmt_write_opts o = { .sink_flags = 0, .threads = 1, .keys.hmac = &key };
 	char **paths = NULL;
 	size_t n_paths = 0;
 	CHECK(fmt_apsim_write_sharded(&q, prefix, 300, &o, &paths, &n_paths, &e) == FMT_OK);
@@ -599,7 +599,7 @@ TEST(apsim_sharded_set)
 	CHECK_EQ_U64(r.n_qtensors, 1);
 	CHECK_EQ_U64(r.n_units, 1);
 	CHECK_EQ_U64(r.n_meta, 0);
-	fmt_verify_opts vo = { .key = &key, .threads = 3 }, vbad = { .key = &bad, .threads = 1 };
+	fmt_verify_opts vo = { .keys.hmac = &key, .threads = 3 }, vbad = { .keys.hmac = &bad, .threads = 1 };
 	CHECK(fmt_model_verify(&r, &vo, &e) == FMT_OK);
 	CHECK(fmt_model_verify(&r, &vbad, &e) == FMT_SIGNATURE);
 	const fmt_apsim_info *info = fmt_apsim_info_of(&r);
@@ -657,21 +657,21 @@ TEST(apsim_sharded_set)
 	free(text);
 
 	/* Sign in place: unsigned set, then signed; a single file likewise. */
-	o.sign_key = NULL;
+	o.keys.hmac = NULL;
 	CHECK(fmt_apsim_write_sharded(&q, prefix, 300, &(fmt_write_opts){ .sink_flags = FMT_SINK_FORCE }, &paths,
 				      &n_paths, &e) == FMT_OK);
 	for (size_t i = 0; i < n_paths; i++)
 		free(paths[i]);
 	free(paths);
 	CHECK(open_verify(index, &key, &e) == FMT_SIGNATURE);
-	CHECK(fmt_apsim_sign_in_place(index, &key, 2, &e) == FMT_OK);
+	CHECK(fmt_apsim_sign_in_place(index, &(fmt_keyset){ .hmac = &key }, 2, &e) == FMT_OK);
 	CHECK(open_verify(index, &key, &e) == FMT_OK);
 	CHECK(open_verify(index, &bad, &e) == FMT_SIGNATURE);
 
 	char single[300];
 	snprintf(single, sizeof single, "%s/single.apsim", dir);
 	CHECK(write_model(&q, single, NULL, &e) == FMT_OK);
-	CHECK(fmt_apsim_sign_in_place(single, &key, 1, &e) == FMT_OK);
+	CHECK(fmt_apsim_sign_in_place(single, &(fmt_keyset){ .hmac = &key }, 1, &e) == FMT_OK);
 	CHECK(open_verify(single, &key, &e) == FMT_OK);
 	fmt_model_free(&q);
 	fmt_model_free(&m);
@@ -711,7 +711,7 @@ TEST(apsim_sign_in_place_gives_fixture)
 	fmt_hmac_key key = shared_key(team_secret_bytes);
 	example_model(&m);
 	CHECK(write_model(&m, path, NULL, &e) == FMT_OK);
-	CHECK(fmt_apsim_sign_in_place(path, &key, 1, &e) == FMT_OK);
+	CHECK(fmt_apsim_sign_in_place(path, &(fmt_keyset){ .hmac = &key }, 1, &e) == FMT_OK);
 	size_t n_fix = 0, n_out = 0;
 	uint8_t *fix = ap_read_whole(FIXTURE, &n_fix), *out = ap_read_whole(path, &n_out);
 	CHECK(fix && out && n_fix == n_out);

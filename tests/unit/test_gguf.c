@@ -93,7 +93,9 @@ static void add_f32_tensor(fmt_model *m, const char *name, const uint64_t *shape
 static fmt_kind write_model(const fmt_model *m, const char *path, uint32_t align, fmt_err *e)
 {
 	fmt_sink k;
-	fmt_write_opts o = { .sink_flags = FMT_SINK_FORCE, .alignment = align, .threads = 1 };
+	fmt_gguf_opts g = { .alignment = align };
+	fmt_write_opts o = { .sink_flags = FMT_SINK_FORCE, .threads = 1, .private_for = &fmt_driver_gguf,
+			     .private_opts = &g };
 	fmt_kind r = fmt_sink_open(&k, path, FMT_SINK_FORCE, e);
 	if (r != FMT_OK)
 		return r;

@@ -68,6 +68,7 @@ static fmt_kind open_mem(const void *p, size_t n, fmt_model *m, fmt_err *e)
 	fmt_model_init(m);
 	fmt_model_add_source(m, &s, NULL, e);
 	m->driver = &fmt_driver_safetensors;
+	m->close = fmt_driver_safetensors.close;
 	fmt_err_clear(e);
 	return fmt_driver_safetensors.open(m, e);
 }

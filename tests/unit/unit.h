@@ -11,6 +11,11 @@ typedef void (*unit_fn)(void);
 void unit_register(const char *name, const char *file, unit_fn fn);
 void unit_fail(const char *file, int line, const char *expr);
 extern int unit_current_failed;
+/* While unit_quiet is set, failures are collected in unit_failures (newline-separated, cut
+ * short when full) instead of printed: a test that proves a check fails reads them, then clears
+ * unit_current_failed. */
+extern int unit_quiet;
+extern char unit_failures[8192];
 
 #define TEST(name)                                                             \
 	static void test_##name(void);                                         \

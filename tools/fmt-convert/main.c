@@ -1,5 +1,4 @@
 /* fmt-convert: move a model between formats, with dtype conversion and quantization. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,63 +12,46 @@
 enum { OPT_TO = FMT_OPT_FIRST_TOOL_OPTION, OPT_DTYPE, OPT_ARCH, OPT_SET, OPT_SET_FROM, OPT_INCLUDE,
        OPT_EXCLUDE, OPT_DRY_RUN, OPT_SHARD, OPT_SIGN, OPT_NO_VERIFY };
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: " TOOL " [OPTIONS] INPUT OUTPUT\n"
-		"Convert a model between safetensors (single file or sharded index), GGUF\n"
-		"(single file or split set) and Apsi checkpoints (.apsim, single or sharded),\n"
-		"with dtype conversion, quantization and compression.\n"
-		"\n"
-		"      --to FORMAT         safetensors, gguf or apsim (default: from OUTPUT's extension)\n"
-		"      --dtype TYPE        f32, f16, bf16, q8_0, q4_0 (GGUF), int8, int4, fp8, fp6,\n"
-		"                          fp4 (.apsim compressed tensors) or keep (default: f16 for\n"
-		"                          GGUF, keep otherwise)\n"
-		"      --shard SIZE        write a shard set of at most SIZE of tensor data per shard\n"
-		"                          (default: 5GB for safetensors, 4GB for .apsim, none for GGUF)\n"
-		"      --sign              sign the .apsim output (the per-user key unless a secret is given)\n"
-		"      --hmac-key          sign with the per-user key (fmt-sign keygen --hmac)\n"
-		"      --secret-file FILE  sign with the team secret in FILE\n"
-		"      --secret-env NAME   sign with the team secret in environment variable NAME\n"
-		"      --secret-prompt     sign with a team secret typed at a prompt\n"
-		"      --no-verify         do not check the input's digest before converting\n"
-		"      --arch NAME         set general.architecture (GGUF)\n"
-		"      --set KEY[:TYPE]=VALUE  add or replace a metadata key; TYPE is one of\n"
-		"                          u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool str (default str)\n"
-		"      --set-from FILE     add the keys of a JSON object\n"
-		"      --include GLOB      convert only tensors whose name matches (repeatable)\n"
-		"      --exclude GLOB      leave out tensors whose name matches (repeatable)\n"
-		"      --dry-run           print the plan (every tensor, its dtypes and bytes); write nothing\n"
-		"  -f, --force             overwrite OUTPUT if it exists\n"
-		"  -T, --threads N         worker threads (default: number of cores); same bytes for any N\n"
-		"  -j, --json              report as one JSON object\n"
-		"  -q, --quiet             no warnings\n"
-		"  -v, --verbose           print every tensor's conversion\n"
-		"      --no-progress       no progress bar\n"
-		"  -h, --help              this help\n"
-		"      --version           print the version\n"
-		"\n"
-		"OUTPUT may be - (standard output, not a terminal) with --to.\n"
-		"Exit status: 0 ok, 2 usage, 3 I/O error, 4 invalid input (or NaN/Inf to quantize),\n"
-		"5 unsupported version, type or conversion.\n");
-}
-
-static const struct option long_opts[] = {
-	FMT_COMMON_LONG_OPTIONS,
-	{ "threads", required_argument, NULL, 'T' }, { "force", no_argument, NULL, 'f' },
-	{ "to", required_argument, NULL, OPT_TO }, { "dtype", required_argument, NULL, OPT_DTYPE },
-	{ "arch", required_argument, NULL, OPT_ARCH }, { "set", required_argument, NULL, OPT_SET },
-	{ "set-from", required_argument, NULL, OPT_SET_FROM },
-	{ "include", required_argument, NULL, OPT_INCLUDE }, { "exclude", required_argument, NULL, OPT_EXCLUDE },
-	{ "dry-run", no_argument, NULL, OPT_DRY_RUN }, { "shard", required_argument, NULL, OPT_SHARD },
-	{ "sign", no_argument, NULL, OPT_SIGN }, { "no-verify", no_argument, NULL, OPT_NO_VERIFY },
-	FMT_KEY_LONG_OPTIONS, { NULL, 0, NULL, 0 }
+static const fmt_cli_option options[] = {
+	{ FMT_CLI_OPT("to", OPT_TO, "FORMAT", "the output format (default: from OUTPUT's extension):"),
+	  .complete = FMT_COMPLETE_FORMAT },
+	{ FMT_CLI_OPT("dtype", OPT_DTYPE, "TYPE", "f32, f16, bf16, q8_0, q4_0 (GGUF), int8, int4, fp8, fp6,\n"
+		      "fp4 (.apsim compressed tensors) or keep (default: f16 for\nGGUF, keep otherwise)"),
+	  .complete = FMT_COMPLETE_WORDS, .words = "f32 f16 bf16 q8_0 q4_0 int8 int4 fp8 fp6 fp4 keep" },
+	{ FMT_CLI_OPT("shard", OPT_SHARD, "SIZE", "write a shard set of at most SIZE of tensor data per shard\n"
+		      "(default: 5GB for safetensors, 4GB for .apsim, none for GGUF)") },
+	{ FMT_CLI_OPT("sign", OPT_SIGN, NULL, "sign the .apsim output (the per-user key unless a secret is given)") },
+	{ FMT_CLI_OPT("hmac-key", FMT_OPT_HMAC_KEY, NULL, "sign with the per-user key (fmt-sign keygen --hmac)") },
+	{ FMT_CLI_OPT("secret-file", FMT_OPT_SECRET_FILE, "FILE", "sign with the team secret in FILE"),
+	  .complete = FMT_COMPLETE_FILE },
+	{ FMT_CLI_OPT("key-secret-file", FMT_OPT_SECRET_FILE, "FILE", "the same as --secret-file"),
+	  .complete = FMT_COMPLETE_FILE },
+	{ FMT_CLI_OPT("secret-env", FMT_OPT_SECRET_ENV, "NAME", "sign with the team secret in environment variable NAME"),
+	  .complete = FMT_COMPLETE_ENV },
+	{ FMT_CLI_OPT("secret-prompt", FMT_OPT_SECRET_PROMPT, NULL, "sign with a team secret typed at a prompt") },
+	{ FMT_CLI_OPT("no-verify", OPT_NO_VERIFY, NULL, "do not check the input's digest before converting") },
+	{ FMT_CLI_OPT("arch", OPT_ARCH, "NAME", "set general.architecture (GGUF)") },
+	{ FMT_CLI_OPT("set", OPT_SET, "KEY[:TYPE]=VALUE", "add or replace a metadata key; TYPE is one of\n"
+		      "u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool str (default str)"), .flags = FMT_CLI_REPEAT },
+	{ FMT_CLI_OPT("set-from", OPT_SET_FROM, "FILE", "add the keys of a JSON object"),
+	  .complete = FMT_COMPLETE_FILE, .words = "*.json" },
+	{ FMT_CLI_OPT("include", OPT_INCLUDE, "GLOB", "convert only tensors whose name matches (repeatable)"),
+	  .complete = FMT_COMPLETE_TENSOR, .flags = FMT_CLI_REPEAT },
+	{ FMT_CLI_OPT("exclude", OPT_EXCLUDE, "GLOB", "leave out tensors whose name matches (repeatable)"),
+	  .complete = FMT_COMPLETE_TENSOR, .flags = FMT_CLI_REPEAT },
+	{ FMT_CLI_OPT("dry-run", OPT_DRY_RUN, NULL, "print the plan (every tensor, its dtypes and bytes); write nothing") },
+	{ FMT_CLI_OPT("force", 'f', NULL, "overwrite OUTPUT if it exists") },
+	{ FMT_CLI_OPT("threads", 'T', "N", "worker threads (default: number of cores); same bytes for any N") },
+	{ FMT_CLI_OPT("json", 'j', NULL, "report as one JSON object") },
+	{ FMT_CLI_OPT("quiet", 'q', NULL, "no warnings") },
+	{ FMT_CLI_OPT("verbose", 'v', NULL, "print every tensor's conversion") },
+	{ NULL }
 };
 
-static int usage_error(const char *msg)
-{
-	return fmt_report_usage(stderr, TOOL, msg);
-}
+typedef struct convert_args {
+	convert_opts o;
+	const char *to_name;        /* --to */
+} convert_args;
 
 static int push(const char **list, size_t *n, const char *item)
 {
@@ -78,8 +60,6 @@ static int push(const char **list, size_t *n, const char *item)
 	list[(*n)++] = item;
 	return 0;
 }
-
-/* The writer for an output name; NAME.<ext>.index.json asks for a shard set of <ext>. */
 static const fmt_driver *output_driver(const char *output, int *force_set)
 {
 	static const char index_suffix[] = ".index.json";
@@ -96,62 +76,81 @@ static const fmt_driver *output_driver(const char *output, int *force_set)
 	return *force_set ? d : NULL;
 }
 
+static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
+{
+	convert_args *a = ctx;
+	convert_opts *o = &a->o;
+	int full = 0;
+	if (fmt_cli_key_option(id, arg, &o->key))
+		return 0;
+	switch (id) {
+	case 'f': o->force = 1; break;
+	case OPT_TO: a->to_name = arg; break;
+	case OPT_DTYPE: o->dtype = arg; break;
+	case OPT_ARCH: o->arch = arg; break;
+	case OPT_SET: full = push(o->sets, &o->n_sets, arg); break;
+	case OPT_SET_FROM: o->set_from = arg; break;
+	case OPT_INCLUDE: full = push(o->include, &o->n_include, arg); break;
+	case OPT_EXCLUDE: full = push(o->exclude, &o->n_exclude, arg); break;
+	case OPT_DRY_RUN: o->dry_run = 1; break;
+	case OPT_SHARD:
+		if (fmt_parse_size(arg, &o->shard, e) != FMT_OK || o->shard == 0)
+			return fmt_fail(e, FMT_USAGE, "--shard takes a size above 0, e.g. 2GB, 500MB, 1GiB"), -1;
+		o->shard_given = 1;
+		break;
+	case OPT_SIGN: o->sign = 1; break;
+	case OPT_NO_VERIFY: o->no_verify = 1; break;
+	default: return fmt_fail(e, FMT_USAGE, "unhandled option"), -1;
+	}
+	return full ? (fmt_fail(e, FMT_USAGE, "too many repeated options"), -1) : 0;
+}
+
+static const fmt_cli_tool tool = {
+	.name = TOOL,
+	.synopsis = "[OPTIONS] INPUT OUTPUT",
+	.about = "Convert a model between safetensors (single file or sharded index), GGUF\n"
+		 "(single file or split set) and Apsi checkpoints (.apsim, single or sharded),\n"
+		 "with dtype conversion, quantization and compression.",
+	.options = options,
+	.footer = "OUTPUT may be - (standard output, not a terminal) with --to.\n"
+		  "Exit status: 0 ok, 2 usage, 3 I/O error, 4 invalid input (or NaN/Inf to quantize),\n"
+		  "5 unsupported version, type or conversion.",
+	.format_names = fmt_driver_writer_names,
+	.on_option = on_option,
+};
+
 int main(int argc, char **argv)
 {
 	static const char *sets[MAX_REPEATS], *includes[MAX_REPEATS], *excludes[MAX_REPEATS];
-	fmt_common_opts common = { 0 };
-	convert_opts o = { .sets = sets, .include = includes, .exclude = excludes };
-	const char *to_name = NULL;
+	convert_args a = { .o = { .sets = sets, .include = includes, .exclude = excludes } };
+	convert_opts *o = &a.o;
+	fmt_cli cli;
 	fmt_err e;
-	int c;
 	fmt_err_clear(&e);
-	while ((c = getopt_long(argc, argv, "jqvhfT:", long_opts, NULL)) != -1) {
-		int r = fmt_cli_common(c, optarg, &common, &e);
-		if (r < 0)
-			return usage_error(e.msg);
-		if (r > 0 || fmt_cli_key_option(c, optarg, &o.key))
-			continue;
-		int full = 0;
-		switch (c) {
-		case 'h': usage(stdout); return 0;
-		case FMT_OPT_VERSION: fmt_cli_version(stdout, TOOL); return 0;
-		case 'f': o.force = 1; break;
-		case OPT_TO: to_name = optarg; break;
-		case OPT_DTYPE: o.dtype = optarg; break;
-		case OPT_ARCH: o.arch = optarg; break;
-		case OPT_SET: full = push(sets, &o.n_sets, optarg); break;
-		case OPT_SET_FROM: o.set_from = optarg; break;
-		case OPT_INCLUDE: full = push(includes, &o.n_include, optarg); break;
-		case OPT_EXCLUDE: full = push(excludes, &o.n_exclude, optarg); break;
-		case OPT_DRY_RUN: o.dry_run = 1; break;
-		case OPT_SHARD:
-			if (fmt_parse_size(optarg, &o.shard, &e) != FMT_OK || o.shard == 0)
-				return usage_error("--shard takes a size above 0, e.g. 2GB, 500MB, 1GiB");
-			o.shard_given = 1;
-			break;
-		case OPT_SIGN: o.sign = 1; break;
-		case OPT_NO_VERIFY: o.no_verify = 1; break;
-		default: return usage_error("unknown option");
+	if (!fmt_cli_parse(&tool, argc, argv, &a, &cli))
+		return cli.exit_code;
+	if (cli.n_operands != 2)
+		return fmt_cli_usage_error(&tool, "need INPUT and OUTPUT");
+	const char *input = cli.operands[0], *output = cli.operands[1];
+	o->to = a.to_name ? fmt_driver_by_name(a.to_name) : output_driver(output, &o->force_set);
+	if (!o->to || !o->to->write) {
+		char msg[FMT_ERR_MSG_MAX] = "cannot tell the output format from its name; use --to";
+		if (a.to_name) {
+			char names[512];
+			fmt_driver_writer_names(names, sizeof names);
+			snprintf(msg, sizeof msg, "--to takes %s", names);
 		}
-		if (full)
-			return usage_error("too many repeated options");
+		return fmt_cli_usage_error(&tool, msg);
 	}
-	if (argc - optind != 2)
-		return usage_error("need INPUT and OUTPUT");
-	const char *input = argv[optind], *output = argv[optind + 1];
-	o.to = to_name ? fmt_driver_by_name(to_name) : output_driver(output, &o.force_set);
-	if (!o.to || !o.to->write)
-		return usage_error(to_name ? "--to takes safetensors, gguf or apsim"
-					   : "cannot tell the output format from its name; use --to");
-	o.json = common.json;
-	o.quiet = common.quiet;
-	o.verbose = common.verbose;
-	o.no_progress = common.no_progress;
-	o.threads = common.threads ? common.threads : fmt_cpu_count();
-	if (o.sign && !fmt_key_opts_given(&o.key))
-		o.key.hmac_key = 1;
-	fmt_kind k = convert_run(input, output, &o, &e);
+	o->json = cli.common.json;
+	o->quiet = cli.common.quiet;
+	o->verbose = cli.common.verbose;
+	o->no_progress = cli.common.no_progress;
+	o->threads = cli.common.threads ? cli.common.threads : fmt_cpu_count();
+	if (o->sign && !fmt_key_opts_given(&o->key))
+		o->key.hmac_key = 1;
+	fmt_kind k = convert_run(input, output, o, &e);
 	if (k != FMT_OK)
-		fmt_report_error(stderr, TOOL, NULL, &e, common.json);
-	return fmt_kind_exit(k);
+		fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
+	return fmt_cli_finish(&tool, &cli, fmt_kind_exit(k));
 }

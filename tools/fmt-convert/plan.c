@@ -9,16 +9,18 @@
 #include "fmt/retype.h"
 #include "convert.h"
 
-/* What each output format can hold: the only place the plan looks at format names. */
-typedef struct target {
-	int gguf;          /* ggml block types; units as apsi.units.* keys; typed metadata */
-	int apsim;         /* compressed tensors and units natively; typed metadata */
-} target;
+/* The output format, asked what it can hold (fmt_driver capabilities). */
+typedef const fmt_driver *target;
 
-static target target_of(const fmt_driver *d)
+static int encodes(target tg)
 {
-	target t = { strcmp(d->name, "gguf") == 0, strcmp(d->name, "apsim") == 0 };
-	return t;
+	return fmt_driver_can(tg, FMT_CAP_ENCODED);
+}
+
+/* "--dtype X needs GGUF output": the format a message names for what the target lacks. */
+static const char *title_of(const fmt_driver *d)
+{
+	return d ? d->title : "another";
 }
 
 /* --dtype: keep, a plain dtype, or (for .apsim) a compressed format. */
@@ -39,38 +41,32 @@ static fmt_kind parse_wanted(const convert_opts *o, target tg, wanted *w, fmt_er
 		{ "f32", FMT_DT_F32 }, { "f16", FMT_DT_F16 }, { "bf16", FMT_DT_BF16 },
 		{ "q8_0", FMT_DT_Q8_0 }, { "q4_0", FMT_DT_Q4_0 },
 	};
-	const char *name = o->dtype ? o->dtype : tg.gguf ? "f16" : "keep";
+	const char *name = o->dtype ? o->dtype : tg->default_dtype ? tg->default_dtype : "keep";
 	fmt_qformat qf;
 	w->plain = FMT_DT_INVALID;
 	w->qformat = -1;
 	w->defaulted = o->dtype == NULL;
 	if (strcasecmp(name, "keep") == 0)
 		return FMT_OK;
-	/* For .apsim, bf16 is the Apsi compressed format of that name (§4). */
-	if (fmt_qformat_from_name(name, &qf) && (tg.apsim || (strcasecmp(name, "bf16") != 0))) {
-		if (!tg.apsim)
-			return fmt_fail(e, FMT_USAGE, "--dtype %s needs .apsim output (%s cannot hold it)", name,
-					o->to->name);
+	/* For formats with encoded tensors, bf16 is the encoded format of that name (Apsi §4). */
+	if (fmt_qformat_from_name(name, &qf) && (encodes(tg) || (strcasecmp(name, "bf16") != 0))) {
+		if (!encodes(tg))
+			return fmt_fail(e, FMT_USAGE, "--dtype %s needs %s output (%s cannot hold it)", name,
+					title_of(fmt_driver_with(FMT_CAP_ENCODED)), o->to->name);
 		w->qformat = (int)qf;
 		return FMT_OK;
 	}
 	for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
 		if (strcasecmp(name, plain[i].name) != 0)
 			continue;
-		if (fmt_dtype_get(plain[i].dtype)->block_elems > 1 && !tg.gguf)
-			return fmt_fail(e, FMT_USAGE, "--dtype %s needs GGUF output (%s cannot hold it)", name,
-					o->to->name);
+		if (!fmt_driver_holds_dtype(tg, plain[i].dtype))
+			return fmt_fail(e, FMT_USAGE, "--dtype %s needs %s output (%s cannot hold it)", name,
+					title_of(fmt_driver_holding(plain[i].dtype)), o->to->name);
 		w->plain = plain[i].dtype;
 		return FMT_OK;
 	}
 	return fmt_fail(e, FMT_USAGE, "--dtype takes f32, f16, bf16, q8_0, q4_0, int8, int4, fp8, fp6, fp4 "
 			"or keep (not '%s')", name);
-}
-
-static int target_holds(target tg, fmt_dtype t)
-{
-	const fmt_dtype_info *d = fmt_dtype_get(t);
-	return tg.gguf ? d->ggml_id >= 0 : d->in_safetensors;
 }
 
 static int is_block(fmt_dtype t)
@@ -81,26 +77,14 @@ static int is_block(fmt_dtype t)
 /* The plain dtype a float-valued tensor gets. */
 static fmt_dtype float_target(const fmt_tensor *t, fmt_dtype want, target tg, const char **why)
 {
-	uint64_t row = t->ndim ? t->shape[t->ndim - 1] : 1;
 	if (want == FMT_DT_INVALID) {
-		if (target_holds(tg, t->dtype))
+		if (fmt_driver_holds_dtype(tg, t->dtype))
 			return t->dtype;
 		*why = "the target cannot hold this dtype";
 		return FMT_DT_F32;
 	}
-	if (!tg.gguf || want == FMT_DT_F32)
-		return want;
-	/* GGUF conventions of llama.cpp's converters: norms and biases (1-D) stay F32; rows that
-	 * do not divide into 32-element blocks are written as F16. */
-	if (t->ndim <= 1) {
-		*why = "1-D tensors stay F32 in GGUF";
-		return FMT_DT_F32;
-	}
-	if (is_block(want) && row % fmt_dtype_get(want)->block_elems != 0) {
-		*why = "rows are not a multiple of the block size";
-		return FMT_DT_F16;
-	}
-	return want;
+	/* The format's own conventions (GGUF: 1-D tensors stay F32...). */
+	return tg->choose_dtype ? tg->choose_dtype(t, want, why) : want;
 }
 
 static fmt_kind name_list_add(name_list *l, const char *name, fmt_err *e)
@@ -161,9 +145,9 @@ static fmt_kind add_plain(convert_plan *p, const fmt_model *in, const fmt_tensor
 	const fmt_dtype_info *d = fmt_dtype_get(t->dtype);
 	if (d->is_int) {
 		/* Integer tensors keep their type; a target without it is an error, not a guess. */
-		if (!target_holds(tg, t->dtype))
+		if (!fmt_driver_holds_dtype(tg, t->dtype))
 			return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': %s has no %s equivalent", t->name,
-					fmt_dtype_name(t->dtype), tg.gguf ? "GGUF" : "safetensors");
+					fmt_dtype_name(t->dtype), tg->title);
 		set_names(pe, d->name, d->name);
 		return fmt_model_add_retyped(&p->out, in, t, t->name, t->dtype, pool, e);
 	}
@@ -175,8 +159,9 @@ static fmt_kind add_plain(convert_plan *p, const fmt_model *in, const fmt_tensor
 		set_names(pe, d->name, fmt_qformat_name(q.format));
 		return fmt_model_add_quantized(&p->out, in, t, &q, pool, e);
 	}
-	/* GGUF Q8_0 and Q4_0 go into .apsim losslessly, as int8 and int4 with block-32 scales. */
-	if (tg.apsim && keep(w) && (t->dtype == FMT_DT_Q8_0 || t->dtype == FMT_DT_Q4_0)) {
+	/* GGUF Q8_0 and Q4_0 become encoded tensors losslessly, as int8 and int4 with block-32
+	 * scales, in formats that have them. */
+	if (encodes(tg) && keep(w) && (t->dtype == FMT_DT_Q8_0 || t->dtype == FMT_DT_Q4_0)) {
 		set_names(pe, d->name, t->dtype == FMT_DT_Q8_0 ? "int8" : "int4");
 		pe->why = "lossless";
 		return fmt_model_add_from_ggml(&p->out, in, t, pool, e);
@@ -199,9 +184,10 @@ static fmt_kind add_plain(convert_plan *p, const fmt_model *in, const fmt_tensor
  * type; 0 when it must be decoded first. */
 static int qtensor_passes_through(const fmt_qtensor *q, wanted w, target tg, fmt_dtype *ggml)
 {
-	if (tg.apsim)
+	if (encodes(tg))
 		return keep(w) || w.qformat == (int)q->format;
-	return tg.gguf && fmt_qtensor_ggml_compatible(q, ggml) && (keep(w) || w.defaulted || w.plain == *ggml);
+	return fmt_qtensor_ggml_compatible(q, ggml) && fmt_driver_holds_dtype(tg, *ggml) &&
+	       (keep(w) || w.defaulted || w.plain == *ggml);
 }
 
 static fmt_kind copy_qtensor(convert_plan *p, const fmt_model *in, const fmt_qtensor *q,
@@ -225,10 +211,10 @@ static fmt_kind add_qtensor(convert_plan *p, const fmt_model *in, const fmt_qten
 {
 	fmt_dtype ggml;
 	if (qtensor_passes_through(q, w, tg, &ggml)) {
-		set_names(pe, fmt_qformat_name(q->format), tg.apsim ? fmt_qformat_name(q->format) : fmt_dtype_name(ggml));
-		if (tg.gguf)
+		set_names(pe, fmt_qformat_name(q->format), encodes(tg) ? fmt_qformat_name(q->format) : fmt_dtype_name(ggml));
+		if (!encodes(tg))
 			pe->why = "lossless";
-		return tg.apsim ? copy_qtensor(p, in, q, pool, e) : fmt_model_add_to_ggml(&p->out, in, q, pool, e);
+		return encodes(tg) ? copy_qtensor(p, in, q, pool, e) : fmt_model_add_to_ggml(&p->out, in, q, pool, e);
 	}
 	/* Decoded in pass one; convert the decoded tensor like any float tensor. */
 	const fmt_tensor *decoded = fmt_model_find_tensor(&p->mid, q->name);
@@ -276,9 +262,9 @@ static fmt_kind put_meta(fmt_model *m, const char *key, const fmt_value *v, int 
 	return FMT_OK;
 }
 
-#define UNITS_KEY "apsi.units."
+#define UNITS_KEY FMT_UNITS_META_PREFIX
 
-/* The unit of a logical tensor: the model's own, or a GGUF apsi.units.<name> key. */
+/* The unit of a logical tensor: the model's own, or a UNITS_KEY<name> key. */
 static int unit_of(const fmt_model *in, const char *name, int8_t dims[FMT_UNIT_DIMS])
 {
 	const fmt_unit *u = fmt_model_find_unit(in, name);
@@ -305,9 +291,9 @@ static fmt_kind carry_unit(convert_plan *p, const fmt_model *in, const char *nam
 	int8_t dims[FMT_UNIT_DIMS];
 	if (!unit_of(in, name, dims))
 		return FMT_OK;
-	if (tg.apsim)
+	if (fmt_driver_can(tg, FMT_CAP_UNITS))
 		return fmt_model_add_unit(&p->out, name, dims, e);
-	if (!tg.gguf)
+	if (!fmt_driver_can(tg, FMT_CAP_UNITS_AS_META))
 		return name_list_add(&p->dropped_units, name, e);
 	fmt_value items[FMT_UNIT_DIMS];
 	for (int i = 0; i < FMT_UNIT_DIMS; i++)
@@ -318,12 +304,20 @@ static fmt_kind carry_unit(convert_plan *p, const fmt_model *in, const char *nam
 	return fmt_model_add_meta(&p->out, key, &arr, e);
 }
 
+static const fmt_driver *first_with_arch_key(void)
+{
+	for (const fmt_driver *const *d = fmt_drivers(); *d; d++)
+		if ((*d)->arch_key && (*d)->write)
+			return *d;
+	return NULL;
+}
+
 static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const convert_opts *o, target tg, fmt_err *e)
 {
-	int typed = tg.gguf || tg.apsim;
+	int typed = fmt_driver_can(tg, FMT_CAP_TYPED_META);
 	for (size_t i = 0; i < in->n_meta; i++) {
 		const fmt_meta *mm = &in->meta[i];
-		/* split.* describe the input's shards; apsi.units.* become units, handled per tensor. */
+		/* split.* describe the input's shards; units keys become units, handled per tensor. */
 		if (strncmp(mm->key, "split.", 6) == 0 || strncmp(mm->key, UNITS_KEY, sizeof UNITS_KEY - 1) == 0)
 			continue;
 		if (!typed && mm->val.type != FMT_V_STR) {
@@ -335,10 +329,10 @@ static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const conve
 			return k;
 	}
 	if (o->arch) {
-		if (!tg.gguf)
-			return fmt_fail(e, FMT_USAGE, "--arch needs GGUF output");
+		if (!tg->arch_key)
+			return fmt_fail(e, FMT_USAGE, "--arch needs %s output", title_of(first_with_arch_key()));
 		fmt_value v = fmt_value_str(o->arch, strlen(o->arch));
-		fmt_kind k = v.v.str.ptr ? put_meta(&p->out, "general.architecture", &v, 1, e)
+		fmt_kind k = v.v.str.ptr ? put_meta(&p->out, tg->arch_key, &v, 1, e)
 					 : fmt_fail(e, FMT_IO, "out of memory");
 		fmt_value_free(&v);
 		if (k != FMT_OK)
@@ -370,14 +364,15 @@ static uint64_t bytes_since(const fmt_model *m, size_t first)
 fmt_kind plan_build(convert_plan *p, const fmt_model *in, const convert_opts *o, fmt_pool *pool,
 		    fmt_err *e)
 {
-	target tg = target_of(o->to);
+	target tg = o->to;
 	wanted w;
 	memset(p, 0, sizeof *p);
 	fmt_model_init(&p->mid);
 	fmt_model_init(&p->out);
 	fmt_kind k = parse_wanted(o, tg, &w, e);
-	if (k == FMT_OK && (o->sign || fmt_key_opts_given(&o->key)) && !tg.apsim)
-		k = fmt_fail(e, FMT_USAGE, "--sign needs .apsim output (%s has no signatures)", o->to->name);
+	if (k == FMT_OK && (o->sign || fmt_key_opts_given(&o->key)) && !fmt_driver_can(tg, FMT_CAP_SIGNATURES))
+		k = fmt_fail(e, FMT_USAGE, "--sign needs %s output (%s has no signatures)",
+			     title_of(fmt_driver_with(FMT_CAP_SIGNATURES)), o->to->name);
 	if (k == FMT_OK)
 		k = decode_qtensors(p, in, w, tg, o, pool, e);
 	if (k != FMT_OK)

@@ -81,7 +81,7 @@ static fmt_kind write_output(convert_plan *p, const char *output, const convert_
 	fmt_kind k = FMT_OK;
 	if (o->sign || fmt_key_opts_given(&o->key)) {
 		k = fmt_key_from_opts(&o->key, &key, e);
-		wo.sign_key = &key;
+		wo.keys.hmac = &key;
 	}
 	uint64_t limit = shard_limit(p, o);
 	if (k == FMT_OK && limit && strcmp(output, "-") == 0)

@@ -250,7 +250,7 @@ static int write_json_tensors(FILE *out, const fmt_model *m, const char *only)
 		if (only && strcmp(only, m->tensors[i].name) != 0)
 			continue;
 		json_t *o = json_tensor(m, &m->tensors[i], with_file);
-		if (!o || (!first && fputc(',', out) == EOF) || json_dumpf(o, out, JSON_COMPACT | JSON_PRESERVE_ORDER))
+		if (!o || (!first && fputc(',', out) == EOF) || fmt_json_write(out, o))
 			r = -1;
 		json_decref(o);
 		first = 0;
@@ -261,8 +261,8 @@ static int write_json_tensors(FILE *out, const fmt_model *m, const char *only)
 /* One JSON line: head's members, the tensor list when asked, then tail's members. */
 static int write_json_line(FILE *out, json_t *head, const fmt_model *m, int tensors, const char *only, json_t *tail)
 {
-	char *h = json_dumps(head, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	char *t = json_object_size(tail) ? json_dumps(tail, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	char *h = fmt_json_text(head);
+	char *t = json_object_size(tail) ? fmt_json_text(tail) : NULL;
 	int r = h && (t || !json_object_size(tail)) ? 0 : -1;
 	size_t hn = h ? strlen(h) : 0;
 	if (r == 0 && fwrite(h, 1, hn - 1, out) != hn - 1) /* without its closing brace */

@@ -84,7 +84,7 @@ fmt_kind cmd_unpack(const char *input, const shard_opts *o, fmt_err *e)
 		fmt_kind k = fmt_key_from_opts(&o->keys, &key, e);
 		if (k != FMT_OK)
 			return k;
-		vo.key = &key;
+		vo.keys.hmac = &key;
 	}
 	fmt_kind k = fmt_bundle_unpack(input, dir, o->force ? FMT_SINK_FORCE : 0, &vo, &b, e);
 	fmt_hmac_key_free(&key);

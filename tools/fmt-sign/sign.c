@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "fmt/apsim.h"
 #include "fmt/out.h"
 #include "fmt/registry.h"
 #include "sign.h"
@@ -73,9 +72,9 @@ static char *stored_signature(const char *path, fmt_err *e)
 	char *sig = NULL;
 	if (fmt_model_open(&m, path, NULL, e) != FMT_OK)
 		return NULL;
-	const fmt_apsim_info *info = fmt_apsim_info_of(&m);
-	if (info && info->signature)
-		sig = strdup(info->signature);
+	const char *stored = fmt_model_signature(&m);
+	if (stored)
+		sig = strdup(stored);
 	if (!sig)
 		fmt_fail(e, FMT_INTERNAL, "the signature just written cannot be read back");
 	fmt_model_free(&m);
@@ -119,7 +118,8 @@ int sign_cmd_sign(const char *path, const sign_opts *o)
 		return fail(o, NULL, &e);
 	int threads = o->common.threads > 0 ? o->common.threads : fmt_cpu_count();
 	int code;
-	if (fmt_apsim_sign_in_place(path, &key, threads, &e) != FMT_OK)
+	fmt_keyset keys = { .hmac = &key };
+	if (fmt_sign_in_place(path, &keys, threads, &e) != FMT_OK)
 		code = fail(o, path, &e);
 	else
 		code = report_signed(path, &key, o);

@@ -1,8 +1,5 @@
 /* fmt-verify: check every integrity layer a model file or shard set has. */
-#include <getopt.h>
-#include <inttypes.h>
 #include <stdio.h>
-#include <string.h>
 #include "fmt/bundle.h"
 #include "fmt/cli.h"
 #include "fmt/crypto.h"
@@ -10,50 +7,56 @@
 #include "fmt/registry.h"
 #include "verify.h"
 
-
 enum { OPT_FORMAT = FMT_OPT_FIRST_TOOL_OPTION };
 
-static void usage(FILE *f)
-{
-	char names[256];
-	fmt_driver_names(names, sizeof names);
-	fprintf(f,
-		"Usage: " TOOL " [OPTIONS] FILE...\n"
-		"Check every integrity layer of model files and shard sets (give the index .json\n"
-		"or the first GGUF shard): structure, digests, shard sets, signatures; and of\n"
-		"bundles made by fmt-shard pack, without extracting them. Prints one line per\n"
-		"file: 'ok' or the first failure.\n"
-		"\n"
-		"      --hmac-key      check the signature with the per-user key\n"
-		"      --secret-file FILE  check the signature with the team secret in FILE\n"
-		"      --secret-env NAME   ... with the team secret in environment variable NAME\n"
-		"      --secret-prompt     ... with a team secret typed at a prompt\n"
-		"  -T, --threads N     digest shards in parallel (default: number of cores)\n"
-		"  -j, --json          one JSON object per file (JSON Lines)\n"
-		"      --format NAME   skip detection: %s\n"
-		"  -q, --quiet         print nothing; the exit status tells\n"
-		"  -v, --verbose       more detail\n"
-		"      --no-progress   no progress bar\n"
-		"  -h, --help          this help\n"
-		"      --version       print the version\n"
-		"\n"
-		"Exit status (the highest over all files): 0 every check passed, 2 usage,\n"
-		"3 I/O error, 4 invalid format, 5 unsupported version or type, 6 checksum\n"
-		"mismatch, 7 signature missing or wrong, 9 shard set inconsistent.\n", names);
-}
+typedef struct verify_args {
+	const fmt_driver *forced;   /* --format */
+	fmt_key_opts key;
+} verify_args;
 
-static const struct option long_opts[] = {
-	FMT_COMMON_LONG_OPTIONS,
-	{ "format", required_argument, NULL, OPT_FORMAT },
-	{ "threads", required_argument, NULL, 'T' },
-	FMT_KEY_LONG_OPTIONS,
-	{ NULL, 0, NULL, 0 }
+static const fmt_cli_option options[] = {
+	{ FMT_CLI_OPT("hmac-key", FMT_OPT_HMAC_KEY, NULL, "check the signature with the per-user key") },
+	{ FMT_CLI_OPT("secret-file", FMT_OPT_SECRET_FILE, "FILE", "check the signature with the team secret in FILE"),
+	  .complete = FMT_COMPLETE_FILE },
+	{ FMT_CLI_OPT("key-secret-file", FMT_OPT_SECRET_FILE, "FILE", "the same as --secret-file"),
+	  .complete = FMT_COMPLETE_FILE },
+	{ FMT_CLI_OPT("secret-env", FMT_OPT_SECRET_ENV, "NAME", "check it with the team secret in variable NAME"),
+	  .complete = FMT_COMPLETE_ENV },
+	{ FMT_CLI_OPT("secret-prompt", FMT_OPT_SECRET_PROMPT, NULL, "check it with a team secret typed at a prompt") },
+	{ FMT_CLI_OPT("threads", 'T', "N", "digest shards in parallel (default: number of cores)") },
+	{ FMT_CLI_OPT("json", 'j', NULL, "one JSON object per file (JSON Lines)") },
+	{ FMT_CLI_OPT("format", OPT_FORMAT, "NAME", "skip detection:"), .complete = FMT_COMPLETE_FORMAT },
+	{ FMT_CLI_OPT("quiet", 'q', NULL, "print nothing; the exit status tells") },
+	{ FMT_CLI_OPT("verbose", 'v', NULL, "more detail") },
+	{ NULL }
 };
 
-static int usage_error(const char *msg)
+static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 {
-	return fmt_report_usage(stderr, TOOL, msg);
+	verify_args *a = ctx;
+	if (fmt_cli_key_option(id, arg, &a->key))
+		return 0;
+	if (id == OPT_FORMAT) {
+		a->forced = fmt_driver_by_name(arg);
+		return a->forced ? 0 : (fmt_fail(e, FMT_USAGE, "unknown --format (see --help for the names)"), -1);
+	}
+	return fmt_fail(e, FMT_USAGE, "unhandled option"), -1;
 }
+
+static const fmt_cli_tool tool = {
+	.name = TOOL,
+	.synopsis = "[OPTIONS] FILE...",
+	.about = "Check every integrity layer of model files and shard sets (give the index .json\n"
+		 "or the first GGUF shard): structure, digests, shard sets, signatures; and of\n"
+		 "bundles made by fmt-shard pack, without extracting them. Prints one line per\n"
+		 "file: 'ok' or the first failure.",
+	.options = options,
+	.footer = "Exit status (the highest over all files): 0 every check passed, 2 usage,\n"
+		  "3 I/O error, 4 invalid format, 5 unsupported version or type, 6 checksum\n"
+		  "mismatch, 7 signature missing or wrong, 9 shard set inconsistent.",
+	.format_names = fmt_driver_names,
+	.on_option = on_option,
+};
 
 static fmt_kind verify_file(const char *path, const fmt_driver *forced, const fmt_verify_opts *vo,
 			    const fmt_common_opts *o)
@@ -75,53 +78,33 @@ static fmt_kind verify_file(const char *path, const fmt_driver *forced, const fm
 
 int main(int argc, char **argv)
 {
-	fmt_common_opts common = { 0 };
-	const fmt_driver *forced = NULL;
-	fmt_err e;
-	int c;
-	fmt_err_clear(&e);
-	fmt_key_opts key_opts = { 0 };
+	verify_args a = { 0 };
 	fmt_hmac_key key = { 0 };
-	while ((c = getopt_long(argc, argv, "jqvhT:", long_opts, NULL)) != -1) {
-		int r = fmt_cli_common(c, optarg, &common, &e);
-		if (r < 0)
-			return usage_error(e.msg);
-		if (r > 0 || fmt_cli_key_option(c, optarg, &key_opts))
-			continue;
-		switch (c) {
-		case 'h': usage(stdout); return 0;
-		case FMT_OPT_VERSION: fmt_cli_version(stdout, TOOL); return 0;
-		case OPT_FORMAT:
-			forced = fmt_driver_by_name(optarg);
-			if (!forced)
-				return usage_error("unknown --format (see --help for the names)");
-			break;
-		default: return usage_error("unknown option");
-		}
-	}
-	if (optind >= argc)
-		return usage_error("no input file");
-	fmt_verify_opts vo = { .threads = common.threads ? common.threads : fmt_cpu_count() };
-	if (fmt_key_opts_given(&key_opts)) {
-		fmt_kind k = fmt_key_from_opts(&key_opts, &key, &e);
+	fmt_cli cli;
+	fmt_err e;
+	fmt_err_clear(&e);
+	if (!fmt_cli_parse(&tool, argc, argv, &a, &cli))
+		return cli.exit_code;
+	if (cli.n_operands == 0)
+		return fmt_cli_usage_error(&tool, "no input file");
+	fmt_verify_opts vo = { .threads = cli.common.threads ? cli.common.threads : fmt_cpu_count() };
+	if (fmt_key_opts_given(&a.key)) {
+		fmt_kind k = fmt_key_from_opts(&a.key, &key, &e);
 		if (k != FMT_OK) {
-			fmt_report_error(stderr, TOOL, NULL, &e, common.json);
+			fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
 			return fmt_kind_exit(k);
 		}
-		vo.key = &key;
+		vo.keys.hmac = &key;
 	}
 	int status = 0;
-	for (int i = optind; i < argc; i++) {
-		int is_bundle = !forced && fmt_bundle_probe(argv[i]);
-		int code = fmt_kind_exit(is_bundle ? verify_bundle(argv[i], &vo, &common)
-						   : verify_file(argv[i], forced, &vo, &common));
+	for (int i = 0; i < cli.n_operands; i++) {
+		const char *path = cli.operands[i];
+		int is_bundle = !a.forced && fmt_bundle_probe(path);
+		int code = fmt_kind_exit(is_bundle ? verify_bundle(path, &vo, &cli.common)
+						   : verify_file(path, a.forced, &vo, &cli.common));
 		if (code > status)
 			status = code;
 	}
 	fmt_hmac_key_free(&key);
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		fprintf(stderr, TOOL ": error: cannot write to standard output\n");
-		return FMT_IO;
-	}
-	return status;
+	return fmt_cli_finish(&tool, &cli, status);
 }

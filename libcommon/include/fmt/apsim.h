@@ -38,7 +38,7 @@ fmt_kind fmt_apsim_table(const fmt_model *m, char **table, size_t *len, fmt_err 
 fmt_kind fmt_apsim_signature(const fmt_hmac_key *key, const char *const *shard_sha256, size_t n,
 			     char out[128], fmt_err *e);
 
-/* Write m as one .apsim (driver write; o->sign_key signs it). Tensors are ordered as the
+/* Write m as one .apsim (driver write; o->keys.hmac signs it). Tensors are ordered as the
  * safetensors writer orders them; the digest is computed over the bytes as they stream. */
 fmt_kind fmt_apsim_write(const fmt_model *m, fmt_sink *k, const fmt_write_opts *o, fmt_err *e);
 
@@ -52,7 +52,10 @@ fmt_kind fmt_apsim_write_sharded(const fmt_model *m, const char *prefix, uint64_
 /* Sign an existing file or set in place, atomically (fmt-sign sign): a single file is
  * rewritten with the signature key (data unchanged, header re-padded); an index gets its
  * metadata.signature. The digests are verified first. */
-fmt_kind fmt_apsim_sign_in_place(const char *path, const fmt_hmac_key *key, int threads, fmt_err *e);
+fmt_kind fmt_apsim_sign_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e);
+
+/* The signature an Apsi model carries (the drivers' signature hook), NULL when unsigned. */
+const char *fmt_apsim_signature_of(const fmt_model *m);
 
 /* An index file (§7) parsed from its text, without touching the shards: the keys of
  * metadata.shard_sha256 (plain file names, 64 lowercase hex each) in the JSON's order,

@@ -1,4 +1,5 @@
-/* What every tool's command line shares: common options, sizes, the version line. */
+/* What every tool's command line shares: the option-table runner, common options, sizes, the
+ * version line. */
 #ifndef FMT_CLI_H
 #define FMT_CLI_H
 
@@ -6,7 +7,7 @@
 #include <stdio.h>
 #include "fmt/err.h"
 
-#define FMTKIT_VERSION "0.1.0"
+#include "fmt/version.h"
 
 typedef struct fmt_common_opts {
 	int json;
@@ -24,10 +25,12 @@ enum {
 	FMT_OPT_SECRET_FILE,
 	FMT_OPT_SECRET_ENV,
 	FMT_OPT_SECRET_PROMPT,
+	FMT_OPT_DUMP_OPTIONS,
 	FMT_OPT_FIRST_TOOL_OPTION = 0x1100
 };
 
-/* The options every tool has (CONVENTIONS.md), to start a tool's getopt_long table. */
+/* For a tool not yet on the runner below: the options every tool has (CONVENTIONS.md), to start
+ * its getopt_long table. Tools on the runner never use these. */
 #define FMT_COMMON_LONG_OPTIONS                                                     \
 	{ "json", no_argument, NULL, 'j' },                                         \
 	{ "quiet", no_argument, NULL, 'q' },                                        \
@@ -44,9 +47,7 @@ enum {
 	{ "secret-env", required_argument, NULL, FMT_OPT_SECRET_ENV },              \
 	{ "secret-prompt", no_argument, NULL, FMT_OPT_SECRET_PROMPT }
 
-struct fmt_key_opts;
-/* Handle a key option; returns 1 if c was one, 0 if not. */
-int fmt_cli_key_option(int c, const char *arg, struct fmt_key_opts *o);
+/* fmt_cli_key_option (fmt/crypto.h) handles these. */
 
 /* Handle a common option (getopt_long's return value c with optarg); returns 1 if it was one,
  * 0 if not, -1 on a bad value (message in e). --version and --help are the tool's own. */
@@ -62,5 +63,126 @@ fmt_kind fmt_parse_size(const char *s, uint64_t *out, fmt_err *e);
 fmt_kind fmt_parse_u64(const char *s, uint64_t max, uint64_t *out, fmt_err *e);
 
 int fmt_cpu_count(void);
+
+/*
+ * The option-table runner. A tool declares every option once, in a table; the runner builds
+ * the getopt_long table from it, handles the common options, prints --help, --version and
+ * usage errors, checks subcommands, and prints the table for the completion generator
+ * (hidden --dump-options; scripts/gen-completions writes the bash and zsh completions from it
+ * at build time). fmt_cli_finish flushes stdout and turns a failed write (full disk, closed
+ * pipe) into exit 3.
+ *
+ * Example (a tool with one flag, one valued option and one file operand):
+ *
+ *	enum { OPT_FULL = FMT_OPT_FIRST_TOOL_OPTION };
+ *	static const fmt_cli_option options[] = {
+ *		{ FMT_CLI_OPT("json", 'j', NULL, "one JSON object per file") },
+ *		{ FMT_CLI_OPT("tensor", 't', "NAME", "only this tensor"), .complete = FMT_COMPLETE_TENSOR },
+ *		{ FMT_CLI_OPT("full", OPT_FULL, NULL, "do not abbreviate") },
+ *		{ FMT_CLI_OPT("quiet", 'q', NULL, "print nothing on success") },
+ *		{ FMT_CLI_OPT("verbose", 'v', NULL, "more detail") },
+ *		{ NULL }
+ *	};
+ *	static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
+ *	{
+ *		my_opts *o = ctx;
+ *		switch (id) {
+ *		case 't': o->tensor = arg; return 0;
+ *		case OPT_FULL: o->full = 1; return 0;
+ *		}
+ *		return fmt_fail(e, FMT_USAGE, "unhandled option"), -1;
+ *	}
+ *	static const fmt_cli_tool tool = {
+ *		.name = "fmt-example", .synopsis = "[OPTIONS] FILE...",
+ *		.about = "Show what FILE holds.", .options = options, .on_option = on_option,
+ *		.footer = "Exit status: 0 ok, 2 usage, 3 I/O error.",
+ *	};
+ *	int main(int argc, char **argv)
+ *	{
+ *		my_opts o = { 0 };
+ *		fmt_cli cli;
+ *		if (!fmt_cli_parse(&tool, argc, argv, &o, &cli))
+ *			return cli.exit_code;            // --help, --version or a usage error
+ *		if (cli.n_operands < 1)
+ *			return fmt_cli_usage_error(&tool, "no input file");
+ *		int status = run(cli.operands, cli.n_operands, &o, &cli.common);
+ *		return fmt_cli_finish(&tool, &cli, status);
+ *	}
+ *
+ * The runner appends --no-progress, -h/--help and --version to every table; -j/--json,
+ * -q/--quiet, -v/--verbose and -T/--threads are listed by the tool (in its own words) and
+ * handled by the runner into fmt_cli.common; every other option goes to on_option.
+ */
+
+/* The four fields every table entry gives; others follow by name: { FMT_CLI_OPT(...), .complete = ... } */
+#define FMT_CLI_OPT(long_name, id_, arg_, help_) .name = (long_name), .id = (id_), .arg = (arg_), .help = (help_)
+
+/* What completes an option's value. */
+typedef enum fmt_cli_complete {
+	FMT_COMPLETE_NONE = 0, /* a free value (number, size, name): nothing to offer */
+	FMT_COMPLETE_FILE,     /* a file; words may hold a glob ("*.json") */
+	FMT_COMPLETE_DIR,      /* a directory */
+	FMT_COMPLETE_ENV,      /* the name of an environment variable */
+	FMT_COMPLETE_WORDS,    /* one of words ("f32 f16 bf16") */
+	FMT_COMPLETE_FORMAT,   /* a registered format (fmt_cli_tool.format_names); --help lists them */
+	FMT_COMPLETE_TENSOR,   /* a tensor name of the model file on the line (fmt-inspect | jq) */
+} fmt_cli_complete;
+
+enum {
+	FMT_CLI_REPEAT = 1,    /* the option may be given more than once */
+};
+
+typedef struct fmt_cli_option {
+	const char *name;      /* long name without "--"; NULL ends the table */
+	int id;                /* what on_option gets: the short letter (also the short option) or
+				* an id >= FMT_OPT_FIRST_TOOL_OPTION for a long-only option */
+	const char *arg;       /* value name in --help ("SIZE"); NULL for a flag */
+	const char *help;      /* --help text; '\n' continues it on the next line */
+	unsigned commands;     /* subcommands that take it: bit i = commands[i]; 0 = all of them */
+	fmt_cli_complete complete;
+	const char *words;     /* FMT_COMPLETE_WORDS: the values; FMT_COMPLETE_FILE: a glob or NULL */
+	unsigned flags;        /* FMT_CLI_REPEAT */
+} fmt_cli_option;
+
+typedef struct fmt_cli_command {
+	const char *name;      /* NULL ends the list */
+	const char *help;
+} fmt_cli_command;
+
+typedef struct fmt_cli_tool {
+	const char *name;                 /* "fmt-shard" */
+	const char *synopsis;             /* what follows "Usage: TOOL "; '\n' starts another form */
+	const char *about;                /* the paragraph under the usage lines */
+	const fmt_cli_command *commands;  /* subcommands (the first operand), or NULL */
+	const fmt_cli_option *options;    /* at most 60, ended by { NULL } */
+	const char *footer;               /* after the options: notes, exit statuses */
+	/* The registered format names, ", "-separated (fmt_driver_names), for FMT_COMPLETE_FORMAT. */
+	void (*format_names)(char *buf, size_t n);
+	/* A tool option: returns 0, or -1 with a usage message in e. */
+	int (*on_option)(void *ctx, int id, const char *arg, fmt_err *e);
+} fmt_cli_tool;
+
+typedef struct fmt_cli {
+	fmt_common_opts common;
+	int command;           /* index in tool->commands; -1 without subcommands */
+	char **operands;       /* the words that are not options, after the subcommand */
+	int n_operands;
+	int exit_code;         /* when fmt_cli_parse returned 0 */
+} fmt_cli;
+
+/* Parse argv (options anywhere, "--" ends them). Returns 1 when the tool should run; 0 when it
+ * must exit now with cli->exit_code: after --help, --version, --dump-options (0, or 3 when
+ * stdout failed) or a usage error (2, reported on stderr). */
+int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_cli *cli);
+
+/* Report a command-line mistake ("TOOL: error: MSG", "Try 'TOOL --help'."); returns 2. */
+int fmt_cli_usage_error(const fmt_cli_tool *t, const char *msg);
+
+/* The tool's last step: flush stdout; when that or an earlier write failed (full disk, closed
+ * pipe), report it (as JSON too with --json) and return at least 3 (FMT_IO), else status. */
+int fmt_cli_finish(const fmt_cli_tool *t, const fmt_cli *cli, int status);
+
+/* The tool's --help text on f. */
+void fmt_cli_help(const fmt_cli_tool *t, FILE *f);
 
 #endif

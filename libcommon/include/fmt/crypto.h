@@ -50,6 +50,24 @@ typedef struct fmt_hmac_key {
 
 void fmt_hmac_key_free(fmt_hmac_key *k);
 
+/* The keys a write or a verification may use; a driver takes those its format has and
+ * ignores the others. NULL members are absent. Only hmac is filled today; the other members
+ * are reserved for Ed25519 signatures, password encryption and X25519 recipients. */
+struct fmt_ed25519_public;
+struct fmt_ed25519_secret;
+struct fmt_password;
+struct fmt_x25519_identity;
+typedef struct fmt_keyset {
+	const fmt_hmac_key *hmac;                       /* HMAC-SHA256 shared secret */
+	const struct fmt_ed25519_public *ed25519_public; /* checks Ed25519 signatures */
+	const struct fmt_ed25519_secret *ed25519_secret; /* makes Ed25519 signatures */
+	const struct fmt_password *password;            /* encrypts and decrypts */
+	const struct fmt_x25519_identity *x25519;       /* a recipient's identity */
+} fmt_keyset;
+
+/* 1 if ks holds no key at all (NULL counts as empty). */
+int fmt_keyset_empty(const fmt_keyset *ks);
+
 /* Where the per-user key lives: $XDG_CONFIG_HOME/fmtkit/hmac.key, else ~/.config/fmtkit/hmac.key
  * (malloc'd). */
 fmt_kind fmt_hmac_key_path(char **path, fmt_err *e);
@@ -83,6 +101,8 @@ typedef struct fmt_key_opts {
 
 /* 1 if any key option was given. */
 int fmt_key_opts_given(const fmt_key_opts *o);
+/* Handle a key option (FMT_KEY_LONG_OPTIONS of fmt/cli.h); returns 1 if c was one, 0 if not. */
+int fmt_cli_key_option(int c, const char *arg, fmt_key_opts *o);
 /* Load the key the options name. */
 fmt_kind fmt_key_from_opts(const fmt_key_opts *o, fmt_hmac_key *out, fmt_err *e);
 

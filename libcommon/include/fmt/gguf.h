@@ -34,8 +34,18 @@ typedef struct fmt_gguf_info {
 } fmt_gguf_info;
 const fmt_gguf_info *fmt_gguf_info_of(const fmt_model *m);
 
+/* The GGUF driver's own write options (fmt_write_opts.private_opts when private_for is
+ * &fmt_driver_gguf). */
+typedef struct fmt_gguf_opts {
+	uint32_t alignment;   /* 0 = general.alignment, else 32 */
+} fmt_gguf_opts;
+
+/* The driver's capability hooks: every ggml type; llama.cpp's dtype conventions. */
+int fmt_gguf_holds_dtype(fmt_dtype t);
+fmt_dtype fmt_gguf_choose_dtype(const fmt_tensor *t, fmt_dtype want, const char **why);
+
 /* Write m as one GGUF v3 file (the driver's write): metadata in model order with the value
- * types as stored; alignment o->alignment, else general.alignment (must be UINT32), else 32
+ * types as stored; alignment from fmt_gguf_opts, else general.alignment (must be UINT32), else 32
  * (a general.alignment key is written, or appended, whenever the alignment is not 32); tensor
  * n_dims = max(ndim, 1) keeping size-1 dims, ne = the shape reversed; zero padding after the
  * infos and after every tensor. The sink is neither committed nor aborted here. */

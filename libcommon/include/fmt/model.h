@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <jansson.h>
 #include "fmt/err.h"
 #include "fmt/dtype.h"
 #include "fmt/io.h"
@@ -106,7 +108,10 @@ typedef struct fmt_model {
 	size_t n_units, cap_units;
 	fmt_qtensor *qtensors;         /* compressed tensors among the tensors */
 	size_t n_qtensors, cap_qtensors;
-	void *format_state;            /* driver-private, freed by driver->close */
+	void *format_state;            /* driver-private, freed by close */
+	/* The driver's close, set with driver when a driver opens the model (the model knows
+	 * nothing of drivers: they sit above it). */
+	void (*close)(struct fmt_model *m);
 } fmt_model;
 
 void fmt_model_init(fmt_model *m);
@@ -166,5 +171,12 @@ size_t fmt_vtype_size(fmt_vtype t);
 fmt_value fmt_array_item(const fmt_value *a, uint64_t i);
 /* An array of count scalars of type elem taking a copy of their packed bytes. */
 fmt_kind fmt_value_packed(fmt_value *out, fmt_vtype elem, uint64_t count, const void *bytes, fmt_err *e);
+
+/* A metadata value as JSON; arrays longer than max_items (0 = no limit) are abbreviated to
+ * their first max_items items plus {"truncated": total}. */
+json_t *fmt_json_value(const fmt_value *v, size_t max_items);
+
+/* Print the value as text (strings escaped and quoted, arrays abbreviated past max_items). */
+void fmt_out_value(FILE *f, const fmt_value *v, size_t max_items);
 
 #endif

@@ -5,9 +5,9 @@
 
 #include <stdio.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <jansson.h>
 #include "fmt/err.h"
-#include "fmt/model.h"
 
 /* Write s (n bytes from a file) to f with control characters as \n, \t, \xHH and invalid UTF-8
  * bytes as \xHH, so that metadata cannot move the cursor or forge lines. */
@@ -24,15 +24,14 @@ json_t *fmt_json_string(const char *s, size_t n);
  * readers and jansson hold integers as signed 64-bit or as doubles, which would lose it). */
 json_t *fmt_json_u64(uint64_t v);
 
-/* A metadata value as JSON; arrays longer than max_items (0 = no limit) are abbreviated to
- * their first max_items items plus {"truncated": total}. */
-json_t *fmt_json_value(const fmt_value *v, size_t max_items);
-
-/* Print the value as text (strings escaped and quoted, arrays abbreviated past max_items). */
-void fmt_out_value(FILE *f, const fmt_value *v, size_t max_items);
 
 /* One compact JSON object and a newline (JSON Lines); returns 0 or -1 on write failure. */
 int fmt_json_line(FILE *f, json_t *obj);
+/* Compact JSON (member order kept), with DEL and the C1 controls written as \u escapes so that
+ * no control byte reaches a terminal: to f (0, or -1 on a write error), or as a malloc'd
+ * string (NULL when out of memory). */
+int fmt_json_write(FILE *f, const json_t *j);
+char *fmt_json_text(const json_t *j);
 
 /* The error report of CONVENTIONS.md: "TOOL: error: FILE: message" on f, and with json also
  * {"tool","file","error","exit","message"} as one line. file may be NULL. */

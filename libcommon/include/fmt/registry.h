@@ -6,31 +6,52 @@
 #include <stddef.h>
 #include "fmt/model.h"
 #include "fmt/io.h"
+#include "fmt/crypto.h"
 #include <jansson.h>
 
-/* Options shared by the writers; a driver ignores what it cannot use. */
-struct fmt_hmac_key;
+struct fmt_driver;
 
+/* Options shared by the writers; a driver ignores what it cannot use. */
 typedef struct fmt_write_opts {
 	unsigned sink_flags;          /* FMT_SINK_FORCE */
-	uint32_t alignment;           /* GGUF: 0 = default 32 or general.alignment */
 	int threads;
-	const struct fmt_hmac_key *sign_key; /* Apsi: sign with this key, or NULL */
+	fmt_keyset keys;              /* sign with these (formats with signatures), none: unsigned */
+	/* Options only one driver understands (its own struct, e.g. fmt_gguf_opts): used by
+	 * private_for and ignored by every other driver. */
+	const struct fmt_driver *private_for;
+	const void *private_opts;
 } fmt_write_opts;
 
 /* What verification checks beyond structure. */
 typedef struct fmt_verify_opts {
-	const struct fmt_hmac_key *key; /* check the signature with this key (NULL: not asked) */
 	int threads;                  /* digests of shards in parallel */
+	fmt_keyset keys;              /* check the signature with these (none: not asked) */
 } fmt_verify_opts;
 
 #define FMT_PROBE_BYTES 4096
 
+/* What a format can hold and do, beyond tensors of the dtypes holds_dtype accepts. Tools and
+ * the conversion planner ask these, never the driver's name. */
+enum {
+	FMT_CAP_TYPED_META = 1u << 0,   /* metadata of every fmt_vtype (else strings only) */
+	FMT_CAP_ENCODED = 1u << 1,      /* encoded tensors (codes + scales, fmt_qtensor) natively */
+	FMT_CAP_UNITS = 1u << 2,        /* physical units natively (m->units) */
+	FMT_CAP_UNITS_AS_META = 1u << 3, /* units as FMT_UNITS_META_PREFIX<tensor> INT32[7] keys */
+	FMT_CAP_SIGNATURES = 1u << 4,   /* signatures: a key makes sense for it */
+};
+
+/* The metadata key prefix under which formats without native units keep them. */
+#define FMT_UNITS_META_PREFIX "apsi.units."
+
 typedef struct fmt_driver {
 	const char *name;             /* "safetensors", "gguf", ... as shown to users */
 	const char *extension;        /* ".safetensors": the output extension it answers to */
+	const char *title;            /* how messages call its files: "GGUF", ".apsim"... */
 	/* Confidence 0..100 that head (the first bytes, up to FMT_PROBE_BYTES) is this format. */
 	int (*probe)(const uint8_t *head, size_t n, uint64_t file_size);
+	/* Optional: confidence from the whole source, for formats whose mark can lie past the
+	 * first bytes; asked (after probe) only when probe said 0. */
+	int (*probe_source)(fmt_source *s);
 	/* Parse and validate the structure; build the model without touching tensor data. The
 	 * source is already added to m as sources[0]. */
 	fmt_kind (*open)(fmt_model *m, fmt_err *e);
@@ -38,8 +59,22 @@ typedef struct fmt_driver {
 	 * NULL when open checks everything. A key given for a format without signatures is
 	 * refused by fmt_model_verify, not here. */
 	fmt_kind (*verify)(fmt_model *m, const fmt_verify_opts *o, fmt_err *e);
-	/* 1 if the format carries signatures (a key makes sense for it). */
-	int has_signatures;
+
+	/* ---- capabilities ---- */
+	unsigned caps;                /* FMT_CAP_* */
+	/* 1 if a tensor of dtype t can be stored as it is; NULL: the safetensors dtypes. */
+	int (*holds_dtype)(fmt_dtype t);
+	/* What a float tensor asked to become want (a dtype the format holds) is stored as, by
+	 * the format's conventions (GGUF: 1-D tensors stay F32); *why says why when it differs.
+	 * NULL: want. */
+	fmt_dtype (*choose_dtype)(const fmt_tensor *t, fmt_dtype want, const char **why);
+	const char *default_dtype;    /* --dtype when none is given ("f16"); NULL: keep */
+	const char *arch_key;         /* the key naming the architecture, or NULL */
+	/* Shard sets: the set driver of a single-file format, and the single-file driver of a
+	 * set (index) driver; NULL when there is none. */
+	const struct fmt_driver *set_driver;
+	const struct fmt_driver *file_driver;
+
 	/* Write m to the sink. NULL for read-only formats. */
 	fmt_kind (*write)(const fmt_model *m, fmt_sink *k, const fmt_write_opts *o, fmt_err *e);
 	/* Write m as a shard set named after prefix (the output path without its extension), each
@@ -50,17 +85,41 @@ typedef struct fmt_driver {
 	/* Outputs with more tensor data than this are sharded unless the user says otherwise
 	 * (Hugging Face's 5 GB for safetensors, Apsi's 4 GB); 0 = only when asked. */
 	uint64_t default_shard_bytes;
+
+	/* ---- signatures (FMT_CAP_SIGNATURES) ---- */
+	/* Sign the file or set at path in place, atomically, with a key of keys (fmt-sign). */
+	fmt_kind (*sign_in_place)(const char *path, const fmt_keyset *keys, int threads, fmt_err *e);
+	/* The signature m carries as stored, or NULL when unsigned. */
+	const char *(*signature)(const fmt_model *m);
+
 	void (*close)(fmt_model *m);  /* free format_state; may be NULL */
 	/* Format-specific facts for fmt-inspect (digest, signature, shards...), or NULL. */
 	json_t *(*describe)(const fmt_model *m);
 } fmt_driver;
 
+/* Capability questions (the answers of d's fields, with their defaults). */
+int fmt_driver_can(const fmt_driver *d, unsigned caps);   /* every cap in caps */
+int fmt_driver_holds_dtype(const fmt_driver *d, fmt_dtype t);
+/* The first driver in registry order with every cap in caps and a writer, or NULL: whom a
+ * message names when an option needs such a format. */
+const fmt_driver *fmt_driver_with(unsigned caps);
+/* The first writer able to hold dtype t as it is, or NULL. */
+const fmt_driver *fmt_driver_holding(fmt_dtype t);
+/* "safetensors, gguf or apsim": the writable single-file formats, for messages. */
+void fmt_driver_writer_names(char *buf, size_t n);
+
 /* All drivers, NULL-terminated. */
 const fmt_driver *const *fmt_drivers(void);
+/* Add a driver at run time (tests, programs embedding libcommon); at most 8. */
+fmt_kind fmt_driver_register(const fmt_driver *d, fmt_err *e);
 const fmt_driver *fmt_driver_by_name(const char *name);
 /* "safetensors, safetensors-index, gguf, ...": every driver's name in registry order. */
 void fmt_driver_names(char *buf, size_t n);
 const fmt_driver *fmt_driver_by_extension(const char *path);
+/* The driver whose probe scores head (the first n bytes of s) highest, first in registry
+ * order on equal scores, and its score; a driver whose probe says 0 is asked its
+ * probe_source too. NULL (score 0) when none recognises it. */
+const fmt_driver *fmt_driver_probe(fmt_source *s, const uint8_t *head, size_t n, int *score);
 
 /* Open path (or "-"): probe the first bytes, choose a driver (or use forced when not NULL),
  * open. On failure m is freed and e says why; an unrecognised file is InvalidFormat. */
@@ -69,6 +128,17 @@ fmt_kind fmt_model_open(fmt_model *m, const char *path, const fmt_driver *forced
 /* The same for bytes in memory (a copy is taken), named name in messages. */
 fmt_kind fmt_model_open_memory(fmt_model *m, const char *name, const void *data, size_t n,
 			       const fmt_driver *forced, fmt_err *e);
+
+/* The same over an open source, which the model takes (closed on failure); path names it. */
+fmt_kind fmt_model_open_source(fmt_model *m, fmt_source *src, const char *path,
+			       const fmt_driver *forced, fmt_err *e);
+
+/* Sign the file or set at path in place with a key of keys, through its driver's
+ * sign_in_place; a format without signatures is UsageError naming those that have them. */
+fmt_kind fmt_sign_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e);
+
+/* The signature m carries as stored (its driver's signature hook), NULL when unsigned. */
+const char *fmt_model_signature(const fmt_model *m);
 
 /* The driver's verify (digests, signatures). A key for a format without signatures is
  * SignatureInvalid: the user asked for a signature that cannot be there. o may be NULL. */

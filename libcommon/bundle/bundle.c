@@ -1,0 +1,930 @@
+/* Tar bundles (fmt/bundle.h): pack a model set with a manifest of SHA-256 digests, verify one
+ * while streaming through it, unpack one so that nothing is left behind unless every member
+ * verified. libarchive does the tar and zstd work; this file decides what is allowed.
+ *
+ * Unpack extracts every member into a private staging directory (fmt/stagedir.h) made beside
+ * the destination, checks it there (digests; with a key, the signature of the set and that it
+ * covers every member), and only then moves the members into place together. */
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "fmt/bundle.h"
+#include "fmt/checked.h"
+#include "fmt/io.h"
+#include "fmt/out.h"
+#include "fmt/registry.h"
+#include "fmt/stagedir.h"
+#include "fmt/version.h"
+
+#define NM "'%.200s'"
+#define READ_BLOCK ((size_t)1 << 20)
+#define PROBE_BLOCK ((size_t)64 << 10)
+
+void fmt_bundle_info_free(fmt_bundle_info *b)
+{
+	if (!b)
+		return;
+	for (size_t i = 0; i < b->n_members; i++)
+		free(b->members[i].name);
+	free(b->members);
+	free(b->format);
+	memset(b, 0, sizeof *b);
+}
+
+static int cmp_member(const void *a, const void *b)
+{
+	return strcmp(((const fmt_bundle_member *)a)->name, ((const fmt_bundle_member *)b)->name);
+}
+
+static fmt_bundle_member *find_member(const fmt_bundle_info *b, const char *name)
+{
+	fmt_bundle_member key = { .name = (char *)name };
+	return bsearch(&key, b->members, b->n_members, sizeof key, cmp_member);
+}
+
+/* Why name cannot be a member (members are plain file names in one directory), or NULL. */
+static const char *unsafe_member(const char *name)
+{
+	if (!name[0])
+		return "has an empty name";
+	if (name[0] == '/')
+		return "is an absolute path";
+	for (const char *p = name;;) {
+		const char *slash = strchr(p, '/');
+		size_t len = slash ? (size_t)(slash - p) : strlen(p);
+		if (len == 2 && p[0] == '.' && p[1] == '.')
+			return "has a '..' component";
+		if (!slash)
+			break;
+		p = slash + 1;
+	}
+	if (strchr(name, '/'))
+		return "is a path with a directory (members are plain file names)";
+	if (strcmp(name, ".") == 0)
+		return "is '.'";
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		if (*p < 0x20 || *p == 0x7F || *p == '\\' || (p[0] == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F))
+			return "contains a control character or a backslash";
+	if (!fmt_utf8_valid(name, strlen(name)))
+		return "is not valid UTF-8";
+	return NULL;
+}
+
+static int is_lower_hex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+/* ---- manifest ---- */
+
+static fmt_kind parse_entry(const char *name, json_t *v, fmt_bundle_member *mb, fmt_err *e)
+{
+	const char *why = strcmp(name, FMT_BUNDLE_MANIFEST) == 0 ? "names the manifest itself"
+								  : unsafe_member(name);
+	if (why)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "MANIFEST.json: file " NM " %s", name, why);
+	json_t *sha = json_object_get(v, "sha256"), *size = json_object_get(v, "size");
+	if (!json_is_string(sha) || json_string_length(sha) != FMT_SHA256_HEX ||
+	    !is_lower_hex(json_string_value(sha), FMT_SHA256_HEX))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "MANIFEST.json: file " NM ": sha256 is not 64 lowercase hex digits",
+				name);
+	if (!json_is_integer(size) || json_integer_value(size) < 0)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "MANIFEST.json: file " NM ": size is not a non-negative integer",
+				name);
+	if (!(mb->name = strdup(name)))
+		return fmt_fail(e, FMT_IO, "out of memory");
+	memcpy(mb->sha256, json_string_value(sha), FMT_SHA256_HEX + 1);
+	mb->size = (uint64_t)json_integer_value(size);
+	return FMT_OK;
+}
+
+static fmt_kind parse_manifest_json(json_t *root, fmt_bundle_info *b, fmt_err *e)
+{
+	json_t *files = json_object_get(root, "files"), *format = json_object_get(root, "format");
+	if (!json_is_object(files))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "MANIFEST.json: \"files\" is missing or not an object");
+	if (!json_is_string(format))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "MANIFEST.json: \"format\" is missing or not a string");
+	size_t n = json_object_size(files);
+	if (n > FMT_BUNDLE_MAX_MEMBERS)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "MANIFEST.json lists %zu files (at most %u)", n,
+				FMT_BUNDLE_MAX_MEMBERS);
+	b->members = calloc(n ? n : 1, sizeof *b->members);
+	b->format = strdup(json_string_value(format));
+	if (!b->members || !b->format)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	const char *name;
+	json_t *v;
+	json_object_foreach(files, name, v) {
+		fmt_kind k = parse_entry(name, v, &b->members[b->n_members], e);
+		if (k != FMT_OK)
+			return k;
+		if (fmt_add_u64(b->total_bytes, b->members[b->n_members].size, &b->total_bytes))
+			return fmt_fail(e, FMT_INVALID_FORMAT, "MANIFEST.json: total size overflows 64 bits");
+		b->n_members++;
+	}
+	qsort(b->members, b->n_members, sizeof *b->members, cmp_member);
+	return FMT_OK;
+}
+
+static fmt_kind parse_manifest(const char *text, size_t len, fmt_bundle_info *b, fmt_err *e)
+{
+	json_error_t je;
+	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	if (!root)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "MANIFEST.json is not valid JSON at byte %d: %s",
+				je.position, je.text);
+	fmt_kind k = json_is_object(root) ? parse_manifest_json(root, b, e)
+					  : fmt_fail(e, FMT_INVALID_FORMAT, "MANIFEST.json is not a JSON object");
+	json_decref(root);
+	return k;
+}
+
+/* The manifest text pack writes: compact, keys sorted. */
+static fmt_kind manifest_text(const fmt_bundle_info *b, char **out, fmt_err *e)
+{
+	json_t *files = json_object(), *root = NULL;
+	int bad = !files;
+	for (size_t i = 0; i < b->n_members && !bad; i++) {
+		const fmt_bundle_member *mb = &b->members[i];
+		bad = json_object_set_new(files, mb->name, json_pack("{s:s,s:I}", "sha256", mb->sha256, "size",
+								      (json_int_t)mb->size)) != 0;
+	}
+	if (!bad)
+		root = json_pack("{s:o,s:s,s:s}", "files", files, "format", b->format, "fmtkit", FMTKIT_VERSION);
+	else
+		json_decref(files);
+	*out = root ? json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	json_decref(root);
+	return *out ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory building MANIFEST.json");
+}
+
+/* ---- reading ---- */
+
+typedef struct reader {
+	struct archive *a;
+	int fd;
+} reader;
+
+static void reader_close(reader *r)
+{
+	if (r->a)
+		archive_read_free(r->a);
+	if (r->fd >= 0)
+		close(r->fd);
+	r->a = NULL;
+	r->fd = -1;
+}
+
+static fmt_kind reader_open(reader *r, const char *path, size_t block, fmt_err *e)
+{
+	struct stat st;
+	r->a = NULL;
+	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (r->fd < 0)
+		return fmt_fail(e, FMT_IO, "cannot open: %s", strerror(errno));
+	if (fstat(r->fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+		reader_close(r);
+		return fmt_fail(e, FMT_IO, "cannot read: %s", S_ISDIR(st.st_mode) ? "is a directory" : strerror(errno));
+	}
+	r->a = archive_read_new();
+	if (!r->a) {
+		reader_close(r);
+		return fmt_fail(e, FMT_IO, "out of memory");
+	}
+	archive_read_support_filter_zstd(r->a);
+	archive_read_support_format_tar(r->a);
+	if (archive_read_open_fd(r->a, r->fd, block) != ARCHIVE_OK) {
+		fmt_kind k = fmt_fail(e, FMT_INVALID_FORMAT, "not a tar bundle: %s", archive_error_string(r->a));
+		reader_close(r);
+		return k;
+	}
+	return FMT_OK;
+}
+
+/* The next member header; *ent NULL at the end of the archive. */
+static fmt_kind next_header(reader *r, struct archive_entry **ent, fmt_err *e)
+{
+	int rc = archive_read_next_header(r->a, ent);
+	if (rc == ARCHIVE_EOF) {
+		*ent = NULL;
+		return FMT_OK;
+	}
+	if (rc != ARCHIVE_OK)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "not a valid tar bundle: %s",
+				archive_error_string(r->a) ? archive_error_string(r->a) : "unreadable header");
+	return FMT_OK;
+}
+
+/* A member must be a plain regular file under a safe name. */
+static fmt_kind check_entry(struct archive_entry *ent, const char **name_out, fmt_err *e)
+{
+	const char *name = archive_entry_pathname(ent), *why = NULL;
+	if (!name)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "a member has no name");
+	if (archive_entry_hardlink(ent))
+		why = "is a hard link";
+	if (!why) {
+		switch (archive_entry_filetype(ent)) {
+		case AE_IFREG: break;
+		case AE_IFLNK: why = "is a symbolic link"; break;
+		case AE_IFDIR: why = "is a directory"; break;
+		case AE_IFCHR: case AE_IFBLK: why = "is a device"; break;
+		case AE_IFIFO: why = "is a FIFO"; break;
+		default: why = "is not a regular file"; break;
+		}
+	}
+	if (!why && archive_entry_sparse_count(ent) > 0)
+		why = "is a sparse file";
+	if (why)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "member " NM " %s (bundles hold regular files only)", name, why);
+	if ((why = unsafe_member(name)) != NULL)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "member " NM " %s", name, why);
+	if (!archive_entry_size_is_set(ent) || archive_entry_size(ent) < 0)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "member " NM " has no size", name);
+	*name_out = name;
+	return FMT_OK;
+}
+
+static fmt_kind read_manifest(reader *r, fmt_bundle_info *b, fmt_err *e)
+{
+	struct archive_entry *ent;
+	const char *name;
+	fmt_kind k = next_header(r, &ent, e);
+	if (k != FMT_OK)
+		return k;
+	if (!ent)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "empty archive (expected MANIFEST.json first)");
+	if ((k = check_entry(ent, &name, e)) != FMT_OK)
+		return k;
+	if (strcmp(name, FMT_BUNDLE_MANIFEST) != 0)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "first member is " NM " (expected MANIFEST.json)", name);
+	int64_t size = archive_entry_size(ent);
+	if ((uint64_t)size > FMT_BUNDLE_MANIFEST_MAX)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "MANIFEST.json is %lld bytes (at most %zu)", (long long)size,
+				FMT_BUNDLE_MANIFEST_MAX);
+	char *text = malloc((size_t)size + 1);
+	if (!text)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	la_ssize_t got = archive_read_data(r->a, text, (size_t)size);
+	if (got != (la_ssize_t)size)
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "MANIFEST.json is truncated");
+	else
+		k = parse_manifest(text, (size_t)size, b, e);
+	free(text);
+	b->zstd = archive_filter_code(r->a, 0) == ARCHIVE_FILTER_ZSTD;
+	return k;
+}
+
+static fmt_kind write_fd(int fd, const uint8_t *p, size_t n, const char *name, fmt_err *e)
+{
+	while (n > 0) {
+		ssize_t put = write(fd, p, n);
+		if (put < 0 && errno == EINTR)
+			continue;
+		if (put < 0)
+			return fmt_fail(e, FMT_IO, "member " NM ": write: %s", name, strerror(errno));
+		p += put;
+		n -= (size_t)put;
+	}
+	return FMT_OK;
+}
+
+/* Stream one member's data through SHA-256 (and into out when extracting, out >= 0), then
+ * compare. */
+static fmt_kind stream_member(reader *r, const fmt_bundle_member *mb, int out, fmt_err *e)
+{
+	fmt_sha256 h;
+	uint64_t got = 0;
+	fmt_kind rc = fmt_sha256_init(&h, e);
+	while (rc == FMT_OK) {
+		const void *buf;
+		size_t n;
+		la_int64_t off;
+		int ar = archive_read_data_block(r->a, &buf, &n, &off);
+		if (ar == ARCHIVE_EOF)
+			break;
+		if (ar != ARCHIVE_OK)
+			rc = fmt_fail(e, FMT_INVALID_FORMAT, "member " NM ": truncated or corrupt data (%s)", mb->name,
+				      archive_error_string(r->a) ? archive_error_string(r->a) : "read error");
+		else if (off < 0 || (uint64_t)off != got)
+			rc = fmt_fail(e, FMT_INVALID_FORMAT, "member " NM ": data out of order", mb->name);
+		else if (fmt_add_u64(got, n, &got) || got > mb->size)
+			rc = fmt_fail(e, FMT_CHECKSUM, "member " NM " holds more than the manifest's %llu bytes",
+				      mb->name, (unsigned long long)mb->size);
+		if (rc == FMT_OK)
+			rc = fmt_sha256_update(&h, buf, n, e);
+		if (rc == FMT_OK && out >= 0)
+			rc = write_fd(out, buf, n, mb->name, e);
+	}
+	uint8_t digest[FMT_SHA256_LEN];
+	char hex[FMT_SHA256_HEX + 1];
+	if (rc == FMT_OK)
+		rc = fmt_sha256_final(&h, digest, e);
+	fmt_sha256_free(&h);
+	if (rc != FMT_OK)
+		return rc;
+	if (got != mb->size)
+		return fmt_fail(e, FMT_CHECKSUM, "member " NM " holds %llu bytes, the manifest says %llu", mb->name,
+				(unsigned long long)got, (unsigned long long)mb->size);
+	fmt_hex(digest, sizeof digest, hex);
+	if (strcmp(hex, mb->sha256) != 0)
+		return fmt_fail(e, FMT_CHECKSUM, "member " NM ": SHA-256 %s differs from the manifest's %s", mb->name,
+				hex, mb->sha256);
+	return FMT_OK;
+}
+
+/* Extraction: every member into the staging directory (whose names are the manifest's, in
+ * its order); synced when it is to be committed. */
+typedef struct extract {
+	fmt_stagedir *stage;
+	int sync;
+} extract;
+
+static fmt_kind extract_member(reader *r, const fmt_bundle_member *mb, size_t i, extract *x, fmt_err *e)
+{
+	int fd = fmt_stagedir_create_file(x->stage, i, e);
+	if (fd < 0)
+		return e->kind;
+	fmt_kind k = stream_member(r, mb, fd, e);
+	if (k == FMT_OK && x->sync && fsync(fd) != 0)
+		k = fmt_fail(e, FMT_IO, "member " NM ": fsync: %s", mb->name, strerror(errno));
+	if (close(fd) != 0 && k == FMT_OK)
+		k = fmt_fail(e, FMT_IO, "member " NM ": close: %s", mb->name, strerror(errno));
+	return k;
+}
+
+static char *join_path(const char *dir, const char *name)
+{
+	char *p = NULL;
+	size_t n = strlen(dir);
+	if (asprintf(&p, "%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", name) < 0)
+		return NULL;
+	return p;
+}
+
+/* Every member after the manifest: checked, matched to the manifest, hashed (and written). */
+static fmt_kind walk_members(reader *r, const fmt_bundle_info *b, extract *x, fmt_err *e)
+{
+	unsigned char *seen = calloc(b->n_members ? b->n_members : 1, 1);
+	fmt_kind k = seen ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	while (k == FMT_OK) {
+		struct archive_entry *ent;
+		const char *name;
+		if ((k = next_header(r, &ent, e)) != FMT_OK || !ent)
+			break;
+		if ((k = check_entry(ent, &name, e)) != FMT_OK)
+			break;
+		fmt_bundle_member *mb = find_member(b, name);
+		if (!mb) {
+			k = strcmp(name, FMT_BUNDLE_MANIFEST) == 0
+				    ? fmt_fail(e, FMT_INVALID_FORMAT, "duplicate member 'MANIFEST.json'")
+				    : fmt_fail(e, FMT_SCHEMA, "member " NM " is not listed in MANIFEST.json", name);
+			break;
+		}
+		size_t i = (size_t)(mb - b->members);
+		if (seen[i]) {
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "duplicate member " NM, name);
+			break;
+		}
+		seen[i] = 1;
+		if ((uint64_t)archive_entry_size(ent) != mb->size) {
+			k = fmt_fail(e, FMT_CHECKSUM, "member " NM " is %lld bytes, the manifest says %llu", name,
+				     (long long)archive_entry_size(ent), (unsigned long long)mb->size);
+			break;
+		}
+		k = x ? extract_member(r, mb, i, x, e) : stream_member(r, mb, -1, e);
+	}
+	for (size_t i = 0; i < b->n_members && k == FMT_OK; i++)
+		if (!seen[i])
+			k = fmt_fail(e, FMT_SCHEMA, "MANIFEST.json lists " NM " but the bundle has no such member",
+				     b->members[i].name);
+	free(seen);
+	return k;
+}
+
+fmt_kind fmt_bundle_verify(const char *bundle_path, fmt_bundle_info *info, fmt_err *e)
+{
+	fmt_bundle_info b;
+	reader r;
+	memset(&b, 0, sizeof b);
+	fmt_kind k = reader_open(&r, bundle_path, READ_BLOCK, e);
+	if (k == FMT_OK) {
+		k = read_manifest(&r, &b, e);
+		if (k == FMT_OK)
+			k = walk_members(&r, &b, NULL, e);
+		reader_close(&r);
+	}
+	if (k != FMT_OK)
+		fmt_err_file(e, bundle_path);
+	if (k == FMT_OK && info)
+		*info = b;
+	else
+		fmt_bundle_info_free(&b);
+	return k;
+}
+
+/* ---- unpack ---- */
+
+static fmt_kind prepare_dir(const char *dir, int *created, fmt_err *e)
+{
+	struct stat st;
+	*created = 0;
+	if (stat(dir, &st) == 0) {
+		if (!S_ISDIR(st.st_mode)) {
+			fmt_err_file(e, dir);
+			return fmt_fail(e, FMT_IO, "not a directory");
+		}
+		return FMT_OK;
+	}
+	if (errno != ENOENT || mkdir(dir, 0777) != 0) {
+		fmt_err_file(e, dir);
+		return fmt_fail(e, FMT_IO, "cannot create the directory: %s", strerror(errno));
+	}
+	*created = 1;
+	return FMT_OK;
+}
+
+static fmt_kind refuse_existing(const fmt_bundle_info *b, const char *dir, fmt_err *e)
+{
+	struct stat st;
+	for (size_t i = 0; i < b->n_members; i++) {
+		char *path = join_path(dir, b->members[i].name);
+		if (!path)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		int exists = lstat(path, &st) == 0;
+		if (exists) {
+			fmt_err_file(e, path);
+			free(path);
+			return fmt_fail(e, FMT_USAGE, "output exists (use --force to overwrite)");
+		}
+		free(path);
+	}
+	return FMT_OK;
+}
+
+static const char *base_name(const char *path);
+
+/* With a key, the set inside must verify in the staging directory and its signature must cover
+ * every member: the file that opens the set and every file it opened (their digests are what
+ * the signature binds). Anything else in the bundle, even with a matching manifest digest, is
+ * unsigned content and refused, named. */
+static fmt_kind check_signed(const fmt_bundle_info *b, fmt_stagedir *stage, const fmt_verify_opts *vo,
+			     char *where, size_t where_len, fmt_err *e)
+{
+	const char *entry = fmt_bundle_entry(b);
+	if (!entry)
+		return fmt_fail(e, FMT_SIGNATURE, "bundle of " NM " has no member that opens a signed set",
+				b->format ? b->format : "?");
+	size_t ei = (size_t)(find_member(b, entry) - b->members);
+	snprintf(where, where_len, "member %s", entry);
+	char *path = fmt_stagedir_file_path(stage, ei);
+	if (!path)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	fmt_model m;
+	fmt_kind k = fmt_model_open(&m, path, NULL, e);
+	free(path);
+	if (k != FMT_OK)
+		return k;
+	k = fmt_model_verify(&m, vo, e);
+	unsigned char *covered = calloc(b->n_members ? b->n_members : 1, 1);
+	if (k == FMT_OK && !covered)
+		k = fmt_fail(e, FMT_IO, "out of memory");
+	if (k == FMT_OK) {
+		covered[ei] = 1;
+		for (size_t i = 0; i < m.n_sources; i++) {
+			const fmt_bundle_member *mb = find_member(b, base_name(m.sources[i].path));
+			if (mb)
+				covered[mb - b->members] = 1;
+		}
+	}
+	for (size_t i = 0; k == FMT_OK && i < b->n_members; i++)
+		if (!covered[i]) {
+			snprintf(where, where_len, "member %s", b->members[i].name);
+			k = fmt_fail(e, FMT_SIGNATURE,
+				     "member " NM " is not covered by the verified signature of " NM
+				     " (with a key, a bundle may hold only the signed set)",
+				     b->members[i].name, entry);
+		}
+	free(covered);
+	fmt_model_free(&m);
+	return k;
+}
+
+/* Extract into a fresh staging directory in parent, check, and commit into dir (NULL: only
+ * check). */
+static fmt_kind extract_checked(reader *r, const fmt_bundle_info *b, const char *parent, const char *dir,
+				unsigned flags, const fmt_verify_opts *vo, char *where, size_t where_len,
+				fmt_err *e)
+{
+	const char **names = calloc(b->n_members ? b->n_members : 1, sizeof *names);
+	if (!names)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; i < b->n_members; i++)
+		names[i] = b->members[i].name;
+	fmt_stagedir stage;
+	fmt_kind k = fmt_stagedir_create(&stage, parent, dir ? ".fmtkit-unpack-" : "fmtkit-bundle-", names,
+					 b->n_members, e);
+	free(names);
+	if (k != FMT_OK)
+		return k;
+	extract x = { .stage = &stage, .sync = dir != NULL };
+	k = walk_members(r, b, &x, e);
+	if (k == FMT_OK && vo && !fmt_keyset_empty(&vo->keys))
+		k = check_signed(b, &stage, vo, where, where_len, e);
+	if (k == FMT_OK && dir) {
+		/* Members get the mode a plain creat() would give them, as other outputs do. */
+		mode_t mask = umask(0);
+		umask(mask);
+		for (size_t i = 0; k == FMT_OK && i < b->n_members; i++)
+			if (fchmodat(stage.fd, b->members[i].name, 0666 & ~mask, 0) != 0)
+				k = fmt_fail(e, FMT_IO, "member " NM ": chmod: %s", b->members[i].name, strerror(errno));
+		if (k == FMT_OK)
+			k = fmt_stagedir_commit(&stage, dir, (flags & FMT_SINK_FORCE) != 0, e);
+	}
+	fmt_stagedir_remove(&stage);
+	return k;
+}
+
+/* The failure names the bundle, and the member when one is to blame. */
+static void name_failure(fmt_err *e, const char *bundle_path, const char *where)
+{
+	if (where[0])
+		snprintf(e->file, sizeof e->file, "%s (%s)", bundle_path, where);
+	else
+		fmt_err_file(e, bundle_path);
+}
+
+fmt_kind fmt_bundle_unpack(const char *bundle_path, const char *dir, unsigned flags, const fmt_verify_opts *vo,
+			   fmt_bundle_info *info, fmt_err *e)
+{
+	fmt_bundle_info b;
+	reader r;
+	int created = 0;
+	char where[512] = "";
+	memset(&b, 0, sizeof b);
+	fmt_kind k = reader_open(&r, bundle_path, READ_BLOCK, e);
+	if (k != FMT_OK) {
+		fmt_err_file(e, bundle_path);
+		return k;
+	}
+	k = read_manifest(&r, &b, e);
+	if (k == FMT_OK)
+		k = prepare_dir(dir, &created, e);
+	if (k == FMT_OK && !(flags & FMT_SINK_FORCE))
+		k = refuse_existing(&b, dir, e);
+	if (k == FMT_OK) {
+		k = extract_checked(&r, &b, dir, dir, flags, vo, where, sizeof where, e);
+		if (k != FMT_OK)
+			name_failure(e, bundle_path, where);
+	} else {
+		fmt_err_file(e, bundle_path);
+	}
+	reader_close(&r);
+	if (k != FMT_OK && created)
+		rmdir(dir);
+	if (k == FMT_OK && info)
+		*info = b;
+	else
+		fmt_bundle_info_free(&b);
+	return k;
+}
+
+fmt_kind fmt_bundle_check_signed(const char *bundle_path, const fmt_verify_opts *vo, fmt_bundle_info *info,
+				 fmt_err *e)
+{
+	fmt_bundle_info b;
+	reader r;
+	char where[512] = "";
+	const char *tmp = getenv("TMPDIR");
+	memset(&b, 0, sizeof b);
+	fmt_kind k = reader_open(&r, bundle_path, READ_BLOCK, e);
+	if (k == FMT_OK) {
+		k = read_manifest(&r, &b, e);
+		if (k == FMT_OK)
+			k = extract_checked(&r, &b, tmp && *tmp ? tmp : "/tmp", NULL, 0, vo, where, sizeof where, e);
+		reader_close(&r);
+	}
+	if (k != FMT_OK)
+		name_failure(e, bundle_path, where);
+	if (k == FMT_OK && info)
+		*info = b;
+	else
+		fmt_bundle_info_free(&b);
+	return k;
+}
+
+/* ---- probe ---- */
+
+static int zstd_tar_starts_with_manifest(const char *path)
+{
+	reader r;
+	fmt_err e;
+	struct archive_entry *ent;
+	int yes = 0;
+	if (reader_open(&r, path, PROBE_BLOCK, &e) != FMT_OK)
+		return 0;
+	if (next_header(&r, &ent, &e) == FMT_OK && ent && archive_entry_pathname(ent))
+		yes = strcmp(archive_entry_pathname(ent), FMT_BUNDLE_MANIFEST) == 0;
+	reader_close(&r);
+	return yes;
+}
+
+int fmt_bundle_probe(const char *path)
+{
+	static const uint8_t zstd_magic[4] = { 0x28, 0xB5, 0x2F, 0xFD };
+	uint8_t head[512];
+	size_t n = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	while (n < sizeof head) {
+		ssize_t got = read(fd, head + n, sizeof head - n);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		n += (size_t)got;
+	}
+	close(fd);
+	if (n >= 4 && memcmp(head, zstd_magic, 4) == 0)
+		return zstd_tar_starts_with_manifest(path);
+	return n == sizeof head && memcmp(head + 257, "ustar", 5) == 0 &&
+	       memcmp(head, FMT_BUNDLE_MANIFEST, sizeof FMT_BUNDLE_MANIFEST) == 0;
+}
+
+/* ---- pack ---- */
+
+typedef struct pack_file {
+	char *path;
+	fmt_source src;
+	int open;
+} pack_file;
+
+typedef struct pack_out {
+	fmt_sink *sink;
+	fmt_err err;                 /* the sink's own failure, kept apart from libarchive's */
+	int failed;
+} pack_out;
+
+static la_ssize_t pack_write_cb(struct archive *a, void *ud, const void *buf, size_t n)
+{
+	pack_out *o = ud;
+	if (fmt_sink_write(o->sink, buf, n, &o->err) != FMT_OK) {
+		o->failed = 1;
+		archive_set_error(a, EIO, "write failed");
+		return -1;
+	}
+	return (la_ssize_t)n;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+static int cmp_pack_file(const void *a, const void *b)
+{
+	return strcmp(base_name(((const pack_file *)a)->path), base_name(((const pack_file *)b)->path));
+}
+
+/* The files of the set: the path given plus every source of the opened model, by name. */
+static fmt_kind collect_files(const char *set_path, pack_file **out, size_t *n_out, char **format,
+			      fmt_err *e)
+{
+	fmt_model m;
+	fmt_kind k = fmt_model_open(&m, set_path, NULL, e);
+	if (k != FMT_OK)
+		return k;
+	pack_file *f = calloc(m.n_sources + 1, sizeof *f);
+	size_t n = 0;
+	*format = strdup(m.driver->name);
+	if (!f || !*format)
+		k = fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; i <= m.n_sources && k == FMT_OK; i++) {
+		const char *p = i == 0 ? set_path : m.sources[i - 1].path;
+		int dup = 0;
+		for (size_t j = 0; j < n && !dup; j++)
+			dup = strcmp(f[j].path, p) == 0 || fmt_same_file(f[j].path, p);
+		if (!dup && !(f[n++].path = strdup(p)))
+			k = fmt_fail(e, FMT_IO, "out of memory");
+	}
+	fmt_model_free(&m);
+	if (k == FMT_OK && n > FMT_BUNDLE_MAX_MEMBERS)
+		k = fmt_fail(e, FMT_UNSUPPORTED, "the set has %zu files (at most %u)", n, FMT_BUNDLE_MAX_MEMBERS);
+	if (k == FMT_OK)
+		qsort(f, n, sizeof *f, cmp_pack_file);
+	for (size_t i = 0; i < n && k == FMT_OK; i++) {
+		const char *name = base_name(f[i].path);
+		const char *why = strcmp(name, FMT_BUNDLE_MANIFEST) == 0 ? "is reserved for the manifest"
+									 : unsafe_member(name);
+		if (why)
+			k = fmt_fail(e, FMT_UNSUPPORTED, "file name " NM " %s", name, why);
+		else if (i > 0 && strcmp(name, base_name(f[i - 1].path)) == 0)
+			k = fmt_fail(e, FMT_SCHEMA, "two files of the set are named " NM, name);
+	}
+	*out = f;
+	*n_out = n;
+	return k;
+}
+
+static void free_files(pack_file *f, size_t n)
+{
+	for (size_t i = 0; f && i < n; i++) {
+		if (f[i].open)
+			fmt_source_close(&f[i].src);
+		free(f[i].path);
+	}
+	free(f);
+}
+
+/* First pass: open and hash every file. */
+static fmt_kind hash_files(pack_file *f, size_t n, fmt_bundle_info *b, fmt_err *e)
+{
+	b->members = calloc(n ? n : 1, sizeof *b->members);
+	if (!b->members)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		fmt_sha256 h;
+		uint8_t digest[FMT_SHA256_LEN];
+		fmt_kind k = fmt_source_open(&f[i].src, f[i].path, e);
+		if (k != FMT_OK)
+			return k;
+		f[i].open = 1;
+		fmt_bundle_member *mb = &b->members[b->n_members++];
+		if (!(mb->name = strdup(base_name(f[i].path))))
+			return fmt_fail(e, FMT_IO, "out of memory");
+		mb->size = f[i].src.size;
+		k = fmt_sha256_init(&h, e);
+		if (k == FMT_OK)
+			k = fmt_sha256_source(&h, &f[i].src, 0, mb->size, e);
+		if (k == FMT_OK)
+			k = fmt_sha256_final(&h, digest, e);
+		fmt_sha256_free(&h);
+		if (k != FMT_OK) {
+			fmt_err_file(e, f[i].path);
+			return k;
+		}
+		fmt_hex(digest, sizeof digest, mb->sha256);
+		if (fmt_add_u64(b->total_bytes, mb->size, &b->total_bytes))
+			return fmt_fail(e, FMT_UNSUPPORTED, "total size overflows 64 bits");
+	}
+	return FMT_OK;
+}
+
+static fmt_kind put_header(struct archive *a, const char *name, uint64_t size, fmt_err *e)
+{
+	struct archive_entry *ent = archive_entry_new();
+	if (!ent)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	archive_entry_set_pathname(ent, name);
+	archive_entry_set_size(ent, (la_int64_t)size);
+	archive_entry_set_filetype(ent, AE_IFREG);
+	archive_entry_set_perm(ent, 0644);
+	archive_entry_set_mtime(ent, 0, 0);
+	archive_entry_set_uid(ent, 0);
+	archive_entry_set_gid(ent, 0);
+	int rc = archive_write_header(a, ent);
+	archive_entry_free(ent);
+	if (rc != ARCHIVE_OK)
+		return fmt_fail(e, FMT_IO, "cannot write the header of " NM ": %s", name, archive_error_string(a));
+	return FMT_OK;
+}
+
+static fmt_kind put_data(struct archive *a, const void *p, size_t n, fmt_err *e)
+{
+	if (n && archive_write_data(a, p, n) != (la_ssize_t)n)
+		return fmt_fail(e, FMT_IO, "cannot write to the archive: %s", archive_error_string(a));
+	return FMT_OK;
+}
+
+/* Second pass: copy one file into the archive, hashing again to catch a change in between. */
+static fmt_kind put_file(struct archive *a, pack_file *f, const fmt_bundle_member *mb, uint8_t *buf,
+			 fmt_err *e)
+{
+	fmt_sha256 h;
+	uint8_t digest[FMT_SHA256_LEN];
+	char hex[FMT_SHA256_HEX + 1];
+	fmt_kind k = put_header(a, mb->name, mb->size, e);
+	if (k == FMT_OK)
+		k = fmt_sha256_init(&h, e);
+	if (k != FMT_OK)
+		return k;
+	for (uint64_t off = 0; off < mb->size && k == FMT_OK;) {
+		size_t step = mb->size - off < READ_BLOCK ? (size_t)(mb->size - off) : READ_BLOCK;
+		k = fmt_source_read(&f->src, off, buf, step, e);
+		if (k == FMT_OK)
+			k = fmt_sha256_update(&h, buf, step, e);
+		if (k == FMT_OK)
+			k = put_data(a, buf, step, e);
+		off += step;
+	}
+	if (k == FMT_OK)
+		k = fmt_sha256_final(&h, digest, e);
+	fmt_sha256_free(&h);
+	if (k == FMT_OK) {
+		fmt_hex(digest, sizeof digest, hex);
+		if (strcmp(hex, mb->sha256) != 0)
+			k = fmt_fail(e, FMT_CHECKSUM, "the file changed while it was being packed");
+	}
+	if (k != FMT_OK)
+		fmt_err_file(e, f->path);
+	return k;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static fmt_kind write_archive(fmt_sink *k, int zstd, pack_file *f, const fmt_bundle_info *b,
+			      const char *manifest, fmt_err *e)
+{
+	pack_out out = { .sink = k };
+	struct archive *a = archive_write_new();
+	uint8_t *buf = malloc(READ_BLOCK);
+	fmt_kind r = FMT_OK;
+	if (!a || !buf)
+		r = fmt_fail(e, FMT_IO, "out of memory");
+	if (r == FMT_OK && archive_write_set_format_pax_restricted(a) != ARCHIVE_OK)
+		r = fmt_fail(e, FMT_INTERNAL, "libarchive: %s", archive_error_string(a));
+	if (r == FMT_OK && zstd && archive_write_add_filter_zstd(a) != ARCHIVE_OK)
+		r = fmt_fail(e, FMT_UNSUPPORTED, "libarchive cannot write zstd: %s", archive_error_string(a));
+	/* A compressed stream must end with its frame: no zero padding after it. */
+	if (r == FMT_OK && zstd && archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK)
+		r = fmt_fail(e, FMT_INTERNAL, "libarchive: %s", archive_error_string(a));
+	if (r == FMT_OK && archive_write_open(a, &out, NULL, pack_write_cb, NULL) != ARCHIVE_OK)
+		r = fmt_fail(e, FMT_IO, "cannot start the archive: %s", archive_error_string(a));
+	if (r == FMT_OK)
+		r = put_header(a, FMT_BUNDLE_MANIFEST, strlen(manifest), e);
+	if (r == FMT_OK)
+		r = put_data(a, manifest, strlen(manifest), e);
+	for (size_t i = 0; i < b->n_members && r == FMT_OK; i++)
+		r = put_file(a, &f[i], &b->members[i], buf, e);
+	if (r == FMT_OK && archive_write_close(a) != ARCHIVE_OK)
+		r = fmt_fail(e, FMT_IO, "cannot finish the archive: %s", archive_error_string(a));
+	if (out.failed && r != FMT_OK) {
+		*e = out.err; /* more precise than libarchive's "write failed" */
+		r = e->kind;
+	}
+	if (a)
+		archive_write_free(a);
+	free(buf);
+	return r;
+}
+
+fmt_kind fmt_bundle_pack(const char *set_path, const char *bundle_path, unsigned sink_flags,
+			 fmt_bundle_info *info, fmt_err *e)
+{
+	fmt_bundle_info b;
+	pack_file *f = NULL;
+	size_t n = 0;
+	char *manifest = NULL;
+	memset(&b, 0, sizeof b);
+	if (strcmp(set_path, "-") == 0)
+		return fmt_fail(e, FMT_USAGE, "a set cannot be read from standard input");
+	fmt_kind k = collect_files(set_path, &f, &n, &b.format, e);
+	for (size_t i = 0; i < n && k == FMT_OK; i++)
+		k = fmt_check_distinct(f[i].path, bundle_path, e);
+	if (k == FMT_OK)
+		k = hash_files(f, n, &b, e);
+	if (k == FMT_OK)
+		k = manifest_text(&b, &manifest, e);
+	fmt_sink sink;
+	if (k == FMT_OK && (k = fmt_sink_open(&sink, bundle_path, sink_flags, e)) == FMT_OK) {
+		b.zstd = ends_with(bundle_path, ".zst");
+		k = write_archive(&sink, b.zstd, f, &b, manifest, e);
+		if (k == FMT_OK)
+			k = fmt_sink_commit(&sink, e);
+		else
+			fmt_sink_abort(&sink);
+	}
+	free(manifest);
+	free_files(f, n);
+	if (k == FMT_OK && info)
+		*info = b;
+	else
+		fmt_bundle_info_free(&b);
+	return k;
+}
+
+const char *fmt_bundle_entry(const fmt_bundle_info *b)
+{
+	const fmt_driver *d = b->format ? fmt_driver_by_name(b->format) : NULL;
+	for (size_t i = 0; d && i < b->n_members; i++)
+		if (fmt_driver_by_extension(b->members[i].name) == d)
+			return b->members[i].name;
+	return NULL;
+}

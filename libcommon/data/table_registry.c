@@ -1,0 +1,171 @@
+/* The table drivers, and the one probe that chooses between a model and a table driver. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/registry.h"
+#include "fmt/table.h"
+
+#define EXTRA_DRIVERS 8
+
+/* Built-in drivers, one line each, in probe order (more specific formats first), then room for
+ * the ones added at run time, then the NULL that ends the list. */
+static const fmt_table_driver *drivers[] = {
+	NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, /* EXTRA_DRIVERS run-time slots */
+	NULL
+};
+
+const fmt_table_driver *const *fmt_table_drivers(void)
+{
+	return drivers;
+}
+
+fmt_kind fmt_table_driver_register(const fmt_table_driver *d, fmt_err *e)
+{
+	size_t n = 0;
+	while (drivers[n])
+		n++;
+	if (n + 1 >= sizeof drivers / sizeof drivers[0])
+		return fmt_fail(e, FMT_INTERNAL, "no room to register table driver %s", d->name);
+	drivers[n] = d;
+	return FMT_OK;
+}
+
+const fmt_table_driver *fmt_table_driver_by_name(const char *name)
+{
+	for (size_t i = 0; drivers[i]; i++)
+		if (strcmp(drivers[i]->name, name) == 0)
+			return drivers[i];
+	return NULL;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+const fmt_table_driver *fmt_table_driver_by_extension(const char *path)
+{
+	for (size_t i = 0; drivers[i]; i++)
+		if (drivers[i]->extension && ends_with(path, drivers[i]->extension))
+			return drivers[i];
+	return NULL;
+}
+
+void fmt_format_names(char *buf, size_t n)
+{
+	fmt_driver_names(buf, n);
+	size_t used = strlen(buf);
+	for (size_t i = 0; drivers[i] && used < n; i++)
+		used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? ", " : "", drivers[i]->name);
+}
+
+/* What the first bytes of s are: a model driver or a table driver (the higher score; the
+ * model driver on a tie). Neither is InvalidFormat. */
+static fmt_kind probe(fmt_source *s, const fmt_driver **model, const fmt_table_driver **table,
+		      fmt_err *e)
+{
+	uint8_t head[FMT_PROBE_BYTES];
+	size_t n = s->size < sizeof head ? (size_t)s->size : sizeof head;
+	if (fmt_source_read(s, 0, head, n, e) != FMT_OK)
+		return e->kind;
+	int best;
+	*model = fmt_driver_probe(s, head, n, &best);
+	*table = NULL;
+	for (size_t i = 0; drivers[i]; i++) {
+		int score = drivers[i]->probe(head, n, s->size);
+		if (score > best) {
+			*model = NULL;
+			*table = drivers[i];
+			best = score;
+		}
+	}
+	if (*model || *table)
+		return FMT_OK;
+	char names[512];
+	fmt_format_names(names, sizeof names);
+	return fmt_fail(e, FMT_INVALID_FORMAT, "unrecognised format (not one of: %s)", names);
+}
+
+/* Open a table over src, which the table takes, with driver d. */
+static fmt_kind open_table(fmt_table *t, fmt_source *src, const char *path, const fmt_table_driver *d,
+			   fmt_err *e)
+{
+	t->source = *src;
+	t->has_source = 1;
+	t->path = strdup(path);
+	if (!t->path) {
+		fmt_table_free(t);
+		return fmt_fail(e, FMT_IO, "out of memory");
+	}
+	t->driver = d;
+	fmt_kind k = d->open(t, e);
+	if (k == FMT_OK)
+		k = fmt_schema_check(&t->schema, e);
+	if (k != FMT_OK) {
+		fmt_err_file(e, path);
+		fmt_table_free(t);
+	}
+	return k;
+}
+
+static fmt_kind open_source_as_table(fmt_table *t, fmt_source *src, const char *path,
+				     const fmt_table_driver *forced, fmt_err *e)
+{
+	const fmt_driver *model = NULL;
+	const fmt_table_driver *d = forced;
+	if (!d && probe(src, &model, &d, e) != FMT_OK) {
+		fmt_source_close(src);
+		fmt_err_file(e, path);
+		return e->kind;
+	}
+	if (!d) {
+		fmt_source_close(src);
+		fmt_err_file(e, path);
+		return fmt_fail(e, FMT_INVALID_FORMAT, "a %s model, not a dataset", model->name);
+	}
+	return open_table(t, src, path, d, e);
+}
+
+fmt_kind fmt_table_open(fmt_table *t, const char *path, const fmt_table_driver *forced, fmt_err *e)
+{
+	fmt_source src;
+	fmt_table_init(t);
+	fmt_kind k = fmt_source_open(&src, path, e);
+	return k == FMT_OK ? open_source_as_table(t, &src, path, forced, e) : k;
+}
+
+fmt_kind fmt_table_open_memory(fmt_table *t, const char *name, const void *data, size_t n,
+			       const fmt_table_driver *forced, fmt_err *e)
+{
+	fmt_source src;
+	fmt_table_init(t);
+	fmt_kind k = fmt_source_from_memory(&src, name, data, n, e);
+	return k == FMT_OK ? open_source_as_table(t, &src, name, forced, e) : k;
+}
+
+fmt_kind fmt_open_any(const char *path, const char *forced, fmt_model *m, fmt_table *t,
+		      int *is_table, fmt_err *e)
+{
+	const fmt_driver *model = forced ? fmt_driver_by_name(forced) : NULL;
+	const fmt_table_driver *table = forced && !model ? fmt_table_driver_by_name(forced) : NULL;
+	fmt_table_init(t);
+	fmt_model_init(m);
+	if (forced && !model && !table) {
+		char names[512];
+		fmt_format_names(names, sizeof names);
+		return fmt_fail(e, FMT_USAGE, "unknown format '%s' (one of: %s)", forced, names);
+	}
+	fmt_source src;
+	if (fmt_source_open(&src, path, e) != FMT_OK)
+		return e->kind;
+	if (!forced && probe(&src, &model, &table, e) != FMT_OK) {
+		fmt_source_close(&src);
+		fmt_err_file(e, path);
+		return e->kind;
+	}
+	*is_table = table != NULL;
+	if (table)
+		return open_table(t, &src, path, table, e);
+	return fmt_model_open_source(m, &src, path, model, e);
+}

@@ -1,0 +1,965 @@
+/* Apsi writers (specs/apsim.md §2, §5-§8): one .apsim in a single pass (placeholder header,
+ * data streamed while hashed, then the real header patched in: sha256 and signature have
+ * fixed lengths), sharded sets with their index, and signing in place.
+ *
+ * Writer policy:
+ *  - __metadata__ holds exactly apsi, format, metadata, qtensors, sha256, shard, [signature],
+ *    units, version; JSON values compact, object members sorted bytewise, strings escaped as
+ *    serde_json does (the safetensors writer's escaping).
+ *  - metadata: the model's metadata as typed JSON (strings, integers, reals in the shortest
+ *    form that reads back to the same double, with ".0" when it would read as an integer,
+ *    booleans, arrays). Refused (Unsupported, naming the key): NaN/Inf, unsigned values above
+ *    2^63-1 (the reader could not hold them), strings with NUL bytes or invalid UTF-8, arrays
+ *    nested deeper than the reader's limit.
+ *  - The index is compact JSON with sorted members and a final newline:
+ *    {"metadata":{"format":"apsi-model","shard_sha256":{...},["signature":"...",]
+ *    "total_size":N},"weight_map":{...}}\n
+ *  - Shards: tensors in the safetensors writer's order; a new shard starts when the next tensor
+ *    (a compressed tensor's codes and scales counted together, placed at the first of the
+ *    two) would take the shard above max_bytes; a larger tensor gets a shard of its own.
+ *    Shards carry no signature (the index does). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "fmt/checked.h"
+#include "fmt/out.h"
+#include "fmt/qtensor.h"
+#include "fmt/safetensors.h"
+#include "apsim_internal.h"
+
+#define NM APSIM_NM
+
+/* ---- JSON values ---- */
+
+static void sb_real(fmt_sb *b, double v)
+{
+	char tmp[40];
+	for (int p = 1; p <= 17; p++) {
+		snprintf(tmp, sizeof tmp, "%.*g", p, v);
+		if (strtod(tmp, NULL) == v)
+			break;
+	}
+	fmt_sb_puts(b, tmp);
+	if (!strpbrk(tmp, ".eE"))
+		fmt_sb_puts(b, ".0");
+}
+
+static fmt_kind sb_value(fmt_sb *b, const fmt_value *v, const char *key, int depth, fmt_err *e)
+{
+	switch (v->type) {
+	case FMT_V_STR:
+		if (memchr(v->v.str.ptr, 0, v->v.str.len) || !fmt_utf8_valid(v->v.str.ptr, v->v.str.len))
+			return fmt_fail(e, FMT_UNSUPPORTED, "metadata " NM ": a string with a NUL byte or invalid UTF-8 cannot be stored",
+					key);
+		fmt_sb_json_str(b, v->v.str.ptr, v->v.str.len);
+		return FMT_OK;
+	case FMT_V_U8: case FMT_V_U16: case FMT_V_U32: case FMT_V_U64:
+		if (v->v.u > INT64_MAX)
+			return fmt_fail(e, FMT_UNSUPPORTED, "metadata " NM ": %llu is above 2^63-1, which .apsim readers cannot hold",
+					key, (unsigned long long)v->v.u);
+		fmt_sb_u64(b, v->v.u);
+		return FMT_OK;
+	case FMT_V_I8: case FMT_V_I16: case FMT_V_I32: case FMT_V_I64:
+		fmt_sb_i64(b, v->v.i);
+		return FMT_OK;
+	case FMT_V_F32: case FMT_V_F64:
+		if (!isfinite(v->v.f))
+			return fmt_fail(e, FMT_UNSUPPORTED, "metadata " NM ": NaN and infinities cannot be stored in JSON", key);
+		sb_real(b, v->v.f);
+		return FMT_OK;
+	case FMT_V_BOOL:
+		fmt_sb_puts(b, v->v.b ? "true" : "false");
+		return FMT_OK;
+	case FMT_V_ARRAY:
+		if (depth >= APSIM_MAX_DEPTH)
+			return fmt_fail(e, FMT_UNSUPPORTED, "metadata " NM ": arrays nested deeper than %d levels", key,
+					APSIM_MAX_DEPTH - 1);
+		fmt_sb_put(b, "[", 1);
+		for (uint64_t i = 0; i < v->v.arr.count; i++) {
+			if (i)
+				fmt_sb_put(b, ",", 1);
+			fmt_value item = fmt_array_item(v, i);
+			fmt_kind k = sb_value(b, &item, key, depth + 1, e);
+			if (k != FMT_OK)
+				return k;
+		}
+		fmt_sb_put(b, "]", 1);
+		return FMT_OK;
+	}
+	return fmt_fail(e, FMT_INTERNAL, "metadata " NM ": unknown value type", key);
+}
+
+static int cmp_meta_ptr(const void *a, const void *b)
+{
+	return strcmp((*(const fmt_meta *const *)a)->key, (*(const fmt_meta *const *)b)->key);
+}
+
+static fmt_kind finish(fmt_sb *b, char **out, fmt_kind k, fmt_err *e)
+{
+	if (k == FMT_OK && b->oom)
+		k = fmt_fail(e, FMT_IO, "out of memory");
+	if (k != FMT_OK) {
+		free(b->p);
+		return k;
+	}
+	*out = b->p;
+	return FMT_OK;
+}
+
+static fmt_kind metadata_json(const fmt_model *m, char **out, fmt_err *e)
+{
+	const fmt_meta **md = malloc((m->n_meta ? m->n_meta : 1) * sizeof *md);
+	if (!md)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; i < m->n_meta; i++)
+		md[i] = &m->meta[i];
+	qsort(md, m->n_meta, sizeof *md, cmp_meta_ptr);
+	fmt_sb b = { 0 };
+	fmt_kind k = FMT_OK;
+	fmt_sb_put(&b, "{", 1);
+	for (size_t i = 0; i < m->n_meta && k == FMT_OK; i++) {
+		if (i && strcmp(md[i - 1]->key, md[i]->key) == 0) {
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "duplicate metadata key " NM, md[i]->key);
+			break;
+		}
+		if (!fmt_utf8_valid(md[i]->key, strlen(md[i]->key))) {
+			k = fmt_fail(e, FMT_UNSUPPORTED, "metadata key " NM " is not valid UTF-8", md[i]->key);
+			break;
+		}
+		if (i)
+			fmt_sb_put(&b, ",", 1);
+		fmt_sb_json_str(&b, md[i]->key, strlen(md[i]->key));
+		fmt_sb_put(&b, ":", 1);
+		k = sb_value(&b, &md[i]->val, md[i]->key, 1, e);
+	}
+	fmt_sb_put(&b, "}", 1);
+	free(md);
+	return finish(&b, out, k, e);
+}
+
+static void sb_dims(fmt_sb *b, const int8_t *dims)
+{
+	fmt_sb_put(b, "[", 1);
+	for (int i = 0; i < FMT_UNIT_DIMS; i++) {
+		if (i)
+			fmt_sb_put(b, ",", 1);
+		fmt_sb_i64(b, dims[i]);
+	}
+	fmt_sb_put(b, "]", 1);
+}
+
+static int cmp_unit_ptr(const void *a, const void *b)
+{
+	return strcmp((*(const fmt_unit *const *)a)->tensor, (*(const fmt_unit *const *)b)->tensor);
+}
+
+static fmt_kind units_json(const fmt_model *m, char **out, fmt_err *e)
+{
+	const fmt_unit **u = malloc((m->n_units ? m->n_units : 1) * sizeof *u);
+	if (!u)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; i < m->n_units; i++)
+		u[i] = &m->units[i];
+	qsort(u, m->n_units, sizeof *u, cmp_unit_ptr);
+	fmt_sb b = { 0 };
+	fmt_kind k = FMT_OK;
+	fmt_sb_put(&b, "{", 1);
+	for (size_t i = 0; i < m->n_units && k == FMT_OK; i++) {
+		if (i && strcmp(u[i - 1]->tensor, u[i]->tensor) == 0)
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "two units for tensor " NM, u[i]->tensor);
+		else if (!fmt_model_find_tensor(m, u[i]->tensor))
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "the model has a unit for " NM ", which is not one of its tensors",
+				     u[i]->tensor);
+		if (k != FMT_OK)
+			break;
+		if (i)
+			fmt_sb_put(&b, ",", 1);
+		fmt_sb_json_str(&b, u[i]->tensor, strlen(u[i]->tensor));
+		fmt_sb_put(&b, ":", 1);
+		sb_dims(&b, u[i]->dims);
+	}
+	fmt_sb_put(&b, "}", 1);
+	free(u);
+	return finish(&b, out, k, e);
+}
+
+static void sb_shape(fmt_sb *b, const uint64_t *shape, int nd)
+{
+	fmt_sb_put(b, "[", 1);
+	for (int d = 0; d < nd; d++) {
+		if (d)
+			fmt_sb_put(b, ",", 1);
+		fmt_sb_u64(b, shape[d]);
+	}
+	fmt_sb_put(b, "]", 1);
+}
+
+static void sb_descriptor(fmt_sb *b, const fmt_qtensor *q)
+{
+	fmt_sb_puts(b, "{\"axis\":");
+	if (q->axis < 0)
+		fmt_sb_puts(b, "null");
+	else
+		fmt_sb_i64(b, q->axis);
+	fmt_sb_puts(b, ",\"format\":\"");
+	fmt_sb_puts(b, fmt_qformat_name(q->format));
+	fmt_sb_puts(b, "\",\"packing\":\"");
+	fmt_sb_puts(b, fmt_qformat_packing(q->format));
+	fmt_sb_puts(b, "\",\"scale_shape\":");
+	sb_shape(b, q->scale_shape, q->format == FMT_Q_BF16 ? 0 : q->ndim);
+	fmt_sb_puts(b, ",\"shape\":");
+	sb_shape(b, q->shape, q->ndim);
+	fmt_sb_puts(b, ",\"unit\":");
+	if (q->has_unit)
+		sb_dims(b, q->unit);
+	else
+		fmt_sb_puts(b, "null");
+	fmt_sb_put(b, "}", 1);
+}
+
+static int cmp_q_ptr(const void *a, const void *b)
+{
+	return strcmp((*(const fmt_qtensor *const *)a)->name, (*(const fmt_qtensor *const *)b)->name);
+}
+
+static char *scales_name(const char *name)
+{
+	char *s = malloc(strlen(name) + sizeof APSIM_QSCALE);
+	if (s) {
+		strcpy(s, name);
+		strcat(s, APSIM_QSCALE);
+	}
+	return s;
+}
+
+/* The qtensors of m (checked against their tensors); with in_file, only those whose codes
+ * tensor index is marked. */
+static fmt_kind qtensors_json(const fmt_model *m, const unsigned char *in_file, char **out, fmt_err *e)
+{
+	const fmt_qtensor **q = malloc((m->n_qtensors ? m->n_qtensors : 1) * sizeof *q);
+	if (!q)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; i < m->n_qtensors; i++)
+		q[i] = &m->qtensors[i];
+	qsort(q, m->n_qtensors, sizeof *q, cmp_q_ptr);
+	fmt_sb b = { 0 };
+	fmt_kind k = FMT_OK;
+	int first = 1;
+	fmt_sb_put(&b, "{", 1);
+	for (size_t i = 0; i < m->n_qtensors && k == FMT_OK; i++) {
+		if (i && strcmp(q[i - 1]->name, q[i]->name) == 0) {
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "two compressed-tensor descriptors for " NM, q[i]->name);
+			break;
+		}
+		char *sname = scales_name(q[i]->name);
+		if (!sname) {
+			k = fmt_fail(e, FMT_IO, "out of memory");
+			break;
+		}
+		const fmt_tensor *codes = fmt_model_find_tensor(m, q[i]->name);
+		k = fmt_qtensor_check(q[i], codes, fmt_model_find_tensor(m, sname), e);
+		free(sname);
+		if (k != FMT_OK || (in_file && !in_file[codes - m->tensors]))
+			continue;
+		if (!first)
+			fmt_sb_put(&b, ",", 1);
+		first = 0;
+		fmt_sb_json_str(&b, q[i]->name, strlen(q[i]->name));
+		fmt_sb_put(&b, ":", 1);
+		sb_descriptor(&b, q[i]);
+	}
+	fmt_sb_put(&b, "}", 1);
+	free(q);
+	return finish(&b, out, k, e);
+}
+
+/* ---- header ---- */
+
+static int cmp_kv(const void *a, const void *b)
+{
+	return strcmp(((const apsim_kv *)a)->key, ((const apsim_kv *)b)->key);
+}
+
+fmt_kind fmt_apsim_header_json(const apsim_kv *kv, size_t n_kv, const fmt_tensor *const *tensors,
+			   const uint64_t *begins, size_t n_t, fmt_sb *b, fmt_err *e)
+{
+	apsim_kv *sorted = malloc((n_kv ? n_kv : 1) * sizeof *sorted);
+	if (!sorted)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	memcpy(sorted, kv, n_kv * sizeof *kv);
+	qsort(sorted, n_kv, sizeof *sorted, cmp_kv);
+	fmt_sb_puts(b, "{\"__metadata__\":{");
+	for (size_t i = 0; i < n_kv; i++) {
+		if (i)
+			fmt_sb_put(b, ",", 1);
+		fmt_sb_json_str(b, sorted[i].key, strlen(sorted[i].key));
+		fmt_sb_put(b, ":", 1);
+		fmt_sb_json_str(b, sorted[i].val, sorted[i].val_len);
+	}
+	fmt_sb_put(b, "}", 1);
+	free(sorted);
+	for (size_t i = 0; i < n_t; i++) {
+		const fmt_tensor *t = tensors[i];
+		fmt_sb_put(b, ",", 1);
+		fmt_sb_json_str(b, t->name, strlen(t->name));
+		fmt_sb_puts(b, ":{\"dtype\":\"");
+		fmt_sb_puts(b, fmt_dtype_name(t->dtype));
+		fmt_sb_puts(b, "\",\"shape\":");
+		sb_shape(b, t->shape, t->ndim);
+		fmt_sb_puts(b, ",\"data_offsets\":[");
+		fmt_sb_u64(b, begins[i]);
+		fmt_sb_put(b, ",", 1);
+		fmt_sb_u64(b, begins[i] + t->nbytes);
+		fmt_sb_puts(b, "]}");
+	}
+	fmt_sb_put(b, "}", 1);
+	return b->oom ? fmt_fail(e, FMT_IO, "out of memory building the header") : FMT_OK;
+}
+
+/* 8-byte length + header padded with spaces to a multiple of 8. */
+static fmt_kind padded_header(const apsim_kv *kv, size_t n_kv, const fmt_tensor *const *ts,
+			      const uint64_t *begins, size_t n_t, fmt_sb *out, fmt_err *e)
+{
+	fmt_sb b = { 0 };
+	fmt_sb_put(&b, "\0\0\0\0\0\0\0\0", 8);
+	fmt_kind k = fmt_apsim_header_json(kv, n_kv, ts, begins, n_t, &b, e);
+	while (k == FMT_OK && !b.oom && (b.len - 8) % 8 != 0)
+		fmt_sb_put(&b, " ", 1);
+	if (k == FMT_OK && b.oom)
+		k = fmt_fail(e, FMT_IO, "out of memory");
+	if (k == FMT_OK && b.len - 8 > FMT_ST_HEADER_MAX)
+		k = fmt_fail(e, FMT_UNSUPPORTED, "header would be %zu bytes, above the %u-byte safetensors cap", b.len - 8,
+			     FMT_ST_HEADER_MAX);
+	if (k != FMT_OK) {
+		free(b.p);
+		return k;
+	}
+	fmt_wr_u64((uint8_t *)b.p, b.len - 8);
+	*out = b;
+	return FMT_OK;
+}
+
+/* ---- one file ---- */
+
+typedef struct hash_write {
+	fmt_sha256 *h;
+	fmt_sink *k;
+} hash_write;
+
+static fmt_kind hash_write_chunk(void *ctx, const uint8_t *bytes, size_t n, fmt_err *e)
+{
+	const hash_write *hw = ctx;
+	fmt_kind r = hw->h ? fmt_sha256_update(hw->h, bytes, n, e) : FMT_OK;
+	return r == FMT_OK && hw->k ? fmt_sink_write(hw->k, bytes, n, e) : r;
+}
+
+/* Hash (and write when k is not NULL) a tensor's bytes in bounded chunks. */
+static fmt_kind stream_tensor(const fmt_model *m, const fmt_tensor *t, fmt_sha256 *h, fmt_sink *k,
+			      fmt_err *e)
+{
+	hash_write hw = { h, k };
+	return fmt_tensor_each_chunk(m, t, hash_write_chunk, &hw, e);
+}
+
+typedef struct wfile {
+	const fmt_model *m;
+	const fmt_tensor **ts;      /* file order */
+	uint64_t *begins;
+	size_t n_t;
+	apsim_kv kv[12];            /* __metadata__ except sha256 and signature */
+	size_t n_kv;
+	const fmt_hmac_key *sign_key;
+} wfile;
+
+static fmt_kind stream_all(const wfile *w, fmt_sha256 *h, fmt_sink *k, fmt_err *e)
+{
+	for (size_t i = 0; i < w->n_t; i++) {
+		fmt_kind r = stream_tensor(w->m, w->ts[i], h, k, e);
+		if (r != FMT_OK)
+			return r;
+	}
+	return FMT_OK;
+}
+
+/* The header with these sha256 and signature values. */
+static fmt_kind header_with(const wfile *w, const char *sha, const char *sig, fmt_sb *out, fmt_err *e)
+{
+	apsim_kv kv[14];
+	size_t n = w->n_kv;
+	memcpy(kv, w->kv, n * sizeof *kv);
+	kv[n++] = (apsim_kv){ (char *)"sha256", (char *)sha, strlen(sha) };
+	if (sig)
+		kv[n++] = (apsim_kv){ (char *)"signature", (char *)sig, strlen(sig) };
+	return padded_header(kv, n, w->ts, w->begins, w->n_t, out, e);
+}
+
+static fmt_kind data_digest(const wfile *w, fmt_sink *k, char hex[FMT_SHA256_HEX + 1], fmt_err *e)
+{
+	char *table = NULL;
+	size_t len = 0;
+	fmt_kind r = fmt_apsim_build_table(w->kv, w->n_kv, w->ts, w->begins, w->n_t, &table, &len, e);
+	if (r != FMT_OK)
+		return r;
+	fmt_sha256 h;
+	uint8_t digest[FMT_SHA256_LEN];
+	r = fmt_sha256_init(&h, e);
+	if (r == FMT_OK) {
+		r = fmt_sha256_update(&h, table, len, e);
+		if (r == FMT_OK)
+			r = stream_all(w, &h, k, e);
+		if (r == FMT_OK)
+			r = fmt_sha256_final(&h, digest, e);
+		fmt_sha256_free(&h);
+	}
+	free(table);
+	if (r == FMT_OK)
+		fmt_hex(digest, FMT_SHA256_LEN, hex);
+	return r;
+}
+
+static fmt_kind write_file(const wfile *w, fmt_sink *k, char sha[FMT_SHA256_HEX + 1], fmt_err *e)
+{
+	char zeros[FMT_SHA256_HEX + 1], sig[128], *sigp = NULL;
+	memset(zeros, '0', FMT_SHA256_HEX);
+	zeros[FMT_SHA256_HEX] = '\0';
+	if (w->sign_key) {
+		snprintf(sig, sizeof sig, "hmac-sha256:%s:%s", w->sign_key->id, zeros);
+		sigp = sig;
+	}
+	fmt_sb placeholder = { 0 }, real = { 0 };
+	fmt_kind r = header_with(w, zeros, sigp, &placeholder, e);
+	if (r == FMT_OK && !k->is_stdout)
+		r = fmt_sink_write(k, placeholder.p, placeholder.len, e);
+	/* Standard output cannot be patched: hash first, then write. */
+	if (r == FMT_OK)
+		r = data_digest(w, k->is_stdout ? NULL : k, sha, e);
+	if (r == FMT_OK && w->sign_key) {
+		const char *shas[1] = { sha };
+		r = fmt_apsim_signature(w->sign_key, shas, 1, sig, e);
+	}
+	if (r == FMT_OK)
+		r = header_with(w, sha, sigp, &real, e);
+	if (r == FMT_OK && real.len != placeholder.len)
+		r = fmt_fail(e, FMT_INTERNAL, "apsim header changed length when patched");
+	if (r == FMT_OK && !k->is_stdout)
+		r = fmt_sink_pwrite(k, 0, real.p, real.len, e);
+	else if (r == FMT_OK) {
+		r = fmt_sink_write(k, real.p, real.len, e);
+		if (r == FMT_OK)
+			r = stream_all(w, NULL, k, e);
+	}
+	free(placeholder.p);
+	free(real.p);
+	return r;
+}
+
+/* The __metadata__ entries shared by every file of a model (everything but sha256, shard,
+ * signature and qtensors). texts: [0] metadata, [1] units. */
+static void base_kv(wfile *w, char *const *texts, const char *qtensors, const char *shard)
+{
+	size_t n = 0;
+	w->kv[n++] = (apsim_kv){ (char *)"apsi", (char *)FMT_APSI_WRITER, strlen(FMT_APSI_WRITER) };
+	w->kv[n++] = (apsim_kv){ (char *)"format", (char *)"apsi-model", 10 };
+	w->kv[n++] = (apsim_kv){ (char *)"metadata", texts[0], strlen(texts[0]) };
+	w->kv[n++] = (apsim_kv){ (char *)"qtensors", (char *)qtensors, strlen(qtensors) };
+	w->kv[n++] = (apsim_kv){ (char *)"shard", (char *)shard, strlen(shard) };
+	w->kv[n++] = (apsim_kv){ (char *)"units", texts[1], strlen(texts[1]) };
+	w->kv[n++] = (apsim_kv){ (char *)"version", (char *)"1", 1 };
+	w->n_kv = n;
+}
+
+static fmt_kind model_texts(const fmt_model *m, char *texts[2], fmt_err *e)
+{
+	texts[0] = texts[1] = NULL;
+	fmt_kind k = metadata_json(m, &texts[0], e);
+	if (k == FMT_OK)
+		k = units_json(m, &texts[1], e);
+	if (k == FMT_OK && (fmt_apsim_json_too_deep(texts[0], strlen(texts[0]), APSIM_MAX_DEPTH)))
+		k = fmt_fail(e, FMT_UNSUPPORTED, "metadata nested deeper than %d levels", APSIM_MAX_DEPTH);
+	if (k != FMT_OK) {
+		free(texts[0]);
+		free(texts[1]);
+		texts[0] = texts[1] = NULL;
+	}
+	return k;
+}
+
+/* Tensors in writer order with consecutive offsets. */
+static fmt_kind ordered(const fmt_model *m, size_t **order, const fmt_tensor ***ts, uint64_t **begins,
+			fmt_err *e)
+{
+	size_t n = m->n_tensors;
+	fmt_kind k = fmt_st_tensor_order(m, order, e);
+	if (k != FMT_OK)
+		return k;
+	*ts = malloc((n ? n : 1) * sizeof **ts);
+	*begins = malloc((n ? n : 1) * sizeof **begins);
+	if (!*ts || !*begins) {
+		free(*order);
+		free(*ts);
+		free(*begins);
+		return fmt_fail(e, FMT_IO, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++)
+		(*ts)[i] = &m->tensors[(*order)[i]];
+	return FMT_OK;
+}
+
+/* Offsets of ts[0..n) laid out from 0. */
+static fmt_kind lay_out(const fmt_tensor *const *ts, size_t n, uint64_t *begins, uint64_t *total, fmt_err *e)
+{
+	uint64_t off = 0;
+	for (size_t i = 0; i < n; i++) {
+		begins[i] = off;
+		if (fmt_add_u64(off, ts[i]->nbytes, &off))
+			return fmt_fail(e, FMT_UNSUPPORTED, "total tensor size overflows 64 bits");
+	}
+	if (total)
+		*total = off;
+	return FMT_OK;
+}
+
+fmt_kind fmt_apsim_write(const fmt_model *m, fmt_sink *k, const fmt_write_opts *o, fmt_err *e)
+{
+	size_t *order = NULL;
+	const fmt_tensor **ts = NULL;
+	uint64_t *begins = NULL;
+	char *texts[2] = { NULL, NULL }, *qt = NULL;
+	char sha[FMT_SHA256_HEX + 1];
+	fmt_kind r = ordered(m, &order, &ts, &begins, e);
+	if (r != FMT_OK)
+		return r;
+	r = lay_out(ts, m->n_tensors, begins, NULL, e);
+	if (r == FMT_OK)
+		r = model_texts(m, texts, e);
+	if (r == FMT_OK)
+		r = qtensors_json(m, NULL, &qt, e);
+	if (r == FMT_OK) {
+		wfile w = { .m = m, .ts = ts, .begins = begins, .n_t = m->n_tensors,
+			    .sign_key = o ? o->keys.hmac : NULL };
+		base_kv(&w, texts, qt, "1/1");
+		r = write_file(&w, k, sha, e);
+	}
+	free(order);
+	free(ts);
+	free(begins);
+	free(texts[0]);
+	free(texts[1]);
+	free(qt);
+	return r;
+}
+
+/* ---- the index ---- */
+
+typedef struct name_pair {
+	const char *a, *b;
+} name_pair;
+
+static int cmp_pair(const void *x, const void *y)
+{
+	return strcmp(((const name_pair *)x)->a, ((const name_pair *)y)->a);
+}
+
+static void sb_pairs(fmt_sb *b, name_pair *p, size_t n)
+{
+	qsort(p, n, sizeof *p, cmp_pair);
+	fmt_sb_put(b, "{", 1);
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			fmt_sb_put(b, ",", 1);
+		fmt_sb_json_str(b, p[i].a, strlen(p[i].a));
+		fmt_sb_put(b, ":", 1);
+		fmt_sb_json_str(b, p[i].b, strlen(p[i].b));
+	}
+	fmt_sb_put(b, "}", 1);
+}
+
+/* Index JSON (§7, compact, sorted, final newline) written atomically to path. */
+static fmt_kind write_index(const char *path, unsigned flags, char *const *files,
+			    const char (*shas)[FMT_SHA256_HEX + 1], size_t n_files,
+			    const char *const *tensors, const char *const *tensor_files, size_t n_t,
+			    uint64_t total, const char *signature, fmt_err *e)
+{
+	name_pair *p = malloc(((n_files > n_t ? n_files : n_t) + 1) * sizeof *p);
+	if (!p)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	fmt_sb b = { 0 };
+	fmt_sb_puts(&b, "{\"metadata\":{\"format\":\"apsi-model\",\"shard_sha256\":");
+	for (size_t i = 0; i < n_files; i++)
+		p[i] = (name_pair){ files[i], shas[i] };
+	sb_pairs(&b, p, n_files);
+	if (signature) {
+		fmt_sb_puts(&b, ",\"signature\":");
+		fmt_sb_json_str(&b, signature, strlen(signature));
+	}
+	fmt_sb_puts(&b, ",\"total_size\":");
+	fmt_sb_u64(&b, total);
+	fmt_sb_puts(&b, "},\"weight_map\":");
+	for (size_t i = 0; i < n_t; i++)
+		p[i] = (name_pair){ tensors[i], tensor_files[i] };
+	sb_pairs(&b, p, n_t);
+	fmt_sb_puts(&b, "}\n");
+	free(p);
+	fmt_kind r = b.oom ? fmt_fail(e, FMT_IO, "out of memory") : FMT_OK;
+	fmt_sink k;
+	if (r == FMT_OK)
+		r = fmt_sink_open(&k, path, flags, e);
+	if (r == FMT_OK) {
+		r = fmt_sink_write(&k, b.p, b.len, e);
+		if (r == FMT_OK)
+			r = fmt_sink_commit(&k, e);
+		else
+			fmt_sink_abort(&k);
+	}
+	free(b.p);
+	return r;
+}
+
+/* ---- sharded sets ---- */
+
+/* The tensor index of name in m, or SIZE_MAX. */
+static size_t tensor_index(const fmt_model *m, const char *name)
+{
+	const fmt_tensor *t = fmt_model_find_tensor(m, name);
+	return t ? (size_t)(t - m->tensors) : SIZE_MAX;
+}
+
+/* The other half of a compressed tensor (codes <-> scales), or SIZE_MAX. */
+static size_t partner_of(const fmt_model *m, const fmt_tensor *t)
+{
+	const fmt_qtensor *q = fmt_model_find_qtensor(m, t->name);
+	if (q) {
+		if (q->format == FMT_Q_BF16)
+			return SIZE_MAX;
+		char *s = scales_name(q->name);
+		size_t i = s ? tensor_index(m, s) : SIZE_MAX;
+		free(s);
+		return i;
+	}
+	size_t n = strlen(t->name), sl = sizeof APSIM_QSCALE - 1;
+	if (n <= sl || strcmp(t->name + n - sl, APSIM_QSCALE) != 0)
+		return SIZE_MAX;
+	char *base = strndup(t->name, n - sl);
+	size_t i = SIZE_MAX;
+	if (base && fmt_model_find_qtensor(m, base))
+		i = tensor_index(m, base);
+	free(base);
+	return i;
+}
+
+/* shard_of[tensor index] = shard number from 0, in writer order; *n_shards. */
+static fmt_kind assign_shards(const fmt_model *m, const size_t *order, uint64_t max_bytes, size_t *shard_of,
+			      size_t *n_shards, fmt_err *e)
+{
+	(void)e;
+	size_t cur = 0, used = 0;
+	uint64_t size = 0;
+	for (size_t i = 0; i < m->n_tensors; i++)
+		shard_of[i] = SIZE_MAX;
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		size_t t = order[i];
+		if (shard_of[t] != SIZE_MAX)
+			continue;
+		size_t p = partner_of(m, &m->tensors[t]);
+		uint64_t group = m->tensors[t].nbytes;
+		if (p != SIZE_MAX && fmt_add_u64(group, m->tensors[p].nbytes, &group))
+			group = UINT64_MAX;
+		uint64_t next;
+		if (used > 0 && (fmt_add_u64(size, group, &next) || next > max_bytes)) {
+			cur++;
+			size = 0;
+			used = 0;
+		}
+		shard_of[t] = cur;
+		if (p != SIZE_MAX)
+			shard_of[p] = cur;
+		size = size + group < size ? UINT64_MAX : size + group;
+		used++;
+	}
+	*n_shards = cur + 1;
+	return FMT_OK;
+}
+
+typedef struct shard_out {
+	char **paths;     /* committed files */
+	size_t n;
+} shard_out;
+
+static void remove_written(shard_out *so)
+{
+	for (size_t i = 0; i < so->n; i++) {
+		unlink(so->paths[i]);
+		free(so->paths[i]);
+	}
+	free(so->paths);
+	so->paths = NULL;
+	so->n = 0;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+typedef struct set_plan {
+	const fmt_model *m;
+	size_t *order;
+	const fmt_tensor **ts;
+	uint64_t *begins;
+	size_t *shard_of;
+	size_t n_shards;
+	char *texts[2];
+	char **names;                           /* shard file names */
+	char (*shas)[FMT_SHA256_HEX + 1];
+	uint64_t total;
+} set_plan;
+
+static fmt_kind write_shard(set_plan *p, size_t s, const char *prefix, const fmt_write_opts *o,
+			    shard_out *so, fmt_err *e)
+{
+	const fmt_model *m = p->m;
+	wfile w = { .m = m, .sign_key = NULL };
+	unsigned char *in_file = calloc(m->n_tensors ? m->n_tensors : 1, 1);
+	w.ts = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *w.ts);
+	w.begins = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *w.begins);
+	char *qt = NULL, *path = NULL, shard[48];
+	fmt_kind r = in_file && w.ts && w.begins ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; r == FMT_OK && i < m->n_tensors; i++)
+		if (p->shard_of[p->order[i]] == s) {
+			w.ts[w.n_t++] = p->ts[i];
+			in_file[p->order[i]] = 1;
+		}
+	if (r == FMT_OK)
+		r = lay_out(w.ts, w.n_t, w.begins, NULL, e);
+	if (r == FMT_OK)
+		r = qtensors_json(m, in_file, &qt, e);
+	if (r == FMT_OK) {
+		snprintf(shard, sizeof shard, "%zu/%zu", s + 1, p->n_shards);
+		if (asprintf(&path, "%s-%05zu-of-%05zu.apsim", prefix, s + 1, p->n_shards) < 0) {
+			path = NULL;
+			r = fmt_fail(e, FMT_IO, "out of memory");
+		}
+	}
+	if (r == FMT_OK && !(p->names[s] = strdup(base_name(path))))
+		r = fmt_fail(e, FMT_IO, "out of memory");
+	fmt_sink k;
+	if (r == FMT_OK)
+		r = fmt_sink_open(&k, path, o ? o->sink_flags : 0, e);
+	if (r == FMT_OK) {
+		base_kv(&w, p->texts, qt, shard);
+		r = write_file(&w, &k, p->shas[s], e);
+		if (r == FMT_OK)
+			r = fmt_sink_commit(&k, e);
+		else
+			fmt_sink_abort(&k);
+	}
+	if (r == FMT_OK) {
+		so->paths[so->n++] = path;
+		path = NULL;
+	}
+	free(path);
+	free(qt);
+	free(in_file);
+	free(w.ts);
+	free(w.begins);
+	return r;
+}
+
+static void plan_free(set_plan *p)
+{
+	free(p->order);
+	free(p->ts);
+	free(p->begins);
+	free(p->shard_of);
+	free(p->texts[0]);
+	free(p->texts[1]);
+	if (p->names)
+		for (size_t i = 0; i < p->n_shards; i++)
+			free(p->names[i]);
+	free(p->names);
+	free(p->shas);
+}
+
+static fmt_kind write_set_index(set_plan *p, const char *prefix, const fmt_write_opts *o, shard_out *so,
+				fmt_err *e)
+{
+	const fmt_model *m = p->m;
+	const char **tn = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *tn);
+	const char **tf = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *tf);
+	const char **shas = malloc(p->n_shards * sizeof *shas);
+	char *path = NULL, sig[128];
+	fmt_kind r = tn && tf && shas ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; r == FMT_OK && i < m->n_tensors; i++) {
+		tn[i] = m->tensors[i].name;
+		tf[i] = p->names[p->shard_of[i]];
+	}
+	for (size_t i = 0; r == FMT_OK && i < p->n_shards; i++)
+		shas[i] = p->shas[i];
+	if (r == FMT_OK && o && o->keys.hmac)
+		r = fmt_apsim_signature(o->keys.hmac, shas, p->n_shards, sig, e);
+	if (r == FMT_OK && asprintf(&path, "%s.apsim.index.json", prefix) < 0) {
+		path = NULL;
+		r = fmt_fail(e, FMT_IO, "out of memory");
+	}
+	if (r == FMT_OK)
+		r = write_index(path, o ? o->sink_flags : 0, p->names, (const char (*)[FMT_SHA256_HEX + 1])p->shas,
+				p->n_shards, tn, tf, m->n_tensors, p->total, o && o->keys.hmac ? sig : NULL, e);
+	if (r == FMT_OK) {
+		so->paths[so->n++] = path;
+		path = NULL;
+	}
+	free(path);
+	free(tn);
+	free(tf);
+	free(shas);
+	return r;
+}
+
+fmt_kind fmt_apsim_write_sharded(const fmt_model *m, const char *prefix, uint64_t max_bytes,
+				 const fmt_write_opts *o, char ***out_paths, size_t *n_out, fmt_err *e)
+{
+	set_plan p;
+	memset(&p, 0, sizeof p);
+	p.m = m;
+	shard_out so = { 0 };
+	fmt_kind r = ordered(m, &p.order, &p.ts, &p.begins, e);
+	if (r != FMT_OK)
+		return r;
+	p.shard_of = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *p.shard_of);
+	if (!p.shard_of)
+		r = fmt_fail(e, FMT_IO, "out of memory");
+	if (r == FMT_OK)
+		r = lay_out(p.ts, m->n_tensors, p.begins, &p.total, e);
+	if (r == FMT_OK)
+		r = model_texts(m, p.texts, e);
+	if (r == FMT_OK) {
+		char *all = NULL;
+		r = qtensors_json(m, NULL, &all, e); /* checks every descriptor once */
+		free(all);
+	}
+	if (r == FMT_OK)
+		r = assign_shards(m, p.order, max_bytes, p.shard_of, &p.n_shards, e);
+	if (r == FMT_OK) {
+		p.names = calloc(p.n_shards, sizeof *p.names);
+		p.shas = calloc(p.n_shards, sizeof *p.shas);
+		so.paths = calloc(p.n_shards + 1, sizeof *so.paths);
+		if (!p.names || !p.shas || !so.paths)
+			r = fmt_fail(e, FMT_IO, "out of memory");
+	}
+	for (size_t s = 0; r == FMT_OK && s < p.n_shards; s++)
+		r = write_shard(&p, s, prefix, o, &so, e);
+	if (r == FMT_OK)
+		r = write_set_index(&p, prefix, o, &so, e);
+	plan_free(&p);
+	if (r != FMT_OK) {
+		remove_written(&so);
+		return r;
+	}
+	*out_paths = so.paths;
+	*n_out = so.n;
+	return FMT_OK;
+}
+
+/* ---- signing in place ---- */
+
+static fmt_kind resign_file(fmt_model *m, const fmt_hmac_key *key, fmt_err *e)
+{
+	const apsim_state *st = m->format_state;
+	const apsim_file *f = &st->files[0];
+	const char *shas[1] = { f->sha256 };
+	char sig[128];
+	fmt_kind r = fmt_apsim_signature(key, shas, 1, sig, e);
+	if (r != FMT_OK)
+		return r;
+	apsim_kv *kv = malloc((f->n_kv + 1) * sizeof *kv);
+	const fmt_tensor **ts = malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *ts);
+	uint64_t *begins = malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *begins);
+	fmt_sb head = { 0 };
+	size_t n = 0;
+	if (!kv || !ts || !begins)
+		r = fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; r == FMT_OK && i < f->n_kv; i++)
+		if (strcmp(f->kv[i].key, "signature") != 0)
+			kv[n++] = f->kv[i];
+	if (r == FMT_OK)
+		kv[n++] = (apsim_kv){ (char *)"signature", sig, strlen(sig) };
+	for (size_t i = 0; r == FMT_OK && i < f->n_tensors; i++) {
+		ts[i] = &m->tensors[f->first_tensor + i];
+		begins[i] = ts[i]->file_offset;
+	}
+	if (r == FMT_OK)
+		r = padded_header(kv, n, ts, begins, f->n_tensors, &head, e);
+	fmt_sink k;
+	if (r == FMT_OK)
+		r = fmt_sink_open(&k, m->path, FMT_SINK_FORCE, e);
+	if (r == FMT_OK) {
+		/* The data is the tensors in file order, without holes (the reader checked): copy them. */
+		r = fmt_sink_write(&k, head.p, head.len, e);
+		for (size_t i = 0; r == FMT_OK && i < f->n_tensors; i++)
+			r = fmt_tensor_write_to(m, ts[i], &k, e);
+		if (r == FMT_OK)
+			r = fmt_sink_commit(&k, e);
+		else
+			fmt_sink_abort(&k);
+	}
+	free(head.p);
+	free(kv);
+	free(ts);
+	free(begins);
+	return r;
+}
+
+static fmt_kind resign_index(fmt_model *m, const fmt_hmac_key *key, fmt_err *e)
+{
+	const apsim_state *st = m->format_state;
+	size_t n = st->n_files;
+	const char **shas = malloc(n * sizeof *shas);
+	const char **tn = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *tn);
+	const char **tf = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *tf);
+	char sig[128];
+	fmt_kind r = shas && tn && tf ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; r == FMT_OK && i < n; i++) {
+		shas[i] = st->shard_sha[i];
+		const apsim_file *f = &st->files[i];
+		for (size_t j = 0; j < f->n_tensors; j++) {
+			tn[f->first_tensor + j] = m->tensors[f->first_tensor + j].name;
+			tf[f->first_tensor + j] = st->shard_names[i];
+		}
+	}
+	if (r == FMT_OK)
+		r = fmt_apsim_signature(key, shas, n, sig, e);
+	if (r == FMT_OK)
+		r = write_index(m->path, FMT_SINK_FORCE, st->shard_names, (const char (*)[FMT_SHA256_HEX + 1])st->shard_sha,
+				n, tn, tf, m->n_tensors, st->total_size, sig, e);
+	free(shas);
+	free(tn);
+	free(tf);
+	return r;
+}
+
+fmt_kind fmt_apsim_sign_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e)
+{
+	fmt_model m;
+	const fmt_hmac_key *key = keys->hmac;
+	if (!key)
+		return fmt_fail(e, FMT_USAGE, "Apsi checkpoints are signed with HMAC keys only");
+	fmt_kind r = fmt_model_open(&m, path, NULL, e);
+	if (r != FMT_OK)
+		return r;
+	if (m.driver != &fmt_driver_apsim && m.driver != &fmt_driver_apsim_index) {
+		fmt_err_file(e, path);
+		r = fmt_fail(e, FMT_USAGE, "not an Apsi checkpoint or shard set (found %s)", m.driver->name);
+		fmt_model_free(&m);
+		return r;
+	}
+	fmt_verify_opts vo = { .threads = threads };
+	r = fmt_model_verify(&m, &vo, e);
+	if (r == FMT_OK)
+		r = m.driver == &fmt_driver_apsim ? resign_file(&m, key, e) : resign_index(&m, key, e);
+	if (r != FMT_OK)
+		fmt_err_file(e, path);
+	fmt_model_free(&m);
+	return r;
+}

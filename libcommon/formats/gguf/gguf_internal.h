@@ -1,0 +1,44 @@
+/* Shared between gguf_read.c, gguf_write.c and gguf_split.c; not a public interface. */
+#ifndef FMT_GGUF_INTERNAL_H
+#define FMT_GGUF_INTERNAL_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "fmt/gguf.h"
+
+/* A set of borrowed strings, to find duplicate keys and tensor names in O(1). */
+typedef struct gguf_nameset {
+	const char **slots;
+	size_t cap, used;
+} gguf_nameset;
+
+/* 1 if name was new (and is now in the set), 0 if already present, -1 on out of memory. */
+int fmt_gguf_nameset_add(gguf_nameset *s, const char *name);
+void fmt_gguf_nameset_free(gguf_nameset *s);
+
+/* Bytes of one value of a scalar type, 0 for STRING/ARRAY/unknown. */
+size_t fmt_gguf_scalar_size(uint32_t type);
+
+/* What parsing one file found. */
+typedef struct gguf_file_info {
+	uint32_t version;
+	uint32_t alignment;
+	uint64_t data_start;
+} gguf_file_info;
+
+/* Parse the GGUF file tensor_dst->sources[src]: metadata is appended to meta_dst, tensors to
+ * tensor_dst (source = src, absolute offsets). Reads only the header region. */
+fmt_kind fmt_gguf_parse_file(fmt_model *meta_dst, fmt_model *tensor_dst, int src, gguf_file_info *info,
+			 fmt_err *e);
+
+/* After the first file of m is parsed: when its name and split.* keys say it is shard 1 of a
+ * set, open and check the other shards and merge them into m. */
+fmt_kind fmt_gguf_open_split_set(fmt_model *m, fmt_gguf_info *st, fmt_err *e);
+
+/* Write header, metadata (meta[0..n_meta)), infos and data of tensors[0..n_tensors) (whose
+ * bytes come from src) to k. align_request 0 = general.alignment or 32. */
+fmt_kind fmt_gguf_write_file(const fmt_model *src, const fmt_meta *meta, size_t n_meta,
+			 const fmt_tensor *tensors, size_t n_tensors, uint32_t align_request,
+			 fmt_sink *k, fmt_err *e);
+
+#endif

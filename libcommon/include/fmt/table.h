@@ -1,0 +1,174 @@
+/* Datasets: a schema of typed columns and record batches of Arrow-layout columns. Table drivers
+ * (.ald, Arrow IPC, CSV, JSON Lines) build a fmt_table as model drivers build a fmt_model; the
+ * same probe chooses among both kinds (fmt_open_any). */
+#ifndef FMT_TABLE_H
+#define FMT_TABLE_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <jansson.h>
+#include "fmt/err.h"
+#include "fmt/io.h"
+#include "fmt/model.h"
+
+/* Column types: Arrow's, the subset the dataset formats use. */
+typedef enum fmt_ctype {
+	FMT_C_BOOL,
+	FMT_C_I8, FMT_C_I16, FMT_C_I32, FMT_C_I64,
+	FMT_C_U8, FMT_C_U16, FMT_C_U32, FMT_C_U64,
+	FMT_C_F16, FMT_C_F32, FMT_C_F64,
+	FMT_C_UTF8,            /* int32 offsets */
+	FMT_C_LARGE_UTF8,      /* int64 offsets */
+	FMT_C_BINARY,          /* int32 offsets */
+	FMT_C_DATE32,          /* days since 1970-01-01, int32 */
+	FMT_C_TIMESTAMP,       /* int64 in unit since 1970-01-01T00:00:00 (UTC when zoned) */
+	FMT_C_FIXED_SIZE_LIST  /* list_size values of a fixed-width elem type per row */
+} fmt_ctype;
+
+typedef enum fmt_time_unit { FMT_TU_S, FMT_TU_MS, FMT_TU_US, FMT_TU_NS } fmt_time_unit;
+
+typedef struct fmt_field {
+	char *name;
+	fmt_ctype type;
+	int nullable;
+	fmt_time_unit unit;    /* TIMESTAMP */
+	char *timezone;        /* TIMESTAMP: "UTC", "+01:00"...; NULL for none */
+	fmt_ctype elem;        /* FIXED_SIZE_LIST: a fixed-width type (not BOOL, not lists) */
+	uint32_t list_size;    /* FIXED_SIZE_LIST: values per row, >= 1 */
+} fmt_field;
+
+typedef struct fmt_kv { char *key, *value; } fmt_kv;
+
+typedef struct fmt_schema {
+	fmt_field *fields;
+	size_t n_fields, cap_fields;
+	fmt_kv *meta;          /* schema-level key/value metadata (Arrow custom_metadata) */
+	size_t n_meta, cap_meta;
+} fmt_schema;
+
+/* One column of a batch, in Arrow's layout. Bits are LSB first. The buffers may point into a
+ * mapping or into memory the batch owns (fmt_batch_own). */
+typedef struct fmt_column {
+	uint64_t null_count;
+	const uint8_t *validity;     /* bit i set = row i is not null; NULL = no nulls */
+	const void *offsets;         /* UTF8/BINARY: int32[rows+1], LARGE_UTF8: int64[rows+1] */
+	const uint8_t *values;       /* fixed-width values (BOOL: one bit each), string bytes, or
+				      * a FIXED_SIZE_LIST's rows*list_size element values */
+	uint64_t values_len;         /* bytes available at values */
+	const uint8_t *elem_validity; /* FIXED_SIZE_LIST: one bit per element; NULL = no nulls */
+} fmt_column;
+
+typedef struct fmt_batch {
+	uint64_t n_rows;
+	fmt_column *columns;         /* one per schema field, in order */
+	size_t n_columns;
+	void **owned;                /* freed with the batch */
+	size_t n_owned, cap_owned;
+} fmt_batch;
+
+struct fmt_table_driver;
+struct fmt_write_opts;
+struct fmt_verify_opts;
+
+#define FMT_ROWS_UNKNOWN UINT64_MAX
+
+typedef struct fmt_table {
+	const struct fmt_table_driver *driver;
+	char *path;                  /* what the user named */
+	fmt_source source;           /* the file, open while the table is */
+	int has_source;
+	fmt_schema schema;
+	uint64_t n_rows;             /* FMT_ROWS_UNKNOWN when only reading every row tells */
+	void *format_state;          /* driver-private, freed by driver->close */
+} fmt_table;
+
+typedef struct fmt_table_driver {
+	const char *name;            /* "csv", "ald", ... as shown to users */
+	const char *extension;       /* ".csv": the output extension it answers to */
+	/* Confidence 0..100 that head (the first bytes, up to FMT_PROBE_BYTES) is this format;
+	 * compared with the model drivers' scores, so use the same scale. */
+	int (*probe)(const uint8_t *head, size_t n, uint64_t file_size);
+	/* Parse the header and schema (t->source is open); read no rows yet. */
+	fmt_kind (*open)(fmt_table *t, fmt_err *e);
+	/* The next batch into b (fmt_batch_init'ed with a column per field by fmt_table_next, which
+	 * then checks it); *done = 1 and b empty after the last one. Batches are in file order; a
+	 * driver chooses their size (bounded memory). */
+	fmt_kind (*next)(fmt_table *t, fmt_batch *b, int *done, fmt_err *e);
+	/* Integrity beyond open (CRC, digests, signatures); NULL when open checks everything. */
+	fmt_kind (*verify)(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e);
+	/* Write every batch of in (pulled with fmt_table_next) to k. NULL for read-only formats. */
+	fmt_kind (*write)(fmt_table *in, fmt_sink *k, const struct fmt_write_opts *o, fmt_err *e);
+	/* Which column types the format can hold (1/0); NULL = all of them. */
+	int (*can_hold)(const fmt_field *f);
+	void (*close)(fmt_table *t);  /* free format_state; may be NULL */
+	/* Format-specific facts for fmt-inspect (card, compression, CRC...), or NULL. */
+	json_t *(*describe)(const fmt_table *t);
+} fmt_table_driver;
+
+/* Types */
+const char *fmt_ctype_name(fmt_ctype t);            /* "int64", "utf8", "fixed_size_list"... */
+/* Bytes per value of a fixed-width type; 0 for BOOL (bits), the string types and lists. */
+size_t fmt_ctype_width(fmt_ctype t);
+/* One row's value bytes: the element width x list_size for FIXED_SIZE_LIST, else as above. */
+fmt_kind fmt_field_row_width(const fmt_field *f, uint64_t *width, fmt_err *e);
+
+/* Schemas (fields and strings copied). */
+void fmt_schema_init(fmt_schema *s);
+void fmt_schema_free(fmt_schema *s);
+fmt_kind fmt_schema_add_field(fmt_schema *s, const fmt_field *f, fmt_err *e);
+fmt_kind fmt_schema_add_meta(fmt_schema *s, const char *key, const char *value, fmt_err *e);
+long fmt_schema_find(const fmt_schema *s, const char *name); /* field index, -1 if none */
+/* Names unique and non-empty, list and timestamp parameters valid. */
+fmt_kind fmt_schema_check(const fmt_schema *s, fmt_err *e);
+/* The schema as JSON: {"fields":[{"name":..,"type":..,"nullable":..,...}],"metadata":{...}}. */
+json_t *fmt_schema_json(const fmt_schema *s);
+
+/* Batches */
+fmt_kind fmt_batch_init(fmt_batch *b, size_t n_columns, fmt_err *e);
+void fmt_batch_free(fmt_batch *b);
+/* Hand p (malloc'd) to the batch, which frees it; on failure p is freed here. */
+fmt_kind fmt_batch_own(fmt_batch *b, void *p, fmt_err *e);
+/* Every buffer of every column fits the rows and types the schema says (offsets start at 0,
+ * never decrease and stay within values_len; strings are UTF-8; null_count matches the bitmap;
+ * no nulls in a non-nullable field). fmt_table_next runs it on every batch a driver gives. */
+fmt_kind fmt_batch_check(const fmt_schema *s, const fmt_batch *b, fmt_err *e);
+
+/* Row accessors on a checked batch. */
+int fmt_column_is_null(const fmt_column *c, uint64_t row);
+int fmt_column_bool(const fmt_column *c, uint64_t row);
+/* The bytes of row of a UTF8, LARGE_UTF8 or BINARY column. */
+void fmt_column_bytes(const fmt_column *c, fmt_ctype type, uint64_t row, const uint8_t **p,
+		      size_t *n);
+
+/* Tables */
+void fmt_table_init(fmt_table *t);
+void fmt_table_free(fmt_table *t);
+/* The next checked batch (fmt_batch_free it); *done = 1 after the last. */
+fmt_kind fmt_table_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e);
+fmt_kind fmt_table_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e);
+
+/* The table drivers, NULL-terminated, in probe order; a new one is one line in
+ * data/table_registry.c. */
+const fmt_table_driver *const *fmt_table_drivers(void);
+const fmt_table_driver *fmt_table_driver_by_name(const char *name);
+const fmt_table_driver *fmt_table_driver_by_extension(const char *path);
+/* Add a driver at run time (tests, programs embedding libcommon); at most 8. */
+fmt_kind fmt_table_driver_register(const fmt_table_driver *d, fmt_err *e);
+
+/* Open path (or "-") as a table: probe (unless forced), open. On failure t is freed. A file
+ * that probes as a model is InvalidFormat naming the model format. */
+fmt_kind fmt_table_open(fmt_table *t, const char *path, const fmt_table_driver *forced, fmt_err *e);
+fmt_kind fmt_table_open_memory(fmt_table *t, const char *name, const void *data, size_t n,
+			       const fmt_table_driver *forced, fmt_err *e);
+
+/* Open path (or "-") as whatever it is: one probe over the model and the table drivers, the
+ * best score wins (models first on equal scores). forced names a driver of either kind (NULL:
+ * probe); an unknown name is UsageError listing fmt_format_names. On success exactly one of
+ * *is_table = 0 (m open) or 1 (t open). */
+fmt_kind fmt_open_any(const char *path, const char *forced, fmt_model *m, fmt_table *t,
+		      int *is_table, fmt_err *e);
+
+/* "gguf, apsim, ..., csv, ...": every model then table driver's name, for messages and help. */
+void fmt_format_names(char *buf, size_t n);
+
+#endif

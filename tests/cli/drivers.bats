@@ -1,0 +1,64 @@
+#!/usr/bin/env bats
+# The format drivers as the tools see them: probing (an .apsim whose format key sits past the
+# first 4096 bytes), and lists of formats in messages coming from the registry.
+
+bats_require_minimum_version 1.5.0
+
+setup() {
+	load helpers
+	cd "$BATS_TEST_TMPDIR"
+	FIXTURE="$REPO_ROOT/tests/data/fixtures/apsim/example-signed-team-secret.apsim"
+}
+
+# late.apsim: the signed fixture with 5000 spaces after the header's opening brace, so the
+# "format":"apsi-model" key starts past byte 5000 (JSON whitespace; digest and signature cover
+# the canonical table, not the header bytes).
+make_late_apsim() {
+	/usr/bin/python3 - "$FIXTURE" <<'PY'
+import struct, sys
+d = open(sys.argv[1], 'rb').read()
+n = struct.unpack('<Q', d[:8])[0]
+h = b'{' + b' ' * 5000 + d[9:8 + n]
+open('late.apsim', 'wb').write(struct.pack('<Q', len(h)) + h + d[8 + n:])
+PY
+}
+
+@test "an .apsim whose format key sits past the first 4096 bytes is probed as apsim" {
+	make_late_apsim
+	grep -abo '"format":"apsi-model"' late.apsim | awk -F: '$1 > 4096 { ok = 1 } END { exit !ok }'
+	printf 'team secret' >secret
+	run --separate-stderr fmt-verify late.apsim --secret-file secret
+	assert_success
+	assert_output "late.apsim: ok (apsim, 4 tensors, 1 file, 5796 bytes)"
+	run fmt-inspect --json late.apsim
+	assert_success
+	[ "$(printf '%s' "$output" | jq -r .format)" = apsim ]
+	printf 'other secret' >wrong
+	run fmt-verify late.apsim --secret-file wrong
+	assert_failure 7
+}
+
+@test "an unrecognised file's message lists every registered format" {
+	printf 'not a model' >junk.bin
+	run --separate-stderr fmt-inspect junk.bin
+	assert_failure 4
+	assert_equal "$stderr" "fmt-inspect: error: junk.bin: unrecognised format (not one of: safetensors, safetensors-index, gguf, apsim, apsim-index)"
+}
+
+@test "--to names the writable formats of the registry" {
+	printf 'x' >in.safetensors
+	run --separate-stderr fmt-convert --to nosuch in.safetensors out.x
+	assert_failure 2
+	[[ "$stderr" == "fmt-convert: error: --to takes safetensors, gguf or apsim"* ]]
+}
+
+@test "signing a format without signatures names those that have them" {
+	make_samples
+	printf 'team secret' >secret
+	fmt-convert -q "$SAMPLES/tiny.safetensors" m.gguf
+	cp m.gguf before.gguf
+	run --separate-stderr fmt-sign sign m.gguf --secret-file secret
+	assert_failure 2
+	assert_equal "$stderr" "fmt-sign: error: m.gguf: gguf files carry no signature (signed formats: apsim, apsim-index)"
+	cmp m.gguf before.gguf
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/env bats
+# The dry run of adding a format: in a copy of the tree, the dummy driver of the unit tests
+# (tests/unit/dummy_driver.c) becomes libcommon/formats/dummy/dummy.c and registry.c gets one
+# line. Nothing else is edited; the tools then convert to and from it, inspect and verify it,
+# and name it in their messages, and the layering check still passes.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	load helpers
+	TREE="$BATS_FILE_TMPDIR/tree"
+	export TREE
+	mkdir -p "$TREE"
+	cp -rp "$REPO_ROOT/GNUmakefile" "$REPO_ROOT/libcommon" "$REPO_ROOT/tools" "$REPO_ROOT/scripts" "$TREE/"
+	# The built objects, timestamps kept, so that make recompiles only what changes.
+	[ ! -d "$REPO_ROOT/build/obj" ] || cp -rp "$REPO_ROOT/build" "$TREE/"
+	cp -rp "$TREE/libcommon" "$BATS_FILE_TMPDIR/libcommon.before"
+	mkdir "$TREE/libcommon/formats/dummy"
+	cp "$REPO_ROOT/tests/unit/dummy_driver.c" "$TREE/libcommon/formats/dummy/dummy.c"
+	sed -i 's|^\t/\* a new driver: one X(fmt_driver_NAME)|\tX(fmt_driver_dummy) \\\n&|' "$TREE/libcommon/formats/registry.c"
+	make -C "$TREE" -j2 build/libfmtcommon.a build/bin/fmt-convert build/bin/fmt-inspect build/bin/fmt-verify \
+		>"$BATS_FILE_TMPDIR/build.log" 2>&1
+}
+
+setup() {
+	load helpers
+	cd "$BATS_TEST_TMPDIR"
+	NEW="$TREE/build/bin"
+}
+
+@test "the places touched: the driver's own folder and one registry line" {
+	run diff -r "$BATS_FILE_TMPDIR/libcommon.before" "$TREE/libcommon"
+	assert_failure 1
+	# Exactly two differences: the new folder, and one added line in registry.c.
+	assert_equal "$(printf '%s\n' "$output" | grep -c '^Only in ')" 1
+	assert_line "Only in $TREE/libcommon/formats: dummy"
+	assert_equal "$(printf '%s\n' "$output" | grep -c '^diff ')" 1
+	assert_line --partial "libcommon/formats/registry.c"
+	assert_equal "$(printf '%s\n' "$output" | grep -c '^> ')" 1
+	assert_equal "$(printf '%s\n' "$output" | grep -c '^< ')" 0
+	assert_line "> 	X(fmt_driver_dummy) \\"
+}
+
+@test "the tools convert to and from the new format, inspect and verify it" {
+	make_samples
+	# I64 has no dummy equivalent: refused, naming the format by its title.
+	run --separate-stderr "$NEW/fmt-convert" "$SAMPLES/tiny.safetensors" m.dmy
+	assert_failure 5
+	assert_equal "$stderr" "fmt-convert: error: $SAMPLES/tiny.safetensors: tensor 'step': I64 has no dummy equivalent"
+	run "$NEW/fmt-convert" -q --exclude step "$SAMPLES/tiny.safetensors" m.dmy
+	assert_success
+	head -c 8 m.dmy | grep -q DUMMYFMT
+	run "$NEW/fmt-inspect" --json m.dmy
+	assert_success
+	[ "$(printf '%s' "$output" | jq -r .format)" = dummy ]
+	[ "$(printf '%s' "$output" | jq '.tensors | length')" = 4 ]
+	run "$NEW/fmt-verify" m.dmy
+	assert_success
+	assert_output --partial "m.dmy: ok (dummy, 4 tensors"
+	run "$NEW/fmt-convert" -q m.dmy back.safetensors
+	assert_success
+	run "$NEW/fmt-inspect" --tensor layers.0.weight --stats --json back.safetensors
+	assert_success
+	run "$NEW/fmt-inspect" --tensor layers.0.weight --stats --json "$SAMPLES/tiny.safetensors"
+	want=$output
+	run "$NEW/fmt-inspect" --tensor layers.0.weight --stats --json back.safetensors
+	assert_equal "$(printf '%s' "$output" | jq -c .stats)" "$(printf '%s' "$want" | jq -c .stats)"
+}
+
+@test "messages that list formats name the new one" {
+	printf 'junk bytes' >junk.bin
+	run --separate-stderr "$NEW/fmt-inspect" junk.bin
+	assert_failure 4
+	[[ "$stderr" == *"not one of: safetensors, safetensors-index, gguf, apsim, apsim-index, dummy)" ]]
+	make_samples
+	run --separate-stderr "$NEW/fmt-convert" --dtype q8_0 "$SAMPLES/tiny.safetensors" m.dmy
+	assert_failure 2
+	[[ "$stderr" == *"--dtype q8_0 needs GGUF output (dummy cannot hold it)" ]]
+}
+
+@test "the tree with the new format keeps its layers" {
+	run "$TREE/scripts/check-layers" --root "$TREE" --lib "$TREE/build/libfmtcommon.a"
+	assert_success
+	assert_output "check-layers: ok"
+}

@@ -1,0 +1,242 @@
+#!/usr/bin/env bats
+# One option table per tool: what a tool accepts (its table, printed by the hidden --dump-options
+# that the completions are generated from) is exactly what --help lists, what the OPTIONS
+# section of its manual page documents and what its bash and zsh completions offer, in both
+# directions; and every option of the table is accepted by the tool while others are refused.
+
+bats_require_minimum_version 1.5.0
+
+TOOLS=($(cd "$BATS_TEST_DIRNAME/../../tools" && ls -d */ | tr -d /))
+
+setup() {
+	load '/usr/lib/bats/bats-support/load'
+	load '/usr/lib/bats/bats-assert/load'
+	REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+	FMTKIT_BIN=${FMTKIT_BIN:-$REPO_ROOT/build/bin}
+	COMPLETIONS=$FMTKIT_BIN/../completions
+	# Nothing a tool might touch is the user's.
+	export HOME=$BATS_TEST_TMPDIR XDG_CONFIG_HOME=$BATS_TEST_TMPDIR/config
+	cd "$BATS_TEST_TMPDIR"
+}
+
+dump_of() {
+	[ -x "$FMTKIT_BIN/$1" ] || fail "$FMTKIT_BIN/$1 is not built (run make)"
+	"$FMTKIT_BIN/$1" --dump-options || fail "$1 --dump-options exited with $?"
+}
+
+# The table's options of subcommand $2 (all when empty): "--long" and "-s" words, sorted.
+table_words() {
+	dump_of "$1" | awk -F '\t' -v cmd="$2" '
+		$1 == "option" && (cmd == "" || $7 == "-" || index("," $7 ",", "," cmd ",")) {
+			print "--" $2; if ($3 != "-") print $3 }' | sort -u
+}
+
+table_longs() { table_words "$1" | grep -- '^--'; }
+table_shorts() { table_words "$1" | grep -vx -- '--.*' || true; }
+
+# The option lines of --help ("  -j, --json ..." / "      --tree ..."): long and short words.
+help_words() {
+	"$FMTKIT_BIN/$1" --help | sed -nE 's/^  (-[A-Za-z0-9], |    )(--[a-z][a-z0-9-]*).*/\1\2/p' |
+		tr -d ',' | tr ' ' '\n' | grep -v '^$' | sort -u
+}
+
+# The tags (.TP) of the OPTIONS section of the manual page, with \- as -.
+man_tags() {
+	awk '/^\.SH OPTIONS/ { o = 1; next } /^\.SH / { o = 0 } o && p { print; p = 0 } o && /^\.(TP|TQ)/ { p = 1 }' \
+		"$REPO_ROOT/man/$1.1" | sed 's/\\-/-/g; s/\\f[BIRP]//g'
+}
+
+man_words() {
+	man_tags "$1" | grep -oE -- '(^|[ "])--?[A-Za-z0-9][a-z0-9-]*' | tr -d ' "' | sort -u
+}
+
+bash_complete() {
+	local tool=$1
+	shift
+	bash -c '
+		source "$1" || exit 1
+		fn=$(complete -p "$2" | sed -nE "s/.*-F ([^ ]+) .*/\1/p")
+		[ -n "$fn" ] || exit 1
+		shift 2
+		COMP_WORDS=("$@")
+		COMP_CWORD=$(($# - 1))
+		"$fn" || exit 1
+		printf "%s\n" "${COMPREPLY[@]}"
+	' bash "$COMPLETIONS/bash/$tool" "$tool" "$tool" "$@"
+}
+
+# Long options named by the _arguments specs of the zsh completion.
+zsh_longs() {
+	grep -oE -- "(^|[ '{,*)])--[a-z][a-z0-9-]*(=?\[|=?\}|,)" "$COMPLETIONS/zsh/_$1" |
+		grep -oE -- '--[a-z][a-z0-9-]*' | sort -u
+}
+
+subcommands_of() {
+	dump_of "$1" | awk -F '\t' '$1 == "command" { print $2 }'
+}
+
+# "what" lists $got where $want was expected: name what is missing and what is extra.
+assert_same_set() {
+	local what=$1 want=$2 got=$3 missing extra
+	missing=$(comm -23 <(sort -u <<<"$want") <(sort -u <<<"$got") | tr '\n' ' ')
+	extra=$(comm -13 <(sort -u <<<"$want") <(sort -u <<<"$got") | tr '\n' ' ')
+	[ -z "$missing$extra" ] || fail "$what: missing [${missing% }], not in the table [${extra% }]"
+}
+
+@test "every tool has a table with the options CONVENTIONS.md gives every tool" {
+	[ "${#TOOLS[@]}" -ge 5 ] || fail "found only ${#TOOLS[@]} tools"
+	for tool in "${TOOLS[@]}"; do
+		words=$(table_words "$tool")
+		for opt in --json -j --quiet -q --verbose -v --no-progress --help -h --version; do
+			grep -qx -- "$opt" <<<"$words" || fail "$tool: no $opt"
+		done
+		# the hidden helper is in no list a user reads
+		! grep -qx -- --dump-options <<<"$words" || fail "$tool lists --dump-options"
+	done
+}
+
+@test "--help lists exactly the options of the table" {
+	for tool in "${TOOLS[@]}"; do
+		assert_same_set "$tool --help" "$(table_words "$tool")" "$(help_words "$tool")"
+	done
+}
+
+@test "the manual page documents exactly the options of the table, with their value names" {
+	for tool in "${TOOLS[@]}"; do
+		assert_same_set "man/$tool.1 OPTIONS" "$(table_words "$tool")" "$(man_words "$tool")"
+		# "--threads N" in the table: the tag of --threads names N too
+		while IFS=$'\t' read -r long arg; do
+			value=$(grep -oE '^[A-Z]+' <<<"$arg")
+			man_tags "$tool" | grep -E -- "--$long( |\"|$)" | grep -qE "(^|[^A-Za-z])$value([^A-Za-z]|$)" ||
+				fail "man/$tool.1: the tag of --$long does not name its value $value"
+		done < <(dump_of "$tool" | awk -F '\t' '$1 == "option" && $4 != "-" { print $2 "\t" $4 }')
+	done
+}
+
+@test "the bash completion offers exactly the options of the table, per subcommand" {
+	for tool in "${TOOLS[@]}"; do
+		run bash_complete "$tool" -
+		assert_success
+		assert_same_set "bash completion of $tool" "$(table_words "$tool")" "$output"
+		for cmd in $(subcommands_of "$tool"); do
+			run bash_complete "$tool" "$cmd" -
+			assert_success
+			assert_same_set "bash completion of $tool $cmd" "$(table_words "$tool" "$cmd")" "$output"
+		done
+	done
+}
+
+@test "the zsh completion has a spec for exactly the options of the table" {
+	for tool in "${TOOLS[@]}"; do
+		head -n 1 "$COMPLETIONS/zsh/_$tool" | grep -qx "#compdef $tool" || fail "_$tool: no #compdef line"
+		assert_same_set "zsh completion of $tool" "$(table_longs "$tool")" "$(zsh_longs "$tool")"
+		if command -v zsh >/dev/null; then
+			run zsh -n "$COMPLETIONS/zsh/_$tool"
+			assert_success
+		fi
+	done
+}
+
+@test "every option of the table is accepted; others are refused with exit 2" {
+	for tool in "${TOOLS[@]}"; do
+		# No operands: each run stops at a usage check after the options were parsed, before
+		# any work (a value of 1 is valid for every numeric option).
+		while IFS=$'\t' read -r long arg; do
+			[ "$long" = help ] || [ "$long" = version ] && continue
+			if [ "$arg" = - ]; then
+				run --separate-stderr "$FMTKIT_BIN/$tool" "--$long"
+			else
+				run --separate-stderr "$FMTKIT_BIN/$tool" "--$long=1"
+			fi
+			[[ $stderr != *"unknown option"* ]] || fail "$tool does not accept --$long: $stderr"
+			[ "$status" -eq 2 ] || fail "$tool --$long without operands: exit $status, expected 2"
+		done < <(dump_of "$tool" | awk -F '\t' '$1 == "option" { print $2 "\t" $4 }')
+		run --separate-stderr "$FMTKIT_BIN/$tool" --bogus
+		assert_failure 2
+		assert_equal "$stderr" "$tool: error: unknown option '--bogus'
+Try '$tool --help'."
+		run --separate-stderr "$FMTKIT_BIN/$tool" -Z
+		assert_failure 2
+		[[ $stderr == "$tool: error: unknown option '-Z'"* ]] || fail "$tool -Z: $stderr"
+	done
+}
+
+@test "options that take no value refuse one, options that take one demand it; ambiguous abbreviations" {
+	run --separate-stderr "$FMTKIT_BIN/fmt-inspect" --json=yes x.safetensors
+	assert_failure 2
+	assert_equal "$stderr" "fmt-inspect: error: option --json takes no value
+Try 'fmt-inspect --help'."
+	run --separate-stderr "$FMTKIT_BIN/fmt-inspect" x.safetensors --tensor
+	assert_failure 2
+	assert_equal "$stderr" "fmt-inspect: error: option --tensor needs a value (NAME)
+Try 'fmt-inspect --help'."
+	run --separate-stderr "$FMTKIT_BIN/fmt-sign" --secret "team secret" key-id
+	assert_failure 2
+	assert_equal "$stderr" "fmt-sign: error: option '--secret' is ambiguous (--secret-file, --secret-env or --secret-prompt)
+Try 'fmt-sign --help'."
+	run --separate-stderr "$FMTKIT_BIN/fmt-shard" split x.safetensors -o
+	assert_failure 2
+	assert_equal "$stderr" "fmt-shard: error: option -o needs a value (PATH)
+Try 'fmt-shard --help'."
+}
+
+@test "an option of another subcommand is refused, naming where it belongs" {
+	run --separate-stderr "$FMTKIT_BIN/fmt-shard" merge --max-size 1MB x.safetensors -o y.safetensors
+	assert_failure 2
+	assert_equal "$stderr" "fmt-shard: error: --max-size belongs to split, not merge
+Try 'fmt-shard --help'."
+	run --separate-stderr "$FMTKIT_BIN/fmt-sign" keygen --hmac --secret-env X
+	assert_failure 2
+	assert_equal "$stderr" "fmt-sign: error: --secret-env belongs to sign and key-id, not keygen
+Try 'fmt-sign --help'."
+	[ ! -e "$XDG_CONFIG_HOME/fmtkit/hmac.key" ]
+	run --separate-stderr "$FMTKIT_BIN/fmt-shard" frobnicate x
+	assert_failure 2
+	assert_equal "$stderr" "fmt-shard: error: unknown subcommand 'frobnicate' (use split, merge, pack or unpack)
+Try 'fmt-shard --help'."
+}
+
+@test "--help lists each subcommand the table has" {
+	for tool in "${TOOLS[@]}"; do
+		for cmd in $(subcommands_of "$tool"); do
+			"$FMTKIT_BIN/$tool" --help | grep -qE "^  $cmd +[a-z]" || fail "$tool --help does not list $cmd"
+		done
+	done
+}
+
+# Run a command with its standard output on /dev/full (run itself captures stdout).
+to_full() {
+	"$@" >/dev/full
+}
+
+@test "every tool exits 3 when standard output cannot be written (full disk)" {
+	[ -w /dev/full ] || skip "no /dev/full"
+	"$REPO_ROOT/scripts/gen/sample-models" samples >/dev/null
+	cp samples/tiny.safetensors model.safetensors
+	for tool in "${TOOLS[@]}"; do
+		for opt in --help --version; do
+			run --separate-stderr "$FMTKIT_BIN/$tool" "$opt"
+			assert_success
+			run --separate-stderr to_full "$FMTKIT_BIN/$tool" "$opt"
+			assert_failure 3
+			assert_equal "$stderr" "$tool: error: cannot write to standard output: No space left on device"
+		done
+	done
+	run --separate-stderr to_full "$FMTKIT_BIN/fmt-convert" --dry-run model.safetensors out.gguf
+	assert_failure 3
+	[ ! -e out.gguf ]
+	run --separate-stderr to_full "$FMTKIT_BIN/fmt-inspect" model.safetensors
+	assert_failure 3
+	run --separate-stderr to_full "$FMTKIT_BIN/fmt-verify" model.safetensors
+	assert_failure 3
+	run --separate-stderr to_full "$FMTKIT_BIN/fmt-shard" split --dry-run --max-tensors 2 model.safetensors
+	assert_failure 3
+	[ -z "$(ls model-* 2>/dev/null)" ]
+	"$FMTKIT_BIN/fmt-sign" keygen --hmac >/dev/null
+	run --separate-stderr to_full "$FMTKIT_BIN/fmt-sign" key-id
+	assert_failure 3
+	# --json: the error is also one JSON object on stderr
+	run --separate-stderr to_full "$FMTKIT_BIN/fmt-convert" --json --dry-run model.safetensors out.gguf
+	assert_failure 3
+	assert_equal "$(sed -n 2p <<<"$stderr")" '{"tool":"fmt-convert","file":null,"error":"IoError","exit":3,"message":"cannot write to standard output: No space left on device"}'
+}

@@ -1,0 +1,485 @@
+/* The table interface (fmt/table.h) through a tiny table driver defined here: "ttab", a text
+ * format of a magic line, a line of name:type[?] columns (? = nullable) and comma-separated rows
+ * (an empty field is null). Registered at run time, it is chosen by the same probe as the model
+ * drivers, read in batches of two rows, and written back. */
+#include <stdlib.h>
+#include <unistd.h>
+#include "conformance.h"
+#include "unit.h"
+#include "fmt/registry.h"
+#include "fmt/table.h"
+
+#define TTAB_MAGIC "#ttab\n"
+#define TTAB_BATCH_ROWS 2
+
+typedef struct ttab_state {
+	char *text;
+	char *pos;       /* start of the next row line */
+} ttab_state;
+
+static int ttab_probe(const uint8_t *head, size_t n, uint64_t size)
+{
+	(void)size;
+	return n >= strlen(TTAB_MAGIC) && memcmp(head, TTAB_MAGIC, strlen(TTAB_MAGIC)) == 0 ? 100 : 0;
+}
+
+static fmt_kind ttab_parse_column(fmt_table *t, char *spec, fmt_err *e)
+{
+	char *colon = strchr(spec, ':');
+	if (!colon)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "column '%s' has no type", spec);
+	*colon = '\0';
+	char *type = colon + 1;
+	size_t len = strlen(type);
+	fmt_field f = { .name = spec, .nullable = len && type[len - 1] == '?' };
+	if (f.nullable)
+		type[len - 1] = '\0';
+	if (strcmp(type, "int64") == 0)
+		f.type = FMT_C_I64;
+	else if (strcmp(type, "utf8") == 0)
+		f.type = FMT_C_UTF8;
+	else if (strcmp(type, "bool") == 0)
+		f.type = FMT_C_BOOL;
+	else
+		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s': type '%s'", spec, type);
+	return fmt_schema_add_field(&t->schema, &f, e);
+}
+
+static fmt_kind ttab_open(fmt_table *t, fmt_err *e)
+{
+	ttab_state *st = calloc(1, sizeof *st);
+	if (!st)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	t->format_state = st;
+	if (fmt_source_read_text(&t->source, 1 << 20, &st->text, e) != FMT_OK)
+		return e->kind;
+	if (strncmp(st->text, TTAB_MAGIC, strlen(TTAB_MAGIC)) != 0)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "no %.5s line", TTAB_MAGIC);
+	char *cols = st->text + strlen(TTAB_MAGIC);
+	char *end = strchr(cols, '\n');
+	if (!end)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "no column line");
+	*end = '\0';
+	st->pos = end + 1;
+	for (char *save, *c = strtok_r(cols, ",", &save); c; c = strtok_r(NULL, ",", &save))
+		if (ttab_parse_column(t, c, e) != FMT_OK)
+			return e->kind;
+	return FMT_OK;
+}
+
+/* The i-th comma-separated field of line as [*p, *p + *n). */
+static void ttab_field(const char *line, size_t i, const char **p, size_t *n)
+{
+	while (i-- && (line = strchr(line, ',')) != NULL)
+		line++;
+	if (!line) {
+		*p = "";
+		*n = 0;
+		return;
+	}
+	*p = line;
+	*n = strcspn(line, ",\n");
+}
+
+static void set_bit(uint8_t *bits, uint64_t i)
+{
+	bits[i / 8] = (uint8_t)(bits[i / 8] | (1u << (i % 8)));
+}
+
+/* Column c of rows lines (starting at lines[0]) in Arrow layout. */
+static fmt_kind ttab_column(const fmt_field *f, size_t c, char **lines, uint64_t rows, fmt_batch *b,
+			    fmt_column *col, fmt_err *e)
+{
+	uint8_t *validity = calloc(1, rows / 8 + 1);
+	uint8_t *values = calloc(rows + 1, 8);
+	int32_t *offsets = calloc(rows + 1, sizeof *offsets);
+	size_t text_len = 0;
+	for (uint64_t r = 0; r < rows; r++)
+		text_len += strcspn(lines[r], "\n");
+	char *text = malloc(text_len + 1);
+	if (fmt_batch_own(b, validity, e) || fmt_batch_own(b, values, e) || fmt_batch_own(b, offsets, e) ||
+	    fmt_batch_own(b, text, e) || !validity || !values || !offsets || !text)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	size_t used = 0;
+	for (uint64_t r = 0; r < rows; r++) {
+		const char *p;
+		size_t n;
+		ttab_field(lines[r], c, &p, &n);
+		if (n == 0 && f->nullable) {
+			col->null_count++;
+		} else {
+			set_bit(validity, r);
+			if (f->type == FMT_C_I64) {
+				int64_t v = strtoll(p, NULL, 10);
+				memcpy(values + r * 8, &v, 8);
+			} else if (f->type == FMT_C_BOOL && n && *p == 't') {
+				set_bit(values, r);
+			} else if (f->type == FMT_C_UTF8) {
+				memcpy(text + used, p, n);
+				used += n;
+			}
+		}
+		offsets[r + 1] = (int32_t)used;
+	}
+	col->validity = col->null_count ? validity : NULL;
+	col->offsets = f->type == FMT_C_UTF8 ? offsets : NULL;
+	col->values = f->type == FMT_C_UTF8 ? (const uint8_t *)text : values;
+	col->values_len = f->type == FMT_C_UTF8 ? used : (rows + 1) * 8;
+	return FMT_OK;
+}
+
+static fmt_kind ttab_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
+{
+	ttab_state *st = t->format_state;
+	char *lines[TTAB_BATCH_ROWS];
+	uint64_t rows = 0;
+	while (rows < TTAB_BATCH_ROWS && *st->pos) {
+		lines[rows++] = st->pos;
+		char *nl = strchr(st->pos, '\n');
+		st->pos = nl ? nl + 1 : st->pos + strlen(st->pos);
+	}
+	*done = rows == 0;
+	b->n_rows = rows;
+	for (size_t c = 0; c < b->n_columns && rows; c++)
+		if (ttab_column(&t->schema.fields[c], c, lines, rows, b, &b->columns[c], e) != FMT_OK)
+			return e->kind;
+	return FMT_OK;
+}
+
+static fmt_kind ttab_write_row(const fmt_schema *s, const fmt_batch *b, uint64_t r, fmt_sink *k,
+			       fmt_err *e)
+{
+	for (size_t c = 0; c < s->n_fields; c++) {
+		const fmt_column *col = &b->columns[c];
+		char num[32];
+		const uint8_t *p = (const uint8_t *)num;
+		size_t n = 0;
+		if (c && fmt_sink_write(k, ",", 1, e) != FMT_OK)
+			return e->kind;
+		if (fmt_column_is_null(col, r))
+			continue;
+		if (s->fields[c].type == FMT_C_UTF8) {
+			fmt_column_bytes(col, FMT_C_UTF8, r, &p, &n);
+		} else if (s->fields[c].type == FMT_C_BOOL) {
+			n = (size_t)snprintf(num, sizeof num, "%s", fmt_column_bool(col, r) ? "true" : "false");
+		} else {
+			int64_t v;
+			memcpy(&v, col->values + r * 8, 8);
+			n = (size_t)snprintf(num, sizeof num, "%lld", (long long)v);
+		}
+		if (fmt_sink_write(k, p, n, e) != FMT_OK)
+			return e->kind;
+	}
+	return fmt_sink_write(k, "\n", 1, e);
+}
+
+static fmt_kind ttab_write(fmt_table *in, fmt_sink *k, const struct fmt_write_opts *o, fmt_err *e)
+{
+	(void)o;
+	const fmt_schema *s = &in->schema;
+	if (fmt_sink_write(k, TTAB_MAGIC, strlen(TTAB_MAGIC), e) != FMT_OK)
+		return e->kind;
+	for (size_t c = 0; c < s->n_fields; c++) {
+		char col[256];
+		int n = snprintf(col, sizeof col, "%s%s:%s%s", c ? "," : "", s->fields[c].name,
+				 s->fields[c].type == FMT_C_I64 ? "int64" : fmt_ctype_name(s->fields[c].type),
+				 s->fields[c].nullable ? "?" : "");
+		if (fmt_sink_write(k, col, (size_t)n, e) != FMT_OK)
+			return e->kind;
+	}
+	if (fmt_sink_write(k, "\n", 1, e) != FMT_OK)
+		return e->kind;
+	for (;;) {
+		fmt_batch b;
+		int done = 0;
+		if (fmt_table_next(in, &b, &done, e) != FMT_OK)
+			return e->kind;
+		fmt_kind kind = FMT_OK;
+		for (uint64_t r = 0; r < b.n_rows && kind == FMT_OK; r++)
+			kind = ttab_write_row(s, &b, r, k, e);
+		fmt_batch_free(&b);
+		if (kind != FMT_OK || done)
+			return kind;
+	}
+}
+
+static int ttab_can_hold(const fmt_field *f)
+{
+	return f->type == FMT_C_I64 || f->type == FMT_C_UTF8 || f->type == FMT_C_BOOL;
+}
+
+static void ttab_close(fmt_table *t)
+{
+	ttab_state *st = t->format_state;
+	if (st)
+		free(st->text);
+	free(st);
+	t->format_state = NULL;
+}
+
+static const fmt_table_driver ttab_driver = {
+	.name = "ttab",
+	.extension = ".ttab",
+	.probe = ttab_probe,
+	.open = ttab_open,
+	.next = ttab_next,
+	.write = ttab_write,
+	.can_hold = ttab_can_hold,
+	.close = ttab_close,
+};
+
+static void register_ttab(void)
+{
+	if (!fmt_table_driver_by_name("ttab")) {
+		fmt_err e;
+		CHECK(fmt_table_driver_register(&ttab_driver, &e) == FMT_OK);
+	}
+}
+
+static const char sample[] = TTAB_MAGIC
+	"id:int64,name:utf8?,ok:bool\n"
+	"1,alice,true\n"
+	"2,,false\n"
+	"-3,carol,true\n";
+
+TEST(table_probe_chooses_the_table_driver_and_reads_batches)
+{
+	register_ttab();
+	fmt_table t;
+	fmt_err e;
+	fmt_err_clear(&e);
+	CHECK(fmt_table_open_memory(&t, "s.ttab", sample, strlen(sample), NULL, &e) == FMT_OK);
+	CHECK(t.driver == &ttab_driver);
+	CHECK_EQ_U64(t.schema.n_fields, 3);
+	CHECK_STR(t.schema.fields[1].name, "name");
+	CHECK(t.schema.fields[1].type == FMT_C_UTF8 && t.schema.fields[1].nullable);
+	CHECK(t.schema.fields[0].type == FMT_C_I64 && !t.schema.fields[0].nullable);
+	uint64_t rows[3] = { 0 }, batches = 0;
+	int done = 0;
+	while (!done && batches < 3) {
+		fmt_batch b;
+		CHECK(fmt_table_next(&t, &b, &done, &e) == FMT_OK);
+		rows[batches++] = b.n_rows;
+		if (batches == 1) {
+			int64_t id;
+			memcpy(&id, b.columns[0].values + 8, 8);
+			CHECK_EQ_U64(id, 2);
+			CHECK(fmt_column_is_null(&b.columns[1], 1) && !fmt_column_is_null(&b.columns[1], 0));
+			CHECK_EQ_U64(b.columns[1].null_count, 1);
+			const uint8_t *p;
+			size_t n;
+			fmt_column_bytes(&b.columns[1], FMT_C_UTF8, 0, &p, &n);
+			CHECK(n == 5 && memcmp(p, "alice", 5) == 0);
+			CHECK(fmt_column_bool(&b.columns[2], 0) && !fmt_column_bool(&b.columns[2], 1));
+		}
+		fmt_batch_free(&b);
+	}
+	CHECK(done);
+	CHECK_EQ_U64(batches, 3);
+	CHECK_EQ_U64(rows[0], 2);
+	CHECK_EQ_U64(rows[1], 1);
+	CHECK_EQ_U64(rows[2], 0);
+	fmt_table_free(&t);
+}
+
+TEST(table_write_reads_back_identical)
+{
+	register_ttab();
+	char dir[] = "/tmp/fmtkit-table-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	char path[64];
+	snprintf(path, sizeof path, "%s/out.ttab", dir);
+	fmt_table t;
+	fmt_sink k;
+	fmt_err e;
+	CHECK(fmt_table_open_memory(&t, "s.ttab", sample, strlen(sample), NULL, &e) == FMT_OK);
+	const fmt_table_driver *d = fmt_table_driver_by_extension(path);
+	CHECK(d == &ttab_driver);
+	CHECK(fmt_sink_open(&k, path, 0, &e) == FMT_OK);
+	CHECK(d->write(&t, &k, NULL, &e) == FMT_OK);
+	CHECK(fmt_sink_commit(&k, &e) == FMT_OK);
+	fmt_table_free(&t);
+	char *text = NULL;
+	size_t n = 0;
+	CHECK(fmt_read_file(path, 4096, &text, &n, &e) == FMT_OK);
+	CHECK_STR(text, sample);
+	free(text);
+	unlink(path);
+	rmdir(dir);
+}
+
+TEST(table_open_any_tells_models_from_tables)
+{
+	register_ttab();
+	char dir[] = "/tmp/fmtkit-table-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	char tpath[64], mpath[64];
+	snprintf(tpath, sizeof tpath, "%s/a.ttab", dir);
+	snprintf(mpath, sizeof mpath, "%s/m.safetensors", dir);
+	static const char st[] = "\x10\0\0\0\0\0\0\0{}              ";
+	FILE *f = fopen(tpath, "w");
+	fputs(sample, f);
+	fclose(f);
+	f = fopen(mpath, "w");
+	fwrite(st, 1, sizeof st - 1, f);
+	fclose(f);
+
+	fmt_model m;
+	fmt_table t;
+	fmt_err e;
+	int is_table = -1;
+	CHECK(fmt_open_any(tpath, NULL, &m, &t, &is_table, &e) == FMT_OK);
+	CHECK(is_table == 1 && t.driver == &ttab_driver);
+	fmt_table_free(&t);
+	CHECK(fmt_open_any(mpath, NULL, &m, &t, &is_table, &e) == FMT_OK);
+	CHECK(is_table == 0 && m.driver == fmt_driver_by_name("safetensors"));
+	fmt_model_free(&m);
+	CHECK(fmt_open_any(mpath, "ttab", &m, &t, &is_table, &e) == FMT_INVALID_FORMAT);
+
+	/* A model is not a dataset; an unknown format name lists both kinds. */
+	CHECK(fmt_table_open(&t, mpath, NULL, &e) == FMT_INVALID_FORMAT);
+	CHECK(strstr(e.msg, "a safetensors model, not a dataset") != NULL);
+	CHECK(fmt_open_any(mpath, "nosuch", &m, &t, &is_table, &e) == FMT_USAGE);
+	CHECK(strstr(e.msg, "unknown format 'nosuch'") && strstr(e.msg, "gguf") && strstr(e.msg, "ttab"));
+	unlink(tpath);
+	unlink(mpath);
+	rmdir(dir);
+}
+
+TEST(table_unrecognised_lists_every_format)
+{
+	register_ttab();
+	fmt_table t;
+	fmt_err e;
+	fmt_err_clear(&e);
+	CHECK(fmt_table_open_memory(&t, "junk", "junk", 4, NULL, &e) == FMT_INVALID_FORMAT);
+	CHECK(strstr(e.msg, "unrecognised format") && strstr(e.msg, "safetensors") && strstr(e.msg, "ttab"));
+	CHECK_STR(e.file, "junk");
+}
+
+/* A one-column schema and a batch of 3 rows over caller-made buffers. */
+static void one_column(fmt_schema *s, fmt_batch *b, fmt_ctype type, int nullable)
+{
+	fmt_err e;
+	fmt_schema_init(s);
+	fmt_field f = { .name = "c", .type = type, .nullable = nullable };
+	CHECK(fmt_schema_add_field(s, &f, &e) == FMT_OK);
+	CHECK(fmt_batch_init(b, 1, &e) == FMT_OK);
+	b->n_rows = 3;
+}
+
+TEST(batch_check_refuses_broken_offsets_and_counts)
+{
+	fmt_schema s;
+	fmt_batch b;
+	fmt_err e;
+	one_column(&s, &b, FMT_C_UTF8, 1);
+	int32_t offsets[4] = { 0, 2, 5, 5 };
+	uint8_t validity = 0x3; /* row 2 null */
+	b.columns[0] = (fmt_column){ .null_count = 1, .validity = &validity, .offsets = offsets,
+				     .values = (const uint8_t *)"abcde", .values_len = 5 };
+	CHECK(fmt_batch_check(&s, &b, &e) == FMT_OK);
+	b.columns[0].null_count = 0;
+	CHECK(fmt_batch_check(&s, &b, &e) == FMT_INVALID_FORMAT);
+	CHECK(strstr(e.msg, "null count 0, bitmap says 1") != NULL);
+	b.columns[0].null_count = 1;
+	offsets[2] = 1;
+	CHECK(fmt_batch_check(&s, &b, &e) == FMT_INVALID_FORMAT);
+	CHECK(strstr(e.msg, "goes backwards") != NULL);
+	offsets[2] = 5;
+	offsets[3] = 6;
+	CHECK(fmt_batch_check(&s, &b, &e) == FMT_INVALID_FORMAT);
+	CHECK(strstr(e.msg, "past the 5 bytes") != NULL);
+	offsets[3] = 5;
+	offsets[0] = -1;
+	CHECK(fmt_batch_check(&s, &b, &e) == FMT_INVALID_FORMAT);
+	offsets[0] = 0;
+	b.columns[0].values = (const uint8_t *)"ab\xff" "de";
+	CHECK(fmt_batch_check(&s, &b, &e) == FMT_INVALID_FORMAT);
+	CHECK(strstr(e.msg, "row 1 is not valid UTF-8") != NULL);
+	s.fields[0].nullable = 0;
+	b.columns[0].values = (const uint8_t *)"abcde";
+	CHECK(fmt_batch_check(&s, &b, &e) == FMT_SCHEMA);
+	b.n_columns = 0;
+	CHECK(fmt_batch_check(&s, &b, &e) == FMT_SCHEMA);
+	b.n_columns = 1;
+	fmt_batch_free(&b);
+	fmt_schema_free(&s);
+}
+
+TEST(batch_check_sizes_fixed_width_bool_and_lists)
+{
+	fmt_schema s;
+	fmt_batch b;
+	fmt_err e;
+	static const uint8_t bytes[24];
+	one_column(&s, &b, FMT_C_I64, 0);
+	b.columns[0] = (fmt_column){ .values = bytes, .values_len = 24 };
+	CHECK(fmt_batch_check(&s, &b, &e) == FMT_OK);
+	b.columns[0].values_len = 23;
+	CHECK(fmt_batch_check(&s, &b, &e) == FMT_INVALID_FORMAT);
+	CHECK(strstr(e.msg, "23 bytes of values for 3 rows, need 24") != NULL);
+	s.fields[0].type = FMT_C_BOOL;
+	b.columns[0].values_len = 1;
+	CHECK(fmt_batch_check(&s, &b, &e) == FMT_OK);
+	s.fields[0].type = FMT_C_FIXED_SIZE_LIST;
+	s.fields[0].elem = FMT_C_F32;
+	s.fields[0].list_size = 2;
+	b.columns[0].values_len = 24;
+	CHECK(fmt_batch_check(&s, &b, &e) == FMT_OK);
+	s.fields[0].list_size = 3;
+	CHECK(fmt_batch_check(&s, &b, &e) == FMT_INVALID_FORMAT);
+	s.fields[0].list_size = UINT32_MAX;
+	b.n_rows = UINT64_MAX / 4;
+	CHECK(fmt_batch_check(&s, &b, &e) == FMT_INVALID_FORMAT);
+	fmt_batch_free(&b);
+	fmt_schema_free(&s);
+}
+
+TEST(schema_check_and_json)
+{
+	fmt_schema s;
+	fmt_err e;
+	fmt_schema_init(&s);
+	fmt_field ts = { .name = "t", .type = FMT_C_TIMESTAMP, .unit = FMT_TU_MS, .timezone = "UTC" };
+	fmt_field emb = { .name = "emb", .type = FMT_C_FIXED_SIZE_LIST, .elem = FMT_C_F32, .list_size = 4,
+			  .nullable = 1 };
+	CHECK(fmt_schema_add_field(&s, &ts, &e) == FMT_OK);
+	CHECK(fmt_schema_add_field(&s, &emb, &e) == FMT_OK);
+	CHECK(fmt_schema_add_meta(&s, "source", "unit test", &e) == FMT_OK);
+	CHECK(fmt_schema_check(&s, &e) == FMT_OK);
+	CHECK_EQ_U64(fmt_schema_find(&s, "emb"), 1);
+	CHECK(fmt_schema_find(&s, "nope") == -1);
+	json_t *j = fmt_schema_json(&s);
+	char *text = json_dumps(j, JSON_COMPACT);
+	CHECK_STR(text, "{\"fields\":[{\"name\":\"t\",\"type\":\"timestamp\",\"nullable\":false,\"unit\":\"ms\","
+			"\"timezone\":\"UTC\"},{\"name\":\"emb\",\"type\":\"fixed_size_list\",\"nullable\":true,"
+			"\"element\":\"float32\",\"list_size\":4}],\"metadata\":{\"source\":\"unit test\"}}");
+	free(text);
+	json_decref(j);
+	s.fields[1].elem = FMT_C_UTF8;
+	CHECK(fmt_schema_check(&s, &e) == FMT_UNSUPPORTED);
+	s.fields[1].elem = FMT_C_F32;
+	free(s.fields[1].name);
+	s.fields[1].name = strdup("t");
+	CHECK(fmt_schema_check(&s, &e) == FMT_INVALID_FORMAT);
+	CHECK(strstr(e.msg, "'t' appears twice") != NULL);
+	fmt_schema_free(&s);
+}
+
+/* The conformance suite runs on the in-test driver too (a sample written to a file). */
+TEST(table_ttab_passes_the_conformance_suite)
+{
+	register_ttab();
+	char dir[] = "/tmp/fmtkit-table-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	char path[64];
+	snprintf(path, sizeof path, "%s/sample.ttab", dir);
+	FILE *f = fopen(path, "w");
+	CHECK(f != NULL);
+	fputs(sample, f);
+	fclose(f);
+	conform_table_driver(&ttab_driver, path);
+	unlink(path);
+	rmdir(dir);
+}
