@@ -538,24 +538,25 @@ static int jw_number(jwalk *w, const char **pp)
 		while (p < end && *p >= '0' && *p <= '9')
 			p++;
 	}
-	char tok[64];
+	char small[64], *tok = small;
 	size_t len = (size_t)(p - *pp);
-	if (len < sizeof tok) { /* longer digit strings overflow either way */
-		memcpy(tok, *pp, len);
-		tok[len] = '\0';
-		errno = 0;
-		if (real) {
-			double d = strtod(tok, NULL);
-			if (errno == ERANGE && (d > 1 || d < -1))
-				return jw_fail(w, *pp, "real number overflow");
-		} else {
-			(void)strtoll(tok, NULL, 10);
-			if (errno == ERANGE)
-				return jw_fail(w, *pp, "too big integer");
-		}
-	} else if (!real) {
-		return jw_fail(w, *pp, "too big integer");
+	if (len >= sizeof small && !(tok = malloc(len + 1)))
+		return jw_fail(w, *pp, "out of memory");
+	memcpy(tok, *pp, len);
+	tok[len] = '\0';
+	errno = 0;
+	int bad = 0;
+	if (real) {
+		double d = strtod(tok, NULL);
+		bad = errno == ERANGE && (d > 1 || d < -1); /* overflow; underflow is accepted, as jansson does */
+	} else {
+		(void)strtoll(tok, NULL, 10);
+		bad = errno == ERANGE;
 	}
+	if (tok != small)
+		free(tok);
+	if (bad)
+		return jw_fail(w, *pp, real ? "real number overflow" : "too big integer");
 	*pp = p;
 	return 1;
 }
@@ -1119,8 +1120,8 @@ static fmt_kind member_value(const char *v, size_t n, size_t *budget, fmt_value 
 		*budget -= n;
 	json_error_t je;
 	json_t *j = json_loadb(v, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
-	if (!j)
-		return fmt_fail(e, FMT_INTERNAL, "metadata value no longer parses: %s", je.text);
+	if (!j) /* the walker and jansson disagree: report it as the file's fault, not a crash */
+		return fmt_fail(e, FMT_INVALID_FORMAT, "__metadata__ metadata is not valid JSON: %s", je.text);
 	k = value_from_json(j, out, e);
 	json_decref(j);
 	return k;
