@@ -78,6 +78,16 @@ run_bounded() {
 	assert_equal "$(jq -r '.metadata.note|length' <<<"$output")" 15000000
 }
 
+@test "memory: .apsim units object of a million entries naming no tensor, refused (exit 4) within 16x + 64 MB" {
+	"$REPO_ROOT/scripts/gen/hostile-memory" full 1 apsim-units.apsim
+	f=full/apsim-units.apsim
+	run_bounded "$f" fmt-verify "$f"
+	assert_equal "$status" 4
+	[[ "$stderr" == *"units 't0000000': no tensor of that name in the file"* ]] || fail "$stderr"
+	run_bounded "$f" fmt-inspect --json "$f"
+	assert_equal "$status" 4
+}
+
 # Item 10: a FIFO at a key path is refused at once (timeout would give 124).
 @test "keys: a FIFO as the per-user HMAC key is refused, never waited on (exit 2)" {
 	mkdir -p home/.config/fmtkit

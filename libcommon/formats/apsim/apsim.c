@@ -317,7 +317,6 @@ void fmt_apsim_file_free(apsim_file *f)
 		free(f->kv[i].val);
 	}
 	free(f->kv);
-	json_decref(f->units);
 	json_decref(f->qtensors);
 	free(f->extra);
 	for (size_t i = 0; i < f->n_units; i++)
@@ -704,23 +703,114 @@ static int jw_value(jwalk *w, const char **pp, int depth)
 	}
 }
 
-static fmt_kind check_metadata_text(const char *text, fmt_err *e)
+static fmt_kind check_object_text(const char *key, const char *text, fmt_err *e)
 {
 	size_t n = strlen(text);
 	jwalk w = { text, text + n, NULL, NULL };
 	const char *p = jw_ws(text, w.end);
+	if (fmt_apsim_json_too_deep(text, n, APSIM_MAX_DEPTH)) /* first, as before the walker */
+		return fmt_fail(e, FMT_INVALID_FORMAT, "__metadata__ %s: JSON nested deeper than %d levels", key,
+				APSIM_MAX_DEPTH);
 	if (p >= w.end || *p != '{')
-		return fmt_fail(e, FMT_INVALID_FORMAT, "__metadata__ metadata is not a JSON object");
+		return fmt_fail(e, FMT_INVALID_FORMAT, "__metadata__ %s is not a JSON object", key);
 	int ok = jw_value(&w, &p, 0);
 	if (ok && jw_ws(p, w.end) != w.end)
 		ok = jw_fail(&w, jw_ws(p, w.end), "end of file expected");
 	if (ok)
 		return FMT_OK;
 	if (strcmp(w.why, "nested too deep") == 0)
-		return fmt_fail(e, FMT_INVALID_FORMAT, "__metadata__ metadata: JSON nested deeper than %d levels",
+		return fmt_fail(e, FMT_INVALID_FORMAT, "__metadata__ %s: JSON nested deeper than %d levels", key,
 				APSIM_MAX_DEPTH);
-	return fmt_fail(e, FMT_INVALID_FORMAT, "__metadata__ metadata is not valid JSON at byte %zu: %s",
+	return fmt_fail(e, FMT_INVALID_FORMAT, "__metadata__ %s is not valid JSON at byte %zu: %s", key,
 			(size_t)(w.at - text), w.why);
+}
+
+static fmt_kind check_metadata_text(const char *text, fmt_err *e)
+{
+	return check_object_text("metadata", text, e);
+}
+
+/* A member's key (at p, already checked), decoded; p moves past it. */
+static char *walk_key(jwalk *w, const char **p)
+{
+	const char *k0 = *p;
+	int esc = 0;
+	if (!jw_string(w, p, &esc))
+		return NULL;
+	if (!esc)
+		return strndup(k0 + 1, (size_t)(*p - k0) - 2);
+	json_t *j = json_loadb(k0, (size_t)(*p - k0), JSON_DECODE_ANY, NULL);
+	char *key = j ? strdup(json_string_value(j)) : NULL;
+	json_decref(j);
+	return key;
+}
+
+/* [d0,...,d6], each an integer from -128 to 127 (the text is checked JSON). */
+static int walk_dims(const char *v, const char *end, int8_t dims[FMT_UNIT_DIMS])
+{
+	const char *p = jw_ws(v, end);
+	if (p >= end || *p != '[')
+		return 0;
+	for (int i = 0; i < FMT_UNIT_DIMS; i++) {
+		p = jw_ws(p + 1, end);
+		const char *t = p;
+		if (p < end && *p == '-')
+			p++;
+		if (p >= end || *p < '0' || *p > '9')
+			return 0;
+		long x = strtol(t, (char **)&p, 10);
+		if (x < -128 || x > 127 || (p < end && (*p == '.' || *p == 'e' || *p == 'E')))
+			return 0;
+		dims[i] = (int8_t)x;
+		p = jw_ws(p, end);
+		if (p >= end || *p != (i + 1 < FMT_UNIT_DIMS ? ',' : ']'))
+			return 0;
+	}
+	return 1;
+}
+
+/* units without a JSON tree (a hostile units object of a million entries would take twenty
+ * times its text): checked by the walker, then each member read in place. */
+static fmt_kind parse_units_text(apsim_file *f, fmt_err *e)
+{
+	fmt_kind k = check_object_text("units", f->units_text, e);
+	if (k != FMT_OK)
+		return k;
+	jwalk w = { f->units_text, f->units_text + strlen(f->units_text), NULL, NULL };
+	const char *p = jw_ws(jw_ws(w.s, w.end) + 1, w.end);
+	size_t cap = 0;
+	while (p < w.end && *p == '"') {
+		char *name = walk_key(&w, &p);
+		if (!name)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		const char *v = p = jw_ws(jw_ws(p, w.end) + 1, w.end);
+		if (!jw_value(&w, &p, 1)) {
+			free(name);
+			return fmt_fail(e, FMT_INTERNAL, "units no longer parse");
+		}
+		if (f->n_units == cap) {
+			fmt_unit *bigger = realloc(f->unit_list, (cap = cap ? cap * 2 : 16) * sizeof *bigger);
+			if (!bigger) {
+				free(name);
+				return fmt_fail(e, FMT_IO, "out of memory");
+			}
+			f->unit_list = bigger;
+		}
+		fmt_unit *u = &f->unit_list[f->n_units];
+		if (!walk_dims(v, p, u->dims)) {
+			k = fmt_fail(e, FMT_INVALID_FORMAT,
+				     "units " NM ": expected an array of 7 integers from -128 to 127 (m, kg, s, A, K, mol, cd)",
+				     name);
+			free(name);
+			return k;
+		}
+		u->tensor = name;
+		f->n_units++;
+		p = jw_ws(p, w.end);
+		if (p < w.end && *p == ',')
+			p = jw_ws(p + 1, w.end);
+	}
+	return FMT_OK;
 }
 
 static fmt_kind parse_object(const char *key, const char *text, json_t **out, fmt_err *e)
@@ -754,27 +844,6 @@ static int parse_dims(const json_t *a, int8_t dims[FMT_UNIT_DIMS])
 		dims[i] = (int8_t)json_integer_value(v);
 	}
 	return 1;
-}
-
-static fmt_kind parse_units(apsim_file *f, fmt_err *e)
-{
-	size_t n = json_object_size(f->units);
-	f->unit_list = calloc(n ? n : 1, sizeof *f->unit_list);
-	if (!f->unit_list)
-		return fmt_fail(e, FMT_IO, "out of memory");
-	const char *name;
-	json_t *v;
-	json_object_foreach(f->units, name, v) {
-		fmt_unit *u = &f->unit_list[f->n_units];
-		if (!parse_dims(v, u->dims))
-			return fmt_fail(e, FMT_INVALID_FORMAT,
-					"units " NM ": expected an array of 7 integers from -128 to 127 (m, kg, s, A, K, mol, cd)",
-					name);
-		if (!(u->tensor = strdup(name)))
-			return fmt_fail(e, FMT_IO, "out of memory");
-		f->n_units++;
-	}
-	return FMT_OK;
 }
 
 static const fmt_tensor *find_in_file(const fmt_model *m, const apsim_file *f, const char *name)
@@ -931,13 +1000,11 @@ fmt_kind fmt_apsim_read_file(fmt_model *m, int source, apsim_file *f, fmt_err *e
 	if (k == FMT_OK)
 		k = interpret_keys(f, e);
 	if (k == FMT_OK)
-		k = parse_object("units", f->units_text, &f->units, e);
+		k = parse_units_text(f, e);
 	if (k == FMT_OK)
 		k = parse_object("qtensors", f->qtensors_text, &f->qtensors, e);
 	if (k == FMT_OK)
 		k = check_metadata_text(f->metadata_text, e);
-	if (k == FMT_OK)
-		k = parse_units(f, e);
 	if (k == FMT_OK)
 		k = parse_qtensors(m, f, e);
 	if (k == FMT_OK && f->shard_n == 1)
@@ -1383,7 +1450,14 @@ json_t *fmt_apsim_describe_common(const apsim_state *st)
 	} else {
 		json_object_set_new(o, "key_id", json_null());
 	}
-	json_object_set_new(o, "units", json_deep_copy(f->units));
+	json_t *units = json_object();
+	for (size_t i = 0; units && i < f->n_units; i++) {
+		json_t *dims = json_array();
+		for (int d = 0; dims && d < FMT_UNIT_DIMS; d++)
+			json_array_append_new(dims, json_integer(f->unit_list[i].dims[d]));
+		json_object_set_new(units, f->unit_list[i].tensor, dims);
+	}
+	json_object_set_new(o, "units", units);
 	json_t *q = json_object();
 	for (size_t i = 0; i < st->n_files && q; i++)
 		json_object_update(q, st->files[i].qtensors);
