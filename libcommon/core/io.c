@@ -1,7 +1,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -257,20 +260,32 @@ fmt_kind fmt_check_distinct(const char *input, const char *output, fmt_err *e)
 
 /* ---- atomic sinks ---- */
 
-/* Temporary files that a signal must remove. The handler only reads this table and calls
- * unlink, which is async-signal-safe. */
-#define SINK_MAX_LIVE 64
-static char *volatile live_tmp[SINK_MAX_LIVE];
+/* Temporary files that a signal must remove, any number of them (an unpack of a large bundle or
+ * a set of thousands of shards keeps every temporary until the last is written). Slots live in
+ * blocks that are linked once and never freed; a slot is claimed and released with atomic
+ * compare-and-swap, so the handler, which only walks the blocks and calls unlink (both
+ * async-signal-safe), always sees a consistent list whatever thread it interrupts. */
+#define LIVE_BLOCK_SLOTS 64
+typedef struct live_block {
+	_Atomic(char *) slot[LIVE_BLOCK_SLOTS];
+	_Atomic(struct live_block *) next;
+} live_block;
+static live_block live_first;
 static volatile sig_atomic_t handlers_installed;
 
 static void remove_live_and_reraise(int sig)
 {
-	for (int i = 0; i < SINK_MAX_LIVE; i++)
-		if (live_tmp[i])
-			unlink(live_tmp[i]);
+	for (live_block *b = &live_first; b; b = atomic_load(&b->next))
+		for (int i = 0; i < LIVE_BLOCK_SLOTS; i++) {
+			char *path = atomic_load(&b->slot[i]);
+			if (path)
+				unlink(path);
+		}
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
+
+static const int cleanup_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
 
 static void install_handlers(void)
 {
@@ -280,25 +295,57 @@ static void install_handlers(void)
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = remove_live_and_reraise;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGPIPE, &sa, NULL);
+	for (size_t i = 0; i < sizeof cleanup_signals / sizeof cleanup_signals[0]; i++)
+		sigaction(cleanup_signals[i], &sa, NULL);
 	handlers_installed = 1;
 }
 
-static void track_tmp(char *path, int add)
+/* Track path for removal on a signal; 0, or -1 when out of memory. */
+static int track_tmp(char *path)
 {
-	for (int i = 0; i < SINK_MAX_LIVE; i++) {
-		if (add && !live_tmp[i]) {
-			live_tmp[i] = path;
-			return;
+	for (live_block *b = &live_first;;) {
+		for (int i = 0; i < LIVE_BLOCK_SLOTS; i++) {
+			char *expected = NULL;
+			if (atomic_compare_exchange_strong(&b->slot[i], &expected, path))
+				return 0;
 		}
-		if (!add && live_tmp[i] == path) {
-			live_tmp[i] = NULL;
-			return;
+		live_block *next = atomic_load(&b->next);
+		if (!next) {
+			live_block *fresh = calloc(1, sizeof *fresh);
+			if (!fresh)
+				return -1;
+			if (atomic_compare_exchange_strong(&b->next, &next, fresh))
+				next = fresh;
+			else
+				free(fresh); /* another thread linked one: use it */
 		}
+		b = next;
 	}
+}
+
+static void untrack_tmp(char *path)
+{
+	for (live_block *b = &live_first; b; b = atomic_load(&b->next))
+		for (int i = 0; i < LIVE_BLOCK_SLOTS; i++) {
+			char *expected = path;
+			if (atomic_compare_exchange_strong(&b->slot[i], &expected, NULL))
+				return;
+		}
+}
+
+/* Test hook (documented in io.h): stop the process with SIGSTOP when the Nth sink of the
+ * process has created its temporary file, so a test can deliver a signal mid-write. */
+static void test_stop_hook(void)
+{
+	static long opened, stop_at = -1;
+	if (stop_at < 0) {
+		const char *v = getenv("FMTKIT_TEST_STOP_AT_SINK");
+		stop_at = v ? strtol(v, NULL, 10) : 0;
+		if (stop_at < 0)
+			stop_at = 0;
+	}
+	if (stop_at > 0 && ++opened == stop_at)
+		raise(SIGSTOP);
 }
 
 #define SINK_BUF_SIZE (1u << 20)
@@ -346,7 +393,11 @@ fmt_kind fmt_sink_open(fmt_sink *k, const char *path, unsigned flags, fmt_err *e
 			fmt_sink_abort(k);
 			return r;
 		}
-		track_tmp(k->tmp_path, 1);
+		if (track_tmp(k->tmp_path) != 0) {
+			fmt_sink_abort(k);
+			return fmt_fail(e, FMT_IO, "out of memory");
+		}
+		test_stop_hook();
 	}
 	k->buf = malloc(SINK_BUF_SIZE);
 	if (!k->buf) {
@@ -464,36 +515,147 @@ static void fsync_dir_of(const char *path)
 	free(dir);
 }
 
-fmt_kind fmt_sink_commit(fmt_sink *k, fmt_err *e)
+fmt_kind fmt_sink_finish(fmt_sink *k, fmt_err *e)
 {
+	if (k->is_stdout || k->fd < 0)
+		return k->is_stdout ? sink_flush(k, e) : FMT_OK; /* stdout, or finished already */
 	fmt_kind r = sink_flush(k, e);
-	if (r == FMT_OK && k->is_stdout) {
-		free(k->buf);
-		memset(k, 0, sizeof *k);
-		k->fd = -1;
-		return FMT_OK;
-	}
 	if (r == FMT_OK && fsync(k->fd) != 0)
 		r = io_fail(e, k->path, "fsync");
 	if (r == FMT_OK && fchmod(k->fd, creation_mode()) != 0)
 		r = io_fail(e, k->path, "chmod");
-	if (r == FMT_OK && close(k->fd) != 0)
+	if (close(k->fd) != 0 && r == FMT_OK)
 		r = io_fail(e, k->path, "close");
 	k->fd = -1;
-	if (r == FMT_OK && rename(k->tmp_path, k->path) != 0)
-		r = io_fail(e, k->path, "cannot rename the temporary file over");
-	if (r != FMT_OK) {
+	free(k->buf);
+	k->buf = NULL;
+	if (r != FMT_OK)
 		fmt_sink_abort(k);
-		return r;
-	}
-	fsync_dir_of(k->path);
-	track_tmp(k->tmp_path, 0);
+	return r;
+}
+
+/* Forget a sink whose file is in place. */
+static void sink_release(fmt_sink *k)
+{
+	if (k->tmp_path)
+		untrack_tmp(k->tmp_path);
 	free(k->tmp_path);
 	free(k->path);
 	free(k->buf);
 	memset(k, 0, sizeof *k);
 	k->fd = -1;
+}
+
+fmt_kind fmt_sink_commit(fmt_sink *k, fmt_err *e)
+{
+	fmt_kind r = fmt_sink_finish(k, e);
+	if (r != FMT_OK)
+		return r;
+	if (k->is_stdout) {
+		sink_release(k);
+		return FMT_OK;
+	}
+	if (rename(k->tmp_path, k->path) != 0) {
+		r = io_fail(e, k->path, "cannot rename the temporary file over");
+		fmt_sink_abort(k);
+		return r;
+	}
+	fsync_dir_of(k->path);
+	sink_release(k);
 	return FMT_OK;
+}
+
+/* Move an existing path out of the way to a fresh name beside it (*aside, malloc'd; NULL when
+ * nothing was there), so that it can be put back if the commit of a set fails. */
+static fmt_kind move_aside(const char *path, char **aside, fmt_err *e)
+{
+	struct stat st;
+	*aside = NULL;
+	if (lstat(path, &st) != 0)
+		return FMT_OK;
+	char *dir = dir_of(path);
+	if (!dir || asprintf(aside, "%s/.fmtkit-old-XXXXXX", dir) < 0) {
+		free(dir);
+		*aside = NULL;
+		return fmt_fail(e, FMT_IO, "out of memory");
+	}
+	free(dir);
+	int fd = mkostemp(*aside, O_CLOEXEC);
+	if (fd >= 0)
+		close(fd);
+	if (fd < 0 || rename(path, *aside) != 0) {
+		fmt_kind r = io_fail(e, path, "cannot replace");
+		if (fd >= 0)
+			unlink(*aside);
+		free(*aside);
+		*aside = NULL;
+		return r;
+	}
+	return FMT_OK;
+}
+
+fmt_kind fmt_sinks_commit(fmt_sink *ks, size_t n, fmt_err *e)
+{
+	sigset_t block, old;
+	sigemptyset(&block);
+	for (size_t i = 0; i < sizeof cleanup_signals / sizeof cleanup_signals[0]; i++)
+		sigaddset(&block, cleanup_signals[i]);
+	char **aside = calloc(n ? n : 1, sizeof *aside);
+	fmt_kind r = aside ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; i < n && r == FMT_OK; i++) {
+		if (ks[i].is_stdout)
+			r = fmt_fail(e, FMT_INTERNAL, "a set of files cannot go to standard output");
+		else
+			r = fmt_sink_finish(&ks[i], e);
+	}
+	/* From here to the end the set changes on disk: a signal waits until it is complete or
+	 * rolled back (worker threads block these signals: fmt_pool_create). */
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	size_t done = 0;
+	for (; done < n && r == FMT_OK; done++) {
+		r = move_aside(ks[done].path, &aside[done], e);
+		if (r == FMT_OK && rename(ks[done].tmp_path, ks[done].path) != 0) {
+			r = io_fail(e, ks[done].path, "cannot rename the temporary file over");
+			if (aside[done] && rename(aside[done], ks[done].path) == 0) {
+				free(aside[done]);
+				aside[done] = NULL;
+			}
+		}
+		if (r != FMT_OK)
+			break;
+	}
+	for (size_t i = done; r != FMT_OK && i-- > 0;) {
+		/* Roll back: the old file returns, or the new one goes. */
+		if (aside[i] ? rename(aside[i], ks[i].path) == 0 : unlink(ks[i].path) == 0) {
+			free(aside[i]);
+			aside[i] = NULL;
+		}
+	}
+	for (size_t i = 0; aside && i < n; i++) {
+		if (aside[i] && r == FMT_OK)
+			unlink(aside[i]);
+		free(aside[i]);
+	}
+	free(aside);
+	char *synced = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (r != FMT_OK) {
+			fmt_sink_abort(&ks[i]);
+			continue;
+		}
+		char *dir = dir_of(ks[i].path);
+		if (dir && (!synced || strcmp(dir, synced) != 0)) {
+			fsync_dir_of(ks[i].path);
+			free(synced);
+			synced = dir;
+		} else {
+			free(dir);
+		}
+		sink_release(&ks[i]);
+	}
+	free(synced);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
 }
 
 void fmt_sink_abort(fmt_sink *k)
@@ -502,7 +664,7 @@ void fmt_sink_abort(fmt_sink *k)
 		close(k->fd);
 	if (k->tmp_path) {
 		unlink(k->tmp_path);
-		track_tmp(k->tmp_path, 0);
+		untrack_tmp(k->tmp_path);
 	}
 	free(k->tmp_path);
 	free(k->path);

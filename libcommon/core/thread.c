@@ -1,4 +1,5 @@
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include "fmt/thread.h"
 
@@ -61,12 +62,22 @@ fmt_kind fmt_pool_create(fmt_pool **pool, int threads, fmt_err *e)
 			return fmt_fail(e, FMT_IO, "out of memory");
 		}
 	}
-	for (int i = 0; i < extra; i++) {
-		if (pthread_create(&p->workers[i], NULL, worker, p) != 0) {
-			fmt_pool_destroy(p);
-			return fmt_fail(e, FMT_IO, "cannot start worker thread %d", i + 1);
-		}
-		p->n_workers++;
+	/* Workers block every signal: a SIGTERM is handled by the thread that owns the files
+	 * (the atomic sinks' cleanup, and their multi-file commit, which defers it). */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	int started = 1;
+	for (int i = 0; i < extra && started; i++) {
+		started = pthread_create(&p->workers[i], NULL, worker, p) == 0;
+		if (started)
+			p->n_workers++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!started) {
+		int no = p->n_workers + 1;
+		fmt_pool_destroy(p);
+		return fmt_fail(e, FMT_IO, "cannot start worker thread %d", no);
 	}
 	*pool = p;
 	return FMT_OK;

@@ -31,6 +31,17 @@ const fmt_driver *const *fmt_drivers(void)
 	return drivers;
 }
 
+const fmt_driver *fmt_driver_file_writer(const fmt_driver *d)
+{
+	return d && d->file_driver ? d->file_driver : d;
+}
+
+const fmt_driver *fmt_driver_set_writer(const fmt_driver *d)
+{
+	d = fmt_driver_file_writer(d);
+	return d && d->plan_shards && d->write_sharded ? d : NULL;
+}
+
 fmt_kind fmt_driver_register(const fmt_driver *d, fmt_err *e)
 {
 	size_t n = 0;

@@ -44,8 +44,10 @@ void fmt_model_free(fmt_model *m)
 		fmt_source_close(&m->sources[i]);
 	for (size_t i = 0; i < m->n_units; i++)
 		free(m->units[i].tensor);
-	for (size_t i = 0; i < m->n_qtensors; i++)
+	for (size_t i = 0; i < m->n_qtensors; i++) {
 		free(m->qtensors[i].name);
+		free(m->qtensors[i].scales);
+	}
 	free(m->units);
 	free(m->qtensors);
 	free(m->meta);
@@ -197,8 +199,12 @@ fmt_kind fmt_model_add_qtensor(fmt_model *m, const fmt_qtensor *q, fmt_err *e)
 	fmt_qtensor *slot = &m->qtensors[m->n_qtensors];
 	*slot = *q;
 	slot->name = strdup(q->name);
-	if (!slot->name)
+	slot->scales = q->scales ? strdup(q->scales) : NULL;
+	if (!slot->name || (q->scales && !slot->scales)) {
+		free(slot->name);
+		free(slot->scales);
 		return fmt_fail(e, FMT_IO, "out of memory");
+	}
 	m->n_qtensors++;
 	return FMT_OK;
 }

@@ -555,6 +555,13 @@ static fmt_kind check_shape_rules(const fmt_qtensor *q, fmt_err *e)
 	for (int d = 0; d < q->ndim; d++)
 		if (fmt_mul_u64(n, q->shape[d], &n))
 			return fmt_fail(e, FMT_INVALID_FORMAT, "qtensor " NM ": shape overflows", q->name);
+	if (q->zero_point != 0 && q->format != FMT_Q_INT8 && q->format != FMT_Q_INT4)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "qtensor " NM ": %s codes have no zero point (has %d)", q->name,
+				fmt_qformat_name(q->format), (int)q->zero_point);
+	if ((q->format == FMT_Q_INT8 && (q->zero_point < -128 || q->zero_point > 127)) ||
+	    (q->format == FMT_Q_INT4 && (q->zero_point < -8 || q->zero_point > 7)))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "qtensor " NM ": zero point %d is outside the %s codes", q->name,
+				(int)q->zero_point, fmt_qformat_name(q->format));
 	if (q->format == FMT_Q_BF16) {
 		for (int d = 0; d < q->ndim; d++)
 			if (q->scale_shape[d])
@@ -619,10 +626,13 @@ fmt_kind fmt_qtensor_check(const fmt_qtensor *q, const fmt_tensor *codes, const 
 				q->name, q->format == FMT_Q_INT4 ? " (int4: last dimension ceil(n/2))" : "");
 	if (q->format == FMT_Q_BF16) {
 		if (scales)
-			return fmt_fail(e, FMT_INVALID_FORMAT, "qtensor " NM ": bf16 has no scales, but tensor " NM "__qscale exists",
-					q->name, q->name);
+			return fmt_fail(e, FMT_INVALID_FORMAT, "qtensor " NM ": bf16 has no scales, but tensor " NM " exists",
+					q->name, scales->name);
 		return FMT_OK;
 	}
+	if (!scales && q->scales)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "qtensor " NM ": scales tensor " NM " is missing",
+				q->name, q->scales);
 	if (!scales)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "qtensor " NM ": scales tensor '%.200s" QSCALE_SUFFIX "' is missing",
 				q->name, q->name);
@@ -695,7 +705,7 @@ static fmt_kind add_reader_tensor(fmt_model *out, const char *name, fmt_dtype dt
 	return fmt_model_add_tensor(out, &t, NULL, e);
 }
 
-static char *scales_name(const char *name)
+char *fmt_qtensor_scales_name(const char *name)
 {
 	size_t n = strlen(name);
 	char *s = malloc(n + sizeof QSCALE_SUFFIX);
@@ -704,6 +714,18 @@ static char *scales_name(const char *name)
 		memcpy(s + n, QSCALE_SUFFIX, sizeof QSCALE_SUFFIX);
 	}
 	return s;
+}
+
+int fmt_qtensor_canonical(const fmt_qtensor *q)
+{
+	if (q->zero_point != 0)
+		return 0;
+	if (!q->scales || q->format == FMT_Q_BF16)
+		return !q->scales;
+	char *want = fmt_qtensor_scales_name(q->name);
+	int same = want && strcmp(want, q->scales) == 0;
+	free(want);
+	return same;
 }
 
 fmt_kind fmt_model_add_quantized(fmt_model *out, const fmt_model *in, const fmt_tensor *src,
@@ -718,7 +740,7 @@ fmt_kind fmt_model_add_quantized(fmt_model *out, const fmt_model *in, const fmt_
 		return fmt_fail(e, FMT_UNSUPPORTED, "tensor " NM ": cannot quantize %s data to %s", src->name,
 				fmt_dtype_name(src->dtype), fmt_qformat_name(q->format));
 	qctx *c = calloc(1, sizeof *c);
-	char *sname = scales_name(q->name);
+	char *sname = fmt_qtensor_scales_name(q->name);
 	if (!c || !sname || !(c->name = strdup(q->name))) {
 		free(c);
 		free(sname);
@@ -744,8 +766,11 @@ fmt_kind fmt_model_add_quantized(fmt_model *out, const fmt_model *in, const fmt_
 		if (k != FMT_OK)
 			c->refs--;
 	}
+	fmt_qtensor rec = *q;
+	rec.scales = q->format == FMT_Q_BF16 ? NULL : sname;
+	rec.zero_point = 0;
 	if (k == FMT_OK)
-		k = fmt_model_add_qtensor(out, q, e);
+		k = fmt_model_add_qtensor(out, &rec, e);
 	qctx_release(c); /* the tensors hold their own references */
 	free(sname);
 	return k;
@@ -759,6 +784,7 @@ typedef struct dqctx {
 	const fmt_tensor *codes, *scales;
 	char *name;
 	fmt_qformat format;
+	float zero_point;
 	geom g;
 	fmt_pool *pool;
 	int scales_state;
@@ -855,7 +881,7 @@ static void dq_task(void *arg, size_t index)
 		for (uint64_t j = 0; j < run; j++) {
 			float v = decode_code(c->format, &c->g, buf, b0, e0 + i + j);
 			if (c->format != FMT_Q_BF16)
-				v *= s;
+				v = (v - c->zero_point) * s;
 			uint32_t bits;
 			memcpy(&bits, &v, sizeof bits);
 			fmt_wr_u32(dst + 4 * (i + j), bits);
@@ -887,12 +913,13 @@ static fmt_kind dq_read(const fmt_model *m, const fmt_tensor *t, uint64_t off, u
 static fmt_kind find_parts(const fmt_model *in, const fmt_qtensor *q, const fmt_tensor **codes,
 			   const fmt_tensor **scales, fmt_err *e)
 {
-	char *sname = scales_name(q->name);
-	if (!sname)
+	char *fallback = NULL;
+	const char *sname = q->scales;
+	if (!sname && q->format != FMT_Q_BF16 && !(sname = fallback = fmt_qtensor_scales_name(q->name)))
 		return fmt_fail(e, FMT_IO, "out of memory");
 	*codes = fmt_model_find_tensor(in, q->name);
-	*scales = fmt_model_find_tensor(in, sname);
-	free(sname);
+	*scales = sname ? fmt_model_find_tensor(in, sname) : NULL;
+	free(fallback);
 	return fmt_qtensor_check(q, *codes, *scales, e);
 }
 
@@ -914,6 +941,7 @@ fmt_kind fmt_model_add_dequantized(fmt_model *out, const fmt_model *in, const fm
 	c->codes = codes;
 	c->scales = scales;
 	c->format = q->format;
+	c->zero_point = (float)q->zero_point;
 	c->pool = pool;
 	geom_init(&c->g, q);
 	uint64_t align = q->format == FMT_Q_FP6 ? 16 : q->format == FMT_Q_FP4 ? 8 : 4;
@@ -1064,7 +1092,7 @@ fmt_kind fmt_model_add_from_ggml(fmt_model *out, const fmt_model *in, const fmt_
 		memcpy(q.unit, u->dims, sizeof q.unit);
 	}
 	ggctx *c = calloc(1, sizeof *c);
-	char *sname = scales_name(src->name);
+	char *sname = fmt_qtensor_scales_name(src->name);
 	if (!c || !sname || !(c->name = strdup(src->name))) {
 		free(c);
 		free(sname);
@@ -1088,6 +1116,7 @@ fmt_kind fmt_model_add_from_ggml(fmt_model *out, const fmt_model *in, const fmt_
 		if (k != FMT_OK)
 			c->refs--;
 	}
+	q.scales = sname;
 	if (k == FMT_OK)
 		k = fmt_model_add_qtensor(out, &q, e);
 	ggctx_release(c);
@@ -1097,7 +1126,8 @@ fmt_kind fmt_model_add_from_ggml(fmt_model *out, const fmt_model *in, const fmt_
 
 int fmt_qtensor_ggml_compatible(const fmt_qtensor *q, fmt_dtype *ggml_type)
 {
-	if ((q->format != FMT_Q_INT8 && q->format != FMT_Q_INT4) || q->ndim < 1 || q->ndim > FMT_MAX_DIMS)
+	if ((q->format != FMT_Q_INT8 && q->format != FMT_Q_INT4) || q->zero_point != 0 || q->ndim < 1 ||
+	    q->ndim > FMT_MAX_DIMS)
 		return 0;
 	int last = q->ndim - 1;
 	if (q->shape[last] == 0 || q->shape[last] % 32 != 0 || q->scale_shape[last] != q->shape[last] / 32)

@@ -585,7 +585,7 @@ TEST(apsim_sharded_set)
 	fmt_write_opts o = { .sink_flags = 0, .threads = 1, .keys.hmac = &key };
 	char **paths = NULL;
 	size_t n_paths = 0;
-	CHECK(fmt_apsim_write_sharded(&q, prefix, 300, &o, &paths, &n_paths, &e) == FMT_OK);
+	CHECK(fmt_apsim_write_sharded(&q, prefix, &(fmt_shard_limits){ .max_bytes = 300 }, &o, &paths, &n_paths, &e) == FMT_OK);
 	/* a (256), d (256), c (256), b codes (32) + scales (8) -> four shards of one group each
 	 * except that b's 40 bytes join... order: F32 a, b__qscale, c, d, then U8 b. */
 	CHECK(n_paths >= 3);
@@ -618,7 +618,7 @@ TEST(apsim_sharded_set)
 	data[64 * 0 + 1] += 1.0f;
 	data[64 * 2 + 1] += 1.0f;
 	data[64 * 3 + 1] += 1.0f;
-	CHECK(fmt_apsim_write_sharded(&q, other_prefix, 300, &o, &paths, &n_paths, &e) == FMT_OK);
+	CHECK(fmt_apsim_write_sharded(&q, other_prefix, &(fmt_shard_limits){ .max_bytes = 300 }, &o, &paths, &n_paths, &e) == FMT_OK);
 	for (size_t i = 0; i < n_paths; i++)
 		free(paths[i]);
 	free(paths);
@@ -658,7 +658,7 @@ TEST(apsim_sharded_set)
 
 	/* Sign in place: unsigned set, then signed; a single file likewise. */
 	o.keys.hmac = NULL;
-	CHECK(fmt_apsim_write_sharded(&q, prefix, 300, &(fmt_write_opts){ .sink_flags = FMT_SINK_FORCE }, &paths,
+	CHECK(fmt_apsim_write_sharded(&q, prefix, &(fmt_shard_limits){ .max_bytes = 300 }, &(fmt_write_opts){ .sink_flags = FMT_SINK_FORCE }, &paths,
 				      &n_paths, &e) == FMT_OK);
 	for (size_t i = 0; i < n_paths; i++)
 		free(paths[i]);

@@ -397,7 +397,8 @@ TEST(gguf_split_roundtrip)
 	add_f32_tensor(&m, "c", shape2, 2, rows, 6);
 	char prefix[300];
 	snprintf(prefix, sizeof prefix, "%s", tmp_path("sp"));
-	CHECK(fmt_gguf_write_split(&m, prefix, 0, 1, 0, FMT_SINK_FORCE, &paths, &n_paths, &e) == FMT_OK);
+	CHECK(fmt_gguf_write_sharded(&m, prefix, &(fmt_shard_limits){ .max_tensors = 1 },
+				     &(fmt_write_opts){ .sink_flags = FMT_SINK_FORCE }, &paths, &n_paths, &e) == FMT_OK);
 	CHECK_EQ_U64(n_paths, 3);
 	if (n_paths == 3) {
 		CHECK(strstr(paths[0], "sp-00001-of-00003.gguf") != NULL);
@@ -443,7 +444,8 @@ TEST(gguf_split_roundtrip)
 	free(paths);
 
 	/* by size, with a metadata-only first shard: 24-byte tensors count 32 each */
-	CHECK(fmt_gguf_write_split(&m, prefix, 64, 0, 1, FMT_SINK_FORCE, &paths, &n_paths, &e) == FMT_OK);
+	CHECK(fmt_gguf_write_sharded(&m, prefix, &(fmt_shard_limits){ .max_bytes = 64, .empty_first = 1 },
+				     &(fmt_write_opts){ .sink_flags = FMT_SINK_FORCE }, &paths, &n_paths, &e) == FMT_OK);
 	CHECK_EQ_U64(n_paths, 3); /* {} {a, b} {c} */
 	if (n_paths == 3) {
 		CHECK(fmt_model_open(&r, paths[0], NULL, &e) == FMT_OK);

@@ -118,16 +118,18 @@ static int selected(const char *name, const convert_opts *o)
 	return in;
 }
 
-/* The scales tensor of a compressed tensor is handled with its codes, not on its own. */
+/* The scales tensor of an encoded tensor is handled with its codes, not on its own. */
 static int is_scales_of_qtensor(const fmt_model *m, const char *name)
 {
-	static const char suffix[] = "__qscale";
-	size_t n = strlen(name), s = sizeof suffix - 1;
-	if (n <= s || strcmp(name + n - s, suffix) != 0)
-		return 0;
-	for (size_t i = 0; i < m->n_qtensors; i++)
-		if (strlen(m->qtensors[i].name) == n - s && strncmp(m->qtensors[i].name, name, n - s) == 0)
+	for (size_t i = 0; i < m->n_qtensors; i++) {
+		const fmt_qtensor *q = &m->qtensors[i];
+		char *dflt = q->scales || q->format == FMT_Q_BF16 ? NULL : fmt_qtensor_scales_name(q->name);
+		const char *sname = q->scales ? q->scales : dflt;
+		int is = sname && strcmp(sname, name) == 0;
+		free(dflt);
+		if (is)
 			return 1;
+	}
 	return 0;
 }
 
@@ -185,7 +187,7 @@ static fmt_kind add_plain(convert_plan *p, const fmt_model *in, const fmt_tensor
 static int qtensor_passes_through(const fmt_qtensor *q, wanted w, target tg, fmt_dtype *ggml)
 {
 	if (encodes(tg))
-		return keep(w) || w.qformat == (int)q->format;
+		return fmt_qtensor_canonical(q) && (keep(w) || w.qformat == (int)q->format);
 	return fmt_qtensor_ggml_compatible(q, ggml) && fmt_driver_holds_dtype(tg, *ggml) &&
 	       (keep(w) || w.defaulted || w.plain == *ggml);
 }
@@ -193,10 +195,10 @@ static int qtensor_passes_through(const fmt_qtensor *q, wanted w, target tg, fmt
 static fmt_kind copy_qtensor(convert_plan *p, const fmt_model *in, const fmt_qtensor *q,
 			     fmt_pool *pool, fmt_err *e)
 {
-	char scales[FMT_ERR_MSG_MAX];
 	const fmt_tensor *codes = fmt_model_find_tensor(in, q->name);
-	snprintf(scales, sizeof scales, "%s__qscale", q->name);
-	const fmt_tensor *sc = fmt_model_find_tensor(in, scales);
+	char *dflt = q->scales || q->format == FMT_Q_BF16 ? NULL : fmt_qtensor_scales_name(q->name);
+	const fmt_tensor *sc = q->scales ? fmt_model_find_tensor(in, q->scales) : dflt ? fmt_model_find_tensor(in, dflt) : NULL;
+	free(dflt);
 	fmt_kind k = codes ? fmt_model_add_retyped(&p->out, in, codes, codes->name, codes->dtype, pool, e)
 			   : fmt_fail(e, FMT_INTERNAL, "compressed tensor '%s' has no codes", q->name);
 	if (k == FMT_OK && sc)

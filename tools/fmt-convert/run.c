@@ -33,7 +33,7 @@ static uint64_t data_bytes(const fmt_model *m)
 /* 0: one file; otherwise the shard size limit. */
 static uint64_t shard_limit(const convert_plan *p, const convert_opts *o)
 {
-	if (!o->to->write_sharded)
+	if (!o->to->write_sharded || !o->to->plan_shards)
 		return 0;
 	uint64_t limit = o->shard_given ? o->shard : o->to->default_shard_bytes;
 	if (o->force_set)
@@ -55,15 +55,25 @@ static fmt_kind write_single(const convert_plan *p, const char *output, const fm
 	return k;
 }
 
-static fmt_kind write_set(const convert_plan *p, const char *output, uint64_t limit,
+/* The files of the set are checked against the input's (its path and every shard) first: with
+ * -f a set written over its own input would destroy what it reads. */
+static fmt_kind write_set(const convert_plan *p, const fmt_model *in, const char *output, uint64_t limit,
 			  const fmt_write_opts *wo, const convert_opts *o, fmt_err *e)
 {
 	char **paths = NULL;
 	size_t n = 0;
+	fmt_shard_limits lim = { .max_bytes = limit };
+	fmt_shard_plan plan;
 	char *prefix = shard_prefix(output, o->to);
 	if (!prefix)
 		return fmt_fail(e, FMT_IO, "out of memory");
-	fmt_kind k = o->to->write_sharded(&p->out, prefix, limit, wo, &paths, &n, e);
+	fmt_kind k = o->to->plan_shards(&p->out, prefix, &lim, &plan, e);
+	if (k == FMT_OK) {
+		k = fmt_shard_plan_check_outputs(&plan, in, wo->sink_flags, e);
+		fmt_shard_plan_free(&plan);
+	}
+	if (k == FMT_OK)
+		k = o->to->write_sharded(&p->out, prefix, &lim, wo, &paths, &n, e);
 	for (size_t i = 0; i < n; i++) {
 		if (k == FMT_OK && o->verbose)
 			fprintf(stderr, TOOL ": wrote %s\n", paths[i]);
@@ -74,7 +84,8 @@ static fmt_kind write_set(const convert_plan *p, const char *output, uint64_t li
 	return k;
 }
 
-static fmt_kind write_output(convert_plan *p, const char *output, const convert_opts *o, fmt_err *e)
+static fmt_kind write_output(convert_plan *p, const fmt_model *in, const char *output, const convert_opts *o,
+			     fmt_err *e)
 {
 	fmt_hmac_key key = { 0 };
 	fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->threads };
@@ -91,7 +102,7 @@ static fmt_kind write_output(convert_plan *p, const char *output, const convert_
 			   fmt_progress_wanted(stderr, o->quiet, o->no_progress));
 	fmt_progress_follow_sinks(&pr);
 	if (k == FMT_OK)
-		k = limit ? write_set(p, output, limit, &wo, o, e) : write_single(p, output, &wo, o, e);
+		k = limit ? write_set(p, in, output, limit, &wo, o, e) : write_single(p, output, &wo, o, e);
 	fmt_progress_follow_sinks(NULL);
 	fmt_progress_end(&pr);
 	fmt_hmac_key_free(&key);
@@ -122,13 +133,16 @@ fmt_kind convert_run(const char *input, const char *output, const convert_opts *
 		k = open_input(&in, input, o, e);
 	if (k != FMT_OK)
 		return k;
-	k = fmt_pool_create(&pool, o->threads, e);
+	for (size_t i = 0; i < in.n_sources && k == FMT_OK; i++) /* a shard of an input set */
+		k = fmt_check_distinct(in.sources[i].path, output, e);
+	if (k == FMT_OK)
+		k = fmt_pool_create(&pool, o->threads, e);
 	if (k == FMT_OK)
 		k = plan_build(&plan, &in, o, pool, e);
 	if (k == FMT_OK && o->dry_run) {
 		plan_print(stdout, &plan, input, output, o);
 	} else if (k == FMT_OK) {
-		k = write_output(&plan, output, o, e);
+		k = write_output(&plan, &in, output, o, e);
 		if (k == FMT_OK && !o->quiet)
 			plan_warn(&plan, TOOL);
 		if (k == FMT_OK && (o->verbose || o->json) && strcmp(output, "-") != 0)

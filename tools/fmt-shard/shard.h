@@ -8,6 +8,8 @@
 #include "fmt/crypto.h"
 #include "fmt/err.h"
 #include "fmt/model.h"
+#include "fmt/registry.h"
+#include "fmt/shardset.h"
 
 #define TOOL "fmt-shard"
 
@@ -23,32 +25,14 @@ typedef struct shard_opts {
 	fmt_common_opts common;
 } shard_opts;
 
-/* Which writer family a model belongs to. */
-typedef enum shard_family { FAMILY_NONE, FAMILY_SAFETENSORS, FAMILY_APSIM, FAMILY_GGUF } shard_family;
-shard_family shard_family_of(const fmt_model *m);
-const char *shard_family_name(shard_family f);
-
-/* One planned shard: count tensors, their indices in m->tensors in members. */
-typedef struct shard_group {
-	size_t *members;             /* points into the plan's shared array */
-	size_t count;
-	uint64_t bytes;              /* tensor data bytes */
-	char *path;
-} shard_group;
-
-typedef struct shard_plan {
-	shard_family family;
-	shard_group *groups;
-	size_t n_groups;
-	size_t *members;             /* every tensor index once, shard by shard */
-	char *index;                 /* index file (safetensors, apsim), or NULL */
-} shard_plan;
-
-/* The shards the family's writer will produce for these limits (0 = default / none). */
-fmt_kind plan_split(const fmt_model *m, shard_family f, const char *prefix, uint64_t max_bytes,
-		    uint64_t max_tensors, int no_tensor_first_split, shard_plan *p, fmt_err *e);
-void plan_free(shard_plan *p);
-/* PREFIX from the input path: without its extension(s) and any -0000i-of-0000N suffix. */
+/* The driver that writes sets of m's format (m's own driver or its file driver); a usage
+ * error naming the format when it has none. */
+fmt_kind set_writer_of(const fmt_model *m, const fmt_driver **w, fmt_err *e);
+/* The limits for o (the driver's default size when none is given); UsageError for a limit the
+ * driver does not honour. */
+fmt_kind split_limits(const fmt_driver *w, const shard_opts *o, fmt_shard_limits *l, fmt_err *e);
+/* PREFIX from the input path: without its format's extension (any registered one, else the
+ * last) and any -0000i-of-0000N suffix. */
 char *default_prefix(const char *input);
 
 /* The subcommands; each returns the error kind with e filled on failure. */

@@ -4,27 +4,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "fmt/apsim.h"
-#include "fmt/gguf.h"
 #include "fmt/out.h"
-#include "fmt/registry.h"
-#include "fmt/safetensors.h"
 #include "fmt/progress.h"
 #include "shard.h"
 
-#define ST_DEFAULT_MAX 5000000000ull     /* Hugging Face: 5 GB, decimal */
-#define APSIM_DEFAULT_MAX 4000000000ull  /* specs/apsim.md: 4GB */
-
+/* Open the input and find the driver that writes its sets (w); verify it when asked. */
 static fmt_kind open_input(fmt_model *m, const char *input, const shard_opts *o, int verify,
-			   shard_family *f, fmt_err *e)
+			   const fmt_driver **w, fmt_err *e)
 {
 	fmt_kind k = fmt_model_open(m, input, NULL, e);
 	if (k != FMT_OK)
 		return k;
-	*f = shard_family_of(m);
-	if (*f == FAMILY_NONE)
-		k = fmt_fail(e, FMT_UNSUPPORTED, "%s files cannot be sharded (safetensors, .apsim and GGUF can)",
-			     m->driver->name);
+	k = set_writer_of(m, w, e);
 	if (k == FMT_OK && verify && !o->no_verify)
 		k = fmt_model_verify(m, NULL, e);
 	if (k != FMT_OK)
@@ -48,34 +39,25 @@ static fmt_kind check_output(const fmt_model *m, const char *path, int force, fm
 	return FMT_OK;
 }
 
-static fmt_kind check_outputs(const fmt_model *m, const shard_plan *p, int force, fmt_err *e)
-{
-	fmt_kind k = FMT_OK;
-	for (size_t i = 0; i < p->n_groups && k == FMT_OK; i++)
-		k = check_output(m, p->groups[i].path, force, e);
-	if (k == FMT_OK && p->index)
-		k = check_output(m, p->index, force, e);
-	return k;
-}
-
-static void print_plan(const fmt_model *m, const shard_plan *p, const char *input, const shard_opts *o)
+static void print_plan(const fmt_model *m, const fmt_driver *w, const fmt_shard_plan *p, const char *input,
+		       const shard_opts *o)
 {
 	if (o->common.json) {
 		json_t *shards = json_array();
-		for (size_t i = 0; i < p->n_groups; i++)
+		for (size_t i = 0; i < p->n_shards; i++)
 			json_array_append_new(shards, json_pack("{s:o,s:I,s:o}", "file",
-					      fmt_json_string(p->groups[i].path, strlen(p->groups[i].path)),
-					      "tensors", (json_int_t)p->groups[i].count, "bytes",
-					      fmt_json_u64(p->groups[i].bytes)));
+					      fmt_json_string(p->shards[i].path, strlen(p->shards[i].path)),
+					      "tensors", (json_int_t)p->shards[i].count, "bytes",
+					      fmt_json_u64(p->shards[i].bytes)));
 		json_t *j = json_pack("{s:o,s:s,s:b,s:o,s:o}", "input", fmt_json_string(input, strlen(input)),
-				      "format", shard_family_name(p->family), "dry_run", o->dry_run, "shards", shards,
+				      "format", w->name, "dry_run", o->dry_run, "shards", shards,
 				      "index", p->index ? fmt_json_string(p->index, strlen(p->index)) : json_null());
 		fmt_json_line(stdout, j);
 		json_decref(j);
 		return;
 	}
-	for (size_t i = 0; i < p->n_groups; i++) {
-		const shard_group *g = &p->groups[i];
+	for (size_t i = 0; i < p->n_shards; i++) {
+		const fmt_shard *g = &p->shards[i];
 		fmt_out_escaped(stdout, g->path, strlen(g->path));
 		printf(": %zu tensor%s, %" PRIu64 " bytes of tensor data\n", g->count, g->count == 1 ? "" : "s",
 		       g->bytes);
@@ -95,8 +77,7 @@ static void print_plan(const fmt_model *m, const shard_plan *p, const char *inpu
 /* The writers sign only with a key, which fmt-shard does not take. */
 static void warn_signature_dropped(const fmt_model *m, const char *input, const shard_opts *o)
 {
-	const fmt_apsim_info *ai = shard_family_of(m) == FAMILY_APSIM ? fmt_apsim_info_of(m) : NULL;
-	if (ai && ai->signature && !o->common.quiet)
+	if (m->driver->signature && m->driver->signature(m) && !o->common.quiet)
 		fmt_report_warning(stderr, TOOL, "%s: the signature is not carried over; sign the result with fmt-sign sign",
 				   input);
 }
@@ -118,23 +99,15 @@ static void progress_finish(fmt_progress *pr)
 	fmt_progress_end(pr);
 }
 
-static fmt_kind write_set(const fmt_model *m, const shard_plan *p, const char *prefix, uint64_t max_bytes,
-			  uint64_t max_tensors, const shard_opts *o, fmt_err *e)
+static fmt_kind write_set(const fmt_model *m, const fmt_driver *w, const char *prefix, const fmt_shard_limits *l,
+			  const shard_opts *o, fmt_err *e)
 {
-	unsigned flags = o->force ? FMT_SINK_FORCE : 0;
-	fmt_write_opts wo = { .sink_flags = flags, .threads = o->common.threads };
+	fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->common.threads };
 	char **paths = NULL;
 	size_t n = 0;
-	fmt_kind k;
 	fmt_progress pr;
 	progress_begin(&pr, m, o);
-	if (p->family == FAMILY_SAFETENSORS)
-		k = fmt_st_write_sharded(m, prefix, max_bytes, (uint32_t)max_tensors, flags, &paths, &n, e);
-	else if (p->family == FAMILY_GGUF)
-		k = fmt_gguf_write_split(m, prefix, max_bytes, (uint32_t)max_tensors, o->no_tensor_first_split,
-					 flags, &paths, &n, e);
-	else
-		k = fmt_apsim_write_sharded(m, prefix, max_bytes, &wo, &paths, &n, e);
+	fmt_kind k = w->write_sharded(m, prefix, l, &wo, &paths, &n, e);
 	progress_finish(&pr);
 	for (size_t i = 0; i < n; i++)
 		free(paths[i]);
@@ -145,43 +118,34 @@ static fmt_kind write_set(const fmt_model *m, const shard_plan *p, const char *p
 fmt_kind cmd_split(const char *input, const shard_opts *o, fmt_err *e)
 {
 	fmt_model m;
-	shard_family f;
-	shard_plan p;
+	const fmt_driver *w;
+	fmt_shard_limits lim;
+	fmt_shard_plan p;
 	if (!o->output && strcmp(input, "-") == 0)
 		return fmt_fail(e, FMT_USAGE, "splitting standard input needs -o PREFIX");
-	fmt_kind k = open_input(&m, input, o, !o->dry_run, &f, e);
+	fmt_kind k = open_input(&m, input, o, !o->dry_run, &w, e);
 	if (k != FMT_OK)
 		return k;
-	uint64_t max_bytes = o->max_size, max_tensors = o->max_tensors;
-	if (!max_bytes && !max_tensors)
-		max_bytes = f == FAMILY_SAFETENSORS ? ST_DEFAULT_MAX : f == FAMILY_APSIM ? APSIM_DEFAULT_MAX : 0;
 	char *prefix = o->output ? strdup(o->output) : default_prefix(input);
 	if (!prefix)
 		k = fmt_fail(e, FMT_IO, "out of memory");
-	else if (o->no_tensor_first_split && f != FAMILY_GGUF)
-		k = fmt_fail(e, FMT_USAGE, "--no-tensor-first-split is for GGUF only (this is %s)", shard_family_name(f));
-	else if (f == FAMILY_APSIM && max_tensors)
-		k = fmt_fail(e, FMT_USAGE, "--max-tensors is not available for .apsim sets (use --max-size)");
 	if (k == FMT_OK)
-		k = plan_split(&m, f, prefix, max_bytes, max_tensors, o->no_tensor_first_split, &p, e);
+		k = split_limits(w, o, &lim, e);
+	if (k == FMT_OK)
+		k = w->plan_shards(&m, prefix, &lim, &p, e);
 	if (k == FMT_OK) {
-		k = check_outputs(&m, &p, o->force || o->dry_run, e);
+		k = fmt_shard_plan_check_outputs(&p, &m, o->force || o->dry_run ? FMT_SINK_FORCE : 0, e);
 		if (k == FMT_OK && !o->dry_run)
-			k = write_set(&m, &p, prefix, max_bytes, max_tensors, o, e);
+			k = write_set(&m, w, prefix, &lim, o, e);
 		if (k == FMT_OK && !o->dry_run)
 			warn_signature_dropped(&m, input, o);
 		if (k == FMT_OK && !o->common.quiet)
-			print_plan(&m, &p, input, o);
-		plan_free(&p);
+			print_plan(&m, w, &p, input, o);
+		fmt_shard_plan_free(&p);
 	}
 	free(prefix);
 	fmt_model_free(&m);
 	return k;
-}
-
-static const fmt_driver *single_file_writer(shard_family f)
-{
-	return fmt_driver_by_name(f == FAMILY_SAFETENSORS ? "safetensors" : f == FAMILY_APSIM ? "apsim" : "gguf");
 }
 
 static void print_merge(const fmt_model *m, const char *input, const char *output, const shard_opts *o)
@@ -190,7 +154,7 @@ static void print_merge(const fmt_model *m, const char *input, const char *outpu
 		return;
 	if (o->common.json) {
 		json_t *j = json_pack("{s:o,s:s,s:o,s:I,s:I}", "input", fmt_json_string(input, strlen(input)),
-				      "format", shard_family_name(shard_family_of(m)), "output",
+				      "format", fmt_driver_file_writer(m->driver)->name, "output",
 				      fmt_json_string(output, strlen(output)), "tensors", (json_int_t)m->n_tensors,
 				      "files", (json_int_t)m->n_sources);
 		fmt_json_line(stdout, j);
@@ -204,15 +168,14 @@ static void print_merge(const fmt_model *m, const char *input, const char *outpu
 fmt_kind cmd_merge(const char *input, const shard_opts *o, fmt_err *e)
 {
 	fmt_model m;
-	shard_family f;
+	const fmt_driver *w;
 	fmt_sink sink;
-	fmt_kind k = open_input(&m, input, o, 1, &f, e);
+	fmt_kind k = open_input(&m, input, o, 1, &w, e);
 	if (k != FMT_OK)
 		return k;
-	const fmt_driver *to = single_file_writer(f);
 	fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->common.threads };
-	if (!to || !to->write)
-		k = fmt_fail(e, FMT_INTERNAL, "no writer for %s", shard_family_name(f));
+	if (!w->write)
+		k = fmt_fail(e, FMT_INTERNAL, "no writer for %s", w->name);
 	if (k == FMT_OK)
 		k = check_output(&m, o->output, o->force, e);
 	if (k == FMT_OK)
@@ -220,7 +183,7 @@ fmt_kind cmd_merge(const char *input, const shard_opts *o, fmt_err *e)
 	if (k == FMT_OK) {
 		fmt_progress pr;
 		progress_begin(&pr, &m, o);
-		k = to->write(&m, &sink, &wo, e);
+		k = w->write(&m, &sink, &wo, e);
 		progress_finish(&pr);
 		if (k == FMT_OK)
 			k = fmt_sink_commit(&sink, e);

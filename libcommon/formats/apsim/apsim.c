@@ -322,8 +322,10 @@ void fmt_apsim_file_free(apsim_file *f)
 	for (size_t i = 0; i < f->n_units; i++)
 		free(f->unit_list[i].tensor);
 	free(f->unit_list);
-	for (size_t i = 0; i < f->n_q; i++)
+	for (size_t i = 0; i < f->n_q; i++) {
 		free(f->q_list[i].name);
+		free(f->q_list[i].scales);
+	}
 	free(f->q_list);
 	free(f->path);
 	memset(f, 0, sizeof *f);
@@ -944,12 +946,16 @@ static fmt_kind parse_qtensors(const fmt_model *m, apsim_file *f, fmt_err *e)
 			return fmt_fail(e, FMT_IO, "out of memory");
 		strcpy(sname, name);
 		strcat(sname, APSIM_QSCALE);
+		q.scales = q.format == FMT_Q_BF16 ? NULL : sname;
 		k = fmt_qtensor_check(&q, find_in_file(m, f, name), find_in_file(m, f, sname), e);
-		free(sname);
+		if (k != FMT_OK || q.format == FMT_Q_BF16)
+			free(sname);
 		if (k != FMT_OK)
 			return k;
-		if (!(q.name = strdup(name)))
+		if (!(q.name = strdup(name))) {
+			free(q.scales);
 			return fmt_fail(e, FMT_IO, "out of memory");
+		}
 		f->q_list[f->n_q++] = q;
 	}
 	return FMT_OK;
@@ -1482,7 +1488,9 @@ const fmt_driver fmt_driver_apsim = {
 	.caps = FMT_CAP_TYPED_META | FMT_CAP_ENCODED | FMT_CAP_UNITS | FMT_CAP_SIGNATURES,
 	.set_driver = &fmt_driver_apsim_index,
 	.write = fmt_apsim_write,
+	.plan_shards = fmt_apsim_plan_shards,
 	.write_sharded = fmt_apsim_write_sharded,
+	.shard_limits = FMT_APSIM_SHARD_LIMITS,
 	.default_shard_bytes = 4000000000ull,   /* Apsi's shard="4GB" */
 	.sign_in_place = fmt_apsim_sign_in_place,
 	.signature = fmt_apsim_signature_of,

@@ -26,6 +26,7 @@
 #include "fmt/out.h"
 #include "fmt/qtensor.h"
 #include "fmt/safetensors.h"
+#include "fmt/shardset.h"
 #include "apsim_internal.h"
 
 #define NM APSIM_NM
@@ -250,6 +251,11 @@ static fmt_kind qtensors_json(const fmt_model *m, const unsigned char *in_file, 
 	for (size_t i = 0; i < m->n_qtensors && k == FMT_OK; i++) {
 		if (i && strcmp(q[i - 1]->name, q[i]->name) == 0) {
 			k = fmt_fail(e, FMT_INVALID_FORMAT, "two compressed-tensor descriptors for " NM, q[i]->name);
+			break;
+		}
+		if (!fmt_qtensor_canonical(q[i])) {
+			k = fmt_fail(e, FMT_UNSUPPORTED, "encoded tensor " NM ": .apsim stores no zero point and names "
+				     "the scales NAME" APSIM_QSCALE, q[i]->name);
 			break;
 		}
 		char *sname = scales_name(q[i]->name);
@@ -575,11 +581,10 @@ static void sb_pairs(fmt_sb *b, name_pair *p, size_t n)
 	fmt_sb_put(b, "}", 1);
 }
 
-/* Index JSON (§7, compact, sorted, final newline) written atomically to path. */
-static fmt_kind write_index(const char *path, unsigned flags, char *const *files,
-			    const char (*shas)[FMT_SHA256_HEX + 1], size_t n_files,
-			    const char *const *tensors, const char *const *tensor_files, size_t n_t,
-			    uint64_t total, const char *signature, fmt_err *e)
+/* Index JSON (§7, compact, sorted, final newline) written to k (not committed). */
+static fmt_kind write_index_to(fmt_sink *k, char *const *files, const char (*shas)[FMT_SHA256_HEX + 1],
+			       size_t n_files, const char *const *tensors, const char *const *tensor_files,
+			       size_t n_t, uint64_t total, const char *signature, fmt_err *e)
 {
 	name_pair *p = malloc(((n_files > n_t ? n_files : n_t) + 1) * sizeof *p);
 	if (!p)
@@ -601,18 +606,25 @@ static fmt_kind write_index(const char *path, unsigned flags, char *const *files
 	sb_pairs(&b, p, n_t);
 	fmt_sb_puts(&b, "}\n");
 	free(p);
-	fmt_kind r = b.oom ? fmt_fail(e, FMT_IO, "out of memory") : FMT_OK;
-	fmt_sink k;
-	if (r == FMT_OK)
-		r = fmt_sink_open(&k, path, flags, e);
-	if (r == FMT_OK) {
-		r = fmt_sink_write(&k, b.p, b.len, e);
-		if (r == FMT_OK)
-			r = fmt_sink_commit(&k, e);
-		else
-			fmt_sink_abort(&k);
-	}
+	fmt_kind r = b.oom ? fmt_fail(e, FMT_IO, "out of memory") : fmt_sink_write(k, b.p, b.len, e);
 	free(b.p);
+	return r;
+}
+
+/* The same written atomically to path (signing an index in place). */
+static fmt_kind write_index(const char *path, unsigned flags, char *const *files,
+			    const char (*shas)[FMT_SHA256_HEX + 1], size_t n_files,
+			    const char *const *tensors, const char *const *tensor_files, size_t n_t,
+			    uint64_t total, const char *signature, fmt_err *e)
+{
+	fmt_sink k;
+	fmt_kind r = fmt_sink_open(&k, path, flags, e);
+	if (r != FMT_OK)
+		return r;
+	r = write_index_to(&k, files, shas, n_files, tensors, tensor_files, n_t, total, signature, e);
+	if (r == FMT_OK)
+		return fmt_sink_commit(&k, e);
+	fmt_sink_abort(&k);
 	return r;
 }
 
@@ -648,53 +660,26 @@ static size_t partner_of(const fmt_model *m, const fmt_tensor *t)
 	return i;
 }
 
-/* shard_of[tensor index] = shard number from 0, in writer order; *n_shards. */
-static fmt_kind assign_shards(const fmt_model *m, const size_t *order, uint64_t max_bytes, size_t *shard_of,
-			      size_t *n_shards, fmt_err *e)
+static size_t apsim_partner(const fmt_model *m, size_t t)
 {
-	(void)e;
-	size_t cur = 0, used = 0;
-	uint64_t size = 0;
-	for (size_t i = 0; i < m->n_tensors; i++)
-		shard_of[i] = SIZE_MAX;
-	for (size_t i = 0; i < m->n_tensors; i++) {
-		size_t t = order[i];
-		if (shard_of[t] != SIZE_MAX)
-			continue;
-		size_t p = partner_of(m, &m->tensors[t]);
-		uint64_t group = m->tensors[t].nbytes;
-		if (p != SIZE_MAX && fmt_add_u64(group, m->tensors[p].nbytes, &group))
-			group = UINT64_MAX;
-		uint64_t next;
-		if (used > 0 && (fmt_add_u64(size, group, &next) || next > max_bytes)) {
-			cur++;
-			size = 0;
-			used = 0;
-		}
-		shard_of[t] = cur;
-		if (p != SIZE_MAX)
-			shard_of[p] = cur;
-		size = size + group < size ? UINT64_MAX : size + group;
-		used++;
-	}
-	*n_shards = cur + 1;
-	return FMT_OK;
+	return partner_of(m, &m->tensors[t]);
 }
 
-typedef struct shard_out {
-	char **paths;     /* committed files */
-	size_t n;
-} shard_out;
+/* Tensors in the safetensors writer's order; a compressed tensor's codes and scales are one
+ * unit (specs/apsim.md §7). */
+static const fmt_shard_rules apsim_rules = {
+	.ext = "apsim",
+	.has_index = 1,
+	.max_shards = FMT_SHARD_MAX_FILES,
+	.limits = FMT_APSIM_SHARD_LIMITS,
+	.order = fmt_st_tensor_order,
+	.partner = apsim_partner,
+};
 
-static void remove_written(shard_out *so)
+fmt_kind fmt_apsim_plan_shards(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
+			       fmt_shard_plan *p, fmt_err *e)
 {
-	for (size_t i = 0; i < so->n; i++) {
-		unlink(so->paths[i]);
-		free(so->paths[i]);
-	}
-	free(so->paths);
-	so->paths = NULL;
-	so->n = 0;
+	return fmt_shard_plan_make(m, &apsim_rules, prefix, l, p, e);
 }
 
 static const char *base_name(const char *path)
@@ -705,26 +690,27 @@ static const char *base_name(const char *path)
 
 typedef struct set_plan {
 	const fmt_model *m;
+	const fmt_write_opts *o;
+	const fmt_shard_plan *sp;
 	size_t *order;
 	const fmt_tensor **ts;
 	uint64_t *begins;
 	size_t *shard_of;
 	size_t n_shards;
 	char *texts[2];
-	char **names;                           /* shard file names */
+	const char **names;                     /* shard file names (in sp's paths) */
 	char (*shas)[FMT_SHA256_HEX + 1];
 	uint64_t total;
 } set_plan;
 
-static fmt_kind write_shard(set_plan *p, size_t s, const char *prefix, const fmt_write_opts *o,
-			    shard_out *so, fmt_err *e)
+static fmt_kind write_shard(set_plan *p, size_t s, fmt_sink *k, fmt_err *e)
 {
 	const fmt_model *m = p->m;
 	wfile w = { .m = m, .sign_key = NULL };
 	unsigned char *in_file = calloc(m->n_tensors ? m->n_tensors : 1, 1);
 	w.ts = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *w.ts);
 	w.begins = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *w.begins);
-	char *qt = NULL, *path = NULL, shard[48];
+	char *qt = NULL, shard[48];
 	fmt_kind r = in_file && w.ts && w.begins ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
 	for (size_t i = 0; r == FMT_OK && i < m->n_tensors; i++)
 		if (p->shard_of[p->order[i]] == s) {
@@ -737,29 +723,9 @@ static fmt_kind write_shard(set_plan *p, size_t s, const char *prefix, const fmt
 		r = qtensors_json(m, in_file, &qt, e);
 	if (r == FMT_OK) {
 		snprintf(shard, sizeof shard, "%zu/%zu", s + 1, p->n_shards);
-		if (asprintf(&path, "%s-%05zu-of-%05zu.apsim", prefix, s + 1, p->n_shards) < 0) {
-			path = NULL;
-			r = fmt_fail(e, FMT_IO, "out of memory");
-		}
-	}
-	if (r == FMT_OK && !(p->names[s] = strdup(base_name(path))))
-		r = fmt_fail(e, FMT_IO, "out of memory");
-	fmt_sink k;
-	if (r == FMT_OK)
-		r = fmt_sink_open(&k, path, o ? o->sink_flags : 0, e);
-	if (r == FMT_OK) {
 		base_kv(&w, p->texts, qt, shard);
-		r = write_file(&w, &k, p->shas[s], e);
-		if (r == FMT_OK)
-			r = fmt_sink_commit(&k, e);
-		else
-			fmt_sink_abort(&k);
+		r = write_file(&w, k, p->shas[s], e);
 	}
-	if (r == FMT_OK) {
-		so->paths[so->n++] = path;
-		path = NULL;
-	}
-	free(path);
 	free(qt);
 	free(in_file);
 	free(w.ts);
@@ -775,21 +741,18 @@ static void plan_free(set_plan *p)
 	free(p->shard_of);
 	free(p->texts[0]);
 	free(p->texts[1]);
-	if (p->names)
-		for (size_t i = 0; i < p->n_shards; i++)
-			free(p->names[i]);
 	free(p->names);
 	free(p->shas);
 }
 
-static fmt_kind write_set_index(set_plan *p, const char *prefix, const fmt_write_opts *o, shard_out *so,
-				fmt_err *e)
+static fmt_kind write_set_index(set_plan *p, fmt_sink *k, fmt_err *e)
 {
 	const fmt_model *m = p->m;
+	const fmt_write_opts *o = p->o;
 	const char **tn = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *tn);
 	const char **tf = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *tf);
 	const char **shas = malloc(p->n_shards * sizeof *shas);
-	char *path = NULL, sig[128];
+	char sig[128];
 	fmt_kind r = tn && tf && shas ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
 	for (size_t i = 0; r == FMT_OK && i < m->n_tensors; i++) {
 		tn[i] = m->tensors[i].name;
@@ -799,39 +762,55 @@ static fmt_kind write_set_index(set_plan *p, const char *prefix, const fmt_write
 		shas[i] = p->shas[i];
 	if (r == FMT_OK && o && o->keys.hmac)
 		r = fmt_apsim_signature(o->keys.hmac, shas, p->n_shards, sig, e);
-	if (r == FMT_OK && asprintf(&path, "%s.apsim.index.json", prefix) < 0) {
-		path = NULL;
-		r = fmt_fail(e, FMT_IO, "out of memory");
-	}
 	if (r == FMT_OK)
-		r = write_index(path, o ? o->sink_flags : 0, p->names, (const char (*)[FMT_SHA256_HEX + 1])p->shas,
-				p->n_shards, tn, tf, m->n_tensors, p->total, o && o->keys.hmac ? sig : NULL, e);
-	if (r == FMT_OK) {
-		so->paths[so->n++] = path;
-		path = NULL;
-	}
-	free(path);
+		r = write_index_to(k, (char *const *)p->names, (const char (*)[FMT_SHA256_HEX + 1])p->shas,
+				   p->n_shards, tn, tf, m->n_tensors, p->total, o && o->keys.hmac ? sig : NULL, e);
 	free(tn);
 	free(tf);
 	free(shas);
 	return r;
 }
 
-fmt_kind fmt_apsim_write_sharded(const fmt_model *m, const char *prefix, uint64_t max_bytes,
+static fmt_kind write_set_file(void *ctx, size_t i, fmt_sink *k, fmt_err *e)
+{
+	set_plan *p = ctx;
+	return i < p->n_shards ? write_shard(p, i, k, e) : write_set_index(p, k, e);
+}
+
+/* shard_of[tensor] and the shard file names from the cut. */
+static fmt_kind take_plan(set_plan *p, fmt_err *e)
+{
+	const fmt_shard_plan *sp = p->sp;
+	p->n_shards = sp->n_shards;
+	p->shard_of = malloc((p->m->n_tensors ? p->m->n_tensors : 1) * sizeof *p->shard_of);
+	p->names = calloc(sp->n_shards, sizeof *p->names);
+	p->shas = calloc(sp->n_shards, sizeof *p->shas);
+	if (!p->shard_of || !p->names || !p->shas)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t s = 0; s < sp->n_shards; s++) {
+		p->names[s] = base_name(sp->shards[s].path);
+		for (size_t i = 0; i < sp->shards[s].count; i++)
+			p->shard_of[sp->shards[s].members[i]] = s;
+	}
+	return FMT_OK;
+}
+
+fmt_kind fmt_apsim_write_sharded(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
 				 const fmt_write_opts *o, char ***out_paths, size_t *n_out, fmt_err *e)
 {
 	set_plan p;
+	fmt_shard_plan sp;
 	memset(&p, 0, sizeof p);
+	memset(&sp, 0, sizeof sp);
 	p.m = m;
-	shard_out so = { 0 };
+	p.o = o;
+	p.sp = &sp;
+	*out_paths = NULL;
+	*n_out = 0;
 	fmt_kind r = ordered(m, &p.order, &p.ts, &p.begins, e);
 	if (r != FMT_OK)
 		return r;
-	p.shard_of = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *p.shard_of);
-	if (!p.shard_of)
-		r = fmt_fail(e, FMT_IO, "out of memory");
-	if (r == FMT_OK)
-		r = lay_out(p.ts, m->n_tensors, p.begins, &p.total, e);
+	r = lay_out(p.ts, m->n_tensors, p.begins, &p.total, e);
 	if (r == FMT_OK)
 		r = model_texts(m, p.texts, e);
 	if (r == FMT_OK) {
@@ -840,26 +819,14 @@ fmt_kind fmt_apsim_write_sharded(const fmt_model *m, const char *prefix, uint64_
 		free(all);
 	}
 	if (r == FMT_OK)
-		r = assign_shards(m, p.order, max_bytes, p.shard_of, &p.n_shards, e);
-	if (r == FMT_OK) {
-		p.names = calloc(p.n_shards, sizeof *p.names);
-		p.shas = calloc(p.n_shards, sizeof *p.shas);
-		so.paths = calloc(p.n_shards + 1, sizeof *so.paths);
-		if (!p.names || !p.shas || !so.paths)
-			r = fmt_fail(e, FMT_IO, "out of memory");
-	}
-	for (size_t s = 0; r == FMT_OK && s < p.n_shards; s++)
-		r = write_shard(&p, s, prefix, o, &so, e);
+		r = fmt_apsim_plan_shards(m, prefix, l, &sp, e);
 	if (r == FMT_OK)
-		r = write_set_index(&p, prefix, o, &so, e);
+		r = take_plan(&p, e);
+	if (r == FMT_OK)
+		r = fmt_shard_write_plan(&sp, o ? o->sink_flags : 0, write_set_file, &p, out_paths, n_out, e);
 	plan_free(&p);
-	if (r != FMT_OK) {
-		remove_written(&so);
-		return r;
-	}
-	*out_paths = so.paths;
-	*n_out = so.n;
-	return FMT_OK;
+	fmt_shard_plan_free(&sp);
+	return r;
 }
 
 /* ---- signing in place ---- */

@@ -662,6 +662,8 @@ const fmt_driver fmt_driver_gguf = {
 	.set_driver = &fmt_driver_gguf,
 	.file_driver = &fmt_driver_gguf,
 	.write = fmt_gguf_write,
+	.plan_shards = fmt_gguf_plan_shards,
 	.write_sharded = fmt_gguf_write_sharded,
+	.shard_limits = FMT_GGUF_SHARD_LIMITS,
 	.close = gguf_close,
 };

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "fmt/checked.h"
 #include "fmt/gguf.h"
+#include "fmt/shardset.h"
 #include "gguf_internal.h"
 
 #define SPLIT_ALIGN 32u
@@ -27,37 +28,15 @@ static int is_split_key(const char *key)
 /* "<prefix>-NNNNN-of-MMMMM.gguf" -> prefix (malloc'd), shard number and count. */
 static int parse_split_name(const char *path, char **prefix, unsigned *no, unsigned *count)
 {
-	static const char tail[] = "-00000-of-00000.gguf";
-	size_t n = strlen(path), t = sizeof tail - 1;
-	if (n <= t)
+	static const char ext[] = ".gguf";
+	size_t n = strlen(path), x = sizeof ext - 1;
+	if (n <= x || strcmp(path + n - x, ext) != 0)
 		return 0;
-	const char *s = path + n - t;
-	unsigned a = 0, b = 0;
-	for (size_t i = 0; i < t; i++) {
-		if (tail[i] == '0') {
-			if (s[i] < '0' || s[i] > '9')
-				return 0;
-			if (i < 6)
-				a = a * 10 + (unsigned)(s[i] - '0');
-			else
-				b = b * 10 + (unsigned)(s[i] - '0');
-		} else if (s[i] != tail[i]) {
-			return 0;
-		}
-	}
-	*prefix = strndup(path, n - t);
-	*no = a;
-	*count = b;
+	size_t suffix = fmt_shard_name_suffix(path, n - x, no, count);
+	if (!suffix)
+		return 0;
+	*prefix = strndup(path, n - x - suffix);
 	return *prefix != NULL;
-}
-
-static char *shard_name(const char *prefix, size_t no, size_t count)
-{
-	size_t len = strlen(prefix) + 32;
-	char *p = malloc(len);
-	if (p)
-		snprintf(p, len, "%s-%05zu-of-%05zu.gguf", prefix, no, count);
-	return p;
 }
 
 /* The value of key as the exact type, or fail with SchemaMismatch. */
@@ -169,7 +148,7 @@ fmt_kind fmt_gguf_open_split_set(fmt_model *m, fmt_gguf_info *st, fmt_err *e)
 		k = fmt_fail(e, FMT_SCHEMA, "file name says %u shards, split.count says %lld", name_count,
 			     (long long)count);
 	for (int64_t i = 2; i <= count && k == FMT_OK; i++) {
-		char *path = shard_name(prefix, (size_t)i, (size_t)count);
+		char *path = fmt_shard_file_name(prefix, (size_t)i, (size_t)count, "gguf");
 		k = path ? load_shard(m, path, i, count, total, e) : fmt_fail(e, FMT_IO, "out of memory");
 		free(path);
 	}
@@ -188,43 +167,30 @@ fmt_kind fmt_gguf_open_split_set(fmt_model *m, fmt_gguf_info *st, fmt_err *e)
 
 /* ---- writer ---- */
 
-/* Cut the tensors into consecutive groups; first[i] is the index of shard i's first tensor,
- * first[n] = n_tensors. */
-static fmt_kind plan_shards(const fmt_model *m, uint64_t max_bytes, uint32_t max_tensors, int empty_first,
-			    size_t **first_out, size_t *n_out, fmt_err *e)
+/* gguf-split's cut: model order, each tensor counted padded to 32 bytes; 128 tensors per shard
+ * when no limit is given; up to 65535 shards (split.count is a u16). */
+static int padded_cost(const fmt_model *m, size_t t, uint64_t *cost)
 {
-	if (max_bytes == 0 && max_tensors == 0)
-		max_tensors = FMT_GGUF_SPLIT_TENSORS;
-	size_t cap = m->n_tensors + 3, n = 0;
-	size_t *first = malloc(cap * sizeof *first);
-	if (!first)
-		return fmt_fail(e, FMT_IO, "out of memory");
-	first[n++] = 0;
-	if (empty_first)
-		first[n++] = 0;
-	uint64_t bytes = 0, count = 0;
-	for (size_t i = 0; i < m->n_tensors; i++) {
-		uint64_t padded, next;
-		if (fmt_align_up_u64(m->tensors[i].nbytes, SPLIT_ALIGN, &padded) || fmt_add_u64(bytes, padded, &next)) {
-			free(first);
-			return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': size overflows", m->tensors[i].name);
-		}
-		int full = (max_tensors && count >= max_tensors) || (max_bytes && next > max_bytes);
-		if (count > 0 && full) {
-			first[n++] = i;
-			bytes = 0, count = 0, next = padded;
-		}
-		bytes = next;
-		count++;
-	}
-	first[n] = m->n_tensors;
-	if (n > 65535) {
-		free(first);
-		return fmt_fail(e, FMT_UNSUPPORTED, "%zu shards exceed the split.count limit of 65535", n);
-	}
-	*first_out = first;
-	*n_out = n;
-	return FMT_OK;
+	return fmt_align_up_u64(m->tensors[t].nbytes, SPLIT_ALIGN, cost);
+}
+
+static const fmt_shard_rules gguf_rules = {
+	.ext = "gguf",
+	.has_index = 0,
+	.max_shards = 65535,
+	.limits = FMT_GGUF_SHARD_LIMITS,
+	.cost = padded_cost,
+};
+
+fmt_kind fmt_gguf_plan_shards(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
+			      fmt_shard_plan *p, fmt_err *e)
+{
+	fmt_shard_limits lim = *l;
+	if (!lim.max_bytes && !lim.max_tensors)
+		lim.max_tensors = FMT_GGUF_SPLIT_TENSORS;
+	if (m->n_tensors > INT32_MAX)
+		return fmt_fail(e, FMT_UNSUPPORTED, "%zu tensors exceed split.tensors.count (INT32)", m->n_tensors);
+	return fmt_shard_plan_make(m, &gguf_rules, prefix, &lim, p, e);
 }
 
 /* The metadata of shard i: (shard 0 only) every key but split.*, then the three split keys. */
@@ -253,71 +219,42 @@ static fmt_kind shard_meta(const fmt_model *m, size_t i, size_t n_shards, fmt_me
 	return FMT_OK;
 }
 
-static fmt_kind write_shard(const fmt_model *m, const char *path, size_t i, size_t n_shards,
-			    const size_t *first, unsigned sink_flags, fmt_err *e)
+typedef struct gguf_set {
+	const fmt_model *m;
+	const fmt_shard_plan *p;
+} gguf_set;
+
+static fmt_kind write_shard(void *ctx, size_t i, fmt_sink *k, fmt_err *e)
 {
+	const gguf_set *set = ctx;
+	const fmt_shard *s = &set->p->shards[i];
 	fmt_meta *meta = NULL;
 	size_t n_meta = 0;
-	fmt_sink k;
-	fmt_kind r = shard_meta(m, i, n_shards, &meta, &n_meta, e);
-	if (r != FMT_OK)
-		return r;
-	r = fmt_sink_open(&k, path, sink_flags, e);
-	if (r == FMT_OK) {
-		r = fmt_gguf_write_file(m, meta, n_meta, m->tensors + first[i], first[i + 1] - first[i], 0, &k, e);
-		if (r == FMT_OK)
-			r = fmt_sink_commit(&k, e);
-		else
-			fmt_sink_abort(&k);
-	}
+	fmt_model view;
+	fmt_tensor *tensors = NULL;
+	fmt_kind r = shard_meta(set->m, i, set->p->n_shards, &meta, &n_meta, e);
+	if (r == FMT_OK)
+		r = fmt_shard_view(set->m, s, &view, &tensors, e);
+	if (r == FMT_OK)
+		r = fmt_gguf_write_file(set->m, meta, n_meta, view.tensors, view.n_tensors, 0, k, e);
+	free(tensors);
 	free(meta);
 	if (r != FMT_OK)
-		fmt_err_file(e, path);
+		fmt_err_file(e, s->path);
 	return r;
 }
 
-fmt_kind fmt_gguf_write_split(const fmt_model *m, const char *prefix, uint64_t max_bytes,
-			      uint32_t max_tensors, int no_tensor_first_split, unsigned sink_flags,
-			      char ***out_paths, size_t *n_out, fmt_err *e)
-{
-	size_t *first = NULL, n_shards = 0;
-	*out_paths = NULL;
-	*n_out = 0;
-	if (m->n_tensors > INT32_MAX)
-		return fmt_fail(e, FMT_UNSUPPORTED, "%zu tensors exceed split.tensors.count (INT32)", m->n_tensors);
-	fmt_kind r = plan_shards(m, max_bytes, max_tensors, no_tensor_first_split, &first, &n_shards, e);
-	if (r != FMT_OK)
-		return r;
-	char **paths = calloc(n_shards, sizeof *paths);
-	if (!paths) {
-		free(first);
-		return fmt_fail(e, FMT_IO, "out of memory");
-	}
-	size_t done = 0;
-	for (size_t i = 0; i < n_shards && r == FMT_OK; i++) {
-		paths[i] = shard_name(prefix, i + 1, n_shards);
-		if (!paths[i])
-			r = fmt_fail(e, FMT_IO, "out of memory");
-		else if ((r = write_shard(m, paths[i], i, n_shards, first, sink_flags, e)) == FMT_OK)
-			done = i + 1;
-	}
-	free(first);
-	if (r != FMT_OK) {
-		for (size_t i = 0; i < n_shards; i++) {
-			if (i < done)
-				unlink(paths[i]);
-			free(paths[i]);
-		}
-		free(paths);
-		return r;
-	}
-	*out_paths = paths;
-	*n_out = n_shards;
-	return FMT_OK;
-}
-
-fmt_kind fmt_gguf_write_sharded(const fmt_model *m, const char *prefix, uint64_t max_bytes,
+fmt_kind fmt_gguf_write_sharded(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
 				const fmt_write_opts *o, char ***paths, size_t *n_paths, fmt_err *e)
 {
-	return fmt_gguf_write_split(m, prefix, max_bytes, 0, 0, o->sink_flags, paths, n_paths, e);
+	fmt_shard_plan p;
+	*paths = NULL;
+	*n_paths = 0;
+	fmt_kind r = fmt_gguf_plan_shards(m, prefix, l, &p, e);
+	if (r != FMT_OK)
+		return r;
+	gguf_set set = { m, &p };
+	r = fmt_shard_write_plan(&p, o ? o->sink_flags : 0, write_shard, &set, paths, n_paths, e);
+	fmt_shard_plan_free(&p);
+	return r;
 }

@@ -927,12 +927,6 @@ static fmt_kind st_write(const fmt_model *m, fmt_sink *k, const fmt_write_opts *
 	return fmt_st_write(m, k, e);
 }
 
-static fmt_kind st_write_sharded(const fmt_model *m, const char *prefix, uint64_t max_bytes,
-				 const fmt_write_opts *o, char ***paths, size_t *n_paths, fmt_err *e)
-{
-	return fmt_st_write_sharded(m, prefix, max_bytes, 0, o->sink_flags, paths, n_paths, e);
-}
-
 const fmt_driver fmt_driver_safetensors = {
 	.name = "safetensors",
 	.extension = ".safetensors",
@@ -942,7 +936,9 @@ const fmt_driver fmt_driver_safetensors = {
 	.verify = NULL,
 	.set_driver = &fmt_driver_st_index,
 	.write = st_write,
-	.write_sharded = st_write_sharded,
+	.plan_shards = fmt_st_plan_shards,
+	.write_sharded = fmt_st_write_sharded,
+	.shard_limits = FMT_SHARD_BY_BYTES | FMT_SHARD_BY_TENSORS,
 	.default_shard_bytes = 5000000000ull,   /* Hugging Face's max_shard_size, decimal */
 	.close = st_close,
 };

@@ -360,9 +360,8 @@ static fmt_kind write_index_body(fmt_sink *k, const ix_pair *pairs, size_t n, ui
 	return r;
 }
 
-fmt_kind fmt_st_index_write(const char *path, const char *const *tensor_names,
-			    const char *const *files, size_t n, uint64_t total_size,
-			    unsigned sink_flags, fmt_err *e)
+fmt_kind fmt_st_index_write_to(fmt_sink *k, const char *const *tensor_names, const char *const *files,
+			       size_t n, uint64_t total_size, fmt_err *e)
 {
 	ix_pair *pairs = malloc((n ? n : 1) * sizeof *pairs);
 	if (!pairs)
@@ -370,17 +369,24 @@ fmt_kind fmt_st_index_write(const char *path, const char *const *tensor_names,
 	for (size_t i = 0; i < n; i++)
 		pairs[i] = (ix_pair){ tensor_names[i], files[i] };
 	fmt_kind r = check_index_input(pairs, n, e);
-	fmt_sink k;
 	if (r == FMT_OK)
-		r = fmt_sink_open(&k, path, sink_flags, e);
-	if (r == FMT_OK) {
-		r = write_index_body(&k, pairs, n, total_size, e);
-		if (r == FMT_OK)
-			r = fmt_sink_commit(&k, e);
-		else
-			fmt_sink_abort(&k);
-	}
+		r = write_index_body(k, pairs, n, total_size, e);
 	free(pairs);
+	return r;
+}
+
+fmt_kind fmt_st_index_write(const char *path, const char *const *tensor_names,
+			    const char *const *files, size_t n, uint64_t total_size,
+			    unsigned sink_flags, fmt_err *e)
+{
+	fmt_sink k;
+	fmt_kind r = fmt_sink_open(&k, path, sink_flags, e);
+	if (r != FMT_OK)
+		return r;
+	r = fmt_st_index_write_to(&k, tensor_names, files, n, total_size, e);
+	if (r == FMT_OK)
+		return fmt_sink_commit(&k, e);
+	fmt_sink_abort(&k);
 	return r;
 }
 

@@ -42,13 +42,16 @@ fmt_kind fmt_apsim_signature(const fmt_hmac_key *key, const char *const *shard_s
  * safetensors writer orders them; the digest is computed over the bytes as they stream. */
 fmt_kind fmt_apsim_write(const fmt_model *m, fmt_sink *k, const fmt_write_opts *o, fmt_err *e);
 
-/* Write m as NAME-0000i-of-0000N.apsim shards of at most max_bytes of tensor data each (a
- * compressed tensor's codes and scales stay together) plus NAME.apsim.index.json; prefix is
- * the path without ".apsim". A model that fits in one shard is still written as a set of one
- * when force_set; otherwise callers write a single file. out_paths as fmt_gguf_write_split. */
-fmt_kind fmt_apsim_write_sharded(const fmt_model *m, const char *prefix, uint64_t max_bytes,
+/* The driver's plan_shards and write_sharded: NAME-0000i-of-0000N.apsim shards plus
+ * NAME.apsim.index.json (prefix is the path without ".apsim"), tensors in the safetensors
+ * writer's order, cut by data bytes and/or tensor count with a compressed tensor's codes and
+ * scales kept together (they count as two tensors). A model that fits in one shard is still a
+ * set of one. o->sign_key signs the index. Every file appears at the commit, or none. */
+#define FMT_APSIM_SHARD_LIMITS (FMT_SHARD_BY_BYTES | FMT_SHARD_BY_TENSORS)
+fmt_kind fmt_apsim_plan_shards(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
+			       fmt_shard_plan *p, fmt_err *e);
+fmt_kind fmt_apsim_write_sharded(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
 				 const fmt_write_opts *o, char ***out_paths, size_t *n_out, fmt_err *e);
-
 /* Sign an existing file or set in place, atomically (fmt-sign sign): a single file is
  * rewritten with the signature key (data unchanged, header re-padded); an index gets its
  * metadata.signature. The digests are verified first. */

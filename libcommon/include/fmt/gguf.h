@@ -51,20 +51,17 @@ fmt_dtype fmt_gguf_choose_dtype(const fmt_tensor *t, fmt_dtype want, const char 
  * infos and after every tensor. The sink is neither committed nor aborted here. */
 fmt_kind fmt_gguf_write(const fmt_model *m, fmt_sink *k, const fmt_write_opts *o, fmt_err *e);
 
-/* Write m as a gguf-split compatible set <prefix>-0000i-of-0000N.gguf: consecutive groups of at
- * most max_tensors tensors (0 = no limit) whose Σ align_up(nbytes, 32) stays within max_bytes
- * (0 = no limit; a single larger tensor gets a shard of its own); both 0 means 128 tensors per
- * shard. no_tensor_first_split makes shard 1 metadata-only. Shard 1 holds every key (except
- * existing split.*) then split.no, split.tensors.count, split.count; the others only those three.
- * On success *out_paths (n_out entries, each and the array malloc'd) names the committed files;
- * on failure the files already written are removed. */
-fmt_kind fmt_gguf_write_split(const fmt_model *m, const char *prefix, uint64_t max_bytes,
-			      uint32_t max_tensors, int no_tensor_first_split, unsigned sink_flags,
-			      char ***out_paths, size_t *n_out, fmt_err *e);
-
-/* The driver's write_sharded: fmt_gguf_write_split by size (max_bytes 0 = 128 tensors per
- * shard), metadata in the first shard. */
-fmt_kind fmt_gguf_write_sharded(const fmt_model *m, const char *prefix, uint64_t max_bytes,
+/* The driver's plan_shards and write_sharded: a gguf-split compatible set
+ * <prefix>-0000i-of-0000N.gguf of consecutive groups of at most max_tensors tensors whose
+ * Σ align_up(nbytes, 32) stays within max_bytes (a single larger tensor gets a shard of its
+ * own); no limit at all means 128 tensors per shard; empty_first makes shard 1 metadata-only
+ * (--no-tensor-first-split). Shard 1 holds every key (except existing split.*) then split.no,
+ * split.tensors.count, split.count; the others only those three. Every file appears at the
+ * commit, or none (fmt/shardset.h). */
+#define FMT_GGUF_SHARD_LIMITS (FMT_SHARD_BY_BYTES | FMT_SHARD_BY_TENSORS | FMT_SHARD_EMPTY_FIRST)
+fmt_kind fmt_gguf_plan_shards(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
+			      fmt_shard_plan *p, fmt_err *e);
+fmt_kind fmt_gguf_write_sharded(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
 				const fmt_write_opts *o, char ***paths, size_t *n_paths, fmt_err *e);
 
 #endif

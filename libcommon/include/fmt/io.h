@@ -51,8 +51,13 @@ fmt_kind fmt_read_file(const char *path, size_t max, char **out, size_t *len, fm
 int fmt_same_file(const char *a, const char *b);
 
 /* The atomic writer: a temporary file in the destination's directory, renamed over the
- * destination by commit after fsync; removed by abort, on error, and on SIGINT/SIGTERM.
- * path "-" writes to stdout (refused when stdout is a terminal). */
+ * destination by commit after fsync; removed by abort, on error, and on SIGINT/SIGTERM/SIGHUP/
+ * SIGPIPE (any number of sinks may be live at once). path "-" writes to stdout (refused when
+ * stdout is a terminal).
+ *
+ * Test hook, for the test suites only: with FMTKIT_TEST_STOP_AT_SINK=N in the environment the
+ * process stops itself (SIGSTOP) right after the Nth sink it opens has created its temporary
+ * file, so that a test can send SIGTERM mid-write deterministically, then SIGCONT. */
 typedef struct fmt_sink {
 	char *path;
 	char *tmp_path;
@@ -73,6 +78,18 @@ fmt_kind fmt_sink_zeros(fmt_sink *k, uint64_t n, fmt_err *e);
 fmt_kind fmt_sink_pwrite(fmt_sink *k, uint64_t off, const void *data, size_t n, fmt_err *e);
 fmt_kind fmt_sink_commit(fmt_sink *k, fmt_err *e);
 void fmt_sink_abort(fmt_sink *k);
+
+/* Everything a commit does but the rename: flush, fsync, mode, close, free the buffer. The
+ * temporary file stays (and is still removed on a signal) until fmt_sinks_commit or
+ * fmt_sink_abort; a sink holds no descriptor once finished. */
+fmt_kind fmt_sink_finish(fmt_sink *k, fmt_err *e);
+
+/* The multi-file commit: finish every sink of ks[0..n), then rename them all over their
+ * destinations, all or none. An existing destination (FMT_SINK_FORCE) is moved aside first
+ * and put back if a later rename fails; SIGINT/SIGTERM/SIGHUP/SIGPIPE wait until the set is
+ * complete or rolled back. On failure every temporary file is removed and every destination
+ * is as it was. Each sink is committed or aborted on return. */
+fmt_kind fmt_sinks_commit(fmt_sink *ks, size_t n, fmt_err *e);
 
 /* Called with the byte count of every fmt_sink_write in the process (progress reporting);
  * NULL removes it. */

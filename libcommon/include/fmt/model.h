@@ -77,15 +77,22 @@ typedef struct fmt_unit {
 	int8_t dims[FMT_UNIT_DIMS];
 } fmt_unit;
 
-/* A compressed tensor (specs/apsim.md §4): logical values = decode(codes) x scales. The codes
- * and scales are ordinary tensors of the model; this record says how to read them. */
+/* An encoded tensor: codes + scales, decoded on read. Its logical values are
+ * (decode(code) - zero_point) x scale; the codes (a tensor named like the logical tensor) and
+ * the scales (a tensor named in the record) are ordinary tensors of the model, and this record
+ * says how to read them (fmt/qtensor.h decodes them, fmt_model_add_dequantized on demand). The
+ * kinds of code are generic: Apsi checkpoints store all of them, .nk int8 weights are INT8 with
+ * per-channel scales and a zero point, GGUF Q8_0/Q4_0 map onto INT8/INT4 in blocks of 32. */
 typedef enum fmt_qformat {
 	FMT_Q_INT8, FMT_Q_INT4, FMT_Q_FP8, FMT_Q_FP6, FMT_Q_FP4, FMT_Q_BF16
 } fmt_qformat;
 
 typedef struct fmt_qtensor {
-	char *name;                    /* logical name P; codes tensor is P, scales P__qscale */
-	fmt_qformat format;
+	char *name;                    /* logical name, also the name of the codes tensor */
+	char *scales;                  /* the scales tensor (F32, scale_shape); NULL: the default
+					* name, fmt_qtensor_scales_name (BF16 has none) */
+	int32_t zero_point;            /* INT8/INT4 codes: subtracted before scaling; else 0 */
+	fmt_qformat format;            /* the kind of code */
 	int axis;                      /* channel axis, -1 for null (per-tensor or blocks) */
 	int ndim;
 	uint64_t shape[FMT_MAX_DIMS];  /* logical shape */

@@ -17,8 +17,18 @@ const char *fmt_qformat_packing(fmt_qformat f);          /* "none", "nibble-lo-f
  * cannot hold (fp6 element count not a multiple of 4, fp4 odd), naming the tensor. */
 fmt_kind fmt_qtensor_plan(const fmt_tensor *t, fmt_qformat f, fmt_qtensor *out, fmt_err *e);
 
+/* The name the quantizers give the scales of an encoded tensor NAME: NAME__qscale, as Apsi
+ * checkpoints store them (malloc'd; NULL when out of memory). */
+char *fmt_qtensor_scales_name(const char *name);
+
+/* 1 when q has the form every encoded-tensor writer stores: no zero point, scales named by
+ * fmt_qtensor_scales_name (or NULL, meaning that; none for BF16). Others are decoded before
+ * writing. */
+int fmt_qtensor_canonical(const fmt_qtensor *q);
+
 /* Shape checks of §4 on a descriptor read from a file, against its codes and scales tensors
- * (dtype, shape, divisibility, rank). InvalidFormat naming the rule. */
+ * (dtype, shape, divisibility, rank), and its zero point (INT8/INT4 only, within the codes).
+ * InvalidFormat naming the rule. */
 fmt_kind fmt_qtensor_check(const fmt_qtensor *q, const fmt_tensor *codes, const fmt_tensor *scales,
 			   fmt_err *e);
 

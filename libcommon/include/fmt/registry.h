@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include "fmt/model.h"
 #include "fmt/io.h"
+#include "fmt/shardset.h"
 #include "fmt/crypto.h"
 #include <jansson.h>
 
@@ -77,11 +78,17 @@ typedef struct fmt_driver {
 
 	/* Write m to the sink. NULL for read-only formats. */
 	fmt_kind (*write)(const fmt_model *m, fmt_sink *k, const fmt_write_opts *o, fmt_err *e);
-	/* Write m as a shard set named after prefix (the output path without its extension), each
-	 * shard holding at most max_bytes of tensor data (a larger tensor gets a shard of its own).
-	 * *paths lists what was written (malloc'd). NULL when the format has no shard sets. */
-	fmt_kind (*write_sharded)(const fmt_model *m, const char *prefix, uint64_t max_bytes,
+	/* Shard sets (fmt/shardset.h). plan_shards decides where a set of m is cut for the limits
+	 * and names its files after prefix (the output path without its extension): the one
+	 * function behind both write_sharded and fmt-shard split --dry-run. write_sharded writes
+	 * that plan, all files or none; *paths lists them (malloc'd: the shards, then the index).
+	 * Both NULL when the format has no shard sets. */
+	fmt_kind (*plan_shards)(const fmt_model *m, const char *prefix, const struct fmt_shard_limits *l,
+				struct fmt_shard_plan *p, fmt_err *e);
+	fmt_kind (*write_sharded)(const fmt_model *m, const char *prefix, const struct fmt_shard_limits *l,
 				  const fmt_write_opts *o, char ***paths, size_t *n_paths, fmt_err *e);
+	/* The limits plan_shards honours (FMT_SHARD_BY_BYTES | _BY_TENSORS | _EMPTY_FIRST). */
+	unsigned shard_limits;
 	/* Outputs with more tensor data than this are sharded unless the user says otherwise
 	 * (Hugging Face's 5 GB for safetensors, Apsi's 4 GB); 0 = only when asked. */
 	uint64_t default_shard_bytes;
@@ -107,6 +114,11 @@ const fmt_driver *fmt_driver_with(unsigned caps);
 const fmt_driver *fmt_driver_holding(fmt_dtype t);
 /* "safetensors, gguf or apsim": the writable single-file formats, for messages. */
 void fmt_driver_writer_names(char *buf, size_t n);
+
+/* The driver that writes sets of models d opens (d itself, or its file_driver), or NULL. */
+const fmt_driver *fmt_driver_set_writer(const fmt_driver *d);
+/* The single-file driver of models d opens (d itself, or its file_driver). */
+const fmt_driver *fmt_driver_file_writer(const fmt_driver *d);
 
 /* All drivers, NULL-terminated. */
 const fmt_driver *const *fmt_drivers(void);

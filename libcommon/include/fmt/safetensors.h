@@ -70,14 +70,18 @@ fmt_kind fmt_st_index_write(const char *path, const char *const *tensor_names,
 			    const char *const *files, size_t n, uint64_t total_size,
 			    unsigned sink_flags, fmt_err *e);
 
-/* Write m as <prefix>-0000i-of-0000N.safetensors shards plus <prefix>.safetensors.index.json:
- * tensors in model order, a new shard when the next tensor would take the shard past max_bytes
- * of data or max_tensors tensors (0 = no limit; a larger tensor gets a shard of its own); each
- * shard written by fmt_st_write with the model's string metadata. Without FMT_SINK_FORCE an
- * existing output is refused before anything is written. On success *out_paths holds n_out
- * malloc'd names (the shards in order, then the index); on failure nothing is left behind. */
-fmt_kind fmt_st_write_sharded(const fmt_model *m, const char *prefix, uint64_t max_bytes,
-			      uint32_t max_tensors, unsigned sink_flags, char ***out_paths,
-			      size_t *n_out, fmt_err *e);
+/* The same written to an open sink (not committed): what a set writer does. */
+fmt_kind fmt_st_index_write_to(fmt_sink *k, const char *const *tensor_names, const char *const *files,
+			       size_t n, uint64_t total_size, fmt_err *e);
+
+/* The driver's plan_shards and write_sharded: <prefix>-0000i-of-0000N.safetensors shards plus
+ * <prefix>.safetensors.index.json; tensors in model order, cut by the shard-set module by data
+ * bytes and/or tensor count; each shard written by fmt_st_write with the model's string
+ * metadata. Without FMT_SINK_FORCE an existing output is refused before anything is written;
+ * every file appears at the commit, or none (fmt/shardset.h). */
+fmt_kind fmt_st_plan_shards(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
+			    fmt_shard_plan *p, fmt_err *e);
+fmt_kind fmt_st_write_sharded(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
+			      const fmt_write_opts *o, char ***out_paths, size_t *n_out, fmt_err *e);
 
 #endif

@@ -1,0 +1,88 @@
+/* The template of the per-driver fuzz targets: the GNUmakefile builds fuzz_driver_NAME from this
+ * file for every driver line of libcommon/formats/registry.c, with -DFUZZ_DRIVER=fmt_driver_NAME.
+ * The input is opened forced to the driver and probed; what opens is verified and every tensor
+ * read; a driver that writes must write it, and what it wrote must open again with the same
+ * tensors. An internal error (kind 70) anywhere is a finding. Set drivers look for the files an
+ * index names in a directory that does not exist, so runs never depend on the current one. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "fmt/registry.h"
+
+#ifndef FUZZ_DRIVER
+#error "build with -DFUZZ_DRIVER=fmt_driver_NAME"
+#endif
+
+extern const fmt_driver FUZZ_DRIVER;
+
+#define NAME "/nonexistent-fmtkit-fuzz/input"
+
+static void no_internal(fmt_kind k)
+{
+	if (k == FMT_INTERNAL)
+		abort();
+}
+
+static void read_all(const fmt_model *m)
+{
+	fmt_err e;
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		const uint8_t *bytes;
+		uint8_t *to_free = NULL;
+		no_internal(fmt_tensor_load(m, &m->tensors[i], &bytes, &to_free, &e));
+		free(to_free);
+	}
+}
+
+/* Write m with the driver into a file in /dev/shm (or /tmp) and open it again. */
+static void write_and_reopen(const fmt_driver *d, const fmt_model *m)
+{
+	static char path[128];
+	fmt_sink k;
+	fmt_err e;
+	fmt_model back;
+	if (!path[0])
+		snprintf(path, sizeof path, "%s/fmtkit-fuzz-%ld%s", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp",
+			 (long)getpid(), d->extension ? d->extension : "");
+	fmt_write_opts o = { .sink_flags = FMT_SINK_FORCE, .threads = 1 };
+	if (fmt_sink_open(&k, path, FMT_SINK_FORCE, &e) != FMT_OK)
+		return;
+	fmt_kind r = d->write(m, &k, &o, &e);
+	no_internal(r);
+	if (r != FMT_OK) {
+		fmt_sink_abort(&k);
+		return;
+	}
+	if (fmt_sink_commit(&k, &e) != FMT_OK)
+		return;
+	if (fmt_model_open(&back, path, d, &e) != FMT_OK || back.n_tensors != m->n_tensors)
+		abort(); /* the driver wrote what it cannot read */
+	for (size_t i = 0; i < m->n_tensors; i++)
+		if (!fmt_model_find_tensor(&back, m->tensors[i].name))
+			abort();
+	fmt_model_free(&back);
+	unlink(path);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const fmt_driver *d = &FUZZ_DRIVER;
+	for (int forced = 1; forced >= 0; forced--) {
+		fmt_model m;
+		fmt_err e;
+		fmt_kind k = fmt_model_open_memory(&m, NAME, data, size, forced ? d : NULL, &e);
+		no_internal(k);
+		if (k != FMT_OK)
+			continue;
+		no_internal(fmt_model_verify(&m, NULL, &e));
+		read_all(&m);
+		if (forced && d->write)
+			write_and_reopen(d, &m);
+		fmt_model_free(&m);
+	}
+	return 0;
+}
