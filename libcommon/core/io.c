@@ -333,9 +333,10 @@ static void untrack_tmp(char *path)
 		}
 }
 
-/* Test hook (documented in io.h): stop the process with SIGSTOP when the Nth sink of the
- * process has created its temporary file, so a test can deliver a signal mid-write. */
-static void test_stop_hook(void)
+/* Test hook (documented in io.h): stop the process with SIGSTOP when the Nth output of the
+ * process (a sink's temporary file, or a file in a staging directory) has been created, so a
+ * test can deliver a signal mid-write. */
+void fmt_test_stop_hook(void)
 {
 	static long opened, stop_at = -1;
 	if (stop_at < 0) {
@@ -397,7 +398,7 @@ fmt_kind fmt_sink_open(fmt_sink *k, const char *path, unsigned flags, fmt_err *e
 			fmt_sink_abort(k);
 			return fmt_fail(e, FMT_IO, "out of memory");
 		}
-		test_stop_hook();
+		fmt_test_stop_hook();
 	}
 	k->buf = malloc(SINK_BUF_SIZE);
 	if (!k->buf) {

@@ -149,6 +149,8 @@ int fmt_stagedir_create_file(fmt_stagedir *s, size_t i, fmt_err *e)
 	int fd = openat(s->fd, s->names[i], O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		fmt_fail(e, FMT_IO, "cannot create '%.200s' in %s: %s", s->names[i], s->path, strerror(errno));
+	else
+		fmt_test_stop_hook();
 	return fd;
 }
 

@@ -180,36 +180,45 @@ run_bounded() {
 }
 
 # Item 2: one private directory, removed on signals.
-@test "keyed bundle: SIGTERM during the check leaves nothing in TMPDIR; the directory was private" {
-	fmt-verify --secret-file "$SECRET" "$B/slow.tar.zst" 2>/dev/null &
+# stop_at N CMD...: run CMD with FMTKIT_TEST_STOP_AT_SINK=N (it stops itself with SIGSTOP once
+# its Nth output file exists, fmt/io.h), wait for the stop, run the caller's at_stop, then send
+# SIGTERM and SIGCONT; the exit status in $status.
+stop_at() {
+	local n=$1 pid i
+	shift
+	FMTKIT_TEST_STOP_AT_SINK=$n "$@" 2>/dev/null 3>&- &
 	pid=$!
-	for _ in $(seq 500); do
-		d=$(ls -d tmp/fmtkit-bundle-* 2>/dev/null | head -1)
-		[ -n "$d" ] && [ -s "$d/a.apsim" ] && break
+	for i in $(seq 1 1000); do
+		[ "$(sed 's/.*) //' /proc/$pid/stat 2>/dev/null | cut -d' ' -f1)" = T ] && break
 		sleep 0.01
 	done
-	[ -n "$d" ] || fail "no staging directory appeared"
-	assert_equal "$(stat -c %a "$d")" 700
-	kill -TERM "$pid"
-	wait "$pid" && status=0 || status=$?
+	[ "$(sed 's/.*) //' /proc/$pid/stat 2>/dev/null | cut -d' ' -f1)" = T ] || { kill -KILL $pid; fail "no stop"; }
+	at_stop
+	kill -TERM $pid
+	kill -CONT $pid
+	status=0
+	wait $pid || status=$?
+}
+
+@test "keyed bundle: SIGTERM during the check leaves nothing in TMPDIR; the directory was private" {
+	at_stop() {
+		d=$(ls -d tmp/fmtkit-bundle-*)
+		assert_equal "$(stat -c '%a %F' "$d")" "700 directory"
+		assert_equal "$(ls "$d")" "model-00001-of-00003.apsim"
+	}
+	stop_at 1 fmt-verify --secret-file "$SECRET" "$B/signed-set.tar"
 	assert_equal "$status" 143
 	assert_equal "$(ls -A tmp)" ""
 }
 
-@test "unpack: SIGTERM during extraction leaves nothing in the directory, existing files untouched" {
+@test "unpack: SIGTERM after every member is staged leaves nothing in the directory, existing files untouched" {
 	mkdir out
 	echo keep >out/a.apsim
 	before=$(snapshot out)
-	fmt-shard unpack --force -C out "$B/slow.tar.zst" 2>/dev/null &
-	pid=$!
-	for _ in $(seq 500); do
-		d=$(ls -d out/.fmtkit-unpack-* 2>/dev/null | head -1)
-		[ -n "$d" ] && [ -s "$d/a.apsim" ] && break
-		sleep 0.01
-	done
-	[ -n "$d" ] || fail "no staging directory appeared"
-	kill -TERM "$pid"
-	wait "$pid" && status=0 || status=$?
+	at_stop() {
+		assert_equal "$(ls out/.fmtkit-unpack-* | tr '\n' ' ')" "a.apsim b.apsim "
+	}
+	stop_at 2 fmt-shard unpack --force -C out "$B/two-members.tar"
 	assert_equal "$status" 143
 	assert_equal "$(snapshot out)" "$before"
 }
