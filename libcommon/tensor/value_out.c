@@ -52,6 +52,28 @@ json_t *fmt_json_value(const fmt_value *v, size_t max_items)
 	return json_null();
 }
 
+int fmt_json_write_value(FILE *f, const fmt_value *v, size_t max_items)
+{
+	if (v->type != FMT_V_ARRAY) {
+		json_t *j = fmt_json_value(v, max_items);
+		int r = j ? fmt_json_write(f, j) : -1;
+		json_decref(j);
+		return r;
+	}
+	uint64_t shown = v->v.arr.count;
+	if (max_items && shown > max_items)
+		shown = max_items;
+	int r = fputc('[', f) == EOF ? -1 : 0;
+	for (uint64_t i = 0; r == 0 && i < shown; i++) {
+		fmt_value item = fmt_array_item(v, i);
+		if ((i && fputc(',', f) == EOF) || fmt_json_write_value(f, &item, max_items))
+			r = -1;
+	}
+	if (r == 0 && shown < v->v.arr.count)
+		r = fprintf(f, "%s{\"truncated\":%" PRIu64 "}", shown ? "," : "", v->v.arr.count) < 0 ? -1 : 0;
+	return r == 0 && fputc(']', f) != EOF ? 0 : -1;
+}
+
 void fmt_out_value(FILE *f, const fmt_value *v, size_t max_items)
 {
 	switch (v->type) {

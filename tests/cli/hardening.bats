@@ -53,6 +53,10 @@ run_bounded() {
 	run_bounded "$f" fmt-inspect --metadata --full "$f"
 	assert_success
 	assert_equal "$(grep -o '0, ' <<<"$output" | wc -l)" 8388607
+	# Every item as JSON: streamed, never a tree.
+	run_bounded "$f" fmt-inspect --json --metadata --full "$f"
+	assert_success
+	assert_equal "$(jq '.metadata["hostile.array"] | length' <<<"$output")" 8388608
 }
 
 @test "memory: .apsim record of 3 million zeros, inspect and verify within 16x + 64 MB" {

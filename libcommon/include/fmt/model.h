@@ -182,6 +182,9 @@ fmt_kind fmt_value_packed(fmt_value *out, fmt_vtype elem, uint64_t count, const 
 /* A metadata value as JSON; arrays longer than max_items (0 = no limit) are abbreviated to
  * their first max_items items plus {"truncated": total}. */
 json_t *fmt_json_value(const fmt_value *v, size_t max_items);
+/* The same JSON written to f as it is made, array items one at a time (a 2^25-item array is
+ * never a tree), through fmt_json_write; 0, or -1 on a write error. */
+int fmt_json_write_value(FILE *f, const fmt_value *v, size_t max_items);
 
 /* Print the value as text (strings escaped and quoted, arrays abbreviated past max_items). */
 void fmt_out_value(FILE *f, const fmt_value *v, size_t max_items);
