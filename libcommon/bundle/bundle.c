@@ -19,6 +19,7 @@
 #include "fmt/checked.h"
 #include "fmt/io.h"
 #include "fmt/out.h"
+#include "fmt/progress.h"
 #include "fmt/registry.h"
 #include "fmt/stagedir.h"
 #include "fmt/version.h"
@@ -421,8 +422,10 @@ fmt_kind fmt_bundle_verify(const char *bundle_path, fmt_bundle_info *info, fmt_e
 	fmt_kind k = reader_open(&r, bundle_path, READ_BLOCK, e);
 	if (k == FMT_OK) {
 		k = read_manifest(&r, &b, e);
-		if (k == FMT_OK)
+		if (k == FMT_OK) {
+			fmt_meter_planned(b.total_bytes);
 			k = walk_members(&r, &b, NULL, e);
+		}
 		reader_close(&r);
 	}
 	if (k != FMT_OK)
@@ -581,6 +584,11 @@ fmt_kind fmt_bundle_unpack(const char *bundle_path, const char *dir, unsigned fl
 	k = read_manifest(&r, &b, e);
 	if (k == FMT_OK)
 		k = prepare_dir(dir, &created, e);
+	if (k == FMT_OK) {
+		fmt_meter_planned(b.total_bytes); /* hashed while extracted */
+		if (vo && !fmt_keyset_empty(&vo->keys))
+			fmt_meter_planned(b.total_bytes); /* and by the set's verification */
+	}
 	if (k == FMT_OK && !(flags & FMT_SINK_FORCE))
 		k = refuse_existing(&b, dir, e);
 	if (k == FMT_OK) {
@@ -611,8 +619,11 @@ fmt_kind fmt_bundle_check_signed(const char *bundle_path, const fmt_verify_opts 
 	fmt_kind k = reader_open(&r, bundle_path, READ_BLOCK, e);
 	if (k == FMT_OK) {
 		k = read_manifest(&r, &b, e);
-		if (k == FMT_OK)
+		if (k == FMT_OK) {
+			fmt_meter_planned(b.total_bytes); /* hashed while extracted */
+			fmt_meter_planned(b.total_bytes); /* and by the set's verification */
 			k = extract_checked(&r, &b, tmp && *tmp ? tmp : "/tmp", NULL, 0, vo, where, sizeof where, e);
+		}
 		reader_close(&r);
 	}
 	if (k != FMT_OK)
@@ -749,19 +760,26 @@ static void free_files(pack_file *f, size_t n)
 	free(f);
 }
 
-/* First pass: open and hash every file. */
+/* First pass: open every file, then hash each (the meter is told both passes' bytes). */
 static fmt_kind hash_files(pack_file *f, size_t n, fmt_bundle_info *b, fmt_err *e)
 {
+	uint64_t planned = 0;
 	b->members = calloc(n ? n : 1, sizeof *b->members);
 	if (!b->members)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	for (size_t i = 0; i < n; i++) {
-		fmt_sha256 h;
-		uint8_t digest[FMT_SHA256_LEN];
 		fmt_kind k = fmt_source_open(&f[i].src, f[i].path, e);
 		if (k != FMT_OK)
 			return k;
 		f[i].open = 1;
+		planned += f[i].src.size;
+	}
+	fmt_meter_planned(planned); /* hashed here */
+	fmt_meter_planned(planned); /* and again as the archive is written */
+	for (size_t i = 0; i < n; i++) {
+		fmt_sha256 h;
+		uint8_t digest[FMT_SHA256_LEN];
+		fmt_kind k;
 		fmt_bundle_member *mb = &b->members[b->n_members++];
 		if (!(mb->name = strdup(base_name(f[i].path))))
 			return fmt_fail(e, FMT_IO, "out of memory");

@@ -340,8 +340,11 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 	fmt_err e;
 	memset(cli, 0, sizeof *cli);
 	cli->command = -1;
-	if (build_getopt(t, longs, shorts) != 0)
-		return exit_now(cli, fmt_cli_usage_error(t, "internal error: option table too long"));
+	if (build_getopt(t, longs, shorts) != 0) {
+		fprintf(stderr, "%s: internal error: more than %d options in the table\n", t->name,
+			MAX_OPTIONS - 2 - (int)N_APPENDED);
+		return exit_now(cli, FMT_INTERNAL);
+	}
 	opterr = 0;
 	optind = 0;
 	for (;;) {

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <openssl/evp.h>
 #include "fmt/crypto.h"
+#include "fmt/progress.h"
 
 /* Large enough that per-call overhead vanishes, small enough to stay in the L2 cache. */
 #define SHA256_CHUNK (1u << 20)
@@ -28,6 +29,7 @@ fmt_kind fmt_sha256_update(fmt_sha256 *h, const void *data, size_t n, fmt_err *e
 		return fmt_fail(e, FMT_INTERNAL, "SHA-256: update without init");
 	if (n > 0 && EVP_DigestUpdate(h->ctx, data, n) != 1)
 		return fmt_fail(e, FMT_INTERNAL, "SHA-256: OpenSSL digest update failed");
+	fmt_meter_done(n);
 	return FMT_OK;
 }
 

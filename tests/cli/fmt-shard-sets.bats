@@ -73,6 +73,13 @@ listing() {
 	cmp <(tar xOf "$HOSTILE/many-members.tar" member-099.bin) out/member-099.bin
 }
 
+@test "unpacking 100 members needs no descriptor per member: it works under ulimit -n 24" {
+	run bash -c 'ulimit -n 24 && fmt-shard unpack "$1" -C out' _ "$HOSTILE/many-members.tar"
+	assert_success
+	[ "$(ls out | wc -l)" -eq 100 ]
+	[ -z "$(find out -name '.fmtkit-*')" ]
+}
+
 # ---- item 8: SIGTERM during a sharded conversion ----
 
 @test "SIGTERM during a conversion to 100 safetensors shards: nothing is left (exit 143)" {

@@ -130,10 +130,9 @@ assert_same_set() {
 	for tool in "${TOOLS[@]}"; do
 		head -n 1 "$COMPLETIONS/zsh/_$tool" | grep -qx "#compdef $tool" || fail "_$tool: no #compdef line"
 		assert_same_set "zsh completion of $tool" "$(table_longs "$tool")" "$(zsh_longs "$tool")"
-		if command -v zsh >/dev/null; then
-			run zsh -n "$COMPLETIONS/zsh/_$tool"
-			assert_success
-		fi
+		command -v zsh >/dev/null || fail "zsh is not installed (scripts/install-deps installs it)"
+		run zsh -n "$COMPLETIONS/zsh/_$tool"
+		assert_success
 	done
 }
 
@@ -239,4 +238,26 @@ to_full() {
 	run --separate-stderr to_full "$FMTKIT_BIN/fmt-convert" --json --dry-run model.safetensors out.gguf
 	assert_failure 3
 	assert_equal "$(sed -n 2p <<<"$stderr")" '{"tool":"fmt-convert","file":null,"error":"IoError","exit":3,"message":"cannot write to standard output: No space left on device"}'
+}
+
+# The long options zsh lists after "TOOL [SUBCOMMAND] --" and a tab, in an interactive zsh
+# (tests/cli/zsh-complete.zsh drives one through zpty): the words left of each " -- ".
+zsh_listed() {
+	zsh -f "$BATS_TEST_DIRNAME/zsh-complete.zsh" "$COMPLETIONS/zsh" "$*" |
+		grep -- ' -- ' | sed 's/ -- .*//' | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u
+}
+
+@test "zsh, interactively, offers exactly the table's options (per subcommand) and the formats" {
+	command -v zsh >/dev/null || fail "zsh is not installed (scripts/install-deps installs it)"
+	for tool in "${TOOLS[@]}"; do
+		assert_same_set "zsh: $tool --" "$(table_longs "$tool")" "$(zsh_listed "$tool --")"
+		for cmd in $(subcommands_of "$tool"); do
+			assert_same_set "zsh: $tool $cmd --" "$(table_words "$tool" "$cmd" | grep -- '^--')" \
+				"$(zsh_listed "$tool $cmd --")"
+		done
+	done
+	listed=$(zsh -f "$BATS_TEST_DIRNAME/zsh-complete.zsh" "$COMPLETIONS/zsh" "fmt-inspect --format ")
+	for name in $("$FMTKIT_BIN/fmt-inspect" --dump-options | awk -F '\t' '$2 == "format" { print $6 }'); do
+		grep -qE -- "(^| )$name( |$)" <<<"$listed" || fail "zsh does not offer --format $name: $listed"
+	done
 }

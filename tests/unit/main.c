@@ -1,5 +1,6 @@
 /* Runner for the libcommon unit tests. Usage: unit-tests [SUBSTRING] runs the tests whose
  * name or file contains SUBSTRING. */
+#include <dirent.h>
 #include <stdlib.h>
 #include "unit.h"
 
@@ -28,6 +29,25 @@ void unit_fail(const char *file, int line, const char *expr)
 		return;
 	}
 	printf("FAIL %s (%s:%d): %s\n", current_name, file, line, expr);
+}
+
+char *unit_tmp_dir(void)
+{
+	static char path[64];
+	snprintf(path, sizeof path, "/tmp/fmtkit-unit-XXXXXX");
+	return mkdtemp(path);
+}
+
+int unit_dir_entries(const char *dir)
+{
+	int n = 0;
+	DIR *d = opendir(dir);
+	struct dirent *ent;
+	while (d && (ent = readdir(d)))
+		n += strcmp(ent->d_name, ".") && strcmp(ent->d_name, "..");
+	if (d)
+		closedir(d);
+	return n;
 }
 
 int main(int argc, char **argv)

@@ -281,6 +281,62 @@ static void model_round_trip(const fmt_driver *d, const fmt_model *m)
 	remove_dir(dir);
 }
 
+/* A format with shard sets: write_sharded writes exactly the files plan_shards names (the
+ * shards, then the index), all committed, no temporary left, and the set reads back as m. Cut
+ * as finely as the format allows (one tensor per shard, else one byte). */
+static void model_set_round_trip(const fmt_driver *d, const fmt_model *m)
+{
+	const fmt_driver *w = fmt_driver_set_writer(d);
+	if (!w)
+		return;
+	char dir_buf[64], *dir = make_tmp_dir(dir_buf), prefix[128], why[512];
+	fmt_shard_limits lim = { 0 };
+	if (w->shard_limits & FMT_SHARD_BY_TENSORS)
+		lim.max_tensors = 1;
+	else
+		lim.max_bytes = 1;
+	fmt_write_opts o = { .sink_flags = FMT_SINK_FORCE, .threads = 1 };
+	fmt_shard_plan plan;
+	char **paths = NULL;
+	size_t n = 0;
+	fmt_err e;
+	CHECK(dir != NULL);
+	snprintf(prefix, sizeof prefix, "%s/set", dir);
+	if (w->plan_shards(m, prefix, &lim, &plan, &e) != FMT_OK) {
+		conform_fail(d->name, "plan_shards: %s", e.msg);
+		remove_dir(dir);
+		return;
+	}
+	if (w->write_sharded(m, prefix, &lim, &o, &paths, &n, &e) != FMT_OK) {
+		conform_fail(d->name, "write_sharded: %s", e.msg);
+	} else {
+		size_t want = plan.n_shards + (plan.index != NULL);
+		if (n != want)
+			conform_fail(d->name, "write_sharded wrote %zu files, plan_shards planned %zu", n, want);
+		for (size_t i = 0; i < n && i < want; i++)
+			if (strcmp(paths[i], i < plan.n_shards ? plan.shards[i].path : plan.index) != 0)
+				conform_fail(d->name, "file %zu is %s, not the planned one", i, paths[i]);
+		if ((size_t)unit_dir_entries(dir) != n)
+			conform_fail(d->name, "%d entries in the directory after writing %zu files",
+				     unit_dir_entries(dir), n);
+		fmt_model back;
+		const char *head = plan.index ? plan.index : plan.shards[0].path;
+		if (fmt_model_open(&back, head, NULL, &e) != FMT_OK) {
+			conform_fail(d->name, "reading back the set %s: %s", head, e.msg);
+		} else {
+			const char *diff = model_difference(m, &back, why, sizeof why);
+			if (diff)
+				conform_fail(d->name, "the set reads back differently: %s", diff);
+			fmt_model_free(&back);
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+	fmt_shard_plan_free(&plan);
+	remove_dir(dir);
+}
+
 void conform_model_driver(const fmt_driver *d, const char *path)
 {
 	fmt_model m;
@@ -308,6 +364,7 @@ void conform_model_driver(const fmt_driver *d, const char *path)
 		free(to_free);
 	}
 	model_round_trip(d, &m);
+	model_set_round_trip(d, &m);
 	fmt_model_free(&m);
 	model_hostile(d, path, bytes, n);
 	free(bytes);

@@ -1,5 +1,4 @@
 /* Unit tests for libcommon/core: errors, sizes, escaping, sources and the atomic sink. */
-#include <dirent.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,25 +6,6 @@
 #include "fmt/io.h"
 #include "fmt/out.h"
 #include "unit.h"
-
-static char *scratch_dir(void)
-{
-	static char path[64];
-	snprintf(path, sizeof path, "/tmp/fmtkit-unit-XXXXXX");
-	return mkdtemp(path);
-}
-
-static int count_entries(const char *dir)
-{
-	int n = 0;
-	DIR *d = opendir(dir);
-	struct dirent *ent;
-	while (d && (ent = readdir(d)))
-		n += strcmp(ent->d_name, ".") && strcmp(ent->d_name, "..");
-	if (d)
-		closedir(d);
-	return n;
-}
 
 TEST(err_kinds_are_exit_codes)
 {
@@ -94,7 +74,7 @@ TEST(json_string_replaces_invalid_utf8)
 
 TEST(source_reads_and_bounds)
 {
-	char *dir = scratch_dir(), path[128];
+	char *dir = unit_tmp_dir(), path[128];
 	snprintf(path, sizeof path, "%s/f", dir);
 	FILE *f = fopen(path, "wb");
 	fwrite("0123456789", 1, 10, f);
@@ -117,7 +97,7 @@ TEST(source_reads_and_bounds)
 
 TEST(sink_is_atomic_and_refuses_existing)
 {
-	char *dir = scratch_dir(), path[128];
+	char *dir = unit_tmp_dir(), path[128];
 	snprintf(path, sizeof path, "%s/out.bin", dir);
 	fmt_sink k;
 	fmt_err e;
@@ -145,7 +125,7 @@ TEST(sink_is_atomic_and_refuses_existing)
 	size_t len;
 	CHECK(fmt_read_file(path, 100, &back, &len, &e) == FMT_OK && len == 11 && memcmp(back, "01234567XY!", 11) == 0);
 	free(back);
-	CHECK_EQ_U64(count_entries(dir), 1);              /* and no temporary file behind */
+	CHECK_EQ_U64(unit_dir_entries(dir), 1);              /* and no temporary file behind */
 	CHECK(fmt_check_distinct(path, path, &e) == FMT_USAGE);
 	unlink(path);
 	rmdir(dir);
@@ -153,7 +133,7 @@ TEST(sink_is_atomic_and_refuses_existing)
 
 TEST(sink_large_writes_bypass_buffer)
 {
-	char *dir = scratch_dir(), path[128];
+	char *dir = unit_tmp_dir(), path[128];
 	snprintf(path, sizeof path, "%s/big", dir);
 	size_t n = 3u << 20;
 	uint8_t *data = malloc(n);

@@ -1,32 +1,12 @@
 /* Unit tests for the shard-set module (fmt/shardset.h) and the multi-file commit (fmt/io.h):
  * the cut with costs, partners, tensor counts and an empty first shard; the namer both ways;
  * all-or-nothing commits that put back what they replaced. */
-#include <dirent.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "fmt/io.h"
 #include "fmt/shardset.h"
 #include "unit.h"
-
-static char *set_dir(void)
-{
-	static char path[64];
-	snprintf(path, sizeof path, "/tmp/fmtkit-set-XXXXXX");
-	return mkdtemp(path);
-}
-
-static int entries(const char *dir)
-{
-	int n = 0;
-	DIR *d = opendir(dir);
-	struct dirent *ent;
-	while (d && (ent = readdir(d)))
-		n += strcmp(ent->d_name, ".") && strcmp(ent->d_name, "..");
-	if (d)
-		closedir(d);
-	return n;
-}
 
 /* A model of n U8 tensors t0, t1, ... of the given sizes (no data: the cut reads none). */
 static void sized_model(fmt_model *m, const uint64_t *sizes, size_t n)
@@ -206,7 +186,7 @@ static int file_is(const char *path, const char *text)
 
 TEST(sinks_commit_all_or_nothing)
 {
-	char *dir = set_dir(), a[128], b[128], c[128];
+	char *dir = unit_tmp_dir(), a[128], b[128], c[128];
 	snprintf(a, sizeof a, "%s/a", dir);
 	snprintf(b, sizeof b, "%s/b", dir);
 	snprintf(c, sizeof c, "%s/c", dir);
@@ -220,16 +200,16 @@ TEST(sinks_commit_all_or_nothing)
 	CHECK(w.sinks[0].fd < 0 && w.sinks[0].buf == NULL); /* the first is finished: no descriptor held */
 	CHECK(fmt_shard_writer_add(&w, c, &k, &e) == FMT_INTERNAL);
 	CHECK(access(a, F_OK) != 0 && access(b, F_OK) != 0);
-	CHECK_EQ_U64(entries(dir), 2);                     /* two temporaries */
+	CHECK_EQ_U64(unit_dir_entries(dir), 2);                     /* two temporaries */
 	CHECK(fmt_shard_writer_commit(&w, &e) == FMT_OK);
 	CHECK(file_is(a, "new a") && file_is(b, "new b"));
-	CHECK_EQ_U64(entries(dir), 2);
+	CHECK_EQ_U64(unit_dir_entries(dir), 2);
 	/* abort: the temporaries go, the files stay */
 	CHECK(fmt_shard_writer_init(&w, 2, FMT_SINK_FORCE, &e) == FMT_OK);
 	CHECK(fmt_shard_writer_add(&w, a, &k, &e) == FMT_OK && fmt_sink_write(k, "x", 1, &e) == FMT_OK);
 	fmt_shard_writer_abort(&w);
 	CHECK(file_is(a, "new a"));
-	CHECK_EQ_U64(entries(dir), 2);
+	CHECK_EQ_U64(unit_dir_entries(dir), 2);
 	/* a rename that fails (a directory holds c's name): a and b are put back as they were */
 	CHECK(mkdir(c, 0700) == 0);
 	CHECK(fmt_shard_writer_init(&w, 3, FMT_SINK_FORCE, &e) == FMT_OK);
@@ -242,7 +222,7 @@ TEST(sinks_commit_all_or_nothing)
 	CHECK(file_is(a, "new a") && file_is(b, "new b"));
 	struct stat st;
 	CHECK(stat(c, &st) == 0 && S_ISDIR(st.st_mode));
-	CHECK_EQ_U64(entries(dir), 3);                     /* a, b, c: no temporary, nothing moved aside */
+	CHECK_EQ_U64(unit_dir_entries(dir), 3);                     /* a, b, c: no temporary, nothing moved aside */
 	/* without a file there before, a failed commit removes what it had renamed */
 	unlink(a);
 	CHECK(fmt_shard_writer_init(&w, 2, FMT_SINK_FORCE, &e) == FMT_OK);
@@ -250,7 +230,7 @@ TEST(sinks_commit_all_or_nothing)
 	CHECK(fmt_shard_writer_add(&w, c, &k, &e) == FMT_OK);
 	CHECK(fmt_shard_writer_commit(&w, &e) == FMT_IO);
 	CHECK(access(a, F_OK) != 0);
-	CHECK_EQ_U64(entries(dir), 2);
+	CHECK_EQ_U64(unit_dir_entries(dir), 2);
 	rmdir(c);
 	unlink(b);
 	rmdir(dir);
@@ -258,7 +238,7 @@ TEST(sinks_commit_all_or_nothing)
 
 TEST(plan_outputs_checked_against_the_input)
 {
-	char *dir = set_dir(), prefix[128], in[160];
+	char *dir = unit_tmp_dir(), prefix[128], in[160];
 	static const uint64_t sizes[] = { 4, 4 };
 	fmt_model m;
 	fmt_shard_plan p;

@@ -11,6 +11,10 @@ typedef void (*unit_fn)(void);
 void unit_register(const char *name, const char *file, unit_fn fn);
 void unit_fail(const char *file, int line, const char *expr);
 extern int unit_current_failed;
+/* A fresh directory under /tmp (static buffer, overwritten by the next call), and how many
+ * entries a directory holds besides . and .. */
+char *unit_tmp_dir(void);
+int unit_dir_entries(const char *dir);
 /* While unit_quiet is set, failures are collected in unit_failures (newline-separated, cut
  * short when full) instead of printed: a test that proves a check fails reads them, then clears
  * unit_current_failed. */

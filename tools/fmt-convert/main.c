@@ -45,7 +45,7 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("json", 'j', NULL, "report as one JSON object") },
 	{ FMT_CLI_OPT("quiet", 'q', NULL, "no warnings") },
 	{ FMT_CLI_OPT("verbose", 'v', NULL, "print every tensor's conversion") },
-	{ NULL }
+	{ .name = NULL }
 };
 
 typedef struct convert_args {

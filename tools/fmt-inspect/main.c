@@ -25,7 +25,7 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("format", OPT_FORMAT, "NAME", "skip detection:"), .complete = FMT_COMPLETE_FORMAT },
 	{ FMT_CLI_OPT("quiet", 'q', NULL, "print nothing on success") },
 	{ FMT_CLI_OPT("verbose", 'v', NULL, "more detail") },
-	{ NULL }
+	{ .name = NULL }
 };
 
 static int on_option(void *ctx, int id, const char *arg, fmt_err *e)

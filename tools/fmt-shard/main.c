@@ -49,7 +49,7 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("json", 'j', NULL, "report as one JSON object") },
 	{ FMT_CLI_OPT("quiet", 'q', NULL, "print nothing on success") },
 	{ FMT_CLI_OPT("verbose", 'v', NULL, "more detail (tensors of each shard, member digests)") },
-	{ NULL }
+	{ .name = NULL }
 };
 
 static int on_option(void *ctx, int id, const char *arg, fmt_err *e)

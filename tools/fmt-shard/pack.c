@@ -5,6 +5,7 @@
 #include "fmt/bundle.h"
 #include "fmt/io.h"
 #include "fmt/out.h"
+#include "fmt/progress.h"
 #include "fmt/registry.h"
 #include "shard.h"
 
@@ -62,10 +63,20 @@ static void report(const fmt_bundle_info *b, const char *bundle, const char *key
 		print_summary(b, bundle);
 }
 
+/* The progress line over the bytes hashed (pack hashes every file twice, unpack once). */
+static void progress_begin(fmt_progress *p, const shard_opts *o)
+{
+	fmt_progress_start(p, stderr, TOOL, 0, fmt_progress_wanted(stderr, o->common.quiet, o->common.no_progress));
+	fmt_progress_follow_meter(p);
+}
+
 fmt_kind cmd_pack(const char *input, const shard_opts *o, fmt_err *e)
 {
 	fmt_bundle_info b;
+	fmt_progress pr;
+	progress_begin(&pr, o);
 	fmt_kind k = fmt_bundle_pack(input, o->output, o->force ? FMT_SINK_FORCE : 0, &b, e);
+	fmt_progress_end(&pr);
 	if (k != FMT_OK)
 		return k;
 	if (strcmp(o->output, "-") != 0)
@@ -86,7 +97,10 @@ fmt_kind cmd_unpack(const char *input, const shard_opts *o, fmt_err *e)
 			return k;
 		vo.keys.hmac = &key;
 	}
+	fmt_progress pr;
+	progress_begin(&pr, o);
 	fmt_kind k = fmt_bundle_unpack(input, dir, o->force ? FMT_SINK_FORCE : 0, &vo, &b, e);
+	fmt_progress_end(&pr);
 	fmt_hmac_key_free(&key);
 	if (k != FMT_OK)
 		return k;

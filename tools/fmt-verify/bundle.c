@@ -13,8 +13,11 @@ fmt_kind verify_bundle(const char *path, const fmt_verify_opts *vo, const fmt_co
 	fmt_bundle_info b = { 0 };
 	fmt_err e;
 	fmt_err_clear(&e);
+	fmt_progress pr;
+	progress_begin(&pr, o);
 	fmt_kind k = fmt_keyset_empty(&vo->keys) ? fmt_bundle_verify(path, &b, &e)
 						  : fmt_bundle_check_signed(path, vo, &b, &e);
+	fmt_progress_end(&pr);
 	if (k == FMT_OK && !o->quiet)
 		report_bundle_ok(path, &b, o);
 	if (k != FMT_OK)

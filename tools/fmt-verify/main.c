@@ -28,7 +28,7 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("format", OPT_FORMAT, "NAME", "skip detection:"), .complete = FMT_COMPLETE_FORMAT },
 	{ FMT_CLI_OPT("quiet", 'q', NULL, "print nothing; the exit status tells") },
 	{ FMT_CLI_OPT("verbose", 'v', NULL, "more detail") },
-	{ NULL }
+	{ .name = NULL }
 };
 
 static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
@@ -66,7 +66,10 @@ static fmt_kind verify_file(const char *path, const fmt_driver *forced, const fm
 	fmt_err_clear(&e);
 	fmt_kind k = fmt_model_open(&m, path, forced, &e);
 	if (k == FMT_OK) {
+		fmt_progress pr;
+		progress_begin(&pr, o);
 		k = fmt_model_verify(&m, vo, &e);
+		fmt_progress_end(&pr);
 		if (k == FMT_OK && !o->quiet)
 			report_ok(&m, o);
 		fmt_model_free(&m);

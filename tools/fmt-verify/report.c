@@ -57,3 +57,9 @@ void report_bundle_ok(const char *path, const fmt_bundle_info *b, const fmt_comm
 	printf(", %zu files, %" PRIu64 " bytes%s)\n", b->n_members, b->total_bytes, b->zstd ? ", zstd" : "");
 }
 
+
+void progress_begin(fmt_progress *p, const fmt_common_opts *o)
+{
+	fmt_progress_start(p, stderr, TOOL, 0, fmt_progress_wanted(stderr, o->quiet, o->no_progress));
+	fmt_progress_follow_meter(p);
+}

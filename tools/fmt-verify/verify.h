@@ -5,9 +5,14 @@
 #include "fmt/bundle.h"
 #include "fmt/cli.h"
 #include "fmt/model.h"
+#include "fmt/progress.h"
 #include "fmt/registry.h"
 
 #define TOOL "fmt-verify"
+
+/* The progress line over the digests of one input (stderr a terminal, no -q/--no-progress);
+ * progress_end erases it, before anything is reported. */
+void progress_begin(fmt_progress *p, const fmt_common_opts *o);
 
 void report_ok(const fmt_model *m, const fmt_common_opts *o);
 void report_failure(const char *path, const fmt_err *e, const fmt_common_opts *o);

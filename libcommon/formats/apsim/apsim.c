@@ -27,6 +27,7 @@
 #include "fmt/out.h"
 #include "fmt/qtensor.h"
 #include "fmt/safetensors.h"
+#include "fmt/progress.h"
 #include "apsim_internal.h"
 
 #define NM APSIM_NM
@@ -219,6 +220,7 @@ fmt_kind fmt_apsim_file_digest(fmt_model *m, const apsim_file *f, char hex[FMT_S
 	uint8_t digest[FMT_SHA256_LEN];
 	k = fmt_sha256_init(&h, e);
 	if (k == FMT_OK) {
+		fmt_meter_planned(len); /* the data was announced before the digests began */
 		k = fmt_sha256_update(&h, table, len, e);
 		if (k == FMT_OK)
 			k = fmt_sha256_source(&h, &m->sources[f->source], 8 + f->header_len, f->data_len, e);
@@ -1417,6 +1419,7 @@ static fmt_kind ap_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
 	apsim_state *st = m->format_state;
 	const apsim_file *f = &st->files[0];
 	char hex[FMT_SHA256_HEX + 1];
+	fmt_meter_planned(f->data_len);
 	fmt_kind k = fmt_apsim_file_digest(m, f, hex, e);
 	if (k != FMT_OK)
 		return k;

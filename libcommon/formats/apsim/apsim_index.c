@@ -15,6 +15,7 @@
 #include "fmt/checked.h"
 #include "fmt/safetensors.h"
 #include "fmt/thread.h"
+#include "fmt/progress.h"
 #include "apsim_internal.h"
 
 #define NM APSIM_NM
@@ -373,6 +374,8 @@ static fmt_kind shard_digests(fmt_model *m, apsim_state *st, int threads, char (
 {
 	size_t n = st->n_files;
 	digest_job job = { .m = m, .st = st, .hex = hex };
+	for (size_t i = 0; i < n; i++)
+		fmt_meter_planned(st->files[i].data_len);
 	job.kinds = calloc(n, sizeof *job.kinds);
 	job.errs = calloc(n, sizeof *job.errs);
 	fmt_pool *pool = NULL;

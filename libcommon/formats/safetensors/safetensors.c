@@ -938,7 +938,7 @@ const fmt_driver fmt_driver_safetensors = {
 	.write = st_write,
 	.plan_shards = fmt_st_plan_shards,
 	.write_sharded = fmt_st_write_sharded,
-	.shard_limits = FMT_SHARD_BY_BYTES | FMT_SHARD_BY_TENSORS,
+	.shard_limits = FMT_ST_SHARD_LIMITS,
 	.default_shard_bytes = 5000000000ull,   /* Hugging Face's max_shard_size, decimal */
 	.close = st_close,
 };

@@ -14,7 +14,7 @@ static const fmt_shard_rules st_rules = {
 	.ext = "safetensors",
 	.has_index = 1,
 	.max_shards = FMT_SHARD_MAX_FILES,
-	.limits = FMT_SHARD_BY_BYTES | FMT_SHARD_BY_TENSORS,
+	.limits = FMT_ST_SHARD_LIMITS,
 };
 
 fmt_kind fmt_st_plan_shards(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,

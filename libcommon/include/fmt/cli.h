@@ -81,7 +81,7 @@ int fmt_cpu_count(void);
  *		{ FMT_CLI_OPT("full", OPT_FULL, NULL, "do not abbreviate") },
  *		{ FMT_CLI_OPT("quiet", 'q', NULL, "print nothing on success") },
  *		{ FMT_CLI_OPT("verbose", 'v', NULL, "more detail") },
- *		{ NULL }
+ *		{ .name = NULL }
  *	};
  *	static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
  *	{
@@ -112,6 +112,17 @@ int fmt_cpu_count(void);
  * The runner appends --no-progress, -h/--help and --version to every table; -j/--json,
  * -q/--quiet, -v/--verbose and -T/--threads are listed by the tool (in its own words) and
  * handled by the runner into fmt_cli.common; every other option goes to on_option.
+ * Key options: list them with the ids FMT_OPT_HMAC_KEY, FMT_OPT_SECRET_FILE, ... and call
+ * fmt_cli_key_option(id, arg, &keys) (fmt/crypto.h) first thing in on_option.
+ * Subcommands: .commands = { { "split", "cut a model" }, ..., { NULL, NULL } }; the runner
+ * takes the first operand as the subcommand (cli.command is its index, cli.operands follow
+ * it) and refuses an option whose .commands mask (bit i = commands[i]) lacks it.
+ *
+ * A new tool on the runner gets, with no further edit: its completions (the GNUmakefile
+ * generates them for every tools/NAME/main.c that calls fmt_cli_parse, and make install
+ * installs them), and tests/cli/options.bats, which checks that --help, man/NAME.1's OPTIONS
+ * tags and both completions name exactly the table's options, that each is accepted with
+ * no operands (exit 2, not "unknown option") and that --help/--version on a full stdout exit 3.
  */
 
 /* The four fields every table entry gives; others follow by name: { FMT_CLI_OPT(...), .complete = ... } */
@@ -154,7 +165,7 @@ typedef struct fmt_cli_tool {
 	const char *synopsis;             /* what follows "Usage: TOOL "; '\n' starts another form */
 	const char *about;                /* the paragraph under the usage lines */
 	const fmt_cli_command *commands;  /* subcommands (the first operand), or NULL */
-	const fmt_cli_option *options;    /* at most 60, ended by { NULL } */
+	const fmt_cli_option *options;    /* at most 59, ended by { .name = NULL } */
 	const char *footer;               /* after the options: notes, exit statuses */
 	/* The registered format names, ", "-separated (fmt_driver_names), for FMT_COMPLETE_FORMAT. */
 	void (*format_names)(char *buf, size_t n);

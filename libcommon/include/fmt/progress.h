@@ -25,4 +25,15 @@ void fmt_progress_end(fmt_progress *p);
 /* Feed p from every byte written through any fmt_sink (NULL to stop). */
 void fmt_progress_follow_sinks(fmt_progress *p);
 
+/* The work meter: libcommon's long passes over data (every byte hashed by fmt_sha256_update)
+ * report to it, and announce beforehand how many bytes they are about to go through (a shard
+ * set's data before its digests, a bundle's members after its manifest). Nothing happens
+ * unless a tool follows the meter. Safe from any thread. */
+void fmt_meter_planned(uint64_t bytes);
+void fmt_meter_done(uint64_t bytes);
+
+/* Feed p from the meter: planned bytes add to its total, done bytes to its count. Start p with
+ * a total of 0; fmt_progress_end(p) stops it (as does NULL). A disabled p is not fed. */
+void fmt_progress_follow_meter(fmt_progress *p);
+
 #endif

@@ -79,6 +79,7 @@ fmt_kind fmt_st_index_write_to(fmt_sink *k, const char *const *tensor_names, con
  * bytes and/or tensor count; each shard written by fmt_st_write with the model's string
  * metadata. Without FMT_SINK_FORCE an existing output is refused before anything is written;
  * every file appears at the commit, or none (fmt/shardset.h). */
+#define FMT_ST_SHARD_LIMITS (FMT_SHARD_BY_BYTES | FMT_SHARD_BY_TENSORS)
 fmt_kind fmt_st_plan_shards(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
 			    fmt_shard_plan *p, fmt_err *e);
 fmt_kind fmt_st_write_sharded(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
