@@ -333,20 +333,31 @@ static void untrack_tmp(char *path)
 		}
 }
 
-/* Test hook (documented in io.h): stop the process with SIGSTOP when the Nth output of the
- * process (a sink's temporary file, or a file in a staging directory) has been created, so a
- * test can deliver a signal mid-write. */
+/* Test hooks (documented in io.h): stop the process with SIGSTOP at the Nth time it reaches
+ * the point that variable names, so a test can deliver a signal there deterministically. */
+typedef struct test_stop {
+	const char *var;
+	long reached, stop_at;         /* stop_at -1: the variable not read yet */
+} test_stop;
+
+static test_stop stop_at_sink = { "FMTKIT_TEST_STOP_AT_SINK", 0, -1 };
+static test_stop stop_in_commit = { "FMTKIT_TEST_STOP_IN_COMMIT", 0, -1 };
+
+static void test_stop_hook(test_stop *t)
+{
+	if (t->stop_at < 0) {
+		const char *v = getenv(t->var);
+		t->stop_at = v ? strtol(v, NULL, 10) : 0;
+		if (t->stop_at < 0)
+			t->stop_at = 0;
+	}
+	if (t->stop_at > 0 && ++t->reached == t->stop_at)
+		raise(SIGSTOP);
+}
+
 void fmt_test_stop_hook(void)
 {
-	static long opened, stop_at = -1;
-	if (stop_at < 0) {
-		const char *v = getenv("FMTKIT_TEST_STOP_AT_SINK");
-		stop_at = v ? strtol(v, NULL, 10) : 0;
-		if (stop_at < 0)
-			stop_at = 0;
-	}
-	if (stop_at > 0 && ++opened == stop_at)
-		raise(SIGSTOP);
+	test_stop_hook(&stop_at_sink);
 }
 
 #define SINK_BUF_SIZE (1u << 20)
@@ -398,7 +409,7 @@ fmt_kind fmt_sink_open(fmt_sink *k, const char *path, unsigned flags, fmt_err *e
 			fmt_sink_abort(k);
 			return fmt_fail(e, FMT_IO, "out of memory");
 		}
-		fmt_test_stop_hook();
+		test_stop_hook(&stop_at_sink);
 	}
 	k->buf = malloc(SINK_BUF_SIZE);
 	if (!k->buf) {
@@ -624,6 +635,7 @@ fmt_kind fmt_sinks_commit(fmt_sink *ks, size_t n, fmt_err *e)
 		}
 		if (r != FMT_OK)
 			break;
+		test_stop_hook(&stop_in_commit);
 	}
 	for (size_t i = done; r != FMT_OK && i-- > 0;) {
 		/* Roll back: the old file returns, or the new one goes. */

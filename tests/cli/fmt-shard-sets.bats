@@ -113,6 +113,21 @@ listing() {
 	[ "$(listing . | grep -v '^before.sum$' | tr '\n' ' ')" = "m-00001-of-00002.safetensors m-00002-of-00002.safetensors m.safetensors m.safetensors.index.json " ]
 }
 
+@test "SIGTERM during the commit's renames waits until the whole set is in place (exit 143)" {
+	cp "$HOSTILE/many-tensors.safetensors" m.safetensors
+	# the hook stops the tool after the first of its 5 renames (FMTKIT_TEST_STOP_IN_COMMIT, io.h)
+	export FMTKIT_TEST_STOP_IN_COMMIT=1
+	term_at_sink 0 . fmt-convert --dtype keep --shard 1600B m.safetensors out.safetensors.index.json
+	unset FMTKIT_TEST_STOP_IN_COMMIT
+	[ "$temps_at_stop" -eq 4 ]
+	[ "$status" -eq 143 ]
+	[ -z "$(find . -name '.fmtkit-*')" ]
+	[ "$(ls out-*-of-00004.safetensors | wc -l)" -eq 4 ]
+	fmt-verify out.safetensors.index.json
+	fmt-shard merge out.safetensors.index.json -o merged.safetensors
+	cmp merged.safetensors m.safetensors
+}
+
 @test "an interrupted conversion leaves nothing; the same one finished gives the whole set" {
 	cp "$HOSTILE/many-tensors.safetensors" m.safetensors
 	run fmt-convert --dtype keep --shard 64B m.safetensors out.safetensors.index.json
