@@ -140,6 +140,35 @@ fmt_kind fmt_model_add_meta(fmt_model *m, const char *key, const fmt_value *val,
 	return FMT_OK;
 }
 
+fmt_kind fmt_model_put_meta(fmt_model *m, const char *key, const fmt_value *val, fmt_err *e)
+{
+	for (size_t i = 0; i < m->n_meta; i++) {
+		if (strcmp(m->meta[i].key, key) != 0)
+			continue;
+		fmt_value copy;
+		fmt_kind k = fmt_value_copy(&copy, val, e);
+		if (k != FMT_OK)
+			return k;
+		fmt_value_free(&m->meta[i].val);
+		m->meta[i].val = copy;
+		return FMT_OK;
+	}
+	return fmt_model_add_meta(m, key, val, e);
+}
+
+void fmt_model_remove_meta(fmt_model *m, const char *key)
+{
+	for (size_t i = 0; i < m->n_meta; i++) {
+		if (strcmp(m->meta[i].key, key) != 0)
+			continue;
+		free(m->meta[i].key);
+		fmt_value_free(&m->meta[i].val);
+		memmove(&m->meta[i], &m->meta[i + 1], (m->n_meta - i - 1) * sizeof *m->meta);
+		m->n_meta--;
+		return;
+	}
+}
+
 const fmt_value *fmt_model_get_meta(const fmt_model *m, const char *key)
 {
 	for (size_t i = 0; i < m->n_meta; i++)

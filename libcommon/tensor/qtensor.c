@@ -20,6 +20,7 @@
 #include "fmt/checked.h"
 #include "fmt/convert.h"
 #include "fmt/half.h"
+#include "fmt/overflow.h"
 #include "fmt/qtensor.h"
 
 #define NM "'%.200s'"
@@ -484,7 +485,12 @@ static void code_task(void *arg, size_t index)
 	fmt_kind k = vals && raw && codes ? read_values(c->in, c->src, e0, n, vals, raw, &e)
 					  : fmt_fail(&e, FMT_IO, "out of memory quantizing " NM, c->name);
 	uint8_t *dst = job->dst + (b0 - job->off);
-	if (k == FMT_OK && c->format == FMT_Q_BF16) {
+	uint64_t at;
+	if (k == FMT_OK && c->format == FMT_Q_BF16 && fmt_overflow_find(FMT_DT_BF16, vals, n, &at)) {
+		/* a finite value bf16 rounds to infinity (fmt-convert --overflow widens or saturates
+		 * such tensors as plain ones before they get here) */
+		k = fmt_overflow_fail(&e, c->src->name, FMT_DT_BF16, e0 + at, vals[at]);
+	} else if (k == FMT_OK && c->format == FMT_Q_BF16) {
 		for (uint64_t i = 0; i < n; i++)
 			fmt_wr_u16(dst + 2 * i, fmt_f32_to_bf16(vals[i]));
 	} else if (k == FMT_OK) {

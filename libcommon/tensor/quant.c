@@ -89,6 +89,58 @@ static void dec_q8_0(const uint8_t *b, float *y)
 
 /* ---- K-quants (256-element super-blocks) ---- */
 
+/* u8 scales[16]; u8 qs[64]; half d; half dmin. Sixteen 16-element groups, each with a 4-bit
+ * scale (low nibble) and a 4-bit min (high nibble). Per 128 elements: 32 bytes of qs, whose
+ * bit pairs 0-1, 2-3, 4-5, 6-7 hold the four 32-element quarters; within a quarter, bytes 0-15
+ * give the first group and bytes 16-31 the second. */
+static void dec_q2_k(const uint8_t *b, float *y)
+{
+	const float d = rd_half(b + 80), dmin = rd_half(b + 82);
+	const uint8_t *scales = b, *q = b + 16;
+	for (int half = 0; half < 2; half++, q += 32) {
+		for (int shift = 0; shift < 8; shift += 2) {
+			for (int part = 0; part < 2; part++) {
+				const uint8_t sc = *scales++;
+				const float dl = d * (float)(sc & 0x0F), ml = dmin * (float)(sc >> 4);
+				for (int l = 0; l < 16; l++)
+					*y++ = dl * (float)((q[16 * part + l] >> shift) & 3) - ml;
+			}
+		}
+	}
+}
+
+/* The sixteen 6-bit signed scales of Q3_K (stored + 32): low 4 bits in the nibbles of bytes
+ * 0-7 (groups 0-7 low nibbles, 8-15 high nibbles), top 2 bits in bytes 8-11 (group k uses bits
+ * 2*(k/4) of byte 8 + k%4). */
+static int q3_k_scale(const uint8_t *s, int k)
+{
+	const int low = k < 8 ? s[k] & 0x0F : s[k - 8] >> 4;
+	const int high = (s[8 + k % 4] >> (2 * (k / 4))) & 3;
+	return (low | high << 4) - 32;
+}
+
+/* u8 hmask[32]; u8 qs[64]; u8 scales[12]; half d. As Q2_K for the low two bits (no mins);
+ * the third bit of element l of the k-th 32-element quarter is bit k of hmask[l], and a clear
+ * bit subtracts 4. */
+static void dec_q3_k(const uint8_t *b, float *y)
+{
+	const float d = rd_half(b + 108);
+	const uint8_t *hm = b, *q = b + 32, *scales = b + 96;
+	int group = 0, bit = 0;
+	for (int half = 0; half < 2; half++, q += 32) {
+		for (int shift = 0; shift < 8; shift += 2, bit++) {
+			for (int part = 0; part < 2; part++) {
+				const float dl = d * (float)q3_k_scale(scales, group++);
+				for (int l = 16 * part; l < 16 * part + 16; l++) {
+					const int low = (q[l] >> shift) & 3;
+					const int sub = (hm[l] >> bit) & 1 ? 0 : 4;
+					*y++ = dl * (float)(low - sub);
+				}
+			}
+		}
+	}
+}
+
 /* The 12 scale bytes of Q4_K/Q5_K hold eight 6-bit scales and eight 6-bit mins: sub-blocks 0-3
  * in the low 6 bits of bytes 0-3 (scales) and 4-7 (mins); sub-blocks 4-7 in the nibbles of
  * bytes 8-11 (scale low, min high) with their top two bits in bits 6-7 of bytes 0-3 (scales)
@@ -174,6 +226,116 @@ static void dec_q8_k(const uint8_t *b, float *y)
 		y[j] = d * (float)(int8_t)b[4 + j];
 }
 
+/* ---- ternary, 1-bit and FP4 microscaled blocks ---- */
+
+/* A base-3 digit packed by ggml's ternary types: byte * 3^n (mod 256) moves digit n to the
+ * top, and (top * 3) >> 8 reads it (0, 1 or 2). */
+static int ternary_digit(uint8_t byte, int n)
+{
+	static const uint8_t pow3[5] = { 1, 3, 9, 27, 81 };
+	const uint8_t shifted = (uint8_t)(byte * pow3[n]);
+	return (shifted * 3) >> 8;
+}
+
+/* u8 qs[48]; u8 qh[4]; half d. Five digits per byte: bytes 0-31 give elements 0-159 (digit n
+ * of byte m is element 32n + m), bytes 32-47 elements 160-239 (160 + 16n + m), and four digits
+ * of each qh byte elements 240-255 (240 + 4n + j). Element value (digit - 1) * d. */
+static void dec_tq1_0(const uint8_t *b, float *y)
+{
+	const float d = rd_half(b + 52);
+	for (int n = 0; n < 5; n++)
+		for (int m = 0; m < 32; m++)
+			*y++ = (float)(ternary_digit(b[m], n) - 1) * d;
+	for (int n = 0; n < 5; n++)
+		for (int m = 0; m < 16; m++)
+			*y++ = (float)(ternary_digit(b[32 + m], n) - 1) * d;
+	for (int n = 0; n < 4; n++)
+		for (int j = 0; j < 4; j++)
+			*y++ = (float)(ternary_digit(b[48 + j], n) - 1) * d;
+}
+
+/* u8 qs[64]; half d. Per 128 elements 32 bytes; bit pair k of byte m is element 32k + m;
+ * value (pair - 1) * d. */
+static void dec_tq2_0(const uint8_t *b, float *y)
+{
+	const float d = rd_half(b + 64);
+	for (int half = 0; half < 2; half++)
+		for (int shift = 0; shift < 8; shift += 2)
+			for (int m = 0; m < 32; m++)
+				*y++ = (float)(((b[32 * half + m] >> shift) & 3) - 1) * d;
+}
+
+/* half d; u8 qs[16]: bit i%8 of byte i/8 set -> +d, clear -> -d (128 elements). */
+static void dec_q1_0(const uint8_t *b, float *y)
+{
+	const float d = rd_half(b);
+	for (int i = 0; i < 128; i++)
+		y[i] = (b[2 + i / 8] >> (i % 8)) & 1 ? d : -d;
+}
+
+/* half d; u8 qs[16] (ggml's Q2_0, 64 elements): the 2-bit code of element j is bits
+ * 2*(j%4) of byte j/4, worth (code - 1) * d. (Some llama.cpp forks give id 42 a 128-element,
+ * 34-byte layout; such files do not match this block size and are refused when opened.) */
+static void dec_q2_0(const uint8_t *b, float *y)
+{
+	const float d = rd_half(b);
+	for (int j = 0; j < 64; j++)
+		y[j] = (float)(((b[2 + j / 4] >> (2 * (j % 4))) & 3) - 1) * d;
+}
+
+/* FP4 E2M1 values, doubled so they are integers; the block scales carry the factor 1/2. */
+static const int8_t e2m1_doubled[16] = { 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12 };
+
+/* E8M0 exponent e as 2^(e-127) / 2 (the half that undoes the doubled E2M1 values):
+ * e = 0 and 1 are the float32 subnormals 2^-128 and 2^-127; e = 255 is 2^127, not NaN. */
+static float e8m0_half(uint8_t e)
+{
+	return fmt_bits_f32(e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23);
+}
+
+/* u8 e; u8 qs[16]: low nibble element j, high nibble element j+16, value e2m1 * 2^(e-127). */
+static void dec_mxfp4(const uint8_t *b, float *y)
+{
+	const float d = e8m0_half(b[0]);
+	for (int j = 0; j < 16; j++) {
+		y[j] = (float)e2m1_doubled[b[1 + j] & 0x0F] * d;
+		y[j + 16] = (float)e2m1_doubled[b[1 + j] >> 4] * d;
+	}
+}
+
+/* Unsigned E4M3 scale (bias 7, no sign), halved for the doubled E2M1 values; ggml reads 0x7F
+ * (the NaN pattern) as 0. */
+static float ue4m3_half(uint8_t x)
+{
+	if (x == 0 || x == 0x7F)
+		return 0.0f;
+	const int exp = (x >> 3) & 0x0F, man = x & 7;
+	const float raw = exp == 0 ? ldexpf((float)man, -9) : ldexpf(1.0f + (float)man / 8.0f, exp - 7);
+	return raw * 0.5f;
+}
+
+/* u8 d[4]; u8 qs[32]: four 16-element sub-blocks, sub-block s with scale d[s] and bytes
+ * qs[8s .. 8s+7] (low nibbles elements 0-7, high nibbles 8-15). */
+static void dec_nvfp4(const uint8_t *b, float *y)
+{
+	for (int s = 0; s < 4; s++, y += 16) {
+		const float d = ue4m3_half(b[s]);
+		const uint8_t *qs = b + 4 + 8 * s;
+		for (int j = 0; j < 8; j++) {
+			y[j] = (float)e2m1_doubled[qs[j] & 0x0F] * d;
+			y[j + 8] = (float)e2m1_doubled[qs[j] >> 4] * d;
+		}
+	}
+}
+
+/* half d; half s; i8 qs[32] (s = d * sum(qs) serves dot products only). */
+static void dec_q8_1(const uint8_t *b, float *y)
+{
+	const float d = rd_half(b);
+	for (int j = 0; j < QK; j++)
+		y[j] = (float)(int8_t)b[4 + j] * d;
+}
+
 typedef void (*block_decoder)(const uint8_t *block, float *y);
 
 static block_decoder decoder_for(fmt_dtype t)
@@ -188,7 +350,16 @@ static block_decoder decoder_for(fmt_dtype t)
 	case FMT_DT_Q5_K: return dec_q5_k;
 	case FMT_DT_Q6_K: return dec_q6_k;
 	case FMT_DT_Q8_K: return dec_q8_k;
-	default: return NULL;
+	case FMT_DT_Q8_1: return dec_q8_1;
+	case FMT_DT_Q2_K: return dec_q2_k;
+	case FMT_DT_Q3_K: return dec_q3_k;
+	case FMT_DT_TQ1_0: return dec_tq1_0;
+	case FMT_DT_TQ2_0: return dec_tq2_0;
+	case FMT_DT_Q1_0: return dec_q1_0;
+	case FMT_DT_MXFP4: return dec_mxfp4;
+	case FMT_DT_NVFP4: return dec_nvfp4;
+	case FMT_DT_Q2_0: return dec_q2_0;
+	default: return NULL; /* the IQ types: their decoding needs ggml's codebook tables */
 	}
 }
 

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "fmt/checked.h"
 #include "fmt/convert.h"
+#include "fmt/overflow.h"
 #include "fmt/quant.h"
 #include "fmt/retype.h"
 
@@ -17,6 +18,7 @@ typedef struct retype_ctx {
 	fmt_dtype to;
 	fmt_pool *pool;
 	uint64_t unit_elems;   /* elements per indivisible unit: a block of both dtypes */
+	fmt_overflow_mode overflow;
 } retype_ctx;
 
 static fmt_kind encode(fmt_dtype to, const float *x, uint8_t *dst, uint64_t n, fmt_err *e)
@@ -80,6 +82,21 @@ static void describe_bad_value(fmt_err *e, const retype_ctx *c, const float *val
 	fmt_err_prefix(e, "tensor '%s'", c->src->name);
 }
 
+/* Values the target cannot hold: saturated when asked (F16, BF16), otherwise refused. The
+ * planner turns Q8_0/Q4_0 tensors that overflow into F16 or F32 before anything is written. */
+static fmt_kind check_overflow(const retype_ctx *c, float *values, uint64_t n, uint64_t first_elem,
+			       fmt_err *e)
+{
+	uint64_t at;
+	if (!fmt_overflow_possible(c->src->dtype, c->to))
+		return FMT_OK;
+	if (c->overflow == FMT_OVERFLOW_SATURATE)
+		fmt_overflow_saturate(c->to, values, n);
+	if (!fmt_overflow_find(c->to, values, n, &at))
+		return FMT_OK;
+	return fmt_overflow_fail(e, c->src->name, c->to, first_elem + at, values[at]);
+}
+
 static void convert_task(void *arg, size_t index)
 {
 	retype_job *job = arg;
@@ -98,9 +115,12 @@ static void convert_task(void *arg, size_t index)
 	if (k == FMT_OK)
 		k = fmt_decode_f32(c->src->dtype, raw, n, values, &e);
 	if (k == FMT_OK)
+		k = check_overflow(c, values, n, elem, &e);
+	if (k == FMT_OK) {
 		k = encode(c->to, values, job->dst + bytes_of(c->to, start), n, &e);
-	if (k == FMT_INVALID_FORMAT && values)
-		describe_bad_value(&e, c, values, n, elem);
+		if (k == FMT_INVALID_FORMAT)
+			describe_bad_value(&e, c, values, n, elem);
+	}
 	if (k != FMT_OK)
 		record_error(job, &e);
 	free(values);
@@ -148,6 +168,13 @@ static uint64_t lcm_u64(uint64_t a, uint64_t b)
 fmt_kind fmt_model_add_retyped(fmt_model *out, const fmt_model *in, const fmt_tensor *src,
 			       const char *name, fmt_dtype to, fmt_pool *pool, fmt_err *e)
 {
+	return fmt_model_add_retyped_mode(out, in, src, name, to, FMT_OVERFLOW_REFUSE, pool, e);
+}
+
+fmt_kind fmt_model_add_retyped_mode(fmt_model *out, const fmt_model *in, const fmt_tensor *src,
+				    const char *name, fmt_dtype to, fmt_overflow_mode overflow,
+				    fmt_pool *pool, fmt_err *e)
+{
 	if (!fmt_retype_possible(src->dtype, to))
 		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': cannot convert %s to %s", src->name,
 				fmt_dtype_name(src->dtype), fmt_dtype_name(to));
@@ -169,7 +196,7 @@ fmt_kind fmt_model_add_retyped(fmt_model *out, const fmt_model *in, const fmt_te
 	retype_ctx *c = malloc(sizeof *c);
 	if (!c)
 		return fmt_fail(e, FMT_IO, "out of memory");
-	*c = (retype_ctx){ .in = in, .src = src, .to = to, .pool = pool };
+	*c = (retype_ctx){ .in = in, .src = src, .to = to, .pool = pool, .overflow = overflow };
 	c->unit_elems = lcm_u64(fmt_dtype_get(src->dtype)->block_elems, fmt_dtype_get(to)->block_elems);
 	/* Chunks cut only between whole units of both dtypes, and tasks between whole units too. */
 	t.chunk_align = bytes_of(to, c->unit_elems);
@@ -183,5 +210,37 @@ fmt_kind fmt_model_add_retyped(fmt_model *out, const fmt_model *in, const fmt_te
 	k = fmt_model_add_tensor(out, &t, NULL, e);
 	if (k != FMT_OK)
 		free(c);
+	return k;
+}
+
+fmt_kind fmt_tensor_find_overflow(const fmt_model *in, const fmt_tensor *src, fmt_dtype to,
+				  int *found, uint64_t *elem, float *value, fmt_err *e)
+{
+	*found = 0;
+	if (!fmt_overflow_possible(src->dtype, to))
+		return FMT_OK;
+	if (!fmt_decode_supported(src->dtype))
+		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': cannot decode %s data", src->name,
+				fmt_dtype_name(src->dtype));
+	/* whole blocks of the source and whole 32-element blocks of the target in every chunk */
+	const uint64_t unit = lcm_u64(fmt_dtype_get(src->dtype)->block_elems, 32);
+	const uint64_t chunk = TASK_ELEMS / unit * unit;
+	float *values = malloc((size_t)chunk * sizeof(float));
+	uint8_t *raw = malloc((size_t)bytes_of(src->dtype, chunk) + 1);
+	fmt_kind k = values && raw ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory scanning '%s'", src->name);
+	for (uint64_t start = 0; k == FMT_OK && start < src->nelems; start += chunk) {
+		uint64_t n = src->nelems - start < chunk ? src->nelems - start : chunk, at;
+		k = fmt_tensor_read(in, src, bytes_of(src->dtype, start), raw, (size_t)bytes_of(src->dtype, n), e);
+		if (k == FMT_OK)
+			k = fmt_decode_f32(src->dtype, raw, n, values, e);
+		if (k == FMT_OK && fmt_overflow_find(to, values, n, &at)) {
+			*found = 1;
+			*elem = start + at;
+			*value = values[at];
+			break;
+		}
+	}
+	free(values);
+	free(raw);
 	return k;
 }

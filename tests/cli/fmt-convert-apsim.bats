@@ -155,8 +155,9 @@ PY
 	json=$(fmt-inspect --json out.gguf)
 	assert_equal "$(jq -c '[.tensors[] | [.name, .dtype, .shape]]' <<<"$json")" \
 		'[["layers.0.W","F16",[2,2]],["mass","F32",[2]],["layers.0.q","F16",[2,2]]]'
-	assert_equal "$(jq -c '.metadata' <<<"$json")" '{"apsi.units.mass":[0,1,0,0,0,0,0],"arch":"mlp","step":12000}'
-	assert_equal "$(jq -c '.metadata_types' <<<"$json")" '{"apsi.units.mass":"array[i32]","arch":"str","step":"i64"}'
+	# general.file_type: the default f16 (llama.cpp's MOSTLY_F16), after the carried keys
+	assert_equal "$(jq -c '.metadata' <<<"$json")" '{"apsi.units.mass":[0,1,0,0,0,0,0],"arch":"mlp","step":12000,"general.file_type":1}'
+	assert_equal "$(jq -c '.metadata_types' <<<"$json")" '{"apsi.units.mass":"array[i32]","arch":"str","step":"i64","general.file_type":"u32"}'
 	# the scales tensor is not a tensor of the output
 	assert_equal "$(jq '[.tensors[] | select(.name | endswith("__qscale"))] | length' <<<"$json")" 0
 }

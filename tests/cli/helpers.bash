@@ -32,3 +32,21 @@ check_case() {
 		[ -z "$output" ] || fail "stdout not empty: $output"
 	fi
 }
+
+# The data of tensor NAME of FILE as lowercase hex. Offsets come from fmt-inspect --json; the
+# GGUF data section is found from the end of the file (the last tensor is padded to 32 bytes,
+# specs/gguf.md §7), the safetensors one from the header length.
+tensor_hex() {
+	local file=$1 name=$2 json off len start
+	json=$(fmt-inspect --json "$file") || return 1
+	off=$(jq --arg n "$name" '.tensors[] | select(.name == $n) | .offset' <<<"$json")
+	len=$(jq --arg n "$name" '.tensors[] | select(.name == $n) | .bytes' <<<"$json")
+	[ -n "$off" ] && [ -n "$len" ] || return 1
+	if [ "$(jq -r .format <<<"$json")" = gguf ]; then
+		start=$(jq '.file_bytes - (.tensors[-1].offset + ((.tensors[-1].bytes + 31) / 32 | floor) * 32)' <<<"$json")
+		[ $((start % 32)) -eq 0 ] || return 1
+	else
+		start=$((8 + $(od -An -t u8 -N 8 "$file")))
+	fi
+	xxd -p -s $((start + off)) -l "$len" "$file" | tr -d '\n'
+}

@@ -6,7 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { gguf, buildGgufHeader, GGUFValueType as VT } from "@huggingface/gguf";
+import { gguf, buildGgufHeader, GGUFValueType as VT, GGMLFileQuantizationType as FT } from "@huggingface/gguf";
 import {
 	convert, inspectJson, tool, scratch, prng, encode, decode, writeSafetensors, GGML_TYPE_ID,
 	ggmlBytes, alignUp,
@@ -71,11 +71,20 @@ function setArgs() {
 	return args;
 }
 
+/* general.file_type (llama_ftype) fmt-convert writes for --dtype want of inputModel(), and
+ * whether a tensor is quantized (general.quantization_version = 2). keep: F32 holds most of
+ * the 2-D bytes. */
+const FILE_TYPE = { keep: [0, false], f32: [0, false], f16: [1, false], bf16: [32, false],
+	q8_0: [7, true], q4_0: [2, true] };
+
 /* key -> {type, value, subType}, in the order the keys must appear in the file. */
-function expectedMetadata() {
+function expectedMetadata(want) {
 	const m = new Map();
 	m.set("general.architecture", { type: VT.STRING, value: "llama" });
 	for (const [k, v] of Object.entries(ST_METADATA)) m.set(k, { type: VT.STRING, value: v });
+	const [ft, quantized] = FILE_TYPE[want];
+	m.set("general.file_type", { type: VT.UINT32, value: ft });
+	if (quantized) m.set("general.quantization_version", { type: VT.UINT32, value: 2 });
 	for (const [k, [value, type, sub, stored]] of Object.entries(SET_FROM)) {
 		if (type === VT.ARRAY) m.set(k, { type, subType: sub, value: stored ?? value });
 		else m.set(k, { type, value: sub ?? value });
@@ -122,7 +131,7 @@ for (const want of ["keep", "f32", "f16", "bf16", "q8_0", "q4_0"]) {
 		const hf = await gguf(out, { allowLocalFile: true, typedMetadata: true });
 
 		// metadata: every key, value and type, in order, nothing else
-		const expected = expectedMetadata();
+		const expected = expectedMetadata(want);
 		const { version, tensor_count, kv_count, ...typed } = hf.typedMetadata;
 		assert.equal(version.value, 3);
 		assert.equal(tensor_count.value, BigInt(model.length));
@@ -166,6 +175,12 @@ for (const want of ["keep", "f32", "f16", "bf16", "q8_0", "q4_0"]) {
 		assert.deepEqual(hf.tensorInfos.map((x) => x.name), info.tensors.map((x) => x.name), "tensor order");
 		checkLayout(hf, raw.length, 32);
 		assert.equal(tool("fmt-verify", [out]).status, 0);
+
+		// the file type: the library's own llama_ftype table names it as fmt-inspect does
+		const ft = typed["general.file_type"].value;
+		assert.equal(ft, FILE_TYPE[want][0]);
+		const libName = FT[ft];
+		assert.equal(info.format_info.file_type, libName === "F32" ? "ALL_F32" : `MOSTLY_${libName}`);
 	});
 }
 

@@ -72,15 +72,20 @@ def gguf_bf16(d):
 
 @suite.test
 def safetensors_f16(d):
-    """safetensors --dtype f16: equal to numpy astype(float16) (IEEE RNE)"""
+    """safetensors --dtype f16: refused beyond F16; saturated, equal to numpy astype(float16) of the clipped values"""
     out = os.path.join(d, "f16.safetensors")
-    convert(source(d), out, "--dtype", "f16")
+    # w.wide and w.edge hold values beyond F16 (65520, 3e38, 1e30...): refused by default (exit 4,
+    # issue 9); --overflow=saturate clamps them to +-65504, numpy's astype of the clipped values
+    r = run("fmt-convert", "--quiet", "--dtype", "f16", source(d), out, check=False)
+    assert r.returncode == 4 and "beyond what F16 holds" in r.stderr, r.stderr
+    assert not os.path.exists(out)
+    convert(source(d), out, "--dtype", "f16", "--overflow=saturate")
     got = read_safetensors(out)
-    with np.errstate(over="ignore"):
-        for name, a in ARRAYS.items():
-            dtype, h = got[name]
-            want = a.astype(np.float16)
-            assert dtype == "F16" and np.array_equal(h.view(np.uint16), want.view(np.uint16)), name
+    for name, a in ARRAYS.items():
+        dtype, h = got[name]
+        want = np.clip(a, -65504, 65504).astype(np.float16)
+        assert dtype == "F16" and np.array_equal(h.view(np.uint16), want.view(np.uint16)), name
+    assert got["w.edge"][1].view(np.uint16)[0, 11] == 0x7BFF  # 65520 -> 65504
 
 
 suite.finish()

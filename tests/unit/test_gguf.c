@@ -491,3 +491,64 @@ TEST(gguf_write_alignment_key)
 	fmt_sink_abort(&k);
 	fmt_model_free(&m);
 }
+
+/* ---- general.file_type / general.quantization_version ---- */
+
+static void add_shaped(fmt_model *m, const char *name, fmt_dtype t, uint64_t nrows, uint64_t cols)
+{
+	fmt_err e;
+	fmt_tensor x;
+	memset(&x, 0, sizeof x);
+	x.name = (char *)name;
+	x.dtype = t;
+	x.ndim = nrows ? 2 : 1;
+	x.shape[0] = nrows ? nrows : cols;
+	x.shape[1] = cols;
+	x.source = -1;
+	fmt_dtype_nbytes(t, x.shape, x.ndim, &x.nelems, &x.nbytes, &e);
+	fmt_model_add_tensor(m, &x, NULL, &e);
+}
+
+TEST(gguf_file_type_keys)
+{
+	fmt_model m;
+	fmt_err e;
+	uint32_t ft;
+	fmt_model_init(&m);
+	add_shaped(&m, "big.f32", FMT_DT_F32, 0, 100000); /* 1-D: not a weight */
+	add_shaped(&m, "w.q4k", FMT_DT_Q4_K, 4, 256);
+	add_shaped(&m, "w.q6k", FMT_DT_Q6_K, 2, 256);
+	add_shaped(&m, "w.f16", FMT_DT_F16, 8, 32);
+	/* keep: Q4_K holds most 2-D bytes (576 of 1508) -> llama.cpp's guess MOSTLY_Q4_K_M */
+	CHECK(fmt_gguf_set_type_keys(&m, FMT_DT_INVALID, &e) == FMT_OK);
+	const fmt_value *v = fmt_model_get_meta(&m, "general.file_type");
+	CHECK(v && v->type == FMT_V_U32 && v->v.u == 15);
+	v = fmt_model_get_meta(&m, "general.quantization_version");
+	CHECK(v && v->type == FMT_V_U32 && v->v.u == 2);
+	/* an existing u32 value naming Q4_K (Q4_K_S) is kept, in place */
+	fmt_value s = { .type = FMT_V_U32, .v.u = 14 };
+	CHECK(fmt_model_put_meta(&m, "general.file_type", &s, &e) == FMT_OK);
+	CHECK(fmt_gguf_set_type_keys(&m, FMT_DT_INVALID, &e) == FMT_OK);
+	CHECK(fmt_model_get_meta(&m, "general.file_type")->v.u == 14);
+	CHECK_STR(m.meta[0].key, "general.file_type");
+	/* a requested dtype wins */
+	CHECK(fmt_gguf_set_type_keys(&m, FMT_DT_BF16, &e) == FMT_OK);
+	CHECK(fmt_model_get_meta(&m, "general.file_type")->v.u == 32);
+	CHECK_EQ_U64(m.n_meta, 2);
+	fmt_model_free(&m);
+	/* no quantized tensor: no quantization_version (an inherited one is removed) */
+	fmt_model_init(&m);
+	add_shaped(&m, "w", FMT_DT_F32, 2, 2);
+	CHECK(fmt_model_put_meta(&m, "general.quantization_version", &s, &e) == FMT_OK);
+	CHECK(fmt_gguf_set_type_keys(&m, FMT_DT_INVALID, &e) == FMT_OK);
+	CHECK(fmt_model_get_meta(&m, "general.quantization_version") == NULL);
+	CHECK(fmt_model_get_meta(&m, "general.file_type")->v.u == 0);
+	fmt_model_free(&m);
+	/* names and the guess table */
+	CHECK_STR(fmt_gguf_ftype_name(7), "MOSTLY_Q8_0");
+	CHECK_STR(fmt_gguf_ftype_name(38), "MOSTLY_MXFP4_MOE");
+	CHECK(fmt_gguf_ftype_name(5) == NULL && fmt_gguf_ftype_name(1024) == NULL);
+	CHECK(fmt_gguf_ftype_of_dtype(FMT_DT_Q3_K, &ft) && ft == 12);
+	CHECK(fmt_gguf_ftype_of_dtype(FMT_DT_IQ3_S, &ft) && ft == 26);
+	CHECK(!fmt_gguf_ftype_of_dtype(FMT_DT_I32, &ft));
+}

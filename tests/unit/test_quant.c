@@ -353,6 +353,260 @@ TEST(quant_decode_q6_k_q8_k)
 	CHECK(!bad);
 }
 
+/* Element i of a Q2_K/Q3_K super-block: which 128-element half, which of its four 32-element
+ * quarters (the bit pair of qs), which 16-element group (the scale), and the qs byte. */
+static void k_low_bits_position(int i, int *half, int *quarter, int *group, int *byte)
+{
+	*half = i / 128;
+	*quarter = (i % 128) / 32;
+	*group = i / 16;
+	*byte = *half * 32 + i % 32;
+}
+
+TEST(quant_decode_q2_k)
+{
+	uint8_t b[84];
+	float y[256];
+	fmt_err e;
+	int bad = 0;
+	lcg_state = 21;
+	random_bytes(b, sizeof b);
+	put_half(b + 80, 0.0625f);
+	put_half(b + 82, -0.03125f);
+	CHECK(fmt_dequant_f32(FMT_DT_Q2_K, b, 256, y, &e) == FMT_OK);
+	for (int i = 0; i < 256; i++) {
+		int half, quarter, group, byte;
+		k_low_bits_position(i, &half, &quarter, &group, &byte);
+		int q = (b[16 + byte] >> (2 * quarter)) % 4;
+		int sc = b[group] % 16, mn = b[group] / 16;
+		float want = (0.0625f * (float)sc) * (float)q - (-0.03125f * (float)mn);
+		bad |= y[i] != want;
+	}
+	CHECK(!bad);
+	/* one hand-made value: element 37 (half 0, quarter 1, group 2, byte 5) */
+	memset(b, 0, sizeof b);
+	put_half(b + 80, 0.5f);
+	put_half(b + 82, 0.25f);
+	b[2] = 0x37;            /* scale 7, min 3 */
+	b[16 + 5] = 2 << 2;     /* bit pair 1 = 2 */
+	CHECK(fmt_dequant_f32(FMT_DT_Q2_K, b, 256, y, &e) == FMT_OK);
+	CHECK(y[37] == 0.5f * 7 * 2 - 0.25f * 3);
+	CHECK(y[36] == -0.75f && y[5] == 0.0f);
+}
+
+TEST(quant_decode_q3_k)
+{
+	uint8_t b[110];
+	float y[256];
+	fmt_err e;
+	int bad = 0;
+	lcg_state = 22;
+	random_bytes(b, sizeof b);
+	put_half(b + 108, -0.125f);
+	CHECK(fmt_dequant_f32(FMT_DT_Q3_K, b, 256, y, &e) == FMT_OK);
+	for (int i = 0; i < 256; i++) {
+		int half, quarter, group, byte;
+		k_low_bits_position(i, &half, &quarter, &group, &byte);
+		int low = (b[32 + byte] >> (2 * quarter)) % 4;
+		int hbit = (b[i % 32] >> (half * 4 + quarter)) % 2;
+		int q = low - (hbit ? 0 : 4);
+		/* 6-bit scale: 4 low bits from the nibbles of bytes 96..103, 2 high bits from 104..107 */
+		int lo4 = group < 8 ? b[96 + group] % 16 : b[96 + group - 8] / 16;
+		int hi2 = (b[104 + group % 4] >> (2 * (group / 4))) % 4;
+		int sc = lo4 + 16 * hi2 - 32;
+		bad |= y[i] != (-0.125f * (float)sc) * (float)q;
+	}
+	CHECK(!bad);
+	/* hand-made: all high bits clear -> every element is (low - 4) * scale */
+	memset(b, 0, sizeof b);
+	put_half(b + 108, 1.0f);
+	b[96 + 9 - 8] = 0x50;   /* group 9: low 4 bits 5 (high nibble of byte 97) */
+	b[104 + 1] = 0x30;      /* group 9: high 2 bits 3 (bits 4-5 of byte 105) */
+	b[32 + 32 + 18] = 3;    /* element 146: half 1, quarter 0, byte 18 of the half, group 9 */
+	CHECK(fmt_dequant_f32(FMT_DT_Q3_K, b, 256, y, &e) == FMT_OK);
+	CHECK(y[146] == (float)(5 + 48 - 32) * (3 - 4));
+	CHECK(y[145] == (float)(5 + 48 - 32) * -4);
+	CHECK(y[0] == 32.0f * 4); /* scale 0 - 32 = -32, q = -4 */
+}
+
+/* Digit n of a TQ1_0 byte, n = 0 the most significant: the byte holds a five-digit base-3
+ * number v as ceil(v * 256 / 243); multiplying by 3 (mod 256) n times brings digit n to the
+ * top, where byte * 3 / 256 reads it. The hand-made block below checks the packing itself. */
+static int tq1_digit(uint8_t byte, int n)
+{
+	unsigned v = byte;
+	for (int k = 0; k < n; k++)
+		v = (v * 3) % 256;
+	return (int)((v * 3) / 256);
+}
+
+TEST(quant_decode_tq1_0)
+{
+	uint8_t b[54];
+	float y[256];
+	fmt_err e;
+	int bad = 0;
+	lcg_state = 23;
+	random_bytes(b, sizeof b);
+	put_half(b + 52, 0.75f);
+	CHECK(fmt_dequant_f32(FMT_DT_TQ1_0, b, 256, y, &e) == FMT_OK);
+	for (int i = 0; i < 256; i++) {
+		int byte, n;
+		if (i < 160) {
+			byte = i % 32;
+			n = i / 32;
+		} else if (i < 240) {
+			byte = 32 + (i - 160) % 16;
+			n = (i - 160) / 16;
+		} else {
+			byte = 48 + (i - 240) % 4;
+			n = (i - 240) / 4;
+		}
+		bad |= y[i] != (float)(tq1_digit(b[byte], n) - 1) * 0.75f;
+	}
+	CHECK(!bad);
+	/* digits 2,0,1,2,1 (most significant first): v = 2*81 + 0*27 + 1*9 + 2*3 + 1 = 178;
+	 * byte = ceil(178 * 256 / 243) = 188 */
+	memset(b, 0, sizeof b);
+	put_half(b + 52, 1.0f);
+	b[7] = 188;
+	CHECK(fmt_dequant_f32(FMT_DT_TQ1_0, b, 256, y, &e) == FMT_OK);
+	CHECK(y[7] == 1 && y[39] == -1 && y[71] == 0 && y[103] == 1 && y[135] == 0);
+	CHECK(y[8] == -1);
+}
+
+TEST(quant_decode_tq2_0)
+{
+	uint8_t b[66];
+	float y[256];
+	fmt_err e;
+	int bad = 0;
+	lcg_state = 24;
+	random_bytes(b, sizeof b);
+	put_half(b + 64, -2.0f);
+	CHECK(fmt_dequant_f32(FMT_DT_TQ2_0, b, 256, y, &e) == FMT_OK);
+	for (int i = 0; i < 256; i++) {
+		int byte = (i / 128) * 32 + i % 32, pair = (i % 128) / 32;
+		int q = (b[byte] >> (2 * pair)) % 4;
+		bad |= y[i] != (float)(q - 1) * -2.0f;
+	}
+	CHECK(!bad);
+}
+
+/* FP4 E2M1: sign, 2 exponent bits (bias 1), 1 mantissa bit; written from the OCP MX table. */
+static float e2m1(int code)
+{
+	static const float mag[8] = { 0, 0.5f, 1, 1.5f, 2, 3, 4, 6 };
+	return code & 8 ? -mag[code & 7] : mag[code & 7];
+}
+
+TEST(quant_decode_mxfp4)
+{
+	uint8_t b[17 * 4];
+	float y[128];
+	fmt_err e;
+	int bad = 0;
+	lcg_state = 25;
+	random_bytes(b, sizeof b);
+	b[0] = 127;  /* 2^0 */
+	b[17] = 0;   /* 2^-127 (a float32 subnormal scale) */
+	b[34] = 254; /* 2^127 */
+	b[51] = 120; /* 2^-7 */
+	CHECK(fmt_dequant_f32(FMT_DT_MXFP4, b, 128, y, &e) == FMT_OK);
+	for (int i = 0; i < 128; i++) {
+		const uint8_t *blk = b + 17 * (i / 32);
+		int j = i % 32;
+		int code = j < 16 ? blk[1 + j] & 15 : blk[1 + j - 16] >> 4;
+		/* exact in double; 2^127 times 1.5 or more overflows float32 to Inf, as in ggml */
+		double want = (double)e2m1(code) * ldexp(1.0, blk[0] - 127);
+		bad |= y[i] != (float)want;
+	}
+	CHECK(!bad);
+	CHECK(y[0] == e2m1(b[1] & 15));
+	memset(b, 0, 17);
+	b[0] = 254;
+	b[1] = 0x17; /* element 0: code 7 (6.0), element 16: code 1 (0.5) */
+	CHECK(fmt_dequant_f32(FMT_DT_MXFP4, b, 32, y, &e) == FMT_OK);
+	CHECK(isinf(y[0]) && y[16] == 0x1p126f);
+}
+
+/* Unsigned E4M3 (bias 7) as ggml reads an NVFP4 scale: 0x7F (NaN) and 0 give 0. */
+static double ue4m3(uint8_t x)
+{
+	int exp = (x >> 3) & 15, man = x & 7;
+	if (x == 0x7F || x == 0)
+		return 0;
+	return exp == 0 ? ldexp(man, -9) : ldexp(8 + man, exp - 10);
+}
+
+TEST(quant_decode_nvfp4)
+{
+	uint8_t b[36 * 2];
+	float y[128];
+	fmt_err e;
+	int bad = 0;
+	lcg_state = 26;
+	random_bytes(b, sizeof b);
+	b[0] = 0x38;         /* 1.0 */
+	b[1] = 0x7F;         /* NaN pattern -> 0 */
+	b[2] = 0x05;         /* subnormal 5 * 2^-9 */
+	b[36] = 0x80 | 0x38; /* bit 7 is not a sign: exponent 7 -> 1.0 as well */
+	CHECK(fmt_dequant_f32(FMT_DT_NVFP4, b, 128, y, &e) == FMT_OK);
+	for (int i = 0; i < 128; i++) {
+		const uint8_t *blk = b + 36 * (i / 64);
+		int sub = (i % 64) / 16, j = i % 16;
+		uint8_t byte = blk[4 + 8 * sub + j % 8];
+		int code = j < 8 ? byte & 15 : byte >> 4;
+		bad |= (double)y[i] != (double)e2m1(code) * ue4m3(blk[sub]);
+	}
+	CHECK(!bad);
+	CHECK(y[16] == 0.0f);
+}
+
+TEST(quant_decode_q1_0_q8_1)
+{
+	uint8_t b[36];
+	float y[128];
+	fmt_err e;
+	int bad = 0;
+	lcg_state = 27;
+	random_bytes(b, sizeof b);
+	put_half(b, 1.5f);
+	CHECK(fmt_dequant_f32(FMT_DT_Q1_0, b, 128, y, &e) == FMT_OK);
+	for (int i = 0; i < 128; i++)
+		bad |= y[i] != ((b[2 + i / 8] >> (i % 8)) % 2 ? 1.5f : -1.5f);
+	CHECK(!bad);
+	put_half(b + 2, 1000.0f); /* Q8_1's s: ignored */
+	CHECK(fmt_dequant_f32(FMT_DT_Q8_1, b, 32, y, &e) == FMT_OK);
+	for (int i = 0; i < 32; i++)
+		bad |= y[i] != 1.5f * (float)(int8_t)b[4 + i];
+	CHECK(!bad);
+}
+
+TEST(quant_decode_q2_0)
+{
+	uint8_t b[18 * 2];
+	float y[128];
+	fmt_err e;
+	int bad = 0;
+	lcg_state = 28;
+	random_bytes(b, sizeof b);
+	put_half(b, 0.5f);
+	put_half(b + 18, -3.0f);
+	CHECK(fmt_dequant_f32(FMT_DT_Q2_0, b, 128, y, &e) == FMT_OK);
+	for (int i = 0; i < 128; i++) {
+		const uint8_t *blk = b + 18 * (i / 64);
+		float d = i < 64 ? 0.5f : -3.0f;
+		int j = i % 64, code = (blk[2 + j / 4] >> (2 * (j % 4))) % 4;
+		bad |= y[i] != (float)(code - 1) * d;
+	}
+	CHECK(!bad);
+	/* codes 00 01 10 11 are -1, 0, +1, +2 times d: byte 0xE4 = 11 10 01 00 */
+	b[2] = 0xE4;
+	CHECK(fmt_dequant_f32(FMT_DT_Q2_0, b, 64, y, &e) == FMT_OK);
+	CHECK(y[0] == -0.5f && y[1] == 0.0f && y[2] == 0.5f && y[3] == 1.0f);
+}
+
 TEST(quant_decode_unsupported)
 {
 	uint8_t b[136] = { 0 };
@@ -360,9 +614,15 @@ TEST(quant_decode_unsupported)
 	fmt_err e;
 	CHECK(fmt_dequant_f32(FMT_DT_IQ4_XS, b, 256, y, &e) == FMT_UNSUPPORTED);
 	CHECK_STR(e.msg, "cannot decode IQ4_XS data");
-	CHECK(fmt_dequant_f32(FMT_DT_Q2_K, b, 256, y, &e) == FMT_UNSUPPORTED);
-	CHECK(!fmt_dequant_supported(FMT_DT_TQ1_0));
-	CHECK(fmt_dequant_supported(FMT_DT_Q6_K));
+	const fmt_dtype codebook[] = { FMT_DT_IQ2_XXS, FMT_DT_IQ2_XS, FMT_DT_IQ3_XXS, FMT_DT_IQ1_S,
+				       FMT_DT_IQ4_NL, FMT_DT_IQ3_S, FMT_DT_IQ2_S, FMT_DT_IQ4_XS,
+				       FMT_DT_IQ1_M };
+	for (size_t i = 0; i < sizeof codebook / sizeof codebook[0]; i++)
+		CHECK(!fmt_dequant_supported(codebook[i]));
+	const fmt_dtype decoded[] = { FMT_DT_Q2_K, FMT_DT_Q3_K, FMT_DT_TQ1_0, FMT_DT_TQ2_0,
+				      FMT_DT_MXFP4, FMT_DT_NVFP4, FMT_DT_Q1_0, FMT_DT_Q2_0, FMT_DT_Q8_1, FMT_DT_Q6_K };
+	for (size_t i = 0; i < sizeof decoded / sizeof decoded[0]; i++)
+		CHECK(fmt_dequant_supported(decoded[i]));
 	/* plain types pass through */
 	const uint8_t h[4] = { 0x00, 0x3C, 0x00, 0xC0 };
 	CHECK(fmt_dequant_f32(FMT_DT_F16, h, 2, y, &e) == FMT_OK);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include "fmt/crypto.h"
 #include "fmt/model.h"
+#include "fmt/overflow.h"
 #include "fmt/registry.h"
 #include "fmt/thread.h"
 
@@ -25,6 +26,7 @@ typedef struct convert_opts {
 	int force_set;               /* the output was named NAME.<ext>.index.json */
 	int sign;                    /* --sign */
 	fmt_key_opts key;            /* which key --sign uses */
+	fmt_overflow_mode overflow;  /* --overflow (--allow-overflow = saturate) */
 } convert_opts;
 
 /* One logical tensor of the plan: a plain tensor, or a compressed one (codes and scales). */
@@ -33,6 +35,10 @@ typedef struct plan_entry {
 	char from[16], to[16];       /* dtype names ("F32", "Q8_0") or Apsi formats ("int8") */
 	uint64_t bytes;              /* output bytes, codes and scales together */
 	const char *why;             /* why the result differs from what was asked, or NULL */
+	int overflowed;              /* values beyond the asked dtype: saturated or widened */
+	uint64_t overflow_elem;      /* the first of them, and its value */
+	float overflow_value;
+	char asked[16];              /* the dtype the values did not fit */
 } plan_entry;
 
 /* Tensor names a warning lists (pointing into the input model). */
@@ -70,6 +76,6 @@ fmt_kind setkv_put(fmt_model *m, const char *key, const fmt_value *v, fmt_err *e
 /* The plan as text or JSON (dry run and --verbose), and the warnings it implies. */
 void plan_print(FILE *out, const convert_plan *p, const char *input, const char *output,
 		const convert_opts *o);
-void plan_warn(const convert_plan *p, const char *tool);
+void plan_warn(const convert_plan *p, const char *tool, fmt_overflow_mode mode);
 
 #endif

@@ -10,7 +10,7 @@
 #define MAX_REPEATS 256
 
 enum { OPT_TO = FMT_OPT_FIRST_TOOL_OPTION, OPT_DTYPE, OPT_ARCH, OPT_SET, OPT_SET_FROM, OPT_INCLUDE,
-       OPT_EXCLUDE, OPT_DRY_RUN, OPT_SHARD, OPT_SIGN, OPT_NO_VERIFY };
+       OPT_EXCLUDE, OPT_DRY_RUN, OPT_SHARD, OPT_SIGN, OPT_NO_VERIFY, OPT_OVERFLOW, OPT_ALLOW_OVERFLOW };
 
 static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("to", OPT_TO, "FORMAT", "the output format (default: from OUTPUT's extension):"),
@@ -35,6 +35,12 @@ static const fmt_cli_option options[] = {
 		      "u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool str (default str)"), .flags = FMT_CLI_REPEAT },
 	{ FMT_CLI_OPT("set-from", OPT_SET_FROM, "FILE", "add the keys of a JSON object"),
 	  .complete = FMT_COMPLETE_FILE, .words = "*.json" },
+	{ FMT_CLI_OPT("overflow", OPT_OVERFLOW, "MODE", "values the dtype cannot hold (F16 above 65504, Q8_0/Q4_0 blocks\n"
+		      "whose scale overflows F16): refuse (default, exit 4), saturate\n"
+		      "(F16/BF16 clamped; Q8_0/Q4_0 tensor written as F16) or widen\n"
+		      "(tensor written as F32)"),
+	  .complete = FMT_COMPLETE_WORDS, .words = "refuse saturate widen" },
+	{ FMT_CLI_OPT("allow-overflow", OPT_ALLOW_OVERFLOW, NULL, "the same as --overflow=saturate") },
 	{ FMT_CLI_OPT("include", OPT_INCLUDE, "GLOB", "convert only tensors whose name matches (repeatable)"),
 	  .complete = FMT_COMPLETE_TENSOR, .flags = FMT_CLI_REPEAT },
 	{ FMT_CLI_OPT("exclude", OPT_EXCLUDE, "GLOB", "leave out tensors whose name matches (repeatable)"),
@@ -51,6 +57,7 @@ static const fmt_cli_option options[] = {
 typedef struct convert_args {
 	convert_opts o;
 	const char *to_name;        /* --to */
+	int overflow_given, allow_overflow;
 } convert_args;
 
 static int push(const char **list, size_t *n, const char *item)
@@ -100,6 +107,12 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 		break;
 	case OPT_SIGN: o->sign = 1; break;
 	case OPT_NO_VERIFY: o->no_verify = 1; break;
+	case OPT_OVERFLOW:
+		if (!fmt_overflow_mode_from_name(arg, &o->overflow))
+			return fmt_fail(e, FMT_USAGE, "--overflow takes refuse, saturate or widen"), -1;
+		a->overflow_given = 1;
+		break;
+	case OPT_ALLOW_OVERFLOW: a->allow_overflow = 1; break;
 	default: return fmt_fail(e, FMT_USAGE, "unhandled option"), -1;
 	}
 	return full ? (fmt_fail(e, FMT_USAGE, "too many repeated options"), -1) : 0;
@@ -113,7 +126,8 @@ static const fmt_cli_tool tool = {
 		 "with dtype conversion, quantization and compression.",
 	.options = options,
 	.footer = "OUTPUT may be - (standard output, not a terminal) with --to.\n"
-		  "Exit status: 0 ok, 2 usage, 3 I/O error, 4 invalid input (or NaN/Inf to quantize),\n"
+		  "Exit status: 0 ok, 2 usage, 3 I/O error, 4 invalid input (or NaN/Inf to quantize, or\n"
+		  "values the dtype cannot hold),\n"
 		  "5 unsupported version, type or conversion.",
 	.format_names = fmt_driver_writer_names,
 	.on_option = on_option,
@@ -129,6 +143,10 @@ int main(int argc, char **argv)
 	fmt_err_clear(&e);
 	if (!fmt_cli_parse(&tool, argc, argv, &a, &cli))
 		return cli.exit_code;
+	if (a.allow_overflow && a.overflow_given && o->overflow != FMT_OVERFLOW_SATURATE)
+		return fmt_cli_usage_error(&tool, "--allow-overflow means --overflow=saturate; it contradicts --overflow=refuse or widen");
+	if (a.allow_overflow)
+		o->overflow = FMT_OVERFLOW_SATURATE;
 	if (cli.n_operands != 2)
 		return fmt_cli_usage_error(&tool, "need INPUT and OUTPUT");
 	const char *input = cli.operands[0], *output = cli.operands[1];

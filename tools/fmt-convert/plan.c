@@ -141,8 +141,33 @@ static void set_names(plan_entry *pe, const char *from, const char *to)
 	snprintf(pe->to, sizeof pe->to, "%s", to);
 }
 
+/* --overflow=saturate|widen: read the values once to find the tensors the asked dtype cannot
+ * hold. Widened, they become F32; saturated, F16/BF16 keep their type (the values are clamped
+ * as they are written) and Q8_0/Q4_0 become F16. refuse (the default) reads nothing here: the
+ * writer stops at the first such value. */
+static fmt_kind overflow_target(const fmt_model *in, const fmt_tensor *t, const convert_opts *o,
+				plan_entry *pe, fmt_dtype *to, fmt_err *e)
+{
+	int found = 0;
+	if (o->overflow == FMT_OVERFLOW_REFUSE || !fmt_overflow_possible(t->dtype, *to))
+		return FMT_OK;
+	fmt_kind k = fmt_tensor_find_overflow(in, t, *to, &found, &pe->overflow_elem, &pe->overflow_value, e);
+	if (k != FMT_OK || !found)
+		return k;
+	pe->overflowed = 1;
+	snprintf(pe->asked, sizeof pe->asked, "%s", fmt_dtype_name(*to));
+	if (o->overflow == FMT_OVERFLOW_WIDEN) {
+		*to = FMT_DT_F32;
+		pe->why = "values beyond the asked dtype: widened";
+	} else {
+		*to = is_block(*to) ? FMT_DT_F16 : *to;
+		pe->why = "values beyond the asked dtype: saturated";
+	}
+	return FMT_OK;
+}
+
 static fmt_kind add_plain(convert_plan *p, const fmt_model *in, const fmt_tensor *t, wanted w,
-			  target tg, fmt_pool *pool, plan_entry *pe, fmt_err *e)
+			  target tg, const convert_opts *o, fmt_pool *pool, plan_entry *pe, fmt_err *e)
 {
 	const fmt_dtype_info *d = fmt_dtype_get(t->dtype);
 	if (d->is_int) {
@@ -152,6 +177,15 @@ static fmt_kind add_plain(convert_plan *p, const fmt_model *in, const fmt_tensor
 					fmt_dtype_name(t->dtype), tg->title);
 		set_names(pe, d->name, d->name);
 		return fmt_model_add_retyped(&p->out, in, t, t->name, t->dtype, pool, e);
+	}
+	if (w.qformat == FMT_Q_BF16 && o->overflow != FMT_OVERFLOW_REFUSE) {
+		/* Apsi bf16 values beyond BF16: a plain BF16 (saturated) or F32 (widened) tensor */
+		fmt_dtype to = FMT_DT_BF16;
+		fmt_kind k = overflow_target(in, t, o, pe, &to, e);
+		if (k != FMT_OK || pe->overflowed) {
+			set_names(pe, d->name, fmt_dtype_name(to));
+			return k != FMT_OK ? k : fmt_model_add_retyped_mode(&p->out, in, t, t->name, to, o->overflow, pool, e);
+		}
 	}
 	if (w.qformat >= 0) {
 		fmt_qtensor q;
@@ -173,13 +207,16 @@ static fmt_kind add_plain(convert_plan *p, const fmt_model *in, const fmt_tensor
 	if (to != t->dtype && !fmt_retype_possible(t->dtype, to))
 		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': cannot convert %s to %s", t->name,
 				fmt_dtype_name(t->dtype), fmt_dtype_name(to));
+	fmt_kind k = overflow_target(in, t, o, pe, &to, e);
+	if (k != FMT_OK)
+		return k;
 	if (is_block(t->dtype) && !is_block(to)) {
-		fmt_kind k = name_list_add(&p->expanded, t->name, e);
+		k = name_list_add(&p->expanded, t->name, e);
 		if (k != FMT_OK)
 			return k;
 	}
 	set_names(pe, d->name, fmt_dtype_name(to));
-	return fmt_model_add_retyped(&p->out, in, t, t->name, to, pool, e);
+	return fmt_model_add_retyped_mode(&p->out, in, t, t->name, to, o->overflow, pool, e);
 }
 
 /* A compressed tensor kept as it is (.apsim to .apsim) or mapped losslessly onto a ggml block
@@ -209,7 +246,7 @@ static fmt_kind copy_qtensor(convert_plan *p, const fmt_model *in, const fmt_qte
 }
 
 static fmt_kind add_qtensor(convert_plan *p, const fmt_model *in, const fmt_qtensor *q, wanted w,
-			    target tg, fmt_pool *pool, plan_entry *pe, fmt_err *e)
+			    target tg, const convert_opts *o, fmt_pool *pool, plan_entry *pe, fmt_err *e)
 {
 	fmt_dtype ggml;
 	if (qtensor_passes_through(q, w, tg, &ggml)) {
@@ -222,7 +259,7 @@ static fmt_kind add_qtensor(convert_plan *p, const fmt_model *in, const fmt_qten
 	const fmt_tensor *decoded = fmt_model_find_tensor(&p->mid, q->name);
 	if (!decoded)
 		return fmt_fail(e, FMT_INTERNAL, "compressed tensor '%s' was not decoded", q->name);
-	fmt_kind k = add_plain(p, &p->mid, decoded, w, tg, pool, pe, e);
+	fmt_kind k = add_plain(p, &p->mid, decoded, w, tg, o, pool, pe, e);
 	snprintf(pe->from, sizeof pe->from, "%s", fmt_qformat_name(q->format));
 	if (k == FMT_OK && w.qformat < 0)
 		k = name_list_add(&p->expanded, q->name, e);
@@ -314,13 +351,29 @@ static const fmt_driver *first_with_arch_key(void)
 	return NULL;
 }
 
-static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const convert_opts *o, target tg, fmt_err *e)
+/* A key another format derives from its tensors (GGUF's general.file_type): meaningless once
+ * the tensors are in a format that does not; the target recomputes its own. */
+static int derived_elsewhere(const char *key, target tg)
+{
+	for (const fmt_driver *const *d = fmt_drivers(); *d; d++)
+		for (const char *const *k = (*d)->derived_keys; k && *k; k++)
+			if (strcmp(*k, key) == 0 && *d != tg)
+				return 1;
+	return 0;
+}
+
+/* Keys the target derives from the output's tensors are set after the input's keys, before
+ * the user's --set / --set-from (which win). */
+static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const convert_opts *o, target tg,
+			       wanted w, fmt_err *e)
 {
 	int typed = fmt_driver_can(tg, FMT_CAP_TYPED_META);
 	for (size_t i = 0; i < in->n_meta; i++) {
 		const fmt_meta *mm = &in->meta[i];
 		/* split.* describe the input's shards; units keys become units, handled per tensor. */
 		if (strncmp(mm->key, "split.", 6) == 0 || strncmp(mm->key, UNITS_KEY, sizeof UNITS_KEY - 1) == 0)
+			continue;
+		if (derived_elsewhere(mm->key, tg))
 			continue;
 		if (!typed && mm->val.type != FMT_V_STR) {
 			p->dropped_meta++;
@@ -337,6 +390,11 @@ static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const conve
 		fmt_kind k = v.v.str.ptr ? put_meta(&p->out, tg->arch_key, &v, 1, e)
 					 : fmt_fail(e, FMT_IO, "out of memory");
 		fmt_value_free(&v);
+		if (k != FMT_OK)
+			return k;
+	}
+	if (tg->derive_meta) {
+		fmt_kind k = tg->derive_meta(&p->out, w.defaulted ? FMT_DT_INVALID : w.plain, e);
 		if (k != FMT_OK)
 			return k;
 	}
@@ -394,13 +452,13 @@ fmt_kind plan_build(convert_plan *p, const fmt_model *in, const convert_opts *o,
 		const fmt_qtensor *q = fmt_model_find_qtensor(in, t->name);
 		size_t first = p->out.n_tensors;
 		pe->name = t->name;
-		k = q ? add_qtensor(p, in, q, w, tg, pool, pe, e) : add_plain(p, in, t, w, tg, pool, pe, e);
+		k = q ? add_qtensor(p, in, q, w, tg, o, pool, pe, e) : add_plain(p, in, t, w, tg, o, pool, pe, e);
 		if (k == FMT_OK)
 			k = carry_unit(p, in, t->name, tg, e);
 		pe->bytes = bytes_since(&p->out, first);
 		p->n_entries++;
 	}
-	return k == FMT_OK ? carry_metadata(p, in, o, tg, e) : k;
+	return k == FMT_OK ? carry_metadata(p, in, o, tg, w, e) : k;
 }
 
 void plan_free(convert_plan *p)
@@ -422,6 +480,10 @@ static json_t *plan_json(const convert_plan *p, const char *input, const char *o
 				      "from", pe->from, "to", pe->to, "bytes", fmt_json_u64(pe->bytes));
 		if (t && pe->why)
 			json_object_set_new(t, "note", json_string(pe->why));
+		if (t && pe->overflowed)
+			json_object_set_new(t, "overflow", json_pack("{s:s,s:o,s:f}", "dtype", pe->asked, "element",
+								     fmt_json_u64(pe->overflow_elem), "value",
+								     (double)pe->overflow_value));
 		json_array_append_new(tensors, t);
 	}
 	json_t *units = json_array();
@@ -461,9 +523,23 @@ void plan_print(FILE *out, const convert_plan *p, const char *input, const char 
 	}
 }
 
-void plan_warn(const convert_plan *p, const char *tool)
+static void warn_overflow(const plan_entry *pe, const char *tool, fmt_overflow_mode mode)
+{
+	const char *how = mode == FMT_OVERFLOW_WIDEN ? "written as F32"
+			  : strcmp(pe->asked, "BF16") == 0 ? "values beyond it saturated to +-3.3895314e+38"
+			  : strcmp(pe->asked, "F16") == 0 ? "values beyond it saturated to +-65504"
+			  : "written as F16, values beyond it saturated to +-65504";
+	fmt_report_warning(stderr, tool, "tensor '%s': element %" PRIu64 " is %.9g, beyond what %s holds; %s "
+			   "(--overflow=%s)", pe->name, pe->overflow_elem, (double)pe->overflow_value, pe->asked,
+			   how, fmt_overflow_mode_name(mode));
+}
+
+void plan_warn(const convert_plan *p, const char *tool, fmt_overflow_mode mode)
 {
 	char names[FMT_ERR_MSG_MAX / 2];
+	for (size_t i = 0; i < p->n_entries; i++)
+		if (p->entries[i].overflowed)
+			warn_overflow(&p->entries[i], tool, mode);
 	if (p->expanded.n) {
 		name_list_join(&p->expanded, names, sizeof names);
 		fmt_report_warning(stderr, tool, "%zu quantized tensor%s expanded to a float type: %s", p->expanded.n,

@@ -144,7 +144,7 @@ fmt_kind convert_run(const char *input, const char *output, const convert_opts *
 	} else if (k == FMT_OK) {
 		k = write_output(&plan, &in, output, o, e);
 		if (k == FMT_OK && !o->quiet)
-			plan_warn(&plan, TOOL);
+			plan_warn(&plan, TOOL, o->overflow);
 		if (k == FMT_OK && (o->verbose || o->json) && strcmp(output, "-") != 0)
 			plan_print(o->json ? stdout : stderr, &plan, input, output, o);
 	}

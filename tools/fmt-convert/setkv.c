@@ -27,18 +27,7 @@ static int type_by_name(const char *s, size_t len, fmt_vtype *out)
 
 fmt_kind setkv_put(fmt_model *m, const char *key, const fmt_value *v, fmt_err *e)
 {
-	for (size_t i = 0; i < m->n_meta; i++) {
-		if (strcmp(m->meta[i].key, key) != 0)
-			continue;
-		fmt_value copy;
-		fmt_kind k = fmt_value_copy(&copy, v, e);
-		if (k != FMT_OK)
-			return k;
-		fmt_value_free(&m->meta[i].val);
-		m->meta[i].val = copy;
-		return FMT_OK;
-	}
-	return fmt_model_add_meta(m, key, v, e);
+	return fmt_model_put_meta(m, key, v, e);
 }
 
 static int int_range(fmt_vtype t, int64_t *lo, uint64_t *hi)

@@ -646,6 +646,22 @@ const fmt_gguf_info *fmt_gguf_info_of(const fmt_model *m)
 	return m->driver == &fmt_driver_gguf ? m->format_state : NULL;
 }
 
+/* For fmt-inspect: the file type by name, when the file says it (as UINT32, as llama.cpp
+ * reads it). */
+static json_t *gguf_describe(const fmt_model *m)
+{
+	const fmt_value *v = fmt_model_get_meta(m, FMT_GGUF_KEY_FILE_TYPE);
+	if (!v || v->type != FMT_V_U32)
+		return NULL;
+	const char *name = fmt_gguf_ftype_name(v->v.u);
+	char unknown[40];
+	if (!name) {
+		snprintf(unknown, sizeof unknown, "unknown (%llu)", (unsigned long long)v->v.u);
+		name = unknown;
+	}
+	return json_pack("{s:s}", "file_type", name);
+}
+
 const fmt_driver fmt_driver_gguf = {
 	.name = "gguf",
 	.extension = ".gguf",
@@ -665,5 +681,8 @@ const fmt_driver fmt_driver_gguf = {
 	.plan_shards = fmt_gguf_plan_shards,
 	.write_sharded = fmt_gguf_write_sharded,
 	.shard_limits = FMT_GGUF_SHARD_LIMITS,
+	.derive_meta = fmt_gguf_set_type_keys,
+	.derived_keys = fmt_gguf_derived_keys,
 	.close = gguf_close,
+	.describe = gguf_describe,
 };

@@ -64,4 +64,28 @@ fmt_kind fmt_gguf_plan_shards(const fmt_model *m, const char *prefix, const fmt_
 fmt_kind fmt_gguf_write_sharded(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
 				const fmt_write_opts *o, char ***paths, size_t *n_paths, fmt_err *e);
 
+/* ---- general.file_type and general.quantization_version ---- */
+
+#define FMT_GGUF_KEY_FILE_TYPE "general.file_type"
+#define FMT_GGUF_KEY_QUANT_VERSION "general.quantization_version"
+#define FMT_GGUF_QUANT_VERSION 2u   /* ggml's GGML_QNT_VERSION */
+
+/* The llama_ftype name of a general.file_type value ("MOSTLY_Q8_0"), NULL if unknown. */
+const char *fmt_gguf_ftype_name(uint64_t ftype);
+
+/* The general.file_type of a model whose weights are mostly of dtype t (for K-quants the
+ * medium mix, as llama.cpp guesses when the key is absent); 0 when t has none. */
+int fmt_gguf_ftype_of_dtype(fmt_dtype t, uint32_t *ftype);
+
+/* Set general.file_type (UINT32) and general.quantization_version (UINT32 2) in m's metadata
+ * from its tensors, as llama-quantize and llama.cpp's converters write them: the file type of
+ * the requested dtype; with requested FMT_DT_INVALID (keep), of the dtype holding most bytes of
+ * the 2-D and larger tensors (an existing value naming that dtype is kept; none is written
+ * when the dtype has no file type). quantization_version is set when any tensor is a block
+ * type and removed otherwise. Existing keys keep their position. */
+fmt_kind fmt_gguf_set_type_keys(fmt_model *m, fmt_dtype requested, fmt_err *e);
+
+/* The two keys above, NULL-terminated (the driver's derived_keys). */
+extern const char *const fmt_gguf_derived_keys[];
+
 #endif

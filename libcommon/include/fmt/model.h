@@ -127,6 +127,10 @@ void fmt_model_free(fmt_model *m);
 /* Metadata: append (keys are not checked for duplicates here; drivers do), look up. */
 fmt_kind fmt_model_add_meta(fmt_model *m, const char *key, const fmt_value *val, fmt_err *e);
 const fmt_value *fmt_model_get_meta(const fmt_model *m, const char *key);
+/* Replace key's value in place (its position kept), or append it. */
+fmt_kind fmt_model_put_meta(fmt_model *m, const char *key, const fmt_value *val, fmt_err *e);
+/* Remove key (nothing happens when it is absent). */
+void fmt_model_remove_meta(fmt_model *m, const char *key);
 /* Append a tensor (copied; name duplicated); returns a pointer into m->tensors. */
 fmt_kind fmt_model_add_tensor(fmt_model *m, const fmt_tensor *t, fmt_tensor **out, fmt_err *e);
 const fmt_tensor *fmt_model_find_tensor(const fmt_model *m, const char *name);

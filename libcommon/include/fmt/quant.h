@@ -8,9 +8,11 @@
 #include "fmt/dtype.h"
 
 /* Decode nelems elements of type t at src into dst (nelems a multiple of the block size).
- * Decodes F32, F16, BF16 and the ggml blocks Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K,
- * Q8_K exactly as ggml's dequantize_row_*; any other type is Unsupported
- * ("cannot decode IQ4_XS data"). */
+ * Decodes F32, F16, BF16 and the ggml blocks Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K,
+ * Q5_K, Q6_K, Q8_K, TQ1_0, TQ2_0, Q1_0, Q2_0, MXFP4 and NVFP4 exactly as ggml's
+ * dequantize_row_* (and gguf-py's dequantize, which has no Q2_0 yet), and Q8_1 as code x d
+ * (ggml has no decoder for that internal type); the IQ types, whose decoding needs codebook
+ * tables, are Unsupported ("cannot decode IQ4_XS data"). */
 fmt_kind fmt_dequant_f32(fmt_dtype t, const uint8_t *src, uint64_t nelems, float *dst, fmt_err *e);
 
 /* 1 if fmt_dequant_f32 decodes t. */

@@ -99,6 +99,15 @@ typedef struct fmt_driver {
 	/* The signature m carries as stored, or NULL when unsigned. */
 	const char *(*signature)(const fmt_model *m);
 
+	/* ---- metadata the format derives from the tensors ---- */
+	/* Set those keys in out's metadata from its tensors (GGUF: general.file_type, general.
+	 * quantization_version); requested is the dtype the user asked for, FMT_DT_INVALID when
+	 * the tensors keep theirs. Converters call it before applying the user's keys. NULL: none. */
+	fmt_kind (*derive_meta)(fmt_model *out, fmt_dtype requested, fmt_err *e);
+	/* The keys derive_meta sets, NULL-terminated (or NULL): converters drop them when the
+	 * output is in another format, where they would describe tensors that are not there. */
+	const char *const *derived_keys;
+
 	void (*close)(fmt_model *m);  /* free format_state; may be NULL */
 	/* Format-specific facts for fmt-inspect (digest, signature, shards...), or NULL. */
 	json_t *(*describe)(const fmt_model *m);

@@ -4,6 +4,7 @@
 #define FMT_RETYPE_H
 
 #include "fmt/model.h"
+#include "fmt/overflow.h"
 #include "fmt/thread.h"
 
 /* 1 if values of dtype from can be converted to dtype to (decode to float32, then encode or
@@ -17,5 +18,19 @@ int fmt_retype_possible(fmt_dtype from, fmt_dtype to);
  * bytes are read. */
 fmt_kind fmt_model_add_retyped(fmt_model *out, const fmt_model *in, const fmt_tensor *src,
 			       const char *name, fmt_dtype to, fmt_pool *pool, fmt_err *e);
+
+/* The same, with values to cannot hold (fmt/overflow.h) handled as overflow says: REFUSE fails
+ * the read with InvalidFormat naming the tensor, the element and the value; SATURATE clamps
+ * F16 and BF16 values (Q8_0/Q4_0 overflow is still refused: widen them to F16 or F32 first,
+ * fmt_tensor_find_overflow tells which); WIDEN is REFUSE here. fmt_model_add_retyped is
+ * REFUSE. */
+fmt_kind fmt_model_add_retyped_mode(fmt_model *out, const fmt_model *in, const fmt_tensor *src,
+				    const char *name, fmt_dtype to, fmt_overflow_mode overflow,
+				    fmt_pool *pool, fmt_err *e);
+
+/* Read src's values once (decoded in chunks) and find the first one that dtype to cannot hold:
+ * *found = 1 with its element and value, or 0. */
+fmt_kind fmt_tensor_find_overflow(const fmt_model *in, const fmt_tensor *src, fmt_dtype to,
+				  int *found, uint64_t *elem, float *value, fmt_err *e);
 
 #endif
