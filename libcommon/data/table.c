@@ -17,6 +17,7 @@ static const struct { const char *name; size_t width; } ctypes[] = {
 	[FMT_C_BINARY] = { "binary", 0 },
 	[FMT_C_DATE32] = { "date32", 4 }, [FMT_C_TIMESTAMP] = { "timestamp", 8 },
 	[FMT_C_FIXED_SIZE_LIST] = { "fixed_size_list", 0 },
+	[FMT_C_OTHER] = { "other", 0 },
 };
 
 static int ctype_known(fmt_ctype t)
@@ -63,6 +64,7 @@ void fmt_schema_free(fmt_schema *s)
 	for (size_t i = 0; i < s->n_fields; i++) {
 		free(s->fields[i].name);
 		free(s->fields[i].timezone);
+		free(s->fields[i].type_name);
 	}
 	for (size_t i = 0; i < s->n_meta; i++) {
 		free(s->meta[i].key);
@@ -105,9 +107,11 @@ fmt_kind fmt_schema_add_field(fmt_schema *s, const fmt_field *f, fmt_err *e)
 	int failed = 0;
 	c.name = dup_or_null(f->name ? f->name : "", &failed);
 	c.timezone = dup_or_null(f->timezone, &failed);
+	c.type_name = dup_or_null(f->type_name, &failed);
 	if (failed) {
 		free(c.name);
 		free(c.timezone);
+		free(c.type_name);
 		return fmt_fail(e, FMT_IO, "out of memory");
 	}
 	s->fields[s->n_fields++] = c;
@@ -174,7 +178,8 @@ static json_t *field_json(const fmt_field *f)
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "name", json_string(f->name));
-	json_object_set_new(o, "type", json_string(fmt_ctype_name(f->type)));
+	json_object_set_new(o, "type", json_string(f->type == FMT_C_OTHER && f->type_name ? f->type_name
+										   : fmt_ctype_name(f->type)));
 	json_object_set_new(o, "nullable", json_boolean(f->nullable));
 	if (f->type == FMT_C_TIMESTAMP) {
 		json_object_set_new(o, "unit", json_string(unit_name(f->unit)));
@@ -341,7 +346,10 @@ fmt_kind fmt_batch_check(const fmt_schema *s, const fmt_batch *b, fmt_err *e)
 		return fmt_fail(e, FMT_SCHEMA, "a batch has %zu columns, the schema %zu", b->n_columns,
 				s->n_fields);
 	for (size_t i = 0; i < b->n_columns; i++)
-		if (check_column(&s->fields[i], &b->columns[i], b->n_rows, e) != FMT_OK)
+		if (s->fields[i].type == FMT_C_OTHER)
+			return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
+					s->fields[i].name, s->fields[i].type_name ? s->fields[i].type_name : "other");
+		else if (check_column(&s->fields[i], &b->columns[i], b->n_rows, e) != FMT_OK)
 			return e->kind;
 	return FMT_OK;
 }

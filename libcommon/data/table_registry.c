@@ -7,9 +7,20 @@
 
 #define EXTRA_DRIVERS 8
 
+extern const fmt_table_driver fmt_table_driver_ald;
+extern const fmt_table_driver fmt_table_driver_arrow;
+extern const fmt_table_driver fmt_table_driver_arrow_stream;
+extern const fmt_table_driver fmt_table_driver_jsonl;
+extern const fmt_table_driver fmt_table_driver_csv;
+
 /* Built-in drivers, one line each, in probe order (more specific formats first), then room for
  * the ones added at run time, then the NULL that ends the list. */
 static const fmt_table_driver *drivers[] = {
+	&fmt_table_driver_ald,
+	&fmt_table_driver_arrow,
+	&fmt_table_driver_arrow_stream,
+	&fmt_table_driver_jsonl,
+	&fmt_table_driver_csv,
 	NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, /* EXTRA_DRIVERS run-time slots */
 	NULL
 };
@@ -131,6 +142,16 @@ fmt_kind fmt_table_open(fmt_table *t, const char *path, const fmt_table_driver *
 {
 	fmt_source src;
 	fmt_table_init(t);
+	fmt_kind k = fmt_source_open(&src, path, e);
+	return k == FMT_OK ? open_source_as_table(t, &src, path, forced, e) : k;
+}
+
+fmt_kind fmt_table_open_opts(fmt_table *t, const char *path, const fmt_table_driver *forced,
+			     const struct fmt_dataset_opts *o, fmt_err *e)
+{
+	fmt_source src;
+	fmt_table_init(t);
+	t->opts = o;
 	fmt_kind k = fmt_source_open(&src, path, e);
 	return k == FMT_OK ? open_source_as_table(t, &src, path, forced, e) : k;
 }

@@ -41,7 +41,7 @@ setup() {
 @test "--stats without --tensor is a usage error (exit 2)" {
 	run fmt-inspect --stats "$SAMPLES/tiny.safetensors"
 	assert_failure 2
-	assert_line --index 0 "fmt-inspect: error: --stats needs --tensor NAME"
+	assert_line --index 0 "fmt-inspect: error: $SAMPLES/tiny.safetensors: --stats needs --tensor NAME for a model"
 }
 
 @test "summary: format, counts, sizes and dtypes as text" {

@@ -71,7 +71,7 @@ setup() {
 	printf 'junk bytes' >junk.bin
 	run --separate-stderr "$NEW/fmt-inspect" junk.bin
 	assert_failure 4
-	[[ "$stderr" == *"not one of: safetensors, safetensors-index, gguf, apsim, apsim-index, dummy)" ]]
+	[[ "$stderr" == *"not one of: safetensors, safetensors-index, gguf, apsim, apsim-index, dummy, ald, arrow, arrow-stream, jsonl, csv)" ]]
 	make_samples
 	run --separate-stderr "$NEW/fmt-convert" --dtype q8_0 "$SAMPLES/tiny.safetensors" m.dmy
 	assert_failure 2

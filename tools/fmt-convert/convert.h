@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include "fmt/crypto.h"
+#include "fmt/dataset.h"
 #include "fmt/model.h"
 #include "fmt/overflow.h"
 #include "fmt/registry.h"
@@ -27,6 +28,12 @@ typedef struct convert_opts {
 	int sign;                    /* --sign */
 	fmt_key_opts key;            /* which key --sign uses */
 	fmt_overflow_mode overflow;  /* --overflow (--allow-overflow = saturate) */
+	/* datasets */
+	const fmt_table_driver *table_to;   /* output table format (a dataset conversion) */
+	const fmt_table_driver *table_from; /* --from: input table format, NULL = probe */
+	fmt_dataset_opts dataset;    /* --delimiter, --compression, --chunk-rows, ... */
+	const char *schema_file;     /* --schema FILE.json */
+	const char *card_file;       /* --card FILE.json */
 } convert_opts;
 
 /* One logical tensor of the plan: a plain tensor, or a compressed one (codes and scales). */
@@ -57,6 +64,9 @@ typedef struct convert_plan {
 	fmt_model mid;               /* decoded compressed tensors, for conversions that need them */
 	fmt_model out;               /* the output model (tensors read from the input on demand) */
 } convert_plan;
+
+/* Convert a dataset (o->table_to set) from input to output. */
+fmt_kind convert_dataset(const char *input, const char *output, const convert_opts *o, fmt_err *e);
 
 /* Convert input to output as o says; returns the error kind (e names the file). */
 fmt_kind convert_run(const char *input, const char *output, const convert_opts *o, fmt_err *e);

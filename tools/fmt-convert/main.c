@@ -1,4 +1,5 @@
-/* fmt-convert: move a model between formats, with dtype conversion and quantization. */
+/* fmt-convert: move a model between formats, with dtype conversion and quantization; move a
+ * dataset between CSV, JSON Lines, Arrow IPC and .ald. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,11 @@
 #define MAX_REPEATS 256
 
 enum { OPT_TO = FMT_OPT_FIRST_TOOL_OPTION, OPT_DTYPE, OPT_ARCH, OPT_SET, OPT_SET_FROM, OPT_INCLUDE,
-       OPT_EXCLUDE, OPT_DRY_RUN, OPT_SHARD, OPT_SIGN, OPT_NO_VERIFY, OPT_OVERFLOW, OPT_ALLOW_OVERFLOW };
+       OPT_EXCLUDE, OPT_DRY_RUN, OPT_SHARD, OPT_SIGN, OPT_NO_VERIFY, OPT_OVERFLOW, OPT_ALLOW_OVERFLOW,
+       OPT_FROM, OPT_NO_HEADER, OPT_DELIMITER, OPT_NULL_VALUE, OPT_SCHEMA, OPT_COMPRESSION, OPT_TYPE,
+       OPT_CARD, OPT_CHUNK_ROWS, OPT_TRUENO, OPT_COMPAT };
+
+static void dataset_type_words(char *buf, size_t n);
 
 static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("to", OPT_TO, "FORMAT", "the output format (default: from OUTPUT's extension):"),
@@ -45,7 +50,31 @@ static const fmt_cli_option options[] = {
 	  .complete = FMT_COMPLETE_TENSOR, .flags = FMT_CLI_REPEAT },
 	{ FMT_CLI_OPT("exclude", OPT_EXCLUDE, "GLOB", "leave out tensors whose name matches (repeatable)"),
 	  .complete = FMT_COMPLETE_TENSOR, .flags = FMT_CLI_REPEAT },
-	{ FMT_CLI_OPT("dry-run", OPT_DRY_RUN, NULL, "print the plan (every tensor, its dtypes and bytes); write nothing") },
+	{ FMT_CLI_OPT("dry-run", OPT_DRY_RUN, NULL, "print the plan (every tensor, its dtypes and bytes; a\n"
+		      "dataset's schema); write nothing") },
+	{ FMT_CLI_OPT("from", OPT_FROM, "FORMAT", "datasets: read INPUT as this format, not by its content"),
+	  .complete = FMT_COMPLETE_WORDS, .words = "csv jsonl arrow arrow-stream ald" },
+	{ FMT_CLI_OPT("no-header", OPT_NO_HEADER, NULL, "CSV: no header row (columns column_1, column_2, ...)") },
+	{ FMT_CLI_OPT("delimiter", OPT_DELIMITER, "C", "CSV: field delimiter (default: detected from , tab ;),\n"
+		      "'tab' for a tab") },
+	{ FMT_CLI_OPT("null-value", OPT_NULL_VALUE, "S", "CSV: fields equal to S are null (empty ones always are)") },
+	{ FMT_CLI_OPT("schema", OPT_SCHEMA, "FILE", "CSV: force column types, {\"column\": \"int32\", ...}"),
+	  .complete = FMT_COMPLETE_FILE, .words = "*.json" },
+	{ FMT_CLI_OPT("compression", OPT_COMPRESSION, "C", ".ald payload: none, zstd (level 3, default),\n"
+		      "zstd-max (level 19) or lz4"),
+	  .complete = FMT_COMPLETE_WORDS, .words = "none zstd zstd-max lz4" },
+	{ FMT_CLI_OPT("type", OPT_TYPE, "NAME", ".ald dataset type (default tabular)"),
+	  .complete = FMT_COMPLETE_WORDS, .words = "tabular time_series graph spatial text_corpus "
+	  "text_classification text_pairs sequence_labeling question_answering summarization translation "
+	  "image_classification object_detection segmentation image_pairs video audio_classification "
+	  "speech_recognition speaker_identification user_item_ratings implicit_feedback sequential_recs "
+	  "image_text audio_text video_text custom" },
+	{ FMT_CLI_OPT("card", OPT_CARD, "FILE", ".ald dataset card (JSON: name, version, license, tags, ...)"),
+	  .complete = FMT_COMPLETE_FILE, .words = "*.json" },
+	{ FMT_CLI_OPT("chunk-rows", OPT_CHUNK_ROWS, "N", ".ald STREAMING: independently compressed chunks of N rows") },
+	{ FMT_CLI_OPT("trueno-native", OPT_TRUENO, NULL, ".ald TRUENO_NATIVE: numeric columns as aligned raw arrays") },
+	{ FMT_CLI_OPT("compat", OPT_COMPAT, "NAME", ".ald as alimentar 0.2 writes it (metadata array, its CRC)"),
+	  .complete = FMT_COMPLETE_WORDS, .words = "alimentar" },
 	{ FMT_CLI_OPT("force", 'f', NULL, "overwrite OUTPUT if it exists") },
 	{ FMT_CLI_OPT("threads", 'T', "N", "worker threads (default: number of cores); same bytes for any N") },
 	{ FMT_CLI_OPT("json", 'j', NULL, "report as one JSON object") },
@@ -58,7 +87,93 @@ typedef struct convert_args {
 	convert_opts o;
 	const char *to_name;        /* --to */
 	int overflow_given, allow_overflow;
+	int dataset_opts;           /* a dataset option was given */
 } convert_args;
+
+static int parse_count(const char *s, uint64_t *out)
+{
+	char *end;
+	if (!*s || *s == '-' || *s == '+')
+		return -1;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (*end || v == 0 || v > UINT32_MAX)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* The dataset options: 0 when id was one and its value is good, 1 when id is not one, -1 with
+ * e filled on a bad value. */
+static int dataset_option(int id, const char *arg, convert_opts *o, fmt_err *e)
+{
+	fmt_dataset_opts *d = &o->dataset;
+	int v;
+	switch (id) {
+	case OPT_FROM:
+		if (!(o->table_from = fmt_table_driver_by_name(arg)))
+			return fmt_fail(e, FMT_USAGE, "--from takes csv, jsonl, arrow, arrow-stream or ald"), -1;
+		return 0;
+	case OPT_NO_HEADER: d->no_header = 1; return 0;
+	case OPT_DELIMITER:
+		if (!strcmp(arg, "tab"))
+			d->delimiter = '\t';
+		else if (strlen(arg) == 1 && arg[0] != '"' && arg[0] != '\n' && arg[0] != '\r')
+			d->delimiter = arg[0];
+		else
+			return fmt_fail(e, FMT_USAGE, "--delimiter takes one character (or 'tab'), not a quote or a newline"), -1;
+		return 0;
+	case OPT_NULL_VALUE: d->null_value = arg; return 0;
+	case OPT_SCHEMA: o->schema_file = arg; return 0;
+	case OPT_CARD: o->card_file = arg; return 0;
+	case OPT_COMPRESSION:
+		if ((v = fmt_ald_compression_by_name(arg)) < 0)
+			return fmt_fail(e, FMT_USAGE, "--compression takes none, zstd, zstd-max or lz4"), -1;
+		d->compression = v;
+		return 0;
+	case OPT_TYPE:
+		if ((v = fmt_ald_type_by_name(arg)) < 0) {
+			char names[512];
+			dataset_type_words(names, sizeof names);
+			return fmt_fail(e, FMT_USAGE, "--type takes one of: %s", names), -1;
+		}
+		d->dataset_type = (uint16_t)v;
+		return 0;
+	case OPT_CHUNK_ROWS:
+		if (parse_count(arg, &d->chunk_rows))
+			return fmt_fail(e, FMT_USAGE, "--chunk-rows takes a row count from 1 to 4294967295"), -1;
+		return 0;
+	case OPT_TRUENO: d->trueno_native = 1; return 0;
+	case OPT_COMPAT:
+		if (strcmp(arg, "alimentar") != 0)
+			return fmt_fail(e, FMT_USAGE, "--compat takes alimentar"), -1;
+		d->compat_alimentar = 1;
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+static void dataset_type_words(char *buf, size_t n)
+{
+	fmt_ald_type_names(buf, n);
+}
+
+/* Every writer's name, model formats then datasets, for --to: "a, b or c". */
+static void writer_names(char *buf, size_t n)
+{
+	const char *names[64];
+	size_t count = 0, used = 0;
+	for (const fmt_driver *const *d = fmt_drivers(); *d && count < 64; d++)
+		if ((*d)->write)
+			names[count++] = (*d)->name;
+	for (const fmt_table_driver *const *d = fmt_table_drivers(); *d && count < 64; d++)
+		if ((*d)->write)
+			names[count++] = (*d)->name;
+	buf[0] = '\0';
+	for (size_t i = 0; i < count && used < n; i++)
+		used += (size_t)snprintf(buf + used, n - used, "%s%s", i == 0 ? "" : i + 1 == count ? " or " : ", ",
+					 names[i]);
+}
 
 static int push(const char **list, size_t *n, const char *item)
 {
@@ -113,7 +228,14 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 		a->overflow_given = 1;
 		break;
 	case OPT_ALLOW_OVERFLOW: a->allow_overflow = 1; break;
-	default: return fmt_fail(e, FMT_USAGE, "unhandled option"), -1;
+	default: {
+		int r = dataset_option(id, arg, o, e);
+		if (r == 1)
+			return fmt_fail(e, FMT_USAGE, "unhandled option"), -1;
+		if (r < 0)
+			return -1;
+		a->dataset_opts = 1;
+	}
 	}
 	return full ? (fmt_fail(e, FMT_USAGE, "too many repeated options"), -1) : 0;
 }
@@ -123,20 +245,22 @@ static const fmt_cli_tool tool = {
 	.synopsis = "[OPTIONS] INPUT OUTPUT",
 	.about = "Convert a model between safetensors (single file or sharded index), GGUF\n"
 		 "(single file or split set) and Apsi checkpoints (.apsim, single or sharded),\n"
-		 "with dtype conversion, quantization and compression.",
+		 "with dtype conversion, quantization and compression; or a dataset between CSV,\n"
+		 "JSON Lines, Arrow IPC (file .arrow, stream .arrows) and .ald.",
 	.options = options,
 	.footer = "OUTPUT may be - (standard output, not a terminal) with --to.\n"
 		  "Exit status: 0 ok, 2 usage, 3 I/O error, 4 invalid input (or NaN/Inf to quantize, or\n"
 		  "values the dtype cannot hold),\n"
 		  "5 unsupported version, type or conversion.",
-	.format_names = fmt_driver_writer_names,
+	.format_names = writer_names,
 	.on_option = on_option,
 };
 
 int main(int argc, char **argv)
 {
 	static const char *sets[MAX_REPEATS], *includes[MAX_REPEATS], *excludes[MAX_REPEATS];
-	convert_args a = { .o = { .sets = sets, .include = includes, .exclude = excludes } };
+	convert_args a = { .o = { .sets = sets, .include = includes, .exclude = excludes,
+				  .dataset = { .compression = FMT_ALD_ZSTD } } };
 	convert_opts *o = &a.o;
 	fmt_cli cli;
 	fmt_err e;
@@ -150,12 +274,27 @@ int main(int argc, char **argv)
 	if (cli.n_operands != 2)
 		return fmt_cli_usage_error(&tool, "need INPUT and OUTPUT");
 	const char *input = cli.operands[0], *output = cli.operands[1];
+	o->json = cli.common.json;
+	o->quiet = cli.common.quiet;
+	o->verbose = cli.common.verbose;
+	o->no_progress = cli.common.no_progress;
+	o->threads = cli.common.threads ? cli.common.threads : fmt_cpu_count();
+	o->table_to = a.to_name ? fmt_table_driver_by_name(a.to_name) : fmt_table_driver_by_extension(output);
+	if (o->table_to && o->table_to->write) {
+		fmt_kind k = convert_dataset(input, output, o, &e);
+		if (k != FMT_OK)
+			fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
+		return fmt_cli_finish(&tool, &cli, fmt_kind_exit(k));
+	}
+	if (a.dataset_opts)
+		return fmt_cli_usage_error(&tool, "dataset options need a dataset output (.csv, .jsonl, .arrow, "
+					   ".arrows, .ald or --to)");
 	o->to = a.to_name ? fmt_driver_by_name(a.to_name) : output_driver(output, &o->force_set);
 	if (!o->to || !o->to->write) {
 		char msg[FMT_ERR_MSG_MAX] = "cannot tell the output format from its name; use --to";
 		if (a.to_name) {
 			char names[512];
-			fmt_driver_writer_names(names, sizeof names);
+			writer_names(names, sizeof names);
 			snprintf(msg, sizeof msg, "--to takes %s", names);
 		}
 		return fmt_cli_usage_error(&tool, msg);

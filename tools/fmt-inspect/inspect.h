@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include "fmt/model.h"
+#include "fmt/table.h"
 
 enum inspect_section {
 	SECTION_SUMMARY = 1u << 0,
@@ -19,6 +20,10 @@ typedef struct inspect_opts {
 	int full;              /* do not abbreviate long metadata arrays */
 	const char *tensor;    /* --tensor NAME */
 	int stats;             /* --stats */
+	int schema;            /* --schema (datasets) */
+	uint64_t head;         /* --head N (datasets) */
+	int head_given;
+	int model_sections;    /* --tensors, --metadata or --tree was given */
 } inspect_opts;
 
 #define INSPECT_ARRAY_ITEMS 16
@@ -26,6 +31,9 @@ typedef struct inspect_opts {
 /* Print the report for m; returns 0, or an error kind with e filled (tensor not found, data
  * unreadable for --stats, output failure). */
 fmt_kind inspect_report(FILE *out, const fmt_model *m, const inspect_opts *o, fmt_err *e);
+
+/* Print the report for a dataset (facts, schema; --schema, --head, --stats). */
+fmt_kind inspect_dataset(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err *e);
 
 /* The parameter tree from dotted tensor names. */
 void tree_print_text(FILE *out, const fmt_model *m);

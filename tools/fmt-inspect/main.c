@@ -1,5 +1,7 @@
-/* fmt-inspect: headers, tensors, metadata of model files, as text or JSON Lines. */
+/* fmt-inspect: headers, tensors, metadata of model files; schema, facts and rows of datasets;
+ * as text or JSON Lines. */
 #include <stdio.h>
+#include <string.h>
 #include "fmt/cli.h"
 #include "fmt/out.h"
 #include "fmt/registry.h"
@@ -7,11 +9,12 @@
 
 #define TOOL "fmt-inspect"
 
-enum { OPT_TENSORS = FMT_OPT_FIRST_TOOL_OPTION, OPT_METADATA, OPT_TREE, OPT_FULL, OPT_FORMAT };
+enum { OPT_TENSORS = FMT_OPT_FIRST_TOOL_OPTION, OPT_METADATA, OPT_TREE, OPT_FULL, OPT_FORMAT, OPT_SCHEMA,
+       OPT_HEAD };
 
 typedef struct inspect_args {
 	inspect_opts report;
-	const fmt_driver *forced;   /* --format */
+	const char *forced;         /* --format */
 } inspect_args;
 
 static const fmt_cli_option options[] = {
@@ -20,7 +23,11 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("metadata", OPT_METADATA, NULL, "only the metadata") },
 	{ FMT_CLI_OPT("tree", OPT_TREE, NULL, "the parameter tree built from dotted tensor names") },
 	{ FMT_CLI_OPT("tensor", 't', "NAME", "only this tensor"), .complete = FMT_COMPLETE_TENSOR },
-	{ FMT_CLI_OPT("stats", 's', NULL, "with --tensor: min, max, mean, std, NaN/Inf counts, first values") },
+	{ FMT_CLI_OPT("stats", 's', NULL, "with --tensor: min, max, mean, std, NaN/Inf counts, first values;\n"
+		      "for a dataset: count, nulls, min, max, mean (distinct strings) per column") },
+	{ FMT_CLI_OPT("schema", OPT_SCHEMA, NULL, "datasets: only the schema") },
+	{ FMT_CLI_OPT("head", OPT_HEAD, "N", "datasets: the first N rows (a table, or with --json one\n"
+		      "object per row in \"rows\"); decodes only what holds them") },
 	{ FMT_CLI_OPT("full", OPT_FULL, NULL, "do not abbreviate metadata arrays longer than 16 items") },
 	{ FMT_CLI_OPT("format", OPT_FORMAT, "NAME", "skip detection:"), .complete = FMT_COMPLETE_FORMAT },
 	{ FMT_CLI_OPT("quiet", 'q', NULL, "print nothing on success") },
@@ -39,8 +46,15 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 	case 's': a->report.stats = 1; return 0;
 	case OPT_FULL: a->report.full = 1; return 0;
 	case OPT_FORMAT:
-		a->forced = fmt_driver_by_name(arg);
-		return a->forced ? 0 : (fmt_fail(e, FMT_USAGE, "unknown --format (see --help for the names)"), -1);
+		a->forced = arg;
+		return fmt_driver_by_name(arg) || fmt_table_driver_by_name(arg) ? 0
+			: (fmt_fail(e, FMT_USAGE, "unknown --format (see --help for the names)"), -1);
+	case OPT_SCHEMA: a->report.schema = 1; return 0;
+	case OPT_HEAD:
+		if (fmt_parse_u64(arg, UINT32_MAX, &a->report.head, e) != FMT_OK)
+			return fmt_fail(e, FMT_USAGE, "--head takes a row count"), -1;
+		a->report.head_given = 1;
+		return 0;
 	}
 	return fmt_fail(e, FMT_USAGE, "unhandled option"), -1;
 }
@@ -49,23 +63,36 @@ static const fmt_cli_tool tool = {
 	.name = TOOL,
 	.synopsis = "[OPTIONS] FILE...",
 	.about = "Show the format, tensors and metadata of model files (safetensors, sharded\n"
-		 "safetensors index, GGUF). Reads only the headers unless --stats is given.",
+		 "safetensors index, GGUF, .apsim), and the facts, schema and rows of datasets\n"
+		 "(.ald, Arrow IPC, CSV, JSON Lines). Reads only the headers unless --stats is given\n"
+		 "(an .ald's whole report also checks its CRC; --schema and --head do not).",
 	.options = options,
 	.footer = "FILE may be - for standard input. Exit status: 0 ok, 2 usage, 3 I/O error,\n"
 		  "4 invalid format, 5 unsupported version or type; the highest over all files.",
-	.format_names = fmt_driver_names,
+	.format_names = fmt_format_names,
 	.on_option = on_option,
 };
 
-static fmt_kind inspect_file(const char *path, const fmt_driver *forced, const inspect_opts *o,
+static fmt_kind inspect_file(const char *path, const char *forced, const inspect_opts *o,
 			     const fmt_common_opts *common)
 {
 	fmt_model m;
+	fmt_table t;
 	fmt_err e;
+	int is_table = 0;
+	FILE *out = common->quiet ? NULL : stdout;
 	fmt_err_clear(&e);
-	fmt_kind k = fmt_model_open(&m, path, forced, &e);
-	if (k == FMT_OK) {
-		k = inspect_report(common->quiet ? NULL : stdout, &m, o, &e);
+	fmt_kind k = fmt_open_any(path, forced, &m, &t, &is_table, &e);
+	if (k == FMT_OK && is_table) {
+		k = inspect_dataset(out, &t, o, &e);
+		fmt_table_free(&t);
+	} else if (k == FMT_OK) {
+		if (o->stats && !o->tensor)
+			k = fmt_fail(&e, FMT_USAGE, "--stats needs --tensor NAME for a model");
+		else if (o->schema || o->head_given)
+			k = fmt_fail(&e, FMT_USAGE, "--schema and --head are for datasets, not models");
+		else
+			k = inspect_report(out, &m, o, &e);
 		fmt_model_free(&m);
 	}
 	if (k != FMT_OK)
@@ -81,8 +108,7 @@ int main(int argc, char **argv)
 		return cli.exit_code;
 	if (cli.n_operands == 0)
 		return fmt_cli_usage_error(&tool, "no input file");
-	if (a.report.stats && !a.report.tensor)
-		return fmt_cli_usage_error(&tool, "--stats needs --tensor NAME");
+	a.report.model_sections = a.report.sections != 0;
 	if (!a.report.sections)
 		a.report.sections = SECTION_ALL;
 	a.report.json = cli.common.json;

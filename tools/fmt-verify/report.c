@@ -25,6 +25,31 @@ void report_ok(const fmt_model *m, const fmt_common_opts *o)
 	       m->n_tensors, m->n_sources, m->n_sources == 1 ? "" : "s", bytes);
 }
 
+void report_table_ok(const fmt_table *t, const fmt_common_opts *o)
+{
+	json_t *facts = t->driver->describe ? t->driver->describe(t) : NULL;
+	const char *crc = json_string_value(json_object_get(facts, "crc"));
+	if (o->json) {
+		json_t *j = json_pack("{s:o,s:b,s:s}", "file", fmt_json_string(t->path, strlen(t->path)), "ok", 1,
+				      "format", t->driver->name);
+		if (t->n_rows != FMT_ROWS_UNKNOWN)
+			json_object_set_new(j, "rows", fmt_json_u64(t->n_rows));
+		if (crc)
+			json_object_set_new(j, "crc", json_string(crc));
+		fmt_json_line(stdout, j);
+		json_decref(j);
+	} else {
+		fmt_out_escaped(stdout, t->path, strlen(t->path));
+		printf(": ok (%s", t->driver->name);
+		if (t->n_rows != FMT_ROWS_UNKNOWN)
+			printf(", %" PRIu64 " rows", t->n_rows);
+		if (crc)
+			printf(", CRC-32 %s", crc);
+		printf(")\n");
+	}
+	json_decref(facts);
+}
+
 void report_failure(const char *path, const fmt_err *e, const fmt_common_opts *o)
 {
 	if (o->json && !o->quiet) {

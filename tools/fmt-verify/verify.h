@@ -7,6 +7,7 @@
 #include "fmt/model.h"
 #include "fmt/progress.h"
 #include "fmt/registry.h"
+#include "fmt/table.h"
 
 #define TOOL "fmt-verify"
 
@@ -15,6 +16,8 @@
 void progress_begin(fmt_progress *p, const fmt_common_opts *o);
 
 void report_ok(const fmt_model *m, const fmt_common_opts *o);
+/* A dataset: format, rows and the checksum kind its driver names. */
+void report_table_ok(const fmt_table *t, const fmt_common_opts *o);
 void report_failure(const char *path, const fmt_err *e, const fmt_common_opts *o);
 void report_bundle_ok(const char *path, const fmt_bundle_info *b, const fmt_common_opts *o);
 

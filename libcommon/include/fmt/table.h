@@ -22,7 +22,9 @@ typedef enum fmt_ctype {
 	FMT_C_BINARY,          /* int32 offsets */
 	FMT_C_DATE32,          /* days since 1970-01-01, int32 */
 	FMT_C_TIMESTAMP,       /* int64 in unit since 1970-01-01T00:00:00 (UTC when zoned) */
-	FMT_C_FIXED_SIZE_LIST  /* list_size values of a fixed-width elem type per row */
+	FMT_C_FIXED_SIZE_LIST, /* list_size values of a fixed-width elem type per row */
+	FMT_C_OTHER            /* a type read from a file that fmtkit names (type_name) but does
+				* not convert: decimal, struct, dictionary, ... */
 } fmt_ctype;
 
 typedef enum fmt_time_unit { FMT_TU_S, FMT_TU_MS, FMT_TU_US, FMT_TU_NS } fmt_time_unit;
@@ -35,6 +37,7 @@ typedef struct fmt_field {
 	char *timezone;        /* TIMESTAMP: "UTC", "+01:00"...; NULL for none */
 	fmt_ctype elem;        /* FIXED_SIZE_LIST: a fixed-width type (not BOOL, not lists) */
 	uint32_t list_size;    /* FIXED_SIZE_LIST: values per row, >= 1 */
+	char *type_name;       /* OTHER: the type as the file has it ("decimal128(10, 2)") */
 } fmt_field;
 
 typedef struct fmt_kv { char *key, *value; } fmt_kv;
@@ -80,6 +83,8 @@ typedef struct fmt_table {
 	fmt_schema schema;
 	uint64_t n_rows;             /* FMT_ROWS_UNKNOWN when only reading every row tells */
 	void *format_state;          /* driver-private, freed by driver->close */
+	const struct fmt_dataset_opts *opts; /* reading and writing options (fmt/dataset.h) of
+				      * a conversion; NULL: defaults */
 } fmt_table;
 
 typedef struct fmt_table_driver {
@@ -158,6 +163,9 @@ fmt_kind fmt_table_driver_register(const fmt_table_driver *d, fmt_err *e);
 /* Open path (or "-") as a table: probe (unless forced), open. On failure t is freed. A file
  * that probes as a model is InvalidFormat naming the model format. */
 fmt_kind fmt_table_open(fmt_table *t, const char *path, const fmt_table_driver *forced, fmt_err *e);
+/* The same with dataset options (CSV delimiter, forced schema, ...) the driver reads in open. */
+fmt_kind fmt_table_open_opts(fmt_table *t, const char *path, const fmt_table_driver *forced,
+			     const struct fmt_dataset_opts *o, fmt_err *e);
 fmt_kind fmt_table_open_memory(fmt_table *t, const char *name, const void *data, size_t n,
 			       const fmt_table_driver *forced, fmt_err *e);
 

@@ -1,0 +1,506 @@
+/* The .ald container (specs/ald.md): header, MessagePack card, Arrow IPC schema block, the
+ * STREAMING chunk index, encryption/signature/licence blocks (parsed and reported), payload
+ * (none, zstd 3/19, LZ4 frame), CRC-32 trailer in either variant. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "fmt/arrow.h"
+#include "fmt/checked.h"
+#include "fmt/crypto.h"
+#include "fmt/dataset.h"
+#include "fmt/out.h"
+#include "fmt/registry.h"
+#include "compress.h"
+#include "ald_internal.h"
+
+#define HEADER 32
+#define CHUNK_ENTRY 28
+#define SIG_BLOCK 96
+#define LICENSE_MIN 75
+#define MAX_PAYLOAD ((size_t)1 << 36)   /* 64 GiB decompressed: past this a payload is a bomb */
+#define MAX_CHUNKS (1u << 24)
+
+static const uint8_t magic[4] = { 'A', 'L', 'D', 'F' };
+
+static fmt_kind bad(fmt_err *e, const char *what)
+{
+	return fmt_fail(e, FMT_INVALID_FORMAT, "%s", what);
+}
+
+/* Upstream's separate streaming layout (§11): flags at byte 6, compression at 7, type 1. */
+static int upstream_streaming(const uint8_t *h, size_t n)
+{
+	return n >= 12 && h[6] == 0x04 && h[7] <= 3 && h[8] == 1 && h[9] == 0 && h[10] == 0 && h[11] == 0;
+}
+
+static int probe(const uint8_t *head, size_t n, uint64_t size)
+{
+	(void)size;
+	return n >= 4 && memcmp(head, magic, 4) == 0 ? 100 : 0;
+}
+
+static fmt_kind parse_chunk_index(ald_state *s, const uint8_t *d, uint64_t *pos, fmt_err *e)
+{
+	uint64_t at = *pos, bytes, end, rows = 0, bytes_used = 0;
+	if (s->crc_off - at < 4)
+		return bad(e, "chunk index runs past the end of the file");
+	s->n_chunks = fmt_rd_u32(d + at);
+	if (s->n_chunks > MAX_CHUNKS)
+		return bad(e, "chunk index has more than 2^24 chunks");
+	if (fmt_mul_u64(s->n_chunks, CHUNK_ENTRY, &bytes) || fmt_add_u64(at + 4, bytes, &end) || end > s->crc_off)
+		return bad(e, "chunk index runs past the end of the file");
+	s->chunks = calloc(s->n_chunks ? s->n_chunks : 1, sizeof *s->chunks);
+	if (!s->chunks)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	for (uint32_t i = 0; i < s->n_chunks; i++) {
+		const uint8_t *p = d + at + 4 + (uint64_t)CHUNK_ENTRY * i;
+		ald_chunk *c = &s->chunks[i];
+		c->row_offset = fmt_rd_u64(p);
+		c->num_rows = fmt_rd_u32(p + 8);
+		c->byte_offset = fmt_rd_u64(p + 12);
+		c->csize = fmt_rd_u32(p + 20);
+		c->usize = fmt_rd_u32(p + 24);
+		if (c->row_offset != rows || c->byte_offset != bytes_used)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "chunk %u: row or byte offset out of sequence", i);
+		rows += c->num_rows;
+		bytes_used += c->csize;
+	}
+	if (rows != s->num_rows)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "chunk index holds %llu rows, the header says %llu",
+				(unsigned long long)rows, (unsigned long long)s->num_rows);
+	s->chunk_bytes = bytes_used;
+	*pos = end;
+	return FMT_OK;
+}
+
+static fmt_kind parse_trailer(ald_state *s, const uint8_t *d, fmt_err *e)
+{
+	uint64_t at = s->payload_end;
+	if (s->flags & FMT_ALD_SIGNED) {
+		if (s->crc_off - at < SIG_BLOCK)
+			return bad(e, "signature block runs past the CRC");
+		memcpy(s->sig_pub, d + at + 64, 32);
+		at += SIG_BLOCK;
+	}
+	if (s->flags & FMT_ALD_LICENSED) {
+		const uint8_t *l = d + at;
+		if (s->crc_off - at < LICENSE_MIN)
+			return bad(e, "licence block shorter than 75 bytes");
+		uint32_t n = fmt_rd_u32(l + 71);
+		if (n > s->crc_off - at - LICENSE_MIN)
+			return bad(e, "licence terms run past the CRC");
+		memcpy(s->license_id, l, 16);
+		memcpy(s->licensee_hash, l + 16, 32);
+		s->issued_at = fmt_rd_u64(l + 48);
+		s->expires_at = fmt_rd_u64(l + 56);
+		s->license_flags = l[64];
+		s->seat_limit = fmt_rd_u16(l + 65);
+		s->query_limit = fmt_rd_u32(l + 67);
+		s->terms = l + 75;
+		s->terms_len = n;
+	}
+	return FMT_OK;
+}
+
+static fmt_kind parse_schema_block(fmt_table *t, ald_state *s, const uint8_t *d, fmt_err *e)
+{
+	fmt_ipc_reader r;
+	fmt_kind k = fmt_ipc_open(&r, d + s->schema_start, s->schema_size, e);
+	if (k != FMT_OK) {
+		fmt_err_prefix(e, "schema block");
+		return k;
+	}
+	for (size_t i = 0; i < r.schema.n_fields && k == FMT_OK; i++)
+		k = fmt_schema_add_field(&t->schema, &r.schema.fields[i], e);
+	fmt_ipc_close(&r);
+	return k;
+}
+
+fmt_kind fmt_ald_parse(fmt_table *t, ald_state *s, fmt_err *e)
+{
+	const uint8_t *d;
+	uint64_t size = t->source.size, pos;
+	if (size < HEADER + 4)
+		return bad(e, "shorter than the 32-byte header and the CRC");
+	fmt_kind k = fmt_source_view(&t->source, 0, size, &d, e);
+	if (k != FMT_OK)
+		return k;
+	s->file = d;
+	if (memcmp(d, magic, 4) != 0)
+		return bad(e, "bad magic (not ALDF)");
+	if (upstream_streaming(d, size))
+		return fmt_fail(e, FMT_UNSUPPORTED,
+				"alimentar's separate streaming layout (format-streaming, §11): not supported");
+	s->major = d[4];
+	s->minor = d[5];
+	s->type = fmt_rd_u16(d + 6);
+	s->meta_size = fmt_rd_u32(d + 8);
+	s->payload_size = fmt_rd_u32(d + 12);
+	s->raw_size = fmt_rd_u32(d + 16);
+	s->compression = d[20];
+	s->flags = d[21];
+	s->schema_size = fmt_rd_u16(d + 22);
+	s->num_rows = fmt_rd_u64(d + 24);
+	s->crc_off = size - 4;
+	s->crc_stored = fmt_rd_u32(d + s->crc_off);
+	if (s->major > 1)
+		return fmt_fail(e, FMT_UNSUPPORTED, "format version %u.%u (1.x is supported)", s->major, s->minor);
+	if (s->compression > 3)
+		return fmt_fail(e, FMT_UNSUPPORTED, "compression id %u (0-3 are defined)", s->compression);
+	if (s->flags & FMT_ALD_TRUENO_NATIVE)
+		return fmt_fail(e, FMT_UNSUPPORTED, "TRUENO_NATIVE aligned arrays (flag 0x10) are not supported yet");
+	if ((uint64_t)HEADER + s->meta_size > s->crc_off)
+		return bad(e, "metadata runs past the end of the file");
+	if ((k = fmt_card_decode(d + HEADER, s->meta_size, &s->card, &s->card_form, e)) != FMT_OK)
+		return k;
+	s->schema_start = HEADER + (uint64_t)s->meta_size;
+	if (s->schema_start + s->schema_size > s->crc_off)
+		return bad(e, "schema block runs past the end of the file");
+	if ((k = parse_schema_block(t, s, d, e)) != FMT_OK)
+		return k;
+	pos = s->schema_start + s->schema_size;
+	if ((s->flags & FMT_ALD_STREAMING) && (k = parse_chunk_index(s, d, &pos, e)) != FMT_OK)
+		return k;
+	if (s->flags & FMT_ALD_ENCRYPTED) {
+		if (pos >= s->crc_off)
+			return bad(e, "encryption header runs past the end of the file");
+		s->enc_mode = d[pos];
+		uint64_t n = s->enc_mode == 0 ? 29 : 45;
+		if (s->crc_off - pos < n)
+			return bad(e, "encryption header runs past the end of the file");
+		s->enc_start = pos;
+		pos += n;
+	}
+	s->payload_start = pos;
+	if (s->payload_size > s->crc_off - pos)
+		return bad(e, "payload runs past the CRC");
+	s->payload_end = pos + s->payload_size;
+	if ((s->flags & FMT_ALD_STREAMING) && !(s->flags & FMT_ALD_ENCRYPTED) && s->chunk_bytes != s->payload_size)
+		return bad(e, "chunk sizes do not add up to the payload size");
+	if ((k = parse_trailer(s, d, e)) != FMT_OK)
+		return k;
+	t->n_rows = s->num_rows;
+	return FMT_OK;
+}
+
+fmt_kind fmt_ald_check_crc(ald_state *s, fmt_err *e)
+{
+	if (s->crc_kind)
+		return FMT_OK;
+	uint32_t ieee = fmt_crc32_ieee(0, s->file, s->crc_off);
+	if (ieee == s->crc_stored) {
+		s->crc_kind = "ieee";
+		return FMT_OK;
+	}
+	uint32_t ali = fmt_crc32_alimentar(0, s->file, s->crc_off);
+	if (ali == s->crc_stored) {
+		s->crc_kind = "alimentar-0.2";
+		return FMT_OK;
+	}
+	return fmt_fail(e, FMT_CHECKSUM, "CRC-32 mismatch: stored %08x, computed %08x (standard) and %08x (alimentar 0.2)",
+			s->crc_stored, ieee, ali);
+}
+
+static fmt_kind ald_open(fmt_table *t, fmt_err *e)
+{
+	ald_state *s = calloc(1, sizeof *s);
+	if (!s)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	t->format_state = s;
+	return fmt_ald_parse(t, s, e);
+}
+
+static void ald_close(fmt_table *t)
+{
+	ald_state *s = t->format_state;
+	if (!s)
+		return;
+	if (s->ipc_open)
+		fmt_ipc_close(&s->ipc);
+	if (s->ds_open)
+		fmt_dstream_free(&s->ds);
+	free(s->plain);
+	free(s->chunks);
+	json_decref(s->card);
+	free(s);
+	t->format_state = NULL;
+}
+
+/* Decompress and open the IPC stream of the whole payload, or of chunk i. */
+static fmt_kind open_stream(fmt_table *t, ald_state *s, uint64_t off, uint64_t n, size_t max, fmt_err *e)
+{
+	if (s->ipc_open)
+		fmt_ipc_close(&s->ipc);
+	s->ipc_open = 0;
+	free(s->plain);
+	s->plain = NULL;
+	fmt_kind k = fmt_decompress(s->compression, s->file + off, (size_t)n, max, &s->plain, &s->plain_len, e);
+	if (k != FMT_OK)
+		return k;
+	if ((k = fmt_ipc_open(&s->ipc, s->plain, s->plain_len, e)) != FMT_OK)
+		return k;
+	s->ipc_open = 1;
+	k = fmt_schema_expect(&t->schema, &s->ipc.schema, e);
+	if (k != FMT_OK)
+		fmt_err_prefix(e, "payload schema differs from the schema block");
+	return k;
+}
+
+/* Chunk i of a STREAMING file, decompressed and opened: --head needs only the first ones. */
+static fmt_kind open_chunk(fmt_table *t, uint32_t i, fmt_err *e)
+{
+	ald_state *s = t->format_state;
+	const ald_chunk *c = &s->chunks[i];
+	fmt_kind k = open_stream(t, s, s->payload_start + c->byte_offset, c->csize, c->usize, e);
+	if (k == FMT_OK && s->plain_len != c->usize)
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "chunk %u decompresses to %zu bytes, the index says %u", i,
+			     s->plain_len, c->usize);
+	s->next_chunk = i + 1;
+	return k;
+}
+
+/* The next message of a plain payload in the window: *size bytes, or *eos at its end. */
+static fmt_kind next_message(ald_state *s, size_t *size, int *eos, fmt_err *e)
+{
+	uint64_t need = 8;
+	for (;;) {
+		fmt_kind k = fmt_dstream_fill(&s->ds, (size_t)need, MAX_PAYLOAD, e);
+		if (k != FMT_OK)
+			return k;
+		size_t avail = fmt_dstream_avail(&s->ds);
+		uint64_t want;
+		if ((k = fmt_ipc_message_size(fmt_dstream_data(&s->ds), avail, &want, eos, e)) != FMT_OK)
+			return k;
+		if (*eos)
+			return FMT_OK;
+		if (want <= avail) {
+			*size = (size_t)want;
+			return FMT_OK;
+		}
+		if (s->ds.done || want > MAX_PAYLOAD)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: the payload ends inside a message");
+		need = want;
+	}
+}
+
+/* A plain (not STREAMING) payload: decompressed message by message, so memory holds one batch. */
+static fmt_kind next_plain(fmt_table *t, ald_state *s, fmt_batch *b, int *done, fmt_err *e)
+{
+	size_t size;
+	int eos;
+	fmt_kind k;
+	if (!s->ds_open) {
+		if ((k = fmt_dstream_init(&s->ds, s->compression, s->file + s->payload_start, s->payload_size, e)) != FMT_OK)
+			return k;
+		s->ds_open = 1;
+		if ((k = next_message(s, &size, &eos, e)) != FMT_OK)
+			return k;
+		if (eos)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: the payload has no Schema message");
+		if ((k = fmt_ipc_open(&s->ipc, fmt_dstream_data(&s->ds), size, e)) != FMT_OK)
+			return k;
+		s->ipc_open = 1;
+		if ((k = fmt_schema_expect(&t->schema, &s->ipc.schema, e)) != FMT_OK) {
+			fmt_err_prefix(e, "payload schema differs from the schema block");
+			return k;
+		}
+		s->pending = size;
+	}
+	fmt_dstream_consume(&s->ds, s->pending);
+	s->pending = 0;
+	if ((k = next_message(s, &size, &eos, e)) != FMT_OK)
+		return k;
+	if (eos) {
+		*done = 1;
+		return FMT_OK;
+	}
+	s->ipc.data = fmt_dstream_data(&s->ds);
+	s->ipc.len = size;
+	s->ipc.pos = 0;
+	k = fmt_ipc_next(&s->ipc, b, done, e);
+	s->pending = size;
+	return k;
+}
+
+static fmt_kind ald_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
+{
+	ald_state *s = t->format_state;
+	fmt_kind k;
+	*done = 0;
+	if (s->flags & FMT_ALD_ENCRYPTED)
+		return fmt_fail(e, FMT_UNSUPPORTED, "the payload is encrypted (%s mode); decryption is not supported yet",
+				s->enc_mode == 0 ? "password" : "recipient");
+	const fmt_field *u = fmt_schema_unsupported(&t->schema);
+	if (u)
+		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
+				u->name, u->type_name);
+	if (!(s->flags & FMT_ALD_STREAMING))
+		return next_plain(t, s, b, done, e);
+	for (;;) {
+		if (!s->ipc_open) {
+			if (s->next_chunk >= s->n_chunks) {
+				*done = 1;
+				return FMT_OK;
+			}
+			if ((k = open_chunk(t, s->next_chunk, e)) != FMT_OK)
+				return k;
+		}
+		k = fmt_ipc_next(&s->ipc, b, done, e);
+		if (k != FMT_OK || !*done)
+			return k;
+		fmt_ipc_close(&s->ipc);
+		s->ipc_open = 0;
+		*done = 0;
+	}
+}
+
+/* The card's sha256 against the uncompressed payload (the chunks' streams in order). */
+static fmt_kind check_digest(ald_state *s, fmt_err *e)
+{
+	const json_t *want = json_object_get(s->card, "sha256");
+	if (!json_is_string(want) || (s->flags & FMT_ALD_ENCRYPTED))
+		return FMT_OK;
+	fmt_sha256 h;
+	uint8_t digest[FMT_SHA256_LEN];
+	char hex[FMT_SHA256_HEX + 1];
+	fmt_kind k = fmt_sha256_init(&h, e);
+	uint32_t parts = (s->flags & FMT_ALD_STREAMING) ? s->n_chunks : 1;
+	for (uint32_t i = 0; k == FMT_OK && i < parts; i++) {
+		uint64_t off = s->payload_start, len = s->payload_size, total = 0;
+		if (s->flags & FMT_ALD_STREAMING) {
+			off += s->chunks[i].byte_offset;
+			len = s->chunks[i].csize;
+		}
+		fmt_dstream ds;
+		if ((k = fmt_dstream_init(&ds, s->compression, s->file + off, (size_t)len, e)) != FMT_OK)
+			break;
+		while (k == FMT_OK) {
+			if ((k = fmt_dstream_fill(&ds, 1u << 20, MAX_PAYLOAD, e)) != FMT_OK)
+				break;
+			size_t n = fmt_dstream_avail(&ds);
+			if (n == 0)
+				break;
+			k = fmt_sha256_update(&h, fmt_dstream_data(&ds), n, e);
+			fmt_dstream_consume(&ds, n);
+			total += n;
+			if (total > MAX_PAYLOAD)
+				k = fmt_fail(e, FMT_INVALID_FORMAT, "payload decompresses to more than 64 GiB");
+		}
+		fmt_dstream_free(&ds);
+	}
+	if (k == FMT_OK)
+		k = fmt_sha256_final(&h, digest, e);
+	fmt_sha256_free(&h);
+	if (k != FMT_OK)
+		return k;
+	fmt_hex(digest, FMT_SHA256_LEN, hex);
+	if (strcmp(hex, json_string_value(want)) != 0)
+		return fmt_fail(e, FMT_CHECKSUM, "payload SHA-256 %s differs from the card's %s", hex,
+				json_string_value(want));
+	return FMT_OK;
+}
+
+/* The CRC before anything else; with o (fmt-verify: every layer) also the card's digest of
+ * the payload, which needs the payload decompressed (conversions skip it: they read it next). */
+static fmt_kind ald_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e)
+{
+	fmt_kind k = fmt_ald_check_crc(t->format_state, e);
+	if (k == FMT_OK && o)
+		k = check_digest(t->format_state, e);
+	return k;
+}
+
+static void hex_id(const uint8_t *b, size_t n, char *out)
+{
+	fmt_hex(b, n, out);
+}
+
+static json_t *license_json(const ald_state *s)
+{
+	char id[40], uuid[40], hash[65];
+	hex_id(s->license_id, 16, id);
+	snprintf(uuid, sizeof uuid, "%.8s-%.4s-%.4s-%.4s-%.12s", id, id + 8, id + 12, id + 16, id + 20);
+	hex_id(s->licensee_hash, 32, hash);
+	json_t *l = json_object();
+	json_object_set_new(l, "license_id", json_string(uuid));
+	json_object_set_new(l, "licensee_sha256", json_string(hash));
+	json_object_set_new(l, "issued_at", fmt_json_u64(s->issued_at));
+	json_object_set_new(l, "expires_at", fmt_json_u64(s->expires_at));
+	json_object_set_new(l, "flags", json_integer(s->license_flags));
+	json_object_set_new(l, "seat_limit", json_integer(s->seat_limit));
+	json_object_set_new(l, "query_limit", fmt_json_u64(s->query_limit));
+	json_object_set_new(l, "terms", fmt_json_string((const char *)s->terms, s->terms_len));
+	return l;
+}
+
+static json_t *flags_json(uint8_t flags)
+{
+	static const char *names[] = { "encrypted", "signed", "streaming", "licensed", "trueno_native" };
+	json_t *a = json_array();
+	for (int i = 0; i < 5; i++)
+		if (flags & (1u << i))
+			json_array_append_new(a, json_string(names[i]));
+	for (int i = 5; i < 8; i++)
+		if (flags & (1u << i))
+			json_array_append_new(a, json_integer(1 << i));
+	return a;
+}
+
+json_t *fmt_ald_describe(const fmt_table *t)
+{
+	const ald_state *s = t->format_state;
+	json_t *o = json_object(), *h = json_object();
+	char ver[16];
+	const char *type = fmt_ald_type_name(s->type);
+	snprintf(ver, sizeof ver, "%u.%u", s->major, s->minor);
+	json_object_set_new(h, "version", json_string(ver));
+	json_object_set_new(h, "dataset_type", type ? json_string(type) : json_integer(s->type));
+	json_object_set_new(h, "dataset_type_id", json_integer(s->type));
+	json_object_set_new(h, "metadata_size", json_integer(s->meta_size));
+	json_object_set_new(h, "payload_size", json_integer(s->payload_size));
+	json_object_set_new(h, "uncompressed_size", json_integer(s->raw_size));
+	json_object_set_new(h, "compression", json_string(fmt_ald_compression_name(s->compression)));
+	json_object_set_new(h, "flags", flags_json(s->flags));
+	json_object_set_new(h, "schema_size", json_integer(s->schema_size));
+	json_object_set_new(h, "num_rows", fmt_json_u64(s->num_rows));
+	json_object_set_new(o, "header", h);
+	json_object_set_new(o, "card", json_deep_copy(s->card));
+	json_object_set_new(o, "card_form", json_string(s->card_form));
+	json_object_set_new(o, "crc", s->crc_kind ? json_string(s->crc_kind) : json_null());
+	if (s->flags & FMT_ALD_STREAMING) {
+		json_t *chunks = json_array();
+		for (uint32_t i = 0; i < s->n_chunks; i++) {
+			json_t *c = json_object();
+			json_object_set_new(c, "row_offset", fmt_json_u64(s->chunks[i].row_offset));
+			json_object_set_new(c, "num_rows", json_integer(s->chunks[i].num_rows));
+			json_object_set_new(c, "compressed_size", json_integer(s->chunks[i].csize));
+			json_object_set_new(c, "uncompressed_size", json_integer(s->chunks[i].usize));
+			json_array_append_new(chunks, c);
+		}
+		json_object_set_new(o, "chunks", chunks);
+	}
+	if (s->flags & FMT_ALD_ENCRYPTED)
+		json_object_set_new(o, "encryption", json_string(s->enc_mode == 0 ? "password" : s->enc_mode == 1
+									  ? "recipient" : "unknown mode"));
+	if (s->flags & FMT_ALD_SIGNED) {
+		char pub[65];
+		hex_id(s->sig_pub, 32, pub);
+		json_object_set_new(o, "signature_public_key", json_string(pub));
+	}
+	if (s->flags & FMT_ALD_LICENSED)
+		json_object_set_new(o, "license", license_json(s));
+	return o;
+}
+
+const fmt_table_driver fmt_table_driver_ald = {
+	.name = "ald",
+	.extension = ".ald",
+	.probe = probe,
+	.open = ald_open,
+	.next = ald_next,
+	.verify = ald_verify,
+	.write = fmt_ald_write,
+	.close = ald_close,
+	.describe = fmt_ald_describe,
+};

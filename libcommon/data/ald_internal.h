@@ -1,0 +1,56 @@
+/* The .ald driver's state, shared by its reader (ald.c) and writer (ald_write.c). */
+#ifndef FMT_DATA_ALD_INTERNAL_H
+#define FMT_DATA_ALD_INTERNAL_H
+
+#include <stdint.h>
+#include <jansson.h>
+#include "fmt/arrow.h"
+#include "fmt/registry.h"
+#include "fmt/table.h"
+#include "compress.h"
+
+typedef struct ald_chunk {
+	uint64_t row_offset;
+	uint32_t num_rows;
+	uint64_t byte_offset;      /* from the start of the payload */
+	uint32_t csize, usize;
+} ald_chunk;
+
+typedef struct ald_state {
+	const uint8_t *file;       /* the whole file, mapped */
+	uint8_t major, minor, compression, flags;
+	uint16_t type, schema_size;
+	uint32_t meta_size, payload_size, raw_size, crc_stored;
+	uint64_t num_rows;
+	json_t *card;
+	const char *card_form;     /* "map" or "array" */
+	const char *crc_kind;      /* after the CRC check: "ieee" or "alimentar-0.2" */
+	uint64_t schema_start, enc_start, payload_start, payload_end, crc_off;
+	ald_chunk *chunks;
+	uint32_t n_chunks;
+	uint64_t chunk_bytes;
+	uint8_t enc_mode;
+	uint8_t sig_pub[32];
+	uint8_t license_id[16], licensee_hash[32], license_flags;
+	uint64_t issued_at, expires_at;
+	uint16_t seat_limit;
+	uint32_t query_limit;
+	const uint8_t *terms;
+	uint32_t terms_len;
+	/* reading */
+	uint8_t *plain;            /* the decompressed payload or chunk */
+	size_t plain_len;
+	fmt_ipc_reader ipc;
+	int ipc_open, payload_done;
+	uint32_t next_chunk;
+	fmt_dstream ds;            /* a plain payload, decompressed one message at a time */
+	int ds_open;
+	size_t pending;            /* bytes of the message last returned, dropped on the next call */
+} ald_state;
+
+fmt_kind fmt_ald_parse(fmt_table *t, ald_state *s, fmt_err *e);
+fmt_kind fmt_ald_check_crc(ald_state *s, fmt_err *e);
+fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *o, fmt_err *e);
+json_t *fmt_ald_describe(const fmt_table *t);
+
+#endif

@@ -1,0 +1,1041 @@
+/* Arrow IPC stream and file formats: Schema, RecordBatch and Message flatbuffers (Schema.fbs,
+ * Message.fbs, File.fbs), read with every offset checked and written as arrow-rs writes them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/arrow.h"
+#include "fmt/checked.h"
+#include "flatbuf.h"
+
+/* Message.fbs / Schema.fbs numbering. */
+enum { HDR_SCHEMA = 1, HDR_DICTIONARY = 2, HDR_RECORD_BATCH = 3 };
+enum { META_V4 = 3, META_V5 = 4 };
+enum { TY_NULL = 1, TY_INT, TY_FLOAT, TY_BINARY, TY_UTF8, TY_BOOL, TY_DECIMAL, TY_DATE, TY_TIME,
+       TY_TIMESTAMP, TY_INTERVAL, TY_LIST, TY_STRUCT, TY_UNION, TY_FIXED_SIZE_BINARY,
+       TY_FIXED_SIZE_LIST, TY_MAP, TY_DURATION, TY_LARGE_BINARY, TY_LARGE_UTF8, TY_LARGE_LIST,
+       TY_RUN_END_ENCODED, TY_BINARY_VIEW, TY_UTF8_VIEW, TY_LIST_VIEW, TY_LARGE_LIST_VIEW };
+
+#define IPC_ALIGN 64
+#define MAX_FIELDS 100000
+static const uint8_t file_magic[6] = { 'A', 'R', 'R', 'O', 'W', '1' };
+
+static fmt_kind bad(fmt_err *e, const char *what)
+{
+	return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: %s", what);
+}
+
+static fmt_kind oom(fmt_err *e)
+{
+	return fmt_fail(e, FMT_IO, "out of memory");
+}
+
+/* ---- schema ---- */
+
+static const char *time_unit(int16_t u)
+{
+	static const char *n[] = { "s", "ms", "us", "ns" };
+	return u >= 0 && u < 4 ? n[u] : "?";
+}
+
+/* The display name of a type this build does not convert. */
+static void unsupported_name(const fmt_fb_table *ty, int has_type, uint8_t tt, char *buf, size_t n)
+{
+	static const char *plain[] = {
+		[TY_NULL] = "null", [TY_INTERVAL] = "interval", [TY_LIST] = "list",
+		[TY_STRUCT] = "struct", [TY_UNION] = "union", [TY_MAP] = "map",
+		[TY_LARGE_BINARY] = "large_binary", [TY_LARGE_LIST] = "large_list",
+		[TY_RUN_END_ENCODED] = "run_end_encoded", [TY_BINARY_VIEW] = "binary_view",
+		[TY_UTF8_VIEW] = "utf8_view", [TY_LIST_VIEW] = "list_view",
+		[TY_LARGE_LIST_VIEW] = "large_list_view",
+	};
+	int32_t a = 0, b = 0, w = 0;
+	int16_t u = 0;
+	switch (has_type ? tt : 0) {
+	case TY_DECIMAL:
+		fmt_fb_i32(ty, 0, 0, &a);
+		fmt_fb_i32(ty, 1, 0, &b);
+		fmt_fb_i32(ty, 2, 128, &w);
+		snprintf(buf, n, "decimal%d(%d, %d)", (int)w, (int)a, (int)b);
+		return;
+	case TY_DATE:
+		snprintf(buf, n, "date64");
+		return;
+	case TY_TIME:
+		fmt_fb_i16(ty, 0, 1, &u);
+		fmt_fb_i32(ty, 1, 32, &w);
+		snprintf(buf, n, "time%d[%s]", (int)w, time_unit(u));
+		return;
+	case TY_DURATION:
+		fmt_fb_i16(ty, 0, 1, &u);
+		snprintf(buf, n, "duration[%s]", time_unit(u));
+		return;
+	case TY_FIXED_SIZE_BINARY:
+		fmt_fb_i32(ty, 0, 0, &w);
+		snprintf(buf, n, "fixed_size_binary(%d)", (int)w);
+		return;
+	default:
+		break;
+	}
+	if (has_type && tt < sizeof plain / sizeof plain[0] && plain[tt])
+		snprintf(buf, n, "%s", plain[tt]);
+	else
+		snprintf(buf, n, "type id %u", (unsigned)tt);
+}
+
+static fmt_kind decode_field(const fmt_fb_table *ft, fmt_field *f, int depth, fmt_err *e);
+
+static void field_clear(fmt_field *f)
+{
+	free(f->name);
+	free(f->timezone);
+	free(f->type_name);
+	memset(f, 0, sizeof *f);
+}
+
+static int is_numeric(fmt_ctype t)
+{
+	return (t >= FMT_C_I8 && t <= FMT_C_F64);
+}
+
+/* A supported type into f; *known = 0 leaves it for unsupported_name. */
+static fmt_kind decode_type(const fmt_fb_table *ft, uint8_t tt, const fmt_fb_table *ty, fmt_field *f,
+			    int *known, int depth, fmt_err *e)
+{
+	int32_t width = 0;
+	uint8_t is_signed = 0;
+	int16_t v = 0;
+	*known = 1;
+	switch (tt) {
+	case TY_INT: {
+		static const fmt_ctype s[] = { FMT_C_I8, FMT_C_I16, FMT_C_I32, FMT_C_I64 };
+		static const fmt_ctype us[] = { FMT_C_U8, FMT_C_U16, FMT_C_U32, FMT_C_U64 };
+		if (fmt_fb_i32(ty, 0, 0, &width) || fmt_fb_u8(ty, 1, 0, &is_signed))
+			return bad(e, "malformed Int type");
+		int k = width == 8 ? 0 : width == 16 ? 1 : width == 32 ? 2 : width == 64 ? 3 : -1;
+		if (k < 0)
+			return bad(e, "Int type with a bit width other than 8, 16, 32, 64");
+		f->type = is_signed ? s[k] : us[k];
+		return FMT_OK;
+	}
+	case TY_FLOAT:
+		if (fmt_fb_i16(ty, 0, 0, &v) || v < 0 || v > 2)
+			return bad(e, "malformed FloatingPoint type");
+		f->type = v == 0 ? FMT_C_F16 : v == 1 ? FMT_C_F32 : FMT_C_F64;
+		return FMT_OK;
+	case TY_BINARY: f->type = FMT_C_BINARY; return FMT_OK;
+	case TY_UTF8: f->type = FMT_C_UTF8; return FMT_OK;
+	case TY_LARGE_UTF8: f->type = FMT_C_LARGE_UTF8; return FMT_OK;
+	case TY_BOOL: f->type = FMT_C_BOOL; return FMT_OK;
+	case TY_DATE:
+		if (fmt_fb_i16(ty, 0, 1, &v))
+			return bad(e, "malformed Date type");
+		*known = v == 0;
+		f->type = FMT_C_DATE32;
+		return FMT_OK;
+	case TY_TIMESTAMP: {
+		const char *tz;
+		uint32_t n;
+		if (fmt_fb_i16(ty, 0, 0, &v) || v < 0 || v > 3)
+			return bad(e, "malformed Timestamp type");
+		int r = fmt_fb_string(ty, 1, &tz, &n);
+		if (r < 0 || (r == 1 && memchr(tz, 0, n)))
+			return bad(e, "malformed Timestamp time zone");
+		if (r == 1 && n > 0 && !(f->timezone = strndup(tz, n)))
+			return oom(e);
+		f->unit = (fmt_time_unit)v;
+		f->type = FMT_C_TIMESTAMP;
+		return FMT_OK;
+	}
+	case TY_FIXED_SIZE_LIST: {
+		size_t at;
+		uint32_t n;
+		fmt_fb_table ct;
+		if (fmt_fb_i32(ty, 0, 0, &width) || width < 0)
+			return bad(e, "malformed FixedSizeList type");
+		if (fmt_fb_vector(ft, 5, 4, &at, &n) != 1 || n != 1 || fmt_fb_vector_table(ft, at, 0, &ct))
+			return bad(e, "FixedSizeList without exactly one child field");
+		fmt_field child = { 0 };
+		fmt_kind k = decode_field(&ct, &child, depth + 1, e);
+		if (k == FMT_OK && is_numeric(child.type) && width > 0) {
+			f->type = FMT_C_FIXED_SIZE_LIST;
+			f->list_size = (uint32_t)width;
+			f->elem = child.type;
+		} else if (k == FMT_OK) {
+			char inner[160], buf[256];
+			fmt_field_type_name(&child, inner, sizeof inner);
+			snprintf(buf, sizeof buf, "fixed_size_list<%s>[%d]", inner, (int)width);
+			f->type = FMT_C_OTHER;
+			if (!(f->type_name = strdup(buf)))
+				k = oom(e);
+		}
+		field_clear(&child);
+		return k;
+	}
+	default:
+		*known = 0;
+		return FMT_OK;
+	}
+}
+
+static fmt_kind decode_field(const fmt_fb_table *ft, fmt_field *f, int depth, fmt_err *e)
+{
+	const char *name = "";
+	uint32_t name_len = 0;
+	uint8_t nullable, tt;
+	fmt_fb_table ty, dict;
+	if (depth > 2)
+		return bad(e, "fields nested too deep");
+	if (fmt_fb_string(ft, 0, &name, &name_len) < 0 || fmt_fb_u8(ft, 1, 0, &nullable) ||
+	    fmt_fb_u8(ft, 2, 0, &tt))
+		return bad(e, "malformed Field");
+	if (memchr(name, 0, name_len))
+		return bad(e, "field name with a NUL byte");
+	if (!(f->name = strndup(name, name_len)))
+		return oom(e);
+	f->nullable = nullable != 0;
+	int has_type = fmt_fb_table_field(ft, 3, &ty);
+	int has_dict = fmt_fb_table_field(ft, 4, &dict);
+	if (has_type < 0 || has_dict < 0)
+		return bad(e, "malformed Field type");
+	int known = 0;
+	if (has_type == 1) {
+		fmt_kind k = decode_type(ft, tt, &ty, f, &known, depth, e);
+		if (k != FMT_OK)
+			return k;
+	}
+	if ((known && has_dict == 0) || f->type == FMT_C_OTHER)
+		return FMT_OK;
+	char buf[128], d[160];
+	if (known)
+		fmt_field_type_name(f, buf, sizeof buf); /* a dictionary's value type */
+	else
+		unsupported_name(&ty, has_type == 1, tt, buf, sizeof buf);
+	if (has_dict == 1)
+		snprintf(d, sizeof d, "dictionary<%s>", buf);
+	free(f->type_name);
+	f->type = FMT_C_OTHER;
+	if (!(f->type_name = strdup(has_dict == 1 ? d : buf)))
+		return oom(e);
+	return FMT_OK;
+}
+
+static fmt_kind decode_schema(const fmt_fb_table *st, fmt_schema *s, fmt_err *e)
+{
+	int16_t endianness;
+	size_t at;
+	uint32_t n = 0;
+	if (fmt_fb_i16(st, 0, 0, &endianness))
+		return bad(e, "malformed Schema");
+	if (endianness != 0)
+		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: big-endian data is not supported");
+	int r = fmt_fb_vector(st, 1, 4, &at, &n);
+	if (r < 0)
+		return bad(e, "malformed Schema fields");
+	if (n > MAX_FIELDS)
+		return bad(e, "more than 100000 fields");
+	for (uint32_t i = 0; i < n; i++) {
+		fmt_fb_table ft;
+		fmt_field f = { 0 };
+		if (fmt_fb_vector_table(st, at, i, &ft))
+			return bad(e, "malformed Schema field");
+		fmt_kind k = decode_field(&ft, &f, 0, e);
+		if (k == FMT_OK)
+			k = fmt_schema_add_field(s, &f, e);
+		field_clear(&f);
+		if (k != FMT_OK)
+			return k;
+	}
+	return FMT_OK;
+}
+
+/* ---- messages ---- */
+
+typedef struct ipc_msg {
+	fmt_fb_table msg;
+	uint8_t type;
+	fmt_fb_table header;
+	const uint8_t *body;
+	uint64_t body_len;
+} ipc_msg;
+
+/* The Message flatbuffer in meta[0..n) with its body at body (avail bytes there). */
+static fmt_kind parse_message(const uint8_t *meta, size_t n, const uint8_t *body, uint64_t avail,
+			      ipc_msg *m, fmt_err *e)
+{
+	int16_t version;
+	int64_t body_len;
+	if (fmt_fb_root(meta, n, &m->msg) || fmt_fb_i16(&m->msg, 0, 0, &version) ||
+	    fmt_fb_u8(&m->msg, 1, 0, &m->type) || fmt_fb_i64(&m->msg, 3, 0, &body_len))
+		return bad(e, "malformed Message");
+	if (version < META_V4)
+		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: metadata version V%d is not supported (V4, V5 are)",
+				version + 1);
+	if (fmt_fb_table_field(&m->msg, 2, &m->header) != 1)
+		return bad(e, "Message without a header");
+	if (body_len < 0 || (uint64_t)body_len > avail)
+		return bad(e, "message body runs past the end of the data");
+	m->body = body;
+	m->body_len = (uint64_t)body_len;
+	return FMT_OK;
+}
+
+/* The message at *pos of a stream: *end = 1 at EOS or the end of the bytes. */
+static fmt_kind next_stream_message(const uint8_t *d, size_t len, size_t *pos, ipc_msg *m, int *end,
+				    fmt_err *e)
+{
+	size_t p = *pos;
+	*end = 0;
+	if (p == len) {
+		*end = 1;
+		return FMT_OK;
+	}
+	if (len - p < 4)
+		return bad(e, "truncated message length");
+	uint32_t v = fmt_rd_u32(d + p);
+	p += 4;
+	if (v == 0xFFFFFFFFu) {
+		if (len - p < 4)
+			return bad(e, "truncated message length");
+		v = fmt_rd_u32(d + p);
+		p += 4;
+	}
+	if (v == 0) {
+		*pos = p;
+		*end = 1;
+		return FMT_OK;
+	}
+	if (v > 0x7FFFFFFFu || v > len - p)
+		return bad(e, "message metadata runs past the end of the data");
+	fmt_kind k = parse_message(d + p, v, d + p + v, len - p - v, m, e);
+	if (k != FMT_OK)
+		return k;
+	*pos = p + v + (size_t)m->body_len;
+	return FMT_OK;
+}
+
+fmt_kind fmt_ipc_message_size(const uint8_t *d, size_t avail, uint64_t *need, int *eos, fmt_err *e)
+{
+	*eos = 0;
+	if (avail < 4) {
+		*need = avail == 0 ? 0 : 4;
+		*eos = avail == 0;
+		return FMT_OK;
+	}
+	size_t pre = fmt_rd_u32(d) == 0xFFFFFFFFu ? 8 : 4;
+	if (avail < pre) {
+		*need = pre;
+		return FMT_OK;
+	}
+	uint32_t mlen = fmt_rd_u32(d + pre - 4);
+	if (mlen == 0) {
+		*need = pre;
+		*eos = 1;
+		return FMT_OK;
+	}
+	if (mlen > 0x7FFFFFFFu)
+		return bad(e, "message metadata length out of range");
+	if (avail < pre + mlen) {
+		*need = pre + mlen;
+		return FMT_OK;
+	}
+	ipc_msg m;
+	fmt_kind k = parse_message(d + pre, mlen, NULL, UINT64_MAX, &m, e);
+	if (k == FMT_OK)
+		*need = pre + mlen + m.body_len;
+	return k;
+}
+
+/* ---- record batches ---- */
+
+typedef struct span {
+	const uint8_t *p;
+	uint64_t len;
+} span;
+
+static int bit(const uint8_t *bits, uint64_t i)
+{
+	return (bits[i >> 3] >> (i & 7)) & 1;
+}
+
+typedef struct walk {
+	const uint8_t *nodes, *buffers;
+	uint32_t n_nodes, n_buffers, node_i, buf_i;
+	const uint8_t *body;
+	uint64_t body_len;
+} walk;
+
+static fmt_kind take_node(walk *w, uint64_t *length, uint64_t *nulls, fmt_err *e)
+{
+	if (w->node_i >= w->n_nodes)
+		return bad(e, "RecordBatch has fewer field nodes than the schema needs");
+	const uint8_t *p = w->nodes + 16 * (size_t)w->node_i++;
+	int64_t l = (int64_t)fmt_rd_u64(p), n = (int64_t)fmt_rd_u64(p + 8);
+	if (l < 0 || n < 0 || n > l)
+		return bad(e, "field node with a negative length or more nulls than rows");
+	*length = (uint64_t)l;
+	*nulls = (uint64_t)n;
+	return FMT_OK;
+}
+
+static fmt_kind take_buffer(walk *w, span *s, fmt_err *e)
+{
+	if (w->buf_i >= w->n_buffers)
+		return bad(e, "RecordBatch has fewer buffers than the schema needs");
+	const uint8_t *p = w->buffers + 16 * (size_t)w->buf_i++;
+	int64_t off = (int64_t)fmt_rd_u64(p), len = (int64_t)fmt_rd_u64(p + 8);
+	uint64_t end;
+	if (off < 0 || len < 0 || fmt_add_u64((uint64_t)off, (uint64_t)len, &end) || end > w->body_len)
+		return bad(e, "buffer outside the message body");
+	s->p = w->body + off;
+	s->len = (uint64_t)len;
+	return FMT_OK;
+}
+
+static fmt_kind need_bytes(const span *s, uint64_t count, uint64_t width, const char *name,
+			   const char *what, fmt_err *e)
+{
+	uint64_t need;
+	if (fmt_mul_u64(count, width, &need) || s->len < need)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: field \"%s\": %s buffer too short", name, what);
+	return FMT_OK;
+}
+
+/* The validity bitmap of length values (NULL when there are no nulls). */
+static fmt_kind take_validity(walk *w, uint64_t length, uint64_t nulls, const uint8_t **v,
+			      const char *name, fmt_err *e)
+{
+	span s;
+	fmt_kind k = take_buffer(w, &s, e);
+	if (k != FMT_OK)
+		return k;
+	*v = NULL;
+	if (nulls == 0)
+		return FMT_OK;
+	k = need_bytes(&s, (length + 7) / 8, 1, name, "validity", e);
+	*v = s.p;
+	return k;
+}
+
+/* Offsets as the table wants them: starting at 0 (rebased into a copy the batch owns when a
+ * writer sliced them), checked in order and within the data. */
+static fmt_kind take_offsets(walk *w, fmt_batch *b, fmt_column *c, const fmt_field *f, uint64_t rows,
+			     fmt_err *e)
+{
+	static const uint8_t zero[8];
+	int large = f->type == FMT_C_LARGE_UTF8;
+	size_t width = large ? 8 : 4;
+	span offs, vals;
+	fmt_kind k;
+	if ((k = take_buffer(w, &offs, e)) != FMT_OK || (k = take_buffer(w, &vals, e)) != FMT_OK)
+		return k;
+	c->values = vals.p;
+	c->values_len = vals.len;
+	if (rows == 0 && offs.len == 0) {
+		c->offsets = zero;
+		return FMT_OK;
+	}
+	if ((k = need_bytes(&offs, rows + 1, width, f->name, "offsets", e)) != FMT_OK)
+		return k;
+	int64_t first = large ? (int64_t)fmt_rd_u64(offs.p) : (int32_t)fmt_rd_u32(offs.p);
+	int64_t last = large ? (int64_t)fmt_rd_u64(offs.p + width * rows)
+			     : (int32_t)fmt_rd_u32(offs.p + width * rows);
+	if (first < 0 || last < first || (uint64_t)last > vals.len)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: field \"%s\": offsets outside the data", f->name);
+	c->offsets = offs.p;
+	if (first == 0)
+		return FMT_OK;
+	uint8_t *copy = malloc((size_t)((rows + 1) * width));
+	if (!copy || fmt_batch_own(b, copy, e) != FMT_OK)
+		return copy ? e->kind : oom(e);
+	for (uint64_t i = 0; i <= rows; i++) {
+		if (large)
+			fmt_wr_u64(copy + 8 * i, fmt_rd_u64(offs.p + 8 * i) - (uint64_t)first);
+		else
+			fmt_wr_u32(copy + 4 * i, fmt_rd_u32(offs.p + 4 * i) - (uint32_t)first);
+	}
+	c->offsets = copy;
+	c->values = vals.p + first;
+	c->values_len = vals.len - (uint64_t)first;
+	return FMT_OK;
+}
+
+static fmt_kind decode_column(walk *w, fmt_batch *b, const fmt_field *f, fmt_column *c, fmt_err *e)
+{
+	uint64_t rows = b->n_rows, length, nulls;
+	span vals;
+	fmt_kind k = take_node(w, &length, &nulls, e);
+	if (k != FMT_OK)
+		return k;
+	if (length != rows)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: field \"%s\" has %llu rows, the batch %llu",
+				f->name, (unsigned long long)length, (unsigned long long)rows);
+	c->null_count = nulls;
+	if ((k = take_validity(w, rows, nulls, &c->validity, f->name, e)) != FMT_OK)
+		return k;
+	switch (f->type) {
+	case FMT_C_UTF8: case FMT_C_LARGE_UTF8: case FMT_C_BINARY:
+		return take_offsets(w, b, c, f, rows, e);
+	case FMT_C_FIXED_SIZE_LIST: {
+		uint64_t items, item_len, item_nulls;
+		if (fmt_mul_u64(rows, f->list_size, &items))
+			return bad(e, "list length overflows");
+		if ((k = take_node(w, &item_len, &item_nulls, e)) != FMT_OK)
+			return k;
+		if (item_len < items)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: field \"%s\": fewer list items than rows x size",
+					f->name);
+		if ((k = take_validity(w, items, item_nulls, &c->elem_validity, f->name, e)) != FMT_OK ||
+		    (k = take_buffer(w, &vals, e)) != FMT_OK)
+			return k;
+		c->values = vals.p;
+		c->values_len = vals.len;
+		return need_bytes(&vals, items, fmt_ctype_width(f->elem), f->name, "values", e);
+	}
+	default:
+		if ((k = take_buffer(w, &vals, e)) != FMT_OK)
+			return k;
+		c->values = vals.p;
+		c->values_len = vals.len;
+		if (f->type == FMT_C_BOOL)
+			return need_bytes(&vals, (rows + 7) / 8, 1, f->name, "values", e);
+		return need_bytes(&vals, rows, fmt_ctype_width(f->type), f->name, "values", e);
+	}
+}
+
+static fmt_kind decode_batch(const fmt_schema *s, const ipc_msg *m, fmt_batch *b, fmt_err *e)
+{
+	const fmt_fb_table *rb = &m->header;
+	int64_t length;
+	size_t nodes_at, bufs_at;
+	walk w = { .body = m->body, .body_len = m->body_len };
+	fmt_fb_table comp;
+	if (fmt_fb_i64(rb, 0, 0, &length) || length < 0)
+		return bad(e, "malformed RecordBatch length");
+	if (fmt_fb_vector(rb, 1, 16, &nodes_at, &w.n_nodes) < 0 || fmt_fb_vector(rb, 2, 16, &bufs_at, &w.n_buffers) < 0)
+		return bad(e, "malformed RecordBatch nodes or buffers");
+	int has_comp = fmt_fb_table_field(rb, 3, &comp);
+	if (has_comp < 0)
+		return bad(e, "malformed RecordBatch compression");
+	if (has_comp == 1) {
+		uint8_t codec = 0;
+		fmt_fb_u8(&comp, 0, 0, &codec);
+		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: buffer compression %s is not supported",
+				codec == 0 ? "lz4_frame" : codec == 1 ? "zstd" : "(unknown codec)");
+	}
+	w.nodes = w.n_nodes ? m->msg.buf + nodes_at : NULL;
+	w.buffers = w.n_buffers ? m->msg.buf + bufs_at : NULL;
+	if (b->n_columns != s->n_fields)
+		return fmt_fail(e, FMT_INTERNAL, "batch not initialised for the schema");
+	b->n_rows = (uint64_t)length;
+	for (size_t i = 0; i < s->n_fields; i++) {
+		fmt_kind k = decode_column(&w, b, &s->fields[i], &b->columns[i], e);
+		if (k != FMT_OK)
+			return k;
+	}
+	return FMT_OK;
+}
+
+/* ---- reader ---- */
+
+int fmt_ipc_probe(const uint8_t *head, size_t n)
+{
+	if (n >= 8 && memcmp(head, file_magic, 6) == 0)
+		return 1;
+	/* A stream: continuation, a metadata length, and a Message whose header is a Schema. */
+	if (n < 16 || fmt_rd_u32(head) != 0xFFFFFFFFu)
+		return 0;
+	uint32_t mlen = fmt_rd_u32(head + 4);
+	if (mlen < 8 || mlen > n - 8)
+		return mlen >= 8 && mlen < (1u << 24); /* longer than the head: trust the framing */
+	fmt_fb_table t;
+	uint8_t type;
+	return fmt_fb_root(head + 8, mlen, &t) == 0 && fmt_fb_u8(&t, 1, 0, &type) == 0 && type == HDR_SCHEMA;
+}
+
+static fmt_kind open_file(fmt_ipc_reader *r, fmt_err *e)
+{
+	const uint8_t *d = r->data;
+	size_t len = r->len;
+	if (len < 6 + 2 + 4 + 6 || memcmp(d + len - 6, file_magic, 6) != 0)
+		return bad(e, "IPC file without the closing ARROW1 magic (truncated?)");
+	uint32_t flen = fmt_rd_u32(d + len - 10);
+	if (flen > 0x7FFFFFFFu || flen > len - 18)
+		return bad(e, "footer length out of range");
+	const uint8_t *footer = d + len - 10 - flen;
+	fmt_fb_table ft, st;
+	int16_t version;
+	if (fmt_fb_root(footer, flen, &ft) || fmt_fb_i16(&ft, 0, 0, &version))
+		return bad(e, "malformed footer");
+	if (version < META_V4)
+		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: metadata version V%d is not supported", version + 1);
+	if (fmt_fb_table_field(&ft, 1, &st) != 1)
+		return bad(e, "footer without a schema");
+	fmt_kind k = decode_schema(&st, &r->schema, e);
+	if (k != FMT_OK)
+		return k;
+	size_t at;
+	int res = fmt_fb_vector(&ft, 3, 24, &at, &r->n_blocks);
+	if (res < 0)
+		return bad(e, "malformed record batch blocks");
+	r->blocks_at = res == 1 ? (size_t)(footer - d) + at : 0;
+	if (res == 0)
+		r->n_blocks = 0;
+	r->is_file = 1;
+	return FMT_OK;
+}
+
+fmt_kind fmt_ipc_open(fmt_ipc_reader *r, const uint8_t *data, size_t len, fmt_err *e)
+{
+	memset(r, 0, sizeof *r);
+	fmt_schema_init(&r->schema);
+	r->data = data;
+	r->len = len;
+	fmt_kind k;
+	if (len >= 6 && memcmp(data, file_magic, 6) == 0) {
+		k = open_file(r, e);
+	} else {
+		ipc_msg m;
+		int end;
+		k = next_stream_message(data, len, &r->pos, &m, &end, e);
+		if (k == FMT_OK && end)
+			k = bad(e, "stream without a Schema message");
+		if (k == FMT_OK && m.type != HDR_SCHEMA)
+			k = bad(e, "the first message is not a Schema");
+		if (k == FMT_OK)
+			k = decode_schema(&m.header, &r->schema, e);
+	}
+	if (k != FMT_OK)
+		fmt_ipc_close(r);
+	return k;
+}
+
+static fmt_kind next_file_message(fmt_ipc_reader *r, ipc_msg *m, int *end, fmt_err *e)
+{
+	if (r->next_block >= r->n_blocks) {
+		*end = 1;
+		return FMT_OK;
+	}
+	*end = 0;
+	const uint8_t *blk = r->data + r->blocks_at + 24 * (size_t)r->next_block++;
+	int64_t off = (int64_t)fmt_rd_u64(blk), body = (int64_t)fmt_rd_u64(blk + 16);
+	int32_t mlen = (int32_t)fmt_rd_u32(blk + 8);
+	uint64_t end_meta;
+	if (off < 0 || mlen < 8 || body < 0 || fmt_add_u64((uint64_t)off, (uint64_t)mlen, &end_meta) ||
+	    end_meta > r->len || (uint64_t)body > r->len - end_meta)
+		return bad(e, "record batch block outside the file");
+	const uint8_t *p = r->data + off;
+	size_t skip = fmt_rd_u32(p) == 0xFFFFFFFFu ? 8 : 4;
+	uint32_t flen = fmt_rd_u32(p + skip - 4);
+	if (flen > (uint32_t)mlen - skip)
+		return bad(e, "block metadata length out of range");
+	fmt_kind k = parse_message(p + skip, flen, r->data + end_meta, (uint64_t)body, m, e);
+	if (k == FMT_OK && m->type != HDR_RECORD_BATCH)
+		return bad(e, "a record batch block that is not a RecordBatch");
+	return k;
+}
+
+fmt_kind fmt_ipc_next(fmt_ipc_reader *r, fmt_batch *b, int *done, fmt_err *e)
+{
+	ipc_msg m;
+	int end;
+	*done = 0;
+	fmt_kind k = r->is_file ? next_file_message(r, &m, &end, e)
+				: next_stream_message(r->data, r->len, &r->pos, &m, &end, e);
+	if (k != FMT_OK)
+		return k;
+	if (end) {
+		*done = 1;
+		return FMT_OK;
+	}
+	if (m.type == HDR_DICTIONARY)
+		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: dictionary batches are not supported");
+	if (m.type == HDR_SCHEMA)
+		return bad(e, "a second Schema message");
+	if (m.type != HDR_RECORD_BATCH)
+		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: message type %u is not supported", m.type);
+	const fmt_field *u = fmt_schema_unsupported(&r->schema);
+	if (u)
+		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
+				u->name, u->type_name);
+	k = decode_batch(&r->schema, &m, b, e);
+	if (k == FMT_OK)
+		r->batches++;
+	return k;
+}
+
+void fmt_ipc_close(fmt_ipc_reader *r)
+{
+	fmt_schema_free(&r->schema);
+}
+
+/* ---- writer ---- */
+
+static fmt_fb_ref encode_type(fmt_fb_builder *fb, fmt_ctype t, const fmt_field *f, uint8_t *tt)
+{
+	int16_t prec;
+	fmt_fb_ref tz = 0;
+	switch (t) {
+	case FMT_C_BOOL: *tt = TY_BOOL; break;
+	case FMT_C_UTF8: *tt = TY_UTF8; break;
+	case FMT_C_LARGE_UTF8: *tt = TY_LARGE_UTF8; break;
+	case FMT_C_BINARY: *tt = TY_BINARY; break;
+	case FMT_C_F16: case FMT_C_F32: case FMT_C_F64:
+		prec = t == FMT_C_F16 ? 0 : t == FMT_C_F32 ? 1 : 2;
+		*tt = TY_FLOAT;
+		fmt_fb_start_table(fb);
+		fmt_fb_slot_i16(fb, 0, prec, 0);
+		return fmt_fb_end_table(fb);
+	case FMT_C_DATE32:
+		*tt = TY_DATE;
+		fmt_fb_start_table(fb);
+		fmt_fb_slot_i16(fb, 0, 0, 1);
+		return fmt_fb_end_table(fb);
+	case FMT_C_TIMESTAMP:
+		*tt = TY_TIMESTAMP;
+		if (f->timezone)
+			tz = fmt_fb_create_string(fb, f->timezone, strlen(f->timezone));
+		fmt_fb_start_table(fb);
+		fmt_fb_slot_i16(fb, 0, (int16_t)f->unit, 0);
+		if (f->timezone)
+			fmt_fb_slot_ref(fb, 1, tz);
+		return fmt_fb_end_table(fb);
+	default: {
+		/* integers: arrow-rs adds is_signed before bitWidth (see the §10 example) */
+		int width = (int)fmt_ctype_width(t) * 8;
+		*tt = TY_INT;
+		fmt_fb_start_table(fb);
+		fmt_fb_slot_u8(fb, 1, t >= FMT_C_I8 && t <= FMT_C_I64, 0);
+		fmt_fb_slot_i32(fb, 0, width, 0);
+		return fmt_fb_end_table(fb);
+	}
+	}
+	fmt_fb_start_table(fb);
+	return fmt_fb_end_table(fb);
+}
+
+static fmt_fb_ref encode_field(fmt_fb_builder *fb, const char *name, fmt_ctype t, int nullable, const fmt_field *f)
+{
+	fmt_fb_ref nm = fmt_fb_create_string(fb, name, strlen(name));
+	fmt_fb_ref children, type;
+	uint8_t tt;
+	if (t == FMT_C_FIXED_SIZE_LIST) {
+		/* the child as arrow-rs and arrow-js name it: "item", nullable */
+		fmt_fb_ref child = encode_field(fb, "item", f->elem, 1, f);
+		fmt_fb_start_table(fb);
+		fmt_fb_slot_i32(fb, 0, (int32_t)f->list_size, 0);
+		type = fmt_fb_end_table(fb);
+		tt = TY_FIXED_SIZE_LIST;
+		children = fmt_fb_create_ref_vector(fb, &child, 1);
+	} else {
+		children = fmt_fb_create_ref_vector(fb, NULL, 0);
+		type = encode_type(fb, t, f, &tt);
+	}
+	fmt_fb_start_table(fb);
+	fmt_fb_slot_ref(fb, 0, nm);
+	fmt_fb_slot_u8(fb, 2, tt, 0);
+	fmt_fb_slot_u8(fb, 1, (uint8_t)(nullable != 0), 0);
+	fmt_fb_slot_ref(fb, 5, children);
+	fmt_fb_slot_ref(fb, 3, type);
+	return fmt_fb_end_table(fb);
+}
+
+static fmt_fb_ref encode_schema(fmt_fb_builder *fb, const fmt_schema *s, fmt_err *e)
+{
+	fmt_fb_ref *refs = malloc((s->n_fields ? s->n_fields : 1) * sizeof *refs);
+	if (!refs) {
+		oom(e);
+		return 0;
+	}
+	for (size_t i = 0; i < s->n_fields; i++) {
+		const fmt_field *f = &s->fields[i];
+		refs[i] = encode_field(fb, f->name, f->type, f->nullable, f);
+	}
+	fmt_fb_ref fields = fmt_fb_create_ref_vector(fb, refs, (uint32_t)s->n_fields);
+	free(refs);
+	fmt_fb_start_table(fb);
+	fmt_fb_slot_ref(fb, 1, fields);
+	return fmt_fb_end_table(fb);
+}
+
+static void sb_zeros(fmt_sb *out, size_t n)
+{
+	static const char zeros[IPC_ALIGN];
+	while (n) {
+		size_t k = n < sizeof zeros ? n : sizeof zeros;
+		fmt_sb_put(out, zeros, k);
+		n -= k;
+	}
+}
+
+/* Continuation, length and the flatbuffer padded so that the whole is a multiple of 64. */
+static uint64_t frame_message(fmt_ipc_writer *w, fmt_fb_ref header, uint8_t type, int64_t body_len,
+			      fmt_sb *out, fmt_err *e)
+{
+	fmt_fb_builder *fb = w->fb;
+	const uint8_t *data;
+	size_t len;
+	fmt_fb_start_table(fb);
+	fmt_fb_slot_i16(fb, 0, META_V5, 0);
+	fmt_fb_slot_u8(fb, 1, type, 0);
+	fmt_fb_slot_i64(fb, 3, body_len, 0);
+	fmt_fb_slot_ref(fb, 2, header);
+	fmt_fb_ref root = fmt_fb_end_table(fb);
+	if (fmt_fb_finish(fb, root, &data, &len) || len > 0x7FFFFF00u) {
+		oom(e);
+		return 0;
+	}
+	size_t total = (len + 8 + IPC_ALIGN - 1) & ~(size_t)(IPC_ALIGN - 1);
+	uint8_t pre[8];
+	fmt_wr_u32(pre, 0xFFFFFFFFu);
+	fmt_wr_u32(pre + 4, (uint32_t)(total - 8));
+	fmt_sb_put(out, (const char *)pre, 8);
+	fmt_sb_put(out, (const char *)data, len);
+	sb_zeros(out, total - 8 - len);
+	w->pos += total;
+	return total;
+}
+
+fmt_kind fmt_ipc_writer_begin(fmt_ipc_writer *w, const fmt_schema *s, int file, fmt_sb *out, fmt_err *e)
+{
+	memset(w, 0, sizeof *w);
+	const fmt_field *u = fmt_schema_unsupported(s);
+	if (u)
+		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
+				u->name, u->type_name);
+	w->fb = malloc(sizeof *w->fb);
+	if (!w->fb)
+		return oom(e);
+	fmt_fb_builder_init(w->fb);
+	w->schema = s;
+	w->file = file;
+	if (file) {
+		static const char magic[8] = { 'A', 'R', 'R', 'O', 'W', '1', 0, 0 };
+		fmt_sb_put(out, magic, 8);
+		w->pos = 8;
+	}
+	fmt_fb_builder_reset(w->fb);
+	fmt_fb_ref sch = encode_schema(w->fb, s, e);
+	if (!sch || !frame_message(w, sch, HDR_SCHEMA, 0, out, e) || out->oom) {
+		fmt_ipc_writer_free(w);
+		return e->kind ? e->kind : oom(e);
+	}
+	return FMT_OK;
+}
+
+/* One body buffer: bytes as they are, or an all-valid bitmap. */
+typedef struct out_buf {
+	enum { OB_BYTES, OB_ONES } kind;
+	const uint8_t *p;
+	uint64_t len;
+	uint64_t base;
+} out_buf;
+
+typedef struct batch_plan {
+	out_buf *bufs;
+	uint8_t *nodes;    /* FieldNode structs */
+	uint8_t *layout;   /* Buffer structs */
+	size_t n_bufs, n_nodes;
+	uint64_t body;
+} batch_plan;
+
+static void plan_buf(batch_plan *p, int kind, const uint8_t *data, uint64_t len, uint64_t base)
+{
+	out_buf *b = &p->bufs[p->n_bufs];
+	*b = (out_buf){ kind, data, len, base };
+	fmt_wr_u64(p->layout + 16 * p->n_bufs, p->body);
+	fmt_wr_u64(p->layout + 16 * p->n_bufs + 8, len);
+	p->n_bufs++;
+	p->body += (len + IPC_ALIGN - 1) & ~(uint64_t)(IPC_ALIGN - 1);
+}
+
+static void plan_node(batch_plan *p, uint64_t length, uint64_t nulls)
+{
+	fmt_wr_u64(p->nodes + 16 * p->n_nodes, length);
+	fmt_wr_u64(p->nodes + 16 * p->n_nodes + 8, nulls);
+	p->n_nodes++;
+}
+
+static uint64_t zero_bits(const uint8_t *bits, uint64_t n)
+{
+	uint64_t zeros = 0;
+	for (uint64_t i = 0; bits && i < n; i++)
+		zeros += !bit(bits, i);
+	return zeros;
+}
+
+static void plan_validity(batch_plan *p, uint64_t n, uint64_t nulls, const uint8_t *v)
+{
+	if (nulls)
+		plan_buf(p, OB_BYTES, v, (n + 7) / 8, 0);
+	else
+		plan_buf(p, OB_ONES, NULL, (n + 7) / 8, 0);
+}
+
+static void plan_column(batch_plan *p, const fmt_field *f, const fmt_column *c, uint64_t n)
+{
+	plan_node(p, n, c->null_count);
+	plan_validity(p, n, c->validity ? c->null_count : 0, c->validity);
+	switch (f->type) {
+	case FMT_C_UTF8: case FMT_C_BINARY: case FMT_C_LARGE_UTF8: {
+		int large = f->type == FMT_C_LARGE_UTF8;
+		const uint8_t *o = c->offsets;
+		uint64_t last = large ? fmt_rd_u64(o + 8 * n) : fmt_rd_u32(o + 4 * n);
+		plan_buf(p, OB_BYTES, o, (n + 1) * (large ? 8 : 4), 0);
+		plan_buf(p, OB_BYTES, c->values, last, 0);
+		break;
+	}
+	case FMT_C_BOOL:
+		plan_buf(p, OB_BYTES, c->values, (n + 7) / 8, 0);
+		break;
+	case FMT_C_FIXED_SIZE_LIST: {
+		uint64_t items = n * (uint64_t)f->list_size;
+		uint64_t item_nulls = zero_bits(c->elem_validity, items);
+		plan_node(p, items, item_nulls);
+		plan_validity(p, items, item_nulls, c->elem_validity);
+		plan_buf(p, OB_BYTES, c->values, items * fmt_ctype_width(f->elem), 0);
+		break;
+	}
+	default:
+		plan_buf(p, OB_BYTES, c->values, n * fmt_ctype_width(f->type), 0);
+	}
+}
+
+static void write_buf(const out_buf *b, fmt_sb *out)
+{
+	static const char ones[IPC_ALIGN] = { [0 ... IPC_ALIGN - 1] = (char)0xFF };
+	if (b->kind == OB_BYTES) {
+		if (b->len)
+			fmt_sb_put(out, (const char *)b->p, b->len);
+	} else {
+		for (uint64_t left = b->len; left;) {
+			size_t k = left < sizeof ones ? (size_t)left : sizeof ones;
+			fmt_sb_put(out, ones, k);
+			left -= k;
+		}
+	}
+	sb_zeros(out, (size_t)(((b->len + IPC_ALIGN - 1) & ~(uint64_t)(IPC_ALIGN - 1)) - b->len));
+}
+
+static fmt_kind add_block(fmt_ipc_writer *w, uint64_t off, uint64_t meta, uint64_t body, fmt_err *e)
+{
+	if (w->n_blocks == w->cap_blocks) {
+		size_t cap = w->cap_blocks ? 2 * w->cap_blocks : 16;
+		uint64_t *p = realloc(w->blocks, cap * 3 * sizeof *p);
+		if (!p)
+			return oom(e);
+		w->blocks = p;
+		w->cap_blocks = cap;
+	}
+	w->blocks[3 * w->n_blocks] = off;
+	w->blocks[3 * w->n_blocks + 1] = meta;
+	w->blocks[3 * w->n_blocks + 2] = body;
+	w->n_blocks++;
+	return FMT_OK;
+}
+
+fmt_kind fmt_ipc_writer_batch(fmt_ipc_writer *w, const fmt_batch *b, fmt_sb *out, fmt_err *e)
+{
+	const fmt_schema *s = w->schema;
+	size_t max = 3 * s->n_fields + 1;
+	batch_plan p = { 0 };
+	p.bufs = malloc(max * sizeof *p.bufs);
+	p.nodes = malloc(max * 16);
+	p.layout = malloc(max * 16);
+	fmt_kind k = FMT_OK;
+	if (!p.bufs || !p.nodes || !p.layout) {
+		k = oom(e);
+		goto done;
+	}
+	if (b->n_columns != s->n_fields) {
+		k = fmt_fail(e, FMT_INTERNAL, "batch has %zu columns, schema %zu", b->n_columns, s->n_fields);
+		goto done;
+	}
+	for (size_t i = 0; i < s->n_fields; i++)
+		plan_column(&p, &s->fields[i], &b->columns[i], b->n_rows);
+	fmt_fb_builder_reset(w->fb);
+	fmt_fb_ref bufs = fmt_fb_create_struct_vector(w->fb, p.layout, (uint32_t)p.n_bufs, 16, 8);
+	fmt_fb_ref nodes = fmt_fb_create_struct_vector(w->fb, p.nodes, (uint32_t)p.n_nodes, 16, 8);
+	fmt_fb_start_table(w->fb);
+	fmt_fb_slot_i64(w->fb, 0, (int64_t)b->n_rows, 0);
+	fmt_fb_slot_ref(w->fb, 1, nodes);
+	fmt_fb_slot_ref(w->fb, 2, bufs);
+	fmt_fb_ref rb = fmt_fb_end_table(w->fb);
+	uint64_t at = w->pos;
+	uint64_t meta = frame_message(w, rb, HDR_RECORD_BATCH, (int64_t)p.body, out, e);
+	if (!meta) {
+		k = e->kind ? e->kind : oom(e);
+		goto done;
+	}
+	for (size_t i = 0; i < p.n_bufs; i++)
+		write_buf(&p.bufs[i], out);
+	w->pos += p.body;
+	if (w->file)
+		k = add_block(w, at, meta, p.body, e);
+	if (k == FMT_OK && out->oom)
+		k = oom(e);
+done:
+	free(p.bufs);
+	free(p.nodes);
+	free(p.layout);
+	return k;
+}
+
+static fmt_kind write_footer(fmt_ipc_writer *w, fmt_sb *out, fmt_err *e)
+{
+	fmt_fb_builder *fb = w->fb;
+	fmt_fb_builder_reset(fb);
+	uint8_t *blocks = calloc(w->n_blocks ? w->n_blocks : 1, 24);
+	if (!blocks)
+		return oom(e);
+	for (size_t i = 0; i < w->n_blocks; i++) {
+		fmt_wr_u64(blocks + 24 * i, w->blocks[3 * i]);
+		fmt_wr_u32(blocks + 24 * i + 8, (uint32_t)w->blocks[3 * i + 1]);
+		fmt_wr_u64(blocks + 24 * i + 16, w->blocks[3 * i + 2]);
+	}
+	fmt_fb_ref dicts = fmt_fb_create_struct_vector(fb, NULL, 0, 24, 8);
+	fmt_fb_ref recs = fmt_fb_create_struct_vector(fb, blocks, (uint32_t)w->n_blocks, 24, 8);
+	free(blocks);
+	fmt_fb_ref sch = encode_schema(fb, w->schema, e);
+	if (!sch)
+		return e->kind;
+	fmt_fb_start_table(fb);
+	fmt_fb_slot_i16(fb, 0, META_V5, 0);
+	fmt_fb_slot_ref(fb, 1, sch);
+	fmt_fb_slot_ref(fb, 2, dicts);
+	fmt_fb_slot_ref(fb, 3, recs);
+	fmt_fb_ref root = fmt_fb_end_table(fb);
+	const uint8_t *data;
+	size_t len;
+	if (fmt_fb_finish(fb, root, &data, &len))
+		return oom(e);
+	uint8_t n[4];
+	fmt_wr_u32(n, (uint32_t)len);
+	fmt_sb_put(out, (const char *)data, len);
+	fmt_sb_put(out, (const char *)n, 4);
+	fmt_sb_put(out, (const char *)file_magic, 6);
+	w->pos += len + 10;
+	return FMT_OK;
+}
+
+fmt_kind fmt_ipc_writer_end(fmt_ipc_writer *w, fmt_sb *out, fmt_err *e)
+{
+	static const uint8_t eos[8] = { 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0 };
+	fmt_sb_put(out, (const char *)eos, 8);
+	w->pos += 8;
+	fmt_kind k = w->file ? write_footer(w, out, e) : FMT_OK;
+	if (k == FMT_OK && out->oom)
+		k = oom(e);
+	fmt_ipc_writer_free(w);
+	return k;
+}
+
+void fmt_ipc_writer_free(fmt_ipc_writer *w)
+{
+	if (w->fb) {
+		fmt_fb_builder_free(w->fb);
+		free(w->fb);
+	}
+	free(w->blocks);
+	w->fb = NULL;
+	w->blocks = NULL;
+}

@@ -1,0 +1,146 @@
+/* Arrow IPC files (.arrow, .feather v2) and streams (.arrows) as table drivers. Either driver
+ * reads both layouts; they differ in what they write. */
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/arrow.h"
+#include "fmt/registry.h"
+
+typedef struct arrow_state {
+	fmt_ipc_reader r;
+} arrow_state;
+
+static int probe_file(const uint8_t *head, size_t n, uint64_t size)
+{
+	(void)size;
+	return n >= 8 && memcmp(head, "ARROW1", 6) == 0 ? 100 : 0;
+}
+
+static int probe_stream(const uint8_t *head, size_t n, uint64_t size)
+{
+	(void)size;
+	return !probe_file(head, n, size) && fmt_ipc_probe(head, n) ? 80 : 0;
+}
+
+static fmt_kind arrow_open(fmt_table *t, fmt_err *e)
+{
+	const uint8_t *d;
+	arrow_state *s = calloc(1, sizeof *s);
+	if (!s)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	t->format_state = s;
+	fmt_kind k = fmt_source_view(&t->source, 0, t->source.size, &d, e);
+	if (k == FMT_OK && t->source.size > SIZE_MAX)
+		k = fmt_fail(e, FMT_IO, "file too large to map");
+	if (k == FMT_OK)
+		k = fmt_ipc_open(&s->r, d, (size_t)t->source.size, e);
+	if (k != FMT_OK) {
+		free(s);
+		t->format_state = NULL;
+		return k;
+	}
+	for (size_t i = 0; i < s->r.schema.n_fields && k == FMT_OK; i++)
+		k = fmt_schema_add_field(&t->schema, &s->r.schema.fields[i], e);
+	if (s->r.is_file)
+		t->n_rows = FMT_ROWS_UNKNOWN;
+	return k;
+}
+
+static fmt_kind arrow_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
+{
+	arrow_state *s = t->format_state;
+	return fmt_ipc_next(&s->r, b, done, e);
+}
+
+static void arrow_close(fmt_table *t)
+{
+	arrow_state *s = t->format_state;
+	if (s) {
+		fmt_ipc_close(&s->r);
+		free(s);
+	}
+	t->format_state = NULL;
+}
+
+static fmt_kind write_ipc(fmt_table *in, fmt_sink *k, int file, fmt_err *e)
+{
+	fmt_ipc_writer w;
+	fmt_sb sb = { 0 };
+	fmt_kind r = fmt_ipc_writer_begin(&w, &in->schema, file, &sb, e);
+	if (r != FMT_OK)
+		return r;
+	for (;;) {
+		fmt_batch b;
+		int done;
+		if ((r = fmt_sink_write(k, sb.p, sb.len, e)) != FMT_OK)
+			break;
+		sb.len = 0;
+		if ((r = fmt_table_next(in, &b, &done, e)) != FMT_OK)
+			break;
+		if (done) {
+			fmt_batch_free(&b);
+			r = fmt_ipc_writer_end(&w, &sb, e);
+			if (r == FMT_OK)
+				r = fmt_sink_write(k, sb.p, sb.len, e);
+			fmt_sb_free(&sb);
+			return r;
+		}
+		r = fmt_ipc_writer_batch(&w, &b, &sb, e);
+		fmt_batch_free(&b);
+		if (r != FMT_OK)
+			break;
+	}
+	fmt_ipc_writer_free(&w);
+	fmt_sb_free(&sb);
+	return r;
+}
+
+static fmt_kind write_file(fmt_table *in, fmt_sink *k, const fmt_write_opts *o, fmt_err *e)
+{
+	(void)o;
+	return write_ipc(in, k, 1, e);
+}
+
+static fmt_kind write_stream(fmt_table *in, fmt_sink *k, const fmt_write_opts *o, fmt_err *e)
+{
+	(void)o;
+	return write_ipc(in, k, 0, e);
+}
+
+static json_t *describe(const fmt_table *t)
+{
+	const arrow_state *s = t->format_state;
+	json_t *o = json_object();
+	json_object_set_new(o, "ipc", json_string(s->r.is_file ? "file" : "stream"));
+	if (s->r.is_file)
+		json_object_set_new(o, "record_batches", json_integer(s->r.n_blocks));
+	return o;
+}
+
+static int can_hold(const fmt_field *f)
+{
+	return f->type != FMT_C_OTHER;
+}
+
+const fmt_table_driver fmt_table_driver_arrow = {
+	.name = "arrow",
+	.extension = ".arrow",
+	.probe = probe_file,
+	.open = arrow_open,
+	.next = arrow_next,
+	.write = write_file,
+	.can_hold = can_hold,
+	.close = arrow_close,
+	.describe = describe,
+};
+
+const fmt_table_driver fmt_table_driver_arrow_stream = {
+	.name = "arrow-stream",
+	.extension = ".arrows",
+	.probe = probe_stream,
+	.open = arrow_open,
+	.next = arrow_next,
+	.write = write_stream,
+	.can_hold = can_hold,
+	.close = arrow_close,
+	.describe = describe,
+};

@@ -1,0 +1,296 @@
+/* Values of table columns as text and JSON. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/cell.h"
+#include "fmt/checked.h"
+#include "fmt/half.h"
+#include "fmt/out.h"
+
+void fmt_shortest_double(double v, fmt_ctype type, char *buf, size_t n)
+{
+	if (isnan(v)) {
+		snprintf(buf, n, "NaN");
+		return;
+	}
+	if (isinf(v)) {
+		snprintf(buf, n, v < 0 ? "-inf" : "inf");
+		return;
+	}
+	/* reading back is monotone in the digits (p digits round-trip, then so do p + 1): binary
+	 * search the fewest between 1 and 17 (9 for float32, 5 for float16 always suffice) */
+	int lo = 1, hi = type == FMT_C_F64 ? 17 : type == FMT_C_F32 ? 9 : 5;
+	while (lo < hi) {
+		int p = (lo + hi) / 2;
+		snprintf(buf, n, "%.*g", p, v);
+		double back = strtod(buf, NULL);
+		if (type == FMT_C_F16 ? fmt_f32_to_f16((float)back) == fmt_f32_to_f16((float)v)
+		    : type == FMT_C_F32 ? (float)back == (float)v : back == v)
+			hi = p;
+		else
+			lo = p + 1;
+	}
+	snprintf(buf, n, "%.*g", lo, v);
+}
+
+/* Howard Hinnant's days_from_civil / civil_from_days algorithms. */
+void fmt_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+{
+	z += 719468;
+	int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+	unsigned doe = (unsigned)(z - era * 146097);
+	unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	int64_t yy = (int64_t)yoe + era * 400;
+	unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	unsigned mp = (5 * doy + 2) / 153;
+	*d = doy - (153 * mp + 2) / 5 + 1;
+	*m = mp < 10 ? mp + 3 : mp - 9;
+	*y = yy + (*m <= 2);
+}
+
+int64_t fmt_days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+	y -= m <= 2;
+	int64_t era = (y >= 0 ? y : y - 399) / 400;
+	unsigned yoe = (unsigned)(y - era * 400);
+	unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+	unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + (int64_t)doe - 719468;
+}
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+	int64_t q = a / b;
+	return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+static void put_date(fmt_sb *b, int64_t days)
+{
+	int64_t y;
+	unsigned m, d;
+	char buf[40];
+	fmt_civil_from_days(days, &y, &m, &d);
+	snprintf(buf, sizeof buf, "%04" PRId64 "-%02u-%02u", y, m, d);
+	fmt_sb_puts(b, buf);
+}
+
+static void put_timestamp(fmt_sb *b, int64_t v, fmt_time_unit unit, const char *tz)
+{
+	static const int64_t per_sec[] = { 1, 1000, 1000000, 1000000000 };
+	static const int digits[] = { 0, 3, 6, 9 };
+	int64_t ps = per_sec[unit], secs = floor_div(v, ps), frac = v - secs * ps;
+	int64_t days = floor_div(secs, 86400), sod = secs - days * 86400;
+	char buf[64];
+	put_date(b, days);
+	snprintf(buf, sizeof buf, "T%02d:%02d:%02d", (int)(sod / 3600), (int)(sod / 60 % 60), (int)(sod % 60));
+	fmt_sb_puts(b, buf);
+	if (digits[unit] && frac) {
+		snprintf(buf, sizeof buf, ".%0*" PRId64, digits[unit], frac);
+		fmt_sb_puts(b, buf);
+	}
+	if (tz)
+		fmt_sb_puts(b, "Z");
+}
+
+static double elem_number(fmt_ctype t, const uint8_t *p)
+{
+	switch (t) {
+	case FMT_C_I8: return (int8_t)p[0];
+	case FMT_C_I16: return (int16_t)fmt_rd_u16(p);
+	case FMT_C_I32: case FMT_C_DATE32: return (int32_t)fmt_rd_u32(p);
+	case FMT_C_I64: case FMT_C_TIMESTAMP: return (double)(int64_t)fmt_rd_u64(p);
+	case FMT_C_U8: return p[0];
+	case FMT_C_U16: return fmt_rd_u16(p);
+	case FMT_C_U32: return fmt_rd_u32(p);
+	case FMT_C_U64: return (double)fmt_rd_u64(p);
+	case FMT_C_F16: return fmt_f16_to_f32(fmt_rd_u16(p));
+	case FMT_C_F32: return fmt_bits_f32(fmt_rd_u32(p));
+	case FMT_C_F64: {
+		uint64_t u = fmt_rd_u64(p);
+		double d;
+		memcpy(&d, &u, 8);
+		return d;
+	}
+	default: return 0;
+	}
+}
+
+/* A fixed-width numeric element as text. */
+static void put_number(fmt_sb *b, fmt_ctype t, const uint8_t *p)
+{
+	char buf[64];
+	switch (t) {
+	case FMT_C_I8: case FMT_C_I16: case FMT_C_I32: case FMT_C_I64:
+		fmt_sb_i64(b, t == FMT_C_I64 ? (int64_t)fmt_rd_u64(p) : (int64_t)elem_number(t, p));
+		return;
+	case FMT_C_U8: case FMT_C_U16: case FMT_C_U32: case FMT_C_U64:
+		fmt_sb_u64(b, t == FMT_C_U64 ? fmt_rd_u64(p) : (uint64_t)elem_number(t, p));
+		return;
+	default:
+		fmt_shortest_double(elem_number(t, p), t, buf, sizeof buf);
+		fmt_sb_puts(b, buf);
+	}
+}
+
+double fmt_cell_number(const fmt_field *f, const fmt_column *c, uint64_t row)
+{
+	if (f->type == FMT_C_BOOL)
+		return fmt_column_bool(c, row);
+	size_t w = fmt_ctype_width(f->type);
+	if (!w || f->type == FMT_C_FIXED_SIZE_LIST)
+		return 0;
+	return elem_number(f->type, c->values + row * w);
+}
+
+static int elem_null(const fmt_column *c, uint64_t i)
+{
+	return c->elem_validity && !((c->elem_validity[i >> 3] >> (i & 7)) & 1);
+}
+
+void fmt_cell_text(const fmt_field *f, const fmt_column *c, uint64_t row, fmt_sb *b)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t w = fmt_ctype_width(f->type);
+	const uint8_t *p;
+	size_t n;
+	if (fmt_column_is_null(c, row))
+		return;
+	switch (f->type) {
+	case FMT_C_BOOL:
+		fmt_sb_puts(b, fmt_column_bool(c, row) ? "true" : "false");
+		return;
+	case FMT_C_UTF8: case FMT_C_LARGE_UTF8:
+		fmt_column_bytes(c, f->type, row, &p, &n);
+		fmt_sb_put(b, (const char *)p, n);
+		return;
+	case FMT_C_BINARY:
+		fmt_column_bytes(c, f->type, row, &p, &n);
+		for (size_t i = 0; i < n; i++) {
+			char h[2] = { hex[p[i] >> 4], hex[p[i] & 15] };
+			fmt_sb_put(b, h, 2);
+		}
+		return;
+	case FMT_C_DATE32:
+		put_date(b, (int32_t)fmt_rd_u32(c->values + 4 * row));
+		return;
+	case FMT_C_TIMESTAMP:
+		put_timestamp(b, (int64_t)fmt_rd_u64(c->values + 8 * row), f->unit, f->timezone);
+		return;
+	case FMT_C_FIXED_SIZE_LIST: {
+		size_t ew = fmt_ctype_width(f->elem);
+		fmt_sb_puts(b, "[");
+		for (uint32_t i = 0; i < f->list_size; i++) {
+			uint64_t at = row * f->list_size + i;
+			if (i)
+				fmt_sb_puts(b, ",");
+			if (elem_null(c, at))
+				fmt_sb_puts(b, "null");
+			else
+				put_number(b, f->elem, c->values + at * ew);
+		}
+		fmt_sb_puts(b, "]");
+		return;
+	}
+	case FMT_C_OTHER:
+		return;
+	default:
+		put_number(b, f->type, c->values + row * w);
+	}
+}
+
+static json_t *number_json(fmt_ctype t, const uint8_t *p)
+{
+	switch (t) {
+	case FMT_C_I8: case FMT_C_I16: case FMT_C_I32:
+		return json_integer((json_int_t)elem_number(t, p));
+	case FMT_C_I64:
+		return json_integer((json_int_t)(int64_t)fmt_rd_u64(p));
+	case FMT_C_U8: case FMT_C_U16: case FMT_C_U32:
+		return json_integer((json_int_t)elem_number(t, p));
+	case FMT_C_U64:
+		return fmt_json_u64(fmt_rd_u64(p));
+	default: {
+		double v = elem_number(t, p);
+		if (!isfinite(v)) {
+			char buf[16];
+			fmt_shortest_double(v, FMT_C_F64, buf, sizeof buf);
+			return json_string(buf);
+		}
+		return json_real(v);
+	}
+	}
+}
+
+json_t *fmt_cell_json(const fmt_field *f, const fmt_column *c, uint64_t row)
+{
+	const uint8_t *p;
+	size_t n;
+	if (fmt_column_is_null(c, row))
+		return json_null();
+	switch (f->type) {
+	case FMT_C_BOOL:
+		return json_boolean(fmt_column_bool(c, row));
+	case FMT_C_UTF8: case FMT_C_LARGE_UTF8:
+		fmt_column_bytes(c, f->type, row, &p, &n);
+		return json_stringn((const char *)p, n);
+	case FMT_C_FIXED_SIZE_LIST: {
+		json_t *a = json_array();
+		size_t ew = fmt_ctype_width(f->elem);
+		for (uint32_t i = 0; a && i < f->list_size; i++) {
+			uint64_t at = row * f->list_size + i;
+			json_array_append_new(a, elem_null(c, at) ? json_null() : number_json(f->elem, c->values + at * ew));
+		}
+		return a;
+	}
+	case FMT_C_BINARY: case FMT_C_DATE32: case FMT_C_TIMESTAMP: {
+		fmt_sb b = { 0 };
+		fmt_cell_text(f, c, row, &b);
+		json_t *s = b.oom ? NULL : json_stringn(b.p ? b.p : "", b.len);
+		fmt_sb_free(&b);
+		return s;
+	}
+	case FMT_C_OTHER:
+		return json_null();
+	default:
+		return number_json(f->type, c->values + row * fmt_ctype_width(f->type));
+	}
+}
+
+void fmt_cell_json_text(const fmt_field *f, const fmt_column *c, uint64_t row, fmt_sb *out, fmt_sb *scratch)
+{
+	if (fmt_column_is_null(c, row)) {
+		fmt_sb_puts(out, "null");
+		return;
+	}
+	scratch->len = 0;
+	fmt_cell_text(f, c, row, scratch);
+	const char *p = scratch->p ? scratch->p : "";
+	switch (f->type) {
+	case FMT_C_UTF8: case FMT_C_LARGE_UTF8: case FMT_C_BINARY: case FMT_C_DATE32: case FMT_C_TIMESTAMP:
+		fmt_sb_json_str(out, p, scratch->len);
+		return;
+	case FMT_C_F16: case FMT_C_F32: case FMT_C_F64:
+		if (!strcmp(p, "NaN") || !strcmp(p, "inf") || !strcmp(p, "-inf"))
+			fmt_sb_json_str(out, p, scratch->len); /* JSON has no NaN or infinity */
+		else
+			fmt_sb_put(out, p, scratch->len);
+		return;
+	default:
+		fmt_sb_put(out, p, scratch->len); /* integers, true/false, [lists] */
+	}
+}
+
+void fmt_row_json_text(const fmt_schema *s, const fmt_batch *b, uint64_t row, fmt_sb *out, fmt_sb *scratch)
+{
+	fmt_sb_put(out, "{", 1);
+	for (size_t i = 0; i < s->n_fields; i++) {
+		if (i)
+			fmt_sb_put(out, ",", 1);
+		fmt_sb_json_str(out, s->fields[i].name, strlen(s->fields[i].name));
+		fmt_sb_put(out, ":", 1);
+		fmt_cell_json_text(&s->fields[i], &b->columns[i], row, out, scratch);
+	}
+	fmt_sb_put(out, "}", 1);
+}

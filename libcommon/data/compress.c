@@ -1,0 +1,331 @@
+/* zstd (streaming API) and LZ4 frame (lz4frame) for the .ald payload. */
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+#include <lz4frame.h>
+#include "compress.h"
+
+static fmt_kind oom(fmt_err *e)
+{
+	return fmt_fail(e, FMT_IO, "out of memory");
+}
+
+/* Grow *buf so that at least want more bytes fit after *len, refusing past max. */
+static fmt_kind room(uint8_t **buf, size_t *cap, size_t len, size_t want, size_t max, fmt_err *e)
+{
+	if (*cap - len >= want)
+		return FMT_OK;
+	if (len >= max)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "payload decompresses to more than %zu bytes", max);
+	size_t ncap = *cap ? *cap : 1 << 16;
+	while (ncap - len < want && ncap < max)
+		ncap = ncap > max / 2 ? max : ncap * 2;
+	if (ncap - len < want && ncap == max)
+		want = ncap - len;
+	uint8_t *p = realloc(*buf, ncap);
+	if (!p)
+		return oom(e);
+	*buf = p;
+	*cap = ncap;
+	return FMT_OK;
+}
+
+static fmt_kind unzstd(const uint8_t *src, size_t n, size_t max, uint8_t **out, size_t *len, fmt_err *e)
+{
+	ZSTD_DCtx *d = ZSTD_createDCtx();
+	uint8_t *buf = NULL;
+	size_t cap = 0, used = 0;
+	fmt_kind k = FMT_OK;
+	if (!d)
+		return oom(e);
+	ZSTD_inBuffer in = { src, n, 0 };
+	size_t last = 1;
+	while (k == FMT_OK && (in.pos < in.size || last != 0)) {
+		if ((k = room(&buf, &cap, used, 1 << 16, max, e)) != FMT_OK)
+			break;
+		ZSTD_outBuffer o = { buf + used, cap - used, 0 };
+		size_t before = in.pos;
+		last = ZSTD_decompressStream(d, &o, &in);
+		if (ZSTD_isError(last)) {
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "zstd payload: %s", ZSTD_getErrorName(last));
+			break;
+		}
+		used += o.pos;
+		if (o.pos == 0 && in.pos == before && in.pos == in.size && last != 0)
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "zstd payload is truncated");
+	}
+	ZSTD_freeDCtx(d);
+	if (k != FMT_OK) {
+		free(buf);
+		return k;
+	}
+	*out = buf;
+	*len = used;
+	return FMT_OK;
+}
+
+static fmt_kind unlz4(const uint8_t *src, size_t n, size_t max, uint8_t **out, size_t *len, fmt_err *e)
+{
+	LZ4F_dctx *d;
+	if (LZ4F_isError(LZ4F_createDecompressionContext(&d, LZ4F_VERSION)))
+		return oom(e);
+	uint8_t *buf = NULL;
+	size_t cap = 0, used = 0, pos = 0, hint = 1;
+	fmt_kind k = FMT_OK;
+	while (k == FMT_OK && hint != 0) {
+		if ((k = room(&buf, &cap, used, 1 << 16, max, e)) != FMT_OK)
+			break;
+		size_t out_n = cap - used, in_n = n - pos;
+		hint = LZ4F_decompress(d, buf + used, &out_n, src + pos, &in_n, NULL);
+		if (LZ4F_isError(hint)) {
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 payload: %s", LZ4F_getErrorName(hint));
+			break;
+		}
+		used += out_n;
+		pos += in_n;
+		if (hint != 0 && pos == n && out_n == 0)
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 payload is truncated");
+	}
+	if (k == FMT_OK && pos != n)
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 payload has %zu bytes after the frame", n - pos);
+	LZ4F_freeDecompressionContext(d);
+	if (k != FMT_OK) {
+		free(buf);
+		return k;
+	}
+	*out = buf;
+	*len = used;
+	return FMT_OK;
+}
+
+fmt_kind fmt_decompress(int id, const uint8_t *src, size_t n, size_t max, uint8_t **out,
+			size_t *out_len, fmt_err *e)
+{
+	switch (id) {
+	case 0:
+		if (n > max)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "payload larger than %zu bytes", max);
+		*out = malloc(n ? n : 1);
+		if (!*out)
+			return oom(e);
+		memcpy(*out, src, n);
+		*out_len = n;
+		return FMT_OK;
+	case 1: case 2:
+		return unzstd(src, n, max, out, out_len, e);
+	case 3:
+		return unlz4(src, n, max, out, out_len, e);
+	default:
+		return fmt_fail(e, FMT_UNSUPPORTED, "compression id %d", id);
+	}
+}
+
+fmt_kind fmt_compressor_init(fmt_compressor *c, int id, fmt_emit_fn emit, void *ctx, fmt_err *e)
+{
+	memset(c, 0, sizeof *c);
+	c->id = id;
+	c->emit = emit;
+	c->ctx = ctx;
+	c->cap = 1 << 17;
+	if (id == 3)
+		c->cap = LZ4F_compressBound(1 << 16, NULL) + 64;
+	c->buf = malloc(c->cap);
+	if (!c->buf)
+		return oom(e);
+	if (id == 1 || id == 2) {
+		c->zc = ZSTD_createCCtx();
+		if (!c->zc || ZSTD_isError(ZSTD_CCtx_setParameter(c->zc, ZSTD_c_compressionLevel, id == 1 ? 3 : 19)))
+			return oom(e);
+	} else if (id == 3) {
+		LZ4F_cctx *lz;
+		if (LZ4F_isError(LZ4F_createCompressionContext(&lz, LZ4F_VERSION)))
+			return oom(e);
+		c->lz = lz;
+	}
+	return FMT_OK;
+}
+
+static const LZ4F_preferences_t lz4_prefs = {
+	.frameInfo = { .blockSizeID = LZ4F_max64KB, .blockMode = LZ4F_blockIndependent },
+};
+
+static fmt_kind lz4_begin(fmt_compressor *c, fmt_err *e)
+{
+	size_t n = LZ4F_compressBegin(c->lz, c->buf, c->cap, &lz4_prefs);
+	if (LZ4F_isError(n))
+		return fmt_fail(e, FMT_INTERNAL, "LZ4: %s", LZ4F_getErrorName(n));
+	c->lz_started = 1;
+	return c->emit(c->ctx, c->buf, n, e);
+}
+
+fmt_kind fmt_compressor_feed(fmt_compressor *c, const uint8_t *p, size_t n, fmt_err *e)
+{
+	fmt_kind k;
+	if (c->id == 0)
+		return n ? c->emit(c->ctx, p, n, e) : FMT_OK;
+	if (c->id == 3) {
+		if (!c->lz_started && (k = lz4_begin(c, e)) != FMT_OK)
+			return k;
+		while (n) {
+			size_t take = n < (1 << 16) ? n : (1 << 16);
+			size_t w = LZ4F_compressUpdate(c->lz, c->buf, c->cap, p, take, NULL);
+			if (LZ4F_isError(w))
+				return fmt_fail(e, FMT_INTERNAL, "LZ4: %s", LZ4F_getErrorName(w));
+			if (w && (k = c->emit(c->ctx, c->buf, w, e)) != FMT_OK)
+				return k;
+			p += take;
+			n -= take;
+		}
+		return FMT_OK;
+	}
+	ZSTD_inBuffer in = { p, n, 0 };
+	while (in.pos < in.size) {
+		ZSTD_outBuffer o = { c->buf, c->cap, 0 };
+		size_t r = ZSTD_compressStream2(c->zc, &o, &in, ZSTD_e_continue);
+		if (ZSTD_isError(r))
+			return fmt_fail(e, FMT_INTERNAL, "zstd: %s", ZSTD_getErrorName(r));
+		if (o.pos && (k = c->emit(c->ctx, c->buf, o.pos, e)) != FMT_OK)
+			return k;
+	}
+	return FMT_OK;
+}
+
+fmt_kind fmt_compressor_end(fmt_compressor *c, fmt_err *e)
+{
+	fmt_kind k;
+	if (c->id == 0)
+		return FMT_OK;
+	if (c->id == 3) {
+		if (!c->lz_started && (k = lz4_begin(c, e)) != FMT_OK)
+			return k;
+		size_t w = LZ4F_compressEnd(c->lz, c->buf, c->cap, NULL);
+		if (LZ4F_isError(w))
+			return fmt_fail(e, FMT_INTERNAL, "LZ4: %s", LZ4F_getErrorName(w));
+		c->lz_started = 0;
+		return c->emit(c->ctx, c->buf, w, e);
+	}
+	size_t r;
+	do {
+		ZSTD_inBuffer in = { NULL, 0, 0 };
+		ZSTD_outBuffer o = { c->buf, c->cap, 0 };
+		r = ZSTD_compressStream2(c->zc, &o, &in, ZSTD_e_end);
+		if (ZSTD_isError(r))
+			return fmt_fail(e, FMT_INTERNAL, "zstd: %s", ZSTD_getErrorName(r));
+		if (o.pos && (k = c->emit(c->ctx, c->buf, o.pos, e)) != FMT_OK)
+			return k;
+	} while (r != 0);
+	return FMT_OK;
+}
+
+void fmt_compressor_free(fmt_compressor *c)
+{
+	ZSTD_freeCCtx(c->zc);
+	if (c->lz)
+		LZ4F_freeCompressionContext(c->lz);
+	free(c->buf);
+	memset(c, 0, sizeof *c);
+}
+
+/* ---- streaming decompression ---- */
+
+fmt_kind fmt_dstream_init(fmt_dstream *d, int id, const uint8_t *src, size_t n, fmt_err *e)
+{
+	memset(d, 0, sizeof *d);
+	d->id = id;
+	d->src = src;
+	d->src_len = n;
+	if (id == 1 || id == 2) {
+		if (!(d->z = ZSTD_createDCtx()))
+			return oom(e);
+	} else if (id == 3) {
+		LZ4F_dctx *l;
+		if (LZ4F_isError(LZ4F_createDecompressionContext(&l, LZ4F_VERSION)))
+			return oom(e);
+		d->l = l;
+	} else if (id != 0) {
+		return fmt_fail(e, FMT_UNSUPPORTED, "compression id %d", id);
+	}
+	return FMT_OK;
+}
+
+/* Decompress what fits into buf[end, cap). */
+static fmt_kind produce(fmt_dstream *d, fmt_err *e)
+{
+	size_t room_left = d->cap - d->end;
+	if (d->id == 0) {
+		size_t n = d->src_len - d->src_pos < room_left ? d->src_len - d->src_pos : room_left;
+		memcpy(d->buf + d->end, d->src + d->src_pos, n);
+		d->src_pos += n;
+		d->end += n;
+		d->done = d->src_pos == d->src_len;
+		return FMT_OK;
+	}
+	if (d->id == 3) {
+		size_t out_n = room_left, in_n = d->src_len - d->src_pos;
+		size_t hint = LZ4F_decompress(d->l, d->buf + d->end, &out_n, d->src + d->src_pos, &in_n, NULL);
+		if (LZ4F_isError(hint))
+			return fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 payload: %s", LZ4F_getErrorName(hint));
+		d->src_pos += in_n;
+		d->end += out_n;
+		if (hint == 0) {
+			if (d->src_pos != d->src_len)
+				return fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 payload has %zu bytes after the frame",
+						d->src_len - d->src_pos);
+			d->done = 1;
+		} else if (out_n == 0 && in_n == 0 && d->src_pos == d->src_len) {
+			return fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 payload is truncated");
+		}
+		return FMT_OK;
+	}
+	ZSTD_inBuffer in = { d->src, d->src_len, d->src_pos };
+	ZSTD_outBuffer o = { d->buf + d->end, room_left, 0 };
+	size_t r = ZSTD_decompressStream(d->z, &o, &in);
+	if (ZSTD_isError(r))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "zstd payload: %s", ZSTD_getErrorName(r));
+	int stuck = o.pos == 0 && in.pos == d->src_pos;
+	d->src_pos = in.pos;
+	d->end += o.pos;
+	if (r == 0 && d->src_pos == d->src_len)
+		d->done = 1;
+	else if (stuck && d->src_pos == d->src_len)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "zstd payload is truncated");
+	return FMT_OK;
+}
+
+fmt_kind fmt_dstream_fill(fmt_dstream *d, size_t need, size_t max, fmt_err *e)
+{
+	if (need > max)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "a payload message of %zu bytes (more than %zu)", need, max);
+	while (d->end - d->start < need && !d->done) {
+		if (d->start > 0) {
+			memmove(d->buf, d->buf + d->start, d->end - d->start);
+			d->end -= d->start;
+			d->start = 0;
+		}
+		if (d->cap - d->end < (1u << 16) || d->cap < need) {
+			size_t cap = d->cap ? d->cap : 1 << 20;
+			while (cap < need + (1u << 16))
+				cap *= 2;
+			if (cap > d->cap) {
+				uint8_t *p = realloc(d->buf, cap);
+				if (!p)
+					return oom(e);
+				d->buf = p;
+				d->cap = cap;
+			}
+		}
+		fmt_kind k = produce(d, e);
+		if (k != FMT_OK)
+			return k;
+	}
+	return FMT_OK;
+}
+
+void fmt_dstream_free(fmt_dstream *d)
+{
+	ZSTD_freeDCtx(d->z);
+	if (d->l)
+		LZ4F_freeDecompressionContext(d->l);
+	free(d->buf);
+	memset(d, 0, sizeof *d);
+}

@@ -1,0 +1,57 @@
+/* Whole-buffer decompression and a streaming compressor for the .ald payload ids (zstd level 3
+ * and 19, LZ4 frame). Internal to libcommon/data. */
+#ifndef FMT_DATA_COMPRESS_H
+#define FMT_DATA_COMPRESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "fmt/err.h"
+
+/* Decompress src by the compression id into a malloc'd buffer; more than max bytes of output
+ * is InvalidFormat (a bomb, or a size field that lies). id 0 copies. */
+fmt_kind fmt_decompress(int id, const uint8_t *src, size_t n, size_t max, uint8_t **out,
+			size_t *out_len, fmt_err *e);
+
+/* Streaming decompression into a window: fmt_dstream_fill makes at least need bytes available
+ * from the window's start (compacting and growing it, never past max), fewer only at the end
+ * of the data; fmt_dstream_consume drops bytes from the start. Memory stays the size of the
+ * largest piece asked for. */
+typedef struct fmt_dstream {
+	int id;
+	void *z;               /* ZSTD_DCtx */
+	void *l;               /* LZ4F_dctx */
+	const uint8_t *src;
+	size_t src_len, src_pos;
+	uint8_t *buf;
+	size_t cap, start, end;
+	int done;              /* the frame (or the data) ended */
+} fmt_dstream;
+
+fmt_kind fmt_dstream_init(fmt_dstream *d, int id, const uint8_t *src, size_t n, fmt_err *e);
+fmt_kind fmt_dstream_fill(fmt_dstream *d, size_t need, size_t max, fmt_err *e);
+static inline size_t fmt_dstream_avail(const fmt_dstream *d) { return d->end - d->start; }
+static inline const uint8_t *fmt_dstream_data(const fmt_dstream *d) { return d->buf + d->start; }
+static inline void fmt_dstream_consume(fmt_dstream *d, size_t n) { d->start += n; }
+void fmt_dstream_free(fmt_dstream *d);
+
+/* Compressed bytes go to emit as they are produced. */
+typedef fmt_kind (*fmt_emit_fn)(void *ctx, const uint8_t *p, size_t n, fmt_err *e);
+
+typedef struct fmt_compressor {
+	int id;
+	void *zc;              /* ZSTD_CCtx */
+	void *lz;              /* LZ4F_cctx */
+	uint8_t *buf;
+	size_t cap;
+	fmt_emit_fn emit;
+	void *ctx;
+	int lz_started;
+} fmt_compressor;
+
+fmt_kind fmt_compressor_init(fmt_compressor *c, int id, fmt_emit_fn emit, void *ctx, fmt_err *e);
+fmt_kind fmt_compressor_feed(fmt_compressor *c, const uint8_t *p, size_t n, fmt_err *e);
+/* Flush the frame's end; the compressor can start a new frame after (one per chunk). */
+fmt_kind fmt_compressor_end(fmt_compressor *c, fmt_err *e);
+void fmt_compressor_free(fmt_compressor *c);
+
+#endif

@@ -1,0 +1,697 @@
+/* CSV (RFC 4180) as a table driver: a header row (or none), a delimiter, quoting, type inference
+ * over the whole file in a first pass, then batches of rows in a second; both passes read the
+ * file in blocks, so memory stays bounded whatever its size. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/arrow.h"
+#include "fmt/cell.h"
+#include "fmt/checked.h"
+#include "fmt/dataset.h"
+#include "fmt/half.h"
+#include "fmt/registry.h"
+#include "builder.h"
+#include "textval.h"
+
+#define BLOCK (1u << 20)
+#define MAX_RECORD (64u << 20)
+#define MAX_COLUMNS 100000
+#define DEFAULT_BATCH 65536
+
+typedef struct field_ref {
+	size_t off, len;
+	int quoted;
+} field_ref;
+
+typedef struct csv_state {
+	fmt_source *src;
+	char delim;
+	const char *null_value;
+	uint64_t next_off;         /* next byte of the source to read */
+	char *buf;
+	size_t cap, start, end;
+	int eof;
+	uint64_t line;             /* line of the next record */
+	uint64_t data_off, data_line; /* where the rows begin (after the header) */
+	fmt_sb rec;                /* the current record's fields, unescaped */
+	field_ref *fields;
+	size_t n_fields, cap_fields;
+	uint64_t rec_line;
+	size_t n_cols;
+	uint64_t batch_rows;
+	col_builder *cols;
+} csv_state;
+
+static fmt_kind refill(csv_state *s, fmt_err *e)
+{
+	if (s->start > 0) {
+		memmove(s->buf, s->buf + s->start, s->end - s->start);
+		s->end -= s->start;
+		s->start = 0;
+	}
+	if (s->end == s->cap) {
+		if (s->cap >= MAX_RECORD)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu: a record longer than 64 MiB",
+					(unsigned long long)s->line);
+		char *p = realloc(s->buf, s->cap * 2);
+		if (!p)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		s->buf = p;
+		s->cap *= 2;
+	}
+	uint64_t left = s->src->size - s->next_off;
+	size_t want = s->cap - s->end < left ? s->cap - s->end : (size_t)left;
+	fmt_kind k = fmt_source_read(s->src, s->next_off, s->buf + s->end, want, e);
+	if (k != FMT_OK)
+		return k;
+	s->end += want;
+	s->next_off += want;
+	s->eof = s->next_off == s->src->size;
+	return FMT_OK;
+}
+
+static void rewind_to(csv_state *s, uint64_t off, uint64_t line)
+{
+	s->next_off = off;
+	s->start = s->end = 0;
+	s->eof = off == s->src->size;
+	s->line = line;
+}
+
+static fmt_kind add_field(csv_state *s, size_t off, int quoted, fmt_err *e)
+{
+	if (s->n_fields == s->cap_fields) {
+		size_t cap = s->cap_fields ? 2 * s->cap_fields : 64;
+		if (cap > MAX_COLUMNS + 1)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu: more than %d fields",
+					(unsigned long long)s->rec_line, MAX_COLUMNS);
+		field_ref *p = realloc(s->fields, cap * sizeof *p);
+		if (!p)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		s->fields = p;
+		s->cap_fields = cap;
+	}
+	s->fields[s->n_fields++] = (field_ref){ off, s->rec.len - off, quoted };
+	return FMT_OK;
+}
+
+static fmt_kind syntax(csv_state *s, uint64_t line, size_t column, const char *what, fmt_err *e)
+{
+	(void)s;
+	return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu, column %zu: %s", (unsigned long long)line, column, what);
+}
+
+/* The next record into s->fields (*got = 0 at the end of the data). Empty lines are skipped. */
+static fmt_kind next_record(csv_state *s, int *got, fmt_err *e)
+{
+	fmt_kind k;
+restart:
+	*got = 0;
+	s->n_fields = 0;
+	s->rec.len = 0;
+	s->rec_line = s->line;
+	size_t pos = s->start;
+	uint64_t line = s->line;
+	if (pos == s->end) {
+		if (s->eof)
+			return FMT_OK;
+		if ((k = refill(s, e)) != FMT_OK)
+			return k;
+		goto restart;
+	}
+	for (;;) {
+		size_t column = s->n_fields + 1, off = s->rec.len;
+		int quoted = 0;
+		if (pos < s->end && s->buf[pos] == '"') {
+			uint64_t qline = line;
+			quoted = 1;
+			pos++;
+			for (;;) {
+				if (pos == s->end) {
+					if (!s->eof)
+						goto more;
+					return syntax(s, qline, column, "a quoted field is not closed", e);
+				}
+				char c = s->buf[pos];
+				if (c == '"') {
+					if (pos + 1 == s->end && !s->eof)
+						goto more;
+					if (pos + 1 < s->end && s->buf[pos + 1] == '"') {
+						fmt_sb_put(&s->rec, "\"", 1);
+						pos += 2;
+						continue;
+					}
+					pos++;
+					break;
+				}
+				/* a run up to the next quote in one copy */
+				const char *q = memchr(s->buf + pos, '"', s->end - pos);
+				size_t run = q ? (size_t)(q - (s->buf + pos)) : s->end - pos;
+				for (size_t j = 0; j < run; j++)
+					line += s->buf[pos + j] == '\n';
+				fmt_sb_put(&s->rec, s->buf + pos, run);
+				pos += run;
+				(void)c;
+			}
+			if (pos < s->end && s->buf[pos] != s->delim && s->buf[pos] != '\n' && s->buf[pos] != '\r')
+				return syntax(s, line, column, "characters after a closing quote", e);
+		} else {
+			size_t a = pos;
+			while (pos < s->end && s->buf[pos] != s->delim && s->buf[pos] != '\n' && s->buf[pos] != '\r') {
+				if (s->buf[pos] == '"')
+					return syntax(s, line, column, "a quote inside an unquoted field", e);
+				pos++;
+			}
+			if (pos == s->end && !s->eof)
+				goto more;
+			fmt_sb_put(&s->rec, s->buf + a, pos - a);
+		}
+		if ((k = add_field(s, off, quoted, e)) != FMT_OK)
+			return k;
+		if (pos < s->end && s->buf[pos] == s->delim) {
+			pos++;
+			continue;
+		}
+		if (pos < s->end && s->buf[pos] == '\r') {
+			if (pos + 1 == s->end && !s->eof)
+				goto more;
+			if (pos + 1 == s->end || s->buf[pos + 1] != '\n')
+				return syntax(s, line, column, "a carriage return without a line feed", e);
+			pos++;
+		}
+		if (pos < s->end && s->buf[pos] == '\n') {
+			pos++;
+			line++;
+		}
+		break;
+	}
+	if (s->rec.oom)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	s->start = pos;
+	s->line = line;
+	if (s->n_fields == 1 && s->fields[0].len == 0 && !s->fields[0].quoted)
+		goto restart; /* an empty line */
+	*got = 1;
+	return FMT_OK;
+more:
+	if ((k = refill(s, e)) != FMT_OK)
+		return k;
+	goto restart;
+}
+
+static const char *field_ptr(const csv_state *s, size_t i)
+{
+	return s->rec.p ? s->rec.p + s->fields[i].off : "";
+}
+
+static int is_null(const csv_state *s, size_t i)
+{
+	const field_ref *f = &s->fields[i];
+	if (f->len == 0 && !f->quoted)
+		return 1;
+	return s->null_value && !f->quoted && strlen(s->null_value) == f->len &&
+	       memcmp(field_ptr(s, i), s->null_value, f->len) == 0;
+}
+
+static fmt_kind count_check(csv_state *s, fmt_err *e)
+{
+	if (s->n_fields != s->n_cols)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu, column %zu: %zu fields, the header has %zu",
+				(unsigned long long)s->rec_line, s->n_fields < s->n_cols ? s->n_fields + 1 : s->n_cols + 1,
+				s->n_fields, s->n_cols);
+	return FMT_OK;
+}
+
+/* A type named in a --schema file: "int64", "timestamp", "timestamp[ms]", ... */
+static int forced_type(const char *name, fmt_field *f)
+{
+	static const char *units[] = { "s", "ms", "us", "ns" };
+	if (strncmp(name, "timestamp", 9) == 0) {
+		f->type = FMT_C_TIMESTAMP;
+		f->timezone = "UTC";
+		f->unit = FMT_TU_US;
+		if (!name[9])
+			return 1;
+		for (int u = 0; u < 4; u++) {
+			char want[32];
+			snprintf(want, sizeof want, "timestamp[%s]", units[u]);
+			if (!strcmp(name, want)) {
+				f->unit = (fmt_time_unit)u;
+				return 1;
+			}
+		}
+		return 0;
+	}
+	for (int t = FMT_C_BOOL; t <= FMT_C_DATE32; t++)
+		if (!strcmp(fmt_ctype_name((fmt_ctype)t), name)) {
+			f->type = (fmt_ctype)t;
+			return 1;
+		}
+	return 0;
+}
+
+static fmt_kind infer(fmt_table *t, csv_state *s, char **names, fmt_err *e)
+{
+	const fmt_dataset_opts *o = t->opts;
+	fmt_tv_infer *inf = calloc(s->n_cols, sizeof *inf);
+	fmt_kind k = FMT_OK;
+	uint64_t rows = 0;
+	int got = 1;
+	if (!inf)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; i < s->n_cols; i++)
+		fmt_tv_infer_init(&inf[i]);
+	while (k == FMT_OK && (k = next_record(s, &got, e)) == FMT_OK && got) {
+		if ((k = count_check(s, e)) != FMT_OK)
+			break;
+		rows++;
+		for (size_t i = 0; i < s->n_cols; i++) {
+			if (is_null(s, i))
+				inf[i].nulls = 1;
+			else if (inf[i].can)
+				fmt_tv_infer_add(&inf[i], field_ptr(s, i), s->fields[i].len);
+			else
+				inf[i].seen = 1;
+		}
+	}
+	for (size_t i = 0; k == FMT_OK && i < s->n_cols; i++) {
+		fmt_field f = { .name = names[i] };
+		fmt_tv_infer_field(&inf[i], &f);
+		const json_t *want = o && o->schema ? json_object_get(o->schema, names[i]) : NULL;
+		if (want && !(json_is_string(want) && forced_type(json_string_value(want), &f)))
+			k = fmt_fail(e, FMT_USAGE, "--schema: column '%s': unknown type (bool, int8..int64, uint8..uint64, float16/32/64, utf8, large_utf8, binary, date32, timestamp[s|ms|us|ns])",
+				     names[i]);
+		if (k == FMT_OK)
+			k = fmt_schema_add_field(&t->schema, &f, e);
+	}
+	if (k == FMT_OK && o && o->schema) {
+		const char *key;
+		json_t *v;
+		json_object_foreach((json_t *)o->schema, key, v)
+			if (fmt_schema_find(&t->schema, key) < 0 && k == FMT_OK)
+				k = fmt_fail(e, FMT_USAGE, "--schema names column '%s', which the file does not have", key);
+	}
+	free(inf);
+	t->n_rows = rows;
+	return k;
+}
+
+/* Delimiters (',', tab or ';') outside quotes in the line at p, and where it ends (NULL when
+ * the head ends first). */
+static const uint8_t *line_delims(const uint8_t *p, const uint8_t *end, size_t count[3])
+{
+	static const char cands[] = { ',', '\t', ';' };
+	int quoted = 0;
+	for (; p < end; p++) {
+		if (*p == '"')
+			quoted = !quoted;
+		else if (*p == '\n' && !quoted)
+			return p;
+		for (int c = 0; c < 3 && !quoted; c++)
+			count[c] += *p == cands[c];
+	}
+	return NULL;
+}
+
+static int probe(const uint8_t *head, size_t n, uint64_t size)
+{
+	/* text whose first line has a delimiter and whose second line (when the head holds one)
+	 * has as many: the weakest claim, any more specific driver wins (one-column files and
+	 * other delimiters: --from csv) */
+	size_t first[3] = { 0 }, second[3] = { 0 };
+	if (n == 0 || memchr(head, 0, n))
+		return 0;
+	const uint8_t *nl = line_delims(head, head + n, first);
+	if (!nl)
+		return 0;
+	const uint8_t *nl2 = line_delims(nl + 1, head + n, second);
+	int any = 0;
+	for (int c = 0; c < 3; c++)
+		any |= first[c] > 0;
+	if (!any)
+		return 0;
+	if (nl2 || (uint64_t)n == size)
+		if (nl2 || nl + 1 < head + n)
+			for (int c = 0; c < 3; c++)
+				if (first[c] && first[c] != second[c])
+					return 0;
+	return 10;
+}
+
+/* The delimiter the first line uses most: ',', tab or ';' (',' when none). */
+static fmt_kind detect_delimiter(csv_state *s, fmt_err *e)
+{
+	static const char cands[] = { ',', '\t', ';' };
+	size_t count[3] = { 0 };
+	fmt_kind k = refill(s, e);
+	if (k != FMT_OK)
+		return k;
+	int quoted = 0;
+	for (size_t i = s->start; i < s->end && (quoted || s->buf[i] != '\n'); i++) {
+		if (s->buf[i] == '"')
+			quoted = !quoted;
+		for (int c = 0; c < 3 && !quoted; c++)
+			count[c] += s->buf[i] == cands[c];
+	}
+	int best = 0;
+	for (int c = 1; c < 3; c++)
+		if (count[c] > count[best])
+			best = c;
+	s->delim = cands[best];
+	return FMT_OK;
+}
+
+static fmt_kind csv_open(fmt_table *t, fmt_err *e)
+{
+	const fmt_dataset_opts *o = t->opts;
+	csv_state *s = calloc(1, sizeof *s);
+	char **names = NULL;
+	fmt_kind k;
+	int got;
+	if (!s)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	t->format_state = s;
+	s->src = &t->source;
+	s->delim = o && o->delimiter ? o->delimiter : ',';
+	s->null_value = o ? o->null_value : NULL;
+	s->batch_rows = o && o->batch_rows ? o->batch_rows : DEFAULT_BATCH;
+	s->cap = BLOCK;
+	s->buf = malloc(s->cap);
+	if (!s->buf)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	rewind_to(s, 0, 1);
+	if (!(o && o->delimiter) && (k = detect_delimiter(s, e)) != FMT_OK)
+		return k;
+	if ((k = next_record(s, &got, e)) != FMT_OK)
+		return k;
+	if (!got)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "no header row (the file is empty)");
+	s->n_cols = s->n_fields;
+	names = calloc(s->n_cols, sizeof *names);
+	if (!names)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; i < s->n_cols && k == FMT_OK; i++) {
+		if (o && o->no_header) {
+			if (asprintf(&names[i], "column_%zu", i + 1) < 0)
+				names[i] = NULL;
+		} else {
+			names[i] = strndup(field_ptr(s, i), s->fields[i].len);
+		}
+		if (!names[i])
+			k = fmt_fail(e, FMT_IO, "out of memory");
+		else if (memchr(field_ptr(s, i), 0, s->fields[i].len))
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "line 1, column %zu: a NUL byte in a column name", i + 1);
+	}
+	if (k == FMT_OK) {
+		if (o && o->no_header)
+			rewind_to(s, 0, 1);
+		s->data_off = s->next_off - (s->end - s->start);
+		s->data_line = s->line;
+		k = infer(t, s, names, e);
+	}
+	for (size_t i = 0; i < s->n_cols; i++)
+		free(names[i]);
+	free(names);
+	if (k == FMT_OK) {
+		rewind_to(s, s->data_off, s->data_line);
+		s->cols = calloc(s->n_cols ? s->n_cols : 1, sizeof *s->cols);
+		if (!s->cols)
+			k = fmt_fail(e, FMT_IO, "out of memory");
+	}
+	return k;
+}
+
+static fmt_kind bad_value(const csv_state *s, size_t i, const fmt_field *f, fmt_err *e)
+{
+	char type[64];
+	fmt_field_type_name(f, type, sizeof type);
+	return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu, column %zu: \"%.*s\" is not a %s",
+			(unsigned long long)s->rec_line, i + 1, (int)(s->fields[i].len > 40 ? 40 : s->fields[i].len),
+			field_ptr(s, i), type);
+}
+
+static int parse_date(const char *p, size_t n, int32_t *out)
+{
+	int64_t secs;
+	uint32_t ns;
+	int nd;
+	char buf[32];
+	if (n != 10)
+		return 0;
+	memcpy(buf, p, 10);
+	memcpy(buf + 10, "T00:00:00Z", 11);
+	if (!fmt_tv_rfc3339(buf, 20, &secs, &ns, &nd))
+		return 0;
+	*out = (int32_t)(secs / 86400);
+	return 1;
+}
+
+static int unhex(const char *p, size_t n, uint8_t *out)
+{
+	for (size_t i = 0; i < n / 2; i++) {
+		int v = 0;
+		for (int k = 0; k < 2; k++) {
+			char c = p[2 * i + (size_t)k];
+			int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+				: c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+			if (d < 0)
+				return 0;
+			v = v * 16 + d;
+		}
+		out[i] = (uint8_t)v;
+	}
+	return n % 2 == 0;
+}
+
+/* Field i of the record, parsed as f's type, onto builder b. */
+static fmt_kind put_value(csv_state *s, size_t i, const fmt_field *f, col_builder *b, fmt_err *e)
+{
+	const char *p = field_ptr(s, i);
+	size_t n = s->fields[i].len;
+	uint8_t le[8];
+	int64_t v;
+	double d;
+	int bv;
+	if (is_null(s, i)) {
+		fmt_cb_null(b, f);
+		return FMT_OK;
+	}
+	switch (f->type) {
+	case FMT_C_BOOL:
+		if (!fmt_tv_bool(p, n, &bv))
+			return bad_value(s, i, f, e);
+		fmt_cb_bool(b, bv);
+		return FMT_OK;
+	case FMT_C_UTF8: case FMT_C_LARGE_UTF8:
+		fmt_cb_bytes(b, f, p, n);
+		return FMT_OK;
+	case FMT_C_BINARY: {
+		uint8_t *tmp = malloc(n / 2 + 1);
+		if (!tmp)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		int ok = unhex(p, n, tmp);
+		if (ok)
+			fmt_cb_bytes(b, f, tmp, n / 2);
+		free(tmp);
+		return ok ? FMT_OK : bad_value(s, i, f, e);
+	}
+	case FMT_C_F16: case FMT_C_F32: case FMT_C_F64:
+		if (!fmt_tv_float(p, n, &d))
+			return bad_value(s, i, f, e);
+		if (f->type == FMT_C_F64) {
+			uint64_t u;
+			memcpy(&u, &d, 8);
+			fmt_wr_u64(le, u);
+		} else if (f->type == FMT_C_F32) {
+			fmt_wr_u32(le, fmt_f32_bits((float)d));
+		} else {
+			fmt_wr_u16(le, fmt_f32_to_f16((float)d));
+		}
+		fmt_cb_fixed(b, le, fmt_ctype_width(f->type));
+		return FMT_OK;
+	case FMT_C_TIMESTAMP: {
+		int64_t secs;
+		uint32_t ns;
+		int nd;
+		if (!fmt_tv_rfc3339(p, n, &secs, &ns, &nd) || !fmt_tv_to_unit(secs, ns, f->unit, &v))
+			return bad_value(s, i, f, e);
+		fmt_wr_u64(le, (uint64_t)v);
+		fmt_cb_fixed(b, le, 8);
+		return FMT_OK;
+	}
+	case FMT_C_DATE32: {
+		int32_t days;
+		if (!parse_date(p, n, &days))
+			return bad_value(s, i, f, e);
+		fmt_wr_u32(le, (uint32_t)days);
+		fmt_cb_fixed(b, le, 4);
+		return FMT_OK;
+	}
+	default: {
+		size_t w = fmt_ctype_width(f->type);
+		int is_unsigned = f->type >= FMT_C_U8 && f->type <= FMT_C_U64;
+		uint64_t u = 0;
+		if (is_unsigned && f->type == FMT_C_U64) {
+			char *end;
+			char tmp[24];
+			if (n == 0 || n > 20 || p[0] == '-' || p[0] == '+')
+				return bad_value(s, i, f, e);
+			memcpy(tmp, p, n);
+			tmp[n] = '\0';
+			u = strtoull(tmp, &end, 10);
+			if (*end || (u == UINT64_MAX && strcmp(tmp, "18446744073709551615")))
+				return bad_value(s, i, f, e);
+		} else {
+			if (!fmt_tv_int64(p, n, &v))
+				return bad_value(s, i, f, e);
+			int bits = (int)w * 8;
+			if (is_unsigned ? (v < 0 || (bits < 64 && v >= ((int64_t)1 << bits)))
+					: (bits < 64 && (v < -((int64_t)1 << (bits - 1)) || v >= ((int64_t)1 << (bits - 1)))))
+				return bad_value(s, i, f, e);
+			u = (uint64_t)v;
+		}
+		fmt_wr_u64(le, u);
+		fmt_cb_fixed(b, le, w);
+		return FMT_OK;
+	}
+	}
+}
+
+static fmt_kind csv_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
+{
+	*done = 0;
+	csv_state *s = t->format_state;
+	const fmt_schema *sc = &t->schema;
+	uint64_t rows = 0;
+	int got = 1;
+	fmt_kind k = FMT_OK;
+	while (rows < s->batch_rows && (k = next_record(s, &got, e)) == FMT_OK && got) {
+		if ((k = count_check(s, e)) != FMT_OK)
+			break;
+		for (size_t i = 0; i < s->n_cols && k == FMT_OK; i++)
+			k = put_value(s, i, &sc->fields[i], &s->cols[i], e);
+		if (k != FMT_OK)
+			break;
+		rows++;
+	}
+	if (k != FMT_OK)
+		return k;
+	if (rows == 0) {
+		*done = 1;
+		return FMT_OK;
+	}
+	b->n_rows = rows;
+	for (size_t i = 0; i < s->n_cols && k == FMT_OK; i++)
+		k = fmt_cb_finish(&s->cols[i], &sc->fields[i], b, &b->columns[i], e);
+	return k;
+}
+
+static void csv_close(fmt_table *t)
+{
+	csv_state *s = t->format_state;
+	if (!s)
+		return;
+	for (size_t i = 0; s->cols && i < s->n_cols; i++)
+		fmt_cb_free(&s->cols[i]);
+	free(s->cols);
+	free(s->buf);
+	free(s->fields);
+	fmt_sb_free(&s->rec);
+	free(s);
+	t->format_state = NULL;
+}
+
+/* ---- writing ---- */
+
+static void put_field(fmt_sb *line, const char *p, size_t n, char delim, int quote_empty)
+{
+	int quote = n == 0 ? quote_empty : 0;
+	for (size_t i = 0; i < n && !quote; i++)
+		quote = p[i] == delim || p[i] == '"' || p[i] == '\n' || p[i] == '\r';
+	if (!quote) {
+		fmt_sb_put(line, p, n);
+		return;
+	}
+	fmt_sb_put(line, "\"", 1);
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] == '"')
+			fmt_sb_put(line, "\"", 1);
+		fmt_sb_put(line, p + i, 1);
+	}
+	fmt_sb_put(line, "\"", 1);
+}
+
+static fmt_kind csv_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *o, fmt_err *e)
+{
+	(void)o;
+	const fmt_schema *s = &in->schema;
+	char delim = in->opts && in->opts->delimiter ? in->opts->delimiter : ',';
+	fmt_sb line = { 0 }, cell = { 0 };
+	fmt_kind r = FMT_OK;
+	const fmt_field *u = fmt_schema_unsupported(s);
+	if (u)
+		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
+				u->name, u->type_name);
+	for (size_t i = 0; i < s->n_fields; i++) {
+		if (i)
+			fmt_sb_put(&line, &delim, 1);
+		put_field(&line, s->fields[i].name, strlen(s->fields[i].name), delim, 1);
+	}
+	fmt_sb_put(&line, "\n", 1);
+	for (;;) {
+		fmt_batch b;
+		int done;
+		if (line.oom || cell.oom) {
+			r = fmt_fail(e, FMT_IO, "out of memory");
+			break;
+		}
+		if ((r = fmt_sink_write(k, line.p, line.len, e)) != FMT_OK)
+			break;
+		line.len = 0;
+		if ((r = fmt_table_next(in, &b, &done, e)) != FMT_OK)
+			break;
+		if (done) {
+			fmt_batch_free(&b);
+			break;
+		}
+		for (uint64_t row = 0; row < b.n_rows; row++) {
+			for (size_t i = 0; i < s->n_fields; i++) {
+				if (i)
+					fmt_sb_put(&line, &delim, 1);
+				if (fmt_column_is_null(&b.columns[i], row))
+					continue;
+				cell.len = 0;
+				fmt_cell_text(&s->fields[i], &b.columns[i], row, &cell);
+				put_field(&line, cell.p ? cell.p : "", cell.len, delim, 1);
+			}
+			fmt_sb_put(&line, "\n", 1);
+			if (line.len >= BLOCK) {
+				if ((r = fmt_sink_write(k, line.p, line.len, e)) != FMT_OK)
+					break;
+				line.len = 0;
+			}
+		}
+		fmt_batch_free(&b);
+		if (r != FMT_OK)
+			break;
+	}
+	fmt_sb_free(&line);
+	fmt_sb_free(&cell);
+	return r;
+}
+
+static int can_hold(const fmt_field *f)
+{
+	return f->type != FMT_C_OTHER;
+}
+
+const fmt_table_driver fmt_table_driver_csv = {
+	.name = "csv",
+	.extension = ".csv",
+	.probe = probe,
+	.open = csv_open,
+	.next = csv_next,
+	.write = csv_write,
+	.can_hold = can_hold,
+	.close = csv_close,
+};

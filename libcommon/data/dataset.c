@@ -1,0 +1,469 @@
+/* The dataset card as MessagePack (msgpack-c): the project's map, upstream's positional array;
+ * dataset type and compression names; the two CRC-32 variants. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <msgpack.h>
+#include <pthread.h>
+#include <zlib.h>
+#include "fmt/dataset.h"
+#include "fmt/out.h"
+
+static const struct { uint16_t id; const char *name; } dataset_types[] = {
+	{ 0x0001, "tabular" }, { 0x0002, "time_series" }, { 0x0003, "graph" }, { 0x0004, "spatial" },
+	{ 0x0010, "text_corpus" }, { 0x0011, "text_classification" }, { 0x0012, "text_pairs" },
+	{ 0x0013, "sequence_labeling" }, { 0x0014, "question_answering" }, { 0x0015, "summarization" },
+	{ 0x0016, "translation" }, { 0x0020, "image_classification" }, { 0x0021, "object_detection" },
+	{ 0x0022, "segmentation" }, { 0x0023, "image_pairs" }, { 0x0024, "video" },
+	{ 0x0030, "audio_classification" }, { 0x0031, "speech_recognition" },
+	{ 0x0032, "speaker_identification" }, { 0x0040, "user_item_ratings" },
+	{ 0x0041, "implicit_feedback" }, { 0x0042, "sequential_recs" }, { 0x0050, "image_text" },
+	{ 0x0051, "audio_text" }, { 0x0052, "video_text" }, { 0x00FF, "custom" },
+};
+
+#define N_TYPES (sizeof dataset_types / sizeof dataset_types[0])
+
+const char *fmt_ald_type_name(uint16_t id)
+{
+	for (size_t i = 0; i < N_TYPES; i++)
+		if (dataset_types[i].id == id)
+			return dataset_types[i].name;
+	return NULL;
+}
+
+int fmt_ald_type_by_name(const char *name)
+{
+	for (size_t i = 0; i < N_TYPES; i++)
+		if (strcmp(dataset_types[i].name, name) == 0)
+			return dataset_types[i].id;
+	return -1;
+}
+
+void fmt_ald_type_names(char *buf, size_t n)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < N_TYPES && used < n; i++)
+		used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", dataset_types[i].name);
+}
+
+static const char *compressions[] = { "none", "zstd", "zstd-max", "lz4" };
+
+int fmt_ald_compression_by_name(const char *name)
+{
+	for (int i = 0; i < 4; i++)
+		if (strcmp(compressions[i], name) == 0)
+			return i;
+	return -1;
+}
+
+const char *fmt_ald_compression_name(int id)
+{
+	return id >= 0 && id < 4 ? compressions[id] : NULL;
+}
+
+/* ---- CRC-32 ---- */
+
+uint32_t fmt_crc32_ieee(uint32_t crc, const void *data, size_t n)
+{
+	const uint8_t *p = data;
+	while (n) {
+		uInt k = n > 0x40000000u ? 0x40000000u : (uInt)n;
+		crc = (uint32_t)crc32(crc, p, k);
+		p += k;
+		n -= k;
+	}
+	return crc;
+}
+
+/* The standard reflected table with upstream's two altered entries (specs/ald.md §8). */
+static uint32_t alimentar_table[256];
+
+static void alimentar_table_init(void)
+{
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+		alimentar_table[i] = c;
+	}
+	alimentar_table[222] = 0x6169FFD3u;
+	alimentar_table[223] = 0x166ECF45u;
+}
+
+/* Same calling convention as zlib's crc32: start with 0, feed the running value back. */
+uint32_t fmt_crc32_alimentar(uint32_t crc, const void *data, size_t n)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, alimentar_table_init);
+	const uint8_t *p = data;
+	uint32_t c = ~crc;
+	for (size_t i = 0; i < n; i++)
+		c = alimentar_table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
+	return ~c;
+}
+
+/* ---- card ---- */
+
+/* Upstream's positional fields (§3), then the project's additions, in the order written. */
+static const char *const array_keys[] = { "name", "version", "license", "tags", "description",
+					  "citation", "created_at", "sha256" };
+static const char *const map_keys[] = { "name", "version", "license", "tags", "description", "sources",
+					"intended_uses", "limitations", "citation", "created_at", "sha256",
+					"columns", "compliance", "query_pub_key", "query_protocol" };
+#define N_MAP_KEYS (sizeof map_keys / sizeof map_keys[0])
+
+enum kind { K_STR, K_STR_LIST, K_SOURCES, K_COLUMNS, K_OBJECT };
+
+static enum kind key_kind(const char *key)
+{
+	if (!strcmp(key, "tags") || !strcmp(key, "intended_uses") || !strcmp(key, "limitations"))
+		return K_STR_LIST;
+	if (!strcmp(key, "sources"))
+		return K_SOURCES;
+	if (!strcmp(key, "columns"))
+		return K_COLUMNS;
+	if (!strcmp(key, "compliance"))
+		return K_OBJECT;
+	return K_STR;
+}
+
+static int known_key(const char *key)
+{
+	for (size_t i = 0; i < N_MAP_KEYS; i++)
+		if (!strcmp(map_keys[i], key))
+			return 1;
+	return 0;
+}
+
+static fmt_kind check_str_map(const json_t *v, const char *key, const char *const *allowed, size_t n,
+			      fmt_err *e)
+{
+	const char *k;
+	json_t *x;
+	if (!json_is_object(v))
+		return fmt_fail(e, FMT_USAGE, "card: every item of \"%s\" must be an object", key);
+	json_object_foreach((json_t *)v, k, x) {
+		size_t i = 0;
+		while (i < n && strcmp(allowed[i], k))
+			i++;
+		if (i == n)
+			return fmt_fail(e, FMT_USAGE, "card: \"%s\" items have no key \"%s\"", key, k);
+		if (!json_is_string(x) && !json_is_null(x))
+			return fmt_fail(e, FMT_USAGE, "card: \"%s\".\"%s\" must be a string", key, k);
+	}
+	return FMT_OK;
+}
+
+fmt_kind fmt_card_check(const json_t *card, fmt_err *e)
+{
+	static const char *const source_keys[] = { "name", "url", "license" };
+	static const char *const column_keys[] = { "name", "description", "dtype", "values", "missing" };
+	const char *key;
+	json_t *v;
+	if (!json_is_object(card))
+		return fmt_fail(e, FMT_USAGE, "card: must be a JSON object");
+	json_object_foreach((json_t *)card, key, v) {
+		if (!known_key(key))
+			return fmt_fail(e, FMT_USAGE, "card: unknown key \"%s\"", key);
+		if (!strcmp(key, "sha256"))
+			return fmt_fail(e, FMT_USAGE, "card: \"sha256\" is filled in by the writer");
+		size_t i;
+		json_t *x;
+		switch (key_kind(key)) {
+		case K_STR:
+			if (!json_is_string(v) && !json_is_null(v))
+				return fmt_fail(e, FMT_USAGE, "card: \"%s\" must be a string", key);
+			break;
+		case K_STR_LIST:
+			if (!json_is_array(v))
+				return fmt_fail(e, FMT_USAGE, "card: \"%s\" must be an array of strings", key);
+			json_array_foreach(v, i, x)
+				if (!json_is_string(x))
+					return fmt_fail(e, FMT_USAGE, "card: \"%s\" must be an array of strings", key);
+			break;
+		case K_SOURCES: case K_COLUMNS:
+			if (!json_is_array(v))
+				return fmt_fail(e, FMT_USAGE, "card: \"%s\" must be an array of objects", key);
+			json_array_foreach(v, i, x) {
+				fmt_kind k = key_kind(key) == K_SOURCES ? check_str_map(x, key, source_keys, 3, e)
+									 : check_str_map(x, key, column_keys, 5, e);
+				if (k != FMT_OK)
+					return k;
+			}
+			break;
+		case K_OBJECT:
+			if (!json_is_object(v))
+				return fmt_fail(e, FMT_USAGE, "card: \"%s\" must be an object", key);
+			break;
+		}
+	}
+	return FMT_OK;
+}
+
+static void pack_str(msgpack_packer *pk, const char *s)
+{
+	size_t n = strlen(s);
+	msgpack_pack_str(pk, n);
+	msgpack_pack_str_body(pk, s, n);
+}
+
+/* Any JSON value (the compliance object may hold numbers and booleans). */
+static void pack_json(msgpack_packer *pk, const json_t *v)
+{
+	const char *k;
+	json_t *x;
+	size_t i;
+	switch (json_typeof(v)) {
+	case JSON_STRING:
+		msgpack_pack_str(pk, json_string_length(v));
+		msgpack_pack_str_body(pk, json_string_value(v), json_string_length(v));
+		break;
+	case JSON_INTEGER: msgpack_pack_int64(pk, json_integer_value(v)); break;
+	case JSON_REAL: msgpack_pack_double(pk, json_real_value(v)); break;
+	case JSON_TRUE: msgpack_pack_true(pk); break;
+	case JSON_FALSE: msgpack_pack_false(pk); break;
+	case JSON_NULL: msgpack_pack_nil(pk); break;
+	case JSON_ARRAY:
+		msgpack_pack_array(pk, json_array_size(v));
+		json_array_foreach(v, i, x)
+			pack_json(pk, x);
+		break;
+	case JSON_OBJECT:
+		msgpack_pack_map(pk, json_object_size(v));
+		json_object_foreach((json_t *)v, k, x) {
+			pack_str(pk, k);
+			pack_json(pk, x);
+		}
+		break;
+	}
+}
+
+static void pack_opt_str(msgpack_packer *pk, const json_t *v)
+{
+	if (json_is_string(v))
+		pack_json(pk, v);
+	else
+		msgpack_pack_nil(pk);
+}
+
+fmt_kind fmt_card_encode(const json_t *card, const char *sha256_hex, int compat, uint8_t **out,
+			 size_t *len, fmt_err *e)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	json_t *empty = NULL;
+	if (!card)
+		card = empty = json_object();
+	if (!card)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	if (compat) {
+		/* 7 elements, or 8 when a sha256 is given (§3); tags always an array */
+		msgpack_pack_array(&pk, sha256_hex ? 8 : 7);
+		for (size_t i = 0; i < 7; i++) {
+			const json_t *v = json_object_get(card, array_keys[i]);
+			if (i == 3) {
+				size_t j;
+				json_t *x;
+				msgpack_pack_array(&pk, json_array_size(v));
+				json_array_foreach(v, j, x)
+					pack_json(&pk, x);
+			} else {
+				pack_opt_str(&pk, v);
+			}
+		}
+		if (sha256_hex)
+			pack_str(&pk, sha256_hex);
+	} else {
+		size_t n = 0;
+		for (size_t i = 0; i < N_MAP_KEYS; i++)
+			n += (!strcmp(map_keys[i], "sha256") && sha256_hex) || json_object_get(card, map_keys[i]);
+		msgpack_pack_map(&pk, n);
+		for (size_t i = 0; i < N_MAP_KEYS; i++) {
+			const json_t *v = json_object_get(card, map_keys[i]);
+			if (!strcmp(map_keys[i], "sha256") && sha256_hex) {
+				pack_str(&pk, "sha256");
+				pack_str(&pk, sha256_hex);
+			} else if (v) {
+				pack_str(&pk, map_keys[i]);
+				pack_json(&pk, v);
+			}
+		}
+	}
+	json_decref(empty);
+	if (!sb.data) {
+		msgpack_sbuffer_destroy(&sb);
+		return fmt_fail(e, FMT_IO, "out of memory");
+	}
+	*len = sb.size;
+	*out = (uint8_t *)msgpack_sbuffer_release(&sb);
+	return FMT_OK;
+}
+
+/* ---- decoding ---- */
+
+#define CARD_MAX_DEPTH 16
+
+static json_t *to_json(const msgpack_object *o, int depth)
+{
+	json_t *v = NULL;
+	if (depth > CARD_MAX_DEPTH)
+		return NULL;
+	switch (o->type) {
+	case MSGPACK_OBJECT_NIL: return json_null();
+	case MSGPACK_OBJECT_BOOLEAN: return json_boolean(o->via.boolean);
+	case MSGPACK_OBJECT_POSITIVE_INTEGER:
+		return fmt_json_u64(o->via.u64);
+	case MSGPACK_OBJECT_NEGATIVE_INTEGER: return json_integer(o->via.i64);
+	case MSGPACK_OBJECT_FLOAT32: case MSGPACK_OBJECT_FLOAT64: return json_real(o->via.f64);
+	case MSGPACK_OBJECT_STR: return fmt_json_string(o->via.str.ptr, o->via.str.size);
+	case MSGPACK_OBJECT_BIN: return fmt_json_string(o->via.bin.ptr, o->via.bin.size);
+	case MSGPACK_OBJECT_ARRAY:
+		v = json_array();
+		for (uint32_t i = 0; v && i < o->via.array.size; i++) {
+			json_t *x = to_json(&o->via.array.ptr[i], depth + 1);
+			if (!x || json_array_append_new(v, x)) {
+				json_decref(v);
+				return NULL;
+			}
+		}
+		return v;
+	case MSGPACK_OBJECT_MAP:
+		v = json_object();
+		for (uint32_t i = 0; v && i < o->via.map.size; i++) {
+			const msgpack_object_kv *kv = &o->via.map.ptr[i];
+			char key[256];
+			if (kv->key.type != MSGPACK_OBJECT_STR || kv->key.via.str.size >= sizeof key ||
+			    memchr(kv->key.via.str.ptr, 0, kv->key.via.str.size)) {
+				json_decref(v);
+				return NULL;
+			}
+			memcpy(key, kv->key.via.str.ptr, kv->key.via.str.size);
+			key[kv->key.via.str.size] = '\0';
+			json_t *x = to_json(&kv->val, depth + 1);
+			if (!x || json_object_set_new(v, key, x)) {
+				json_decref(v);
+				return NULL;
+			}
+		}
+		return v;
+	default:
+		return NULL;
+	}
+}
+
+/* Walk one MessagePack value at *p before msgpack-c sees it: every declared array or map
+ * count must fit the bytes left (each item takes at least one byte), so a 5-byte header cannot
+ * make the unpacker reserve gigabytes. 0 when sane. */
+static int sane(const uint8_t *d, size_t len, size_t *p, int depth)
+{
+	if (depth > CARD_MAX_DEPTH || *p >= len)
+		return -1;
+	uint8_t t = d[(*p)++];
+	uint64_t items = 0, skip = 0;
+	size_t left = len - *p;
+#define NEED(n) do { if (left < (n)) return -1; } while (0)
+#define BE(n) be(d + *p, n)
+	if (t <= 0x7f || t >= 0xe0 || t == 0xc0 || t == 0xc2 || t == 0xc3)
+		return 0;
+	if ((t & 0xf0) == 0x80) items = 2u * (t & 0x0f);
+	else if ((t & 0xf0) == 0x90) items = t & 0x0f;
+	else if ((t & 0xe0) == 0xa0) skip = t & 0x1f;
+	else {
+		static const uint8_t fixed[] = { [0xca - 0xc4] = 4, [0xcb - 0xc4] = 8, [0xcc - 0xc4] = 1,
+			[0xcd - 0xc4] = 2, [0xce - 0xc4] = 4, [0xcf - 0xc4] = 8, [0xd0 - 0xc4] = 1,
+			[0xd1 - 0xc4] = 2, [0xd2 - 0xc4] = 4, [0xd3 - 0xc4] = 8, [0xd4 - 0xc4] = 2,
+			[0xd5 - 0xc4] = 3, [0xd6 - 0xc4] = 5, [0xd7 - 0xc4] = 9, [0xd8 - 0xc4] = 17 };
+		uint64_t n = 0;
+		size_t w = 0;
+		switch (t) {
+		case 0xc4: case 0xd9: case 0xc7: w = 1; break;
+		case 0xc5: case 0xda: case 0xc8: case 0xdc: case 0xde: w = 2; break;
+		case 0xc6: case 0xdb: case 0xc9: case 0xdd: case 0xdf: w = 4; break;
+		default:
+			if (t < 0xc4 || t > 0xd8 || !fixed[t - 0xc4])
+				return -1;
+			NEED(fixed[t - 0xc4]);
+			*p += fixed[t - 0xc4];
+			return 0;
+		}
+		NEED(w);
+		for (size_t i = 0; i < w; i++)
+			n = n << 8 | d[*p + i];
+		*p += w;
+		left -= w;
+		if (t == 0xdc || t == 0xdd) items = n;
+		else if (t == 0xde || t == 0xdf) items = 2 * n;
+		else skip = n + (t >= 0xc7 && t <= 0xc9); /* ext: the type byte */
+	}
+#undef NEED
+#undef BE
+	if (skip) {
+		if (left < skip)
+			return -1;
+		*p += skip;
+		return 0;
+	}
+	if (items > left)
+		return -1;
+	for (uint64_t i = 0; i < items; i++)
+		if (sane(d, len, p, depth + 1))
+			return -1;
+	return 0;
+}
+
+fmt_kind fmt_card_decode(const uint8_t *data, size_t len, json_t **card, const char **form, fmt_err *e)
+{
+	size_t at = 0;
+	*card = NULL;
+	if (sane(data, len, &at, 0))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "metadata is not well-formed MessagePack (or nested deeper than %d)",
+				CARD_MAX_DEPTH);
+	msgpack_unpacked u;
+	size_t off = 0;
+	msgpack_unpacked_init(&u);
+	msgpack_unpack_return r = msgpack_unpack_next(&u, (const char *)data, len, &off);
+	fmt_kind k = FMT_OK;
+	*card = NULL;
+	if (r != MSGPACK_UNPACK_SUCCESS && r != MSGPACK_UNPACK_EXTRA_BYTES) {
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "metadata is not MessagePack");
+	} else if (u.data.type == MSGPACK_OBJECT_MAP) {
+		*form = "map";
+		if (!(*card = to_json(&u.data, 0)))
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "metadata map has non-string keys or is nested too deep");
+	} else if (u.data.type == MSGPACK_OBJECT_ARRAY) {
+		uint32_t n = u.data.via.array.size;
+		*form = "array";
+		if (n != 7 && n != 8) {
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "metadata array has %u elements (7 or 8 expected)", n);
+		} else if (!(*card = json_object())) {
+			k = fmt_fail(e, FMT_IO, "out of memory");
+		} else {
+			for (uint32_t i = 0; i < n && k == FMT_OK; i++) {
+				const msgpack_object *x = &u.data.via.array.ptr[i];
+				int ok = i == 3 ? x->type == MSGPACK_OBJECT_ARRAY
+						: x->type == MSGPACK_OBJECT_STR || x->type == MSGPACK_OBJECT_NIL;
+				if (!ok) {
+					k = fmt_fail(e, FMT_INVALID_FORMAT, "metadata element %u (%s) has the wrong type",
+						     i, array_keys[i]);
+				} else if (x->type != MSGPACK_OBJECT_NIL) {
+					json_t *v = to_json(x, 0);
+					if (!v)
+						k = fmt_fail(e, FMT_INVALID_FORMAT, "metadata element %u is malformed", i);
+					else
+						json_object_set_new(*card, array_keys[i], v);
+				}
+			}
+		}
+	} else {
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "metadata is neither a map nor an array");
+	}
+	if (k != FMT_OK) {
+		json_decref(*card);
+		*card = NULL;
+	}
+	msgpack_unpacked_destroy(&u);
+	return k;
+}

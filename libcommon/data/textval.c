@@ -1,0 +1,230 @@
+/* Text values: booleans, integers, floats and RFC 3339 timestamps. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/cell.h"
+#include "textval.h"
+
+int fmt_tv_bool(const char *s, size_t n, int *v)
+{
+	if ((n == 4 && (!memcmp(s, "true", 4) || !memcmp(s, "True", 4) || !memcmp(s, "TRUE", 4)))) {
+		*v = 1;
+		return 1;
+	}
+	if ((n == 5 && (!memcmp(s, "false", 5) || !memcmp(s, "False", 5) || !memcmp(s, "FALSE", 5)))) {
+		*v = 0;
+		return 1;
+	}
+	return 0;
+}
+
+int fmt_tv_int64(const char *s, size_t n, int64_t *v)
+{
+	size_t i = 0;
+	int neg = 0;
+	uint64_t acc = 0;
+	if (n && (s[0] == '-' || s[0] == '+')) {
+		neg = s[0] == '-';
+		i = 1;
+	}
+	if (i == n || n - i > 19)
+		return 0;
+	for (; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+		acc = acc * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (acc > (uint64_t)INT64_MAX + (uint64_t)neg)
+		return 0;
+	*v = neg ? (int64_t)(0 - acc) : (int64_t)acc;
+	return 1;
+}
+
+int fmt_tv_float(const char *s, size_t n, double *v)
+{
+	char buf[128];
+	if (n == 0 || n >= sizeof buf)
+		return 0;
+	/* decimal only: no hex floats, no leading/trailing space */
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-' ||
+		      c == 'n' || c == 'a' || c == 'N' || c == 'i' || c == 'f' || c == 'I' || c == 'F' ||
+		      c == 't' || c == 'y' || c == 'T' || c == 'Y'))
+			return 0;
+	}
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	char *end;
+	errno = 0;
+	double d = strtod(buf, &end);
+	if (end != buf + n || (errno == ERANGE && isinf(d)))
+		return 0;
+	*v = d;
+	return 1;
+}
+
+/* Whether s is a plain decimal float by its syntax alone ([+-] digits [. digits] [e [+-]
+ * digits], at least one digit); 1 yes, 0 no, -1 when only strtod can tell (nan, inf, an
+ * exponent that could overflow). Type inference calls this instead of converting. */
+static int float_syntax(const char *s, size_t n)
+{
+	size_t i = 0, digits_seen = 0, exp_digits = 0;
+	if (i < n && (s[i] == '+' || s[i] == '-'))
+		i++;
+	while (i < n && s[i] >= '0' && s[i] <= '9')
+		i++, digits_seen++;
+	if (i < n && s[i] == '.') {
+		i++;
+		while (i < n && s[i] >= '0' && s[i] <= '9')
+			i++, digits_seen++;
+	}
+	if (!digits_seen)
+		return i < n && (s[i] == 'n' || s[i] == 'N' || s[i] == 'i' || s[i] == 'I') ? -1 : 0;
+	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+		i++;
+		if (i < n && (s[i] == '+' || s[i] == '-'))
+			i++;
+		while (i < n && s[i] >= '0' && s[i] <= '9')
+			i++, exp_digits++;
+		if (!exp_digits)
+			return 0;
+		if (exp_digits > 2)
+			return i == n ? -1 : 0;
+	}
+	if (digits_seen > 300)
+		return i == n ? -1 : 0; /* could overflow: let strtod say */
+	return i == n;
+}
+
+static int digits(const char *s, int n, int *out)
+{
+	int v = 0;
+	for (int i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+		v = v * 10 + (s[i] - '0');
+	}
+	*out = v;
+	return 1;
+}
+
+int fmt_tv_rfc3339(const char *s, size_t n, int64_t *secs, uint32_t *nanos, int *ndig)
+{
+	int y, mo, d, h, mi, se, oh = 0, om = 0, sign = 0;
+	size_t i = 19;
+	if (n < 20 || !digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) || s[7] != '-' ||
+	    !digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
+	    !digits(s + 11, 2, &h) || s[13] != ':' || !digits(s + 14, 2, &mi) || s[16] != ':' ||
+	    !digits(s + 17, 2, &se))
+		return 0;
+	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 || se > 60)
+		return 0;
+	if (mo == 2 && d == 29 && !((y % 4 == 0 && y % 100 != 0) || y % 400 == 0))
+		return 0;
+	uint32_t frac = 0;
+	int nd = 0;
+	if (s[i] == '.') {
+		i++;
+		while (i < n && s[i] >= '0' && s[i] <= '9') {
+			if (nd < 9) {
+				frac = frac * 10 + (uint32_t)(s[i] - '0');
+				nd++;
+			} else {
+				return 0;
+			}
+			i++;
+		}
+		if (nd == 0)
+			return 0;
+	}
+	for (int k = nd; k < 9; k++)
+		frac *= 10;
+	if (i < n && (s[i] == 'Z' || s[i] == 'z')) {
+		i++;
+	} else if (i + 6 == n && (s[i] == '+' || s[i] == '-') && digits(s + i + 1, 2, &oh) && s[i + 3] == ':' &&
+		   digits(s + i + 4, 2, &om) && oh < 24 && om < 60) {
+		sign = s[i] == '-' ? -1 : 1;
+		i += 6;
+	} else {
+		return 0;
+	}
+	if (i != n)
+		return 0;
+	int64_t days = fmt_days_from_civil(y, (unsigned)mo, (unsigned)d);
+	*secs = days * 86400 + h * 3600 + mi * 60 + se - sign * (oh * 3600 + om * 60);
+	*nanos = frac;
+	*ndig = nd;
+	return 1;
+}
+
+fmt_time_unit fmt_tv_unit_for_digits(int d)
+{
+	return d == 0 ? FMT_TU_S : d <= 3 ? FMT_TU_MS : d <= 6 ? FMT_TU_US : FMT_TU_NS;
+}
+
+int fmt_tv_to_unit(int64_t secs, uint32_t nanos, fmt_time_unit unit, int64_t *out)
+{
+	static const int64_t per[] = { 1, 1000, 1000000, 1000000000 };
+	int64_t v;
+	if (__builtin_mul_overflow(secs, per[unit], &v) ||
+	    __builtin_add_overflow(v, (int64_t)nanos / (1000000000 / per[unit]), &v))
+		return 0;
+	*out = v;
+	return 1;
+}
+
+void fmt_tv_infer_init(fmt_tv_infer *t)
+{
+	t->can = TV_BOOL | TV_INT | TV_FLOAT | TV_TIME;
+	t->seen = t->nulls = 0;
+	t->digits = 0;
+}
+
+void fmt_tv_infer_add(fmt_tv_infer *t, const char *s, size_t n)
+{
+	int b;
+	int64_t i;
+	double d;
+	int64_t secs;
+	uint32_t ns;
+	int nd;
+	t->seen = 1;
+	if ((t->can & TV_BOOL) && !fmt_tv_bool(s, n, &b))
+		t->can &= ~(unsigned)TV_BOOL;
+	if ((t->can & TV_INT) && !fmt_tv_int64(s, n, &i))
+		t->can &= ~(unsigned)TV_INT;
+	if (t->can & TV_FLOAT) {
+		int syn = float_syntax(s, n);
+		if (syn == 0 || (syn < 0 && !fmt_tv_float(s, n, &d)))
+			t->can &= ~(unsigned)TV_FLOAT;
+	}
+	if (t->can & TV_TIME) {
+		if (!fmt_tv_rfc3339(s, n, &secs, &ns, &nd))
+			t->can &= ~(unsigned)TV_TIME;
+		else if (nd > t->digits)
+			t->digits = nd;
+	}
+}
+
+void fmt_tv_infer_field(const fmt_tv_infer *t, fmt_field *f)
+{
+	f->nullable = t->nulls != 0;
+	f->timezone = NULL;
+	if (!t->seen)
+		f->type = FMT_C_UTF8;
+	else if (t->can & TV_BOOL)
+		f->type = FMT_C_BOOL;
+	else if (t->can & TV_INT)
+		f->type = FMT_C_I64;
+	else if (t->can & TV_FLOAT)
+		f->type = FMT_C_F64;
+	else if (t->can & TV_TIME) {
+		f->type = FMT_C_TIMESTAMP;
+		f->unit = fmt_tv_unit_for_digits(t->digits);
+		f->timezone = "UTC";
+	} else
+		f->type = FMT_C_UTF8;
+}

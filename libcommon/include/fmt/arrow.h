@@ -1,0 +1,69 @@
+/* The Arrow IPC stream and file formats (written here: no Arrow C library is packaged for
+ * Debian 12), over the schemas and batches of fmt/table.h. Batches read point into the bytes
+ * the caller keeps alive (a mapping or a decompressed payload). */
+#ifndef FMT_ARROW_H
+#define FMT_ARROW_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "fmt/err.h"
+#include "fmt/strbuf.h"
+#include "fmt/table.h"
+
+/* A field's type for display: "int32", "timestamp[ms, UTC]", "fixed_size_list<float32>[4]",
+ * or the name of a type fmtkit does not convert ("decimal128(10, 2)"). */
+void fmt_field_type_name(const fmt_field *f, char *buf, size_t n);
+/* The first field whose type this build cannot convert, or NULL. */
+const fmt_field *fmt_schema_unsupported(const fmt_schema *s);
+/* SchemaMismatch naming the first difference (field count, name, type, nullability). */
+fmt_kind fmt_schema_expect(const fmt_schema *want, const fmt_schema *got, fmt_err *e);
+
+/* Rows [start, start + count) of src as dst: fixed-width values point into src (keep it alive),
+ * bitmaps and string offsets are copied so that they start at row 0. */
+fmt_kind fmt_batch_slice(const fmt_schema *s, const fmt_batch *src, uint64_t start, uint64_t count,
+			 fmt_batch *dst, fmt_err *e);
+
+/* Reads an IPC stream or an IPC file (ARROW1 magic; the footer lists the batches) in memory.
+ * Every message, offset and buffer is checked against the bytes there. */
+typedef struct fmt_ipc_reader {
+	const uint8_t *data;
+	size_t len;
+	size_t pos;            /* stream: next message */
+	int is_file;
+	uint32_t n_blocks, next_block;
+	size_t blocks_at;      /* file: the footer's record batch blocks */
+	fmt_schema schema;
+	uint64_t batches;      /* read so far */
+} fmt_ipc_reader;
+
+/* Parse the schema (the first message, or the footer). */
+fmt_kind fmt_ipc_open(fmt_ipc_reader *r, const uint8_t *data, size_t len, fmt_err *e);
+/* The next record batch into b (fmt_batch_init'ed with one column per field): *done = 1 at
+ * the end. A schema with a type this build cannot decode is Unsupported naming it. */
+fmt_kind fmt_ipc_next(fmt_ipc_reader *r, fmt_batch *b, int *done, fmt_err *e);
+void fmt_ipc_close(fmt_ipc_reader *r);
+/* How many bytes the next message of a stream takes (prefix, metadata, body), from the first
+ * avail bytes at d: *need > avail means "give me that many to tell or to decode"; *eos at the
+ * end-of-stream marker (or when avail is 0). For readers that hold one message at a time. */
+fmt_kind fmt_ipc_message_size(const uint8_t *d, size_t avail, uint64_t *need, int *eos, fmt_err *e);
+/* 1 if the bytes start like an IPC file (ARROW1) or stream (a Schema message). */
+int fmt_ipc_probe(const uint8_t *head, size_t n);
+
+/* Encodes messages as arrow-rs does (metadata V5, 64-byte alignment, a validity bitmap for
+ * every column), appending to a byte buffer the caller drains between calls. */
+typedef struct fmt_ipc_writer {
+	struct fmt_fb_builder *fb;
+	const fmt_schema *schema;
+	int file;              /* IPC file: magic, footer */
+	uint64_t pos;          /* bytes produced so far */
+	uint64_t *blocks;      /* file: offset, metadata length, body length per batch */
+	size_t n_blocks, cap_blocks;
+} fmt_ipc_writer;
+
+fmt_kind fmt_ipc_writer_begin(fmt_ipc_writer *w, const fmt_schema *s, int file, fmt_sb *out, fmt_err *e);
+fmt_kind fmt_ipc_writer_batch(fmt_ipc_writer *w, const fmt_batch *b, fmt_sb *out, fmt_err *e);
+/* EOS (and the footer for a file); frees the writer. */
+fmt_kind fmt_ipc_writer_end(fmt_ipc_writer *w, fmt_sb *out, fmt_err *e);
+void fmt_ipc_writer_free(fmt_ipc_writer *w);
+
+#endif

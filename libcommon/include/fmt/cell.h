@@ -1,0 +1,29 @@
+/* One value of a table as text (CSV, fmt-inspect) or JSON (JSON Lines, --json): floats in
+ * the shortest decimal that reads back to the same value, timestamps in RFC 3339, dates as
+ * YYYY-MM-DD, binary as lowercase hex, fixed-size lists as JSON arrays. */
+#ifndef FMT_CELL_H
+#define FMT_CELL_H
+
+#include <jansson.h>
+#include "fmt/strbuf.h"
+#include "fmt/table.h"
+
+/* Append row's value (nothing for a null) to b. */
+void fmt_cell_text(const fmt_field *f, const fmt_column *c, uint64_t row, fmt_sb *b);
+/* The value as JSON (json null for a null); NULL when out of memory. */
+json_t *fmt_cell_json(const fmt_field *f, const fmt_column *c, uint64_t row);
+/* The value as JSON text appended to out: numbers in their shortest form (NaN and infinities
+ * as strings), null for a null; scratch is working space. */
+void fmt_cell_json_text(const fmt_field *f, const fmt_column *c, uint64_t row, fmt_sb *out, fmt_sb *scratch);
+/* Row as one JSON object, keys in schema order. */
+void fmt_row_json_text(const fmt_schema *s, const fmt_batch *b, uint64_t row, fmt_sb *out, fmt_sb *scratch);
+/* A numeric value as double (for statistics); 0 for non-numeric types. */
+double fmt_cell_number(const fmt_field *f, const fmt_column *c, uint64_t row);
+/* The shortest decimal that parses back to the same value of type (F16, F32 or F64). */
+void fmt_shortest_double(double v, fmt_ctype type, char *buf, size_t n);
+
+/* Days since 1970-01-01 <-> civil date (proleptic Gregorian). */
+void fmt_civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d);
+int64_t fmt_days_from_civil(int64_t y, unsigned m, unsigned d);
+
+#endif

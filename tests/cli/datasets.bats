@@ -1,0 +1,429 @@
+#!/usr/bin/env bats
+# Datasets: .ald (specs/ald.md), Arrow IPC, CSV and JSON Lines through fmt-convert, fmt-inspect
+# and fmt-verify; every dataset flag and failure.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	load helpers
+	ALD_CASES="$BATS_FILE_TMPDIR/ald-cases"
+	export ALD_CASES
+	/usr/bin/python3 "$REPO_ROOT/scripts/gen/ald-cases" "$ALD_CASES"
+}
+
+setup() {
+	load helpers
+	cd "$BATS_TEST_TMPDIR"
+	EXAMPLE="$REPO_ROOT/tests/data/ald/spec-example.ald"
+	printf 'id,name,score,ok,when\n1,ann,0.5,true,2024-02-29T12:00:00Z\n2,"b, c",,false,\n3,"say ""hi""",-1e-07,,1969-12-31T23:59:59.999Z\n' >in.csv
+}
+
+# The field of fmt-inspect --json FILE at jq path P.
+jq_field() {
+	fmt-inspect --json "$1" | /usr/bin/python3 -c 'import json,sys; v=json.load(sys.stdin)
+for k in sys.argv[1].split("."): v=v[int(k)] if isinstance(v,list) else v[k]
+print(json.dumps(v))' "$2"
+}
+
+# The payload bytes of an .ald (header sizes, no encryption, no chunk index).
+payload() {
+	/usr/bin/python3 -c 'import struct,sys; f=open(sys.argv[1],"rb").read()
+m,p,s=struct.unpack_from("<I",f,8)[0],struct.unpack_from("<I",f,12)[0],struct.unpack_from("<H",f,22)[0]
+sys.stdout.buffer.write(f[32+m+s:32+m+s+p])' "$1"
+}
+
+@test "spec §10: the worked example is read (header, card, schema, rows, alimentar CRC)" {
+	run fmt-inspect "$EXAMPLE"
+	assert_success
+	assert_line "format: ald"
+	assert_line "rows: 3"
+	assert_line "  version: 1.2"
+	assert_line "  dataset_type: tabular"
+	assert_line "  payload_size: 456"
+	assert_line "  uncompressed_size: 456"
+	assert_line "  compression: none"
+	assert_line "  schema_size: 136"
+	assert_line "card_form: array"
+	assert_line "crc: alimentar-0.2"
+	assert_line "  x  int32  not null"
+	run fmt-convert "$EXAMPLE" - --to csv
+	assert_success
+	assert_output "$(printf 'x\n1\n2\n3')"
+}
+
+@test "spec §10: --compat alimentar --compression none writes the example byte for byte" {
+	run fmt-convert --compat alimentar --compression none "$EXAMPLE" out.ald
+	assert_success
+	cmp out.ald "$EXAMPLE"
+	# and from CSV as well: one column forced to int32 by --schema (no nulls: not nullable)
+	printf 'x\n1\n2\n3\n' >x.csv
+	echo '{"x": "int32"}' >s.json
+	run fmt-convert --from csv --schema s.json --compat alimentar --compression none x.csv out2.ald
+	assert_success
+	cmp out2.ald "$EXAMPLE"
+}
+
+@test "default .ald: standard CRC, card as a map with the payload's SHA-256" {
+	run fmt-convert --compression none in.csv out.ald
+	assert_success
+	[ "$(jq_field out.ald ald.crc)" = '"ieee"' ]
+	[ "$(jq_field out.ald ald.card_form)" = '"map"' ]
+	want=$(payload out.ald | sha256sum | cut -d' ' -f1)
+	[ "$(jq_field out.ald ald.card.sha256)" = "\"$want\"" ]
+	# the CRC trailer is zlib's crc32 of everything before it
+	/usr/bin/python3 -c 'import sys,zlib,struct; f=open(sys.argv[1],"rb").read()
+assert struct.unpack("<I",f[-4:])[0]==zlib.crc32(f[:-4])' out.ald
+}
+
+@test "every case of scripts/gen/ald-cases: exact exit and message from fmt-inspect" {
+	while IFS=$'\t' read -r file want msg; do
+		run --separate-stderr fmt-inspect "$ALD_CASES/$file"
+		[ "$status" -eq "$want" ] || fail "$file: exit $status, expected $want: $stderr"
+		if [ "$want" -ne 0 ]; then
+			[[ "$stderr" == *"$msg"* ]] || fail "$file: stderr lacks '$msg': $stderr"
+			[ -z "$output" ] || fail "$file: stdout not empty"
+		fi
+	done <"$ALD_CASES/cases.tsv"
+}
+
+@test "fmt-verify: ok with the CRC kind; a bad CRC is exit 6 and fmt-convert writes nothing" {
+	run fmt-verify "$EXAMPLE" "$ALD_CASES/good-ieee-crc.ald"
+	assert_success
+	assert_line --index 0 "$EXAMPLE: ok (ald, 3 rows, CRC-32 alimentar-0.2)"
+	assert_line --index 1 "$ALD_CASES/good-ieee-crc.ald: ok (ald, 3 rows, CRC-32 ieee)"
+	run fmt-verify "$ALD_CASES/flipped-payload-byte.ald"
+	assert_failure 6
+	run fmt-convert "$ALD_CASES/flipped-payload-byte.ald" out.csv
+	assert_failure 6
+	assert_output --partial "CRC-32 mismatch"
+	[ ! -e out.csv ]
+	# --no-verify skips the check: the flipped byte is in the payload's values
+	run fmt-convert --no-verify "$ALD_CASES/flipped-payload-byte.ald" out.csv
+	assert_success
+	assert_output ""
+	[ "$(cat out.csv)" = "$(printf 'x\n1\n2\n2')" ]
+}
+
+@test "fmt-verify checks the card's payload SHA-256 (exit 6 when the CRC was recomputed over a wrong one)" {
+	fmt-convert --chunk-rows 2 in.csv s.ald
+	fmt-convert in.csv p.ald
+	run fmt-verify --json s.ald p.ald
+	assert_success
+	assert_line --index 0 '{"file":"s.ald","ok":true,"format":"ald","rows":3,"crc":"ieee"}'
+	for f in s.ald p.ald; do
+		/usr/bin/python3 -c 'import sys,zlib,struct; p=sys.argv[1]; f=bytearray(open(p,"rb").read())
+i=f.index(b"sha256")+8; f[i]=ord("0") if f[i]!=ord("0") else ord("1")
+f[-4:]=struct.pack("<I",zlib.crc32(bytes(f[:-4]))); open(p,"wb").write(f)' $f
+		run fmt-verify $f
+		assert_failure 6
+		assert_output --partial "payload SHA-256"
+		assert_output --partial "differs from the card's"
+	done
+	printf 'team secret' >secret
+	run fmt-verify --secret-file secret s.ald
+	assert_failure 5
+	assert_output --partial "signature checks of datasets are not supported yet"
+}
+
+@test "a payload whose schema differs from the schema block: exit 9 (SchemaMismatch), nothing written" {
+	run fmt-convert "$ALD_CASES/payload-schema-differs.ald" out.csv
+	assert_failure 9
+	assert_output --partial 'payload schema differs from the schema block: field 0 is named "y", expected "x"'
+	[ ! -e out.csv ]
+}
+
+@test "encryption, signature and licence blocks are reported; an encrypted payload is not decoded" {
+	[ "$(jq_field "$ALD_CASES/encrypted-password.ald" ald.encryption)" = '"password"' ]
+	[ "$(jq_field "$ALD_CASES/encrypted-recipient.ald" ald.encryption)" = '"recipient"' ]
+	run fmt-convert "$ALD_CASES/encrypted-password.ald" out.csv
+	assert_failure 5
+	assert_output --partial "the payload is encrypted (password mode)"
+	[ ! -e out.csv ]
+	f="$ALD_CASES/signed-licensed.ald"
+	[ "$(jq_field "$f" ald.header.flags)" = '["signed", "licensed"]' ]
+	[ "$(jq_field "$f" ald.signature_public_key)" = '"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"' ]
+	[ "$(jq_field "$f" ald.license.license_id)" = '"00010203-0405-0607-0809-0a0b0c0d0e0f"' ]
+	[ "$(jq_field "$f" ald.license.expires_at)" = 1800000000 ]
+	[ "$(jq_field "$f" ald.license.seat_limit)" = 5 ]
+	[ "$(jq_field "$f" ald.license.terms)" = '"{\"seats\":\"10\"}"' ]
+	# the licensed file's rows still convert (signatures are checked in a later issue)
+	run fmt-convert "$f" - --to csv
+	assert_success
+	assert_output "$(printf 'x\n1\n2\n3')"
+}
+
+@test "metadata: upstream's 8-element array and a map are read; unknown dataset type prints its number" {
+	[ "$(jq_field "$ALD_CASES/good-array8-card.ald" ald.card.name)" = '"iris"' ]
+	[ "$(jq_field "$ALD_CASES/good-array8-card.ald" ald.card.tags)" = '["ml"]' ]
+	[ "$(jq_field "$ALD_CASES/good-array8-card.ald" ald.card.created_at)" = '"2025-01-01T00:00:00Z"' ]
+	[ "$(jq_field "$ALD_CASES/good-map-card.ald" ald.card.tags)" = '["a", "b"]' ]
+	[ "$(jq_field "$ALD_CASES/unknown-type.ald" ald.header.dataset_type)" = 119 ]
+}
+
+@test "CSV -> .ald -> CSV gives the same bytes; JSON Lines and Arrow on the way keep them too" {
+	run fmt-convert in.csv a.ald
+	assert_success
+	fmt-convert a.ald b.csv
+	cmp in.csv b.csv
+	fmt-convert a.ald c.jsonl
+	fmt-convert c.jsonl d.ald
+	fmt-convert d.ald e.arrow
+	fmt-convert e.arrow f.arrows
+	fmt-convert f.arrows g.csv
+	cmp in.csv g.csv
+	run cat c.jsonl
+	assert_line --index 1 '{"id":2,"name":"b, c","score":null,"ok":false,"when":null}'
+	assert_line --index 2 '{"id":3,"name":"say \"hi\"","score":-1e-07,"ok":null,"when":"1969-12-31T23:59:59.999Z"}'
+}
+
+@test "type inference: int64, float64, bool, utf8, timestamp; empty fields are nulls" {
+	run fmt-inspect --schema in.csv
+	assert_success
+	assert_output "$(printf 'schema (5 columns):\n  id  int64  not null\n  name  utf8  not null\n  score  float64\n  ok  bool\n  when  timestamp[ms, UTC]')"
+}
+
+@test "--no-header, --delimiter, --null-value" {
+	printf '1;x;NA\n2;NA;3\n' >semi.csv
+	run fmt-convert --no-header --delimiter ';' --null-value NA semi.csv out.jsonl
+	assert_success
+	run cat out.jsonl
+	assert_line --index 0 '{"column_1":1,"column_2":"x","column_3":null}'
+	assert_line --index 1 '{"column_1":2,"column_2":null,"column_3":3}'
+	printf 'a\tb\n1\t2\n' >tab.csv
+	run fmt-convert --delimiter tab --to jsonl tab.csv -
+	assert_output '{"a":1,"b":2}'
+	# without --delimiter it is detected from the first line
+	run fmt-convert --to jsonl tab.csv -
+	assert_output '{"a":1,"b":2}'
+	run fmt-convert --delimiter ab in.csv out.ald
+	assert_failure 2
+	assert_output --partial "--delimiter takes one character"
+}
+
+@test "--schema forces types; a value that does not fit is exit 4 with line and column" {
+	printf 'a,b,c,d\n1,2.5,2024-01-02,ff00\n-128,,1970-01-01,\n' >t.csv
+	echo '{"a":"int8","b":"float32","c":"date32","d":"binary"}' >s.json
+	run fmt-convert --schema s.json t.csv out.ald
+	assert_success
+	run fmt-inspect --schema out.ald
+	assert_output "$(printf 'schema (4 columns):\n  a  int8  not null\n  b  float32\n  c  date32  not null\n  d  binary')"
+	run fmt-convert out.ald - --to csv
+	assert_output "$(printf 'a,b,c,d\n1,2.5,2024-01-02,ff00\n-128,,1970-01-01,')"
+	printf 'a,b,c,d\n1,2.5,2024-01-02,ff00\n300,1,1970-01-01,00\n' >big.csv
+	run fmt-convert --schema s.json big.csv out2.ald
+	assert_failure 4
+	assert_output --partial 'line 3, column 1: "300" is not a int8'
+	[ ! -e out2.ald ]
+	echo '{"a":"decimal"}' >bad.json
+	run fmt-convert --schema bad.json t.csv out3.ald
+	assert_failure 2
+	assert_output --partial "column 'a': unknown type"
+	echo '{"zz":"int8"}' >missing.json
+	run fmt-convert --schema missing.json t.csv out3.ald
+	assert_failure 2
+	assert_output --partial "--schema names column 'zz', which the file does not have"
+	echo '[1]' >notobj.json
+	run fmt-convert --schema notobj.json t.csv out3.ald
+	assert_failure 2
+	[ ! -e out3.ald ]
+}
+
+@test "malformed CSV: exit 4 with line and column, nothing written under the output name" {
+	printf 'a,b\n1,2\n3,x"y\n' >bare.csv
+	run fmt-convert bare.csv out.ald
+	assert_failure 4
+	assert_output "fmt-convert: error: bare.csv: line 3, column 2: a quote inside an unquoted field"
+	printf 'a,b\n1,"open\n2,3\n' >open.csv
+	run fmt-convert open.csv out.ald
+	assert_failure 4
+	assert_output --partial "open.csv: line 2, column 2: a quoted field is not closed"
+	printf 'a,b\n1,2\n3\n' >short.csv
+	run fmt-convert short.csv out.ald
+	assert_failure 4
+	assert_output --partial "short.csv: line 3, column 2: 1 fields, the header has 2"
+	printf 'a,b\n1,"x"y\n' >after.csv
+	run fmt-convert after.csv out.ald
+	assert_failure 4
+	assert_output --partial "line 2, column 2: characters after a closing quote"
+	[ ! -e out.ald ]
+	[ -z "$(ls -A | grep fmtkit-tmp || true)" ]
+}
+
+@test "JSON Lines: keys in first-seen order, missing keys are nulls, lists of numbers, bad lines exit 4" {
+	printf '{"a":1,"v":[1,2]}\n\n{"b":"x","a":2.5,"v":[3,4.5]}\n{"a":null,"t":"2024-01-01T00:00:00Z"}\n' >in.jsonl
+	run fmt-inspect --schema in.jsonl
+	assert_output "$(printf 'schema (4 columns):\n  a  float64\n  v  fixed_size_list<float64>[2]\n  b  utf8\n  t  timestamp[s, UTC]')"
+	run fmt-convert in.jsonl - --to jsonl
+	assert_line --index 0 '{"a":1,"v":[1,2],"b":null,"t":null}'
+	assert_line --index 1 '{"a":2.5,"v":[3,4.5],"b":"x","t":null}'
+	assert_line --index 2 '{"a":null,"v":null,"b":null,"t":"2024-01-01T00:00:00Z"}'
+	printf '{"a":1}\n{"a":\n' >bad.jsonl
+	run fmt-convert bad.jsonl out.ald
+	assert_failure 4
+	assert_output --partial "bad.jsonl: line 2, column"
+	printf '{"a":1}\n[1]\n' >arr.jsonl
+	run fmt-convert --from jsonl arr.jsonl out.ald
+	assert_failure 4
+	assert_output --partial "line 2, column 1: not a JSON object"
+	[ ! -e out.ald ]
+}
+
+@test "--compression: the header's id, and the payload is a standard zstd / LZ4 frame" {
+	for c in none zstd zstd-max lz4; do
+		run fmt-convert --compression $c in.csv $c.ald
+		assert_success
+		[ "$(jq_field $c.ald ald.header.compression)" = "\"$c\"" ]
+	done
+	payload none.ald >raw.ipc
+	payload zstd.ald | zstd -dq | cmp - raw.ipc
+	payload zstd-max.ald | zstd -dq | cmp - raw.ipc
+	payload lz4.ald | lz4 -dqc | cmp - raw.ipc
+	# zstd-max is zstd level 19: smaller or equal to level 3 here
+	[ "$(stat -c %s zstd-max.ald)" -le "$(stat -c %s zstd.ald)" ]
+	run fmt-convert --compression brotli in.csv x.ald
+	assert_failure 2
+	assert_output --partial "--compression takes none, zstd, zstd-max or lz4"
+}
+
+@test "--type and --card: dataset type by name, card fields, card checks" {
+	cat >card.json <<-'EOF'
+	{"name": "tiny", "version": "1.0.0", "license": "MIT", "tags": ["demo", "csv"],
+	 "sources": [{"name": "hand", "url": "https://example.org"}],
+	 "columns": [{"name": "id", "description": "row id"}], "compliance": {"pii_status": "none"}}
+	EOF
+	run fmt-convert --type image_classification --card card.json in.csv out.ald
+	assert_success
+	[ "$(jq_field out.ald ald.header.dataset_type)" = '"image_classification"' ]
+	[ "$(jq_field out.ald ald.header.dataset_type_id)" = 32 ]
+	[ "$(jq_field out.ald ald.card.name)" = '"tiny"' ]
+	[ "$(jq_field out.ald ald.card.tags)" = '["demo", "csv"]' ]
+	[ "$(jq_field out.ald ald.card.sources.0.url)" = '"https://example.org"' ]
+	[ "$(jq_field out.ald ald.card.compliance.pii_status)" = '"none"' ]
+	[ "$(jq_field out.ald ald.card.sha256 | wc -c)" = 67 ]
+	# --compat alimentar: the 7-element array, upstream's CRC
+	run fmt-convert --compat alimentar --card card.json in.csv compat.ald
+	assert_success
+	[ "$(jq_field compat.ald ald.card_form)" = '"array"' ]
+	[ "$(jq_field compat.ald ald.card.name)" = '"tiny"' ]
+	[ "$(jq_field compat.ald ald.crc)" = '"alimentar-0.2"' ]
+	[ "$(head -c 33 compat.ald | tail -c 1 | xxd -p)" = 97 ]
+	run fmt-convert --type nosuch in.csv x.ald
+	assert_failure 2
+	assert_output --partial "--type takes one of: tabular, time_series,"
+	echo '{"nmae": "typo"}' >typo.json
+	run fmt-convert --card typo.json in.csv x.ald
+	assert_failure 2
+	assert_output --partial 'card: unknown key "nmae"'
+	echo '{"sha256": "00"}' >sha.json
+	run fmt-convert --card sha.json in.csv x.ald
+	assert_failure 2
+	assert_output --partial '"sha256" is filled in by the writer'
+	echo '{"tags": "one"}' >tags.json
+	run fmt-convert --card tags.json in.csv x.ald
+	assert_failure 2
+	assert_output --partial '"tags" must be an array of strings'
+	run fmt-convert --compat other in.csv x.ald
+	assert_failure 2
+	[ ! -e x.ald ]
+}
+
+@test "--chunk-rows: STREAMING chunks; --head decompresses only the chunks it needs" {
+	{ echo "n,s"; for i in $(seq 1 100); do echo "$i,row$i"; done; } >long.csv
+	run fmt-convert --chunk-rows 30 long.csv s.ald
+	assert_success
+	[ "$(jq_field s.ald ald.header.flags)" = '["streaming"]' ]
+	[ "$(jq_field s.ald ald.chunks.3.row_offset)" = 90 ]
+	[ "$(jq_field s.ald ald.chunks.3.num_rows)" = 10 ]
+	fmt-convert s.ald back.csv
+	cmp long.csv back.csv
+	# damage the last chunk: --head 2 (first chunk only) still works, reading everything fails
+	/usr/bin/python3 -c 'import sys; f=bytearray(open(sys.argv[1],"rb").read()); f[-10]^=0xff; f[-20]^=0xff
+open(sys.argv[1],"wb").write(f)' s.ald
+	run fmt-inspect --head 2 s.ald
+	assert_success
+	assert_output "$(printf 'n  s\n1  row1\n2  row2')"
+	run fmt-convert --no-verify s.ald x.csv
+	assert_failure 4
+	[ ! -e x.csv ]
+	run fmt-convert --chunk-rows 0 long.csv y.ald
+	assert_failure 2
+	assert_output --partial "--chunk-rows takes a row count"
+}
+
+@test "--trueno-native is refused (not supported yet), nothing written" {
+	run fmt-convert --trueno-native in.csv out.ald
+	assert_failure 5
+	assert_output --partial "--trueno-native is not supported yet"
+	[ ! -e out.ald ]
+}
+
+@test "fmt-inspect --head, --stats, --schema as text and JSON" {
+	fmt-convert in.csv in.ald
+	run fmt-inspect --head 2 in.ald
+	assert_output "$(printf 'id  name  score  ok     when\n1   ann   0.5    true   2024-02-29T12:00:00Z\n2   b, c  null   false  null')"
+	run fmt-inspect --json --head 1 in.ald
+	assert_output '{"file":"in.ald","format":"ald","rows":[{"id":1,"name":"ann","score":0.5,"ok":true,"when":"2024-02-29T12:00:00Z"}]}'
+	run fmt-inspect --json --stats in.ald
+	assert_success
+	echo "$output" | /usr/bin/python3 -c 'import json,sys; c=json.load(sys.stdin)["columns"]
+assert c[0]=={"name":"id","type":"int64","count":3,"nulls":0,"min":1,"max":3,"mean":2.0}, c[0]
+assert c[1]["distinct"]==3 and c[1]["min_length"]==3 and c[1]["max_length"]==8, c[1]
+assert c[2]["nulls"]==1 and c[2]["max"]==0.5, c[2]
+assert c[4]["min"]=="1969-12-31T23:59:59.999Z" and c[4]["max"]=="2024-02-29T12:00:00Z", c[4]'
+	run fmt-inspect --stats in.ald
+	assert_line --index 0 "id: type=int64 count=3 nulls=0 min=1 max=3 mean=2.0"
+	run fmt-inspect --json --schema in.ald
+	assert_output --partial '{"name":"when","type":"timestamp","nullable":true,"unit":"ms","timezone":"UTC"}'
+	run fmt-inspect --head x in.ald
+	assert_failure 2
+	run fmt-inspect --tensors in.ald
+	assert_failure 2
+	assert_output --partial "are for models, not datasets"
+	run fmt-inspect --head 1 "$REPO_ROOT/tests/data/fixtures/apsim/example-signed-team-secret.apsim"
+	assert_failure 2
+	assert_output --partial "are for datasets, not models"
+}
+
+@test "Arrow IPC: file and stream written, read back, --from forces a reader" {
+	fmt-convert in.csv a.arrow
+	fmt-convert in.csv a.arrows
+	[ "$(head -c 6 a.arrow)" = ARROW1 ]
+	[ "$(tail -c 6 a.arrow)" = ARROW1 ]
+	[ "$(jq_field a.arrow arrow.ipc)" = '"file"' ]
+	[ "$(jq_field a.arrows arrow-stream.ipc)" = '"stream"' ]
+	fmt-convert a.arrow b.csv
+	cmp in.csv b.csv
+	# the same table through .ald gives the same Arrow bytes
+	fmt-convert in.csv c.ald
+	fmt-convert c.ald c.arrow
+	cmp a.arrow c.arrow
+	printf 'one\n1\n2\n' >one.csv
+	run fmt-convert one.csv x.ald
+	assert_failure 4
+	assert_output --partial "unrecognised format"
+	run fmt-convert --from csv one.csv x.ald
+	assert_success
+	run fmt-convert --from nosuch one.csv y.ald
+	assert_failure 2
+}
+
+@test "usage: dataset options with a model output, .ald to stdout, an existing output, --dry-run" {
+	run fmt-convert --compression lz4 in.csv out.safetensors
+	assert_failure 2
+	assert_output --partial "dataset options need a dataset output"
+	run fmt-convert in.csv - --to ald
+	assert_failure 2
+	assert_output --partial ".ald cannot be written to standard output"
+	touch exists.ald
+	run fmt-convert in.csv exists.ald
+	assert_failure 2
+	[ ! -s exists.ald ]
+	run fmt-convert --dry-run in.csv dry.ald
+	assert_success
+	assert_line --index 0 "in.csv (csv) -> dry.ald (ald), 3 rows"
+	[ ! -e dry.ald ]
+	run fmt-convert --json --dry-run in.csv dry.ald
+	assert_output --partial '"from":"csv","to":"ald","dry_run":true'
+	run fmt-convert "$EXAMPLE" "$EXAMPLE" --to ald -f
+	assert_failure 2
+}

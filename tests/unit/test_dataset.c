@@ -1,0 +1,66 @@
+/* The .ald helpers: CRC-32 variants (specs/ald.md §8 vectors), the card (§3 bytes), dataset
+ * type and compression names; text values for type inference. */
+#include <stdlib.h>
+#include "fmt/dataset.h"
+#include "unit.h"
+
+TEST(ald_crc_vectors_of_spec_8)
+{
+	CHECK_EQ_U64(fmt_crc32_ieee(0, "123456789", 9), 0xCBF43926u);
+	CHECK_EQ_U64(fmt_crc32_alimentar(0, "123456789", 9), 0xCBF43926u);
+	CHECK_EQ_U64(fmt_crc32_ieee(0, "!", 1), 0x9E6BFFD3u);
+	CHECK_EQ_U64(fmt_crc32_alimentar(0, "!", 1), 0x9E69FFD3u);
+	CHECK_EQ_U64(fmt_crc32_alimentar(0, "", 0), 0);
+	/* running values chain like zlib's */
+	CHECK_EQ_U64(fmt_crc32_alimentar(fmt_crc32_alimentar(0, "1234", 4), "56789", 5), 0xCBF43926u);
+}
+
+TEST(ald_card_upstream_array_bytes_of_spec_3)
+{
+	static const uint8_t want[] = { 0x97, 0xA4, 'i', 'r', 'i', 's', 0xA5, '1', '.', '0', '.', '0', 0xA3, 'M', 'I', 'T',
+		0x91, 0xA2, 'm', 'l', 0xC0, 0xC0, 0xB4, '2', '0', '2', '5', '-', '0', '1', '-', '0', '1', 'T', '0', '0', ':',
+		'0', '0', ':', '0', '0', 'Z' };
+	static const uint8_t empty[] = { 0x97, 0xC0, 0xC0, 0xC0, 0x90, 0xC0, 0xC0, 0xC0 };
+	json_error_t je;
+	json_t *card = json_loads("{\"name\":\"iris\",\"version\":\"1.0.0\",\"license\":\"MIT\",\"tags\":[\"ml\"],"
+				  "\"created_at\":\"2025-01-01T00:00:00Z\"}", 0, &je);
+	uint8_t *out;
+	size_t n;
+	fmt_err e;
+	CHECK(fmt_card_encode(card, NULL, 1, &out, &n, &e) == FMT_OK);
+	CHECK_EQ_U64(n, sizeof want);
+	CHECK(n == sizeof want && memcmp(out, want, n) == 0);
+	json_t *back;
+	const char *form;
+	CHECK(fmt_card_decode(out, n, &back, &form, &e) == FMT_OK);
+	CHECK_STR(form, "array");
+	CHECK(json_equal(back, card));
+	json_decref(back);
+	free(out);
+	CHECK(fmt_card_encode(NULL, NULL, 1, &out, &n, &e) == FMT_OK);
+	CHECK(n == sizeof empty && memcmp(out, empty, n) == 0);
+	free(out);
+	/* the map form carries sha256 after created_at, keys in the decisions table's order */
+	CHECK(fmt_card_encode(card, "ab", 0, &out, &n, &e) == FMT_OK);
+	CHECK_EQ_U64(out[0], 0x86);
+	CHECK(fmt_card_decode(out, n, &back, &form, &e) == FMT_OK);
+	CHECK_STR(form, "map");
+	CHECK_STR(json_string_value(json_object_get(back, "sha256")), "ab");
+	json_decref(back);
+	free(out);
+	json_decref(card);
+}
+
+TEST(ald_names)
+{
+	char names[512];
+	CHECK_EQ_U64(fmt_ald_type_by_name("image_classification"), 0x20);
+	CHECK_STR(fmt_ald_type_name(0xFF), "custom");
+	CHECK(fmt_ald_type_name(0x77) == NULL);
+	CHECK(fmt_ald_type_by_name("nosuch") == -1);
+	fmt_ald_type_names(names, sizeof names);
+	CHECK(strncmp(names, "tabular, time_series, graph, spatial, text_corpus", 49) == 0);
+	CHECK_EQ_U64(fmt_ald_compression_by_name("zstd-max"), 2);
+	CHECK_STR(fmt_ald_compression_name(3), "lz4");
+	CHECK(fmt_ald_compression_by_name("gzip") == -1);
+}

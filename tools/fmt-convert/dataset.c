@@ -1,0 +1,123 @@
+/* fmt-convert for datasets: open the input as a table (CSV, JSON Lines, Arrow IPC, .ald),
+ * check its integrity layers, and stream its batches into the output's table driver. */
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/arrow.h"
+#include "fmt/io.h"
+#include "fmt/out.h"
+#include "convert.h"
+
+#define TOOL "fmt-convert"
+
+static fmt_kind load_json(const char *path, const char *what, json_t **out, fmt_err *e)
+{
+	char *text;
+	size_t n;
+	json_error_t je;
+	fmt_kind k = fmt_read_file(path, 16u << 20, &text, &n, e);
+	if (k != FMT_OK)
+		return k;
+	*out = json_loadb(text, n, JSON_REJECT_DUPLICATES, &je);
+	free(text);
+	if (!*out || !json_is_object(*out)) {
+		json_decref(*out);
+		*out = NULL;
+		fmt_err_file(e, path);
+		return fmt_fail(e, FMT_USAGE, "%s: not a JSON object (line %d: %s)", what, je.line,
+				*je.text ? je.text : "an object is expected");
+	}
+	return FMT_OK;
+}
+
+static void print_schema(FILE *f, const fmt_schema *s)
+{
+	for (size_t i = 0; i < s->n_fields; i++) {
+		char type[256];
+		fmt_field_type_name(&s->fields[i], type, sizeof type);
+		fprintf(f, "  ");
+		fmt_out_escaped(f, s->fields[i].name, strlen(s->fields[i].name));
+		fprintf(f, "  %s%s\n", type, s->fields[i].nullable ? "" : "  not null");
+	}
+}
+
+static void report(const char *input, const char *output, const fmt_table *t, const convert_opts *o,
+		   int dry_run)
+{
+	if (o->json) {
+		json_t *r = json_object();
+		json_object_set_new(r, "input", json_string(input));
+		json_object_set_new(r, "output", json_string(output));
+		json_object_set_new(r, "from", json_string(t->driver->name));
+		json_object_set_new(r, "to", json_string(o->table_to->name));
+		json_object_set_new(r, "dry_run", json_boolean(dry_run));
+		json_object_set_new(r, "schema", fmt_schema_json(&t->schema));
+		if (t->n_rows != FMT_ROWS_UNKNOWN)
+			json_object_set_new(r, "rows", fmt_json_u64(t->n_rows));
+		fmt_json_line(stdout, r);
+		json_decref(r);
+		return;
+	}
+	FILE *f = dry_run ? stdout : stderr;
+	fprintf(f, "%s (%s) -> %s (%s)", input, t->driver->name, output, o->table_to->name);
+	if (t->n_rows != FMT_ROWS_UNKNOWN)
+		fprintf(f, ", %llu rows", (unsigned long long)t->n_rows);
+	fprintf(f, "\n");
+	print_schema(f, &t->schema);
+}
+
+fmt_kind convert_dataset(const char *input, const char *output, const convert_opts *o, fmt_err *e)
+{
+	fmt_dataset_opts d = o->dataset;
+	json_t *schema = NULL, *card = NULL;
+	fmt_table t;
+	fmt_kind k = fmt_check_distinct(input, output, e);
+	if (k == FMT_OK && o->schema_file && (k = load_json(o->schema_file, "--schema", &schema, e)) == FMT_OK)
+		d.schema = schema;
+	if (k == FMT_OK && o->card_file && (k = load_json(o->card_file, "--card", &card, e)) == FMT_OK) {
+		if ((k = fmt_card_check(card, e)) != FMT_OK)
+			fmt_err_file(e, o->card_file);
+		d.card = card;
+	}
+	if (k == FMT_OK)
+		k = fmt_table_open_opts(&t, input, o->table_from, &d, e);
+	if (k != FMT_OK) {
+		json_decref(schema);
+		json_decref(card);
+		return k;
+	}
+	if (!o->no_verify)
+		k = fmt_table_verify(&t, NULL, e);
+	const fmt_field *u = fmt_schema_unsupported(&t.schema);
+	if (k == FMT_OK && u)
+		k = fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert", u->name,
+			     u->type_name);
+	for (size_t i = 0; k == FMT_OK && o->table_to->can_hold && i < t.schema.n_fields; i++) {
+		char type[256];
+		fmt_field_type_name(&t.schema.fields[i], type, sizeof type);
+		if (!o->table_to->can_hold(&t.schema.fields[i]))
+			k = fmt_fail(e, FMT_UNSUPPORTED, "column '%s': %s cannot hold %s", t.schema.fields[i].name,
+				     o->table_to->name, type);
+	}
+	if (k == FMT_OK && o->dry_run) {
+		report(input, output, &t, o, 1);
+	} else if (k == FMT_OK) {
+		fmt_sink sink;
+		fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->threads };
+		k = fmt_sink_open(&sink, output, wo.sink_flags, e);
+		if (k == FMT_OK) {
+			k = o->table_to->write(&t, &sink, &wo, e);
+			if (k == FMT_OK)
+				k = fmt_sink_commit(&sink, e);
+			else
+				fmt_sink_abort(&sink);
+		}
+		if (k == FMT_OK && (o->verbose || o->json))
+			report(input, output, &t, o, 0);
+	}
+	if (k != FMT_OK && !e->file[0])
+		fmt_err_file(e, input);
+	fmt_table_free(&t);
+	json_decref(schema);
+	json_decref(card);
+	return k;
+}

@@ -1,0 +1,436 @@
+/* fmt-inspect for datasets: the format's facts (for .ald: header fields, card, flags, CRC
+ * kind, blocks), the schema, rows; --schema, --head N (only the batches, and for a STREAMING
+ * .ald the chunks, that hold them are decoded) and --stats per column. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+#include "fmt/arrow.h"
+#include "fmt/cell.h"
+#include "fmt/checked.h"
+#include "fmt/out.h"
+#include "inspect.h"
+
+#define DISTINCT_CAP 10000
+#define CELL_WIDTH 32
+
+static void print_schema(FILE *out, const fmt_schema *s)
+{
+	fprintf(out, "schema (%zu columns):\n", s->n_fields);
+	for (size_t i = 0; i < s->n_fields; i++) {
+		char type[256];
+		fmt_field_type_name(&s->fields[i], type, sizeof type);
+		fprintf(out, "  ");
+		fmt_out_escaped(out, s->fields[i].name, strlen(s->fields[i].name));
+		fprintf(out, "  %s%s%s\n", type, s->fields[i].nullable ? "" : "  not null",
+			s->fields[i].type == FMT_C_OTHER ? "  (not converted by fmtkit)" : "");
+	}
+}
+
+/* The describe object as "key: value" lines (nested objects indented). */
+static void print_facts(FILE *out, json_t *o, int depth)
+{
+	const char *key;
+	json_t *v;
+	json_object_foreach(o, key, v) {
+		fprintf(out, "%*s%s:", 2 * depth, "", key);
+		if (json_is_object(v) && json_object_size(v)) {
+			fprintf(out, "\n");
+			print_facts(out, v, depth + 1);
+			continue;
+		}
+		char *text = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		fprintf(out, " ");
+		if (json_is_string(v))
+			fmt_out_escaped(out, json_string_value(v), json_string_length(v));
+		else if (text)
+			fmt_out_escaped(out, text, strlen(text));
+		fprintf(out, "\n");
+		free(text);
+	}
+}
+
+static fmt_kind summary(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err *e)
+{
+	json_t *facts = t->driver->describe ? t->driver->describe(t) : json_object();
+	if (!facts)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	if (o->json) {
+		json_t *r = json_object();
+		json_object_set_new(r, "file", fmt_json_string(t->path, strlen(t->path)));
+		json_object_set_new(r, "format", json_string(t->driver->name));
+		json_object_set_new(r, "rows", t->n_rows == FMT_ROWS_UNKNOWN ? json_null() : fmt_json_u64(t->n_rows));
+		json_object_set_new(r, "columns", json_integer((json_int_t)t->schema.n_fields));
+		json_object_set_new(r, "schema", fmt_schema_json(&t->schema));
+		json_object_set_new(r, t->driver->name, facts);
+		int bad = out && fmt_json_line(out, r);
+		json_decref(r);
+		return bad ? fmt_fail(e, FMT_IO, "cannot write to standard output") : FMT_OK;
+	}
+	if (out) {
+		fprintf(out, "file: ");
+		fmt_out_escaped(out, t->path, strlen(t->path));
+		fprintf(out, "\nformat: %s\n", t->driver->name);
+		if (t->n_rows != FMT_ROWS_UNKNOWN)
+			fprintf(out, "rows: %llu\n", (unsigned long long)t->n_rows);
+		print_facts(out, facts, 0);
+		print_schema(out, &t->schema);
+	}
+	json_decref(facts);
+	return FMT_OK;
+}
+
+static fmt_kind schema_only(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err *e)
+{
+	if (!out)
+		return FMT_OK;
+	if (!o->json) {
+		print_schema(out, &t->schema);
+		return FMT_OK;
+	}
+	json_t *r = json_object();
+	json_object_set_new(r, "file", fmt_json_string(t->path, strlen(t->path)));
+	json_object_set_new(r, "format", json_string(t->driver->name));
+	json_object_set_new(r, "schema", fmt_schema_json(&t->schema));
+	int bad = fmt_json_line(out, r);
+	json_decref(r);
+	return bad ? fmt_fail(e, FMT_IO, "cannot write to standard output") : FMT_OK;
+}
+
+/* Text cells: at most CELL_WIDTH characters shown, control characters escaped by the printer. */
+static void print_cell(FILE *out, const char *s, size_t n, int width, int last)
+{
+	size_t shown = n > CELL_WIDTH ? CELL_WIDTH : n;
+	fmt_out_escaped(out, s, shown);
+	if (shown < n)
+		fputs("…", out);
+	if (!last)
+		fprintf(out, "%*s", (int)(width - (int)(shown + (shown < n))) + 2, "");
+}
+
+static fmt_kind head(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err *e)
+{
+	const fmt_schema *s = &t->schema;
+	fmt_sb text = { 0 }, scratch = { 0 };
+	uint64_t left = o->head;
+	size_t n_cols = s->n_fields;
+	char ***cells = NULL;     /* text mode: rows of cell strings */
+	uint64_t n_rows = 0;
+	fmt_kind k = FMT_OK;
+	if (o->json) {
+		fmt_sb_puts(&text, "{\"file\":");
+		fmt_sb_json_str(&text, t->path, strlen(t->path));
+		fmt_sb_puts(&text, ",\"format\":");
+		fmt_sb_json_str(&text, t->driver->name, strlen(t->driver->name));
+		fmt_sb_puts(&text, ",\"rows\":[");
+	} else {
+		cells = calloc(o->head ? o->head : 1, sizeof *cells);
+		if (!cells)
+			return fmt_fail(e, FMT_IO, "out of memory");
+	}
+	while (left > 0 && k == FMT_OK) {
+		fmt_batch b;
+		int done;
+		if ((k = fmt_table_next(t, &b, &done, e)) != FMT_OK)
+			break;
+		if (done) {
+			fmt_batch_free(&b);
+			break;
+		}
+		for (uint64_t r = 0; r < b.n_rows && left > 0; r++, left--, n_rows++) {
+			if (o->json) {
+				if (n_rows)
+					fmt_sb_put(&text, ",", 1);
+				fmt_row_json_text(s, &b, r, &text, &scratch);
+				continue;
+			}
+			cells[n_rows] = calloc(n_cols ? n_cols : 1, sizeof **cells);
+			for (size_t c = 0; cells[n_rows] && c < n_cols; c++) {
+				scratch.len = 0;
+				if (fmt_column_is_null(&b.columns[c], r))
+					fmt_sb_puts(&scratch, "null");
+				else
+					fmt_cell_text(&s->fields[c], &b.columns[c], r, &scratch);
+				cells[n_rows][c] = strndup(scratch.p ? scratch.p : "", scratch.len);
+			}
+		}
+		fmt_batch_free(&b);
+	}
+	if (k == FMT_OK && out) {
+		if (o->json) {
+			fmt_sb_puts(&text, "]}\n");
+			if (text.oom)
+				k = fmt_fail(e, FMT_IO, "out of memory");
+			else
+				fwrite(text.p, 1, text.len, out);
+		} else {
+			int *width = calloc(n_cols ? n_cols : 1, sizeof *width);
+			for (size_t c = 0; width && c < n_cols; c++) {
+				size_t w = strlen(s->fields[c].name);
+				for (uint64_t r = 0; r < n_rows; r++)
+					if (cells[r] && cells[r][c] && strlen(cells[r][c]) > w)
+						w = strlen(cells[r][c]);
+				width[c] = (int)(w > CELL_WIDTH ? CELL_WIDTH + 1 : w);
+			}
+			for (size_t c = 0; width && c < n_cols; c++)
+				print_cell(out, s->fields[c].name, strlen(s->fields[c].name), width[c], c + 1 == n_cols);
+			fprintf(out, "\n");
+			for (uint64_t r = 0; width && r < n_rows; r++) {
+				for (size_t c = 0; cells[r] && c < n_cols; c++) {
+					const char *v = cells[r][c] ? cells[r][c] : "";
+					print_cell(out, v, strlen(v), width[c], c + 1 == n_cols);
+				}
+				fprintf(out, "\n");
+			}
+			free(width);
+		}
+	}
+	for (uint64_t r = 0; cells && r < n_rows; r++) {
+		for (size_t c = 0; cells[r] && c < n_cols; c++)
+			free(cells[r][c]);
+		free(cells[r]);
+	}
+	free(cells);
+	fmt_sb_free(&text);
+	fmt_sb_free(&scratch);
+	return k;
+}
+
+/* ---- --stats ---- */
+
+typedef struct col_stats {
+	uint64_t count, nulls, n;   /* n: values counted in the numeric aggregates */
+	double min, max, sum;
+	int64_t imin, imax;         /* integers, dates and timestamps: exact */
+	uint64_t umin, umax;
+	uint64_t *hashes;           /* strings: distinct values seen, up to DISTINCT_CAP */
+	size_t n_hashes;
+	int capped;
+	uint64_t min_len, max_len;
+} col_stats;
+
+static void add_hash(col_stats *st, uint64_t h)
+{
+	/* open addressing in a table of 2 * DISTINCT_CAP slots; 0 marks a free slot */
+	size_t slots = 2 * DISTINCT_CAP;
+	if (!h)
+		h = 1;
+	for (size_t i = h % slots;; i = (i + 1) % slots) {
+		if (st->hashes[i] == h)
+			return;
+		if (!st->hashes[i]) {
+			if (st->n_hashes == DISTINCT_CAP) {
+				st->capped = 1;
+				return;
+			}
+			st->hashes[i] = h;
+			st->n_hashes++;
+			return;
+		}
+	}
+}
+
+static void stats_add(col_stats *st, const fmt_field *f, const fmt_column *c, uint64_t r)
+{
+	st->count++;
+	if (fmt_column_is_null(c, r)) {
+		st->nulls++;
+		return;
+	}
+	const uint8_t *p;
+	size_t len;
+	switch (f->type) {
+	case FMT_C_UTF8: case FMT_C_LARGE_UTF8: case FMT_C_BINARY:
+		fmt_column_bytes(c, f->type, r, &p, &len);
+		if (st->hashes)
+			add_hash(st, XXH3_64bits(p, len));
+		if (st->n++ == 0 || len < st->min_len)
+			st->min_len = len;
+		if (len > st->max_len)
+			st->max_len = len;
+		return;
+	case FMT_C_FIXED_SIZE_LIST: case FMT_C_OTHER:
+		return;
+	case FMT_C_I8: case FMT_C_I16: case FMT_C_I32: case FMT_C_I64: case FMT_C_DATE32: case FMT_C_TIMESTAMP: {
+		size_t w = fmt_ctype_width(f->type);
+		int64_t v = w == 8 ? (int64_t)fmt_rd_u64(c->values + 8 * r) : (int64_t)fmt_cell_number(f, c, r);
+		if (st->n == 0 || v < st->imin)
+			st->imin = v;
+		if (st->n == 0 || v > st->imax)
+			st->imax = v;
+		st->sum += (double)v;
+		st->n++;
+		return;
+	}
+	case FMT_C_U8: case FMT_C_U16: case FMT_C_U32: case FMT_C_U64: {
+		uint64_t v = f->type == FMT_C_U64 ? fmt_rd_u64(c->values + 8 * r) : (uint64_t)fmt_cell_number(f, c, r);
+		if (st->n == 0 || v < st->umin)
+			st->umin = v;
+		if (st->n == 0 || v > st->umax)
+			st->umax = v;
+		st->sum += (double)v;
+		st->n++;
+		return;
+	}
+	default: {
+		double v = fmt_cell_number(f, c, r);
+		if (isnan(v))
+			return;
+		if (st->n == 0 || v < st->min)
+			st->min = v;
+		if (st->n == 0 || v > st->max)
+			st->max = v;
+		st->sum += v;
+		st->n++;
+	}
+	}
+}
+
+/* A value of f's type from raw little-endian bytes, as text (dates and timestamps). */
+static json_t *typed_text(const fmt_field *f, int64_t v)
+{
+	uint8_t raw[8];
+	fmt_wr_u64(raw, (uint64_t)v);
+	fmt_column c = { .values = raw, .values_len = 8 };
+	fmt_sb b = { 0 };
+	fmt_cell_text(f, &c, 0, &b);
+	json_t *s = json_stringn(b.p ? b.p : "", b.len);
+	fmt_sb_free(&b);
+	return s;
+}
+
+static json_t *stats_json(const fmt_field *f, const col_stats *st)
+{
+	json_t *o = json_object();
+	char type[256], num[64];
+	fmt_field_type_name(f, type, sizeof type);
+	json_object_set_new(o, "name", json_string(f->name));
+	json_object_set_new(o, "type", json_string(type));
+	json_object_set_new(o, "count", fmt_json_u64(st->count));
+	json_object_set_new(o, "nulls", fmt_json_u64(st->nulls));
+	if (!st->n)
+		return o;
+	switch (f->type) {
+	case FMT_C_UTF8: case FMT_C_LARGE_UTF8: case FMT_C_BINARY:
+		json_object_set_new(o, "distinct", fmt_json_u64(st->n_hashes));
+		if (st->capped)
+			json_object_set_new(o, "distinct_capped", json_true());
+		json_object_set_new(o, "min_length", fmt_json_u64(st->min_len));
+		json_object_set_new(o, "max_length", fmt_json_u64(st->max_len));
+		return o;
+	case FMT_C_DATE32: case FMT_C_TIMESTAMP:
+		json_object_set_new(o, "min", typed_text(f, st->imin));
+		json_object_set_new(o, "max", typed_text(f, st->imax));
+		return o;
+	case FMT_C_I8: case FMT_C_I16: case FMT_C_I32: case FMT_C_I64:
+		json_object_set_new(o, "min", json_integer(st->imin));
+		json_object_set_new(o, "max", json_integer(st->imax));
+		break;
+	case FMT_C_U8: case FMT_C_U16: case FMT_C_U32: case FMT_C_U64:
+		json_object_set_new(o, "min", fmt_json_u64(st->umin));
+		json_object_set_new(o, "max", fmt_json_u64(st->umax));
+		break;
+	default:
+		fmt_shortest_double(st->min, FMT_C_F64, num, sizeof num);
+		json_object_set_new(o, "min", isfinite(st->min) ? json_real(strtod(num, NULL)) : json_string(num));
+		fmt_shortest_double(st->max, FMT_C_F64, num, sizeof num);
+		json_object_set_new(o, "max", isfinite(st->max) ? json_real(strtod(num, NULL)) : json_string(num));
+	}
+	double mean = st->sum / (double)st->n;
+	json_object_set_new(o, "mean", isfinite(mean) ? json_real(mean) : json_null());
+	return o;
+}
+
+static void print_stats_text(FILE *out, json_t *cols)
+{
+	size_t i;
+	json_t *c;
+	json_array_foreach(cols, i, c) {
+		const char *key;
+		json_t *v;
+		int first = 1;
+		json_object_foreach(c, key, v) {
+			if (!strcmp(key, "name")) {
+				fmt_out_escaped(out, json_string_value(v), json_string_length(v));
+				fprintf(out, ":");
+				continue;
+			}
+			char *text = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY |
+									     JSON_REAL_PRECISION(10));
+			fprintf(out, "%s %s=", first ? "" : "", key);
+			if (json_is_string(v))
+				fmt_out_escaped(out, json_string_value(v), json_string_length(v));
+			else if (text)
+				fputs(text, out);
+			free(text);
+			first = 0;
+		}
+		fprintf(out, "\n");
+	}
+}
+
+static fmt_kind stats(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err *e)
+{
+	const fmt_schema *s = &t->schema;
+	size_t n = s->n_fields;
+	col_stats *st = calloc(n ? n : 1, sizeof *st);
+	fmt_kind k = FMT_OK;
+	if (!st)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; i < n && k == FMT_OK; i++) {
+		fmt_ctype ty = s->fields[i].type;
+		if ((ty == FMT_C_UTF8 || ty == FMT_C_LARGE_UTF8 || ty == FMT_C_BINARY) &&
+		    !(st[i].hashes = calloc(2 * DISTINCT_CAP, sizeof *st[i].hashes)))
+			k = fmt_fail(e, FMT_IO, "out of memory");
+	}
+	while (k == FMT_OK) {
+		fmt_batch b;
+		int done;
+		if ((k = fmt_table_next(t, &b, &done, e)) != FMT_OK || done) {
+			fmt_batch_free(&b);
+			break;
+		}
+		for (size_t i = 0; i < n; i++)
+			for (uint64_t r = 0; r < b.n_rows; r++)
+				stats_add(&st[i], &s->fields[i], &b.columns[i], r);
+		fmt_batch_free(&b);
+	}
+	if (k == FMT_OK && out) {
+		json_t *cols = json_array();
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(cols, stats_json(&s->fields[i], &st[i]));
+		if (o->json) {
+			json_t *r = json_object();
+			json_object_set_new(r, "file", fmt_json_string(t->path, strlen(t->path)));
+			json_object_set_new(r, "format", json_string(t->driver->name));
+			json_object_set_new(r, "columns", cols);
+			if (fmt_json_line(out, r))
+				k = fmt_fail(e, FMT_IO, "cannot write to standard output");
+			json_decref(r);
+		} else {
+			print_stats_text(out, cols);
+			json_decref(cols);
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		free(st[i].hashes);
+	free(st);
+	return k;
+}
+
+fmt_kind inspect_dataset(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err *e)
+{
+	if (o->tensor || o->model_sections)
+		return fmt_fail(e, FMT_USAGE, "--tensor, --tensors, --metadata and --tree are for models, not datasets");
+	if (o->schema)
+		return schema_only(out, t, o, e);
+	fmt_kind k;
+	if (o->head_given)
+		return head(out, t, o, e);
+	/* the whole report checks the integrity layers (the CRC of an .ald) and names them */
+	if ((k = fmt_table_verify(t, NULL, e)) != FMT_OK)
+		return k;
+	if (o->stats)
+		return stats(out, t, o, e);
+	return summary(out, t, o, e);
+}
