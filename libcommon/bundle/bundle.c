@@ -2,10 +2,9 @@
  * while streaming through it, unpack one so that nothing is left behind unless every member
  * verified. libarchive does the tar and zstd work; this file decides what is allowed.
  *
- * Unpack writes every member to an atomic sink (a temporary file), finished (synced and
- * closed: no descriptor or buffer held) as soon as its digest has verified, and commits them
- * all once the last member has verified; a signal before leaves no temporary file, whatever
- * the number of members. */
+ * Unpack extracts every member into a private staging directory (fmt/stagedir.h) made beside
+ * the destination, checks it there (digests; with a key, the signature of the set and that it
+ * covers every member), and only then moves the members into place together. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
@@ -19,8 +18,10 @@
 #include "fmt/bundle.h"
 #include "fmt/checked.h"
 #include "fmt/io.h"
+#include "fmt/out.h"
 #include "fmt/progress.h"
 #include "fmt/registry.h"
+#include "fmt/stagedir.h"
 #include "fmt/version.h"
 
 #define NM "'%.200s'"
@@ -70,8 +71,10 @@ static const char *unsafe_member(const char *name)
 	if (strcmp(name, ".") == 0)
 		return "is '.'";
 	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-		if (*p < 0x20 || *p == 0x7F || *p == '\\')
+		if (*p < 0x20 || *p == 0x7F || *p == '\\' || (p[0] == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F))
 			return "contains a control character or a backslash";
+	if (!fmt_utf8_valid(name, strlen(name)))
+		return "is not valid UTF-8";
 	return NULL;
 }
 
@@ -284,8 +287,23 @@ static fmt_kind read_manifest(reader *r, fmt_bundle_info *b, fmt_err *e)
 	return k;
 }
 
-/* Stream one member's data through SHA-256 (and into k when extracting), then compare. */
-static fmt_kind stream_member(reader *r, const fmt_bundle_member *mb, fmt_sink *k, fmt_err *e)
+static fmt_kind write_fd(int fd, const uint8_t *p, size_t n, const char *name, fmt_err *e)
+{
+	while (n > 0) {
+		ssize_t put = write(fd, p, n);
+		if (put < 0 && errno == EINTR)
+			continue;
+		if (put < 0)
+			return fmt_fail(e, FMT_IO, "member " NM ": write: %s", name, strerror(errno));
+		p += put;
+		n -= (size_t)put;
+	}
+	return FMT_OK;
+}
+
+/* Stream one member's data through SHA-256 (and into out when extracting, out >= 0), then
+ * compare. */
+static fmt_kind stream_member(reader *r, const fmt_bundle_member *mb, int out, fmt_err *e)
 {
 	fmt_sha256 h;
 	uint64_t got = 0;
@@ -307,8 +325,8 @@ static fmt_kind stream_member(reader *r, const fmt_bundle_member *mb, fmt_sink *
 				      mb->name, (unsigned long long)mb->size);
 		if (rc == FMT_OK)
 			rc = fmt_sha256_update(&h, buf, n, e);
-		if (rc == FMT_OK && k)
-			rc = fmt_sink_write(k, buf, n, e);
+		if (rc == FMT_OK && out >= 0)
+			rc = write_fd(out, buf, n, mb->name, e);
 	}
 	uint8_t digest[FMT_SHA256_LEN];
 	char hex[FMT_SHA256_HEX + 1];
@@ -327,12 +345,25 @@ static fmt_kind stream_member(reader *r, const fmt_bundle_member *mb, fmt_sink *
 	return FMT_OK;
 }
 
-/* Extraction state: one sink per manifest member, opened when the member arrives. */
+/* Extraction: every member into the staging directory (whose names are the manifest's, in
+ * its order); synced when it is to be committed. */
 typedef struct extract {
-	const char *dir;
-	fmt_sink *sinks;
-	unsigned char *open;
+	fmt_stagedir *stage;
+	int sync;
 } extract;
+
+static fmt_kind extract_member(reader *r, const fmt_bundle_member *mb, size_t i, extract *x, fmt_err *e)
+{
+	int fd = fmt_stagedir_create_file(x->stage, i, e);
+	if (fd < 0)
+		return e->kind;
+	fmt_kind k = stream_member(r, mb, fd, e);
+	if (k == FMT_OK && x->sync && fsync(fd) != 0)
+		k = fmt_fail(e, FMT_IO, "member " NM ": fsync: %s", mb->name, strerror(errno));
+	if (close(fd) != 0 && k == FMT_OK)
+		k = fmt_fail(e, FMT_IO, "member " NM ": close: %s", mb->name, strerror(errno));
+	return k;
+}
 
 static char *join_path(const char *dir, const char *name)
 {
@@ -373,20 +404,7 @@ static fmt_kind walk_members(reader *r, const fmt_bundle_info *b, extract *x, fm
 				     (long long)archive_entry_size(ent), (unsigned long long)mb->size);
 			break;
 		}
-		fmt_sink *sink = NULL;
-		if (x) {
-			char *path = join_path(x->dir, mb->name);
-			k = path ? fmt_sink_open(&x->sinks[i], path, FMT_SINK_FORCE, e)
-				 : fmt_fail(e, FMT_IO, "out of memory");
-			free(path);
-			if (k != FMT_OK)
-				break;
-			x->open[i] = 1;
-			sink = &x->sinks[i];
-		}
-		k = stream_member(r, mb, sink, e);
-		if (k == FMT_OK && sink)
-			k = fmt_sink_finish(sink, e);
+		k = x ? extract_member(r, mb, i, x, e) : stream_member(r, mb, -1, e);
 	}
 	for (size_t i = 0; i < b->n_members && k == FMT_OK; i++)
 		if (!seen[i])
@@ -458,57 +476,105 @@ static fmt_kind refuse_existing(const fmt_bundle_info *b, const char *dir, fmt_e
 	return FMT_OK;
 }
 
-/* Commit every sink; if one fails, remove the members already renamed and abort the rest. */
-static fmt_kind commit_all(const fmt_bundle_info *b, extract *x, fmt_err *e)
-{
-	size_t done = 0;
-	fmt_kind k = FMT_OK;
-	for (; done < b->n_members && k == FMT_OK; done++) {
-		k = fmt_sink_commit(&x->sinks[done], e);
-		x->open[done] = 0;
-	}
-	if (k == FMT_OK)
-		return FMT_OK;
-	for (size_t i = 0; i + 1 < done; i++) {
-		char *path = join_path(x->dir, b->members[i].name);
-		if (path)
-			unlink(path);
-		free(path);
-	}
-	return k;
-}
+static const char *base_name(const char *path);
 
-static fmt_kind extract_all(reader *r, const fmt_bundle_info *b, const char *dir, unsigned flags,
-			    int *created, fmt_err *e)
+/* With a key, the set inside must verify in the staging directory and its signature must cover
+ * every member: the file that opens the set and every file it opened (their digests are what
+ * the signature binds). Anything else in the bundle, even with a matching manifest digest, is
+ * unsigned content and refused, named. */
+static fmt_kind check_signed(const fmt_bundle_info *b, fmt_stagedir *stage, const fmt_verify_opts *vo,
+			     char *where, size_t where_len, fmt_err *e)
 {
-	extract x = { .dir = dir };
-	fmt_kind k = prepare_dir(dir, created, e);
+	const char *entry = fmt_bundle_entry(b);
+	if (!entry)
+		return fmt_fail(e, FMT_SIGNATURE, "bundle of " NM " has no member that opens a signed set",
+				b->format ? b->format : "?");
+	size_t ei = (size_t)(find_member(b, entry) - b->members);
+	snprintf(where, where_len, "member %s", entry);
+	char *path = fmt_stagedir_file_path(stage, ei);
+	if (!path)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	fmt_model m;
+	fmt_kind k = fmt_model_open(&m, path, NULL, e);
+	free(path);
 	if (k != FMT_OK)
 		return k;
-	if (!(flags & FMT_SINK_FORCE) && (k = refuse_existing(b, dir, e)) != FMT_OK)
-		return k;
-	x.sinks = calloc(b->n_members ? b->n_members : 1, sizeof *x.sinks);
-	x.open = calloc(b->n_members ? b->n_members : 1, 1);
-	if (!x.sinks || !x.open)
+	k = fmt_model_verify(&m, vo, e);
+	unsigned char *covered = calloc(b->n_members ? b->n_members : 1, 1);
+	if (k == FMT_OK && !covered)
 		k = fmt_fail(e, FMT_IO, "out of memory");
-	if (k == FMT_OK)
-		k = walk_members(r, b, &x, e);
-	if (k == FMT_OK)
-		k = commit_all(b, &x, e);
-	for (size_t i = 0; x.open && i < b->n_members; i++)
-		if (x.open[i])
-			fmt_sink_abort(&x.sinks[i]);
-	free(x.sinks);
-	free(x.open);
+	if (k == FMT_OK) {
+		covered[ei] = 1;
+		for (size_t i = 0; i < m.n_sources; i++) {
+			const fmt_bundle_member *mb = find_member(b, base_name(m.sources[i].path));
+			if (mb)
+				covered[mb - b->members] = 1;
+		}
+	}
+	for (size_t i = 0; k == FMT_OK && i < b->n_members; i++)
+		if (!covered[i]) {
+			snprintf(where, where_len, "member %s", b->members[i].name);
+			k = fmt_fail(e, FMT_SIGNATURE,
+				     "member " NM " is not covered by the verified signature of " NM
+				     " (with a key, a bundle may hold only the signed set)",
+				     b->members[i].name, entry);
+		}
+	free(covered);
+	fmt_model_free(&m);
 	return k;
 }
 
-fmt_kind fmt_bundle_unpack(const char *bundle_path, const char *dir, unsigned flags,
+/* Extract into a fresh staging directory in parent, check, and commit into dir (NULL: only
+ * check). */
+static fmt_kind extract_checked(reader *r, const fmt_bundle_info *b, const char *parent, const char *dir,
+				unsigned flags, const fmt_verify_opts *vo, char *where, size_t where_len,
+				fmt_err *e)
+{
+	const char **names = calloc(b->n_members ? b->n_members : 1, sizeof *names);
+	if (!names)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; i < b->n_members; i++)
+		names[i] = b->members[i].name;
+	fmt_stagedir stage;
+	fmt_kind k = fmt_stagedir_create(&stage, parent, dir ? ".fmtkit-unpack-" : "fmtkit-bundle-", names,
+					 b->n_members, e);
+	free(names);
+	if (k != FMT_OK)
+		return k;
+	extract x = { .stage = &stage, .sync = dir != NULL };
+	k = walk_members(r, b, &x, e);
+	if (k == FMT_OK && vo && !fmt_keyset_empty(&vo->keys))
+		k = check_signed(b, &stage, vo, where, where_len, e);
+	if (k == FMT_OK && dir) {
+		/* Members get the mode a plain creat() would give them, as other outputs do. */
+		mode_t mask = umask(0);
+		umask(mask);
+		for (size_t i = 0; k == FMT_OK && i < b->n_members; i++)
+			if (fchmodat(stage.fd, b->members[i].name, 0666 & ~mask, 0) != 0)
+				k = fmt_fail(e, FMT_IO, "member " NM ": chmod: %s", b->members[i].name, strerror(errno));
+		if (k == FMT_OK)
+			k = fmt_stagedir_commit(&stage, dir, (flags & FMT_SINK_FORCE) != 0, e);
+	}
+	fmt_stagedir_remove(&stage);
+	return k;
+}
+
+/* The failure names the bundle, and the member when one is to blame. */
+static void name_failure(fmt_err *e, const char *bundle_path, const char *where)
+{
+	if (where[0])
+		snprintf(e->file, sizeof e->file, "%s (%s)", bundle_path, where);
+	else
+		fmt_err_file(e, bundle_path);
+}
+
+fmt_kind fmt_bundle_unpack(const char *bundle_path, const char *dir, unsigned flags, const fmt_verify_opts *vo,
 			   fmt_bundle_info *info, fmt_err *e)
 {
 	fmt_bundle_info b;
 	reader r;
 	int created = 0;
+	char where[512] = "";
 	memset(&b, 0, sizeof b);
 	fmt_kind k = reader_open(&r, bundle_path, READ_BLOCK, e);
 	if (k != FMT_OK) {
@@ -516,17 +582,52 @@ fmt_kind fmt_bundle_unpack(const char *bundle_path, const char *dir, unsigned fl
 		return k;
 	}
 	k = read_manifest(&r, &b, e);
-	if (k != FMT_OK) {
-		fmt_err_file(e, bundle_path);
-	} else {
-		fmt_meter_planned(b.total_bytes);
-		k = extract_all(&r, &b, dir, flags, &created, e);
+	if (k == FMT_OK)
+		k = prepare_dir(dir, &created, e);
+	if (k == FMT_OK) {
+		fmt_meter_planned(b.total_bytes); /* hashed while extracted */
+		if (vo && !fmt_keyset_empty(&vo->keys))
+			fmt_meter_planned(b.total_bytes); /* and by the set's verification */
 	}
-	if (k != FMT_OK)
+	if (k == FMT_OK && !(flags & FMT_SINK_FORCE))
+		k = refuse_existing(&b, dir, e);
+	if (k == FMT_OK) {
+		k = extract_checked(&r, &b, dir, dir, flags, vo, where, sizeof where, e);
+		if (k != FMT_OK)
+			name_failure(e, bundle_path, where);
+	} else {
 		fmt_err_file(e, bundle_path);
+	}
 	reader_close(&r);
 	if (k != FMT_OK && created)
 		rmdir(dir);
+	if (k == FMT_OK && info)
+		*info = b;
+	else
+		fmt_bundle_info_free(&b);
+	return k;
+}
+
+fmt_kind fmt_bundle_check_signed(const char *bundle_path, const fmt_verify_opts *vo, fmt_bundle_info *info,
+				 fmt_err *e)
+{
+	fmt_bundle_info b;
+	reader r;
+	char where[512] = "";
+	const char *tmp = getenv("TMPDIR");
+	memset(&b, 0, sizeof b);
+	fmt_kind k = reader_open(&r, bundle_path, READ_BLOCK, e);
+	if (k == FMT_OK) {
+		k = read_manifest(&r, &b, e);
+		if (k == FMT_OK) {
+			fmt_meter_planned(b.total_bytes); /* hashed while extracted */
+			fmt_meter_planned(b.total_bytes); /* and by the set's verification */
+			k = extract_checked(&r, &b, tmp && *tmp ? tmp : "/tmp", NULL, 0, vo, where, sizeof where, e);
+		}
+		reader_close(&r);
+	}
+	if (k != FMT_OK)
+		name_failure(e, bundle_path, where);
 	if (k == FMT_OK && info)
 		*info = b;
 	else

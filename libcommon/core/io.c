@@ -355,6 +355,11 @@ static void test_stop_hook(test_stop *t)
 		raise(SIGSTOP);
 }
 
+void fmt_test_stop_hook(void)
+{
+	test_stop_hook(&stop_at_sink);
+}
+
 #define SINK_BUF_SIZE (1u << 20)
 
 static char *dir_of(const char *path)

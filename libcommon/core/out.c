@@ -120,9 +120,98 @@ json_t *fmt_json_u64(uint64_t v)
 	return json_string(text);
 }
 
+/* JSON allows DEL and the C1 controls (U+0080-U+009F) raw inside strings, and jansson writes
+ * them so; a terminal acts on them (U+009B is CSI). They are written as \u escapes, which in
+ * JSON text can only be inside strings, where they mean the same. */
+typedef struct json_out {
+	FILE *f;
+	char *buf;                   /* or into a growing string */
+	size_t len, cap;
+	int c2;                      /* a 0xC2 byte is pending */
+	int failed;
+} json_out;
+
+static void jo_put(json_out *o, const char *p, size_t n)
+{
+	if (o->failed || n == 0)
+		return;
+	if (o->f) {
+		o->failed = fwrite(p, 1, n, o->f) != n;
+		return;
+	}
+	if (o->len + n + 1 > o->cap) {
+		size_t cap = (o->len + n + 1) * 2;
+		char *bigger = realloc(o->buf, cap);
+		if (!bigger) {
+			o->failed = 1;
+			return;
+		}
+		o->buf = bigger;
+		o->cap = cap;
+	}
+	memcpy(o->buf + o->len, p, n);
+	o->len += n;
+	o->buf[o->len] = '\0';
+}
+
+static int jo_callback(const char *p, size_t n, void *ctx)
+{
+	json_out *o = ctx;
+	size_t run = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)p[i];
+		if (o->c2) {
+			o->c2 = 0;
+			if (c >= 0x80 && c <= 0x9F) {
+				char esc[8];
+				snprintf(esc, sizeof esc, "\\u%04x", c);
+				jo_put(o, esc, 6);
+			} else {
+				jo_put(o, "\xC2", 1);
+				jo_put(o, (const char *)&p[i], 1);
+			}
+			run = i + 1;
+			continue;
+		}
+		if (c == 0x7F || c == 0xC2) {
+			jo_put(o, p + run, i - run);
+			if (c == 0x7F)
+				jo_put(o, "\\u007f", 6);
+			else
+				o->c2 = 1;
+			run = i + 1;
+		}
+	}
+	jo_put(o, p + run, n - run);
+	return o->failed ? -1 : 0;
+}
+
+int fmt_json_write(FILE *f, const json_t *j)
+{
+	json_out o = { .f = f };
+	if (json_dump_callback(j, jo_callback, &o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY) != 0)
+		return -1;
+	if (o.c2)
+		jo_put(&o, "\xC2", 1);
+	return o.failed ? -1 : 0;
+}
+
+char *fmt_json_text(const json_t *j)
+{
+	json_out o = { 0 };
+	int r = json_dump_callback(j, jo_callback, &o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+	if (r == 0 && o.c2)
+		jo_put(&o, "\xC2", 1);
+	if (r != 0 || o.failed || !o.buf) {
+		free(o.buf);
+		return NULL;
+	}
+	return o.buf;
+}
+
 int fmt_json_line(FILE *f, json_t *obj)
 {
-	if (json_dumpf(obj, f, JSON_COMPACT | JSON_PRESERVE_ORDER) != 0)
+	if (fmt_json_write(f, obj) != 0)
 		return -1;
 	return fputc('\n', f) == EOF ? -1 : 0;
 }

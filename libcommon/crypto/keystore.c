@@ -207,10 +207,14 @@ static fmt_kind check_key_file(int fd, const char *name, fmt_err *e)
 fmt_kind fmt_hmac_key_load(const char *path, fmt_hmac_key *out, fmt_err *e)
 {
 	memset(out, 0, sizeof *out);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Non-blocking, so that a FIFO planted at the key path cannot hang the open (it is then
+	 * refused as not a regular file); never through a symbolic link. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ENOENT)
 			fmt_fail(e, FMT_USAGE, "no HMAC key here; " KEYGEN_HINT);
+		else if (errno == ELOOP)
+			fmt_fail(e, FMT_USAGE, "the HMAC key is a symbolic link (refused: key files are opened only as regular files)");
 		else
 			fmt_fail(e, FMT_IO, "cannot open the HMAC key: %s", strerror(errno));
 		fmt_err_file(e, path);

@@ -60,15 +60,23 @@ fmt_kind fmt_secret_from_file(const char *path, fmt_hmac_key *out, fmt_err *e)
 	fmt_kind k = fmt_crypto_sodium_init(e);
 	if (k != FMT_OK)
 		return k;
-	/* Not only regular files: --secret-file <(pass show team) gives a pipe. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* A regular file, or a pipe: --secret-file <(pass show team) gives one, through the
+	 * /dev/fd symbolic link (so no O_NOFOLLOW here). The open never blocks: a FIFO nobody
+	 * writes to opens at once and reads as empty, so it is refused instead of hanging. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return fmt_fail(e, errno == ENOENT ? FMT_USAGE : FMT_IO, "cannot open the secret file %s: %s",
 				path, strerror(errno));
 	struct stat st;
-	if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+	if (fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode))) {
 		close(fd);
-		return fmt_fail(e, FMT_USAGE, "secret file %s is not a file", path);
+		return fmt_fail(e, FMT_USAGE, "secret file %s is not a regular file or a pipe", path);
+	}
+	/* Blocking reads from here: a writer (pass asking for a passphrase) may take its time. */
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+		close(fd);
+		return fmt_fail(e, FMT_IO, "secret file %s: fcntl: %s", path, strerror(errno));
 	}
 	/* One byte more than the cap, so that a full buffer means "too long". */
 	uint8_t *scratch = sodium_malloc(SECRET_MAX + 1);

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <string.h>
 #include "fmt/checked.h"
+#include "fmt/half.h"
 #include "fmt/model.h"
 
 void fmt_model_init(fmt_model *m)
@@ -19,6 +20,7 @@ void fmt_value_free(fmt_value *v)
 		for (uint64_t i = 0; i < v->v.arr.count && v->v.arr.items; i++)
 			fmt_value_free(&v->v.arr.items[i]);
 		free(v->v.arr.items);
+		free(v->v.arr.packed);
 	}
 	memset(v, 0, sizeof *v);
 }
@@ -98,7 +100,10 @@ fmt_kind fmt_value_copy(fmt_value *dst, const fmt_value *src, fmt_err *e)
 	} else if (src->type == FMT_V_ARRAY) {
 		uint64_t n = src->v.arr.count;
 		dst->v.arr.items = NULL;
+		dst->v.arr.packed = NULL;
 		dst->v.arr.count = 0;
+		if (src->v.arr.packed)
+			return fmt_value_packed(dst, src->v.arr.elem, n, src->v.arr.packed, e);
 		if (n == 0)
 			return FMT_OK;
 		if (n > SIZE_MAX / sizeof(fmt_value))
@@ -404,4 +409,64 @@ const char *fmt_vtype_name(fmt_vtype t)
 	static const char *const names[] = { "u8", "i8", "u16", "i16", "u32", "i32", "f32",
 					     "bool", "str", "array", "u64", "i64", "f64" };
 	return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
+}
+
+size_t fmt_vtype_size(fmt_vtype t)
+{
+	switch (t) {
+	case FMT_V_U8: case FMT_V_I8: case FMT_V_BOOL: return 1;
+	case FMT_V_U16: case FMT_V_I16: return 2;
+	case FMT_V_U32: case FMT_V_I32: case FMT_V_F32: return 4;
+	case FMT_V_U64: case FMT_V_I64: case FMT_V_F64: return 8;
+	default: return 0;
+	}
+}
+
+fmt_value fmt_array_item(const fmt_value *a, uint64_t i)
+{
+	fmt_value v;
+	memset(&v, 0, sizeof v);
+	if (!a->v.arr.packed)
+		return a->v.arr.items[i];
+	const uint8_t *p = a->v.arr.packed + i * fmt_vtype_size(a->v.arr.elem);
+	v.type = a->v.arr.elem;
+	switch (v.type) {
+	case FMT_V_U8: v.v.u = p[0]; break;
+	case FMT_V_I8: v.v.i = (int8_t)p[0]; break;
+	case FMT_V_BOOL: v.v.b = p[0] != 0; break;
+	case FMT_V_U16: v.v.u = fmt_rd_u16(p); break;
+	case FMT_V_I16: v.v.i = (int16_t)fmt_rd_u16(p); break;
+	case FMT_V_U32: v.v.u = fmt_rd_u32(p); break;
+	case FMT_V_I32: v.v.i = (int32_t)fmt_rd_u32(p); break;
+	case FMT_V_U64: v.v.u = fmt_rd_u64(p); break;
+	case FMT_V_I64: v.v.i = (int64_t)fmt_rd_u64(p); break;
+	case FMT_V_F32: v.v.f = fmt_bits_f32(fmt_rd_u32(p)); break;
+	case FMT_V_F64: {
+		uint64_t bits = fmt_rd_u64(p);
+		memcpy(&v.v.f, &bits, sizeof v.v.f);
+		break;
+	}
+	default: break;
+	}
+	return v;
+}
+
+fmt_kind fmt_value_packed(fmt_value *out, fmt_vtype elem, uint64_t count, const void *bytes, fmt_err *e)
+{
+	size_t each = fmt_vtype_size(elem);
+	uint64_t n;
+	memset(out, 0, sizeof *out);
+	out->type = FMT_V_ARRAY;
+	out->v.arr.elem = elem;
+	if (!each)
+		return fmt_fail(e, FMT_INTERNAL, "a %s array cannot be packed", fmt_vtype_name(elem));
+	if (fmt_mul_u64(count, each, &n) || n > SIZE_MAX)
+		return fmt_fail(e, FMT_IO, "out of memory for %llu array items", (unsigned long long)count);
+	out->v.arr.packed = malloc(n ? (size_t)n : 1);
+	if (!out->v.arr.packed)
+		return fmt_fail(e, FMT_IO, "out of memory for %llu array items", (unsigned long long)count);
+	if (n)
+		memcpy(out->v.arr.packed, bytes, (size_t)n);
+	out->v.arr.count = count;
+	return FMT_OK;
 }

@@ -32,11 +32,13 @@ json_t *fmt_json_value(const fmt_value *v, size_t max_items)
 		uint64_t shown = v->v.arr.count;
 		if (max_items && shown > max_items)
 			shown = max_items;
-		for (uint64_t i = 0; arr && i < shown; i++)
-			if (json_array_append_new(arr, fmt_json_value(&v->v.arr.items[i], max_items))) {
+		for (uint64_t i = 0; arr && i < shown; i++) {
+			fmt_value item = fmt_array_item(v, i);
+			if (json_array_append_new(arr, fmt_json_value(&item, max_items))) {
 				json_decref(arr);
 				return NULL;
 			}
+		}
 		if (arr && shown < v->v.arr.count) {
 			json_t *more = json_pack("{sI}", "truncated", (json_int_t)v->v.arr.count);
 			if (json_array_append_new(arr, more)) {
@@ -48,6 +50,28 @@ json_t *fmt_json_value(const fmt_value *v, size_t max_items)
 	}
 	}
 	return json_null();
+}
+
+int fmt_json_write_value(FILE *f, const fmt_value *v, size_t max_items)
+{
+	if (v->type != FMT_V_ARRAY) {
+		json_t *j = fmt_json_value(v, max_items);
+		int r = j ? fmt_json_write(f, j) : -1;
+		json_decref(j);
+		return r;
+	}
+	uint64_t shown = v->v.arr.count;
+	if (max_items && shown > max_items)
+		shown = max_items;
+	int r = fputc('[', f) == EOF ? -1 : 0;
+	for (uint64_t i = 0; r == 0 && i < shown; i++) {
+		fmt_value item = fmt_array_item(v, i);
+		if ((i && fputc(',', f) == EOF) || fmt_json_write_value(f, &item, max_items))
+			r = -1;
+	}
+	if (r == 0 && shown < v->v.arr.count)
+		r = fprintf(f, "%s{\"truncated\":%" PRIu64 "}", shown ? "," : "", v->v.arr.count) < 0 ? -1 : 0;
+	return r == 0 && fputc(']', f) != EOF ? 0 : -1;
 }
 
 void fmt_out_value(FILE *f, const fmt_value *v, size_t max_items)
@@ -81,7 +105,8 @@ void fmt_out_value(FILE *f, const fmt_value *v, size_t max_items)
 		for (uint64_t i = 0; i < shown; i++) {
 			if (i)
 				fputs(", ", f);
-			fmt_out_value(f, &v->v.arr.items[i], max_items);
+			fmt_value item = fmt_array_item(v, i);
+			fmt_out_value(f, &item, max_items);
 		}
 		if (shown < v->v.arr.count)
 			fprintf(f, ", ... (%" PRIu64 " items)", v->v.arr.count);

@@ -108,6 +108,16 @@ check_key_case() {
 	check_case "$CASES" metadata-not-object.apsim
 }
 
+@test "the user metadata record is checked by jansson's rules without a tree (issue 8)" {
+	for f in metadata-real-overflow metadata-int-overflow metadata-duplicate metadata-deep metadata-trailing \
+		metadata-lone-surrogate metadata-underflow-ok; do
+		check_case "$CASES" $f.apsim
+	done
+	run fmt-inspect --json --metadata "$CASES/metadata-underflow-ok.apsim"
+	assert_success
+	assert_equal "$(jq -c '[.metadata.a, .metadata.b, .metadata_types.b]' <<<"$output")" '[0,[true,false],"array[bool]"]'
+}
+
 @test "units-not-string.apsim: exit 4" {
 	check_case "$CASES" units-not-string.apsim
 }

@@ -522,7 +522,7 @@ TEST(apsim_metadata_types_round_trip)
 	CHECK((g = fmt_model_get_meta(&r, "neg")) && g->type == FMT_V_I64 && g->v.i == -5);
 	CHECK((g = fmt_model_get_meta(&r, "flag")) && g->type == FMT_V_BOOL && g->v.b == 1);
 	CHECK((g = fmt_model_get_meta(&r, "list")) && g->type == FMT_V_ARRAY && g->v.arr.count == 2 &&
-	      g->v.arr.elem == FMT_V_STR && strcmp(g->v.arr.items[0].v.str.ptr, "a\"b") == 0);
+	      g->v.arr.elem == FMT_V_STR && strcmp(fmt_array_item(g, 0).v.str.ptr, "a\"b") == 0);
 	fmt_verify_opts o = { 0 };
 	CHECK(fmt_model_verify(&r, &o, &e) == FMT_OK);
 	fmt_model_free(&r);

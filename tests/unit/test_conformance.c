@@ -141,9 +141,11 @@ static int values_equal(const fmt_value *a, const fmt_value *b)
 	case FMT_V_ARRAY:
 		if (a->v.arr.elem != b->v.arr.elem || a->v.arr.count != b->v.arr.count)
 			return 0;
-		for (uint64_t i = 0; i < a->v.arr.count; i++)
-			if (!values_equal(&a->v.arr.items[i], &b->v.arr.items[i]))
+		for (uint64_t i = 0; i < a->v.arr.count; i++) {
+			fmt_value x = fmt_array_item(a, i), y = fmt_array_item(b, i);
+			if (!values_equal(&x, &y))
 				return 0;
+		}
 		return 1;
 	case FMT_V_F32: case FMT_V_F64:
 		return memcmp(&a->v.f, &b->v.f, sizeof a->v.f) == 0;

@@ -271,7 +271,8 @@ TEST(gguf_roundtrip_value_types)
 		case FMT_V_ARRAY:
 			CHECK(a->v.arr.elem == b->v.arr.elem && a->v.arr.count == b->v.arr.count);
 			for (uint64_t j = 0; j < a->v.arr.count && j < b->v.arr.count; j++) {
-				const fmt_value *x = &a->v.arr.items[j], *y = &b->v.arr.items[j];
+				fmt_value xv = fmt_array_item(a, j), yv = fmt_array_item(b, j);
+				const fmt_value *x = &xv, *y = &yv;
 				if (x->type == FMT_V_STR)
 					CHECK_STR(x->v.str.ptr, y->v.str.ptr);
 				else

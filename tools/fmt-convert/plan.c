@@ -317,7 +317,7 @@ static int unit_of(const fmt_model *in, const char *name, int8_t dims[FMT_UNIT_D
 	if (!v || v->type != FMT_V_ARRAY || v->v.arr.count != FMT_UNIT_DIMS || v->v.arr.elem != FMT_V_I32)
 		return 0;
 	for (int i = 0; i < FMT_UNIT_DIMS; i++) {
-		int64_t x = v->v.arr.items[i].v.i;
+		int64_t x = fmt_array_item(v, (uint64_t)i).v.i;
 		if (x < INT8_MIN || x > INT8_MAX)
 			return 0;
 		dims[i] = (int8_t)x;

@@ -223,21 +223,34 @@ static json_t *json_shape(const fmt_tensor *t)
 	return a;
 }
 
-static json_t *json_metadata(const fmt_model *m, size_t max_items, json_t **types)
+static json_t *json_metadata_types(const fmt_model *m)
 {
-	json_t *meta = json_object();
-	*types = json_object();
-	for (size_t i = 0; meta && *types && i < m->n_meta; i++) {
+	json_t *types = json_object();
+	for (size_t i = 0; types && i < m->n_meta; i++) {
 		const fmt_value *v = &m->meta[i].val;
 		char type[32];
 		if (v->type == FMT_V_ARRAY)
 			snprintf(type, sizeof type, "array[%s]", fmt_vtype_name(v->v.arr.elem));
 		else
 			snprintf(type, sizeof type, "%s", fmt_vtype_name(v->type));
-		json_object_set_new(meta, m->meta[i].key, fmt_json_value(v, max_items));
-		json_object_set_new(*types, m->meta[i].key, json_string(type));
+		json_object_set_new(types, m->meta[i].key, json_string(type));
 	}
-	return meta;
+	return types;
+}
+
+/* "metadata":{...} written value by value (fmt_json_write_value): with --full, a huge array is
+ * streamed, not built. */
+static int write_json_metadata(FILE *out, const fmt_model *m, size_t max_items)
+{
+	int r = fputs("\"metadata\":{", out) == EOF ? -1 : 0;
+	for (size_t i = 0; r == 0 && i < m->n_meta; i++) {
+		json_t *key = fmt_json_string(m->meta[i].key, strlen(m->meta[i].key));
+		if (!key || (i && fputc(',', out) == EOF) || fmt_json_write(out, key) || fputc(':', out) == EOF ||
+		    fmt_json_write_value(out, &m->meta[i].val, max_items))
+			r = -1;
+		json_decref(key);
+	}
+	return r == 0 && fputc('}', out) != EOF ? 0 : -1;
 }
 
 static json_t *json_tensor(const fmt_model *m, const fmt_tensor *t, int with_file)
@@ -261,14 +274,51 @@ static json_t *json_tensor(const fmt_model *m, const fmt_tensor *t, int with_fil
 	return o;
 }
 
-static json_t *json_tensors(const fmt_model *m, const char *only)
+/* The tensor list is written one tensor at a time: a JSON tree of a million tensors would take
+ * gigabytes (a hostile header is cheap to make). */
+static int write_json_tensors(FILE *out, const fmt_model *m, const char *only)
 {
-	json_t *a = json_array();
-	int with_file = is_multi_file(m);
-	for (size_t i = 0; a && i < m->n_tensors; i++)
-		if (!only || strcmp(only, m->tensors[i].name) == 0)
-			json_array_append_new(a, json_tensor(m, &m->tensors[i], with_file));
-	return a;
+	int with_file = is_multi_file(m), first = 1, r = fputs("\"tensors\":[", out) == EOF ? -1 : 0;
+	for (size_t i = 0; r == 0 && i < m->n_tensors; i++) {
+		if (only && strcmp(only, m->tensors[i].name) != 0)
+			continue;
+		json_t *o = json_tensor(m, &m->tensors[i], with_file);
+		if (!o || (!first && fputc(',', out) == EOF) || fmt_json_write(out, o))
+			r = -1;
+		json_decref(o);
+		first = 0;
+	}
+	return r == 0 && fputc(']', out) != EOF ? 0 : -1;
+}
+
+/* One JSON line: head's members, then the metadata and its types, and the tensor list, when
+ * asked, written as they are made, then tail's members. */
+static int write_json_line(FILE *out, json_t *head, const fmt_model *m, const inspect_opts *o, json_t *tail)
+{
+	char *h = fmt_json_text(head);
+	char *t = json_object_size(tail) ? fmt_json_text(tail) : NULL;
+	int r = h && (t || !json_object_size(tail)) ? 0 : -1;
+	size_t hn = h ? strlen(h) : 0;
+	if (r == 0 && fwrite(h, 1, hn - 1, out) != hn - 1) /* without its closing brace */
+		r = -1;
+	if (r == 0 && (o->sections & SECTION_METADATA)) {
+		json_t *types = json_metadata_types(m);
+		if (!types || fputc(',', out) == EOF || write_json_metadata(out, m, o->full ? 0 : INSPECT_ARRAY_ITEMS) ||
+		    fputs(",\"metadata_types\":", out) == EOF || fmt_json_write(out, types))
+			r = -1;
+		json_decref(types);
+	}
+	if (r == 0 && (o->sections & SECTION_TENSORS) && (fputc(',', out) == EOF || write_json_tensors(out, m, o->tensor)))
+		r = -1;
+	if (r == 0 && t && (fputc(',', out) == EOF || fputs(t + 1, out) == EOF))
+		r = -1;
+	else if (r == 0 && !t && fputc('}', out) == EOF)
+		r = -1;
+	if (r == 0 && fputc('\n', out) == EOF)
+		r = -1;
+	free(h);
+	free(t);
+	return r;
 }
 
 static void json_summary(json_t *o, const fmt_model *m)
@@ -324,19 +374,18 @@ static fmt_kind report_json(FILE *out, const fmt_model *m, const inspect_opts *o
 		if (m->driver->describe)
 			json_object_set_new(obj, "format_info", m->driver->describe(m));
 	}
-	if (o->sections & SECTION_METADATA) {
-		json_t *types;
-		json_object_set_new(obj, "metadata", json_metadata(m, o->full ? 0 : INSPECT_ARRAY_ITEMS, &types));
-		json_object_set_new(obj, "metadata_types", types);
+	json_t *tail = json_object();
+	if (!tail) {
+		json_decref(obj);
+		return fmt_fail(e, FMT_IO, "out of memory");
 	}
-	if (o->sections & SECTION_TENSORS)
-		json_object_set_new(obj, "tensors", json_tensors(m, o->tensor));
 	if (o->sections & SECTION_TREE)
-		json_object_set_new(obj, "tree", tree_json(m));
+		json_object_set_new(tail, "tree", tree_json(m));
 	if (stats)
-		json_object_set_new(obj, "stats", json_stats(t, stats));
-	int r = out ? fmt_json_line(out, obj) : 0;
+		json_object_set_new(tail, "stats", json_stats(t, stats));
+	int r = out ? write_json_line(out, obj, m, o, tail) : 0;
 	json_decref(obj);
+	json_decref(tail);
 	return r ? fmt_fail(e, FMT_IO, "cannot write to standard output") : FMT_OK;
 }
 

@@ -34,6 +34,16 @@ static const fmt_cli_option options[] = {
 	  .commands = ONLY(CMD_SPLIT) | ONLY(CMD_MERGE) | ONLY(CMD_PACK), .complete = FMT_COMPLETE_FILE },
 	{ FMT_CLI_OPT("directory", 'C', "DIR", "unpack: extract into DIR (default: the current directory)"),
 	  .commands = ONLY(CMD_UNPACK), .complete = FMT_COMPLETE_DIR },
+	{ FMT_CLI_OPT("hmac-key", FMT_OPT_HMAC_KEY, NULL, "unpack: verify the set's signature with the per-user key\n"
+		      "(every member must then be covered by it)"), .commands = ONLY(CMD_UNPACK) },
+	{ FMT_CLI_OPT("secret-file", FMT_OPT_SECRET_FILE, "FILE", "unpack: ... with the team secret in FILE"),
+	  .commands = ONLY(CMD_UNPACK), .complete = FMT_COMPLETE_FILE },
+	{ FMT_CLI_OPT("key-secret-file", FMT_OPT_SECRET_FILE, "FILE", "the same as --secret-file"),
+	  .commands = ONLY(CMD_UNPACK), .complete = FMT_COMPLETE_FILE },
+	{ FMT_CLI_OPT("secret-env", FMT_OPT_SECRET_ENV, "NAME", "unpack: ... with the team secret in variable NAME"),
+	  .commands = ONLY(CMD_UNPACK), .complete = FMT_COMPLETE_ENV },
+	{ FMT_CLI_OPT("secret-prompt", FMT_OPT_SECRET_PROMPT, NULL, "unpack: ... with a team secret typed at a prompt"),
+	  .commands = ONLY(CMD_UNPACK) },
 	{ FMT_CLI_OPT("force", 'f', NULL, "overwrite existing outputs") },
 	{ FMT_CLI_OPT("threads", 'T', "N", "worker threads (default: number of cores)") },
 	{ FMT_CLI_OPT("json", 'j', NULL, "report as one JSON object") },
@@ -45,6 +55,8 @@ static const fmt_cli_option options[] = {
 static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 {
 	shard_opts *o = ctx;
+	if (fmt_cli_key_option(id, arg, &o->keys))
+		return 0;
 	switch (id) {
 	case 'f': o->force = 1; return 0;
 	case 'o': o->output = arg; return 0;
@@ -76,8 +88,9 @@ static const fmt_cli_tool tool = {
 	.commands = commands,
 	.options = options,
 	.footer = "Exit status: 0 ok, 2 usage (or an existing output), 3 I/O error, 4 invalid format\n"
-		  "(also an unsafe bundle member), 5 unsupported, 6 checksum mismatch, 9 shard set or\n"
-		  "bundle members inconsistent with the index or manifest, 70 internal error.",
+		  "(also an unsafe bundle member), 5 unsupported, 6 checksum mismatch, 7 signature\n"
+		  "missing, wrong or not covering a member, 9 shard set or bundle members\n"
+		  "inconsistent with the index or manifest, 70 internal error.",
 	.on_option = on_option,
 };
 

@@ -6,6 +6,7 @@
 #include "fmt/io.h"
 #include "fmt/out.h"
 #include "fmt/progress.h"
+#include "fmt/registry.h"
 #include "shard.h"
 
 static json_t *members_json(const fmt_bundle_info *b)
@@ -22,8 +23,9 @@ static json_t *members_json(const fmt_bundle_info *b)
 static void print_summary(const fmt_bundle_info *b, const char *bundle)
 {
 	fmt_out_escaped(stdout, bundle, strlen(bundle));
-	printf(": %zu files, %" PRIu64 " bytes (%s%s)\n", b->n_members, b->total_bytes, b->format,
-	       b->zstd ? ", zstd" : "");
+	printf(": %zu files, %" PRIu64 " bytes (", b->n_members, b->total_bytes);
+	fmt_out_escaped(stdout, b->format, strlen(b->format)); /* the manifest's text */
+	printf("%s)\n", b->zstd ? ", zstd" : "");
 }
 
 /* JSON: {"bundle", key: where, "format", "zstd", "bytes", "members":[{"name","size","sha256"}]}.
@@ -35,8 +37,9 @@ static void report(const fmt_bundle_info *b, const char *bundle, const char *key
 	if (o->common.quiet)
 		return;
 	if (o->common.json) {
-		json_t *j = json_pack("{s:o,s:o,s:s,s:b,s:o,s:o}", "bundle", fmt_json_string(bundle, strlen(bundle)),
-				      key, fmt_json_string(where, strlen(where)), "format", b->format, "zstd", b->zstd,
+		json_t *j = json_pack("{s:o,s:o,s:o,s:b,s:o,s:o}", "bundle", fmt_json_string(bundle, strlen(bundle)),
+				      key, fmt_json_string(where, strlen(where)), "format",
+				      fmt_json_string(b->format, strlen(b->format)), "zstd", b->zstd,
 				      "bytes", fmt_json_u64(b->total_bytes), "members", members_json(b));
 		fmt_json_line(stdout, j);
 		json_decref(j);
@@ -86,10 +89,19 @@ fmt_kind cmd_unpack(const char *input, const shard_opts *o, fmt_err *e)
 {
 	fmt_bundle_info b;
 	const char *dir = o->dir ? o->dir : ".";
+	fmt_hmac_key key = { 0 };
+	fmt_verify_opts vo = { .threads = o->common.threads };
+	if (fmt_key_opts_given(&o->keys)) {
+		fmt_kind k = fmt_key_from_opts(&o->keys, &key, e);
+		if (k != FMT_OK)
+			return k;
+		vo.keys.hmac = &key;
+	}
 	fmt_progress pr;
 	progress_begin(&pr, o);
-	fmt_kind k = fmt_bundle_unpack(input, dir, o->force ? FMT_SINK_FORCE : 0, &b, e);
+	fmt_kind k = fmt_bundle_unpack(input, dir, o->force ? FMT_SINK_FORCE : 0, &vo, &b, e);
 	fmt_progress_end(&pr);
+	fmt_hmac_key_free(&key);
 	if (k != FMT_OK)
 		return k;
 	report(&b, input, "dir", dir, dir, o);

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "fmt/cli.h"
+#include "fmt/crypto.h"
 #include "fmt/err.h"
 #include "fmt/model.h"
 #include "fmt/registry.h"
@@ -20,6 +21,7 @@ typedef struct shard_opts {
 	int dry_run, force;
 	const char *output;          /* -o: PREFIX (split), OUTPUT (merge, pack) */
 	const char *dir;             /* -C DIR (unpack) */
+	fmt_key_opts keys;           /* unpack: verify the set's signature with this key */
 	fmt_common_opts common;
 } shard_opts;
 

@@ -67,8 +67,9 @@ void report_failure(const char *path, const fmt_err *e, const fmt_common_opts *o
 void report_bundle_ok(const char *path, const fmt_bundle_info *b, const fmt_common_opts *o)
 {
 	if (o->json) {
-		json_t *j = json_pack("{s:o,s:b,s:s,s:s,s:I,s:o,s:b}", "file", fmt_json_string(path, strlen(path)),
-				      "ok", 1, "format", "bundle", "contains", b->format ? b->format : "",
+		const char *contains = b->format ? b->format : "";
+		json_t *j = json_pack("{s:o,s:b,s:s,s:o,s:I,s:o,s:b}", "file", fmt_json_string(path, strlen(path)),
+				      "ok", 1, "format", "bundle", "contains", fmt_json_string(contains, strlen(contains)),
 				      "files", (json_int_t)b->n_members, "bytes", fmt_json_u64(b->total_bytes),
 				      "zstd", b->zstd);
 		fmt_json_line(stdout, j);
@@ -76,8 +77,9 @@ void report_bundle_ok(const char *path, const fmt_bundle_info *b, const fmt_comm
 		return;
 	}
 	fmt_out_escaped(stdout, path, strlen(path));
-	printf(": ok (bundle of %s, %zu files, %" PRIu64 " bytes%s)\n", b->format ? b->format : "?",
-	       b->n_members, b->total_bytes, b->zstd ? ", zstd" : "");
+	fputs(": ok (bundle of ", stdout); /* the manifest's format is the file's text: escaped */
+	fmt_out_escaped(stdout, b->format ? b->format : "?", strlen(b->format ? b->format : "?"));
+	printf(", %zu files, %" PRIu64 " bytes%s)\n", b->n_members, b->total_bytes, b->zstd ? ", zstd" : "");
 }
 
 

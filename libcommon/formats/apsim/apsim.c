@@ -19,6 +19,7 @@
  *    arrays become their compact JSON text (a string).
  *  - verify also reads every scales tensor and refuses NaN/Inf scales (InvalidFormat) once
  *    the digest matched. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -318,9 +319,7 @@ void fmt_apsim_file_free(apsim_file *f)
 		free(f->kv[i].val);
 	}
 	free(f->kv);
-	json_decref(f->units);
 	json_decref(f->qtensors);
-	json_decref(f->metadata);
 	free(f->extra);
 	for (size_t i = 0; i < f->n_units; i++)
 		free(f->unit_list[i].tensor);
@@ -451,6 +450,373 @@ static fmt_kind interpret_keys(apsim_file *f, fmt_err *e)
 	return FMT_OK;
 }
 
+/* ---- the user's metadata record, checked without building it ----
+ * The record is any JSON object; verification needs only that it is one (valid, nested at
+ * most APSIM_MAX_DEPTH deep, no duplicate members). A JSON tree of a 24 MB array of zeros
+ * takes over a gigabyte, so the record is checked by this walker, which allocates only the
+ * keys of the object it is in, and its members are made typed values one at a time
+ * (apsim_fill_meta_units): flat arrays of numbers or booleans packed, small values through
+ * jansson, anything else kept as its JSON text. */
+
+typedef struct jwalk {
+	const char *s, *end;
+	const char *at;               /* where the first error is */
+	const char *why;
+} jwalk;
+
+static int jw_fail(jwalk *w, const char *p, const char *why)
+{
+	w->at = p;
+	w->why = why;
+	return 0;
+}
+
+static const char *jw_ws(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+		p++;
+	return p;
+}
+
+/* p at '"': past the closing quote. A string with escapes is checked by jansson (surrogates,
+ * \u0000); *escaped says so. */
+static int jw_string(jwalk *w, const char **pp, int *escaped)
+{
+	const char *p = *pp + 1;
+	int esc = 0;
+	for (; p < w->end; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (c == '"')
+			break;
+		if (c < 0x20)
+			return jw_fail(w, p, "control character in a string");
+		if (c == '\\') {
+			esc = 1;
+			p++;
+		}
+	}
+	if (p >= w->end)
+		return jw_fail(w, *pp, "unterminated string");
+	p++;
+	if (esc) {
+		json_error_t je;
+		json_t *j = json_loadb(*pp, (size_t)(p - *pp), JSON_DECODE_ANY, &je);
+		if (!j)
+			return jw_fail(w, *pp, "invalid escape in a string");
+		json_decref(j);
+	}
+	if (escaped)
+		*escaped = esc;
+	*pp = p;
+	return 1;
+}
+
+/* A JSON number as jansson takes it: integers must fit int64, reals must be finite. */
+static int jw_number(jwalk *w, const char **pp)
+{
+	const char *p = *pp, *end = w->end;
+	int real = 0;
+	if (p < end && *p == '-')
+		p++;
+	if (p >= end || *p < '0' || *p > '9')
+		return jw_fail(w, *pp, "invalid token");
+	if (*p == '0')
+		p++;
+	else
+		while (p < end && *p >= '0' && *p <= '9')
+			p++;
+	if (p < end && *p == '.') {
+		real = 1;
+		if (++p >= end || *p < '0' || *p > '9')
+			return jw_fail(w, p, "invalid number");
+		while (p < end && *p >= '0' && *p <= '9')
+			p++;
+	}
+	if (p < end && (*p == 'e' || *p == 'E')) {
+		real = 1;
+		if (++p < end && (*p == '+' || *p == '-'))
+			p++;
+		if (p >= end || *p < '0' || *p > '9')
+			return jw_fail(w, p, "invalid number");
+		while (p < end && *p >= '0' && *p <= '9')
+			p++;
+	}
+	char small[64], *tok = small;
+	size_t len = (size_t)(p - *pp);
+	if (len >= sizeof small && !(tok = malloc(len + 1)))
+		return jw_fail(w, *pp, "out of memory");
+	memcpy(tok, *pp, len);
+	tok[len] = '\0';
+	errno = 0;
+	int bad = 0;
+	if (real) {
+		double d = strtod(tok, NULL);
+		bad = errno == ERANGE && (d > 1 || d < -1); /* overflow; underflow is accepted, as jansson does */
+	} else {
+		(void)strtoll(tok, NULL, 10);
+		bad = errno == ERANGE;
+	}
+	if (tok != small)
+		free(tok);
+	if (bad)
+		return jw_fail(w, *pp, real ? "real number overflow" : "too big integer");
+	*pp = p;
+	return 1;
+}
+
+typedef struct jkey {
+	const char *p;
+	size_t n;
+	char *decoded;                /* for keys with escapes */
+} jkey;
+
+static int cmp_jkey(const void *pa, const void *pb)
+{
+	const jkey *a = pa, *b = pb;
+	const char *x = a->decoded ? a->decoded : a->p, *y = b->decoded ? b->decoded : b->p;
+	size_t nx = a->decoded ? strlen(a->decoded) : a->n, ny = b->decoded ? strlen(b->decoded) : b->n;
+	int c = memcmp(x, y, nx < ny ? nx : ny);
+	return c ? c : nx < ny ? -1 : nx > ny;
+}
+
+static int jw_value(jwalk *w, const char **pp, int depth);
+
+static int jw_object_keys_unique(jwalk *w, jkey *keys, size_t n)
+{
+	qsort(keys, n, sizeof *keys, cmp_jkey);
+	for (size_t i = 1; i < n; i++)
+		if (cmp_jkey(&keys[i - 1], &keys[i]) == 0)
+			return jw_fail(w, keys[i].p, "duplicate object key");
+	return 1;
+}
+
+static int jw_object(jwalk *w, const char **pp, int depth)
+{
+	const char *p = jw_ws(*pp + 1, w->end);
+	jkey *keys = NULL;
+	size_t n = 0, cap = 0;
+	int ok = 1;
+	if (p < w->end && *p == '}') {
+		*pp = p + 1;
+		return 1;
+	}
+	while (ok) {
+		if (p >= w->end || *p != '"') {
+			ok = jw_fail(w, p, "string or '}' expected");
+			break;
+		}
+		const char *k0 = p;
+		int esc = 0;
+		if (!(ok = jw_string(w, &p, &esc)))
+			break;
+		if (n == cap) {
+			jkey *bigger = realloc(keys, (cap = cap ? cap * 2 : 8) * sizeof *keys);
+			if (!bigger) {
+				ok = jw_fail(w, k0, "out of memory");
+				break;
+			}
+			keys = bigger;
+		}
+		keys[n] = (jkey){ k0 + 1, (size_t)(p - k0) - 2, NULL };
+		if (esc) {
+			json_t *j = json_loadb(k0, (size_t)(p - k0), JSON_DECODE_ANY, NULL);
+			keys[n].decoded = j ? strdup(json_string_value(j)) : NULL;
+			json_decref(j);
+			if (!keys[n].decoded) {
+				ok = jw_fail(w, k0, "out of memory");
+				break;
+			}
+		}
+		n++;
+		p = jw_ws(p, w->end);
+		if (p >= w->end || *p != ':') {
+			ok = jw_fail(w, p, "':' expected");
+			break;
+		}
+		p = jw_ws(p + 1, w->end);
+		if (!(ok = jw_value(w, &p, depth)))
+			break;
+		p = jw_ws(p, w->end);
+		if (p < w->end && *p == ',') {
+			p = jw_ws(p + 1, w->end);
+			continue;
+		}
+		if (p < w->end && *p == '}') {
+			p++;
+			break;
+		}
+		ok = jw_fail(w, p, "',' or '}' expected");
+	}
+	if (ok)
+		ok = jw_object_keys_unique(w, keys, n);
+	for (size_t i = 0; i < n; i++)
+		free(keys[i].decoded);
+	free(keys);
+	*pp = p;
+	return ok;
+}
+
+static int jw_array(jwalk *w, const char **pp, int depth)
+{
+	const char *p = jw_ws(*pp + 1, w->end);
+	if (p < w->end && *p == ']') {
+		*pp = p + 1;
+		return 1;
+	}
+	for (;;) {
+		if (!jw_value(w, &p, depth))
+			return 0;
+		p = jw_ws(p, w->end);
+		if (p < w->end && *p == ',') {
+			p = jw_ws(p + 1, w->end);
+			continue;
+		}
+		if (p < w->end && *p == ']') {
+			*pp = p + 1;
+			return 1;
+		}
+		return jw_fail(w, p, "',' or ']' expected");
+	}
+}
+
+static int jw_literal(jwalk *w, const char **pp, const char *word)
+{
+	size_t n = strlen(word);
+	if ((size_t)(w->end - *pp) < n || memcmp(*pp, word, n) != 0)
+		return jw_fail(w, *pp, "invalid token");
+	*pp += n;
+	return 1;
+}
+
+static int jw_value(jwalk *w, const char **pp, int depth)
+{
+	const char *p = *pp;
+	if (p >= w->end)
+		return jw_fail(w, p, "unexpected end of input");
+	switch (*p) {
+	case '{':
+	case '[':
+		if (depth + 1 > APSIM_MAX_DEPTH)
+			return jw_fail(w, p, "nested too deep");
+		return *p == '{' ? jw_object(w, pp, depth + 1) : jw_array(w, pp, depth + 1);
+	case '"': return jw_string(w, pp, NULL);
+	case 't': return jw_literal(w, pp, "true");
+	case 'f': return jw_literal(w, pp, "false");
+	case 'n': return jw_literal(w, pp, "null");
+	default: return jw_number(w, pp);
+	}
+}
+
+static fmt_kind check_object_text(const char *key, const char *text, fmt_err *e)
+{
+	size_t n = strlen(text);
+	jwalk w = { text, text + n, NULL, NULL };
+	const char *p = jw_ws(text, w.end);
+	if (fmt_apsim_json_too_deep(text, n, APSIM_MAX_DEPTH)) /* first, as before the walker */
+		return fmt_fail(e, FMT_INVALID_FORMAT, "__metadata__ %s: JSON nested deeper than %d levels", key,
+				APSIM_MAX_DEPTH);
+	if (p >= w.end || *p != '{')
+		return fmt_fail(e, FMT_INVALID_FORMAT, "__metadata__ %s is not a JSON object", key);
+	int ok = jw_value(&w, &p, 0);
+	if (ok && jw_ws(p, w.end) != w.end)
+		ok = jw_fail(&w, jw_ws(p, w.end), "end of file expected");
+	if (ok)
+		return FMT_OK;
+	if (strcmp(w.why, "nested too deep") == 0)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "__metadata__ %s: JSON nested deeper than %d levels", key,
+				APSIM_MAX_DEPTH);
+	return fmt_fail(e, FMT_INVALID_FORMAT, "__metadata__ %s is not valid JSON at byte %zu: %s", key,
+			(size_t)(w.at - text), w.why);
+}
+
+static fmt_kind check_metadata_text(const char *text, fmt_err *e)
+{
+	return check_object_text("metadata", text, e);
+}
+
+/* A member's key (at p, already checked), decoded; p moves past it. */
+static char *walk_key(jwalk *w, const char **p)
+{
+	const char *k0 = *p;
+	int esc = 0;
+	if (!jw_string(w, p, &esc))
+		return NULL;
+	if (!esc)
+		return strndup(k0 + 1, (size_t)(*p - k0) - 2);
+	json_t *j = json_loadb(k0, (size_t)(*p - k0), JSON_DECODE_ANY, NULL);
+	char *key = j ? strdup(json_string_value(j)) : NULL;
+	json_decref(j);
+	return key;
+}
+
+/* [d0,...,d6], each an integer from -128 to 127 (the text is checked JSON). */
+static int walk_dims(const char *v, const char *end, int8_t dims[FMT_UNIT_DIMS])
+{
+	const char *p = jw_ws(v, end);
+	if (p >= end || *p != '[')
+		return 0;
+	for (int i = 0; i < FMT_UNIT_DIMS; i++) {
+		p = jw_ws(p + 1, end);
+		const char *t = p;
+		if (p < end && *p == '-')
+			p++;
+		if (p >= end || *p < '0' || *p > '9')
+			return 0;
+		long x = strtol(t, (char **)&p, 10);
+		if (x < -128 || x > 127 || (p < end && (*p == '.' || *p == 'e' || *p == 'E')))
+			return 0;
+		dims[i] = (int8_t)x;
+		p = jw_ws(p, end);
+		if (p >= end || *p != (i + 1 < FMT_UNIT_DIMS ? ',' : ']'))
+			return 0;
+	}
+	return 1;
+}
+
+/* units without a JSON tree (a hostile units object of a million entries would take twenty
+ * times its text): checked by the walker, then each member read in place. */
+static fmt_kind parse_units_text(apsim_file *f, fmt_err *e)
+{
+	fmt_kind k = check_object_text("units", f->units_text, e);
+	if (k != FMT_OK)
+		return k;
+	jwalk w = { f->units_text, f->units_text + strlen(f->units_text), NULL, NULL };
+	const char *p = jw_ws(jw_ws(w.s, w.end) + 1, w.end);
+	size_t cap = 0;
+	while (p < w.end && *p == '"') {
+		char *name = walk_key(&w, &p);
+		if (!name)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		const char *v = p = jw_ws(jw_ws(p, w.end) + 1, w.end);
+		if (!jw_value(&w, &p, 1)) {
+			free(name);
+			return fmt_fail(e, FMT_INTERNAL, "units no longer parse");
+		}
+		if (f->n_units == cap) {
+			fmt_unit *bigger = realloc(f->unit_list, (cap = cap ? cap * 2 : 16) * sizeof *bigger);
+			if (!bigger) {
+				free(name);
+				return fmt_fail(e, FMT_IO, "out of memory");
+			}
+			f->unit_list = bigger;
+		}
+		fmt_unit *u = &f->unit_list[f->n_units];
+		if (!walk_dims(v, p, u->dims)) {
+			k = fmt_fail(e, FMT_INVALID_FORMAT,
+				     "units " NM ": expected an array of 7 integers from -128 to 127 (m, kg, s, A, K, mol, cd)",
+				     name);
+			free(name);
+			return k;
+		}
+		u->tensor = name;
+		f->n_units++;
+		p = jw_ws(p, w.end);
+		if (p < w.end && *p == ',')
+			p = jw_ws(p + 1, w.end);
+	}
+	return FMT_OK;
+}
+
 static fmt_kind parse_object(const char *key, const char *text, json_t **out, fmt_err *e)
 {
 	size_t n = strlen(text);
@@ -482,27 +848,6 @@ static int parse_dims(const json_t *a, int8_t dims[FMT_UNIT_DIMS])
 		dims[i] = (int8_t)json_integer_value(v);
 	}
 	return 1;
-}
-
-static fmt_kind parse_units(apsim_file *f, fmt_err *e)
-{
-	size_t n = json_object_size(f->units);
-	f->unit_list = calloc(n ? n : 1, sizeof *f->unit_list);
-	if (!f->unit_list)
-		return fmt_fail(e, FMT_IO, "out of memory");
-	const char *name;
-	json_t *v;
-	json_object_foreach(f->units, name, v) {
-		fmt_unit *u = &f->unit_list[f->n_units];
-		if (!parse_dims(v, u->dims))
-			return fmt_fail(e, FMT_INVALID_FORMAT,
-					"units " NM ": expected an array of 7 integers from -128 to 127 (m, kg, s, A, K, mol, cd)",
-					name);
-		if (!(u->tensor = strdup(name)))
-			return fmt_fail(e, FMT_IO, "out of memory");
-		f->n_units++;
-	}
-	return FMT_OK;
 }
 
 static const fmt_tensor *find_in_file(const fmt_model *m, const apsim_file *f, const char *name)
@@ -663,13 +1008,11 @@ fmt_kind fmt_apsim_read_file(fmt_model *m, int source, apsim_file *f, fmt_err *e
 	if (k == FMT_OK)
 		k = interpret_keys(f, e);
 	if (k == FMT_OK)
-		k = parse_object("units", f->units_text, &f->units, e);
+		k = parse_units_text(f, e);
 	if (k == FMT_OK)
 		k = parse_object("qtensors", f->qtensors_text, &f->qtensors, e);
 	if (k == FMT_OK)
-		k = parse_object("metadata", f->metadata_text, &f->metadata, e);
-	if (k == FMT_OK)
-		k = parse_units(f, e);
+		k = check_metadata_text(f->metadata_text, e);
 	if (k == FMT_OK)
 		k = parse_qtensors(m, f, e);
 	if (k == FMT_OK && f->shard_n == 1)
@@ -772,26 +1115,139 @@ static fmt_kind value_from_json(const json_t *j, fmt_value *out, fmt_err *e)
 	}
 }
 
+/* Bytes of record text per file that may become jansson trees (a tree costs tens of times its
+ * text); past it, arrays and objects that are not flat numbers stay JSON text. */
+#define META_TREE_BUDGET ((size_t)1 << 20)
+
+/* A flat array of numbers (I64, or F64 when any is real, as array_from_json types it) or of
+ * booleans, packed without a tree; 0 when the array holds anything else. */
+static int packed_array(const char *v, size_t n, fmt_value *out, fmt_kind *k, fmt_err *e)
+{
+	jwalk w = { v, v + n, NULL, NULL };
+	uint64_t count = 0;
+	int reals = 0, bools = 0, numbers = 0;
+	const char *p = jw_ws(v + 1, w.end);
+	while (p < w.end && *p != ']') {
+		const char *t = p;
+		if (*p == 't' || *p == 'f') {
+			bools = 1;
+			if (!jw_literal(&w, &p, *p == 't' ? "true" : "false"))
+				return 0;
+		} else if (*p == '-' || (*p >= '0' && *p <= '9')) {
+			numbers = 1;
+			if (!jw_number(&w, &p))
+				return 0;
+			for (; t < p && !reals; t++)
+				reals = *t == '.' || *t == 'e' || *t == 'E';
+		} else {
+			return 0;
+		}
+		count++;
+		p = jw_ws(p, w.end);
+		if (p < w.end && *p == ',')
+			p = jw_ws(p + 1, w.end);
+	}
+	if (bools && numbers)
+		return 0;
+	fmt_vtype elem = bools ? FMT_V_BOOL : reals ? FMT_V_F64 : FMT_V_I64;
+	size_t each = fmt_vtype_size(elem);
+	uint8_t *bytes = malloc(count ? (size_t)count * each : 1);
+	if (!bytes) {
+		*k = fmt_fail(e, FMT_IO, "out of memory for %llu metadata array items", (unsigned long long)count);
+		return 1;
+	}
+	p = jw_ws(v + 1, w.end);
+	for (uint64_t i = 0; i < count; i++) {
+		char *stop;
+		uint8_t *dst = bytes + i * each;
+		if (elem == FMT_V_BOOL) {
+			*dst = *p == 't';
+			stop = (char *)p + (*p == 't' ? 4 : 5);
+		} else if (elem == FMT_V_I64) {
+			fmt_wr_u64(dst, (uint64_t)strtoll(p, &stop, 10));
+		} else {
+			double d = strtod(p, &stop);
+			uint64_t bits;
+			memcpy(&bits, &d, sizeof bits);
+			fmt_wr_u64(dst, bits);
+		}
+		p = jw_ws(stop, w.end);
+		if (p < w.end && *p == ',')
+			p = jw_ws(p + 1, w.end);
+	}
+	*k = fmt_value_packed(out, elem, count, bytes, e);
+	free(bytes);
+	return 1;
+}
+
+/* One member's value (already checked) as a typed value. */
+static fmt_kind member_value(const char *v, size_t n, size_t *budget, fmt_value *out, fmt_err *e)
+{
+	fmt_kind k = FMT_OK;
+	if (*v == '[' && packed_array(v, n, out, &k, e))
+		return k;
+	int tree = *v == '[' || *v == '{';
+	if (tree && n > *budget) {
+		*out = fmt_value_str(v, n);
+		return out->v.str.ptr ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	}
+	if (tree)
+		*budget -= n;
+	json_error_t je;
+	json_t *j = json_loadb(v, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+	if (!j) /* the walker and jansson disagree: report it as the file's fault, not a crash */
+		return fmt_fail(e, FMT_INVALID_FORMAT, "__metadata__ metadata is not valid JSON: %s", je.text);
+	k = value_from_json(j, out, e);
+	json_decref(j);
+	return k;
+}
+
+/* The record's members in file order, each made a typed value on its own. */
+static fmt_kind fill_user_metadata(fmt_model *m, const char *text, fmt_err *e)
+{
+	jwalk w = { text, text + strlen(text), NULL, NULL };
+	size_t budget = META_TREE_BUDGET;
+	const char *p = jw_ws(jw_ws(text, w.end) + 1, w.end);
+	fmt_kind k = FMT_OK;
+	while (k == FMT_OK && p < w.end && *p == '"') {
+		const char *k0 = p, *v0;
+		int esc = 0;
+		char *key = NULL;
+		if (!jw_string(&w, &p, &esc))
+			return fmt_fail(e, FMT_INTERNAL, "metadata key no longer parses");
+		if (esc) {
+			json_t *j = json_loadb(k0, (size_t)(p - k0), JSON_DECODE_ANY, NULL);
+			key = j ? strdup(json_string_value(j)) : NULL;
+			json_decref(j);
+		} else {
+			key = strndup(k0 + 1, (size_t)(p - k0) - 2);
+		}
+		if (!key)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		p = v0 = jw_ws(jw_ws(p, w.end) + 1, w.end); /* past ':' */
+		fmt_value val;
+		if (!jw_value(&w, &p, 1))
+			k = fmt_fail(e, FMT_INTERNAL, "metadata value no longer parses");
+		else if ((k = member_value(v0, (size_t)(p - v0), &budget, &val, e)) == FMT_OK) {
+			k = fmt_model_add_meta(m, key, &val, e);
+			fmt_value_free(&val);
+		}
+		free(key);
+		p = jw_ws(p, w.end);
+		if (p < w.end && *p == ',')
+			p = jw_ws(p + 1, w.end);
+	}
+	return k;
+}
+
 fmt_kind fmt_apsim_fill_meta_units(fmt_model *m, const apsim_file *f, fmt_err *e)
 {
-	const char *key;
-	json_t *v;
-	json_object_foreach(f->metadata, key, v) {
-		fmt_value val;
-		fmt_kind k = value_from_json(v, &val, e);
-		if (k != FMT_OK)
-			return k;
-		k = fmt_model_add_meta(m, key, &val, e);
-		fmt_value_free(&val);
-		if (k != FMT_OK)
-			return k;
-	}
-	for (size_t i = 0; i < f->n_units; i++) {
-		fmt_kind k = fmt_model_add_unit(m, f->unit_list[i].tensor, f->unit_list[i].dims, e);
-		if (k != FMT_OK)
-			return k;
-	}
-	return FMT_OK;
+	fmt_kind k = fill_user_metadata(m, f->metadata_text, e);
+	if (k != FMT_OK)
+		return k;
+	for (size_t i = 0; i < f->n_units && k == FMT_OK; i++)
+		k = fmt_model_add_unit(m, f->unit_list[i].tensor, f->unit_list[i].dims, e);
+	return k;
 }
 
 fmt_kind fmt_apsim_fill_qtensors(fmt_model *m, const apsim_file *f, fmt_err *e)
@@ -1003,7 +1459,14 @@ json_t *fmt_apsim_describe_common(const apsim_state *st)
 	} else {
 		json_object_set_new(o, "key_id", json_null());
 	}
-	json_object_set_new(o, "units", json_deep_copy(f->units));
+	json_t *units = json_object();
+	for (size_t i = 0; units && i < f->n_units; i++) {
+		json_t *dims = json_array();
+		for (int d = 0; dims && d < FMT_UNIT_DIMS; d++)
+			json_array_append_new(dims, json_integer(f->unit_list[i].dims[d]));
+		json_object_set_new(units, f->unit_list[i].tensor, dims);
+	}
+	json_object_set_new(o, "units", units);
 	json_t *q = json_object();
 	for (size_t i = 0; i < st->n_files && q; i++)
 		json_object_update(q, st->files[i].qtensors);

@@ -29,7 +29,7 @@ typedef struct apsim_file {
 	const char *apsi, *units_text, *qtensors_text, *metadata_text, *sha256, *signature;
 	uint32_t shard_i, shard_n;
 	int has_shard;
-	json_t *units, *qtensors, *metadata;   /* parsed JSON-valued keys */
+	json_t *qtensors;            /* parsed; units and the metadata record are read without a tree */
 	const char **extra;          /* unknown keys (pointers into kv) */
 	size_t n_extra;
 	fmt_unit *unit_list;         /* parsed units */

@@ -80,7 +80,8 @@ static fmt_kind sb_value(fmt_sb *b, const fmt_value *v, const char *key, int dep
 		for (uint64_t i = 0; i < v->v.arr.count; i++) {
 			if (i)
 				fmt_sb_put(b, ",", 1);
-			fmt_kind k = sb_value(b, &v->v.arr.items[i], key, depth + 1, e);
+			fmt_value item = fmt_array_item(v, i);
+			fmt_kind k = sb_value(b, &item, key, depth + 1, e);
 			if (k != FMT_OK)
 				return k;
 		}

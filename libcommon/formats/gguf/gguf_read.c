@@ -249,6 +249,31 @@ static fmt_kind rd_scalar(rd *r, uint32_t type, fmt_value *v, const char *key)
 	return FMT_OK;
 }
 
+/* Scalar items stay as the file's packed little-endian bytes (need was checked against the
+ * bytes left): one byte per U8 item in memory, not a fmt_value each. */
+static fmt_kind rd_packed(rd *r, fmt_value *v, const char *key, uint64_t count)
+{
+	size_t each = fmt_gguf_scalar_size(v->v.arr.elem), n = (size_t)count * each;
+	v->v.arr.packed = malloc(n ? n : 1);
+	if (!v->v.arr.packed)
+		return fmt_fail(r->e, FMT_IO, "key '%s': out of memory for %llu array items", key,
+				(unsigned long long)count);
+	v->v.arr.count = count;
+	uint64_t start = r->pos;
+	fmt_kind k = rd_bytes(r, v->v.arr.packed, n, "array items");
+	if (k != FMT_OK) {
+		fmt_err_prefix(r->e, "key '%s'", key);
+		return k;
+	}
+	if (v->v.arr.elem == FMT_V_BOOL)
+		for (size_t i = 0; i < n; i++)
+			if (v->v.arr.packed[i] > 1)
+				return fmt_fail(r->e, FMT_INVALID_FORMAT,
+						"key '%s': item %zu: BOOL byte %u at offset %llu (expected 0 or 1)", key, i,
+						v->v.arr.packed[i], (unsigned long long)(start + i));
+	return FMT_OK;
+}
+
 static fmt_kind rd_array(rd *r, fmt_value *v, const char *key, unsigned depth)
 {
 	uint32_t elem;
@@ -281,6 +306,8 @@ static fmt_kind rd_array(rd *r, fmt_value *v, const char *key, unsigned depth)
 				key, (unsigned long long)count, (unsigned long long)FMT_GGUF_MAX_ARRAY_ITEMS);
 	r->array_items += count;
 	v->v.arr.elem = (fmt_vtype)elem;
+	if (elem != FMT_V_STR && elem != FMT_V_ARRAY)
+		return rd_packed(r, v, key, count);
 	if (count == 0)
 		return FMT_OK;
 	v->v.arr.items = calloc((size_t)count, sizeof(fmt_value));

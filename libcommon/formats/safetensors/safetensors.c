@@ -37,7 +37,8 @@ typedef struct st_state {
 } st_state;
 
 typedef struct st_entry {
-	const char *name;             /* key inside the parsed JSON */
+	char *name;                   /* the decoded key (owned) */
+	size_t at;                    /* header byte of the key, for messages */
 	fmt_dtype dtype;
 	int ndim;
 	uint64_t shape[FMT_MAX_DIMS];
@@ -169,7 +170,6 @@ static fmt_kind parse_tensor(const char *name, json_t *v, st_entry *t, fmt_err *
 				!dtype ? "dtype" : !shape ? "shape" : "data_offsets");
 	if (!json_is_string(dtype))
 		return fmt_fail(e, FMT_INVALID_FORMAT, "tensor " NM ": dtype is not a string", name);
-	t->name = name;
 	t->dtype = fmt_dtype_from_st_name(json_string_value(dtype));
 	if (t->dtype == FMT_DT_INVALID)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "tensor " NM ": unknown dtype '%.64s'", name,
@@ -292,9 +292,248 @@ static fmt_kind read_header(fmt_source *s, char **header, uint64_t *len, fmt_err
 	return FMT_OK;
 }
 
-/* Text-level checks and the JSON parse (§5.4-5.5). */
-static fmt_kind parse_header_json(const char *h, size_t n, json_t **root, fmt_err *e)
+/* ---- the header, one member at a time ----
+ * A hostile header of a million empty tensors must not become a million-node JSON tree: the
+ * top-level object is split into members by a scanner that only follows strings and brackets,
+ * and each member's value is parsed by jansson on its own and dropped once read, so memory is
+ * the small per-tensor records plus one member. Duplicate names are found by sorting. */
+
+typedef struct st_scan {
+	const char *h;
+	size_t n;
+	st_entry *t;
+	size_t nt, cap;
+	json_t *meta;                 /* the __metadata__ object, if any */
+	size_t meta_at;
+	fmt_err bad;                  /* the first member that is valid JSON but not a valid entry */
+	int has_bad;
+} st_scan;
+
+static size_t skip_ws(const char *h, size_t n, size_t i)
 {
+	while (i < n && json_ws((uint8_t)h[i]))
+		i++;
+	return i;
+}
+
+/* h[i] is '"': the index just past the closing quote, or n + 1 when there is none. */
+static size_t skip_string(const char *h, size_t n, size_t i)
+{
+	for (i++; i < n; i++) {
+		if (h[i] == '\\')
+			i++;
+		else if (h[i] == '"')
+			return i + 1;
+	}
+	return n + 1;
+}
+
+/* The end of the value starting at h[i], following only strings and brackets (jansson checks
+ * the value itself); n + 1 when it runs off the end. */
+static size_t skip_value(const char *h, size_t n, size_t i)
+{
+	size_t depth = 0;
+	while (i < n) {
+		char c = h[i];
+		if (c == '"') {
+			i = skip_string(h, n, i);
+			if (i > n || depth == 0)
+				return i;
+		} else if (c == '{' || c == '[') {
+			depth++;
+			i++;
+		} else if (c == '}' || c == ']') {
+			if (depth == 0)
+				return i;
+			i++;
+			if (--depth == 0)
+				return i;
+		} else if (depth == 0 && (c == ',' || json_ws((uint8_t)c))) {
+			return i;
+		} else {
+			i++;
+		}
+	}
+	return depth ? n + 1 : i;
+}
+
+static fmt_kind bad_json(size_t at, const char *what, fmt_err *e)
+{
+	return fmt_fail(e, FMT_INVALID_FORMAT, "header is not valid JSON at byte %zu: %s", at, what);
+}
+
+/* Parse h[from, to) alone; jansson's positions are made header-relative. */
+static fmt_kind parse_span(const st_scan *sc, size_t from, size_t to, size_t flags, json_t **out, fmt_err *e)
+{
+	json_error_t je;
+	*out = json_loadb(sc->h + from, to - from, JSON_REJECT_DUPLICATES | flags, &je);
+	if (*out)
+		return FMT_OK;
+	je.position += (int)from;
+	if (strncmp(je.text, "duplicate object key", 20) == 0)
+		return fail_duplicate(sc->h, sc->n, &je, e);
+	return bad_json((size_t)je.position, je.text, e);
+}
+
+/* A key without escapes or control bytes is its own text (the header is valid UTF-8). */
+static fmt_kind decode_key(const st_scan *sc, size_t from, size_t to, char **out, fmt_err *e)
+{
+	int plain = 1;
+	for (size_t i = from + 1; i + 1 < to && plain; i++)
+		plain = sc->h[i] != '\\' && (uint8_t)sc->h[i] >= 0x20;
+	if (plain) {
+		*out = strndup(sc->h + from + 1, to - from - 2);
+		return *out ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	}
+	json_t *j;
+	fmt_kind k = parse_span(sc, from, to, JSON_DECODE_ANY, &j, e);
+	if (k != FMT_OK)
+		return k;
+	*out = strdup(json_string_value(j));
+	json_decref(j);
+	return *out ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+}
+
+/* JSON errors (syntax, duplicate keys) come before entry errors, as when the whole header was
+ * one jansson parse: the first entry error is kept and the scan goes on. */
+static void keep_entry_error(st_scan *sc, fmt_kind k, const fmt_err *err)
+{
+	if (k != FMT_OK && !sc->has_bad) {
+		sc->bad.kind = err->kind; /* err's file was never set */
+		memcpy(sc->bad.msg, err->msg, sizeof sc->bad.msg);
+		sc->has_bad = 1;
+	}
+}
+
+static fmt_kind take_member(st_scan *sc, char *key, size_t key_at, size_t from, size_t to, fmt_err *e)
+{
+	if (strcmp(key, "__metadata__") == 0) {
+		if (sc->meta) {
+			free(key);
+			return fmt_fail(e, FMT_INVALID_FORMAT, "duplicate key '__metadata__' in header (byte %zu)", key_at);
+		}
+		free(key);
+		sc->meta_at = key_at;
+		fmt_kind k = parse_span(sc, from, to, JSON_DECODE_ANY, &sc->meta, e);
+		if (k == FMT_OK) {
+			fmt_err me;
+			keep_entry_error(sc, check_metadata(sc->meta, &me), &me);
+		}
+		return k;
+	}
+	if (sc->nt == sc->cap) {
+		size_t cap = sc->cap ? sc->cap * 2 : 64;
+		st_entry *bigger = realloc(sc->t, cap * sizeof *bigger);
+		if (!bigger) {
+			free(key);
+			return fmt_fail(e, FMT_IO, "out of memory for %zu tensor entries", cap);
+		}
+		sc->t = bigger;
+		sc->cap = cap;
+	}
+	st_entry *t = &sc->t[sc->nt++];
+	memset(t, 0, sizeof *t);
+	t->name = key;
+	t->at = key_at;
+	json_t *v;
+	fmt_kind k = parse_span(sc, from, to, JSON_DECODE_ANY, &v, e);
+	if (k == FMT_OK) {
+		fmt_err te;
+		keep_entry_error(sc, parse_tensor(key, v, t, &te), &te);
+		json_decref(v);
+	}
+	return k;
+}
+
+static int cmp_entry_names(const void *pa, const void *pb)
+{
+	const st_entry *a = *(const st_entry *const *)pa, *b = *(const st_entry *const *)pb;
+	int c = strcmp(a->name, b->name);
+	return c ? c : a->at < b->at ? -1 : a->at > b->at;
+}
+
+/* The first repeated name in file order, as jansson would report it. */
+static fmt_kind reject_duplicate_names(const st_scan *sc, fmt_err *e)
+{
+	if (sc->nt < 2)
+		return FMT_OK;
+	const st_entry **by_name = malloc(sc->nt * sizeof *by_name);
+	if (!by_name)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; i < sc->nt; i++)
+		by_name[i] = &sc->t[i];
+	qsort(by_name, sc->nt, sizeof *by_name, cmp_entry_names);
+	const st_entry *first = NULL;
+	for (size_t i = 1; i < sc->nt; i++)
+		if (strcmp(by_name[i]->name, by_name[i - 1]->name) == 0 && (!first || by_name[i]->at < first->at))
+			first = by_name[i];
+	fmt_kind k = FMT_OK;
+	if (first) { /* named by its text in the header, as jansson's position gives it */
+		size_t len = skip_string(sc->h, sc->n, first->at) - first->at - 2;
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "duplicate key '%.*s' in header (byte %zu)",
+			     (int)(len > 200 ? 200 : len), sc->h + first->at + 1, first->at);
+	}
+	free(by_name);
+	return k;
+}
+
+static fmt_kind scan_members(st_scan *sc, fmt_err *e)
+{
+	const char *h = sc->h;
+	size_t n = sc->n, i = skip_ws(h, n, 1);
+	if (i < n && h[i] == '}')
+		return skip_ws(h, n, i + 1) == n ? FMT_OK : bad_json(skip_ws(h, n, i + 1), "end of file expected", e);
+	for (;;) {
+		if (i >= n || h[i] != '"')
+			return bad_json(i, "string or '}' expected", e);
+		size_t key_end = skip_string(h, n, i);
+		if (key_end > n)
+			return bad_json(i, "unterminated string", e);
+		char *key;
+		fmt_kind k = decode_key(sc, i, key_end, &key, e);
+		if (k != FMT_OK)
+			return k;
+		size_t key_at = i;
+		i = skip_ws(h, n, key_end);
+		if (i >= n || h[i] != ':') {
+			free(key);
+			return bad_json(i, "':' expected", e);
+		}
+		size_t from = skip_ws(h, n, i + 1), to = skip_value(h, n, from);
+		if (to > n || to == from) {
+			free(key);
+			return bad_json(from, "unexpected end of the header or an invalid value", e);
+		}
+		if ((k = take_member(sc, key, key_at, from, to, e)) != FMT_OK)
+			return k;
+		i = skip_ws(h, n, to);
+		if (i < n && h[i] == ',') {
+			i = skip_ws(h, n, i + 1);
+			continue;
+		}
+		if (i < n && h[i] == '}')
+			break;
+		return bad_json(i, "',' or '}' expected", e);
+	}
+	i = skip_ws(h, n, i + 1);
+	return i == n ? FMT_OK : bad_json(i, "end of file expected", e);
+}
+
+static void scan_free(st_scan *sc)
+{
+	for (size_t i = 0; i < sc->nt; i++)
+		free(sc->t[i].name);
+	free(sc->t);
+	json_decref(sc->meta);
+	memset(sc, 0, sizeof *sc);
+}
+
+/* Text-level checks, then the members (§5.4-5.5). */
+static fmt_kind parse_header(const char *h, size_t n, st_scan *sc, fmt_err *e)
+{
+	memset(sc, 0, sizeof *sc);
+	sc->h = h;
+	sc->n = n;
 	if (!fmt_utf8_valid(h, n)) {
 		size_t at = utf8_first_bad(h, n);
 		return fmt_fail(e, FMT_INVALID_FORMAT, "header is not valid UTF-8 at byte %zu (file offset %zu)",
@@ -303,57 +542,19 @@ static fmt_kind parse_header_json(const char *h, size_t n, json_t **root, fmt_er
 	if (n == 0 || h[0] != '{')
 		return fmt_fail(e, FMT_INVALID_FORMAT, "header must begin with '{' (found %s)",
 				n == 0 ? "an empty header" : json_ws((uint8_t)h[0]) ? "whitespace" : "another byte");
-	json_error_t je;
-	json_t *j = json_loadb(h, n, JSON_REJECT_DUPLICATES, &je);
-	if (!j) {
-		if (strncmp(je.text, "duplicate object key", 20) == 0)
-			return fail_duplicate(h, n, &je, e);
-		return fmt_fail(e, FMT_INVALID_FORMAT, "header is not valid JSON at byte %d: %s",
-				je.position, je.text);
-	}
-	if (!json_is_object(j)) {
-		json_decref(j);
-		return fmt_fail(e, FMT_INVALID_FORMAT, "header is not a JSON object");
-	}
+	/* A sign is found in the text (jansson turns "-0" into 0); before the members, so that it
+	 * is named as such rather than as a bad value. */
 	fmt_kind k = reject_signs(h, n, e);
-	if (k != FMT_OK) {
-		json_decref(j);
-		return k;
+	if (k == FMT_OK)
+		k = scan_members(sc, e);
+	if (k == FMT_OK)
+		k = reject_duplicate_names(sc, e);
+	if (k == FMT_OK && sc->has_bad) {
+		e->kind = sc->bad.kind;
+		memcpy(e->msg, sc->bad.msg, sizeof e->msg);
+		k = e->kind;
 	}
-	*root = j;
-	return FMT_OK;
-}
-
-/* Walk the object in file order: metadata check, tensor entries. */
-static fmt_kind collect_entries(json_t *root, st_entry **out, size_t *n_out, json_t **meta, fmt_err *e)
-{
-	size_t cap = json_object_size(root);
-	st_entry *t = calloc(cap ? cap : 1, sizeof *t);
-	if (!t)
-		return fmt_fail(e, FMT_IO, "out of memory for %zu tensor entries", cap);
-	size_t n = 0;
-	const char *key;
-	json_t *v;
-	fmt_kind k = FMT_OK;
-	*meta = NULL;
-	json_object_foreach(root, key, v) {
-		if (strcmp(key, "__metadata__") == 0) {
-			k = check_metadata(v, e);
-			*meta = v;
-		} else {
-			k = parse_tensor(key, v, &t[n], e);
-			n++;
-		}
-		if (k != FMT_OK)
-			break;
-	}
-	if (k != FMT_OK) {
-		free(t);
-		return k;
-	}
-	*out = t;
-	*n_out = n;
-	return FMT_OK;
+	return k;
 }
 
 static fmt_kind add_metadata(fmt_model *m, json_t *md, fmt_err *e)
@@ -410,33 +611,25 @@ static fmt_kind check_coverage(uint64_t size, uint64_t header_len, uint64_t data
 	return FMT_OK;
 }
 
-static fmt_kind open_parsed(fmt_model *m, int source, int with_meta, const char *h, uint64_t n,
-			    json_t *root, fmt_err *e)
+static fmt_kind open_parsed(fmt_model *m, int source, int with_meta, uint64_t n, st_scan *sc, fmt_err *e)
 {
-	(void)h;
-	st_entry *t = NULL;
-	size_t nt = 0;
-	json_t *md = NULL;
-	fmt_kind k = collect_entries(root, &t, &nt, &md, e);
-	if (k != FMT_OK)
-		return k;
-	qsort(t, nt, sizeof *t, cmp_entry_offsets);
+	st_entry *t = sc->t;
+	size_t nt = sc->nt;
+	if (nt)
+		qsort(t, nt, sizeof *t, cmp_entry_offsets);
 	uint64_t *sizes = malloc(2 * (nt ? nt : 1) * sizeof *sizes);
 	uint64_t data_len = 0;
-	if (!sizes) {
-		free(t);
+	if (!sizes)
 		return fmt_fail(e, FMT_IO, "out of memory");
-	}
 	uint64_t *nelems = sizes, *nbytes = sizes + nt;
-	k = check_layout(t, nt, nelems, nbytes, &data_len, e);
+	fmt_kind k = check_layout(t, nt, nelems, nbytes, &data_len, e);
 	if (k == FMT_OK)
 		k = check_coverage(m->sources[source].size, n, data_len, e);
-	if (k == FMT_OK && with_meta && md)
-		k = add_metadata(m, md, e);
+	if (k == FMT_OK && with_meta && sc->meta)
+		k = add_metadata(m, sc->meta, e);
 	if (k == FMT_OK)
 		k = add_tensors(m, source, 8 + n, t, nt, nelems, nbytes, e);
 	free(sizes);
-	free(t);
 	return k;
 }
 
@@ -446,15 +639,14 @@ fmt_kind fmt_st_open_source(fmt_model *m, int source, int with_meta, fmt_err *e)
 		return fmt_fail(e, FMT_INTERNAL, "safetensors: no source %d", source);
 	char *h = NULL;
 	uint64_t n = 0;
-	json_t *root = NULL;
+	st_scan sc;
 	fmt_kind k = read_header(&m->sources[source], &h, &n, e);
 	if (k != FMT_OK)
 		return k;
-	k = parse_header_json(h, (size_t)n, &root, e);
-	if (k == FMT_OK) {
-		k = open_parsed(m, source, with_meta, h, n, root, e);
-		json_decref(root);
-	}
+	k = parse_header(h, (size_t)n, &sc, e);
+	if (k == FMT_OK)
+		k = open_parsed(m, source, with_meta, n, &sc, e);
+	scan_free(&sc);
 	free(h);
 	return k;
 }

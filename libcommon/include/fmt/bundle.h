@@ -58,12 +58,24 @@ fmt_kind fmt_bundle_pack(const char *set_path, const char *bundle_path, unsigned
  * by. Opens nothing but the bundle. info may be NULL. */
 fmt_kind fmt_bundle_verify(const char *bundle_path, fmt_bundle_info *info, fmt_err *e);
 
+struct fmt_verify_opts;
+
 /* Extract into dir (created if missing, one level). Existing files of the same names are
  * refused (UsageError) before anything is written unless flags has FMT_SINK_FORCE. Every member
- * is written to a temporary file in dir and hashed as it is written; only when all members
- * verified are they renamed into place. On any failure nothing is left behind (temporaries
- * removed, members already renamed removed, dir removed if this call created it). */
+ * is written into a private staging directory made in dir (fmt/stagedir.h) and hashed as it is
+ * written. With vo holding a key, the set is then verified there with it, and every member
+ * must be covered by that verified signature: the member that opens the set or a file it
+ * opened; any other member is SignatureInvalid, named in e->file. Only when all of that passed
+ * are the members moved into place together; with FMT_SINK_FORCE existing files are replaced
+ * by rename and all kept if a move fails; a directory in the way is refused. On any failure or
+ * signal nothing is left behind and nothing that existed is changed (dir removed if this call
+ * created it). vo may be NULL. */
 fmt_kind fmt_bundle_unpack(const char *bundle_path, const char *dir, unsigned flags,
-			   fmt_bundle_info *info, fmt_err *e);
+			   const struct fmt_verify_opts *vo, fmt_bundle_info *info, fmt_err *e);
+
+/* Verify the set inside a bundle with the key of vo, by the rules of fmt_bundle_unpack, in a
+ * private directory made in $TMPDIR (or /tmp) and removed afterwards, also on signals. */
+fmt_kind fmt_bundle_check_signed(const char *bundle_path, const struct fmt_verify_opts *vo,
+				 fmt_bundle_info *info, fmt_err *e);
 
 #endif

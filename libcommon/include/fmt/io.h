@@ -56,10 +56,13 @@ int fmt_same_file(const char *a, const char *b);
  * stdout is a terminal).
  *
  * Test hook, for the test suites only: with FMTKIT_TEST_STOP_AT_SINK=N in the environment the
- * process stops itself (SIGSTOP) right after the Nth sink it opens has created its temporary
- * file, so that a test can send SIGTERM mid-write deterministically, then SIGCONT; with
- * FMTKIT_TEST_STOP_IN_COMMIT=N it stops after the Nth rename of a multi-file commit
- * (fmt_sinks_commit), where signals wait until the commit is complete. */
+ * process stops itself (SIGSTOP) right after the Nth output it opens has been created (a
+ * sink's temporary file, or a file in a staging directory, fmt/stagedir.h), so that a test can
+ * send SIGTERM mid-write deterministically, then SIGCONT; with FMTKIT_TEST_STOP_IN_COMMIT=N it
+ * stops after the Nth rename of a multi-file commit (fmt_sinks_commit), where signals wait
+ * until the commit is complete. fmt_test_stop_hook counts one output. */
+void fmt_test_stop_hook(void);
+
 typedef struct fmt_sink {
 	char *path;
 	char *tmp_path;

@@ -28,7 +28,10 @@ typedef struct fmt_value {
 		double f;       /* F32 (exactly representable) and F64 */
 		int b;          /* BOOL */
 		struct { char *ptr; size_t len; } str;  /* bytes as stored; NUL-terminated copy */
-		struct { fmt_vtype elem; uint64_t count; struct fmt_value *items; } arr;
+		/* Scalar elements (U8..F64, BOOL) may be held packed: count little-endian items of
+		 * fmt_vtype_size(elem) bytes each (F32 as its bits), items NULL; a hostile 2^25-item
+		 * array then costs its own bytes, not 32 per item. Read items with fmt_array_item. */
+		struct { fmt_vtype elem; uint64_t count; struct fmt_value *items; uint8_t *packed; } arr;
 	} v;
 } fmt_value;
 
@@ -179,10 +182,20 @@ fmt_value fmt_value_str(const char *s, size_t len); /* duplicates; type STR; ptr
 fmt_kind fmt_value_copy(fmt_value *dst, const fmt_value *src, fmt_err *e);
 void fmt_value_free(fmt_value *v);
 const char *fmt_vtype_name(fmt_vtype t);           /* "u32", "str", "array", ... */
+/* Bytes of one packed scalar element (1, 2, 4 or 8; BOOL 1); 0 for STR and ARRAY. */
+size_t fmt_vtype_size(fmt_vtype t);
+/* Item i (< count) of an array: decoded from the packed bytes, or items[i] itself (a shallow
+ * copy: do not free it). */
+fmt_value fmt_array_item(const fmt_value *a, uint64_t i);
+/* An array of count scalars of type elem taking a copy of their packed bytes. */
+fmt_kind fmt_value_packed(fmt_value *out, fmt_vtype elem, uint64_t count, const void *bytes, fmt_err *e);
 
 /* A metadata value as JSON; arrays longer than max_items (0 = no limit) are abbreviated to
  * their first max_items items plus {"truncated": total}. */
 json_t *fmt_json_value(const fmt_value *v, size_t max_items);
+/* The same JSON written to f as it is made, array items one at a time (a 2^25-item array is
+ * never a tree), through fmt_json_write; 0, or -1 on a write error. */
+int fmt_json_write_value(FILE *f, const fmt_value *v, size_t max_items);
 
 /* Print the value as text (strings escaped and quoted, arrays abbreviated past max_items). */
 void fmt_out_value(FILE *f, const fmt_value *v, size_t max_items);

@@ -27,6 +27,11 @@ json_t *fmt_json_u64(uint64_t v);
 
 /* One compact JSON object and a newline (JSON Lines); returns 0 or -1 on write failure. */
 int fmt_json_line(FILE *f, json_t *obj);
+/* Compact JSON (member order kept), with DEL and the C1 controls written as \u escapes so that
+ * no control byte reaches a terminal: to f (0, or -1 on a write error), or as a malloc'd
+ * string (NULL when out of memory). */
+int fmt_json_write(FILE *f, const json_t *j);
+char *fmt_json_text(const json_t *j);
 
 /* The error report of CONVENTIONS.md: "TOOL: error: FILE: message" on f, and with json also
  * {"tool","file","error","exit","message"} as one line. file may be NULL. */

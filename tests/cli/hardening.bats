@@ -1,0 +1,303 @@
+#!/usr/bin/env bats
+# Issue 8 (hardening): hostile files from scripts/gen/hostile-memory and scripts/gen/hostile-bundles.
+# Each test asserts the exit status and that nothing is left or changed on disk.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	load helpers
+	export HOSTILE="$BATS_FILE_TMPDIR/hostile"
+	# A quarter of the benchmark's sizes: the same shapes, quick to make.
+	"$REPO_ROOT/scripts/gen/hostile-memory" "$HOSTILE/memory" 0.25
+	"$REPO_ROOT/scripts/gen/hostile-bundles" "$HOSTILE/bundles"
+	"$REPO_ROOT/scripts/gen/hostile-text" "$HOSTILE/text"
+	printf 'team secret\n' >"$BATS_FILE_TMPDIR/secret"
+}
+
+setup() {
+	load helpers
+	cd "$BATS_TEST_TMPDIR"
+	B=$HOSTILE/bundles
+	SECRET=$BATS_FILE_TMPDIR/secret
+	mkdir tmp
+	export TMPDIR=$PWD/tmp
+}
+
+# Every file under DIR with its size and digest: compared before and after.
+snapshot() {
+	(cd "$1" && find . -printf '%y %p %s\n' | sort && find . -type f -exec sha256sum {} + | sort)
+}
+
+# Sanitizer builds reserve terabytes of address space: a ulimit -v cannot apply to them.
+asan_build() {
+	grep -q __asan_init "$FMTKIT_BIN/fmt-inspect"
+}
+
+# run_bounded FILE CMD...: run CMD under ulimit -v = 16 x FILE's size + 64 MB (issue 8, item 3).
+run_bounded() {
+	local file=$1
+	shift
+	asan_build && skip "sanitizer build: address-space limit not applicable"
+	local kb=$(( (16 * $(stat -c %s "$file") + 64 * 1048576) / 1024 ))
+	run --separate-stderr bash -c 'ulimit -v "$1"; shift; exec "$@"' _ "$kb" "$@"
+}
+
+@test "memory: GGUF U8 array of 2^23 items, inspect and verify within 16x + 64 MB" {
+	f=$HOSTILE/memory/gguf-u8-array.gguf
+	run_bounded "$f" fmt-inspect --json --metadata "$f"
+	assert_success
+	assert_equal "$(jq -c '.metadata_types["hostile.array"]' <<<"$output")" '"array[u8]"'
+	assert_equal "$(jq -c '.metadata["hostile.array"][-1]' <<<"$output")" '{"truncated":8388608}'
+	run_bounded "$f" fmt-verify "$f"
+	assert_success
+	run_bounded "$f" fmt-inspect --metadata --full "$f"
+	assert_success
+	assert_equal "$(grep -o '0, ' <<<"$output" | wc -l)" 8388607
+	# Every item as JSON: streamed, never a tree.
+	run_bounded "$f" fmt-inspect --json --metadata --full "$f"
+	assert_success
+	assert_equal "$(jq '.metadata["hostile.array"] | length' <<<"$output")" 8388608
+}
+
+@test "memory: .apsim record of 3 million zeros, inspect and verify within 16x + 64 MB" {
+	f=$HOSTILE/memory/apsim-zeros.apsim
+	run_bounded "$f" fmt-verify "$f"
+	assert_success
+	run_bounded "$f" fmt-inspect --json --metadata "$f"
+	assert_success
+	assert_equal "$(jq -c '[.metadata_types.a, .metadata.a[0], .metadata.a[-1]]' <<<"$output")" \
+		'["array[i64]",0,{"truncated":3000000}]'
+}
+
+@test "memory: safetensors header of 250000 empty tensors, inspect --json and verify within 16x + 64 MB" {
+	f=$HOSTILE/memory/st-million.safetensors
+	run_bounded "$f" fmt-inspect --json "$f"
+	assert_success
+	assert_equal "$(jq -c '[.tensor_count, (.tensors|length), .tensors[-1].name]' <<<"$output")" '[250000,250000,"t0249999"]'
+	run_bounded "$f" fmt-verify "$f"
+	assert_success
+	f=$HOSTILE/memory/st-million-meta.safetensors
+	run_bounded "$f" fmt-inspect --json --metadata "$f"
+	assert_success
+	assert_equal "$(jq -r '.metadata.note|length' <<<"$output")" 15000000
+}
+
+@test "memory: .apsim units object of a million entries naming no tensor, refused (exit 4) within 16x + 64 MB" {
+	"$REPO_ROOT/scripts/gen/hostile-memory" full 1 apsim-units.apsim
+	f=full/apsim-units.apsim
+	run_bounded "$f" fmt-verify "$f"
+	assert_equal "$status" 4
+	[[ "$stderr" == *"units 't0000000': no tensor of that name in the file"* ]] || fail "$stderr"
+	run_bounded "$f" fmt-inspect --json "$f"
+	assert_equal "$status" 4
+}
+
+# Item 10: a FIFO at a key path is refused at once (timeout would give 124).
+@test "keys: a FIFO as the per-user HMAC key is refused, never waited on (exit 2)" {
+	mkdir -p home/.config/fmtkit
+	mkfifo -m 600 home/.config/fmtkit/hmac.key
+	cp "$REPO_ROOT/tests/data/fixtures/apsim/example-signed-team-secret.apsim" f.apsim
+	run --separate-stderr env HOME="$PWD/home" XDG_CONFIG_HOME= timeout 10 fmt-verify --hmac-key f.apsim
+	assert_equal "$status" 2
+	[[ "$stderr" == *"hmac.key: the HMAC key is not a regular file"* ]] || fail "$stderr"
+	[ -p home/.config/fmtkit/hmac.key ] && cmp -s f.apsim "$REPO_ROOT/tests/data/fixtures/apsim/example-signed-team-secret.apsim"
+	assert_equal "$(ls -A home/.config/fmtkit)" hmac.key
+}
+
+@test "keys: a symbolic link as the per-user HMAC key is refused (exit 2)" {
+	mkdir -p home/.config/fmtkit
+	head -c 32 /dev/urandom >real.key
+	chmod 600 real.key
+	ln -s "$PWD/real.key" home/.config/fmtkit/hmac.key
+	cp "$REPO_ROOT/tests/data/fixtures/apsim/example-signed-team-secret.apsim" f.apsim
+	run --separate-stderr env HOME="$PWD/home" XDG_CONFIG_HOME= timeout 10 fmt-verify --hmac-key f.apsim
+	assert_equal "$status" 2
+	[[ "$stderr" == *"the HMAC key is a symbolic link"* ]] || fail "$stderr"
+}
+
+@test "keys: a FIFO nobody writes to as --secret-file is refused as empty, a pipe still works" {
+	mkfifo sec
+	cp "$REPO_ROOT/tests/data/fixtures/apsim/example-signed-team-secret.apsim" f.apsim
+	run --separate-stderr timeout 10 fmt-verify --secret-file sec f.apsim
+	assert_equal "$status" 2
+	[[ "$stderr" == *"secret file sec is empty"* ]] || fail "$stderr"
+	run --separate-stderr timeout 10 fmt-verify --secret-file /dev/null/x f.apsim
+	assert_equal "$status" 3
+	mkdir d
+	run --separate-stderr timeout 10 fmt-verify --secret-file d f.apsim
+	assert_equal "$status" 2
+	[[ "$stderr" == *"secret file d is not a regular file or a pipe"* ]] || fail "$stderr"
+	run --separate-stderr bash -c 'timeout 10 fmt-verify --secret-file <(printf "team secret\n") f.apsim'
+	assert_success
+}
+
+# Item 1: with a key, every member must be covered by the verified signature.
+@test "keyed bundle: a signed file plus an unsigned model (digest recomputed) is refused naming it (exit 7)" {
+	before=$(snapshot "$B")
+	run --separate-stderr fmt-verify --secret-file "$SECRET" "$B/signed-plus-model.tar"
+	assert_equal "$status" 7
+	assert_equal "$output" ""
+	[[ "$stderr" == *"signed-plus-model.tar (member model.apsim): member 'model.apsim' is not covered by the verified signature of 'a.apsim'"* ]] || fail "$stderr"
+	# Without a key the digests are all right: ok (nothing claims a signature).
+	run fmt-verify "$B/signed-plus-model.tar"
+	assert_success
+	assert_equal "$(ls -A tmp)" ""
+	assert_equal "$(snapshot "$B")" "$before"
+}
+
+@test "keyed bundle: a signed set plus an extra .apsim, or a README, is refused naming it (exit 7)" {
+	run --separate-stderr fmt-verify --secret-file "$SECRET" "$B/set-plus-extra.tar"
+	assert_equal "$status" 7
+	[[ "$stderr" == *"(member extra.apsim): member 'extra.apsim' is not covered by the verified signature of 'model.apsim.index.json'"* ]] || fail "$stderr"
+	run --separate-stderr fmt-verify --json --secret-file "$SECRET" "$B/set-plus-readme.tar"
+	assert_equal "$status" 7
+	assert_equal "$(jq -r .error <<<"$output")" SignatureInvalid
+	[[ "$(jq -r .failed_file <<<"$output")" == *"set-plus-readme.tar (member README.txt)" ]] || fail "$output"
+	assert_equal "$(ls -A tmp)" ""
+}
+
+@test "keyed bundle: the signed file and the signed set alone verify (exit 0), with the wrong secret 7" {
+	run fmt-verify --secret-file "$SECRET" "$B/signed.tar" "$B/signed-set.tar"
+	assert_success
+	assert_line --index 1 "$B/signed-set.tar: ok (bundle of apsim-index, 4 files, 1534 bytes)"
+	run --separate-stderr fmt-verify --secret-file <(echo other) "$B/signed-set.tar"
+	assert_equal "$status" 7
+	assert_equal "$(ls -A tmp)" ""
+}
+
+@test "keyed unpack: an uncovered member is refused (exit 7) and nothing is written; covered ones unpack" {
+	mkdir out
+	run --separate-stderr fmt-shard unpack --secret-file "$SECRET" -C out "$B/signed-plus-model.tar"
+	assert_equal "$status" 7
+	[[ "$stderr" == *"(member model.apsim): member 'model.apsim' is not covered"* ]] || fail "$stderr"
+	assert_equal "$(ls -A out)" ""
+	run --separate-stderr fmt-shard unpack --secret-file "$SECRET" -C new "$B/set-plus-readme.tar"
+	assert_equal "$status" 7
+	[ ! -e new ]
+	run fmt-shard unpack --secret-file "$SECRET" -C out "$B/signed-set.tar"
+	assert_success
+	assert_equal "$(ls out | tr '\n' ' ')" "model-00001-of-00003.apsim model-00002-of-00003.apsim model-00003-of-00003.apsim model.apsim.index.json "
+	run fmt-verify --secret-file "$SECRET" out/model.apsim.index.json
+	assert_success
+	run --separate-stderr fmt-shard unpack --hmac-key --secret-file "$SECRET" -C out2 "$B/signed-set.tar"
+	assert_equal "$status" 2
+}
+
+# Item 2: one private directory, removed on signals.
+# stop_at N CMD...: run CMD with FMTKIT_TEST_STOP_AT_SINK=N (it stops itself with SIGSTOP once
+# its Nth output file exists, fmt/io.h), wait for the stop, run the caller's at_stop, then send
+# SIGTERM and SIGCONT; the exit status in $status.
+stop_at() {
+	local n=$1 pid i
+	shift
+	FMTKIT_TEST_STOP_AT_SINK=$n "$@" 2>/dev/null 3>&- &
+	pid=$!
+	for i in $(seq 1 1000); do
+		[ "$(sed 's/.*) //' /proc/$pid/stat 2>/dev/null | cut -d' ' -f1)" = T ] && break
+		sleep 0.01
+	done
+	[ "$(sed 's/.*) //' /proc/$pid/stat 2>/dev/null | cut -d' ' -f1)" = T ] || { kill -KILL $pid; fail "no stop"; }
+	at_stop
+	kill -TERM $pid
+	kill -CONT $pid
+	status=0
+	wait $pid || status=$?
+}
+
+@test "keyed bundle: SIGTERM during the check leaves nothing in TMPDIR; the directory was private" {
+	at_stop() {
+		d=$(ls -d tmp/fmtkit-bundle-*)
+		assert_equal "$(stat -c '%a %F' "$d")" "700 directory"
+		assert_equal "$(ls "$d")" "model-00001-of-00003.apsim"
+	}
+	stop_at 1 fmt-verify --secret-file "$SECRET" "$B/signed-set.tar"
+	assert_equal "$status" 143
+	assert_equal "$(ls -A tmp)" ""
+}
+
+@test "unpack: SIGTERM after every member is staged leaves nothing in the directory, existing files untouched" {
+	mkdir out
+	echo keep >out/a.apsim
+	before=$(snapshot out)
+	at_stop() {
+		assert_equal "$(ls out/.fmtkit-unpack-* | tr '\n' ' ')" "a.apsim b.apsim "
+	}
+	stop_at 2 fmt-shard unpack --force -C out "$B/two-members.tar"
+	assert_equal "$status" 143
+	assert_equal "$(snapshot out)" "$before"
+}
+
+# Item 7: --force that cannot commit keeps every existing file.
+@test "unpack --force: a directory in the way of one member fails (exit 3) and keeps every existing file" {
+	mkdir -p out/b.apsim
+	echo "my old a" >out/a.apsim
+	before=$(snapshot out)
+	run --separate-stderr fmt-shard unpack --force -C out "$B/two-members.tar"
+	assert_equal "$status" 3
+	[[ "$stderr" == *"out/b.apsim is a directory (not replaced)"* ]] || fail "$stderr"
+	assert_equal "$(snapshot out)" "$before"
+	rmdir out/b.apsim
+	run fmt-shard unpack --force -C out "$B/two-members.tar"
+	assert_success
+	run fmt-verify out/a.apsim out/b.apsim
+	assert_success
+	assert_equal "$(ls -A out | tr '\n' ' ')" "a.apsim b.apsim "
+}
+
+# Item 5: no control byte from a file reaches a terminal, through any tool.
+@test "escapes: the manifest's format is escaped by fmt-verify and fmt-shard unpack -v" {
+	run fmt-verify "$B/escape-format.tar"
+	assert_success
+	assert_output "$B/escape-format.tar: ok (bundle of \\x1b[2J\\x1b]0;owned\\x07\\x1b[31mapsim, 1 files, 796 bytes)"
+	run fmt-shard unpack -v -C out "$B/escape-format.tar"
+	assert_success
+	assert_line --index 1 "$B/escape-format.tar: 1 files, 796 bytes (\\x1b[2J\\x1b]0;owned\\x07\\x1b[31mapsim)"
+}
+
+# Every tool, text and JSON, on every file of scripts/gen/hostile-text: no C0 control but tab and
+# newline, no DEL, no C1 control (raw 0x9B or UTF-8 C2 80..9F) in stdout or stderr.
+control_bytes() {
+	LC_ALL=C grep -caP '[\x00-\x08\x0b-\x1f\x7f\x9b]|\xc2[\x80-\x9f]' "$@" || true
+}
+
+@test "escapes: no control byte from a file reaches stdout or stderr, in any tool" {
+	T=$HOSTILE/text
+	runs=0
+	check() { # tool args...: run it, then count control bytes in what it wrote
+		"$@" >out.txt 2>err.txt || true
+		runs=$((runs + 1))
+		[ "$(control_bytes out.txt err.txt | awk -F: '{ s += $NF } END { print s + 0 }')" = 0 ] ||
+			fail "control bytes from: $* -> $(cat -v out.txt err.txt | head -5)"
+	}
+	for f in "$T"/*.safetensors "$T"/*.gguf "$T"/*.apsim; do
+		for mode in "" --json --metadata "--metadata --full" --tensors --tree "--json --tree --metadata"; do
+			check fmt-inspect $mode "$f"
+		done
+		check fmt-verify "$f"
+		check fmt-verify --json -v "$f"
+		check fmt-verify --secret-file "$SECRET" "$f"
+		for to in safetensors gguf apsim; do
+			check fmt-convert --dry-run --to $to "$f" -o out.$to
+			check fmt-convert --dry-run --json --to $to "$f" -o out.$to
+		done
+		check fmt-shard split --dry-run --max-size 1 "$f" -o part
+		check fmt-shard split --dry-run --json --max-size 1 "$f" -o part
+		cp "$f" copy
+		check fmt-sign sign --secret-file "$SECRET" copy
+		check fmt-sign sign --json --secret-file "$SECRET" copy
+	done
+	for f in "$T"/*.tar; do
+		check fmt-verify "$f"
+		check fmt-verify --json "$f"
+		check fmt-verify --secret-file "$SECRET" "$f"
+		check fmt-shard unpack -v -C "u$runs" "$f"
+		check fmt-shard unpack --json -C "j$runs" "$f"
+	done
+	[ "$runs" -ge 100 ] || fail "only $runs runs"
+	# The escaped forms are there, not dropped.
+	run fmt-inspect --metadata "$T/names.safetensors"
+	[[ "$output" == *'\x1b[2J\x1b]0;owned\x07\x1b[31m\x08\x7f\u009b1m\r'* ]] || fail "$output"
+	run fmt-shard unpack -C m "$T/member.tar"
+	assert_equal "$status" 4
+	[ ! -e m ]
+}
