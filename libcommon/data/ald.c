@@ -148,8 +148,6 @@ fmt_kind fmt_ald_parse(fmt_table *t, ald_state *s, fmt_err *e)
 		return fmt_fail(e, FMT_UNSUPPORTED, "format version %u.%u (1.x is supported)", s->major, s->minor);
 	if (s->compression > 3)
 		return fmt_fail(e, FMT_UNSUPPORTED, "compression id %u (0-3 are defined)", s->compression);
-	if (s->flags & FMT_ALD_TRUENO_NATIVE)
-		return fmt_fail(e, FMT_UNSUPPORTED, "TRUENO_NATIVE aligned arrays (flag 0x10) are not supported yet");
 	if ((uint64_t)HEADER + s->meta_size > s->crc_off)
 		return bad(e, "metadata runs past the end of the file");
 	if ((k = fmt_card_decode(d + HEADER, s->meta_size, &s->card, &s->card_form, e)) != FMT_OK)
@@ -161,6 +159,8 @@ fmt_kind fmt_ald_parse(fmt_table *t, ald_state *s, fmt_err *e)
 		return k;
 	pos = s->schema_start + s->schema_size;
 	if ((s->flags & FMT_ALD_STREAMING) && (k = parse_chunk_index(s, d, &pos, e)) != FMT_OK)
+		return k;
+	if ((s->flags & FMT_ALD_TRUENO_NATIVE) && (k = fmt_ald_native_parse(t, s, &pos, e)) != FMT_OK)
 		return k;
 	if (s->flags & FMT_ALD_ENCRYPTED) {
 		if (pos >= s->crc_off)
@@ -222,6 +222,7 @@ static void ald_close(fmt_table *t)
 		fmt_dstream_free(&s->ds);
 	free(s->plain);
 	free(s->chunks);
+	fmt_ald_native_free(s);
 	json_decref(s->card);
 	free(s);
 	t->format_state = NULL;
@@ -285,7 +286,8 @@ static fmt_kind next_message(ald_state *s, size_t *size, int *eos, fmt_err *e)
 }
 
 /* A plain (not STREAMING) payload: decompressed message by message, so memory holds one batch. */
-static fmt_kind next_plain(fmt_table *t, ald_state *s, fmt_batch *b, int *done, fmt_err *e)
+fmt_kind fmt_ald_next_plain(ald_state *s, const fmt_schema *want, fmt_batch *b, int *done,
+			    fmt_err *e)
 {
 	size_t size;
 	int eos;
@@ -301,7 +303,7 @@ static fmt_kind next_plain(fmt_table *t, ald_state *s, fmt_batch *b, int *done, 
 		if ((k = fmt_ipc_open(&s->ipc, fmt_dstream_data(&s->ds), size, e)) != FMT_OK)
 			return k;
 		s->ipc_open = 1;
-		if ((k = fmt_schema_expect(&t->schema, &s->ipc.schema, e)) != FMT_OK) {
+		if ((k = fmt_schema_expect(want, &s->ipc.schema, e)) != FMT_OK) {
 			fmt_err_prefix(e, "payload schema differs from the schema block");
 			return k;
 		}
@@ -335,8 +337,10 @@ static fmt_kind ald_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 	if (u)
 		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
 				u->name, u->type_name);
+	if (s->flags & FMT_ALD_TRUENO_NATIVE)
+		return fmt_ald_native_next(s, b, done, e);
 	if (!(s->flags & FMT_ALD_STREAMING))
-		return next_plain(t, s, b, done, e);
+		return fmt_ald_next_plain(s, &t->schema, b, done, e);
 	for (;;) {
 		if (!s->ipc_open) {
 			if (s->next_chunk >= s->n_chunks) {
@@ -371,6 +375,9 @@ static fmt_kind check_digest(ald_state *s, fmt_err *e)
 		if (s->flags & FMT_ALD_STREAMING) {
 			off += s->chunks[i].byte_offset;
 			len = s->chunks[i].csize;
+		} else if (s->flags & FMT_ALD_TRUENO_NATIVE) {
+			off = fmt_ald_native_data_start(s); /* the arrays, then the payload */
+			len = s->payload_end - off;
 		}
 		fmt_dstream ds;
 		if ((k = fmt_dstream_init(&ds, s->compression, s->file + off, (size_t)len, e)) != FMT_OK)
@@ -480,6 +487,8 @@ json_t *fmt_ald_describe(const fmt_table *t)
 		}
 		json_object_set_new(o, "chunks", chunks);
 	}
+	if (s->flags & FMT_ALD_TRUENO_NATIVE)
+		json_object_set_new(o, "arrays", fmt_ald_native_json(s));
 	if (s->flags & FMT_ALD_ENCRYPTED)
 		json_object_set_new(o, "encryption", json_string(s->enc_mode == 0 ? "password" : s->enc_mode == 1
 									  ? "recipient" : "unknown mode"));

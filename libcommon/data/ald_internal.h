@@ -7,6 +7,7 @@
 #include "fmt/arrow.h"
 #include "fmt/registry.h"
 #include "fmt/table.h"
+#include "fmt/dataset.h"
 #include "compress.h"
 
 typedef struct ald_chunk {
@@ -46,11 +47,31 @@ typedef struct ald_state {
 	fmt_dstream ds;            /* a plain payload, decompressed one message at a time */
 	int ds_open;
 	size_t pending;            /* bytes of the message last returned, dropped on the next call */
+	struct ald_native *native; /* TRUENO_NATIVE: the array index (ald_native.c) */
 } ald_state;
 
 fmt_kind fmt_ald_parse(fmt_table *t, ald_state *s, fmt_err *e);
 fmt_kind fmt_ald_check_crc(ald_state *s, fmt_err *e);
 fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *o, fmt_err *e);
 json_t *fmt_ald_describe(const fmt_table *t);
+/* The next batch of a plain (not STREAMING) payload whose schema is want. */
+fmt_kind fmt_ald_next_plain(ald_state *s, const fmt_schema *want, fmt_batch *b, int *done,
+			    fmt_err *e);
+/* Header (sizes, flags) and card (digest) patched in, then the CRC trailer appended. */
+fmt_kind fmt_ald_finish(fmt_sink *k, const fmt_dataset_opts *o, const uint8_t *digest, uint64_t stored,
+			uint64_t raw, uint64_t rows, size_t meta_len, uint16_t schema_len, uint8_t flags,
+			fmt_err *e);
+
+/* TRUENO_NATIVE (ald_native.c): the array index at *pos (moved to the payload's start), the
+ * batches with the arrays' rows in place, the index as JSON, and the writer of the part after
+ * the schema block. */
+fmt_kind fmt_ald_native_parse(fmt_table *t, ald_state *s, uint64_t *pos, fmt_err *e);
+fmt_kind fmt_ald_native_next(ald_state *s, fmt_batch *b, int *done, fmt_err *e);
+uint64_t fmt_ald_native_data_start(const ald_state *s);
+json_t *fmt_ald_native_json(const ald_state *s);
+void fmt_ald_native_free(ald_state *s);
+fmt_kind fmt_ald_native_check_opts(const fmt_dataset_opts *o, fmt_err *e);
+fmt_kind fmt_ald_native_write(fmt_table *in, fmt_sink *k, const fmt_dataset_opts *o, size_t meta_len,
+			      uint16_t schema_len, fmt_err *e);
 
 #endif

@@ -305,13 +305,15 @@ int main(int argc, char **argv)
 {
 	static const char *sets[MAX_REPEATS], *includes[MAX_REPEATS], *excludes[MAX_REPEATS];
 	convert_args a = { .o = { .sets = sets, .include = includes, .exclude = excludes,
-				  .dataset = { .compression = FMT_ALD_ZSTD } } };
+				  .dataset = { .compression = -1 } } };
 	convert_opts *o = &a.o;
 	fmt_cli cli;
 	fmt_err e;
 	fmt_err_clear(&e);
 	if (!fmt_cli_parse(&tool, argc, argv, &a, &cli))
 		return cli.exit_code;
+	if (o->dataset.compression < 0) /* not given: zstd, or none for TRUENO_NATIVE's raw arrays */
+		o->dataset.compression = o->dataset.trueno_native ? FMT_ALD_NONE : FMT_ALD_ZSTD;
 	if (a.allow_overflow && a.overflow_given && o->overflow != FMT_OVERFLOW_SATURATE)
 		return fmt_cli_usage_error(&tool, "--allow-overflow means --overflow=saturate; it contradicts --overflow=refuse or widen");
 	if (a.allow_overflow)
