@@ -350,13 +350,6 @@ open(sys.argv[1],"wb").write(f)' s.ald
 	assert_output --partial "--chunk-rows takes a row count"
 }
 
-@test "--trueno-native is refused (not supported yet), nothing written" {
-	run fmt-convert --trueno-native in.csv out.ald
-	assert_failure 5
-	assert_output --partial "--trueno-native is not supported yet"
-	[ ! -e out.ald ]
-}
-
 @test "fmt-inspect --head, --stats, --schema as text and JSON" {
 	fmt-convert in.csv in.ald
 	run fmt-inspect --head 2 in.ald
