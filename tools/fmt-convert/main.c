@@ -181,6 +181,20 @@ static void writer_names(char *buf, size_t n)
 					 names[i]);
 }
 
+/* The output extensions of the writable table drivers: ".ald, .arrow, .feather, ...". */
+static void table_extensions(char *buf, size_t n)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (const fmt_table_driver *const *d = fmt_table_drivers(); *d; d++) {
+		if (!(*d)->write || !(*d)->extension)
+			continue;
+		used += (size_t)snprintf(buf + used, used < n ? n - used : 0, "%s%s", used ? ", " : "", (*d)->extension);
+		for (const char *const *x = (*d)->more_extensions; x && *x; x++)
+			used += (size_t)snprintf(buf + used, used < n ? n - used : 0, ", %s", *x);
+	}
+}
+
 static int push(const char **list, size_t *n, const char *item)
 {
 	if (*n >= MAX_REPEATS)
@@ -333,9 +347,12 @@ int main(int argc, char **argv)
 			fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
 		return fmt_cli_finish(&tool, &cli, fmt_kind_exit(k));
 	}
-	if (a.dataset_opts)
-		return fmt_cli_usage_error(&tool, "dataset options need a dataset output (.csv, .jsonl, .arrow, "
-					   ".arrows, .ald or --to)");
+	if (a.dataset_opts) {
+		char exts[256], msg[400];
+		table_extensions(exts, sizeof exts);
+		snprintf(msg, sizeof msg, "dataset options need a dataset output (%s or --to)", exts);
+		return fmt_cli_usage_error(&tool, msg);
+	}
 	o->to = a.to_name ? fmt_driver_by_name(a.to_name) : output_driver(output, &o->force_set);
 	if (!o->to || !o->to->write) {
 		char msg[FMT_ERR_MSG_MAX] = "cannot tell the output format from its name; use --to";
