@@ -28,12 +28,6 @@ static fmt_kind bad(fmt_err *e, const char *what)
 	return fmt_fail(e, FMT_INVALID_FORMAT, "%s", what);
 }
 
-/* Upstream's separate streaming layout (§11): flags at byte 6, compression at 7, type 1. */
-static int upstream_streaming(const uint8_t *h, size_t n)
-{
-	return n >= 12 && h[6] == 0x04 && h[7] <= 3 && h[8] == 1 && h[9] == 0 && h[10] == 0 && h[11] == 0;
-}
-
 static int probe(const uint8_t *head, size_t n, uint64_t size)
 {
 	(void)size;
@@ -103,10 +97,10 @@ static fmt_kind parse_trailer(ald_state *s, const uint8_t *d, fmt_err *e)
 	return FMT_OK;
 }
 
-static fmt_kind parse_schema_block(fmt_table *t, ald_state *s, const uint8_t *d, fmt_err *e)
+fmt_kind fmt_ald_parse_schema_block(fmt_table *t, ald_state *s, fmt_err *e)
 {
 	fmt_ipc_reader r;
-	fmt_kind k = fmt_ipc_open(&r, d + s->schema_start, s->schema_size, e);
+	fmt_kind k = fmt_ipc_open(&r, s->file + s->schema_start, s->schema_size, e);
 	if (k != FMT_OK) {
 		fmt_err_prefix(e, "schema block");
 		return k;
@@ -129,9 +123,8 @@ fmt_kind fmt_ald_parse(fmt_table *t, ald_state *s, fmt_err *e)
 	s->file = d;
 	if (memcmp(d, magic, 4) != 0)
 		return bad(e, "bad magic (not ALDF)");
-	if (upstream_streaming(d, size))
-		return fmt_fail(e, FMT_UNSUPPORTED,
-				"alimentar's separate streaming layout (format-streaming, §11): not supported");
+	if (fmt_ald_is_upstream_streaming(d, size))
+		return fmt_ald_upstream_parse(t, s, e);
 	s->major = d[4];
 	s->minor = d[5];
 	s->type = fmt_rd_u16(d + 6);
@@ -155,7 +148,7 @@ fmt_kind fmt_ald_parse(fmt_table *t, ald_state *s, fmt_err *e)
 	s->schema_start = HEADER + (uint64_t)s->meta_size;
 	if (s->schema_start + s->schema_size > s->crc_off)
 		return bad(e, "schema block runs past the end of the file");
-	if ((k = parse_schema_block(t, s, d, e)) != FMT_OK)
+	if ((k = fmt_ald_parse_schema_block(t, s, e)) != FMT_OK)
 		return k;
 	pos = s->schema_start + s->schema_size;
 	if ((s->flags & FMT_ALD_STREAMING) && (k = parse_chunk_index(s, d, &pos, e)) != FMT_OK)
@@ -236,7 +229,8 @@ static fmt_kind open_stream(fmt_table *t, ald_state *s, uint64_t off, uint64_t n
 	s->ipc_open = 0;
 	free(s->plain);
 	s->plain = NULL;
-	fmt_kind k = fmt_decompress(s->compression, s->file + off, (size_t)n, max, &s->plain, &s->plain_len, e);
+	fmt_kind k = fmt_decompress(s->chunk_codec ? s->chunk_codec : s->compression, s->file + off, (size_t)n, max,
+				    &s->plain, &s->plain_len, e);
 	if (k != FMT_OK)
 		return k;
 	if ((k = fmt_ipc_open(&s->ipc, s->plain, s->plain_len, e)) != FMT_OK)
@@ -363,7 +357,7 @@ static fmt_kind ald_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 static fmt_kind check_digest(ald_state *s, fmt_err *e)
 {
 	const json_t *want = json_object_get(s->card, "sha256");
-	if (!json_is_string(want) || (s->flags & FMT_ALD_ENCRYPTED))
+	if (!json_is_string(want) || (s->flags & FMT_ALD_ENCRYPTED) || s->upstream_streaming)
 		return FMT_OK;
 	fmt_sha256 h;
 	uint8_t digest[FMT_SHA256_LEN];
@@ -474,7 +468,8 @@ json_t *fmt_ald_describe(const fmt_table *t)
 	json_object_set_new(o, "header", h);
 	json_object_set_new(o, "card", json_deep_copy(s->card));
 	json_object_set_new(o, "card_form", json_string(s->card_form));
-	json_object_set_new(o, "crc", s->crc_kind ? json_string(s->crc_kind) : json_null());
+	json_object_set_new(o, "crc", s->crc_kind && !s->upstream_streaming ? json_string(s->crc_kind) : json_null());
+	json_object_set_new(o, "layout", json_string(s->upstream_streaming ? "alimentar-streaming" : "standard"));
 	if (s->flags & FMT_ALD_STREAMING) {
 		json_t *chunks = json_array();
 		for (uint32_t i = 0; i < s->n_chunks; i++) {

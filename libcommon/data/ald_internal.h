@@ -48,9 +48,17 @@ typedef struct ald_state {
 	int ds_open;
 	size_t pending;            /* bytes of the message last returned, dropped on the next call */
 	struct ald_native *native; /* TRUENO_NATIVE: the array index (ald_native.c) */
+	int upstream_streaming;    /* alimentar's separate streaming layout (ald_upstream.c) */
+	int chunk_codec;           /* how chunks are compressed when not as the id says; 0: as it says */
 } ald_state;
 
 fmt_kind fmt_ald_parse(fmt_table *t, ald_state *s, fmt_err *e);
+/* The schema block at s->schema_start (s->schema_size bytes) into t->schema. */
+fmt_kind fmt_ald_parse_schema_block(fmt_table *t, ald_state *s, fmt_err *e);
+/* alimentar's separate streaming layout (ald_upstream.c, specs/ald.md §11): recognised by its
+ * header, parsed into the chunk state the STREAMING reader uses. */
+int fmt_ald_is_upstream_streaming(const uint8_t *head, size_t n);
+fmt_kind fmt_ald_upstream_parse(fmt_table *t, ald_state *s, fmt_err *e);
 fmt_kind fmt_ald_check_crc(ald_state *s, fmt_err *e);
 fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *o, fmt_err *e);
 json_t *fmt_ald_describe(const fmt_table *t);

@@ -1,7 +1,9 @@
 #!/usr/bin/env bats
-# .ald TRUENO_NATIVE (flag 0x10): fmt-convert --trueno-native writes numeric columns as raw
+# The .ald layouts beyond the standard container's plain and STREAMING payloads:
+# TRUENO_NATIVE (flag 0x10): fmt-convert --trueno-native writes numeric columns as raw
 # 64-byte-aligned arrays (layout in libcommon/data/ald_native.c); fmt-inspect and fmt-convert read
 # them in place. Round trips, the exact layout read independently, hostile indexes, usage.
+# alimentar's separate streaming layout (specs/ald.md §11): read, reported, hostile indexes.
 
 bats_require_minimum_version 1.5.0
 
@@ -130,4 +132,50 @@ assert [(x["column"],x["kind"],x["offset"]%64) for x in a["arrays"]]==[(0,"value
 	[ ! -e a.ald ]
 	run fmt-convert --trueno-native --compression none in.csv a.ald
 	assert_success
+}
+
+# ---- alimentar's separate streaming layout (specs/ald.md §11), files from scripts/gen/ald-upstream-streaming
+
+@test "upstream streaming layout: read with none, zstd and LZ4 chunks; reported as such; --head reads only what it needs" {
+	/usr/bin/python3 "$REPO_ROOT/scripts/gen/ald-upstream-streaming" up
+	run fmt-inspect --head 5 up/good-none.ald
+	assert_success
+	assert_output "$(printf 'x\n1\n2\n3')"
+	for c in none-3 zstd lz4; do
+		fmt-convert "up/good-$c.ald" "$c.csv"
+		printf 'x\n1\n2\n3\n4\n5\n6\n7\n8\n9\n' | cmp - "$c.csv"
+	done
+	run fmt-inspect --json up/good-lz4.ald
+	echo "$output" | /usr/bin/python3 -c 'import json,sys; a=json.load(sys.stdin)["ald"]
+assert a["layout"]=="alimentar-streaming" and a["crc"] is None, a
+assert a["header"]["compression"]=="lz4" and a["header"]["flags"]==["streaming"] and a["header"]["num_rows"]==9, a
+assert [c["row_offset"] for c in a["chunks"]]==[0,3,6] and all(c["uncompressed_size"]==456 for c in a["chunks"]), a
+assert a["card_form"]=="array" and a["card"]=={"tags":[]}, a'
+	run fmt-verify up/good-zstd.ald
+	assert_success
+	assert_output "up/good-zstd.ald: ok (ald, 9 rows)"
+	# damage the last chunk: --head 3 decompresses only the first, converting everything fails
+	/usr/bin/python3 -c 'import sys; f=bytearray(open(sys.argv[1],"rb").read()); f[-30]^=0xff
+open(sys.argv[1],"wb").write(f)' up/good-zstd.ald
+	run fmt-inspect --head 3 up/good-zstd.ald
+	assert_success
+	assert_output "$(printf 'x\n1\n2\n3')"
+	run fmt-convert up/good-zstd.ald bad.csv
+	assert_failure 4
+	[ ! -e bad.csv ]
+	# written back in the standard container, the same rows
+	fmt-convert up/good-lz4.ald std.ald
+	[ "$(fmt-inspect --json std.ald | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["ald"]["layout"])')" = standard ]
+	fmt-convert std.ald std.csv
+	cmp lz4.csv std.csv
+}
+
+@test "upstream streaming layout: hostile chunk indexes and chunks are exit 4 with their message" {
+	/usr/bin/python3 "$REPO_ROOT/scripts/gen/ald-upstream-streaming" up
+	[ "$(grep -c . up/cases.tsv)" -ge 13 ]
+	while IFS=$'\t' read -r file code msg; do
+		run --separate-stderr fmt-inspect --head 9 "up/$file"
+		[ "$status" -eq "$code" ] || { echo "$file: exit $status, expected $code: $stderr"; false; }
+		[[ "$stderr" == *"$msg"* ]] || { echo "$file: '$stderr' lacks '$msg'"; false; }
+	done <up/cases.tsv
 }
