@@ -146,6 +146,30 @@ void fmt_cli_help(const fmt_cli_tool *t, FILE *f)
 		fprintf(f, "\n%s\n", t->footer);
 }
 
+/* A common option (getopt_long's c with its value): 1 if it was one, 0 if not, -1 on a bad value. */
+static int common_option(int c, const char *arg, fmt_common_opts *o, fmt_err *e)
+{
+	uint64_t n;
+	switch (c) {
+	case 'j': o->json = 1; return 1;
+	case 'q': o->quiet = 1; return 1;
+	case 'v': o->verbose++; return 1;
+	case FMT_OPT_NO_PROGRESS: o->no_progress = 1; return 1;
+	case 'T':
+		if (fmt_parse_u64(arg, 1024, &n, e) != FMT_OK)
+			return -1;
+		o->threads = (int)n;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static void print_version(FILE *f, const char *tool)
+{
+	fprintf(f, "%s fmtkit %s\n", tool, FMTKIT_VERSION);
+}
+
 static const char *complete_name(fmt_cli_complete c)
 {
 	static const char *const names[] = { "none", "file", "dir", "env", "words", "format", "tensor" };
@@ -363,7 +387,7 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 			return exit_now(cli, fmt_cli_finish(t, cli, 0));
 		}
 		if (c == FMT_OPT_VERSION) {
-			fmt_cli_version(stdout, t->name);
+			print_version(stdout, t->name);
 			return exit_now(cli, fmt_cli_finish(t, cli, 0));
 		}
 		if (c == FMT_OPT_DUMP_OPTIONS) {
@@ -371,7 +395,7 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 			return exit_now(cli, fmt_cli_finish(t, cli, 0));
 		}
 		given[index_of(t, c, long_index)] = 1;
-		int r = fmt_cli_common(c, optarg, &cli->common, &e);
+		int r = common_option(c, optarg, &cli->common, &e);
 		if (r == 0)
 			r = t->on_option ? (t->on_option(ctx, c, optarg, &e) < 0 ? -1 : 1)
 					 : (fmt_fail(&e, FMT_USAGE, "unhandled option"), -1);
