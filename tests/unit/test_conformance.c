@@ -8,6 +8,7 @@
 #include "conformance.h"
 #include "fmt/out.h"
 #include "fmt/strbuf.h"
+#include "helpers.h"
 #include "unit.h"
 
 #define SAMPLES_DIR "tests/data/conformance"
@@ -61,46 +62,11 @@ static int find_sample(const char *name, const char *ext, char *path, size_t siz
 	return found;
 }
 
-/* A new directory in /tmp, named in dir (64 bytes); NULL on failure. */
-static char *make_tmp_dir(char *dir)
-{
-	strcpy(dir, "/tmp/fmtkit-conform-XXXXXX");
-	return mkdtemp(dir);
-}
-
-static void remove_dir(const char *dir)
-{
-	char cmd[600];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
-}
-
 /* ---- model drivers ---- */
 
 static const float w_data[6] = { 0.5f, -1.0f, 2.0f, 3.25f, -0.125f, 8.0f };
 static const float b_data[3] = { 1.0f, 0.0f, -2.5f };
 static const uint16_t h_data[4] = { 0x3c00, 0xc000, 0x3800, 0x0000 }; /* f16 1, -2, 0.5, 0 */
-
-static void add_tensor(fmt_model *m, const char *name, fmt_dtype dt, int ndim, const uint64_t *shape,
-		       const void *data, uint64_t nbytes)
-{
-	fmt_tensor t;
-	fmt_err e;
-	memset(&t, 0, sizeof t);
-	t.name = (char *)name;
-	t.dtype = dt;
-	t.ndim = ndim;
-	t.nelems = 1;
-	for (int i = 0; i < ndim; i++) {
-		t.shape[i] = shape[i];
-		t.nelems *= shape[i];
-	}
-	t.nbytes = nbytes;
-	t.source = -1;
-	t.data = data;
-	CHECK(fmt_model_add_tensor(m, &t, NULL, &e) == FMT_OK);
-}
 
 /* The small model a writing driver's sample is made of: F32 tensors, an F16 one and a string
  * metadata key where the format holds them. */
@@ -108,10 +74,10 @@ static void tiny_model(const fmt_driver *d, fmt_model *m)
 {
 	fmt_err e;
 	fmt_model_init(m);
-	add_tensor(m, "layer.weight", FMT_DT_F32, 2, (const uint64_t[]){ 2, 3 }, w_data, sizeof w_data);
-	add_tensor(m, "layer.bias", FMT_DT_F32, 1, (const uint64_t[]){ 3 }, b_data, sizeof b_data);
+	unit_add_tensor(m, "layer.weight", FMT_DT_F32, 2, (const uint64_t[]){ 2, 3 }, w_data, sizeof w_data);
+	unit_add_tensor(m, "layer.bias", FMT_DT_F32, 1, (const uint64_t[]){ 3 }, b_data, sizeof b_data);
 	if (fmt_driver_holds_dtype(d, FMT_DT_F16))
-		add_tensor(m, "half", FMT_DT_F16, 2, (const uint64_t[]){ 2, 2 }, h_data, sizeof h_data);
+		unit_add_tensor(m, "half", FMT_DT_F16, 2, (const uint64_t[]){ 2, 2 }, h_data, sizeof h_data);
 	fmt_value v = fmt_value_str("conformance", strlen("conformance"));
 	CHECK(fmt_model_add_meta(m, "general.name", &v, &e) == FMT_OK);
 	fmt_value_free(&v);
@@ -261,7 +227,7 @@ static void model_round_trip(const fmt_driver *d, const fmt_model *m)
 	const fmt_driver *w = d->write ? d : d->file_driver;
 	if (!w || !w->write)
 		return;
-	char dir_buf[64], *dir = make_tmp_dir(dir_buf), path[256], why[512];
+	char dir_buf[64], *dir = unit_scratch_dir(dir_buf), path[256], why[512];
 	fmt_err e;
 	fmt_model back;
 	CHECK(dir != NULL);
@@ -278,7 +244,7 @@ static void model_round_trip(const fmt_driver *d, const fmt_model *m)
 			conform_fail(d->name, "read back differs: %s", diff);
 		fmt_model_free(&back);
 	}
-	remove_dir(dir);
+	unit_rm_dir(dir);
 }
 
 /* A format with shard sets: write_sharded writes exactly the files plan_shards names (the
@@ -289,7 +255,7 @@ static void model_set_round_trip(const fmt_driver *d, const fmt_model *m)
 	const fmt_driver *w = fmt_driver_set_writer(d);
 	if (!w)
 		return;
-	char dir_buf[64], *dir = make_tmp_dir(dir_buf), prefix[128], why[512];
+	char dir_buf[64], *dir = unit_scratch_dir(dir_buf), prefix[128], why[512];
 	fmt_shard_limits lim = { 0 };
 	if (w->shard_limits & FMT_SHARD_BY_TENSORS)
 		lim.max_tensors = 1;
@@ -304,7 +270,7 @@ static void model_set_round_trip(const fmt_driver *d, const fmt_model *m)
 	snprintf(prefix, sizeof prefix, "%s/set", dir);
 	if (w->plan_shards(m, prefix, &lim, &plan, &e) != FMT_OK) {
 		conform_fail(d->name, "plan_shards: %s", e.msg);
-		remove_dir(dir);
+		unit_rm_dir(dir);
 		return;
 	}
 	if (w->write_sharded(m, prefix, &lim, &o, &paths, &n, &e) != FMT_OK) {
@@ -334,7 +300,7 @@ static void model_set_round_trip(const fmt_driver *d, const fmt_model *m)
 		free(paths[i]);
 	free(paths);
 	fmt_shard_plan_free(&plan);
-	remove_dir(dir);
+	unit_rm_dir(dir);
 }
 
 void conform_model_driver(const fmt_driver *d, const char *path)
@@ -389,7 +355,7 @@ int conform_model_sample(const fmt_driver *d, const char *dir, char *path, size_
 
 TEST(conformance_every_model_driver)
 {
-	char dir_buf[64], *dir = make_tmp_dir(dir_buf);
+	char dir_buf[64], *dir = unit_scratch_dir(dir_buf);
 	CHECK(dir != NULL);
 	for (const fmt_driver *const *d = fmt_drivers(); *d; d++) {
 		char path[600];
@@ -401,7 +367,7 @@ TEST(conformance_every_model_driver)
 		conform_model_driver(*d, path);
 	}
 	if (dir)
-		remove_dir(dir);
+		unit_rm_dir(dir);
 }
 
 /* ---- table drivers ---- */
@@ -512,7 +478,7 @@ static void table_hostile(const fmt_table_driver *d, const char *path, const uin
 
 static void table_round_trip(const fmt_table_driver *d, const char *path, const char *want)
 {
-	char dir_buf[64], *dir = make_tmp_dir(dir_buf), out[256];
+	char dir_buf[64], *dir = unit_scratch_dir(dir_buf), out[256];
 	fmt_table t, back;
 	fmt_sink k;
 	fmt_err e;
@@ -541,7 +507,7 @@ static void table_round_trip(const fmt_table_driver *d, const char *path, const 
 		fmt_sb_free(&text);
 		fmt_table_free(&back);
 	}
-	remove_dir(dir);
+	unit_rm_dir(dir);
 }
 
 void conform_table_driver(const fmt_table_driver *d, const char *path)
@@ -645,7 +611,7 @@ static int table_sample(const fmt_table_driver *d, const char *dir, char *path, 
 
 TEST(conformance_every_table_driver)
 {
-	char dir_buf[64], *dir = make_tmp_dir(dir_buf);
+	char dir_buf[64], *dir = unit_scratch_dir(dir_buf);
 	CHECK(dir != NULL);
 	for (const fmt_table_driver *const *d = fmt_table_drivers(); *d; d++) {
 		char path[600];
@@ -657,7 +623,7 @@ TEST(conformance_every_table_driver)
 		conform_table_driver(*d, path);
 	}
 	if (dir)
-		remove_dir(dir);
+		unit_rm_dir(dir);
 }
 
 /* The memory table written by the in-test ttab driver reads back value for value: the sample

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "fmt/half.h"
 #include "fmt/quant.h"
+#include "helpers.h"
 #include "unit.h"
 
 static uint64_t lcg_state;
@@ -187,25 +188,12 @@ TEST(quant_rejects_non_finite)
 
 /* ---- golden files ---- */
 
-static uint8_t *read_golden(const char *name, size_t *len)
-{
-	char path[256];
-	snprintf(path, sizeof path, "tests/data/golden/%s", name);
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	uint8_t *buf = malloc(1 << 16);
-	*len = buf ? fread(buf, 1, 1 << 16, f) : 0;
-	fclose(f);
-	return buf;
-}
-
 TEST(quant_golden_python)
 {
 	size_t n_in = 0, n8 = 0, n4 = 0;
-	uint8_t *in = read_golden("quant_input.f32", &n_in);
-	uint8_t *g8 = read_golden("quant_input.q8_0", &n8);
-	uint8_t *g4 = read_golden("quant_input.q4_0", &n4);
+	uint8_t *in = unit_read_golden("quant_input.f32", &n_in);
+	uint8_t *g8 = unit_read_golden("quant_input.q8_0", &n8);
+	uint8_t *g4 = unit_read_golden("quant_input.q4_0", &n4);
 	CHECK(in && g8 && g4);
 	CHECK_EQ_U64(n_in, 64 * 32 * 4);
 	CHECK_EQ_U64(n8, 64 * 34);
