@@ -62,6 +62,26 @@ static int find_sample(const char *name, const char *ext, char *path, size_t siz
 	return found;
 }
 
+/* Where a writing driver's own sample goes: DIR/sample<ext>. */
+static void sample_path(const char *dir, const char *ext, char *path, size_t size)
+{
+	snprintf(path, size, "%s/sample%s", dir, ext ? ext : "");
+}
+
+/* 1 when the sample was written (k), else 0 and a failure naming the driver. */
+static int sample_written(const char *driver, fmt_kind k, const fmt_err *e)
+{
+	if (k != FMT_OK)
+		conform_fail(driver, "cannot write its sample: %s", e->msg);
+	return k == FMT_OK;
+}
+
+static void no_sample(const char *driver, const char *ext)
+{
+	conform_fail(driver, "no sample: add " SAMPLES_DIR "/%s/ with a file ending in %s", driver,
+		     ext ? ext : "its extension");
+}
+
 /* ---- model drivers ---- */
 
 static const float w_data[6] = { 0.5f, -1.0f, 2.0f, 3.25f, -0.125f, 8.0f };
@@ -165,10 +185,41 @@ static const char *model_difference(const fmt_model *a, const fmt_model *b, char
 	return NULL;
 }
 
+/* Opens a hostile variant of a sample (p, n) with driver d, or probing when d is NULL. */
+typedef fmt_kind (*variant_opener)(const char *name, const uint8_t *p, size_t n, const void *d, fmt_err *e);
+
+/* Every prefix of the sample, and every byte of it XOR 0x01 and XOR 0x80, forced to driver d
+ * (called name) and probed: never FMT_INTERNAL. */
+static void hostile_variants(const char *name, const void *d, variant_opener open, const char *path,
+			     const uint8_t *bytes, size_t n)
+{
+	uint8_t *copy = malloc(n ? n : 1);
+	fmt_err e;
+	CHECK(copy != NULL);
+	for (size_t cut = 0; copy && cut < n; cut++) {
+		if (open(path, bytes, cut, d, &e) == FMT_INTERNAL || open(path, bytes, cut, NULL, &e) == FMT_INTERNAL) {
+			conform_fail(name, "truncated to %zu bytes: internal error: %s", cut, e.msg);
+			break;
+		}
+	}
+	static const uint8_t flips[] = { 0x01, 0x80 };
+	for (size_t at = 0; copy && at < n; at++) {
+		for (size_t f = 0; f < sizeof flips; f++) {
+			memcpy(copy, bytes, n);
+			copy[at] ^= flips[f];
+			if (open(path, copy, n, d, &e) == FMT_INTERNAL || open(path, copy, n, NULL, &e) == FMT_INTERNAL) {
+				conform_fail(name, "byte %zu XOR 0x%02x: internal error: %s", at, flips[f], e.msg);
+				at = n;
+				break;
+			}
+		}
+	}
+	free(copy);
+}
+
 /* Open (and, when that works, verify and read every tensor of) a hostile variant: the kind may
  * be anything but FMT_INTERNAL. */
-static fmt_kind open_hostile(const char *name, const uint8_t *p, size_t n, const fmt_driver *forced,
-			     fmt_err *e)
+static fmt_kind open_hostile(const char *name, const uint8_t *p, size_t n, const void *forced, fmt_err *e)
 {
 	fmt_model m;
 	fmt_err_clear(e);
@@ -186,38 +237,6 @@ static fmt_kind open_hostile(const char *name, const uint8_t *p, size_t n, const
 	}
 	fmt_model_free(&m);
 	return k;
-}
-
-/* Every prefix of the sample, and every byte of it XOR 0x01 and XOR 0x80, forced to the driver
- * and probed. */
-static void model_hostile(const fmt_driver *d, const char *path, const uint8_t *bytes, size_t n)
-{
-	uint8_t *copy = malloc(n ? n : 1);
-	fmt_err e;
-	CHECK(copy != NULL);
-	for (size_t cut = 0; copy && cut < n; cut++) {
-		for (int forced = 0; forced < 2; forced++) {
-			if (open_hostile(path, bytes, cut, forced ? d : NULL, &e) == FMT_INTERNAL) {
-				conform_fail(d->name, "truncated to %zu bytes: internal error: %s", cut, e.msg);
-				cut = n;
-				break;
-			}
-		}
-	}
-	static const uint8_t flips[] = { 0x01, 0x80 };
-	for (size_t at = 0; copy && at < n; at++) {
-		for (size_t f = 0; f < sizeof flips; f++) {
-			memcpy(copy, bytes, n);
-			copy[at] ^= flips[f];
-			if (open_hostile(path, copy, n, d, &e) == FMT_INTERNAL ||
-			    open_hostile(path, copy, n, NULL, &e) == FMT_INTERNAL) {
-				conform_fail(d->name, "byte %zu XOR 0x%02x: internal error: %s", at, flips[f], e.msg);
-				at = n;
-				break;
-			}
-		}
-	}
-	free(copy);
 }
 
 /* Write m with the driver that writes this format (itself, or the file driver of a set driver)
@@ -332,7 +351,7 @@ void conform_model_driver(const fmt_driver *d, const char *path)
 	model_round_trip(d, &m);
 	model_set_round_trip(d, &m);
 	fmt_model_free(&m);
-	model_hostile(d, path, bytes, n);
+	hostile_variants(d->name, d, open_hostile, path, bytes, n);
 	free(bytes);
 }
 
@@ -345,12 +364,10 @@ int conform_model_sample(const fmt_driver *d, const char *dir, char *path, size_
 	fmt_model m;
 	fmt_err e;
 	tiny_model(d, &m);
-	snprintf(path, size, "%s/sample%s", dir, d->extension ? d->extension : "");
+	sample_path(dir, d->extension, path, size);
 	fmt_kind k = write_model(d, &m, path, &e);
 	fmt_model_free(&m);
-	if (k != FMT_OK)
-		conform_fail(d->name, "cannot write its sample: %s", e.msg);
-	return k == FMT_OK;
+	return sample_written(d->name, k, &e);
 }
 
 TEST(conformance_every_model_driver)
@@ -360,8 +377,7 @@ TEST(conformance_every_model_driver)
 	for (const fmt_driver *const *d = fmt_drivers(); *d; d++) {
 		char path[600];
 		if (!conform_model_sample(*d, dir, path, sizeof path)) {
-			conform_fail((*d)->name, "no sample: add " SAMPLES_DIR "/%s/ with a file ending in %s",
-				     (*d)->name, (*d)->extension ? (*d)->extension : "its extension");
+			no_sample((*d)->name, (*d)->extension);
 			continue;
 		}
 		conform_model_driver(*d, path);
@@ -431,8 +447,8 @@ static fmt_kind table_text(fmt_table *t, fmt_sb *out, fmt_err *e)
 	return FMT_OK;
 }
 
-static fmt_kind open_hostile_table(const char *name, const uint8_t *p, size_t n,
-				   const fmt_table_driver *forced, fmt_err *e)
+static fmt_kind open_hostile_table(const char *name, const uint8_t *p, size_t n, const void *forced,
+				   fmt_err *e)
 {
 	fmt_table t;
 	fmt_sb text = { 0 };
@@ -448,50 +464,30 @@ static fmt_kind open_hostile_table(const char *name, const uint8_t *p, size_t n,
 	return k;
 }
 
-static void table_hostile(const fmt_table_driver *d, const char *path, const uint8_t *bytes, size_t n)
+static fmt_kind write_table(const fmt_table_driver *d, fmt_table *t, const char *path, fmt_err *e)
 {
-	uint8_t *copy = malloc(n ? n : 1);
-	fmt_err e;
-	CHECK(copy != NULL);
-	for (size_t cut = 0; copy && cut < n; cut++) {
-		if (open_hostile_table(path, bytes, cut, d, &e) == FMT_INTERNAL ||
-		    open_hostile_table(path, bytes, cut, NULL, &e) == FMT_INTERNAL) {
-			conform_fail(d->name, "truncated to %zu bytes: internal error: %s", cut, e.msg);
-			break;
-		}
-	}
-	static const uint8_t flips[] = { 0x01, 0x80 };
-	for (size_t at = 0; copy && at < n; at++) {
-		for (size_t f = 0; f < sizeof flips; f++) {
-			memcpy(copy, bytes, n);
-			copy[at] ^= flips[f];
-			if (open_hostile_table(path, copy, n, d, &e) == FMT_INTERNAL ||
-			    open_hostile_table(path, copy, n, NULL, &e) == FMT_INTERNAL) {
-				conform_fail(d->name, "byte %zu XOR 0x%02x: internal error: %s", at, flips[f], e.msg);
-				at = n;
-				break;
-			}
-		}
-	}
-	free(copy);
+	fmt_sink k;
+	fmt_write_opts o = { .sink_flags = FMT_SINK_FORCE, .threads = 1 };
+	fmt_kind r = fmt_sink_open(&k, path, FMT_SINK_FORCE, e);
+	if (r != FMT_OK)
+		return r;
+	r = d->write(t, &k, &o, e);
+	if (r == FMT_OK)
+		return fmt_sink_commit(&k, e);
+	fmt_sink_abort(&k);
+	return r;
 }
 
 static void table_round_trip(const fmt_table_driver *d, const char *path, const char *want)
 {
 	char dir_buf[64], *dir = unit_scratch_dir(dir_buf), out[256];
 	fmt_table t, back;
-	fmt_sink k;
 	fmt_err e;
 	CHECK(dir != NULL);
 	snprintf(out, sizeof out, "%s/back%s", dir, d->extension ? d->extension : "");
-	fmt_write_opts o = { .sink_flags = FMT_SINK_FORCE, .threads = 1 };
 	fmt_kind r = fmt_table_open(&t, path, d, &e);
 	if (r == FMT_OK) {
-		r = fmt_sink_open(&k, out, FMT_SINK_FORCE, &e);
-		if (r == FMT_OK) {
-			r = d->write(&t, &k, &o, &e);
-			r = r == FMT_OK ? fmt_sink_commit(&k, &e) : (fmt_sink_abort(&k), r);
-		}
+		r = write_table(d, &t, out, &e);
 		fmt_table_free(&t);
 	}
 	if (r != FMT_OK) {
@@ -536,7 +532,7 @@ void conform_table_driver(const fmt_table_driver *d, const char *path)
 	if (d->write && text.p)
 		table_round_trip(d, path, text.p);
 	fmt_sb_free(&text);
-	table_hostile(d, path, bytes, n);
+	hostile_variants(d->name, d, open_hostile_table, path, bytes, n);
 	free(bytes);
 }
 
@@ -591,22 +587,14 @@ static int table_sample(const fmt_table_driver *d, const char *dir, char *path, 
 	if (!d->write || !dir)
 		return 0;
 	fmt_table t;
-	fmt_sink k;
 	fmt_err e;
 	int given;
-	fmt_write_opts o = { .sink_flags = FMT_SINK_FORCE, .threads = 1 };
 	mem_table(&t, &given);
-	snprintf(path, size, "%s/sample%s", dir, d->extension ? d->extension : "");
-	fmt_kind r = fmt_sink_open(&k, path, FMT_SINK_FORCE, &e);
-	if (r == FMT_OK) {
-		r = d->write(&t, &k, &o, &e);
-		r = r == FMT_OK ? fmt_sink_commit(&k, &e) : (fmt_sink_abort(&k), r);
-	}
+	sample_path(dir, d->extension, path, size);
+	fmt_kind r = write_table(d, &t, path, &e);
 	t.format_state = NULL;
 	fmt_table_free(&t);
-	if (r != FMT_OK)
-		conform_fail(d->name, "cannot write its sample: %s", e.msg);
-	return r == FMT_OK;
+	return sample_written(d->name, r, &e);
 }
 
 TEST(conformance_every_table_driver)
@@ -616,8 +604,7 @@ TEST(conformance_every_table_driver)
 	for (const fmt_table_driver *const *d = fmt_table_drivers(); *d; d++) {
 		char path[600];
 		if (!table_sample(*d, dir, path, sizeof path)) {
-			conform_fail((*d)->name, "no sample: add " SAMPLES_DIR "/%s/ with a file ending in %s",
-				     (*d)->name, (*d)->extension ? (*d)->extension : "its extension");
+			no_sample((*d)->name, (*d)->extension);
 			continue;
 		}
 		conform_table_driver(*d, path);
