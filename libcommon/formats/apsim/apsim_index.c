@@ -104,13 +104,10 @@ static fmt_kind parse_weight_map(json_t *wm, fmt_apsim_index *ix, fmt_err *e)
 	const char *name;
 	json_t *v;
 	json_object_foreach(wm, name, v) {
-		if (!json_is_string(v))
-			return fmt_fail(e, FMT_INVALID_FORMAT, "weight_map value for " NM " is not a string", name);
-		const char *file = json_string_value(v);
-		const char *why = fmt_unsafe_file_name(file, json_string_length(v));
-		if (why)
-			return fmt_fail(e, FMT_INVALID_FORMAT, "weight_map file for " NM " " NM " %s (expected a plain file name)",
-					name, file, why);
+		const char *file;
+		fmt_kind k = fmt_st_index_weight_file(name, v, &file, e);
+		if (k != FMT_OK)
+			return k;
 		if (!has_file(ix, file))
 			return fmt_fail(e, FMT_SCHEMA, "weight_map puts " NM " in " NM ", which has no shard_sha256 entry", name,
 					file);

@@ -70,6 +70,18 @@ static fmt_kind parse_total_size(json_t *md, fmt_st_index *ix, fmt_err *e)
 	return FMT_OK;
 }
 
+fmt_kind fmt_st_index_weight_file(const char *tensor, const json_t *v, const char **file, fmt_err *e)
+{
+	if (!json_is_string(v))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "weight_map value for " NM " is not a string", tensor);
+	*file = json_string_value(v);
+	const char *why = fmt_unsafe_file_name(*file, json_string_length(v));
+	if (why)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "weight_map file for " NM " " NM " %s (expected a plain file name)",
+				tensor, *file, why);
+	return FMT_OK;
+}
+
 static fmt_kind parse_weight_map(json_t *wm, fmt_st_index *ix, fmt_err *e)
 {
 	if (!wm)
@@ -83,14 +95,10 @@ static fmt_kind parse_weight_map(json_t *wm, fmt_st_index *ix, fmt_err *e)
 	const char *name;
 	json_t *v;
 	json_object_foreach(wm, name, v) {
-		if (!json_is_string(v))
-			return fmt_fail(e, FMT_INVALID_FORMAT, "weight_map value for " NM " is not a string", name);
-		const char *file = json_string_value(v);
-		const char *why = fmt_unsafe_file_name(file, json_string_length(v));
-		if (why)
-			return fmt_fail(e, FMT_INVALID_FORMAT,
-					"weight_map file for " NM " " NM " %s (expected a plain file name)",
-					name, file, why);
+		const char *file;
+		fmt_kind k = fmt_st_index_weight_file(name, v, &file, e);
+		if (k != FMT_OK)
+			return k;
 		fmt_st_index_entry *en = &ix->entries[ix->n_entries];
 		en->tensor = strdup(name);
 		en->file = strdup(file);
