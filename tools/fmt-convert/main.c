@@ -17,12 +17,30 @@ enum { OPT_TO = FMT_OPT_FIRST_TOOL_OPTION, OPT_DTYPE, OPT_ARCH, OPT_SET, OPT_SET
 
 static void dataset_type_words(char *buf, size_t n);
 
+/* Options that exclude each other (fmt_cli_option.group). */
+enum { GROUP_KEY = 1 };
+
+static const fmt_cli_value dtypes[] = {
+	{ "f32", "float32" },
+	{ "f16", "IEEE half precision" },
+	{ "bf16", "bfloat16" },
+	{ "q8_0", "8-bit blocks of 32" },
+	{ "q4_0", "4-bit blocks of 32" },
+	{ "int8", "int8 codes, per-row scales" },
+	{ "int4", "int4 codes, block-32 scales" },
+	{ "fp8", "FP8 E4M3 codes" },
+	{ "fp6", "FP6 E3M2 codes" },
+	{ "fp4", "FP4 E2M1 codes" },
+	{ "keep", "keep each tensor's dtype" },
+	{ NULL, NULL }
+};
+
 static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("to", OPT_TO, "FORMAT", "the output format (default: from OUTPUT's extension):"),
 	  .complete = FMT_COMPLETE_FORMAT },
 	{ FMT_CLI_OPT("dtype", OPT_DTYPE, "TYPE", "f32, f16, bf16, q8_0, q4_0 (GGUF), int8, int4, fp8, fp6,\n"
 		      "fp4 (.apsim compressed tensors) or keep (default: f16 for\nGGUF, keep otherwise)"),
-	  .complete = FMT_COMPLETE_WORDS, .words = "f32 f16 bf16 q8_0 q4_0 int8 int4 fp8 fp6 fp4 keep" },
+	  .complete = FMT_COMPLETE_WORDS, .values = dtypes },
 	{ FMT_CLI_OPT("apr-layout", OPT_APR_LAYOUT, "LAYOUT", "seed (default: APR\\x02, XXH3 footer, compression) or\n"
 		      "aprender (APR\\0, byte-identical to aprender's writer)"),
 	  .complete = FMT_COMPLETE_WORDS, .words = "seed aprender" },
@@ -32,16 +50,19 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("shard", OPT_SHARD, "SIZE", "write a shard set of at most SIZE of tensor data per shard\n"
 		      "(default: 5GB for safetensors, 4GB for .apsim, none for GGUF)") },
 	{ FMT_CLI_OPT("sign", OPT_SIGN, NULL, "sign the .apsim output (the per-user key unless a secret is given)") },
-	{ FMT_CLI_OPT("hmac-key", FMT_OPT_HMAC_KEY, NULL, "sign with the per-user key (fmt-sign keygen --hmac)") },
+	{ FMT_CLI_OPT("hmac-key", FMT_OPT_HMAC_KEY, NULL, "sign with the per-user key (fmt-sign keygen --hmac)"),
+	  .group = GROUP_KEY },
 	{ FMT_CLI_OPT("secret-file", FMT_OPT_SECRET_FILE, "FILE", "sign with the team secret in FILE"),
-	  .complete = FMT_COMPLETE_FILE },
+	  .complete = FMT_COMPLETE_FILE, .group = GROUP_KEY },
 	{ FMT_CLI_OPT("key-secret-file", FMT_OPT_SECRET_FILE, "FILE", "the same as --secret-file"),
-	  .complete = FMT_COMPLETE_FILE },
+	  .complete = FMT_COMPLETE_FILE, .group = GROUP_KEY },
 	{ FMT_CLI_OPT("secret-env", FMT_OPT_SECRET_ENV, "NAME", "sign with the team secret in environment variable NAME"),
-	  .complete = FMT_COMPLETE_ENV },
-	{ FMT_CLI_OPT("secret-prompt", FMT_OPT_SECRET_PROMPT, NULL, "sign with a team secret typed at a prompt") },
+	  .complete = FMT_COMPLETE_ENV, .group = GROUP_KEY },
+	{ FMT_CLI_OPT("secret-prompt", FMT_OPT_SECRET_PROMPT, NULL, "sign with a team secret typed at a prompt"),
+	  .group = GROUP_KEY },
 	{ FMT_CLI_OPT("no-verify", OPT_NO_VERIFY, NULL, "do not check the input's digest before converting") },
-	{ FMT_CLI_OPT("arch", OPT_ARCH, "NAME", "set general.architecture (GGUF; arch for APR)") },
+	{ FMT_CLI_OPT("arch", OPT_ARCH, "NAME", "set general.architecture (GGUF; arch for APR)"),
+	  .complete = FMT_COMPLETE_WORDS, .words_from = fmt_driver_arch_words },
 	{ FMT_CLI_OPT("set", OPT_SET, "KEY[:TYPE]=VALUE", "add or replace a metadata key; TYPE is one of\n"
 		      "u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool str (default str)"), .flags = FMT_CLI_REPEAT },
 	{ FMT_CLI_OPT("set-from", OPT_SET_FROM, "FILE", "add the keys of a JSON object"),
