@@ -357,8 +357,12 @@ static fmt_kind ald_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 static fmt_kind check_digest(ald_state *s, fmt_err *e)
 {
 	const json_t *want = json_object_get(s->card, "sha256");
-	if (!json_is_string(want) || (s->flags & FMT_ALD_ENCRYPTED) || s->upstream_streaming)
+	if (!json_is_string(want) || (s->flags & FMT_ALD_ENCRYPTED))
 		return FMT_OK;
+	if (s->upstream_streaming) /* its default card has none; its LZ4 chunks are not frames */
+		return FMT_OK;
+	if (s->flags & FMT_ALD_TRUENO_NATIVE)
+		return fmt_ald_native_check_digest(s, json_string_value(want), e);
 	fmt_sha256 h;
 	uint8_t digest[FMT_SHA256_LEN];
 	char hex[FMT_SHA256_HEX + 1];
@@ -369,9 +373,6 @@ static fmt_kind check_digest(ald_state *s, fmt_err *e)
 		if (s->flags & FMT_ALD_STREAMING) {
 			off += s->chunks[i].byte_offset;
 			len = s->chunks[i].csize;
-		} else if (s->flags & FMT_ALD_TRUENO_NATIVE) {
-			off = fmt_ald_native_data_start(s); /* the arrays, then the payload */
-			len = s->payload_end - off;
 		}
 		fmt_dstream ds;
 		if ((k = fmt_dstream_init(&ds, s->compression, s->file + off, (size_t)len, e)) != FMT_OK)

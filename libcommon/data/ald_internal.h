@@ -7,7 +7,6 @@
 #include "fmt/arrow.h"
 #include "fmt/registry.h"
 #include "fmt/table.h"
-#include "fmt/dataset.h"
 #include "compress.h"
 
 typedef struct ald_chunk {
@@ -65,21 +64,19 @@ json_t *fmt_ald_describe(const fmt_table *t);
 /* The next batch of a plain (not STREAMING) payload whose schema is want. */
 fmt_kind fmt_ald_next_plain(ald_state *s, const fmt_schema *want, fmt_batch *b, int *done,
 			    fmt_err *e);
-/* Header (sizes, flags) and card (digest) patched in, then the CRC trailer appended. */
-fmt_kind fmt_ald_finish(fmt_sink *k, const fmt_dataset_opts *o, const uint8_t *digest, uint64_t stored,
-			uint64_t raw, uint64_t rows, size_t meta_len, uint16_t schema_len, uint8_t flags,
-			fmt_err *e);
-
 /* TRUENO_NATIVE (ald_native.c): the array index at *pos (moved to the payload's start), the
- * batches with the arrays' rows in place, the index as JSON, and the writer of the part after
- * the schema block. */
+ * batches with the arrays' rows in place, the card's digest, the index as JSON, and the writer
+ * of the part after the schema block: the index, the arrays and the payload to k, their bytes
+ * from the first array on into sha, *payload the payload's size and *rows the row count. */
+struct fmt_sha256;
+struct fmt_dataset_opts;
 fmt_kind fmt_ald_native_parse(fmt_table *t, ald_state *s, uint64_t *pos, fmt_err *e);
 fmt_kind fmt_ald_native_next(ald_state *s, fmt_batch *b, int *done, fmt_err *e);
-uint64_t fmt_ald_native_data_start(const ald_state *s);
 json_t *fmt_ald_native_json(const ald_state *s);
 void fmt_ald_native_free(ald_state *s);
-fmt_kind fmt_ald_native_check_opts(const fmt_dataset_opts *o, fmt_err *e);
-fmt_kind fmt_ald_native_write(fmt_table *in, fmt_sink *k, const fmt_dataset_opts *o, size_t meta_len,
-			      uint16_t schema_len, fmt_err *e);
+fmt_kind fmt_ald_native_check_opts(const struct fmt_dataset_opts *o, fmt_err *e);
+fmt_kind fmt_ald_native_body(fmt_table *in, fmt_sink *k, struct fmt_sha256 *sha, uint64_t *payload, uint64_t *rows,
+			     fmt_err *e);
+fmt_kind fmt_ald_native_check_digest(ald_state *s, const char *want, fmt_err *e);
 
 #endif

@@ -179,9 +179,20 @@ fmt_kind fmt_ald_native_parse(fmt_table *t, ald_state *s, uint64_t *pos, fmt_err
 	return payload_schema(t, n, e);
 }
 
-uint64_t fmt_ald_native_data_start(const ald_state *s)
+/* The card's digest covers the bytes from the first array to the end of the payload. */
+fmt_kind fmt_ald_native_check_digest(ald_state *s, const char *want, fmt_err *e)
 {
-	return s->native->data_start;
+	uint8_t digest[FMT_SHA256_LEN];
+	char hex[FMT_SHA256_HEX + 1];
+	uint64_t from = s->native->data_start;
+	fmt_kind k = fmt_sha256_buf(s->file + from, (size_t)(s->payload_end - from), digest, e);
+	if (k != FMT_OK)
+		return k;
+	fmt_hex(digest, FMT_SHA256_LEN, hex);
+	if (strcmp(hex, want) != 0)
+		return fmt_fail(e, FMT_CHECKSUM, "SHA-256 of the arrays and payload %s differs from the card's %s", hex,
+				want);
+	return FMT_OK;
 }
 
 void fmt_ald_native_free(ald_state *s)
@@ -323,7 +334,7 @@ typedef struct nwriter {
 	fmt_ipc_writer ipc;
 	int ipc_open;
 	fmt_sb sb;
-	fmt_sha256 sha;
+	fmt_sha256 *sha;           /* the caller's: the bytes from the first array on */
 } nwriter;
 
 static fmt_kind spill_write(FILE *f, const void *p, size_t n, fmt_err *e)
@@ -410,7 +421,7 @@ static fmt_kind copy_out(nwriter *w, FILE *f, fmt_err *e)
 	if (fflush(f) != 0 || fseek(f, 0, SEEK_SET) != 0)
 		return fmt_fail(e, FMT_IO, "cannot read back a temporary file");
 	while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
-		fmt_kind k = fmt_sha256_update(&w->sha, buf, n, e);
+		fmt_kind k = fmt_sha256_update(w->sha, buf, n, e);
 		if (k == FMT_OK)
 			k = fmt_sink_write(w->k, buf, n, e);
 		if (k != FMT_OK)
@@ -421,7 +432,7 @@ static fmt_kind copy_out(nwriter *w, FILE *f, fmt_err *e)
 
 static fmt_kind put(nwriter *w, const void *p, size_t n, int hash, fmt_err *e)
 {
-	fmt_kind k = hash ? fmt_sha256_update(&w->sha, p, n, e) : FMT_OK;
+	fmt_kind k = hash ? fmt_sha256_update(w->sha, p, n, e) : FMT_OK;
 	return k == FMT_OK ? fmt_sink_write(w->k, p, n, e) : k;
 }
 
@@ -521,11 +532,10 @@ static fmt_kind plan_columns(nwriter *w, fmt_err *e)
 	return FMT_OK;
 }
 
-static fmt_kind write_all(nwriter *w, const fmt_dataset_opts *o, size_t meta_len, uint16_t schema_len,
-			  fmt_err *e)
+static fmt_kind write_all(nwriter *w, fmt_err *e)
 {
 	fmt_kind k;
-	if ((k = plan_columns(w, e)) != FMT_OK || (k = fmt_sha256_init(&w->sha, e)) != FMT_OK)
+	if ((k = plan_columns(w, e)) != FMT_OK)
 		return k;
 	if (!(w->payload = tmpfile()))
 		return fmt_fail(e, FMT_IO, "cannot create a temporary file for the payload");
@@ -550,22 +560,19 @@ static fmt_kind write_all(nwriter *w, const fmt_dataset_opts *o, size_t meta_len
 	w->ipc_open = 0;
 	if ((k = fmt_ipc_writer_end(&w->ipc, &w->sb, e)) != FMT_OK || (k = drain_payload(w, e)) != FMT_OK)
 		return k;
-	if ((k = write_body(w, e)) != FMT_OK)
-		return k;
-	uint8_t digest[FMT_SHA256_LEN];
-	if ((k = fmt_sha256_final(&w->sha, digest, e)) != FMT_OK)
-		return k;
-	return fmt_ald_finish(w->k, o, digest, w->payload_len, w->payload_len, w->rows, meta_len, schema_len,
-			      FMT_ALD_TRUENO_NATIVE, e);
+	return write_body(w, e);
 }
 
-/* The part after the schema block (the caller wrote header room, card and schema). */
-fmt_kind fmt_ald_native_write(fmt_table *in, fmt_sink *k, const fmt_dataset_opts *o, size_t meta_len,
-			      uint16_t schema_len, fmt_err *e)
+/* The part after the schema block (the caller wrote header room, card and schema, and
+ * completes header, card and CRC). */
+fmt_kind fmt_ald_native_body(fmt_table *in, fmt_sink *k, struct fmt_sha256 *sha, uint64_t *payload, uint64_t *rows,
+			     fmt_err *e)
 {
-	nwriter w = { .in = in, .k = k };
+	nwriter w = { .in = in, .k = k, .sha = sha };
 	fmt_schema_init(&w.rest);
-	fmt_kind r = write_all(&w, o, meta_len, schema_len, e);
+	fmt_kind r = write_all(&w, e);
+	*payload = w.payload_len;
+	*rows = w.rows;
 	if (w.ipc_open)
 		fmt_ipc_writer_free(&w.ipc);
 	for (size_t i = 0; i < w.n_cols; i++) {
@@ -580,6 +587,5 @@ fmt_kind fmt_ald_native_write(fmt_table *in, fmt_sink *k, const fmt_dataset_opts
 		fclose(w.payload);
 	fmt_schema_free(&w.rest);
 	fmt_sb_free(&w.sb);
-	fmt_sha256_free(&w.sha);
 	return r;
 }

@@ -205,36 +205,29 @@ static fmt_kind file_crc(fmt_sink *k, int upstream, uint32_t *crc, fmt_err *e)
 	return FMT_OK;
 }
 
-static fmt_kind finish(writer *w, size_t meta_len, uint16_t schema_len, uint8_t flags, fmt_err *e)
+static fmt_kind finish(writer *w, const uint8_t *meta_len_check, size_t meta_len, uint16_t schema_len,
+		       uint8_t flags, fmt_err *e)
 {
-	uint8_t digest[FMT_SHA256_LEN];
+	const fmt_dataset_opts *o = w->o;
+	uint8_t h[HEADER], digest[FMT_SHA256_LEN], crc_le[4];
+	char hex[FMT_SHA256_HEX + 1];
 	fmt_kind k = fmt_sha256_final(&w->sha, digest, e);
 	if (k != FMT_OK)
 		return k;
-	return fmt_ald_finish(w->k, w->o, digest, w->stored, w->raw, w->rows, meta_len, schema_len, flags, e);
-}
-
-fmt_kind fmt_ald_finish(fmt_sink *sink, const fmt_dataset_opts *o, const uint8_t *digest, uint64_t stored,
-			uint64_t raw, uint64_t rows, size_t meta_len, uint16_t schema_len, uint8_t flags,
-			fmt_err *e)
-{
-	uint8_t h[HEADER], crc_le[4];
-	char hex[FMT_SHA256_HEX + 1];
-	fmt_kind k;
-	if (stored > UINT32_MAX || raw > UINT32_MAX)
+	if (w->stored > UINT32_MAX || w->raw > UINT32_MAX)
 		return fmt_fail(e, FMT_UNSUPPORTED, "the payload is above 4 GiB, which the header's 32-bit sizes cannot hold");
 	memcpy(h, "ALDF", 4);
 	h[4] = 1;
 	h[5] = 2;
 	fmt_wr_u16(h + 6, o->dataset_type ? o->dataset_type : 1);
 	fmt_wr_u32(h + 8, (uint32_t)meta_len);
-	fmt_wr_u32(h + 12, (uint32_t)stored);
-	fmt_wr_u32(h + 16, (uint32_t)raw);
+	fmt_wr_u32(h + 12, (uint32_t)w->stored);
+	fmt_wr_u32(h + 16, (uint32_t)w->raw);
 	h[20] = (uint8_t)o->compression;
 	h[21] = flags;
 	fmt_wr_u16(h + 22, schema_len);
-	fmt_wr_u64(h + 24, rows);
-	if ((k = fmt_sink_pwrite(sink, 0, h, HEADER, e)) != FMT_OK)
+	fmt_wr_u64(h + 24, w->rows);
+	if ((k = fmt_sink_pwrite(w->k, 0, h, HEADER, e)) != FMT_OK)
 		return k;
 	if (!o->compat_alimentar) {
 		uint8_t *meta;
@@ -245,16 +238,17 @@ fmt_kind fmt_ald_finish(fmt_sink *sink, const fmt_dataset_opts *o, const uint8_t
 		if (n != meta_len)
 			k = fmt_fail(e, FMT_INTERNAL, "card changed size when the digest was filled in");
 		else
-			k = fmt_sink_pwrite(sink, HEADER, meta, n, e);
+			k = fmt_sink_pwrite(w->k, HEADER, meta, n, e);
 		free(meta);
 		if (k != FMT_OK)
 			return k;
 	}
+	(void)meta_len_check;
 	uint32_t crc = 0;
-	if ((k = file_crc(sink, o->compat_alimentar, &crc, e)) != FMT_OK)
+	if ((k = file_crc(w->k, o->compat_alimentar, &crc, e)) != FMT_OK)
 		return k;
 	fmt_wr_u32(crc_le, crc);
-	return fmt_sink_write(sink, crc_le, 4, e);
+	return fmt_sink_write(w->k, crc_le, 4, e);
 }
 
 static const fmt_dataset_opts default_opts = { .compression = FMT_ALD_ZSTD };
@@ -291,8 +285,12 @@ fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt
 	if ((r = fmt_sink_zeros(k, HEADER, e)) != FMT_OK || (r = fmt_sink_write(k, meta, meta_len, e)) != FMT_OK ||
 	    (r = fmt_sink_write(k, block.p, block.len, e)) != FMT_OK)
 		goto out;
-	if (o->trueno_native) {
-		r = fmt_ald_native_write(in, k, o, meta_len, (uint16_t)block.len, e);
+	if (o->trueno_native) { /* the arrays and an uncompressed payload of the other columns */
+		flags |= FMT_ALD_TRUENO_NATIVE;
+		if ((r = fmt_ald_native_body(in, k, &w.sha, &w.stored, &w.rows, e)) == FMT_OK) {
+			w.raw = w.stored;
+			r = finish(&w, meta, meta_len, (uint16_t)block.len, flags, e);
+		}
 		goto out;
 	}
 	if (flags & FMT_ALD_STREAMING) {
@@ -325,7 +323,7 @@ fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt
 	if (r == FMT_OK && w.spill && (r = write_index(&w, e)) == FMT_OK)
 		r = copy_spill(&w, e);
 	if (r == FMT_OK)
-		r = finish(&w, meta_len, (uint16_t)block.len, flags, e);
+		r = finish(&w, meta, meta_len, (uint16_t)block.len, flags, e);
 out:
 	if (w.ipc_open)
 		fmt_ipc_writer_free(&w.ipc);

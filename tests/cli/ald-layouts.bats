@@ -179,3 +179,19 @@ open(sys.argv[1],"wb").write(f)' up/good-zstd.ald
 		[[ "$stderr" == *"$msg"* ]] || { echo "$file: '$stderr' lacks '$msg'"; false; }
 	done <up/cases.tsv
 }
+
+@test "TRUENO_NATIVE: fmt-verify checks the card's SHA-256 of the arrays and payload (a value changed, CRC recomputed: exit 6)" {
+	fmt-convert --trueno-native in.csv n.ald
+	run fmt-verify n.ald
+	assert_success
+	# id of row 2 (the second int64 of the first array, at 640 + 8) from 2 to 7, CRC made right again
+	/usr/bin/python3 -c 'import struct,sys,zlib; f=bytearray(open(sys.argv[1],"rb").read())
+assert struct.unpack_from("<q",f,648)[0]==2; struct.pack_into("<q",f,648,7)
+f[-4:]=struct.pack("<I",zlib.crc32(bytes(f[:-4]))); open(sys.argv[1],"wb").write(f)' n.ald
+	run fmt-verify n.ald
+	assert_failure 6
+	assert_output --partial "SHA-256 of the arrays and payload"
+	run fmt-inspect --head 3 n.ald
+	assert_success
+	assert_line --index 2 --partial "7   b, c"
+}
