@@ -70,3 +70,19 @@ open("model.safetensors.index.json","w").write(json.dumps(d))'
 open("model.apsim.index.json","w").write(json.dumps(d) + "\n")'
 	[ "$(format_of model.apsim.index.json)" = apsim-index ]
 }
+
+@test ".feather is an output extension of the Arrow IPC file driver (Feather v2), read back by content" {
+	printf 'id,name\n1,ann\n2,\n' >in.csv
+	run fmt-convert in.csv out.feather
+	assert_success
+	[ "$(head -c 6 out.feather)" = ARROW1 ]
+	[ "$(tail -c 6 out.feather)" = ARROW1 ]
+	[ "$(format_of out.feather)" = arrow ]
+	fmt-convert in.csv out.arrow
+	cmp out.arrow out.feather
+	fmt-convert out.feather back.csv
+	cmp in.csv back.csv
+	run fmt-convert --chunk-rows 2 in.csv out.txt
+	assert_failure 2
+	assert_output --partial "dataset options need a dataset output (.ald, .arrow, .feather, .arrows, .jsonl, .csv or --to)"
+}
