@@ -76,6 +76,22 @@ def float_models(rng):
     # depthwise: non-square 2x3 with nibble pads, width from the weight count (rule 4)
     layers = [g.depthwise(2, 3, 1, 2, "none", 0, 1, pb=1, pr=2, byte15=0x11)]
     M.append(("depthwise_nonsquare_width_from_weights", 2, (4, 5, 2), layers, [(fw(rng, 2, 2, 3), fw(rng, 2))], 1.0))
+    # the kernels' channel blocking (tools/nk-run/kernels.h): depthwise blocks of 8 (12 channels:
+    # the last block overlaps), 32 (40 channels) and scalar (5 channels); convolutions vectorized
+    # over output channels in blocks of 16 (20: overlapping) and 32 (40), and planar (5 outputs)
+    layers = [g.depthwise(3, 3, 1, 12, "relu", 1, 1), g.conv2d(1, 1, 20, "none"), g.depthwise(3, 3, 2, 20, "relu6", 1, 1),
+              g.conv2d(3, 1, 40, "relu", 1, 1), g.depthwise(3, 3, 1, 40, "none", 1, 1), g.conv2d(1, 1, 5, "none"),
+              g.depthwise(3, 3, 1, 5, "tanh", 1, 1)]
+    pairs = [(fw(rng, 12, 3, 3), fw(rng, 12)), (fw(rng, 20, 1, 1, 12), fw(rng, 20)), (fw(rng, 20, 3, 3), fw(rng, 20)),
+             (fw(rng, 40, 3, 3, 20, scale=0.2), fw(rng, 40)), (fw(rng, 40, 3, 3), fw(rng, 40)),
+             (fw(rng, 5, 1, 1, 40, scale=0.2), fw(rng, 5)), (fw(rng, 5, 3, 3), fw(rng, 5))]
+    M.append(("kernel_channel_blocks", 2, (9, 8, 12), layers, pairs, 1.0))
+    # more taps than a kernel's weight tile: a 33x33 depthwise (scalar on the file's layout) and
+    # a 3x3 convolution over 64 channels (576 taps: blocks of 8 output channels, 12 overlapping)
+    layers = [g.depthwise(33, 33, 1, 8, "none", 0, 0), g.conv2d(1, 1, 64, "none"), g.conv2d(3, 1, 12, "none", 1, 1)]
+    pairs = [(fw(rng, 8, 33, 33, scale=0.05), fw(rng, 8)), (fw(rng, 64, 1, 1, 8), fw(rng, 64)),
+             (fw(rng, 12, 3, 3, 64, scale=0.1), fw(rng, 12))]
+    M.append(("kernel_large_tiles", 2, (34, 35, 8), layers, pairs, 1.0))
     # pools: non-square max pool with extra padding (padding ignored), avg pool excluding pads
     layers = [g.pool("max_pool2d", 2, 3, 1, 1, 0, extra_b=0, extra_r=1), g.pool("avg_pool2d", 3, 2, 2, 1, 1, extra_b=1, extra_r=0),
               g.batchnorm(2), g.layernorm(2, 1e-3), g.flatten(), g.dense(2, "none")]

@@ -29,7 +29,7 @@ typedef struct nk_engine {
 	uint64_t act_cap;        /* elements of each of the two ping-pong buffers */
 	void *buf[2];
 	void *scratch;           /* per-layer temporaries (composite layers) */
-	float *ktmp;             /* the kernels' own scratch (padded planar input, re-laid weights) */
+	float *ktmp;             /* the convolutions' padded planar input (activations only) */
 	float *taps[NK_MAX_TAPS];
 	nk_qop *qops;            /* int8: one per pair */
 	int32_t out_zp;          /* int8: parameters of the last run's output */

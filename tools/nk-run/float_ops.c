@@ -143,7 +143,7 @@ static void conv_sym(const nk_engine *en, int depthwise, const float *x, float *
 	nk_shape o = { out_dim(in.h, k, stride, pad), out_dim(in.w, k, stride, pad), oc, 0 };
 	nk_geom g = geom(in, o, k, k, stride, pad, pad, pad, pad);
 	if (depthwise)
-		en->k->depthwise(x, y, &g, wt(en, p), bs(en, p), en->ktmp, NK_CLAMP_NONE);
+		en->k->depthwise(x, y, &g, wt(en, p), bs(en, p), NK_CLAMP_NONE);
 	else
 		en->k->conv2d(x, y, &g, wt(en, p), bs(en, p), en->ktmp, NK_CLAMP_NONE);
 	if (out)
@@ -396,11 +396,6 @@ uint64_t nk_float_kscratch(const nk_model *nm, const nk_layer *l)
 	uint64_t h = l->in.h, w = l->in.w;
 	switch (l->kind) {
 	case NK_CONV2D: return nk_conv_tmp(&g);
-	case NK_DEPTHWISE: return nk_depthwise_tmp(&g);
-	case NK_CONVNEXT: return 49 * (uint64_t)l->units;
-	case NK_UIB:
-		return max64((uint64_t)l->start_dw * l->start_dw * l->in_ch,
-			     (uint64_t)l->middle_dw * l->middle_dw * l->expanded);
 	case NK_RESNET:
 		return max64(conv_tmp(h, w, l->in_ch, 1), conv_tmp(l->out.h, l->out.w, l->out_ch, 1));
 	case NK_YOLOX_HEAD: return conv_tmp(h, w, l->hidden, 1);
@@ -429,7 +424,7 @@ void nk_float_layer(nk_engine *en, uint32_t i, const float *x, float *y)
 			activate(y, n, l->act, l->alpha);
 		break;
 	case NK_DEPTHWISE:
-		en->k->depthwise(x, y, &g, wt(en, l->first_pair), bs(en, l->first_pair), en->ktmp, clamp);
+		en->k->depthwise(x, y, &g, wt(en, l->first_pair), bs(en, l->first_pair), clamp);
 		if (!clamp)
 			activate(y, n, l->act, l->alpha);
 		break;
