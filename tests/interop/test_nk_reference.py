@@ -236,6 +236,18 @@ def int8_models(rng):
              rec(0.05, 2, 0.02, 0, 0.05, 0), rec(0.05, 0, 0.01, 0, 0.03, -128), rec(0.03, -128, 0.02, 0, 0.04, -128),
              rec(0.04, -128, 0.01, 0, 0.07, -3)]
     M.append(("int8_uib_leading_residual_quirk", 2, (6, 6, 4), layers, pairs, quant, None))
+    # the int8 kernels' paths (tools/nk-run/qkern.inc): a 3x3 convolution (per-channel scales),
+    # a pointwise one as a dense over pixels (20 inputs, a multiplier above 1: left shift), a
+    # depthwise over 70 channels (blocks of 64 + 6, weight zero point 3), a 17x17 depthwise (more
+    # taps than the int16 tile: the file's layout directly), dense layers of 140 and 12 inputs
+    layers = [g.conv2d(3, 1, 20, "relu", 1, 1), g.conv2d(1, 1, 70, "none"), g.depthwise(3, 3, 2, 70, "relu6", 1, 1),
+              g.depthwise(17, 17, 1, 70, "none", 4, 4), g.flatten(), g.dense(12, "relu"), g.dense(5, "none")]
+    pairs = [(qw(rng, 20, 3, 3, 3), qb(rng, 20)), (qw(rng, 70, 1, 1, 20), qb(rng, 70)), (qw(rng, 70, 3, 3), qb(rng, 70)),
+             (qw(rng, 70, 17, 17), qb(rng, 70, 200000)), (qw(rng, 12, 140), qb(rng, 12)), (qw(rng, 5, 12), qb(rng, 5))]
+    quant = [rec(0.02, -10, 0.01, 0, 0.05, -128), rec(0.5, -128, 0.5, 0, 0.01, 4), rec(0.01, 4, 0.02, 3, 0.03, -100),
+             rec(0.03, -100, 0.001, -2, 0.05, 1), rec(0.05, 1, 0.01, 0, 0.08, -128), rec(0.08, -128, 0.01, 0, 0.1, 9)]
+    pcs = [list(rng.uniform(0.005, 0.02, 20)), None, list(rng.uniform(0.01, 0.03, 70)), None, list(rng.uniform(0.005, 0.02, 12)), None]
+    M.append(("int8_kernel_paths", 2, (19, 18, 3), layers, pairs, quant, pcs))
     return M
 
 

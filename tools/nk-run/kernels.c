@@ -1,5 +1,6 @@
-/* Run-time choice between the baseline and the AVX2 build of the same float kernels. */
+/* Run-time choice between the baseline and the AVX2 build of the same float and int8 kernels. */
 #include <immintrin.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,7 @@ typedef int v8i __attribute__((vector_size(32)));
 #define KATTR
 #define KFN(n) n##_generic
 #include "kern.inc"
+#include "qkern.inc"
 #undef KATTR
 #undef KFN
 #undef S_FMA
@@ -54,13 +56,16 @@ typedef int v8i __attribute__((vector_size(32)));
 #define KATTR __attribute__((target("avx2,fma")))
 #define KFN(n) n##_avx2
 #include "kern.inc"
+#include "qkern.inc"
 #undef KATTR
 #undef KFN
 #endif
 
-static const nk_kernels generic = { "generic", dense_generic, conv2d_generic, depthwise_generic };
+static const nk_kernels generic = { "generic", dense_generic, conv2d_generic, depthwise_generic,
+				     qdense_generic, qconv_generic, qdw_generic };
 #ifdef HAVE_AVX2_BUILD
-static const nk_kernels avx2 = { "avx2", dense_avx2, conv2d_avx2, depthwise_avx2 };
+static const nk_kernels avx2 = { "avx2", dense_avx2, conv2d_avx2, depthwise_avx2,
+				  qdense_avx2, qconv_avx2, qdw_avx2 };
 #endif
 
 const nk_kernels *nk_kernels_generic(void)

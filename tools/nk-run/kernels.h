@@ -4,6 +4,7 @@
 #define NK_KERNELS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Geometry of a convolution or pool over an h x w x c NHWC input. */
 typedef struct nk_geom {
@@ -53,6 +54,19 @@ static inline long nk_depthwise_nl(const nk_geom *g)
 	return 0;
 }
 
+/* Requantization of one int8 op (§12.2, §12.3): per output channel multiplier and the left and
+ * right shifts its exponent gives, zero points, and the clamp of its activation. */
+typedef struct nk_rq {
+	const int32_t *mult, *lsh, *rsh;
+	int32_t in_zp, w_zp, out_zp, lo, hi;
+} nk_rq;
+
+/* Products per int32 partial sum of the int8 kernels: 32768 * 255 * 255 < 2^31. */
+#define NK_QCHUNK 32768
+/* Int8 depthwise: channels per block and the int16 weight tile (32 KiB: up to 256 taps). */
+#define NK_QDW_BLOCK 64
+#define NK_QDW_TILE 16384
+
 /* Clamps the kernels apply as they store (the relu and relu6 activations). */
 enum { NK_CLAMP_NONE = 0, NK_CLAMP_RELU = 1, NK_CLAMP_RELU6 = 2 };
 
@@ -64,6 +78,13 @@ typedef struct nk_kernels {
 	void (*conv2d)(const float *x, float *y, const nk_geom *g, const float *w, const float *bias, float *tmp,
 		       int act);
 	void (*depthwise)(const float *x, float *y, const nk_geom *g, const float *w, const float *bias, int act);
+	/* int8: acc is scratch of as many int32 as the op has output channels */
+	void (*qdense)(const int8_t *x, int8_t *y, const int8_t *w, const int32_t *bias, long rows, long in, long out,
+		       const nk_rq *rq, int32_t *acc);
+	void (*qconv)(const int8_t *x, int8_t *y, const nk_geom *g, const int8_t *w, const int32_t *bias,
+		      const nk_rq *rq, int32_t *acc);
+	void (*qdw)(const int8_t *x, int8_t *y, const nk_geom *g, const int8_t *w, const int32_t *bias,
+		    const nk_rq *rq);
 } nk_kernels;
 
 /* The kernels for this CPU; NK_KERNELS=generic in the environment forces the portable ones. */
