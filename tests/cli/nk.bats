@@ -464,7 +464,7 @@ Output: shape=[1, 2] values=[3.5000, 6.5000]"
 	cmp a.bin c.bin
 	! cmp -s a.bin d.bin
 	[ "$(stat -c %s a.bin)" -eq 40 ]
-	for f in convnextv2_atto_block mobilenetv4_small_uib import_asym_depthwise_conv cnn_extended_ops; do
+	for f in convnextv2_atto_block mobilenetv4_small_uib import_asym_depthwise_conv cnn_extended_ops mnist_cnn_dw_int8; do
 		nk-run --raw --random 3 "$FIX/$f.nk" >x.bin
 		NK_KERNELS=generic nk-run --raw --random 3 "$FIX/$f.nk" >y.bin
 		cmp x.bin y.bin

@@ -32,10 +32,12 @@ def check(name, ok, detail=""):
         print("FAIL " + name + ": " + detail)
 
 
-def run_json(path, inputs, raw_dtype, *extra):
+def run_json(path, inputs, raw_dtype, *extra, kernels=None):
+    """kernels="generic": the portable build of the kernels instead of the CPU's (AVX2)."""
     f = path + ".in"
     np.asarray(inputs, dtype=raw_dtype).tofile(f)
-    r = subprocess.run([NKRUN, "--json", "--input-file", f, *extra, path], capture_output=True, text=True)
+    env = dict(os.environ, NK_KERNELS=kernels) if kernels else None
+    r = subprocess.run([NKRUN, "--json", "--input-file", f, *extra, path], capture_output=True, text=True, env=env)
     if r.returncode != 0:
         raise RuntimeError("nk-run exited %d: %s" % (r.returncode, r.stderr))
     return json.loads(r.stdout)
@@ -261,10 +263,12 @@ def test_int8(tmp, rng):
         g.write_nk(path, net, shape, layers, pairs, quant=quant, per_channel=pcs, cases=cases, tolerance=0.05)
         bad = []
         for i, (x, ref) in enumerate(zip(xs, refs)):
-            got = run_json(path, x, np.int8)["values"]
-            if got != ref:
-                bad.append("input %d: nk-run %s, reference %s" % (i, got[:12], ref[:12]))
-        check("int8 %s: nk-run = integer reference bit for bit" % name, not bad, "; ".join(bad[:2]))
+            for kernels in (None, "generic"):
+                got = run_json(path, x, np.int8, kernels=kernels)["values"]
+                if got != ref:
+                    bad.append("input %d (%s kernels): nk-run %s, reference %s" % (i, kernels or "CPU's", got[:12], ref[:12]))
+        check("int8 %s: nk-run = integer reference bit for bit (CPU's and generic kernels)" % name, not bad,
+              "; ".join(bad[:2]))
         if name == "int8_softmax_wrap_all_minus128":
             check("int8 softmax wrap: every output is -128", all(v == -128 for r in refs for v in r), str(refs[0]))
         if name == "int8_mlp_relu6_ignored_softmax_scale1":

@@ -232,30 +232,44 @@ static void qconv(const nk_engine *en, uint32_t p, int depthwise, const int8_t *
 		en->k->qconv(x, y, g, w, b, &rq, (int32_t *)en->ktmp);
 }
 
+/* Max or average over the in-range cells of each window, channels innermost (the NHWC rows):
+ * the average rounds half away from zero. */
 static void qpool(const nk_layer *l, const int8_t *x, int8_t *y, int32_t zp)
 {
 	const long H = l->in.h, W = l->in.w, C = l->in.c;
+	int32_t acc[NK_QDW_BLOCK];
 	for (long oy = 0; oy < l->out.h; oy++) {
 		long iy0 = oy * (long)l->stride - l->pad_t;
 		long ky0 = iy0 < 0 ? -iy0 : 0, ky1 = H - iy0 < (long)l->kh ? H - iy0 : (long)l->kh;
 		for (long ox = 0; ox < l->out.w; ox++) {
 			long ix0 = ox * (long)l->stride - l->pad_l;
 			long kx0 = ix0 < 0 ? -ix0 : 0, kx1 = W - ix0 < (long)l->kw ? W - ix0 : (long)l->kw;
-			int8_t *yo = y + (oy * l->out.w + ox) * C;
-			for (long c = 0; c < C; c++) {
-				int32_t best = INT32_MIN, sum = 0, n = 0;
+			int32_t n = (ky1 > ky0 && kx1 > kx0) ? (int32_t)((ky1 - ky0) * (kx1 - kx0)) : 0;
+			int8_t *restrict yo = y + (oy * l->out.w + ox) * C;
+			for (long c0 = 0; c0 < C; c0 += NK_QDW_BLOCK) {
+				const long nc = C - c0 < NK_QDW_BLOCK ? C - c0 : NK_QDW_BLOCK;
+				const int is_max = l->kind == NK_MAXPOOL;
+				for (long c = 0; c < nc; c++)
+					acc[c] = is_max ? -128 : 0;
 				for (long ky = ky0; ky < ky1; ky++)
 					for (long kx = kx0; kx < kx1; kx++) {
-						int32_t v = x[((iy0 + ky) * W + ix0 + kx) * C + c];
-						best = v > best ? v : best;
-						sum += v - zp;
-						n++;
+						const int8_t *restrict xp = x + ((iy0 + ky) * W + ix0 + kx) * C + c0;
+						if (is_max)
+							for (long c = 0; c < nc; c++)
+								acc[c] = xp[c] > acc[c] ? xp[c] : acc[c];
+						else
+							for (long c = 0; c < nc; c++)
+								acc[c] += xp[c] - zp;
 					}
-				if (l->kind == NK_MAXPOOL) {
-					yo[c] = (int8_t)(n ? best : 0);
+				if (is_max) {
+					for (long c = 0; c < nc; c++)
+						yo[c0 + c] = (int8_t)(n ? acc[c] : 0);
 				} else {
-					int32_t avg = n ? (sum >= 0 ? (sum + n / 2) / n : -((-sum + n / 2) / n)) : 0;
-					yo[c] = clamp8(avg + zp, -128, 127);
+					for (long c = 0; c < nc; c++) {
+						int32_t sum = acc[c];
+						int32_t avg = n ? (sum >= 0 ? (sum + n / 2) / n : -((-sum + n / 2) / n)) : 0;
+						yo[c0 + c] = clamp8(avg + zp, -128, 127);
+					}
 				}
 			}
 		}
