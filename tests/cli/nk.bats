@@ -211,6 +211,27 @@ setup() {
 	check_case "$NK" head_too_many_convs.nk
 }
 
+# §9: a decoupled head holds 4 + 2n pairs (the spec's formula says 3 + 2n; its own list, and
+# upstream's loader, have stem, 2n convs and three predictions); the PAFPN 11 + 3(4 + 2n).
+@test "nk loader: yolox_decoupled_head takes 4 + 2n pairs, 3 + 2n is refused (n = 0, 1, 2)" {
+	for n in 0 1 2; do
+		check_case "$NK" "head_${n}_convs_$((4 + 2 * n))_pairs.nk"
+		check_case "$NK" "head_${n}_convs_$((3 + 2 * n))_pairs.nk"
+	done
+	run nk-run --json --random 1 "$NK/head_1_convs_6_pairs.nk"
+	assert_success
+	[ "$(jq -c .shape <<<"$output")" = '[6,6,7]' ]
+}
+
+@test "nk loader: yolox_pafpn_multiscale takes 11 + 3(4 + 2n) pairs, 11 + 3(3 + 2n) is refused" {
+	check_case "$NK" pafpn_1_conv_2_plus_29_pairs.nk
+	check_case "$NK" pafpn_1_conv_2_plus_26_pairs.nk
+	run nk-run --json --random 1 "$NK/pafpn_1_conv_2_plus_29_pairs.nk"
+	assert_success
+	# (16 + 4 + 1) * H5 * W5 cells of 5 + classes values
+	[ "$(jq '.values | length' <<<"$output")" -eq $(((16 + 4 + 1) * 2 * 2 * 6)) ]
+}
+
 @test "nk loader: uib_even_kernel_residual" {
 	check_case "$NK" uib_even_kernel_residual.nk
 }
