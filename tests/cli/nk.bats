@@ -418,6 +418,16 @@ Weight floats  : 209354
 	assert_equal "$status" 11
 	run fmt-verify "$NK/cnn_failing_test.nk"
 	assert_success
+	# several files: every one reported, the exit status the highest; --json per file
+	run --separate-stderr fmt-verify --run-tests --json "$NK/cnn_failing_test.nk" "$FIX/test_mlp.nk" "$NK/bad_magic.nk"
+	assert_equal "$status" 11
+	[ "$(jq -sc '[.[] | [.ok, .error, .exit]]' <<<"$output")" = '[[false,"TestFailed",11],[true,null,null],[false,"InvalidFormat",4]]' ]
+	[[ "$stderr" == *'"error":"TestFailed","exit":11'* ]]
+	# the tests are run by nk-run: without it, an I/O error naming it
+	mkdir bin && cp "$FMTKIT_BIN/fmt-verify" bin/
+	run --separate-stderr env PATH=/usr/bin:/bin bin/fmt-verify --run-tests "$FIX/test_mlp.nk"
+	assert_equal "$status" 3
+	[[ "$stderr" == *"cannot run nk-run for the embedded tests"* ]]
 }
 
 # ---- nk-run --test ----
@@ -579,6 +589,16 @@ Output: shape=[3, 2] values=[3.5000, 6.5000, 0.5000, 1.5000, 0.5000, -0.5000]"
 	run nk-run "$NK/int8_cnn.nk" --quantize-input --input "$(seq -s, 0.5 1 16)"
 	assert_success
 	assert_line --partial "Input: shape=[4, 4, 1] values=[-103, -53, -3, 47, 97, 127,"
+	# JSON input too: scale 0.02, zero point -128; clamps at both ends
+	run nk-run "$NK/int8_cnn.nk" --quantize-input --input-json "[-10, 0.02, 0.04, 100, $(seq -s, 1 12)]"
+	assert_success
+	assert_line "Input: shape=[4, 4, 1] values=[-128, -127, -126, 127, -78, -28, 22, 72, 122, 127, 127, 127, 127, 127, 127, 127]"
+	# raw int8 bytes are codes already: taken as they are
+	printf '\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11\x12\x13\xec' >codes.bin
+	run nk-run --quantize-input "$NK/int8_cnn.nk" --input-file codes.bin
+	assert_line "Input: shape=[4, 4, 1] values=[5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, -20]"
+	# a float model: the option changes nothing
+	[ "$(nk-run --quantize-input "$NK/spec_16_1.nk" --input 0.3,1)" = "$(nk-run "$NK/spec_16_1.nk" --input 0.3,1)" ]
 	run nk-run "$NK/int8_cnn.nk" --input "$(seq -s, -8 7)"
 	assert_line --regexp "^Output: shape=\[1, 3\] values=\[-?[0-9]+, -?[0-9]+, -?[0-9]+\]$"
 }
