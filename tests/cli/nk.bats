@@ -570,10 +570,15 @@ Output: shape=[3, 2] values=[3.5000, 6.5000, 0.5000, 1.5000, 0.5000, -0.5000]"
 	cmp a.bin c.bin
 	! cmp -s a.bin d.bin
 	[ "$(stat -c %s a.bin)" -eq 40 ]
-	for f in convnextv2_atto_block mobilenetv4_small_uib import_asym_depthwise_conv cnn_extended_ops mnist_cnn_dw_int8; do
-		nk-run --raw --random 3 "$FIX/$f.nk" >x.bin
-		NK_KERNELS=generic nk-run --raw --random 3 "$FIX/$f.nk" >y.bin
+	NK_KERNELS=avx2 nk-run --raw --random 7 "$FIX/mnist_cnn_dw.nk" >e.bin
+	cmp a.bin e.bin
+	for f in "$FIX"/convnextv2_atto_block.nk "$FIX"/mobilenetv4_small_uib.nk "$FIX"/import_asym_depthwise_conv.nk \
+		"$FIX"/cnn_extended_ops.nk "$FIX"/mnist_cnn_dw_int8.nk "$REPO_ROOT"/tests/data/nk/*.nk; do
+		nk-run --raw --random 3 "$f" >x.bin
+		NK_KERNELS=generic nk-run --raw --random 3 "$f" >y.bin
+		NK_KERNELS=avx2 nk-run --raw --random 3 "$f" >z.bin
 		cmp x.bin y.bin
+		cmp x.bin z.bin
 	done
 }
 
@@ -606,7 +611,7 @@ Output: shape=[3, 2] values=[3.5000, 6.5000, 0.5000, 1.5000, 0.5000, -0.5000]"
 @test "nk-run --bench and --profile" {
 	run nk-run --bench 20 "$FIX/mnist_cnn_dw.nk"
 	assert_success
-	assert_line --regexp "^runs: +20 \(after 10 warm-up\), kernels (avx2|generic), arena [0-9]+ bytes$"
+	assert_line --regexp "^runs: +20 \(after 10 warm-up\), kernels (avx512|avx2|generic), arena [0-9]+ bytes$"
 	assert_line --regexp "^latency: +min [0-9.]+ ms, median [0-9.]+ ms, p99 [0-9.]+ ms$"
 	run nk-run --bench 5 --profile --json "$FIX/mnist_cnn_dw_int8.nk"
 	[ "$(jq -c '[.runs, (.layers | length), .layers[6].kind, .layers[6].output_shape]' <<<"$output")" = '[5,9,"flatten",[1,1600]]' ]
@@ -616,7 +621,7 @@ Output: shape=[3, 2] values=[3.5000, 6.5000, 0.5000, 1.5000, 0.5000, -0.5000]"
 	run nk-run --profile --random 1 "$FIX/mnist_cnn_dw.nk"
 	assert_success
 	assert_line --index 1 --regexp "^Output: shape=\[1, 10\] values="
-	assert_line --regexp "^runs: +1 \(after 1 warm-up\), kernels (avx2|generic), arena [0-9]+ bytes$"
+	assert_line --regexp "^runs: +1 \(after 1 warm-up\), kernels (avx512|avx2|generic), arena [0-9]+ bytes$"
 	[ "$(grep -cE '^  \[[0-9]\] [a-z_0-9]+ +[0-9.]+ ms +[0-9.]+ ms  \[' <<<"$output")" -eq 9 ]
 	assert_line --regexp "^  \[1\] depthwise_conv2d +[0-9.]+ ms +[0-9.]+ ms  \[26, 26, 32\]$"
 	assert_line --regexp "^  \[5\] max_pool2d +[0-9.]+ ms +[0-9.]+ ms  \[5, 5, 64\]$"

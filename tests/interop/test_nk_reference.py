@@ -163,8 +163,11 @@ def test_float(tmp, rng):
         g.write_nk(path, net, shape, layers, pairs, cases=cases, tolerance=TOL)
         worst = 0.0
         ok = True
+        same = True
         for x, ref in zip(xs, refs):
             out = run_json(path, x, "<f4")
+            # every build of the kernels gives the same floats, bit for bit
+            same = same and all(run_json(path, x, "<f4", kernels=k)["values"] == out["values"] for k in ("avx2", "generic"))
             got = np.array(out["values"], dtype=np.float64)
             if got.shape != ref.shape:
                 ok = False
@@ -173,6 +176,7 @@ def test_float(tmp, rng):
             worst = max(worst, float(np.abs(got - ref).max()))
         check("float %s: nk-run = float64 reference (max |diff| %.2e <= %g)" % (name, worst, TOL), ok and worst <= TOL,
               "max |diff| %g" % worst)
+        check("float %s: CPU's, AVX2 and generic kernels give identical outputs" % name, same, "outputs differ")
         r = subprocess.run([NKRUN, "--test", path], capture_output=True, text=True)
         check("float %s: nk-run --test passes its embedded reference cases" % name, r.returncode == 0,
               r.stdout + r.stderr)
@@ -263,11 +267,11 @@ def test_int8(tmp, rng):
         g.write_nk(path, net, shape, layers, pairs, quant=quant, per_channel=pcs, cases=cases, tolerance=0.05)
         bad = []
         for i, (x, ref) in enumerate(zip(xs, refs)):
-            for kernels in (None, "generic"):
+            for kernels in (None, "avx2", "generic"):
                 got = run_json(path, x, np.int8, kernels=kernels)["values"]
                 if got != ref:
                     bad.append("input %d (%s kernels): nk-run %s, reference %s" % (i, kernels or "CPU's", got[:12], ref[:12]))
-        check("int8 %s: nk-run = integer reference bit for bit (CPU's and generic kernels)" % name, not bad,
+        check("int8 %s: nk-run = integer reference bit for bit (CPU's, AVX2 and generic kernels)" % name, not bad,
               "; ".join(bad[:2]))
         if name == "int8_softmax_wrap_all_minus128":
             check("int8 softmax wrap: every output is -128", all(v == -128 for r in refs for v in r), str(refs[0]))

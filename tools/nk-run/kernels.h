@@ -1,4 +1,4 @@
-/* The float kernels nk-run's layers are built from; chosen once at start-up (AVX2 when the CPU
+/* The float and int8 kernels nk-run's layers are built from; chosen once at start-up (AVX-512 or AVX2 when the CPU
  * has it), bit-identical whichever runs. */
 #ifndef NK_KERNELS_H
 #define NK_KERNELS_H
@@ -71,7 +71,7 @@ typedef struct nk_rq {
 enum { NK_CLAMP_NONE = 0, NK_CLAMP_RELU = 1, NK_CLAMP_RELU6 = 2 };
 
 typedef struct nk_kernels {
-	const char *name;        /* "avx2" or "generic" */
+	const char *name;        /* "avx512", "avx2" or "generic" */
 	void (*dense)(const float *x, float *y, const float *w, const float *bias, size_t rows, size_t in,
 		      size_t out, int act);
 	/* tmp: nk_conv_tmp(g) floats of activation scratch. */
@@ -87,7 +87,8 @@ typedef struct nk_kernels {
 		    const nk_rq *rq);
 } nk_kernels;
 
-/* The kernels for this CPU; NK_KERNELS=generic in the environment forces the portable ones. */
+/* The kernels for this CPU; NK_KERNELS=generic in the environment forces the portable ones,
+ * NK_KERNELS=avx2 caps the choice at AVX2. */
 const nk_kernels *nk_kernels_get(void);
 const nk_kernels *nk_kernels_generic(void);
 
