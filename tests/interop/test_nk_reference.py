@@ -94,6 +94,10 @@ def float_models(rng):
     pairs = [(fw(rng, 8, 33, 33, scale=0.05), fw(rng, 8)), (fw(rng, 64, 1, 1, 8), fw(rng, 64)),
              (fw(rng, 12, 3, 3, 64, scale=0.1), fw(rng, 12))]
     M.append(("kernel_large_tiles", 2, (34, 35, 8), layers, pairs, 1.0))
+    # pools over 27 channels (vectors of 16 and 8 and a scalar tail), padded windows
+    layers = [g.pool("avg_pool2d", 3, 2, 1, 1, 1, extra_b=1, extra_r=0), g.pool("max_pool2d", 3, 3, 2, 1, 1, extra_b=0, extra_r=1),
+              g.pool("avg_pool2d", 2, 2, 2, 0, 0)]
+    M.append(("pools_vector_channels", 2, (7, 6, 27), layers, [], 2.0))
     # pools: non-square max pool with extra padding (padding ignored), avg pool excluding pads
     layers = [g.pool("max_pool2d", 2, 3, 1, 1, 0, extra_b=0, extra_r=1), g.pool("avg_pool2d", 3, 2, 2, 1, 1, extra_b=1, extra_r=0),
               g.batchnorm(2), g.layernorm(2, 1e-3), g.flatten(), g.dense(2, "none")]

@@ -150,39 +150,6 @@ static void conv_sym(const nk_engine *en, int depthwise, const float *x, float *
 		*out = o;
 }
 
-/* Max / average over the in-range cells of each window (§11.5, §11.6). */
-static void pool(const nk_layer *l, const float *restrict x, float *restrict y)
-{
-	const long H = l->in.h, W = l->in.w, C = l->in.c;
-	const int is_max = l->kind == NK_MAXPOOL;
-	for (long oy = 0; oy < l->out.h; oy++) {
-		long iy0 = oy * (long)l->stride - l->pad_t;
-		long ky0 = iy0 < 0 ? -iy0 : 0, ky1 = H - iy0 < (long)l->kh ? H - iy0 : (long)l->kh;
-		for (long ox = 0; ox < l->out.w; ox++) {
-			long ix0 = ox * (long)l->stride - l->pad_l;
-			long kx0 = ix0 < 0 ? -ix0 : 0, kx1 = W - ix0 < (long)l->kw ? W - ix0 : (long)l->kw;
-			float *restrict yo = y + (oy * l->out.w + ox) * C;
-			long cells = (ky1 > ky0 && kx1 > kx0) ? (ky1 - ky0) * (kx1 - kx0) : 0;
-			float init = is_max ? -FLT_MAX : 0.0f;
-			for (long c = 0; c < C; c++)
-				yo[c] = init;
-			for (long ky = ky0; ky < ky1; ky++)
-				for (long kx = kx0; kx < kx1; kx++) {
-					const float *restrict xp = x + ((iy0 + ky) * W + ix0 + kx) * C;
-					if (is_max)
-						for (long c = 0; c < C; c++)
-							yo[c] = xp[c] > yo[c] ? xp[c] : yo[c];
-					else
-						for (long c = 0; c < C; c++)
-							yo[c] += xp[c];
-				}
-			if (!is_max && cells)
-				for (long c = 0; c < C; c++)
-					yo[c] /= (float)cells;
-		}
-	}
-}
-
 /* ---- composite layers ---- */
 
 static void convnext(const nk_engine *en, const nk_layer *l, const float *x, float *y, float *s)
@@ -428,7 +395,7 @@ void nk_float_layer(nk_engine *en, uint32_t i, const float *x, float *y)
 		if (!clamp)
 			activate(y, n, l->act, l->alpha);
 		break;
-	case NK_MAXPOOL: case NK_AVGPOOL: pool(l, x, y); break;
+	case NK_MAXPOOL: case NK_AVGPOOL: en->k->pool(x, y, &g, l->kind == NK_MAXPOOL); break;
 	case NK_FLATTEN: memcpy(y, x, n * sizeof(float)); break;
 	case NK_BATCHNORM:
 		memcpy(y, x, n * sizeof(float));

@@ -2,6 +2,7 @@
  * int8 kernels (kern.inc, qkern.inc), bit-identical whichever runs. */
 #include <immintrin.h>
 #include <stdint.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,12 +93,12 @@ static inline float s_act(float v, int act)
 #endif
 
 static const nk_kernels generic = { "generic", dense_generic, conv2d_generic, depthwise_generic,
-				     qdense_generic, qconv_generic, qdw_generic };
+				     qdense_generic, qconv_generic, qdw_generic, pool_generic };
 #ifdef HAVE_X86_BUILDS
 static const nk_kernels avx2 = { "avx2", dense_avx2, conv2d_avx2, depthwise_avx2,
-				  qdense_avx2, qconv_avx2, qdw_avx2 };
+				  qdense_avx2, qconv_avx2, qdw_avx2, pool_avx2 };
 static const nk_kernels avx512 = { "avx512", dense_avx512, conv2d_avx512, depthwise_avx512,
-				    qdense_avx512, qconv_avx512, qdw_avx512 };
+				    qdense_avx512, qconv_avx512, qdw_avx512, pool_avx512 };
 #endif
 
 const nk_kernels *nk_kernels_generic(void)

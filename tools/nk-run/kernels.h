@@ -85,6 +85,8 @@ typedef struct nk_kernels {
 		      const nk_rq *rq, int32_t *acc);
 	void (*qdw)(const int8_t *x, int8_t *y, const nk_geom *g, const int8_t *w, const int32_t *bias,
 		    const nk_rq *rq);
+	/* float max (is_max) or average pool */
+	void (*pool)(const float *x, float *y, const nk_geom *g, int is_max);
 } nk_kernels;
 
 /* The kernels for this CPU; NK_KERNELS=generic in the environment forces the portable ones,
