@@ -66,6 +66,8 @@ typedef struct nk_rq {
 /* Int8 depthwise: channels per block and the int16 weight tile (32 KiB: up to 256 taps). */
 #define NK_QDW_BLOCK 64
 #define NK_QDW_TILE 16384
+/* Int8 dense rows of at most this many inputs run on int16 weight tiles of NK_QDW_BLOCK outputs. */
+#define NK_QTILE_IN 64
 
 /* Clamps the kernels apply as they store (the relu and relu6 activations). */
 enum { NK_CLAMP_NONE = 0, NK_CLAMP_RELU = 1, NK_CLAMP_RELU6 = 2 };
