@@ -8,10 +8,9 @@
 #include <string.h>
 #include "kernels.h"
 
-/* 8- and 16-lane float vectors; each build lowers them to what its target has (the baseline to
- * SSE pairs, AVX2 to one or two ymm operations, AVX-512 to one zmm for 16 lanes). The helpers
- * are macros: a vector passed or returned by value would cross the ABI differently in the
- * builds. */
+/* 8- and 16-lane float vectors: the baseline and AVX2 builds use 8 lanes (SSE pairs, one ymm),
+ * the AVX-512 build 16 where it can (one zmm). The helpers are macros: a vector passed or
+ * returned by value would cross the ABI differently in the builds. */
 typedef float v8 __attribute__((vector_size(32)));
 typedef float v16 __attribute__((vector_size(64)));
 typedef int v8i __attribute__((vector_size(32)));
@@ -45,9 +44,6 @@ static inline float s_act(float v, int act)
 #define v16_gather(p, s) ({ const float *p_ = (p); long s_ = (s); \
 	(v16){ p_[0], p_[s_], p_[2 * s_], p_[3 * s_], p_[4 * s_], p_[5 * s_], p_[6 * s_], p_[7 * s_], \
 	       p_[8 * s_], p_[9 * s_], p_[10 * s_], p_[11 * s_], p_[12 * s_], p_[13 * s_], p_[14 * s_], p_[15 * s_] }; })
-#define V16_HALVES(v, lo, hi) v8 lo = __builtin_shufflevector((v), (v), 0, 1, 2, 3, 4, 5, 6, 7), \
-	hi = __builtin_shufflevector((v), (v), 8, 9, 10, 11, 12, 13, 14, 15)
-#define V16_JOIN(lo, hi) __builtin_shufflevector((lo), (hi), 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
 
 /* Baseline: C fmaf (correctly rounded, exactly what the FMA instruction computes). */
 #define S_FMA(a, b, c) fmaf((a), (b), (c))
@@ -61,10 +57,12 @@ static inline float s_act(float v, int act)
 	r_; })
 #define KATTR
 #define KFN(n) n##_generic
+#define KW 8
 #include "kern.inc"
 #include "qkern.inc"
 #undef KATTR
 #undef KFN
+#undef KW
 #undef S_FMA
 #undef v8_FMA
 #undef v16_FMA
@@ -73,19 +71,19 @@ static inline float s_act(float v, int act)
 #define HAVE_X86_BUILDS 1
 #define S_FMA(a, b, c) __builtin_fmaf((a), (b), (c))
 #define v8_FMA(a, b, c) ((v8)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
-#define v16_FMA(a, b, c) ({ v16 a_ = (a), b_ = (b), c_ = (c); V16_HALVES(a_, al_, ah_); V16_HALVES(b_, bl_, bh_); \
-	V16_HALVES(c_, cl_, ch_); V16_JOIN(v8_FMA(al_, bl_, cl_), v8_FMA(ah_, bh_, ch_)); })
 #define KATTR __attribute__((target("avx2,fma")))
 #define KFN(n) n##_avx2
+#define KW 8
 #include "kern.inc"
 #include "qkern.inc"
 #undef KATTR
 #undef KFN
-#undef v16_FMA
+#undef KW
 
 #define v16_FMA(a, b, c) ((v16)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
 #define KATTR __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw,avx512dq")))
 #define KFN(n) n##_avx512
+#define KW 16
 #include "kern.inc"
 #include "qkern.inc"
 #undef KATTR
