@@ -102,3 +102,9 @@ for (const name of ["yolox_head", "yolox_head_noconv", "yolox_pafpn"]) {
 			t.diagnostic(`${name}: ${desc.pairs.length} pairs, largest difference ${worst.toExponential(2)}, largest |output| ${largest.toFixed(3)}`);
 		});
 }
+
+test("tests/data/nk holds nk_yolox_gen.py's models byte for byte (the unit tests run those copies)", () => {
+	for (const name of ["yolox_head", "yolox_pafpn"])
+		assert.ok(readFileSync(join(dir, `${name}.nk`)).equals(readFileSync(join(REPO, "tests/data/nk", `${name}.nk`))),
+			`${name}.nk differs from the generator's output`);
+});
