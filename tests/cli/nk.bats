@@ -211,6 +211,27 @@ setup() {
 	check_case "$NK" head_too_many_convs.nk
 }
 
+# §9: a decoupled head holds 4 + 2n pairs (the spec's formula says 3 + 2n; its own list, and
+# upstream's loader, have stem, 2n convs and three predictions); the PAFPN 11 + 3(4 + 2n).
+@test "nk loader: yolox_decoupled_head takes 4 + 2n pairs, 3 + 2n is refused (n = 0, 1, 2)" {
+	for n in 0 1 2; do
+		check_case "$NK" "head_${n}_convs_$((4 + 2 * n))_pairs.nk"
+		check_case "$NK" "head_${n}_convs_$((3 + 2 * n))_pairs.nk"
+	done
+	run nk-run --json --random 1 "$NK/head_1_convs_6_pairs.nk"
+	assert_success
+	[ "$(jq -c .shape <<<"$output")" = '[6,6,7]' ]
+}
+
+@test "nk loader: yolox_pafpn_multiscale takes 11 + 3(4 + 2n) pairs, 11 + 3(3 + 2n) is refused" {
+	check_case "$NK" pafpn_1_conv_2_plus_29_pairs.nk
+	check_case "$NK" pafpn_1_conv_2_plus_26_pairs.nk
+	run nk-run --json --random 1 "$NK/pafpn_1_conv_2_plus_29_pairs.nk"
+	assert_success
+	# (16 + 4 + 1) * H5 * W5 cells of 5 + classes values
+	[ "$(jq '.values | length' <<<"$output")" -eq $(((16 + 4 + 1) * 2 * 2 * 6)) ]
+}
+
 @test "nk loader: uib_even_kernel_residual" {
 	check_case "$NK" uib_even_kernel_residual.nk
 }
@@ -309,6 +330,54 @@ Weight floats  : 12
 	assert_line "Weight floats  : 52586"
 }
 
+@test "fmt-inspect: §15.2 summary of a CNN, and the lines of LayerNorm, ResNet, YOLOX head, taps, PAFPN" {
+	run fmt-inspect "$FIX/mnist_cnn_dw.nk"
+	assert_success
+	assert_output "=====================================================
+Network Summary
+=====================================================
+
+Name        : mnist_cnn_dw
+Type        : CNN
+Version     : 3
+
+Input Shape : [28, 28, 1]
+
+Layers (9)
+-----------------------------------------------------
+  [0] Conv2D kernel=1 stride=1 filters=32 pad=0,0 activation=relu
+  [1] DepthwiseConv2D kernel=3x3 stride=1 channels=32 pad=0,0 activation=relu
+  [2] MaxPool2D pool=2 stride=2
+  [3] Conv2D kernel=1 stride=1 filters=64 pad=0,0 activation=relu
+  [4] DepthwiseConv2D kernel=3x3 stride=1 channels=64 pad=0,0 activation=relu
+  [5] MaxPool2D pool=2 stride=2
+  [6] Flatten
+  [7] Dense units=128 activation=relu
+  [8] Dense units=10 activation=softmax
+-----------------------------------------------------
+Input elements : 784
+Output elements: 10
+Weight floats  : 209354
+====================================================="
+	run fmt-inspect "$NK/summary_kinds.nk"
+	assert_success
+	assert_line "  [0] LayerNorm2d channels=2 eps=0.001"
+	assert_line "  [1] ResNetBasicBlock in=2 out=4 stride=2"
+	assert_line "  [2] YoloxDecoupledHead in=4 hidden=3 classes=2 convs=1"
+	assert_line "Output elements: 63"
+	run fmt-inspect "$REPO_ROOT/tests/data/nk/yolox_pafpn.nk"
+	assert_success
+	assert_line "Name        : yolox_pafpn"
+	assert_line "  [0] FeatureTap channels=8 tap_id=0"
+	assert_line "  [2] FeatureTap channels=12 tap_id=1"
+	assert_line "  [4] YoloxPafpnMultiscale c3=8 c4=12 c5=16 hidden=8 classes=2 convs=1"
+	# (16 + 4 + 1) cells of a 2x2 C5 x (5 + 2 classes)
+	assert_line "Output elements: 588"
+	# payload bytes / 4: 2 convs, 3 laterals, 4 dw/pw pairs, 3 heads of 6 pairs
+	want=$(( (12*9*8 + 12) + (16*9*12 + 16) + (8*8 + 8) + (8*12 + 8) + (8*16 + 8) + 4 * (8*9 + 8 + 64 + 8) + 3 * ((64 + 8) + 2 * (8*9*8 + 8) + (2*8 + 2) + (4*8 + 4) + (8 + 1)) ))
+	assert_line "Weight floats  : $want"
+}
+
 @test "fmt-inspect --json: header, decoded padding, activations by name, catalog, QUAN, TCAS" {
 	run fmt-inspect --json "$FIX/import_asym_depthwise_conv.nk"
 	assert_success
@@ -349,6 +418,16 @@ Weight floats  : 12
 	assert_equal "$status" 11
 	run fmt-verify "$NK/cnn_failing_test.nk"
 	assert_success
+	# several files: every one reported, the exit status the highest; --json per file
+	run --separate-stderr fmt-verify --run-tests --json "$NK/cnn_failing_test.nk" "$FIX/test_mlp.nk" "$NK/bad_magic.nk"
+	assert_equal "$status" 11
+	[ "$(jq -sc '[.[] | [.ok, .error, .exit]]' <<<"$output")" = '[[false,"TestFailed",11],[true,null,null],[false,"InvalidFormat",4]]' ]
+	[[ "$stderr" == *'"error":"TestFailed","exit":11'* ]]
+	# the tests are run by nk-run: without it, an I/O error naming it
+	mkdir bin && cp "$FMTKIT_BIN/fmt-verify" bin/
+	run --separate-stderr env PATH=/usr/bin:/bin bin/fmt-verify --run-tests "$FIX/test_mlp.nk"
+	assert_equal "$status" 3
+	[[ "$stderr" == *"cannot run nk-run for the embedded tests"* ]]
 }
 
 # ---- nk-run --test ----
@@ -435,6 +514,26 @@ Output: shape=[1, 2] values=[3.5000, 6.5000]"
 	assert_equal "$status" 4
 }
 
+@test "nk-run: MLPs with batch > 1 (rows independent; softmax over all batch x units values, upstream)" {
+	run nk-run "$NK/mlp_batch3.nk" --input "1,1 2,-1 0,0"
+	assert_success
+	assert_output "Input: shape=[3, 2] values=[1.0000, 1.0000, 2.0000, -1.0000, 0.0000, 0.0000]
+Output: shape=[3, 2] values=[3.5000, 6.5000, 0.5000, 1.5000, 0.5000, -0.5000]"
+	run nk-run --json "$NK/mlp_batch3.nk" --input-json '[[1, 1], [2, -1], [0, 0]]'
+	[ "$(jq -c '[.input_shape, .shape, .values, .argmax]' <<<"$output")" = '[[3,2],[3,2],[3.5,6.5,0.5,1.5,0.5,-0.5],1]' ]
+	run bash -c "nk-run --raw '$NK/mlp_batch3.nk' --input '1,1 2,-1 0,0' | od -An -tx1 -w24 | tr -s ' '"
+	assert_output " 00 00 60 40 00 00 d0 40 00 00 00 3f 00 00 c0 3f 00 00 00 3f 00 00 00 bf"
+	# logits (0.5, -0.5) on both rows: e^0.5 / (2 e^0.5 + 2 e^-0.5) = 0.3655, not 0.7311 per row
+	run nk-run "$NK/mlp_batch2_softmax.nk" --input "0 0 0 0"
+	assert_line "Output: shape=[2, 2] values=[0.3655, 0.1345, 0.3655, 0.1345]"
+	run --separate-stderr nk-run "$NK/mlp_batch3.nk" --input "1,1 2,-1"
+	assert_equal "$status" 2
+	[[ "$stderr" == *"Input has 4 values but model expects 6"* ]]
+	run nk-run --bench 3 --profile "$NK/mlp_batch3.nk"
+	assert_success
+	assert_line --regexp "^  \[0\] dense .* \[3, 2\]$"
+}
+
 @test "nk-run --json: shape, values, argmax, top-k; --top needs --json" {
 	run nk-run --json --top 2 "$NK/spec_16_1.nk" --input 1,1
 	assert_success
@@ -449,10 +548,17 @@ Output: shape=[1, 2] values=[3.5000, 6.5000]"
 	run bash -c "nk-run --raw '$NK/spec_16_1.nk' --input 1,1 | od -An -tx1 | tr -s ' '"
 	assert_success
 	assert_output " 00 00 60 40 00 00 d0 40"
-	command -v script >/dev/null || skip "script(1) is not installed"
+	# script(1) (bsdutils, essential in Debian) gives nk-run a terminal as standard output
 	run script -qec "nk-run --raw '$NK/spec_16_1.nk' --input 1,1" /dev/null
 	assert_equal "$status" 2
 	assert_output --partial "refusing to write it to a terminal"
+	# nothing but the message reached the terminal: no float bytes (3.5 = 00 00 60 40)
+	[[ "$output" != *$'\x60\x40'* ]]
+	run script -qec "nk-run --raw '$NK/spec_16_1.nk' --input 1,1 >/dev/null" /dev/null
+	assert_success
+	run script -qec "nk-run --raw '$NK/spec_16_1.nk' --input 1,1 | od -An -tx1" /dev/null
+	assert_success
+	assert_output --partial "00 00 60 40 00 00 d0 40"
 }
 
 @test "nk-run --random: reproducible; AVX2 and generic kernels give identical bytes" {
@@ -464,10 +570,15 @@ Output: shape=[1, 2] values=[3.5000, 6.5000]"
 	cmp a.bin c.bin
 	! cmp -s a.bin d.bin
 	[ "$(stat -c %s a.bin)" -eq 40 ]
-	for f in convnextv2_atto_block mobilenetv4_small_uib import_asym_depthwise_conv cnn_extended_ops; do
-		nk-run --raw --random 3 "$FIX/$f.nk" >x.bin
-		NK_KERNELS=generic nk-run --raw --random 3 "$FIX/$f.nk" >y.bin
+	NK_KERNELS=avx2 nk-run --raw --random 7 "$FIX/mnist_cnn_dw.nk" >e.bin
+	cmp a.bin e.bin
+	for f in "$FIX"/convnextv2_atto_block.nk "$FIX"/mobilenetv4_small_uib.nk "$FIX"/import_asym_depthwise_conv.nk \
+		"$FIX"/cnn_extended_ops.nk "$FIX"/mnist_cnn_dw_int8.nk "$REPO_ROOT"/tests/data/nk/*.nk; do
+		nk-run --raw --random 3 "$f" >x.bin
+		NK_KERNELS=generic nk-run --raw --random 3 "$f" >y.bin
+		NK_KERNELS=avx2 nk-run --raw --random 3 "$f" >z.bin
 		cmp x.bin y.bin
+		cmp x.bin z.bin
 	done
 }
 
@@ -483,6 +594,16 @@ Output: shape=[1, 2] values=[3.5000, 6.5000]"
 	run nk-run "$NK/int8_cnn.nk" --quantize-input --input "$(seq -s, 0.5 1 16)"
 	assert_success
 	assert_line --partial "Input: shape=[4, 4, 1] values=[-103, -53, -3, 47, 97, 127,"
+	# JSON input too: scale 0.02, zero point -128; clamps at both ends
+	run nk-run "$NK/int8_cnn.nk" --quantize-input --input-json "[-10, 0.02, 0.04, 100, $(seq -s, 1 12)]"
+	assert_success
+	assert_line "Input: shape=[4, 4, 1] values=[-128, -127, -126, 127, -78, -28, 22, 72, 122, 127, 127, 127, 127, 127, 127, 127]"
+	# raw int8 bytes are codes already: taken as they are
+	printf '\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11\x12\x13\xec' >codes.bin
+	run nk-run --quantize-input "$NK/int8_cnn.nk" --input-file codes.bin
+	assert_line "Input: shape=[4, 4, 1] values=[5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, -20]"
+	# a float model: the option changes nothing
+	[ "$(nk-run --quantize-input "$NK/spec_16_1.nk" --input 0.3,1)" = "$(nk-run "$NK/spec_16_1.nk" --input 0.3,1)" ]
 	run nk-run "$NK/int8_cnn.nk" --input "$(seq -s, -8 7)"
 	assert_line --regexp "^Output: shape=\[1, 3\] values=\[-?[0-9]+, -?[0-9]+, -?[0-9]+\]$"
 }
@@ -490,12 +611,25 @@ Output: shape=[1, 2] values=[3.5000, 6.5000]"
 @test "nk-run --bench and --profile" {
 	run nk-run --bench 20 "$FIX/mnist_cnn_dw.nk"
 	assert_success
-	assert_line --regexp "^runs: +20 \(after 10 warm-up\), kernels (avx2|generic), arena [0-9]+ bytes$"
+	assert_line --regexp "^runs: +20 \(after 10 warm-up\), kernels (avx512|avx2|generic), arena [0-9]+ bytes$"
 	assert_line --regexp "^latency: +min [0-9.]+ ms, median [0-9.]+ ms, p99 [0-9.]+ ms$"
 	run nk-run --bench 5 --profile --json "$FIX/mnist_cnn_dw_int8.nk"
 	[ "$(jq -c '[.runs, (.layers | length), .layers[6].kind, .layers[6].output_shape]' <<<"$output")" = '[5,9,"flatten",[1,1600]]' ]
 	run nk-run --profile --random 1 "$FIX/test_mlp.nk"
 	assert_line --regexp "^  \[1\] dense .* \[1, 2\]$"
+	# one run: the two lines, then per layer its kind, min and mean time and output shape
+	run nk-run --profile --random 1 "$FIX/mnist_cnn_dw.nk"
+	assert_success
+	assert_line --index 1 --regexp "^Output: shape=\[1, 10\] values="
+	assert_line --regexp "^runs: +1 \(after 1 warm-up\), kernels (avx512|avx2|generic), arena [0-9]+ bytes$"
+	[ "$(grep -cE '^  \[[0-9]\] [a-z_0-9]+ +[0-9.]+ ms +[0-9.]+ ms  \[' <<<"$output")" -eq 9 ]
+	assert_line --regexp "^  \[1\] depthwise_conv2d +[0-9.]+ ms +[0-9.]+ ms  \[26, 26, 32\]$"
+	assert_line --regexp "^  \[5\] max_pool2d +[0-9.]+ ms +[0-9.]+ ms  \[5, 5, 64\]$"
+	run nk-run --bench 4 --profile --json "$NK/summary_kinds.nk"
+	assert_success
+	[ "$(jq -c '[.layers[] | [.kind, .output_shape]]' <<<"$output")" = \
+		'[["layernorm2d",[6,6,2]],["resnet_basic_block",[3,3,4]],["yolox_decoupled_head",[3,3,7]]]' ]
+	[ "$(jq '[.layers[] | .min_ms >= 0 and .mean_ms >= .min_ms] | all' <<<"$output")" = true ]
 	run --separate-stderr nk-run --bench 0 "$FIX/test_mlp.nk"
 	assert_equal "$status" 2
 }

@@ -32,10 +32,12 @@ def check(name, ok, detail=""):
         print("FAIL " + name + ": " + detail)
 
 
-def run_json(path, inputs, raw_dtype, *extra):
+def run_json(path, inputs, raw_dtype, *extra, kernels=None):
+    """kernels="generic": the portable build of the kernels instead of the CPU's (AVX2)."""
     f = path + ".in"
     np.asarray(inputs, dtype=raw_dtype).tofile(f)
-    r = subprocess.run([NKRUN, "--json", "--input-file", f, *extra, path], capture_output=True, text=True)
+    env = dict(os.environ, NK_KERNELS=kernels) if kernels else None
+    r = subprocess.run([NKRUN, "--json", "--input-file", f, *extra, path], capture_output=True, text=True, env=env)
     if r.returncode != 0:
         raise RuntimeError("nk-run exited %d: %s" % (r.returncode, r.stderr))
     return json.loads(r.stdout)
@@ -76,6 +78,26 @@ def float_models(rng):
     # depthwise: non-square 2x3 with nibble pads, width from the weight count (rule 4)
     layers = [g.depthwise(2, 3, 1, 2, "none", 0, 1, pb=1, pr=2, byte15=0x11)]
     M.append(("depthwise_nonsquare_width_from_weights", 2, (4, 5, 2), layers, [(fw(rng, 2, 2, 3), fw(rng, 2))], 1.0))
+    # the kernels' channel blocking (tools/nk-run/kernels.h): depthwise blocks of 8 (12 channels:
+    # the last block overlaps), 32 (40 channels) and scalar (5 channels); convolutions vectorized
+    # over output channels in blocks of 16 (20: overlapping) and 32 (40), and planar (5 outputs)
+    layers = [g.depthwise(3, 3, 1, 12, "relu", 1, 1), g.conv2d(1, 1, 20, "none"), g.depthwise(3, 3, 2, 20, "relu6", 1, 1),
+              g.conv2d(3, 1, 40, "relu", 1, 1), g.depthwise(3, 3, 1, 40, "none", 1, 1), g.conv2d(1, 1, 5, "none"),
+              g.depthwise(3, 3, 1, 5, "tanh", 1, 1)]
+    pairs = [(fw(rng, 12, 3, 3), fw(rng, 12)), (fw(rng, 20, 1, 1, 12), fw(rng, 20)), (fw(rng, 20, 3, 3), fw(rng, 20)),
+             (fw(rng, 40, 3, 3, 20, scale=0.2), fw(rng, 40)), (fw(rng, 40, 3, 3), fw(rng, 40)),
+             (fw(rng, 5, 1, 1, 40, scale=0.2), fw(rng, 5)), (fw(rng, 5, 3, 3), fw(rng, 5))]
+    M.append(("kernel_channel_blocks", 2, (9, 8, 12), layers, pairs, 1.0))
+    # more taps than a kernel's weight tile: a 33x33 depthwise (scalar on the file's layout) and
+    # a 3x3 convolution over 64 channels (576 taps: blocks of 8 output channels, 12 overlapping)
+    layers = [g.depthwise(33, 33, 1, 8, "none", 0, 0), g.conv2d(1, 1, 64, "none"), g.conv2d(3, 1, 12, "none", 1, 1)]
+    pairs = [(fw(rng, 8, 33, 33, scale=0.05), fw(rng, 8)), (fw(rng, 64, 1, 1, 8), fw(rng, 64)),
+             (fw(rng, 12, 3, 3, 64, scale=0.1), fw(rng, 12))]
+    M.append(("kernel_large_tiles", 2, (34, 35, 8), layers, pairs, 1.0))
+    # pools over 27 channels (vectors of 16 and 8 and a scalar tail), padded windows
+    layers = [g.pool("avg_pool2d", 3, 2, 1, 1, 1, extra_b=1, extra_r=0), g.pool("max_pool2d", 3, 3, 2, 1, 1, extra_b=0, extra_r=1),
+              g.pool("avg_pool2d", 2, 2, 2, 0, 0)]
+    M.append(("pools_vector_channels", 2, (7, 6, 27), layers, [], 2.0))
     # pools: non-square max pool with extra padding (padding ignored), avg pool excluding pads
     layers = [g.pool("max_pool2d", 2, 3, 1, 1, 0, extra_b=0, extra_r=1), g.pool("avg_pool2d", 3, 2, 2, 1, 1, extra_b=1, extra_r=0),
               g.batchnorm(2), g.layernorm(2, 1e-3), g.flatten(), g.dense(2, "none")]
@@ -145,8 +167,11 @@ def test_float(tmp, rng):
         g.write_nk(path, net, shape, layers, pairs, cases=cases, tolerance=TOL)
         worst = 0.0
         ok = True
+        same = True
         for x, ref in zip(xs, refs):
             out = run_json(path, x, "<f4")
+            # every build of the kernels gives the same floats, bit for bit
+            same = same and all(run_json(path, x, "<f4", kernels=k)["values"] == out["values"] for k in ("avx2", "generic"))
             got = np.array(out["values"], dtype=np.float64)
             if got.shape != ref.shape:
                 ok = False
@@ -155,6 +180,7 @@ def test_float(tmp, rng):
             worst = max(worst, float(np.abs(got - ref).max()))
         check("float %s: nk-run = float64 reference (max |diff| %.2e <= %g)" % (name, worst, TOL), ok and worst <= TOL,
               "max |diff| %g" % worst)
+        check("float %s: CPU's, AVX2 and generic kernels give identical outputs" % name, same, "outputs differ")
         r = subprocess.run([NKRUN, "--test", path], capture_output=True, text=True)
         check("float %s: nk-run --test passes its embedded reference cases" % name, r.returncode == 0,
               r.stdout + r.stderr)
@@ -220,6 +246,18 @@ def int8_models(rng):
              rec(0.05, 2, 0.02, 0, 0.05, 0), rec(0.05, 0, 0.01, 0, 0.03, -128), rec(0.03, -128, 0.02, 0, 0.04, -128),
              rec(0.04, -128, 0.01, 0, 0.07, -3)]
     M.append(("int8_uib_leading_residual_quirk", 2, (6, 6, 4), layers, pairs, quant, None))
+    # the int8 kernels' paths (tools/nk-run/qkern.inc): a 3x3 convolution (per-channel scales),
+    # a pointwise one as a dense over pixels (20 inputs, a multiplier above 1: left shift), a
+    # depthwise over 70 channels (blocks of 64 + 6, weight zero point 3), a 17x17 depthwise (more
+    # taps than the int16 tile: the file's layout directly), dense layers of 140 and 12 inputs
+    layers = [g.conv2d(3, 1, 20, "relu", 1, 1), g.conv2d(1, 1, 70, "none"), g.depthwise(3, 3, 2, 70, "relu6", 1, 1),
+              g.depthwise(17, 17, 1, 70, "none", 4, 4), g.flatten(), g.dense(12, "relu"), g.dense(5, "none")]
+    pairs = [(qw(rng, 20, 3, 3, 3), qb(rng, 20)), (qw(rng, 70, 1, 1, 20), qb(rng, 70)), (qw(rng, 70, 3, 3), qb(rng, 70)),
+             (qw(rng, 70, 17, 17), qb(rng, 70, 200000)), (qw(rng, 12, 140), qb(rng, 12)), (qw(rng, 5, 12), qb(rng, 5))]
+    quant = [rec(0.02, -10, 0.01, 0, 0.05, -128), rec(0.5, -128, 0.5, 0, 0.01, 4), rec(0.01, 4, 0.02, 3, 0.03, -100),
+             rec(0.03, -100, 0.001, -2, 0.05, 1), rec(0.05, 1, 0.01, 0, 0.08, -128), rec(0.08, -128, 0.01, 0, 0.1, 9)]
+    pcs = [list(rng.uniform(0.005, 0.02, 20)), None, list(rng.uniform(0.01, 0.03, 70)), None, list(rng.uniform(0.005, 0.02, 12)), None]
+    M.append(("int8_kernel_paths", 2, (19, 18, 3), layers, pairs, quant, pcs))
     return M
 
 
@@ -233,10 +271,12 @@ def test_int8(tmp, rng):
         g.write_nk(path, net, shape, layers, pairs, quant=quant, per_channel=pcs, cases=cases, tolerance=0.05)
         bad = []
         for i, (x, ref) in enumerate(zip(xs, refs)):
-            got = run_json(path, x, np.int8)["values"]
-            if got != ref:
-                bad.append("input %d: nk-run %s, reference %s" % (i, got[:12], ref[:12]))
-        check("int8 %s: nk-run = integer reference bit for bit" % name, not bad, "; ".join(bad[:2]))
+            for kernels in (None, "avx2", "generic"):
+                got = run_json(path, x, np.int8, kernels=kernels)["values"]
+                if got != ref:
+                    bad.append("input %d (%s kernels): nk-run %s, reference %s" % (i, kernels or "CPU's", got[:12], ref[:12]))
+        check("int8 %s: nk-run = integer reference bit for bit (CPU's, AVX2 and generic kernels)" % name, not bad,
+              "; ".join(bad[:2]))
         if name == "int8_softmax_wrap_all_minus128":
             check("int8 softmax wrap: every output is -128", all(v == -128 for r in refs for v in r), str(refs[0]))
         if name == "int8_mlp_relu6_ignored_softmax_scale1":

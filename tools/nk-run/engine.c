@@ -25,7 +25,8 @@ fmt_kind nk_engine_init(nk_engine *en, const nk_model *nm, const nk_kernels *k, 
 		uint64_t s = nm->quantized ? nk_int8_scratch(nm, l) : nk_float_scratch(nm, l);
 		act = n > act ? n : act;
 		scratch = s > scratch ? s : scratch;
-		uint64_t ks = nm->quantized ? 0 : nk_float_kscratch(nm, l);
+		/* int8: one int32 sum per output channel of the widest op */
+		uint64_t ks = nm->quantized ? nk_int8_kscratch(nm, l) : nk_float_kscratch(nm, l);
 		kscratch = ks > kscratch ? ks : kscratch;
 		if (l->kind == NK_FEATURE_TAP && n > taps[l->tap_id])
 			taps[l->tap_id] = n;
@@ -67,6 +68,8 @@ void nk_engine_free(nk_engine *en)
 		for (uint32_t p = 0; p < en->nm->n_weights; p++) {
 			free(en->qops[p].mult);
 			free(en->qops[p].shift);
+			free(en->qops[p].lsh);
+			free(en->qops[p].rsh);
 		}
 	free(en->qops);
 	free(en->arena);

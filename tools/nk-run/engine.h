@@ -13,6 +13,7 @@
 typedef struct nk_qop {
 	int32_t *mult;
 	int32_t *shift;
+	int32_t *lsh, *rsh;      /* max(shift, 0), max(-shift, 0): the kernels' form */
 	int32_t in_zp, w_zp, out_zp;
 	int32_t lo, hi;
 	float out_scale;
@@ -29,7 +30,7 @@ typedef struct nk_engine {
 	uint64_t act_cap;        /* elements of each of the two ping-pong buffers */
 	void *buf[2];
 	void *scratch;           /* per-layer temporaries (composite layers) */
-	float *ktmp;             /* the kernels' own scratch (padded planar input, re-laid weights) */
+	float *ktmp;             /* float: the convolutions' padded planar input; int8: int32 sums */
 	float *taps[NK_MAX_TAPS];
 	nk_qop *qops;            /* int8: one per pair */
 	int32_t out_zp;          /* int8: parameters of the last run's output */
@@ -67,5 +68,6 @@ fmt_kind nk_int8_plan(nk_engine *en, fmt_err *e);
 uint64_t nk_float_scratch(const nk_model *nm, const nk_layer *l);
 uint64_t nk_float_kscratch(const nk_model *nm, const nk_layer *l);
 uint64_t nk_int8_scratch(const nk_model *nm, const nk_layer *l);
+uint64_t nk_int8_kscratch(const nk_model *nm, const nk_layer *l);
 
 #endif

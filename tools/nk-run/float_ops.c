@@ -143,44 +143,11 @@ static void conv_sym(const nk_engine *en, int depthwise, const float *x, float *
 	nk_shape o = { out_dim(in.h, k, stride, pad), out_dim(in.w, k, stride, pad), oc, 0 };
 	nk_geom g = geom(in, o, k, k, stride, pad, pad, pad, pad);
 	if (depthwise)
-		en->k->depthwise(x, y, &g, wt(en, p), bs(en, p), en->ktmp, NK_CLAMP_NONE);
+		en->k->depthwise(x, y, &g, wt(en, p), bs(en, p), NK_CLAMP_NONE);
 	else
 		en->k->conv2d(x, y, &g, wt(en, p), bs(en, p), en->ktmp, NK_CLAMP_NONE);
 	if (out)
 		*out = o;
-}
-
-/* Max / average over the in-range cells of each window (§11.5, §11.6). */
-static void pool(const nk_layer *l, const float *restrict x, float *restrict y)
-{
-	const long H = l->in.h, W = l->in.w, C = l->in.c;
-	const int is_max = l->kind == NK_MAXPOOL;
-	for (long oy = 0; oy < l->out.h; oy++) {
-		long iy0 = oy * (long)l->stride - l->pad_t;
-		long ky0 = iy0 < 0 ? -iy0 : 0, ky1 = H - iy0 < (long)l->kh ? H - iy0 : (long)l->kh;
-		for (long ox = 0; ox < l->out.w; ox++) {
-			long ix0 = ox * (long)l->stride - l->pad_l;
-			long kx0 = ix0 < 0 ? -ix0 : 0, kx1 = W - ix0 < (long)l->kw ? W - ix0 : (long)l->kw;
-			float *restrict yo = y + (oy * l->out.w + ox) * C;
-			long cells = (ky1 > ky0 && kx1 > kx0) ? (ky1 - ky0) * (kx1 - kx0) : 0;
-			float init = is_max ? -FLT_MAX : 0.0f;
-			for (long c = 0; c < C; c++)
-				yo[c] = init;
-			for (long ky = ky0; ky < ky1; ky++)
-				for (long kx = kx0; kx < kx1; kx++) {
-					const float *restrict xp = x + ((iy0 + ky) * W + ix0 + kx) * C;
-					if (is_max)
-						for (long c = 0; c < C; c++)
-							yo[c] = xp[c] > yo[c] ? xp[c] : yo[c];
-					else
-						for (long c = 0; c < C; c++)
-							yo[c] += xp[c];
-				}
-			if (!is_max && cells)
-				for (long c = 0; c < C; c++)
-					yo[c] /= (float)cells;
-		}
-	}
 }
 
 /* ---- composite layers ---- */
@@ -396,11 +363,6 @@ uint64_t nk_float_kscratch(const nk_model *nm, const nk_layer *l)
 	uint64_t h = l->in.h, w = l->in.w;
 	switch (l->kind) {
 	case NK_CONV2D: return nk_conv_tmp(&g);
-	case NK_DEPTHWISE: return nk_depthwise_tmp(&g);
-	case NK_CONVNEXT: return 49 * (uint64_t)l->units;
-	case NK_UIB:
-		return max64((uint64_t)l->start_dw * l->start_dw * l->in_ch,
-			     (uint64_t)l->middle_dw * l->middle_dw * l->expanded);
 	case NK_RESNET:
 		return max64(conv_tmp(h, w, l->in_ch, 1), conv_tmp(l->out.h, l->out.w, l->out_ch, 1));
 	case NK_YOLOX_HEAD: return conv_tmp(h, w, l->hidden, 1);
@@ -429,11 +391,11 @@ void nk_float_layer(nk_engine *en, uint32_t i, const float *x, float *y)
 			activate(y, n, l->act, l->alpha);
 		break;
 	case NK_DEPTHWISE:
-		en->k->depthwise(x, y, &g, wt(en, l->first_pair), bs(en, l->first_pair), en->ktmp, clamp);
+		en->k->depthwise(x, y, &g, wt(en, l->first_pair), bs(en, l->first_pair), clamp);
 		if (!clamp)
 			activate(y, n, l->act, l->alpha);
 		break;
-	case NK_MAXPOOL: case NK_AVGPOOL: pool(l, x, y); break;
+	case NK_MAXPOOL: case NK_AVGPOOL: en->k->pool(x, y, &g, l->kind == NK_MAXPOOL); break;
 	case NK_FLATTEN: memcpy(y, x, n * sizeof(float)); break;
 	case NK_BATCHNORM:
 		memcpy(y, x, n * sizeof(float));

@@ -169,12 +169,16 @@ fmt_kind nk_int8_plan(nk_engine *en, fmt_err *e)
 			uint32_t ch = nm->biases[p].count;
 			op->mult = malloc(ch * sizeof(int32_t));
 			op->shift = malloc(ch * sizeof(int32_t));
-			if (!op->mult || !op->shift)
+			op->lsh = malloc(ch * sizeof(int32_t));
+			op->rsh = malloc(ch * sizeof(int32_t));
+			if (!op->mult || !op->shift || !op->lsh || !op->rsh)
 				return fmt_fail(e, FMT_IO, "out of memory");
 			for (uint32_t c = 0; c < ch; c++) {
 				float ws = q->n_scales == ch ? q->scales[c] : q->w_scale;
 				nk_quantize_multiplier((double)q->in_scale * (double)ws / (double)q->out_scale, &op->mult[c],
 						       &op->shift[c]);
+				op->lsh[c] = op->shift[c] > 0 ? op->shift[c] : 0;
+				op->rsh[c] = op->shift[c] > 0 ? 0 : -op->shift[c];
 			}
 			op->in_zp = q->in_zp;
 			op->w_zp = q->w_zp;
@@ -204,117 +208,68 @@ fmt_kind nk_int8_plan(nk_engine *en, fmt_err *e)
 	return FMT_OK;
 }
 
-static inline int8_t requant(const nk_qop *op, uint32_t c, int32_t acc)
+static nk_rq rq_of(const nk_qop *op)
 {
-	int32_t v = wrap32((int64_t)mulq(acc, op->mult[c], op->shift[c]) + op->out_zp);
-	return clamp8(v, op->lo, op->hi);
+	return (nk_rq){ op->mult, op->lsh, op->rsh, op->in_zp, op->w_zp, op->out_zp, op->lo, op->hi };
 }
 
 static void qdense(const nk_engine *en, uint32_t p, const int8_t *x, int8_t *y, uint64_t rows, uint64_t in,
 		   uint64_t out)
 {
-	const nk_qop *op = &en->qops[p];
-	const int8_t *w = en->nm->weights[p].data;
-	const int32_t *b = en->nm->biases[p].data;
-	int32_t izp = op->in_zp, wzp = op->w_zp;
-	for (uint64_t r = 0; r < rows; r++)
-		for (uint64_t o = 0; o < out; o++) {
-			const int8_t *restrict xr = x + r * in, *restrict wr = w + o * in;
-			uint32_t acc = (uint32_t)b[o];
-			for (uint64_t i = 0; i < in; i++)
-				acc += (uint32_t)((xr[i] - izp) * (wr[i] - wzp));
-			y[r * out + o] = requant(op, (uint32_t)o, (int32_t)acc);
-		}
-}
-
-/* Depthwise: per pixel, int32 sums over channels, taps outer (channels contiguous in x). */
-static void qdw(const nk_engine *en, uint32_t p, const int8_t *x, int8_t *y, const nk_geom *g)
-{
-	const nk_qop *op = &en->qops[p];
-	const int8_t *w = en->nm->weights[p].data;
-	const int32_t *b = en->nm->biases[p].data;
-	const long H = g->h, W = g->w, C = g->c, kh = g->kh, kw = g->kw, kk = kh * kw;
-	const int32_t izp = op->in_zp, wzp = op->w_zp;
-	uint32_t acc[NK_MAX_QUANT_CHANNELS];
-	for (long oy = 0; oy < g->oh; oy++) {
-		long iy0 = oy * g->stride - g->pad_t;
-		long ky0 = iy0 < 0 ? -iy0 : 0, ky1 = H - iy0 < kh ? H - iy0 : kh;
-		for (long ox = 0; ox < g->ow; ox++) {
-			long ix0 = ox * g->stride - g->pad_l;
-			long kx0 = ix0 < 0 ? -ix0 : 0, kx1 = W - ix0 < kw ? W - ix0 : kw;
-			for (long c = 0; c < C; c++)
-				acc[c] = (uint32_t)b[c];
-			for (long ky = ky0; ky < ky1; ky++)
-				for (long kx = kx0; kx < kx1; kx++) {
-					const int8_t *restrict xp = x + ((iy0 + ky) * W + ix0 + kx) * C;
-					const int8_t *restrict wp = w + ky * kw + kx;
-					for (long c = 0; c < C; c++)
-						acc[c] += (uint32_t)((xp[c] - izp) * (wp[c * kk] - wzp));
-				}
-			int8_t *yo = y + (oy * g->ow + ox) * C;
-			for (long c = 0; c < C; c++)
-				yo[c] = requant(op, (uint32_t)c, (int32_t)acc[c]);
-		}
-	}
+	nk_rq rq = rq_of(&en->qops[p]);
+	en->k->qdense(x, y, en->nm->weights[p].data, en->nm->biases[p].data, (long)rows, (long)in, (long)out, &rq,
+		      (int32_t *)en->ktmp);
 }
 
 static void qconv(const nk_engine *en, uint32_t p, int depthwise, const int8_t *x, int8_t *y, const nk_geom *g)
 {
-	if (depthwise) {
-		qdw(en, p, x, y, g);
-		return;
-	}
-	const nk_qop *op = &en->qops[p];
+	nk_rq rq = rq_of(&en->qops[p]);
 	const int8_t *w = en->nm->weights[p].data;
 	const int32_t *b = en->nm->biases[p].data;
-	const long H = g->h, W = g->w, C = g->c, kh = g->kh, kw = g->kw;
-	const int32_t izp = op->in_zp, wzp = op->w_zp;
-	for (long oy = 0; oy < g->oh; oy++) {
-		long iy0 = oy * g->stride - g->pad_t;
-		long ky0 = iy0 < 0 ? -iy0 : 0, ky1 = H - iy0 < kh ? H - iy0 : kh;
-		for (long ox = 0; ox < g->ow; ox++) {
-			long ix0 = ox * g->stride - g->pad_l;
-			long kx0 = ix0 < 0 ? -ix0 : 0, kx1 = W - ix0 < kw ? W - ix0 : kw;
-			int8_t *yo = y + (oy * g->ow + ox) * g->oc;
-			for (long o = 0; o < g->oc; o++) {
-				uint32_t acc = (uint32_t)b[o];
-				for (long ky = ky0; ky < ky1; ky++) {
-					const int8_t *restrict xr = x + ((iy0 + ky) * W + ix0 + kx0) * C;
-					const int8_t *restrict wr = w + ((o * kh + ky) * kw + kx0) * C;
-					long seg = (kx1 - kx0) * C;
-					for (long i = 0; i < seg; i++)
-						acc += (uint32_t)((xr[i] - izp) * (wr[i] - wzp));
-				}
-				yo[o] = requant(op, (uint32_t)o, (int32_t)acc);
-			}
-		}
-	}
+	if (depthwise)
+		en->k->qdw(x, y, g, w, b, &rq);
+	else
+		en->k->qconv(x, y, g, w, b, &rq, (int32_t *)en->ktmp);
 }
 
+/* Max or average over the in-range cells of each window, channels innermost (the NHWC rows):
+ * the average rounds half away from zero. */
 static void qpool(const nk_layer *l, const int8_t *x, int8_t *y, int32_t zp)
 {
 	const long H = l->in.h, W = l->in.w, C = l->in.c;
+	int32_t acc[NK_QDW_BLOCK];
 	for (long oy = 0; oy < l->out.h; oy++) {
 		long iy0 = oy * (long)l->stride - l->pad_t;
 		long ky0 = iy0 < 0 ? -iy0 : 0, ky1 = H - iy0 < (long)l->kh ? H - iy0 : (long)l->kh;
 		for (long ox = 0; ox < l->out.w; ox++) {
 			long ix0 = ox * (long)l->stride - l->pad_l;
 			long kx0 = ix0 < 0 ? -ix0 : 0, kx1 = W - ix0 < (long)l->kw ? W - ix0 : (long)l->kw;
-			int8_t *yo = y + (oy * l->out.w + ox) * C;
-			for (long c = 0; c < C; c++) {
-				int32_t best = INT32_MIN, sum = 0, n = 0;
+			int32_t n = (ky1 > ky0 && kx1 > kx0) ? (int32_t)((ky1 - ky0) * (kx1 - kx0)) : 0;
+			int8_t *restrict yo = y + (oy * l->out.w + ox) * C;
+			for (long c0 = 0; c0 < C; c0 += NK_QDW_BLOCK) {
+				const long nc = C - c0 < NK_QDW_BLOCK ? C - c0 : NK_QDW_BLOCK;
+				const int is_max = l->kind == NK_MAXPOOL;
+				for (long c = 0; c < nc; c++)
+					acc[c] = is_max ? -128 : 0;
 				for (long ky = ky0; ky < ky1; ky++)
 					for (long kx = kx0; kx < kx1; kx++) {
-						int32_t v = x[((iy0 + ky) * W + ix0 + kx) * C + c];
-						best = v > best ? v : best;
-						sum += v - zp;
-						n++;
+						const int8_t *restrict xp = x + ((iy0 + ky) * W + ix0 + kx) * C + c0;
+						if (is_max)
+							for (long c = 0; c < nc; c++)
+								acc[c] = xp[c] > acc[c] ? xp[c] : acc[c];
+						else
+							for (long c = 0; c < nc; c++)
+								acc[c] += xp[c] - zp;
 					}
-				if (l->kind == NK_MAXPOOL) {
-					yo[c] = (int8_t)(n ? best : 0);
+				if (is_max) {
+					for (long c = 0; c < nc; c++)
+						yo[c0 + c] = (int8_t)(n ? acc[c] : 0);
 				} else {
-					int32_t avg = n ? (sum >= 0 ? (sum + n / 2) / n : -((-sum + n / 2) / n)) : 0;
-					yo[c] = clamp8(avg + zp, -128, 127);
+					for (long c = 0; c < nc; c++) {
+						int32_t sum = acc[c];
+						int32_t avg = n ? (sum >= 0 ? (sum + n / 2) / n : -((-sum + n / 2) / n)) : 0;
+						yo[c0 + c] = clamp8(avg + zp, -128, 127);
+					}
 				}
 			}
 		}
@@ -343,6 +298,14 @@ static nk_geom qgeom(nk_shape in, uint32_t oc, uint32_t k, uint32_t stride, uint
 	nk_geom g = { in.h, in.w, in.c, (in.h + 2 * pad - k) / stride + 1, (in.w + 2 * pad - k) / stride + 1, oc,
 		      k, k, stride, pad, pad, pad, pad };
 	return g;
+}
+
+uint64_t nk_int8_kscratch(const nk_model *nm, const nk_layer *l)
+{
+	uint64_t n = 0;
+	for (uint32_t p = l->first_pair; p < l->first_pair + l->n_pairs; p++)
+		n = nm->biases[p].count > n ? nm->biases[p].count : n;
+	return n;
 }
 
 uint64_t nk_int8_scratch(const nk_model *nm, const nk_layer *l)

@@ -1,18 +1,27 @@
-/* Run-time choice between the baseline and the AVX2 build of the same float kernels. */
+/* Run-time choice between the baseline, the AVX2 and the AVX-512 builds of the same float and
+ * int8 kernels (kern.inc, qkern.inc), bit-identical whichever runs. */
 #include <immintrin.h>
+#include <stdint.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "kernels.h"
 
-/* 8 float lanes; the generic build lowers them to pairs of SSE operations, AVX2 to one. The
- * helpers are macros: a v8 passed or returned by value would cross the ABI differently in the
- * two builds. */
+/* 8- and 16-lane float vectors: the baseline and AVX2 builds use 8 lanes (SSE pairs, one ymm),
+ * the AVX-512 build 16 where it can (one zmm). The helpers are macros: a vector passed or
+ * returned by value would cross the ABI differently in the builds. */
 typedef float v8 __attribute__((vector_size(32)));
+typedef float v16 __attribute__((vector_size(64)));
+typedef int v8i __attribute__((vector_size(32)));
+typedef int v16i __attribute__((vector_size(64)));
 
 #define v8_load(p) ({ v8 v8_; memcpy(&v8_, (p), sizeof v8_); v8_; })
+#define v16_load(p) ({ v16 v16_; memcpy(&v16_, (p), sizeof v16_); v16_; })
 #define v8_store(p, v) do { v8 v8s_ = (v); memcpy((p), &v8s_, sizeof v8s_); } while (0)
+#define v16_store(p, v) do { v16 v16s_ = (v); memcpy((p), &v16s_, sizeof v16s_); } while (0)
 #define v8_splat(f) ({ float f_ = (f); (v8){ f_, f_, f_, f_, f_, f_, f_, f_ }; })
+#define v16_splat(f) ({ float f_ = (f); (v16){ f_, f_, f_, f_, f_, f_, f_, f_, f_, f_, f_, f_, f_, f_, f_, f_ }; })
 /* The clamps fused into the kernels' stores (act: NK_CLAMP_*), as the scalar activations
  * compute them: relu x > 0 ? x : 0; relu6 x > 0 ? (x < 6 ? x : 6) : 0 (NaN gives 0). */
 static inline float s_act(float v, int act)
@@ -23,44 +32,71 @@ static inline float s_act(float v, int act)
 		return v > 0.0f ? (v < 6.0f ? v : 6.0f) : 0.0f;
 	return v;
 }
-
-typedef int v8i __attribute__((vector_size(32)));
-#define v8_act(v, act) ({ v8 a_ = (v); \
-	if ((act) == NK_CLAMP_RELU6) { v8 six_ = v8_splat(6.0f); v8i lt_ = a_ < six_; \
-		a_ = (v8)(((v8i)a_ & lt_) | ((v8i)six_ & ~lt_)); } \
-	if ((act) != NK_CLAMP_NONE) a_ = (v8)((v8i)a_ & ((v) > v8_splat(0.0f))); \
+#define VACT(T, TI, v, act) ({ T a_ = (v); \
+	if ((act) == NK_CLAMP_RELU6) { T six_ = T##_splat(6.0f); TI lt_ = a_ < six_; \
+		a_ = (T)(((TI)a_ & lt_) | ((TI)six_ & ~lt_)); } \
+	if ((act) != NK_CLAMP_NONE) a_ = (T)((TI)a_ & ((v) > T##_splat(0.0f))); \
 	a_; })
+#define v8_act(v, act) VACT(v8, v8i, v, act)
+#define v16_act(v, act) VACT(v16, v16i, v, act)
 #define v8_gather(p, s) ({ const float *p_ = (p); long s_ = (s); \
 	(v8){ p_[0], p_[s_], p_[2 * s_], p_[3 * s_], p_[4 * s_], p_[5 * s_], p_[6 * s_], p_[7 * s_] }; })
+#define v16_gather(p, s) ({ const float *p_ = (p); long s_ = (s); \
+	(v16){ p_[0], p_[s_], p_[2 * s_], p_[3 * s_], p_[4 * s_], p_[5 * s_], p_[6 * s_], p_[7 * s_], \
+	       p_[8 * s_], p_[9 * s_], p_[10 * s_], p_[11 * s_], p_[12 * s_], p_[13 * s_], p_[14 * s_], p_[15 * s_] }; })
 
 /* Baseline: C fmaf (correctly rounded, exactly what the FMA instruction computes). */
 #define S_FMA(a, b, c) fmaf((a), (b), (c))
-#define V8_FMA(a, b, c) ({ v8 a_ = (a), b_ = (b), c_ = (c); \
-	(v8){ fmaf(a_[0], b_[0], c_[0]), fmaf(a_[1], b_[1], c_[1]), fmaf(a_[2], b_[2], c_[2]), \
-	      fmaf(a_[3], b_[3], c_[3]), fmaf(a_[4], b_[4], c_[4]), fmaf(a_[5], b_[5], c_[5]), \
-	      fmaf(a_[6], b_[6], c_[6]), fmaf(a_[7], b_[7], c_[7]) }; })
+#define v8_FMA(a, b, c) ({ v8 a_ = (a), b_ = (b), c_ = (c), r_; \
+	for (int i_ = 0; i_ < 8; i_++) \
+		r_[i_] = fmaf(a_[i_], b_[i_], c_[i_]); \
+	r_; })
+#define v16_FMA(a, b, c) ({ v16 a_ = (a), b_ = (b), c_ = (c), r_; \
+	for (int i_ = 0; i_ < 16; i_++) \
+		r_[i_] = fmaf(a_[i_], b_[i_], c_[i_]); \
+	r_; })
 #define KATTR
 #define KFN(n) n##_generic
+#define KW 8
 #include "kern.inc"
+#include "qkern.inc"
 #undef KATTR
 #undef KFN
+#undef KW
 #undef S_FMA
-#undef V8_FMA
+#undef v8_FMA
+#undef v16_FMA
 
 #if defined(__x86_64__) || defined(__i386__)
-#define HAVE_AVX2_BUILD 1
+#define HAVE_X86_BUILDS 1
 #define S_FMA(a, b, c) __builtin_fmaf((a), (b), (c))
-#define V8_FMA(a, b, c) ((v8)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
+#define v8_FMA(a, b, c) ((v8)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
 #define KATTR __attribute__((target("avx2,fma")))
 #define KFN(n) n##_avx2
+#define KW 8
 #include "kern.inc"
+#include "qkern.inc"
+#undef KATTR
+#undef KFN
+#undef KW
+
+#define v16_FMA(a, b, c) ((v16)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
+#define KATTR __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw,avx512dq")))
+#define KFN(n) n##_avx512
+#define KW 16
+#include "kern.inc"
+#include "qkern.inc"
 #undef KATTR
 #undef KFN
 #endif
 
-static const nk_kernels generic = { "generic", dense_generic, conv2d_generic, depthwise_generic };
-#ifdef HAVE_AVX2_BUILD
-static const nk_kernels avx2 = { "avx2", dense_avx2, conv2d_avx2, depthwise_avx2 };
+static const nk_kernels generic = { "generic", dense_generic, conv2d_generic, depthwise_generic,
+				     qdense_generic, qconv_generic, qdw_generic, pool_generic };
+#ifdef HAVE_X86_BUILDS
+static const nk_kernels avx2 = { "avx2", dense_avx2, conv2d_avx2, depthwise_avx2,
+				  qdense_avx2, qconv_avx2, qdw_avx2, pool_avx2 };
+static const nk_kernels avx512 = { "avx512", dense_avx512, conv2d_avx512, depthwise_avx512,
+				    qdense_avx512, qconv_avx512, qdw_avx512, pool_avx512 };
 #endif
 
 const nk_kernels *nk_kernels_generic(void)
@@ -68,14 +104,20 @@ const nk_kernels *nk_kernels_generic(void)
 	return &generic;
 }
 
+/* The widest build this CPU runs; NK_KERNELS=generic or avx2 caps it (tests compare them). */
 const nk_kernels *nk_kernels_get(void)
 {
 	const char *force = getenv("NK_KERNELS");
 	if (force && strcmp(force, "generic") == 0)
 		return &generic;
-#ifdef HAVE_AVX2_BUILD
+#ifdef HAVE_X86_BUILDS
 	__builtin_cpu_init();
-	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+	int has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	int has_avx512 = has_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+			 __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+	if (has_avx512 && !(force && strcmp(force, "avx2") == 0))
+		return &avx512;
+	if (has_avx2)
 		return &avx2;
 #endif
 	return &generic;
