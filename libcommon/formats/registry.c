@@ -209,6 +209,9 @@ fmt_kind fmt_model_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
 	if (!o)
 		o = &none;
 	if (!fmt_keyset_empty(&o->keys) && !fmt_driver_can(m->driver, FMT_CAP_SIGNATURES)) {
+		if (o->signed_elsewhere && !o->keys.hmac)
+			return m->driver->verify ? fmt_model_verify(m, &(fmt_verify_opts){ .threads = o->threads,
+				.reads_follow = o->reads_follow }, e) : FMT_OK;
 		fmt_err_file(e, m->path);
 		return fmt_fail(e, FMT_SIGNATURE, "a key was given but %s files carry no signature", m->driver->name);
 	}
