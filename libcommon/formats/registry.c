@@ -213,7 +213,8 @@ fmt_kind fmt_model_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
 			return m->driver->verify ? fmt_model_verify(m, &(fmt_verify_opts){ .threads = o->threads,
 				.reads_follow = o->reads_follow }, e) : FMT_OK;
 		fmt_err_file(e, m->path);
-		return fmt_fail(e, FMT_SIGNATURE, "a key was given but %s files carry no signature", m->driver->name);
+		return fmt_fail(e, FMT_SIGNATURE, "a key was given but %s files carry no embedded signature "
+				 "(and no detached FILE.minisig was checked)", m->driver->name);
 	}
 	if (!m->driver->verify)
 		return FMT_OK;

@@ -11,6 +11,8 @@
 #include <unistd.h>
 #include "fmt/io.h"
 #include "fmt/out.h"
+#include "fmt/table.h"
+#include "fmt/thread.h"
 #include "sign.h"
 
 static int fail(const sign_opts *o, const char *file, const fmt_err *e)
@@ -380,5 +382,38 @@ int sign_cmd_verify(char **files, int n, const sign_opts *o)
 	}
 	free(sig);
 	fmt_trust_free(&trust);
+	return worst;
+}
+
+int sign_cmd_sign_embed(char **files, int n, const sign_opts *o)
+{
+	fmt_err e;
+	fmt_ms_secret sec;
+	char id[FMT_MS_KEY_ID_HEX];
+	fmt_err_clear(&e);
+	if (load_secret(o, &sec, &e) != FMT_OK)
+		return fail(o, NULL, &e);
+	fmt_ms_key_id(sec.keynum, id);
+	fmt_keyset keys = { .ed25519_secret = &sec };
+	int threads = o->common.threads > 0 ? o->common.threads : fmt_cpu_count();
+	int worst = 0;
+	for (int i = 0; i < n; i++) {
+		fmt_err_clear(&e);
+		if (fmt_sign_any_in_place(files[i], &keys, threads, &e) != FMT_OK) {
+			int code = fail(o, files[i], &e);
+			worst = code > worst ? code : worst;
+		} else if (!o->common.quiet && o->common.json) {
+			json_t *obj = json_pack("{s:o, s:s, s:s}", "file", fmt_json_string(files[i], strlen(files[i])),
+						"kind", "ed25519", "key_id", id);
+			if (!obj || fmt_json_line(stdout, obj) != 0)
+				worst = worst > FMT_IO ? worst : FMT_IO;
+			json_decref(obj);
+		} else if (!o->common.quiet) {
+			printf("signed ");
+			fmt_out_escaped(stdout, files[i], strlen(files[i]));
+			printf(" with Ed25519 key %s (embedded)\n", id);
+		}
+	}
+	fmt_ms_secret_free(&sec);
 	return worst;
 }
