@@ -407,6 +407,8 @@ static fmt_kind ald_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_er
 {
 	fmt_kind k = fmt_ald_check_crc(t->format_state, e);
 	if (k == FMT_OK && o)
+		k = fmt_ald_check_signature(t->format_state, o, e);
+	if (k == FMT_OK && o)
 		k = check_digest(t->format_state, e);
 	return k;
 }
@@ -503,4 +505,6 @@ const fmt_table_driver fmt_table_driver_ald = {
 	.write = fmt_ald_write,
 	.close = ald_close,
 	.describe = fmt_ald_describe,
+	.caps = FMT_CAP_SIGNATURES | FMT_CAP_ED25519,
+	.sign_in_place = fmt_ald_sign_in_place,
 };
