@@ -505,6 +505,6 @@ const fmt_table_driver fmt_table_driver_ald = {
 	.write = fmt_ald_write,
 	.close = ald_close,
 	.describe = fmt_ald_describe,
-	.caps = FMT_CAP_SIGNATURES | FMT_CAP_ED25519,
+	.caps = FMT_CAP_ED25519 | FMT_CAP_ED25519_SIGN,
 	.sign_in_place = fmt_ald_sign_in_place,
 };

@@ -353,10 +353,10 @@ int main(int argc, char **argv)
 	o->threads = cli.common.threads ? cli.common.threads : fmt_cpu_count();
 	o->table_to = a.to_name ? fmt_table_driver_by_name(a.to_name) : fmt_table_driver_by_extension(output);
 	if (o->sign_key) {
-		int ed = o->table_to && o->table_to->write ? (o->table_to->caps & FMT_CAP_ED25519) != 0 : -1;
+		int ed = o->table_to && o->table_to->write ? (o->table_to->caps & FMT_CAP_ED25519_SIGN) != 0 : -1;
 		if (ed < 0) {
 			const fmt_driver *d = a.to_name ? fmt_driver_by_name(a.to_name) : output_driver(output, &o->force_set);
-			ed = d && fmt_driver_can(d, FMT_CAP_ED25519);
+			ed = d && fmt_driver_can(d, FMT_CAP_ED25519_SIGN);
 		}
 		if (!ed)
 			return fmt_cli_usage_error(&tool, "--sign-key needs an output format with embedded Ed25519 "

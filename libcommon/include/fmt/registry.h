@@ -55,9 +55,11 @@ enum {
 	FMT_CAP_ENCODED = 1u << 1,      /* encoded tensors (codes + scales, fmt_qtensor) natively */
 	FMT_CAP_UNITS = 1u << 2,        /* physical units natively (m->units) */
 	FMT_CAP_UNITS_AS_META = 1u << 3, /* units as FMT_UNITS_META_PREFIX<tensor> INT32[7] keys */
-	FMT_CAP_SIGNATURES = 1u << 4,   /* signatures: a key makes sense for it */
-	FMT_CAP_ED25519 = 1u << 5,      /* embedded Ed25519 signatures (sign_in_place and write
-					 * take keys.ed25519_secret, verify keys.trusted) */
+	FMT_CAP_SIGNATURES = 1u << 4,   /* HMAC signatures: an HMAC key makes sense for it */
+	FMT_CAP_ED25519 = 1u << 5,      /* embedded Ed25519 signatures: verify checks them
+					 * against keys.trusted */
+	FMT_CAP_ED25519_SIGN = 1u << 6, /* ... and write and sign_in_place make them with
+					 * keys.ed25519_secret */
 };
 
 /* The metadata key prefix under which formats without native units keep them. */

@@ -109,7 +109,7 @@ typedef struct fmt_table_driver {
 	void (*close)(fmt_table *t);  /* free format_state; may be NULL */
 	/* Format-specific facts for fmt-inspect (card, compression, CRC...), or NULL. */
 	json_t *(*describe)(const fmt_table *t);
-	unsigned caps;               /* FMT_CAP_SIGNATURES, FMT_CAP_ED25519 (fmt/registry.h) */
+	unsigned caps;               /* FMT_CAP_ED25519, FMT_CAP_ED25519_SIGN (fmt/registry.h) */
 	/* Sign the file at path in place, atomically, with a key of keys (fmt-sign sign --embed);
 	 * NULL when the format has no embedded signature. */
 	fmt_kind (*sign_in_place)(const char *path, const fmt_keyset *keys, int threads, fmt_err *e);
