@@ -16,7 +16,8 @@ void report_ok(const fmt_model *m, const verify_sigs *v, const fmt_common_opts *
 				      fmt_json_string(m->path, strlen(m->path)), "ok", 1, "format",
 				      m->driver->name, "files", (json_int_t)m->n_sources, "tensors",
 				      (json_int_t)m->n_tensors, "bytes", (json_int_t)bytes);
-		json_object_set_new(j, "signatures", sigs_json(v));
+		if (sigs_any(v))
+			json_object_set_new(j, "signatures", sigs_json(v));
 		fmt_json_line(stdout, j);
 		json_decref(j);
 		return;
@@ -39,7 +40,8 @@ void report_table_ok(const fmt_table *t, const verify_sigs *v, const fmt_common_
 			json_object_set_new(j, "rows", fmt_json_u64(t->n_rows));
 		if (crc)
 			json_object_set_new(j, "crc", json_string(crc));
-		json_object_set_new(j, "signatures", sigs_json(v));
+		if (sigs_any(v))
+			json_object_set_new(j, "signatures", sigs_json(v));
 		fmt_json_line(stdout, j);
 		json_decref(j);
 	} else {

@@ -44,13 +44,24 @@ fmt_kind verify_detached(const char *path, const fmt_keyset *keys, verify_sigs *
 	return k;
 }
 
+/* Ed25519 signatures only: HMAC checks keep the report they always had. */
+static int reported(const fmt_signer *s)
+{
+	return s->kind && strcmp(s->kind, "ed25519") == 0;
+}
+
+int sigs_any(const verify_sigs *v)
+{
+	return v->detached || reported(&v->signer) || v->signer.embedded_unchecked;
+}
+
 json_t *sigs_json(const verify_sigs *v)
 {
 	json_t *a = json_array();
 	if (v->detached)
 		json_array_append_new(a, json_pack("{s:s,s:s,s:b}", "kind", "minisig", "key_id", v->detached_id,
 						   "trusted", 1));
-	if (v->signer.kind)
+	if (reported(&v->signer))
 		json_array_append_new(a, json_pack("{s:s,s:s,s:b}", "kind", v->signer.kind, "key_id",
 						   v->signer.key_id, "trusted", 1));
 	if (v->signer.embedded_unchecked)
@@ -62,9 +73,8 @@ void sigs_text(const verify_sigs *v, FILE *out)
 {
 	if (v->detached)
 		fprintf(out, ", .minisig by trusted key %s", v->detached_id);
-	if (v->signer.kind)
-		fprintf(out, ", %s signature by %s key %s", v->signer.kind,
-			strcmp(v->signer.kind, "ed25519") == 0 ? "trusted" : "the given", v->signer.key_id);
+	if (reported(&v->signer))
+		fprintf(out, ", ed25519 signature by trusted key %s", v->signer.key_id);
 	if (v->signer.embedded_unchecked)
 		fprintf(out, ", signed (not checked: no key given)");
 }

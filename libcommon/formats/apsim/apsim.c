@@ -1540,7 +1540,8 @@ static fmt_kind ap_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
 		return k;
 	if (strcmp(hex, f->sha256) != 0)
 		return fmt_fail(e, FMT_CHECKSUM, "sha256 mismatch: file says %s, data gives %s", f->sha256, hex);
-	if (o && o->signer && f->signature && fmt_keyset_empty(&o->keys))
+	if (o && o->signer && f->signature && strncmp(f->signature, "ed25519:", 8) == 0 &&
+	    fmt_keyset_empty(&o->keys))
 		o->signer->embedded_unchecked = 1;
 	if (o && !fmt_keyset_empty(&o->keys)) {
 		const char *shas[1] = { f->sha256 };
