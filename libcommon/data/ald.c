@@ -489,6 +489,7 @@ json_t *fmt_ald_describe(const fmt_table *t)
 		char pub[65];
 		hex_id(s->sig_pub, 32, pub);
 		json_object_set_new(o, "signature_public_key", json_string(pub));
+		json_object_set_new(o, "signature_public_key_base64", fmt_ald_signer_b64(s));
 	}
 	if (s->flags & FMT_ALD_LICENSED)
 		json_object_set_new(o, "license", license_json(s));

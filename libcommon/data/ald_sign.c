@@ -141,3 +141,10 @@ fmt_kind fmt_ald_sign_in_place(const char *path, const fmt_keyset *keys, int thr
 	fmt_table_free(&t);
 	return r;
 }
+
+json_t *fmt_ald_signer_b64(const ald_state *s)
+{
+	char b64[45];
+	fmt_base64(s->sig_pub, 32, b64, sizeof b64);
+	return json_string(b64);
+}

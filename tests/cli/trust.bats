@@ -99,7 +99,6 @@ raw_pk_of() { sed -n 2p "$1" | base64 -d | tail -c 32 | base64 -w0; }
 
 @test ".apsim ed25519: fmt-convert --sign-key and fmt-sign sign --embed write ed25519:<id>:<base64>; verify and inspect report it" {
 	fmt-convert -q --sign-key a.key "$SAMPLES/tiny.safetensors" m.apsim
-	sig=$(fmt-inspect -j m.apsim | jq -r '.metadata // {} | ."__signature" // empty')
 	sig=$(head -c 8 m.apsim | od -An -tu8 | tr -d ' ' | { read n; tail -c +9 m.apsim | head -c "$n"; } |
 		jq -r .__metadata__.signature)
 	[[ "$sig" =~ ^ed25519:${A}:[A-Za-z0-9+/]{86}==$ ]] || fail "signature value: $sig"
@@ -178,6 +177,7 @@ raw_pk_of() { sed -n 2p "$1" | base64 -d | tail -c 32 | base64 -w0; }
 	fmt-convert -q --sign-key a.key rows.csv s.ald
 	run fmt-inspect -j s.ald
 	assert_equal "$(jq -c .ald.header.flags <<<"$output")" '["signed"]'
+	assert_equal "$(jq -r .ald.signature_public_key_base64 <<<"$output")" "$(raw_pk_of a.pub)"
 	run --separate-stderr fmt-verify -p a.pub s.ald
 	assert_success
 	assert_output "s.ald: ok (ald, 3 rows, CRC-32 ieee, ed25519 signature by trusted key $A)"
