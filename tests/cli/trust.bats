@@ -67,6 +67,22 @@ raw_pk_of() { sed -n 2p "$1" | base64 -d | tail -c 32 | base64 -w0; }
 	assert_output --partial ".minisig by trusted key $A)"
 }
 
+@test "a set trusted by detached signatures needs a .minisig by a trusted key on every file" {
+	cp -r "$SAMPLES/sharded" set
+	fmt-sign sign -q -s a.key set/model.safetensors.index.json
+	run --separate-stderr fmt-verify -p a.pub set/model.safetensors.index.json
+	assert_failure 7
+	assert_equal "$stderr" "fmt-verify: error: set/model.safetensors.index.json: set/model-00001-of-00002.safetensors has no .minisig: the signature of set/model.safetensors.index.json does not cover the other files of the set (sign each: fmt-sign sign -s SECKEY FILE...)"
+	fmt-sign sign -q -s a.key set/*.safetensors
+	run fmt-verify -p a.pub set/model.safetensors.index.json
+	assert_success
+	assert_output "set/model.safetensors.index.json: ok (safetensors-index, 5 tensors, 3 files, 855 bytes, .minisig by trusted key $A)"
+	fmt-sign sign -q -s b.key set/model-00002-of-00002.safetensors
+	run --separate-stderr fmt-verify -p a.pub set/model.safetensors.index.json
+	assert_failure 7
+	assert_equal "$stderr" "fmt-verify: error: set/model.safetensors.index.json: set/model-00002-of-00002.safetensors: signed by key $B, not by the key given (wrong key id)"
+}
+
 @test "a tampered file or .minisig is 7; a malformed .minisig 4; bad key options 2, 3 or 4" {
 	cp "$SAMPLES/tiny.safetensors" m.safetensors
 	fmt-sign sign -q -s a.key -t "release 1" m.safetensors
