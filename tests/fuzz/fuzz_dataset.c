@@ -7,6 +7,7 @@
 #include "fmt/arrow.h"
 #include "fmt/cell.h"
 #include "fmt/dataset.h"
+#include "fmt/minisign.h"
 #include "fmt/registry.h"
 
 static void reread(const fmt_schema *s, const fmt_batch *b)
