@@ -225,7 +225,9 @@ raw_pk_of() { sed -n 2p "$1" | base64 -d | tail -c 32 | base64 -w0; }
 	run fmt-verify -p a.pub u.ald
 	assert_success
 	# re-signing replaces the block (no second one), with the new key
-	fmt-sign sign -q --embed -s b.key u.ald
+	run --separate-stderr fmt-sign sign --embed -j -s b.key u.ald
+	assert_success
+	assert_output "{\"file\":\"u.ald\",\"kind\":\"ed25519\",\"key_id\":\"$B\"}"
 	[ "$(stat -c %s u.ald)" -eq $((size + 96)) ]
 	run fmt-verify -q -p b.pub u.ald
 	assert_success
