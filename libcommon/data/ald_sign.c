@@ -5,6 +5,7 @@
  * keys the user gave (-p, -P, --trusted-keys); upstream's reader with no trusted keys checks
  * nothing, and so do we (reported as not checked). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -66,17 +67,11 @@ fmt_kind fmt_ald_check_signature(const ald_state *s, const fmt_verify_opts *o, f
 		return o->signed_elsewhere ? FMT_OK
 					   : fmt_fail(e, FMT_SIGNATURE, "not signed: no signature block (flag bit 1) "
 						      "and no FILE.minisig");
-	char b64[45], id[FMT_MS_KEY_ID_HEX];
-	const fmt_ms_public *pub = fmt_trust_find_pk(keys->trusted, keys->n_trusted, s->sig_pub);
-	if (!pub) {
-		fmt_base64(s->sig_pub, 32, b64, sizeof b64);
-		return fmt_fail(e, FMT_SIGNATURE, "signed by Ed25519 public key %s, which is not a trusted key "
-				"(the block embeds the bare key, without a minisign key id)", b64);
-	}
-	fmt_ms_key_id(pub->keynum, id);
-	if (!fmt_ed25519_verify(pub->pk, s->file, (size_t)s->payload_end, s->file + s->payload_end))
-		return fmt_fail(e, FMT_SIGNATURE, "bad signature by trusted key %s: the file was changed after "
-				"signing", id);
+	char id[FMT_MS_KEY_ID_HEX];
+	fmt_kind k = fmt_trust_check_embedded(keys->trusted, keys->n_trusted, s->sig_pub, s->file,
+					      (size_t)s->payload_end, s->file + s->payload_end, id, e);
+	if (k != FMT_OK)
+		return k;
 	if (o->signer) {
 		o->signer->kind = "ed25519";
 		snprintf(o->signer->key_id, sizeof o->signer->key_id, "%s", id);

@@ -219,16 +219,10 @@ static fmt_kind check_signature(const apr_state *st, const uint8_t *p, const fmt
 						      "and no FILE.minisig");
 	uint64_t body = (uint64_t)APR_V1_HEADER + st->metadata_size + st->payload_size;
 	const uint8_t *sig = p + body, *pk = sig + FMT_MS_SIG;
-	char id[FMT_MS_KEY_ID_HEX], b64[45];
-	const fmt_ms_public *pub = fmt_trust_find_pk(keys->trusted, keys->n_trusted, pk);
-	if (!pub) {
-		fmt_base64(pk, FMT_MS_PK, b64, sizeof b64);
-		return fmt_fail(e, FMT_SIGNATURE, "signed by Ed25519 public key %s, which is not a trusted key "
-				"(the block embeds the bare key, without a minisign key id)", b64);
-	}
-	fmt_ms_key_id(pub->keynum, id);
-	if (!fmt_ed25519_verify(pub->pk, p, (size_t)body, sig))
-		return fmt_fail(e, FMT_SIGNATURE, "bad signature by trusted key %s: the file was changed after signing", id);
+	char id[FMT_MS_KEY_ID_HEX];
+	fmt_kind k = fmt_trust_check_embedded(keys->trusted, keys->n_trusted, pk, p, (size_t)body, sig, id, e);
+	if (k != FMT_OK)
+		return k;
 	if (o->signer) {
 		o->signer->kind = "ed25519";
 		snprintf(o->signer->key_id, sizeof o->signer->key_id, "%s", id);
