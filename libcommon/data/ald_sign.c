@@ -107,6 +107,26 @@ static fmt_kind write_signed(const ald_state *s, fmt_sink *k, const fmt_ms_secre
 	return fmt_sink_write(k, crc_le, 4, e);
 }
 
+/* A licence block's seller signature covers the file's signature (ald.md, decisions table): a
+ * re-signature that changes it would leave the licence unverifiable, so it is refused. Ed25519
+ * is deterministic: the same key over the same bytes gives the same signature, which is kept. */
+static fmt_kind licence_allows(const ald_state *s, const fmt_ms_secret *sec, fmt_err *e)
+{
+	uint8_t sig[64];
+	if (!(s->flags & FMT_ALD_LICENSED))
+		return FMT_OK;
+	if (s->flags & FMT_ALD_SIGNED) {
+		fmt_kind k = fmt_ed25519_sign(sec, s->file, (size_t)s->payload_end, sig, e);
+		if (k != FMT_OK)
+			return k;
+		if (memcmp(sig, s->file + s->payload_end, sizeof sig) == 0 &&
+		    memcmp(fmt_ms_secret_pk(sec), s->file + s->payload_end + 64, 32) == 0)
+			return FMT_OK;
+	}
+	return fmt_fail(e, FMT_USAGE, "the licence block's seller signature covers the file's signature: "
+			"signing would invalidate it (sign the dataset before issuing its licence)");
+}
+
 fmt_kind fmt_ald_sign_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e)
 {
 	fmt_table t;
@@ -124,6 +144,8 @@ fmt_kind fmt_ald_sign_in_place(const char *path, const fmt_keyset *keys, int thr
 	const ald_state *s = t.format_state;
 	if (r == FMT_OK && s->payload_end < FLAGS_AT + 1)
 		r = fmt_fail(e, FMT_INVALID_FORMAT, "no payload to sign");
+	if (r == FMT_OK)
+		r = licence_allows(s, keys->ed25519_secret, e);
 	if (r == FMT_OK)
 		r = fmt_sink_open(&k, path, FMT_SINK_FORCE, e);
 	if (r == FMT_OK) {

@@ -251,6 +251,36 @@ raw_pk_of() { sed -n 2p "$1" | base64 -d | tail -c 32 | base64 -w0; }
 	assert_equal "$stderr" "fmt-sign: error: rows.csv: csv files carry no embedded signature (sign them with a detached .minisig: fmt-sign sign -s SECKEY without --embed)"
 }
 
+@test ".ald with a licence block: re-signing with the same key keeps it; another key is refused (the seller signature covers the file's)" {
+	fmt-convert -q rows.csv u.ald
+	# a licensed, signed file made here: flags SIGNED|LICENSED, block signed with a.key's seed,
+	# a 75-byte licence block (no terms), the CRC
+	/usr/bin/python3 - u.ald a.key l.ald <<'PY'
+import base64, struct, sys, zlib
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+d = bytearray(open(sys.argv[1], "rb").read())
+rec = base64.b64decode(open(sys.argv[2]).read().splitlines()[1])
+key = Ed25519PrivateKey.from_private_bytes(rec[62:94])
+meta, payload, schema = struct.unpack_from("<I", d, 8)[0], struct.unpack_from("<I", d, 12)[0], struct.unpack_from("<H", d, 22)[0]
+end = 32 + meta + schema + payload
+d[21] |= 0x0A
+body = bytes(d[:end])
+out = body + key.sign(body) + key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw) + bytes(16) + bytes(32) + bytes(27)
+open(sys.argv[3], "wb").write(out + struct.pack("<I", zlib.crc32(out)))
+PY
+	run fmt-verify -p a.pub l.ald
+	assert_success
+	cp l.ald l.orig
+	run fmt-sign sign -q --embed -s a.key l.ald
+	assert_success
+	cmp l.ald l.orig
+	run --separate-stderr fmt-sign sign --embed -s b.key l.ald
+	assert_failure 2
+	assert_equal "$stderr" "fmt-sign: error: l.ald: the licence block's seller signature covers the file's signature: signing would invalidate it (sign the dataset before issuing its licence)"
+	cmp l.ald l.orig
+}
+
 # ---- APR v1 ----
 
 @test "APR v1 signed (apr.md §16.2): verified with a trusted key; other key 7; changed after signing 7; v2 needs .minisig" {
