@@ -53,30 +53,11 @@ fmt_kind fmt_ald_append_signature(fmt_sink *k, const fmt_ms_secret *sec, fmt_err
 
 fmt_kind fmt_ald_check_signature(const ald_state *s, const fmt_verify_opts *o, fmt_err *e)
 {
-	const fmt_keyset *keys = &o->keys;
-	int is_signed = (s->flags & FMT_ALD_SIGNED) != 0;
-	if (fmt_keyset_empty(keys)) {
-		if (is_signed && o->signer)
-			o->signer->embedded_unchecked = 1;
-		return FMT_OK;
-	}
-	if (!keys->n_trusted)
+	if (o->keys.hmac && !o->keys.n_trusted)
 		return fmt_fail(e, FMT_SIGNATURE, ".ald datasets are signed with Ed25519 keys: check them with -p, -P "
 				"or --trusted-keys, not an HMAC key");
-	if (!is_signed)
-		return o->signed_elsewhere ? FMT_OK
-					   : fmt_fail(e, FMT_SIGNATURE, "not signed: no signature block (flag bit 1) "
-						      "and no FILE.minisig");
-	char id[FMT_MS_KEY_ID_HEX];
-	fmt_kind k = fmt_trust_check_embedded(keys->trusted, keys->n_trusted, s->sig_pub, s->file,
-					      (size_t)s->payload_end, s->file + s->payload_end, id, e);
-	if (k != FMT_OK)
-		return k;
-	if (o->signer) {
-		o->signer->kind = "ed25519";
-		snprintf(o->signer->key_id, sizeof o->signer->key_id, "%s", id);
-	}
-	return FMT_OK;
+	return fmt_verify_signature_block(o, (s->flags & FMT_ALD_SIGNED) != 0, s->sig_pub, s->file,
+					  (size_t)s->payload_end, s->file + s->payload_end, e);
 }
 
 /* The signed copy: [0, payload_end) with SIGNED set, the new block, the licence block as it
