@@ -409,6 +409,8 @@ static fmt_kind ald_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_er
 {
 	fmt_kind k = fmt_ald_check_crc(t->format_state, e);
 	if (k == FMT_OK && o)
+		k = fmt_ald_check_signature(t->format_state, o, e);
+	if (k == FMT_OK && o)
 		k = check_digest(t->format_state, e);
 	return k;
 }
@@ -492,6 +494,7 @@ json_t *fmt_ald_describe(const fmt_table *t)
 		char pub[65];
 		hex_id(s->sig_pub, 32, pub);
 		json_object_set_new(o, "signature_public_key", json_string(pub));
+		json_object_set_new(o, "signature_public_key_base64", fmt_ald_signer_b64(s));
 	}
 	if (s->flags & FMT_ALD_LICENSED)
 		json_object_set_new(o, "license", license_json(s));
@@ -508,4 +511,6 @@ const fmt_table_driver fmt_table_driver_ald = {
 	.write = fmt_ald_write,
 	.close = ald_close,
 	.describe = fmt_ald_describe,
+	.caps = FMT_CAP_ED25519 | FMT_CAP_ED25519_SIGN,
+	.sign_in_place = fmt_ald_sign_in_place,
 };

@@ -2,6 +2,7 @@
  * FMT_MODEL_DRIVERS below plus its own folder. */
 #include <stdio.h>
 #include <string.h>
+#include "fmt/minisign.h"
 #include "fmt/registry.h"
 
 /* In probe order; the order matters only on equal scores (more specific formats first), and
@@ -228,15 +229,48 @@ fmt_kind fmt_model_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
 	static const fmt_verify_opts none = { 0 };
 	if (!o)
 		o = &none;
-	if (!fmt_keyset_empty(&o->keys) && !fmt_driver_can(m->driver, FMT_CAP_SIGNATURES)) {
+	int hmac_unusable = o->keys.hmac && !fmt_driver_can(m->driver, FMT_CAP_SIGNATURES);
+	int ed_unusable = o->keys.n_trusted && !fmt_driver_can(m->driver, FMT_CAP_ED25519);
+	if (hmac_unusable || (ed_unusable && !o->signed_elsewhere)) {
 		fmt_err_file(e, m->path);
-		return fmt_fail(e, FMT_SIGNATURE, "a key was given but %s files carry no signature", m->driver->name);
+		if (hmac_unusable)
+			return fmt_fail(e, FMT_SIGNATURE, "a key was given but %s files carry no signature",
+					m->driver->name);
+		return fmt_fail(e, FMT_SIGNATURE, "not signed: %s files carry no embedded Ed25519 signature "
+				"and there is no FILE.minisig beside it", m->driver->name);
+	}
+	fmt_verify_opts plain;
+	if (ed_unusable) { /* checked by FILE.minisig: the driver checks the rest */
+		plain = (fmt_verify_opts){ .threads = o->threads, .reads_follow = o->reads_follow,
+					   .signer = o->signer };
+		o = &plain;
 	}
 	if (!m->driver->verify)
 		return FMT_OK;
 	fmt_kind k = m->driver->verify(m, o, e);
 	if (k != FMT_OK)
 		fmt_err_file(e, m->path);
+	return k;
+}
+
+fmt_kind fmt_verify_signature_block(const fmt_verify_opts *o, int is_signed, const uint8_t *pk,
+				    const void *msg, size_t len, const uint8_t *sig, fmt_err *e)
+{
+	char id[FMT_MS_KEY_ID_HEX];
+	if (!o->keys.n_trusted) {
+		if (is_signed && o->signer)
+			o->signer->embedded_unchecked = 1;
+		return FMT_OK;
+	}
+	if (!is_signed)
+		return o->signed_elsewhere ? FMT_OK
+					   : fmt_fail(e, FMT_SIGNATURE, "not signed: no signature block (flag bit 1) "
+						      "and no FILE.minisig");
+	fmt_kind k = fmt_trust_check_embedded(o->keys.trusted, o->keys.n_trusted, pk, msg, len, sig, id, e);
+	if (k == FMT_OK && o->signer) {
+		o->signer->kind = "ed25519";
+		snprintf(o->signer->key_id, sizeof o->signer->key_id, "%s", id);
+	}
 	return k;
 }
 

@@ -102,7 +102,8 @@ fmt_kind convert_dataset(const char *input, const char *output, const convert_op
 		report(input, output, &t, o, 1);
 	} else if (k == FMT_OK) {
 		fmt_sink sink;
-		fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->threads };
+		fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->threads,
+				      .keys = { .ed25519_secret = o->sign_secret } };
 		k = fmt_sink_open(&sink, output, wo.sink_flags, e);
 		if (k == FMT_OK) {
 			k = o->table_to->write(&t, &sink, &wo, e);

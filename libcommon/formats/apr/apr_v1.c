@@ -5,7 +5,9 @@
 #include <string.h>
 #include <msgpack.h>
 #include <zlib.h>
+#include <stdio.h>
 #include "fmt/checked.h"
+#include "fmt/minisign.h"
 #include "apr_internal.h"
 
 #define V1_MAX_UNCOMPRESSED (1ull << 30)
@@ -200,7 +202,17 @@ fmt_kind fmt_apr_v1_open(fmt_model *m, apr_state *st, fmt_err *e)
 	return k;
 }
 
-fmt_kind fmt_apr_v1_verify(fmt_model *m, const apr_state *st, fmt_err *e)
+/* The signature block of §16.2: Ed25519 over header, metadata and payload, then the signer's
+ * public key; trusted only when that key is one the user gave. */
+static fmt_kind check_signature(const apr_state *st, const uint8_t *p, const fmt_verify_opts *o, fmt_err *e)
+{
+	uint64_t body = (uint64_t)APR_V1_HEADER + st->metadata_size + st->payload_size;
+	int is_signed = (st->v1_flags & 0x2) != 0;  /* then open checked the 96 bytes are there */
+	const uint8_t *sig = p + body;
+	return fmt_verify_signature_block(o, is_signed, is_signed ? sig + FMT_MS_SIG : NULL, p, (size_t)body, sig, e);
+}
+
+fmt_kind fmt_apr_v1_verify(fmt_model *m, const apr_state *st, const fmt_verify_opts *o, fmt_err *e)
 {
 	fmt_source *s = &m->sources[0];
 	const uint8_t *p;
@@ -217,5 +229,5 @@ fmt_kind fmt_apr_v1_verify(fmt_model *m, const apr_state *st, fmt_err *e)
 	if (c != (uint32_t)st->checksum)
 		return fmt_fail(e, FMT_CHECKSUM, "CRC32 trailer mismatch: the file gives %08x, the trailer says %08x", c,
 				(unsigned)st->checksum);
-	return FMT_OK;
+	return check_signature(st, p, o, e);
 }
