@@ -21,44 +21,107 @@ static fmt_kind io_fail(fmt_err *e, const char *path, const char *what)
 	return fmt_fail(e, FMT_IO, "%s: %s", what, strerror(errno));
 }
 
-/* Pipes and stdin cannot be mapped or read at an offset: read them whole. */
-static fmt_kind source_slurp(fmt_source *s, fmt_err *e)
+/* ---- sequential sources ---- */
+
+#define SEQ_BUF (1u << 20)
+
+static fmt_kind seq_truncated(fmt_source *s, uint64_t want, fmt_err *e)
 {
-	size_t cap = 1 << 16, len = 0;
-	uint8_t *buf = malloc(cap);
-	if (!buf)
-		return fmt_fail(e, FMT_IO, "out of memory reading %s", s->path);
+	return fmt_fail(e, FMT_INVALID_FORMAT, "truncated: %s ends at byte %llu, %llu more bytes were expected",
+			strcmp(s->path, "-") == 0 ? "standard input" : "the stream", (unsigned long long)s->pos,
+			(unsigned long long)want);
+}
+
+/* read(2) of up to n bytes, 0 at the end (then the size is known). */
+static fmt_kind seq_read_fd(fmt_source *s, uint8_t *dst, size_t n, size_t *got, fmt_err *e)
+{
 	for (;;) {
-		if (len == cap) {
-			if (cap > SIZE_MAX / 2) {
-				free(buf);
-				return fmt_fail(e, FMT_IO, "input too large");
-			}
-			uint8_t *bigger = realloc(buf, cap * 2);
-			if (!bigger) {
-				free(buf);
-				return fmt_fail(e, FMT_IO, "out of memory reading %s", s->path);
-			}
-			buf = bigger;
-			cap *= 2;
-		}
-		ssize_t got = read(s->fd, buf + len, cap - len);
-		if (got < 0 && errno == EINTR)
+		ssize_t r = read(s->fd, dst, n);
+		if (r < 0 && errno == EINTR)
 			continue;
-		if (got < 0) {
-			free(buf);
+		if (r < 0)
 			return io_fail(e, s->path, "read");
+		*got = (size_t)r;
+		if (r == 0 && !s->eof) {
+			s->eof = 1;
+			s->size = s->pos + (s->rlen - s->rpos);
 		}
-		if (got == 0)
-			break;
-		len += (size_t)got;
+		return FMT_OK;
 	}
-	s->buf = buf;
-	s->size = len;
+}
+
+static void seq_pass(fmt_source *s, const uint8_t *p, size_t n)
+{
+	if (s->observe && n)
+		s->observe(s->observe_ctx, p, n);
+	s->pos += n;
+}
+
+/* Pass n bytes at the position, into dst (NULL: skip them); *got < n only at the end. */
+static fmt_kind seq_take(fmt_source *s, uint8_t *dst, uint64_t n, uint64_t *got, fmt_err *e)
+{
+	*got = 0;
+	while (n > 0) {
+		if (s->rpos == s->rlen) {
+			size_t r;
+			fmt_kind k;
+			if (dst && n >= SEQ_BUF) {      /* large reads go straight to their destination */
+				k = seq_read_fd(s, dst, n > SSIZE_MAX ? SSIZE_MAX : (size_t)n, &r, e);
+				if (k != FMT_OK || r == 0)
+					return k;
+				seq_pass(s, dst, r);
+				dst += r;
+				n -= r;
+				*got += r;
+				continue;
+			}
+			s->rpos = s->rlen = 0;
+			k = seq_read_fd(s, s->rbuf, SEQ_BUF, &r, e);
+			if (k != FMT_OK || r == 0)
+				return k;
+			s->rlen = r;
+		}
+		size_t part = s->rlen - s->rpos;
+		if (part > n)
+			part = (size_t)n;
+		if (dst) {
+			memcpy(dst, s->rbuf + s->rpos, part);
+			dst += part;
+		}
+		seq_pass(s, s->rbuf + s->rpos, part);
+		s->rpos += part;
+		n -= part;
+		*got += part;
+	}
 	return FMT_OK;
 }
 
-fmt_kind fmt_source_open(fmt_source *s, const char *path, fmt_err *e)
+static fmt_kind seq_read(fmt_source *s, uint64_t off, uint8_t *dst, size_t n, size_t *got, fmt_err *e)
+{
+	*got = 0;
+	if (off < s->head_len) {
+		size_t part = s->head_len - off < n ? (size_t)(s->head_len - off) : n;
+		memcpy(dst, s->head + off, part);
+		dst += part;
+		off += part;
+		n -= part;
+		*got += part;
+	}
+	if (n == 0)
+		return FMT_OK;
+	if (off < s->pos)
+		return fmt_fail(e, FMT_UNSUPPORTED, "%s is read front to back: bytes at offset %llu were passed already "
+				"(read a file instead)", strcmp(s->path, "-") == 0 ? "standard input" : "this stream",
+				(unsigned long long)off);
+	uint64_t gap = off - s->pos, skipped, taken = 0;
+	fmt_kind k = seq_take(s, NULL, gap, &skipped, e);
+	if (k == FMT_OK && skipped == gap)
+		k = seq_take(s, dst, n, &taken, e);
+	*got += (size_t)taken;
+	return k;
+}
+
+fmt_kind fmt_source_open_sequential(fmt_source *s, const char *path, fmt_err *e)
 {
 	struct stat st;
 	memset(s, 0, sizeof *s);
@@ -89,11 +152,95 @@ fmt_kind fmt_source_open(fmt_source *s, const char *path, fmt_err *e)
 		s->size = (uint64_t)st.st_size;
 		return FMT_OK;
 	}
-	fmt_kind k = source_slurp(s, e);
+	s->sequential = 1;
+	s->size = FMT_SIZE_UNKNOWN;
+	s->head = malloc(FMT_SOURCE_HEAD);
+	s->rbuf = malloc(SEQ_BUF);
+	uint64_t got = 0;
+	fmt_kind k = s->head && s->rbuf ? seq_take(s, s->head, FMT_SOURCE_HEAD, &got, e)
+					: fmt_fail(e, FMT_IO, "out of memory");
+	s->head_len = (size_t)got;
+	if (k == FMT_OK && s->eof) {     /* all of it is in the head: an ordinary source */
+		s->buf = s->head;
+		s->head = NULL;
+		s->size = s->head_len;
+		s->head_len = 0;
+		s->sequential = 0;
+		free(s->rbuf);
+		s->rbuf = NULL;
+	}
 	if (k != FMT_OK) {
 		fmt_err_file(e, path);
 		fmt_source_close(s);
 	}
+	return k;
+}
+
+fmt_kind fmt_source_make_whole(fmt_source *s, fmt_err *e)
+{
+	if (!s->sequential)
+		return FMT_OK;
+	if (s->pos != s->head_len)
+		return fmt_fail(e, FMT_INTERNAL, "a stream read past its head cannot be read again");
+	size_t cap = s->head_len + (s->rlen - s->rpos) + (1u << 16), len = s->head_len;
+	uint8_t *buf = malloc(cap);
+	if (!buf)
+		return fmt_fail(e, FMT_IO, "out of memory reading %s", s->path);
+	memcpy(buf, s->head, s->head_len);
+	for (;;) {
+		if (len == cap) {
+			if (cap > SIZE_MAX / 2) {
+				free(buf);
+				return fmt_fail(e, FMT_IO, "input too large");
+			}
+			uint8_t *bigger = realloc(buf, cap * 2);
+			if (!bigger) {
+				free(buf);
+				return fmt_fail(e, FMT_IO, "out of memory reading %s", s->path);
+			}
+			buf = bigger;
+			cap *= 2;
+		}
+		uint64_t got, want = cap - len;
+		fmt_kind k = seq_take(s, buf + len, want, &got, e);
+		if (k != FMT_OK) {
+			free(buf);
+			fmt_err_file(e, s->path);
+			return k;
+		}
+		len += (size_t)got;
+		if (got < want)
+			break;
+	}
+	free(s->head);
+	free(s->rbuf);
+	s->head = s->rbuf = NULL;
+	s->head_len = s->rlen = s->rpos = 0;
+	s->buf = buf;
+	s->size = len;
+	s->sequential = 0;
+	s->observe = NULL;
+	return FMT_OK;
+}
+
+fmt_kind fmt_source_observe(fmt_source *s, fmt_source_observer fn, void *ctx, fmt_err *e)
+{
+	if (!s->sequential)
+		return fmt_fail(e, FMT_INTERNAL, "only a sequential source is observed");
+	if (fn && s->pos > s->head_len)
+		return fmt_fail(e, FMT_UNSUPPORTED, "the stream has passed bytes that were not kept");
+	if (fn && s->pos)
+		fn(ctx, s->head, (size_t)s->pos);
+	s->observe = fn;
+	s->observe_ctx = ctx;
+	return FMT_OK;
+}
+
+fmt_kind fmt_source_open(fmt_source *s, const char *path, fmt_err *e)
+{
+	fmt_kind k = fmt_source_open_sequential(s, path, e);
+	if (k == FMT_OK && s->sequential && (k = fmt_source_make_whole(s, e)) != FMT_OK)
+		fmt_source_close(s);
 	return k;
 }
 
@@ -120,6 +267,8 @@ void fmt_source_close(fmt_source *s)
 	if (s->fd >= 0)
 		close(s->fd);
 	free(s->buf);
+	free(s->head);
+	free(s->rbuf);
 	free(s->path);
 	memset(s, 0, sizeof *s);
 	s->fd = -1;
@@ -140,6 +289,11 @@ fmt_kind fmt_source_read(fmt_source *s, uint64_t off, void *dst, size_t n, fmt_e
 	fmt_kind k = source_range(s, off, n, e);
 	if (k != FMT_OK)
 		return k;
+	if (s->sequential) {
+		size_t got;
+		k = seq_read(s, off, dst, n, &got, e);
+		return k != FMT_OK || got == n ? k : seq_truncated(s, n - got, e);
+	}
 	if (s->buf || s->map) {
 		memcpy(dst, (s->buf ? s->buf : (const uint8_t *)s->map) + off, n);
 		return FMT_OK;
@@ -160,11 +314,32 @@ fmt_kind fmt_source_read(fmt_source *s, uint64_t off, void *dst, size_t n, fmt_e
 	return FMT_OK;
 }
 
+fmt_kind fmt_source_read_upto(fmt_source *s, uint64_t off, void *dst, size_t n, size_t *got, fmt_err *e)
+{
+	*got = 0;
+	if (s->sequential)
+		return seq_read(s, off, dst, n, got, e);
+	if (off >= s->size)
+		return FMT_OK;
+	size_t part = s->size - off < n ? (size_t)(s->size - off) : n;
+	fmt_kind k = fmt_source_read(s, off, dst, part, e);
+	if (k == FMT_OK)
+		*got = part;
+	return k;
+}
+
 fmt_kind fmt_source_view(fmt_source *s, uint64_t off, uint64_t n, const uint8_t **out, fmt_err *e)
 {
 	fmt_kind k = source_range(s, off, n, e);
 	if (k != FMT_OK)
 		return k;
+	if (s->sequential) {
+		if (off + n > s->head_len)
+			return fmt_fail(e, FMT_UNSUPPORTED, "%s is read front to back and cannot be mapped",
+					strcmp(s->path, "-") == 0 ? "standard input" : "this stream");
+		*out = s->head + off;
+		return FMT_OK;
+	}
 	if (s->buf) {
 		*out = s->buf + off;
 		return FMT_OK;
@@ -188,6 +363,11 @@ fmt_kind fmt_source_view(fmt_source *s, uint64_t off, uint64_t n, const uint8_t 
 
 fmt_kind fmt_source_read_text(fmt_source *s, size_t max, char **text, fmt_err *e)
 {
+	if (s->sequential) {
+		fmt_kind k = fmt_source_make_whole(s, e);
+		if (k != FMT_OK)
+			return k;
+	}
 	if (s->size > max)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "file is %llu bytes, more than the %zu-byte limit",
 				(unsigned long long)s->size, max);
@@ -510,6 +690,35 @@ fmt_kind fmt_sink_pwrite(fmt_sink *k, uint64_t off, const void *data, size_t n, 
 		p += put;
 		n -= (size_t)put;
 		off += (uint64_t)put;
+	}
+	return r;
+}
+
+fmt_kind fmt_sink_write_at(fmt_sink *k, uint64_t off, const void *data, size_t n, fmt_err *e)
+{
+	uint64_t end;
+	if (k->is_stdout)
+		return fmt_fail(e, FMT_USAGE, "this output cannot be written in this order to standard output");
+	if (fmt_add_u64(off, n, &end) || end > INT64_MAX)
+		return fmt_fail(e, FMT_INTERNAL, "write at %llu past the largest file", (unsigned long long)off);
+	fmt_kind r = sink_flush(k, e);
+	const uint8_t *p = data;
+	if (write_hook)
+		write_hook(write_hook_ctx, n);
+	while (r == FMT_OK && n > 0) {
+		ssize_t put = pwrite(k->fd, p, n, (off_t)off);
+		if (put < 0 && errno == EINTR)
+			continue;
+		if (put < 0)
+			return io_fail(e, k->path, "write");
+		p += put;
+		n -= (size_t)put;
+		off += (uint64_t)put;
+	}
+	if (r == FMT_OK && end > k->written) {
+		k->written = end;
+		if (lseek(k->fd, (off_t)end, SEEK_SET) < 0)
+			r = io_fail(e, k->path, "seek");
 	}
 	return r;
 }

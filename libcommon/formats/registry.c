@@ -139,6 +139,12 @@ const fmt_driver *fmt_driver_probe(fmt_source *src, const uint8_t *head, size_t 
 			best_score = s;
 		}
 	}
+	if (!best && src->sequential) {
+		/* A mark past the head (probe_source): read the whole input and ask again. */
+		fmt_err e;
+		if (fmt_source_make_whole(src, &e) == FMT_OK)
+			return fmt_driver_probe(src, head, n, score);
+	}
 	if (score)
 		*score = best_score;
 	return best;
@@ -170,7 +176,11 @@ fmt_kind fmt_model_open_source(fmt_model *m, fmt_source *src, const char *path,
 		return e->kind;
 	}
 	m->path = strdup(path);
-	fmt_kind k = m->path ? fmt_model_add_source(m, src, NULL, e) : fmt_fail(e, FMT_IO, "out of memory");
+	fmt_kind k = m->path ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	if (k == FMT_OK && src->sequential && !d->streams)
+		k = fmt_source_make_whole(src, e);
+	if (k == FMT_OK)
+		k = fmt_model_add_source(m, src, NULL, e);
 	if (k != FMT_OK) {
 		fmt_source_close(src);
 		fmt_model_free(m);
@@ -190,7 +200,7 @@ fmt_kind fmt_model_open(fmt_model *m, const char *path, const fmt_driver *forced
 {
 	fmt_source src;
 	fmt_model_init(m);
-	fmt_kind k = fmt_source_open(&src, path, e);
+	fmt_kind k = fmt_source_open_sequential(&src, path, e);
 	return k == FMT_OK ? fmt_model_open_source(m, &src, path, forced, e) : k;
 }
 
@@ -248,6 +258,14 @@ fmt_kind fmt_sign_in_place(const char *path, const fmt_keyset *keys, int threads
 	if (k != FMT_OK)
 		fmt_err_file(e, path);
 	return k;
+}
+
+int fmt_model_sequential(const fmt_model *m)
+{
+	for (size_t i = 0; i < m->n_sources; i++)
+		if (m->sources[i].sequential)
+			return 1;
+	return 0;
 }
 
 const char *fmt_model_signature(const fmt_model *m)

@@ -41,7 +41,20 @@ static uint64_t shard_limit(const convert_plan *p, const convert_opts *o)
 	return limit && data_bytes(&p->out) > limit ? limit : 0;
 }
 
-static fmt_kind write_single(const convert_plan *p, const char *output, const fmt_write_opts *wo,
+/* An input read front to back is checked once all of it has passed: before the output is
+ * renamed into place. */
+static fmt_kind verify_streamed(fmt_model *in, const convert_opts *o, fmt_err *e)
+{
+	if (!fmt_model_sequential(in) || o->no_verify)
+		return FMT_OK;
+	fmt_verify_opts vo = { .threads = 1, .reads_follow = 1 };
+	fmt_kind k = fmt_model_verify(in, &vo, e);
+	if (k != FMT_OK)
+		fmt_err_file(e, in->path);
+	return k;
+}
+
+static fmt_kind write_single(const convert_plan *p, fmt_model *in, const char *output, const fmt_write_opts *wo,
 			     const convert_opts *o, fmt_err *e)
 {
 	fmt_sink sink;
@@ -49,6 +62,8 @@ static fmt_kind write_single(const convert_plan *p, const char *output, const fm
 	if (k != FMT_OK)
 		return k;
 	k = o->to->write(&p->out, &sink, wo, e);
+	if (k == FMT_OK)
+		k = verify_streamed(in, o, e);
 	if (k == FMT_OK)
 		return fmt_sink_commit(&sink, e);
 	fmt_sink_abort(&sink);
@@ -84,7 +99,7 @@ static fmt_kind write_set(const convert_plan *p, const fmt_model *in, const char
 	return k;
 }
 
-static fmt_kind write_output(convert_plan *p, const fmt_model *in, const char *output, const convert_opts *o,
+static fmt_kind write_output(convert_plan *p, fmt_model *in, const char *output, const convert_opts *o,
 			     fmt_err *e)
 {
 	fmt_hmac_key key = { 0 };
@@ -98,12 +113,15 @@ static fmt_kind write_output(convert_plan *p, const fmt_model *in, const char *o
 	uint64_t limit = shard_limit(p, o);
 	if (k == FMT_OK && limit && strcmp(output, "-") == 0)
 		k = fmt_fail(e, FMT_USAGE, "a shard set cannot go to standard output");
+	if (k == FMT_OK && limit && fmt_model_sequential(in))
+		k = fmt_fail(e, FMT_USAGE, "a stream is converted to one file (its checksum is known at its end, after "
+			     "a set would be in place); convert it to a file first");
 	fmt_progress pr;
 	fmt_progress_start(&pr, stderr, TOOL, data_bytes(&p->out),
 			   fmt_progress_wanted(stderr, o->quiet, o->no_progress));
 	fmt_progress_follow_sinks(&pr);
 	if (k == FMT_OK)
-		k = limit ? write_set(p, in, output, limit, &wo, o, e) : write_single(p, output, &wo, o, e);
+		k = limit ? write_set(p, in, output, limit, &wo, o, e) : write_single(p, in, output, &wo, o, e);
 	fmt_progress_follow_sinks(NULL);
 	fmt_progress_end(&pr);
 	fmt_hmac_key_free(&key);
@@ -114,8 +132,8 @@ static fmt_kind write_output(convert_plan *p, const fmt_model *in, const char *o
 static fmt_kind open_input(fmt_model *in, const char *input, const convert_opts *o, fmt_err *e)
 {
 	fmt_kind k = fmt_model_open(in, input, NULL, e);
-	if (k != FMT_OK || o->no_verify)
-		return k;
+	if (k != FMT_OK || o->no_verify || fmt_model_sequential(in))
+		return k;   /* a stream is checked as it passes (verify_streamed) */
 	fmt_verify_opts vo = { .threads = o->threads, .reads_follow = 1 };
 	k = fmt_model_verify(in, &vo, e);
 	if (k != FMT_OK)
@@ -134,11 +152,13 @@ fmt_kind convert_run(const char *input, const char *output, const convert_opts *
 		k = open_input(&in, input, o, e);
 	if (k != FMT_OK)
 		return k;
-	in.reader_threads = o->threads;
+	/* A stream is read by one thread, front to back. */
+	int threads = fmt_model_sequential(&in) ? 1 : o->threads;
+	in.reader_threads = threads;
 	for (size_t i = 0; i < in.n_sources && k == FMT_OK; i++) /* a shard of an input set */
 		k = fmt_check_distinct(in.sources[i].path, output, e);
 	if (k == FMT_OK)
-		k = fmt_pool_create(&pool, o->threads, e);
+		k = fmt_pool_create(&pool, threads, e);
 	if (k == FMT_OK)
 		k = plan_build(&plan, &in, o, pool, e);
 	if (k == FMT_OK && o->dry_run) {

@@ -65,7 +65,8 @@ fmt_kind fmt_apr_window_get(fmt_apr_window *w, uint64_t off, uint64_t n, const u
 		*p = w->buf + (off - w->start);
 		return FMT_OK;
 	}
-	uint64_t want = n > WINDOW ? n : WINDOW;
+	/* A stream is not read ahead here (it reads ahead itself, and bytes passed are gone). */
+	uint64_t want = n > WINDOW || w->s->sequential ? n : WINDOW;
 	if (want > w->limit - off)
 		want = w->limit - off;
 	if (want > SIZE_MAX)
@@ -85,6 +86,65 @@ fmt_kind fmt_apr_window_get(fmt_apr_window *w, uint64_t off, uint64_t n, const u
 	w->len = (size_t)want;
 	*p = w->buf;
 	return FMT_OK;
+}
+
+#define GROW_STEP (1u << 20)
+
+fmt_kind fmt_apr_read_grow(fmt_source *s, uint64_t off, uint64_t n, uint8_t **out, fmt_err *e)
+{
+	uint8_t *buf = NULL;
+	uint64_t done = 0;
+	*out = NULL;
+	if (n >= SIZE_MAX)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	do {
+		uint64_t part = n - done < GROW_STEP ? n - done : GROW_STEP;
+		uint8_t *grown = realloc(buf, (size_t)(done + part) + 1);
+		if (!grown) {
+			free(buf);
+			return fmt_fail(e, FMT_IO, "out of memory");
+		}
+		buf = grown;
+		fmt_kind k = fmt_source_read(s, off + done, buf + done, (size_t)part, e);
+		if (k != FMT_OK) {
+			free(buf);
+			return k;
+		}
+		done += part;
+	} while (done < n);
+	buf[n] = 0;
+	*out = buf;
+	return FMT_OK;
+}
+
+#define TAIL_CHUNK (1u << 16)
+
+fmt_kind fmt_apr_stream_tail(fmt_source *s, uint64_t end, void (*hash)(void *ctx, const uint8_t *p, size_t n),
+			     void *ctx, uint8_t *footer, size_t hold, size_t *footer_len, fmt_err *e)
+{
+	uint8_t *buf = malloc(TAIL_CHUNK + hold);
+	fmt_kind k = buf ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	while (k == FMT_OK && s->pos < end) {          /* bytes no reader asked for */
+		size_t part = end - s->pos < TAIL_CHUNK ? (size_t)(end - s->pos) : TAIL_CHUNK;
+		k = fmt_source_read(s, s->pos, buf, part, e);
+	}
+	if (k == FMT_OK)
+		k = fmt_source_observe(s, NULL, NULL, e);
+	size_t held = 0, got = 1;
+	while (k == FMT_OK && got > 0) {
+		k = fmt_source_read_upto(s, s->pos, buf + held, TAIL_CHUNK, &got, e);
+		held += got;
+		if (held > hold) {
+			hash(ctx, buf, held - hold);
+			memmove(buf, buf + held - hold, hold);
+			held = hold;
+		}
+	}
+	*footer_len = held;
+	if (k == FMT_OK)
+		memcpy(footer, buf, held);
+	free(buf);
+	return k;
 }
 
 void fmt_apr_window_free(fmt_apr_window *w)
@@ -488,7 +548,7 @@ static void decode_ahead(const fmt_model *m, const fmt_tensor *t)
 	apr_state *st = m->format_state;
 	int threads = m->reader_threads;
 	fmt_err e;
-	if (threads < 2 || !st || t < m->tensors || t >= m->tensors + m->n_tensors)
+	if (threads < 2 || !st || t < m->tensors || t >= m->tensors + m->n_tensors || fmt_model_sequential(m))
 		return;
 	pthread_mutex_lock(&st->prefetch_lock);
 	if (!st->pool && fmt_pool_create(&st->pool, threads, &e) != FMT_OK)

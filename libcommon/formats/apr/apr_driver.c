@@ -54,8 +54,10 @@ static fmt_kind apr_open(fmt_model *m, fmt_err *e)
 		return fmt_apr_seed_open(m, st, e);
 	if (!memcmp(head, MAGIC_AP, 4) || !memcmp(head, MAGIC_AP_LEGACY, 4))
 		return fmt_apr_ap_open(m, st, e);
-	if (!memcmp(head, MAGIC_V1, 4))
-		return fmt_apr_v1_open(m, st, e);
+	if (!memcmp(head, MAGIC_V1, 4)) {   /* v1 is small and read whole */
+		k = fmt_source_make_whole(s, e);
+		return k == FMT_OK ? fmt_apr_v1_open(m, st, e) : k;
+	}
 	return fmt_fail(e, FMT_INVALID_FORMAT, "bad magic (not an APR file)");
 }
 
@@ -136,6 +138,7 @@ static void apr_close(fmt_model *m)
 	apr_state *st = m->format_state;
 	if (st) {
 		json_decref(st->v1_meta);
+		XXH3_freeState(st->stream_xxh);
 		free(st->writer);
 		free(st->parts);
 		fmt_pool_destroy(st->pool);
@@ -209,7 +212,9 @@ static json_t *apr_describe(const fmt_model *m)
 	json_object_set_new(o, "flags", seed ? flag_names(st->flags, SEED_FLAGS, 4) : flag_names(st->flags, AP_FLAGS, 12));
 	if (seed) {
 		json_object_set_new(o, "compression", json_string(st->flags & APR_F_LZ4 ? "lz4" : st->flags & APR_F_ZSTD ? "zstd" : "none"));
-		json_object_set_new(o, "checksum", json_sprintf("xxh3-64 %016llx", (unsigned long long)st->checksum));
+		json_object_set_new(o, "checksum", st->stream_xxh && !st->checksum
+			? json_string("xxh3-64 (in the footer at the end of the stream, not read)")
+			: json_sprintf("xxh3-64 %016llx", (unsigned long long)st->checksum));
 		if (st->writer)
 			json_object_set_new(o, "writer", fmt_json_string(st->writer, strlen(st->writer)));
 		if (st->shard_count)
@@ -246,6 +251,7 @@ const fmt_driver fmt_driver_apr = {
 	.arch_key = "general.architecture",
 	.layouts = LAYOUTS,
 	.compresses = 1,
+	.streams = 1,
 	.close = apr_close,
 	.describe = apr_describe,
 };

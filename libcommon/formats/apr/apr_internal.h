@@ -64,6 +64,11 @@ typedef struct apr_state {
 	uint8_t v1_compression, v1_flags, v1_quality;
 	uint32_t payload_size, uncompressed_size;
 	json_t *v1_meta;               /* the MessagePack metadata as JSON, or NULL */
+	/* A sequential source (fmt/io.h): the checksum computed as the stream passes, and where the
+	 * last tensor ends (the footer follows); checked by verify once every tensor was read. */
+	XXH3_state_t *stream_xxh;      /* seed */
+	uint32_t stream_crc;           /* aprender */
+	uint64_t data_end;
 	/* Compressed tensors decoded ahead of their reads, on a pool of the model's reader_threads. */
 	pthread_mutex_t prefetch_lock;
 	fmt_pool *pool;
@@ -143,6 +148,17 @@ fmt_kind fmt_apr_attach_frame(fmt_model *m, fmt_tensor *t, int src, uint64_t off
 /* Check that a tensor given a frame reader holds one frame of exactly its raw size, in bounded
  * memory (the tensor is not kept). */
 fmt_kind fmt_apr_check_frame(const fmt_model *m, const fmt_tensor *t, fmt_err *e);
+
+/* n bytes at off of s into a new buffer (*out, malloc'd, n + 1 bytes with a NUL after them),
+ * grown as the bytes arrive, so that a size claimed by a hostile header costs no more memory
+ * than the bytes really there. */
+fmt_kind fmt_apr_read_grow(fmt_source *s, uint64_t off, uint64_t n, uint8_t **out, fmt_err *e);
+
+/* For a sequential source: pass the bytes up to end through the observer (the checksum), then
+ * read the rest to the end of the stream, hashing all of it but its last hold bytes (the
+ * footer), which go to footer (*footer_len of them: fewer when the stream ends sooner). */
+fmt_kind fmt_apr_stream_tail(fmt_source *s, uint64_t end, void (*hash)(void *ctx, const uint8_t *p, size_t n),
+			     void *ctx, uint8_t *footer, size_t hold, size_t *footer_len, fmt_err *e);
 
 /* A window on a source, read by pread (never mapped, so that the pages of a large file are not
  * charged to the process): get points at n bytes at off, valid until the next get. */

@@ -878,12 +878,7 @@ fmt_kind fmt_st_header_json(const fmt_model *m, char **json, size_t *len, fmt_er
 
 static fmt_kind write_tensors(const fmt_model *m, const size_t *order, fmt_sink *k, fmt_err *e)
 {
-	for (size_t i = 0; i < m->n_tensors; i++) {
-		fmt_kind r = fmt_tensor_write_to(m, &m->tensors[order[i]], k, e);
-		if (r != FMT_OK)
-			return r;
-	}
-	return FMT_OK;
+	return fmt_model_write_tensors(m, order, m->n_tensors, k, e);
 }
 
 fmt_kind fmt_st_write_ex(const fmt_model *m, fmt_sink *k, size_t *skipped_meta, fmt_err *e)

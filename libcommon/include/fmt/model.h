@@ -67,6 +67,10 @@ typedef struct fmt_tensor {
 	/* Format-specific position for reporting (safetensors data_offsets begin, GGUF offset). */
 	uint64_t file_offset;
 	uint64_t stored_bytes;         /* bytes in the file when compressed there; 0 = nbytes */
+	/* From a sequential source (fmt_model_sequential): 1 + where its bytes begin in the stream,
+	 * and a tensor made from such a tensor (a conversion) carries it on; 0 = read in any order.
+	 * Writers read tensors with a seq_pos in ascending seq_pos (fmt_model_read_order). */
+	uint64_t seq_pos;
 } fmt_tensor;
 
 struct fmt_driver;
@@ -172,10 +176,20 @@ typedef fmt_kind (*fmt_chunk_fn)(void *ctx, const uint8_t *bytes, size_t n, fmt_
 fmt_kind fmt_tensor_each_chunk(const fmt_model *m, const fmt_tensor *t, fmt_chunk_fn fn, void *ctx,
 			       fmt_err *e);
 
+/* Write the tensors order[0..n) back to back from k's current end, in bounded chunks. Tensors
+ * of a sequential input are read in fmt_model_read_order and placed with fmt_sink_write_at
+ * when that differs from order (a file output only). */
+fmt_kind fmt_model_write_tensors(const fmt_model *m, const size_t *order, size_t n, fmt_sink *k, fmt_err *e);
+
 /* Write all of a tensor's bytes to k in bounded chunks (about 4 MiB): what every writer uses. */
 fmt_kind fmt_tensor_write_to(const fmt_model *m, const fmt_tensor *t, fmt_sink *k, fmt_err *e);
 
 uint64_t fmt_model_param_count(const fmt_model *m);
+
+/* The order in which a writer reads m's tensors: ascending seq_pos for tensors that come from a
+ * sequential source, model order otherwise (*order: n_tensors indices, malloc'd). 1 in *moved
+ * when it differs from model order. */
+fmt_kind fmt_model_read_order(const fmt_model *m, size_t **order, int *moved, fmt_err *e);
 
 /* Values */
 fmt_value fmt_value_str(const char *s, size_t len); /* duplicates; type STR; ptr NULL on ENOMEM */

@@ -85,6 +85,11 @@ typedef struct fmt_driver {
 	/* Byte layouts the writer offers (NULL-terminated; the first is the default), or NULL. */
 	const char *const *layouts;
 	int compresses;               /* the writer compresses tensor data (fmt_write_opts.codec) */
+	/* Reads a sequential source (a pipe, fmt/io.h) front to back: open reads header, metadata
+	 * and index only; tensors are read in file order (fmt_tensor.seq_pos) and verify, called
+	 * after them, reads the rest and checks the checksums the file carries. Other drivers are
+	 * given such an input whole, in memory. */
+	int streams;
 	const char *arch_key;         /* the key naming the architecture, or NULL */
 	/* Shard sets: the set driver of a single-file format, and the single-file driver of a
 	 * set (index) driver; NULL when there is none. */
@@ -163,7 +168,8 @@ const fmt_driver *fmt_driver_by_extension(const char *path);
 const fmt_driver *fmt_driver_probe(fmt_source *s, const uint8_t *head, size_t n, int *score);
 
 /* Open path (or "-"): probe the first bytes, choose a driver (or use forced when not NULL),
- * open. On failure m is freed and e says why; an unrecognised file is InvalidFormat. */
+ * open. On failure m is freed and e says why; an unrecognised file is InvalidFormat. A pipe
+ * stays a sequential source when the driver streams (fmt_model_sequential). */
 fmt_kind fmt_model_open(fmt_model *m, const char *path, const fmt_driver *forced, fmt_err *e);
 
 /* The same for bytes in memory (a copy is taken), named name in messages. */
@@ -173,6 +179,14 @@ fmt_kind fmt_model_open_memory(fmt_model *m, const char *name, const void *data,
 /* The same over an open source, which the model takes (closed on failure); path names it. */
 fmt_kind fmt_model_open_source(fmt_model *m, fmt_source *src, const char *path,
 			       const fmt_driver *forced, fmt_err *e);
+
+/* 1 when m reads a sequential source: its tensors must be read once each, in ascending
+ * seq_pos, and fmt_model_verify comes after them (it checks what only the end can tell). */
+int fmt_model_sequential(const fmt_model *m);
+
+/* 1 when m reads a sequential source: its tensors must be read once each, in ascending
+ * seq_pos, and fmt_model_verify comes after them (it checks what only the end can tell). */
+int fmt_model_sequential(const fmt_model *m);
 
 /* Sign the file or set at path in place with a key of keys, through its driver's
  * sign_in_place; a format without signatures is UsageError naming those that have them. */
