@@ -401,6 +401,78 @@ PY
 	cmp back2.safetensors "$TINY"
 }
 
+@test "APR from a pipe is read front to back: byte-identical outputs for every layout and codec" {
+	make_numpy_model m.safetensors
+	for opts in "-c none" "-c lz4" "-c zstd" "--apr-layout aprender"; do
+		rm -f t.apr file.safetensors pipe.safetensors file.gguf pipe.gguf
+		fmt-convert $opts m.safetensors t.apr
+		fmt-convert t.apr file.safetensors
+		cat t.apr | fmt-convert - pipe.safetensors
+		cmp file.safetensors pipe.safetensors
+		fmt-convert --to gguf t.apr file.gguf
+		cat t.apr | fmt-convert --to gguf - pipe.gguf
+		cmp file.gguf pipe.gguf
+		run fmt-verify - <t.apr
+		assert_success
+		assert_output "-: ok (apr, 3 tensors, 1 file, $(stat -c %s t.apr) bytes)"
+		run fmt-inspect - < <(cat t.apr)
+		assert_success
+		assert_output --partial "size:       unknown (a stream)"
+		assert_output --partial "not read"
+	done
+}
+
+@test "APR from a pipe: a damaged or cut stream gives exit 6 or 4 and no output file" {
+	make_numpy_model m.safetensors
+	for opts in "-c none" "-c zstd" "--apr-layout aprender"; do
+		rm -f t.apr
+		fmt-convert $opts m.safetensors t.apr
+		size=$(stat -c %s t.apr)
+		# a byte of the last tensor's data, and a byte of the footer: only the end can tell
+		for at in $((size - 30)) $((size - 12)); do
+			/usr/bin/python3 -c "b=bytearray(open('t.apr','rb').read()); b[$at]^=0x10; open('c.apr','wb').write(b)"
+			run fmt-convert - out.safetensors < <(cat c.apr)
+			assert_failure 6
+			assert_output --partial "-: "
+			[ ! -e out.safetensors ]
+			[ -z "$(ls -A | grep fmtkit-tmp || true)" ]
+			run fmt-verify - < <(cat c.apr)
+			assert_failure 6
+		done
+		head -c $((size - 100)) t.apr >cut.apr
+		run fmt-convert - out.safetensors < <(cat cut.apr)
+		assert_failure 4
+		assert_output --partial "truncated"
+		[ ! -e out.safetensors ]
+	done
+}
+
+@test "APR from a pipe converts in bounded memory (200 MB through a 4 MiB-chunk pipeline)" {
+	/usr/bin/python3 - big.safetensors <<'PY'
+import json, struct, sys
+n, size = 50, 4_000_000
+hdr = {f"layer.{i:02d}.weight": {"dtype": "F32", "shape": [1000, 1000],
+	"data_offsets": [i * size, (i + 1) * size]} for i in range(n)}
+h = json.dumps(hdr).encode()
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<Q", len(h)) + h)
+    block = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    for i in range(n):
+        f.write(block)
+PY
+	fmt-convert big.safetensors big.apr
+	fmt-convert big.apr file.safetensors
+	rss=$(cat big.apr | /usr/bin/time -f '%M' fmt-convert - pipe.safetensors 2>&1 >/dev/null | tail -1)
+	cmp file.safetensors pipe.safetensors
+	echo "peak RSS ${rss} KiB for a $(stat -c %s big.apr)-byte stream" >&3
+	[ "$rss" -lt 40000 ]
+	rm -f pipe.safetensors
+	fmt-convert -c zstd big.safetensors bigz.apr
+	rss=$(cat bigz.apr | /usr/bin/time -f '%M' fmt-convert - pipe.safetensors 2>&1 >/dev/null | tail -1)
+	cmp file.safetensors pipe.safetensors
+	[ "$rss" -lt 40000 ]
+}
+
 # ---- shard sets (A.8) ----
 
 @test "--shard writes NAME-0000i-of-0000N.apr, each self-contained; any shard opens the set (FMT-002 sharded)" {

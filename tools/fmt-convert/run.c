@@ -62,8 +62,17 @@ static fmt_kind write_single(const convert_plan *p, fmt_model *in, const char *o
 	if (k != FMT_OK)
 		return k;
 	k = o->to->write(&p->out, &sink, wo, e);
-	if (k == FMT_OK)
+	if (k == FMT_OK) {
 		k = verify_streamed(in, o, e);
+	} else if ((k == FMT_INVALID_FORMAT || k == FMT_UNSUPPORTED) && fmt_model_sequential(in)) {
+		/* What looks malformed in a stream whose checksum fails is damage: say so. */
+		fmt_err why = *e;
+		if (verify_streamed(in, o, e) == FMT_CHECKSUM)
+			fmt_err_prefix(e, "%s; and", why.msg);
+		else
+			*e = why;
+		k = e->kind;
+	}
 	if (k == FMT_OK)
 		return fmt_sink_commit(&sink, e);
 	fmt_sink_abort(&sink);

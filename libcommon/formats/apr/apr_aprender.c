@@ -94,7 +94,7 @@ static fmt_kind check_footer(fmt_source *s, const apr_state *st, fmt_err *e)
 static fmt_kind read_header(fmt_source *s, apr_state *st, fmt_err *e)
 {
 	uint8_t h[APR_AP_HEADER];
-	if (s->size < APR_AP_HEADER)
+	if (!s->sequential && s->size < APR_AP_HEADER)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "truncated: %llu bytes, an aprender APR file has a 64-byte header",
 				(unsigned long long)s->size);
 	fmt_kind k = fmt_source_read(s, 0, h, sizeof h, e);
@@ -129,8 +129,11 @@ static fmt_kind read_header(fmt_source *s, apr_state *st, fmt_err *e)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "tensor_index_offset %llu and data_offset %llu do not fit a %llu-byte file",
 				(unsigned long long)st->index_offset, (unsigned long long)st->data_offset,
 				(unsigned long long)s->size);
-	const uint8_t *meta;
-	return fmt_source_view(s, meta_off, st->metadata_size, &meta, e);
+	/* A stream is read in the order of its sections. */
+	if (s->sequential && !(end <= st->index_offset && st->index_offset <= st->data_offset))
+		return fmt_fail(e, FMT_UNSUPPORTED, "metadata, index and data are not in file order: such a file cannot "
+				"be read from a stream (read it from a file)");
+	return FMT_OK;
 }
 
 static fmt_kind index_short(const char *what, uint32_t i, fmt_err *e)
@@ -182,7 +185,7 @@ static fmt_kind read_entry(fmt_model *m, const apr_state *st, const uint8_t *p, 
 		return fmt_fail(e, FMT_INVALID_FORMAT, "tensor '%s': size %llu, but its shape needs %llu bytes of %s", name,
 				(unsigned long long)size, (unsigned long long)tt.nbytes, fmt_dtype_name(t));
 	if (fmt_add_u64(st->data_offset, rel, &start) || fmt_add_u64(start, size, &end) ||
-	    end > m->sources[0].size)
+	    end > m->sources[0].size || (m->sources[0].sequential && end > FMT_SIZE_UNKNOWN - 4))
 		return fmt_fail(e, FMT_INVALID_FORMAT, "tensor '%s': payload at %llu of %llu bytes runs past the end of the file",
 				name, (unsigned long long)rel, (unsigned long long)size);
 	if (end > *extent)
@@ -190,43 +193,60 @@ static fmt_kind read_entry(fmt_model *m, const apr_state *st, const uint8_t *p, 
 	tt.source = 0;
 	tt.offset = start;
 	tt.file_offset = rel;
+	if (m->sources[0].sequential)
+		tt.seq_pos = start + 1;
 	memcpy(prev, name, (size_t)len + 1);
 	return fmt_model_add_tensor(m, &tt, NULL, e);
 }
 
 static fmt_kind read_index(fmt_model *m, apr_state *st, uint32_t count, fmt_err *e)
 {
-	const uint8_t *p;
+	uint8_t *p = NULL;
 	uint64_t n = st->data_offset - st->index_offset, at = 0, extent = st->data_offset;
-	fmt_kind k = fmt_source_view(&m->sources[0], st->index_offset, n, &p, e);
+	fmt_kind k = FMT_OK;
+	if (count > n / 20)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "tensor_count %u cannot fit between the index and the data", count);
 	char *prev = malloc(65536);
-	if (k == FMT_OK && !prev)
-		k = fmt_fail(e, FMT_IO, "out of memory");
-	if (k == FMT_OK && count > n / 20)
-		k = fmt_fail(e, FMT_INVALID_FORMAT, "tensor_count %u cannot fit between the index and the data", count);
+	if (!prev)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	k = fmt_apr_read_grow(&m->sources[0], st->index_offset, n, &p, e);
 	for (uint32_t i = 0; i < count && k == FMT_OK; i++)
 		k = read_entry(m, st, p, n, &at, i, prev, &extent, e);
 	free(prev);
+	free(p);
+	st->data_end = extent;
 	/* The footer is the 4 bytes after the data; some old files have none. */
-	st->has_footer = k == FMT_OK && m->sources[0].size >= 4 && m->sources[0].size - 4 >= extent;
+	st->has_footer = k == FMT_OK && !m->sources[0].sequential && m->sources[0].size >= 4 &&
+			 m->sources[0].size - 4 >= extent;
 	return k;
+}
+
+static void crc_observe(void *ctx, const uint8_t *p, size_t n)
+{
+	apr_state *st = ctx;
+	st->stream_crc = crc_of(st->stream_crc, p, n);
 }
 
 fmt_kind fmt_apr_ap_open(fmt_model *m, apr_state *st, fmt_err *e)
 {
 	fmt_source *s = &m->sources[0];
 	uint8_t h[APR_AP_HEADER];
-	fmt_kind k = read_header(s, st, e);
-	const uint8_t *meta = NULL;
+	fmt_kind k = s->sequential ? fmt_source_observe(s, crc_observe, st, e) : FMT_OK;
+	uint8_t *meta = NULL;
+	if (k == FMT_OK)
+		k = read_header(s, st, e);
 	if (k == FMT_OK)
 		k = fmt_source_read(s, 0, h, sizeof h, e);
 	if (k == FMT_OK)
-		k = fmt_source_view(s, fmt_rd_u64(h + 12), st->metadata_size, &meta, e);
+		k = fmt_apr_read_grow(s, fmt_rd_u64(h + 12), st->metadata_size, &meta, e);
 	if (k == FMT_OK)
 		k = fmt_apr_meta_read(m, (const char *)meta, (size_t)st->metadata_size, APR_APRENDER, NULL, e);
+	free(meta);
 	if (k == FMT_OK)
 		k = read_index(m, st, fmt_rd_u32(h + 8), e);
 	m->version = 2;
+	if (s->sequential)
+		return k;              /* the footer comes at the end: verify */
 	if (k == FMT_OK && st->has_footer) {
 		uint8_t f[4];
 		k = fmt_source_read(s, s->size - 4, f, 4, e);
@@ -250,8 +270,34 @@ fmt_kind fmt_apr_ap_open(fmt_model *m, apr_state *st, fmt_err *e)
 	return k;
 }
 
+static void crc_hash(void *ctx, const uint8_t *p, size_t n)
+{
+	crc_observe(ctx, p, n);
+}
+
+/* A stream: payloads may lie in any order (aprender's streaming writer); they were read in
+ * ascending offset, and the CRC has seen every byte but the footer's. */
+static fmt_kind stream_verify(fmt_model *m, apr_state *st, fmt_err *e)
+{
+	uint8_t f[4];
+	size_t flen;
+	fmt_kind k = fmt_apr_stream_tail(&m->sources[0], st->data_end, crc_hash, st, f, sizeof f, &flen, e);
+	if (k != FMT_OK)
+		return k;
+	st->has_footer = flen == 4;
+	if (!st->has_footer)
+		return fmt_fail(e, FMT_CHECKSUM, "no footer CRC (the file ends with its tensor data)");
+	st->checksum = fmt_rd_u32(f);
+	if (st->stream_crc != (uint32_t)st->checksum)
+		return fmt_fail(e, FMT_CHECKSUM, "footer CRC mismatch: CRC32 of the file is %08x, the footer says %08x",
+				st->stream_crc, (unsigned)st->checksum);
+	return FMT_OK;
+}
+
 fmt_kind fmt_apr_ap_verify(fmt_model *m, const apr_state *st, fmt_err *e)
 {
+	if (m->sources[0].sequential)
+		return stream_verify(m, (apr_state *)st, e);
 	return check_footer(&m->sources[0], st, e);
 }
 

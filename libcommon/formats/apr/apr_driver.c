@@ -225,7 +225,8 @@ static json_t *apr_describe(const fmt_model *m)
 	} else {
 		json_object_set_new(o, "header_crc", json_sprintf("%08x", st->header_crc));
 		json_object_set_new(o, "checksum", st->has_footer ? json_sprintf("crc32 %08x", (unsigned)st->checksum)
-								  : json_string("none (no footer)"));
+					   : fmt_model_sequential(m) ? json_string("crc32 (in the footer at the end of the stream, not read)")
+								      : json_string("none (no footer)"));
 	}
 	json_object_set_new(o, "data_offset", fmt_json_u64(st->data_offset));
 	return o;

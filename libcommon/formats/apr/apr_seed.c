@@ -524,6 +524,14 @@ static fmt_kind stream_verify(fmt_model *m, const apr_state *st, int frames, fmt
 	uint8_t f[APR_SEED_FOOTER];
 	size_t flen;
 	fmt_kind k = frames ? check_frames(m, e) : FMT_OK;
+	if (k == FMT_INVALID_FORMAT) {     /* a bad frame in a stream whose checksum fails is damage */
+		fmt_err why = *e;
+		if (stream_verify(m, st, 0, e) == FMT_CHECKSUM)
+			fmt_err_prefix(e, "%s; and", why.msg);
+		else
+			*e = why;
+		return e->kind;
+	}
 	if (k == FMT_OK)
 		k = fmt_apr_stream_tail(s, st->data_end, xxh_hash, st->stream_xxh, f, sizeof f, &flen, e);
 	if (k == FMT_OK && flen < sizeof f)
