@@ -186,6 +186,29 @@ PY
 	assert_output --partial '"max_position_embeddings":128'
 }
 
+@test "a hostile tensor_count costs only the entries really there (24 MB file, 200 MB address space)" {
+	# tensor_count is the most 21-byte entries the file could hold (1.1 million, ~300 MB of
+	# tensors if allocated up front); the first entry is empty. The open must fail on it with
+	# exit 4 without allocating for the claimed count, and likewise from a pipe.
+	/usr/bin/python3 - h.apr <<'PY'
+import struct, sys
+size = 24_000_000
+meta = b"{}"
+head = b"APR\x02" + struct.pack("<HIQQ", 2, 0, 32, len(meta)) + bytes(6) + meta
+head += bytes(64 - len(head))
+count = (size - 64 - 16 - 8) // 21
+body = head + struct.pack("<Q", count)
+body += bytes(size - 16 - len(body))
+open(sys.argv[1], "wb").write(body + struct.pack("<QQ", 0, size))
+PY
+	run bash -c "ulimit -v 200000; fmt-inspect h.apr"
+	assert_failure 4
+	assert_output --partial "tensor index entry 0: empty name"
+	run bash -c "ulimit -v 200000; fmt-inspect - <h.apr"
+	assert_failure 4
+	assert_output --partial "tensor index entry 0: empty name"
+}
+
 # ---- FMT-003 and FMT-004 ----
 
 @test "FMT-003: a wrong magic is InvalidFormat (exit 4), never a crash" {
