@@ -204,6 +204,12 @@ fmt_value fmt_array_item(const fmt_value *a, uint64_t i);
 /* An array of count scalars of type elem taking a copy of their packed bytes. */
 fmt_kind fmt_value_packed(fmt_value *out, fmt_vtype elem, uint64_t count, const void *bytes, fmt_err *e);
 
+/* A JSON value as a metadata value: strings, integers (I64), reals (F64) and booleans as they
+ * are; an array of one kind of scalar (integers and reals together as F64) or of arrays, a
+ * typed array; anything else (objects, null, mixed arrays, nesting deeper than 16) as its
+ * compact JSON text (a STR), with object keys in order, or sorted when sort_keys. */
+fmt_kind fmt_value_from_json(const json_t *j, int sort_keys, fmt_value *out, fmt_err *e);
+
 /* A metadata value as JSON; arrays longer than max_items (0 = no limit) are abbreviated to
  * their first max_items items plus {"truncated": total}. */
 json_t *fmt_json_value(const fmt_value *v, size_t max_items);
