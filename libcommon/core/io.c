@@ -671,16 +671,10 @@ static mode_t creation_mode(void)
 	return (mode_t)(0666 & ~mask);
 }
 
-fmt_kind fmt_sink_pwrite(fmt_sink *k, uint64_t off, const void *data, size_t n, fmt_err *e)
+/* Flush what is buffered, then write n bytes at off. */
+static fmt_kind flush_and_pwrite(fmt_sink *k, uint64_t off, const uint8_t *p, size_t n, fmt_err *e)
 {
-	uint64_t end;
-	if (k->is_stdout)
-		return fmt_fail(e, FMT_USAGE, "this format cannot be streamed to standard output");
-	if (fmt_add_u64(off, n, &end) || end > k->written)
-		return fmt_fail(e, FMT_INTERNAL, "patch at %llu past the %llu bytes written",
-				(unsigned long long)off, (unsigned long long)k->written);
 	fmt_kind r = sink_flush(k, e);
-	const uint8_t *p = data;
 	while (r == FMT_OK && n > 0) {
 		ssize_t put = pwrite(k->fd, p, n, (off_t)off);
 		if (put < 0 && errno == EINTR)
@@ -694,6 +688,17 @@ fmt_kind fmt_sink_pwrite(fmt_sink *k, uint64_t off, const void *data, size_t n, 
 	return r;
 }
 
+fmt_kind fmt_sink_pwrite(fmt_sink *k, uint64_t off, const void *data, size_t n, fmt_err *e)
+{
+	uint64_t end;
+	if (k->is_stdout)
+		return fmt_fail(e, FMT_USAGE, "this format cannot be streamed to standard output");
+	if (fmt_add_u64(off, n, &end) || end > k->written)
+		return fmt_fail(e, FMT_INTERNAL, "patch at %llu past the %llu bytes written",
+				(unsigned long long)off, (unsigned long long)k->written);
+	return flush_and_pwrite(k, off, data, n, e);
+}
+
 fmt_kind fmt_sink_write_at(fmt_sink *k, uint64_t off, const void *data, size_t n, fmt_err *e)
 {
 	uint64_t end;
@@ -701,20 +706,9 @@ fmt_kind fmt_sink_write_at(fmt_sink *k, uint64_t off, const void *data, size_t n
 		return fmt_fail(e, FMT_USAGE, "this output cannot be written in this order to standard output");
 	if (fmt_add_u64(off, n, &end) || end > INT64_MAX)
 		return fmt_fail(e, FMT_INTERNAL, "write at %llu past the largest file", (unsigned long long)off);
-	fmt_kind r = sink_flush(k, e);
-	const uint8_t *p = data;
 	if (write_hook)
 		write_hook(write_hook_ctx, n);
-	while (r == FMT_OK && n > 0) {
-		ssize_t put = pwrite(k->fd, p, n, (off_t)off);
-		if (put < 0 && errno == EINTR)
-			continue;
-		if (put < 0)
-			return io_fail(e, k->path, "write");
-		p += put;
-		n -= (size_t)put;
-		off += (uint64_t)put;
-	}
+	fmt_kind r = flush_and_pwrite(k, off, data, n, e);
 	if (r == FMT_OK && end > k->written) {
 		k->written = end;
 		if (lseek(k->fd, (off_t)end, SEEK_SET) < 0)
