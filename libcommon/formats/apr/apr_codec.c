@@ -273,8 +273,11 @@ fmt_kind fmt_apr_compress_tensor(const fmt_model *m, const fmt_tensor *t, apr_co
 
 /* ---- decompression on demand ---- */
 
-/* A compressed tensor is decompressed whole on its first read and the buffer dropped once every
+/* A compressed tensor read front to back (what writers do) is decoded straight into each
+ * range asked for (struct frame_stream: one decoder kept between reads); read any other way, or
+ * decoded ahead on other threads, it is decompressed whole and the buffer dropped once every
  * byte was handed out: readers (and the conversion pool's tasks) take disjoint ranges. */
+struct frame_stream;
 typedef struct frame_reader {
 	int src;
 	uint64_t off, stored;
@@ -282,12 +285,16 @@ typedef struct frame_reader {
 	pthread_mutex_t lock;
 	uint8_t *raw;
 	uint64_t served;
+	struct frame_stream *fs;       /* decoding in order, or NULL */
 } frame_reader;
+
+static void stream_free(struct frame_stream *fs);
 
 static void frame_reader_free(void *p)
 {
 	frame_reader *r = p;
 	pthread_mutex_destroy(&r->lock);
+	stream_free(r->fs);
 	free(r->raw);
 	free(r);
 }
@@ -511,6 +518,129 @@ static fmt_kind decompress_whole(const fmt_model *m, const fmt_tensor *t, frame_
 static fmt_kind frame_read(const fmt_model *m, const fmt_tensor *t, uint64_t off, uint8_t *dst, size_t n,
 			   fmt_err *e);
 
+/* ---- decoding in order, straight into the destination ---- */
+
+typedef struct frame_stream {
+	ZSTD_DCtx *z;
+	LZ4F_dctx *l;
+	frame_in in;
+	uint64_t done, raw;            /* bytes produced, bytes the frame must hold */
+} frame_stream;
+
+static void stream_free(frame_stream *fs)
+{
+	if (!fs)
+		return;
+	ZSTD_freeDCtx(fs->z);
+	LZ4F_freeDecompressionContext(fs->l);
+	free(fs->in.buf);
+	free(fs);
+}
+
+static fmt_kind stream_begin(fmt_source *s, const frame_reader *r, uint64_t raw, frame_stream **out, fmt_err *e)
+{
+	frame_stream *fs = calloc(1, sizeof *fs);
+	*out = NULL;
+	if (!fs)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	fs->in = (frame_in){ .s = s, .off = r->off, .left = r->stored };
+	fs->raw = raw;
+	fmt_kind k = plausible(r->codec, r->stored, raw) ? FMT_OK
+		: fmt_fail(e, FMT_INVALID_FORMAT, "%llu stored bytes cannot hold %llu raw bytes",
+			   (unsigned long long)r->stored, (unsigned long long)raw);
+	if (k == FMT_OK && !(fs->in.buf = malloc(IN_PIECE)))
+		k = fmt_fail(e, FMT_IO, "out of memory");
+	if (k == FMT_OK)
+		k = in_fill(&fs->in, e);
+	if (k == FMT_OK && r->codec == APR_CODEC_ZSTD) {
+		unsigned long long size = ZSTD_getFrameContentSize(fs->in.buf, fs->in.len);
+		if (size == ZSTD_CONTENTSIZE_ERROR)
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "not a zstd frame");
+		else if (size == ZSTD_CONTENTSIZE_UNKNOWN)
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "zstd frame without content size");
+		else if (size != raw)
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "zstd frame holds %llu bytes, the index says %llu", size,
+				     (unsigned long long)raw);
+		else if (!(fs->z = ZSTD_createDCtx()))
+			k = fmt_fail(e, FMT_IO, "out of memory");
+	} else if (k == FMT_OK) {
+		LZ4F_frameInfo_t info;
+		size_t used = fs->in.len, rc = LZ4F_createDecompressionContext(&fs->l, LZ4F_VERSION);
+		if (LZ4F_isError(rc))
+			k = fmt_fail(e, FMT_IO, "out of memory");
+		else if (LZ4F_isError(rc = LZ4F_getFrameInfo(fs->l, &info, fs->in.buf, &used)))
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "not an LZ4 frame (%s)", LZ4F_getErrorName(rc));
+		else if (info.contentSize != raw || (info.contentSize == 0 && raw != 0))
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 frame holds %llu bytes, the index says %llu",
+				     (unsigned long long)info.contentSize, (unsigned long long)raw);
+		fs->in.pos = used;
+	}
+	if (k != FMT_OK) {
+		stream_free(fs);
+		return k;
+	}
+	*out = fs;
+	return FMT_OK;
+}
+
+/* Decode into dst (room bytes); *made = bytes produced, *ended when the frame is complete. */
+static fmt_kind stream_step(frame_stream *fs, uint8_t *dst, size_t room, size_t *made, int *ended, fmt_err *e)
+{
+	fmt_kind k = in_fill(&fs->in, e);
+	*made = 0;
+	*ended = 0;
+	if (k != FMT_OK)
+		return k;
+	size_t before = fs->in.pos;
+	if (fs->z) {
+		ZSTD_inBuffer src = { fs->in.buf, fs->in.len, fs->in.pos };
+		ZSTD_outBuffer out = { dst, room, 0 };
+		size_t r = ZSTD_decompressStream(fs->z, &out, &src);
+		if (ZSTD_isError(r))
+			return fmt_fail(e, FMT_INVALID_FORMAT, "zstd: %s", ZSTD_getErrorName(r));
+		fs->in.pos = src.pos;
+		*made = out.pos;
+		*ended = r == 0;
+	} else {
+		size_t src = fs->in.len - fs->in.pos, out = room;
+		size_t r = LZ4F_decompress(fs->l, dst, &out, fs->in.buf + fs->in.pos, &src, NULL);
+		if (LZ4F_isError(r))
+			return fmt_fail(e, FMT_INVALID_FORMAT, "LZ4: %s", LZ4F_getErrorName(r));
+		fs->in.pos += src;
+		*made = out;
+		*ended = r == 0;
+	}
+	if (!*ended && *made == 0 && fs->in.pos == before && in_done(&fs->in))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "%s frame is truncated", fs->z ? "zstd" : "LZ4");
+	return FMT_OK;
+}
+
+/* The next n bytes of the frame into dst; after the last, the frame must end exactly there. */
+static fmt_kind stream_read(frame_stream *fs, uint8_t *dst, size_t n, fmt_err *e)
+{
+	size_t made;
+	int ended = 0;
+	fmt_kind k = FMT_OK;
+	for (size_t got = 0; k == FMT_OK && got < n; got += made) {
+		k = stream_step(fs, dst + got, n - got, &made, &ended, e);
+		if (k == FMT_OK && ended && got + made < n)
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "the frame holds %llu bytes, fewer than the %llu the index says",
+				     (unsigned long long)(fs->done + got + made), (unsigned long long)fs->raw);
+	}
+	fs->done += n;
+	while (k == FMT_OK && fs->done == fs->raw && !ended) {   /* the end of the frame, and nothing more */
+		uint8_t one;
+		k = stream_step(fs, &one, 1, &made, &ended, e);
+		if (k == FMT_OK && made)
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "the frame holds more than the %llu bytes the index says",
+				     (unsigned long long)fs->raw);
+	}
+	if (k == FMT_OK && fs->done == fs->raw && !in_done(&fs->in))
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "the segment is not exactly one %s frame of %llu bytes",
+			     fs->z ? "zstd" : "LZ4", (unsigned long long)fs->raw);
+	return k;
+}
+
 /* ---- decoding ahead ---- */
 
 #define AHEAD_MAX 16
@@ -572,7 +702,28 @@ static fmt_kind frame_read(const fmt_model *m, const fmt_tensor *t, uint64_t off
 	if (off == 0 && !decoded(r))
 		decode_ahead(m, t);
 	pthread_mutex_lock(&r->lock);
-	if (!r->raw)
+	if (!r->raw && off == 0 && !r->fs)
+		k = stream_begin(&m->sources[r->src], r, t->nbytes, &r->fs, e);
+	if (k == FMT_OK && !r->raw && r->fs && off == r->fs->done) {
+		k = stream_read(r->fs, dst, n, e);
+		if (k != FMT_OK || r->fs->done == t->nbytes) {
+			stream_free(r->fs);
+			r->fs = NULL;
+		}
+		if (k != FMT_OK) {
+			fmt_err_prefix(e, "tensor '%s'", t->name);
+			fmt_err_file(e, m->sources[r->src].path);
+		}
+		pthread_mutex_unlock(&r->lock);
+		return k;
+	}
+	if (k != FMT_OK) {
+		fmt_err_prefix(e, "tensor '%s'", t->name);
+		fmt_err_file(e, m->sources[r->src].path);
+	}
+	stream_free(r->fs);              /* read out of order: decode it whole */
+	r->fs = NULL;
+	if (k == FMT_OK && !r->raw)
 		k = decompress_whole(m, t, r, e);
 	if (k == FMT_OK) {
 		memcpy(dst, r->raw + off, n);
