@@ -1,5 +1,6 @@
 /* The model drivers and the questions tools ask them. A new format is one line in
  * FMT_MODEL_DRIVERS below plus its own folder. */
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include "fmt/registry.h"
@@ -87,6 +88,48 @@ const fmt_driver *fmt_driver_with(unsigned caps)
 		if (drivers[i]->write && fmt_driver_can(drivers[i], caps))
 			return drivers[i];
 	return NULL;
+}
+
+fmt_kind fmt_codec_parse(const fmt_driver *d, const char *spec, fmt_codec *codec, int *level, fmt_err *e)
+{
+	static const struct { const char *name; fmt_codec codec; int max; } codecs[] = {
+		{ "none", FMT_CODEC_NONE, 0 }, { "lz4", FMT_CODEC_LZ4, 12 }, { "zstd", FMT_CODEC_ZSTD, 19 },
+	};
+	*level = 0;
+	if (!d->compresses) {
+		if (strcmp(spec, "none") == 0) {
+			*codec = FMT_CODEC_NONE;
+			return FMT_OK;
+		}
+		char names[256] = "";
+		size_t used = 0;
+		for (size_t i = 0; drivers[i] && used < sizeof names; i++)
+			if (drivers[i]->compresses && drivers[i]->write)
+				used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "",
+							 drivers[i]->name);
+		return fmt_fail(e, FMT_USAGE, "--compression: %s output is not compressed (only none; formats that "
+				"compress: %s, ald)", d->name, names);
+	}
+	if (strcmp(spec, "zstd-max") == 0) {
+		*codec = FMT_CODEC_ZSTD;
+		*level = 19;
+		return FMT_OK;
+	}
+	const char *colon = strchr(spec, ':');
+	size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
+	for (size_t i = 0; i < sizeof codecs / sizeof codecs[0]; i++) {
+		if (strlen(codecs[i].name) != n || strncmp(codecs[i].name, spec, n) != 0)
+			continue;
+		char *end;
+		long v = colon ? strtol(colon + 1, &end, 10) : 0;
+		if (colon && (!colon[1] || *end || v < 1 || v > codecs[i].max))
+			break;
+		*codec = codecs[i].codec;
+		*level = (int)v;
+		return FMT_OK;
+	}
+	return fmt_fail(e, FMT_USAGE, "--compression takes none, lz4[:1-12], zstd[:1-19] or zstd-max for %s output",
+			d->name);
 }
 
 const fmt_driver *fmt_driver_holding(fmt_dtype t)

@@ -402,15 +402,38 @@ PY
 @test "option errors: -c and --apr-layout need APR output; bad values are usage errors" {
 	run fmt-convert -c zstd "$TINY" t.safetensors
 	assert_failure 2
+	assert_output --partial "--compression: safetensors output is not compressed (only none; formats that compress: apr, ald)"
+	run fmt-convert --compression none "$TINY" t.safetensors
+	assert_success
 	run fmt-convert --apr-layout seed "$TINY" t.gguf
 	assert_failure 2
 	run fmt-convert --apr-layout other "$TINY" t.apr
 	assert_failure 2
-	for c in gzip zstd:0 zstd:20 lz4:13 'zstd:' 'lz4:x'; do
+	for c in gzip zstd:0 zstd:20 lz4:13 'zstd:' 'lz4:x' zstd-max:3; do
 		run fmt-convert -c "$c" "$TINY" t.apr
 		assert_failure 2
+		assert_output --partial "--compression takes none, lz4[:1-12], zstd[:1-19] or zstd-max for apr output"
 	done
 	[ ! -e t.apr ]
+}
+
+@test "one --compression (-c) for every writer: its values are the output format's; --compress still works" {
+	make_numpy_model m.safetensors
+	fmt-convert -c zstd:19 m.safetensors a.apr
+	fmt-convert --compression zstd-max m.safetensors b.apr
+	cmp a.apr b.apr
+	fmt-convert --compress lz4 m.safetensors c.apr
+	run fmt-inspect c.apr
+	assert_output --partial "compression: lz4"
+	printf 'a,b\n1,2\n3,4\n' >t.csv
+	for c in none zstd zstd-max lz4; do
+		fmt-convert -f -c $c t.csv t.ald
+		run fmt-inspect --json t.ald
+		assert_output --partial "\"compression\":\"$c\""
+	done
+	run fmt-convert -f -c zstd:3 t.csv t.ald
+	assert_failure 2
+	assert_output --partial "--compression takes none, zstd, zstd-max or lz4 for a dataset"
 }
 
 @test "APR read from a pipe: fmt-inspect - and fmt-convert - OUT" {

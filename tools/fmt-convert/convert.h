@@ -27,7 +27,8 @@ typedef struct convert_opts {
 	int force_set;               /* the output was named NAME.<ext>.index.json */
 	int sign;                    /* --sign */
 	const char *layout;          /* --apr-layout: one of the target driver's layouts */
-	fmt_codec codec;             /* -c/--compress */
+	const char *compression;     /* -c/--compression, as given (parsed for the output's driver) */
+	fmt_codec codec;             /* what it means for a model output */
 	int codec_level;
 	fmt_key_opts key;            /* which key --sign uses */
 	fmt_overflow_mode overflow;  /* --overflow (--allow-overflow = saturate) */

@@ -149,6 +149,11 @@ const fmt_driver *fmt_driver_holding(fmt_dtype t);
 /* "safetensors, gguf or apsim": the writable single-file formats, for messages. */
 void fmt_driver_writer_names(char *buf, size_t n);
 
+/* A compression asked for d's output (fmt-convert --compression): none, lz4[:1-12],
+ * zstd[:1-19] or zstd-max (zstd level 19) for a driver that compresses; none only for the
+ * others. UsageError naming what d takes otherwise. */
+fmt_kind fmt_codec_parse(const fmt_driver *d, const char *spec, fmt_codec *codec, int *level, fmt_err *e);
+
 /* The driver that writes sets of models d opens (d itself, or its file_driver), or NULL. */
 const fmt_driver *fmt_driver_set_writer(const fmt_driver *d);
 /* The single-file driver of models d opens (d itself, or its file_driver). */
