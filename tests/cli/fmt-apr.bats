@@ -209,6 +209,77 @@ PY
 	assert_output --partial "tensor index entry 0: empty name"
 }
 
+@test "aprender APR_Q4 and APR_Q8 tensors (codes 128, 129; legacy 8, 9) are read as F32 per §12" {
+	/usr/bin/python3 - q.apr 128 129 <<'PY'
+import json, struct, sys, zlib
+import numpy as np
+out, c4, c8 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+a64 = lambda x: (x + 63) & ~63
+# APR_Q8: one f32 scale, then int8 codes
+q8 = struct.pack("<f", 0.5) + np.array([-127, 0, 1, 127, -3], dtype=np.int8).tobytes()
+# APR_Q4: 40 elements = 2 blocks (the second short): f16 scale, 16 bytes, even i low nibble
+codes = [(i * 5) % 16 for i in range(40)]
+def block(scale, cs):
+    cs = cs + [0] * (32 - len(cs))
+    return np.float16(scale).tobytes() + bytes(cs[2 * j] | (cs[2 * j + 1] << 4) for j in range(16))
+q4 = block(0.25, codes[:32]) + block(-2.0, codes[32:])
+tensors = [("a.q4", c4, [5, 8], q4), ("b.q8", c8, [5], q8)]
+meta = b'{"model_type":"q"}'
+index, data = b"", b""
+for name, code, shape, payload in tensors:
+    index += struct.pack("<H", len(name)) + name.encode() + bytes([code, len(shape)])
+    index += b"".join(struct.pack("<Q", d) for d in shape) + struct.pack("<QQ", len(data), len(payload))
+    data += payload + bytes(a64(len(payload)) - len(payload))
+io = 64 + a64(len(meta)); do = io + a64(len(index))
+h = b"APR\0" + bytes([2, 0]) + struct.pack("<HIQIQQ", 0x400, len(tensors), 64, len(meta), io, do)
+h += struct.pack("<I", zlib.crc32(h[:40] + bytes(20))) + bytes(20)
+body = h + meta + bytes(a64(len(meta)) - len(meta)) + index + bytes(a64(len(index)) - len(index)) + data
+open(out, "wb").write(body + struct.pack("<I", zlib.crc32(body)))
+PY
+	fmt-verify q.apr
+	fmt-convert q.apr q.safetensors
+	run /usr/bin/python3 - q.safetensors <<'PY'
+import json, struct, sys
+import numpy as np
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n]); d = b[8 + n:]
+for k in sorted(h):
+    if k == "__metadata__": continue
+    s, e = h[k]["data_offsets"]
+    print(k, h[k]["dtype"], h[k]["shape"], np.frombuffer(d[s:e], dtype=np.float32).tolist())
+codes = [(i * 5) % 16 for i in range(40)]
+exp = [(c - 8) * (0.25 if i < 32 else -2.0) for i, c in enumerate(codes)]
+print("q4 expected", exp)
+PY
+	assert_success
+	assert_line "b.q8 F32 [5] [-63.5, 0.0, 0.5, 63.5, -1.5]"
+	q4=$(echo "$output" | sed -n 's/^a.q4 F32 \[5, 8\] //p')
+	exp=$(echo "$output" | sed -n 's/^q4 expected //p')
+	[ -n "$q4" ]
+	[ "$q4" = "$exp" ]
+	run fmt-inspect --tensors q.apr
+	assert_output --partial "a.q4"
+	# the legacy codes 8 and 9 hold the same layouts; a payload of the wrong size is exit 4
+	/usr/bin/python3 -c "
+import sys
+b=bytearray(open('q.apr','rb').read())
+i=b.find(b'a.q4'); b[i+4]=8; j=b.find(b'b.q8'); b[j+4]=9
+import zlib,struct
+b[40:44]=struct.pack('<I', zlib.crc32(bytes(b[:40])+bytes(b[44:64]))); b[-4:]=struct.pack('<I', zlib.crc32(bytes(b[:-4])))
+open('legacy.apr','wb').write(b)"
+	fmt-convert legacy.apr legacy.safetensors
+	cmp q.safetensors legacy.safetensors
+	/usr/bin/python3 -c "
+import zlib,struct
+b=bytearray(open('q.apr','rb').read())
+j=b.find(b'b.q8')+4+2+8+8; b[j:j+8]=struct.pack('<Q', 8)
+b[-4:]=struct.pack('<I', zlib.crc32(bytes(b[:-4])))
+open('bad.apr','wb').write(b)"
+	run fmt-inspect bad.apr
+	assert_failure 4
+	assert_output --partial "tensor 'b.q8': size 8, but 5 elements of APR_Q8 take 9 bytes"
+}
+
 # ---- FMT-003 and FMT-004 ----
 
 @test "FMT-003: a wrong magic is InvalidFormat (exit 4), never a crash" {

@@ -1,10 +1,12 @@
 /* The aprender layout (specs/apr.md Part B): 64-byte header with its own CRC32, JSON metadata,
  * a name-sorted tensor index, 64-aligned payloads, a CRC32 footer over everything before it.
  * Written byte for byte as aprender writes it (§10, §20, §21). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 #include "fmt/checked.h"
+#include "fmt/half.h"
 #include "apr_internal.h"
 
 #define AP_MAX_NAME 256                /* aprender's writer cuts longer names */
@@ -39,10 +41,110 @@ static const char *ap_code_name(unsigned code)
 {
 	switch (code) {
 	case 2: return "BF16 in files before 2026 (no longer read by aprender)";
-	case 8: case 128: return "APR_Q4 (aprender's own 4-bit format)";
-	case 9: case 129: return "APR_Q8 (aprender's own 8-bit format)";
 	default: return "not an aprender dtype";
 	}
+}
+
+/* ---- APR_Q4 and APR_Q8 (§12): aprender's own quantizations, decoded to F32 on read ---- */
+
+#define APR_Q4_BLOCK 32u
+#define APR_Q4_BLOCK_BYTES 18u
+
+typedef struct aprq_reader {
+	int q4;                        /* APR_Q4 (codes 8, 128), else APR_Q8 (9, 129) */
+	uint64_t start;                /* the payload's absolute offset */
+} aprq_reader;
+
+static int is_aprq(unsigned code)
+{
+	return code == 8 || code == 9 || code == 128 || code == 129;
+}
+
+/* The stored size of n elements. */
+static uint64_t aprq_size(int q4, uint64_t n)
+{
+	if (q4)
+		return (n / APR_Q4_BLOCK + (n % APR_Q4_BLOCK != 0)) * APR_Q4_BLOCK_BYTES;
+	return n ? n + 4 : 0;
+}
+
+static void put_f32(uint8_t *dst, float v)
+{
+	memcpy(dst, &v, 4);
+}
+
+/* APR_Q4: f16 scale, then 16 bytes in which element i of the block is byte i/2's low nibble
+ * when i is even, its high nibble when odd; value (nibble - 8) x scale, a NaN, infinite or
+ * tiny scale read as 0. */
+static void q4_block(const uint8_t *b, uint8_t *dst, uint64_t first, uint64_t count)
+{
+	float scale = fmt_f16_to_f32(fmt_rd_u16(b));
+	if (!isfinite(scale) || fabsf(scale) < 6.1e-5f)
+		scale = 0.0f;
+	for (uint64_t i = first; i < first + count; i++) {
+		unsigned byte = b[2 + i / 2], q = i % 2 ? byte >> 4 : byte & 0x0F;
+		put_f32(dst + 4 * (i - first), ((float)q - 8.0f) * scale);
+	}
+}
+
+static fmt_kind aprq_read(const fmt_model *m, const fmt_tensor *t, uint64_t off, uint8_t *dst, size_t n,
+			  fmt_err *e)
+{
+	const aprq_reader *r = t->reader_ctx;
+	fmt_source *s = &m->sources[t->source];
+	uint64_t e0 = off / 4, count = n / 4;
+	uint8_t buf[4096];
+	fmt_kind k = FMT_OK;
+	if (r->q4) {
+		uint64_t b = e0 / APR_Q4_BLOCK, skip = e0 % APR_Q4_BLOCK;
+		while (k == FMT_OK && count > 0) {
+			uint64_t blocks = sizeof buf / APR_Q4_BLOCK_BYTES, want = (skip + count + APR_Q4_BLOCK - 1) / APR_Q4_BLOCK;
+			if (blocks > want)
+				blocks = want;
+			k = fmt_source_read(s, r->start + b * APR_Q4_BLOCK_BYTES, buf, (size_t)(blocks * APR_Q4_BLOCK_BYTES), e);
+			for (uint64_t j = 0; k == FMT_OK && j < blocks && count > 0; j++) {
+				uint64_t take = APR_Q4_BLOCK - skip < count ? APR_Q4_BLOCK - skip : count;
+				q4_block(buf + j * APR_Q4_BLOCK_BYTES, dst, skip, take);
+				dst += 4 * take;
+				count -= take;
+				skip = 0;
+			}
+			b += blocks;
+		}
+		return k;
+	}
+	uint8_t sb[4];
+	float scale;
+	k = fmt_source_read(s, r->start, sb, 4, e);   /* one f32 scale, then an int8 per element */
+	memcpy(&scale, sb, 4);
+	for (uint64_t done = 0; k == FMT_OK && done < count;) {
+		size_t part = count - done < sizeof buf ? (size_t)(count - done) : sizeof buf;
+		k = fmt_source_read(s, r->start + 4 + e0 + done, buf, part, e);
+		for (size_t j = 0; k == FMT_OK && j < part; j++)
+			put_f32(dst + 4 * (done + j), (float)(int8_t)buf[j] * scale);
+		done += part;
+	}
+	return k;
+}
+
+/* Give t (F32, its shape) a reader decoding the APR_Q4/APR_Q8 payload of size bytes at start. */
+static fmt_kind attach_aprq(fmt_tensor *t, unsigned code, uint64_t start, uint64_t size, fmt_err *e)
+{
+	int q4 = code == 8 || code == 128;
+	if (size != aprq_size(q4, t->nelems))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "tensor '%s': size %llu, but %llu elements of %s take %llu bytes",
+				t->name, (unsigned long long)size, (unsigned long long)t->nelems, q4 ? "APR_Q4" : "APR_Q8",
+				(unsigned long long)aprq_size(q4, t->nelems));
+	aprq_reader *r = malloc(sizeof *r);
+	if (!r)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	*r = (aprq_reader){ .q4 = q4, .start = start };
+	t->reader = aprq_read;
+	t->reader_ctx = r;
+	t->free_ctx = free;
+	t->chunk_align = 4;
+	t->stored_bytes = size;
+	return FMT_OK;
 }
 
 /* ---- CRC32 (zlib's, the same algorithm) ---- */
@@ -158,7 +260,7 @@ static fmt_kind read_entry(fmt_model *m, const apr_state *st, const uint8_t *p, 
 	*at += len;
 	unsigned code = p[*at], ndim = p[*at + 1];
 	*at += 2;
-	fmt_dtype t = fmt_apr_ap_dtype(code);
+	fmt_dtype t = is_aprq(code) ? FMT_DT_F32 : fmt_apr_ap_dtype(code);
 	if (t == FMT_DT_INVALID)
 		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': dtype code %u (%s)", name, code, ap_code_name(code));
 	if (ndim > FMT_MAX_DIMS)
@@ -181,7 +283,7 @@ static fmt_kind read_entry(fmt_model *m, const apr_state *st, const uint8_t *p, 
 		fmt_err_prefix(e, "tensor '%s'", name);
 		return k;
 	}
-	if (size != tt.nbytes)
+	if (size != tt.nbytes && !is_aprq(code))
 		return fmt_fail(e, FMT_INVALID_FORMAT, "tensor '%s': size %llu, but its shape needs %llu bytes of %s", name,
 				(unsigned long long)size, (unsigned long long)tt.nbytes, fmt_dtype_name(t));
 	if (fmt_add_u64(st->data_offset, rel, &start) || fmt_add_u64(start, size, &end) ||
@@ -196,7 +298,11 @@ static fmt_kind read_entry(fmt_model *m, const apr_state *st, const uint8_t *p, 
 	if (m->sources[0].sequential)
 		tt.seq_pos = start + 1;
 	memcpy(prev, name, (size_t)len + 1);
-	return fmt_model_add_tensor(m, &tt, NULL, e);
+	fmt_tensor *added = NULL;
+	k = fmt_model_add_tensor(m, &tt, &added, e);
+	if (k == FMT_OK && is_aprq(code))
+		k = attach_aprq(added, code, start, size, e);
+	return k;
 }
 
 static fmt_kind read_index(fmt_model *m, apr_state *st, uint32_t count, fmt_err *e)
