@@ -280,6 +280,41 @@ open('bad.apr','wb').write(b)"
 	assert_output --partial "tensor 'b.q8': size 8, but 5 elements of APR_Q8 take 9 bytes"
 }
 
+@test "aprender whole-file-compressed variant (§13): zstd frame or size-prepended LZ4 block after the header" {
+	make_numpy_model m.safetensors
+	fmt-convert --apr-layout aprender m.safetensors a.apr
+	fmt-convert a.apr ref.safetensors
+	/usr/bin/python3 - a.apr <<'PY'
+import struct, sys, zlib, zstandard, lz4.block
+b = open(sys.argv[1], "rb").read()
+def image(flag):   # the file as aprender's loader sees it once decompressed, flag set, CRCs right
+    h = bytearray(b[:64]); h[6:8] = struct.pack("<H", struct.unpack("<H", h[6:8])[0] | flag)
+    h[40:44] = struct.pack("<I", zlib.crc32(bytes(h[:40]) + bytes(h[44:64])))
+    img = bytes(h) + b[64:-4]
+    return img + struct.pack("<I", zlib.crc32(img))
+z, l = image(2), image(1)
+open("z.apr", "wb").write(z[:64] + zstandard.ZstdCompressor().compress(z[64:]))
+open("l.apr", "wb").write(l[:64] + lz4.block.compress(l[64:], store_size=True))
+open("flag-only.apr", "wb").write(z)      # the flag on an uncompressed file: read as it is
+d = bytearray(open("z.apr", "rb").read()); d[-10] ^= 1; open("damaged.apr", "wb").write(d)
+PY
+	for f in z l flag-only; do
+		run fmt-verify $f.apr
+		assert_success
+		fmt-convert $f.apr $f.safetensors
+		cmp ref.safetensors $f.safetensors
+		cat $f.apr | fmt-convert - pipe-$f.safetensors
+		cmp ref.safetensors pipe-$f.safetensors
+	done
+	run fmt-inspect z.apr
+	assert_output --partial "compression: the whole file after the header, one zstd frame"
+	run fmt-inspect l.apr
+	assert_output --partial "compression: the whole file after the header, one size-prepended LZ4 block"
+	run fmt-verify damaged.apr
+	[ "$status" -eq 4 ] || [ "$status" -eq 6 ]
+	[ "$status" -ne 0 ]
+}
+
 # ---- FMT-003 and FMT-004 ----
 
 @test "FMT-003: a wrong magic is InvalidFormat (exit 4), never a crash" {

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#include <lz4.h>
+#include <zstd.h>
 #include "fmt/checked.h"
 #include "fmt/half.h"
 #include "apr_internal.h"
@@ -333,16 +335,113 @@ static void crc_observe(void *ctx, const uint8_t *p, size_t n)
 	st->stream_crc = crc_of(st->stream_crc, p, n);
 }
 
+/* ---- the whole-file-compressed variant (§13) ---- */
+
+/* Whether the metadata the header points at is a JSON object in the file as it is: then the
+ * compression flags are set on an uncompressed file (the common upstream case). */
+static int metadata_in_place(fmt_source *s, const uint8_t *h)
+{
+	uint64_t off = fmt_rd_u64(h + 12), n = fmt_rd_u32(h + 20), end;
+	uint8_t *text = NULL;
+	fmt_err e;
+	if (n == 0 || fmt_add_u64(off, n, &end) || end > s->size || fmt_apr_read_grow(s, off, n, &text, &e) != FMT_OK)
+		return 0;
+	json_t *j = json_loadb((const char *)text, (size_t)n, 0, NULL);
+	int ok = json_is_object(j);
+	json_decref(j);
+	free(text);
+	return ok;
+}
+
+/* The file with everything after its header decompressed (aprender's inference loader's reading
+ * of the flags): a new in-memory source in place of the file. */
+static fmt_kind decompress_image(fmt_model *m, apr_state *st, const uint8_t *h, fmt_err *e)
+{
+	fmt_source *s = &m->sources[0];
+	int zstd = (fmt_rd_u16(h + 6) & APR_AF_ZSTD) != 0;
+	uint64_t stored = s->size - APR_AP_HEADER, raw = 0;
+	uint8_t *in = NULL, *image = NULL;
+	fmt_kind k = fmt_apr_read_grow(s, APR_AP_HEADER, stored, &in, e);
+	if (k == FMT_OK && zstd) {
+		size_t frame = ZSTD_findFrameCompressedSize(in, (size_t)stored);
+		unsigned long long size = ZSTD_getFrameContentSize(in, (size_t)stored);
+		if (ZSTD_isError(frame) || size == ZSTD_CONTENTSIZE_ERROR)
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "flag ZSTD_COMPRESSED: neither metadata at the header's offset "
+				     "nor one zstd frame after the header");
+		else if (size == ZSTD_CONTENTSIZE_UNKNOWN)
+			k = fmt_fail(e, FMT_UNSUPPORTED, "flag ZSTD_COMPRESSED: the zstd frame does not say its size");
+		else if (stored - frame != 0 && stored - frame != 4)
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "flag ZSTD_COMPRESSED: %llu bytes follow the zstd frame",
+				     (unsigned long long)(stored - frame));
+		st->whole_stored = frame;
+		raw = size;
+	} else if (k == FMT_OK) {
+		if (stored < 4)
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "flag LZ4_COMPRESSED: no size-prepended LZ4 block after the header");
+		raw = stored >= 4 ? fmt_rd_u32(in) : 0;
+		st->whole_stored = stored;
+	}
+	/* No LZ4 block expands beyond 255 to 1, no zstd frame beyond 32768 to 1. */
+	uint64_t bound, total = 0;
+	if (k == FMT_OK && (fmt_mul_u64(st->whole_stored, zstd ? 32768u : 256u, &bound) || raw > bound + (1u << 17) ||
+			    fmt_add_u64(raw, APR_AP_HEADER, &total) || total > SIZE_MAX / 2))
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "%llu compressed bytes cannot hold %llu", (unsigned long long)st->whole_stored,
+			     (unsigned long long)raw);
+	if (k == FMT_OK && !(image = malloc((size_t)total)))
+		k = fmt_fail(e, FMT_IO, "out of memory for the %llu-byte decompressed file", (unsigned long long)total);
+	if (k == FMT_OK) {
+		memcpy(image, h, APR_AP_HEADER);
+		if (zstd) {
+			size_t r = ZSTD_decompress(image + APR_AP_HEADER, (size_t)raw, in, (size_t)st->whole_stored);
+			if (ZSTD_isError(r) || r != raw)
+				k = fmt_fail(e, FMT_INVALID_FORMAT, "flag ZSTD_COMPRESSED: %s",
+					     ZSTD_isError(r) ? ZSTD_getErrorName(r) : "the frame holds fewer bytes than it says");
+		} else if (stored - 4 > INT32_MAX || raw > INT32_MAX ||
+			   LZ4_decompress_safe((const char *)in + 4, (char *)image + APR_AP_HEADER, (int)(stored - 4), (int)raw) != (int)raw) {
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "flag LZ4_COMPRESSED: the bytes after the header are not one "
+				     "size-prepended LZ4 block of %llu bytes", (unsigned long long)raw);
+		}
+	}
+	if (k == FMT_OK && zstd && stored - st->whole_stored == 4) {  /* a footer after the frame */
+		st->whole_footer = 1;
+		st->whole_crc_stored = fmt_rd_u32(in + st->whole_stored);
+		st->whole_crc = crc_of(crc_of(0, h, APR_AP_HEADER), in, (size_t)st->whole_stored);
+	}
+	free(in);
+	if (k != FMT_OK) {
+		free(image);
+		return k;
+	}
+	char *path = strdup(s->path);
+	if (!path) {
+		free(image);
+		return fmt_fail(e, FMT_IO, "out of memory");
+	}
+	fmt_source_close(s);
+	s->path = path;
+	s->buf = image;
+	s->size = total;
+	st->whole_codec = zstd ? APR_CODEC_ZSTD : APR_CODEC_LZ4;
+	return FMT_OK;
+}
+
 fmt_kind fmt_apr_ap_open(fmt_model *m, apr_state *st, fmt_err *e)
 {
 	fmt_source *s = &m->sources[0];
 	uint8_t h[APR_AP_HEADER];
-	fmt_kind k = s->sequential ? fmt_source_observe(s, crc_observe, st, e) : FMT_OK;
+	fmt_kind k = fmt_source_read(s, 0, h, sizeof h, e);
 	uint8_t *meta = NULL;
+	if (k == FMT_OK && (fmt_rd_u16(h + 6) & (APR_AF_LZ4 | APR_AF_ZSTD)) && fmt_apr_ap_header_crc(h) == fmt_rd_u32(h + 40)) {
+		/* Compression flags: usually set on an uncompressed file; else the whole file after the
+		 * header is one compressed unit, read whole (also from a stream). */
+		k = fmt_source_make_whole(s, e);
+		if (k == FMT_OK && !metadata_in_place(s, h))
+			k = decompress_image(m, st, h, e);
+	}
+	if (k == FMT_OK && s->sequential)
+		k = fmt_source_observe(s, crc_observe, st, e);
 	if (k == FMT_OK)
 		k = read_header(s, st, e);
-	if (k == FMT_OK)
-		k = fmt_source_read(s, 0, h, sizeof h, e);
 	if (k == FMT_OK)
 		k = fmt_apr_read_grow(s, fmt_rd_u64(h + 12), st->metadata_size, &meta, e);
 	if (k == FMT_OK)
@@ -404,6 +503,15 @@ fmt_kind fmt_apr_ap_verify(fmt_model *m, const apr_state *st, fmt_err *e)
 {
 	if (m->sources[0].sequential)
 		return stream_verify(m, (apr_state *)st, e);
+	if (st->whole_codec != APR_CODEC_NONE) {
+		/* A CRC32 after the compressed unit covers the file; one at the end of the decompressed
+		 * image covers the image; with neither, the header CRC and the decoding are the checks. */
+		if (st->whole_footer && st->whole_crc != st->whole_crc_stored)
+			return fmt_fail(e, FMT_CHECKSUM, "footer CRC mismatch: CRC32 of the file is %08x, the footer says %08x",
+					st->whole_crc, st->whole_crc_stored);
+		if (st->whole_footer || !st->has_footer)
+			return FMT_OK;
+	}
 	return check_footer(&m->sources[0], st, e);
 }
 

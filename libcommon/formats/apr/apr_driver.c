@@ -224,6 +224,10 @@ static json_t *apr_describe(const fmt_model *m)
 								      (unsigned long long)st->shard_count));
 	} else {
 		json_object_set_new(o, "header_crc", json_sprintf("%08x", st->header_crc));
+		if (st->whole_codec != APR_CODEC_NONE)
+			json_object_set_new(o, "compression", json_sprintf("the whole file after the header, %s (%llu bytes)",
+				st->whole_codec == APR_CODEC_ZSTD ? "one zstd frame" : "one size-prepended LZ4 block",
+				(unsigned long long)st->whole_stored));
 		json_object_set_new(o, "checksum", st->has_footer ? json_sprintf("crc32 %08x", (unsigned)st->checksum)
 					   : fmt_model_sequential(m) ? json_string("crc32 (in the footer at the end of the stream, not read)")
 								      : json_string("none (no footer)"));

@@ -62,6 +62,12 @@ typedef struct apr_state {
 	uint64_t checksum;             /* seed: the footer's XXH3-64; aprender: footer CRC32 */
 	uint32_t header_crc;           /* aprender */
 	int has_footer;                /* aprender: 0 when the file has no room for one */
+	/* aprender, the whole file after the header one compressed unit (Part B §13): APR_CODEC_LZ4
+	 * (lz4_flex size-prepended block) or APR_CODEC_ZSTD, read into memory; else NONE. */
+	apr_codec whole_codec;
+	uint64_t whole_stored;         /* the compressed unit's bytes in the file */
+	int whole_footer;              /* 4 bytes after the unit: the file's CRC32 */
+	uint32_t whole_crc_stored, whole_crc;
 	uint64_t shard_index, shard_count; /* seed shards (1-based); 0 when not a shard */
 	uint64_t tensors_total;        /* seed shards: tensors in the whole set */
 	apr_part *parts;               /* seed: every file read, in set order */
