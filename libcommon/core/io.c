@@ -706,14 +706,23 @@ fmt_kind fmt_sink_write_at(fmt_sink *k, uint64_t off, const void *data, size_t n
 		return fmt_fail(e, FMT_USAGE, "this output cannot be written in this order to standard output");
 	if (fmt_add_u64(off, n, &end) || end > INT64_MAX)
 		return fmt_fail(e, FMT_INTERNAL, "write at %llu past the largest file", (unsigned long long)off);
+	/* Several threads may place bytes at once (fmt_model_write_tensors): the buffer, the hook
+	 * and the end are shared, the writes themselves are not. */
+	static pthread_mutex_t placing = PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutex_lock(&placing);
 	if (write_hook)
 		write_hook(write_hook_ctx, n);
-	fmt_kind r = flush_and_pwrite(k, off, data, n, e);
+	fmt_kind r = sink_flush(k, e);
+	pthread_mutex_unlock(&placing);
+	if (r == FMT_OK)
+		r = flush_and_pwrite(k, off, data, n, e);   /* the buffer is empty: a plain pwrite */
+	pthread_mutex_lock(&placing);
 	if (r == FMT_OK && end > k->written) {
 		k->written = end;
 		if (lseek(k->fd, (off_t)end, SEEK_SET) < 0)
 			r = io_fail(e, k->path, "seek");
 	}
+	pthread_mutex_unlock(&placing);
 	return r;
 }
 

@@ -7,6 +7,7 @@
 #include "fmt/checked.h"
 #include "fmt/half.h"
 #include "fmt/model.h"
+#include "fmt/thread.h"
 
 void fmt_model_init(fmt_model *m)
 {
@@ -453,10 +454,80 @@ static fmt_kind write_placed_chunk(void *ctx, const uint8_t *bytes, size_t n, fm
 	return k;
 }
 
-fmt_kind fmt_model_write_tensors(const fmt_model *m, const size_t *order, size_t n, fmt_sink *k, fmt_err *e)
+static _Thread_local int in_parallel_writer;
+
+int fmt_tensor_reads_in_parallel(void)
+{
+	return in_parallel_writer;
+}
+
+/* Tensors written by several threads, each to its own place in the file. */
+typedef struct parallel_job {
+	const fmt_model *m;
+	const size_t *order;
+	const uint64_t *at;            /* where each of order[] goes */
+	fmt_sink *k;
+	pthread_mutex_t lock;
+	fmt_kind kind;
+	fmt_err err;
+} parallel_job;
+
+static void parallel_task(void *ctx, size_t i)
+{
+	parallel_job *job = ctx;
+	fmt_err e;
+	fmt_err_clear(&e);
+	pthread_mutex_lock(&job->lock);
+	int failed = job->kind != FMT_OK;
+	pthread_mutex_unlock(&job->lock);
+	if (failed)
+		return;
+	in_parallel_writer = 1;
+	placed p = { .k = job->k, .at = job->at[i] };
+	fmt_kind r = fmt_tensor_each_chunk(job->m, &job->m->tensors[job->order[i]], write_placed_chunk, &p, &e);
+	in_parallel_writer = 0;
+	pthread_mutex_lock(&job->lock);
+	if (r != FMT_OK && job->kind == FMT_OK) {
+		job->kind = r;
+		job->err = e;
+	}
+	pthread_mutex_unlock(&job->lock);
+}
+
+static fmt_kind write_parallel(const fmt_model *m, const size_t *order, size_t n, fmt_sink *k, int threads,
+			       fmt_err *e)
+{
+	fmt_pool *pool = NULL;
+	uint64_t *at = malloc((n ? n : 1) * sizeof *at), end = k->written;
+	fmt_kind r = at ? fmt_pool_create(&pool, threads, e) : fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; r == FMT_OK && i < n; i++) {
+		at[i] = end;
+		end += m->tensors[order[i]].nbytes;
+	}
+	if (r == FMT_OK) {
+		parallel_job job = { .m = m, .order = order, .at = at, .k = k, .kind = FMT_OK };
+		pthread_mutex_init(&job.lock, NULL);
+		fmt_pool_run(pool, n, parallel_task, &job);
+		pthread_mutex_destroy(&job.lock);
+		if (job.kind != FMT_OK) {
+			*e = job.err;
+			r = job.kind;
+		}
+	}
+	if (r == FMT_OK && k->written < end)   /* only empty tensors at the end */
+		r = fmt_sink_zeros(k, end - k->written, e);
+	fmt_pool_destroy(pool);
+	free(at);
+	return r;
+}
+
+fmt_kind fmt_model_write_tensors(const fmt_model *m, const size_t *order, size_t n, fmt_sink *k, int threads,
+				 fmt_err *e)
 {
 	size_t *ro = NULL;
 	int moved = 0;
+	if (threads > 1 && n > 1 && !k->is_stdout && !read_order_matters(m))
+		return write_parallel(m, order, n, k, threads, e);
 	fmt_kind r = fmt_model_read_order(m, &ro, &moved, e);
 	for (size_t i = 0; i < n && r == FMT_OK; i++)   /* the layout's order is the read order? */
 		moved |= i >= m->n_tensors || ro[i] != order[i];

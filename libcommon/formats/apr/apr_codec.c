@@ -678,7 +678,8 @@ static void decode_ahead(const fmt_model *m, const fmt_tensor *t)
 	apr_state *st = m->format_state;
 	int threads = m->reader_threads;
 	fmt_err e;
-	if (threads < 2 || !st || t < m->tensors || t >= m->tensors + m->n_tensors || fmt_model_sequential(m))
+	if (threads < 2 || !st || t < m->tensors || t >= m->tensors + m->n_tensors || fmt_model_sequential(m) ||
+	    fmt_tensor_reads_in_parallel())
 		return;
 	pthread_mutex_lock(&st->prefetch_lock);
 	if (!st->pool && fmt_pool_create(&st->pool, threads, &e) != FMT_OK)

@@ -178,8 +178,15 @@ fmt_kind fmt_tensor_each_chunk(const fmt_model *m, const fmt_tensor *t, fmt_chun
 
 /* Write the tensors order[0..n) back to back from k's current end, in bounded chunks. Tensors
  * of a sequential input are read in fmt_model_read_order and placed with fmt_sink_write_at
- * when that differs from order (a file output only). */
-fmt_kind fmt_model_write_tensors(const fmt_model *m, const size_t *order, size_t n, fmt_sink *k, fmt_err *e);
+ * when that differs from order (a file output only). With threads > 1 and a file output (and
+ * no sequential input), tensors are read and placed on that many threads at once: decoding,
+ * converting and copying into the file all run in parallel; the bytes are the same. */
+fmt_kind fmt_model_write_tensors(const fmt_model *m, const size_t *order, size_t n, fmt_sink *k, int threads,
+				 fmt_err *e);
+
+/* 1 on a thread that a parallel writer (fmt_model_write_tensors) runs: each such thread reads
+ * its own tensor, so readers should not decode other tensors ahead. */
+int fmt_tensor_reads_in_parallel(void);
 
 /* Write all of a tensor's bytes to k in bounded chunks (about 4 MiB): what every writer uses. */
 fmt_kind fmt_tensor_write_to(const fmt_model *m, const fmt_tensor *t, fmt_sink *k, fmt_err *e);
