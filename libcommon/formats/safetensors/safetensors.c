@@ -923,7 +923,7 @@ fmt_kind fmt_st_write(const fmt_model *m, fmt_sink *k, fmt_err *e)
 
 static fmt_kind st_write(const fmt_model *m, fmt_sink *k, const fmt_write_opts *o, fmt_err *e)
 {
-	return st_write_threads(m, k, NULL, o->threads, e);
+	return st_write_threads(m, k, NULL, o ? o->threads : 1, e);
 }
 
 const fmt_driver fmt_driver_safetensors = {
