@@ -243,6 +243,14 @@ fmt_kind fmt_model_open(fmt_model *m, const char *path, const fmt_driver *forced
 {
 	fmt_source src;
 	fmt_model_init(m);
+	fmt_kind k = fmt_source_open(&src, path, e);
+	return k == FMT_OK ? fmt_model_open_source(m, &src, path, forced, e) : k;
+}
+
+fmt_kind fmt_model_open_streaming(fmt_model *m, const char *path, const fmt_driver *forced, fmt_err *e)
+{
+	fmt_source src;
+	fmt_model_init(m);
 	fmt_kind k = fmt_source_open_sequential(&src, path, e);
 	return k == FMT_OK ? fmt_model_open_source(m, &src, path, forced, e) : k;
 }

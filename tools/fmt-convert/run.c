@@ -140,7 +140,7 @@ static fmt_kind write_output(convert_plan *p, fmt_model *in, const char *output,
 /* Open the input and check what it carries (an Apsi digest) before reading its tensors. */
 static fmt_kind open_input(fmt_model *in, const char *input, const convert_opts *o, fmt_err *e)
 {
-	fmt_kind k = fmt_model_open(in, input, NULL, e);
+	fmt_kind k = fmt_model_open_streaming(in, input, NULL, e);
 	if (k != FMT_OK || o->no_verify || fmt_model_sequential(in))
 		return k;   /* a stream is checked as it passes (verify_streamed) */
 	fmt_verify_opts vo = { .threads = o->threads, .reads_follow = 1 };

@@ -173,9 +173,14 @@ const fmt_driver *fmt_driver_by_extension(const char *path);
 const fmt_driver *fmt_driver_probe(fmt_source *s, const uint8_t *head, size_t n, int *score);
 
 /* Open path (or "-"): probe the first bytes, choose a driver (or use forced when not NULL),
- * open. On failure m is freed and e says why; an unrecognised file is InvalidFormat. A pipe
- * stays a sequential source when the driver streams (fmt_model_sequential). */
+ * open. On failure m is freed and e says why; an unrecognised file is InvalidFormat. A pipe is
+ * read whole into memory. */
 fmt_kind fmt_model_open(fmt_model *m, const char *path, const fmt_driver *forced, fmt_err *e);
+
+/* The same, but a pipe stays a sequential source when the driver streams
+ * (fmt_model_sequential): for callers that read the tensors once in fmt_model_read_order and
+ * call fmt_model_verify after them. */
+fmt_kind fmt_model_open_streaming(fmt_model *m, const char *path, const fmt_driver *forced, fmt_err *e);
 
 /* The same for bytes in memory (a copy is taken), named name in messages. */
 fmt_kind fmt_model_open_memory(fmt_model *m, const char *name, const void *data, size_t n,
