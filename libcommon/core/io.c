@@ -225,8 +225,12 @@ fmt_kind fmt_source_make_whole(fmt_source *s, fmt_err *e)
 
 fmt_kind fmt_source_observe(fmt_source *s, fmt_source_observer fn, void *ctx, fmt_err *e)
 {
-	if (!s->sequential)
-		return fmt_fail(e, FMT_INTERNAL, "only a sequential source is observed");
+	if (!s->sequential) {     /* a file: bytes are observed as reads reach them, from 0 */
+		s->observe = fn;
+		s->observe_ctx = ctx;
+		s->pos = 0;
+		return FMT_OK;
+	}
 	if (fn && s->pos > s->head_len)
 		return fmt_fail(e, FMT_UNSUPPORTED, "the stream has passed bytes that were not kept");
 	if (fn && s->pos)
@@ -284,6 +288,50 @@ static fmt_kind source_range(const fmt_source *s, uint64_t off, uint64_t n, fmt_
 	return FMT_OK;
 }
 
+static fmt_kind read_at(fmt_source *s, uint64_t off, void *dst, size_t n, fmt_err *e);
+
+/* An observed file: the bytes of a read that continue what was observed go to the observer,
+ * after a small gap (padding between tensors) is read to join them (reads from several threads
+ * take turns here; a read past a larger gap is not observed, and fmt_source_observe_to reads
+ * what is left). */
+#define OBSERVE_GAP (1u << 20)
+
+static void observe_read(fmt_source *s, uint64_t off, const uint8_t *p, size_t n)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutex_lock(&lock);
+	if (s->observe && off > s->pos && off - s->pos <= OBSERVE_GAP) {
+		size_t gap = (size_t)(off - s->pos);
+		uint8_t *g = malloc(gap);
+		fmt_err e;
+		if (g && read_at(s, s->pos, g, gap, &e) == FMT_OK) {
+			s->observe(s->observe_ctx, g, gap);
+			s->pos = off;
+		}
+		free(g);
+	}
+	if (s->observe && off <= s->pos && off + n > s->pos) {
+		s->observe(s->observe_ctx, p + (s->pos - off), (size_t)(off + n - s->pos));
+		s->pos = off + n;
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+fmt_kind fmt_source_observe_to(fmt_source *s, uint64_t end, fmt_err *e)
+{
+	enum { CHUNK = 256u << 10 };
+	if (s->sequential || s->pos >= end)
+		return FMT_OK;
+	uint8_t *buf = malloc(CHUNK);
+	fmt_kind k = buf ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	while (k == FMT_OK && s->pos < end) {
+		size_t part = end - s->pos < CHUNK ? (size_t)(end - s->pos) : CHUNK;
+		k = fmt_source_read(s, s->pos, buf, part, e);
+	}
+	free(buf);
+	return k;
+}
+
 fmt_kind fmt_source_read(fmt_source *s, uint64_t off, void *dst, size_t n, fmt_err *e)
 {
 	fmt_kind k = source_range(s, off, n, e);
@@ -294,6 +342,14 @@ fmt_kind fmt_source_read(fmt_source *s, uint64_t off, void *dst, size_t n, fmt_e
 		k = seq_read(s, off, dst, n, &got, e);
 		return k != FMT_OK || got == n ? k : seq_truncated(s, n - got, e);
 	}
+	k = read_at(s, off, dst, n, e);
+	if (k == FMT_OK && s->observe)
+		observe_read(s, off, dst, n);
+	return k;
+}
+
+static fmt_kind read_at(fmt_source *s, uint64_t off, void *dst, size_t n, fmt_err *e)
+{
 	if (s->buf || s->map) {
 		memcpy(dst, (s->buf ? s->buf : (const uint8_t *)s->map) + off, n);
 		return FMT_OK;

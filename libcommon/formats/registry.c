@@ -311,6 +311,14 @@ fmt_kind fmt_sign_in_place(const char *path, const fmt_keyset *keys, int threads
 	return k;
 }
 
+fmt_kind fmt_model_verify_as_read(fmt_model *m, fmt_err *e)
+{
+	if (!m->driver || !m->driver->verify_as_read)
+		return fmt_fail(e, FMT_UNSUPPORTED, "%s files are verified before they are read",
+				m->driver ? m->driver->name : "these");
+	return m->driver->verify_as_read(m, e);
+}
+
 int fmt_model_sequential(const fmt_model *m)
 {
 	for (size_t i = 0; i < m->n_sources; i++)

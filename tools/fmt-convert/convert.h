@@ -67,6 +67,8 @@ typedef struct convert_plan {
 	name_list dropped_units;     /* tensors whose units the target cannot hold */
 	fmt_model mid;               /* decoded compressed tensors, for conversions that need them */
 	fmt_model out;               /* the output model (tensors read from the input on demand) */
+	int verify_after;            /* the input is checked after its tensors are read (a stream,
+				      * or a file checked by the reads themselves) */
 } convert_plan;
 
 /* Convert a dataset (o->table_to set) from input to output. */

@@ -41,11 +41,11 @@ static uint64_t shard_limit(const convert_plan *p, const convert_opts *o)
 	return limit && data_bytes(&p->out) > limit ? limit : 0;
 }
 
-/* An input read front to back is checked once all of it has passed: before the output is
- * renamed into place. */
-static fmt_kind verify_streamed(fmt_model *in, const convert_opts *o, fmt_err *e)
+/* An input read front to back (or checked by the reads themselves) is checked once all of it
+ * has passed: before the output is renamed into place. */
+static fmt_kind verify_streamed(const convert_plan *p, fmt_model *in, const convert_opts *o, fmt_err *e)
 {
-	if (!fmt_model_sequential(in) || o->no_verify)
+	if (!p->verify_after || o->no_verify)
 		return FMT_OK;
 	fmt_verify_opts vo = { .threads = 1, .reads_follow = 1 };
 	fmt_kind k = fmt_model_verify(in, &vo, e);
@@ -63,11 +63,11 @@ static fmt_kind write_single(const convert_plan *p, fmt_model *in, const char *o
 		return k;
 	k = o->to->write(&p->out, &sink, wo, e);
 	if (k == FMT_OK) {
-		k = verify_streamed(in, o, e);
-	} else if ((k == FMT_INVALID_FORMAT || k == FMT_UNSUPPORTED) && fmt_model_sequential(in)) {
-		/* What looks malformed in a stream whose checksum fails is damage: say so. */
+		k = verify_streamed(p, in, o, e);
+	} else if ((k == FMT_INVALID_FORMAT || k == FMT_UNSUPPORTED) && p->verify_after) {
+		/* What looks malformed in a file whose checksum fails is damage: say so. */
 		fmt_err why = *e;
-		if (verify_streamed(in, o, e) == FMT_CHECKSUM)
+		if (verify_streamed(p, in, o, e) == FMT_CHECKSUM)
 			fmt_err_prefix(e, "%s; and", why.msg);
 		else
 			*e = why;
@@ -125,6 +125,10 @@ static fmt_kind write_output(convert_plan *p, fmt_model *in, const char *output,
 	if (k == FMT_OK && limit && fmt_model_sequential(in))
 		k = fmt_fail(e, FMT_USAGE, "a stream is converted to one file (its checksum is known at its end, after "
 			     "a set would be in place); convert it to a file first");
+	if (k == FMT_OK && limit && p->verify_after) {   /* a set is in place before the end: check first */
+		k = verify_streamed(p, in, o, e);
+		p->verify_after = 0;
+	}
 	fmt_progress pr;
 	fmt_progress_start(&pr, stderr, TOOL, data_bytes(&p->out),
 			   fmt_progress_wanted(stderr, o->quiet, o->no_progress));
@@ -137,12 +141,20 @@ static fmt_kind write_output(convert_plan *p, fmt_model *in, const char *output,
 	return k;
 }
 
-/* Open the input and check what it carries (an Apsi digest) before reading its tensors. */
-static fmt_kind open_input(fmt_model *in, const char *input, const convert_opts *o, fmt_err *e)
+/* Open the input and check what it carries (an Apsi digest) before reading its tensors; a
+ * stream, and on one thread a file its driver can check as it is read (one pass instead of
+ * two), are checked after (*after). */
+static fmt_kind open_input(fmt_model *in, const char *input, const convert_opts *o, int *after, fmt_err *e)
 {
 	fmt_kind k = fmt_model_open_streaming(in, input, NULL, e);
-	if (k != FMT_OK || o->no_verify || fmt_model_sequential(in))
-		return k;   /* a stream is checked as it passes (verify_streamed) */
+	*after = k == FMT_OK && fmt_model_sequential(in);
+	if (k != FMT_OK || o->no_verify || *after)
+		return k;
+	fmt_err ignored;
+	if (o->threads <= 1 && fmt_model_verify_as_read(in, &ignored) == FMT_OK) {
+		*after = 1;
+		return FMT_OK;
+	}
 	fmt_verify_opts vo = { .threads = o->threads, .reads_follow = 1 };
 	k = fmt_model_verify(in, &vo, e);
 	if (k != FMT_OK)
@@ -155,10 +167,11 @@ fmt_kind convert_run(const char *input, const char *output, const convert_opts *
 	fmt_model in;
 	convert_plan plan;
 	fmt_pool *pool = NULL;
+	int verify_after = 0;
 	memset(&plan, 0, sizeof plan);
 	fmt_kind k = fmt_check_distinct(input, output, e);
 	if (k == FMT_OK)
-		k = open_input(&in, input, o, e);
+		k = open_input(&in, input, o, &verify_after, e);
 	if (k != FMT_OK)
 		return k;
 	/* A stream is read by one thread, front to back. */
@@ -170,6 +183,9 @@ fmt_kind convert_run(const char *input, const char *output, const convert_opts *
 		k = fmt_pool_create(&pool, threads, e);
 	if (k == FMT_OK)
 		k = plan_build(&plan, &in, o, pool, e);
+	plan.verify_after = verify_after;
+	if (k == FMT_OK && o->dry_run)     /* nothing is read: check now */
+		k = verify_streamed(&plan, &in, o, e);
 	if (k == FMT_OK && o->dry_run) {
 		plan_print(stdout, &plan, input, output, o);
 	} else if (k == FMT_OK) {

@@ -73,6 +73,11 @@ static fmt_kind apr_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
 	return fmt_fail(e, FMT_INTERNAL, "unknown APR layout");
 }
 
+static fmt_kind apr_verify_as_read(fmt_model *m, fmt_err *e)
+{
+	return fmt_apr_seed_verify_as_read(m, m->format_state, e);
+}
+
 static const char *const LAYOUTS[] = { "seed", "aprender", NULL };
 
 /* What the default (seed) layout holds; the aprender writer refuses more, naming the tensor. */
@@ -246,6 +251,7 @@ const fmt_driver fmt_driver_apr = {
 	.probe = apr_probe,
 	.open = apr_open,
 	.verify = apr_verify,
+	.verify_as_read = apr_verify_as_read,
 	.write = apr_write,
 	.plan_shards = fmt_apr_plan_shards,
 	.write_sharded = fmt_apr_write_sharded,

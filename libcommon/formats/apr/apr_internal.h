@@ -83,6 +83,7 @@ typedef struct apr_state {
 	XXH3_state_t *stream_xxh;      /* seed */
 	uint32_t stream_crc;           /* aprender */
 	uint64_t data_end;
+	int as_read;                   /* seed file: XXH3 computed by the reads (verify_as_read) */
 	/* Compressed tensors decoded ahead of their reads, on a pool of the model's reader_threads. */
 	pthread_mutex_t prefetch_lock;
 	fmt_pool *pool;
@@ -101,6 +102,8 @@ int fmt_apr_is_tsp(const uint8_t *head, size_t n);
 fmt_kind fmt_apr_seed_open(fmt_model *m, apr_state *st, fmt_err *e);
 /* Every shard's XXH3-64, and with frames every LZ4/zstd frame decoded (bounded memory). */
 fmt_kind fmt_apr_seed_verify(fmt_model *m, const apr_state *st, int frames, fmt_err *e);
+/* A single seed file: its XXH3 computed by the reads a conversion makes, in file order. */
+fmt_kind fmt_apr_seed_verify_as_read(fmt_model *m, apr_state *st, fmt_err *e);
 /* How a seed file is written: compression, the writer stamp, and for a shard its record. */
 #define APR_MAX_PACK 16                /* tensors compressed at once, one per thread */
 

@@ -557,10 +557,43 @@ static fmt_kind stream_verify(fmt_model *m, const apr_state *st, int frames, fmt
 	return FMT_OK;
 }
 
+fmt_kind fmt_apr_seed_verify_as_read(fmt_model *m, apr_state *st, fmt_err *e)
+{
+	fmt_source *s = &m->sources[0];
+	if (st->layout != APR_SEED || m->n_sources != 1 || s->sequential || st->stream_xxh)
+		return fmt_fail(e, FMT_UNSUPPORTED, "verified before it is read");
+	if (!(st->stream_xxh = XXH3_createState()))
+		return fmt_fail(e, FMT_IO, "out of memory");
+	XXH3_64bits_reset(st->stream_xxh);
+	fmt_kind k = fmt_source_observe(s, xxh_observe, st->stream_xxh, e);
+	if (k == FMT_OK)
+		k = fmt_source_observe_to(s, st->data_offset, e);   /* header, metadata, index */
+	for (size_t i = 0; k == FMT_OK && i < m->n_tensors; i++)
+		m->tensors[i].seq_pos = m->tensors[i].offset + 1;  /* read in file order */
+	st->as_read = k == FMT_OK;
+	return k;
+}
+
+/* The rest of the file (what no read reached) through the hash, then the footer's XXH3. */
+static fmt_kind as_read_verify(fmt_model *m, const apr_state *st, fmt_err *e)
+{
+	fmt_source *s = &m->sources[0];
+	fmt_kind k = fmt_source_observe_to(s, s->size - APR_SEED_FOOTER, e);
+	if (k != FMT_OK)
+		return k;
+	uint64_t got = XXH3_64bits_digest(st->stream_xxh);
+	if (got != st->checksum)
+		return fmt_fail(e, FMT_CHECKSUM, "checksum mismatch: XXH3-64 of the file is %016llx, the footer says %016llx",
+				(unsigned long long)got, (unsigned long long)st->checksum);
+	return FMT_OK;
+}
+
 fmt_kind fmt_apr_seed_verify(fmt_model *m, const apr_state *st, int frames, fmt_err *e)
 {
 	if (m->sources[0].sequential)
 		return stream_verify(m, st, frames, e);
+	if (st->as_read)
+		return as_read_verify(m, st, e);
 	for (size_t i = 0; i < st->n_parts; i++) {
 		fmt_source *s = &m->sources[st->parts[i].src];
 		fmt_kind k = check_checksum(s, st->parts[i].checksum, e);

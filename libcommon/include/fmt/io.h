@@ -31,7 +31,8 @@ typedef struct fmt_source {
 	/* sequential sources only */
 	int sequential;
 	int eof;             /* the end was reached (size is known) */
-	uint64_t pos;        /* bytes passed so far: every read starts at or after it */
+	uint64_t pos;        /* bytes passed so far: every read starts at or after it (an observed
+			      * file: bytes observed so far) */
 	uint8_t *head;       /* bytes [0, head_len), kept */
 	size_t head_len;
 	uint8_t *rbuf;       /* read-ahead: rbuf[rpos, rlen) follow pos */
@@ -53,8 +54,12 @@ fmt_kind fmt_source_open_sequential(fmt_source *s, const char *path, fmt_err *e)
 fmt_kind fmt_source_make_whole(fmt_source *s, fmt_err *e);
 /* Observe every byte the sequential source passes from now on, after being shown the bytes it
  * has passed already (only while those are all in its head: else UnsupportedVersion); fn NULL
- * stops observing. */
+ * stops observing. On a file, bytes are observed from offset 0 as reads reach them (pos says
+ * how far): a checksum computed by the reads a conversion makes anyway, when it reads the file
+ * in order; fmt_source_observe_to reads what no read reached. */
 fmt_kind fmt_source_observe(fmt_source *s, fmt_source_observer fn, void *ctx, fmt_err *e);
+/* Observe a file's bytes up to end (reading those no read reached); no-op on a stream. */
+fmt_kind fmt_source_observe_to(fmt_source *s, uint64_t end, fmt_err *e);
 /* Up to n bytes at off into dst, fewer only at the end of the source (*got says how many). */
 fmt_kind fmt_source_read_upto(fmt_source *s, uint64_t off, void *dst, size_t n, size_t *got, fmt_err *e);
 

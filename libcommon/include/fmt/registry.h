@@ -72,6 +72,10 @@ typedef struct fmt_driver {
 	 * NULL when open checks everything. A key given for a format without signatures is
 	 * refused by fmt_model_verify, not here. */
 	fmt_kind (*verify)(fmt_model *m, const fmt_verify_opts *o, fmt_err *e);
+	/* Optional: check the file as its tensors are read rather than before, in one pass (a
+	 * converter that reads every tensor in fmt_model_read_order); fmt_model_verify, called
+	 * after them, completes the check. UnsupportedVersion when this model cannot. */
+	fmt_kind (*verify_as_read)(fmt_model *m, fmt_err *e);
 
 	/* ---- capabilities ---- */
 	unsigned caps;                /* FMT_CAP_* */
@@ -190,9 +194,17 @@ fmt_kind fmt_model_open_memory(fmt_model *m, const char *name, const void *data,
 fmt_kind fmt_model_open_source(fmt_model *m, fmt_source *src, const char *path,
 			       const fmt_driver *forced, fmt_err *e);
 
+/* The driver's verify_as_read: ok, then the tensors, then fmt_model_verify; UnsupportedVersion
+ * when the driver or this model cannot (then verify before reading). */
+fmt_kind fmt_model_verify_as_read(fmt_model *m, fmt_err *e);
+
 /* 1 when m reads a sequential source: its tensors must be read once each, in ascending
  * seq_pos, and fmt_model_verify comes after them (it checks what only the end can tell). */
 int fmt_model_sequential(const fmt_model *m);
+
+/* The driver's verify_as_read: ok, then the tensors, then fmt_model_verify; UnsupportedVersion
+ * when the driver or this model cannot (then verify before reading). */
+fmt_kind fmt_model_verify_as_read(fmt_model *m, fmt_err *e);
 
 /* 1 when m reads a sequential source: its tensors must be read once each, in ascending
  * seq_pos, and fmt_model_verify comes after them (it checks what only the end can tell). */
