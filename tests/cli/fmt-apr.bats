@@ -315,6 +315,24 @@ PY
 	[ "$status" -ne 0 ]
 }
 
+@test "a conversion on one thread checks the checksum with the reads it makes: any changed byte, exit 6 or 4, no output" {
+	make_numpy_model m.safetensors
+	for c in none zstd; do
+		fmt-convert -f -c $c m.safetensors t.apr
+		size=$(stat -c %s t.apr)
+		for at in $(seq 0 97 $((size - 17))); do
+			/usr/bin/python3 -c "b=bytearray(open('t.apr','rb').read()); b[$at]^=0x20; open('c.apr','wb').write(b)"
+			run fmt-convert -T 1 c.apr out.safetensors
+			[ "$status" -eq 6 ] || [ "$status" -eq 4 ] || [ "$status" -eq 5 ] || { echo "byte $at: exit $status"; false; }
+			[ ! -e out.safetensors ]
+		done
+		fmt-convert -T 1 t.apr one.safetensors
+		fmt-convert -T 2 t.apr two.safetensors
+		cmp one.safetensors two.safetensors
+		rm -f one.safetensors two.safetensors
+	done
+}
+
 # ---- FMT-003 and FMT-004 ----
 
 @test "FMT-003: a wrong magic is InvalidFormat (exit 4), never a crash" {
