@@ -566,6 +566,8 @@ fmt_kind fmt_apr_seed_verify_as_read(fmt_model *m, apr_state *st, fmt_err *e)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	XXH3_64bits_reset(st->stream_xxh);
 	fmt_kind k = fmt_source_observe(s, xxh_observe, st->stream_xxh, e);
+	if (s->fd >= 0)   /* read front to back from here: a larger read-ahead */
+		(void)posix_fadvise(s->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	if (k == FMT_OK)
 		k = fmt_source_observe_to(s, st->data_offset, e);   /* header, metadata, index */
 	for (size_t i = 0; k == FMT_OK && i < m->n_tensors; i++)
