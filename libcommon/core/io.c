@@ -21,44 +21,107 @@ static fmt_kind io_fail(fmt_err *e, const char *path, const char *what)
 	return fmt_fail(e, FMT_IO, "%s: %s", what, strerror(errno));
 }
 
-/* Pipes and stdin cannot be mapped or read at an offset: read them whole. */
-static fmt_kind source_slurp(fmt_source *s, fmt_err *e)
+/* ---- sequential sources ---- */
+
+#define SEQ_BUF (1u << 20)
+
+static fmt_kind seq_truncated(fmt_source *s, uint64_t want, fmt_err *e)
 {
-	size_t cap = 1 << 16, len = 0;
-	uint8_t *buf = malloc(cap);
-	if (!buf)
-		return fmt_fail(e, FMT_IO, "out of memory reading %s", s->path);
+	return fmt_fail(e, FMT_INVALID_FORMAT, "truncated: %s ends at byte %llu, %llu more bytes were expected",
+			strcmp(s->path, "-") == 0 ? "standard input" : "the stream", (unsigned long long)s->pos,
+			(unsigned long long)want);
+}
+
+/* read(2) of up to n bytes, 0 at the end (then the size is known). */
+static fmt_kind seq_read_fd(fmt_source *s, uint8_t *dst, size_t n, size_t *got, fmt_err *e)
+{
 	for (;;) {
-		if (len == cap) {
-			if (cap > SIZE_MAX / 2) {
-				free(buf);
-				return fmt_fail(e, FMT_IO, "input too large");
-			}
-			uint8_t *bigger = realloc(buf, cap * 2);
-			if (!bigger) {
-				free(buf);
-				return fmt_fail(e, FMT_IO, "out of memory reading %s", s->path);
-			}
-			buf = bigger;
-			cap *= 2;
-		}
-		ssize_t got = read(s->fd, buf + len, cap - len);
-		if (got < 0 && errno == EINTR)
+		ssize_t r = read(s->fd, dst, n);
+		if (r < 0 && errno == EINTR)
 			continue;
-		if (got < 0) {
-			free(buf);
+		if (r < 0)
 			return io_fail(e, s->path, "read");
+		*got = (size_t)r;
+		if (r == 0 && !s->eof) {
+			s->eof = 1;
+			s->size = s->pos + (s->rlen - s->rpos);
 		}
-		if (got == 0)
-			break;
-		len += (size_t)got;
+		return FMT_OK;
 	}
-	s->buf = buf;
-	s->size = len;
+}
+
+static void seq_pass(fmt_source *s, const uint8_t *p, size_t n)
+{
+	if (s->observe && n)
+		s->observe(s->observe_ctx, p, n);
+	s->pos += n;
+}
+
+/* Pass n bytes at the position, into dst (NULL: skip them); *got < n only at the end. */
+static fmt_kind seq_take(fmt_source *s, uint8_t *dst, uint64_t n, uint64_t *got, fmt_err *e)
+{
+	*got = 0;
+	while (n > 0) {
+		if (s->rpos == s->rlen) {
+			size_t r;
+			fmt_kind k;
+			if (dst && n >= SEQ_BUF) {      /* large reads go straight to their destination */
+				k = seq_read_fd(s, dst, n > SSIZE_MAX ? SSIZE_MAX : (size_t)n, &r, e);
+				if (k != FMT_OK || r == 0)
+					return k;
+				seq_pass(s, dst, r);
+				dst += r;
+				n -= r;
+				*got += r;
+				continue;
+			}
+			s->rpos = s->rlen = 0;
+			k = seq_read_fd(s, s->rbuf, SEQ_BUF, &r, e);
+			if (k != FMT_OK || r == 0)
+				return k;
+			s->rlen = r;
+		}
+		size_t part = s->rlen - s->rpos;
+		if (part > n)
+			part = (size_t)n;
+		if (dst) {
+			memcpy(dst, s->rbuf + s->rpos, part);
+			dst += part;
+		}
+		seq_pass(s, s->rbuf + s->rpos, part);
+		s->rpos += part;
+		n -= part;
+		*got += part;
+	}
 	return FMT_OK;
 }
 
-fmt_kind fmt_source_open(fmt_source *s, const char *path, fmt_err *e)
+static fmt_kind seq_read(fmt_source *s, uint64_t off, uint8_t *dst, size_t n, size_t *got, fmt_err *e)
+{
+	*got = 0;
+	if (off < s->head_len) {
+		size_t part = s->head_len - off < n ? (size_t)(s->head_len - off) : n;
+		memcpy(dst, s->head + off, part);
+		dst += part;
+		off += part;
+		n -= part;
+		*got += part;
+	}
+	if (n == 0)
+		return FMT_OK;
+	if (off < s->pos)
+		return fmt_fail(e, FMT_UNSUPPORTED, "%s is read front to back: bytes at offset %llu were passed already "
+				"(read a file instead)", strcmp(s->path, "-") == 0 ? "standard input" : "this stream",
+				(unsigned long long)off);
+	uint64_t gap = off - s->pos, skipped, taken = 0;
+	fmt_kind k = seq_take(s, NULL, gap, &skipped, e);
+	if (k == FMT_OK && skipped == gap)
+		k = seq_take(s, dst, n, &taken, e);
+	*got += (size_t)taken;
+	return k;
+}
+
+fmt_kind fmt_source_open_sequential(fmt_source *s, const char *path, fmt_err *e)
 {
 	struct stat st;
 	memset(s, 0, sizeof *s);
@@ -89,11 +152,99 @@ fmt_kind fmt_source_open(fmt_source *s, const char *path, fmt_err *e)
 		s->size = (uint64_t)st.st_size;
 		return FMT_OK;
 	}
-	fmt_kind k = source_slurp(s, e);
+	s->sequential = 1;
+	s->size = FMT_SIZE_UNKNOWN;
+	s->head = malloc(FMT_SOURCE_HEAD);
+	s->rbuf = malloc(SEQ_BUF);
+	uint64_t got = 0;
+	fmt_kind k = s->head && s->rbuf ? seq_take(s, s->head, FMT_SOURCE_HEAD, &got, e)
+					: fmt_fail(e, FMT_IO, "out of memory");
+	s->head_len = (size_t)got;
+	if (k == FMT_OK && s->eof) {     /* all of it is in the head: an ordinary source */
+		s->buf = s->head;
+		s->head = NULL;
+		s->size = s->head_len;
+		s->head_len = 0;
+		s->sequential = 0;
+		free(s->rbuf);
+		s->rbuf = NULL;
+	}
 	if (k != FMT_OK) {
 		fmt_err_file(e, path);
 		fmt_source_close(s);
 	}
+	return k;
+}
+
+fmt_kind fmt_source_make_whole(fmt_source *s, fmt_err *e)
+{
+	if (!s->sequential)
+		return FMT_OK;
+	if (s->pos != s->head_len)
+		return fmt_fail(e, FMT_INTERNAL, "a stream read past its head cannot be read again");
+	size_t cap = s->head_len + (s->rlen - s->rpos) + (1u << 16), len = s->head_len;
+	uint8_t *buf = malloc(cap);
+	if (!buf)
+		return fmt_fail(e, FMT_IO, "out of memory reading %s", s->path);
+	memcpy(buf, s->head, s->head_len);
+	for (;;) {
+		if (len == cap) {
+			if (cap > SIZE_MAX / 2) {
+				free(buf);
+				return fmt_fail(e, FMT_IO, "input too large");
+			}
+			uint8_t *bigger = realloc(buf, cap * 2);
+			if (!bigger) {
+				free(buf);
+				return fmt_fail(e, FMT_IO, "out of memory reading %s", s->path);
+			}
+			buf = bigger;
+			cap *= 2;
+		}
+		uint64_t got, want = cap - len;
+		fmt_kind k = seq_take(s, buf + len, want, &got, e);
+		if (k != FMT_OK) {
+			free(buf);
+			fmt_err_file(e, s->path);
+			return k;
+		}
+		len += (size_t)got;
+		if (got < want)
+			break;
+	}
+	free(s->head);
+	free(s->rbuf);
+	s->head = s->rbuf = NULL;
+	s->head_len = s->rlen = s->rpos = 0;
+	s->buf = buf;
+	s->size = len;
+	s->sequential = 0;
+	s->observe = NULL;
+	return FMT_OK;
+}
+
+fmt_kind fmt_source_observe(fmt_source *s, fmt_source_observer fn, void *ctx, fmt_err *e)
+{
+	if (!s->sequential) {     /* a file: bytes are observed as reads reach them, from 0 */
+		s->observe = fn;
+		s->observe_ctx = ctx;
+		s->pos = 0;
+		return FMT_OK;
+	}
+	if (fn && s->pos > s->head_len)
+		return fmt_fail(e, FMT_UNSUPPORTED, "the stream has passed bytes that were not kept");
+	if (fn && s->pos)
+		fn(ctx, s->head, (size_t)s->pos);
+	s->observe = fn;
+	s->observe_ctx = ctx;
+	return FMT_OK;
+}
+
+fmt_kind fmt_source_open(fmt_source *s, const char *path, fmt_err *e)
+{
+	fmt_kind k = fmt_source_open_sequential(s, path, e);
+	if (k == FMT_OK && s->sequential && (k = fmt_source_make_whole(s, e)) != FMT_OK)
+		fmt_source_close(s);
 	return k;
 }
 
@@ -120,6 +271,8 @@ void fmt_source_close(fmt_source *s)
 	if (s->fd >= 0)
 		close(s->fd);
 	free(s->buf);
+	free(s->head);
+	free(s->rbuf);
 	free(s->path);
 	memset(s, 0, sizeof *s);
 	s->fd = -1;
@@ -135,11 +288,68 @@ static fmt_kind source_range(const fmt_source *s, uint64_t off, uint64_t n, fmt_
 	return FMT_OK;
 }
 
+static fmt_kind read_at(fmt_source *s, uint64_t off, void *dst, size_t n, fmt_err *e);
+
+/* An observed file: the bytes of a read that continue what was observed go to the observer,
+ * after a small gap (padding between tensors) is read to join them (reads from several threads
+ * take turns here; a read past a larger gap is not observed, and fmt_source_observe_to reads
+ * what is left). */
+#define OBSERVE_GAP (1u << 20)
+
+static void observe_read(fmt_source *s, uint64_t off, const uint8_t *p, size_t n)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutex_lock(&lock);
+	if (s->observe && off > s->pos && off - s->pos <= OBSERVE_GAP) {
+		size_t gap = (size_t)(off - s->pos);
+		uint8_t *g = malloc(gap);
+		fmt_err e;
+		if (g && read_at(s, s->pos, g, gap, &e) == FMT_OK) {
+			s->observe(s->observe_ctx, g, gap);
+			s->pos = off;
+		}
+		free(g);
+	}
+	if (s->observe && off <= s->pos && off + n > s->pos) {
+		s->observe(s->observe_ctx, p + (s->pos - off), (size_t)(off + n - s->pos));
+		s->pos = off + n;
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+fmt_kind fmt_source_observe_to(fmt_source *s, uint64_t end, fmt_err *e)
+{
+	enum { CHUNK = 256u << 10 };
+	if (s->sequential || s->pos >= end)
+		return FMT_OK;
+	uint8_t *buf = malloc(CHUNK);
+	fmt_kind k = buf ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	while (k == FMT_OK && s->pos < end) {
+		size_t part = end - s->pos < CHUNK ? (size_t)(end - s->pos) : CHUNK;
+		k = fmt_source_read(s, s->pos, buf, part, e);
+	}
+	free(buf);
+	return k;
+}
+
 fmt_kind fmt_source_read(fmt_source *s, uint64_t off, void *dst, size_t n, fmt_err *e)
 {
 	fmt_kind k = source_range(s, off, n, e);
 	if (k != FMT_OK)
 		return k;
+	if (s->sequential) {
+		size_t got;
+		k = seq_read(s, off, dst, n, &got, e);
+		return k != FMT_OK || got == n ? k : seq_truncated(s, n - got, e);
+	}
+	k = read_at(s, off, dst, n, e);
+	if (k == FMT_OK && s->observe)
+		observe_read(s, off, dst, n);
+	return k;
+}
+
+static fmt_kind read_at(fmt_source *s, uint64_t off, void *dst, size_t n, fmt_err *e)
+{
 	if (s->buf || s->map) {
 		memcpy(dst, (s->buf ? s->buf : (const uint8_t *)s->map) + off, n);
 		return FMT_OK;
@@ -160,11 +370,32 @@ fmt_kind fmt_source_read(fmt_source *s, uint64_t off, void *dst, size_t n, fmt_e
 	return FMT_OK;
 }
 
+fmt_kind fmt_source_read_upto(fmt_source *s, uint64_t off, void *dst, size_t n, size_t *got, fmt_err *e)
+{
+	*got = 0;
+	if (s->sequential)
+		return seq_read(s, off, dst, n, got, e);
+	if (off >= s->size)
+		return FMT_OK;
+	size_t part = s->size - off < n ? (size_t)(s->size - off) : n;
+	fmt_kind k = fmt_source_read(s, off, dst, part, e);
+	if (k == FMT_OK)
+		*got = part;
+	return k;
+}
+
 fmt_kind fmt_source_view(fmt_source *s, uint64_t off, uint64_t n, const uint8_t **out, fmt_err *e)
 {
 	fmt_kind k = source_range(s, off, n, e);
 	if (k != FMT_OK)
 		return k;
+	if (s->sequential) {
+		if (off + n > s->head_len)
+			return fmt_fail(e, FMT_UNSUPPORTED, "%s is read front to back and cannot be mapped",
+					strcmp(s->path, "-") == 0 ? "standard input" : "this stream");
+		*out = s->head + off;
+		return FMT_OK;
+	}
 	if (s->buf) {
 		*out = s->buf + off;
 		return FMT_OK;
@@ -188,6 +419,11 @@ fmt_kind fmt_source_view(fmt_source *s, uint64_t off, uint64_t n, const uint8_t 
 
 fmt_kind fmt_source_read_text(fmt_source *s, size_t max, char **text, fmt_err *e)
 {
+	if (s->sequential) {
+		fmt_kind k = fmt_source_make_whole(s, e);
+		if (k != FMT_OK)
+			return k;
+	}
 	if (s->size > max)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "file is %llu bytes, more than the %zu-byte limit",
 				(unsigned long long)s->size, max);
@@ -491,16 +727,10 @@ static mode_t creation_mode(void)
 	return (mode_t)(0666 & ~mask);
 }
 
-fmt_kind fmt_sink_pwrite(fmt_sink *k, uint64_t off, const void *data, size_t n, fmt_err *e)
+/* Flush what is buffered, then write n bytes at off. */
+static fmt_kind flush_and_pwrite(fmt_sink *k, uint64_t off, const uint8_t *p, size_t n, fmt_err *e)
 {
-	uint64_t end;
-	if (k->is_stdout)
-		return fmt_fail(e, FMT_USAGE, "this format cannot be streamed to standard output");
-	if (fmt_add_u64(off, n, &end) || end > k->written)
-		return fmt_fail(e, FMT_INTERNAL, "patch at %llu past the %llu bytes written",
-				(unsigned long long)off, (unsigned long long)k->written);
 	fmt_kind r = sink_flush(k, e);
-	const uint8_t *p = data;
 	while (r == FMT_OK && n > 0) {
 		ssize_t put = pwrite(k->fd, p, n, (off_t)off);
 		if (put < 0 && errno == EINTR)
@@ -511,6 +741,44 @@ fmt_kind fmt_sink_pwrite(fmt_sink *k, uint64_t off, const void *data, size_t n, 
 		n -= (size_t)put;
 		off += (uint64_t)put;
 	}
+	return r;
+}
+
+fmt_kind fmt_sink_pwrite(fmt_sink *k, uint64_t off, const void *data, size_t n, fmt_err *e)
+{
+	uint64_t end;
+	if (k->is_stdout)
+		return fmt_fail(e, FMT_USAGE, "this format cannot be streamed to standard output");
+	if (fmt_add_u64(off, n, &end) || end > k->written)
+		return fmt_fail(e, FMT_INTERNAL, "patch at %llu past the %llu bytes written",
+				(unsigned long long)off, (unsigned long long)k->written);
+	return flush_and_pwrite(k, off, data, n, e);
+}
+
+fmt_kind fmt_sink_write_at(fmt_sink *k, uint64_t off, const void *data, size_t n, fmt_err *e)
+{
+	uint64_t end;
+	if (k->is_stdout)
+		return fmt_fail(e, FMT_USAGE, "this output cannot be written in this order to standard output");
+	if (fmt_add_u64(off, n, &end) || end > INT64_MAX)
+		return fmt_fail(e, FMT_INTERNAL, "write at %llu past the largest file", (unsigned long long)off);
+	/* Several threads may place bytes at once (fmt_model_write_tensors): the buffer, the hook
+	 * and the end are shared, the writes themselves are not. */
+	static pthread_mutex_t placing = PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutex_lock(&placing);
+	if (write_hook)
+		write_hook(write_hook_ctx, n);
+	fmt_kind r = sink_flush(k, e);
+	pthread_mutex_unlock(&placing);
+	if (r == FMT_OK)
+		r = flush_and_pwrite(k, off, data, n, e);   /* the buffer is empty: a plain pwrite */
+	pthread_mutex_lock(&placing);
+	if (r == FMT_OK && end > k->written) {
+		k->written = end;
+		if (lseek(k->fd, (off_t)end, SEEK_SET) < 0)
+			r = io_fail(e, k->path, "seek");
+	}
+	pthread_mutex_unlock(&placing);
 	return r;
 }
 

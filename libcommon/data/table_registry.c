@@ -184,7 +184,7 @@ fmt_kind fmt_open_any(const char *path, const char *forced, fmt_model *m, fmt_ta
 		return fmt_fail(e, FMT_USAGE, "unknown format '%s' (one of: %s)", forced, names);
 	}
 	fmt_source src;
-	if (fmt_source_open(&src, path, e) != FMT_OK)
+	if (fmt_source_open_sequential(&src, path, e) != FMT_OK)
 		return e->kind;
 	if (!forced && probe(&src, &model, &table, e) != FMT_OK) {
 		fmt_source_close(&src);
@@ -192,6 +192,11 @@ fmt_kind fmt_open_any(const char *path, const char *forced, fmt_model *m, fmt_ta
 		return e->kind;
 	}
 	*is_table = table != NULL;
+	if (table && fmt_source_make_whole(&src, e) != FMT_OK) {
+		fmt_source_close(&src);
+		fmt_err_file(e, path);
+		return e->kind;
+	}
 	if (table)
 		return open_table(t, &src, path, table, e);
 	return fmt_model_open_source(m, &src, path, model, e);

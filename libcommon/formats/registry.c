@@ -1,5 +1,6 @@
 /* The model drivers and the questions tools ask them. A new format is one line in
  * FMT_MODEL_DRIVERS below plus its own folder. */
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include "fmt/minisign.h"
@@ -110,6 +111,48 @@ const fmt_driver *fmt_driver_with(unsigned caps)
 	return NULL;
 }
 
+fmt_kind fmt_codec_parse(const fmt_driver *d, const char *spec, fmt_codec *codec, int *level, fmt_err *e)
+{
+	static const struct { const char *name; fmt_codec codec; int max; } codecs[] = {
+		{ "none", FMT_CODEC_NONE, 0 }, { "lz4", FMT_CODEC_LZ4, 12 }, { "zstd", FMT_CODEC_ZSTD, 19 },
+	};
+	*level = 0;
+	if (!d->compresses) {
+		if (strcmp(spec, "none") == 0) {
+			*codec = FMT_CODEC_NONE;
+			return FMT_OK;
+		}
+		char names[256] = "";
+		size_t used = 0;
+		for (size_t i = 0; drivers[i] && used < sizeof names; i++)
+			if (drivers[i]->compresses && drivers[i]->write)
+				used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "",
+							 drivers[i]->name);
+		return fmt_fail(e, FMT_USAGE, "--compression: %s output is not compressed (only none; formats that "
+				"compress: %s, ald)", d->name, names);
+	}
+	if (strcmp(spec, "zstd-max") == 0) {
+		*codec = FMT_CODEC_ZSTD;
+		*level = 19;
+		return FMT_OK;
+	}
+	const char *colon = strchr(spec, ':');
+	size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
+	for (size_t i = 0; i < sizeof codecs / sizeof codecs[0]; i++) {
+		if (strlen(codecs[i].name) != n || strncmp(codecs[i].name, spec, n) != 0)
+			continue;
+		char *end;
+		long v = colon ? strtol(colon + 1, &end, 10) : 0;
+		if (colon && (!colon[1] || *end || v < 1 || v > codecs[i].max))
+			break;
+		*codec = codecs[i].codec;
+		*level = (int)v;
+		return FMT_OK;
+	}
+	return fmt_fail(e, FMT_USAGE, "--compression takes none, lz4[:1-12], zstd[:1-19] or zstd-max for %s output",
+			d->name);
+}
+
 const fmt_driver *fmt_driver_holding(fmt_dtype t)
 {
 	for (size_t i = 0; drivers[i]; i++)
@@ -160,6 +203,12 @@ const fmt_driver *fmt_driver_probe(fmt_source *src, const uint8_t *head, size_t 
 			best_score = s;
 		}
 	}
+	if (!best && src->sequential) {
+		/* A mark past the head (probe_source): read the whole input and ask again. */
+		fmt_err e;
+		if (fmt_source_make_whole(src, &e) == FMT_OK)
+			return fmt_driver_probe(src, head, n, score);
+	}
 	if (score)
 		*score = best_score;
 	return best;
@@ -191,7 +240,11 @@ fmt_kind fmt_model_open_source(fmt_model *m, fmt_source *src, const char *path,
 		return e->kind;
 	}
 	m->path = strdup(path);
-	fmt_kind k = m->path ? fmt_model_add_source(m, src, NULL, e) : fmt_fail(e, FMT_IO, "out of memory");
+	fmt_kind k = m->path ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	if (k == FMT_OK && src->sequential && !d->streams)
+		k = fmt_source_make_whole(src, e);
+	if (k == FMT_OK)
+		k = fmt_model_add_source(m, src, NULL, e);
 	if (k != FMT_OK) {
 		fmt_source_close(src);
 		fmt_model_free(m);
@@ -212,6 +265,14 @@ fmt_kind fmt_model_open(fmt_model *m, const char *path, const fmt_driver *forced
 	fmt_source src;
 	fmt_model_init(m);
 	fmt_kind k = fmt_source_open(&src, path, e);
+	return k == FMT_OK ? fmt_model_open_source(m, &src, path, forced, e) : k;
+}
+
+fmt_kind fmt_model_open_streaming(fmt_model *m, const char *path, const fmt_driver *forced, fmt_err *e)
+{
+	fmt_source src;
+	fmt_model_init(m);
+	fmt_kind k = fmt_source_open_sequential(&src, path, e);
 	return k == FMT_OK ? fmt_model_open_source(m, &src, path, forced, e) : k;
 }
 
@@ -302,6 +363,22 @@ fmt_kind fmt_sign_in_place(const char *path, const fmt_keyset *keys, int threads
 	if (k != FMT_OK)
 		fmt_err_file(e, path);
 	return k;
+}
+
+fmt_kind fmt_model_verify_as_read(fmt_model *m, fmt_err *e)
+{
+	if (!m->driver || !m->driver->verify_as_read)
+		return fmt_fail(e, FMT_UNSUPPORTED, "%s files are verified before they are read",
+				m->driver ? m->driver->name : "these");
+	return m->driver->verify_as_read(m, e);
+}
+
+int fmt_model_sequential(const fmt_model *m)
+{
+	for (size_t i = 0; i < m->n_sources; i++)
+		if (m->sources[i].sequential)
+			return 1;
+	return 0;
 }
 
 const char *fmt_model_signature(const fmt_model *m)

@@ -1,11 +1,13 @@
 #include <errno.h>
 #include <stdio.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <string.h>
 #include "fmt/checked.h"
 #include "fmt/half.h"
 #include "fmt/model.h"
+#include "fmt/thread.h"
 
 void fmt_model_init(fmt_model *m)
 {
@@ -326,7 +328,7 @@ fmt_kind fmt_tensor_load(const fmt_model *m, const fmt_tensor *t, const uint8_t 
 		*bytes = t->data;
 		return FMT_OK;
 	}
-	if (t->reader) {
+	if (t->reader || (t->source >= 0 && (size_t)t->source < m->n_sources && m->sources[t->source].sequential)) {
 		if (t->nbytes > SIZE_MAX)
 			return out_of_memory_for(t, e);
 		uint8_t *buf = malloc(t->nbytes ? (size_t)t->nbytes : 1);
@@ -393,6 +395,173 @@ static fmt_kind write_chunk(void *sink, const uint8_t *bytes, size_t n, fmt_err 
 fmt_kind fmt_tensor_write_to(const fmt_model *m, const fmt_tensor *t, fmt_sink *k, fmt_err *e)
 {
 	return fmt_tensor_each_chunk(m, t, write_chunk, k, e);
+}
+
+static int read_order_matters(const fmt_model *m)
+{
+	for (size_t i = 0; i < m->n_tensors; i++)
+		if (m->tensors[i].seq_pos)
+			return 1;
+	return 0;
+}
+
+static const fmt_tensor *order_base;
+
+static int cmp_seq_pos(const void *a, const void *b)
+{
+	const fmt_tensor *x = &order_base[*(const size_t *)a], *y = &order_base[*(const size_t *)b];
+	if (x->seq_pos != y->seq_pos)
+		return x->seq_pos < y->seq_pos ? -1 : 1;
+	return *(const size_t *)a < *(const size_t *)b ? -1 : *(const size_t *)a > *(const size_t *)b;
+}
+
+fmt_kind fmt_model_read_order(const fmt_model *m, size_t **order, int *moved, fmt_err *e)
+{
+	size_t *idx = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *idx);
+	if (!idx)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	int any = 0;
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		idx[i] = i;
+		any |= m->tensors[i].seq_pos != 0;
+	}
+	*moved = 0;
+	if (any) {
+		/* Tensors without a position keep theirs relative to each other; qsort with a global
+		 * is fine here: writers run one at a time per model, and the comparison is total. */
+		static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+		pthread_mutex_lock(&lock);
+		order_base = m->tensors;
+		qsort(idx, m->n_tensors, sizeof *idx, cmp_seq_pos);
+		pthread_mutex_unlock(&lock);
+		for (size_t i = 0; i < m->n_tensors; i++)
+			*moved |= idx[i] != i;
+	}
+	*order = idx;
+	return FMT_OK;
+}
+
+typedef struct placed {
+	fmt_sink *k;
+	uint64_t at;
+} placed;
+
+static fmt_kind write_placed_chunk(void *ctx, const uint8_t *bytes, size_t n, fmt_err *e)
+{
+	placed *p = ctx;
+	fmt_kind k = fmt_sink_write_at(p->k, p->at, bytes, n, e);
+	p->at += n;
+	return k;
+}
+
+static _Thread_local int in_parallel_writer;
+
+int fmt_tensor_reads_in_parallel(void)
+{
+	return in_parallel_writer;
+}
+
+/* Tensors written by several threads, each to its own place in the file. */
+typedef struct parallel_job {
+	const fmt_model *m;
+	const size_t *order;
+	const uint64_t *at;            /* where each of order[] goes */
+	fmt_sink *k;
+	pthread_mutex_t lock;
+	fmt_kind kind;
+	fmt_err err;
+} parallel_job;
+
+static void parallel_task(void *ctx, size_t i)
+{
+	parallel_job *job = ctx;
+	fmt_err e;
+	fmt_err_clear(&e);
+	pthread_mutex_lock(&job->lock);
+	int failed = job->kind != FMT_OK;
+	pthread_mutex_unlock(&job->lock);
+	if (failed)
+		return;
+	in_parallel_writer = 1;
+	placed p = { .k = job->k, .at = job->at[i] };
+	fmt_kind r = fmt_tensor_each_chunk(job->m, &job->m->tensors[job->order[i]], write_placed_chunk, &p, &e);
+	in_parallel_writer = 0;
+	pthread_mutex_lock(&job->lock);
+	if (r != FMT_OK && job->kind == FMT_OK) {
+		job->kind = r;
+		job->err = e;
+	}
+	pthread_mutex_unlock(&job->lock);
+}
+
+static fmt_kind write_parallel(const fmt_model *m, const size_t *order, size_t n, fmt_sink *k, int threads,
+			       fmt_err *e)
+{
+	fmt_pool *pool = NULL;
+	uint64_t *at = malloc((n ? n : 1) * sizeof *at), end = k->written;
+	fmt_kind r = at ? fmt_pool_create(&pool, threads, e) : fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; r == FMT_OK && i < n; i++) {
+		at[i] = end;
+		end += m->tensors[order[i]].nbytes;
+	}
+	if (r == FMT_OK) {
+		parallel_job job = { .m = m, .order = order, .at = at, .k = k, .kind = FMT_OK };
+		pthread_mutex_init(&job.lock, NULL);
+		fmt_pool_run(pool, n, parallel_task, &job);
+		pthread_mutex_destroy(&job.lock);
+		if (job.kind != FMT_OK) {
+			*e = job.err;
+			r = job.kind;
+		}
+	}
+	if (r == FMT_OK && k->written < end)   /* only empty tensors at the end */
+		r = fmt_sink_zeros(k, end - k->written, e);
+	fmt_pool_destroy(pool);
+	free(at);
+	return r;
+}
+
+fmt_kind fmt_model_write_tensors(const fmt_model *m, const size_t *order, size_t n, fmt_sink *k, int threads,
+				 fmt_err *e)
+{
+	size_t *ro = NULL;
+	int moved = 0;
+	if (threads > 1 && n > 1 && !k->is_stdout && !read_order_matters(m))
+		return write_parallel(m, order, n, k, threads, e);
+	fmt_kind r = fmt_model_read_order(m, &ro, &moved, e);
+	for (size_t i = 0; i < n && r == FMT_OK; i++)   /* the layout's order is the read order? */
+		moved |= i >= m->n_tensors || ro[i] != order[i];
+	if (r != FMT_OK || !moved || !read_order_matters(m)) {
+		free(ro);
+		for (size_t i = 0; i < n && r == FMT_OK; i++)
+			r = fmt_tensor_write_to(m, &m->tensors[order[i]], k, e);
+		return r;
+	}
+	if (k->is_stdout) {
+		free(ro);
+		return fmt_fail(e, FMT_UNSUPPORTED, "the input is read front to back and its tensors come in another order "
+				"than this format stores them: write to a file, not to standard output");
+	}
+	uint64_t *at = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *at), end = k->written;
+	if (!at)
+		r = fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; r == FMT_OK && i < m->n_tensors; i++)
+		at[i] = UINT64_MAX;
+	for (size_t i = 0; r == FMT_OK && i < n; i++) {
+		at[order[i]] = end;
+		end += m->tensors[order[i]].nbytes;
+	}
+	for (size_t i = 0; r == FMT_OK && i < m->n_tensors; i++) {
+		if (at[ro[i]] == UINT64_MAX)
+			continue;
+		placed p = { .k = k, .at = at[ro[i]] };
+		r = fmt_tensor_each_chunk(m, &m->tensors[ro[i]], write_placed_chunk, &p, e);
+	}
+	if (r == FMT_OK && k->written < end)   /* only empty tensors at the end */
+		r = fmt_sink_zeros(k, end - k->written, e);
+	free(at);
+	free(ro);
+	return r;
 }
 
 uint64_t fmt_model_param_count(const fmt_model *m)

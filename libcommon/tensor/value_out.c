@@ -1,6 +1,9 @@
-/* Metadata values as JSON and as text: what the tools print for a fmt_value. */
+/* Metadata values as JSON and as text: what the tools print for a fmt_value, and what a JSON
+ * value read from a file becomes. */
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 #include "fmt/model.h"
 #include "fmt/out.h"
 
@@ -114,4 +117,96 @@ void fmt_out_value(FILE *f, const fmt_value *v, size_t max_items)
 		break;
 	}
 	}
+}
+
+/* ---- JSON to values ---- */
+
+#define FROM_JSON_MAX_DEPTH 16
+
+static fmt_kind json_text_value(const json_t *j, int sort_keys, fmt_value *out, fmt_err *e)
+{
+	char *text = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY | (sort_keys ? JSON_SORT_KEYS : JSON_PRESERVE_ORDER));
+	if (!text)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	*out = fmt_value_str(text, strlen(text));
+	free(text);
+	return out->v.str.ptr ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+}
+
+static fmt_kind value_from_json(const json_t *j, int sort_keys, int depth, fmt_value *out, fmt_err *e);
+
+/* The kinds are looked at first, so that an array kept as text is never converted item by item. */
+static fmt_kind array_from_json(const json_t *j, int sort_keys, int depth, fmt_value *out, fmt_err *e)
+{
+	size_t n = json_array_size(j);
+	int ints = 0, reals = 0, strs = 0, bools = 0, arrays = 0, other = 0;
+	for (size_t i = 0; i < n; i++) {
+		const json_t *x = json_array_get(j, i);
+		ints |= json_is_integer(x);
+		reals |= json_is_real(x);
+		strs |= json_is_string(x);
+		bools |= json_is_boolean(x);
+		arrays |= json_is_array(x);
+		other |= json_is_object(x) || json_is_null(x);
+	}
+	if (other || (ints || reals) + strs + bools + arrays > 1 || depth >= FROM_JSON_MAX_DEPTH)
+		return json_text_value(j, sort_keys, out, e);
+	fmt_vtype elem = reals ? FMT_V_F64 : ints ? FMT_V_I64 : strs ? FMT_V_STR : bools ? FMT_V_BOOL
+		       : arrays ? FMT_V_ARRAY : FMT_V_I64;
+	fmt_value *items = calloc(n ? n : 1, sizeof *items);
+	if (!items)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	fmt_kind k = FMT_OK;
+	size_t made = 0;
+	for (; made < n && k == FMT_OK; made++) {
+		k = value_from_json(json_array_get(j, made), sort_keys, depth + 1, &items[made], e);
+		if (k == FMT_OK && elem == FMT_V_F64 && items[made].type == FMT_V_I64) {
+			items[made].v.f = (double)items[made].v.i;
+			items[made].type = FMT_V_F64;
+		}
+	}
+	if (k != FMT_OK) {
+		for (size_t i = 0; i < made; i++)
+			fmt_value_free(&items[i]);
+		free(items);
+		return k;
+	}
+	memset(out, 0, sizeof *out);
+	out->type = FMT_V_ARRAY;
+	out->v.arr.elem = elem;
+	out->v.arr.count = n;
+	out->v.arr.items = items;
+	return FMT_OK;
+}
+
+static fmt_kind value_from_json(const json_t *j, int sort_keys, int depth, fmt_value *out, fmt_err *e)
+{
+	memset(out, 0, sizeof *out);
+	switch (json_typeof(j)) {
+	case JSON_STRING:
+		*out = fmt_value_str(json_string_value(j), json_string_length(j));
+		return out->v.str.ptr ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	case JSON_INTEGER:
+		out->type = FMT_V_I64;
+		out->v.i = (int64_t)json_integer_value(j);
+		return FMT_OK;
+	case JSON_REAL:
+		out->type = FMT_V_F64;
+		out->v.f = json_real_value(j);
+		return FMT_OK;
+	case JSON_TRUE:
+	case JSON_FALSE:
+		out->type = FMT_V_BOOL;
+		out->v.b = json_is_true(j);
+		return FMT_OK;
+	case JSON_ARRAY:
+		return array_from_json(j, sort_keys, depth, out, e);
+	default:
+		return json_text_value(j, sort_keys, out, e);
+	}
+}
+
+fmt_kind fmt_value_from_json(const json_t *j, int sort_keys, fmt_value *out, fmt_err *e)
+{
+	return value_from_json(j, sort_keys, 0, out, e);
 }

@@ -399,9 +399,13 @@ assert c[4]["min"]=="1969-12-31T23:59:59.999Z" and c[4]["max"]=="2024-02-29T12:0
 }
 
 @test "usage: dataset options with a model output, .ald to stdout, an existing output, --dry-run" {
-	run fmt-convert --compression lz4 in.csv out.safetensors
+	run fmt-convert --delimiter ';' in.csv out.safetensors
 	assert_failure 2
 	assert_output --partial "dataset options need a dataset output"
+	# --compression is every writer's: its values are the output format's
+	run fmt-convert --compression lz4 in.csv out.safetensors
+	assert_failure 2
+	assert_output --partial "--compression: safetensors output is not compressed"
 	run fmt-convert in.csv - --to ald
 	assert_failure 2
 	assert_output --partial ".ald cannot be written to standard output"

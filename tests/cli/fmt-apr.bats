@@ -186,6 +186,153 @@ PY
 	assert_output --partial '"max_position_embeddings":128'
 }
 
+@test "a hostile tensor_count costs only the entries really there (24 MB file, 200 MB address space)" {
+	# tensor_count is the most 21-byte entries the file could hold (1.1 million, ~300 MB of
+	# tensors if allocated up front); the first entry is empty. The open must fail on it with
+	# exit 4 without allocating for the claimed count, and likewise from a pipe.
+	/usr/bin/python3 - h.apr <<'PY'
+import struct, sys
+size = 24_000_000
+meta = b"{}"
+head = b"APR\x02" + struct.pack("<HIQQ", 2, 0, 32, len(meta)) + bytes(6) + meta
+head += bytes(64 - len(head))
+count = (size - 64 - 16 - 8) // 21
+body = head + struct.pack("<Q", count)
+body += bytes(size - 16 - len(body))
+open(sys.argv[1], "wb").write(body + struct.pack("<QQ", 0, size))
+PY
+	run bash -c "ulimit -v 200000; fmt-inspect h.apr"
+	assert_failure 4
+	assert_output --partial "tensor index entry 0: empty name"
+	run bash -c "ulimit -v 200000; fmt-inspect - <h.apr"
+	assert_failure 4
+	assert_output --partial "tensor index entry 0: empty name"
+}
+
+@test "aprender APR_Q4 and APR_Q8 tensors (codes 128, 129; legacy 8, 9) are read as F32 per §12" {
+	/usr/bin/python3 - q.apr 128 129 <<'PY'
+import json, struct, sys, zlib
+import numpy as np
+out, c4, c8 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+a64 = lambda x: (x + 63) & ~63
+# APR_Q8: one f32 scale, then int8 codes
+q8 = struct.pack("<f", 0.5) + np.array([-127, 0, 1, 127, -3], dtype=np.int8).tobytes()
+# APR_Q4: 40 elements = 2 blocks (the second short): f16 scale, 16 bytes, even i low nibble
+codes = [(i * 5) % 16 for i in range(40)]
+def block(scale, cs):
+    cs = cs + [0] * (32 - len(cs))
+    return np.float16(scale).tobytes() + bytes(cs[2 * j] | (cs[2 * j + 1] << 4) for j in range(16))
+q4 = block(0.25, codes[:32]) + block(-2.0, codes[32:])
+tensors = [("a.q4", c4, [5, 8], q4), ("b.q8", c8, [5], q8)]
+meta = b'{"model_type":"q"}'
+index, data = b"", b""
+for name, code, shape, payload in tensors:
+    index += struct.pack("<H", len(name)) + name.encode() + bytes([code, len(shape)])
+    index += b"".join(struct.pack("<Q", d) for d in shape) + struct.pack("<QQ", len(data), len(payload))
+    data += payload + bytes(a64(len(payload)) - len(payload))
+io = 64 + a64(len(meta)); do = io + a64(len(index))
+h = b"APR\0" + bytes([2, 0]) + struct.pack("<HIQIQQ", 0x400, len(tensors), 64, len(meta), io, do)
+h += struct.pack("<I", zlib.crc32(h[:40] + bytes(20))) + bytes(20)
+body = h + meta + bytes(a64(len(meta)) - len(meta)) + index + bytes(a64(len(index)) - len(index)) + data
+open(out, "wb").write(body + struct.pack("<I", zlib.crc32(body)))
+PY
+	fmt-verify q.apr
+	fmt-convert q.apr q.safetensors
+	run /usr/bin/python3 - q.safetensors <<'PY'
+import json, struct, sys
+import numpy as np
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n]); d = b[8 + n:]
+for k in sorted(h):
+    if k == "__metadata__": continue
+    s, e = h[k]["data_offsets"]
+    print(k, h[k]["dtype"], h[k]["shape"], np.frombuffer(d[s:e], dtype=np.float32).tolist())
+codes = [(i * 5) % 16 for i in range(40)]
+exp = [(c - 8) * (0.25 if i < 32 else -2.0) for i, c in enumerate(codes)]
+print("q4 expected", exp)
+PY
+	assert_success
+	assert_line "b.q8 F32 [5] [-63.5, 0.0, 0.5, 63.5, -1.5]"
+	q4=$(echo "$output" | sed -n 's/^a.q4 F32 \[5, 8\] //p')
+	exp=$(echo "$output" | sed -n 's/^q4 expected //p')
+	[ -n "$q4" ]
+	[ "$q4" = "$exp" ]
+	run fmt-inspect --tensors q.apr
+	assert_output --partial "a.q4"
+	# the legacy codes 8 and 9 hold the same layouts; a payload of the wrong size is exit 4
+	/usr/bin/python3 -c "
+import sys
+b=bytearray(open('q.apr','rb').read())
+i=b.find(b'a.q4'); b[i+4]=8; j=b.find(b'b.q8'); b[j+4]=9
+import zlib,struct
+b[40:44]=struct.pack('<I', zlib.crc32(bytes(b[:40])+bytes(b[44:64]))); b[-4:]=struct.pack('<I', zlib.crc32(bytes(b[:-4])))
+open('legacy.apr','wb').write(b)"
+	fmt-convert legacy.apr legacy.safetensors
+	cmp q.safetensors legacy.safetensors
+	/usr/bin/python3 -c "
+import zlib,struct
+b=bytearray(open('q.apr','rb').read())
+j=b.find(b'b.q8')+4+2+8+8; b[j:j+8]=struct.pack('<Q', 8)
+b[-4:]=struct.pack('<I', zlib.crc32(bytes(b[:-4])))
+open('bad.apr','wb').write(b)"
+	run fmt-inspect bad.apr
+	assert_failure 4
+	assert_output --partial "tensor 'b.q8': size 8, but 5 elements of APR_Q8 take 9 bytes"
+}
+
+@test "aprender whole-file-compressed variant (§13): zstd frame or size-prepended LZ4 block after the header" {
+	make_numpy_model m.safetensors
+	fmt-convert --apr-layout aprender m.safetensors a.apr
+	fmt-convert a.apr ref.safetensors
+	/usr/bin/python3 - a.apr <<'PY'
+import struct, sys, zlib, zstandard, lz4.block
+b = open(sys.argv[1], "rb").read()
+def image(flag):   # the file as aprender's loader sees it once decompressed, flag set, CRCs right
+    h = bytearray(b[:64]); h[6:8] = struct.pack("<H", struct.unpack("<H", h[6:8])[0] | flag)
+    h[40:44] = struct.pack("<I", zlib.crc32(bytes(h[:40]) + bytes(h[44:64])))
+    img = bytes(h) + b[64:-4]
+    return img + struct.pack("<I", zlib.crc32(img))
+z, l = image(2), image(1)
+open("z.apr", "wb").write(z[:64] + zstandard.ZstdCompressor().compress(z[64:]))
+open("l.apr", "wb").write(l[:64] + lz4.block.compress(l[64:], store_size=True))
+open("flag-only.apr", "wb").write(z)      # the flag on an uncompressed file: read as it is
+d = bytearray(open("z.apr", "rb").read()); d[-10] ^= 1; open("damaged.apr", "wb").write(d)
+PY
+	for f in z l flag-only; do
+		run fmt-verify $f.apr
+		assert_success
+		fmt-convert $f.apr $f.safetensors
+		cmp ref.safetensors $f.safetensors
+		cat $f.apr | fmt-convert - pipe-$f.safetensors
+		cmp ref.safetensors pipe-$f.safetensors
+	done
+	run fmt-inspect z.apr
+	assert_output --partial "compression: the whole file after the header, one zstd frame"
+	run fmt-inspect l.apr
+	assert_output --partial "compression: the whole file after the header, one size-prepended LZ4 block"
+	run fmt-verify damaged.apr
+	[ "$status" -eq 4 ] || [ "$status" -eq 6 ]
+	[ "$status" -ne 0 ]
+}
+
+@test "a conversion on one thread checks the checksum with the reads it makes: any changed byte, exit 6 or 4, no output" {
+	make_numpy_model m.safetensors
+	for c in none zstd; do
+		fmt-convert -f -c $c m.safetensors t.apr
+		size=$(stat -c %s t.apr)
+		for at in $(seq 0 97 $((size - 17))); do
+			/usr/bin/python3 -c "b=bytearray(open('t.apr','rb').read()); b[$at]^=0x20; open('c.apr','wb').write(b)"
+			run fmt-convert -T 1 c.apr out.safetensors
+			[ "$status" -eq 6 ] || [ "$status" -eq 4 ] || [ "$status" -eq 5 ] || { echo "byte $at: exit $status"; false; }
+			[ ! -e out.safetensors ]
+		done
+		fmt-convert -T 1 t.apr one.safetensors
+		fmt-convert -T 2 t.apr two.safetensors
+		cmp one.safetensors two.safetensors
+		rm -f one.safetensors two.safetensors
+	done
+}
+
 # ---- FMT-003 and FMT-004 ----
 
 @test "FMT-003: a wrong magic is InvalidFormat (exit 4), never a crash" {
@@ -379,15 +526,38 @@ PY
 @test "option errors: -c and --apr-layout need APR output; bad values are usage errors" {
 	run fmt-convert -c zstd "$TINY" t.safetensors
 	assert_failure 2
+	assert_output --partial "--compression: safetensors output is not compressed (only none; formats that compress: apr, ald)"
+	run fmt-convert --compression none "$TINY" t.safetensors
+	assert_success
 	run fmt-convert --apr-layout seed "$TINY" t.gguf
 	assert_failure 2
 	run fmt-convert --apr-layout other "$TINY" t.apr
 	assert_failure 2
-	for c in gzip zstd:0 zstd:20 lz4:13 'zstd:' 'lz4:x'; do
+	for c in gzip zstd:0 zstd:20 lz4:13 'zstd:' 'lz4:x' zstd-max:3; do
 		run fmt-convert -c "$c" "$TINY" t.apr
 		assert_failure 2
+		assert_output --partial "--compression takes none, lz4[:1-12], zstd[:1-19] or zstd-max for apr output"
 	done
 	[ ! -e t.apr ]
+}
+
+@test "one --compression (-c) for every writer: its values are the output format's; --compress still works" {
+	make_numpy_model m.safetensors
+	fmt-convert -c zstd:19 m.safetensors a.apr
+	fmt-convert --compression zstd-max m.safetensors b.apr
+	cmp a.apr b.apr
+	fmt-convert --compress lz4 m.safetensors c.apr
+	run fmt-inspect c.apr
+	assert_output --partial "compression: lz4"
+	printf 'a,b\n1,2\n3,4\n' >t.csv
+	for c in none zstd zstd-max lz4; do
+		fmt-convert -f -c $c t.csv t.ald
+		run fmt-inspect --json t.ald
+		assert_output --partial "\"compression\":\"$c\""
+	done
+	run fmt-convert -f -c zstd:3 t.csv t.ald
+	assert_failure 2
+	assert_output --partial "--compression takes none, zstd, zstd-max or lz4 for a dataset"
 }
 
 @test "APR read from a pipe: fmt-inspect - and fmt-convert - OUT" {
@@ -399,6 +569,78 @@ PY
 	cmp back.safetensors "$TINY"
 	cat t.apr | fmt-convert - back2.safetensors
 	cmp back2.safetensors "$TINY"
+}
+
+@test "APR from a pipe is read front to back: byte-identical outputs for every layout and codec" {
+	make_numpy_model m.safetensors
+	for opts in "-c none" "-c lz4" "-c zstd" "--apr-layout aprender"; do
+		rm -f t.apr file.safetensors pipe.safetensors file.gguf pipe.gguf
+		fmt-convert $opts m.safetensors t.apr
+		fmt-convert t.apr file.safetensors
+		cat t.apr | fmt-convert - pipe.safetensors
+		cmp file.safetensors pipe.safetensors
+		fmt-convert --to gguf t.apr file.gguf
+		cat t.apr | fmt-convert --to gguf - pipe.gguf
+		cmp file.gguf pipe.gguf
+		run fmt-verify - <t.apr
+		assert_success
+		assert_output "-: ok (apr, 3 tensors, 1 file, $(stat -c %s t.apr) bytes)"
+		run fmt-inspect - < <(cat t.apr)
+		assert_success
+		assert_output --partial "size:       unknown (a stream)"
+		assert_output --partial "not read"
+	done
+}
+
+@test "APR from a pipe: a damaged or cut stream gives exit 6 or 4 and no output file" {
+	make_numpy_model m.safetensors
+	for opts in "-c none" "-c zstd" "--apr-layout aprender"; do
+		rm -f t.apr
+		fmt-convert $opts m.safetensors t.apr
+		size=$(stat -c %s t.apr)
+		# a byte of the last tensor's data, and a byte of the footer: only the end can tell
+		for at in $((size - 30)) $((size - 12)); do
+			/usr/bin/python3 -c "b=bytearray(open('t.apr','rb').read()); b[$at]^=0x10; open('c.apr','wb').write(b)"
+			run fmt-convert - out.safetensors < <(cat c.apr)
+			assert_failure 6
+			assert_output --partial "-: "
+			[ ! -e out.safetensors ]
+			[ -z "$(ls -A | grep fmtkit-tmp || true)" ]
+			run fmt-verify - < <(cat c.apr)
+			assert_failure 6
+		done
+		head -c $((size - 100)) t.apr >cut.apr
+		run fmt-convert - out.safetensors < <(cat cut.apr)
+		assert_failure 4
+		assert_output --partial "truncated"
+		[ ! -e out.safetensors ]
+	done
+}
+
+@test "APR from a pipe converts in bounded memory (200 MB through a 4 MiB-chunk pipeline)" {
+	/usr/bin/python3 - big.safetensors <<'PY'
+import json, struct, sys
+n, size = 50, 4_000_000
+hdr = {f"layer.{i:02d}.weight": {"dtype": "F32", "shape": [1000, 1000],
+	"data_offsets": [i * size, (i + 1) * size]} for i in range(n)}
+h = json.dumps(hdr).encode()
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<Q", len(h)) + h)
+    block = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    for i in range(n):
+        f.write(block)
+PY
+	fmt-convert big.safetensors big.apr
+	fmt-convert big.apr file.safetensors
+	rss=$(cat big.apr | /usr/bin/time -f '%M' fmt-convert - pipe.safetensors 2>&1 >/dev/null | tail -1)
+	cmp file.safetensors pipe.safetensors
+	echo "peak RSS ${rss} KiB for a $(stat -c %s big.apr)-byte stream" >&3
+	[ "$rss" -lt 40000 ]
+	rm -f pipe.safetensors
+	fmt-convert -c zstd big.safetensors bigz.apr
+	rss=$(cat bigz.apr | /usr/bin/time -f '%M' fmt-convert - pipe.safetensors 2>&1 >/dev/null | tail -1)
+	cmp file.safetensors pipe.safetensors
+	[ "$rss" -lt 40000 ]
 }
 
 # ---- shard sets (A.8) ----

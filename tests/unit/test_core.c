@@ -155,3 +155,117 @@ TEST(sink_large_writes_bypass_buffer)
 	unlink(path);
 	rmdir(dir);
 }
+
+/* ---- sequential sources (a pipe read front to back) ---- */
+
+#include <sys/wait.h>
+
+static uint8_t pattern_byte(size_t i)
+{
+	return (uint8_t)(i * 7 + i / 251);
+}
+
+/* A pipe whose other end a child fills with n pattern bytes; the path names the read end. */
+static pid_t pipe_of(size_t n, char *path, size_t cap, int *rfd)
+{
+	int fds[2];
+	if (pipe(fds) != 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		uint8_t buf[4096];
+		for (size_t at = 0; at < n;) {
+			size_t part = n - at < sizeof buf ? n - at : sizeof buf;
+			for (size_t j = 0; j < part; j++)
+				buf[j] = pattern_byte(at + j);
+			ssize_t w = write(fds[1], buf, part);
+			if (w <= 0)
+				_exit(1);
+			at += (size_t)w;
+		}
+		_exit(0);
+	}
+	close(fds[1]);
+	*rfd = fds[0];
+	snprintf(path, cap, "/proc/self/fd/%d", fds[0]);
+	return pid;
+}
+
+typedef struct counted {
+	uint64_t n, sum;
+} counted;
+
+static void count_bytes(void *ctx, const uint8_t *p, size_t n)
+{
+	counted *c = ctx;
+	for (size_t i = 0; i < n; i++)
+		c->sum += (uint64_t)p[i] * (c->n + i + 1);
+	c->n += n;
+}
+
+TEST(sequential_source_reads_forward_and_observes_every_byte)
+{
+	const size_t total = (3u << 20) + 123;
+	char path[64];
+	int rfd;
+	pid_t pid = pipe_of(total, path, sizeof path, &rfd);
+	CHECK(pid > 0);
+	fmt_source s;
+	fmt_err e;
+	CHECK(fmt_source_open_sequential(&s, path, &e) == FMT_OK);
+	close(rfd);
+	CHECK(s.sequential);
+	CHECK(s.size == FMT_SIZE_UNKNOWN);
+	counted c = { 0, 0 };
+	CHECK(fmt_source_observe(&s, count_bytes, &c, &e) == FMT_OK);
+	CHECK_EQ_U64(c.n, FMT_SOURCE_HEAD);             /* the head, shown at once */
+	uint8_t small[16], *big = malloc(2u << 20);
+	CHECK(fmt_source_read(&s, 0, small, sizeof small, &e) == FMT_OK && small[5] == pattern_byte(5));
+	CHECK(fmt_source_read(&s, 10000, small, sizeof small, &e) == FMT_OK && small[3] == pattern_byte(10003));
+	CHECK(fmt_source_read(&s, 5000, small, sizeof small, &e) == FMT_UNSUPPORTED);   /* passed already */
+	CHECK(fmt_source_read(&s, 100, small, sizeof small, &e) == FMT_OK);             /* the head is kept */
+	CHECK(fmt_source_read(&s, 20000, big, 2u << 20, &e) == FMT_OK);                 /* a large direct read */
+	int same = 1;
+	for (size_t i = 0; i < (2u << 20); i++)
+		same &= big[i] == pattern_byte(20000 + i);
+	CHECK(same);
+	size_t got = 0;
+	CHECK(fmt_source_read_upto(&s, s.pos, big, 2u << 20, &got, &e) == FMT_OK);
+	CHECK_EQ_U64(got, total - 20000 - (2u << 20));
+	CHECK(s.eof && s.size == total);
+	CHECK_EQ_U64(c.n, total);                        /* every byte, once, in order */
+	counted ref = { 0, 0 };
+	for (size_t i = 0; i < total; i++) {
+		uint8_t b = pattern_byte(i);
+		count_bytes(&ref, &b, 1);
+	}
+	CHECK_EQ_U64(c.sum, ref.sum);
+	CHECK(fmt_source_read(&s, total - 4, small, 8, &e) == FMT_INVALID_FORMAT);      /* past the end */
+	free(big);
+	fmt_source_close(&s);
+	waitpid(pid, NULL, 0);
+}
+
+TEST(sequential_source_small_or_made_whole)
+{
+	char path[64];
+	int rfd;
+	fmt_source s;
+	fmt_err e;
+	pid_t pid = pipe_of(100, path, sizeof path, &rfd);
+	CHECK(fmt_source_open_sequential(&s, path, &e) == FMT_OK);
+	close(rfd);
+	CHECK(!s.sequential && s.size == 100);           /* all of it in the head: in memory */
+	fmt_source_close(&s);
+	waitpid(pid, NULL, 0);
+	pid = pipe_of(50000, path, sizeof path, &rfd);
+	CHECK(fmt_source_open(&s, path, &e) == FMT_OK);  /* fmt_source_open: read whole */
+	close(rfd);
+	uint8_t b[8];
+	CHECK(!s.sequential && s.size == 50000);
+	CHECK(fmt_source_read(&s, 49990, b, 8, &e) == FMT_OK && b[0] == pattern_byte(49990));
+	CHECK(fmt_source_read(&s, 10, b, 8, &e) == FMT_OK && b[7] == pattern_byte(17));
+	fmt_source_close(&s);
+	waitpid(pid, NULL, 0);
+}

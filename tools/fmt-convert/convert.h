@@ -28,7 +28,8 @@ typedef struct convert_opts {
 	int force_set;               /* the output was named NAME.<ext>.index.json */
 	int sign;                    /* --sign */
 	const char *layout;          /* --apr-layout: one of the target driver's layouts */
-	fmt_codec codec;             /* -c/--compress */
+	const char *compression;     /* -c/--compression, as given (parsed for the output's driver) */
+	fmt_codec codec;             /* what it means for a model output */
 	int codec_level;
 	fmt_key_opts key;            /* which key --sign uses */
 	const char *sign_key;        /* --sign-key SECKEY (Ed25519) */
@@ -70,6 +71,8 @@ typedef struct convert_plan {
 	name_list dropped_units;     /* tensors whose units the target cannot hold */
 	fmt_model mid;               /* decoded compressed tensors, for conversions that need them */
 	fmt_model out;               /* the output model (tensors read from the input on demand) */
+	int verify_after;            /* the input is checked after its tensors are read (a stream,
+				      * or a file checked by the reads themselves) */
 } convert_plan;
 
 /* Convert a dataset (o->table_to set) from input to output. */

@@ -15,7 +15,7 @@ enum { OPT_TO = FMT_OPT_FIRST_TOOL_OPTION, OPT_DTYPE, OPT_ARCH, OPT_SET, OPT_SET
        OPT_EXCLUDE, OPT_DRY_RUN, OPT_SHARD, OPT_SIGN, OPT_NO_VERIFY, OPT_OVERFLOW, OPT_ALLOW_OVERFLOW,
        OPT_FROM, OPT_NO_HEADER, OPT_DELIMITER, OPT_NULL_VALUE, OPT_SCHEMA, OPT_COMPRESSION, OPT_TYPE,
        OPT_CARD, OPT_CHUNK_ROWS, OPT_TRUENO, OPT_COMPAT, OPT_APR_LAYOUT, OPT_SIGN_KEY, OPT_PASS_FILE,
-       OPT_PASS_ENV };
+       OPT_PASS_ENV, OPT_COMPRESS };
 
 static void dataset_type_words(char *buf, size_t n);
 
@@ -46,9 +46,12 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("apr-layout", OPT_APR_LAYOUT, "LAYOUT", "seed (default: APR\\x02, XXH3 footer, compression) or\n"
 		      "aprender (APR\\0, byte-identical to aprender's writer)"),
 	  .complete = FMT_COMPLETE_WORDS, .words = "seed aprender" },
-	{ FMT_CLI_OPT("compress", 'c', "CODEC", "none, lz4[:LEVEL] or zstd[:LEVEL] (APR seed layout: one frame\n"
-		      "per tensor; default none)"),
-	  .complete = FMT_COMPLETE_WORDS, .words = "none lz4 zstd zstd:19" },
+	{ FMT_CLI_OPT("compression", 'c', "CODEC", "what the output format offers: .apr (seed layout, one frame\n"
+		      "per tensor; default none): none, lz4[:1-12], zstd[:1-19],\n"
+		      "zstd-max; .ald payload: none, zstd (default), zstd-max, lz4"),
+	  .complete = FMT_COMPLETE_WORDS, .words = "none lz4 zstd zstd:19 zstd-max" },
+	{ FMT_CLI_OPT("compress", OPT_COMPRESS, "CODEC", "the same as --compression"),
+	  .complete = FMT_COMPLETE_WORDS, .words = "none lz4 zstd zstd:19 zstd-max" },
 	{ FMT_CLI_OPT("shard", OPT_SHARD, "SIZE", "write a shard set of at most SIZE of tensor data per shard\n"
 		      "(default: 5GB for safetensors, 4GB for .apsim, none for GGUF)") },
 	{ FMT_CLI_OPT("sign", OPT_SIGN, NULL, "sign the .apsim output (the per-user key unless a secret is given)") },
@@ -96,9 +99,6 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("null-value", OPT_NULL_VALUE, "S", "CSV: fields equal to S are null (empty ones always are)") },
 	{ FMT_CLI_OPT("schema", OPT_SCHEMA, "FILE", "CSV: force column types, {\"column\": \"int32\", ...}"),
 	  .complete = FMT_COMPLETE_FILE, .words = "*.json" },
-	{ FMT_CLI_OPT("compression", OPT_COMPRESSION, "C", ".ald payload: none, zstd (level 3, default),\n"
-		      "zstd-max (level 19) or lz4"),
-	  .complete = FMT_COMPLETE_WORDS, .words = "none zstd zstd-max lz4" },
 	{ FMT_CLI_OPT("type", OPT_TYPE, "NAME", ".ald dataset type (default tabular)"),
 	  .complete = FMT_COMPLETE_WORDS, .words = "tabular time_series graph spatial text_corpus "
 	  "text_classification text_pairs sequence_labeling question_answering summarization translation "
@@ -161,11 +161,6 @@ static int dataset_option(int id, const char *arg, convert_opts *o, fmt_err *e)
 	case OPT_NULL_VALUE: d->null_value = arg; return 0;
 	case OPT_SCHEMA: o->schema_file = arg; return 0;
 	case OPT_CARD: o->card_file = arg; return 0;
-	case OPT_COMPRESSION:
-		if ((v = fmt_ald_compression_by_name(arg)) < 0)
-			return fmt_fail(e, FMT_USAGE, "--compression takes none, zstd, zstd-max or lz4"), -1;
-		d->compression = v;
-		return 0;
 	case OPT_TYPE:
 		if ((v = fmt_ald_type_by_name(arg)) < 0) {
 			char names[512];
@@ -232,30 +227,6 @@ static int push(const char **list, size_t *n, const char *item)
 	list[(*n)++] = item;
 	return 0;
 }
-/* -c none|lz4[:LEVEL]|zstd[:LEVEL] */
-static int parse_codec(const char *s, convert_opts *o)
-{
-	static const struct { const char *name; fmt_codec codec; int max; } codecs[] = {
-		{ "none", FMT_CODEC_NONE, 0 }, { "lz4", FMT_CODEC_LZ4, 12 }, { "zstd", FMT_CODEC_ZSTD, 19 },
-	};
-	const char *colon = strchr(s, ':');
-	size_t n = colon ? (size_t)(colon - s) : strlen(s);
-	for (size_t i = 0; i < sizeof codecs / sizeof codecs[0]; i++) {
-		if (strlen(codecs[i].name) != n || strncmp(codecs[i].name, s, n) != 0)
-			continue;
-		o->codec = codecs[i].codec;
-		if (!colon)
-			return 0;
-		char *end;
-		long level = strtol(colon + 1, &end, 10);
-		if (!colon[1] || *end || level < 1 || level > codecs[i].max)
-			return -1;
-		o->codec_level = (int)level;
-		return 0;
-	}
-	return -1;
-}
-
 static int has_layout(const fmt_driver *d, const char *layout)
 {
 	for (size_t i = 0; d->layouts && d->layouts[i]; i++)
@@ -310,9 +281,7 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 	case OPT_NO_VERIFY: o->no_verify = 1; break;
 	case OPT_APR_LAYOUT: o->layout = arg; break;
 	case 'c':
-		if (parse_codec(arg, o) != 0)
-			return fmt_fail(e, FMT_USAGE, "-c takes none, lz4[:1-12] or zstd[:1-19]"), -1;
-		break;
+	case OPT_COMPRESS: o->compression = arg; break;
 	case OPT_OVERFLOW:
 		if (!fmt_overflow_mode_from_name(arg, &o->overflow))
 			return fmt_fail(e, FMT_USAGE, "--overflow takes refuse, saturate or widen"), -1;
@@ -407,6 +376,10 @@ int main(int argc, char **argv)
 		atexit(wipe_sign_secret);
 	}
 	if (o->table_to && o->table_to->write) {
+		int v = o->compression ? fmt_ald_compression_by_name(o->compression) : o->dataset.compression;
+		if (v < 0)
+			return fmt_cli_usage_error(&tool, "--compression takes none, zstd, zstd-max or lz4 for a dataset");
+		o->dataset.compression = v;
 		fmt_kind k = convert_dataset(input, output, o, &e);
 		if (k != FMT_OK)
 			fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
@@ -431,8 +404,8 @@ int main(int argc, char **argv)
 	if (o->layout && !has_layout(o->to, o->layout))
 		return fmt_cli_usage_error(&tool, o->to->layouts ? "--apr-layout takes seed or aprender"
 								 : "--apr-layout needs .apr output");
-	if ((o->codec == FMT_CODEC_LZ4 || o->codec == FMT_CODEC_ZSTD) && !o->to->compresses)
-		return fmt_cli_usage_error(&tool, "-c needs an output format that compresses (APR)");
+	if (o->compression && fmt_codec_parse(o->to, o->compression, &o->codec, &o->codec_level, &e) != FMT_OK)
+		return fmt_cli_usage_error(&tool, e.msg);
 	o->json = cli.common.json;
 	o->quiet = cli.common.quiet;
 	o->verbose = cli.common.verbose;

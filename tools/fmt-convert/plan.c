@@ -455,6 +455,8 @@ fmt_kind plan_build(convert_plan *p, const fmt_model *in, const convert_opts *o,
 		size_t first = p->out.n_tensors;
 		pe->name = t->name;
 		k = q ? add_qtensor(p, in, q, w, tg, o, pool, pe, e) : add_plain(p, in, t, w, tg, o, pool, pe, e);
+		for (size_t j = first; k == FMT_OK && j < p->out.n_tensors; j++)
+			p->out.tensors[j].seq_pos = t->seq_pos;   /* made from t: read when t is */
 		if (k == FMT_OK)
 			k = carry_unit(p, in, t->name, tg, e);
 		pe->bytes = bytes_since(&p->out, first);

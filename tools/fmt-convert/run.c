@@ -41,7 +41,20 @@ static uint64_t shard_limit(const convert_plan *p, const convert_opts *o)
 	return limit && data_bytes(&p->out) > limit ? limit : 0;
 }
 
-static fmt_kind write_single(const convert_plan *p, const char *output, const fmt_write_opts *wo,
+/* An input read front to back (or checked by the reads themselves) is checked once all of it
+ * has passed: before the output is renamed into place. */
+static fmt_kind verify_streamed(const convert_plan *p, fmt_model *in, const convert_opts *o, fmt_err *e)
+{
+	if (!p->verify_after || o->no_verify)
+		return FMT_OK;
+	fmt_verify_opts vo = { .threads = 1, .reads_follow = 1 };
+	fmt_kind k = fmt_model_verify(in, &vo, e);
+	if (k != FMT_OK)
+		fmt_err_file(e, in->path);
+	return k;
+}
+
+static fmt_kind write_single(const convert_plan *p, fmt_model *in, const char *output, const fmt_write_opts *wo,
 			     const convert_opts *o, fmt_err *e)
 {
 	fmt_sink sink;
@@ -49,6 +62,17 @@ static fmt_kind write_single(const convert_plan *p, const char *output, const fm
 	if (k != FMT_OK)
 		return k;
 	k = o->to->write(&p->out, &sink, wo, e);
+	if (k == FMT_OK) {
+		k = verify_streamed(p, in, o, e);
+	} else if ((k == FMT_INVALID_FORMAT || k == FMT_UNSUPPORTED) && p->verify_after) {
+		/* What looks malformed in a file whose checksum fails is damage: say so. */
+		fmt_err why = *e;
+		if (verify_streamed(p, in, o, e) == FMT_CHECKSUM)
+			fmt_err_prefix(e, "%s; and", why.msg);
+		else
+			*e = why;
+		k = e->kind;
+	}
 	if (k == FMT_OK)
 		return fmt_sink_commit(&sink, e);
 	fmt_sink_abort(&sink);
@@ -84,7 +108,7 @@ static fmt_kind write_set(const convert_plan *p, const fmt_model *in, const char
 	return k;
 }
 
-static fmt_kind write_output(convert_plan *p, const fmt_model *in, const char *output, const convert_opts *o,
+static fmt_kind write_output(convert_plan *p, fmt_model *in, const char *output, const convert_opts *o,
 			     fmt_err *e)
 {
 	fmt_hmac_key key = { 0 };
@@ -99,24 +123,39 @@ static fmt_kind write_output(convert_plan *p, const fmt_model *in, const char *o
 	uint64_t limit = shard_limit(p, o);
 	if (k == FMT_OK && limit && strcmp(output, "-") == 0)
 		k = fmt_fail(e, FMT_USAGE, "a shard set cannot go to standard output");
+	if (k == FMT_OK && limit && fmt_model_sequential(in))
+		k = fmt_fail(e, FMT_USAGE, "a stream is converted to one file (its checksum is known at its end, after "
+			     "a set would be in place); convert it to a file first");
+	if (k == FMT_OK && limit && p->verify_after) {   /* a set is in place before the end: check first */
+		k = verify_streamed(p, in, o, e);
+		p->verify_after = 0;
+	}
 	fmt_progress pr;
 	fmt_progress_start(&pr, stderr, TOOL, data_bytes(&p->out),
 			   fmt_progress_wanted(stderr, o->quiet, o->no_progress));
 	fmt_progress_follow_sinks(&pr);
 	if (k == FMT_OK)
-		k = limit ? write_set(p, in, output, limit, &wo, o, e) : write_single(p, output, &wo, o, e);
+		k = limit ? write_set(p, in, output, limit, &wo, o, e) : write_single(p, in, output, &wo, o, e);
 	fmt_progress_follow_sinks(NULL);
 	fmt_progress_end(&pr);
 	fmt_hmac_key_free(&key);
 	return k;
 }
 
-/* Open the input and check what it carries (an Apsi digest) before reading its tensors. */
-static fmt_kind open_input(fmt_model *in, const char *input, const convert_opts *o, fmt_err *e)
+/* Open the input and check what it carries (an Apsi digest) before reading its tensors; a
+ * stream, and on one thread a file its driver can check as it is read (one pass instead of
+ * two), are checked after (*after). */
+static fmt_kind open_input(fmt_model *in, const char *input, const convert_opts *o, int *after, fmt_err *e)
 {
-	fmt_kind k = fmt_model_open(in, input, NULL, e);
-	if (k != FMT_OK || o->no_verify)
+	fmt_kind k = fmt_model_open_streaming(in, input, NULL, e);
+	*after = k == FMT_OK && fmt_model_sequential(in);
+	if (k != FMT_OK || o->no_verify || *after)
 		return k;
+	fmt_err ignored;
+	if (o->threads <= 1 && fmt_model_verify_as_read(in, &ignored) == FMT_OK) {
+		*after = 1;
+		return FMT_OK;
+	}
 	fmt_verify_opts vo = { .threads = o->threads, .reads_follow = 1 };
 	k = fmt_model_verify(in, &vo, e);
 	if (k != FMT_OK)
@@ -129,19 +168,25 @@ fmt_kind convert_run(const char *input, const char *output, const convert_opts *
 	fmt_model in;
 	convert_plan plan;
 	fmt_pool *pool = NULL;
+	int verify_after = 0;
 	memset(&plan, 0, sizeof plan);
 	fmt_kind k = fmt_check_distinct(input, output, e);
 	if (k == FMT_OK)
-		k = open_input(&in, input, o, e);
+		k = open_input(&in, input, o, &verify_after, e);
 	if (k != FMT_OK)
 		return k;
-	in.reader_threads = o->threads;
+	/* A stream is read by one thread, front to back. */
+	int threads = fmt_model_sequential(&in) ? 1 : o->threads;
+	in.reader_threads = threads;
 	for (size_t i = 0; i < in.n_sources && k == FMT_OK; i++) /* a shard of an input set */
 		k = fmt_check_distinct(in.sources[i].path, output, e);
 	if (k == FMT_OK)
-		k = fmt_pool_create(&pool, o->threads, e);
+		k = fmt_pool_create(&pool, threads, e);
 	if (k == FMT_OK)
 		k = plan_build(&plan, &in, o, pool, e);
+	plan.verify_after = verify_after;
+	if (k == FMT_OK && o->dry_run)     /* nothing is read: check now */
+		k = verify_streamed(&plan, &in, o, e);
 	if (k == FMT_OK && o->dry_run) {
 		plan_print(stdout, &plan, input, output, o);
 	} else if (k == FMT_OK) {

@@ -72,7 +72,10 @@ static void text_summary(FILE *out, const fmt_model *m)
 {
 	char size[32], data[32];
 	dtype_total totals[FMT_DT_COUNT];
-	fmt_format_bytes(size, sizeof size, file_bytes(m));
+	if (fmt_model_sequential(m))   /* a stream's length is known at its end, not read */
+		snprintf(size, sizeof size, "unknown (a stream)");
+	else
+		fmt_format_bytes(size, sizeof size, file_bytes(m));
 	fmt_format_bytes(data, sizeof data, data_bytes(m));
 	fputs("file:       ", out);
 	fmt_out_escaped(out, m->path, strlen(m->path));
@@ -80,7 +83,10 @@ static void text_summary(FILE *out, const fmt_model *m)
 	if (m->version)
 		fprintf(out, " (version %" PRIu32 ")", m->version);
 	fprintf(out, "\nfiles:      %zu\n", m->n_sources);
-	fprintf(out, "size:       %s (%" PRIu64 " bytes; tensor data %s)\n", size, file_bytes(m), data);
+	if (fmt_model_sequential(m))
+		fprintf(out, "size:       %s (tensor data %s)\n", size, data);
+	else
+		fprintf(out, "size:       %s (%" PRIu64 " bytes; tensor data %s)\n", size, file_bytes(m), data);
 	fprintf(out, "tensors:    %zu\n", m->n_tensors);
 	fprintf(out, "parameters: %" PRIu64 "\n", fmt_model_param_count(m));
 	totals_by_dtype(m, totals);
@@ -333,7 +339,7 @@ static void json_summary(json_t *o, const fmt_model *m)
 						      "bytes", fmt_json_u64(totals[d].bytes)));
 	json_object_set_new(o, "version", m->version ? json_integer(m->version) : json_null());
 	json_object_set_new(o, "files", json_integer((json_int_t)m->n_sources));
-	json_object_set_new(o, "file_bytes", fmt_json_u64(file_bytes(m)));
+	json_object_set_new(o, "file_bytes", fmt_model_sequential(m) ? json_null() : fmt_json_u64(file_bytes(m)));
 	json_object_set_new(o, "data_bytes", fmt_json_u64(data_bytes(m)));
 	json_object_set_new(o, "tensor_count", json_integer((json_int_t)m->n_tensors));
 	json_object_set_new(o, "parameter_count", fmt_json_u64(fmt_model_param_count(m)));

@@ -1,10 +1,14 @@
 /* The aprender layout (specs/apr.md Part B): 64-byte header with its own CRC32, JSON metadata,
  * a name-sorted tensor index, 64-aligned payloads, a CRC32 footer over everything before it.
  * Written byte for byte as aprender writes it (§10, §20, §21). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#include <lz4.h>
+#include <zstd.h>
 #include "fmt/checked.h"
+#include "fmt/half.h"
 #include "apr_internal.h"
 
 #define AP_MAX_NAME 256                /* aprender's writer cuts longer names */
@@ -39,10 +43,110 @@ static const char *ap_code_name(unsigned code)
 {
 	switch (code) {
 	case 2: return "BF16 in files before 2026 (no longer read by aprender)";
-	case 8: case 128: return "APR_Q4 (aprender's own 4-bit format)";
-	case 9: case 129: return "APR_Q8 (aprender's own 8-bit format)";
 	default: return "not an aprender dtype";
 	}
+}
+
+/* ---- APR_Q4 and APR_Q8 (§12): aprender's own quantizations, decoded to F32 on read ---- */
+
+#define APR_Q4_BLOCK 32u
+#define APR_Q4_BLOCK_BYTES 18u
+
+typedef struct aprq_reader {
+	int q4;                        /* APR_Q4 (codes 8, 128), else APR_Q8 (9, 129) */
+	uint64_t start;                /* the payload's absolute offset */
+} aprq_reader;
+
+static int is_aprq(unsigned code)
+{
+	return code == 8 || code == 9 || code == 128 || code == 129;
+}
+
+/* The stored size of n elements. */
+static uint64_t aprq_size(int q4, uint64_t n)
+{
+	if (q4)
+		return (n / APR_Q4_BLOCK + (n % APR_Q4_BLOCK != 0)) * APR_Q4_BLOCK_BYTES;
+	return n ? n + 4 : 0;
+}
+
+static void put_f32(uint8_t *dst, float v)
+{
+	memcpy(dst, &v, 4);
+}
+
+/* APR_Q4: f16 scale, then 16 bytes in which element i of the block is byte i/2's low nibble
+ * when i is even, its high nibble when odd; value (nibble - 8) x scale, a NaN, infinite or
+ * tiny scale read as 0. */
+static void q4_block(const uint8_t *b, uint8_t *dst, uint64_t first, uint64_t count)
+{
+	float scale = fmt_f16_to_f32(fmt_rd_u16(b));
+	if (!isfinite(scale) || fabsf(scale) < 6.1e-5f)
+		scale = 0.0f;
+	for (uint64_t i = first; i < first + count; i++) {
+		unsigned byte = b[2 + i / 2], q = i % 2 ? byte >> 4 : byte & 0x0F;
+		put_f32(dst + 4 * (i - first), ((float)q - 8.0f) * scale);
+	}
+}
+
+static fmt_kind aprq_read(const fmt_model *m, const fmt_tensor *t, uint64_t off, uint8_t *dst, size_t n,
+			  fmt_err *e)
+{
+	const aprq_reader *r = t->reader_ctx;
+	fmt_source *s = &m->sources[t->source];
+	uint64_t e0 = off / 4, count = n / 4;
+	uint8_t buf[4096];
+	fmt_kind k = FMT_OK;
+	if (r->q4) {
+		uint64_t b = e0 / APR_Q4_BLOCK, skip = e0 % APR_Q4_BLOCK;
+		while (k == FMT_OK && count > 0) {
+			uint64_t blocks = sizeof buf / APR_Q4_BLOCK_BYTES, want = (skip + count + APR_Q4_BLOCK - 1) / APR_Q4_BLOCK;
+			if (blocks > want)
+				blocks = want;
+			k = fmt_source_read(s, r->start + b * APR_Q4_BLOCK_BYTES, buf, (size_t)(blocks * APR_Q4_BLOCK_BYTES), e);
+			for (uint64_t j = 0; k == FMT_OK && j < blocks && count > 0; j++) {
+				uint64_t take = APR_Q4_BLOCK - skip < count ? APR_Q4_BLOCK - skip : count;
+				q4_block(buf + j * APR_Q4_BLOCK_BYTES, dst, skip, take);
+				dst += 4 * take;
+				count -= take;
+				skip = 0;
+			}
+			b += blocks;
+		}
+		return k;
+	}
+	uint8_t sb[4];
+	float scale;
+	k = fmt_source_read(s, r->start, sb, 4, e);   /* one f32 scale, then an int8 per element */
+	memcpy(&scale, sb, 4);
+	for (uint64_t done = 0; k == FMT_OK && done < count;) {
+		size_t part = count - done < sizeof buf ? (size_t)(count - done) : sizeof buf;
+		k = fmt_source_read(s, r->start + 4 + e0 + done, buf, part, e);
+		for (size_t j = 0; k == FMT_OK && j < part; j++)
+			put_f32(dst + 4 * (done + j), (float)(int8_t)buf[j] * scale);
+		done += part;
+	}
+	return k;
+}
+
+/* Give t (F32, its shape) a reader decoding the APR_Q4/APR_Q8 payload of size bytes at start. */
+static fmt_kind attach_aprq(fmt_tensor *t, unsigned code, uint64_t start, uint64_t size, fmt_err *e)
+{
+	int q4 = code == 8 || code == 128;
+	if (size != aprq_size(q4, t->nelems))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "tensor '%s': size %llu, but %llu elements of %s take %llu bytes",
+				t->name, (unsigned long long)size, (unsigned long long)t->nelems, q4 ? "APR_Q4" : "APR_Q8",
+				(unsigned long long)aprq_size(q4, t->nelems));
+	aprq_reader *r = malloc(sizeof *r);
+	if (!r)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	*r = (aprq_reader){ .q4 = q4, .start = start };
+	t->reader = aprq_read;
+	t->reader_ctx = r;
+	t->free_ctx = free;
+	t->chunk_align = 4;
+	t->stored_bytes = size;
+	return FMT_OK;
 }
 
 /* ---- CRC32 (zlib's, the same algorithm) ---- */
@@ -94,7 +198,7 @@ static fmt_kind check_footer(fmt_source *s, const apr_state *st, fmt_err *e)
 static fmt_kind read_header(fmt_source *s, apr_state *st, fmt_err *e)
 {
 	uint8_t h[APR_AP_HEADER];
-	if (s->size < APR_AP_HEADER)
+	if (!s->sequential && s->size < APR_AP_HEADER)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "truncated: %llu bytes, an aprender APR file has a 64-byte header",
 				(unsigned long long)s->size);
 	fmt_kind k = fmt_source_read(s, 0, h, sizeof h, e);
@@ -129,8 +233,11 @@ static fmt_kind read_header(fmt_source *s, apr_state *st, fmt_err *e)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "tensor_index_offset %llu and data_offset %llu do not fit a %llu-byte file",
 				(unsigned long long)st->index_offset, (unsigned long long)st->data_offset,
 				(unsigned long long)s->size);
-	const uint8_t *meta;
-	return fmt_source_view(s, meta_off, st->metadata_size, &meta, e);
+	/* A stream is read in the order of its sections. */
+	if (s->sequential && !(end <= st->index_offset && st->index_offset <= st->data_offset))
+		return fmt_fail(e, FMT_UNSUPPORTED, "metadata, index and data are not in file order: such a file cannot "
+				"be read from a stream (read it from a file)");
+	return FMT_OK;
 }
 
 static fmt_kind index_short(const char *what, uint32_t i, fmt_err *e)
@@ -155,7 +262,7 @@ static fmt_kind read_entry(fmt_model *m, const apr_state *st, const uint8_t *p, 
 	*at += len;
 	unsigned code = p[*at], ndim = p[*at + 1];
 	*at += 2;
-	fmt_dtype t = fmt_apr_ap_dtype(code);
+	fmt_dtype t = is_aprq(code) ? FMT_DT_F32 : fmt_apr_ap_dtype(code);
 	if (t == FMT_DT_INVALID)
 		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': dtype code %u (%s)", name, code, ap_code_name(code));
 	if (ndim > FMT_MAX_DIMS)
@@ -178,11 +285,11 @@ static fmt_kind read_entry(fmt_model *m, const apr_state *st, const uint8_t *p, 
 		fmt_err_prefix(e, "tensor '%s'", name);
 		return k;
 	}
-	if (size != tt.nbytes)
+	if (size != tt.nbytes && !is_aprq(code))
 		return fmt_fail(e, FMT_INVALID_FORMAT, "tensor '%s': size %llu, but its shape needs %llu bytes of %s", name,
 				(unsigned long long)size, (unsigned long long)tt.nbytes, fmt_dtype_name(t));
 	if (fmt_add_u64(st->data_offset, rel, &start) || fmt_add_u64(start, size, &end) ||
-	    end > m->sources[0].size)
+	    end > m->sources[0].size || (m->sources[0].sequential && end > FMT_SIZE_UNKNOWN - 4))
 		return fmt_fail(e, FMT_INVALID_FORMAT, "tensor '%s': payload at %llu of %llu bytes runs past the end of the file",
 				name, (unsigned long long)rel, (unsigned long long)size);
 	if (end > *extent)
@@ -190,43 +297,161 @@ static fmt_kind read_entry(fmt_model *m, const apr_state *st, const uint8_t *p, 
 	tt.source = 0;
 	tt.offset = start;
 	tt.file_offset = rel;
+	if (m->sources[0].sequential)
+		tt.seq_pos = start + 1;
 	memcpy(prev, name, (size_t)len + 1);
-	return fmt_model_add_tensor(m, &tt, NULL, e);
+	fmt_tensor *added = NULL;
+	k = fmt_model_add_tensor(m, &tt, &added, e);
+	if (k == FMT_OK && is_aprq(code))
+		k = attach_aprq(added, code, start, size, e);
+	return k;
 }
 
 static fmt_kind read_index(fmt_model *m, apr_state *st, uint32_t count, fmt_err *e)
 {
-	const uint8_t *p;
+	uint8_t *p = NULL;
 	uint64_t n = st->data_offset - st->index_offset, at = 0, extent = st->data_offset;
-	fmt_kind k = fmt_source_view(&m->sources[0], st->index_offset, n, &p, e);
+	fmt_kind k = FMT_OK;
+	if (count > n / 20)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "tensor_count %u cannot fit between the index and the data", count);
 	char *prev = malloc(65536);
-	if (k == FMT_OK && !prev)
-		k = fmt_fail(e, FMT_IO, "out of memory");
-	if (k == FMT_OK && count > n / 20)
-		k = fmt_fail(e, FMT_INVALID_FORMAT, "tensor_count %u cannot fit between the index and the data", count);
+	if (!prev)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	k = fmt_apr_read_grow(&m->sources[0], st->index_offset, n, &p, e);
 	for (uint32_t i = 0; i < count && k == FMT_OK; i++)
 		k = read_entry(m, st, p, n, &at, i, prev, &extent, e);
 	free(prev);
+	free(p);
+	st->data_end = extent;
 	/* The footer is the 4 bytes after the data; some old files have none. */
-	st->has_footer = k == FMT_OK && m->sources[0].size >= 4 && m->sources[0].size - 4 >= extent;
+	st->has_footer = k == FMT_OK && !m->sources[0].sequential && m->sources[0].size >= 4 &&
+			 m->sources[0].size - 4 >= extent;
 	return k;
+}
+
+static void crc_observe(void *ctx, const uint8_t *p, size_t n)
+{
+	apr_state *st = ctx;
+	st->stream_crc = crc_of(st->stream_crc, p, n);
+}
+
+/* ---- the whole-file-compressed variant (§13) ---- */
+
+/* Whether the metadata the header points at is a JSON object in the file as it is: then the
+ * compression flags are set on an uncompressed file (the common upstream case). */
+static int metadata_in_place(fmt_source *s, const uint8_t *h)
+{
+	uint64_t off = fmt_rd_u64(h + 12), n = fmt_rd_u32(h + 20), end;
+	uint8_t *text = NULL;
+	fmt_err e;
+	if (n == 0 || fmt_add_u64(off, n, &end) || end > s->size || fmt_apr_read_grow(s, off, n, &text, &e) != FMT_OK)
+		return 0;
+	json_t *j = json_loadb((const char *)text, (size_t)n, 0, NULL);
+	int ok = json_is_object(j);
+	json_decref(j);
+	free(text);
+	return ok;
+}
+
+/* The file with everything after its header decompressed (aprender's inference loader's reading
+ * of the flags): a new in-memory source in place of the file. */
+static fmt_kind decompress_image(fmt_model *m, apr_state *st, const uint8_t *h, fmt_err *e)
+{
+	fmt_source *s = &m->sources[0];
+	int zstd = (fmt_rd_u16(h + 6) & APR_AF_ZSTD) != 0;
+	uint64_t stored = s->size - APR_AP_HEADER, raw = 0;
+	uint8_t *in = NULL, *image = NULL;
+	fmt_kind k = fmt_apr_read_grow(s, APR_AP_HEADER, stored, &in, e);
+	if (k == FMT_OK && zstd) {
+		size_t frame = ZSTD_findFrameCompressedSize(in, (size_t)stored);
+		unsigned long long size = ZSTD_getFrameContentSize(in, (size_t)stored);
+		if (ZSTD_isError(frame) || size == ZSTD_CONTENTSIZE_ERROR)
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "flag ZSTD_COMPRESSED: neither metadata at the header's offset "
+				     "nor one zstd frame after the header");
+		else if (size == ZSTD_CONTENTSIZE_UNKNOWN)
+			k = fmt_fail(e, FMT_UNSUPPORTED, "flag ZSTD_COMPRESSED: the zstd frame does not say its size");
+		else if (stored - frame != 0 && stored - frame != 4)
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "flag ZSTD_COMPRESSED: %llu bytes follow the zstd frame",
+				     (unsigned long long)(stored - frame));
+		st->whole_stored = frame;
+		raw = size;
+	} else if (k == FMT_OK) {
+		if (stored < 4)
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "flag LZ4_COMPRESSED: no size-prepended LZ4 block after the header");
+		raw = stored >= 4 ? fmt_rd_u32(in) : 0;
+		st->whole_stored = stored;
+	}
+	/* No LZ4 block expands beyond 255 to 1, no zstd frame beyond 32768 to 1. */
+	uint64_t bound, total = 0;
+	if (k == FMT_OK && (fmt_mul_u64(st->whole_stored, zstd ? 32768u : 256u, &bound) || raw > bound + (1u << 17) ||
+			    fmt_add_u64(raw, APR_AP_HEADER, &total) || total > SIZE_MAX / 2))
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "%llu compressed bytes cannot hold %llu", (unsigned long long)st->whole_stored,
+			     (unsigned long long)raw);
+	if (k == FMT_OK && !(image = malloc((size_t)total)))
+		k = fmt_fail(e, FMT_IO, "out of memory for the %llu-byte decompressed file", (unsigned long long)total);
+	if (k == FMT_OK) {
+		memcpy(image, h, APR_AP_HEADER);
+		if (zstd) {
+			size_t r = ZSTD_decompress(image + APR_AP_HEADER, (size_t)raw, in, (size_t)st->whole_stored);
+			if (ZSTD_isError(r) || r != raw)
+				k = fmt_fail(e, FMT_INVALID_FORMAT, "flag ZSTD_COMPRESSED: %s",
+					     ZSTD_isError(r) ? ZSTD_getErrorName(r) : "the frame holds fewer bytes than it says");
+		} else if (stored - 4 > INT32_MAX || raw > INT32_MAX ||
+			   LZ4_decompress_safe((const char *)in + 4, (char *)image + APR_AP_HEADER, (int)(stored - 4), (int)raw) != (int)raw) {
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "flag LZ4_COMPRESSED: the bytes after the header are not one "
+				     "size-prepended LZ4 block of %llu bytes", (unsigned long long)raw);
+		}
+	}
+	if (k == FMT_OK && zstd && stored - st->whole_stored == 4) {  /* a footer after the frame */
+		st->whole_footer = 1;
+		st->whole_crc_stored = fmt_rd_u32(in + st->whole_stored);
+		st->whole_crc = crc_of(crc_of(0, h, APR_AP_HEADER), in, (size_t)st->whole_stored);
+	}
+	free(in);
+	if (k != FMT_OK) {
+		free(image);
+		return k;
+	}
+	char *path = strdup(s->path);
+	if (!path) {
+		free(image);
+		return fmt_fail(e, FMT_IO, "out of memory");
+	}
+	fmt_source_close(s);
+	s->path = path;
+	s->buf = image;
+	s->size = total;
+	st->whole_codec = zstd ? APR_CODEC_ZSTD : APR_CODEC_LZ4;
+	return FMT_OK;
 }
 
 fmt_kind fmt_apr_ap_open(fmt_model *m, apr_state *st, fmt_err *e)
 {
 	fmt_source *s = &m->sources[0];
 	uint8_t h[APR_AP_HEADER];
-	fmt_kind k = read_header(s, st, e);
-	const uint8_t *meta = NULL;
+	fmt_kind k = fmt_source_read(s, 0, h, sizeof h, e);
+	uint8_t *meta = NULL;
+	if (k == FMT_OK && (fmt_rd_u16(h + 6) & (APR_AF_LZ4 | APR_AF_ZSTD)) && fmt_apr_ap_header_crc(h) == fmt_rd_u32(h + 40)) {
+		/* Compression flags: usually set on an uncompressed file; else the whole file after the
+		 * header is one compressed unit, read whole (also from a stream). */
+		k = fmt_source_make_whole(s, e);
+		if (k == FMT_OK && !metadata_in_place(s, h))
+			k = decompress_image(m, st, h, e);
+	}
+	if (k == FMT_OK && s->sequential)
+		k = fmt_source_observe(s, crc_observe, st, e);
 	if (k == FMT_OK)
-		k = fmt_source_read(s, 0, h, sizeof h, e);
+		k = read_header(s, st, e);
 	if (k == FMT_OK)
-		k = fmt_source_view(s, fmt_rd_u64(h + 12), st->metadata_size, &meta, e);
+		k = fmt_apr_read_grow(s, fmt_rd_u64(h + 12), st->metadata_size, &meta, e);
 	if (k == FMT_OK)
 		k = fmt_apr_meta_read(m, (const char *)meta, (size_t)st->metadata_size, APR_APRENDER, NULL, e);
+	free(meta);
 	if (k == FMT_OK)
 		k = read_index(m, st, fmt_rd_u32(h + 8), e);
 	m->version = 2;
+	if (s->sequential)
+		return k;              /* the footer comes at the end: verify */
 	if (k == FMT_OK && st->has_footer) {
 		uint8_t f[4];
 		k = fmt_source_read(s, s->size - 4, f, 4, e);
@@ -250,8 +475,43 @@ fmt_kind fmt_apr_ap_open(fmt_model *m, apr_state *st, fmt_err *e)
 	return k;
 }
 
+static void crc_hash(void *ctx, const uint8_t *p, size_t n)
+{
+	crc_observe(ctx, p, n);
+}
+
+/* A stream: payloads may lie in any order (aprender's streaming writer); they were read in
+ * ascending offset, and the CRC has seen every byte but the footer's. */
+static fmt_kind stream_verify(fmt_model *m, apr_state *st, fmt_err *e)
+{
+	uint8_t f[4];
+	size_t flen;
+	fmt_kind k = fmt_apr_stream_tail(&m->sources[0], st->data_end, crc_hash, st, f, sizeof f, &flen, e);
+	if (k != FMT_OK)
+		return k;
+	st->has_footer = flen == 4;
+	if (!st->has_footer)
+		return fmt_fail(e, FMT_CHECKSUM, "no footer CRC (the file ends with its tensor data)");
+	st->checksum = fmt_rd_u32(f);
+	if (st->stream_crc != (uint32_t)st->checksum)
+		return fmt_fail(e, FMT_CHECKSUM, "footer CRC mismatch: CRC32 of the file is %08x, the footer says %08x",
+				st->stream_crc, (unsigned)st->checksum);
+	return FMT_OK;
+}
+
 fmt_kind fmt_apr_ap_verify(fmt_model *m, const apr_state *st, fmt_err *e)
 {
+	if (m->sources[0].sequential)
+		return stream_verify(m, (apr_state *)st, e);
+	if (st->whole_codec != APR_CODEC_NONE) {
+		/* A CRC32 after the compressed unit covers the file; one at the end of the decompressed
+		 * image covers the image; with neither, the header CRC and the decoding are the checks. */
+		if (st->whole_footer && st->whole_crc != st->whole_crc_stored)
+			return fmt_fail(e, FMT_CHECKSUM, "footer CRC mismatch: CRC32 of the file is %08x, the footer says %08x",
+					st->whole_crc, st->whole_crc_stored);
+		if (st->whole_footer || !st->has_footer)
+			return FMT_OK;
+	}
 	return check_footer(&m->sources[0], st, e);
 }
 

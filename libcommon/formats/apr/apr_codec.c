@@ -16,7 +16,7 @@ fmt_kind fmt_apr_out_write(apr_out *o, const void *p, size_t n, fmt_err *e)
 {
 	if (n == 0)
 		return FMT_OK;
-	if (o->xxh && XXH3_64bits_update(o->xxh, p, n) != XXH_OK)
+	if (o->xxh && apr_xxh3_update(o->xxh, p, n) != XXH_OK)
 		return fmt_fail(e, FMT_INTERNAL, "XXH3 update failed");
 	if (o->crc_on) {
 		const uint8_t *b = p;
@@ -65,7 +65,8 @@ fmt_kind fmt_apr_window_get(fmt_apr_window *w, uint64_t off, uint64_t n, const u
 		*p = w->buf + (off - w->start);
 		return FMT_OK;
 	}
-	uint64_t want = n > WINDOW ? n : WINDOW;
+	/* A stream is not read ahead here (it reads ahead itself, and bytes passed are gone). */
+	uint64_t want = n > WINDOW || w->s->sequential ? n : WINDOW;
 	if (want > w->limit - off)
 		want = w->limit - off;
 	if (want > SIZE_MAX)
@@ -85,6 +86,65 @@ fmt_kind fmt_apr_window_get(fmt_apr_window *w, uint64_t off, uint64_t n, const u
 	w->len = (size_t)want;
 	*p = w->buf;
 	return FMT_OK;
+}
+
+#define GROW_STEP (1u << 20)
+
+fmt_kind fmt_apr_read_grow(fmt_source *s, uint64_t off, uint64_t n, uint8_t **out, fmt_err *e)
+{
+	uint8_t *buf = NULL;
+	uint64_t done = 0;
+	*out = NULL;
+	if (n >= SIZE_MAX)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	do {
+		uint64_t part = n - done < GROW_STEP ? n - done : GROW_STEP;
+		uint8_t *grown = realloc(buf, (size_t)(done + part) + 1);
+		if (!grown) {
+			free(buf);
+			return fmt_fail(e, FMT_IO, "out of memory");
+		}
+		buf = grown;
+		fmt_kind k = fmt_source_read(s, off + done, buf + done, (size_t)part, e);
+		if (k != FMT_OK) {
+			free(buf);
+			return k;
+		}
+		done += part;
+	} while (done < n);
+	buf[n] = 0;
+	*out = buf;
+	return FMT_OK;
+}
+
+#define TAIL_CHUNK (1u << 16)
+
+fmt_kind fmt_apr_stream_tail(fmt_source *s, uint64_t end, void (*hash)(void *ctx, const uint8_t *p, size_t n),
+			     void *ctx, uint8_t *footer, size_t hold, size_t *footer_len, fmt_err *e)
+{
+	uint8_t *buf = malloc(TAIL_CHUNK + hold);
+	fmt_kind k = buf ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	while (k == FMT_OK && s->pos < end) {          /* bytes no reader asked for */
+		size_t part = end - s->pos < TAIL_CHUNK ? (size_t)(end - s->pos) : TAIL_CHUNK;
+		k = fmt_source_read(s, s->pos, buf, part, e);
+	}
+	if (k == FMT_OK)
+		k = fmt_source_observe(s, NULL, NULL, e);
+	size_t held = 0, got = 1;
+	while (k == FMT_OK && got > 0) {
+		k = fmt_source_read_upto(s, s->pos, buf + held, TAIL_CHUNK, &got, e);
+		held += got;
+		if (held > hold) {
+			hash(ctx, buf, held - hold);
+			memmove(buf, buf + held - hold, hold);
+			held = hold;
+		}
+	}
+	*footer_len = held;
+	if (k == FMT_OK)
+		memcpy(footer, buf, held);
+	free(buf);
+	return k;
 }
 
 void fmt_apr_window_free(fmt_apr_window *w)
@@ -213,8 +273,11 @@ fmt_kind fmt_apr_compress_tensor(const fmt_model *m, const fmt_tensor *t, apr_co
 
 /* ---- decompression on demand ---- */
 
-/* A compressed tensor is decompressed whole on its first read and the buffer dropped once every
+/* A compressed tensor read front to back (what writers do) is decoded straight into each
+ * range asked for (struct frame_stream: one decoder kept between reads); read any other way, or
+ * decoded ahead on other threads, it is decompressed whole and the buffer dropped once every
  * byte was handed out: readers (and the conversion pool's tasks) take disjoint ranges. */
+struct frame_stream;
 typedef struct frame_reader {
 	int src;
 	uint64_t off, stored;
@@ -222,12 +285,17 @@ typedef struct frame_reader {
 	pthread_mutex_t lock;
 	uint8_t *raw;
 	uint64_t served;
+	struct frame_stream *fs;       /* decoding in order, or NULL */
 } frame_reader;
+
+static void stream_free(struct frame_stream *fs);
+static void stream_drop(struct frame_stream *fs);
 
 static void frame_reader_free(void *p)
 {
 	frame_reader *r = p;
 	pthread_mutex_destroy(&r->lock);
+	stream_drop(r->fs);
 	free(r->raw);
 	free(r);
 }
@@ -451,6 +519,169 @@ static fmt_kind decompress_whole(const fmt_model *m, const fmt_tensor *t, frame_
 static fmt_kind frame_read(const fmt_model *m, const fmt_tensor *t, uint64_t off, uint8_t *dst, size_t n,
 			   fmt_err *e);
 
+/* ---- decoding in order, straight into the destination ---- */
+
+typedef struct frame_stream {
+	ZSTD_DCtx *z;
+	LZ4F_dctx *l;
+	frame_in in;
+	uint64_t done, raw;            /* bytes produced, bytes the frame must hold */
+	apr_state *st;                 /* where a decoder is kept for the next tensor, or NULL */
+} frame_stream;
+
+static ZSTD_DCtx *take_dctx(apr_state *st)
+{
+	ZSTD_DCtx *z = NULL;
+	if (st) {
+		pthread_mutex_lock(&st->prefetch_lock);
+		if (st->n_spare_dctx > 0)
+			z = st->spare_dctx[--st->n_spare_dctx];
+		pthread_mutex_unlock(&st->prefetch_lock);
+	}
+	if (z)
+		ZSTD_DCtx_reset(z, ZSTD_reset_session_only);
+	return z ? z : ZSTD_createDCtx();
+}
+
+static void give_dctx(apr_state *st, ZSTD_DCtx *z)
+{
+	if (!z)
+		return;
+	if (st) {
+		pthread_mutex_lock(&st->prefetch_lock);
+		if (st->n_spare_dctx < 16) {
+			st->spare_dctx[st->n_spare_dctx++] = z;
+			z = NULL;
+		}
+		pthread_mutex_unlock(&st->prefetch_lock);
+	}
+	ZSTD_freeDCtx(z);
+}
+
+static void stream_free(frame_stream *fs)
+{
+	if (!fs)
+		return;
+	give_dctx(fs->st, fs->z);
+	LZ4F_freeDecompressionContext(fs->l);
+	free(fs->in.buf);
+	free(fs);
+}
+
+/* Free without keeping the decoder: the model's state may be gone already. */
+static void stream_drop(frame_stream *fs)
+{
+	if (fs)
+		fs->st = NULL;
+	stream_free(fs);
+}
+
+static fmt_kind stream_begin(fmt_source *s, apr_state *st, const frame_reader *r, uint64_t raw, frame_stream **out,
+			     fmt_err *e)
+{
+	frame_stream *fs = calloc(1, sizeof *fs);
+	*out = NULL;
+	if (!fs)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	fs->st = st;
+	fs->in = (frame_in){ .s = s, .off = r->off, .left = r->stored };
+	fs->raw = raw;
+	fmt_kind k = plausible(r->codec, r->stored, raw) ? FMT_OK
+		: fmt_fail(e, FMT_INVALID_FORMAT, "%llu stored bytes cannot hold %llu raw bytes",
+			   (unsigned long long)r->stored, (unsigned long long)raw);
+	if (k == FMT_OK && !(fs->in.buf = malloc(IN_PIECE)))
+		k = fmt_fail(e, FMT_IO, "out of memory");
+	if (k == FMT_OK)
+		k = in_fill(&fs->in, e);
+	if (k == FMT_OK && r->codec == APR_CODEC_ZSTD) {
+		unsigned long long size = ZSTD_getFrameContentSize(fs->in.buf, fs->in.len);
+		if (size == ZSTD_CONTENTSIZE_ERROR)
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "not a zstd frame");
+		else if (size == ZSTD_CONTENTSIZE_UNKNOWN)
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "zstd frame without content size");
+		else if (size != raw)
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "zstd frame holds %llu bytes, the index says %llu", size,
+				     (unsigned long long)raw);
+		else if (!(fs->z = take_dctx(st)))
+			k = fmt_fail(e, FMT_IO, "out of memory");
+	} else if (k == FMT_OK) {
+		LZ4F_frameInfo_t info;
+		size_t used = fs->in.len, rc = LZ4F_createDecompressionContext(&fs->l, LZ4F_VERSION);
+		if (LZ4F_isError(rc))
+			k = fmt_fail(e, FMT_IO, "out of memory");
+		else if (LZ4F_isError(rc = LZ4F_getFrameInfo(fs->l, &info, fs->in.buf, &used)))
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "not an LZ4 frame (%s)", LZ4F_getErrorName(rc));
+		else if (info.contentSize != raw || (info.contentSize == 0 && raw != 0))
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 frame holds %llu bytes, the index says %llu",
+				     (unsigned long long)info.contentSize, (unsigned long long)raw);
+		fs->in.pos = used;
+	}
+	if (k != FMT_OK) {
+		stream_free(fs);
+		return k;
+	}
+	*out = fs;
+	return FMT_OK;
+}
+
+/* Decode into dst (room bytes); *made = bytes produced, *ended when the frame is complete. */
+static fmt_kind stream_step(frame_stream *fs, uint8_t *dst, size_t room, size_t *made, int *ended, fmt_err *e)
+{
+	fmt_kind k = in_fill(&fs->in, e);
+	*made = 0;
+	*ended = 0;
+	if (k != FMT_OK)
+		return k;
+	size_t before = fs->in.pos;
+	if (fs->z) {
+		ZSTD_inBuffer src = { fs->in.buf, fs->in.len, fs->in.pos };
+		ZSTD_outBuffer out = { dst, room, 0 };
+		size_t r = ZSTD_decompressStream(fs->z, &out, &src);
+		if (ZSTD_isError(r))
+			return fmt_fail(e, FMT_INVALID_FORMAT, "zstd: %s", ZSTD_getErrorName(r));
+		fs->in.pos = src.pos;
+		*made = out.pos;
+		*ended = r == 0;
+	} else {
+		size_t src = fs->in.len - fs->in.pos, out = room;
+		size_t r = LZ4F_decompress(fs->l, dst, &out, fs->in.buf + fs->in.pos, &src, NULL);
+		if (LZ4F_isError(r))
+			return fmt_fail(e, FMT_INVALID_FORMAT, "LZ4: %s", LZ4F_getErrorName(r));
+		fs->in.pos += src;
+		*made = out;
+		*ended = r == 0;
+	}
+	if (!*ended && *made == 0 && fs->in.pos == before && in_done(&fs->in))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "%s frame is truncated", fs->z ? "zstd" : "LZ4");
+	return FMT_OK;
+}
+
+/* The next n bytes of the frame into dst; after the last, the frame must end exactly there. */
+static fmt_kind stream_read(frame_stream *fs, uint8_t *dst, size_t n, fmt_err *e)
+{
+	size_t made;
+	int ended = 0;
+	fmt_kind k = FMT_OK;
+	for (size_t got = 0; k == FMT_OK && got < n; got += made) {
+		k = stream_step(fs, dst + got, n - got, &made, &ended, e);
+		if (k == FMT_OK && ended && got + made < n)
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "the frame holds %llu bytes, fewer than the %llu the index says",
+				     (unsigned long long)(fs->done + got + made), (unsigned long long)fs->raw);
+	}
+	fs->done += n;
+	while (k == FMT_OK && fs->done == fs->raw && !ended) {   /* the end of the frame, and nothing more */
+		uint8_t one;
+		k = stream_step(fs, &one, 1, &made, &ended, e);
+		if (k == FMT_OK && made)
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "the frame holds more than the %llu bytes the index says",
+				     (unsigned long long)fs->raw);
+	}
+	if (k == FMT_OK && fs->done == fs->raw && !in_done(&fs->in))
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "the segment is not exactly one %s frame of %llu bytes",
+			     fs->z ? "zstd" : "LZ4", (unsigned long long)fs->raw);
+	return k;
+}
+
 /* ---- decoding ahead ---- */
 
 #define AHEAD_MAX 16
@@ -488,7 +719,8 @@ static void decode_ahead(const fmt_model *m, const fmt_tensor *t)
 	apr_state *st = m->format_state;
 	int threads = m->reader_threads;
 	fmt_err e;
-	if (threads < 2 || !st || t < m->tensors || t >= m->tensors + m->n_tensors)
+	if (threads < 2 || !st || t < m->tensors || t >= m->tensors + m->n_tensors || fmt_model_sequential(m) ||
+	    fmt_tensor_reads_in_parallel())
 		return;
 	pthread_mutex_lock(&st->prefetch_lock);
 	if (!st->pool && fmt_pool_create(&st->pool, threads, &e) != FMT_OK)
@@ -512,7 +744,28 @@ static fmt_kind frame_read(const fmt_model *m, const fmt_tensor *t, uint64_t off
 	if (off == 0 && !decoded(r))
 		decode_ahead(m, t);
 	pthread_mutex_lock(&r->lock);
-	if (!r->raw)
+	if (!r->raw && off == 0 && !r->fs)
+		k = stream_begin(&m->sources[r->src], m->format_state, r, t->nbytes, &r->fs, e);
+	if (k == FMT_OK && !r->raw && r->fs && off == r->fs->done) {
+		k = stream_read(r->fs, dst, n, e);
+		if (k != FMT_OK || r->fs->done == t->nbytes) {
+			stream_free(r->fs);
+			r->fs = NULL;
+		}
+		if (k != FMT_OK) {
+			fmt_err_prefix(e, "tensor '%s'", t->name);
+			fmt_err_file(e, m->sources[r->src].path);
+		}
+		pthread_mutex_unlock(&r->lock);
+		return k;
+	}
+	if (k != FMT_OK) {
+		fmt_err_prefix(e, "tensor '%s'", t->name);
+		fmt_err_file(e, m->sources[r->src].path);
+	}
+	stream_free(r->fs);              /* read out of order: decode it whole */
+	r->fs = NULL;
+	if (k == FMT_OK && !r->raw)
 		k = decompress_whole(m, t, r, e);
 	if (k == FMT_OK) {
 		memcpy(dst, r->raw + off, n);

@@ -1,6 +1,7 @@
 /* The APR driver: one format, several byte layouts, told apart by their first bytes. */
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 #include "fmt/checked.h"
 #include "fmt/out.h"
 #include "fmt/shardset.h"
@@ -54,8 +55,10 @@ static fmt_kind apr_open(fmt_model *m, fmt_err *e)
 		return fmt_apr_seed_open(m, st, e);
 	if (!memcmp(head, MAGIC_AP, 4) || !memcmp(head, MAGIC_AP_LEGACY, 4))
 		return fmt_apr_ap_open(m, st, e);
-	if (!memcmp(head, MAGIC_V1, 4))
-		return fmt_apr_v1_open(m, st, e);
+	if (!memcmp(head, MAGIC_V1, 4)) {   /* v1 is small and read whole */
+		k = fmt_source_make_whole(s, e);
+		return k == FMT_OK ? fmt_apr_v1_open(m, st, e) : k;
+	}
 	return fmt_fail(e, FMT_INVALID_FORMAT, "bad magic (not an APR file)");
 }
 
@@ -71,6 +74,11 @@ static fmt_kind apr_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
 	case APR_V1: return fmt_apr_v1_verify(m, st, o, e);
 	}
 	return fmt_fail(e, FMT_INTERNAL, "unknown APR layout");
+}
+
+static fmt_kind apr_verify_as_read(fmt_model *m, fmt_err *e)
+{
+	return fmt_apr_seed_verify_as_read(m, m->format_state, e);
 }
 
 static const char *const LAYOUTS[] = { "seed", "aprender", NULL };
@@ -139,9 +147,12 @@ static void apr_close(fmt_model *m)
 	apr_state *st = m->format_state;
 	if (st) {
 		json_decref(st->v1_meta);
+		XXH3_freeState(st->stream_xxh);
 		free(st->writer);
 		free(st->parts);
 		fmt_pool_destroy(st->pool);
+		for (int i = 0; i < st->n_spare_dctx; i++)
+			ZSTD_freeDCtx(st->spare_dctx[i]);
 		pthread_mutex_destroy(&st->prefetch_lock);
 	}
 	free(st);
@@ -212,7 +223,9 @@ static json_t *apr_describe(const fmt_model *m)
 	json_object_set_new(o, "flags", seed ? flag_names(st->flags, SEED_FLAGS, 4) : flag_names(st->flags, AP_FLAGS, 12));
 	if (seed) {
 		json_object_set_new(o, "compression", json_string(st->flags & APR_F_LZ4 ? "lz4" : st->flags & APR_F_ZSTD ? "zstd" : "none"));
-		json_object_set_new(o, "checksum", json_sprintf("xxh3-64 %016llx", (unsigned long long)st->checksum));
+		json_object_set_new(o, "checksum", st->stream_xxh && !st->checksum
+			? json_string("xxh3-64 (in the footer at the end of the stream, not read)")
+			: json_sprintf("xxh3-64 %016llx", (unsigned long long)st->checksum));
 		if (st->writer)
 			json_object_set_new(o, "writer", fmt_json_string(st->writer, strlen(st->writer)));
 		if (st->shard_count)
@@ -222,8 +235,13 @@ static json_t *apr_describe(const fmt_model *m)
 								      (unsigned long long)st->shard_count));
 	} else {
 		json_object_set_new(o, "header_crc", json_sprintf("%08x", st->header_crc));
+		if (st->whole_codec != APR_CODEC_NONE)
+			json_object_set_new(o, "compression", json_sprintf("the whole file after the header, %s (%llu bytes)",
+				st->whole_codec == APR_CODEC_ZSTD ? "one zstd frame" : "one size-prepended LZ4 block",
+				(unsigned long long)st->whole_stored));
 		json_object_set_new(o, "checksum", st->has_footer ? json_sprintf("crc32 %08x", (unsigned)st->checksum)
-								  : json_string("none (no footer)"));
+					   : fmt_model_sequential(m) ? json_string("crc32 (in the footer at the end of the stream, not read)")
+								      : json_string("none (no footer)"));
 	}
 	json_object_set_new(o, "data_offset", fmt_json_u64(st->data_offset));
 	return o;
@@ -236,6 +254,7 @@ const fmt_driver fmt_driver_apr = {
 	.probe = apr_probe,
 	.open = apr_open,
 	.verify = apr_verify,
+	.verify_as_read = apr_verify_as_read,
 	.write = apr_write,
 	.plan_shards = fmt_apr_plan_shards,
 	.write_sharded = fmt_apr_write_sharded,
@@ -249,6 +268,7 @@ const fmt_driver fmt_driver_apr = {
 	.arch_key = "general.architecture",
 	.layouts = LAYOUTS,
 	.compresses = 1,
+	.streams = 1,
 	.close = apr_close,
 	.describe = apr_describe,
 };

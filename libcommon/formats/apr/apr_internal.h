@@ -7,6 +7,14 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <xxhash.h>
+#if defined(__x86_64__)
+#include <xxh_x86dispatch.h>
+/* libxxhash's run-time dispatched XXH3 (AVX2/AVX-512 where the CPU has them, the same digest):
+ * its plain XXH3_64bits_update is built for baseline SSE2 and hashes at about half the speed. */
+#define apr_xxh3_update XXH3_64bits_update_dispatch
+#else
+#define apr_xxh3_update XXH3_64bits_update
+#endif
 #include <jansson.h>
 #include "fmt/model.h"
 #include <pthread.h>
@@ -54,6 +62,12 @@ typedef struct apr_state {
 	uint64_t checksum;             /* seed: the footer's XXH3-64; aprender: footer CRC32 */
 	uint32_t header_crc;           /* aprender */
 	int has_footer;                /* aprender: 0 when the file has no room for one */
+	/* aprender, the whole file after the header one compressed unit (Part B §13): APR_CODEC_LZ4
+	 * (lz4_flex size-prepended block) or APR_CODEC_ZSTD, read into memory; else NONE. */
+	apr_codec whole_codec;
+	uint64_t whole_stored;         /* the compressed unit's bytes in the file */
+	int whole_footer;              /* 4 bytes after the unit: the file's CRC32 */
+	uint32_t whole_crc_stored, whole_crc;
 	uint64_t shard_index, shard_count; /* seed shards (1-based); 0 when not a shard */
 	uint64_t tensors_total;        /* seed shards: tensors in the whole set */
 	apr_part *parts;               /* seed: every file read, in set order */
@@ -64,9 +78,19 @@ typedef struct apr_state {
 	uint8_t v1_compression, v1_flags, v1_quality;
 	uint32_t payload_size, uncompressed_size;
 	json_t *v1_meta;               /* the MessagePack metadata as JSON, or NULL */
+	/* A sequential source (fmt/io.h): the checksum computed as the stream passes, and where the
+	 * last tensor ends (the footer follows); checked by verify once every tensor was read. */
+	XXH3_state_t *stream_xxh;      /* seed */
+	uint32_t stream_crc;           /* aprender */
+	uint64_t data_end;
+	int as_read;                   /* seed file: XXH3 computed by the reads (verify_as_read) */
 	/* Compressed tensors decoded ahead of their reads, on a pool of the model's reader_threads. */
 	pthread_mutex_t prefetch_lock;
 	fmt_pool *pool;
+	/* zstd decoders kept for the next tensor (under prefetch_lock): a decoder's window and
+	 * tables are allocated once per model, not once per tensor. */
+	void *spare_dctx[16];
+	int n_spare_dctx;
 } apr_state;
 
 /* ---- layouts ---- */
@@ -78,6 +102,8 @@ int fmt_apr_is_tsp(const uint8_t *head, size_t n);
 fmt_kind fmt_apr_seed_open(fmt_model *m, apr_state *st, fmt_err *e);
 /* Every shard's XXH3-64, and with frames every LZ4/zstd frame decoded (bounded memory). */
 fmt_kind fmt_apr_seed_verify(fmt_model *m, const apr_state *st, int frames, fmt_err *e);
+/* A single seed file: its XXH3 computed by the reads a conversion makes, in file order. */
+fmt_kind fmt_apr_seed_verify_as_read(fmt_model *m, apr_state *st, fmt_err *e);
 /* How a seed file is written: compression, the writer stamp, and for a shard its record. */
 #define APR_MAX_PACK 16                /* tensors compressed at once, one per thread */
 
@@ -144,6 +170,17 @@ fmt_kind fmt_apr_attach_frame(fmt_model *m, fmt_tensor *t, int src, uint64_t off
 /* Check that a tensor given a frame reader holds one frame of exactly its raw size, in bounded
  * memory (the tensor is not kept). */
 fmt_kind fmt_apr_check_frame(const fmt_model *m, const fmt_tensor *t, fmt_err *e);
+
+/* n bytes at off of s into a new buffer (*out, malloc'd, n + 1 bytes with a NUL after them),
+ * grown as the bytes arrive, so that a size claimed by a hostile header costs no more memory
+ * than the bytes really there. */
+fmt_kind fmt_apr_read_grow(fmt_source *s, uint64_t off, uint64_t n, uint8_t **out, fmt_err *e);
+
+/* For a sequential source: pass the bytes up to end through the observer (the checksum), then
+ * read the rest to the end of the stream, hashing all of it but its last hold bytes (the
+ * footer), which go to footer (*footer_len of them: fewer when the stream ends sooner). */
+fmt_kind fmt_apr_stream_tail(fmt_source *s, uint64_t end, void (*hash)(void *ctx, const uint8_t *p, size_t n),
+			     void *ctx, uint8_t *footer, size_t hold, size_t *footer_len, fmt_err *e);
 
 /* A window on a source, read by pread (never mapped, so that the pages of a large file are not
  * charged to the process): get points at n bytes at off, valid until the next get. */

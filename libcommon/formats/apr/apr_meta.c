@@ -42,92 +42,7 @@ static const char *layout_key(const key_map *k, apr_layout l)
 	return l == APR_SEED ? k->seed : l == APR_APRENDER ? k->aprender : NULL;
 }
 
-/* ---- JSON to values ---- */
-
-static fmt_kind text_value(const json_t *j, fmt_value *out, fmt_err *e)
-{
-	char *text = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
-	if (!text)
-		return fmt_fail(e, FMT_IO, "out of memory");
-	*out = fmt_value_str(text, strlen(text));
-	free(text);
-	return out->v.str.ptr ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
-}
-
-static fmt_kind json_value(const json_t *j, fmt_value *out, int depth, fmt_err *e);
-
-/* A JSON array of one scalar type becomes a typed array (integers and reals together are f64);
- * anything else is kept as JSON text. */
-static fmt_kind array_value(const json_t *j, fmt_value *out, int depth, fmt_err *e)
-{
-	size_t n = json_array_size(j);
-	int ints = 0, reals = 0, strs = 0, bools = 0, arrays = 0, other = 0;
-	for (size_t i = 0; i < n; i++) {
-		const json_t *x = json_array_get(j, i);
-		ints += json_is_integer(x);
-		reals += json_is_real(x);
-		strs += json_is_string(x);
-		bools += json_is_boolean(x);
-		arrays += json_is_array(x);
-		other += json_is_object(x) || json_is_null(x);
-	}
-	int kinds = (ints || reals) + !!strs + !!bools + !!arrays;
-	if (other || kinds > 1 || depth >= MAX_DEPTH)
-		return text_value(j, out, e);
-	fmt_vtype elem = reals ? FMT_V_F64 : ints ? FMT_V_I64 : strs ? FMT_V_STR : bools ? FMT_V_BOOL
-		       : arrays ? FMT_V_ARRAY : FMT_V_I64;
-	fmt_value *items = calloc(n ? n : 1, sizeof *items);
-	if (!items)
-		return fmt_fail(e, FMT_IO, "out of memory");
-	fmt_kind k = FMT_OK;
-	size_t made = 0;
-	for (; made < n && k == FMT_OK; made++) {
-		k = json_value(json_array_get(j, made), &items[made], depth + 1, e);
-		if (k == FMT_OK && elem == FMT_V_F64 && items[made].type == FMT_V_I64) {
-			items[made].v.f = (double)items[made].v.i;
-			items[made].type = FMT_V_F64;
-		}
-	}
-	if (k != FMT_OK) {
-		for (size_t i = 0; i < made; i++)
-			fmt_value_free(&items[i]);
-		free(items);
-		return k;
-	}
-	memset(out, 0, sizeof *out);
-	out->type = FMT_V_ARRAY;
-	out->v.arr.elem = elem;
-	out->v.arr.count = n;
-	out->v.arr.items = items;
-	return FMT_OK;
-}
-
-static fmt_kind json_value(const json_t *j, fmt_value *out, int depth, fmt_err *e)
-{
-	memset(out, 0, sizeof *out);
-	switch (json_typeof(j)) {
-	case JSON_STRING:
-		*out = fmt_value_str(json_string_value(j), json_string_length(j));
-		return out->v.str.ptr ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
-	case JSON_INTEGER:
-		out->type = FMT_V_I64;
-		out->v.i = (int64_t)json_integer_value(j);
-		return FMT_OK;
-	case JSON_REAL:
-		out->type = FMT_V_F64;
-		out->v.f = json_real_value(j);
-		return FMT_OK;
-	case JSON_TRUE:
-	case JSON_FALSE:
-		out->type = FMT_V_BOOL;
-		out->v.b = json_is_true(j);
-		return FMT_OK;
-	case JSON_ARRAY:
-		return array_value(j, out, depth, e);
-	default:
-		return text_value(j, out, e);
-	}
-}
+/* ---- JSON to values (fmt_value_from_json, keys kept in order) ---- */
 
 /* The model value of a well-known key: counts as u32 (u64 when larger), floats as f32. */
 static fmt_kind typed_value(const key_map *km, const char *key, const json_t *j, fmt_value *out, fmt_err *e)
@@ -136,7 +51,7 @@ static fmt_kind typed_value(const key_map *km, const char *key, const json_t *j,
 	if (km->type == FMT_V_STR) {
 		if (!json_is_string(j))
 			return fmt_fail(e, FMT_INVALID_FORMAT, "metadata '%s' must be a string", key);
-		return json_value(j, out, 0, e);
+		return fmt_value_from_json(j, 0, out, e);
 	}
 	if (km->type == FMT_V_U32) {
 		if (!json_is_integer(j) || json_integer_value(j) < 0)
@@ -216,7 +131,7 @@ fmt_kind fmt_apr_meta_read(fmt_model *m, const char *text, size_t n, apr_layout 
 			k = typed_value(km, key, val, &v, e);
 		} else {
 			snprintf(name, sizeof name, "%s", key);
-			k = strlen(key) < sizeof name ? json_value(val, &v, 0, e)
+			k = strlen(key) < sizeof name ? fmt_value_from_json(val, 0, &v, e)
 				: fmt_fail(e, FMT_UNSUPPORTED, "metadata key longer than %zu bytes", sizeof name - 1);
 		}
 		if (k == FMT_OK) {

@@ -1,6 +1,7 @@
 /* The seed layout (specs/apr.md Part A): 32-byte header, JSON metadata, tensor index,
  * 64-aligned segments (raw, or one LZ4/zstd frame each), footer with XXH3-64 and total size. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,6 +12,8 @@
 
 static const uint8_t SEED_MAGIC[4] = { 'A', 'P', 'R', 0x02 };
 #define HASH_CHUNK (4u << 20)
+/* Checksum reads: small enough that the bytes are still in the L2 cache when hashed. */
+#define VERIFY_CHUNK (256u << 10)
 
 /* ---- dtype codes (A.7) ---- */
 
@@ -40,19 +43,23 @@ static int is_block(fmt_dtype t)
 
 /* ---- checksum ---- */
 
-/* XXH3-64 of n bytes of a source from 0, read by pread in bounded chunks (no mapping). */
+/* XXH3-64 of n bytes of a source from 0, read by pread in chunks that stay in the L2 cache
+ * between the copy and the hash (no mapping: mapping and populating windows costs as much as
+ * the copy and charges the pages to the process). */
 static fmt_kind xxh3_source(fmt_source *s, uint64_t n, uint64_t *out, fmt_err *e)
 {
 	XXH3_state_t *h = XXH3_createState();
-	uint8_t *buf = malloc(HASH_CHUNK);
+	uint8_t *buf = malloc(VERIFY_CHUNK);
 	fmt_kind k = h && buf ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
 	if (k == FMT_OK)
 		XXH3_64bits_reset(h);
+	if (s->fd >= 0 && !s->sequential)
+		(void)posix_fadvise(s->fd, 0, (off_t)n, POSIX_FADV_SEQUENTIAL);
 	for (uint64_t off = 0; k == FMT_OK && off < n;) {
-		size_t part = n - off < HASH_CHUNK ? (size_t)(n - off) : HASH_CHUNK;
+		size_t part = n - off < VERIFY_CHUNK ? (size_t)(n - off) : VERIFY_CHUNK;
 		k = fmt_source_read(s, off, buf, part, e);
 		if (k == FMT_OK)
-			XXH3_64bits_update(h, buf, part);
+			apr_xxh3_update(h, buf, part);
 		off += part;
 	}
 	if (k == FMT_OK)
@@ -129,22 +136,25 @@ static fmt_kind read_shard_record(apr_state *st, const json_t *raw, fmt_err *e)
 static fmt_kind read_header(fmt_source *s, apr_state *st, fmt_err *e)
 {
 	uint8_t h[APR_SEED_HEADER], f[APR_SEED_FOOTER];
-	if (s->size < APR_SEED_HEADER + APR_SEED_FOOTER)
+	int seq = s->sequential;       /* a stream: its footer is checked at its end */
+	if (!seq && s->size < APR_SEED_HEADER + APR_SEED_FOOTER)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "truncated: %llu bytes, an APR file has at least %u",
 				(unsigned long long)s->size, APR_SEED_HEADER + APR_SEED_FOOTER);
 	fmt_kind k = fmt_source_read(s, 0, h, sizeof h, e);
-	if (k == FMT_OK)
+	if (k == FMT_OK && !seq)
 		k = fmt_source_read(s, s->size - APR_SEED_FOOTER, f, sizeof f, e);
 	if (k != FMT_OK)
 		return k;
 	if (memcmp(h, SEED_MAGIC, 4) != 0)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "bad magic (expected 41 50 52 02)");
 	st->layout = APR_SEED;
-	st->checksum = fmt_rd_u64(f);
-	uint64_t total = fmt_rd_u64(f + 8);
-	if (total != s->size)
-		return fmt_fail(e, FMT_INVALID_FORMAT, "the footer says the file has %llu bytes, it has %llu (truncated or extended)",
-				(unsigned long long)total, (unsigned long long)s->size);
+	if (!seq) {
+		st->checksum = fmt_rd_u64(f);
+		uint64_t total = fmt_rd_u64(f + 8);
+		if (total != s->size)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "the footer says the file has %llu bytes, it has %llu (truncated or extended)",
+					(unsigned long long)total, (unsigned long long)s->size);
+	}
 	st->version_major = fmt_rd_u16(h + 4);
 	st->flags = fmt_rd_u32(h + 6);
 	st->metadata_size = fmt_rd_u64(h + 18);
@@ -160,7 +170,7 @@ static fmt_kind read_header(fmt_source *s, apr_state *st, fmt_err *e)
 			return fmt_fail(e, FMT_UNSUPPORTED, "reserved header byte %d is not zero", i);
 	if ((st->flags & APR_F_LZ4) && (st->flags & APR_F_ZSTD))
 		return fmt_fail(e, FMT_INVALID_FORMAT, "flags COMPRESSED_LZ4 and COMPRESSED_ZSTD are both set");
-	uint64_t body = s->size - APR_SEED_FOOTER;
+	uint64_t body = seq ? FMT_SIZE_UNKNOWN - APR_SEED_FOOTER : s->size - APR_SEED_FOOTER;
 	if (st->metadata_size > APR_MAX_META || APR_SEED_HEADER + st->metadata_size > body)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "metadata_size %llu runs past the end of the file",
 				(unsigned long long)st->metadata_size);
@@ -171,6 +181,8 @@ static fmt_kind read_header(fmt_source *s, apr_state *st, fmt_err *e)
 	return FMT_OK;
 }
 
+/* An index entry: the tensor, with its segment's offset and size kept aside until data_offset
+ * is known. */
 typedef struct entry {
 	fmt_tensor t;
 	uint64_t rel, size;
@@ -274,7 +286,7 @@ static fmt_kind check_unique(const fmt_model *m, fmt_err *e)
 static fmt_kind read_index(fmt_model *m, int src, apr_state *st, fmt_err *e)
 {
 	fmt_source *s = &m->sources[src];
-	uint64_t body = s->size - APR_SEED_FOOTER;
+	uint64_t body = s->sequential ? FMT_SIZE_UNKNOWN - APR_SEED_FOOTER : s->size - APR_SEED_FOOTER;
 	cursor c = { .w = { .s = s, .limit = body }, .base = st->index_offset, .n = body - st->index_offset };
 	fmt_kind k = FMT_OK;
 	const uint8_t *p = NULL;
@@ -288,25 +300,22 @@ static fmt_kind read_index(fmt_model *m, int src, apr_state *st, fmt_err *e)
 		fmt_apr_window_free(&c.w);
 		return fmt_fail(e, FMT_INVALID_FORMAT, "tensor_count %llu cannot fit in the file", (unsigned long long)count);
 	}
-	entry *ens = calloc(count ? count : 1, sizeof *ens);
-	char *names = malloc(65536);  /* one name at a time: up to 65535 bytes and a NUL */
-	if (!ens || !names) {
-		free(ens);
-		free(names);
-		fmt_apr_window_free(&c.w);
-		return fmt_fail(e, FMT_IO, "out of memory");
-	}
-	/* Parse every entry first: data_offset depends on the index's length. */
-	char **kept = calloc(count ? count : 1, sizeof *kept);
-	if (!kept)
+	/* Entries go into the model as they are parsed (their segments placed once data_offset, which
+	 * depends on the index's length, is known): memory follows the entries really there, never
+	 * the count a header claims. */
+	char *name = malloc(65536);  /* one name at a time: up to 65535 bytes and a NUL */
+	size_t first = m->n_tensors;
+	if (!name)
 		k = fmt_fail(e, FMT_IO, "out of memory");
 	for (uint64_t i = 0; i < count && k == FMT_OK; i++) {
-		k = parse_entry(&c, i, &ens[i], names, e);
-		if (k == FMT_OK && !(kept[i] = strdup(names)))
-			k = fmt_fail(e, FMT_IO, "out of memory");
-		ens[i].t.name = kept[i];
+		entry en;
+		k = parse_entry(&c, i, &en, name, e);
+		en.t.file_offset = en.rel;
+		en.t.stored_bytes = en.size;
+		if (k == FMT_OK)
+			k = fmt_model_add_tensor(m, &en.t, NULL, e);
 	}
-	free(names);
+	free(name);
 	fmt_apr_window_free(&c.w);
 	uint64_t next_free = 0;
 	if (k == FMT_OK) {
@@ -314,21 +323,25 @@ static fmt_kind read_index(fmt_model *m, int src, apr_state *st, fmt_err *e)
 		if (st->data_offset > body)
 			k = fmt_fail(e, FMT_INVALID_FORMAT, "data_offset %llu lies past the footer", (unsigned long long)st->data_offset);
 	}
+	st->data_end = st->data_offset;
 	int quantized = 0;
 	apr_codec codec = st->flags & APR_F_LZ4 ? APR_CODEC_LZ4 : st->flags & APR_F_ZSTD ? APR_CODEC_ZSTD : APR_CODEC_NONE;
-	for (uint64_t i = 0; i < count && k == FMT_OK; i++) {
-		fmt_tensor *t = NULL;
-		k = place_entry(st, src, body, &next_free, &ens[i], e);
-		quantized |= is_block(ens[i].t.dtype);
-		if (k == FMT_OK)
-			k = fmt_model_add_tensor(m, &ens[i].t, &t, e);
-		if (k == FMT_OK && codec != APR_CODEC_NONE)
-			k = fmt_apr_attach_frame(m, t, src, t->offset, ens[i].size, codec, e);
+	for (size_t i = first; i < m->n_tensors && k == FMT_OK; i++) {
+		fmt_tensor *t = &m->tensors[i];
+		entry en = { .t = *t, .rel = t->file_offset, .size = t->stored_bytes };
+		k = place_entry(st, src, body, &next_free, &en, e);
+		quantized |= is_block(t->dtype);
+		if (k != FMT_OK)
+			break;
+		en.t.name = t->name;
+		*t = en.t;
+		if (s->sequential)
+			t->seq_pos = t->offset + 1;
+		if (t->offset + en.size > st->data_end)
+			st->data_end = t->offset + en.size;
+		if (codec != APR_CODEC_NONE)
+			k = fmt_apr_attach_frame(m, t, src, t->offset, en.size, codec, e);
 	}
-	for (uint64_t i = 0; i < count; i++)
-		free(kept[i]);
-	free(kept);
-	free(ens);
 	if (k == FMT_OK && quantized != ((st->flags & APR_F_QUANTIZED) != 0))
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "flag QUANTIZED is %s but %s tensor is block-quantized",
 			     quantized ? "clear" : "set", quantized ? "a" : "no");
@@ -339,7 +352,7 @@ static fmt_kind read_index(fmt_model *m, int src, apr_state *st, fmt_err *e)
  * checksum fails is damage, not the future. */
 static fmt_kind damage_or(fmt_source *s, const apr_state *st, fmt_kind k, fmt_err *e)
 {
-	if (k != FMT_UNSUPPORTED || s->size < APR_SEED_HEADER + APR_SEED_FOOTER)
+	if (k != FMT_UNSUPPORTED || s->sequential || s->size < APR_SEED_HEADER + APR_SEED_FOOTER)
 		return k;
 	fmt_err why = *e;
 	if (check_checksum(s, st->checksum, e) == FMT_CHECKSUM)
@@ -358,10 +371,8 @@ static fmt_kind open_front(fmt_model *m, int src, apr_state *st, int with_meta, 
 	json_error_t jerr;
 	*raw = NULL;
 	fmt_kind k = read_header(s, st, e);
-	if (k == FMT_OK && !(meta = malloc(st->metadata_size ? (size_t)st->metadata_size : 1)))
-		k = fmt_fail(e, FMT_IO, "out of memory");
 	if (k == FMT_OK)
-		k = fmt_source_read(s, APR_SEED_HEADER, meta, (size_t)st->metadata_size, e);
+		k = fmt_apr_read_grow(s, APR_SEED_HEADER, st->metadata_size, &meta, e);
 	if (k == FMT_OK && with_meta)
 		k = fmt_apr_meta_read(m, (const char *)meta, (size_t)st->metadata_size, APR_SEED, raw, e);
 	else if (k == FMT_OK && !(*raw = json_loadb((const char *)meta, (size_t)st->metadata_size, JSON_REJECT_DUPLICATES, &jerr)))
@@ -467,11 +478,25 @@ static fmt_kind open_set(fmt_model *m, apr_state *st, json_t *meta, fmt_err *e)
 	return k;
 }
 
+static void xxh_observe(void *ctx, const uint8_t *p, size_t n)
+{
+	apr_xxh3_update(ctx, p, n);
+}
+
 fmt_kind fmt_apr_seed_open(fmt_model *m, apr_state *st, fmt_err *e)
 {
 	json_t *raw = NULL;
+	fmt_kind k = FMT_OK;
 	m->version = 2;
-	fmt_kind k = open_front(m, 0, st, 1, &raw, e);
+	if (m->sources[0].sequential) {   /* hash the stream as it passes */
+		st->stream_xxh = XXH3_createState();
+		if (!st->stream_xxh)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		XXH3_64bits_reset(st->stream_xxh);
+		k = fmt_source_observe(&m->sources[0], xxh_observe, st->stream_xxh, e);
+	}
+	if (k == FMT_OK)
+		k = open_front(m, 0, st, 1, &raw, e);
 	if (k == FMT_OK && st->shard_count) {
 		k = open_set(m, st, raw, e);
 	} else if (k == FMT_OK) {
@@ -494,8 +519,83 @@ static fmt_kind check_frames(fmt_model *m, fmt_err *e)
 	return FMT_OK;
 }
 
+static void xxh_hash(void *ctx, const uint8_t *p, size_t n)
+{
+	apr_xxh3_update(ctx, p, n);
+}
+
+/* A stream: every byte has gone through the hash but the footer's, read last. */
+static fmt_kind stream_verify(fmt_model *m, const apr_state *st, int frames, fmt_err *e)
+{
+	fmt_source *s = &m->sources[0];
+	uint8_t f[APR_SEED_FOOTER];
+	size_t flen;
+	fmt_kind k = frames ? check_frames(m, e) : FMT_OK;
+	if (k == FMT_INVALID_FORMAT) {     /* a bad frame in a stream whose checksum fails is damage */
+		fmt_err why = *e;
+		if (stream_verify(m, st, 0, e) == FMT_CHECKSUM)
+			fmt_err_prefix(e, "%s; and", why.msg);
+		else
+			*e = why;
+		return e->kind;
+	}
+	if (k == FMT_OK)
+		k = fmt_apr_stream_tail(s, st->data_end, xxh_hash, st->stream_xxh, f, sizeof f, &flen, e);
+	if (k == FMT_OK && flen < sizeof f)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "truncated: the stream ends %zu bytes after the last tensor, "
+				"before the 16-byte footer", flen);
+	if (k != FMT_OK)
+		return k;
+	uint64_t expected = fmt_rd_u64(f), total = fmt_rd_u64(f + 8), got = XXH3_64bits_digest(st->stream_xxh);
+	((apr_state *)st)->checksum = expected;
+	if (total != s->size)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "the footer says the file has %llu bytes, the stream had %llu "
+				"(truncated or extended)", (unsigned long long)total, (unsigned long long)s->size);
+	if (got != expected)
+		return fmt_fail(e, FMT_CHECKSUM, "checksum mismatch: XXH3-64 of the file is %016llx, the footer says %016llx",
+				(unsigned long long)got, (unsigned long long)expected);
+	return FMT_OK;
+}
+
+fmt_kind fmt_apr_seed_verify_as_read(fmt_model *m, apr_state *st, fmt_err *e)
+{
+	fmt_source *s = &m->sources[0];
+	if (st->layout != APR_SEED || m->n_sources != 1 || s->sequential || st->stream_xxh)
+		return fmt_fail(e, FMT_UNSUPPORTED, "verified before it is read");
+	if (!(st->stream_xxh = XXH3_createState()))
+		return fmt_fail(e, FMT_IO, "out of memory");
+	XXH3_64bits_reset(st->stream_xxh);
+	fmt_kind k = fmt_source_observe(s, xxh_observe, st->stream_xxh, e);
+	if (s->fd >= 0)   /* read front to back from here: a larger read-ahead */
+		(void)posix_fadvise(s->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	if (k == FMT_OK)
+		k = fmt_source_observe_to(s, st->data_offset, e);   /* header, metadata, index */
+	for (size_t i = 0; k == FMT_OK && i < m->n_tensors; i++)
+		m->tensors[i].seq_pos = m->tensors[i].offset + 1;  /* read in file order */
+	st->as_read = k == FMT_OK;
+	return k;
+}
+
+/* The rest of the file (what no read reached) through the hash, then the footer's XXH3. */
+static fmt_kind as_read_verify(fmt_model *m, const apr_state *st, fmt_err *e)
+{
+	fmt_source *s = &m->sources[0];
+	fmt_kind k = fmt_source_observe_to(s, s->size - APR_SEED_FOOTER, e);
+	if (k != FMT_OK)
+		return k;
+	uint64_t got = XXH3_64bits_digest(st->stream_xxh);
+	if (got != st->checksum)
+		return fmt_fail(e, FMT_CHECKSUM, "checksum mismatch: XXH3-64 of the file is %016llx, the footer says %016llx",
+				(unsigned long long)got, (unsigned long long)st->checksum);
+	return FMT_OK;
+}
+
 fmt_kind fmt_apr_seed_verify(fmt_model *m, const apr_state *st, int frames, fmt_err *e)
 {
+	if (m->sources[0].sequential)
+		return stream_verify(m, st, frames, e);
+	if (st->as_read)
+		return as_read_verify(m, st, e);
 	for (size_t i = 0; i < st->n_parts; i++) {
 		fmt_source *s = &m->sources[st->parts[i].src];
 		fmt_kind k = check_checksum(s, st->parts[i].checksum, e);
@@ -785,7 +885,7 @@ static fmt_kind hash_written(fmt_sink *k, uint64_t n, XXH3_state_t *h, fmt_err *
 		if (got <= 0)
 			r = fmt_fail(e, FMT_IO, "cannot read back the output to checksum it");
 		else {
-			XXH3_64bits_update(h, buf, (size_t)got);
+			apr_xxh3_update(h, buf, (size_t)got);
 			off += (uint64_t)got;
 		}
 	}

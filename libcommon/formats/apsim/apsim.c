@@ -1137,99 +1137,6 @@ fmt_kind fmt_apsim_read_file(fmt_model *m, int source, apsim_file *f, fmt_err *e
 
 /* ---- user metadata as typed values ---- */
 
-static fmt_kind json_text_value(const json_t *j, fmt_value *out, fmt_err *e)
-{
-	char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-	if (!text)
-		return fmt_fail(e, FMT_IO, "out of memory");
-	*out = fmt_value_str(text, strlen(text));
-	free(text);
-	return out->v.str.ptr ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
-}
-
-static fmt_kind value_from_json(const json_t *j, fmt_value *out, fmt_err *e);
-
-static fmt_kind array_from_json(const json_t *j, fmt_value *out, fmt_err *e)
-{
-	size_t n = json_array_size(j);
-	fmt_value *items = calloc(n ? n : 1, sizeof *items);
-	if (!items)
-		return fmt_fail(e, FMT_IO, "out of memory");
-	fmt_vtype elem = FMT_V_I64;
-	int uniform = 1, numbers = 1;
-	size_t made = 0;
-	fmt_kind k = FMT_OK;
-	for (size_t i = 0; i < n && k == FMT_OK; i++, made++) {
-		k = value_from_json(json_array_get(j, i), &items[i], e);
-		if (k != FMT_OK)
-			break;
-		fmt_vtype t = items[i].type;
-		if (json_is_null(json_array_get(j, i)) || json_is_object(json_array_get(j, i)))
-			uniform = numbers = 0;
-		if (i == 0)
-			elem = t;
-		else if (t != elem)
-			uniform = 0;
-		if (t != FMT_V_I64 && t != FMT_V_F64)
-			numbers = 0;
-	}
-	if (k == FMT_OK && !uniform && numbers && n > 0) {
-		for (size_t i = 0; i < n; i++)
-			if (items[i].type == FMT_V_I64) {
-				double d = (double)items[i].v.i;
-				items[i].type = FMT_V_F64;
-				items[i].v.f = d;
-			}
-		elem = FMT_V_F64;
-		uniform = 1;
-	}
-	if (k == FMT_OK && !uniform) {
-		for (size_t i = 0; i < made; i++)
-			fmt_value_free(&items[i]);
-		free(items);
-		return json_text_value(j, out, e);
-	}
-	if (k != FMT_OK) {
-		for (size_t i = 0; i < made; i++)
-			fmt_value_free(&items[i]);
-		free(items);
-		return k;
-	}
-	memset(out, 0, sizeof *out);
-	out->type = FMT_V_ARRAY;
-	out->v.arr.elem = elem;
-	out->v.arr.count = n;
-	out->v.arr.items = items;
-	return FMT_OK;
-}
-
-static fmt_kind value_from_json(const json_t *j, fmt_value *out, fmt_err *e)
-{
-	memset(out, 0, sizeof *out);
-	switch (json_typeof(j)) {
-	case JSON_STRING:
-		*out = fmt_value_str(json_string_value(j), json_string_length(j));
-		return out->v.str.ptr ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
-	case JSON_INTEGER:
-		out->type = FMT_V_I64;
-		out->v.i = (int64_t)json_integer_value(j);
-		return FMT_OK;
-	case JSON_REAL:
-		out->type = FMT_V_F64;
-		out->v.f = json_real_value(j);
-		return FMT_OK;
-	case JSON_TRUE:
-	case JSON_FALSE:
-		out->type = FMT_V_BOOL;
-		out->v.b = json_is_true(j);
-		return FMT_OK;
-	case JSON_ARRAY:
-		return array_from_json(j, out, e);
-	default:
-		return json_text_value(j, out, e);
-	}
-}
-
 /* Bytes of record text per file that may become jansson trees (a tree costs tens of times its
  * text); past it, arrays and objects that are not flat numbers stay JSON text. */
 #define META_TREE_BUDGET ((size_t)1 << 20)
@@ -1312,7 +1219,7 @@ static fmt_kind member_value(const char *v, size_t n, size_t *budget, fmt_value 
 	json_t *j = json_loadb(v, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
 	if (!j) /* the walker and jansson disagree: report it as the file's fault, not a crash */
 		return fmt_fail(e, FMT_INVALID_FORMAT, "__metadata__ metadata is not valid JSON: %s", je.text);
-	k = value_from_json(j, out, e);
+	k = fmt_value_from_json(j, 1, out, e);
 	json_decref(j);
 	return k;
 }

@@ -876,17 +876,12 @@ fmt_kind fmt_st_header_json(const fmt_model *m, char **json, size_t *len, fmt_er
 	return FMT_OK;
 }
 
-static fmt_kind write_tensors(const fmt_model *m, const size_t *order, fmt_sink *k, fmt_err *e)
+static fmt_kind write_tensors(const fmt_model *m, const size_t *order, fmt_sink *k, int threads, fmt_err *e)
 {
-	for (size_t i = 0; i < m->n_tensors; i++) {
-		fmt_kind r = fmt_tensor_write_to(m, &m->tensors[order[i]], k, e);
-		if (r != FMT_OK)
-			return r;
-	}
-	return FMT_OK;
+	return fmt_model_write_tensors(m, order, m->n_tensors, k, threads, e);
 }
 
-fmt_kind fmt_st_write_ex(const fmt_model *m, fmt_sink *k, size_t *skipped_meta, fmt_err *e)
+static fmt_kind st_write_threads(const fmt_model *m, fmt_sink *k, size_t *skipped_meta, int threads, fmt_err *e)
 {
 	size_t *order = NULL, skipped = 0;
 	fmt_sb b = { 0 };
@@ -909,11 +904,16 @@ fmt_kind fmt_st_write_ex(const fmt_model *m, fmt_sink *k, size_t *skipped_meta, 
 		r = fmt_sink_write(k, b.p, b.len, e);
 	free(b.p);
 	if (r == FMT_OK)
-		r = write_tensors(m, order, k, e);
+		r = write_tensors(m, order, k, threads, e);
 	free(order);
 	if (r == FMT_OK && skipped_meta)
 		*skipped_meta = skipped;
 	return r;
+}
+
+fmt_kind fmt_st_write_ex(const fmt_model *m, fmt_sink *k, size_t *skipped_meta, fmt_err *e)
+{
+	return st_write_threads(m, k, skipped_meta, 1, e);
 }
 
 fmt_kind fmt_st_write(const fmt_model *m, fmt_sink *k, fmt_err *e)
@@ -923,8 +923,7 @@ fmt_kind fmt_st_write(const fmt_model *m, fmt_sink *k, fmt_err *e)
 
 static fmt_kind st_write(const fmt_model *m, fmt_sink *k, const fmt_write_opts *o, fmt_err *e)
 {
-	(void)o;
-	return fmt_st_write(m, k, e);
+	return st_write_threads(m, k, NULL, o ? o->threads : 1, e);
 }
 
 const fmt_driver fmt_driver_safetensors = {

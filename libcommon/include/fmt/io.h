@@ -9,7 +9,17 @@
 #include "fmt/err.h"
 
 /* A source is a regular file read with pread and mapped lazily (a header-only open touches
- * nothing past the header), or a pipe/stdin ("-") read whole into memory. */
+ * nothing past the header), bytes in memory, or a sequential stream: a pipe or stdin ("-")
+ * read front to back without holding it (fmt_source_open_sequential). A sequential source
+ * keeps its first FMT_SOURCE_HEAD bytes (probe, headers) for re-reading; past them it hands out
+ * bytes at or after its position only, skipping forward as asked; a read behind the position
+ * is UnsupportedVersion ("read front to back"). Its size is FMT_SIZE_UNKNOWN until the end has
+ * been reached, then the real size. An observer, when set, sees every byte the stream passes
+ * (handed out or skipped), once and in order: a checksum computed on the fly. */
+#define FMT_SOURCE_HEAD 4096u
+#define FMT_SIZE_UNKNOWN UINT64_MAX
+typedef void (*fmt_source_observer)(void *ctx, const uint8_t *bytes, size_t n);
+
 typedef struct fmt_source {
 	char *path;          /* as given; "-" for stdin */
 	int fd;
@@ -18,6 +28,17 @@ typedef struct fmt_source {
 	void *map;           /* lazy read-only mapping of the whole file, or NULL */
 	dev_t dev;
 	ino_t ino;
+	/* sequential sources only */
+	int sequential;
+	int eof;             /* the end was reached (size is known) */
+	uint64_t pos;        /* bytes passed so far: every read starts at or after it (an observed
+			      * file: bytes observed so far) */
+	uint8_t *head;       /* bytes [0, head_len), kept */
+	size_t head_len;
+	uint8_t *rbuf;       /* read-ahead: rbuf[rpos, rlen) follow pos */
+	size_t rlen, rpos;
+	fmt_source_observer observe;
+	void *observe_ctx;
 } fmt_source;
 
 fmt_kind fmt_source_open(fmt_source *s, const char *path, fmt_err *e);
@@ -25,10 +46,28 @@ fmt_kind fmt_source_open(fmt_source *s, const char *path, fmt_err *e);
 fmt_kind fmt_source_from_memory(fmt_source *s, const char *name, const void *data, size_t n, fmt_err *e);
 void fmt_source_close(fmt_source *s);
 
+/* Open path like fmt_source_open, except that a pipe or stdin becomes a sequential source (an
+ * input of at most FMT_SOURCE_HEAD bytes is simply held in memory). */
+fmt_kind fmt_source_open_sequential(fmt_source *s, const char *path, fmt_err *e);
+/* Make a sequential source an ordinary one by reading the rest of it into memory (what a reader
+ * that needs random access gets); only before it has passed its head. No-op otherwise. */
+fmt_kind fmt_source_make_whole(fmt_source *s, fmt_err *e);
+/* Observe every byte the sequential source passes from now on, after being shown the bytes it
+ * has passed already (only while those are all in its head: else UnsupportedVersion); fn NULL
+ * stops observing. On a file, bytes are observed from offset 0 as reads reach them (pos says
+ * how far): a checksum computed by the reads a conversion makes anyway, when it reads the file
+ * in order; fmt_source_observe_to reads what no read reached. */
+fmt_kind fmt_source_observe(fmt_source *s, fmt_source_observer fn, void *ctx, fmt_err *e);
+/* Observe a file's bytes up to end (reading those no read reached); no-op on a stream. */
+fmt_kind fmt_source_observe_to(fmt_source *s, uint64_t end, fmt_err *e);
+/* Up to n bytes at off into dst, fewer only at the end of the source (*got says how many). */
+fmt_kind fmt_source_read_upto(fmt_source *s, uint64_t off, void *dst, size_t n, size_t *got, fmt_err *e);
+
 /* Copy n bytes at off into dst; an out-of-range request is InvalidFormat ("truncated"). */
 fmt_kind fmt_source_read(fmt_source *s, uint64_t off, void *dst, size_t n, fmt_err *e);
 
-/* A pointer to n bytes at off, valid until fmt_source_close (maps the file on first use). */
+/* A pointer to n bytes at off, valid until fmt_source_close (maps the file on first use). A
+ * sequential source gives views of its head only (UnsupportedVersion past it). */
 fmt_kind fmt_source_view(fmt_source *s, uint64_t off, uint64_t n, const uint8_t **out, fmt_err *e);
 
 /* The whole of a small source as a NUL-terminated heap string; above max bytes is
@@ -81,6 +120,10 @@ fmt_kind fmt_sink_zeros(fmt_sink *k, uint64_t n, fmt_err *e);
 /* Overwrite n bytes at offset off of what was already written (a header patched once the data
  * that follows it is known); not possible on stdout (UsageError). */
 fmt_kind fmt_sink_pwrite(fmt_sink *k, uint64_t off, const void *data, size_t n, fmt_err *e);
+/* Write n bytes at offset off, which may lie past what was written (the gap reads as zeros
+ * until written); later fmt_sink_write calls append after the furthest byte written. Files
+ * only (UsageError on stdout). */
+fmt_kind fmt_sink_write_at(fmt_sink *k, uint64_t off, const void *data, size_t n, fmt_err *e);
 fmt_kind fmt_sink_commit(fmt_sink *k, fmt_err *e);
 void fmt_sink_abort(fmt_sink *k);
 

@@ -67,6 +67,10 @@ typedef struct fmt_tensor {
 	/* Format-specific position for reporting (safetensors data_offsets begin, GGUF offset). */
 	uint64_t file_offset;
 	uint64_t stored_bytes;         /* bytes in the file when compressed there; 0 = nbytes */
+	/* From a sequential source (fmt_model_sequential): 1 + where its bytes begin in the stream,
+	 * and a tensor made from such a tensor (a conversion) carries it on; 0 = read in any order.
+	 * Writers read tensors with a seq_pos in ascending seq_pos (fmt_model_read_order). */
+	uint64_t seq_pos;
 } fmt_tensor;
 
 struct fmt_driver;
@@ -172,10 +176,27 @@ typedef fmt_kind (*fmt_chunk_fn)(void *ctx, const uint8_t *bytes, size_t n, fmt_
 fmt_kind fmt_tensor_each_chunk(const fmt_model *m, const fmt_tensor *t, fmt_chunk_fn fn, void *ctx,
 			       fmt_err *e);
 
+/* Write the tensors order[0..n) back to back from k's current end, in bounded chunks. Tensors
+ * of a sequential input are read in fmt_model_read_order and placed with fmt_sink_write_at
+ * when that differs from order (a file output only). With threads > 1 and a file output (and
+ * no sequential input), tensors are read and placed on that many threads at once: decoding,
+ * converting and copying into the file all run in parallel; the bytes are the same. */
+fmt_kind fmt_model_write_tensors(const fmt_model *m, const size_t *order, size_t n, fmt_sink *k, int threads,
+				 fmt_err *e);
+
+/* 1 on a thread that a parallel writer (fmt_model_write_tensors) runs: each such thread reads
+ * its own tensor, so readers should not decode other tensors ahead. */
+int fmt_tensor_reads_in_parallel(void);
+
 /* Write all of a tensor's bytes to k in bounded chunks (about 4 MiB): what every writer uses. */
 fmt_kind fmt_tensor_write_to(const fmt_model *m, const fmt_tensor *t, fmt_sink *k, fmt_err *e);
 
 uint64_t fmt_model_param_count(const fmt_model *m);
+
+/* The order in which a writer reads m's tensors: ascending seq_pos for tensors that come from a
+ * sequential source, model order otherwise (*order: n_tensors indices, malloc'd). 1 in *moved
+ * when it differs from model order. */
+fmt_kind fmt_model_read_order(const fmt_model *m, size_t **order, int *moved, fmt_err *e);
 
 /* Values */
 fmt_value fmt_value_str(const char *s, size_t len); /* duplicates; type STR; ptr NULL on ENOMEM */
@@ -189,6 +210,12 @@ size_t fmt_vtype_size(fmt_vtype t);
 fmt_value fmt_array_item(const fmt_value *a, uint64_t i);
 /* An array of count scalars of type elem taking a copy of their packed bytes. */
 fmt_kind fmt_value_packed(fmt_value *out, fmt_vtype elem, uint64_t count, const void *bytes, fmt_err *e);
+
+/* A JSON value as a metadata value: strings, integers (I64), reals (F64) and booleans as they
+ * are; an array of one kind of scalar (integers and reals together as F64) or of arrays, a
+ * typed array; anything else (objects, null, mixed arrays, nesting deeper than 16) as its
+ * compact JSON text (a STR), with object keys in order, or sorted when sort_keys. */
+fmt_kind fmt_value_from_json(const json_t *j, int sort_keys, fmt_value *out, fmt_err *e);
 
 /* A metadata value as JSON; arrays longer than max_items (0 = no limit) are abbreviated to
  * their first max_items items plus {"truncated": total}. */

@@ -81,6 +81,10 @@ typedef struct fmt_driver {
 	 * NULL when open checks everything. A key given for a format without signatures is
 	 * refused by fmt_model_verify, not here. */
 	fmt_kind (*verify)(fmt_model *m, const fmt_verify_opts *o, fmt_err *e);
+	/* Optional: check the file as its tensors are read rather than before, in one pass (a
+	 * converter that reads every tensor in fmt_model_read_order); fmt_model_verify, called
+	 * after them, completes the check. UnsupportedVersion when this model cannot. */
+	fmt_kind (*verify_as_read)(fmt_model *m, fmt_err *e);
 
 	/* ---- capabilities ---- */
 	unsigned caps;                /* FMT_CAP_* */
@@ -94,6 +98,11 @@ typedef struct fmt_driver {
 	/* Byte layouts the writer offers (NULL-terminated; the first is the default), or NULL. */
 	const char *const *layouts;
 	int compresses;               /* the writer compresses tensor data (fmt_write_opts.codec) */
+	/* Reads a sequential source (a pipe, fmt/io.h) front to back: open reads header, metadata
+	 * and index only; tensors are read in file order (fmt_tensor.seq_pos) and verify, called
+	 * after them, reads the rest and checks the checksums the file carries. Other drivers are
+	 * given such an input whole, in memory. */
+	int streams;
 	const char *arch_key;         /* the key naming the architecture, or NULL */
 	/* Architectures its readers know (what --arch suggests), NULL-terminated, or NULL. */
 	const char *const *archs;
@@ -159,6 +168,11 @@ void fmt_driver_arch_words(char *buf, size_t n);
 /* "safetensors, gguf or apsim": the writable single-file formats, for messages. */
 void fmt_driver_writer_names(char *buf, size_t n);
 
+/* A compression asked for d's output (fmt-convert --compression): none, lz4[:1-12],
+ * zstd[:1-19] or zstd-max (zstd level 19) for a driver that compresses; none only for the
+ * others. UsageError naming what d takes otherwise. */
+fmt_kind fmt_codec_parse(const fmt_driver *d, const char *spec, fmt_codec *codec, int *level, fmt_err *e);
+
 /* The driver that writes sets of models d opens (d itself, or its file_driver), or NULL. */
 const fmt_driver *fmt_driver_set_writer(const fmt_driver *d);
 /* The single-file driver of models d opens (d itself, or its file_driver). */
@@ -178,8 +192,14 @@ const fmt_driver *fmt_driver_by_extension(const char *path);
 const fmt_driver *fmt_driver_probe(fmt_source *s, const uint8_t *head, size_t n, int *score);
 
 /* Open path (or "-"): probe the first bytes, choose a driver (or use forced when not NULL),
- * open. On failure m is freed and e says why; an unrecognised file is InvalidFormat. */
+ * open. On failure m is freed and e says why; an unrecognised file is InvalidFormat. A pipe is
+ * read whole into memory. */
 fmt_kind fmt_model_open(fmt_model *m, const char *path, const fmt_driver *forced, fmt_err *e);
+
+/* The same, but a pipe stays a sequential source when the driver streams
+ * (fmt_model_sequential): for callers that read the tensors once in fmt_model_read_order and
+ * call fmt_model_verify after them. */
+fmt_kind fmt_model_open_streaming(fmt_model *m, const char *path, const fmt_driver *forced, fmt_err *e);
 
 /* The same for bytes in memory (a copy is taken), named name in messages. */
 fmt_kind fmt_model_open_memory(fmt_model *m, const char *name, const void *data, size_t n,
@@ -188,6 +208,22 @@ fmt_kind fmt_model_open_memory(fmt_model *m, const char *name, const void *data,
 /* The same over an open source, which the model takes (closed on failure); path names it. */
 fmt_kind fmt_model_open_source(fmt_model *m, fmt_source *src, const char *path,
 			       const fmt_driver *forced, fmt_err *e);
+
+/* The driver's verify_as_read: ok, then the tensors, then fmt_model_verify; UnsupportedVersion
+ * when the driver or this model cannot (then verify before reading). */
+fmt_kind fmt_model_verify_as_read(fmt_model *m, fmt_err *e);
+
+/* 1 when m reads a sequential source: its tensors must be read once each, in ascending
+ * seq_pos, and fmt_model_verify comes after them (it checks what only the end can tell). */
+int fmt_model_sequential(const fmt_model *m);
+
+/* The driver's verify_as_read: ok, then the tensors, then fmt_model_verify; UnsupportedVersion
+ * when the driver or this model cannot (then verify before reading). */
+fmt_kind fmt_model_verify_as_read(fmt_model *m, fmt_err *e);
+
+/* 1 when m reads a sequential source: its tensors must be read once each, in ascending
+ * seq_pos, and fmt_model_verify comes after them (it checks what only the end can tell). */
+int fmt_model_sequential(const fmt_model *m);
 
 /* Sign the file or set at path in place with a key of keys, through its driver's
  * sign_in_place; a format without signatures is UsageError naming those that have them. */

@@ -184,7 +184,8 @@ fmt_kind fmt_table_open_memory(fmt_table *t, const char *name, const void *data,
 /* Open path (or "-") as whatever it is: one probe over the model and the table drivers, the
  * best score wins (models first on equal scores). forced names a driver of either kind (NULL:
  * probe); an unknown name is UsageError listing fmt_format_names. On success exactly one of
- * *is_table = 0 (m open) or 1 (t open). */
+ * *is_table = 0 (m open) or 1 (t open). A pipe stays a sequential source for a model driver
+ * that streams, as with fmt_model_open_streaming. */
 fmt_kind fmt_open_any(const char *path, const char *forced, fmt_model *m, fmt_table *t,
 		      int *is_table, fmt_err *e);
 
