@@ -157,7 +157,7 @@ assert_zsh_lines() {
 @test "zsh completion: described values, registry values and exclusion groups come from the tables" {
 	assert_zsh_lines fmt-convert <<'ZSH'
     '--dtype=[f32, f16, bf16, q8_0, q4_0 (GGUF), int8, int4, fp8, fp6, fp4 (.apsim compressed tensors) or keep (default: f16 for GGUF, keep otherwise)]:TYPE:((f32\:"float32" f16\:"IEEE half precision" bf16\:"bfloat16" q8_0\:"8-bit blocks of 32" q4_0\:"4-bit blocks of 32" int8\:"int8 codes, per-row scales" int4\:"int4 codes, block-32 scales" fp8\:"FP8 E4M3 codes" fp6\:"FP6 E3M2 codes" fp4\:"FP4 E2M1 codes" keep\:"keep each tensor'\''s dtype"))' \
-    '(--hmac-key --secret-file --key-secret-file --secret-env --secret-prompt)--secret-prompt[sign with a team secret typed at a prompt]' \
+    '(--hmac-key --secret-file --key-secret-file --secret-env --secret-prompt --sign-key)--secret-prompt[sign with a team secret typed at a prompt]' \
     '--arch=[set general.architecture (GGUF; arch for APR)]:NAME:(llama qwen2 gemma2 phi3 gpt2 mistral)' \
 ZSH
 	assert_zsh_lines fmt-shard <<'ZSH'
