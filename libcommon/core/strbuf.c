@@ -39,18 +39,48 @@ void fmt_sb_puts(fmt_sb *b, const char *s)
 	fmt_sb_put(b, s, strlen(s));
 }
 
+size_t fmt_u64_text(uint64_t v, char *buf)
+{
+	static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				    "8081828384858687888990919293949596979899";
+	char tmp[20];
+	size_t n = 0;
+	while (v >= 100) {
+		unsigned d = (unsigned)(v % 100);
+		v /= 100;
+		tmp[sizeof tmp - ++n] = pairs[2 * d + 1];
+		tmp[sizeof tmp - ++n] = pairs[2 * d];
+	}
+	if (v >= 10) {
+		tmp[sizeof tmp - ++n] = pairs[2 * v + 1];
+		tmp[sizeof tmp - ++n] = pairs[2 * v];
+	} else {
+		tmp[sizeof tmp - ++n] = (char)('0' + v);
+	}
+	memcpy(buf, tmp + sizeof tmp - n, n);
+	buf[n] = '\0';
+	return n;
+}
+
+size_t fmt_i64_text(int64_t v, char *buf)
+{
+	if (v >= 0)
+		return fmt_u64_text((uint64_t)v, buf);
+	buf[0] = '-';
+	return 1 + fmt_u64_text(0 - (uint64_t)v, buf + 1);
+}
+
 void fmt_sb_u64(fmt_sb *b, uint64_t v)
 {
 	char tmp[24];
-	int n = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)v);
-	fmt_sb_put(b, tmp, (size_t)n);
+	fmt_sb_put(b, tmp, fmt_u64_text(v, tmp));
 }
 
 void fmt_sb_i64(fmt_sb *b, int64_t v)
 {
 	char tmp[24];
-	int n = snprintf(tmp, sizeof tmp, "%lld", (long long)v);
-	fmt_sb_put(b, tmp, (size_t)n);
+	fmt_sb_put(b, tmp, fmt_i64_text(v, tmp));
 }
 
 /* serde_json's string escaping (specs/safetensors.md §6.3): the short escapes it knows, \u00xx

@@ -603,22 +603,44 @@ static void csv_close(fmt_table *t)
 
 /* ---- writing ---- */
 
+/* p as one CSV field: quoted (inner quotes doubled) when it holds the delimiter, a quote or a
+ * line break, or when it is empty and quote_empty is set. */
 static void put_field(fmt_sb *line, const char *p, size_t n, char delim, int quote_empty)
 {
 	int quote = n == 0 ? quote_empty : 0;
-	for (size_t i = 0; i < n && !quote; i++)
-		quote = p[i] == delim || p[i] == '"' || p[i] == '\n' || p[i] == '\r';
+	size_t i = 0;
+	/* eight bytes at a time: a byte of w equal to c makes the word w ^ c*0x01.. have a zero
+	 * byte, which (x - 0x01..) & ~x & 0x80.. detects */
+	const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+	const uint64_t d = ones * (unsigned char)delim, dq = ones * '"', lf = ones * '\n', cr = ones * '\r';
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w, x;
+		memcpy(&w, p + i, 8);
+		x = ((w ^ d) - ones) & ~(w ^ d);
+		x |= ((w ^ dq) - ones) & ~(w ^ dq);
+		x |= ((w ^ lf) - ones) & ~(w ^ lf);
+		x |= ((w ^ cr) - ones) & ~(w ^ cr);
+		if (x & highs)
+			break;
+	}
+	for (; i < n && !quote; i++) {
+		char c = p[i];
+		quote = c == delim || c == '"' || c == '\n' || c == '\r';
+	}
 	if (!quote) {
-		fmt_sb_put(line, p, n);
+		fmt_sb_add(line, p, n);
 		return;
 	}
-	fmt_sb_put(line, "\"", 1);
-	for (size_t i = 0; i < n; i++) {
-		if (p[i] == '"')
-			fmt_sb_put(line, "\"", 1);
-		fmt_sb_put(line, p + i, 1);
+	fmt_sb_add(line, "\"", 1);
+	for (const char *end = p + n; p < end;) {
+		const char *q = memchr(p, '"', (size_t)(end - p));
+		size_t run = q ? (size_t)(q - p) + 1 : (size_t)(end - p);
+		fmt_sb_add(line, p, run);
+		if (q)
+			fmt_sb_add(line, "\"", 1);
+		p += run;
 	}
-	fmt_sb_put(line, "\"", 1);
+	fmt_sb_add(line, "\"", 1);
 }
 
 static fmt_kind csv_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *o, fmt_err *e)
@@ -657,14 +679,14 @@ static fmt_kind csv_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *o, f
 		for (uint64_t row = 0; row < b.n_rows; row++) {
 			for (size_t i = 0; i < s->n_fields; i++) {
 				if (i)
-					fmt_sb_put(&line, &delim, 1);
+					fmt_sb_add(&line, &delim, 1);
 				if (fmt_column_is_null(&b.columns[i], row))
 					continue;
 				cell.len = 0;
 				fmt_cell_text(&s->fields[i], &b.columns[i], row, &cell);
 				put_field(&line, cell.p ? cell.p : "", cell.len, delim, 1);
 			}
-			fmt_sb_put(&line, "\n", 1);
+			fmt_sb_add(&line, "\n", 1);
 			if (line.len >= BLOCK) {
 				if ((r = fmt_sink_write(k, line.p, line.len, e)) != FMT_OK)
 					break;

@@ -124,13 +124,37 @@ static int to_decimal(uint64_t c, int q, int asym, int max_digits, uint64_t *f, 
 	return 1;
 }
 
+static const char digit_pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				  "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				  "8081828384858687888990919293949596979899";
+
+/* the n decimal digits of f (n its exact length) at p, two per division */
 static char *put_digits(char *p, uint64_t f, int n)
 {
-	for (int i = n - 1; i >= 0; i--) {
-		p[i] = (char)('0' + f % 10);
-		f /= 10;
+	int i = n;
+	while (i >= 2) {
+		unsigned d = (unsigned)(f % 100);
+		f /= 100;
+		i -= 2;
+		p[i] = digit_pairs[2 * d];
+		p[i + 1] = digit_pairs[2 * d + 1];
 	}
+	if (i)
+		p[0] = (char)('0' + f);
 	return p + n;
+}
+
+static int digit_count(uint64_t f)
+{
+	static const uint64_t pow10[] = { 10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u,
+					  100000000u, 1000000000u, 10000000000u, 100000000000u,
+					  1000000000000u, 10000000000000u, 100000000000000u,
+					  1000000000000000u, 10000000000000000u, 100000000000000000u,
+					  1000000000000000000u, 10000000000000000000u };
+	int n = 1;
+	while (n < 20 && f >= pow10[n - 1])
+		n++;
+	return n;
 }
 
 /* f 10^e in printf's %.Pg layout with P the digit count of f once its trailing zeros go. */
@@ -148,9 +172,7 @@ static size_t put_decimal(char *buf, int negative, uint64_t f, int e)
 		f /= 10;
 		e++;
 	}
-	int n = 1;
-	for (uint64_t x = f; x >= 10; x /= 10)
-		n++;
+	int n = digit_count(f);
 	int x10 = e + n - 1; /* the exponent of the leading digit */
 	if (x10 >= -4 && x10 < n) {
 		if (x10 < 0) {
