@@ -654,7 +654,16 @@ static fmt_kind csv_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *o, f
 	if (u)
 		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
 				u->name, u->type_name);
+	/* numbers and booleans are written without a look for what needs quoting when the
+	 * delimiter cannot occur in their text */
+	int delim_in_numbers = (delim >= '0' && delim <= '9') || (delim >= 'a' && delim <= 'z') ||
+			       (delim >= 'A' && delim <= 'Z') || delim == '.' || delim == '-' || delim == '+';
+	unsigned char *plain = calloc(s->n_fields ? s->n_fields : 1, 1);
+	if (!plain)
+		return fmt_fail(e, FMT_IO, "out of memory");
 	for (size_t i = 0; i < s->n_fields; i++) {
+		fmt_ctype t = s->fields[i].type;
+		plain[i] = !delim_in_numbers && t >= FMT_C_BOOL && t <= FMT_C_F64; /* enum order */
 		if (i)
 			fmt_sb_put(&line, &delim, 1);
 		put_field(&line, s->fields[i].name, strlen(s->fields[i].name), delim, 1);
@@ -682,6 +691,10 @@ static fmt_kind csv_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *o, f
 					fmt_sb_add(&line, &delim, 1);
 				if (fmt_column_is_null(&b.columns[i], row))
 					continue;
+				if (plain[i]) {
+					fmt_cell_text(&s->fields[i], &b.columns[i], row, &line);
+					continue;
+				}
 				cell.len = 0;
 				fmt_cell_text(&s->fields[i], &b.columns[i], row, &cell);
 				put_field(&line, cell.p ? cell.p : "", cell.len, delim, 1);
@@ -697,6 +710,7 @@ static fmt_kind csv_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *o, f
 		if (r != FMT_OK)
 			break;
 	}
+	free(plain);
 	fmt_sb_free(&line);
 	fmt_sb_free(&cell);
 	return r;
