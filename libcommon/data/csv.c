@@ -20,7 +20,7 @@
 
 typedef struct field_ref {
 	size_t off, len;
-	int quoted;
+	int quoted;            /* unescaped into rec; otherwise read in place in buf */
 } field_ref;
 
 typedef struct csv_state {
@@ -78,7 +78,7 @@ static void rewind_to(csv_state *s, uint64_t off, uint64_t line)
 	s->line = line;
 }
 
-static fmt_kind add_field(csv_state *s, size_t off, int quoted, fmt_err *e)
+static fmt_kind add_field(csv_state *s, size_t off, size_t len, int quoted, fmt_err *e)
 {
 	if (s->n_fields == s->cap_fields) {
 		size_t cap = s->cap_fields ? 2 * s->cap_fields : 64;
@@ -91,7 +91,7 @@ static fmt_kind add_field(csv_state *s, size_t off, int quoted, fmt_err *e)
 		s->fields = p;
 		s->cap_fields = cap;
 	}
-	s->fields[s->n_fields++] = (field_ref){ off, s->rec.len - off, quoted };
+	s->fields[s->n_fields++] = (field_ref){ off, len, quoted };
 	return FMT_OK;
 }
 
@@ -99,6 +99,32 @@ static fmt_kind syntax(csv_state *s, uint64_t line, size_t column, const char *w
 {
 	(void)s;
 	return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu, column %zu: %s", (unsigned long long)line, column, what);
+}
+
+/* The index of the first byte of p[0..n) that is delim, a quote or a line break; n when none.
+ * Eight bytes at a time: a byte of w equal to c gives w ^ c*0x0101.. a zero byte, which
+ * (x - 0x0101..) & ~x & 0x8080.. detects. */
+static size_t special_byte(const char *p, size_t n, char delim)
+{
+	const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+	const uint64_t d = ones * (unsigned char)delim, dq = ones * '"', lf = ones * '\n', cr = ones * '\r';
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w, x;
+		memcpy(&w, p + i, 8);
+		x = ((w ^ d) - ones) & ~(w ^ d);
+		x |= ((w ^ dq) - ones) & ~(w ^ dq);
+		x |= ((w ^ lf) - ones) & ~(w ^ lf);
+		x |= ((w ^ cr) - ones) & ~(w ^ cr);
+		if (x & highs)
+			break;
+	}
+	for (; i < n; i++) {
+		char c = p[i];
+		if (c == delim || c == '"' || c == '\n' || c == '\r')
+			break;
+	}
+	return i;
 }
 
 /* The next record into s->fields (*got = 0 at the end of the data). Empty lines are skipped. */
@@ -120,7 +146,7 @@ restart:
 		goto restart;
 	}
 	for (;;) {
-		size_t column = s->n_fields + 1, off = s->rec.len;
+		size_t column = s->n_fields + 1, off = s->rec.len, len;
 		int quoted = 0;
 		if (pos < s->end && s->buf[pos] == '"') {
 			uint64_t qline = line;
@@ -155,18 +181,18 @@ restart:
 			}
 			if (pos < s->end && s->buf[pos] != s->delim && s->buf[pos] != '\n' && s->buf[pos] != '\r')
 				return syntax(s, line, column, "characters after a closing quote", e);
+			len = s->rec.len - off;
 		} else {
-			size_t a = pos;
-			while (pos < s->end && s->buf[pos] != s->delim && s->buf[pos] != '\n' && s->buf[pos] != '\r') {
-				if (s->buf[pos] == '"')
-					return syntax(s, line, column, "a quote inside an unquoted field", e);
-				pos++;
-			}
+			/* in place: buf moves only in refill, which starts the record again */
+			off = pos;
+			pos += special_byte(s->buf + pos, s->end - pos, s->delim);
+			if (pos < s->end && s->buf[pos] == '"')
+				return syntax(s, line, column, "a quote inside an unquoted field", e);
 			if (pos == s->end && !s->eof)
 				goto more;
-			fmt_sb_put(&s->rec, s->buf + a, pos - a);
+			len = pos - off;
 		}
-		if ((k = add_field(s, off, quoted, e)) != FMT_OK)
+		if ((k = add_field(s, off, len, quoted, e)) != FMT_OK)
 			return k;
 		if (pos < s->end && s->buf[pos] == s->delim) {
 			pos++;
@@ -201,7 +227,8 @@ more:
 
 static const char *field_ptr(const csv_state *s, size_t i)
 {
-	return s->rec.p ? s->rec.p + s->fields[i].off : "";
+	const field_ref *f = &s->fields[i];
+	return !f->quoted ? s->buf + f->off : s->rec.p ? s->rec.p + f->off : "";
 }
 
 static int is_null(const csv_state *s, size_t i)
@@ -607,26 +634,7 @@ static void csv_close(fmt_table *t)
  * line break, or when it is empty and quote_empty is set. */
 static void put_field(fmt_sb *line, const char *p, size_t n, char delim, int quote_empty)
 {
-	int quote = n == 0 ? quote_empty : 0;
-	size_t i = 0;
-	/* eight bytes at a time: a byte of w equal to c makes the word w ^ c*0x01.. have a zero
-	 * byte, which (x - 0x01..) & ~x & 0x80.. detects */
-	const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
-	const uint64_t d = ones * (unsigned char)delim, dq = ones * '"', lf = ones * '\n', cr = ones * '\r';
-	for (; i + 8 <= n; i += 8) {
-		uint64_t w, x;
-		memcpy(&w, p + i, 8);
-		x = ((w ^ d) - ones) & ~(w ^ d);
-		x |= ((w ^ dq) - ones) & ~(w ^ dq);
-		x |= ((w ^ lf) - ones) & ~(w ^ lf);
-		x |= ((w ^ cr) - ones) & ~(w ^ cr);
-		if (x & highs)
-			break;
-	}
-	for (; i < n && !quote; i++) {
-		char c = p[i];
-		quote = c == delim || c == '"' || c == '\n' || c == '\r';
-	}
+	int quote = n == 0 ? quote_empty : special_byte(p, n, delim) < n;
 	if (!quote) {
 		fmt_sb_add(line, p, n);
 		return;

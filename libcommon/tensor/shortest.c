@@ -261,3 +261,46 @@ size_t fmt_shortest_f32(float v, char *buf)
 	memcpy(&bits, &v, sizeof bits);
 	return shortest(bits, 23, 8, buf);
 }
+
+int fmt_decimal_f64(uint64_t m, int e10, int negative, double *out)
+{
+	if (m == 0) {
+		*out = negative ? -0.0 : 0.0;
+		return 1;
+	}
+	if (e10 < FMT_POW10_E_MIN || e10 > FMT_POW10_E_MAX)
+		return 0;
+	/* 10^e10 lies in [(g - 1) 2^r, g 2^r) with g = g1 2^63 + g0, r = floor(log2 10^e10) - 125 */
+	const uint64_t *g = fmt_pow10_g[e10 - FMT_POW10_E_MIN];
+	int lz = __builtin_clzll(m), r = floor_log2_pow10(e10) - 125;
+	uint64_t mn = m << lz;
+	/* P = mn g = (mn g1) 2^63 + mn g0, in three 64-bit limbs p2 p1 p0; 2^188 <= P < 2^190 */
+	unsigned __int128 a = (unsigned __int128)mn * g[0], b = (unsigned __int128)mn * g[1];
+	uint64_t a0 = (uint64_t)a, a1 = (uint64_t)(a >> 64);
+	uint64_t p0 = a0 << 63, p1 = (a0 >> 1) | (a1 << 63), p2 = a1 >> 1;
+	unsigned __int128 lo = ((unsigned __int128)p1 << 64 | p0) + b;
+	p2 += lo < b; /* carry */
+	p1 = (uint64_t)(lo >> 64);
+	p0 = (uint64_t)lo;
+	/* the value m 10^e10 is V in [P - mn, P) times 2^(r - lz); keep 54 bits of P (53 and the
+	 * rounding bit): T = P >> shift */
+	int top = p2 >> 61 ? 62 : 61; /* bits in p2 */
+	int cut = top - 54;                 /* low bits of p2 below T */
+	uint64_t t = p2 >> cut, below = p2 & (((uint64_t)1 << cut) - 1);
+	/* every V in the band must have the same T and a nonzero remainder under it: then T and
+	 * "more than nothing below the rounding bit" decide round to nearest even exactly */
+	if (!below && !p1 && p0 <= mn)
+		return 0;
+	uint64_t mant = (t >> 1) + (t & 1);
+	int e2 = 128 + cut + r - lz + 1; /* V ~ mant 2^e2 */
+	if (mant >> 53) {
+		mant >>= 1;
+		e2++;
+	}
+	int biased = e2 + 1075;
+	if (biased < 1 || biased > 2046)
+		return 0;
+	uint64_t bits = (uint64_t)negative << 63 | (uint64_t)biased << 52 | (mant & (((uint64_t)1 << 52) - 1));
+	memcpy(out, &bits, sizeof bits);
+	return 1;
+}

@@ -8,6 +8,7 @@
 #define FMT_SHORTEST_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Longest text either writes, its terminating NUL included: "-2.2250738585072014e-308". */
 #define FMT_SHORTEST_MAX 32
@@ -15,5 +16,11 @@
 /* Write v to buf (at least FMT_SHORTEST_MAX bytes), NUL-terminated; returns its length. */
 size_t fmt_shortest_f64(double v, char *buf);
 size_t fmt_shortest_f32(float v, char *buf);
+
+/* The other direction: m 10^e10 correctly rounded to a double, from the same table (one
+ * 64x128-bit product; the approximation's error band decides the rounding except in cases
+ * within 2^-70 of a tie, which it declines). 1 with *out set; 0 when it cannot decide or the
+ * result would be subnormal, infinite or outside the table: strtod then. */
+int fmt_decimal_f64(uint64_t m, int e10, int negative, double *out);
 
 #endif
