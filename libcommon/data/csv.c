@@ -703,6 +703,13 @@ static fmt_kind csv_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *o, f
 					fmt_cell_text(&s->fields[i], &b.columns[i], row, &line);
 					continue;
 				}
+				if (s->fields[i].type == FMT_C_UTF8 || s->fields[i].type == FMT_C_LARGE_UTF8) {
+					const uint8_t *v;
+					size_t n;
+					fmt_column_bytes(&b.columns[i], s->fields[i].type, row, &v, &n);
+					put_field(&line, (const char *)v, n, delim, 1);
+					continue;
+				}
 				cell.len = 0;
 				fmt_cell_text(&s->fields[i], &b.columns[i], row, &cell);
 				put_field(&line, cell.p ? cell.p : "", cell.len, delim, 1);

@@ -128,19 +128,36 @@ static const char digit_pairs[] = "000102030405060708091011121314151617181920212
 				  "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
 				  "8081828384858687888990919293949596979899";
 
-/* the n decimal digits of f (n its exact length) at p, two per division */
+/* the n decimal digits of f (n its exact length, at most 20) at p: in eight-digit pieces of
+ * 32-bit arithmetic, two digits a step */
+static void put_8(char *p, uint32_t v)
+{
+	for (int i = 6; i >= 0; i -= 2) {
+		uint32_t d = v % 100;
+		v /= 100;
+		p[i] = digit_pairs[2 * d];
+		p[i + 1] = digit_pairs[2 * d + 1];
+	}
+}
+
 static char *put_digits(char *p, uint64_t f, int n)
 {
 	int i = n;
+	while (i >= 8 && f >= 100000000u) {
+		i -= 8;
+		put_8(p + i, (uint32_t)(f % 100000000u));
+		f /= 100000000u;
+	}
+	uint32_t v = (uint32_t)f; /* the leading i digits */
 	while (i >= 2) {
-		unsigned d = (unsigned)(f % 100);
-		f /= 100;
+		uint32_t d = v % 100;
+		v /= 100;
 		i -= 2;
 		p[i] = digit_pairs[2 * d];
 		p[i + 1] = digit_pairs[2 * d + 1];
 	}
 	if (i)
-		p[0] = (char)('0' + f);
+		p[0] = (char)('0' + v);
 	return p + n;
 }
 
