@@ -11,10 +11,9 @@
 #include "fmt/half.h"
 #include "fmt/registry.h"
 #include "builder.h"
+#include "textio.h"
 #include "textval.h"
 
-#define BLOCK (1u << 20)
-#define MAX_RECORD (64u << 20)
 #define MAX_COLUMNS 100000
 #define DEFAULT_BATCH 65536
 
@@ -24,13 +23,9 @@ typedef struct field_ref {
 } field_ref;
 
 typedef struct csv_state {
-	fmt_source *src;
+	fmt_text_in in;
 	char delim;
 	const char *null_value;
-	uint64_t next_off;         /* next byte of the source to read */
-	char *buf;
-	size_t cap, start, end;
-	int eof;
 	uint64_t line;             /* line of the next record */
 	uint64_t data_off, data_line; /* where the rows begin (after the header) */
 	fmt_sb rec;                /* the current record's fields, unescaped */
@@ -44,37 +39,12 @@ typedef struct csv_state {
 
 static fmt_kind refill(csv_state *s, fmt_err *e)
 {
-	if (s->start > 0) {
-		memmove(s->buf, s->buf + s->start, s->end - s->start);
-		s->end -= s->start;
-		s->start = 0;
-	}
-	if (s->end == s->cap) {
-		if (s->cap >= MAX_RECORD)
-			return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu: a record longer than 64 MiB",
-					(unsigned long long)s->line);
-		char *p = realloc(s->buf, s->cap * 2);
-		if (!p)
-			return fmt_fail(e, FMT_IO, "out of memory");
-		s->buf = p;
-		s->cap *= 2;
-	}
-	uint64_t left = s->src->size - s->next_off;
-	size_t want = s->cap - s->end < left ? s->cap - s->end : (size_t)left;
-	fmt_kind k = fmt_source_read(s->src, s->next_off, s->buf + s->end, want, e);
-	if (k != FMT_OK)
-		return k;
-	s->end += want;
-	s->next_off += want;
-	s->eof = s->next_off == s->src->size;
-	return FMT_OK;
+	return fmt_text_in_refill(&s->in, s->line, "a record longer than 64 MiB", e);
 }
 
 static void rewind_to(csv_state *s, uint64_t off, uint64_t line)
 {
-	s->next_off = off;
-	s->start = s->end = 0;
-	s->eof = off == s->src->size;
+	fmt_text_in_seek(&s->in, off);
 	s->line = line;
 }
 
@@ -136,10 +106,10 @@ restart:
 	s->n_fields = 0;
 	s->rec.len = 0;
 	s->rec_line = s->line;
-	size_t pos = s->start;
+	size_t pos = s->in.start;
 	uint64_t line = s->line;
-	if (pos == s->end) {
-		if (s->eof)
+	if (pos == s->in.end) {
+		if (s->in.eof)
 			return FMT_OK;
 		if ((k = refill(s, e)) != FMT_OK)
 			return k;
@@ -148,21 +118,21 @@ restart:
 	for (;;) {
 		size_t column = s->n_fields + 1, off = s->rec.len, len;
 		int quoted = 0;
-		if (pos < s->end && s->buf[pos] == '"') {
+		if (pos < s->in.end && s->in.buf[pos] == '"') {
 			uint64_t qline = line;
 			quoted = 1;
 			pos++;
 			for (;;) {
-				if (pos == s->end) {
-					if (!s->eof)
+				if (pos == s->in.end) {
+					if (!s->in.eof)
 						goto more;
 					return syntax(s, qline, column, "a quoted field is not closed", e);
 				}
-				char c = s->buf[pos];
+				char c = s->in.buf[pos];
 				if (c == '"') {
-					if (pos + 1 == s->end && !s->eof)
+					if (pos + 1 == s->in.end && !s->in.eof)
 						goto more;
-					if (pos + 1 < s->end && s->buf[pos + 1] == '"') {
+					if (pos + 1 < s->in.end && s->in.buf[pos + 1] == '"') {
 						fmt_sb_put(&s->rec, "\"", 1);
 						pos += 2;
 						continue;
@@ -171,41 +141,41 @@ restart:
 					break;
 				}
 				/* a run up to the next quote in one copy */
-				const char *q = memchr(s->buf + pos, '"', s->end - pos);
-				size_t run = q ? (size_t)(q - (s->buf + pos)) : s->end - pos;
+				const char *q = memchr(s->in.buf + pos, '"', s->in.end - pos);
+				size_t run = q ? (size_t)(q - (s->in.buf + pos)) : s->in.end - pos;
 				for (size_t j = 0; j < run; j++)
-					line += s->buf[pos + j] == '\n';
-				fmt_sb_put(&s->rec, s->buf + pos, run);
+					line += s->in.buf[pos + j] == '\n';
+				fmt_sb_put(&s->rec, s->in.buf + pos, run);
 				pos += run;
 				(void)c;
 			}
-			if (pos < s->end && s->buf[pos] != s->delim && s->buf[pos] != '\n' && s->buf[pos] != '\r')
+			if (pos < s->in.end && s->in.buf[pos] != s->delim && s->in.buf[pos] != '\n' && s->in.buf[pos] != '\r')
 				return syntax(s, line, column, "characters after a closing quote", e);
 			len = s->rec.len - off;
 		} else {
 			/* in place: buf moves only in refill, which starts the record again */
 			off = pos;
-			pos += special_byte(s->buf + pos, s->end - pos, s->delim);
-			if (pos < s->end && s->buf[pos] == '"')
+			pos += special_byte(s->in.buf + pos, s->in.end - pos, s->delim);
+			if (pos < s->in.end && s->in.buf[pos] == '"')
 				return syntax(s, line, column, "a quote inside an unquoted field", e);
-			if (pos == s->end && !s->eof)
+			if (pos == s->in.end && !s->in.eof)
 				goto more;
 			len = pos - off;
 		}
 		if ((k = add_field(s, off, len, quoted, e)) != FMT_OK)
 			return k;
-		if (pos < s->end && s->buf[pos] == s->delim) {
+		if (pos < s->in.end && s->in.buf[pos] == s->delim) {
 			pos++;
 			continue;
 		}
-		if (pos < s->end && s->buf[pos] == '\r') {
-			if (pos + 1 == s->end && !s->eof)
+		if (pos < s->in.end && s->in.buf[pos] == '\r') {
+			if (pos + 1 == s->in.end && !s->in.eof)
 				goto more;
-			if (pos + 1 == s->end || s->buf[pos + 1] != '\n')
+			if (pos + 1 == s->in.end || s->in.buf[pos + 1] != '\n')
 				return syntax(s, line, column, "a carriage return without a line feed", e);
 			pos++;
 		}
-		if (pos < s->end && s->buf[pos] == '\n') {
+		if (pos < s->in.end && s->in.buf[pos] == '\n') {
 			pos++;
 			line++;
 		}
@@ -213,7 +183,7 @@ restart:
 	}
 	if (s->rec.oom)
 		return fmt_fail(e, FMT_IO, "out of memory");
-	s->start = pos;
+	s->in.start = pos;
 	s->line = line;
 	if (s->n_fields == 1 && s->fields[0].len == 0 && !s->fields[0].quoted)
 		goto restart; /* an empty line */
@@ -228,7 +198,7 @@ more:
 static const char *field_ptr(const csv_state *s, size_t i)
 {
 	const field_ref *f = &s->fields[i];
-	return !f->quoted ? s->buf + f->off : s->rec.p ? s->rec.p + f->off : "";
+	return !f->quoted ? s->in.buf + f->off : s->rec.p ? s->rec.p + f->off : "";
 }
 
 static int is_null(const csv_state *s, size_t i)
@@ -374,11 +344,11 @@ static fmt_kind detect_delimiter(csv_state *s, fmt_err *e)
 	if (k != FMT_OK)
 		return k;
 	int quoted = 0;
-	for (size_t i = s->start; i < s->end && (quoted || s->buf[i] != '\n'); i++) {
-		if (s->buf[i] == '"')
+	for (size_t i = s->in.start; i < s->in.end && (quoted || s->in.buf[i] != '\n'); i++) {
+		if (s->in.buf[i] == '"')
 			quoted = !quoted;
 		for (int c = 0; c < 3 && !quoted; c++)
-			count[c] += s->buf[i] == cands[c];
+			count[c] += s->in.buf[i] == cands[c];
 	}
 	int best = 0;
 	for (int c = 1; c < 3; c++)
@@ -398,14 +368,11 @@ static fmt_kind csv_open(fmt_table *t, fmt_err *e)
 	if (!s)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	t->format_state = s;
-	s->src = &t->source;
 	s->delim = o && o->delimiter ? o->delimiter : ',';
 	s->null_value = o ? o->null_value : NULL;
 	s->batch_rows = o && o->batch_rows ? o->batch_rows : DEFAULT_BATCH;
-	s->cap = BLOCK;
-	s->buf = malloc(s->cap);
-	if (!s->buf)
-		return fmt_fail(e, FMT_IO, "out of memory");
+	if ((k = fmt_text_in_init(&s->in, &t->source, e)) != FMT_OK)
+		return k;
 	rewind_to(s, 0, 1);
 	if (!(o && o->delimiter) && (k = detect_delimiter(s, e)) != FMT_OK)
 		return k;
@@ -432,7 +399,7 @@ static fmt_kind csv_open(fmt_table *t, fmt_err *e)
 	if (k == FMT_OK) {
 		if (o && o->no_header)
 			rewind_to(s, 0, 1);
-		s->data_off = s->next_off - (s->end - s->start);
+		s->data_off = s->in.next_off - (s->in.end - s->in.start);
 		s->data_line = s->line;
 		k = infer(t, s, names, e);
 	}
@@ -584,33 +551,31 @@ static fmt_kind put_value(csv_state *s, size_t i, const fmt_field *f, col_builde
 	}
 }
 
+typedef struct csv_rows {
+	csv_state *s;
+	const fmt_schema *schema;
+} csv_rows;
+
+/* One record onto the column builders (fmt_text_row_fn). */
+static fmt_kind csv_row(void *ctx, int *got, fmt_err *e)
+{
+	csv_rows *r = ctx;
+	csv_state *s = r->s;
+	fmt_kind k;
+	if ((k = next_record(s, got, e)) != FMT_OK || !*got)
+		return k;
+	if ((k = count_check(s, e)) != FMT_OK)
+		return k;
+	for (size_t i = 0; i < s->n_cols && k == FMT_OK; i++)
+		k = put_value(s, i, &r->schema->fields[i], &s->cols[i], e);
+	return k;
+}
+
 static fmt_kind csv_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 {
-	*done = 0;
 	csv_state *s = t->format_state;
-	const fmt_schema *sc = &t->schema;
-	uint64_t rows = 0;
-	int got = 1;
-	fmt_kind k = FMT_OK;
-	while (rows < s->batch_rows && (k = next_record(s, &got, e)) == FMT_OK && got) {
-		if ((k = count_check(s, e)) != FMT_OK)
-			break;
-		for (size_t i = 0; i < s->n_cols && k == FMT_OK; i++)
-			k = put_value(s, i, &sc->fields[i], &s->cols[i], e);
-		if (k != FMT_OK)
-			break;
-		rows++;
-	}
-	if (k != FMT_OK)
-		return k;
-	if (rows == 0) {
-		*done = 1;
-		return FMT_OK;
-	}
-	b->n_rows = rows;
-	for (size_t i = 0; i < s->n_cols && k == FMT_OK; i++)
-		k = fmt_cb_finish(&s->cols[i], &sc->fields[i], b, &b->columns[i], e);
-	return k;
+	csv_rows r = { s, &t->schema };
+	return fmt_text_next_batch(csv_row, &r, s->batch_rows, s->cols, &t->schema, b, done, e);
 }
 
 static void csv_close(fmt_table *t)
@@ -621,7 +586,7 @@ static void csv_close(fmt_table *t)
 	for (size_t i = 0; s->cols && i < s->n_cols; i++)
 		fmt_cb_free(&s->cols[i]);
 	free(s->cols);
-	free(s->buf);
+	fmt_text_in_free(&s->in);
 	free(s->fields);
 	fmt_sb_free(&s->rec);
 	free(s);
@@ -651,83 +616,72 @@ static void put_field(fmt_sb *line, const char *p, size_t n, char delim, int quo
 	fmt_sb_add(line, "\"", 1);
 }
 
-static fmt_kind csv_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *o, fmt_err *e)
+typedef struct csv_out {
+	const fmt_schema *s;
+	char delim;
+	unsigned char *plain; /* per column: numbers or booleans, written without a quoting check */
+	fmt_sb cell;
+} csv_out;
+
+/* One row as a CSV line (fmt_text_put_row_fn). */
+static int csv_put_row(void *ctx, const fmt_batch *b, uint64_t row, fmt_sb *line)
 {
-	(void)o;
+	csv_out *o = ctx;
+	const fmt_schema *s = o->s;
+	for (size_t i = 0; i < s->n_fields; i++) {
+		const fmt_field *f = &s->fields[i];
+		const fmt_column *c = &b->columns[i];
+		if (i)
+			fmt_sb_add(line, &o->delim, 1);
+		if (fmt_column_is_null(c, row))
+			continue;
+		if (o->plain[i]) {
+			fmt_cell_text(f, c, row, line);
+		} else if (f->type == FMT_C_UTF8 || f->type == FMT_C_LARGE_UTF8) {
+			const uint8_t *v;
+			size_t n;
+			fmt_column_bytes(c, f->type, row, &v, &n);
+			put_field(line, (const char *)v, n, o->delim, 1);
+		} else {
+			o->cell.len = 0;
+			fmt_cell_text(f, c, row, &o->cell);
+			put_field(line, o->cell.p ? o->cell.p : "", o->cell.len, o->delim, 1);
+		}
+	}
+	fmt_sb_add(line, "\n", 1);
+	return !o->cell.oom;
+}
+
+static fmt_kind csv_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt_err *e)
+{
+	(void)wo;
 	const fmt_schema *s = &in->schema;
-	char delim = in->opts && in->opts->delimiter ? in->opts->delimiter : ',';
-	fmt_sb line = { 0 }, cell = { 0 };
-	fmt_kind r = FMT_OK;
+	csv_out o = { s, in->opts && in->opts->delimiter ? in->opts->delimiter : ',', NULL, { 0 } };
+	fmt_sb head = { 0 };
+	fmt_kind r;
 	const fmt_field *u = fmt_schema_unsupported(s);
 	if (u)
 		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
 				u->name, u->type_name);
-	/* numbers and booleans are written without a look for what needs quoting when the
-	 * delimiter cannot occur in their text */
-	int delim_in_numbers = (delim >= '0' && delim <= '9') || (delim >= 'a' && delim <= 'z') ||
-			       (delim >= 'A' && delim <= 'Z') || delim == '.' || delim == '-' || delim == '+';
-	unsigned char *plain = calloc(s->n_fields ? s->n_fields : 1, 1);
-	if (!plain)
+	/* numbers and booleans go without a look for what needs quoting when the delimiter cannot
+	 * occur in their text */
+	char d = o.delim;
+	int delim_in_numbers = (d >= '0' && d <= '9') || (d >= 'a' && d <= 'z') || (d >= 'A' && d <= 'Z') ||
+			       d == '.' || d == '-' || d == '+';
+	if (!(o.plain = calloc(s->n_fields ? s->n_fields : 1, 1)))
 		return fmt_fail(e, FMT_IO, "out of memory");
 	for (size_t i = 0; i < s->n_fields; i++) {
 		fmt_ctype t = s->fields[i].type;
-		plain[i] = !delim_in_numbers && t >= FMT_C_BOOL && t <= FMT_C_F64; /* enum order */
+		o.plain[i] = !delim_in_numbers && t >= FMT_C_BOOL && t <= FMT_C_F64; /* enum order */
 		if (i)
-			fmt_sb_put(&line, &delim, 1);
-		put_field(&line, s->fields[i].name, strlen(s->fields[i].name), delim, 1);
+			fmt_sb_put(&head, &d, 1);
+		put_field(&head, s->fields[i].name, strlen(s->fields[i].name), d, 1);
 	}
-	fmt_sb_put(&line, "\n", 1);
-	for (;;) {
-		fmt_batch b;
-		int done;
-		if (line.oom || cell.oom) {
-			r = fmt_fail(e, FMT_IO, "out of memory");
-			break;
-		}
-		if ((r = fmt_sink_write(k, line.p, line.len, e)) != FMT_OK)
-			break;
-		line.len = 0;
-		if ((r = fmt_table_next(in, &b, &done, e)) != FMT_OK)
-			break;
-		if (done) {
-			fmt_batch_free(&b);
-			break;
-		}
-		for (uint64_t row = 0; row < b.n_rows; row++) {
-			for (size_t i = 0; i < s->n_fields; i++) {
-				if (i)
-					fmt_sb_add(&line, &delim, 1);
-				if (fmt_column_is_null(&b.columns[i], row))
-					continue;
-				if (plain[i]) {
-					fmt_cell_text(&s->fields[i], &b.columns[i], row, &line);
-					continue;
-				}
-				if (s->fields[i].type == FMT_C_UTF8 || s->fields[i].type == FMT_C_LARGE_UTF8) {
-					const uint8_t *v;
-					size_t n;
-					fmt_column_bytes(&b.columns[i], s->fields[i].type, row, &v, &n);
-					put_field(&line, (const char *)v, n, delim, 1);
-					continue;
-				}
-				cell.len = 0;
-				fmt_cell_text(&s->fields[i], &b.columns[i], row, &cell);
-				put_field(&line, cell.p ? cell.p : "", cell.len, delim, 1);
-			}
-			fmt_sb_add(&line, "\n", 1);
-			if (line.len >= BLOCK) {
-				if ((r = fmt_sink_write(k, line.p, line.len, e)) != FMT_OK)
-					break;
-				line.len = 0;
-			}
-		}
-		fmt_batch_free(&b);
-		if (r != FMT_OK)
-			break;
-	}
-	free(plain);
-	fmt_sb_free(&line);
-	fmt_sb_free(&cell);
+	fmt_sb_put(&head, "\n", 1);
+	r = head.oom ? fmt_fail(e, FMT_IO, "out of memory") : fmt_text_write(in, k, head.p, head.len, csv_put_row, &o, e);
+	free(o.plain);
+	fmt_sb_free(&o.cell);
+	fmt_sb_free(&head);
 	return r;
 }
 
