@@ -3,35 +3,48 @@
 #include <string.h>
 #include "fmt/strbuf.h"
 
-void fmt_sb_put(fmt_sb *b, const char *s, size_t n)
+/* Capacity for n more bytes and the NUL; 0 (and oom set) when that cannot be had. */
+static int grow(fmt_sb *b, size_t n)
 {
 	if (b->oom)
-		return;
+		return 0;
 	if (n > SIZE_MAX - b->len - 1) {
 		b->oom = 1;
-		return;
+		return 0;
 	}
 	if (b->len + n + 1 > b->cap) {
 		size_t cap = b->cap ? b->cap : 256;
 		while (cap < b->len + n + 1) {
 			if (cap > SIZE_MAX / 2) {
 				b->oom = 1;
-				return;
+				return 0;
 			}
 			cap *= 2;
 		}
 		char *p = realloc(b->p, cap);
 		if (!p) {
 			b->oom = 1;
-			return;
+			return 0;
 		}
 		b->p = p;
 		b->cap = cap;
 	}
+	return 1;
+}
+
+void fmt_sb_put(fmt_sb *b, const char *s, size_t n)
+{
+	if (!grow(b, n))
+		return;
 	if (n)
 		memcpy(b->p + b->len, s, n);
 	b->len += n;
 	b->p[b->len] = '\0';
+}
+
+char *fmt_sb_reserve_slow(fmt_sb *b, size_t n)
+{
+	return grow(b, n) ? b->p + b->len : NULL;
 }
 
 void fmt_sb_puts(fmt_sb *b, const char *s)
@@ -44,22 +57,23 @@ size_t fmt_u64_text(uint64_t v, char *buf)
 	static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
 				    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
 				    "8081828384858687888990919293949596979899";
-	char tmp[20];
-	size_t n = 0;
+	size_t n = 1;
+	for (uint64_t x = v; x >= 10; x /= 10)
+		n++;
+	char *p = buf + n;
+	*p = '\0';
 	while (v >= 100) {
 		unsigned d = (unsigned)(v % 100);
 		v /= 100;
-		tmp[sizeof tmp - ++n] = pairs[2 * d + 1];
-		tmp[sizeof tmp - ++n] = pairs[2 * d];
+		*--p = pairs[2 * d + 1];
+		*--p = pairs[2 * d];
 	}
 	if (v >= 10) {
-		tmp[sizeof tmp - ++n] = pairs[2 * v + 1];
-		tmp[sizeof tmp - ++n] = pairs[2 * v];
+		*--p = pairs[2 * v + 1];
+		*--p = pairs[2 * v];
 	} else {
-		tmp[sizeof tmp - ++n] = (char)('0' + v);
+		*--p = (char)('0' + v);
 	}
-	memcpy(buf, tmp + sizeof tmp - n, n);
-	buf[n] = '\0';
 	return n;
 }
 

@@ -10,6 +10,7 @@
 #include "fmt/dataset.h"
 #include "fmt/half.h"
 #include "fmt/registry.h"
+#include "fmt/shortest.h"
 #include "builder.h"
 #include "textio.h"
 #include "textval.h"
@@ -636,7 +637,19 @@ static int csv_put_row(void *ctx, const fmt_batch *b, uint64_t row, fmt_sb *line
 		if (fmt_column_is_null(c, row))
 			continue;
 		if (o->plain[i]) {
-			fmt_cell_text(f, c, row, line);
+			char *at = fmt_sb_reserve(line, FMT_SHORTEST_MAX);
+			if (!at)
+				return 0;
+			if (f->type == FMT_C_F64) {
+				uint64_t u = fmt_rd_u64(c->values + 8 * row);
+				double d;
+				memcpy(&d, &u, sizeof d);
+				fmt_sb_commit(line, fmt_shortest_f64(d, at));
+			} else if (f->type == FMT_C_I64) {
+				fmt_sb_commit(line, fmt_i64_text((int64_t)fmt_rd_u64(c->values + 8 * row), at));
+			} else {
+				fmt_cell_text(f, c, row, line);
+			}
 		} else if (f->type == FMT_C_UTF8 || f->type == FMT_C_LARGE_UTF8) {
 			const uint8_t *v;
 			size_t n;

@@ -163,15 +163,14 @@ static char *put_digits(char *p, uint64_t f, int n)
 
 static int digit_count(uint64_t f)
 {
-	static const uint64_t pow10[] = { 10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u,
+	static const uint64_t pow10[] = { 1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u,
 					  100000000u, 1000000000u, 10000000000u, 100000000000u,
 					  1000000000000u, 10000000000000u, 100000000000000u,
 					  1000000000000000u, 10000000000000000u, 100000000000000000u,
 					  1000000000000000000u, 10000000000000000000u };
-	int n = 1;
-	while (n < 20 && f >= pow10[n - 1])
-		n++;
-	return n;
+	/* floor(log10 2^bits) from the bit length, then one comparison */
+	int n = ((64 - __builtin_clzll(f | 1)) * 1233) >> 12;
+	return n + (n < 20 && f >= pow10[n]);
 }
 
 /* f 10^e in printf's %.Pg layout with P the digit count of f once its trailing zeros go. */
@@ -196,15 +195,14 @@ static size_t put_decimal(char *buf, int negative, uint64_t f, int e)
 			memcpy(p, "0.0000", (size_t)(1 - x10));
 			p = put_digits(p + 1 - x10, f, n);
 		} else {
-			char digits[24];
-			put_digits(digits, f, n);
-			memcpy(p, digits, (size_t)x10 + 1);
-			p += x10 + 1;
+			/* the digits in place, then the fraction moved one right for the point */
+			put_digits(p, f, n);
 			if (n > x10 + 1) {
-				*p++ = '.';
-				memcpy(p, digits + x10 + 1, (size_t)(n - x10 - 1));
-				p += n - x10 - 1;
+				memmove(p + x10 + 2, p + x10 + 1, (size_t)(n - x10 - 1));
+				p[x10 + 1] = '.';
+				p++;
 			}
+			p += n;
 		}
 	} else {
 		char digits[24];

@@ -14,6 +14,18 @@ typedef struct fmt_sb {
 } fmt_sb;
 
 void fmt_sb_put(fmt_sb *b, const char *s, size_t n);
+/* Room for n more bytes (and the NUL): where they go, or NULL when out of memory. Write at
+ * most n there, then fmt_sb_commit the count. */
+char *fmt_sb_reserve_slow(fmt_sb *b, size_t n);
+static inline char *fmt_sb_reserve(fmt_sb *b, size_t n)
+{
+	return !b->oom && b->cap - b->len > n ? b->p + b->len : fmt_sb_reserve_slow(b, n);
+}
+static inline void fmt_sb_commit(fmt_sb *b, size_t n)
+{
+	b->len += n;
+	b->p[b->len] = '\0';
+}
 /* fmt_sb_put with the common case (room left) inline, for writers that append per cell. */
 static inline void fmt_sb_add(fmt_sb *b, const char *s, size_t n)
 {
