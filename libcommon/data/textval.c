@@ -106,10 +106,10 @@ static int float_fast(const char *s, size_t n, double *v)
 int fmt_tv_float(const char *s, size_t n, double *v)
 {
 	char buf[128];
+	if (n == 0 || n >= sizeof buf) /* type inference relies on this bound: keep it first */
+		return 0;
 	if (float_fast(s, n, v))
 		return 1;
-	if (n == 0 || n >= sizeof buf)
-		return 0;
 	/* decimal only: no hex floats, no leading/trailing space */
 	for (size_t i = 0; i < n; i++) {
 		char c = s[i];

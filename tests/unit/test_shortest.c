@@ -240,6 +240,14 @@ TEST(decimal_to_double)
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
 		if (!same_as_strtod(cases[i]) && bad++ < 10)
 			CHECK_STR(cases[i], "(parsed as strtod does)");
+	/* 128 characters or more are not a float, as before the fast path (type inference) */
+	char longer[160] = "0.";
+	double x;
+	memset(longer + 2, '0', 125);
+	strcpy(longer + 2 + 124, "1"); /* 127 characters: 1e-125 */
+	CHECK(fmt_tv_float(longer, 127, &x) && x == strtod(longer, NULL));
+	strcpy(longer + 2 + 125, "1"); /* 128 */
+	CHECK(!fmt_tv_float(longer, 128, &x));
 	rng_state = 0x243F6A8885A308D3u;
 	for (int i = 0; i < 600000; i++) {
 		int digits = 1 + (int)(rng_next() % 19), e = (int)(rng_next() % 700) - 350;
