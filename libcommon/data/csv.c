@@ -552,31 +552,24 @@ static fmt_kind put_value(csv_state *s, size_t i, const fmt_field *f, col_builde
 	}
 }
 
-typedef struct csv_rows {
-	csv_state *s;
-	const fmt_schema *schema;
-} csv_rows;
-
 /* One record onto the column builders (fmt_text_row_fn). */
-static fmt_kind csv_row(void *ctx, int *got, fmt_err *e)
+static fmt_kind csv_row(void *ctx, const fmt_schema *schema, int *got, fmt_err *e)
 {
-	csv_rows *r = ctx;
-	csv_state *s = r->s;
+	csv_state *s = ctx;
 	fmt_kind k;
 	if ((k = next_record(s, got, e)) != FMT_OK || !*got)
 		return k;
 	if ((k = count_check(s, e)) != FMT_OK)
 		return k;
 	for (size_t i = 0; i < s->n_cols && k == FMT_OK; i++)
-		k = put_value(s, i, &r->schema->fields[i], &s->cols[i], e);
+		k = put_value(s, i, &schema->fields[i], &s->cols[i], e);
 	return k;
 }
 
 static fmt_kind csv_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 {
 	csv_state *s = t->format_state;
-	csv_rows r = { s, &t->schema };
-	return fmt_text_next_batch(csv_row, &r, s->batch_rows, s->cols, &t->schema, b, done, e);
+	return fmt_text_next_batch(csv_row, s, s->batch_rows, s->cols, &t->schema, b, done, e);
 }
 
 static void csv_close(fmt_table *t)

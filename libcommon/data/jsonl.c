@@ -298,21 +298,15 @@ static fmt_kind put(jsonl_state *s, const fmt_field *f, json_t *v, col_builder *
 	}
 }
 
-typedef struct jsonl_rows {
-	jsonl_state *s;
-	const fmt_schema *schema;
-} jsonl_rows;
-
 /* One object onto the column builders (fmt_text_row_fn). */
-static fmt_kind jsonl_row(void *ctx, int *got, fmt_err *e)
+static fmt_kind jsonl_row(void *ctx, const fmt_schema *schema, int *got, fmt_err *e)
 {
-	jsonl_rows *r = ctx;
-	jsonl_state *s = r->s;
+	jsonl_state *s = ctx;
 	json_t *obj;
 	fmt_kind k = next_object(s, &obj, e);
 	*got = obj != NULL;
 	for (size_t i = 0; obj && i < s->n_cols && k == FMT_OK; i++)
-		k = put(s, &r->schema->fields[i], json_object_get(obj, s->cols[i].name), &s->build[i], e);
+		k = put(s, &schema->fields[i], json_object_get(obj, s->cols[i].name), &s->build[i], e);
 	json_decref(obj);
 	return k;
 }
@@ -320,8 +314,7 @@ static fmt_kind jsonl_row(void *ctx, int *got, fmt_err *e)
 static fmt_kind jsonl_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 {
 	jsonl_state *s = t->format_state;
-	jsonl_rows r = { s, &t->schema };
-	return fmt_text_next_batch(jsonl_row, &r, s->batch_rows, s->build, &t->schema, b, done, e);
+	return fmt_text_next_batch(jsonl_row, s, s->batch_rows, s->build, &t->schema, b, done, e);
 }
 
 static void jsonl_close(fmt_table *t)

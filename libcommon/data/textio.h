@@ -30,8 +30,8 @@ fmt_kind fmt_text_in_refill(fmt_text_in *in, uint64_t line, const char *too_long
 void fmt_text_in_seek(fmt_text_in *in, uint64_t off);
 void fmt_text_in_free(fmt_text_in *in);
 
-/* Appends the next row's values to the builders; *got = 0 at the end of the rows. */
-typedef fmt_kind (*fmt_text_row_fn)(void *ctx, int *got, fmt_err *e);
+/* Appends the next row's values (of schema s) to the builders; *got = 0 at the end of the rows. */
+typedef fmt_kind (*fmt_text_row_fn)(void *ctx, const fmt_schema *s, int *got, fmt_err *e);
 /* Up to batch_rows rows from row() into b (*done set, b empty, when there are none left). */
 fmt_kind fmt_text_next_batch(fmt_text_row_fn row, void *ctx, uint64_t batch_rows, col_builder *cols,
 			     const fmt_schema *s, fmt_batch *b, int *done, fmt_err *e);

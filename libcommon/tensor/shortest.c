@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "fmt/shortest.h"
+#include "fmt/strbuf.h"
 #include "pow10_table.h"
 
 #define MASK63 ((uint64_t)0x7fffffffffffffff)
@@ -124,10 +125,6 @@ static int to_decimal(uint64_t c, int q, int asym, int max_digits, uint64_t *f, 
 	return 1;
 }
 
-static const char digit_pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-				  "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-				  "8081828384858687888990919293949596979899";
-
 /* the n decimal digits of f (n its exact length, at most 20) at p: in eight-digit pieces of
  * 32-bit arithmetic, two digits a step */
 static void put_8(char *p, uint32_t v)
@@ -135,8 +132,8 @@ static void put_8(char *p, uint32_t v)
 	for (int i = 6; i >= 0; i -= 2) {
 		uint32_t d = v % 100;
 		v /= 100;
-		p[i] = digit_pairs[2 * d];
-		p[i + 1] = digit_pairs[2 * d + 1];
+		p[i] = fmt_digit_pairs[2 * d];
+		p[i + 1] = fmt_digit_pairs[2 * d + 1];
 	}
 }
 
@@ -153,8 +150,8 @@ static char *put_digits(char *p, uint64_t f, int n)
 		uint32_t d = v % 100;
 		v /= 100;
 		i -= 2;
-		p[i] = digit_pairs[2 * d];
-		p[i + 1] = digit_pairs[2 * d + 1];
+		p[i] = fmt_digit_pairs[2 * d];
+		p[i + 1] = fmt_digit_pairs[2 * d + 1];
 	}
 	if (i)
 		p[0] = (char)('0' + v);

@@ -44,6 +44,8 @@ static inline void fmt_sb_add(fmt_sb *b, const char *s, size_t n)
 void fmt_sb_puts(fmt_sb *b, const char *s);
 void fmt_sb_u64(fmt_sb *b, uint64_t v);
 void fmt_sb_i64(fmt_sb *b, int64_t v);
+/* "00" "01" ... "99": two decimal digits per lookup */
+extern const char fmt_digit_pairs[201];
 /* v in decimal into buf (at least 21 bytes), NUL-terminated; returns the length. */
 size_t fmt_u64_text(uint64_t v, char *buf);
 size_t fmt_i64_text(int64_t v, char *buf);
