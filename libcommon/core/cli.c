@@ -8,29 +8,6 @@
 #include "fmt/checked.h"
 #include "fmt/cli.h"
 
-int fmt_cli_common(int c, const char *arg, fmt_common_opts *o, fmt_err *e)
-{
-	uint64_t n;
-	switch (c) {
-	case 'j': o->json = 1; return 1;
-	case 'q': o->quiet = 1; return 1;
-	case 'v': o->verbose++; return 1;
-	case FMT_OPT_NO_PROGRESS: o->no_progress = 1; return 1;
-	case 'T':
-		if (fmt_parse_u64(arg, 1024, &n, e) != FMT_OK)
-			return -1;
-		o->threads = (int)n;
-		return 1;
-	default:
-		return 0;
-	}
-}
-
-void fmt_cli_version(FILE *f, const char *tool)
-{
-	fprintf(f, "%s fmtkit %s\n", tool, FMTKIT_VERSION);
-}
-
 fmt_kind fmt_parse_u64(const char *s, uint64_t max, uint64_t *out, fmt_err *e)
 {
 	if (!s || !isdigit((unsigned char)s[0]))

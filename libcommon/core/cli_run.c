@@ -103,6 +103,11 @@ static void help_option(const fmt_cli_tool *t, const fmt_cli_option *o, int colu
 		if (*p == '\n')
 			fprintf(f, "%*s", column, "");
 	}
+	if (o->help_more) {
+		char more[NAMES_MAX];
+		o->help_more(more, sizeof more);
+		fputs(more, f);
+	}
 	if (o->complete == FMT_COMPLETE_FORMAT) {
 		char names[NAMES_MAX];
 		format_names(t, names, sizeof names);
@@ -146,6 +151,30 @@ void fmt_cli_help(const fmt_cli_tool *t, FILE *f)
 		fprintf(f, "\n%s\n", t->footer);
 }
 
+/* A common option (getopt_long's c with its value): 1 if it was one, 0 if not, -1 on a bad value. */
+static int common_option(int c, const char *arg, fmt_common_opts *o, fmt_err *e)
+{
+	uint64_t n;
+	switch (c) {
+	case 'j': o->json = 1; return 1;
+	case 'q': o->quiet = 1; return 1;
+	case 'v': o->verbose++; return 1;
+	case FMT_OPT_NO_PROGRESS: o->no_progress = 1; return 1;
+	case 'T':
+		if (fmt_parse_u64(arg, 1024, &n, e) != FMT_OK)
+			return -1;
+		o->threads = (int)n;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static void print_version(FILE *f, const char *tool)
+{
+	fprintf(f, "%s fmtkit %s\n", tool, FMTKIT_VERSION);
+}
+
 static const char *complete_name(fmt_cli_complete c)
 {
 	static const char *const names[] = { "none", "file", "dir", "env", "words", "format", "tensor" };
@@ -177,10 +206,35 @@ static void names_to_words(char *s)
 	*out = '\0';
 }
 
+/* o's values as words ("a b c") in buf. */
+static void value_words(const fmt_cli_tool *t, const fmt_cli_option *o, char *buf, size_t n)
+{
+	buf[0] = '\0';
+	if (o->complete == FMT_COMPLETE_FORMAT) {
+		format_names(t, buf, n);
+		names_to_words(buf);
+	} else if (o->words_from) {
+		o->words_from(buf, n);
+	} else if (o->values) {
+		for (size_t i = 0, used = 0; o->values[i].word && used < n; i++)
+			used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? " " : "", o->values[i].word);
+	} else if (o->words) {
+		snprintf(buf, n, "%s", o->words);
+	}
+}
+
+/* A help text on one line: '\n' as a space. */
+static void dump_text(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		fputc(*s == '\n' ? ' ' : *s, f);
+}
+
 /* What scripts/gen-completions reads, one record a line, tab-separated:
  *   tool NAME
  *   command NAME HELP
- *   option LONG SHORT ARG COMPLETE WORDS COMMANDS REPEAT HELP  (HELP on one line) */
+ *   option LONG SHORT ARG COMPLETE WORDS COMMANDS REPEAT GROUP HELP  (HELP on one line)
+ *   value WORD HELP  (a described value of the option before it) */
 static void dump_options(const fmt_cli_tool *t, FILE *f)
 {
 	fprintf(f, "tool\t%s\n", t->name);
@@ -194,23 +248,26 @@ static void dump_options(const fmt_cli_tool *t, FILE *f)
 		dump_field(f, shortname, short_of(o) ? 2 : 0);
 		dump_field(f, o->arg, o->arg ? strlen(o->arg) : 0);
 		dump_field(f, complete_name(o->complete), strlen(complete_name(o->complete)));
-		words[0] = '\0';
-		if (o->complete == FMT_COMPLETE_FORMAT) {
-			format_names(t, words, sizeof words);
-			names_to_words(words);
-		} else if (o->words) {
-			snprintf(words, sizeof words, "%s", o->words);
-		}
+		value_words(t, o, words, sizeof words);
 		dump_field(f, words, strlen(words));
 		command_list(t, o->commands, ",", cmds, sizeof cmds);
 		for (char *p = cmds; (p = strstr(p, ", ")) != NULL;)
 			memmove(p + 1, p + 2, strlen(p + 2) + 1);
 		dump_field(f, cmds, o->commands ? strlen(cmds) : 0);
 		dump_field(f, o->flags & FMT_CLI_REPEAT ? "1" : "0", 1);
-		fputc('\t', f);
-		for (const char *h = o->help; *h; h++)
-			fputc(*h == '\n' ? ' ' : *h, f);
+		fprintf(f, "\t%u\t", o->group);
+		dump_text(f, o->help);
+		if (o->help_more) {
+			char more[NAMES_MAX];
+			o->help_more(more, sizeof more);
+			dump_text(f, more);
+		}
 		fputc('\n', f);
+		for (size_t v = 0; o->values && o->values[v].word; v++) {
+			fprintf(f, "value\t%s\t", o->values[v].word);
+			dump_text(f, o->values[v].help);
+			fputc('\n', f);
+		}
 	}
 }
 
@@ -363,7 +420,7 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 			return exit_now(cli, fmt_cli_finish(t, cli, 0));
 		}
 		if (c == FMT_OPT_VERSION) {
-			fmt_cli_version(stdout, t->name);
+			print_version(stdout, t->name);
 			return exit_now(cli, fmt_cli_finish(t, cli, 0));
 		}
 		if (c == FMT_OPT_DUMP_OPTIONS) {
@@ -371,7 +428,7 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 			return exit_now(cli, fmt_cli_finish(t, cli, 0));
 		}
 		given[index_of(t, c, long_index)] = 1;
-		int r = fmt_cli_common(c, optarg, &cli->common, &e);
+		int r = common_option(c, optarg, &cli->common, &e);
 		if (r == 0)
 			r = t->on_option ? (t->on_option(ctx, c, optarg, &e) < 0 ? -1 : 1)
 					 : (fmt_fail(&e, FMT_USAGE, "unhandled option"), -1);

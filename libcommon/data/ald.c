@@ -28,12 +28,6 @@ static fmt_kind bad(fmt_err *e, const char *what)
 	return fmt_fail(e, FMT_INVALID_FORMAT, "%s", what);
 }
 
-/* Upstream's separate streaming layout (§11): flags at byte 6, compression at 7, type 1. */
-static int upstream_streaming(const uint8_t *h, size_t n)
-{
-	return n >= 12 && h[6] == 0x04 && h[7] <= 3 && h[8] == 1 && h[9] == 0 && h[10] == 0 && h[11] == 0;
-}
-
 static int probe(const uint8_t *head, size_t n, uint64_t size)
 {
 	(void)size;
@@ -103,10 +97,10 @@ static fmt_kind parse_trailer(ald_state *s, const uint8_t *d, fmt_err *e)
 	return FMT_OK;
 }
 
-static fmt_kind parse_schema_block(fmt_table *t, ald_state *s, const uint8_t *d, fmt_err *e)
+fmt_kind fmt_ald_parse_schema_block(fmt_table *t, ald_state *s, fmt_err *e)
 {
 	fmt_ipc_reader r;
-	fmt_kind k = fmt_ipc_open(&r, d + s->schema_start, s->schema_size, e);
+	fmt_kind k = fmt_ipc_open(&r, s->file + s->schema_start, s->schema_size, e);
 	if (k != FMT_OK) {
 		fmt_err_prefix(e, "schema block");
 		return k;
@@ -129,9 +123,8 @@ fmt_kind fmt_ald_parse(fmt_table *t, ald_state *s, fmt_err *e)
 	s->file = d;
 	if (memcmp(d, magic, 4) != 0)
 		return bad(e, "bad magic (not ALDF)");
-	if (upstream_streaming(d, size))
-		return fmt_fail(e, FMT_UNSUPPORTED,
-				"alimentar's separate streaming layout (format-streaming, §11): not supported");
+	if (fmt_ald_is_upstream_streaming(d, size))
+		return fmt_ald_upstream_parse(t, s, e);
 	s->major = d[4];
 	s->minor = d[5];
 	s->type = fmt_rd_u16(d + 6);
@@ -148,8 +141,6 @@ fmt_kind fmt_ald_parse(fmt_table *t, ald_state *s, fmt_err *e)
 		return fmt_fail(e, FMT_UNSUPPORTED, "format version %u.%u (1.x is supported)", s->major, s->minor);
 	if (s->compression > 3)
 		return fmt_fail(e, FMT_UNSUPPORTED, "compression id %u (0-3 are defined)", s->compression);
-	if (s->flags & FMT_ALD_TRUENO_NATIVE)
-		return fmt_fail(e, FMT_UNSUPPORTED, "TRUENO_NATIVE aligned arrays (flag 0x10) are not supported yet");
 	if ((uint64_t)HEADER + s->meta_size > s->crc_off)
 		return bad(e, "metadata runs past the end of the file");
 	if ((k = fmt_card_decode(d + HEADER, s->meta_size, &s->card, &s->card_form, e)) != FMT_OK)
@@ -157,10 +148,12 @@ fmt_kind fmt_ald_parse(fmt_table *t, ald_state *s, fmt_err *e)
 	s->schema_start = HEADER + (uint64_t)s->meta_size;
 	if (s->schema_start + s->schema_size > s->crc_off)
 		return bad(e, "schema block runs past the end of the file");
-	if ((k = parse_schema_block(t, s, d, e)) != FMT_OK)
+	if ((k = fmt_ald_parse_schema_block(t, s, e)) != FMT_OK)
 		return k;
 	pos = s->schema_start + s->schema_size;
 	if ((s->flags & FMT_ALD_STREAMING) && (k = parse_chunk_index(s, d, &pos, e)) != FMT_OK)
+		return k;
+	if ((s->flags & FMT_ALD_TRUENO_NATIVE) && (k = fmt_ald_native_parse(t, s, &pos, e)) != FMT_OK)
 		return k;
 	if (s->flags & FMT_ALD_ENCRYPTED) {
 		if (pos >= s->crc_off)
@@ -222,6 +215,7 @@ static void ald_close(fmt_table *t)
 		fmt_dstream_free(&s->ds);
 	free(s->plain);
 	free(s->chunks);
+	fmt_ald_native_free(s);
 	json_decref(s->card);
 	free(s);
 	t->format_state = NULL;
@@ -235,7 +229,8 @@ static fmt_kind open_stream(fmt_table *t, ald_state *s, uint64_t off, uint64_t n
 	s->ipc_open = 0;
 	free(s->plain);
 	s->plain = NULL;
-	fmt_kind k = fmt_decompress(s->compression, s->file + off, (size_t)n, max, &s->plain, &s->plain_len, e);
+	fmt_kind k = fmt_decompress(s->chunk_codec ? s->chunk_codec : s->compression, s->file + off, (size_t)n, max,
+				    &s->plain, &s->plain_len, e);
 	if (k != FMT_OK)
 		return k;
 	if ((k = fmt_ipc_open(&s->ipc, s->plain, s->plain_len, e)) != FMT_OK)
@@ -285,7 +280,8 @@ static fmt_kind next_message(ald_state *s, size_t *size, int *eos, fmt_err *e)
 }
 
 /* A plain (not STREAMING) payload: decompressed message by message, so memory holds one batch. */
-static fmt_kind next_plain(fmt_table *t, ald_state *s, fmt_batch *b, int *done, fmt_err *e)
+fmt_kind fmt_ald_next_plain(ald_state *s, const fmt_schema *want, fmt_batch *b, int *done,
+			    fmt_err *e)
 {
 	size_t size;
 	int eos;
@@ -301,7 +297,7 @@ static fmt_kind next_plain(fmt_table *t, ald_state *s, fmt_batch *b, int *done, 
 		if ((k = fmt_ipc_open(&s->ipc, fmt_dstream_data(&s->ds), size, e)) != FMT_OK)
 			return k;
 		s->ipc_open = 1;
-		if ((k = fmt_schema_expect(&t->schema, &s->ipc.schema, e)) != FMT_OK) {
+		if ((k = fmt_schema_expect(want, &s->ipc.schema, e)) != FMT_OK) {
 			fmt_err_prefix(e, "payload schema differs from the schema block");
 			return k;
 		}
@@ -335,8 +331,10 @@ static fmt_kind ald_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 	if (u)
 		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
 				u->name, u->type_name);
+	if (s->flags & FMT_ALD_TRUENO_NATIVE)
+		return fmt_ald_native_next(s, b, done, e);
 	if (!(s->flags & FMT_ALD_STREAMING))
-		return next_plain(t, s, b, done, e);
+		return fmt_ald_next_plain(s, &t->schema, b, done, e);
 	for (;;) {
 		if (!s->ipc_open) {
 			if (s->next_chunk >= s->n_chunks) {
@@ -361,6 +359,10 @@ static fmt_kind check_digest(ald_state *s, fmt_err *e)
 	const json_t *want = json_object_get(s->card, "sha256");
 	if (!json_is_string(want) || (s->flags & FMT_ALD_ENCRYPTED))
 		return FMT_OK;
+	if (s->upstream_streaming) /* its default card has none; its LZ4 chunks are not frames */
+		return FMT_OK;
+	if (s->flags & FMT_ALD_TRUENO_NATIVE)
+		return fmt_ald_native_check_digest(s, json_string_value(want), e);
 	fmt_sha256 h;
 	uint8_t digest[FMT_SHA256_LEN];
 	char hex[FMT_SHA256_HEX + 1];
@@ -467,7 +469,8 @@ json_t *fmt_ald_describe(const fmt_table *t)
 	json_object_set_new(o, "header", h);
 	json_object_set_new(o, "card", json_deep_copy(s->card));
 	json_object_set_new(o, "card_form", json_string(s->card_form));
-	json_object_set_new(o, "crc", s->crc_kind ? json_string(s->crc_kind) : json_null());
+	json_object_set_new(o, "crc", s->crc_kind && !s->upstream_streaming ? json_string(s->crc_kind) : json_null());
+	json_object_set_new(o, "layout", json_string(s->upstream_streaming ? "alimentar-streaming" : "standard"));
 	if (s->flags & FMT_ALD_STREAMING) {
 		json_t *chunks = json_array();
 		for (uint32_t i = 0; i < s->n_chunks; i++) {
@@ -480,6 +483,8 @@ json_t *fmt_ald_describe(const fmt_table *t)
 		}
 		json_object_set_new(o, "chunks", chunks);
 	}
+	if (s->flags & FMT_ALD_TRUENO_NATIVE)
+		json_object_set_new(o, "arrays", fmt_ald_native_json(s));
 	if (s->flags & FMT_ALD_ENCRYPTED)
 		json_object_set_new(o, "encryption", json_string(s->enc_mode == 0 ? "password" : s->enc_mode == 1
 									  ? "recipient" : "unknown mode"));

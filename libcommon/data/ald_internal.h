@@ -46,11 +46,37 @@ typedef struct ald_state {
 	fmt_dstream ds;            /* a plain payload, decompressed one message at a time */
 	int ds_open;
 	size_t pending;            /* bytes of the message last returned, dropped on the next call */
+	struct ald_native *native; /* TRUENO_NATIVE: the array index (ald_native.c) */
+	int upstream_streaming;    /* alimentar's separate streaming layout (ald_upstream.c) */
+	int chunk_codec;           /* how chunks are compressed when not as the id says; 0: as it says */
 } ald_state;
 
 fmt_kind fmt_ald_parse(fmt_table *t, ald_state *s, fmt_err *e);
+/* The schema block at s->schema_start (s->schema_size bytes) into t->schema. */
+fmt_kind fmt_ald_parse_schema_block(fmt_table *t, ald_state *s, fmt_err *e);
+/* alimentar's separate streaming layout (ald_upstream.c, specs/ald.md §11): recognised by its
+ * header, parsed into the chunk state the STREAMING reader uses. */
+int fmt_ald_is_upstream_streaming(const uint8_t *head, size_t n);
+fmt_kind fmt_ald_upstream_parse(fmt_table *t, ald_state *s, fmt_err *e);
 fmt_kind fmt_ald_check_crc(ald_state *s, fmt_err *e);
 fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *o, fmt_err *e);
 json_t *fmt_ald_describe(const fmt_table *t);
+/* The next batch of a plain (not STREAMING) payload whose schema is want. */
+fmt_kind fmt_ald_next_plain(ald_state *s, const fmt_schema *want, fmt_batch *b, int *done,
+			    fmt_err *e);
+/* TRUENO_NATIVE (ald_native.c): the array index at *pos (moved to the payload's start), the
+ * batches with the arrays' rows in place, the card's digest, the index as JSON, and the writer
+ * of the part after the schema block: the index, the arrays and the payload to k, their bytes
+ * from the first array on into sha, *payload the payload's size and *rows the row count. */
+struct fmt_sha256;
+struct fmt_dataset_opts;
+fmt_kind fmt_ald_native_parse(fmt_table *t, ald_state *s, uint64_t *pos, fmt_err *e);
+fmt_kind fmt_ald_native_next(ald_state *s, fmt_batch *b, int *done, fmt_err *e);
+json_t *fmt_ald_native_json(const ald_state *s);
+void fmt_ald_native_free(ald_state *s);
+fmt_kind fmt_ald_native_check_opts(const struct fmt_dataset_opts *o, fmt_err *e);
+fmt_kind fmt_ald_native_body(fmt_table *in, fmt_sink *k, struct fmt_sha256 *sha, uint64_t *payload, uint64_t *rows,
+			     fmt_err *e);
+fmt_kind fmt_ald_native_check_digest(ald_state *s, const char *want, fmt_err *e);
 
 #endif

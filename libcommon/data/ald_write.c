@@ -267,8 +267,8 @@ fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt
 	fmt_kind r;
 	if (k->is_stdout)
 		return fmt_fail(e, FMT_USAGE, ".ald cannot be written to standard output (its header is completed last)");
-	if (o->trueno_native)
-		return fmt_fail(e, FMT_UNSUPPORTED, "--trueno-native is not supported yet");
+	if ((r = fmt_ald_native_check_opts(o, e)) != FMT_OK)
+		return r;
 	const fmt_field *u = fmt_schema_unsupported(&in->schema);
 	if (u)
 		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
@@ -285,6 +285,14 @@ fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt
 	if ((r = fmt_sink_zeros(k, HEADER, e)) != FMT_OK || (r = fmt_sink_write(k, meta, meta_len, e)) != FMT_OK ||
 	    (r = fmt_sink_write(k, block.p, block.len, e)) != FMT_OK)
 		goto out;
+	if (o->trueno_native) { /* the arrays and an uncompressed payload of the other columns */
+		flags |= FMT_ALD_TRUENO_NATIVE;
+		if ((r = fmt_ald_native_body(in, k, &w.sha, &w.stored, &w.rows, e)) == FMT_OK) {
+			w.raw = w.stored;
+			r = finish(&w, meta, meta_len, (uint16_t)block.len, flags, e);
+		}
+		goto out;
+	}
 	if (flags & FMT_ALD_STREAMING) {
 		w.spill = tmpfile();
 		if (!w.spill) {

@@ -121,9 +121,13 @@ static int can_hold(const fmt_field *f)
 	return f->type != FMT_C_OTHER;
 }
 
+/* Feather v2 is the IPC file format under another name. */
+static const char *const file_extensions[] = { ".feather", NULL };
+
 const fmt_table_driver fmt_table_driver_arrow = {
 	.name = "arrow",
 	.extension = ".arrow",
+	.more_extensions = file_extensions,
 	.probe = probe_file,
 	.open = arrow_open,
 	.next = arrow_next,

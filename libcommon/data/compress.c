@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
+#include <lz4.h>
 #include <lz4frame.h>
 #include "compress.h"
 
@@ -98,6 +99,27 @@ static fmt_kind unlz4(const uint8_t *src, size_t n, size_t max, uint8_t **out, s
 	return FMT_OK;
 }
 
+static fmt_kind unlz4_block(const uint8_t *src, size_t n, size_t max, uint8_t **out, size_t *len,
+			    fmt_err *e)
+{
+	if (n < 4)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 block shorter than its 4-byte size");
+	uint32_t want = (uint32_t)src[0] | (uint32_t)src[1] << 8 | (uint32_t)src[2] << 16 | (uint32_t)src[3] << 24;
+	if (want > max || want > INT32_MAX || n - 4 > INT32_MAX)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 block declares %u bytes (at most %zu)", want, max);
+	uint8_t *buf = malloc(want ? want : 1);
+	if (!buf)
+		return oom(e);
+	int got = LZ4_decompress_safe((const char *)src + 4, (char *)buf, (int)(n - 4), (int)want);
+	if (got < 0 || (uint32_t)got != want) {
+		free(buf);
+		return fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 block is malformed or not the %u bytes it declares", want);
+	}
+	*out = buf;
+	*len = want;
+	return FMT_OK;
+}
+
 fmt_kind fmt_decompress(int id, const uint8_t *src, size_t n, size_t max, uint8_t **out,
 			size_t *out_len, fmt_err *e)
 {
@@ -115,6 +137,8 @@ fmt_kind fmt_decompress(int id, const uint8_t *src, size_t n, size_t max, uint8_
 		return unzstd(src, n, max, out, out_len, e);
 	case 3:
 		return unlz4(src, n, max, out, out_len, e);
+	case FMT_LZ4_SIZE_PREFIXED_BLOCK:
+		return unlz4_block(src, n, max, out, out_len, e);
 	default:
 		return fmt_fail(e, FMT_UNSUPPORTED, "compression id %d", id);
 	}

@@ -11,6 +11,9 @@
  * is InvalidFormat (a bomb, or a size field that lies). id 0 copies. */
 fmt_kind fmt_decompress(int id, const uint8_t *src, size_t n, size_t max, uint8_t **out,
 			size_t *out_len, fmt_err *e);
+/* Not an .ald id: a raw LZ4 block after its decompressed size as u32 LE (lz4_flex's
+ * compress_prepend_size), the chunks of alimentar's streaming layout (specs/ald.md §11). */
+#define FMT_LZ4_SIZE_PREFIXED_BLOCK 0x103
 
 /* Streaming decompression into a window: fmt_dstream_fill makes at least need bytes available
  * from the window's start (compacting and growing it, never past max), fewer only at the end

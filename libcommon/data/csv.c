@@ -311,13 +311,32 @@ static const uint8_t *line_delims(const uint8_t *p, const uint8_t *end, size_t c
 	return NULL;
 }
 
+/* One column: text without any delimiter, control byte or NUL in the head, a header line that
+ * does not start like JSON, markup or a comment, and at least one record after it (the last one
+ * may end with the file). The weakest claim of all (5). */
+static int probe_one_column(const uint8_t *head, size_t n, uint64_t size)
+{
+	const uint8_t *nl = memchr(head, '\n', n);
+	if (!nl || nl == head || strchr("{[#<\r", head[0]))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((head[i] < 0x20 && head[i] != '\n' && head[i] != '\r') || head[i] == 0x7f ||
+		    head[i] == ',' || head[i] == ';')
+			return 0;
+	const uint8_t *rec = nl + 1;
+	while (rec < head + n && (*rec == '\n' || *rec == '\r'))
+		rec++;
+	if (rec == head + n)
+		return 0;
+	return memchr(rec, '\n', (size_t)(head + n - rec)) || (uint64_t)n == size ? 5 : 0;
+}
+
 static int probe(const uint8_t *head, size_t n, uint64_t size)
 {
 	/* text whose first line has a delimiter and whose second line (when the head holds one)
-	 * has as many: the weakest claim, any more specific driver wins (one-column files and
-	 * other delimiters: --from csv) */
+	 * has as many: a weak claim, any more specific driver wins (other delimiters: --from csv) */
 	size_t first[3] = { 0 }, second[3] = { 0 };
-	if (n == 0 || memchr(head, 0, n))
+	if (n == 0 || memchr(head, 0, n) || head[0] == '{' || head[0] == '[') /* JSON, not a header */
 		return 0;
 	const uint8_t *nl = line_delims(head, head + n, first);
 	if (!nl)
@@ -327,7 +346,7 @@ static int probe(const uint8_t *head, size_t n, uint64_t size)
 	for (int c = 0; c < 3; c++)
 		any |= first[c] > 0;
 	if (!any)
-		return 0;
+		return probe_one_column(head, n, size);
 	if (nl2 || (uint64_t)n == size)
 		if (nl2 || nl + 1 < head + n)
 			for (int c = 0; c < 3; c++)

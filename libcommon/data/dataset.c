@@ -336,11 +336,12 @@ static json_t *to_json(const msgpack_object *o, int depth)
 			const msgpack_object_kv *kv = &o->via.map.ptr[i];
 			char key[256];
 			if (kv->key.type != MSGPACK_OBJECT_STR || kv->key.via.str.size >= sizeof key ||
-			    memchr(kv->key.via.str.ptr, 0, kv->key.via.str.size)) {
+			    (kv->key.via.str.size && memchr(kv->key.via.str.ptr, 0, kv->key.via.str.size))) {
 				json_decref(v);
 				return NULL;
 			}
-			memcpy(key, kv->key.via.str.ptr, kv->key.via.str.size);
+			if (kv->key.via.str.size) /* an empty key's ptr may be NULL */
+				memcpy(key, kv->key.via.str.ptr, kv->key.via.str.size);
 			key[kv->key.via.str.size] = '\0';
 			json_t *x = to_json(&kv->val, depth + 1);
 			if (!x || json_object_set_new(v, key, x)) {

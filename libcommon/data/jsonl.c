@@ -157,9 +157,24 @@ static void jcol_field(const jcol *c, uint64_t rows, fmt_field *f)
 		f->type = FMT_C_UTF8;
 }
 
+/* A flat object (no object values: a row, not a document such as an index or a config): what
+ * a file of one JSON Lines row holds. */
+static int flat_object(const json_t *v)
+{
+	const char *key;
+	json_t *value;
+	if (!json_is_object(v) || json_object_size(v) == 0)
+		return 0;
+	json_object_foreach((json_t *)v, key, value)
+		if (json_is_object(value))
+			return 0;
+	return 1;
+}
+
 /* A complete JSON object on the first line and another object starting the second: below the
- * index drivers (a one-line JSON file is not taken for a dataset; one-row files: --from jsonl),
- * above a safetensors length that happens to be followed by '{'. */
+ * index drivers, above a safetensors length that happens to be followed by '{'. A whole file
+ * of one line holding one flat object is a one-row dataset (30); a one-line document with
+ * nested objects is not taken for a dataset. */
 static int probe(const uint8_t *head, size_t n, uint64_t size)
 {
 	size_t i = 0;
@@ -168,18 +183,19 @@ static int probe(const uint8_t *head, size_t n, uint64_t size)
 	if (i == n || head[i] != '{' || memchr(head, 0, n))
 		return 0;
 	const uint8_t *nl = memchr(head + i, '\n', n - i);
-	if (!nl)
-		return n < size ? 20 : 0;
-	json_t *v = json_loadb((const char *)head + i, (size_t)(nl - (head + i)), JSON_REJECT_DUPLICATES, NULL);
-	int ok = json_is_object(v);
+	if (!nl && n < size)
+		return 20;
+	const uint8_t *line_end = nl ? nl : head + n;
+	json_t *v = json_loadb((const char *)head + i, (size_t)(line_end - (head + i)), JSON_REJECT_DUPLICATES, NULL);
+	int ok = json_is_object(v), flat = flat_object(v);
 	json_decref(v);
 	if (!ok)
 		return 0;
-	size_t k = (size_t)(nl - head) + 1;
+	size_t k = (size_t)(line_end - head) + (nl != NULL);
 	while (k < n && (head[k] == ' ' || head[k] == '\n' || head[k] == '\r' || head[k] == '\t'))
 		k++;
 	if (k == n)
-		return n < size ? 40 : 0;
+		return n < size ? 40 : flat ? 30 : 0;
 	return head[k] == '{' ? 70 : 0;
 }
 

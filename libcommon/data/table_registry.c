@@ -5,23 +5,25 @@
 #include "fmt/registry.h"
 #include "fmt/table.h"
 
+/* In probe order (more specific formats first; the order matters only on equal scores), and
+ * the order in which lists of formats are shown. */
+#define FMT_TABLE_DRIVERS(X) \
+	X(fmt_table_driver_ald) \
+	X(fmt_table_driver_arrow) \
+	X(fmt_table_driver_arrow_stream) \
+	X(fmt_table_driver_jsonl) \
+	X(fmt_table_driver_csv) \
+	/* a new table driver: one X(fmt_table_driver_NAME) \ line above this one */
+
+#define DECLARE_DRIVER(d) extern const fmt_table_driver d;
+#define POINT_TO_DRIVER(d) &d,
+FMT_TABLE_DRIVERS(DECLARE_DRIVER)
+
 #define EXTRA_DRIVERS 8
-
-extern const fmt_table_driver fmt_table_driver_ald;
-extern const fmt_table_driver fmt_table_driver_arrow;
-extern const fmt_table_driver fmt_table_driver_arrow_stream;
-extern const fmt_table_driver fmt_table_driver_jsonl;
-extern const fmt_table_driver fmt_table_driver_csv;
-
-/* Built-in drivers, one line each, in probe order (more specific formats first), then room for
- * the ones added at run time, then the NULL that ends the list. */
+/* The built-in drivers, room for EXTRA_DRIVERS added at run time, and the NULL that ends it. */
 static const fmt_table_driver *drivers[] = {
-	&fmt_table_driver_ald,
-	&fmt_table_driver_arrow,
-	&fmt_table_driver_arrow_stream,
-	&fmt_table_driver_jsonl,
-	&fmt_table_driver_csv,
-	NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, /* EXTRA_DRIVERS run-time slots */
+	FMT_TABLE_DRIVERS(POINT_TO_DRIVER)
+	NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 	NULL
 };
 
@@ -57,9 +59,13 @@ static int ends_with(const char *s, const char *suffix)
 
 const fmt_table_driver *fmt_table_driver_by_extension(const char *path)
 {
-	for (size_t i = 0; drivers[i]; i++)
+	for (size_t i = 0; drivers[i]; i++) {
 		if (drivers[i]->extension && ends_with(path, drivers[i]->extension))
 			return drivers[i];
+		for (const char *const *x = drivers[i]->more_extensions; x && *x; x++)
+			if (ends_with(path, *x))
+				return drivers[i];
+	}
 	return NULL;
 }
 

@@ -71,6 +71,26 @@ void fmt_driver_names(char *buf, size_t n)
 		used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", drivers[i]->name);
 }
 
+/* Is word one of the space-separated words of list? */
+static int has_word(const char *list, const char *word)
+{
+	size_t len = strlen(word);
+	for (const char *p = list; (p = strstr(p, word)) != NULL; p += len)
+		if ((p == list || p[-1] == ' ') && (p[len] == ' ' || p[len] == '\0'))
+			return 1;
+	return 0;
+}
+
+void fmt_driver_arch_words(char *buf, size_t n)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; drivers[i]; i++)
+		for (const char *const *a = drivers[i]->archs; a && *a && used < n; a++)
+			if (!has_word(buf, *a))
+				used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? " " : "", *a);
+}
+
 int fmt_driver_can(const fmt_driver *d, unsigned caps)
 {
 	return (d->caps & caps) == caps;

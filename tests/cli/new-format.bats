@@ -1,8 +1,10 @@
 #!/usr/bin/env bats
 # The dry run of adding a format: in a copy of the tree, the dummy driver of the unit tests
 # (tests/unit/dummy_driver.c) becomes libcommon/formats/dummy/dummy.c and registry.c gets one
-# line. Nothing else is edited; the tools then convert to and from it, inspect and verify it,
-# and name it in their messages, and the layering check still passes.
+# line; the ttab table driver (tests/unit/ttab_driver.c) becomes libcommon/data/ttab.c and
+# table_registry.c gets one line. Nothing else is edited; the tools then convert to and from
+# them, inspect and verify them, and name them in their messages, and the layering check still
+# passes.
 
 bats_require_minimum_version 1.5.0
 
@@ -18,6 +20,9 @@ setup_file() {
 	mkdir "$TREE/libcommon/formats/dummy"
 	cp "$REPO_ROOT/tests/unit/dummy_driver.c" "$TREE/libcommon/formats/dummy/dummy.c"
 	sed -i 's|^\t/\* a new driver: one X(fmt_driver_NAME)|\tX(fmt_driver_dummy) \\\n&|' "$TREE/libcommon/formats/registry.c"
+	cp "$REPO_ROOT/tests/unit/ttab_driver.c" "$TREE/libcommon/data/ttab.c"
+	sed -i 's|^\t/\* a new table driver: one X(fmt_table_driver_NAME)|\tX(fmt_table_driver_ttab) \\\n&|' \
+		"$TREE/libcommon/data/table_registry.c"
 	make -C "$TREE" -j2 build/libfmtcommon.a build/bin/fmt-convert build/bin/fmt-inspect build/bin/fmt-verify \
 		>"$BATS_FILE_TMPDIR/build.log" 2>&1
 }
@@ -31,14 +36,18 @@ setup() {
 @test "the places touched: the driver's own folder and one registry line" {
 	run diff -r "$BATS_FILE_TMPDIR/libcommon.before" "$TREE/libcommon"
 	assert_failure 1
-	# Exactly two differences: the new folder, and one added line in registry.c.
-	assert_equal "$(printf '%s\n' "$output" | grep -c '^Only in ')" 1
+	# Exactly four differences: the new folder and the new file, and one added line in each
+	# registry.
+	assert_equal "$(printf '%s\n' "$output" | grep -c '^Only in ')" 2
 	assert_line "Only in $TREE/libcommon/formats: dummy"
-	assert_equal "$(printf '%s\n' "$output" | grep -c '^diff ')" 1
+	assert_line "Only in $TREE/libcommon/data: ttab.c"
+	assert_equal "$(printf '%s\n' "$output" | grep -c '^diff ')" 2
 	assert_line --partial "libcommon/formats/registry.c"
-	assert_equal "$(printf '%s\n' "$output" | grep -c '^> ')" 1
+	assert_line --partial "libcommon/data/table_registry.c"
+	assert_equal "$(printf '%s\n' "$output" | grep -c '^> ')" 2
 	assert_equal "$(printf '%s\n' "$output" | grep -c '^< ')" 0
 	assert_line "> 	X(fmt_driver_dummy) \\"
+	assert_line "> 	X(fmt_table_driver_ttab) \\"
 }
 
 @test "the tools convert to and from the new format, inspect and verify it" {
@@ -71,11 +80,31 @@ setup() {
 	printf 'junk bytes' >junk.bin
 	run --separate-stderr "$NEW/fmt-inspect" junk.bin
 	assert_failure 4
-	[[ "$stderr" == *"not one of: safetensors, safetensors-index, gguf, apsim, apsim-index, apr, nk, dummy, ald, arrow, arrow-stream, jsonl, csv)" ]]
+	[[ "$stderr" == *"not one of: safetensors, safetensors-index, gguf, apsim, apsim-index, apr, nk, dummy, ald, arrow, arrow-stream, jsonl, csv, ttab)" ]]
 	make_samples
 	run --separate-stderr "$NEW/fmt-convert" --dtype q8_0 "$SAMPLES/tiny.safetensors" m.dmy
 	assert_failure 2
 	[[ "$stderr" == *"--dtype q8_0 needs GGUF output (dummy cannot hold it)" ]]
+}
+
+@test "the tools convert datasets to and from the new table format and inspect it" {
+	printf 'id,name,ok\n1,ann,true\n2,,false\n-3,"b ""c""",true\n' >in.csv
+	run "$NEW/fmt-convert" in.csv t.ttab
+	assert_success
+	assert_equal "$(cat t.ttab)" "$(printf '#ttab\nid:int64,name:utf8?,ok:bool\n1,ann,true\n2,,false\n-3,b "c",true')"
+	run "$NEW/fmt-inspect" --json --head 3 t.ttab
+	assert_success
+	[ "$(printf '%s' "$output" | jq -r .format)" = ttab ]
+	[ "$(printf '%s' "$output" | jq -c '.rows[0]')" = '{"id":1,"name":"ann","ok":true}' ]
+	printf '#ttab\nid:int64,ok:bool\n1,true\n2,\n' >u.ttab
+	"$NEW/fmt-convert" u.ttab u.ald
+	run "$NEW/fmt-convert" u.ald back.csv
+	assert_success
+	assert_equal "$(cat back.csv)" "$(printf 'id,ok\n1,true\n2,false')"
+	printf 'x\n1.5\n' >f.csv
+	run --separate-stderr "$NEW/fmt-convert" f.csv f.ttab
+	assert_failure 5
+	[[ "$stderr" == *"column 'x': ttab cannot hold float64"* ]]
 }
 
 @test "the tree with the new format keeps its layers" {

@@ -136,6 +136,56 @@ assert_same_set() {
 	done
 }
 
+@test "every zsh completion loads with compinit: sourced it registers itself, autoloaded it completes" {
+	command -v zsh >/dev/null || fail "zsh is not installed (scripts/install-deps installs it)"
+	for tool in "${TOOLS[@]}"; do
+		run zsh -f -c 'autoload -U compinit; compinit -u -D; source "$1" && print -r -- "$_comps[$2]"' \
+			zsh "$COMPLETIONS/zsh/_$tool" "$tool"
+		assert_success
+		assert_output "_$tool"
+	done
+}
+
+# Lines of the generated zsh completion of $1 that must be there exactly (standard input).
+assert_zsh_lines() {
+	local line
+	while IFS= read -r line; do
+		grep -Fxq -- "$line" "$COMPLETIONS/zsh/_$1" || fail "_$1 has no line: $line"
+	done
+}
+
+@test "zsh completion: described values, registry values and exclusion groups come from the tables" {
+	assert_zsh_lines fmt-convert <<'ZSH'
+    '--dtype=[f32, f16, bf16, q8_0, q4_0 (GGUF), int8, int4, fp8, fp6, fp4 (.apsim compressed tensors) or keep (default: f16 for GGUF, keep otherwise)]:TYPE:((f32\:"float32" f16\:"IEEE half precision" bf16\:"bfloat16" q8_0\:"8-bit blocks of 32" q4_0\:"4-bit blocks of 32" int8\:"int8 codes, per-row scales" int4\:"int4 codes, block-32 scales" fp8\:"FP8 E4M3 codes" fp6\:"FP6 E3M2 codes" fp4\:"FP4 E2M1 codes" keep\:"keep each tensor'\''s dtype"))' \
+    '(--hmac-key --secret-file --key-secret-file --secret-env --secret-prompt)--secret-prompt[sign with a team secret typed at a prompt]' \
+    '--arch=[set general.architecture (GGUF; arch for APR)]:NAME:(llama qwen2 gemma2 phi3 gpt2 mistral)' \
+ZSH
+	assert_zsh_lines fmt-shard <<'ZSH'
+        '(--max-size --max-tensors)--max-tensors=[split: at most N tensors per shard]:N: ' \
+        '(--hmac-key --secret-file --key-secret-file --secret-env --secret-prompt)--secret-env=[unpack: ... with the team secret in variable NAME]:NAME:_parameters -g "*export*"' \
+ZSH
+	# the dump that the lines come from: values with their descriptions, groups, registry words
+	run "$FMTKIT_BIN/fmt-convert" --dump-options
+	assert_line $'value\tkeep\tkeep each tensor\'s dtype'
+	assert_line --regexp $'^option\tarch\t-\tNAME\twords\tllama qwen2 gemma2 phi3 gpt2 mistral\t-\t0\t0\t'
+	assert_line --regexp $'^option\tsecret-prompt\t-\t-\tnone\t-\t-\t0\t1\t'
+}
+
+@test "zsh, interactively, describes --dtype values and offers one option of an exclusion group" {
+	command -v zsh >/dev/null || fail "zsh is not installed (scripts/install-deps installs it)"
+	listed=$(zsh -f "$BATS_TEST_DIRNAME/zsh-complete.zsh" "$COMPLETIONS/zsh" "fmt-convert --dtype ")
+	grep -qE -- '^keep +-- keep each tensor.s dtype$' <<<"$listed" || fail "no described keep: $listed"
+	grep -qE -- '^q8_0 +-- 8-bit blocks of 32$' <<<"$listed" || fail "no described q8_0: $listed"
+	listed=$(zsh -f "$BATS_TEST_DIRNAME/zsh-complete.zsh" "$COMPLETIONS/zsh" "fmt-convert --arch ")
+	for arch in llama qwen2 gemma2; do
+		grep -qE -- "(^| )$arch( |$)" <<<"$listed" || fail "zsh does not offer --arch $arch: $listed"
+	done
+	# both limits are offered alone; after one of them the other is not
+	assert_same_set "zsh: fmt-shard split --max-" "--max-size
+--max-tensors" "$(zsh_listed fmt-shard split --max-)"
+	assert_same_set "zsh: fmt-shard split --max-size 1MB --max-" "" "$(zsh_listed fmt-shard split --max-size 1MB --max-)"
+}
+
 @test "every option of the table is accepted; others are refused with exit 2" {
 	for tool in "${TOOLS[@]}"; do
 		# No operands: each run stops at a usage check after the options were parsed, before

@@ -124,7 +124,7 @@ function cells(table) {
 	});
 }
 
-for (const [ext, kind] of [["arrow", "file"], ["arrows", "stream"], ["ald", "ald"]]) {
+for (const [ext, kind] of [["arrow", "file"], ["feather", "file"], ["arrows", "stream"], ["ald", "ald"]]) {
 	test(`fmt-convert writes ${kind}: apache-arrow reads the same schema and values back`, (t) => {
 		const dir = scratch(t);
 		const c = columns();
@@ -152,6 +152,43 @@ for (const [ext, kind] of [["arrow", "file"], ["arrows", "stream"], ["ald", "ald
 		assert.equal(back.getChild("s").nullCount, table.getChild("s").nullCount);
 	});
 }
+
+test("TRUENO_NATIVE: the aligned arrays hold apache-arrow's values; the payload is an IPC stream of the rest", (t) => {
+	const dir = scratch(t);
+	const table = new A.Table({
+		x: A.vectorFromArray([1.5, -2, 3e300, 0.1], new A.Float64()),
+		i: A.vectorFromArray([1, -2, 3, 2147483647], new A.Int32()),
+		s: A.vectorFromArray(["a", "b, c", "", "d"], new A.Utf8()),
+	});
+	const input = join(dir, "js.arrows");
+	writeFileSync(input, A.tableToIPC(table, "stream"));
+	const out = join(dir, "native.ald");
+	convert(input, out, "--trueno-native");
+	const bytes = readFileSync(out);
+	assert.equal(bytes[21], 0x10); // flags: TRUENO_NATIVE
+	assert.equal(bytes[20], 0); // compression: none
+	const meta = bytes.readUInt32LE(8), payloadSize = bytes.readUInt32LE(12), schemaSize = bytes.readUInt16LE(22);
+	const at = 32 + meta + schemaSize, n = bytes.readUInt32LE(at);
+	const arrays = [];
+	for (let k = 0; k < n; k++) {
+		const e = at + 4 + 31 * k;
+		arrays.push({ column: bytes.readUInt32LE(e), dtype: bytes[e + 4], length: Number(bytes.readBigUInt64LE(e + 5)),
+			alignment: bytes[e + 13], offset: Number(bytes.readBigUInt64LE(e + 15)), size: Number(bytes.readBigUInt64LE(e + 23)) });
+	}
+	assert.deepEqual(arrays.map((a) => [a.column, a.dtype, a.length, a.alignment, a.offset % 64, a.size]),
+		[[0, 1, 4, 64, 0, 32], [1, 2, 4, 64, 0, 16]]);
+	const copy = (a) => bytes.buffer.slice(bytes.byteOffset + a.offset, bytes.byteOffset + a.offset + a.size);
+	assert.deepEqual(Array.from(new Float64Array(copy(arrays[0]))), Array.from(table.getChild("x").toArray()));
+	assert.deepEqual(Array.from(new Int32Array(copy(arrays[1]))), Array.from(table.getChild("i").toArray()));
+	const payload = Math.ceil((arrays[1].offset + arrays[1].size) / 64) * 64;
+	const rest = A.tableFromIPC(bytes.subarray(payload, payload + payloadSize));
+	assert.deepEqual(rest.schema.fields.map((f) => `${f.name}:${f.type}`), ["s:Utf8"]);
+	assert.deepEqual(rest.getChild("s").toArray(), ["a", "b, c", "", "d"]);
+	// and fmt-convert reads it back to the table apache-arrow wrote
+	const back = join(dir, "back.arrow");
+	convert(out, back);
+	assert.deepEqual(cells(A.tableFromIPC(readFileSync(back))), cells(table));
+});
 
 test("CSV through .ald to Arrow: apache-arrow reads the inferred types and the nulls", (t) => {
 	const dir = scratch(t);

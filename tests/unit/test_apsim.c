@@ -12,37 +12,12 @@
 #include "fmt/model.h"
 #include "fmt/qtensor.h"
 #include "fmt/registry.h"
+#include "helpers.h"
 #include "unit.h"
 
 #define FIXTURE "tests/data/fixtures/apsim/example-signed-team-secret.apsim"
 
 /* ---- helpers ---- */
-
-static char *ap_tmp_dir(void)
-{
-	static char dir[64];
-	strcpy(dir, "/tmp/fmt-apsim-XXXXXX");
-	return mkdtemp(dir);
-}
-
-static void ap_rm_dir(const char *dir)
-{
-	char cmd[600];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
-}
-
-static uint8_t *ap_read_whole(const char *path, size_t *n)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	uint8_t *buf = malloc(1 << 20);
-	*n = buf ? fread(buf, 1, 1 << 20, f) : 0;
-	fclose(f);
-	return buf;
-}
 
 static int ap_write_file(const char *path, const void *p, size_t n)
 {
@@ -66,26 +41,6 @@ static fmt_hmac_key shared_key(uint8_t *bytes)
 	return k;
 }
 
-static void add_mem_tensor(fmt_model *m, const char *name, fmt_dtype dt, int nd, const uint64_t *shape,
-			   const void *data, uint64_t nbytes)
-{
-	fmt_tensor t;
-	fmt_err e;
-	memset(&t, 0, sizeof t);
-	t.name = (char *)name;
-	t.dtype = dt;
-	t.ndim = nd;
-	t.nelems = 1;
-	for (int d = 0; d < nd; d++) {
-		t.shape[d] = shape[d];
-		t.nelems *= shape[d];
-	}
-	t.nbytes = nbytes;
-	t.source = -1;
-	t.data = data;
-	CHECK(fmt_model_add_tensor(m, &t, NULL, &e) == FMT_OK);
-}
-
 static const float ex_w[4] = { 1.0f, -2.0f, 0.5f, 4.0f };
 static const int8_t ex_q[4] = { 127, -64, 0, 127 };
 static float ex_scales[2];
@@ -99,10 +54,10 @@ static void example_model(fmt_model *m)
 	ex_scales[0] = 2.0f / 127.0f;
 	ex_scales[1] = 0.25f / 127.0f;
 	fmt_model_init(m);
-	add_mem_tensor(m, "layers.0.W", FMT_DT_F32, 2, s22, ex_w, 16);
-	add_mem_tensor(m, "layers.0.q", FMT_DT_I8, 2, s22, ex_q, 4);
-	add_mem_tensor(m, "layers.0.q__qscale", FMT_DT_F32, 2, s21, ex_scales, 8);
-	add_mem_tensor(m, "mass", FMT_DT_F32, 1, s2, ex_mass, 8);
+	unit_add_tensor(m, "layers.0.W", FMT_DT_F32, 2, s22, ex_w, 16);
+	unit_add_tensor(m, "layers.0.q", FMT_DT_I8, 2, s22, ex_q, 4);
+	unit_add_tensor(m, "layers.0.q__qscale", FMT_DT_F32, 2, s21, ex_scales, 8);
+	unit_add_tensor(m, "mass", FMT_DT_F32, 1, s2, ex_mass, 8);
 	static const int8_t kg[FMT_UNIT_DIMS] = { 0, 1, 0, 0, 0, 0, 0 };
 	CHECK(fmt_model_add_unit(m, "mass", kg, &e) == FMT_OK);
 	fmt_qtensor q;
@@ -156,7 +111,7 @@ static fmt_kind open_verify(const char *path, const fmt_hmac_key *key, fmt_err *
 
 TEST(apsim_writer_reproduces_fixture)
 {
-	char *dir = ap_tmp_dir();
+	char *dir = unit_tmp_dir();
 	char path[256];
 	snprintf(path, sizeof path, "%s/ex.apsim", dir);
 	fmt_model m;
@@ -165,7 +120,7 @@ TEST(apsim_writer_reproduces_fixture)
 	example_model(&m);
 	CHECK(write_model(&m, path, &key, &e) == FMT_OK);
 	size_t n_fix = 0, n_out = 0;
-	uint8_t *fix = ap_read_whole(FIXTURE, &n_fix), *out = ap_read_whole(path, &n_out);
+	uint8_t *fix = unit_read_file(FIXTURE, 1 << 20, &n_fix), *out = unit_read_file(path, 1 << 20, &n_out);
 	CHECK(fix && out);
 	CHECK_EQ_U64(n_fix, 796);
 	CHECK_EQ_U64(n_out, n_fix);
@@ -179,7 +134,7 @@ TEST(apsim_writer_reproduces_fixture)
 	fmt_model_free(&m);
 	free(fix);
 	free(out);
-	ap_rm_dir(dir);
+	unit_rm_dir(dir);
 }
 
 TEST(apsim_fixture_reads_and_verifies)
@@ -267,13 +222,13 @@ TEST(apsim_fixture_reads_and_verifies)
 TEST(apsim_fixture_every_byte_flip_detected)
 {
 	size_t n = 0;
-	uint8_t *fix = ap_read_whole(FIXTURE, &n);
+	uint8_t *fix = unit_read_file(FIXTURE, 1 << 20, &n);
 	CHECK(fix && n == 796);
 	if (!fix || n != 796) {
 		free(fix);
 		return;
 	}
-	char *dir = ap_tmp_dir();
+	char *dir = unit_tmp_dir();
 	char path[256];
 	snprintf(path, sizeof path, "%s/m.apsim", dir);
 	fmt_hmac_key key = shared_key(team_secret_bytes);
@@ -332,7 +287,7 @@ TEST(apsim_fixture_every_byte_flip_detected)
 	CHECK_EQ_U64(counts[FMT_CHECKSUM], 151);
 	CHECK_EQ_U64(counts[FMT_SIGNATURE], 77);
 	free(fix);
-	ap_rm_dir(dir);
+	unit_rm_dir(dir);
 }
 
 /* ---- malformed metadata ---- */
@@ -396,8 +351,8 @@ TEST(apsim_malformed_metadata)
 		  FMT_OK, "duplicate" },
 	};
 	size_t n = 0;
-	uint8_t *fix = ap_read_whole(FIXTURE, &n);
-	char *dir = ap_tmp_dir();
+	uint8_t *fix = unit_read_file(FIXTURE, 1 << 20, &n);
+	char *dir = unit_tmp_dir();
 	char path[256];
 	snprintf(path, sizeof path, "%s/bad.apsim", dir);
 	CHECK(fix && n == 796);
@@ -446,12 +401,12 @@ TEST(apsim_malformed_metadata)
 		CHECK(strstr(e.msg, "padding") != NULL);
 	}
 	free(fix);
-	ap_rm_dir(dir);
+	unit_rm_dir(dir);
 }
 
 TEST(apsim_nan_scale_refused)
 {
-	char *dir = ap_tmp_dir();
+	char *dir = unit_tmp_dir();
 	char path[256];
 	snprintf(path, sizeof path, "%s/nan.apsim", dir);
 	fmt_model m, r;
@@ -474,13 +429,13 @@ TEST(apsim_nan_scale_refused)
 	fmt_model_free(&r);
 	ex_scales[1] = saved;
 	fmt_model_free(&m);
-	ap_rm_dir(dir);
+	unit_rm_dir(dir);
 }
 
 /* Typed user metadata survives a write and read. */
 TEST(apsim_metadata_types_round_trip)
 {
-	char *dir = ap_tmp_dir();
+	char *dir = unit_tmp_dir();
 	char path[256];
 	snprintf(path, sizeof path, "%s/meta.apsim", dir);
 	fmt_model m, r;
@@ -488,7 +443,7 @@ TEST(apsim_metadata_types_round_trip)
 	fmt_model_init(&m);
 	static const float x[2] = { 1, 2 };
 	static const uint64_t s2[1] = { 2 };
-	add_mem_tensor(&m, "x", FMT_DT_F32, 1, s2, x, 8);
+	unit_add_tensor(&m, "x", FMT_DT_F32, 1, s2, x, 8);
 	fmt_value v;
 	memset(&v, 0, sizeof v);
 	v.type = FMT_V_F64;
@@ -534,7 +489,7 @@ TEST(apsim_metadata_types_round_trip)
 	CHECK(write_model(&m, path, NULL, &e) == FMT_UNSUPPORTED);
 	CHECK(strstr(e.msg, "'bad'") != NULL);
 	fmt_model_free(&m);
-	ap_rm_dir(dir);
+	unit_rm_dir(dir);
 }
 
 /* ---- shard sets ---- */
@@ -548,7 +503,7 @@ static void big_model(fmt_model *m, float *data, size_t n_per)
 	for (size_t i = 0; i < 4 * n_per; i++)
 		data[i] = (float)i * 0.5f - 3.0f;
 	for (int i = 0; i < 4; i++)
-		add_mem_tensor(m, names[i], FMT_DT_F32, 1, shape, data + (size_t)i * n_per, n_per * 4);
+		unit_add_tensor(m, names[i], FMT_DT_F32, 1, shape, data + (size_t)i * n_per, n_per * 4);
 	static const int8_t vel[FMT_UNIT_DIMS] = { 1, 0, -1, 0, 0, 0, 0 };
 	CHECK(fmt_model_add_unit(m, "d", vel, &e) == FMT_OK);
 	fmt_value v = fmt_value_str("x", 1);
@@ -558,7 +513,7 @@ static void big_model(fmt_model *m, float *data, size_t n_per)
 
 TEST(apsim_sharded_set)
 {
-	char *dir = ap_tmp_dir();
+	char *dir = unit_tmp_dir();
 	char prefix[256], index[300];
 	snprintf(prefix, sizeof prefix, "%s/model", dir);
 	snprintf(index, sizeof index, "%s.apsim.index.json", prefix);
@@ -623,7 +578,7 @@ TEST(apsim_sharded_set)
 		free(paths[i]);
 	free(paths);
 	size_t len = 0;
-	uint8_t *saved = ap_read_whole(shard2, &len);
+	uint8_t *saved = unit_read_file(shard2, 1 << 20, &len);
 	CHECK(rename(other2, shard2) == 0);
 	CHECK(fmt_model_open(&r, index, NULL, &e) == FMT_OK);
 	CHECK(fmt_model_verify(&r, &vo, &e) == FMT_CHECKSUM);
@@ -639,7 +594,7 @@ TEST(apsim_sharded_set)
 	CHECK(rename(shard2, moved) == 0);
 	CHECK(fmt_model_open(&r, index, NULL, &e) == FMT_SCHEMA);
 	CHECK(rename(moved, shard2) == 0);
-	char *text = (char *)ap_read_whole(index, &len);
+	char *text = (char *)unit_read_file(index, 1 << 20, &len);
 	CHECK(text != NULL);
 	if (text) {
 		text[len] = '\0';
@@ -675,13 +630,13 @@ TEST(apsim_sharded_set)
 	CHECK(open_verify(single, &key, &e) == FMT_OK);
 	fmt_model_free(&q);
 	fmt_model_free(&m);
-	ap_rm_dir(dir);
+	unit_rm_dir(dir);
 }
 
 /* Reading the fixture and writing it again with the same key gives the same bytes. */
 TEST(apsim_fixture_read_write_identical)
 {
-	char *dir = ap_tmp_dir();
+	char *dir = unit_tmp_dir();
 	char path[256];
 	snprintf(path, sizeof path, "%s/again.apsim", dir);
 	fmt_model m;
@@ -689,21 +644,15 @@ TEST(apsim_fixture_read_write_identical)
 	fmt_hmac_key key = shared_key(team_secret_bytes);
 	CHECK(fmt_model_open(&m, FIXTURE, NULL, &e) == FMT_OK);
 	CHECK(write_model(&m, path, &key, &e) == FMT_OK);
-	size_t n_fix = 0, n_out = 0;
-	uint8_t *fix = ap_read_whole(FIXTURE, &n_fix), *out = ap_read_whole(path, &n_out);
-	CHECK(fix && out && n_fix == n_out);
-	if (fix && out && n_fix == n_out)
-		CHECK_MEM(fix, out, n_fix);
-	free(fix);
-	free(out);
+	CHECK(unit_same_files(FIXTURE, path));
 	fmt_model_free(&m);
-	ap_rm_dir(dir);
+	unit_rm_dir(dir);
 }
 
 /* Signing the unsigned example in place gives the fixture. */
 TEST(apsim_sign_in_place_gives_fixture)
 {
-	char *dir = ap_tmp_dir();
+	char *dir = unit_tmp_dir();
 	char path[256];
 	snprintf(path, sizeof path, "%s/ex.apsim", dir);
 	fmt_model m;
@@ -712,15 +661,9 @@ TEST(apsim_sign_in_place_gives_fixture)
 	example_model(&m);
 	CHECK(write_model(&m, path, NULL, &e) == FMT_OK);
 	CHECK(fmt_apsim_sign_in_place(path, &(fmt_keyset){ .hmac = &key }, 1, &e) == FMT_OK);
-	size_t n_fix = 0, n_out = 0;
-	uint8_t *fix = ap_read_whole(FIXTURE, &n_fix), *out = ap_read_whole(path, &n_out);
-	CHECK(fix && out && n_fix == n_out);
-	if (fix && out && n_fix == n_out)
-		CHECK_MEM(fix, out, n_fix);
-	free(fix);
-	free(out);
+	CHECK(unit_same_files(FIXTURE, path));
 	fmt_model_free(&m);
-	ap_rm_dir(dir);
+	unit_rm_dir(dir);
 }
 
 TEST(apsim_index_parse)
@@ -751,7 +694,7 @@ TEST(apsim_index_parse)
 TEST(apsim_probe_scores)
 {
 	size_t n = 0;
-	uint8_t *fix = ap_read_whole(FIXTURE, &n);
+	uint8_t *fix = unit_read_file(FIXTURE, 1 << 20, &n);
 	CHECK(fix != NULL);
 	if (fix) {
 		CHECK(fmt_driver_apsim.probe(fix, n, n) > fmt_driver_apsim.probe(fix, 0, n));

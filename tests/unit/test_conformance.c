@@ -8,6 +8,7 @@
 #include "conformance.h"
 #include "fmt/out.h"
 #include "fmt/strbuf.h"
+#include "helpers.h"
 #include "unit.h"
 
 #define SAMPLES_DIR "tests/data/conformance"
@@ -61,19 +62,24 @@ static int find_sample(const char *name, const char *ext, char *path, size_t siz
 	return found;
 }
 
-/* A new directory in /tmp, named in dir (64 bytes); NULL on failure. */
-static char *make_tmp_dir(char *dir)
+/* Where a writing driver's own sample goes: DIR/sample<ext>. */
+static void sample_path(const char *dir, const char *ext, char *path, size_t size)
 {
-	strcpy(dir, "/tmp/fmtkit-conform-XXXXXX");
-	return mkdtemp(dir);
+	snprintf(path, size, "%s/sample%s", dir, ext ? ext : "");
 }
 
-static void remove_dir(const char *dir)
+/* 1 when the sample was written (k), else 0 and a failure naming the driver. */
+static int sample_written(const char *driver, fmt_kind k, const fmt_err *e)
 {
-	char cmd[600];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
+	if (k != FMT_OK)
+		conform_fail(driver, "cannot write its sample: %s", e->msg);
+	return k == FMT_OK;
+}
+
+static void no_sample(const char *driver, const char *ext)
+{
+	conform_fail(driver, "no sample: add " SAMPLES_DIR "/%s/ with a file ending in %s", driver,
+		     ext ? ext : "its extension");
 }
 
 /* ---- model drivers ---- */
@@ -82,36 +88,16 @@ static const float w_data[6] = { 0.5f, -1.0f, 2.0f, 3.25f, -0.125f, 8.0f };
 static const float b_data[3] = { 1.0f, 0.0f, -2.5f };
 static const uint16_t h_data[4] = { 0x3c00, 0xc000, 0x3800, 0x0000 }; /* f16 1, -2, 0.5, 0 */
 
-static void add_tensor(fmt_model *m, const char *name, fmt_dtype dt, int ndim, const uint64_t *shape,
-		       const void *data, uint64_t nbytes)
-{
-	fmt_tensor t;
-	fmt_err e;
-	memset(&t, 0, sizeof t);
-	t.name = (char *)name;
-	t.dtype = dt;
-	t.ndim = ndim;
-	t.nelems = 1;
-	for (int i = 0; i < ndim; i++) {
-		t.shape[i] = shape[i];
-		t.nelems *= shape[i];
-	}
-	t.nbytes = nbytes;
-	t.source = -1;
-	t.data = data;
-	CHECK(fmt_model_add_tensor(m, &t, NULL, &e) == FMT_OK);
-}
-
 /* The small model a writing driver's sample is made of: F32 tensors, an F16 one and a string
  * metadata key where the format holds them. */
 static void tiny_model(const fmt_driver *d, fmt_model *m)
 {
 	fmt_err e;
 	fmt_model_init(m);
-	add_tensor(m, "layer.weight", FMT_DT_F32, 2, (const uint64_t[]){ 2, 3 }, w_data, sizeof w_data);
-	add_tensor(m, "layer.bias", FMT_DT_F32, 1, (const uint64_t[]){ 3 }, b_data, sizeof b_data);
+	unit_add_tensor(m, "layer.weight", FMT_DT_F32, 2, (const uint64_t[]){ 2, 3 }, w_data, sizeof w_data);
+	unit_add_tensor(m, "layer.bias", FMT_DT_F32, 1, (const uint64_t[]){ 3 }, b_data, sizeof b_data);
 	if (fmt_driver_holds_dtype(d, FMT_DT_F16))
-		add_tensor(m, "half", FMT_DT_F16, 2, (const uint64_t[]){ 2, 2 }, h_data, sizeof h_data);
+		unit_add_tensor(m, "half", FMT_DT_F16, 2, (const uint64_t[]){ 2, 2 }, h_data, sizeof h_data);
 	fmt_value v = fmt_value_str("conformance", strlen("conformance"));
 	CHECK(fmt_model_add_meta(m, "general.name", &v, &e) == FMT_OK);
 	fmt_value_free(&v);
@@ -199,10 +185,41 @@ static const char *model_difference(const fmt_model *a, const fmt_model *b, char
 	return NULL;
 }
 
+/* Opens a hostile variant of a sample (p, n) with driver d, or probing when d is NULL. */
+typedef fmt_kind (*variant_opener)(const char *name, const uint8_t *p, size_t n, const void *d, fmt_err *e);
+
+/* Every prefix of the sample, and every byte of it XOR 0x01 and XOR 0x80, forced to driver d
+ * (called name) and probed: never FMT_INTERNAL. */
+static void hostile_variants(const char *name, const void *d, variant_opener open, const char *path,
+			     const uint8_t *bytes, size_t n)
+{
+	uint8_t *copy = malloc(n ? n : 1);
+	fmt_err e;
+	CHECK(copy != NULL);
+	for (size_t cut = 0; copy && cut < n; cut++) {
+		if (open(path, bytes, cut, d, &e) == FMT_INTERNAL || open(path, bytes, cut, NULL, &e) == FMT_INTERNAL) {
+			conform_fail(name, "truncated to %zu bytes: internal error: %s", cut, e.msg);
+			break;
+		}
+	}
+	static const uint8_t flips[] = { 0x01, 0x80 };
+	for (size_t at = 0; copy && at < n; at++) {
+		for (size_t f = 0; f < sizeof flips; f++) {
+			memcpy(copy, bytes, n);
+			copy[at] ^= flips[f];
+			if (open(path, copy, n, d, &e) == FMT_INTERNAL || open(path, copy, n, NULL, &e) == FMT_INTERNAL) {
+				conform_fail(name, "byte %zu XOR 0x%02x: internal error: %s", at, flips[f], e.msg);
+				at = n;
+				break;
+			}
+		}
+	}
+	free(copy);
+}
+
 /* Open (and, when that works, verify and read every tensor of) a hostile variant: the kind may
  * be anything but FMT_INTERNAL. */
-static fmt_kind open_hostile(const char *name, const uint8_t *p, size_t n, const fmt_driver *forced,
-			     fmt_err *e)
+static fmt_kind open_hostile(const char *name, const uint8_t *p, size_t n, const void *forced, fmt_err *e)
 {
 	fmt_model m;
 	fmt_err_clear(e);
@@ -222,38 +239,6 @@ static fmt_kind open_hostile(const char *name, const uint8_t *p, size_t n, const
 	return k;
 }
 
-/* Every prefix of the sample, and every byte of it XOR 0x01 and XOR 0x80, forced to the driver
- * and probed. */
-static void model_hostile(const fmt_driver *d, const char *path, const uint8_t *bytes, size_t n)
-{
-	uint8_t *copy = malloc(n ? n : 1);
-	fmt_err e;
-	CHECK(copy != NULL);
-	for (size_t cut = 0; copy && cut < n; cut++) {
-		for (int forced = 0; forced < 2; forced++) {
-			if (open_hostile(path, bytes, cut, forced ? d : NULL, &e) == FMT_INTERNAL) {
-				conform_fail(d->name, "truncated to %zu bytes: internal error: %s", cut, e.msg);
-				cut = n;
-				break;
-			}
-		}
-	}
-	static const uint8_t flips[] = { 0x01, 0x80 };
-	for (size_t at = 0; copy && at < n; at++) {
-		for (size_t f = 0; f < sizeof flips; f++) {
-			memcpy(copy, bytes, n);
-			copy[at] ^= flips[f];
-			if (open_hostile(path, copy, n, d, &e) == FMT_INTERNAL ||
-			    open_hostile(path, copy, n, NULL, &e) == FMT_INTERNAL) {
-				conform_fail(d->name, "byte %zu XOR 0x%02x: internal error: %s", at, flips[f], e.msg);
-				at = n;
-				break;
-			}
-		}
-	}
-	free(copy);
-}
-
 /* Write m with the driver that writes this format (itself, or the file driver of a set driver)
  * and read it back: the same model. */
 static void model_round_trip(const fmt_driver *d, const fmt_model *m)
@@ -261,7 +246,7 @@ static void model_round_trip(const fmt_driver *d, const fmt_model *m)
 	const fmt_driver *w = d->write ? d : d->file_driver;
 	if (!w || !w->write)
 		return;
-	char dir_buf[64], *dir = make_tmp_dir(dir_buf), path[256], why[512];
+	char dir_buf[64], *dir = unit_scratch_dir(dir_buf), path[256], why[512];
 	fmt_err e;
 	fmt_model back;
 	CHECK(dir != NULL);
@@ -278,7 +263,7 @@ static void model_round_trip(const fmt_driver *d, const fmt_model *m)
 			conform_fail(d->name, "read back differs: %s", diff);
 		fmt_model_free(&back);
 	}
-	remove_dir(dir);
+	unit_rm_dir(dir);
 }
 
 /* A format with shard sets: write_sharded writes exactly the files plan_shards names (the
@@ -289,7 +274,7 @@ static void model_set_round_trip(const fmt_driver *d, const fmt_model *m)
 	const fmt_driver *w = fmt_driver_set_writer(d);
 	if (!w)
 		return;
-	char dir_buf[64], *dir = make_tmp_dir(dir_buf), prefix[128], why[512];
+	char dir_buf[64], *dir = unit_scratch_dir(dir_buf), prefix[128], why[512];
 	fmt_shard_limits lim = { 0 };
 	if (w->shard_limits & FMT_SHARD_BY_TENSORS)
 		lim.max_tensors = 1;
@@ -304,7 +289,7 @@ static void model_set_round_trip(const fmt_driver *d, const fmt_model *m)
 	snprintf(prefix, sizeof prefix, "%s/set", dir);
 	if (w->plan_shards(m, prefix, &lim, &plan, &e) != FMT_OK) {
 		conform_fail(d->name, "plan_shards: %s", e.msg);
-		remove_dir(dir);
+		unit_rm_dir(dir);
 		return;
 	}
 	if (w->write_sharded(m, prefix, &lim, &o, &paths, &n, &e) != FMT_OK) {
@@ -334,7 +319,7 @@ static void model_set_round_trip(const fmt_driver *d, const fmt_model *m)
 		free(paths[i]);
 	free(paths);
 	fmt_shard_plan_free(&plan);
-	remove_dir(dir);
+	unit_rm_dir(dir);
 }
 
 void conform_model_driver(const fmt_driver *d, const char *path)
@@ -366,7 +351,7 @@ void conform_model_driver(const fmt_driver *d, const char *path)
 	model_round_trip(d, &m);
 	model_set_round_trip(d, &m);
 	fmt_model_free(&m);
-	model_hostile(d, path, bytes, n);
+	hostile_variants(d->name, d, open_hostile, path, bytes, n);
 	free(bytes);
 }
 
@@ -379,29 +364,26 @@ int conform_model_sample(const fmt_driver *d, const char *dir, char *path, size_
 	fmt_model m;
 	fmt_err e;
 	tiny_model(d, &m);
-	snprintf(path, size, "%s/sample%s", dir, d->extension ? d->extension : "");
+	sample_path(dir, d->extension, path, size);
 	fmt_kind k = write_model(d, &m, path, &e);
 	fmt_model_free(&m);
-	if (k != FMT_OK)
-		conform_fail(d->name, "cannot write its sample: %s", e.msg);
-	return k == FMT_OK;
+	return sample_written(d->name, k, &e);
 }
 
 TEST(conformance_every_model_driver)
 {
-	char dir_buf[64], *dir = make_tmp_dir(dir_buf);
+	char dir_buf[64], *dir = unit_scratch_dir(dir_buf);
 	CHECK(dir != NULL);
 	for (const fmt_driver *const *d = fmt_drivers(); *d; d++) {
 		char path[600];
 		if (!conform_model_sample(*d, dir, path, sizeof path)) {
-			conform_fail((*d)->name, "no sample: add " SAMPLES_DIR "/%s/ with a file ending in %s",
-				     (*d)->name, (*d)->extension ? (*d)->extension : "its extension");
+			no_sample((*d)->name, (*d)->extension);
 			continue;
 		}
 		conform_model_driver(*d, path);
 	}
 	if (dir)
-		remove_dir(dir);
+		unit_rm_dir(dir);
 }
 
 /* ---- table drivers ---- */
@@ -465,8 +447,8 @@ static fmt_kind table_text(fmt_table *t, fmt_sb *out, fmt_err *e)
 	return FMT_OK;
 }
 
-static fmt_kind open_hostile_table(const char *name, const uint8_t *p, size_t n,
-				   const fmt_table_driver *forced, fmt_err *e)
+static fmt_kind open_hostile_table(const char *name, const uint8_t *p, size_t n, const void *forced,
+				   fmt_err *e)
 {
 	fmt_table t;
 	fmt_sb text = { 0 };
@@ -482,50 +464,30 @@ static fmt_kind open_hostile_table(const char *name, const uint8_t *p, size_t n,
 	return k;
 }
 
-static void table_hostile(const fmt_table_driver *d, const char *path, const uint8_t *bytes, size_t n)
+static fmt_kind write_table(const fmt_table_driver *d, fmt_table *t, const char *path, fmt_err *e)
 {
-	uint8_t *copy = malloc(n ? n : 1);
-	fmt_err e;
-	CHECK(copy != NULL);
-	for (size_t cut = 0; copy && cut < n; cut++) {
-		if (open_hostile_table(path, bytes, cut, d, &e) == FMT_INTERNAL ||
-		    open_hostile_table(path, bytes, cut, NULL, &e) == FMT_INTERNAL) {
-			conform_fail(d->name, "truncated to %zu bytes: internal error: %s", cut, e.msg);
-			break;
-		}
-	}
-	static const uint8_t flips[] = { 0x01, 0x80 };
-	for (size_t at = 0; copy && at < n; at++) {
-		for (size_t f = 0; f < sizeof flips; f++) {
-			memcpy(copy, bytes, n);
-			copy[at] ^= flips[f];
-			if (open_hostile_table(path, copy, n, d, &e) == FMT_INTERNAL ||
-			    open_hostile_table(path, copy, n, NULL, &e) == FMT_INTERNAL) {
-				conform_fail(d->name, "byte %zu XOR 0x%02x: internal error: %s", at, flips[f], e.msg);
-				at = n;
-				break;
-			}
-		}
-	}
-	free(copy);
+	fmt_sink k;
+	fmt_write_opts o = { .sink_flags = FMT_SINK_FORCE, .threads = 1 };
+	fmt_kind r = fmt_sink_open(&k, path, FMT_SINK_FORCE, e);
+	if (r != FMT_OK)
+		return r;
+	r = d->write(t, &k, &o, e);
+	if (r == FMT_OK)
+		return fmt_sink_commit(&k, e);
+	fmt_sink_abort(&k);
+	return r;
 }
 
 static void table_round_trip(const fmt_table_driver *d, const char *path, const char *want)
 {
-	char dir_buf[64], *dir = make_tmp_dir(dir_buf), out[256];
+	char dir_buf[64], *dir = unit_scratch_dir(dir_buf), out[256];
 	fmt_table t, back;
-	fmt_sink k;
 	fmt_err e;
 	CHECK(dir != NULL);
 	snprintf(out, sizeof out, "%s/back%s", dir, d->extension ? d->extension : "");
-	fmt_write_opts o = { .sink_flags = FMT_SINK_FORCE, .threads = 1 };
 	fmt_kind r = fmt_table_open(&t, path, d, &e);
 	if (r == FMT_OK) {
-		r = fmt_sink_open(&k, out, FMT_SINK_FORCE, &e);
-		if (r == FMT_OK) {
-			r = d->write(&t, &k, &o, &e);
-			r = r == FMT_OK ? fmt_sink_commit(&k, &e) : (fmt_sink_abort(&k), r);
-		}
+		r = write_table(d, &t, out, &e);
 		fmt_table_free(&t);
 	}
 	if (r != FMT_OK) {
@@ -541,7 +503,7 @@ static void table_round_trip(const fmt_table_driver *d, const char *path, const 
 		fmt_sb_free(&text);
 		fmt_table_free(&back);
 	}
-	remove_dir(dir);
+	unit_rm_dir(dir);
 }
 
 void conform_table_driver(const fmt_table_driver *d, const char *path)
@@ -570,7 +532,7 @@ void conform_table_driver(const fmt_table_driver *d, const char *path)
 	if (d->write && text.p)
 		table_round_trip(d, path, text.p);
 	fmt_sb_free(&text);
-	table_hostile(d, path, bytes, n);
+	hostile_variants(d->name, d, open_hostile_table, path, bytes, n);
 	free(bytes);
 }
 
@@ -625,39 +587,30 @@ static int table_sample(const fmt_table_driver *d, const char *dir, char *path, 
 	if (!d->write || !dir)
 		return 0;
 	fmt_table t;
-	fmt_sink k;
 	fmt_err e;
 	int given;
-	fmt_write_opts o = { .sink_flags = FMT_SINK_FORCE, .threads = 1 };
 	mem_table(&t, &given);
-	snprintf(path, size, "%s/sample%s", dir, d->extension ? d->extension : "");
-	fmt_kind r = fmt_sink_open(&k, path, FMT_SINK_FORCE, &e);
-	if (r == FMT_OK) {
-		r = d->write(&t, &k, &o, &e);
-		r = r == FMT_OK ? fmt_sink_commit(&k, &e) : (fmt_sink_abort(&k), r);
-	}
+	sample_path(dir, d->extension, path, size);
+	fmt_kind r = write_table(d, &t, path, &e);
 	t.format_state = NULL;
 	fmt_table_free(&t);
-	if (r != FMT_OK)
-		conform_fail(d->name, "cannot write its sample: %s", e.msg);
-	return r == FMT_OK;
+	return sample_written(d->name, r, &e);
 }
 
 TEST(conformance_every_table_driver)
 {
-	char dir_buf[64], *dir = make_tmp_dir(dir_buf);
+	char dir_buf[64], *dir = unit_scratch_dir(dir_buf);
 	CHECK(dir != NULL);
 	for (const fmt_table_driver *const *d = fmt_table_drivers(); *d; d++) {
 		char path[600];
 		if (!table_sample(*d, dir, path, sizeof path)) {
-			conform_fail((*d)->name, "no sample: add " SAMPLES_DIR "/%s/ with a file ending in %s",
-				     (*d)->name, (*d)->extension ? (*d)->extension : "its extension");
+			no_sample((*d)->name, (*d)->extension);
 			continue;
 		}
 		conform_table_driver(*d, path);
 	}
 	if (dir)
-		remove_dir(dir);
+		unit_rm_dir(dir);
 }
 
 /* The memory table written by the in-test ttab driver reads back value for value: the sample

@@ -8,27 +8,8 @@
 #include "fmt/half.h"
 #include "fmt/qtensor.h"
 #include "fmt/quant.h"
+#include "helpers.h"
 #include "unit.h"
-
-static void qt_add_mem(fmt_model *m, const char *name, fmt_dtype dt, int nd, const uint64_t *shape,
-		       const void *data, uint64_t nbytes)
-{
-	fmt_tensor t;
-	fmt_err e;
-	memset(&t, 0, sizeof t);
-	t.name = (char *)name;
-	t.dtype = dt;
-	t.ndim = nd;
-	t.nelems = 1;
-	for (int d = 0; d < nd; d++) {
-		t.shape[d] = shape[d];
-		t.nelems *= shape[d];
-	}
-	t.nbytes = nbytes;
-	t.source = -1;
-	t.data = data;
-	CHECK(fmt_model_add_tensor(m, &t, NULL, &e) == FMT_OK);
-}
 
 static uint8_t *qt_read_all(const fmt_model *m, const fmt_tensor *t, fmt_kind *k)
 {
@@ -112,7 +93,7 @@ TEST(qtensor_int8_worked_example)
 	fmt_err e;
 	fmt_model_init(&in);
 	fmt_model_init(&out);
-	qt_add_mem(&in, "layers.0.q", FMT_DT_F32, 2, s22, x, 16);
+	unit_add_tensor(&in, "layers.0.q", FMT_DT_F32, 2, s22, x, 16);
 	fmt_qtensor q;
 	CHECK(fmt_qtensor_plan(&in.tensors[0], FMT_Q_INT8, &q, &e) == FMT_OK);
 	CHECK(q.axis == 0 && q.scale_shape[0] == 2 && q.scale_shape[1] == 1);
@@ -161,7 +142,7 @@ static void round_trip(fmt_qformat f, int nd, const uint64_t *shape, double rel_
 	fmt_model_init(&a);
 	fmt_model_init(&b);
 	fmt_model_init(&dq);
-	qt_add_mem(&in, "t", FMT_DT_F32, nd, shape, x, n * 4);
+	unit_add_tensor(&in, "t", FMT_DT_F32, nd, shape, x, n * 4);
 	fmt_qtensor q;
 	fmt_pool *pool = NULL;
 	CHECK(fmt_pool_create(&pool, 4, &e) == FMT_OK);
@@ -231,7 +212,7 @@ TEST(qtensor_int4_row_packing)
 	fmt_err e;
 	fmt_model_init(&in);
 	fmt_model_init(&out);
-	qt_add_mem(&in, "p", FMT_DT_F32, 2, s23, x, 24);
+	unit_add_tensor(&in, "p", FMT_DT_F32, 2, s23, x, 24);
 	fmt_qtensor q;
 	CHECK(fmt_qtensor_plan(&in.tensors[0], FMT_Q_INT4, &q, &e) == FMT_OK);
 	CHECK(q.scale_shape[0] == 2 && q.scale_shape[1] == 1 && q.axis == -1);
@@ -257,7 +238,7 @@ TEST(qtensor_fp6_packing)
 	fmt_err e;
 	fmt_model_init(&in);
 	fmt_model_init(&out);
-	qt_add_mem(&in, "p", FMT_DT_F32, 1, s4, x, 16);
+	unit_add_tensor(&in, "p", FMT_DT_F32, 1, s4, x, 16);
 	fmt_qtensor q;
 	CHECK(fmt_qtensor_plan(&in.tensors[0], FMT_Q_FP6, &q, &e) == FMT_OK);
 	CHECK(fmt_model_add_quantized(&out, &in, &in.tensors[0], &q, NULL, &e) == FMT_OK);
@@ -273,7 +254,7 @@ TEST(qtensor_fp6_packing)
 	/* fp6 needs a multiple of 4 elements, fp4 an even count. */
 	static const uint64_t s3[1] = { 3 };
 	fmt_model_init(&in);
-	qt_add_mem(&in, "odd", FMT_DT_F32, 1, s3, x, 12);
+	unit_add_tensor(&in, "odd", FMT_DT_F32, 1, s3, x, 12);
 	CHECK(fmt_qtensor_plan(&in.tensors[0], FMT_Q_FP6, &q, &e) == FMT_USAGE && strstr(e.msg, "'odd'"));
 	CHECK(fmt_qtensor_plan(&in.tensors[0], FMT_Q_FP4, &q, &e) == FMT_USAGE);
 	CHECK(fmt_qtensor_plan(&in.tensors[0], FMT_Q_INT4, &q, &e) == FMT_OK);
@@ -291,7 +272,7 @@ TEST(qtensor_nan_refused)
 	fmt_err e;
 	fmt_model_init(&in);
 	fmt_model_init(&out);
-	qt_add_mem(&in, "w", FMT_DT_F32, 1, s, x, 256);
+	unit_add_tensor(&in, "w", FMT_DT_F32, 1, s, x, 256);
 	fmt_qtensor q;
 	CHECK(fmt_qtensor_plan(&in.tensors[0], FMT_Q_INT8, &q, &e) == FMT_OK);
 	CHECK(fmt_model_add_quantized(&out, &in, &in.tensors[0], &q, NULL, &e) == FMT_OK);
@@ -344,19 +325,6 @@ TEST(qtensor_check_rules)
 
 /* ---- GGUF ---- */
 
-static uint8_t *golden(const char *name, size_t *len)
-{
-	char path[256];
-	snprintf(path, sizeof path, "tests/data/golden/%s", name);
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	uint8_t *buf = malloc(1 << 16);
-	*len = buf ? fread(buf, 1, 1 << 16, f) : 0;
-	fclose(f);
-	return buf;
-}
-
 /* ggml bytes -> int8/int4 codes and scales -> ggml bytes, identical; the decoded values equal
  * ggml's dequantization. shape [rows, len / rows / block bytes * 32]. */
 static void ggml_round_trip(fmt_dtype type, const uint8_t *src, size_t len, uint64_t rows)
@@ -369,7 +337,7 @@ static void ggml_round_trip(fmt_dtype type, const uint8_t *src, size_t len, uint
 	fmt_model_init(&mid);
 	fmt_model_init(&back);
 	fmt_model_init(&dq);
-	qt_add_mem(&in, "blk.0.w", type, 2, shape, src, len);
+	unit_add_tensor(&in, "blk.0.w", type, 2, shape, src, len);
 	CHECK(fmt_model_add_from_ggml(&mid, &in, &in.tensors[0], NULL, &e) == FMT_OK);
 	CHECK_EQ_U64(mid.n_tensors, 2);
 	CHECK_EQ_U64(mid.n_qtensors, 1);
@@ -399,8 +367,8 @@ static void ggml_round_trip(fmt_dtype type, const uint8_t *src, size_t len, uint
 TEST(qtensor_ggml_lossless_golden)
 {
 	size_t n_in = 0, n8 = 0, n4 = 0;
-	uint8_t *in = golden("quant_input.f32", &n_in);
-	uint8_t *g8 = golden("quant_input.q8_0", &n8), *g4 = golden("quant_input.q4_0", &n4);
+	uint8_t *in = unit_read_golden("quant_input.f32", &n_in);
+	uint8_t *g8 = unit_read_golden("quant_input.q8_0", &n8), *g4 = unit_read_golden("quant_input.q4_0", &n4);
 	CHECK(in && g8 && g4 && n_in == 8192 && n8 == 2176 && n4 == 1152);
 	if (in && g8 && g4 && n_in == 8192 && n8 == 2176 && n4 == 1152) {
 		float x[2048];
@@ -418,7 +386,7 @@ TEST(qtensor_ggml_lossless_golden)
 		static const uint64_t shape[2] = { 4, 512 };
 		fmt_model_init(&in_m);
 		fmt_model_init(&mid);
-		qt_add_mem(&in_m, "blk.0.w", FMT_DT_Q4_0, 2, shape, q4, sizeof q4);
+		unit_add_tensor(&in_m, "blk.0.w", FMT_DT_Q4_0, 2, shape, q4, sizeof q4);
 		CHECK(fmt_model_add_from_ggml(&mid, &in_m, &in_m.tensors[0], NULL, &e) == FMT_OK);
 		uint8_t sc[64 * 4];
 		CHECK(fmt_tensor_read(&mid, &mid.tensors[1], 0, sc, sizeof sc, &e) == FMT_INVALID_FORMAT);
@@ -451,8 +419,8 @@ TEST(qtensor_to_ggml_needs_fp16_scales)
 	fmt_err e;
 	fmt_model_init(&in);
 	fmt_model_init(&out);
-	qt_add_mem(&in, "w", FMT_DT_I8, 1, cs, codes, 64);
-	qt_add_mem(&in, "w__qscale", FMT_DT_F32, 1, ss, scales, 8);
+	unit_add_tensor(&in, "w", FMT_DT_I8, 1, cs, codes, 64);
+	unit_add_tensor(&in, "w__qscale", FMT_DT_F32, 1, ss, scales, 8);
 	fmt_qtensor q;
 	memset(&q, 0, sizeof q);
 	q.name = (char *)"w";

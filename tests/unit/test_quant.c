@@ -6,6 +6,7 @@
 #include <string.h>
 #include "fmt/half.h"
 #include "fmt/quant.h"
+#include "helpers.h"
 #include "unit.h"
 
 static uint64_t lcg_state;
@@ -187,25 +188,12 @@ TEST(quant_rejects_non_finite)
 
 /* ---- golden files ---- */
 
-static uint8_t *read_golden(const char *name, size_t *len)
-{
-	char path[256];
-	snprintf(path, sizeof path, "tests/data/golden/%s", name);
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	uint8_t *buf = malloc(1 << 16);
-	*len = buf ? fread(buf, 1, 1 << 16, f) : 0;
-	fclose(f);
-	return buf;
-}
-
 TEST(quant_golden_python)
 {
 	size_t n_in = 0, n8 = 0, n4 = 0;
-	uint8_t *in = read_golden("quant_input.f32", &n_in);
-	uint8_t *g8 = read_golden("quant_input.q8_0", &n8);
-	uint8_t *g4 = read_golden("quant_input.q4_0", &n4);
+	uint8_t *in = unit_read_golden("quant_input.f32", &n_in);
+	uint8_t *g8 = unit_read_golden("quant_input.q8_0", &n8);
+	uint8_t *g4 = unit_read_golden("quant_input.q4_0", &n4);
 	CHECK(in && g8 && g4);
 	CHECK_EQ_U64(n_in, 64 * 32 * 4);
 	CHECK_EQ_U64(n8, 64 * 34);
@@ -237,8 +225,10 @@ TEST(quant_golden_python)
 
 /* ---- decoding the other block types ---- */
 
-static void random_bytes(uint8_t *p, size_t n)
+/* n bytes from the generator seeded with seed. */
+static void random_bytes(uint8_t *p, size_t n, uint64_t seed)
 {
+	lcg_state = seed;
 	for (size_t i = 0; i < n; i++)
 		p[i] = (uint8_t)lcg_next();
 }
@@ -250,37 +240,70 @@ static void put_half(uint8_t *p, float f)
 	p[1] = (uint8_t)(h >> 8);
 }
 
+/* Element i of blocks b as the layout says, re-derived element by element. */
+typedef double (*element_fn)(const uint8_t *b, int i);
+
+/* Decode n elements (256 at most) of type t from b; each must equal want(b, i) exactly. A
+ * failure names the first element that differs. */
+static void check_decoding(fmt_dtype t, const uint8_t *b, int n, element_fn want, int line)
+{
+	float y[256];
+	fmt_err e;
+	char msg[256];
+	if (n > 256 || fmt_dequant_f32(t, b, (uint64_t)n, y, &e) != FMT_OK) {
+		snprintf(msg, sizeof msg, "fmt_dequant_f32(%s, %d elements) == FMT_OK", fmt_dtype_name(t), n);
+		unit_fail(__FILE__, line, msg);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		if ((double)y[i] != want(b, i)) {
+			snprintf(msg, sizeof msg, "%s element %d: %.9g, expected %.9g", fmt_dtype_name(t), i,
+				 (double)y[i], want(b, i));
+			unit_fail(__FILE__, line, msg);
+			return;
+		}
+	}
+}
+#define CHECK_DECODING(t, b, n, want) check_decoding((t), (b), (n), (want), __LINE__)
+
+/* Nibble i of 16 bytes at qs: the low nibbles are elements 0-15, the high ones 16-31. */
+static int nibble(const uint8_t *qs, int i)
+{
+	return i < 16 ? qs[i] & 15 : qs[i - 16] >> 4;
+}
+
+static uint32_t u32_at(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* The legacy blocks below share d = 0.25 at byte 0 and (Q4_1, Q5_1) m = -1.5 at byte 2. */
+static double q4_1_element(const uint8_t *b, int i)
+{
+	return (float)nibble(b + 4, i) * 0.25f + -1.5f;
+}
+
+static double q5_0_element(const uint8_t *b, int i)
+{
+	int q = nibble(b + 6, i) | (int)((u32_at(b + 2) >> i) & 1) << 4;
+	return (float)(q - 16) * 0.25f;
+}
+
+static double q5_1_element(const uint8_t *b, int i)
+{
+	int q = nibble(b + 8, i) | (int)((u32_at(b + 4) >> i) & 1) << 4;
+	return (float)q * 0.25f + -1.5f;
+}
+
 TEST(quant_decode_legacy_blocks)
 {
 	uint8_t b[24];
-	float y[32];
-	fmt_err e;
-	lcg_state = 99;
-	random_bytes(b, sizeof b);
+	random_bytes(b, sizeof b, 99);
 	put_half(b, 0.25f);
 	put_half(b + 2, -1.5f);
-	/* Q4_1: d, m, qs */
-	CHECK(fmt_dequant_f32(FMT_DT_Q4_1, b, 32, y, &e) == FMT_OK);
-	for (int i = 0; i < 32; i++) {
-		int q = i < 16 ? (b[4 + i] & 15) : (b[4 + i - 16] >> 4);
-		CHECK(y[i] == (float)q * 0.25f + -1.5f);
-	}
-	/* Q5_0: d, qh (u32), qs */
-	CHECK(fmt_dequant_f32(FMT_DT_Q5_0, b, 32, y, &e) == FMT_OK);
-	uint32_t qh = (uint32_t)b[2] | (uint32_t)b[3] << 8 | (uint32_t)b[4] << 16 | (uint32_t)b[5] << 24;
-	for (int i = 0; i < 32; i++) {
-		int q = i < 16 ? (b[6 + i] & 15) : (b[6 + i - 16] >> 4);
-		q |= (int)((qh >> i) & 1) << 4;
-		CHECK(y[i] == (float)(q - 16) * 0.25f);
-	}
-	/* Q5_1: d, m, qh, qs */
-	CHECK(fmt_dequant_f32(FMT_DT_Q5_1, b, 32, y, &e) == FMT_OK);
-	qh = (uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 | (uint32_t)b[7] << 24;
-	for (int i = 0; i < 32; i++) {
-		int q = i < 16 ? (b[8 + i] & 15) : (b[8 + i - 16] >> 4);
-		q |= (int)((qh >> i) & 1) << 4;
-		CHECK(y[i] == (float)q * 0.25f + -1.5f);
-	}
+	CHECK_DECODING(FMT_DT_Q4_1, b, 32, q4_1_element); /* d, m, qs */
+	CHECK_DECODING(FMT_DT_Q5_0, b, 32, q5_0_element); /* d, qh (u32), qs */
+	CHECK_DECODING(FMT_DT_Q5_1, b, 32, q5_1_element); /* d, m, qh, qs */
 }
 
 /* 6-bit scale and min of sub-block j from the 12 packed bytes, written out bit by bit. */
@@ -295,62 +318,62 @@ static void k4_scale(const uint8_t *s, int j, int *sc, int *mn)
 	}
 }
 
+/* Q4_K and Q5_K below: d = 0.125, dmin = 0.0625. */
+static double q4_k_element(const uint8_t *b, int i)
+{
+	int g = i / 32, l = i % 32, sc, mn;
+	uint8_t byte = b[16 + (g / 2) * 32 + l];
+	int q = g % 2 ? byte >> 4 : byte & 15;
+	k4_scale(b + 4, g, &sc, &mn);
+	return (0.125f * (float)sc) * (float)q - 0.0625f * (float)mn;
+}
+
+static double q5_k_element(const uint8_t *b, int i)
+{
+	int g = i / 32, l = i % 32, sc, mn;
+	uint8_t byte = b[48 + (g / 2) * 32 + l];
+	int q = (g % 2 ? byte >> 4 : byte & 15) + 16 * ((b[16 + l] >> g) & 1);
+	k4_scale(b + 4, g, &sc, &mn);
+	return (0.125f * (float)sc) * (float)q - 0.0625f * (float)mn;
+}
+
 TEST(quant_decode_q4_k_q5_k)
 {
 	uint8_t b[176];
-	float y[256];
-	fmt_err e;
-	lcg_state = 7;
-	random_bytes(b, sizeof b);
+	random_bytes(b, sizeof b, 7);
 	put_half(b, 0.125f);
 	put_half(b + 2, 0.0625f);
-	CHECK(fmt_dequant_f32(FMT_DT_Q4_K, b, 256, y, &e) == FMT_OK);
-	int bad = 0;
-	for (int i = 0; i < 256; i++) {
-		int g = i / 32, l = i % 32, sc, mn;
-		uint8_t byte = b[16 + (g / 2) * 32 + l];
-		int q = g % 2 ? byte >> 4 : byte & 15;
-		k4_scale(b + 4, g, &sc, &mn);
-		float want = (0.125f * (float)sc) * (float)q - 0.0625f * (float)mn;
-		bad |= y[i] != want;
-	}
-	CHECK(!bad);
-	CHECK(fmt_dequant_f32(FMT_DT_Q5_K, b, 256, y, &e) == FMT_OK);
-	for (int i = 0; i < 256; i++) {
-		int g = i / 32, l = i % 32, sc, mn;
-		uint8_t byte = b[48 + (g / 2) * 32 + l];
-		int q = (g % 2 ? byte >> 4 : byte & 15) + 16 * ((b[16 + l] >> g) & 1);
-		k4_scale(b + 4, g, &sc, &mn);
-		float want = (0.125f * (float)sc) * (float)q - 0.0625f * (float)mn;
-		bad |= y[i] != want;
-	}
-	CHECK(!bad);
+	CHECK_DECODING(FMT_DT_Q4_K, b, 256, q4_k_element);
+	CHECK_DECODING(FMT_DT_Q5_K, b, 256, q5_k_element);
+}
+
+/* Q6_K below: d = -0.5. */
+static double q6_k_element(const uint8_t *b, int i)
+{
+	int half = i / 128, r = i % 128, quarter = r / 32, l = r % 32;
+	uint8_t lo = b[half * 64 + l + (quarter % 2) * 32];
+	int q = (quarter >= 2 ? lo >> 4 : lo & 15) + 16 * ((b[128 + half * 32 + l] >> (2 * quarter)) & 3) - 32;
+	int sc = (int8_t)b[192 + half * 8 + quarter * 2 + l / 16];
+	return (-0.5f * (float)sc) * (float)q;
+}
+
+/* Q8_K: a float32 d, then the int8 codes. */
+static double q8_k_element(const uint8_t *b, int i)
+{
+	float d;
+	memcpy(&d, b, 4);
+	return d * (float)(int8_t)b[4 + i];
 }
 
 TEST(quant_decode_q6_k_q8_k)
 {
 	uint8_t b[292];
-	float y[256];
-	fmt_err e;
-	lcg_state = 8;
-	random_bytes(b, sizeof b);
+	random_bytes(b, sizeof b, 8);
 	put_half(b + 208, -0.5f);
-	CHECK(fmt_dequant_f32(FMT_DT_Q6_K, b, 256, y, &e) == FMT_OK);
-	int bad = 0;
-	for (int i = 0; i < 256; i++) {
-		int half = i / 128, r = i % 128, quarter = r / 32, l = r % 32;
-		uint8_t lo = b[half * 64 + l + (quarter % 2) * 32];
-		int q = (quarter >= 2 ? lo >> 4 : lo & 15) + 16 * ((b[128 + half * 32 + l] >> (2 * quarter)) & 3) - 32;
-		int sc = (int8_t)b[192 + half * 8 + quarter * 2 + l / 16];
-		bad |= y[i] != (-0.5f * (float)sc) * (float)q;
-	}
-	CHECK(!bad);
+	CHECK_DECODING(FMT_DT_Q6_K, b, 256, q6_k_element);
 	const float d = 0.375f;
 	memcpy(b, &d, 4);
-	CHECK(fmt_dequant_f32(FMT_DT_Q8_K, b, 256, y, &e) == FMT_OK);
-	for (int i = 0; i < 256; i++)
-		bad |= y[i] != d * (float)(int8_t)b[4 + i];
-	CHECK(!bad);
+	CHECK_DECODING(FMT_DT_Q8_K, b, 256, q8_k_element);
 }
 
 /* Element i of a Q2_K/Q3_K super-block: which 128-element half, which of its four 32-element
@@ -363,26 +386,25 @@ static void k_low_bits_position(int i, int *half, int *quarter, int *group, int 
 	*byte = *half * 32 + i % 32;
 }
 
+/* Q2_K below: d = 0.0625, dmin = -0.03125. */
+static double q2_k_element(const uint8_t *b, int i)
+{
+	int half, quarter, group, byte;
+	k_low_bits_position(i, &half, &quarter, &group, &byte);
+	int q = (b[16 + byte] >> (2 * quarter)) % 4;
+	int sc = b[group] % 16, mn = b[group] / 16;
+	return (0.0625f * (float)sc) * (float)q - (-0.03125f * (float)mn);
+}
+
 TEST(quant_decode_q2_k)
 {
 	uint8_t b[84];
 	float y[256];
 	fmt_err e;
-	int bad = 0;
-	lcg_state = 21;
-	random_bytes(b, sizeof b);
+	random_bytes(b, sizeof b, 21);
 	put_half(b + 80, 0.0625f);
 	put_half(b + 82, -0.03125f);
-	CHECK(fmt_dequant_f32(FMT_DT_Q2_K, b, 256, y, &e) == FMT_OK);
-	for (int i = 0; i < 256; i++) {
-		int half, quarter, group, byte;
-		k_low_bits_position(i, &half, &quarter, &group, &byte);
-		int q = (b[16 + byte] >> (2 * quarter)) % 4;
-		int sc = b[group] % 16, mn = b[group] / 16;
-		float want = (0.0625f * (float)sc) * (float)q - (-0.03125f * (float)mn);
-		bad |= y[i] != want;
-	}
-	CHECK(!bad);
+	CHECK_DECODING(FMT_DT_Q2_K, b, 256, q2_k_element);
 	/* one hand-made value: element 37 (half 0, quarter 1, group 2, byte 5) */
 	memset(b, 0, sizeof b);
 	put_half(b + 80, 0.5f);
@@ -394,29 +416,29 @@ TEST(quant_decode_q2_k)
 	CHECK(y[36] == -0.75f && y[5] == 0.0f);
 }
 
+/* Q3_K below: d = -0.125. */
+static double q3_k_element(const uint8_t *b, int i)
+{
+	int half, quarter, group, byte;
+	k_low_bits_position(i, &half, &quarter, &group, &byte);
+	int low = (b[32 + byte] >> (2 * quarter)) % 4;
+	int hbit = (b[i % 32] >> (half * 4 + quarter)) % 2;
+	int q = low - (hbit ? 0 : 4);
+	/* 6-bit scale: 4 low bits from the nibbles of bytes 96..103, 2 high bits from 104..107 */
+	int lo4 = group < 8 ? b[96 + group] % 16 : b[96 + group - 8] / 16;
+	int hi2 = (b[104 + group % 4] >> (2 * (group / 4))) % 4;
+	int sc = lo4 + 16 * hi2 - 32;
+	return (-0.125f * (float)sc) * (float)q;
+}
+
 TEST(quant_decode_q3_k)
 {
 	uint8_t b[110];
 	float y[256];
 	fmt_err e;
-	int bad = 0;
-	lcg_state = 22;
-	random_bytes(b, sizeof b);
+	random_bytes(b, sizeof b, 22);
 	put_half(b + 108, -0.125f);
-	CHECK(fmt_dequant_f32(FMT_DT_Q3_K, b, 256, y, &e) == FMT_OK);
-	for (int i = 0; i < 256; i++) {
-		int half, quarter, group, byte;
-		k_low_bits_position(i, &half, &quarter, &group, &byte);
-		int low = (b[32 + byte] >> (2 * quarter)) % 4;
-		int hbit = (b[i % 32] >> (half * 4 + quarter)) % 2;
-		int q = low - (hbit ? 0 : 4);
-		/* 6-bit scale: 4 low bits from the nibbles of bytes 96..103, 2 high bits from 104..107 */
-		int lo4 = group < 8 ? b[96 + group] % 16 : b[96 + group - 8] / 16;
-		int hi2 = (b[104 + group % 4] >> (2 * (group / 4))) % 4;
-		int sc = lo4 + 16 * hi2 - 32;
-		bad |= y[i] != (-0.125f * (float)sc) * (float)q;
-	}
-	CHECK(!bad);
+	CHECK_DECODING(FMT_DT_Q3_K, b, 256, q3_k_element);
 	/* hand-made: all high bits clear -> every element is (low - 4) * scale */
 	memset(b, 0, sizeof b);
 	put_half(b + 108, 1.0f);
@@ -440,31 +462,31 @@ static int tq1_digit(uint8_t byte, int n)
 	return (int)((v * 3) / 256);
 }
 
+/* TQ1_0 below: d = 0.75. */
+static double tq1_0_element(const uint8_t *b, int i)
+{
+	int byte, n;
+	if (i < 160) {
+		byte = i % 32;
+		n = i / 32;
+	} else if (i < 240) {
+		byte = 32 + (i - 160) % 16;
+		n = (i - 160) / 16;
+	} else {
+		byte = 48 + (i - 240) % 4;
+		n = (i - 240) / 4;
+	}
+	return (float)(tq1_digit(b[byte], n) - 1) * 0.75f;
+}
+
 TEST(quant_decode_tq1_0)
 {
 	uint8_t b[54];
 	float y[256];
 	fmt_err e;
-	int bad = 0;
-	lcg_state = 23;
-	random_bytes(b, sizeof b);
+	random_bytes(b, sizeof b, 23);
 	put_half(b + 52, 0.75f);
-	CHECK(fmt_dequant_f32(FMT_DT_TQ1_0, b, 256, y, &e) == FMT_OK);
-	for (int i = 0; i < 256; i++) {
-		int byte, n;
-		if (i < 160) {
-			byte = i % 32;
-			n = i / 32;
-		} else if (i < 240) {
-			byte = 32 + (i - 160) % 16;
-			n = (i - 160) / 16;
-		} else {
-			byte = 48 + (i - 240) % 4;
-			n = (i - 240) / 4;
-		}
-		bad |= y[i] != (float)(tq1_digit(b[byte], n) - 1) * 0.75f;
-	}
-	CHECK(!bad);
+	CHECK_DECODING(FMT_DT_TQ1_0, b, 256, tq1_0_element);
 	/* digits 2,0,1,2,1 (most significant first): v = 2*81 + 0*27 + 1*9 + 2*3 + 1 = 178;
 	 * byte = ceil(178 * 256 / 243) = 188 */
 	memset(b, 0, sizeof b);
@@ -475,22 +497,20 @@ TEST(quant_decode_tq1_0)
 	CHECK(y[8] == -1);
 }
 
+/* TQ2_0 below: d = -2. */
+static double tq2_0_element(const uint8_t *b, int i)
+{
+	int byte = (i / 128) * 32 + i % 32, pair = (i % 128) / 32;
+	int q = (b[byte] >> (2 * pair)) % 4;
+	return (float)(q - 1) * -2.0f;
+}
+
 TEST(quant_decode_tq2_0)
 {
 	uint8_t b[66];
-	float y[256];
-	fmt_err e;
-	int bad = 0;
-	lcg_state = 24;
-	random_bytes(b, sizeof b);
+	random_bytes(b, sizeof b, 24);
 	put_half(b + 64, -2.0f);
-	CHECK(fmt_dequant_f32(FMT_DT_TQ2_0, b, 256, y, &e) == FMT_OK);
-	for (int i = 0; i < 256; i++) {
-		int byte = (i / 128) * 32 + i % 32, pair = (i % 128) / 32;
-		int q = (b[byte] >> (2 * pair)) % 4;
-		bad |= y[i] != (float)(q - 1) * -2.0f;
-	}
-	CHECK(!bad);
+	CHECK_DECODING(FMT_DT_TQ2_0, b, 256, tq2_0_element);
 }
 
 /* FP4 E2M1: sign, 2 exponent bits (bias 1), 1 mantissa bit; written from the OCP MX table. */
@@ -500,28 +520,27 @@ static float e2m1(int code)
 	return code & 8 ? -mag[code & 7] : mag[code & 7];
 }
 
+static double mxfp4_element(const uint8_t *b, int i)
+{
+	const uint8_t *blk = b + 17 * (i / 32);
+	int j = i % 32;
+	int code = j < 16 ? blk[1 + j] & 15 : blk[1 + j - 16] >> 4;
+	/* exact in double; 2^127 times 1.5 or more overflows float32 to Inf, as in ggml */
+	return (float)((double)e2m1(code) * ldexp(1.0, blk[0] - 127));
+}
+
 TEST(quant_decode_mxfp4)
 {
 	uint8_t b[17 * 4];
 	float y[128];
 	fmt_err e;
-	int bad = 0;
-	lcg_state = 25;
-	random_bytes(b, sizeof b);
+	random_bytes(b, sizeof b, 25);
 	b[0] = 127;  /* 2^0 */
 	b[17] = 0;   /* 2^-127 (a float32 subnormal scale) */
 	b[34] = 254; /* 2^127 */
 	b[51] = 120; /* 2^-7 */
+	CHECK_DECODING(FMT_DT_MXFP4, b, 128, mxfp4_element);
 	CHECK(fmt_dequant_f32(FMT_DT_MXFP4, b, 128, y, &e) == FMT_OK);
-	for (int i = 0; i < 128; i++) {
-		const uint8_t *blk = b + 17 * (i / 32);
-		int j = i % 32;
-		int code = j < 16 ? blk[1 + j] & 15 : blk[1 + j - 16] >> 4;
-		/* exact in double; 2^127 times 1.5 or more overflows float32 to Inf, as in ggml */
-		double want = (double)e2m1(code) * ldexp(1.0, blk[0] - 127);
-		bad |= y[i] != (float)want;
-	}
-	CHECK(!bad);
 	CHECK(y[0] == e2m1(b[1] & 15));
 	memset(b, 0, 17);
 	b[0] = 254;
@@ -539,48 +558,59 @@ static double ue4m3(uint8_t x)
 	return exp == 0 ? ldexp(man, -9) : ldexp(8 + man, exp - 10);
 }
 
+/* Compared in double: the product of a code and a scale is exact there. */
+static double nvfp4_element(const uint8_t *b, int i)
+{
+	const uint8_t *blk = b + 36 * (i / 64);
+	int sub = (i % 64) / 16, j = i % 16;
+	uint8_t byte = blk[4 + 8 * sub + j % 8];
+	int code = j < 8 ? byte & 15 : byte >> 4;
+	return (double)e2m1(code) * ue4m3(blk[sub]);
+}
+
 TEST(quant_decode_nvfp4)
 {
 	uint8_t b[36 * 2];
 	float y[128];
 	fmt_err e;
-	int bad = 0;
-	lcg_state = 26;
-	random_bytes(b, sizeof b);
+	random_bytes(b, sizeof b, 26);
 	b[0] = 0x38;         /* 1.0 */
 	b[1] = 0x7F;         /* NaN pattern -> 0 */
 	b[2] = 0x05;         /* subnormal 5 * 2^-9 */
 	b[36] = 0x80 | 0x38; /* bit 7 is not a sign: exponent 7 -> 1.0 as well */
+	CHECK_DECODING(FMT_DT_NVFP4, b, 128, nvfp4_element);
 	CHECK(fmt_dequant_f32(FMT_DT_NVFP4, b, 128, y, &e) == FMT_OK);
-	for (int i = 0; i < 128; i++) {
-		const uint8_t *blk = b + 36 * (i / 64);
-		int sub = (i % 64) / 16, j = i % 16;
-		uint8_t byte = blk[4 + 8 * sub + j % 8];
-		int code = j < 8 ? byte & 15 : byte >> 4;
-		bad |= (double)y[i] != (double)e2m1(code) * ue4m3(blk[sub]);
-	}
-	CHECK(!bad);
 	CHECK(y[16] == 0.0f);
+}
+
+/* Q1_0 and Q8_1 below: d = 1.5 (Q8_1's s, at byte 2, is ignored). */
+static double q1_0_element(const uint8_t *b, int i)
+{
+	return (b[2 + i / 8] >> (i % 8)) % 2 ? 1.5f : -1.5f;
+}
+
+static double q8_1_element(const uint8_t *b, int i)
+{
+	return 1.5f * (float)(int8_t)b[4 + i];
 }
 
 TEST(quant_decode_q1_0_q8_1)
 {
 	uint8_t b[36];
-	float y[128];
-	fmt_err e;
-	int bad = 0;
-	lcg_state = 27;
-	random_bytes(b, sizeof b);
+	random_bytes(b, sizeof b, 27);
 	put_half(b, 1.5f);
-	CHECK(fmt_dequant_f32(FMT_DT_Q1_0, b, 128, y, &e) == FMT_OK);
-	for (int i = 0; i < 128; i++)
-		bad |= y[i] != ((b[2 + i / 8] >> (i % 8)) % 2 ? 1.5f : -1.5f);
-	CHECK(!bad);
-	put_half(b + 2, 1000.0f); /* Q8_1's s: ignored */
-	CHECK(fmt_dequant_f32(FMT_DT_Q8_1, b, 32, y, &e) == FMT_OK);
-	for (int i = 0; i < 32; i++)
-		bad |= y[i] != 1.5f * (float)(int8_t)b[4 + i];
-	CHECK(!bad);
+	CHECK_DECODING(FMT_DT_Q1_0, b, 128, q1_0_element);
+	put_half(b + 2, 1000.0f);
+	CHECK_DECODING(FMT_DT_Q8_1, b, 32, q8_1_element);
+}
+
+/* Q2_0 below: two blocks, d = 0.5 and -3. */
+static double q2_0_element(const uint8_t *b, int i)
+{
+	const uint8_t *blk = b + 18 * (i / 64);
+	float d = i < 64 ? 0.5f : -3.0f;
+	int j = i % 64, code = (blk[2 + j / 4] >> (2 * (j % 4))) % 4;
+	return (float)(code - 1) * d;
 }
 
 TEST(quant_decode_q2_0)
@@ -588,19 +618,10 @@ TEST(quant_decode_q2_0)
 	uint8_t b[18 * 2];
 	float y[128];
 	fmt_err e;
-	int bad = 0;
-	lcg_state = 28;
-	random_bytes(b, sizeof b);
+	random_bytes(b, sizeof b, 28);
 	put_half(b, 0.5f);
 	put_half(b + 18, -3.0f);
-	CHECK(fmt_dequant_f32(FMT_DT_Q2_0, b, 128, y, &e) == FMT_OK);
-	for (int i = 0; i < 128; i++) {
-		const uint8_t *blk = b + 18 * (i / 64);
-		float d = i < 64 ? 0.5f : -3.0f;
-		int j = i % 64, code = (blk[2 + j / 4] >> (2 * (j % 4))) % 4;
-		bad |= y[i] != (float)(code - 1) * d;
-	}
-	CHECK(!bad);
+	CHECK_DECODING(FMT_DT_Q2_0, b, 128, q2_0_element);
 	/* codes 00 01 10 11 are -1, 0, +1, +2 times d: byte 0xE4 = 11 10 01 00 */
 	b[2] = 0xE4;
 	CHECK(fmt_dequant_f32(FMT_DT_Q2_0, b, 64, y, &e) == FMT_OK);

@@ -17,12 +17,30 @@ enum { OPT_TO = FMT_OPT_FIRST_TOOL_OPTION, OPT_DTYPE, OPT_ARCH, OPT_SET, OPT_SET
 
 static void dataset_type_words(char *buf, size_t n);
 
+/* Options that exclude each other (fmt_cli_option.group). */
+enum { GROUP_KEY = 1 };
+
+static const fmt_cli_value dtypes[] = {
+	{ "f32", "float32" },
+	{ "f16", "IEEE half precision" },
+	{ "bf16", "bfloat16" },
+	{ "q8_0", "8-bit blocks of 32" },
+	{ "q4_0", "4-bit blocks of 32" },
+	{ "int8", "int8 codes, per-row scales" },
+	{ "int4", "int4 codes, block-32 scales" },
+	{ "fp8", "FP8 E4M3 codes" },
+	{ "fp6", "FP6 E3M2 codes" },
+	{ "fp4", "FP4 E2M1 codes" },
+	{ "keep", "keep each tensor's dtype" },
+	{ NULL, NULL }
+};
+
 static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("to", OPT_TO, "FORMAT", "the output format (default: from OUTPUT's extension):"),
 	  .complete = FMT_COMPLETE_FORMAT },
 	{ FMT_CLI_OPT("dtype", OPT_DTYPE, "TYPE", "f32, f16, bf16, q8_0, q4_0 (GGUF), int8, int4, fp8, fp6,\n"
 		      "fp4 (.apsim compressed tensors) or keep (default: f16 for\nGGUF, keep otherwise)"),
-	  .complete = FMT_COMPLETE_WORDS, .words = "f32 f16 bf16 q8_0 q4_0 int8 int4 fp8 fp6 fp4 keep" },
+	  .complete = FMT_COMPLETE_WORDS, .values = dtypes },
 	{ FMT_CLI_OPT("apr-layout", OPT_APR_LAYOUT, "LAYOUT", "seed (default: APR\\x02, XXH3 footer, compression) or\n"
 		      "aprender (APR\\0, byte-identical to aprender's writer)"),
 	  .complete = FMT_COMPLETE_WORDS, .words = "seed aprender" },
@@ -32,16 +50,19 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("shard", OPT_SHARD, "SIZE", "write a shard set of at most SIZE of tensor data per shard\n"
 		      "(default: 5GB for safetensors, 4GB for .apsim, none for GGUF)") },
 	{ FMT_CLI_OPT("sign", OPT_SIGN, NULL, "sign the .apsim output (the per-user key unless a secret is given)") },
-	{ FMT_CLI_OPT("hmac-key", FMT_OPT_HMAC_KEY, NULL, "sign with the per-user key (fmt-sign keygen --hmac)") },
+	{ FMT_CLI_OPT("hmac-key", FMT_OPT_HMAC_KEY, NULL, "sign with the per-user key (fmt-sign keygen --hmac)"),
+	  .group = GROUP_KEY },
 	{ FMT_CLI_OPT("secret-file", FMT_OPT_SECRET_FILE, "FILE", "sign with the team secret in FILE"),
-	  .complete = FMT_COMPLETE_FILE },
+	  .complete = FMT_COMPLETE_FILE, .group = GROUP_KEY },
 	{ FMT_CLI_OPT("key-secret-file", FMT_OPT_SECRET_FILE, "FILE", "the same as --secret-file"),
-	  .complete = FMT_COMPLETE_FILE },
+	  .complete = FMT_COMPLETE_FILE, .group = GROUP_KEY },
 	{ FMT_CLI_OPT("secret-env", FMT_OPT_SECRET_ENV, "NAME", "sign with the team secret in environment variable NAME"),
-	  .complete = FMT_COMPLETE_ENV },
-	{ FMT_CLI_OPT("secret-prompt", FMT_OPT_SECRET_PROMPT, NULL, "sign with a team secret typed at a prompt") },
+	  .complete = FMT_COMPLETE_ENV, .group = GROUP_KEY },
+	{ FMT_CLI_OPT("secret-prompt", FMT_OPT_SECRET_PROMPT, NULL, "sign with a team secret typed at a prompt"),
+	  .group = GROUP_KEY },
 	{ FMT_CLI_OPT("no-verify", OPT_NO_VERIFY, NULL, "do not check the input's digest before converting") },
-	{ FMT_CLI_OPT("arch", OPT_ARCH, "NAME", "set general.architecture (GGUF; arch for APR)") },
+	{ FMT_CLI_OPT("arch", OPT_ARCH, "NAME", "set general.architecture (GGUF; arch for APR)"),
+	  .complete = FMT_COMPLETE_WORDS, .words_from = fmt_driver_arch_words },
 	{ FMT_CLI_OPT("set", OPT_SET, "KEY[:TYPE]=VALUE", "add or replace a metadata key; TYPE is one of\n"
 		      "u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool str (default str)"), .flags = FMT_CLI_REPEAT },
 	{ FMT_CLI_OPT("set-from", OPT_SET_FROM, "FILE", "add the keys of a JSON object"),
@@ -181,6 +202,20 @@ static void writer_names(char *buf, size_t n)
 					 names[i]);
 }
 
+/* The output extensions of the writable table drivers: ".ald, .arrow, .feather, ...". */
+static void table_extensions(char *buf, size_t n)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (const fmt_table_driver *const *d = fmt_table_drivers(); *d; d++) {
+		if (!(*d)->write || !(*d)->extension)
+			continue;
+		used += (size_t)snprintf(buf + used, used < n ? n - used : 0, "%s%s", used ? ", " : "", (*d)->extension);
+		for (const char *const *x = (*d)->more_extensions; x && *x; x++)
+			used += (size_t)snprintf(buf + used, used < n ? n - used : 0, ", %s", *x);
+	}
+}
+
 static int push(const char **list, size_t *n, const char *item)
 {
 	if (*n >= MAX_REPEATS)
@@ -305,13 +340,15 @@ int main(int argc, char **argv)
 {
 	static const char *sets[MAX_REPEATS], *includes[MAX_REPEATS], *excludes[MAX_REPEATS];
 	convert_args a = { .o = { .sets = sets, .include = includes, .exclude = excludes,
-				  .dataset = { .compression = FMT_ALD_ZSTD } } };
+				  .dataset = { .compression = -1 } } };
 	convert_opts *o = &a.o;
 	fmt_cli cli;
 	fmt_err e;
 	fmt_err_clear(&e);
 	if (!fmt_cli_parse(&tool, argc, argv, &a, &cli))
 		return cli.exit_code;
+	if (o->dataset.compression < 0) /* not given: zstd, or none for TRUENO_NATIVE's raw arrays */
+		o->dataset.compression = o->dataset.trueno_native ? FMT_ALD_NONE : FMT_ALD_ZSTD;
 	if (a.allow_overflow && a.overflow_given && o->overflow != FMT_OVERFLOW_SATURATE)
 		return fmt_cli_usage_error(&tool, "--allow-overflow means --overflow=saturate; it contradicts --overflow=refuse or widen");
 	if (a.allow_overflow)
@@ -331,9 +368,12 @@ int main(int argc, char **argv)
 			fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
 		return fmt_cli_finish(&tool, &cli, fmt_kind_exit(k));
 	}
-	if (a.dataset_opts)
-		return fmt_cli_usage_error(&tool, "dataset options need a dataset output (.csv, .jsonl, .arrow, "
-					   ".arrows, .ald or --to)");
+	if (a.dataset_opts) {
+		char exts[256], msg[400];
+		table_extensions(exts, sizeof exts);
+		snprintf(msg, sizeof msg, "dataset options need a dataset output (%s or --to)", exts);
+		return fmt_cli_usage_error(&tool, msg);
+	}
 	o->to = a.to_name ? fmt_driver_by_name(a.to_name) : output_driver(output, &o->force_set);
 	if (!o->to || !o->to->write) {
 		char msg[FMT_ERR_MSG_MAX] = "cannot tell the output format from its name; use --to";

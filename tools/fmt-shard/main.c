@@ -1,4 +1,4 @@
-/* fmt-shard: split and merge shard sets (safetensors, .apsim, GGUF); pack and unpack bundles. */
+/* fmt-shard: split and merge shard sets; pack and unpack bundles. */
 #include <stdio.h>
 #include <string.h>
 #include "fmt/out.h"
@@ -8,6 +8,8 @@ enum { OPT_MAX_SIZE = FMT_OPT_FIRST_TOOL_OPTION, OPT_MAX_TENSORS, OPT_NO_TFS, OP
 
 /* Subcommands, in the order of their bits in fmt_cli_option.commands. */
 enum { CMD_SPLIT, CMD_MERGE, CMD_PACK, CMD_UNPACK };
+/* Options that exclude each other (fmt_cli_option.group). */
+enum { GROUP_LIMIT = 1, GROUP_KEY };
 #define ONLY(cmd) (1u << (cmd))
 
 static const fmt_cli_command commands[] = {
@@ -20,14 +22,15 @@ static const fmt_cli_command commands[] = {
 
 static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("max-size", OPT_MAX_SIZE, "SIZE", "split: at most SIZE of tensor data per shard (4GB, 500MB,\n"
-		      "2GiB); defaults: safetensors 5GB, .apsim 4GB"), .commands = ONLY(CMD_SPLIT) },
-	{ FMT_CLI_OPT("max-tensors", OPT_MAX_TENSORS, "N", "split: at most N tensors per shard (GGUF default: 128)"),
-	  .commands = ONLY(CMD_SPLIT) },
-	{ FMT_CLI_OPT("no-tensor-first-split", OPT_NO_TFS, NULL, "split, GGUF: the first shard holds only metadata"),
-	  .commands = ONLY(CMD_SPLIT) },
+		      "2GiB); without --max-size or --max-tensors, by format:\n"),
+	  .commands = ONLY(CMD_SPLIT), .help_more = split_defaults_text, .group = GROUP_LIMIT },
+	{ FMT_CLI_OPT("max-tensors", OPT_MAX_TENSORS, "N", "split: at most N tensors per shard"),
+	  .commands = ONLY(CMD_SPLIT), .group = GROUP_LIMIT },
+	{ FMT_CLI_OPT("no-tensor-first-split", OPT_NO_TFS, NULL, "split: the first shard holds only metadata"),
+	  .commands = ONLY(CMD_SPLIT), .help_more = empty_first_text },
 	{ FMT_CLI_OPT("dry-run", OPT_DRY_RUN, NULL, "split: print the plan (files, tensors, bytes); write nothing"),
 	  .commands = ONLY(CMD_SPLIT) },
-	{ FMT_CLI_OPT("no-verify", OPT_NO_VERIFY, NULL, "split, merge: skip the digest check of an .apsim input"),
+	{ FMT_CLI_OPT("no-verify", OPT_NO_VERIFY, NULL, "split, merge: do not verify the input's digests first"),
 	  .commands = ONLY(CMD_SPLIT) | ONLY(CMD_MERGE) },
 	{ FMT_CLI_OPT("output", 'o', "PATH", "split: PREFIX (default: INPUT without its extension);\n"
 		      "merge, pack: the file to write"),
@@ -35,15 +38,16 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("directory", 'C', "DIR", "unpack: extract into DIR (default: the current directory)"),
 	  .commands = ONLY(CMD_UNPACK), .complete = FMT_COMPLETE_DIR },
 	{ FMT_CLI_OPT("hmac-key", FMT_OPT_HMAC_KEY, NULL, "unpack: verify the set's signature with the per-user key\n"
-		      "(every member must then be covered by it)"), .commands = ONLY(CMD_UNPACK) },
+		      "(every member must then be covered by it)"), .commands = ONLY(CMD_UNPACK),
+	  .group = GROUP_KEY },
 	{ FMT_CLI_OPT("secret-file", FMT_OPT_SECRET_FILE, "FILE", "unpack: ... with the team secret in FILE"),
-	  .commands = ONLY(CMD_UNPACK), .complete = FMT_COMPLETE_FILE },
+	  .commands = ONLY(CMD_UNPACK), .complete = FMT_COMPLETE_FILE, .group = GROUP_KEY },
 	{ FMT_CLI_OPT("key-secret-file", FMT_OPT_SECRET_FILE, "FILE", "the same as --secret-file"),
-	  .commands = ONLY(CMD_UNPACK), .complete = FMT_COMPLETE_FILE },
+	  .commands = ONLY(CMD_UNPACK), .complete = FMT_COMPLETE_FILE, .group = GROUP_KEY },
 	{ FMT_CLI_OPT("secret-env", FMT_OPT_SECRET_ENV, "NAME", "unpack: ... with the team secret in variable NAME"),
-	  .commands = ONLY(CMD_UNPACK), .complete = FMT_COMPLETE_ENV },
+	  .commands = ONLY(CMD_UNPACK), .complete = FMT_COMPLETE_ENV, .group = GROUP_KEY },
 	{ FMT_CLI_OPT("secret-prompt", FMT_OPT_SECRET_PROMPT, NULL, "unpack: ... with a team secret typed at a prompt"),
-	  .commands = ONLY(CMD_UNPACK) },
+	  .commands = ONLY(CMD_UNPACK), .group = GROUP_KEY },
 	{ FMT_CLI_OPT("force", 'f', NULL, "overwrite existing outputs") },
 	{ FMT_CLI_OPT("threads", 'T', "N", "worker threads (default: number of cores)") },
 	{ FMT_CLI_OPT("json", 'j', NULL, "report as one JSON object") },
@@ -82,9 +86,10 @@ static const fmt_cli_tool tool = {
 		    "merge INDEX_OR_FIRST_SHARD -o OUTPUT [OPTIONS]\n"
 		    "pack SET -o BUNDLE.tar[.zst] [OPTIONS]\n"
 		    "unpack BUNDLE [-C DIR] [OPTIONS]",
-	.about = "Split a safetensors, .apsim or GGUF model into a shard set of the same format, merge\n"
-		 "a set back into one file, and pack a set into a tar bundle with a manifest of SHA-256\n"
-		 "digests (zstd-compressed when BUNDLE ends in .zst), or unpack and check one.",
+	.about = "Split a model into a shard set of the same format (the formats with sets are\n"
+		 "listed under --max-size), merge a set back into one file, and pack a set into a tar\n"
+		 "bundle with a manifest of SHA-256 digests (zstd-compressed when BUNDLE ends in .zst),\n"
+		 "or unpack and check one.",
 	.commands = commands,
 	.options = options,
 	.footer = "Exit status: 0 ok, 2 usage (or an existing output), 3 I/O error, 4 invalid format\n"

@@ -33,6 +33,47 @@ static void drivers_with(unsigned cap, char *buf, size_t n)
 	}
 }
 
+/* 5000000000 as "5GB", 2^31 as "2GiB" (sizes as fmt_parse_size reads them). */
+static void size_text(uint64_t v, char *buf, size_t n)
+{
+	static const struct { uint64_t unit; const char *name; } units[] = {
+		{ 1000000000000ull, "TB" }, { 1ull << 40, "TiB" }, { 1000000000ull, "GB" }, { 1ull << 30, "GiB" },
+		{ 1000000ull, "MB" }, { 1ull << 20, "MiB" }, { 1000ull, "KB" }, { 1ull << 10, "KiB" },
+	};
+	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+		if (v >= units[i].unit && v % units[i].unit == 0) {
+			snprintf(buf, n, "%llu%s", (unsigned long long)(v / units[i].unit), units[i].name);
+			return;
+		}
+	}
+	snprintf(buf, n, "%llu", (unsigned long long)v);
+}
+
+void split_defaults_text(char *buf, size_t n)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (const fmt_driver *const *d = fmt_drivers(); *d && used < n; d++) {
+		char limit[32];
+		if (!(*d)->plan_shards || !(*d)->write_sharded)
+			continue;
+		if ((*d)->default_shard_bytes)
+			size_text((*d)->default_shard_bytes, limit, sizeof limit);
+		else if ((*d)->default_shard_tensors)
+			snprintf(limit, sizeof limit, "%llu tensors", (unsigned long long)(*d)->default_shard_tensors);
+		else
+			snprintf(limit, sizeof limit, "no limit");
+		used += (size_t)snprintf(buf + used, n - used, "%s%s %s", used ? ", " : "", (*d)->name, limit);
+	}
+}
+
+void empty_first_text(char *buf, size_t n)
+{
+	char names[128];
+	drivers_with(FMT_SHARD_EMPTY_FIRST, names, sizeof names);
+	snprintf(buf, n, " (%s)", names);
+}
+
 static fmt_kind refuse_option(const fmt_driver *w, const char *option, unsigned cap, fmt_err *e)
 {
 	char names[128];
@@ -52,8 +93,10 @@ fmt_kind split_limits(const fmt_driver *w, const shard_opts *o, fmt_shard_limits
 	l->max_bytes = o->max_size;
 	l->max_tensors = o->max_tensors;
 	l->empty_first = o->no_tensor_first_split;
-	if (!l->max_bytes && !l->max_tensors)
+	if (!l->max_bytes && !l->max_tensors) {
 		l->max_bytes = w->default_shard_bytes;
+		l->max_tensors = w->default_shard_tensors;
+	}
 	return FMT_OK;
 }
 

@@ -31,6 +31,11 @@ fmt_kind set_writer_of(const fmt_model *m, const fmt_driver **w, fmt_err *e);
 /* The limits for o (the driver's default size when none is given); UsageError for a limit the
  * driver does not honour. */
 fmt_kind split_limits(const fmt_driver *w, const shard_opts *o, fmt_shard_limits *l, fmt_err *e);
+/* For --help, from the drivers: "safetensors 5GB, gguf 128 tensors, ..." (each format with
+ * shard sets and the limit split uses when none is given), and " (GGUF)" (the formats that can
+ * keep the first shard for metadata). */
+void split_defaults_text(char *buf, size_t n);
+void empty_first_text(char *buf, size_t n);
 /* PREFIX from the input path: without its format's extension (any registered one, else the
  * last) and any -0000i-of-0000N suffix. */
 char *default_prefix(const char *input);

@@ -92,6 +92,20 @@ static int has_file(const fmt_apsim_index *ix, const char *file)
 	return 0;
 }
 
+static fmt_kind add_tensor_file(void *ctx, const char *tensor, const char *file, fmt_err *e)
+{
+	fmt_apsim_index *ix = ctx;
+	if (!has_file(ix, file))
+		return fmt_fail(e, FMT_SCHEMA, "weight_map puts " NM " in " NM ", which has no shard_sha256 entry", tensor,
+				file);
+	ix->tensors[ix->n_tensors] = strdup(tensor);
+	ix->tensor_files[ix->n_tensors] = strdup(file);
+	ix->n_tensors++;
+	if (!ix->tensors[ix->n_tensors - 1] || !ix->tensor_files[ix->n_tensors - 1])
+		return fmt_fail(e, FMT_IO, "out of memory");
+	return FMT_OK;
+}
+
 static fmt_kind parse_weight_map(json_t *wm, fmt_apsim_index *ix, fmt_err *e)
 {
 	if (!json_is_object(wm))
@@ -101,26 +115,7 @@ static fmt_kind parse_weight_map(json_t *wm, fmt_apsim_index *ix, fmt_err *e)
 	ix->tensor_files = calloc(n ? n : 1, sizeof *ix->tensor_files);
 	if (!ix->tensors || !ix->tensor_files)
 		return fmt_fail(e, FMT_IO, "out of memory");
-	const char *name;
-	json_t *v;
-	json_object_foreach(wm, name, v) {
-		if (!json_is_string(v))
-			return fmt_fail(e, FMT_INVALID_FORMAT, "weight_map value for " NM " is not a string", name);
-		const char *file = json_string_value(v);
-		const char *why = fmt_unsafe_file_name(file, json_string_length(v));
-		if (why)
-			return fmt_fail(e, FMT_INVALID_FORMAT, "weight_map file for " NM " " NM " %s (expected a plain file name)",
-					name, file, why);
-		if (!has_file(ix, file))
-			return fmt_fail(e, FMT_SCHEMA, "weight_map puts " NM " in " NM ", which has no shard_sha256 entry", name,
-					file);
-		ix->tensors[ix->n_tensors] = strdup(name);
-		ix->tensor_files[ix->n_tensors] = strdup(file);
-		ix->n_tensors++;
-		if (!ix->tensors[ix->n_tensors - 1] || !ix->tensor_files[ix->n_tensors - 1])
-			return fmt_fail(e, FMT_IO, "out of memory");
-	}
-	return FMT_OK;
+	return fmt_st_index_each_weight(wm, add_tensor_file, ix, e);
 }
 
 fmt_kind fmt_apsim_index_parse(const char *json, size_t len, fmt_apsim_index *ix, fmt_err *e)

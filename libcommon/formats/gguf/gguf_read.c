@@ -662,6 +662,9 @@ static json_t *gguf_describe(const fmt_model *m)
 	return json_pack("{s:s}", "file_type", name);
 }
 
+/* general.architecture values of llama.cpp's most used converters. */
+static const char *const gguf_archs[] = { "llama", "qwen2", "gemma2", "phi3", "gpt2", "mistral", NULL };
+
 const fmt_driver fmt_driver_gguf = {
 	.name = "gguf",
 	.extension = ".gguf",
@@ -674,6 +677,7 @@ const fmt_driver fmt_driver_gguf = {
 	.choose_dtype = fmt_gguf_choose_dtype,
 	.default_dtype = "f16",
 	.arch_key = "general.architecture",
+	.archs = gguf_archs,
 	/* The first shard of a gguf-split set opens the whole set: one driver for both. */
 	.set_driver = &fmt_driver_gguf,
 	.file_driver = &fmt_driver_gguf,
@@ -681,6 +685,7 @@ const fmt_driver fmt_driver_gguf = {
 	.plan_shards = fmt_gguf_plan_shards,
 	.write_sharded = fmt_gguf_write_sharded,
 	.shard_limits = FMT_GGUF_SHARD_LIMITS,
+	.default_shard_tensors = FMT_GGUF_SPLIT_TENSORS,
 	.derive_meta = fmt_gguf_set_type_keys,
 	.derived_keys = fmt_gguf_derived_keys,
 	.close = gguf_close,

@@ -70,6 +70,35 @@ static fmt_kind parse_total_size(json_t *md, fmt_st_index *ix, fmt_err *e)
 	return FMT_OK;
 }
 
+fmt_kind fmt_st_index_each_weight(json_t *wm, fmt_st_weight_fn add, void *ctx, fmt_err *e)
+{
+	const char *name;
+	json_t *v;
+	json_object_foreach(wm, name, v) {
+		if (!json_is_string(v))
+			return fmt_fail(e, FMT_INVALID_FORMAT, "weight_map value for " NM " is not a string", name);
+		const char *file = json_string_value(v);
+		const char *why = fmt_unsafe_file_name(file, json_string_length(v));
+		if (why)
+			return fmt_fail(e, FMT_INVALID_FORMAT,
+					"weight_map file for " NM " " NM " %s (expected a plain file name)", name, file, why);
+		fmt_kind k = add(ctx, name, file, e);
+		if (k != FMT_OK)
+			return k;
+	}
+	return FMT_OK;
+}
+
+static fmt_kind add_entry(void *ctx, const char *tensor, const char *file, fmt_err *e)
+{
+	fmt_st_index *ix = ctx;
+	fmt_st_index_entry *en = &ix->entries[ix->n_entries];
+	en->tensor = strdup(tensor);
+	en->file = strdup(file);
+	ix->n_entries++;
+	return en->tensor && en->file ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+}
+
 static fmt_kind parse_weight_map(json_t *wm, fmt_st_index *ix, fmt_err *e)
 {
 	if (!wm)
@@ -80,25 +109,7 @@ static fmt_kind parse_weight_map(json_t *wm, fmt_st_index *ix, fmt_err *e)
 	ix->entries = calloc(n ? n : 1, sizeof *ix->entries);
 	if (!ix->entries)
 		return fmt_fail(e, FMT_IO, "out of memory for %zu index entries", n);
-	const char *name;
-	json_t *v;
-	json_object_foreach(wm, name, v) {
-		if (!json_is_string(v))
-			return fmt_fail(e, FMT_INVALID_FORMAT, "weight_map value for " NM " is not a string", name);
-		const char *file = json_string_value(v);
-		const char *why = fmt_unsafe_file_name(file, json_string_length(v));
-		if (why)
-			return fmt_fail(e, FMT_INVALID_FORMAT,
-					"weight_map file for " NM " " NM " %s (expected a plain file name)",
-					name, file, why);
-		fmt_st_index_entry *en = &ix->entries[ix->n_entries];
-		en->tensor = strdup(name);
-		en->file = strdup(file);
-		ix->n_entries++;
-		if (!en->tensor || !en->file)
-			return fmt_fail(e, FMT_IO, "out of memory");
-	}
-	return FMT_OK;
+	return fmt_st_index_each_weight(wm, add_entry, ix, e);
 }
 
 fmt_kind fmt_st_index_parse(const char *json, size_t len, fmt_st_index *ix, fmt_err *e)

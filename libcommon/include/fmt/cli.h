@@ -29,33 +29,6 @@ enum {
 	FMT_OPT_FIRST_TOOL_OPTION = 0x1100
 };
 
-/* For a tool not yet on the runner below: the options every tool has (CONVENTIONS.md), to start
- * its getopt_long table. Tools on the runner never use these. */
-#define FMT_COMMON_LONG_OPTIONS                                                     \
-	{ "json", no_argument, NULL, 'j' },                                         \
-	{ "quiet", no_argument, NULL, 'q' },                                        \
-	{ "verbose", no_argument, NULL, 'v' },                                      \
-	{ "no-progress", no_argument, NULL, FMT_OPT_NO_PROGRESS },                  \
-	{ "help", no_argument, NULL, 'h' },                                         \
-	{ "version", no_argument, NULL, FMT_OPT_VERSION }
-
-/* The key options (fmt/crypto.h fmt_key_opts), to put in a tool's getopt_long table. */
-#define FMT_KEY_LONG_OPTIONS                                                        \
-	{ "hmac-key", no_argument, NULL, FMT_OPT_HMAC_KEY },                        \
-	{ "secret-file", required_argument, NULL, FMT_OPT_SECRET_FILE },            \
-	{ "key-secret-file", required_argument, NULL, FMT_OPT_SECRET_FILE },        \
-	{ "secret-env", required_argument, NULL, FMT_OPT_SECRET_ENV },              \
-	{ "secret-prompt", no_argument, NULL, FMT_OPT_SECRET_PROMPT }
-
-/* fmt_cli_key_option (fmt/crypto.h) handles these. */
-
-/* Handle a common option (getopt_long's return value c with optarg); returns 1 if it was one,
- * 0 if not, -1 on a bad value (message in e). --version and --help are the tool's own. */
-int fmt_cli_common(int c, const char *arg, fmt_common_opts *o, fmt_err *e);
-
-/* "TOOL fmtkit X.Y.Z\n" on f (stdout for --version). */
-void fmt_cli_version(FILE *f, const char *tool);
-
 /* Sizes: "4GB" (decimal), "2GiB" (binary), "123" (bytes), also KB/MB/TB, KiB/MiB/TiB, "B". */
 fmt_kind fmt_parse_size(const char *s, uint64_t *out, fmt_err *e);
 
@@ -134,7 +107,7 @@ typedef enum fmt_cli_complete {
 	FMT_COMPLETE_FILE,     /* a file; words may hold a glob ("*.json") */
 	FMT_COMPLETE_DIR,      /* a directory */
 	FMT_COMPLETE_ENV,      /* the name of an environment variable */
-	FMT_COMPLETE_WORDS,    /* one of words ("f32 f16 bf16") */
+	FMT_COMPLETE_WORDS,    /* one of words ("f32 f16 bf16"), values or words_from() */
 	FMT_COMPLETE_FORMAT,   /* a registered format (fmt_cli_tool.format_names); --help lists them */
 	FMT_COMPLETE_TENSOR,   /* a tensor name of the model file on the line (fmt-inspect | jq) */
 } fmt_cli_complete;
@@ -142,6 +115,12 @@ typedef enum fmt_cli_complete {
 enum {
 	FMT_CLI_REPEAT = 1,    /* the option may be given more than once */
 };
+
+/* A value of FMT_COMPLETE_WORDS with what it means (the zsh completion shows both). */
+typedef struct fmt_cli_value {
+	const char *word;      /* NULL ends the list */
+	const char *help;
+} fmt_cli_value;
 
 typedef struct fmt_cli_option {
 	const char *name;      /* long name without "--"; NULL ends the table */
@@ -151,8 +130,18 @@ typedef struct fmt_cli_option {
 	const char *help;      /* --help text; '\n' continues it on the next line */
 	unsigned commands;     /* subcommands that take it: bit i = commands[i]; 0 = all of them */
 	fmt_cli_complete complete;
-	const char *words;     /* FMT_COMPLETE_WORDS: the values; FMT_COMPLETE_FILE: a glob or NULL */
+	const char *words;     /* FMT_COMPLETE_WORDS: the values (or .values, .words_from below);
+				* FMT_COMPLETE_FILE: a glob or NULL */
 	unsigned flags;        /* FMT_CLI_REPEAT */
+	/* FMT_COMPLETE_WORDS with a description of each value, instead of words. */
+	const fmt_cli_value *values;
+	/* FMT_COMPLETE_WORDS whose values the registry gives at run time ("a b c"), instead of words. */
+	void (*words_from)(char *buf, size_t n);
+	/* Text the registry gives at run time, printed after help (per-format defaults...). */
+	void (*help_more)(char *buf, size_t n);
+	/* Options with the same nonzero group exclude each other: the completions offer one of
+	 * them (the tool or libcommon still refuses two, with its own message). */
+	unsigned group;
 } fmt_cli_option;
 
 typedef struct fmt_cli_command {

@@ -109,7 +109,8 @@ typedef struct fmt_key_opts {
 
 /* 1 if any key option was given. */
 int fmt_key_opts_given(const fmt_key_opts *o);
-/* Handle a key option (FMT_KEY_LONG_OPTIONS of fmt/cli.h); returns 1 if c was one, 0 if not. */
+/* Handle a key option (the ids FMT_OPT_HMAC_KEY... of fmt/cli.h, given to a tool's on_option);
+ * returns 1 if c was one, 0 if not. */
 int fmt_cli_key_option(int c, const char *arg, fmt_key_opts *o);
 /* Load the key the options name. */
 fmt_kind fmt_key_from_opts(const fmt_key_opts *o, fmt_hmac_key *out, fmt_err *e);

@@ -86,6 +86,8 @@ typedef struct fmt_driver {
 	const char *const *layouts;
 	int compresses;               /* the writer compresses tensor data (fmt_write_opts.codec) */
 	const char *arch_key;         /* the key naming the architecture, or NULL */
+	/* Architectures its readers know (what --arch suggests), NULL-terminated, or NULL. */
+	const char *const *archs;
 	/* Shard sets: the set driver of a single-file format, and the single-file driver of a
 	 * set (index) driver; NULL when there is none. */
 	const struct fmt_driver *set_driver;
@@ -107,6 +109,8 @@ typedef struct fmt_driver {
 	/* Outputs with more tensor data than this are sharded unless the user says otherwise
 	 * (Hugging Face's 5 GB for safetensors, Apsi's 4 GB); 0 = only when asked. */
 	uint64_t default_shard_bytes;
+	/* The same in tensors per shard (gguf-split's 128); 0 = only when asked. */
+	uint64_t default_shard_tensors;
 
 	/* ---- signatures (FMT_CAP_SIGNATURES) ---- */
 	/* Sign the file or set at path in place, atomically, with a key of keys (fmt-sign). */
@@ -141,6 +145,8 @@ int fmt_driver_holds_dtype(const fmt_driver *d, fmt_dtype t);
 const fmt_driver *fmt_driver_with(unsigned caps);
 /* The first writer able to hold dtype t as it is, or NULL. */
 const fmt_driver *fmt_driver_holding(fmt_dtype t);
+/* "llama qwen2 ...": the architectures the drivers know (fmt_driver.archs), once each. */
+void fmt_driver_arch_words(char *buf, size_t n);
 /* "safetensors, gguf or apsim": the writable single-file formats, for messages. */
 void fmt_driver_writer_names(char *buf, size_t n);
 

@@ -58,6 +58,11 @@ typedef struct fmt_st_index {
 /* Parse index JSON text (no file access): weight_map entries, optional metadata.total_size.
  * Unknown keys are ignored; unsafe file names are InvalidFormat. */
 fmt_kind fmt_st_index_parse(const char *json, size_t len, fmt_st_index *ix, fmt_err *e);
+/* Every entry (tensor: file) of a weight_map object, for each index of this shape (.apsim's
+ * too): add(ctx, tensor, file, e) in file order once the file is checked to be a JSON string
+ * naming a plain file (else InvalidFormat); the first error stops the walk. */
+typedef fmt_kind (*fmt_st_weight_fn)(void *ctx, const char *tensor, const char *file, fmt_err *e);
+fmt_kind fmt_st_index_each_weight(json_t *wm, fmt_st_weight_fn add, void *ctx, fmt_err *e);
 void fmt_st_index_free(fmt_st_index *ix);
 
 /* For a model opened by the index driver: 1 and *total_size when the index declared

@@ -90,6 +90,7 @@ typedef struct fmt_table {
 typedef struct fmt_table_driver {
 	const char *name;            /* "csv", "ald", ... as shown to users */
 	const char *extension;       /* ".csv": the output extension it answers to */
+	const char *const *more_extensions; /* other output extensions, NULL-terminated; or NULL */
 	/* Confidence 0..100 that head (the first bytes, up to FMT_PROBE_BYTES) is this format;
 	 * compared with the model drivers' scores, so use the same scale. */
 	int (*probe)(const uint8_t *head, size_t n, uint64_t file_size);
