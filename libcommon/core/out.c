@@ -42,6 +42,17 @@ int fmt_utf8_valid(const char *s, size_t n)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	while (n > 0) {
+		/* ASCII eight bytes at a time: table strings are mostly ASCII */
+		while (n >= 8) {
+			uint64_t w;
+			memcpy(&w, p, 8);
+			if (w & 0x8080808080808080u)
+				break;
+			p += 8;
+			n -= 8;
+		}
+		if (n == 0)
+			break;
 		size_t len = utf8_seq_len(p, n);
 		if (len == 0)
 			return 0;

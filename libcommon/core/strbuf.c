@@ -3,35 +3,48 @@
 #include <string.h>
 #include "fmt/strbuf.h"
 
-void fmt_sb_put(fmt_sb *b, const char *s, size_t n)
+/* Capacity for n more bytes and the NUL; 0 (and oom set) when that cannot be had. */
+static int grow(fmt_sb *b, size_t n)
 {
 	if (b->oom)
-		return;
+		return 0;
 	if (n > SIZE_MAX - b->len - 1) {
 		b->oom = 1;
-		return;
+		return 0;
 	}
 	if (b->len + n + 1 > b->cap) {
 		size_t cap = b->cap ? b->cap : 256;
 		while (cap < b->len + n + 1) {
 			if (cap > SIZE_MAX / 2) {
 				b->oom = 1;
-				return;
+				return 0;
 			}
 			cap *= 2;
 		}
 		char *p = realloc(b->p, cap);
 		if (!p) {
 			b->oom = 1;
-			return;
+			return 0;
 		}
 		b->p = p;
 		b->cap = cap;
 	}
+	return 1;
+}
+
+void fmt_sb_put(fmt_sb *b, const char *s, size_t n)
+{
+	if (!grow(b, n))
+		return;
 	if (n)
 		memcpy(b->p + b->len, s, n);
 	b->len += n;
 	b->p[b->len] = '\0';
+}
+
+char *fmt_sb_reserve_slow(fmt_sb *b, size_t n)
+{
+	return grow(b, n) ? b->p + b->len : NULL;
 }
 
 void fmt_sb_puts(fmt_sb *b, const char *s)
@@ -39,18 +52,50 @@ void fmt_sb_puts(fmt_sb *b, const char *s)
 	fmt_sb_put(b, s, strlen(s));
 }
 
+const char fmt_digit_pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				  "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				  "8081828384858687888990919293949596979899";
+
+size_t fmt_u64_text(uint64_t v, char *buf)
+{
+	size_t n = 1;
+	for (uint64_t x = v; x >= 10; x /= 10)
+		n++;
+	char *p = buf + n;
+	*p = '\0';
+	while (v >= 100) {
+		unsigned d = (unsigned)(v % 100);
+		v /= 100;
+		*--p = fmt_digit_pairs[2 * d + 1];
+		*--p = fmt_digit_pairs[2 * d];
+	}
+	if (v >= 10) {
+		*--p = fmt_digit_pairs[2 * v + 1];
+		*--p = fmt_digit_pairs[2 * v];
+	} else {
+		*--p = (char)('0' + v);
+	}
+	return n;
+}
+
+size_t fmt_i64_text(int64_t v, char *buf)
+{
+	if (v >= 0)
+		return fmt_u64_text((uint64_t)v, buf);
+	buf[0] = '-';
+	return 1 + fmt_u64_text(0 - (uint64_t)v, buf + 1);
+}
+
 void fmt_sb_u64(fmt_sb *b, uint64_t v)
 {
 	char tmp[24];
-	int n = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)v);
-	fmt_sb_put(b, tmp, (size_t)n);
+	fmt_sb_put(b, tmp, fmt_u64_text(v, tmp));
 }
 
 void fmt_sb_i64(fmt_sb *b, int64_t v)
 {
 	char tmp[24];
-	int n = snprintf(tmp, sizeof tmp, "%lld", (long long)v);
-	fmt_sb_put(b, tmp, (size_t)n);
+	fmt_sb_put(b, tmp, fmt_i64_text(v, tmp));
 }
 
 /* serde_json's string escaping (specs/safetensors.md §6.3): the short escapes it knows, \u00xx

@@ -8,26 +8,27 @@
 #include "fmt/checked.h"
 #include "fmt/half.h"
 #include "fmt/out.h"
+#include "fmt/shortest.h"
 
 void fmt_shortest_double(double v, fmt_ctype type, char *buf, size_t n)
 {
-	if (isnan(v)) {
-		snprintf(buf, n, "NaN");
+	char text[FMT_SHORTEST_MAX];
+	if (type != FMT_C_F16 || isnan(v) || isinf(v)) {
+		size_t len = type == FMT_C_F32 ? fmt_shortest_f32((float)v, text) : fmt_shortest_f64(v, text);
+		if (n) {
+			len = len < n - 1 ? len : n - 1;
+			memcpy(buf, text, len);
+			buf[len] = '\0';
+		}
 		return;
 	}
-	if (isinf(v)) {
-		snprintf(buf, n, v < 0 ? "-inf" : "inf");
-		return;
-	}
-	/* reading back is monotone in the digits (p digits round-trip, then so do p + 1): binary
-	 * search the fewest between 1 and 17 (9 for float32, 5 for float16 always suffice) */
-	int lo = 1, hi = type == FMT_C_F64 ? 17 : type == FMT_C_F32 ? 9 : 5;
+	/* binary16: reading back is monotone in the digits (p digits round-trip, then so do p + 1):
+	 * binary search the fewest between 1 and 5 */
+	int lo = 1, hi = 5;
 	while (lo < hi) {
 		int p = (lo + hi) / 2;
 		snprintf(buf, n, "%.*g", p, v);
-		double back = strtod(buf, NULL);
-		if (type == FMT_C_F16 ? fmt_f32_to_f16((float)back) == fmt_f32_to_f16((float)v)
-		    : type == FMT_C_F32 ? (float)back == (float)v : back == v)
+		if (fmt_f32_to_f16((float)strtod(buf, NULL)) == fmt_f32_to_f16((float)v))
 			hi = p;
 		else
 			lo = p + 1;
@@ -127,6 +128,12 @@ static void put_number(fmt_sb *b, fmt_ctype t, const uint8_t *p)
 		return;
 	case FMT_C_U8: case FMT_C_U16: case FMT_C_U32: case FMT_C_U64:
 		fmt_sb_u64(b, t == FMT_C_U64 ? fmt_rd_u64(p) : (uint64_t)elem_number(t, p));
+		return;
+	case FMT_C_F64:
+		fmt_sb_put(b, buf, fmt_shortest_f64(elem_number(t, p), buf));
+		return;
+	case FMT_C_F32:
+		fmt_sb_put(b, buf, fmt_shortest_f32(fmt_bits_f32(fmt_rd_u32(p)), buf));
 		return;
 	default:
 		fmt_shortest_double(elem_number(t, p), t, buf, sizeof buf);

@@ -10,27 +10,23 @@
 #include "fmt/dataset.h"
 #include "fmt/half.h"
 #include "fmt/registry.h"
+#include "fmt/shortest.h"
 #include "builder.h"
+#include "textio.h"
 #include "textval.h"
 
-#define BLOCK (1u << 20)
-#define MAX_RECORD (64u << 20)
 #define MAX_COLUMNS 100000
 #define DEFAULT_BATCH 65536
 
 typedef struct field_ref {
 	size_t off, len;
-	int quoted;
+	int quoted;            /* unescaped into rec; otherwise read in place in buf */
 } field_ref;
 
 typedef struct csv_state {
-	fmt_source *src;
+	fmt_text_in in;
 	char delim;
 	const char *null_value;
-	uint64_t next_off;         /* next byte of the source to read */
-	char *buf;
-	size_t cap, start, end;
-	int eof;
 	uint64_t line;             /* line of the next record */
 	uint64_t data_off, data_line; /* where the rows begin (after the header) */
 	fmt_sb rec;                /* the current record's fields, unescaped */
@@ -44,41 +40,16 @@ typedef struct csv_state {
 
 static fmt_kind refill(csv_state *s, fmt_err *e)
 {
-	if (s->start > 0) {
-		memmove(s->buf, s->buf + s->start, s->end - s->start);
-		s->end -= s->start;
-		s->start = 0;
-	}
-	if (s->end == s->cap) {
-		if (s->cap >= MAX_RECORD)
-			return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu: a record longer than 64 MiB",
-					(unsigned long long)s->line);
-		char *p = realloc(s->buf, s->cap * 2);
-		if (!p)
-			return fmt_fail(e, FMT_IO, "out of memory");
-		s->buf = p;
-		s->cap *= 2;
-	}
-	uint64_t left = s->src->size - s->next_off;
-	size_t want = s->cap - s->end < left ? s->cap - s->end : (size_t)left;
-	fmt_kind k = fmt_source_read(s->src, s->next_off, s->buf + s->end, want, e);
-	if (k != FMT_OK)
-		return k;
-	s->end += want;
-	s->next_off += want;
-	s->eof = s->next_off == s->src->size;
-	return FMT_OK;
+	return fmt_text_in_refill(&s->in, s->line, "a record longer than 64 MiB", e);
 }
 
 static void rewind_to(csv_state *s, uint64_t off, uint64_t line)
 {
-	s->next_off = off;
-	s->start = s->end = 0;
-	s->eof = off == s->src->size;
+	fmt_text_in_seek(&s->in, off);
 	s->line = line;
 }
 
-static fmt_kind add_field(csv_state *s, size_t off, int quoted, fmt_err *e)
+static fmt_kind add_field(csv_state *s, size_t off, size_t len, int quoted, fmt_err *e)
 {
 	if (s->n_fields == s->cap_fields) {
 		size_t cap = s->cap_fields ? 2 * s->cap_fields : 64;
@@ -91,7 +62,7 @@ static fmt_kind add_field(csv_state *s, size_t off, int quoted, fmt_err *e)
 		s->fields = p;
 		s->cap_fields = cap;
 	}
-	s->fields[s->n_fields++] = (field_ref){ off, s->rec.len - off, quoted };
+	s->fields[s->n_fields++] = (field_ref){ off, len, quoted };
 	return FMT_OK;
 }
 
@@ -99,6 +70,32 @@ static fmt_kind syntax(csv_state *s, uint64_t line, size_t column, const char *w
 {
 	(void)s;
 	return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu, column %zu: %s", (unsigned long long)line, column, what);
+}
+
+/* The index of the first byte of p[0..n) that is delim, a quote or a line break; n when none.
+ * Eight bytes at a time: a byte of w equal to c gives w ^ c*0x0101.. a zero byte, which
+ * (x - 0x0101..) & ~x & 0x8080.. detects. */
+static size_t special_byte(const char *p, size_t n, char delim)
+{
+	const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+	const uint64_t d = ones * (unsigned char)delim, dq = ones * '"', lf = ones * '\n', cr = ones * '\r';
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w, x;
+		memcpy(&w, p + i, 8);
+		x = ((w ^ d) - ones) & ~(w ^ d);
+		x |= ((w ^ dq) - ones) & ~(w ^ dq);
+		x |= ((w ^ lf) - ones) & ~(w ^ lf);
+		x |= ((w ^ cr) - ones) & ~(w ^ cr);
+		if (x & highs)
+			break;
+	}
+	for (; i < n; i++) {
+		char c = p[i];
+		if (c == delim || c == '"' || c == '\n' || c == '\r')
+			break;
+	}
+	return i;
 }
 
 /* The next record into s->fields (*got = 0 at the end of the data). Empty lines are skipped. */
@@ -110,33 +107,33 @@ restart:
 	s->n_fields = 0;
 	s->rec.len = 0;
 	s->rec_line = s->line;
-	size_t pos = s->start;
+	size_t pos = s->in.start;
 	uint64_t line = s->line;
-	if (pos == s->end) {
-		if (s->eof)
+	if (pos == s->in.end) {
+		if (s->in.eof)
 			return FMT_OK;
 		if ((k = refill(s, e)) != FMT_OK)
 			return k;
 		goto restart;
 	}
 	for (;;) {
-		size_t column = s->n_fields + 1, off = s->rec.len;
+		size_t column = s->n_fields + 1, off = s->rec.len, len;
 		int quoted = 0;
-		if (pos < s->end && s->buf[pos] == '"') {
+		if (pos < s->in.end && s->in.buf[pos] == '"') {
 			uint64_t qline = line;
 			quoted = 1;
 			pos++;
 			for (;;) {
-				if (pos == s->end) {
-					if (!s->eof)
+				if (pos == s->in.end) {
+					if (!s->in.eof)
 						goto more;
 					return syntax(s, qline, column, "a quoted field is not closed", e);
 				}
-				char c = s->buf[pos];
+				char c = s->in.buf[pos];
 				if (c == '"') {
-					if (pos + 1 == s->end && !s->eof)
+					if (pos + 1 == s->in.end && !s->in.eof)
 						goto more;
-					if (pos + 1 < s->end && s->buf[pos + 1] == '"') {
+					if (pos + 1 < s->in.end && s->in.buf[pos + 1] == '"') {
 						fmt_sb_put(&s->rec, "\"", 1);
 						pos += 2;
 						continue;
@@ -145,41 +142,41 @@ restart:
 					break;
 				}
 				/* a run up to the next quote in one copy */
-				const char *q = memchr(s->buf + pos, '"', s->end - pos);
-				size_t run = q ? (size_t)(q - (s->buf + pos)) : s->end - pos;
+				const char *q = memchr(s->in.buf + pos, '"', s->in.end - pos);
+				size_t run = q ? (size_t)(q - (s->in.buf + pos)) : s->in.end - pos;
 				for (size_t j = 0; j < run; j++)
-					line += s->buf[pos + j] == '\n';
-				fmt_sb_put(&s->rec, s->buf + pos, run);
+					line += s->in.buf[pos + j] == '\n';
+				fmt_sb_put(&s->rec, s->in.buf + pos, run);
 				pos += run;
 				(void)c;
 			}
-			if (pos < s->end && s->buf[pos] != s->delim && s->buf[pos] != '\n' && s->buf[pos] != '\r')
+			if (pos < s->in.end && s->in.buf[pos] != s->delim && s->in.buf[pos] != '\n' && s->in.buf[pos] != '\r')
 				return syntax(s, line, column, "characters after a closing quote", e);
+			len = s->rec.len - off;
 		} else {
-			size_t a = pos;
-			while (pos < s->end && s->buf[pos] != s->delim && s->buf[pos] != '\n' && s->buf[pos] != '\r') {
-				if (s->buf[pos] == '"')
-					return syntax(s, line, column, "a quote inside an unquoted field", e);
-				pos++;
-			}
-			if (pos == s->end && !s->eof)
+			/* in place: buf moves only in refill, which starts the record again */
+			off = pos;
+			pos += special_byte(s->in.buf + pos, s->in.end - pos, s->delim);
+			if (pos < s->in.end && s->in.buf[pos] == '"')
+				return syntax(s, line, column, "a quote inside an unquoted field", e);
+			if (pos == s->in.end && !s->in.eof)
 				goto more;
-			fmt_sb_put(&s->rec, s->buf + a, pos - a);
+			len = pos - off;
 		}
-		if ((k = add_field(s, off, quoted, e)) != FMT_OK)
+		if ((k = add_field(s, off, len, quoted, e)) != FMT_OK)
 			return k;
-		if (pos < s->end && s->buf[pos] == s->delim) {
+		if (pos < s->in.end && s->in.buf[pos] == s->delim) {
 			pos++;
 			continue;
 		}
-		if (pos < s->end && s->buf[pos] == '\r') {
-			if (pos + 1 == s->end && !s->eof)
+		if (pos < s->in.end && s->in.buf[pos] == '\r') {
+			if (pos + 1 == s->in.end && !s->in.eof)
 				goto more;
-			if (pos + 1 == s->end || s->buf[pos + 1] != '\n')
+			if (pos + 1 == s->in.end || s->in.buf[pos + 1] != '\n')
 				return syntax(s, line, column, "a carriage return without a line feed", e);
 			pos++;
 		}
-		if (pos < s->end && s->buf[pos] == '\n') {
+		if (pos < s->in.end && s->in.buf[pos] == '\n') {
 			pos++;
 			line++;
 		}
@@ -187,7 +184,7 @@ restart:
 	}
 	if (s->rec.oom)
 		return fmt_fail(e, FMT_IO, "out of memory");
-	s->start = pos;
+	s->in.start = pos;
 	s->line = line;
 	if (s->n_fields == 1 && s->fields[0].len == 0 && !s->fields[0].quoted)
 		goto restart; /* an empty line */
@@ -201,7 +198,8 @@ more:
 
 static const char *field_ptr(const csv_state *s, size_t i)
 {
-	return s->rec.p ? s->rec.p + s->fields[i].off : "";
+	const field_ref *f = &s->fields[i];
+	return !f->quoted ? s->in.buf + f->off : s->rec.p ? s->rec.p + f->off : "";
 }
 
 static int is_null(const csv_state *s, size_t i)
@@ -366,11 +364,11 @@ static fmt_kind detect_delimiter(csv_state *s, fmt_err *e)
 	if (k != FMT_OK)
 		return k;
 	int quoted = 0;
-	for (size_t i = s->start; i < s->end && (quoted || s->buf[i] != '\n'); i++) {
-		if (s->buf[i] == '"')
+	for (size_t i = s->in.start; i < s->in.end && (quoted || s->in.buf[i] != '\n'); i++) {
+		if (s->in.buf[i] == '"')
 			quoted = !quoted;
 		for (int c = 0; c < 3 && !quoted; c++)
-			count[c] += s->buf[i] == cands[c];
+			count[c] += s->in.buf[i] == cands[c];
 	}
 	int best = 0;
 	for (int c = 1; c < 3; c++)
@@ -390,14 +388,11 @@ static fmt_kind csv_open(fmt_table *t, fmt_err *e)
 	if (!s)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	t->format_state = s;
-	s->src = &t->source;
 	s->delim = o && o->delimiter ? o->delimiter : ',';
 	s->null_value = o ? o->null_value : NULL;
 	s->batch_rows = o && o->batch_rows ? o->batch_rows : DEFAULT_BATCH;
-	s->cap = BLOCK;
-	s->buf = malloc(s->cap);
-	if (!s->buf)
-		return fmt_fail(e, FMT_IO, "out of memory");
+	if ((k = fmt_text_in_init(&s->in, &t->source, e)) != FMT_OK)
+		return k;
 	rewind_to(s, 0, 1);
 	if (!(o && o->delimiter) && (k = detect_delimiter(s, e)) != FMT_OK)
 		return k;
@@ -424,7 +419,7 @@ static fmt_kind csv_open(fmt_table *t, fmt_err *e)
 	if (k == FMT_OK) {
 		if (o && o->no_header)
 			rewind_to(s, 0, 1);
-		s->data_off = s->next_off - (s->end - s->start);
+		s->data_off = s->in.next_off - (s->in.end - s->in.start);
 		s->data_line = s->line;
 		k = infer(t, s, names, e);
 	}
@@ -576,33 +571,24 @@ static fmt_kind put_value(csv_state *s, size_t i, const fmt_field *f, col_builde
 	}
 }
 
+/* One record onto the column builders (fmt_text_row_fn). */
+static fmt_kind csv_row(void *ctx, const fmt_schema *schema, int *got, fmt_err *e)
+{
+	csv_state *s = ctx;
+	fmt_kind k;
+	if ((k = next_record(s, got, e)) != FMT_OK || !*got)
+		return k;
+	if ((k = count_check(s, e)) != FMT_OK)
+		return k;
+	for (size_t i = 0; i < s->n_cols && k == FMT_OK; i++)
+		k = put_value(s, i, &schema->fields[i], &s->cols[i], e);
+	return k;
+}
+
 static fmt_kind csv_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 {
-	*done = 0;
 	csv_state *s = t->format_state;
-	const fmt_schema *sc = &t->schema;
-	uint64_t rows = 0;
-	int got = 1;
-	fmt_kind k = FMT_OK;
-	while (rows < s->batch_rows && (k = next_record(s, &got, e)) == FMT_OK && got) {
-		if ((k = count_check(s, e)) != FMT_OK)
-			break;
-		for (size_t i = 0; i < s->n_cols && k == FMT_OK; i++)
-			k = put_value(s, i, &sc->fields[i], &s->cols[i], e);
-		if (k != FMT_OK)
-			break;
-		rows++;
-	}
-	if (k != FMT_OK)
-		return k;
-	if (rows == 0) {
-		*done = 1;
-		return FMT_OK;
-	}
-	b->n_rows = rows;
-	for (size_t i = 0; i < s->n_cols && k == FMT_OK; i++)
-		k = fmt_cb_finish(&s->cols[i], &sc->fields[i], b, &b->columns[i], e);
-	return k;
+	return fmt_text_next_batch(csv_row, s, s->batch_rows, s->cols, &t->schema, b, done, e);
 }
 
 static void csv_close(fmt_table *t)
@@ -613,7 +599,7 @@ static void csv_close(fmt_table *t)
 	for (size_t i = 0; s->cols && i < s->n_cols; i++)
 		fmt_cb_free(&s->cols[i]);
 	free(s->cols);
-	free(s->buf);
+	fmt_text_in_free(&s->in);
 	free(s->fields);
 	fmt_sb_free(&s->rec);
 	free(s);
@@ -622,80 +608,105 @@ static void csv_close(fmt_table *t)
 
 /* ---- writing ---- */
 
+/* p as one CSV field: quoted (inner quotes doubled) when it holds the delimiter, a quote or a
+ * line break, or when it is empty and quote_empty is set. */
 static void put_field(fmt_sb *line, const char *p, size_t n, char delim, int quote_empty)
 {
-	int quote = n == 0 ? quote_empty : 0;
-	for (size_t i = 0; i < n && !quote; i++)
-		quote = p[i] == delim || p[i] == '"' || p[i] == '\n' || p[i] == '\r';
+	int quote = n == 0 ? quote_empty : special_byte(p, n, delim) < n;
 	if (!quote) {
-		fmt_sb_put(line, p, n);
+		fmt_sb_add(line, p, n);
 		return;
 	}
-	fmt_sb_put(line, "\"", 1);
-	for (size_t i = 0; i < n; i++) {
-		if (p[i] == '"')
-			fmt_sb_put(line, "\"", 1);
-		fmt_sb_put(line, p + i, 1);
+	fmt_sb_add(line, "\"", 1);
+	for (const char *end = p + n; p < end;) {
+		const char *q = memchr(p, '"', (size_t)(end - p));
+		size_t run = q ? (size_t)(q - p) + 1 : (size_t)(end - p);
+		fmt_sb_add(line, p, run);
+		if (q)
+			fmt_sb_add(line, "\"", 1);
+		p += run;
 	}
-	fmt_sb_put(line, "\"", 1);
+	fmt_sb_add(line, "\"", 1);
 }
 
-static fmt_kind csv_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *o, fmt_err *e)
+typedef struct csv_out {
+	const fmt_schema *s;
+	char delim;
+	unsigned char *plain; /* per column: numbers or booleans, written without a quoting check */
+	fmt_sb cell;
+} csv_out;
+
+/* One row as a CSV line (fmt_text_put_row_fn). */
+static int csv_put_row(void *ctx, const fmt_batch *b, uint64_t row, fmt_sb *line)
 {
-	(void)o;
+	csv_out *o = ctx;
+	const fmt_schema *s = o->s;
+	for (size_t i = 0; i < s->n_fields; i++) {
+		const fmt_field *f = &s->fields[i];
+		const fmt_column *c = &b->columns[i];
+		if (i)
+			fmt_sb_add(line, &o->delim, 1);
+		if (fmt_column_is_null(c, row))
+			continue;
+		if (o->plain[i]) {
+			char *at = fmt_sb_reserve(line, FMT_SHORTEST_MAX);
+			if (!at)
+				return 0;
+			if (f->type == FMT_C_F64) {
+				uint64_t u = fmt_rd_u64(c->values + 8 * row);
+				double d;
+				memcpy(&d, &u, sizeof d);
+				fmt_sb_commit(line, fmt_shortest_f64(d, at));
+			} else if (f->type == FMT_C_I64) {
+				fmt_sb_commit(line, fmt_i64_text((int64_t)fmt_rd_u64(c->values + 8 * row), at));
+			} else {
+				fmt_cell_text(f, c, row, line);
+			}
+		} else if (f->type == FMT_C_UTF8 || f->type == FMT_C_LARGE_UTF8) {
+			const uint8_t *v;
+			size_t n;
+			fmt_column_bytes(c, f->type, row, &v, &n);
+			put_field(line, (const char *)v, n, o->delim, 1);
+		} else {
+			o->cell.len = 0;
+			fmt_cell_text(f, c, row, &o->cell);
+			put_field(line, o->cell.p ? o->cell.p : "", o->cell.len, o->delim, 1);
+		}
+	}
+	fmt_sb_add(line, "\n", 1);
+	return !o->cell.oom;
+}
+
+static fmt_kind csv_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt_err *e)
+{
+	(void)wo;
 	const fmt_schema *s = &in->schema;
-	char delim = in->opts && in->opts->delimiter ? in->opts->delimiter : ',';
-	fmt_sb line = { 0 }, cell = { 0 };
-	fmt_kind r = FMT_OK;
+	csv_out o = { s, in->opts && in->opts->delimiter ? in->opts->delimiter : ',', NULL, { 0 } };
+	fmt_sb head = { 0 };
+	fmt_kind r;
 	const fmt_field *u = fmt_schema_unsupported(s);
 	if (u)
 		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
 				u->name, u->type_name);
+	/* numbers and booleans go without a look for what needs quoting when the delimiter cannot
+	 * occur in their text */
+	char d = o.delim;
+	int delim_in_numbers = (d >= '0' && d <= '9') || (d >= 'a' && d <= 'z') || (d >= 'A' && d <= 'Z') ||
+			       d == '.' || d == '-' || d == '+';
+	if (!(o.plain = calloc(s->n_fields ? s->n_fields : 1, 1)))
+		return fmt_fail(e, FMT_IO, "out of memory");
 	for (size_t i = 0; i < s->n_fields; i++) {
+		fmt_ctype t = s->fields[i].type;
+		o.plain[i] = !delim_in_numbers && t >= FMT_C_BOOL && t <= FMT_C_F64; /* enum order */
 		if (i)
-			fmt_sb_put(&line, &delim, 1);
-		put_field(&line, s->fields[i].name, strlen(s->fields[i].name), delim, 1);
+			fmt_sb_put(&head, &d, 1);
+		put_field(&head, s->fields[i].name, strlen(s->fields[i].name), d, 1);
 	}
-	fmt_sb_put(&line, "\n", 1);
-	for (;;) {
-		fmt_batch b;
-		int done;
-		if (line.oom || cell.oom) {
-			r = fmt_fail(e, FMT_IO, "out of memory");
-			break;
-		}
-		if ((r = fmt_sink_write(k, line.p, line.len, e)) != FMT_OK)
-			break;
-		line.len = 0;
-		if ((r = fmt_table_next(in, &b, &done, e)) != FMT_OK)
-			break;
-		if (done) {
-			fmt_batch_free(&b);
-			break;
-		}
-		for (uint64_t row = 0; row < b.n_rows; row++) {
-			for (size_t i = 0; i < s->n_fields; i++) {
-				if (i)
-					fmt_sb_put(&line, &delim, 1);
-				if (fmt_column_is_null(&b.columns[i], row))
-					continue;
-				cell.len = 0;
-				fmt_cell_text(&s->fields[i], &b.columns[i], row, &cell);
-				put_field(&line, cell.p ? cell.p : "", cell.len, delim, 1);
-			}
-			fmt_sb_put(&line, "\n", 1);
-			if (line.len >= BLOCK) {
-				if ((r = fmt_sink_write(k, line.p, line.len, e)) != FMT_OK)
-					break;
-				line.len = 0;
-			}
-		}
-		fmt_batch_free(&b);
-		if (r != FMT_OK)
-			break;
-	}
-	fmt_sb_free(&line);
-	fmt_sb_free(&cell);
+	fmt_sb_put(&head, "\n", 1);
+	r = head.oom ? fmt_fail(e, FMT_IO, "out of memory") : fmt_text_write(in, k, head.p, head.len, csv_put_row, &o, e);
+	free(o.plain);
+	fmt_sb_free(&o.cell);
+	fmt_sb_free(&head);
 	return r;
 }
 

@@ -9,10 +9,9 @@
 #include "fmt/dataset.h"
 #include "fmt/registry.h"
 #include "builder.h"
+#include "textio.h"
 #include "textval.h"
 
-#define BLOCK (1u << 20)
-#define MAX_LINE (64u << 20)
 #define MAX_COLUMNS 10000
 #define DEFAULT_BATCH 65536
 
@@ -29,11 +28,7 @@ typedef struct jcol {
 } jcol;
 
 typedef struct jsonl_state {
-	fmt_source *src;
-	uint64_t next_off;
-	char *buf;
-	size_t cap, start, end;
-	int eof;
+	fmt_text_in in;
 	uint64_t line;
 	jcol *cols;
 	size_t n_cols;
@@ -43,27 +38,7 @@ typedef struct jsonl_state {
 
 static fmt_kind refill(jsonl_state *s, fmt_err *e)
 {
-	if (s->start > 0) {
-		memmove(s->buf, s->buf + s->start, s->end - s->start);
-		s->end -= s->start;
-		s->start = 0;
-	}
-	if (s->end == s->cap) {
-		if (s->cap >= MAX_LINE)
-			return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu: longer than 64 MiB", (unsigned long long)s->line);
-		char *p = realloc(s->buf, s->cap * 2);
-		if (!p)
-			return fmt_fail(e, FMT_IO, "out of memory");
-		s->buf = p;
-		s->cap *= 2;
-	}
-	uint64_t left = s->src->size - s->next_off;
-	size_t want = s->cap - s->end < left ? s->cap - s->end : (size_t)left;
-	fmt_kind k = fmt_source_read(s->src, s->next_off, s->buf + s->end, want, e);
-	s->end += want;
-	s->next_off += want;
-	s->eof = s->next_off == s->src->size;
-	return k;
+	return fmt_text_in_refill(&s->in, s->line, "longer than 64 MiB", e);
 }
 
 /* The next non-blank line parsed as a JSON object (*obj NULL at the end). */
@@ -71,18 +46,18 @@ static fmt_kind next_object(jsonl_state *s, json_t **obj, fmt_err *e)
 {
 	*obj = NULL;
 	for (;;) {
-		char *nl = s->start < s->end ? memchr(s->buf + s->start, '\n', s->end - s->start) : NULL;
-		if (!nl && !s->eof) {
+		char *nl = s->in.start < s->in.end ? memchr(s->in.buf + s->in.start, '\n', s->in.end - s->in.start) : NULL;
+		if (!nl && !s->in.eof) {
 			fmt_kind k = refill(s, e);
 			if (k != FMT_OK)
 				return k;
 			continue;
 		}
-		if (!nl && s->start == s->end)
+		if (!nl && s->in.start == s->in.end)
 			return FMT_OK;
-		size_t len = nl ? (size_t)(nl - (s->buf + s->start)) : s->end - s->start;
-		const char *p = s->buf + s->start;
-		s->start += len + (nl != NULL);
+		size_t len = nl ? (size_t)(nl - (s->in.buf + s->in.start)) : s->in.end - s->in.start;
+		const char *p = s->in.buf + s->in.start;
+		s->in.start += len + (nl != NULL);
 		uint64_t line = s->line++;
 		size_t a = 0;
 		while (a < len && (p[a] == ' ' || p[a] == '\t' || p[a] == '\r'))
@@ -231,15 +206,12 @@ static fmt_kind jsonl_open(fmt_table *t, fmt_err *e)
 	if (!s)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	t->format_state = s;
-	s->src = &t->source;
-	s->cap = BLOCK;
 	s->line = 1;
 	s->batch_rows = o && o->batch_rows ? o->batch_rows : DEFAULT_BATCH;
-	s->eof = s->src->size == 0;
-	if (!(s->buf = malloc(s->cap)))
-		return fmt_fail(e, FMT_IO, "out of memory");
 	uint64_t rows = 0;
 	fmt_kind k;
+	if ((k = fmt_text_in_init(&s->in, &t->source, e)) != FMT_OK)
+		return k;
 	for (;;) {
 		json_t *obj;
 		const char *key;
@@ -269,9 +241,7 @@ static fmt_kind jsonl_open(fmt_table *t, fmt_err *e)
 			return k;
 	}
 	t->n_rows = rows;
-	s->next_off = 0;
-	s->start = s->end = 0;
-	s->eof = s->src->size == 0;
+	fmt_text_in_seek(&s->in, 0);
 	s->line = 1;
 	s->build = calloc(s->n_cols, sizeof *s->build);
 	return s->build ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
@@ -344,33 +314,23 @@ static fmt_kind put(jsonl_state *s, const fmt_field *f, json_t *v, col_builder *
 	}
 }
 
+/* One object onto the column builders (fmt_text_row_fn). */
+static fmt_kind jsonl_row(void *ctx, const fmt_schema *schema, int *got, fmt_err *e)
+{
+	jsonl_state *s = ctx;
+	json_t *obj;
+	fmt_kind k = next_object(s, &obj, e);
+	*got = obj != NULL;
+	for (size_t i = 0; obj && i < s->n_cols && k == FMT_OK; i++)
+		k = put(s, &schema->fields[i], json_object_get(obj, s->cols[i].name), &s->build[i], e);
+	json_decref(obj);
+	return k;
+}
+
 static fmt_kind jsonl_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 {
-	*done = 0;
 	jsonl_state *s = t->format_state;
-	uint64_t rows = 0;
-	fmt_kind k = FMT_OK;
-	while (rows < s->batch_rows) {
-		json_t *obj;
-		if ((k = next_object(s, &obj, e)) != FMT_OK || !obj)
-			break;
-		for (size_t i = 0; i < s->n_cols && k == FMT_OK; i++)
-			k = put(s, &t->schema.fields[i], json_object_get(obj, s->cols[i].name), &s->build[i], e);
-		json_decref(obj);
-		if (k != FMT_OK)
-			break;
-		rows++;
-	}
-	if (k != FMT_OK)
-		return k;
-	if (rows == 0) {
-		*done = 1;
-		return FMT_OK;
-	}
-	b->n_rows = rows;
-	for (size_t i = 0; i < s->n_cols && k == FMT_OK; i++)
-		k = fmt_cb_finish(&s->build[i], &t->schema.fields[i], b, &b->columns[i], e);
-	return k;
+	return fmt_text_next_batch(jsonl_row, s, s->batch_rows, s->build, &t->schema, b, done, e);
 }
 
 static void jsonl_close(fmt_table *t)
@@ -385,48 +345,37 @@ static void jsonl_close(fmt_table *t)
 	}
 	free(s->cols);
 	free(s->build);
-	free(s->buf);
+	fmt_text_in_free(&s->in);
 	free(s);
 	t->format_state = NULL;
 }
 
 /* ---- writing ---- */
 
-static fmt_kind jsonl_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *o, fmt_err *e)
+typedef struct jsonl_out {
+	const fmt_schema *s;
+	fmt_sb cell;
+} jsonl_out;
+
+/* One row as a JSON object line (fmt_text_put_row_fn). */
+static int jsonl_put_row(void *ctx, const fmt_batch *b, uint64_t row, fmt_sb *line)
 {
-	(void)o;
-	const fmt_schema *s = &in->schema;
-	fmt_sb line = { 0 }, cell = { 0 };
-	fmt_kind r = FMT_OK;
-	const fmt_field *u = fmt_schema_unsupported(s);
+	jsonl_out *o = ctx;
+	fmt_row_json_text(o->s, b, row, line, &o->cell);
+	fmt_sb_put(line, "\n", 1);
+	return !o->cell.oom;
+}
+
+static fmt_kind jsonl_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt_err *e)
+{
+	(void)wo;
+	jsonl_out o = { &in->schema, { 0 } };
+	const fmt_field *u = fmt_schema_unsupported(&in->schema);
 	if (u)
 		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
 				u->name, u->type_name);
-	for (;;) {
-		fmt_batch b;
-		int done;
-		if ((r = fmt_table_next(in, &b, &done, e)) != FMT_OK)
-			break;
-		if (done) {
-			fmt_batch_free(&b);
-			break;
-		}
-		for (uint64_t row = 0; row < b.n_rows && r == FMT_OK; row++) {
-			fmt_row_json_text(s, &b, row, &line, &cell);
-			fmt_sb_put(&line, "\n", 1);
-			if (line.oom || cell.oom)
-				r = fmt_fail(e, FMT_IO, "out of memory");
-			else if (line.len >= BLOCK || row + 1 == b.n_rows) {
-				r = fmt_sink_write(k, line.p, line.len, e);
-				line.len = 0;
-			}
-		}
-		fmt_batch_free(&b);
-		if (r != FMT_OK)
-			break;
-	}
-	fmt_sb_free(&line);
-	fmt_sb_free(&cell);
+	fmt_kind r = fmt_text_write(in, k, "", 0, jsonl_put_row, &o, e);
+	fmt_sb_free(&o.cell);
 	return r;
 }
 

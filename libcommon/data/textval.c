@@ -1,9 +1,11 @@
 /* Text values: booleans, integers, floats and RFC 3339 timestamps. */
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/cell.h"
+#include "fmt/shortest.h"
 #include "textval.h"
 
 int fmt_tv_bool(const char *s, size_t n, int *v)
@@ -41,11 +43,73 @@ int fmt_tv_int64(const char *s, size_t n, int64_t *v)
 	return 1;
 }
 
+/* [+-]digits[.digits][e[+-]digits] with at most 19 significant digits, without strtod:
+ * Clinger's exact case first (at most 15 digits, so the integer m they make is exact in a
+ * double, and |decimal exponent| <= 22, so 10^|e| is exact: m * 10^e or m / 10^-e is one
+ * correctly rounded operation), else the tabled powers of ten of fmt_decimal_f64. 0 when the
+ * text is not that simple or the value not clear-cut; strtod decides then. */
+static int float_fast(const char *s, size_t n, double *v)
+{
+	static const double pow10[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+					1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
+	size_t i = 0;
+	int neg = 0, digits = 0, frac = 0, exp = 0, any = 0;
+	uint64_t m = 0;
+	if (i < n && (s[i] == '-' || s[i] == '+'))
+		neg = s[i++] == '-';
+	for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, any = 1)
+		if (m || s[i] != '0') {
+			m = m * 10 + (uint64_t)(s[i] - '0');
+			if (++digits > 19)
+				return 0;
+		}
+	if (i < n && s[i] == '.')
+		for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++, any = 1) {
+			frac++;
+			if (m || s[i] != '0') {
+				m = m * 10 + (uint64_t)(s[i] - '0');
+				if (++digits > 19)
+					return 0;
+			}
+		}
+	if (!any)
+		return 0;
+	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+		int eneg = 0, ed = 0;
+		i++;
+		if (i < n && (s[i] == '-' || s[i] == '+'))
+			eneg = s[i++] == '-';
+		for (; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+			if (++ed > 4)
+				return 0;
+			else
+				exp = exp * 10 + (s[i] - '0');
+		if (!ed)
+			return 0;
+		if (eneg)
+			exp = -exp;
+	}
+	if (i != n)
+		return 0;
+	exp -= frac;
+#if FLT_EVAL_METHOD == 0
+	if (digits <= 15 && exp >= -22 && exp <= 22) {
+		double d = (double)m;
+		d = exp < 0 ? d / pow10[-exp] : d * pow10[exp];
+		*v = neg ? -d : d;
+		return 1;
+	}
+#endif
+	return fmt_decimal_f64(m, exp, neg, v);
+}
+
 int fmt_tv_float(const char *s, size_t n, double *v)
 {
 	char buf[128];
-	if (n == 0 || n >= sizeof buf)
+	if (n == 0 || n >= sizeof buf) /* type inference relies on this bound: keep it first */
 		return 0;
+	if (float_fast(s, n, v))
+		return 1;
 	/* decimal only: no hex floats, no leading/trailing space */
 	for (size_t i = 0; i < n; i++) {
 		char c = s[i];

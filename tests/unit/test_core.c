@@ -5,6 +5,7 @@
 #include "fmt/cli.h"
 #include "fmt/io.h"
 #include "fmt/out.h"
+#include "fmt/strbuf.h"
 #include "unit.h"
 
 TEST(err_kinds_are_exit_codes)
@@ -268,4 +269,33 @@ TEST(sequential_source_small_or_made_whole)
 	CHECK(fmt_source_read(&s, 10, b, 8, &e) == FMT_OK && b[7] == pattern_byte(17));
 	fmt_source_close(&s);
 	waitpid(pid, NULL, 0);
+TEST(integer_text)
+{
+	char b[24];
+	CHECK_EQ_U64(fmt_u64_text(0, b), 1);
+	CHECK_STR(b, "0");
+	fmt_u64_text(9, b);
+	CHECK_STR(b, "9");
+	fmt_u64_text(10, b);
+	CHECK_STR(b, "10");
+	fmt_u64_text(99, b);
+	CHECK_STR(b, "99");
+	fmt_u64_text(100, b);
+	CHECK_STR(b, "100");
+	fmt_u64_text(1005, b);
+	CHECK_STR(b, "1005");
+	CHECK_EQ_U64(fmt_u64_text(UINT64_MAX, b), 20);
+	CHECK_STR(b, "18446744073709551615");
+	CHECK_EQ_U64(fmt_i64_text(INT64_MIN, b), 20);
+	CHECK_STR(b, "-9223372036854775808");
+	fmt_i64_text(-7, b);
+	CHECK_STR(b, "-7");
+	fmt_i64_text(INT64_MAX, b);
+	CHECK_STR(b, "9223372036854775807");
+	for (int64_t v = -100000; v <= 100000; v += 7) {
+		char want[24];
+		snprintf(want, sizeof want, "%lld", (long long)v);
+		fmt_i64_text(v, b);
+		CHECK_STR(b, want);
+	}
 }

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct fmt_sb {
 	char *p;          /* NUL-terminated once anything was put */
@@ -13,9 +14,41 @@ typedef struct fmt_sb {
 } fmt_sb;
 
 void fmt_sb_put(fmt_sb *b, const char *s, size_t n);
+/* Room for n more bytes (and the NUL): where they go, or NULL when out of memory. Write at
+ * most n there, then fmt_sb_commit the count. */
+char *fmt_sb_reserve_slow(fmt_sb *b, size_t n);
+static inline char *fmt_sb_reserve(fmt_sb *b, size_t n)
+{
+	return !b->oom && b->cap - b->len > n ? b->p + b->len : fmt_sb_reserve_slow(b, n);
+}
+static inline void fmt_sb_commit(fmt_sb *b, size_t n)
+{
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+/* fmt_sb_put with the common case (room left) inline, for writers that append per cell. */
+static inline void fmt_sb_add(fmt_sb *b, const char *s, size_t n)
+{
+	if (b->cap - b->len > n && !b->oom) {
+		if (n <= 16)
+			for (size_t i = 0; i < n; i++) /* short pieces: no call */
+				b->p[b->len + i] = s[i];
+		else
+			memcpy(b->p + b->len, s, n);
+		b->len += n;
+		b->p[b->len] = '\0';
+		return;
+	}
+	fmt_sb_put(b, s, n);
+}
 void fmt_sb_puts(fmt_sb *b, const char *s);
 void fmt_sb_u64(fmt_sb *b, uint64_t v);
 void fmt_sb_i64(fmt_sb *b, int64_t v);
+/* "00" "01" ... "99": two decimal digits per lookup */
+extern const char fmt_digit_pairs[201];
+/* v in decimal into buf (at least 21 bytes), NUL-terminated; returns the length. */
+size_t fmt_u64_text(uint64_t v, char *buf);
+size_t fmt_i64_text(int64_t v, char *buf);
 /* s as a JSON string exactly as serde_json writes it. */
 void fmt_sb_json_str(fmt_sb *b, const char *s, size_t n);
 void fmt_sb_free(fmt_sb *b);

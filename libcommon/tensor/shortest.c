@@ -1,0 +1,318 @@
+/* Shortest round-trip decimals (fmt/shortest.h), after the Schubfach paper.
+ *
+ * A finite nonzero value is v = c 2^q (c an integer). Every real in its rounding interval
+ * [v - 2^q/2, v + 2^q/2] (open when c is odd; the lower half-width is 2^q/4 when c is the
+ * smallest normal significand of its binade) reads back as v. Scaled by 10^-k, with k chosen so
+ * that the interval is at most 10 units wide, the interval holds at most one multiple of 10
+ * and at least one integer: if exactly one of the two multiples of 10 around v lies inside, it
+ * is the shortest answer; otherwise the answer is the integer inside next to v (the nearer one
+ * when both floor and ceiling are inside). The scaled bounds are computed in units of a quarter
+ * with a 126-bit over-approximation g of 10^-k and rounded to odd, which keeps the comparisons
+ * exact (the paper's proof). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include "fmt/shortest.h"
+#include "fmt/strbuf.h"
+#include "pow10_table.h"
+
+#define MASK63 ((uint64_t)0x7fffffffffffffff)
+
+/* floor(q log10 2), floor(log10(3/4 2^q)), floor(e log2 10): exact for |q|, |e| <= 1233
+ * (scripts/gen-pow10-table checks them against exact arithmetic). */
+static int floor_log10_pow2(int q)
+{
+	return (int)(((int64_t)q * 661971961083) >> 41);
+}
+
+static int floor_log10_three_quarters_pow2(int q)
+{
+	return (int)(((int64_t)q * 661971961083 - 274743187321) >> 41);
+}
+
+static int floor_log2_pow10(int e)
+{
+	return (int)(((int64_t)e * 913124641741) >> 38);
+}
+
+/* floor(g cp / 2^127) with g = g1 2^63 + g0, its lowest bit set when the discarded fraction
+ * is nonzero (round to odd). */
+static uint64_t scale_round_odd(uint64_t g1, uint64_t g0, uint64_t cp)
+{
+	unsigned __int128 lo = (unsigned __int128)g0 * cp, hi = (unsigned __int128)g1 * cp;
+	uint64_t mid = ((uint64_t)hi >> 1) + (uint64_t)(lo >> 64);
+	uint64_t whole = (uint64_t)(hi >> 64) + (mid >> 63);
+	return whole | (((mid & MASK63) + MASK63) >> 63);
+}
+
+/* The decimal printf's "%.Pg" writes for the scaled value (s its integer part, vb in quarters
+ * rounded to odd) rounded to len(s) - j digits: the nearer multiple of 10^j, a tie to even. */
+static uint64_t rounded(uint64_t s, uint64_t vb, int j)
+{
+	static const uint64_t pow10[] = { 1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u,
+					  100000000u, 1000000000u, 10000000000u, 100000000000u,
+					  1000000000000u, 10000000000000u, 100000000000000u,
+					  1000000000000000u, 10000000000000000u, 100000000000000000u };
+	uint64_t m = pow10[j], lo = s / m * m, mid = (lo << 2) + (m << 1);
+	return vb < mid || (vb == mid && !((lo / m) & 1)) ? lo : lo + m;
+}
+
+/* What the tables' text has always been for the asymmetric intervals of powers of two: the
+ * fewest digits P, found by binary search over 1..max_digits (17, or 9 for binary32), such that the correctly rounded P-digit
+ * decimal reads back (the old snprintf-and-strtod search; with the interval reaching twice as
+ * far above as below, a nearer decimal may be outside when a farther one is inside, so the
+ * predicate is not monotone there and the search's own path decides). lo4 and hi4 are the
+ * inclusive bounds in quarters; 0 when P would exceed the scaled value's digits. */
+static int printf_rule(uint64_t s, uint64_t vb, uint64_t lo4, uint64_t hi4, int max_digits, uint64_t *f)
+{
+	int len = 1, lo = 1, hi = max_digits;
+	for (uint64_t x = s; x >= 10; x /= 10)
+		len++;
+	while (lo < hi) {
+		int p = (lo + hi) / 2;
+		if (p > len)
+			return 0;
+		uint64_t d = rounded(s, vb, len - p);
+		if (lo4 <= d << 2 && d << 2 <= hi4)
+			hi = p;
+		else
+			lo = p + 1;
+	}
+	if (lo > len)
+		return 0;
+	*f = rounded(s, vb, len - lo);
+	return 1;
+}
+
+/* The shortest decimal f 10^e in the rounding interval of c 2^q; asym: c is the smallest
+ * normal significand and q is not the least exponent (the interval reaches only 2^q/4 below).
+ * 0 when printf's rule needs more digits than the scaled value has (asym only). */
+static int to_decimal(uint64_t c, int q, int asym, int max_digits, uint64_t *f, int *e)
+{
+	uint64_t odd = c & 1, cb = c << 2, cbr = cb + 2, cbl;
+	int k;
+	if (asym) {
+		cbl = cb - 1;
+		k = floor_log10_three_quarters_pow2(q);
+	} else {
+		cbl = cb - 2;
+		k = floor_log10_pow2(q);
+	}
+	int h = q + floor_log2_pow10(-k) + 2; /* 1..4: cb << h keeps below 2^63 */
+	const uint64_t *g = fmt_pow10_g[-k - FMT_POW10_E_MIN];
+	uint64_t vb = scale_round_odd(g[0], g[1], cb << h);
+	uint64_t vbl = scale_round_odd(g[0], g[1], cbl << h);
+	uint64_t vbr = scale_round_odd(g[0], g[1], cbr << h);
+	uint64_t s = vb >> 2, sp10 = s / 10 * 10, tp10 = sp10 + 10, t = s + 1;
+	*e = k;
+	if (asym)
+		return printf_rule(s, vb, vbl + odd, vbr - odd, max_digits, f);
+	int lower_in = vbl + odd <= sp10 << 2, upper_in = (tp10 << 2) + odd <= vbr;
+	if (lower_in != upper_in) {
+		*f = lower_in ? sp10 : tp10;
+		return 1;
+	}
+	lower_in = vbl + odd <= s << 2;
+	upper_in = (t << 2) + odd <= vbr;
+	if (lower_in != upper_in) {
+		*f = lower_in ? s : t;
+		return 1;
+	}
+	/* both inside: the nearer; a tie goes to the even one */
+	uint64_t mid = (s + t) << 1;
+	*f = vb < mid || (vb == mid && !(s & 1)) ? s : t;
+	return 1;
+}
+
+/* the n decimal digits of f (n its exact length, at most 20) at p: in eight-digit pieces of
+ * 32-bit arithmetic, two digits a step */
+static void put_8(char *p, uint32_t v)
+{
+	for (int i = 6; i >= 0; i -= 2) {
+		uint32_t d = v % 100;
+		v /= 100;
+		p[i] = fmt_digit_pairs[2 * d];
+		p[i + 1] = fmt_digit_pairs[2 * d + 1];
+	}
+}
+
+static char *put_digits(char *p, uint64_t f, int n)
+{
+	int i = n;
+	while (i >= 8 && f >= 100000000u) {
+		i -= 8;
+		put_8(p + i, (uint32_t)(f % 100000000u));
+		f /= 100000000u;
+	}
+	uint32_t v = (uint32_t)f; /* the leading i digits */
+	while (i >= 2) {
+		uint32_t d = v % 100;
+		v /= 100;
+		i -= 2;
+		p[i] = fmt_digit_pairs[2 * d];
+		p[i + 1] = fmt_digit_pairs[2 * d + 1];
+	}
+	if (i)
+		p[0] = (char)('0' + v);
+	return p + n;
+}
+
+static int digit_count(uint64_t f)
+{
+	static const uint64_t pow10[] = { 1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u,
+					  100000000u, 1000000000u, 10000000000u, 100000000000u,
+					  1000000000000u, 10000000000000u, 100000000000000u,
+					  1000000000000000u, 10000000000000000u, 100000000000000000u,
+					  1000000000000000000u, 10000000000000000000u };
+	/* floor(log10 2^bits) from the bit length, then one comparison */
+	int n = ((64 - __builtin_clzll(f | 1)) * 1233) >> 12;
+	return n + (n < 20 && f >= pow10[n]);
+}
+
+/* f 10^e in printf's %.Pg layout with P the digit count of f once its trailing zeros go. */
+static size_t put_decimal(char *buf, int negative, uint64_t f, int e)
+{
+	char *p = buf;
+	if (negative)
+		*p++ = '-';
+	if (f == 0) {
+		*p++ = '0';
+		*p = '\0';
+		return (size_t)(p - buf);
+	}
+	while (f % 10 == 0) {
+		f /= 10;
+		e++;
+	}
+	int n = digit_count(f);
+	int x10 = e + n - 1; /* the exponent of the leading digit */
+	if (x10 >= -4 && x10 < n) {
+		if (x10 < 0) {
+			memcpy(p, "0.0000", (size_t)(1 - x10));
+			p = put_digits(p + 1 - x10, f, n);
+		} else {
+			/* the digits in place, then the fraction moved one right for the point */
+			put_digits(p, f, n);
+			if (n > x10 + 1) {
+				memmove(p + x10 + 2, p + x10 + 1, (size_t)(n - x10 - 1));
+				p[x10 + 1] = '.';
+				p++;
+			}
+			p += n;
+		}
+	} else {
+		char digits[24];
+		put_digits(digits, f, n);
+		*p++ = digits[0];
+		if (n > 1) {
+			*p++ = '.';
+			memcpy(p, digits + 1, (size_t)n - 1);
+			p += n - 1;
+		}
+		*p++ = 'e';
+		*p++ = x10 < 0 ? '-' : '+';
+		unsigned a = (unsigned)(x10 < 0 ? -x10 : x10);
+		if (a >= 100)
+			*p++ = (char)('0' + a / 100);
+		*p++ = (char)('0' + a / 10 % 10);
+		*p++ = (char)('0' + a % 10);
+	}
+	*p = '\0';
+	return (size_t)(p - buf);
+}
+
+static size_t put_special(char *buf, int negative, int nan)
+{
+	const char *s = nan ? "NaN" : negative ? "-inf" : "inf";
+	size_t n = strlen(s);
+	memcpy(buf, s, n + 1);
+	return n;
+}
+
+/* The shared path: a binary format of mbits stored significand bits and ebits exponent bits. */
+static size_t shortest(uint64_t bits, int mbits, int ebits, char *buf)
+{
+	int negative = (int)(bits >> (mbits + ebits)) & 1;
+	uint64_t frac = bits & (((uint64_t)1 << mbits) - 1);
+	int biased = (int)(bits >> mbits) & ((1 << ebits) - 1);
+	int emax = (1 << ebits) - 1, q_min = 2 - (1 << (ebits - 1)) - mbits;
+	uint64_t f;
+	int e;
+	if (biased == emax)
+		return put_special(buf, negative, frac != 0);
+	if (biased == 0) {
+		if (frac == 0)
+			return put_decimal(buf, negative, 0, 0);
+		to_decimal(frac, q_min, 0, 0, &f, &e);
+		return put_decimal(buf, negative, f, e);
+	}
+	uint64_t c = frac | (uint64_t)1 << mbits;
+	int q = biased + q_min - 1;
+	/* an integer below 2^mbits+1 is its own shortest decimal */
+	if (q <= 0 && -q <= mbits && (c & (((uint64_t)1 << -q) - 1)) == 0)
+		return put_decimal(buf, negative, c >> -q, 0);
+	if (!to_decimal(c, q, frac == 0 && biased > 1, mbits == 52 ? 17 : 9, &f, &e)) {
+		/* a power of two needing 17 digits where the scaled value has 16: printf itself */
+		double v = ldexp((double)c, q);
+		return (size_t)snprintf(buf, FMT_SHORTEST_MAX, "%.*g", mbits == 52 ? 17 : 9, negative ? -v : v);
+	}
+	return put_decimal(buf, negative, f, e);
+}
+
+size_t fmt_shortest_f64(double v, char *buf)
+{
+	uint64_t bits;
+	memcpy(&bits, &v, sizeof bits);
+	return shortest(bits, 52, 11, buf);
+}
+
+size_t fmt_shortest_f32(float v, char *buf)
+{
+	uint32_t bits;
+	memcpy(&bits, &v, sizeof bits);
+	return shortest(bits, 23, 8, buf);
+}
+
+int fmt_decimal_f64(uint64_t m, int e10, int negative, double *out)
+{
+	if (m == 0) {
+		*out = negative ? -0.0 : 0.0;
+		return 1;
+	}
+	if (e10 < FMT_POW10_E_MIN || e10 > FMT_POW10_E_MAX)
+		return 0;
+	/* 10^e10 lies in [(g - 1) 2^r, g 2^r) with g = g1 2^63 + g0, r = floor(log2 10^e10) - 125 */
+	const uint64_t *g = fmt_pow10_g[e10 - FMT_POW10_E_MIN];
+	int lz = __builtin_clzll(m), r = floor_log2_pow10(e10) - 125;
+	uint64_t mn = m << lz;
+	/* P = mn g = (mn g1) 2^63 + mn g0, in three 64-bit limbs p2 p1 p0; 2^188 <= P < 2^190 */
+	unsigned __int128 a = (unsigned __int128)mn * g[0], b = (unsigned __int128)mn * g[1];
+	uint64_t a0 = (uint64_t)a, a1 = (uint64_t)(a >> 64);
+	uint64_t p0 = a0 << 63, p1 = (a0 >> 1) | (a1 << 63), p2 = a1 >> 1;
+	unsigned __int128 lo = ((unsigned __int128)p1 << 64 | p0) + b;
+	p2 += lo < b; /* carry */
+	p1 = (uint64_t)(lo >> 64);
+	p0 = (uint64_t)lo;
+	/* the value m 10^e10 is V in [P - mn, P) times 2^(r - lz); keep 54 bits of P (53 and the
+	 * rounding bit): T = P >> shift */
+	int top = p2 >> 61 ? 62 : 61; /* bits in p2 */
+	int cut = top - 54;                 /* low bits of p2 below T */
+	uint64_t t = p2 >> cut, below = p2 & (((uint64_t)1 << cut) - 1);
+	/* every V in the band must have the same T and a nonzero remainder under it: then T and
+	 * "more than nothing below the rounding bit" decide round to nearest even exactly */
+	if (!below && !p1 && p0 <= mn)
+		return 0;
+	uint64_t mant = (t >> 1) + (t & 1);
+	int e2 = 128 + cut + r - lz + 1; /* V ~ mant 2^e2 */
+	if (mant >> 53) {
+		mant >>= 1;
+		e2++;
+	}
+	int biased = e2 + 1075;
+	if (biased < 1 || biased > 2046)
+		return 0;
+	uint64_t bits = (uint64_t)negative << 63 | (uint64_t)biased << 52 | (mant & (((uint64_t)1 << 52) - 1));
+	memcpy(out, &bits, sizeof bits);
+	return 1;
+}

@@ -1,0 +1,276 @@
+/* fmt_shortest_f64 / fmt_shortest_f32 against the definition: the fewest "%.Pg" digits that
+ * read back to the value (found by binary search over P with snprintf and strtod: the formatter
+ * the tables used before), on special values, subnormals, powers of two and ten, integers, and
+ * millions of random values from a fixed seed. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include "fmt/shortest.h"
+#include "../../libcommon/data/textval.h"
+#include "unit.h"
+
+static void reference_f64(double v, char *buf, size_t n)
+{
+	if (isnan(v)) {
+		snprintf(buf, n, "NaN");
+		return;
+	}
+	if (isinf(v)) {
+		snprintf(buf, n, v < 0 ? "-inf" : "inf");
+		return;
+	}
+	int lo = 1, hi = 17;
+	while (lo < hi) {
+		int p = (lo + hi) / 2;
+		snprintf(buf, n, "%.*g", p, v);
+		if (strtod(buf, NULL) == v)
+			hi = p;
+		else
+			lo = p + 1;
+	}
+	snprintf(buf, n, "%.*g", lo, v);
+}
+
+/* the float criterion of the old formatter: the decimal read as double, then narrowed */
+static void reference_f32(float v, char *buf, size_t n)
+{
+	if (isnan(v) || isinf(v)) {
+		reference_f64(v, buf, n);
+		return;
+	}
+	int lo = 1, hi = 9;
+	while (lo < hi) {
+		int p = (lo + hi) / 2;
+		snprintf(buf, n, "%.*g", p, (double)v);
+		if ((float)strtod(buf, NULL) == v)
+			hi = p;
+		else
+			lo = p + 1;
+	}
+	snprintf(buf, n, "%.*g", lo, (double)v);
+}
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15u;
+static uint64_t rng_next(void)
+{
+	uint64_t x = rng_state; /* xorshift64* */
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	rng_state = x;
+	return x * 0x2545F4914F6CDD1Du;
+}
+
+static double f64_of(uint64_t bits)
+{
+	double d;
+	memcpy(&d, &bits, sizeof d);
+	return d;
+}
+
+static float f32_of(uint32_t bits)
+{
+	float f;
+	memcpy(&f, &bits, sizeof f);
+	return f;
+}
+
+static int mismatches;
+
+static void same_f64(double v)
+{
+	char got[FMT_SHORTEST_MAX], want[64];
+	size_t n = fmt_shortest_f64(v, got);
+	reference_f64(v, want, sizeof want);
+	if (n != strlen(got) || strcmp(got, want) || (!isnan(v) && strtod(got, NULL) != v)) {
+		if (mismatches++ < 10)
+			CHECK_STR(got, want);
+		else
+			unit_current_failed = 1;
+	}
+}
+
+static void same_f32(float v)
+{
+	char got[FMT_SHORTEST_MAX], want[64];
+	size_t n = fmt_shortest_f32(v, got);
+	reference_f32(v, want, sizeof want);
+	if (n != strlen(got) || strcmp(got, want) || (!isnan(v) && strtof(got, NULL) != v)) {
+		if (mismatches++ < 10)
+			CHECK_STR(got, want);
+		else
+			unit_current_failed = 1;
+	}
+}
+
+TEST(shortest_special_values)
+{
+	char b[FMT_SHORTEST_MAX];
+	static const struct { double v; const char *text; } cases[] = {
+		{ 0.0, "0" }, { -0.0, "-0" }, { 1.0, "1" }, { -1.5, "-1.5" }, { 0.1, "0.1" },
+		{ 100.0, "1e+02" }, { 123.0, "123" }, { 1200.0, "1.2e+03" }, { 0.0001, "0.0001" },
+		{ 0.00001, "1e-05" }, { 1e22, "1e+22" }, { 1e23, "1e+23" }, { 5e-324, "5e-324" },
+		{ DBL_MAX, "1.7976931348623157e+308" }, { DBL_MIN, "2.2250738585072014e-308" },
+		{ -DBL_MIN, "-2.2250738585072014e-308" }, { 9007199254740993.0, "9007199254740992" },
+		{ 0.3, "0.3" }, { 2.0 / 3.0, "0.6666666666666666" }, { 1e16, "1e+16" },
+		{ 123456789012345680.0, "1.2345678901234568e+17" }, { 0.000123, "0.000123" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		CHECK_EQ_U64(fmt_shortest_f64(cases[i].v, b), strlen(cases[i].text));
+		CHECK_STR(b, cases[i].text);
+	}
+	fmt_shortest_f64(NAN, b);
+	CHECK_STR(b, "NaN");
+	fmt_shortest_f64(-NAN, b);
+	CHECK_STR(b, "NaN");
+	fmt_shortest_f64(INFINITY, b);
+	CHECK_STR(b, "inf");
+	fmt_shortest_f64(-INFINITY, b);
+	CHECK_STR(b, "-inf");
+	fmt_shortest_f32(0.1f, b);
+	CHECK_STR(b, "0.1");
+	fmt_shortest_f32(FLT_MAX, b);
+	CHECK_STR(b, "3.4028235e+38");
+	fmt_shortest_f32(FLT_TRUE_MIN, b);
+	CHECK_STR(b, "1e-45");
+	fmt_shortest_f32(16777216.0f, b);
+	CHECK_STR(b, "16777216");
+	fmt_shortest_f32(-INFINITY, b);
+	CHECK_STR(b, "-inf");
+}
+
+TEST(shortest_f64_structured)
+{
+	mismatches = 0;
+	for (int e = -1074; e <= 1023; e++) { /* every power of two, and its neighbours */
+		double p = ldexp(1.0, e);
+		same_f64(p);
+		same_f64(-p);
+		same_f64(nextafter(p, 0));
+		same_f64(nextafter(p, INFINITY));
+	}
+	for (int e = -325; e <= 309; e++) { /* powers of ten as read, and their neighbours */
+		char t[16];
+		snprintf(t, sizeof t, "1e%d", e);
+		double p = strtod(t, NULL);
+		same_f64(p);
+		same_f64(nextafter(p, 0));
+		same_f64(nextafter(p, INFINITY));
+	}
+	for (uint64_t c = 1; c < 20000; c++) { /* the smallest subnormals, the largest below DBL_MAX */
+		same_f64(f64_of(c));
+		same_f64(f64_of(0x000FFFFFFFFFFFFFu - c));
+		same_f64(f64_of(0x7FEFFFFFFFFFFFFFu - c));
+	}
+	for (int i = -100000; i <= 100000; i++) { /* integers, and short decimals */
+		same_f64(i);
+		same_f64(i / 1000.0);
+		same_f64(i * 1e-7);
+	}
+	for (int i = 0; i < 1000; i++) /* the integers near 2^53, 2^64 */
+		same_f64(9007199254740992.0 + 2.0 * (i - 500)), same_f64(18446744073709551616.0 + 4096.0 * (i - 500));
+	CHECK_EQ_U64(mismatches, 0);
+}
+
+TEST(shortest_f64_random)
+{
+	mismatches = 0;
+	rng_state = 0x9E3779B97F4A7C15u;
+	for (int i = 0; i < 1000000; i++) {
+		uint64_t bits = rng_next();
+		if (((bits >> 52) & 0x7FF) == 0x7FF)
+			continue;
+		same_f64(f64_of(bits));
+	}
+	for (int i = 0; i < 500000; i++) { /* values of the sizes data holds: uniform in a decade */
+		double u = (double)(rng_next() >> 11) * 0x1p-53;
+		same_f64(u * pow(10.0, (double)(int)(rng_next() % 40) - 20));
+	}
+	CHECK_EQ_U64(mismatches, 0);
+}
+
+TEST(shortest_f32)
+{
+	mismatches = 0;
+	for (int e = -149; e <= 127; e++) {
+		float p = ldexpf(1.0f, e);
+		same_f32(p);
+		same_f32(nextafterf(p, 0));
+		same_f32(nextafterf(p, INFINITY));
+	}
+	for (uint32_t c = 1; c < 100000; c++) {
+		same_f32(f32_of(c));
+		same_f32(f32_of(0x7F7FFFFFu - c));
+		same_f32((float)c);
+		same_f32((float)c / 1000.0f);
+	}
+	rng_state = 0xD1B54A32D192ED03u;
+	for (int i = 0; i < 1000000; i++) {
+		uint32_t bits = (uint32_t)(rng_next() >> 32);
+		if (((bits >> 23) & 0xFF) == 0xFF)
+			continue;
+		same_f32(f32_of(bits));
+	}
+	CHECK_EQ_U64(mismatches, 0);
+}
+
+/* fmt_tv_float (CSV and JSON Lines numbers) bit for bit against strtod: random decimals of 1 to
+ * 19 significant digits over the whole exponent range, the decimals printed for random doubles
+ * (shortest, 17 digits), and ties between doubles. */
+static int same_as_strtod(const char *text)
+{
+	double got = 0, want;
+	char *end;
+	int ok = fmt_tv_float(text, strlen(text), &got);
+	want = strtod(text, &end);
+	if (!ok)
+		return isinf(want) && !*end; /* overflow is refused */
+	return !memcmp(&got, &want, sizeof got);
+}
+
+TEST(decimal_to_double)
+{
+	char t[64];
+	int bad = 0;
+	static const char *cases[] = { "0", "-0", "0.0", "1", "-1.5", "0.1", "1e22", "1e23", "9007199254740993",
+				       "9007199254740993.0000", "4.9406564584124654e-324", "2.2250738585072014e-308",
+				       "1.7976931348623157e+308", "1.7976931348623159e+308", "123456789012345678",
+				       "0.30000000000000004", "5e-324", ".5", "5.", "+7.25e-3", "1E5",
+				       "18446744073709551615", "9999999999999999999", "1e-400" };
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		if (!same_as_strtod(cases[i]) && bad++ < 10)
+			CHECK_STR(cases[i], "(parsed as strtod does)");
+	/* 128 characters or more are not a float, as before the fast path (type inference) */
+	char longer[160] = "0.";
+	double x;
+	memset(longer + 2, '0', 125);
+	strcpy(longer + 2 + 124, "1"); /* 127 characters: 1e-125 */
+	CHECK(fmt_tv_float(longer, 127, &x) && x == strtod(longer, NULL));
+	strcpy(longer + 2 + 125, "1"); /* 128 */
+	CHECK(!fmt_tv_float(longer, 128, &x));
+	rng_state = 0x243F6A8885A308D3u;
+	for (int i = 0; i < 600000; i++) {
+		int digits = 1 + (int)(rng_next() % 19), e = (int)(rng_next() % 700) - 350;
+		uint64_t m = rng_next() % 10000000000000000000u;
+		char d[24];
+		snprintf(d, sizeof d, "%019llu", (unsigned long long)m);
+		int point = (int)(rng_next() % (uint64_t)(digits + 1));
+		snprintf(t, sizeof t, "%s%.*s.%.*se%d", rng_next() & 1 ? "-" : "", point, d + 19 - digits,
+			 digits - point, d + 19 - digits + point, e);
+		if (!same_as_strtod(t) && bad++ < 10)
+			CHECK_STR(t, "(parsed as strtod does)");
+	}
+	for (int i = 0; i < 400000; i++) {
+		uint64_t bits = rng_next() & 0x7FFFFFFFFFFFFFFFu;
+		double v = f64_of(bits), next = nextafter(v, INFINITY);
+		if (!isfinite(next))
+			continue;
+		snprintf(t, sizeof t, "%.17g", v);
+		bad += !same_as_strtod(t);
+		fmt_shortest_f64(v, t);
+		bad += !same_as_strtod(t);
+		snprintf(t, sizeof t, "%.18g", v / 2 + next / 2); /* near the tie */
+		bad += !same_as_strtod(t);
+	}
+	CHECK_EQ_U64(bad, 0);
+}
