@@ -347,8 +347,10 @@ void fmt_wm_dist_moments(const fmt_wm_dist *d, double *mean_rel, double *std_rel
 	double mean0 = d->sum0 / n, mean1 = (d->sum0 + d->sum_d) / n;
 	double var0 = d->sumsq0 / n - mean0 * mean0, var1 = d->sumsq1 / n - mean1 * mean1;
 	double std0 = var0 > 0 ? sqrt(var0) : 0, std1 = var1 > 0 ? sqrt(var1) : 0;
-	if (mean0 != 0)
-		*mean_rel = fabs(d->sum_d / n) / fabs(mean0);
+	/* relative to the column's scale: |mean|, or the std when the mean is near 0 */
+	double scale = fmax(fabs(mean0), std0);
+	if (scale > 0)
+		*mean_rel = fabs(d->sum_d / n) / scale;
 	if (std0 != 0)
 		*std_rel = fabs(std1 - std0) / std0;
 }
@@ -405,6 +407,16 @@ uint64_t fmt_wm_votes_agree(const fmt_wm_votes *v, uint64_t payload)
 	for (unsigned j = 0; j < FMT_WM_BITS; j++)
 		a += fmt_wm_payload_bit(payload, j) ? v->ones[j] : v->total[j] - v->ones[j];
 	return a;
+}
+
+unsigned fmt_wm_votes_bits_agree(const fmt_wm_votes *v, uint64_t payload)
+{
+	unsigned m = 0;
+	for (unsigned j = 0; j < FMT_WM_BITS; j++) {
+		uint64_t agree = fmt_wm_payload_bit(payload, j) ? v->ones[j] : v->total[j] - v->ones[j];
+		m += 2 * agree > v->total[j];
+	}
+	return m;
 }
 
 /* ln C(n, k) 2^-n */

@@ -214,6 +214,12 @@ TEST(wm_embed_then_vote_recovers_payload)
 	uint64_t got = fmt_wm_votes_payload(&v, &unknown);
 	CHECK(unknown == 0 && got == prm.payload && fmt_wm_payload_valid(got));
 	CHECK(fmt_wm_votes_agree(&v, prm.payload) >= d.marked);
+	CHECK(fmt_wm_votes_bits_agree(&v, prm.payload) == 64);
+	/* another buyer's payload: its bits agree where the payloads do, and only there */
+	uint8_t h2[32];
+	fmt_wm_buyer_hash(key, "bob", 3, h2);
+	uint64_t other = fmt_wm_payload(h2);
+	CHECK(fmt_wm_votes_bits_agree(&v, other) == 64 - (unsigned)__builtin_popcountll(other ^ prm.payload));
 	/* a float64 column */
 	double *y = malloc(n * sizeof *y);
 	for (size_t i = 0; i < n; i++)

@@ -141,6 +141,8 @@ fmt_kind convert_run(const char *input, const char *output, const convert_opts *
 		k = fmt_pool_create(&pool, o->threads, e);
 	if (k == FMT_OK)
 		k = plan_build(&plan, &in, o, pool, e);
+	if (k == FMT_OK && o->model_hook)
+		k = o->model_hook(&plan.out, o->hook_ctx, e);
 	if (k == FMT_OK && o->dry_run) {
 		plan_print(stdout, &plan, input, output, o);
 	} else if (k == FMT_OK) {

@@ -90,7 +90,8 @@ typedef struct fmt_wm_dist {
 } fmt_wm_dist;
 
 void fmt_wm_dist_merge(fmt_wm_dist *into, const fmt_wm_dist *piece);
-/* Relative change of the mean and of the (population) std; 0 when undefined. */
+/* Change of the mean relative to max(|mean|, std), and relative change of the (population)
+ * std; 0 when undefined. */
 void fmt_wm_dist_moments(const fmt_wm_dist *d, double *mean_rel, double *std_rel);
 
 /* Build the key's selection tables for prm->density (once; before threads share the key). */
@@ -112,6 +113,14 @@ uint64_t fmt_wm_votes_n(const fmt_wm_votes *v);
 uint64_t fmt_wm_votes_payload(const fmt_wm_votes *v, unsigned *unknown);
 /* Votes agreeing with payload. */
 uint64_t fmt_wm_votes_agree(const fmt_wm_votes *v, uint64_t payload);
+
+/* Payload bits whose vote majority agrees with payload (ties and bits without votes do not).
+ * This, not the vote count, is what prove tests: another buyer's copy agrees with a wrong
+ * buyer's payload on about half of the bits with ~100 % of their votes, so the votes of a
+ * copy are not Binomial(n, 1/2) under "not this buyer" (the spec's §4 test would accuse
+ * every other buyer of a large file), while the 64 bits are: the payloads of two buyers are
+ * independent uniform bit strings (48 HMAC bits; the CRC of their XOR, CRC-16 being linear). */
+unsigned fmt_wm_votes_bits_agree(const fmt_wm_votes *v, uint64_t payload);
 
 /* ln P[X >= a] for X ~ Binomial(n, 1/2), accurate far into the tail (no underflow). */
 double fmt_wm_binom_log_sf(uint64_t n, uint64_t a);
@@ -165,6 +174,11 @@ typedef struct fmt_wm_entropy_result {
 	double ks_d;
 } fmt_wm_entropy_result;
 void fmt_wm_entropy_finish(const fmt_wm_entropy *s, fmt_wm_entropy_result *r);
+
+/* The buyers registry (JSON Lines of {"buyer": ID, "buyer_hash": HEX64, ...}): the first buyer
+ * whose hash starts with prefix (lowercase hex) into *buyer (malloc'd; NULL when none). Every
+ * line is checked: a malformed one is InvalidFormat naming its number. */
+fmt_kind fmt_wm_registry_find(const char *text, size_t n, const char *prefix, char **buyer, fmt_err *e);
 
 /* Kolmogorov's limiting distribution: P[K > x] (the KS p-value of sqrt(n) D, with Stephens'
  * small-sample correction applied by the caller). */
