@@ -391,17 +391,22 @@ int wm_report_detect(const char *path, const wm_opts *o, const wm_result *r)
 	size_t n_susp = 0;
 	for (size_t i = 0; i < r->n_cols; i++) {
 		const fmt_wm_lattice *l = &r->cols[i]->lattice;
-		double best = 0;
+		double best = 0, ln_p[FMT_WM_DETECT_N];
 		int found = 0, best_s = 0;
 		for (int s = FMT_WM_DETECT_MIN_S; s <= FMT_WM_DETECT_MAX_S; s++) {
-			double ln_p = fmt_wm_binom_log_sf(l->eligible, l->aligned[s - FMT_WM_DETECT_MIN_S]);
-			if (ln_p < best) {
-				best = ln_p;
+			ln_p[s - FMT_WM_DETECT_MIN_S] = fmt_wm_binom_log_sf(l->eligible, l->aligned[s - FMT_WM_DETECT_MIN_S]);
+			if (ln_p[s - FMT_WM_DETECT_MIN_S] < best) {
+				best = ln_p[s - FMT_WM_DETECT_MIN_S];
 				best_s = s;
 			}
-			if (!found && ln_p < log(FMT_WM_SUSPICIOUS_P))
-				found = s;
 		}
+		/* Marks made at s are lattice-aligned at every s' > s too, and a column whose marks lean
+		 * to one bit value also shows at s - 1, less strongly: the strength found is the smallest
+		 * s whose evidence is within 80 % (in log p) of the strongest. */
+		if (best < log(FMT_WM_SUSPICIOUS_P))
+			for (int s = FMT_WM_DETECT_MIN_S; s <= FMT_WM_DETECT_MAX_S && !found; s++)
+				if (ln_p[s - FMT_WM_DETECT_MIN_S] <= 0.8 * best)
+					found = s;
 		if (best < min_ln_p)
 			min_ln_p = best;
 		double frac = l->eligible && found ? (double)l->aligned[found - FMT_WM_DETECT_MIN_S] / (double)l->eligible : 0;
