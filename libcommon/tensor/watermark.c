@@ -206,7 +206,7 @@ static inline int64_t floor_shift(int64_t x, int q)
 	return x >= 0 ? x >> q : -((-x + ((INT64_C(1) << q) - 1)) >> q);
 }
 
-int fmt_wm_qim_embed(uint64_t bits, int width, int c, int s, uint64_t *out)
+static inline __attribute__((always_inline)) int qim_embed(uint64_t bits, int width, int c, int s, uint64_t *out)
 {
 	int m = MANT(width), q = m - s;
 	*out = bits;
@@ -225,6 +225,11 @@ int fmt_wm_qim_embed(uint64_t bits, int width, int c, int s, uint64_t *out)
 		return 0;
 	*out = nb;
 	return 1;
+}
+
+int fmt_wm_qim_embed(uint64_t bits, int width, int c, int s, uint64_t *out)
+{
+	return qim_embed(bits, width, c, s, out);
 }
 
 /* r's fraction in units of 2^-q: F in [0, 2^q). */
@@ -287,40 +292,64 @@ static inline double as_double(uint64_t bits, int width)
 	return d;
 }
 
-void fmt_wm_embed(const fmt_wm_params *prm, uint8_t *p, size_t n, int width, fmt_wm_dist *d)
+/* The loop for one width (a constant where it is inlined: the compiler specialises it). */
+static inline __attribute__((always_inline)) void embed_loop(const fmt_wm_params *prm, uint8_t *p, size_t n,
+							    const int width, fmt_wm_dist *d)
 {
 	const fmt_wm_key *key = prm->key;
-	int expbits_shift = MANT(width);
+	int expbits_shift = MANT(width), s = prm->strength;
+	uint64_t payload = prm->payload, expmax = EXPMAX(width);
+	/* locals, not d's fields: p (bytes) may alias anything, which would force every update of
+	 * d through memory */
+	uint64_t finite = 0, eligible = 0, selected = 0, marked = 0;
+	double max_rel = d->max_rel, sum0 = 0, sumsq0 = 0, sum_d = 0, sumsq1 = 0;
 	for (size_t i = 0; i < n; i++, p += width) {
 		uint64_t bits = load(p, width);
-		uint64_t exp = bits >> expbits_shift & EXPMAX(width);
-		d->values++;
-		if (exp == EXPMAX(width))
+		uint64_t exp = bits >> expbits_shift & expmax;
+		if (exp == expmax)
 			continue;                            /* NaN, Inf: not in the moments */
 		double v = as_double(bits, width), v1 = v;
-		d->finite++;
+		finite++;
 		if (exp != 0) {
-			d->eligible++;
+			eligible++;
 			uint8_t t = table_entry(key, bits, width);
 			if (t != NOT_SELECTED) {
-				d->selected++;
-				int c = fmt_wm_payload_bit(prm->payload, t & 63) ^ (t >> 6);
+				selected++;
+				int c = fmt_wm_payload_bit(payload, t & 63) ^ (t >> 6);
 				uint64_t nb;
-				if (fmt_wm_qim_embed(bits, width, c, prm->strength, &nb)) {
-					d->marked++;
+				if (qim_embed(bits, width, c, s, &nb)) {
+					marked++;
 					store(p, nb, width);
 					v1 = as_double(nb, width);
-					double rel = fabs(v1 - v) / fabs(v);
-					if (rel > d->max_rel)
-						d->max_rel = rel;
+					double diff = fabs(v1 - v), mag = fabs(v);
+					if (diff > max_rel * mag)         /* a division only for a new maximum */
+						max_rel = diff / mag;
 				}
 			}
 		}
-		d->sum0 += v;
-		d->sumsq0 += v * v;
-		d->sum_d += v1 - v;
-		d->sumsq1 += v1 * v1;
+		sum0 += v;
+		sumsq0 += v * v;
+		sum_d += v1 - v;
+		sumsq1 += v1 * v1;
 	}
+	d->values += n;
+	d->finite += finite;
+	d->eligible += eligible;
+	d->selected += selected;
+	d->marked += marked;
+	d->max_rel = max_rel;
+	d->sum0 += sum0;
+	d->sumsq0 += sumsq0;
+	d->sum_d += sum_d;
+	d->sumsq1 += sumsq1;
+}
+
+void fmt_wm_embed(const fmt_wm_params *prm, uint8_t *p, size_t n, int width, fmt_wm_dist *d)
+{
+	if (width == 4)
+		embed_loop(prm, p, n, 4, d);
+	else
+		embed_loop(prm, p, n, 8, d);
 }
 
 void fmt_wm_dist_merge(fmt_wm_dist *into, const fmt_wm_dist *piece)
@@ -355,7 +384,8 @@ void fmt_wm_dist_moments(const fmt_wm_dist *d, double *mean_rel, double *std_rel
 		*std_rel = fabs(std1 - std0) / std0;
 }
 
-void fmt_wm_vote(const fmt_wm_params *prm, const uint8_t *p, size_t n, int width, fmt_wm_votes *v)
+static inline __attribute__((always_inline)) void vote_loop(const fmt_wm_params *prm, const uint8_t *p, size_t n,
+							   const int width, fmt_wm_votes *v)
 {
 	const fmt_wm_key *key = prm->key;
 	int q = MANT(width) - prm->strength;
@@ -370,6 +400,14 @@ void fmt_wm_vote(const fmt_wm_params *prm, const uint8_t *p, size_t n, int width
 		v->total[j]++;
 		v->ones[j] += (uint64_t)(read_bit(bits, width, q) ^ (t >> 6));
 	}
+}
+
+void fmt_wm_vote(const fmt_wm_params *prm, const uint8_t *p, size_t n, int width, fmt_wm_votes *v)
+{
+	if (width == 4)
+		vote_loop(prm, p, n, 4, v);
+	else
+		vote_loop(prm, p, n, 8, v);
 }
 
 void fmt_wm_votes_merge(fmt_wm_votes *into, const fmt_wm_votes *piece)

@@ -6,10 +6,14 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fmt/thread.h"
 #include "../fmt-convert/convert.h"
 #include "wm.h"
 
+#define PIECE_VALUES 65536   /* the unit of -T work inside one read: fixed, so sums do not depend on -T */
+
 typedef struct embed_ctx {
+	fmt_pool *pool;
 	const wm_opts *o;
 	const fmt_wm_params *prm;
 	wm_result *r;
@@ -24,7 +28,23 @@ typedef struct tensor_wrap {
 	wm_column *col;
 	const fmt_wm_params *prm;
 	int width;
+	fmt_pool *pool;
 } tensor_wrap;
+
+typedef struct piece_job {
+	const tensor_wrap *w;
+	uint8_t *dst;
+	size_t n;                    /* values */
+	fmt_wm_dist *dist;           /* one per piece */
+} piece_job;
+
+static void mark_piece(void *ctx, size_t i)
+{
+	piece_job *j = ctx;
+	size_t first = i * PIECE_VALUES, n = j->n - first < PIECE_VALUES ? j->n - first : PIECE_VALUES;
+	memset(&j->dist[i], 0, sizeof j->dist[i]);
+	fmt_wm_embed(j->w->prm, j->dst + first * (size_t)j->w->width, n, j->w->width, &j->dist[i]);
+}
 
 static void piece_add(wm_column *c, uint64_t off, const fmt_wm_dist *d)
 {
@@ -59,7 +79,22 @@ static fmt_kind marked_read(const fmt_model *m, const fmt_tensor *t, uint64_t of
 	if (off % (uint64_t)w->width || n % (size_t)w->width)
 		return fmt_fail(e, FMT_INTERNAL, "tensor '%s': a read not on value boundaries", t->name);
 	fmt_wm_dist d = { 0 };
-	fmt_wm_embed(w->prm, dst, n / (size_t)w->width, w->width, &d);
+	size_t values = n / (size_t)w->width, pieces = (values + PIECE_VALUES - 1) / PIECE_VALUES;
+	fmt_wm_dist *dist = pieces > 1 && w->pool ? malloc(pieces * sizeof *dist) : NULL;
+	if (dist) {
+		piece_job job = { w, dst, values, dist };
+		fmt_pool_run(w->pool, pieces, mark_piece, &job);
+		for (size_t i = 0; i < pieces; i++)
+			fmt_wm_dist_merge(&d, &dist[i]);
+		free(dist);
+	} else {
+		for (size_t first = 0; first < values; first += PIECE_VALUES) {
+			fmt_wm_dist p = { 0 };
+			size_t count = values - first < PIECE_VALUES ? values - first : PIECE_VALUES;
+			fmt_wm_embed(w->prm, dst + first * (size_t)w->width, count, w->width, &p);
+			fmt_wm_dist_merge(&d, &p);
+		}
+	}
 	piece_add(w->col, off, &d);
 	return FMT_OK;
 }
@@ -115,6 +150,7 @@ static fmt_kind model_hook(fmt_model *out, void *ctx, fmt_err *e)
 		w->col = c->r->cols[c->r->n_cols - 1];
 		w->prm = c->prm;
 		w->width = width;
+		w->pool = c->pool;
 		uint64_t align = t->chunk_align ? t->chunk_align : 1;
 		t->chunk_align = align / gcd(align, (uint64_t)width) * (uint64_t)width;
 		t->data = NULL;
@@ -206,7 +242,9 @@ fmt_kind wm_embed(const char *input, const char *output, const wm_opts *o, const
 			    .quiet = o->common.quiet, .no_progress = o->common.no_progress,
 			    .dataset = { .compression = FMT_ALD_ZSTD },
 			    .model_hook = model_hook, .table_hook = table_hook, .hook_ctx = &c };
-	fmt_kind k;
+	fmt_kind k = fmt_pool_create(&c.pool, o->threads, e);
+	if (k != FMT_OK)
+		return k;
 	co.table_to = fmt_table_driver_by_extension(output);
 	if (co.table_to && co.table_to->write) {
 		r->is_table = 1;
@@ -214,11 +252,12 @@ fmt_kind wm_embed(const char *input, const char *output, const wm_opts *o, const
 	} else {
 		co.to = fmt_driver_by_extension(output);
 		if (!co.to || !co.to->write)
-			return fmt_fail(e, FMT_USAGE, "cannot tell the output format from OUTPUT's name (.safetensors, "
+			return fmt_pool_destroy(c.pool), fmt_fail(e, FMT_USAGE, "cannot tell the output format from OUTPUT's name (.safetensors, "
 					".gguf, .apsim, .apr, .ald, ...)");
 		k = convert_run(input, output, &co, e);
 	}
 	free(c.tw.col_of);
+	fmt_pool_destroy(c.pool);
 	for (size_t i = 0; i < r->n_cols; i++) {
 		wm_column *col = r->cols[i];
 		qsort(col->pieces, col->n_pieces, sizeof *col->pieces, piece_cmp);
