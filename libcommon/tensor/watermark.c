@@ -292,45 +292,48 @@ static inline double as_double(uint64_t bits, int width)
 	return d;
 }
 
-/* The loop for one width (a constant where it is inlined: the compiler specialises it). */
+/* The loop for one width (a constant where it is inlined: the compiler specialises it). It is
+ * branch-free where the data is random (selection, the bit carried, the QIM move): the same
+ * arithmetic as qim_embed for every value, the result kept only where it counts. */
 static inline __attribute__((always_inline)) void embed_loop(const fmt_wm_params *prm, uint8_t *p, size_t n,
 							    const int width, fmt_wm_dist *d)
 {
 	const fmt_wm_key *key = prm->key;
-	int expbits_shift = MANT(width), s = prm->strength;
-	uint64_t payload = prm->payload, expmax = EXPMAX(width);
-	/* locals, not d's fields: p (bytes) may alias anything, which would force every update of
-	 * d through memory */
+	const int m = MANT(width), q = m - prm->strength;
+	const uint64_t payload = prm->payload, expmax = EXPMAX(width);
+	const uint64_t mant_mask = (UINT64_C(1) << m) - 1, anchor_mask = ~((UINT64_C(1) << (m - 8)) - 1);
+	const int64_t unit = INT64_C(1) << q, half = unit >> 1;
+	/* locals, not d's fields: p (bytes) may alias anything */
 	uint64_t finite = 0, eligible = 0, selected = 0, marked = 0;
 	double max_rel = d->max_rel, sum0 = 0, sumsq0 = 0, sum_d = 0, sumsq1 = 0;
 	for (size_t i = 0; i < n; i++, p += width) {
 		uint64_t bits = load(p, width);
-		uint64_t exp = bits >> expbits_shift & expmax;
-		if (exp == expmax)
-			continue;                            /* NaN, Inf: not in the moments */
-		double v = as_double(bits, width), v1 = v;
-		finite++;
-		if (exp != 0) {
-			eligible++;
-			uint8_t t = table_entry(key, bits, width);
-			if (t != NOT_SELECTED) {
-				selected++;
-				int c = fmt_wm_payload_bit(payload, t & 63) ^ (t >> 6);
-				uint64_t nb;
-				if (qim_embed(bits, width, c, s, &nb)) {
-					marked++;
-					store(p, nb, width);
-					v1 = as_double(nb, width);
-					double diff = fabs(v1 - v), mag = fabs(v);
-					if (diff > max_rel * mag)         /* a division only for a new maximum */
-						max_rel = diff / mag;
-				}
-			}
-		}
-		sum0 += v;
-		sumsq0 += v * v;
-		sum_d += v1 - v;
-		sumsq1 += v1 * v1;
+		uint64_t exp = bits >> m & expmax;
+		int is_finite = exp != expmax, is_elig = is_finite & (exp != 0);
+		uint8_t t = table_entry(key, bits, width);   /* NOT_SELECTED for every ineligible anchor */
+		int sel = t != NOT_SELECTED;
+		int64_t c = (int64_t)(fmt_wm_payload_bit(payload, t & 63) ^ (t >> 6 & 1));
+		int64_t u = (int64_t)((bits & mant_mask) | (mant_mask + 1));
+		u = bits >> (width * 8 - 1) ? -u : u;
+		int64_t k = (u + half - c * half) >> q;      /* floor: arithmetic shift (GCC, Clang) */
+		int64_t v = k * unit + c * half;
+		uint64_t neg = (uint64_t)(v >> 63), mag = ((uint64_t)v ^ neg) - neg;
+		uint64_t nb = (bits & ~mant_mask) | (mag & mant_mask);
+		int ok = sel & ((mag >> m) == 1) & ((v < 0) == (u < 0)) & ((nb & anchor_mask) == (bits & anchor_mask));
+		uint64_t out = ok ? nb : bits;
+		store(p, out, width);
+		double x = is_finite ? as_double(bits, width) : 0.0, x1 = is_finite ? as_double(out, width) : 0.0;
+		double diff = fabs(x1 - x);
+		if (diff > max_rel * fabs(x))                /* rare: a new maximum */
+			max_rel = diff / fabs(x);
+		finite += (uint64_t)is_finite;
+		eligible += (uint64_t)is_elig;
+		selected += (uint64_t)sel;
+		marked += (uint64_t)ok;
+		sum0 += x;
+		sumsq0 += x * x;
+		sum_d += x1 - x;
+		sumsq1 += x1 * x1;
 	}
 	d->values += n;
 	d->finite += finite;
@@ -388,17 +391,19 @@ static inline __attribute__((always_inline)) void vote_loop(const fmt_wm_params 
 							   const int width, fmt_wm_votes *v)
 {
 	const fmt_wm_key *key = prm->key;
-	int q = MANT(width) - prm->strength;
+	const int q = MANT(width) - prm->strength;
+	uint64_t total[FMT_WM_BITS] = { 0 }, ones[FMT_WM_BITS] = { 0 };
 	for (size_t i = 0; i < n; i++, p += width) {
 		uint64_t bits = load(p, width);
-		if (!fmt_wm_eligible(bits, width))
-			continue;
-		uint8_t t = table_entry(key, bits, width);
-		if (t == NOT_SELECTED)
-			continue;
+		uint8_t t = table_entry(key, bits, width);   /* NOT_SELECTED for every ineligible anchor */
+		uint64_t sel = t != NOT_SELECTED;
 		unsigned j = t & 63;
-		v->total[j]++;
-		v->ones[j] += (uint64_t)(read_bit(bits, width, q) ^ (t >> 6));
+		total[j] += sel;
+		ones[j] += sel & (uint64_t)(read_bit(bits, width, q) ^ (t >> 6 & 1));
+	}
+	for (int j = 0; j < FMT_WM_BITS; j++) {
+		v->total[j] += total[j];
+		v->ones[j] += ones[j];
 	}
 }
 
