@@ -224,6 +224,15 @@ PY
 	done
 	# GGUF keeps the F32 tensor F32 (fmt-convert's default for GGUF would be F16: no room for marks)
 	[ "$(fmt-inspect --json out.gguf | jq -r '.tensors[] | select(.name == "w") | .dtype')" = F32 ]
+	# detect and entropy on a model: its float tensors
+	run fmt-watermark detect out.safetensors -j
+	assert_success
+	[ "$(echo "$output" | jq -c .suspicious)" = '["b","w"]' ]
+	run fmt-watermark detect m.safetensors
+	assert_failure 1
+	run fmt-watermark entropy out.safetensors -j
+	assert_success
+	[ "$(echo "$output" | jq -c '[.tensors[] | [.name, .type, .n]]')" = '[["b","F64",256],["w","F32",8192]]' ]
 	# a model converted by fmt-convert keeps the marks (GGUF F32)
 	fmt-convert --dtype f32 out.safetensors conv.gguf
 	run fmt-watermark extract --key seller.key conv.gguf

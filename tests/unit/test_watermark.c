@@ -333,3 +333,23 @@ TEST(wm_entropy_statistics)
 	CHECK(r.ks_p < 1e-6);
 	CHECK(fabs(fmt_wm_kolmogorov_q(1.36) - 0.049) < 0.001);
 }
+
+TEST(wm_registry_lookup)
+{
+	const char *text = "{\"buyer\":\"alice\",\"buyer_hash\":\"c879b5a7cda6696bb54b0d680a40ce3d3de5c7ab232da6e0e8e80e318be039f9\"}\n"
+			   "\n{\"buyer\":\"bob\",\"buyer_hash\":\"0000000000000000000000000000000000000000000000000000000000000000\"}\n";
+	char *buyer = NULL;
+	fmt_err e;
+	CHECK(fmt_wm_registry_find(text, strlen(text), "c879b5a7cda6", &buyer, &e) == FMT_OK);
+	CHECK_STR(buyer, "alice");
+	free(buyer);
+	CHECK(fmt_wm_registry_find(text, strlen(text), "000000000000", &buyer, &e) == FMT_OK);
+	CHECK_STR(buyer, "bob");
+	free(buyer);
+	CHECK(fmt_wm_registry_find(text, strlen(text), "123456789abc", &buyer, &e) == FMT_OK && buyer == NULL);
+	const char *bad = "{\"buyer\":\"x\",\"buyer_hash\":\"C879\"}\n";
+	CHECK(fmt_wm_registry_find(bad, strlen(bad), "c879", &buyer, &e) == FMT_INVALID_FORMAT);
+	CHECK(strstr(e.msg, "registry line 1") != NULL);
+	const char *dup = "{\"buyer\":\"x\",\"buyer\":\"y\",\"buyer_hash\":\"0000000000000000000000000000000000000000000000000000000000000000\"}";
+	CHECK(fmt_wm_registry_find(dup, strlen(dup), "0", &buyer, &e) == FMT_INVALID_FORMAT);
+}
