@@ -11,7 +11,7 @@
 
 #define REGISTRY_MAX (256u << 20)
 
-static void utc_now(char out[32])
+void wm_utc_now(char out[32])
 {
 	time_t t = time(NULL);
 	struct tm tm;
@@ -25,7 +25,7 @@ fmt_kind wm_registry_append(const char *path, const char *buyer, const uint8_t h
 	char hex[65], pay[17], when[32];
 	fmt_hex(hash, 32, hex);
 	snprintf(pay, sizeof pay, "%016llx", (unsigned long long)payload);
-	utc_now(when);
+	wm_utc_now(when);
 	json_t *o = json_pack("{s:o, s:s, s:s, s:o, s:s}", "buyer", fmt_json_string(buyer, strlen(buyer)),
 			      "buyer_hash", hex, "payload", pay, "file", fmt_json_string(output, strlen(output)),
 			      "time", when);

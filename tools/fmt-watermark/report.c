@@ -223,14 +223,6 @@ int wm_report_alimentar(const char *path, const wm_opts *o, const uint8_t raw[32
 	return got == 1 ? 0 : FMT_NEGATIVE;
 }
 
-static void utc_now(char out[32])
-{
-	time_t t = time(NULL);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static fmt_kind file_sha256(const char *path, char out[FMT_SHA256_HEX + 1], fmt_err *e)
 {
 	fmt_source s;
@@ -341,7 +333,7 @@ int wm_report_prove(const char *path, const wm_opts *o, const fmt_wm_params *prm
 	fmt_err_clear(&e);
 	if (file_sha256(path, sha, &e) != FMT_OK)
 		return wm_fail(o, path, &e);
-	utc_now(when);
+	wm_utc_now(when);
 	json_t *cols = json_array();
 	for (size_t i = 0; i < r->n_cols; i++)
 		json_array_append_new(cols, json_pack("{s:o, s:o, s:o}", "name", jstr(r->cols[i]->name), "votes",

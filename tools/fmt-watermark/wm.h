@@ -86,7 +86,8 @@ int wm_ctype_width(fmt_ctype t);
 fmt_kind wm_add_column(wm_result *r, const char *name, int is_tensor, const char *dtype, int width,
 		       fmt_err *e);
 
-/* registry.c */
+/* registry.c; and the time now as 2026-12-01T12:00:00Z */
+void wm_utc_now(char out[32]);
 fmt_kind wm_registry_append(const char *path, const char *buyer, const uint8_t hash[32],
 			    uint64_t payload, const char *output, fmt_err *e);
 /* The buyer whose hash starts with the 48 bits of payload, or NULL (malloc'd). */
