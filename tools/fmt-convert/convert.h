@@ -42,6 +42,12 @@ typedef struct convert_opts {
 	fmt_dataset_opts dataset;    /* --delimiter, --compression, --chunk-rows, ... */
 	const char *schema_file;     /* --schema FILE.json */
 	const char *card_file;       /* --card FILE.json */
+	/* fmt-watermark (which links this folder's plan, run and dataset code): called with the
+	 * output model before it is written, and with the input table before its batches are
+	 * pulled; NULL in fmt-convert. */
+	fmt_kind (*model_hook)(fmt_model *out, void *ctx, fmt_err *e);
+	fmt_kind (*table_hook)(fmt_table *in, void *ctx, fmt_err *e);
+	void *hook_ctx;
 } convert_opts;
 
 /* One logical tensor of the plan: a plain tensor, or a compressed one (codes and scales). */

@@ -98,6 +98,8 @@ fmt_kind convert_dataset(const char *input, const char *output, const convert_op
 			k = fmt_fail(e, FMT_UNSUPPORTED, "column '%s': %s cannot hold %s", t.schema.fields[i].name,
 				     o->table_to->name, type);
 	}
+	if (k == FMT_OK && o->table_hook)
+		k = o->table_hook(&t, o->hook_ctx, e);
 	if (k == FMT_OK && o->dry_run) {
 		report(input, output, &t, o, 1);
 	} else if (k == FMT_OK) {

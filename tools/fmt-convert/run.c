@@ -187,6 +187,8 @@ fmt_kind convert_run(const char *input, const char *output, const convert_opts *
 	plan.verify_after = verify_after;
 	if (k == FMT_OK && o->dry_run)     /* nothing is read: check now */
 		k = verify_streamed(&plan, &in, o, e);
+	if (k == FMT_OK && o->model_hook)
+		k = o->model_hook(&plan.out, o->hook_ctx, e);
 	if (k == FMT_OK && o->dry_run) {
 		plan_print(stdout, &plan, input, output, o);
 	} else if (k == FMT_OK) {

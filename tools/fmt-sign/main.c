@@ -6,7 +6,8 @@
 #include "sign.h"
 
 enum {
-	OPT_HMAC = FMT_OPT_FIRST_TOOL_OPTION, OPT_X25519, OPT_TRUSTED_KEYS, OPT_PASS_FILE, OPT_PASS_ENV, OPT_EMBED
+	OPT_HMAC = FMT_OPT_FIRST_TOOL_OPTION, OPT_X25519, OPT_WATERMARK, OPT_TRUSTED_KEYS, OPT_PASS_FILE, OPT_PASS_ENV,
+	OPT_EMBED
 };
 
 /* Subcommands, in the order of their bits in fmt_cli_option.commands. */
@@ -25,6 +26,9 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("hmac", OPT_HMAC, NULL, "keygen: make an HMAC-SHA256 key (32 random bytes)"),
 	  .commands = ONLY(CMD_KEYGEN) },
 	{ FMT_CLI_OPT("x25519", OPT_X25519, NULL, "keygen: make an X25519 key pair (dataset recipients)"),
+	  .commands = ONLY(CMD_KEYGEN) },
+	{ FMT_CLI_OPT("watermark", OPT_WATERMARK, NULL, "keygen: make a seller's watermark key (32 random bytes,\n"
+		      "default $XDG_CONFIG_HOME/fmtkit/watermark.key, or -s FILE)"),
 	  .commands = ONLY(CMD_KEYGEN) },
 	{ FMT_CLI_OPT("force", 'f', NULL, "keygen: replace existing key files, keeping each as FILE.old"),
 	  .commands = ONLY(CMD_KEYGEN) },
@@ -77,6 +81,7 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 	case OPT_HMAC: o->hmac = 1; return 0;
 	case 'f': o->force = 1; return 0;
 	case OPT_X25519: o->x25519 = 1; return 0;
+	case OPT_WATERMARK: o->watermark = 1; return 0;
 	case 'W': o->no_passphrase = 1; return 0;
 	case OPT_EMBED: o->embed = 1; return 0;
 	case 'p': o->pubkey = arg; return 0;
@@ -96,6 +101,7 @@ static const fmt_cli_tool tool = {
 	.synopsis = "keygen --hmac [--force] [OPTIONS]\n"
 		    "keygen [-p PUBKEY] [-s SECKEY] [-W | --passphrase-file F | --passphrase-env NAME] [--force]\n"
 		    "keygen --x25519 [-p PUBKEY] [-s SECKEY] [--force]\n"
+		    "keygen --watermark [-s KEYFILE] [--force]\n"
 		    "sign -s SECKEY [-x SIGFILE] [-t COMMENT] FILE...\n"
 		    "sign --embed [-s SECKEY] FILE...\n"
 		    "sign FILE [KEY OPTION] [-T N] [OPTIONS]\n"
@@ -125,9 +131,11 @@ static const char *check_usage(const sign_opts *o, const fmt_cli *cli)
 	case CMD_KEYGEN:
 		if (cli->n_operands != 0)
 			return "keygen takes no file";
-		if (o->hmac + o->x25519 > 1)
-			return "--hmac and --x25519 are different kinds of key: give one";
-		if ((o->hmac || o->x25519) && (o->no_passphrase || passphrase))
+		if (o->hmac + o->x25519 + o->watermark > 1)
+			return "--hmac, --x25519 and --watermark are different kinds of key: give one";
+		if (o->watermark && o->pubkey)
+			return "a watermark key has no public half: -s names its file";
+		if ((o->hmac || o->x25519 || o->watermark) && (o->no_passphrase || passphrase))
 			return "only Ed25519 secret keys have a passphrase (-W, --passphrase-*)";
 		if (o->hmac && (o->pubkey || o->seckey))
 			return "the HMAC key has one place; -p and -s name key pair files";
@@ -183,7 +191,8 @@ int main(int argc, char **argv)
 	int status;
 	switch (cli.command) {
 	case CMD_KEYGEN:
-		status = o.hmac ? sign_cmd_keygen(&o) : sign_cmd_keygen_keypair(&o);
+		status = o.hmac ? sign_cmd_keygen(&o) : o.watermark ? sign_cmd_keygen_watermark(&o)
+								    : sign_cmd_keygen_keypair(&o);
 		break;
 	case CMD_SIGN:
 		status = o.embed ? sign_cmd_sign_embed(cli.operands, cli.n_operands, &o)

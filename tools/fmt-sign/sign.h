@@ -14,6 +14,7 @@ typedef struct sign_opts {
 	int hmac;           /* keygen --hmac */
 	int force;          /* keygen --force: rotate an existing key */
 	int x25519;         /* keygen --x25519 */
+	int watermark;      /* keygen --watermark */
 	int no_passphrase;  /* keygen -W */
 	int embed;          /* sign --embed */
 	const char *pubkey;          /* -p FILE */
@@ -28,6 +29,8 @@ typedef struct sign_opts {
 
 /* Each returns the exit status after reporting any error on stderr. */
 int sign_cmd_keygen(const sign_opts *o);
+/* watermark.c: the seller's watermark key (specs/watermark.md §1). */
+int sign_cmd_keygen_watermark(const sign_opts *o);
 int sign_cmd_sign(const char *path, const sign_opts *o);
 int sign_cmd_key_id(const sign_opts *o);
 

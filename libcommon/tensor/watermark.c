@@ -1,0 +1,672 @@
+/* The fmtkit-wm/1 watermark (specs/watermark.md). The spec writes the embedding in doubles,
+ * v' = Δ (floor(r − c/2 + 1/2) + c/2) with r = v/Δ; here the same arithmetic is done exactly on
+ * the integer significand (r's fraction is its low 23 − s or 52 − s bits), which gives the
+ * same values bit for bit (tests/unit/test_watermark.c checks it against the double formula)
+ * and is several times faster. The PRF depends on the anchor only, and a float32 has 2^17
+ * anchors (2^20 for float64): the selection of every anchor is computed once per key and
+ * density into a table, so a value costs a lookup, not a SipHash. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sodium.h>
+#include "fmt/watermark.h"
+
+#define BUYER_LABEL "fmtkit-wm/1 buyer"
+#define PRF_LABEL "fmtkit-wm/1 prf"
+#define NOT_SELECTED 0xFF
+#define ANCHORS32 (1u << 17)   /* sign, 8 exponent bits, top 8 mantissa bits */
+#define ANCHORS64 (1u << 20)   /* sign, 11 exponent bits, top 8 mantissa bits */
+
+struct fmt_wm_key {
+	uint8_t k[FMT_WM_KEY_LEN];
+	uint8_t prf[16];
+	/* Selection tables for one density (entry: NOT_SELECTED or mask << 6 | bit), built on
+	 * first use by fmt_wm_key_prepare. */
+	double density;
+	uint8_t *table32, *table64;
+};
+
+static void hmac(const uint8_t k[FMT_WM_KEY_LEN], const char *label, const void *msg, size_t n,
+		 uint8_t out[32])
+{
+	crypto_auth_hmacsha256_state st;
+	crypto_auth_hmacsha256_init(&st, k, FMT_WM_KEY_LEN);
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)label, strlen(label));
+	if (n)
+		crypto_auth_hmacsha256_update(&st, msg, n);
+	crypto_auth_hmacsha256_final(&st, out);
+	sodium_memzero(&st, sizeof st);
+}
+
+fmt_kind fmt_wm_key_new(const uint8_t k[FMT_WM_KEY_LEN], fmt_wm_key **out, fmt_err *e)
+{
+	*out = NULL;
+	if (sodium_init() < 0)
+		return fmt_fail(e, FMT_INTERNAL, "libsodium cannot be initialised");
+	fmt_wm_key *key = sodium_malloc(sizeof *key);
+	if (!key)
+		return fmt_fail(e, FMT_IO, "out of memory for the watermark key");
+	memset(key, 0, sizeof *key);
+	memcpy(key->k, k, FMT_WM_KEY_LEN);
+	uint8_t mac[32];
+	hmac(k, PRF_LABEL, NULL, 0, mac);
+	memcpy(key->prf, mac, sizeof key->prf);
+	sodium_memzero(mac, sizeof mac);
+	*out = key;
+	return FMT_OK;
+}
+
+void fmt_wm_key_free(fmt_wm_key *key)
+{
+	if (!key)
+		return;
+	free(key->table32);
+	free(key->table64);
+	sodium_free(key);
+}
+
+void fmt_wm_buyer_hash(const fmt_wm_key *key, const char *buyer, size_t len, uint8_t out[FMT_WM_HASH_LEN])
+{
+	hmac(key->k, BUYER_LABEL, buyer, len, out);
+}
+
+void fmt_wm_prf_key(const fmt_wm_key *key, uint8_t out[16])
+{
+	memcpy(out, key->prf, 16);
+}
+
+uint64_t fmt_wm_prf(const fmt_wm_key *key, const uint8_t *x, size_t n)
+{
+	uint8_t h[crypto_shorthash_BYTES];
+	crypto_shorthash(h, x, n, key->prf);
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | h[i];
+	return v;
+}
+
+uint16_t fmt_crc16_ccitt_false(const uint8_t *p, size_t n)
+{
+	uint16_t crc = 0xFFFF;
+	for (size_t i = 0; i < n; i++) {
+		crc ^= (uint16_t)(p[i] << 8);
+		for (int b = 0; b < 8; b++)
+			crc = (uint16_t)(crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1);
+	}
+	return crc;
+}
+
+uint64_t fmt_wm_payload(const uint8_t hash[FMT_WM_HASH_LEN])
+{
+	uint64_t p = 0;
+	for (int i = 0; i < 6; i++)
+		p = p << 8 | hash[i];
+	return p << 16 | fmt_crc16_ccitt_false(hash, 6);
+}
+
+int fmt_wm_payload_valid(uint64_t payload)
+{
+	uint8_t b[6];
+	for (int i = 0; i < 6; i++)
+		b[i] = (uint8_t)(payload >> (56 - 8 * i));
+	return fmt_crc16_ccitt_false(b, 6) == (uint16_t)payload;
+}
+
+/* Mantissa bits M, exponent field width and bias of a width. */
+#define MANT(w) ((w) == 4 ? 23 : 52)
+#define EXPMAX(w) ((w) == 4 ? 0xFFu : 0x7FFu)
+
+uint64_t fmt_wm_anchor(uint64_t bits, int width)
+{
+	int low = MANT(width) - 8;
+	return bits & ~((UINT64_C(1) << low) - 1);
+}
+
+int fmt_wm_eligible(uint64_t bits, int width)
+{
+	uint64_t exp = bits >> MANT(width) & EXPMAX(width);
+	return exp != 0 && exp != EXPMAX(width);
+}
+
+fmt_wm_pos fmt_wm_position(const fmt_wm_key *key, uint64_t anchor, int width, double density)
+{
+	uint8_t x[9];
+	for (int i = 0; i < 8; i++)
+		x[i] = (uint8_t)(anchor >> (8 * i));
+	x[8] = (uint8_t)width;
+	uint64_t h = fmt_wm_prf(key, x, sizeof x);
+	fmt_wm_pos p;
+	p.selected = (double)(h & 0xFFFF) < density * 65536.0;
+	p.bit = (unsigned)(((h >> 16) & 0xFFFF) % FMT_WM_BITS);
+	p.mask = (int)((h >> 32) & 1);
+	return p;
+}
+
+/* The table of every anchor of a width (indexed by the anchor's top bits). */
+static uint8_t *build_table(const fmt_wm_key *key, int width, double density)
+{
+	unsigned n = width == 4 ? ANCHORS32 : ANCHORS64;
+	int shift = MANT(width) - 8;
+	uint8_t *t = malloc(n);
+	if (!t)
+		return NULL;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t anchor = (uint64_t)i << shift;
+		if (!fmt_wm_eligible(anchor, width)) {
+			t[i] = NOT_SELECTED;
+			continue;
+		}
+		fmt_wm_pos p = fmt_wm_position(key, anchor, width, density);
+		t[i] = p.selected ? (uint8_t)(p.mask << 6 | (int)p.bit) : NOT_SELECTED;
+	}
+	return t;
+}
+
+/* The selection tables for density; call before sharing the key between threads. */
+static fmt_kind key_prepare(fmt_wm_key *key, double density)
+{
+	if (key->table32 && key->density == density)
+		return FMT_OK;
+	free(key->table32);
+	free(key->table64);
+	key->table32 = build_table(key, 4, density);
+	key->table64 = build_table(key, 8, density);
+	key->density = density;
+	if (key->table32 && key->table64)
+		return FMT_OK;
+	free(key->table32);
+	free(key->table64);
+	key->table32 = key->table64 = NULL;
+	return FMT_IO;
+}
+
+fmt_kind fmt_wm_params_prepare(fmt_wm_params *prm, fmt_err *e)
+{
+	if (key_prepare((fmt_wm_key *)prm->key, prm->density) != FMT_OK)
+		return fmt_fail(e, FMT_IO, "out of memory for the watermark selection tables");
+	return FMT_OK;
+}
+
+static inline uint8_t table_entry(const fmt_wm_key *key, uint64_t bits, int width)
+{
+	return width == 4 ? key->table32[bits >> 15] : key->table64[bits >> 44];
+}
+
+/* The significand with its implicit bit, signed: v = U × 2^(e − M). */
+static inline int64_t signed_significand(uint64_t bits, int width)
+{
+	int m = MANT(width);
+	int64_t u = (int64_t)((bits & ((UINT64_C(1) << m) - 1)) | UINT64_C(1) << m);
+	return bits >> (width * 8 - 1) ? -u : u;
+}
+
+/* floor(x / 2^q) and the non-negative remainder. */
+static inline int64_t floor_shift(int64_t x, int q)
+{
+	return x >= 0 ? x >> q : -((-x + ((INT64_C(1) << q) - 1)) >> q);
+}
+
+static inline __attribute__((always_inline)) int qim_embed(uint64_t bits, int width, int c, int s, uint64_t *out)
+{
+	int m = MANT(width), q = m - s;
+	*out = bits;
+	if (!fmt_wm_eligible(bits, width) || q < 1)
+		return 0;
+	int64_t unit = INT64_C(1) << q, half = unit >> 1;
+	int64_t u = signed_significand(bits, width);
+	int64_t k = floor_shift(u + half - c * half, q);
+	int64_t v = k * unit + c * half;
+	uint64_t mag = (uint64_t)(v < 0 ? -v : v);
+	if ((v < 0) != (u < 0) || mag >> m != 1)
+		return 0;                                    /* left the binade */
+	uint64_t sign_exp = bits & ~((UINT64_C(1) << m) - 1);
+	uint64_t nb = sign_exp | (mag & ((UINT64_C(1) << m) - 1));
+	if (fmt_wm_anchor(nb, width) != fmt_wm_anchor(bits, width))
+		return 0;
+	*out = nb;
+	return 1;
+}
+
+int fmt_wm_qim_embed(uint64_t bits, int width, int c, int s, uint64_t *out)
+{
+	return qim_embed(bits, width, c, s, out);
+}
+
+/* r's fraction in units of 2^-q: F in [0, 2^q). */
+static inline uint64_t frac_units(uint64_t bits, int width, int q)
+{
+	int64_t u = signed_significand(bits, width);
+	return (uint64_t)(u - floor_shift(u, q) * (INT64_C(1) << q));
+}
+
+double fmt_wm_qim_frac(uint64_t bits, int width, int s)
+{
+	int q = MANT(width) - s;
+	return ldexp((double)frac_units(bits, width, q), -q);
+}
+
+static inline int read_bit(uint64_t bits, int width, int q)
+{
+	uint64_t f = frac_units(bits, width, q), half = UINT64_C(1) << (q - 1);
+	uint64_t dist = f > half ? f - half : half - f;
+	return 4 * dist < (UINT64_C(1) << q);        /* |f − 0.5| < 0.25 */
+}
+
+int fmt_wm_qim_read(uint64_t bits, int width, int s)
+{
+	return read_bit(bits, width, MANT(width) - s);
+}
+
+static inline uint64_t load(const uint8_t *p, int width)
+{
+	if (width == 4) {
+		uint32_t b;
+		memcpy(&b, p, 4);
+		return b;
+	}
+	uint64_t b;
+	memcpy(&b, p, 8);
+	return b;
+}
+
+static inline void store(uint8_t *p, uint64_t bits, int width)
+{
+	if (width == 4) {
+		uint32_t b = (uint32_t)bits;
+		memcpy(p, &b, 4);
+	} else {
+		memcpy(p, &bits, 8);
+	}
+}
+
+static inline double as_double(uint64_t bits, int width)
+{
+	if (width == 4) {
+		uint32_t b = (uint32_t)bits;
+		float f;
+		memcpy(&f, &b, 4);
+		return f;
+	}
+	double d;
+	memcpy(&d, &bits, 8);
+	return d;
+}
+
+/* The loop for one width (a constant where it is inlined: the compiler specialises it). It is
+ * branch-free where the data is random (selection, the bit carried, the QIM move): the same
+ * arithmetic as qim_embed for every value, the result kept only where it counts. */
+static inline __attribute__((always_inline)) void embed_loop(const fmt_wm_params *prm, uint8_t *p, size_t n,
+							    const int width, fmt_wm_dist *d)
+{
+	const fmt_wm_key *key = prm->key;
+	const int m = MANT(width), q = m - prm->strength;
+	const uint64_t payload = prm->payload, expmax = EXPMAX(width);
+	const uint64_t mant_mask = (UINT64_C(1) << m) - 1, anchor_mask = ~((UINT64_C(1) << (m - 8)) - 1);
+	const int64_t unit = INT64_C(1) << q, half = unit >> 1;
+	/* locals, not d's fields: p (bytes) may alias anything */
+	uint64_t finite = 0, eligible = 0, selected = 0, marked = 0;
+	double max_rel = d->max_rel, sum0 = 0, sumsq0 = 0, sum_d = 0, sumsq1 = 0;
+	for (size_t i = 0; i < n; i++, p += width) {
+		uint64_t bits = load(p, width);
+		uint64_t exp = bits >> m & expmax;
+		int is_finite = exp != expmax, is_elig = is_finite & (exp != 0);
+		uint8_t t = table_entry(key, bits, width);   /* NOT_SELECTED for every ineligible anchor */
+		int sel = t != NOT_SELECTED;
+		int64_t c = (int64_t)(fmt_wm_payload_bit(payload, t & 63) ^ (t >> 6 & 1));
+		int64_t u = (int64_t)((bits & mant_mask) | (mant_mask + 1));
+		u = bits >> (width * 8 - 1) ? -u : u;
+		int64_t k = (u + half - c * half) >> q;      /* floor: arithmetic shift (GCC, Clang) */
+		int64_t v = k * unit + c * half;
+		uint64_t neg = (uint64_t)(v >> 63), mag = ((uint64_t)v ^ neg) - neg;
+		uint64_t nb = (bits & ~mant_mask) | (mag & mant_mask);
+		int ok = sel & ((mag >> m) == 1) & ((v < 0) == (u < 0)) & ((nb & anchor_mask) == (bits & anchor_mask));
+		uint64_t out = ok ? nb : bits;
+		store(p, out, width);
+		double x = is_finite ? as_double(bits, width) : 0.0, x1 = is_finite ? as_double(out, width) : 0.0;
+		double diff = fabs(x1 - x);
+		if (diff > max_rel * fabs(x))                /* rare: a new maximum */
+			max_rel = diff / fabs(x);
+		finite += (uint64_t)is_finite;
+		eligible += (uint64_t)is_elig;
+		selected += (uint64_t)sel;
+		marked += (uint64_t)ok;
+		sum0 += x;
+		sumsq0 += x * x;
+		sum_d += x1 - x;
+		sumsq1 += x1 * x1;
+	}
+	d->values += n;
+	d->finite += finite;
+	d->eligible += eligible;
+	d->selected += selected;
+	d->marked += marked;
+	d->max_rel = max_rel;
+	d->sum0 += sum0;
+	d->sumsq0 += sumsq0;
+	d->sum_d += sum_d;
+	d->sumsq1 += sumsq1;
+}
+
+void fmt_wm_embed(const fmt_wm_params *prm, uint8_t *p, size_t n, int width, fmt_wm_dist *d)
+{
+	if (width == 4)
+		embed_loop(prm, p, n, 4, d);
+	else
+		embed_loop(prm, p, n, 8, d);
+}
+
+void fmt_wm_dist_merge(fmt_wm_dist *into, const fmt_wm_dist *piece)
+{
+	into->values += piece->values;
+	into->eligible += piece->eligible;
+	into->selected += piece->selected;
+	into->marked += piece->marked;
+	into->finite += piece->finite;
+	if (piece->max_rel > into->max_rel)
+		into->max_rel = piece->max_rel;
+	into->sum0 += piece->sum0;
+	into->sumsq0 += piece->sumsq0;
+	into->sum_d += piece->sum_d;
+	into->sumsq1 += piece->sumsq1;
+}
+
+void fmt_wm_dist_moments(const fmt_wm_dist *d, double *mean_rel, double *std_rel)
+{
+	*mean_rel = *std_rel = 0;
+	if (d->finite == 0)
+		return;
+	double n = (double)d->finite;
+	double mean0 = d->sum0 / n, mean1 = (d->sum0 + d->sum_d) / n;
+	double var0 = d->sumsq0 / n - mean0 * mean0, var1 = d->sumsq1 / n - mean1 * mean1;
+	double std0 = var0 > 0 ? sqrt(var0) : 0, std1 = var1 > 0 ? sqrt(var1) : 0;
+	/* relative to the column's scale: |mean|, or the std when the mean is near 0 */
+	double scale = fmax(fabs(mean0), std0);
+	if (scale > 0)
+		*mean_rel = fabs(d->sum_d / n) / scale;
+	if (std0 != 0)
+		*std_rel = fabs(std1 - std0) / std0;
+}
+
+static inline __attribute__((always_inline)) void vote_loop(const fmt_wm_params *prm, const uint8_t *p, size_t n,
+							   const int width, fmt_wm_votes *v)
+{
+	const fmt_wm_key *key = prm->key;
+	const int q = MANT(width) - prm->strength;
+	uint64_t total[FMT_WM_BITS] = { 0 }, ones[FMT_WM_BITS] = { 0 };
+	for (size_t i = 0; i < n; i++, p += width) {
+		uint64_t bits = load(p, width);
+		uint8_t t = table_entry(key, bits, width);   /* NOT_SELECTED for every ineligible anchor */
+		uint64_t sel = t != NOT_SELECTED;
+		unsigned j = t & 63;
+		total[j] += sel;
+		ones[j] += sel & (uint64_t)(read_bit(bits, width, q) ^ (t >> 6 & 1));
+	}
+	for (int j = 0; j < FMT_WM_BITS; j++) {
+		v->total[j] += total[j];
+		v->ones[j] += ones[j];
+	}
+}
+
+void fmt_wm_vote(const fmt_wm_params *prm, const uint8_t *p, size_t n, int width, fmt_wm_votes *v)
+{
+	if (width == 4)
+		vote_loop(prm, p, n, 4, v);
+	else
+		vote_loop(prm, p, n, 8, v);
+}
+
+void fmt_wm_votes_merge(fmt_wm_votes *into, const fmt_wm_votes *piece)
+{
+	for (int j = 0; j < FMT_WM_BITS; j++) {
+		into->total[j] += piece->total[j];
+		into->ones[j] += piece->ones[j];
+	}
+}
+
+uint64_t fmt_wm_votes_n(const fmt_wm_votes *v)
+{
+	uint64_t n = 0;
+	for (int j = 0; j < FMT_WM_BITS; j++)
+		n += v->total[j];
+	return n;
+}
+
+uint64_t fmt_wm_votes_payload(const fmt_wm_votes *v, unsigned *unknown)
+{
+	uint64_t p = 0;
+	*unknown = 0;
+	for (int j = 0; j < FMT_WM_BITS; j++) {
+		uint64_t ones = v->ones[j], zeros = v->total[j] - v->ones[j];
+		if (ones == zeros)
+			(*unknown)++;
+		p = p << 1 | (ones > zeros);
+	}
+	return p;
+}
+
+uint64_t fmt_wm_votes_agree(const fmt_wm_votes *v, uint64_t payload)
+{
+	uint64_t a = 0;
+	for (unsigned j = 0; j < FMT_WM_BITS; j++)
+		a += fmt_wm_payload_bit(payload, j) ? v->ones[j] : v->total[j] - v->ones[j];
+	return a;
+}
+
+unsigned fmt_wm_votes_bits_agree(const fmt_wm_votes *v, uint64_t payload)
+{
+	unsigned m = 0;
+	for (unsigned j = 0; j < FMT_WM_BITS; j++) {
+		uint64_t agree = fmt_wm_payload_bit(payload, j) ? v->ones[j] : v->total[j] - v->ones[j];
+		m += 2 * agree > v->total[j];
+	}
+	return m;
+}
+
+/* ln C(n, k) 2^-n */
+static double log_pmf(uint64_t n, uint64_t k)
+{
+	return lgamma((double)n + 1) - lgamma((double)k + 1) - lgamma((double)(n - k) + 1) - (double)n * M_LN2;
+}
+
+/* The terms of a tail relative to its first, summed until they stop counting. */
+double fmt_wm_binom_log_sf(uint64_t n, uint64_t a)
+{
+	if (a == 0)
+		return 0;
+	if (a > n)
+		return -INFINITY;
+	if (2 * a > n) {
+		/* upper tail from a: term(k+1)/term(k) = (n − k)/(k + 1) < 1 */
+		double sum = 1, term = 1;
+		for (uint64_t k = a; k < n; k++) {
+			term *= (double)(n - k) / (double)(k + 1);
+			sum += term;
+			if (term < sum * 1e-17)
+				break;
+		}
+		return log_pmf(n, a) + log(sum);
+	}
+	/* P[X >= a] = 1 − P[X <= a − 1], the lower tail summed down from a − 1 */
+	double sum = 1, term = 1;
+	for (uint64_t k = a - 1; k > 0; k--) {
+		term *= (double)k / (double)(n - k + 1);
+		sum += term;
+		if (term < sum * 1e-17)
+			break;
+	}
+	double lower = exp(log_pmf(n, a - 1) + log(sum));
+	return log1p(-(lower < 1 ? lower : 1));
+}
+
+void fmt_wm_alim_add(fmt_wm_alim_col *c, int bit)
+{
+	if (c->n < 256)
+		c->first[c->n] = (uint8_t)bit;
+	c->cnt[c->n & 255][bit & 1]++;
+	c->n++;
+}
+
+int fmt_wm_alim_decide(const fmt_wm_alim_col *cols, size_t n_cols, const uint8_t key[32], uint8_t hash[32],
+		       uint64_t *matches, uint64_t *total, double *confidence)
+{
+	uint8_t first[256];
+	uint64_t n = 0;
+	*matches = *total = 0;
+	*confidence = 0;
+	memset(hash, 0, 32);
+	for (size_t c = 0; c < n_cols; c++) {
+		for (uint64_t i = 0; i < cols[c].n && i < 256 && n + i < 256; i++)
+			first[n + i] = cols[c].first[i];
+		n += cols[c].n;
+	}
+	if (n < 256)
+		return -1;
+	for (int j = 0; j < 32; j++) {
+		uint8_t b = 0;
+		for (int t = 0; t < 8; t++)
+			b = (uint8_t)(b | first[8 * j + t] << t);
+		hash[j] = b ^ key[j];
+	}
+	uint64_t start = 0, m = 0;
+	for (size_t c = 0; c < n_cols; c++) {
+		for (unsigned ph = 0; ph < 256; ph++)
+			m += cols[c].cnt[ph][first[(start + ph) & 255]];
+		start += cols[c].n;
+	}
+	*matches = m;
+	*total = n < 1024 ? n : 1024;
+	double ratio = (double)m / (double)*total;
+	double conf = 2 * (ratio - 0.5);
+	*confidence = conf < 0 ? 0 : conf > 1 ? 1 : conf;
+	return *confidence >= 0.80;
+}
+
+void fmt_wm_lattice_add(fmt_wm_lattice *l, const uint8_t *p, size_t n, int width)
+{
+	for (size_t i = 0; i < n; i++, p += width) {
+		uint64_t bits = load(p, width);
+		if (!fmt_wm_eligible(bits, width))
+			continue;
+		l->eligible++;
+		int64_t u = signed_significand(bits, width);
+		for (int s = FMT_WM_DETECT_MIN_S; s <= FMT_WM_DETECT_MAX_S; s++) {
+			int q = MANT(width) - s;
+			uint64_t unit = UINT64_C(1) << q, half = unit >> 1;
+			uint64_t f = (uint64_t)(u - floor_shift(u, q) * (int64_t)unit);
+			uint64_t d = f > half ? f - half : half - f, dmin = f < unit - f ? f : unit - f;
+			if (d < dmin)
+				dmin = d;
+			l->aligned[s - FMT_WM_DETECT_MIN_S] += 8 * dmin < unit;  /* < 0.125 */
+		}
+	}
+}
+
+void fmt_wm_lattice_merge(fmt_wm_lattice *into, const fmt_wm_lattice *piece)
+{
+	into->eligible += piece->eligible;
+	for (int i = 0; i < FMT_WM_DETECT_N; i++)
+		into->aligned[i] += piece->aligned[i];
+}
+
+void fmt_wm_entropy_init(fmt_wm_entropy *s)
+{
+	memset(s, 0, sizeof *s);
+	s->min = INFINITY;
+	s->max = -INFINITY;
+	s->prev = -1;
+}
+
+void fmt_wm_entropy_add(fmt_wm_entropy *s, double v, uint64_t low_bits)
+{
+	if (!isfinite(v))
+		return;
+	s->n++;
+	if (v < s->min)
+		s->min = v;
+	if (v > s->max)
+		s->max = v;
+	int b = (int)(low_bits & 1);
+	s->low1[b]++;
+	s->low8[low_bits & 0xFF]++;
+	if (s->prev < 0)
+		s->first_bit = b;
+	if (s->prev >= 0) {
+		s->pairs++;
+		s->both += (uint64_t)(b & s->prev);
+		s->prev_set += (uint64_t)s->prev;
+	}
+	s->prev = b;
+}
+
+void fmt_wm_entropy_hist(fmt_wm_entropy *s, double v)
+{
+	if (!isfinite(v) || s->n == 0)
+		return;
+	double span = s->max - s->min;
+	size_t bin = 0;
+	if (span > 0) {
+		double x = (v - s->min) / span * 256.0;
+		bin = x >= 255 ? 255 : x <= 0 ? 0 : (size_t)x;
+	}
+	s->hist[bin]++;
+}
+
+double fmt_wm_kolmogorov_q(double x)
+{
+	if (x < 0.2)
+		return 1;
+	double sum = 0;
+	for (int k = 1; k <= 100; k++) {
+		double t = exp(-2.0 * k * k * x * x);
+		sum += (k & 1 ? 2 : -2) * t;
+		if (t < 1e-17)
+			break;
+	}
+	return sum < 0 ? 0 : sum > 1 ? 1 : sum;
+}
+
+static double entropy_bits(const uint64_t *counts, size_t k, uint64_t n)
+{
+	double h = 0;
+	for (size_t i = 0; i < k; i++)
+		if (counts[i]) {
+			double p = (double)counts[i] / (double)n;
+			h -= p * log2(p);
+		}
+	return h;
+}
+
+void fmt_wm_entropy_finish(const fmt_wm_entropy *s, fmt_wm_entropy_result *r)
+{
+	memset(r, 0, sizeof *r);
+	r->ks_p = r->chi2_lsb_p = 1;
+	if (s->n == 0)
+		return;
+	double n = (double)s->n;
+	r->shannon = entropy_bits(s->hist, 256, s->n);
+	r->lsb_entropy = entropy_bits(s->low1, 2, s->n);
+	/* KS against the discrete uniform on 0..255 */
+	double cum = 0, d = 0;
+	for (int i = 0; i < 256; i++) {
+		cum += (double)s->low8[i];
+		double diff = fabs(cum / n - (double)(i + 1) / 256.0);
+		if (diff > d)
+			d = diff;
+	}
+	double sn = sqrt(n);
+	r->ks_d = d;
+	r->ks_p = fmt_wm_kolmogorov_q((sn + 0.12 + 0.11 / sn) * d);
+	double diff = (double)s->low1[0] - (double)s->low1[1];
+	double chi2 = diff * diff / n;
+	r->chi2_lsb_p = erfc(sqrt(chi2 / 2));
+	if (s->pairs > 1) {
+		/* Pearson correlation of (b_i, b_{i+1}) over the pairs */
+		double np = (double)s->pairs;
+		double mx = (double)s->prev_set / np;
+		/* the second members of the pairs: every bit but the first */
+		double my = ((double)s->low1[1] - (double)s->first_bit) / np;
+		double cov = (double)s->both / np - mx * my;
+		double vx = mx * (1 - mx), vy = my * (1 - my);
+		r->lag1_corr = vx > 0 && vy > 0 ? cov / sqrt(vx * vy) : 0;
+	}
+}

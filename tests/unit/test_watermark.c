@@ -1,0 +1,355 @@
+/* fmt/watermark.h against specs/watermark.md: every formula, with vectors computed by the
+ * independent Python reference scripts/watermark/wmref.py (its SipHash-2-4 is checked there
+ * against the reference vector of the SipHash paper). */
+#include <math.h>
+#include <stdlib.h>
+#include "fmt/watermark.h"
+#include "unit.h"
+
+static fmt_wm_key *test_key(void)
+{
+	uint8_t k[32];
+	for (int i = 0; i < 32; i++)
+		k[i] = (uint8_t)i;
+	fmt_wm_key *key = NULL;
+	fmt_err e;
+	CHECK(fmt_wm_key_new(k, &key, &e) == FMT_OK);
+	return key;
+}
+
+static void hex(const uint8_t *b, size_t n, char *out)
+{
+	for (size_t i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", b[i]);
+}
+
+TEST(wm_crc16_ccitt_false_check_value)
+{
+	CHECK_EQ_U64(fmt_crc16_ccitt_false((const uint8_t *)"123456789", 9), 0x29B1);
+	CHECK_EQ_U64(fmt_crc16_ccitt_false(NULL, 0), 0xFFFF);
+}
+
+TEST(wm_key_derivation)
+{
+	fmt_wm_key *key = test_key();
+	uint8_t h[32], prf[16];
+	char s[65];
+	fmt_wm_buyer_hash(key, "alice", 5, h);
+	hex(h, 32, s);
+	CHECK_STR(s, "c879b5a7cda6696bb54b0d680a40ce3d3de5c7ab232da6e0e8e80e318be039f9");
+	fmt_wm_prf_key(key, prf);
+	hex(prf, 16, s);
+	CHECK_STR(s, "52cf130b74127d8f6ccdee90c7215238");
+	uint8_t x[9] = { 0, 0, 0x80, 0x3f, 0, 0, 0, 0, 4 };
+	CHECK_EQ_U64(fmt_wm_prf(key, x, 9), 0x18995269a80d4c25ull);
+	fmt_wm_key_free(key);
+}
+
+TEST(wm_payload_bits_and_crc)
+{
+	fmt_wm_key *key = test_key();
+	uint8_t h[32];
+	fmt_wm_buyer_hash(key, "alice", 5, h);
+	uint64_t p = fmt_wm_payload(h);
+	/* bit i = bit (7 - i mod 8) of byte i/8: the reference's bit string */
+	const char *want = "1100100001111001101101011010011111001101101001101100100000100100";
+	char got[65];
+	for (unsigned i = 0; i < 64; i++)
+		got[i] = (char)('0' + fmt_wm_payload_bit(p, i));
+	got[64] = 0;
+	CHECK_STR(got, want);
+	CHECK(fmt_wm_payload_valid(p));
+	CHECK(!fmt_wm_payload_valid(p ^ (1ull << 40)));
+	CHECK(!fmt_wm_payload_valid(p ^ 1));
+	fmt_wm_key_free(key);
+}
+
+TEST(wm_anchor_and_eligibility)
+{
+	CHECK_EQ_U64(fmt_wm_anchor(0x3f8fffffu, 4), 0x3f8f8000u);
+	CHECK_EQ_U64(fmt_wm_anchor(0xbfffffffu, 4), 0xbfff8000u);
+	CHECK_EQ_U64(fmt_wm_anchor(0x3ff123456789abcdull, 8), 0x3ff1200000000000ull);
+	CHECK(fmt_wm_eligible(0x3f800000u, 4));
+	CHECK(!fmt_wm_eligible(0, 4));
+	CHECK(!fmt_wm_eligible(0x80000000u, 4));   /* -0 */
+	CHECK(!fmt_wm_eligible(0x00000001u, 4));   /* subnormal */
+	CHECK(!fmt_wm_eligible(0x7f800000u, 4));   /* Inf */
+	CHECK(!fmt_wm_eligible(0x7fc00000u, 4));   /* NaN */
+	CHECK(fmt_wm_eligible(0x0010000000000000ull, 8));
+	CHECK(!fmt_wm_eligible(0x000fffffffffffffull, 8));
+	CHECK(!fmt_wm_eligible(0x7ff0000000000000ull, 8));
+}
+
+TEST(wm_selection_matches_reference)
+{
+	fmt_wm_key *key = test_key();
+	fmt_wm_pos p = fmt_wm_position(key, 0x3f800000u, 4, 0.5);
+	CHECK(p.selected && p.bit == 13 && p.mask == 1);
+	p = fmt_wm_position(key, 0x40490000u, 4, 0.5);
+	CHECK(p.selected && p.bit == 5 && p.mask == 1);
+	p = fmt_wm_position(key, 0xbf000000u, 4, 0.5);
+	CHECK(!p.selected && p.bit == 27);
+	p = fmt_wm_position(key, 0x3ff0000000000000ull, 8, 0.5);
+	CHECK(!p.selected && p.bit == 61 && p.mask == 1);
+	/* density 1 selects everything, 0 nothing */
+	CHECK(fmt_wm_position(key, 0xbf000000u, 4, 1.0).selected);
+	CHECK(!fmt_wm_position(key, 0x3f800000u, 4, 0.0).selected);
+	fmt_wm_key_free(key);
+}
+
+/* The spec's formula, in doubles. */
+static double spec_embed(double v, int e, int c, int s)
+{
+	double delta = ldexp(1.0, e - s);
+	double r = v / delta;
+	return delta * (floor(r - c / 2.0 + 0.5) + c / 2.0);
+}
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint64_t rng(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+TEST(wm_qim_embed_equals_double_formula_f32)
+{
+	for (int i = 0; i < 200000; i++) {
+		uint32_t bits = (uint32_t)rng();
+		if (!fmt_wm_eligible(bits, 4))
+			continue;
+		int c = (int)(rng() & 1), s = 1 + (int)(rng() % 22);
+		float v;
+		memcpy(&v, &bits, 4);
+		int e = (int)((bits >> 23) & 0xFF) - 127;
+		float want = (float)spec_embed(v, e, c, s);
+		uint32_t wb;
+		memcpy(&wb, &want, 4);
+		int keep = fmt_wm_anchor(wb, 4) == fmt_wm_anchor(bits, 4);
+		uint64_t out;
+		int marked = fmt_wm_qim_embed(bits, 4, c, s, &out);
+		CHECK(marked == keep);
+		if (marked) {
+			CHECK_EQ_U64(out, wb);
+			CHECK(fmt_wm_qim_read(out, 4, s) == c);
+			CHECK(fabs((double)want - v) <= ldexp(1.0, e - s) / 2);
+		} else {
+			CHECK_EQ_U64(out, bits);
+		}
+		if (unit_current_failed)
+			return;
+	}
+}
+
+TEST(wm_qim_embed_equals_double_formula_f64)
+{
+	for (int i = 0; i < 200000; i++) {
+		uint64_t bits = rng();
+		if (!fmt_wm_eligible(bits, 8))
+			continue;
+		int c = (int)(rng() & 1), s = 1 + (int)(rng() % 22);
+		double v;
+		memcpy(&v, &bits, 8);
+		int e = (int)((bits >> 52) & 0x7FF) - 1023;
+		double want = spec_embed(v, e, c, s);
+		uint64_t wb;
+		memcpy(&wb, &want, 8);
+		int keep = fmt_wm_anchor(wb, 8) == fmt_wm_anchor(bits, 8);
+		uint64_t out;
+		int marked = fmt_wm_qim_embed(bits, 8, c, s, &out);
+		CHECK(marked == keep);
+		if (marked) {
+			CHECK_EQ_U64(out, wb);
+			CHECK(fmt_wm_qim_read(out, 8, s) == c);
+		}
+		if (unit_current_failed)
+			return;
+	}
+}
+
+TEST(wm_qim_fraction_and_read)
+{
+	/* 1.0 at s = 12: r = 4096 exactly, f = 0 -> bit 0; 1 + 2^-13 (half a step): f = 0.5 -> 1 */
+	CHECK(fmt_wm_qim_frac(0x3f800000u, 4, 12) == 0);
+	CHECK(fmt_wm_qim_read(0x3f800000u, 4, 12) == 0);
+	float v = 1.0f + 0x1p-13f;
+	uint32_t b;
+	memcpy(&b, &v, 4);
+	CHECK(fmt_wm_qim_frac(b, 4, 12) == 0.5);
+	CHECK(fmt_wm_qim_read(b, 4, 12) == 1);
+	/* f = 0.25 exactly reads 0 (|f - 0.5| < 0.25 is strict); negative values use floor */
+	v = 1.0f + 0x1p-14f;
+	memcpy(&b, &v, 4);
+	CHECK(fmt_wm_qim_frac(b, 4, 12) == 0.25 && fmt_wm_qim_read(b, 4, 12) == 0);
+	v = -(1.0f + 0x1p-14f);
+	memcpy(&b, &v, 4);
+	CHECK(fmt_wm_qim_frac(b, 4, 12) == 0.75 && fmt_wm_qim_read(b, 4, 12) == 0);
+	/* a value at the top of its binade whose mark would carry into the next exponent */
+	uint64_t out;
+	CHECK(!fmt_wm_qim_embed(0x3fffffffu, 4, 0, 12, &out) && out == 0x3fffffffu);
+}
+
+TEST(wm_embed_then_vote_recovers_payload)
+{
+	fmt_wm_key *key = test_key();
+	uint8_t h[32];
+	fmt_wm_buyer_hash(key, "alice", 5, h);
+	fmt_wm_params prm = { .key = key, .payload = fmt_wm_payload(h), .density = 0.5, .strength = 12 };
+	fmt_err e;
+	CHECK(fmt_wm_params_prepare(&prm, &e) == FMT_OK);
+	size_t n = 50000;
+	float *x = malloc(n * sizeof *x);
+	for (size_t i = 0; i < n; i++)
+		x[i] = (float)((double)(rng() % 2000001) / 1000.0 - 1000.0);
+	fmt_wm_dist d = { 0 };
+	fmt_wm_embed(&prm, (uint8_t *)x, n, 4, &d);
+	CHECK_EQ_U64(d.values, n);
+	CHECK(d.marked > n / 3 && d.marked <= d.selected && d.selected <= d.eligible);
+	CHECK(d.max_rel <= 0x1p-13);
+	fmt_wm_votes v = { 0 };
+	fmt_wm_vote(&prm, (const uint8_t *)x, n, 4, &v);
+	unsigned unknown;
+	uint64_t got = fmt_wm_votes_payload(&v, &unknown);
+	CHECK(unknown == 0 && got == prm.payload && fmt_wm_payload_valid(got));
+	CHECK(fmt_wm_votes_agree(&v, prm.payload) >= d.marked);
+	CHECK(fmt_wm_votes_bits_agree(&v, prm.payload) == 64);
+	/* another buyer's payload: its bits agree where the payloads do, and only there */
+	uint8_t h2[32];
+	fmt_wm_buyer_hash(key, "bob", 3, h2);
+	uint64_t other = fmt_wm_payload(h2);
+	CHECK(fmt_wm_votes_bits_agree(&v, other) == 64 - (unsigned)__builtin_popcountll(other ^ prm.payload));
+	/* a float64 column */
+	double *y = malloc(n * sizeof *y);
+	for (size_t i = 0; i < n; i++)
+		y[i] = (double)(rng() >> 11) * 0x1p-40;
+	fmt_wm_dist d64 = { 0 };
+	fmt_wm_embed(&prm, (uint8_t *)y, n, 8, &d64);
+	fmt_wm_votes v64 = { 0 };
+	fmt_wm_vote(&prm, (const uint8_t *)y, n, 8, &v64);
+	CHECK(fmt_wm_votes_payload(&v64, &unknown) == prm.payload && unknown == 0);
+	free(x);
+	free(y);
+	fmt_wm_key_free(key);
+}
+
+TEST(wm_binomial_tail_log_space)
+{
+	/* exact values (Python: log(sum(comb(n, k) for k in range(a, n + 1))) - n log 2) */
+	CHECK(fabs(fmt_wm_binom_log_sf(10, 8) - log(56.0 / 1024)) < 1e-12);
+	CHECK(fabs(fmt_wm_binom_log_sf(1000, 1000) - -693.1471805599452) < 1e-9);
+	CHECK(fabs(exp(fmt_wm_binom_log_sf(1000, 1000)) / 9.332636185032827e-302 - 1) < 1e-9);
+	CHECK(fabs(fmt_wm_binom_log_sf(2000, 1800) - -739.5266254531789) < 1e-8);
+	CHECK(fabs(fmt_wm_binom_log_sf(100, 50) - -0.6165665475224245) < 1e-12);
+	CHECK(fabs(fmt_wm_binom_log_sf(100, 51) - -0.7760824080411339) < 1e-12);
+	CHECK(fabs(fmt_wm_binom_log_sf(100, 30) / -1.6080136930440858e-05 - 1) < 1e-9);
+	CHECK(fabs(fmt_wm_binom_log_sf(5000, 3300) - -264.2663460259364) < 1e-8);
+	CHECK(fmt_wm_binom_log_sf(7, 0) == 0);
+	CHECK(isinf(fmt_wm_binom_log_sf(7, 8)));
+	CHECK(fmt_wm_binom_log_sf(0, 0) == 0);
+	/* large n near the mean: about 1/2, and far out: finite, no underflow */
+	CHECK(fabs(exp(fmt_wm_binom_log_sf(10000000, 5000000)) - 0.5) < 1e-3);
+	double l = fmt_wm_binom_log_sf(10000000, 7000000);
+	CHECK(isfinite(l) && l < -700 * 100);
+}
+
+TEST(wm_alimentar_extraction)
+{
+	uint8_t key[32], buyer[32], hash[32];
+	for (int i = 0; i < 32; i++) {
+		key[i] = (uint8_t)(0xA5 ^ i);
+		buyer[i] = (uint8_t)(i * 7);
+	}
+	/* two columns, 300 and 700 rows, embedded as upstream does (bit row mod 256 per batch) */
+	fmt_wm_alim_col cols[2];
+	memset(cols, 0, sizeof cols);
+	size_t rows[2] = { 300, 700 };
+	for (int c = 0; c < 2; c++)
+		for (size_t r = 0; r < rows[c]; r++) {
+			size_t k = r % 256;
+			int bit = ((buyer[k / 8] ^ key[k / 8]) >> (k % 8)) & 1;
+			fmt_wm_alim_add(&cols[c], bit);
+		}
+	/* upstream's count, by brute force over the concatenated bits */
+	uint8_t all[1000];
+	for (size_t r = 0; r < 1000; r++) {
+		size_t k = (r < 300 ? r : r - 300) % 256;
+		all[r] = (uint8_t)(((buyer[k / 8] ^ key[k / 8]) >> (k % 8)) & 1);
+	}
+	uint64_t want = 0;
+	for (size_t r = 0; r < 1000; r++)
+		want += all[r] == all[r % 256];
+	uint64_t m, t;
+	double conf;
+	/* the second column's phases are offset by 300 mod 256: upstream's own quirk rejects it */
+	int got = fmt_wm_alim_decide(cols, 2, key, hash, &m, &t, &conf);
+	CHECK_MEM(hash, buyer, 32);
+	CHECK_EQ_U64(m, want);
+	CHECK_EQ_U64(t, 1000);
+	CHECK(fabs(conf - (2.0 * (double)want / 1000 - 1)) < 1e-12);
+	CHECK(got == (conf >= 0.8));
+	CHECK(fmt_wm_alim_decide(cols, 1, key, hash, &m, &t, &conf) == 1 && m == 300 && t == 300);
+	fmt_wm_alim_col few = { 0 };
+	for (int i = 0; i < 255; i++)
+		fmt_wm_alim_add(&few, 1);
+	CHECK(fmt_wm_alim_decide(&few, 1, key, hash, &m, &t, &conf) == -1);
+}
+
+TEST(wm_lattice_counts)
+{
+	/* 1.0: aligned at every s; 1 + 0.25 step at s = 12 is not aligned at s = 12 */
+	float v[2] = { 1.0f, 1.0f + 0x1p-14f };
+	fmt_wm_lattice l = { 0 };
+	fmt_wm_lattice_add(&l, (const uint8_t *)v, 2, 4);
+	CHECK_EQ_U64(l.eligible, 2);
+	CHECK_EQ_U64(l.aligned[12 - FMT_WM_DETECT_MIN_S], 1);
+	CHECK_EQ_U64(l.aligned[8 - FMT_WM_DETECT_MIN_S], 2);
+	CHECK_EQ_U64(l.aligned[14 - FMT_WM_DETECT_MIN_S], 2);
+}
+
+TEST(wm_entropy_statistics)
+{
+	fmt_wm_entropy s;
+	fmt_wm_entropy_init(&s);
+	for (uint64_t i = 0; i < 2560; i++)
+		fmt_wm_entropy_add(&s, (double)i, i);
+	for (uint64_t i = 0; i < 2560; i++)
+		fmt_wm_entropy_hist(&s, (double)i);
+	fmt_wm_entropy_result r;
+	fmt_wm_entropy_finish(&s, &r);
+	CHECK(fabs(r.shannon - 8) < 1e-9);       /* 10 values per bin */
+	CHECK(fabs(r.lsb_entropy - 1) < 1e-12);
+	CHECK(r.chi2_lsb_p == 1);
+	CHECK(r.ks_p > 0.99);
+	CHECK(r.lag1_corr < -0.99);              /* 0,1,0,1: perfectly anti-correlated */
+	/* every low bit 0: entropy 0, chi-square p tiny */
+	fmt_wm_entropy_init(&s);
+	for (uint64_t i = 0; i < 1000; i++)
+		fmt_wm_entropy_add(&s, (double)i, 2 * (i % 8));
+	fmt_wm_entropy_finish(&s, &r);
+	CHECK(r.lsb_entropy == 0);
+	CHECK(r.chi2_lsb_p < 1e-100);
+	CHECK(r.ks_p < 1e-6);
+	CHECK(fabs(fmt_wm_kolmogorov_q(1.36) - 0.049) < 0.001);
+}
+
+TEST(wm_registry_lookup)
+{
+	const char *text = "{\"buyer\":\"alice\",\"buyer_hash\":\"c879b5a7cda6696bb54b0d680a40ce3d3de5c7ab232da6e0e8e80e318be039f9\"}\n"
+			   "\n{\"buyer\":\"bob\",\"buyer_hash\":\"0000000000000000000000000000000000000000000000000000000000000000\"}\n";
+	char *buyer = NULL;
+	fmt_err e;
+	CHECK(fmt_wm_registry_find(text, strlen(text), "c879b5a7cda6", &buyer, &e) == FMT_OK);
+	CHECK_STR(buyer, "alice");
+	free(buyer);
+	CHECK(fmt_wm_registry_find(text, strlen(text), "000000000000", &buyer, &e) == FMT_OK);
+	CHECK_STR(buyer, "bob");
+	free(buyer);
+	CHECK(fmt_wm_registry_find(text, strlen(text), "123456789abc", &buyer, &e) == FMT_OK && buyer == NULL);
+	const char *bad = "{\"buyer\":\"x\",\"buyer_hash\":\"C879\"}\n";
+	CHECK(fmt_wm_registry_find(bad, strlen(bad), "c879", &buyer, &e) == FMT_INVALID_FORMAT);
+	CHECK(strstr(e.msg, "registry line 1") != NULL);
+	const char *dup = "{\"buyer\":\"x\",\"buyer\":\"y\",\"buyer_hash\":\"0000000000000000000000000000000000000000000000000000000000000000\"}";
+	CHECK(fmt_wm_registry_find(dup, strlen(dup), "0", &buyer, &e) == FMT_INVALID_FORMAT);
+}

@@ -1,0 +1,480 @@
+/* What each subcommand prints (text, or one JSON object with -j), and the signed evidence. */
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sodium.h>
+#include "fmt/minisign.h"
+#include "fmt/out.h"
+#include "wm.h"
+
+int wm_fail(const wm_opts *o, const char *file, const fmt_err *e)
+{
+	fmt_report_error(stderr, TOOL, file, e, o->common.json);
+	return fmt_kind_exit(e->kind);
+}
+
+static int json_out(json_t *j)
+{
+	int r = j ? fmt_json_line(stdout, j) : -1;
+	json_decref(j);
+	return r == 0 ? 0 : FMT_IO;
+}
+
+static json_t *jstr(const char *s)
+{
+	return fmt_json_string(s, strlen(s));
+}
+
+static void out_name(const char *s)
+{
+	fmt_out_escaped(stdout, s, strlen(s));
+}
+
+static const char *kind_word(const wm_result *r)
+{
+	return r->is_table ? "column" : "tensor";
+}
+
+/* log10 p, and p itself when it does not underflow. */
+static double log10_p(double ln_p)
+{
+	return ln_p / M_LN10;
+}
+
+int wm_report_embed(const char *input, const char *output, const wm_opts *o, const fmt_wm_params *prm,
+		    const uint8_t hash[32], const wm_result *r)
+{
+	char hex[65], pay[17];
+	fmt_hex(hash, 32, hex);
+	snprintf(pay, sizeof pay, "%016llx", (unsigned long long)prm->payload);
+	fmt_wm_dist total = { 0 };
+	for (size_t i = 0; i < r->n_cols; i++)
+		fmt_wm_dist_merge(&total, &r->cols[i]->dist);
+	if (o->common.json) {
+		json_t *cols = json_array(), *left = json_array();
+		for (size_t i = 0; i < r->n_cols; i++) {
+			const wm_column *c = r->cols[i];
+			double mean_rel, std_rel;
+			fmt_wm_dist_moments(&c->dist, &mean_rel, &std_rel);
+			json_array_append_new(cols, json_pack("{s:o, s:s, s:o, s:o, s:o, s:o, s:f, s:f, s:f}",
+				"name", jstr(c->name), "dtype", c->dtype, "values", fmt_json_u64(c->dist.values),
+				"eligible", fmt_json_u64(c->dist.eligible), "selected", fmt_json_u64(c->dist.selected),
+				"marked", fmt_json_u64(c->dist.marked), "max_rel_change", c->dist.max_rel,
+				"mean_rel_change", mean_rel, "std_rel_change", std_rel));
+		}
+		for (size_t i = 0; i < r->n_left; i++)
+			json_array_append_new(left, jstr(r->left_alone[i]));
+		return json_out(json_pack("{s:o, s:o, s:o, s:s, s:s, s:f, s:i, s:s, s:o, s:o, s:f, s:o, s:o}",
+			"input", jstr(input), "output", jstr(output), "buyer", jstr(o->buyer), "buyer_hash", hex,
+			"payload", pay, "density", prm->density, "strength_bits", prm->strength,
+			"kind", r->is_table ? "columns" : "tensors",
+			"values", fmt_json_u64(total.values), "marked", fmt_json_u64(total.marked),
+			"max_rel_change", total.max_rel, r->is_table ? "columns" : "tensors", cols,
+			"left_alone", left));
+	}
+	if (o->common.quiet)
+		return 0;
+	out_name(input);
+	printf(" -> ");
+	out_name(output);
+	printf(": buyer ");
+	out_name(o->buyer);
+	printf(" (hash %.12s), payload %s, density %g, strength %d bits\n", hex, pay, prm->density, prm->strength);
+	printf("  %-32s %-5s %12s %12s %11s %11s %11s\n", kind_word(r), "dtype", "values", "marked",
+	       "max_rel", "mean_rel", "std_rel");
+	for (size_t i = 0; i < r->n_cols; i++) {
+		const wm_column *c = r->cols[i];
+		double mean_rel, std_rel;
+		fmt_wm_dist_moments(&c->dist, &mean_rel, &std_rel);
+		printf("  ");
+		out_name(c->name);
+		int pad = 32 - (int)strlen(c->name);
+		printf("%*s %-5s %12llu %12llu %11.3e %11.3e %11.3e\n", pad > 0 ? pad : 0, "", c->dtype,
+		       (unsigned long long)c->dist.values, (unsigned long long)c->dist.marked, c->dist.max_rel,
+		       mean_rel, std_rel);
+	}
+	printf("total: %llu of %llu values marked in %zu %s%s; max relative change %.3e\n",
+	       (unsigned long long)total.marked, (unsigned long long)total.values, r->n_cols, kind_word(r),
+	       r->n_cols == 1 ? "" : "s", total.max_rel);
+	if (r->n_left) {
+		printf("left alone (F16/BF16, no room for a mark):");
+		for (size_t i = 0; i < r->n_left; i++) {
+			printf(" ");
+			out_name(r->left_alone[i]);
+		}
+		printf("\n");
+	}
+	if (total.marked == 0)
+		fprintf(stderr, TOOL ": warning: no value was marked (no float32/float64 %s selected)\n",
+			kind_word(r));
+	return 0;
+}
+
+static fmt_wm_votes all_votes(const wm_result *r)
+{
+	fmt_wm_votes v;
+	memset(&v, 0, sizeof v);
+	for (size_t i = 0; i < r->n_cols; i++)
+		fmt_wm_votes_merge(&v, &r->cols[i]->votes);
+	return v;
+}
+
+int wm_report_extract(const char *path, const wm_opts *o, const wm_result *r)
+{
+	fmt_wm_votes v = all_votes(r);
+	unsigned unknown;
+	uint64_t payload = fmt_wm_votes_payload(&v, &unknown), n = fmt_wm_votes_n(&v);
+	int crc_ok = fmt_wm_payload_valid(payload), valid = unknown == 0 && crc_ok && n > 0;
+	char pay[17], prefix[13];
+	snprintf(pay, sizeof pay, "%016llx", (unsigned long long)payload);
+	snprintf(prefix, sizeof prefix, "%012llx", (unsigned long long)(payload >> 16));
+	char *buyer = NULL;
+	if (valid && o->registry) {
+		fmt_err e;
+		fmt_err_clear(&e);
+		if (wm_registry_lookup(o->registry, payload, &buyer, &e) != FMT_OK)
+			return wm_fail(o, o->registry, &e);
+	}
+	double agree_min = 1, agree_sum = 0;
+	double agreement[FMT_WM_BITS];
+	for (int j = 0; j < FMT_WM_BITS; j++) {
+		uint64_t ones = v.ones[j], zeros = v.total[j] - ones;
+		agreement[j] = v.total[j] ? (double)(ones > zeros ? ones : zeros) / (double)v.total[j] : 0;
+		agree_sum += agreement[j];
+		if (agreement[j] < agree_min)
+			agree_min = agreement[j];
+	}
+	int status = valid ? 0 : FMT_NEGATIVE;
+	if (o->common.json) {
+		json_t *bits = json_array();
+		for (int j = 0; j < FMT_WM_BITS; j++)
+			json_array_append_new(bits, json_pack("{s:i, s:o, s:o, s:f}", "bit", j, "votes",
+				fmt_json_u64(v.total[j]), "ones", fmt_json_u64(v.ones[j]), "agreement", agreement[j]));
+		json_t *j = json_pack("{s:o, s:s, s:b, s:s, s:b, s:i, s:o, s:f, s:f, s:o}", "file", jstr(path),
+			"scheme", "fmtkit-wm/1", "valid", valid, "payload", pay, "crc_ok", crc_ok,
+			"unknown_bits", (int)unknown, "votes", fmt_json_u64(n), "agreement_min", agree_min,
+			"agreement_mean", agree_sum / FMT_WM_BITS, "bits", bits);
+		json_object_set_new(j, "buyer_hash_prefix", valid ? json_string(prefix) : json_null());
+		json_object_set_new(j, "buyer", buyer ? jstr(buyer) : json_null());
+		free(buyer);
+		int w = json_out(j);
+		return w ? w : status;
+	}
+	out_name(path);
+	if (valid) {
+		printf(": buyer hash %s", prefix);
+		if (buyer) {
+			printf(", buyer ");
+			out_name(buyer);
+		} else if (o->registry) {
+			printf(", buyer not in the registry");
+		}
+		printf(" (payload %s, CRC ok)\n", pay);
+	} else {
+		printf(": no valid watermark (%u of 64 bits undecided, CRC %s)\n", unknown,
+		       crc_ok && unknown == 0 ? "ok" : "mismatch");
+	}
+	printf("  %llu votes in %zu %s%s; per-bit agreement min %.1f %%, mean %.1f %%\n", (unsigned long long)n,
+	       r->n_cols, kind_word(r), r->n_cols == 1 ? "" : "s", 100 * agree_min, 100 * agree_sum / FMT_WM_BITS);
+	if (o->common.verbose)
+		for (int j = 0; j < FMT_WM_BITS; j++)
+			printf("  bit %2d: %d  %llu votes, %.1f %% agree\n", j, fmt_wm_payload_bit(payload, (unsigned)j),
+			       (unsigned long long)v.total[j], 100 * agreement[j]);
+	free(buyer);
+	return status;
+}
+
+int wm_report_alimentar(const char *path, const wm_opts *o, const uint8_t raw[32], const wm_result *r)
+{
+	fmt_wm_alim_col *cols = calloc(r->n_cols ? r->n_cols : 1, sizeof *cols);
+	if (!cols) {
+		fmt_err e;
+		fmt_fail(&e, FMT_IO, "out of memory");
+		return wm_fail(o, path, &e);
+	}
+	for (size_t i = 0; i < r->n_cols; i++)
+		cols[i] = *r->cols[i]->alim;
+	uint8_t hash[32];
+	uint64_t matches, total;
+	double conf;
+	int got = fmt_wm_alim_decide(cols, r->n_cols, raw, hash, &matches, &total, &conf);
+	free(cols);
+	char hex[65];
+	fmt_hex(hash, 32, hex);
+	if (o->common.json) {
+		json_t *j = json_pack("{s:o, s:s, s:b, s:o, s:o, s:f}", "file", jstr(path), "scheme", "alimentar",
+				      "valid", got == 1, "matches", fmt_json_u64(matches), "total", fmt_json_u64(total),
+				      "confidence", conf);
+		json_object_set_new(j, "buyer_hash", got == 1 ? json_string(hex) : json_null());
+		int w = json_out(j);
+		return w ? w : got == 1 ? 0 : FMT_NEGATIVE;
+	}
+	out_name(path);
+	if (got == 1)
+		printf(": alimentar watermark, buyer hash %s (confidence %.1f %%, %llu of %llu bits match)\n", hex,
+		       100 * conf, (unsigned long long)matches, (unsigned long long)total);
+	else if (got == 0)
+		printf(": no alimentar watermark (confidence %.1f %% < 80 %%)\n", 100 * conf);
+	else
+		printf(": no alimentar watermark (fewer than 256 float values)\n");
+	return got == 1 ? 0 : FMT_NEGATIVE;
+}
+
+static fmt_kind file_sha256(const char *path, char out[FMT_SHA256_HEX + 1], fmt_err *e)
+{
+	fmt_source s;
+	fmt_sha256 h;
+	uint8_t d[FMT_SHA256_LEN];
+	fmt_kind k = fmt_source_open(&s, path, e);
+	if (k != FMT_OK)
+		return k;
+	k = fmt_sha256_init(&h, e);
+	if (k == FMT_OK) {
+		k = fmt_sha256_source(&h, &s, 0, s.size, e);
+		if (k == FMT_OK)
+			k = fmt_sha256_final(&h, d, e);
+		fmt_sha256_free(&h);
+	}
+	fmt_source_close(&s);
+	if (k == FMT_OK)
+		fmt_hex(d, FMT_SHA256_LEN, out);
+	return k;
+}
+
+/* The Ed25519 secret key (minisign's format), decrypted with the passphrase when it has one. */
+static fmt_kind load_sign_key(const wm_opts *o, fmt_ms_secret *sec, fmt_err *e)
+{
+	fmt_hmac_key text = { 0 }, pw = { 0 };
+	fmt_kind k = fmt_secret_from_file(o->sign_key, &text, e);
+	if (k != FMT_OK)
+		return k;
+	int enc = fmt_ms_secret_encrypted(text.bytes, text.len);
+	if (enc < 0)
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "not a minisign Ed25519 secret key file");
+	if (k == FMT_OK && enc == 1) {
+		if (o->passphrase_file)
+			k = fmt_secret_from_file(o->passphrase_file, &pw, e);
+		else if (o->passphrase_env)
+			k = fmt_secret_from_env(o->passphrase_env, &pw, e);
+		else
+			k = fmt_secret_from_prompt("Passphrase: ", &pw, e);
+	}
+	if (k == FMT_OK)
+		k = fmt_ms_secret_parse(text.bytes, text.len, enc == 1 ? pw.bytes : NULL, pw.len, sec, e);
+	fmt_hmac_key_free(&pw);
+	fmt_hmac_key_free(&text);
+	if (k != FMT_OK)
+		fmt_err_file(e, o->sign_key);
+	return k;
+}
+
+/* The evidence: every fact as JSON, then (with a key) an Ed25519 signature over its canonical
+ * text (keys sorted, no spaces, reals with 17 significant digits, ASCII only). */
+static fmt_kind write_evidence(json_t *ev, const wm_opts *o, fmt_err *e)
+{
+	if (o->sign_key) {
+		fmt_ms_secret sec;
+		fmt_kind k = load_sign_key(o, &sec, e);
+		if (k != FMT_OK)
+			return k;
+		char *canon = json_dumps(ev, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(17));
+		if (!canon) {
+			fmt_ms_secret_free(&sec);
+			return fmt_fail(e, FMT_IO, "out of memory");
+		}
+		unsigned char sig[crypto_sign_BYTES];
+		crypto_sign_detached(sig, NULL, (const unsigned char *)canon, strlen(canon), sec.sk);
+		char id[FMT_MS_KEY_ID_HEX], b64[sodium_base64_ENCODED_LEN(crypto_sign_BYTES, sodium_base64_VARIANT_ORIGINAL)];
+		fmt_ms_key_id(sec.keynum, id);
+		sodium_bin2base64(b64, sizeof b64, sig, sizeof sig, sodium_base64_VARIANT_ORIGINAL);
+		fmt_ms_secret_free(&sec);
+		free(canon);
+		json_object_set_new(ev, "signature", json_pack("{s:s, s:s, s:s, s:s}", "algorithm", "Ed25519",
+			"key_id", id, "signed", "canonical JSON of every other member", "value", b64));
+	}
+	if (!o->evidence)
+		return FMT_OK;
+	char *text = json_dumps(ev, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(17));
+	if (!text)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	fmt_sink k;
+	fmt_kind r = fmt_sink_open(&k, o->evidence, o->force ? FMT_SINK_FORCE : 0, e);
+	if (r == FMT_OK) {
+		r = fmt_sink_write(&k, text, strlen(text), e);
+		if (r == FMT_OK)
+			r = fmt_sink_write(&k, "\n", 1, e);
+		if (r == FMT_OK)
+			r = fmt_sink_commit(&k, e);
+		else
+			fmt_sink_abort(&k);
+	}
+	free(text);
+	if (r != FMT_OK)
+		fmt_err_file(e, o->evidence);
+	return r;
+}
+
+int wm_report_prove(const char *path, const wm_opts *o, const fmt_wm_params *prm, const uint8_t hash[32],
+		    const wm_result *r)
+{
+	fmt_wm_votes v = all_votes(r);
+	uint64_t n = fmt_wm_votes_n(&v), a = fmt_wm_votes_agree(&v, prm->payload);
+	unsigned bits = fmt_wm_votes_bits_agree(&v, prm->payload);
+	/* the decision: bits, not votes (fmt/watermark.h says why); the votes' p as the spec has it */
+	double ln_p = fmt_wm_binom_log_sf(FMT_WM_BITS, bits), p = exp(ln_p);
+	double ln_p_votes = fmt_wm_binom_log_sf(n, a);
+	int match = ln_p < log(FMT_WM_MATCH_P);
+	char hex[65], sha[FMT_SHA256_HEX + 1], when[32];
+	fmt_hex(hash, 32, hex);
+	fmt_err e;
+	fmt_err_clear(&e);
+	if (file_sha256(path, sha, &e) != FMT_OK)
+		return wm_fail(o, path, &e);
+	wm_utc_now(when);
+	json_t *cols = json_array();
+	for (size_t i = 0; i < r->n_cols; i++)
+		json_array_append_new(cols, json_pack("{s:o, s:o, s:o}", "name", jstr(r->cols[i]->name), "votes",
+			fmt_json_u64(fmt_wm_votes_n(&r->cols[i]->votes)), "agree",
+			fmt_json_u64(fmt_wm_votes_agree(&r->cols[i]->votes, prm->payload))));
+	json_t *ev = json_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:s, s:f, s:i, s:o, s:o, s:f, s:f, s:f, s:s, s:b, s:o, s:s}",
+		"tool", TOOL, "scheme", "fmtkit-wm/1", "file", jstr(path), "format", r->format, "dataset_sha256", sha,
+		"buyer", jstr(o->buyer), "buyer_hash", hex, "density", prm->density, "strength_bits", prm->strength,
+		"n", fmt_json_u64(n), "agree", fmt_json_u64(a), "p_value", p, "log10_p_value", log10_p(ln_p),
+		"confidence", 1 - p, "verdict", match ? "match" : "no match", "match", match,
+		r->is_table ? "columns" : "tensors", cols, "analyzed_at", when);
+	if (ev) {
+		json_object_set_new(ev, "bits_agree", json_integer(bits));
+		json_object_set_new(ev, "log10_p_value_votes", json_real(log10_p(ln_p_votes)));
+	}
+	if (!ev || write_evidence(ev, o, &e) != FMT_OK) {
+		json_decref(ev);
+		if (!ev)
+			fmt_fail(&e, FMT_IO, "out of memory");
+		return wm_fail(o, NULL, &e);
+	}
+	int status = match ? 0 : FMT_NEGATIVE;
+	if (o->common.json) {
+		int w = json_out(ev);
+		return w ? w : status;
+	}
+	json_decref(ev);
+	out_name(path);
+	printf(": %s: buyer ", match ? "match" : "no match");
+	out_name(o->buyer);
+	printf(" (hash %.12s)\n  n = %llu votes, A = %llu agree (%.2f %%, log10 p = %.1f); %u of 64 payload bits agree:\n"
+	       "  p = %.3e, confidence %.12f\n",
+	       hex, (unsigned long long)n, (unsigned long long)a, n ? 100.0 * (double)a / (double)n : 0.0,
+	       log10_p(ln_p_votes), bits, p, 1 - p);
+	if (o->evidence && !o->common.quiet) {
+		printf("  evidence%s written to ", o->sign_key ? " (signed)" : "");
+		out_name(o->evidence);
+		printf("\n");
+	}
+	return status;
+}
+
+int wm_report_detect(const char *path, const wm_opts *o, const wm_result *r)
+{
+	double min_ln_p = 0;
+	json_t *cols = json_array(), *susp = json_array();
+	size_t n_susp = 0;
+	for (size_t i = 0; i < r->n_cols; i++) {
+		const fmt_wm_lattice *l = &r->cols[i]->lattice;
+		double best = 0, ln_p[FMT_WM_DETECT_N];
+		int found = 0, best_s = 0;
+		for (int s = FMT_WM_DETECT_MIN_S; s <= FMT_WM_DETECT_MAX_S; s++) {
+			ln_p[s - FMT_WM_DETECT_MIN_S] = fmt_wm_binom_log_sf(l->eligible, l->aligned[s - FMT_WM_DETECT_MIN_S]);
+			if (ln_p[s - FMT_WM_DETECT_MIN_S] < best) {
+				best = ln_p[s - FMT_WM_DETECT_MIN_S];
+				best_s = s;
+			}
+		}
+		/* Marks made at s are lattice-aligned at every s' > s too, and a column whose marks lean
+		 * to one bit value also shows at s - 1, less strongly: the strength found is the smallest
+		 * s whose evidence is within 80 % (in log p) of the strongest. */
+		if (best < log(FMT_WM_SUSPICIOUS_P))
+			for (int s = FMT_WM_DETECT_MIN_S; s <= FMT_WM_DETECT_MAX_S && !found; s++)
+				if (ln_p[s - FMT_WM_DETECT_MIN_S] <= 0.8 * best)
+					found = s;
+		if (best < min_ln_p)
+			min_ln_p = best;
+		double frac = l->eligible && found ? (double)l->aligned[found - FMT_WM_DETECT_MIN_S] / (double)l->eligible : 0;
+		json_t *c = json_pack("{s:o, s:o, s:b, s:f, s:f}", "name", jstr(r->cols[i]->name), "eligible",
+				      fmt_json_u64(l->eligible), "suspicious", found != 0, "log10_p_value", log10_p(best),
+				      "p_value", exp(best));
+		json_object_set_new(c, "strength_bits", found ? json_integer(found) : json_null());
+		json_object_set_new(c, "aligned_fraction", found ? json_real(frac) : json_null());
+		json_object_set_new(c, "best_strength_bits", best_s ? json_integer(best_s) : json_null());
+		json_array_append_new(cols, c);
+		if (found) {
+			json_array_append_new(susp, jstr(r->cols[i]->name));
+			n_susp++;
+		}
+	}
+	int likely = n_susp > 0;
+	double p = exp(min_ln_p);
+	if (o->common.json) {
+		int w = json_out(json_pack("{s:o, s:s, s:b, s:f, s:f, s:f, s:o, s:o}", "file", jstr(path), "verdict",
+			likely ? "likely watermarked" : "no watermark detected", "likely_watermarked", likely,
+			"confidence", 1 - p, "min_p_value", p, "log10_min_p_value", log10_p(min_ln_p),
+			"suspicious", susp, r->is_table ? "columns" : "tensors", cols));
+		return w ? w : likely ? 0 : FMT_NEGATIVE;
+	}
+	json_decref(susp);
+	out_name(path);
+	if (likely)
+		printf(": LIKELY WATERMARKED (confidence %.12f, min p = %.3e, log10 p = %.1f)\n", 1 - p, p, log10_p(min_ln_p));
+	else
+		printf(": no watermark detected (min p = %.3e over %zu %s%s)\n", p, r->n_cols, kind_word(r),
+		       r->n_cols == 1 ? "" : "s");
+	for (size_t i = 0; i < json_array_size(cols); i++) {
+		json_t *c = json_array_get(cols, i);
+		if (!json_is_true(json_object_get(c, "suspicious")) && !o->common.verbose)
+			continue;
+		printf("  ");
+		out_name(r->cols[i]->name);
+		if (json_is_true(json_object_get(c, "suspicious")))
+			printf(": suspicious at strength %lld bits (%.1f %% lattice-aligned, log10 p = %.1f)\n",
+			       (long long)json_integer_value(json_object_get(c, "strength_bits")),
+			       100 * json_real_value(json_object_get(c, "aligned_fraction")),
+			       json_real_value(json_object_get(c, "log10_p_value")));
+		else
+			printf(": not suspicious (log10 p = %.2f)\n", json_real_value(json_object_get(c, "log10_p_value")));
+	}
+	json_decref(cols);
+	return likely ? 0 : FMT_NEGATIVE;
+}
+
+int wm_report_entropy(const char *path, const wm_opts *o, const wm_result *r)
+{
+	json_t *cols = json_array();
+	if (!o->common.json) {
+		out_name(path);
+		printf("\n  %-28s %-8s %10s %8s %8s %10s %10s %9s\n", kind_word(r), "type", "n", "shannon", "lsb_ent",
+		       "ks_p", "chi2_lsb_p", "lag1_corr");
+	}
+	for (size_t i = 0; i < r->n_cols; i++) {
+		const wm_column *c = r->cols[i];
+		fmt_wm_entropy_result er;
+		fmt_wm_entropy_finish(c->entropy, &er);
+		if (o->common.json) {
+			json_array_append_new(cols, json_pack("{s:o, s:s, s:o, s:f, s:f, s:f, s:f, s:f}", "name", jstr(c->name),
+				"type", c->dtype, "n", fmt_json_u64(c->entropy->n), "shannon_entropy", er.shannon,
+				"lsb_entropy", er.lsb_entropy, "ks_pvalue", er.ks_p, "chi_square_lsb_pvalue",
+				er.chi2_lsb_p, "lag1_correlation", er.lag1_corr));
+			continue;
+		}
+		printf("  ");
+		out_name(c->name);
+		int pad = 28 - (int)strlen(c->name);
+		printf("%*s %-8s %10llu %8.4f %8.5f %10.3e %10.3e %9.5f\n", pad > 0 ? pad : 0, "", c->dtype,
+		       (unsigned long long)c->entropy->n, er.shannon, er.lsb_entropy, er.ks_p, er.chi2_lsb_p, er.lag1_corr);
+	}
+	if (o->common.json)
+		return json_out(json_pack("{s:o, s:o}", "file", jstr(path), r->is_table ? "columns" : "tensors", cols));
+	json_decref(cols);
+	return 0;
+}

@@ -1,0 +1,107 @@
+/* fmt-watermark: buyer watermarks in model tensors and dataset float columns
+ * (specs/watermark.md). main.c parses; embed.c marks through fmt-convert's writers; scan.c
+ * reads votes, lattice counts and entropy statistics; report.c prints and signs. */
+#ifndef WM_H
+#define WM_H
+
+#include <pthread.h>
+#include <stdio.h>
+#include "fmt/cli.h"
+#include "fmt/crypto.h"
+#include "fmt/model.h"
+#include "fmt/table.h"
+#include "fmt/watermark.h"
+
+#define TOOL "fmt-watermark"
+#define WM_MAX_SELECT 256
+
+typedef struct wm_opts {
+	fmt_common_opts common;
+	const char *key_file;          /* --key */
+	const char *buyer;             /* --buyer */
+	double density;                /* --density */
+	int strength;                  /* --strength-bits */
+	const char *columns[WM_MAX_SELECT]; /* --columns (comma lists, repeatable) */
+	size_t n_columns;
+	const char *tensors[WM_MAX_SELECT]; /* --tensors GLOB */
+	size_t n_tensors;
+	const char *registry;          /* --registry FILE */
+	const char *sign_key;          /* --sign-key SECKEY */
+	const char *passphrase_file, *passphrase_env;
+	const char *evidence;          /* -o EVIDENCE.json */
+	int alimentar;                 /* --scheme alimentar */
+	int force;
+	int threads;
+} wm_opts;
+
+/* What is known about one tensor or column. */
+typedef struct wm_column {
+	char *name;
+	int is_tensor;
+	char dtype[16];
+	int width;                     /* 4, 8; 0: not a float32/float64 */
+	int integer;                   /* a dataset integer column (entropy only) */
+	fmt_wm_dist dist;              /* embed */
+	fmt_wm_votes votes;            /* extract, prove */
+	fmt_wm_lattice lattice;        /* detect */
+	fmt_wm_entropy *entropy;       /* entropy (allocated) */
+	fmt_wm_alim_col *alim;         /* --scheme alimentar (allocated) */
+	/* embed: per-range pieces of dist keyed by the range's offset, so that a range a writer
+	 * reads twice counts once and the sums are added in file order for any thread count */
+	struct wm_piece { uint64_t off; fmt_wm_dist d; } *pieces;
+	size_t n_pieces, cap_pieces;
+	pthread_mutex_t lock;
+} wm_column;
+
+typedef struct wm_result {
+	wm_column **cols;
+	size_t n_cols;
+	char **left_alone;             /* F16/BF16 tensors (embed lists them) */
+	size_t n_left;
+	int is_table;
+	const char *format;            /* driver name of the input */
+	char sha256[FMT_SHA256_HEX + 1]; /* prove: the file's SHA-256 */
+} wm_result;
+
+void wm_result_free(wm_result *r);
+
+/* keyfile.c */
+fmt_kind wm_key_load(const char *path, fmt_wm_key **key, uint8_t raw[FMT_WM_KEY_LEN], fmt_err *e);
+
+/* embed.c: mark IN into OUT. */
+fmt_kind wm_embed(const char *input, const char *output, const wm_opts *o, const fmt_wm_params *prm,
+		  wm_result *r, fmt_err *e);
+
+/* scan.c: one pass (two for entropy) over FILE's selected values. */
+typedef enum { WM_SCAN_VOTES, WM_SCAN_LATTICE, WM_SCAN_ENTROPY, WM_SCAN_ALIMENTAR } wm_scan_kind;
+fmt_kind wm_scan(const char *path, wm_scan_kind kind, const wm_opts *o, const fmt_wm_params *prm,
+		 wm_result *r, fmt_err *e);
+
+/* Selection by --tensors / --columns. */
+int wm_tensor_wanted(const wm_opts *o, const char *name);
+int wm_column_wanted(const wm_opts *o, const char *name);
+/* The width of a model dtype that carries marks (4 for F32, 8 for F64) or 0. */
+int wm_dtype_width(fmt_dtype t);
+int wm_ctype_width(fmt_ctype t);
+fmt_kind wm_add_column(wm_result *r, const char *name, int is_tensor, const char *dtype, int width,
+		       fmt_err *e);
+
+/* registry.c; and the time now as 2026-12-01T12:00:00Z */
+void wm_utc_now(char out[32]);
+fmt_kind wm_registry_append(const char *path, const char *buyer, const uint8_t hash[32],
+			    uint64_t payload, const char *output, fmt_err *e);
+/* The buyer whose hash starts with the 48 bits of payload, or NULL (malloc'd). */
+fmt_kind wm_registry_lookup(const char *path, uint64_t payload, char **buyer, fmt_err *e);
+
+/* report.c: each returns the exit status. */
+int wm_report_embed(const char *input, const char *output, const wm_opts *o, const fmt_wm_params *prm,
+		    const uint8_t hash[32], const wm_result *r);
+int wm_report_extract(const char *path, const wm_opts *o, const wm_result *r);
+int wm_report_alimentar(const char *path, const wm_opts *o, const uint8_t raw[32], const wm_result *r);
+int wm_report_prove(const char *path, const wm_opts *o, const fmt_wm_params *prm, const uint8_t hash[32],
+		    const wm_result *r);
+int wm_report_detect(const char *path, const wm_opts *o, const wm_result *r);
+int wm_report_entropy(const char *path, const wm_opts *o, const wm_result *r);
+int wm_fail(const wm_opts *o, const char *file, const fmt_err *e);
+
+#endif
