@@ -269,6 +269,8 @@ TEST(sequential_source_small_or_made_whole)
 	CHECK(fmt_source_read(&s, 10, b, 8, &e) == FMT_OK && b[7] == pattern_byte(17));
 	fmt_source_close(&s);
 	waitpid(pid, NULL, 0);
+}
+
 TEST(integer_text)
 {
 	char b[24];
