@@ -20,6 +20,19 @@
 #define KEY_FILE_MAX 4096u
 #define UNTRUSTED "untrusted comment:"
 
+fmt_kind fmt_random(void *p, size_t n, fmt_err *e)
+{
+	fmt_kind k = fmt_crypto_sodium_init(e);
+	if (k == FMT_OK)
+		randombytes_buf(p, n);
+	return k;
+}
+
+void fmt_wipe(void *p, size_t n)
+{
+	sodium_memzero(p, n);
+}
+
 void fmt_password_free(fmt_password *p)
 {
 	if (p->bytes)
@@ -294,4 +307,14 @@ void fmt_decrypt_keys_free(fmt_decrypt_keys *dk)
 	fmt_password_free(&dk->password);
 	fmt_x25519_free(&dk->identity);
 	dk->has_password = dk->has_identity = 0;
+}
+
+int fmt_cli_decrypt_option(int id, const char *arg, fmt_decrypt_opts *o)
+{
+	switch (id) {
+	case FMT_OPT_PASSWORD_FILE: o->password_file = arg; return 1;
+	case FMT_OPT_PASSWORD_ENV: o->password_env = arg; return 1;
+	case FMT_OPT_IDENTITY: o->identity = arg; return 1;
+	default: return 0;
+	}
 }

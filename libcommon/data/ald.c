@@ -176,6 +176,10 @@ fmt_kind fmt_ald_parse(fmt_table *t, ald_state *s, fmt_err *e)
 	if (s->payload_size > s->crc_off - pos)
 		return bad(e, "payload runs past the CRC");
 	s->payload_end = pos + s->payload_size;
+	if (!(s->flags & FMT_ALD_ENCRYPTED)) {
+		s->payload = d + pos;
+		s->payload_len = s->payload_size;
+	}
 	if ((s->flags & FMT_ALD_STREAMING) && !(s->flags & FMT_ALD_ENCRYPTED) && s->chunk_bytes != s->payload_size)
 		return bad(e, "chunk sizes do not add up to the payload size");
 	if ((k = parse_trailer(s, d, e)) != FMT_OK)
@@ -221,6 +225,10 @@ static void ald_close(fmt_table *t)
 	if (s->ds_open)
 		fmt_dstream_free(&s->ds);
 	free(s->plain);
+	if (s->decrypted) {
+		fmt_wipe(s->decrypted, s->payload_len);
+		free(s->decrypted);
+	}
 	free(s->chunks);
 	json_decref(s->card);
 	free(s);
@@ -235,7 +243,7 @@ static fmt_kind open_stream(fmt_table *t, ald_state *s, uint64_t off, uint64_t n
 	s->ipc_open = 0;
 	free(s->plain);
 	s->plain = NULL;
-	fmt_kind k = fmt_decompress(s->compression, s->file + off, (size_t)n, max, &s->plain, &s->plain_len, e);
+	fmt_kind k = fmt_decompress(s->compression, s->payload + off, (size_t)n, max, &s->plain, &s->plain_len, e);
 	if (k != FMT_OK)
 		return k;
 	if ((k = fmt_ipc_open(&s->ipc, s->plain, s->plain_len, e)) != FMT_OK)
@@ -252,7 +260,7 @@ static fmt_kind open_chunk(fmt_table *t, uint32_t i, fmt_err *e)
 {
 	ald_state *s = t->format_state;
 	const ald_chunk *c = &s->chunks[i];
-	fmt_kind k = open_stream(t, s, s->payload_start + c->byte_offset, c->csize, c->usize, e);
+	fmt_kind k = open_stream(t, s, c->byte_offset, c->csize, c->usize, e);
 	if (k == FMT_OK && s->plain_len != c->usize)
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "chunk %u decompresses to %zu bytes, the index says %u", i,
 			     s->plain_len, c->usize);
@@ -291,7 +299,7 @@ static fmt_kind next_plain(fmt_table *t, ald_state *s, fmt_batch *b, int *done, 
 	int eos;
 	fmt_kind k;
 	if (!s->ds_open) {
-		if ((k = fmt_dstream_init(&s->ds, s->compression, s->file + s->payload_start, s->payload_size, e)) != FMT_OK)
+		if ((k = fmt_dstream_init(&s->ds, s->compression, s->payload, (size_t)s->payload_len, e)) != FMT_OK)
 			return k;
 		s->ds_open = 1;
 		if ((k = next_message(s, &size, &eos, e)) != FMT_OK)
@@ -328,9 +336,8 @@ static fmt_kind ald_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 	ald_state *s = t->format_state;
 	fmt_kind k;
 	*done = 0;
-	if (s->flags & FMT_ALD_ENCRYPTED)
-		return fmt_fail(e, FMT_UNSUPPORTED, "the payload is encrypted (%s mode); decryption is not supported yet",
-				s->enc_mode == 0 ? "password" : "recipient");
+	if ((s->flags & FMT_ALD_ENCRYPTED) && (k = fmt_ald_decrypt(s, t->keys, e)) != FMT_OK)
+		return k;
 	const fmt_field *u = fmt_schema_unsupported(&t->schema);
 	if (u)
 		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
@@ -359,7 +366,7 @@ static fmt_kind ald_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 static fmt_kind check_digest(ald_state *s, fmt_err *e)
 {
 	const json_t *want = json_object_get(s->card, "sha256");
-	if (!json_is_string(want) || (s->flags & FMT_ALD_ENCRYPTED))
+	if (!json_is_string(want) || !s->payload)
 		return FMT_OK;
 	fmt_sha256 h;
 	uint8_t digest[FMT_SHA256_LEN];
@@ -367,13 +374,13 @@ static fmt_kind check_digest(ald_state *s, fmt_err *e)
 	fmt_kind k = fmt_sha256_init(&h, e);
 	uint32_t parts = (s->flags & FMT_ALD_STREAMING) ? s->n_chunks : 1;
 	for (uint32_t i = 0; k == FMT_OK && i < parts; i++) {
-		uint64_t off = s->payload_start, len = s->payload_size, total = 0;
+		uint64_t off = 0, len = s->payload_len, total = 0;
 		if (s->flags & FMT_ALD_STREAMING) {
 			off += s->chunks[i].byte_offset;
 			len = s->chunks[i].csize;
 		}
 		fmt_dstream ds;
-		if ((k = fmt_dstream_init(&ds, s->compression, s->file + off, (size_t)len, e)) != FMT_OK)
+		if ((k = fmt_dstream_init(&ds, s->compression, s->payload + off, (size_t)len, e)) != FMT_OK)
 			break;
 		while (k == FMT_OK) {
 			if ((k = fmt_dstream_fill(&ds, 1u << 20, MAX_PAYLOAD, e)) != FMT_OK)
@@ -405,9 +412,14 @@ static fmt_kind check_digest(ald_state *s, fmt_err *e)
  * the payload, which needs the payload decompressed (conversions skip it: they read it next). */
 static fmt_kind ald_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e)
 {
-	fmt_kind k = fmt_ald_check_crc(t->format_state, e);
+	ald_state *s = t->format_state;
+	fmt_kind k = fmt_ald_check_crc(s, e);
+	/* fmt-verify authenticates an encrypted payload when it has the key, then checks its digest */
+	const fmt_keyset *ks = o && !fmt_keyset_empty(&o->keys) ? &o->keys : t->keys;
+	if (k == FMT_OK && o && (s->flags & FMT_ALD_ENCRYPTED) && ks && (ks->password || ks->x25519))
+		k = fmt_ald_decrypt(s, ks, e);
 	if (k == FMT_OK && o)
-		k = check_digest(t->format_state, e);
+		k = check_digest(s, e);
 	return k;
 }
 
@@ -480,9 +492,11 @@ json_t *fmt_ald_describe(const fmt_table *t)
 		}
 		json_object_set_new(o, "chunks", chunks);
 	}
-	if (s->flags & FMT_ALD_ENCRYPTED)
+	if (s->flags & FMT_ALD_ENCRYPTED) {
 		json_object_set_new(o, "encryption", json_string(s->enc_mode == 0 ? "password" : s->enc_mode == 1
 									  ? "recipient" : "unknown mode"));
+		json_object_set_new(o, "payload_authenticated", json_boolean(s->payload != NULL));
+	}
 	if (s->flags & FMT_ALD_SIGNED) {
 		char pub[65];
 		hex_id(s->sig_pub, 32, pub);
@@ -491,6 +505,11 @@ json_t *fmt_ald_describe(const fmt_table *t)
 	if (s->flags & FMT_ALD_LICENSED)
 		json_object_set_new(o, "license", license_json(s));
 	return o;
+}
+
+static int ald_secret(const fmt_table *t)
+{
+	return fmt_ald_secret_needed(t->format_state);
 }
 
 const fmt_table_driver fmt_table_driver_ald = {
@@ -503,4 +522,6 @@ const fmt_table_driver fmt_table_driver_ald = {
 	.write = fmt_ald_write,
 	.close = ald_close,
 	.describe = fmt_ald_describe,
+	.secret = ald_secret,
+	.encrypts = 1,
 };

@@ -8,6 +8,7 @@
 #include "fmt/registry.h"
 #include "fmt/table.h"
 #include "compress.h"
+#include "fmt/encrypt.h"
 
 typedef struct ald_chunk {
 	uint64_t row_offset;
@@ -35,6 +36,9 @@ typedef struct ald_state {
 	uint64_t issued_at, expires_at;
 	uint16_t seat_limit;
 	uint32_t query_limit;
+	const uint8_t *payload;    /* the stored payload, decrypted (NULL until then) */
+	uint64_t payload_len;
+	uint8_t *decrypted;        /* owned: the decrypted payload */
 	const uint8_t *terms;
 	uint32_t terms_len;
 	/* reading */
@@ -47,6 +51,24 @@ typedef struct ald_state {
 	int ds_open;
 	size_t pending;            /* bytes of the message last returned, dropped on the next call */
 } ald_state;
+
+/* Encryption (ald_crypt.c): the header and cipher of a payload being written. */
+typedef struct ald_enc {
+	uint8_t header[45];        /* the encryption header (§5.1) */
+	size_t header_len;
+	fmt_gcm gcm;
+	uint8_t *buf;
+} ald_enc;
+
+/* *on = 1 when ks has a password or an X25519 recipient: then c is ready (header made). */
+fmt_kind fmt_ald_enc_begin(ald_enc *c, const fmt_keyset *ks, int *on, fmt_err *e);
+fmt_kind fmt_ald_enc_write(ald_enc *c, fmt_sink *k, const uint8_t *p, size_t n, fmt_err *e);
+fmt_kind fmt_ald_enc_end(ald_enc *c, fmt_sink *k, fmt_err *e);  /* writes the tag */
+void fmt_ald_enc_free(ald_enc *c);
+/* Decrypt the payload with ks (tag checked) into s->payload; DecryptionFailed without a key. */
+fmt_kind fmt_ald_decrypt(ald_state *s, const fmt_keyset *ks, fmt_err *e);
+/* FMT_SECRET_*: what reading the rows still needs. */
+int fmt_ald_secret_needed(const ald_state *s);
 
 fmt_kind fmt_ald_parse(fmt_table *t, ald_state *s, fmt_err *e);
 fmt_kind fmt_ald_check_crc(ald_state *s, fmt_err *e);

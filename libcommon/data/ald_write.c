@@ -18,6 +18,7 @@ typedef struct writer {
 	const fmt_dataset_opts *o;
 	const fmt_schema *schema;
 	fmt_sink *k;
+	ald_enc *enc;              /* encrypting: the payload goes through it */
 	FILE *spill;               /* STREAMING: chunk bytes until the index is written */
 	fmt_compressor comp;
 	fmt_sha256 sha;
@@ -37,7 +38,7 @@ static fmt_kind emit(void *ctx, const uint8_t *p, size_t n, fmt_err *e)
 	w->stored += n;
 	w->chunk_stored += n;
 	if (!w->spill)
-		return fmt_sink_write(w->k, p, n, e);
+		return w->enc ? fmt_ald_enc_write(w->enc, w->k, p, n, e) : fmt_sink_write(w->k, p, n, e);
 	if (fwrite(p, 1, n, w->spill) != n)
 		return fmt_fail(e, FMT_IO, "cannot write the temporary chunk file");
 	return FMT_OK;
@@ -163,7 +164,7 @@ static fmt_kind copy_spill(writer *w, fmt_err *e)
 	if (fflush(w->spill) != 0 || fseek(w->spill, 0, SEEK_SET) != 0)
 		return fmt_fail(e, FMT_IO, "cannot read the temporary chunk file");
 	while ((n = fread(buf, 1, sizeof buf, w->spill)) > 0) {
-		fmt_kind k = fmt_sink_write(w->k, buf, n, e);
+		fmt_kind k = w->enc ? fmt_ald_enc_write(w->enc, w->k, buf, n, e) : fmt_sink_write(w->k, buf, n, e);
 		if (k != FMT_OK)
 			return k;
 	}
@@ -255,7 +256,8 @@ static const fmt_dataset_opts default_opts = { .compression = FMT_ALD_ZSTD };
 
 fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt_err *e)
 {
-	(void)wo;
+	ald_enc enc;
+	int encrypting = 0;
 	writer w = { .o = in->opts ? in->opts : &default_opts, .schema = &in->schema, .k = k };
 	const fmt_dataset_opts *o = w.o;
 	fmt_sb block = { 0 };
@@ -273,6 +275,12 @@ fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt
 	if (u)
 		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
 				u->name, u->type_name);
+	if ((r = fmt_ald_enc_begin(&enc, wo ? &wo->keys : NULL, &encrypting, e)) != FMT_OK)
+		return r;
+	if (encrypting) {
+		w.enc = &enc;
+		flags |= FMT_ALD_ENCRYPTED;
+	}
 	if ((r = fmt_card_encode(o->card, o->compat_alimentar ? NULL : zero_hex, o->compat_alimentar, &meta,
 				 &meta_len, e)) != FMT_OK)
 		return r;
@@ -291,7 +299,8 @@ fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt
 			r = fmt_fail(e, FMT_IO, "cannot create a temporary file for the chunks");
 			goto out;
 		}
-	} else if ((r = stream_begin(&w, e)) != FMT_OK) {
+	} else if ((encrypting && (r = fmt_sink_write(k, enc.header, enc.header_len, e)) != FMT_OK) ||
+		   (r = stream_begin(&w, e)) != FMT_OK) {
 		goto out;
 	}
 	for (;;) {
@@ -312,8 +321,11 @@ fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt
 		r = stream_begin(&w, e); /* an empty dataset still has one chunk: its schema */
 	if (r == FMT_OK && w.ipc_open)
 		r = stream_end(&w, e);
-	if (r == FMT_OK && w.spill && (r = write_index(&w, e)) == FMT_OK)
+	if (r == FMT_OK && w.spill && (r = write_index(&w, e)) == FMT_OK &&
+	    (!encrypting || (r = fmt_sink_write(k, enc.header, enc.header_len, e)) == FMT_OK))
 		r = copy_spill(&w, e);
+	if (r == FMT_OK && encrypting && (r = fmt_ald_enc_end(&enc, k, e)) == FMT_OK)
+		w.stored += FMT_AEAD_TAG;
 	if (r == FMT_OK)
 		r = finish(&w, meta, meta_len, (uint16_t)block.len, flags, e);
 out:
@@ -323,6 +335,8 @@ out:
 		fclose(w.spill);
 	fmt_compressor_free(&w.comp);
 	fmt_sha256_free(&w.sha);
+	if (encrypting)
+		fmt_ald_enc_free(&enc);
 	free(w.chunks);
 	free(meta);
 	fmt_sb_free(&block);

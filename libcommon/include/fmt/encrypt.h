@@ -17,6 +17,10 @@
 #define FMT_ARGON2_SALT 16
 #define FMT_X25519_LEN 32
 
+/* n random bytes (libsodium); wipe n bytes so that the compiler keeps the stores. */
+fmt_kind fmt_random(void *p, size_t n, fmt_err *e);
+void fmt_wipe(void *p, size_t n);
+
 /* A password: its bytes as given (one trailing newline of a file removed), sodium_malloc'd. */
 typedef struct fmt_password {
 	uint8_t *bytes;
@@ -69,6 +73,10 @@ typedef struct fmt_decrypt_opts {
 	const char *password_env;
 	const char *identity;
 } fmt_decrypt_opts;
+
+/* Their option ids (in the tools' own tables) and their handler: 1 if id was one. */
+enum { FMT_OPT_PASSWORD_FILE = 0x10C0, FMT_OPT_PASSWORD_ENV, FMT_OPT_IDENTITY };
+int fmt_cli_decrypt_option(int id, const char *arg, fmt_decrypt_opts *o);
 
 /* What they load: the keyset's password and x25519 members point into it. */
 typedef struct fmt_decrypt_keys {

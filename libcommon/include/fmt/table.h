@@ -70,6 +70,7 @@ typedef struct fmt_batch {
 } fmt_batch;
 
 struct fmt_table_driver;
+struct fmt_keyset;
 struct fmt_write_opts;
 struct fmt_verify_opts;
 
@@ -85,7 +86,12 @@ typedef struct fmt_table {
 	void *format_state;          /* driver-private, freed by driver->close */
 	const struct fmt_dataset_opts *opts; /* reading and writing options (fmt/dataset.h) of
 				      * a conversion; NULL: defaults */
+	const struct fmt_keyset *keys; /* decrypt the rows of an encrypted file with these (its
+				      * password or x25519 identity); NULL: none. Set after open. */
 } fmt_table;
+
+/* What reading a table's rows needs besides its bytes (fmt_table_secret). */
+enum { FMT_SECRET_NONE = 0, FMT_SECRET_PASSWORD = 1, FMT_SECRET_IDENTITY = 2 };
 
 typedef struct fmt_table_driver {
 	const char *name;            /* "csv", "ald", ... as shown to users */
@@ -108,6 +114,10 @@ typedef struct fmt_table_driver {
 	void (*close)(fmt_table *t);  /* free format_state; may be NULL */
 	/* Format-specific facts for fmt-inspect (card, compression, CRC...), or NULL. */
 	json_t *(*describe)(const fmt_table *t);
+	/* FMT_SECRET_*: what the rows still need (an encrypted payload), or NULL: nothing. */
+	int (*secret)(const fmt_table *t);
+	/* The writer encrypts with fmt_write_opts.keys' password or x25519 recipient (pk). */
+	int encrypts;
 } fmt_table_driver;
 
 /* Types */
@@ -151,6 +161,12 @@ void fmt_table_free(fmt_table *t);
 /* The next checked batch (fmt_batch_free it); *done = 1 after the last. */
 fmt_kind fmt_table_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e);
 fmt_kind fmt_table_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e);
+/* FMT_SECRET_* that reading t's rows still needs. */
+int fmt_table_secret(const fmt_table *t);
+/* Give t the keys that decrypt it (t->keys = ks); when it needs a password that ks lacks and
+ * standard input is a terminal, ask for one there (kept in dk for the next files). */
+struct fmt_decrypt_keys;
+fmt_kind fmt_table_unlock(fmt_table *t, struct fmt_decrypt_keys *dk, struct fmt_keyset *ks, fmt_err *e);
 
 /* The table drivers, NULL-terminated, in probe order; a new one is one line in
  * data/table_registry.c. */
