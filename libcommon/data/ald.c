@@ -415,7 +415,7 @@ static fmt_kind ald_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_er
 	ald_state *s = t->format_state;
 	fmt_kind k = fmt_ald_check_crc(s, e);
 	/* fmt-verify authenticates an encrypted payload when it has the key, then checks its digest */
-	const fmt_keyset *ks = o && !fmt_keyset_empty(&o->keys) ? &o->keys : t->keys;
+	const fmt_keyset *ks = o && (o->keys.password || o->keys.x25519) ? &o->keys : t->keys;
 	if (k == FMT_OK && o && (s->flags & FMT_ALD_ENCRYPTED) && ks && (ks->password || ks->x25519))
 		k = fmt_ald_decrypt(s, ks, e);
 	if (k == FMT_OK && o)
@@ -512,6 +512,11 @@ static int ald_secret(const fmt_table *t)
 	return fmt_ald_secret_needed(t->format_state);
 }
 
+static fmt_kind ald_decrypt(fmt_table *t, fmt_err *e)
+{
+	return fmt_ald_decrypt(t->format_state, t->keys, e);
+}
+
 const fmt_table_driver fmt_table_driver_ald = {
 	.name = "ald",
 	.extension = ".ald",
@@ -523,5 +528,6 @@ const fmt_table_driver fmt_table_driver_ald = {
 	.close = ald_close,
 	.describe = fmt_ald_describe,
 	.secret = ald_secret,
+	.decrypt = ald_decrypt,
 	.encrypts = 1,
 };

@@ -422,12 +422,15 @@ int fmt_table_secret(const fmt_table *t)
 	return t->driver->secret ? t->driver->secret(t) : FMT_SECRET_NONE;
 }
 
-fmt_kind fmt_table_unlock(fmt_table *t, struct fmt_decrypt_keys *dk, struct fmt_keyset *ks, fmt_err *e)
+fmt_kind fmt_table_unlock(fmt_table *t, struct fmt_decrypt_keys *dk, struct fmt_keyset *ks, int now,
+			  fmt_err *e)
 {
+	fmt_kind k = FMT_OK;
 	t->keys = ks;
-	if (fmt_table_secret(t) != FMT_SECRET_PASSWORD || ks->password || !isatty(STDIN_FILENO))
-		return FMT_OK;
-	fmt_kind k = fmt_decrypt_keys_prompt(dk, ks, e);
+	if (fmt_table_secret(t) == FMT_SECRET_PASSWORD && !ks->password && isatty(STDIN_FILENO))
+		k = fmt_decrypt_keys_prompt(dk, ks, e);
+	if (k == FMT_OK && now && fmt_table_secret(t) != FMT_SECRET_NONE && t->driver->decrypt)
+		k = t->driver->decrypt(t, e);
 	if (k != FMT_OK)
 		fmt_err_file(e, t->path);
 	return k;

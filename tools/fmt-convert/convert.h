@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include "fmt/crypto.h"
 #include "fmt/dataset.h"
+#include "fmt/encrypt.h"
 #include "fmt/model.h"
 #include "fmt/overflow.h"
 #include "fmt/registry.h"
@@ -37,6 +38,9 @@ typedef struct convert_opts {
 	fmt_dataset_opts dataset;    /* --delimiter, --compression, --chunk-rows, ... */
 	const char *schema_file;     /* --schema FILE.json */
 	const char *card_file;       /* --card FILE.json */
+	fmt_decrypt_opts decrypt;    /* --password-file, --password-env, --identity */
+	const char *encrypt_password_file, *encrypt_password_env; /* --encrypt-password-* */
+	const char *encrypt_to;      /* --encrypt-to PUBKEY */
 } convert_opts;
 
 /* One logical tensor of the plan: a plain tensor, or a compressed one (codes and scales). */

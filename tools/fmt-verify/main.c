@@ -3,6 +3,7 @@
 #include "fmt/bundle.h"
 #include "fmt/cli.h"
 #include "fmt/crypto.h"
+#include "fmt/encrypt.h"
 #include "fmt/out.h"
 #include "fmt/registry.h"
 #include "verify.h"
@@ -13,6 +14,8 @@ typedef struct verify_args {
 	const char *forced;         /* --format */
 	fmt_key_opts key;
 	int run_tests;              /* --run-tests */
+	fmt_decrypt_opts decrypt;   /* --password-file, --password-env, --identity */
+	fmt_decrypt_keys *dk;
 } verify_args;
 
 static const fmt_cli_option options[] = {
@@ -24,6 +27,12 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("secret-env", FMT_OPT_SECRET_ENV, "NAME", "check it with the team secret in variable NAME"),
 	  .complete = FMT_COMPLETE_ENV },
 	{ FMT_CLI_OPT("secret-prompt", FMT_OPT_SECRET_PROMPT, NULL, "check it with a team secret typed at a prompt") },
+	{ FMT_CLI_OPT("password-file", FMT_OPT_PASSWORD_FILE, "FILE", "authenticate an encrypted .ald payload with the password\n"
+		      "in FILE, then check its digest (default: ask on a terminal)"), .complete = FMT_COMPLETE_FILE },
+	{ FMT_CLI_OPT("password-env", FMT_OPT_PASSWORD_ENV, "NAME", "the same with the password in variable NAME"),
+	  .complete = FMT_COMPLETE_ENV },
+	{ FMT_CLI_OPT("identity", FMT_OPT_IDENTITY, "SECKEY", "the same with the X25519 secret key SECKEY"),
+	  .complete = FMT_COMPLETE_FILE, .words = "*.key" },
 	{ FMT_CLI_OPT("threads", 'T', "N", "digest shards in parallel (default: number of cores)") },
 	{ FMT_CLI_OPT("run-tests", OPT_RUN_TESTS, NULL, "also run embedded regression tests (.nk: nk-run --test);\n"
 		      "a failing case, or a .nk without tests, is exit 11") },
@@ -37,7 +46,7 @@ static const fmt_cli_option options[] = {
 static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 {
 	verify_args *a = ctx;
-	if (fmt_cli_key_option(id, arg, &a->key))
+	if (fmt_cli_key_option(id, arg, &a->key) || fmt_cli_decrypt_option(id, arg, &a->decrypt))
 		return 0;
 	if (id == OPT_RUN_TESTS) {
 		a->run_tests = 1;
@@ -62,13 +71,14 @@ static const fmt_cli_tool tool = {
 	.options = options,
 	.footer = "Exit status (the highest over all files): 0 every check passed, 2 usage,\n"
 		  "3 I/O error, 4 invalid format, 5 unsupported version or type, 6 checksum\n"
-		  "mismatch, 7 signature missing or wrong, 9 shard set inconsistent, 11 an\n"
-		  "embedded test failed (--run-tests).",
+		  "mismatch, 7 signature missing or wrong, 8 wrong password or key (encrypted\n"
+		  ".ald), 9 shard set inconsistent, 10 licence expired, 11 an embedded test\n"
+		  "failed (--run-tests).",
 	.format_names = fmt_format_names,
 	.on_option = on_option,
 };
 
-static fmt_kind verify_file(const char *path, const verify_args *a, const fmt_verify_opts *vo,
+static fmt_kind verify_file(const char *path, const verify_args *a, fmt_verify_opts *vo,
 			    const fmt_common_opts *o)
 {
 	fmt_model m;
@@ -80,7 +90,7 @@ static fmt_kind verify_file(const char *path, const verify_args *a, const fmt_ve
 	if (k == FMT_OK && is_table) {
 		if (vo->keys.hmac)
 			k = fmt_fail(&e, FMT_UNSUPPORTED, "signature checks of datasets are not supported yet");
-		else
+		else if ((k = fmt_table_unlock(&t, a->dk, &vo->keys, 0, &e)) == FMT_OK)
 			k = fmt_table_verify(&t, vo, &e);
 		if (k == FMT_OK && !o->quiet)
 			report_table_ok(&t, o);
@@ -121,6 +131,14 @@ int main(int argc, char **argv)
 		}
 		vo.keys.hmac = &key;
 	}
+	fmt_decrypt_keys dk;
+	fmt_kind dkk = fmt_decrypt_keys_load(&a.decrypt, &dk, &vo.keys, &e);
+	if (dkk != FMT_OK) {
+		fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
+		fmt_hmac_key_free(&key);
+		return fmt_kind_exit(dkk);
+	}
+	a.dk = &dk;
 	int status = 0;
 	for (int i = 0; i < cli.n_operands; i++) {
 		const char *path = cli.operands[i];
@@ -131,5 +149,6 @@ int main(int argc, char **argv)
 			status = code;
 	}
 	fmt_hmac_key_free(&key);
+	fmt_decrypt_keys_free(&dk);
 	return fmt_cli_finish(&tool, &cli, status);
 }

@@ -29,6 +29,7 @@ void report_table_ok(const fmt_table *t, const fmt_common_opts *o)
 {
 	json_t *facts = t->driver->describe ? t->driver->describe(t) : NULL;
 	const char *crc = json_string_value(json_object_get(facts, "crc"));
+	json_t *auth = json_object_get(facts, "payload_authenticated");
 	if (o->json) {
 		json_t *j = json_pack("{s:o,s:b,s:s}", "file", fmt_json_string(t->path, strlen(t->path)), "ok", 1,
 				      "format", t->driver->name);
@@ -36,6 +37,8 @@ void report_table_ok(const fmt_table *t, const fmt_common_opts *o)
 			json_object_set_new(j, "rows", fmt_json_u64(t->n_rows));
 		if (crc)
 			json_object_set_new(j, "crc", json_string(crc));
+		if (auth)
+			json_object_set_new(j, "payload_authenticated", json_incref(auth));
 		fmt_json_line(stdout, j);
 		json_decref(j);
 	} else {
@@ -45,6 +48,9 @@ void report_table_ok(const fmt_table *t, const fmt_common_opts *o)
 			printf(", %" PRIu64 " rows", t->n_rows);
 		if (crc)
 			printf(", CRC-32 %s", crc);
+		if (auth)
+			printf(json_is_true(auth) ? ", encrypted payload authenticated"
+						  : ", encrypted payload not checked: no password or identity");
 		printf(")\n");
 	}
 	json_decref(facts);

@@ -116,6 +116,9 @@ typedef struct fmt_table_driver {
 	json_t *(*describe)(const fmt_table *t);
 	/* FMT_SECRET_*: what the rows still need (an encrypted payload), or NULL: nothing. */
 	int (*secret)(const fmt_table *t);
+	/* Decrypt now with t->keys (authenticated: DecryptionFailed on a wrong key), so that
+	 * nothing is written before a wrong key is found. NULL: nothing to do. */
+	fmt_kind (*decrypt)(fmt_table *t, fmt_err *e);
 	/* The writer encrypts with fmt_write_opts.keys' password or x25519 recipient (pk). */
 	int encrypts;
 } fmt_table_driver;
@@ -164,9 +167,11 @@ fmt_kind fmt_table_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_err
 /* FMT_SECRET_* that reading t's rows still needs. */
 int fmt_table_secret(const fmt_table *t);
 /* Give t the keys that decrypt it (t->keys = ks); when it needs a password that ks lacks and
- * standard input is a terminal, ask for one there (kept in dk for the next files). */
+ * standard input is a terminal, ask for one there (kept in dk for the next files). With now,
+ * decrypt at once (the rows are read next): a wrong or missing key fails here. */
 struct fmt_decrypt_keys;
-fmt_kind fmt_table_unlock(fmt_table *t, struct fmt_decrypt_keys *dk, struct fmt_keyset *ks, fmt_err *e);
+fmt_kind fmt_table_unlock(fmt_table *t, struct fmt_decrypt_keys *dk, struct fmt_keyset *ks, int now,
+			  fmt_err *e);
 
 /* The table drivers, NULL-terminated, in probe order; a new one is one line in
  * data/table_registry.c. */
