@@ -186,7 +186,11 @@ fmt_kind fmt_x25519_public_load(const char *path, uint8_t pk[FMT_X25519_LEN], fm
 	fmt_kind k = fmt_read_file(path, KEY_FILE_MAX, &text, &n, e);
 	if (k != FMT_OK)
 		return k;
-	k = fmt_x25519_public_parse(text, n, pk, e);
+	const char *nl = memchr(text, '\n', n);
+	if (nl && memmem(text, (size_t)(nl - text), "secret key", 10))
+		k = fmt_fail(e, FMT_USAGE, "a secret key; --encrypt-to takes the recipient's public key");
+	else
+		k = fmt_x25519_public_parse(text, n, pk, e);
 	free(text);
 	if (k != FMT_OK)
 		fmt_err_file(e, path);

@@ -25,6 +25,20 @@ static fmt_kind derive_key(uint8_t mode, const uint8_t *param, const uint8_t *se
 	return k;
 }
 
+/* A u-coordinate as written: below 2^255 - 19. X25519 ignores the top bit and reduces mod p,
+ * so any other spelling of the same key would let a changed header still decrypt. */
+static int canonical_u(const uint8_t u[FMT_X25519_LEN])
+{
+	if (u[31] & 0x80)
+		return 0;
+	if (u[31] != 0x7f || u[0] < 0xed)
+		return 1;
+	for (int i = 1; i < 31; i++)
+		if (u[i] != 0xff)
+			return 1;
+	return 0;
+}
+
 int fmt_ald_secret_needed(const ald_state *s)
 {
 	if (!(s->flags & FMT_ALD_ENCRYPTED) || s->payload)
@@ -52,6 +66,8 @@ fmt_kind fmt_ald_decrypt(ald_state *s, const fmt_keyset *ks, fmt_err *e)
 	if (s->enc_mode == 1 && !(ks && ks->x25519 && ks->x25519->sk))
 		return fmt_fail(e, FMT_DECRYPTION, "the payload is encrypted to an X25519 recipient: give "
 				"--identity SECKEY%s", ks && ks->password ? " (a password was given)" : "");
+	if (s->enc_mode == 1 && !canonical_u(h + 1))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "the ephemeral X25519 key is not in canonical form (below 2^255-19)");
 	size_t n = s->payload_size - FMT_AEAD_TAG;
 	uint8_t *plain = malloc(n ? n : 1);
 	if (!plain)

@@ -132,12 +132,12 @@ f[-4:]=struct.pack("<I",zlib.crc32(bytes(f[:-4]))); open(p,"wb").write(f)' $f
 	[ ! -e out.csv ]
 }
 
-@test "encryption, signature and licence blocks are reported; an encrypted payload is not decoded" {
+@test "encryption, signature and licence blocks are reported; an encrypted payload needs its key" {
 	[ "$(jq_field "$ALD_CASES/encrypted-password.ald" ald.encryption)" = '"password"' ]
 	[ "$(jq_field "$ALD_CASES/encrypted-recipient.ald" ald.encryption)" = '"recipient"' ]
-	run fmt-convert "$ALD_CASES/encrypted-password.ald" out.csv
-	assert_failure 5
-	assert_output --partial "the payload is encrypted (password mode)"
+	run fmt-convert "$ALD_CASES/encrypted-password.ald" out.csv </dev/null
+	assert_failure 8
+	assert_output --partial "the payload is encrypted with a password: give --password-file"
 	[ ! -e out.csv ]
 	f="$ALD_CASES/signed-licensed.ald"
 	[ "$(jq_field "$f" ald.header.flags)" = '["signed", "licensed"]' ]
