@@ -296,8 +296,10 @@ fmt_kind fmt_decrypt_keys_load(const fmt_decrypt_opts *o, fmt_decrypt_keys *dk, 
 
 fmt_kind fmt_decrypt_keys_prompt(fmt_decrypt_keys *dk, fmt_keyset *ks, fmt_err *e)
 {
-	if (dk->has_password)
+	if (dk->has_password) {
+		ks->password = &dk->password;
 		return FMT_OK;
+	}
 	fmt_kind k = fmt_password_from_prompt("Password: ", &dk->password, e);
 	if (k != FMT_OK)
 		return k;

@@ -56,7 +56,7 @@ void fmt_hmac_key_free(fmt_hmac_key *k)
 
 int fmt_keyset_empty(const fmt_keyset *ks)
 {
-	return !ks || (!ks->hmac && !ks->ed25519_public && !ks->ed25519_secret && !ks->password && !ks->x25519);
+	return !ks || (!ks->hmac && !ks->n_trusted && !ks->ed25519_secret && !ks->password && !ks->x25519);
 }
 
 fmt_kind fmt_crypto_user_key_id(fmt_hmac_key *k, fmt_err *e)

@@ -414,6 +414,13 @@ static fmt_kind ald_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_er
 {
 	ald_state *s = t->format_state;
 	fmt_kind k = fmt_ald_check_crc(s, e);
+	if (k == FMT_OK && o) {
+		/* the signature check sees the signature keys only, not the decryption ones */
+		fmt_verify_opts sig = *o;
+		sig.keys.password = NULL;
+		sig.keys.x25519 = NULL;
+		k = fmt_ald_check_signature(s, &sig, e);
+	}
 	/* fmt-verify authenticates an encrypted payload when it has the key, then checks its digest */
 	const fmt_keyset *ks = o && (o->keys.password || o->keys.x25519) ? &o->keys : t->keys;
 	if (k == FMT_OK && o && (s->flags & FMT_ALD_ENCRYPTED) && ks && (ks->password || ks->x25519))
@@ -501,6 +508,7 @@ json_t *fmt_ald_describe(const fmt_table *t)
 		char pub[65];
 		hex_id(s->sig_pub, 32, pub);
 		json_object_set_new(o, "signature_public_key", json_string(pub));
+		json_object_set_new(o, "signature_public_key_base64", fmt_ald_signer_b64(s));
 	}
 	if (s->flags & FMT_ALD_LICENSED)
 		json_object_set_new(o, "license", license_json(s));
@@ -530,4 +538,6 @@ const fmt_table_driver fmt_table_driver_ald = {
 	.secret = ald_secret,
 	.decrypt = ald_decrypt,
 	.encrypts = 1,
+	.caps = FMT_CAP_ED25519 | FMT_CAP_ED25519_SIGN,
+	.sign_in_place = fmt_ald_sign_in_place,
 };

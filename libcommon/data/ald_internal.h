@@ -75,4 +75,16 @@ fmt_kind fmt_ald_check_crc(ald_state *s, fmt_err *e);
 fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *o, fmt_err *e);
 json_t *fmt_ald_describe(const fmt_table *t);
 
+/* ald_sign.c: the signature block (§6). */
+struct fmt_ed25519_secret;
+/* Sign the k->written bytes written so far (the file up to the payload end) and append the
+ * 96-byte block. */
+fmt_kind fmt_ald_append_signature(fmt_sink *k, const struct fmt_ed25519_secret *sec, fmt_err *e);
+/* With trusted keys: the block present, its key trusted, its signature good. */
+fmt_kind fmt_ald_check_signature(const ald_state *s, const fmt_verify_opts *o, fmt_err *e);
+fmt_kind fmt_ald_sign_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e);
+/* The embedded public key in standard Base64, as fmt-verify names an untrusted one. */
+json_t *fmt_ald_signer_b64(const ald_state *s);
+extern const fmt_table_driver fmt_table_driver_ald;
+
 #endif

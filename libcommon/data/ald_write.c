@@ -30,6 +30,7 @@ typedef struct writer {
 	fmt_ipc_writer ipc;
 	int ipc_open;
 	fmt_sb sb;
+	const struct fmt_ed25519_secret *sign; /* the signature block's key, or NULL */
 } writer;
 
 static fmt_kind emit(void *ctx, const uint8_t *p, size_t n, fmt_err *e)
@@ -245,6 +246,8 @@ static fmt_kind finish(writer *w, const uint8_t *meta_len_check, size_t meta_len
 			return k;
 	}
 	(void)meta_len_check;
+	if (w->sign && (k = fmt_ald_append_signature(w->k, w->sign, e)) != FMT_OK)
+		return k;
 	uint32_t crc = 0;
 	if ((k = file_crc(w->k, o->compat_alimentar, &crc, e)) != FMT_OK)
 		return k;
@@ -258,12 +261,13 @@ fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt
 {
 	ald_enc enc;
 	int encrypting = 0;
-	writer w = { .o = in->opts ? in->opts : &default_opts, .schema = &in->schema, .k = k };
+	writer w = { .o = in->opts ? in->opts : &default_opts, .schema = &in->schema, .k = k,
+		     .sign = wo ? wo->keys.ed25519_secret : NULL };
 	const fmt_dataset_opts *o = w.o;
 	fmt_sb block = { 0 };
 	uint8_t *meta = NULL;
 	size_t meta_len = 0;
-	uint8_t flags = o->chunk_rows ? FMT_ALD_STREAMING : 0;
+	uint8_t flags = (uint8_t)((o->chunk_rows ? FMT_ALD_STREAMING : 0) | (w.sign ? FMT_ALD_SIGNED : 0));
 	static const char zero_hex[FMT_SHA256_HEX + 1] =
 		"0000000000000000000000000000000000000000000000000000000000000000";
 	fmt_kind r;

@@ -190,3 +190,28 @@ fmt_kind fmt_open_any(const char *path, const char *forced, fmt_model *m, fmt_ta
 		return open_table(t, &src, path, table, e);
 	return fmt_model_open_source(m, &src, path, model, e);
 }
+
+fmt_kind fmt_sign_any_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e)
+{
+	fmt_model m;
+	fmt_table t;
+	int is_table = 0;
+	fmt_kind k = fmt_open_any(path, NULL, &m, &t, &is_table, e);
+	if (k != FMT_OK)
+		return k;
+	if (!is_table) {
+		fmt_model_free(&m);
+		return fmt_sign_in_place(path, keys, threads, e);
+	}
+	const fmt_table_driver *d = t.driver;
+	fmt_table_free(&t);
+	if (!d->sign_in_place) {
+		fmt_err_file(e, path);
+		return fmt_fail(e, FMT_USAGE, "%s files carry no embedded signature (sign them with a detached "
+				".minisig: fmt-sign sign -s SECKEY without --embed)", d->name);
+	}
+	k = d->sign_in_place(path, keys, threads, e);
+	if (k != FMT_OK)
+		fmt_err_file(e, path);
+	return k;
+}

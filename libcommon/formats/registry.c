@@ -208,9 +208,21 @@ fmt_kind fmt_model_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
 	static const fmt_verify_opts none = { 0 };
 	if (!o)
 		o = &none;
-	if (!fmt_keyset_empty(&o->keys) && !fmt_driver_can(m->driver, FMT_CAP_SIGNATURES)) {
+	int hmac_unusable = o->keys.hmac && !fmt_driver_can(m->driver, FMT_CAP_SIGNATURES);
+	int ed_unusable = o->keys.n_trusted && !fmt_driver_can(m->driver, FMT_CAP_ED25519);
+	if (hmac_unusable || (ed_unusable && !o->signed_elsewhere)) {
 		fmt_err_file(e, m->path);
-		return fmt_fail(e, FMT_SIGNATURE, "a key was given but %s files carry no signature", m->driver->name);
+		if (hmac_unusable)
+			return fmt_fail(e, FMT_SIGNATURE, "a key was given but %s files carry no signature",
+					m->driver->name);
+		return fmt_fail(e, FMT_SIGNATURE, "not signed: %s files carry no embedded Ed25519 signature "
+				"and there is no FILE.minisig beside it", m->driver->name);
+	}
+	fmt_verify_opts plain;
+	if (ed_unusable) { /* checked by FILE.minisig: the driver checks the rest */
+		plain = (fmt_verify_opts){ .threads = o->threads, .reads_follow = o->reads_follow,
+					   .signer = o->signer };
+		o = &plain;
 	}
 	if (!m->driver->verify)
 		return FMT_OK;

@@ -196,3 +196,49 @@ TEST(minisign_signature_parse_refusals)
 	}
 	free(sig);
 }
+
+/* RFC 8032 §7.1, TEST 2: pure Ed25519 over one byte, as .apsim ed25519 values and the .ald
+ * signature block use it. */
+TEST(ed25519_rfc8032_vector_and_trust_lookup)
+{
+	uint8_t seed[32], pk[32], want[64], sig[64];
+	fmt_err e;
+	fmt_err_clear(&e);
+	CHECK(sodium_init() >= 0);
+	sodium_hex2bin(seed, 32, "4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb", 64, NULL, NULL, NULL);
+	sodium_hex2bin(pk, 32, "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c", 64, NULL, NULL, NULL);
+	sodium_hex2bin(want, 64, "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da"
+		       "085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00", 128, NULL, NULL, NULL);
+	fmt_ms_secret sec = { .sk = sodium_malloc(64) };
+	uint8_t pk2[32];
+	CHECK(sec.sk != NULL);
+	crypto_sign_seed_keypair(pk2, sec.sk, seed);
+	CHECK(memcmp(fmt_ms_secret_pk(&sec), pk, 32) == 0);
+	const uint8_t msg[1] = { 0x72 };
+	CHECK(fmt_ed25519_sign(&sec, msg, 1, sig, &e) == FMT_OK);
+	CHECK(memcmp(sig, want, 64) == 0);
+	CHECK(fmt_ed25519_verify(pk, msg, 1, sig) == 1);
+	sig[10] ^= 1;
+	CHECK(fmt_ed25519_verify(pk, msg, 1, sig) == 0);
+	fmt_ms_secret_free(&sec);
+	fmt_ms_public keys[2] = { { .keynum = { 1 } }, { .keynum = { 2 } } };
+	memcpy(keys[1].pk, pk, 32);
+	CHECK(fmt_trust_find_pk(keys, 2, pk) == &keys[1]);
+	CHECK(fmt_trust_find_id(keys, 2, (const uint8_t[8]){ 1 }) == &keys[0]);
+	CHECK(fmt_trust_find_id(keys, 2, (const uint8_t[8]){ 3 }) == NULL);
+	CHECK(fmt_trust_find_pk(keys, 1, pk) == NULL);
+}
+
+TEST(base64_exact_and_canonical)
+{
+	uint8_t out[3], two[2];
+	char text[8];
+	fmt_base64((const uint8_t *)"\xff\x00\x10", 3, text, sizeof text);
+	CHECK_STR(text, "/wAQ");
+	CHECK(fmt_unbase64("/wAQ", 4, out, 3) == 0 && memcmp(out, "\xff\x00\x10", 3) == 0);
+	CHECK(fmt_unbase64("/wA=", 4, two, 2) == 0);
+	CHECK(fmt_unbase64("/wB=", 4, two, 2) != 0);   /* unused bits set: not canonical */
+	CHECK(fmt_unbase64("/wA", 3, two, 2) != 0);    /* padding required */
+	CHECK(fmt_unbase64("/wAQ", 4, two, 2) != 0);   /* wrong length */
+	CHECK(fmt_unbase64("/w-Q", 4, out, 3) != 0);   /* not the standard alphabet */
+}

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include "fmt/crypto.h"
+#include "fmt/minisign.h"
 #include "fmt/dataset.h"
 #include "fmt/encrypt.h"
 #include "fmt/model.h"
@@ -31,6 +32,9 @@ typedef struct convert_opts {
 	fmt_codec codec;             /* -c/--compress */
 	int codec_level;
 	fmt_key_opts key;            /* which key --sign uses */
+	const char *sign_key;        /* --sign-key SECKEY (Ed25519) */
+	fmt_pass_opts passphrase;    /* its passphrase: --passphrase-file / --passphrase-env */
+	const fmt_ms_secret *sign_secret; /* the key loaded (main), NULL without --sign-key */
 	fmt_overflow_mode overflow;  /* --overflow (--allow-overflow = saturate) */
 	/* datasets */
 	const fmt_table_driver *table_to;   /* output table format (a dataset conversion) */

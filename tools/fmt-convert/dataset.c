@@ -100,6 +100,7 @@ fmt_kind convert_dataset(const char *input, const char *output, const convert_op
 	fmt_keyset write_keys = { 0 }, read_keys = { 0 };
 	fmt_decrypt_keys dk = { 0 };
 	fmt_kind r = encryption_key(o, &enc_pw, &enc_to, &write_keys, e);
+	write_keys.ed25519_secret = o->sign_secret;
 	if (r == FMT_OK)
 		r = fmt_decrypt_keys_load(&o->decrypt, &dk, &read_keys, e);
 	if (r == FMT_OK)

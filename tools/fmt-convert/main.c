@@ -5,6 +5,7 @@
 #include <string.h>
 #include "fmt/cli.h"
 #include "fmt/out.h"
+#include "fmt/table.h"
 #include "convert.h"
 
 #define TOOL "fmt-convert"
@@ -13,8 +14,8 @@
 enum { OPT_TO = FMT_OPT_FIRST_TOOL_OPTION, OPT_DTYPE, OPT_ARCH, OPT_SET, OPT_SET_FROM, OPT_INCLUDE,
        OPT_EXCLUDE, OPT_DRY_RUN, OPT_SHARD, OPT_SIGN, OPT_NO_VERIFY, OPT_OVERFLOW, OPT_ALLOW_OVERFLOW,
        OPT_FROM, OPT_NO_HEADER, OPT_DELIMITER, OPT_NULL_VALUE, OPT_SCHEMA, OPT_COMPRESSION, OPT_TYPE,
-       OPT_CARD, OPT_CHUNK_ROWS, OPT_TRUENO, OPT_COMPAT, OPT_APR_LAYOUT, OPT_ENC_PW_FILE, OPT_ENC_PW_ENV,
-       OPT_ENC_TO };
+       OPT_CARD, OPT_CHUNK_ROWS, OPT_TRUENO, OPT_COMPAT, OPT_APR_LAYOUT, OPT_SIGN_KEY, OPT_PASS_FILE,
+       OPT_PASS_ENV, OPT_ENC_PW_FILE, OPT_ENC_PW_ENV, OPT_ENC_TO };
 
 static void dataset_type_words(char *buf, size_t n);
 
@@ -41,6 +42,13 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("secret-env", FMT_OPT_SECRET_ENV, "NAME", "sign with the team secret in environment variable NAME"),
 	  .complete = FMT_COMPLETE_ENV },
 	{ FMT_CLI_OPT("secret-prompt", FMT_OPT_SECRET_PROMPT, NULL, "sign with a team secret typed at a prompt") },
+	{ FMT_CLI_OPT("sign-key", OPT_SIGN_KEY, "SECKEY", "sign the output with this Ed25519 secret key (minisign\n"
+		      "format): .apsim ed25519 signature, .ald signature block"),
+	  .complete = FMT_COMPLETE_FILE, .words = "*.key" },
+	{ FMT_CLI_OPT("passphrase-file", OPT_PASS_FILE, "FILE", "--sign-key's passphrase from FILE (one final newline removed)"),
+	  .complete = FMT_COMPLETE_FILE },
+	{ FMT_CLI_OPT("passphrase-env", OPT_PASS_ENV, "NAME", "--sign-key's passphrase from the environment variable NAME"),
+	  .complete = FMT_COMPLETE_ENV },
 	{ FMT_CLI_OPT("no-verify", OPT_NO_VERIFY, NULL, "do not check the input's digest before converting") },
 	{ FMT_CLI_OPT("arch", OPT_ARCH, "NAME", "set general.architecture (GGUF; arch for APR)") },
 	{ FMT_CLI_OPT("set", OPT_SET, "KEY[:TYPE]=VALUE", "add or replace a metadata key; TYPE is one of\n"
@@ -276,6 +284,9 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 		o->shard_given = 1;
 		break;
 	case OPT_SIGN: o->sign = 1; break;
+	case OPT_SIGN_KEY: o->sign_key = arg; break;
+	case OPT_PASS_FILE: o->passphrase.file = arg; break;
+	case OPT_PASS_ENV: o->passphrase.env = arg; break;
 	case OPT_NO_VERIFY: o->no_verify = 1; break;
 	case OPT_APR_LAYOUT: o->layout = arg; break;
 	case 'c':
@@ -318,6 +329,14 @@ static const fmt_cli_tool tool = {
 	.on_option = on_option,
 };
 
+/* --sign-key's key, wiped at exit whichever way main returns. */
+static fmt_ms_secret sign_secret;
+
+static void wipe_sign_secret(void)
+{
+	fmt_ms_secret_free(&sign_secret);
+}
+
 int main(int argc, char **argv)
 {
 	static const char *sets[MAX_REPEATS], *includes[MAX_REPEATS], *excludes[MAX_REPEATS];
@@ -336,12 +355,36 @@ int main(int argc, char **argv)
 	if (cli.n_operands != 2)
 		return fmt_cli_usage_error(&tool, "need INPUT and OUTPUT");
 	const char *input = cli.operands[0], *output = cli.operands[1];
+	if (o->sign_key && (o->sign || fmt_key_opts_given(&o->key)))
+		return fmt_cli_usage_error(&tool, "--sign-key (Ed25519) and --sign or an HMAC key option are "
+					   "different signatures: give one");
+	if ((o->passphrase.file || o->passphrase.env) && !o->sign_key)
+		return fmt_cli_usage_error(&tool, "--passphrase-file and --passphrase-env are for --sign-key");
+	if (o->passphrase.file && o->passphrase.env)
+		return fmt_cli_usage_error(&tool, "--passphrase-file and --passphrase-env: give one");
 	o->json = cli.common.json;
 	o->quiet = cli.common.quiet;
 	o->verbose = cli.common.verbose;
 	o->no_progress = cli.common.no_progress;
 	o->threads = cli.common.threads ? cli.common.threads : fmt_cpu_count();
 	o->table_to = a.to_name ? fmt_table_driver_by_name(a.to_name) : fmt_table_driver_by_extension(output);
+	if (o->sign_key) {
+		int ed = o->table_to && o->table_to->write ? (o->table_to->caps & FMT_CAP_ED25519_SIGN) != 0 : -1;
+		if (ed < 0) {
+			const fmt_driver *d = a.to_name ? fmt_driver_by_name(a.to_name) : output_driver(output, &o->force_set);
+			ed = d && fmt_driver_can(d, FMT_CAP_ED25519_SIGN);
+		}
+		if (!ed)
+			return fmt_cli_usage_error(&tool, "--sign-key needs an output format with embedded Ed25519 "
+						   "signatures (.apsim, .ald); sign other files with fmt-sign sign -s");
+		fmt_kind k = fmt_ms_secret_load(o->sign_key, &o->passphrase, &sign_secret, &e);
+		if (k != FMT_OK) {
+			fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
+			return fmt_cli_finish(&tool, &cli, fmt_kind_exit(k));
+		}
+		o->sign_secret = &sign_secret;
+		atexit(wipe_sign_secret);
+	}
 	if (o->table_to && o->table_to->write) {
 		fmt_kind k = convert_dataset(input, output, o, &e);
 		if (k != FMT_OK)

@@ -95,6 +95,7 @@ static fmt_kind write_output(convert_plan *p, const fmt_model *in, const char *o
 		k = fmt_key_from_opts(&o->key, &key, e);
 		wo.keys.hmac = &key;
 	}
+	wo.keys.ed25519_secret = o->sign_secret;
 	uint64_t limit = shard_limit(p, o);
 	if (k == FMT_OK && limit && strcmp(output, "-") == 0)
 		k = fmt_fail(e, FMT_USAGE, "a shard set cannot go to standard output");

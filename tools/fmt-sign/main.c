@@ -6,7 +6,7 @@
 #include "sign.h"
 
 enum {
-	OPT_HMAC = FMT_OPT_FIRST_TOOL_OPTION, OPT_X25519, OPT_TRUSTED_KEYS, OPT_PASS_FILE, OPT_PASS_ENV
+	OPT_HMAC = FMT_OPT_FIRST_TOOL_OPTION, OPT_X25519, OPT_TRUSTED_KEYS, OPT_PASS_FILE, OPT_PASS_ENV, OPT_EMBED
 };
 
 /* Subcommands, in the order of their bits in fmt_cli_option.commands. */
@@ -15,7 +15,7 @@ enum { CMD_KEYGEN, CMD_SIGN, CMD_KEY_ID, CMD_VERIFY };
 
 static const fmt_cli_command commands[] = {
 	{ "keygen", "create an Ed25519 key pair (minisign's formats), an X25519 pair or the HMAC key" },
-	{ "sign", "with -s: write FILE.minisig for each FILE; with an HMAC key: sign an .apsim FILE in place" },
+	{ "sign", "with -s: write FILE.minisig for each FILE (--embed: sign .apsim/.ald FILEs in place); with an HMAC key: sign an .apsim FILE in place" },
 	{ "key-id", "print the id of the key the options name" },
 	{ "verify", "check FILE.minisig for each FILE and print its trusted comment" },
 	{ NULL, NULL }
@@ -43,6 +43,9 @@ static const fmt_cli_option options[] = {
 	  .commands = ONLY(CMD_KEYGEN) | ONLY(CMD_SIGN) | ONLY(CMD_KEY_ID), .complete = FMT_COMPLETE_ENV },
 	{ FMT_CLI_OPT("sigfile", 'x', "FILE", "sign, verify: the signature file (default FILE.minisig; one FILE only)"),
 	  .commands = ONLY(CMD_SIGN) | ONLY(CMD_VERIFY), .complete = FMT_COMPLETE_FILE, .words = "*.minisig" },
+	{ FMT_CLI_OPT("embed", OPT_EMBED, NULL, "sign: put the Ed25519 signature inside each FILE (.apsim, its index,\n"
+		      ".ald), atomically in place, instead of writing FILE.minisig"),
+	  .commands = ONLY(CMD_SIGN) },
 	{ FMT_CLI_OPT("trusted-comment", 't', "TEXT", "sign: the trusted comment (default timestamp:T<tab>file:NAME<tab>hashed)"),
 	  .commands = ONLY(CMD_SIGN) },
 	{ FMT_CLI_OPT("trusted-keys", OPT_TRUSTED_KEYS, "DIR", "verify: trust every *.pub in DIR"),
@@ -75,6 +78,7 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 	case 'f': o->force = 1; return 0;
 	case OPT_X25519: o->x25519 = 1; return 0;
 	case 'W': o->no_passphrase = 1; return 0;
+	case OPT_EMBED: o->embed = 1; return 0;
 	case 'p': o->pubkey = arg; return 0;
 	case 'P': o->pubkey_b64 = arg; return 0;
 	case 's': o->seckey = arg; return 0;
@@ -93,6 +97,7 @@ static const fmt_cli_tool tool = {
 		    "keygen [-p PUBKEY] [-s SECKEY] [-W | --passphrase-file F | --passphrase-env NAME] [--force]\n"
 		    "keygen --x25519 [-p PUBKEY] [-s SECKEY] [--force]\n"
 		    "sign -s SECKEY [-x SIGFILE] [-t COMMENT] FILE...\n"
+		    "sign --embed [-s SECKEY] FILE...\n"
 		    "sign FILE [KEY OPTION] [-T N] [OPTIONS]\n"
 		    "verify -p PUBKEY | -P BASE64 | --trusted-keys DIR [-x SIGFILE] [-q] FILE...\n"
 		    "key-id [-p PUBKEY | -P BASE64 | -s SECKEY | KEY OPTION] [OPTIONS]",
@@ -105,7 +110,8 @@ static const fmt_cli_tool tool = {
 	.options = options,
 	.footer = "Secrets are never option values: there is no --secret VALUE.\n"
 		  "Exit status: 0 ok, 2 usage (also a key file others can read, no key), 3 I/O error,\n"
-		  "4 invalid format, 5 unsupported version, 6 checksum mismatch (file not signed), 7 signature invalid (wrong key id, bad\n"
+		  "4 invalid format, 5 unsupported version, 6 checksum mismatch (a file changed before\n"
+		  "--embed signs it), 7 signature invalid (wrong key id, bad\n"
 		  "signature, bad global signature, untrusted key), 8 wrong passphrase.",
 	.on_option = on_option,
 };
@@ -129,9 +135,11 @@ static const char *check_usage(const sign_opts *o, const fmt_cli *cli)
 			return "-W (no passphrase) and a --passphrase option contradict each other";
 		break;
 	case CMD_SIGN:
-		if (o->seckey && hmac_key)
+		if ((o->seckey || o->embed) && hmac_key)
 			return "-s (Ed25519) and an HMAC key option are different signatures: give one";
-		if (!o->seckey) {
+		if (o->embed && (o->sigfile || o->trusted_comment))
+			return "--embed signs inside the file: -x and -t belong to .minisig files";
+		if (!o->seckey && !o->embed) {
 			if (cli->n_operands != 1)
 				return "sign with an HMAC key takes one FILE (an .apsim file or NAME.apsim.index.json); "
 				       "-s SECKEY signs any files with .minisig";
@@ -178,8 +186,9 @@ int main(int argc, char **argv)
 		status = o.hmac ? sign_cmd_keygen(&o) : sign_cmd_keygen_keypair(&o);
 		break;
 	case CMD_SIGN:
-		status = o.seckey ? sign_cmd_sign_minisig(cli.operands, cli.n_operands, &o)
-				  : sign_cmd_sign(cli.operands[0], &o);
+		status = o.embed ? sign_cmd_sign_embed(cli.operands, cli.n_operands, &o)
+			 : o.seckey ? sign_cmd_sign_minisig(cli.operands, cli.n_operands, &o)
+				    : sign_cmd_sign(cli.operands[0], &o);
 		break;
 	case CMD_VERIFY:
 		status = sign_cmd_verify(cli.operands, cli.n_operands, &o);

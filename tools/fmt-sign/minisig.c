@@ -11,6 +11,8 @@
 #include <unistd.h>
 #include "fmt/io.h"
 #include "fmt/out.h"
+#include "fmt/table.h"
+#include "fmt/thread.h"
 #include "sign.h"
 
 static int fail(const sign_opts *o, const char *file, const fmt_err *e)
@@ -32,26 +34,8 @@ static fmt_kind key_path(const char *given, const char *name, char **out, fmt_er
 /* The passphrase: --passphrase-file, --passphrase-env or the terminal (twice when confirm). */
 static fmt_kind passphrase(const sign_opts *o, int confirm, fmt_hmac_key *pw, fmt_err *e)
 {
-	if (o->passphrase_file)
-		return fmt_secret_from_file(o->passphrase_file, pw, e);
-	if (o->passphrase_env)
-		return fmt_secret_from_env(o->passphrase_env, pw, e);
-	int tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
-	if (tty < 0)
-		return fmt_fail(e, FMT_USAGE, "no terminal to ask for the passphrase on; use "
-				"--passphrase-file FILE or --passphrase-env NAME%s", confirm ? " (or -W)" : "");
-	close(tty);
-	fmt_kind k = fmt_secret_from_prompt("Passphrase: ", pw, e);
-	if (k != FMT_OK || !confirm)
-		return k;
-	fmt_hmac_key again;
-	k = fmt_secret_from_prompt("Passphrase (again): ", &again, e);
-	if (k == FMT_OK && (again.len != pw->len || !fmt_ct_equal(again.bytes, pw->bytes, pw->len)))
-		k = fmt_fail(e, FMT_USAGE, "the two passphrases differ");
-	fmt_hmac_key_free(&again);
-	if (k != FMT_OK)
-		fmt_hmac_key_free(pw);
-	return k;
+	fmt_pass_opts po = { o->passphrase_file, o->passphrase_env };
+	return fmt_passphrase(&po, confirm, pw, e);
 }
 
 static int report_keys(const sign_opts *o, const char *kind, const char *id, const char *pub,
@@ -183,44 +167,10 @@ int sign_cmd_keygen_keypair(const sign_opts *o)
 
 /* Load the secret key o names (the default one otherwise), asking for its passphrase if it
  * has one. */
-static fmt_kind load_secret(const sign_opts *o, fmt_ms_secret *sec, char **path, fmt_err *e)
+static fmt_kind load_secret(const sign_opts *o, fmt_ms_secret *sec, fmt_err *e)
 {
-	fmt_hmac_key text = { 0 }, pw = { 0 };
-	fmt_kind k = key_path(o->seckey, "ed25519.key", path, e);
-	if (k == FMT_OK && access(*path, R_OK) != 0) {
-		k = fmt_fail(e, FMT_IO, "cannot open the secret key: %s", strerror(errno));
-		fmt_err_file(e, *path);
-	}
-	if (k == FMT_OK)
-		k = fmt_secret_from_file(*path, &text, e);
-	if (k != FMT_OK)
-		return k;
-	int enc = fmt_ms_secret_encrypted(text.bytes, text.len);
-	if (enc < 0)
-		k = fmt_fail(e, FMT_INVALID_FORMAT, "not a minisign Ed25519 secret key file");
-	if (k == FMT_OK && enc == 1)
-		k = passphrase(o, 0, &pw, e);
-	if (k == FMT_OK)
-		k = fmt_ms_secret_parse(text.bytes, text.len, enc == 1 ? pw.bytes : NULL, pw.len, sec, e);
-	fmt_hmac_key_free(&pw);
-	fmt_hmac_key_free(&text);
-	if (k != FMT_OK)
-		fmt_err_file(e, *path);
-	return k;
-}
-
-static fmt_kind load_public_file(const char *path, fmt_ms_public *pub, fmt_err *e)
-{
-	char *text;
-	size_t len;
-	fmt_kind k = fmt_read_file(path, FMT_MS_FILE_MAX, &text, &len, e);
-	if (k != FMT_OK)
-		return k;
-	k = fmt_ms_public_parse(text, len, 0, pub, e);
-	free(text);
-	if (k != FMT_OK)
-		fmt_err_file(e, path);
-	return k;
+	fmt_pass_opts po = { o->passphrase_file, o->passphrase_env };
+	return fmt_ms_secret_load(o->seckey, &po, sec, e);
 }
 
 int sign_cmd_key_id_ed25519(const sign_opts *o)
@@ -230,7 +180,7 @@ int sign_cmd_key_id_ed25519(const sign_opts *o)
 	char id[FMT_MS_KEY_ID_HEX];
 	fmt_err_clear(&e);
 	if (o->pubkey) {
-		if (load_public_file(o->pubkey, &pub, &e) != FMT_OK)
+		if (fmt_ms_public_load(o->pubkey, &pub, &e) != FMT_OK)
 			return fail(o, NULL, &e);
 		fmt_ms_key_id(pub.keynum, id);
 	} else if (o->pubkey_b64) {
@@ -239,10 +189,7 @@ int sign_cmd_key_id_ed25519(const sign_opts *o)
 		fmt_ms_key_id(pub.keynum, id);
 	} else {
 		fmt_ms_secret sec;
-		char *path = NULL;
-		fmt_kind k = load_secret(o, &sec, &path, &e);
-		free(path);
-		if (k != FMT_OK)
+		if (load_secret(o, &sec, &e) != FMT_OK)
 			return fail(o, NULL, &e);
 		fmt_ms_key_id(sec.keynum, id);
 		fmt_ms_secret_free(&sec);
@@ -323,11 +270,9 @@ int sign_cmd_sign_minisig(char **files, int n, const sign_opts *o)
 {
 	fmt_err e;
 	fmt_ms_secret sec;
-	char *path = NULL, id[FMT_MS_KEY_ID_HEX];
+	char id[FMT_MS_KEY_ID_HEX];
 	fmt_err_clear(&e);
-	fmt_kind k = load_secret(o, &sec, &path, &e);
-	free(path);
-	if (k != FMT_OK)
+	if (load_secret(o, &sec, &e) != FMT_OK)
 		return fail(o, NULL, &e);
 	fmt_ms_key_id(sec.keynum, id);
 	int worst = 0;
@@ -354,66 +299,6 @@ int sign_cmd_sign_minisig(char **files, int n, const sign_opts *o)
 	}
 	fmt_ms_secret_free(&sec);
 	return worst;
-}
-
-/* Every *.pub in dir, appended to *keys. */
-static fmt_kind load_trusted_dir(const char *dir, fmt_ms_public **keys, size_t *n, fmt_err *e)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return fmt_fail(e, FMT_IO, "cannot open the trusted keys directory %s", dir);
-	fmt_kind k = FMT_OK;
-	struct dirent *de;
-	while (k == FMT_OK && (de = readdir(d))) {
-		size_t len = strlen(de->d_name);
-		if (len < 5 || de->d_name[0] == '.' || strcmp(de->d_name + len - 4, ".pub") != 0)
-			continue;
-		size_t plen = strlen(dir) + len + 2;
-		char *p = malloc(plen);
-		fmt_ms_public *grown = realloc(*keys, (*n + 1) * sizeof **keys);
-		if (!p || !grown) {
-			free(p);
-			if (grown)
-				*keys = grown;
-			k = fmt_fail(e, FMT_INTERNAL, "out of memory");
-			break;
-		}
-		*keys = grown;
-		snprintf(p, plen, "%s/%s", dir, de->d_name);
-		k = load_public_file(p, &(*keys)[*n], e);
-		free(p);
-		if (k == FMT_OK)
-			(*n)++;
-	}
-	closedir(d);
-	return k;
-}
-
-static fmt_kind trusted_keys(const sign_opts *o, fmt_ms_public **keys, size_t *n, fmt_err *e)
-{
-	*keys = NULL;
-	*n = 0;
-	if (o->pubkey || o->pubkey_b64 || !o->trusted_dir) {
-		*keys = malloc(sizeof **keys);
-		if (!*keys)
-			return fmt_fail(e, FMT_INTERNAL, "out of memory");
-		fmt_kind k;
-		if (o->pubkey_b64)
-			k = fmt_ms_public_parse(o->pubkey_b64, strlen(o->pubkey_b64), 1, *keys, e);
-		else {
-			char *path = NULL;
-			k = key_path(o->pubkey, "ed25519.pub", &path, e);
-			if (k == FMT_OK)
-				k = load_public_file(path, *keys, e);
-			free(path);
-		}
-		if (k != FMT_OK)
-			return k;
-		*n = 1;
-	}
-	if (o->trusted_dir)
-		return load_trusted_dir(o->trusted_dir, keys, n, e);
-	return FMT_OK;
 }
 
 static fmt_kind verify_one(const char *file, const fmt_ms_public *keys, size_t n, const sign_opts *o,
@@ -453,16 +338,18 @@ static void print_trusted(const char *s, size_t n)
 int sign_cmd_verify(char **files, int n, const sign_opts *o)
 {
 	fmt_err e;
-	fmt_ms_public *keys;
-	size_t n_keys;
+	fmt_trust_list trust;
+	fmt_trust_opts to = { o->pubkey, o->pubkey_b64, o->trusted_dir };
 	fmt_err_clear(&e);
-	if (trusted_keys(o, &keys, &n_keys, &e) != FMT_OK) {
-		free(keys);
+	if (fmt_trust_load(&to, 1, &trust, &e) != FMT_OK) {
+		fmt_trust_free(&trust);
 		return fail(o, NULL, &e);
 	}
+	const fmt_ms_public *keys = trust.keys;
+	size_t n_keys = trust.n;
 	fmt_ms_sig *sig = malloc(sizeof *sig);
 	if (!sig) {
-		free(keys);
+		fmt_trust_free(&trust);
 		fmt_fail(&e, FMT_INTERNAL, "out of memory");
 		return fail(o, NULL, &e);
 	}
@@ -494,6 +381,39 @@ int sign_cmd_verify(char **files, int n, const sign_opts *o)
 		}
 	}
 	free(sig);
-	free(keys);
+	fmt_trust_free(&trust);
+	return worst;
+}
+
+int sign_cmd_sign_embed(char **files, int n, const sign_opts *o)
+{
+	fmt_err e;
+	fmt_ms_secret sec;
+	char id[FMT_MS_KEY_ID_HEX];
+	fmt_err_clear(&e);
+	if (load_secret(o, &sec, &e) != FMT_OK)
+		return fail(o, NULL, &e);
+	fmt_ms_key_id(sec.keynum, id);
+	fmt_keyset keys = { .ed25519_secret = &sec };
+	int threads = o->common.threads > 0 ? o->common.threads : fmt_cpu_count();
+	int worst = 0;
+	for (int i = 0; i < n; i++) {
+		fmt_err_clear(&e);
+		if (fmt_sign_any_in_place(files[i], &keys, threads, &e) != FMT_OK) {
+			int code = fail(o, files[i], &e);
+			worst = code > worst ? code : worst;
+		} else if (!o->common.quiet && o->common.json) {
+			json_t *obj = json_pack("{s:o, s:s, s:s}", "file", fmt_json_string(files[i], strlen(files[i])),
+						"kind", "ed25519", "key_id", id);
+			if (!obj || fmt_json_line(stdout, obj) != 0)
+				worst = worst > FMT_IO ? worst : FMT_IO;
+			json_decref(obj);
+		} else if (!o->common.quiet) {
+			printf("signed ");
+			fmt_out_escaped(stdout, files[i], strlen(files[i]));
+			printf(" with Ed25519 key %s (embedded)\n", id);
+		}
+	}
+	fmt_ms_secret_free(&sec);
 	return worst;
 }

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include "fmt/out.h"
 #include "fmt/registry.h"
+#include "fmt/table.h"
 #include "sign.h"
 
 static int fail(const sign_opts *o, const char *file, const fmt_err *e)
@@ -119,7 +120,7 @@ int sign_cmd_sign(const char *path, const sign_opts *o)
 	int threads = o->common.threads > 0 ? o->common.threads : fmt_cpu_count();
 	int code;
 	fmt_keyset keys = { .hmac = &key };
-	if (fmt_sign_in_place(path, &keys, threads, &e) != FMT_OK)
+	if (fmt_sign_any_in_place(path, &keys, threads, &e) != FMT_OK)
 		code = fail(o, path, &e);
 	else
 		code = report_signed(path, &key, o);

@@ -15,6 +15,7 @@ typedef struct sign_opts {
 	int force;          /* keygen --force: rotate an existing key */
 	int x25519;         /* keygen --x25519 */
 	int no_passphrase;  /* keygen -W */
+	int embed;          /* sign --embed */
 	const char *pubkey;          /* -p FILE */
 	const char *pubkey_b64;      /* -P BASE64 */
 	const char *seckey;          /* -s FILE */
@@ -35,5 +36,6 @@ int sign_cmd_keygen_keypair(const sign_opts *o);
 int sign_cmd_key_id_ed25519(const sign_opts *o);
 int sign_cmd_sign_minisig(char **files, int n, const sign_opts *o);
 int sign_cmd_verify(char **files, int n, const sign_opts *o);
+int sign_cmd_sign_embed(char **files, int n, const sign_opts *o);
 
 #endif

@@ -1,5 +1,7 @@
 /* fmt-verify: check every integrity layer a model file or shard set has. */
 #include <stdio.h>
+#include <string.h>
+#include "fmt/minisign.h"
 #include "fmt/bundle.h"
 #include "fmt/cli.h"
 #include "fmt/crypto.h"
@@ -8,14 +10,16 @@
 #include "fmt/registry.h"
 #include "verify.h"
 
-enum { OPT_FORMAT = FMT_OPT_FIRST_TOOL_OPTION, OPT_RUN_TESTS };
+enum { OPT_FORMAT = FMT_OPT_FIRST_TOOL_OPTION, OPT_RUN_TESTS, OPT_TRUSTED_KEYS };
 
 typedef struct verify_args {
 	const char *forced;         /* --format */
 	fmt_key_opts key;
+	fmt_trust_opts trust;       /* -p, -P, --trusted-keys */
 	int run_tests;              /* --run-tests */
 	fmt_decrypt_opts decrypt;   /* --password-file, --password-env, --identity */
 	fmt_decrypt_keys *dk;
+	fmt_keyset *dec_keys;       /* what they loaded: decrypts, never a signature key */
 } verify_args;
 
 static const fmt_cli_option options[] = {
@@ -33,6 +37,11 @@ static const fmt_cli_option options[] = {
 	  .complete = FMT_COMPLETE_ENV },
 	{ FMT_CLI_OPT("identity", FMT_OPT_IDENTITY, "SECKEY", "the same with the X25519 secret key SECKEY"),
 	  .complete = FMT_COMPLETE_FILE, .words = "*.key" },
+	{ FMT_CLI_OPT("pubkey", 'p', "FILE", "trust the Ed25519 public key in FILE (minisign format)"),
+	  .complete = FMT_COMPLETE_FILE, .words = "*.pub" },
+	{ FMT_CLI_OPT("pubkey-base64", 'P', "BASE64", "trust the Ed25519 public key given as its base64 line") },
+	{ FMT_CLI_OPT("trusted-keys", OPT_TRUSTED_KEYS, "DIR", "trust every *.pub key file in DIR"),
+	  .complete = FMT_COMPLETE_DIR },
 	{ FMT_CLI_OPT("threads", 'T', "N", "digest shards in parallel (default: number of cores)") },
 	{ FMT_CLI_OPT("run-tests", OPT_RUN_TESTS, NULL, "also run embedded regression tests (.nk: nk-run --test);\n"
 		      "a failing case, or a .nk without tests, is exit 11") },
@@ -48,6 +57,11 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 	verify_args *a = ctx;
 	if (fmt_cli_key_option(id, arg, &a->key) || fmt_cli_decrypt_option(id, arg, &a->decrypt))
 		return 0;
+	switch (id) {
+	case 'p': a->trust.pubkey = arg; return 0;
+	case 'P': a->trust.pubkey_b64 = arg; return 0;
+	case OPT_TRUSTED_KEYS: a->trust.trusted_dir = arg; return 0;
+	}
 	if (id == OPT_RUN_TESTS) {
 		a->run_tests = 1;
 		return 0;
@@ -66,14 +80,17 @@ static const fmt_cli_tool tool = {
 	.about = "Check every integrity layer of model files and shard sets (give the index .json\n"
 		 "or the first GGUF shard): structure, digests, shard sets, signatures; and of\n"
 		 "bundles made by fmt-shard pack, without extracting them; of datasets (.ald:\n"
-		 "CRC-32 in either variant, the card's payload SHA-256). Prints one line per\n"
-		 "file: 'ok' or the first failure.",
+		 "CRC-32 in either variant, the card's payload SHA-256, the Ed25519 signature\n"
+		 "block). With Ed25519 keys (-p, -P, --trusted-keys) every FILE must be signed by\n"
+		 "one of them: FILE.minisig beside it, its embedded signature (.apsim, .ald,\n"
+		 "APR v1), or both, each checked; a file with neither is refused (exit 7).\n"
+		 "Prints one line per file: 'ok' or the first failure.",
 	.options = options,
 	.footer = "Exit status (the highest over all files): 0 every check passed, 2 usage,\n"
 		  "3 I/O error, 4 invalid format, 5 unsupported version or type, 6 checksum\n"
-		  "mismatch, 7 signature missing or wrong, 8 wrong password or key (encrypted\n"
-		  ".ald), 9 shard set inconsistent, 10 licence expired, 11 an embedded test\n"
-		  "failed (--run-tests).",
+		  "mismatch, 7 signature missing, wrong or by an untrusted key, 8 wrong password\n"
+		  "or key (encrypted .ald), 9 shard set inconsistent, 10 licence expired, 11 an\n"
+		  "embedded test failed (--run-tests).",
 	.format_names = fmt_format_names,
 	.on_option = on_option,
 };
@@ -84,26 +101,31 @@ static fmt_kind verify_file(const char *path, const verify_args *a, fmt_verify_o
 	fmt_model m;
 	fmt_table t;
 	fmt_err e;
+	verify_sigs v;
 	int is_table = 0;
+	memset(&v, 0, sizeof v);
 	fmt_err_clear(&e);
-	fmt_kind k = fmt_open_any(path, a->forced, &m, &t, &is_table, &e);
+	fmt_verify_opts mine = *vo;
+	mine.signer = &v.signer;
+	fmt_kind k = vo->keys.n_trusted ? verify_detached(path, &vo->keys, &v, &e) : FMT_OK;
+	mine.signed_elsewhere = v.detached;
+	if (k == FMT_OK)
+		k = fmt_open_any(path, a->forced, &m, &t, &is_table, &e);
 	if (k == FMT_OK && is_table) {
-		if (vo->keys.hmac)
-			k = fmt_fail(&e, FMT_UNSUPPORTED, "signature checks of datasets are not supported yet");
-		else if ((k = fmt_table_unlock(&t, a->dk, &vo->keys, 0, &e)) == FMT_OK)
-			k = fmt_table_verify(&t, vo, &e);
+		if ((k = fmt_table_unlock(&t, a->dk, a->dec_keys, 0, &e)) == FMT_OK)
+			k = fmt_table_verify(&t, &mine, &e);
 		if (k == FMT_OK && !o->quiet)
-			report_table_ok(&t, o);
+			report_table_ok(&t, &v, o);
 		fmt_table_free(&t);
 	} else if (k == FMT_OK) {
 		fmt_progress pr;
 		progress_begin(&pr, o);
-		k = fmt_model_verify(&m, vo, &e);
+		k = fmt_model_verify(&m, &mine, &e);
 		fmt_progress_end(&pr);
 		if (k == FMT_OK && a->run_tests)
 			k = run_embedded_tests(&m, path, &e);
 		if (k == FMT_OK && !o->quiet)
-			report_ok(&m, o);
+			report_ok(&m, &v, o);
 		fmt_model_free(&m);
 	}
 	if (k != FMT_OK)
@@ -111,10 +133,29 @@ static fmt_kind verify_file(const char *path, const verify_args *a, fmt_verify_o
 	return k;
 }
 
+/* A bundle: its own FILE.minisig first, then the members (the set's embedded signature is
+ * required only when there is no detached one). */
+static fmt_kind verify_bundle_trusted(const char *path, const fmt_verify_opts *vo, const fmt_common_opts *o)
+{
+	fmt_err e;
+	verify_sigs v;
+	memset(&v, 0, sizeof v);
+	fmt_err_clear(&e);
+	if (vo->keys.n_trusted && verify_detached(path, &vo->keys, &v, &e) != FMT_OK) {
+		report_failure(path, &e, o);
+		return e.kind;
+	}
+	fmt_verify_opts mine = *vo;
+	if (v.detached && !vo->keys.hmac)
+		memset(&mine.keys, 0, sizeof mine.keys);
+	return verify_bundle(path, &mine, o);
+}
+
 int main(int argc, char **argv)
 {
 	verify_args a = { 0 };
 	fmt_hmac_key key = { 0 };
+	fmt_trust_list trust = { 0 };
 	fmt_cli cli;
 	fmt_err e;
 	fmt_err_clear(&e);
@@ -132,23 +173,37 @@ int main(int argc, char **argv)
 		vo.keys.hmac = &key;
 	}
 	fmt_decrypt_keys dk;
-	fmt_kind dkk = fmt_decrypt_keys_load(&a.decrypt, &dk, &vo.keys, &e);
+	fmt_keyset dec_keys = { 0 };
+	fmt_kind dkk = fmt_decrypt_keys_load(&a.decrypt, &dk, &dec_keys, &e);
 	if (dkk != FMT_OK) {
 		fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
 		fmt_hmac_key_free(&key);
 		return fmt_kind_exit(dkk);
 	}
 	a.dk = &dk;
+	a.dec_keys = &dec_keys;
+	if (fmt_trust_opts_given(&a.trust)) {
+		fmt_kind k = fmt_trust_load(&a.trust, 0, &trust, &e);
+		if (k != FMT_OK) {
+			fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
+			fmt_trust_free(&trust);
+			fmt_hmac_key_free(&key);
+			return fmt_kind_exit(k);
+		}
+		vo.keys.trusted = trust.keys;
+		vo.keys.n_trusted = trust.n;
+	}
 	int status = 0;
 	for (int i = 0; i < cli.n_operands; i++) {
 		const char *path = cli.operands[i];
 		int is_bundle = !a.forced && fmt_bundle_probe(path);
-		int code = fmt_kind_exit(is_bundle ? verify_bundle(path, &vo, &cli.common)
+		int code = fmt_kind_exit(is_bundle ? verify_bundle_trusted(path, &vo, &cli.common)
 						   : verify_file(path, &a, &vo, &cli.common));
 		if (code > status)
 			status = code;
 	}
 	fmt_hmac_key_free(&key);
 	fmt_decrypt_keys_free(&dk);
+	fmt_trust_free(&trust);
 	return fmt_cli_finish(&tool, &cli, status);
 }

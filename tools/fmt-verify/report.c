@@ -6,7 +6,7 @@
 #include "fmt/registry.h"
 #include "verify.h"
 
-void report_ok(const fmt_model *m, const fmt_common_opts *o)
+void report_ok(const fmt_model *m, const verify_sigs *v, const fmt_common_opts *o)
 {
 	uint64_t bytes = 0;
 	for (size_t i = 0; i < m->n_sources; i++)
@@ -16,16 +16,20 @@ void report_ok(const fmt_model *m, const fmt_common_opts *o)
 				      fmt_json_string(m->path, strlen(m->path)), "ok", 1, "format",
 				      m->driver->name, "files", (json_int_t)m->n_sources, "tensors",
 				      (json_int_t)m->n_tensors, "bytes", (json_int_t)bytes);
+		if (sigs_any(v))
+			json_object_set_new(j, "signatures", sigs_json(v));
 		fmt_json_line(stdout, j);
 		json_decref(j);
 		return;
 	}
 	fmt_out_escaped(stdout, m->path, strlen(m->path));
-	printf(": ok (%s, %zu tensors, %zu file%s, %" PRIu64 " bytes)\n", m->driver->name,
+	printf(": ok (%s, %zu tensors, %zu file%s, %" PRIu64 " bytes", m->driver->name,
 	       m->n_tensors, m->n_sources, m->n_sources == 1 ? "" : "s", bytes);
+	sigs_text(v, stdout);
+	printf(")\n");
 }
 
-void report_table_ok(const fmt_table *t, const fmt_common_opts *o)
+void report_table_ok(const fmt_table *t, const verify_sigs *v, const fmt_common_opts *o)
 {
 	json_t *facts = t->driver->describe ? t->driver->describe(t) : NULL;
 	const char *crc = json_string_value(json_object_get(facts, "crc"));
@@ -39,6 +43,8 @@ void report_table_ok(const fmt_table *t, const fmt_common_opts *o)
 			json_object_set_new(j, "crc", json_string(crc));
 		if (auth)
 			json_object_set_new(j, "payload_authenticated", json_incref(auth));
+		if (sigs_any(v))
+			json_object_set_new(j, "signatures", sigs_json(v));
 		fmt_json_line(stdout, j);
 		json_decref(j);
 	} else {
@@ -51,6 +57,7 @@ void report_table_ok(const fmt_table *t, const fmt_common_opts *o)
 		if (auth)
 			printf(json_is_true(auth) ? ", encrypted payload authenticated"
 						  : ", encrypted payload not checked: no password or identity");
+		sigs_text(v, stdout);
 		printf(")\n");
 	}
 	json_decref(facts);

@@ -8,16 +8,33 @@
 #include "fmt/progress.h"
 #include "fmt/registry.h"
 #include "fmt/table.h"
+#include "fmt/minisign.h"
+#include <stdio.h>
 
 #define TOOL "fmt-verify"
+
+/* The signatures one file's check covered. */
+typedef struct verify_sigs {
+	int detached;                   /* FILE.minisig verified */
+	char detached_id[FMT_MS_KEY_ID_HEX];
+	fmt_signer signer;              /* what the driver checked inside the file */
+} verify_sigs;
+
+/* FILE.minisig, when it exists, with the trusted keys (v->detached set when it verified);
+ * FMT_OK without doing anything when there is none. */
+fmt_kind verify_detached(const char *path, const fmt_keyset *keys, verify_sigs *v, fmt_err *e);
+/* 1 when there is something to report; then the report as a JSON array and as text. */
+int sigs_any(const verify_sigs *v);
+json_t *sigs_json(const verify_sigs *v);
+void sigs_text(const verify_sigs *v, FILE *out);
 
 /* The progress line over the digests of one input (stderr a terminal, no -q/--no-progress);
  * progress_end erases it, before anything is reported. */
 void progress_begin(fmt_progress *p, const fmt_common_opts *o);
 
-void report_ok(const fmt_model *m, const fmt_common_opts *o);
+void report_ok(const fmt_model *m, const verify_sigs *v, const fmt_common_opts *o);
 /* A dataset: format, rows and the checksum kind its driver names. */
-void report_table_ok(const fmt_table *t, const fmt_common_opts *o);
+void report_table_ok(const fmt_table *t, const verify_sigs *v, const fmt_common_opts *o);
 void report_failure(const char *path, const fmt_err *e, const fmt_common_opts *o);
 void report_bundle_ok(const char *path, const fmt_bundle_info *b, const fmt_common_opts *o);
 

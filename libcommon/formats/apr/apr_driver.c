@@ -62,10 +62,13 @@ static fmt_kind apr_open(fmt_model *m, fmt_err *e)
 static fmt_kind apr_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
 {
 	const apr_state *st = m->format_state;
+	if (st->layout != APR_V1 && o->keys.n_trusted && !o->signed_elsewhere)
+		return fmt_fail(e, FMT_SIGNATURE, "not signed: APR v2 files have no signature block (apr.md §15); "
+				"sign them with a detached FILE.minisig (fmt-sign sign -s SECKEY)");
 	switch (st->layout) {
 	case APR_SEED: return fmt_apr_seed_verify(m, st, !o->reads_follow, e);
 	case APR_APRENDER: return fmt_apr_ap_verify(m, st, e);
-	case APR_V1: return fmt_apr_v1_verify(m, st, e);
+	case APR_V1: return fmt_apr_v1_verify(m, st, o, e);
 	}
 	return fmt_fail(e, FMT_INTERNAL, "unknown APR layout");
 }
@@ -240,7 +243,7 @@ const fmt_driver fmt_driver_apr = {
 	/* A shard opens its whole set: one driver for both. */
 	.set_driver = &fmt_driver_apr,
 	.file_driver = &fmt_driver_apr,
-	.caps = FMT_CAP_TYPED_META,
+	.caps = FMT_CAP_TYPED_META | FMT_CAP_ED25519,
 	.holds_dtype = apr_holds,
 	.choose_dtype = apr_choose_dtype,
 	.arch_key = "general.architecture",

@@ -110,7 +110,8 @@ fmt_kind fmt_apr_ap_write(const fmt_model *m, fmt_sink *k, fmt_err *e);
 uint32_t fmt_apr_ap_header_crc(const uint8_t h[APR_AP_HEADER]);
 
 fmt_kind fmt_apr_v1_open(fmt_model *m, apr_state *st, fmt_err *e);
-fmt_kind fmt_apr_v1_verify(fmt_model *m, const apr_state *st, fmt_err *e);
+/* The CRC32 trailer; with trusted keys (o->keys) also the Ed25519 signature block (§16.2). */
+fmt_kind fmt_apr_v1_verify(fmt_model *m, const apr_state *st, const fmt_verify_opts *o, fmt_err *e);
 
 /* ---- dtype codes ---- */
 

@@ -51,10 +51,26 @@ static int key_id_char(char c)
 	       c == '_' || c == '-';
 }
 
+/* "ed25519:<16 uppercase hex>:<Base64 of 64 bytes>" (§6.1). */
+static int ed25519_syntax_ok(const char *s, size_t len)
+{
+	static const char prefix[] = "ed25519:";
+	size_t pl = sizeof prefix - 1;
+	uint8_t sig[FMT_MS_SIG];
+	if (len != pl + 16 + 1 + APSIM_ED25519_B64 || memcmp(s, prefix, pl) != 0 || s[pl + 16] != ':')
+		return 0;
+	for (size_t i = pl; i < pl + 16; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'A' && s[i] <= 'F')))
+			return 0;
+	return fmt_unbase64(s + pl + 17, APSIM_ED25519_B64, sig, sizeof sig) == 0;
+}
+
 int fmt_apsim_signature_syntax_ok(const char *s, size_t len)
 {
 	static const char prefix[] = "hmac-sha256:";
 	size_t pl = sizeof prefix - 1;
+	if (len > 8 && memcmp(s, "ed25519:", 8) == 0)
+		return ed25519_syntax_ok(s, len);
 	if (len < pl + 2 + FMT_SHA256_HEX || memcmp(s, prefix, pl) != 0)
 		return 0;
 	size_t id_len = len - pl - 1 - FMT_SHA256_HEX;
@@ -64,6 +80,16 @@ int fmt_apsim_signature_syntax_ok(const char *s, size_t len)
 		if (!key_id_char(s[pl + i]))
 			return 0;
 	return fmt_apsim_hex64_ok(s + pl + id_len + 1, FMT_SHA256_HEX);
+}
+
+void fmt_apsim_signature_parts(const char *sig, const char **kind, size_t *kind_len, const char **id,
+			       size_t *id_len)
+{
+	const char *colon = strchr(sig, ':'), *last = strrchr(sig, ':');
+	*kind = sig;
+	*kind_len = (size_t)(colon - sig);
+	*id = colon + 1;
+	*id_len = (size_t)(last - colon - 1);
 }
 
 int fmt_apsim_json_too_deep(const char *s, size_t n, int limit)
@@ -267,30 +293,58 @@ static fmt_kind signature_mac(const fmt_hmac_key *key, const char *const *shas, 
 	return FMT_OK;
 }
 
-fmt_kind fmt_apsim_signature(const fmt_hmac_key *key, const char *const *shard_sha256, size_t n,
-			     char out[128], fmt_err *e)
+static fmt_kind hmac_signature(const fmt_hmac_key *key, const char *const *shard_sha256, size_t n,
+			       char out[FMT_APSIM_SIG_MAX], fmt_err *e)
 {
 	uint8_t mac[FMT_SHA256_LEN];
 	char hex[FMT_SHA256_HEX + 1];
-	if (!key || !key_id_char(key->id[0]) || strlen(key->id) > 16)
+	if (!key_id_char(key->id[0]) || strlen(key->id) > 16)
 		return fmt_fail(e, FMT_INTERNAL, "signing key without a valid id");
 	fmt_kind k = signature_mac(key, shard_sha256, n, mac, e);
 	if (k != FMT_OK)
 		return k;
 	fmt_hex(mac, FMT_SHA256_LEN, hex);
-	snprintf(out, 128, "hmac-sha256:%s:%s", key->id, hex);
+	snprintf(out, FMT_APSIM_SIG_MAX, "hmac-sha256:%s:%s", key->id, hex);
 	return FMT_OK;
 }
 
-fmt_kind fmt_apsim_check_signature(const char *sig, const fmt_keyset *keys, const char *const *shas,
-			       size_t n, fmt_err *e)
+static fmt_kind ed25519_signature(const fmt_ms_secret *sec, const char *const *shas, size_t n,
+				  char out[FMT_APSIM_SIG_MAX], fmt_err *e)
+{
+	fmt_sb b = { 0 };
+	uint8_t sig[FMT_MS_SIG];
+	char id[FMT_MS_KEY_ID_HEX], b64[APSIM_ED25519_B64 + 1];
+	fmt_kind k = signed_input(shas, n, &b, e);
+	if (k != FMT_OK)
+		return k;
+	k = fmt_ed25519_sign(sec, b.p, b.len, sig, e);
+	free(b.p);
+	if (k != FMT_OK)
+		return k;
+	fmt_ms_key_id(sec->keynum, id);
+	fmt_base64(sig, sizeof sig, b64, sizeof b64);
+	snprintf(out, FMT_APSIM_SIG_MAX, "ed25519:%s:%s", id, b64);
+	return FMT_OK;
+}
+
+fmt_kind fmt_apsim_signature(const fmt_keyset *keys, const char *const *shard_sha256, size_t n,
+			     char out[FMT_APSIM_SIG_MAX], fmt_err *e)
+{
+	if (keys && keys->hmac)
+		return hmac_signature(keys->hmac, shard_sha256, n, out, e);
+	if (keys && keys->ed25519_secret)
+		return ed25519_signature(keys->ed25519_secret, shard_sha256, n, out, e);
+	return fmt_fail(e, FMT_INTERNAL, "signing without a key");
+}
+
+int fmt_apsim_keys_sign(const fmt_keyset *keys)
+{
+	return keys && (keys->hmac || keys->ed25519_secret);
+}
+
+static fmt_kind check_hmac(const char *sig, const fmt_hmac_key *key, const char *const *shas, size_t n, fmt_err *e)
 {
 	static const char prefix[] = "hmac-sha256:";
-	const fmt_hmac_key *key = keys->hmac;
-	if (!key)
-		return fmt_fail(e, FMT_SIGNATURE, "Apsi checkpoints are signed with HMAC keys only");
-	if (!sig)
-		return fmt_fail(e, FMT_SIGNATURE, "not signed (a key was given, but there is no signature)");
 	const char *id = sig + sizeof prefix - 1;
 	const char *colon = strrchr(sig, ':');
 	size_t id_len = (size_t)(colon - id);
@@ -308,6 +362,67 @@ fmt_kind fmt_apsim_check_signature(const char *sig, const fmt_keyset *keys, cons
 				"signature does not match (key '%s'): changed after signing, or signed with another key",
 				key->id);
 	return FMT_OK;
+}
+
+/* The key id of an ed25519 value back to minisign's 8 id bytes (little-endian). */
+static void keynum_of(const char *hex16, uint8_t keynum[FMT_MS_KEYNUM])
+{
+	unsigned long long v = strtoull(hex16, NULL, 16);
+	for (int i = 0; i < FMT_MS_KEYNUM; i++, v >>= 8)
+		keynum[i] = (uint8_t)v;
+}
+
+static fmt_kind check_ed25519(const char *sig, const fmt_keyset *keys, const char *const *shas, size_t n,
+			      fmt_err *e)
+{
+	char id[17];
+	uint8_t keynum[FMT_MS_KEYNUM], raw[FMT_MS_SIG];
+	memcpy(id, sig + 8, 16);
+	id[16] = '\0';
+	keynum_of(id, keynum);
+	const fmt_ms_public *pub = fmt_trust_find_id(keys->trusted, keys->n_trusted, keynum);
+	if (!pub)
+		return fmt_fail(e, FMT_SIGNATURE, "signed by Ed25519 key %s, which is not a trusted key", id);
+	if (fmt_unbase64(sig + 25, APSIM_ED25519_B64, raw, sizeof raw) != 0)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "ed25519 signature is not the Base64 of 64 bytes");
+	fmt_sb b = { 0 };
+	fmt_kind k = signed_input(shas, n, &b, e);
+	if (k != FMT_OK)
+		return k;
+	int good = fmt_ed25519_verify(pub->pk, b.p, b.len, raw);
+	free(b.p);
+	if (!good)
+		return fmt_fail(e, FMT_SIGNATURE, "bad Ed25519 signature by trusted key %s: changed after signing", id);
+	return FMT_OK;
+}
+
+fmt_kind fmt_apsim_check_signature(const char *sig, const fmt_verify_opts *o, const char *const *shas,
+				   size_t n, fmt_err *e)
+{
+	const fmt_keyset *keys = &o->keys;
+	if (!sig) {
+		if (o->signed_elsewhere && !keys->hmac)
+			return FMT_OK;
+		return fmt_fail(e, FMT_SIGNATURE, "not signed (a key was given, but there is no signature)");
+	}
+	int ed = strncmp(sig, "ed25519:", 8) == 0;
+	fmt_kind k;
+	if (ed && !keys->n_trusted)
+		k = fmt_fail(e, FMT_SIGNATURE, "the signature is of kind ed25519 (key %.16s): check it with -p, -P "
+			     "or --trusted-keys, not an HMAC key", sig + 8);
+	else if (!ed && !keys->hmac)
+		k = fmt_fail(e, FMT_SIGNATURE, "the signature is of kind hmac-sha256: check it with an HMAC key "
+			     "(--hmac-key, --secret-file...), not an Ed25519 public key");
+	else
+		k = ed ? check_ed25519(sig, keys, shas, n, e) : check_hmac(sig, keys->hmac, shas, n, e);
+	if (k == FMT_OK && o->signer) {
+		const char *kind, *id;
+		size_t kind_len, id_len;
+		fmt_apsim_signature_parts(sig, &kind, &kind_len, &id, &id_len);
+		o->signer->kind = ed ? "ed25519" : "hmac-sha256";
+		snprintf(o->signer->key_id, sizeof o->signer->key_id, "%.*s", (int)id_len, id);
+	}
+	return k;
 }
 
 /* ---- reading one file ---- */
@@ -444,7 +559,7 @@ static fmt_kind interpret_keys(apsim_file *f, fmt_err *e)
 		f->signature = known[8]->val;
 		if (!fmt_apsim_signature_syntax_ok(known[8]->val, known[8]->val_len))
 			return fmt_fail(e, FMT_INVALID_FORMAT,
-					"__metadata__ signature '%.200s' is not 'hmac-sha256:<key-id>:<64 lowercase hex>'",
+					"__metadata__ signature '%.200s' is not 'hmac-sha256:<key-id>:<64 lowercase hex>' or 'ed25519:<key-id>:<base64>'",
 					known[8]->val);
 	}
 	return FMT_OK;
@@ -1425,9 +1540,12 @@ static fmt_kind ap_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
 		return k;
 	if (strcmp(hex, f->sha256) != 0)
 		return fmt_fail(e, FMT_CHECKSUM, "sha256 mismatch: file says %s, data gives %s", f->sha256, hex);
+	if (o && o->signer && f->signature && strncmp(f->signature, "ed25519:", 8) == 0 &&
+	    fmt_keyset_empty(&o->keys))
+		o->signer->embedded_unchecked = 1;
 	if (o && !fmt_keyset_empty(&o->keys)) {
 		const char *shas[1] = { f->sha256 };
-		k = fmt_apsim_check_signature(f->signature, &o->keys, shas, 1, e);
+		k = fmt_apsim_check_signature(f->signature, o, shas, 1, e);
 		if (k != FMT_OK)
 			return k;
 	}
@@ -1454,9 +1572,13 @@ json_t *fmt_apsim_describe_common(const apsim_state *st)
 	json_object_set_new(o, "shard", st->is_set ? json_null() : json_string(shard));
 	json_object_set_new(o, "signed", json_boolean(sig != NULL));
 	if (sig) {
-		const char *id = sig + 12, *colon = strrchr(sig, ':');
-		json_object_set_new(o, "key_id", json_stringn(id, (size_t)(colon - id)));
+		const char *kind, *id;
+		size_t kind_len, id_len;
+		fmt_apsim_signature_parts(sig, &kind, &kind_len, &id, &id_len);
+		json_object_set_new(o, "signature_kind", json_stringn(kind, kind_len));
+		json_object_set_new(o, "key_id", json_stringn(id, id_len));
 	} else {
+		json_object_set_new(o, "signature_kind", json_null());
 		json_object_set_new(o, "key_id", json_null());
 	}
 	json_t *units = json_object();
@@ -1488,7 +1610,7 @@ const fmt_driver fmt_driver_apsim = {
 	.probe_source = ap_probe_source,
 	.open = ap_open,
 	.verify = ap_verify,
-	.caps = FMT_CAP_TYPED_META | FMT_CAP_ENCODED | FMT_CAP_UNITS | FMT_CAP_SIGNATURES,
+	.caps = FMT_CAP_TYPED_META | FMT_CAP_ENCODED | FMT_CAP_UNITS | FMT_CAP_SIGNATURES | FMT_CAP_ED25519 | FMT_CAP_ED25519_SIGN,
 	.set_driver = &fmt_driver_apsim_index,
 	.write = fmt_apsim_write,
 	.plan_shards = fmt_apsim_plan_shards,

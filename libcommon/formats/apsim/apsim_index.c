@@ -77,7 +77,8 @@ static fmt_kind parse_index_metadata(json_t *md, fmt_apsim_index *ix, fmt_err *e
 	if (sig) {
 		if (!json_is_string(sig) || !fmt_apsim_signature_syntax_ok(json_string_value(sig), json_string_length(sig)))
 			return fmt_fail(e, FMT_INVALID_FORMAT,
-					"index metadata.signature is not 'hmac-sha256:<key-id>:<64 lowercase hex>'");
+					"index metadata.signature is not 'hmac-sha256:<key-id>:<64 lowercase hex>' "
+					"or 'ed25519:<key-id>:<base64>'");
 		if (!(ix->signature = strdup(json_string_value(sig))))
 			return fmt_fail(e, FMT_IO, "out of memory");
 	}
@@ -415,10 +416,13 @@ static fmt_kind ai_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
 	fmt_kind k = hex && shas ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
 	if (k == FMT_OK)
 		k = shard_digests(m, st, o ? o->threads : 1, hex, e);
+	if (o && o->signer && st->index_signature && strncmp(st->index_signature, "ed25519:", 8) == 0 &&
+	    fmt_keyset_empty(&o->keys))
+		o->signer->embedded_unchecked = 1;
 	if (k == FMT_OK && o && !fmt_keyset_empty(&o->keys)) {
 		for (size_t i = 0; i < n; i++)
 			shas[i] = st->shard_sha[i];
-		k = fmt_apsim_check_signature(st->index_signature, &o->keys, shas, n, e);
+		k = fmt_apsim_check_signature(st->index_signature, o, shas, n, e);
 	}
 	if (k == FMT_OK)
 		k = fmt_apsim_check_scales(m, e);
@@ -462,7 +466,7 @@ const fmt_driver fmt_driver_apsim_index = {
 	.probe = ai_probe,
 	.open = ai_open,
 	.verify = ai_verify,
-	.caps = FMT_CAP_TYPED_META | FMT_CAP_ENCODED | FMT_CAP_UNITS | FMT_CAP_SIGNATURES,
+	.caps = FMT_CAP_TYPED_META | FMT_CAP_ENCODED | FMT_CAP_UNITS | FMT_CAP_SIGNATURES | FMT_CAP_ED25519 | FMT_CAP_ED25519_SIGN,
 	.file_driver = &fmt_driver_apsim,
 	.write = NULL,
 	.sign_in_place = fmt_apsim_sign_in_place,

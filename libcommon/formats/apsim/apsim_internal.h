@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include "fmt/strbuf.h"
 #include "fmt/apsim.h"
+#include "fmt/minisign.h"
 
 #define APSIM_NM "'%.200s'"
 #define APSIM_MAX_DEPTH 32
@@ -77,12 +78,18 @@ fmt_kind fmt_apsim_build_table(const apsim_kv *kv, size_t n_kv, const fmt_tensor
 			   const uint64_t *begins, size_t n_t, char **out, size_t *len, fmt_err *e);
 
 /* Signature check of §6 (key given): sig is the stored value or NULL. */
-fmt_kind fmt_apsim_check_signature(const char *sig, const fmt_keyset *keys, const char *const *shas,
+fmt_kind fmt_apsim_check_signature(const char *sig, const fmt_verify_opts *o, const char *const *shas,
 			       size_t n, fmt_err *e);
 
 /* Syntax checks. */
 int fmt_apsim_hex64_ok(const char *s, size_t len);
 int fmt_apsim_signature_syntax_ok(const char *s, size_t len);
+/* A syntactically valid signature value's kind ("hmac-sha256", "ed25519") and key id. */
+void fmt_apsim_signature_parts(const char *sig, const char **kind, size_t *kind_len, const char **id,
+			       size_t *id_len);
+/* 1 if keys can sign (an HMAC key or an Ed25519 secret key). */
+int fmt_apsim_keys_sign(const fmt_keyset *keys);
+#define APSIM_ED25519_B64 88        /* Base64 of a 64-byte signature, padded */
 /* Nesting depth of JSON text (brackets outside strings) above the limit: 1. */
 int fmt_apsim_json_too_deep(const char *s, size_t n, int limit);
 

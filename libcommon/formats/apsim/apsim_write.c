@@ -375,7 +375,7 @@ typedef struct wfile {
 	size_t n_t;
 	apsim_kv kv[12];            /* __metadata__ except sha256 and signature */
 	size_t n_kv;
-	const fmt_hmac_key *sign_key;
+	const fmt_keyset *sign_keys; /* NULL: unsigned */
 } wfile;
 
 static fmt_kind stream_all(const wfile *w, fmt_sha256 *h, fmt_sink *k, fmt_err *e)
@@ -424,13 +424,25 @@ static fmt_kind data_digest(const wfile *w, fmt_sink *k, char hex[FMT_SHA256_HEX
 	return r;
 }
 
+/* A signature value of the length the real one will have (the header is patched in place). */
+static void placeholder_signature(const fmt_keyset *keys, char out[FMT_APSIM_SIG_MAX])
+{
+	char id[FMT_MS_KEY_ID_HEX];
+	if (keys->hmac) {
+		snprintf(out, FMT_APSIM_SIG_MAX, "hmac-sha256:%s:%0*d", keys->hmac->id, FMT_SHA256_HEX, 0);
+		return;
+	}
+	fmt_ms_key_id(keys->ed25519_secret->keynum, id);
+	snprintf(out, FMT_APSIM_SIG_MAX, "ed25519:%s:%0*d==", id, APSIM_ED25519_B64 - 2, 0);
+}
+
 static fmt_kind write_file(const wfile *w, fmt_sink *k, char sha[FMT_SHA256_HEX + 1], fmt_err *e)
 {
-	char zeros[FMT_SHA256_HEX + 1], sig[128], *sigp = NULL;
+	char zeros[FMT_SHA256_HEX + 1], sig[FMT_APSIM_SIG_MAX], *sigp = NULL;
 	memset(zeros, '0', FMT_SHA256_HEX);
 	zeros[FMT_SHA256_HEX] = '\0';
-	if (w->sign_key) {
-		snprintf(sig, sizeof sig, "hmac-sha256:%s:%s", w->sign_key->id, zeros);
+	if (w->sign_keys) {
+		placeholder_signature(w->sign_keys, sig);
 		sigp = sig;
 	}
 	fmt_sb placeholder = { 0 }, real = { 0 };
@@ -440,9 +452,9 @@ static fmt_kind write_file(const wfile *w, fmt_sink *k, char sha[FMT_SHA256_HEX 
 	/* Standard output cannot be patched: hash first, then write. */
 	if (r == FMT_OK)
 		r = data_digest(w, k->is_stdout ? NULL : k, sha, e);
-	if (r == FMT_OK && w->sign_key) {
+	if (r == FMT_OK && w->sign_keys) {
 		const char *shas[1] = { sha };
-		r = fmt_apsim_signature(w->sign_key, shas, 1, sig, e);
+		r = fmt_apsim_signature(w->sign_keys, shas, 1, sig, e);
 	}
 	if (r == FMT_OK)
 		r = header_with(w, sha, sigp, &real, e);
@@ -543,7 +555,7 @@ fmt_kind fmt_apsim_write(const fmt_model *m, fmt_sink *k, const fmt_write_opts *
 		r = qtensors_json(m, NULL, &qt, e);
 	if (r == FMT_OK) {
 		wfile w = { .m = m, .ts = ts, .begins = begins, .n_t = m->n_tensors,
-			    .sign_key = o ? o->keys.hmac : NULL };
+			    .sign_keys = o && fmt_apsim_keys_sign(&o->keys) ? &o->keys : NULL };
 		base_kv(&w, texts, qt, "1/1");
 		r = write_file(&w, k, sha, e);
 	}
@@ -706,7 +718,7 @@ typedef struct set_plan {
 static fmt_kind write_shard(set_plan *p, size_t s, fmt_sink *k, fmt_err *e)
 {
 	const fmt_model *m = p->m;
-	wfile w = { .m = m, .sign_key = NULL };
+	wfile w = { .m = m, .sign_keys = NULL };
 	unsigned char *in_file = calloc(m->n_tensors ? m->n_tensors : 1, 1);
 	w.ts = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *w.ts);
 	w.begins = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *w.begins);
@@ -752,7 +764,8 @@ static fmt_kind write_set_index(set_plan *p, fmt_sink *k, fmt_err *e)
 	const char **tn = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *tn);
 	const char **tf = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *tf);
 	const char **shas = malloc(p->n_shards * sizeof *shas);
-	char sig[128];
+	char sig[FMT_APSIM_SIG_MAX];
+	int sign = o && fmt_apsim_keys_sign(&o->keys);
 	fmt_kind r = tn && tf && shas ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
 	for (size_t i = 0; r == FMT_OK && i < m->n_tensors; i++) {
 		tn[i] = m->tensors[i].name;
@@ -760,11 +773,11 @@ static fmt_kind write_set_index(set_plan *p, fmt_sink *k, fmt_err *e)
 	}
 	for (size_t i = 0; r == FMT_OK && i < p->n_shards; i++)
 		shas[i] = p->shas[i];
-	if (r == FMT_OK && o && o->keys.hmac)
-		r = fmt_apsim_signature(o->keys.hmac, shas, p->n_shards, sig, e);
+	if (r == FMT_OK && sign)
+		r = fmt_apsim_signature(&o->keys, shas, p->n_shards, sig, e);
 	if (r == FMT_OK)
 		r = write_index_to(k, (char *const *)p->names, (const char (*)[FMT_SHA256_HEX + 1])p->shas,
-				   p->n_shards, tn, tf, m->n_tensors, p->total, o && o->keys.hmac ? sig : NULL, e);
+				   p->n_shards, tn, tf, m->n_tensors, p->total, sign ? sig : NULL, e);
 	free(tn);
 	free(tf);
 	free(shas);
@@ -831,12 +844,12 @@ fmt_kind fmt_apsim_write_sharded(const fmt_model *m, const char *prefix, const f
 
 /* ---- signing in place ---- */
 
-static fmt_kind resign_file(fmt_model *m, const fmt_hmac_key *key, fmt_err *e)
+static fmt_kind resign_file(fmt_model *m, const fmt_keyset *key, fmt_err *e)
 {
 	const apsim_state *st = m->format_state;
 	const apsim_file *f = &st->files[0];
 	const char *shas[1] = { f->sha256 };
-	char sig[128];
+	char sig[FMT_APSIM_SIG_MAX];
 	fmt_kind r = fmt_apsim_signature(key, shas, 1, sig, e);
 	if (r != FMT_OK)
 		return r;
@@ -878,14 +891,14 @@ static fmt_kind resign_file(fmt_model *m, const fmt_hmac_key *key, fmt_err *e)
 	return r;
 }
 
-static fmt_kind resign_index(fmt_model *m, const fmt_hmac_key *key, fmt_err *e)
+static fmt_kind resign_index(fmt_model *m, const fmt_keyset *key, fmt_err *e)
 {
 	const apsim_state *st = m->format_state;
 	size_t n = st->n_files;
 	const char **shas = malloc(n * sizeof *shas);
 	const char **tn = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *tn);
 	const char **tf = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *tf);
-	char sig[128];
+	char sig[FMT_APSIM_SIG_MAX];
 	fmt_kind r = shas && tn && tf ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
 	for (size_t i = 0; r == FMT_OK && i < n; i++) {
 		shas[i] = st->shard_sha[i];
@@ -909,9 +922,9 @@ static fmt_kind resign_index(fmt_model *m, const fmt_hmac_key *key, fmt_err *e)
 fmt_kind fmt_apsim_sign_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e)
 {
 	fmt_model m;
-	const fmt_hmac_key *key = keys->hmac;
-	if (!key)
-		return fmt_fail(e, FMT_USAGE, "Apsi checkpoints are signed with HMAC keys only");
+	const fmt_keyset *key = keys;
+	if (!fmt_apsim_keys_sign(keys))
+		return fmt_fail(e, FMT_USAGE, "signing needs an HMAC key or an Ed25519 secret key");
 	fmt_kind r = fmt_model_open(&m, path, NULL, e);
 	if (r != FMT_OK)
 		return r;

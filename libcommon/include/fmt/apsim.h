@@ -34,9 +34,11 @@ const fmt_apsim_info *fmt_apsim_info_of(const fmt_model *m);
 fmt_kind fmt_apsim_table(const fmt_model *m, char **table, size_t *len, fmt_err *e);
 
 /* Signed input S of §6 from the shard digests (hex, in shard order) and the signature value
- * "hmac-sha256:<key-id>:<hex>" for it. */
-fmt_kind fmt_apsim_signature(const fmt_hmac_key *key, const char *const *shard_sha256, size_t n,
-			     char out[128], fmt_err *e);
+ * for it: "hmac-sha256:<key-id>:<hex>" with keys->hmac, else "ed25519:<key-id>:<base64>" with
+ * keys->ed25519_secret (§6.1). */
+#define FMT_APSIM_SIG_MAX 128
+fmt_kind fmt_apsim_signature(const fmt_keyset *keys, const char *const *shard_sha256, size_t n,
+			     char out[FMT_APSIM_SIG_MAX], fmt_err *e);
 
 /* Write m as one .apsim (driver write; o->keys.hmac signs it). Tensors are ordered as the
  * safetensors writer orders them; the digest is computed over the bytes as they stream. */

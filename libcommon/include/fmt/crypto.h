@@ -51,19 +51,28 @@ typedef struct fmt_hmac_key {
 void fmt_hmac_key_free(fmt_hmac_key *k);
 
 /* The keys a write or a verification may use; a driver takes those its format has and
- * ignores the others. NULL members are absent. Only hmac is filled today; the other members
- * are reserved for Ed25519 signatures, password encryption and X25519 recipients. */
+ * ignores the others. NULL members are absent. */
 struct fmt_ed25519_public;
 struct fmt_ed25519_secret;
 struct fmt_password;
 struct fmt_x25519_identity;
 typedef struct fmt_keyset {
 	const fmt_hmac_key *hmac;                       /* HMAC-SHA256 shared secret */
-	const struct fmt_ed25519_public *ed25519_public; /* checks Ed25519 signatures */
+	/* The Ed25519 public keys the user trusts (-p, -P, --trusted-keys): a signature by any
+	 * other key is refused, naming its key id. */
+	const struct fmt_ed25519_public *trusted;
+	size_t n_trusted;
 	const struct fmt_ed25519_secret *ed25519_secret; /* makes Ed25519 signatures */
 	const struct fmt_password *password;            /* encrypts and decrypts */
 	const struct fmt_x25519_identity *x25519;       /* a recipient's identity */
 } fmt_keyset;
+
+/* Who signed what a verification checked, filled by the driver (fmt_verify_opts.signer). */
+typedef struct fmt_signer {
+	const char *kind;       /* "hmac-sha256", "ed25519", or NULL when nothing was checked */
+	char key_id[24];        /* the HMAC key id, or the Ed25519 key's minisign id */
+	int embedded_unchecked; /* the file carries a signature no key given could check */
+} fmt_signer;
 
 /* 1 if ks holds no key at all (NULL counts as empty). */
 int fmt_keyset_empty(const fmt_keyset *ks);

@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "fmt/crypto.h"
 #include "fmt/err.h"
 
 #define FMT_MS_KEYNUM 8
@@ -102,5 +103,61 @@ void fmt_x25519_key_id(const uint8_t pk[32], char out[FMT_MS_KEY_ID_HEX]);
 fmt_kind fmt_x25519_public_text(const fmt_x25519_pair *p, char **text, size_t *len, fmt_err *e);
 fmt_kind fmt_x25519_secret_text(const fmt_x25519_pair *p, uint8_t **text, size_t *len, fmt_err *e);
 fmt_kind fmt_x25519_public_parse(const char *text, size_t len, uint8_t pk[32], fmt_err *e);
+
+/* ---- keys from files and options, shared by the tools ---- */
+
+/* A minisign public key file. */
+fmt_kind fmt_ms_public_load(const char *path, fmt_ms_public *pub, fmt_err *e);
+
+/* The public keys a user trusts: -p FILE, -P BASE64 and --trusted-keys DIR (every *.pub in
+ * it, in name order). NULL members are not given. */
+typedef struct fmt_trust_opts {
+	const char *pubkey;
+	const char *pubkey_b64;
+	const char *trusted_dir;
+} fmt_trust_opts;
+
+typedef struct fmt_trust_list {
+	fmt_ms_public *keys;
+	size_t n;
+} fmt_trust_list;
+
+int fmt_trust_opts_given(const fmt_trust_opts *o);
+/* Load every key o names; with default_key and none named, $XDG_CONFIG_HOME/fmtkit/ed25519.pub.
+ * A directory without any *.pub is a usage error (nothing would be trusted). */
+fmt_kind fmt_trust_load(const fmt_trust_opts *o, int default_key, fmt_trust_list *out, fmt_err *e);
+void fmt_trust_free(fmt_trust_list *t);
+
+/* The trusted key with this key id, or with this public key; NULL when it is not trusted. */
+const fmt_ms_public *fmt_trust_find_id(const fmt_ms_public *keys, size_t n, const uint8_t keynum[FMT_MS_KEYNUM]);
+const fmt_ms_public *fmt_trust_find_pk(const fmt_ms_public *keys, size_t n, const uint8_t pk[FMT_MS_PK]);
+
+/* Where a secret key's passphrase comes from: a file, an environment variable, else a no-echo
+ * prompt on the terminal (twice when confirm). */
+typedef struct fmt_pass_opts {
+	const char *file;
+	const char *env;
+} fmt_pass_opts;
+
+fmt_kind fmt_passphrase(const fmt_pass_opts *o, int confirm, fmt_hmac_key *pw, fmt_err *e);
+
+/* Load a minisign secret key file (path NULL: $XDG_CONFIG_HOME/fmtkit/ed25519.key), asking for
+ * its passphrase as o says when it is encrypted. A wrong passphrase is FMT_DECRYPTION; e names
+ * the file on failure. */
+fmt_kind fmt_ms_secret_load(const char *path, const fmt_pass_opts *o, fmt_ms_secret *sec, fmt_err *e);
+
+/* ---- pure Ed25519 (RFC 8032, no pre-hash) over bytes in memory ---- */
+
+/* The secret key's public half (libsodium keeps it in the last 32 bytes). */
+const uint8_t *fmt_ms_secret_pk(const fmt_ms_secret *sec);
+fmt_kind fmt_ed25519_sign(const fmt_ms_secret *sec, const void *msg, size_t n, uint8_t sig[FMT_MS_SIG],
+			  fmt_err *e);
+/* 1 when sig is pk's signature of msg. */
+int fmt_ed25519_verify(const uint8_t pk[FMT_MS_PK], const void *msg, size_t n, const uint8_t sig[FMT_MS_SIG]);
+
+/* Standard Base64 with padding: out holds 4*ceil(n/3)+1 bytes. */
+void fmt_base64(const uint8_t *bin, size_t n, char *out, size_t out_len);
+/* Decode exactly n bytes from text[0..len) (padding required, nothing else); 0 on success. */
+int fmt_unbase64(const char *text, size_t len, uint8_t *out, size_t n);
 
 #endif

@@ -39,6 +39,11 @@ typedef struct fmt_verify_opts {
 	/* The caller reads every tensor next (a converter): checks its reads make anyway (APR
 	 * frames decode to their size) may be left to them, so the data is not decoded twice. */
 	int reads_follow;
+	/* A detached signature (FILE.minisig) by a trusted key was checked already: a file
+	 * without an embedded signature is not refused for it (one that has one must verify). */
+	int signed_elsewhere;
+	/* When not NULL, filled with who signed what the driver checked (fmt_signer). */
+	fmt_signer *signer;
 } fmt_verify_opts;
 
 #define FMT_PROBE_BYTES 4096
@@ -50,7 +55,11 @@ enum {
 	FMT_CAP_ENCODED = 1u << 1,      /* encoded tensors (codes + scales, fmt_qtensor) natively */
 	FMT_CAP_UNITS = 1u << 2,        /* physical units natively (m->units) */
 	FMT_CAP_UNITS_AS_META = 1u << 3, /* units as FMT_UNITS_META_PREFIX<tensor> INT32[7] keys */
-	FMT_CAP_SIGNATURES = 1u << 4,   /* signatures: a key makes sense for it */
+	FMT_CAP_SIGNATURES = 1u << 4,   /* HMAC signatures: an HMAC key makes sense for it */
+	FMT_CAP_ED25519 = 1u << 5,      /* embedded Ed25519 signatures: verify checks them
+					 * against keys.trusted */
+	FMT_CAP_ED25519_SIGN = 1u << 6, /* ... and write and sign_in_place make them with
+					 * keys.ed25519_secret */
 };
 
 /* The metadata key prefix under which formats without native units keep them. */

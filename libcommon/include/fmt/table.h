@@ -10,6 +10,7 @@
 #include "fmt/err.h"
 #include "fmt/io.h"
 #include "fmt/model.h"
+#include "fmt/crypto.h"
 
 /* Column types: Arrow's, the subset the dataset formats use. */
 typedef enum fmt_ctype {
@@ -121,6 +122,10 @@ typedef struct fmt_table_driver {
 	fmt_kind (*decrypt)(fmt_table *t, fmt_err *e);
 	/* The writer encrypts with fmt_write_opts.keys' password or x25519 recipient (pk). */
 	int encrypts;
+	unsigned caps;               /* FMT_CAP_ED25519, FMT_CAP_ED25519_SIGN (fmt/registry.h) */
+	/* Sign the file at path in place, atomically, with a key of keys (fmt-sign sign --embed);
+	 * NULL when the format has no embedded signature. */
+	fmt_kind (*sign_in_place)(const char *path, const fmt_keyset *keys, int threads, fmt_err *e);
 } fmt_table_driver;
 
 /* Types */
@@ -163,6 +168,8 @@ void fmt_table_init(fmt_table *t);
 void fmt_table_free(fmt_table *t);
 /* The next checked batch (fmt_batch_free it); *done = 1 after the last. */
 fmt_kind fmt_table_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e);
+/* The driver's verify; a key given for a format without signatures is SignatureInvalid
+ * (unless o->signed_elsewhere: a detached signature was checked). */
 fmt_kind fmt_table_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e);
 /* FMT_SECRET_* that reading t's rows still needs. */
 int fmt_table_secret(const fmt_table *t);
@@ -172,6 +179,10 @@ int fmt_table_secret(const fmt_table *t);
 struct fmt_decrypt_keys;
 fmt_kind fmt_table_unlock(fmt_table *t, struct fmt_decrypt_keys *dk, struct fmt_keyset *ks, int now,
 			  fmt_err *e);
+
+/* Sign the model, set or dataset at path in place with its driver's sign_in_place: whatever
+ * format it is, found by content; one without embedded signatures is UsageError. */
+fmt_kind fmt_sign_any_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e);
 
 /* The table drivers, NULL-terminated, in probe order; a new one is one line in
  * data/table_registry.c. */

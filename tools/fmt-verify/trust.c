@@ -1,0 +1,80 @@
+/* Trust: the detached FILE.minisig beside a checked file, and how the signatures a check
+ * covered are reported. With Ed25519 keys given (-p, -P, --trusted-keys) a file must carry a
+ * signature by one of them: FILE.minisig, an embedded signature, or both (each then checked). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "fmt/io.h"
+#include "fmt/out.h"
+#include "verify.h"
+
+fmt_kind verify_detached(const char *path, const fmt_keyset *keys, verify_sigs *v, fmt_err *e)
+{
+	size_t n = strlen(path) + sizeof ".minisig";
+	char *sig_path = malloc(n), *text = NULL;
+	struct stat st;
+	size_t len, which = 0;
+	if (!sig_path)
+		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+	snprintf(sig_path, n, "%s.minisig", path);
+	fmt_kind k = FMT_OK;
+	if (stat(sig_path, &st) != 0) {
+		if (errno != ENOENT)
+			k = fmt_fail(e, FMT_IO, "cannot read %s: %s", sig_path, strerror(errno));
+		free(sig_path);
+		return k;
+	}
+	fmt_ms_sig *sig = malloc(sizeof *sig);
+	k = sig ? fmt_read_file(sig_path, FMT_MS_FILE_MAX, &text, &len, e) : fmt_fail(e, FMT_INTERNAL, "out of memory");
+	if (k == FMT_OK)
+		k = fmt_ms_sig_parse(text, len, sig, e);
+	if (k != FMT_OK)
+		fmt_err_prefix(e, sig_path);
+	if (k == FMT_OK)
+		k = fmt_ms_verify_file(sig, keys->trusted, keys->n_trusted, path, &which, e);
+	if (k == FMT_OK) {
+		v->detached = 1;
+		fmt_ms_key_id(sig->keynum, v->detached_id);
+	}
+	free(text);
+	free(sig);
+	free(sig_path);
+	return k;
+}
+
+/* Ed25519 signatures only: HMAC checks keep the report they always had. */
+static int reported(const fmt_signer *s)
+{
+	return s->kind && strcmp(s->kind, "ed25519") == 0;
+}
+
+int sigs_any(const verify_sigs *v)
+{
+	return v->detached || reported(&v->signer) || v->signer.embedded_unchecked;
+}
+
+json_t *sigs_json(const verify_sigs *v)
+{
+	json_t *a = json_array();
+	if (v->detached)
+		json_array_append_new(a, json_pack("{s:s,s:s,s:b}", "kind", "minisig", "key_id", v->detached_id,
+						   "trusted", 1));
+	if (reported(&v->signer))
+		json_array_append_new(a, json_pack("{s:s,s:s,s:b}", "kind", v->signer.kind, "key_id",
+						   v->signer.key_id, "trusted", 1));
+	if (v->signer.embedded_unchecked)
+		json_array_append_new(a, json_pack("{s:s,s:b}", "kind", "embedded", "checked", 0));
+	return a;
+}
+
+void sigs_text(const verify_sigs *v, FILE *out)
+{
+	if (v->detached)
+		fprintf(out, ", .minisig by trusted key %s", v->detached_id);
+	if (reported(&v->signer))
+		fprintf(out, ", ed25519 signature by trusted key %s", v->signer.key_id);
+	if (v->signer.embedded_unchecked)
+		fprintf(out, ", signed (not checked: no key given)");
+}
