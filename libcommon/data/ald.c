@@ -363,7 +363,7 @@ static fmt_kind ald_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 }
 
 /* The card's sha256 against the uncompressed payload (the chunks' streams in order). */
-static fmt_kind check_digest(ald_state *s, fmt_err *e)
+fmt_kind fmt_ald_check_digest(ald_state *s, fmt_err *e)
 {
 	const json_t *want = json_object_get(s->card, "sha256");
 	if (!json_is_string(want) || !s->payload)
@@ -421,36 +421,20 @@ static fmt_kind ald_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_er
 		sig.keys.x25519 = NULL;
 		k = fmt_ald_check_signature(s, &sig, e);
 	}
+	if (k == FMT_OK && o)
+		k = fmt_ald_check_license(s, o, e);
 	/* fmt-verify authenticates an encrypted payload when it has the key, then checks its digest */
 	const fmt_keyset *ks = o && (o->keys.password || o->keys.x25519) ? &o->keys : t->keys;
 	if (k == FMT_OK && o && (s->flags & FMT_ALD_ENCRYPTED) && ks && (ks->password || ks->x25519))
 		k = fmt_ald_decrypt(s, ks, e);
 	if (k == FMT_OK && o)
-		k = check_digest(s, e);
+		k = fmt_ald_check_digest(s, e);
 	return k;
 }
 
 static void hex_id(const uint8_t *b, size_t n, char *out)
 {
 	fmt_hex(b, n, out);
-}
-
-static json_t *license_json(const ald_state *s)
-{
-	char id[40], uuid[40], hash[65];
-	hex_id(s->license_id, 16, id);
-	snprintf(uuid, sizeof uuid, "%.8s-%.4s-%.4s-%.4s-%.12s", id, id + 8, id + 12, id + 16, id + 20);
-	hex_id(s->licensee_hash, 32, hash);
-	json_t *l = json_object();
-	json_object_set_new(l, "license_id", json_string(uuid));
-	json_object_set_new(l, "licensee_sha256", json_string(hash));
-	json_object_set_new(l, "issued_at", fmt_json_u64(s->issued_at));
-	json_object_set_new(l, "expires_at", fmt_json_u64(s->expires_at));
-	json_object_set_new(l, "flags", json_integer(s->license_flags));
-	json_object_set_new(l, "seat_limit", json_integer(s->seat_limit));
-	json_object_set_new(l, "query_limit", fmt_json_u64(s->query_limit));
-	json_object_set_new(l, "terms", fmt_json_string((const char *)s->terms, s->terms_len));
-	return l;
 }
 
 static json_t *flags_json(uint8_t flags)
@@ -511,7 +495,7 @@ json_t *fmt_ald_describe(const fmt_table *t)
 		json_object_set_new(o, "signature_public_key_base64", fmt_ald_signer_b64(s));
 	}
 	if (s->flags & FMT_ALD_LICENSED)
-		json_object_set_new(o, "license", license_json(s));
+		json_object_set_new(o, "license", fmt_ald_license_json(s));
 	return o;
 }
 
@@ -540,4 +524,5 @@ const fmt_table_driver fmt_table_driver_ald = {
 	.encrypts = 1,
 	.caps = FMT_CAP_ED25519 | FMT_CAP_ED25519_SIGN,
 	.sign_in_place = fmt_ald_sign_in_place,
+	.license_in_place = fmt_ald_license_in_place,
 };

@@ -39,6 +39,8 @@ typedef struct ald_state {
 	const uint8_t *payload;    /* the stored payload, decrypted (NULL until then) */
 	uint64_t payload_len;
 	uint8_t *decrypted;        /* owned: the decrypted payload */
+	char lic_seller[FMT_MS_KEY_ID_HEX]; /* the seller's key id when seller_sig verified */
+	const char *lic_status;    /* seller_sig: "trusted", "not checked", "absent"; NULL before */
 	const uint8_t *terms;
 	uint32_t terms_len;
 	/* reading */
@@ -70,8 +72,20 @@ fmt_kind fmt_ald_decrypt(ald_state *s, const fmt_keyset *ks, fmt_err *e);
 /* FMT_SECRET_*: what reading the rows still needs. */
 int fmt_ald_secret_needed(const ald_state *s);
 
+/* The CRC-32 (standard, or alimentar's with upstream) of what k holds, read back from the file
+ * (anything buffered flushed first by the caller). */
+fmt_kind fmt_ald_sink_crc(fmt_sink *k, int upstream, uint32_t *crc, fmt_err *e);
+
+/* Licences (ald_licence.c): fmt-sign license, and fmt-verify's seller_sig and expiry checks. */
+fmt_kind fmt_ald_license_in_place(const char *path, const struct fmt_license_req *l, const fmt_keyset *keys,
+				  fmt_err *e);
+fmt_kind fmt_ald_check_license(ald_state *s, const struct fmt_verify_opts *o, fmt_err *e);
+json_t *fmt_ald_license_json(const ald_state *s);
+
 fmt_kind fmt_ald_parse(fmt_table *t, ald_state *s, fmt_err *e);
 fmt_kind fmt_ald_check_crc(ald_state *s, fmt_err *e);
+/* The card's sha256 against the payload (skipped while it is encrypted). */
+fmt_kind fmt_ald_check_digest(ald_state *s, fmt_err *e);
 fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *o, fmt_err *e);
 json_t *fmt_ald_describe(const fmt_table *t);
 

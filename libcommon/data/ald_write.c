@@ -190,7 +190,7 @@ static fmt_kind write_index(writer *w, fmt_err *e)
 }
 
 /* The CRC of everything written so far, read back from the file. */
-static fmt_kind file_crc(fmt_sink *k, int upstream, uint32_t *crc, fmt_err *e)
+fmt_kind fmt_ald_sink_crc(fmt_sink *k, int upstream, uint32_t *crc, fmt_err *e)
 {
 	static uint8_t buf[1 << 20];
 	uint64_t off = 0;
@@ -249,7 +249,7 @@ static fmt_kind finish(writer *w, const uint8_t *meta_len_check, size_t meta_len
 	if (w->sign && (k = fmt_ald_append_signature(w->k, w->sign, e)) != FMT_OK)
 		return k;
 	uint32_t crc = 0;
-	if ((k = file_crc(w->k, o->compat_alimentar, &crc, e)) != FMT_OK)
+	if ((k = fmt_ald_sink_crc(w->k, o->compat_alimentar, &crc, e)) != FMT_OK)
 		return k;
 	fmt_wr_u32(crc_le, crc);
 	return fmt_sink_write(w->k, crc_le, 4, e);

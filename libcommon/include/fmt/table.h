@@ -72,6 +72,7 @@ typedef struct fmt_batch {
 
 struct fmt_table_driver;
 struct fmt_keyset;
+struct fmt_license_req;
 struct fmt_write_opts;
 struct fmt_verify_opts;
 
@@ -122,6 +123,10 @@ typedef struct fmt_table_driver {
 	fmt_kind (*decrypt)(fmt_table *t, fmt_err *e);
 	/* The writer encrypts with fmt_write_opts.keys' password or x25519 recipient (pk). */
 	int encrypts;
+	/* Add or replace the licence of the file at path in place, atomically, signed by
+	 * keys->ed25519_secret (fmt-sign license); NULL when the format has no licences. */
+	fmt_kind (*license_in_place)(const char *path, const struct fmt_license_req *l,
+				     const struct fmt_keyset *keys, fmt_err *e);
 	unsigned caps;               /* FMT_CAP_ED25519, FMT_CAP_ED25519_SIGN (fmt/registry.h) */
 	/* Sign the file at path in place, atomically, with a key of keys (fmt-sign sign --embed);
 	 * NULL when the format has no embedded signature. */
