@@ -177,8 +177,7 @@ static fmt_kind write_licensed(const ald_state *s, fmt_sink *k, const fmt_licens
 		char b64[45];
 		fmt_base64(s->sig_pub, 32, b64, sizeof b64);
 		return fmt_fail(e, FMT_USAGE, "signed by another key (%s): the licence flag would change the header "
-				"that signature covers; license the file before it is signed, or sign it again "
-				"after (fmt-sign sign --embed)", b64);
+				"that signature covers; license it with that key, or before it is signed", b64);
 	}
 	fmt_kind r = signed_bytes_digest(s->file, s->payload_end, flags, digest, e);
 	if (r == FMT_OK)
@@ -191,6 +190,8 @@ static fmt_kind write_licensed(const ald_state *s, fmt_sink *k, const fmt_licens
 		r = fmt_sink_write(k, s->file + s->payload_end, SIG_BLOCK, e);
 	else if (r == FMT_OK)
 		r = fmt_ald_append_signature(k, sec, e);
+	if (r == FMT_OK)
+		r = fmt_sink_pwrite(k, 0, "", 0, e); /* flushes, for the read-back */
 	if (r == FMT_OK && pread(k->fd, file_sig, 64, (off_t)s->payload_end) != 64)
 		r = fmt_fail(e, FMT_IO, "cannot read back the signature block");
 	if (r == FMT_OK)
@@ -244,8 +245,14 @@ static fmt_kind check_seller(ald_state *s, const fmt_verify_opts *o, fmt_err *e)
 	uint8_t key[2 + FMT_MS_KEYNUM + FMT_MS_PK], sig[FMT_MS_SIG], digest[32], *msg;
 	size_t msg_len;
 	s->lic_status = "absent";
-	if (n < strlen(HEAD) || memcmp(terms, HEAD, strlen(HEAD)) != 0)
-		return FMT_OK; /* not ours (upstream's opaque terms): no seller_sig to check */
+	if (n < strlen(HEAD) || memcmp(terms, HEAD, strlen(HEAD)) != 0) {
+		/* upstream's opaque terms carry no seller_sig; with trusted keys one is required, or
+		 * changing a byte of the terms' head would make any terms pass */
+		if (o->keys.n_trusted)
+			return fmt_fail(e, FMT_SIGNATURE, "the licence carries no seller signature (its terms are "
+					"not the fmtkit licence JSON), and trusted keys were given");
+		return FMT_OK;
+	}
 	json_error_t je;
 	json_t *j = json_loadb(terms, n, JSON_REJECT_DUPLICATES, &je);
 	const char *key_s = json_string_value(json_object_get(j, "seller_key"));
