@@ -20,7 +20,7 @@ static const fmt_cli_command commands[] = {
 	{ "sign", "with -s: write FILE.minisig for each FILE (--embed: sign .apsim/.ald FILEs in place); with an HMAC key: sign an .apsim FILE in place" },
 	{ "key-id", "print the id of the key the options name" },
 	{ "verify", "check FILE.minisig for each FILE and print its trusted comment" },
-	{ "license", "write a licence block signed by the seller into each .ald FILE, in place" },
+	{ "license", "add a signed licence to each .ald FILE" },
 	{ NULL, NULL }
 };
 
@@ -38,15 +38,15 @@ static const fmt_cli_option options[] = {
 	  .commands = ONLY(CMD_KEY_ID) | ONLY(CMD_VERIFY) },
 	{ FMT_CLI_OPT("seckey", 's', "FILE", "the secret key file (default $XDG_CONFIG_HOME/fmtkit/ed25519.key)"),
 	  .commands = ONLY(CMD_KEYGEN) | ONLY(CMD_SIGN) | ONLY(CMD_KEY_ID) | ONLY(CMD_LICENSE), .complete = FMT_COMPLETE_FILE },
-	{ FMT_CLI_OPT("sign-key", OPT_SIGN_KEY, "SECKEY", "license: the seller's Ed25519 secret key (the same as -s)"),
+	{ FMT_CLI_OPT("sign-key", OPT_SIGN_KEY, "SECKEY", "license: seller key (as -s)"),
 	  .commands = ONLY(CMD_LICENSE), .complete = FMT_COMPLETE_FILE, .words = "*.key" },
-	{ FMT_CLI_OPT("licensee", OPT_LICENSEE, "ID", "license: who the licence is for (stored as its SHA-256)"),
+	{ FMT_CLI_OPT("licensee", OPT_LICENSEE, "ID", "license: licensee (stored hashed)"),
 	  .commands = ONLY(CMD_LICENSE) },
-	{ FMT_CLI_OPT("expires", OPT_EXPIRES, "DATE", "license: YYYY-MM-DD (00:00 UTC) or YYYY-MM-DDTHH:MM:SSZ;\n"
-		      "default: never"), .commands = ONLY(CMD_LICENSE) },
-	{ FMT_CLI_OPT("seats", OPT_SEATS, "N", "license: seat limit, 1 to 65535 (default: unlimited)"),
+	{ FMT_CLI_OPT("expires", OPT_EXPIRES, "DATE", "license: YYYY-MM-DD[THH:MM:SSZ] UTC"),
 	  .commands = ONLY(CMD_LICENSE) },
-	{ FMT_CLI_OPT("terms", OPT_TERMS, "FILE", "license: the terms, a JSON object (default {})"),
+	{ FMT_CLI_OPT("seats", OPT_SEATS, "N", "license: seat limit (1-65535)"),
+	  .commands = ONLY(CMD_LICENSE) },
+	{ FMT_CLI_OPT("terms", OPT_TERMS, "FILE", "license: terms (JSON object)"),
 	  .commands = ONLY(CMD_LICENSE), .complete = FMT_COMPLETE_FILE, .words = "*.json" },
 	{ FMT_CLI_OPT("no-passphrase", 'W', NULL, "keygen: leave the secret key unencrypted"),
 	  .commands = ONLY(CMD_KEYGEN) },
@@ -128,7 +128,7 @@ static const fmt_cli_tool tool = {
 		    "sign FILE [KEY OPTION] [-T N] [OPTIONS]\n"
 		    "verify -p PUBKEY | -P BASE64 | --trusted-keys DIR [-x SIGFILE] [-q] FILE...\n"
 		    "key-id [-p PUBKEY | -P BASE64 | -s SECKEY | KEY OPTION] [OPTIONS]\n"
-		    "license --licensee ID [--expires DATE] [--seats N] [--terms FILE.json] --sign-key SECKEY FILE.ald...",
+		    "license --licensee ID [--expires D] [--seats N] [--terms F] -s K FILE...",
 	.about = "Create Ed25519 key pairs in minisign's formats (minisign reads them and fmt-sign\n"
 		 "reads minisign's), sign any file with a detached FILE.minisig and verify it;\n"
 		 "create X25519 key pairs; create the per-user HMAC key and sign Apsi checkpoints\n"
@@ -140,8 +140,7 @@ static const fmt_cli_tool tool = {
 		  "Exit status: 0 ok, 2 usage (also a key file others can read, no key), 3 I/O error,\n"
 		  "4 invalid format, 5 unsupported version, 6 checksum mismatch (a file changed before\n"
 		  "--embed signs it), 7 signature invalid (wrong key id, bad\n"
-		  "signature, bad global signature, untrusted key), 8 wrong passphrase.\n"
-		  "license: the seller's key also signs the file (ald.md §6) unless another key did.",
+		  "signature, bad global signature, untrusted key), 8 wrong passphrase.",
 	.on_option = on_option,
 };
 
