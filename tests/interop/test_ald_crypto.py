@@ -2,7 +2,8 @@
 """The .ald encryption layer (specs/ald.md §5) checked by an independent implementation: Debian's
 python3-cryptography (AES-256-GCM, X25519, HKDF-SHA256) and python3-argon2 (Argon2id). Files
 fmt-convert encrypts decrypt here to the very payload bytes of the plain file; files encrypted
-here, from a plain .ald fmt-convert wrote, decrypt in fmtkit; the §5.2/§5.3 vectors agree."""
+here, from a plain .ald fmt-convert wrote, decrypt in fmtkit; the §5.2/§5.3 vectors agree; a
+licence's seller_sig (fmt-sign license) verifies over the message fmt-sign.1 documents."""
 import base64
 import json
 import os
@@ -12,9 +13,11 @@ import zlib
 
 from argon2.low_level import Type, hash_secret_raw
 from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from cryptography.exceptions import InvalidSignature
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -144,6 +147,43 @@ def theirs_recipient_decrypts_in_fmtkit(d):
     rows = json.loads(r.stdout)["rows"]
     assert rows == [{"id": 1, "name": "ann", "score": 0.5}, {"id": 2, "name": "b, c", "score": None},
                     {"id": 3, "name": "cy", "score": -2.25}], rows
+
+
+@suite.test
+def licence_seller_sig_verifies_here(d):
+    """fmt-sign license: seller_sig verifies here over the documented message; a changed term does not"""
+    import hashlib
+    p = scratch(d)
+    sec, pub = os.path.join(d, "seller.key"), os.path.join(d, "seller.pub")
+    terms = os.path.join(d, "terms.json")
+    open(terms, "w").write('{"use": "research", "fee": 12.5}')
+    if not os.path.exists(sec):
+        run("fmt-sign", "keygen", "-W", "-p", pub, "-s", sec)
+    out = os.path.join(d, "lic.ald")
+    run("fmt-convert", "--quiet", "--force", p["csv"], out)
+    run("fmt-sign", "license", "-q", "--licensee", "acme", "--expires", "2999-01-01", "--terms", terms,
+        "--sign-key", sec, out)
+    f = open(out, "rb").read()
+    s = parse(f)
+    assert s["flags"] == 0x0A, s["flags"]
+    end = s["enc"] + len(s["payload"])
+    file_sig, pk_block, lic = f[end:end + 64], f[end + 64:end + 96], f[end + 96:-4]
+    Ed25519PublicKey.from_public_bytes(pk_block).verify(file_sig, f[:end])  # the §6 block
+    n = struct.unpack_from("<I", lic, 71)[0]
+    text = lic[75:75 + n]
+    doc = json.loads(text)
+    assert doc["terms"] == {"use": "research", "fee": 12.5} and doc["fmtkit_licence"] == 1
+    key = base64.b64decode(doc["seller_key"])
+    assert key[:2] == b"Ed" and key == base64.b64decode(open(pub).read().splitlines()[1])
+    prefix = text[:text.rindex(b',"seller_sig":"')]
+    msg = b"fmtkit-ald-licence-v1\0" + lic[:71] + prefix + hashlib.sha256(f[:end]).digest() + file_sig
+    seller = Ed25519PublicKey.from_public_bytes(key[10:])
+    seller.verify(base64.b64decode(doc["seller_sig"]), msg)
+    try:
+        seller.verify(base64.b64decode(doc["seller_sig"]), msg.replace(b"research", b"commerce"))
+        raise AssertionError("a changed term verified")
+    except InvalidSignature:
+        pass
 
 
 suite.finish()
