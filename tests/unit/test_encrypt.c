@@ -115,3 +115,24 @@ TEST(encrypt_identity_files)
 	fmt_x25519_free(&p);
 	sodium_free(text);
 }
+
+/* Licence dates (fmt-sign license --expires, fmt-inspect, fmt-verify's message). */
+#include "fmt/dataset.h"
+TEST(licence_utc_dates)
+{
+	uint64_t t = 0;
+	char out[32];
+	CHECK(fmt_parse_utc_date("2999-01-01", &t) == 0);
+	CHECK_EQ_U64(t, 32472144000u);
+	CHECK(fmt_parse_utc_date("2001-02-03T04:05:06Z", &t) == 0);
+	CHECK_EQ_U64(t, 981173106u);
+	fmt_format_utc(t, out);
+	CHECK_STR(out, "2001-02-03T04:05:06Z");
+	fmt_format_utc(0, out);
+	CHECK_STR(out, "1970-01-01T00:00:00Z");
+	CHECK(fmt_parse_utc_date("2027-13-01", &t) != 0);
+	CHECK(fmt_parse_utc_date("2027-01-01T00:00:00", &t) != 0); /* UTC only: the Z is required */
+	CHECK(fmt_parse_utc_date("2027-01-01 ", &t) != 0);
+	CHECK(fmt_parse_utc_date("1969-12-31", &t) != 0);
+	CHECK(fmt_parse_utc_date("", &t) != 0);
+}
