@@ -275,3 +275,16 @@ PY
 	assert_success
 	assert_output "ok"
 }
+
+@test "the terminal: with no password option and a terminal on stdin, the password is asked without echo" {
+	command -v script >/dev/null || skip "no script(1)"
+	fmt-convert --encrypt-password-file pw.txt in.csv e.ald
+	run bash -c '(sleep 0.5; printf "correct horse battery\n") | script -qec "fmt-convert e.ald out.csv" /dev/null'
+	assert_success
+	assert_line --index 0 --partial "Password: "
+	refute_output --partial "correct horse" # no echo
+	[ "$(cat out.csv)" = "$(cat in.csv)" ]
+	run bash -c '(sleep 0.5; printf "nope\n") | script -qec "fmt-verify e.ald; echo rc=\$?" /dev/null'
+	assert_output --partial "authentication failed"
+	assert_output --partial "rc=8"
+}
