@@ -144,6 +144,24 @@ const fmt_ms_public *fmt_trust_find_pk(const fmt_ms_public *keys, size_t n, cons
 	return NULL;
 }
 
+fmt_kind fmt_trust_check_embedded(const fmt_ms_public *keys, size_t n, const uint8_t pk[FMT_MS_PK],
+				  const void *msg, size_t len, const uint8_t sig[FMT_MS_SIG],
+				  char id[FMT_MS_KEY_ID_HEX], fmt_err *e)
+{
+	char b64[45];
+	const fmt_ms_public *pub = fmt_trust_find_pk(keys, n, pk);
+	if (!pub) {
+		fmt_base64(pk, FMT_MS_PK, b64, sizeof b64);
+		return fmt_fail(e, FMT_SIGNATURE, "signed by Ed25519 public key %s, which is not a trusted key "
+				"(the block embeds the bare key, without a minisign key id)", b64);
+	}
+	fmt_ms_key_id(pub->keynum, id);
+	if (!fmt_ed25519_verify(pub->pk, msg, len, sig))
+		return fmt_fail(e, FMT_SIGNATURE, "bad signature by trusted key %s: the file was changed after "
+				"signing", id);
+	return FMT_OK;
+}
+
 fmt_kind fmt_passphrase(const fmt_pass_opts *o, int confirm, fmt_hmac_key *pw, fmt_err *e)
 {
 	if (o && o->file)

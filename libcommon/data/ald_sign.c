@@ -5,6 +5,7 @@
  * keys the user gave (-p, -P, --trusted-keys); upstream's reader with no trusted keys checks
  * nothing, and so do we (reported as not checked). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -52,36 +53,11 @@ fmt_kind fmt_ald_append_signature(fmt_sink *k, const fmt_ms_secret *sec, fmt_err
 
 fmt_kind fmt_ald_check_signature(const ald_state *s, const fmt_verify_opts *o, fmt_err *e)
 {
-	const fmt_keyset *keys = &o->keys;
-	int is_signed = (s->flags & FMT_ALD_SIGNED) != 0;
-	if (fmt_keyset_empty(keys)) {
-		if (is_signed && o->signer)
-			o->signer->embedded_unchecked = 1;
-		return FMT_OK;
-	}
-	if (!keys->n_trusted)
+	if (o->keys.hmac && !o->keys.n_trusted)
 		return fmt_fail(e, FMT_SIGNATURE, ".ald datasets are signed with Ed25519 keys: check them with -p, -P "
 				"or --trusted-keys, not an HMAC key");
-	if (!is_signed)
-		return o->signed_elsewhere ? FMT_OK
-					   : fmt_fail(e, FMT_SIGNATURE, "not signed: no signature block (flag bit 1) "
-						      "and no FILE.minisig");
-	char b64[45], id[FMT_MS_KEY_ID_HEX];
-	const fmt_ms_public *pub = fmt_trust_find_pk(keys->trusted, keys->n_trusted, s->sig_pub);
-	if (!pub) {
-		fmt_base64(s->sig_pub, 32, b64, sizeof b64);
-		return fmt_fail(e, FMT_SIGNATURE, "signed by Ed25519 public key %s, which is not a trusted key "
-				"(the block embeds the bare key, without a minisign key id)", b64);
-	}
-	fmt_ms_key_id(pub->keynum, id);
-	if (!fmt_ed25519_verify(pub->pk, s->file, (size_t)s->payload_end, s->file + s->payload_end))
-		return fmt_fail(e, FMT_SIGNATURE, "bad signature by trusted key %s: the file was changed after "
-				"signing", id);
-	if (o->signer) {
-		o->signer->kind = "ed25519";
-		snprintf(o->signer->key_id, sizeof o->signer->key_id, "%s", id);
-	}
-	return FMT_OK;
+	return fmt_verify_signature_block(o, (s->flags & FMT_ALD_SIGNED) != 0, s->sig_pub, s->file,
+					  (size_t)s->payload_end, s->file + s->payload_end, e);
 }
 
 /* The signed copy: [0, payload_end) with SIGNED set, the new block, the licence block as it
@@ -112,6 +88,26 @@ static fmt_kind write_signed(const ald_state *s, fmt_sink *k, const fmt_ms_secre
 	return fmt_sink_write(k, crc_le, 4, e);
 }
 
+/* A licence block's seller signature covers the file's signature (ald.md, decisions table): a
+ * re-signature that changes it would leave the licence unverifiable, so it is refused. Ed25519
+ * is deterministic: the same key over the same bytes gives the same signature, which is kept. */
+static fmt_kind licence_allows(const ald_state *s, const fmt_ms_secret *sec, fmt_err *e)
+{
+	uint8_t sig[64];
+	if (!(s->flags & FMT_ALD_LICENSED))
+		return FMT_OK;
+	if (s->flags & FMT_ALD_SIGNED) {
+		fmt_kind k = fmt_ed25519_sign(sec, s->file, (size_t)s->payload_end, sig, e);
+		if (k != FMT_OK)
+			return k;
+		if (memcmp(sig, s->file + s->payload_end, sizeof sig) == 0 &&
+		    memcmp(fmt_ms_secret_pk(sec), s->file + s->payload_end + 64, 32) == 0)
+			return FMT_OK;
+	}
+	return fmt_fail(e, FMT_USAGE, "the licence block's seller signature covers the file's signature: "
+			"signing would invalidate it (sign the dataset before issuing its licence)");
+}
+
 fmt_kind fmt_ald_sign_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e)
 {
 	fmt_table t;
@@ -129,6 +125,8 @@ fmt_kind fmt_ald_sign_in_place(const char *path, const fmt_keyset *keys, int thr
 	const ald_state *s = t.format_state;
 	if (r == FMT_OK && s->payload_end < FLAGS_AT + 1)
 		r = fmt_fail(e, FMT_INVALID_FORMAT, "no payload to sign");
+	if (r == FMT_OK)
+		r = licence_allows(s, keys->ed25519_secret, e);
 	if (r == FMT_OK)
 		r = fmt_sink_open(&k, path, FMT_SINK_FORCE, e);
 	if (r == FMT_OK) {

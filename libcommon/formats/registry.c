@@ -2,6 +2,7 @@
  * FMT_MODEL_DRIVERS below plus its own folder. */
 #include <stdio.h>
 #include <string.h>
+#include "fmt/minisign.h"
 #include "fmt/registry.h"
 
 /* In probe order; the order matters only on equal scores (more specific formats first), and
@@ -229,6 +230,27 @@ fmt_kind fmt_model_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
 	fmt_kind k = m->driver->verify(m, o, e);
 	if (k != FMT_OK)
 		fmt_err_file(e, m->path);
+	return k;
+}
+
+fmt_kind fmt_verify_signature_block(const fmt_verify_opts *o, int is_signed, const uint8_t *pk,
+				    const void *msg, size_t len, const uint8_t *sig, fmt_err *e)
+{
+	char id[FMT_MS_KEY_ID_HEX];
+	if (!o->keys.n_trusted) {
+		if (is_signed && o->signer)
+			o->signer->embedded_unchecked = 1;
+		return FMT_OK;
+	}
+	if (!is_signed)
+		return o->signed_elsewhere ? FMT_OK
+					   : fmt_fail(e, FMT_SIGNATURE, "not signed: no signature block (flag bit 1) "
+						      "and no FILE.minisig");
+	fmt_kind k = fmt_trust_check_embedded(o->keys.trusted, o->keys.n_trusted, pk, msg, len, sig, id, e);
+	if (k == FMT_OK && o->signer) {
+		o->signer->kind = "ed25519";
+		snprintf(o->signer->key_id, sizeof o->signer->key_id, "%s", id);
+	}
 	return k;
 }
 

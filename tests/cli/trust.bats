@@ -67,6 +67,22 @@ raw_pk_of() { sed -n 2p "$1" | base64 -d | tail -c 32 | base64 -w0; }
 	assert_output --partial ".minisig by trusted key $A)"
 }
 
+@test "a set trusted by detached signatures needs a .minisig by a trusted key on every file" {
+	cp -r "$SAMPLES/sharded" set
+	fmt-sign sign -q -s a.key set/model.safetensors.index.json
+	run --separate-stderr fmt-verify -p a.pub set/model.safetensors.index.json
+	assert_failure 7
+	assert_equal "$stderr" "fmt-verify: error: set/model.safetensors.index.json: set/model-00001-of-00002.safetensors has no .minisig: the signature of set/model.safetensors.index.json does not cover the other files of the set (sign each: fmt-sign sign -s SECKEY FILE...)"
+	fmt-sign sign -q -s a.key set/*.safetensors
+	run fmt-verify -p a.pub set/model.safetensors.index.json
+	assert_success
+	assert_output "set/model.safetensors.index.json: ok (safetensors-index, 5 tensors, 3 files, 855 bytes, .minisig by trusted key $A)"
+	fmt-sign sign -q -s b.key set/model-00002-of-00002.safetensors
+	run --separate-stderr fmt-verify -p a.pub set/model.safetensors.index.json
+	assert_failure 7
+	assert_equal "$stderr" "fmt-verify: error: set/model.safetensors.index.json: set/model-00002-of-00002.safetensors: signed by key $B, not by the key given (wrong key id)"
+}
+
 @test "a tampered file or .minisig is 7; a malformed .minisig 4; bad key options 2, 3 or 4" {
 	cp "$SAMPLES/tiny.safetensors" m.safetensors
 	fmt-sign sign -q -s a.key -t "release 1" m.safetensors
@@ -209,7 +225,9 @@ raw_pk_of() { sed -n 2p "$1" | base64 -d | tail -c 32 | base64 -w0; }
 	run fmt-verify -p a.pub u.ald
 	assert_success
 	# re-signing replaces the block (no second one), with the new key
-	fmt-sign sign -q --embed -s b.key u.ald
+	run --separate-stderr fmt-sign sign --embed -j -s b.key u.ald
+	assert_success
+	assert_output "{\"file\":\"u.ald\",\"kind\":\"ed25519\",\"key_id\":\"$B\"}"
 	[ "$(stat -c %s u.ald)" -eq $((size + 96)) ]
 	run fmt-verify -q -p b.pub u.ald
 	assert_success
@@ -231,6 +249,36 @@ raw_pk_of() { sed -n 2p "$1" | base64 -d | tail -c 32 | base64 -w0; }
 	run --separate-stderr fmt-sign sign --embed -s a.key rows.csv
 	assert_failure 2
 	assert_equal "$stderr" "fmt-sign: error: rows.csv: csv files carry no embedded signature (sign them with a detached .minisig: fmt-sign sign -s SECKEY without --embed)"
+}
+
+@test ".ald with a licence block: re-signing with the same key keeps it; another key is refused (the seller signature covers the file's)" {
+	fmt-convert -q rows.csv u.ald
+	# a licensed, signed file made here: flags SIGNED|LICENSED, block signed with a.key's seed,
+	# a 75-byte licence block (no terms), the CRC
+	/usr/bin/python3 - u.ald a.key l.ald <<'PY'
+import base64, struct, sys, zlib
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+d = bytearray(open(sys.argv[1], "rb").read())
+rec = base64.b64decode(open(sys.argv[2]).read().splitlines()[1])
+key = Ed25519PrivateKey.from_private_bytes(rec[62:94])
+meta, payload, schema = struct.unpack_from("<I", d, 8)[0], struct.unpack_from("<I", d, 12)[0], struct.unpack_from("<H", d, 22)[0]
+end = 32 + meta + schema + payload
+d[21] |= 0x0A
+body = bytes(d[:end])
+out = body + key.sign(body) + key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw) + bytes(16) + bytes(32) + bytes(27)
+open(sys.argv[3], "wb").write(out + struct.pack("<I", zlib.crc32(out)))
+PY
+	run fmt-verify -p a.pub l.ald
+	assert_success
+	cp l.ald l.orig
+	run fmt-sign sign -q --embed -s a.key l.ald
+	assert_success
+	cmp l.ald l.orig
+	run --separate-stderr fmt-sign sign --embed -s b.key l.ald
+	assert_failure 2
+	assert_equal "$stderr" "fmt-sign: error: l.ald: the licence block's seller signature covers the file's signature: signing would invalidate it (sign the dataset before issuing its licence)"
+	cmp l.ald l.orig
 }
 
 # ---- APR v1 ----

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "fmt/minisign.h"
 #include "fmt/registry.h"
 
 #ifndef FUZZ_DRIVER
@@ -86,6 +87,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (k != FMT_OK)
 			continue;
 		no_internal(fmt_model_verify(&m, NULL, &e));
+		/* with a trusted Ed25519 key: the embedded signature paths (.apsim, APR v1) */
+		static const fmt_ms_public trusted = { .keynum = { 1, 2, 3, 4, 5, 6, 7, 8 } };
+		fmt_verify_opts keyed = { .threads = 1, .keys = { .trusted = &trusted, .n_trusted = 1 } };
+		no_internal(fmt_model_verify(&m, &keyed, &e));
 		read_all(&m);
 		if (forced && d->write)
 			write_and_reopen(d, &m);

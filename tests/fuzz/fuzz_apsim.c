@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/apsim.h"
+#include "fmt/minisign.h"
 #include "fmt/qtensor.h"
 #include "fmt/registry.h"
 
@@ -57,6 +58,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		json_decref(d);
 		(void)fmt_driver_apsim.verify(&m, &none, &e);
 		(void)fmt_driver_apsim.verify(&m, &with_key, &e);
+		static const fmt_ms_public trusted = { .keynum = { 0x35, 0xbc, 0x74, 0x78, 0xeb, 0x6b, 0x2b, 0xec } };
+		fmt_verify_opts with_trust = { .keys = { .trusted = &trusted, .n_trusted = 1 }, .threads = 1 };
+		(void)fmt_driver_apsim.verify(&m, &with_trust, &e);
 		char *table = NULL;
 		size_t len = 0;
 		if (fmt_apsim_table(&m, &table, &len, &e) != FMT_OK)

@@ -9,6 +9,7 @@
 #include "fmt/cell.h"
 #include "fmt/dataset.h"
 #include "fmt/encrypt.h"
+#include "fmt/minisign.h"
 #include "fmt/registry.h"
 
 static void reread(const fmt_schema *s, const fmt_batch *b)
@@ -60,6 +61,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	t.opts = &o;
 	t.keys = &keys;
 	fmt_table_verify(&t, NULL, &e);
+	/* with a trusted Ed25519 key: the .ald signature block */
+	static const fmt_ms_public trusted = { .keynum = { 1 } };
+	fmt_verify_opts keyed = { .threads = 1, .keys = { .trusted = &trusted, .n_trusted = 1 } };
+	fmt_table_verify(&t, &keyed, &e);
 	json_t *facts = d->describe ? d->describe(&t) : NULL;
 	json_decref(facts);
 	for (int i = 0; i < 64; i++) {

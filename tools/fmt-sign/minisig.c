@@ -266,7 +266,35 @@ static fmt_kind sign_one(const char *file, const fmt_ms_secret *sec, const sign_
 	return k;
 }
 
-int sign_cmd_sign_minisig(char **files, int n, const sign_opts *o)
+/* One signed file reported: "signed FILE with key ID: SIGFILE" (detached) or "... with Ed25519 key
+ * ID (embedded)", or its JSON object; 0 or the I/O exit status. */
+static int report_signed_file(const char *file, const char *sig_path, const char *id, const sign_opts *o)
+{
+	if (o->common.quiet)
+		return 0;
+	if (o->common.json) {
+		json_t *obj = sig_path ? json_pack("{s:o, s:o, s:s}", "file", fmt_json_string(file, strlen(file)),
+						   "signature", fmt_json_string(sig_path, strlen(sig_path)), "key_id", id)
+				       : json_pack("{s:o, s:s, s:s}", "file", fmt_json_string(file, strlen(file)),
+						   "kind", "ed25519", "key_id", id);
+		int r = obj ? fmt_json_line(stdout, obj) : -1;
+		json_decref(obj);
+		return r == 0 ? 0 : FMT_IO;
+	}
+	printf("signed ");
+	fmt_out_escaped(stdout, file, strlen(file));
+	if (sig_path) {
+		printf(" with key %s: ", id);
+		fmt_out_escaped(stdout, sig_path, strlen(sig_path));
+		printf("\n");
+	} else {
+		printf(" with Ed25519 key %s (embedded)\n", id);
+	}
+	return 0;
+}
+
+/* sign -s (FILE.minisig for each FILE) and sign --embed (inside each FILE, in place). */
+static int sign_files(char **files, int n, const sign_opts *o, int embed)
 {
 	fmt_err e;
 	fmt_ms_secret sec;
@@ -275,30 +303,30 @@ int sign_cmd_sign_minisig(char **files, int n, const sign_opts *o)
 	if (load_secret(o, &sec, &e) != FMT_OK)
 		return fail(o, NULL, &e);
 	fmt_ms_key_id(sec.keynum, id);
+	fmt_keyset keys = { .ed25519_secret = &sec };
+	int threads = o->common.threads > 0 ? o->common.threads : fmt_cpu_count();
 	int worst = 0;
 	for (int i = 0; i < n; i++) {
 		char *sig_path = NULL;
 		fmt_err_clear(&e);
-		if (sign_one(files[i], &sec, o, &sig_path, &e) != FMT_OK) {
-			int code = fail(o, files[i], &e);
-			worst = code > worst ? code : worst;
-		} else if (!o->common.quiet && o->common.json) {
-			json_t *obj = json_pack("{s:o, s:o, s:s}", "file", fmt_json_string(files[i], strlen(files[i])),
-						"signature", fmt_json_string(sig_path, strlen(sig_path)), "key_id", id);
-			if (!obj || fmt_json_line(stdout, obj) != 0)
-				worst = worst > FMT_IO ? worst : FMT_IO;
-			json_decref(obj);
-		} else if (!o->common.quiet) {
-			printf("signed ");
-			fmt_out_escaped(stdout, files[i], strlen(files[i]));
-			printf(" with key %s: ", id);
-			fmt_out_escaped(stdout, sig_path, strlen(sig_path));
-			printf("\n");
-		}
+		fmt_kind k = embed ? fmt_sign_any_in_place(files[i], &keys, threads, &e)
+				   : sign_one(files[i], &sec, o, &sig_path, &e);
+		int code = k != FMT_OK ? fail(o, files[i], &e) : report_signed_file(files[i], sig_path, id, o);
+		worst = code > worst ? code : worst;
 		free(sig_path);
 	}
 	fmt_ms_secret_free(&sec);
 	return worst;
+}
+
+int sign_cmd_sign_minisig(char **files, int n, const sign_opts *o)
+{
+	return sign_files(files, n, o, 0);
+}
+
+int sign_cmd_sign_embed(char **files, int n, const sign_opts *o)
+{
+	return sign_files(files, n, o, 1);
 }
 
 static fmt_kind verify_one(const char *file, const fmt_ms_public *keys, size_t n, const sign_opts *o,
@@ -382,38 +410,5 @@ int sign_cmd_verify(char **files, int n, const sign_opts *o)
 	}
 	free(sig);
 	fmt_trust_free(&trust);
-	return worst;
-}
-
-int sign_cmd_sign_embed(char **files, int n, const sign_opts *o)
-{
-	fmt_err e;
-	fmt_ms_secret sec;
-	char id[FMT_MS_KEY_ID_HEX];
-	fmt_err_clear(&e);
-	if (load_secret(o, &sec, &e) != FMT_OK)
-		return fail(o, NULL, &e);
-	fmt_ms_key_id(sec.keynum, id);
-	fmt_keyset keys = { .ed25519_secret = &sec };
-	int threads = o->common.threads > 0 ? o->common.threads : fmt_cpu_count();
-	int worst = 0;
-	for (int i = 0; i < n; i++) {
-		fmt_err_clear(&e);
-		if (fmt_sign_any_in_place(files[i], &keys, threads, &e) != FMT_OK) {
-			int code = fail(o, files[i], &e);
-			worst = code > worst ? code : worst;
-		} else if (!o->common.quiet && o->common.json) {
-			json_t *obj = json_pack("{s:o, s:s, s:s}", "file", fmt_json_string(files[i], strlen(files[i])),
-						"kind", "ed25519", "key_id", id);
-			if (!obj || fmt_json_line(stdout, obj) != 0)
-				worst = worst > FMT_IO ? worst : FMT_IO;
-			json_decref(obj);
-		} else if (!o->common.quiet) {
-			printf("signed ");
-			fmt_out_escaped(stdout, files[i], strlen(files[i]));
-			printf(" with Ed25519 key %s (embedded)\n", id);
-		}
-	}
-	fmt_ms_secret_free(&sec);
 	return worst;
 }

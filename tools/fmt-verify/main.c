@@ -122,6 +122,8 @@ static fmt_kind verify_file(const char *path, const verify_args *a, fmt_verify_o
 		progress_begin(&pr, o);
 		k = fmt_model_verify(&m, &mine, &e);
 		fmt_progress_end(&pr);
+		if (k == FMT_OK)
+			k = verify_set_detached(&m, path, &vo->keys, &v, &e);
 		if (k == FMT_OK && a->run_tests)
 			k = run_embedded_tests(&m, path, &e);
 		if (k == FMT_OK && !o->quiet)

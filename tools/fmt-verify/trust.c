@@ -44,6 +44,29 @@ fmt_kind verify_detached(const char *path, const fmt_keyset *keys, verify_sigs *
 	return k;
 }
 
+fmt_kind verify_set_detached(const fmt_model *m, const char *path, const fmt_keyset *keys, verify_sigs *v,
+			     fmt_err *e)
+{
+	if (!v->detached || (v->signer.kind && strcmp(v->signer.kind, "ed25519") == 0))
+		return FMT_OK;
+	for (size_t i = 0; i < m->n_sources; i++) {
+		const char *file = m->sources[i].path;
+		if (strcmp(file, path) == 0)
+			continue;
+		verify_sigs shard;
+		memset(&shard, 0, sizeof shard);
+		fmt_kind k = verify_detached(file, keys, &shard, e);
+		if (k != FMT_OK)
+			fmt_err_prefix(e, file);
+		if (k == FMT_OK && !shard.detached)
+			k = fmt_fail(e, FMT_SIGNATURE, "%s has no .minisig: the signature of %s does not cover the "
+				     "other files of the set (sign each: fmt-sign sign -s SECKEY FILE...)", file, path);
+		if (k != FMT_OK)
+			return k;
+	}
+	return FMT_OK;
+}
+
 /* Ed25519 signatures only: HMAC checks keep the report they always had. */
 static int reported(const fmt_signer *s)
 {

@@ -23,6 +23,10 @@ typedef struct verify_sigs {
 /* FILE.minisig, when it exists, with the trusted keys (v->detached set when it verified);
  * FMT_OK without doing anything when there is none. */
 fmt_kind verify_detached(const char *path, const fmt_keyset *keys, verify_sigs *v, fmt_err *e);
+/* A set trusted through its index's FILE.minisig alone (no embedded Ed25519 signature checked):
+ * every other file of the set needs its own FILE.minisig by a trusted key. */
+fmt_kind verify_set_detached(const fmt_model *m, const char *path, const fmt_keyset *keys, verify_sigs *v,
+			     fmt_err *e);
 /* 1 when there is something to report; then the report as a JSON array and as text. */
 int sigs_any(const verify_sigs *v);
 json_t *sigs_json(const verify_sigs *v);

@@ -206,34 +206,10 @@ fmt_kind fmt_apr_v1_open(fmt_model *m, apr_state *st, fmt_err *e)
  * public key; trusted only when that key is one the user gave. */
 static fmt_kind check_signature(const apr_state *st, const uint8_t *p, const fmt_verify_opts *o, fmt_err *e)
 {
-	const fmt_keyset *keys = &o->keys;
-	int is_signed = (st->v1_flags & 0x2) != 0;
-	if (!keys->n_trusted) {
-		if (is_signed && o->signer)
-			o->signer->embedded_unchecked = 1;
-		return FMT_OK;
-	}
-	if (!is_signed)
-		return o->signed_elsewhere ? FMT_OK
-					   : fmt_fail(e, FMT_SIGNATURE, "not signed: no signature block (flag bit 1) "
-						      "and no FILE.minisig");
 	uint64_t body = (uint64_t)APR_V1_HEADER + st->metadata_size + st->payload_size;
-	const uint8_t *sig = p + body, *pk = sig + FMT_MS_SIG;
-	char id[FMT_MS_KEY_ID_HEX], b64[45];
-	const fmt_ms_public *pub = fmt_trust_find_pk(keys->trusted, keys->n_trusted, pk);
-	if (!pub) {
-		fmt_base64(pk, FMT_MS_PK, b64, sizeof b64);
-		return fmt_fail(e, FMT_SIGNATURE, "signed by Ed25519 public key %s, which is not a trusted key "
-				"(the block embeds the bare key, without a minisign key id)", b64);
-	}
-	fmt_ms_key_id(pub->keynum, id);
-	if (!fmt_ed25519_verify(pub->pk, p, (size_t)body, sig))
-		return fmt_fail(e, FMT_SIGNATURE, "bad signature by trusted key %s: the file was changed after signing", id);
-	if (o->signer) {
-		o->signer->kind = "ed25519";
-		snprintf(o->signer->key_id, sizeof o->signer->key_id, "%s", id);
-	}
-	return FMT_OK;
+	int is_signed = (st->v1_flags & 0x2) != 0;  /* then open checked the 96 bytes are there */
+	const uint8_t *sig = p + body;
+	return fmt_verify_signature_block(o, is_signed, is_signed ? sig + FMT_MS_SIG : NULL, p, (size_t)body, sig, e);
 }
 
 fmt_kind fmt_apr_v1_verify(fmt_model *m, const apr_state *st, const fmt_verify_opts *o, fmt_err *e)

@@ -132,6 +132,13 @@ void fmt_trust_free(fmt_trust_list *t);
 const fmt_ms_public *fmt_trust_find_id(const fmt_ms_public *keys, size_t n, const uint8_t keynum[FMT_MS_KEYNUM]);
 const fmt_ms_public *fmt_trust_find_pk(const fmt_ms_public *keys, size_t n, const uint8_t pk[FMT_MS_PK]);
 
+/* A signature block that embeds the signer's bare public key (.ald §6, APR v1 §16.2): pk must be
+ * one of the trusted keys (the message names an untrusted one in Base64) and sig its valid
+ * signature of msg; id gets the trusted key's minisign id. FMT_SIGNATURE otherwise. */
+fmt_kind fmt_trust_check_embedded(const fmt_ms_public *keys, size_t n, const uint8_t pk[FMT_MS_PK],
+				  const void *msg, size_t len, const uint8_t sig[FMT_MS_SIG],
+				  char id[FMT_MS_KEY_ID_HEX], fmt_err *e);
+
 /* Where a secret key's passphrase comes from: a file, an environment variable, else a no-echo
  * prompt on the terminal (twice when confirm). */
 typedef struct fmt_pass_opts {

@@ -190,6 +190,14 @@ fmt_kind fmt_sign_in_place(const char *path, const fmt_keyset *keys, int threads
 /* The signature m carries as stored (its driver's signature hook), NULL when unsigned. */
 const char *fmt_model_signature(const fmt_model *m);
 
+/* A signature block that embeds the signer's bare public key (.ald, APR v1), as verify checks
+ * it: without trusted keys nothing is checked (a block present is reported as unchecked through
+ * o->signer); with them the block must be there (unless o->signed_elsewhere), its key trusted and
+ * its signature of msg[0..len) valid (fmt_trust_check_embedded). pk and sig are read only when
+ * is_signed. */
+fmt_kind fmt_verify_signature_block(const fmt_verify_opts *o, int is_signed, const uint8_t *pk,
+				    const void *msg, size_t len, const uint8_t *sig, fmt_err *e);
+
 /* The driver's verify (digests, signatures). A key for a format without signatures is
  * SignatureInvalid: the user asked for a signature that cannot be there. o may be NULL. */
 fmt_kind fmt_model_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e);
