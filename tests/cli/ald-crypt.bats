@@ -288,3 +288,12 @@ PY
 	assert_output --partial "authentication failed"
 	assert_output --partial "rc=8"
 }
+
+@test "--trueno-native with encryption: exit 2 naming both, nothing written (its arrays are read in place)" {
+	run --separate-stderr fmt-convert --trueno-native --encrypt-password-file pw.txt in.csv n.ald
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"TRUENO_NATIVE arrays are read in place and cannot be encrypted"* ]]
+	[ ! -e n.ald ]
+	run fmt-convert --trueno-native in.csv plain.ald
+	assert_success
+}
