@@ -28,11 +28,6 @@ snapshot() {
 	(cd "$1" && find . -printf '%y %p %s\n' | sort && find . -type f -exec sha256sum {} + | sort)
 }
 
-# Sanitizer builds reserve terabytes of address space: a ulimit -v cannot apply to them.
-asan_build() {
-	grep -q __asan_init "$FMTKIT_BIN/fmt-inspect"
-}
-
 # run_bounded FILE CMD...: run CMD under ulimit -v = 16 x FILE's size + 64 MB (issue 8, item 3).
 run_bounded() {
 	local file=$1

@@ -50,3 +50,14 @@ tensor_hex() {
 	fi
 	xxd -p -s $((start + off)) -l "$len" "$file" | tr -d '\n'
 }
+
+# Sanitizer builds (make asan) reserve terabytes of address space and count shadow memory in
+# their RSS: an address-space limit or an RSS bound cannot apply to them.
+asan_build() {
+	grep -q __asan_init "$FMTKIT_BIN/fmt-inspect"
+}
+
+# limit_as KB: the ulimit -v prefix for a bash -c command line, empty in sanitizer builds.
+limit_as() {
+	asan_build || echo "ulimit -v $1;"
+}

@@ -260,7 +260,8 @@ fmt_kind wm_embed(const char *input, const char *output, const wm_opts *o, const
 	fmt_pool_destroy(c.pool);
 	for (size_t i = 0; i < r->n_cols; i++) {
 		wm_column *col = r->cols[i];
-		qsort(col->pieces, col->n_pieces, sizeof *col->pieces, piece_cmp);
+		if (col->n_pieces > 1) /* none for an empty column: qsort wants a pointer */
+			qsort(col->pieces, col->n_pieces, sizeof *col->pieces, piece_cmp);
 		for (size_t j = 0; j < col->n_pieces; j++)
 			fmt_wm_dist_merge(&col->dist, &col->pieces[j].d);
 	}
