@@ -1,13 +1,11 @@
-/* fmt-convert for datasets: open the input as a table (CSV, JSON Lines, Arrow IPC, .ald),
+/* The pipeline for datasets: open the input as a table (CSV, JSON Lines, Arrow IPC, .ald),
  * check its integrity layers, and stream its batches into the output's table driver. */
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/arrow.h"
 #include "fmt/io.h"
 #include "fmt/out.h"
-#include "convert.h"
-
-#define TOOL "fmt-convert"
+#include "pipeline_internal.h"
 
 static fmt_kind load_json(const char *path, const char *what, json_t **out, fmt_err *e)
 {
@@ -40,7 +38,7 @@ static void print_schema(FILE *f, const fmt_schema *s)
 	}
 }
 
-static void report(const char *input, const char *output, const fmt_table *t, const convert_opts *o,
+static void report(const char *input, const char *output, const fmt_table *t, const fmt_convert_opts *o,
 		   int dry_run)
 {
 	if (o->json) {
@@ -53,11 +51,11 @@ static void report(const char *input, const char *output, const fmt_table *t, co
 		json_object_set_new(r, "schema", fmt_schema_json(&t->schema));
 		if (t->n_rows != FMT_ROWS_UNKNOWN)
 			json_object_set_new(r, "rows", fmt_json_u64(t->n_rows));
-		fmt_json_line(stdout, r);
+		fmt_json_line(o->out, r);
 		json_decref(r);
 		return;
 	}
-	FILE *f = dry_run ? stdout : stderr;
+	FILE *f = dry_run ? o->out : o->err;
 	fprintf(f, "%s (%s) -> %s (%s)", input, t->driver->name, output, o->table_to->name);
 	if (t->n_rows != FMT_ROWS_UNKNOWN)
 		fprintf(f, ", %llu rows", (unsigned long long)t->n_rows);
@@ -65,7 +63,7 @@ static void report(const char *input, const char *output, const fmt_table *t, co
 	print_schema(f, &t->schema);
 }
 
-fmt_kind convert_dataset(const char *input, const char *output, const convert_opts *o, fmt_err *e)
+fmt_kind fmt_pipeline_dataset(const char *input, const char *output, const fmt_convert_opts *o, fmt_err *e)
 {
 	fmt_dataset_opts d = o->dataset;
 	json_t *schema = NULL, *card = NULL;
