@@ -444,13 +444,16 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 
 int fmt_cli_finish(const fmt_cli_tool *t, const fmt_cli *cli, int status)
 {
+	/* A write larger than stdout's buffer fails at once and leaves only the error flag; the
+	 * errno it set is still the last one, since nothing in between has failed. */
+	int earlier = errno;
 	int failed = fflush(stdout) != 0;
-	int saved = errno;
+	int saved = failed ? errno : earlier;
 	if (!failed && !ferror(stdout))
 		return status;
 	fmt_err e;
 	fmt_err_clear(&e);
-	if (failed)
+	if (saved != 0)
 		fmt_fail(&e, FMT_IO, "cannot write to standard output: %s", strerror(saved));
 	else
 		fmt_fail(&e, FMT_IO, "cannot write to standard output");

@@ -169,6 +169,10 @@ fmt_kind fmt_ald_parse(fmt_table *t, ald_state *s, fmt_err *e)
 	if (s->payload_size > s->crc_off - pos)
 		return bad(e, "payload runs past the CRC");
 	s->payload_end = pos + s->payload_size;
+	if (!(s->flags & FMT_ALD_ENCRYPTED)) {
+		s->payload = d + pos;
+		s->payload_len = s->payload_size;
+	}
 	if ((s->flags & FMT_ALD_STREAMING) && !(s->flags & FMT_ALD_ENCRYPTED) && s->chunk_bytes != s->payload_size)
 		return bad(e, "chunk sizes do not add up to the payload size");
 	if ((k = parse_trailer(s, d, e)) != FMT_OK)
@@ -214,6 +218,10 @@ static void ald_close(fmt_table *t)
 	if (s->ds_open)
 		fmt_dstream_free(&s->ds);
 	free(s->plain);
+	if (s->decrypted) {
+		fmt_wipe(s->decrypted, s->payload_len);
+		free(s->decrypted);
+	}
 	free(s->chunks);
 	fmt_ald_native_free(s);
 	json_decref(s->card);
@@ -229,8 +237,8 @@ static fmt_kind open_stream(fmt_table *t, ald_state *s, uint64_t off, uint64_t n
 	s->ipc_open = 0;
 	free(s->plain);
 	s->plain = NULL;
-	fmt_kind k = fmt_decompress(s->chunk_codec ? s->chunk_codec : s->compression, s->file + off, (size_t)n, max,
-				    &s->plain, &s->plain_len, e);
+	fmt_kind k = fmt_decompress(s->chunk_codec ? s->chunk_codec : s->compression, s->payload + off, (size_t)n,
+				    max, &s->plain, &s->plain_len, e);
 	if (k != FMT_OK)
 		return k;
 	if ((k = fmt_ipc_open(&s->ipc, s->plain, s->plain_len, e)) != FMT_OK)
@@ -247,7 +255,7 @@ static fmt_kind open_chunk(fmt_table *t, uint32_t i, fmt_err *e)
 {
 	ald_state *s = t->format_state;
 	const ald_chunk *c = &s->chunks[i];
-	fmt_kind k = open_stream(t, s, s->payload_start + c->byte_offset, c->csize, c->usize, e);
+	fmt_kind k = open_stream(t, s, c->byte_offset, c->csize, c->usize, e);
 	if (k == FMT_OK && s->plain_len != c->usize)
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "chunk %u decompresses to %zu bytes, the index says %u", i,
 			     s->plain_len, c->usize);
@@ -287,7 +295,7 @@ fmt_kind fmt_ald_next_plain(ald_state *s, const fmt_schema *want, fmt_batch *b, 
 	int eos;
 	fmt_kind k;
 	if (!s->ds_open) {
-		if ((k = fmt_dstream_init(&s->ds, s->compression, s->file + s->payload_start, s->payload_size, e)) != FMT_OK)
+		if ((k = fmt_dstream_init(&s->ds, s->compression, s->payload, (size_t)s->payload_len, e)) != FMT_OK)
 			return k;
 		s->ds_open = 1;
 		if ((k = next_message(s, &size, &eos, e)) != FMT_OK)
@@ -324,9 +332,8 @@ static fmt_kind ald_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 	ald_state *s = t->format_state;
 	fmt_kind k;
 	*done = 0;
-	if (s->flags & FMT_ALD_ENCRYPTED)
-		return fmt_fail(e, FMT_UNSUPPORTED, "the payload is encrypted (%s mode); decryption is not supported yet",
-				s->enc_mode == 0 ? "password" : "recipient");
+	if ((s->flags & FMT_ALD_ENCRYPTED) && (k = fmt_ald_decrypt(s, t->keys, e)) != FMT_OK)
+		return k;
 	const fmt_field *u = fmt_schema_unsupported(&t->schema);
 	if (u)
 		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
@@ -354,10 +361,10 @@ static fmt_kind ald_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 }
 
 /* The card's sha256 against the uncompressed payload (the chunks' streams in order). */
-static fmt_kind check_digest(ald_state *s, fmt_err *e)
+fmt_kind fmt_ald_check_digest(ald_state *s, fmt_err *e)
 {
 	const json_t *want = json_object_get(s->card, "sha256");
-	if (!json_is_string(want) || (s->flags & FMT_ALD_ENCRYPTED))
+	if (!json_is_string(want) || !s->payload)
 		return FMT_OK;
 	if (s->upstream_streaming) /* its default card has none; its LZ4 chunks are not frames */
 		return FMT_OK;
@@ -369,13 +376,13 @@ static fmt_kind check_digest(ald_state *s, fmt_err *e)
 	fmt_kind k = fmt_sha256_init(&h, e);
 	uint32_t parts = (s->flags & FMT_ALD_STREAMING) ? s->n_chunks : 1;
 	for (uint32_t i = 0; k == FMT_OK && i < parts; i++) {
-		uint64_t off = s->payload_start, len = s->payload_size, total = 0;
+		uint64_t off = 0, len = s->payload_len, total = 0;
 		if (s->flags & FMT_ALD_STREAMING) {
 			off += s->chunks[i].byte_offset;
 			len = s->chunks[i].csize;
 		}
 		fmt_dstream ds;
-		if ((k = fmt_dstream_init(&ds, s->compression, s->file + off, (size_t)len, e)) != FMT_OK)
+		if ((k = fmt_dstream_init(&ds, s->compression, s->payload + off, (size_t)len, e)) != FMT_OK)
 			break;
 		while (k == FMT_OK) {
 			if ((k = fmt_dstream_fill(&ds, 1u << 20, MAX_PAYLOAD, e)) != FMT_OK)
@@ -407,35 +414,29 @@ static fmt_kind check_digest(ald_state *s, fmt_err *e)
  * the payload, which needs the payload decompressed (conversions skip it: they read it next). */
 static fmt_kind ald_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e)
 {
-	fmt_kind k = fmt_ald_check_crc(t->format_state, e);
+	ald_state *s = t->format_state;
+	fmt_kind k = fmt_ald_check_crc(s, e);
+	if (k == FMT_OK && o) {
+		/* the signature check sees the signature keys only, not the decryption ones */
+		fmt_verify_opts sig = *o;
+		sig.keys.password = NULL;
+		sig.keys.x25519 = NULL;
+		k = fmt_ald_check_signature(s, &sig, e);
+	}
 	if (k == FMT_OK && o)
-		k = fmt_ald_check_signature(t->format_state, o, e);
+		k = fmt_ald_check_license(s, o, e);
+	/* fmt-verify authenticates an encrypted payload when it has the key, then checks its digest */
+	const fmt_keyset *ks = o && (o->keys.password || o->keys.x25519) ? &o->keys : t->keys;
+	if (k == FMT_OK && o && (s->flags & FMT_ALD_ENCRYPTED) && ks && (ks->password || ks->x25519))
+		k = fmt_ald_decrypt(s, ks, e);
 	if (k == FMT_OK && o)
-		k = check_digest(t->format_state, e);
+		k = fmt_ald_check_digest(s, e);
 	return k;
 }
 
 static void hex_id(const uint8_t *b, size_t n, char *out)
 {
 	fmt_hex(b, n, out);
-}
-
-static json_t *license_json(const ald_state *s)
-{
-	char id[40], uuid[40], hash[65];
-	hex_id(s->license_id, 16, id);
-	snprintf(uuid, sizeof uuid, "%.8s-%.4s-%.4s-%.4s-%.12s", id, id + 8, id + 12, id + 16, id + 20);
-	hex_id(s->licensee_hash, 32, hash);
-	json_t *l = json_object();
-	json_object_set_new(l, "license_id", json_string(uuid));
-	json_object_set_new(l, "licensee_sha256", json_string(hash));
-	json_object_set_new(l, "issued_at", fmt_json_u64(s->issued_at));
-	json_object_set_new(l, "expires_at", fmt_json_u64(s->expires_at));
-	json_object_set_new(l, "flags", json_integer(s->license_flags));
-	json_object_set_new(l, "seat_limit", json_integer(s->seat_limit));
-	json_object_set_new(l, "query_limit", fmt_json_u64(s->query_limit));
-	json_object_set_new(l, "terms", fmt_json_string((const char *)s->terms, s->terms_len));
-	return l;
 }
 
 static json_t *flags_json(uint8_t flags)
@@ -487,9 +488,11 @@ json_t *fmt_ald_describe(const fmt_table *t)
 	}
 	if (s->flags & FMT_ALD_TRUENO_NATIVE)
 		json_object_set_new(o, "arrays", fmt_ald_native_json(s));
-	if (s->flags & FMT_ALD_ENCRYPTED)
+	if (s->flags & FMT_ALD_ENCRYPTED) {
 		json_object_set_new(o, "encryption", json_string(s->enc_mode == 0 ? "password" : s->enc_mode == 1
 									  ? "recipient" : "unknown mode"));
+		json_object_set_new(o, "payload_authenticated", json_boolean(s->payload != NULL));
+	}
 	if (s->flags & FMT_ALD_SIGNED) {
 		char pub[65];
 		hex_id(s->sig_pub, 32, pub);
@@ -497,8 +500,18 @@ json_t *fmt_ald_describe(const fmt_table *t)
 		json_object_set_new(o, "signature_public_key_base64", fmt_ald_signer_b64(s));
 	}
 	if (s->flags & FMT_ALD_LICENSED)
-		json_object_set_new(o, "license", license_json(s));
+		json_object_set_new(o, "license", fmt_ald_license_json(s));
 	return o;
+}
+
+static int ald_secret(const fmt_table *t)
+{
+	return fmt_ald_secret_needed(t->format_state);
+}
+
+static fmt_kind ald_decrypt(fmt_table *t, fmt_err *e)
+{
+	return fmt_ald_decrypt(t->format_state, t->keys, e);
 }
 
 const fmt_table_driver fmt_table_driver_ald = {
@@ -511,6 +524,10 @@ const fmt_table_driver fmt_table_driver_ald = {
 	.write = fmt_ald_write,
 	.close = ald_close,
 	.describe = fmt_ald_describe,
+	.secret = ald_secret,
+	.decrypt = ald_decrypt,
+	.encrypts = 1,
 	.caps = FMT_CAP_ED25519 | FMT_CAP_ED25519_SIGN,
 	.sign_in_place = fmt_ald_sign_in_place,
+	.license_in_place = fmt_ald_license_in_place,
 };

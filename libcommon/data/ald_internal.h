@@ -8,6 +8,7 @@
 #include "fmt/registry.h"
 #include "fmt/table.h"
 #include "compress.h"
+#include "fmt/encrypt.h"
 
 typedef struct ald_chunk {
 	uint64_t row_offset;
@@ -35,6 +36,11 @@ typedef struct ald_state {
 	uint64_t issued_at, expires_at;
 	uint16_t seat_limit;
 	uint32_t query_limit;
+	const uint8_t *payload;    /* the stored payload, decrypted (NULL until then) */
+	uint64_t payload_len;
+	uint8_t *decrypted;        /* owned: the decrypted payload */
+	char lic_seller[FMT_MS_KEY_ID_HEX]; /* the seller's key id when seller_sig verified */
+	const char *lic_status;    /* seller_sig: "trusted", "not checked", "absent"; NULL before */
 	const uint8_t *terms;
 	uint32_t terms_len;
 	/* reading */
@@ -51,6 +57,34 @@ typedef struct ald_state {
 	int chunk_codec;           /* how chunks are compressed when not as the id says; 0: as it says */
 } ald_state;
 
+/* Encryption (ald_crypt.c): the header and cipher of a payload being written. */
+typedef struct ald_enc {
+	uint8_t header[45];        /* the encryption header (§5.1) */
+	size_t header_len;
+	fmt_gcm gcm;
+	uint8_t *buf;
+} ald_enc;
+
+/* *on = 1 when ks has a password or an X25519 recipient: then c is ready (header made). */
+fmt_kind fmt_ald_enc_begin(ald_enc *c, const fmt_keyset *ks, int *on, fmt_err *e);
+fmt_kind fmt_ald_enc_write(ald_enc *c, fmt_sink *k, const uint8_t *p, size_t n, fmt_err *e);
+fmt_kind fmt_ald_enc_end(ald_enc *c, fmt_sink *k, fmt_err *e);  /* writes the tag */
+void fmt_ald_enc_free(ald_enc *c);
+/* Decrypt the payload with ks (tag checked) into s->payload; DecryptionFailed without a key. */
+fmt_kind fmt_ald_decrypt(ald_state *s, const fmt_keyset *ks, fmt_err *e);
+/* FMT_SECRET_*: what reading the rows still needs. */
+int fmt_ald_secret_needed(const ald_state *s);
+
+/* The CRC-32 (standard, or alimentar's with upstream) of what k holds, read back from the file
+ * (anything buffered flushed first by the caller). */
+fmt_kind fmt_ald_sink_crc(fmt_sink *k, int upstream, uint32_t *crc, fmt_err *e);
+
+/* Licences (ald_licence.c): fmt-sign license, and fmt-verify's seller_sig and expiry checks. */
+fmt_kind fmt_ald_license_in_place(const char *path, const struct fmt_license_req *l, const fmt_keyset *keys,
+				  fmt_err *e);
+fmt_kind fmt_ald_check_license(ald_state *s, const struct fmt_verify_opts *o, fmt_err *e);
+json_t *fmt_ald_license_json(const ald_state *s);
+
 fmt_kind fmt_ald_parse(fmt_table *t, ald_state *s, fmt_err *e);
 /* The schema block at s->schema_start (s->schema_size bytes) into t->schema. */
 fmt_kind fmt_ald_parse_schema_block(fmt_table *t, ald_state *s, fmt_err *e);
@@ -59,6 +93,8 @@ fmt_kind fmt_ald_parse_schema_block(fmt_table *t, ald_state *s, fmt_err *e);
 int fmt_ald_is_upstream_streaming(const uint8_t *head, size_t n);
 fmt_kind fmt_ald_upstream_parse(fmt_table *t, ald_state *s, fmt_err *e);
 fmt_kind fmt_ald_check_crc(ald_state *s, fmt_err *e);
+/* The card's sha256 against the payload (skipped while it is encrypted). */
+fmt_kind fmt_ald_check_digest(ald_state *s, fmt_err *e);
 fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *o, fmt_err *e);
 json_t *fmt_ald_describe(const fmt_table *t);
 /* The next batch of a plain (not STREAMING) payload whose schema is want. */

@@ -167,6 +167,8 @@ fmt_kind fmt_ald_upstream_parse(fmt_table *t, ald_state *s, fmt_err *e)
 	if ((k = read_index(s, d, pos, index_size, e)) != FMT_OK)
 		return k;
 	s->payload_end = size;
+	s->payload = d + s->payload_start; /* never encrypted: the layout has no such block */
+	s->payload_len = s->chunk_bytes;
 	s->payload_size = s->chunk_bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)s->chunk_bytes;
 	t->n_rows = s->num_rows;
 	return FMT_OK;

@@ -18,6 +18,7 @@ typedef struct writer {
 	const fmt_dataset_opts *o;
 	const fmt_schema *schema;
 	fmt_sink *k;
+	ald_enc *enc;              /* encrypting: the payload goes through it */
 	FILE *spill;               /* STREAMING: chunk bytes until the index is written */
 	fmt_compressor comp;
 	fmt_sha256 sha;
@@ -38,7 +39,7 @@ static fmt_kind emit(void *ctx, const uint8_t *p, size_t n, fmt_err *e)
 	w->stored += n;
 	w->chunk_stored += n;
 	if (!w->spill)
-		return fmt_sink_write(w->k, p, n, e);
+		return w->enc ? fmt_ald_enc_write(w->enc, w->k, p, n, e) : fmt_sink_write(w->k, p, n, e);
 	if (fwrite(p, 1, n, w->spill) != n)
 		return fmt_fail(e, FMT_IO, "cannot write the temporary chunk file");
 	return FMT_OK;
@@ -164,7 +165,7 @@ static fmt_kind copy_spill(writer *w, fmt_err *e)
 	if (fflush(w->spill) != 0 || fseek(w->spill, 0, SEEK_SET) != 0)
 		return fmt_fail(e, FMT_IO, "cannot read the temporary chunk file");
 	while ((n = fread(buf, 1, sizeof buf, w->spill)) > 0) {
-		fmt_kind k = fmt_sink_write(w->k, buf, n, e);
+		fmt_kind k = w->enc ? fmt_ald_enc_write(w->enc, w->k, buf, n, e) : fmt_sink_write(w->k, buf, n, e);
 		if (k != FMT_OK)
 			return k;
 	}
@@ -189,7 +190,7 @@ static fmt_kind write_index(writer *w, fmt_err *e)
 }
 
 /* The CRC of everything written so far, read back from the file. */
-static fmt_kind file_crc(fmt_sink *k, int upstream, uint32_t *crc, fmt_err *e)
+fmt_kind fmt_ald_sink_crc(fmt_sink *k, int upstream, uint32_t *crc, fmt_err *e)
 {
 	static uint8_t buf[1 << 20];
 	uint64_t off = 0;
@@ -248,7 +249,7 @@ static fmt_kind finish(writer *w, const uint8_t *meta_len_check, size_t meta_len
 	if (w->sign && (k = fmt_ald_append_signature(w->k, w->sign, e)) != FMT_OK)
 		return k;
 	uint32_t crc = 0;
-	if ((k = file_crc(w->k, o->compat_alimentar, &crc, e)) != FMT_OK)
+	if ((k = fmt_ald_sink_crc(w->k, o->compat_alimentar, &crc, e)) != FMT_OK)
 		return k;
 	fmt_wr_u32(crc_le, crc);
 	return fmt_sink_write(w->k, crc_le, 4, e);
@@ -258,6 +259,8 @@ static const fmt_dataset_opts default_opts = { .compression = FMT_ALD_ZSTD };
 
 fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt_err *e)
 {
+	ald_enc enc;
+	int encrypting = 0;
 	writer w = { .o = in->opts ? in->opts : &default_opts, .schema = &in->schema, .k = k,
 		     .sign = wo ? wo->keys.ed25519_secret : NULL };
 	const fmt_dataset_opts *o = w.o;
@@ -276,6 +279,17 @@ fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt
 	if (u)
 		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
 				u->name, u->type_name);
+	if ((r = fmt_ald_enc_begin(&enc, wo ? &wo->keys : NULL, &encrypting, e)) != FMT_OK)
+		return r;
+	if (encrypting) {
+		w.enc = &enc;
+		flags |= FMT_ALD_ENCRYPTED;
+	}
+	if (encrypting && o->trueno_native) { /* its arrays are read in place through the mapping */
+		r = fmt_fail(e, FMT_USAGE, "TRUENO_NATIVE arrays are read in place and cannot be encrypted: "
+			     "give --trueno-native or an encryption option, not both");
+		goto out;
+	}
 	if ((r = fmt_card_encode(o->card, o->compat_alimentar ? NULL : zero_hex, o->compat_alimentar, &meta,
 				 &meta_len, e)) != FMT_OK)
 		return r;
@@ -302,7 +316,8 @@ fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt
 			r = fmt_fail(e, FMT_IO, "cannot create a temporary file for the chunks");
 			goto out;
 		}
-	} else if ((r = stream_begin(&w, e)) != FMT_OK) {
+	} else if ((encrypting && (r = fmt_sink_write(k, enc.header, enc.header_len, e)) != FMT_OK) ||
+		   (r = stream_begin(&w, e)) != FMT_OK) {
 		goto out;
 	}
 	for (;;) {
@@ -323,8 +338,11 @@ fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt
 		r = stream_begin(&w, e); /* an empty dataset still has one chunk: its schema */
 	if (r == FMT_OK && w.ipc_open)
 		r = stream_end(&w, e);
-	if (r == FMT_OK && w.spill && (r = write_index(&w, e)) == FMT_OK)
+	if (r == FMT_OK && w.spill && (r = write_index(&w, e)) == FMT_OK &&
+	    (!encrypting || (r = fmt_sink_write(k, enc.header, enc.header_len, e)) == FMT_OK))
 		r = copy_spill(&w, e);
+	if (r == FMT_OK && encrypting && (r = fmt_ald_enc_end(&enc, k, e)) == FMT_OK)
+		w.stored += FMT_AEAD_TAG;
 	if (r == FMT_OK)
 		r = finish(&w, meta, meta_len, (uint16_t)block.len, flags, e);
 out:
@@ -334,6 +352,8 @@ out:
 		fclose(w.spill);
 	fmt_compressor_free(&w.comp);
 	fmt_sha256_free(&w.sha);
+	if (encrypting)
+		fmt_ald_enc_free(&enc);
 	free(w.chunks);
 	free(meta);
 	fmt_sb_free(&block);

@@ -2,7 +2,9 @@
  * reads (fmt/table.h). */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "fmt/checked.h"
+#include "fmt/encrypt.h"
 #include "fmt/out.h"
 #include "fmt/registry.h"
 #include "fmt/table.h"
@@ -437,6 +439,25 @@ fmt_kind fmt_table_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_err
 	if (!t->driver->verify)
 		return FMT_OK;
 	fmt_kind k = t->driver->verify(t, o, e);
+	if (k != FMT_OK)
+		fmt_err_file(e, t->path);
+	return k;
+}
+
+int fmt_table_secret(const fmt_table *t)
+{
+	return t->driver->secret ? t->driver->secret(t) : FMT_SECRET_NONE;
+}
+
+fmt_kind fmt_table_unlock(fmt_table *t, struct fmt_decrypt_keys *dk, struct fmt_keyset *ks, int now,
+			  fmt_err *e)
+{
+	fmt_kind k = FMT_OK;
+	t->keys = ks;
+	if (fmt_table_secret(t) == FMT_SECRET_PASSWORD && !ks->password && isatty(STDIN_FILENO))
+		k = fmt_decrypt_keys_prompt(dk, ks, e);
+	if (k == FMT_OK && now && fmt_table_secret(t) != FMT_SECRET_NONE && t->driver->decrypt)
+		k = t->driver->decrypt(t, e);
 	if (k != FMT_OK)
 		fmt_err_file(e, t->path);
 	return k;

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fmt/dataset.h"
 #include "fmt/registry.h"
 #include "fmt/table.h"
 
@@ -222,6 +223,25 @@ fmt_kind fmt_sign_any_in_place(const char *path, const fmt_keyset *keys, int thr
 				".minisig: fmt-sign sign -s SECKEY without --embed)", d->name);
 	}
 	k = d->sign_in_place(path, keys, threads, e);
+	if (k != FMT_OK)
+		fmt_err_file(e, path);
+	return k;
+}
+
+fmt_kind fmt_license_any_in_place(const char *path, const fmt_license_req *l, const fmt_keyset *keys,
+				  fmt_err *e)
+{
+	fmt_table t;
+	fmt_kind k = fmt_table_open(&t, path, NULL, e);
+	if (k != FMT_OK)
+		return k;
+	const fmt_table_driver *d = t.driver;
+	fmt_table_free(&t);
+	if (!d->license_in_place) {
+		fmt_err_file(e, path);
+		return fmt_fail(e, FMT_USAGE, "%s files carry no licence (.ald does)", d->name);
+	}
+	k = d->license_in_place(path, l, keys, e);
 	if (k != FMT_OK)
 		fmt_err_file(e, path);
 	return k;

@@ -7,6 +7,9 @@
 #include "fmt/out.h"
 #include "pipeline_internal.h"
 
+static fmt_kind convert_table(const char *input, const char *output, const fmt_convert_opts *o,
+			      const fmt_keyset *write_keys, fmt_decrypt_keys *dk, fmt_keyset *read_keys, fmt_err *e);
+
 static fmt_kind load_json(const char *path, const char *what, json_t **out, fmt_err *e)
 {
 	char *text;
@@ -63,7 +66,50 @@ static void report(const char *input, const char *output, const fmt_table *t, co
 	print_schema(f, &t->schema);
 }
 
+/* The output's encryption key (--encrypt-password-file/-env, --encrypt-to) into ks. */
+static fmt_kind encryption_key(const fmt_convert_opts *o, fmt_password *pw, fmt_x25519_pair *to, fmt_keyset *ks,
+			       fmt_err *e)
+{
+	int n = (o->encrypt_password_file != NULL) + (o->encrypt_password_env != NULL) + (o->encrypt_to != NULL);
+	fmt_kind k = FMT_OK;
+	if (n == 0)
+		return FMT_OK;
+	if (n > 1)
+		return fmt_fail(e, FMT_USAGE, "give one of --encrypt-password-file, --encrypt-password-env and --encrypt-to");
+	if (!o->table_to->encrypts)
+		return fmt_fail(e, FMT_USAGE, "%s output cannot be encrypted (.ald can)", o->table_to->name);
+	if (o->encrypt_password_file)
+		k = fmt_password_from_file(o->encrypt_password_file, pw, e);
+	else if (o->encrypt_password_env)
+		k = fmt_password_from_env(o->encrypt_password_env, pw, e);
+	else
+		k = fmt_x25519_public_load(o->encrypt_to, to->pk, e);
+	if (k == FMT_OK && o->encrypt_to)
+		ks->x25519 = to;
+	else if (k == FMT_OK)
+		ks->password = pw;
+	return k;
+}
+
 fmt_kind fmt_pipeline_dataset(const char *input, const char *output, const fmt_convert_opts *o, fmt_err *e)
+{
+	fmt_password enc_pw = { 0 };
+	fmt_x25519_pair enc_to = { 0 };
+	fmt_keyset write_keys = { 0 }, read_keys = { 0 };
+	fmt_decrypt_keys dk = { 0 };
+	fmt_kind r = encryption_key(o, &enc_pw, &enc_to, &write_keys, e);
+	write_keys.ed25519_secret = o->sign_secret;
+	if (r == FMT_OK)
+		r = fmt_decrypt_keys_load(&o->decrypt, &dk, &read_keys, e);
+	if (r == FMT_OK)
+		r = convert_table(input, output, o, &write_keys, &dk, &read_keys, e);
+	fmt_password_free(&enc_pw);
+	fmt_decrypt_keys_free(&dk);
+	return r;
+}
+
+static fmt_kind convert_table(const char *input, const char *output, const fmt_convert_opts *o,
+			      const fmt_keyset *write_keys, fmt_decrypt_keys *dk, fmt_keyset *read_keys, fmt_err *e)
 {
 	fmt_dataset_opts d = o->dataset;
 	json_t *schema = NULL, *card = NULL;
@@ -85,6 +131,8 @@ fmt_kind fmt_pipeline_dataset(const char *input, const char *output, const fmt_c
 	}
 	if (!o->no_verify)
 		k = fmt_table_verify(&t, NULL, e);
+	if (k == FMT_OK && !o->dry_run)
+		k = fmt_table_unlock(&t, dk, read_keys, 1, e);
 	const fmt_field *u = fmt_schema_unsupported(&t.schema);
 	if (k == FMT_OK && u)
 		k = fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert", u->name,
@@ -103,7 +151,7 @@ fmt_kind fmt_pipeline_dataset(const char *input, const char *output, const fmt_c
 	} else if (k == FMT_OK) {
 		fmt_sink sink;
 		fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->threads,
-				      .keys = { .ed25519_secret = o->sign_secret } };
+				      .keys = *write_keys };
 		k = fmt_sink_open(&sink, output, wo.sink_flags, e);
 		if (k == FMT_OK) {
 			k = o->table_to->write(&t, &sink, &wo, e);

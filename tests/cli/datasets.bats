@@ -119,8 +119,8 @@ f[-4:]=struct.pack("<I",zlib.crc32(bytes(f[:-4]))); open(p,"wb").write(f)' $f
 		assert_output --partial "payload SHA-256"
 		assert_output --partial "differs from the card's"
 	done
-	printf 'team secret' >secret
 	# datasets are signed with Ed25519 (tests/cli/trust.bats); an HMAC key cannot check them
+	printf 'team secret' >secret
 	run fmt-verify --secret-file secret s.ald
 	assert_failure 7
 	assert_output --partial ".ald datasets are signed with Ed25519 keys"
@@ -133,12 +133,12 @@ f[-4:]=struct.pack("<I",zlib.crc32(bytes(f[:-4]))); open(p,"wb").write(f)' $f
 	[ ! -e out.csv ]
 }
 
-@test "encryption, signature and licence blocks are reported; an encrypted payload is not decoded" {
+@test "encryption, signature and licence blocks are reported; an encrypted payload needs its key" {
 	[ "$(jq_field "$ALD_CASES/encrypted-password.ald" ald.encryption)" = '"password"' ]
 	[ "$(jq_field "$ALD_CASES/encrypted-recipient.ald" ald.encryption)" = '"recipient"' ]
-	run fmt-convert "$ALD_CASES/encrypted-password.ald" out.csv
-	assert_failure 5
-	assert_output --partial "the payload is encrypted (password mode)"
+	run fmt-convert "$ALD_CASES/encrypted-password.ald" out.csv </dev/null
+	assert_failure 8
+	assert_output --partial "the payload is encrypted with a password: give --password-file"
 	[ ! -e out.csv ]
 	f="$ALD_CASES/signed-licensed.ald"
 	[ "$(jq_field "$f" ald.header.flags)" = '["signed", "licensed"]' ]

@@ -38,7 +38,7 @@ key_id_of() {
 @test "no subcommand, an unknown one, or an unknown option is a usage error (exit 2)" {
 	run fmt-sign
 	assert_failure 2
-	assert_line --index 0 "fmt-sign: error: no subcommand (keygen, sign, key-id or verify)"
+	assert_line --index 0 "fmt-sign: error: no subcommand (keygen, sign, key-id, verify or license)"
 	run fmt-sign frobnicate
 	assert_failure 2
 	run fmt-sign key-id --bogus

@@ -67,7 +67,7 @@ TEST(nk_example_truncated_everywhere)
  * count values. */
 static fmt_kind depthwise_file(uint32_t kh, uint8_t b, uint32_t count, nk_model *nm, uint32_t **buf, fmt_err *e)
 {
-	uint8_t f[512] = { 0 };
+	uint8_t f[1024] = { 0 }; /* up to 162 weights: 120 + 648 + 8 bytes */
 	size_t n = 0;
 	memcpy(f, "NKIT", 4);
 	fmt_wr_u32(f + 4, 3);

@@ -15,7 +15,7 @@ enum { OPT_TO = FMT_OPT_FIRST_TOOL_OPTION, OPT_DTYPE, OPT_ARCH, OPT_SET, OPT_SET
        OPT_EXCLUDE, OPT_DRY_RUN, OPT_SHARD, OPT_SIGN, OPT_NO_VERIFY, OPT_OVERFLOW, OPT_ALLOW_OVERFLOW,
        OPT_FROM, OPT_NO_HEADER, OPT_DELIMITER, OPT_NULL_VALUE, OPT_SCHEMA, OPT_COMPRESSION, OPT_TYPE,
        OPT_CARD, OPT_CHUNK_ROWS, OPT_TRUENO, OPT_COMPAT, OPT_APR_LAYOUT, OPT_SIGN_KEY, OPT_PASS_FILE,
-       OPT_PASS_ENV, OPT_COMPRESS };
+       OPT_PASS_ENV, OPT_COMPRESS, OPT_ENC_PW_FILE, OPT_ENC_PW_ENV, OPT_ENC_TO };
 
 static void dataset_type_words(char *buf, size_t n);
 
@@ -111,6 +111,18 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("trueno-native", OPT_TRUENO, NULL, ".ald TRUENO_NATIVE: numeric columns as aligned raw arrays") },
 	{ FMT_CLI_OPT("compat", OPT_COMPAT, "NAME", ".ald as alimentar 0.2 writes it (metadata array, its CRC)"),
 	  .complete = FMT_COMPLETE_WORDS, .words = "alimentar" },
+	{ FMT_CLI_OPT("encrypt-password-file", OPT_ENC_PW_FILE, "FILE", ".ald: encrypt the payload with the password in FILE\n"
+		      "(Argon2id, AES-256-GCM)"), .complete = FMT_COMPLETE_FILE },
+	{ FMT_CLI_OPT("encrypt-password-env", OPT_ENC_PW_ENV, "NAME", ".ald: encrypt with the password in variable NAME"),
+	  .complete = FMT_COMPLETE_ENV },
+	{ FMT_CLI_OPT("encrypt-to", OPT_ENC_TO, "PUBKEY", ".ald: encrypt to the X25519 public key file PUBKEY\n"
+		      "(fmt-sign keygen --x25519)"), .complete = FMT_COMPLETE_FILE, .words = "*.pub" },
+	{ FMT_CLI_OPT("password-file", FMT_OPT_PASSWORD_FILE, "FILE", "decrypt an encrypted .ald input with the password in FILE"),
+	  .complete = FMT_COMPLETE_FILE },
+	{ FMT_CLI_OPT("password-env", FMT_OPT_PASSWORD_ENV, "NAME", "decrypt it with the password in variable NAME"),
+	  .complete = FMT_COMPLETE_ENV },
+	{ FMT_CLI_OPT("identity", FMT_OPT_IDENTITY, "SECKEY", "decrypt it with the X25519 secret key SECKEY"),
+	  .complete = FMT_COMPLETE_FILE, .words = "*.key" },
 	{ FMT_CLI_OPT("force", 'f', NULL, "overwrite OUTPUT if it exists") },
 	{ FMT_CLI_OPT("threads", 'T', "N", "worker threads (default: number of cores); same bytes for any N") },
 	{ FMT_CLI_OPT("json", 'j', NULL, "report as one JSON object") },
@@ -257,9 +269,12 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 	convert_args *a = ctx;
 	fmt_convert_opts *o = &a->o;
 	int full = 0;
-	if (fmt_cli_key_option(id, arg, &o->key))
+	if (fmt_cli_key_option(id, arg, &o->key) || fmt_cli_decrypt_option(id, arg, &o->decrypt))
 		return 0;
 	switch (id) {
+	case OPT_ENC_PW_FILE: o->encrypt_password_file = arg; a->dataset_opts = 1; break;
+	case OPT_ENC_PW_ENV: o->encrypt_password_env = arg; a->dataset_opts = 1; break;
+	case OPT_ENC_TO: o->encrypt_to = arg; a->dataset_opts = 1; break;
 	case 'f': o->force = 1; break;
 	case OPT_TO: a->to_name = arg; break;
 	case OPT_DTYPE: o->dtype = arg; break;
@@ -312,7 +327,8 @@ static const fmt_cli_tool tool = {
 	.footer = "OUTPUT may be - (standard output, not a terminal) with --to.\n"
 		  "Exit status: 0 ok, 2 usage, 3 I/O error, 4 invalid input (or NaN/Inf to quantize, or\n"
 		  "values the dtype cannot hold),\n"
-		  "5 unsupported version, type or conversion.",
+		  "5 unsupported version, type or conversion, 6 checksum mismatch, 8 wrong or\n"
+		  "missing password or key for an encrypted input.",
 	.format_names = writer_names,
 	.on_option = on_option,
 };
@@ -387,6 +403,9 @@ int main(int argc, char **argv)
 			fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
 		return fmt_cli_finish(&tool, &cli, fmt_kind_exit(k));
 	}
+	if (o->decrypt.password_file || o->decrypt.password_env || o->decrypt.identity)
+		return fmt_cli_usage_error(&tool, "--password-file, --password-env and --identity decrypt a dataset "
+					   "(.ald) and need a dataset output");
 	if (a.dataset_opts) {
 		char exts[256], msg[400];
 		table_extensions(exts, sizeof exts);

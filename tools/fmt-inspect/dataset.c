@@ -425,6 +425,9 @@ fmt_kind inspect_dataset(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err
 	if (o->schema)
 		return schema_only(out, t, o, e);
 	fmt_kind k;
+	/* the rows of an encrypted file need its key: decrypted (and authenticated) first */
+	if ((o->head_given || o->stats) && (k = fmt_table_unlock(t, o->dk, o->keys, 1, e)) != FMT_OK)
+		return k;
 	if (o->head_given)
 		return head(out, t, o, e);
 	/* the whole report checks the integrity layers (the CRC of an .ald) and names them */

@@ -24,6 +24,8 @@ typedef struct inspect_opts {
 	uint64_t head;         /* --head N (datasets) */
 	int head_given;
 	int model_sections;    /* --tensors, --metadata or --tree was given */
+	struct fmt_decrypt_keys *dk; /* --password-file, --password-env, --identity (loaded) */
+	struct fmt_keyset *keys;
 } inspect_opts;
 
 #define INSPECT_ARRAY_ITEMS 16

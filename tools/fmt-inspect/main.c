@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "fmt/cli.h"
+#include "fmt/encrypt.h"
 #include "fmt/out.h"
 #include "fmt/registry.h"
 #include "inspect.h"
@@ -15,6 +16,7 @@ enum { OPT_TENSORS = FMT_OPT_FIRST_TOOL_OPTION, OPT_METADATA, OPT_TREE, OPT_FULL
 typedef struct inspect_args {
 	inspect_opts report;
 	const char *forced;         /* --format */
+	fmt_decrypt_opts decrypt;
 } inspect_args;
 
 static const fmt_cli_option options[] = {
@@ -28,6 +30,12 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("schema", OPT_SCHEMA, NULL, "datasets: only the schema") },
 	{ FMT_CLI_OPT("head", OPT_HEAD, "N", "datasets: the first N rows (a table, or with --json one\n"
 		      "object per row in \"rows\"); decodes only what holds them") },
+	{ FMT_CLI_OPT("password-file", FMT_OPT_PASSWORD_FILE, "FILE", "datasets: decrypt an encrypted .ald (--head, --stats) with\n"
+		      "the password in FILE (default: ask on the terminal)"), .complete = FMT_COMPLETE_FILE },
+	{ FMT_CLI_OPT("password-env", FMT_OPT_PASSWORD_ENV, "NAME", "decrypt it with the password in variable NAME"),
+	  .complete = FMT_COMPLETE_ENV },
+	{ FMT_CLI_OPT("identity", FMT_OPT_IDENTITY, "SECKEY", "decrypt it with the X25519 secret key SECKEY"),
+	  .complete = FMT_COMPLETE_FILE, .words = "*.key" },
 	{ FMT_CLI_OPT("full", OPT_FULL, NULL, "do not abbreviate metadata arrays longer than 16 items") },
 	{ FMT_CLI_OPT("format", OPT_FORMAT, "NAME", "skip detection:"), .complete = FMT_COMPLETE_FORMAT },
 	{ FMT_CLI_OPT("quiet", 'q', NULL, "print nothing on success") },
@@ -38,6 +46,8 @@ static const fmt_cli_option options[] = {
 static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 {
 	inspect_args *a = ctx;
+	if (fmt_cli_decrypt_option(id, arg, &a->decrypt))
+		return 0;
 	switch (id) {
 	case OPT_TENSORS: a->report.sections |= SECTION_TENSORS; return 0;
 	case OPT_METADATA: a->report.sections |= SECTION_METADATA; return 0;
@@ -68,7 +78,8 @@ static const fmt_cli_tool tool = {
 		 "(an .ald's whole report also checks its CRC; --schema and --head do not).",
 	.options = options,
 	.footer = "FILE may be - for standard input. Exit status: 0 ok, 2 usage, 3 I/O error,\n"
-		  "4 invalid format, 5 unsupported version or type; the highest over all files.",
+		  "4 invalid format, 5 unsupported version or type, 6 checksum mismatch, 8 wrong or\n"
+		  "missing password or key (encrypted .ald); the highest over all files.",
 	.format_names = fmt_format_names,
 	.on_option = on_option,
 };
@@ -112,11 +123,23 @@ int main(int argc, char **argv)
 	if (!a.report.sections)
 		a.report.sections = SECTION_ALL;
 	a.report.json = cli.common.json;
+	fmt_decrypt_keys dk;
+	fmt_keyset keys = { 0 };
+	fmt_err e;
+	fmt_err_clear(&e);
+	fmt_kind k = fmt_decrypt_keys_load(&a.decrypt, &dk, &keys, &e);
+	if (k != FMT_OK) {
+		fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
+		return fmt_kind_exit(k);
+	}
+	a.report.dk = &dk;
+	a.report.keys = &keys;
 	int status = 0;
 	for (int i = 0; i < cli.n_operands; i++) {
 		int code = fmt_kind_exit(inspect_file(cli.operands[i], a.forced, &a.report, &cli.common));
 		if (code > status)
 			status = code;
 	}
+	fmt_decrypt_keys_free(&dk);
 	return fmt_cli_finish(&tool, &cli, status);
 }

@@ -2,16 +2,17 @@
  * any file; HMAC signatures of Apsi checkpoints in place (specs/apsim.md §6). */
 #include <stdio.h>
 #include <string.h>
+#include "fmt/dataset.h"
 #include "fmt/out.h"
 #include "sign.h"
 
 enum {
 	OPT_HMAC = FMT_OPT_FIRST_TOOL_OPTION, OPT_X25519, OPT_WATERMARK, OPT_TRUSTED_KEYS, OPT_PASS_FILE, OPT_PASS_ENV,
-	OPT_EMBED
+	OPT_EMBED, OPT_LICENSEE, OPT_EXPIRES, OPT_SEATS, OPT_TERMS, OPT_SIGN_KEY
 };
 
 /* Subcommands, in the order of their bits in fmt_cli_option.commands. */
-enum { CMD_KEYGEN, CMD_SIGN, CMD_KEY_ID, CMD_VERIFY };
+enum { CMD_KEYGEN, CMD_SIGN, CMD_KEY_ID, CMD_VERIFY, CMD_LICENSE };
 #define ONLY(cmd) (1u << (cmd))
 
 static const fmt_cli_command commands[] = {
@@ -19,6 +20,7 @@ static const fmt_cli_command commands[] = {
 	{ "sign", "with -s: write FILE.minisig for each FILE (--embed: sign .apsim/.ald FILEs in place); with an HMAC key: sign an .apsim FILE in place" },
 	{ "key-id", "print the id of the key the options name" },
 	{ "verify", "check FILE.minisig for each FILE and print its trusted comment" },
+	{ "license", "add a signed licence to each .ald FILE" },
 	{ NULL, NULL }
 };
 
@@ -38,13 +40,23 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("pubkey-base64", 'P', "BASE64", "verify, key-id: the public key itself (its base64 line)"),
 	  .commands = ONLY(CMD_KEY_ID) | ONLY(CMD_VERIFY) },
 	{ FMT_CLI_OPT("seckey", 's', "FILE", "the secret key file (default $XDG_CONFIG_HOME/fmtkit/ed25519.key)"),
-	  .commands = ONLY(CMD_KEYGEN) | ONLY(CMD_SIGN) | ONLY(CMD_KEY_ID), .complete = FMT_COMPLETE_FILE },
+	  .commands = ONLY(CMD_KEYGEN) | ONLY(CMD_SIGN) | ONLY(CMD_KEY_ID) | ONLY(CMD_LICENSE), .complete = FMT_COMPLETE_FILE },
+	{ FMT_CLI_OPT("sign-key", OPT_SIGN_KEY, "SECKEY", "license: seller key (as -s)"),
+	  .commands = ONLY(CMD_LICENSE), .complete = FMT_COMPLETE_FILE, .words = "*.key" },
+	{ FMT_CLI_OPT("licensee", OPT_LICENSEE, "ID", "license: licensee (stored hashed)"),
+	  .commands = ONLY(CMD_LICENSE) },
+	{ FMT_CLI_OPT("expires", OPT_EXPIRES, "DATE", "license: YYYY-MM-DD[THH:MM:SSZ] UTC"),
+	  .commands = ONLY(CMD_LICENSE) },
+	{ FMT_CLI_OPT("seats", OPT_SEATS, "N", "license: seat limit (1-65535)"),
+	  .commands = ONLY(CMD_LICENSE) },
+	{ FMT_CLI_OPT("terms", OPT_TERMS, "FILE", "license: terms (JSON object)"),
+	  .commands = ONLY(CMD_LICENSE), .complete = FMT_COMPLETE_FILE, .words = "*.json" },
 	{ FMT_CLI_OPT("no-passphrase", 'W', NULL, "keygen: leave the secret key unencrypted"),
 	  .commands = ONLY(CMD_KEYGEN) },
 	{ FMT_CLI_OPT("passphrase-file", OPT_PASS_FILE, "FILE", "the secret key's passphrase from FILE (one final newline removed)"),
-	  .commands = ONLY(CMD_KEYGEN) | ONLY(CMD_SIGN) | ONLY(CMD_KEY_ID), .complete = FMT_COMPLETE_FILE },
+	  .commands = ONLY(CMD_KEYGEN) | ONLY(CMD_SIGN) | ONLY(CMD_KEY_ID) | ONLY(CMD_LICENSE), .complete = FMT_COMPLETE_FILE },
 	{ FMT_CLI_OPT("passphrase-env", OPT_PASS_ENV, "NAME", "the secret key's passphrase from the environment variable NAME"),
-	  .commands = ONLY(CMD_KEYGEN) | ONLY(CMD_SIGN) | ONLY(CMD_KEY_ID), .complete = FMT_COMPLETE_ENV },
+	  .commands = ONLY(CMD_KEYGEN) | ONLY(CMD_SIGN) | ONLY(CMD_KEY_ID) | ONLY(CMD_LICENSE), .complete = FMT_COMPLETE_ENV },
 	{ FMT_CLI_OPT("sigfile", 'x', "FILE", "sign, verify: the signature file (default FILE.minisig; one FILE only)"),
 	  .commands = ONLY(CMD_SIGN) | ONLY(CMD_VERIFY), .complete = FMT_COMPLETE_FILE, .words = "*.minisig" },
 	{ FMT_CLI_OPT("embed", OPT_EMBED, NULL, "sign: put the Ed25519 signature inside each FILE (.apsim, its index,\n"
@@ -92,6 +104,20 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 	case OPT_TRUSTED_KEYS: o->trusted_dir = arg; return 0;
 	case OPT_PASS_FILE: o->passphrase_file = arg; return 0;
 	case OPT_PASS_ENV: o->passphrase_env = arg; return 0;
+	case OPT_SIGN_KEY: o->seckey = arg; return 0;
+	case OPT_LICENSEE: o->licensee = arg; return 0;
+	case OPT_TERMS: o->terms_file = arg; return 0;
+	case OPT_EXPIRES:
+		if (fmt_parse_utc_date(arg, &o->expires_at) != 0 || o->expires_at == 0)
+			return fmt_fail(e, FMT_USAGE, "--expires takes a date, YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ (UTC)"), -1;
+		return 0;
+	case OPT_SEATS: {
+		uint64_t v;
+		if (fmt_parse_u64(arg, 65535, &v, e) != FMT_OK || v == 0)
+			return fmt_fail(e, FMT_USAGE, "--seats takes a seat count from 1 to 65535"), -1;
+		o->seats = (uint16_t)v;
+		return 0;
+	}
 	}
 	return fmt_fail(e, FMT_USAGE, "unhandled option"), -1;
 }
@@ -106,7 +132,8 @@ static const fmt_cli_tool tool = {
 		    "sign --embed [-s SECKEY] FILE...\n"
 		    "sign FILE [KEY OPTION] [-T N] [OPTIONS]\n"
 		    "verify -p PUBKEY | -P BASE64 | --trusted-keys DIR [-x SIGFILE] [-q] FILE...\n"
-		    "key-id [-p PUBKEY | -P BASE64 | -s SECKEY | KEY OPTION] [OPTIONS]",
+		    "key-id [-p PUBKEY | -P BASE64 | -s SECKEY | KEY OPTION] [OPTIONS]\n"
+		    "license --licensee ID [--expires D] [--seats N] [--terms F] -s K FILE...",
 	.about = "Create Ed25519 key pairs in minisign's formats (minisign reads them and fmt-sign\n"
 		 "reads minisign's), sign any file with a detached FILE.minisig and verify it;\n"
 		 "create X25519 key pairs; create the per-user HMAC key and sign Apsi checkpoints\n"
@@ -159,6 +186,16 @@ static const char *check_usage(const sign_opts *o, const fmt_cli *cli)
 		if (o->sigfile && cli->n_operands != 1)
 			return "-x names the signature of one FILE";
 		break;
+	case CMD_LICENSE:
+		if (cli->n_operands < 1)
+			return "license needs at least one FILE.ald";
+		if (!o->licensee || !*o->licensee)
+			return "license needs --licensee ID";
+		if (!o->seckey)
+			return "license needs the seller's key: --sign-key SECKEY";
+		if (hmac_key)
+			return "a licence is signed with the seller's Ed25519 key, not an HMAC key";
+		break;
 	case CMD_VERIFY:
 		if (cli->n_operands < 1)
 			return "verify needs at least one FILE";
@@ -201,6 +238,9 @@ int main(int argc, char **argv)
 		break;
 	case CMD_VERIFY:
 		status = sign_cmd_verify(cli.operands, cli.n_operands, &o);
+		break;
+	case CMD_LICENSE:
+		status = sign_cmd_license(cli.operands, cli.n_operands, &o);
 		break;
 	default:
 		status = ed ? sign_cmd_key_id_ed25519(&o) : sign_cmd_key_id(&o);

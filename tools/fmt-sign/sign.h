@@ -25,6 +25,11 @@ typedef struct sign_opts {
 	const char *trusted_dir;     /* --trusted-keys DIR */
 	const char *passphrase_file;
 	const char *passphrase_env;
+	/* license */
+	const char *licensee;        /* --licensee ID */
+	uint64_t expires_at;         /* --expires DATE; 0 = never */
+	uint16_t seats;              /* --seats N */
+	const char *terms_file;      /* --terms FILE.json */
 } sign_opts;
 
 /* Each returns the exit status after reporting any error on stderr. */
@@ -40,5 +45,7 @@ int sign_cmd_key_id_ed25519(const sign_opts *o);
 int sign_cmd_sign_minisig(char **files, int n, const sign_opts *o);
 int sign_cmd_verify(char **files, int n, const sign_opts *o);
 int sign_cmd_sign_embed(char **files, int n, const sign_opts *o);
+/* licence.c: fmt-sign license FILE... */
+int sign_cmd_license(char **files, int n, const sign_opts *o);
 
 #endif

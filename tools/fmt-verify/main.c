@@ -5,6 +5,7 @@
 #include "fmt/bundle.h"
 #include "fmt/cli.h"
 #include "fmt/crypto.h"
+#include "fmt/encrypt.h"
 #include "fmt/out.h"
 #include "fmt/registry.h"
 #include "verify.h"
@@ -16,6 +17,9 @@ typedef struct verify_args {
 	fmt_key_opts key;
 	fmt_trust_opts trust;       /* -p, -P, --trusted-keys */
 	int run_tests;              /* --run-tests */
+	fmt_decrypt_opts decrypt;   /* --password-file, --password-env, --identity */
+	fmt_decrypt_keys *dk;
+	fmt_keyset *dec_keys;       /* what they loaded: decrypts, never a signature key */
 } verify_args;
 
 static const fmt_cli_option options[] = {
@@ -27,6 +31,12 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("secret-env", FMT_OPT_SECRET_ENV, "NAME", "check it with the team secret in variable NAME"),
 	  .complete = FMT_COMPLETE_ENV },
 	{ FMT_CLI_OPT("secret-prompt", FMT_OPT_SECRET_PROMPT, NULL, "check it with a team secret typed at a prompt") },
+	{ FMT_CLI_OPT("password-file", FMT_OPT_PASSWORD_FILE, "FILE", "authenticate an encrypted .ald payload with the password\n"
+		      "in FILE, then check its digest (default: ask on a terminal)"), .complete = FMT_COMPLETE_FILE },
+	{ FMT_CLI_OPT("password-env", FMT_OPT_PASSWORD_ENV, "NAME", "the same with the password in variable NAME"),
+	  .complete = FMT_COMPLETE_ENV },
+	{ FMT_CLI_OPT("identity", FMT_OPT_IDENTITY, "SECKEY", "the same with the X25519 secret key SECKEY"),
+	  .complete = FMT_COMPLETE_FILE, .words = "*.key" },
 	{ FMT_CLI_OPT("pubkey", 'p', "FILE", "trust the Ed25519 public key in FILE (minisign format)"),
 	  .complete = FMT_COMPLETE_FILE, .words = "*.pub" },
 	{ FMT_CLI_OPT("pubkey-base64", 'P', "BASE64", "trust the Ed25519 public key given as its base64 line") },
@@ -45,7 +55,7 @@ static const fmt_cli_option options[] = {
 static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 {
 	verify_args *a = ctx;
-	if (fmt_cli_key_option(id, arg, &a->key))
+	if (fmt_cli_key_option(id, arg, &a->key) || fmt_cli_decrypt_option(id, arg, &a->decrypt))
 		return 0;
 	switch (id) {
 	case 'p': a->trust.pubkey = arg; return 0;
@@ -78,14 +88,14 @@ static const fmt_cli_tool tool = {
 	.options = options,
 	.footer = "Exit status (the highest over all files): 0 every check passed, 2 usage,\n"
 		  "3 I/O error, 4 invalid format, 5 unsupported version or type, 6 checksum\n"
-		  "mismatch, 7 signature missing, wrong or by an untrusted key, 9 shard set\n"
-		  "inconsistent, 11 an\n"
+		  "mismatch, 7 signature missing, wrong or by an untrusted key, 8 wrong password\n"
+		  "or key (encrypted .ald), 9 shard set inconsistent, 10 licence expired, 11 an\n"
 		  "embedded test failed (--run-tests).",
 	.format_names = fmt_format_names,
 	.on_option = on_option,
 };
 
-static fmt_kind verify_file(const char *path, const verify_args *a, const fmt_verify_opts *vo,
+static fmt_kind verify_file(const char *path, const verify_args *a, fmt_verify_opts *vo,
 			    const fmt_common_opts *o)
 {
 	fmt_model m;
@@ -102,7 +112,8 @@ static fmt_kind verify_file(const char *path, const verify_args *a, const fmt_ve
 	if (k == FMT_OK)
 		k = fmt_open_any(path, a->forced, &m, &t, &is_table, &e);
 	if (k == FMT_OK && is_table) {
-		k = fmt_table_verify(&t, &mine, &e);
+		if ((k = fmt_table_unlock(&t, a->dk, a->dec_keys, 0, &e)) == FMT_OK)
+			k = fmt_table_verify(&t, &mine, &e);
 		if (k == FMT_OK && !o->quiet)
 			report_table_ok(&t, &v, o);
 		fmt_table_free(&t);
@@ -163,6 +174,16 @@ int main(int argc, char **argv)
 		}
 		vo.keys.hmac = &key;
 	}
+	fmt_decrypt_keys dk;
+	fmt_keyset dec_keys = { 0 };
+	fmt_kind dkk = fmt_decrypt_keys_load(&a.decrypt, &dk, &dec_keys, &e);
+	if (dkk != FMT_OK) {
+		fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
+		fmt_hmac_key_free(&key);
+		return fmt_kind_exit(dkk);
+	}
+	a.dk = &dk;
+	a.dec_keys = &dec_keys;
 	if (fmt_trust_opts_given(&a.trust)) {
 		fmt_kind k = fmt_trust_load(&a.trust, 0, &trust, &e);
 		if (k != FMT_OK) {
@@ -184,6 +205,7 @@ int main(int argc, char **argv)
 			status = code;
 	}
 	fmt_hmac_key_free(&key);
+	fmt_decrypt_keys_free(&dk);
 	fmt_trust_free(&trust);
 	return fmt_cli_finish(&tool, &cli, status);
 }

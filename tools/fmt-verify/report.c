@@ -33,6 +33,11 @@ void report_table_ok(const fmt_table *t, const verify_sigs *v, const fmt_common_
 {
 	json_t *facts = t->driver->describe ? t->driver->describe(t) : NULL;
 	const char *crc = json_string_value(json_object_get(facts, "crc"));
+	json_t *auth = json_object_get(facts, "payload_authenticated");
+	json_t *lic = json_object_get(facts, "license");
+	const char *lic_status = json_string_value(json_object_get(lic, "seller_signature"));
+	const char *lic_seller = json_string_value(json_object_get(lic, "seller_key_id"));
+	const char *lic_expires = json_string_value(json_object_get(lic, "expires"));
 	if (o->json) {
 		json_t *j = json_pack("{s:o,s:b,s:s}", "file", fmt_json_string(t->path, strlen(t->path)), "ok", 1,
 				      "format", t->driver->name);
@@ -40,8 +45,15 @@ void report_table_ok(const fmt_table *t, const verify_sigs *v, const fmt_common_
 			json_object_set_new(j, "rows", fmt_json_u64(t->n_rows));
 		if (crc)
 			json_object_set_new(j, "crc", json_string(crc));
+		if (auth)
+			json_object_set_new(j, "payload_authenticated", json_incref(auth));
 		if (sigs_any(v))
 			json_object_set_new(j, "signatures", sigs_json(v));
+		if (lic)
+			json_object_set_new(j, "license", json_pack("{s:o,s:o,s:o}", "expires", lic_expires ?
+					    json_string(lic_expires) : json_null(), "seller_key_id", lic_seller ?
+					    json_string(lic_seller) : json_null(), "seller_signature",
+					    lic_status ? json_string(lic_status) : json_null()));
 		fmt_json_line(stdout, j);
 		json_decref(j);
 	} else {
@@ -51,7 +63,18 @@ void report_table_ok(const fmt_table *t, const verify_sigs *v, const fmt_common_
 			printf(", %" PRIu64 " rows", t->n_rows);
 		if (crc)
 			printf(", CRC-32 %s", crc);
+		if (auth)
+			printf(json_is_true(auth) ? ", encrypted payload authenticated"
+						  : ", encrypted payload not checked: no password or identity");
 		sigs_text(v, stdout);
+		if (lic) {
+			printf(", licence %s%s", lic_expires ? "until " : "without expiry", lic_expires ? lic_expires : "");
+			if (lic_seller)
+				printf(" by seller key %s (%s)", lic_seller, lic_status && !strcmp(lic_status, "trusted")
+				       ? "trusted" : "signature valid, key not checked: no trusted key given");
+			else
+				printf(" (no seller signature)");
+		}
 		printf(")\n");
 	}
 	json_decref(facts);

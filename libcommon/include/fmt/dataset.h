@@ -6,11 +6,35 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
+#include "fmt/crypto.h"
 #include "fmt/err.h"
 #include "fmt/table.h"
 
 /* .ald payload compression ids (specs/ald.md §2.3). */
 enum { FMT_ALD_NONE = 0, FMT_ALD_ZSTD = 1, FMT_ALD_ZSTD_MAX = 2, FMT_ALD_LZ4 = 3 };
+
+/* A licence to add (specs/ald.md §7 and the decisions table): the fixed fields and the terms,
+ * signed by the seller (fmt_keyset.ed25519_secret) as seller_sig. */
+typedef struct fmt_license_req {
+	const char *licensee;      /* its SHA-256 is stored, not the text */
+	uint64_t expires_at;       /* Unix seconds; 0 = never */
+	uint16_t seats;            /* 0 = unlimited */
+	const char *terms_json;    /* a JSON object as compact text ("{}" when none) */
+	uint64_t now;              /* issued_at */
+} fmt_license_req;
+
+/* License flag bits (§7). */
+enum { FMT_LIC_SEATS = 0x01, FMT_LIC_EXPIRATION = 0x02, FMT_LIC_QUERIES = 0x04 };
+
+/* Add or replace the licence of the dataset at path in place, atomically, through its driver's
+ * license_in_place; a format without licences is UsageError. */
+fmt_kind fmt_license_any_in_place(const char *path, const fmt_license_req *l, const fmt_keyset *keys,
+				  fmt_err *e);
+
+/* "2027-01-01" (midnight UTC) or "2027-01-01T12:00:00Z" to Unix seconds; -1 when malformed. */
+int fmt_parse_utc_date(const char *s, uint64_t *out);
+/* Unix seconds as "2027-01-01T00:00:00Z" (21 bytes with the NUL). */
+void fmt_format_utc(uint64_t t, char out[32]);
 
 /* .ald flag bits (§2.2). */
 enum { FMT_ALD_ENCRYPTED = 0x01, FMT_ALD_SIGNED = 0x02, FMT_ALD_STREAMING = 0x04,

@@ -8,6 +8,7 @@
 #include "fmt/crypto.h"
 #include "fmt/minisign.h"
 #include "fmt/dataset.h"
+#include "fmt/encrypt.h"
 #include "fmt/model.h"
 #include "fmt/overflow.h"
 #include "fmt/registry.h"
@@ -49,6 +50,9 @@ typedef struct fmt_convert_opts {
 	fmt_kind (*model_hook)(fmt_model *out, void *ctx, fmt_err *e);
 	fmt_kind (*table_hook)(fmt_table *in, void *ctx, fmt_err *e);
 	void *hook_ctx;
+	fmt_decrypt_opts decrypt;    /* --password-file, --password-env, --identity */
+	const char *encrypt_password_file, *encrypt_password_env; /* --encrypt-password-* */
+	const char *encrypt_to;      /* --encrypt-to PUBKEY */
 	/* Where the pipeline reports: the tool name its warnings, progress and --verbose lines
 	 * carry, out for the plan or report asked for (dry run, --json), err for the rest. */
 	const char *tool;

@@ -71,6 +71,8 @@ typedef struct fmt_batch {
 } fmt_batch;
 
 struct fmt_table_driver;
+struct fmt_keyset;
+struct fmt_license_req;
 struct fmt_write_opts;
 struct fmt_verify_opts;
 
@@ -86,7 +88,12 @@ typedef struct fmt_table {
 	void *format_state;          /* driver-private, freed by driver->close */
 	const struct fmt_dataset_opts *opts; /* reading and writing options (fmt/dataset.h) of
 				      * a conversion; NULL: defaults */
+	const struct fmt_keyset *keys; /* decrypt the rows of an encrypted file with these (its
+				      * password or x25519 identity); NULL: none. Set after open. */
 } fmt_table;
+
+/* What reading a table's rows needs besides its bytes (fmt_table_secret). */
+enum { FMT_SECRET_NONE = 0, FMT_SECRET_PASSWORD = 1, FMT_SECRET_IDENTITY = 2 };
 
 typedef struct fmt_table_driver {
 	const char *name;            /* "csv", "ald", ... as shown to users */
@@ -110,6 +117,17 @@ typedef struct fmt_table_driver {
 	void (*close)(fmt_table *t);  /* free format_state; may be NULL */
 	/* Format-specific facts for fmt-inspect (card, compression, CRC...), or NULL. */
 	json_t *(*describe)(const fmt_table *t);
+	/* FMT_SECRET_*: what the rows still need (an encrypted payload), or NULL: nothing. */
+	int (*secret)(const fmt_table *t);
+	/* Decrypt now with t->keys (authenticated: DecryptionFailed on a wrong key), so that
+	 * nothing is written before a wrong key is found. NULL: nothing to do. */
+	fmt_kind (*decrypt)(fmt_table *t, fmt_err *e);
+	/* The writer encrypts with fmt_write_opts.keys' password or x25519 recipient (pk). */
+	int encrypts;
+	/* Add or replace the licence of the file at path in place, atomically, signed by
+	 * keys->ed25519_secret (fmt-sign license); NULL when the format has no licences. */
+	fmt_kind (*license_in_place)(const char *path, const struct fmt_license_req *l,
+				     const struct fmt_keyset *keys, fmt_err *e);
 	unsigned caps;               /* FMT_CAP_ED25519, FMT_CAP_ED25519_SIGN (fmt/registry.h) */
 	/* Sign the file at path in place, atomically, with a key of keys (fmt-sign sign --embed);
 	 * NULL when the format has no embedded signature. */
@@ -159,6 +177,14 @@ fmt_kind fmt_table_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e);
 /* The driver's verify; a key given for a format without signatures is SignatureInvalid
  * (unless o->signed_elsewhere: a detached signature was checked). */
 fmt_kind fmt_table_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e);
+/* FMT_SECRET_* that reading t's rows still needs. */
+int fmt_table_secret(const fmt_table *t);
+/* Give t the keys that decrypt it (t->keys = ks); when it needs a password that ks lacks and
+ * standard input is a terminal, ask for one there (kept in dk for the next files). With now,
+ * decrypt at once (the rows are read next): a wrong or missing key fails here. */
+struct fmt_decrypt_keys;
+fmt_kind fmt_table_unlock(fmt_table *t, struct fmt_decrypt_keys *dk, struct fmt_keyset *ks, int now,
+			  fmt_err *e);
 
 /* Sign the model, set or dataset at path in place with its driver's sign_in_place: whatever
  * format it is, found by content; one without embedded signatures is UsageError. */

@@ -1,0 +1,299 @@
+#!/usr/bin/env bats
+# .ald encryption (specs/ald.md §5): password mode (Argon2id + AES-256-GCM) and recipient mode
+# (X25519 + HKDF-SHA256 + AES-256-GCM) through fmt-convert, fmt-inspect and fmt-verify; wrong
+# and missing keys, secrets kept out of argv and output, every byte of an encrypted file altered.
+
+bats_require_minimum_version 1.5.0
+
+setup() {
+	load helpers
+	cd "$BATS_TEST_TMPDIR"
+	printf 'id,name\n1,ann\n2,bob\n3,cy\n' >in.csv
+	printf 'correct horse battery\n' >pw.txt
+	printf 'wrong horse battery\n' >bad.txt
+	XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/config"
+	export XDG_CONFIG_HOME
+}
+
+# The layout of an .ald as JSON: header sizes, flags, the encryption header and its offsets.
+layout() {
+	/usr/bin/python3 - "$1" <<'PY'
+import json, struct, sys
+f = open(sys.argv[1], "rb").read()
+meta, pay, raw = struct.unpack_from("<III", f, 8)
+comp, flags, schema = f[20], f[21], struct.unpack_from("<H", f, 22)[0]
+enc = 32 + meta + schema
+mode = f[enc]
+n = 29 if mode == 0 else 45
+print(json.dumps({"flags": flags, "mode": mode, "enc_start": enc, "enc_len": n,
+                  "payload_size": pay, "file": len(f), "enc_header": f[enc:enc + n].hex(),
+                  "rest": len(f) - (enc + n + pay) }))
+PY
+}
+
+@test "password mode: the §5.1 header (mode 0, salt, nonce), payload = ciphertext + tag, rows back exactly" {
+	run --separate-stderr fmt-convert --encrypt-password-file pw.txt in.csv e.ald
+	assert_success
+	l=$(layout e.ald)
+	[ "$(jq .flags <<<"$l")" = 1 ]
+	[ "$(jq .mode <<<"$l")" = 0 ]
+	[ "$(jq .rest <<<"$l")" = 4 ] # nothing between the payload and the CRC
+	# the same data encrypted twice: fresh salt and nonce, so different bytes
+	fmt-convert --encrypt-password-file pw.txt in.csv e2.ald
+	[ "$(jq -r .enc_header <<<"$l")" != "$(layout e2.ald | jq -r .enc_header)" ]
+	# the payload is 16 bytes (the tag) longer than the plain file's compressed payload
+	fmt-convert in.csv plain.ald
+	[ "$(jq .payload_size <<<"$l")" -eq $(($(layout plain.ald | jq .payload_size) + 16)) ]
+	run --separate-stderr fmt-convert --password-file pw.txt e.ald - --to csv
+	assert_success
+	assert_output "$(cat in.csv)"
+	run fmt-inspect --json e.ald
+	assert_success
+	[ "$(jq -c .ald.header.flags <<<"$output")" = '["encrypted"]' ]
+	[ "$(jq -r .ald.encryption <<<"$output")" = password ]
+	[ "$(jq .ald.payload_authenticated <<<"$output")" = false ]
+	[ "$(jq -r .ald.card.sha256 <<<"$output")" = "$(fmt-inspect --json plain.ald | jq -r .ald.card.sha256)" ]
+}
+
+@test "recipient mode: the 45-byte header (mode 1, ephemeral key, nonce), --identity decrypts, STREAMING too" {
+	fmt-sign keygen --x25519 -p r.pub -s r.key
+	run --separate-stderr fmt-convert --encrypt-to r.pub in.csv r.ald
+	assert_success
+	l=$(layout r.ald)
+	[ "$(jq .mode <<<"$l")" = 1 ]
+	[ "$(jq .enc_len <<<"$l")" = 45 ]
+	[ "$(jq .rest <<<"$l")" = 4 ]
+	# the ephemeral key is not the recipient's
+	eph=$(jq -r .enc_header <<<"$l" | cut -c3-66)
+	[ "$eph" != "$(sed -n 2p r.pub | base64 -d | xxd -p -c 64)" ]
+	run --separate-stderr fmt-convert --identity r.key r.ald - --to jsonl
+	assert_success
+	assert_output "$(printf '{"id":1,"name":"ann"}\n{"id":2,"name":"bob"}\n{"id":3,"name":"cy"}')"
+	# chunks of 2 rows, encrypted: the chunk index stays readable, the chunks decrypt
+	run --separate-stderr fmt-convert --encrypt-to r.pub --chunk-rows 2 --compression lz4 in.csv s.ald
+	assert_success
+	[ "$(fmt-inspect --json s.ald | jq -c '[.ald.header.flags, (.ald.chunks | length)]')" = '[["encrypted","streaming"],2]' ]
+	run --separate-stderr fmt-inspect --identity r.key --head 3 --json s.ald
+	assert_success
+	[ "$(jq -c .rows <<<"$output")" = '[{"id":1,"name":"ann"},{"id":2,"name":"bob"},{"id":3,"name":"cy"}]' ]
+	run --separate-stderr fmt-inspect --identity r.key --stats s.ald
+	assert_success
+	assert_line "id: type=int64 count=3 nulls=0 min=1 max=3 mean=2.0"
+}
+
+@test "--password-env; .ald to .ald re-encrypts from a password to a recipient" {
+	fmt-sign keygen --x25519 -p r.pub -s r.key
+	fmt-convert --encrypt-password-file pw.txt in.csv e.ald
+	ALD_PW='correct horse battery' run --separate-stderr fmt-convert --password-env ALD_PW e.ald - --to csv
+	assert_success
+	assert_output "$(cat in.csv)"
+	run --separate-stderr fmt-convert --password-file pw.txt --encrypt-to r.pub e.ald r.ald
+	assert_success
+	[ "$(layout r.ald | jq .mode)" = 1 ]
+	run --separate-stderr fmt-convert --identity r.key r.ald - --to csv
+	assert_output "$(cat in.csv)"
+}
+
+@test "wrong password, wrong identity, missing key: exit 8, nothing written, the reason said" {
+	fmt-sign keygen --x25519 -p r.pub -s r.key
+	fmt-sign keygen --x25519 -p o.pub -s o.key
+	fmt-convert --encrypt-password-file pw.txt in.csv e.ald
+	fmt-convert --encrypt-to r.pub in.csv r.ald
+	mkdir out
+	run --separate-stderr fmt-convert --password-file bad.txt e.ald out/x.csv
+	assert_failure 8
+	assert_equal "$stderr" "fmt-convert: error: e.ald: authentication failed: wrong password or key, or the encrypted payload was altered"
+	[ -z "$(ls -A out)" ]
+	run --separate-stderr fmt-convert --password-file bad.txt e.ald - --to csv
+	assert_failure 8
+	assert_output ""
+	run --separate-stderr fmt-convert --identity o.key r.ald out/x.csv
+	assert_failure 8
+	[ -z "$(ls -A out)" ]
+	# no key at all, no terminal (stdin is not one here)
+	run --separate-stderr fmt-convert e.ald out/x.csv </dev/null
+	assert_failure 8
+	assert_equal "$stderr" "fmt-convert: error: e.ald: the payload is encrypted with a password: give --password-file or --password-env, or run on a terminal"
+	run --separate-stderr fmt-convert --password-file pw.txt r.ald out/x.csv </dev/null
+	assert_failure 8
+	assert_equal "$stderr" "fmt-convert: error: r.ald: the payload is encrypted to an X25519 recipient: give --identity SECKEY (a password was given)"
+	[ -z "$(ls -A out)" ]
+	run --separate-stderr fmt-inspect --head 2 --password-file bad.txt e.ald
+	assert_failure 8
+	assert_output ""
+	run --separate-stderr fmt-inspect --stats e.ald </dev/null
+	assert_failure 8
+	# the summary needs no key: the header, card and schema are plaintext
+	run --separate-stderr fmt-inspect e.ald </dev/null
+	assert_success
+	assert_line "encryption: password"
+}
+
+@test "fmt-verify: authenticates with the key and checks the digest; without one says it did not; exit 8 when wrong" {
+	fmt-convert --encrypt-password-file pw.txt in.csv e.ald
+	run --separate-stderr fmt-verify e.ald </dev/null
+	assert_success
+	assert_output "e.ald: ok (ald, 3 rows, CRC-32 ieee, encrypted payload not checked: no password or identity)"
+	run --separate-stderr fmt-verify --password-file pw.txt e.ald
+	assert_success
+	assert_output "e.ald: ok (ald, 3 rows, CRC-32 ieee, encrypted payload authenticated)"
+	run --separate-stderr fmt-verify --json --password-file pw.txt e.ald
+	assert_output '{"file":"e.ald","ok":true,"format":"ald","rows":3,"crc":"ieee","payload_authenticated":true}'
+	run --separate-stderr fmt-verify --password-file bad.txt e.ald
+	assert_failure 8
+	assert_equal "$stderr" "fmt-verify: error: e.ald: authentication failed: wrong password or key, or the encrypted payload was altered"
+	# several files: the highest status, every file reported
+	fmt-convert in.csv plain.ald
+	run --separate-stderr fmt-verify --password-file bad.txt plain.ald e.ald
+	assert_failure 8
+	assert_line --index 0 "plain.ald: ok (ald, 3 rows, CRC-32 ieee)"
+}
+
+@test "secrets never in argv, messages or outputs; the identity must be private" {
+	fmt-sign keygen --x25519 -p r.pub -s r.key
+	fmt-convert --encrypt-password-file pw.txt in.csv e.ald
+	# a slow reader keeps fmt-convert alive while ps looks at every command line
+	(fmt-convert --password-file <(sleep 1; cat pw.txt) e.ald - --to csv >got.csv 2>err.txt; echo $? >rc) &
+	sleep 0.4
+	pgrep -f "fmt-convert --password-file" >/dev/null
+	! ps -eo args | grep -v grep | grep -q "correct horse"
+	wait
+	[ "$(cat rc)" = 0 ]
+	[ "$(cat got.csv)" = "$(cat in.csv)" ]
+	! grep -rq "horse" got.csv err.txt e.ald
+	run --separate-stderr fmt-convert --password-file bad.txt e.ald x.csv
+	! grep -q horse <<<"$stderr$output"
+	chmod 644 r.key
+	fmt-convert --encrypt-to r.pub in.csv r.ald
+	run --separate-stderr fmt-convert --identity r.key r.ald x.csv
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: r.key: the identity is readable by others (mode 0644); chmod 600 it"
+}
+
+@test "usage: two encryption keys, encryption of a CSV or a model, decryption options with a model output" {
+	fmt-sign keygen --x25519 -p r.pub -s r.key
+	run --separate-stderr fmt-convert --encrypt-password-file pw.txt --encrypt-to r.pub in.csv x.ald
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: give one of --encrypt-password-file, --encrypt-password-env and --encrypt-to"
+	run --separate-stderr fmt-convert --encrypt-password-file pw.txt in.csv x.jsonl
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: jsonl output cannot be encrypted (.ald can)"
+	run --separate-stderr fmt-convert --encrypt-to r.pub in.csv x.safetensors
+	assert_failure 2
+	run --separate-stderr fmt-convert --password-file pw.txt in.csv x.safetensors
+	assert_failure 2
+	[[ "$stderr" == *"--password-file, --password-env and --identity decrypt a dataset"* ]]
+	run --separate-stderr fmt-convert --encrypt-to missing.pub in.csv x.ald
+	assert_failure 3
+	[ ! -e x.ald ]
+	run --separate-stderr fmt-convert --encrypt-to r.key in.csv x.ald
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: r.key: a secret key; --encrypt-to takes the recipient's public key"
+	[ ! -e x.ald ]
+}
+
+@test "hostile: every single-byte change of an encrypted .ald is refused (4 or 6; 8 or 4/5 once the CRC is recomputed)" {
+	fmt-sign keygen --x25519 -p r.pub -s r.key
+	fmt-convert --encrypt-to r.pub in.csv r.ald
+	fmt-convert --encrypt-password-file pw.txt in.csv e.ald
+	run /usr/bin/python3 - "$(command -v fmt-convert)" <<'PY'
+import struct, subprocess, sys, zlib
+tool = sys.argv[1]
+def run(data, *key):
+    open("t.ald", "wb").write(data)
+    r = subprocess.run([tool, *key, "t.ald", "-", "--to", "csv"], capture_output=True)
+    assert r.returncode < 64, ("crash", r.returncode, r.stderr)
+    assert r.stdout == b"", ("rows written from a bad file", r.stdout)
+    return r.returncode
+def fixcrc(b):
+    return b[:-4] + struct.pack("<I", zlib.crc32(b[:-4]) & 0xFFFFFFFF)
+def region(f):
+    meta, pay = struct.unpack_from("<II", f, 8)
+    enc = 32 + meta + struct.unpack_from("<H", f, 22)[0]
+    return enc, enc + (29 if f[enc] == 0 else 45) + pay
+codes = {}
+f = open("r.ald", "rb").read()
+for i in range(len(f)):
+    b = bytearray(f); b[i] ^= 0x01
+    c = run(bytes(b), "--identity", "r.key")
+    assert c != 0, ("accepted", i)
+    codes[c] = codes.get(c, 0) + 1
+assert set(codes) <= {4, 6} and codes[6] > codes.get(4, 0), codes  # structure, then the CRC
+start, end = region(f)
+for i in range(start, end):
+    for x in (0x01, 0x80):
+        b = bytearray(f); b[i] ^= x
+        c = run(fixcrc(bytes(b)), "--identity", "r.key")
+        assert c in (4, 5, 8) if i == start else c == (4 if (i, x) == (start + 32, 0x80) else 8), (i, x, c)
+f = open("e.ald", "rb").read()
+start, end = region(f)
+# password mode: the salt, the nonce, the first and last payload bytes and the whole tag
+for i in list(range(start + 1, start + 29)) + [start + 29] + list(range(end - 17, end)):
+    b = bytearray(f); b[i] ^= 0x04
+    assert run(fixcrc(bytes(b)), "--password-file", "pw.txt") == 8, i
+# the mode byte: 0x01 reads 16 more header bytes; 0x02 is an unknown mode
+for m in (1, 2):
+    b = bytearray(f); b[start] = m
+    assert run(fixcrc(bytes(b)), "--password-file", "pw.txt") in (4, 5, 8), m
+print("ok", len(f), codes)
+PY
+	assert_success
+	assert_output --partial "ok "
+}
+
+@test "hostile: truncated and oversized encryption headers, a payload shorter than its tag" {
+	fmt-convert --encrypt-password-file pw.txt in.csv e.ald
+	run /usr/bin/python3 - "$(command -v fmt-convert)" <<'PY'
+import struct, subprocess, sys, zlib
+tool = sys.argv[1]
+f = open("e.ald", "rb").read()
+meta, pay = struct.unpack_from("<II", f, 8)
+enc = 32 + meta + struct.unpack_from("<H", f, 22)[0]
+def build(enc_header, payload):
+    h = bytearray(f[:32]); struct.pack_into("<I", h, 12, len(payload))
+    body = bytes(h) + f[32:enc] + enc_header + payload
+    return body + struct.pack("<I", zlib.crc32(body) & 0xFFFFFFFF)
+def check(data, want, msg):
+    open("t.ald", "wb").write(data)
+    r = subprocess.run([tool, "--password-file", "pw.txt", "t.ald", "-", "--to", "csv"], capture_output=True)
+    assert r.returncode == want and msg.encode() in r.stderr and r.stdout == b"", (want, msg, r.returncode, r.stderr)
+hdr, payload = f[enc:enc + 29], f[enc + 29:enc + 29 + pay]
+# the header cut short: the file ends inside it
+body = f[:enc + 10]
+check(body + struct.pack("<I", zlib.crc32(body)), 4, "encryption header runs past the end of the file")
+# a payload of 15 bytes: shorter than the tag
+check(build(hdr, payload[:15]), 4, "shorter than its 16-byte tag")
+# no ciphertext at all, only a tag: authenticated as nothing, refused
+check(build(hdr, payload[-16:]), 8, "authentication failed")
+# payload_size past the file
+b = bytearray(f); struct.pack_into("<I", b, 12, 0xFFFFFFF0)
+check(bytes(b[:-4]) + struct.pack("<I", zlib.crc32(bytes(b[:-4]))), 4, "payload runs past the CRC")
+# mode 0x07: a 45-byte header of an unknown mode
+check(build(b"\x07" + bytes(44), payload), 5, "encryption mode 0x07")
+print("ok")
+PY
+	assert_success
+	assert_output "ok"
+}
+
+@test "the terminal: with no password option and a terminal on stdin, the password is asked without echo" {
+	command -v script >/dev/null || skip "no script(1)"
+	fmt-convert --encrypt-password-file pw.txt in.csv e.ald
+	run bash -c '(sleep 0.5; printf "correct horse battery\n") | script -qec "fmt-convert e.ald out.csv" /dev/null'
+	assert_success
+	assert_line --index 0 --partial "Password: "
+	refute_output --partial "correct horse" # no echo
+	[ "$(cat out.csv)" = "$(cat in.csv)" ]
+	run bash -c '(sleep 0.5; printf "nope\n") | script -qec "fmt-verify e.ald; echo rc=\$?" /dev/null'
+	assert_output --partial "authentication failed"
+	assert_output --partial "rc=8"
+}
+
+@test "--trueno-native with encryption: exit 2 naming both, nothing written (its arrays are read in place)" {
+	run --separate-stderr fmt-convert --trueno-native --encrypt-password-file pw.txt in.csv n.ald
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"TRUENO_NATIVE arrays are read in place and cannot be encrypted"* ]]
+	[ ! -e n.ald ]
+	run fmt-convert --trueno-native in.csv plain.ald
+	assert_success
+}
