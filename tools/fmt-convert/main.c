@@ -5,8 +5,8 @@
 #include <string.h>
 #include "fmt/cli.h"
 #include "fmt/out.h"
+#include "fmt/pipeline.h"
 #include "fmt/table.h"
-#include "convert.h"
 
 #define TOOL "fmt-convert"
 #define MAX_REPEATS 256
@@ -132,7 +132,7 @@ static const fmt_cli_option options[] = {
 };
 
 typedef struct convert_args {
-	convert_opts o;
+	fmt_convert_opts o;
 	const char *to_name;        /* --to */
 	int overflow_given, allow_overflow;
 	int dataset_opts;           /* a dataset option was given */
@@ -152,7 +152,7 @@ static int parse_count(const char *s, uint64_t *out)
 
 /* The dataset options: 0 when id was one and its value is good, 1 when id is not one, -1 with
  * e filled on a bad value. */
-static int dataset_option(int id, const char *arg, convert_opts *o, fmt_err *e)
+static int dataset_option(int id, const char *arg, fmt_convert_opts *o, fmt_err *e)
 {
 	fmt_dataset_opts *d = &o->dataset;
 	int v;
@@ -267,7 +267,7 @@ static const fmt_driver *output_driver(const char *output, int *force_set)
 static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 {
 	convert_args *a = ctx;
-	convert_opts *o = &a->o;
+	fmt_convert_opts *o = &a->o;
 	int full = 0;
 	if (fmt_cli_key_option(id, arg, &o->key) || fmt_cli_decrypt_option(id, arg, &o->decrypt))
 		return 0;
@@ -345,13 +345,15 @@ int main(int argc, char **argv)
 {
 	static const char *sets[MAX_REPEATS], *includes[MAX_REPEATS], *excludes[MAX_REPEATS];
 	convert_args a = { .o = { .sets = sets, .include = includes, .exclude = excludes,
-				  .dataset = { .compression = -1 } } };
-	convert_opts *o = &a.o;
+				  .dataset = { .compression = -1 }, .tool = TOOL } };
+	fmt_convert_opts *o = &a.o;
 	fmt_cli cli;
 	fmt_err e;
 	fmt_err_clear(&e);
 	if (!fmt_cli_parse(&tool, argc, argv, &a, &cli))
 		return cli.exit_code;
+	o->out = stdout;
+	o->err = stderr;
 	if (o->dataset.compression < 0) /* not given: zstd, or none for TRUENO_NATIVE's raw arrays */
 		o->dataset.compression = o->dataset.trueno_native ? FMT_ALD_NONE : FMT_ALD_ZSTD;
 	if (a.allow_overflow && a.overflow_given && o->overflow != FMT_OVERFLOW_SATURATE)
@@ -396,7 +398,7 @@ int main(int argc, char **argv)
 		if (v < 0)
 			return fmt_cli_usage_error(&tool, "--compression takes none, zstd, zstd-max or lz4 for a dataset");
 		o->dataset.compression = v;
-		fmt_kind k = convert_dataset(input, output, o, &e);
+		fmt_kind k = fmt_pipeline_dataset(input, output, o, &e);
 		if (k != FMT_OK)
 			fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
 		return fmt_cli_finish(&tool, &cli, fmt_kind_exit(k));
@@ -432,7 +434,7 @@ int main(int argc, char **argv)
 	o->threads = cli.common.threads ? cli.common.threads : fmt_cpu_count();
 	if (o->sign && !fmt_key_opts_given(&o->key))
 		o->key.hmac_key = 1;
-	fmt_kind k = convert_run(input, output, o, &e);
+	fmt_kind k = fmt_pipeline_run(input, output, o, &e);
 	if (k != FMT_OK)
 		fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
 	return fmt_cli_finish(&tool, &cli, fmt_kind_exit(k));

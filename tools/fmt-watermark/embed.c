@@ -1,4 +1,4 @@
-/* embed: fmt-convert's conversion of IN to OUT (tools/fmt-convert/run.c and dataset.c) with a
+/* embed: fmt-convert's conversion of IN to OUT (libcommon/pipeline, fmt/pipeline.h) with a
  * hook that wraps every selected float tensor's reader (or the input table's batches) so the
  * values are marked as the writer pulls them. The output is what fmt-convert --dtype keep
  * writes, but for the marked values; the marks depend on each value alone, so any -T and any
@@ -6,8 +6,8 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fmt/pipeline.h"
 #include "fmt/thread.h"
-#include "../fmt-convert/convert.h"
 #include "wm.h"
 
 #define PIECE_VALUES 65536   /* the unit of -T work inside one read: fixed, so sums do not depend on -T */
@@ -238,23 +238,25 @@ fmt_kind wm_embed(const char *input, const char *output, const wm_opts *o, const
 		  wm_result *r, fmt_err *e)
 {
 	embed_ctx c = { .o = o, .prm = prm, .r = r };
-	convert_opts co = { .dtype = "keep", .force = o->force, .threads = o->threads,
+	fmt_convert_opts co = { .dtype = "keep", .force = o->force, .threads = o->threads,
 			    .quiet = o->common.quiet, .no_progress = o->common.no_progress,
 			    .dataset = { .compression = FMT_ALD_ZSTD },
-			    .model_hook = model_hook, .table_hook = table_hook, .hook_ctx = &c };
+			    .model_hook = model_hook, .table_hook = table_hook, .hook_ctx = &c,
+			    /* the name its warnings have always carried (a refactor kept them byte for byte) */
+			    .tool = "fmt-convert", .out = stdout, .err = stderr };
 	fmt_kind k = fmt_pool_create(&c.pool, o->threads, e);
 	if (k != FMT_OK)
 		return k;
 	co.table_to = fmt_table_driver_by_extension(output);
 	if (co.table_to && co.table_to->write) {
 		r->is_table = 1;
-		k = convert_dataset(input, output, &co, e);
+		k = fmt_pipeline_dataset(input, output, &co, e);
 	} else {
 		co.to = fmt_driver_by_extension(output);
 		if (!co.to || !co.to->write)
 			return fmt_pool_destroy(c.pool), fmt_fail(e, FMT_USAGE, "cannot tell the output format from OUTPUT's name (.safetensors, "
 					".gguf, .apsim, .apr, .ald, ...)");
-		k = convert_run(input, output, &co, e);
+		k = fmt_pipeline_run(input, output, &co, e);
 	}
 	free(c.tw.col_of);
 	fmt_pool_destroy(c.pool);

@@ -1,6 +1,7 @@
 /* fmt-watermark: buyer watermarks in model tensors and dataset float columns
- * (specs/watermark.md). main.c parses; embed.c marks through fmt-convert's writers; scan.c
- * reads votes, lattice counts and entropy statistics; report.c prints and signs. */
+ * (specs/watermark.md). main.c parses; embed.c marks through the conversion pipeline
+ * (fmt/pipeline.h); scan.c reads votes, lattice counts and entropy statistics; report.c
+ * prints and signs. */
 #ifndef WM_H
 #define WM_H
 

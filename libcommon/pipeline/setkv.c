@@ -7,7 +7,7 @@
 #include <string.h>
 #include <jansson.h>
 #include "fmt/io.h"
-#include "convert.h"
+#include "pipeline_internal.h"
 
 static const struct { const char *name; fmt_vtype type; } type_names[] = {
 	{ "u8", FMT_V_U8 }, { "i8", FMT_V_I8 }, { "u16", FMT_V_U16 }, { "i16", FMT_V_I16 },
@@ -25,7 +25,7 @@ static int type_by_name(const char *s, size_t len, fmt_vtype *out)
 	return 0;
 }
 
-fmt_kind setkv_put(fmt_model *m, const char *key, const fmt_value *v, fmt_err *e)
+fmt_kind fmt_setkv_put(fmt_model *m, const char *key, const fmt_value *v, fmt_err *e)
 {
 	return fmt_model_put_meta(m, key, v, e);
 }
@@ -95,7 +95,7 @@ static fmt_kind parse_value(const char *key, const char *text, fmt_vtype t, fmt_
 	return FMT_OK;
 }
 
-fmt_kind setkv_apply(fmt_model *m, const char *assignment, int strings_only, fmt_err *e)
+fmt_kind fmt_setkv_apply(fmt_model *m, const char *assignment, int strings_only, fmt_err *e)
 {
 	const char *eq = strchr(assignment, '=');
 	if (!eq || eq == assignment)
@@ -117,7 +117,7 @@ fmt_kind setkv_apply(fmt_model *m, const char *assignment, int strings_only, fmt
 	fmt_value v;
 	fmt_kind k = parse_value(key, eq + 1, t, &v, e);
 	if (k == FMT_OK)
-		k = setkv_put(m, key, &v, e);
+		k = fmt_setkv_put(m, key, &v, e);
 	fmt_value_free(&v);
 	free(key);
 	return k;
@@ -259,7 +259,7 @@ static fmt_kind json_to_value(const char *key, json_t *j, fmt_value *v, fmt_err 
 	return fmt_fail(e, FMT_USAGE, "--set-from %s: null is not a metadata value", key);
 }
 
-fmt_kind setkv_apply_file(fmt_model *m, const char *path, int strings_only, fmt_err *e)
+fmt_kind fmt_setkv_apply_file(fmt_model *m, const char *path, int strings_only, fmt_err *e)
 {
 	char *text;
 	size_t len;
@@ -284,7 +284,7 @@ fmt_kind setkv_apply_file(fmt_model *m, const char *path, int strings_only, fmt_
 		}
 		k = json_to_value(key, val, &v, e);
 		if (k == FMT_OK)
-			k = setkv_put(m, key, &v, e);
+			k = fmt_setkv_put(m, key, &v, e);
 		fmt_value_free(&v);
 		if (k != FMT_OK)
 			break;

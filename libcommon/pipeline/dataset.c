@@ -1,15 +1,13 @@
-/* fmt-convert for datasets: open the input as a table (CSV, JSON Lines, Arrow IPC, .ald),
+/* The pipeline for datasets: open the input as a table (CSV, JSON Lines, Arrow IPC, .ald),
  * check its integrity layers, and stream its batches into the output's table driver. */
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/arrow.h"
 #include "fmt/io.h"
 #include "fmt/out.h"
-#include "convert.h"
+#include "pipeline_internal.h"
 
-#define TOOL "fmt-convert"
-
-static fmt_kind convert_table(const char *input, const char *output, const convert_opts *o,
+static fmt_kind convert_table(const char *input, const char *output, const fmt_convert_opts *o,
 			      const fmt_keyset *write_keys, fmt_decrypt_keys *dk, fmt_keyset *read_keys, fmt_err *e);
 
 static fmt_kind load_json(const char *path, const char *what, json_t **out, fmt_err *e)
@@ -43,7 +41,7 @@ static void print_schema(FILE *f, const fmt_schema *s)
 	}
 }
 
-static void report(const char *input, const char *output, const fmt_table *t, const convert_opts *o,
+static void report(const char *input, const char *output, const fmt_table *t, const fmt_convert_opts *o,
 		   int dry_run)
 {
 	if (o->json) {
@@ -56,11 +54,11 @@ static void report(const char *input, const char *output, const fmt_table *t, co
 		json_object_set_new(r, "schema", fmt_schema_json(&t->schema));
 		if (t->n_rows != FMT_ROWS_UNKNOWN)
 			json_object_set_new(r, "rows", fmt_json_u64(t->n_rows));
-		fmt_json_line(stdout, r);
+		fmt_json_line(o->out, r);
 		json_decref(r);
 		return;
 	}
-	FILE *f = dry_run ? stdout : stderr;
+	FILE *f = dry_run ? o->out : o->err;
 	fprintf(f, "%s (%s) -> %s (%s)", input, t->driver->name, output, o->table_to->name);
 	if (t->n_rows != FMT_ROWS_UNKNOWN)
 		fprintf(f, ", %llu rows", (unsigned long long)t->n_rows);
@@ -69,7 +67,7 @@ static void report(const char *input, const char *output, const fmt_table *t, co
 }
 
 /* The output's encryption key (--encrypt-password-file/-env, --encrypt-to) into ks. */
-static fmt_kind encryption_key(const convert_opts *o, fmt_password *pw, fmt_x25519_pair *to, fmt_keyset *ks,
+static fmt_kind encryption_key(const fmt_convert_opts *o, fmt_password *pw, fmt_x25519_pair *to, fmt_keyset *ks,
 			       fmt_err *e)
 {
 	int n = (o->encrypt_password_file != NULL) + (o->encrypt_password_env != NULL) + (o->encrypt_to != NULL);
@@ -93,7 +91,7 @@ static fmt_kind encryption_key(const convert_opts *o, fmt_password *pw, fmt_x255
 	return k;
 }
 
-fmt_kind convert_dataset(const char *input, const char *output, const convert_opts *o, fmt_err *e)
+fmt_kind fmt_pipeline_dataset(const char *input, const char *output, const fmt_convert_opts *o, fmt_err *e)
 {
 	fmt_password enc_pw = { 0 };
 	fmt_x25519_pair enc_to = { 0 };
@@ -110,7 +108,7 @@ fmt_kind convert_dataset(const char *input, const char *output, const convert_op
 	return r;
 }
 
-static fmt_kind convert_table(const char *input, const char *output, const convert_opts *o,
+static fmt_kind convert_table(const char *input, const char *output, const fmt_convert_opts *o,
 			      const fmt_keyset *write_keys, fmt_decrypt_keys *dk, fmt_keyset *read_keys, fmt_err *e)
 {
 	fmt_dataset_opts d = o->dataset;

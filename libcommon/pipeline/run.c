@@ -3,9 +3,7 @@
 #include <string.h>
 #include "fmt/out.h"
 #include "fmt/progress.h"
-#include "convert.h"
-
-#define TOOL "fmt-convert"
+#include "pipeline_internal.h"
 
 /* The output path without its format's extension (or index suffix): the prefix of a set. */
 static char *shard_prefix(const char *output, const fmt_driver *to)
@@ -31,7 +29,7 @@ static uint64_t data_bytes(const fmt_model *m)
 }
 
 /* 0: one file; otherwise the shard size limit. */
-static uint64_t shard_limit(const convert_plan *p, const convert_opts *o)
+static uint64_t shard_limit(const convert_plan *p, const fmt_convert_opts *o)
 {
 	if (!o->to->write_sharded || !o->to->plan_shards)
 		return 0;
@@ -43,7 +41,7 @@ static uint64_t shard_limit(const convert_plan *p, const convert_opts *o)
 
 /* An input read front to back (or checked by the reads themselves) is checked once all of it
  * has passed: before the output is renamed into place. */
-static fmt_kind verify_streamed(const convert_plan *p, fmt_model *in, const convert_opts *o, fmt_err *e)
+static fmt_kind verify_streamed(const convert_plan *p, fmt_model *in, const fmt_convert_opts *o, fmt_err *e)
 {
 	if (!p->verify_after || o->no_verify)
 		return FMT_OK;
@@ -55,7 +53,7 @@ static fmt_kind verify_streamed(const convert_plan *p, fmt_model *in, const conv
 }
 
 static fmt_kind write_single(const convert_plan *p, fmt_model *in, const char *output, const fmt_write_opts *wo,
-			     const convert_opts *o, fmt_err *e)
+			     const fmt_convert_opts *o, fmt_err *e)
 {
 	fmt_sink sink;
 	fmt_kind k = fmt_sink_open(&sink, output, wo->sink_flags, e);
@@ -82,7 +80,7 @@ static fmt_kind write_single(const convert_plan *p, fmt_model *in, const char *o
 /* The files of the set are checked against the input's (its path and every shard) first: with
  * -f a set written over its own input would destroy what it reads. */
 static fmt_kind write_set(const convert_plan *p, const fmt_model *in, const char *output, uint64_t limit,
-			  const fmt_write_opts *wo, const convert_opts *o, fmt_err *e)
+			  const fmt_write_opts *wo, const fmt_convert_opts *o, fmt_err *e)
 {
 	char **paths = NULL;
 	size_t n = 0;
@@ -100,7 +98,7 @@ static fmt_kind write_set(const convert_plan *p, const fmt_model *in, const char
 		k = o->to->write_sharded(&p->out, prefix, &lim, wo, &paths, &n, e);
 	for (size_t i = 0; i < n; i++) {
 		if (k == FMT_OK && o->verbose)
-			fprintf(stderr, TOOL ": wrote %s\n", paths[i]);
+			fprintf(o->err, "%s: wrote %s\n", o->tool, paths[i]);
 		free(paths[i]);
 	}
 	free(paths);
@@ -108,7 +106,7 @@ static fmt_kind write_set(const convert_plan *p, const fmt_model *in, const char
 	return k;
 }
 
-static fmt_kind write_output(convert_plan *p, fmt_model *in, const char *output, const convert_opts *o,
+static fmt_kind write_output(convert_plan *p, fmt_model *in, const char *output, const fmt_convert_opts *o,
 			     fmt_err *e)
 {
 	fmt_hmac_key key = { 0 };
@@ -131,8 +129,8 @@ static fmt_kind write_output(convert_plan *p, fmt_model *in, const char *output,
 		p->verify_after = 0;
 	}
 	fmt_progress pr;
-	fmt_progress_start(&pr, stderr, TOOL, data_bytes(&p->out),
-			   fmt_progress_wanted(stderr, o->quiet, o->no_progress));
+	fmt_progress_start(&pr, o->err, o->tool, data_bytes(&p->out),
+			   fmt_progress_wanted(o->err, o->quiet, o->no_progress));
 	fmt_progress_follow_sinks(&pr);
 	if (k == FMT_OK)
 		k = limit ? write_set(p, in, output, limit, &wo, o, e) : write_single(p, in, output, &wo, o, e);
@@ -145,7 +143,7 @@ static fmt_kind write_output(convert_plan *p, fmt_model *in, const char *output,
 /* Open the input and check what it carries (an Apsi digest) before reading its tensors; a
  * stream, and on one thread a file its driver can check as it is read (one pass instead of
  * two), are checked after (*after). */
-static fmt_kind open_input(fmt_model *in, const char *input, const convert_opts *o, int *after, fmt_err *e)
+static fmt_kind open_input(fmt_model *in, const char *input, const fmt_convert_opts *o, int *after, fmt_err *e)
 {
 	fmt_kind k = fmt_model_open_streaming(in, input, NULL, e);
 	*after = k == FMT_OK && fmt_model_sequential(in);
@@ -163,7 +161,7 @@ static fmt_kind open_input(fmt_model *in, const char *input, const convert_opts 
 	return k;
 }
 
-fmt_kind convert_run(const char *input, const char *output, const convert_opts *o, fmt_err *e)
+fmt_kind fmt_pipeline_run(const char *input, const char *output, const fmt_convert_opts *o, fmt_err *e)
 {
 	fmt_model in;
 	convert_plan plan;
@@ -183,24 +181,24 @@ fmt_kind convert_run(const char *input, const char *output, const convert_opts *
 	if (k == FMT_OK)
 		k = fmt_pool_create(&pool, threads, e);
 	if (k == FMT_OK)
-		k = plan_build(&plan, &in, o, pool, e);
+		k = fmt_plan_build(&plan, &in, o, pool, e);
 	plan.verify_after = verify_after;
 	if (k == FMT_OK && o->dry_run)     /* nothing is read: check now */
 		k = verify_streamed(&plan, &in, o, e);
 	if (k == FMT_OK && o->model_hook)
 		k = o->model_hook(&plan.out, o->hook_ctx, e);
 	if (k == FMT_OK && o->dry_run) {
-		plan_print(stdout, &plan, input, output, o);
+		fmt_plan_print(o->out, &plan, input, output, o);
 	} else if (k == FMT_OK) {
 		k = write_output(&plan, &in, output, o, e);
 		if (k == FMT_OK && !o->quiet)
-			plan_warn(&plan, TOOL, o->overflow);
+			fmt_plan_warn(o->err, &plan, o->tool, o->overflow);
 		if (k == FMT_OK && (o->verbose || o->json) && strcmp(output, "-") != 0)
-			plan_print(o->json ? stdout : stderr, &plan, input, output, o);
+			fmt_plan_print(o->json ? o->out : o->err, &plan, input, output, o);
 	}
 	if (k != FMT_OK)
 		fmt_err_file(e, input);
-	plan_free(&plan);
+	fmt_plan_free(&plan);
 	fmt_pool_destroy(pool);
 	fmt_model_free(&in);
 	return k;

@@ -7,7 +7,7 @@
 #include "fmt/out.h"
 #include "fmt/qtensor.h"
 #include "fmt/retype.h"
-#include "convert.h"
+#include "pipeline_internal.h"
 
 /* The output format, asked what it can hold (fmt_driver capabilities). */
 typedef const fmt_driver *target;
@@ -35,7 +35,7 @@ static int keep(wanted w)
 	return w.plain == FMT_DT_INVALID && w.qformat < 0;
 }
 
-static fmt_kind parse_wanted(const convert_opts *o, target tg, wanted *w, fmt_err *e)
+static fmt_kind parse_wanted(const fmt_convert_opts *o, target tg, wanted *w, fmt_err *e)
 {
 	static const struct { const char *name; fmt_dtype dtype; } plain[] = {
 		{ "f32", FMT_DT_F32 }, { "f16", FMT_DT_F16 }, { "bf16", FMT_DT_BF16 },
@@ -108,7 +108,7 @@ static void name_list_join(const name_list *l, char *buf, size_t size)
 		memcpy(buf + size - 4, "...", 4);
 }
 
-static int selected(const char *name, const convert_opts *o)
+static int selected(const char *name, const fmt_convert_opts *o)
 {
 	int in = o->n_include == 0;
 	for (size_t i = 0; !in && i < o->n_include; i++)
@@ -145,7 +145,7 @@ static void set_names(plan_entry *pe, const char *from, const char *to)
  * hold. Widened, they become F32; saturated, F16/BF16 keep their type (the values are clamped
  * as they are written) and Q8_0/Q4_0 become F16. refuse (the default) reads nothing here: the
  * writer stops at the first such value. */
-static fmt_kind overflow_target(const fmt_model *in, const fmt_tensor *t, const convert_opts *o,
+static fmt_kind overflow_target(const fmt_model *in, const fmt_tensor *t, const fmt_convert_opts *o,
 				plan_entry *pe, fmt_dtype *to, fmt_err *e)
 {
 	int found = 0;
@@ -167,7 +167,7 @@ static fmt_kind overflow_target(const fmt_model *in, const fmt_tensor *t, const 
 }
 
 static fmt_kind add_plain(convert_plan *p, const fmt_model *in, const fmt_tensor *t, wanted w,
-			  target tg, const convert_opts *o, fmt_pool *pool, plan_entry *pe, fmt_err *e)
+			  target tg, const fmt_convert_opts *o, fmt_pool *pool, plan_entry *pe, fmt_err *e)
 {
 	const fmt_dtype_info *d = fmt_dtype_get(t->dtype);
 	if (d->is_int) {
@@ -246,7 +246,7 @@ static fmt_kind copy_qtensor(convert_plan *p, const fmt_model *in, const fmt_qte
 }
 
 static fmt_kind add_qtensor(convert_plan *p, const fmt_model *in, const fmt_qtensor *q, wanted w,
-			    target tg, const convert_opts *o, fmt_pool *pool, plan_entry *pe, fmt_err *e)
+			    target tg, const fmt_convert_opts *o, fmt_pool *pool, plan_entry *pe, fmt_err *e)
 {
 	fmt_dtype ggml;
 	if (qtensor_passes_through(q, w, tg, &ggml)) {
@@ -269,7 +269,7 @@ static fmt_kind add_qtensor(convert_plan *p, const fmt_model *in, const fmt_qten
 /* Pass one: decode into p->mid every compressed tensor that cannot pass through, so that the
  * output's tensors can point at tensors that no longer move. */
 static fmt_kind decode_qtensors(convert_plan *p, const fmt_model *in, wanted w, target tg,
-				const convert_opts *o, fmt_pool *pool, fmt_err *e)
+				const fmt_convert_opts *o, fmt_pool *pool, fmt_err *e)
 {
 	fmt_dtype ggml;
 	for (size_t i = 0; i < in->n_qtensors; i++) {
@@ -287,7 +287,7 @@ static fmt_kind decode_qtensors(convert_plan *p, const fmt_model *in, wanted w, 
 
 static fmt_kind put_meta(fmt_model *m, const char *key, const fmt_value *v, int front, fmt_err *e)
 {
-	fmt_kind k = setkv_put(m, key, v, e);
+	fmt_kind k = fmt_setkv_put(m, key, v, e);
 	if (k != FMT_OK || !front)
 		return k;
 	for (size_t i = 0; i < m->n_meta; i++) {
@@ -364,7 +364,7 @@ static int derived_elsewhere(const char *key, target tg)
 
 /* Keys the target derives from the output's tensors are set after the input's keys, before
  * the user's --set / --set-from (which win). */
-static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const convert_opts *o, target tg,
+static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const fmt_convert_opts *o, target tg,
 			       wanted w, fmt_err *e)
 {
 	int typed = fmt_driver_can(tg, FMT_CAP_TYPED_META);
@@ -399,12 +399,12 @@ static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const conve
 			return k;
 	}
 	if (o->set_from) {
-		fmt_kind k = setkv_apply_file(&p->out, o->set_from, !typed, e);
+		fmt_kind k = fmt_setkv_apply_file(&p->out, o->set_from, !typed, e);
 		if (k != FMT_OK)
 			return k;
 	}
 	for (size_t i = 0; i < o->n_sets; i++) {
-		fmt_kind k = setkv_apply(&p->out, o->sets[i], !typed, e);
+		fmt_kind k = fmt_setkv_apply(&p->out, o->sets[i], !typed, e);
 		if (k != FMT_OK)
 			return k;
 	}
@@ -421,8 +421,8 @@ static uint64_t bytes_since(const fmt_model *m, size_t first)
 	return n;
 }
 
-fmt_kind plan_build(convert_plan *p, const fmt_model *in, const convert_opts *o, fmt_pool *pool,
-		    fmt_err *e)
+fmt_kind fmt_plan_build(convert_plan *p, const fmt_model *in, const fmt_convert_opts *o, fmt_pool *pool,
+			fmt_err *e)
 {
 	target tg = o->to;
 	wanted w;
@@ -465,7 +465,7 @@ fmt_kind plan_build(convert_plan *p, const fmt_model *in, const convert_opts *o,
 	return k == FMT_OK ? carry_metadata(p, in, o, tg, w, e) : k;
 }
 
-void plan_free(convert_plan *p)
+void fmt_plan_free(convert_plan *p)
 {
 	free(p->entries);
 	free(p->expanded.names);
@@ -475,7 +475,7 @@ void plan_free(convert_plan *p)
 	memset(p, 0, sizeof *p);
 }
 
-static json_t *plan_json(const convert_plan *p, const char *input, const char *output, const convert_opts *o)
+static json_t *plan_json(const convert_plan *p, const char *input, const char *output, const fmt_convert_opts *o)
 {
 	json_t *tensors = json_array();
 	for (size_t i = 0; tensors && i < p->n_entries; i++) {
@@ -502,8 +502,8 @@ static json_t *plan_json(const convert_plan *p, const char *input, const char *o
 			 "data_bytes", fmt_json_u64(bytes_since(&p->out, 0)), "tensors", tensors);
 }
 
-void plan_print(FILE *out, const convert_plan *p, const char *input, const char *output,
-		const convert_opts *o)
+void fmt_plan_print(FILE *out, const convert_plan *p, const char *input, const char *output,
+		    const fmt_convert_opts *o)
 {
 	if (o->json) {
 		json_t *j = plan_json(p, input, output, o);
@@ -527,33 +527,33 @@ void plan_print(FILE *out, const convert_plan *p, const char *input, const char 
 	}
 }
 
-static void warn_overflow(const plan_entry *pe, const char *tool, fmt_overflow_mode mode)
+static void warn_overflow(FILE *err, const plan_entry *pe, const char *tool, fmt_overflow_mode mode)
 {
 	const char *how = mode == FMT_OVERFLOW_WIDEN ? "written as F32"
 			  : strcmp(pe->asked, "BF16") == 0 ? "values beyond it saturated to +-3.3895314e+38"
 			  : strcmp(pe->asked, "F16") == 0 ? "values beyond it saturated to +-65504"
 			  : "written as F16, values beyond it saturated to +-65504";
-	fmt_report_warning(stderr, tool, "tensor '%s': element %" PRIu64 " is %.9g, beyond what %s holds; %s "
+	fmt_report_warning(err, tool, "tensor '%s': element %" PRIu64 " is %.9g, beyond what %s holds; %s "
 			   "(--overflow=%s)", pe->name, pe->overflow_elem, (double)pe->overflow_value, pe->asked,
 			   how, fmt_overflow_mode_name(mode));
 }
 
-void plan_warn(const convert_plan *p, const char *tool, fmt_overflow_mode mode)
+void fmt_plan_warn(FILE *err, const convert_plan *p, const char *tool, fmt_overflow_mode mode)
 {
 	char names[FMT_ERR_MSG_MAX / 2];
 	for (size_t i = 0; i < p->n_entries; i++)
 		if (p->entries[i].overflowed)
-			warn_overflow(&p->entries[i], tool, mode);
+			warn_overflow(err, &p->entries[i], tool, mode);
 	if (p->expanded.n) {
 		name_list_join(&p->expanded, names, sizeof names);
-		fmt_report_warning(stderr, tool, "%zu quantized tensor%s expanded to a float type: %s", p->expanded.n,
+		fmt_report_warning(err, tool, "%zu quantized tensor%s expanded to a float type: %s", p->expanded.n,
 				   p->expanded.n == 1 ? "" : "s", names);
 	}
 	if (p->dropped_meta)
-		fmt_report_warning(stderr, tool, "%zu metadata entr%s dropped: the target holds only string values",
+		fmt_report_warning(err, tool, "%zu metadata entr%s dropped: the target holds only string values",
 				   p->dropped_meta, p->dropped_meta == 1 ? "y" : "ies");
 	if (p->dropped_units.n) {
 		name_list_join(&p->dropped_units, names, sizeof names);
-		fmt_report_warning(stderr, tool, "units dropped (the target cannot hold them): %s", names);
+		fmt_report_warning(err, tool, "units dropped (the target cannot hold them): %s", names);
 	}
 }

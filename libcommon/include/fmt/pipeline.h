@@ -1,0 +1,68 @@
+/* The conversion pipeline of fmt-convert and fmt-watermark: open and check an input model or
+ * dataset, plan what each tensor becomes in the output format, and write it (one file or a
+ * shard set). It prints only to the streams and under the tool name the caller gives. */
+#ifndef FMT_PIPELINE_H
+#define FMT_PIPELINE_H
+
+#include <stdio.h>
+#include "fmt/crypto.h"
+#include "fmt/minisign.h"
+#include "fmt/dataset.h"
+#include "fmt/encrypt.h"
+#include "fmt/model.h"
+#include "fmt/overflow.h"
+#include "fmt/registry.h"
+#include "fmt/thread.h"
+
+/* What the user asked for, after option parsing. */
+typedef struct fmt_convert_opts {
+	const fmt_driver *to;        /* output format */
+	const char *dtype;           /* --dtype, NULL = the format's default */
+	const char *arch;            /* --arch */
+	const char **sets;           /* --set KEY[:TYPE]=VALUE, n_sets of them */
+	size_t n_sets;
+	const char *set_from;        /* --set-from FILE.json */
+	const char **include, **exclude; /* --include / --exclude GLOB */
+	size_t n_include, n_exclude;
+	int dry_run, force, verbose, json, quiet, no_verify, no_progress;
+	int threads;
+	uint64_t shard;              /* --shard SIZE; 0 = the format's default */
+	int shard_given;
+	int force_set;               /* the output was named NAME.<ext>.index.json */
+	int sign;                    /* --sign */
+	const char *layout;          /* --apr-layout: one of the target driver's layouts */
+	const char *compression;     /* -c/--compression, as given (parsed for the output's driver) */
+	fmt_codec codec;             /* what it means for a model output */
+	int codec_level;
+	fmt_key_opts key;            /* which key --sign uses */
+	const char *sign_key;        /* --sign-key SECKEY (Ed25519) */
+	fmt_pass_opts passphrase;    /* its passphrase: --passphrase-file / --passphrase-env */
+	const fmt_ms_secret *sign_secret; /* the key loaded (main), NULL without --sign-key */
+	fmt_overflow_mode overflow;  /* --overflow (--allow-overflow = saturate) */
+	/* datasets */
+	const fmt_table_driver *table_to;   /* output table format (a dataset conversion) */
+	const fmt_table_driver *table_from; /* --from: input table format, NULL = probe */
+	fmt_dataset_opts dataset;    /* --delimiter, --compression, --chunk-rows, ... */
+	const char *schema_file;     /* --schema FILE.json */
+	const char *card_file;       /* --card FILE.json */
+	/* fmt-watermark: called with the output model before it is written, and with the input
+	 * table before its batches are pulled; NULL in fmt-convert. */
+	fmt_kind (*model_hook)(fmt_model *out, void *ctx, fmt_err *e);
+	fmt_kind (*table_hook)(fmt_table *in, void *ctx, fmt_err *e);
+	void *hook_ctx;
+	fmt_decrypt_opts decrypt;    /* --password-file, --password-env, --identity */
+	const char *encrypt_password_file, *encrypt_password_env; /* --encrypt-password-* */
+	const char *encrypt_to;      /* --encrypt-to PUBKEY */
+	/* Where the pipeline reports: the tool name its warnings, progress and --verbose lines
+	 * carry, out for the plan or report asked for (dry run, --json), err for the rest. */
+	const char *tool;
+	FILE *out, *err;
+} fmt_convert_opts;
+
+/* Convert a dataset (o->table_to set) from input to output. */
+fmt_kind fmt_pipeline_dataset(const char *input, const char *output, const fmt_convert_opts *o, fmt_err *e);
+
+/* Convert input to output as o says; returns the error kind (e names the file). */
+fmt_kind fmt_pipeline_run(const char *input, const char *output, const fmt_convert_opts *o, fmt_err *e);
+
+#endif

@@ -1,0 +1,56 @@
+/* The pipeline's plan (plan.c), shared by its execution (run.c); --set metadata (setkv.c). */
+#ifndef FMT_PIPELINE_INTERNAL_H
+#define FMT_PIPELINE_INTERNAL_H
+
+#include <stdio.h>
+#include "fmt/pipeline.h"
+
+/* One logical tensor of the plan: a plain tensor, or a compressed one (codes and scales). */
+typedef struct plan_entry {
+	const char *name;
+	char from[16], to[16];       /* dtype names ("F32", "Q8_0") or Apsi formats ("int8") */
+	uint64_t bytes;              /* output bytes, codes and scales together */
+	const char *why;             /* why the result differs from what was asked, or NULL */
+	int overflowed;              /* values beyond the asked dtype: saturated or widened */
+	uint64_t overflow_elem;      /* the first of them, and its value */
+	float overflow_value;
+	char asked[16];              /* the dtype the values did not fit */
+} plan_entry;
+
+/* Tensor names a warning lists (pointing into the input model). */
+typedef struct name_list {
+	const char **names;
+	size_t n;
+} name_list;
+
+typedef struct convert_plan {
+	plan_entry *entries;
+	size_t n_entries;
+	size_t excluded;             /* tensors left out by --include/--exclude */
+	name_list expanded;          /* compressed or quantized tensors expanded to a float type */
+	size_t dropped_meta;         /* metadata entries the target cannot hold */
+	name_list dropped_units;     /* tensors whose units the target cannot hold */
+	fmt_model mid;               /* decoded compressed tensors, for conversions that need them */
+	fmt_model out;               /* the output model (tensors read from the input on demand) */
+	int verify_after;            /* the input is checked after its tensors are read (a stream,
+				      * or a file checked by the reads themselves) */
+} convert_plan;
+
+/* Build the plan and the output model from in. Usage errors (a dtype the target cannot
+ * hold, a malformed --set) are FMT_USAGE. */
+fmt_kind fmt_plan_build(convert_plan *p, const fmt_model *in, const fmt_convert_opts *o, fmt_pool *pool,
+			fmt_err *e);
+void fmt_plan_free(convert_plan *p);
+
+/* --set KEY[:TYPE]=VALUE and --set-from FILE.json into model metadata (replacing in place). */
+fmt_kind fmt_setkv_apply(fmt_model *m, const char *assignment, int strings_only, fmt_err *e);
+fmt_kind fmt_setkv_apply_file(fmt_model *m, const char *path, int strings_only, fmt_err *e);
+/* Replace key's value in place, or append it. */
+fmt_kind fmt_setkv_put(fmt_model *m, const char *key, const fmt_value *v, fmt_err *e);
+
+/* The plan as text or JSON (dry run and --verbose), and the warnings it implies. */
+void fmt_plan_print(FILE *out, const convert_plan *p, const char *input, const char *output,
+		    const fmt_convert_opts *o);
+void fmt_plan_warn(FILE *err, const convert_plan *p, const char *tool, fmt_overflow_mode mode);
+
+#endif
