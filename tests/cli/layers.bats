@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# scripts/check-layers: the layers of libcommon (core <- tensor <- formats <- data/bundle,
+# scripts/check-layers: the layers of libcommon (core <- tensor <- formats <- data/bundle <- pipeline,
 # crypto beside core) and the fmt_ prefix of every exported symbol. It passes on this tree and
 # fails, naming the file and the rule, on a copy of the tree with one violation put in.
 

@@ -242,8 +242,7 @@ fmt_kind wm_embed(const char *input, const char *output, const wm_opts *o, const
 			    .quiet = o->common.quiet, .no_progress = o->common.no_progress,
 			    .dataset = { .compression = FMT_ALD_ZSTD },
 			    .model_hook = model_hook, .table_hook = table_hook, .hook_ctx = &c,
-			    /* the name its warnings have always carried (a refactor kept them byte for byte) */
-			    .tool = "fmt-convert", .out = stdout, .err = stderr };
+			    .tool = TOOL, .out = stdout, .err = stderr };
 	fmt_kind k = fmt_pool_create(&c.pool, o->threads, e);
 	if (k != FMT_OK)
 		return k;
