@@ -257,18 +257,6 @@ int fmt_wm_qim_read(uint64_t bits, int width, int s)
 	return read_bit(bits, width, MANT(width) - s);
 }
 
-static inline uint64_t load(const uint8_t *p, int width)
-{
-	if (width == 4) {
-		uint32_t b;
-		memcpy(&b, p, 4);
-		return b;
-	}
-	uint64_t b;
-	memcpy(&b, p, 8);
-	return b;
-}
-
 static inline void store(uint8_t *p, uint64_t bits, int width)
 {
 	if (width == 4) {
@@ -307,7 +295,7 @@ static inline __attribute__((always_inline)) void embed_loop(const fmt_wm_params
 	uint64_t finite = 0, eligible = 0, selected = 0, marked = 0;
 	double max_rel = d->max_rel, sum0 = 0, sumsq0 = 0, sum_d = 0, sumsq1 = 0;
 	for (size_t i = 0; i < n; i++, p += width) {
-		uint64_t bits = load(p, width);
+		uint64_t bits = fmt_wm_load_bits(p, width);
 		uint64_t exp = bits >> m & expmax;
 		int is_finite = exp != expmax, is_elig = is_finite & (exp != 0);
 		uint8_t t = table_entry(key, bits, width);   /* NOT_SELECTED for every ineligible anchor */
@@ -394,7 +382,7 @@ static inline __attribute__((always_inline)) void vote_loop(const fmt_wm_params 
 	const int q = MANT(width) - prm->strength;
 	uint64_t total[FMT_WM_BITS] = { 0 }, ones[FMT_WM_BITS] = { 0 };
 	for (size_t i = 0; i < n; i++, p += width) {
-		uint64_t bits = load(p, width);
+		uint64_t bits = fmt_wm_load_bits(p, width);
 		uint8_t t = table_entry(key, bits, width);   /* NOT_SELECTED for every ineligible anchor */
 		uint64_t sel = t != NOT_SELECTED;
 		unsigned j = t & 63;
@@ -544,7 +532,7 @@ int fmt_wm_alim_decide(const fmt_wm_alim_col *cols, size_t n_cols, const uint8_t
 void fmt_wm_lattice_add(fmt_wm_lattice *l, const uint8_t *p, size_t n, int width)
 {
 	for (size_t i = 0; i < n; i++, p += width) {
-		uint64_t bits = load(p, width);
+		uint64_t bits = fmt_wm_load_bits(p, width);
 		if (!fmt_wm_eligible(bits, width))
 			continue;
 		l->eligible++;

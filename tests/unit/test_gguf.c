@@ -6,6 +6,7 @@
 #include "fmt/gguf.h"
 #include "fmt/quant.h"
 #include "fmt/registry.h"
+#include "helpers.h"
 #include "unit.h"
 
 static const uint8_t example[160] = {
@@ -72,22 +73,11 @@ static int spit(const char *path, const void *data, size_t n)
 	return fclose(f) == 0 && w == n ? 0 : -1;
 }
 
+/* An F32 tensor of n values (n is the product of the shape in every call here). */
 static void add_f32_tensor(fmt_model *m, const char *name, const uint64_t *shape, int ndim,
 			   const float *data, uint64_t n)
 {
-	fmt_tensor t;
-	fmt_err e;
-	memset(&t, 0, sizeof t);
-	t.name = (char *)name;
-	t.dtype = FMT_DT_F32;
-	t.ndim = ndim;
-	for (int i = 0; i < ndim; i++)
-		t.shape[i] = shape[i];
-	t.nelems = n;
-	t.nbytes = 4 * n;
-	t.source = -1;
-	t.data = (const uint8_t *)data;
-	CHECK(fmt_model_add_tensor(m, &t, NULL, &e) == FMT_OK);
+	unit_add_tensor(m, name, FMT_DT_F32, ndim, shape, data, 4 * n);
 }
 
 static fmt_kind write_model(const fmt_model *m, const char *path, uint32_t align, fmt_err *e)

@@ -128,30 +128,6 @@ static void scan_range(void *p, size_t i)
 	}
 }
 
-static uint64_t bits_of(const uint8_t *p, int width)
-{
-	if (width == 4) {
-		uint32_t b;
-		memcpy(&b, p, 4);
-		return b;
-	}
-	uint64_t b;
-	memcpy(&b, p, 8);
-	return b;
-}
-
-static double value_of(const uint8_t *p, int width)
-{
-	if (width == 4) {
-		float f;
-		memcpy(&f, p, 4);
-		return f;
-	}
-	double d;
-	memcpy(&d, p, 8);
-	return d;
-}
-
 typedef struct entropy_pass { wm_column *col; int second; } entropy_pass;
 
 static fmt_kind entropy_chunk(void *ctx, const uint8_t *bytes, size_t n, fmt_err *e)
@@ -160,11 +136,11 @@ static fmt_kind entropy_chunk(void *ctx, const uint8_t *bytes, size_t n, fmt_err
 	entropy_pass *ep = ctx;
 	int w = ep->col->width;
 	for (size_t i = 0; i + (size_t)w <= n; i += (size_t)w) {
-		double v = value_of(bytes + i, w);
+		double v = fmt_wm_load_value(bytes + i, w);
 		if (ep->second)
 			fmt_wm_entropy_hist(ep->col->entropy, v);
 		else
-			fmt_wm_entropy_add(ep->col->entropy, v, bits_of(bytes + i, w));
+			fmt_wm_entropy_add(ep->col->entropy, v, fmt_wm_load_bits(bytes + i, w));
 	}
 	return FMT_OK;
 }
@@ -269,8 +245,8 @@ static void scan_values(wm_column *col, const fmt_column *bc, uint64_t rows, wm_
 				}
 				low = uv;
 			} else {
-				v = value_of(p, col->width);
-				low = bits_of(p, col->width);
+				v = fmt_wm_load_value(p, col->width);
+				low = fmt_wm_load_bits(p, col->width);
 			}
 			if (pass == 0)
 				fmt_wm_entropy_add(col->entropy, v, low);

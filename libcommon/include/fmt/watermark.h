@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "fmt/err.h"
 
 #define FMT_WM_KEY_LEN 32
@@ -56,6 +57,31 @@ typedef struct fmt_wm_pos {
 	unsigned bit;                /* payload bit index j */
 	int mask;                    /* m */
 } fmt_wm_pos;
+
+/* The bit pattern and the value of the little-endian float32 (width 4) or float64 (width 8) at p. */
+static inline uint64_t fmt_wm_load_bits(const uint8_t *p, int width)
+{
+	if (width == 4) {
+		uint32_t b;
+		memcpy(&b, p, 4);
+		return b;
+	}
+	uint64_t b;
+	memcpy(&b, p, 8);
+	return b;
+}
+
+static inline double fmt_wm_load_value(const uint8_t *p, int width)
+{
+	if (width == 4) {
+		float f;
+		memcpy(&f, p, 4);
+		return f;
+	}
+	double d;
+	memcpy(&d, p, 8);
+	return d;
+}
 
 /* The anchor of a float32 / float64 bit pattern (sign, exponent, top 8 mantissa bits). */
 uint64_t fmt_wm_anchor(uint64_t bits, int width);
