@@ -3,6 +3,7 @@
 #define FMT_DATA_ALD_INTERNAL_H
 
 #include <stdint.h>
+#include <string.h>
 #include <jansson.h>
 #include "fmt/arrow.h"
 #include "fmt/registry.h"
@@ -75,9 +76,15 @@ fmt_kind fmt_ald_decrypt(ald_state *s, const fmt_keyset *ks, fmt_err *e);
 /* FMT_SECRET_*: what reading the rows still needs. */
 int fmt_ald_secret_needed(const ald_state *s);
 
-/* The CRC-32 (standard, or alimentar's with upstream) of what k holds, read back from the file
- * (anything buffered flushed first by the caller). */
-fmt_kind fmt_ald_sink_crc(fmt_sink *k, int upstream, uint32_t *crc, fmt_err *e);
+/* The trailer: the CRC-32 (standard, or alimentar's with upstream) of everything k holds, read
+ * back from the file, appended to it. */
+fmt_kind fmt_ald_sink_append_crc(fmt_sink *k, int upstream, fmt_err *e);
+
+/* 1 when the file's CRC is alimentar 0.2's variant (rewrites keep the variant they found). */
+static inline int fmt_ald_crc_is_upstream(const ald_state *s)
+{
+	return s->crc_kind && strcmp(s->crc_kind, "alimentar-0.2") == 0;
+}
 
 /* Licences (ald_licence.c): fmt-sign license, and fmt-verify's seller_sig and expiry checks. */
 fmt_kind fmt_ald_license_in_place(const char *path, const struct fmt_license_req *l, const fmt_keyset *keys,

@@ -169,10 +169,9 @@ static fmt_kind write_licensed(const ald_state *s, fmt_sink *k, const fmt_licens
 			       const fmt_ms_secret *sec, fmt_err *e)
 {
 	int keep_sig = (s->flags & FMT_ALD_SIGNED) && memcmp(s->sig_pub, fmt_ms_secret_pk(sec), 32) != 0;
-	uint8_t flags = (uint8_t)(s->flags | FMT_ALD_SIGNED | FMT_ALD_LICENSED), digest[32], file_sig[64], crc_le[4];
+	uint8_t flags = (uint8_t)(s->flags | FMT_ALD_SIGNED | FMT_ALD_LICENSED), digest[32], file_sig[64];
 	uint8_t *block = NULL;
 	size_t block_len = 0;
-	uint32_t crc;
 	if (keep_sig && !(s->flags & FMT_ALD_LICENSED)) {
 		char b64[45];
 		fmt_base64(s->sig_pub, 32, b64, sizeof b64);
@@ -199,14 +198,7 @@ static fmt_kind write_licensed(const ald_state *s, fmt_sink *k, const fmt_licens
 	if (r == FMT_OK)
 		r = fmt_sink_write(k, block, block_len, e);
 	free(block);
-	if (r == FMT_OK)
-		r = fmt_sink_pwrite(k, 0, "", 0, e); /* flushes, for the read-back */
-	if (r == FMT_OK)
-		r = fmt_ald_sink_crc(k, s->crc_kind && strcmp(s->crc_kind, "alimentar-0.2") == 0, &crc, e);
-	if (r != FMT_OK)
-		return r;
-	fmt_wr_u32(crc_le, crc);
-	return fmt_sink_write(k, crc_le, 4, e);
+	return r == FMT_OK ? fmt_ald_sink_append_crc(k, fmt_ald_crc_is_upstream(s), e) : r;
 }
 
 fmt_kind fmt_ald_license_in_place(const char *path, const fmt_license_req *l, const fmt_keyset *keys, fmt_err *e)

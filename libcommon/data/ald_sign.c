@@ -17,7 +17,7 @@
 #define SIG_BLOCK 96
 #define FLAGS_AT 21
 
-/* What the sink has written, mapped read-only (its buffer flushed first). */
+/* What the sink has written, mapped read-only (its buffer flushed first), for the signature. */
 static fmt_kind map_sink(fmt_sink *k, const uint8_t **p, fmt_err *e)
 {
 	fmt_kind r = fmt_sink_pwrite(k, 0, "", 0, e); /* flushes */
@@ -34,7 +34,7 @@ static fmt_kind map_sink(fmt_sink *k, const uint8_t **p, fmt_err *e)
 
 fmt_kind fmt_ald_append_signature(fmt_sink *k, const fmt_ms_secret *sec, fmt_err *e)
 {
-	const uint8_t *msg;
+	const uint8_t *msg = NULL;
 	uint8_t block[SIG_BLOCK];
 	uint64_t at = k->written;
 	fmt_kind r = map_sink(k, &msg, e);
@@ -64,8 +64,7 @@ fmt_kind fmt_ald_check_signature(const ald_state *s, const fmt_verify_opts *o, f
  * was, and the CRC in the variant the file had. */
 static fmt_kind write_signed(const ald_state *s, fmt_sink *k, const fmt_ms_secret *sec, fmt_err *e)
 {
-	uint8_t flags = (uint8_t)(s->flags | FMT_ALD_SIGNED), crc_le[4];
-	const uint8_t *all;
+	uint8_t flags = (uint8_t)(s->flags | FMT_ALD_SIGNED);
 	uint64_t lic = s->payload_end + ((s->flags & FMT_ALD_SIGNED) ? SIG_BLOCK : 0);
 	fmt_kind r = fmt_sink_write(k, s->file, FLAGS_AT, e);
 	if (r == FMT_OK)
@@ -76,16 +75,7 @@ static fmt_kind write_signed(const ald_state *s, fmt_sink *k, const fmt_ms_secre
 		r = fmt_ald_append_signature(k, sec, e);
 	if (r == FMT_OK && (s->flags & FMT_ALD_LICENSED))
 		r = fmt_sink_write(k, s->file + lic, (size_t)(s->crc_off - lic), e);
-	if (r == FMT_OK)
-		r = map_sink(k, &all, e);
-	if (r != FMT_OK)
-		return r;
-	int upstream = s->crc_kind && strcmp(s->crc_kind, "alimentar-0.2") == 0;
-	uint32_t crc = upstream ? fmt_crc32_alimentar(0, all, (size_t)k->written)
-				: fmt_crc32_ieee(0, all, (size_t)k->written);
-	munmap((void *)all, (size_t)k->written);
-	fmt_wr_u32(crc_le, crc);
-	return fmt_sink_write(k, crc_le, 4, e);
+	return r == FMT_OK ? fmt_ald_sink_append_crc(k, fmt_ald_crc_is_upstream(s), e) : r;
 }
 
 /* A licence block's seller signature covers the file's signature (ald.md, decisions table): a

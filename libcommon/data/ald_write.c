@@ -189,29 +189,40 @@ static fmt_kind write_index(writer *w, fmt_err *e)
 	return k;
 }
 
-/* The CRC of everything written so far, read back from the file. */
-fmt_kind fmt_ald_sink_crc(fmt_sink *k, int upstream, uint32_t *crc, fmt_err *e)
+fmt_kind fmt_ald_sink_append_crc(fmt_sink *k, int upstream, fmt_err *e)
 {
-	static uint8_t buf[1 << 20];
+	enum { CHUNK = 1 << 20 };
+	fmt_kind r = fmt_sink_pwrite(k, 0, "", 0, e); /* flushes, for the read-back */
+	if (r != FMT_OK)
+		return r;
+	uint8_t *buf = malloc(CHUNK);
+	if (!buf)
+		return fmt_fail(e, FMT_IO, "out of memory for the CRC read-back");
 	uint64_t off = 0;
 	uint32_t c = 0;
-	while (off < k->written) {
-		size_t want = k->written - off < sizeof buf ? (size_t)(k->written - off) : sizeof buf;
+	while (r == FMT_OK && off < k->written) {
+		size_t want = k->written - off < CHUNK ? (size_t)(k->written - off) : CHUNK;
 		ssize_t got = pread(k->fd, buf, want, (off_t)off);
-		if (got <= 0)
-			return fmt_fail(e, FMT_IO, "cannot read back the output for its CRC");
+		if (got <= 0) {
+			r = fmt_fail(e, FMT_IO, "cannot read back the output for its CRC");
+			break;
+		}
 		c = upstream ? fmt_crc32_alimentar(c, buf, (size_t)got) : fmt_crc32_ieee(c, buf, (size_t)got);
 		off += (uint64_t)got;
 	}
-	*crc = c;
-	return FMT_OK;
+	free(buf);
+	if (r != FMT_OK)
+		return r;
+	uint8_t crc_le[4];
+	fmt_wr_u32(crc_le, c);
+	return fmt_sink_write(k, crc_le, 4, e);
 }
 
-static fmt_kind finish(writer *w, const uint8_t *meta_len_check, size_t meta_len, uint16_t schema_len,
+static fmt_kind finish(writer *w, size_t meta_len, uint16_t schema_len,
 		       uint8_t flags, fmt_err *e)
 {
 	const fmt_dataset_opts *o = w->o;
-	uint8_t h[HEADER], digest[FMT_SHA256_LEN], crc_le[4];
+	uint8_t h[HEADER], digest[FMT_SHA256_LEN];
 	char hex[FMT_SHA256_HEX + 1];
 	fmt_kind k = fmt_sha256_final(&w->sha, digest, e);
 	if (k != FMT_OK)
@@ -245,14 +256,9 @@ static fmt_kind finish(writer *w, const uint8_t *meta_len_check, size_t meta_len
 		if (k != FMT_OK)
 			return k;
 	}
-	(void)meta_len_check;
 	if (w->sign && (k = fmt_ald_append_signature(w->k, w->sign, e)) != FMT_OK)
 		return k;
-	uint32_t crc = 0;
-	if ((k = fmt_ald_sink_crc(w->k, o->compat_alimentar, &crc, e)) != FMT_OK)
-		return k;
-	fmt_wr_u32(crc_le, crc);
-	return fmt_sink_write(w->k, crc_le, 4, e);
+	return fmt_ald_sink_append_crc(w->k, o->compat_alimentar, e);
 }
 
 static const fmt_dataset_opts default_opts = { .compression = FMT_ALD_ZSTD };
@@ -306,7 +312,7 @@ fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt
 		flags |= FMT_ALD_TRUENO_NATIVE;
 		if ((r = fmt_ald_native_body(in, k, &w.sha, &w.stored, &w.rows, e)) == FMT_OK) {
 			w.raw = w.stored;
-			r = finish(&w, meta, meta_len, (uint16_t)block.len, flags, e);
+			r = finish(&w, meta_len, (uint16_t)block.len, flags, e);
 		}
 		goto out;
 	}
@@ -344,7 +350,7 @@ fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt
 	if (r == FMT_OK && encrypting && (r = fmt_ald_enc_end(&enc, k, e)) == FMT_OK)
 		w.stored += FMT_AEAD_TAG;
 	if (r == FMT_OK)
-		r = finish(&w, meta, meta_len, (uint16_t)block.len, flags, e);
+		r = finish(&w, meta_len, (uint16_t)block.len, flags, e);
 out:
 	if (w.ipc_open)
 		fmt_ipc_writer_free(&w.ipc);
