@@ -655,8 +655,23 @@ fmt_kind fmt_sink_open(fmt_sink *k, const char *path, unsigned flags, fmt_err *e
 	return FMT_OK;
 }
 
+/* Start writing back what the kernel holds every WRITEBACK_STEP bytes, so that the disk works
+ * while we compute and the fsync before the rename waits for the tail only (it waited for the
+ * whole file: 0.3 s of a 1.4 s conversion of 1 GB). Advisory: a failure changes nothing. */
+#define WRITEBACK_STEP (16u << 20)
+
+static void start_writeback(fmt_sink *k, size_t n)
+{
+	if (k->is_stdout)
+		return;
+	uint64_t before = __atomic_fetch_add(&k->unflushed, n, __ATOMIC_RELAXED);
+	if (before / WRITEBACK_STEP != (before + n) / WRITEBACK_STEP)
+		(void)sync_file_range(k->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+}
+
 static fmt_kind write_all(fmt_sink *k, const uint8_t *p, size_t n, fmt_err *e)
 {
+	start_writeback(k, n);
 	while (n > 0) {
 		ssize_t put = write(k->fd, p, n);
 		if (put < 0 && errno == EINTR)
@@ -731,6 +746,7 @@ static mode_t creation_mode(void)
 static fmt_kind flush_and_pwrite(fmt_sink *k, uint64_t off, const uint8_t *p, size_t n, fmt_err *e)
 {
 	fmt_kind r = sink_flush(k, e);
+	start_writeback(k, n);
 	while (r == FMT_OK && n > 0) {
 		ssize_t put = pwrite(k->fd, p, n, (off_t)off);
 		if (put < 0 && errno == EINTR)

@@ -2,6 +2,7 @@
 #ifndef FMT_PIPELINE_INTERNAL_H
 #define FMT_PIPELINE_INTERNAL_H
 
+#include <pthread.h>
 #include <stdio.h>
 #include "fmt/pipeline.h"
 
@@ -16,6 +17,13 @@ typedef struct plan_entry {
 	float overflow_value;
 	char asked[16];              /* the dtype the values did not fit */
 } plan_entry;
+
+/* When the input of a conversion is checked (fmt_model_verify). */
+typedef enum verify_when {
+	VERIFY_BEFORE,               /* before its tensors are read: done by the time the plan is made */
+	VERIFY_AFTER,                /* after they are read (a stream, or a file the reads check) */
+	VERIFY_BESIDE,               /* on a thread of its own while they are read */
+} verify_when;
 
 /* Tensor names a warning lists (pointing into the input model). */
 typedef struct name_list {
@@ -32,8 +40,12 @@ typedef struct convert_plan {
 	name_list dropped_units;     /* tensors whose units the target cannot hold */
 	fmt_model mid;               /* decoded compressed tensors, for conversions that need them */
 	fmt_model out;               /* the output model (tensors read from the input on demand) */
-	int verify_after;            /* the input is checked after its tensors are read (a stream,
-				      * or a file checked by the reads themselves) */
+	verify_when verify;          /* when the input is checked */
+	pthread_t verifier;          /* VERIFY_BESIDE: the thread checking verifier_model, once started */
+	fmt_model *verifier_model;
+	int verifier_started;
+	fmt_kind verifier_kind;      /* ... and what it found */
+	fmt_err verifier_err;
 } convert_plan;
 
 /* Build the plan and the output model from in. Usage errors (a dtype the target cannot

@@ -39,20 +39,50 @@ static uint64_t shard_limit(const convert_plan *p, const fmt_convert_opts *o)
 	return limit && data_bytes(&p->out) > limit ? limit : 0;
 }
 
-/* An input read front to back (or checked by the reads themselves) is checked once all of it
- * has passed: before the output is renamed into place. */
-static fmt_kind verify_streamed(const convert_plan *p, fmt_model *in, const fmt_convert_opts *o, fmt_err *e)
+static fmt_kind verify_input(fmt_model *in, int threads, fmt_err *e)
 {
-	if (!p->verify_after || o->no_verify)
-		return FMT_OK;
-	fmt_verify_opts vo = { .threads = 1, .reads_follow = 1 };
+	fmt_verify_opts vo = { .threads = threads, .reads_follow = 1 };
 	fmt_kind k = fmt_model_verify(in, &vo, e);
 	if (k != FMT_OK)
 		fmt_err_file(e, in->path);
 	return k;
 }
 
-static fmt_kind write_single(const convert_plan *p, fmt_model *in, const char *output, const fmt_write_opts *wo,
+static void *verify_beside(void *arg)
+{
+	convert_plan *p = arg;
+	fmt_err_clear(&p->verifier_err);
+	p->verifier_kind = verify_input(p->verifier_model, 1, &p->verifier_err);
+	return NULL;
+}
+
+/* VERIFY_BESIDE: start checking the input while its tensors are read. Without a thread, the
+ * check is made when it is waited for. */
+static void start_verifier(convert_plan *p, fmt_model *in, const fmt_convert_opts *o)
+{
+	if (p->verify != VERIFY_BESIDE || o->no_verify)
+		return;
+	p->verifier_model = in;
+	p->verifier_started = pthread_create(&p->verifier, NULL, verify_beside, p) == 0;
+}
+
+/* An input read front to back, checked by the reads themselves or beside them, is checked
+ * once all of it has passed: before the output is renamed into place. */
+static fmt_kind verify_streamed(convert_plan *p, fmt_model *in, const fmt_convert_opts *o, fmt_err *e)
+{
+	if (p->verify == VERIFY_BEFORE || o->no_verify)
+		return FMT_OK;
+	if (!p->verifier_started)
+		return verify_input(in, 1, e);
+	pthread_join(p->verifier, NULL);
+	p->verifier_started = 0;
+	p->verify = VERIFY_BEFORE;   /* done */
+	if (p->verifier_kind != FMT_OK)
+		*e = p->verifier_err;
+	return p->verifier_kind;
+}
+
+static fmt_kind write_single(convert_plan *p, fmt_model *in, const char *output, const fmt_write_opts *wo,
 			     const fmt_convert_opts *o, fmt_err *e)
 {
 	fmt_sink sink;
@@ -62,7 +92,7 @@ static fmt_kind write_single(const convert_plan *p, fmt_model *in, const char *o
 	k = o->to->write(&p->out, &sink, wo, e);
 	if (k == FMT_OK) {
 		k = verify_streamed(p, in, o, e);
-	} else if ((k == FMT_INVALID_FORMAT || k == FMT_UNSUPPORTED) && p->verify_after) {
+	} else if ((k == FMT_INVALID_FORMAT || k == FMT_UNSUPPORTED) && p->verify != VERIFY_BEFORE) {
 		/* What looks malformed in a file whose checksum fails is damage: say so. */
 		fmt_err why = *e;
 		if (verify_streamed(p, in, o, e) == FMT_CHECKSUM)
@@ -124,9 +154,9 @@ static fmt_kind write_output(convert_plan *p, fmt_model *in, const char *output,
 	if (k == FMT_OK && limit && fmt_model_sequential(in))
 		k = fmt_fail(e, FMT_USAGE, "a stream is converted to one file (its checksum is known at its end, after "
 			     "a set would be in place); convert it to a file first");
-	if (k == FMT_OK && limit && p->verify_after) {   /* a set is in place before the end: check first */
+	if (k == FMT_OK && limit && p->verify != VERIFY_BEFORE) {   /* a set is in place before the end: check first */
 		k = verify_streamed(p, in, o, e);
-		p->verify_after = 0;
+		p->verify = VERIFY_BEFORE;
 	}
 	fmt_progress pr;
 	fmt_progress_start(&pr, o->err, o->tool, data_bytes(&p->out),
@@ -142,20 +172,24 @@ static fmt_kind write_output(convert_plan *p, fmt_model *in, const char *output,
 
 /* Open the input and check what it carries (an Apsi digest) before reading its tensors; a
  * stream, and on one thread a file its driver can check as it is read (one pass instead of
- * two), are checked after (*after). */
-static fmt_kind open_input(fmt_model *in, const char *input, const fmt_convert_opts *o, int *after, fmt_err *e)
+ * two), are checked after; on several threads, a file whose check only reads it is checked
+ * by a thread of its own beside the reads (*when). */
+static fmt_kind open_input(fmt_model *in, const char *input, const fmt_convert_opts *o, verify_when *when, fmt_err *e)
 {
 	fmt_kind k = fmt_model_open_streaming(in, input, NULL, e);
-	*after = k == FMT_OK && fmt_model_sequential(in);
-	if (k != FMT_OK || o->no_verify || *after)
+	*when = k == FMT_OK && fmt_model_sequential(in) ? VERIFY_AFTER : VERIFY_BEFORE;
+	if (k != FMT_OK || o->no_verify || *when == VERIFY_AFTER)
 		return k;
 	fmt_err ignored;
 	if (o->threads <= 1 && fmt_model_verify_as_read(in, &ignored) == FMT_OK) {
-		*after = 1;
+		*when = VERIFY_AFTER;
 		return FMT_OK;
 	}
-	fmt_verify_opts vo = { .threads = o->threads, .reads_follow = 1 };
-	k = fmt_model_verify(in, &vo, e);
+	if (o->threads > 1 && in->driver->verify_beside_reads) {
+		*when = VERIFY_BESIDE;
+		return FMT_OK;
+	}
+	k = verify_input(in, o->threads, e);
 	if (k != FMT_OK)
 		fmt_model_free(in);
 	return k;
@@ -166,11 +200,11 @@ fmt_kind fmt_pipeline_run(const char *input, const char *output, const fmt_conve
 	fmt_model in;
 	convert_plan plan;
 	fmt_pool *pool = NULL;
-	int verify_after = 0;
+	verify_when when = VERIFY_BEFORE;
 	memset(&plan, 0, sizeof plan);
 	fmt_kind k = fmt_check_distinct(input, output, e);
 	if (k == FMT_OK)
-		k = open_input(&in, input, o, &verify_after, e);
+		k = open_input(&in, input, o, &when, e);
 	if (k != FMT_OK)
 		return k;
 	/* A stream is read by one thread, front to back. */
@@ -182,7 +216,7 @@ fmt_kind fmt_pipeline_run(const char *input, const char *output, const fmt_conve
 		k = fmt_pool_create(&pool, threads, e);
 	if (k == FMT_OK)
 		k = fmt_plan_build(&plan, &in, o, pool, e);
-	plan.verify_after = verify_after;
+	plan.verify = when;
 	if (k == FMT_OK && o->dry_run)     /* nothing is read: check now */
 		k = verify_streamed(&plan, &in, o, e);
 	if (k == FMT_OK && o->model_hook)
@@ -190,12 +224,15 @@ fmt_kind fmt_pipeline_run(const char *input, const char *output, const fmt_conve
 	if (k == FMT_OK && o->dry_run) {
 		fmt_plan_print(o->out, &plan, input, output, o);
 	} else if (k == FMT_OK) {
+		start_verifier(&plan, &in, o);
 		k = write_output(&plan, &in, output, o, e);
 		if (k == FMT_OK && !o->quiet)
 			fmt_plan_warn(o->err, &plan, o->tool, o->overflow);
 		if (k == FMT_OK && (o->verbose || o->json) && strcmp(output, "-") != 0)
 			fmt_plan_print(o->json ? o->out : o->err, &plan, input, output, o);
 	}
+	if (plan.verifier_started)   /* the output failed first: the input is not read any more */
+		pthread_join(plan.verifier, NULL);
 	if (k != FMT_OK)
 		fmt_err_file(e, input);
 	fmt_plan_free(&plan);

@@ -315,21 +315,32 @@ PY
 	[ "$status" -ne 0 ]
 }
 
-@test "a conversion on one thread checks the checksum with the reads it makes: any changed byte, exit 6 or 4, no output" {
+@test "a conversion checks the checksum with its reads (-T 1) or on a thread beside them (-T 2): any changed byte, exit 6 or 4, no output" {
 	make_numpy_model m.safetensors
 	for c in none zstd; do
 		fmt-convert -f -c $c m.safetensors t.apr
 		size=$(stat -c %s t.apr)
 		for at in $(seq 0 97 $((size - 17))); do
 			/usr/bin/python3 -c "b=bytearray(open('t.apr','rb').read()); b[$at]^=0x20; open('c.apr','wb').write(b)"
-			run fmt-convert -T 1 c.apr out.safetensors
-			[ "$status" -eq 6 ] || [ "$status" -eq 4 ] || [ "$status" -eq 5 ] || { echo "byte $at: exit $status"; false; }
-			[ ! -e out.safetensors ]
+			for T in 1 2; do
+				run fmt-convert -T $T c.apr out.safetensors
+				[ "$status" -eq 6 ] || [ "$status" -eq 4 ] || [ "$status" -eq 5 ] || { echo "byte $at, -T $T: exit $status"; false; }
+				[ ! -e out.safetensors ]
+			done
 		done
 		fmt-convert -T 1 t.apr one.safetensors
 		fmt-convert -T 2 t.apr two.safetensors
 		cmp one.safetensors two.safetensors
 		rm -f one.safetensors two.safetensors
+	done
+	# A changed value in tensor data decodes: only the checksum, checked beside the reads, finds it.
+	fmt-convert -f m.safetensors t.apr
+	/usr/bin/python3 -c "b=bytearray(open('t.apr','rb').read()); b[-100]^=0x01; open('c.apr','wb').write(b)"
+	for T in 1 2 4; do
+		run --separate-stderr fmt-convert -T $T c.apr out.safetensors
+		assert_failure 6
+		[[ "$stderr" == *"c.apr: checksum mismatch: XXH3-64 of the file is"* ]]
+		[ ! -e out.safetensors ]
 	done
 }
 

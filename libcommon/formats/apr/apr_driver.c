@@ -255,6 +255,7 @@ const fmt_driver fmt_driver_apr = {
 	.open = apr_open,
 	.verify = apr_verify,
 	.verify_as_read = apr_verify_as_read,
+	.verify_beside_reads = 1,
 	.write = apr_write,
 	.plan_shards = fmt_apr_plan_shards,
 	.write_sharded = fmt_apr_write_sharded,

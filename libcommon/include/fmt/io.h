@@ -110,6 +110,7 @@ typedef struct fmt_sink {
 	uint8_t *buf;
 	size_t buf_len;
 	uint64_t written;
+	uint64_t unflushed;      /* bytes handed to the kernel since writeback was last started */
 } fmt_sink;
 
 #define FMT_SINK_FORCE 1u /* overwrite an existing destination */

@@ -85,6 +85,9 @@ typedef struct fmt_driver {
 	 * converter that reads every tensor in fmt_model_read_order); fmt_model_verify, called
 	 * after them, completes the check. UnsupportedVersion when this model cannot. */
 	fmt_kind (*verify_as_read)(fmt_model *m, fmt_err *e);
+	/* 1 if verify with reads_follow only reads the sources (a checksum pass): a converter on
+	 * several threads runs it on a thread of its own beside the tensor reads. */
+	int verify_beside_reads;
 
 	/* ---- capabilities ---- */
 	unsigned caps;                /* FMT_CAP_* */
