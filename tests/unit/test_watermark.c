@@ -234,6 +234,56 @@ TEST(wm_embed_then_vote_recovers_payload)
 	fmt_wm_key_free(key);
 }
 
+/* The vector loop (AVX-512 where the CPU has it) against the portable one and against the
+ * per-value formula: the same bytes and the same sums, for every kind of bit pattern (NaN, Inf,
+ * subnormals, zeros, either sign), every strength and lengths that leave a tail. */
+TEST(wm_vector_loop_equals_portable_loop_and_formula)
+{
+	fmt_wm_key *key = test_key();
+	const size_t n = 16 * 300 + 7;
+	uint32_t *in = malloc(n * 4), *vec = malloc(n * 4), *port = malloc(n * 4);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t r = (uint32_t)rng();
+		float f = (float)((double)(rng() % 2000001) / 1e5 - 10.0);
+		if (i % 3 == 0)
+			memcpy(&r, &f, 4);   /* most as values of one scale, the rest any bit pattern */
+		in[i] = r;
+	}
+	const double densities[] = { 0.1, 0.5, 1.0 };
+	const int strengths[] = { 1, 8, 12, 22 };
+	for (size_t di = 0; di < 3; di++)
+		for (size_t si = 0; si < 4; si++) {
+			fmt_wm_params prm = { .key = key, .payload = 0x9e3779b97f4a7c15ull ^ (uint64_t)(di * 4 + si),
+					      .density = densities[di], .strength = strengths[si] };
+			fmt_err e;
+			CHECK(fmt_wm_params_prepare(&prm, &e) == FMT_OK);
+			fmt_wm_dist dv = { 0 }, dp = { 0 };
+			memcpy(vec, in, n * 4);
+			memcpy(port, in, n * 4);
+			fmt_wm_use_simd(1);
+			fmt_wm_embed(&prm, (uint8_t *)vec, n, 4, &dv);
+			fmt_wm_use_simd(0);
+			fmt_wm_embed(&prm, (uint8_t *)port, n, 4, &dp);
+			fmt_wm_use_simd(1);
+			CHECK(memcmp(vec, port, n * 4) == 0);
+			CHECK(memcmp(&dv, &dp, sizeof dv) == 0);
+			uint64_t marked = 0;
+			for (size_t i = 0; i < n; i++) {
+				uint64_t want = in[i];
+				fmt_wm_pos pos = fmt_wm_position(key, fmt_wm_anchor(in[i], 4), 4, prm.density);
+				if (fmt_wm_eligible(in[i], 4) && pos.selected)
+					marked += (uint64_t)fmt_wm_qim_embed(in[i], 4, fmt_wm_payload_bit(prm.payload, pos.bit) ^ pos.mask,
+									    prm.strength, &want);
+				CHECK_EQ_U64(vec[i], want);
+			}
+			CHECK_EQ_U64(dv.marked, marked);
+		}
+	free(in);
+	free(vec);
+	free(port);
+	fmt_wm_key_free(key);
+}
+
 TEST(wm_binomial_tail_log_space)
 {
 	/* exact values (Python: log(sum(comb(n, k) for k in range(a, n + 1))) - n log 2) */
