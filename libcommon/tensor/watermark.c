@@ -424,6 +424,54 @@ WM_AVX512 static size_t embed32_avx512(const fmt_wm_params *prm, uint8_t *p, siz
 	return i;
 }
 
+/* The votes of 16 float32 values at a time: the vector part finds each value's bin (payload
+ * bit j and the bit read, or none), a scalar pass counts the bins (four histograms in turn, so
+ * that equal bins in a row do not wait on each other). Returns how many values it did. */
+WM_AVX512 static size_t vote32_avx512(const fmt_wm_params *prm, const uint8_t *p, size_t n, uint64_t total[64],
+				      uint64_t ones[64])
+{
+	enum { NONE = 2 * FMT_WM_BITS };
+	const int32_t *table = (const int32_t *)(const void *)prm->key->table32;
+	const int q = 23 - prm->strength;
+	const __m512i byte = _mm512_set1_epi32(0xFF), one = _mm512_set1_epi32(1);
+	const __m512i low = _mm512_set1_epi32((1 << q) - 1), half = _mm512_set1_epi32(1 << (q - 1));
+	const __m512i unit = _mm512_set1_epi32(1 << q), mant = _mm512_set1_epi32(0x7FFFFF);
+	const __m512i implicit = _mm512_set1_epi32(0x800000), none = _mm512_set1_epi32(NONE);
+	uint32_t hist[4][NONE + 1];
+	memset(hist, 0, sizeof hist);
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m512i b = _mm512_loadu_si512(p + 4 * i);
+		__m512i t = _mm512_and_si512(_mm512_i32gather_epi32(_mm512_srli_epi32(b, 15), table, 1), byte);
+		__mmask16 sel = _mm512_cmpneq_epi32_mask(t, byte);
+		__m512i u = _mm512_or_si512(_mm512_and_si512(b, mant), implicit);
+		u = _mm512_mask_sub_epi32(u, _mm512_movepi32_mask(b), _mm512_setzero_si512(), u);
+		/* r's fraction F = u mod 2^q; the bit is 1 iff 4 |F - 2^(q-1)| < 2^q */
+		__m512i dist = _mm512_abs_epi32(_mm512_sub_epi32(_mm512_and_si512(u, low), half));
+		__mmask16 read = _mm512_cmplt_epi32_mask(_mm512_slli_epi32(dist, 2), unit);
+		__m512i bit = _mm512_xor_si512(_mm512_maskz_mov_epi32(read, one), _mm512_and_si512(_mm512_srli_epi32(t, 6), one));
+		__m512i bin = _mm512_mask_blend_epi32(sel, none, _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(t, _mm512_set1_epi32(63)), 1), bit));
+		uint32_t bins[16];
+		_mm512_storeu_si512(bins, bin);
+		for (int l = 0; l < 16; l++)
+			hist[l & 3][bins[l]]++;
+		if ((i & 0xFFFFF) == 0xFFFF0) {      /* before a u32 bin could fill: every 2^20 values */
+			for (int h = 0; h < 4; h++)
+				for (int j = 0; j < FMT_WM_BITS; j++) {
+					total[j] += (uint64_t)hist[h][2 * j] + hist[h][2 * j + 1];
+					ones[j] += hist[h][2 * j + 1];
+				}
+			memset(hist, 0, sizeof hist);
+		}
+	}
+	for (int h = 0; h < 4; h++)
+		for (int j = 0; j < FMT_WM_BITS; j++) {
+			total[j] += (uint64_t)hist[h][2 * j] + hist[h][2 * j + 1];
+			ones[j] += hist[h][2 * j + 1];
+		}
+	return i;
+}
+
 static int simd_wanted = 1;
 
 static int have_avx512(void)
@@ -509,32 +557,38 @@ void fmt_wm_dist_moments(const fmt_wm_dist *d, double *mean_rel, double *std_rel
 		*std_rel = fabs(std1 - std0) / std0;
 }
 
-static inline __attribute__((always_inline)) void vote_loop(const fmt_wm_params *prm, const uint8_t *p, size_t n,
-							   const int width, fmt_wm_votes *v)
+static inline __attribute__((always_inline)) void vote_loop(const fmt_wm_params *prm, const uint8_t *p, size_t from,
+							   size_t n, const int width, uint64_t total[64], uint64_t ones[64])
 {
 	const fmt_wm_key *key = prm->key;
 	const int q = MANT(width) - prm->strength;
-	uint64_t total[FMT_WM_BITS] = { 0 }, ones[FMT_WM_BITS] = { 0 };
-	for (size_t i = 0; i < n; i++, p += width) {
-		uint64_t bits = fmt_wm_load_bits(p, width);
+	for (size_t i = from; i < n; i++) {
+		uint64_t bits = fmt_wm_load_bits(p + i * (size_t)width, width);
 		uint8_t t = table_entry(key, bits, width);   /* NOT_SELECTED for every ineligible anchor */
 		uint64_t sel = t != NOT_SELECTED;
 		unsigned j = t & 63;
 		total[j] += sel;
 		ones[j] += sel & (uint64_t)(read_bit(bits, width, q) ^ (t >> 6 & 1));
 	}
-	for (int j = 0; j < FMT_WM_BITS; j++) {
-		v->total[j] += total[j];
-		v->ones[j] += ones[j];
-	}
 }
 
 void fmt_wm_vote(const fmt_wm_params *prm, const uint8_t *p, size_t n, int width, fmt_wm_votes *v)
 {
-	if (width == 4)
-		vote_loop(prm, p, n, 4, v);
-	else
-		vote_loop(prm, p, n, 8, v);
+	uint64_t total[FMT_WM_BITS] = { 0 }, ones[FMT_WM_BITS] = { 0 };
+	if (width == 4) {
+		size_t done = 0;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+		if (have_avx512())
+			done = vote32_avx512(prm, p, n, total, ones);
+#endif
+		vote_loop(prm, p, done, n, 4, total, ones);
+	} else {
+		vote_loop(prm, p, 0, n, 8, total, ones);
+	}
+	for (int j = 0; j < FMT_WM_BITS; j++) {
+		v->total[j] += total[j];
+		v->ones[j] += ones[j];
+	}
 }
 
 void fmt_wm_votes_merge(fmt_wm_votes *into, const fmt_wm_votes *piece)

@@ -234,10 +234,10 @@ TEST(wm_embed_then_vote_recovers_payload)
 	fmt_wm_key_free(key);
 }
 
-/* The vector loop (AVX-512 where the CPU has it) against the portable one and against the
- * per-value formula: the same bytes and the same sums, for every kind of bit pattern (NaN, Inf,
+/* The vector loops (AVX-512 where the CPU has it) against the portable ones and against the
+ * per-value formulas: the same bytes, sums and votes, for every kind of bit pattern (NaN, Inf,
  * subnormals, zeros, either sign), every strength and lengths that leave a tail. */
-TEST(wm_vector_loop_equals_portable_loop_and_formula)
+TEST(wm_vector_loops_equal_portable_loops_and_formula)
 {
 	fmt_wm_key *key = test_key();
 	const size_t n = 16 * 300 + 7;
@@ -277,7 +277,42 @@ TEST(wm_vector_loop_equals_portable_loop_and_formula)
 				CHECK_EQ_U64(vec[i], want);
 			}
 			CHECK_EQ_U64(dv.marked, marked);
+			/* votes, of the marked and of the unmarked values */
+			for (int marked_in = 0; marked_in < 2; marked_in++) {
+				const uint8_t *src = (const uint8_t *)(marked_in ? vec : in);
+				fmt_wm_votes vv = { 0 }, vp = { 0 }, vr = { 0 };
+				fmt_wm_vote(&prm, src, n, 4, &vv);
+				fmt_wm_use_simd(0);
+				fmt_wm_vote(&prm, src, n, 4, &vp);
+				fmt_wm_use_simd(1);
+				CHECK(memcmp(&vv, &vp, sizeof vv) == 0);
+				for (size_t i = 0; i < n; i++) {   /* the formula, value by value */
+					uint32_t b = marked_in ? vec[i] : in[i];
+					fmt_wm_pos pos = fmt_wm_position(key, fmt_wm_anchor(b, 4), 4, prm.density);
+					if (!fmt_wm_eligible(b, 4) || !pos.selected)
+						continue;
+					vr.total[pos.bit]++;
+					vr.ones[pos.bit] += (uint64_t)(fmt_wm_qim_read(b, 4, prm.strength) ^ pos.mask);
+				}
+				CHECK(memcmp(&vv, &vr, sizeof vv) == 0);
+			}
 		}
+	/* more values than one pass of the vector loop's 32-bit bins holds */
+	const size_t big = (3u << 20) + 5;
+	float *x = malloc(big * sizeof *x);
+	for (size_t i = 0; i < big; i++)
+		x[i] = (float)((double)(rng() % 2000001) / 1e5 - 10.0);
+	fmt_wm_params prm = { .key = key, .payload = 0x0123456789abcdefull, .density = 1.0, .strength = 12 };
+	fmt_err e;
+	CHECK(fmt_wm_params_prepare(&prm, &e) == FMT_OK);
+	fmt_wm_votes vv = { 0 }, vp = { 0 };
+	fmt_wm_vote(&prm, (const uint8_t *)x, big, 4, &vv);
+	fmt_wm_use_simd(0);
+	fmt_wm_vote(&prm, (const uint8_t *)x, big, 4, &vp);
+	fmt_wm_use_simd(1);
+	CHECK(memcmp(&vv, &vp, sizeof vv) == 0);
+	CHECK(fmt_wm_votes_n(&vv) > big / 2);
+	free(x);
 	free(in);
 	free(vec);
 	free(port);
