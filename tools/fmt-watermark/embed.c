@@ -80,7 +80,8 @@ static fmt_kind marked_read(const fmt_model *m, const fmt_tensor *t, uint64_t of
 		return fmt_fail(e, FMT_INTERNAL, "tensor '%s': a read not on value boundaries", t->name);
 	fmt_wm_dist d = { 0 };
 	size_t values = n / (size_t)w->width, pieces = (values + PIECE_VALUES - 1) / PIECE_VALUES;
-	fmt_wm_dist *dist = pieces > 1 && w->pool ? malloc(pieces * sizeof *dist) : NULL;
+	/* The writer's threads already read tensors side by side: mark on this one then. */
+	fmt_wm_dist *dist = pieces > 1 && w->pool && !fmt_tensor_reads_in_parallel() ? malloc(pieces * sizeof *dist) : NULL;
 	if (dist) {
 		piece_job job = { w, dst, values, dist };
 		fmt_pool_run(w->pool, pieces, mark_piece, &job);
