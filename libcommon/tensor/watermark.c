@@ -538,6 +538,8 @@ static inline void vote_hist_add16(vote_hist *vh, const uint32_t bins[16])
 		vh->h[l & 3][bins[l]]++;
 }
 
+/* The votes of 16 float32 values at a time: the vector part finds each value's bin, a scalar
+ * pass counts the bins. Returns how many values it did. */
 WM_AVX2 static size_t vote32_avx2(const fmt_wm_params *prm, const uint8_t *p, size_t n, uint64_t total[64],
 				  uint64_t ones[64])
 {
@@ -574,41 +576,6 @@ WM_AVX2 static size_t vote32_avx2(const fmt_wm_params *prm, const uint8_t *p, si
 	return i;
 }
 
-/* The votes of 16 float32 values at a time: the vector part finds each value's bin, a scalar
- * pass counts the bins. Returns how many values it did. */
-WM_AVX512 static size_t vote32_avx512(const fmt_wm_params *prm, const uint8_t *p, size_t n, uint64_t total[64],
-				      uint64_t ones[64])
-{
-	const int32_t *table = (const int32_t *)(const void *)prm->key->table32;
-	const int q = 23 - prm->strength;
-	const __m512i byte = _mm512_set1_epi32(0xFF), one = _mm512_set1_epi32(1);
-	const __m512i low = _mm512_set1_epi32((1 << q) - 1), half = _mm512_set1_epi32(1 << (q - 1));
-	const __m512i unit = _mm512_set1_epi32(1 << q), mant = _mm512_set1_epi32(0x7FFFFF);
-	const __m512i implicit = _mm512_set1_epi32(0x800000), none = _mm512_set1_epi32(VOTE_NONE);
-	vote_hist vh;
-	memset(&vh, 0, sizeof vh);
-	size_t i = 0;
-	for (; i + 16 <= n; i += 16) {
-		__m512i b = _mm512_loadu_si512(p + 4 * i);
-		__m512i t = _mm512_and_si512(_mm512_i32gather_epi32(_mm512_srli_epi32(b, 15), table, 1), byte);
-		__mmask16 sel = _mm512_cmpneq_epi32_mask(t, byte);
-		__m512i u = _mm512_or_si512(_mm512_and_si512(b, mant), implicit);
-		u = _mm512_mask_sub_epi32(u, _mm512_movepi32_mask(b), _mm512_setzero_si512(), u);
-		/* r's fraction F = u mod 2^q; the bit is 1 iff 4 |F - 2^(q-1)| < 2^q */
-		__m512i dist = _mm512_abs_epi32(_mm512_sub_epi32(_mm512_and_si512(u, low), half));
-		__mmask16 read = _mm512_cmplt_epi32_mask(_mm512_slli_epi32(dist, 2), unit);
-		__m512i bit = _mm512_xor_si512(_mm512_maskz_mov_epi32(read, one), _mm512_and_si512(_mm512_srli_epi32(t, 6), one));
-		__m512i bin = _mm512_mask_blend_epi32(sel, none, _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(t, _mm512_set1_epi32(63)), 1), bit));
-		uint32_t bins[16];
-		_mm512_storeu_si512(bins, bin);
-		vote_hist_add16(&vh, bins);
-		if ((i & 0xFFFFF) == 0xFFFF0)        /* every 2^20 values */
-			vote_hist_flush(&vh, total, ones);
-	}
-	vote_hist_flush(&vh, total, ones);
-	return i;
-}
-
 /* 2: AVX-512 where the CPU has it, else AVX2; 1: AVX2 at most; 0: portable C. */
 static int simd_wanted = 2;
 
@@ -629,13 +596,10 @@ static size_t embed32_vector(const fmt_wm_params *prm, uint8_t *p, size_t n, lan
 	}
 }
 
+/* Votes have no AVX-512 loop: on Zen 5 one measured at 1.8 ns a value, the AVX2 loop at 1.0. */
 static size_t vote32_vector(const fmt_wm_params *prm, const uint8_t *p, size_t n, uint64_t total[64], uint64_t ones[64])
 {
-	switch (vector_isa()) {
-	case 2: return vote32_avx512(prm, p, n, total, ones);
-	case 1: return vote32_avx2(prm, p, n, total, ones);
-	default: return 0;
-	}
+	return vector_isa() >= 1 ? vote32_avx2(prm, p, n, total, ones) : 0;
 }
 #else
 static int simd_wanted = 2;
