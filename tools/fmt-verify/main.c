@@ -31,12 +31,7 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("secret-env", FMT_OPT_SECRET_ENV, "NAME", "check it with the team secret in variable NAME"),
 	  .complete = FMT_COMPLETE_ENV },
 	{ FMT_CLI_OPT("secret-prompt", FMT_OPT_SECRET_PROMPT, NULL, "check it with a team secret typed at a prompt") },
-	{ FMT_CLI_OPT("password-file", FMT_OPT_PASSWORD_FILE, "FILE", "authenticate an encrypted .ald payload with the password\n"
-		      "in FILE, then check its digest (default: ask on a terminal)"), .complete = FMT_COMPLETE_FILE },
-	{ FMT_CLI_OPT("password-env", FMT_OPT_PASSWORD_ENV, "NAME", "the same with the password in variable NAME"),
-	  .complete = FMT_COMPLETE_ENV },
-	{ FMT_CLI_OPT("identity", FMT_OPT_IDENTITY, "SECKEY", "the same with the X25519 secret key SECKEY"),
-	  .complete = FMT_COMPLETE_FILE, .words = "*.key" },
+	FMT_CLI_DECRYPT_OPTIONS,
 	{ FMT_CLI_OPT("pubkey", 'p', "FILE", "trust the Ed25519 public key in FILE (minisign format)"),
 	  .complete = FMT_COMPLETE_FILE, .words = "*.pub" },
 	{ FMT_CLI_OPT("pubkey-base64", 'P', "BASE64", "trust the Ed25519 public key given as its base64 line") },
