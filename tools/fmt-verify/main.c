@@ -97,6 +97,7 @@ static fmt_kind verify_file(const char *path, const verify_args *a, fmt_verify_o
 	fmt_table t;
 	fmt_err e;
 	verify_sigs v;
+	verify_tests tests = { 0 };
 	int is_table = 0;
 	memset(&v, 0, sizeof v);
 	fmt_err_clear(&e);
@@ -120,13 +121,14 @@ static fmt_kind verify_file(const char *path, const verify_args *a, fmt_verify_o
 		if (k == FMT_OK)
 			k = verify_set_detached(&m, path, &vo->keys, &v, &e);
 		if (k == FMT_OK && a->run_tests)
-			k = run_embedded_tests(&m, path, &e);
+			k = run_embedded_tests(&m, path, &tests, &e);
 		if (k == FMT_OK && !o->quiet)
-			report_ok(&m, &v, o);
+			report_ok(&m, &v, &tests, o);
 		fmt_model_free(&m);
 	}
 	if (k != FMT_OK)
-		report_failure(path, &e, o);
+		report_failure(path, &e, &tests, o);
+	verify_tests_free(&tests);
 	return k;
 }
 
@@ -139,7 +141,7 @@ static fmt_kind verify_bundle_trusted(const char *path, const fmt_verify_opts *v
 	memset(&v, 0, sizeof v);
 	fmt_err_clear(&e);
 	if (vo->keys.n_trusted && verify_detached(path, &vo->keys, &v, &e) != FMT_OK) {
-		report_failure(path, &e, o);
+		report_failure(path, &e, NULL, o);
 		return e.kind;
 	}
 	fmt_verify_opts mine = *vo;
