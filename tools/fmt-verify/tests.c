@@ -117,9 +117,10 @@ static fmt_kind fail_cases(const verify_tests *t, const char *runner, const char
 	size_t used = 0;
 	for (size_t i = 0; i < json_array_size(t->failures) && used < sizeof list; i++) {
 		json_t *f = json_array_get(t->failures, i);
-		int n = snprintf(list + used, sizeof list - used, "%s%s: %s", i ? "; " : "",
-				 json_string_value(json_object_get(f, "name")),
-				 json_string_value(json_object_get(f, "reason")));
+		const char *name = json_string_value(json_object_get(f, "name"));
+		const char *reason = json_string_value(json_object_get(f, "reason"));
+		int n = snprintf(list + used, sizeof list - used, "%s%s: %s", i ? "; " : "", name ? name : "?",
+				 reason ? reason : "?");
 		used += n > 0 ? (size_t)n : 0;
 	}
 	return fmt_fail(e, FMT_TEST_FAILED, "embedded tests failed: %u of %u case%s (%s); %s --test %s shows each case",
