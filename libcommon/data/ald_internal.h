@@ -86,6 +86,13 @@ static inline int fmt_ald_crc_is_upstream(const ald_state *s)
 	return s->crc_kind && strcmp(s->crc_kind, "alimentar-0.2") == 0;
 }
 
+/* The in-place rewrites (signing, licensing): body writes everything before the trailer into a
+ * temporary file beside path, the CRC in the variant s had follows, and the file replaces path;
+ * on any error the temporary file is removed and path is left as it was. */
+typedef fmt_kind (*fmt_ald_body_fn)(const ald_state *s, fmt_sink *k, const void *ctx, fmt_err *e);
+fmt_kind fmt_ald_rewrite_in_place(const char *path, const ald_state *s, fmt_ald_body_fn body, const void *ctx,
+				  fmt_err *e);
+
 /* Licences (ald_licence.c): fmt-sign license, and fmt-verify's seller_sig and expiry checks. */
 fmt_kind fmt_ald_license_in_place(const char *path, const struct fmt_license_req *l, const fmt_keyset *keys,
 				  fmt_err *e);

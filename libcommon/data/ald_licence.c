@@ -163,11 +163,17 @@ static fmt_kind build_block(const fmt_license_req *l, const fmt_ms_secret *sec, 
 	return FMT_OK;
 }
 
+typedef struct licence_job {
+	const fmt_license_req *l;
+	const fmt_ms_secret *sec;       /* the seller's key */
+} licence_job;
+
 /* The licensed copy of s into k: the header with SIGNED and LICENSED, the payload, the §6 block
- * (made by the seller, or kept), the new licence, the CRC in the file's variant. */
-static fmt_kind write_licensed(const ald_state *s, fmt_sink *k, const fmt_license_req *l,
-			       const fmt_ms_secret *sec, fmt_err *e)
+ * (made by the seller, or kept), the new licence; fmt_ald_rewrite_in_place adds the CRC. */
+static fmt_kind write_licensed(const ald_state *s, fmt_sink *k, const void *job, fmt_err *e)
 {
+	const fmt_license_req *l = ((const licence_job *)job)->l;
+	const fmt_ms_secret *sec = ((const licence_job *)job)->sec;
 	int keep_sig = (s->flags & FMT_ALD_SIGNED) && memcmp(s->sig_pub, fmt_ms_secret_pk(sec), 32) != 0;
 	uint8_t flags = (uint8_t)(s->flags | FMT_ALD_SIGNED | FMT_ALD_LICENSED), digest[32], file_sig[64];
 	uint8_t *block = NULL;
@@ -198,13 +204,12 @@ static fmt_kind write_licensed(const ald_state *s, fmt_sink *k, const fmt_licens
 	if (r == FMT_OK)
 		r = fmt_sink_write(k, block, block_len, e);
 	free(block);
-	return r == FMT_OK ? fmt_ald_sink_append_crc(k, fmt_ald_crc_is_upstream(s), e) : r;
+	return r;
 }
 
 fmt_kind fmt_ald_license_in_place(const char *path, const fmt_license_req *l, const fmt_keyset *keys, fmt_err *e)
 {
 	fmt_table t;
-	fmt_sink k;
 	if (!keys || !keys->ed25519_secret)
 		return fmt_fail(e, FMT_USAGE, "a licence is signed by the seller: give --sign-key SECKEY (Ed25519)");
 	fmt_kind r = fmt_table_open(&t, path, &fmt_table_driver_ald, e);
@@ -217,14 +222,7 @@ fmt_kind fmt_ald_license_in_place(const char *path, const fmt_license_req *l, co
 	if (r == FMT_OK)
 		r = fmt_ald_check_digest(s, e);
 	if (r == FMT_OK)
-		r = fmt_sink_open(&k, path, FMT_SINK_FORCE, e);
-	if (r == FMT_OK) {
-		r = write_licensed(s, &k, l, keys->ed25519_secret, e);
-		if (r == FMT_OK)
-			r = fmt_sink_commit(&k, e);
-		else
-			fmt_sink_abort(&k);
-	}
+		r = fmt_ald_rewrite_in_place(path, s, write_licensed, &(licence_job){ l, keys->ed25519_secret }, e);
 	fmt_table_free(&t);
 	return r;
 }

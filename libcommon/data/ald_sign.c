@@ -60,10 +60,11 @@ fmt_kind fmt_ald_check_signature(const ald_state *s, const fmt_verify_opts *o, f
 					  (size_t)s->payload_end, s->file + s->payload_end, e);
 }
 
-/* The signed copy: [0, payload_end) with SIGNED set, the new block, the licence block as it
- * was, and the CRC in the variant the file had. */
-static fmt_kind write_signed(const ald_state *s, fmt_sink *k, const fmt_ms_secret *sec, fmt_err *e)
+/* The signed copy (secret: the fmt_ms_secret): [0, payload_end) with SIGNED set, the new
+ * block, the licence block as it was; fmt_ald_rewrite_in_place adds the CRC. */
+static fmt_kind write_signed(const ald_state *s, fmt_sink *k, const void *secret, fmt_err *e)
 {
+	const fmt_ms_secret *sec = secret;
 	uint8_t flags = (uint8_t)(s->flags | FMT_ALD_SIGNED);
 	uint64_t lic = s->payload_end + ((s->flags & FMT_ALD_SIGNED) ? SIG_BLOCK : 0);
 	fmt_kind r = fmt_sink_write(k, s->file, FLAGS_AT, e);
@@ -75,7 +76,7 @@ static fmt_kind write_signed(const ald_state *s, fmt_sink *k, const fmt_ms_secre
 		r = fmt_ald_append_signature(k, sec, e);
 	if (r == FMT_OK && (s->flags & FMT_ALD_LICENSED))
 		r = fmt_sink_write(k, s->file + lic, (size_t)(s->crc_off - lic), e);
-	return r == FMT_OK ? fmt_ald_sink_append_crc(k, fmt_ald_crc_is_upstream(s), e) : r;
+	return r;
 }
 
 /* A licence block's seller signature covers the file's signature (ald.md, decisions table): a
@@ -101,7 +102,6 @@ static fmt_kind licence_allows(const ald_state *s, const fmt_ms_secret *sec, fmt
 fmt_kind fmt_ald_sign_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e)
 {
 	fmt_table t;
-	fmt_sink k;
 	(void)threads;
 	if (!keys->ed25519_secret)
 		return fmt_fail(e, FMT_USAGE, ".ald datasets are signed with Ed25519 keys (fmt-sign sign --embed "
@@ -118,14 +118,7 @@ fmt_kind fmt_ald_sign_in_place(const char *path, const fmt_keyset *keys, int thr
 	if (r == FMT_OK)
 		r = licence_allows(s, keys->ed25519_secret, e);
 	if (r == FMT_OK)
-		r = fmt_sink_open(&k, path, FMT_SINK_FORCE, e);
-	if (r == FMT_OK) {
-		r = write_signed(s, &k, keys->ed25519_secret, e);
-		if (r == FMT_OK)
-			r = fmt_sink_commit(&k, e);
-		else
-			fmt_sink_abort(&k);
-	}
+		r = fmt_ald_rewrite_in_place(path, s, write_signed, keys->ed25519_secret, e);
 	fmt_table_free(&t);
 	return r;
 }

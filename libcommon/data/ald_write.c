@@ -218,6 +218,22 @@ fmt_kind fmt_ald_sink_append_crc(fmt_sink *k, int upstream, fmt_err *e)
 	return fmt_sink_write(k, crc_le, 4, e);
 }
 
+fmt_kind fmt_ald_rewrite_in_place(const char *path, const ald_state *s, fmt_ald_body_fn body, const void *ctx,
+				  fmt_err *e)
+{
+	fmt_sink k;
+	fmt_kind r = fmt_sink_open(&k, path, FMT_SINK_FORCE, e);
+	if (r != FMT_OK)
+		return r;
+	r = body(s, &k, ctx, e);
+	if (r == FMT_OK)
+		r = fmt_ald_sink_append_crc(&k, fmt_ald_crc_is_upstream(s), e);
+	if (r == FMT_OK)
+		return fmt_sink_commit(&k, e);
+	fmt_sink_abort(&k);
+	return r;
+}
+
 static fmt_kind finish(writer *w, size_t meta_len, uint16_t schema_len,
 		       uint8_t flags, fmt_err *e)
 {

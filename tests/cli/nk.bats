@@ -35,6 +35,10 @@ setup() {
 	check_case "$NK" cnn_failing_test.nk
 }
 
+@test "nk loader: cnn_some_failing" {
+	check_case "$NK" cnn_some_failing.nk
+}
+
 @test "nk loader: bad_magic" {
 	check_case "$NK" bad_magic.nk
 }
@@ -428,6 +432,56 @@ Weight floats  : 209354
 	run --separate-stderr env PATH=/usr/bin:/bin bin/fmt-verify --run-tests "$FIX/test_mlp.nk"
 	assert_equal "$status" 3
 	[[ "$stderr" == *"cannot run nk-run for the embedded tests"* ]]
+}
+
+@test "fmt-verify --run-tests: case counts per file, and per failing case what differed (text and --json)" {
+	# the fixtures: every case counted, none failing
+	run --separate-stderr fmt-verify --run-tests --json "$FIX"/*.nk
+	assert_success
+	[ "$(jq -rc '[(.file | sub(".*/"; "")), .tests.run, .tests.passed, .tests.failed, (.tests.failures | length)] | @csv' <<<"$output")" = '"cnn_extended_ops.nk",4,4,0,0
+"convnextv2_atto_block.nk",1,1,0,0
+"import_asym_depthwise_conv.nk",3,3,0,0
+"mnist_cnn_dw.nk",10,10,0,0
+"mnist_cnn_dw_int8.nk",10,10,0,0
+"mobilenetv4_small_uib.nk",1,1,0,0
+"test_mlp.nk",3,3,0,0' ]
+	[ "$(jq -c 'keys_unsorted' <<<"${lines[-1]}")" = '["file","ok","format","files","tensors","bytes","tests"]' ]
+	run fmt-verify --run-tests "$FIX/test_mlp.nk" "$FIX/convnextv2_atto_block.nk"
+	assert_success
+	assert_output "$FIX/test_mlp.nk: ok (nk, 4 tensors, 1 file, 376 bytes, 3 embedded test cases passed)
+$FIX/convnextv2_atto_block.nk: ok (nk, 10 tensors, 1 file, 1264 bytes, 1 embedded test case passed)"
+	# without --run-tests, and for formats without tests, no "tests" member
+	run fmt-verify --json "$FIX/test_mlp.nk"
+	[ "$(jq 'has("tests")' <<<"$output")" = false ]
+	run fmt-verify --run-tests --json "$REPO_ROOT/tests/data/fixtures/apsim/example-signed-team-secret.apsim"
+	assert_success
+	[ "$(jq 'has("tests")' <<<"$output")" = false ]
+	# three cases: one passes, one is 0.5 off (tolerance 1e-4), one's label is not the argmax
+	run --separate-stderr fmt-verify --run-tests --json "$NK/cnn_some_failing.nk"
+	assert_equal "$status" 11
+	[ "$(jq -c '[.ok, .error, .exit, .tests.run, .tests.passed, .tests.failed]' <<<"$output")" = '[false,"TestFailed",11,3,1,2]' ]
+	[ "$(jq -c '[.tests.failures[] | [.case, .name, .reason, (.max_error * 1000 | round), .tolerance < 0.0001001, .argmax, .expected_argmax]]' <<<"$output")" = \
+		'[[1,"half off","error above the tolerance",500,true,1,1],[2,"wrong label","argmax differs from the label",0,true,1,2]]' ]
+	[ "$(jq -c '.tests.failures[0] | keys_unsorted' <<<"$output")" = '["case","name","reason","max_error","tolerance","argmax","expected_argmax"]' ]
+	[ "$(jq -r .message <<<"$output")" = "embedded tests failed: 2 of 3 cases (half off: error above the tolerance; wrong label: argmax differs from the label); nk-run --test $NK/cnn_some_failing.nk shows each case" ]
+	# stderr: fmt-verify's line and object only; nothing of nk-run passed through
+	[ "$(grep -c . <<<"$stderr")" -eq 2 ]
+	[[ "$stderr" != *"nk-run: error"* ]]
+	# the text: nothing on stdout, the failing cases on stderr
+	run --separate-stderr fmt-verify --run-tests "$NK/cnn_some_failing.nk"
+	assert_equal "$status" 11
+	assert_output ""
+	[ "$stderr" = "fmt-verify: error: $NK/cnn_some_failing.nk: embedded tests failed: 2 of 3 cases (half off: error above the tolerance; wrong label: argmax differs from the label); nk-run --test $NK/cnn_some_failing.nk shows each case" ]
+	# one case, failing; and a .nk without tests: no case run
+	run --separate-stderr fmt-verify --run-tests --json "$NK/cnn_failing_test.nk" "$NK/cnn.nk" "$FIX/test_mlp.nk"
+	assert_equal "$status" 11
+	[ "$(jq -sc '[.[] | [.exit, .tests.run, .tests.passed, .tests.failed, [.tests.failures[] | .name]]]' <<<"$output")" = \
+		'[[11,1,0,1,["off by one"]],[11,0,0,0,[]],[null,3,3,0,[]]]' ]
+	[ "$(jq -sr '.[1].message' <<<"$output")" = "no embedded tests (no TCAS block)" ]
+	# -q: nothing printed, the exit status tells
+	run --separate-stderr fmt-verify --run-tests -q "$NK/cnn_some_failing.nk"
+	assert_equal "$status" 11
+	assert_output ""
 }
 
 # ---- nk-run --test ----

@@ -117,12 +117,7 @@ static const fmt_cli_option options[] = {
 	  .complete = FMT_COMPLETE_ENV },
 	{ FMT_CLI_OPT("encrypt-to", OPT_ENC_TO, "PUBKEY", ".ald: encrypt to the X25519 public key file PUBKEY\n"
 		      "(fmt-sign keygen --x25519)"), .complete = FMT_COMPLETE_FILE, .words = "*.pub" },
-	{ FMT_CLI_OPT("password-file", FMT_OPT_PASSWORD_FILE, "FILE", "decrypt an encrypted .ald input with the password in FILE"),
-	  .complete = FMT_COMPLETE_FILE },
-	{ FMT_CLI_OPT("password-env", FMT_OPT_PASSWORD_ENV, "NAME", "decrypt it with the password in variable NAME"),
-	  .complete = FMT_COMPLETE_ENV },
-	{ FMT_CLI_OPT("identity", FMT_OPT_IDENTITY, "SECKEY", "decrypt it with the X25519 secret key SECKEY"),
-	  .complete = FMT_COMPLETE_FILE, .words = "*.key" },
+	FMT_CLI_DECRYPT_OPTIONS,
 	{ FMT_CLI_OPT("force", 'f', NULL, "overwrite OUTPUT if it exists") },
 	{ FMT_CLI_OPT("threads", 'T', "N", "worker threads (default: number of cores); same bytes for any N") },
 	{ FMT_CLI_OPT("json", 'j', NULL, "report as one JSON object") },

@@ -30,12 +30,7 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("schema", OPT_SCHEMA, NULL, "datasets: only the schema") },
 	{ FMT_CLI_OPT("head", OPT_HEAD, "N", "datasets: the first N rows (a table, or with --json one\n"
 		      "object per row in \"rows\"); decodes only what holds them") },
-	{ FMT_CLI_OPT("password-file", FMT_OPT_PASSWORD_FILE, "FILE", "datasets: decrypt an encrypted .ald (--head, --stats) with\n"
-		      "the password in FILE (default: ask on the terminal)"), .complete = FMT_COMPLETE_FILE },
-	{ FMT_CLI_OPT("password-env", FMT_OPT_PASSWORD_ENV, "NAME", "decrypt it with the password in variable NAME"),
-	  .complete = FMT_COMPLETE_ENV },
-	{ FMT_CLI_OPT("identity", FMT_OPT_IDENTITY, "SECKEY", "decrypt it with the X25519 secret key SECKEY"),
-	  .complete = FMT_COMPLETE_FILE, .words = "*.key" },
+	FMT_CLI_DECRYPT_OPTIONS,
 	{ FMT_CLI_OPT("full", OPT_FULL, NULL, "do not abbreviate metadata arrays longer than 16 items") },
 	{ FMT_CLI_OPT("format", OPT_FORMAT, "NAME", "skip detection:"), .complete = FMT_COMPLETE_FORMAT },
 	{ FMT_CLI_OPT("quiet", 'q', NULL, "print nothing on success") },

@@ -21,7 +21,7 @@ fmt_kind verify_bundle(const char *path, const fmt_verify_opts *vo, const fmt_co
 	if (k == FMT_OK && !o->quiet)
 		report_bundle_ok(path, &b, o);
 	if (k != FMT_OK)
-		report_failure(path, &e, o);
+		report_failure(path, &e, NULL, o);
 	fmt_bundle_info_free(&b);
 	return k;
 }

@@ -31,12 +31,7 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("secret-env", FMT_OPT_SECRET_ENV, "NAME", "check it with the team secret in variable NAME"),
 	  .complete = FMT_COMPLETE_ENV },
 	{ FMT_CLI_OPT("secret-prompt", FMT_OPT_SECRET_PROMPT, NULL, "check it with a team secret typed at a prompt") },
-	{ FMT_CLI_OPT("password-file", FMT_OPT_PASSWORD_FILE, "FILE", "authenticate an encrypted .ald payload with the password\n"
-		      "in FILE, then check its digest (default: ask on a terminal)"), .complete = FMT_COMPLETE_FILE },
-	{ FMT_CLI_OPT("password-env", FMT_OPT_PASSWORD_ENV, "NAME", "the same with the password in variable NAME"),
-	  .complete = FMT_COMPLETE_ENV },
-	{ FMT_CLI_OPT("identity", FMT_OPT_IDENTITY, "SECKEY", "the same with the X25519 secret key SECKEY"),
-	  .complete = FMT_COMPLETE_FILE, .words = "*.key" },
+	FMT_CLI_DECRYPT_OPTIONS,
 	{ FMT_CLI_OPT("pubkey", 'p', "FILE", "trust the Ed25519 public key in FILE (minisign format)"),
 	  .complete = FMT_COMPLETE_FILE, .words = "*.pub" },
 	{ FMT_CLI_OPT("pubkey-base64", 'P', "BASE64", "trust the Ed25519 public key given as its base64 line") },
@@ -102,6 +97,7 @@ static fmt_kind verify_file(const char *path, const verify_args *a, fmt_verify_o
 	fmt_table t;
 	fmt_err e;
 	verify_sigs v;
+	verify_tests tests = { 0 };
 	int is_table = 0;
 	memset(&v, 0, sizeof v);
 	fmt_err_clear(&e);
@@ -125,13 +121,14 @@ static fmt_kind verify_file(const char *path, const verify_args *a, fmt_verify_o
 		if (k == FMT_OK)
 			k = verify_set_detached(&m, path, &vo->keys, &v, &e);
 		if (k == FMT_OK && a->run_tests)
-			k = run_embedded_tests(&m, path, &e);
+			k = run_embedded_tests(&m, path, &tests, &e);
 		if (k == FMT_OK && !o->quiet)
-			report_ok(&m, &v, o);
+			report_ok(&m, &v, &tests, o);
 		fmt_model_free(&m);
 	}
 	if (k != FMT_OK)
-		report_failure(path, &e, o);
+		report_failure(path, &e, &tests, o);
+	verify_tests_free(&tests);
 	return k;
 }
 
@@ -144,7 +141,7 @@ static fmt_kind verify_bundle_trusted(const char *path, const fmt_verify_opts *v
 	memset(&v, 0, sizeof v);
 	fmt_err_clear(&e);
 	if (vo->keys.n_trusted && verify_detached(path, &vo->keys, &v, &e) != FMT_OK) {
-		report_failure(path, &e, o);
+		report_failure(path, &e, NULL, o);
 		return e.kind;
 	}
 	fmt_verify_opts mine = *vo;

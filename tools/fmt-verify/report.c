@@ -6,7 +6,7 @@
 #include "fmt/registry.h"
 #include "verify.h"
 
-void report_ok(const fmt_model *m, const verify_sigs *v, const fmt_common_opts *o)
+void report_ok(const fmt_model *m, const verify_sigs *v, const verify_tests *t, const fmt_common_opts *o)
 {
 	uint64_t bytes = 0;
 	for (size_t i = 0; i < m->n_sources; i++)
@@ -18,6 +18,8 @@ void report_ok(const fmt_model *m, const verify_sigs *v, const fmt_common_opts *
 				      (json_int_t)m->n_tensors, "bytes", (json_int_t)bytes);
 		if (sigs_any(v))
 			json_object_set_new(j, "signatures", sigs_json(v));
+		if (t && t->ran)
+			json_object_set_new(j, "tests", tests_json(t));
 		fmt_json_line(stdout, j);
 		json_decref(j);
 		return;
@@ -26,6 +28,8 @@ void report_ok(const fmt_model *m, const verify_sigs *v, const fmt_common_opts *
 	printf(": ok (%s, %zu tensors, %zu file%s, %" PRIu64 " bytes", m->driver->name,
 	       m->n_tensors, m->n_sources, m->n_sources == 1 ? "" : "s", bytes);
 	sigs_text(v, stdout);
+	if (t && t->ran)
+		printf(", %u embedded test case%s passed", t->passed, t->passed == 1 ? "" : "s");
 	printf(")\n");
 }
 
@@ -80,7 +84,7 @@ void report_table_ok(const fmt_table *t, const verify_sigs *v, const fmt_common_
 	json_decref(facts);
 }
 
-void report_failure(const char *path, const fmt_err *e, const fmt_common_opts *o)
+void report_failure(const char *path, const fmt_err *e, const verify_tests *t, const fmt_common_opts *o)
 {
 	if (o->json && !o->quiet) {
 		const char *where = e->file[0] ? e->file : path;
@@ -88,6 +92,8 @@ void report_failure(const char *path, const fmt_err *e, const fmt_common_opts *o
 				      "ok", 0, "failed_file", fmt_json_string(where, strlen(where)), "error",
 				      fmt_kind_name(e->kind), "exit", fmt_kind_exit(e->kind), "message",
 				      fmt_json_string(e->msg, strlen(e->msg)));
+		if (t && t->ran)
+			json_object_set_new(j, "tests", tests_json(t));
 		fmt_json_line(stdout, j);
 		json_decref(j);
 	}

@@ -20,6 +20,14 @@ typedef struct verify_sigs {
 	fmt_signer signer;              /* what the driver checked inside the file */
 } verify_sigs;
 
+/* What --run-tests found in one file. */
+typedef struct verify_tests {
+	int ran;                  /* the runner reported on the file (its format has tests) */
+	unsigned run, passed, failed;
+	json_t *failures;         /* per failing case: case, name, reason, max_error, tolerance,
+				   * argmax, expected_argmax */
+} verify_tests;
+
 /* FILE.minisig, when it exists, with the trusted keys (v->detached set when it verified);
  * FMT_OK without doing anything when there is none. */
 fmt_kind verify_detached(const char *path, const fmt_keyset *keys, verify_sigs *v, fmt_err *e);
@@ -36,17 +44,21 @@ void sigs_text(const verify_sigs *v, FILE *out);
  * progress_end erases it, before anything is reported. */
 void progress_begin(fmt_progress *p, const fmt_common_opts *o);
 
-void report_ok(const fmt_model *m, const verify_sigs *v, const fmt_common_opts *o);
+/* A model; t (or NULL) what --run-tests found. */
+void report_ok(const fmt_model *m, const verify_sigs *v, const verify_tests *t, const fmt_common_opts *o);
 /* A dataset: format, rows and the checksum kind its driver names. */
 void report_table_ok(const fmt_table *t, const verify_sigs *v, const fmt_common_opts *o);
-void report_failure(const char *path, const fmt_err *e, const fmt_common_opts *o);
+void report_failure(const char *path, const fmt_err *e, const verify_tests *t, const fmt_common_opts *o);
 void report_bundle_ok(const char *path, const fmt_bundle_info *b, const fmt_common_opts *o);
 
 /* A bundle: the manifest and member digests; with vo->key also the set's signature. */
 fmt_kind verify_bundle(const char *path, const fmt_verify_opts *vo, const fmt_common_opts *o);
 
-/* --run-tests: the embedded tests of m (read from path), by the driver's test runner; FMT_OK
- * for formats without tests, TestFailed when a case fails. */
-fmt_kind run_embedded_tests(const fmt_model *m, const char *path, fmt_err *e);
+/* --run-tests: the embedded tests of m (read from path), by the driver's test runner, counted
+ * into t; FMT_OK for formats without tests, TestFailed when a case fails or there is none. */
+fmt_kind run_embedded_tests(const fmt_model *m, const char *path, verify_tests *t, fmt_err *e);
+/* t as the "tests" member of the JSON report. */
+json_t *tests_json(const verify_tests *t);
+void verify_tests_free(verify_tests *t);
 
 #endif

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "fmt/cli.h"
 #include "fmt/crypto.h"
 #include "fmt/err.h"
 #include "fmt/minisign.h"
@@ -74,9 +75,19 @@ typedef struct fmt_decrypt_opts {
 	const char *identity;
 } fmt_decrypt_opts;
 
-/* Their option ids (in the tools' own tables) and their handler: 1 if id was one. */
+/* Their option ids and their handler: 1 if id was one (call it first thing in on_option). */
 enum { FMT_OPT_PASSWORD_FILE = 0x10C0, FMT_OPT_PASSWORD_ENV, FMT_OPT_IDENTITY };
 int fmt_cli_decrypt_option(int id, const char *arg, fmt_decrypt_opts *o);
+
+/* Their entries in a tool's option table (fmt/cli.h), the same words in every tool that reads
+ * encrypted data:  { FMT_CLI_OPT("head", ...) }, FMT_CLI_DECRYPT_OPTIONS, { FMT_CLI_OPT(...) }, */
+#define FMT_CLI_DECRYPT_OPTIONS                                                                          \
+	{ FMT_CLI_OPT("password-file", FMT_OPT_PASSWORD_FILE, "FILE", "decrypt an encrypted .ald with the password in FILE\n" \
+		      "(default: ask on the terminal)"), .complete = FMT_COMPLETE_FILE },                     \
+	{ FMT_CLI_OPT("password-env", FMT_OPT_PASSWORD_ENV, "NAME", "the same with the password in variable NAME"),    \
+	  .complete = FMT_COMPLETE_ENV },                                                                 \
+	{ FMT_CLI_OPT("identity", FMT_OPT_IDENTITY, "SECKEY", "the same with the X25519 secret key SECKEY"),           \
+	  .complete = FMT_COMPLETE_FILE, .words = "*.key" }
 
 /* What they load: the keyset's password and x25519 members point into it. */
 typedef struct fmt_decrypt_keys {
