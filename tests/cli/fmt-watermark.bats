@@ -296,6 +296,44 @@ PY
 	assert_failure 2
 }
 
+@test "embed --sign-key: OUT signed as fmt-convert --sign-key signs it (.ald, .apsim); other formats exit 2" {
+	fmt-sign keygen -W -p s.pub -s s.key >/dev/null
+	printf 'open sesame\n' >pass.txt
+	fmt-sign keygen -p e.pub -s e.key --passphrase-file pass.txt >/dev/null
+	fmt-watermark embed -q --key seller.key --buyer alice d.ald plain.ald
+	fmt-watermark embed -q --key seller.key --buyer alice m.safetensors plain.apsim
+	for ext in ald apsim; do
+		case $ext in ald) in=d.ald ;; *) in=m.safetensors ;; esac
+		fmt-watermark embed -q --key seller.key --buyer alice --sign-key s.key "$in" "signed.$ext"
+		fmt-convert --sign-key s.key "plain.$ext" "ref.$ext"
+		cmp "signed.$ext" "ref.$ext"
+		run fmt-verify -p s.pub "signed.$ext"
+		assert_success
+		assert_output --partial "ed25519 signature by trusted key"
+		run fmt-verify -p e.pub "signed.$ext"
+		assert_failure 7
+		# an encrypted key: its passphrase from a file or a variable; a wrong one is exit 8
+		fmt-watermark embed -q --key seller.key --buyer alice --sign-key e.key --passphrase-file pass.txt "$in" "e.$ext"
+		run fmt-verify -p e.pub "e.$ext"
+		assert_success
+		PW='open sesame' fmt-watermark embed -q -f --key seller.key --buyer alice --sign-key e.key --passphrase-env PW "$in" "e.$ext"
+		run fmt-verify -p e.pub "e.$ext"
+		assert_success
+		run env PW=wrong fmt-watermark embed --key seller.key --buyer alice --sign-key e.key --passphrase-env PW "$in" "w.$ext"
+		assert_failure 8
+		[ ! -e "w.$ext" ]
+	done
+	# --dry-run neither loads the key nor asks its passphrase
+	run fmt-watermark embed --dry-run --key seller.key --buyer alice --sign-key e.key d.ald x.ald </dev/null
+	assert_success
+	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice --sign-key s.key m.safetensors o.gguf
+	assert_failure 2
+	[[ "$stderr" == *"--sign-key needs an output format with embedded Ed25519 signatures (.apsim, .ald)"* ]]
+	run fmt-watermark embed --key seller.key --buyer alice --passphrase-file pass.txt d.ald o.ald
+	assert_failure 2
+	[ ! -e o.gguf ] && [ ! -e o.ald ] && [ ! -e x.ald ]
+}
+
 @test "extract: payload, CRC, buyer from the registry, votes; exit 1 without a valid payload" {
 	fmt-watermark embed -q --key seller.key --buyer alice --registry buyers.jsonl m.safetensors out.safetensors
 	fmt-watermark embed -q --key seller.key --buyer bob --registry buyers.jsonl m.safetensors bob.safetensors

@@ -6,6 +6,7 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fmt/minisign.h"
 #include "fmt/pipeline.h"
 #include "fmt/thread.h"
 #include "wm.h"
@@ -307,6 +308,10 @@ fmt_kind wm_embed_target(wm_opts *o, const char *output, fmt_err *e)
 		return fmt_fail(e, FMT_USAGE, "cannot tell the output format from OUT's name%s; use --to (%s)",
 				strcmp(output, "-") == 0 ? " (standard output)" : "", names);
 	}
+	if (o->sign_key && !(o->table_to ? (o->table_to->caps & FMT_CAP_ED25519_SIGN) != 0
+					  : fmt_driver_can(o->to, FMT_CAP_ED25519_SIGN)))
+		return fmt_fail(e, FMT_USAGE, "--sign-key needs an output format with embedded Ed25519 signatures "
+				"(.apsim, .ald); sign other files with fmt-sign sign -s");
 	if (!o->compression)
 		return FMT_OK;
 	if (o->table_to) {
@@ -343,13 +348,25 @@ fmt_kind wm_embed(const char *input, const char *output, const wm_opts *o, const
 			return fmt_fail(e, FMT_IO, "out of memory");
 		co.out = nowhere;
 	}
-	fmt_kind k = fmt_pool_create(&c.pool, o->threads, e);
+	/* --sign-key: loaded (its passphrase asked) for a real run only */
+	fmt_ms_secret sec;
+	fmt_pass_opts pass = { .file = o->passphrase_file, .env = o->passphrase_env };
+	fmt_kind k = o->sign_key && !o->dry_run ? fmt_ms_secret_load(o->sign_key, &pass, &sec, e) : FMT_OK;
+	if (k != FMT_OK) {
+		if (nowhere)
+			fclose(nowhere);
+		return k;
+	}
+	co.sign_secret = o->sign_key && !o->dry_run ? &sec : NULL;
+	k = fmt_pool_create(&c.pool, o->threads, e);
 	r->is_table = o->table_to != NULL;
 	r->out_format = o->table_to ? o->table_to->name : o->to->name;
 	if (k == FMT_OK)
 		k = r->is_table ? fmt_pipeline_dataset(input, output, &co, e) : fmt_pipeline_run(input, output, &co, e);
 	free(c.tw.col_of);
 	fmt_pool_destroy(c.pool);
+	if (co.sign_secret)
+		fmt_ms_secret_free(&sec);
 	if (nowhere)
 		fclose(nowhere);
 	for (size_t i = 0; i < r->n_cols; i++)

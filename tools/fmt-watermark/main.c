@@ -40,13 +40,14 @@ static const fmt_cli_option options[] = {
 	  .commands = ONLY(CMD_EMBED) | ONLY(CMD_EXTRACT), .complete = FMT_COMPLETE_FILE, .words = "*.jsonl" },
 	{ FMT_CLI_OPT("scheme", OPT_SCHEME, "NAME", "extract: fmtkit (default) or alimentar (upstream's LSB scheme)"),
 	  .commands = ONLY(CMD_EXTRACT), .complete = FMT_COMPLETE_WORDS, .words = "fmtkit alimentar" },
-	{ FMT_CLI_OPT("sign-key", OPT_SIGN_KEY, "SECKEY", "prove: sign the evidence with this Ed25519 secret key\n"
+	{ FMT_CLI_OPT("sign-key", OPT_SIGN_KEY, "SECKEY", "prove: sign the evidence; embed: sign OUT (.apsim, .ald), as\n"
+		      "fmt-convert --sign-key; with this Ed25519 secret key\n"
 		      "(minisign's format, fmt-sign keygen)"),
-	  .commands = ONLY(CMD_PROVE), .complete = FMT_COMPLETE_FILE, .words = "*.key" },
-	{ FMT_CLI_OPT("passphrase-file", OPT_PASS_FILE, "FILE", "prove: the signing key's passphrase from FILE"),
-	  .commands = ONLY(CMD_PROVE), .complete = FMT_COMPLETE_FILE },
-	{ FMT_CLI_OPT("passphrase-env", OPT_PASS_ENV, "NAME", "prove: the signing key's passphrase from variable NAME"),
-	  .commands = ONLY(CMD_PROVE), .complete = FMT_COMPLETE_ENV },
+	  .commands = ONLY(CMD_PROVE) | ONLY(CMD_EMBED), .complete = FMT_COMPLETE_FILE, .words = "*.key" },
+	{ FMT_CLI_OPT("passphrase-file", OPT_PASS_FILE, "FILE", "the signing key's passphrase from FILE"),
+	  .commands = ONLY(CMD_PROVE) | ONLY(CMD_EMBED), .complete = FMT_COMPLETE_FILE },
+	{ FMT_CLI_OPT("passphrase-env", OPT_PASS_ENV, "NAME", "the signing key's passphrase from variable NAME"),
+	  .commands = ONLY(CMD_PROVE) | ONLY(CMD_EMBED), .complete = FMT_COMPLETE_ENV },
 	{ FMT_CLI_OPT("output", 'o', "FILE", "prove: write the evidence JSON to FILE"),
 	  .commands = ONLY(CMD_PROVE), .complete = FMT_COMPLETE_FILE, .words = "*.json" },
 	{ FMT_CLI_OPT("to", OPT_TO, "FORMAT", "embed: OUT's format, as fmt-convert --to (default: from\n"
@@ -142,7 +143,7 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 static const fmt_cli_tool tool = {
 	.name = TOOL,
 	.synopsis = "embed --key K --buyer ID [--density G] [--strength-bits S] [--columns LIST | --tensors GLOB]\n"
-		    "      [--registry FILE] [--to FORMAT] [-c CODEC] [--dry-run] [-T N] IN OUT\n"
+		    "      [--registry FILE] [--to FORMAT] [-c CODEC] [--sign-key SECKEY] [--dry-run] [-T N] IN OUT\n"
 		    "extract --key K [--registry FILE] [--scheme alimentar] FILE\n"
 		    "prove --key K --buyer ID [--sign-key SECKEY] [-o EVIDENCE.json] FILE\n"
 		    "detect [--columns LIST | --tensors GLOB] FILE\n"
