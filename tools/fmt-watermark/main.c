@@ -50,8 +50,8 @@ static const fmt_cli_option options[] = {
 	  .commands = ONLY(CMD_PROVE) | ONLY(CMD_EMBED), .complete = FMT_COMPLETE_ENV },
 	{ FMT_CLI_OPT("output", 'o', "FILE", "prove: write the evidence JSON to FILE"),
 	  .commands = ONLY(CMD_PROVE), .complete = FMT_COMPLETE_FILE, .words = "*.json" },
-	{ FMT_CLI_OPT("to", OPT_TO, "FORMAT", "embed: OUT's format, as fmt-convert --to (default: from\n"
-		      "OUT's name; OUT - (standard output) needs it):"),
+	{ FMT_CLI_OPT("to", OPT_TO, "FORMAT", "embed: OUT's format (default: from OUT's name; OUT -\n"
+		      "needs it), as fmt-convert --to:"),
 	  .commands = ONLY(CMD_EMBED), .complete = FMT_COMPLETE_FORMAT },
 	{ FMT_CLI_OPT("compression", 'c', "CODEC", "embed: as fmt-convert -c: .apr none (default), lz4[:1-12],\n"
 		      "zstd[:1-19], zstd-max; .ald none, zstd (default), zstd-max, lz4"),
@@ -153,9 +153,10 @@ static const fmt_cli_tool tool = {
 		 "quantization index modulation: every change is below 2^-(S+1) of the value. The\n"
 		 "marks depend on each value alone, so they survive shuffling, sampling, dropping\n"
 		 "columns, format conversion, small noise and rounding to 6 significant digits.\n"
-		 "IN and OUT: .ald datasets and every model format fmtkit writes (F16/BF16 tensors\n"
-		 "are left alone); IN - is standard input, OUT - standard output (with --to; the\n"
-		 "report then goes to standard error). Scheme: specs/watermark.md (fmtkit-wm/1).",
+		 "IN and OUT: datasets (.ald, Arrow IPC, JSON Lines, CSV) and every model format\n"
+		 "fmtkit writes (F16/BF16 tensors are left alone); IN - is standard input, OUT -\n"
+		 "standard output (with --to; the report then goes to standard error).\n"
+		 "Scheme: specs/watermark.md (fmtkit-wm/1).",
 	.commands = commands,
 	.options = options,
 	.footer = "Exit status: 0 ok (extract: a valid payload; prove: match; detect: likely\n"
