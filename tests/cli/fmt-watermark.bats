@@ -334,6 +334,29 @@ PY
 	[ ! -e o.gguf ] && [ ! -e o.ald ] && [ ! -e x.ald ]
 }
 
+@test "embed --schema: a CSV input's column types, as fmt-convert --schema gives them" {
+	# d.ald is fmt-convert --schema schema.json d.csv: embedding either gives the same bytes
+	fmt-watermark embed -q --key seller.key --buyer alice d.ald from-ald.ald
+	run fmt-watermark embed -j --key seller.key --buyer alice --schema schema.json d.csv from-csv.ald
+	assert_success
+	[ "$(echo "$output" | jq -c '[.columns[] | [.name, .dtype]]')" = '[["a","float32"],["b","float32"],["c","float64"]]' ]
+	cmp from-csv.ald from-ald.ald
+	fmt-watermark embed -q --key seller.key --buyer alice --schema schema.json --to ald - stdin.ald <d.csv
+	cmp stdin.ald from-ald.ald
+	# without it, CSV numbers are float64
+	run fmt-watermark embed -j --key seller.key --buyer alice d.csv f64.ald
+	assert_success
+	[ "$(echo "$output" | jq -c '[.columns[] | .dtype] | unique')" = '["float64"]' ]
+	printf '{"a": "float32"' >bad.json
+	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice --schema bad.json d.csv o.ald
+	assert_failure 2
+	[[ "$stderr" == *"bad.json: --schema: not a JSON object"* ]]
+	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice --schema schema.json m.safetensors o.gguf
+	assert_failure 2
+	[[ "$stderr" == *"--schema gives a dataset's column types: OUT must be a dataset too"* ]]
+	[ ! -e o.ald ] && [ ! -e o.gguf ]
+}
+
 @test "extract: payload, CRC, buyer from the registry, votes; exit 1 without a valid payload" {
 	fmt-watermark embed -q --key seller.key --buyer alice --registry buyers.jsonl m.safetensors out.safetensors
 	fmt-watermark embed -q --key seller.key --buyer bob --registry buyers.jsonl m.safetensors bob.safetensors

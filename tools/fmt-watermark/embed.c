@@ -308,6 +308,8 @@ fmt_kind wm_embed_target(wm_opts *o, const char *output, fmt_err *e)
 		return fmt_fail(e, FMT_USAGE, "cannot tell the output format from OUT's name%s; use --to (%s)",
 				strcmp(output, "-") == 0 ? " (standard output)" : "", names);
 	}
+	if (o->schema && !o->table_to)
+		return fmt_fail(e, FMT_USAGE, "--schema gives a dataset's column types: OUT must be a dataset too");
 	if (o->sign_key && !(o->table_to ? (o->table_to->caps & FMT_CAP_ED25519_SIGN) != 0
 					  : fmt_driver_can(o->to, FMT_CAP_ED25519_SIGN)))
 		return fmt_fail(e, FMT_USAGE, "--sign-key needs an output format with embedded Ed25519 signatures "
@@ -338,7 +340,7 @@ fmt_kind wm_embed(const char *input, const char *output, const wm_opts *o, const
 	fmt_convert_opts co = { .dtype = "keep", .force = o->force, .threads = o->threads, .dry_run = o->dry_run,
 				.quiet = o->common.quiet, .no_progress = o->common.no_progress,
 				.to = o->to, .table_to = o->table_to, .codec = o->codec, .codec_level = o->codec_level,
-				.dataset = { .compression = o->ald_compression },
+				.dataset = { .compression = o->ald_compression }, .schema_file = o->schema,
 				.model_hook = model_hook, .table_hook = table_hook, .hook_ctx = &c,
 				.tool = TOOL, .out = stdout, .err = stderr };
 	FILE *nowhere = NULL;

@@ -6,7 +6,7 @@
 #include "wm.h"
 
 enum { OPT_KEY = FMT_OPT_FIRST_TOOL_OPTION, OPT_BUYER, OPT_DENSITY, OPT_STRENGTH, OPT_COLUMNS, OPT_TENSORS,
-       OPT_REGISTRY, OPT_SIGN_KEY, OPT_SCHEME, OPT_PASS_FILE, OPT_PASS_ENV, OPT_TO, OPT_DRY_RUN };
+       OPT_REGISTRY, OPT_SIGN_KEY, OPT_SCHEME, OPT_PASS_FILE, OPT_PASS_ENV, OPT_TO, OPT_DRY_RUN, OPT_SCHEMA };
 
 enum { CMD_EMBED, CMD_EXTRACT, CMD_PROVE, CMD_DETECT, CMD_ENTROPY };
 #define ONLY(c) (1u << (c))
@@ -56,6 +56,9 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("compression", 'c', "CODEC", "embed: as fmt-convert -c: .apr none (default), lz4[:1-12],\n"
 		      "zstd[:1-19], zstd-max; .ald none, zstd (default), zstd-max, lz4"),
 	  .commands = ONLY(CMD_EMBED), .complete = FMT_COMPLETE_WORDS, .words = "none lz4 zstd zstd:19 zstd-max" },
+	{ FMT_CLI_OPT("schema", OPT_SCHEMA, "FILE", "embed: a CSV or JSON Lines IN's column types, as fmt-convert\n"
+		      "--schema: {\"column\": \"float32\", ...}"),
+	  .commands = ONLY(CMD_EMBED), .complete = FMT_COMPLETE_FILE, .words = "*.json" },
 	{ FMT_CLI_OPT("dry-run", OPT_DRY_RUN, NULL, "embed: read IN and print what embedding would do (the same\n"
 		      "table); write nothing, append nothing to --registry"),
 	  .commands = ONLY(CMD_EMBED) },
@@ -136,6 +139,7 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 	case OPT_TO: o->to_name = arg; return 0;
 	case 'c': o->compression = arg; return 0;
 	case OPT_DRY_RUN: o->dry_run = 1; return 0;
+	case OPT_SCHEMA: o->schema = arg; return 0;
 	}
 	return fmt_fail(e, FMT_USAGE, "unhandled option"), -1;
 }
@@ -143,7 +147,8 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 static const fmt_cli_tool tool = {
 	.name = TOOL,
 	.synopsis = "embed --key K --buyer ID [--density G] [--strength-bits S] [--columns LIST | --tensors GLOB]\n"
-		    "      [--registry FILE] [--to FORMAT] [-c CODEC] [--sign-key SECKEY] [--dry-run] [-T N] IN OUT\n"
+		    "      [--registry FILE] [--schema FILE] [--to FORMAT] [-c CODEC] [--sign-key SECKEY]\n"
+		    "      [--dry-run] [-T N] IN OUT\n"
 		    "extract --key K [--registry FILE] [--scheme alimentar] FILE\n"
 		    "prove --key K --buyer ID [--sign-key SECKEY] [-o EVIDENCE.json] FILE\n"
 		    "detect [--columns LIST | --tensors GLOB] FILE\n"
