@@ -363,8 +363,6 @@ fmt_kind fmt_tensor_each_chunk(const fmt_model *m, const fmt_tensor *t, fmt_chun
 		return FMT_OK;
 	if (t->nbytes > SIZE_MAX)
 		return out_of_memory_for(t, e);
-	if (t->data)
-		return fn(ctx, t->data, (size_t)t->nbytes, e);
 	uint64_t align = t->chunk_align ? t->chunk_align : 1;
 	uint64_t chunk = STREAM_CHUNK / align * align;
 	if (chunk == 0)
@@ -373,6 +371,12 @@ fmt_kind fmt_tensor_each_chunk(const fmt_model *m, const fmt_tensor *t, fmt_chun
 		chunk = t->nbytes;
 	if (chunk > SIZE_MAX)
 		return out_of_memory_for(t, e);
+	if (t->data) {   /* in pieces too: what they go to (a write) is cheaper per byte in pieces */
+		fmt_kind r = FMT_OK;
+		for (uint64_t off = 0; r == FMT_OK && off < t->nbytes; off += chunk)
+			r = fn(ctx, t->data + off, (size_t)(t->nbytes - off < chunk ? t->nbytes - off : chunk), e);
+		return r;
+	}
 	uint8_t *buf = malloc((size_t)chunk);
 	if (!buf)
 		return out_of_memory_for(t, e);

@@ -147,7 +147,7 @@ static uint8_t *build_table(const fmt_wm_key *key, int width, double density)
 {
 	unsigned n = width == 4 ? ANCHORS32 : ANCHORS64;
 	int shift = MANT(width) - 8;
-	uint8_t *t = malloc(n);
+	uint8_t *t = calloc(n + 3, 1);   /* + 3: a 4-byte gather of the last entry stays inside */
 	if (!t)
 		return NULL;
 	for (unsigned i = 0; i < n; i++) {
@@ -280,22 +280,31 @@ static inline double as_double(uint64_t bits, int width)
 	return d;
 }
 
-/* The loop for one width (a constant where it is inlined: the compiler specialises it). It is
- * branch-free where the data is random (selection, the bit carried, the QIM move): the same
- * arithmetic as qim_embed for every value, the result kept only where it counts. */
-static inline __attribute__((always_inline)) void embed_loop(const fmt_wm_params *prm, uint8_t *p, size_t n,
-							    const int width, fmt_wm_dist *d)
+/* What a run of embedding adds up. The sums of value i of a call go to lane i % WM_LANES, and
+ * the lanes are added in one order at the end: the scalar and the vector loops give the same
+ * doubles (a float32 squared is exact in a double, so a fused multiply-add changes nothing). */
+#define WM_LANES 16
+typedef struct lane_sums {
+	double sum0[WM_LANES], sumsq0[WM_LANES], sum_d[WM_LANES], sumsq1[WM_LANES];
+	double max_rel;
+	uint64_t finite, eligible, selected, marked;
+} lane_sums;
+
+/* Values [from, n) of a call, one at a time (a constant width where it is inlined: the compiler
+ * specialises it). Branch-free where the data is random (selection, the bit carried, the QIM
+ * move): the same arithmetic as qim_embed for every value, the result kept only where it counts. */
+static inline __attribute__((always_inline)) void embed_scalar(const fmt_wm_params *prm, uint8_t *p, size_t from,
+							      size_t n, const int width, lane_sums *out_sums)
 {
+	lane_sums local = *out_sums, *s = &local;   /* a local: the stores to p (bytes) cannot alias it */
 	const fmt_wm_key *key = prm->key;
 	const int m = MANT(width), q = m - prm->strength;
 	const uint64_t payload = prm->payload, expmax = EXPMAX(width);
 	const uint64_t mant_mask = (UINT64_C(1) << m) - 1, anchor_mask = ~((UINT64_C(1) << (m - 8)) - 1);
 	const int64_t unit = INT64_C(1) << q, half = unit >> 1;
-	/* locals, not d's fields: p (bytes) may alias anything */
-	uint64_t finite = 0, eligible = 0, selected = 0, marked = 0;
-	double max_rel = d->max_rel, sum0 = 0, sumsq0 = 0, sum_d = 0, sumsq1 = 0;
-	for (size_t i = 0; i < n; i++, p += width) {
-		uint64_t bits = fmt_wm_load_bits(p, width);
+	for (size_t i = from; i < n; i++) {
+		uint8_t *at = p + i * (size_t)width;
+		uint64_t bits = fmt_wm_load_bits(at, width);
 		uint64_t exp = bits >> m & expmax;
 		int is_finite = exp != expmax, is_elig = is_finite & (exp != 0);
 		uint8_t t = table_entry(key, bits, width);   /* NOT_SELECTED for every ineligible anchor */
@@ -308,39 +317,341 @@ static inline __attribute__((always_inline)) void embed_loop(const fmt_wm_params
 		uint64_t neg = (uint64_t)(v >> 63), mag = ((uint64_t)v ^ neg) - neg;
 		uint64_t nb = (bits & ~mant_mask) | (mag & mant_mask);
 		int ok = sel & ((mag >> m) == 1) & ((v < 0) == (u < 0)) & ((nb & anchor_mask) == (bits & anchor_mask));
-		uint64_t out = ok ? nb : bits;
-		store(p, out, width);
-		double x = is_finite ? as_double(bits, width) : 0.0, x1 = is_finite ? as_double(out, width) : 0.0;
-		double diff = fabs(x1 - x);
-		if (diff > max_rel * fabs(x))                /* rare: a new maximum */
-			max_rel = diff / fabs(x);
-		finite += (uint64_t)is_finite;
-		eligible += (uint64_t)is_elig;
-		selected += (uint64_t)sel;
-		marked += (uint64_t)ok;
-		sum0 += x;
-		sumsq0 += x * x;
-		sum_d += x1 - x;
-		sumsq1 += x1 * x1;
+		/* selections by masks, not branches: ok and is_finite are as random as the data */
+		uint64_t ok_mask = 0 - (uint64_t)ok, finite_mask = 0 - (uint64_t)is_finite;
+		uint64_t out = (nb & ok_mask) | (bits & ~ok_mask);
+		store(at, out, width);
+		double x = as_double(bits & finite_mask, width), x1 = as_double(out & finite_mask, width);
+		double diff = x1 - x;
+		/* |x' − x| / |x|: 0 where unmarked (x' = x; a 0 divides by 1); float32 in float (x' − x is
+		 * exact there, in one binade), as the vector loops do */
+		double rel = width == 4 ? (double)(fabsf((float)x1 - (float)x) / (fabsf((float)x) + (float)(x == 0)))
+					: fabs(diff) / (fabs(x) + (double)(x == 0));
+		s->max_rel = rel > s->max_rel ? rel : s->max_rel;
+		unsigned l = (unsigned)(i % WM_LANES);
+		s->sum0[l] += x;
+		s->sumsq0[l] += x * x;
+		s->sum_d[l] += diff;
+		s->sumsq1[l] += x1 * x1;
+		s->finite += (uint64_t)is_finite;
+		s->eligible += (uint64_t)is_elig;
+		s->selected += (uint64_t)sel;
+		s->marked += (uint64_t)ok;
 	}
-	d->values += n;
-	d->finite += finite;
-	d->eligible += eligible;
-	d->selected += selected;
-	d->marked += marked;
-	d->max_rel = max_rel;
-	d->sum0 += sum0;
-	d->sumsq0 += sumsq0;
-	d->sum_d += sum_d;
-	d->sumsq1 += sumsq1;
+	*out_sums = local;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define WM_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
+#define WM_AVX2 __attribute__((target("avx2")))
+
+/* The scalar loop's arithmetic on 16 float32 values at a time (a gather for the table); returns
+ * how many values it did (a multiple of 16; the scalar loop does the rest). */
+WM_AVX512 static size_t embed32_avx512(const fmt_wm_params *prm, uint8_t *p, size_t n, lane_sums *s)
+{
+	const int32_t *table = (const int32_t *)(const void *)prm->key->table32;
+	const int q = 23 - prm->strength;
+	const __m128i qv = _mm_cvtsi32_si128(q);
+	const __m512i byte = _mm512_set1_epi32(0xFF), half = _mm512_set1_epi32(1 << (q - 1));
+	const __m512i word_hi = _mm512_set1_epi32((int32_t)(uint32_t)(prm->payload >> 32));
+	const __m512i word_lo = _mm512_set1_epi32((int32_t)(uint32_t)prm->payload);
+	const __m512i mant = _mm512_set1_epi32(0x7FFFFF), implicit = _mm512_set1_epi32(0x800000);
+	const __m512i anchor = _mm512_set1_epi32((int32_t)0xFFFF8000u), one = _mm512_set1_epi32(1);
+	const __m512i thirty_one = _mm512_set1_epi32(31), sixty_three = _mm512_set1_epi32(63);
+	__m512d s0[2], sq0[2], sd[2], sq1[2];
+	__m512 mx = _mm512_setzero_ps();
+	for (int h = 0; h < 2; h++) {
+		s0[h] = _mm512_loadu_pd(s->sum0 + 8 * h);
+		sq0[h] = _mm512_loadu_pd(s->sumsq0 + 8 * h);
+		sd[h] = _mm512_loadu_pd(s->sum_d + 8 * h);
+		sq1[h] = _mm512_loadu_pd(s->sumsq1 + 8 * h);
+	}
+	uint64_t finite = 0, eligible = 0, selected = 0, marked = 0;
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m512i b = _mm512_loadu_si512(p + 4 * i);
+		__m512i t = _mm512_and_si512(_mm512_i32gather_epi32(_mm512_srli_epi32(b, 15), table, 1), byte);
+		__mmask16 sel = _mm512_cmpneq_epi32_mask(t, byte);
+		__m512i j = _mm512_and_si512(t, sixty_three);
+		/* payload bit j = bit 31 - (j % 32) of its high word (j < 32) or low word */
+		__m512i word = _mm512_mask_blend_epi32(_mm512_cmplt_epi32_mask(j, _mm512_set1_epi32(32)), word_lo, word_hi);
+		__m512i bit = _mm512_and_si512(_mm512_srlv_epi32(word, _mm512_sub_epi32(thirty_one, _mm512_and_si512(j, thirty_one))), one);
+		__mmask16 c = _mm512_test_epi32_mask(_mm512_xor_si512(bit, _mm512_and_si512(_mm512_srli_epi32(t, 6), one)), one);
+		__m512i exp = _mm512_and_si512(_mm512_srli_epi32(b, 23), byte);
+		__mmask16 fin = _mm512_cmpneq_epi32_mask(exp, byte);
+		__mmask16 elig = fin & _mm512_test_epi32_mask(exp, exp);
+		__mmask16 neg = _mm512_movepi32_mask(b);
+		__m512i u = _mm512_or_si512(_mm512_and_si512(b, mant), implicit);
+		u = _mm512_mask_sub_epi32(u, neg, _mm512_setzero_si512(), u);
+		__m512i ch = _mm512_maskz_mov_epi32(c, half);
+		__m512i k = _mm512_sra_epi32(_mm512_sub_epi32(_mm512_add_epi32(u, half), ch), qv);
+		__m512i v = _mm512_add_epi32(_mm512_sll_epi32(k, qv), ch);
+		__m512i mag = _mm512_abs_epi32(v);
+		__mmask16 vneg = _mm512_movepi32_mask(v);
+		__m512i nb = _mm512_or_si512(_mm512_andnot_si512(mant, b), _mm512_and_si512(mag, mant));
+		__mmask16 ok = sel & _mm512_cmpeq_epi32_mask(_mm512_srli_epi32(mag, 23), one) & (__mmask16)~(vneg ^ neg) &
+			       _mm512_cmpeq_epi32_mask(_mm512_and_si512(nb, anchor), _mm512_and_si512(b, anchor));
+		__m512i out = _mm512_mask_blend_epi32(ok, b, nb);
+		_mm512_storeu_si512(p + 4 * i, out);
+		finite += (uint64_t)__builtin_popcount(fin);
+		eligible += (uint64_t)__builtin_popcount(elig);
+		selected += (uint64_t)__builtin_popcount(sel);
+		marked += (uint64_t)__builtin_popcount(ok);
+		__m512 x = _mm512_maskz_mov_ps(fin, _mm512_castsi512_ps(b));
+		__m512 x1 = _mm512_maskz_mov_ps(fin, _mm512_castsi512_ps(out));
+		__m512 rel = _mm512_div_ps(_mm512_abs_ps(_mm512_sub_ps(x1, x)), _mm512_abs_ps(x));
+		mx = _mm512_mask_max_ps(mx, ok, mx, rel);
+		for (int h = 0; h < 2; h++) {
+			__m512d xd = _mm512_cvtps_pd(h ? _mm512_extractf32x8_ps(x, 1) : _mm512_castps512_ps256(x));
+			__m512d x1d = _mm512_cvtps_pd(h ? _mm512_extractf32x8_ps(x1, 1) : _mm512_castps512_ps256(x1));
+			__m512d diff = _mm512_sub_pd(x1d, xd);
+			s0[h] = _mm512_add_pd(s0[h], xd);
+			sq0[h] = _mm512_fmadd_pd(xd, xd, sq0[h]);   /* exact products: as a multiply, then an add */
+			sd[h] = _mm512_add_pd(sd[h], diff);
+			sq1[h] = _mm512_fmadd_pd(x1d, x1d, sq1[h]);
+		}
+	}
+	for (int h = 0; h < 2; h++) {
+		_mm512_storeu_pd(s->sum0 + 8 * h, s0[h]);
+		_mm512_storeu_pd(s->sumsq0 + 8 * h, sq0[h]);
+		_mm512_storeu_pd(s->sum_d + 8 * h, sd[h]);
+		_mm512_storeu_pd(s->sumsq1 + 8 * h, sq1[h]);
+	}
+	double most = _mm512_reduce_max_ps(mx);
+	if (most > s->max_rel)
+		s->max_rel = most;
+	s->finite += finite;
+	s->eligible += eligible;
+	s->selected += selected;
+	s->marked += marked;
+	return i;
+}
+
+/* embed32_avx512 on 8 values at a time (masks are vectors of all-ones lanes here); each pass of
+ * the loop does 16 values as two halves, so that value i still goes to lane i % 16. */
+WM_AVX2 static size_t embed32_avx2(const fmt_wm_params *prm, uint8_t *p, size_t n, lane_sums *s)
+{
+	const int *table = (const int *)(const void *)prm->key->table32;
+	const int q = 23 - prm->strength;
+	const __m128i qv = _mm_cvtsi32_si128(q);
+	const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1), byte = _mm256_set1_epi32(0xFF);
+	const __m256i half = _mm256_set1_epi32(1 << (q - 1)), mant = _mm256_set1_epi32(0x7FFFFF);
+	const __m256i implicit = _mm256_set1_epi32(0x800000), anchor = _mm256_set1_epi32((int32_t)0xFFFF8000u);
+	const __m256i word_hi = _mm256_set1_epi32((int32_t)(uint32_t)(prm->payload >> 32));
+	const __m256i word_lo = _mm256_set1_epi32((int32_t)(uint32_t)prm->payload);
+	const __m256i thirty_one = _mm256_set1_epi32(31), thirty_two = _mm256_set1_epi32(32);
+	const __m256i sixty_three = _mm256_set1_epi32(63);
+	const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+	__m256d s0[4], sq0[4], sd[4], sq1[4];
+	__m256 mx = _mm256_setzero_ps();
+	for (int k4 = 0; k4 < 4; k4++) {
+		s0[k4] = _mm256_loadu_pd(s->sum0 + 4 * k4);
+		sq0[k4] = _mm256_loadu_pd(s->sumsq0 + 4 * k4);
+		sd[k4] = _mm256_loadu_pd(s->sum_d + 4 * k4);
+		sq1[k4] = _mm256_loadu_pd(s->sumsq1 + 4 * k4);
+	}
+	uint64_t finite = 0, eligible = 0, selected = 0, marked = 0;
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16)
+		for (int h = 0; h < 2; h++) {
+			uint8_t *at = p + 4 * (i + 8 * (size_t)h);
+			__m256i b = _mm256_loadu_si256((const __m256i *)(const void *)at);
+			__m256i t = _mm256_and_si256(_mm256_i32gather_epi32(table, _mm256_srli_epi32(b, 15), 1), byte);
+			__m256i unsel = _mm256_cmpeq_epi32(t, byte);
+			__m256i j = _mm256_and_si256(t, sixty_three);
+			__m256i word = _mm256_blendv_epi8(word_lo, word_hi, _mm256_cmpgt_epi32(thirty_two, j));
+			__m256i bit = _mm256_and_si256(_mm256_srlv_epi32(word, _mm256_sub_epi32(thirty_one, _mm256_and_si256(j, thirty_one))), one);
+			__m256i c = _mm256_xor_si256(bit, _mm256_and_si256(_mm256_srli_epi32(t, 6), one));
+			__m256i exp = _mm256_and_si256(_mm256_srli_epi32(b, 23), byte);
+			__m256i nonfin = _mm256_cmpeq_epi32(exp, byte), sub = _mm256_cmpeq_epi32(exp, zero);
+			__m256i neg = _mm256_srai_epi32(b, 31);
+			__m256i u = _mm256_or_si256(_mm256_and_si256(b, mant), implicit);
+			u = _mm256_sub_epi32(_mm256_xor_si256(u, neg), neg);
+			__m256i ch = _mm256_and_si256(_mm256_sub_epi32(zero, c), half);
+			__m256i k = _mm256_sra_epi32(_mm256_sub_epi32(_mm256_add_epi32(u, half), ch), qv);
+			__m256i v = _mm256_add_epi32(_mm256_sll_epi32(k, qv), ch);
+			__m256i mag = _mm256_abs_epi32(v);
+			__m256i nb = _mm256_or_si256(_mm256_andnot_si256(mant, b), _mm256_and_si256(mag, mant));
+			__m256i ok = _mm256_andnot_si256(unsel, _mm256_cmpeq_epi32(_mm256_srli_epi32(mag, 23), one));
+			ok = _mm256_andnot_si256(_mm256_xor_si256(_mm256_srai_epi32(v, 31), neg), ok);
+			ok = _mm256_and_si256(ok, _mm256_cmpeq_epi32(_mm256_and_si256(nb, anchor), _mm256_and_si256(b, anchor)));
+			__m256i out = _mm256_blendv_epi8(b, nb, ok);
+			_mm256_storeu_si256((__m256i *)(void *)at, out);
+			finite += 8u - (uint64_t)__builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(nonfin)));
+			eligible += 8u - (uint64_t)__builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_or_si256(nonfin, sub))));
+			selected += 8u - (uint64_t)__builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(unsel)));
+			marked += (uint64_t)__builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(ok)));
+			__m256 x = _mm256_andnot_ps(_mm256_castsi256_ps(nonfin), _mm256_castsi256_ps(b));
+			__m256 x1 = _mm256_andnot_ps(_mm256_castsi256_ps(nonfin), _mm256_castsi256_ps(out));
+			__m256 rel = _mm256_div_ps(_mm256_and_ps(_mm256_sub_ps(x1, x), magnitude), _mm256_and_ps(x, magnitude));
+			mx = _mm256_max_ps(mx, _mm256_and_ps(rel, _mm256_castsi256_ps(ok)));
+			for (int half4 = 0; half4 < 2; half4++) {
+				int k4 = 2 * h + half4;
+				__m256d xd = _mm256_cvtps_pd(half4 ? _mm256_extractf128_ps(x, 1) : _mm256_castps256_ps128(x));
+				__m256d x1d = _mm256_cvtps_pd(half4 ? _mm256_extractf128_ps(x1, 1) : _mm256_castps256_ps128(x1));
+				s0[k4] = _mm256_add_pd(s0[k4], xd);
+				sq0[k4] = _mm256_add_pd(sq0[k4], _mm256_mul_pd(xd, xd));
+				sd[k4] = _mm256_add_pd(sd[k4], _mm256_sub_pd(x1d, xd));
+				sq1[k4] = _mm256_add_pd(sq1[k4], _mm256_mul_pd(x1d, x1d));
+			}
+		}
+	for (int k4 = 0; k4 < 4; k4++) {
+		_mm256_storeu_pd(s->sum0 + 4 * k4, s0[k4]);
+		_mm256_storeu_pd(s->sumsq0 + 4 * k4, sq0[k4]);
+		_mm256_storeu_pd(s->sum_d + 4 * k4, sd[k4]);
+		_mm256_storeu_pd(s->sumsq1 + 4 * k4, sq1[k4]);
+	}
+	float most[8];
+	_mm256_storeu_ps(most, mx);
+	for (int l = 0; l < 8; l++)
+		if (most[l] > s->max_rel)
+			s->max_rel = most[l];
+	s->finite += finite;
+	s->eligible += eligible;
+	s->selected += selected;
+	s->marked += marked;
+	return i;
+}
+
+/* Count the bins of votes (payload bit j and the bit read, 2j + bit, or none) in four
+ * histograms in turn, so that equal bins in a row do not wait on each other; flushed into the
+ * totals before a 32-bit bin could fill. */
+enum { VOTE_NONE = 2 * FMT_WM_BITS };
+typedef struct vote_hist {
+	uint32_t h[4][VOTE_NONE + 1];
+} vote_hist;
+
+static void vote_hist_flush(vote_hist *vh, uint64_t total[64], uint64_t ones[64])
+{
+	for (int h = 0; h < 4; h++)
+		for (int j = 0; j < FMT_WM_BITS; j++) {
+			total[j] += (uint64_t)vh->h[h][2 * j] + vh->h[h][2 * j + 1];
+			ones[j] += vh->h[h][2 * j + 1];
+		}
+	memset(vh, 0, sizeof *vh);
+}
+
+static inline void vote_hist_add16(vote_hist *vh, const uint32_t bins[16])
+{
+	for (int l = 0; l < 16; l++)
+		vh->h[l & 3][bins[l]]++;
+}
+
+/* The votes of 16 float32 values at a time: the vector part finds each value's bin, a scalar
+ * pass counts the bins. Returns how many values it did. */
+WM_AVX2 static size_t vote32_avx2(const fmt_wm_params *prm, const uint8_t *p, size_t n, uint64_t total[64],
+				  uint64_t ones[64])
+{
+	const int *table = (const int *)(const void *)prm->key->table32;
+	const int q = 23 - prm->strength;
+	const __m256i byte = _mm256_set1_epi32(0xFF), one = _mm256_set1_epi32(1);
+	const __m256i low = _mm256_set1_epi32((1 << q) - 1), half = _mm256_set1_epi32(1 << (q - 1));
+	const __m256i unit = _mm256_set1_epi32(1 << q), mant = _mm256_set1_epi32(0x7FFFFF);
+	const __m256i implicit = _mm256_set1_epi32(0x800000), none = _mm256_set1_epi32(VOTE_NONE);
+	const __m256i sixty_three = _mm256_set1_epi32(63);
+	vote_hist vh;
+	memset(&vh, 0, sizeof vh);
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		uint32_t bins[16];
+		for (int h = 0; h < 2; h++) {
+			__m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(p + 4 * (i + 8 * (size_t)h)));
+			__m256i t = _mm256_and_si256(_mm256_i32gather_epi32(table, _mm256_srli_epi32(b, 15), 1), byte);
+			__m256i neg = _mm256_srai_epi32(b, 31);
+			__m256i u = _mm256_or_si256(_mm256_and_si256(b, mant), implicit);
+			u = _mm256_sub_epi32(_mm256_xor_si256(u, neg), neg);
+			__m256i dist = _mm256_abs_epi32(_mm256_sub_epi32(_mm256_and_si256(u, low), half));
+			__m256i read = _mm256_and_si256(_mm256_cmpgt_epi32(unit, _mm256_slli_epi32(dist, 2)), one);
+			__m256i bit = _mm256_xor_si256(read, _mm256_and_si256(_mm256_srli_epi32(t, 6), one));
+			__m256i bin = _mm256_or_si256(_mm256_slli_epi32(_mm256_and_si256(t, sixty_three), 1), bit);
+			bin = _mm256_blendv_epi8(bin, none, _mm256_cmpeq_epi32(t, byte));
+			_mm256_storeu_si256((__m256i *)(void *)(bins + 8 * h), bin);
+		}
+		vote_hist_add16(&vh, bins);
+		if ((i & 0xFFFFF) == 0xFFFF0)
+			vote_hist_flush(&vh, total, ones);
+	}
+	vote_hist_flush(&vh, total, ones);
+	return i;
+}
+
+/* 2: AVX-512 where the CPU has it, else AVX2; 1: AVX2 at most; 0: portable C. */
+static int simd_wanted = 2;
+
+static int vector_isa(void)
+{
+	if (simd_wanted >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+		return 2;
+	return simd_wanted >= 1 && __builtin_cpu_supports("avx2") ? 1 : 0;
+}
+
+static size_t embed32_vector(const fmt_wm_params *prm, uint8_t *p, size_t n, lane_sums *s)
+{
+	switch (vector_isa()) {
+	case 2: return embed32_avx512(prm, p, n, s);
+	case 1: return embed32_avx2(prm, p, n, s);
+	default: return 0;
+	}
+}
+
+/* Votes have no AVX-512 loop: on Zen 5 one measured at 1.8 ns a value, the AVX2 loop at 1.0. */
+static size_t vote32_vector(const fmt_wm_params *prm, const uint8_t *p, size_t n, uint64_t total[64], uint64_t ones[64])
+{
+	return vector_isa() >= 1 ? vote32_avx2(prm, p, n, total, ones) : 0;
+}
+#else
+static int simd_wanted = 2;
+
+static size_t embed32_vector(const fmt_wm_params *prm, uint8_t *p, size_t n, lane_sums *s)
+{
+	(void)prm, (void)p, (void)n, (void)s;
+	return 0;
+}
+
+static size_t vote32_vector(const fmt_wm_params *prm, const uint8_t *p, size_t n, uint64_t total[64], uint64_t ones[64])
+{
+	(void)prm, (void)p, (void)n, (void)total, (void)ones;
+	return 0;
+}
+#endif
+
+int fmt_wm_use_simd(int level)
+{
+	int was = simd_wanted;
+	simd_wanted = level;
+	return was;
+}
+
+static double lanes_total(const double *lane)
+{
+	double total = 0;
+	for (int l = 0; l < WM_LANES; l++)
+		total += lane[l];
+	return total;
 }
 
 void fmt_wm_embed(const fmt_wm_params *prm, uint8_t *p, size_t n, int width, fmt_wm_dist *d)
 {
-	if (width == 4)
-		embed_loop(prm, p, n, 4, d);
-	else
-		embed_loop(prm, p, n, 8, d);
+	lane_sums s;
+	memset(&s, 0, sizeof s);
+	s.max_rel = d->max_rel;
+	if (width == 4) {
+		embed_scalar(prm, p, embed32_vector(prm, p, n, &s), n, 4, &s);
+	} else {
+		embed_scalar(prm, p, 0, n, 8, &s);
+	}
+	d->values += n;
+	d->finite += s.finite;
+	d->eligible += s.eligible;
+	d->selected += s.selected;
+	d->marked += s.marked;
+	d->max_rel = s.max_rel;
+	d->sum0 += lanes_total(s.sum0);
+	d->sumsq0 += lanes_total(s.sumsq0);
+	d->sum_d += lanes_total(s.sum_d);
+	d->sumsq1 += lanes_total(s.sumsq1);
 }
 
 void fmt_wm_dist_merge(fmt_wm_dist *into, const fmt_wm_dist *piece)
@@ -375,32 +686,33 @@ void fmt_wm_dist_moments(const fmt_wm_dist *d, double *mean_rel, double *std_rel
 		*std_rel = fabs(std1 - std0) / std0;
 }
 
-static inline __attribute__((always_inline)) void vote_loop(const fmt_wm_params *prm, const uint8_t *p, size_t n,
-							   const int width, fmt_wm_votes *v)
+static inline __attribute__((always_inline)) void vote_loop(const fmt_wm_params *prm, const uint8_t *p, size_t from,
+							   size_t n, const int width, uint64_t total[64], uint64_t ones[64])
 {
 	const fmt_wm_key *key = prm->key;
 	const int q = MANT(width) - prm->strength;
-	uint64_t total[FMT_WM_BITS] = { 0 }, ones[FMT_WM_BITS] = { 0 };
-	for (size_t i = 0; i < n; i++, p += width) {
-		uint64_t bits = fmt_wm_load_bits(p, width);
+	for (size_t i = from; i < n; i++) {
+		uint64_t bits = fmt_wm_load_bits(p + i * (size_t)width, width);
 		uint8_t t = table_entry(key, bits, width);   /* NOT_SELECTED for every ineligible anchor */
 		uint64_t sel = t != NOT_SELECTED;
 		unsigned j = t & 63;
 		total[j] += sel;
 		ones[j] += sel & (uint64_t)(read_bit(bits, width, q) ^ (t >> 6 & 1));
 	}
-	for (int j = 0; j < FMT_WM_BITS; j++) {
-		v->total[j] += total[j];
-		v->ones[j] += ones[j];
-	}
 }
 
 void fmt_wm_vote(const fmt_wm_params *prm, const uint8_t *p, size_t n, int width, fmt_wm_votes *v)
 {
-	if (width == 4)
-		vote_loop(prm, p, n, 4, v);
-	else
-		vote_loop(prm, p, n, 8, v);
+	uint64_t total[FMT_WM_BITS] = { 0 }, ones[FMT_WM_BITS] = { 0 };
+	if (width == 4) {
+		vote_loop(prm, p, vote32_vector(prm, p, n, total, ones), n, 4, total, ones);
+	} else {
+		vote_loop(prm, p, 0, n, 8, total, ones);
+	}
+	for (int j = 0; j < FMT_WM_BITS; j++) {
+		v->total[j] += total[j];
+		v->ones[j] += ones[j];
+	}
 }
 
 void fmt_wm_votes_merge(fmt_wm_votes *into, const fmt_wm_votes *piece)

@@ -234,6 +234,97 @@ TEST(wm_embed_then_vote_recovers_payload)
 	fmt_wm_key_free(key);
 }
 
+/* The vector loops (AVX-512 and AVX2, where the CPU has them) against the portable ones and
+ * against the per-value formulas: the same bytes, sums and votes, for every kind of bit pattern
+ * (NaN, Inf, subnormals, zeros, either sign), every strength and lengths that leave a tail. */
+static void check_votes_equal(const fmt_wm_params *prm, const uint8_t *src, size_t n, int level)
+{
+	fmt_wm_votes vv = { 0 }, vp = { 0 };
+	fmt_wm_use_simd(level);
+	fmt_wm_vote(prm, src, n, 4, &vv);
+	fmt_wm_use_simd(0);
+	fmt_wm_vote(prm, src, n, 4, &vp);
+	fmt_wm_use_simd(2);
+	CHECK(memcmp(&vv, &vp, sizeof vv) == 0);
+}
+
+TEST(wm_vector_loops_equal_portable_loops_and_formula)
+{
+	fmt_wm_key *key = test_key();
+	const size_t n = 16 * 300 + 7;
+	uint32_t *in = malloc(n * 4), *vec = malloc(n * 4), *port = malloc(n * 4);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t r = (uint32_t)rng();
+		float f = (float)((double)(rng() % 2000001) / 1e5 - 10.0);
+		if (i % 3 == 0)
+			memcpy(&r, &f, 4);   /* most as values of one scale, the rest any bit pattern */
+		in[i] = r;
+	}
+	const double densities[] = { 0.1, 0.5, 1.0 };
+	const int strengths[] = { 1, 8, 12, 22 };
+	for (int level = 2; level >= 1; level--)
+		for (size_t di = 0; di < 3; di++)
+			for (size_t si = 0; si < 4; si++) {
+				fmt_wm_params prm = { .key = key, .payload = 0x9e3779b97f4a7c15ull ^ (uint64_t)(di * 4 + si),
+						      .density = densities[di], .strength = strengths[si] };
+				fmt_err e;
+				CHECK(fmt_wm_params_prepare(&prm, &e) == FMT_OK);
+				fmt_wm_dist dv = { 0 }, dp = { 0 };
+				memcpy(vec, in, n * 4);
+				memcpy(port, in, n * 4);
+				fmt_wm_use_simd(level);
+				fmt_wm_embed(&prm, (uint8_t *)vec, n, 4, &dv);
+				fmt_wm_use_simd(0);
+				fmt_wm_embed(&prm, (uint8_t *)port, n, 4, &dp);
+				fmt_wm_use_simd(2);
+				CHECK(memcmp(vec, port, n * 4) == 0);
+				CHECK(memcmp(&dv, &dp, sizeof dv) == 0);
+				uint64_t marked = 0;
+				for (size_t i = 0; i < n; i++) {
+					uint64_t want = in[i];
+					fmt_wm_pos pos = fmt_wm_position(key, fmt_wm_anchor(in[i], 4), 4, prm.density);
+					if (fmt_wm_eligible(in[i], 4) && pos.selected)
+						marked += (uint64_t)fmt_wm_qim_embed(in[i], 4, fmt_wm_payload_bit(prm.payload, pos.bit) ^
+										     pos.mask, prm.strength, &want);
+					CHECK_EQ_U64(vec[i], want);
+				}
+				CHECK_EQ_U64(dv.marked, marked);
+				/* votes, of the marked and of the unmarked values; the portable ones against the formula */
+				for (int marked_in = 0; marked_in < 2; marked_in++) {
+					const uint32_t *src = marked_in ? vec : in;
+					check_votes_equal(&prm, (const uint8_t *)src, n, level);
+					fmt_wm_votes vp = { 0 }, vr = { 0 };
+					fmt_wm_vote(&prm, (const uint8_t *)src, n, 4, &vp);
+					for (size_t i = 0; i < n; i++) {
+						fmt_wm_pos pos = fmt_wm_position(key, fmt_wm_anchor(src[i], 4), 4, prm.density);
+						if (!fmt_wm_eligible(src[i], 4) || !pos.selected)
+							continue;
+						vr.total[pos.bit]++;
+						vr.ones[pos.bit] += (uint64_t)(fmt_wm_qim_read(src[i], 4, prm.strength) ^ pos.mask);
+					}
+					CHECK(memcmp(&vp, &vr, sizeof vp) == 0);
+				}
+			}
+	/* more values than one pass of the vector loops' 32-bit bins holds */
+	const size_t big = (3u << 20) + 5;
+	float *x = malloc(big * sizeof *x);
+	for (size_t i = 0; i < big; i++)
+		x[i] = (float)((double)(rng() % 2000001) / 1e5 - 10.0);
+	fmt_wm_params prm = { .key = key, .payload = 0x0123456789abcdefull, .density = 1.0, .strength = 12 };
+	fmt_err e;
+	CHECK(fmt_wm_params_prepare(&prm, &e) == FMT_OK);
+	for (int level = 2; level >= 1; level--)
+		check_votes_equal(&prm, (const uint8_t *)x, big, level);
+	fmt_wm_votes all = { 0 };
+	fmt_wm_vote(&prm, (const uint8_t *)x, big, 4, &all);
+	CHECK(fmt_wm_votes_n(&all) > big / 2);
+	free(x);
+	free(in);
+	free(vec);
+	free(port);
+	fmt_wm_key_free(key);
+}
+
 TEST(wm_binomial_tail_log_space)
 {
 	/* exact values (Python: log(sum(comb(n, k) for k in range(a, n + 1))) - n log 2) */

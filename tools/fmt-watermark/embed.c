@@ -98,7 +98,8 @@ static fmt_kind marked_read(const fmt_model *m, const fmt_tensor *t, uint64_t of
 	if (!out)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	piece_job job = { w, dst, first, values, out };
-	if (pieces > 1 && w->pool)
+	/* The writer's threads already read tensors side by side: mark on this one then. */
+	if (pieces > 1 && w->pool && !fmt_tensor_reads_in_parallel())
 		fmt_pool_run(w->pool, pieces, mark_piece, &job);
 	else
 		for (size_t i = 0; i < pieces; i++)

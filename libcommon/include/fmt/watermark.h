@@ -125,6 +125,10 @@ fmt_kind fmt_wm_params_prepare(fmt_wm_params *prm, fmt_err *e);
 
 /* Mark n little-endian values of width 4 or 8 at p in place. */
 void fmt_wm_embed(const fmt_wm_params *prm, uint8_t *p, size_t n, int width, fmt_wm_dist *d);
+/* For tests: which vector units the loops may use (the same bytes and sums either way): 2 the
+ * widest the CPU has (the default), 1 AVX2 at most, 0 none (portable C); returns the previous
+ * setting. Not thread-safe. */
+int fmt_wm_use_simd(int level);
 
 /* Votes: per payload bit, how many votes and how many of them said 1. */
 typedef struct fmt_wm_votes {
