@@ -78,6 +78,22 @@ void fmt_format_names(char *buf, size_t n)
 		used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? ", " : "", drivers[i]->name);
 }
 
+void fmt_writer_names(char *buf, size_t n)
+{
+	const char *names[64];
+	size_t count = 0, used = 0;
+	for (const fmt_driver *const *d = fmt_drivers(); *d && count < 64; d++)
+		if ((*d)->write)
+			names[count++] = (*d)->name;
+	for (size_t i = 0; drivers[i] && count < 64; i++)
+		if (drivers[i]->write)
+			names[count++] = drivers[i]->name;
+	buf[0] = '\0';
+	for (size_t i = 0; i < count && used < n; i++)
+		used += (size_t)snprintf(buf + used, n - used, "%s%s", i == 0 ? "" : i + 1 == count ? " or " : ", ",
+					 names[i]);
+}
+
 /* What the first bytes of s are: a model driver or a table driver (the higher score; the
  * model driver on a tie). Neither is InvalidFormat. */
 static fmt_kind probe(fmt_source *s, const fmt_driver **model, const fmt_table_driver **table,

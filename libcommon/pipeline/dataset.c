@@ -160,7 +160,8 @@ static fmt_kind convert_table(const char *input, const char *output, const fmt_c
 			else
 				fmt_sink_abort(&sink);
 		}
-		if (k == FMT_OK && (o->verbose || o->json))
+		/* with --json the report goes to o->out: not when that holds the data (as for models) */
+		if (k == FMT_OK && (o->verbose || o->json) && !(o->json && strcmp(output, "-") == 0))
 			report(input, output, &t, o, 0);
 	}
 	if (k != FMT_OK && !e->file[0])

@@ -49,6 +49,12 @@ sys.stdout.buffer.write(f[32+m+s:32+m+s+p])' "$1"
 	run fmt-convert "$EXAMPLE" - --to csv
 	assert_success
 	assert_output "$(printf 'x\n1\n2\n3')"
+	# --json, -v: standard output still holds the CSV only (the report was appended to it)
+	for flag in -j -v; do
+		run --separate-stderr fmt-convert $flag "$EXAMPLE" - --to csv
+		assert_success
+		assert_output "$(printf 'x\n1\n2\n3')"
+	done
 }
 
 @test "spec §10: --compat alimentar --compression none writes the example byte for byte" {

@@ -125,6 +125,238 @@ PY
 	! cmp -s t1.ald d.ald
 }
 
+@test "embed OUT -: standard output holds the bytes of the file OUT, the report goes to stderr" {
+	fmt-watermark embed --key seller.key --buyer alice m.safetensors f.gguf >f.txt
+	fmt-watermark embed -j --key seller.key --buyer alice m.safetensors f2.gguf >f.json
+	fmt-watermark embed --key seller.key --buyer alice --to gguf m.safetensors - >s.gguf 2>s.err
+	cmp s.gguf f.gguf
+	cmp f.gguf f2.gguf
+	[ "$(head -1 s.err)" = "$(head -1 f.txt | sed 's/ -> f\.gguf (gguf): / -> - (gguf): /')" ]
+	[ "$(head -1 s.err | cut -d: -f1)" = "m.safetensors -> - (gguf)" ]
+	diff <(sed 1d s.err) <(sed 1d f.txt)
+	# --json: the report is one JSON object on stderr, the same figures
+	fmt-watermark embed -j --key seller.key --buyer alice --to gguf m.safetensors - >s2.gguf 2>s2.err
+	cmp s2.gguf f.gguf
+	[ "$(wc -l <s2.err)" = 1 ]
+	[ "$(jq -c '[.output, .format, .dry_run]' s2.err)" = '["-","gguf",false]' ]
+	[ "$(jq -cS 'del(.output)' s2.err)" = "$(jq -cS 'del(.output)' f.json)" ]
+	# -q: nothing on stderr
+	fmt-watermark embed -q --key seller.key --buyer alice --to gguf m.safetensors - >s3.gguf 2>s3.err
+	cmp s3.gguf f.gguf
+	[ ! -s s3.err ]
+	# a pipe from stdin to stdout and on to extract
+	fmt-watermark embed -q --key seller.key --buyer alice --to safetensors - - <m.safetensors |
+		fmt-watermark extract -j --key seller.key - >x.json
+	[ "$(jq -r .payload x.json)" = "$(jq -r .payload f.json)" ]
+	# datasets: every table format that streams
+	for to in csv jsonl arrow-stream arrow; do
+		fmt-watermark embed -q --key seller.key --buyer alice d.ald "f.$to" --to "$to"
+		fmt-watermark embed -q --key seller.key --buyer alice --to "$to" d.ald - >"s.$to"
+		cmp "s.$to" "f.$to"
+	done
+	# .ald completes its header last: refused before anything is written (fmt-convert does the same)
+	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice --to ald d.ald -
+	assert_failure 2
+	[ -z "$output" ]
+	[[ "$stderr" == *".ald cannot be written to standard output"* ]]
+}
+
+@test "embed --to: OUT's format whatever its name; without it, OUT - or an unknown extension is exit 2" {
+	fmt-watermark embed -q --key seller.key --buyer alice m.safetensors f.gguf
+	fmt-watermark embed -q --key seller.key --buyer alice --to gguf m.safetensors out.bin
+	cmp out.bin f.gguf
+	fmt-watermark embed -q --key seller.key --buyer alice d.ald f.ald
+	run fmt-watermark embed -j --key seller.key --buyer alice --to ald d.ald out.data
+	assert_success
+	[ "$(echo "$output" | jq -r .format)" = ald ]
+	cmp out.data f.ald
+	# --to wins over the extension
+	fmt-watermark embed -q --key seller.key --buyer alice --to apr m.safetensors named.gguf
+	[ "$(fmt-inspect -j named.gguf | jq -r .format)" = apr ]
+	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice m.safetensors -
+	assert_failure 2
+	[[ "$stderr" == *"cannot tell the output format from OUT's name (standard output); use --to (safetensors, gguf, apsim, apr, ald, arrow, arrow-stream, jsonl or csv)"* ]]
+	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice m.safetensors out.weights
+	assert_failure 2
+	[ ! -e out.weights ]
+	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice --to onnx m.safetensors o.onnx
+	assert_failure 2
+	[[ "$stderr" == *"error: --to takes safetensors, gguf, apsim, apr, ald, arrow, arrow-stream, jsonl or csv"* ]]
+	[ ! -e o.onnx ]
+	# a model into a dataset format (and back) is what fmt-convert refuses too
+	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice --to csv m.safetensors m.csv
+	assert_failure 4
+	[[ "$stderr" == *"m.safetensors: a safetensors model, not a dataset"* ]]
+	[ ! -e m.csv ]
+}
+
+@test "embed OUT - on a terminal is refused (exit 2); --dry-run prints there" {
+	command -v script >/dev/null || skip "script(1) is not installed"
+	run script -qec "fmt-watermark embed --key seller.key --buyer alice --to gguf m.safetensors -" /dev/null
+	assert_failure 2
+	assert_output --partial "refusing to write binary output to a terminal"
+	run script -qec "fmt-watermark embed --key seller.key --buyer alice --to csv d.ald -" /dev/null
+	assert_failure 2
+	assert_output --partial "refusing to write binary output to a terminal"
+	run script -qec "fmt-watermark embed --dry-run --key seller.key --buyer alice --to gguf m.safetensors -" /dev/null
+	assert_success
+	assert_output --partial "m.safetensors -> - (gguf; dry run, nothing written): buyer alice"
+}
+
+@test "embed --dry-run: exactly the real embed's table and figures; nothing written, OUT may exist" {
+	# tensors of several 64 Ki-value pieces and 1 MiB reads, the last ones partial
+	/usr/bin/python3 - <<'PY'
+import json, struct
+import numpy as np
+rng = np.random.default_rng(5)
+ts = [("big", rng.normal(0, 0.05, (700001,)).astype("<f4")), ("big64", rng.lognormal(0, 1, (300007,)).astype("<f8")),
+      ("small", rng.normal(0, 1, (100,)).astype("<f4"))]
+hdr, off, blob = {}, 0, b""
+for name, a in ts:
+    hdr[name] = {"dtype": {"float32": "F32", "float64": "F64"}[a.dtype.name],
+                 "shape": list(a.shape), "data_offsets": [off, off + a.nbytes]}
+    off += a.nbytes
+    blob += a.tobytes()
+text = json.dumps(hdr).encode()
+text += b" " * (-len(text) % 8)
+open("big.safetensors", "wb").write(struct.pack("<Q", len(text)) + text + blob)
+PY
+	cp m.safetensors existing.safetensors
+	for in in m.safetensors big.safetensors d.ald; do
+		case $in in *.ald) out=existing.ald; other=o.csv ;; *) out=existing.safetensors; other=o.apr ;; esac
+		run --separate-stderr fmt-watermark embed --dry-run --key seller.key --buyer alice --registry r.jsonl "$in" "$out"
+		assert_success
+		dry=$output
+		run --separate-stderr fmt-watermark embed --dry-run -j -T 1 --key seller.key --buyer alice "$in" "$out"
+		assert_success
+		dry_json=$output
+		[ "$(echo "$dry_json" | jq .dry_run)" = true ]
+		cmp m.safetensors existing.safetensors
+		[ ! -e r.jsonl ]
+		[ ! -e existing.ald ]
+		[ -z "$(ls -A | grep fmtkit-tmp || true)" ]
+		# the real thing, on 1 and 2 threads, into two formats whose writers read differently
+		run --separate-stderr fmt-watermark embed -f --key seller.key --buyer alice "$in" "real.${out##*.}"
+		assert_success
+		[ "$(echo "$dry" | head -1)" = "$(echo "$output" | head -1 | sed "s/ -> real\.\([a-z]*\) (\([a-z]*\)): / -> $out (\2; dry run, nothing written): /")" ]
+		diff <(echo "$dry" | sed 1d) <(echo "$output" | sed 1d)
+		for t in 1 2; do
+			for o in "real.${out##*.}" "$other"; do
+				run --separate-stderr fmt-watermark embed -f -j -T $t -c none --key seller.key --buyer alice "$in" "$o"
+				assert_success
+				[ "$(echo "$output" | jq -cS 'del(.output, .format, .dry_run)')" = "$(echo "$dry_json" | jq -cS 'del(.output, .format, .dry_run)')" ]
+			done
+		done
+	done
+	# the big tensors: every value counted once
+	[ "$(echo "$dry_json" | jq -c '[.columns[].values]')" = '[3000,3000,3000]' ]
+	run fmt-watermark embed --dry-run -j --key seller.key --buyer alice big.safetensors x.gguf
+	assert_success
+	[ "$(echo "$output" | jq -c '[.tensors[] | [.name, .values]]')" = '[["big",700001],["big64",300007],["small",100]]' ]
+	[ ! -e x.gguf ]
+	# from standard input: the same figures
+	run fmt-watermark embed --dry-run -j --key seller.key --buyer alice - x.gguf <big.safetensors
+	assert_success
+	[ "$(echo "$output" | jq -cS 'del(.input)')" = "$(fmt-watermark embed --dry-run -j --key seller.key --buyer alice big.safetensors x.gguf | jq -cS 'del(.input)')" ]
+	# usage errors are still found: an unknown format, -c the format lacks
+	run fmt-watermark embed --dry-run --key seller.key --buyer alice m.safetensors x.weights
+	assert_failure 2
+	run fmt-watermark embed --dry-run -c zstd --key seller.key --buyer alice m.safetensors x.gguf
+	assert_failure 2
+}
+
+@test "embed -c/--compression: .apr and .ald outputs as fmt-convert -c compresses them" {
+	fmt-watermark embed -q --key seller.key --buyer alice m.safetensors plain.apr
+	for codec in zstd lz4:9 zstd-max; do
+		fmt-watermark embed -q -f --key seller.key --buyer alice -c "$codec" m.safetensors c.apr
+		fmt-convert -f -c "$codec" plain.apr ref.apr
+		cmp c.apr ref.apr
+	done
+	fmt-watermark embed -q -f --key seller.key --buyer alice --compression zstd m.safetensors c.apr
+	[ "$(fmt-inspect -j c.apr | jq -r .format_info.compression)" = zstd ]
+	run fmt-watermark extract -j --key seller.key c.apr
+	assert_success
+	[ "$(echo "$output" | jq -r .payload)" = "$(/usr/bin/python3 "$WMREF" payload seller.key alice | cut -d' ' -f2)" ]
+	fmt-watermark embed -q --key seller.key --buyer alice d.ald plain.ald
+	for codec in lz4 none zstd-max; do
+		fmt-watermark embed -q -f --key seller.key --buyer alice -c "$codec" d.ald c.ald
+		fmt-convert -f -c "$codec" plain.ald ref.ald
+		cmp c.ald ref.ald
+	done
+	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice -c zstd m.safetensors o.gguf
+	assert_failure 2
+	[[ "$stderr" == *"gguf output is not compressed"* ]]
+	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice -c lz4:13 m.safetensors o.apr
+	assert_failure 2
+	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice -c brotli d.ald o.ald
+	assert_failure 2
+	[[ "$stderr" == *"--compression takes none, zstd, zstd-max or lz4 for a dataset"* ]]
+	[ ! -e o.gguf ] && [ ! -e o.apr ] && [ ! -e o.ald ]
+	run fmt-watermark extract -c zstd --key seller.key c.apr
+	assert_failure 2
+}
+
+@test "embed --sign-key: OUT signed as fmt-convert --sign-key signs it (.ald, .apsim); other formats exit 2" {
+	fmt-sign keygen -W -p s.pub -s s.key >/dev/null
+	printf 'open sesame\n' >pass.txt
+	fmt-sign keygen -p e.pub -s e.key --passphrase-file pass.txt >/dev/null
+	fmt-watermark embed -q --key seller.key --buyer alice d.ald plain.ald
+	fmt-watermark embed -q --key seller.key --buyer alice m.safetensors plain.apsim
+	for ext in ald apsim; do
+		case $ext in ald) in=d.ald ;; *) in=m.safetensors ;; esac
+		fmt-watermark embed -q --key seller.key --buyer alice --sign-key s.key "$in" "signed.$ext"
+		fmt-convert --sign-key s.key "plain.$ext" "ref.$ext"
+		cmp "signed.$ext" "ref.$ext"
+		run fmt-verify -p s.pub "signed.$ext"
+		assert_success
+		assert_output --partial "ed25519 signature by trusted key"
+		run fmt-verify -p e.pub "signed.$ext"
+		assert_failure 7
+		# an encrypted key: its passphrase from a file or a variable; a wrong one is exit 8
+		fmt-watermark embed -q --key seller.key --buyer alice --sign-key e.key --passphrase-file pass.txt "$in" "e.$ext"
+		run fmt-verify -p e.pub "e.$ext"
+		assert_success
+		PW='open sesame' fmt-watermark embed -q -f --key seller.key --buyer alice --sign-key e.key --passphrase-env PW "$in" "e.$ext"
+		run fmt-verify -p e.pub "e.$ext"
+		assert_success
+		run env PW=wrong fmt-watermark embed --key seller.key --buyer alice --sign-key e.key --passphrase-env PW "$in" "w.$ext"
+		assert_failure 8
+		[ ! -e "w.$ext" ]
+	done
+	# --dry-run neither loads the key nor asks its passphrase
+	run fmt-watermark embed --dry-run --key seller.key --buyer alice --sign-key e.key d.ald x.ald </dev/null
+	assert_success
+	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice --sign-key s.key m.safetensors o.gguf
+	assert_failure 2
+	[[ "$stderr" == *"--sign-key needs an output format with embedded Ed25519 signatures (.apsim, .ald)"* ]]
+	run fmt-watermark embed --key seller.key --buyer alice --passphrase-file pass.txt d.ald o.ald
+	assert_failure 2
+	[ ! -e o.gguf ] && [ ! -e o.ald ] && [ ! -e x.ald ]
+}
+
+@test "embed --schema: a CSV input's column types, as fmt-convert --schema gives them" {
+	# d.ald is fmt-convert --schema schema.json d.csv: embedding either gives the same bytes
+	fmt-watermark embed -q --key seller.key --buyer alice d.ald from-ald.ald
+	run fmt-watermark embed -j --key seller.key --buyer alice --schema schema.json d.csv from-csv.ald
+	assert_success
+	[ "$(echo "$output" | jq -c '[.columns[] | [.name, .dtype]]')" = '[["a","float32"],["b","float32"],["c","float64"]]' ]
+	cmp from-csv.ald from-ald.ald
+	fmt-watermark embed -q --key seller.key --buyer alice --schema schema.json --to ald - stdin.ald <d.csv
+	cmp stdin.ald from-ald.ald
+	# without it, CSV numbers are float64
+	run fmt-watermark embed -j --key seller.key --buyer alice d.csv f64.ald
+	assert_success
+	[ "$(echo "$output" | jq -c '[.columns[] | .dtype] | unique')" = '["float64"]' ]
+	printf '{"a": "float32"' >bad.json
+	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice --schema bad.json d.csv o.ald
+	assert_failure 2
+	[[ "$stderr" == *"bad.json: --schema: not a JSON object"* ]]
+	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice --schema schema.json m.safetensors o.gguf
+	assert_failure 2
+	[[ "$stderr" == *"--schema gives a dataset's column types: OUT must be a dataset too"* ]]
+	[ ! -e o.ald ] && [ ! -e o.gguf ]
+}
+
 @test "extract: payload, CRC, buyer from the registry, votes; exit 1 without a valid payload" {
 	fmt-watermark embed -q --key seller.key --buyer alice --registry buyers.jsonl m.safetensors out.safetensors
 	fmt-watermark embed -q --key seller.key --buyer bob --registry buyers.jsonl m.safetensors bob.safetensors

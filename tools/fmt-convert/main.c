@@ -196,23 +196,6 @@ static void dataset_type_words(char *buf, size_t n)
 	fmt_ald_type_names(buf, n);
 }
 
-/* Every writer's name, model formats then datasets, for --to: "a, b or c". */
-static void writer_names(char *buf, size_t n)
-{
-	const char *names[64];
-	size_t count = 0, used = 0;
-	for (const fmt_driver *const *d = fmt_drivers(); *d && count < 64; d++)
-		if ((*d)->write)
-			names[count++] = (*d)->name;
-	for (const fmt_table_driver *const *d = fmt_table_drivers(); *d && count < 64; d++)
-		if ((*d)->write)
-			names[count++] = (*d)->name;
-	buf[0] = '\0';
-	for (size_t i = 0; i < count && used < n; i++)
-		used += (size_t)snprintf(buf + used, n - used, "%s%s", i == 0 ? "" : i + 1 == count ? " or " : ", ",
-					 names[i]);
-}
-
 /* The output extensions of the writable table drivers: ".ald, .arrow, .feather, ...". */
 static void table_extensions(char *buf, size_t n)
 {
@@ -324,7 +307,7 @@ static const fmt_cli_tool tool = {
 		  "values the dtype cannot hold),\n"
 		  "5 unsupported version, type or conversion, 6 checksum mismatch, 8 wrong or\n"
 		  "missing password or key for an encrypted input.",
-	.format_names = writer_names,
+	.format_names = fmt_writer_names,
 	.on_option = on_option,
 };
 
@@ -412,7 +395,7 @@ int main(int argc, char **argv)
 		char msg[FMT_ERR_MSG_MAX] = "cannot tell the output format from its name; use --to";
 		if (a.to_name) {
 			char names[512];
-			writer_names(names, sizeof names);
+			fmt_writer_names(names, sizeof names);
 			snprintf(msg, sizeof msg, "--to takes %s", names);
 		}
 		return fmt_cli_usage_error(&tool, msg);

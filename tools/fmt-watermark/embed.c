@@ -6,6 +6,7 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fmt/minisign.h"
 #include "fmt/pipeline.h"
 #include "fmt/thread.h"
 #include "wm.h"
@@ -31,73 +32,82 @@ typedef struct tensor_wrap {
 	fmt_pool *pool;
 } tensor_wrap;
 
+/* A read [first, first + n) values of a tensor touches pieces first / PIECE_VALUES ... ; piece
+ * i of the read is the part of absolute piece (first / PIECE_VALUES + i) that the read holds. */
 typedef struct piece_job {
 	const tensor_wrap *w;
-	uint8_t *dst;
-	size_t n;                    /* values */
-	fmt_wm_dist *dist;           /* one per piece */
+	uint8_t *dst;                /* the read's bytes */
+	uint64_t first;              /* the read's first value */
+	uint64_t n;                  /* values read */
+	struct wm_piece *out;        /* one per piece touched */
 } piece_job;
 
 static void mark_piece(void *ctx, size_t i)
 {
 	piece_job *j = ctx;
-	size_t first = i * PIECE_VALUES, n = j->n - first < PIECE_VALUES ? j->n - first : PIECE_VALUES;
-	memset(&j->dist[i], 0, sizeof j->dist[i]);
-	fmt_wm_embed(j->w->prm, j->dst + first * (size_t)j->w->width, n, j->w->width, &j->dist[i]);
+	uint64_t lo = (j->first / PIECE_VALUES + i) * PIECE_VALUES, hi = lo + PIECE_VALUES, end = j->first + j->n;
+	if (lo < j->first)
+		lo = j->first;
+	if (hi > end)
+		hi = end;
+	struct wm_piece *pc = &j->out[i];
+	pc->first = lo;
+	pc->n = hi - lo;
+	memset(&pc->d, 0, sizeof pc->d);
+	fmt_wm_embed(j->w->prm, j->dst + (lo - j->first) * (uint64_t)j->w->width, (size_t)(hi - lo), j->w->width,
+		     &pc->d);
 }
 
-static void piece_add(wm_column *c, uint64_t off, const fmt_wm_dist *d)
+static fmt_kind pieces_add(wm_column *c, const struct wm_piece *p, size_t n, fmt_err *e)
 {
 	pthread_mutex_lock(&c->lock);
-	for (size_t i = 0; i < c->n_pieces; i++)
-		if (c->pieces[i].off == off) {      /* a range read again: counted once */
-			pthread_mutex_unlock(&c->lock);
-			return;
-		}
-	if (c->n_pieces == c->cap_pieces) {
+	if (c->n_pieces + n > c->cap_pieces) {
 		size_t cap = c->cap_pieces ? 2 * c->cap_pieces : 16;
-		void *p = realloc(c->pieces, cap * sizeof *c->pieces);
-		if (!p) {
+		while (cap < c->n_pieces + n)
+			cap *= 2;
+		void *q = realloc(c->pieces, cap * sizeof *c->pieces);
+		if (!q) {
 			pthread_mutex_unlock(&c->lock);
-			return;                     /* the statistics only; the bytes are right */
+			return fmt_fail(e, FMT_IO, "out of memory");
 		}
-		c->pieces = p;
+		c->pieces = q;
 		c->cap_pieces = cap;
 	}
-	c->pieces[c->n_pieces].off = off;
-	c->pieces[c->n_pieces++].d = *d;
+	memcpy(c->pieces + c->n_pieces, p, n * sizeof *p);
+	c->n_pieces += n;
 	pthread_mutex_unlock(&c->lock);
+	return FMT_OK;
 }
 
+/* The statistics are kept per piece of PIECE_VALUES values at fixed places in the tensor and
+ * added in tensor order at the end, so that they do not depend on how the writer cuts its
+ * reads (every writer reads whole tensors or chunks of a multiple of 1 MiB, on piece
+ * boundaries) nor on -T; --dry-run reads as the writers do and prints the same figures. */
 static fmt_kind marked_read(const fmt_model *m, const fmt_tensor *t, uint64_t off, uint8_t *dst, size_t n,
 			    fmt_err *e)
 {
 	tensor_wrap *w = t->reader_ctx;
 	fmt_kind k = fmt_tensor_read(m, &w->orig, off, dst, n, e);
-	if (k != FMT_OK)
+	if (k != FMT_OK || n == 0)
 		return k;
 	if (off % (uint64_t)w->width || n % (size_t)w->width)
 		return fmt_fail(e, FMT_INTERNAL, "tensor '%s': a read not on value boundaries", t->name);
-	fmt_wm_dist d = { 0 };
-	size_t values = n / (size_t)w->width, pieces = (values + PIECE_VALUES - 1) / PIECE_VALUES;
+	uint64_t first = off / (uint64_t)w->width, values = n / (size_t)w->width;
+	size_t pieces = (size_t)((first + values - 1) / PIECE_VALUES - first / PIECE_VALUES + 1);
+	struct wm_piece one, *out = pieces > 1 ? malloc(pieces * sizeof *out) : &one;
+	if (!out)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	piece_job job = { w, dst, first, values, out };
 	/* The writer's threads already read tensors side by side: mark on this one then. */
-	fmt_wm_dist *dist = pieces > 1 && w->pool && !fmt_tensor_reads_in_parallel() ? malloc(pieces * sizeof *dist) : NULL;
-	if (dist) {
-		piece_job job = { w, dst, values, dist };
+	if (pieces > 1 && w->pool && !fmt_tensor_reads_in_parallel())
 		fmt_pool_run(w->pool, pieces, mark_piece, &job);
+	else
 		for (size_t i = 0; i < pieces; i++)
-			fmt_wm_dist_merge(&d, &dist[i]);
-		free(dist);
-	} else {
-		for (size_t first = 0; first < values; first += PIECE_VALUES) {
-			fmt_wm_dist p = { 0 };
-			size_t count = values - first < PIECE_VALUES ? values - first : PIECE_VALUES;
-			fmt_wm_embed(w->prm, dst + first * (size_t)w->width, count, w->width, &p);
-			fmt_wm_dist_merge(&d, &p);
-		}
-	}
-	piece_add(w->col, off, &d);
-	return FMT_OK;
+			mark_piece(&job, i);
+	k = pieces_add(w->col, out, pieces, e);
+	if (out != &one)
+		free(out);
+	return k;
 }
 
 static void wrap_free(void *p)
@@ -118,6 +128,30 @@ static uint64_t gcd(uint64_t a, uint64_t b)
 		b = t;
 	}
 	return a;
+}
+
+static fmt_kind discard(void *ctx, const uint8_t *bytes, size_t n, fmt_err *e)
+{
+	(void)ctx, (void)bytes, (void)n, (void)e;
+	return FMT_OK;
+}
+
+/* --dry-run: read every marked tensor as a writer would (in the order a stream gives them, in
+ * the writers' chunks), which marks the values and counts what changes, and drop the bytes. */
+static fmt_kind read_marked(const fmt_model *out, fmt_err *e)
+{
+	size_t *order;
+	int moved;
+	fmt_kind k = fmt_model_read_order(out, &order, &moved, e);
+	if (k != FMT_OK)
+		return k;
+	for (size_t i = 0; k == FMT_OK && i < out->n_tensors; i++) {
+		const fmt_tensor *t = &out->tensors[order[i]];
+		if (t->reader == marked_read)
+			k = fmt_tensor_each_chunk(out, t, discard, NULL, e);
+	}
+	free(order);
+	return k;
 }
 
 static fmt_kind model_hook(fmt_model *out, void *ctx, fmt_err *e)
@@ -161,7 +195,7 @@ static fmt_kind model_hook(fmt_model *out, void *ctx, fmt_err *e)
 		t->reader_ctx = w;
 		t->free_ctx = wrap_free;
 	}
-	return FMT_OK;
+	return c->o->dry_run ? read_marked(out, e) : FMT_OK;
 }
 
 /* Dataset batches: the selected float columns copied into the batch's own memory and marked. */
@@ -226,46 +260,119 @@ static fmt_kind table_hook(fmt_table *t, void *ctx, fmt_err *e)
 		c->tw.col_of[f] = (long)c->r->n_cols - 1;
 	}
 	t->driver = &c->tw.d;
+	/* --dry-run: pull (and mark) every batch as a writer would, and drop it */
+	for (int done = !c->o->dry_run; !done;) {
+		fmt_batch b;
+		fmt_kind k = fmt_table_next(t, &b, &done, e);
+		if (k != FMT_OK)
+			return k;
+		fmt_batch_free(&b);
+	}
 	return FMT_OK;
 }
 
 static int piece_cmp(const void *a, const void *b)
 {
-	uint64_t x = ((const struct wm_piece *)a)->off, y = ((const struct wm_piece *)b)->off;
-	return x < y ? -1 : x > y;
+	const struct wm_piece *x = a, *y = b;
+	if (x->first != y->first)
+		return x->first < y->first ? -1 : 1;
+	return x->n < y->n ? -1 : x->n > y->n;
+}
+
+/* Each piece's statistics once (a range a writer reads twice counts once), in tensor order. */
+static void sum_pieces(wm_column *col)
+{
+	if (col->n_pieces > 1) /* none for an empty column: qsort wants a pointer */
+		qsort(col->pieces, col->n_pieces, sizeof *col->pieces, piece_cmp);
+	for (size_t j = 0; j < col->n_pieces; j++)
+		if (j == 0 || piece_cmp(&col->pieces[j - 1], &col->pieces[j]) != 0)
+			fmt_wm_dist_merge(&col->dist, &col->pieces[j].d);
+}
+
+fmt_kind wm_embed_target(wm_opts *o, const char *output, fmt_err *e)
+{
+	o->ald_compression = FMT_ALD_ZSTD;
+	if (o->to_name) {
+		o->table_to = fmt_table_driver_by_name(o->to_name);
+		o->to = o->table_to ? NULL : fmt_driver_by_name(o->to_name);
+	} else {
+		o->table_to = fmt_table_driver_by_extension(output);
+		o->to = o->table_to ? NULL : fmt_driver_by_extension(output);
+	}
+	if ((o->table_to && !o->table_to->write) || (o->to && !o->to->write))
+		o->table_to = NULL, o->to = NULL;
+	if (!o->table_to && !o->to) {
+		char names[512];
+		fmt_writer_names(names, sizeof names);
+		if (o->to_name)
+			return fmt_fail(e, FMT_USAGE, "--to takes %s", names);
+		return fmt_fail(e, FMT_USAGE, "cannot tell the output format from OUT's name%s; use --to (%s)",
+				strcmp(output, "-") == 0 ? " (standard output)" : "", names);
+	}
+	if (o->schema && !o->table_to)
+		return fmt_fail(e, FMT_USAGE, "--schema gives a dataset's column types: OUT must be a dataset too");
+	if (o->sign_key && !(o->table_to ? (o->table_to->caps & FMT_CAP_ED25519_SIGN) != 0
+					  : fmt_driver_can(o->to, FMT_CAP_ED25519_SIGN)))
+		return fmt_fail(e, FMT_USAGE, "--sign-key needs an output format with embedded Ed25519 signatures "
+				"(.apsim, .ald); sign other files with fmt-sign sign -s");
+	if (!o->compression)
+		return FMT_OK;
+	if (o->table_to) {
+		int v = fmt_ald_compression_by_name(o->compression);
+		if (v < 0)
+			return fmt_fail(e, FMT_USAGE, "--compression takes none, zstd, zstd-max or lz4 for a dataset");
+		o->ald_compression = v;
+		return FMT_OK;
+	}
+	return fmt_codec_parse(o->to, o->compression, &o->codec, &o->codec_level, e);
+}
+
+/* --dry-run: the pipeline's own plan is not this tool's report. */
+static ssize_t write_nowhere(void *cookie, const char *buf, size_t n)
+{
+	(void)cookie, (void)buf;
+	return (ssize_t)n;
 }
 
 fmt_kind wm_embed(const char *input, const char *output, const wm_opts *o, const fmt_wm_params *prm,
 		  wm_result *r, fmt_err *e)
 {
 	embed_ctx c = { .o = o, .prm = prm, .r = r };
-	fmt_convert_opts co = { .dtype = "keep", .force = o->force, .threads = o->threads,
-			    .quiet = o->common.quiet, .no_progress = o->common.no_progress,
-			    .dataset = { .compression = FMT_ALD_ZSTD },
-			    .model_hook = model_hook, .table_hook = table_hook, .hook_ctx = &c,
-			    .tool = TOOL, .out = stdout, .err = stderr };
-	fmt_kind k = fmt_pool_create(&c.pool, o->threads, e);
-	if (k != FMT_OK)
-		return k;
-	co.table_to = fmt_table_driver_by_extension(output);
-	if (co.table_to && co.table_to->write) {
-		r->is_table = 1;
-		k = fmt_pipeline_dataset(input, output, &co, e);
-	} else {
-		co.to = fmt_driver_by_extension(output);
-		if (!co.to || !co.to->write)
-			return fmt_pool_destroy(c.pool), fmt_fail(e, FMT_USAGE, "cannot tell the output format from OUTPUT's name (.safetensors, "
-					".gguf, .apsim, .apr, .ald, ...)");
-		k = fmt_pipeline_run(input, output, &co, e);
+	fmt_convert_opts co = { .dtype = "keep", .force = o->force, .threads = o->threads, .dry_run = o->dry_run,
+				.quiet = o->common.quiet, .no_progress = o->common.no_progress,
+				.to = o->to, .table_to = o->table_to, .codec = o->codec, .codec_level = o->codec_level,
+				.dataset = { .compression = o->ald_compression }, .schema_file = o->schema,
+				.model_hook = model_hook, .table_hook = table_hook, .hook_ctx = &c,
+				.tool = TOOL, .out = stdout, .err = stderr };
+	FILE *nowhere = NULL;
+	if (o->dry_run) {
+		nowhere = fopencookie(NULL, "w", (cookie_io_functions_t){ .write = write_nowhere });
+		if (!nowhere)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		co.out = nowhere;
 	}
+	/* --sign-key: loaded (its passphrase asked) for a real run only */
+	fmt_ms_secret sec;
+	fmt_pass_opts pass = { .file = o->passphrase_file, .env = o->passphrase_env };
+	fmt_kind k = o->sign_key && !o->dry_run ? fmt_ms_secret_load(o->sign_key, &pass, &sec, e) : FMT_OK;
+	if (k != FMT_OK) {
+		if (nowhere)
+			fclose(nowhere);
+		return k;
+	}
+	co.sign_secret = o->sign_key && !o->dry_run ? &sec : NULL;
+	k = fmt_pool_create(&c.pool, o->threads, e);
+	r->is_table = o->table_to != NULL;
+	r->out_format = o->table_to ? o->table_to->name : o->to->name;
+	if (k == FMT_OK)
+		k = r->is_table ? fmt_pipeline_dataset(input, output, &co, e) : fmt_pipeline_run(input, output, &co, e);
 	free(c.tw.col_of);
 	fmt_pool_destroy(c.pool);
-	for (size_t i = 0; i < r->n_cols; i++) {
-		wm_column *col = r->cols[i];
-		if (col->n_pieces > 1) /* none for an empty column: qsort wants a pointer */
-			qsort(col->pieces, col->n_pieces, sizeof *col->pieces, piece_cmp);
-		for (size_t j = 0; j < col->n_pieces; j++)
-			fmt_wm_dist_merge(&col->dist, &col->pieces[j].d);
-	}
+	if (co.sign_secret)
+		fmt_ms_secret_free(&sec);
+	if (nowhere)
+		fclose(nowhere);
+	for (size_t i = 0; i < r->n_cols; i++)
+		sum_pieces(r->cols[i]);
 	return k;
 }

@@ -2,10 +2,11 @@
  * float columns (specs/watermark.md); entropy analysis of numeric columns. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "wm.h"
 
 enum { OPT_KEY = FMT_OPT_FIRST_TOOL_OPTION, OPT_BUYER, OPT_DENSITY, OPT_STRENGTH, OPT_COLUMNS, OPT_TENSORS,
-       OPT_REGISTRY, OPT_SIGN_KEY, OPT_SCHEME, OPT_PASS_FILE, OPT_PASS_ENV };
+       OPT_REGISTRY, OPT_SIGN_KEY, OPT_SCHEME, OPT_PASS_FILE, OPT_PASS_ENV, OPT_TO, OPT_DRY_RUN, OPT_SCHEMA };
 
 enum { CMD_EMBED, CMD_EXTRACT, CMD_PROVE, CMD_DETECT, CMD_ENTROPY };
 #define ONLY(c) (1u << (c))
@@ -39,15 +40,28 @@ static const fmt_cli_option options[] = {
 	  .commands = ONLY(CMD_EMBED) | ONLY(CMD_EXTRACT), .complete = FMT_COMPLETE_FILE, .words = "*.jsonl" },
 	{ FMT_CLI_OPT("scheme", OPT_SCHEME, "NAME", "extract: fmtkit (default) or alimentar (upstream's LSB scheme)"),
 	  .commands = ONLY(CMD_EXTRACT), .complete = FMT_COMPLETE_WORDS, .words = "fmtkit alimentar" },
-	{ FMT_CLI_OPT("sign-key", OPT_SIGN_KEY, "SECKEY", "prove: sign the evidence with this Ed25519 secret key\n"
+	{ FMT_CLI_OPT("sign-key", OPT_SIGN_KEY, "SECKEY", "prove: sign the evidence; embed: sign OUT (.apsim, .ald), as\n"
+		      "fmt-convert --sign-key; with this Ed25519 secret key\n"
 		      "(minisign's format, fmt-sign keygen)"),
-	  .commands = ONLY(CMD_PROVE), .complete = FMT_COMPLETE_FILE, .words = "*.key" },
-	{ FMT_CLI_OPT("passphrase-file", OPT_PASS_FILE, "FILE", "prove: the signing key's passphrase from FILE"),
-	  .commands = ONLY(CMD_PROVE), .complete = FMT_COMPLETE_FILE },
-	{ FMT_CLI_OPT("passphrase-env", OPT_PASS_ENV, "NAME", "prove: the signing key's passphrase from variable NAME"),
-	  .commands = ONLY(CMD_PROVE), .complete = FMT_COMPLETE_ENV },
+	  .commands = ONLY(CMD_PROVE) | ONLY(CMD_EMBED), .complete = FMT_COMPLETE_FILE, .words = "*.key" },
+	{ FMT_CLI_OPT("passphrase-file", OPT_PASS_FILE, "FILE", "the signing key's passphrase from FILE"),
+	  .commands = ONLY(CMD_PROVE) | ONLY(CMD_EMBED), .complete = FMT_COMPLETE_FILE },
+	{ FMT_CLI_OPT("passphrase-env", OPT_PASS_ENV, "NAME", "the signing key's passphrase from variable NAME"),
+	  .commands = ONLY(CMD_PROVE) | ONLY(CMD_EMBED), .complete = FMT_COMPLETE_ENV },
 	{ FMT_CLI_OPT("output", 'o', "FILE", "prove: write the evidence JSON to FILE"),
 	  .commands = ONLY(CMD_PROVE), .complete = FMT_COMPLETE_FILE, .words = "*.json" },
+	{ FMT_CLI_OPT("to", OPT_TO, "FORMAT", "embed: OUT's format (default: from OUT's name; OUT -\n"
+		      "needs it), as fmt-convert --to:"),
+	  .commands = ONLY(CMD_EMBED), .complete = FMT_COMPLETE_FORMAT },
+	{ FMT_CLI_OPT("compression", 'c', "CODEC", "embed: as fmt-convert -c: .apr none (default), lz4[:1-12],\n"
+		      "zstd[:1-19], zstd-max; .ald none, zstd (default), zstd-max, lz4"),
+	  .commands = ONLY(CMD_EMBED), .complete = FMT_COMPLETE_WORDS, .words = "none lz4 zstd zstd:19 zstd-max" },
+	{ FMT_CLI_OPT("schema", OPT_SCHEMA, "FILE", "embed: a CSV or JSON Lines IN's column types, as fmt-convert\n"
+		      "--schema: {\"column\": \"float32\", ...}"),
+	  .commands = ONLY(CMD_EMBED), .complete = FMT_COMPLETE_FILE, .words = "*.json" },
+	{ FMT_CLI_OPT("dry-run", OPT_DRY_RUN, NULL, "embed: read IN and print what embedding would do (the same\n"
+		      "table); write nothing, append nothing to --registry"),
+	  .commands = ONLY(CMD_EMBED) },
 	{ FMT_CLI_OPT("force", 'f', NULL, "overwrite OUT (embed) or the evidence file (prove)"),
 	  .commands = ONLY(CMD_EMBED) | ONLY(CMD_PROVE) },
 	{ FMT_CLI_OPT("threads", 'T', "N", "worker threads (default: number of cores); same bytes and\n"
@@ -122,6 +136,10 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 	case OPT_PASS_ENV: o->passphrase_env = arg; return 0;
 	case 'o': o->evidence = arg; return 0;
 	case 'f': o->force = 1; return 0;
+	case OPT_TO: o->to_name = arg; return 0;
+	case 'c': o->compression = arg; return 0;
+	case OPT_DRY_RUN: o->dry_run = 1; return 0;
+	case OPT_SCHEMA: o->schema = arg; return 0;
 	}
 	return fmt_fail(e, FMT_USAGE, "unhandled option"), -1;
 }
@@ -129,7 +147,8 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 static const fmt_cli_tool tool = {
 	.name = TOOL,
 	.synopsis = "embed --key K --buyer ID [--density G] [--strength-bits S] [--columns LIST | --tensors GLOB]\n"
-		    "      [--registry FILE] [-T N] IN OUT\n"
+		    "      [--registry FILE] [--schema FILE] [--to FORMAT] [-c CODEC] [--sign-key SECKEY]\n"
+		    "      [--dry-run] [-T N] IN OUT\n"
 		    "extract --key K [--registry FILE] [--scheme alimentar] FILE\n"
 		    "prove --key K --buyer ID [--sign-key SECKEY] [-o EVIDENCE.json] FILE\n"
 		    "detect [--columns LIST | --tensors GLOB] FILE\n"
@@ -139,13 +158,16 @@ static const fmt_cli_tool tool = {
 		 "quantization index modulation: every change is below 2^-(S+1) of the value. The\n"
 		 "marks depend on each value alone, so they survive shuffling, sampling, dropping\n"
 		 "columns, format conversion, small noise and rounding to 6 significant digits.\n"
-		 "IN and OUT: .ald datasets and every model format fmtkit writes (F16/BF16 tensors\n"
-		 "are left alone). Scheme: specs/watermark.md (fmtkit-wm/1).",
+		 "IN and OUT: datasets (.ald, Arrow IPC, JSON Lines, CSV) and every model format\n"
+		 "fmtkit writes (F16/BF16 tensors are left alone); IN - is standard input, OUT -\n"
+		 "standard output (with --to; the report then goes to standard error).\n"
+		 "Scheme: specs/watermark.md (fmtkit-wm/1).",
 	.commands = commands,
 	.options = options,
 	.footer = "Exit status: 0 ok (extract: a valid payload; prove: match; detect: likely\n"
 		  "watermarked), 1 no (no valid payload, not this buyer, nothing detected), 2 usage,\n"
 		  "3 I/O error, 4 invalid input, 5 unsupported, 8 wrong passphrase.",
+	.format_names = fmt_writer_names,
 	.on_option = on_option,
 };
 
@@ -162,6 +184,8 @@ static const char *check_usage(const wm_opts *o, const fmt_cli *cli)
 		return "--columns (datasets) and --tensors (models) select in different kinds of file: give one";
 	if ((o->passphrase_file || o->passphrase_env) && !o->sign_key)
 		return "--passphrase-file and --passphrase-env unlock --sign-key";
+	if (cli->command == CMD_EMBED && !o->dry_run && strcmp(cli->operands[1], "-") == 0 && isatty(STDOUT_FILENO))
+		return "refusing to write binary output to a terminal (redirect or pipe it)";
 	return NULL;
 }
 
@@ -180,6 +204,8 @@ int main(int argc, char **argv)
 	const char *bad = check_usage(&o, &cli);
 	if (bad)
 		return fmt_cli_usage_error(&tool, bad);
+	if (cli.command == CMD_EMBED && wm_embed_target(&o, cli.operands[1], &e) != FMT_OK)
+		return fmt_cli_usage_error(&tool, e.msg);
 	fmt_wm_key *key = NULL;
 	uint8_t raw[FMT_WM_KEY_LEN], hash[FMT_WM_HASH_LEN] = { 0 };
 	fmt_wm_params prm = { .density = o.density, .strength = o.strength };
@@ -204,10 +230,12 @@ int main(int argc, char **argv)
 	switch (cli.command) {
 	case CMD_EMBED:
 		k = wm_embed(cli.operands[0], cli.operands[1], &o, &prm, &r, &e);
-		if (k == FMT_OK && o.registry)
+		if (k == FMT_OK && o.registry && !o.dry_run)
 			k = wm_registry_append(o.registry, o.buyer, hash, prm.payload, cli.operands[1], &e);
-		status = k != FMT_OK ? wm_fail(&o, NULL, &e) : wm_report_embed(cli.operands[0], cli.operands[1], &o,
-										&prm, hash, &r);
+		/* standard output carries OUT's bytes: the report goes beside the messages */
+		status = k != FMT_OK ? wm_fail(&o, NULL, &e)
+		       : wm_report_embed(!o.dry_run && strcmp(cli.operands[1], "-") == 0 ? stderr : stdout,
+					 cli.operands[0], cli.operands[1], &o, &prm, hash, &r);
 		break;
 	case CMD_EXTRACT:
 		k = wm_scan(file, o.alimentar ? WM_SCAN_ALIMENTAR : WM_SCAN_VOTES, &o, &prm, &r, &e);

@@ -44,7 +44,8 @@ static double log10_p(double ln_p)
 	return ln_p / M_LN10;
 }
 
-int wm_report_embed(const char *input, const char *output, const wm_opts *o, const fmt_wm_params *prm,
+/* f: standard output, or standard error when OUT's bytes go to standard output. */
+int wm_report_embed(FILE *f, const char *input, const char *output, const wm_opts *o, const fmt_wm_params *prm,
 		    const uint8_t hash[32], const wm_result *r)
 {
 	char hex[65], pay[17];
@@ -67,49 +68,52 @@ int wm_report_embed(const char *input, const char *output, const wm_opts *o, con
 		}
 		for (size_t i = 0; i < r->n_left; i++)
 			json_array_append_new(left, jstr(r->left_alone[i]));
-		return json_out(json_pack("{s:o, s:o, s:o, s:s, s:s, s:f, s:i, s:s, s:o, s:o, s:f, s:o, s:o}",
-			"input", jstr(input), "output", jstr(output), "buyer", jstr(o->buyer), "buyer_hash", hex,
-			"payload", pay, "density", prm->density, "strength_bits", prm->strength,
-			"kind", r->is_table ? "columns" : "tensors",
+		json_t *j = json_pack("{s:o, s:o, s:s, s:b, s:o, s:s, s:s, s:f, s:i, s:s, s:o, s:o, s:f, s:o, s:o}",
+			"input", jstr(input), "output", jstr(output), "format", r->out_format, "dry_run", o->dry_run,
+			"buyer", jstr(o->buyer), "buyer_hash", hex, "payload", pay, "density", prm->density,
+			"strength_bits", prm->strength, "kind", r->is_table ? "columns" : "tensors",
 			"values", fmt_json_u64(total.values), "marked", fmt_json_u64(total.marked),
 			"max_rel_change", total.max_rel, r->is_table ? "columns" : "tensors", cols,
-			"left_alone", left));
+			"left_alone", left);
+		int w = j ? fmt_json_line(f, j) : -1;
+		json_decref(j);
+		return w == 0 ? 0 : FMT_IO;
 	}
 	if (o->common.quiet)
 		return 0;
-	out_name(input);
-	printf(" -> ");
-	out_name(output);
-	printf(": buyer ");
-	out_name(o->buyer);
-	printf(" (hash %.12s), payload %s, density %g, strength %d bits\n", hex, pay, prm->density, prm->strength);
-	printf("  %-32s %-5s %12s %12s %11s %11s %11s\n", kind_word(r), "dtype", "values", "marked",
-	       "max_rel", "mean_rel", "std_rel");
+	fmt_out_escaped(f, input, strlen(input));
+	fprintf(f, " -> ");
+	fmt_out_escaped(f, output, strlen(output));
+	fprintf(f, " (%s%s): buyer ", r->out_format, o->dry_run ? "; dry run, nothing written" : "");
+	fmt_out_escaped(f, o->buyer, strlen(o->buyer));
+	fprintf(f, " (hash %.12s), payload %s, density %g, strength %d bits\n", hex, pay, prm->density, prm->strength);
+	fprintf(f, "  %-32s %-5s %12s %12s %11s %11s %11s\n", kind_word(r), "dtype", "values", "marked",
+		"max_rel", "mean_rel", "std_rel");
 	for (size_t i = 0; i < r->n_cols; i++) {
 		const wm_column *c = r->cols[i];
 		double mean_rel, std_rel;
 		fmt_wm_dist_moments(&c->dist, &mean_rel, &std_rel);
-		printf("  ");
-		out_name(c->name);
+		fprintf(f, "  ");
+		fmt_out_escaped(f, c->name, strlen(c->name));
 		int pad = 32 - (int)strlen(c->name);
-		printf("%*s %-5s %12llu %12llu %11.3e %11.3e %11.3e\n", pad > 0 ? pad : 0, "", c->dtype,
-		       (unsigned long long)c->dist.values, (unsigned long long)c->dist.marked, c->dist.max_rel,
-		       mean_rel, std_rel);
+		fprintf(f, "%*s %-5s %12llu %12llu %11.3e %11.3e %11.3e\n", pad > 0 ? pad : 0, "", c->dtype,
+			(unsigned long long)c->dist.values, (unsigned long long)c->dist.marked, c->dist.max_rel,
+			mean_rel, std_rel);
 	}
-	printf("total: %llu of %llu values marked in %zu %s%s; max relative change %.3e\n",
-	       (unsigned long long)total.marked, (unsigned long long)total.values, r->n_cols, kind_word(r),
-	       r->n_cols == 1 ? "" : "s", total.max_rel);
+	fprintf(f, "total: %llu of %llu values marked in %zu %s%s; max relative change %.3e\n",
+		(unsigned long long)total.marked, (unsigned long long)total.values,
+		r->n_cols, kind_word(r), r->n_cols == 1 ? "" : "s", total.max_rel);
 	if (r->n_left) {
-		printf("left alone (F16/BF16, no room for a mark):");
+		fprintf(f, "left alone (F16/BF16, no room for a mark):");
 		for (size_t i = 0; i < r->n_left; i++) {
-			printf(" ");
-			out_name(r->left_alone[i]);
+			fprintf(f, " ");
+			fmt_out_escaped(f, r->left_alone[i], strlen(r->left_alone[i]));
 		}
-		printf("\n");
+		fprintf(f, "\n");
 	}
 	if (total.marked == 0)
-		fprintf(stderr, TOOL ": warning: no value was marked (no float32/float64 %s selected)\n",
-			kind_word(r));
+		fprintf(stderr, TOOL ": warning: no value %s marked (no float32/float64 %s selected)\n",
+			o->dry_run ? "would be" : "was", kind_word(r));
 	return 0;
 }
 

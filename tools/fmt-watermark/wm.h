@@ -10,6 +10,7 @@
 #include "fmt/cli.h"
 #include "fmt/crypto.h"
 #include "fmt/model.h"
+#include "fmt/registry.h"
 #include "fmt/table.h"
 #include "fmt/watermark.h"
 
@@ -31,6 +32,16 @@ typedef struct wm_opts {
 	const char *passphrase_file, *passphrase_env;
 	const char *evidence;          /* -o EVIDENCE.json */
 	int alimentar;                 /* --scheme alimentar */
+	const char *to_name;           /* embed --to FORMAT */
+	const char *compression;       /* embed -c CODEC, as given */
+	int dry_run;                   /* embed --dry-run */
+	const char *schema;            /* embed --schema FILE.json */
+	/* embed: OUT's format (exactly one set) and its compression (wm_embed_target) */
+	const fmt_driver *to;
+	const fmt_table_driver *table_to;
+	fmt_codec codec;
+	int codec_level;
+	int ald_compression;
 	int force;
 	int threads;
 } wm_opts;
@@ -47,9 +58,9 @@ typedef struct wm_column {
 	fmt_wm_lattice lattice;        /* detect */
 	fmt_wm_entropy *entropy;       /* entropy (allocated) */
 	fmt_wm_alim_col *alim;         /* --scheme alimentar (allocated) */
-	/* embed: per-range pieces of dist keyed by the range's offset, so that a range a writer
-	 * reads twice counts once and the sums are added in file order for any thread count */
-	struct wm_piece { uint64_t off; fmt_wm_dist d; } *pieces;
+	/* embed: dist of each piece of a tensor (values [first, first + n)), added in tensor order
+	 * at the end (embed.c says why) */
+	struct wm_piece { uint64_t first, n; fmt_wm_dist d; } *pieces;
 	size_t n_pieces, cap_pieces;
 	pthread_mutex_t lock;
 } wm_column;
@@ -61,6 +72,7 @@ typedef struct wm_result {
 	size_t n_left;
 	int is_table;
 	const char *format;            /* driver name of the input */
+	const char *out_format;        /* embed: driver name of the output */
 	char sha256[FMT_SHA256_HEX + 1]; /* prove: the file's SHA-256 */
 } wm_result;
 
@@ -69,7 +81,9 @@ void wm_result_free(wm_result *r);
 /* keyfile.c */
 fmt_kind wm_key_load(const char *path, fmt_wm_key **key, uint8_t raw[FMT_WM_KEY_LEN], fmt_err *e);
 
-/* embed.c: mark IN into OUT. */
+/* embed.c: OUT's format from --to or OUT's name, and -c checked against it (UsageError). */
+fmt_kind wm_embed_target(wm_opts *o, const char *output, fmt_err *e);
+/* Mark IN into OUT (with --dry-run: read and mark IN, write nothing). */
 fmt_kind wm_embed(const char *input, const char *output, const wm_opts *o, const fmt_wm_params *prm,
 		  wm_result *r, fmt_err *e);
 
@@ -95,7 +109,7 @@ fmt_kind wm_registry_append(const char *path, const char *buyer, const uint8_t h
 fmt_kind wm_registry_lookup(const char *path, uint64_t payload, char **buyer, fmt_err *e);
 
 /* report.c: each returns the exit status. */
-int wm_report_embed(const char *input, const char *output, const wm_opts *o, const fmt_wm_params *prm,
+int wm_report_embed(FILE *f, const char *input, const char *output, const wm_opts *o, const fmt_wm_params *prm,
 		    const uint8_t hash[32], const wm_result *r);
 int wm_report_extract(const char *path, const wm_opts *o, const wm_result *r);
 int wm_report_alimentar(const char *path, const wm_opts *o, const uint8_t raw[32], const wm_result *r);
