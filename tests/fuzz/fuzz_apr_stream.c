@@ -1,0 +1,97 @@
+/* libFuzzer target: APR read from a stream (fmt_source_open_sequential's path: `cat x.apr |
+ * fmt-convert - out`, `fmt-inspect -`, `fmt-verify -`). The input is fed as a pipe would feed
+ * it (fmt_source_stream_memory: short reads, only the head kept for re-reading), then used as
+ * the tools use a stream:
+ *   - as fmt-convert does: open, every tensor read once in fmt_model_read_order through
+ *     fmt_tensor_each_chunk, then the final verify (the checksum is known at the end), also
+ *     after a failed read (the converter asks whether the file is damaged);
+ *   - as fmt-inspect and fmt-verify do: open, describe, verify (frames decoded, no reads).
+ * Each runs with a 64-byte head (forced to the APR driver: probing reads 4096 bytes), so that
+ * small inputs are read front to back, and with the real head through the probe, as the tools
+ * open a pipe. An internal error (kind 70) is a finding. With FUZZ_TRACE set, each step's
+ * outcome is printed (to see which inputs get how far). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <jansson.h>
+#include "fmt/io.h"
+#include "fmt/registry.h"
+
+extern const fmt_driver fmt_driver_apr;
+
+static void step(const char *what, fmt_kind k, const fmt_err *e)
+{
+	static int trace = -1;
+	if (trace < 0)
+		trace = getenv("FUZZ_TRACE") != NULL;
+	if (trace)
+		fprintf(stderr, "  %-8s %d %s\n", what, (int)k, k == FMT_OK ? "" : e->msg);
+	if (k == FMT_INTERNAL)
+		abort();
+}
+
+static fmt_kind touch_chunk(void *ctx, const uint8_t *bytes, size_t n, fmt_err *e)
+{
+	(void)e;
+	if (n)
+		*(volatile uint8_t *)ctx ^= bytes[0] ^ bytes[n - 1];
+	return FMT_OK;
+}
+
+static int open_stream(fmt_model *m, const uint8_t *data, size_t size, size_t head, size_t chunk)
+{
+	fmt_source src;
+	fmt_err e;
+	if (fmt_source_stream_memory(&src, "-", data, size, head, chunk, &e) != FMT_OK)
+		return 0;
+	fmt_kind k = fmt_model_open_source(m, &src, "-", head < FMT_PROBE_BYTES ? &fmt_driver_apr : NULL, &e);
+	step(k == FMT_OK && fmt_model_sequential(m) ? "open seq" : "open", k, &e);
+	return k == FMT_OK;
+}
+
+/* fmt-convert - OUT */
+static void convert(const uint8_t *data, size_t size, size_t head, size_t chunk)
+{
+	fmt_model m;
+	fmt_err e;
+	size_t *order = NULL;
+	int moved;
+	volatile uint8_t sink = 0;
+	if (!open_stream(&m, data, size, head, chunk))
+		return;
+	fmt_kind k = fmt_model_read_order(&m, &order, &moved, &e);
+	step("order", k, &e);
+	for (size_t i = 0; k == FMT_OK && i < m.n_tensors; i++) {
+		k = fmt_tensor_each_chunk(&m, &m.tensors[order[i]], touch_chunk, (void *)&sink, &e);
+		step("read", k, &e);
+	}
+	free(order);
+	fmt_verify_opts vo = { .threads = 1, .reads_follow = 1 };
+	k = fmt_model_verify(&m, &vo, &e);
+	step("verify", k, &e);
+	fmt_model_free(&m);
+}
+
+/* fmt-inspect -, fmt-verify - */
+static void inspect_verify(const uint8_t *data, size_t size, size_t head, size_t chunk)
+{
+	fmt_model m;
+	fmt_err e;
+	if (!open_stream(&m, data, size, head, chunk))
+		return;
+	json_decref(m.driver->describe ? m.driver->describe(&m) : NULL);
+	fmt_verify_opts vo = { .threads = 1 };
+	fmt_kind k = fmt_model_verify(&m, &vo, &e);
+	step("verify", k, &e);
+	fmt_model_free(&m);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	convert(data, size, 64, 509);
+	inspect_verify(data, size, 64, 4096);
+	convert(data, size, FMT_SOURCE_HEAD, 65536);
+	return 0;
+}
