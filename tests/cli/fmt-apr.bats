@@ -573,6 +573,20 @@ PY
 	assert_success
 }
 
+@test "APR v1 from a pipe: read up to the size its header describes, no further (an endless stream, 100 MB address space)" {
+	make_v1 v1.apr
+	size=$(stat -c %s v1.apr)
+	run bash -c "$(limit_as 100000) fmt-verify - <v1.apr"
+	assert_success
+	assert_output "-: ok (apr, 0 tensors, 1 file, $size bytes)"
+	run --separate-stderr bash -c "$(limit_as 100000) cat v1.apr /dev/zero | fmt-inspect -"
+	[ "$status" -eq 4 ]
+	[ "$stderr" = "fmt-inspect: error: -: the header describes $size bytes, the stream has more" ]
+	run --separate-stderr bash -c "head -c 30 v1.apr | fmt-inspect -"
+	[ "$status" -eq 4 ]
+	[ "$stderr" = "fmt-inspect: error: -: truncated: 30 bytes, an APR v1 file has at least 36" ]
+}
+
 @test "aprender-tsp files are recognised and refused with what they are (exit 5)" {
 	for f in "$TSP"/tsp-*.apr; do
 		run --separate-stderr fmt-inspect "$f"

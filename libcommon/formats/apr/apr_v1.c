@@ -170,6 +170,33 @@ static fmt_kind read_metadata(fmt_model *m, apr_state *st, const uint8_t *p, siz
 	return k;
 }
 
+/* A stream (v1 is read whole): the n bytes its header describes into memory, as they arrive
+ * (a hostile size costs no more than the bytes really there), then the stream must end; the
+ * source becomes an in-memory one. */
+static fmt_kind stream_into_memory(fmt_source *s, uint64_t n, fmt_err *e)
+{
+	uint8_t *buf = NULL, extra;
+	size_t more = 0;
+	fmt_kind k = fmt_apr_read_grow(s, 0, n, &buf, e);
+	if (k == FMT_OK)
+		k = fmt_source_read_upto(s, n, &extra, 1, &more, e);
+	if (k == FMT_OK && more)
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "the header describes %llu bytes, the stream has more",
+			     (unsigned long long)n);
+	char *path = k == FMT_OK ? strdup(s->path) : NULL;
+	if (k == FMT_OK && !path)
+		k = fmt_fail(e, FMT_IO, "out of memory");
+	if (k != FMT_OK) {
+		free(buf);
+		return k;
+	}
+	fmt_source_close(s);
+	s->path = path;
+	s->buf = buf;
+	s->size = n;
+	return FMT_OK;
+}
+
 fmt_kind fmt_apr_v1_open(fmt_model *m, apr_state *st, fmt_err *e)
 {
 	fmt_source *s = &m->sources[0];
@@ -203,6 +230,8 @@ fmt_kind fmt_apr_v1_open(fmt_model *m, apr_state *st, fmt_err *e)
 				st->uncompressed_size);
 	uint64_t expect = (uint64_t)APR_V1_HEADER + st->metadata_size + st->payload_size +
 			  ((st->v1_flags & 0x2) ? V1_SIGNATURE : 0) + 4;
+	if (s->sequential && (k = stream_into_memory(s, expect, e)) != FMT_OK)
+		return k;
 	if (expect != s->size)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "the header describes %llu bytes, the file has %llu",
 				(unsigned long long)expect, (unsigned long long)s->size);
