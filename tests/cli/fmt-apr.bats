@@ -546,6 +546,8 @@ PY
 	make_v1_meta tail.apr "80c0"                           # a byte after the map
 	make_v1_meta type.apr "81a16bc1"                       # 0xc1 is no MessagePack type
 	make_v1_meta size.apr "80" 4294967295                  # metadata_size 2^32-1 in a 57-byte file
+	make_v1_meta deep.apr "81a16b$(printf '91%.0s' {1..40})c0" # arrays nested 41 deep
+	make_v1_meta deep31.apr "81a16b$(printf '91%.0s' {1..31})c0"   # 32 deep: msgpack-c's limit, read
 	local -A want=(
 		[map]="v1 metadata: a map at byte 0 claims 4294967295 entries, only 0 bytes follow"
 		[arr]="v1 metadata: an array at byte 3 claims 4294967295 items, only 1 bytes follow"
@@ -557,6 +559,7 @@ PY
 		[tail]="v1 metadata: 1 bytes follow its MessagePack value"
 		[type]="v1 metadata: byte 3 (0xc1) is not a MessagePack type"
 		[size]="the header describes 4294967351 bytes, the file has 57"
+		[deep]="v1 metadata: an array at byte 34 is nested more than 32 deep"
 	)
 	for f in "${!want[@]}"; do
 		run --separate-stderr bash -c "$(limit_as 100000) fmt-inspect $f.apr"
@@ -570,6 +573,8 @@ PY
 	# the same framing with honest metadata opens
 	make_v1_meta ok.apr "81a16b93010203"
 	run fmt-verify ok.apr
+	assert_success
+	run fmt-verify deep31.apr
 	assert_success
 }
 

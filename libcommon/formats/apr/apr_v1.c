@@ -77,9 +77,14 @@ static json_t *mp_to_json(const msgpack_object *o, int depth)
  * first. FMT_OK, or InvalidFormat naming the first claim that does not fit. */
 static fmt_kind mp_check(const uint8_t *p, size_t n, fmt_err *e)
 {
-	uint64_t pending = 1;
+	uint64_t left[V1_MAX_DEPTH + 1] = { 1 };   /* items still to come in each open container */
+	int depth = 0;
 	size_t at = 0;
-	while (pending > 0) {
+	while (depth >= 0) {
+		if (left[depth] == 0) {
+			depth--;
+			continue;
+		}
 		if (at >= n)
 			return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: truncated: the MessagePack value runs past "
 					"its %zu bytes", n);
@@ -135,7 +140,13 @@ static fmt_kind mp_check(const uint8_t *p, size_t n, fmt_err *e)
 			return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: %s at byte %zu needs %llu bytes, only %zu "
 					"follow", what, where, (unsigned long long)skip, n - at);
 		at += (size_t)skip;
-		pending = pending - 1 + items;
+		left[depth]--;
+		if (items == 0)
+			continue;
+		if (depth == V1_MAX_DEPTH)     /* msgpack-c's limit too */
+			return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: %s at byte %zu is nested more than %d deep",
+					what, where, V1_MAX_DEPTH);
+		left[++depth] = items;
 	}
 	if (at != n)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: %zu bytes follow its MessagePack value", n - at);
