@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # APR files (specs/apr.md) through the tools: the seed layout with and without LZ4/zstd (checked
 # by an independent Python reader and xxhsum), the aprender layout's worked example (§20) and
-# vectors (§21) made by fmt-convert, the falsification tests FMT-001..004 (A.9), APR v1, the
-# aprender-tsp files, metadata keys to and from GGUF, and the option errors.
+# vectors (§21) made by fmt-convert, the falsification tests FMT-001..004 (A.9), APR v1 (with
+# hostile MessagePack counts and sizes, and from a pipe), the aprender-tsp files, metadata keys
+# to and from GGUF, and the option errors.
 
 bats_require_minimum_version 1.5.0
 

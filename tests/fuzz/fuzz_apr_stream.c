@@ -11,7 +11,8 @@
  * open a pipe. The front-to-back runs see the input with its checksums made right first (the
  * aprender header CRC and footer CRC32, the seed footer's size and XXH3-64), so that mutations
  * reach the metadata, the index and the data with the checks passing too; the real-head run
- * sees it as it is. An internal error (kind 70) is a finding. With FUZZ_TRACE set, each step's
+ * sees it as it is. An internal error (kind 70) is a finding. The seed streams of the corpus
+ * come from scripts/gen/apr-stream-seeds. With FUZZ_TRACE set, each step's
  * outcome is printed (to see which inputs get how far). */
 #include <stdint.h>
 #include <stdio.h>
