@@ -577,6 +577,11 @@ PY
 	assert_success
 	run fmt-verify deep31.apr
 	assert_success
+	# empty strings and binaries (msgpack-c hands them out as NULL pointers; UBSan found it)
+	make_v1_meta empty.apr "82a0a178a16bc400"
+	run fmt-inspect --json empty.apr
+	assert_success
+	[ "$(echo "$output" | jq -c .metadata)" = '{"":"x","k":""}' ]
 }
 
 @test "APR v1 from a pipe: read up to the size its header describes, no further (an endless stream, 100 MB address space)" {

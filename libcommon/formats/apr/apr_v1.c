@@ -22,6 +22,12 @@ static int known_model_type(uint16_t t)
 
 /* ---- MessagePack metadata as JSON ---- */
 
+/* msgpack-c gives an empty string or binary a NULL pointer. */
+static const char *mp_bytes(const char *p)
+{
+	return p ? p : "";
+}
+
 static json_t *mp_to_json(const msgpack_object *o, int depth)
 {
 	if (depth > V1_MAX_DEPTH)
@@ -34,8 +40,8 @@ static json_t *mp_to_json(const msgpack_object *o, int depth)
 	case MSGPACK_OBJECT_NEGATIVE_INTEGER: return json_integer((json_int_t)o->via.i64);
 	case MSGPACK_OBJECT_FLOAT32:
 	case MSGPACK_OBJECT_FLOAT64: return json_real(o->via.f64);
-	case MSGPACK_OBJECT_STR: return json_stringn_nocheck(o->via.str.ptr, o->via.str.size);
-	case MSGPACK_OBJECT_BIN: return json_stringn_nocheck(o->via.bin.ptr, o->via.bin.size);
+	case MSGPACK_OBJECT_STR: return json_stringn_nocheck(mp_bytes(o->via.str.ptr), o->via.str.size);
+	case MSGPACK_OBJECT_BIN: return json_stringn_nocheck(mp_bytes(o->via.bin.ptr), o->via.bin.size);
 	case MSGPACK_OBJECT_ARRAY: {
 		json_t *a = json_array();
 		for (uint32_t i = 0; a && i < o->via.array.size; i++) {
@@ -55,7 +61,7 @@ static json_t *mp_to_json(const msgpack_object *o, int depth)
 				json_decref(m);
 				return NULL;
 			}
-			char *key = strndup(kv->key.via.str.ptr, kv->key.via.str.size);
+			char *key = strndup(mp_bytes(kv->key.via.str.ptr), kv->key.via.str.size);
 			json_t *x = mp_to_json(&kv->val, depth + 1);
 			if (!key || !x || json_object_set_new(m, key, x) != 0) {
 				free(key);
