@@ -36,7 +36,19 @@ static fmt_kind seq_truncated(fmt_source *s, uint64_t want, fmt_err *e)
 static fmt_kind seq_read_fd(fmt_source *s, uint8_t *dst, size_t n, size_t *got, fmt_err *e)
 {
 	for (;;) {
-		ssize_t r = read(s->fd, dst, n);
+		ssize_t r;
+		if (s->feed) {     /* fmt_source_stream_memory: a pipe's short reads, from memory */
+			size_t part = s->feed_len - s->feed_pos;
+			if (part > n)
+				part = n;
+			if (part > s->feed_chunk)
+				part = s->feed_chunk;
+			memcpy(dst, s->feed + s->feed_pos, part);
+			s->feed_pos += part;
+			r = (ssize_t)part;
+		} else {
+			r = read(s->fd, dst, n);
+		}
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
@@ -121,6 +133,8 @@ static fmt_kind seq_read(fmt_source *s, uint64_t off, uint8_t *dst, size_t n, si
 	return k;
 }
 
+static fmt_kind seq_start(fmt_source *s, size_t head, fmt_err *e);
+
 fmt_kind fmt_source_open_sequential(fmt_source *s, const char *path, fmt_err *e)
 {
 	struct stat st;
@@ -152,12 +166,20 @@ fmt_kind fmt_source_open_sequential(fmt_source *s, const char *path, fmt_err *e)
 		s->size = (uint64_t)st.st_size;
 		return FMT_OK;
 	}
+	return seq_start(s, FMT_SOURCE_HEAD, e);
+}
+
+/* A stream that keeps its first head bytes: read them (all of a short input is then held in
+ * memory, an ordinary source). */
+static fmt_kind seq_start(fmt_source *s, size_t head, fmt_err *e)
+{
+	const char *path = s->path;
 	s->sequential = 1;
 	s->size = FMT_SIZE_UNKNOWN;
 	s->head = malloc(FMT_SOURCE_HEAD);
 	s->rbuf = malloc(SEQ_BUF);
 	uint64_t got = 0;
-	fmt_kind k = s->head && s->rbuf ? seq_take(s, s->head, FMT_SOURCE_HEAD, &got, e)
+	fmt_kind k = s->head && s->rbuf ? seq_take(s, s->head, head, &got, e)
 					: fmt_fail(e, FMT_IO, "out of memory");
 	s->head_len = (size_t)got;
 	if (k == FMT_OK && s->eof) {     /* all of it is in the head: an ordinary source */
@@ -174,6 +196,20 @@ fmt_kind fmt_source_open_sequential(fmt_source *s, const char *path, fmt_err *e)
 		fmt_source_close(s);
 	}
 	return k;
+}
+
+fmt_kind fmt_source_stream_memory(fmt_source *s, const char *name, const void *data, size_t n, size_t head,
+				  size_t chunk, fmt_err *e)
+{
+	memset(s, 0, sizeof *s);
+	s->fd = -1;
+	s->path = strdup(name);
+	if (!s->path)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	s->feed = n ? data : (const uint8_t *)"";
+	s->feed_len = n;
+	s->feed_chunk = chunk ? chunk : 1;
+	return seq_start(s, head < 1 ? 1 : head > FMT_SOURCE_HEAD ? FMT_SOURCE_HEAD : head, e);
 }
 
 fmt_kind fmt_source_make_whole(fmt_source *s, fmt_err *e)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # APR files (specs/apr.md) through the tools: the seed layout with and without LZ4/zstd (checked
 # by an independent Python reader and xxhsum), the aprender layout's worked example (§20) and
-# vectors (§21) made by fmt-convert, the falsification tests FMT-001..004 (A.9), APR v1, the
-# aprender-tsp files, metadata keys to and from GGUF, and the option errors.
+# vectors (§21) made by fmt-convert, the falsification tests FMT-001..004 (A.9), APR v1 (with
+# hostile MessagePack counts and sizes, and from a pipe), the aprender-tsp files, metadata keys
+# to and from GGUF, and the option errors.
 
 bats_require_minimum_version 1.5.0
 
@@ -518,6 +519,83 @@ PY
 	[ "$status" -eq 5 ]
 	[[ "$stderr" == *"APR v1 holds a serialised Rust model"* ]]
 	[ ! -e out.safetensors ]
+}
+
+# An APR v1 file around the MessagePack metadata given in hex (a 20-byte payload, the CRC32
+# trailer right); a third argument replaces the header's metadata_size.
+make_v1_meta() {
+	/usr/bin/python3 - "$@" <<'PY'
+import struct, sys, zlib
+out, meta = sys.argv[1], bytes.fromhex(sys.argv[2])
+msize = int(sys.argv[3]) if len(sys.argv) > 3 else len(meta)
+payload = bytes(range(20))
+hdr = b"APRN" + bytes([1, 0]) + struct.pack("<HIII", 1, msize, len(payload), len(payload)) + bytes([0, 0, 80]) + bytes(9)
+body = hdr + meta + payload
+open(out, "wb").write(body + struct.pack("<I", zlib.crc32(body)))
+PY
+}
+
+@test "APR v1: hostile MessagePack counts and sizes are InvalidFormat naming the claim, in bounded memory (file and pipe)" {
+	# {"k": ...} is 81 a1 6b, then the value; every count below is far beyond the bytes there
+	make_v1_meta map.apr "dfffffffff"                      # a map of 2^32-1 entries, nothing after
+	make_v1_meta arr.apr "81a16bddffffffff00"              # an array of 2^32-1 items, one byte after
+	make_v1_meta str.apr "81a16bdb7fffffff616263"          # a string of 2^31-1 bytes, three there
+	make_v1_meta bin.apr "81a16bc6ffffffff00"              # binary of 2^32-1 bytes
+	make_v1_meta map16.apr "81a16bdeffff"                  # a map16 of 65535 entries
+	make_v1_meta cut.apr "83a16b01a16c02"                  # 3 entries announced, 2 there
+	make_v1_meta len.apr "81a16bdbffff"                    # a str32 whose length field is cut
+	make_v1_meta tail.apr "80c0"                           # a byte after the map
+	make_v1_meta type.apr "81a16bc1"                       # 0xc1 is no MessagePack type
+	make_v1_meta size.apr "80" 4294967295                  # metadata_size 2^32-1 in a 57-byte file
+	make_v1_meta deep.apr "81a16b$(printf '91%.0s' {1..40})c0" # arrays nested 41 deep
+	make_v1_meta deep31.apr "81a16b$(printf '91%.0s' {1..31})c0"   # 32 deep: msgpack-c's limit, read
+	local -A want=(
+		[map]="v1 metadata: a map at byte 0 claims 4294967295 entries, only 0 bytes follow"
+		[arr]="v1 metadata: an array at byte 3 claims 4294967295 items, only 1 bytes follow"
+		[str]="v1 metadata: a string at byte 3 needs 2147483647 bytes, only 3 follow"
+		[bin]="v1 metadata: a binary at byte 3 needs 4294967295 bytes, only 1 follow"
+		[map16]="v1 metadata: a map at byte 3 claims 65535 entries, only 0 bytes follow"
+		[cut]="v1 metadata: truncated: the MessagePack value runs past its 7 bytes"
+		[len]="v1 metadata: the length of a string at byte 3 runs past its 6 bytes"
+		[tail]="v1 metadata: 1 bytes follow its MessagePack value"
+		[type]="v1 metadata: byte 3 (0xc1) is not a MessagePack type"
+		[size]="the header describes 4294967351 bytes, the file has 57"
+		[deep]="v1 metadata: an array at byte 34 is nested more than 32 deep"
+	)
+	for f in "${!want[@]}"; do
+		run --separate-stderr bash -c "$(limit_as 100000) fmt-inspect $f.apr"
+		[ "$status" -eq 4 ] || fail "$f.apr: exit $status ($stderr)"
+		[ "$stderr" = "fmt-inspect: error: $f.apr: ${want[$f]}" ] || fail "$f.apr: $stderr"
+		[ -z "$output" ]
+		run --separate-stderr bash -c "$(limit_as 100000) fmt-verify - <$f.apr"
+		[ "$status" -eq 4 ] || fail "$f.apr from a pipe: exit $status ($stderr)"
+		[ "$stderr" = "fmt-verify: error: -: ${want[$f]}" ] || fail "$f.apr from a pipe: $stderr"
+	done
+	# the same framing with honest metadata opens
+	make_v1_meta ok.apr "81a16b93010203"
+	run fmt-verify ok.apr
+	assert_success
+	run fmt-verify deep31.apr
+	assert_success
+	# empty strings and binaries (msgpack-c hands them out as NULL pointers; UBSan found it)
+	make_v1_meta empty.apr "82a0a178a16bc400"
+	run fmt-inspect --json empty.apr
+	assert_success
+	[ "$(echo "$output" | jq -c .metadata)" = '{"":"x","k":""}' ]
+}
+
+@test "APR v1 from a pipe: read up to the size its header describes, no further (an endless stream, 100 MB address space)" {
+	make_v1 v1.apr
+	size=$(stat -c %s v1.apr)
+	run bash -c "$(limit_as 100000) fmt-verify - <v1.apr"
+	assert_success
+	assert_output "-: ok (apr, 0 tensors, 1 file, $size bytes)"
+	run --separate-stderr bash -c "$(limit_as 100000) cat v1.apr /dev/zero | fmt-inspect -"
+	[ "$status" -eq 4 ]
+	[ "$stderr" = "fmt-inspect: error: -: the header describes $size bytes, the stream has more" ]
+	run --separate-stderr bash -c "head -c 30 v1.apr | fmt-inspect -"
+	[ "$status" -eq 4 ]
+	[ "$stderr" = "fmt-inspect: error: -: truncated: 30 bytes, an APR v1 file has at least 36" ]
 }
 
 @test "aprender-tsp files are recognised and refused with what they are (exit 5)" {

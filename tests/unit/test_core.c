@@ -271,6 +271,34 @@ TEST(sequential_source_small_or_made_whole)
 	waitpid(pid, NULL, 0);
 }
 
+/* The fuzzing hook: memory fed as a pipe feeds it, with a small head. */
+TEST(sequential_source_from_memory_with_a_small_head)
+{
+	enum { N = 3000 };
+	uint8_t *data = malloc(N), b[16];
+	for (size_t i = 0; i < N; i++)
+		data[i] = pattern_byte(i);
+	fmt_source s;
+	fmt_err e;
+	counted c = { 0, 0 };
+	CHECK(fmt_source_stream_memory(&s, "-", data, N, 64, 7, &e) == FMT_OK);
+	CHECK(s.sequential && s.head_len == 64 && s.size == FMT_SIZE_UNKNOWN);
+	CHECK(fmt_source_observe(&s, count_bytes, &c, &e) == FMT_OK);
+	CHECK(fmt_source_read(&s, 60, b, 10, &e) == FMT_OK && b[9] == pattern_byte(69));  /* head, then stream */
+	CHECK(fmt_source_read(&s, 65, b, 4, &e) == FMT_UNSUPPORTED);                       /* passed already */
+	CHECK(fmt_source_read(&s, 2990, b, 10, &e) == FMT_OK && b[0] == pattern_byte(2990));
+	size_t got = 1;
+	CHECK(fmt_source_read_upto(&s, s.pos, b, sizeof b, &got, &e) == FMT_OK && got == 0);
+	CHECK(s.eof && s.size == N);
+	CHECK_EQ_U64(c.n, N);
+	fmt_source_close(&s);
+	CHECK(fmt_source_stream_memory(&s, "-", data, 50, 64, 7, &e) == FMT_OK);
+	CHECK(!s.sequential && s.size == 50);             /* all of it in the head: in memory */
+	CHECK(fmt_source_read(&s, 10, b, 8, &e) == FMT_OK && b[7] == pattern_byte(17));
+	fmt_source_close(&s);
+	free(data);
+}
+
 TEST(integer_text)
 {
 	char b[24];

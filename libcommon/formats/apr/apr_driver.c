@@ -55,10 +55,8 @@ static fmt_kind apr_open(fmt_model *m, fmt_err *e)
 		return fmt_apr_seed_open(m, st, e);
 	if (!memcmp(head, MAGIC_AP, 4) || !memcmp(head, MAGIC_AP_LEGACY, 4))
 		return fmt_apr_ap_open(m, st, e);
-	if (!memcmp(head, MAGIC_V1, 4)) {   /* v1 is small and read whole */
-		k = fmt_source_make_whole(s, e);
-		return k == FMT_OK ? fmt_apr_v1_open(m, st, e) : k;
-	}
+	if (!memcmp(head, MAGIC_V1, 4))     /* v1 is small and read whole */
+		return fmt_apr_v1_open(m, st, e);
 	return fmt_fail(e, FMT_INVALID_FORMAT, "bad magic (not an APR file)");
 }
 

@@ -22,6 +22,12 @@ static int known_model_type(uint16_t t)
 
 /* ---- MessagePack metadata as JSON ---- */
 
+/* msgpack-c gives an empty string or binary a NULL pointer. */
+static const char *mp_bytes(const char *p)
+{
+	return p ? p : "";
+}
+
 static json_t *mp_to_json(const msgpack_object *o, int depth)
 {
 	if (depth > V1_MAX_DEPTH)
@@ -34,8 +40,8 @@ static json_t *mp_to_json(const msgpack_object *o, int depth)
 	case MSGPACK_OBJECT_NEGATIVE_INTEGER: return json_integer((json_int_t)o->via.i64);
 	case MSGPACK_OBJECT_FLOAT32:
 	case MSGPACK_OBJECT_FLOAT64: return json_real(o->via.f64);
-	case MSGPACK_OBJECT_STR: return json_stringn_nocheck(o->via.str.ptr, o->via.str.size);
-	case MSGPACK_OBJECT_BIN: return json_stringn_nocheck(o->via.bin.ptr, o->via.bin.size);
+	case MSGPACK_OBJECT_STR: return json_stringn_nocheck(mp_bytes(o->via.str.ptr), o->via.str.size);
+	case MSGPACK_OBJECT_BIN: return json_stringn_nocheck(mp_bytes(o->via.bin.ptr), o->via.bin.size);
 	case MSGPACK_OBJECT_ARRAY: {
 		json_t *a = json_array();
 		for (uint32_t i = 0; a && i < o->via.array.size; i++) {
@@ -55,7 +61,7 @@ static json_t *mp_to_json(const msgpack_object *o, int depth)
 				json_decref(m);
 				return NULL;
 			}
-			char *key = strndup(kv->key.via.str.ptr, kv->key.via.str.size);
+			char *key = strndup(mp_bytes(kv->key.via.str.ptr), kv->key.via.str.size);
 			json_t *x = mp_to_json(&kv->val, depth + 1);
 			if (!key || !x || json_object_set_new(m, key, x) != 0) {
 				free(key);
@@ -71,32 +77,42 @@ static json_t *mp_to_json(const msgpack_object *o, int depth)
 	}
 }
 
-/* 1 if every MessagePack array, map, string and binary in p[0..n) declares no more than the
- * bytes left can hold: msgpack-c allocates by the declared counts before reading the items. */
-static int mp_plausible(const uint8_t *p, size_t n)
+/* Every MessagePack array, map, string, binary and extension in p[0..n) declares no more than
+ * the bytes left can hold (an entry takes at least one byte), and p holds exactly one value:
+ * msgpack-c allocates by the declared counts before it reads the items, so this walk comes
+ * first. FMT_OK, or InvalidFormat naming the first claim that does not fit. */
+static fmt_kind mp_check(const uint8_t *p, size_t n, fmt_err *e)
 {
-	uint64_t pending = 1;
+	uint64_t left[V1_MAX_DEPTH + 1] = { 1 };   /* items still to come in each open container */
+	int depth = 0;
 	size_t at = 0;
-	while (pending > 0) {
+	while (depth >= 0) {
+		if (left[depth] == 0) {
+			depth--;
+			continue;
+		}
 		if (at >= n)
-			return 0;
+			return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: truncated: the MessagePack value runs past "
+					"its %zu bytes", n);
+		size_t where = at;
 		uint8_t b = p[at++];
-		uint64_t skip = 0, items = 0;
+		uint64_t skip = 0, items = 0, count = 0;
 		size_t len_bytes = 0;
+		const char *what = NULL;
 		if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3)
 			;
 		else if (b >= 0x80 && b <= 0x8f)
-			items = 2u * (b & 0x0f);
+			count = b & 0x0f, items = 2 * count, what = "a map";
 		else if (b >= 0x90 && b <= 0x9f)
-			items = b & 0x0f;
+			count = items = b & 0x0f, what = "an array";
 		else if (b >= 0xa0 && b <= 0xbf)
-			skip = b & 0x1f;
+			count = skip = b & 0x1f, what = "a string";
 		else if (b >= 0xcc && b <= 0xd3)
-			skip = 1u << ((b - 0xcc) & 3);
+			skip = 1u << ((b - 0xcc) & 3), what = "a number";
 		else if (b == 0xca || b == 0xcb)
-			skip = b == 0xca ? 4 : 8;
+			skip = b == 0xca ? 4 : 8, what = "a float";
 		else if (b >= 0xd4 && b <= 0xd8)
-			skip = 1 + (1u << (b - 0xd4));
+			skip = 1 + (1u << (b - 0xd4)), count = skip - 1, what = "an extension";
 		else if (b == 0xc4 || b == 0xd9 || b == 0xc7)
 			len_bytes = 1;
 		else if (b == 0xc5 || b == 0xda || b == 0xc8 || b == 0xdc || b == 0xde)
@@ -104,38 +120,54 @@ static int mp_plausible(const uint8_t *p, size_t n)
 		else if (b == 0xc6 || b == 0xdb || b == 0xc9 || b == 0xdd || b == 0xdf)
 			len_bytes = 4;
 		else
-			return 0;
+			return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: byte %zu (0x%02x) is not a MessagePack type",
+					where, b);
 		if (len_bytes) {
+			what = b == 0xdc || b == 0xdd ? "an array" : b == 0xde || b == 0xdf ? "a map"
+			     : b >= 0xd9 && b <= 0xdb ? "a string" : b >= 0xc4 && b <= 0xc6 ? "a binary" : "an extension";
 			if (n - at < len_bytes)
-				return 0;
-			uint64_t len = 0;
+				return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: the length of %s at byte %zu runs past "
+						"its %zu bytes", what, where, n);
 			for (size_t i = 0; i < len_bytes; i++)
-				len = len << 8 | p[at + i];
+				count = count << 8 | p[at + i];
 			at += len_bytes;
 			if (b == 0xdc || b == 0xdd)
-				items = len;
+				items = count;
 			else if (b == 0xde || b == 0xdf)
-				items = 2 * len;
+				items = 2 * count;
 			else
-				skip = len + (b >= 0xc7 && b <= 0xc9);
+				skip = count + (b >= 0xc7 && b <= 0xc9);   /* an extension's type byte */
 		}
-		if (skip > n - at || items > n - at)
-			return 0;
+		if (items > n - at)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: %s at byte %zu claims %llu %s, only %zu bytes "
+					"follow", what, where, (unsigned long long)count, items == count ? "items" : "entries",
+					n - at);
+		if (skip > n - at)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: %s at byte %zu needs %llu bytes, only %zu "
+					"follow", what, where, (unsigned long long)skip, n - at);
 		at += (size_t)skip;
-		pending = pending - 1 + items;
+		left[depth]--;
+		if (items == 0)
+			continue;
+		if (depth == V1_MAX_DEPTH)     /* msgpack-c's limit too */
+			return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: %s at byte %zu is nested more than %d deep",
+					what, where, V1_MAX_DEPTH);
+		left[++depth] = items;
 	}
-	return at == n;
+	if (at != n)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: %zu bytes follow its MessagePack value", n - at);
+	return FMT_OK;
 }
 
 static fmt_kind read_metadata(fmt_model *m, apr_state *st, const uint8_t *p, size_t n, fmt_err *e)
 {
 	msgpack_unpacked u;
 	size_t off = 0;
-	if (!mp_plausible(p, n))
-		return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata is not one MessagePack value of %zu bytes", n);
+	fmt_kind k = mp_check(p, n, e);
+	if (k != FMT_OK)
+		return k;
 	msgpack_unpacked_init(&u);
 	msgpack_unpack_return r = msgpack_unpack_next(&u, (const char *)p, n, &off);
-	fmt_kind k = FMT_OK;
 	if (r != MSGPACK_UNPACK_SUCCESS || off != n || u.data.type != MSGPACK_OBJECT_MAP)
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata is not one MessagePack map of %zu bytes", n);
 	json_t *j = k == FMT_OK ? mp_to_json(&u.data, 0) : NULL;
@@ -153,6 +185,33 @@ static fmt_kind read_metadata(fmt_model *m, apr_state *st, const uint8_t *p, siz
 	else
 		json_decref(j);
 	return k;
+}
+
+/* A stream (v1 is read whole): the n bytes its header describes into memory, as they arrive
+ * (a hostile size costs no more than the bytes really there), then the stream must end; the
+ * source becomes an in-memory one. */
+static fmt_kind stream_into_memory(fmt_source *s, uint64_t n, fmt_err *e)
+{
+	uint8_t *buf = NULL, extra;
+	size_t more = 0;
+	fmt_kind k = fmt_apr_read_grow(s, 0, n, &buf, e);
+	if (k == FMT_OK)
+		k = fmt_source_read_upto(s, n, &extra, 1, &more, e);
+	if (k == FMT_OK && more)
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "the header describes %llu bytes, the stream has more",
+			     (unsigned long long)n);
+	char *path = k == FMT_OK ? strdup(s->path) : NULL;
+	if (k == FMT_OK && !path)
+		k = fmt_fail(e, FMT_IO, "out of memory");
+	if (k != FMT_OK) {
+		free(buf);
+		return k;
+	}
+	fmt_source_close(s);
+	s->path = path;
+	s->buf = buf;
+	s->size = n;
+	return FMT_OK;
 }
 
 fmt_kind fmt_apr_v1_open(fmt_model *m, apr_state *st, fmt_err *e)
@@ -188,6 +247,8 @@ fmt_kind fmt_apr_v1_open(fmt_model *m, apr_state *st, fmt_err *e)
 				st->uncompressed_size);
 	uint64_t expect = (uint64_t)APR_V1_HEADER + st->metadata_size + st->payload_size +
 			  ((st->v1_flags & 0x2) ? V1_SIGNATURE : 0) + 4;
+	if (s->sequential && (k = stream_into_memory(s, expect, e)) != FMT_OK)
+		return k;
 	if (expect != s->size)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "the header describes %llu bytes, the file has %llu",
 				(unsigned long long)expect, (unsigned long long)s->size);

@@ -39,6 +39,8 @@ typedef struct fmt_source {
 	size_t rlen, rpos;
 	fmt_source_observer observe;
 	void *observe_ctx;
+	const uint8_t *feed;  /* fmt_source_stream_memory: what reads give instead of fd's */
+	size_t feed_len, feed_pos, feed_chunk;
 } fmt_source;
 
 fmt_kind fmt_source_open(fmt_source *s, const char *path, fmt_err *e);
@@ -49,6 +51,14 @@ void fmt_source_close(fmt_source *s);
 /* Open path like fmt_source_open, except that a pipe or stdin becomes a sequential source (an
  * input of at most FMT_SOURCE_HEAD bytes is simply held in memory). */
 fmt_kind fmt_source_open_sequential(fmt_source *s, const char *path, fmt_err *e);
+/* Test hook (fuzz targets): a sequential source over the n bytes at data (not copied: they must
+ * outlive the source), handed out at most chunk bytes per read as a pipe does, that keeps its
+ * first head bytes (1..FMT_SOURCE_HEAD; pipes keep FMT_SOURCE_HEAD) for re-reading: with a small
+ * head, a small input is read front to back as a large one from a pipe is. An input of at most
+ * head bytes is held in memory, as with fmt_source_open_sequential. Open it forced to a driver
+ * when head < FMT_PROBE_BYTES (probing reads that many). */
+fmt_kind fmt_source_stream_memory(fmt_source *s, const char *name, const void *data, size_t n, size_t head,
+				  size_t chunk, fmt_err *e);
 /* Make a sequential source an ordinary one by reading the rest of it into memory (what a reader
  * that needs random access gets); only before it has passed its head. No-op otherwise. */
 fmt_kind fmt_source_make_whole(fmt_source *s, fmt_err *e);
