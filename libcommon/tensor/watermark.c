@@ -24,6 +24,10 @@ struct fmt_wm_key {
 	 * first use by fmt_wm_key_prepare. */
 	double density;
 	uint8_t *table32, *table64;
+	/* For embedding float32 under one payload: per anchor, the bit it carries (0 or 1) or
+	 * NOT_SELECTED; built by fmt_wm_params_prepare for carry_payload at density. */
+	uint8_t *carry32;
+	uint64_t carry_payload;
 };
 
 static void hmac(const uint8_t k[FMT_WM_KEY_LEN], const char *label, const void *msg, size_t n,
@@ -62,6 +66,7 @@ void fmt_wm_key_free(fmt_wm_key *key)
 		return;
 	free(key->table32);
 	free(key->table64);
+	free(key->carry32);
 	sodium_free(key);
 }
 
@@ -169,6 +174,8 @@ static fmt_kind key_prepare(fmt_wm_key *key, double density)
 		return FMT_OK;
 	free(key->table32);
 	free(key->table64);
+	free(key->carry32);
+	key->carry32 = NULL;
 	key->table32 = build_table(key, 4, density);
 	key->table64 = build_table(key, 8, density);
 	key->density = density;
@@ -180,9 +187,27 @@ static fmt_kind key_prepare(fmt_wm_key *key, double density)
 	return FMT_IO;
 }
 
+/* The float32 table of the bit each anchor carries under payload (what the vector loops look
+ * up: one gather instead of a gather and the payload bit's arithmetic). */
+static fmt_kind carry_prepare(fmt_wm_key *key, uint64_t payload)
+{
+	if (key->carry32 && key->carry_payload == payload)
+		return FMT_OK;
+	if (!key->carry32 && !(key->carry32 = malloc(ANCHORS32 + 3)))   /* + 3: as the selection table */
+		return FMT_IO;
+	for (unsigned i = 0; i < ANCHORS32 + 3; i++) {
+		uint8_t t = key->table32[i];
+		key->carry32[i] = t == NOT_SELECTED || i >= ANCHORS32 ? NOT_SELECTED
+				  : (uint8_t)(fmt_wm_payload_bit(payload, t & 63) ^ (t >> 6 & 1));
+	}
+	key->carry_payload = payload;
+	return FMT_OK;
+}
+
 fmt_kind fmt_wm_params_prepare(fmt_wm_params *prm, fmt_err *e)
 {
-	if (key_prepare((fmt_wm_key *)prm->key, prm->density) != FMT_OK)
+	fmt_wm_key *key = (fmt_wm_key *)prm->key;
+	if (key_prepare(key, prm->density) != FMT_OK || carry_prepare(key, prm->payload) != FMT_OK)
 		return fmt_fail(e, FMT_IO, "out of memory for the watermark selection tables");
 	return FMT_OK;
 }
@@ -350,15 +375,12 @@ static inline __attribute__((always_inline)) void embed_scalar(const fmt_wm_para
  * how many values it did (a multiple of 16; the scalar loop does the rest). */
 WM_AVX512 static size_t embed32_avx512(const fmt_wm_params *prm, uint8_t *p, size_t n, lane_sums *s)
 {
-	const int32_t *table = (const int32_t *)(const void *)prm->key->table32;
+	const int *table = (const int *)(const void *)prm->key->carry32;
 	const int q = 23 - prm->strength;
 	const __m128i qv = _mm_cvtsi32_si128(q);
 	const __m512i byte = _mm512_set1_epi32(0xFF), half = _mm512_set1_epi32(1 << (q - 1));
-	const __m512i word_hi = _mm512_set1_epi32((int32_t)(uint32_t)(prm->payload >> 32));
-	const __m512i word_lo = _mm512_set1_epi32((int32_t)(uint32_t)prm->payload);
 	const __m512i mant = _mm512_set1_epi32(0x7FFFFF), implicit = _mm512_set1_epi32(0x800000);
 	const __m512i anchor = _mm512_set1_epi32((int32_t)0xFFFF8000u), one = _mm512_set1_epi32(1);
-	const __m512i thirty_one = _mm512_set1_epi32(31), sixty_three = _mm512_set1_epi32(63);
 	__m512d s0[2], sq0[2], sd[2], sq1[2];
 	__m512 mx = _mm512_setzero_ps();
 	for (int h = 0; h < 2; h++) {
@@ -371,13 +393,13 @@ WM_AVX512 static size_t embed32_avx512(const fmt_wm_params *prm, uint8_t *p, siz
 	size_t i = 0;
 	for (; i + 16 <= n; i += 16) {
 		__m512i b = _mm512_loadu_si512(p + 4 * i);
-		__m512i t = _mm512_and_si512(_mm512_i32gather_epi32(_mm512_srli_epi32(b, 15), table, 1), byte);
+		/* two 8-lane gathers: faster than one 16-lane gather on Zen 5 */
+		__m512i idx = _mm512_srli_epi32(b, 15);
+		__m256i t_lo = _mm256_i32gather_epi32(table, _mm512_castsi512_si256(idx), 1);
+		__m256i t_hi = _mm256_i32gather_epi32(table, _mm512_extracti64x4_epi64(idx, 1), 1);
+		__m512i t = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(t_lo), t_hi, 1), byte);
 		__mmask16 sel = _mm512_cmpneq_epi32_mask(t, byte);
-		__m512i j = _mm512_and_si512(t, sixty_three);
-		/* payload bit j = bit 31 - (j % 32) of its high word (j < 32) or low word */
-		__m512i word = _mm512_mask_blend_epi32(_mm512_cmplt_epi32_mask(j, _mm512_set1_epi32(32)), word_lo, word_hi);
-		__m512i bit = _mm512_and_si512(_mm512_srlv_epi32(word, _mm512_sub_epi32(thirty_one, _mm512_and_si512(j, thirty_one))), one);
-		__mmask16 c = _mm512_test_epi32_mask(_mm512_xor_si512(bit, _mm512_and_si512(_mm512_srli_epi32(t, 6), one)), one);
+		__mmask16 c = _mm512_test_epi32_mask(t, one) & sel;
 		__m512i exp = _mm512_and_si512(_mm512_srli_epi32(b, 23), byte);
 		__mmask16 fin = _mm512_cmpneq_epi32_mask(exp, byte);
 		__mmask16 elig = fin & _mm512_test_epi32_mask(exp, exp);
@@ -432,16 +454,12 @@ WM_AVX512 static size_t embed32_avx512(const fmt_wm_params *prm, uint8_t *p, siz
  * the loop does 16 values as two halves, so that value i still goes to lane i % 16. */
 WM_AVX2 static size_t embed32_avx2(const fmt_wm_params *prm, uint8_t *p, size_t n, lane_sums *s)
 {
-	const int *table = (const int *)(const void *)prm->key->table32;
+	const int *table = (const int *)(const void *)prm->key->carry32;
 	const int q = 23 - prm->strength;
 	const __m128i qv = _mm_cvtsi32_si128(q);
 	const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1), byte = _mm256_set1_epi32(0xFF);
 	const __m256i half = _mm256_set1_epi32(1 << (q - 1)), mant = _mm256_set1_epi32(0x7FFFFF);
 	const __m256i implicit = _mm256_set1_epi32(0x800000), anchor = _mm256_set1_epi32((int32_t)0xFFFF8000u);
-	const __m256i word_hi = _mm256_set1_epi32((int32_t)(uint32_t)(prm->payload >> 32));
-	const __m256i word_lo = _mm256_set1_epi32((int32_t)(uint32_t)prm->payload);
-	const __m256i thirty_one = _mm256_set1_epi32(31), thirty_two = _mm256_set1_epi32(32);
-	const __m256i sixty_three = _mm256_set1_epi32(63);
 	const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
 	__m256d s0[4], sq0[4], sd[4], sq1[4];
 	__m256 mx = _mm256_setzero_ps();
@@ -459,10 +477,7 @@ WM_AVX2 static size_t embed32_avx2(const fmt_wm_params *prm, uint8_t *p, size_t 
 			__m256i b = _mm256_loadu_si256((const __m256i *)(const void *)at);
 			__m256i t = _mm256_and_si256(_mm256_i32gather_epi32(table, _mm256_srli_epi32(b, 15), 1), byte);
 			__m256i unsel = _mm256_cmpeq_epi32(t, byte);
-			__m256i j = _mm256_and_si256(t, sixty_three);
-			__m256i word = _mm256_blendv_epi8(word_lo, word_hi, _mm256_cmpgt_epi32(thirty_two, j));
-			__m256i bit = _mm256_and_si256(_mm256_srlv_epi32(word, _mm256_sub_epi32(thirty_one, _mm256_and_si256(j, thirty_one))), one);
-			__m256i c = _mm256_xor_si256(bit, _mm256_and_si256(_mm256_srli_epi32(t, 6), one));
+			__m256i c = _mm256_and_si256(t, one);   /* NOT_SELECTED's 1 is undone by ok */
 			__m256i exp = _mm256_and_si256(_mm256_srli_epi32(b, 23), byte);
 			__m256i nonfin = _mm256_cmpeq_epi32(exp, byte), sub = _mm256_cmpeq_epi32(exp, zero);
 			__m256i neg = _mm256_srai_epi32(b, 31);
@@ -589,6 +604,8 @@ static int vector_isa(void)
 
 static size_t embed32_vector(const fmt_wm_params *prm, uint8_t *p, size_t n, lane_sums *s)
 {
+	if (!prm->key->carry32 || prm->key->carry_payload != prm->payload || prm->key->density != prm->density)
+		return 0;   /* not prepared for this payload: the portable loop */
 	switch (vector_isa()) {
 	case 2: return embed32_avx512(prm, p, n, s);
 	case 1: return embed32_avx2(prm, p, n, s);

@@ -305,6 +305,22 @@ TEST(wm_vector_loops_equal_portable_loops_and_formula)
 					CHECK(memcmp(&vp, &vr, sizeof vp) == 0);
 				}
 			}
+	/* a payload the key was not prepared for: the portable loop, the same bytes */
+	{
+		fmt_wm_params a = { .key = key, .payload = 1, .density = 0.5, .strength = 12 };
+		fmt_wm_params b = { .key = key, .payload = 0xfedcba9876543210ull, .density = 0.5, .strength = 12 };
+		fmt_err e;
+		CHECK(fmt_wm_params_prepare(&b, &e) == FMT_OK);
+		fmt_wm_dist d0 = { 0 }, d1 = { 0 };
+		memcpy(port, in, n * 4);
+		fmt_wm_use_simd(0);
+		fmt_wm_embed(&b, (uint8_t *)port, n, 4, &d0);
+		fmt_wm_use_simd(2);
+		CHECK(fmt_wm_params_prepare(&a, &e) == FMT_OK);
+		memcpy(vec, in, n * 4);
+		fmt_wm_embed(&b, (uint8_t *)vec, n, 4, &d1);
+		CHECK(memcmp(vec, port, n * 4) == 0 && memcmp(&d0, &d1, sizeof d0) == 0);
+	}
 	/* more values than one pass of the vector loops' 32-bit bins holds */
 	const size_t big = (3u << 20) + 5;
 	float *x = malloc(big * sizeof *x);

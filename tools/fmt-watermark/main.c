@@ -213,13 +213,13 @@ int main(int argc, char **argv)
 		if (wm_key_load(o.key_file, &key, raw, &e) != FMT_OK)
 			return fmt_cli_finish(&tool, &cli, wm_fail(&o, NULL, &e));
 		prm.key = key;
-		if (fmt_wm_params_prepare(&prm, &e) != FMT_OK) {
-			fmt_wm_key_free(key);
-			return fmt_cli_finish(&tool, &cli, wm_fail(&o, NULL, &e));
-		}
 		if (o.buyer) {
 			fmt_wm_buyer_hash(key, o.buyer, strlen(o.buyer), hash);
 			prm.payload = fmt_wm_payload(hash);
+		}
+		if (fmt_wm_params_prepare(&prm, &e) != FMT_OK) {   /* for this payload: the vector loops' table */
+			fmt_wm_key_free(key);
+			return fmt_cli_finish(&tool, &cli, wm_fail(&o, NULL, &e));
 		}
 	}
 	wm_result r;

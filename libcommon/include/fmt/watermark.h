@@ -120,7 +120,9 @@ void fmt_wm_dist_merge(fmt_wm_dist *into, const fmt_wm_dist *piece);
  * std; 0 when undefined. */
 void fmt_wm_dist_moments(const fmt_wm_dist *d, double *mean_rel, double *std_rel);
 
-/* Build the key's selection tables for prm->density (once; before threads share the key). */
+/* Build the key's selection tables for prm->density and its float32 table of the bits carried
+ * under prm->payload (once, with the payload set; before threads share the key). Embedding under
+ * a payload the key was not prepared for gives the same bytes by the portable loop, slower. */
 fmt_kind fmt_wm_params_prepare(fmt_wm_params *prm, fmt_err *e);
 
 /* Mark n little-endian values of width 4 or 8 at p in place. */
