@@ -700,7 +700,7 @@ static void start_writeback(fmt_sink *k, size_t n)
 {
 	if (k->is_stdout)
 		return;
-	uint64_t before = __atomic_fetch_add(&k->unflushed, n, __ATOMIC_RELAXED);
+	uint64_t before = __atomic_fetch_add(&k->handed, n, __ATOMIC_RELAXED);
 	if (before / WRITEBACK_STEP != (before + n) / WRITEBACK_STEP)
 		(void)sync_file_range(k->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 }

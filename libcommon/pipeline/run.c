@@ -58,9 +58,9 @@ static void *verify_beside(void *arg)
 
 /* VERIFY_BESIDE: start checking the input while its tensors are read. Without a thread, the
  * check is made when it is waited for. */
-static void start_verifier(convert_plan *p, fmt_model *in, const fmt_convert_opts *o)
+static void start_verifier(convert_plan *p, fmt_model *in)
 {
-	if (p->verify != VERIFY_BESIDE || o->no_verify)
+	if (p->verify != VERIFY_BESIDE)   /* never with --no-verify (open_input) */
 		return;
 	p->verifier_model = in;
 	p->verifier_started = pthread_create(&p->verifier, NULL, verify_beside, p) == 0;
@@ -224,7 +224,7 @@ fmt_kind fmt_pipeline_run(const char *input, const char *output, const fmt_conve
 	if (k == FMT_OK && o->dry_run) {
 		fmt_plan_print(o->out, &plan, input, output, o);
 	} else if (k == FMT_OK) {
-		start_verifier(&plan, &in, o);
+		start_verifier(&plan, &in);
 		k = write_output(&plan, &in, output, o, e);
 		if (k == FMT_OK && !o->quiet)
 			fmt_plan_warn(o->err, &plan, o->tool, o->overflow);

@@ -399,7 +399,7 @@ WM_AVX512 static size_t embed32_avx512(const fmt_wm_params *prm, uint8_t *p, siz
 		__m256i t_hi = _mm256_i32gather_epi32(table, _mm512_extracti64x4_epi64(idx, 1), 1);
 		__m512i t = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(t_lo), t_hi, 1), byte);
 		__mmask16 sel = _mm512_cmpneq_epi32_mask(t, byte);
-		__mmask16 c = _mm512_test_epi32_mask(t, one) & sel;
+		__mmask16 c = _mm512_test_epi32_mask(t, one);   /* NOT_SELECTED's 1 is undone by ok */
 		__m512i exp = _mm512_and_si512(_mm512_srli_epi32(b, 23), byte);
 		__mmask16 fin = _mm512_cmpneq_epi32_mask(exp, byte);
 		__mmask16 elig = fin & _mm512_test_epi32_mask(exp, exp);

@@ -120,7 +120,7 @@ typedef struct fmt_sink {
 	uint8_t *buf;
 	size_t buf_len;
 	uint64_t written;
-	uint64_t unflushed;      /* bytes handed to the kernel since writeback was last started */
+	uint64_t handed;         /* bytes handed to the kernel (writeback starts at each 16 MiB) */
 } fmt_sink;
 
 #define FMT_SINK_FORCE 1u /* overwrite an existing destination */
