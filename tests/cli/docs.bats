@@ -89,6 +89,26 @@ bash_complete() {
 	done
 }
 
+@test "every manual page carries the version of the tools in its .TH line" {
+	version=$(sed -n 's/^#define FMTKIT_VERSION "\(.*\)"$/\1/p' "$REPO_ROOT/libcommon/include/fmt/version.h")
+	[ -n "$version" ] || fail "no FMTKIT_VERSION in libcommon/include/fmt/version.h"
+	for page in "$REPO_ROOT"/man/*.[1-9]; do
+		th=$(grep -m1 '^\.TH ' "$page") || fail "$page has no .TH line"
+		grep -qF "\"fmtkit $version\"" <<<"$th" || fail "$page: .TH does not carry \"fmtkit $version\": $th"
+	done
+}
+
+@test "fmtkit.7 gives every format --format knows a paragraph of its own" {
+	names=$(help_of fmt-inspect | sed -n 's/.*--format NAME *skip detection: //p' | tr -d ',')
+	[ -n "$names" ] || fail "fmt-inspect --help lists no --format names"
+	section=$(render_page "$REPO_ROOT/man/fmtkit.7" | sed -n '/^FORMATS$/,/^[A-Z][A-Z ]*$/p')
+	for name in $names; do
+		# A tagged paragraph's tag starts at the indent of 7 columns, alone or before its text.
+		grep -qE "^       ([a-z-]+, )*$name(,| |$)" <<<"$section" ||
+			fail "fmtkit.7 FORMATS: no paragraph starts with $name"
+	done
+}
+
 @test "every manual page has the sections a reader looks for" {
 	for tool in "${TOOLS[@]}"; do
 		text=$(render_page "$REPO_ROOT/man/$tool.1")
