@@ -551,13 +551,13 @@ PY
 	make_v1_meta deep31.apr "81a16b$(printf '91%.0s' {1..31})c0"   # 32 deep: msgpack-c's limit, read
 	local -A want=(
 		[map]="v1 metadata: a map at byte 0 claims 4294967295 entries, only 0 bytes follow"
-		[arr]="v1 metadata: an array at byte 3 claims 4294967295 items, only 1 bytes follow"
+		[arr]="v1 metadata: an array at byte 3 claims 4294967295 items, only 1 byte follows"
 		[str]="v1 metadata: a string at byte 3 needs 2147483647 bytes, only 3 follow"
-		[bin]="v1 metadata: a binary at byte 3 needs 4294967295 bytes, only 1 follow"
+		[bin]="v1 metadata: a binary at byte 3 needs 4294967295 bytes, only 1 follows"
 		[map16]="v1 metadata: a map at byte 3 claims 65535 entries, only 0 bytes follow"
 		[cut]="v1 metadata: truncated: the MessagePack value runs past its 7 bytes"
 		[len]="v1 metadata: the length of a string at byte 3 runs past its 6 bytes"
-		[tail]="v1 metadata: 1 bytes follow its MessagePack value"
+		[tail]="v1 metadata: 1 byte follows its MessagePack value"
 		[type]="v1 metadata: byte 3 (0xc1) is not a MessagePack type"
 		[size]="the header describes 4294967351 bytes, the file has 57"
 		[deep]="v1 metadata: an array at byte 34 is nested more than 32 deep"

@@ -53,7 +53,7 @@ setup() {
 	assert_line "tensors:    5"
 	assert_line "parameters: 27"
 	assert_line --regexp '^  F32 +2 tensors +64 bytes  \(64 B\)$'
-	assert_line --regexp '^  I64 +1 tensors +8 bytes  \(8 B\)$'
+	assert_line --regexp '^  I64 +1 tensor +8 bytes  \(8 B\)$'
 	assert_line '  format (str) = "pt"'
 	assert_line "  NAME             DTYPE    SHAPE   OFFSET         BYTES"
 	assert_line "  layers.0.weight  F32      [4, 3]      24            48"

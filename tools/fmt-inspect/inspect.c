@@ -94,8 +94,9 @@ static void text_summary(FILE *out, const fmt_model *m)
 		if (!totals[d].tensors)
 			continue;
 		fmt_format_bytes(size, sizeof size, totals[d].bytes);
-		fprintf(out, "  %-10s %6" PRIu64 " tensors  %12" PRIu64 " bytes  (%s)\n",
-			fmt_dtype_name((fmt_dtype)d), totals[d].tensors, totals[d].bytes, size);
+		fprintf(out, "  %-10s %6" PRIu64 " tensor%-2s %12" PRIu64 " byte%-2s (%s)\n",
+			fmt_dtype_name((fmt_dtype)d), totals[d].tensors, totals[d].tensors == 1 ? "" : "s",
+			totals[d].bytes, totals[d].bytes == 1 ? "" : "s", size);
 	}
 }
 
@@ -120,7 +121,7 @@ static void text_format_info(FILE *out, const fmt_model *m)
 
 static void text_metadata(FILE *out, const fmt_model *m, size_t max_items)
 {
-	fprintf(out, "metadata:   %zu keys\n", m->n_meta);
+	fprintf(out, "metadata:   %zu key%s\n", m->n_meta, m->n_meta == 1 ? "" : "s");
 	for (size_t i = 0; i < m->n_meta; i++) {
 		fputs("  ", out);
 		fmt_out_escaped(out, m->meta[i].key, strlen(m->meta[i].key));

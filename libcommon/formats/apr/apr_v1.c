@@ -139,12 +139,12 @@ static fmt_kind mp_check(const uint8_t *p, size_t n, fmt_err *e)
 				skip = count + (b >= 0xc7 && b <= 0xc9);   /* an extension's type byte */
 		}
 		if (items > n - at)
-			return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: %s at byte %zu claims %llu %s, only %zu bytes "
-					"follow", what, where, (unsigned long long)count, items == count ? "items" : "entries",
-					n - at);
+			return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: %s at byte %zu claims %llu %s, only %zu byte%s "
+					"follow%s", what, where, (unsigned long long)count, items == count ? "items" : "entries",
+					n - at, n - at == 1 ? "" : "s", n - at == 1 ? "s" : "");
 		if (skip > n - at)
 			return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: %s at byte %zu needs %llu bytes, only %zu "
-					"follow", what, where, (unsigned long long)skip, n - at);
+					"follow%s", what, where, (unsigned long long)skip, n - at, n - at == 1 ? "s" : "");
 		at += (size_t)skip;
 		left[depth]--;
 		if (items == 0)
@@ -155,7 +155,8 @@ static fmt_kind mp_check(const uint8_t *p, size_t n, fmt_err *e)
 		left[++depth] = items;
 	}
 	if (at != n)
-		return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: %zu bytes follow its MessagePack value", n - at);
+		return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: %zu byte%s follow%s its MessagePack value", n - at,
+				n - at == 1 ? "" : "s", n - at == 1 ? "s" : "");
 	return FMT_OK;
 }
 

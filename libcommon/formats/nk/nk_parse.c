@@ -304,8 +304,8 @@ static fmt_kind place_payload(nk_model *nm, fmt_err *e)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "truncated: payload ends at %llu but the file has %llu bytes",
 				(unsigned long long)end, (unsigned long long)nm->size);
 	if (!(nm->flags & NK_FLAG_TESTS) && end != nm->size)
-		return fmt_fail(e, FMT_INVALID_FORMAT, "%llu bytes after the payload (file size must be %llu without tests)",
-				(unsigned long long)(nm->size - end), (unsigned long long)end);
+		return fmt_fail(e, FMT_INVALID_FORMAT, "%llu byte%s after the payload (file size must be %llu without tests)",
+				(unsigned long long)(nm->size - end), nm->size - end == 1 ? "" : "s", (unsigned long long)end);
 	nm->tcas_offset = end;
 	uint64_t at = nm->payload_offset;
 	for (uint32_t i = 0; i < nm->n_weights; i++) {

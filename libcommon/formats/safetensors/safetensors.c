@@ -605,8 +605,9 @@ static fmt_kind check_coverage(uint64_t size, uint64_t header_len, uint64_t data
 				(unsigned long long)size);
 	if (expected < size)
 		return fmt_fail(e, FMT_INVALID_FORMAT,
-				"file has %llu bytes after the last tensor (expected %llu bytes, found %llu)",
-				(unsigned long long)(size - expected), (unsigned long long)expected,
+				"file has %llu byte%s after the last tensor (expected %llu bytes, found %llu)",
+				(unsigned long long)(size - expected), size - expected == 1 ? "" : "s",
+				(unsigned long long)expected,
 				(unsigned long long)size);
 	return FMT_OK;
 }
