@@ -163,31 +163,32 @@ int main(int argc, char **argv)
 	if (cli.n_operands == 0)
 		return fmt_cli_usage_error(&tool, "no input file");
 	fmt_verify_opts vo = { .threads = cli.common.threads ? cli.common.threads : fmt_cpu_count() };
+	FILE *records = cli.common.quiet ? NULL : stdout;
 	if (fmt_key_opts_given(&a.key)) {
 		fmt_kind k = fmt_key_from_opts(&a.key, &key, &e);
-		if (k != FMT_OK) {
-			fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
-			return fmt_kind_exit(k);
-		}
+		if (k != FMT_OK)
+			return fmt_cli_finish(&tool, &cli, fmt_report_failed_all(records, TOOL, cli.operands,
+										 cli.n_operands, &e, cli.common.json));
 		vo.keys.hmac = &key;
 	}
 	fmt_decrypt_keys dk;
 	fmt_keyset dec_keys = { 0 };
 	fmt_kind dkk = fmt_decrypt_keys_load(&a.decrypt, &dk, &dec_keys, &e);
 	if (dkk != FMT_OK) {
-		fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
 		fmt_hmac_key_free(&key);
-		return fmt_kind_exit(dkk);
+		return fmt_cli_finish(&tool, &cli, fmt_report_failed_all(records, TOOL, cli.operands, cli.n_operands,
+									 &e, cli.common.json));
 	}
 	a.dk = &dk;
 	a.dec_keys = &dec_keys;
 	if (fmt_trust_opts_given(&a.trust)) {
 		fmt_kind k = fmt_trust_load(&a.trust, 0, &trust, &e);
 		if (k != FMT_OK) {
-			fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
 			fmt_trust_free(&trust);
 			fmt_hmac_key_free(&key);
-			return fmt_kind_exit(k);
+			fmt_decrypt_keys_free(&dk);
+			return fmt_cli_finish(&tool, &cli, fmt_report_failed_all(records, TOOL, cli.operands,
+										 cli.n_operands, &e, cli.common.json));
 		}
 		vo.keys.trusted = trust.keys;
 		vo.keys.n_trusted = trust.n;

@@ -86,12 +86,10 @@ void report_table_ok(const fmt_table *t, const verify_sigs *v, const fmt_common_
 
 void report_failure(const char *path, const fmt_err *e, const verify_tests *t, const fmt_common_opts *o)
 {
-	if (o->json && !o->quiet) {
+	json_t *j = o->json && !o->quiet ? fmt_json_failure(path, e) : NULL;
+	if (j) {
 		const char *where = e->file[0] ? e->file : path;
-		json_t *j = json_pack("{s:o,s:b,s:o,s:s,s:i,s:o}", "file", fmt_json_string(path, strlen(path)),
-				      "ok", 0, "failed_file", fmt_json_string(where, strlen(where)), "error",
-				      fmt_kind_name(e->kind), "exit", fmt_kind_exit(e->kind), "message",
-				      fmt_json_string(e->msg, strlen(e->msg)));
+		json_object_set_new(j, "failed_file", fmt_json_string(where, strlen(where)));
 		if (t && t->ran)
 			json_object_set_new(j, "tests", tests_json(t));
 		fmt_json_line(stdout, j);
