@@ -90,6 +90,12 @@ static const fmt_cli_tool tool = {
 	.on_option = on_option,
 };
 
+/* FILE.minisig is checked with Ed25519 keys, and noted as not checked when no key is given. */
+static int detached_applies(const fmt_keyset *keys)
+{
+	return keys->n_trusted || fmt_keyset_empty(keys);
+}
+
 static fmt_kind verify_file(const char *path, const verify_args *a, fmt_verify_opts *vo,
 			    const fmt_common_opts *o)
 {
@@ -103,7 +109,7 @@ static fmt_kind verify_file(const char *path, const verify_args *a, fmt_verify_o
 	fmt_err_clear(&e);
 	fmt_verify_opts mine = *vo;
 	mine.signer = &v.signer;
-	fmt_kind k = vo->keys.n_trusted ? verify_detached(path, &vo->keys, &v, &e) : FMT_OK;
+	fmt_kind k = detached_applies(&vo->keys) ? verify_detached(path, &vo->keys, &v, &e) : FMT_OK;
 	mine.signed_elsewhere = v.detached;
 	if (k == FMT_OK)
 		k = fmt_open_any(path, a->forced, &m, &t, &is_table, &e);
@@ -140,14 +146,14 @@ static fmt_kind verify_bundle_trusted(const char *path, const fmt_verify_opts *v
 	verify_sigs v;
 	memset(&v, 0, sizeof v);
 	fmt_err_clear(&e);
-	if (vo->keys.n_trusted && verify_detached(path, &vo->keys, &v, &e) != FMT_OK) {
+	if (detached_applies(&vo->keys) && verify_detached(path, &vo->keys, &v, &e) != FMT_OK) {
 		report_failure(path, &e, NULL, o);
 		return e.kind;
 	}
 	fmt_verify_opts mine = *vo;
 	if (v.detached && !vo->keys.hmac)
 		memset(&mine.keys, 0, sizeof mine.keys);
-	return verify_bundle(path, &mine, o);
+	return verify_bundle(path, &mine, &v, o);
 }
 
 int main(int argc, char **argv)
