@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "fmt/cli.h"
 #include "fmt/out.h"
@@ -390,13 +391,19 @@ static int build_getopt(const fmt_cli_tool *t, struct option *longs, char *short
 }
 
 /* 1 when the command line holds -j/--json (as getopt reads it, so not as an option's value or
- * after "--"): then even a usage error is reported as JSON. */
+ * after "--"): then even a usage error is reported as JSON. Read from a copy of argv, which
+ * getopt_long permutes (a pass that stopped at a mistake would leave operands moved). */
 static int json_given(int argc, char **argv, const char *shorts, const struct option *longs)
 {
 	int json = 0;
+	char **copy = malloc(((size_t)argc + 1) * sizeof *copy);
+	if (!copy)
+		return 0;
+	memcpy(copy, argv, ((size_t)argc + 1) * sizeof *copy);
 	optind = 0;
-	for (int c; (c = getopt_long(argc, argv, shorts, longs, NULL)) != -1;)
+	for (int c; (c = getopt_long(argc, copy, shorts, longs, NULL)) != -1;)
 		json |= c == 'j';
+	free(copy);
 	return json;
 }
 

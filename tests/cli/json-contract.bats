@@ -68,6 +68,8 @@ contract() {
 	# refused command lines: JSON once --json is among the options, wherever it is
 	contract 2 '' fmt-inspect --bogus --json m.safetensors
 	contract 2 '' fmt-inspect m.safetensors --head x -j
+	contract 2 '' fmt-inspect m.safetensors --json --tensor
+	[ "$(jq -r .message <<<"$stderr")" = 'option --tensor needs a value (NAME)' ]
 	contract 2 '' fmt-inspect -qj
 	[ "$stderr" = '{"tool":"fmt-inspect","level":"error","file":null,"error":"UsageError","exit":2,"message":"no input file"}' ]
 	# -q: nothing on stdout, the errors still on stderr
@@ -86,6 +88,10 @@ Try 'fmt-inspect --help'." ]
 	[ "$(jq -c '[.rows, (.head | length)]' <<<"$output")" = '[3,3]' ]
 	run fmt-inspect --json --head 0 rows.csv
 	assert_output '{"file":"rows.csv","format":"csv","rows":0,"head":[]}'
+	# the whole report: a number, or absent when only reading every row would tell
+	[ "$(fmt-inspect --json rows.csv | jq -c .rows)" = 3 ]
+	fmt-convert -q rows.csv rows.arrows
+	[ "$(fmt-inspect --json - <rows.arrows | jq -c '[.format, has("rows")]')" = '["arrow-stream",false]' ]
 }
 
 @test "2>&1 | jq reads the merged streams of a failing run" {

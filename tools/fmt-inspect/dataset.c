@@ -59,7 +59,8 @@ static fmt_kind summary(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err 
 		json_t *r = json_object();
 		json_object_set_new(r, "file", fmt_json_string(t->path, strlen(t->path)));
 		json_object_set_new(r, "format", json_string(t->driver->name));
-		json_object_set_new(r, "rows", t->n_rows == FMT_ROWS_UNKNOWN ? json_null() : fmt_json_u64(t->n_rows));
+		if (t->n_rows != FMT_ROWS_UNKNOWN) /* a number or absent, as fmt-verify and fmt-convert say it */
+			json_object_set_new(r, "rows", fmt_json_u64(t->n_rows));
 		json_object_set_new(r, "columns", json_integer((json_int_t)t->schema.n_fields));
 		json_object_set_new(r, "schema", fmt_schema_json(&t->schema));
 		json_object_set_new(r, t->driver->name, facts);
