@@ -234,11 +234,6 @@ void fmt_report_set_json(int on)
 	report_as_json = on;
 }
 
-int fmt_report_json(void)
-{
-	return report_as_json;
-}
-
 static json_t *message_object(const char *tool, const char *level, const char *file)
 {
 	json_t *o = json_object();

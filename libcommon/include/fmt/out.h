@@ -43,7 +43,6 @@ char *fmt_json_text(const json_t *j);
  * -j/--json (fmt_cli_parse), so that even a usage error is an object; a report's own json
  * argument switches it on for that report too. */
 void fmt_report_set_json(int on);
-int fmt_report_json(void);
 
 void fmt_report_error(FILE *f, const char *tool, const char *file, const fmt_err *e, int json);
 /* A command-line mistake: "TOOL: error: MSG" and "Try 'TOOL --help'." on f (with JSON the
