@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "fmt/cli.h"
 #include "fmt/out.h"
@@ -389,20 +390,39 @@ static int build_getopt(const fmt_cli_tool *t, struct option *longs, char *short
 	return 0;
 }
 
+/* 1 when the command line holds -j/--json (as getopt reads it, so not as an option's value or
+ * after "--"): then even a usage error is reported as JSON. Read from a copy of argv, which
+ * getopt_long permutes (a pass that stopped at a mistake would leave operands moved). */
+static int json_given(int argc, char **argv, const char *shorts, const struct option *longs)
+{
+	int json = 0;
+	char **copy = malloc(((size_t)argc + 1) * sizeof *copy);
+	if (!copy)
+		return 0;
+	memcpy(copy, argv, ((size_t)argc + 1) * sizeof *copy);
+	optind = 0;
+	for (int c; (c = getopt_long(argc, copy, shorts, longs, NULL)) != -1;)
+		json |= c == 'j';
+	free(copy);
+	return json;
+}
+
 int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_cli *cli)
 {
 	struct option longs[MAX_OPTIONS];
 	char shorts[2 * MAX_OPTIONS + 2];
 	unsigned char given[MAX_OPTIONS] = { 0 };
 	fmt_err e;
+	fmt_err_clear(&e);
 	memset(cli, 0, sizeof *cli);
 	cli->command = -1;
 	if (build_getopt(t, longs, shorts) != 0) {
-		fprintf(stderr, "%s: internal error: more than %d options in the table\n", t->name,
-			MAX_OPTIONS - 2 - (int)N_APPENDED);
+		fmt_fail(&e, FMT_INTERNAL, "more than %d options in the table", MAX_OPTIONS - 2 - (int)N_APPENDED);
+		fmt_report_error(stderr, t->name, NULL, &e, 0);
 		return exit_now(cli, FMT_INTERNAL);
 	}
 	opterr = 0;
+	fmt_report_set_json(json_given(argc, argv, shorts, longs));
 	optind = 0;
 	for (;;) {
 		int long_index = -1;
@@ -435,6 +455,7 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 		if (r < 0)
 			return exit_now(cli, fmt_cli_usage_error(t, e.msg));
 	}
+	cli->common.no_progress |= cli->common.json; /* stderr carries JSON objects only */
 	cli->operands = argv + optind;
 	cli->n_operands = argc - optind;
 	if (command_count(t) && (find_command(t, cli) || check_command_options(t, given, cli)))

@@ -320,7 +320,7 @@ fmt_kind fmt_verify_signature_block(const fmt_verify_opts *o, int is_signed, con
 	char id[FMT_MS_KEY_ID_HEX];
 	if (!o->keys.n_trusted) {
 		if (is_signed && o->signer)
-			o->signer->embedded_unchecked = 1;
+			o->signer->unchecked = "ed25519";
 		return FMT_OK;
 	}
 	if (!is_signed)

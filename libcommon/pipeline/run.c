@@ -128,7 +128,7 @@ static fmt_kind write_set(const convert_plan *p, const fmt_model *in, const char
 		k = o->to->write_sharded(&p->out, prefix, &lim, wo, &paths, &n, e);
 	for (size_t i = 0; i < n; i++) {
 		if (k == FMT_OK && o->verbose)
-			fprintf(o->err, "%s: wrote %s\n", o->tool, paths[i]);
+			fmt_report_info(o->err, o->tool, "wrote %s", paths[i]);
 		free(paths[i]);
 	}
 	free(paths);

@@ -75,7 +75,7 @@ PY
 	[ "$(fmt-inspect --json s.ald | jq -c '[.ald.header.flags, (.ald.chunks | length)]')" = '[["encrypted","streaming"],2]' ]
 	run --separate-stderr fmt-inspect --identity r.key --head 3 --json s.ald
 	assert_success
-	[ "$(jq -c .rows <<<"$output")" = '[{"id":1,"name":"ann"},{"id":2,"name":"bob"},{"id":3,"name":"cy"}]' ]
+	[ "$(jq -c .head <<<"$output")" = '[{"id":1,"name":"ann"},{"id":2,"name":"bob"},{"id":3,"name":"cy"}]' ]
 	run --separate-stderr fmt-inspect --identity r.key --stats s.ald
 	assert_success
 	assert_line "id: type=int64 count=3 nulls=0 min=1 max=3 mean=2.0"

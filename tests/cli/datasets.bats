@@ -378,7 +378,7 @@ open(sys.argv[1],"wb").write(f)' s.ald
 	run fmt-inspect --head 2 in.ald
 	assert_output "$(printf 'id  name  score  ok     when\n1   ann   0.5    true   2024-02-29T12:00:00Z\n2   b, c  null   false  null')"
 	run fmt-inspect --json --head 1 in.ald
-	assert_output '{"file":"in.ald","format":"ald","rows":[{"id":1,"name":"ann","score":0.5,"ok":true,"when":"2024-02-29T12:00:00Z"}]}'
+	assert_output '{"file":"in.ald","format":"ald","rows":1,"head":[{"id":1,"name":"ann","score":0.5,"ok":true,"when":"2024-02-29T12:00:00Z"}]}'
 	run fmt-inspect --json --stats in.ald
 	assert_success
 	echo "$output" | /usr/bin/python3 -c 'import json,sys; c=json.load(sys.stdin)["columns"]

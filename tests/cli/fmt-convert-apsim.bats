@@ -181,7 +181,7 @@ print((codes * scales).astype("<f4").tobytes().hex())')
 	assert_success
 	run --separate-stderr fmt-convert -j --include 'blk.0.*' m.apsim out.safetensors
 	assert_success
-	assert_equal "$stderr" "fmt-convert: warning: 3 quantized tensors expanded to a float type: blk.0.attn.weight, blk.0.ffn.weight, blk.0.norm"
+	assert_equal "$stderr" '{"tool":"fmt-convert","level":"warning","file":null,"message":"3 quantized tensors expanded to a float type: blk.0.attn.weight, blk.0.ffn.weight, blk.0.norm"}'
 	assert_equal "$(jq -c '[.expanded, .excluded, ([.tensors[] | [.from, .to]] | unique)]' <<<"$output")" '[3,2,[["fp8","F32"]]]'
 }
 
@@ -221,7 +221,7 @@ print((codes * scales).astype("<f4").tobytes().hex())')
 @test ".apsim -> safetensors warns that the units of mass are dropped; JSON lists them" {
 	run --separate-stderr fmt-convert -j "$FIXTURE" out.safetensors
 	assert_success
-	[[ "$stderr" == *"fmt-convert: warning: units dropped (the target cannot hold them): mass"* ]] ||
+	[[ "$stderr" == *'{"tool":"fmt-convert","level":"warning","file":null,"message":"units dropped (the target cannot hold them): mass"}'* ]] ||
 		fail "stderr: $stderr"
 	assert_equal "$(jq -c '.dropped_units' <<<"$output")" '["mass"]'
 	assert_equal "$(jq -c '.dropped_metadata' <<<"$output")" '1'

@@ -830,8 +830,10 @@ print(len(q) // 18, bad)' q4.bin "$FX/big.f32" y.f32
 @test "--json error report on stderr for a failed conversion" {
 	run --separate-stderr fmt-convert --json --dtype q8_0 "$FX/nan.safetensors" out.gguf
 	assert_failure 4
-	[ -z "$output" ]
-	[ "$(tail -n 1 <<<"$stderr" | jq -c '[.tool, .error, .exit]')" = '["fmt-convert","InvalidFormat",4]' ]
+	# stdout: the conversion's failure record; stderr: the error object alone
+	[ "$(jq -c '[.file, .ok, .exit, .error]' <<<"$output")" = "[\"$FX/nan.safetensors\",false,4,\"InvalidFormat\"]" ]
+	[ "$(grep -c . <<<"$stderr")" -eq 1 ]
+	[ "$(jq -c '[.tool, .level, .error, .exit]' <<<"$stderr")" = '["fmt-convert","error","InvalidFormat",4]' ]
 	assert_nothing_written out.gguf
 }
 

@@ -166,10 +166,11 @@ setup() {
 	[ -z "$output" ]
 }
 
-@test "with --json an error is also a JSON object on stderr" {
+@test "with --json an error is a JSON object on stderr (and nothing else) and a failure record on stdout" {
 	run --separate-stderr fmt-inspect --json missing.safetensors
 	assert_failure 3
-	[ "$(echo "$stderr" | sed -n 2p | jq -c .)" = '{"tool":"fmt-inspect","file":"missing.safetensors","error":"IoError","exit":3,"message":"cannot open: No such file or directory"}' ]
+	[ "$stderr" = '{"tool":"fmt-inspect","level":"error","file":"missing.safetensors","error":"IoError","exit":3,"message":"cannot open: No such file or directory"}' ]
+	[ "$output" = '{"file":"missing.safetensors","ok":false,"exit":3,"error":"IoError","message":"cannot open: No such file or directory"}' ]
 }
 
 @test "an unrecognised file is InvalidFormat (exit 4)" {
@@ -183,7 +184,10 @@ setup() {
 	printf 'junk' > junk.bin
 	run --separate-stderr fmt-inspect --json "$SAMPLES/tiny.safetensors" missing.st junk.bin
 	assert_failure 4
-	[ "$(echo "$output" | wc -l)" -eq 1 ]
+	[ "$(jq -c '[.file, .ok, .exit]' <<<"$output")" = "$(printf '%s\n' "[\"$SAMPLES/tiny.safetensors\",null,null]" '["missing.st",false,3]' '["junk.bin",false,4]')" ]
+	[ "$(jq -c '[.level, .file, .error, .exit]' <<<"$stderr")" = "$(printf '%s\n' '["error","missing.st","IoError",3]' '["error","junk.bin","InvalidFormat",4]')" ]
+	run --separate-stderr fmt-inspect "$SAMPLES/tiny.safetensors" missing.st junk.bin
+	assert_failure 4
 	[[ "$stderr" == *"missing.st: cannot open"* ]]
 	[[ "$stderr" == *"junk.bin: unrecognised format"* ]]
 }

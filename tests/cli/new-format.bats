@@ -95,7 +95,7 @@ setup() {
 	run "$NEW/fmt-inspect" --json --head 3 t.ttab
 	assert_success
 	[ "$(printf '%s' "$output" | jq -r .format)" = ttab ]
-	[ "$(printf '%s' "$output" | jq -c '.rows[0]')" = '{"id":1,"name":"ann","ok":true}' ]
+	[ "$(printf '%s' "$output" | jq -c '.head[0]')" = '{"id":1,"name":"ann","ok":true}' ]
 	printf '#ttab\nid:int64,ok:bool\n1,true\n2,\n' >u.ttab
 	"$NEW/fmt-convert" u.ttab u.ald
 	run "$NEW/fmt-convert" u.ald back.csv

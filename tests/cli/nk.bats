@@ -464,8 +464,9 @@ $FIX/convnextv2_atto_block.nk: ok (nk, 10 tensors, 1 file, 1264 bytes, 1 embedde
 		'[[1,"half off","error above the tolerance",500,true,1,1],[2,"wrong label","argmax differs from the label",0,true,1,2]]' ]
 	[ "$(jq -c '.tests.failures[0] | keys_unsorted' <<<"$output")" = '["case","name","reason","max_error","tolerance","argmax","expected_argmax"]' ]
 	[ "$(jq -r .message <<<"$output")" = "embedded tests failed: 2 of 3 cases (half off: error above the tolerance; wrong label: argmax differs from the label); nk-run --test $NK/cnn_some_failing.nk shows each case" ]
-	# stderr: fmt-verify's line and object only; nothing of nk-run passed through
-	[ "$(grep -c . <<<"$stderr")" -eq 2 ]
+	# stderr: fmt-verify's object only (no text line with --json); nothing of nk-run passed through
+	[ "$(grep -c . <<<"$stderr")" -eq 1 ]
+	[ "$(jq -c '[.tool, .level, .error, .exit]' <<<"$stderr")" = '["fmt-verify","error","TestFailed",11]' ]
 	[[ "$stderr" != *"nk-run: error"* ]]
 	# the text: nothing on stdout, the failing cases on stderr
 	run --separate-stderr fmt-verify --run-tests "$NK/cnn_some_failing.nk"

@@ -284,10 +284,10 @@ to_full() {
 	"$FMTKIT_BIN/fmt-sign" keygen --hmac >/dev/null
 	run --separate-stderr to_full "$FMTKIT_BIN/fmt-sign" key-id
 	assert_failure 3
-	# --json: the error is also one JSON object on stderr
+	# --json: the error is one JSON object on stderr, and nothing else
 	run --separate-stderr to_full "$FMTKIT_BIN/fmt-convert" --json --dry-run model.safetensors out.gguf
 	assert_failure 3
-	assert_equal "$(sed -n 2p <<<"$stderr")" '{"tool":"fmt-convert","file":null,"error":"IoError","exit":3,"message":"cannot write to standard output: No space left on device"}'
+	assert_equal "$stderr" '{"tool":"fmt-convert","level":"error","file":null,"error":"IoError","exit":3,"message":"cannot write to standard output: No space left on device"}'
 }
 
 # The long options zsh lists after "TOOL [SUBCOMMAND] --" and a tab, in an interactive zsh

@@ -46,10 +46,10 @@ raw_pk_of() { sed -n 2p "$1" | base64 -d | tail -c 32 | base64 -w0; }
 	run --separate-stderr fmt-verify --trusted-keys trusted m.safetensors
 	assert_failure 7
 	assert_equal "$stderr" "fmt-verify: error: m.safetensors: signed by key $A, which is not a trusted key"
-	# without keys the .minisig is not looked at: structure and digests only
+	# without keys the .minisig is not read, only named: structure and digests checked
 	run fmt-verify m.safetensors
 	assert_success
-	assert_output "m.safetensors: ok (safetensors, 5 tensors, 1 file, 468 bytes)"
+	assert_output "m.safetensors: ok (safetensors, 5 tensors, 1 file, 468 bytes, signed (not checked: no key given))"
 }
 
 @test "with keys, a file with neither FILE.minisig nor an embedded signature is refused (7)" {

@@ -144,7 +144,7 @@ def theirs_recipient_decrypts_in_fmtkit(d):
     out = os.path.join(d, "py-r.ald")
     encrypt_here(p["plain"], b"\x01" + eph_pub + os.urandom(12), key, out)
     r = run("fmt-inspect", "--json", "--head", "3", "--identity", p["key"], out)
-    rows = json.loads(r.stdout)["rows"]
+    rows = json.loads(r.stdout)["head"]
     assert rows == [{"id": 1, "name": "ann", "score": 0.5}, {"id": 2, "name": "b, c", "score": None},
                     {"id": 3, "name": "cy", "score": -2.25}], rows
 

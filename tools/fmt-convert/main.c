@@ -319,6 +319,14 @@ static void wipe_sign_secret(void)
 	fmt_ms_secret_free(&sign_secret);
 }
 
+/* The conversion failed: its error, and with --json its record on stdout unless stdout carries
+ * the output's bytes. */
+static void report_failed(const char *input, const char *output, const fmt_convert_opts *o, const fmt_err *e)
+{
+	int data_on_stdout = strcmp(output, "-") == 0 && !o->dry_run;
+	fmt_report_failed(data_on_stdout ? NULL : o->out, TOOL, input, NULL, e, o->json);
+}
+
 int main(int argc, char **argv)
 {
 	static const char *sets[MAX_REPEATS], *includes[MAX_REPEATS], *excludes[MAX_REPEATS];
@@ -365,7 +373,7 @@ int main(int argc, char **argv)
 						   "signatures (.apsim, .ald); sign other files with fmt-sign sign -s");
 		fmt_kind k = fmt_ms_secret_load(o->sign_key, &o->passphrase, &sign_secret, &e);
 		if (k != FMT_OK) {
-			fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
+			report_failed(input, output, o, &e);
 			return fmt_cli_finish(&tool, &cli, fmt_kind_exit(k));
 		}
 		o->sign_secret = &sign_secret;
@@ -378,7 +386,7 @@ int main(int argc, char **argv)
 		o->dataset.compression = v;
 		fmt_kind k = fmt_pipeline_dataset(input, output, o, &e);
 		if (k != FMT_OK)
-			fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
+			report_failed(input, output, o, &e);
 		return fmt_cli_finish(&tool, &cli, fmt_kind_exit(k));
 	}
 	if (o->decrypt.password_file || o->decrypt.password_env || o->decrypt.identity)
@@ -414,6 +422,6 @@ int main(int argc, char **argv)
 		o->key.hmac_key = 1;
 	fmt_kind k = fmt_pipeline_run(input, output, o, &e);
 	if (k != FMT_OK)
-		fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
+		report_failed(input, output, o, &e);
 	return fmt_cli_finish(&tool, &cli, fmt_kind_exit(k));
 }

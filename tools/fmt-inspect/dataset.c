@@ -59,7 +59,8 @@ static fmt_kind summary(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err 
 		json_t *r = json_object();
 		json_object_set_new(r, "file", fmt_json_string(t->path, strlen(t->path)));
 		json_object_set_new(r, "format", json_string(t->driver->name));
-		json_object_set_new(r, "rows", t->n_rows == FMT_ROWS_UNKNOWN ? json_null() : fmt_json_u64(t->n_rows));
+		if (t->n_rows != FMT_ROWS_UNKNOWN) /* a number or absent, as fmt-verify and fmt-convert say it */
+			json_object_set_new(r, "rows", fmt_json_u64(t->n_rows));
 		json_object_set_new(r, "columns", json_integer((json_int_t)t->schema.n_fields));
 		json_object_set_new(r, "schema", fmt_schema_json(&t->schema));
 		json_object_set_new(r, t->driver->name, facts);
@@ -108,6 +109,27 @@ static void print_cell(FILE *out, const char *s, size_t n, int width, int last)
 		fprintf(out, "%*s", (int)(width - (int)(shown + (shown < n))) + 2, "");
 }
 
+/* {"file","format","rows":N,"head":[...]}: "rows" is a number in every report, here of the rows
+ * shown; rows holds their objects, "[" and then each row. */
+static fmt_kind print_head_json(FILE *out, const fmt_table *t, uint64_t n_rows, fmt_sb *rows, fmt_err *e)
+{
+	fmt_sb line = { 0 };
+	fmt_sb_puts(&line, "{\"file\":");
+	fmt_sb_json_str(&line, t->path, strlen(t->path));
+	fmt_sb_puts(&line, ",\"format\":");
+	fmt_sb_json_str(&line, t->driver->name, strlen(t->driver->name));
+	fmt_sb_puts(&line, ",\"rows\":");
+	fmt_sb_u64(&line, n_rows);
+	fmt_sb_puts(&line, ",\"head\":");
+	fmt_sb_put(&line, rows->p, rows->len);
+	fmt_sb_puts(&line, "]}\n");
+	fmt_kind k = line.oom || rows->oom ? fmt_fail(e, FMT_IO, "out of memory") : FMT_OK;
+	if (k == FMT_OK)
+		fwrite(line.p, 1, line.len, out);
+	fmt_sb_free(&line);
+	return k;
+}
+
 static fmt_kind head(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err *e)
 {
 	const fmt_schema *s = &t->schema;
@@ -118,11 +140,7 @@ static fmt_kind head(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err *e)
 	uint64_t n_rows = 0;
 	fmt_kind k = FMT_OK;
 	if (o->json) {
-		fmt_sb_puts(&text, "{\"file\":");
-		fmt_sb_json_str(&text, t->path, strlen(t->path));
-		fmt_sb_puts(&text, ",\"format\":");
-		fmt_sb_json_str(&text, t->driver->name, strlen(t->driver->name));
-		fmt_sb_puts(&text, ",\"rows\":[");
+		fmt_sb_puts(&text, "[");     /* the rows; the count goes before them */
 	} else {
 		cells = calloc(o->head ? o->head : 1, sizeof *cells);
 		if (!cells)
@@ -158,11 +176,7 @@ static fmt_kind head(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err *e)
 	}
 	if (k == FMT_OK && out) {
 		if (o->json) {
-			fmt_sb_puts(&text, "]}\n");
-			if (text.oom)
-				k = fmt_fail(e, FMT_IO, "out of memory");
-			else
-				fwrite(text.p, 1, text.len, out);
+			k = print_head_json(out, t, n_rows, &text, e);
 		} else {
 			int *width = calloc(n_cols ? n_cols : 1, sizeof *width);
 			for (size_t c = 0; width && c < n_cols; c++) {

@@ -29,7 +29,7 @@ static const fmt_cli_option options[] = {
 		      "for a dataset: count, nulls, min, max, mean (distinct strings) per column") },
 	{ FMT_CLI_OPT("schema", OPT_SCHEMA, NULL, "datasets: only the schema") },
 	{ FMT_CLI_OPT("head", OPT_HEAD, "N", "datasets: the first N rows (a table, or with --json one\n"
-		      "object per row in \"rows\"); decodes only what holds them") },
+		      "object per row in \"head\"); decodes only what holds them") },
 	FMT_CLI_DECRYPT_OPTIONS,
 	{ FMT_CLI_OPT("full", OPT_FULL, NULL, "do not abbreviate metadata arrays longer than 16 items") },
 	{ FMT_CLI_OPT("format", OPT_FORMAT, "NAME", "skip detection:"), .complete = FMT_COMPLETE_FORMAT },
@@ -102,7 +102,7 @@ static fmt_kind inspect_file(const char *path, const char *forced, const inspect
 		fmt_model_free(&m);
 	}
 	if (k != FMT_OK)
-		fmt_report_error(stderr, TOOL, path, &e, common->json);
+		fmt_report_failed(out, TOOL, path, path, &e, common->json);
 	return k;
 }
 
@@ -123,10 +123,10 @@ int main(int argc, char **argv)
 	fmt_err e;
 	fmt_err_clear(&e);
 	fmt_kind k = fmt_decrypt_keys_load(&a.decrypt, &dk, &keys, &e);
-	if (k != FMT_OK) {
-		fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
-		return fmt_kind_exit(k);
-	}
+	if (k != FMT_OK)
+		return fmt_cli_finish(&tool, &cli, fmt_report_failed_all(cli.common.quiet ? NULL : stdout, TOOL,
+									 cli.operands, cli.n_operands, &e,
+									 cli.common.json));
 	a.report.dk = &dk;
 	a.report.keys = &keys;
 	int status = 0;

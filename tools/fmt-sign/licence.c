@@ -10,12 +10,6 @@
 
 #define TERMS_FILE_MAX (64u * 1024u)
 
-static int fail(const sign_opts *o, const char *file, const fmt_err *e)
-{
-	fmt_report_error(stderr, TOOL, file, e, o->common.json);
-	return fmt_kind_exit(e->kind);
-}
-
 /* --terms FILE: one JSON object, as compact text in its own key order (malloc'd). */
 static fmt_kind load_terms(const char *path, char **out, fmt_err *e)
 {
@@ -50,10 +44,10 @@ int sign_cmd_license(char **files, int n, const sign_opts *o)
 	fmt_pass_opts po = { o->passphrase_file, o->passphrase_env };
 	fmt_err_clear(&e);
 	if (load_terms(o->terms_file, &terms, &e) != FMT_OK)
-		return fail(o, NULL, &e);
+		return sign_fail(o, NULL, &e);
 	if (fmt_ms_secret_load(o->seckey, &po, &sec, &e) != FMT_OK) {
 		free(terms);
-		return fail(o, NULL, &e);
+		return sign_fail(o, NULL, &e);
 	}
 	fmt_ms_key_id(sec.keynum, id);
 	fmt_keyset keys = { .ed25519_secret = &sec };
@@ -61,14 +55,14 @@ int sign_cmd_license(char **files, int n, const sign_opts *o)
 			      .terms_json = terms, .now = (uint64_t)time(NULL) };
 	if (l.expires_at && l.expires_at <= l.now && !o->common.quiet) {
 		fmt_format_utc(l.expires_at, when);
-		fprintf(stderr, "%s: warning: the expiry date %s is in the past: the licence is expired already\n",
-			TOOL, when);
+		fmt_report_warning(stderr, TOOL, "the expiry date %s is in the past: the licence is expired already",
+				   when);
 	}
 	int worst = 0;
 	for (int i = 0; i < n; i++) {
 		fmt_err_clear(&e);
 		if (fmt_license_any_in_place(files[i], &l, &keys, &e) != FMT_OK) {
-			int code = fail(o, files[i], &e);
+			int code = sign_fail(o, files[i], &e);
 			worst = code > worst ? code : worst;
 			continue;
 		}

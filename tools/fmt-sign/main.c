@@ -221,6 +221,8 @@ int main(int argc, char **argv)
 	if (!fmt_cli_parse(&tool, argc, argv, &o, &cli))
 		return cli.exit_code;
 	o.common = cli.common;
+	o.files = cli.operands;
+	o.n_files = cli.n_operands;
 	const char *bad = check_usage(&o, &cli);
 	if (bad)
 		return fmt_cli_usage_error(&tool, bad);

@@ -15,12 +15,6 @@
 #include "fmt/thread.h"
 #include "sign.h"
 
-static int fail(const sign_opts *o, const char *file, const fmt_err *e)
-{
-	fmt_report_error(stderr, TOOL, file, e, o->common.json);
-	return fmt_kind_exit(e->kind);
-}
-
 /* o's path, or the default file name in the key directory (malloc'd either way). */
 static fmt_kind key_path(const char *given, const char *name, char **out, fmt_err *e)
 {
@@ -100,7 +94,7 @@ static int keygen_x25519(const sign_opts *o, char *pub_path, char *sec_path)
 		k = fmt_x25519_secret_text(&pair, &sec, &sec_len, &e);
 	if (k == FMT_OK)
 		k = write_pair(o, pub_path, pub, pub_len, sec_path, sec, sec_len, &e);
-	int code = k == FMT_OK ? 0 : fail(o, NULL, &e);
+	int code = k == FMT_OK ? 0 : sign_fail(o, NULL, &e);
 	if (k == FMT_OK) {
 		fmt_x25519_key_id(pair.pk, id);
 		code = report_keys(o, "X25519", id, pub_path, sec_path);
@@ -132,7 +126,7 @@ static int keygen_ed25519(const sign_opts *o, char *pub_path, char *sec_path)
 				       &sec_len, &e);
 	if (k == FMT_OK)
 		k = write_pair(o, pub_path, pub_text, pub_len, sec_path, sec_text, sec_len, &e);
-	int code = k == FMT_OK ? 0 : fail(o, NULL, &e);
+	int code = k == FMT_OK ? 0 : sign_fail(o, NULL, &e);
 	if (k == FMT_OK) {
 		fmt_ms_key_id(pub.keynum, id);
 		code = report_keys(o, "Ed25519", id, pub_path, sec_path);
@@ -157,7 +151,7 @@ int sign_cmd_keygen_keypair(const sign_opts *o)
 	if (key_path(o->pubkey, pub_name, &pub_path, &e) != FMT_OK ||
 	    key_path(o->seckey, sec_name, &sec_path, &e) != FMT_OK) {
 		free(pub_path);
-		return fail(o, NULL, &e);
+		return sign_fail(o, NULL, &e);
 	}
 	int code = o->x25519 ? keygen_x25519(o, pub_path, sec_path) : keygen_ed25519(o, pub_path, sec_path);
 	free(pub_path);
@@ -181,16 +175,16 @@ int sign_cmd_key_id_ed25519(const sign_opts *o)
 	fmt_err_clear(&e);
 	if (o->pubkey) {
 		if (fmt_ms_public_load(o->pubkey, &pub, &e) != FMT_OK)
-			return fail(o, NULL, &e);
+			return sign_fail(o, NULL, &e);
 		fmt_ms_key_id(pub.keynum, id);
 	} else if (o->pubkey_b64) {
 		if (fmt_ms_public_parse(o->pubkey_b64, strlen(o->pubkey_b64), 1, &pub, &e) != FMT_OK)
-			return fail(o, NULL, &e);
+			return sign_fail(o, NULL, &e);
 		fmt_ms_key_id(pub.keynum, id);
 	} else {
 		fmt_ms_secret sec;
 		if (load_secret(o, &sec, &e) != FMT_OK)
-			return fail(o, NULL, &e);
+			return sign_fail(o, NULL, &e);
 		fmt_ms_key_id(sec.keynum, id);
 		fmt_ms_secret_free(&sec);
 	}
@@ -301,7 +295,7 @@ static int sign_files(char **files, int n, const sign_opts *o, int embed)
 	char id[FMT_MS_KEY_ID_HEX];
 	fmt_err_clear(&e);
 	if (load_secret(o, &sec, &e) != FMT_OK)
-		return fail(o, NULL, &e);
+		return sign_fail(o, NULL, &e);
 	fmt_ms_key_id(sec.keynum, id);
 	fmt_keyset keys = { .ed25519_secret = &sec };
 	int threads = o->common.threads > 0 ? o->common.threads : fmt_cpu_count();
@@ -311,7 +305,7 @@ static int sign_files(char **files, int n, const sign_opts *o, int embed)
 		fmt_err_clear(&e);
 		fmt_kind k = embed ? fmt_sign_any_in_place(files[i], &keys, threads, &e)
 				   : sign_one(files[i], &sec, o, &sig_path, &e);
-		int code = k != FMT_OK ? fail(o, files[i], &e) : report_signed_file(files[i], sig_path, id, o);
+		int code = k != FMT_OK ? sign_fail(o, files[i], &e) : report_signed_file(files[i], sig_path, id, o);
 		worst = code > worst ? code : worst;
 		free(sig_path);
 	}
@@ -371,7 +365,7 @@ int sign_cmd_verify(char **files, int n, const sign_opts *o)
 	fmt_err_clear(&e);
 	if (fmt_trust_load(&to, 1, &trust, &e) != FMT_OK) {
 		fmt_trust_free(&trust);
-		return fail(o, NULL, &e);
+		return sign_fail(o, NULL, &e);
 	}
 	const fmt_ms_public *keys = trust.keys;
 	size_t n_keys = trust.n;
@@ -379,7 +373,7 @@ int sign_cmd_verify(char **files, int n, const sign_opts *o)
 	if (!sig) {
 		fmt_trust_free(&trust);
 		fmt_fail(&e, FMT_INTERNAL, "out of memory");
-		return fail(o, NULL, &e);
+		return sign_fail(o, NULL, &e);
 	}
 	int worst = 0;
 	for (int i = 0; i < n; i++) {
@@ -387,7 +381,7 @@ int sign_cmd_verify(char **files, int n, const sign_opts *o)
 		char id[FMT_MS_KEY_ID_HEX];
 		fmt_err_clear(&e);
 		if (verify_one(files[i], keys, n_keys, o, sig, &which, &e) != FMT_OK) {
-			int code = fail(o, files[i], &e);
+			int code = sign_fail(o, files[i], &e);
 			worst = code > worst ? code : worst;
 			continue;
 		}

@@ -8,10 +8,12 @@
 #include "fmt/table.h"
 #include "sign.h"
 
-static int fail(const sign_opts *o, const char *file, const fmt_err *e)
+int sign_fail(const sign_opts *o, const char *file, const fmt_err *e)
 {
-	fmt_report_error(stderr, TOOL, file, e, o->common.json);
-	return fmt_kind_exit(e->kind);
+	FILE *records = o->common.quiet ? NULL : stdout;
+	if (!file)
+		return fmt_report_failed_all(records, TOOL, o->files, o->n_files, e, o->common.json);
+	return fmt_report_failed(records, TOOL, file, file, e, o->common.json);
 }
 
 /* Print a JSON object as one line (and free it); 0 or the I/O exit status. */
@@ -46,17 +48,17 @@ int sign_cmd_keygen(const sign_opts *o)
 	fmt_hmac_key key;
 	fmt_err_clear(&e);
 	if (fmt_hmac_key_path(&path, &e) != FMT_OK)
-		return fail(o, NULL, &e);
+		return sign_fail(o, NULL, &e);
 	int exists = lstat(path, &st) == 0;
 	if (exists && !o->force) {
 		fmt_fail(&e, FMT_USAGE, "an HMAC key already exists; --force rotates it and keeps the "
 			 "old one as hmac.key.old");
-		int code = fail(o, path, &e);
+		int code = sign_fail(o, path, &e);
 		free(path);
 		return code;
 	}
 	if (fmt_hmac_keygen(path, o->force, &key, &e) != FMT_OK) {
-		int code = fail(o, path, &e);
+		int code = sign_fail(o, path, &e);
 		free(path);
 		return code;
 	}
@@ -92,7 +94,7 @@ static int report_signed(const char *path, const fmt_hmac_key *key, const sign_o
 	if (o->common.json || o->common.verbose) {
 		sig = stored_signature(path, &e);
 		if (!sig)
-			return fail(o, path, &e);
+			return sign_fail(o, path, &e);
 	}
 	int code = 0;
 	if (o->common.json) {
@@ -116,12 +118,12 @@ int sign_cmd_sign(const char *path, const sign_opts *o)
 	fmt_hmac_key key;
 	fmt_err_clear(&e);
 	if (fmt_key_from_opts(&o->key, &key, &e) != FMT_OK)
-		return fail(o, NULL, &e);
+		return sign_fail(o, NULL, &e);
 	int threads = o->common.threads > 0 ? o->common.threads : fmt_cpu_count();
 	int code;
 	fmt_keyset keys = { .hmac = &key };
 	if (fmt_sign_any_in_place(path, &keys, threads, &e) != FMT_OK)
-		code = fail(o, path, &e);
+		code = sign_fail(o, path, &e);
 	else
 		code = report_signed(path, &key, o);
 	fmt_hmac_key_free(&key);
@@ -134,7 +136,7 @@ int sign_cmd_key_id(const sign_opts *o)
 	fmt_hmac_key key;
 	fmt_err_clear(&e);
 	if (fmt_key_from_opts(&o->key, &key, &e) != FMT_OK)
-		return fail(o, NULL, &e);
+		return sign_fail(o, NULL, &e);
 	int code = 0;
 	if (o->common.json && !o->common.quiet)
 		code = print_json(json_pack("{s:s}", "key_id", key.id));

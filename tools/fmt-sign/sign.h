@@ -30,7 +30,14 @@ typedef struct sign_opts {
 	uint64_t expires_at;         /* --expires DATE; 0 = never */
 	uint16_t seats;              /* --seats N */
 	const char *terms_file;      /* --terms FILE.json */
+	char **files;                /* the subcommand's FILE operands */
+	int n_files;
 } sign_opts;
+
+/* An error: on stderr, and with --json the failure record on stdout (not with -q): of file, or
+ * when file is NULL (before any file was opened) of each FILE operand, or of the operation
+ * (file null) when there are none. Returns the exit status. */
+int sign_fail(const sign_opts *o, const char *file, const fmt_err *e);
 
 /* Each returns the exit status after reporting any error on stderr. */
 int sign_cmd_keygen(const sign_opts *o);

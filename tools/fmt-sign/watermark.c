@@ -30,9 +30,9 @@ int sign_cmd_keygen_watermark(const sign_opts *o)
 		k = fmt_sha256_buf(key, 32, digest, &e);
 	sodium_free(key);
 	if (k != FMT_OK) {
-		fmt_report_error(stderr, TOOL, path, &e, o->common.json);
+		int code = sign_fail(o, path, &e);
 		free(path);
-		return fmt_kind_exit(k);
+		return code;
 	}
 	char id[2 * FMT_SHA256_LEN + 1];
 	fmt_hex(digest, 8, id);

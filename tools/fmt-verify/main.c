@@ -90,6 +90,12 @@ static const fmt_cli_tool tool = {
 	.on_option = on_option,
 };
 
+/* FILE.minisig is checked with Ed25519 keys, and noted as not checked when no key is given. */
+static int detached_applies(const fmt_keyset *keys)
+{
+	return keys->n_trusted || fmt_keyset_empty(keys);
+}
+
 static fmt_kind verify_file(const char *path, const verify_args *a, fmt_verify_opts *vo,
 			    const fmt_common_opts *o)
 {
@@ -103,7 +109,7 @@ static fmt_kind verify_file(const char *path, const verify_args *a, fmt_verify_o
 	fmt_err_clear(&e);
 	fmt_verify_opts mine = *vo;
 	mine.signer = &v.signer;
-	fmt_kind k = vo->keys.n_trusted ? verify_detached(path, &vo->keys, &v, &e) : FMT_OK;
+	fmt_kind k = detached_applies(&vo->keys) ? verify_detached(path, &vo->keys, &v, &e) : FMT_OK;
 	mine.signed_elsewhere = v.detached;
 	if (k == FMT_OK)
 		k = fmt_open_any(path, a->forced, &m, &t, &is_table, &e);
@@ -140,14 +146,14 @@ static fmt_kind verify_bundle_trusted(const char *path, const fmt_verify_opts *v
 	verify_sigs v;
 	memset(&v, 0, sizeof v);
 	fmt_err_clear(&e);
-	if (vo->keys.n_trusted && verify_detached(path, &vo->keys, &v, &e) != FMT_OK) {
+	if (detached_applies(&vo->keys) && verify_detached(path, &vo->keys, &v, &e) != FMT_OK) {
 		report_failure(path, &e, NULL, o);
 		return e.kind;
 	}
 	fmt_verify_opts mine = *vo;
 	if (v.detached && !vo->keys.hmac)
 		memset(&mine.keys, 0, sizeof mine.keys);
-	return verify_bundle(path, &mine, o);
+	return verify_bundle(path, &mine, &v, o);
 }
 
 int main(int argc, char **argv)
@@ -163,31 +169,32 @@ int main(int argc, char **argv)
 	if (cli.n_operands == 0)
 		return fmt_cli_usage_error(&tool, "no input file");
 	fmt_verify_opts vo = { .threads = cli.common.threads ? cli.common.threads : fmt_cpu_count() };
+	FILE *records = cli.common.quiet ? NULL : stdout;
 	if (fmt_key_opts_given(&a.key)) {
 		fmt_kind k = fmt_key_from_opts(&a.key, &key, &e);
-		if (k != FMT_OK) {
-			fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
-			return fmt_kind_exit(k);
-		}
+		if (k != FMT_OK)
+			return fmt_cli_finish(&tool, &cli, fmt_report_failed_all(records, TOOL, cli.operands,
+										 cli.n_operands, &e, cli.common.json));
 		vo.keys.hmac = &key;
 	}
 	fmt_decrypt_keys dk;
 	fmt_keyset dec_keys = { 0 };
 	fmt_kind dkk = fmt_decrypt_keys_load(&a.decrypt, &dk, &dec_keys, &e);
 	if (dkk != FMT_OK) {
-		fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
 		fmt_hmac_key_free(&key);
-		return fmt_kind_exit(dkk);
+		return fmt_cli_finish(&tool, &cli, fmt_report_failed_all(records, TOOL, cli.operands, cli.n_operands,
+									 &e, cli.common.json));
 	}
 	a.dk = &dk;
 	a.dec_keys = &dec_keys;
 	if (fmt_trust_opts_given(&a.trust)) {
 		fmt_kind k = fmt_trust_load(&a.trust, 0, &trust, &e);
 		if (k != FMT_OK) {
-			fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);
 			fmt_trust_free(&trust);
 			fmt_hmac_key_free(&key);
-			return fmt_kind_exit(k);
+			fmt_decrypt_keys_free(&dk);
+			return fmt_cli_finish(&tool, &cli, fmt_report_failed_all(records, TOOL, cli.operands,
+										 cli.n_operands, &e, cli.common.json));
 		}
 		vo.keys.trusted = trust.keys;
 		vo.keys.n_trusted = trust.n;

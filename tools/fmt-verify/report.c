@@ -86,12 +86,10 @@ void report_table_ok(const fmt_table *t, const verify_sigs *v, const fmt_common_
 
 void report_failure(const char *path, const fmt_err *e, const verify_tests *t, const fmt_common_opts *o)
 {
-	if (o->json && !o->quiet) {
+	json_t *j = o->json && !o->quiet ? fmt_json_failure(path, e) : NULL;
+	if (j) {
 		const char *where = e->file[0] ? e->file : path;
-		json_t *j = json_pack("{s:o,s:b,s:o,s:s,s:i,s:o}", "file", fmt_json_string(path, strlen(path)),
-				      "ok", 0, "failed_file", fmt_json_string(where, strlen(where)), "error",
-				      fmt_kind_name(e->kind), "exit", fmt_kind_exit(e->kind), "message",
-				      fmt_json_string(e->msg, strlen(e->msg)));
+		json_object_set_new(j, "failed_file", fmt_json_string(where, strlen(where)));
 		if (t && t->ran)
 			json_object_set_new(j, "tests", tests_json(t));
 		fmt_json_line(stdout, j);
@@ -100,7 +98,7 @@ void report_failure(const char *path, const fmt_err *e, const verify_tests *t, c
 	fmt_report_error(stderr, TOOL, path, e, o->json);
 }
 
-void report_bundle_ok(const char *path, const fmt_bundle_info *b, const fmt_common_opts *o)
+void report_bundle_ok(const char *path, const fmt_bundle_info *b, const verify_sigs *v, const fmt_common_opts *o)
 {
 	if (o->json) {
 		const char *contains = b->format ? b->format : "";
@@ -108,6 +106,8 @@ void report_bundle_ok(const char *path, const fmt_bundle_info *b, const fmt_comm
 				      "ok", 1, "format", "bundle", "contains", fmt_json_string(contains, strlen(contains)),
 				      "files", (json_int_t)b->n_members, "bytes", fmt_json_u64(b->total_bytes),
 				      "zstd", b->zstd);
+		if (sigs_any(v))
+			json_object_set_new(j, "signatures", sigs_json(v));
 		fmt_json_line(stdout, j);
 		json_decref(j);
 		return;
@@ -115,7 +115,9 @@ void report_bundle_ok(const char *path, const fmt_bundle_info *b, const fmt_comm
 	fmt_out_escaped(stdout, path, strlen(path));
 	fputs(": ok (bundle of ", stdout); /* the manifest's format is the file's text: escaped */
 	fmt_out_escaped(stdout, b->format ? b->format : "?", strlen(b->format ? b->format : "?"));
-	printf(", %zu files, %" PRIu64 " bytes%s)\n", b->n_members, b->total_bytes, b->zstd ? ", zstd" : "");
+	printf(", %zu files, %" PRIu64 " bytes%s", b->n_members, b->total_bytes, b->zstd ? ", zstd" : "");
+	sigs_text(v, stdout);
+	printf(")\n");
 }
 
 

@@ -26,6 +26,11 @@ fmt_kind verify_detached(const char *path, const fmt_keyset *keys, verify_sigs *
 		free(sig_path);
 		return k;
 	}
+	if (!keys->n_trusted) {
+		v->detached_unchecked = 1;
+		free(sig_path);
+		return FMT_OK;
+	}
 	fmt_ms_sig *sig = malloc(sizeof *sig);
 	k = sig ? fmt_read_file(sig_path, FMT_MS_FILE_MAX, &text, &len, e) : fmt_fail(e, FMT_INTERNAL, "out of memory");
 	if (k == FMT_OK)
@@ -75,7 +80,12 @@ static int reported(const fmt_signer *s)
 
 int sigs_any(const verify_sigs *v)
 {
-	return v->detached || reported(&v->signer) || v->signer.embedded_unchecked;
+	return v->detached || v->detached_unchecked || reported(&v->signer) || v->signer.unchecked;
+}
+
+static json_t *unchecked_json(const char *kind)
+{
+	return json_pack("{s:s,s:b}", "kind", kind, "checked", 0);
 }
 
 json_t *sigs_json(const verify_sigs *v)
@@ -84,11 +94,13 @@ json_t *sigs_json(const verify_sigs *v)
 	if (v->detached)
 		json_array_append_new(a, json_pack("{s:s,s:s,s:b}", "kind", "minisig", "key_id", v->detached_id,
 						   "trusted", 1));
+	if (v->detached_unchecked)
+		json_array_append_new(a, unchecked_json("minisig"));
 	if (reported(&v->signer))
 		json_array_append_new(a, json_pack("{s:s,s:s,s:b}", "kind", v->signer.kind, "key_id",
 						   v->signer.key_id, "trusted", 1));
-	if (v->signer.embedded_unchecked)
-		json_array_append_new(a, json_pack("{s:s,s:b}", "kind", "embedded", "checked", 0));
+	if (v->signer.unchecked)
+		json_array_append_new(a, unchecked_json(v->signer.unchecked));
 	return a;
 }
 
@@ -98,6 +110,6 @@ void sigs_text(const verify_sigs *v, FILE *out)
 		fprintf(out, ", .minisig by trusted key %s", v->detached_id);
 	if (reported(&v->signer))
 		fprintf(out, ", ed25519 signature by trusted key %s", v->signer.key_id);
-	if (v->signer.embedded_unchecked)
+	if (v->detached_unchecked || v->signer.unchecked)
 		fprintf(out, ", signed (not checked: no key given)");
 }

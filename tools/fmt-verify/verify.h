@@ -16,6 +16,7 @@
 /* The signatures one file's check covered. */
 typedef struct verify_sigs {
 	int detached;                   /* FILE.minisig verified */
+	int detached_unchecked;         /* FILE.minisig there, no Ed25519 key given */
 	char detached_id[FMT_MS_KEY_ID_HEX];
 	fmt_signer signer;              /* what the driver checked inside the file */
 } verify_sigs;
@@ -29,13 +30,16 @@ typedef struct verify_tests {
 } verify_tests;
 
 /* FILE.minisig, when it exists, with the trusted keys (v->detached set when it verified);
- * FMT_OK without doing anything when there is none. */
+ * FMT_OK without doing anything when there is none. Without trusted keys it is only noted
+ * (v->detached_unchecked), not read. */
 fmt_kind verify_detached(const char *path, const fmt_keyset *keys, verify_sigs *v, fmt_err *e);
 /* A set trusted through its index's FILE.minisig alone (no embedded Ed25519 signature checked):
  * every other file of the set needs its own FILE.minisig by a trusted key. */
 fmt_kind verify_set_detached(const fmt_model *m, const char *path, const fmt_keyset *keys, verify_sigs *v,
 			     fmt_err *e);
-/* 1 when there is something to report; then the report as a JSON array and as text. */
+/* 1 when there is something to report; then the report as a JSON array (a checked signature
+ * {"kind","key_id","trusted":true}, one no key could check {"kind","checked":false}) and as text
+ * (every unchecked kind in the same words: "signed (not checked: no key given)"). */
 int sigs_any(const verify_sigs *v);
 json_t *sigs_json(const verify_sigs *v);
 void sigs_text(const verify_sigs *v, FILE *out);
@@ -49,10 +53,10 @@ void report_ok(const fmt_model *m, const verify_sigs *v, const verify_tests *t, 
 /* A dataset: format, rows and the checksum kind its driver names. */
 void report_table_ok(const fmt_table *t, const verify_sigs *v, const fmt_common_opts *o);
 void report_failure(const char *path, const fmt_err *e, const verify_tests *t, const fmt_common_opts *o);
-void report_bundle_ok(const char *path, const fmt_bundle_info *b, const fmt_common_opts *o);
+void report_bundle_ok(const char *path, const fmt_bundle_info *b, const verify_sigs *v, const fmt_common_opts *o);
 
 /* A bundle: the manifest and member digests; with vo->key also the set's signature. */
-fmt_kind verify_bundle(const char *path, const fmt_verify_opts *vo, const fmt_common_opts *o);
+fmt_kind verify_bundle(const char *path, const fmt_verify_opts *vo, const verify_sigs *v, const fmt_common_opts *o);
 
 /* --run-tests: the embedded tests of m (read from path), by the driver's test runner, counted
  * into t; FMT_OK for formats without tests, TestFailed when a case fails or there is none. */

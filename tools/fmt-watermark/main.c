@@ -206,6 +206,8 @@ int main(int argc, char **argv)
 		return fmt_cli_usage_error(&tool, bad);
 	if (cli.command == CMD_EMBED && wm_embed_target(&o, cli.operands[1], &e) != FMT_OK)
 		return fmt_cli_usage_error(&tool, e.msg);
+	o.input = cli.operands[0];
+	o.records = cli.command == CMD_EMBED && !o.dry_run && strcmp(cli.operands[1], "-") == 0 ? NULL : stdout;
 	fmt_wm_key *key = NULL;
 	uint8_t raw[FMT_WM_KEY_LEN], hash[FMT_WM_HASH_LEN] = { 0 };
 	fmt_wm_params prm = { .density = o.density, .strength = o.strength };

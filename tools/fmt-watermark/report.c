@@ -12,8 +12,7 @@
 
 int wm_fail(const wm_opts *o, const char *file, const fmt_err *e)
 {
-	fmt_report_error(stderr, TOOL, file, e, o->common.json);
-	return fmt_kind_exit(e->kind);
+	return fmt_report_failed(o->records, TOOL, o->input, file, e, o->common.json);
 }
 
 static int json_out(json_t *j)
@@ -112,8 +111,8 @@ int wm_report_embed(FILE *f, const char *input, const char *output, const wm_opt
 		fprintf(f, "\n");
 	}
 	if (total.marked == 0)
-		fprintf(stderr, TOOL ": warning: no value %s marked (no float32/float64 %s selected)\n",
-			o->dry_run ? "would be" : "was", kind_word(r));
+		fmt_report_warning(stderr, TOOL, "no value %s marked (no float32/float64 %s selected)",
+				   o->dry_run ? "would be" : "was", kind_word(r));
 	return 0;
 }
 

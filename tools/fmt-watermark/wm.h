@@ -44,6 +44,9 @@ typedef struct wm_opts {
 	int ald_compression;
 	int force;
 	int threads;
+	const char *input;             /* what a failure record names (the subcommand's file) */
+	FILE *records;                 /* where a failure record goes with -j: stdout, or NULL when
+					* stdout carries embed's output */
 } wm_opts;
 
 /* What is known about one tensor or column. */

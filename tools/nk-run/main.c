@@ -135,10 +135,10 @@ static fmt_kind gather_input(const input_opts *in, const nk_model *nm, int quant
 	return k;
 }
 
-static int report(const char *path, const fmt_err *e, int json)
+/* A model that failed: its error, and with --json its failure record on stdout. */
+static int report(const char *path, const fmt_err *e, const nk_run_opts *o)
 {
-	fmt_report_error(stderr, TOOL, e->file[0] ? NULL : path, e, json);
-	return fmt_kind_exit(e->kind);
+	return fmt_report_failed(o->quiet ? NULL : stdout, TOOL, path, e->file[0] ? NULL : path, e, o->json);
 }
 
 static int run_tests(char **paths, int n, const nk_run_opts *o)
@@ -157,7 +157,7 @@ static int run_tests(char **paths, int n, const nk_run_opts *o)
 			failed++; /* a model that cannot be loaded counts as one failed case (§14) */
 		}
 		if (k != FMT_OK) {
-			int code = report(paths[i], &e, o->json);
+			int code = report(paths[i], &e, o);
 			status = code > status ? code : status;
 		}
 	}
@@ -179,7 +179,7 @@ static int run_model(const char *path, const input_opts *in, const nk_run_opts *
 	fmt_err_clear(&e);
 	fmt_kind k = load(&L, path, o, &e);
 	if (k != FMT_OK)
-		return report(path, &e, o->json);
+		return report(path, &e, o);
 	k = gather_input(in, L.nm, o->quantize_input, &input, &e);
 	if (k == FMT_OK)
 		k = o->bench ? nk_report_bench(stdout, path, L.nm, &L.en, input, o, &e)
@@ -189,7 +189,7 @@ static int run_model(const char *path, const input_opts *in, const nk_run_opts *
 				    &e);
 	free(input);
 	unload(&L);
-	return k == FMT_OK ? 0 : report(path, &e, o->json);
+	return k == FMT_OK ? 0 : report(path, &e, o);
 }
 
 static int usage_error(const char *msg)

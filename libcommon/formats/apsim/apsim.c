@@ -82,6 +82,11 @@ int fmt_apsim_signature_syntax_ok(const char *s, size_t len)
 	return fmt_apsim_hex64_ok(s + pl + id_len + 1, FMT_SHA256_HEX);
 }
 
+const char *fmt_apsim_signature_kind(const char *sig)
+{
+	return strncmp(sig, "ed25519:", 8) == 0 ? "ed25519" : "hmac-sha256";
+}
+
 void fmt_apsim_signature_parts(const char *sig, const char **kind, size_t *kind_len, const char **id,
 			       size_t *id_len)
 {
@@ -419,7 +424,7 @@ fmt_kind fmt_apsim_check_signature(const char *sig, const fmt_verify_opts *o, co
 		const char *kind, *id;
 		size_t kind_len, id_len;
 		fmt_apsim_signature_parts(sig, &kind, &kind_len, &id, &id_len);
-		o->signer->kind = ed ? "ed25519" : "hmac-sha256";
+		o->signer->kind = fmt_apsim_signature_kind(sig);
 		snprintf(o->signer->key_id, sizeof o->signer->key_id, "%.*s", (int)id_len, id);
 	}
 	return k;
@@ -1447,9 +1452,8 @@ static fmt_kind ap_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
 		return k;
 	if (strcmp(hex, f->sha256) != 0)
 		return fmt_fail(e, FMT_CHECKSUM, "sha256 mismatch: file says %s, data gives %s", f->sha256, hex);
-	if (o && o->signer && f->signature && strncmp(f->signature, "ed25519:", 8) == 0 &&
-	    fmt_keyset_empty(&o->keys))
-		o->signer->embedded_unchecked = 1;
+	if (o && o->signer && f->signature && fmt_keyset_empty(&o->keys))
+		o->signer->unchecked = fmt_apsim_signature_kind(f->signature);
 	if (o && !fmt_keyset_empty(&o->keys)) {
 		const char *shas[1] = { f->sha256 };
 		k = fmt_apsim_check_signature(f->signature, o, shas, 1, e);

@@ -411,9 +411,8 @@ static fmt_kind ai_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
 	fmt_kind k = hex && shas ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
 	if (k == FMT_OK)
 		k = shard_digests(m, st, o ? o->threads : 1, hex, e);
-	if (o && o->signer && st->index_signature && strncmp(st->index_signature, "ed25519:", 8) == 0 &&
-	    fmt_keyset_empty(&o->keys))
-		o->signer->embedded_unchecked = 1;
+	if (o && o->signer && st->index_signature && fmt_keyset_empty(&o->keys))
+		o->signer->unchecked = fmt_apsim_signature_kind(st->index_signature);
 	if (k == FMT_OK && o && !fmt_keyset_empty(&o->keys)) {
 		for (size_t i = 0; i < n; i++)
 			shas[i] = st->shard_sha[i];

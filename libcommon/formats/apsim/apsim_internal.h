@@ -84,6 +84,8 @@ fmt_kind fmt_apsim_check_signature(const char *sig, const fmt_verify_opts *o, co
 /* Syntax checks. */
 int fmt_apsim_hex64_ok(const char *s, size_t len);
 int fmt_apsim_signature_syntax_ok(const char *s, size_t len);
+/* A syntactically valid signature value's kind: "hmac-sha256" or "ed25519" (static). */
+const char *fmt_apsim_signature_kind(const char *sig);
 /* A syntactically valid signature value's kind ("hmac-sha256", "ed25519") and key id. */
 void fmt_apsim_signature_parts(const char *sig, const char **kind, size_t *kind_len, const char **id,
 			       size_t *id_len);

@@ -71,7 +71,9 @@ typedef struct fmt_keyset {
 typedef struct fmt_signer {
 	const char *kind;       /* "hmac-sha256", "ed25519", or NULL when nothing was checked */
 	char key_id[24];        /* the HMAC key id, or the Ed25519 key's minisign id */
-	int embedded_unchecked; /* the file carries a signature no key given could check */
+	/* The kind of a signature the file carries that no key given could check ("hmac-sha256",
+	 * "ed25519"), or NULL. */
+	const char *unchecked;
 } fmt_signer;
 
 /* 1 if ks holds no key at all (NULL counts as empty). */

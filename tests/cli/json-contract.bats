@@ -1,0 +1,195 @@
+#!/usr/bin/env bats
+# The --json contract of CONVENTIONS.md, for every tool: every line on stdout and on stderr is
+# one JSON object; each input gets exactly one record on stdout, {"file","ok":false,"exit",
+# "error","message"} when it failed; stderr carries {"tool","level","file","error","exit",
+# "message"} objects and nothing else; the exit status is the highest over the inputs. A command
+# line the tool refuses (exit 2 before any input) gives no record, and its error is JSON once
+# -j/--json is anywhere among the options.
+
+bats_require_minimum_version 1.5.0
+
+setup() {
+	load helpers
+	make_samples
+	cd "$BATS_TEST_TMPDIR"
+	export XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/config"
+	printf 'junk' >junk.bin
+	printf 'id,name\n1,ann\n2,bob\n3,cy\n' >rows.csv
+	cp "$SAMPLES/tiny.safetensors" m.safetensors
+}
+
+# every_line_an_object TEXT WHAT: each line of TEXT parses, alone, as one JSON object.
+every_line_an_object() {
+	local line
+	while IFS= read -r line; do
+		[ "$(jq -c 'type' <<<"$line" 2>/dev/null)" = '"object"' ] || fail "$2: not one JSON object: $line"
+		[ "$(jq -c . <<<"$line" | wc -l)" -eq 1 ] || fail "$2: more than one value on a line: $line"
+	done <<<"$1"
+}
+
+# The stdout records as tokens: "ok" for a success, FILE=EXIT:KIND for a failure.
+record_tokens() {
+	[ -z "$1" ] || jq -r 'if .ok == false then "\(.file)=\(.exit):\(.error)" else "ok" end' <<<"$1" | paste -sd' '
+}
+
+# contract EXIT 'RECORDS' TOOL ARGS...: run the tool; its exit status is EXIT, its stdout records
+# are RECORDS (record_tokens; empty: none), every line of both streams is one object, every
+# stderr object names the tool and a level, and the worst error object on stderr is EXIT.
+contract() {
+	local want_exit=$1 want=$2
+	shift 2
+	run --separate-stderr "$@"
+	[ "$status" -eq "$want_exit" ] || fail "$*: exit $status, expected $want_exit; stderr: $stderr"
+	[ -z "$output" ] || every_line_an_object "$output" "stdout of $*"
+	[ -z "$stderr" ] || every_line_an_object "$stderr" "stderr of $*"
+	[ "$(record_tokens "$output")" = "$want" ] || fail "$*: records '$(record_tokens "$output")', expected '$want'"
+	if [ -n "$stderr" ]; then
+		[ "$(jq -r '"\(.tool) \(.level)"' <<<"$stderr" | grep -cvE "^$1 (error|warning|info)$")" -eq 0 ] ||
+			fail "$*: stderr objects without tool $1 and a level: $stderr"
+		[ "$(jq -r 'select(.level == "error") | "\(.error) \(.exit) \(.message | type)"' <<<"$stderr" |
+			grep -cvE '^[A-Za-z]+ [0-9]+ string$')" -eq 0 ] || fail "$*: an error object lacks error/exit/message"
+	fi
+	if [ "$want_exit" -ge 2 ]; then
+		[ "$(jq -s '[.[] | select(.level == "error") | .exit] | max' <<<"$stderr")" -eq "$want_exit" ] ||
+			fail "$*: no error object on stderr with exit $want_exit: $stderr"
+	else
+		[ -z "$(jq -c 'select(.level == "error")' <<<"$stderr")" ] || fail "$*: an error object on success: $stderr"
+	fi
+}
+
+@test "fmt-inspect: one record per input, failures included; usage errors as JSON" {
+	contract 0 'ok' fmt-inspect --json m.safetensors
+	contract 3 'missing.gguf=3:IoError' fmt-inspect --json missing.gguf
+	contract 4 'ok missing.st=3:IoError junk.bin=4:InvalidFormat ok' fmt-inspect -j m.safetensors missing.st junk.bin rows.csv
+	# a per-file usage error is that file's record; the others are still reported
+	contract 2 'm.safetensors=2:UsageError ok' fmt-inspect --json --schema m.safetensors rows.csv
+	# an error before any file is opened: each input its record
+	contract 2 'a.ald=2:UsageError b.ald=2:UsageError' fmt-inspect --json --password-file nope.txt a.ald b.ald
+	# refused command lines: JSON once --json is among the options, wherever it is
+	contract 2 '' fmt-inspect --bogus --json m.safetensors
+	contract 2 '' fmt-inspect m.safetensors --head x -j
+	contract 2 '' fmt-inspect m.safetensors --json --tensor
+	[ "$(jq -r .message <<<"$stderr")" = 'option --tensor needs a value (NAME)' ]
+	contract 2 '' fmt-inspect -qj
+	[ "$stderr" = '{"tool":"fmt-inspect","level":"error","file":null,"error":"UsageError","exit":2,"message":"no input file"}' ]
+	# -q: nothing on stdout, the errors still on stderr
+	contract 3 '' fmt-inspect -q --json missing.gguf
+	# without --json the text lines stay as they were
+	run --separate-stderr fmt-inspect --bogus m.safetensors
+	assert_failure 2
+	[ "$stderr" = "fmt-inspect: error: unknown option '--bogus'
+Try 'fmt-inspect --help'." ]
+}
+
+@test "fmt-inspect --head --json: \"rows\" is the number of rows shown, the rows are in \"head\"" {
+	contract 0 'ok' fmt-inspect --json --head 2 rows.csv
+	assert_output '{"file":"rows.csv","format":"csv","rows":2,"head":[{"id":1,"name":"ann"},{"id":2,"name":"bob"}]}'
+	run fmt-inspect --json --head 10 rows.csv
+	[ "$(jq -c '[.rows, (.head | length)]' <<<"$output")" = '[3,3]' ]
+	run fmt-inspect --json --head 0 rows.csv
+	assert_output '{"file":"rows.csv","format":"csv","rows":0,"head":[]}'
+	# the whole report: a number, or absent when only reading every row would tell
+	[ "$(fmt-inspect --json rows.csv | jq -c .rows)" = 3 ]
+	fmt-convert -q rows.csv rows.arrows
+	[ "$(fmt-inspect --json - <rows.arrows | jq -c '[.format, has("rows")]')" = '["arrow-stream",false]' ]
+}
+
+@test "2>&1 | jq reads the merged streams of a failing run" {
+	run bash -c 'fmt-inspect --json m.safetensors missing.gguf 2>&1 | jq -c "[.file, .ok, .level]"'
+	assert_success
+	[ "${#lines[@]}" -eq 3 ]
+	[[ "$output" == *'["missing.gguf",null,"error"]'* ]]
+	[[ "$output" == *'["missing.gguf",false,null]'* ]]
+	[[ "$output" == *'["m.safetensors",null,null]'* ]]
+}
+
+@test "fmt-verify: one record per input; key errors before any file give each input its record" {
+	fmt-convert -q m.safetensors m.apsim
+	contract 0 'ok ok' fmt-verify --json m.safetensors m.apsim
+	contract 4 'ok junk.bin=4:InvalidFormat missing=3:IoError' fmt-verify --json m.apsim junk.bin missing
+	[ "$(jq -r 'select(.ok == false) | .failed_file' <<<"$output" | paste -sd' ')" = 'junk.bin missing' ]
+	contract 2 'm.apsim=2:UsageError junk.bin=2:UsageError' fmt-verify --json --secret-file nope m.apsim junk.bin
+	contract 3 'm.apsim=3:IoError' fmt-verify --json -p nope.pub m.apsim
+	contract 2 '' fmt-verify --json
+	contract 2 '' fmt-verify --json --format nope m.apsim
+	# a signature by another key: exit 7
+	printf 'a-team-secret\n' >s.txt
+	fmt-sign sign -q --secret-file s.txt m.apsim
+	printf 'another-secret\n' >t.txt
+	contract 7 'm.apsim=7:SignatureInvalid' fmt-verify --json --secret-file t.txt m.apsim
+}
+
+@test "fmt-convert: one record for the conversion; none when standard output carries the model" {
+	contract 0 'ok' fmt-convert --json m.safetensors out.gguf
+	contract 3 'missing.safetensors=3:IoError' fmt-convert --json missing.safetensors out2.gguf
+	contract 4 'junk.bin=4:InvalidFormat' fmt-convert --json junk.bin out3.gguf
+	contract 0 'ok' fmt-convert --json --dry-run m.safetensors out4.gguf
+	contract 3 '' fmt-convert --json --to gguf missing.safetensors -
+	contract 2 '' fmt-convert --json m.safetensors
+	contract 2 '' fmt-convert --json --to nope m.safetensors x
+	# a warning is an object too
+	fmt-convert --set n:u32=7 m.safetensors a.gguf
+	contract 0 'ok' fmt-convert --json a.gguf b.safetensors
+	[ "$stderr" = '{"tool":"fmt-convert","level":"warning","file":null,"message":"1 metadata entry dropped: the target holds only string values"}' ]
+	# --verbose notes too
+	contract 0 'ok' fmt-convert --json -v --shard 40 m.safetensors set.apsim.index.json
+	[ "$(jq -r 'select(.level == "info") | .message' <<<"$stderr" | head -1)" = 'wrote set-00001-of-00003.apsim' ]
+	# an Ed25519 key that cannot be read: the conversion's record
+	contract 3 'm.safetensors=3:IoError' fmt-convert --json --sign-key nope.key m.safetensors s.apsim
+}
+
+@test "fmt-sign: one record per FILE, or for the operation when it has none" {
+	fmt-sign keygen -q -W -p a.pub -s a.key
+	cp m.safetensors n.safetensors
+	contract 0 'ok' fmt-sign keygen --json -W -p b.pub -s b.key
+	contract 2 'null=2:UsageError' fmt-sign keygen --json -W -p b.pub -s b.key
+	contract 3 'ok missing.bin=3:IoError' fmt-sign sign --json -s a.key m.safetensors missing.bin
+	contract 3 'ok n.safetensors=3:IoError' fmt-sign verify --json -p a.pub m.safetensors n.safetensors
+	contract 3 'm.safetensors=3:IoError n.safetensors=3:IoError' fmt-sign sign --json -s nope.key m.safetensors n.safetensors
+	contract 2 'null=2:UsageError' fmt-sign key-id --json --secret-file nope
+	contract 0 'ok' fmt-sign key-id --json -p a.pub
+	contract 2 '' fmt-sign --json
+	contract 2 '' fmt-sign sign --json
+	contract 2 '' fmt-sign nope --json
+}
+
+@test "fmt-shard: one record for the operation, named by its input" {
+	contract 0 'ok' fmt-shard split --json --max-size 300 m.safetensors -o part
+	contract 3 'missing.safetensors=3:IoError' fmt-shard split --json --max-size 300 missing.safetensors
+	contract 0 'ok' fmt-shard merge --json part.safetensors.index.json -o whole.safetensors
+	contract 2 'part.safetensors.index.json=2:UsageError' fmt-shard merge --json part.safetensors.index.json -o whole.safetensors
+	contract 0 'ok' fmt-shard pack --json part.safetensors.index.json -o b.tar
+	contract 4 'junk.bin=4:InvalidFormat' fmt-shard unpack --json junk.bin -C out
+	contract 2 '' fmt-shard split --json
+	contract 2 '' fmt-shard merge --json part.safetensors.index.json
+	contract 2 '' fmt-shard split --json --max-size 0 m.safetensors
+}
+
+@test "fmt-watermark: one record for the subcommand's file; none when embed writes to standard output" {
+	/usr/bin/python3 -c 'import sys; sys.stdout.buffer.write(bytes(range(32)))' >seller.key
+	chmod 600 seller.key
+	contract 0 'ok' fmt-watermark embed --json --key seller.key --buyer alice m.safetensors w.safetensors
+	contract 3 'missing.safetensors=3:IoError' fmt-watermark extract --json --key seller.key missing.safetensors
+	contract 3 'm.safetensors=3:IoError' fmt-watermark prove --json --key nope.key --buyer alice m.safetensors
+	contract 3 '' fmt-watermark embed --json --key seller.key --buyer alice --to safetensors missing.safetensors -
+	contract 2 '' fmt-watermark prove --json --key seller.key m.safetensors
+	contract 2 '' fmt-watermark --json nope
+}
+
+@test "nk-run: the model's record; --test: its case records, a model that fails its failure record" {
+	local fix="$REPO_ROOT/tests/data/fixtures/nk"
+	contract 0 'ok' nk-run --json --random 1 "$fix/test_mlp.nk"
+	contract 3 'missing.nk=3:IoError' nk-run --json --random 1 missing.nk
+	contract 4 'junk.bin=4:InvalidFormat' nk-run --json --random 1 junk.bin
+	contract 2 '' nk-run --json "$fix/test_mlp.nk"
+	contract 2 '' nk-run --json --input 1 --random 2 "$fix/test_mlp.nk"
+	# a model that cannot be loaded counts as a failed case: exit 11 (TestFailed), its error 3
+	run --separate-stderr nk-run --test --json "$fix/test_mlp.nk" missing.nk
+	assert_failure 11
+	every_line_an_object "$output" stdout
+	[ "$(jq -c '[.file, .case, .pass, .ok, .exit, .passed, .failed]' <<<"$output" | sed "s|$fix/||")" = \
+		"$(printf '%s\n' '["test_mlp.nk",0,true,null,null,null,null]' '["test_mlp.nk",1,true,null,null,null,null]' \
+			'["test_mlp.nk",2,true,null,null,null,null]' '["missing.nk",null,null,false,3,null,null]' \
+			'[null,null,null,null,null,3,1]')" ]
+	[ "$stderr" = '{"tool":"nk-run","level":"error","file":"missing.nk","error":"IoError","exit":3,"message":"cannot open: No such file or directory"}' ]
+}
