@@ -48,6 +48,7 @@ static const fmt_cli_option options[] = {
 	  .commands = ONLY(CMD_UNPACK), .complete = FMT_COMPLETE_ENV, .group = GROUP_KEY },
 	{ FMT_CLI_OPT("secret-prompt", FMT_OPT_SECRET_PROMPT, NULL, "unpack: ... with a team secret typed at a prompt"),
 	  .commands = ONLY(CMD_UNPACK), .group = GROUP_KEY },
+	FMT_CLI_TRUST_OPTIONS(ONLY(CMD_UNPACK)),
 	{ FMT_CLI_OPT("force", 'f', NULL, "overwrite existing outputs") },
 	{ FMT_CLI_OPT("threads", 'T', "N", "worker threads (default: number of cores)") },
 	{ FMT_CLI_OPT("json", 'j', NULL, "report as one JSON object") },
@@ -59,7 +60,7 @@ static const fmt_cli_option options[] = {
 static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 {
 	shard_opts *o = ctx;
-	if (fmt_cli_key_option(id, arg, &o->keys))
+	if (fmt_cli_key_option(id, arg, &o->keys) || fmt_cli_trust_option(id, arg, &o->trust))
 		return 0;
 	switch (id) {
 	case 'f': o->force = 1; return 0;
@@ -85,7 +86,7 @@ static const fmt_cli_tool tool = {
 	.synopsis = "split INPUT [--max-size SIZE | --max-tensors N] [-o PREFIX] [OPTIONS]\n"
 		    "merge INDEX_OR_FIRST_SHARD -o OUTPUT [OPTIONS]\n"
 		    "pack SET -o BUNDLE.tar[.zst] [OPTIONS]\n"
-		    "unpack BUNDLE [-C DIR] [OPTIONS]",
+		    "unpack BUNDLE [-C DIR] [-p PUBKEY | -P BASE64 | --trusted-keys DIR | KEY OPTION] [OPTIONS]",
 	.about = "Split a model into a shard set of the same format (the formats with sets are\n"
 		 "listed under --max-size), merge a set back into one file, and pack a set into a tar\n"
 		 "bundle with a manifest of SHA-256 digests (zstd-compressed when BUNDLE ends in .zst),\n"

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include "fmt/cli.h"
 #include "fmt/crypto.h"
+#include "fmt/minisign.h"
 #include "fmt/err.h"
 #include "fmt/model.h"
 #include "fmt/registry.h"
@@ -22,6 +23,7 @@ typedef struct shard_opts {
 	const char *output;          /* -o: PREFIX (split), OUTPUT (merge, pack) */
 	const char *dir;             /* -C DIR (unpack) */
 	fmt_key_opts keys;           /* unpack: verify the set's signature with this key */
+	fmt_trust_opts trust;        /* unpack: ... or with these Ed25519 keys (-p, -P, --trusted-keys) */
 	fmt_common_opts common;
 } shard_opts;
 

@@ -108,6 +108,8 @@ void report_bundle_ok(const char *path, const fmt_bundle_info *b, const fmt_comm
 				      "ok", 1, "format", "bundle", "contains", fmt_json_string(contains, strlen(contains)),
 				      "files", (json_int_t)b->n_members, "bytes", fmt_json_u64(b->total_bytes),
 				      "zstd", b->zstd);
+		if (j && b->n_sigs)
+			json_object_set_new(j, "signatures", fmt_bundle_sigs_json(b));
 		fmt_json_line(stdout, j);
 		json_decref(j);
 		return;
@@ -115,7 +117,9 @@ void report_bundle_ok(const char *path, const fmt_bundle_info *b, const fmt_comm
 	fmt_out_escaped(stdout, path, strlen(path));
 	fputs(": ok (bundle of ", stdout); /* the manifest's format is the file's text: escaped */
 	fmt_out_escaped(stdout, b->format ? b->format : "?", strlen(b->format ? b->format : "?"));
-	printf(", %zu files, %" PRIu64 " bytes%s)\n", b->n_members, b->total_bytes, b->zstd ? ", zstd" : "");
+	printf(", %zu files, %" PRIu64 " bytes%s", b->n_members, b->total_bytes, b->zstd ? ", zstd" : "");
+	fmt_bundle_sigs_text(b, stdout);
+	fputs(")\n", stdout);
 }
 
 
