@@ -601,13 +601,14 @@ static fmt_kind check_signed(fmt_bundle_info *b, fmt_stagedir *stage, const fmt_
 			     char *where, size_t where_len, fmt_err *e)
 {
 	const char *entry = fmt_bundle_entry(b);
+	b->keyed = 1;
+	fmt_kind k = check_detached(b, stage, &vo->keys, where, where_len, e);
+	if (k != FMT_OK || (vo->signed_elsewhere && !vo->keys.hmac))
+		return k; /* the bundle's own signature covers every member: the .minisig members were all to check */
 	if (!entry)
 		return fmt_fail(e, FMT_SIGNATURE, "bundle of " NM " has no member that opens a signed set",
 				b->format ? b->format : "?");
 	size_t ei = (size_t)(find_member(b, entry) - b->members);
-	fmt_kind k = check_detached(b, stage, &vo->keys, where, where_len, e);
-	if (k != FMT_OK)
-		return k;
 	snprintf(where, where_len, "member %s", entry);
 	char *path = fmt_stagedir_file_path(stage, ei);
 	if (!path)
@@ -623,7 +624,6 @@ static fmt_kind check_signed(fmt_bundle_info *b, fmt_stagedir *stage, const fmt_
 	mine.signer = &signer;
 	mine.signed_elsewhere = vo->signed_elsewhere || detached_checked(b, ei);
 	k = fmt_model_verify(&m, &mine, e);
-	b->keyed = 1;
 	/* Ed25519 only: HMAC checks keep the report they always had (as fmt-verify's of a file) */
 	if (k == FMT_OK && signer.kind && strcmp(signer.kind, "ed25519") == 0) {
 		fmt_bundle_sig *emb = &b->sigs[b->n_sigs++]; /* find_sigs left room for it */
@@ -1125,10 +1125,12 @@ void fmt_bundle_sigs_text(const fmt_bundle_info *b, FILE *out)
 		checked += b->sigs[i].sig != SIZE_MAX && b->sigs[i].key_id[0];
 	}
 	size_t keys = minisig_keys(b, ids, sizeof ids);
+	const char *members = minisigs == 1 ? "member" : "members";
 	if (minisigs && checked == minisigs)
-		fprintf(out, ", %zu .minisig by trusted key%s %s", minisigs, keys == 1 ? "" : "s", ids);
+		fprintf(out, ", .minisig of %zu %s by trusted key%s %s", minisigs, members, keys == 1 ? "" : "s", ids);
 	else if (minisigs)
-		fprintf(out, ", %zu .minisig (not checked: no %skey given)", minisigs, b->keyed ? "Ed25519 " : "");
+		fprintf(out, ", .minisig of %zu %s (not checked: no %skey given)", minisigs, members,
+			b->keyed ? "Ed25519 " : "");
 	for (size_t i = 0; i < b->n_sigs; i++)
 		if (b->sigs[i].sig == SIZE_MAX)
 			fprintf(out, ", %s signature by trusted key %s", b->sigs[i].kind, b->sigs[i].key_id);

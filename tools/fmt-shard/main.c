@@ -4,7 +4,7 @@
 #include "fmt/out.h"
 #include "shard.h"
 
-enum { OPT_MAX_SIZE = FMT_OPT_FIRST_TOOL_OPTION, OPT_MAX_TENSORS, OPT_NO_TFS, OPT_DRY_RUN, OPT_NO_VERIFY };
+enum { OPT_MAX_SIZE = FMT_OPT_FIRST_TOOL_OPTION, OPT_MAX_TENSORS, OPT_NO_TFS, OPT_DRY_RUN, OPT_NO_VERIFY, OPT_LIST };
 
 /* Subcommands, in the order of their bits in fmt_cli_option.commands. */
 enum { CMD_SPLIT, CMD_MERGE, CMD_PACK, CMD_UNPACK };
@@ -29,6 +29,9 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("no-tensor-first-split", OPT_NO_TFS, NULL, "split: the first shard holds only metadata"),
 	  .commands = ONLY(CMD_SPLIT), .help_more = empty_first_text },
 	{ FMT_CLI_OPT("dry-run", OPT_DRY_RUN, NULL, "split: print the plan (files, tensors, bytes); write nothing"),
+	  .commands = ONLY(CMD_SPLIT) },
+	{ FMT_CLI_OPT("list", OPT_LIST, NULL, "split: print the names of the files the split would write, one\n"
+		      "per line (with --json: one object, \"files\"); write nothing"),
 	  .commands = ONLY(CMD_SPLIT) },
 	{ FMT_CLI_OPT("no-verify", OPT_NO_VERIFY, NULL, "split, merge: do not verify the input's digests first"),
 	  .commands = ONLY(CMD_SPLIT) | ONLY(CMD_MERGE) },
@@ -68,6 +71,7 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 	case 'C': o->dir = arg; return 0;
 	case OPT_NO_TFS: o->no_tensor_first_split = 1; return 0;
 	case OPT_DRY_RUN: o->dry_run = 1; return 0;
+	case OPT_LIST: o->list = 1; return 0;
 	case OPT_NO_VERIFY: o->no_verify = 1; return 0;
 	case OPT_MAX_SIZE:
 		if (fmt_parse_size(arg, &o->max_size, e) != FMT_OK)
@@ -83,7 +87,7 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 
 static const fmt_cli_tool tool = {
 	.name = TOOL,
-	.synopsis = "split INPUT [--max-size SIZE | --max-tensors N] [-o PREFIX] [OPTIONS]\n"
+	.synopsis = "split INPUT [--max-size SIZE | --max-tensors N] [-o PREFIX] [--list] [OPTIONS]\n"
 		    "merge INDEX_OR_FIRST_SHARD -o OUTPUT [OPTIONS]\n"
 		    "pack SET -o BUNDLE.tar[.zst] [OPTIONS]\n"
 		    "unpack BUNDLE [-C DIR] [-p PUBKEY | -P BASE64 | --trusted-keys DIR | KEY OPTION] [OPTIONS]",

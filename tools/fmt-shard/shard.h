@@ -20,6 +20,7 @@ typedef struct shard_opts {
 	int no_tensor_first_split;   /* GGUF: shard 1 holds only metadata */
 	int no_verify;               /* skip the digest check of an .apsim input */
 	int dry_run, force;
+	int list;                    /* split --list: print the output names only */
 	const char *output;          /* -o: PREFIX (split), OUTPUT (merge, pack) */
 	const char *dir;             /* -C DIR (unpack) */
 	fmt_key_opts keys;           /* unpack: verify the set's signature with this key */

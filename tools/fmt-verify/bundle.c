@@ -8,7 +8,8 @@
 #include "fmt/registry.h"
 #include "verify.h"
 
-fmt_kind verify_bundle(const char *path, const fmt_verify_opts *vo, const fmt_common_opts *o)
+fmt_kind verify_bundle(const char *path, const fmt_verify_opts *vo, const verify_sigs *v,
+		       const fmt_common_opts *o)
 {
 	fmt_bundle_info b = { 0 };
 	fmt_err e;
@@ -19,7 +20,7 @@ fmt_kind verify_bundle(const char *path, const fmt_verify_opts *vo, const fmt_co
 						  : fmt_bundle_check_signed(path, vo, &b, &e);
 	fmt_progress_end(&pr);
 	if (k == FMT_OK && !o->quiet)
-		report_bundle_ok(path, &b, o);
+		report_bundle_ok(path, &b, v, o);
 	if (k != FMT_OK)
 		report_failure(path, &e, NULL, o);
 	fmt_bundle_info_free(&b);

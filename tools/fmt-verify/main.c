@@ -124,8 +124,8 @@ static fmt_kind verify_file(const char *path, const verify_args *a, fmt_verify_o
 	return k;
 }
 
-/* A bundle: its own FILE.minisig first, then the members (the set's embedded signature is
- * required only when there is no detached one). */
+/* A bundle: its own FILE.minisig first, then the members (with it, the set's embedded
+ * signature is checked only with an HMAC key; the members' .minisig files always are). */
 static fmt_kind verify_bundle_trusted(const char *path, const fmt_verify_opts *vo, const fmt_common_opts *o)
 {
 	fmt_err e;
@@ -137,9 +137,8 @@ static fmt_kind verify_bundle_trusted(const char *path, const fmt_verify_opts *v
 		return e.kind;
 	}
 	fmt_verify_opts mine = *vo;
-	if (v.detached && !vo->keys.hmac)
-		memset(&mine.keys, 0, sizeof mine.keys);
-	return verify_bundle(path, &mine, o);
+	mine.signed_elsewhere = v.detached;
+	return verify_bundle(path, &mine, &v, o);
 }
 
 int main(int argc, char **argv)

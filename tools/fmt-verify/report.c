@@ -100,7 +100,7 @@ void report_failure(const char *path, const fmt_err *e, const verify_tests *t, c
 	fmt_report_error(stderr, TOOL, path, e, o->json);
 }
 
-void report_bundle_ok(const char *path, const fmt_bundle_info *b, const fmt_common_opts *o)
+void report_bundle_ok(const char *path, const fmt_bundle_info *b, const verify_sigs *v, const fmt_common_opts *o)
 {
 	if (o->json) {
 		const char *contains = b->format ? b->format : "";
@@ -108,8 +108,12 @@ void report_bundle_ok(const char *path, const fmt_bundle_info *b, const fmt_comm
 				      "ok", 1, "format", "bundle", "contains", fmt_json_string(contains, strlen(contains)),
 				      "files", (json_int_t)b->n_members, "bytes", fmt_json_u64(b->total_bytes),
 				      "zstd", b->zstd);
-		if (j && b->n_sigs)
-			json_object_set_new(j, "signatures", fmt_bundle_sigs_json(b));
+		if (j && (b->n_sigs || sigs_any(v))) {
+			json_t *sigs = sigs_json(v), *inside = fmt_bundle_sigs_json(b);
+			json_array_extend(sigs, inside);
+			json_decref(inside);
+			json_object_set_new(j, "signatures", sigs);
+		}
 		fmt_json_line(stdout, j);
 		json_decref(j);
 		return;
@@ -118,6 +122,7 @@ void report_bundle_ok(const char *path, const fmt_bundle_info *b, const fmt_comm
 	fputs(": ok (bundle of ", stdout); /* the manifest's format is the file's text: escaped */
 	fmt_out_escaped(stdout, b->format ? b->format : "?", strlen(b->format ? b->format : "?"));
 	printf(", %zu files, %" PRIu64 " bytes%s", b->n_members, b->total_bytes, b->zstd ? ", zstd" : "");
+	sigs_text(v, stdout);
 	fmt_bundle_sigs_text(b, stdout);
 	fputs(")\n", stdout);
 }

@@ -61,8 +61,9 @@ void fmt_bundle_info_free(fmt_bundle_info *b);
  * (the FILE.minisig member; not for an embedded one), "checked", "key_id" and "trusted" when
  * checked}]. */
 json_t *fmt_bundle_sigs_json(const fmt_bundle_info *b);
-/* The same for a report line: ", 3 .minisig by trusted key ID" or ", 3 .minisig (not
- * checked: no key given)", then ", ed25519 signature by trusted key ID"; nothing without any. */
+/* The same for a report line: ", .minisig of 3 members by trusted key ID" or ", .minisig of
+ * 3 members (not checked: no key given)", then ", ed25519 signature by trusted key ID";
+ * nothing without any. */
 void fmt_bundle_sigs_text(const fmt_bundle_info *b, FILE *out);
 
 /* The member a tool opens to get the whole set: the one whose name the manifest's format
@@ -97,7 +98,9 @@ struct fmt_verify_opts;
  * checked .minisig needs no embedded signature). Every member must be covered by a verified
  * signature: its own .minisig, or the embedded one of the set (the member that opens the set
  * and every file it opened); a .minisig member counts as covered; any other member is
- * SignatureInvalid, named in e->file. info->sigs says what was checked. Only when all of that passed
+ * SignatureInvalid, named in e->file. With vo->signed_elsewhere (the bundle's own FILE.minisig
+ * was checked: it covers every member) and no HMAC key, only the .minisig members are checked.
+ * info->sigs says what was checked. Only when all of that passed
  * are the members moved into place together; with FMT_SINK_FORCE existing files are replaced
  * by rename and all kept if a move fails; a directory in the way is refused. On any failure or
  * signal nothing is left behind and nothing that existed is changed (dir removed if this call
