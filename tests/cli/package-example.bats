@@ -84,7 +84,7 @@ dist/model.tar.zst: ok (bundle of gguf, 6 files, $(stat -c %s dist/model-0000* |
 	pkg >/dev/null
 	mkdir before && cp dist/model-0000?-of-00003.gguf before/
 	# every file made in the past, so that the input is newer whatever the clock's granularity
-	touch -d '-10 seconds' dist/* model.safetensors
+	touch -d '-10 seconds' dist/* model.safetensors release.key release.pub
 	touch model.safetensors
 	run pkg
 	assert_success
@@ -102,7 +102,7 @@ dist/model.tar.zst: ok (bundle of gguf, 6 files, $(stat -c %s dist/model-0000* |
 	pkg >/dev/null
 	cp dist/model.tar.zst before.tar.zst
 	cp dist/model-00002-of-00003.gguf.minisig before.minisig
-	touch -d '-10 seconds' dist/*
+	touch -d '-10 seconds' dist/* model.safetensors release.key release.pub
 	f=dist/model-00002-of-00003.gguf
 	printf '\125' | dd of="$f" bs=1 seek=$(($(stat -c %s "$f") - 1)) conv=notrunc 2>/dev/null
 	for attempt in 1 2; do
