@@ -41,8 +41,13 @@ recipe_line() {
 	echo $(($(grep -n "^$1:" "$MK" | cut -d: -f1) + 1))
 }
 
+# make, as if run from a shell: not the sub-make of a make running the tests (make cli)
+make_fresh() {
+	env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS -u MAKEOVERRIDES make "$@"
+}
+
 pkg() {
-	make --no-print-directory -j2 -f "$MK" BIN="$FMTKIT_BIN" SHARD_TENSORS=2 "$@"
+	make_fresh --no-print-directory -j2 -f "$MK" BIN="$FMTKIT_BIN" SHARD_TENSORS=2 "$@"
 }
 
 SHARDS="dist/model-00001-of-00003.gguf dist/model-00002-of-00003.gguf dist/model-00003-of-00003.gguf"
@@ -131,7 +136,7 @@ kill -INT 0
 sleep 60
 SH
 	chmod +x fake-convert
-	run setsid -w make --no-print-directory -j2 -f "$MK" BIN="$FMTKIT_BIN" SHARD_TENSORS=2 FMT_CONVERT="$PWD/fake-convert"
+	run setsid -w env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS -u MAKEOVERRIDES make --no-print-directory -j2 -f "$MK" BIN="$FMTKIT_BIN" SHARD_TENSORS=2 FMT_CONVERT="$PWD/fake-convert"
 	[ "$status" -eq 130 ] || fail "make: exit $status: $output"
 	assert_line "make: *** Deleting file 'dist/model.q8_0.gguf'"
 	[ ! -e dist/model.q8_0.gguf ]
