@@ -18,6 +18,7 @@
 #include "fmt/bundle.h"
 #include "fmt/checked.h"
 #include "fmt/io.h"
+#include "fmt/minisign.h"
 #include "fmt/out.h"
 #include "fmt/progress.h"
 #include "fmt/registry.h"
@@ -36,6 +37,7 @@ void fmt_bundle_info_free(fmt_bundle_info *b)
 		free(b->members[i].name);
 	free(b->members);
 	free(b->format);
+	free(b->sigs);
 	memset(b, 0, sizeof *b);
 }
 
@@ -76,6 +78,50 @@ static const char *unsafe_member(const char *name)
 	if (!fmt_utf8_valid(name, strlen(name)))
 		return "is not valid UTF-8";
 	return NULL;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+#define SIG_SUFFIX ".minisig"
+
+/* A member named X.minisig is the detached signature of member X. */
+static int is_sig_name(const char *name)
+{
+	return strlen(name) > strlen(SIG_SUFFIX) && ends_with(name, SIG_SUFFIX);
+}
+
+/* b->sigs: one unchecked entry per X.minisig member, X required among the members. */
+static fmt_kind find_sigs(fmt_bundle_info *b, fmt_err *e)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < b->n_members; i++)
+		n += (size_t)is_sig_name(b->members[i].name);
+	free(b->sigs);
+	b->n_sigs = 0;
+	/* one more for the embedded signature a keyed check may add */
+	if (!(b->sigs = calloc(n + 1, sizeof *b->sigs)))
+		return fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; i < b->n_members; i++) {
+		const char *name = b->members[i].name;
+		if (!is_sig_name(name))
+			continue;
+		char *signed_name = strndup(name, strlen(name) - strlen(SIG_SUFFIX));
+		if (!signed_name)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		fmt_bundle_member *file = find_member(b, signed_name);
+		fmt_kind k = file ? FMT_OK
+				  : fmt_fail(e, FMT_INVALID_FORMAT, "member " NM " is the signature of " NM ", which is "
+					     "not in the bundle", name, signed_name);
+		free(signed_name);
+		if (k != FMT_OK)
+			return k;
+		b->sigs[b->n_sigs++] = (fmt_bundle_sig){ .file = (size_t)(file - b->members), .sig = i, .kind = "minisig" };
+	}
+	return FMT_OK;
 }
 
 static int is_lower_hex(const char *s, size_t n)
@@ -135,7 +181,7 @@ static fmt_kind parse_manifest_json(json_t *root, fmt_bundle_info *b, fmt_err *e
 		b->n_members++;
 	}
 	qsort(b->members, b->n_members, sizeof *b->members, cmp_member);
-	return FMT_OK;
+	return find_sigs(b, e);
 }
 
 static fmt_kind parse_manifest(const char *text, size_t len, fmt_bundle_info *b, fmt_err *e)
@@ -478,14 +524,87 @@ static fmt_kind refuse_existing(const fmt_bundle_info *b, const char *dir, fmt_e
 
 static const char *base_name(const char *path);
 
-/* With a key, the set inside must verify in the staging directory and its signature must cover
- * every member: the file that opens the set and every file it opened (their digests are what
- * the signature binds). Anything else in the bundle, even with a matching manifest digest, is
- * unsigned content and refused, named. */
-static fmt_kind check_signed(const fmt_bundle_info *b, fmt_stagedir *stage, const fmt_verify_opts *vo,
+/* Every X.minisig member, read from the staging directory: with Ed25519 keys checked over X
+ * there (its entry then names the key); with an HMAC key alone only parsed (nothing could
+ * check it). where names the member to blame. */
+static fmt_kind check_detached(fmt_bundle_info *b, fmt_stagedir *stage, const fmt_keyset *keys, char *where,
+			       size_t where_len, fmt_err *e)
+{
+	fmt_kind k = FMT_OK;
+	for (size_t i = 0; i < b->n_sigs && k == FMT_OK; i++) {
+		fmt_bundle_sig *sig = &b->sigs[i];
+		const fmt_bundle_member *sm = &b->members[sig->sig];
+		snprintf(where, where_len, "member %s", sm->name);
+		if (sm->size > FMT_MS_FILE_MAX)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "member " NM " is %llu bytes: not a signature (at most %u)",
+					sm->name, (unsigned long long)sm->size, FMT_MS_FILE_MAX);
+		char *sig_path = fmt_stagedir_file_path(stage, sig->sig), *path = fmt_stagedir_file_path(stage, sig->file);
+		char *text = NULL;
+		size_t len = 0;
+		k = sig_path && path ? fmt_read_file(sig_path, FMT_MS_FILE_MAX, &text, &len, e)
+				     : fmt_fail(e, FMT_IO, "out of memory");
+		if (k == FMT_OK && keys->n_trusted) {
+			char id[FMT_MS_KEY_ID_HEX];
+			k = fmt_ms_check_detached(text, len, sm->name, path, keys->trusted, keys->n_trusted, id, e);
+			if (k == FMT_OK)
+				snprintf(sig->key_id, sizeof sig->key_id, "%s", id);
+		} else if (k == FMT_OK) {
+			fmt_ms_sig *parsed = malloc(sizeof *parsed);
+			k = parsed ? fmt_ms_sig_parse(text, len, parsed, e) : fmt_fail(e, FMT_IO, "out of memory");
+			if (k != FMT_OK && parsed)
+				fmt_err_prefix(e, "%s", sm->name);
+			free(parsed);
+		}
+		free(text);
+		free(sig_path);
+		free(path);
+	}
+	return k;
+}
+
+/* 1 when member i has a .minisig checked by a trusted key. */
+static int detached_checked(const fmt_bundle_info *b, size_t i)
+{
+	for (size_t j = 0; j < b->n_sigs; j++)
+		if (b->sigs[j].file == i && b->sigs[j].key_id[0])
+			return 1;
+	return 0;
+}
+
+/* What the verified signatures cover: each checked .minisig its member; every .minisig member
+ * itself (it is a signature, not content); the set's embedded signature (when the driver
+ * checked one, or when no .minisig stood in for it) the member that opens the set and every
+ * file it opened (their digests are what that signature binds). */
+static void mark_covered(const fmt_bundle_info *b, const fmt_model *m, size_t entry, int embedded,
+			 unsigned char *covered)
+{
+	for (size_t j = 0; j < b->n_sigs; j++) {
+		if (b->sigs[j].sig != SIZE_MAX)
+			covered[b->sigs[j].sig] = 1;
+		if (b->sigs[j].key_id[0])
+			covered[b->sigs[j].file] = 1;
+	}
+	if (!embedded)
+		return;
+	covered[entry] = 1;
+	for (size_t i = 0; i < m->n_sources; i++) {
+		const fmt_bundle_member *mb = find_member(b, base_name(m->sources[i].path));
+		if (mb)
+			covered[mb - b->members] = 1;
+	}
+}
+
+/* With a key, the set inside must verify in the staging directory (its .minisig members
+ * first) and the verified signatures must cover every member (mark_covered). Anything else in
+ * the bundle, even with a matching manifest digest, is unsigned content and refused, named. */
+static fmt_kind check_signed(fmt_bundle_info *b, fmt_stagedir *stage, const fmt_verify_opts *vo,
 			     char *where, size_t where_len, fmt_err *e)
 {
 	const char *entry = fmt_bundle_entry(b);
+	b->keyed = 1;
+	fmt_kind k = check_detached(b, stage, &vo->keys, where, where_len, e);
+	if (k != FMT_OK || (vo->signed_elsewhere && !vo->keys.hmac))
+		return k; /* the bundle's own signature covers every member: the .minisig members were all to check */
 	if (!entry)
 		return fmt_fail(e, FMT_SIGNATURE, "bundle of " NM " has no member that opens a signed set",
 				b->format ? b->format : "?");
@@ -495,22 +614,27 @@ static fmt_kind check_signed(const fmt_bundle_info *b, fmt_stagedir *stage, cons
 	if (!path)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	fmt_model m;
-	fmt_kind k = fmt_model_open(&m, path, NULL, e);
+	k = fmt_model_open(&m, path, NULL, e);
 	free(path);
 	if (k != FMT_OK)
 		return k;
-	k = fmt_model_verify(&m, vo, e);
+	fmt_signer signer;
+	memset(&signer, 0, sizeof signer);
+	fmt_verify_opts mine = *vo;
+	mine.signer = &signer;
+	mine.signed_elsewhere = vo->signed_elsewhere || detached_checked(b, ei);
+	k = fmt_model_verify(&m, &mine, e);
+	/* Ed25519 only: HMAC checks keep the report they always had (as fmt-verify's of a file) */
+	if (k == FMT_OK && signer.kind && strcmp(signer.kind, "ed25519") == 0) {
+		fmt_bundle_sig *emb = &b->sigs[b->n_sigs++]; /* find_sigs left room for it */
+		*emb = (fmt_bundle_sig){ .file = ei, .sig = SIZE_MAX, .kind = signer.kind };
+		snprintf(emb->key_id, sizeof emb->key_id, "%s", signer.key_id);
+	}
 	unsigned char *covered = calloc(b->n_members ? b->n_members : 1, 1);
 	if (k == FMT_OK && !covered)
 		k = fmt_fail(e, FMT_IO, "out of memory");
-	if (k == FMT_OK) {
-		covered[ei] = 1;
-		for (size_t i = 0; i < m.n_sources; i++) {
-			const fmt_bundle_member *mb = find_member(b, base_name(m.sources[i].path));
-			if (mb)
-				covered[mb - b->members] = 1;
-		}
-	}
+	if (k == FMT_OK)
+		mark_covered(b, &m, ei, signer.kind || !mine.signed_elsewhere, covered);
 	for (size_t i = 0; k == FMT_OK && i < b->n_members; i++)
 		if (!covered[i]) {
 			snprintf(where, where_len, "member %s", b->members[i].name);
@@ -526,7 +650,7 @@ static fmt_kind check_signed(const fmt_bundle_info *b, fmt_stagedir *stage, cons
 
 /* Extract into a fresh staging directory in parent, check, and commit into dir (NULL: only
  * check). */
-static fmt_kind extract_checked(reader *r, const fmt_bundle_info *b, const char *parent, const char *dir,
+static fmt_kind extract_checked(reader *r, fmt_bundle_info *b, const char *parent, const char *dir,
 				unsigned flags, const fmt_verify_opts *vo, char *where, size_t where_len,
 				fmt_err *e)
 {
@@ -710,7 +834,25 @@ static int cmp_pack_file(const void *a, const void *b)
 	return strcmp(base_name(((const pack_file *)a)->path), base_name(((const pack_file *)b)->path));
 }
 
-/* The files of the set: the path given plus every source of the opened model, by name. */
+/* FILE.minisig beside each of the n files, when it is a regular file: appended to f. */
+static fmt_kind add_signatures(pack_file *f, size_t *n, fmt_err *e)
+{
+	size_t files = *n;
+	for (size_t i = 0; i < files; i++) {
+		struct stat st;
+		char *sig = NULL;
+		if (asprintf(&sig, "%s" SIG_SUFFIX, f[i].path) < 0)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		if (stat(sig, &st) == 0 && S_ISREG(st.st_mode))
+			f[(*n)++].path = sig;
+		else
+			free(sig);
+	}
+	return FMT_OK;
+}
+
+/* The files of the set: the path given plus every source of the opened model, and the
+ * FILE.minisig beside any of them, by name. */
 static fmt_kind collect_files(const char *set_path, pack_file **out, size_t *n_out, char **format,
 			      fmt_err *e)
 {
@@ -718,7 +860,7 @@ static fmt_kind collect_files(const char *set_path, pack_file **out, size_t *n_o
 	fmt_kind k = fmt_model_open(&m, set_path, NULL, e);
 	if (k != FMT_OK)
 		return k;
-	pack_file *f = calloc(m.n_sources + 1, sizeof *f);
+	pack_file *f = calloc(2 * (m.n_sources + 1), sizeof *f);
 	size_t n = 0;
 	*format = strdup(m.driver->name);
 	if (!f || !*format)
@@ -732,6 +874,8 @@ static fmt_kind collect_files(const char *set_path, pack_file **out, size_t *n_o
 			k = fmt_fail(e, FMT_IO, "out of memory");
 	}
 	fmt_model_free(&m);
+	if (k == FMT_OK)
+		k = add_signatures(f, &n, e);
 	if (k == FMT_OK && n > FMT_BUNDLE_MAX_MEMBERS)
 		k = fmt_fail(e, FMT_UNSUPPORTED, "the set has %zu files (at most %u)", n, FMT_BUNDLE_MAX_MEMBERS);
 	if (k == FMT_OK)
@@ -861,12 +1005,6 @@ static fmt_kind put_file(struct archive *a, pack_file *f, const fmt_bundle_membe
 	return k;
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-	return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
 static fmt_kind write_archive(fmt_sink *k, int zstd, pack_file *f, const fmt_bundle_info *b,
 			      const char *manifest, fmt_err *e)
 {
@@ -919,6 +1057,8 @@ fmt_kind fmt_bundle_pack(const char *set_path, const char *bundle_path, unsigned
 	if (k == FMT_OK)
 		k = hash_files(f, n, &b, e);
 	if (k == FMT_OK)
+		k = find_sigs(&b, e);
+	if (k == FMT_OK)
 		k = manifest_text(&b, &manifest, e);
 	fmt_sink sink;
 	if (k == FMT_OK && (k = fmt_sink_open(&sink, bundle_path, sink_flags, e)) == FMT_OK) {
@@ -936,6 +1076,64 @@ fmt_kind fmt_bundle_pack(const char *set_path, const char *bundle_path, unsigned
 	else
 		fmt_bundle_info_free(&b);
 	return k;
+}
+
+json_t *fmt_bundle_sigs_json(const fmt_bundle_info *b)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < b->n_sigs; i++) {
+		const fmt_bundle_sig *sig = &b->sigs[i];
+		const char *file = b->members[sig->file].name;
+		json_t *o = json_pack("{s:o,s:s}", "file", fmt_json_string(file, strlen(file)), "kind", sig->kind);
+		if (o && sig->sig != SIZE_MAX) {
+			const char *name = b->members[sig->sig].name;
+			json_object_set_new(o, "signature", fmt_json_string(name, strlen(name)));
+		}
+		if (o)
+			json_object_set_new(o, "checked", json_boolean(sig->key_id[0]));
+		if (o && sig->key_id[0]) {
+			json_object_set_new(o, "key_id", json_string(sig->key_id));
+			json_object_set_new(o, "trusted", json_true());
+		}
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+/* The distinct key ids of the checked .minisig signatures, ", "-separated, and their count. */
+static size_t minisig_keys(const fmt_bundle_info *b, char *ids, size_t n)
+{
+	size_t used = 0, keys = 0;
+	ids[0] = '\0';
+	for (size_t i = 0; i < b->n_sigs; i++) {
+		const char *id = b->sigs[i].key_id;
+		if (b->sigs[i].sig == SIZE_MAX || !id[0] || strstr(ids, id))
+			continue;
+		if (used + strlen(id) + 3 < n)
+			used += (size_t)snprintf(ids + used, n - used, "%s%s", keys ? ", " : "", id);
+		keys++;
+	}
+	return keys;
+}
+
+void fmt_bundle_sigs_text(const fmt_bundle_info *b, FILE *out)
+{
+	size_t minisigs = 0, checked = 0;
+	char ids[256];
+	for (size_t i = 0; i < b->n_sigs; i++) {
+		minisigs += b->sigs[i].sig != SIZE_MAX;
+		checked += b->sigs[i].sig != SIZE_MAX && b->sigs[i].key_id[0];
+	}
+	size_t keys = minisig_keys(b, ids, sizeof ids);
+	const char *members = minisigs == 1 ? "member" : "members";
+	if (minisigs && checked == minisigs)
+		fprintf(out, ", .minisig of %zu %s by trusted key%s %s", minisigs, members, keys == 1 ? "" : "s", ids);
+	else if (minisigs)
+		fprintf(out, ", .minisig of %zu %s (not checked: no %skey given)", minisigs, members,
+			b->keyed ? "Ed25519 " : "");
+	for (size_t i = 0; i < b->n_sigs; i++)
+		if (b->sigs[i].sig == SIZE_MAX)
+			fprintf(out, ", %s signature by trusted key %s", b->sigs[i].kind, b->sigs[i].key_id);
 }
 
 const char *fmt_bundle_entry(const fmt_bundle_info *b)

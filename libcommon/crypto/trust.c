@@ -32,6 +32,16 @@ int fmt_trust_opts_given(const fmt_trust_opts *o)
 	return o && (o->pubkey || o->pubkey_b64 || o->trusted_dir);
 }
 
+int fmt_cli_trust_option(int id, const char *arg, fmt_trust_opts *o)
+{
+	switch (id) {
+	case FMT_OPT_PUBKEY: o->pubkey = arg; return 1;
+	case FMT_OPT_PUBKEY_BASE64: o->pubkey_b64 = arg; return 1;
+	case FMT_OPT_TRUSTED_KEYS: o->trusted_dir = arg; return 1;
+	default: return 0;
+	}
+}
+
 static fmt_kind trust_add(fmt_trust_list *t, fmt_ms_public **slot, fmt_err *e)
 {
 	fmt_ms_public *grown = realloc(t->keys, (t->n + 1) * sizeof *t->keys);
@@ -126,6 +136,50 @@ void fmt_trust_free(fmt_trust_list *t)
 	free(t->keys);
 	t->keys = NULL;
 	t->n = 0;
+}
+
+fmt_kind fmt_check_keys_load(const fmt_key_opts *ko, const fmt_trust_opts *to, fmt_check_keys *ck,
+			     fmt_keyset *ks, fmt_err *e)
+{
+	memset(ck, 0, sizeof *ck);
+	if (fmt_key_opts_given(ko)) {
+		fmt_kind k = fmt_key_from_opts(ko, &ck->hmac, e);
+		if (k != FMT_OK)
+			return k;
+		ks->hmac = &ck->hmac;
+	}
+	if (fmt_trust_opts_given(to)) {
+		fmt_kind k = fmt_trust_load(to, 0, &ck->trust, e);
+		if (k != FMT_OK)
+			return k;
+		ks->trusted = ck->trust.keys;
+		ks->n_trusted = ck->trust.n;
+	}
+	return FMT_OK;
+}
+
+void fmt_check_keys_free(fmt_check_keys *ck)
+{
+	fmt_hmac_key_free(&ck->hmac);
+	fmt_trust_free(&ck->trust);
+}
+
+fmt_kind fmt_ms_check_detached(const char *sig, size_t len, const char *sig_name, const char *path,
+			       const fmt_ms_public *keys, size_t n, char id[FMT_MS_KEY_ID_HEX], fmt_err *e)
+{
+	size_t which = 0;
+	fmt_ms_sig *parsed = malloc(sizeof *parsed);
+	if (!parsed)
+		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+	fmt_kind k = fmt_ms_sig_parse(sig, len, parsed, e);
+	if (k != FMT_OK)
+		fmt_err_prefix(e, "%s", sig_name);
+	if (k == FMT_OK)
+		k = fmt_ms_verify_file(parsed, keys, n, path, &which, e);
+	if (k == FMT_OK)
+		fmt_ms_key_id(parsed->keynum, id);
+	free(parsed);
+	return k;
 }
 
 const fmt_ms_public *fmt_trust_find_id(const fmt_ms_public *keys, size_t n, const uint8_t keynum[FMT_MS_KEYNUM])

@@ -4,7 +4,7 @@
 #include "fmt/out.h"
 #include "shard.h"
 
-enum { OPT_MAX_SIZE = FMT_OPT_FIRST_TOOL_OPTION, OPT_MAX_TENSORS, OPT_NO_TFS, OPT_DRY_RUN, OPT_NO_VERIFY };
+enum { OPT_MAX_SIZE = FMT_OPT_FIRST_TOOL_OPTION, OPT_MAX_TENSORS, OPT_NO_TFS, OPT_DRY_RUN, OPT_NO_VERIFY, OPT_LIST };
 
 /* Subcommands, in the order of their bits in fmt_cli_option.commands. */
 enum { CMD_SPLIT, CMD_MERGE, CMD_PACK, CMD_UNPACK };
@@ -30,6 +30,9 @@ static const fmt_cli_option options[] = {
 	  .commands = ONLY(CMD_SPLIT), .help_more = empty_first_text },
 	{ FMT_CLI_OPT("dry-run", OPT_DRY_RUN, NULL, "split: print the plan (files, tensors, bytes); write nothing"),
 	  .commands = ONLY(CMD_SPLIT) },
+	{ FMT_CLI_OPT("list", OPT_LIST, NULL, "split: print the names of the files the split would write, one\n"
+		      "per line (with --json: one object, \"files\"); write nothing"),
+	  .commands = ONLY(CMD_SPLIT) },
 	{ FMT_CLI_OPT("no-verify", OPT_NO_VERIFY, NULL, "split, merge: do not verify the input's digests first"),
 	  .commands = ONLY(CMD_SPLIT) | ONLY(CMD_MERGE) },
 	{ FMT_CLI_OPT("output", 'o', "PATH", "split: PREFIX (default: INPUT without its extension);\n"
@@ -48,6 +51,7 @@ static const fmt_cli_option options[] = {
 	  .commands = ONLY(CMD_UNPACK), .complete = FMT_COMPLETE_ENV, .group = GROUP_KEY },
 	{ FMT_CLI_OPT("secret-prompt", FMT_OPT_SECRET_PROMPT, NULL, "unpack: ... with a team secret typed at a prompt"),
 	  .commands = ONLY(CMD_UNPACK), .group = GROUP_KEY },
+	FMT_CLI_TRUST_OPTIONS(ONLY(CMD_UNPACK)),
 	{ FMT_CLI_OPT("force", 'f', NULL, "overwrite existing outputs") },
 	{ FMT_CLI_OPT("threads", 'T', "N", "worker threads (default: number of cores)") },
 	{ FMT_CLI_OPT("json", 'j', NULL, "report as one JSON object") },
@@ -59,7 +63,7 @@ static const fmt_cli_option options[] = {
 static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 {
 	shard_opts *o = ctx;
-	if (fmt_cli_key_option(id, arg, &o->keys))
+	if (fmt_cli_key_option(id, arg, &o->keys) || fmt_cli_trust_option(id, arg, &o->trust))
 		return 0;
 	switch (id) {
 	case 'f': o->force = 1; return 0;
@@ -67,6 +71,7 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 	case 'C': o->dir = arg; return 0;
 	case OPT_NO_TFS: o->no_tensor_first_split = 1; return 0;
 	case OPT_DRY_RUN: o->dry_run = 1; return 0;
+	case OPT_LIST: o->list = 1; return 0;
 	case OPT_NO_VERIFY: o->no_verify = 1; return 0;
 	case OPT_MAX_SIZE:
 		if (fmt_parse_size(arg, &o->max_size, e) != FMT_OK)
@@ -82,10 +87,10 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 
 static const fmt_cli_tool tool = {
 	.name = TOOL,
-	.synopsis = "split INPUT [--max-size SIZE | --max-tensors N] [-o PREFIX] [OPTIONS]\n"
+	.synopsis = "split INPUT [--max-size SIZE | --max-tensors N] [-o PREFIX] [--list] [OPTIONS]\n"
 		    "merge INDEX_OR_FIRST_SHARD -o OUTPUT [OPTIONS]\n"
 		    "pack SET -o BUNDLE.tar[.zst] [OPTIONS]\n"
-		    "unpack BUNDLE [-C DIR] [OPTIONS]",
+		    "unpack BUNDLE [-C DIR] [-p PUBKEY | -P BASE64 | --trusted-keys DIR | KEY OPTION] [OPTIONS]",
 	.about = "Split a model into a shard set of the same format (the formats with sets are\n"
 		 "listed under --max-size), merge a set back into one file, and pack a set into a tar\n"
 		 "bundle with a manifest of SHA-256 digests (zstd-compressed when BUNDLE ends in .zst),\n"

@@ -25,12 +25,16 @@ static void print_summary(const fmt_bundle_info *b, const char *bundle)
 	fmt_out_escaped(stdout, bundle, strlen(bundle));
 	printf(": %zu files, %" PRIu64 " bytes (", b->n_members, b->total_bytes);
 	fmt_out_escaped(stdout, b->format, strlen(b->format)); /* the manifest's text */
-	printf("%s)\n", b->zstd ? ", zstd" : "");
+	fputs(b->zstd ? ", zstd" : "", stdout);
+	fmt_bundle_sigs_text(b, stdout);
+	fputs(")\n", stdout);
 }
 
-/* JSON: {"bundle", key: where, "format", "zstd", "bytes", "members":[{"name","size","sha256"}]}.
- * Text: pack prints the bundle's line; unpack one line per file written (then, with -v, the
- * bundle's line). -v adds each member's size and digest. */
+/* JSON: {"bundle", key: where, "format", "zstd", "bytes", "members":[{"name","size","sha256"}],
+ * "signatures" (when the bundle holds any: fmt_bundle_sigs_json)}.
+ * Text: pack prints the bundle's line; unpack one line per file written (then, with -v or when
+ * the bundle holds signatures, the bundle's line, which names them). -v adds each member's
+ * size and digest. */
 static void report(const fmt_bundle_info *b, const char *bundle, const char *key, const char *where,
 		   const char *dir, const shard_opts *o)
 {
@@ -41,6 +45,8 @@ static void report(const fmt_bundle_info *b, const char *bundle, const char *key
 				      key, fmt_json_string(where, strlen(where)), "format",
 				      fmt_json_string(b->format, strlen(b->format)), "zstd", b->zstd,
 				      "bytes", fmt_json_u64(b->total_bytes), "members", members_json(b));
+		if (j && b->n_sigs)
+			json_object_set_new(j, "signatures", fmt_bundle_sigs_json(b));
 		fmt_json_line(stdout, j);
 		json_decref(j);
 		return;
@@ -59,7 +65,7 @@ static void report(const fmt_bundle_info *b, const char *bundle, const char *key
 			printf("  %" PRIu64 " bytes  sha256 %s", b->members[i].size, b->members[i].sha256);
 		fputc('\n', stdout);
 	}
-	if (dir && o->common.verbose)
+	if (dir && (o->common.verbose || b->n_sigs))
 		print_summary(b, bundle);
 }
 
@@ -89,19 +95,16 @@ fmt_kind cmd_unpack(const char *input, const shard_opts *o, fmt_err *e)
 {
 	fmt_bundle_info b;
 	const char *dir = o->dir ? o->dir : ".";
-	fmt_hmac_key key = { 0 };
+	fmt_check_keys ck;
 	fmt_verify_opts vo = { .threads = o->common.threads };
-	if (fmt_key_opts_given(&o->keys)) {
-		fmt_kind k = fmt_key_from_opts(&o->keys, &key, e);
-		if (k != FMT_OK)
-			return k;
-		vo.keys.hmac = &key;
+	fmt_kind k = fmt_check_keys_load(&o->keys, &o->trust, &ck, &vo.keys, e);
+	if (k == FMT_OK) {
+		fmt_progress pr;
+		progress_begin(&pr, o);
+		k = fmt_bundle_unpack(input, dir, o->force ? FMT_SINK_FORCE : 0, &vo, &b, e);
+		fmt_progress_end(&pr);
 	}
-	fmt_progress pr;
-	progress_begin(&pr, o);
-	fmt_kind k = fmt_bundle_unpack(input, dir, o->force ? FMT_SINK_FORCE : 0, &vo, &b, e);
-	fmt_progress_end(&pr);
-	fmt_hmac_key_free(&key);
+	fmt_check_keys_free(&ck);
 	if (k != FMT_OK)
 		return k;
 	report(&b, input, "dir", dir, dir, o);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include "fmt/cli.h"
 #include "fmt/crypto.h"
+#include "fmt/minisign.h"
 #include "fmt/err.h"
 #include "fmt/model.h"
 #include "fmt/registry.h"
@@ -19,9 +20,11 @@ typedef struct shard_opts {
 	int no_tensor_first_split;   /* GGUF: shard 1 holds only metadata */
 	int no_verify;               /* skip the digest check of an .apsim input */
 	int dry_run, force;
+	int list;                    /* split --list: print the output names only */
 	const char *output;          /* -o: PREFIX (split), OUTPUT (merge, pack) */
 	const char *dir;             /* -C DIR (unpack) */
 	fmt_key_opts keys;           /* unpack: verify the set's signature with this key */
+	fmt_trust_opts trust;        /* unpack: ... or with these Ed25519 keys (-p, -P, --trusted-keys) */
 	fmt_common_opts common;
 } shard_opts;
 

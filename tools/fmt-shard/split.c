@@ -74,6 +74,31 @@ static void print_plan(const fmt_model *m, const fmt_driver *w, const fmt_shard_
 	}
 }
 
+/* --list: the names the split writes, the index last (as the plan has them). */
+static void print_names(const fmt_driver *w, const fmt_shard_plan *p, const char *input, const shard_opts *o)
+{
+	if (o->common.json) {
+		json_t *files = json_array();
+		for (size_t i = 0; i < p->n_shards; i++)
+			json_array_append_new(files, fmt_json_string(p->shards[i].path, strlen(p->shards[i].path)));
+		if (p->index)
+			json_array_append_new(files, fmt_json_string(p->index, strlen(p->index)));
+		json_t *j = json_pack("{s:o,s:s,s:o}", "input", fmt_json_string(input, strlen(input)), "format", w->name,
+				      "files", files);
+		fmt_json_line(stdout, j);
+		json_decref(j);
+		return;
+	}
+	for (size_t i = 0; i < p->n_shards; i++) {
+		fmt_out_escaped(stdout, p->shards[i].path, strlen(p->shards[i].path));
+		fputc('\n', stdout);
+	}
+	if (p->index) {
+		fmt_out_escaped(stdout, p->index, strlen(p->index));
+		fputc('\n', stdout);
+	}
+}
+
 /* The writers sign only with a key, which fmt-shard does not take. */
 static void warn_signature_dropped(const fmt_model *m, const char *input, const shard_opts *o)
 {
@@ -123,7 +148,8 @@ fmt_kind cmd_split(const char *input, const shard_opts *o, fmt_err *e)
 	fmt_shard_plan p;
 	if (!o->output && strcmp(input, "-") == 0)
 		return fmt_fail(e, FMT_USAGE, "splitting standard input needs -o PREFIX");
-	fmt_kind k = open_input(&m, input, o, !o->dry_run, &w, e);
+	int write = !o->dry_run && !o->list;
+	fmt_kind k = open_input(&m, input, o, write, &w, e);
 	if (k != FMT_OK)
 		return k;
 	char *prefix = o->output ? strdup(o->output) : default_prefix(input);
@@ -134,12 +160,14 @@ fmt_kind cmd_split(const char *input, const shard_opts *o, fmt_err *e)
 	if (k == FMT_OK)
 		k = w->plan_shards(&m, prefix, &lim, &p, e);
 	if (k == FMT_OK) {
-		k = fmt_shard_plan_check_outputs(&p, &m, o->force || o->dry_run ? FMT_SINK_FORCE : 0, e);
-		if (k == FMT_OK && !o->dry_run)
+		k = fmt_shard_plan_check_outputs(&p, &m, o->force || !write ? FMT_SINK_FORCE : 0, e);
+		if (k == FMT_OK && write)
 			k = write_set(&m, w, prefix, &lim, o, e);
-		if (k == FMT_OK && !o->dry_run)
+		if (k == FMT_OK && write)
 			warn_signature_dropped(&m, input, o);
-		if (k == FMT_OK && !o->common.quiet)
+		if (k == FMT_OK && o->list)
+			print_names(w, &p, input, o);
+		else if (k == FMT_OK && !o->common.quiet)
 			print_plan(&m, w, &p, input, o);
 		fmt_shard_plan_free(&p);
 	}

@@ -8,7 +8,8 @@
 #include "fmt/registry.h"
 #include "verify.h"
 
-fmt_kind verify_bundle(const char *path, const fmt_verify_opts *vo, const verify_sigs *v, const fmt_common_opts *o)
+fmt_kind verify_bundle(const char *path, const fmt_verify_opts *vo, const verify_sigs *v,
+		       const fmt_common_opts *o)
 {
 	fmt_bundle_info b = { 0 };
 	fmt_err e;

@@ -10,7 +10,7 @@
 #include "fmt/registry.h"
 #include "verify.h"
 
-enum { OPT_FORMAT = FMT_OPT_FIRST_TOOL_OPTION, OPT_RUN_TESTS, OPT_TRUSTED_KEYS };
+enum { OPT_FORMAT = FMT_OPT_FIRST_TOOL_OPTION, OPT_RUN_TESTS };
 
 typedef struct verify_args {
 	const char *forced;         /* --format */
@@ -32,11 +32,7 @@ static const fmt_cli_option options[] = {
 	  .complete = FMT_COMPLETE_ENV },
 	{ FMT_CLI_OPT("secret-prompt", FMT_OPT_SECRET_PROMPT, NULL, "check it with a team secret typed at a prompt") },
 	FMT_CLI_DECRYPT_OPTIONS,
-	{ FMT_CLI_OPT("pubkey", 'p', "FILE", "trust the Ed25519 public key in FILE (minisign format)"),
-	  .complete = FMT_COMPLETE_FILE, .words = "*.pub" },
-	{ FMT_CLI_OPT("pubkey-base64", 'P', "BASE64", "trust the Ed25519 public key given as its base64 line") },
-	{ FMT_CLI_OPT("trusted-keys", OPT_TRUSTED_KEYS, "DIR", "trust every *.pub key file in DIR"),
-	  .complete = FMT_COMPLETE_DIR },
+	FMT_CLI_TRUST_OPTIONS(0),
 	{ FMT_CLI_OPT("threads", 'T', "N", "digest shards in parallel (default: number of cores)") },
 	{ FMT_CLI_OPT("run-tests", OPT_RUN_TESTS, NULL, "also run embedded regression tests (.nk: nk-run --test);\n"
 		      "a failing case, or a .nk without tests, is exit 11") },
@@ -50,13 +46,9 @@ static const fmt_cli_option options[] = {
 static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 {
 	verify_args *a = ctx;
-	if (fmt_cli_key_option(id, arg, &a->key) || fmt_cli_decrypt_option(id, arg, &a->decrypt))
+	if (fmt_cli_key_option(id, arg, &a->key) || fmt_cli_decrypt_option(id, arg, &a->decrypt) ||
+	    fmt_cli_trust_option(id, arg, &a->trust))
 		return 0;
-	switch (id) {
-	case 'p': a->trust.pubkey = arg; return 0;
-	case 'P': a->trust.pubkey_b64 = arg; return 0;
-	case OPT_TRUSTED_KEYS: a->trust.trusted_dir = arg; return 0;
-	}
 	if (id == OPT_RUN_TESTS) {
 		a->run_tests = 1;
 		return 0;
@@ -138,8 +130,8 @@ static fmt_kind verify_file(const char *path, const verify_args *a, fmt_verify_o
 	return k;
 }
 
-/* A bundle: its own FILE.minisig first, then the members (the set's embedded signature is
- * required only when there is no detached one). */
+/* A bundle: its own FILE.minisig first, then the members (with it, the set's embedded
+ * signature is checked only with an HMAC key; the members' .minisig files always are). */
 static fmt_kind verify_bundle_trusted(const char *path, const fmt_verify_opts *vo, const fmt_common_opts *o)
 {
 	fmt_err e;
@@ -151,16 +143,14 @@ static fmt_kind verify_bundle_trusted(const char *path, const fmt_verify_opts *v
 		return e.kind;
 	}
 	fmt_verify_opts mine = *vo;
-	if (v.detached && !vo->keys.hmac)
-		memset(&mine.keys, 0, sizeof mine.keys);
+	mine.signed_elsewhere = v.detached;
 	return verify_bundle(path, &mine, &v, o);
 }
 
 int main(int argc, char **argv)
 {
 	verify_args a = { 0 };
-	fmt_hmac_key key = { 0 };
-	fmt_trust_list trust = { 0 };
+	fmt_check_keys ck;
 	fmt_cli cli;
 	fmt_err e;
 	fmt_err_clear(&e);
@@ -170,35 +160,22 @@ int main(int argc, char **argv)
 		return fmt_cli_usage_error(&tool, "no input file");
 	fmt_verify_opts vo = { .threads = cli.common.threads ? cli.common.threads : fmt_cpu_count() };
 	FILE *records = cli.common.quiet ? NULL : stdout;
-	if (fmt_key_opts_given(&a.key)) {
-		fmt_kind k = fmt_key_from_opts(&a.key, &key, &e);
-		if (k != FMT_OK)
-			return fmt_cli_finish(&tool, &cli, fmt_report_failed_all(records, TOOL, cli.operands,
-										 cli.n_operands, &e, cli.common.json));
-		vo.keys.hmac = &key;
+	fmt_kind k = fmt_check_keys_load(&a.key, &a.trust, &ck, &vo.keys, &e);
+	if (k != FMT_OK) {
+		fmt_check_keys_free(&ck);
+		return fmt_cli_finish(&tool, &cli, fmt_report_failed_all(records, TOOL, cli.operands,
+									 cli.n_operands, &e, cli.common.json));
 	}
 	fmt_decrypt_keys dk;
 	fmt_keyset dec_keys = { 0 };
 	fmt_kind dkk = fmt_decrypt_keys_load(&a.decrypt, &dk, &dec_keys, &e);
 	if (dkk != FMT_OK) {
-		fmt_hmac_key_free(&key);
+		fmt_check_keys_free(&ck);
 		return fmt_cli_finish(&tool, &cli, fmt_report_failed_all(records, TOOL, cli.operands, cli.n_operands,
 									 &e, cli.common.json));
 	}
 	a.dk = &dk;
 	a.dec_keys = &dec_keys;
-	if (fmt_trust_opts_given(&a.trust)) {
-		fmt_kind k = fmt_trust_load(&a.trust, 0, &trust, &e);
-		if (k != FMT_OK) {
-			fmt_trust_free(&trust);
-			fmt_hmac_key_free(&key);
-			fmt_decrypt_keys_free(&dk);
-			return fmt_cli_finish(&tool, &cli, fmt_report_failed_all(records, TOOL, cli.operands,
-										 cli.n_operands, &e, cli.common.json));
-		}
-		vo.keys.trusted = trust.keys;
-		vo.keys.n_trusted = trust.n;
-	}
 	int status = 0;
 	for (int i = 0; i < cli.n_operands; i++) {
 		const char *path = cli.operands[i];
@@ -208,8 +185,7 @@ int main(int argc, char **argv)
 		if (code > status)
 			status = code;
 	}
-	fmt_hmac_key_free(&key);
+	fmt_check_keys_free(&ck);
 	fmt_decrypt_keys_free(&dk);
-	fmt_trust_free(&trust);
 	return fmt_cli_finish(&tool, &cli, status);
 }

@@ -106,8 +106,12 @@ void report_bundle_ok(const char *path, const fmt_bundle_info *b, const verify_s
 				      "ok", 1, "format", "bundle", "contains", fmt_json_string(contains, strlen(contains)),
 				      "files", (json_int_t)b->n_members, "bytes", fmt_json_u64(b->total_bytes),
 				      "zstd", b->zstd);
-		if (sigs_any(v))
-			json_object_set_new(j, "signatures", sigs_json(v));
+		if (j && (b->n_sigs || sigs_any(v))) {
+			json_t *sigs = sigs_json(v), *inside = fmt_bundle_sigs_json(b);
+			json_array_extend(sigs, inside);
+			json_decref(inside);
+			json_object_set_new(j, "signatures", sigs);
+		}
 		fmt_json_line(stdout, j);
 		json_decref(j);
 		return;
@@ -117,7 +121,8 @@ void report_bundle_ok(const char *path, const fmt_bundle_info *b, const verify_s
 	fmt_out_escaped(stdout, b->format ? b->format : "?", strlen(b->format ? b->format : "?"));
 	printf(", %zu files, %" PRIu64 " bytes%s", b->n_members, b->total_bytes, b->zstd ? ", zstd" : "");
 	sigs_text(v, stdout);
-	printf(")\n");
+	fmt_bundle_sigs_text(b, stdout);
+	fputs(")\n", stdout);
 }
 
 

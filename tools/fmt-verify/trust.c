@@ -15,7 +15,7 @@ fmt_kind verify_detached(const char *path, const fmt_keyset *keys, verify_sigs *
 	size_t n = strlen(path) + sizeof ".minisig";
 	char *sig_path = malloc(n), *text = NULL;
 	struct stat st;
-	size_t len, which = 0;
+	size_t len;
 	if (!sig_path)
 		return fmt_fail(e, FMT_INTERNAL, "out of memory");
 	snprintf(sig_path, n, "%s.minisig", path);
@@ -31,20 +31,14 @@ fmt_kind verify_detached(const char *path, const fmt_keyset *keys, verify_sigs *
 		free(sig_path);
 		return FMT_OK;
 	}
-	fmt_ms_sig *sig = malloc(sizeof *sig);
-	k = sig ? fmt_read_file(sig_path, FMT_MS_FILE_MAX, &text, &len, e) : fmt_fail(e, FMT_INTERNAL, "out of memory");
-	if (k == FMT_OK)
-		k = fmt_ms_sig_parse(text, len, sig, e);
+	k = fmt_read_file(sig_path, FMT_MS_FILE_MAX, &text, &len, e);
 	if (k != FMT_OK)
-		fmt_err_prefix(e, sig_path);
+		fmt_err_prefix(e, "%s", sig_path);
 	if (k == FMT_OK)
-		k = fmt_ms_verify_file(sig, keys->trusted, keys->n_trusted, path, &which, e);
-	if (k == FMT_OK) {
+		k = fmt_ms_check_detached(text, len, sig_path, path, keys->trusted, keys->n_trusted, v->detached_id, e);
+	if (k == FMT_OK)
 		v->detached = 1;
-		fmt_ms_key_id(sig->keynum, v->detached_id);
-	}
 	free(text);
-	free(sig);
 	free(sig_path);
 	return k;
 }

@@ -53,10 +53,13 @@ void report_ok(const fmt_model *m, const verify_sigs *v, const verify_tests *t, 
 /* A dataset: format, rows and the checksum kind its driver names. */
 void report_table_ok(const fmt_table *t, const verify_sigs *v, const fmt_common_opts *o);
 void report_failure(const char *path, const fmt_err *e, const verify_tests *t, const fmt_common_opts *o);
+/* A bundle; v: its own FILE.minisig. */
 void report_bundle_ok(const char *path, const fmt_bundle_info *b, const verify_sigs *v, const fmt_common_opts *o);
 
-/* A bundle: the manifest and member digests; with vo->key also the set's signature. */
-fmt_kind verify_bundle(const char *path, const fmt_verify_opts *vo, const verify_sigs *v, const fmt_common_opts *o);
+/* A bundle: the manifest and member digests; with a key also the signatures inside (v: the
+ * bundle's own FILE.minisig, checked already). */
+fmt_kind verify_bundle(const char *path, const fmt_verify_opts *vo, const verify_sigs *v,
+		       const fmt_common_opts *o);
 
 /* --run-tests: the embedded tests of m (read from path), by the driver's test runner, counted
  * into t; FMT_OK for formats without tests, TestFailed when a case fails or there is none. */

@@ -4,7 +4,10 @@
  * ustar/pax written by libarchive, zstd-compressed when the name ends in ".zst"; deterministic
  * (mtime 0, uid/gid 0, mode 0644), so the same set always gives the same bytes.
  *
- * Reading (verify and unpack) refuses, as InvalidFormat: a first member other than the
+ * A detached signature FILE.minisig found beside a file of the set is packed as a member too
+ * (listed in the manifest like any other): a member "X.minisig" is the signature of member X.
+ *
+ * Reading (verify and unpack) refuses, as InvalidFormat: a member X.minisig without a member X, a first member other than the
  * manifest, a malformed manifest, absolute paths, ".." or any '/' (members are plain file
  * names), links, devices, fifos, directories, sparse members, duplicate members; as
  * SchemaMismatch: a member the manifest does not list or a listed one that is absent; as
@@ -14,6 +17,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <jansson.h>
 #include "fmt/crypto.h"
 #include "fmt/err.h"
 
@@ -27,8 +32,22 @@ typedef struct fmt_bundle_member {
 	char sha256[FMT_SHA256_HEX + 1];     /* lowercase hex */
 } fmt_bundle_member;
 
+/* A signature the bundle holds: a detached FILE.minisig member beside the member FILE it signs,
+ * or (after a keyed check) the set's embedded Ed25519 signature, which the driver checked. */
+typedef struct fmt_bundle_sig {
+	size_t file;                         /* index in members of the file signed */
+	size_t sig;                          /* index of the FILE.minisig member; SIZE_MAX when embedded */
+	const char *kind;                    /* "minisig", or "ed25519" for the embedded one */
+	char key_id[24];                     /* the key it was checked with; "" when not checked */
+} fmt_bundle_sig;
+
 /* What a bundle holds (filled by pack, verify and unpack; free with fmt_bundle_info_free). */
 typedef struct fmt_bundle_info {
+	fmt_bundle_sig *sigs;                /* the FILE.minisig members (each checked after a check
+					      * with Ed25519 keys), then the set's embedded Ed25519
+					      * signature when one was checked */
+	size_t n_sigs;
+	int keyed;                           /* checked with a key (fmt_bundle_check_signed, unpack) */
 	char *format;                        /* the manifest's "format": a driver name */
 	fmt_bundle_member *members;          /* sorted by name; the manifest itself not included */
 	size_t n_members;
@@ -37,6 +56,15 @@ typedef struct fmt_bundle_info {
 } fmt_bundle_info;
 
 void fmt_bundle_info_free(fmt_bundle_info *b);
+
+/* The signatures as the "signatures" member of a JSON report: [{"file", "kind", "signature"
+ * (the FILE.minisig member; not for an embedded one), "checked", "key_id" and "trusted" when
+ * checked}]. */
+json_t *fmt_bundle_sigs_json(const fmt_bundle_info *b);
+/* The same for a report line: ", .minisig of 3 members by trusted key ID" or ", .minisig of
+ * 3 members (not checked: no key given)", then ", ed25519 signature by trusted key ID";
+ * nothing without any. */
+void fmt_bundle_sigs_text(const fmt_bundle_info *b, FILE *out);
 
 /* The member a tool opens to get the whole set: the one whose name the manifest's format
  * answers to (the index, or the first GGUF shard: members are sorted), or NULL. */
@@ -63,9 +91,16 @@ struct fmt_verify_opts;
 /* Extract into dir (created if missing, one level). Existing files of the same names are
  * refused (UsageError) before anything is written unless flags has FMT_SINK_FORCE. Every member
  * is written into a private staging directory made in dir (fmt/stagedir.h) and hashed as it is
- * written. With vo holding a key, the set is then verified there with it, and every member
- * must be covered by that verified signature: the member that opens the set or a file it
- * opened; any other member is SignatureInvalid, named in e->file. Only when all of that passed
+ * written. With vo holding a key, the set is then verified there with it: first every
+ * X.minisig member over X with the Ed25519 keys (a malformed one, or one above FMT_MS_FILE_MAX
+ * bytes, InvalidFormat; a wrong one or one by an untrusted key SignatureInvalid; with an HMAC
+ * key alone they are parsed but cannot be checked), then the set (a set whose entry has a
+ * checked .minisig needs no embedded signature). Every member must be covered by a verified
+ * signature: its own .minisig, or the embedded one of the set (the member that opens the set
+ * and every file it opened); a .minisig member counts as covered; any other member is
+ * SignatureInvalid, named in e->file. With vo->signed_elsewhere (the bundle's own FILE.minisig
+ * was checked: it covers every member) and no HMAC key, only the .minisig members are checked.
+ * info->sigs says what was checked. Only when all of that passed
  * are the members moved into place together; with FMT_SINK_FORCE existing files are replaced
  * by rename and all kept if a move fails; a directory in the way is refused. On any failure or
  * signal nothing is left behind and nothing that existed is changed (dir removed if this call

@@ -89,6 +89,12 @@ fmt_kind fmt_ms_sig_parse(const char *text, size_t len, fmt_ms_sig *out, fmt_err
 fmt_kind fmt_ms_verify_file(const fmt_ms_sig *sig, const fmt_ms_public *keys, size_t n,
 			    const char *path, size_t *which, fmt_err *e);
 
+/* The .minisig text sig (len bytes) over the file at path, checked with the trusted keys
+ * (fmt_ms_sig_parse, then fmt_ms_verify_file); id gets the signing key's id. A malformed
+ * signature is InvalidFormat, its message prefixed with sig_name. */
+fmt_kind fmt_ms_check_detached(const char *sig, size_t len, const char *sig_name, const char *path,
+			       const fmt_ms_public *keys, size_t n, char id[FMT_MS_KEY_ID_HEX], fmt_err *e);
+
 /* X25519 key pairs (dataset recipients): one-line base64 files under a comment line. */
 typedef struct fmt_x25519_identity {
 	uint8_t pk[32];
@@ -123,10 +129,36 @@ typedef struct fmt_trust_list {
 } fmt_trust_list;
 
 int fmt_trust_opts_given(const fmt_trust_opts *o);
+
+/* Their option ids and their handler: 1 if id was one (call it first thing in on_option). */
+enum { FMT_OPT_PUBKEY = 'p', FMT_OPT_PUBKEY_BASE64 = 'P', FMT_OPT_TRUSTED_KEYS = 0x10D0 };
+int fmt_cli_trust_option(int id, const char *arg, fmt_trust_opts *o);
+
+/* Their entries in a tool's option table (fmt/cli.h), the same words in every tool that checks
+ * Ed25519 signatures with trusted keys; cmds is the .commands mask (0: a tool without
+ * subcommands):  { FMT_CLI_OPT("json", ...) }, FMT_CLI_TRUST_OPTIONS(0), { FMT_CLI_OPT(...) }, */
+#define FMT_CLI_TRUST_OPTIONS(cmds)                                                                      \
+	{ FMT_CLI_OPT("pubkey", FMT_OPT_PUBKEY, "FILE", "trust the Ed25519 public key in FILE (minisign format)"), \
+	  .commands = (cmds), .complete = FMT_COMPLETE_FILE, .words = "*.pub" },                          \
+	{ FMT_CLI_OPT("pubkey-base64", FMT_OPT_PUBKEY_BASE64, "BASE64",                                  \
+		      "trust the Ed25519 public key given as its base64 line"), .commands = (cmds) },        \
+	{ FMT_CLI_OPT("trusted-keys", FMT_OPT_TRUSTED_KEYS, "DIR", "trust every *.pub key file in DIR"), \
+	  .commands = (cmds), .complete = FMT_COMPLETE_DIR }
 /* Load every key o names; with default_key and none named, $XDG_CONFIG_HOME/fmtkit/ed25519.pub.
  * A directory without any *.pub is a usage error (nothing would be trusted). */
 fmt_kind fmt_trust_load(const fmt_trust_opts *o, int default_key, fmt_trust_list *out, fmt_err *e);
 void fmt_trust_free(fmt_trust_list *t);
+
+/* The keys a check uses (fmt-verify, fmt-shard unpack): the HMAC key the key options name
+ * and the Ed25519 keys the trust options name, pointed at from ks (neither given: ks empty).
+ * Free with fmt_check_keys_free, also after a failure. */
+typedef struct fmt_check_keys {
+	fmt_hmac_key hmac;
+	fmt_trust_list trust;
+} fmt_check_keys;
+fmt_kind fmt_check_keys_load(const fmt_key_opts *ko, const fmt_trust_opts *to, fmt_check_keys *ck,
+			     fmt_keyset *ks, fmt_err *e);
+void fmt_check_keys_free(fmt_check_keys *ck);
 
 /* The trusted key with this key id, or with this public key; NULL when it is not trusted. */
 const fmt_ms_public *fmt_trust_find_id(const fmt_ms_public *keys, size_t n, const uint8_t keynum[FMT_MS_KEYNUM]);
