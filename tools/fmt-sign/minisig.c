@@ -336,7 +336,8 @@ static fmt_kind verify_one(const char *file, const fmt_ms_public *keys, size_t n
 	size_t len;
 	if (!sig_path)
 		return fmt_fail(e, FMT_INTERNAL, "out of memory");
-	fmt_kind k = fmt_read_file(sig_path, FMT_MS_FILE_MAX, &text, &len, e);
+	/* -x names its file; FILE.minisig is found beside FILE: a regular file only. */
+	fmt_kind k = fmt_read_small(sig_path, o->sigfile ? FMT_SMALL_NAMED : 0, FMT_MS_FILE_MAX, &text, &len, e);
 	if (k == FMT_OK) {
 		k = fmt_ms_sig_parse(text, len, sig, e);
 		if (k != FMT_OK)

@@ -27,7 +27,7 @@ fmt_kind verify_detached(const char *path, const fmt_keyset *keys, verify_sigs *
 		return k;
 	}
 	fmt_ms_sig *sig = malloc(sizeof *sig);
-	k = sig ? fmt_read_file(sig_path, FMT_MS_FILE_MAX, &text, &len, e) : fmt_fail(e, FMT_INTERNAL, "out of memory");
+	k = sig ? fmt_read_small(sig_path, 0, FMT_MS_FILE_MAX, &text, &len, e) : fmt_fail(e, FMT_INTERNAL, "out of memory");
 	if (k == FMT_OK)
 		k = fmt_ms_sig_parse(text, len, sig, e);
 	if (k != FMT_OK)
