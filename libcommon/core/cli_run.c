@@ -233,7 +233,8 @@ static void dump_text(FILE *f, const char *s)
 /* What scripts/gen-completions reads, one record a line, tab-separated:
  *   tool NAME
  *   command NAME HELP
- *   option LONG SHORT ARG COMPLETE WORDS COMMANDS REPEAT GROUP HELP  (HELP on one line)
+ *   option LONG SHORT ARG COMPLETE WORDS COMMANDS REPEAT GROUP HELP  (HELP on one line; REPEAT:
+ *     1 repeatable, once a value given at most once, 0 a flag)
  *   value WORD HELP  (a described value of the option before it) */
 static void dump_options(const fmt_cli_tool *t, FILE *f)
 {
@@ -254,7 +255,8 @@ static void dump_options(const fmt_cli_tool *t, FILE *f)
 		for (char *p = cmds; (p = strstr(p, ", ")) != NULL;)
 			memmove(p + 1, p + 2, strlen(p + 2) + 1);
 		dump_field(f, cmds, o->commands ? strlen(cmds) : 0);
-		dump_field(f, o->flags & FMT_CLI_REPEAT ? "1" : "0", 1);
+		const char *repeat = o->flags & FMT_CLI_REPEAT ? "1" : o->arg ? "once" : "0";
+		dump_field(f, repeat, strlen(repeat));
 		fprintf(f, "\t%u\t", o->group);
 		dump_text(f, o->help);
 		if (o->help_more) {
@@ -389,6 +391,57 @@ static int build_getopt(const fmt_cli_tool *t, struct option *longs, char *short
 	return 0;
 }
 
+/* "-p/--pubkey" or "--trusted-keys". */
+static void option_name(const fmt_cli_option *o, char *buf, size_t n)
+{
+	if (short_of(o))
+		snprintf(buf, n, "-%c/--%s", short_of(o), o->name);
+	else
+		snprintf(buf, n, "--%s", o->name);
+}
+
+/* An option that takes a value is given once unless its table entry says it repeats: a second
+ * --encrypt-to, -o or --password-file would silently replace the first. This pass only
+ * counts, before any option acts (and whatever its values are); the next reports the rest. */
+static int check_once(const fmt_cli_tool *t, int argc, char **argv, const struct option *longs,
+		      const char *shorts)
+{
+	int first[MAX_OPTIONS];
+	for (size_t i = 0; i < MAX_OPTIONS; i++)
+		first[i] = -1;
+	optind = 0;
+	for (;;) {
+		int long_index = -1;
+		int c = getopt_long(argc, argv, shorts, longs, &long_index);
+		if (c == -1 || c == 'h' || c == FMT_OPT_VERSION || c == FMT_OPT_DUMP_OPTIONS)
+			break;
+		if (c == '?' || c == ':')
+			continue;
+		size_t i = index_of(t, c, long_index), same = 0;
+		const fmt_cli_option *o = option_at(t, i);
+		if (!o->arg || (o->flags & FMT_CLI_REPEAT))
+			continue;
+		/* Entries with one id are one option under several names (--key-secret-file). */
+		while (option_at(t, same)->id != o->id)
+			same++;
+		if (first[same] < 0) {
+			first[same] = (int)i;
+			continue;
+		}
+		char name[128], before[128], msg[320];
+		option_name(o, name, sizeof name);
+		option_name(option_at(t, (size_t)first[same]), before, sizeof before);
+		if ((size_t)first[same] == i)
+			snprintf(msg, sizeof msg, "%s given twice (it takes one value)", name);
+		else
+			snprintf(msg, sizeof msg, "%s given after %s, the same option (it takes one value)", name,
+				 before);
+		return fmt_cli_usage_error(t, msg);
+	}
+	optind = 0;
+	return 0;
+}
+
 int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_cli *cli)
 {
 	struct option longs[MAX_OPTIONS];
@@ -403,6 +456,8 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 		return exit_now(cli, FMT_INTERNAL);
 	}
 	opterr = 0;
+	if (check_once(t, argc, argv, longs, shorts) != 0)
+		return exit_now(cli, FMT_USAGE);
 	optind = 0;
 	for (;;) {
 		int long_index = -1;

@@ -12,6 +12,7 @@
 #include "crypto_internal.h"
 #include "fmt/io.h"
 #include "fmt/minisign.h"
+#include "fmt/progress.h"
 
 /* flags: FMT_SMALL_NAMED for -p's file; a key found in --trusted-keys DIR or at the default
  * path is read only when it is a regular file (a FIFO planted there must not hang a check). */
@@ -209,8 +210,11 @@ fmt_kind fmt_ms_secret_load(const char *given, const fmt_pass_opts *o, fmt_ms_se
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "not a minisign Ed25519 secret key file");
 	if (k == FMT_OK && enc == 1)
 		k = fmt_passphrase(o, 0, &pw, e);
+	FILE *notice = k == FMT_OK && enc == 1 && o ? o->notice : NULL;   /* scrypt takes seconds */
+	fmt_progress_note(notice, FMT_PASS_DERIVING);
 	if (k == FMT_OK)
 		k = fmt_ms_secret_parse(text.bytes, text.len, enc == 1 ? pw.bytes : NULL, pw.len, sec, e);
+	fmt_progress_note_end(notice);
 	fmt_hmac_key_free(&pw);
 	fmt_hmac_key_free(&text);
 	if (k != FMT_OK && path)

@@ -6,6 +6,7 @@
 #include "fmt/cli.h"
 #include "fmt/out.h"
 #include "fmt/pipeline.h"
+#include "fmt/progress.h"
 #include "fmt/table.h"
 
 #define TOOL "fmt-convert"
@@ -353,6 +354,8 @@ int main(int argc, char **argv)
 	o->verbose = cli.common.verbose;
 	o->no_progress = cli.common.no_progress;
 	o->threads = cli.common.threads ? cli.common.threads : fmt_cpu_count();
+	if (fmt_progress_wanted(stderr, o->quiet || o->json, o->no_progress))
+		o->passphrase.notice = stderr;
 	o->table_to = a.to_name ? fmt_table_driver_by_name(a.to_name) : fmt_table_driver_by_extension(output);
 	if (o->sign_key) {
 		int ed = o->table_to && o->table_to->write ? (o->table_to->caps & FMT_CAP_ED25519_SIGN) != 0 : -1;

@@ -32,6 +32,9 @@ typedef struct sign_opts {
 	const char *terms_file;      /* --terms FILE.json */
 } sign_opts;
 
+/* The passphrase options, with the terminal to say "deriving the key..." on (progress rules). */
+fmt_pass_opts sign_pass_opts(const sign_opts *o);
+
 /* Each returns the exit status after reporting any error on stderr. */
 int sign_cmd_keygen(const sign_opts *o);
 /* watermark.c: the seller's watermark key (specs/watermark.md §1). */
