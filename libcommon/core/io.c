@@ -459,45 +459,8 @@ static fmt_kind text_too_large(size_t max, fmt_err *e)
 	return fmt_fail(e, FMT_INVALID_FORMAT, "more than %zu bytes (the limit for this file)", max);
 }
 
-/* The rest of a stream that has passed its head only, as text of at most max bytes: one byte
- * past the limit is read, never the whole of an endless pipe. */
-static fmt_kind stream_text(fmt_source *s, size_t max, char **text, fmt_err *e)
-{
-	size_t limit = max + 1, len = s->head_len, cap = len;
-	char *buf = NULL;
-	if (len > max)
-		return text_too_large(max, e);
-	for (;;) {
-		cap = cap > limit / 2 ? limit : cap ? cap * 2 : 4096;
-		char *bigger = realloc(buf, cap + 1);
-		if (!bigger) {
-			free(buf);
-			return fmt_fail(e, FMT_IO, "out of memory");
-		}
-		if (!buf)
-			memcpy(bigger, s->head, s->head_len);
-		buf = bigger;
-		uint64_t got, want = cap - len;
-		fmt_kind k = seq_take(s, (uint8_t *)buf + len, want, &got, e);
-		len += (size_t)got;
-		if (k == FMT_OK && len == limit)
-			k = text_too_large(max, e);
-		if (k != FMT_OK) {
-			free(buf);
-			return k;
-		}
-		if (got < want)
-			break;
-	}
-	buf[len] = '\0';
-	*text = buf;
-	return FMT_OK;
-}
-
 fmt_kind fmt_source_read_text(fmt_source *s, size_t max, char **text, fmt_err *e)
 {
-	if (s->sequential && s->pos == s->head_len)
-		return stream_text(s, max, text, e);
 	if (s->sequential) {
 		fmt_kind k = fmt_source_make_whole(s, e);
 		if (k != FMT_OK)

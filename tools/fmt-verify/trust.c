@@ -30,8 +30,10 @@ fmt_kind verify_detached(const char *path, const fmt_keyset *keys, verify_sigs *
 	k = sig ? fmt_read_small(sig_path, 0, FMT_MS_FILE_MAX, &text, &len, e) : fmt_fail(e, FMT_INTERNAL, "out of memory");
 	if (k == FMT_OK)
 		k = fmt_ms_sig_parse(text, len, sig, e);
-	if (k != FMT_OK)
-		fmt_err_prefix(e, sig_path);
+	if (k != FMT_OK) {
+		e->file[0] = '\0';   /* the report names the checked file, the message its signature */
+		fmt_err_prefix(e, "%s", sig_path);
+	}
 	if (k == FMT_OK)
 		k = fmt_ms_verify_file(sig, keys->trusted, keys->n_trusted, path, &which, e);
 	if (k == FMT_OK) {
