@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "fmt/cli.h"
 #include "fmt/out.h"
@@ -402,17 +403,23 @@ static void option_name(const fmt_cli_option *o, char *buf, size_t n)
 
 /* An option that takes a value is given once unless its table entry says it repeats: a second
  * --encrypt-to, -o or --password-file would silently replace the first. This pass only
- * counts, before any option acts (and whatever its values are); the next reports the rest. */
+ * counts, before any option acts (and whatever its values are); the next reports the rest.
+ * It reads a copy of argv: getopt_long moves operands past the options it has seen, and a
+ * missing value at the end ("f --tensor") would then take the operand. */
 static int check_once(const fmt_cli_tool *t, int argc, char **argv, const struct option *longs,
 		      const char *shorts)
 {
-	int first[MAX_OPTIONS];
+	int first[MAX_OPTIONS], r = 0;
+	char **words = malloc(((size_t)argc + 1) * sizeof *words);
+	if (!words)
+		return fmt_cli_usage_error(t, "out of memory");
+	memcpy(words, argv, ((size_t)argc + 1) * sizeof *words);
 	for (size_t i = 0; i < MAX_OPTIONS; i++)
 		first[i] = -1;
 	optind = 0;
-	for (;;) {
+	while (r == 0) {
 		int long_index = -1;
-		int c = getopt_long(argc, argv, shorts, longs, &long_index);
+		int c = getopt_long(argc, words, shorts, longs, &long_index);
 		if (c == -1 || c == 'h' || c == FMT_OPT_VERSION || c == FMT_OPT_DUMP_OPTIONS)
 			break;
 		if (c == '?' || c == ':')
@@ -436,10 +443,11 @@ static int check_once(const fmt_cli_tool *t, int argc, char **argv, const struct
 		else
 			snprintf(msg, sizeof msg, "%s given after %s, the same option (it takes one value)", name,
 				 before);
-		return fmt_cli_usage_error(t, msg);
+		r = fmt_cli_usage_error(t, msg);
 	}
+	free(words);
 	optind = 0;
-	return 0;
+	return r;
 }
 
 int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_cli *cli)

@@ -256,6 +256,11 @@ Try 'fmt-convert --help'."
 	assert_equal "$status" 2
 	assert_equal "$stderr" "fmt-verify: error: -p/--pubkey given twice (it takes one value)
 Try 'fmt-verify --help'."
+	run --separate-stderr fmt-convert -c zstd --compress lz4 d.csv c.ald
+	assert_equal "$status" 2
+	assert_equal "$stderr" "fmt-convert: error: --compression and --compress are the same option (it takes one value)
+Try 'fmt-convert --help'."
+	[ ! -e c.ald ]
 	# once is fine, and repeatable options and flags still repeat
 	run fmt-convert --encrypt-to "$X" d.csv e.ald
 	assert_success

@@ -275,7 +275,12 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 	case OPT_NO_VERIFY: o->no_verify = 1; break;
 	case OPT_APR_LAYOUT: o->layout = arg; break;
 	case 'c':
-	case OPT_COMPRESS: o->compression = arg; break;
+	case OPT_COMPRESS:
+		if (o->compression)   /* the runner refuses each name twice; this, the two names */
+			return fmt_fail(e, FMT_USAGE, "--compression and --compress are the same option "
+					"(it takes one value)"), -1;
+		o->compression = arg;
+		break;
 	case OPT_OVERFLOW:
 		if (!fmt_overflow_mode_from_name(arg, &o->overflow))
 			return fmt_fail(e, FMT_USAGE, "--overflow takes refuse, saturate or widen"), -1;
