@@ -21,6 +21,13 @@ static fmt_kind io_fail(fmt_err *e, const char *path, const char *what)
 	return fmt_fail(e, FMT_IO, "%s: %s", what, strerror(errno));
 }
 
+/* What a file that is not a regular file is, for messages. */
+static const char *type_name(mode_t mode)
+{
+	return S_ISDIR(mode) ? "a directory" : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device"
+	     : S_ISFIFO(mode) ? "a FIFO" : S_ISSOCK(mode) ? "a socket" : "not a regular file";
+}
+
 /* ---- sequential sources ---- */
 
 #define SEQ_BUF (1u << 20)
@@ -135,7 +142,8 @@ static fmt_kind seq_read(fmt_source *s, uint64_t off, uint8_t *dst, size_t n, si
 
 static fmt_kind seq_start(fmt_source *s, size_t head, fmt_err *e);
 
-fmt_kind fmt_source_open_sequential(fmt_source *s, const char *path, fmt_err *e)
+/* Open path (a found file: only a regular file, opened without blocking) into s. */
+static fmt_kind source_open(fmt_source *s, const char *path, int found, fmt_err *e)
 {
 	struct stat st;
 	memset(s, 0, sizeof *s);
@@ -143,8 +151,8 @@ fmt_kind fmt_source_open_sequential(fmt_source *s, const char *path, fmt_err *e)
 	s->path = strdup(path);
 	if (!s->path)
 		return fmt_fail(e, FMT_IO, "out of memory");
-	int is_stdin = strcmp(path, "-") == 0;
-	s->fd = is_stdin ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC);
+	int is_stdin = !found && strcmp(path, "-") == 0;
+	s->fd = is_stdin ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC | (found ? O_NONBLOCK : 0));
 	if (s->fd < 0) {
 		fmt_kind k = io_fail(e, path, "cannot open");
 		fmt_source_close(s);
@@ -156,6 +164,8 @@ fmt_kind fmt_source_open_sequential(fmt_source *s, const char *path, fmt_err *e)
 		return k;
 	}
 	fmt_kind k = fmt_input_check(&st, e);
+	if (k == FMT_OK && found && !S_ISREG(st.st_mode))
+		k = fmt_fail(e, FMT_IO, "is %s (expected a regular file)", type_name(st.st_mode));
 	if (k != FMT_OK) {
 		fmt_err_file(e, path);
 		fmt_source_close(s);
@@ -168,6 +178,16 @@ fmt_kind fmt_source_open_sequential(fmt_source *s, const char *path, fmt_err *e)
 		return FMT_OK;
 	}
 	return seq_start(s, FMT_SOURCE_HEAD, e);
+}
+
+fmt_kind fmt_source_open_sequential(fmt_source *s, const char *path, fmt_err *e)
+{
+	return source_open(s, path, 0, e);
+}
+
+fmt_kind fmt_source_open_found(fmt_source *s, const char *path, fmt_err *e)
+{
+	return source_open(s, path, 1, e);
 }
 
 /* A stream that keeps its first head bytes: read them (all of a short input is then held in
@@ -483,12 +503,6 @@ fmt_kind fmt_source_read_text(fmt_source *s, size_t max, char **text, fmt_err *e
 }
 
 /* ---- small files ---- */
-
-static const char *type_name(mode_t mode)
-{
-	return S_ISDIR(mode) ? "a directory" : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device"
-	     : S_ISFIFO(mode) ? "a FIFO" : S_ISSOCK(mode) ? "a socket" : "not a regular file";
-}
 
 fmt_kind fmt_input_check(const struct stat *st, fmt_err *e)
 {

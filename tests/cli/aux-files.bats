@@ -267,3 +267,25 @@ Try 'fmt-convert --help'."
 	run fmt-convert -v -v --include '*' --include 'x*' m.safetensors o.gguf
 	assert_success
 }
+
+@test "a shard an index names that is a FIFO or a device is refused at once (exit 3), never waited on" {
+	cp -r "$SAMPLES/sharded" sh
+	last=sh/model-00002-of-00002.safetensors
+	[ -f "$last" ]
+	rm "$last"
+	mkfifo "$last"
+	for tool in fmt-verify fmt-inspect; do
+		bounded "$tool" sh/model.safetensors.index.json
+		assert_equal "$status" 3
+		assert_equal "$stderr" "$tool: error: $last: is a FIFO (expected a regular file)"
+	done
+	bounded fmt-convert sh/model.safetensors.index.json out.gguf
+	assert_equal "$status" 3
+	assert_equal "$stderr" "fmt-convert: error: $last: is a FIFO (expected a regular file)"
+	[ ! -e out.gguf ]
+	rm "$last"
+	ln -s /dev/zero "$last"
+	bounded fmt-verify sh/model.safetensors.index.json
+	assert_equal "$status" 3
+	assert_equal "$stderr" "fmt-verify: error: $last: is a character device (expected a regular file or a pipe)"
+}

@@ -50,8 +50,13 @@ fmt_kind fmt_source_from_memory(fmt_source *s, const char *name, const void *dat
 void fmt_source_close(fmt_source *s);
 
 /* Open path like fmt_source_open, except that a pipe or stdin becomes a sequential source (an
- * input of at most FMT_SOURCE_HEAD bytes is simply held in memory). */
+ * input of at most FMT_SOURCE_HEAD bytes is simply held in memory). A device (/dev/zero) or a
+ * directory is IoError (fmt_input_check). */
 fmt_kind fmt_source_open_sequential(fmt_source *s, const char *path, fmt_err *e);
+/* Open a file the tool found, not one the user named (a shard an index names, the other parts
+ * of a split set): only a regular file, opened without blocking, so that a FIFO planted there
+ * is IoError at once instead of a hang. */
+fmt_kind fmt_source_open_found(fmt_source *s, const char *path, fmt_err *e);
 /* Test hook (fuzz targets): a sequential source over the n bytes at data (not copied: they must
  * outlive the source), handed out at most chunk bytes per read as a pipe does, that keeps its
  * first head bytes (1..FMT_SOURCE_HEAD; pipes keep FMT_SOURCE_HEAD) for re-reading: with a small
