@@ -234,8 +234,8 @@ static void dump_text(FILE *f, const char *s)
 /* What scripts/gen-completions reads, one record a line, tab-separated:
  *   tool NAME
  *   command NAME HELP
- *   option LONG SHORT ARG COMPLETE WORDS COMMANDS REPEAT GROUP HELP  (HELP on one line; REPEAT:
- *     1 repeatable, once a value given at most once, 0 a flag)
+ *   option LONG SHORT ARG COMPLETE WORDS COMMANDS REPEAT GROUP HELP  (HELP on one line; an
+ *     option with an ARG and REPEAT 0 is given at most once: check_once)
  *   value WORD HELP  (a described value of the option before it) */
 static void dump_options(const fmt_cli_tool *t, FILE *f)
 {
@@ -256,8 +256,7 @@ static void dump_options(const fmt_cli_tool *t, FILE *f)
 		for (char *p = cmds; (p = strstr(p, ", ")) != NULL;)
 			memmove(p + 1, p + 2, strlen(p + 2) + 1);
 		dump_field(f, cmds, o->commands ? strlen(cmds) : 0);
-		const char *repeat = o->flags & FMT_CLI_REPEAT ? "1" : o->arg ? "once" : "0";
-		dump_field(f, repeat, strlen(repeat));
+		dump_field(f, o->flags & FMT_CLI_REPEAT ? "1" : "0", 1);
 		fprintf(f, "\t%u\t", o->group);
 		dump_text(f, o->help);
 		if (o->help_more) {

@@ -474,11 +474,6 @@ fmt_kind fmt_source_view(fmt_source *s, uint64_t off, uint64_t n, const uint8_t 
 	return FMT_OK;
 }
 
-static fmt_kind text_too_large(size_t max, fmt_err *e)
-{
-	return fmt_fail(e, FMT_INVALID_FORMAT, "more than %zu bytes (the limit for this file)", max);
-}
-
 fmt_kind fmt_source_read_text(fmt_source *s, size_t max, char **text, fmt_err *e)
 {
 	if (s->sequential) {
@@ -521,8 +516,8 @@ fmt_kind fmt_small_check(int fd, unsigned flags, const char *what, struct stat *
 	if (S_ISREG(st->st_mode))
 		return FMT_OK;
 	int named = (flags & FMT_SMALL_NAMED) != 0;
-	/* A pipe, or the terminal the user types at, ends when its writer says so. */
-	if (named && (S_ISFIFO(st->st_mode) || (S_ISCHR(st->st_mode) && isatty(fd)))) {
+	/* A pipe ends when its writer says so. */
+	if (named && S_ISFIFO(st->st_mode)) {
 		/* Opened without blocking (a FIFO with no writer opens at once and reads as empty);
 		 * the reads block: a writer (pass asking for a passphrase) may take its time. */
 		int fl = fcntl(fd, F_GETFL);
@@ -553,11 +548,16 @@ fmt_kind fmt_small_read(int fd, void *buf, size_t cap, size_t *len, fmt_err *e)
 	return FMT_OK;
 }
 
+static fmt_kind text_too_large(size_t max, fmt_err *e)
+{
+	return fmt_fail(e, FMT_INVALID_FORMAT, "more than %zu bytes (the limit for this file)", max);
+}
+
 /* The whole of fd, at most max bytes (max + 1 read means "too large"), growing the buffer as
  * bytes arrive: a size the file system reports is a first guess only. */
 static fmt_kind read_small_fd(int fd, const struct stat *st, size_t max, char **out, size_t *len, fmt_err *e)
 {
-	size_t limit = max + 1, cap = S_ISREG(st->st_mode) && (uint64_t)st->st_size < limit
+	size_t limit = max < SIZE_MAX ? max + 1 : max, cap = S_ISREG(st->st_mode) && (uint64_t)st->st_size < limit
 		? (size_t)st->st_size + 1 : limit < 4096 ? limit : 4096;
 	char *buf = NULL;
 	*len = 0;
@@ -593,7 +593,10 @@ fmt_kind fmt_read_small(const char *path, unsigned flags, size_t max, char **out
 	int fd = is_stdin ? fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0) : open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return io_fail(e, path, "cannot open");
-	fmt_kind k = fmt_small_check(fd, flags, NULL, &st, e);
+	/* "-" may be the terminal (nk-run --input-file - typed in): it ends at ^D. A secret is
+	 * never read this way (fmt_secret_from_file): it would echo. */
+	fmt_kind k = is_stdin && isatty(fd) ? (fstat(fd, &st) == 0 ? FMT_OK : io_fail(e, path, "cannot stat"))
+					    : fmt_small_check(fd, flags, NULL, &st, e);
 	if (k == FMT_OK)
 		k = read_small_fd(fd, &st, max, out, len, e);
 	close(fd);

@@ -219,7 +219,7 @@ Try '$tool --help'."
 			name=--$long
 			[ "$short" = - ] || name="$short/--$long"
 			run --separate-stderr "$FMTKIT_BIN/$tool" "--$long=1" "--$long=2" x
-			if [ "$repeat" = once ]; then
+			if [ "$repeat" = 0 ]; then
 				[ "$status" -eq 2 ] || fail "$tool --$long twice: exit $status, expected 2"
 				assert_equal "$stderr" "$tool: error: $name given twice (it takes one value)
 Try '$tool --help'."

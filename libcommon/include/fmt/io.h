@@ -104,7 +104,7 @@ char *fmt_dir_prefix(const char *path);
  * checked on the open descriptor, and it is read by counting bytes up to its limit, never by
  * trusting the size the file system reports (0 for /dev/zero). A regular file is read; so is,
  * when the user named the file (FMT_SMALL_NAMED: an option's value), a pipe (<(cmd), a FIFO:
- * the reads wait for its writer), "-" for standard input, or a terminal (it ends at ^D).
+ * the reads wait for its writer) or "-" for standard input (also a terminal: it ends at ^D).
  * Anything else (a device, a directory, a socket, or a pipe found in a directory or beside a
  * file) is UsageError naming what it is. */
 #define FMT_SMALL_NAMED 1u
