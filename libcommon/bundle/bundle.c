@@ -541,7 +541,7 @@ static fmt_kind check_detached(fmt_bundle_info *b, fmt_stagedir *stage, const fm
 		char *sig_path = fmt_stagedir_file_path(stage, sig->sig), *path = fmt_stagedir_file_path(stage, sig->file);
 		char *text = NULL;
 		size_t len = 0;
-		k = sig_path && path ? fmt_read_file(sig_path, FMT_MS_FILE_MAX, &text, &len, e)
+		k = sig_path && path ? fmt_read_small(sig_path, 0, FMT_MS_FILE_MAX, &text, &len, e)
 				     : fmt_fail(e, FMT_IO, "out of memory");
 		if (k == FMT_OK && keys->n_trusted) {
 			char id[FMT_MS_KEY_ID_HEX];

@@ -234,7 +234,8 @@ static void dump_text(FILE *f, const char *s)
 /* What scripts/gen-completions reads, one record a line, tab-separated:
  *   tool NAME
  *   command NAME HELP
- *   option LONG SHORT ARG COMPLETE WORDS COMMANDS REPEAT GROUP HELP  (HELP on one line)
+ *   option LONG SHORT ARG COMPLETE WORDS COMMANDS REPEAT GROUP HELP  (HELP on one line; an
+ *     option with an ARG and REPEAT 0 is given at most once: check_once)
  *   value WORD HELP  (a described value of the option before it) */
 static void dump_options(const fmt_cli_tool *t, FILE *f)
 {
@@ -407,6 +408,64 @@ static int json_given(int argc, char **argv, const char *shorts, const struct op
 	return json;
 }
 
+/* "-p/--pubkey" or "--trusted-keys". */
+static void option_name(const fmt_cli_option *o, char *buf, size_t n)
+{
+	if (short_of(o))
+		snprintf(buf, n, "-%c/--%s", short_of(o), o->name);
+	else
+		snprintf(buf, n, "--%s", o->name);
+}
+
+/* An option that takes a value is given once unless its table entry says it repeats: a second
+ * --encrypt-to, -o or --password-file would silently replace the first. This pass only
+ * counts, before any option acts (and whatever its values are); the next reports the rest.
+ * It reads a copy of argv: getopt_long moves operands past the options it has seen, and a
+ * missing value at the end ("f --tensor") would then take the operand. */
+static int check_once(const fmt_cli_tool *t, int argc, char **argv, const struct option *longs,
+		      const char *shorts)
+{
+	int first[MAX_OPTIONS], r = 0;
+	char **words = malloc(((size_t)argc + 1) * sizeof *words);
+	if (!words)
+		return fmt_cli_usage_error(t, "out of memory");
+	memcpy(words, argv, ((size_t)argc + 1) * sizeof *words);
+	for (size_t i = 0; i < MAX_OPTIONS; i++)
+		first[i] = -1;
+	optind = 0;
+	while (r == 0) {
+		int long_index = -1;
+		int c = getopt_long(argc, words, shorts, longs, &long_index);
+		if (c == -1 || c == 'h' || c == FMT_OPT_VERSION || c == FMT_OPT_DUMP_OPTIONS)
+			break;
+		if (c == '?' || c == ':')
+			continue;
+		size_t i = index_of(t, c, long_index), same = 0;
+		const fmt_cli_option *o = option_at(t, i);
+		if (!o->arg || (o->flags & FMT_CLI_REPEAT))
+			continue;
+		/* Entries with one id are one option under several names (--key-secret-file). */
+		while (option_at(t, same)->id != o->id)
+			same++;
+		if (first[same] < 0) {
+			first[same] = (int)i;
+			continue;
+		}
+		char name[128], before[128], msg[320];
+		option_name(o, name, sizeof name);
+		option_name(option_at(t, (size_t)first[same]), before, sizeof before);
+		if ((size_t)first[same] == i)
+			snprintf(msg, sizeof msg, "%s given twice (it takes one value)", name);
+		else
+			snprintf(msg, sizeof msg, "%s given after %s, the same option (it takes one value)", name,
+				 before);
+		r = fmt_cli_usage_error(t, msg);
+	}
+	free(words);
+	optind = 0;
+	return r;
+}
+
 int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_cli *cli)
 {
 	struct option longs[MAX_OPTIONS];
@@ -423,6 +482,8 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 	}
 	opterr = 0;
 	fmt_report_set_json(json_given(argc, argv, shorts, longs));
+	if (check_once(t, argc, argv, longs, shorts) != 0)
+		return exit_now(cli, FMT_USAGE);
 	optind = 0;
 	for (;;) {
 		int long_index = -1;

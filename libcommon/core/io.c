@@ -21,6 +21,13 @@ static fmt_kind io_fail(fmt_err *e, const char *path, const char *what)
 	return fmt_fail(e, FMT_IO, "%s: %s", what, strerror(errno));
 }
 
+/* What a file that is not a regular file is, for messages. */
+static const char *type_name(mode_t mode)
+{
+	return S_ISDIR(mode) ? "a directory" : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device"
+	     : S_ISFIFO(mode) ? "a FIFO" : S_ISSOCK(mode) ? "a socket" : "not a regular file";
+}
+
 /* ---- sequential sources ---- */
 
 #define SEQ_BUF (1u << 20)
@@ -135,7 +142,8 @@ static fmt_kind seq_read(fmt_source *s, uint64_t off, uint8_t *dst, size_t n, si
 
 static fmt_kind seq_start(fmt_source *s, size_t head, fmt_err *e);
 
-fmt_kind fmt_source_open_sequential(fmt_source *s, const char *path, fmt_err *e)
+/* Open path (a found file: only a regular file, opened without blocking) into s. */
+static fmt_kind source_open(fmt_source *s, const char *path, int found, fmt_err *e)
 {
 	struct stat st;
 	memset(s, 0, sizeof *s);
@@ -143,8 +151,8 @@ fmt_kind fmt_source_open_sequential(fmt_source *s, const char *path, fmt_err *e)
 	s->path = strdup(path);
 	if (!s->path)
 		return fmt_fail(e, FMT_IO, "out of memory");
-	int is_stdin = strcmp(path, "-") == 0;
-	s->fd = is_stdin ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC);
+	int is_stdin = !found && strcmp(path, "-") == 0;
+	s->fd = is_stdin ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC | (found ? O_NONBLOCK : 0));
 	if (s->fd < 0) {
 		fmt_kind k = io_fail(e, path, "cannot open");
 		fmt_source_close(s);
@@ -155,10 +163,13 @@ fmt_kind fmt_source_open_sequential(fmt_source *s, const char *path, fmt_err *e)
 		fmt_source_close(s);
 		return k;
 	}
-	if (S_ISDIR(st.st_mode)) {
+	fmt_kind k = fmt_input_check(&st, e);
+	if (k == FMT_OK && found && !S_ISREG(st.st_mode))
+		k = fmt_fail(e, FMT_IO, "is %s (expected a regular file)", type_name(st.st_mode));
+	if (k != FMT_OK) {
 		fmt_err_file(e, path);
 		fmt_source_close(s);
-		return fmt_fail(e, FMT_IO, "is a directory");
+		return k;
 	}
 	s->dev = st.st_dev;
 	s->ino = st.st_ino;
@@ -167,6 +178,16 @@ fmt_kind fmt_source_open_sequential(fmt_source *s, const char *path, fmt_err *e)
 		return FMT_OK;
 	}
 	return seq_start(s, FMT_SOURCE_HEAD, e);
+}
+
+fmt_kind fmt_source_open_sequential(fmt_source *s, const char *path, fmt_err *e)
+{
+	return source_open(s, path, 0, e);
+}
+
+fmt_kind fmt_source_open_found(fmt_source *s, const char *path, fmt_err *e)
+{
+	return source_open(s, path, 1, e);
 }
 
 /* A stream that keeps its first head bytes: read them (all of a short input is then held in
@@ -476,19 +497,117 @@ fmt_kind fmt_source_read_text(fmt_source *s, size_t max, char **text, fmt_err *e
 	return FMT_OK;
 }
 
+/* ---- small files ---- */
+
+fmt_kind fmt_input_check(const struct stat *st, fmt_err *e)
+{
+	if (S_ISDIR(st->st_mode))
+		return fmt_fail(e, FMT_IO, "is a directory");
+	/* A device reports no size and may never end (/dev/zero): it is not a model or a dataset. */
+	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
+		return fmt_fail(e, FMT_IO, "is %s (expected a regular file or a pipe)", type_name(st->st_mode));
+	return FMT_OK;
+}
+
+fmt_kind fmt_small_check(int fd, unsigned flags, const char *what, struct stat *st, fmt_err *e)
+{
+	if (fstat(fd, st) != 0)
+		return fmt_fail(e, FMT_IO, "cannot stat%s%s: %s", what ? " " : "", what ? what : "", strerror(errno));
+	if (S_ISREG(st->st_mode))
+		return FMT_OK;
+	int named = (flags & FMT_SMALL_NAMED) != 0;
+	/* A pipe ends when its writer says so. */
+	if (named && S_ISFIFO(st->st_mode)) {
+		/* Opened without blocking (a FIFO with no writer opens at once and reads as empty);
+		 * the reads block: a writer (pass asking for a passphrase) may take its time. */
+		int fl = fcntl(fd, F_GETFL);
+		if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0)
+			return fmt_fail(e, FMT_IO, "fcntl: %s", strerror(errno));
+		return FMT_OK;
+	}
+	const char *expected = named ? "a regular file or a pipe" : "a regular file";
+	if (what)
+		return fmt_fail(e, FMT_USAGE, "%s is not %s (it is %s)", what, expected, type_name(st->st_mode));
+	return fmt_fail(e, FMT_USAGE, "is %s (expected %s)", type_name(st->st_mode), expected);
+}
+
+fmt_kind fmt_small_read(int fd, void *buf, size_t cap, size_t *len, fmt_err *e)
+{
+	uint8_t *p = buf;
+	*len = 0;
+	while (*len < cap) {
+		ssize_t got = read(fd, p + *len, cap - *len);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return fmt_fail(e, FMT_IO, "read: %s", strerror(errno));
+		if (got == 0)
+			break;
+		*len += (size_t)got;
+	}
+	return FMT_OK;
+}
+
+static fmt_kind text_too_large(size_t max, fmt_err *e)
+{
+	return fmt_fail(e, FMT_INVALID_FORMAT, "more than %zu bytes (the limit for this file)", max);
+}
+
+/* The whole of fd, at most max bytes (max + 1 read means "too large"), growing the buffer as
+ * bytes arrive: a size the file system reports is a first guess only. */
+static fmt_kind read_small_fd(int fd, const struct stat *st, size_t max, char **out, size_t *len, fmt_err *e)
+{
+	size_t limit = max < SIZE_MAX ? max + 1 : max, cap = S_ISREG(st->st_mode) && (uint64_t)st->st_size < limit
+		? (size_t)st->st_size + 1 : limit < 4096 ? limit : 4096;
+	char *buf = NULL;
+	*len = 0;
+	for (;;) {
+		char *bigger = realloc(buf, cap + 1);
+		if (!bigger) {
+			free(buf);
+			return fmt_fail(e, FMT_IO, "out of memory");
+		}
+		buf = bigger;
+		size_t got;
+		fmt_kind k = fmt_small_read(fd, buf + *len, cap - *len, &got, e);
+		*len += got;
+		if (k == FMT_OK && *len == limit)
+			k = text_too_large(max, e);
+		if (k != FMT_OK) {
+			free(buf);
+			return k;
+		}
+		if (*len < cap)
+			break;
+		cap = cap > limit / 2 ? limit : cap * 2;
+	}
+	buf[*len] = '\0';
+	*out = buf;
+	return FMT_OK;
+}
+
+fmt_kind fmt_read_small(const char *path, unsigned flags, size_t max, char **out, size_t *len, fmt_err *e)
+{
+	struct stat st;
+	int is_stdin = (flags & FMT_SMALL_NAMED) && strcmp(path, "-") == 0;
+	int fd = is_stdin ? fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0) : open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return io_fail(e, path, "cannot open");
+	/* "-" may be the terminal (nk-run --input-file - typed in): it ends at ^D. A secret is
+	 * never read this way (fmt_secret_from_file): it would echo. */
+	fmt_kind k = is_stdin && isatty(fd) ? (fstat(fd, &st) == 0 ? FMT_OK : io_fail(e, path, "cannot stat"))
+					    : fmt_small_check(fd, flags, NULL, &st, e);
+	if (k == FMT_OK)
+		k = read_small_fd(fd, &st, max, out, len, e);
+	close(fd);
+	if (k != FMT_OK)
+		fmt_err_file(e, path);
+	return k;
+}
+
 fmt_kind fmt_read_file(const char *path, size_t max, char **out, size_t *len, fmt_err *e)
 {
-	fmt_source s;
-	fmt_kind k = fmt_source_open(&s, path, e);
-	if (k != FMT_OK)
-		return k;
-	k = fmt_source_read_text(&s, max, out, e);
-	if (k == FMT_OK)
-		*len = (size_t)s.size;
-	else
-		fmt_err_file(e, path);
-	fmt_source_close(&s);
-	return k;
+	return fmt_read_small(path, FMT_SMALL_NAMED, max, out, len, e);
 }
 
 const char *fmt_unsafe_file_name(const char *name, size_t len)

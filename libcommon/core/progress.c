@@ -66,6 +66,22 @@ void fmt_progress_add(fmt_progress *p, uint64_t n)
 
 static void stop_following(const fmt_progress *p);
 
+void fmt_progress_note(FILE *f, const char *text)
+{
+	if (!f)
+		return;
+	fprintf(f, "\r\033[K%s", text);
+	fflush(f);
+}
+
+void fmt_progress_note_end(FILE *f)
+{
+	if (!f)
+		return;
+	fputs("\r\033[K", f);
+	fflush(f);
+}
+
 void fmt_progress_end(fmt_progress *p)
 {
 	stop_following(p);

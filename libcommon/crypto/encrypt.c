@@ -217,7 +217,7 @@ fmt_kind fmt_x25519_secret_load(const char *path, fmt_x25519_pair *out, fmt_err 
 {
 	struct stat st;
 	uint8_t *text = NULL;
-	ssize_t got = 0;
+	size_t got = 0;
 	memset(out, 0, sizeof *out);
 	fmt_kind k = fmt_crypto_sodium_init(e);
 	if (k != FMT_OK)
@@ -228,10 +228,8 @@ fmt_kind fmt_x25519_secret_load(const char *path, fmt_x25519_pair *out, fmt_err 
 		fmt_fail(e, errno == ENOENT ? FMT_USAGE : FMT_IO, "cannot open the identity: %s", strerror(errno));
 		goto out;
 	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		fmt_fail(e, FMT_USAGE, "the identity is not a regular file");
+	if (fmt_small_check(fd, 0, "the identity", &st, e) != FMT_OK)
 		goto out;
-	}
 	if (st.st_mode & 077) {
 		fmt_fail(e, FMT_USAGE, "the identity is readable by others (mode %04o); chmod 600 it",
 			 (unsigned)(st.st_mode & 07777));
@@ -243,14 +241,13 @@ fmt_kind fmt_x25519_secret_load(const char *path, fmt_x25519_pair *out, fmt_err 
 		fmt_fail(e, FMT_INTERNAL, "out of secure memory");
 		goto out;
 	}
-	while ((got = read(fd, text, KEY_FILE_MAX)) < 0 && errno == EINTR)
-		;
-	if (got < 0 || got == KEY_FILE_MAX) {
-		fmt_fail(e, got < 0 ? FMT_IO : FMT_INVALID_FORMAT, got < 0 ? "cannot read the identity"
-			 : "not an X25519 secret key file (too long)");
+	if (fmt_small_read(fd, text, KEY_FILE_MAX, &got, e) != FMT_OK)
+		goto out;
+	if (got == KEY_FILE_MAX) {
+		fmt_fail(e, FMT_INVALID_FORMAT, "not an X25519 secret key file (too long)");
 		goto out;
 	}
-	if (parse_secret(text, (size_t)got, out->sk, e) == FMT_OK) {
+	if (parse_secret(text, got, out->sk, e) == FMT_OK) {
 		fmt_x25519_public_of(out->sk, out->pk);
 		k = FMT_OK;
 	}

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "crypto_internal.h"
 #include "fmt/cli.h"
+#include "fmt/io.h"
 
 #define USER_KEY_LEN 32u
 #define KEYGEN_HINT "create one with `fmt-sign keygen --hmac`"
@@ -172,29 +173,12 @@ fmt_kind fmt_hmac_keygen(const char *path, int rotate, fmt_hmac_key *out, fmt_er
 	return FMT_OK;
 }
 
-static fmt_kind read_exact_fd(int fd, uint8_t *p, size_t n, fmt_err *e)
-{
-	while (n > 0) {
-		ssize_t got = read(fd, p, n);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0)
-			return fmt_fail(e, FMT_IO, "read: %s", strerror(errno));
-		if (got == 0)
-			return fmt_fail(e, FMT_INVALID_FORMAT, "the key file shrank while being read");
-		p += got;
-		n -= (size_t)got;
-	}
-	return FMT_OK;
-}
-
 static fmt_kind check_key_file(int fd, const char *name, fmt_err *e)
 {
 	struct stat st;
-	if (fstat(fd, &st) != 0)
-		return fmt_fail(e, FMT_IO, "cannot stat the key file: %s", strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return fmt_fail(e, FMT_USAGE, "the HMAC key is not a regular file");
+	fmt_kind k = fmt_small_check(fd, 0, "the HMAC key", &st, e);
+	if (k != FMT_OK)
+		return k;
 	if (st.st_mode & 077)
 		return fmt_fail(e, FMT_USAGE, "%s is readable by others (mode %04o); chmod 600 it", name,
 				(unsigned)(st.st_mode & 07777));
@@ -224,8 +208,9 @@ fmt_kind fmt_hmac_key_load(const char *path, fmt_hmac_key *out, fmt_err *e)
 	fmt_kind k = check_key_file(fd, slash ? slash + 1 : path, e);
 	if (k == FMT_OK)
 		k = fmt_crypto_key_alloc(USER_KEY_LEN, out, e);
-	if (k == FMT_OK)
-		k = read_exact_fd(fd, out->bytes, out->len, e);
+	size_t got = 0;
+	if (k == FMT_OK && (k = fmt_small_read(fd, out->bytes, out->len, &got, e)) == FMT_OK && got != out->len)
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "the key file shrank while being read");
 	if (k == FMT_OK)
 		k = fmt_crypto_user_key_id(out, e);
 	close(fd);

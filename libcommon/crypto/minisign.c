@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "crypto_internal.h"
+#include "fmt/io.h"
 #include "fmt/minisign.h"
 
 #define ALG_LEGACY "Ed"
@@ -332,8 +333,14 @@ fmt_kind fmt_ms_hash_file(const char *path, uint8_t out[FMT_MS_HASH], fmt_err *e
 	if (k != FMT_OK)
 		return k;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat sb;
 	if (fd < 0)
 		return fmt_fail(e, FMT_IO, "cannot open: %s", strerror(errno));
+	if ((k = fstat(fd, &sb) != 0 ? fmt_fail(e, FMT_IO, "cannot stat: %s", strerror(errno))
+				     : fmt_input_check(&sb, e)) != FMT_OK) {
+		close(fd);
+		return k;
+	}
 	crypto_generichash_state st;
 	crypto_generichash_init(&st, NULL, 0, FMT_MS_HASH);
 	uint8_t *buf = malloc(1u << 16);
@@ -445,6 +452,13 @@ static int verify_legacy(const fmt_ms_sig *sig, const fmt_ms_public *pub, const 
 			close(fd);
 		return -1;
 	}
+	if (!S_ISREG(st.st_mode)) {
+		if (fmt_input_check(&st, e) == FMT_OK)
+			fmt_fail(e, FMT_UNSUPPORTED, "a legacy (\"Ed\") signature covers the whole file, mapped: "
+				 "not a pipe");
+		close(fd);
+		return -1;
+	}
 	size_t n = (size_t)st.st_size;
 	const uint8_t *msg = (const uint8_t *)"";
 	void *map = NULL;
@@ -489,7 +503,7 @@ fmt_kind fmt_ms_verify_file(const fmt_ms_sig *sig, const fmt_ms_public *keys, si
 	} else {
 		good = verify_legacy(sig, &keys[i], path, e);
 		if (good < 0)
-			return FMT_IO;
+			return e->kind;
 	}
 	if (!good)
 		return fmt_fail(e, FMT_SIGNATURE, "bad signature by key %s: the file or the signature "

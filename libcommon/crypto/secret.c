@@ -11,6 +11,7 @@
 #include <termios.h>
 #include <unistd.h>
 #include "crypto_internal.h"
+#include "fmt/io.h"
 
 /* A secret longer than this is more likely the wrong file than a secret. */
 #define SECRET_MAX (64u * 1024u)
@@ -35,25 +36,6 @@ static fmt_kind key_from_scratch(const uint8_t *scratch, size_t len, fmt_hmac_ke
 	return k;
 }
 
-static fmt_kind read_secret_fd(int fd, const char *path, uint8_t *buf, size_t cap, size_t *len, fmt_err *e)
-{
-	size_t have = 0;
-	for (;;) {
-		ssize_t got = read(fd, buf + have, cap - have);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0)
-			return fmt_fail(e, FMT_IO, "cannot read the secret file %s: %s", path, strerror(errno));
-		if (got == 0)
-			break;
-		have += (size_t)got;
-		if (have == cap)
-			return fmt_fail(e, FMT_USAGE, "secret file %s is longer than %u bytes", path, SECRET_MAX);
-	}
-	*len = have;
-	return FMT_OK;
-}
-
 fmt_kind fmt_secret_from_file(const char *path, fmt_hmac_key *out, fmt_err *e)
 {
 	memset(out, 0, sizeof *out);
@@ -67,26 +49,20 @@ fmt_kind fmt_secret_from_file(const char *path, fmt_hmac_key *out, fmt_err *e)
 	if (fd < 0)
 		return fmt_fail(e, errno == ENOENT ? FMT_USAGE : FMT_IO, "cannot open the secret file %s: %s",
 				path, strerror(errno));
+	char what[64 + FMT_ERR_FILE_MAX];
 	struct stat st;
-	if (fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode))) {
-		close(fd);
-		return fmt_fail(e, FMT_USAGE, "secret file %s is not a regular file or a pipe", path);
-	}
-	/* Blocking reads from here: a writer (pass asking for a passphrase) may take its time. */
-	int fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
-		close(fd);
-		return fmt_fail(e, FMT_IO, "secret file %s: fcntl: %s", path, strerror(errno));
-	}
+	snprintf(what, sizeof what, "secret file %s", path);
+	k = fmt_small_check(fd, FMT_SMALL_NAMED, what, &st, e);
 	/* One byte more than the cap, so that a full buffer means "too long". */
-	uint8_t *scratch = sodium_malloc(SECRET_MAX + 1);
-	if (!scratch) {
-		close(fd);
-		return fmt_fail(e, FMT_INTERNAL, "out of secure memory for the secret");
-	}
+	uint8_t *scratch = k == FMT_OK ? sodium_malloc(SECRET_MAX + 1) : NULL;
+	if (k == FMT_OK && !scratch)
+		k = fmt_fail(e, FMT_INTERNAL, "out of secure memory for the secret");
 	size_t len = 0;
-	k = read_secret_fd(fd, path, scratch, SECRET_MAX + 1, &len, e);
+	if (k == FMT_OK && (k = fmt_small_read(fd, scratch, SECRET_MAX + 1, &len, e)) != FMT_OK)
+		fmt_err_prefix(e, "cannot read the secret file %s", path);
 	close(fd);
+	if (k == FMT_OK && len > SECRET_MAX)
+		k = fmt_fail(e, FMT_USAGE, "secret file %s is longer than %u bytes", path, SECRET_MAX);
 	if (k == FMT_OK) {
 		fmt_crypto_strip_newline(scratch, &len);
 		if (len == 0)
@@ -94,7 +70,8 @@ fmt_kind fmt_secret_from_file(const char *path, fmt_hmac_key *out, fmt_err *e)
 	}
 	if (k == FMT_OK)
 		k = key_from_scratch(scratch, len, out, e);
-	sodium_free(scratch);
+	if (scratch)
+		sodium_free(scratch);
 	return k;
 }
 

@@ -12,12 +12,15 @@
 #include "crypto_internal.h"
 #include "fmt/io.h"
 #include "fmt/minisign.h"
+#include "fmt/progress.h"
 
-fmt_kind fmt_ms_public_load(const char *path, fmt_ms_public *pub, fmt_err *e)
+/* flags: FMT_SMALL_NAMED for -p's file; a key found in --trusted-keys DIR or at the default
+ * path is read only when it is a regular file (a FIFO planted there must not hang a check). */
+static fmt_kind public_load(const char *path, unsigned flags, fmt_ms_public *pub, fmt_err *e)
 {
 	char *text;
 	size_t len;
-	fmt_kind k = fmt_read_file(path, FMT_MS_FILE_MAX, &text, &len, e);
+	fmt_kind k = fmt_read_small(path, flags, FMT_MS_FILE_MAX, &text, &len, e);
 	if (k == FMT_OK) {
 		k = fmt_ms_public_parse(text, len, 0, pub, e);
 		free(text);
@@ -25,6 +28,11 @@ fmt_kind fmt_ms_public_load(const char *path, fmt_ms_public *pub, fmt_err *e)
 	if (k != FMT_OK)
 		fmt_err_file(e, path);
 	return k;
+}
+
+fmt_kind fmt_ms_public_load(const char *path, fmt_ms_public *pub, fmt_err *e)
+{
+	return public_load(path, FMT_SMALL_NAMED, pub, e);
 }
 
 int fmt_trust_opts_given(const fmt_trust_opts *o)
@@ -88,7 +96,7 @@ static fmt_kind trust_dir(const char *dir, fmt_trust_list *t, fmt_err *e)
 			k = p ? trust_add(t, &slot, e) : fmt_fail(e, FMT_INTERNAL, "out of memory");
 			if (k == FMT_OK) {
 				snprintf(p, plen, "%s/%s", dir, names[i]->d_name);
-				k = fmt_ms_public_load(p, slot, e);
+				k = public_load(p, 0, slot, e);
 				if (k == FMT_OK)
 					t->n++;
 			}
@@ -120,7 +128,7 @@ fmt_kind fmt_trust_load(const fmt_trust_opts *o, int default_key, fmt_trust_list
 		k = o->pubkey ? ((path = strdup(o->pubkey)) ? FMT_OK : fmt_fail(e, FMT_INTERNAL, "out of memory"))
 			      : fmt_key_file_path("ed25519.pub", &path, e);
 		if (k == FMT_OK)
-			k = fmt_ms_public_load(path, slot, e);
+			k = public_load(path, o->pubkey ? FMT_SMALL_NAMED : 0, slot, e);
 		free(path);
 		if (k != FMT_OK)
 			return k;
@@ -256,8 +264,11 @@ fmt_kind fmt_ms_secret_load(const char *given, const fmt_pass_opts *o, fmt_ms_se
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "not a minisign Ed25519 secret key file");
 	if (k == FMT_OK && enc == 1)
 		k = fmt_passphrase(o, 0, &pw, e);
+	FILE *notice = k == FMT_OK && enc == 1 && o ? o->notice : NULL;   /* scrypt takes seconds */
+	fmt_progress_note(notice, FMT_PASS_DERIVING);
 	if (k == FMT_OK)
 		k = fmt_ms_secret_parse(text.bytes, text.len, enc == 1 ? pw.bytes : NULL, pw.len, sec, e);
+	fmt_progress_note_end(notice);
 	fmt_hmac_key_free(&pw);
 	fmt_hmac_key_free(&text);
 	if (k != FMT_OK && path)

@@ -260,7 +260,7 @@ fmt_kind fmt_model_open_shard(fmt_model *m, const char *dir, const char *file, c
 	if (stat(*path, &st) != 0 && errno == ENOENT)
 		return fmt_fail(e, FMT_SCHEMA, "shard '%.200s' named in %s does not exist (%.400s)", file, named_in,
 				*path);
-	fmt_kind k = fmt_source_open(&src, *path, e);
+	fmt_kind k = fmt_source_open_found(&src, *path, e);
 	if (k == FMT_OK) {
 		k = fmt_model_add_source(m, &src, index, e);
 		if (k != FMT_OK)

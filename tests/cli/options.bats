@@ -210,6 +210,43 @@ Try '$tool --help'."
 	done
 }
 
+# Issue 19 item 10: keeping only the last of two values (a second --encrypt-to) drops the
+# first silently, so the runner refuses it before any option acts, whatever the values.
+@test "every option that takes one value is refused given twice (exit 2, named); repeatable ones and flags repeat" {
+	for tool in "${TOOLS[@]}"; do
+		while IFS=$'\t' read -r long short arg repeat; do
+			[ "$arg" != - ] || continue
+			name=--$long
+			[ "$short" = - ] || name="$short/--$long"
+			run --separate-stderr "$FMTKIT_BIN/$tool" "--$long=1" "--$long=2" x
+			if [ "$repeat" = 0 ]; then
+				[ "$status" -eq 2 ] || fail "$tool --$long twice: exit $status, expected 2"
+				assert_equal "$stderr" "$tool: error: $name given twice (it takes one value)
+Try '$tool --help'."
+			else
+				assert_equal "$repeat" 1
+				[[ $stderr != *"given twice"* ]] || fail "$tool --$long is repeatable: $stderr"
+			fi
+		done < <(dump_of "$tool" | awk -F '\t' '$1 == "option" { print $2 "\t" $3 "\t" $4 "\t" $8 }')
+		# flags may repeat (-v -v counts)
+		while IFS=$'\t' read -r long repeat; do
+			assert_equal "$repeat" 0
+			[ "$long" = help ] || [ "$long" = version ] && continue
+			run --separate-stderr "$FMTKIT_BIN/$tool" "--$long" "--$long"
+			[[ $stderr != *"given twice"* ]] || fail "$tool --$long is a flag: $stderr"
+		done < <(dump_of "$tool" | awk -F '\t' '$1 == "option" && $4 == "-" { print $2 "\t" $8 }')
+	done
+	# the short and the long name are one option; so are two names with one meaning
+	run --separate-stderr "$FMTKIT_BIN/fmt-shard" split -o a --output b x.safetensors
+	assert_failure 2
+	assert_equal "$stderr" "fmt-shard: error: -o/--output given twice (it takes one value)
+Try 'fmt-shard --help'."
+	run --separate-stderr "$FMTKIT_BIN/fmt-verify" --key-secret-file a --secret-file b x
+	assert_failure 2
+	assert_equal "$stderr" "fmt-verify: error: --secret-file given after --key-secret-file, the same option (it takes one value)
+Try 'fmt-verify --help'."
+}
+
 @test "options that take no value refuse one, options that take one demand it; ambiguous abbreviations" {
 	run --separate-stderr "$FMTKIT_BIN/fmt-inspect" --json=yes x.safetensors
 	assert_failure 2

@@ -98,3 +98,23 @@ assert_not_drawn() {
 	grep -aq 'set.tar: ok' transcript || fail "not verified: $(cat -v transcript)"
 	assert_not_drawn
 }
+
+# Issue 20 item 14: scrypt takes seconds; on a terminal the wait is named, then erased.
+@test "a passphrase-protected key: 'deriving the key from the passphrase…' on a terminal, erased; never with -q, --json or on a pipe" {
+	export XDG_CONFIG_HOME=$PWD/config
+	printf 'correct horse\n' >pw
+	NOTE=$'\r\e\\[Kderiving the key from the passphrase\xe2\x80\xa6\r\e\\[K'
+	on_terminal "fmt-sign keygen --passphrase-file pw"
+	grep -aqE "${NOTE}created Ed25519 key" transcript || fail "keygen: $(cat -v transcript)"
+	on_terminal "fmt-sign sign -s config/fmtkit/ed25519.key --passphrase-file pw model.apsim"
+	grep -aqE "${NOTE}signed model\.apsim with key" transcript || fail "sign: $(cat -v transcript)"
+	for flag in -q --json --no-progress; do
+		on_terminal "fmt-sign sign $flag -s config/fmtkit/ed25519.key --passphrase-file pw -x $flag.minisig model.apsim"
+		assert_not_drawn
+		! grep -aq deriving transcript || fail "$flag: $(cat -v transcript)"
+		[ -s "./$flag.minisig" ]
+	done
+	run --separate-stderr fmt-sign sign -s config/fmtkit/ed25519.key --passphrase-file pw -x piped.minisig model.apsim
+	assert_success
+	assert_equal "$stderr" ""
+}

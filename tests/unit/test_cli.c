@@ -131,6 +131,33 @@ TEST(cli_usage_errors_exit_2)
 	CHECK_STR(s.format, "alpha");
 }
 
+/* An option that takes a value is given once (unless repeatable), checked before any option
+ * acts; the check leaves the words in their order ("f --tensor" still lacks a value). */
+TEST(cli_one_value_options_given_once)
+{
+	const char *twice[] = { "fmt-test", "-t", "a", "f", "--tensor=b", NULL };
+	const char *twice_bad_value[] = { "fmt-test", "--format", "bad", "--format", "bad", "f", NULL };
+	const char *set_twice[] = { "fmt-test", "--set", "x=1", "f", "--set", "y=2", "-v", "-v", "-j", "-j", NULL };
+	const char *missing_last[] = { "fmt-test", "f", "--tensor", NULL };
+	seen s = { 0 };
+	fmt_cli cli;
+	CHECK(parse(&plain, twice, &s, &cli) == 0);
+	CHECK_EQ_U64(cli.exit_code, FMT_USAGE);
+	CHECK(s.tensor == NULL); /* refused before any option acted */
+	memset(&s, 0, sizeof s);
+	CHECK(parse(&plain, twice_bad_value, &s, &cli) == 0);
+	CHECK_EQ_U64(cli.exit_code, FMT_USAGE);
+	memset(&s, 0, sizeof s);
+	CHECK(parse(&plain, set_twice, &s, &cli) == 1);
+	CHECK_EQ_U64(s.sets, 2);
+	CHECK_EQ_U64(cli.common.verbose, 2);
+	CHECK_EQ_U64(cli.n_operands, 1);
+	memset(&s, 0, sizeof s);
+	CHECK(parse(&plain, missing_last, &s, &cli) == 0);
+	CHECK_EQ_U64(cli.exit_code, FMT_USAGE);
+	CHECK(s.tensor == NULL);
+}
+
 TEST(cli_subcommands_and_their_options)
 {
 	seen s = { 0 };

@@ -96,6 +96,52 @@ TEST(source_reads_and_bounds)
 	rmdir(dir);
 }
 
+/* Small files: read by counting bytes up to the limit; a FIFO or a device is refused unless the
+ * user named it (then a FIFO is read), and never waited on. */
+TEST(small_files_bounded_and_typed)
+{
+	char *dir = unit_tmp_dir(), path[128], fifo[128];
+	snprintf(path, sizeof path, "%s/f", dir);
+	snprintf(fifo, sizeof fifo, "%s/p", dir);
+	FILE *f = fopen(path, "wb");
+	fwrite("0123456789", 1, 10, f);
+	fclose(f);
+	char *text = NULL;
+	size_t len = 0;
+	fmt_err e;
+	fmt_err_clear(&e);
+	CHECK(fmt_read_small(path, 0, 10, &text, &len, &e) == FMT_OK);
+	CHECK_EQ_U64(len, 10);
+	CHECK_STR(text, "0123456789");
+	free(text);
+	CHECK(fmt_read_small(path, 0, 9, &text, &len, &e) == FMT_INVALID_FORMAT);
+	CHECK_STR(e.msg, "more than 9 bytes (the limit for this file)");
+	CHECK_STR(e.file, path);
+	fmt_err_clear(&e);
+	CHECK(fmt_read_small("/dev/zero", FMT_SMALL_NAMED, 1u << 20, &text, &len, &e) == FMT_USAGE);
+	CHECK_STR(e.msg, "is a character device (expected a regular file or a pipe)");
+	fmt_err_clear(&e);
+	CHECK(fmt_read_small(dir, 0, 16, &text, &len, &e) == FMT_USAGE);
+	CHECK_STR(e.msg, "is a directory (expected a regular file)");
+	CHECK(mkfifo(fifo, 0600) == 0);
+	fmt_err_clear(&e);
+	CHECK(fmt_read_small(fifo, 0, 16, &text, &len, &e) == FMT_USAGE);
+	CHECK_STR(e.msg, "is a FIFO (expected a regular file)");
+	/* named, with no writer: opens at once and reads as empty */
+	CHECK(fmt_read_small(fifo, FMT_SMALL_NAMED, 16, &text, &len, &e) == FMT_OK);
+	CHECK_EQ_U64(len, 0);
+	free(text);
+	struct stat st;
+	CHECK(stat("/dev/null", &st) == 0);
+	fmt_err_clear(&e);
+	CHECK(fmt_input_check(&st, &e) == FMT_IO);
+	CHECK_STR(e.msg, "is a character device (expected a regular file or a pipe)");
+	CHECK(stat(path, &st) == 0 && fmt_input_check(&st, &e) == FMT_OK);
+	unlink(fifo);
+	unlink(path);
+	rmdir(dir);
+}
+
 TEST(sink_is_atomic_and_refuses_existing)
 {
 	char *dir = unit_tmp_dir(), path[128];

@@ -6,6 +6,7 @@
 #include "fmt/cli.h"
 #include "fmt/out.h"
 #include "fmt/pipeline.h"
+#include "fmt/progress.h"
 #include "fmt/table.h"
 
 #define TOOL "fmt-convert"
@@ -274,7 +275,12 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 	case OPT_NO_VERIFY: o->no_verify = 1; break;
 	case OPT_APR_LAYOUT: o->layout = arg; break;
 	case 'c':
-	case OPT_COMPRESS: o->compression = arg; break;
+	case OPT_COMPRESS:
+		if (o->compression)   /* the runner refuses each name twice; this, the two names */
+			return fmt_fail(e, FMT_USAGE, "--compression and --compress are the same option "
+					"(it takes one value)"), -1;
+		o->compression = arg;
+		break;
 	case OPT_OVERFLOW:
 		if (!fmt_overflow_mode_from_name(arg, &o->overflow))
 			return fmt_fail(e, FMT_USAGE, "--overflow takes refuse, saturate or widen"), -1;
@@ -361,6 +367,8 @@ int main(int argc, char **argv)
 	o->verbose = cli.common.verbose;
 	o->no_progress = cli.common.no_progress;
 	o->threads = cli.common.threads ? cli.common.threads : fmt_cpu_count();
+	if (fmt_progress_wanted(stderr, o->quiet || o->json, o->no_progress))
+		o->passphrase.notice = stderr;
 	o->table_to = a.to_name ? fmt_table_driver_by_name(a.to_name) : fmt_table_driver_by_extension(output);
 	if (o->sign_key) {
 		int ed = o->table_to && o->table_to->write ? (o->table_to->caps & FMT_CAP_ED25519_SIGN) != 0 : -1;

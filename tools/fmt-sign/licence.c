@@ -41,7 +41,7 @@ int sign_cmd_license(char **files, int n, const sign_opts *o)
 	fmt_err e;
 	fmt_ms_secret sec;
 	char *terms = NULL, id[FMT_MS_KEY_ID_HEX], when[32];
-	fmt_pass_opts po = { o->passphrase_file, o->passphrase_env };
+	fmt_pass_opts po = sign_pass_opts(o);
 	fmt_err_clear(&e);
 	if (load_terms(o->terms_file, &terms, &e) != FMT_OK)
 		return sign_fail(o, NULL, &e);

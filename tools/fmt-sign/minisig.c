@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "fmt/io.h"
 #include "fmt/out.h"
+#include "fmt/progress.h"
 #include "fmt/table.h"
 #include "fmt/thread.h"
 #include "sign.h"
@@ -25,10 +26,18 @@ static fmt_kind key_path(const char *given, const char *name, char **out, fmt_er
 	return fmt_key_file_path(name, out, e);
 }
 
+fmt_pass_opts sign_pass_opts(const sign_opts *o)
+{
+	int quiet = o->common.quiet || o->common.json;
+	fmt_pass_opts po = { o->passphrase_file, o->passphrase_env,
+			     fmt_progress_wanted(stderr, quiet, o->common.no_progress) ? stderr : NULL };
+	return po;
+}
+
 /* The passphrase: --passphrase-file, --passphrase-env or the terminal (twice when confirm). */
 static fmt_kind passphrase(const sign_opts *o, int confirm, fmt_hmac_key *pw, fmt_err *e)
 {
-	fmt_pass_opts po = { o->passphrase_file, o->passphrase_env };
+	fmt_pass_opts po = sign_pass_opts(o);
 	return fmt_passphrase(&po, confirm, pw, e);
 }
 
@@ -121,9 +130,12 @@ static int keygen_ed25519(const sign_opts *o, char *pub_path, char *sec_path)
 		k = passphrase(o, 1, &pw, &e);
 	if (k == FMT_OK)
 		k = fmt_ms_public_text(&pub, &pub_text, &pub_len, &e);
+	FILE *notice = k == FMT_OK && !o->no_passphrase ? sign_pass_opts(o).notice : NULL;
+	fmt_progress_note(notice, FMT_PASS_DERIVING);
 	if (k == FMT_OK)
 		k = fmt_ms_secret_text(&sec, o->no_passphrase ? NULL : pw.bytes, pw.len, &sec_text,
 				       &sec_len, &e);
+	fmt_progress_note_end(notice);
 	if (k == FMT_OK)
 		k = write_pair(o, pub_path, pub_text, pub_len, sec_path, sec_text, sec_len, &e);
 	int code = k == FMT_OK ? 0 : sign_fail(o, NULL, &e);
@@ -163,7 +175,7 @@ int sign_cmd_keygen_keypair(const sign_opts *o)
  * has one. */
 static fmt_kind load_secret(const sign_opts *o, fmt_ms_secret *sec, fmt_err *e)
 {
-	fmt_pass_opts po = { o->passphrase_file, o->passphrase_env };
+	fmt_pass_opts po = sign_pass_opts(o);
 	return fmt_ms_secret_load(o->seckey, &po, sec, e);
 }
 
@@ -330,7 +342,8 @@ static fmt_kind verify_one(const char *file, const fmt_ms_public *keys, size_t n
 	size_t len;
 	if (!sig_path)
 		return fmt_fail(e, FMT_INTERNAL, "out of memory");
-	fmt_kind k = fmt_read_file(sig_path, FMT_MS_FILE_MAX, &text, &len, e);
+	/* -x names its file; FILE.minisig is found beside FILE: a regular file only. */
+	fmt_kind k = fmt_read_small(sig_path, o->sigfile ? FMT_SMALL_NAMED : 0, FMT_MS_FILE_MAX, &text, &len, e);
 	if (k == FMT_OK) {
 		k = fmt_ms_sig_parse(text, len, sig, e);
 		if (k != FMT_OK)

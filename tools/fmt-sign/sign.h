@@ -38,6 +38,8 @@ typedef struct sign_opts {
  * when file is NULL (before any file was opened) of each FILE operand, or of the operation
  * (file null) when there are none. Returns the exit status. */
 int sign_fail(const sign_opts *o, const char *file, const fmt_err *e);
+/* The passphrase options, with the terminal to say "deriving the key..." on (progress rules). */
+fmt_pass_opts sign_pass_opts(const sign_opts *o);
 
 /* Each returns the exit status after reporting any error on stderr. */
 int sign_cmd_keygen(const sign_opts *o);

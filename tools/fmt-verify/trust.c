@@ -31,9 +31,11 @@ fmt_kind verify_detached(const char *path, const fmt_keyset *keys, verify_sigs *
 		free(sig_path);
 		return FMT_OK;
 	}
-	k = fmt_read_file(sig_path, FMT_MS_FILE_MAX, &text, &len, e);
-	if (k != FMT_OK)
+	k = fmt_read_small(sig_path, 0, FMT_MS_FILE_MAX, &text, &len, e);
+	if (k != FMT_OK) {
+		e->file[0] = '\0';   /* the report names the checked file, the message its signature */
 		fmt_err_prefix(e, "%s", sig_path);
+	}
 	if (k == FMT_OK)
 		k = fmt_ms_check_detached(text, len, sig_path, path, keys->trusted, keys->n_trusted, v->detached_id, e);
 	if (k == FMT_OK)

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "fmt/minisign.h"
 #include "fmt/pipeline.h"
+#include "fmt/progress.h"
 #include "fmt/thread.h"
 #include "wm.h"
 
@@ -354,6 +355,8 @@ fmt_kind wm_embed(const char *input, const char *output, const wm_opts *o, const
 	/* --sign-key: loaded (its passphrase asked) for a real run only */
 	fmt_ms_secret sec;
 	fmt_pass_opts pass = { .file = o->passphrase_file, .env = o->passphrase_env };
+	if (fmt_progress_wanted(stderr, o->common.quiet || o->common.json, o->common.no_progress))
+		pass.notice = stderr;
 	fmt_kind k = o->sign_key && !o->dry_run ? fmt_ms_secret_load(o->sign_key, &pass, &sec, e) : FMT_OK;
 	if (k != FMT_OK) {
 		if (nowhere)

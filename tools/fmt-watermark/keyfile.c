@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <sodium.h>
+#include "fmt/io.h"
 #include "wm.h"
 
 fmt_kind wm_key_load(const char *path, fmt_wm_key **key, uint8_t raw[FMT_WM_KEY_LEN], fmt_err *e)
@@ -18,13 +19,13 @@ fmt_kind wm_key_load(const char *path, fmt_wm_key **key, uint8_t raw[FMT_WM_KEY_
 	if (fd < 0)
 		k = errno == ELOOP ? fmt_fail(e, FMT_USAGE, "the watermark key is a symbolic link (refused)")
 				   : fmt_fail(e, FMT_IO, "cannot open the watermark key: %s", strerror(errno));
-	else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-		k = fmt_fail(e, FMT_USAGE, "the watermark key is not a regular file");
+	else if (fmt_small_check(fd, 0, "the watermark key", &st, e) != FMT_OK)
+		k = e->kind;
 	else if (st.st_mode & 077)
 		k = fmt_fail(e, FMT_USAGE, "the watermark key can be read by others (mode %03o); chmod 600 it",
 			     (unsigned)(st.st_mode & 0777));
-	if (k == FMT_OK) {
-		ssize_t n = read(fd, buf, sizeof buf);
+	size_t n = 0;
+	if (k == FMT_OK && (k = fmt_small_read(fd, buf, sizeof buf, &n, e)) == FMT_OK) {
 		if (n != FMT_WM_KEY_LEN)
 			k = fmt_fail(e, FMT_INVALID_FORMAT, "a watermark key is 32 bytes (fmt-sign keygen --watermark)");
 	}

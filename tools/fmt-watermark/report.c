@@ -8,6 +8,7 @@
 #include <sodium.h>
 #include "fmt/minisign.h"
 #include "fmt/out.h"
+#include "fmt/progress.h"
 #include "wm.h"
 
 int wm_fail(const wm_opts *o, const char *file, const fmt_err *e)
@@ -250,28 +251,10 @@ static fmt_kind file_sha256(const char *path, char out[FMT_SHA256_HEX + 1], fmt_
 /* The Ed25519 secret key (minisign's format), decrypted with the passphrase when it has one. */
 static fmt_kind load_sign_key(const wm_opts *o, fmt_ms_secret *sec, fmt_err *e)
 {
-	fmt_hmac_key text = { 0 }, pw = { 0 };
-	fmt_kind k = fmt_secret_from_file(o->sign_key, &text, e);
-	if (k != FMT_OK)
-		return k;
-	int enc = fmt_ms_secret_encrypted(text.bytes, text.len);
-	if (enc < 0)
-		k = fmt_fail(e, FMT_INVALID_FORMAT, "not a minisign Ed25519 secret key file");
-	if (k == FMT_OK && enc == 1) {
-		if (o->passphrase_file)
-			k = fmt_secret_from_file(o->passphrase_file, &pw, e);
-		else if (o->passphrase_env)
-			k = fmt_secret_from_env(o->passphrase_env, &pw, e);
-		else
-			k = fmt_secret_from_prompt("Passphrase: ", &pw, e);
-	}
-	if (k == FMT_OK)
-		k = fmt_ms_secret_parse(text.bytes, text.len, enc == 1 ? pw.bytes : NULL, pw.len, sec, e);
-	fmt_hmac_key_free(&pw);
-	fmt_hmac_key_free(&text);
-	if (k != FMT_OK)
-		fmt_err_file(e, o->sign_key);
-	return k;
+	fmt_pass_opts pass = { .file = o->passphrase_file, .env = o->passphrase_env };
+	if (fmt_progress_wanted(stderr, o->common.quiet || o->common.json, o->common.no_progress))
+		pass.notice = stderr;
+	return fmt_ms_secret_load(o->sign_key, &pass, sec, e);
 }
 
 /* The evidence: every fact as JSON, then (with a key) an Ed25519 signature over its canonical

@@ -110,43 +110,37 @@ static int looks_like_json(const uint8_t *b, size_t n)
  * otherwise a JSON array. */
 fmt_kind nk_read_value_file(const char *path, const nk_model *nm, nk_values *out, fmt_err *e)
 {
-	fmt_source src;
+	char *text = NULL;
+	size_t n = 0;
 	memset(out, 0, sizeof *out);
-	fmt_kind k = fmt_source_open(&src, path, e);
+	fmt_kind k = fmt_read_file(path, MAX_INPUT_FILE, &text, &n, e);
 	if (k != FMT_OK)
 		return k;
-	const uint8_t *b = NULL;
+	const uint8_t *b = (const uint8_t *)text;
 	size_t elem = nm->quantized ? 1 : 4;
-	if (src.size > MAX_INPUT_FILE)
-		k = fmt_fail(e, FMT_INVALID_FORMAT, "input file larger than 1 GiB");
-	else if (src.size)
-		k = fmt_source_view(&src, 0, src.size, &b, e);
-	if (k == FMT_OK) {
-		size_t n = (size_t)src.size;
-		int raw_size = n == nm->input_count * elem;
-		/* JSON first when it looks like JSON; raw bytes that merely look like it still work. */
-		if (n && looks_like_json(b, n) && (k = nk_parse_value_json((const char *)b, n, out, e)) == FMT_OK &&
-		    (out->n == nm->input_count || !raw_size))
-			;
-		else if (raw_size) {
-			nk_values_free(out);
-			k = FMT_OK;
-			if (!(out->v = malloc((n / elem ? n / elem : 1) * sizeof *out->v)))
-				k = fmt_fail(e, FMT_IO, "out of memory");
-			for (size_t i = 0; k == FMT_OK && i < n / elem; i++)
-				out->v[i] = nm->quantized ? (double)(int8_t)b[i] : (double)fmt_nk_rd_f32(b + 4 * i);
-			out->n = n / elem;
-			out->raw = 1;
-		} else if (k == FMT_OK) {
-			k = fmt_fail(e, FMT_INVALID_FORMAT,
-				     "%zu bytes: neither %llu raw %s values (%llu bytes) nor a JSON array", n,
-				     (unsigned long long)nm->input_count, nm->quantized ? "int8" : "float32",
-				     (unsigned long long)(nm->input_count * elem));
-		}
+	int raw_size = n == nm->input_count * elem;
+	/* JSON first when it looks like JSON; raw bytes that merely look like it still work. */
+	if (n && looks_like_json(b, n) && (k = nk_parse_value_json(text, n, out, e)) == FMT_OK &&
+	    (out->n == nm->input_count || !raw_size))
+		;
+	else if (raw_size) {
+		nk_values_free(out);
+		k = FMT_OK;
+		if (!(out->v = malloc((n / elem ? n / elem : 1) * sizeof *out->v)))
+			k = fmt_fail(e, FMT_IO, "out of memory");
+		for (size_t i = 0; k == FMT_OK && i < n / elem; i++)
+			out->v[i] = nm->quantized ? (double)(int8_t)b[i] : (double)fmt_nk_rd_f32(b + 4 * i);
+		out->n = n / elem;
+		out->raw = 1;
+	} else if (k == FMT_OK) {
+		k = fmt_fail(e, FMT_INVALID_FORMAT,
+			     "%zu bytes: neither %llu raw %s values (%llu bytes) nor a JSON array", n,
+			     (unsigned long long)nm->input_count, nm->quantized ? "int8" : "float32",
+			     (unsigned long long)(nm->input_count * elem));
 	}
 	if (k != FMT_OK)
 		fmt_err_file(e, path);
-	fmt_source_close(&src);
+	free(text);
 	return k;
 }
 

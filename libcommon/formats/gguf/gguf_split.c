@@ -70,7 +70,7 @@ static fmt_kind load_shard(fmt_model *m, const char *path, int64_t no, int64_t c
 	fmt_model keys;
 	gguf_file_info info;
 	int idx;
-	fmt_kind k = fmt_source_open(&s, path, e);
+	fmt_kind k = fmt_source_open_found(&s, path, e);
 	if (k != FMT_OK) {
 		char why[FMT_ERR_MSG_MAX];
 		snprintf(why, sizeof why, "%s", e->msg);

@@ -113,7 +113,11 @@ typedef enum fmt_cli_complete {
 } fmt_cli_complete;
 
 enum {
-	FMT_CLI_REPEAT = 1,    /* the option may be given more than once */
+	/* The option may be given more than once (--include GLOB...). Without it, an option that
+	 * takes a value is given at most once: the runner refuses a second one (exit 2, naming
+	 * it) before any option acts, since keeping only the last (a second --encrypt-to, -o or
+	 * key) would silently drop the first. A flag may always be repeated (-v -v). */
+	FMT_CLI_REPEAT = 1,
 };
 
 /* A value of FMT_COMPLETE_WORDS with what it means (the zsh completion shows both). */

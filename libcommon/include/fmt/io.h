@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include "fmt/err.h"
 
@@ -49,8 +50,13 @@ fmt_kind fmt_source_from_memory(fmt_source *s, const char *name, const void *dat
 void fmt_source_close(fmt_source *s);
 
 /* Open path like fmt_source_open, except that a pipe or stdin becomes a sequential source (an
- * input of at most FMT_SOURCE_HEAD bytes is simply held in memory). */
+ * input of at most FMT_SOURCE_HEAD bytes is simply held in memory). A device (/dev/zero) or a
+ * directory is IoError (fmt_input_check). */
 fmt_kind fmt_source_open_sequential(fmt_source *s, const char *path, fmt_err *e);
+/* Open a file the tool found, not one the user named (a shard an index names, the other parts
+ * of a split set): only a regular file, opened without blocking, so that a FIFO planted there
+ * is IoError at once instead of a hang. */
+fmt_kind fmt_source_open_found(fmt_source *s, const char *path, fmt_err *e);
 /* Test hook (fuzz targets): a sequential source over the n bytes at data (not copied: they must
  * outlive the source), handed out at most chunk bytes per read as a pipe does, that keeps its
  * first head bytes (1..FMT_SOURCE_HEAD; pipes keep FMT_SOURCE_HEAD) for re-reading: with a small
@@ -92,9 +98,32 @@ const char *fmt_unsafe_file_name(const char *name, size_t len);
  * shard names are appended to it. NULL when out of memory. */
 char *fmt_dir_prefix(const char *path);
 
-/* Read the whole of a small file (index JSON, key files) into a NUL-terminated heap buffer,
- * refusing files above max bytes. */
+/* Small files, read whole: keys, signatures, passphrases, the JSON or text an option names,
+ * a registry. Every one is read here, so that none can hang or exhaust a tool: it is opened
+ * without blocking (a FIFO with no writer opens at once and reads as empty), its type is
+ * checked on the open descriptor, and it is read by counting bytes up to its limit, never by
+ * trusting the size the file system reports (0 for /dev/zero). A regular file is read; so is,
+ * when the user named the file (FMT_SMALL_NAMED: an option's value), a pipe (<(cmd), a FIFO:
+ * the reads wait for its writer) or "-" for standard input (also a terminal: it ends at ^D).
+ * Anything else (a device, a directory, a socket, or a pipe found in a directory or beside a
+ * file) is UsageError naming what it is. */
+#define FMT_SMALL_NAMED 1u
+
+/* The whole file at path as a NUL-terminated heap buffer (*len bytes); more than max bytes is
+ * InvalidFormat. */
+fmt_kind fmt_read_small(const char *path, unsigned flags, size_t max, char **out, size_t *len, fmt_err *e);
+/* fmt_read_small of a file the user named (FMT_SMALL_NAMED). */
 fmt_kind fmt_read_file(const char *path, size_t max, char **out, size_t *len, fmt_err *e);
+/* The two steps of fmt_read_small, for readers that keep the bytes elsewhere (secrets in
+ * sodium_malloc memory) or check more (a key file's mode): may fd, opened O_NONBLOCK, be read
+ * as a small file (its fstat in *st; what, when not NULL, names it in messages: "the HMAC
+ * key")? Then read up to cap bytes of it: *len < cap means the end was reached. */
+fmt_kind fmt_small_check(int fd, unsigned flags, const char *what, struct stat *st, fmt_err *e);
+fmt_kind fmt_small_read(int fd, void *buf, size_t cap, size_t *len, fmt_err *e);
+
+/* A model or dataset input (fstat of its descriptor): a directory or a device (/dev/zero
+ * never ends, /dev/null is no file) is IoError; a regular file or a pipe is read. */
+fmt_kind fmt_input_check(const struct stat *st, fmt_err *e);
 
 /* 1 if a and b are the same file (device and inode), 0 if not or if b does not exist. */
 int fmt_same_file(const char *a, const char *b);

@@ -13,6 +13,7 @@
 #define FMT_MINISIGN_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include "fmt/crypto.h"
 #include "fmt/err.h"
@@ -176,7 +177,13 @@ fmt_kind fmt_trust_check_embedded(const fmt_ms_public *keys, size_t n, const uin
 typedef struct fmt_pass_opts {
 	const char *file;
 	const char *env;
+	/* Where to say "deriving the key from the passphrase…" while scrypt runs (seconds): the
+	 * terminal when the tool shows progress (fmt_progress_wanted), else NULL. */
+	FILE *notice;
 } fmt_pass_opts;
+
+/* The words of that notice (fmt-sign keygen says them too, while it encrypts a new key). */
+#define FMT_PASS_DERIVING "deriving the key from the passphrase\xe2\x80\xa6"
 
 fmt_kind fmt_passphrase(const fmt_pass_opts *o, int confirm, fmt_hmac_key *pw, fmt_err *e);
 

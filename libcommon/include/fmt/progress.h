@@ -22,6 +22,12 @@ void fmt_progress_start(fmt_progress *p, FILE *f, const char *label, uint64_t to
 void fmt_progress_add(fmt_progress *p, uint64_t n);
 void fmt_progress_end(fmt_progress *p);
 
+/* A line saying what a wait of a few seconds with nothing to count is for ("deriving the key
+ * from the passphrase…"), on f (a terminal the tool chose, as for progress; NULL: nothing);
+ * fmt_progress_note_end erases it. */
+void fmt_progress_note(FILE *f, const char *text);
+void fmt_progress_note_end(FILE *f);
+
 /* Feed p from every byte written through any fmt_sink (NULL to stop). */
 void fmt_progress_follow_sinks(fmt_progress *p);
 
