@@ -97,7 +97,7 @@ PY
 	assert_output --partial "licence without expiry by seller key $bid (trusted)"
 }
 
-@test "expiry: exit 10 with the date; fmt-sign warns; a renewed licence passes; conversions still read" {
+@test "expiry: exit 10 with the date; fmt-sign warns; a renewed licence passes" {
 	run --separate-stderr fmt-sign license --licensee acme --expires 2001-02-03 --sign-key s.key d.ald
 	assert_success
 	assert_equal "$stderr" "fmt-sign: warning: the expiry date 2001-02-03T00:00:00Z is in the past: the licence is expired already"

@@ -170,7 +170,8 @@ static const fmt_cli_tool tool = {
 	.options = options,
 	.footer = "Exit status: 0 ok (extract: a valid payload; prove: match; detect: likely\n"
 		  "watermarked), 1 no (no valid payload, not this buyer, nothing detected), 2 usage,\n"
-		  "3 I/O error, 4 invalid input, 5 unsupported, 8 wrong passphrase.",
+		  "3 I/O error, 4 invalid input, 5 unsupported, 8 wrong passphrase, 10 an .ald whose\n"
+		  "licence expired (--allow-expired).",
 	.format_names = fmt_writer_names,
 	.on_option = on_option,
 };
