@@ -93,7 +93,15 @@ static fmt_kind parse_trailer(ald_state *s, const uint8_t *d, fmt_err *e)
 		s->query_limit = fmt_rd_u32(l + 67);
 		s->terms = l + 75;
 		s->terms_len = n;
+		at += LICENSE_MIN + (uint64_t)n;
 	}
+	/* Every byte is accounted for: bytes after the last block are covered by no signature
+	 * (upstream ignores them; a flag cleared would leave a block there unnoticed). */
+	if (at != s->crc_off)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "%llu byte%s after the %s, before the CRC, that no block "
+				"accounts for", (unsigned long long)(s->crc_off - at), s->crc_off - at == 1 ? "" : "s",
+				(s->flags & FMT_ALD_LICENSED) ? "licence terms" : (s->flags & FMT_ALD_SIGNED)
+				? "signature block" : "payload");
 	return FMT_OK;
 }
 
@@ -424,7 +432,7 @@ static fmt_kind ald_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_er
 		k = fmt_ald_check_signature(s, &sig, e);
 	}
 	if (k == FMT_OK && o)
-		k = fmt_ald_check_license(s, o, e);
+		k = fmt_ald_check_license(s, o, t->path, e);
 	/* fmt-verify authenticates an encrypted payload when it has the key, then checks its digest */
 	const fmt_keyset *ks = o && (o->keys.password || o->keys.x25519) ? &o->keys : t->keys;
 	if (k == FMT_OK && o && (s->flags & FMT_ALD_ENCRYPTED) && ks && (ks->password || ks->x25519))
@@ -526,6 +534,7 @@ const fmt_table_driver fmt_table_driver_ald = {
 	.describe = fmt_ald_describe,
 	.secret = ald_secret,
 	.decrypt = ald_decrypt,
+	.rows_gate = fmt_ald_rows_gate,
 	.encrypts = 1,
 	.caps = FMT_CAP_ED25519 | FMT_CAP_ED25519_SIGN,
 	.sign_in_place = fmt_ald_sign_in_place,

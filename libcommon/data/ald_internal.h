@@ -96,7 +96,13 @@ fmt_kind fmt_ald_rewrite_in_place(const char *path, const ald_state *s, fmt_ald_
 /* Licences (ald_licence.c): fmt-sign license, and fmt-verify's seller_sig and expiry checks. */
 fmt_kind fmt_ald_license_in_place(const char *path, const struct fmt_license_req *l, const fmt_keyset *keys,
 				  fmt_err *e);
-fmt_kind fmt_ald_check_license(ald_state *s, const struct fmt_verify_opts *o, fmt_err *e);
+/* The seller's signature (must verify when present; required with trusted keys, in a signed file
+ * or one with path.minisig beside it; by a trusted key when keys are given), then the expiry. */
+fmt_kind fmt_ald_check_license(ald_state *s, const struct fmt_verify_opts *o, const char *path, fmt_err *e);
+/* 1 when the licence states an expiry (EXPIRATION_ENFORCED, expires_at) that has passed. */
+int fmt_ald_licence_expired(const ald_state *s);
+/* The table driver's rows_gate: an expired licence stops reading rows unless t->allow_expired. */
+fmt_kind fmt_ald_rows_gate(fmt_table *t, fmt_err *e);
 json_t *fmt_ald_license_json(const ald_state *s);
 
 fmt_kind fmt_ald_parse(fmt_table *t, ald_state *s, fmt_err *e);

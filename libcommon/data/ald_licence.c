@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "fmt/checked.h"
 #include "fmt/dataset.h"
 #include "fmt/minisign.h"
@@ -275,7 +276,28 @@ static fmt_kind check_seller(ald_state *s, const fmt_verify_opts *o, fmt_err *e)
 	return FMT_OK;
 }
 
-fmt_kind fmt_ald_check_license(ald_state *s, const fmt_verify_opts *o, fmt_err *e)
+/* Why the licence must carry a seller signature (see fmt_ald_check_license), or NULL. */
+static const char *seller_required(const ald_state *s, const fmt_verify_opts *o, const char *path)
+{
+	struct stat st;
+	char minisig[4096];
+	if (o->keys.n_trusted)
+		return "when trusted keys are given";
+	if (s->flags & FMT_ALD_SIGNED)
+		return "in a signed file";
+	if (path && strcmp(path, "-") != 0 && (size_t)snprintf(minisig, sizeof minisig, "%s.minisig", path) <
+	    sizeof minisig && stat(minisig, &st) == 0)
+		return "in a file signed by its .minisig";
+	return NULL;
+}
+
+int fmt_ald_licence_expired(const ald_state *s)
+{
+	return (s->flags & FMT_ALD_LICENSED) && (s->license_flags & FMT_LIC_EXPIRATION) && s->expires_at &&
+	       (uint64_t)time(NULL) > s->expires_at;
+}
+
+fmt_kind fmt_ald_check_license(ald_state *s, const fmt_verify_opts *o, const char *path, fmt_err *e)
 {
 	char when[32];
 	if (!(s->flags & FMT_ALD_LICENSED))
@@ -283,11 +305,30 @@ fmt_kind fmt_ald_check_license(ald_state *s, const fmt_verify_opts *o, fmt_err *
 	fmt_kind k = check_seller(s, o, e);
 	if (k != FMT_OK)
 		return k;
-	uint64_t now = (uint64_t)time(NULL);
-	if ((s->license_flags & FMT_LIC_EXPIRATION) && s->expires_at && now > s->expires_at) {
+	const char *why = strcmp(s->lic_status, "absent") == 0 ? seller_required(s, o, path) : NULL;
+	if (why)
+		return fmt_fail(e, FMT_SIGNATURE, "the licence carries no seller signature, which it must %s: the "
+				".ald signature does not cover the licence block, so nothing vouches for its expiry, "
+				"limits and terms", why);
+	if (fmt_ald_licence_expired(s)) {
 		fmt_format_utc(s->expires_at, when);
 		return fmt_fail(e, FMT_LICENSE, "the licence expired on %s", when);
 	}
+	return FMT_OK;
+}
+
+fmt_kind fmt_ald_rows_gate(fmt_table *t, fmt_err *e)
+{
+	const ald_state *s = t->format_state;
+	char when[32];
+	if (!fmt_ald_licence_expired(s))
+		return FMT_OK;
+	fmt_format_utc(s->expires_at, when);
+	if (!t->allow_expired)
+		return fmt_fail(e, FMT_LICENSE, "the licence expired on %s: its rows are not read (--allow-expired "
+				"reads them anyway)", when);
+	snprintf(t->rows_note, sizeof t->rows_note, "the licence expired on %s; its rows are read anyway "
+		 "(--allow-expired)", when);
 	return FMT_OK;
 }
 
@@ -308,6 +349,8 @@ json_t *fmt_ald_license_json(const ald_state *s)
 		fmt_format_utc(s->expires_at, when);
 		json_object_set_new(l, "expires", json_string(when));
 	}
+	if (fmt_ald_licence_expired(s))
+		json_object_set_new(l, "expired", json_true());
 	json_object_set_new(l, "flags", json_integer(s->license_flags));
 	json_object_set_new(l, "seat_limit", json_integer(s->seat_limit));
 	json_object_set_new(l, "query_limit", fmt_json_u64(s->query_limit));

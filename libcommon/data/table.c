@@ -409,9 +409,22 @@ void fmt_table_free(fmt_table *t)
 	fmt_table_init(t);
 }
 
+fmt_kind fmt_table_rows_gate(fmt_table *t, fmt_err *e)
+{
+	if (t->rows_gated || !t->driver->rows_gate)
+		return FMT_OK;
+	fmt_kind k = t->driver->rows_gate(t, e);
+	if (k != FMT_OK)
+		fmt_err_file(e, t->path);
+	t->rows_gated = k == FMT_OK;
+	return k;
+}
+
 fmt_kind fmt_table_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 {
 	fmt_kind k = fmt_batch_init(b, t->schema.n_fields, e);
+	if (k == FMT_OK)
+		k = fmt_table_rows_gate(t, e);
 	if (k == FMT_OK)
 		k = t->driver->next(t, b, done, e);
 	if (k == FMT_OK && !*done)

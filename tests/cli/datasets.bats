@@ -150,7 +150,7 @@ f[-4:]=struct.pack("<I",zlib.crc32(bytes(f[:-4]))); open(p,"wb").write(f)' $f
 	[ "$(jq_field "$f" ald.header.flags)" = '["signed", "licensed"]' ]
 	[ "$(jq_field "$f" ald.signature_public_key)" = '"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"' ]
 	[ "$(jq_field "$f" ald.license.license_id)" = '"00010203-0405-0607-0809-0a0b0c0d0e0f"' ]
-	[ "$(jq_field "$f" ald.license.expires_at)" = 1800000000 ]
+	[ "$(jq_field "$f" ald.license.expires_at)" = 4102444800 ]
 	[ "$(jq_field "$f" ald.license.seat_limit)" = 5 ]
 	[ "$(jq_field "$f" ald.license.terms)" = '"{\"seats\":\"10\"}"' ]
 	# the licensed file's rows still convert (signatures are checked in a later issue)

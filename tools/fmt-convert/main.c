@@ -16,7 +16,7 @@ enum { OPT_TO = FMT_OPT_FIRST_TOOL_OPTION, OPT_DTYPE, OPT_ARCH, OPT_SET, OPT_SET
        OPT_EXCLUDE, OPT_DRY_RUN, OPT_SHARD, OPT_SIGN, OPT_NO_VERIFY, OPT_OVERFLOW, OPT_ALLOW_OVERFLOW,
        OPT_FROM, OPT_NO_HEADER, OPT_DELIMITER, OPT_NULL_VALUE, OPT_SCHEMA, OPT_COMPRESSION, OPT_TYPE,
        OPT_CARD, OPT_CHUNK_ROWS, OPT_TRUENO, OPT_COMPAT, OPT_APR_LAYOUT, OPT_SIGN_KEY, OPT_PASS_FILE,
-       OPT_PASS_ENV, OPT_COMPRESS, OPT_ENC_PW_FILE, OPT_ENC_PW_ENV, OPT_ENC_TO };
+       OPT_PASS_ENV, OPT_COMPRESS, OPT_ENC_PW_FILE, OPT_ENC_PW_ENV, OPT_ENC_TO, OPT_ALLOW_EXPIRED };
 
 static void dataset_type_words(char *buf, size_t n);
 
@@ -119,6 +119,8 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("encrypt-to", OPT_ENC_TO, "PUBKEY", ".ald: encrypt to the X25519 public key file PUBKEY\n"
 		      "(fmt-sign keygen --x25519)"), .complete = FMT_COMPLETE_FILE, .words = "*.pub" },
 	FMT_CLI_DECRYPT_OPTIONS,
+	{ FMT_CLI_OPT("allow-expired", OPT_ALLOW_EXPIRED, NULL, ".ald: read the rows although the licence has expired\n"
+		      "(said on stderr); without it that is exit 10") },
 	{ FMT_CLI_OPT("force", 'f', NULL, "overwrite OUTPUT if it exists") },
 	{ FMT_CLI_OPT("threads", 'T', "N", "worker threads (default: number of cores); same bytes for any N") },
 	{ FMT_CLI_OPT("json", 'j', NULL, "report as one JSON object") },
@@ -254,6 +256,7 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 	case OPT_ENC_PW_FILE: o->encrypt_password_file = arg; a->dataset_opts = 1; break;
 	case OPT_ENC_PW_ENV: o->encrypt_password_env = arg; a->dataset_opts = 1; break;
 	case OPT_ENC_TO: o->encrypt_to = arg; a->dataset_opts = 1; break;
+	case OPT_ALLOW_EXPIRED: o->allow_expired = 1; a->dataset_opts = 1; break;
 	case 'f': o->force = 1; break;
 	case OPT_TO: a->to_name = arg; break;
 	case OPT_DTYPE: o->dtype = arg; break;
@@ -312,7 +315,7 @@ static const fmt_cli_tool tool = {
 		  "Exit status: 0 ok, 2 usage, 3 I/O error, 4 invalid input (or NaN/Inf to quantize, or\n"
 		  "values the dtype cannot hold),\n"
 		  "5 unsupported version, type or conversion, 6 checksum mismatch, 8 wrong or\n"
-		  "missing password or key for an encrypted input.",
+		  "missing password or key for an encrypted input, 10 the input's licence expired.",
 	.format_names = fmt_writer_names,
 	.on_option = on_option,
 };

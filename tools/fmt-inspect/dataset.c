@@ -439,7 +439,13 @@ fmt_kind inspect_dataset(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err
 	if (o->schema)
 		return schema_only(out, t, o, e);
 	fmt_kind k;
-	/* the rows of an encrypted file need its key: decrypted (and authenticated) first */
+	/* reading rows: an expired licence stops them; the rows of an encrypted file need its key,
+	 * decrypted (and authenticated) first */
+	t->allow_expired = o->allow_expired;
+	if ((o->head_given || o->stats) && (k = fmt_table_rows_gate(t, e)) != FMT_OK)
+		return k;
+	if (t->rows_note[0] && out)
+		fmt_report_warning(stderr, TOOL, "%s: %s", t->path, t->rows_note);
 	if ((o->head_given || o->stats) && (k = fmt_table_unlock(t, o->dk, o->keys, 1, e)) != FMT_OK)
 		return k;
 	if (o->head_given)

@@ -6,6 +6,8 @@
 #include "fmt/model.h"
 #include "fmt/table.h"
 
+#define TOOL "fmt-inspect"
+
 enum inspect_section {
 	SECTION_SUMMARY = 1u << 0,
 	SECTION_METADATA = 1u << 1,
@@ -24,6 +26,7 @@ typedef struct inspect_opts {
 	uint64_t head;         /* --head N (datasets) */
 	int head_given;
 	int model_sections;    /* --tensors, --metadata or --tree was given */
+	int allow_expired;     /* --allow-expired (datasets) */
 	struct fmt_decrypt_keys *dk; /* --password-file, --password-env, --identity (loaded) */
 	struct fmt_keyset *keys;
 } inspect_opts;

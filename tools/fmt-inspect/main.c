@@ -8,10 +8,8 @@
 #include "fmt/registry.h"
 #include "inspect.h"
 
-#define TOOL "fmt-inspect"
-
 enum { OPT_TENSORS = FMT_OPT_FIRST_TOOL_OPTION, OPT_METADATA, OPT_TREE, OPT_FULL, OPT_FORMAT, OPT_SCHEMA,
-       OPT_HEAD };
+       OPT_HEAD, OPT_ALLOW_EXPIRED };
 
 typedef struct inspect_args {
 	inspect_opts report;
@@ -31,6 +29,8 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("head", OPT_HEAD, "N", "datasets: the first N rows (a table, or with --json one\n"
 		      "object per row in \"head\"); decodes only what holds them") },
 	FMT_CLI_DECRYPT_OPTIONS,
+	{ FMT_CLI_OPT("allow-expired", OPT_ALLOW_EXPIRED, NULL, ".ald: --head and --stats read the rows although the\n"
+		      "licence has expired (said on stderr); without it that is exit 10") },
 	{ FMT_CLI_OPT("full", OPT_FULL, NULL, "do not abbreviate metadata arrays longer than 16 items") },
 	{ FMT_CLI_OPT("format", OPT_FORMAT, "NAME", "skip detection:"), .complete = FMT_COMPLETE_FORMAT },
 	{ FMT_CLI_OPT("quiet", 'q', NULL, "print nothing on success") },
@@ -55,6 +55,7 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 		return fmt_driver_by_name(arg) || fmt_table_driver_by_name(arg) ? 0
 			: (fmt_fail(e, FMT_USAGE, "unknown --format (see --help for the names)"), -1);
 	case OPT_SCHEMA: a->report.schema = 1; return 0;
+	case OPT_ALLOW_EXPIRED: a->report.allow_expired = 1; return 0;
 	case OPT_HEAD:
 		if (fmt_parse_u64(arg, UINT32_MAX, &a->report.head, e) != FMT_OK)
 			return fmt_fail(e, FMT_USAGE, "--head takes a row count"), -1;
@@ -74,7 +75,8 @@ static const fmt_cli_tool tool = {
 	.options = options,
 	.footer = "FILE may be - for standard input. Exit status: 0 ok, 2 usage, 3 I/O error,\n"
 		  "4 invalid format, 5 unsupported version or type, 6 checksum mismatch, 8 wrong or\n"
-		  "missing password or key (encrypted .ald); the highest over all files.",
+		  "missing password or key (encrypted .ald), 10 --head or --stats of an .ald whose\n"
+		  "licence expired; the highest over all files.",
 	.format_names = fmt_format_names,
 	.on_option = on_option,
 };

@@ -42,6 +42,7 @@ void report_table_ok(const fmt_table *t, const verify_sigs *v, const fmt_common_
 	const char *lic_status = json_string_value(json_object_get(lic, "seller_signature"));
 	const char *lic_seller = json_string_value(json_object_get(lic, "seller_key_id"));
 	const char *lic_expires = json_string_value(json_object_get(lic, "expires"));
+	int lic_trusted = lic_status && lic_seller && strcmp(lic_status, "trusted") == 0;
 	if (o->json) {
 		json_t *j = json_pack("{s:o,s:b,s:s}", "file", fmt_json_string(t->path, strlen(t->path)), "ok", 1,
 				      "format", t->driver->name);
@@ -54,10 +55,10 @@ void report_table_ok(const fmt_table *t, const verify_sigs *v, const fmt_common_
 		if (sigs_any(v))
 			json_object_set_new(j, "signatures", sigs_json(v));
 		if (lic)
-			json_object_set_new(j, "license", json_pack("{s:o,s:o,s:o}", "expires", lic_expires ?
+			json_object_set_new(j, "license", json_pack("{s:o,s:o,s:o,s:b}", "expires", lic_expires ?
 					    json_string(lic_expires) : json_null(), "seller_key_id", lic_seller ?
 					    json_string(lic_seller) : json_null(), "seller_signature",
-					    lic_status ? json_string(lic_status) : json_null()));
+					    lic_status ? json_string(lic_status) : json_null(), "verified", lic_trusted));
 		fmt_json_line(stdout, j);
 		json_decref(j);
 	} else {
@@ -73,11 +74,13 @@ void report_table_ok(const fmt_table *t, const verify_sigs *v, const fmt_common_
 		sigs_text(v, stdout);
 		if (lic) {
 			printf(", licence %s%s", lic_expires ? "until " : "without expiry", lic_expires ? lic_expires : "");
-			if (lic_seller)
-				printf(" by seller key %s (%s)", lic_seller, lic_status && !strcmp(lic_status, "trusted")
-				       ? "trusted" : "signature valid, key not checked: no trusted key given");
+			if (lic_trusted)
+				printf(" by seller key %s (trusted)", lic_seller);
+			else if (lic_seller)
+				printf(" unverified (seller key %s: signature valid, key not checked: no trusted key "
+				       "given)", lic_seller);
 			else
-				printf(" (no seller signature)");
+				printf(" unverified (no seller signature)");
 		}
 		printf(")\n");
 	}

@@ -344,7 +344,7 @@ fmt_kind wm_embed(const char *input, const char *output, const wm_opts *o, const
 				.to = o->to, .table_to = o->table_to, .codec = o->codec, .codec_level = o->codec_level,
 				.dataset = { .compression = o->ald_compression }, .schema_file = o->schema,
 				.model_hook = model_hook, .table_hook = table_hook, .hook_ctx = &c,
-				.tool = TOOL, .out = stdout, .err = stderr };
+				.tool = TOOL, .out = stdout, .err = stderr, .allow_expired = o->allow_expired };
 	FILE *nowhere = NULL;
 	if (o->dry_run) {
 		nowhere = fopencookie(NULL, "w", (cookie_io_functions_t){ .write = write_nowhere });

@@ -6,7 +6,8 @@
 #include "wm.h"
 
 enum { OPT_KEY = FMT_OPT_FIRST_TOOL_OPTION, OPT_BUYER, OPT_DENSITY, OPT_STRENGTH, OPT_COLUMNS, OPT_TENSORS,
-       OPT_REGISTRY, OPT_SIGN_KEY, OPT_SCHEME, OPT_PASS_FILE, OPT_PASS_ENV, OPT_TO, OPT_DRY_RUN, OPT_SCHEMA };
+       OPT_REGISTRY, OPT_SIGN_KEY, OPT_SCHEME, OPT_PASS_FILE, OPT_PASS_ENV, OPT_TO, OPT_DRY_RUN, OPT_SCHEMA,
+       OPT_ALLOW_EXPIRED };
 
 enum { CMD_EMBED, CMD_EXTRACT, CMD_PROVE, CMD_DETECT, CMD_ENTROPY };
 #define ONLY(c) (1u << (c))
@@ -62,6 +63,8 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("dry-run", OPT_DRY_RUN, NULL, "embed: read IN and print what embedding would do (the same\n"
 		      "table); write nothing, append nothing to --registry"),
 	  .commands = ONLY(CMD_EMBED) },
+	{ FMT_CLI_OPT("allow-expired", OPT_ALLOW_EXPIRED, NULL, "read the rows of an .ald whose licence has expired (said\n"
+		      "on stderr); without it that is exit 10") },
 	{ FMT_CLI_OPT("force", 'f', NULL, "overwrite OUT (embed) or the evidence file (prove)"),
 	  .commands = ONLY(CMD_EMBED) | ONLY(CMD_PROVE) },
 	{ FMT_CLI_OPT("threads", 'T', "N", "worker threads (default: number of cores); same bytes and\n"
@@ -140,6 +143,7 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 	case 'c': o->compression = arg; return 0;
 	case OPT_DRY_RUN: o->dry_run = 1; return 0;
 	case OPT_SCHEMA: o->schema = arg; return 0;
+	case OPT_ALLOW_EXPIRED: o->allow_expired = 1; return 0;
 	}
 	return fmt_fail(e, FMT_USAGE, "unhandled option"), -1;
 }
@@ -166,7 +170,8 @@ static const fmt_cli_tool tool = {
 	.options = options,
 	.footer = "Exit status: 0 ok (extract: a valid payload; prove: match; detect: likely\n"
 		  "watermarked), 1 no (no valid payload, not this buyer, nothing detected), 2 usage,\n"
-		  "3 I/O error, 4 invalid input, 5 unsupported, 8 wrong passphrase.",
+		  "3 I/O error, 4 invalid input, 5 unsupported, 8 wrong passphrase, 10 an .ald whose\n"
+		  "licence expired (--allow-expired).",
 	.format_names = fmt_writer_names,
 	.on_option = on_option,
 };

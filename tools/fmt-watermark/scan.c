@@ -4,6 +4,7 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fmt/out.h"
 #include "fmt/registry.h"
 #include "fmt/thread.h"
 #include "wm.h"
@@ -324,6 +325,11 @@ static fmt_kind scan_table(const char *path, fmt_table *t, wm_scan_kind kind, co
 	if (!col_of)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	fmt_kind k = fmt_table_verify(t, NULL, e);
+	t->allow_expired = o->allow_expired;
+	if (k == FMT_OK)
+		k = fmt_table_rows_gate(t, e);
+	if (k == FMT_OK && t->rows_note[0] && !o->common.quiet)
+		fmt_report_warning(stderr, TOOL, "%s: %s", path, t->rows_note);
 	if (k == FMT_OK)
 		k = table_columns(t, kind, o, r, col_of, e);
 	if (k == FMT_OK)
@@ -333,6 +339,7 @@ static fmt_kind scan_table(const char *path, fmt_table *t, wm_scan_kind kind, co
 		fmt_table t2;
 		k = fmt_table_open(&t2, path, t->driver, e);
 		if (k == FMT_OK) {
+			t2.allow_expired = o->allow_expired;
 			k = table_pass(&t2, kind, 1, prm, r, col_of, e);
 			fmt_table_free(&t2);
 		}

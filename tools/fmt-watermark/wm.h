@@ -36,6 +36,7 @@ typedef struct wm_opts {
 	const char *compression;       /* embed -c CODEC, as given */
 	int dry_run;                   /* embed --dry-run */
 	const char *schema;            /* embed --schema FILE.json */
+	int allow_expired;             /* --allow-expired: read an .ald whose licence expired */
 	/* embed: OUT's format (exactly one set) and its compression (wm_embed_target) */
 	const fmt_driver *to;
 	const fmt_table_driver *table_to;

@@ -25,6 +25,7 @@ typedef struct fmt_convert_opts {
 	const char **include, **exclude; /* --include / --exclude GLOB */
 	size_t n_include, n_exclude;
 	int dry_run, force, verbose, json, quiet, no_verify, no_progress;
+	int allow_expired;           /* --allow-expired: read a dataset whose licence expired */
 	int threads;
 	uint64_t shard;              /* --shard SIZE; 0 = the format's default */
 	int shard_given;

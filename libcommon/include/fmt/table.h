@@ -90,6 +90,10 @@ typedef struct fmt_table {
 				      * a conversion; NULL: defaults */
 	const struct fmt_keyset *keys; /* decrypt the rows of an encrypted file with these (its
 				      * password or x25519 identity); NULL: none. Set after open. */
+	int allow_expired;           /* --allow-expired: read the rows of a dataset whose licence
+				      * has expired (the gate then says so in rows_note). Set after open. */
+	int rows_gated;              /* fmt_table_rows_gate passed */
+	char rows_note[160];         /* what the gate let through ("" for nothing): a tool warns */
 } fmt_table;
 
 /* What reading a table's rows needs besides its bytes (fmt_table_secret). */
@@ -122,6 +126,9 @@ typedef struct fmt_table_driver {
 	/* Decrypt now with t->keys (authenticated: DecryptionFailed on a wrong key), so that
 	 * nothing is written before a wrong key is found. NULL: nothing to do. */
 	fmt_kind (*decrypt)(fmt_table *t, fmt_err *e);
+	/* Whether the rows may be read at all: a licence past its expiry is LicenseExpired unless
+	 * t->allow_expired (then a note in t->rows_note). NULL: always. */
+	fmt_kind (*rows_gate)(fmt_table *t, fmt_err *e);
 	/* The writer encrypts with fmt_write_opts.keys' password or x25519 recipient (pk). */
 	int encrypts;
 	/* Add or replace the licence of the file at path in place, atomically, signed by
@@ -172,7 +179,10 @@ void fmt_column_bytes(const fmt_column *c, fmt_ctype type, uint64_t row, const u
 /* Tables */
 void fmt_table_init(fmt_table *t);
 void fmt_table_free(fmt_table *t);
-/* The next checked batch (fmt_batch_free it); *done = 1 after the last. */
+/* The driver's rows_gate, once: fmt_table_next runs it before the first batch; a tool runs it
+ * before it writes anything, and prints t->rows_note as a warning when that is set. */
+fmt_kind fmt_table_rows_gate(fmt_table *t, fmt_err *e);
+/* The next checked batch (fmt_batch_free it); *done = 1 after the last (after the gate). */
 fmt_kind fmt_table_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e);
 /* The driver's verify; a key given for a format without signatures is SignatureInvalid
  * (unless o->signed_elsewhere: a detached signature was checked). */
