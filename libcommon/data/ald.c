@@ -239,29 +239,32 @@ static void ald_close(fmt_table *t)
 
 /* Part i as a decompressing window limited to the size the file declares for it (the header's
  * uncompressed_size, the chunk's uncompressed_size). A raw LZ4 block chunk cannot be
- * decompressed in pieces: it is decompressed whole (at most its declared size), then windowed. */
-static fmt_kind part_stream(ald_state *s, uint32_t i, fmt_dstream *d, fmt_err *e)
+ * decompressed in pieces: it is decompressed whole into *whole (at most its declared size; what
+ * *whole held is freed), then windowed. */
+static fmt_kind part_stream(ald_state *s, uint32_t i, fmt_dstream *d, uint8_t **whole, fmt_err *e)
 {
 	uint64_t off = 0, len = s->payload_len, declared = s->raw_size;
 	int id = s->compression;
+	memset(d, 0, sizeof *d); /* freeable whatever fails */
 	if (i != PAYLOAD) {
 		off = s->chunks[i].byte_offset;
 		len = s->chunks[i].csize;
 		declared = s->chunks[i].usize;
 	}
 	const uint8_t *src = s->payload + off;
-	free(s->plain);
-	s->plain = NULL;
+	free(*whole);
+	*whole = NULL;
 	if (i != PAYLOAD && s->chunk_codec == FMT_LZ4_SIZE_PREFIXED_BLOCK) {
-		fmt_kind k = fmt_unlz4_block(src, (size_t)len, (size_t)declared, &s->plain, &s->plain_len, e);
+		size_t n;
+		fmt_kind k = fmt_unlz4_block(src, (size_t)len, (size_t)declared, whole, &n, e);
 		if (k != FMT_OK)
 			return k;
-		if (s->plain_len != declared)
+		if (n != declared)
 			return fmt_fail(e, FMT_INVALID_FORMAT, "chunk %u decompresses to %zu bytes, the index says %llu", i,
-					s->plain_len, (unsigned long long)declared);
+					n, (unsigned long long)declared);
 		id = FMT_ALD_NONE;
-		src = s->plain;
-		len = s->plain_len;
+		src = *whole;
+		len = n;
 	}
 	fmt_kind k = fmt_dstream_init(d, id, src, (size_t)len, declared, e);
 	if (i == PAYLOAD)
@@ -316,7 +319,7 @@ static fmt_kind part_open(ald_state *s, const fmt_schema *want, uint32_t i, fmt_
 	part_close(s);
 	s->ds_open = 1;
 	s->part = i;
-	fmt_kind k = part_stream(s, i, &s->ds, e);
+	fmt_kind k = part_stream(s, i, &s->ds, &s->plain, e);
 	if (k == FMT_OK)
 		k = message_head(s, &pre, &head, &eos, e);
 	if (k == FMT_OK && eos)
@@ -423,7 +426,8 @@ fmt_kind fmt_ald_check_digest(ald_state *s, fmt_err *e)
 	for (uint32_t i = 0; k == FMT_OK && i < parts; i++) {
 		uint32_t part = (s->flags & FMT_ALD_STREAMING) ? i : PAYLOAD;
 		fmt_dstream ds;
-		k = part_stream(s, part, &ds, e);
+		uint8_t *whole = NULL;
+		k = part_stream(s, part, &ds, &whole, e);
 		while (k == FMT_OK && (k = fmt_dstream_fill(&ds, 1u << 20, e)) == FMT_OK && fmt_dstream_avail(&ds)) {
 			if (hash)
 				k = fmt_sha256_update(&h, fmt_dstream_data(&ds), fmt_dstream_avail(&ds), e);
@@ -432,6 +436,7 @@ fmt_kind fmt_ald_check_digest(ald_state *s, fmt_err *e)
 		if (k == FMT_OK)
 			k = part_size_check(s, part, &ds, e);
 		fmt_dstream_free(&ds);
+		free(whole);
 	}
 	if (k == FMT_OK)
 		k = fmt_sha256_final(&h, digest, e);

@@ -46,7 +46,6 @@ typedef struct ald_state {
 	uint32_t terms_len;
 	/* reading: the part open (the payload, or a chunk), decompressed one message at a time */
 	uint8_t *plain;            /* a raw LZ4 block chunk, decompressed whole */
-	size_t plain_len;
 	fmt_ipc_reader ipc;
 	int ipc_open, payload_done;
 	uint32_t next_chunk, part;

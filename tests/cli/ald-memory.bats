@@ -152,3 +152,19 @@ refused_by_readers() {
 	assert_success
 	assert_equal "$output" "$f: ok (ald, 4194304 rows, CRC-32 ieee)"
 }
+
+@test "item 7: fmt-verify checks every chunk of alimentar's streaming layout too: sizes that lie are exit 4" {
+	/usr/bin/python3 "$REPO_ROOT/scripts/gen/ald-upstream-streaming" up >/dev/null
+	run --separate-stderr fmt-verify up/usize-lies.ald
+	assert_equal "$status" 4
+	assert_equal "$stderr" "fmt-verify: error: up/usize-lies.ald: chunk 1 decompresses to 456 bytes, the index says 520"
+	assert_equal "$output" ""
+	# a raw LZ4 block whose size prefix claims 1 GiB: refused before anything is allocated
+	run_bounded up/lz4-prefix-lies.ald fmt-verify up/lz4-prefix-lies.ald
+	assert_equal "$status" 4
+	assert_equal "$stderr" "fmt-verify: error: up/lz4-prefix-lies.ald: LZ4 block declares 1073741824 bytes (at most 456)"
+	run --separate-stderr fmt-verify up/good-lz4.ald up/good-zstd.ald
+	assert_success
+	assert_equal "$output" "up/good-lz4.ald: ok (ald, 9 rows)
+up/good-zstd.ald: ok (ald, 9 rows)"
+}
