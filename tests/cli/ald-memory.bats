@@ -167,3 +167,28 @@ refused_by_readers() {
 	assert_equal "$output" "up/good-lz4.ald: ok (ald, 9 rows)
 up/good-zstd.ald: ok (ald, 9 rows)"
 }
+
+# Upstream's reader ignores uncompressed_size (specs/ald.md §2, "informational"); its writer fills
+# it in exactly, and so does fmtkit's, so the readers now hold a file to it (issue 19, item 3).
+@test "item 3: a payload that ends short of the header's uncompressed_size is exit 4 once the reader reaches its end" {
+	/usr/bin/python3 - "$REPO_ROOT/tests/data/ald/spec-example.ald" short.ald <<'PY'
+import struct, sys, zlib
+f = bytearray(open(sys.argv[1], "rb").read())
+struct.pack_into("<I", f, 16, struct.unpack_from("<I", f, 16)[0] + 8)   # 456 -> 464
+body = bytes(f[:-4])
+open(sys.argv[2], "wb").write(body + struct.pack("<I", zlib.crc32(body)))
+PY
+	run --separate-stderr fmt-verify short.ald
+	assert_equal "$status" 4
+	assert_equal "$stderr" "fmt-verify: error: short.ald: payload decompresses to 456 bytes, the header's uncompressed_size says 464"
+	run --separate-stderr fmt-convert short.ald out/x.csv
+	assert_equal "$status" 4
+	assert_equal "$stderr" "fmt-convert: error: short.ald: payload decompresses to 456 bytes, the header's uncompressed_size says 464"
+	assert_equal "$(ls -A out)" ""
+	# the first rows are there before the end is reached
+	run --separate-stderr fmt-inspect --head 2 short.ald
+	assert_success
+	assert_equal "$output" 'x
+1
+2'
+}
