@@ -18,7 +18,6 @@
 #define CHUNK_ENTRY 28
 #define SIG_BLOCK 96
 #define LICENSE_MIN 75
-#define MAX_PAYLOAD ((size_t)1 << 36)   /* 64 GiB decompressed: past this a payload is a bomb */
 #define MAX_CHUNKS (1u << 24)
 
 static const uint8_t magic[4] = { 'A', 'L', 'D', 'F' };
@@ -216,15 +215,21 @@ static fmt_kind ald_open(fmt_table *t, fmt_err *e)
 	return fmt_ald_parse(t, s, e);
 }
 
+static void part_close(ald_state *s)
+{
+	if (s->ipc_open)
+		fmt_ipc_close(&s->ipc);
+	if (s->ds_open)
+		fmt_dstream_free(&s->ds);
+	s->ipc_open = s->ds_open = 0;
+}
+
 static void ald_close(fmt_table *t)
 {
 	ald_state *s = t->format_state;
 	if (!s)
 		return;
-	if (s->ipc_open)
-		fmt_ipc_close(&s->ipc);
-	if (s->ds_open)
-		fmt_dstream_free(&s->ds);
+	part_close(s);
 	free(s->plain);
 	if (s->decrypted) {
 		fmt_wipe(s->decrypted, s->payload_len);
@@ -237,102 +242,146 @@ static void ald_close(fmt_table *t)
 	t->format_state = NULL;
 }
 
-/* Decompress and open the IPC stream of the whole payload, or of chunk i. */
-static fmt_kind open_stream(fmt_table *t, ald_state *s, uint64_t off, uint64_t n, size_t max, fmt_err *e)
+/* The part being read or checked: the whole payload (PAYLOAD), or chunk i of a STREAMING file. */
+#define PAYLOAD UINT32_MAX
+
+/* Part i as a decompressing window limited to the size the file declares for it (the header's
+ * uncompressed_size, the chunk's uncompressed_size). A raw LZ4 block chunk cannot be
+ * decompressed in pieces: it is decompressed whole into *whole (at most its declared size; what
+ * *whole held is freed), then windowed. */
+static fmt_kind part_stream(ald_state *s, uint32_t i, fmt_dstream *d, uint8_t **whole, fmt_err *e)
 {
-	if (s->ipc_open)
-		fmt_ipc_close(&s->ipc);
-	s->ipc_open = 0;
-	free(s->plain);
-	s->plain = NULL;
-	fmt_kind k = fmt_decompress(s->chunk_codec ? s->chunk_codec : s->compression, s->payload + off, (size_t)n,
-				    max, &s->plain, &s->plain_len, e);
+	uint64_t off = 0, len = s->payload_len, declared = s->raw_size;
+	int id = s->compression;
+	memset(d, 0, sizeof *d); /* freeable whatever fails */
+	if (i != PAYLOAD) {
+		off = s->chunks[i].byte_offset;
+		len = s->chunks[i].csize;
+		declared = s->chunks[i].usize;
+	}
+	const uint8_t *src = s->payload + off;
+	free(*whole);
+	*whole = NULL;
+	if (i != PAYLOAD && s->chunk_codec == FMT_LZ4_SIZE_PREFIXED_BLOCK) {
+		size_t n;
+		fmt_kind k = fmt_unlz4_block(src, (size_t)len, (size_t)declared, whole, &n, e);
+		if (k != FMT_OK)
+			return k;
+		if (n != declared)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "chunk %u decompresses to %zu bytes, the index says %llu", i,
+					n, (unsigned long long)declared);
+		id = FMT_ALD_NONE;
+		src = *whole;
+		len = n;
+	}
+	fmt_kind k = fmt_dstream_init(d, id, src, (size_t)len, declared, e);
+	if (i == PAYLOAD)
+		snprintf(d->what, sizeof d->what, "payload");
+	else
+		snprintf(d->what, sizeof d->what, "chunk %u", i);
+	return k;
+}
+
+/* After part i's last byte: what it decompressed to against what the file declares. */
+static fmt_kind part_size_check(const ald_state *s, uint32_t i, const fmt_dstream *d, fmt_err *e)
+{
+	if (d->produced == d->limit)
+		return FMT_OK;
+	if (i == PAYLOAD)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "payload decompresses to %llu bytes, the header's uncompressed_size "
+				"says %u", (unsigned long long)d->produced, s->raw_size);
+	return fmt_fail(e, FMT_INVALID_FORMAT, "chunk %u decompresses to %llu bytes, the index says %u", i,
+			(unsigned long long)d->produced, s->chunks[i].usize);
+}
+
+/* The framing of the next message in the window: its metadata at [*pre, *head), or *eos. */
+static fmt_kind message_head(ald_state *s, size_t *pre, size_t *head, int *eos, fmt_err *e)
+{
+	size_t need = 8;
+	for (;;) {
+		fmt_kind k = fmt_dstream_fill(&s->ds, need, e);
+		if (k != FMT_OK)
+			return k;
+		size_t avail = fmt_dstream_avail(&s->ds);
+		if ((k = fmt_ipc_message_head(fmt_dstream_data(&s->ds), avail, pre, head, eos, e)) != FMT_OK)
+			return k;
+		if (*eos || *head <= avail)
+			return FMT_OK;
+		if (s->ds.done)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: the payload ends inside a message");
+		need = *head;
+	}
+}
+
+static fmt_kind pull(void *ctx, uint8_t *dst, uint64_t n, fmt_err *e)
+{
+	return fmt_dstream_read(ctx, dst, n, e);
+}
+
+/* Open part i for reading: its Schema message, which must be the schema block's. */
+static fmt_kind part_open(ald_state *s, const fmt_schema *want, uint32_t i, fmt_err *e)
+{
+	size_t pre, head;
+	int eos;
+	uint64_t body;
+	part_close(s);
+	s->ds_open = 1;
+	s->part = i;
+	fmt_kind k = part_stream(s, i, &s->ds, &s->plain, e);
+	if (k == FMT_OK)
+		k = message_head(s, &pre, &head, &eos, e);
+	if (k == FMT_OK && eos)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: the payload has no Schema message");
 	if (k != FMT_OK)
 		return k;
-	if ((k = fmt_ipc_open(&s->ipc, s->plain, s->plain_len, e)) != FMT_OK)
+	const uint8_t *meta = fmt_dstream_data(&s->ds) + pre;
+	if ((k = fmt_ipc_open_message(&s->ipc, meta, head - pre, &body, e)) != FMT_OK)
 		return k;
 	s->ipc_open = 1;
-	k = fmt_schema_expect(&t->schema, &s->ipc.schema, e);
-	if (k != FMT_OK)
+	fmt_dstream_consume(&s->ds, head);
+	if ((k = fmt_dstream_read(&s->ds, NULL, body, e)) != FMT_OK)
+		return k;
+	if ((k = fmt_schema_expect(want, &s->ipc.schema, e)) != FMT_OK)
 		fmt_err_prefix(e, "payload schema differs from the schema block");
 	return k;
 }
 
-/* Chunk i of a STREAMING file, decompressed and opened: --head needs only the first ones. */
-static fmt_kind open_chunk(fmt_table *t, uint32_t i, fmt_err *e)
+/* The next batch of the open part; at its end (*end) the part's size is checked. */
+static fmt_kind part_next(ald_state *s, fmt_batch *b, int *end, fmt_err *e)
 {
-	ald_state *s = t->format_state;
-	const ald_chunk *c = &s->chunks[i];
-	fmt_kind k = open_stream(t, s, c->byte_offset, c->csize, c->usize, e);
-	if (k == FMT_OK && s->plain_len != c->usize)
-		k = fmt_fail(e, FMT_INVALID_FORMAT, "chunk %u decompresses to %zu bytes, the index says %u", i,
-			     s->plain_len, c->usize);
-	s->next_chunk = i + 1;
-	return k;
-}
-
-/* The next message of a plain payload in the window: *size bytes, or *eos at its end. */
-static fmt_kind next_message(ald_state *s, size_t *size, int *eos, fmt_err *e)
-{
-	uint64_t need = 8;
-	for (;;) {
-		fmt_kind k = fmt_dstream_fill(&s->ds, (size_t)need, MAX_PAYLOAD, e);
-		if (k != FMT_OK)
+	size_t pre, head;
+	fmt_kind k = message_head(s, &pre, &head, end, e);
+	if (k != FMT_OK)
+		return k;
+	if (*end) {
+		if ((k = fmt_dstream_drain(&s->ds, e)) != FMT_OK)
 			return k;
-		size_t avail = fmt_dstream_avail(&s->ds);
-		uint64_t want;
-		if ((k = fmt_ipc_message_size(fmt_dstream_data(&s->ds), avail, &want, eos, e)) != FMT_OK)
-			return k;
-		if (*eos)
-			return FMT_OK;
-		if (want <= avail) {
-			*size = (size_t)want;
-			return FMT_OK;
-		}
-		if (s->ds.done || want > MAX_PAYLOAD)
-			return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: the payload ends inside a message");
-		need = want;
+		return part_size_check(s, s->part, &s->ds, e);
 	}
+	const uint8_t *meta = fmt_dstream_data(&s->ds) + pre;
+	fmt_dstream_consume(&s->ds, head); /* meta stays valid: it is copied before the body is pulled */
+	return fmt_ipc_next_message(&s->ipc, meta, head - pre, pull, &s->ds, b, e);
 }
 
-/* A plain (not STREAMING) payload: decompressed message by message, so memory holds one batch. */
+/* A plain (not STREAMING) payload: decompressed message by message, so memory holds what one
+ * batch's rows use. */
 fmt_kind fmt_ald_next_plain(ald_state *s, const fmt_schema *want, fmt_batch *b, int *done,
 			    fmt_err *e)
 {
-	size_t size;
-	int eos;
 	fmt_kind k;
-	if (!s->ds_open) {
-		if ((k = fmt_dstream_init(&s->ds, s->compression, s->payload, (size_t)s->payload_len, e)) != FMT_OK)
-			return k;
-		s->ds_open = 1;
-		if ((k = next_message(s, &size, &eos, e)) != FMT_OK)
-			return k;
-		if (eos)
-			return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: the payload has no Schema message");
-		if ((k = fmt_ipc_open(&s->ipc, fmt_dstream_data(&s->ds), size, e)) != FMT_OK)
-			return k;
-		s->ipc_open = 1;
-		if ((k = fmt_schema_expect(want, &s->ipc.schema, e)) != FMT_OK) {
-			fmt_err_prefix(e, "payload schema differs from the schema block");
-			return k;
-		}
-		s->pending = size;
-	}
-	fmt_dstream_consume(&s->ds, s->pending);
-	s->pending = 0;
-	if ((k = next_message(s, &size, &eos, e)) != FMT_OK)
-		return k;
-	if (eos) {
+	if (s->payload_done) {
 		*done = 1;
 		return FMT_OK;
 	}
-	s->ipc.data = fmt_dstream_data(&s->ds);
-	s->ipc.len = size;
-	s->ipc.pos = 0;
-	k = fmt_ipc_next(&s->ipc, b, done, e);
-	s->pending = size;
-	return k;
+	if (!s->ds_open && (k = part_open(s, want, PAYLOAD, e)) != FMT_OK)
+		return k;
+	if ((k = part_next(s, b, done, e)) != FMT_OK)
+		return k;
+	if (*done) {
+		s->payload_done = 1;
+		part_close(s);
+	}
+	return FMT_OK;
 }
 
 static fmt_kind ald_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
@@ -351,65 +400,56 @@ static fmt_kind ald_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 	if (!(s->flags & FMT_ALD_STREAMING))
 		return fmt_ald_next_plain(s, &t->schema, b, done, e);
 	for (;;) {
-		if (!s->ipc_open) {
+		if (!s->ds_open) {
 			if (s->next_chunk >= s->n_chunks) {
 				*done = 1;
 				return FMT_OK;
 			}
-			if ((k = open_chunk(t, s->next_chunk, e)) != FMT_OK)
+			if ((k = part_open(s, &t->schema, s->next_chunk++, e)) != FMT_OK)
 				return k;
 		}
-		k = fmt_ipc_next(&s->ipc, b, done, e);
-		if (k != FMT_OK || !*done)
+		if ((k = part_next(s, b, done, e)) != FMT_OK || !*done)
 			return k;
-		fmt_ipc_close(&s->ipc);
-		s->ipc_open = 0;
+		part_close(s);
 		*done = 0;
 	}
 }
 
-/* The card's sha256 against the uncompressed payload (the chunks' streams in order). */
+/* Every part decompressed (at most what the file declares for it) and its size checked, as the
+ * readers do; the card's sha256 against the whole, when the card has one. */
 fmt_kind fmt_ald_check_digest(ald_state *s, fmt_err *e)
 {
 	const json_t *want = json_object_get(s->card, "sha256");
-	if (!json_is_string(want) || !s->payload)
-		return FMT_OK;
-	if (s->upstream_streaming) /* its default card has none; its LZ4 chunks are not frames */
+	if (!s->payload)
 		return FMT_OK;
 	if (s->flags & FMT_ALD_TRUENO_NATIVE)
-		return fmt_ald_native_check_digest(s, json_string_value(want), e);
+		return json_is_string(want) ? fmt_ald_native_check_digest(s, json_string_value(want), e) : FMT_OK;
+	/* upstream's streaming card has no digest and its LZ4 chunks are not frames: sizes only */
+	int hash = json_is_string(want) && !s->upstream_streaming;
 	fmt_sha256 h;
 	uint8_t digest[FMT_SHA256_LEN];
 	char hex[FMT_SHA256_HEX + 1];
 	fmt_kind k = fmt_sha256_init(&h, e);
 	uint32_t parts = (s->flags & FMT_ALD_STREAMING) ? s->n_chunks : 1;
 	for (uint32_t i = 0; k == FMT_OK && i < parts; i++) {
-		uint64_t off = 0, len = s->payload_len, total = 0;
-		if (s->flags & FMT_ALD_STREAMING) {
-			off += s->chunks[i].byte_offset;
-			len = s->chunks[i].csize;
-		}
+		uint32_t part = (s->flags & FMT_ALD_STREAMING) ? i : PAYLOAD;
 		fmt_dstream ds;
-		if ((k = fmt_dstream_init(&ds, s->compression, s->payload + off, (size_t)len, e)) != FMT_OK)
-			break;
-		while (k == FMT_OK) {
-			if ((k = fmt_dstream_fill(&ds, 1u << 20, MAX_PAYLOAD, e)) != FMT_OK)
-				break;
-			size_t n = fmt_dstream_avail(&ds);
-			if (n == 0)
-				break;
-			k = fmt_sha256_update(&h, fmt_dstream_data(&ds), n, e);
-			fmt_dstream_consume(&ds, n);
-			total += n;
-			if (total > MAX_PAYLOAD)
-				k = fmt_fail(e, FMT_INVALID_FORMAT, "payload decompresses to more than 64 GiB");
+		uint8_t *whole = NULL;
+		k = part_stream(s, part, &ds, &whole, e);
+		while (k == FMT_OK && (k = fmt_dstream_fill(&ds, 1u << 20, e)) == FMT_OK && fmt_dstream_avail(&ds)) {
+			if (hash)
+				k = fmt_sha256_update(&h, fmt_dstream_data(&ds), fmt_dstream_avail(&ds), e);
+			fmt_dstream_consume(&ds, fmt_dstream_avail(&ds));
 		}
+		if (k == FMT_OK)
+			k = part_size_check(s, part, &ds, e);
 		fmt_dstream_free(&ds);
+		free(whole);
 	}
 	if (k == FMT_OK)
 		k = fmt_sha256_final(&h, digest, e);
 	fmt_sha256_free(&h);
-	if (k != FMT_OK)
+	if (k != FMT_OK || !hash)
 		return k;
 	fmt_hex(digest, FMT_SHA256_LEN, hex);
 	if (strcmp(hex, json_string_value(want)) != 0)

@@ -44,15 +44,13 @@ typedef struct ald_state {
 	const char *lic_status;    /* seller_sig: "trusted", "not checked", "absent"; NULL before */
 	const uint8_t *terms;
 	uint32_t terms_len;
-	/* reading */
-	uint8_t *plain;            /* the decompressed payload or chunk */
-	size_t plain_len;
+	/* reading: the part open (the payload, or a chunk), decompressed one message at a time */
+	uint8_t *plain;            /* a raw LZ4 block chunk, decompressed whole */
 	fmt_ipc_reader ipc;
 	int ipc_open, payload_done;
-	uint32_t next_chunk;
-	fmt_dstream ds;            /* a plain payload, decompressed one message at a time */
+	uint32_t next_chunk, part;
+	fmt_dstream ds;
 	int ds_open;
-	size_t pending;            /* bytes of the message last returned, dropped on the next call */
 	struct ald_native *native; /* TRUENO_NATIVE: the array index (ald_native.c) */
 	int upstream_streaming;    /* alimentar's separate streaming layout (ald_upstream.c) */
 	int chunk_codec;           /* how chunks are compressed when not as the id says; 0: as it says */
@@ -113,7 +111,8 @@ fmt_kind fmt_ald_parse_schema_block(fmt_table *t, ald_state *s, fmt_err *e);
 int fmt_ald_is_upstream_streaming(const uint8_t *head, size_t n);
 fmt_kind fmt_ald_upstream_parse(fmt_table *t, ald_state *s, fmt_err *e);
 fmt_kind fmt_ald_check_crc(ald_state *s, fmt_err *e);
-/* The card's sha256 against the payload (skipped while it is encrypted). */
+/* Every part of the payload decompressed and its size checked against the header or chunk
+ * index, and the card's sha256 against it (skipped while it is encrypted). */
 fmt_kind fmt_ald_check_digest(ald_state *s, fmt_err *e);
 fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *o, fmt_err *e);
 json_t *fmt_ald_describe(const fmt_table *t);

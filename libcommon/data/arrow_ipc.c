@@ -313,36 +313,22 @@ static fmt_kind next_stream_message(const uint8_t *d, size_t len, size_t *pos, i
 	return FMT_OK;
 }
 
-fmt_kind fmt_ipc_message_size(const uint8_t *d, size_t avail, uint64_t *need, int *eos, fmt_err *e)
+fmt_kind fmt_ipc_message_head(const uint8_t *d, size_t avail, size_t *pre, size_t *head, int *eos, fmt_err *e)
 {
 	*eos = 0;
-	if (avail < 4) {
-		*need = avail == 0 ? 0 : 4;
+	*pre = avail >= 4 && fmt_rd_u32(d) == 0xFFFFFFFFu ? 8 : 4;
+	if (avail < *pre) {
+		*head = avail == 0 ? 0 : *pre;
 		*eos = avail == 0;
 		return FMT_OK;
 	}
-	size_t pre = fmt_rd_u32(d) == 0xFFFFFFFFu ? 8 : 4;
-	if (avail < pre) {
-		*need = pre;
-		return FMT_OK;
-	}
-	uint32_t mlen = fmt_rd_u32(d + pre - 4);
-	if (mlen == 0) {
-		*need = pre;
-		*eos = 1;
-		return FMT_OK;
-	}
-	if (mlen > 0x7FFFFFFFu)
-		return bad(e, "message metadata length out of range");
-	if (avail < pre + mlen) {
-		*need = pre + mlen;
-		return FMT_OK;
-	}
-	ipc_msg m;
-	fmt_kind k = parse_message(d + pre, mlen, NULL, UINT64_MAX, &m, e);
-	if (k == FMT_OK)
-		*need = pre + mlen + m.body_len;
-	return k;
+	uint32_t mlen = fmt_rd_u32(d + *pre - 4);
+	*eos = mlen == 0;
+	if (mlen > FMT_IPC_MAX_META)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: message metadata of %u bytes (at most %u)", mlen,
+				FMT_IPC_MAX_META);
+	*head = *pre + mlen;
+	return FMT_OK;
 }
 
 /* ---- record batches ---- */
@@ -350,6 +336,7 @@ fmt_kind fmt_ipc_message_size(const uint8_t *d, size_t avail, uint64_t *need, in
 typedef struct span {
 	const uint8_t *p;
 	uint64_t len;
+	uint32_t i;            /* the buffer's index in the RecordBatch */
 } span;
 
 static int bit(const uint8_t *bits, uint64_t i)
@@ -357,11 +344,22 @@ static int bit(const uint8_t *bits, uint64_t i)
 	return (bits[i >> 3] >> (i & 7)) & 1;
 }
 
+/* What the rows of one buffer use: bytes, or (a string column's data) what its offsets say. */
+typedef struct buf_use {
+	uint64_t bytes;
+	uint32_t offsets;      /* data: 1 + the index of its offsets buffer; 0 otherwise */
+	uint32_t width;        /* of those offsets */
+	uint64_t rows;
+} buf_use;
+
+/* A RecordBatch's nodes and buffers, taken in schema order. With use set the walk only plans:
+ * it records what each buffer's rows use instead of checking the (absent) body. */
 typedef struct walk {
 	const uint8_t *nodes, *buffers;
 	uint32_t n_nodes, n_buffers, node_i, buf_i;
 	const uint8_t *body;
 	uint64_t body_len;
+	buf_use *use;
 } walk;
 
 static fmt_kind take_node(walk *w, uint64_t *length, uint64_t *nulls, fmt_err *e)
@@ -386,16 +384,22 @@ static fmt_kind take_buffer(walk *w, span *s, fmt_err *e)
 	uint64_t end;
 	if (off < 0 || len < 0 || fmt_add_u64((uint64_t)off, (uint64_t)len, &end) || end > w->body_len)
 		return bad(e, "buffer outside the message body");
-	s->p = w->body + off;
+	s->p = w->body ? w->body + off : NULL;
 	s->len = (uint64_t)len;
+	s->i = w->buf_i - 1;
 	return FMT_OK;
 }
 
-static fmt_kind need_bytes(const span *s, uint64_t count, uint64_t width, const char *name,
+static fmt_kind need_bytes(walk *w, const span *s, uint64_t count, uint64_t width, const char *name,
 			   const char *what, fmt_err *e)
 {
 	uint64_t need;
-	if (fmt_mul_u64(count, width, &need) || s->len < need)
+	int short_buf = fmt_mul_u64(count, width, &need) || s->len < need;
+	if (w->use) {
+		w->use[s->i].bytes = short_buf ? s->len : need;
+		return FMT_OK;
+	}
+	if (short_buf)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: field \"%s\": %s buffer too short", name, what);
 	return FMT_OK;
 }
@@ -411,7 +415,7 @@ static fmt_kind take_validity(walk *w, uint64_t length, uint64_t nulls, const ui
 	*v = NULL;
 	if (nulls == 0)
 		return FMT_OK;
-	k = need_bytes(&s, (length + 7) / 8, 1, name, "validity", e);
+	k = need_bytes(w, &s, (length + 7) / 8, 1, name, "validity", e);
 	*v = s.p;
 	return k;
 }
@@ -430,11 +434,13 @@ static fmt_kind take_offsets(walk *w, fmt_batch *b, fmt_column *c, const fmt_fie
 		return k;
 	c->values = vals.p;
 	c->values_len = vals.len;
+	if (w->use)
+		w->use[vals.i] = (buf_use){ .offsets = offs.i + 1, .width = (uint32_t)width, .rows = rows };
 	if (rows == 0 && offs.len == 0) {
 		c->offsets = zero;
 		return FMT_OK;
 	}
-	if ((k = need_bytes(&offs, rows + 1, width, f->name, "offsets", e)) != FMT_OK)
+	if ((k = need_bytes(w, &offs, rows + 1, width, f->name, "offsets", e)) != FMT_OK || w->use)
 		return k;
 	int64_t first = large ? (int64_t)fmt_rd_u64(offs.p) : (int32_t)fmt_rd_u32(offs.p);
 	int64_t last = large ? (int64_t)fmt_rd_u64(offs.p + width * rows)
@@ -489,7 +495,7 @@ static fmt_kind decode_column(walk *w, fmt_batch *b, const fmt_field *f, fmt_col
 			return k;
 		c->values = vals.p;
 		c->values_len = vals.len;
-		return need_bytes(&vals, items, fmt_ctype_width(f->elem), f->name, "values", e);
+		return need_bytes(w, &vals, items, fmt_ctype_width(f->elem), f->name, "values", e);
 	}
 	default:
 		if ((k = take_buffer(w, &vals, e)) != FMT_OK)
@@ -497,21 +503,21 @@ static fmt_kind decode_column(walk *w, fmt_batch *b, const fmt_field *f, fmt_col
 		c->values = vals.p;
 		c->values_len = vals.len;
 		if (f->type == FMT_C_BOOL)
-			return need_bytes(&vals, (rows + 7) / 8, 1, f->name, "values", e);
-		return need_bytes(&vals, rows, fmt_ctype_width(f->type), f->name, "values", e);
+			return need_bytes(w, &vals, (rows + 7) / 8, 1, f->name, "values", e);
+		return need_bytes(w, &vals, rows, fmt_ctype_width(f->type), f->name, "values", e);
 	}
 }
 
-static fmt_kind decode_batch(const fmt_schema *s, const ipc_msg *m, fmt_batch *b, fmt_err *e)
+/* The RecordBatch header of m: its length and the walk over its nodes and buffers. */
+static fmt_kind batch_walk(const ipc_msg *m, walk *w, int64_t *length, fmt_err *e)
 {
 	const fmt_fb_table *rb = &m->header;
-	int64_t length;
 	size_t nodes_at, bufs_at;
-	walk w = { .body = m->body, .body_len = m->body_len };
 	fmt_fb_table comp;
-	if (fmt_fb_i64(rb, 0, 0, &length) || length < 0)
+	*w = (walk){ .body = m->body, .body_len = m->body_len };
+	if (fmt_fb_i64(rb, 0, 0, length) || *length < 0)
 		return bad(e, "malformed RecordBatch length");
-	if (fmt_fb_vector(rb, 1, 16, &nodes_at, &w.n_nodes) < 0 || fmt_fb_vector(rb, 2, 16, &bufs_at, &w.n_buffers) < 0)
+	if (fmt_fb_vector(rb, 1, 16, &nodes_at, &w->n_nodes) < 0 || fmt_fb_vector(rb, 2, 16, &bufs_at, &w->n_buffers) < 0)
 		return bad(e, "malformed RecordBatch nodes or buffers");
 	int has_comp = fmt_fb_table_field(rb, 3, &comp);
 	if (has_comp < 0)
@@ -522,17 +528,30 @@ static fmt_kind decode_batch(const fmt_schema *s, const ipc_msg *m, fmt_batch *b
 		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: buffer compression %s is not supported",
 				codec == 0 ? "lz4_frame" : codec == 1 ? "zstd" : "(unknown codec)");
 	}
-	w.nodes = w.n_nodes ? m->msg.buf + nodes_at : NULL;
-	w.buffers = w.n_buffers ? m->msg.buf + bufs_at : NULL;
+	w->nodes = w->n_nodes ? m->msg.buf + nodes_at : NULL;
+	w->buffers = w->n_buffers ? m->msg.buf + bufs_at : NULL;
+	return FMT_OK;
+}
+
+static fmt_kind decode_columns(const fmt_schema *s, walk *w, int64_t length, fmt_batch *b, fmt_err *e)
+{
 	if (b->n_columns != s->n_fields)
 		return fmt_fail(e, FMT_INTERNAL, "batch not initialised for the schema");
 	b->n_rows = (uint64_t)length;
 	for (size_t i = 0; i < s->n_fields; i++) {
-		fmt_kind k = decode_column(&w, b, &s->fields[i], &b->columns[i], e);
+		fmt_kind k = decode_column(w, b, &s->fields[i], &b->columns[i], e);
 		if (k != FMT_OK)
 			return k;
 	}
 	return FMT_OK;
+}
+
+static fmt_kind decode_batch(const fmt_schema *s, const ipc_msg *m, fmt_batch *b, fmt_err *e)
+{
+	walk w;
+	int64_t length;
+	fmt_kind k = batch_walk(m, &w, &length, e);
+	return k != FMT_OK ? k : decode_columns(s, &w, length, b, e);
 }
 
 /* ---- reader ---- */
@@ -584,6 +603,13 @@ static fmt_kind open_file(fmt_ipc_reader *r, fmt_err *e)
 	return FMT_OK;
 }
 
+static fmt_kind schema_message(fmt_ipc_reader *r, const ipc_msg *m, fmt_err *e)
+{
+	if (m->type != HDR_SCHEMA)
+		return bad(e, "the first message is not a Schema");
+	return decode_schema(&m->header, &r->schema, e);
+}
+
 fmt_kind fmt_ipc_open(fmt_ipc_reader *r, const uint8_t *data, size_t len, fmt_err *e)
 {
 	memset(r, 0, sizeof *r);
@@ -599,10 +625,8 @@ fmt_kind fmt_ipc_open(fmt_ipc_reader *r, const uint8_t *data, size_t len, fmt_er
 		k = next_stream_message(data, len, &r->pos, &m, &end, e);
 		if (k == FMT_OK && end)
 			k = bad(e, "stream without a Schema message");
-		if (k == FMT_OK && m.type != HDR_SCHEMA)
-			k = bad(e, "the first message is not a Schema");
 		if (k == FMT_OK)
-			k = decode_schema(&m.header, &r->schema, e);
+			k = schema_message(r, &m, e);
 	}
 	if (k != FMT_OK)
 		fmt_ipc_close(r);
@@ -634,6 +658,22 @@ static fmt_kind next_file_message(fmt_ipc_reader *r, ipc_msg *m, int *end, fmt_e
 	return k;
 }
 
+/* A message the reader can decode: a RecordBatch of a schema it converts. */
+static fmt_kind check_batch_message(const fmt_ipc_reader *r, const ipc_msg *m, fmt_err *e)
+{
+	if (m->type == HDR_DICTIONARY)
+		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: dictionary batches are not supported");
+	if (m->type == HDR_SCHEMA)
+		return bad(e, "a second Schema message");
+	if (m->type != HDR_RECORD_BATCH)
+		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: message type %u is not supported", m->type);
+	const fmt_field *u = fmt_schema_unsupported(&r->schema);
+	if (u)
+		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
+				u->name, u->type_name);
+	return FMT_OK;
+}
+
 fmt_kind fmt_ipc_next(fmt_ipc_reader *r, fmt_batch *b, int *done, fmt_err *e)
 {
 	ipc_msg m;
@@ -647,16 +687,8 @@ fmt_kind fmt_ipc_next(fmt_ipc_reader *r, fmt_batch *b, int *done, fmt_err *e)
 		*done = 1;
 		return FMT_OK;
 	}
-	if (m.type == HDR_DICTIONARY)
-		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: dictionary batches are not supported");
-	if (m.type == HDR_SCHEMA)
-		return bad(e, "a second Schema message");
-	if (m.type != HDR_RECORD_BATCH)
-		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: message type %u is not supported", m.type);
-	const fmt_field *u = fmt_schema_unsupported(&r->schema);
-	if (u)
-		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
-				u->name, u->type_name);
+	if ((k = check_batch_message(r, &m, e)) != FMT_OK)
+		return k;
 	k = decode_batch(&r->schema, &m, b, e);
 	if (k == FMT_OK)
 		r->batches++;
@@ -666,6 +698,127 @@ fmt_kind fmt_ipc_next(fmt_ipc_reader *r, fmt_batch *b, int *done, fmt_err *e)
 void fmt_ipc_close(fmt_ipc_reader *r)
 {
 	fmt_schema_free(&r->schema);
+	free(r->msg_meta);
+	free(r->msg_body);
+	free(r->msg_bufs);
+	r->msg_meta = r->msg_body = r->msg_bufs = NULL;
+	r->msg_meta_cap = r->msg_body_cap = r->msg_bufs_cap = 0;
+}
+
+/* ---- one message at a time (a forward-only source: a decompressing window) ---- */
+
+fmt_kind fmt_ipc_open_message(fmt_ipc_reader *r, const uint8_t *meta, size_t n, uint64_t *body, fmt_err *e)
+{
+	ipc_msg m;
+	memset(r, 0, sizeof *r);
+	fmt_schema_init(&r->schema);
+	*body = 0;
+	fmt_kind k = parse_message(meta, n, NULL, UINT64_MAX, &m, e);
+	if (k == FMT_OK)
+		k = schema_message(r, &m, e);
+	if (k != FMT_OK) {
+		fmt_ipc_close(r);
+		return k;
+	}
+	*body = m.body_len;
+	return FMT_OK;
+}
+
+static fmt_kind grow(uint8_t **p, size_t *cap, uint64_t n, fmt_err *e)
+{
+	if (n <= *cap)
+		return FMT_OK;
+	if (n > SIZE_MAX / 2)
+		return oom(e);
+	uint8_t *q = realloc(*p, (size_t)n);
+	if (!q)
+		return oom(e);
+	*p = q;
+	*cap = (size_t)n;
+	return FMT_OK;
+}
+
+/* What a string column's data buffer uses: up to its last offset, when the offsets kept are
+ * whole and in order (when they are not, decoding says so and nothing is needed here). */
+static uint64_t data_use(const fmt_ipc_reader *r, const buf_use *u, const uint8_t *bufs, uint64_t len)
+{
+	const uint8_t *o = bufs + 16 * (size_t)(u->offsets - 1);
+	uint64_t at = fmt_rd_u64(o), kept = fmt_rd_u64(o + 8), need;
+	if (fmt_mul_u64(u->rows + 1, u->width, &need) || kept < need)
+		return 0;
+	const uint8_t *p = r->msg_body + at;
+	int64_t first = u->width == 8 ? (int64_t)fmt_rd_u64(p) : (int32_t)fmt_rd_u32(p);
+	int64_t last = u->width == 8 ? (int64_t)fmt_rd_u64(p + 8 * u->rows) : (int32_t)fmt_rd_u32(p + 4 * u->rows);
+	if (first < 0 || last < first)
+		return 0;
+	return (uint64_t)last < len ? (uint64_t)last : len;
+}
+
+/* Take the body from pull in order: of each buffer the bytes its rows use go to r->msg_body
+ * (8-byte aligned), the rest is dropped; r->msg_bufs gets the buffers as they are kept. */
+static fmt_kind pull_body(fmt_ipc_reader *r, const walk *w, const buf_use *use, fmt_ipc_pull_fn pull,
+			  void *ctx, uint64_t *kept, fmt_err *e)
+{
+	uint64_t cursor = 0, out = 0;
+	fmt_kind k = grow(&r->msg_bufs, &r->msg_bufs_cap, 16 * (uint64_t)(w->buf_i ? w->buf_i : 1), e);
+	for (uint32_t i = 0; k == FMT_OK && i < w->buf_i; i++) {
+		const uint8_t *p = w->buffers + 16 * (size_t)i;
+		uint64_t off = fmt_rd_u64(p), len = fmt_rd_u64(p + 8);
+		uint64_t keep = use[i].offsets ? data_use(r, &use[i], r->msg_bufs, len) : use[i].bytes;
+		out = (out + 7) & ~(uint64_t)7;
+		fmt_wr_u64(r->msg_bufs + 16 * (size_t)i, len ? out : 0);
+		fmt_wr_u64(r->msg_bufs + 16 * (size_t)i + 8, len ? keep : 0);
+		if (len == 0)
+			continue;
+		if (off < cursor)
+			return bad(e, "buffers out of order or overlapping in the message body");
+		if ((k = pull(ctx, NULL, off - cursor, e)) != FMT_OK || (k = grow(&r->msg_body, &r->msg_body_cap,
+		    out + keep ? out + keep : 1, e)) != FMT_OK || (k = pull(ctx, r->msg_body + out, keep, e)) != FMT_OK)
+			return k;
+		k = pull(ctx, NULL, len - keep, e);
+		out += keep;
+		cursor = off + len;
+	}
+	if (k == FMT_OK)
+		k = pull(ctx, NULL, w->body_len - cursor, e);
+	*kept = out;
+	return k;
+}
+
+fmt_kind fmt_ipc_next_message(fmt_ipc_reader *r, const uint8_t *meta, size_t n, fmt_ipc_pull_fn pull, void *ctx,
+			      fmt_batch *b, fmt_err *e)
+{
+	ipc_msg m;
+	walk w;
+	int64_t length;
+	fmt_kind k = grow(&r->msg_meta, &r->msg_meta_cap, n ? n : 1, e);
+	if (k != FMT_OK)
+		return k;
+	memcpy(r->msg_meta, meta, n);
+	if ((k = parse_message(r->msg_meta, n, NULL, UINT64_MAX, &m, e)) != FMT_OK ||
+	    (k = check_batch_message(r, &m, e)) != FMT_OK || (k = batch_walk(&m, &w, &length, e)) != FMT_OK)
+		return k;
+	/* a field takes at most 4 buffers (a list's validity, its items' validity and values) */
+	uint64_t planned = 4 * (uint64_t)r->schema.n_fields + 1;
+	if (w.n_buffers < planned)
+		planned = w.n_buffers;
+	w.use = calloc(planned ? planned : 1, sizeof *w.use);
+	if (!w.use)
+		return oom(e);
+	w.n_buffers = (uint32_t)planned;
+	uint64_t kept = 0;
+	k = decode_columns(&r->schema, &w, length, b, e);
+	if (k == FMT_OK)
+		k = pull_body(r, &w, w.use, pull, ctx, &kept, e);
+	free(w.use);
+	if (k != FMT_OK)
+		return k;
+	walk d = { .nodes = w.nodes, .n_nodes = w.n_nodes, .buffers = r->msg_bufs, .n_buffers = w.buf_i,
+		   .body = r->msg_body ? r->msg_body : (const uint8_t *)"", .body_len = kept };
+	k = decode_columns(&r->schema, &d, length, b, e);
+	if (k == FMT_OK)
+		r->batches++;
+	return k;
 }
 
 /* ---- writer ---- */

@@ -11,100 +11,15 @@ static fmt_kind oom(fmt_err *e)
 	return fmt_fail(e, FMT_IO, "out of memory");
 }
 
-/* Grow *buf so that at least want more bytes fit after *len, refusing past max. */
-static fmt_kind room(uint8_t **buf, size_t *cap, size_t len, size_t want, size_t max, fmt_err *e)
-{
-	if (*cap - len >= want)
-		return FMT_OK;
-	if (len >= max)
-		return fmt_fail(e, FMT_INVALID_FORMAT, "payload decompresses to more than %zu bytes", max);
-	size_t ncap = *cap ? *cap : 1 << 16;
-	while (ncap - len < want && ncap < max)
-		ncap = ncap > max / 2 ? max : ncap * 2;
-	if (ncap - len < want && ncap == max)
-		want = ncap - len;
-	uint8_t *p = realloc(*buf, ncap);
-	if (!p)
-		return oom(e);
-	*buf = p;
-	*cap = ncap;
-	return FMT_OK;
-}
-
-static fmt_kind unzstd(const uint8_t *src, size_t n, size_t max, uint8_t **out, size_t *len, fmt_err *e)
-{
-	ZSTD_DCtx *d = ZSTD_createDCtx();
-	uint8_t *buf = NULL;
-	size_t cap = 0, used = 0;
-	fmt_kind k = FMT_OK;
-	if (!d)
-		return oom(e);
-	ZSTD_inBuffer in = { src, n, 0 };
-	size_t last = 1;
-	while (k == FMT_OK && (in.pos < in.size || last != 0)) {
-		if ((k = room(&buf, &cap, used, 1 << 16, max, e)) != FMT_OK)
-			break;
-		ZSTD_outBuffer o = { buf + used, cap - used, 0 };
-		size_t before = in.pos;
-		last = ZSTD_decompressStream(d, &o, &in);
-		if (ZSTD_isError(last)) {
-			k = fmt_fail(e, FMT_INVALID_FORMAT, "zstd payload: %s", ZSTD_getErrorName(last));
-			break;
-		}
-		used += o.pos;
-		if (o.pos == 0 && in.pos == before && in.pos == in.size && last != 0)
-			k = fmt_fail(e, FMT_INVALID_FORMAT, "zstd payload is truncated");
-	}
-	ZSTD_freeDCtx(d);
-	if (k != FMT_OK) {
-		free(buf);
-		return k;
-	}
-	*out = buf;
-	*len = used;
-	return FMT_OK;
-}
-
-static fmt_kind unlz4(const uint8_t *src, size_t n, size_t max, uint8_t **out, size_t *len, fmt_err *e)
-{
-	LZ4F_dctx *d;
-	if (LZ4F_isError(LZ4F_createDecompressionContext(&d, LZ4F_VERSION)))
-		return oom(e);
-	uint8_t *buf = NULL;
-	size_t cap = 0, used = 0, pos = 0, hint = 1;
-	fmt_kind k = FMT_OK;
-	while (k == FMT_OK && hint != 0) {
-		if ((k = room(&buf, &cap, used, 1 << 16, max, e)) != FMT_OK)
-			break;
-		size_t out_n = cap - used, in_n = n - pos;
-		hint = LZ4F_decompress(d, buf + used, &out_n, src + pos, &in_n, NULL);
-		if (LZ4F_isError(hint)) {
-			k = fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 payload: %s", LZ4F_getErrorName(hint));
-			break;
-		}
-		used += out_n;
-		pos += in_n;
-		if (hint != 0 && pos == n && out_n == 0)
-			k = fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 payload is truncated");
-	}
-	if (k == FMT_OK && pos != n)
-		k = fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 payload has %zu bytes after the frame", n - pos);
-	LZ4F_freeDecompressionContext(d);
-	if (k != FMT_OK) {
-		free(buf);
-		return k;
-	}
-	*out = buf;
-	*len = used;
-	return FMT_OK;
-}
-
-static fmt_kind unlz4_block(const uint8_t *src, size_t n, size_t max, uint8_t **out, size_t *len,
-			    fmt_err *e)
+fmt_kind fmt_unlz4_block(const uint8_t *src, size_t n, size_t max, uint8_t **out, size_t *len, fmt_err *e)
 {
 	if (n < 4)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 block shorter than its 4-byte size");
 	uint32_t want = (uint32_t)src[0] | (uint32_t)src[1] << 8 | (uint32_t)src[2] << 16 | (uint32_t)src[3] << 24;
+	/* LZ4 expands a byte to at most 255: a size beyond that is a lie, refused before allocating */
+	uint64_t holds = 255 * (uint64_t)(n - 4) + 64;
+	if (holds < max)
+		max = (size_t)holds;
 	if (want > max || want > INT32_MAX || n - 4 > INT32_MAX)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "LZ4 block declares %u bytes (at most %zu)", want, max);
 	uint8_t *buf = malloc(want ? want : 1);
@@ -118,30 +33,6 @@ static fmt_kind unlz4_block(const uint8_t *src, size_t n, size_t max, uint8_t **
 	*out = buf;
 	*len = want;
 	return FMT_OK;
-}
-
-fmt_kind fmt_decompress(int id, const uint8_t *src, size_t n, size_t max, uint8_t **out,
-			size_t *out_len, fmt_err *e)
-{
-	switch (id) {
-	case 0:
-		if (n > max)
-			return fmt_fail(e, FMT_INVALID_FORMAT, "payload larger than %zu bytes", max);
-		*out = malloc(n ? n : 1);
-		if (!*out)
-			return oom(e);
-		memcpy(*out, src, n);
-		*out_len = n;
-		return FMT_OK;
-	case 1: case 2:
-		return unzstd(src, n, max, out, out_len, e);
-	case 3:
-		return unlz4(src, n, max, out, out_len, e);
-	case FMT_LZ4_SIZE_PREFIXED_BLOCK:
-		return unlz4_block(src, n, max, out, out_len, e);
-	default:
-		return fmt_fail(e, FMT_UNSUPPORTED, "compression id %d", id);
-	}
 }
 
 fmt_kind fmt_compressor_init(fmt_compressor *c, int id, fmt_emit_fn emit, void *ctx, fmt_err *e)
@@ -252,10 +143,11 @@ void fmt_compressor_free(fmt_compressor *c)
 
 /* ---- streaming decompression ---- */
 
-fmt_kind fmt_dstream_init(fmt_dstream *d, int id, const uint8_t *src, size_t n, fmt_err *e)
+fmt_kind fmt_dstream_init(fmt_dstream *d, int id, const uint8_t *src, size_t n, uint64_t limit, fmt_err *e)
 {
 	memset(d, 0, sizeof *d);
 	d->id = id;
+	d->limit = limit;
 	d->src = src;
 	d->src_len = n;
 	if (id == 1 || id == 2) {
@@ -272,10 +164,9 @@ fmt_kind fmt_dstream_init(fmt_dstream *d, int id, const uint8_t *src, size_t n, 
 	return FMT_OK;
 }
 
-/* Decompress what fits into buf[end, cap). */
-static fmt_kind produce(fmt_dstream *d, fmt_err *e)
+/* Decompress at most room_left bytes into buf[end, ...). */
+static fmt_kind produce_into(fmt_dstream *d, size_t room_left, fmt_err *e)
 {
-	size_t room_left = d->cap - d->end;
 	if (d->id == 0) {
 		size_t n = d->src_len - d->src_pos < room_left ? d->src_len - d->src_pos : room_left;
 		memcpy(d->buf + d->end, d->src + d->src_pos, n);
@@ -316,10 +207,26 @@ static fmt_kind produce(fmt_dstream *d, fmt_err *e)
 	return FMT_OK;
 }
 
-fmt_kind fmt_dstream_fill(fmt_dstream *d, size_t need, size_t max, fmt_err *e)
+/* Decompress what fits into buf[end, cap), at most one byte past the limit (to tell it). */
+static fmt_kind produce(fmt_dstream *d, fmt_err *e)
 {
-	if (need > max)
-		return fmt_fail(e, FMT_INVALID_FORMAT, "a payload message of %zu bytes (more than %zu)", need, max);
+	size_t room_left = d->cap - d->end, before = d->end;
+	uint64_t left = d->limit - d->produced;
+	if (left < room_left)
+		room_left = (size_t)left + 1;
+	fmt_kind k = produce_into(d, room_left, e);
+	d->produced += d->end - before;
+	if (k == FMT_OK && d->produced > d->limit)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "%s decompresses to more than the %llu bytes declared",
+				d->what[0] ? d->what : "the data", (unsigned long long)d->limit);
+	return k;
+}
+
+fmt_kind fmt_dstream_fill(fmt_dstream *d, size_t need, fmt_err *e)
+{
+	/* never a window larger than the declared size allows (one byte more tells a lie) */
+	if (need > fmt_dstream_avail(d) && need - fmt_dstream_avail(d) > d->limit - d->produced)
+		need = fmt_dstream_avail(d) + (size_t)(d->limit - d->produced) + 1;
 	while (d->end - d->start < need && !d->done) {
 		if (d->start > 0) {
 			memmove(d->buf, d->buf + d->start, d->end - d->start);
@@ -343,6 +250,38 @@ fmt_kind fmt_dstream_fill(fmt_dstream *d, size_t need, size_t max, fmt_err *e)
 			return k;
 	}
 	return FMT_OK;
+}
+
+fmt_kind fmt_dstream_read(fmt_dstream *d, uint8_t *dst, uint64_t n, fmt_err *e)
+{
+	while (n) {
+		size_t piece = n < (1u << 20) ? (size_t)n : 1u << 20;
+		fmt_kind k = fmt_dstream_fill(d, piece, e);
+		if (k != FMT_OK)
+			return k;
+		size_t got = fmt_dstream_avail(d) < piece ? fmt_dstream_avail(d) : piece;
+		if (got == 0)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "the data ends %llu bytes early", (unsigned long long)n);
+		if (dst) {
+			memcpy(dst, fmt_dstream_data(d), got);
+			dst += got;
+		}
+		fmt_dstream_consume(d, got);
+		n -= got;
+	}
+	return FMT_OK;
+}
+
+fmt_kind fmt_dstream_drain(fmt_dstream *d, fmt_err *e)
+{
+	for (;;) {
+		fmt_dstream_consume(d, fmt_dstream_avail(d));
+		if (d->done)
+			return FMT_OK;
+		fmt_kind k = fmt_dstream_fill(d, 1u << 20, e);
+		if (k != FMT_OK)
+			return k;
+	}
 }
 
 void fmt_dstream_free(fmt_dstream *d)

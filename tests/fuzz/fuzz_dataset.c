@@ -66,6 +66,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const fmt_ms_public trusted = { .keynum = { 1 } };
 	fmt_verify_opts keyed = { .threads = 1, .keys = { .trusted = &trusted, .n_trusted = 1 } };
 	fmt_table_verify(&t, &keyed, &e);
+	/* without keys, as fmt-verify FILE: every layer, the .ald payload's sizes and digest too */
+	fmt_verify_opts bare = { .threads = 1 };
+	fmt_table_verify(&t, &bare, &e);
 	json_t *facts = d->describe ? d->describe(&t) : NULL;
 	json_decref(facts);
 	for (int i = 0; i < 64; i++) {

@@ -34,6 +34,9 @@ typedef struct fmt_ipc_reader {
 	size_t blocks_at;      /* file: the footer's record batch blocks */
 	fmt_schema schema;
 	uint64_t batches;      /* read so far */
+	/* one message at a time: its metadata, the body bytes its buffers use, their table */
+	uint8_t *msg_meta, *msg_body, *msg_bufs;
+	size_t msg_meta_cap, msg_body_cap, msg_bufs_cap;
 } fmt_ipc_reader;
 
 /* Parse the schema (the first message, or the footer). */
@@ -42,10 +45,26 @@ fmt_kind fmt_ipc_open(fmt_ipc_reader *r, const uint8_t *data, size_t len, fmt_er
  * the end. A schema with a type this build cannot decode is Unsupported naming it. */
 fmt_kind fmt_ipc_next(fmt_ipc_reader *r, fmt_batch *b, int *done, fmt_err *e);
 void fmt_ipc_close(fmt_ipc_reader *r);
-/* How many bytes the next message of a stream takes (prefix, metadata, body), from the first
- * avail bytes at d: *need > avail means "give me that many to tell or to decode"; *eos at the
- * end-of-stream marker (or when avail is 0). For readers that hold one message at a time. */
-fmt_kind fmt_ipc_message_size(const uint8_t *d, size_t avail, uint64_t *need, int *eos, fmt_err *e);
+
+/* Reading a stream one message at a time from a forward-only source (a decompressing window),
+ * so that memory holds the bytes a batch's rows use, never a body's declared length. */
+#define FMT_IPC_MAX_META (16u << 20)   /* a message's metadata: 100000 fields take under 10 MB */
+/* The framing of the next message from the first avail bytes at d: the metadata follows *pre
+ * prefix bytes and ends at *head (more than avail: give me that many); *eos at the
+ * end-of-stream marker or when avail is 0. Metadata above FMT_IPC_MAX_META is InvalidFormat. */
+fmt_kind fmt_ipc_message_head(const uint8_t *d, size_t avail, size_t *pre, size_t *head, int *eos, fmt_err *e);
+/* Open r on the stream's Schema message, whose metadata is meta[0..n); *body is the body
+ * length it declares (for the caller to drop). */
+fmt_kind fmt_ipc_open_message(fmt_ipc_reader *r, const uint8_t *meta, size_t n, uint64_t *body, fmt_err *e);
+/* pull copies the next n bytes of the source to dst, or drops them when dst is NULL; a
+ * source that ends first is an error. */
+typedef fmt_kind (*fmt_ipc_pull_fn)(void *ctx, uint8_t *dst, uint64_t n, fmt_err *e);
+/* The RecordBatch whose metadata is meta[0..n) (copied first: it need not outlive the call's
+ * first pull), its body the next bytes of pull: of each buffer only what the batch's rows use
+ * is kept (in r, until the next call or fmt_ipc_close), padding and the rest of an over-long
+ * buffer are dropped as they pass. Other messages are errors as in fmt_ipc_next. */
+fmt_kind fmt_ipc_next_message(fmt_ipc_reader *r, const uint8_t *meta, size_t n, fmt_ipc_pull_fn pull, void *ctx,
+			      fmt_batch *b, fmt_err *e);
 /* 1 if the bytes start like an IPC file (ARROW1) or stream (a Schema message). */
 int fmt_ipc_probe(const uint8_t *head, size_t n);
 
