@@ -195,7 +195,7 @@ static const char *check_usage(const wm_opts *o, const fmt_cli *cli)
 static fmt_kind embed_recorded(const char *input, const char *output, const wm_opts *o, const fmt_wm_params *prm,
 			       const uint8_t hash[32], wm_result *r, fmt_err *e)
 {
-	wm_registry reg = { 0 };
+	wm_registry reg = { .fd = -1 };
 	int record = o->registry && !o->dry_run;
 	fmt_kind k = record ? wm_registry_open(&reg, o->registry, o->buyer, hash, prm->payload, output, e) : FMT_OK;
 	if (k == FMT_OK)

@@ -83,11 +83,12 @@ fmt_kind wm_registry_open(wm_registry *r, const char *path, const char *buyer, c
 	if (fstat(r->fd, &st) != 0 || !S_ISREG(st.st_mode))
 		k = refuse(path, 0, e);
 	else if (flock(r->fd, LOCK_EX | LOCK_NB) != 0)
-		k = fmt_fail(e, FMT_IO, errno == EWOULDBLOCK ? "the registry is locked by another embed (one at a time)"
-							 : "cannot lock the registry: %s", strerror(errno));
+		k = errno == EWOULDBLOCK ? fmt_fail(e, FMT_IO, "the registry is locked by another embed (one at a time)")
+					 : fmt_fail(e, FMT_IO, "cannot lock the registry: %s", strerror(errno));
 	else if (!(r->line = registry_line(buyer, hash, payload, output)))
 		k = fmt_fail(e, FMT_IO, "out of memory");
-	r->size = st.st_size;
+	else
+		r->size = st.st_size;
 	/* Reserve the line's bytes now: a full disk refuses the embed before OUT is written. */
 	if (k == FMT_OK && fallocate(r->fd, FALLOC_FL_KEEP_SIZE, r->size, (off_t)strlen(r->line)) != 0 &&
 	    errno != EOPNOTSUPP && errno != ENOSYS)
@@ -103,26 +104,26 @@ fmt_kind wm_registry_commit(wm_registry *r, fmt_err *e)
 {
 	size_t n = strlen(r->line);
 	ssize_t put = write(r->fd, r->line, n);
-	if (put == (ssize_t)n && fsync(r->fd) == 0) {
+	int err = put < 0 ? errno : put != (ssize_t)n ? ENOSPC : fsync(r->fd) != 0 ? errno : 0;
+	if (err == 0) {
 		r->created = 0;   /* it holds a line now: keep it */
 		return FMT_OK;
 	}
-	int err = put < 0 ? errno : ENOSPC;
-	if (ftruncate(r->fd, r->size) != 0) {
-		/* nothing more to undo with: the message says what happened */
-	}
+	int uncut = ftruncate(r->fd, r->size) != 0;
 	fmt_err_file(e, r->path);
-	return fmt_fail(e, FMT_IO, "cannot append to the registry: %s", strerror(err));
+	return fmt_fail(e, FMT_IO, "cannot append to the registry: %s%s", strerror(err),
+			uncut ? " (and it could not be cut back to its size)" : "");
 }
 
 void wm_registry_close(wm_registry *r)
 {
 	if (r->created)   /* made by this embed, which recorded nothing */
 		unlink(r->path);
-	if (r->fd > 0)
+	if (r->fd >= 0)
 		close(r->fd);
 	free(r->line);
 	memset(r, 0, sizeof *r);
+	r->fd = -1;
 }
 
 fmt_kind wm_registry_lookup(const char *path, uint64_t payload, char **buyer, fmt_err *e)

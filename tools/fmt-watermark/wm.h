@@ -107,7 +107,7 @@ void wm_utc_now(char out[32]);
  * once OUT is in place. */
 typedef struct wm_registry {
 	const char *path;
-	int fd;                        /* > 0 while open */
+	int fd;                        /* -1 when not open */
 	int created;                   /* this embed made the file: removed unless a line was added */
 	off_t size;                    /* before the line */
 	char *line;
