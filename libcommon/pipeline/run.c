@@ -30,11 +30,20 @@ static uint64_t data_bytes(const fmt_model *m)
 	return n;
 }
 
+/* The writer compresses the tensor data: asked to, or, by default, keeping what a model of its
+ * own format had (fmt_codec). */
+static int output_compressed(const convert_plan *p, const fmt_convert_opts *o)
+{
+	if (!o->to->compresses || o->codec == FMT_CODEC_NONE)
+		return 0;
+	return o->codec != FMT_CODEC_DEFAULT || p->out.driver == o->to;
+}
+
 /* What the output will hold at least: its tensor data, unless the writer compresses it (then
  * nothing is known before writing: 0). */
 static uint64_t least_output_bytes(const convert_plan *p, const fmt_convert_opts *o)
 {
-	return o->to->compresses && o->codec != FMT_CODEC_NONE ? 0 : data_bytes(&p->out);
+	return output_compressed(p, o) ? 0 : data_bytes(&p->out);
 }
 
 /* 0: one file; otherwise the shard size limit. */

@@ -53,10 +53,12 @@ NEED_16G="the output needs at least 17179869184 bytes, its file system has 41943
 	run --separate-stderr fmt-convert --json "$BOMB" small/out.gguf
 	assert_equal "$status" 3
 	assert_equal "${stderr_lines[-1]}" "{\"tool\":\"fmt-convert\",\"file\":\"small/out.gguf\",\"error\":\"IoError\",\"exit\":3,\"message\":\"not enough free space: $NEED_16G\"}"
-	# APR without compression, a shard set, and the same input from a pipe
-	run --separate-stderr fmt-convert -c none "$BOMB" small/out.apr
-	assert_equal "$status" 3
-	assert_equal "$stderr" "fmt-convert: error: small/out.apr: not enough free space: $NEED_16G"
+	# APR without compression (by default, or said), a shard set, and the same input from a pipe
+	for c in "" "-c none"; do
+		run --separate-stderr fmt-convert $c "$BOMB" small/out.apr
+		assert_equal "$status" 3
+		assert_equal "$stderr" "fmt-convert: error: small/out.apr: not enough free space: $NEED_16G"
+	done
 	run --separate-stderr fmt-convert --shard 1GB "$BOMB" small/out.safetensors.index.json
 	assert_equal "$status" 3
 	assert_equal "$stderr" "fmt-convert: error: small/out.safetensors.index.json: not enough free space: $NEED_16G"
@@ -115,4 +117,13 @@ with open("rows.csv", "w") as f:
 		assert_equal "$stderr" "fmt-convert: error: small/$out: write: No space left on device"
 		assert_equal "$(ls -A small)" ""
 	done
+}
+
+@test "fmt-watermark embed checks the same way: refused before OUT is written, no registry line" {
+	/usr/bin/python3 -c 'import sys; sys.stdout.buffer.write(bytes(range(32)))' >seller.key
+	chmod 600 seller.key
+	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice --registry small/r.jsonl "$BOMB" small/out.safetensors
+	assert_equal "$status" 3
+	assert_equal "$stderr" "fmt-watermark: error: small/out.safetensors: not enough free space: the output needs at least 17179869184 bytes, its file system has 4190208 free"
+	assert_equal "$(ls -A small)" ""
 }
