@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include "fmt/checked.h"
 #include "fmt/io.h"
@@ -1123,4 +1124,43 @@ void fmt_sink_abort(fmt_sink *k)
 	free(k->buf);
 	memset(k, 0, sizeof *k);
 	k->fd = -1;
+}
+
+/* ---- room for an output ---- */
+
+/* IoError when the file system holding fd has fewer than need bytes free for an unprivileged
+ * writer (f_bavail). No answer from fstatvfs is no refusal: the writes still fail on a full
+ * disk, and the temporary file goes then. */
+static fmt_kind check_room(int fd, const char *path, uint64_t need, fmt_err *e)
+{
+	struct statvfs vfs;
+	uint64_t free_bytes;
+	if (fstatvfs(fd, &vfs) != 0)
+		return FMT_OK;
+	if (fmt_mul_u64(vfs.f_bavail, vfs.f_frsize, &free_bytes))
+		free_bytes = UINT64_MAX;
+	if (need <= free_bytes)
+		return FMT_OK;
+	fmt_err_file(e, path);
+	return fmt_fail(e, FMT_IO, "not enough free space: the output needs at least %llu bytes, its file system has "
+			"%llu free", (unsigned long long)need, (unsigned long long)free_bytes);
+}
+
+fmt_kind fmt_sink_check_room(const fmt_sink *k, uint64_t need, fmt_err *e)
+{
+	return k->is_stdout || k->fd < 0 ? FMT_OK : check_room(k->fd, k->path, need, e);
+}
+
+fmt_kind fmt_check_room_beside(const char *path, uint64_t need, fmt_err *e)
+{
+	char *dir = dir_of(path);
+	if (!dir)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	free(dir);
+	if (fd < 0)
+		return FMT_OK;   /* creating the files will say why */
+	fmt_kind k = check_room(fd, path, need, e);
+	close(fd);
+	return k;
 }

@@ -1,6 +1,7 @@
 /* Carrying out a conversion: open and check the input, plan, write one file or a shard set. */
 #include <stdlib.h>
 #include <string.h>
+#include "fmt/checked.h"
 #include "fmt/out.h"
 #include "fmt/progress.h"
 #include "pipeline_internal.h"
@@ -24,8 +25,25 @@ static uint64_t data_bytes(const fmt_model *m)
 {
 	uint64_t n = 0;
 	for (size_t i = 0; i < m->n_tensors; i++)
-		n += m->tensors[i].nbytes;
+		if (fmt_add_u64(n, m->tensors[i].nbytes, &n))
+			return UINT64_MAX;
 	return n;
+}
+
+/* The writer compresses the tensor data: asked to, or, by default, keeping what a model of its
+ * own format had (fmt_codec). */
+static int output_compressed(const convert_plan *p, const fmt_convert_opts *o)
+{
+	if (!o->to->compresses || o->codec == FMT_CODEC_NONE)
+		return 0;
+	return o->codec != FMT_CODEC_DEFAULT || p->out.driver == o->to;
+}
+
+/* What the output will hold at least: its tensor data, unless the writer compresses it (then
+ * nothing is known before writing: 0). */
+static uint64_t least_output_bytes(const convert_plan *p, const fmt_convert_opts *o)
+{
+	return output_compressed(p, o) ? 0 : data_bytes(&p->out);
 }
 
 /* 0: one file; otherwise the shard size limit. */
@@ -89,6 +107,11 @@ static fmt_kind write_single(convert_plan *p, fmt_model *in, const char *output,
 	fmt_kind k = fmt_sink_open(&sink, output, wo->sink_flags, e);
 	if (k != FMT_OK)
 		return k;
+	k = fmt_sink_check_room(&sink, least_output_bytes(p, o), e);
+	if (k != FMT_OK) {
+		fmt_sink_abort(&sink);
+		return k;
+	}
 	k = o->to->write(&p->out, &sink, wo, e);
 	if (k == FMT_OK) {
 		k = verify_streamed(p, in, o, e);
@@ -124,6 +147,8 @@ static fmt_kind write_set(const convert_plan *p, const fmt_model *in, const char
 		k = fmt_shard_plan_check_outputs(&plan, in, wo->sink_flags, e);
 		fmt_shard_plan_free(&plan);
 	}
+	if (k == FMT_OK)
+		k = fmt_check_room_beside(output, least_output_bytes(p, o), e);
 	if (k == FMT_OK)
 		k = o->to->write_sharded(&p->out, prefix, &lim, wo, &paths, &n, e);
 	for (size_t i = 0; i < n; i++) {

@@ -43,6 +43,10 @@ PY
 	fmt-convert --schema schema.json d.csv d.ald
 }
 
+teardown() {
+	! mountpoint -q "$BATS_TEST_TMPDIR/small" || umount "$BATS_TEST_TMPDIR/small"
+}
+
 @test "fmt-sign keygen --watermark: 32 random bytes, mode 0600, never overwritten; --force keeps .old" {
 	run fmt-sign keygen --watermark
 	assert_success
@@ -600,6 +604,70 @@ PY
 	run --separate-stderr fmt-watermark extract -j --key seller.key cut.safetensors
 	assert_failure 4
 	[ "$(echo "$stderr" | tail -1 | jq -r '.tool, .exit')" = "$(printf 'fmt-watermark\n4')" ]
+}
+
+@test "embed --registry: opened and locked before OUT is written; a registry that cannot take the line leaves nothing (exit 3)" {
+	embed_to() { fmt-watermark embed -q --key seller.key --buyer alice --registry "$1" m.safetensors "$2"; }
+	# a symbolic link (its target is not created), a directory, a device
+	ln -s "$BATS_TEST_TMPDIR/target.jsonl" link.jsonl
+	run --separate-stderr embed_to link.jsonl o.safetensors
+	assert_failure 3
+	assert_equal "$stderr" "fmt-watermark: error: link.jsonl: the registry is a symbolic link (it must be a regular file)"
+	[ ! -e o.safetensors ] && [ ! -e target.jsonl ]
+	mkdir dir.jsonl
+	run --separate-stderr embed_to dir.jsonl o.safetensors
+	assert_failure 3
+	assert_equal "$stderr" "fmt-watermark: error: dir.jsonl: the registry is a directory (it must be a regular file)"
+	[ ! -e o.safetensors ] && [ -z "$(ls -A dir.jsonl)" ]
+	run --separate-stderr embed_to /dev/null o.safetensors
+	assert_failure 3
+	assert_equal "$stderr" "fmt-watermark: error: /dev/null: the registry is not a regular file (a FIFO, device or socket)"
+	[ ! -e o.safetensors ]
+	# a FIFO: without a reader (it used to hang), and with one
+	mkfifo fifo.jsonl
+	run --separate-stderr timeout 60 fmt-watermark embed -q --key seller.key --buyer alice --registry fifo.jsonl m.safetensors o.safetensors
+	assert_failure 3
+	assert_equal "$stderr" "fmt-watermark: error: fifo.jsonl: the registry is not a regular file (a FIFO, device or socket)"
+	exec 7<>fifo.jsonl
+	run --separate-stderr timeout 60 fmt-watermark embed -q --key seller.key --buyer alice --registry fifo.jsonl m.safetensors o.safetensors
+	exec 7>&-
+	assert_failure 3
+	assert_equal "$stderr" "fmt-watermark: error: fifo.jsonl: the registry is not a regular file (a FIFO, device or socket)"
+	[ ! -e o.safetensors ]
+	# locked by another embed: refused at once, not waited for; the registry unchanged
+	printf '{"buyer":"x"}\n' >r.jsonl
+	exec 8>>r.jsonl
+	flock -x 8
+	run --separate-stderr embed_to r.jsonl o.safetensors
+	exec 8>&-
+	assert_failure 3
+	assert_equal "$stderr" "fmt-watermark: error: r.jsonl: the registry is locked by another embed (one at a time)"
+	[ ! -e o.safetensors ]
+	assert_equal "$(cat r.jsonl)" '{"buyer":"x"}'
+	# unlocked: OUT and its line
+	run embed_to r.jsonl o.safetensors
+	assert_success
+	[ -e o.safetensors ]
+	assert_equal "$(sed -n 2p r.jsonl | jq -r '[.buyer, .file] | @tsv')" "$(printf 'alice\to.safetensors')"
+	# a registry this embed would create is not left behind when the embed fails
+	run --separate-stderr fmt-watermark embed -q --key seller.key --buyer alice --registry new.jsonl missing.safetensors o2.safetensors
+	assert_failure 3
+	[ ! -e new.jsonl ] && [ ! -e o2.safetensors ]
+	# a registry with no room for the line (a full 64 KiB tmpfs): refused before OUT is written
+	mkdir small
+	mount -t tmpfs -o size=64k tmpfs small 2>/dev/null || skip "cannot mount a tmpfs here (the rest of this test ran)"
+	# one line of 4096 bytes: the next line needs a page of its own
+	printf '{"buyer":"%s"}\n' "$(printf 'x%.0s' $(seq 4083))" >small/r.jsonl
+	cp small/r.jsonl before.jsonl
+	dd if=/dev/zero of=small/fill bs=4k count=64 2>/dev/null || true
+	run --separate-stderr embed_to small/r.jsonl o3.safetensors
+	assert_failure 3
+	assert_equal "$stderr" "fmt-watermark: error: small/r.jsonl: no room to append to the registry: No space left on device"
+	cmp small/r.jsonl before.jsonl
+	run --separate-stderr embed_to small/new.jsonl o4.safetensors
+	assert_failure 3
+	assert_equal "$stderr" "fmt-watermark: error: small/new.jsonl: no room to append to the registry: No space left on device"
+	[ ! -e o3.safetensors ] && [ ! -e o4.safetensors ] && [ ! -e small/new.jsonl ]
 }
 
 @test "robustness: the targets of specs/watermark.md §5 on 10 copies per attack" {

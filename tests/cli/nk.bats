@@ -12,6 +12,9 @@ setup_file() {
 	NK="$BATS_FILE_TMPDIR/nk"
 	export NK
 	"$REPO_ROOT/scripts/gen/nk-malformed" "$NK"
+	WORK="$BATS_FILE_TMPDIR/work"
+	export WORK
+	"$REPO_ROOT/scripts/gen/nk-work" "$WORK"
 }
 
 setup() {
@@ -290,6 +293,106 @@ setup() {
 	run --separate-stderr nk-run --random 1 "$NK/huge_arena.nk"
 	assert_equal "$status" 5
 	[[ "$stderr" == *"activation arena (at most 1073741824)"* ]]
+}
+
+# ---- bounded work (issue 19 item 4) ----
+
+HEAVY_MSG="layer 16 (conv2d): 243798937600 multiply-adds, 244182939044 for the network up to it: above the work limit of 17179869184 (--max-work raises it)"
+
+@test "nk-run: a 17 KB network whose padding grows its map to 7778^2 is refused for its work before it runs (exit 5, the layer named)" {
+	[ "$(stat -c %s "$WORK/heavy.nk")" -lt 20000 ]
+	run --separate-stderr nk-run --random 1 "$WORK/heavy.nk"
+	assert_equal "$status" 5
+	assert_equal "$stderr" "nk-run: error: $WORK/heavy.nk: $HEAVY_MSG"
+	assert_equal "$output" ""
+	# --test: a refusal for work is not a failed case (exit 5, not 11)
+	run --separate-stderr nk-run --test "$WORK/heavy.nk"
+	assert_equal "$status" 5
+	assert_equal "$output" "0 passed, 0 failed"
+	assert_equal "$stderr" "nk-run: error: $WORK/heavy.nk: $HEAVY_MSG"
+	run --separate-stderr nk-run --test --json "$WORK/heavy.nk" "$FIX/test_mlp.nk"
+	assert_equal "$status" 5
+	assert_equal "${lines[-1]}" '{"passed":3,"failed":0}'
+	assert_equal "${stderr_lines[-1]}" "{\"tool\":\"nk-run\",\"file\":\"$WORK/heavy.nk\",\"error\":\"UnsupportedVersion\",\"exit\":5,\"message\":\"$HEAVY_MSG\"}"
+	# --bench and --profile load the same way
+	run --separate-stderr nk-run --bench 1 "$WORK/heavy.nk"
+	assert_equal "$status" 5
+}
+
+@test "nk-run: the default limit is 2^34 multiply-adds per run: exactly 2^34 loads, 2^34 + 16781312 is refused" {
+	run fmt-inspect --json "$WORK/at_limit.nk"
+	assert_equal "$(jq '.format_info.multiply_adds' <<<"$output")" 17179869184
+	# loaded (then: no embedded tests), never refused for its work
+	run --separate-stderr nk-run --test "$WORK/at_limit.nk"
+	assert_equal "$status" 11
+	assert_equal "$stderr" "nk-run: error: $WORK/at_limit.nk: no embedded tests (no TCAS block)"
+	run --separate-stderr nk-run --test "$WORK/over_limit.nk"
+	assert_equal "$status" 5
+	assert_equal "$stderr" "nk-run: error: $WORK/over_limit.nk: layer 0 (conv2d): 17196650496 multiply-adds, 17196650496 for the network up to it: above the work limit of 17179869184 (--max-work raises it)"
+	run --separate-stderr nk-run --test --max-work 17196650496 "$WORK/over_limit.nk"
+	assert_equal "$status" 11
+	assert_equal "$stderr" "nk-run: error: $WORK/over_limit.nk: no embedded tests (no TCAS block)"
+}
+
+@test "nk-run --max-work N: the running count of the whole run against N, the layer that passes it named" {
+	run nk-run --max-work 8 --input 1,1 "$FIX/test_mlp.nk"
+	assert_success
+	run --separate-stderr nk-run --max-work 7 --input 1,1 "$FIX/test_mlp.nk"
+	assert_equal "$status" 5
+	assert_equal "$stderr" "nk-run: error: $FIX/test_mlp.nk: layer 1 (dense): 4 multiply-adds, 8 for the network up to it: above the work limit of 7 (--max-work raises it)"
+	run --separate-stderr nk-run --max-work 3 --input 1,1 "$FIX/test_mlp.nk"
+	assert_equal "$stderr" "nk-run: error: $FIX/test_mlp.nk: layer 0 (dense): 4 multiply-adds, 4 for the network up to it: above the work limit of 3 (--max-work raises it)"
+	for bad in 0 -1 1.5 abc 18446744073709551616; do
+		run --separate-stderr nk-run --max-work "$bad" --input 1,1 "$FIX/test_mlp.nk"
+		assert_equal "$status" 2
+		assert_equal "${stderr_lines[0]}" "nk-run: error: --max-work needs a count of multiply-adds from 1"
+	done
+	run nk-run --max-work 18446744073709551615 --input 1,1 "$FIX/test_mlp.nk"
+	assert_success
+}
+
+@test "fmt-verify --run-tests: the work limit holds through nk-run (exit 5), --max-work is passed to it" {
+	run --separate-stderr fmt-verify --run-tests "$WORK/heavy.nk"
+	assert_equal "$status" 5
+	assert_equal "$stderr" "fmt-verify: error: $WORK/heavy.nk: nk-run could not run the embedded tests: $HEAVY_MSG"
+	run --separate-stderr fmt-verify --run-tests --max-work 244182939043 "$WORK/heavy.nk"
+	assert_equal "$status" 5
+	[[ "$stderr" == *"above the work limit of 244182939043 (--max-work raises it)" ]]
+	# raised to the network's count: nk-run loads it and checks its case (whose output count is wrong)
+	run --separate-stderr fmt-verify --run-tests --max-work 244182939044 "$WORK/heavy.nk"
+	assert_equal "$status" 11
+	assert_equal "$stderr" "fmt-verify: error: $WORK/heavy.nk: embedded tests failed: 1 of 1 case (grown: output count differs from the model's); nk-run --test $WORK/heavy.nk shows each case"
+	run --separate-stderr fmt-verify --run-tests --max-work 8 "$FIX/test_mlp.nk"
+	assert_success
+	run --separate-stderr fmt-verify --run-tests --max-work 7 "$FIX/test_mlp.nk"
+	assert_equal "$status" 5
+	# without --run-tests nothing runs: fmt-verify checks the file as before
+	run fmt-verify "$WORK/heavy.nk"
+	assert_success
+	run --separate-stderr fmt-verify --max-work 8 "$FIX/test_mlp.nk"
+	assert_equal "$status" 2
+	assert_equal "${stderr_lines[0]}" "fmt-verify: error: --max-work goes with --run-tests"
+	run --separate-stderr fmt-verify --run-tests --max-work 0 "$FIX/test_mlp.nk"
+	assert_equal "$status" 2
+	assert_equal "${stderr_lines[0]}" "fmt-verify: error: --max-work needs a count of multiply-adds from 1"
+}
+
+@test "fmt-inspect --json: multiply-adds of one run, per layer and in total, for every layer kind" {
+	work() { fmt-inspect --json "$1" | jq -c '[.format_info.multiply_adds, [.format_info.layers[] | .multiply_adds]]'; }
+	# dense 2x2 twice
+	assert_equal "$(work "$FIX/test_mlp.nk")" '[8,[4,4]]'
+	# 1x1 conv x 32 at 28^2; dw 3x3 x 32 at 26^2; pool 2x2 taps x 13^2 x 32; ...; flatten 0
+	assert_equal "$(work "$FIX/mnist_cnn_dw.nk")" '[869696,[25088,194688,21632,346112,69696,6400,0,204800,1280]]'
+	assert_equal "$(work "$FIX/mnist_cnn_dw_int8.nk")" '[869696,[25088,194688,21632,346112,69696,6400,0,204800,1280]]'
+	# ConvNeXt c=2 at 16 positions: (98 + 2 + 16 + 8 + 16) x 16
+	assert_equal "$(work "$FIX/convnextv2_atto_block.nk")" '[2240,[2240]]'
+	# UIB 4 -> 8 -> 4, middle dw 3: (32 + 8 + 72 + 8 + 32 + 4) x 16
+	assert_equal "$(work "$FIX/mobilenetv4_small_uib.nk")" '[2496,[2496]]'
+	# LN 2 x 36; ResNet 2 -> 4 stride 2: 236 x 9; head in 4, hidden 3, 2 classes, 1 conv: 195 x 9
+	assert_equal "$(work "$NK/summary_kinds.nk")" '[3951,[72,2124,1755]]'
+	# PAFPN (A = 4): laterals and dw/pw pairs 2584, heads 88 x (64 + 16 + 4)
+	assert_equal "$(work "$NK/pafpn_1_conv_2_plus_29_pairs.nk")" '[11272,[0,864,0,432,9976]]'
+	assert_equal "$(work "$WORK/heavy.nk" | jq -c '[.[0], .[1][16]]')" '[244182939044,243798937600]'
 }
 
 # ---- fmt-inspect ----

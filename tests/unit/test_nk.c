@@ -137,3 +137,35 @@ TEST(nk_errors_name_the_layer)
 	CHECK(strstr(e.msg, "layer 0 (depthwise_conv2d): kernel height 9 is larger than the padded input (6 + 1 + 1)") != NULL);
 	free(buf);
 }
+
+/* The work counts saturate at UINT64_MAX (a pooling window of 2^32-1 x 2^32-1 taps over 2^26
+ * values is 2^90), and the limit message says "more than" then. */
+TEST(nk_work_saturates)
+{
+	nk_layer layers[3] = { 0 };
+	nk_model nm = { .n_layers = 3, .layers = layers };
+	layers[0] = (nk_layer){ .kind = NK_FLATTEN };
+	layers[1] = (nk_layer){ .kind = NK_MAXPOOL, .kh = UINT32_MAX, .kw = UINT32_MAX,
+				.out = { 1u << 13, 1u << 13, 1, 0 } };
+	layers[2] = (nk_layer){ .kind = NK_AVGPOOL, .kh = 2, .kw = 2, .out = { 1, 1, 1, 0 } };
+	fmt_nk_count_work(&nm);
+	CHECK_EQ_U64(layers[0].work, 0);
+	CHECK_EQ_U64(layers[1].work, UINT64_MAX);
+	CHECK_EQ_U64(layers[2].work, 4);
+	CHECK_EQ_U64(nm.work, UINT64_MAX);
+	fmt_err e;
+	CHECK_EQ_U64(fmt_nk_check_work(&nm, UINT64_MAX - 1, &e), FMT_UNSUPPORTED);
+	CHECK_STR(e.msg, "layer 1 (max_pool2d): more than 18446744073709551614 multiply-adds, more than "
+		  "18446744073709551614 for the network up to it: above the work limit of 18446744073709551614 "
+		  "(--max-work raises it)");
+	CHECK_EQ_U64(fmt_nk_check_work(&nm, UINT64_MAX, &e), FMT_OK);
+	/* 2^63 + 2^63 overflows the sum: it saturates too */
+	layers[1] = (nk_layer){ .kind = NK_MAXPOOL, .kh = 1u << 31, .kw = 1u << 31, .out = { 2, 1, 1, 0 } };
+	layers[2] = layers[1];
+	fmt_nk_count_work(&nm);
+	CHECK_EQ_U64(layers[1].work, 1ull << 63);
+	CHECK_EQ_U64(nm.work, UINT64_MAX);
+	CHECK_EQ_U64(fmt_nk_check_work(&nm, (1ull << 63) + 5, &e), FMT_UNSUPPORTED);
+	CHECK_STR(e.msg, "layer 2 (max_pool2d): 9223372036854775808 multiply-adds, more than 18446744073709551614 for "
+		  "the network up to it: above the work limit of 9223372036854775813 (--max-work raises it)");
+}

@@ -10,13 +10,14 @@
 #include "fmt/registry.h"
 #include "verify.h"
 
-enum { OPT_FORMAT = FMT_OPT_FIRST_TOOL_OPTION, OPT_RUN_TESTS };
+enum { OPT_FORMAT = FMT_OPT_FIRST_TOOL_OPTION, OPT_RUN_TESTS, OPT_MAX_WORK };
 
 typedef struct verify_args {
 	const char *forced;         /* --format */
 	fmt_key_opts key;
 	fmt_trust_opts trust;       /* -p, -P, --trusted-keys */
 	int run_tests;              /* --run-tests */
+	const char *max_work;       /* --max-work N, for the test runner (checked to be a count) */
 	fmt_decrypt_opts decrypt;   /* --password-file, --password-env, --identity */
 	fmt_decrypt_keys *dk;
 	fmt_keyset *dec_keys;       /* what they loaded: decrypts, never a signature key */
@@ -36,6 +37,8 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("threads", 'T', "N", "digest shards in parallel (default: number of cores)") },
 	{ FMT_CLI_OPT("run-tests", OPT_RUN_TESTS, NULL, "also run embedded regression tests (.nk: nk-run --test);\n"
 		      "a failing case, or a .nk without tests, is exit 11") },
+	{ FMT_CLI_OPT("max-work", OPT_MAX_WORK, "N", "--run-tests: the test runner refuses a network above N\n"
+		      "multiply-adds per run (nk-run --max-work; default 2^34)") },
 	{ FMT_CLI_OPT("json", 'j', NULL, "one JSON object per file (JSON Lines)") },
 	{ FMT_CLI_OPT("format", OPT_FORMAT, "NAME", "skip detection:"), .complete = FMT_COMPLETE_FORMAT },
 	{ FMT_CLI_OPT("quiet", 'q', NULL, "print nothing; the exit status tells") },
@@ -52,6 +55,12 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 	if (id == OPT_RUN_TESTS) {
 		a->run_tests = 1;
 		return 0;
+	}
+	if (id == OPT_MAX_WORK) {
+		uint64_t n;
+		a->max_work = arg;
+		return fmt_parse_u64(arg, UINT64_MAX, &n, e) == FMT_OK && n > 0
+			? 0 : (fmt_fail(e, FMT_USAGE, "--max-work needs a count of multiply-adds from 1"), -1);
 	}
 	if (id == OPT_FORMAT) {
 		a->forced = arg;
@@ -119,7 +128,7 @@ static fmt_kind verify_file(const char *path, const verify_args *a, fmt_verify_o
 		if (k == FMT_OK)
 			k = verify_set_detached(&m, path, &vo->keys, &v, &e);
 		if (k == FMT_OK && a->run_tests)
-			k = run_embedded_tests(&m, path, &tests, &e);
+			k = run_embedded_tests(&m, path, a->max_work, &tests, &e);
 		if (k == FMT_OK && !o->quiet)
 			report_ok(&m, &v, &tests, o);
 		fmt_model_free(&m);
@@ -158,6 +167,8 @@ int main(int argc, char **argv)
 		return cli.exit_code;
 	if (cli.n_operands == 0)
 		return fmt_cli_usage_error(&tool, "no input file");
+	if (a.max_work && !a.run_tests)
+		return fmt_cli_usage_error(&tool, "--max-work goes with --run-tests");
 	fmt_verify_opts vo = { .threads = cli.common.threads ? cli.common.threads : fmt_cpu_count() };
 	FILE *records = cli.common.quiet ? NULL : stdout;
 	fmt_kind k = fmt_check_keys_load(&a.key, &a.trust, &ck, &vo.keys, &e);

@@ -143,14 +143,26 @@ static fmt_kind runner_failed(const verify_tests *t, const char *runner, const c
 	return fmt_fail(e, (fmt_kind)code, "%s could not run the embedded tests: %s", runner, msg[0] ? msg : "no message");
 }
 
-fmt_kind run_embedded_tests(const fmt_model *m, const char *path, verify_tests *t, fmt_err *e)
+fmt_kind run_embedded_tests(const fmt_model *m, const char *path, const char *max_work, verify_tests *t,
+			    fmt_err *e)
 {
 	const char *runner = m->driver->test_runner;
 	if (!runner)
 		return FMT_OK;
 	char exe[PATH_MAX + 64];
 	runner_path(runner, exe, sizeof exe);
-	char *argv[] = { exe, "--test", "--json", "--", (char *)path, NULL };
+	char *argv[8];
+	size_t n_args = 0;
+	argv[n_args++] = exe;
+	argv[n_args++] = "--test";
+	argv[n_args++] = "--json";
+	if (max_work) {
+		argv[n_args++] = "--max-work";
+		argv[n_args++] = (char *)max_work;
+	}
+	argv[n_args++] = "--";
+	argv[n_args++] = (char *)path;
+	argv[n_args] = NULL;
 	FILE *out = tmpfile(), *err = tmpfile();
 	int status = 0, summary = 0;
 	fmt_kind k = out && err ? FMT_OK : fmt_fail(e, FMT_IO, "cannot create a temporary file: %s", strerror(errno));

@@ -194,6 +194,25 @@ static const char *check_usage(const wm_opts *o, const fmt_cli *cli)
 	return NULL;
 }
 
+/* embed, with --registry: the registry is opened and locked first, so that a registry that
+ * cannot take the line (a symbolic link, a directory, a FIFO, locked, no room) leaves nothing
+ * written; a copy whose line could not be appended after all is removed. */
+static fmt_kind embed_recorded(const char *input, const char *output, const wm_opts *o, const fmt_wm_params *prm,
+			       const uint8_t hash[32], wm_result *r, fmt_err *e)
+{
+	wm_registry reg = { .fd = -1 };
+	int record = o->registry && !o->dry_run;
+	fmt_kind k = record ? wm_registry_open(&reg, o->registry, o->buyer, hash, prm->payload, output, e) : FMT_OK;
+	if (k == FMT_OK)
+		k = wm_embed(input, output, o, prm, r, e);
+	if (k == FMT_OK && record && (k = wm_registry_commit(&reg, e)) != FMT_OK && strcmp(output, "-") != 0) {
+		unlink(output);
+		fmt_err_prefix(e, "%s removed (a marked copy must be recorded)", output);
+	}
+	wm_registry_close(&reg);
+	return k;
+}
+
 int main(int argc, char **argv)
 {
 	static wm_opts o;
@@ -236,9 +255,7 @@ int main(int argc, char **argv)
 	fmt_kind k;
 	switch (cli.command) {
 	case CMD_EMBED:
-		k = wm_embed(cli.operands[0], cli.operands[1], &o, &prm, &r, &e);
-		if (k == FMT_OK && o.registry && !o.dry_run)
-			k = wm_registry_append(o.registry, o.buyer, hash, prm.payload, cli.operands[1], &e);
+		k = embed_recorded(cli.operands[0], cli.operands[1], &o, &prm, hash, &r, &e);
 		/* standard output carries OUT's bytes: the report goes beside the messages */
 		status = k != FMT_OK ? wm_fail(&o, NULL, &e)
 		       : wm_report_embed(!o.dry_run && strcmp(cli.operands[1], "-") == 0 ? stderr : stdout,

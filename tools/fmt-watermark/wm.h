@@ -107,8 +107,23 @@ fmt_kind wm_add_column(wm_result *r, const char *name, int is_tensor, const char
 
 /* registry.c; and the time now as 2026-12-01T12:00:00Z */
 void wm_utc_now(char out[32]);
-fmt_kind wm_registry_append(const char *path, const char *buyer, const uint8_t hash[32],
-			    uint64_t payload, const char *output, fmt_err *e);
+/* embed --registry: opened, locked and its line composed before OUT is written; appended
+ * once OUT is in place. */
+typedef struct wm_registry {
+	const char *path;
+	int fd;                        /* -1 when not open */
+	int created;                   /* this embed made the file: removed unless a line was added */
+	off_t size;                    /* before the line */
+	char *line;
+} wm_registry;
+/* A regular file only (not a symbolic link, directory, FIFO or device), created 0600 when
+ * missing, locked (another embed holding it: IoError, no wait), room for the line reserved. */
+fmt_kind wm_registry_open(wm_registry *r, const char *path, const char *buyer, const uint8_t hash[32],
+			  uint64_t payload, const char *output, fmt_err *e);
+/* Append the line and fsync; on failure the registry is cut back to what it was. */
+fmt_kind wm_registry_commit(wm_registry *r, fmt_err *e);
+/* Unlock and close (removing a registry this embed created and did not write to). */
+void wm_registry_close(wm_registry *r);
 /* The buyer whose hash starts with the 48 bits of payload, or NULL (malloc'd). */
 fmt_kind wm_registry_lookup(const char *path, uint64_t payload, char **buyer, fmt_err *e);
 

@@ -11,7 +11,7 @@
 #define TOOL "nk-run"
 
 enum { OPT_INPUT_FILE = FMT_OPT_FIRST_TOOL_OPTION, OPT_INPUT_JSON, OPT_RANDOM, OPT_QUANTIZE, OPT_TOP, OPT_RAW,
-       OPT_TEST, OPT_BENCH, OPT_PROFILE };
+       OPT_TEST, OPT_BENCH, OPT_PROFILE, OPT_MAX_WORK };
 
 typedef struct input_opts {
 	const char *list, *file, *json;
@@ -40,6 +40,8 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("test", OPT_TEST, NULL, "run every embedded test case of each MODEL") },
 	{ FMT_CLI_OPT("bench", OPT_BENCH, "N", "N timed inferences after warm-up (default input: --random 1)") },
 	{ FMT_CLI_OPT("profile", OPT_PROFILE, NULL, "per-layer time and output shape (with --bench, or one run)") },
+	{ FMT_CLI_OPT("max-work", OPT_MAX_WORK, "N", "refuse a network above N multiply-adds per run\n"
+		      "(default 17179869184 = 2^34)") },
 	{ FMT_CLI_OPT("quiet", 'q', NULL, "--test: only the summary line") },
 	{ FMT_CLI_OPT("verbose", 'v', NULL, "print upstream's network summary before the output") },
 	{ .name = NULL }
@@ -72,6 +74,10 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 			return fmt_fail(e, FMT_USAGE, "--bench needs a run count from 1 to 100000000"), -1;
 		return 0;
 	case OPT_PROFILE: a->o.profile = 1; return 0;
+	case OPT_MAX_WORK:
+		if (fmt_parse_u64(arg, UINT64_MAX, &a->o.max_work, e) != FMT_OK || a->o.max_work == 0)
+			return fmt_fail(e, FMT_USAGE, "--max-work needs a count of multiply-adds from 1"), -1;
+		return 0;
 	}
 	return fmt_fail(e, FMT_USAGE, "unhandled option"), -1;
 }
@@ -83,7 +89,7 @@ static const fmt_cli_tool tool = {
 		 "regression tests, or time it.",
 	.options = options,
 	.footer = "Exit status: 0 ok, 2 usage, 3 I/O error, 4 invalid model or input, 5 unsupported\n"
-		  "version or layer, 11 an embedded test failed.",
+		  "version or layer, or more work than --max-work, 11 an embedded test failed.",
 	.on_option = on_option,
 };
 
@@ -91,14 +97,22 @@ typedef struct loaded {
 	fmt_model m;
 	const nk_model *nm;
 	nk_engine en;
+	int over_limit;          /* refused for its work (--max-work), not for what it is */
 } loaded;
 
 static fmt_kind load(loaded *L, const char *path, const nk_run_opts *o, fmt_err *e)
 {
+	L->over_limit = 0;
 	fmt_kind k = fmt_model_open(&L->m, path, &fmt_driver_nk, e);
 	if (k != FMT_OK)
 		return k;
 	L->nm = fmt_nk_model_of(&L->m);
+	k = fmt_nk_check_work(L->nm, o->max_work, e);
+	L->over_limit = k != FMT_OK;
+	if (k != FMT_OK) {
+		fmt_model_free(&L->m);
+		return k;
+	}
 	k = nk_engine_init(&L->en, L->nm, nk_kernels_get(), e);
 	if (k == FMT_OK && o->profile)
 		k = nk_engine_profile(&L->en, e);
@@ -153,7 +167,7 @@ static int run_tests(char **paths, int n, const nk_run_opts *o)
 		if (k == FMT_OK) {
 			k = nk_report_tests(stdout, paths[i], L.nm, &L.en, o, &passed, &failed, &e);
 			unload(&L);
-		} else {
+		} else if (!L.over_limit) {
 			failed++; /* a model that cannot be loaded counts as one failed case (§14) */
 		}
 		if (k != FMT_OK) {
@@ -221,7 +235,7 @@ static const char *check_args(const args *a, int n_models)
 
 int main(int argc, char **argv)
 {
-	args a = { 0 };
+	args a = { .o.max_work = NK_DEFAULT_MAX_WORK };
 	fmt_cli cli;
 	if (!fmt_cli_parse(&tool, argc, argv, &a, &cli))
 		return cli.exit_code;

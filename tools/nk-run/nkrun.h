@@ -25,6 +25,7 @@ typedef struct nk_run_opts {
 	unsigned top;            /* --top K (JSON) */
 	uint64_t bench;          /* --bench N: timed runs */
 	int quantize_input;
+	uint64_t max_work;       /* --max-work: multiply-adds a run may take */
 } nk_run_opts;
 
 /* One inference on input (float32 or int8 codes) and its report on out. */

@@ -919,6 +919,7 @@ static fmt_kind build_graph(nk_model *nm, fmt_err *e)
 				g.next_pair, nm->n_weights);
 	nm->output = g.cur;
 	nm->output_count = nk_shape_count(g.cur);
+	fmt_nk_count_work(nm);
 	return FMT_OK;
 }
 

@@ -170,6 +170,7 @@ static json_t *layer_json(const nk_model *nm, uint32_t i)
 	}
 	json_object_set_new(o, "input_shape", fmt_nk_shape_json(l->in));
 	json_object_set_new(o, "output_shape", fmt_nk_shape_json(l->out));
+	json_object_set_new(o, "multiply_adds", fmt_json_u64(l->work));
 	json_t *pairs = json_array();
 	for (uint32_t p = l->first_pair; p < l->first_pair + l->n_pairs; p++)
 		json_array_append_new(pairs, json_integer(p));
@@ -246,6 +247,7 @@ json_t *fmt_nk_describe_json(const nk_model *nm)
 			      (json_int_t)nm->output_count, "payload_offset", (json_int_t)nm->payload_offset, "layers",
 			      layers, "catalog", "offset", (json_int_t)nm->catalog_offset, "weights", weights, "biases",
 			      biases);
+	json_object_set_new(o, "multiply_adds", fmt_json_u64(nm->work));
 	json_object_set_new(o, "quant", nm->quantized ? quant_json(nm) : json_null());
 	json_object_set_new(o, "tests", (nm->flags & NK_FLAG_TESTS) ? tests_json(nm) : json_null());
 	return o;

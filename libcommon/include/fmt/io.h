@@ -179,6 +179,13 @@ fmt_kind fmt_sink_finish(fmt_sink *k, fmt_err *e);
  * is as it was. Each sink is committed or aborted on return. */
 fmt_kind fmt_sinks_commit(fmt_sink *ks, size_t n, fmt_err *e);
 
+/* Before writing an output whose size is known (at least need bytes): IoError naming both sizes
+ * when the file system it goes to has fewer bytes free (statvfs f_bavail * f_frsize), so that
+ * nothing is written; FMT_OK on stdout and when the file system does not say. The sink's own
+ * temporary file, or the directory where path would be created (a set of files). */
+fmt_kind fmt_sink_check_room(const fmt_sink *k, uint64_t need, fmt_err *e);
+fmt_kind fmt_check_room_beside(const char *path, uint64_t need, fmt_err *e);
+
 /* Called with the byte count of every fmt_sink_write in the process (progress reporting);
  * NULL removes it. */
 void fmt_sink_set_write_hook(void (*hook)(void *ctx, uint64_t n), void *ctx);

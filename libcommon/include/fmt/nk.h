@@ -19,6 +19,8 @@
 #define NK_MAX_TAPS 4
 #define NK_MAX_HEAD_CONVS 4
 #define NK_MAX_QUANT_CHANNELS 2048
+/* The work a run may take by default (nk-run --max-work): 2^34 multiply-adds. */
+#define NK_DEFAULT_MAX_WORK (1ull << 34)
 
 #define NK_FLAG_TESTS 0x0001u
 #define NK_FLAG_QUANT 0x0002u
@@ -95,6 +97,7 @@ typedef struct nk_layer {
 	/* weight/bias pairs [first_pair, first_pair + n_pairs) */
 	uint32_t first_pair, n_pairs;
 	nk_shape in, out;
+	uint64_t work;           /* multiply-adds of one run (fmt_nk_check_work), UINT64_MAX: more */
 } nk_layer;
 
 typedef struct nk_case {
@@ -134,6 +137,7 @@ typedef struct nk_model {
 	nk_case *cases;
 	nk_shape input, output;
 	uint64_t input_count, output_count;
+	uint64_t work;           /* multiply-adds of one run, all layers; UINT64_MAX: that many or more */
 } nk_model;
 
 /* Parse and validate size bytes at data (which must stay valid and unchanged while nm is
@@ -141,6 +145,15 @@ typedef struct nk_model {
  * versions other than 3 and 4 and for network kinds other than MLP and CNN. */
 fmt_kind fmt_nk_parse(nk_model *nm, const void *data, uint64_t size, fmt_err *e);
 void fmt_nk_free(nk_model *nm);
+
+/* The work of one run of the network over its declared input (a CNN's one image, an MLP's
+ * input_shape rows together), counted by fmt_nk_parse into each layer's and the model's work:
+ * every weight or per-channel scale applied once per output position of its operation is
+ * one multiply-add, every tap of a pooling window one more. Counts saturate at UINT64_MAX.
+ * UnsupportedVersion naming the layer at which the running count passes limit. */
+fmt_kind fmt_nk_check_work(const nk_model *nm, uint64_t limit, fmt_err *e);
+/* Fill those counts (fmt_nk_parse does, once the shapes are known). */
+void fmt_nk_count_work(nk_model *nm);
 
 /* Names for reports. */
 const char *fmt_nk_kind_name(unsigned kind);        /* "dense", "conv2d", ... */
