@@ -83,7 +83,7 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 static const fmt_cli_tool tool = {
 	.name = TOOL,
 	.synopsis = "split INPUT [--max-size SIZE | --max-tensors N] [-o PREFIX] [OPTIONS]\n"
-		    "merge INDEX_OR_FIRST_SHARD -o OUTPUT [OPTIONS]\n"
+		    "merge INDEX_OR_SHARD -o OUTPUT [OPTIONS]\n"
 		    "pack SET -o BUNDLE.tar[.zst] [OPTIONS]\n"
 		    "unpack BUNDLE [-C DIR] [OPTIONS]",
 	.about = "Split a model into a shard set of the same format (the formats with sets are\n"
