@@ -108,7 +108,7 @@ run_cases() {
 
 @test "matrix: each .apsim metadata JSON value kind to every writer" {
 	run_cases 'apsim/*'
-	[ "$(grep -c '^apsim/' "$MM/cases.tsv")" -eq 100 ]
+	[ "$(grep -c '^apsim/' "$MM/cases.tsv")" -eq 110 ]
 }
 
 @test "matrix: the same JSON values read from APR (seed layout) to every writer" {
