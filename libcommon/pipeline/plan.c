@@ -133,6 +133,64 @@ static int is_scales_of_qtensor(const fmt_model *m, const char *name)
 	return 0;
 }
 
+/* Append " --OPTION 'PATTERN'" for each of the n patterns whose bit in pick is set (all when
+ * pick is NULL) to buf. */
+static void patterns_text(char *buf, size_t size, const char *option, const char **patterns, size_t n,
+			  const unsigned char *pick)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t used = strlen(buf);
+		if (!pick || pick[i])
+			snprintf(buf + used, size - used, "%s--%s '%s'", used ? " " : "", option, patterns[i]);
+	}
+}
+
+/* Each pattern of list that matches none of the names the selection looks at is marked in
+ * unmatched; the count of them is returned. */
+static size_t unmatched_patterns(const fmt_model *in, const char **list, size_t n, unsigned char *unmatched)
+{
+	size_t count = 0;
+	for (size_t i = 0; i < n; i++) {
+		unmatched[i] = 1;
+		for (size_t t = 0; t < in->n_tensors && unmatched[i]; t++)
+			if (!is_scales_of_qtensor(in, in->tensors[t].name) && fnmatch(list[i], in->tensors[t].name, 0) == 0)
+				unmatched[i] = 0;
+		count += unmatched[i];
+	}
+	return count;
+}
+
+/* --include and --exclude: a pattern that matches no tensor is a typo (naming every such
+ * pattern), and a selection that leaves no tensor is never what was meant. Both UsageError. */
+static fmt_kind check_selection(const fmt_model *in, const fmt_convert_opts *o, fmt_err *e)
+{
+	char text[FMT_ERR_MSG_MAX / 2] = "";
+	size_t tensors = 0, chosen = 0;
+	if (o->n_include + o->n_exclude == 0)
+		return FMT_OK;
+	unsigned char *bad = calloc(o->n_include + o->n_exclude, 1);
+	if (!bad)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	size_t n_bad = unmatched_patterns(in, o->include, o->n_include, bad) +
+		       unmatched_patterns(in, o->exclude, o->n_exclude, bad + o->n_include);
+	patterns_text(text, sizeof text, "include", o->include, o->n_include, n_bad ? bad : NULL);
+	patterns_text(text, sizeof text, "exclude", o->exclude, o->n_exclude, n_bad ? bad + o->n_include : NULL);
+	free(bad);
+	for (size_t t = 0; t < in->n_tensors; t++) {
+		if (is_scales_of_qtensor(in, in->tensors[t].name))
+			continue;
+		tensors++;
+		chosen += selected(in->tensors[t].name, o);
+	}
+	if (n_bad)
+		return fmt_fail(e, FMT_USAGE, "%s match%s no tensor of the input (%zu tensor%s)", text,
+				n_bad == 1 ? "es" : "", tensors, tensors == 1 ? "" : "s");
+	if (chosen == 0)
+		return fmt_fail(e, FMT_USAGE, "%s select%s none of the input's %zu tensor%s", text,
+				o->n_include + o->n_exclude == 1 ? "s" : "", tensors, tensors == 1 ? "" : "s");
+	return FMT_OK;
+}
+
 /* ---- one logical tensor ---- */
 
 static void set_names(plan_entry *pe, const char *from, const char *to)
@@ -432,6 +490,8 @@ fmt_kind fmt_plan_build(convert_plan *p, const fmt_model *in, const fmt_convert_
 	if (in->opaque)
 		return fmt_fail(e, FMT_UNSUPPORTED, "cannot convert: %s", in->opaque);
 	fmt_kind k = parse_wanted(o, tg, &w, e);
+	if (k == FMT_OK)
+		k = check_selection(in, o, e);
 	if (k == FMT_OK && (o->sign || fmt_key_opts_given(&o->key)) && !fmt_driver_can(tg, FMT_CAP_SIGNATURES))
 		k = fmt_fail(e, FMT_USAGE, "--sign needs %s output (%s has no signatures)",
 			     title_of(fmt_driver_with(FMT_CAP_SIGNATURES)), o->to->name);

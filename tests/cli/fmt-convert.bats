@@ -604,9 +604,47 @@ check_block() {
 	fmt-convert --include 'layers.0.*' "$SAMPLES/tiny.safetensors" sel.gguf
 	[ "$(fmt-inspect --json sel.gguf | jq -c '[.tensors[] | [.name, .offset]]')" = '[["layers.0.bias",0],["layers.0.weight",32]]' ]
 	assert_equal "$(tensor_hex sel.gguf layers.0.bias)" "$(f32_hex 0.5 -0.25 0.125 0)"
-	# everything excluded: a valid file with the metadata and no tensor
-	fmt-convert --exclude '*' "$SAMPLES/tiny.safetensors" none.gguf
-	[ "$(fmt-inspect --json none.gguf | jq -c '[.tensor_count, .metadata]')" = '[0,{"format":"pt"}]' ]
+}
+
+@test "issue 20 item 3: a selection of no tensor, or a pattern matching none, is exit 2 naming the patterns" {
+	tiny="$SAMPLES/tiny.safetensors"
+	# a typo (layer. for layers.) and everything excluded: nothing written, in any format
+	for out in out.gguf out.safetensors out.apsim out.apr; do
+		run --separate-stderr fmt-convert --include 'layer.*' "$tiny" $out
+		assert_equal "$status" 2
+		assert_equal "$stderr" "fmt-convert: error: $tiny: --include 'layer.*' matches no tensor of the input (5 tensors)"
+		assert_equal "$output" ""
+		assert_nothing_written $out
+		run --separate-stderr fmt-convert --exclude '*' "$tiny" $out
+		assert_equal "$status" 2
+		assert_equal "$stderr" "fmt-convert: error: $tiny: --exclude '*' selects none of the input's 5 tensors"
+		assert_nothing_written $out
+	done
+	# a typo in one of several patterns is still a typo: every such pattern is named
+	run --separate-stderr fmt-convert --include 'layers.0.*' --include 'lyers.1.*' --exclude '*.bais' "$tiny" out.gguf
+	assert_equal "$status" 2
+	assert_equal "$stderr" "fmt-convert: error: $tiny: --include 'lyers.1.*' --exclude '*.bais' match no tensor of the input (5 tensors)"
+	assert_nothing_written out.gguf
+	# patterns that each match, but together leave nothing
+	run --separate-stderr fmt-convert --include 'layers.*' --exclude 'layers.*' "$tiny" out.gguf
+	assert_equal "$status" 2
+	assert_equal "$stderr" "fmt-convert: error: $tiny: --include 'layers.*' --exclude 'layers.*' select none of the input's 5 tensors"
+	# --dry-run and --json say the same (the plan is never printed)
+	run --separate-stderr fmt-convert --dry-run --json --exclude '*' "$tiny" out.gguf
+	assert_equal "$status" 2
+	assert_equal "$output" ""
+	assert_equal "$(grep '^{' <<<"$stderr" | jq -r '[.exit, .message] | @tsv')" \
+		"2	--exclude '*' selects none of the input's 5 tensors"
+	# a scales tensor is not selectable on its own: a pattern naming only it matches nothing
+	fmt-convert --dtype int8 "$tiny" q.apsim
+	assert_equal "$(fmt-inspect --json q.apsim | jq -c '[.tensors[].name | select(endswith("__qscale"))][0]')" \
+		'"layers.0.bias__qscale"'
+	run --separate-stderr fmt-convert --include 'layers.0.bias__qscale' q.apsim out.safetensors
+	assert_equal "$status" 2
+	assert_equal "$stderr" "fmt-convert: error: q.apsim: --include 'layers.0.bias__qscale' matches no tensor of the input (5 tensors)"
+	# each pattern matching something and a tensor left: converted as before
+	fmt-convert --include 'layers.0.*' --exclude '*.bias' "$tiny" one.gguf
+	assert_equal "$(fmt-inspect --json one.gguf | jq -c '[.tensors[].name]')" '["layers.0.weight"]'
 }
 
 @test "--dtype: q8_0/q4_0 into safetensors and unknown names are usage errors (exit 2)" {

@@ -248,3 +248,22 @@ PY
 	assert_success
 	assert_output --regexp '^gen/split-00001-of-00003.gguf: ok \(gguf, [0-9]+ tensors, 3 files, [0-9]+ bytes\)$'
 }
+
+@test "GGUF split set: any shard opens the whole set, in shard order, with the first shard's metadata" {
+	"$REPO_ROOT/scripts/gen/gguf-malformed" gen >/dev/null
+	want='[3,{"general.architecture":"llama","general.name":"split test"},[["a","split-00001-of-00003.gguf"],["b","split-00002-of-00003.gguf"],["c","split-00002-of-00003.gguf"],["d","split-00003-of-00003.gguf"]]]'
+	for no in 1 2 3; do
+		run fmt-inspect --json gen/split-0000$no-of-00003.gguf
+		assert_success
+		assert_equal "$(jq -c '[.files, .metadata, [.tensors[] | [.name, .file]]]' <<<"$output")" "$want"
+		assert_equal "$(jq -r .file <<<"$output")" gen/split-0000$no-of-00003.gguf
+	done
+	# a member missing: exit 9 naming it, whichever shard is given
+	rm gen/split-00002-of-00003.gguf
+	for no in 1 3; do
+		run --separate-stderr fmt-inspect gen/split-0000$no-of-00003.gguf
+		assert_equal "$status" 9
+		assert_equal "$stderr" "fmt-inspect: error: gen/split-0000$no-of-00003.gguf: 1 of the set's 3 shards is missing: gen/split-00002-of-00003.gguf"
+		assert_equal "$output" ""
+	done
+}

@@ -25,6 +25,33 @@ make_gguf() {
 	fmt-convert --to gguf --dtype keep model.safetensors model.gguf
 }
 
+# The metadata records of one GGUF file as stored, "key type value" per line (scalars only):
+# what a shard holds itself, now that opening any shard opens its whole set.
+gguf_raw_keys() {
+	/usr/bin/python3 - "$1" <<'PY'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+n_kv = struct.unpack_from("<Q", b, 16)[0]
+pos = 24
+fmt = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+names = {0: "u8", 1: "i8", 2: "u16", 3: "i16", 4: "u32", 5: "i32", 6: "f32", 7: "bool", 8: "str", 10: "u64", 11: "i64", 12: "f64"}
+for _ in range(n_kv):
+    klen = struct.unpack_from("<Q", b, pos)[0]
+    key = b[pos + 8:pos + 8 + klen].decode()
+    pos += 8 + klen
+    t = struct.unpack_from("<I", b, pos)[0]
+    pos += 4
+    if t == 8:
+        slen = struct.unpack_from("<Q", b, pos)[0]
+        val = b[pos + 8:pos + 8 + slen].decode()
+        pos += 8 + slen
+    else:
+        val = struct.unpack_from(fmt[t], b, pos)[0]
+        pos += struct.calcsize(fmt[t])
+    print(key, names[t], val)
+PY
+}
+
 # An .apsim model: fmt-convert --to apsim when this build has it, else the spec's fixture.
 make_apsim() {
 	if fmt-convert --help | grep -q apsim; then
@@ -221,16 +248,70 @@ PY
 	assert_line --index 0 "model-00001-of-00003.gguf: 2 tensors, 24 bytes of tensor data"
 	refute_output --partial "index"
 	[ ! -e model.gguf.index.json ]
-	# a non-first shard opened alone shows its split keys with their exact types
-	run fmt-inspect --json model-00002-of-00003.gguf
-	assert_success
-	[ "$(jq -c .metadata_types <<<"$output")" = '{"split.no":"u16","split.tensors.count":"i32","split.count":"u16"}' ]
-	[ "$(jq -c '[.metadata["split.no"], .metadata["split.count"], .metadata["split.tensors.count"]]' <<<"$output")" = '[1,3,5]' ]
+	# a non-first shard holds only its split keys, with gguf-split's exact types and order
+	assert_equal "$(gguf_raw_keys model-00002-of-00003.gguf)" "split.no u16 1
+split.tensors.count i32 5
+split.count u16 3"
 	# the first shard carries the model's metadata
 	[ "$(fmt-inspect --json --format gguf model-00001-of-00003.gguf | jq .tensor_count)" = 5 ]
 	fmt-shard merge model-00001-of-00003.gguf -o merged.gguf
 	fmt-convert --dtype keep model.gguf converted.gguf
 	cmp merged.gguf converted.gguf
+}
+
+@test "issue 20 item 4: any GGUF shard opens the whole set in merge, convert, inspect and verify" {
+	fmt-convert --to gguf --dtype keep --arch llama model.safetensors model.gguf
+	fmt-shard split -q --max-tensors 2 model.gguf
+	fmt-shard merge model-00001-of-00003.gguf -o m1.gguf
+	for no in 2 3; do
+		shard=model-0000$no-of-00003.gguf
+		run --separate-stderr fmt-shard merge $shard -o m$no.gguf
+		assert_success
+		assert_equal "$output" "m$no.gguf: 5 tensors from 3 files"
+		cmp m1.gguf m$no.gguf
+		# fmt-convert: every tensor and the first shard's metadata, no split keys
+		fmt-convert $shard x$no.safetensors
+		assert_equal "$(fmt-inspect --json x$no.safetensors | jq -c '[.tensor_count, .metadata["general.architecture"]]')" '[5,"llama"]'
+		cmp x$no.safetensors <(fmt-convert model.gguf - --to safetensors)
+		run fmt-inspect --json $shard
+		assert_equal "$(jq -c '[.file, .files, .tensor_count, [.tensors[].name], .metadata]' <<<"$output")" \
+			"[\"$shard\",3,5,[\"step\",\"layers.0.bias\",\"layers.0.weight\",\"layers.1.bias\",\"layers.1.weight\"],{\"general.architecture\":\"llama\",\"format\":\"pt\",\"general.file_type\":0}]"
+		run fmt-verify $shard
+		assert_success
+		assert_output "$shard: ok (gguf, 5 tensors, 3 files, $(cat model-0000?-of-00003.gguf | wc -c) bytes)"
+	done
+	# an output that is a member of the set is refused, whichever member is named
+	cp model-00001-of-00003.gguf before.gguf
+	run --separate-stderr fmt-shard merge model-00003-of-00003.gguf -f -o model-00001-of-00003.gguf
+	assert_equal "$status" 2
+	[[ "$stderr" == "fmt-shard: error: "*"same file"* ]] || fail "stderr: $stderr"
+	cmp before.gguf model-00001-of-00003.gguf
+}
+
+@test "issue 20 item 4: missing GGUF shards are exit 9 naming every one, from any member; nothing written" {
+	fmt-convert --to gguf --dtype keep model.safetensors model.gguf
+	fmt-shard split -q --max-tensors 2 model.gguf
+	rm model-00001-of-00003.gguf
+	for cmd in "fmt-shard merge model-00002-of-00003.gguf -o out.gguf" "fmt-convert model-00002-of-00003.gguf out.safetensors" \
+		   "fmt-inspect model-00002-of-00003.gguf" "fmt-verify model-00002-of-00003.gguf"; do
+		run --separate-stderr $cmd
+		assert_equal "$status" 9
+		assert_equal "$stderr" "${cmd%% *}: error: model-00002-of-00003.gguf: 1 of the set's 3 shards is missing: model-00001-of-00003.gguf"
+		assert_equal "$output" ""
+	done
+	[ ! -e out.gguf ] && [ ! -e out.safetensors ]
+	rm model-00002-of-00003.gguf
+	run --separate-stderr fmt-shard merge model-00003-of-00003.gguf -o out.gguf
+	assert_equal "$status" 9
+	assert_equal "$stderr" "fmt-shard: error: model-00003-of-00003.gguf: 2 of the set's 3 shards are missing: model-00001-of-00003.gguf, model-00002-of-00003.gguf"
+	[ ! -e out.gguf ]
+	# a non-first shard under another name cannot find the others
+	fmt-shard split -q -f --max-tensors 2 model.gguf
+	cp model-00002-of-00003.gguf renamed.gguf
+	run --separate-stderr fmt-convert renamed.gguf out.safetensors
+	assert_equal "$status" 9
+	assert_equal "$stderr" "fmt-convert: error: renamed.gguf: shard 2 of 3 of a gguf-split set, but its name is not NAME-00002-of-00003.gguf, so the other shards cannot be found"
+	[ ! -e out.safetensors ]
 }
 
 @test "GGUF: default 128 tensors per shard, --max-size and --no-tensor-first-split" {

@@ -103,6 +103,32 @@ nothing_written() {
 	assert_equal "$(meta_json f16.gguf)" '[1,"u32",null,null,"MOSTLY_F16"]'
 }
 
+@test "issue 20 item 2: a GGUF without tensors (a vocabulary file) keeps its file type keys, whatever --dtype" {
+	want=$(fmt-inspect --json "$GF/vocab.gguf" | jq -c '[.metadata, .metadata_types]')
+	assert_equal "$(jq -c '.[0] | [.["general.file_type"], .["general.quantization_version"]]' <<<"$want")" '[1,2]'
+	for dtype in keep f16 q8_0 f32 ""; do
+		run --separate-stderr fmt-convert ${dtype:+--dtype $dtype} "$GF/vocab.gguf" "v$dtype.gguf"
+		assert_success
+		assert_equal "$stderr" ""
+		# every key, its type and its place
+		assert_equal "$(fmt-inspect --json "v$dtype.gguf" | jq -c '[.metadata, .metadata_types]')" "$want"
+		assert_equal "$(meta_json "v$dtype.gguf")" '[1,"u32",2,"u32","MOSTLY_F16"]'
+	done
+}
+
+@test "issue 20 item 2: --dtype keep of an unquantized file keeps general.quantization_version; f32 asked drops it" {
+	# llama.cpp's converters write quantization_version 2 on F16 files too
+	fmt-convert --dtype f16 --set general.quantization_version:u32=2 "$CF/big.safetensors" f16.gguf
+	assert_equal "$(meta_json f16.gguf)" '[1,"u32",2,"u32","MOSTLY_F16"]'
+	fmt-convert --dtype keep f16.gguf keep.gguf
+	assert_equal "$(meta_json keep.gguf)" '[1,"u32",2,"u32","MOSTLY_F16"]'
+	fmt-convert f16.gguf default.gguf
+	assert_equal "$(meta_json default.gguf)" '[1,"u32",2,"u32","MOSTLY_F16"]'
+	# a float dtype asked for: the tensors are recomputed and none is quantized
+	fmt-convert --dtype f32 f16.gguf f32.gguf
+	assert_equal "$(meta_json f32.gguf)" '[0,"u32",null,null,"ALL_F32"]'
+}
+
 @test "--set and --set-from win over the computed keys" {
 	fmt-convert --dtype q8_0 --set general.file_type:u32=1 --set general.quantization_version:u32=3 \
 		"$CF/big.safetensors" set.gguf

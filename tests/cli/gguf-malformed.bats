@@ -298,7 +298,7 @@ setup() {
 	check_case "$CASES" split_badno-00001-of-00002.gguf
 }
 
-@test "split_badno-00002-of-00002.gguf: exit 0" {
+@test "split_badno-00002-of-00002.gguf: exit 9" {
 	check_case "$CASES" split_badno-00002-of-00002.gguf
 }
 
@@ -306,7 +306,7 @@ setup() {
 	check_case "$CASES" split_badtype-00001-of-00002.gguf
 }
 
-@test "split_badtype-00002-of-00002.gguf: exit 0" {
+@test "split_badtype-00002-of-00002.gguf: exit 9" {
 	check_case "$CASES" split_badtype-00002-of-00002.gguf
 }
 
@@ -314,7 +314,7 @@ setup() {
 	check_case "$CASES" split_badtotal-00001-of-00002.gguf
 }
 
-@test "split_badtotal-00002-of-00002.gguf: exit 0" {
+@test "split_badtotal-00002-of-00002.gguf: exit 9" {
 	check_case "$CASES" split_badtotal-00002-of-00002.gguf
 }
 
@@ -322,7 +322,26 @@ setup() {
 	check_case "$CASES" split_dup-00001-of-00002.gguf
 }
 
-@test "split_dup-00002-of-00002.gguf: exit 0" {
+@test "split_dup-00002-of-00002.gguf: exit 9" {
 	check_case "$CASES" split_dup-00002-of-00002.gguf
 }
 
+@test "split_gap-00001-of-00003.gguf: exit 9" {
+	check_case "$CASES" split_gap-00001-of-00003.gguf
+}
+
+@test "split_gap-00003-of-00003.gguf: exit 9" {
+	check_case "$CASES" split_gap-00003-of-00003.gguf
+}
+
+@test "split_lone-00003-of-00003.gguf: exit 9" {
+	check_case "$CASES" split_lone-00003-of-00003.gguf
+}
+
+@test "split_renamed.gguf: exit 9" {
+	check_case "$CASES" split_renamed.gguf
+}
+
+@test "split_one_renamed.gguf: exit 0" {
+	check_case "$CASES" split_one_renamed.gguf
+}

@@ -411,21 +411,26 @@ TEST(gguf_split_roundtrip)
 		}
 		CHECK(fmt_gguf_info_of(&r)->n_shards == 3);
 		fmt_model_free(&r);
-		/* a non-first shard opens alone, split keys visible; key order per gguf-split */
+		/* a non-first shard opens the whole set (issue 20 item 4): shard 1's metadata, the
+		 * tensors in set order, the file named first among the sources */
 		CHECK(fmt_model_open(&r, paths[1], NULL, &e) == FMT_OK);
-		CHECK_EQ_U64(r.n_meta, 3);
-		CHECK_STR(r.meta[0].key, "split.no");
-		CHECK_STR(r.meta[1].key, "split.tensors.count");
-		CHECK_STR(r.meta[2].key, "split.count");
-		CHECK(r.meta[0].val.type == FMT_V_U16 && r.meta[0].val.v.u == 1);
-		CHECK(r.meta[1].val.type == FMT_V_I32 && r.meta[1].val.v.i == 3);
-		CHECK_EQ_U64(r.n_tensors, 1);
+		CHECK_EQ_U64(r.n_meta, m.n_meta);
+		CHECK(!fmt_model_get_meta(&r, "split.count"));
+		CHECK_STR(r.meta[0].key, "general.architecture");
+		CHECK_EQ_U64(r.n_tensors, 3);
+		CHECK_EQ_U64(r.n_sources, 3);
+		CHECK_STR(r.sources[0].path, paths[1]);
+		for (size_t i = 0; i < r.n_tensors && i < 3; i++)
+			CHECK_STR(r.tensors[i].name, m.tensors[i].name);
+		CHECK(r.n_tensors == 3 && r.tensors[1].source == 0);
+		CHECK(fmt_gguf_info_of(&r)->n_shards == 3);
 		fmt_model_free(&r);
-		/* a missing shard: SchemaMismatch naming it */
+		/* a missing shard: SchemaMismatch on the file named, naming the missing one */
 		unlink(paths[2]);
 		fmt_err_clear(&e);
-		CHECK(fmt_model_open(&r, paths[0], NULL, &e) == FMT_SCHEMA);
-		CHECK_STR(e.file, paths[2]);
+		CHECK(fmt_model_open(&r, paths[1], NULL, &e) == FMT_SCHEMA);
+		CHECK_STR(e.file, paths[1]);
+		CHECK(strstr(e.msg, paths[2]) != NULL);
 	}
 	for (size_t i = 0; i < n_paths; i++) {
 		unlink(paths[i]);
@@ -526,13 +531,26 @@ TEST(gguf_file_type_keys)
 	CHECK(fmt_model_get_meta(&m, "general.file_type")->v.u == 32);
 	CHECK_EQ_U64(m.n_meta, 2);
 	fmt_model_free(&m);
-	/* no quantized tensor: no quantization_version (an inherited one is removed) */
+	/* no quantized tensor: an inherited quantization_version stays with keep (issue 20 item
+	 * 2) and is removed when a float dtype is asked for */
 	fmt_model_init(&m);
 	add_shaped(&m, "w", FMT_DT_F32, 2, 2);
 	CHECK(fmt_model_put_meta(&m, "general.quantization_version", &s, &e) == FMT_OK);
 	CHECK(fmt_gguf_set_type_keys(&m, FMT_DT_INVALID, &e) == FMT_OK);
-	CHECK(fmt_model_get_meta(&m, "general.quantization_version") == NULL);
+	CHECK(fmt_model_get_meta(&m, "general.quantization_version") != NULL);
 	CHECK(fmt_model_get_meta(&m, "general.file_type")->v.u == 0);
+	CHECK(fmt_gguf_set_type_keys(&m, FMT_DT_F32, &e) == FMT_OK);
+	CHECK(fmt_model_get_meta(&m, "general.quantization_version") == NULL);
+	fmt_model_free(&m);
+	/* no tensors: both keys stay as they are, whatever is asked */
+	fmt_model_init(&m);
+	CHECK(fmt_model_put_meta(&m, "general.file_type", &s, &e) == FMT_OK);
+	CHECK(fmt_model_put_meta(&m, "general.quantization_version", &s, &e) == FMT_OK);
+	CHECK(fmt_gguf_set_type_keys(&m, FMT_DT_Q8_0, &e) == FMT_OK);
+	CHECK(fmt_gguf_set_type_keys(&m, FMT_DT_INVALID, &e) == FMT_OK);
+	CHECK_EQ_U64(m.n_meta, 2);
+	CHECK(fmt_model_get_meta(&m, "general.file_type")->v.u == 14);
+	CHECK(fmt_model_get_meta(&m, "general.quantization_version")->v.u == 14);
 	fmt_model_free(&m);
 	/* names and the guess table */
 	CHECK_STR(fmt_gguf_ftype_name(7), "MOSTLY_Q8_0");

@@ -198,6 +198,10 @@ static fmt_kind put_value(fmt_sb *b, const fmt_value *v, const char *key, int ra
 			fmt_sb_json_str(b, v->v.str.ptr, v->v.str.len);
 		return FMT_OK;
 	case FMT_V_U8: case FMT_V_U16: case FMT_V_U32: case FMT_V_U64:
+		/* jansson, and so every APR reader of this toolkit, stops at 2^63-1 */
+		if (v->v.u > INT64_MAX)
+			return fmt_fail(e, FMT_UNSUPPORTED, "metadata '%s': %llu is above 2^63-1, which APR readers cannot hold",
+					key, (unsigned long long)v->v.u);
 		fmt_sb_u64(b, v->v.u);
 		return FMT_OK;
 	case FMT_V_I8: case FMT_V_I16: case FMT_V_I32: case FMT_V_I64:
@@ -219,7 +223,9 @@ static fmt_kind put_value(fmt_sb *b, const fmt_value *v, const char *key, int ra
 		for (uint64_t i = 0; i < v->v.arr.count; i++) {
 			if (i)
 				fmt_sb_put(b, ",", 1);
-			fmt_kind k = put_value(b, &v->v.arr.items[i], key, 0, depth + 1, e);
+			/* items of scalar arrays may be held packed (items NULL): read them one by one */
+			fmt_value item = fmt_array_item(v, i);
+			fmt_kind k = put_value(b, &item, key, 0, depth + 1, e);
 			if (k != FMT_OK)
 				return k;
 		}

@@ -119,6 +119,10 @@ fmt_kind fmt_gguf_set_type_keys(fmt_model *m, fmt_dtype requested, fmt_err *e)
 {
 	uint32_t ftype;
 	fmt_kind k = FMT_OK;
+	/* No tensors (llama.cpp's ggml-vocab-*.gguf): nothing to derive the keys from, so the
+	 * values the input carries stay as they are (a key is replaced, never dropped). */
+	if (m->n_tensors == 0)
+		return FMT_OK;
 	if (requested != FMT_DT_INVALID && fmt_gguf_ftype_of_dtype(requested, &ftype)) {
 		fmt_value v = { .type = FMT_V_U32, .v.u = ftype };
 		k = fmt_model_put_meta(m, FMT_GGUF_KEY_FILE_TYPE, &v, e);
@@ -129,14 +133,16 @@ fmt_kind fmt_gguf_set_type_keys(fmt_model *m, fmt_dtype requested, fmt_err *e)
 		} else if (fmt_gguf_ftype_of_dtype(mostly, &ftype)) {
 			fmt_value v = { .type = FMT_V_U32, .v.u = ftype };
 			k = fmt_model_put_meta(m, FMT_GGUF_KEY_FILE_TYPE, &v, e);
-		} else {
-			fmt_model_remove_meta(m, FMT_GGUF_KEY_FILE_TYPE);
 		}
+		/* else no file type names these tensors: the input's value, if any, stays */
 	}
 	if (k != FMT_OK)
 		return k;
 	if (!has_block_tensor(m)) {
-		fmt_model_remove_meta(m, FMT_GGUF_KEY_QUANT_VERSION);
+		/* Tensors converted to a float dtype asked for are no longer quantized; tensors kept
+		 * as they are keep the input's value (llama.cpp writes the key on F16 files too). */
+		if (requested != FMT_DT_INVALID)
+			fmt_model_remove_meta(m, FMT_GGUF_KEY_QUANT_VERSION);
 		return FMT_OK;
 	}
 	fmt_value qv = { .type = FMT_V_U32, .v.u = FMT_GGUF_QUANT_VERSION };

@@ -1,14 +1,18 @@
 /* gguf-split sets (specs/gguf.md §14): opening <prefix>-00001-of-0000N.gguf as one model, and
  * writing a model as such a set.
  *
- * Reader: only shard 1 opened under a matching name opens the set; a non-first shard, or a file
- * with split.* keys under another name, opens as a single file with its split keys visible. A
- * missing shard or an inconsistent set is SchemaMismatch naming the shard.
+ * Reader: any shard opened under a matching name opens the whole set, in shard order, with the
+ * first shard's metadata (as APR sets open from any member); the file named is sources[0]. A
+ * shard of a set of more than one under another name cannot find the others, and missing
+ * shards (all of them named) or an inconsistent set are SchemaMismatch. A set of one opens as
+ * itself under any name.
  * Writer: like gguf-split, except that a shard is never left without tensors by the size limit
  * (gguf-split can emit an empty shard when the first tensor alone exceeds the limit). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "fmt/checked.h"
 #include "fmt/gguf.h"
@@ -62,13 +66,13 @@ static fmt_kind split_keys(const fmt_model *m, int64_t *no, int64_t *count, int6
 	return k;
 }
 
-/* Open shard no (1-based) of count and append its tensors to m. */
+/* Open shard no (1-based) of count and append its tensors to m; its metadata goes to *meta
+ * when meta is not NULL (shard 1's: the model's), else is only checked. */
 static fmt_kind load_shard(fmt_model *m, const char *path, int64_t no, int64_t count, int64_t total,
-			   fmt_err *e)
+			   fmt_model *meta, gguf_file_info *info, fmt_err *e)
 {
 	fmt_source s;
 	fmt_model keys;
-	gguf_file_info info;
 	int idx;
 	fmt_kind k = fmt_source_open_found(&s, path, e);
 	if (k != FMT_OK) {
@@ -83,7 +87,7 @@ static fmt_kind load_shard(fmt_model *m, const char *path, int64_t no, int64_t c
 		return k;
 	}
 	fmt_model_init(&keys);
-	k = fmt_gguf_parse_file(&keys, m, idx, &info, e);
+	k = fmt_gguf_parse_file(&keys, m, idx, info, e);
 	int64_t s_no = 0, s_count = 0, s_total = 0;
 	if (k == FMT_OK)
 		k = split_keys(&keys, &s_no, &s_count, &s_total, e);
@@ -92,6 +96,11 @@ static fmt_kind load_shard(fmt_model *m, const char *path, int64_t no, int64_t c
 			     "shard %lld of %lld says split.no = %lld, split.count = %lld, split.tensors.count = %lld (expected %lld, %lld, %lld)",
 			     (long long)no, (long long)count, (long long)s_no, (long long)s_count,
 			     (long long)s_total, (long long)(no - 1), (long long)count, (long long)total);
+	if (k == FMT_OK && meta) {
+		fmt_model taken = *meta;   /* swap the metadata arrays; keys frees the old ones */
+		meta->meta = keys.meta, meta->n_meta = keys.n_meta, meta->cap_meta = keys.cap_meta;
+		keys.meta = taken.meta, keys.n_meta = taken.n_meta, keys.cap_meta = taken.cap_meta;
+	}
 	fmt_model_free(&keys);
 	if (k != FMT_OK)
 		fmt_err_file(e, path);
@@ -129,29 +138,108 @@ static void drop_split_keys(fmt_model *m)
 	m->n_meta = out;
 }
 
+/* The keys of the file opened (shard no of the set its name says) agree with its name. */
+static fmt_kind check_opened(const fmt_model *m, unsigned name_no, unsigned name_count, int64_t *count,
+			     int64_t *total, fmt_err *e)
+{
+	int64_t no;
+	fmt_kind k = split_keys(m, &no, count, total, e);
+	if (k == FMT_OK && no != (int64_t)name_no - 1)
+		k = name_no == 1 ? fmt_fail(e, FMT_SCHEMA, "first shard has split.no = %lld (expected 0)", (long long)no)
+				 : fmt_fail(e, FMT_SCHEMA, "shard %u of %u has split.no = %lld (expected %u)", name_no,
+					    name_count, (long long)no, name_no - 1);
+	if (k == FMT_OK && (*count < 1 || (unsigned)*count != name_count))
+		k = fmt_fail(e, FMT_SCHEMA, "file name says %u shards, split.count says %lld", name_count,
+			     (long long)*count);
+	return k;
+}
+
+/* Every other shard of the set exists; else SchemaMismatch naming all that do not. */
+static fmt_kind check_all_present(const char *prefix, unsigned opened, int64_t count, fmt_err *e)
+{
+	char names[FMT_ERR_MSG_MAX / 2] = "";
+	size_t missing = 0, used = 0;
+	for (int64_t i = 1; i <= count; i++) {
+		struct stat st;
+		char *path = (unsigned)i == opened ? NULL : fmt_shard_file_name(prefix, (size_t)i, (size_t)count, "gguf");
+		if ((unsigned)i != opened && !path)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		if (path && stat(path, &st) != 0 && errno == ENOENT) {
+			missing++;
+			if (used < sizeof names)
+				used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", path);
+		}
+		free(path);
+	}
+	if (used >= sizeof names && sizeof names > 4)
+		memcpy(names + sizeof names - 4, "...", 4);
+	if (missing)
+		return fmt_fail(e, FMT_SCHEMA, "%zu of the set's %lld shards %s missing: %s", missing, (long long)count,
+				missing == 1 ? "is" : "are", names);
+	return FMT_OK;
+}
+
+/* Move the first n tensors (those of the file opened) behind the others. */
+static fmt_kind front_to_back(fmt_model *m, size_t n, fmt_err *e)
+{
+	if (n == 0 || n == m->n_tensors)
+		return FMT_OK;
+	fmt_tensor *held = malloc(n * sizeof *held);
+	if (!held)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	memcpy(held, m->tensors, n * sizeof *held);
+	memmove(m->tensors, m->tensors + n, (m->n_tensors - n) * sizeof *held);
+	memcpy(m->tensors + m->n_tensors - n, held, n * sizeof *held);
+	free(held);
+	return FMT_OK;
+}
+
+/* Shards 1..count in order around the file opened (shard opened, its tensors first in m): shard
+ * 1's metadata becomes the model's, and the tensors end up in set order. */
+static fmt_kind load_others(fmt_model *m, fmt_gguf_info *st, const char *prefix, unsigned opened, int64_t count,
+			    int64_t total, fmt_err *e)
+{
+	size_t own = m->n_tensors;
+	fmt_kind k = FMT_OK;
+	for (int64_t i = 1; i <= count && k == FMT_OK; i++) {
+		gguf_file_info info;
+		if ((unsigned)i == opened) {
+			k = front_to_back(m, own, e);
+			continue;
+		}
+		char *path = fmt_shard_file_name(prefix, (size_t)i, (size_t)count, "gguf");
+		k = path ? load_shard(m, path, i, count, total, i == 1 ? m : NULL, &info, e)
+			 : fmt_fail(e, FMT_IO, "out of memory");
+		free(path);
+		if (k == FMT_OK && i == 1) {   /* the set is described by its first file */
+			m->version = info.version;
+			st->alignment = info.alignment;
+			st->data_start = info.data_start;
+		}
+	}
+	return k;
+}
+
 fmt_kind fmt_gguf_open_split_set(fmt_model *m, fmt_gguf_info *st, fmt_err *e)
 {
 	char *prefix = NULL;
 	unsigned name_no, name_count;
-	if (!fmt_model_get_meta(m, KEY_COUNT) ||
-	    !parse_split_name(m->sources[0].path, &prefix, &name_no, &name_count))
-		return FMT_OK;
-	if (name_no != 1) {
-		free(prefix);
-		return FMT_OK;
-	}
 	int64_t no, count, total;
-	fmt_kind k = split_keys(m, &no, &count, &total, e);
-	if (k == FMT_OK && no != 0)
-		k = fmt_fail(e, FMT_SCHEMA, "first shard has split.no = %lld (expected 0)", (long long)no);
-	if (k == FMT_OK && (count < 1 || (unsigned)count != name_count))
-		k = fmt_fail(e, FMT_SCHEMA, "file name says %u shards, split.count says %lld", name_count,
-			     (long long)count);
-	for (int64_t i = 2; i <= count && k == FMT_OK; i++) {
-		char *path = fmt_shard_file_name(prefix, (size_t)i, (size_t)count, "gguf");
-		k = path ? load_shard(m, path, i, count, total, e) : fmt_fail(e, FMT_IO, "out of memory");
-		free(path);
+	if (!fmt_model_get_meta(m, KEY_COUNT))
+		return FMT_OK;
+	if (!parse_split_name(m->sources[0].path, &prefix, &name_no, &name_count)) {
+		/* A set of one under any name is the whole model; a shard of more cannot find the rest. */
+		if (split_keys(m, &no, &count, &total, e) != FMT_OK || count <= 1)
+			return FMT_OK;
+		return fmt_fail(e, FMT_SCHEMA, "shard %lld of %lld of a gguf-split set, but its name is not "
+				"NAME-%05lld-of-%05lld.gguf, so the other shards cannot be found", (long long)no + 1,
+				(long long)count, (long long)no + 1, (long long)count);
 	}
+	fmt_kind k = check_opened(m, name_no, name_count, &count, &total, e);
+	if (k == FMT_OK)
+		k = check_all_present(prefix, name_no, count, e);
+	if (k == FMT_OK)
+		k = load_others(m, st, prefix, name_no, count, total, e);
 	if (k == FMT_OK && (total < 0 || (uint64_t)total != m->n_tensors))
 		k = fmt_fail(e, FMT_SCHEMA, "the set holds %zu tensors, split.tensors.count says %lld",
 			     m->n_tensors, (long long)total);

@@ -80,9 +80,11 @@ int fmt_gguf_ftype_of_dtype(fmt_dtype t, uint32_t *ftype);
 /* Set general.file_type (UINT32) and general.quantization_version (UINT32 2) in m's metadata
  * from its tensors, as llama-quantize and llama.cpp's converters write them: the file type of
  * the requested dtype; with requested FMT_DT_INVALID (keep), of the dtype holding most bytes of
- * the 2-D and larger tensors (an existing value naming that dtype is kept; none is written
- * when the dtype has no file type). quantization_version is set when any tensor is a block
- * type and removed otherwise. Existing keys keep their position. */
+ * the 2-D and larger tensors (an existing value naming that dtype is kept; the existing value,
+ * if any, stays when the dtype has no file type). quantization_version is set when any tensor
+ * is a block type; otherwise removed when a float dtype was requested and kept as it is with
+ * keep. A model without tensors keeps both keys as they are: a key is replaced by a derived
+ * value, never dropped for want of one. Existing keys keep their position. */
 fmt_kind fmt_gguf_set_type_keys(fmt_model *m, fmt_dtype requested, fmt_err *e);
 
 /* The two keys above, NULL-terminated (the driver's derived_keys). */
