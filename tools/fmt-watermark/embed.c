@@ -311,6 +311,12 @@ fmt_kind wm_embed_target(wm_opts *o, const char *output, fmt_err *e)
 	}
 	if (o->schema && !o->table_to)
 		return fmt_fail(e, FMT_USAGE, "--schema gives a dataset's column types: OUT must be a dataset too");
+	if (o->n_tensors && o->table_to)
+		return fmt_fail(e, FMT_USAGE, "--tensors selects a model's tensors, and OUT is a dataset "
+				"(select its columns with --columns)");
+	if (o->n_columns && !o->table_to)
+		return fmt_fail(e, FMT_USAGE, "--columns selects a dataset's columns, and OUT is a model "
+				"(select its tensors with --tensors)");
 	if (o->sign_key && !(o->table_to ? (o->table_to->caps & FMT_CAP_ED25519_SIGN) != 0
 					  : fmt_driver_can(o->to, FMT_CAP_ED25519_SIGN)))
 		return fmt_fail(e, FMT_USAGE, "--sign-key needs an output format with embedded Ed25519 signatures "
