@@ -724,4 +724,6 @@ const fmt_table_driver fmt_table_driver_csv = {
 	.write = csv_write,
 	.can_hold = can_hold,
 	.close = csv_close,
+	.reads_opts = FMT_DOPT_DELIMITER | FMT_DOPT_NO_HEADER | FMT_DOPT_NULL_VALUE | FMT_DOPT_SCHEMA,
+	.writes_opts = FMT_DOPT_DELIMITER,
 };

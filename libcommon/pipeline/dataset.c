@@ -91,6 +91,41 @@ static fmt_kind encryption_key(const fmt_convert_opts *o, fmt_password *pw, fmt_
 	return k;
 }
 
+static const struct { unsigned bit; const char *name; } dataset_options[] = {
+	{ FMT_DOPT_DELIMITER, "delimiter" }, { FMT_DOPT_NO_HEADER, "no-header" },
+	{ FMT_DOPT_NULL_VALUE, "null-value" }, { FMT_DOPT_SCHEMA, "schema" },
+	{ FMT_DOPT_COMPRESSION, "compression" }, { FMT_DOPT_TYPE, "type" }, { FMT_DOPT_CARD, "card" },
+	{ FMT_DOPT_CHUNK_ROWS, "chunk-rows" }, { FMT_DOPT_TRUENO, "trueno-native" }, { FMT_DOPT_COMPAT, "compat" },
+};
+
+/* "csv input or csv output": the drivers that use the option bit. */
+static void users_of(unsigned bit, char *buf, size_t size)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (const fmt_table_driver *const *d = fmt_table_drivers(); *d && used < size; d++) {
+		if ((*d)->reads_opts & bit)
+			used += (size_t)snprintf(buf + used, size - used, "%s%s input", used ? " or " : "", (*d)->name);
+		if (used < size && ((*d)->writes_opts & bit))
+			used += (size_t)snprintf(buf + used, size - used, "%s%s output", used ? " or " : "", (*d)->name);
+	}
+}
+
+/* A dataset option that neither the input's driver reads nor the output's writes is refused,
+ * not ignored. */
+static fmt_kind check_options_used(const fmt_table *t, const fmt_convert_opts *o, fmt_err *e)
+{
+	unsigned unused = o->dataset.given & ~(t->driver->reads_opts | o->table_to->writes_opts);
+	for (size_t i = 0; unused && i < sizeof dataset_options / sizeof *dataset_options; i++)
+		if (unused & dataset_options[i].bit) {
+			char users[200];
+			users_of(dataset_options[i].bit, users, sizeof users);
+			return fmt_fail(e, FMT_USAGE, "--%s has no use with %s input and %s output (it is for %s)",
+					dataset_options[i].name, t->driver->name, o->table_to->name, users);
+		}
+	return FMT_OK;
+}
+
 fmt_kind fmt_pipeline_dataset(const char *input, const char *output, const fmt_convert_opts *o, fmt_err *e)
 {
 	fmt_password enc_pw = { 0 };
@@ -129,7 +164,8 @@ static fmt_kind convert_table(const char *input, const char *output, const fmt_c
 		json_decref(card);
 		return k;
 	}
-	if (!o->no_verify)
+	k = check_options_used(&t, o, e);
+	if (k == FMT_OK && !o->no_verify)
 		k = fmt_table_verify(&t, NULL, e);
 	if (k == FMT_OK && !o->dry_run)
 		k = fmt_table_unlock(&t, dk, read_keys, 1, e);

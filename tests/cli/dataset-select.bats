@@ -169,3 +169,41 @@ EOF
 	[ "$(printf '%s\n' "$stderr" | head -n 1)" = "fmt-watermark: error: --columns selects a dataset's columns, and OUT is a model (select its tensors with --tensors)" ]
 	[ ! -e out.safetensors ]
 }
+
+# Every dataset option that one format reads or writes, given where neither the input's nor the
+# output's format uses it.
+@test "a dataset option neither the input's nor the output's format uses is exit 2 naming it" {
+	fmt-convert in.csv in.jsonl
+	fmt-convert in.csv in.ald
+	printf '{"id": "int32"}' >s.json
+	printf '{"name": "x"}' >card.json
+	while IFS='|' read -r opt input out name users; do
+		# shellcheck disable=SC2086
+		run --separate-stderr fmt-convert $opt "$input" "$out"
+		[ "$status" -eq 2 ] || fail "$opt $input $out: exit $status ($stderr)"
+		local want="fmt-convert: error: $input: --$name has no use with ${input##*.} input and ${out##*.} output (it is for $users)"
+		[ "$stderr" = "$want" ] || fail "$opt: $stderr"
+		[ ! -e "$out" ] || fail "$opt: $out written"
+	done <<'EOF2'
+--delimiter ;|in.jsonl|o.arrow|delimiter|csv input or csv output
+--no-header|in.ald|o.csv|no-header|csv input
+--null-value NA|in.jsonl|o.ald|null-value|csv input
+--schema s.json|in.jsonl|o.ald|schema|csv input
+-c lz4|in.csv|o.csv|compression|ald output
+--compression zstd|in.ald|o.jsonl|compression|ald output
+--type tabular|in.csv|o.arrow|type|ald output
+--card card.json|in.csv|o.jsonl|card|ald output
+--chunk-rows 2|in.jsonl|o.csv|chunk-rows|ald output
+--trueno-native|in.ald|o.arrow|trueno-native|ald output
+--compat alimentar|in.csv|o.csv|compat|ald output
+EOF2
+	# where one side uses it, it is taken: the reader's or the writer's
+	fmt-convert --delimiter ';' in.ald semi.csv
+	run head -n 1 semi.csv
+	assert_output 'id;name;score;emb_x;emb_y'
+	fmt-convert --delimiter ';' semi.csv back.jsonl
+	cmp in.jsonl back.jsonl
+	fmt-convert --schema s.json --null-value NA in.csv typed.ald
+	fmt-convert -c none in.ald plain.csv
+	cmp in.csv plain.csv
+}

@@ -85,9 +85,9 @@ static const fmt_cli_option options[] = {
 		      "(tensor written as F32)"),
 	  .complete = FMT_COMPLETE_WORDS, .words = "refuse saturate widen" },
 	{ FMT_CLI_OPT("allow-overflow", OPT_ALLOW_OVERFLOW, NULL, "the same as --overflow=saturate") },
-	{ FMT_CLI_OPT("include", OPT_INCLUDE, "GLOB", "convert only tensors whose name matches (repeatable)"),
+	{ FMT_CLI_OPT("include", OPT_INCLUDE, "GLOB", "convert only tensors (of a dataset: columns) whose name\nmatches (repeatable)"),
 	  .complete = FMT_COMPLETE_TENSOR, .flags = FMT_CLI_REPEAT },
-	{ FMT_CLI_OPT("exclude", OPT_EXCLUDE, "GLOB", "leave out tensors whose name matches (repeatable)"),
+	{ FMT_CLI_OPT("exclude", OPT_EXCLUDE, "GLOB", "leave out tensors (columns) whose name matches (repeatable)"),
 	  .complete = FMT_COMPLETE_TENSOR, .flags = FMT_CLI_REPEAT },
 	{ FMT_CLI_OPT("dry-run", OPT_DRY_RUN, NULL, "print the plan (every tensor, its dtypes and bytes; a\n"
 		      "dataset's schema); write nothing") },
@@ -196,7 +196,7 @@ static int dataset_option(int id, const char *arg, fmt_convert_opts *o, fmt_err 
 		if (!(o->table_from = fmt_table_driver_by_name(arg)))
 			return fmt_fail(e, FMT_USAGE, "--from takes csv, jsonl, arrow, arrow-stream or ald"), -1;
 		return 0;
-	case OPT_NO_HEADER: d->no_header = 1; return 0;
+	case OPT_NO_HEADER: d->no_header = 1; d->given |= FMT_DOPT_NO_HEADER; return 0;
 	case OPT_DELIMITER:
 		if (!strcmp(arg, "tab"))
 			d->delimiter = '\t';
@@ -204,10 +204,11 @@ static int dataset_option(int id, const char *arg, fmt_convert_opts *o, fmt_err 
 			d->delimiter = arg[0];
 		else
 			return fmt_fail(e, FMT_USAGE, "--delimiter takes one character (or 'tab'), not a quote or a newline"), -1;
+		d->given |= FMT_DOPT_DELIMITER;
 		return 0;
-	case OPT_NULL_VALUE: d->null_value = arg; return 0;
-	case OPT_SCHEMA: o->schema_file = arg; return 0;
-	case OPT_CARD: o->card_file = arg; return 0;
+	case OPT_NULL_VALUE: d->null_value = arg; d->given |= FMT_DOPT_NULL_VALUE; return 0;
+	case OPT_SCHEMA: o->schema_file = arg; d->given |= FMT_DOPT_SCHEMA; return 0;
+	case OPT_CARD: o->card_file = arg; d->given |= FMT_DOPT_CARD; return 0;
 	case OPT_TYPE:
 		if ((v = fmt_ald_type_by_name(arg)) < 0) {
 			char names[512];
@@ -215,16 +216,19 @@ static int dataset_option(int id, const char *arg, fmt_convert_opts *o, fmt_err 
 			return fmt_fail(e, FMT_USAGE, "--type takes one of: %s", names), -1;
 		}
 		d->dataset_type = (uint16_t)v;
+		d->given |= FMT_DOPT_TYPE;
 		return 0;
 	case OPT_CHUNK_ROWS:
 		if (parse_count(arg, &d->chunk_rows))
 			return fmt_fail(e, FMT_USAGE, "--chunk-rows takes a row count from 1 to 4294967295"), -1;
+		d->given |= FMT_DOPT_CHUNK_ROWS;
 		return 0;
-	case OPT_TRUENO: d->trueno_native = 1; return 0;
+	case OPT_TRUENO: d->trueno_native = 1; d->given |= FMT_DOPT_TRUENO; return 0;
 	case OPT_COMPAT:
 		if (strcmp(arg, "alimentar") != 0)
 			return fmt_fail(e, FMT_USAGE, "--compat takes alimentar"), -1;
 		d->compat_alimentar = 1;
+		d->given |= FMT_DOPT_COMPAT;
 		return 0;
 	default:
 		return 1;
@@ -422,6 +426,8 @@ int main(int argc, char **argv)
 		if (v < 0)
 			return fmt_cli_usage_error(&tool, "--compression takes none, zstd, zstd-max or lz4 for a dataset");
 		o->dataset.compression = v;
+		if (o->compression && v != FMT_ALD_NONE) /* none: what every other format does anyway */
+			o->dataset.given |= FMT_DOPT_COMPRESSION;
 		fmt_kind k = fmt_pipeline_dataset(input, output, o, &e);
 		if (k != FMT_OK)
 			fmt_report_error(stderr, TOOL, NULL, &e, cli.common.json);

@@ -347,7 +347,11 @@ fmt_kind wm_embed(const char *input, const char *output, const wm_opts *o, const
 	fmt_convert_opts co = { .dtype = "keep", .force = o->force, .threads = o->threads, .dry_run = o->dry_run,
 				.quiet = o->common.quiet, .no_progress = o->common.no_progress,
 				.to = o->to, .table_to = o->table_to, .codec = o->codec, .codec_level = o->codec_level,
-				.dataset = { .compression = o->ald_compression }, .schema_file = o->schema,
+				.dataset = { .compression = o->ald_compression,
+					     .given = (o->schema ? FMT_DOPT_SCHEMA : 0u) |
+						      (o->table_to && o->ald_compression != FMT_ALD_NONE &&
+						       o->compression ? FMT_DOPT_COMPRESSION : 0u) },
+				.schema_file = o->schema,
 				.model_hook = model_hook, .table_hook = table_hook, .hook_ctx = &c,
 				.tool = TOOL, .out = stdout, .err = stderr };
 	FILE *nowhere = NULL;

@@ -132,6 +132,8 @@ typedef struct fmt_table_driver {
 	/* Sign the file at path in place, atomically, with a key of keys (fmt-sign sign --embed);
 	 * NULL when the format has no embedded signature. */
 	fmt_kind (*sign_in_place)(const char *path, const fmt_keyset *keys, int threads, fmt_err *e);
+	/* FMT_DOPT_* (fmt/dataset.h): the conversion options open reads and write uses. */
+	unsigned reads_opts, writes_opts;
 } fmt_table_driver;
 
 /* Types */
