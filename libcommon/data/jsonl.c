@@ -106,7 +106,7 @@ static fmt_kind take_big_integers(jsonl_state *s, char *p, size_t len, uint64_t 
 			if (!object || depth != 1)
 				return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu, column %zu: the integer %.*s is beyond "
 						"int64 inside an array or object (only a top-level value can be a uint64)",
-						(unsigned long long)line, i + 1, (int)(j - i), p + i);
+						(unsigned long long)line, i + 1, (int)(j - i > 40 ? 40 : j - i), p + i);
 			fmt_kind k = big_add(s, member, big, e);
 			if (k != FMT_OK)
 				return k;
