@@ -112,9 +112,14 @@ static void users_of(unsigned bit, char *buf, size_t size)
 }
 
 /* A dataset option that neither the input's driver reads nor the output's writes is refused,
- * not ignored. */
+ * not ignored; so is a key to decrypt an input that is not encrypted. */
 static fmt_kind check_options_used(const fmt_table *t, const fmt_convert_opts *o, fmt_err *e)
 {
+	const fmt_decrypt_opts *d = &o->decrypt;
+	const char *key = d->password_file ? "password-file" : d->password_env ? "password-env"
+			: d->identity ? "identity" : NULL;
+	if (key && fmt_table_secret(t) == FMT_SECRET_NONE)
+		return fmt_fail(e, FMT_USAGE, "--%s has no use: the input is not encrypted", key);
 	unsigned unused = o->dataset.given & ~(t->driver->reads_opts | o->table_to->writes_opts);
 	for (size_t i = 0; unused && i < sizeof dataset_options / sizeof *dataset_options; i++)
 		if (unused & dataset_options[i].bit) {
@@ -164,9 +169,10 @@ static fmt_kind convert_table(const char *input, const char *output, const fmt_c
 		json_decref(card);
 		return k;
 	}
-	k = check_options_used(&t, o, e);
-	if (k == FMT_OK && !o->no_verify)
+	if (!o->no_verify)
 		k = fmt_table_verify(&t, NULL, e);
+	if (k == FMT_OK) /* after the check: a damaged file is reported as damaged */
+		k = check_options_used(&t, o, e);
 	if (k == FMT_OK && !o->dry_run)
 		k = fmt_table_unlock(&t, dk, read_keys, 1, e);
 	if (k == FMT_OK)

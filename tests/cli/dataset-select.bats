@@ -197,6 +197,16 @@ EOF
 --trueno-native|in.ald|o.arrow|trueno-native|ald output
 --compat alimentar|in.csv|o.csv|compat|ald output
 EOF2
+	# a key to decrypt an input that is not encrypted
+	printf 'pw' >pw.txt
+	fmt-sign keygen --x25519 -p r.pub -s r.key >/dev/null
+	for opt in '--password-file pw.txt' '--password-env HOME' '--identity r.key'; do
+		# shellcheck disable=SC2086
+		run --separate-stderr fmt-convert $opt in.ald o.csv
+		assert_failure 2
+		[ "$stderr" = "fmt-convert: error: in.ald: ${opt%% *} has no use: the input is not encrypted" ] || fail "$stderr"
+		[ ! -e o.csv ]
+	done
 	# where one side uses it, it is taken: the reader's or the writer's
 	fmt-convert --delimiter ';' in.ald semi.csv
 	run head -n 1 semi.csv
