@@ -294,23 +294,25 @@ static int integer_literal(const char *s, size_t n)
 void fmt_tv_infer_add(fmt_tv_infer *t, const char *s, size_t n)
 {
 	int b;
-	int64_t i;
+	int64_t i = 0;
 	uint64_t u;
 	double d;
 	fmt_tv_time tm;
 	t->seen = 1;
 	if ((t->can & TV_BOOL) && !fmt_tv_bool(s, n, &b))
 		t->can &= ~(unsigned)TV_BOOL;
-	if ((t->can & TV_INT) && !fmt_tv_int64(s, n, &i))
+	int is_int64 = (t->can & (TV_INT | TV_UINT)) && fmt_tv_int64(s, n, &i);
+	if ((t->can & TV_INT) && !is_int64)
 		t->can &= ~(unsigned)TV_INT;
-	if ((t->can & TV_UINT) && !fmt_tv_uint64(s, n, &u))
+	/* as fmt_tv_uint64 reads it: no sign but + */
+	if ((t->can & TV_UINT) && !(is_int64 ? i >= 0 && s[0] != '-' : fmt_tv_uint64(s, n, &u)))
 		t->can &= ~(unsigned)TV_UINT;
 	if (t->can & TV_FLOAT) {
 		int syn = float_syntax(s, n);
 		if (syn == 0 || (syn < 0 && !fmt_tv_float(s, n, &d)))
 			t->can &= ~(unsigned)TV_FLOAT;
-		else
-			t->real |= !integer_literal(s, n);
+		else if (!t->real)
+			t->real = !integer_literal(s, n);
 	}
 	if (t->can & TV_TIME) {
 		if (!fmt_tv_timestamp(s, n, &tm)) {

@@ -79,6 +79,8 @@ TEST(textval_inference)
 	CHECK(inferred((const char *[]){ "-9223372036854775808", "9223372036854775807", NULL }, NULL) == FMT_C_I64);
 	CHECK(inferred((const char *[]){ "0", "18446744073709551615", NULL }, NULL) == FMT_C_U64);
 	CHECK(inferred((const char *[]){ "-1", "18446744073709551615", NULL }, NULL) == FMT_C_UTF8);
+	CHECK(inferred((const char *[]){ "-0", "18446744073709551615", NULL }, NULL) == FMT_C_UTF8);
+	CHECK(inferred((const char *[]){ "+0", "18446744073709551615", NULL }, NULL) == FMT_C_U64);
 	CHECK(inferred((const char *[]){ "18446744073709551616", NULL }, NULL) == FMT_C_UTF8);
 	CHECK(inferred((const char *[]){ "1", "0.5", NULL }, NULL) == FMT_C_F64);
 	CHECK(inferred((const char *[]){ "18446744073709551616", "1e3", NULL }, NULL) == FMT_C_F64);
