@@ -577,6 +577,8 @@ const fmt_table_driver fmt_table_driver_ald = {
 	.rows_gate = fmt_ald_rows_gate,
 	.encrypts = 1,
 	.caps = FMT_CAP_ED25519 | FMT_CAP_ED25519_SIGN,
+	.writes_opts = FMT_DOPT_COMPRESSION | FMT_DOPT_TYPE | FMT_DOPT_CARD | FMT_DOPT_CHUNK_ROWS | FMT_DOPT_TRUENO |
+		       FMT_DOPT_COMPAT,
 	.sign_in_place = fmt_ald_sign_in_place,
 	.license_in_place = fmt_ald_license_in_place,
 };

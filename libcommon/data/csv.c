@@ -220,23 +220,34 @@ static fmt_kind count_check(csv_state *s, fmt_err *e)
 	return FMT_OK;
 }
 
-/* A type named in a --schema file: "int64", "timestamp", "timestamp[ms]", ... */
-static int forced_type(const char *name, fmt_field *f)
+/* A type named in a --schema file: "int64", "timestamp[ms]" (zone-less), "timestamp[ms, UTC]"
+ * (any zone name after the comma), or "timestamp": microseconds, the zone as the values say
+ * (zoned is what inference found). */
+static int forced_type(const char *name, fmt_field *f, int zoned, char *zone_buf, size_t zone_size)
 {
 	static const char *units[] = { "s", "ms", "us", "ns" };
 	if (strncmp(name, "timestamp", 9) == 0) {
 		f->type = FMT_C_TIMESTAMP;
-		f->timezone = "UTC";
 		f->unit = FMT_TU_US;
+		f->timezone = zoned ? "UTC" : NULL;
 		if (!name[9])
 			return 1;
+		f->timezone = NULL;
 		for (int u = 0; u < 4; u++) {
-			char want[32];
-			snprintf(want, sizeof want, "timestamp[%s]", units[u]);
-			if (!strcmp(name, want)) {
-				f->unit = (fmt_time_unit)u;
+			size_t n = strlen(units[u]);
+			const char *p = name + 10;
+			if (name[9] != '[' || strncmp(p, units[u], n) != 0)
+				continue;
+			p += n;
+			f->unit = (fmt_time_unit)u;
+			if (!strcmp(p, "]"))
 				return 1;
-			}
+			if (strncmp(p, ", ", 2) != 0 || strlen(p + 2) < 2 || strlen(p + 2) > zone_size ||
+			    p[strlen(p) - 1] != ']')
+				return 0;
+			snprintf(zone_buf, zone_size, "%.*s", (int)strlen(p + 2) - 1, p + 2);
+			f->timezone = zone_buf;
+			return 1;
 		}
 		return 0;
 	}
@@ -274,10 +285,12 @@ static fmt_kind infer(fmt_table *t, csv_state *s, char **names, fmt_err *e)
 	}
 	for (size_t i = 0; k == FMT_OK && i < s->n_cols; i++) {
 		fmt_field f = { .name = names[i] };
+		char zone[64];
 		fmt_tv_infer_field(&inf[i], &f);
 		const json_t *want = o && o->schema ? json_object_get(o->schema, names[i]) : NULL;
-		if (want && !(json_is_string(want) && forced_type(json_string_value(want), &f)))
-			k = fmt_fail(e, FMT_USAGE, "--schema: column '%s': unknown type (bool, int8..int64, uint8..uint64, float16/32/64, utf8, large_utf8, binary, date32, timestamp[s|ms|us|ns])",
+		if (want && !(json_is_string(want) && forced_type(json_string_value(want), &f, inf[i].zoned, zone,
+								   sizeof zone)))
+			k = fmt_fail(e, FMT_USAGE, "--schema: column '%s': unknown type (bool, int8..int64, uint8..uint64, float16/32/64, utf8, large_utf8, binary, date32, timestamp, timestamp[s|ms|us|ns], timestamp[s|ms|us|ns, ZONE])",
 				     names[i]);
 		if (k == FMT_OK)
 			k = fmt_schema_add_field(&t->schema, &f, e);
@@ -446,17 +459,15 @@ static fmt_kind bad_value(const csv_state *s, size_t i, const fmt_field *f, fmt_
 
 static int parse_date(const char *p, size_t n, int32_t *out)
 {
-	int64_t secs;
-	uint32_t ns;
-	int nd;
+	fmt_tv_time t;
 	char buf[32];
 	if (n != 10)
 		return 0;
 	memcpy(buf, p, 10);
-	memcpy(buf + 10, "T00:00:00Z", 11);
-	if (!fmt_tv_rfc3339(buf, 20, &secs, &ns, &nd))
+	memcpy(buf + 10, "T00:00:00", 10);
+	if (!fmt_tv_timestamp(buf, 19, &t))
 		return 0;
-	*out = (int32_t)(secs / 86400);
+	*out = (int32_t)(t.secs / 86400);
 	return 1;
 }
 
@@ -523,16 +534,12 @@ static fmt_kind put_value(csv_state *s, size_t i, const fmt_field *f, col_builde
 		}
 		fmt_cb_fixed(b, le, fmt_ctype_width(f->type));
 		return FMT_OK;
-	case FMT_C_TIMESTAMP: {
-		int64_t secs;
-		uint32_t ns;
-		int nd;
-		if (!fmt_tv_rfc3339(p, n, &secs, &ns, &nd) || !fmt_tv_to_unit(secs, ns, f->unit, &v))
+	case FMT_C_TIMESTAMP:
+		if (!fmt_tv_timestamp_as(p, n, f, &v))
 			return bad_value(s, i, f, e);
 		fmt_wr_u64(le, (uint64_t)v);
 		fmt_cb_fixed(b, le, 8);
 		return FMT_OK;
-	}
 	case FMT_C_DATE32: {
 		int32_t days;
 		if (!parse_date(p, n, &days))
@@ -545,15 +552,8 @@ static fmt_kind put_value(csv_state *s, size_t i, const fmt_field *f, col_builde
 		size_t w = fmt_ctype_width(f->type);
 		int is_unsigned = f->type >= FMT_C_U8 && f->type <= FMT_C_U64;
 		uint64_t u = 0;
-		if (is_unsigned && f->type == FMT_C_U64) {
-			char *end;
-			char tmp[24];
-			if (n == 0 || n > 20 || p[0] == '-' || p[0] == '+')
-				return bad_value(s, i, f, e);
-			memcpy(tmp, p, n);
-			tmp[n] = '\0';
-			u = strtoull(tmp, &end, 10);
-			if (*end || (u == UINT64_MAX && strcmp(tmp, "18446744073709551615")))
+		if (f->type == FMT_C_U64) {
+			if (!fmt_tv_uint64(p, n, &u))
 				return bad_value(s, i, f, e);
 		} else {
 			if (!fmt_tv_int64(p, n, &v))
@@ -724,4 +724,6 @@ const fmt_table_driver fmt_table_driver_csv = {
 	.write = csv_write,
 	.can_hold = can_hold,
 	.close = csv_close,
+	.reads_opts = FMT_DOPT_DELIMITER | FMT_DOPT_NO_HEADER | FMT_DOPT_NULL_VALUE | FMT_DOPT_SCHEMA,
+	.writes_opts = FMT_DOPT_DELIMITER,
 };

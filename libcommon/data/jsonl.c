@@ -15,11 +15,13 @@
 #define MAX_COLUMNS 10000
 #define DEFAULT_BATCH 65536
 
-enum { J_NULL = 1, J_BOOL = 2, J_INT = 4, J_REAL = 8, J_STR = 16, J_ARRAY = 32, J_OTHER = 64 };
+/* J_INT: an integer of int64; J_BIG: one above int64, up to 2^64-1 (jansson holds int64 only) */
+enum { J_NULL = 1, J_BOOL = 2, J_INT = 4, J_REAL = 8, J_STR = 16, J_ARRAY = 32, J_OTHER = 64, J_BIG = 128 };
 
 typedef struct jcol {
 	char *name;
 	unsigned kinds;
+	int negative;          /* an integer below 0 */
 	fmt_tv_infer str;          /* the strings: all timestamps? */
 	long list_len;         /* arrays: common length, -1 when they differ */
 	int list_real;         /* arrays hold a non-integer */
@@ -27,9 +29,19 @@ typedef struct jcol {
 	uint64_t rows_seen;
 } jcol;
 
+/* A top-level value above int64 in the current line: its member's index, its value, and the
+ * placeholder jansson parsed in its place. */
+typedef struct big_int {
+	size_t member;
+	uint64_t value;
+	const json_t *at;
+} big_int;
+
 typedef struct jsonl_state {
 	fmt_text_in in;
 	uint64_t line;
+	big_int *big;
+	size_t n_big, cap_big;
 	jcol *cols;
 	size_t n_cols;
 	uint64_t batch_rows;
@@ -39,6 +51,97 @@ typedef struct jsonl_state {
 static fmt_kind refill(jsonl_state *s, fmt_err *e)
 {
 	return fmt_text_in_refill(&s->in, s->line, "longer than 64 MiB", e);
+}
+
+static fmt_kind big_add(jsonl_state *s, size_t member, uint64_t value, fmt_err *e)
+{
+	if (s->n_big == s->cap_big) {
+		size_t cap = s->cap_big ? 2 * s->cap_big : 8;
+		big_int *p = realloc(s->big, cap * sizeof *p);
+		if (!p)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		s->big = p;
+		s->cap_big = cap;
+	}
+	s->big[s->n_big++] = (big_int){ member, value, NULL };
+	return FMT_OK;
+}
+
+/* The line p[0..len), which jansson refused for an integer beyond int64: each top-level member
+ * value above int64 and up to 2^64-1 into s->big, and overwritten in place (the buffer is read
+ * once) by a 0 and spaces, so the line parses with the same columns. Any other integer beyond
+ * int64 is an error naming it. */
+static fmt_kind take_big_integers(jsonl_state *s, char *p, size_t len, uint64_t line, fmt_err *e)
+{
+	int depth = 0, object = 0;
+	size_t member = 0;
+	for (size_t i = 0; i < len; i++) {
+		char c = p[i];
+		if (c == '"') {
+			for (i++; i < len && p[i] != '"'; i++)
+				i += p[i] == '\\';
+		} else if (c == '{' || c == '[') {
+			object |= depth == 0 && c == '{';
+			depth++;
+		} else if (c == '}' || c == ']') {
+			depth--;
+		} else if (c == ',' && depth == 1) {
+			member++;
+		} else if (c == '-' || (c >= '0' && c <= '9')) {
+			size_t j = i + 1;
+			int64_t small;
+			uint64_t big;
+			while (j < len && ((p[j] >= '0' && p[j] <= '9') || p[j] == '.' || p[j] == 'e' || p[j] == 'E' ||
+					   p[j] == '+' || p[j] == '-'))
+				j++;
+			int real = memchr(p + i, '.', j - i) || memchr(p + i, 'e', j - i) || memchr(p + i, 'E', j - i);
+			if (real || fmt_tv_int64(p + i, j - i, &small)) {
+				i = j - 1;
+				continue;
+			}
+			if (p[i] == '-' || !fmt_tv_uint64(p + i, j - i, &big))
+				return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu, column %zu: the integer %.*s is beyond "
+						"int64 and uint64 (write it with a fraction or an exponent for a float)",
+						(unsigned long long)line, i + 1, (int)(j - i > 40 ? 40 : j - i), p + i);
+			if (!object || depth != 1)
+				return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu, column %zu: the integer %.*s is beyond "
+						"int64 inside an array or object (only a top-level value can be a uint64)",
+						(unsigned long long)line, i + 1, (int)(j - i > 40 ? 40 : j - i), p + i);
+			fmt_kind k = big_add(s, member, big, e);
+			if (k != FMT_OK)
+				return k;
+			p[i] = '0';
+			memset(p + i + 1, ' ', j - i - 1);
+			i = j - 1;
+		}
+	}
+	return FMT_OK;
+}
+
+/* The placeholders jansson parsed for s->big (members in the order written: jansson keeps it). */
+static void find_placeholders(jsonl_state *s, json_t *obj)
+{
+	const char *key;
+	json_t *v;
+	size_t member = 0, b = 0;
+	if (!s->n_big || !json_is_object(obj))
+		return;
+	json_object_foreach(obj, key, v) {
+		for (; b < s->n_big && s->big[b].member == member; b++)
+			s->big[b].at = v;
+		member++;
+	}
+}
+
+/* The value above int64 that v stands for; 0 when v is not a placeholder. */
+static int big_value(const jsonl_state *s, const json_t *v, uint64_t *u)
+{
+	for (size_t i = 0; i < s->n_big; i++)
+		if (s->big[i].at == v) {
+			*u = s->big[i].value;
+			return 1;
+		}
+	return 0;
 }
 
 /* The next non-blank line parsed as a JSON object (*obj NULL at the end). */
@@ -66,6 +169,13 @@ static fmt_kind next_object(jsonl_state *s, json_t **obj, fmt_err *e)
 			continue;
 		json_error_t je;
 		json_t *v = json_loadb(p, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+		s->n_big = 0;
+		if (!v && strncmp(je.text, "too big ", 8) == 0) {
+			fmt_kind k = take_big_integers(s, s->in.buf + (p - s->in.buf), len, line, e);
+			if (k != FMT_OK)
+				return k;
+			v = json_loadb(p, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+		}
 		if (!v)
 			return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu, column %d: %s", (unsigned long long)line,
 					je.column, je.text);
@@ -74,6 +184,7 @@ static fmt_kind next_object(jsonl_state *s, json_t **obj, fmt_err *e)
 			return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu, column %zu: not a JSON object",
 					(unsigned long long)line, a + 1);
 		}
+		find_placeholders(s, v);
 		*obj = v;
 		return FMT_OK;
 	}
@@ -104,14 +215,22 @@ static jcol *column(jsonl_state *s, const char *name, fmt_err *e)
 	return c->name ? c : NULL;
 }
 
-static void observe(jcol *c, json_t *v)
+static void observe(const jsonl_state *s, jcol *c, json_t *v)
 {
 	size_t i;
 	json_t *x;
+	uint64_t u;
 	switch (json_typeof(v)) {
 	case JSON_NULL: c->kinds |= J_NULL; break;
 	case JSON_TRUE: case JSON_FALSE: c->kinds |= J_BOOL; break;
-	case JSON_INTEGER: c->kinds |= J_INT; break;
+	case JSON_INTEGER:
+		if (big_value(s, v, &u)) {
+			c->kinds |= J_BIG;
+		} else {
+			c->kinds |= J_INT;
+			c->negative |= json_integer_value(v) < 0;
+		}
+		break;
 	case JSON_REAL: c->kinds |= J_REAL; break;
 	case JSON_STRING:
 		c->kinds |= J_STR;
@@ -134,6 +253,10 @@ static void observe(jcol *c, json_t *v)
 	}
 }
 
+/* Integers that fit int64 are int64; with one above int64 and none negative, uint64; with a
+ * number written with a fraction or an exponent, float64 (each number read as a float).
+ * Anything else is utf8, which keeps each value's JSON: integers are never rounded to a float
+ * unless the column holds floats. */
 static void jcol_field(const jcol *c, uint64_t rows, fmt_field *f)
 {
 	unsigned k = c->kinds & ~(unsigned)J_NULL;
@@ -143,12 +266,14 @@ static void jcol_field(const jcol *c, uint64_t rows, fmt_field *f)
 		f->type = FMT_C_BOOL;
 	else if (k == J_INT)
 		f->type = FMT_C_I64;
-	else if (k && !(k & ~(unsigned)(J_INT | J_REAL)))
+	else if ((k == J_BIG || k == (J_INT | J_BIG)) && !c->negative)
+		f->type = FMT_C_U64;
+	else if ((k & J_REAL) && !(k & ~(unsigned)(J_INT | J_BIG | J_REAL)))
 		f->type = FMT_C_F64;
 	else if (k == J_STR && (c->str.can & TV_TIME)) {
 		f->type = FMT_C_TIMESTAMP;
 		f->unit = fmt_tv_unit_for_digits(c->str.digits);
-		f->timezone = "UTC";
+		f->timezone = c->str.zoned ? "UTC" : NULL;
 	} else if (k == J_ARRAY && c->list_len > 0 && !c->list_bad) {
 		f->type = FMT_C_FIXED_SIZE_LIST;
 		f->list_size = (uint32_t)c->list_len;
@@ -186,7 +311,9 @@ static int probe(const uint8_t *head, size_t n, uint64_t size)
 	if (!nl && n < size)
 		return 20;
 	const uint8_t *line_end = nl ? nl : head + n;
-	json_t *v = json_loadb((const char *)head + i, (size_t)(line_end - (head + i)), JSON_REJECT_DUPLICATES, NULL);
+	/* integers as reals: the shape is what counts, and one above int64 must not fail it */
+	json_t *v = json_loadb((const char *)head + i, (size_t)(line_end - (head + i)),
+			       JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, NULL);
 	int ok = json_is_object(v), flat = flat_object(v);
 	json_decref(v);
 	if (!ok)
@@ -228,7 +355,7 @@ static fmt_kind jsonl_open(fmt_table *t, fmt_err *e)
 				return e->kind;
 			}
 			c->rows_seen++;
-			observe(c, v);
+			observe(s, c, v);
 		}
 		json_decref(obj);
 	}
@@ -247,9 +374,25 @@ static fmt_kind jsonl_open(fmt_table *t, fmt_err *e)
 	return s->build ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
 }
 
+static void put_u64(col_builder *b, uint64_t u)
+{
+	uint8_t le[8];
+	fmt_wr_u64(le, u);
+	fmt_cb_fixed(b, le, 8);
+}
+
+static void put_f64(col_builder *b, double d)
+{
+	uint64_t u;
+	memcpy(&u, &d, 8);
+	put_u64(b, u);
+}
+
 static fmt_kind put(jsonl_state *s, const fmt_field *f, json_t *v, col_builder *b, fmt_err *e)
 {
 	uint8_t le[8];
+	uint64_t big = 0;
+	int is_big = v && big_value(s, v, &big);
 	if (!v || json_is_null(v)) {
 		fmt_cb_null(b, f);
 		return FMT_OK;
@@ -258,28 +401,18 @@ static fmt_kind put(jsonl_state *s, const fmt_field *f, json_t *v, col_builder *
 	case FMT_C_BOOL:
 		fmt_cb_bool(b, json_is_true(v));
 		return FMT_OK;
-	case FMT_C_I64:
-		fmt_wr_u64(le, (uint64_t)json_integer_value(v));
-		fmt_cb_fixed(b, le, 8);
+	case FMT_C_I64: case FMT_C_U64:
+		put_u64(b, is_big ? big : (uint64_t)json_integer_value(v));
 		return FMT_OK;
-	case FMT_C_F64: {
-		double d = json_number_value(v);
-		uint64_t u;
-		memcpy(&u, &d, 8);
-		fmt_wr_u64(le, u);
-		fmt_cb_fixed(b, le, 8);
+	case FMT_C_F64:
+		put_f64(b, is_big ? (double)big : json_number_value(v));
 		return FMT_OK;
-	}
 	case FMT_C_TIMESTAMP: {
-		int64_t secs, out;
-		uint32_t ns;
-		int nd;
-		if (!fmt_tv_rfc3339(json_string_value(v), json_string_length(v), &secs, &ns, &nd) ||
-		    !fmt_tv_to_unit(secs, ns, f->unit, &out))
+		int64_t out;
+		if (!fmt_tv_timestamp_as(json_string_value(v), json_string_length(v), f, &out))
 			return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu: key \"%s\": timestamp out of range",
 					(unsigned long long)s->line - 1, f->name);
-		fmt_wr_u64(le, (uint64_t)out);
-		fmt_cb_fixed(b, le, 8);
+		put_u64(b, (uint64_t)out);
 		return FMT_OK;
 	}
 	case FMT_C_FIXED_SIZE_LIST: {
@@ -303,6 +436,10 @@ static fmt_kind put(jsonl_state *s, const fmt_field *f, json_t *v, col_builder *
 	default:
 		if (json_is_string(v)) {
 			fmt_cb_bytes(b, f, json_string_value(v), json_string_length(v));
+		} else if (is_big) {
+			char digits[24];
+			int n = snprintf(digits, sizeof digits, "%llu", (unsigned long long)big);
+			fmt_cb_bytes(b, f, digits, (size_t)n);
 		} else {
 			char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 			if (!text)
@@ -345,6 +482,7 @@ static void jsonl_close(fmt_table *t)
 	}
 	free(s->cols);
 	free(s->build);
+	free(s->big);
 	fmt_text_in_free(&s->in);
 	free(s);
 	t->format_state = NULL;

@@ -43,6 +43,21 @@ int fmt_tv_int64(const char *s, size_t n, int64_t *v)
 	return 1;
 }
 
+int fmt_tv_uint64(const char *s, size_t n, uint64_t *v)
+{
+	size_t i = n && s[0] == '+';
+	uint64_t acc = 0;
+	if (i == n || n - i > 20)
+		return 0;
+	for (; i < n; i++) {
+		unsigned d = (unsigned)(s[i] - '0');
+		if (d > 9 || __builtin_mul_overflow(acc, 10, &acc) || __builtin_add_overflow(acc, d, &acc))
+			return 0;
+	}
+	*v = acc;
+	return 1;
+}
+
 /* [+-]digits[.digits][e[+-]digits] with at most 19 significant digits, without strtod:
  * Clinger's exact case first (at most 15 digits, so the integer m they make is exact in a
  * double, and |decimal exponent| <= 22, so 10^|e| is exact: m * 10^e or m / 10^-e is one
@@ -174,11 +189,33 @@ static int digits(const char *s, int n, int *out)
 	return 1;
 }
 
-int fmt_tv_rfc3339(const char *s, size_t n, int64_t *secs, uint32_t *nanos, int *ndig)
+/* The zone after a timestamp's time at s[0..n): Z, or +hh:mm, +hhmm, +hh (or -) as seconds east
+ * of UTC; how many bytes it took, 0 when none is there, -1 when what is there is not a zone. */
+static int zone(const char *s, size_t n, int *east)
 {
-	int y, mo, d, h, mi, se, oh = 0, om = 0, sign = 0;
+	int oh, om = 0, len = 3;
+	*east = 0;
+	if (n == 0)
+		return 0;
+	if (s[0] == 'Z' || s[0] == 'z')
+		return 1;
+	if ((s[0] != '+' && s[0] != '-') || n < 3 || !digits(s + 1, 2, &oh) || oh > 23)
+		return -1;
+	if (n >= 6 && s[3] == ':' && digits(s + 4, 2, &om))
+		len = 6;
+	else if (n >= 5 && digits(s + 3, 2, &om))
+		len = 5;
+	if (om > 59)
+		return -1;
+	*east = (s[0] == '-' ? -1 : 1) * (oh * 3600 + om * 60);
+	return len;
+}
+
+int fmt_tv_timestamp(const char *s, size_t n, fmt_tv_time *t)
+{
+	int y, mo, d, h, mi, se, east;
 	size_t i = 19;
-	if (n < 20 || !digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) || s[7] != '-' ||
+	if (n < 19 || !digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) || s[7] != '-' ||
 	    !digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
 	    !digits(s + 11, 2, &h) || s[13] != ':' || !digits(s + 14, 2, &mi) || s[16] != ':' ||
 	    !digits(s + 17, 2, &se))
@@ -190,38 +227,34 @@ int fmt_tv_rfc3339(const char *s, size_t n, int64_t *secs, uint32_t *nanos, int 
 		return 0;
 	uint32_t frac = 0;
 	int nd = 0;
-	if (s[i] == '.') {
-		i++;
-		while (i < n && s[i] >= '0' && s[i] <= '9') {
-			if (nd < 9) {
-				frac = frac * 10 + (uint32_t)(s[i] - '0');
-				nd++;
-			} else {
+	if (i < n && s[i] == '.') {
+		for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
+			if (nd == 9)
 				return 0;
-			}
-			i++;
+			frac = frac * 10 + (uint32_t)(s[i] - '0');
+			nd++;
 		}
 		if (nd == 0)
 			return 0;
 	}
 	for (int k = nd; k < 9; k++)
 		frac *= 10;
-	if (i < n && (s[i] == 'Z' || s[i] == 'z')) {
-		i++;
-	} else if (i + 6 == n && (s[i] == '+' || s[i] == '-') && digits(s + i + 1, 2, &oh) && s[i + 3] == ':' &&
-		   digits(s + i + 4, 2, &om) && oh < 24 && om < 60) {
-		sign = s[i] == '-' ? -1 : 1;
-		i += 6;
-	} else {
-		return 0;
-	}
-	if (i != n)
+	int zlen = zone(s + i, n - i, &east);
+	if (zlen < 0 || i + (size_t)zlen != n)
 		return 0;
 	int64_t days = fmt_days_from_civil(y, (unsigned)mo, (unsigned)d);
-	*secs = days * 86400 + h * 3600 + mi * 60 + se - sign * (oh * 3600 + om * 60);
-	*nanos = frac;
-	*ndig = nd;
+	t->secs = days * 86400 + h * 3600 + mi * 60 + se - east;
+	t->nanos = frac;
+	t->digits = nd;
+	t->zoned = zlen > 0;
 	return 1;
+}
+
+int fmt_tv_timestamp_as(const char *s, size_t n, const fmt_field *f, int64_t *out)
+{
+	fmt_tv_time t;
+	return fmt_tv_timestamp(s, n, &t) && t.zoned == (f->timezone != NULL) &&
+	       fmt_tv_to_unit(t.secs, t.nanos, f->unit, out);
 }
 
 fmt_time_unit fmt_tv_unit_for_digits(int d)
@@ -242,34 +275,56 @@ int fmt_tv_to_unit(int64_t secs, uint32_t nanos, fmt_time_unit unit, int64_t *ou
 
 void fmt_tv_infer_init(fmt_tv_infer *t)
 {
-	t->can = TV_BOOL | TV_INT | TV_FLOAT | TV_TIME;
-	t->seen = t->nulls = 0;
-	t->digits = 0;
+	memset(t, 0, sizeof *t);
+	t->can = TV_BOOL | TV_INT | TV_UINT | TV_FLOAT | TV_TIME;
+}
+
+/* [+-]digits and nothing else. */
+static int integer_literal(const char *s, size_t n)
+{
+	size_t i = n && (s[0] == '-' || s[0] == '+');
+	if (i == n)
+		return 0;
+	for (; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+	return 1;
 }
 
 void fmt_tv_infer_add(fmt_tv_infer *t, const char *s, size_t n)
 {
 	int b;
-	int64_t i;
+	int64_t i = 0;
+	uint64_t u;
 	double d;
-	int64_t secs;
-	uint32_t ns;
-	int nd;
+	fmt_tv_time tm;
 	t->seen = 1;
 	if ((t->can & TV_BOOL) && !fmt_tv_bool(s, n, &b))
 		t->can &= ~(unsigned)TV_BOOL;
-	if ((t->can & TV_INT) && !fmt_tv_int64(s, n, &i))
+	int is_int64 = (t->can & (TV_INT | TV_UINT)) && fmt_tv_int64(s, n, &i);
+	if ((t->can & TV_INT) && !is_int64)
 		t->can &= ~(unsigned)TV_INT;
+	/* as fmt_tv_uint64 reads it: no sign but + */
+	if ((t->can & TV_UINT) && !(is_int64 ? i >= 0 && s[0] != '-' : fmt_tv_uint64(s, n, &u)))
+		t->can &= ~(unsigned)TV_UINT;
 	if (t->can & TV_FLOAT) {
 		int syn = float_syntax(s, n);
 		if (syn == 0 || (syn < 0 && !fmt_tv_float(s, n, &d)))
 			t->can &= ~(unsigned)TV_FLOAT;
+		else if (!t->real)
+			t->real = !integer_literal(s, n);
 	}
 	if (t->can & TV_TIME) {
-		if (!fmt_tv_rfc3339(s, n, &secs, &ns, &nd))
+		if (!fmt_tv_timestamp(s, n, &tm)) {
 			t->can &= ~(unsigned)TV_TIME;
-		else if (nd > t->digits)
-			t->digits = nd;
+		} else {
+			t->zoned |= tm.zoned;
+			t->unzoned |= !tm.zoned;
+			if (tm.digits > t->digits)
+				t->digits = tm.digits;
+			if (t->zoned && t->unzoned) /* instants and wall-clock times: no one type holds both */
+				t->can &= ~(unsigned)TV_TIME;
+		}
 	}
 }
 
@@ -283,12 +338,14 @@ void fmt_tv_infer_field(const fmt_tv_infer *t, fmt_field *f)
 		f->type = FMT_C_BOOL;
 	else if (t->can & TV_INT)
 		f->type = FMT_C_I64;
-	else if (t->can & TV_FLOAT)
+	else if (t->can & TV_UINT)
+		f->type = FMT_C_U64;
+	else if ((t->can & TV_FLOAT) && t->real)
 		f->type = FMT_C_F64;
 	else if (t->can & TV_TIME) {
 		f->type = FMT_C_TIMESTAMP;
 		f->unit = fmt_tv_unit_for_digits(t->digits);
-		f->timezone = "UTC";
+		f->timezone = t->zoned ? "UTC" : NULL;
 	} else
 		f->type = FMT_C_UTF8;
 }

@@ -91,6 +91,46 @@ static fmt_kind encryption_key(const fmt_convert_opts *o, fmt_password *pw, fmt_
 	return k;
 }
 
+static const struct { unsigned bit; const char *name; } dataset_options[] = {
+	{ FMT_DOPT_DELIMITER, "delimiter" }, { FMT_DOPT_NO_HEADER, "no-header" },
+	{ FMT_DOPT_NULL_VALUE, "null-value" }, { FMT_DOPT_SCHEMA, "schema" },
+	{ FMT_DOPT_COMPRESSION, "compression" }, { FMT_DOPT_TYPE, "type" }, { FMT_DOPT_CARD, "card" },
+	{ FMT_DOPT_CHUNK_ROWS, "chunk-rows" }, { FMT_DOPT_TRUENO, "trueno-native" }, { FMT_DOPT_COMPAT, "compat" },
+};
+
+/* "csv input or csv output": the drivers that use the option bit. */
+static void users_of(unsigned bit, char *buf, size_t size)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (const fmt_table_driver *const *d = fmt_table_drivers(); *d && used < size; d++) {
+		if ((*d)->reads_opts & bit)
+			used += (size_t)snprintf(buf + used, size - used, "%s%s input", used ? " or " : "", (*d)->name);
+		if (used < size && ((*d)->writes_opts & bit))
+			used += (size_t)snprintf(buf + used, size - used, "%s%s output", used ? " or " : "", (*d)->name);
+	}
+}
+
+/* A dataset option that neither the input's driver reads nor the output's writes is refused,
+ * not ignored; so is a key to decrypt an input that is not encrypted. */
+static fmt_kind check_options_used(const fmt_table *t, const fmt_convert_opts *o, fmt_err *e)
+{
+	const fmt_decrypt_opts *d = &o->decrypt;
+	const char *key = d->password_file ? "password-file" : d->password_env ? "password-env"
+			: d->identity ? "identity" : NULL;
+	if (key && fmt_table_secret(t) == FMT_SECRET_NONE)
+		return fmt_fail(e, FMT_USAGE, "--%s has no use: the input is not encrypted", key);
+	unsigned unused = o->dataset.given & ~(t->driver->reads_opts | o->table_to->writes_opts);
+	for (size_t i = 0; unused && i < sizeof dataset_options / sizeof *dataset_options; i++)
+		if (unused & dataset_options[i].bit) {
+			char users[200];
+			users_of(dataset_options[i].bit, users, sizeof users);
+			return fmt_fail(e, FMT_USAGE, "--%s has no use with %s input and %s output (it is for %s)",
+					dataset_options[i].name, t->driver->name, o->table_to->name, users);
+		}
+	return FMT_OK;
+}
+
 fmt_kind fmt_pipeline_dataset(const char *input, const char *output, const fmt_convert_opts *o, fmt_err *e)
 {
 	fmt_password enc_pw = { 0 };
@@ -131,6 +171,8 @@ static fmt_kind convert_table(const char *input, const char *output, const fmt_c
 	}
 	if (!o->no_verify)
 		k = fmt_table_verify(&t, NULL, e);
+	if (k == FMT_OK) /* after the check: a damaged file is reported as damaged */
+		k = check_options_used(&t, o, e);
 	t.allow_expired = o->allow_expired;
 	if (k == FMT_OK)
 		k = fmt_table_rows_gate(&t, e);
@@ -138,6 +180,8 @@ static fmt_kind convert_table(const char *input, const char *output, const fmt_c
 		fmt_report_warning(o->err, o->tool, "%s: %s", input, t.rows_note);
 	if (k == FMT_OK && !o->dry_run)
 		k = fmt_table_unlock(&t, dk, read_keys, 1, e);
+	if (k == FMT_OK)
+		k = fmt_table_select(&t, o->include, o->n_include, o->exclude, o->n_exclude, e);
 	const fmt_field *u = fmt_schema_unsupported(&t.schema);
 	if (k == FMT_OK && u)
 		k = fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert", u->name,

@@ -228,3 +228,34 @@ test("types fmtkit does not convert (dictionary, list, struct): inspect names th
 		assert.match(c.stderr, /column 'dict' has type dictionary<utf8>, which fmtkit does not convert/);
 	}
 });
+
+// Issue 20 (items 5, 6): a table apache-arrow writes with uint64's and int64's extremes and
+// timestamps with and without a zone goes through CSV and JSON Lines and comes back with the
+// same types (unit, zone or none) and values, as apache-arrow reads them.
+for (const via of ["csv", "jsonl"]) {
+	test(`apache-arrow -> ${via} -> Arrow keeps uint64, int64 and zone-less or UTC timestamps exactly`, (t) => {
+		const dir = scratch(t);
+		const cols = {
+			u: A.vectorFromArray([18446744073709551615n, 0n, 9223372036854775808n], new A.Uint64()),
+			i: A.vectorFromArray([-9223372036854775808n, 9223372036854775807n, -1n], new A.Int64()),
+			naive: A.vectorFromArray([-100000000000, 0, 946684923456], new A.TimestampMillisecond()),
+			utc: A.vectorFromArray([-100000000000, 1, 946684923456], new A.TimestampMillisecond("UTC")),
+		};
+		const input = join(dir, "js.arrow");
+		writeFileSync(input, A.tableToIPC(new A.Table(cols), "file"));
+		const mid = join(dir, `mid.${via}`), back = join(dir, "back.arrow");
+		convert(input, mid);
+		convert(mid, back);
+		const got = A.tableFromIPC(readFileSync(back));
+		const want = A.tableFromIPC(readFileSync(input));
+		for (const f of want.schema.fields) {
+			const g = got.schema.fields.find((x) => x.name === f.name);
+			assert.ok(g, `column ${f.name}`);
+			assert.equal(g.type.typeId, f.type.typeId, `${f.name}: type`);
+			assert.equal(String(g.type), String(f.type), `${f.name}: ${g.type} for ${f.type}`);
+			assert.equal(g.type.timezone ?? null, f.type.timezone ?? null, `${f.name}: zone`);
+		}
+		assert.deepEqual(cells(got), cells(want));
+		assert.equal(String(got.getChild("naive").get(0)), String(-100000000000));
+	});
+}

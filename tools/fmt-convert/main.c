@@ -86,9 +86,9 @@ static const fmt_cli_option options[] = {
 		      "(tensor written as F32)"),
 	  .complete = FMT_COMPLETE_WORDS, .words = "refuse saturate widen" },
 	{ FMT_CLI_OPT("allow-overflow", OPT_ALLOW_OVERFLOW, NULL, "the same as --overflow=saturate") },
-	{ FMT_CLI_OPT("include", OPT_INCLUDE, "GLOB", "convert only tensors whose name matches (repeatable)"),
+	{ FMT_CLI_OPT("include", OPT_INCLUDE, "GLOB", "convert only tensors (of a dataset: columns) whose name\nmatches (repeatable)"),
 	  .complete = FMT_COMPLETE_TENSOR, .flags = FMT_CLI_REPEAT },
-	{ FMT_CLI_OPT("exclude", OPT_EXCLUDE, "GLOB", "leave out tensors whose name matches (repeatable)"),
+	{ FMT_CLI_OPT("exclude", OPT_EXCLUDE, "GLOB", "leave out tensors (columns) whose name matches (repeatable)"),
 	  .complete = FMT_COMPLETE_TENSOR, .flags = FMT_CLI_REPEAT },
 	{ FMT_CLI_OPT("dry-run", OPT_DRY_RUN, NULL, "print the plan (every tensor, its dtypes and bytes; a\n"
 		      "dataset's schema); write nothing") },
@@ -133,8 +133,48 @@ typedef struct convert_args {
 	fmt_convert_opts o;
 	const char *to_name;        /* --to */
 	int overflow_given, allow_overflow;
-	int dataset_opts;           /* a dataset option was given */
+	const char *model_opt;      /* the first option for models only that was given, or NULL */
+	const char *dataset_opt;    /* ... for datasets only */
 } convert_args;
+
+/* What an option is for: a conversion of models, of datasets, or either. An option for one
+ * kind given with the other is refused, never ignored. */
+enum { FOR_EITHER, FOR_MODELS, FOR_DATASETS };
+
+static int option_is_for(int id)
+{
+	switch (id) {
+	case OPT_DTYPE: case OPT_APR_LAYOUT: case OPT_SHARD: case OPT_SIGN: case FMT_OPT_HMAC_KEY:
+	case FMT_OPT_SECRET_FILE: case FMT_OPT_SECRET_ENV: case FMT_OPT_SECRET_PROMPT: case OPT_ARCH:
+	case OPT_SET: case OPT_SET_FROM: case OPT_OVERFLOW: case OPT_ALLOW_OVERFLOW:
+		return FOR_MODELS;
+	case OPT_FROM: case OPT_NO_HEADER: case OPT_DELIMITER: case OPT_NULL_VALUE: case OPT_SCHEMA:
+	case OPT_TYPE: case OPT_CARD: case OPT_CHUNK_ROWS: case OPT_TRUENO: case OPT_COMPAT:
+	case OPT_ENC_PW_FILE: case OPT_ENC_PW_ENV: case OPT_ENC_TO: case FMT_OPT_PASSWORD_FILE:
+	case FMT_OPT_PASSWORD_ENV: case FMT_OPT_IDENTITY: case OPT_ALLOW_EXPIRED:
+		return FOR_DATASETS;
+	default:
+		return FOR_EITHER;
+	}
+}
+
+/* The long name of option id (the first of its spellings). */
+static const char *option_name(int id)
+{
+	for (const fmt_cli_option *p = options; p->name; p++)
+		if (p->id == id)
+			return p->name;
+	return "?";
+}
+
+static void note_kind(convert_args *a, int id)
+{
+	int kind = option_is_for(id);
+	if (kind == FOR_MODELS && !a->model_opt)
+		a->model_opt = option_name(id);
+	else if (kind == FOR_DATASETS && !a->dataset_opt)
+		a->dataset_opt = option_name(id);
+}
 
 static int parse_count(const char *s, uint64_t *out)
 {
@@ -159,7 +199,7 @@ static int dataset_option(int id, const char *arg, fmt_convert_opts *o, fmt_err 
 		if (!(o->table_from = fmt_table_driver_by_name(arg)))
 			return fmt_fail(e, FMT_USAGE, "--from takes csv, jsonl, arrow, arrow-stream or ald"), -1;
 		return 0;
-	case OPT_NO_HEADER: d->no_header = 1; return 0;
+	case OPT_NO_HEADER: d->no_header = 1; d->given |= FMT_DOPT_NO_HEADER; return 0;
 	case OPT_DELIMITER:
 		if (!strcmp(arg, "tab"))
 			d->delimiter = '\t';
@@ -167,10 +207,11 @@ static int dataset_option(int id, const char *arg, fmt_convert_opts *o, fmt_err 
 			d->delimiter = arg[0];
 		else
 			return fmt_fail(e, FMT_USAGE, "--delimiter takes one character (or 'tab'), not a quote or a newline"), -1;
+		d->given |= FMT_DOPT_DELIMITER;
 		return 0;
-	case OPT_NULL_VALUE: d->null_value = arg; return 0;
-	case OPT_SCHEMA: o->schema_file = arg; return 0;
-	case OPT_CARD: o->card_file = arg; return 0;
+	case OPT_NULL_VALUE: d->null_value = arg; d->given |= FMT_DOPT_NULL_VALUE; return 0;
+	case OPT_SCHEMA: o->schema_file = arg; d->given |= FMT_DOPT_SCHEMA; return 0;
+	case OPT_CARD: o->card_file = arg; d->given |= FMT_DOPT_CARD; return 0;
 	case OPT_TYPE:
 		if ((v = fmt_ald_type_by_name(arg)) < 0) {
 			char names[512];
@@ -178,16 +219,19 @@ static int dataset_option(int id, const char *arg, fmt_convert_opts *o, fmt_err 
 			return fmt_fail(e, FMT_USAGE, "--type takes one of: %s", names), -1;
 		}
 		d->dataset_type = (uint16_t)v;
+		d->given |= FMT_DOPT_TYPE;
 		return 0;
 	case OPT_CHUNK_ROWS:
 		if (parse_count(arg, &d->chunk_rows))
 			return fmt_fail(e, FMT_USAGE, "--chunk-rows takes a row count from 1 to 4294967295"), -1;
+		d->given |= FMT_DOPT_CHUNK_ROWS;
 		return 0;
-	case OPT_TRUENO: d->trueno_native = 1; return 0;
+	case OPT_TRUENO: d->trueno_native = 1; d->given |= FMT_DOPT_TRUENO; return 0;
 	case OPT_COMPAT:
 		if (strcmp(arg, "alimentar") != 0)
 			return fmt_fail(e, FMT_USAGE, "--compat takes alimentar"), -1;
 		d->compat_alimentar = 1;
+		d->given |= FMT_DOPT_COMPAT;
 		return 0;
 	default:
 		return 1;
@@ -250,13 +294,14 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 	convert_args *a = ctx;
 	fmt_convert_opts *o = &a->o;
 	int full = 0;
+	note_kind(a, id);
 	if (fmt_cli_key_option(id, arg, &o->key) || fmt_cli_decrypt_option(id, arg, &o->decrypt))
 		return 0;
 	switch (id) {
-	case OPT_ENC_PW_FILE: o->encrypt_password_file = arg; a->dataset_opts = 1; break;
-	case OPT_ENC_PW_ENV: o->encrypt_password_env = arg; a->dataset_opts = 1; break;
-	case OPT_ENC_TO: o->encrypt_to = arg; a->dataset_opts = 1; break;
-	case OPT_ALLOW_EXPIRED: o->allow_expired = 1; a->dataset_opts = 1; break;
+	case OPT_ENC_PW_FILE: o->encrypt_password_file = arg; break;
+	case OPT_ENC_PW_ENV: o->encrypt_password_env = arg; break;
+	case OPT_ENC_TO: o->encrypt_to = arg; break;
+	case OPT_ALLOW_EXPIRED: o->allow_expired = 1; break;
 	case 'f': o->force = 1; break;
 	case OPT_TO: a->to_name = arg; break;
 	case OPT_DTYPE: o->dtype = arg; break;
@@ -296,7 +341,6 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 			return fmt_fail(e, FMT_USAGE, "unhandled option"), -1;
 		if (r < 0)
 			return -1;
-		a->dataset_opts = 1;
 	}
 	}
 	return full ? (fmt_fail(e, FMT_USAGE, "too many repeated options"), -1) : 0;
@@ -391,10 +435,18 @@ int main(int argc, char **argv)
 		atexit(wipe_sign_secret);
 	}
 	if (o->table_to && o->table_to->write) {
+		if (a.model_opt) {
+			char msg[200];
+			snprintf(msg, sizeof msg, "--%s applies to models, not to datasets (the output is %s)",
+				 a.model_opt, o->table_to->name);
+			return fmt_cli_usage_error(&tool, msg);
+		}
 		int v = o->compression ? fmt_ald_compression_by_name(o->compression) : o->dataset.compression;
 		if (v < 0)
 			return fmt_cli_usage_error(&tool, "--compression takes none, zstd, zstd-max or lz4 for a dataset");
 		o->dataset.compression = v;
+		if (o->compression && v != FMT_ALD_NONE) /* none: what every other format does anyway */
+			o->dataset.given |= FMT_DOPT_COMPRESSION;
 		fmt_kind k = fmt_pipeline_dataset(input, output, o, &e);
 		if (k != FMT_OK)
 			report_failed(input, output, o, &e);
@@ -403,10 +455,11 @@ int main(int argc, char **argv)
 	if (o->decrypt.password_file || o->decrypt.password_env || o->decrypt.identity)
 		return fmt_cli_usage_error(&tool, "--password-file, --password-env and --identity decrypt a dataset "
 					   "(.ald) and need a dataset output");
-	if (a.dataset_opts) {
+	if (a.dataset_opt) {
 		char exts[256], msg[400];
 		table_extensions(exts, sizeof exts);
-		snprintf(msg, sizeof msg, "dataset options need a dataset output (%s or --to)", exts);
+		snprintf(msg, sizeof msg, "--%s applies to datasets, not to models: dataset options need a dataset "
+			 "output (%s or --to)", a.dataset_opt, exts);
 		return fmt_cli_usage_error(&tool, msg);
 	}
 	o->to = a.to_name ? fmt_driver_by_name(a.to_name) : output_driver(output, &o->force_set);

@@ -87,10 +87,8 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 
 static const fmt_cli_tool tool = {
 	.name = TOOL,
-	.synopsis = "split INPUT [--max-size SIZE | --max-tensors N] [-o PREFIX] [--list] [OPTIONS]
-"
-		    "merge INDEX_OR_SHARD -o OUTPUT [OPTIONS]
-"
+	.synopsis = "split INPUT [--max-size SIZE | --max-tensors N] [-o PREFIX] [--list] [OPTIONS]\n"
+		    "merge INDEX_OR_SHARD -o OUTPUT [OPTIONS]\n"
 		    "pack SET -o BUNDLE.tar[.zst] [OPTIONS]\n"
 		    "unpack BUNDLE [-C DIR] [-p PUBKEY | -P BASE64 | --trusted-keys DIR | KEY OPTION] [OPTIONS]",
 	.about = "Split a model into a shard set of the same format (the formats with sets are\n"

@@ -312,6 +312,12 @@ fmt_kind wm_embed_target(wm_opts *o, const char *output, fmt_err *e)
 	}
 	if (o->schema && !o->table_to)
 		return fmt_fail(e, FMT_USAGE, "--schema gives a dataset's column types: OUT must be a dataset too");
+	if (o->n_tensors && o->table_to)
+		return fmt_fail(e, FMT_USAGE, "--tensors selects a model's tensors, and OUT is a dataset "
+				"(select its columns with --columns)");
+	if (o->n_columns && !o->table_to)
+		return fmt_fail(e, FMT_USAGE, "--columns selects a dataset's columns, and OUT is a model "
+				"(select its tensors with --tensors)");
 	if (o->sign_key && !(o->table_to ? (o->table_to->caps & FMT_CAP_ED25519_SIGN) != 0
 					  : fmt_driver_can(o->to, FMT_CAP_ED25519_SIGN)))
 		return fmt_fail(e, FMT_USAGE, "--sign-key needs an output format with embedded Ed25519 signatures "
@@ -342,7 +348,11 @@ fmt_kind wm_embed(const char *input, const char *output, const wm_opts *o, const
 	fmt_convert_opts co = { .dtype = "keep", .force = o->force, .threads = o->threads, .dry_run = o->dry_run,
 				.quiet = o->common.quiet, .no_progress = o->common.no_progress,
 				.to = o->to, .table_to = o->table_to, .codec = o->codec, .codec_level = o->codec_level,
-				.dataset = { .compression = o->ald_compression }, .schema_file = o->schema,
+				.dataset = { .compression = o->ald_compression,
+					     .given = (o->schema ? FMT_DOPT_SCHEMA : 0u) |
+						      (o->table_to && o->ald_compression != FMT_ALD_NONE &&
+						       o->compression ? FMT_DOPT_COMPRESSION : 0u) },
+				.schema_file = o->schema,
 				.model_hook = model_hook, .table_hook = table_hook, .hook_ctx = &c,
 				.tool = TOOL, .out = stdout, .err = stderr, .allow_expired = o->allow_expired };
 	FILE *nowhere = NULL;

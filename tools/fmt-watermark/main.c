@@ -57,7 +57,7 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("compression", 'c', "CODEC", "embed: as fmt-convert -c: .apr none (default), lz4[:1-12],\n"
 		      "zstd[:1-19], zstd-max; .ald none, zstd (default), zstd-max, lz4"),
 	  .commands = ONLY(CMD_EMBED), .complete = FMT_COMPLETE_WORDS, .words = "none lz4 zstd zstd:19 zstd-max" },
-	{ FMT_CLI_OPT("schema", OPT_SCHEMA, "FILE", "embed: a CSV or JSON Lines IN's column types, as fmt-convert\n"
+	{ FMT_CLI_OPT("schema", OPT_SCHEMA, "FILE", "embed: a CSV IN's column types, as fmt-convert\n"
 		      "--schema: {\"column\": \"float32\", ...}"),
 	  .commands = ONLY(CMD_EMBED), .complete = FMT_COMPLETE_FILE, .words = "*.json" },
 	{ FMT_CLI_OPT("dry-run", OPT_DRY_RUN, NULL, "embed: read IN and print what embedding would do (the same\n"

@@ -139,6 +139,8 @@ typedef struct fmt_table_driver {
 	/* Sign the file at path in place, atomically, with a key of keys (fmt-sign sign --embed);
 	 * NULL when the format has no embedded signature. */
 	fmt_kind (*sign_in_place)(const char *path, const fmt_keyset *keys, int threads, fmt_err *e);
+	/* FMT_DOPT_* (fmt/dataset.h): the conversion options open reads and write uses. */
+	unsigned reads_opts, writes_opts;
 } fmt_table_driver;
 
 /* Types */
@@ -195,6 +197,16 @@ int fmt_table_secret(const fmt_table *t);
 struct fmt_decrypt_keys;
 fmt_kind fmt_table_unlock(fmt_table *t, struct fmt_decrypt_keys *dk, struct fmt_keyset *ks, int now,
 			  fmt_err *e);
+
+/* The rule of --include/--exclude GLOB (fnmatch): name is in when it matches an include
+ * (every name when none is given) and no exclude. */
+int fmt_name_selected(const char *name, const char *const *include, size_t n_include,
+		      const char *const *exclude, size_t n_exclude);
+/* Keep only t's columns that the patterns select, in their order (batches from fmt_table_next
+ * then hold those); call once t is verified and unlocked. None selected is UsageError naming
+ * the patterns and the columns. Nothing to do without patterns. */
+fmt_kind fmt_table_select(fmt_table *t, const char *const *include, size_t n_include,
+			  const char *const *exclude, size_t n_exclude, fmt_err *e);
 
 /* Sign the model, set or dataset at path in place with its driver's sign_in_place: whatever
  * format it is, found by content; one without embedded signatures is UsageError. */

@@ -1,0 +1,158 @@
+/* --include/--exclude on a table: a view of the input with only the columns the patterns
+ * select, in the input's order, as fmt-convert selects tensors. The view wraps the driver: its
+ * next reads a batch of every column with the driver's own schema and state, and keeps the
+ * selected ones; wrappers put on top later (fmt-watermark's) see the view's schema. */
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/table.h"
+
+typedef struct view {
+	fmt_table_driver d;
+	const fmt_table_driver *inner;
+	void *inner_state;
+	fmt_schema all;          /* the driver's schema; t->schema is the selected columns */
+	size_t *keep;            /* t->schema's columns: their index in all */
+} view;
+
+int fmt_name_selected(const char *name, const char *const *include, size_t n_include,
+		      const char *const *exclude, size_t n_exclude)
+{
+	int in = n_include == 0;
+	for (size_t i = 0; !in && i < n_include; i++)
+		in = fnmatch(include[i], name, 0) == 0;
+	for (size_t i = 0; in && i < n_exclude; i++)
+		in = fnmatch(exclude[i], name, 0) != 0;
+	return in;
+}
+
+/* The driver's own view of t while fn runs: its schema, state and driver. */
+static void swap_in(fmt_table *t, view *v)
+{
+	fmt_schema s = t->schema;
+	t->schema = v->all;
+	v->all = s;
+	t->format_state = v->inner_state;
+}
+
+static void swap_out(fmt_table *t, view *v)
+{
+	fmt_schema s = t->schema;
+	t->schema = v->all;
+	v->all = s;
+	t->format_state = v;
+}
+
+static fmt_kind view_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
+{
+	view *v = t->format_state;
+	fmt_batch whole;
+	fmt_kind k = fmt_batch_init(&whole, v->all.n_fields, e);
+	if (k != FMT_OK)
+		return k;
+	swap_in(t, v);
+	k = v->inner->next(t, &whole, done, e);
+	swap_out(t, v);
+	if (k == FMT_OK && !*done) {
+		b->n_rows = whole.n_rows;
+		for (size_t i = 0; i < t->schema.n_fields; i++)
+			b->columns[i] = whole.columns[v->keep[i]];
+		/* the buffers the columns point into go with them */
+		b->owned = whole.owned;
+		b->n_owned = whole.n_owned;
+		b->cap_owned = whole.cap_owned;
+		whole.owned = NULL;
+		whole.n_owned = whole.cap_owned = 0;
+	}
+	fmt_batch_free(&whole);
+	return k;
+}
+
+static void view_close(fmt_table *t)
+{
+	view *v = t->format_state;
+	swap_in(t, v);
+	if (v->inner->close)
+		v->inner->close(t);
+	fmt_schema_free(&v->all); /* the selected columns' schema, now */
+	free(v->keep);
+	free(v);
+}
+
+/* "'a*'" or "'a*', 'b*'" for a message (cut short past size). */
+static void quote_patterns(const char *const *p, size_t n, char *buf, size_t size)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && used < size; i++)
+		used += (size_t)snprintf(buf + used, size - used, "%s'%s'", i ? ", " : "", p[i]);
+}
+
+static fmt_kind nothing_selected(const fmt_table *t, const char *const *include, size_t n_include,
+				 const char *const *exclude, size_t n_exclude, fmt_err *e)
+{
+	char pats[256], cols[256];
+	size_t used = 0;
+	int any_included = n_include == 0;
+	cols[0] = '\0';
+	for (size_t i = 0; i < t->schema.n_fields; i++) {
+		const char *name = t->schema.fields[i].name;
+		any_included |= fmt_name_selected(name, include, n_include, NULL, 0);
+		if (used < sizeof cols)
+			used += (size_t)snprintf(cols + used, sizeof cols - used, "%s%s", i ? ", " : "", name);
+	}
+	if (used >= sizeof cols)
+		memcpy(cols + sizeof cols - 4, "...", 4);
+	if (!any_included) {
+		quote_patterns(include, n_include, pats, sizeof pats);
+		return fmt_fail(e, FMT_USAGE, "--include %s: no column matches (the columns: %s)", pats, cols);
+	}
+	quote_patterns(exclude, n_exclude, pats, sizeof pats);
+	return fmt_fail(e, FMT_USAGE, "--exclude %s: leaves no column (the columns: %s)", pats, cols);
+}
+
+fmt_kind fmt_table_select(fmt_table *t, const char *const *include, size_t n_include,
+			  const char *const *exclude, size_t n_exclude, fmt_err *e)
+{
+	size_t n = t->schema.n_fields, kept = 0;
+	if (n_include == 0 && n_exclude == 0)
+		return FMT_OK;
+	view *v = calloc(1, sizeof *v);
+	size_t *keep = calloc(n ? n : 1, sizeof *keep);
+	fmt_schema chosen;
+	fmt_schema_init(&chosen);
+	fmt_kind k = v && keep ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; k == FMT_OK && i < n; i++)
+		if (fmt_name_selected(t->schema.fields[i].name, include, n_include, exclude, n_exclude)) {
+			keep[kept++] = i;
+			k = fmt_schema_add_field(&chosen, &t->schema.fields[i], e);
+		}
+	for (size_t i = 0; k == FMT_OK && i < t->schema.n_meta; i++)
+		k = fmt_schema_add_meta(&chosen, t->schema.meta[i].key, t->schema.meta[i].value, e);
+	if (k == FMT_OK && kept == 0)
+		k = nothing_selected(t, include, n_include, exclude, n_exclude, e);
+	if (k != FMT_OK) {
+		fmt_schema_free(&chosen);
+		free(keep);
+		free(v);
+		return k;
+	}
+	if (kept == n) { /* everything: no view needed */
+		fmt_schema_free(&chosen);
+		free(keep);
+		free(v);
+		return FMT_OK;
+	}
+	v->d = *t->driver;
+	v->d.next = view_next;
+	v->d.close = view_close;
+	v->inner = t->driver;
+	v->inner_state = t->format_state;
+	v->keep = keep;
+	v->all = t->schema;
+	t->schema = chosen;
+	t->driver = &v->d;
+	t->format_state = v;
+	return FMT_OK;
+}

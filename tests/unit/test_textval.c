@@ -1,0 +1,92 @@
+/* Text values of CSV and JSON Lines (libcommon/data/textval.c): uint64 text, timestamps with and
+ * without a zone, and what type inference makes of a column. */
+#include <string.h>
+#include "../../libcommon/data/textval.h"
+#include "unit.h"
+
+static int u64_of(const char *s, uint64_t *v)
+{
+	return fmt_tv_uint64(s, strlen(s), v);
+}
+
+TEST(textval_uint64)
+{
+	uint64_t v = 0;
+	CHECK(u64_of("18446744073709551615", &v) && v == UINT64_MAX);
+	CHECK(u64_of("+0", &v) && v == 0);
+	CHECK(u64_of("00000000000000000001", &v) && v == 1);
+	CHECK(!u64_of("18446744073709551616", &v));
+	CHECK(!u64_of("99999999999999999999", &v));
+	CHECK(!u64_of("-1", &v));
+	CHECK(!u64_of("", &v));
+	CHECK(!u64_of("+", &v));
+	CHECK(!u64_of("1.0", &v));
+	CHECK(!u64_of("000000000000000000001", &v)); /* 21 characters */
+}
+
+static int ts_of(const char *s, fmt_tv_time *t)
+{
+	return fmt_tv_timestamp(s, strlen(s), t);
+}
+
+TEST(textval_timestamps)
+{
+	fmt_tv_time t;
+	CHECK(ts_of("1966-10-31T14:13:20", &t) && !t.zoned && t.secs == -100000000 && t.digits == 0);
+	CHECK(ts_of("2000-01-01 00:02:03.456789", &t) && !t.zoned && t.secs == 946684923 && t.nanos == 456789000 &&
+	      t.digits == 6);
+	CHECK(ts_of("2000-01-01T00:00:00Z", &t) && t.zoned && t.secs == 946684800);
+	CHECK(ts_of("2000-01-01T05:30:00+05:30", &t) && t.zoned && t.secs == 946684800);
+	CHECK(ts_of("2000-01-01T05:30:00+0530", &t) && t.zoned && t.secs == 946684800);
+	CHECK(ts_of("1999-12-31T22:00:00-02", &t) && t.zoned && t.secs == 946684800);
+	CHECK(ts_of("2000-01-01T00:00:00.123456789z", &t) && t.nanos == 123456789 && t.digits == 9);
+	CHECK(!ts_of("2000-01-01T00:00:00.1234567891", &t)); /* 10 fraction digits */
+	CHECK(!ts_of("2000-01-01T00:00:00.", &t));
+	CHECK(!ts_of("2000-01-01T00:00:00+", &t));
+	CHECK(!ts_of("2000-01-01T00:00:00+5", &t));
+	CHECK(!ts_of("2000-01-01T00:00:00+05:3", &t));
+	CHECK(!ts_of("2000-01-01T00:00:00+24", &t));
+	CHECK(!ts_of("2000-01-01T00:00:00+05:60", &t));
+	CHECK(!ts_of("2000-01-01T00:00:00 ", &t));
+	CHECK(!ts_of("2001-02-29T00:00:00", &t));
+	CHECK(!ts_of("2000-01-01T00:00", &t));
+	fmt_field naive = { .type = FMT_C_TIMESTAMP, .unit = FMT_TU_US }, utc = naive;
+	utc.timezone = "UTC";
+	int64_t v;
+	CHECK(fmt_tv_timestamp_as("1970-01-01T00:00:01.5", 21, &naive, &v) && v == 1500000);
+	CHECK(!fmt_tv_timestamp_as("1970-01-01T00:00:01.5", 21, &utc, &v));
+	CHECK(fmt_tv_timestamp_as("1970-01-01T00:00:01Z", 20, &utc, &v) && v == 1000000);
+	CHECK(!fmt_tv_timestamp_as("1970-01-01T00:00:01Z", 20, &naive, &v));
+}
+
+/* The type inference makes of the values (NULL-terminated). */
+static fmt_ctype inferred(const char *const *values, const char **zone)
+{
+	fmt_tv_infer inf;
+	fmt_field f = { 0 };
+	fmt_tv_infer_init(&inf);
+	for (; *values; values++)
+		fmt_tv_infer_add(&inf, *values, strlen(*values));
+	fmt_tv_infer_field(&inf, &f);
+	if (zone)
+		*zone = f.timezone;
+	return f.type;
+}
+
+TEST(textval_inference)
+{
+	const char *zone = "x";
+	CHECK(inferred((const char *[]){ "-9223372036854775808", "9223372036854775807", NULL }, NULL) == FMT_C_I64);
+	CHECK(inferred((const char *[]){ "0", "18446744073709551615", NULL }, NULL) == FMT_C_U64);
+	CHECK(inferred((const char *[]){ "-1", "18446744073709551615", NULL }, NULL) == FMT_C_UTF8);
+	CHECK(inferred((const char *[]){ "-0", "18446744073709551615", NULL }, NULL) == FMT_C_UTF8);
+	CHECK(inferred((const char *[]){ "+0", "18446744073709551615", NULL }, NULL) == FMT_C_U64);
+	CHECK(inferred((const char *[]){ "18446744073709551616", NULL }, NULL) == FMT_C_UTF8);
+	CHECK(inferred((const char *[]){ "1", "0.5", NULL }, NULL) == FMT_C_F64);
+	CHECK(inferred((const char *[]){ "18446744073709551616", "1e3", NULL }, NULL) == FMT_C_F64);
+	CHECK(inferred((const char *[]){ "2000-01-01 00:00:00", "2000-01-01T00:00:00.5", NULL }, &zone) ==
+	      FMT_C_TIMESTAMP && zone == NULL);
+	CHECK(inferred((const char *[]){ "2000-01-01T00:00:00Z", "2000-01-01T00:00:00+01", NULL }, &zone) ==
+	      FMT_C_TIMESTAMP && zone && strcmp(zone, "UTC") == 0);
+	CHECK(inferred((const char *[]){ "2000-01-01T00:00:00Z", "2000-01-01T00:00:00", NULL }, NULL) == FMT_C_UTF8);
+}
