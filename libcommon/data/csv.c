@@ -452,9 +452,10 @@ static fmt_kind bad_value(const csv_state *s, size_t i, const fmt_field *f, fmt_
 {
 	char type[64];
 	fmt_field_type_name(f, type, sizeof type);
-	return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu, column %zu: \"%.*s\" is not a %s",
+	/* Of the type names only int8 ... int64 start with a vowel sound ("a uint8", "a utf8"). */
+	return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu, column %zu: \"%.*s\" is not %s %s",
 			(unsigned long long)s->rec_line, i + 1, (int)(s->fields[i].len > 40 ? 40 : s->fields[i].len),
-			field_ptr(s, i), type);
+			field_ptr(s, i), type[0] == 'i' ? "an" : "a", type);
 }
 
 static int parse_date(const char *p, size_t n, int32_t *out)

@@ -235,7 +235,7 @@ assert [struct.pack("<d", float(a)) for a in src] == [struct.pack("<d", float(b)
 	printf 'a,b,c,d\n1,2.5,2024-01-02,ff00\n300,1,1970-01-01,00\n' >big.csv
 	run fmt-convert --schema s.json big.csv out2.ald
 	assert_failure 4
-	assert_output --partial 'line 3, column 1: "300" is not a int8'
+	assert_output --partial 'line 3, column 1: "300" is not an int8'
 	[ ! -e out2.ald ]
 	echo '{"a":"decimal"}' >bad.json
 	run fmt-convert --schema bad.json t.csv out3.ald
