@@ -114,6 +114,12 @@ only_inputs() {
 		"fmt-watermark entropy"; do
 		run --separate-stderr $cmd lic.ald
 		assert_failure 10
+		if [[ $cmd == *--json* ]]; then
+			# the JSON rule: the failure record on stdout, one error object on stderr
+			assert_equal "$(jq -r '[.ok, .exit, .message] | @tsv' <<<"$output")" "false	10	$msg"
+			assert_equal "$(jq -r '[.level, .exit, .message] | @tsv' <<<"$stderr")" "error	10	$msg"
+			continue
+		fi
 		assert_output ""
 		[ "$(head -n 1 <<<"$stderr")" = "${cmd%% *}: error: lic.ald: $msg" ] || fail "$cmd: $stderr"
 	done

@@ -264,7 +264,7 @@ Try 'fmt-convert --help'."
 	# once is fine, and repeatable options and flags still repeat
 	run fmt-convert --encrypt-to "$X" d.csv e.ald
 	assert_success
-	run fmt-convert -v -v --include '*' --include 'x*' m.safetensors o.gguf
+	run fmt-convert -v -v --include '*' --include 'layers.*' m.safetensors o.gguf
 	assert_success
 }
 

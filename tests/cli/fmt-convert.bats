@@ -632,7 +632,7 @@ check_block() {
 	# --dry-run and --json say the same (the plan is never printed)
 	run --separate-stderr fmt-convert --dry-run --json --exclude '*' "$tiny" out.gguf
 	assert_equal "$status" 2
-	assert_equal "$output" ""
+	assert_equal "$(jq -r '[.ok, .exit, .message] | @tsv' <<<"$output")" "false	2	--exclude '*' selects none of the input's 5 tensors"
 	assert_equal "$(grep '^{' <<<"$stderr" | jq -r '[.exit, .message] | @tsv')" \
 		"2	--exclude '*' selects none of the input's 5 tensors"
 	# a scales tensor is not selectable on its own: a pattern naming only it matches nothing
