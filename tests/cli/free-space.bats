@@ -52,7 +52,7 @@ NEED_16G="the output needs at least 17179869184 bytes, its file system has 41943
 	assert_equal "$(ls -A small)" ""
 	run --separate-stderr fmt-convert --json "$BOMB" small/out.gguf
 	assert_equal "$status" 3
-	assert_equal "${stderr_lines[-1]}" "{\"tool\":\"fmt-convert\",\"file\":\"small/out.gguf\",\"error\":\"IoError\",\"exit\":3,\"message\":\"not enough free space: $NEED_16G\"}"
+	assert_equal "${stderr_lines[-1]}" "{\"tool\":\"fmt-convert\",\"level\":\"error\",\"file\":\"small/out.gguf\",\"error\":\"IoError\",\"exit\":3,\"message\":\"not enough free space: $NEED_16G\"}"
 	# APR without compression (by default, or said), a shard set, and the same input from a pipe
 	for c in "" "-c none"; do
 		run --separate-stderr fmt-convert $c "$BOMB" small/out.apr

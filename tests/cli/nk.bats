@@ -313,7 +313,7 @@ HEAVY_MSG="layer 16 (conv2d): 243798937600 multiply-adds, 244182939044 for the n
 	run --separate-stderr nk-run --test --json "$WORK/heavy.nk" "$FIX/test_mlp.nk"
 	assert_equal "$status" 5
 	assert_equal "${lines[-1]}" '{"passed":3,"failed":0}'
-	assert_equal "${stderr_lines[-1]}" "{\"tool\":\"nk-run\",\"file\":\"$WORK/heavy.nk\",\"error\":\"UnsupportedVersion\",\"exit\":5,\"message\":\"$HEAVY_MSG\"}"
+	assert_equal "${stderr_lines[-1]}" "{\"tool\":\"nk-run\",\"level\":\"error\",\"file\":\"$WORK/heavy.nk\",\"error\":\"UnsupportedVersion\",\"exit\":5,\"message\":\"$HEAVY_MSG\"}"
 	# --bench and --profile load the same way
 	run --separate-stderr nk-run --bench 1 "$WORK/heavy.nk"
 	assert_equal "$status" 5
