@@ -7,6 +7,7 @@
 #include "fmt/out.h"
 #include "fmt/qtensor.h"
 #include "fmt/retype.h"
+#include "fmt/table.h"
 #include "pipeline_internal.h"
 
 /* The output format, asked what it can hold (fmt_driver capabilities). */
@@ -110,12 +111,7 @@ static void name_list_join(const name_list *l, char *buf, size_t size)
 
 static int selected(const char *name, const fmt_convert_opts *o)
 {
-	int in = o->n_include == 0;
-	for (size_t i = 0; !in && i < o->n_include; i++)
-		in = fnmatch(o->include[i], name, 0) == 0;
-	for (size_t i = 0; in && i < o->n_exclude; i++)
-		in = fnmatch(o->exclude[i], name, 0) != 0;
-	return in;
+	return fmt_name_selected(name, o->include, o->n_include, o->exclude, o->n_exclude);
 }
 
 /* The scales tensor of an encoded tensor is handled with its codes, not on its own. */
