@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "fmt/cli.h"
+#include "fmt/version.h"
 #include "fmt/out.h"
 #include "fmt/strbuf.h"
 #include "apr_internal.h"

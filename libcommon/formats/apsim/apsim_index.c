@@ -15,7 +15,7 @@
 #include "fmt/checked.h"
 #include "fmt/safetensors.h"
 #include "fmt/thread.h"
-#include "fmt/progress.h"
+#include "fmt/meter.h"
 #include "apsim_internal.h"
 
 #define NM APSIM_NM
