@@ -105,9 +105,10 @@ assert_same_set() {
 	for tool in "${TOOLS[@]}"; do
 		assert_same_set "man/$tool.1 OPTIONS" "$(table_words "$tool")" "$(man_words "$tool")"
 		# "--threads N" in the table: the tag of --threads names N too
+		tags=$(man_tags "$tool")
 		while IFS=$'\t' read -r long arg; do
-			value=$(grep -oE '^[A-Z]+' <<<"$arg")
-			man_tags "$tool" | grep -E -- "--$long( |\"|$)" | grep -qE "(^|[^A-Za-z])$value([^A-Za-z]|$)" ||
+			value=${arg%%[!A-Z]*}
+			grep -E -- "--$long( |\"|$)" <<<"$tags" | grep -qE "(^|[^A-Za-z])$value([^A-Za-z]|$)" ||
 				fail "man/$tool.1: the tag of --$long does not name its value $value"
 		done < <(dump_of "$tool" | awk -F '\t' '$1 == "option" && $4 != "-" { print $2 "\t" $4 }')
 	done
