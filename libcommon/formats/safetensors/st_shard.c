@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/checked.h"
+#include "fmt/io.h"
 #include "fmt/safetensors.h"
 
 static const fmt_shard_rules st_rules = {
@@ -21,12 +22,6 @@ fmt_kind fmt_st_plan_shards(const fmt_model *m, const char *prefix, const fmt_sh
 			    fmt_shard_plan *p, fmt_err *e)
 {
 	return fmt_shard_plan_make(m, &st_rules, prefix, l, p, e);
-}
-
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	return slash ? slash + 1 : path;
 }
 
 typedef struct st_set {
@@ -58,7 +53,7 @@ static fmt_kind write_index(const fmt_model *m, const fmt_shard_plan *p, fmt_sin
 		for (size_t i = 0; i < p->shards[s].count && r == FMT_OK; i++) {
 			const fmt_tensor *t = &m->tensors[p->shards[s].members[i]];
 			names[n] = t->name;
-			files[n++] = base_name(p->shards[s].path);
+			files[n++] = fmt_base_name(p->shards[s].path);
 			if (fmt_add_u64(total, t->nbytes, &total))
 				r = fmt_fail(e, FMT_UNSUPPORTED, "total tensor size overflows 64 bits");
 		}
