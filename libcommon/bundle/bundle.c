@@ -20,7 +20,7 @@
 #include "fmt/io.h"
 #include "fmt/minisign.h"
 #include "fmt/out.h"
-#include "fmt/progress.h"
+#include "fmt/meter.h"
 #include "fmt/registry.h"
 #include "fmt/stagedir.h"
 #include "fmt/version.h"

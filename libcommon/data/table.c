@@ -2,7 +2,6 @@
  * reads (fmt/table.h). */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "fmt/checked.h"
 #include "fmt/encrypt.h"
 #include "fmt/out.h"
@@ -467,7 +466,7 @@ fmt_kind fmt_table_unlock(fmt_table *t, struct fmt_decrypt_keys *dk, struct fmt_
 {
 	fmt_kind k = FMT_OK;
 	t->keys = ks;
-	if (fmt_table_secret(t) == FMT_SECRET_PASSWORD && !ks->password && isatty(STDIN_FILENO))
+	if (fmt_table_secret(t) == FMT_SECRET_PASSWORD && !ks->password && dk)
 		k = fmt_decrypt_keys_prompt(dk, ks, e);
 	if (k == FMT_OK && now && fmt_table_secret(t) != FMT_SECRET_NONE && t->driver->decrypt)
 		k = t->driver->decrypt(t, e);

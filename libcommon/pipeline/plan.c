@@ -610,33 +610,34 @@ void fmt_plan_print(FILE *out, const convert_plan *p, const char *input, const c
 	}
 }
 
-static void warn_overflow(FILE *err, const plan_entry *pe, const char *tool, fmt_overflow_mode mode)
+static void warn_overflow(const plan_entry *pe, const fmt_convert_opts *o)
 {
+	fmt_overflow_mode mode = o->overflow;
 	const char *how = mode == FMT_OVERFLOW_WIDEN ? "written as F32"
 			  : strcmp(pe->asked, "BF16") == 0 ? "values beyond it saturated to +-3.3895314e+38"
 			  : strcmp(pe->asked, "F16") == 0 ? "values beyond it saturated to +-65504"
 			  : "written as F16, values beyond it saturated to +-65504";
-	fmt_report_warning(err, tool, "tensor '%s': element %" PRIu64 " is %.9g, beyond what %s holds; %s "
-			   "(--overflow=%s)", pe->name, pe->overflow_elem, (double)pe->overflow_value, pe->asked,
-			   how, fmt_overflow_mode_name(mode));
+	fmt_pipeline_warn(o, "tensor '%s': element %" PRIu64 " is %.9g, beyond what %s holds; %s (--overflow=%s)",
+			  pe->name, pe->overflow_elem, (double)pe->overflow_value, pe->asked, how,
+			  fmt_overflow_mode_name(mode));
 }
 
-void fmt_plan_warn(FILE *err, const convert_plan *p, const char *tool, fmt_overflow_mode mode)
+void fmt_plan_warn(const convert_plan *p, const fmt_convert_opts *o)
 {
 	char names[FMT_ERR_MSG_MAX / 2];
 	for (size_t i = 0; i < p->n_entries; i++)
 		if (p->entries[i].overflowed)
-			warn_overflow(err, &p->entries[i], tool, mode);
+			warn_overflow(&p->entries[i], o);
 	if (p->expanded.n) {
 		name_list_join(&p->expanded, names, sizeof names);
-		fmt_report_warning(err, tool, "%zu quantized tensor%s expanded to a float type: %s", p->expanded.n,
-				   p->expanded.n == 1 ? "" : "s", names);
+		fmt_pipeline_warn(o, "%zu quantized tensor%s expanded to a float type: %s", p->expanded.n,
+				  p->expanded.n == 1 ? "" : "s", names);
 	}
 	if (p->dropped_meta)
-		fmt_report_warning(err, tool, "%zu metadata entr%s dropped: the target holds only string values",
-				   p->dropped_meta, p->dropped_meta == 1 ? "y" : "ies");
+		fmt_pipeline_warn(o, "%zu metadata entr%s dropped: the target holds only string values",
+				  p->dropped_meta, p->dropped_meta == 1 ? "y" : "ies");
 	if (p->dropped_units.n) {
 		name_list_join(&p->dropped_units, names, sizeof names);
-		fmt_report_warning(err, tool, "units dropped (the target cannot hold them): %s", names);
+		fmt_pipeline_warn(o, "units dropped (the target cannot hold them): %s", names);
 	}
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bats
-# scripts/check-layers: the layers of libcommon (core <- tensor <- formats <- data/bundle <- pipeline,
-# crypto beside core) and the fmt_ prefix of every exported symbol. It passes on this tree and
-# fails, naming the file and the rule, on a copy of the tree with one violation put in.
+# scripts/check-layers: the layers of libcommon (core <- tensor <- formats <- data/bundle <- pipeline
+# <- cli, crypto beside core, watermark on core), the fmt_ prefix of every exported symbol, and that
+# below cli no object talks to the user (standard streams, printf and the like, /dev/tty). It
+# passes on this tree and fails, naming the file and the rule, on a copy of the tree with one
+# violation put in.
 
 bats_require_minimum_version 1.5.0
 
@@ -76,6 +78,54 @@ copy_tree() {
 	assert_failure 1
 	assert_equal "$stderr" "check-layers: libsym.a(sym.o): exports gguf_helper without the fmt_ prefix (make it static or name it fmt_...)
 check-layers: libsym.a(sym.o): exports helper_table without the fmt_ prefix (make it static or name it fmt_...)"
+}
+
+# The library's objects as built, with the copy's libcommon/$1 compiled again in their place.
+objects_with() {
+	mkdir -p build/obj
+	cp -r "$FMTKIT_BIN/../obj/libcommon" build/obj/
+	cp "$LIB" build/libfmtcommon.a
+	cc -O2 -std=c11 -D_GNU_SOURCE -Itree/libcommon/include -c "tree/libcommon/$1" -o "build/obj/libcommon/${1%.c}.o"
+}
+
+@test "below cli, writing to the standard streams fails, one line per symbol" {
+	copy_tree
+	printf 'void fmt_err_shout(void);\nvoid fmt_err_shout(void) { fputs("x", stderr); puts("y"); }\n' \
+		>>tree/libcommon/core/err.c
+	objects_with core/err.c
+	run --separate-stderr "$REPO_ROOT/scripts/check-layers" --root tree --lib build/libfmtcommon.a
+	assert_failure 1
+	assert_equal "$stderr" "check-layers: libcommon/core/err.c: core references puts, below cli nothing talks to the user (return the text, write to a FILE* the caller gives, or call a hook the tool sets; the printing belongs in libcommon/cli/)
+check-layers: libcommon/core/err.c: core references stderr, below cli nothing talks to the user (return the text, write to a FILE* the caller gives, or call a hook the tool sets; the printing belongs in libcommon/cli/)"
+}
+
+@test "the CLI layer writes to the standard streams: that passes" {
+	copy_tree
+	printf 'void fmt_cli_shout(void);\nvoid fmt_cli_shout(void) { fputs("x", stderr); puts("y"); }\n' \
+		>>tree/libcommon/cli/report.c
+	objects_with cli/report.c
+	run "$REPO_ROOT/scripts/check-layers" --root tree --lib build/libfmtcommon.a
+	assert_success
+	assert_output "check-layers: ok"
+}
+
+@test "below cli, writing to a FILE* the caller gives passes" {
+	copy_tree
+	printf 'void fmt_err_to(FILE *f);\nvoid fmt_err_to(FILE *f) { fputs("x", f); }\n' >>tree/libcommon/core/err.c
+	objects_with core/err.c
+	run "$REPO_ROOT/scripts/check-layers" --root tree --lib build/libfmtcommon.a
+	assert_success
+	assert_output "check-layers: ok"
+}
+
+@test "below cli, opening the terminal fails" {
+	copy_tree
+	printf '#include <fcntl.h>\nint fmt_err_tty(void);\nint fmt_err_tty(void) { return open("/dev/tty", O_RDWR); }\n' \
+		>>tree/libcommon/crypto/mac.c
+	objects_with crypto/mac.c
+	run --separate-stderr "$REPO_ROOT/scripts/check-layers" --root tree --lib build/libfmtcommon.a
+	assert_failure 1
+	assert_equal "$stderr" "check-layers: libcommon/crypto/mac.c: crypto opens /dev/tty, below cli nothing asks the terminal (take the prompt as a hook the tool sets; prompts belong in libcommon/cli/)"
 }
 
 @test "bad usage is exit 2" {

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "fmt/cli.h"
 #include "fmt/meta_json.h"
+#include "fmt/version.h"
 #include "fmt/out.h"
 #include "fmt/strbuf.h"
 #include "apr_internal.h"

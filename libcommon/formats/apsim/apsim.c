@@ -28,7 +28,7 @@
 #include "fmt/out.h"
 #include "fmt/qtensor.h"
 #include "fmt/safetensors.h"
-#include "fmt/progress.h"
+#include "fmt/meter.h"
 #include "apsim_internal.h"
 
 #define NM APSIM_NM

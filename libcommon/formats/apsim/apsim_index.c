@@ -16,7 +16,7 @@
 #include "fmt/json_text.h"
 #include "fmt/safetensors.h"
 #include "fmt/thread.h"
-#include "fmt/progress.h"
+#include "fmt/meter.h"
 #include "apsim_internal.h"
 
 #define NM APSIM_NM

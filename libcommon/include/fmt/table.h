@@ -191,8 +191,9 @@ fmt_kind fmt_table_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e);
 fmt_kind fmt_table_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e);
 /* FMT_SECRET_* that reading t's rows still needs. */
 int fmt_table_secret(const fmt_table *t);
-/* Give t the keys that decrypt it (t->keys = ks); when it needs a password that ks lacks and
- * standard input is a terminal, ask for one there (kept in dk for the next files). With now,
+/* Give t the keys that decrypt it (t->keys = ks); when it needs a password that ks lacks, ask
+ * for one as dk says (fmt_decrypt_keys_prompt: the tool's prompt asks the terminal when
+ * standard input is one) and keep it in dk for the next files. With now,
  * decrypt at once (the rows are read next): a wrong or missing key fails here. */
 struct fmt_decrypt_keys;
 fmt_kind fmt_table_unlock(fmt_table *t, struct fmt_decrypt_keys *dk, struct fmt_keyset *ks, int now,

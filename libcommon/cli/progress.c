@@ -1,8 +1,8 @@
-#include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 #include "fmt/io.h"
+#include "fmt/meter.h"
 #include "fmt/out.h"
 #include "fmt/progress.h"
 
@@ -64,8 +64,6 @@ void fmt_progress_add(fmt_progress *p, uint64_t n)
 		draw(p, t);
 }
 
-static void stop_following(const fmt_progress *p);
-
 void fmt_progress_note(FILE *f, const char *text)
 {
 	if (!f)
@@ -82,9 +80,17 @@ void fmt_progress_note_end(FILE *f)
 	fflush(f);
 }
 
+void fmt_progress_notice(const char *text)
+{
+	if (text)
+		fmt_progress_note(stderr, text);
+	else
+		fmt_progress_note_end(stderr);
+}
+
 void fmt_progress_end(fmt_progress *p)
 {
-	stop_following(p);
+	fmt_meter_unfollow(p);
 	if (p->enabled && p->drawn) {
 		fputs("\r\033[K", p->f);
 		fflush(p->f);
@@ -102,45 +108,18 @@ void fmt_progress_follow_sinks(fmt_progress *p)
 	fmt_sink_set_write_hook(p ? on_sink_write : NULL, p);
 }
 
-/* The meter's follower; passes may run on pool threads, so one lock serialises the updates. */
-static fmt_progress *_Atomic meter_follower;
-static pthread_mutex_t meter_lock = PTHREAD_MUTEX_INITIALIZER;
-
-void fmt_meter_planned(uint64_t bytes)
+static void on_meter(void *ctx, uint64_t planned, uint64_t done)
 {
-	if (!meter_follower)
-		return;
-	pthread_mutex_lock(&meter_lock);
-	fmt_progress *p = meter_follower;
-	if (p)
-		p->total += bytes;
-	pthread_mutex_unlock(&meter_lock);
-}
-
-void fmt_meter_done(uint64_t bytes)
-{
-	if (!meter_follower)
-		return;
-	pthread_mutex_lock(&meter_lock);
-	fmt_progress *p = meter_follower;
-	if (p)
-		fmt_progress_add(p, bytes);
-	pthread_mutex_unlock(&meter_lock);
+	fmt_progress *p = ctx;
+	p->total += planned;
+	if (done)
+		fmt_progress_add(p, done);
 }
 
 void fmt_progress_follow_meter(fmt_progress *p)
 {
-	pthread_mutex_lock(&meter_lock);
-	meter_follower = p && p->enabled ? p : NULL; /* a line never drawn needs no updates */
-	pthread_mutex_unlock(&meter_lock);
-}
-
-static void stop_following(const fmt_progress *p)
-{
-	if (meter_follower != p)
-		return;
-	pthread_mutex_lock(&meter_lock);
-	if (meter_follower == p)
-		meter_follower = NULL;
-	pthread_mutex_unlock(&meter_lock);
+	if (p && p->enabled) /* a line never drawn needs no updates */
+		fmt_meter_follow(on_meter, p);
+	else
+		fmt_meter_follow(NULL, NULL);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "fmt/cli.h"
 #include "fmt/out.h"
+#include "fmt/report.h"
 
 #define MAX_OPTIONS 64
 #define HELP_LEFT_MAX 26 /* wider option columns put their text after two spaces */
