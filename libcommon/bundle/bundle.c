@@ -522,7 +522,6 @@ static fmt_kind refuse_existing(const fmt_bundle_info *b, const char *dir, fmt_e
 	return FMT_OK;
 }
 
-static const char *base_name(const char *path);
 
 /* Every X.minisig member, read from the staging directory: with Ed25519 keys checked over X
  * there (its entry then names the key); with an HMAC key alone only parsed (nothing could
@@ -588,7 +587,7 @@ static void mark_covered(const fmt_bundle_info *b, const fmt_model *m, size_t en
 		return;
 	covered[entry] = 1;
 	for (size_t i = 0; i < m->n_sources; i++) {
-		const fmt_bundle_member *mb = find_member(b, base_name(m->sources[i].path));
+		const fmt_bundle_member *mb = find_member(b, fmt_base_name(m->sources[i].path));
 		if (mb)
 			covered[mb - b->members] = 1;
 	}
@@ -823,15 +822,9 @@ static la_ssize_t pack_write_cb(struct archive *a, void *ud, const void *buf, si
 	return (la_ssize_t)n;
 }
 
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	return slash ? slash + 1 : path;
-}
-
 static int cmp_pack_file(const void *a, const void *b)
 {
-	return strcmp(base_name(((const pack_file *)a)->path), base_name(((const pack_file *)b)->path));
+	return strcmp(fmt_base_name(((const pack_file *)a)->path), fmt_base_name(((const pack_file *)b)->path));
 }
 
 /* FILE.minisig beside each of the n files, when it is a regular file: appended to f. */
@@ -881,12 +874,12 @@ static fmt_kind collect_files(const char *set_path, pack_file **out, size_t *n_o
 	if (k == FMT_OK)
 		qsort(f, n, sizeof *f, cmp_pack_file);
 	for (size_t i = 0; i < n && k == FMT_OK; i++) {
-		const char *name = base_name(f[i].path);
+		const char *name = fmt_base_name(f[i].path);
 		const char *why = strcmp(name, FMT_BUNDLE_MANIFEST) == 0 ? "is reserved for the manifest"
 									 : unsafe_member(name);
 		if (why)
 			k = fmt_fail(e, FMT_UNSUPPORTED, "file name " NM " %s", name, why);
-		else if (i > 0 && strcmp(name, base_name(f[i - 1].path)) == 0)
+		else if (i > 0 && strcmp(name, fmt_base_name(f[i - 1].path)) == 0)
 			k = fmt_fail(e, FMT_SCHEMA, "two files of the set are named " NM, name);
 	}
 	*out = f;
@@ -925,7 +918,7 @@ static fmt_kind hash_files(pack_file *f, size_t n, fmt_bundle_info *b, fmt_err *
 		uint8_t digest[FMT_SHA256_LEN];
 		fmt_kind k;
 		fmt_bundle_member *mb = &b->members[b->n_members++];
-		if (!(mb->name = strdup(base_name(f[i].path))))
+		if (!(mb->name = strdup(fmt_base_name(f[i].path))))
 			return fmt_fail(e, FMT_IO, "out of memory");
 		mb->size = f[i].src.size;
 		k = fmt_sha256_init(&h, e);

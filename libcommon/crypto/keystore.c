@@ -203,8 +203,7 @@ fmt_kind fmt_hmac_key_load(const char *path, fmt_hmac_key *out, fmt_err *e)
 		fmt_err_file(e, path);
 		return e->kind;
 	}
-	const char *slash = strrchr(path, '/');
-	fmt_kind k = check_key_file(fd, slash ? slash + 1 : path, e);
+	fmt_kind k = check_key_file(fd, fmt_base_name(path), e);
 	if (k == FMT_OK)
 		k = fmt_crypto_key_alloc(USER_KEY_LEN, out, e);
 	size_t got = 0;

@@ -116,3 +116,31 @@ for i in range(len(data)):
     open(os.path.join(out, "%d%s" % (i, ext)), "wb").write(b)
 PY
 }
+
+# The completion file of a tool: generated at build time next to the binaries (build/completions/,
+# scripts/gen-completions), or hand-written in completions/ for a tool not on the option runner.
+completion_file() {
+	local shell=$1 tool=$2 name=$2
+	[ "$shell" = zsh ] && name=_$tool
+	if [ -f "$FMTKIT_BIN/../completions/$shell/$name" ]; then
+		echo "$FMTKIT_BIN/../completions/$shell/$name"
+	else
+		echo "$REPO_ROOT/completions/$shell/$name"
+	fi
+}
+
+# What the bash completion of TOOL offers for the words given (the last one is being completed).
+bash_complete() {
+	local tool=$1
+	shift
+	bash -c '
+		source "$1" || exit 1
+		fn=$(complete -p "$2" | sed -nE "s/.*-F ([^ ]+) .*/\1/p")
+		[ -n "$fn" ] || exit 1
+		shift 2
+		COMP_WORDS=("$@")
+		COMP_CWORD=$(($# - 1))
+		"$fn" || exit 1
+		printf "%s\n" "${COMPREPLY[@]}"
+	' bash "$(completion_file bash "$tool")" "$tool" "$tool" "$@"
+}

@@ -9,10 +9,7 @@ bats_require_minimum_version 1.5.0
 TOOLS=($(cd "$BATS_TEST_DIRNAME/../../tools" && ls -d */ | tr -d /))
 
 setup() {
-	load '/usr/lib/bats/bats-support/load'
-	load '/usr/lib/bats/bats-assert/load'
-	REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
-	FMTKIT_BIN=${FMTKIT_BIN:-$REPO_ROOT/build/bin}
+	load helpers
 	COMPLETIONS=$FMTKIT_BIN/../completions
 	# Nothing a tool might touch is the user's.
 	export HOME=$BATS_TEST_TMPDIR XDG_CONFIG_HOME=$BATS_TEST_TMPDIR/config
@@ -48,21 +45,6 @@ man_tags() {
 
 man_words() {
 	man_tags "$1" | grep -oE -- '(^|[ "])--?[A-Za-z0-9][a-z0-9-]*' | tr -d ' "' | sort -u
-}
-
-bash_complete() {
-	local tool=$1
-	shift
-	bash -c '
-		source "$1" || exit 1
-		fn=$(complete -p "$2" | sed -nE "s/.*-F ([^ ]+) .*/\1/p")
-		[ -n "$fn" ] || exit 1
-		shift 2
-		COMP_WORDS=("$@")
-		COMP_CWORD=$(($# - 1))
-		"$fn" || exit 1
-		printf "%s\n" "${COMPREPLY[@]}"
-	' bash "$COMPLETIONS/bash/$tool" "$tool" "$tool" "$@"
 }
 
 # Long options named by the _arguments specs of the zsh completion.

@@ -225,8 +225,7 @@ static char *sig_path_for(const char *file, const sign_opts *o)
  * replaced, a trusted comment is one line). */
 static char *default_trusted_comment(const char *file)
 {
-	const char *slash = strrchr(file, '/');
-	const char *base = slash ? slash + 1 : file;
+	const char *base = fmt_base_name(file);
 	size_t n = strlen(base) + 64;
 	char *tc = malloc(n);
 	if (!tc)

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "fmt/checked.h"
+#include "fmt/json_text.h"
 #include "fmt/safetensors.h"
 #include "fmt/thread.h"
 #include "fmt/meter.h"
@@ -144,9 +145,7 @@ fmt_kind fmt_apsim_index_parse(const char *json, size_t len, fmt_apsim_index *ix
 static int ai_probe(const uint8_t *head, size_t n, uint64_t file_size)
 {
 	(void)file_size;
-	size_t i = 0;
-	while (i < n && (head[i] == ' ' || head[i] == '\t' || head[i] == '\r' || head[i] == '\n'))
-		i++;
+	size_t i = fmt_json_skip_ws((const char *)head, n, 0);
 	if (i >= n || head[i] != '{' || !memmem(head, n, "\"apsi-model\"", 12))
 		return 0;
 	return memmem(head, n, "\"shard_sha256\"", 14) || memmem(head, n, "\"weight_map\"", 12) ? 85 : 0;
