@@ -11,9 +11,9 @@
 #include "fmt/half.h"
 #include "fmt/registry.h"
 #include "fmt/shortest.h"
-#include "builder.h"
-#include "textio.h"
-#include "textval.h"
+#include "fmt/builder.h"
+#include "fmt/textio.h"
+#include "fmt/textval.h"
 
 #define MAX_COLUMNS 100000
 #define DEFAULT_BATCH 65536

@@ -1,6 +1,6 @@
 /* The .ald driver's state, shared by its reader (ald.c) and writer (ald_write.c). */
-#ifndef FMT_DATA_ALD_INTERNAL_H
-#define FMT_DATA_ALD_INTERNAL_H
+#ifndef FMT_ALD_INTERNAL_H
+#define FMT_ALD_INTERNAL_H
 
 #include <stdint.h>
 #include <string.h>
