@@ -1,14 +1,16 @@
-/* The model drivers and the questions tools ask them. A new format is one line in
- * FMT_MODEL_DRIVERS below plus its own folder. */
+/* The registry: every model and table driver in one list, and the one lookup that finds a
+ * format by name, by extension or by content. A new format is its own folder plus one line in
+ * FMT_FORMATS below. */
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
-#include "fmt/minisign.h"
 #include "fmt/registry.h"
+#include "fmt/strbuf.h"
+#include "fmt/table.h"
 
-/* In probe order; the order matters only on equal scores (more specific formats first), and
- * is the order in which lists of formats are shown. */
-#define FMT_MODEL_DRIVERS(X) \
+/* In probe order; the order matters only on equal scores (more specific formats first, a model
+ * driver before a table driver), and is the order in which lists of formats are shown. */
+#define FMT_FORMATS(X, TABLE) \
 	X(fmt_driver_safetensors) \
 	X(fmt_driver_st_index) \
 	X(fmt_driver_gguf) \
@@ -16,61 +18,244 @@
 	X(fmt_driver_apsim_index) \
 	X(fmt_driver_apr) \
 	X(fmt_driver_nk) \
-	/* a new driver: one X(fmt_driver_NAME) \ line above this one */
+	/* a new driver: one X(fmt_driver_NAME) \ line above this one */ \
+	TABLE(fmt_table_driver_ald) \
+	TABLE(fmt_table_driver_arrow) \
+	TABLE(fmt_table_driver_arrow_stream) \
+	TABLE(fmt_table_driver_jsonl) \
+	TABLE(fmt_table_driver_csv) \
+	/* a new table driver: one TABLE(fmt_table_driver_NAME) \ line above this one */
 
-#define DECLARE_DRIVER(d) extern const fmt_driver d;
-#define POINT_TO_DRIVER(d) &d,
-FMT_MODEL_DRIVERS(DECLARE_DRIVER)
+#define DECLARE_MODEL(d) extern const fmt_driver d;
+#define DECLARE_TABLE(d) extern const fmt_table_driver d;
+#define POINT_TO(d) &d,
+#define SKIP(d)
+#define COUNT(d) +1
+FMT_FORMATS(DECLARE_MODEL, DECLARE_TABLE)
 
+/* Drivers of each kind that may be added at run time (fmt_format_register). */
 #define EXTRA_DRIVERS 8
-/* The built-in drivers, room for EXTRA_DRIVERS added at run time, and the NULL that ends it. */
-static const fmt_driver *drivers[] = {
-	FMT_MODEL_DRIVERS(POINT_TO_DRIVER)
-	NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-	NULL
-};
+enum { BUILTIN_MODELS = 0 FMT_FORMATS(COUNT, SKIP), BUILTIN_TABLES = 0 FMT_FORMATS(SKIP, COUNT) };
+
+/* The list, kept as its model drivers then its table drivers (the order of FMT_FORMATS, each
+ * kind's drivers added at run time after its own): fmt_drivers and fmt_table_drivers hand these
+ * out as they are, NULL-terminated. */
+static const fmt_driver *models[BUILTIN_MODELS + EXTRA_DRIVERS + 1] = { FMT_FORMATS(POINT_TO, SKIP) };
+static const fmt_table_driver *tables[BUILTIN_TABLES + EXTRA_DRIVERS + 1] = { FMT_FORMATS(SKIP, POINT_TO) };
+static size_t n_models = BUILTIN_MODELS, n_tables = BUILTIN_TABLES;
+
+/* The i-th format of the list; none (both NULL) past its end. */
+static fmt_format format_at(size_t i)
+{
+	if (i < n_models)
+		return (fmt_format){ .model = models[i] };
+	if (i - n_models < n_tables)
+		return (fmt_format){ .table = tables[i - n_models] };
+	return (fmt_format){ 0 };
+}
+
+#define EACH_FORMAT(f, i) for (size_t i = 0; ((f) = format_at(i)).model || (f).table; i++)
+
+static unsigned kind_of(fmt_format f)
+{
+	return f.model ? FMT_FORMAT_MODEL : FMT_FORMAT_TABLE;
+}
+
+const char *fmt_format_name(fmt_format f)
+{
+	return f.model ? f.model->name : f.table ? f.table->name : NULL;
+}
 
 const fmt_driver *const *fmt_drivers(void)
 {
-	return drivers;
+	return models;
 }
 
-const fmt_driver *fmt_driver_file_writer(const fmt_driver *d)
+const fmt_table_driver *const *fmt_table_drivers(void)
 {
-	return d && d->file_driver ? d->file_driver : d;
+	return tables;
 }
 
-const fmt_driver *fmt_driver_set_writer(const fmt_driver *d)
+fmt_kind fmt_format_register(fmt_format f, fmt_err *e)
 {
-	d = fmt_driver_file_writer(d);
-	return d && d->plan_shards && d->write_sharded ? d : NULL;
+	if (f.model ? n_models >= BUILTIN_MODELS + EXTRA_DRIVERS : n_tables >= BUILTIN_TABLES + EXTRA_DRIVERS)
+		return fmt_fail(e, FMT_INTERNAL, "no room to register %s %s", f.model ? "driver" : "table driver",
+				fmt_format_name(f));
+	if (f.model)
+		models[n_models++] = f.model;
+	else
+		tables[n_tables++] = f.table;
+	return FMT_OK;
 }
 
 fmt_kind fmt_driver_register(const fmt_driver *d, fmt_err *e)
 {
-	size_t n = 0;
-	while (drivers[n])
-		n++;
-	if (n + 1 >= sizeof drivers / sizeof drivers[0])
-		return fmt_fail(e, FMT_INTERNAL, "no room to register driver %s", d->name);
-	drivers[n] = d;
-	return FMT_OK;
+	return fmt_format_register((fmt_format){ .model = d }, e);
+}
+
+fmt_kind fmt_table_driver_register(const fmt_table_driver *d, fmt_err *e)
+{
+	return fmt_format_register((fmt_format){ .table = d }, e);
+}
+
+/* ---- the lookup ---- */
+
+fmt_format fmt_format_by_name(const char *name, unsigned kinds)
+{
+	fmt_format f;
+	EACH_FORMAT(f, i)
+		if ((kind_of(f) & kinds) && strcmp(fmt_format_name(f), name) == 0)
+			return f;
+	return (fmt_format){ 0 };
+}
+
+static int answers_to(fmt_format f, const char *path)
+{
+	const char *ext = f.model ? f.model->extension : f.table->extension;
+	if (ext && fmt_ends_with(path, ext))
+		return 1;
+	for (const char *const *x = f.table ? f.table->more_extensions : NULL; x && *x; x++)
+		if (fmt_ends_with(path, *x))
+			return 1;
+	return 0;
+}
+
+fmt_format fmt_format_by_extension(const char *path, unsigned kinds)
+{
+	fmt_format f;
+	EACH_FORMAT(f, i)
+		if ((kind_of(f) & kinds) && answers_to(f, path))
+			return f;
+	return (fmt_format){ 0 };
+}
+
+/* How sure f is that s (head: its first n bytes) is its format: a model driver whose probe says
+ * 0 is asked its probe_source too. */
+static int score(fmt_format f, fmt_source *s, const uint8_t *head, size_t n)
+{
+	if (f.table)
+		return f.table->probe(head, n, s->size);
+	int v = f.model->probe(head, n, s->size);
+	return v == 0 && f.model->probe_source ? f.model->probe_source(s) : v;
+}
+
+fmt_format fmt_format_probe(fmt_source *s, const uint8_t *head, size_t n, unsigned kinds, int *best_score)
+{
+	fmt_format f, best = { 0 };
+	int best_v = 0, model_v = 0;
+	EACH_FORMAT(f, i) {
+		if (!(kind_of(f) & kinds))
+			continue;
+		int v = score(f, s, head, n);
+		if (f.model && v > model_v)
+			model_v = v;
+		if (v > best_v) {
+			best = f;
+			best_v = v;
+		}
+	}
+	if ((kinds & FMT_FORMAT_MODEL) && !model_v && s->sequential) {
+		/* A mark past the head (probe_source): read the whole input and ask again. */
+		fmt_err e;
+		if (fmt_source_make_whole(s, &e) == FMT_OK)
+			return fmt_format_probe(s, head, n, kinds, best_score);
+	}
+	if (best_score)
+		*best_score = best_v;
+	return best;
 }
 
 const fmt_driver *fmt_driver_by_name(const char *name)
 {
-	for (size_t i = 0; drivers[i]; i++)
-		if (strcmp(drivers[i]->name, name) == 0)
-			return drivers[i];
-	return NULL;
+	return fmt_format_by_name(name, FMT_FORMAT_MODEL).model;
+}
+
+const fmt_table_driver *fmt_table_driver_by_name(const char *name)
+{
+	return fmt_format_by_name(name, FMT_FORMAT_TABLE).table;
+}
+
+const fmt_driver *fmt_driver_by_extension(const char *path)
+{
+	return fmt_format_by_extension(path, FMT_FORMAT_MODEL).model;
+}
+
+const fmt_table_driver *fmt_table_driver_by_extension(const char *path)
+{
+	return fmt_format_by_extension(path, FMT_FORMAT_TABLE).table;
+}
+
+const fmt_driver *fmt_driver_probe(fmt_source *src, const uint8_t *head, size_t n, int *score)
+{
+	return fmt_format_probe(src, head, n, FMT_FORMAT_MODEL, score).model;
+}
+
+/* ---- lists of names, for messages and help ---- */
+
+static int any_format(fmt_format f)
+{
+	(void)f;
+	return 1;
+}
+
+static int writes(fmt_format f)
+{
+	return f.model ? f.model->write != NULL : f.table->write != NULL;
+}
+
+static int signs_in_place(fmt_format f)
+{
+	return f.model && f.model->sign_in_place;
+}
+
+static int compresses(fmt_format f)
+{
+	return f.model && f.model->compresses && f.model->write;
+}
+
+/* The names of the formats of kinds that pass keep, in registry order: "a, b, c", or with
+ * last = " or ", "a, b or c". */
+static void list_names(char *buf, size_t n, unsigned kinds, int (*keep)(fmt_format), const char *last)
+{
+	fmt_format f;
+	size_t used = 0, count = 0, total = 0;
+	EACH_FORMAT(f, i)
+		total += (kind_of(f) & kinds) && keep(f);
+	buf[0] = '\0';
+	EACH_FORMAT(f, i) {
+		if (used >= n)
+			break;
+		if (!(kind_of(f) & kinds) || !keep(f))
+			continue;
+		const char *sep = count == 0 ? "" : count + 1 == total ? last : ", ";
+		used += (size_t)snprintf(buf + used, n - used, "%s%s", sep, fmt_format_name(f));
+		count++;
+	}
 }
 
 void fmt_driver_names(char *buf, size_t n)
 {
-	size_t used = 0;
-	buf[0] = '\0';
-	for (size_t i = 0; drivers[i] && used < n; i++)
-		used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", drivers[i]->name);
+	list_names(buf, n, FMT_FORMAT_MODEL, any_format, ", ");
+}
+
+void fmt_format_names(char *buf, size_t n)
+{
+	list_names(buf, n, FMT_FORMAT_ANY, any_format, ", ");
+}
+
+void fmt_driver_writer_names(char *buf, size_t n)
+{
+	list_names(buf, n, FMT_FORMAT_MODEL, writes, " or ");
+}
+
+void fmt_writer_names(char *buf, size_t n)
+{
+	list_names(buf, n, FMT_FORMAT_ANY, writes, " or ");
+}
+
+void fmt_driver_signing_names(char *buf, size_t n)
+{
+	list_names(buf, n, FMT_FORMAT_MODEL, signs_in_place, ", ");
 }
 
 /* Is word one of the space-separated words of list? */
@@ -87,27 +272,27 @@ void fmt_driver_arch_words(char *buf, size_t n)
 {
 	size_t used = 0;
 	buf[0] = '\0';
-	for (size_t i = 0; drivers[i]; i++)
-		for (const char *const *a = drivers[i]->archs; a && *a && used < n; a++)
+	for (size_t i = 0; models[i]; i++)
+		for (const char *const *a = models[i]->archs; a && *a && used < n; a++)
 			if (!has_word(buf, *a))
 				used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? " " : "", *a);
 }
 
-int fmt_driver_can(const fmt_driver *d, unsigned caps)
-{
-	return (d->caps & caps) == caps;
-}
-
-int fmt_driver_holds_dtype(const fmt_driver *d, fmt_dtype t)
-{
-	return d->holds_dtype ? d->holds_dtype(t) : fmt_dtype_get(t)->in_safetensors;
-}
+/* ---- questions about every model driver ---- */
 
 const fmt_driver *fmt_driver_with(unsigned caps)
 {
-	for (size_t i = 0; drivers[i]; i++)
-		if (drivers[i]->write && fmt_driver_can(drivers[i], caps))
-			return drivers[i];
+	for (size_t i = 0; models[i]; i++)
+		if (models[i]->write && fmt_driver_can(models[i], caps))
+			return models[i];
+	return NULL;
+}
+
+const fmt_driver *fmt_driver_holding(fmt_dtype t)
+{
+	for (size_t i = 0; models[i]; i++)
+		if (models[i]->write && fmt_driver_holds_dtype(models[i], t))
+			return models[i];
 	return NULL;
 }
 
@@ -122,12 +307,8 @@ fmt_kind fmt_codec_parse(const fmt_driver *d, const char *spec, fmt_codec *codec
 			*codec = FMT_CODEC_NONE;
 			return FMT_OK;
 		}
-		char names[256] = "";
-		size_t used = 0;
-		for (size_t i = 0; drivers[i] && used < sizeof names; i++)
-			if (drivers[i]->compresses && drivers[i]->write)
-				used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "",
-							 drivers[i]->name);
+		char names[256];
+		list_names(names, sizeof names, FMT_FORMAT_MODEL, compresses, ", ");
 		return fmt_fail(e, FMT_USAGE, "--compression: %s output is not compressed (only none; formats that "
 				"compress: %s, ald)", d->name, names);
 	}
@@ -151,237 +332,4 @@ fmt_kind fmt_codec_parse(const fmt_driver *d, const char *spec, fmt_codec *codec
 	}
 	return fmt_fail(e, FMT_USAGE, "--compression takes none, lz4[:1-12], zstd[:1-19] or zstd-max for %s output",
 			d->name);
-}
-
-const fmt_driver *fmt_driver_holding(fmt_dtype t)
-{
-	for (size_t i = 0; drivers[i]; i++)
-		if (drivers[i]->write && fmt_driver_holds_dtype(drivers[i], t))
-			return drivers[i];
-	return NULL;
-}
-
-void fmt_driver_writer_names(char *buf, size_t n)
-{
-	size_t used = 0, count = 0, total = 0;
-	buf[0] = '\0';
-	for (size_t i = 0; drivers[i]; i++)
-		total += drivers[i]->write != NULL;
-	for (size_t i = 0; drivers[i] && used < n; i++) {
-		if (!drivers[i]->write)
-			continue;
-		const char *sep = count == 0 ? "" : count + 1 == total ? " or " : ", ";
-		used += (size_t)snprintf(buf + used, n - used, "%s%s", sep, drivers[i]->name);
-		count++;
-	}
-}
-
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-	return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
-const fmt_driver *fmt_driver_by_extension(const char *path)
-{
-	for (size_t i = 0; drivers[i]; i++)
-		if (drivers[i]->extension && ends_with(path, drivers[i]->extension))
-			return drivers[i];
-	return NULL;
-}
-
-const fmt_driver *fmt_driver_probe(fmt_source *src, const uint8_t *head, size_t n, int *score)
-{
-	const fmt_driver *best = NULL;
-	int best_score = 0;
-	for (size_t i = 0; drivers[i]; i++) {
-		int s = drivers[i]->probe(head, n, src->size);
-		if (s == 0 && drivers[i]->probe_source)
-			s = drivers[i]->probe_source(src);
-		if (s > best_score) {
-			best = drivers[i];
-			best_score = s;
-		}
-	}
-	if (!best && src->sequential) {
-		/* A mark past the head (probe_source): read the whole input and ask again. */
-		fmt_err e;
-		if (fmt_source_make_whole(src, &e) == FMT_OK)
-			return fmt_driver_probe(src, head, n, score);
-	}
-	if (score)
-		*score = best_score;
-	return best;
-}
-
-static const fmt_driver *probe_source(fmt_source *s, fmt_err *e)
-{
-	uint8_t head[FMT_PROBE_BYTES];
-	size_t n = s->size < sizeof head ? (size_t)s->size : sizeof head;
-	if (fmt_source_read(s, 0, head, n, e) != FMT_OK)
-		return NULL;
-	const fmt_driver *best = fmt_driver_probe(s, head, n, NULL);
-	if (!best) {
-		char names[512];
-		fmt_driver_names(names, sizeof names);
-		fmt_fail(e, FMT_INVALID_FORMAT, "unrecognised format (not one of: %s)", names);
-	}
-	return best;
-}
-
-fmt_kind fmt_model_open_source(fmt_model *m, fmt_source *src, const char *path,
-			       const fmt_driver *forced, fmt_err *e)
-{
-	fmt_model_init(m);
-	const fmt_driver *d = forced ? forced : probe_source(src, e);
-	if (!d) {
-		fmt_err_file(e, path);
-		fmt_source_close(src);
-		return e->kind;
-	}
-	m->path = strdup(path);
-	fmt_kind k = m->path ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
-	if (k == FMT_OK && src->sequential && !d->streams)
-		k = fmt_source_make_whole(src, e);
-	if (k == FMT_OK)
-		k = fmt_model_add_source(m, src, NULL, e);
-	if (k != FMT_OK) {
-		fmt_source_close(src);
-		fmt_model_free(m);
-		return k;
-	}
-	m->driver = d;
-	m->close = d->close;
-	k = d->open(m, e);
-	if (k != FMT_OK) {
-		fmt_err_file(e, path);
-		fmt_model_free(m);
-	}
-	return k;
-}
-
-fmt_kind fmt_model_open(fmt_model *m, const char *path, const fmt_driver *forced, fmt_err *e)
-{
-	fmt_source src;
-	fmt_model_init(m);
-	fmt_kind k = fmt_source_open(&src, path, e);
-	return k == FMT_OK ? fmt_model_open_source(m, &src, path, forced, e) : k;
-}
-
-fmt_kind fmt_model_open_streaming(fmt_model *m, const char *path, const fmt_driver *forced, fmt_err *e)
-{
-	fmt_source src;
-	fmt_model_init(m);
-	fmt_kind k = fmt_source_open_sequential(&src, path, e);
-	return k == FMT_OK ? fmt_model_open_source(m, &src, path, forced, e) : k;
-}
-
-fmt_kind fmt_model_open_memory(fmt_model *m, const char *name, const void *data, size_t n,
-			       const fmt_driver *forced, fmt_err *e)
-{
-	fmt_source src;
-	fmt_model_init(m);
-	fmt_kind k = fmt_source_from_memory(&src, name, data, n, e);
-	return k == FMT_OK ? fmt_model_open_source(m, &src, name, forced, e) : k;
-}
-
-fmt_kind fmt_model_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
-{
-	static const fmt_verify_opts none = { 0 };
-	if (!o)
-		o = &none;
-	int hmac_unusable = o->keys.hmac && !fmt_driver_can(m->driver, FMT_CAP_SIGNATURES);
-	int ed_unusable = o->keys.n_trusted && !fmt_driver_can(m->driver, FMT_CAP_ED25519);
-	if (hmac_unusable || (ed_unusable && !o->signed_elsewhere)) {
-		fmt_err_file(e, m->path);
-		if (hmac_unusable)
-			return fmt_fail(e, FMT_SIGNATURE, "a key was given but %s files carry no signature",
-					m->driver->name);
-		return fmt_fail(e, FMT_SIGNATURE, "not signed: %s files carry no embedded Ed25519 signature "
-				"and there is no FILE.minisig beside it", m->driver->name);
-	}
-	fmt_verify_opts plain;
-	if (ed_unusable) { /* checked by FILE.minisig: the driver checks the rest */
-		plain = (fmt_verify_opts){ .threads = o->threads, .reads_follow = o->reads_follow,
-					   .signer = o->signer };
-		o = &plain;
-	}
-	if (!m->driver->verify)
-		return FMT_OK;
-	fmt_kind k = m->driver->verify(m, o, e);
-	if (k != FMT_OK)
-		fmt_err_file(e, m->path);
-	return k;
-}
-
-fmt_kind fmt_verify_signature_block(const fmt_verify_opts *o, int is_signed, const uint8_t *pk,
-				    const void *msg, size_t len, const uint8_t *sig, fmt_err *e)
-{
-	char id[FMT_MS_KEY_ID_HEX];
-	if (!o->keys.n_trusted) {
-		if (is_signed && o->signer)
-			o->signer->unchecked = "ed25519";
-		return FMT_OK;
-	}
-	if (!is_signed)
-		return o->signed_elsewhere ? FMT_OK
-					   : fmt_fail(e, FMT_SIGNATURE, "not signed: no signature block (flag bit 1) "
-						      "and no FILE.minisig");
-	fmt_kind k = fmt_trust_check_embedded(o->keys.trusted, o->keys.n_trusted, pk, msg, len, sig, id, e);
-	if (k == FMT_OK && o->signer) {
-		o->signer->kind = "ed25519";
-		snprintf(o->signer->key_id, sizeof o->signer->key_id, "%s", id);
-	}
-	return k;
-}
-
-/* "apsim, apsim-index": the drivers that sign files in place. */
-static void signing_names(char *buf, size_t n)
-{
-	size_t used = 0;
-	buf[0] = '\0';
-	for (size_t i = 0; drivers[i] && used < n; i++)
-		if (drivers[i]->sign_in_place)
-			used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? ", " : "", drivers[i]->name);
-}
-
-fmt_kind fmt_sign_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e)
-{
-	fmt_model m;
-	fmt_kind k = fmt_model_open(&m, path, NULL, e);
-	if (k != FMT_OK)
-		return k;
-	const fmt_driver *d = m.driver;
-	fmt_model_free(&m);
-	if (!d->sign_in_place) {
-		char names[256];
-		signing_names(names, sizeof names);
-		fmt_err_file(e, path);
-		return fmt_fail(e, FMT_USAGE, "%s files carry no signature (signed formats: %s)", d->name, names);
-	}
-	k = d->sign_in_place(path, keys, threads, e);
-	if (k != FMT_OK)
-		fmt_err_file(e, path);
-	return k;
-}
-
-fmt_kind fmt_model_verify_as_read(fmt_model *m, fmt_err *e)
-{
-	if (!m->driver || !m->driver->verify_as_read)
-		return fmt_fail(e, FMT_UNSUPPORTED, "%s files are verified before they are read",
-				m->driver ? m->driver->name : "these");
-	return m->driver->verify_as_read(m, e);
-}
-
-int fmt_model_sequential(const fmt_model *m)
-{
-	for (size_t i = 0; i < m->n_sources; i++)
-		if (m->sources[i].sequential)
-			return 1;
-	return 0;
-}
-
-const char *fmt_model_signature(const fmt_model *m)
-{
-	return m->driver && m->driver->signature ? m->driver->signature(m) : NULL;
 }

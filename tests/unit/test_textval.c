@@ -1,4 +1,4 @@
-/* Text values of CSV and JSON Lines (libcommon/data/textval.c): uint64 text, timestamps with and
+/* Text values of CSV and JSON Lines (libcommon/table/textval.c): uint64 text, timestamps with and
  * without a zone, and what type inference makes of a column. */
 #include <string.h>
 #include "fmt/textval.h"

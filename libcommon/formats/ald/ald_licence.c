@@ -213,7 +213,7 @@ fmt_kind fmt_ald_license_in_place(const char *path, const fmt_license_req *l, co
 	fmt_table t;
 	if (!keys || !keys->ed25519_secret)
 		return fmt_fail(e, FMT_USAGE, "a licence is signed by the seller: give --sign-key SECKEY (Ed25519)");
-	fmt_kind r = fmt_table_open(&t, path, &fmt_table_driver_ald, e);
+	fmt_kind r = fmt_table_open_with(&t, path, &fmt_table_driver_ald, e);
 	if (r != FMT_OK)
 		return r;
 	/* Never license what is already damaged: CRC and payload digest first (an old licence may

@@ -106,7 +106,7 @@ fmt_kind fmt_ald_sign_in_place(const char *path, const fmt_keyset *keys, int thr
 	if (!keys->ed25519_secret)
 		return fmt_fail(e, FMT_USAGE, ".ald datasets are signed with Ed25519 keys (fmt-sign sign --embed "
 				"-s SECKEY), not HMAC keys");
-	fmt_kind r = fmt_table_open(&t, path, &fmt_table_driver_ald, e);
+	fmt_kind r = fmt_table_open_with(&t, path, &fmt_table_driver_ald, e);
 	if (r != FMT_OK)
 		return r;
 	/* Never sign what is already damaged: CRC and payload digest first (the licence is the

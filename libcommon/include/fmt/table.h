@@ -212,13 +212,20 @@ fmt_kind fmt_table_select(fmt_table *t, const char *const *include, size_t n_inc
  * format it is, found by content; one without embedded signatures is UsageError. */
 fmt_kind fmt_sign_any_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e);
 
-/* The table drivers, NULL-terminated, in probe order; a new one is one line in
- * data/table_registry.c. */
+/* The table drivers of the registry (fmt/registry.h: one list with the model drivers), NULL-
+ * terminated, in probe order; a new one is one line in libcommon/registry/registry.c. */
 const fmt_table_driver *const *fmt_table_drivers(void);
 const fmt_table_driver *fmt_table_driver_by_name(const char *name);
 const fmt_table_driver *fmt_table_driver_by_extension(const char *path);
 /* Add a driver at run time (tests, programs embedding libcommon); at most 8. */
 fmt_kind fmt_table_driver_register(const fmt_table_driver *d, fmt_err *e);
+
+/* Open path (or src, which the table takes: closed on failure) with d, which the caller chose
+ * (no probe): what a driver that reopens its own files calls (libcommon/formats/driver.c). On
+ * failure t is freed and e names path. */
+fmt_kind fmt_table_open_with(fmt_table *t, const char *path, const fmt_table_driver *d, fmt_err *e);
+fmt_kind fmt_table_open_source_with(fmt_table *t, fmt_source *src, const char *path, const fmt_table_driver *d,
+				    fmt_err *e);
 
 /* Open path (or "-") as a table: probe (unless forced), open. On failure t is freed. A file
  * that probes as a model is InvalidFormat naming the model format. */
