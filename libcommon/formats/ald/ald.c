@@ -1,210 +1,15 @@
-/* The .ald container (specs/ald.md): header, MessagePack card, Arrow IPC schema block, the
- * STREAMING chunk index, encryption/signature/licence blocks (parsed and reported), payload
- * (none, zstd 3/19, LZ4 frame), CRC-32 trailer in either variant. */
+/* The .ald table driver (specs/ald.md): its table and hooks over the container (ald_read.c),
+ * the payload's Arrow IPC (ald_payload.c), the native layout, encryption, signature, licence and
+ * writer in the files beside this one, none of which calls back here. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "fmt/arrow.h"
-#include "fmt/checked.h"
 #include "fmt/crypto.h"
 #include "fmt/dataset.h"
 #include "fmt/out.h"
 #include "fmt/registry.h"
-#include "compress.h"
 #include "ald_internal.h"
-
-#define HEADER 32
-#define CHUNK_ENTRY 28
-#define SIG_BLOCK 96
-#define LICENSE_MIN 75
-#define MAX_CHUNKS (1u << 24)
-
-static const uint8_t magic[4] = { 'A', 'L', 'D', 'F' };
-
-static fmt_kind bad(fmt_err *e, const char *what)
-{
-	return fmt_fail(e, FMT_INVALID_FORMAT, "%s", what);
-}
-
-static int probe(const uint8_t *head, size_t n, uint64_t size)
-{
-	(void)size;
-	return n >= 4 && memcmp(head, magic, 4) == 0 ? 100 : 0;
-}
-
-static fmt_kind parse_chunk_index(ald_state *s, const uint8_t *d, uint64_t *pos, fmt_err *e)
-{
-	uint64_t at = *pos, bytes, end, rows = 0, bytes_used = 0;
-	if (s->crc_off - at < 4)
-		return bad(e, "chunk index runs past the end of the file");
-	s->n_chunks = fmt_rd_u32(d + at);
-	if (s->n_chunks > MAX_CHUNKS)
-		return bad(e, "chunk index has more than 2^24 chunks");
-	if (fmt_mul_u64(s->n_chunks, CHUNK_ENTRY, &bytes) || fmt_add_u64(at + 4, bytes, &end) || end > s->crc_off)
-		return bad(e, "chunk index runs past the end of the file");
-	s->chunks = calloc(s->n_chunks ? s->n_chunks : 1, sizeof *s->chunks);
-	if (!s->chunks)
-		return fmt_fail(e, FMT_IO, "out of memory");
-	for (uint32_t i = 0; i < s->n_chunks; i++) {
-		const uint8_t *p = d + at + 4 + (uint64_t)CHUNK_ENTRY * i;
-		ald_chunk *c = &s->chunks[i];
-		c->row_offset = fmt_rd_u64(p);
-		c->num_rows = fmt_rd_u32(p + 8);
-		c->byte_offset = fmt_rd_u64(p + 12);
-		c->csize = fmt_rd_u32(p + 20);
-		c->usize = fmt_rd_u32(p + 24);
-		if (c->row_offset != rows || c->byte_offset != bytes_used)
-			return fmt_fail(e, FMT_INVALID_FORMAT, "chunk %u: row or byte offset out of sequence", i);
-		rows += c->num_rows;
-		bytes_used += c->csize;
-	}
-	if (rows != s->num_rows)
-		return fmt_fail(e, FMT_INVALID_FORMAT, "chunk index holds %llu rows, the header says %llu",
-				(unsigned long long)rows, (unsigned long long)s->num_rows);
-	s->chunk_bytes = bytes_used;
-	*pos = end;
-	return FMT_OK;
-}
-
-static fmt_kind parse_trailer(ald_state *s, const uint8_t *d, fmt_err *e)
-{
-	uint64_t at = s->payload_end;
-	if (s->flags & FMT_ALD_SIGNED) {
-		if (s->crc_off - at < SIG_BLOCK)
-			return bad(e, "signature block runs past the CRC");
-		memcpy(s->sig_pub, d + at + 64, 32);
-		at += SIG_BLOCK;
-	}
-	if (s->flags & FMT_ALD_LICENSED) {
-		const uint8_t *l = d + at;
-		if (s->crc_off - at < LICENSE_MIN)
-			return bad(e, "licence block shorter than 75 bytes");
-		uint32_t n = fmt_rd_u32(l + 71);
-		if (n > s->crc_off - at - LICENSE_MIN)
-			return bad(e, "licence terms run past the CRC");
-		memcpy(s->license_id, l, 16);
-		memcpy(s->licensee_hash, l + 16, 32);
-		s->issued_at = fmt_rd_u64(l + 48);
-		s->expires_at = fmt_rd_u64(l + 56);
-		s->license_flags = l[64];
-		s->seat_limit = fmt_rd_u16(l + 65);
-		s->query_limit = fmt_rd_u32(l + 67);
-		s->terms = l + 75;
-		s->terms_len = n;
-		at += LICENSE_MIN + (uint64_t)n;
-	}
-	/* Every byte is accounted for: bytes after the last block are covered by no signature
-	 * (upstream ignores them; a flag cleared would leave a block there unnoticed). */
-	if (at != s->crc_off)
-		return fmt_fail(e, FMT_INVALID_FORMAT, "%llu byte%s after the %s, before the CRC, that no block "
-				"accounts for", (unsigned long long)(s->crc_off - at), s->crc_off - at == 1 ? "" : "s",
-				(s->flags & FMT_ALD_LICENSED) ? "licence terms" : (s->flags & FMT_ALD_SIGNED)
-				? "signature block" : "payload");
-	return FMT_OK;
-}
-
-fmt_kind fmt_ald_parse_schema_block(fmt_table *t, ald_state *s, fmt_err *e)
-{
-	fmt_ipc_reader r;
-	fmt_kind k = fmt_ipc_open(&r, s->file + s->schema_start, s->schema_size, e);
-	if (k != FMT_OK) {
-		fmt_err_prefix(e, "schema block");
-		return k;
-	}
-	for (size_t i = 0; i < r.schema.n_fields && k == FMT_OK; i++)
-		k = fmt_schema_add_field(&t->schema, &r.schema.fields[i], e);
-	fmt_ipc_close(&r);
-	return k;
-}
-
-fmt_kind fmt_ald_parse(fmt_table *t, ald_state *s, fmt_err *e)
-{
-	const uint8_t *d;
-	uint64_t size = t->source.size, pos;
-	if (size < HEADER + 4)
-		return bad(e, "shorter than the 32-byte header and the CRC");
-	fmt_kind k = fmt_source_view(&t->source, 0, size, &d, e);
-	if (k != FMT_OK)
-		return k;
-	s->file = d;
-	if (memcmp(d, magic, 4) != 0)
-		return bad(e, "bad magic (not ALDF)");
-	if (fmt_ald_is_upstream_streaming(d, size))
-		return fmt_ald_upstream_parse(t, s, e);
-	s->major = d[4];
-	s->minor = d[5];
-	s->type = fmt_rd_u16(d + 6);
-	s->meta_size = fmt_rd_u32(d + 8);
-	s->payload_size = fmt_rd_u32(d + 12);
-	s->raw_size = fmt_rd_u32(d + 16);
-	s->compression = d[20];
-	s->flags = d[21];
-	s->schema_size = fmt_rd_u16(d + 22);
-	s->num_rows = fmt_rd_u64(d + 24);
-	s->crc_off = size - 4;
-	s->crc_stored = fmt_rd_u32(d + s->crc_off);
-	if (s->major > 1)
-		return fmt_fail(e, FMT_UNSUPPORTED, "format version %u.%u (1.x is supported)", s->major, s->minor);
-	if (s->compression > 3)
-		return fmt_fail(e, FMT_UNSUPPORTED, "compression id %u (0-3 are defined)", s->compression);
-	if ((uint64_t)HEADER + s->meta_size > s->crc_off)
-		return bad(e, "metadata runs past the end of the file");
-	if ((k = fmt_card_decode(d + HEADER, s->meta_size, &s->card, &s->card_form, e)) != FMT_OK)
-		return k;
-	s->schema_start = HEADER + (uint64_t)s->meta_size;
-	if (s->schema_start + s->schema_size > s->crc_off)
-		return bad(e, "schema block runs past the end of the file");
-	if ((k = fmt_ald_parse_schema_block(t, s, e)) != FMT_OK)
-		return k;
-	pos = s->schema_start + s->schema_size;
-	if ((s->flags & FMT_ALD_STREAMING) && (k = parse_chunk_index(s, d, &pos, e)) != FMT_OK)
-		return k;
-	if ((s->flags & FMT_ALD_TRUENO_NATIVE) && (k = fmt_ald_native_parse(t, s, &pos, e)) != FMT_OK)
-		return k;
-	if (s->flags & FMT_ALD_ENCRYPTED) {
-		if (pos >= s->crc_off)
-			return bad(e, "encryption header runs past the end of the file");
-		s->enc_mode = d[pos];
-		uint64_t n = s->enc_mode == 0 ? 29 : 45;
-		if (s->crc_off - pos < n)
-			return bad(e, "encryption header runs past the end of the file");
-		s->enc_start = pos;
-		pos += n;
-	}
-	s->payload_start = pos;
-	if (s->payload_size > s->crc_off - pos)
-		return bad(e, "payload runs past the CRC");
-	s->payload_end = pos + s->payload_size;
-	if (!(s->flags & FMT_ALD_ENCRYPTED)) {
-		s->payload = d + pos;
-		s->payload_len = s->payload_size;
-	}
-	if ((s->flags & FMT_ALD_STREAMING) && !(s->flags & FMT_ALD_ENCRYPTED) && s->chunk_bytes != s->payload_size)
-		return bad(e, "chunk sizes do not add up to the payload size");
-	if ((k = parse_trailer(s, d, e)) != FMT_OK)
-		return k;
-	t->n_rows = s->num_rows;
-	return FMT_OK;
-}
-
-fmt_kind fmt_ald_check_crc(ald_state *s, fmt_err *e)
-{
-	if (s->crc_kind)
-		return FMT_OK;
-	uint32_t ieee = fmt_crc32_ieee(0, s->file, s->crc_off);
-	if (ieee == s->crc_stored) {
-		s->crc_kind = "ieee";
-		return FMT_OK;
-	}
-	uint32_t ali = fmt_crc32_alimentar(0, s->file, s->crc_off);
-	if (ali == s->crc_stored) {
-		s->crc_kind = "alimentar-0.2";
-		return FMT_OK;
-	}
-	return fmt_fail(e, FMT_CHECKSUM, "CRC-32 mismatch: stored %08x, computed %08x (standard) and %08x (alimentar 0.2)",
-			s->crc_stored, ieee, ali);
-}
 
 static fmt_kind ald_open(fmt_table *t, fmt_err *e)
 {
@@ -215,21 +20,12 @@ static fmt_kind ald_open(fmt_table *t, fmt_err *e)
 	return fmt_ald_parse(t, s, e);
 }
 
-static void part_close(ald_state *s)
-{
-	if (s->ipc_open)
-		fmt_ipc_close(&s->ipc);
-	if (s->ds_open)
-		fmt_dstream_free(&s->ds);
-	s->ipc_open = s->ds_open = 0;
-}
-
 static void ald_close(fmt_table *t)
 {
 	ald_state *s = t->format_state;
 	if (!s)
 		return;
-	part_close(s);
+	fmt_ald_part_close(s);
 	free(s->plain);
 	if (s->decrypted) {
 		fmt_wipe(s->decrypted, s->payload_len);
@@ -240,148 +36,6 @@ static void ald_close(fmt_table *t)
 	json_decref(s->card);
 	free(s);
 	t->format_state = NULL;
-}
-
-/* The part being read or checked: the whole payload (PAYLOAD), or chunk i of a STREAMING file. */
-#define PAYLOAD UINT32_MAX
-
-/* Part i as a decompressing window limited to the size the file declares for it (the header's
- * uncompressed_size, the chunk's uncompressed_size). A raw LZ4 block chunk cannot be
- * decompressed in pieces: it is decompressed whole into *whole (at most its declared size; what
- * *whole held is freed), then windowed. */
-static fmt_kind part_stream(ald_state *s, uint32_t i, fmt_dstream *d, uint8_t **whole, fmt_err *e)
-{
-	uint64_t off = 0, len = s->payload_len, declared = s->raw_size;
-	int id = s->compression;
-	memset(d, 0, sizeof *d); /* freeable whatever fails */
-	if (i != PAYLOAD) {
-		off = s->chunks[i].byte_offset;
-		len = s->chunks[i].csize;
-		declared = s->chunks[i].usize;
-	}
-	const uint8_t *src = s->payload + off;
-	free(*whole);
-	*whole = NULL;
-	if (i != PAYLOAD && s->chunk_codec == FMT_LZ4_SIZE_PREFIXED_BLOCK) {
-		size_t n;
-		fmt_kind k = fmt_unlz4_block(src, (size_t)len, (size_t)declared, whole, &n, e);
-		if (k != FMT_OK)
-			return k;
-		if (n != declared)
-			return fmt_fail(e, FMT_INVALID_FORMAT, "chunk %u decompresses to %zu bytes, the index says %llu", i,
-					n, (unsigned long long)declared);
-		id = FMT_ALD_NONE;
-		src = *whole;
-		len = n;
-	}
-	fmt_kind k = fmt_dstream_init(d, id, src, (size_t)len, declared, e);
-	if (i == PAYLOAD)
-		snprintf(d->what, sizeof d->what, "payload");
-	else
-		snprintf(d->what, sizeof d->what, "chunk %u", i);
-	return k;
-}
-
-/* After part i's last byte: what it decompressed to against what the file declares. */
-static fmt_kind part_size_check(const ald_state *s, uint32_t i, const fmt_dstream *d, fmt_err *e)
-{
-	if (d->produced == d->limit)
-		return FMT_OK;
-	if (i == PAYLOAD)
-		return fmt_fail(e, FMT_INVALID_FORMAT, "payload decompresses to %llu bytes, the header's uncompressed_size "
-				"says %u", (unsigned long long)d->produced, s->raw_size);
-	return fmt_fail(e, FMT_INVALID_FORMAT, "chunk %u decompresses to %llu bytes, the index says %u", i,
-			(unsigned long long)d->produced, s->chunks[i].usize);
-}
-
-/* The framing of the next message in the window: its metadata at [*pre, *head), or *eos. */
-static fmt_kind message_head(ald_state *s, size_t *pre, size_t *head, int *eos, fmt_err *e)
-{
-	size_t need = 8;
-	for (;;) {
-		fmt_kind k = fmt_dstream_fill(&s->ds, need, e);
-		if (k != FMT_OK)
-			return k;
-		size_t avail = fmt_dstream_avail(&s->ds);
-		if ((k = fmt_ipc_message_head(fmt_dstream_data(&s->ds), avail, pre, head, eos, e)) != FMT_OK)
-			return k;
-		if (*eos || *head <= avail)
-			return FMT_OK;
-		if (s->ds.done)
-			return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: the payload ends inside a message");
-		need = *head;
-	}
-}
-
-static fmt_kind pull(void *ctx, uint8_t *dst, uint64_t n, fmt_err *e)
-{
-	return fmt_dstream_read(ctx, dst, n, e);
-}
-
-/* Open part i for reading: its Schema message, which must be the schema block's. */
-static fmt_kind part_open(ald_state *s, const fmt_schema *want, uint32_t i, fmt_err *e)
-{
-	size_t pre, head;
-	int eos;
-	uint64_t body;
-	part_close(s);
-	s->ds_open = 1;
-	s->part = i;
-	fmt_kind k = part_stream(s, i, &s->ds, &s->plain, e);
-	if (k == FMT_OK)
-		k = message_head(s, &pre, &head, &eos, e);
-	if (k == FMT_OK && eos)
-		return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: the payload has no Schema message");
-	if (k != FMT_OK)
-		return k;
-	const uint8_t *meta = fmt_dstream_data(&s->ds) + pre;
-	if ((k = fmt_ipc_open_message(&s->ipc, meta, head - pre, &body, e)) != FMT_OK)
-		return k;
-	s->ipc_open = 1;
-	fmt_dstream_consume(&s->ds, head);
-	if ((k = fmt_dstream_read(&s->ds, NULL, body, e)) != FMT_OK)
-		return k;
-	if ((k = fmt_schema_expect(want, &s->ipc.schema, e)) != FMT_OK)
-		fmt_err_prefix(e, "payload schema differs from the schema block");
-	return k;
-}
-
-/* The next batch of the open part; at its end (*end) the part's size is checked. */
-static fmt_kind part_next(ald_state *s, fmt_batch *b, int *end, fmt_err *e)
-{
-	size_t pre, head;
-	fmt_kind k = message_head(s, &pre, &head, end, e);
-	if (k != FMT_OK)
-		return k;
-	if (*end) {
-		if ((k = fmt_dstream_drain(&s->ds, e)) != FMT_OK)
-			return k;
-		return part_size_check(s, s->part, &s->ds, e);
-	}
-	const uint8_t *meta = fmt_dstream_data(&s->ds) + pre;
-	fmt_dstream_consume(&s->ds, head); /* meta stays valid: it is copied before the body is pulled */
-	return fmt_ipc_next_message(&s->ipc, meta, head - pre, pull, &s->ds, b, e);
-}
-
-/* A plain (not STREAMING) payload: decompressed message by message, so memory holds what one
- * batch's rows use. */
-fmt_kind fmt_ald_next_plain(ald_state *s, const fmt_schema *want, fmt_batch *b, int *done,
-			    fmt_err *e)
-{
-	fmt_kind k;
-	if (s->payload_done) {
-		*done = 1;
-		return FMT_OK;
-	}
-	if (!s->ds_open && (k = part_open(s, want, PAYLOAD, e)) != FMT_OK)
-		return k;
-	if ((k = part_next(s, b, done, e)) != FMT_OK)
-		return k;
-	if (*done) {
-		s->payload_done = 1;
-		part_close(s);
-	}
-	return FMT_OK;
 }
 
 static fmt_kind ald_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
@@ -399,63 +53,7 @@ static fmt_kind ald_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 		return fmt_ald_native_next(s, b, done, e);
 	if (!(s->flags & FMT_ALD_STREAMING))
 		return fmt_ald_next_plain(s, &t->schema, b, done, e);
-	for (;;) {
-		if (!s->ds_open) {
-			if (s->next_chunk >= s->n_chunks) {
-				*done = 1;
-				return FMT_OK;
-			}
-			if ((k = part_open(s, &t->schema, s->next_chunk++, e)) != FMT_OK)
-				return k;
-		}
-		if ((k = part_next(s, b, done, e)) != FMT_OK || !*done)
-			return k;
-		part_close(s);
-		*done = 0;
-	}
-}
-
-/* Every part decompressed (at most what the file declares for it) and its size checked, as the
- * readers do; the card's sha256 against the whole, when the card has one. */
-fmt_kind fmt_ald_check_digest(ald_state *s, fmt_err *e)
-{
-	const json_t *want = json_object_get(s->card, "sha256");
-	if (!s->payload)
-		return FMT_OK;
-	if (s->flags & FMT_ALD_TRUENO_NATIVE)
-		return json_is_string(want) ? fmt_ald_native_check_digest(s, json_string_value(want), e) : FMT_OK;
-	/* upstream's streaming card has no digest and its LZ4 chunks are not frames: sizes only */
-	int hash = json_is_string(want) && !s->upstream_streaming;
-	fmt_sha256 h;
-	uint8_t digest[FMT_SHA256_LEN];
-	char hex[FMT_SHA256_HEX + 1];
-	fmt_kind k = fmt_sha256_init(&h, e);
-	uint32_t parts = (s->flags & FMT_ALD_STREAMING) ? s->n_chunks : 1;
-	for (uint32_t i = 0; k == FMT_OK && i < parts; i++) {
-		uint32_t part = (s->flags & FMT_ALD_STREAMING) ? i : PAYLOAD;
-		fmt_dstream ds;
-		uint8_t *whole = NULL;
-		k = part_stream(s, part, &ds, &whole, e);
-		while (k == FMT_OK && (k = fmt_dstream_fill(&ds, 1u << 20, e)) == FMT_OK && fmt_dstream_avail(&ds)) {
-			if (hash)
-				k = fmt_sha256_update(&h, fmt_dstream_data(&ds), fmt_dstream_avail(&ds), e);
-			fmt_dstream_consume(&ds, fmt_dstream_avail(&ds));
-		}
-		if (k == FMT_OK)
-			k = part_size_check(s, part, &ds, e);
-		fmt_dstream_free(&ds);
-		free(whole);
-	}
-	if (k == FMT_OK)
-		k = fmt_sha256_final(&h, digest, e);
-	fmt_sha256_free(&h);
-	if (k != FMT_OK || !hash)
-		return k;
-	fmt_hex(digest, FMT_SHA256_LEN, hex);
-	if (strcmp(hex, json_string_value(want)) != 0)
-		return fmt_fail(e, FMT_CHECKSUM, "payload SHA-256 %s differs from the card's %s", hex,
-				json_string_value(want));
-	return FMT_OK;
+	return fmt_ald_next_streaming(s, &t->schema, b, done, e);
 }
 
 /* The CRC before anything else; with o (fmt-verify: every layer) also the card's digest of
@@ -565,7 +163,7 @@ static fmt_kind ald_decrypt(fmt_table *t, fmt_err *e)
 const fmt_table_driver fmt_table_driver_ald = {
 	.name = "ald",
 	.extension = ".ald",
-	.probe = probe,
+	.probe = fmt_ald_probe,
 	.open = ald_open,
 	.next = ald_next,
 	.verify = ald_verify,
@@ -582,3 +180,15 @@ const fmt_table_driver fmt_table_driver_ald = {
 	.sign_in_place = fmt_ald_sign_in_place,
 	.license_in_place = fmt_ald_license_in_place,
 };
+
+/* The in-place rewrites sit below this file: they reopen the file with the driver they are given. */
+fmt_kind fmt_ald_sign_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e)
+{
+	return fmt_ald_sign_with(&fmt_table_driver_ald, path, keys, threads, e);
+}
+
+fmt_kind fmt_ald_license_in_place(const char *path, const struct fmt_license_req *l, const fmt_keyset *keys,
+				  fmt_err *e)
+{
+	return fmt_ald_license_with(&fmt_table_driver_ald, path, l, keys, e);
+}
