@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "fmt/arrow.h"
 #include "fmt/cell.h"
 #include "fmt/checked.h"
 #include "fmt/dataset.h"

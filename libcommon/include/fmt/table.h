@@ -160,6 +160,13 @@ long fmt_schema_find(const fmt_schema *s, const char *name); /* field index, -1 
 fmt_kind fmt_schema_check(const fmt_schema *s, fmt_err *e);
 /* The schema as JSON: {"fields":[{"name":..,"type":..,"nullable":..,...}],"metadata":{...}}. */
 json_t *fmt_schema_json(const fmt_schema *s);
+/* A field's type for display: "int32", "timestamp[ms, UTC]", "fixed_size_list<float32>[4]",
+ * or the name of a type fmtkit does not convert ("decimal128(10, 2)"). */
+void fmt_field_type_name(const fmt_field *f, char *buf, size_t n);
+/* The first field whose type this build cannot convert, or NULL. */
+const fmt_field *fmt_schema_unsupported(const fmt_schema *s);
+/* SchemaMismatch naming the first difference (field count, name, type, nullability). */
+fmt_kind fmt_schema_expect(const fmt_schema *want, const fmt_schema *got, fmt_err *e);
 
 /* Batches */
 fmt_kind fmt_batch_init(fmt_batch *b, size_t n_columns, fmt_err *e);
@@ -170,6 +177,10 @@ fmt_kind fmt_batch_own(fmt_batch *b, void *p, fmt_err *e);
  * never decrease and stay within values_len; strings are UTF-8; null_count matches the bitmap;
  * no nulls in a non-nullable field). fmt_table_next runs it on every batch a driver gives. */
 fmt_kind fmt_batch_check(const fmt_schema *s, const fmt_batch *b, fmt_err *e);
+/* Rows [start, start + count) of src as dst: fixed-width values point into src (keep it alive),
+ * bitmaps and string offsets are copied so that they start at row 0. */
+fmt_kind fmt_batch_slice(const fmt_schema *s, const fmt_batch *src, uint64_t start, uint64_t count,
+			 fmt_batch *dst, fmt_err *e);
 
 /* Row accessors on a checked batch. */
 int fmt_column_is_null(const fmt_column *c, uint64_t row);
