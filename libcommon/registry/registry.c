@@ -78,6 +78,8 @@ const fmt_table_driver *const *fmt_table_drivers(void)
 
 fmt_kind fmt_format_register(fmt_format f, fmt_err *e)
 {
+	if (!f.model == !f.table)
+		return fmt_fail(e, FMT_INTERNAL, "a registry entry is a model or a table driver, not both or none");
 	if (f.model ? n_models >= BUILTIN_MODELS + EXTRA_DRIVERS : n_tables >= BUILTIN_TABLES + EXTRA_DRIVERS)
 		return fmt_fail(e, FMT_INTERNAL, "no room to register %s %s", f.model ? "driver" : "table driver",
 				fmt_format_name(f));
@@ -131,7 +133,7 @@ fmt_format fmt_format_by_extension(const char *path, unsigned kinds)
 
 /* How sure f is that s (head: its first n bytes) is its format: a model driver whose probe says
  * 0 is asked its probe_source too. */
-static int score(fmt_format f, fmt_source *s, const uint8_t *head, size_t n)
+static int score_of(fmt_format f, fmt_source *s, const uint8_t *head, size_t n)
 {
 	if (f.table)
 		return f.table->probe(head, n, s->size);
@@ -146,7 +148,7 @@ fmt_format fmt_format_probe(fmt_source *s, const uint8_t *head, size_t n, unsign
 	EACH_FORMAT(f, i) {
 		if (!(kind_of(f) & kinds))
 			continue;
-		int v = score(f, s, head, n);
+		int v = score_of(f, s, head, n);
 		if (f.model && v > model_v)
 			model_v = v;
 		if (v > best_v) {

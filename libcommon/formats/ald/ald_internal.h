@@ -1,8 +1,9 @@
 /* The .ald driver's state and the functions its files share. From the top down, each file calling
- * only those below it: ald.c (the driver table and hooks); ald_sign.c, ald_licence.c and
- * ald_write.c; ald_rewrite.c (CRC trailer, signature block, in-place rewrites); ald_read.c (the
- * container and its checks); ald_native.c and ald_upstream.c (two layouts); ald_payload.c (the
- * Arrow IPC inside); ald_crypt.c, ald_meta.c (names, CRC variants, card) and compress.c. */
+ * only those below it: ald.c (the container's parser, the driver table and hooks); ald_sign.c,
+ * ald_licence.c and ald_write.c; ald_rewrite.c (CRC trailer, signature block, in-place
+ * rewrites); ald_check.c (CRC and digest checks); ald_native.c and ald_upstream.c (two layouts);
+ * ald_payload.c (the Arrow IPC inside); ald_crypt.c, ald_meta.c (names, CRC variants, card) and
+ * compress.c. */
 #ifndef FMT_ALD_INTERNAL_H
 #define FMT_ALD_INTERNAL_H
 
@@ -126,13 +127,13 @@ int fmt_ald_licence_expired(const ald_state *s);
 fmt_kind fmt_ald_rows_gate(fmt_table *t, fmt_err *e);
 json_t *fmt_ald_license_json(const ald_state *s);
 
-/* ---- ald_read.c: the container ---- */
-int fmt_ald_probe(const uint8_t *head, size_t n, uint64_t size);
+/* ---- ald.c: the container ---- */
 fmt_kind fmt_ald_parse(fmt_table *t, ald_state *s, fmt_err *e);
 /* alimentar's separate streaming layout (ald_upstream.c, specs/ald.md §11): recognised by its
  * header, parsed into the chunk state the STREAMING reader uses. */
 int fmt_ald_is_upstream_streaming(const uint8_t *head, size_t n);
 fmt_kind fmt_ald_upstream_parse(fmt_table *t, ald_state *s, fmt_err *e);
+/* ---- ald_check.c ---- */
 fmt_kind fmt_ald_check_crc(ald_state *s, fmt_err *e);
 /* Every part of the payload decompressed and its size checked against the header or chunk
  * index, and the card's sha256 against it (skipped while it is encrypted). */
