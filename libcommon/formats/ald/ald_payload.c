@@ -1,6 +1,6 @@
 /* The Arrow IPC inside an .ald (specs/ald.md): the schema block, and the payload (whole, or the
  * chunks of a STREAMING file) decompressed one message at a time and checked against the sizes
- * the file declares. The container's parser (ald_read.c) and the native layout (ald_native.c)
+ * the file declares. The container's parser (ald.c) and the native layout (ald_native.c)
  * read through it. */
 #include <stdio.h>
 #include <stdlib.h>

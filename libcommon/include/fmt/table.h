@@ -198,7 +198,8 @@ fmt_kind fmt_table_rows_gate(fmt_table *t, fmt_err *e);
 /* The next checked batch (fmt_batch_free it); *done = 1 after the last (after the gate). */
 fmt_kind fmt_table_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e);
 /* The driver's verify; a key given for a format without signatures is SignatureInvalid
- * (unless o->signed_elsewhere: a detached signature was checked). */
+ * (unless o->signed_elsewhere: a detached signature was checked). In formats/driver.c, beside
+ * fmt_model_verify: it asks fmt/registry.h's verify options and capabilities. */
 fmt_kind fmt_table_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e);
 /* FMT_SECRET_* that reading t's rows still needs. */
 int fmt_table_secret(const fmt_table *t);
