@@ -23,6 +23,7 @@
 #include "fmt/meter.h"
 #include "fmt/registry.h"
 #include "fmt/stagedir.h"
+#include "fmt/strbuf.h"
 #include "fmt/version.h"
 
 #define NM "'%.200s'"
@@ -80,18 +81,12 @@ static const char *unsafe_member(const char *name)
 	return NULL;
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-	return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
 #define SIG_SUFFIX ".minisig"
 
 /* A member named X.minisig is the detached signature of member X. */
 static int is_sig_name(const char *name)
 {
-	return strlen(name) > strlen(SIG_SUFFIX) && ends_with(name, SIG_SUFFIX);
+	return strlen(name) > strlen(SIG_SUFFIX) && fmt_ends_with(name, SIG_SUFFIX);
 }
 
 /* b->sigs: one unchecked entry per X.minisig member, X required among the members. */
@@ -1055,7 +1050,7 @@ fmt_kind fmt_bundle_pack(const char *set_path, const char *bundle_path, unsigned
 		k = manifest_text(&b, &manifest, e);
 	fmt_sink sink;
 	if (k == FMT_OK && (k = fmt_sink_open(&sink, bundle_path, sink_flags, e)) == FMT_OK) {
-		b.zstd = ends_with(bundle_path, ".zst");
+		b.zstd = fmt_ends_with(bundle_path, ".zst");
 		k = write_archive(&sink, b.zstd, f, &b, manifest, e);
 		if (k == FMT_OK)
 			k = fmt_sink_commit(&sink, e);

@@ -1,4 +1,4 @@
-/* Unit tests for libcommon/data/bundle.c: pack/verify/unpack round trips, determinism, the probe,
+/* Unit tests for libcommon/bundle/bundle.c: pack/verify/unpack round trips, determinism, the probe,
  * and hostile archives (made here with libarchive) refused with the right kind. */
 #include <archive.h>
 #include <archive_entry.h>

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include "fmt/half.h"
 #include "fmt/shortest.h"
-#include "../../libcommon/data/textval.h"
+#include "fmt/textval.h"
 #include "unit.h"
 
 static void reference_f64(double v, char *buf, size_t n)

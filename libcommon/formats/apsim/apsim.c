@@ -1508,7 +1508,7 @@ const fmt_driver fmt_driver_apsim = {
 	.write_sharded = fmt_apsim_write_sharded,
 	.shard_limits = FMT_APSIM_SHARD_LIMITS,
 	.default_shard_bytes = 4000000000ull,   /* Apsi's shard="4GB" */
-	.sign_in_place = fmt_apsim_sign_in_place,
+	.sign_in_place = fmt_apsim_sign_file_in_place,
 	.signature = fmt_apsim_signature_of,
 	.close = ap_close,
 	.describe = ap_describe,

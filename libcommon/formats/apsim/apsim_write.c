@@ -853,21 +853,17 @@ static fmt_kind resign_index(fmt_model *m, const fmt_keyset *key, fmt_err *e)
 	return r;
 }
 
-fmt_kind fmt_apsim_sign_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e)
+/* Open path with d (the driver that found it: a checkpoint or an index), verify, re-sign. */
+static fmt_kind sign_in_place(const fmt_driver *d, const char *path, const fmt_keyset *keys, int threads,
+			      fmt_err *e)
 {
 	fmt_model m;
 	const fmt_keyset *key = keys;
 	if (!fmt_apsim_keys_sign(keys))
 		return fmt_fail(e, FMT_USAGE, "signing needs an HMAC key or an Ed25519 secret key");
-	fmt_kind r = fmt_model_open(&m, path, NULL, e);
+	fmt_kind r = fmt_model_open_with(&m, path, d, e);
 	if (r != FMT_OK)
 		return r;
-	if (m.driver != &fmt_driver_apsim && m.driver != &fmt_driver_apsim_index) {
-		fmt_err_file(e, path);
-		r = fmt_fail(e, FMT_USAGE, "not an Apsi checkpoint or shard set (found %s)", m.driver->name);
-		fmt_model_free(&m);
-		return r;
-	}
 	fmt_verify_opts vo = { .threads = threads };
 	r = fmt_model_verify(&m, &vo, e);
 	if (r == FMT_OK)
@@ -876,4 +872,14 @@ fmt_kind fmt_apsim_sign_in_place(const char *path, const fmt_keyset *keys, int t
 		fmt_err_file(e, path);
 	fmt_model_free(&m);
 	return r;
+}
+
+fmt_kind fmt_apsim_sign_file_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e)
+{
+	return sign_in_place(&fmt_driver_apsim, path, keys, threads, e);
+}
+
+fmt_kind fmt_apsim_sign_set_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e)
+{
+	return sign_in_place(&fmt_driver_apsim_index, path, keys, threads, e);
 }

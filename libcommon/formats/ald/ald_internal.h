@@ -1,6 +1,11 @@
-/* The .ald driver's state, shared by its reader (ald.c) and writer (ald_write.c). */
-#ifndef FMT_DATA_ALD_INTERNAL_H
-#define FMT_DATA_ALD_INTERNAL_H
+/* The .ald driver's state and the functions its files share. From the top down, each file calling
+ * only those below it: ald.c (the container's parser, the driver table and hooks); ald_sign.c,
+ * ald_licence.c and ald_write.c; ald_rewrite.c (CRC trailer, signature block, in-place
+ * rewrites); ald_check.c (CRC and digest checks); ald_native.c and ald_upstream.c (two layouts);
+ * ald_payload.c (the Arrow IPC inside); ald_crypt.c, ald_meta.c (names, CRC variants, card) and
+ * compress.c. */
+#ifndef FMT_ALD_INTERNAL_H
+#define FMT_ALD_INTERNAL_H
 
 #include <stdint.h>
 #include <string.h>
@@ -74,6 +79,8 @@ fmt_kind fmt_ald_decrypt(ald_state *s, const fmt_keyset *ks, fmt_err *e);
 /* FMT_SECRET_*: what reading the rows still needs. */
 int fmt_ald_secret_needed(const ald_state *s);
 
+/* ---- ald_rewrite.c ---- */
+
 /* The trailer: the CRC-32 (standard, or alimentar's with upstream) of everything k holds, read
  * back from the file, appended to it. */
 fmt_kind fmt_ald_sink_append_crc(fmt_sink *k, int upstream, fmt_err *e);
@@ -90,10 +97,27 @@ static inline int fmt_ald_crc_is_upstream(const ald_state *s)
 typedef fmt_kind (*fmt_ald_body_fn)(const ald_state *s, fmt_sink *k, const void *ctx, fmt_err *e);
 fmt_kind fmt_ald_rewrite_in_place(const char *path, const ald_state *s, fmt_ald_body_fn body, const void *ctx,
 				  fmt_err *e);
+/* Reopen path with d (the .ald driver: the code above passes it down), check its CRC and payload
+ * digest (nothing damaged is rewritten), then check (NULL: none) whether it may be rewritten, and
+ * rewrite it in place with body; ctx goes to both. */
+typedef fmt_kind (*fmt_ald_check_fn)(const ald_state *s, const void *ctx, fmt_err *e);
+fmt_kind fmt_ald_rewrite_checked(const fmt_table_driver *d, const char *path, fmt_ald_check_fn check,
+				 fmt_ald_body_fn body, const void *ctx, fmt_err *e);
+/* Sign the k->written bytes written so far (the file up to the payload end) and append the
+ * 96-byte block (§6). */
+struct fmt_ed25519_secret;
+fmt_kind fmt_ald_append_signature(fmt_sink *k, const struct fmt_ed25519_secret *sec, fmt_err *e);
 
-/* Licences (ald_licence.c): fmt-sign license, and fmt-verify's seller_sig and expiry checks. */
+/* The driver's sign_in_place and license_in_place (ald.c): fmt_ald_sign_with and
+ * fmt_ald_license_with with the driver itself. */
+fmt_kind fmt_ald_sign_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e);
 fmt_kind fmt_ald_license_in_place(const char *path, const struct fmt_license_req *l, const fmt_keyset *keys,
 				  fmt_err *e);
+
+/* Licences (ald_licence.c): fmt-sign license (path reopened with d), and fmt-verify's seller_sig
+ * and expiry checks. */
+fmt_kind fmt_ald_license_with(const fmt_table_driver *d, const char *path, const struct fmt_license_req *l,
+			      const fmt_keyset *keys, fmt_err *e);
 /* The seller's signature (must verify when present; required with trusted keys, in a signed file
  * or one with path.minisig beside it; by a trusted key when keys are given), then the expiry. */
 fmt_kind fmt_ald_check_license(ald_state *s, const struct fmt_verify_opts *o, const char *path, fmt_err *e);
@@ -103,22 +127,32 @@ int fmt_ald_licence_expired(const ald_state *s);
 fmt_kind fmt_ald_rows_gate(fmt_table *t, fmt_err *e);
 json_t *fmt_ald_license_json(const ald_state *s);
 
+/* ---- ald.c: the container ---- */
 fmt_kind fmt_ald_parse(fmt_table *t, ald_state *s, fmt_err *e);
-/* The schema block at s->schema_start (s->schema_size bytes) into t->schema. */
-fmt_kind fmt_ald_parse_schema_block(fmt_table *t, ald_state *s, fmt_err *e);
 /* alimentar's separate streaming layout (ald_upstream.c, specs/ald.md §11): recognised by its
  * header, parsed into the chunk state the STREAMING reader uses. */
 int fmt_ald_is_upstream_streaming(const uint8_t *head, size_t n);
 fmt_kind fmt_ald_upstream_parse(fmt_table *t, ald_state *s, fmt_err *e);
+/* ---- ald_check.c ---- */
 fmt_kind fmt_ald_check_crc(ald_state *s, fmt_err *e);
 /* Every part of the payload decompressed and its size checked against the header or chunk
  * index, and the card's sha256 against it (skipped while it is encrypted). */
 fmt_kind fmt_ald_check_digest(ald_state *s, fmt_err *e);
 fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *o, fmt_err *e);
 json_t *fmt_ald_describe(const fmt_table *t);
+
+/* ---- ald_payload.c: the Arrow IPC inside ---- */
+/* The schema block at s->schema_start (s->schema_size bytes) into t->schema. */
+fmt_kind fmt_ald_parse_schema_block(fmt_table *t, ald_state *s, fmt_err *e);
 /* The next batch of a plain (not STREAMING) payload whose schema is want. */
 fmt_kind fmt_ald_next_plain(ald_state *s, const fmt_schema *want, fmt_batch *b, int *done,
 			    fmt_err *e);
+/* The next batch of a STREAMING payload, chunk after chunk. */
+fmt_kind fmt_ald_next_streaming(ald_state *s, const fmt_schema *want, fmt_batch *b, int *done, fmt_err *e);
+/* Close the part being read (the payload or a chunk). */
+void fmt_ald_part_close(ald_state *s);
+/* Every part decompressed and its size checked; its SHA-256 against want (hex) unless NULL. */
+fmt_kind fmt_ald_payload_check(ald_state *s, const char *want, fmt_err *e);
 /* TRUENO_NATIVE (ald_native.c): the array index at *pos (moved to the payload's start), the
  * batches with the arrays' rows in place, the card's digest, the index as JSON, and the writer
  * of the part after the schema block: the index, the arrays and the payload to k, their bytes
@@ -135,15 +169,12 @@ fmt_kind fmt_ald_native_body(fmt_table *in, fmt_sink *k, struct fmt_sha256 *sha,
 fmt_kind fmt_ald_native_check_digest(ald_state *s, const char *want, fmt_err *e);
 
 /* ald_sign.c: the signature block (§6). */
-struct fmt_ed25519_secret;
-/* Sign the k->written bytes written so far (the file up to the payload end) and append the
- * 96-byte block. */
-fmt_kind fmt_ald_append_signature(fmt_sink *k, const struct fmt_ed25519_secret *sec, fmt_err *e);
 /* With trusted keys: the block present, its key trusted, its signature good. */
 fmt_kind fmt_ald_check_signature(const ald_state *s, const fmt_verify_opts *o, fmt_err *e);
-fmt_kind fmt_ald_sign_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e);
+/* fmt-sign sign --embed: path reopened with d, signed in place. */
+fmt_kind fmt_ald_sign_with(const fmt_table_driver *d, const char *path, const fmt_keyset *keys, int threads,
+			   fmt_err *e);
 /* The embedded public key in standard Base64, as fmt-verify names an untrusted one. */
 json_t *fmt_ald_signer_b64(const ald_state *s);
-extern const fmt_table_driver fmt_table_driver_ald;
 
 #endif

@@ -189,51 +189,6 @@ static fmt_kind write_index(writer *w, fmt_err *e)
 	return k;
 }
 
-fmt_kind fmt_ald_sink_append_crc(fmt_sink *k, int upstream, fmt_err *e)
-{
-	enum { CHUNK = 1 << 20 };
-	fmt_kind r = fmt_sink_pwrite(k, 0, "", 0, e); /* flushes, for the read-back */
-	if (r != FMT_OK)
-		return r;
-	uint8_t *buf = malloc(CHUNK);
-	if (!buf)
-		return fmt_fail(e, FMT_IO, "out of memory for the CRC read-back");
-	uint64_t off = 0;
-	uint32_t c = 0;
-	while (r == FMT_OK && off < k->written) {
-		size_t want = k->written - off < CHUNK ? (size_t)(k->written - off) : CHUNK;
-		ssize_t got = pread(k->fd, buf, want, (off_t)off);
-		if (got <= 0) {
-			r = fmt_fail(e, FMT_IO, "cannot read back the output for its CRC");
-			break;
-		}
-		c = upstream ? fmt_crc32_alimentar(c, buf, (size_t)got) : fmt_crc32_ieee(c, buf, (size_t)got);
-		off += (uint64_t)got;
-	}
-	free(buf);
-	if (r != FMT_OK)
-		return r;
-	uint8_t crc_le[4];
-	fmt_wr_u32(crc_le, c);
-	return fmt_sink_write(k, crc_le, 4, e);
-}
-
-fmt_kind fmt_ald_rewrite_in_place(const char *path, const ald_state *s, fmt_ald_body_fn body, const void *ctx,
-				  fmt_err *e)
-{
-	fmt_sink k;
-	fmt_kind r = fmt_sink_open(&k, path, FMT_SINK_FORCE, e);
-	if (r != FMT_OK)
-		return r;
-	r = body(s, &k, ctx, e);
-	if (r == FMT_OK)
-		r = fmt_ald_sink_append_crc(&k, fmt_ald_crc_is_upstream(s), e);
-	if (r == FMT_OK)
-		return fmt_sink_commit(&k, e);
-	fmt_sink_abort(&k);
-	return r;
-}
-
 static fmt_kind finish(writer *w, size_t meta_len, uint16_t schema_len,
 		       uint8_t flags, fmt_err *e)
 {

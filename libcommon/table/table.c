@@ -5,7 +5,6 @@
 #include "fmt/checked.h"
 #include "fmt/encrypt.h"
 #include "fmt/out.h"
-#include "fmt/registry.h"
 #include "fmt/table.h"
 
 static const struct { const char *name; size_t width; } ctypes[] = {
@@ -432,27 +431,6 @@ fmt_kind fmt_table_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 		fmt_err_file(e, t->path);
 		fmt_batch_free(b);
 	}
-	return k;
-}
-
-fmt_kind fmt_table_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e)
-{
-	fmt_verify_opts plain;
-	if (o && !fmt_keyset_empty(&o->keys) && !(t->driver->caps & FMT_CAP_ED25519)) {
-		if (!o->signed_elsewhere || o->keys.hmac) {
-			fmt_err_file(e, t->path);
-			return fmt_fail(e, FMT_SIGNATURE, o->keys.hmac ? "a key was given but %s files carry no signature"
-					: "not signed: %s files carry no embedded Ed25519 signature and there is no "
-					"FILE.minisig beside it", t->driver->name);
-		}
-		plain = (fmt_verify_opts){ .threads = o->threads, .reads_follow = o->reads_follow };
-		o = &plain;
-	}
-	if (!t->driver->verify)
-		return FMT_OK;
-	fmt_kind k = t->driver->verify(t, o, e);
-	if (k != FMT_OK)
-		fmt_err_file(e, t->path);
 	return k;
 }
 

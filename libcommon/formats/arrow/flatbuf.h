@@ -1,9 +1,9 @@
 /* FlatBuffers, the part Arrow IPC needs: a bounds-checked reader of tables, vectors, strings
  * and unions, and a builder that lays buffers out back to front exactly as the reference
  * builders do (alignment, vtable sharing, root alignment), so that Arrow messages can be
- * reproduced byte for byte. Internal to libcommon/data. */
-#ifndef FMT_DATA_FLATBUF_H
-#define FMT_DATA_FLATBUF_H
+ * reproduced byte for byte. Internal to libcommon/formats/arrow. */
+#ifndef FMT_ARROW_FLATBUF_H
+#define FMT_ARROW_FLATBUF_H
 
 #include <stddef.h>
 #include <stdint.h>

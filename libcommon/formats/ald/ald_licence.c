@@ -208,24 +208,13 @@ static fmt_kind write_licensed(const ald_state *s, fmt_sink *k, const void *job,
 	return r;
 }
 
-fmt_kind fmt_ald_license_in_place(const char *path, const fmt_license_req *l, const fmt_keyset *keys, fmt_err *e)
+fmt_kind fmt_ald_license_with(const fmt_table_driver *d, const char *path, const fmt_license_req *l,
+			      const fmt_keyset *keys, fmt_err *e)
 {
-	fmt_table t;
 	if (!keys || !keys->ed25519_secret)
 		return fmt_fail(e, FMT_USAGE, "a licence is signed by the seller: give --sign-key SECKEY (Ed25519)");
-	fmt_kind r = fmt_table_open(&t, path, &fmt_table_driver_ald, e);
-	if (r != FMT_OK)
-		return r;
-	/* Never license what is already damaged: CRC and payload digest first (an old licence may
-	 * have expired: renewing it is what this is for). */
-	ald_state *s = t.format_state;
-	r = fmt_ald_check_crc(s, e);
-	if (r == FMT_OK)
-		r = fmt_ald_check_digest(s, e);
-	if (r == FMT_OK)
-		r = fmt_ald_rewrite_in_place(path, s, write_licensed, &(licence_job){ l, keys->ed25519_secret }, e);
-	fmt_table_free(&t);
-	return r;
+	/* An old licence may have expired: renewing it is what this is for. */
+	return fmt_ald_rewrite_checked(d, path, NULL, write_licensed, &(licence_job){ l, keys->ed25519_secret }, e);
 }
 
 /* seller_sig of the licence, when its terms are the project's JSON; *present = 0 otherwise. */

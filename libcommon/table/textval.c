@@ -6,7 +6,7 @@
 #include <string.h>
 #include "fmt/cell.h"
 #include "fmt/shortest.h"
-#include "textval.h"
+#include "fmt/textval.h"
 
 int fmt_tv_bool(const char *s, size_t n, int *v)
 {

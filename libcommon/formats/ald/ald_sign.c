@@ -4,11 +4,9 @@
  * itself, covered by the CRC. Verification trusts the embedded key only when it is one of the
  * keys the user gave (-p, -P, --trusted-keys); upstream's reader with no trusted keys checks
  * nothing, and so do we (reported as not checked). */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include "fmt/checked.h"
 #include "fmt/dataset.h"
 #include "fmt/minisign.h"
@@ -16,40 +14,6 @@
 
 #define SIG_BLOCK 96
 #define FLAGS_AT 21
-
-/* What the sink has written, mapped read-only (its buffer flushed first), for the signature. */
-static fmt_kind map_sink(fmt_sink *k, const uint8_t **p, fmt_err *e)
-{
-	fmt_kind r = fmt_sink_pwrite(k, 0, "", 0, e); /* flushes */
-	if (r != FMT_OK)
-		return r;
-	if (k->written > SIZE_MAX)
-		return fmt_fail(e, FMT_UNSUPPORTED, "output too large to sign on this system");
-	void *m = mmap(NULL, (size_t)k->written, PROT_READ, MAP_SHARED, k->fd, 0);
-	if (m == MAP_FAILED)
-		return fmt_fail(e, FMT_IO, "cannot map the output to sign it: %s", strerror(errno));
-	*p = m;
-	return FMT_OK;
-}
-
-fmt_kind fmt_ald_append_signature(fmt_sink *k, const fmt_ms_secret *sec, fmt_err *e)
-{
-	const uint8_t *msg = NULL;
-	uint8_t block[SIG_BLOCK];
-	uint64_t at = k->written;
-	fmt_kind r = map_sink(k, &msg, e);
-	if (r != FMT_OK)
-		return r;
-	r = fmt_ed25519_sign(sec, msg, (size_t)at, block, e);
-	munmap((void *)msg, (size_t)at);
-	memcpy(block + 64, fmt_ms_secret_pk(sec), 32);
-	/* Written through pwrite, which leaves nothing buffered: writers read the file back next. */
-	if (r == FMT_OK)
-		r = fmt_sink_zeros(k, sizeof block, e);
-	if (r == FMT_OK)
-		r = fmt_sink_pwrite(k, at, block, sizeof block, e);
-	return r;
-}
 
 fmt_kind fmt_ald_check_signature(const ald_state *s, const fmt_verify_opts *o, fmt_err *e)
 {
@@ -99,30 +63,23 @@ static fmt_kind licence_allows(const ald_state *s, const fmt_ms_secret *sec, fmt
 			"signing would invalidate it (sign the dataset before issuing its licence)");
 }
 
-fmt_kind fmt_ald_sign_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e)
+/* What may be signed (secret: the fmt_ms_secret): a payload, and a licence that stays valid. */
+static fmt_kind sign_allowed(const ald_state *s, const void *secret, fmt_err *e)
 {
-	fmt_table t;
+	if (s->payload_end < FLAGS_AT + 1)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "no payload to sign");
+	return licence_allows(s, secret, e);
+}
+
+fmt_kind fmt_ald_sign_with(const fmt_table_driver *d, const char *path, const fmt_keyset *keys, int threads,
+			   fmt_err *e)
+{
 	(void)threads;
 	if (!keys->ed25519_secret)
 		return fmt_fail(e, FMT_USAGE, ".ald datasets are signed with Ed25519 keys (fmt-sign sign --embed "
 				"-s SECKEY), not HMAC keys");
-	fmt_kind r = fmt_table_open(&t, path, &fmt_table_driver_ald, e);
-	if (r != FMT_OK)
-		return r;
-	/* Never sign what is already damaged: CRC and payload digest first (the licence is the
-	 * seller's, checked by fmt-verify: licence_allows keeps it as it is). */
-	ald_state *s = t.format_state;
-	r = fmt_ald_check_crc(s, e);
-	if (r == FMT_OK)
-		r = fmt_ald_check_digest(s, e);
-	if (r == FMT_OK && s->payload_end < FLAGS_AT + 1)
-		r = fmt_fail(e, FMT_INVALID_FORMAT, "no payload to sign");
-	if (r == FMT_OK)
-		r = licence_allows(s, keys->ed25519_secret, e);
-	if (r == FMT_OK)
-		r = fmt_ald_rewrite_in_place(path, s, write_signed, keys->ed25519_secret, e);
-	fmt_table_free(&t);
-	return r;
+	/* The licence is the seller's, checked by fmt-verify: licence_allows keeps it as it is. */
+	return fmt_ald_rewrite_checked(d, path, sign_allowed, write_signed, keys->ed25519_secret, e);
 }
 
 json_t *fmt_ald_signer_b64(const ald_state *s)

@@ -1,7 +1,7 @@
-/* Column builders: rows appended one value at a time, then handed to a batch. Internal to
- * libcommon/data (the text readers use them). */
-#ifndef FMT_DATA_BUILDER_H
-#define FMT_DATA_BUILDER_H
+/* Column builders: rows appended one value at a time, then handed to a batch. Part of the
+ * table model (libcommon/table); the text readers use them. */
+#ifndef FMT_BUILDER_H
+#define FMT_BUILDER_H
 
 #include <stdint.h>
 #include "fmt/strbuf.h"

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/checked.h"
-#include "builder.h"
+#include "fmt/builder.h"
 
 static void set_valid(col_builder *b, int valid)
 {

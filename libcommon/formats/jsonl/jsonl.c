@@ -3,14 +3,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "fmt/arrow.h"
 #include "fmt/cell.h"
 #include "fmt/checked.h"
 #include "fmt/dataset.h"
 #include "fmt/registry.h"
-#include "builder.h"
-#include "textio.h"
-#include "textval.h"
+#include "fmt/builder.h"
+#include "fmt/textio.h"
+#include "fmt/textval.h"
 
 #define MAX_COLUMNS 10000
 #define DEFAULT_BATCH 65536

@@ -1,7 +1,7 @@
-/* Arrow field types by name, and schema comparison. */
+/* Field types by name (as Arrow names them), the unsupported check, and schema comparison. */
 #include <stdio.h>
 #include <string.h>
-#include "fmt/arrow.h"
+#include "fmt/table.h"
 
 static const char *unit_name(fmt_time_unit u)
 {

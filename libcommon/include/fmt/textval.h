@@ -1,7 +1,7 @@
-/* Parsing text values (CSV fields, JSON strings) for type inference and conversion. Internal
- * to libcommon/data. */
-#ifndef FMT_DATA_TEXTVAL_H
-#define FMT_DATA_TEXTVAL_H
+/* Parsing text values (CSV fields, JSON strings) for type inference and conversion. Part of
+ * the table model (libcommon/table). */
+#ifndef FMT_TEXTVAL_H
+#define FMT_TEXTVAL_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -4,16 +4,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "fmt/arrow.h"
 #include "fmt/cell.h"
 #include "fmt/checked.h"
 #include "fmt/dataset.h"
 #include "fmt/half.h"
 #include "fmt/registry.h"
 #include "fmt/shortest.h"
-#include "builder.h"
-#include "textio.h"
-#include "textval.h"
+#include "fmt/builder.h"
+#include "fmt/textio.h"
+#include "fmt/textval.h"
 
 #define MAX_COLUMNS 100000
 #define DEFAULT_BATCH 65536

@@ -1,7 +1,7 @@
 /* Streaming decompression (and LZ4 raw blocks) and a streaming compressor for the .ald payload ids (zstd level 3
- * and 19, LZ4 frame). Internal to libcommon/data. */
-#ifndef FMT_DATA_COMPRESS_H
-#define FMT_DATA_COMPRESS_H
+ * and 19, LZ4 frame). Internal to libcommon/formats/ald. */
+#ifndef FMT_ALD_COMPRESS_H
+#define FMT_ALD_COMPRESS_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,7 +1,7 @@
 /* The reading and writing loops of the text table drivers (textio.h). */
 #include <stdlib.h>
 #include <string.h>
-#include "textio.h"
+#include "fmt/textio.h"
 
 fmt_kind fmt_text_in_init(fmt_text_in *in, fmt_source *src, fmt_err *e)
 {

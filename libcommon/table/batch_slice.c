@@ -4,7 +4,6 @@
 #include <string.h>
 #include "fmt/checked.h"
 #include "fmt/table.h"
-#include "fmt/arrow.h"
 
 static int get_bit(const uint8_t *bits, uint64_t i)
 {

@@ -1,14 +1,14 @@
 /* What the text table drivers (CSV, JSON Lines) share: the block reader that keeps the current
  * record whole in memory, the loop that turns rows into batches, and the loop that writes a
- * table as lines of text. Internal to libcommon/data. */
-#ifndef FMT_DATA_TEXTIO_H
-#define FMT_DATA_TEXTIO_H
+ * table as lines of text (libcommon/table). */
+#ifndef FMT_TEXTIO_H
+#define FMT_TEXTIO_H
 
 #include <stdint.h>
 #include "fmt/dataset.h"
 #include "fmt/strbuf.h"
 #include "fmt/table.h"
-#include "builder.h"
+#include "fmt/builder.h"
 
 #define FMT_TEXT_BLOCK (1u << 20)     /* read and write size */
 #define FMT_TEXT_MAX_RECORD (64u << 20) /* the longest record (line) the reader holds */
