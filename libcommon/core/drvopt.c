@@ -1,4 +1,5 @@
 /* The values of the options drivers declare (fmt/drvopt.h), kept per driver. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/drvopt.h"
@@ -58,6 +59,20 @@ void fmt_drvopt_sets_free(fmt_drvopt_sets *s)
 	for (size_t i = 0; i < s->n; i++)
 		free(s->set[i].values);
 	s->n = 0;
+}
+
+int fmt_drvopt_word(const fmt_drvopt_value *values, const char *name, const char *arg, fmt_err *e)
+{
+	char list[256];
+	size_t n = 0, used = 0;
+	for (; values[n].word; n++)
+		if (strcmp(values[n].word, arg) == 0)
+			return (int)n;
+	list[0] = '\0';
+	for (size_t i = 0; i < n && used < sizeof list; i++)
+		used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i == 0 ? "" : i + 1 == n ? " or " : ", ",
+					 values[i].word);
+	return fmt_fail(e, FMT_USAGE, "--%s takes %s", name, list), -1;
 }
 
 fmt_kind fmt_drvopt_load_json(const char *path, const char *what, json_t **out, fmt_err *e)

@@ -182,19 +182,20 @@ typedef struct ttab_opts {
 	int digits;      /* --ttab-bools digits */
 } ttab_opts;
 
-static int ttab_parse_bools(void *v, const char *arg, fmt_err *e)
-{
-	if (strcmp(arg, "words") != 0 && strcmp(arg, "digits") != 0)
-		return fmt_fail(e, FMT_USAGE, "--ttab-bools takes words or digits"), -1;
-	((ttab_opts *)v)->digits = strcmp(arg, "digits") == 0;
-	return FMT_DRVOPT_GIVEN;
-}
-
 static const fmt_drvopt_value ttab_bools[] = {
 	{ "words", "true and false (default)" },
 	{ "digits", "1 and 0" },
 	{ NULL, NULL }
 };
+
+static int ttab_parse_bools(void *v, const char *arg, fmt_err *e)
+{
+	int i = fmt_drvopt_word(ttab_bools, "ttab-bools", arg, e);
+	if (i < 0)
+		return -1;
+	((ttab_opts *)v)->digits = i == 1;
+	return FMT_DRVOPT_GIVEN;
+}
 
 static const fmt_drvopt ttab_option_list[] = {
 	{ "ttab-bools", "HOW", "booleans as words (default) or digits", FMT_DRVOPT_WRITE, FMT_DRVOPT_WORDS,

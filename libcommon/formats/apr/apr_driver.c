@@ -254,19 +254,22 @@ int fmt_apr_aprender_asked(const fmt_write_opts *o)
 	return a && a->aprender;
 }
 
-static int parse_layout(void *v, const char *arg, fmt_err *e)
-{
-	if (strcmp(arg, "seed") != 0 && strcmp(arg, "aprender") != 0)
-		return fmt_fail(e, FMT_USAGE, "--apr-layout takes seed or aprender"), -1;
-	((apr_opts *)v)->aprender = strcmp(arg, "aprender") == 0;
-	return FMT_DRVOPT_GIVEN;
-}
+enum { LAYOUT_SEED, LAYOUT_APRENDER };
 
 static const fmt_drvopt_value layouts[] = {
-	{ "seed", "32-byte header, XXH3 footer, compression (default)" },
-	{ "aprender", "byte-identical to aprender's writer" },
+	[LAYOUT_SEED] = { "seed", "32-byte header, XXH3 footer, compression (default)" },
+	[LAYOUT_APRENDER] = { "aprender", "byte-identical to aprender's writer" },
 	{ NULL, NULL }
 };
+
+static int parse_layout(void *v, const char *arg, fmt_err *e)
+{
+	int layout = fmt_drvopt_word(layouts, "apr-layout", arg, e);
+	if (layout < 0)
+		return -1;
+	((apr_opts *)v)->aprender = layout == LAYOUT_APRENDER;
+	return FMT_DRVOPT_GIVEN;
+}
 
 static const fmt_drvopt apr_option_list[] = {
 	{ "apr-layout", "LAYOUT", "seed (default: APR\\x02, XXH3 footer, compression) or\n"

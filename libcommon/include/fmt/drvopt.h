@@ -85,6 +85,10 @@ fmt_kind fmt_drvopt_load(fmt_drvopt_sets *s, fmt_err *e);
 void fmt_drvopt_unload(fmt_drvopt_sets *s);
 void fmt_drvopt_sets_free(fmt_drvopt_sets *s);
 
+/* For a parse of a FMT_DRVOPT_WORDS option with values: the index of arg among them, or -1
+ * with e filled ("--NAME takes a, b or c"). */
+int fmt_drvopt_word(const fmt_drvopt_value *values, const char *name, const char *arg, fmt_err *e);
+
 /* The JSON object in the file at path, for a load (what: the option, "--schema"); not an
  * object is UsageError naming the file. */
 fmt_kind fmt_drvopt_load_json(const char *path, const char *what, json_t **out, fmt_err *e);
