@@ -118,6 +118,34 @@ static void help_option(const fmt_cli_tool *t, const fmt_cli_option *o, int colu
 	fputc('\n', f);
 }
 
+/* An option before option i is in option i's section. */
+static int section_seen(const fmt_cli_tool *t, size_t i)
+{
+	for (size_t j = 0; j < i; j++)
+		if (option_at(t, j)->section && strcmp(option_at(t, j)->section, option_at(t, i)->section) == 0)
+			return 1;
+	return 0;
+}
+
+/* The options without a section, then each section under its heading (in the order of their
+ * first option). */
+static void help_options(const fmt_cli_tool *t, int column, FILE *f)
+{
+	size_t n_opts = option_count(t);
+	for (size_t i = 0; i < n_opts; i++)
+		if (!option_at(t, i)->section)
+			help_option(t, option_at(t, i), column, f);
+	for (size_t i = 0; i < n_opts; i++) {
+		const char *section = option_at(t, i)->section;
+		if (!section || section_seen(t, i))
+			continue;
+		fprintf(f, "\n%s:\n", section);
+		for (size_t j = i; j < n_opts; j++)
+			if (option_at(t, j)->section && strcmp(option_at(t, j)->section, section) == 0)
+				help_option(t, option_at(t, j), column, f);
+	}
+}
+
 void fmt_cli_help(const fmt_cli_tool *t, FILE *f)
 {
 	const char *form = t->synopsis;
@@ -147,8 +175,7 @@ void fmt_cli_help(const fmt_cli_tool *t, FILE *f)
 		if (width <= HELP_LEFT_MAX && width + 2 > column)
 			column = width + 2;
 	}
-	for (size_t i = 0; i < n_opts; i++)
-		help_option(t, option_at(t, i), column, f);
+	help_options(t, column, f);
 	if (t->footer)
 		fprintf(f, "\n%s\n", t->footer);
 }

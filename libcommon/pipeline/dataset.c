@@ -3,32 +3,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/arrow.h"
+#include "fmt/format_options.h"
 #include "fmt/io.h"
 #include "fmt/out.h"
 #include "pipeline_internal.h"
 
 static fmt_kind convert_table(const char *input, const char *output, const fmt_convert_opts *o,
 			      const fmt_keyset *write_keys, fmt_decrypt_keys *dk, fmt_keyset *read_keys, fmt_err *e);
-
-static fmt_kind load_json(const char *path, const char *what, json_t **out, fmt_err *e)
-{
-	char *text;
-	size_t n;
-	json_error_t je;
-	fmt_kind k = fmt_read_file(path, 16u << 20, &text, &n, e);
-	if (k != FMT_OK)
-		return k;
-	*out = json_loadb(text, n, JSON_REJECT_DUPLICATES, &je);
-	free(text);
-	if (!*out || !json_is_object(*out)) {
-		json_decref(*out);
-		*out = NULL;
-		fmt_err_file(e, path);
-		return fmt_fail(e, FMT_USAGE, "%s: not a JSON object (line %d: %s)", what, je.line,
-				*je.text ? je.text : "an object is expected");
-	}
-	return FMT_OK;
-}
 
 static void print_schema(FILE *f, const fmt_schema *s)
 {
@@ -91,26 +72,6 @@ static fmt_kind encryption_key(const fmt_convert_opts *o, fmt_password *pw, fmt_
 	return k;
 }
 
-static const struct { unsigned bit; const char *name; } dataset_options[] = {
-	{ FMT_DOPT_DELIMITER, "delimiter" }, { FMT_DOPT_NO_HEADER, "no-header" },
-	{ FMT_DOPT_NULL_VALUE, "null-value" }, { FMT_DOPT_SCHEMA, "schema" },
-	{ FMT_DOPT_COMPRESSION, "compression" }, { FMT_DOPT_TYPE, "type" }, { FMT_DOPT_CARD, "card" },
-	{ FMT_DOPT_CHUNK_ROWS, "chunk-rows" }, { FMT_DOPT_TRUENO, "trueno-native" }, { FMT_DOPT_COMPAT, "compat" },
-};
-
-/* "csv input or csv output": the drivers that use the option bit. */
-static void users_of(unsigned bit, char *buf, size_t size)
-{
-	size_t used = 0;
-	buf[0] = '\0';
-	for (const fmt_table_driver *const *d = fmt_table_drivers(); *d && used < size; d++) {
-		if ((*d)->reads_opts & bit)
-			used += (size_t)snprintf(buf + used, size - used, "%s%s input", used ? " or " : "", (*d)->name);
-		if (used < size && ((*d)->writes_opts & bit))
-			used += (size_t)snprintf(buf + used, size - used, "%s%s output", used ? " or " : "", (*d)->name);
-	}
-}
-
 /* A dataset option that neither the input's driver reads nor the output's writes is refused,
  * not ignored; so is a key to decrypt an input that is not encrypted. */
 static fmt_kind check_options_used(const fmt_table *t, const fmt_convert_opts *o, fmt_err *e)
@@ -120,15 +81,7 @@ static fmt_kind check_options_used(const fmt_table *t, const fmt_convert_opts *o
 			: d->identity ? "identity" : NULL;
 	if (key && fmt_table_secret(t) == FMT_SECRET_NONE)
 		return fmt_fail(e, FMT_USAGE, "--%s has no use: the input is not encrypted", key);
-	unsigned unused = o->dataset.given & ~(t->driver->reads_opts | o->table_to->writes_opts);
-	for (size_t i = 0; unused && i < sizeof dataset_options / sizeof *dataset_options; i++)
-		if (unused & dataset_options[i].bit) {
-			char users[200];
-			users_of(dataset_options[i].bit, users, sizeof users);
-			return fmt_fail(e, FMT_USAGE, "--%s has no use with %s input and %s output (it is for %s)",
-					dataset_options[i].name, t->driver->name, o->table_to->name, users);
-		}
-	return FMT_OK;
+	return fmt_table_options_check(o->options, t->driver, o->table_to, e);
 }
 
 fmt_kind fmt_pipeline_dataset(const char *input, const char *output, const fmt_convert_opts *o, fmt_err *e)
@@ -151,22 +104,15 @@ fmt_kind fmt_pipeline_dataset(const char *input, const char *output, const fmt_c
 static fmt_kind convert_table(const char *input, const char *output, const fmt_convert_opts *o,
 			      const fmt_keyset *write_keys, fmt_decrypt_keys *dk, fmt_keyset *read_keys, fmt_err *e)
 {
-	fmt_dataset_opts d = o->dataset;
-	json_t *schema = NULL, *card = NULL;
+	fmt_dataset_opts d = { .options = o->options };
 	fmt_table t;
 	fmt_kind k = fmt_check_distinct(input, output, e);
-	if (k == FMT_OK && o->schema_file && (k = load_json(o->schema_file, "--schema", &schema, e)) == FMT_OK)
-		d.schema = schema;
-	if (k == FMT_OK && o->card_file && (k = load_json(o->card_file, "--card", &card, e)) == FMT_OK) {
-		if ((k = fmt_card_check(card, e)) != FMT_OK)
-			fmt_err_file(e, o->card_file);
-		d.card = card;
-	}
+	if (k == FMT_OK && o->options)
+		k = fmt_drvopt_load(o->options, e);
 	if (k == FMT_OK)
 		k = fmt_table_open_opts(&t, input, o->table_from, &d, e);
 	if (k != FMT_OK) {
-		json_decref(schema);
-		json_decref(card);
+		fmt_drvopt_unload(o->options);
 		return k;
 	}
 	if (!o->no_verify)
@@ -200,7 +146,7 @@ static fmt_kind convert_table(const char *input, const char *output, const fmt_c
 	} else if (k == FMT_OK) {
 		fmt_sink sink;
 		fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->threads,
-				      .keys = *write_keys };
+				      .keys = *write_keys, .options = o->options };
 		k = fmt_sink_open(&sink, output, wo.sink_flags, e);
 		if (k == FMT_OK) {
 			k = o->table_to->write(&t, &sink, &wo, e);
@@ -216,7 +162,6 @@ static fmt_kind convert_table(const char *input, const char *output, const fmt_c
 	if (k != FMT_OK && !e->file[0])
 		fmt_err_file(e, input);
 	fmt_table_free(&t);
-	json_decref(schema);
-	json_decref(card);
+	fmt_drvopt_unload(o->options);
 	return k;
 }

@@ -165,7 +165,7 @@ static fmt_kind write_output(convert_plan *p, fmt_model *in, const char *output,
 {
 	fmt_hmac_key key = { 0 };
 	fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->threads,
-			      .layout = o->layout, .codec = o->codec, .codec_level = o->codec_level };
+			      .options = o->options, .codec = o->codec, .codec_level = o->codec_level };
 	fmt_kind k = FMT_OK;
 	if (o->sign || fmt_key_opts_given(&o->key)) {
 		k = fmt_key_from_opts(&o->key, &key, e);

@@ -107,6 +107,41 @@ setup() {
 	[[ "$stderr" == *"column 'x': ttab cannot hold float64"* ]]
 }
 
+@test "the new table format's own option: in fmt-convert --help under its heading, its value given to its driver" {
+	run "$NEW/fmt-convert" --help
+	assert_success
+	# its heading, then its option (declared in ttab.c only)
+	[ "$(printf '%s\n' "$output" | grep -A1 -x 'Options for ttab:' | tail -n 1 | tr -s ' ')" = \
+		" --ttab-bools HOW booleans as words (default) or digits" ] || fail "$output"
+	run "$FMTKIT_BIN/fmt-convert" --help
+	refute_output --partial ttab
+	printf 'id,ok\n1,true\n2,false\n' >in.csv
+	run "$NEW/fmt-convert" --ttab-bools digits in.csv d.ttab
+	assert_success
+	assert_equal "$(cat d.ttab)" "$(printf '#ttab\nid:int64,ok:bool\n1,1\n2,0')"
+	"$NEW/fmt-convert" --ttab-bools words in.csv w.ttab
+	assert_equal "$(cat w.ttab)" "$(printf '#ttab\nid:int64,ok:bool\n1,true\n2,false')"
+	# a bad value: the driver's own message, exit 2, nothing written
+	run --separate-stderr "$NEW/fmt-convert" --ttab-bools yes in.csv x.ttab
+	assert_failure 2
+	[ "$(printf '%s\n' "$stderr" | head -n 1)" = "fmt-convert: error: --ttab-bools takes words or digits" ] || fail "$stderr"
+	[ ! -e x.ttab ]
+	# where neither side's format uses it: refused, naming who does
+	run --separate-stderr "$NEW/fmt-convert" --ttab-bools digits in.csv x.csv
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: in.csv: --ttab-bools has no use with csv input and csv output (it is for ttab output)"
+	[ ! -e x.csv ]
+	# a table driver's option is a dataset option
+	run --separate-stderr "$NEW/fmt-convert" --ttab-bools digits in.csv x.safetensors
+	assert_failure 2
+	[ "$(printf '%s\n' "$stderr" | head -n 1)" = "fmt-convert: error: --ttab-bools applies to datasets, not to models: dataset options need a dataset output (.ald, .arrow, .feather, .arrows, .jsonl, .csv, .ttab or --to)" ] ||
+		fail "$stderr"
+	# the completions' source lists it with its described values
+	run "$NEW/fmt-convert" --dump-options
+	assert_line $'option\tttab-bools\t-\tHOW\twords\twords digits\t-\t0\t0\tbooleans as words (default) or digits'
+	assert_line $'value\tdigits\t1 and 0'
+}
+
 @test "the tree with the new format keeps its layers" {
 	run "$TREE/scripts/check-layers" --root "$TREE" --lib "$TREE/build/libfmtcommon.a" --objects "$TREE/build/obj/libcommon"
 	assert_success

@@ -8,6 +8,7 @@
 #include "unit.h"
 #include "fmt/arrow.h"
 #include "fmt/dataset.h"
+#include "fmt/format_options.h"
 #include "fmt/io.h"
 #include "fmt/table.h"
 
@@ -53,18 +54,21 @@ static void make_stream(fmt_sb *out)
 static void write_native(const char *path)
 {
 	fmt_sb stream = { 0 };
-	fmt_dataset_opts o = { .compression = FMT_ALD_NONE, .trueno_native = 1 };
+	fmt_drvopt_sets sets = { 0 };
+	fmt_write_opts wo = { .options = &sets };
 	fmt_table src;
 	fmt_sink k;
 	fmt_err e;
+	CHECK(fmt_format_option_parse(&sets, "compression", FMT_FOPT_TABLES, "none", &e) == 0);
+	CHECK(fmt_format_option_parse(&sets, "trueno-native", FMT_FOPT_TABLES, NULL, &e) == 0);
 	make_stream(&stream);
 	CHECK(fmt_table_open_memory(&src, "x.arrows", stream.p, stream.len, NULL, &e) == FMT_OK);
-	src.opts = &o;
 	CHECK(fmt_sink_open(&k, path, 0, &e) == FMT_OK);
-	CHECK(fmt_table_driver_by_name("ald")->write(&src, &k, NULL, &e) == FMT_OK);
+	CHECK(fmt_table_driver_by_name("ald")->write(&src, &k, &wo, &e) == FMT_OK);
 	CHECK(fmt_sink_commit(&k, &e) == FMT_OK);
 	fmt_table_free(&src);
 	fmt_sb_free(&stream);
+	fmt_drvopt_sets_free(&sets);
 }
 
 TEST(ald_trueno_native_reads_in_place)

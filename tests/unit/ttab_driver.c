@@ -4,11 +4,12 @@
  *
  * The "ttab" format: a magic line "#ttab", a line of name:type[?] columns (types int64, utf8,
  * bool; ? = nullable) and comma-separated rows (an empty field is null), read in batches of two
- * rows. */
+ * rows. Its one option, --ttab-bools digits, writes booleans as 1 and 0. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/io.h"
+#include "fmt/registry.h"
 #include "fmt/table.h"
 
 #define TTAB_MAGIC "#ttab\n"
@@ -148,9 +149,10 @@ static fmt_kind ttab_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 	return FMT_OK;
 }
 
-static fmt_kind ttab_write_row(const fmt_schema *s, const fmt_batch *b, uint64_t r, fmt_sink *k,
+static fmt_kind ttab_write_row(const fmt_schema *s, const fmt_batch *b, uint64_t r, int digits, fmt_sink *k,
 			       fmt_err *e)
 {
+	static const char *const bools[2][2] = { { "false", "true" }, { "0", "1" } };
 	for (size_t c = 0; c < s->n_fields; c++) {
 		const fmt_column *col = &b->columns[c];
 		char num[32];
@@ -163,7 +165,7 @@ static fmt_kind ttab_write_row(const fmt_schema *s, const fmt_batch *b, uint64_t
 		if (s->fields[c].type == FMT_C_UTF8) {
 			fmt_column_bytes(col, FMT_C_UTF8, r, &p, &n);
 		} else if (s->fields[c].type == FMT_C_BOOL) {
-			n = (size_t)snprintf(num, sizeof num, "%s", fmt_column_bool(col, r) ? "true" : "false");
+			n = (size_t)snprintf(num, sizeof num, "%s", bools[digits][fmt_column_bool(col, r)]);
 		} else {
 			int64_t v;
 			memcpy(&v, col->values + r * 8, 8);
@@ -175,9 +177,38 @@ static fmt_kind ttab_write_row(const fmt_schema *s, const fmt_batch *b, uint64_t
 	return fmt_sink_write(k, "\n", 1, e);
 }
 
+/* The values of its options. */
+typedef struct ttab_opts {
+	int digits;      /* --ttab-bools digits */
+} ttab_opts;
+
+static const fmt_drvopt_value ttab_bools[] = {
+	{ "words", "true and false (default)" },
+	{ "digits", "1 and 0" },
+	{ NULL, NULL }
+};
+
+static int ttab_parse_bools(void *v, const char *arg, fmt_err *e)
+{
+	int i = fmt_drvopt_word(ttab_bools, "ttab-bools", arg, e);
+	if (i < 0)
+		return -1;
+	((ttab_opts *)v)->digits = i == 1;
+	return FMT_DRVOPT_GIVEN;
+}
+
+static const fmt_drvopt ttab_option_list[] = {
+	{ "ttab-bools", "HOW", "booleans as words (default) or digits", FMT_DRVOPT_WRITE, FMT_DRVOPT_WORDS,
+	  .values = ttab_bools, .parse = ttab_parse_bools },
+	{ .name = NULL }
+};
+
+static const fmt_drvopts ttab_options = { .list = ttab_option_list, .size = sizeof(ttab_opts) };
+
 static fmt_kind ttab_write(fmt_table *in, fmt_sink *k, const struct fmt_write_opts *o, fmt_err *e)
 {
-	(void)o;
+	const ttab_opts *given = fmt_drvopt_values(o ? o->options : NULL, &ttab_options);
+	int digits = given && given->digits;
 	const fmt_schema *s = &in->schema;
 	if (fmt_sink_write(k, TTAB_MAGIC, strlen(TTAB_MAGIC), e) != FMT_OK)
 		return e->kind;
@@ -198,7 +229,7 @@ static fmt_kind ttab_write(fmt_table *in, fmt_sink *k, const struct fmt_write_op
 			return e->kind;
 		fmt_kind kind = FMT_OK;
 		for (uint64_t r = 0; r < b.n_rows && kind == FMT_OK; r++)
-			kind = ttab_write_row(s, &b, r, k, e);
+			kind = ttab_write_row(s, &b, r, digits, k, e);
 		fmt_batch_free(&b);
 		if (kind != FMT_OK || done)
 			return kind;
@@ -230,5 +261,6 @@ const fmt_table_driver fmt_table_driver_ttab = {
 	.write = ttab_write,
 	.can_hold = ttab_can_hold,
 	.close = ttab_close,
+	.options = &ttab_options,
 };
 

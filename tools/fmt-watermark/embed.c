@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/cli_keys.h"
+#include "fmt/format_options.h"
 #include "fmt/minisign.h"
 #include "fmt/pipeline.h"
 #include "fmt/progress.h"
@@ -295,7 +296,6 @@ static void sum_pieces(wm_column *col)
 
 fmt_kind wm_embed_target(wm_opts *o, const char *output, fmt_err *e)
 {
-	o->ald_compression = FMT_ALD_ZSTD;
 	if (o->to_name) {
 		o->table_to = fmt_table_driver_by_name(o->to_name);
 		o->to = o->table_to ? NULL : fmt_driver_by_name(o->to_name);
@@ -325,16 +325,14 @@ fmt_kind wm_embed_target(wm_opts *o, const char *output, fmt_err *e)
 					  : fmt_driver_can(o->to, FMT_CAP_ED25519_SIGN)))
 		return fmt_fail(e, FMT_USAGE, "--sign-key needs an output format with embedded Ed25519 signatures "
 				"(.apsim, .ald); sign other files with fmt-sign sign -s");
-	if (!o->compression)
-		return FMT_OK;
-	if (o->table_to) {
-		int v = fmt_ald_compression_by_name(o->compression);
-		if (v < 0)
-			return fmt_fail(e, FMT_USAGE, "--compression takes none, zstd, zstd-max or lz4 for a dataset");
-		o->ald_compression = v;
+	if (o->table_to) { /* the table drivers that take them check their values */
+		if (o->compression && fmt_format_option_parse(&o->drvopts, "compression", FMT_FOPT_TABLES, o->compression, e))
+			return e->kind;
+		if (o->schema && fmt_format_option_parse(&o->drvopts, "schema", FMT_FOPT_TABLES, o->schema, e))
+			return e->kind;
 		return FMT_OK;
 	}
-	return fmt_codec_parse(o->to, o->compression, &o->codec, &o->codec_level, e);
+	return o->compression ? fmt_codec_parse(o->to, o->compression, &o->codec, &o->codec_level, e) : FMT_OK;
 }
 
 /* --dry-run: the pipeline's own plan is not this tool's report. */
@@ -351,11 +349,7 @@ fmt_kind wm_embed(const char *input, const char *output, const wm_opts *o, const
 	fmt_convert_opts co = { .dtype = "keep", .force = o->force, .threads = o->threads, .dry_run = o->dry_run,
 				.quiet = o->common.quiet, .no_progress = o->common.no_progress,
 				.to = o->to, .table_to = o->table_to, .codec = o->codec, .codec_level = o->codec_level,
-				.dataset = { .compression = o->ald_compression,
-					     .given = (o->schema ? FMT_DOPT_SCHEMA : 0u) |
-						      (o->table_to && o->ald_compression != FMT_ALD_NONE &&
-						       o->compression ? FMT_DOPT_COMPRESSION : 0u) },
-				.schema_file = o->schema,
+				.options = (fmt_drvopt_sets *)&o->drvopts,
 				.model_hook = model_hook, .table_hook = table_hook, .hook_ctx = &c,
 				.tool = TOOL, .out = stdout, .err = stderr, .allow_expired = o->allow_expired };
 	fmt_cli_pipeline_reports(&co);

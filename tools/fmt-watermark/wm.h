@@ -42,7 +42,7 @@ typedef struct wm_opts {
 	const fmt_table_driver *table_to;
 	fmt_codec codec;
 	int codec_level;
-	int ald_compression;
+	fmt_drvopt_sets drvopts;       /* a dataset OUT's -c and --schema, as its drivers parsed them */
 	int force;
 	int threads;
 	const char *input;             /* what a failure record names (the subcommand's file) */

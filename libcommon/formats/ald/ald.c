@@ -323,6 +323,120 @@ static fmt_kind ald_decrypt(fmt_table *t, fmt_err *e)
 	return fmt_ald_decrypt(t->format_state, t->keys, e);
 }
 
+/* ---- the .ald writing options ---- */
+
+static const fmt_drvopts ald_options;
+
+void fmt_ald_opts_of(const fmt_write_opts *o, ald_opts *out)
+{
+	const ald_opts *given = fmt_drvopt_values(o ? o->options : NULL, &ald_options);
+	*out = given ? *given : (ald_opts){ 0 };
+	if (!out->compression_set)
+		out->compression = out->trueno_native ? FMT_ALD_NONE : FMT_ALD_ZSTD;
+}
+
+static int parse_compression(void *v, const char *arg, fmt_err *e)
+{
+	ald_opts *o = v;
+	int id = fmt_ald_compression_by_name(arg);
+	if (id < 0)
+		return fmt_fail(e, FMT_USAGE, "--compression takes none, zstd, zstd-max or lz4 for a dataset"), -1;
+	o->compression = id;
+	o->compression_set = 1;
+	return id == FMT_ALD_NONE ? FMT_DRVOPT_NEUTRAL : FMT_DRVOPT_GIVEN; /* none: what every format does */
+}
+
+static int parse_type(void *v, const char *arg, fmt_err *e)
+{
+	int id = fmt_ald_type_by_name(arg);
+	if (id < 0) {
+		char names[512];
+		fmt_ald_type_names(names, sizeof names);
+		return fmt_fail(e, FMT_USAGE, "--type takes one of: %s", names), -1;
+	}
+	((ald_opts *)v)->dataset_type = (uint16_t)id;
+	return FMT_DRVOPT_GIVEN;
+}
+
+/* "tabular time_series ...": --type's values. */
+static void type_words(char *buf, size_t n)
+{
+	fmt_ald_type_names(buf, n);
+	char *to = buf;
+	for (const char *p = buf; *p; p++)
+		if (!(*p == ',' && p[1] == ' '))
+			*to++ = *p;
+	*to = '\0';
+}
+
+static int parse_card(void *v, const char *arg, fmt_err *e)
+{
+	(void)e;
+	((ald_opts *)v)->card_file = arg;
+	return FMT_DRVOPT_GIVEN;
+}
+
+static int parse_chunk_rows(void *v, const char *arg, fmt_err *e)
+{
+	char *end = NULL;
+	unsigned long long n = *arg && *arg != '-' && *arg != '+' ? strtoull(arg, &end, 10) : 0;
+	if (n == 0 || *end || n > UINT32_MAX)
+		return fmt_fail(e, FMT_USAGE, "--chunk-rows takes a row count from 1 to 4294967295"), -1;
+	((ald_opts *)v)->chunk_rows = n;
+	return FMT_DRVOPT_GIVEN;
+}
+
+static int parse_trueno(void *v, const char *arg, fmt_err *e)
+{
+	(void)arg, (void)e;
+	((ald_opts *)v)->trueno_native = 1;
+	return FMT_DRVOPT_GIVEN;
+}
+
+static int parse_compat(void *v, const char *arg, fmt_err *e)
+{
+	if (strcmp(arg, "alimentar") != 0)
+		return fmt_fail(e, FMT_USAGE, "--compat takes alimentar"), -1;
+	((ald_opts *)v)->compat_alimentar = 1;
+	return FMT_DRVOPT_GIVEN;
+}
+
+static fmt_kind load_card(void *v, fmt_err *e)
+{
+	ald_opts *o = v;
+	fmt_kind k = o->card_file ? fmt_drvopt_load_json(o->card_file, "--card", &o->card, e) : FMT_OK;
+	if (k == FMT_OK && o->card && (k = fmt_card_check(o->card, e)) != FMT_OK)
+		fmt_err_file(e, o->card_file);
+	return k;
+}
+
+static void free_card(void *v)
+{
+	ald_opts *o = v;
+	json_decref(o->card);
+	o->card = NULL;
+}
+
+static const fmt_drvopt ald_option_list[] = {
+	{ "compression", "CODEC", "payload compression: none, zstd (default), zstd-max, lz4", FMT_DRVOPT_WRITE,
+	  FMT_DRVOPT_WORDS, "none zstd zstd-max lz4", .parse = parse_compression },
+	{ "type", "NAME", "dataset type (default tabular)", FMT_DRVOPT_WRITE, FMT_DRVOPT_WORDS,
+	  .words_from = type_words, .parse = parse_type },
+	{ "card", "FILE", "dataset card (JSON: name, version, license, tags, ...)", FMT_DRVOPT_WRITE,
+	  FMT_DRVOPT_FILE, "*.json", .parse = parse_card },
+	{ "chunk-rows", "N", "STREAMING: independently compressed chunks of N rows", FMT_DRVOPT_WRITE,
+	  .parse = parse_chunk_rows },
+	{ "trueno-native", NULL, "TRUENO_NATIVE: numeric columns as aligned raw arrays", FMT_DRVOPT_WRITE,
+	  .parse = parse_trueno },
+	{ "compat", "NAME", "as alimentar 0.2 writes it (metadata array, its CRC)", FMT_DRVOPT_WRITE,
+	  FMT_DRVOPT_WORDS, "alimentar", .parse = parse_compat },
+	{ .name = NULL }
+};
+
+static const fmt_drvopts ald_options = {
+	.list = ald_option_list, .size = sizeof(ald_opts), .load = load_card, .free = free_card,
+};
+
 const fmt_table_driver fmt_table_driver_ald = {
 	.name = "ald",
 	.extension = ".ald",
@@ -338,10 +452,9 @@ const fmt_table_driver fmt_table_driver_ald = {
 	.rows_gate = fmt_ald_rows_gate,
 	.encrypts = 1,
 	.caps = FMT_CAP_ED25519 | FMT_CAP_ED25519_SIGN,
-	.writes_opts = FMT_DOPT_COMPRESSION | FMT_DOPT_TYPE | FMT_DOPT_CARD | FMT_DOPT_CHUNK_ROWS | FMT_DOPT_TRUENO |
-		       FMT_DOPT_COMPAT,
 	.sign_in_place = fmt_ald_sign_in_place,
 	.license_in_place = fmt_ald_license_in_place,
+	.options = &ald_options,
 };
 
 /* The in-place rewrites sit below this file: they reopen the file with the driver they are given. */

@@ -16,6 +16,21 @@
 #include "compress.h"
 #include "fmt/encrypt.h"
 
+/* The values of the .ald writing options (fmt-convert --type, --card, ...; declared in ald.c). */
+typedef struct ald_opts {
+	int compression;           /* FMT_ALD_* (when compression_set) */
+	int compression_set;       /* else zstd, or none for TRUENO_NATIVE's raw arrays */
+	uint16_t dataset_type;     /* 0: tabular */
+	const char *card_file;     /* the dataset card (JSON object) ... */
+	json_t *card;              /* ... as loaded before the input is opened, or NULL */
+	uint64_t chunk_rows;       /* > 0: STREAMING with chunks of this many rows */
+	int trueno_native;         /* TRUENO_NATIVE: numeric columns as aligned raw arrays */
+	int compat_alimentar;      /* upstream's metadata array and CRC variant */
+} ald_opts;
+
+/* The .ald options of a write (o may be NULL), compression resolved. */
+void fmt_ald_opts_of(const struct fmt_write_opts *o, ald_opts *out);
+
 typedef struct ald_chunk {
 	uint64_t row_offset;
 	uint32_t num_rows;
@@ -158,12 +173,11 @@ fmt_kind fmt_ald_payload_check(ald_state *s, const char *want, fmt_err *e);
  * of the part after the schema block: the index, the arrays and the payload to k, their bytes
  * from the first array on into sha, *payload the payload's size and *rows the row count. */
 struct fmt_sha256;
-struct fmt_dataset_opts;
 fmt_kind fmt_ald_native_parse(fmt_table *t, ald_state *s, uint64_t *pos, fmt_err *e);
 fmt_kind fmt_ald_native_next(ald_state *s, fmt_batch *b, int *done, fmt_err *e);
 json_t *fmt_ald_native_json(const ald_state *s);
 void fmt_ald_native_free(ald_state *s);
-fmt_kind fmt_ald_native_check_opts(const struct fmt_dataset_opts *o, fmt_err *e);
+fmt_kind fmt_ald_native_check_opts(const ald_opts *o, fmt_err *e);
 fmt_kind fmt_ald_native_body(fmt_table *in, fmt_sink *k, struct fmt_sha256 *sha, uint64_t *payload, uint64_t *rows,
 			     fmt_err *e);
 fmt_kind fmt_ald_native_check_digest(ald_state *s, const char *want, fmt_err *e);

@@ -297,7 +297,7 @@ fmt_kind fmt_ald_native_next(ald_state *s, fmt_batch *b, int *done, fmt_err *e)
 
 /* ---- writing ---- */
 
-fmt_kind fmt_ald_native_check_opts(const fmt_dataset_opts *o, fmt_err *e)
+fmt_kind fmt_ald_native_check_opts(const ald_opts *o, fmt_err *e)
 {
 	if (!o->trueno_native)
 		return FMT_OK;

@@ -15,7 +15,7 @@
 #define HEADER 32
 
 typedef struct writer {
-	const fmt_dataset_opts *o;
+	const ald_opts *o;
 	const fmt_schema *schema;
 	fmt_sink *k;
 	ald_enc *enc;              /* encrypting: the payload goes through it */
@@ -192,7 +192,7 @@ static fmt_kind write_index(writer *w, fmt_err *e)
 static fmt_kind finish(writer *w, size_t meta_len, uint16_t schema_len,
 		       uint8_t flags, fmt_err *e)
 {
-	const fmt_dataset_opts *o = w->o;
+	const ald_opts *o = w->o;
 	uint8_t h[HEADER], digest[FMT_SHA256_LEN];
 	char hex[FMT_SHA256_HEX + 1];
 	fmt_kind k = fmt_sha256_final(&w->sha, digest, e);
@@ -232,15 +232,14 @@ static fmt_kind finish(writer *w, size_t meta_len, uint16_t schema_len,
 	return fmt_ald_sink_append_crc(w->k, o->compat_alimentar, e);
 }
 
-static const fmt_dataset_opts default_opts = { .compression = FMT_ALD_ZSTD };
-
 fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt_err *e)
 {
 	ald_enc enc;
 	int encrypting = 0;
-	writer w = { .o = in->opts ? in->opts : &default_opts, .schema = &in->schema, .k = k,
-		     .sign = wo ? wo->keys.ed25519_secret : NULL };
-	const fmt_dataset_opts *o = w.o;
+	ald_opts opts;
+	fmt_ald_opts_of(wo, &opts);
+	writer w = { .o = &opts, .schema = &in->schema, .k = k, .sign = wo ? wo->keys.ed25519_secret : NULL };
+	const ald_opts *o = w.o;
 	fmt_sb block = { 0 };
 	uint8_t *meta = NULL;
 	size_t meta_len = 0;

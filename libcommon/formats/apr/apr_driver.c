@@ -79,8 +79,6 @@ static fmt_kind apr_verify_as_read(fmt_model *m, fmt_err *e)
 	return fmt_apr_seed_verify_as_read(m, m->format_state, e);
 }
 
-static const char *const LAYOUTS[] = { "seed", "aprender", NULL };
-
 /* What the default (seed) layout holds; the aprender writer refuses more, naming the tensor. */
 static int apr_holds(fmt_dtype t)
 {
@@ -107,15 +105,12 @@ static fmt_dtype apr_choose_dtype(const fmt_tensor *t, fmt_dtype want, const cha
 
 static fmt_kind apr_write(const fmt_model *m, fmt_sink *k, const fmt_write_opts *o, fmt_err *e)
 {
-	const char *layout = o->layout ? o->layout : LAYOUTS[0];
-	if (strcmp(layout, "aprender") == 0) {
+	if (fmt_apr_aprender_asked(o)) {
 		if (o->codec == FMT_CODEC_LZ4 || o->codec == FMT_CODEC_ZSTD)
 			return fmt_fail(e, FMT_USAGE, "the aprender layout has no compression (aprender writes none); "
 					"use the seed layout");
 		return fmt_apr_ap_write(m, k, e);
 	}
-	if (strcmp(layout, "seed") != 0)
-		return fmt_fail(e, FMT_USAGE, "APR layouts are seed and aprender (not '%s')", layout);
 	apr_seed_opts so;
 	fmt_kind r = fmt_apr_seed_opts_from(m, o, &so, e);
 	if (r == FMT_OK)
@@ -245,6 +240,46 @@ static json_t *apr_describe(const fmt_model *m)
 	return o;
 }
 
+/* ---- the APR writing options ---- */
+
+typedef struct apr_opts {
+	int aprender;              /* --apr-layout aprender (else seed) */
+} apr_opts;
+
+static const fmt_drvopts apr_options;
+
+int fmt_apr_aprender_asked(const fmt_write_opts *o)
+{
+	const apr_opts *a = fmt_drvopt_values(o->options, &apr_options);
+	return a && a->aprender;
+}
+
+enum { LAYOUT_SEED, LAYOUT_APRENDER };
+
+static const fmt_drvopt_value layouts[] = {
+	[LAYOUT_SEED] = { "seed", "32-byte header, XXH3 footer, compression (default)" },
+	[LAYOUT_APRENDER] = { "aprender", "byte-identical to aprender's writer" },
+	{ NULL, NULL }
+};
+
+static int parse_layout(void *v, const char *arg, fmt_err *e)
+{
+	int layout = fmt_drvopt_word(layouts, "apr-layout", arg, e);
+	if (layout < 0)
+		return -1;
+	((apr_opts *)v)->aprender = layout == LAYOUT_APRENDER;
+	return FMT_DRVOPT_GIVEN;
+}
+
+static const fmt_drvopt apr_option_list[] = {
+	{ "apr-layout", "LAYOUT", "seed (default: APR\\x02, XXH3 footer, compression) or\n"
+	  "aprender (APR\\0, byte-identical to aprender's writer)", FMT_DRVOPT_WRITE, FMT_DRVOPT_WORDS,
+	  .values = layouts, .parse = parse_layout },
+	{ .name = NULL }
+};
+
+static const fmt_drvopts apr_options = { .list = apr_option_list, .size = sizeof(apr_opts) };
+
 const fmt_driver fmt_driver_apr = {
 	.name = "apr",
 	.extension = ".apr",
@@ -265,9 +300,9 @@ const fmt_driver fmt_driver_apr = {
 	.holds_dtype = apr_holds,
 	.choose_dtype = apr_choose_dtype,
 	.arch_key = "general.architecture",
-	.layouts = LAYOUTS,
 	.compresses = 1,
 	.streams = 1,
 	.close = apr_close,
 	.describe = apr_describe,
+	.options = &apr_options,
 };

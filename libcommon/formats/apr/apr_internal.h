@@ -119,6 +119,8 @@ fmt_kind fmt_apr_seed_write(const fmt_model *m, fmt_sink *k, const apr_seed_opts
 /* The seed options the writer options ask for (a pool when compressing on several threads,
  * which the caller destroys). */
 fmt_kind fmt_apr_seed_opts_from(const fmt_model *m, const fmt_write_opts *o, apr_seed_opts *so, fmt_err *e);
+/* --apr-layout aprender was given (apr_driver.c declares the option; the default is seed). */
+int fmt_apr_aprender_asked(const fmt_write_opts *o);
 
 /* Seed shard sets NAME-0000i-of-0000N.apr, through the shared shard-set module. */
 #define APR_SHARD_LIMITS (FMT_SHARD_BY_BYTES | FMT_SHARD_BY_TENSORS)

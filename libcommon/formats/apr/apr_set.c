@@ -46,7 +46,7 @@ fmt_kind fmt_apr_write_sharded(const fmt_model *m, const char *prefix, const fmt
 	fmt_shard_plan plan;
 	set_ctx c = { .m = m, .plan = &plan };
 	memset(&plan, 0, sizeof plan);
-	if (o->layout && strcmp(o->layout, "seed") != 0)
+	if (fmt_apr_aprender_asked(o))
 		return fmt_fail(e, FMT_USAGE, "shard sets are written in the seed layout (aprender has no shard sets)");
 	fmt_kind k = fmt_apr_seed_opts_from(m, o, &c.so, e);
 	if (k == FMT_OK)

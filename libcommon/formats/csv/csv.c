@@ -37,6 +37,24 @@ typedef struct csv_state {
 	col_builder *cols;
 } csv_state;
 
+/* The values of the CSV options (csv_options, at the driver). */
+typedef struct csv_opts {
+	char delimiter;            /* 0: detected when reading, ',' when writing */
+	int no_header;             /* name columns column_1, column_2, ... */
+	const char *null_value;    /* a field equal to this is null (empty fields always are) */
+	const char *schema_file;   /* {"column": "type"}: types to use instead of inferring them */
+	json_t *schema;            /* ... as loaded before the input is opened */
+} csv_opts;
+
+static const fmt_drvopts csv_options;
+static const csv_opts csv_defaults;
+
+static const csv_opts *csv_opts_of(const fmt_drvopt_sets *s)
+{
+	const csv_opts *o = fmt_drvopt_values(s, &csv_options);
+	return o ? o : &csv_defaults;
+}
+
 static fmt_kind refill(csv_state *s, fmt_err *e)
 {
 	return fmt_text_in_refill(&s->in, s->line, "a record longer than 64 MiB", e);
@@ -260,7 +278,7 @@ static int forced_type(const char *name, fmt_field *f, int zoned, char *zone_buf
 
 static fmt_kind infer(fmt_table *t, csv_state *s, char **names, fmt_err *e)
 {
-	const fmt_dataset_opts *o = t->opts;
+	const csv_opts *o = csv_opts_of(t->opts ? t->opts->options : NULL);
 	fmt_tv_infer *inf = calloc(s->n_cols, sizeof *inf);
 	fmt_kind k = FMT_OK;
 	uint64_t rows = 0;
@@ -286,7 +304,7 @@ static fmt_kind infer(fmt_table *t, csv_state *s, char **names, fmt_err *e)
 		fmt_field f = { .name = names[i] };
 		char zone[64];
 		fmt_tv_infer_field(&inf[i], &f);
-		const json_t *want = o && o->schema ? json_object_get(o->schema, names[i]) : NULL;
+		const json_t *want = o->schema ? json_object_get(o->schema, names[i]) : NULL;
 		if (want && !(json_is_string(want) && forced_type(json_string_value(want), &f, inf[i].zoned, zone,
 								   sizeof zone)))
 			k = fmt_fail(e, FMT_USAGE, "--schema: column '%s': unknown type (bool, int8..int64, uint8..uint64, float16/32/64, utf8, large_utf8, binary, date32, timestamp, timestamp[s|ms|us|ns], timestamp[s|ms|us|ns, ZONE])",
@@ -294,7 +312,7 @@ static fmt_kind infer(fmt_table *t, csv_state *s, char **names, fmt_err *e)
 		if (k == FMT_OK)
 			k = fmt_schema_add_field(&t->schema, &f, e);
 	}
-	if (k == FMT_OK && o && o->schema) {
+	if (k == FMT_OK && o->schema) {
 		const char *key;
 		json_t *v;
 		json_object_foreach((json_t *)o->schema, key, v)
@@ -392,7 +410,7 @@ static fmt_kind detect_delimiter(csv_state *s, fmt_err *e)
 
 static fmt_kind csv_open(fmt_table *t, fmt_err *e)
 {
-	const fmt_dataset_opts *o = t->opts;
+	const csv_opts *o = csv_opts_of(t->opts ? t->opts->options : NULL);
 	csv_state *s = calloc(1, sizeof *s);
 	char **names = NULL;
 	fmt_kind k;
@@ -400,13 +418,13 @@ static fmt_kind csv_open(fmt_table *t, fmt_err *e)
 	if (!s)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	t->format_state = s;
-	s->delim = o && o->delimiter ? o->delimiter : ',';
-	s->null_value = o ? o->null_value : NULL;
-	s->batch_rows = o && o->batch_rows ? o->batch_rows : DEFAULT_BATCH;
+	s->delim = o->delimiter ? o->delimiter : ',';
+	s->null_value = o->null_value;
+	s->batch_rows = t->opts && t->opts->batch_rows ? t->opts->batch_rows : DEFAULT_BATCH;
 	if ((k = fmt_text_in_init(&s->in, &t->source, e)) != FMT_OK)
 		return k;
 	rewind_to(s, 0, 1);
-	if (!(o && o->delimiter) && (k = detect_delimiter(s, e)) != FMT_OK)
+	if (!o->delimiter && (k = detect_delimiter(s, e)) != FMT_OK)
 		return k;
 	if ((k = next_record(s, &got, e)) != FMT_OK)
 		return k;
@@ -417,7 +435,7 @@ static fmt_kind csv_open(fmt_table *t, fmt_err *e)
 	if (!names)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	for (size_t i = 0; i < s->n_cols && k == FMT_OK; i++) {
-		if (o && o->no_header) {
+		if (o->no_header) {
 			if (asprintf(&names[i], "column_%zu", i + 1) < 0)
 				names[i] = NULL;
 		} else {
@@ -429,7 +447,7 @@ static fmt_kind csv_open(fmt_table *t, fmt_err *e)
 			k = fmt_fail(e, FMT_INVALID_FORMAT, "line 1, column %zu: a NUL byte in a column name", i + 1);
 	}
 	if (k == FMT_OK) {
-		if (o && o->no_header)
+		if (o->no_header)
 			rewind_to(s, 0, 1);
 		s->data_off = s->in.next_off - (s->in.end - s->in.start);
 		s->data_line = s->line;
@@ -679,9 +697,9 @@ static int csv_put_row(void *ctx, const fmt_batch *b, uint64_t row, fmt_sb *line
 
 static fmt_kind csv_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt_err *e)
 {
-	(void)wo;
 	const fmt_schema *s = &in->schema;
-	csv_out o = { s, in->opts && in->opts->delimiter ? in->opts->delimiter : ',', NULL, { 0 } };
+	const csv_opts *opts = csv_opts_of(wo ? wo->options : NULL);
+	csv_out o = { s, opts->delimiter ? opts->delimiter : ',', NULL, { 0 } };
 	fmt_sb head = { 0 };
 	fmt_kind r;
 	const fmt_field *u = fmt_schema_unsupported(s);
@@ -715,6 +733,67 @@ static int can_hold(const fmt_field *f)
 	return f->type != FMT_C_OTHER;
 }
 
+static int parse_delimiter(void *v, const char *arg, fmt_err *e)
+{
+	csv_opts *o = v;
+	if (!strcmp(arg, "tab"))
+		o->delimiter = '\t';
+	else if (strlen(arg) == 1 && arg[0] != '"' && arg[0] != '\n' && arg[0] != '\r')
+		o->delimiter = arg[0];
+	else
+		return fmt_fail(e, FMT_USAGE, "--delimiter takes one character (or 'tab'), not a quote or a newline"), -1;
+	return FMT_DRVOPT_GIVEN;
+}
+
+static int parse_no_header(void *v, const char *arg, fmt_err *e)
+{
+	(void)arg, (void)e;
+	((csv_opts *)v)->no_header = 1;
+	return FMT_DRVOPT_GIVEN;
+}
+
+static int parse_null_value(void *v, const char *arg, fmt_err *e)
+{
+	(void)e;
+	((csv_opts *)v)->null_value = arg;
+	return FMT_DRVOPT_GIVEN;
+}
+
+static int parse_schema(void *v, const char *arg, fmt_err *e)
+{
+	(void)e;
+	((csv_opts *)v)->schema_file = arg;
+	return FMT_DRVOPT_GIVEN;
+}
+
+static fmt_kind load_schema(void *v, fmt_err *e)
+{
+	csv_opts *o = v;
+	return o->schema_file ? fmt_drvopt_load_json(o->schema_file, "--schema", &o->schema, e) : FMT_OK;
+}
+
+static void free_schema(void *v)
+{
+	csv_opts *o = v;
+	json_decref(o->schema);
+	o->schema = NULL;
+}
+
+static const fmt_drvopt csv_option_list[] = {
+	{ "delimiter", "C", "field delimiter (default: detected from , tab ;), 'tab'\nfor a tab", FMT_DRVOPT_READ | FMT_DRVOPT_WRITE,
+	  .parse = parse_delimiter },
+	{ "no-header", NULL, "no header row (columns column_1, column_2, ...)", FMT_DRVOPT_READ, .parse = parse_no_header },
+	{ "null-value", "S", "fields equal to S are null (empty ones always are)", FMT_DRVOPT_READ,
+	  .parse = parse_null_value },
+	{ "schema", "FILE", "force column types, {\"column\": \"int32\", ...}", FMT_DRVOPT_READ,
+	  FMT_DRVOPT_FILE, "*.json", .parse = parse_schema },
+	{ .name = NULL }
+};
+
+static const fmt_drvopts csv_options = {
+	.list = csv_option_list, .size = sizeof(csv_opts), .load = load_schema, .free = free_schema,
+};
+
 const fmt_table_driver fmt_table_driver_csv = {
 	.name = "csv",
 	.extension = ".csv",
@@ -724,6 +803,5 @@ const fmt_table_driver fmt_table_driver_csv = {
 	.write = csv_write,
 	.can_hold = can_hold,
 	.close = csv_close,
-	.reads_opts = FMT_DOPT_DELIMITER | FMT_DOPT_NO_HEADER | FMT_DOPT_NULL_VALUE | FMT_DOPT_SCHEMA,
-	.writes_opts = FMT_DOPT_DELIMITER,
+	.options = &csv_options,
 };

@@ -146,6 +146,9 @@ typedef struct fmt_cli_option {
 	/* Options with the same nonzero group exclude each other: the completions offer one of
 	 * them (the tool or libcommon still refuses two, with its own message). */
 	unsigned group;
+	/* The heading --help lists it under ("Options for csv"), after the options without one;
+	 * NULL: none (the tool's own options). */
+	const char *section;
 } fmt_cli_option;
 
 typedef struct fmt_cli_command {

@@ -1,4 +1,4 @@
-/* Options of dataset conversions (fmt-convert's dataset flags), the .ald container's facts,
+/* Options of reading datasets, the .ald container's facts,
  * and the dataset card (specs/ald.md, decisions table). */
 #ifndef FMT_DATASET_H
 #define FMT_DATASET_H
@@ -40,38 +40,11 @@ void fmt_format_utc(uint64_t t, char out[32]);
 enum { FMT_ALD_ENCRYPTED = 0x01, FMT_ALD_SIGNED = 0x02, FMT_ALD_STREAMING = 0x04,
        FMT_ALD_LICENSED = 0x08, FMT_ALD_TRUENO_NATIVE = 0x10 };
 
-/* The options of a dataset conversion, as bits: those a table driver reads
- * (fmt_table_driver.reads_opts) or writes (.writes_opts), and those the user gave
- * (fmt_dataset_opts.given). One that neither the input's nor the output's driver uses is
- * refused (fmt_pipeline_dataset), never ignored. */
-enum {
-	FMT_DOPT_DELIMITER = 1u << 0,   /* --delimiter */
-	FMT_DOPT_NO_HEADER = 1u << 1,   /* --no-header */
-	FMT_DOPT_NULL_VALUE = 1u << 2,  /* --null-value */
-	FMT_DOPT_SCHEMA = 1u << 3,      /* --schema */
-	FMT_DOPT_COMPRESSION = 1u << 4, /* --compression */
-	FMT_DOPT_TYPE = 1u << 5,        /* --type */
-	FMT_DOPT_CARD = 1u << 6,        /* --card */
-	FMT_DOPT_CHUNK_ROWS = 1u << 7,  /* --chunk-rows */
-	FMT_DOPT_TRUENO = 1u << 8,      /* --trueno-native */
-	FMT_DOPT_COMPAT = 1u << 9,      /* --compat */
-};
-
+/* The options of reading a dataset: the values of the options table drivers declare
+ * (fmt/drvopt.h: --delimiter, --schema, ...; each driver takes its own), and the batch size. */
 typedef struct fmt_dataset_opts {
-	unsigned given;            /* FMT_DOPT_* the user gave */
-	/* reading text (CSV) */
-	char delimiter;            /* 0: ',' */
-	int no_header;             /* name columns column_1, column_2, ... */
-	const char *null_value;    /* a field equal to this is null (empty fields always are) */
-	const json_t *schema;      /* {"column": "type"}: types to use instead of inferring them */
+	const fmt_drvopt_sets *options; /* NULL: every driver's defaults */
 	uint64_t batch_rows;       /* rows per batch produced by text readers; 0: 65536 */
-	/* writing .ald */
-	int compression;           /* FMT_ALD_*; default zstd */
-	uint16_t dataset_type;     /* 0: tabular */
-	const json_t *card;        /* the dataset card (JSON object), or NULL */
-	uint64_t chunk_rows;       /* > 0: STREAMING with chunks of this many rows */
-	int trueno_native;         /* TRUENO_NATIVE: numeric columns as aligned raw arrays */
-	int compat_alimentar;      /* upstream's metadata array and CRC variant */
 } fmt_dataset_opts;
 
 /* Dataset type names ("image_classification") and ids (§2.1). */

@@ -31,7 +31,6 @@ typedef struct fmt_convert_opts {
 	int shard_given;
 	int force_set;               /* the output was named NAME.<ext>.index.json */
 	int sign;                    /* --sign */
-	const char *layout;          /* --apr-layout: one of the target driver's layouts */
 	const char *compression;     /* -c/--compression, as given (parsed for the output's driver) */
 	fmt_codec codec;             /* what it means for a model output */
 	int codec_level;
@@ -40,12 +39,13 @@ typedef struct fmt_convert_opts {
 	fmt_pass_opts passphrase;    /* its passphrase: --passphrase-file / --passphrase-env */
 	const fmt_ms_secret *sign_secret; /* the key loaded (main), NULL without --sign-key */
 	fmt_overflow_mode overflow;  /* --overflow (--allow-overflow = saturate) */
+	/* The options the drivers declare (--apr-layout, --delimiter, --type, ...) as the drivers
+	 * parsed them (fmt/drvopt.h); NULL: none given. A dataset conversion loads what they name
+	 * (fmt_drvopt_load) and refuses one that neither side uses. */
+	fmt_drvopt_sets *options;
 	/* datasets */
 	const fmt_table_driver *table_to;   /* output table format (a dataset conversion) */
 	const fmt_table_driver *table_from; /* --from: input table format, NULL = probe */
-	fmt_dataset_opts dataset;    /* --delimiter, --compression, --chunk-rows, ... */
-	const char *schema_file;     /* --schema FILE.json */
-	const char *card_file;       /* --card FILE.json */
 	/* fmt-watermark: called with the output model before it is written, and with the input
 	 * table before its batches are pulled; NULL in fmt-convert. */
 	fmt_kind (*model_hook)(fmt_model *out, void *ctx, fmt_err *e);

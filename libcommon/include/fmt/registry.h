@@ -9,6 +9,7 @@
 #include "fmt/io.h"
 #include "fmt/shardset.h"
 #include "fmt/crypto.h"
+#include "fmt/drvopt.h"
 #include <jansson.h>
 
 struct fmt_driver;
@@ -21,7 +22,9 @@ typedef enum fmt_codec { FMT_CODEC_DEFAULT, FMT_CODEC_NONE, FMT_CODEC_LZ4, FMT_C
 /* Options shared by the writers; a driver ignores what it cannot use. */
 typedef struct fmt_write_opts {
 	unsigned sink_flags;          /* FMT_SINK_FORCE */
-	const char *layout;           /* one of the driver's layouts; NULL = its first (default) */
+	/* The values of the options drivers declare (fmt/drvopt.h): a driver takes its own
+	 * (fmt_drvopt_values); NULL: every driver's defaults. */
+	const fmt_drvopt_sets *options;
 	fmt_codec codec;              /* FMT_CODEC_DEFAULT unless the driver compresses */
 	int codec_level;              /* 0 = the codec's default */
 	int threads;
@@ -98,8 +101,6 @@ typedef struct fmt_driver {
 	 * NULL: want. */
 	fmt_dtype (*choose_dtype)(const fmt_tensor *t, fmt_dtype want, const char **why);
 	const char *default_dtype;    /* --dtype when none is given ("f16"); NULL: keep */
-	/* Byte layouts the writer offers (NULL-terminated; the first is the default), or NULL. */
-	const char *const *layouts;
 	int compresses;               /* the writer compresses tensor data (fmt_write_opts.codec) */
 	/* Reads a sequential source (a pipe, fmt/io.h) front to back: open reads header, metadata
 	 * and index only; tensors are read in file order (fmt_tensor.seq_pos) and verify, called
@@ -156,6 +157,8 @@ typedef struct fmt_driver {
 	void (*text_summary)(const fmt_model *m, FILE *out);
 	/* The tool that runs the file's embedded tests (fmt-verify --run-tests), or NULL. */
 	const char *test_runner;
+	/* Its own options (fmt-convert --apr-layout), parsed into fmt_write_opts.options; or NULL. */
+	const fmt_drvopts *options;
 } fmt_driver;
 
 /* Capability questions (the answers of d's fields, with their defaults). */

@@ -11,6 +11,7 @@
 #include "fmt/io.h"
 #include "fmt/model.h"
 #include "fmt/crypto.h"
+#include "fmt/drvopt.h"
 
 /* Column types: Arrow's, the subset the dataset formats use. */
 typedef enum fmt_ctype {
@@ -86,7 +87,7 @@ typedef struct fmt_table {
 	fmt_schema schema;
 	uint64_t n_rows;             /* FMT_ROWS_UNKNOWN when only reading every row tells */
 	void *format_state;          /* driver-private, freed by driver->close */
-	const struct fmt_dataset_opts *opts; /* reading and writing options (fmt/dataset.h) of
+	const struct fmt_dataset_opts *opts; /* reading options (fmt/dataset.h) of
 				      * a conversion; NULL: defaults */
 	const struct fmt_keyset *keys; /* decrypt the rows of an encrypted file with these (its
 				      * password or x25519 identity); NULL: none. Set after open. */
@@ -139,8 +140,10 @@ typedef struct fmt_table_driver {
 	/* Sign the file at path in place, atomically, with a key of keys (fmt-sign sign --embed);
 	 * NULL when the format has no embedded signature. */
 	fmt_kind (*sign_in_place)(const char *path, const fmt_keyset *keys, int threads, fmt_err *e);
-	/* FMT_DOPT_* (fmt/dataset.h): the conversion options open reads and write uses. */
-	unsigned reads_opts, writes_opts;
+	/* Its own options (fmt-convert --delimiter, --type): what open reads (FMT_DRVOPT_READ, from
+	 * fmt_dataset_opts.options) and write uses (FMT_DRVOPT_WRITE, from fmt_write_opts.options);
+	 * or NULL. */
+	const fmt_drvopts *options;
 } fmt_table_driver;
 
 /* Types */

@@ -1,0 +1,310 @@
+/* fmt-convert's options: its own table, and every registered driver's options (a heading per
+ * format in --help), parsed into the conversion's options. */
+#include <stdio.h>
+#include <string.h>
+#include "fmt/format_options.h"
+#include "convert.h"
+
+enum { OPT_TO = FMT_OPT_FIRST_TOOL_OPTION, OPT_DTYPE, OPT_ARCH, OPT_SET, OPT_SET_FROM, OPT_INCLUDE,
+       OPT_EXCLUDE, OPT_DRY_RUN, OPT_SHARD, OPT_SIGN, OPT_NO_VERIFY, OPT_OVERFLOW, OPT_ALLOW_OVERFLOW,
+       OPT_FROM, OPT_COMPRESS, OPT_SIGN_KEY, OPT_PASS_FILE, OPT_PASS_ENV, OPT_ENC_PW_FILE, OPT_ENC_PW_ENV,
+       OPT_ENC_TO, OPT_ALLOW_EXPIRED,
+       OPT_DRIVER_FIRST }; /* the drivers' options: OPT_DRIVER_FIRST + their index in driver_options */
+
+/* Options that exclude each other (fmt_cli_option.group). */
+enum { GROUP_KEY = 1 };
+
+static const fmt_cli_value dtypes[] = {
+	{ "f32", "float32" },
+	{ "f16", "IEEE half precision" },
+	{ "bf16", "bfloat16" },
+	{ "q8_0", "8-bit blocks of 32" },
+	{ "q4_0", "4-bit blocks of 32" },
+	{ "int8", "int8 codes, per-row scales" },
+	{ "int4", "int4 codes, block-32 scales" },
+	{ "fp8", "FP8 E4M3 codes" },
+	{ "fp6", "FP6 E3M2 codes" },
+	{ "fp4", "FP4 E2M1 codes" },
+	{ "keep", "keep each tensor's dtype" },
+	{ NULL, NULL }
+};
+
+static const fmt_cli_option own_options[] = {
+	{ FMT_CLI_OPT("to", OPT_TO, "FORMAT", "the output format (default: from OUTPUT's extension):"),
+	  .complete = FMT_COMPLETE_FORMAT },
+	{ FMT_CLI_OPT("dtype", OPT_DTYPE, "TYPE", "f32, f16, bf16, q8_0, q4_0 (GGUF), int8, int4, fp8, fp6,\n"
+		      "fp4 (.apsim compressed tensors) or keep (default: f16 for\nGGUF, keep otherwise)"),
+	  .complete = FMT_COMPLETE_WORDS, .values = dtypes },
+	{ FMT_CLI_OPT("compression", 'c', "CODEC", "what the output format offers: .apr (seed layout, one frame\n"
+		      "per tensor; default none): none, lz4[:1-12], zstd[:1-19],\n"
+		      "zstd-max; .ald payload: none, zstd (default), zstd-max, lz4"),
+	  .complete = FMT_COMPLETE_WORDS, .words = "none lz4 zstd zstd:19 zstd-max" },
+	{ FMT_CLI_OPT("compress", OPT_COMPRESS, "CODEC", "the same as --compression"),
+	  .complete = FMT_COMPLETE_WORDS, .words = "none lz4 zstd zstd:19 zstd-max" },
+	{ FMT_CLI_OPT("shard", OPT_SHARD, "SIZE", "write a shard set of at most SIZE of tensor data per shard\n"
+		      "(default: 5GB for safetensors, 4GB for .apsim, none for GGUF)") },
+	{ FMT_CLI_OPT("sign", OPT_SIGN, NULL, "sign the .apsim output (the per-user key unless a secret is given)") },
+	{ FMT_CLI_OPT("hmac-key", FMT_OPT_HMAC_KEY, NULL, "sign with the per-user key (fmt-sign keygen --hmac)"),
+	  .group = GROUP_KEY },
+	{ FMT_CLI_OPT("secret-file", FMT_OPT_SECRET_FILE, "FILE", "sign with the team secret in FILE"),
+	  .complete = FMT_COMPLETE_FILE, .group = GROUP_KEY },
+	{ FMT_CLI_OPT("key-secret-file", FMT_OPT_SECRET_FILE, "FILE", "the same as --secret-file"),
+	  .complete = FMT_COMPLETE_FILE, .group = GROUP_KEY },
+	{ FMT_CLI_OPT("secret-env", FMT_OPT_SECRET_ENV, "NAME", "sign with the team secret in environment variable NAME"),
+	  .complete = FMT_COMPLETE_ENV, .group = GROUP_KEY },
+	{ FMT_CLI_OPT("secret-prompt", FMT_OPT_SECRET_PROMPT, NULL, "sign with a team secret typed at a prompt"),
+	  .group = GROUP_KEY },
+	{ FMT_CLI_OPT("sign-key", OPT_SIGN_KEY, "SECKEY", "sign the output with this Ed25519 secret key (minisign\n"
+		      "format): .apsim ed25519 signature, .ald signature block"),
+	  .complete = FMT_COMPLETE_FILE, .words = "*.key", .group = GROUP_KEY },
+	{ FMT_CLI_OPT("passphrase-file", OPT_PASS_FILE, "FILE", "--sign-key's passphrase from FILE (one final newline removed)"),
+	  .complete = FMT_COMPLETE_FILE },
+	{ FMT_CLI_OPT("passphrase-env", OPT_PASS_ENV, "NAME", "--sign-key's passphrase from the environment variable NAME"),
+	  .complete = FMT_COMPLETE_ENV },
+	{ FMT_CLI_OPT("no-verify", OPT_NO_VERIFY, NULL, "do not check the input's digest before converting") },
+	{ FMT_CLI_OPT("arch", OPT_ARCH, "NAME", "set general.architecture (GGUF; arch for APR)"),
+	  .complete = FMT_COMPLETE_WORDS, .words_from = fmt_driver_arch_words },
+	{ FMT_CLI_OPT("set", OPT_SET, "KEY[:TYPE]=VALUE", "add or replace a metadata key; TYPE is one of\n"
+		      "u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool str (default str)"), .flags = FMT_CLI_REPEAT },
+	{ FMT_CLI_OPT("set-from", OPT_SET_FROM, "FILE", "add the keys of a JSON object"),
+	  .complete = FMT_COMPLETE_FILE, .words = "*.json" },
+	{ FMT_CLI_OPT("overflow", OPT_OVERFLOW, "MODE", "values the dtype cannot hold (F16 above 65504, Q8_0/Q4_0 blocks\n"
+		      "whose scale overflows F16): refuse (default, exit 4), saturate\n"
+		      "(F16/BF16 clamped; Q8_0/Q4_0 tensor written as F16) or widen\n"
+		      "(tensor written as F32)"),
+	  .complete = FMT_COMPLETE_WORDS, .words = "refuse saturate widen" },
+	{ FMT_CLI_OPT("allow-overflow", OPT_ALLOW_OVERFLOW, NULL, "the same as --overflow=saturate") },
+	{ FMT_CLI_OPT("include", OPT_INCLUDE, "GLOB", "convert only tensors (of a dataset: columns) whose name\nmatches (repeatable)"),
+	  .complete = FMT_COMPLETE_TENSOR, .flags = FMT_CLI_REPEAT },
+	{ FMT_CLI_OPT("exclude", OPT_EXCLUDE, "GLOB", "leave out tensors (columns) whose name matches (repeatable)"),
+	  .complete = FMT_COMPLETE_TENSOR, .flags = FMT_CLI_REPEAT },
+	{ FMT_CLI_OPT("dry-run", OPT_DRY_RUN, NULL, "print the plan (every tensor, its dtypes and bytes; a\n"
+		      "dataset's schema); write nothing") },
+	{ FMT_CLI_OPT("from", OPT_FROM, "FORMAT", "datasets: read INPUT as this format, not by its content"),
+	  .complete = FMT_COMPLETE_WORDS, .words_from = fmt_table_driver_words },
+	{ FMT_CLI_OPT("encrypt-password-file", OPT_ENC_PW_FILE, "FILE", ".ald: encrypt the payload with the password in FILE\n"
+		      "(Argon2id, AES-256-GCM)"), .complete = FMT_COMPLETE_FILE },
+	{ FMT_CLI_OPT("encrypt-password-env", OPT_ENC_PW_ENV, "NAME", ".ald: encrypt with the password in variable NAME"),
+	  .complete = FMT_COMPLETE_ENV },
+	{ FMT_CLI_OPT("encrypt-to", OPT_ENC_TO, "PUBKEY", ".ald: encrypt to the X25519 public key file PUBKEY\n"
+		      "(fmt-sign keygen --x25519)"), .complete = FMT_COMPLETE_FILE, .words = "*.pub" },
+	FMT_CLI_DECRYPT_OPTIONS,
+	{ FMT_CLI_OPT("allow-expired", OPT_ALLOW_EXPIRED, NULL, ".ald: read the rows although the licence has expired\n"
+		      "(said on stderr); without it that is exit 10") },
+	{ FMT_CLI_OPT("force", 'f', NULL, "overwrite OUTPUT if it exists") },
+	{ FMT_CLI_OPT("threads", 'T', "N", "worker threads (default: number of cores); same bytes for any N") },
+	{ FMT_CLI_OPT("json", 'j', NULL, "report as one JSON object") },
+	{ FMT_CLI_OPT("quiet", 'q', NULL, "no warnings") },
+	{ FMT_CLI_OPT("verbose", 'v', NULL, "print every tensor's conversion") },
+	{ .name = NULL }
+};
+
+#define MAX_OPTIONS 60   /* what the runner takes, with room for its own */
+#define MAX_DRIVER_OPTIONS 32
+#define MAX_VALUES 16
+
+static fmt_cli_option options[MAX_OPTIONS];
+static fmt_format_option driver_options[MAX_DRIVER_OPTIONS];
+static size_t n_driver_options;
+static char sections[MAX_DRIVER_OPTIONS][sizeof driver_options[0].owners + 16];
+static fmt_cli_value values[MAX_DRIVER_OPTIONS][MAX_VALUES + 1];
+
+/* What an option is for: a conversion of models, of datasets, or either. An option for one
+ * kind given with the other is refused, never ignored. */
+enum { FOR_EITHER, FOR_MODELS, FOR_DATASETS };
+
+static int option_is_for(int id)
+{
+	if (id >= OPT_DRIVER_FIRST) {
+		unsigned kinds = driver_options[id - OPT_DRIVER_FIRST].kinds;
+		return kinds == FMT_FOPT_MODELS ? FOR_MODELS : kinds == FMT_FOPT_TABLES ? FOR_DATASETS : FOR_EITHER;
+	}
+	switch (id) {
+	case OPT_DTYPE: case OPT_SHARD: case OPT_SIGN: case FMT_OPT_HMAC_KEY: case FMT_OPT_SECRET_FILE:
+	case FMT_OPT_SECRET_ENV: case FMT_OPT_SECRET_PROMPT: case OPT_ARCH: case OPT_SET: case OPT_SET_FROM:
+	case OPT_OVERFLOW: case OPT_ALLOW_OVERFLOW:
+		return FOR_MODELS;
+	case OPT_FROM: case OPT_ENC_PW_FILE: case OPT_ENC_PW_ENV: case OPT_ENC_TO: case FMT_OPT_PASSWORD_FILE:
+	case FMT_OPT_PASSWORD_ENV: case FMT_OPT_IDENTITY: case OPT_ALLOW_EXPIRED:
+		return FOR_DATASETS;
+	default:
+		return FOR_EITHER;
+	}
+}
+
+const char *convert_option_name(int id)
+{
+	for (const fmt_cli_option *p = options; p->name; p++)
+		if (p->id == id)
+			return p->name;
+	return "?";
+}
+
+static void note_kind(convert_args *a, int id)
+{
+	int kind = option_is_for(id);
+	if (kind == FOR_MODELS && !a->model_opt)
+		a->model_opt = convert_option_name(id);
+	else if (kind == FOR_DATASETS && !a->dataset_opt)
+		a->dataset_opt = convert_option_name(id);
+}
+
+static int push(const char **list, size_t *n, const char *item)
+{
+	if (*n >= MAX_REPEATS)
+		return -1;
+	list[(*n)++] = item;
+	return 0;
+}
+
+/* The options of either kind. */
+static int general_option(convert_args *a, int id, const char *arg, fmt_err *e)
+{
+	fmt_convert_opts *o = &a->o;
+	int full = 0;
+	switch (id) {
+	case 'f': o->force = 1; break;
+	case OPT_TO: a->to_name = arg; break;
+	case OPT_INCLUDE: full = push(o->include, &o->n_include, arg); break;
+	case OPT_EXCLUDE: full = push(o->exclude, &o->n_exclude, arg); break;
+	case OPT_DRY_RUN: o->dry_run = 1; break;
+	case OPT_SIGN_KEY: o->sign_key = arg; break;
+	case OPT_PASS_FILE: o->passphrase.file = arg; break;
+	case OPT_PASS_ENV: o->passphrase.env = arg; break;
+	case OPT_NO_VERIFY: o->no_verify = 1; break;
+	case 'c':
+	case OPT_COMPRESS:
+		if (o->compression)   /* the runner refuses each name twice; this, the two names */
+			return fmt_fail(e, FMT_USAGE, "--compression and --compress are the same option "
+					"(it takes one value)"), -1;
+		o->compression = arg;
+		break;
+	default:
+		return fmt_fail(e, FMT_USAGE, "unhandled option"), -1;
+	}
+	return full ? (fmt_fail(e, FMT_USAGE, "too many repeated options"), -1) : 0;
+}
+
+/* The options of a model conversion. */
+static int model_option(convert_args *a, int id, const char *arg, fmt_err *e)
+{
+	fmt_convert_opts *o = &a->o;
+	switch (id) {
+	case OPT_DTYPE: o->dtype = arg; return 0;
+	case OPT_ARCH: o->arch = arg; return 0;
+	case OPT_SET:
+		return push(o->sets, &o->n_sets, arg) ? (fmt_fail(e, FMT_USAGE, "too many repeated options"), -1) : 0;
+	case OPT_SET_FROM: o->set_from = arg; return 0;
+	case OPT_SHARD:
+		if (fmt_parse_size(arg, &o->shard, e) != FMT_OK || o->shard == 0)
+			return fmt_fail(e, FMT_USAGE, "--shard takes a size above 0, e.g. 2GB, 500MB, 1GiB"), -1;
+		o->shard_given = 1;
+		return 0;
+	case OPT_SIGN: o->sign = 1; return 0;
+	case OPT_OVERFLOW:
+		if (!fmt_overflow_mode_from_name(arg, &o->overflow))
+			return fmt_fail(e, FMT_USAGE, "--overflow takes refuse, saturate or widen"), -1;
+		a->overflow_given = 1;
+		return 0;
+	case OPT_ALLOW_OVERFLOW: a->allow_overflow = 1; return 0;
+	default:
+		return general_option(a, id, arg, e);
+	}
+}
+
+/* The options of a dataset conversion. */
+static int dataset_option(convert_args *a, int id, const char *arg, fmt_err *e)
+{
+	fmt_convert_opts *o = &a->o;
+	switch (id) {
+	case OPT_FROM:
+		if (!(o->table_from = fmt_table_driver_by_name(arg))) {
+			char names[256];
+			fmt_table_driver_names(names, sizeof names);
+			return fmt_fail(e, FMT_USAGE, "--from takes %s", names), -1;
+		}
+		return 0;
+	case OPT_ENC_PW_FILE: o->encrypt_password_file = arg; return 0;
+	case OPT_ENC_PW_ENV: o->encrypt_password_env = arg; return 0;
+	case OPT_ENC_TO: o->encrypt_to = arg; return 0;
+	case OPT_ALLOW_EXPIRED: o->allow_expired = 1; return 0;
+	default:
+		return model_option(a, id, arg, e);
+	}
+}
+
+static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
+{
+	convert_args *a = ctx;
+	note_kind(a, id);
+	if (fmt_cli_key_option(id, arg, &a->o.key) || fmt_cli_decrypt_option(id, arg, &a->o.decrypt))
+		return 0;
+	if (id >= OPT_DRIVER_FIRST) {
+		const fmt_format_option *d = &driver_options[id - OPT_DRIVER_FIRST];
+		return fmt_format_option_parse(&a->drvopts, d->opt->name, d->kinds, arg, e);
+	}
+	return dataset_option(a, id, arg, e);
+}
+
+static const fmt_cli_tool tool = {
+	.name = TOOL,
+	.synopsis = "[OPTIONS] INPUT OUTPUT",
+	.about = "Convert a model between safetensors (single file or sharded index), GGUF\n"
+		 "(single file or split set), Apsi checkpoints (.apsim, single or sharded) and\n"
+		 "APR (.apr, seed or aprender layout), with dtype conversion, quantization and\n"
+		 "compression; or a dataset between CSV, JSON Lines, Arrow IPC (file .arrow,\n"
+		 "stream .arrows) and .ald.",
+	.options = options,
+	.footer = "OUTPUT may be - (standard output, not a terminal) with --to.\n"
+		  "Exit status: 0 ok, 2 usage, 3 I/O error, 4 invalid input (or NaN/Inf to quantize, or\n"
+		  "values the dtype cannot hold),\n"
+		  "5 unsupported version, type or conversion, 6 checksum mismatch, 8 wrong or\n"
+		  "missing password or key for an encrypted input, 10 the input's licence expired.",
+	.format_names = fmt_writer_names,
+	.on_option = on_option,
+};
+
+static const fmt_cli_complete completes[] = {
+	[FMT_DRVOPT_FREE] = FMT_COMPLETE_NONE, [FMT_DRVOPT_FILE] = FMT_COMPLETE_FILE,
+	[FMT_DRVOPT_ENV] = FMT_COMPLETE_ENV, [FMT_DRVOPT_WORDS] = FMT_COMPLETE_WORDS,
+};
+
+/* A driver's option as an entry of the table, under its format's heading. */
+static fmt_cli_option driver_entry(size_t i)
+{
+	const fmt_drvopt *d = driver_options[i].opt;
+	for (size_t v = 0; d->values && d->values[v].word && v < MAX_VALUES; v++)
+		values[i][v] = (fmt_cli_value){ d->values[v].word, d->values[v].help };
+	snprintf(sections[i], sizeof sections[i], "Options for %s", driver_options[i].owners);
+	return (fmt_cli_option){ FMT_CLI_OPT(d->name, OPT_DRIVER_FIRST + (int)i, d->arg, d->help),
+				 .complete = completes[d->complete], .words = d->words,
+				 .values = d->values ? values[i] : NULL, .words_from = d->words_from,
+				 .section = sections[i] };
+}
+
+/* A name the tool's own table has (-c/--compression: the tool hands it to the output's driver). */
+static int own_option(const char *name)
+{
+	for (const fmt_cli_option *p = own_options; p->name; p++)
+		if (strcmp(p->name, name) == 0)
+			return 1;
+	return 0;
+}
+
+const fmt_cli_tool *convert_tool(convert_args *a)
+{
+	size_t n = 0;
+	a->o.sets = a->sets;
+	a->o.include = a->include;
+	a->o.exclude = a->exclude;
+	a->o.options = &a->drvopts;
+	a->o.tool = TOOL;
+	while (own_options[n].name && n + 1 < MAX_OPTIONS)
+		options[n] = own_options[n], n++;
+	n_driver_options = fmt_format_options(driver_options, MAX_DRIVER_OPTIONS);
+	for (size_t i = 0; i < n_driver_options && n + 1 < MAX_OPTIONS; i++)
+		if (!own_option(driver_options[i].opt->name))
+			options[n++] = driver_entry(i);
+	options[n] = (fmt_cli_option){ .name = NULL };
+	return &tool;
+}

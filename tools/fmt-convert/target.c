@@ -1,0 +1,173 @@
+/* What fmt-convert checks once the command line is parsed: the options among themselves, then
+ * against the output's format (a dataset or a model, and which driver). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/format_options.h"
+#include "fmt/minisign.h"
+#include "fmt/progress.h"
+#include "fmt/prompt.h"
+#include "convert.h"
+
+const char *convert_check_line(convert_args *a, const fmt_cli *cli)
+{
+	fmt_convert_opts *o = &a->o;
+	o->out = stdout;
+	o->err = stderr;
+	fmt_cli_pipeline_reports(o);
+	o->decrypt.ask = fmt_prompt_password;
+	if (a->allow_overflow && a->overflow_given && o->overflow != FMT_OVERFLOW_SATURATE)
+		return "--allow-overflow means --overflow=saturate; it contradicts --overflow=refuse or widen";
+	if (a->allow_overflow)
+		o->overflow = FMT_OVERFLOW_SATURATE;
+	if (cli->n_operands != 2)
+		return "need INPUT and OUTPUT";
+	if (o->sign_key && (o->sign || fmt_key_opts_given(&o->key)))
+		return "--sign-key (Ed25519) and --sign or an HMAC key option are different signatures: give one";
+	if ((o->passphrase.file || o->passphrase.env) && !o->sign_key)
+		return "--passphrase-file and --passphrase-env are for --sign-key";
+	if (o->passphrase.file && o->passphrase.env)
+		return "--passphrase-file and --passphrase-env: give one";
+	return NULL;
+}
+
+void convert_take_common(fmt_convert_opts *o, const fmt_common_opts *c)
+{
+	o->json = c->json;
+	o->quiet = c->quiet;
+	o->verbose = c->verbose;
+	o->no_progress = c->no_progress;
+	o->threads = c->threads ? c->threads : fmt_cpu_count();
+	o->passphrase = fmt_cli_pass_opts(o->passphrase.file, o->passphrase.env, c);
+}
+
+/* The writer for an output name; NAME.<ext>.index.json asks for a shard set of <ext>. */
+static const fmt_driver *output_driver(const char *output, int *force_set)
+{
+	static const char index_suffix[] = ".index.json";
+	const fmt_driver *d = fmt_driver_by_extension(output);
+	size_t n = strlen(output), s = sizeof index_suffix - 1;
+	if (d && d->write)
+		return d;
+	if (n <= s || strcmp(output + n - s, index_suffix) != 0)
+		return NULL;
+	char *base = strndup(output, n - s);
+	d = base ? fmt_driver_by_extension(base) : NULL;
+	free(base);
+	*force_set = d && d->write_sharded;
+	return *force_set ? d : NULL;
+}
+
+/* The output extensions of the writable table drivers: ".ald, .arrow, .feather, ...". */
+static void table_extensions(char *buf, size_t n)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (const fmt_table_driver *const *d = fmt_table_drivers(); *d; d++) {
+		if (!(*d)->write || !(*d)->extension)
+			continue;
+		used += (size_t)snprintf(buf + used, used < n ? n - used : 0, "%s%s", used ? ", " : "", (*d)->extension);
+		for (const char *const *x = (*d)->more_extensions; x && *x; x++)
+			used += (size_t)snprintf(buf + used, used < n ? n - used : 0, ", %s", *x);
+	}
+}
+
+/* A dataset output: no model option; -c for the table drivers that take it. */
+static const char *dataset_target(convert_args *a)
+{
+	fmt_convert_opts *o = &a->o;
+	fmt_err e;
+	fmt_err_clear(&e);
+	if (a->model_opt) {
+		snprintf(a->msg, sizeof a->msg, "--%s applies to models, not to datasets (the output is %s)",
+			 a->model_opt, o->table_to->name);
+		return a->msg;
+	}
+	if (o->compression && fmt_format_option_parse(&a->drvopts, "compression", FMT_FOPT_TABLES, o->compression, &e)) {
+		snprintf(a->msg, sizeof a->msg, "%s", e.msg);
+		return a->msg;
+	}
+	return NULL;
+}
+
+/* A model output: no dataset option, a writer, the driver's own options and -c for it. */
+static const char *model_target(convert_args *a, const char *output)
+{
+	fmt_convert_opts *o = &a->o;
+	fmt_err e;
+	fmt_err_clear(&e);
+	if (o->decrypt.password_file || o->decrypt.password_env || o->decrypt.identity)
+		return "--password-file, --password-env and --identity decrypt a dataset (.ald) and need a dataset output";
+	if (a->dataset_opt) {
+		char exts[256];
+		table_extensions(exts, sizeof exts);
+		snprintf(a->msg, sizeof a->msg, "--%s applies to datasets, not to models: dataset options need a "
+			 "dataset output (%s or --to)", a->dataset_opt, exts);
+		return a->msg;
+	}
+	o->to = a->to_name ? fmt_driver_by_name(a->to_name) : output_driver(output, &o->force_set);
+	if (!o->to || !o->to->write) {
+		char names[512];
+		if (!a->to_name)
+			return "cannot tell the output format from its name; use --to";
+		fmt_writer_names(names, sizeof names);
+		snprintf(a->msg, sizeof a->msg, "--to takes %s", names);
+		return a->msg;
+	}
+	if (fmt_model_options_check(&a->drvopts, o->to, &e) != FMT_OK ||
+	    (o->compression && fmt_codec_parse(o->to, o->compression, &o->codec, &o->codec_level, &e) != FMT_OK)) {
+		snprintf(a->msg, sizeof a->msg, "%s", e.msg);
+		return a->msg;
+	}
+	if (o->sign && !fmt_key_opts_given(&o->key))
+		o->key.hmac_key = 1;
+	return NULL;
+}
+
+/* --sign-key needs a format with embedded Ed25519 signatures. */
+static const char *sign_key_target(convert_args *a, const char *output)
+{
+	fmt_convert_opts *o = &a->o;
+	if (!o->sign_key)
+		return NULL;
+	int ed = o->table_to && o->table_to->write ? (o->table_to->caps & FMT_CAP_ED25519_SIGN) != 0 : -1;
+	if (ed < 0) {
+		int force_set = 0;
+		const fmt_driver *d = a->to_name ? fmt_driver_by_name(a->to_name) : output_driver(output, &force_set);
+		ed = d && fmt_driver_can(d, FMT_CAP_ED25519_SIGN);
+	}
+	return ed ? NULL : "--sign-key needs an output format with embedded Ed25519 signatures (.apsim, .ald); "
+			   "sign other files with fmt-sign sign -s";
+}
+
+const char *convert_output(convert_args *a, const char *output)
+{
+	fmt_convert_opts *o = &a->o;
+	o->table_to = a->to_name ? fmt_table_driver_by_name(a->to_name) : fmt_table_driver_by_extension(output);
+	return sign_key_target(a, output);
+}
+
+const char *convert_kind_checks(convert_args *a, const char *output)
+{
+	return a->o.table_to && a->o.table_to->write ? dataset_target(a) : model_target(a, output);
+}
+
+/* --sign-key's key, wiped at exit whichever way main returns. */
+static fmt_ms_secret sign_secret;
+
+static void wipe_sign_secret(void)
+{
+	fmt_ms_secret_free(&sign_secret);
+}
+
+fmt_kind convert_load_sign_key(fmt_convert_opts *o, fmt_err *e)
+{
+	if (!o->sign_key)
+		return FMT_OK;
+	fmt_kind k = fmt_ms_secret_load(o->sign_key, &o->passphrase, &sign_secret, e);
+	if (k != FMT_OK)
+		return k;
+	o->sign_secret = &sign_secret;
+	atexit(wipe_sign_secret);
+	return FMT_OK;
+}
