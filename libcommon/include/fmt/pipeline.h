@@ -40,6 +40,7 @@ typedef struct fmt_convert_opts {
 	fmt_pass_opts passphrase;    /* its passphrase: --passphrase-file / --passphrase-env */
 	const fmt_ms_secret *sign_secret; /* the key loaded (main), NULL without --sign-key */
 	fmt_overflow_mode overflow;  /* --overflow (--allow-overflow = saturate) */
+	int allow_requantize;        /* --allow-requantize: a block-type tensor may become another */
 	/* datasets */
 	const fmt_table_driver *table_to;   /* output table format (a dataset conversion) */
 	const fmt_table_driver *table_from; /* --from: input table format, NULL = probe */
