@@ -578,16 +578,25 @@ static void block_min_max(const float *x, float *min_out, float *max_out)
 	*max_out = max;
 }
 
+/* Q4_1 and Q5_1 start with half d = (max - min) / top, half m = min; 1/d (0 for d = 0) and
+ * min are returned for the codes. */
+static float write_scale_min(const float *x, float top, uint8_t *dst, float *min_out)
+{
+	float min, max;
+	block_min_max(x, &min, &max);
+	const float d = (max - min) / top;
+	fmt_wr_u16(dst, fmt_f32_to_f16(d));
+	fmt_wr_u16(dst + 2, fmt_f32_to_f16(min));
+	*min_out = min;
+	return d != 0.0f ? 1.0f / d : 0.0f;
+}
+
 /* Q4_1: half d; half m; u8 qs[16]. d = (max - min) / 15, m = min, codes
  * MIN(15, (int8)((x - min)/d + 0.5)). */
 static void q4_1_block(const float *x, uint8_t *dst)
 {
-	float min, max;
-	block_min_max(x, &min, &max);
-	const float d = (max - min) / 15.0f;
-	const float id = d != 0.0f ? 1.0f / d : 0.0f;
-	fmt_wr_u16(dst, fmt_f32_to_f16(d));
-	fmt_wr_u16(dst + 2, fmt_f32_to_f16(min));
+	float min;
+	const float id = write_scale_min(x, 15.0f, dst, &min);
 	for (int j = 0; j < QK / 2; j++) {
 		const uint8_t c0 = min_int8_code((x[j] - min) * id + 0.5f, 15);
 		const uint8_t c1 = min_int8_code((x[j + QK / 2] - min) * id + 0.5f, 15);
@@ -599,12 +608,8 @@ static void q4_1_block(const float *x, uint8_t *dst)
  * (uint8)((x - min)/d + 0.5), unclamped. */
 static void q5_1_block(const float *x, uint8_t *dst)
 {
-	float min, max;
-	block_min_max(x, &min, &max);
-	const float d = (max - min) / 31.0f;
-	const float id = d != 0.0f ? 1.0f / d : 0.0f;
-	fmt_wr_u16(dst, fmt_f32_to_f16(d));
-	fmt_wr_u16(dst + 2, fmt_f32_to_f16(min));
+	float min;
+	const float id = write_scale_min(x, 31.0f, dst, &min);
 	uint32_t qh = 0;
 	for (int j = 0; j < QK / 2; j++) {
 		const uint8_t c0 = x86_trunc_low_byte((x[j] - min) * id + 0.5f);

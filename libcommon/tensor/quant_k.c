@@ -59,6 +59,18 @@ static float signed_absmax(const float *x, int n, float *amax_out)
 	return max;
 }
 
+/* The signed largest element of a group in *max; 1 (codes L all 0) when the group counts as
+ * all zero (largest magnitude below GROUP_MAX_EPS). */
+static int zero_group(const float *x, int n, int8_t *L, float *max)
+{
+	float amax;
+	*max = signed_absmax(x, n, &amax);
+	if (!(amax < GROUP_MAX_EPS))
+		return 0;
+	memset(L, 0, (size_t)n);
+	return 1;
+}
+
 /* ---- scale searches ---- */
 
 /* make_qx_quants with rmse_type 1 (weights x^2) and no importance weights, as Q6_K uses it:
@@ -84,12 +96,9 @@ static void qx_codes(int n, int nmax, const float *x, float iscale, int8_t *L)
 
 static float make_qx_quants_rmse1(int n, int nmax, const float *x, int8_t *L)
 {
-	float amax;
-	const float max = signed_absmax(x, n, &amax);
-	if (amax < GROUP_MAX_EPS) {
-		memset(L, 0, (size_t)n);
+	float max;
+	if (zero_group(x, n, L, &max))
 		return 0.f;
-	}
 	float iscale = (float)-nmax / max;
 	float sumlx, suml2 = qx_sums(n, nmax, x, iscale, &sumlx);
 	qx_codes(n, nmax, x, iscale, L);
@@ -113,12 +122,9 @@ static float make_qx_quants_rmse1(int n, int nmax, const float *x, int8_t *L)
  * fit improves (at most five sweeps), then offset by nmax. */
 static float make_q3_quants(int n, int nmax, const float *x, int8_t *L)
 {
-	float amax;
-	const float max = signed_absmax(x, n, &amax);
-	if (amax < GROUP_MAX_EPS) {
-		memset(L, 0, (size_t)n);
+	float max;
+	if (zero_group(x, n, L, &max))
 		return 0.f;
-	}
 	const float iscale = (float)-nmax / max;
 	float sumlx = 0, suml2 = 0;
 	for (int i = 0; i < n; ++i) {
