@@ -341,14 +341,14 @@ static void dec_q8_1(const uint8_t *b, float *y)
 
 /* ---- IQ4_NL and IQ4_XS: 4-bit indices into sixteen non-uniform values ---- */
 
-const int8_t fmt_iq4nl_values[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113 };
+const float fmt_iq4nl_values[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113 };
 
 /* Sixteen bytes of 32 elements: low nibble element j, high nibble element j + 16. */
 static void dec_iq4_group(const uint8_t *qs, float dl, float *y)
 {
 	for (int j = 0; j < 16; j++) {
-		y[j] = dl * (float)fmt_iq4nl_values[qs[j] & 0x0F];
-		y[j + 16] = dl * (float)fmt_iq4nl_values[qs[j] >> 4];
+		y[j] = dl * fmt_iq4nl_values[qs[j] & 0x0F];
+		y[j + 16] = dl * fmt_iq4nl_values[qs[j] >> 4];
 	}
 }
 

@@ -5,8 +5,9 @@
 #include <stdint.h>
 #include "fmt/quant.h"
 
-/* The sixteen IQ4_NL / IQ4_XS code values (ggml's kvalues_iq4nl), sorted. */
-extern const int8_t fmt_iq4nl_values[16];
+/* The sixteen IQ4_NL / IQ4_XS code values (ggml's int8 kvalues_iq4nl, here as the floats
+ * every use converts them to), sorted. */
+extern const float fmt_iq4nl_values[16];
 
 /* The 6-bit scale and min of 32-element group sub (0..7) from Q4_K/Q5_K's 12 scale bytes. */
 void fmt_k_scale_min(const uint8_t *s, int sub, uint8_t *scale, uint8_t *min);

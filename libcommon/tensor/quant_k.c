@@ -509,20 +509,20 @@ static void quantize_q6_k_block(const float *x, uint8_t *y)
  * strictly nearer, as ggml's best_index_int8). */
 static int iq4_best_index(float x)
 {
-	const int8_t *val = fmt_iq4nl_values;
-	if (x <= (float)val[0])
+	const float *val = fmt_iq4nl_values;
+	if (x <= val[0])
 		return 0;
-	if (x >= (float)val[15])
+	if (x >= val[15])
 		return 15;
 	int ml = 0, mu = 15;
 	while (mu - ml > 1) {
 		const int mav = (ml + mu) / 2;
-		if (x < (float)val[mav])
+		if (x < val[mav])
 			mu = mav;
 		else
 			ml = mav;
 	}
-	return x - (float)val[mu - 1] < (float)val[mu] - x ? mu - 1 : mu;
+	return x - val[mu - 1] < val[mu] - x ? mu - 1 : mu;
 }
 
 /* sumqx and sumq2 of the codes of id * x against x, weights x^2; codes into L when L. */
@@ -533,7 +533,7 @@ static float iq4_sums(const float *xb, const float *weight, float id, uint8_t *L
 		const int l = iq4_best_index(id * xb[j]);
 		if (L)
 			L[j] = (uint8_t)l;
-		const float q = (float)fmt_iq4nl_values[l];
+		const float q = fmt_iq4nl_values[l];
 		const float w = weight[j];
 		sumqx += w * q * xb[j];
 		sumq2 += w * q * q;
@@ -551,13 +551,13 @@ static float iq4_block_scale(const float *xb, uint8_t *L)
 	const float max = signed_absmax(xb, 32, &amax);
 	if (amax < GROUP_MAX_EPS)
 		return 0;
-	float d = -max / (float)fmt_iq4nl_values[0];
+	float d = -max / fmt_iq4nl_values[0];
 	float id = 1 / d;
 	float sumqx = iq4_sums(xb, weight, id, L, &sumq2);
 	d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
 	float best = d * sumqx;
 	for (int itry = -IQ4_TRIES; itry <= IQ4_TRIES; ++itry) {
-		id = (float)(itry + fmt_iq4nl_values[0]) / max;
+		id = ((float)itry + fmt_iq4nl_values[0]) / max; /* exact: small integers */
 		sumqx = iq4_sums(xb, weight, id, NULL, &sumq2);
 		if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
 			d = sumqx / sumq2;
