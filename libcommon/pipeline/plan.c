@@ -6,6 +6,7 @@
 #include <strings.h>
 #include "fmt/out.h"
 #include "fmt/qtensor.h"
+#include "fmt/quant.h"
 #include "fmt/retype.h"
 #include "fmt/table.h"
 #include "pipeline_internal.h"
@@ -65,7 +66,10 @@ static fmt_kind parse_wanted(const fmt_convert_opts *o, const target *tg, wanted
 {
 	static const struct { const char *name; fmt_dtype dtype; } plain[] = {
 		{ "f32", FMT_DT_F32 }, { "f16", FMT_DT_F16 }, { "bf16", FMT_DT_BF16 },
-		{ "q8_0", FMT_DT_Q8_0 }, { "q4_0", FMT_DT_Q4_0 },
+		{ "q8_0", FMT_DT_Q8_0 }, { "q4_0", FMT_DT_Q4_0 }, { "q4_1", FMT_DT_Q4_1 },
+		{ "q5_0", FMT_DT_Q5_0 }, { "q5_1", FMT_DT_Q5_1 }, { "q2_k", FMT_DT_Q2_K },
+		{ "q3_k", FMT_DT_Q3_K }, { "q4_k", FMT_DT_Q4_K }, { "q5_k", FMT_DT_Q5_K },
+		{ "q6_k", FMT_DT_Q6_K }, { "iq4_nl", FMT_DT_IQ4_NL }, { "iq4_xs", FMT_DT_IQ4_XS },
 	};
 	const char *name = o->dtype ? o->dtype : tg->default_dtype ? tg->default_dtype : "keep";
 	fmt_qformat qf;
@@ -92,7 +96,8 @@ static fmt_kind parse_wanted(const fmt_convert_opts *o, const target *tg, wanted
 		return FMT_OK;
 	}
 	return fmt_fail(e, FMT_USAGE, "--dtype takes f32, f16, bf16, q8_0, q4_0, int8, int4, fp8, fp6, fp4 "
-			"or keep (not '%s')", name);
+			"or keep, or the ggml types q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, "
+			"iq4_xs (not '%s')", name);
 }
 
 static int is_block(fmt_dtype t)
@@ -245,6 +250,26 @@ static fmt_kind overflow_target(const fmt_model *in, const fmt_tensor *t, const 
 	return FMT_OK;
 }
 
+/* A block type asked for a tensor: refused when the tensor is already of another block type
+ * (unless --allow-requantize, as llama-quantize), or when its rows do not divide into the
+ * blocks (a 256-element type; 32-element ones became F16 in the target's choice). */
+static fmt_kind quantize_allowed(const fmt_tensor *t, fmt_dtype to, const fmt_convert_opts *o, fmt_err *e)
+{
+	if (!is_block(to) || to == t->dtype)
+		return FMT_OK;
+	if (is_block(t->dtype) && !o->allow_requantize)
+		return fmt_fail(e, FMT_USAGE, "tensor '%s' is already quantized (%s): requantizing it to %s "
+				"loses precision twice; --allow-requantize does it", t->name,
+				fmt_dtype_name(t->dtype), fmt_dtype_name(to));
+	uint64_t row = t->ndim ? t->shape[t->ndim - 1] : 1;
+	if (!fmt_dtype_row_ok(to, row))
+		return fmt_fail(e, FMT_USAGE, "tensor '%s': rows of %" PRIu64 " elements do not divide into "
+				"%s blocks of %u (llama-quantize would write %s)", t->name, row,
+				fmt_dtype_name(to), (unsigned)fmt_dtype_get(to)->block_elems,
+				fmt_dtype_name(fmt_quantize_row_fallback(to, row)));
+	return FMT_OK;
+}
+
 static fmt_kind add_plain(convert_plan *p, const fmt_model *in, const fmt_tensor *t, wanted w,
 			  const target *tg, const fmt_convert_opts *o, fmt_pool *pool, plan_entry *pe, fmt_err *e)
 {
@@ -286,7 +311,9 @@ static fmt_kind add_plain(convert_plan *p, const fmt_model *in, const fmt_tensor
 	if (to != t->dtype && !fmt_retype_possible(t->dtype, to))
 		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': cannot convert %s to %s", t->name,
 				fmt_dtype_name(t->dtype), fmt_dtype_name(to));
-	fmt_kind k = overflow_target(in, t, o, pe, &to, e);
+	fmt_kind k = quantize_allowed(t, to, o, e);
+	if (k == FMT_OK)
+		k = overflow_target(in, t, o, pe, &to, e);
 	if (k != FMT_OK)
 		return k;
 	if (is_block(t->dtype) && !is_block(to)) {

@@ -1,13 +1,16 @@
-/* ggml block formats: decoding to float32 and the Q8_0 / Q4_0 reference quantizers.
+/* ggml block formats: decoding to float32, the legacy quantizers (Q8_0, Q4_0, Q4_1, Q5_0,
+ * Q5_1) and the entry points of all quantizers (the K-quants and IQ4 are in quant_k.c).
  * Arithmetic follows ggml's reference C code operation by operation in float32 (the project
  * builds with -ffp-contract=off, so no multiply-add is fused), which makes the results
  * bit-identical with an x86-64 build of ggml (specs/gguf.md §11, §12). */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 #include "fmt/checked.h"
 #include "fmt/half.h"
 #include "fmt/quant.h"
+#include "quant_internal.h"
 
 #define QK 32     /* elements per legacy block */
 #define QK_K 256  /* elements per K-quant super-block */
@@ -142,7 +145,7 @@ static void dec_q3_k(const uint8_t *b, float *y)
  * in the low 6 bits of bytes 0-3 (scales) and 4-7 (mins); sub-blocks 4-7 in the nibbles of
  * bytes 8-11 (scale low, min high) with their top two bits in bits 6-7 of bytes 0-3 (scales)
  * and 4-7 (mins). */
-static void k_scale_min(const uint8_t *s, int sub, uint8_t *scale, uint8_t *min)
+void fmt_k_scale_min(const uint8_t *s, int sub, uint8_t *scale, uint8_t *min)
 {
 	if (sub < 4) {
 		*scale = s[sub] & 63;
@@ -161,9 +164,9 @@ static void dec_q4_k(const uint8_t *b, float *y)
 	const uint8_t *scales = b + 4, *q = b + 16;
 	for (int sub = 0; sub < 8; sub += 2, q += 32) {
 		uint8_t sc, mn;
-		k_scale_min(scales, sub, &sc, &mn);
+		fmt_k_scale_min(scales, sub, &sc, &mn);
 		const float d1 = d * (float)sc, m1 = dmin * (float)mn;
-		k_scale_min(scales, sub + 1, &sc, &mn);
+		fmt_k_scale_min(scales, sub + 1, &sc, &mn);
 		const float d2 = d * (float)sc, m2 = dmin * (float)mn;
 		for (int l = 0; l < 32; l++)
 			*y++ = d1 * (float)(q[l] & 0x0F) - m1;
@@ -180,9 +183,9 @@ static void dec_q5_k(const uint8_t *b, float *y)
 	const uint8_t *scales = b + 4, *qh = b + 16, *ql = b + 48;
 	for (int sub = 0; sub < 8; sub += 2, ql += 32) {
 		uint8_t sc, mn;
-		k_scale_min(scales, sub, &sc, &mn);
+		fmt_k_scale_min(scales, sub, &sc, &mn);
 		const float d1 = d * (float)sc, m1 = dmin * (float)mn;
-		k_scale_min(scales, sub + 1, &sc, &mn);
+		fmt_k_scale_min(scales, sub + 1, &sc, &mn);
 		const float d2 = d * (float)sc, m2 = dmin * (float)mn;
 		const uint8_t bit_lo = (uint8_t)(1u << sub), bit_hi = (uint8_t)(2u << sub);
 		for (int l = 0; l < 32; l++)
@@ -333,6 +336,37 @@ static void dec_q8_1(const uint8_t *b, float *y)
 		y[j] = (float)(int8_t)b[4 + j] * d;
 }
 
+/* ---- IQ4_NL and IQ4_XS: 4-bit indices into sixteen non-uniform values ---- */
+
+const float fmt_iq4nl_values[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113 };
+
+/* Sixteen bytes of 32 elements: low nibble element j, high nibble element j + 16. */
+static void dec_iq4_group(const uint8_t *qs, float dl, float *y)
+{
+	for (int j = 0; j < 16; j++) {
+		y[j] = dl * fmt_iq4nl_values[qs[j] & 0x0F];
+		y[j + 16] = dl * fmt_iq4nl_values[qs[j] >> 4];
+	}
+}
+
+/* half d; u8 qs[16] */
+static void dec_iq4_nl(const uint8_t *b, float *y)
+{
+	dec_iq4_group(b + 2, rd_half(b), y);
+}
+
+/* half d; u16 scales_h; u8 scales_l[4]; u8 qs[128]. Group g (32 elements) has the 6-bit scale
+ * (nibble g%2 of scales_l[g/2]) | (bits 2g of scales_h) << 4, minus 32. */
+static void dec_iq4_xs(const uint8_t *b, float *y)
+{
+	const float d = rd_half(b);
+	const uint16_t scales_h = fmt_rd_u16(b + 2);
+	for (int g = 0; g < 8; g++) {
+		const int ls = ((b[4 + g / 2] >> (4 * (g % 2))) & 0x0F) | (((scales_h >> (2 * g)) & 3) << 4);
+		dec_iq4_group(b + 8 + 16 * g, d * (float)(ls - 32), y + 32 * g);
+	}
+}
+
 typedef void (*block_decoder)(const uint8_t *block, float *y);
 
 static block_decoder decoder_for(fmt_dtype t)
@@ -356,7 +390,9 @@ static block_decoder decoder_for(fmt_dtype t)
 	case FMT_DT_MXFP4: return dec_mxfp4;
 	case FMT_DT_NVFP4: return dec_nvfp4;
 	case FMT_DT_Q2_0: return dec_q2_0;
-	default: return NULL; /* the IQ types: their decoding needs ggml's codebook tables */
+	case FMT_DT_IQ4_NL: return dec_iq4_nl;
+	case FMT_DT_IQ4_XS: return dec_iq4_xs;
+	default: return NULL; /* the other IQ types: their decoding needs ggml's codebook tables */
 	}
 }
 
@@ -404,11 +440,11 @@ static int is_finite_f32(float f)
 	return (fmt_f32_bits(f) & 0x7F800000u) != 0x7F800000u;
 }
 
-static fmt_kind check_input(const float *x, uint64_t nelems, fmt_err *e)
+static fmt_kind check_input(const float *x, uint64_t nelems, uint64_t block, fmt_err *e)
 {
-	if (nelems % QK != 0)
-		return fmt_fail(e, FMT_INTERNAL, "cannot quantize %llu elements: not a multiple of 32",
-				(unsigned long long)nelems);
+	if (nelems % block != 0)
+		return fmt_fail(e, FMT_INTERNAL, "cannot quantize %llu elements: not a multiple of %llu",
+				(unsigned long long)nelems, (unsigned long long)block);
 	for (uint64_t i = 0; i < nelems; i++)
 		if (!is_finite_f32(x[i]))
 			return fmt_fail(e, FMT_INVALID_FORMAT,
@@ -418,8 +454,9 @@ static fmt_kind check_input(const float *x, uint64_t nelems, fmt_err *e)
 }
 
 /* The low byte of (int32)f as x86-64 cvttss2si computes it: truncation toward zero, and
- * INT32_MIN (low byte 0) when f is out of range. ggml's "(int8_t)float" compiles to exactly
- * this; in-range values are only exceeded when a block of subnormals overflows 1/d. */
+ * INT32_MIN (low byte 0) when f is out of range. ggml's "(int8_t)float" and "(uint8_t)float"
+ * compile to exactly this; in-range values are only exceeded when a block of subnormals
+ * overflows 1/d. */
 static uint8_t x86_trunc_low_byte(float f)
 {
 	int32_t i = (f > -2147483648.0f && f < 2147483648.0f) ? (int32_t)f : INT32_MIN;
@@ -443,69 +480,263 @@ static uint8_t round_to_low_byte(float f)
 	return x86_trunc_low_byte(f);
 }
 
-fmt_kind fmt_quantize_q8_0(const float *x, uint8_t *dst, uint64_t nelems, fmt_err *e)
+/* ggml's "MIN(top, (int8_t)f)" as a code byte. */
+static uint8_t min_int8_code(float f, int top)
 {
-	fmt_kind k = check_input(x, nelems, e);
-	if (k != FMT_OK)
-		return k;
-	for (uint64_t b = 0; b < nelems / QK; b++, x += QK, dst += 2 + QK) {
-		float amax = 0.0f;
-		for (int j = 0; j < QK; j++) {
-			const float a = fabsf(x[j]);
-			amax = a > amax ? a : amax;
-		}
-		const float d = amax / 127.0f;
-		const float id = d != 0.0f ? 1.0f / d : 0.0f;
-		fmt_wr_u16(dst, fmt_f32_to_f16(d));
-		int8_t q[QK];
-		if (isfinite(id)) {
-			/* |x·id| <= ~127: every product is small, the fast rounding is exact. */
-			for (int j = 0; j < QK; j++)
-				q[j] = (int8_t)round_half_away_small(x[j] * id);
-			memcpy(dst + 2, q, QK);
-		} else {
-			/* 1/d overflowed (a block of subnormals): products are Inf or NaN. */
-			for (int j = 0; j < QK; j++)
-				dst[2 + j] = round_to_low_byte(x[j] * id);
+	const int q = (int8_t)x86_trunc_low_byte(f);
+	return (uint8_t)(q < top ? q : top);
+}
+
+static void q8_0_block(const float *x, uint8_t *dst)
+{
+	float amax = 0.0f;
+	for (int j = 0; j < QK; j++) {
+		const float a = fabsf(x[j]);
+		amax = a > amax ? a : amax;
+	}
+	const float d = amax / 127.0f;
+	const float id = d != 0.0f ? 1.0f / d : 0.0f;
+	fmt_wr_u16(dst, fmt_f32_to_f16(d));
+	int8_t q[QK];
+	if (isfinite(id)) {
+		/* |x·id| <= ~127: every product is small, the fast rounding is exact. */
+		for (int j = 0; j < QK; j++)
+			q[j] = (int8_t)round_half_away_small(x[j] * id);
+		memcpy(dst + 2, q, QK);
+	} else {
+		/* 1/d overflowed (a block of subnormals): products are Inf or NaN. */
+		for (int j = 0; j < QK; j++)
+			dst[2 + j] = round_to_low_byte(x[j] * id);
+	}
+}
+
+/* The first element of largest magnitude ("amax < |v|": the first extreme wins). */
+static float first_absmax(const float *x)
+{
+	float amax = 0.0f, max = 0.0f;
+	for (int j = 0; j < QK; j++) {
+		if (amax < fabsf(x[j])) {
+			amax = fabsf(x[j]);
+			max = x[j];
 		}
 	}
+	return max;
+}
+
+static void q4_0_block(const float *x, uint8_t *dst)
+{
+	const float d = first_absmax(x) / -8.0f;
+	const float id = d != 0.0f ? 1.0f / d : 0.0f;
+	fmt_wr_u16(dst, fmt_f32_to_f16(d));
+	uint8_t codes[QK];
+	if (isfinite(id)) {
+		/* u lies in [0, 16.5]: a plain truncation and a clamp. */
+		for (int j = 0; j < QK; j++) {
+			const float t = x[j] * id;
+			const int32_t q = (int32_t)(t + 8.5f);
+			codes[j] = (uint8_t)(q < 15 ? q : 15);
+		}
+	} else {
+		for (int j = 0; j < QK; j++)
+			codes[j] = min_int8_code(x[j] * id + 8.5f, 15);
+	}
+	for (int j = 0; j < QK / 2; j++)
+		dst[2 + j] = (uint8_t)(codes[j] | (uint8_t)(codes[j + QK / 2] << 4));
+}
+
+/* Q5_0: half d; u8 qh[4]; u8 qs[16]. d = max / -16, codes MIN(31, (int8)(x/d + 16.5)). */
+static void q5_0_block(const float *x, uint8_t *dst)
+{
+	const float d = first_absmax(x) / -16.0f;
+	const float id = d != 0.0f ? 1.0f / d : 0.0f;
+	fmt_wr_u16(dst, fmt_f32_to_f16(d));
+	uint32_t qh = 0;
+	for (int j = 0; j < QK / 2; j++) {
+		const uint8_t c0 = min_int8_code(x[j] * id + 16.5f, 31);
+		const uint8_t c1 = min_int8_code(x[j + QK / 2] * id + 16.5f, 31);
+		dst[6 + j] = (uint8_t)((c0 & 0x0F) | ((c1 & 0x0F) << 4));
+		qh |= ((c0 & 0x10u) >> 4) << j;
+		qh |= ((c1 & 0x10u) >> 4) << (j + QK / 2);
+	}
+	fmt_wr_u32(dst + 2, qh);
+}
+
+/* The smallest and largest element of a 32-element block (Q4_1, Q5_1). */
+static void block_min_max(const float *x, float *min_out, float *max_out)
+{
+	float min = FLT_MAX, max = -FLT_MAX;
+	for (int j = 0; j < QK; j++) {
+		if (x[j] < min)
+			min = x[j];
+		if (x[j] > max)
+			max = x[j];
+	}
+	*min_out = min;
+	*max_out = max;
+}
+
+/* Q4_1 and Q5_1 start with half d = (max - min) / top, half m = min; 1/d (0 for d = 0) and
+ * min are returned for the codes. */
+static float write_scale_min(const float *x, float top, uint8_t *dst, float *min_out)
+{
+	float min, max;
+	block_min_max(x, &min, &max);
+	const float d = (max - min) / top;
+	fmt_wr_u16(dst, fmt_f32_to_f16(d));
+	fmt_wr_u16(dst + 2, fmt_f32_to_f16(min));
+	*min_out = min;
+	return d != 0.0f ? 1.0f / d : 0.0f;
+}
+
+/* Q4_1: half d; half m; u8 qs[16]. d = (max - min) / 15, m = min, codes
+ * MIN(15, (int8)((x - min)/d + 0.5)). */
+static void q4_1_block(const float *x, uint8_t *dst)
+{
+	float min;
+	const float id = write_scale_min(x, 15.0f, dst, &min);
+	for (int j = 0; j < QK / 2; j++) {
+		const uint8_t c0 = min_int8_code((x[j] - min) * id + 0.5f, 15);
+		const uint8_t c1 = min_int8_code((x[j + QK / 2] - min) * id + 0.5f, 15);
+		dst[4 + j] = (uint8_t)(c0 | (c1 << 4));
+	}
+}
+
+/* Q5_1: half d; half m; u8 qh[4]; u8 qs[16]. d = (max - min) / 31, codes
+ * (uint8)((x - min)/d + 0.5), unclamped. */
+static void q5_1_block(const float *x, uint8_t *dst)
+{
+	float min;
+	const float id = write_scale_min(x, 31.0f, dst, &min);
+	uint32_t qh = 0;
+	for (int j = 0; j < QK / 2; j++) {
+		const uint8_t c0 = x86_trunc_low_byte((x[j] - min) * id + 0.5f);
+		const uint8_t c1 = x86_trunc_low_byte((x[j + QK / 2] - min) * id + 0.5f);
+		dst[8 + j] = (uint8_t)((c0 & 0x0F) | ((c1 & 0x0F) << 4));
+		qh |= ((c0 & 0x10u) >> 4) << j;
+		qh |= ((c1 & 0x10u) >> 4) << (j + QK / 2);
+	}
+	fmt_wr_u32(dst + 4, qh);
+}
+
+typedef void (*block_quantizer)(const float *x, uint8_t *dst);
+
+static void k_block(fmt_dtype t, const float *x, uint8_t *dst)
+{
+	fmt_quantize_k_block(t, x, dst);
+}
+
+/* The legacy quantizer of t, or NULL (the K-quants and IQ4 go through k_block). */
+static block_quantizer legacy_quantizer(fmt_dtype t)
+{
+	switch (t) {
+	case FMT_DT_Q8_0: return q8_0_block;
+	case FMT_DT_Q4_0: return q4_0_block;
+	case FMT_DT_Q4_1: return q4_1_block;
+	case FMT_DT_Q5_0: return q5_0_block;
+	case FMT_DT_Q5_1: return q5_1_block;
+	default: return NULL;
+	}
+}
+
+static int is_k_type(fmt_dtype t)
+{
+	return t == FMT_DT_Q2_K || t == FMT_DT_Q3_K || t == FMT_DT_Q4_K || t == FMT_DT_Q5_K ||
+	       t == FMT_DT_Q6_K || t == FMT_DT_IQ4_NL || t == FMT_DT_IQ4_XS;
+}
+
+int fmt_quantize_supported(fmt_dtype t)
+{
+	return legacy_quantizer(t) != NULL || is_k_type(t);
+}
+
+void fmt_quantize_blocks(fmt_dtype t, const float *x, uint8_t *dst, uint64_t nblocks)
+{
+	const fmt_dtype_info *info = fmt_dtype_get(t);
+	const uint64_t elems = info->block_elems, bytes = info->block_bits / 8;
+	block_quantizer q = legacy_quantizer(t);
+	for (uint64_t b = 0; b < nblocks; b++, x += elems, dst += bytes) {
+		if (q)
+			q(x, dst);
+		else
+			k_block(t, x, dst);
+	}
+}
+
+/* Byte offsets of the F16 scales a block of t carries (d, and dmin or m); -1 ends the list.
+ * ggml_validate_row_data checks the same fields after llama-quantize quantizes. */
+static const int *scale_offsets(fmt_dtype t)
+{
+	static const int at0[] = { 0, -1 }, at01[] = { 0, 2, -1 }, q2k[] = { 80, 82, -1 };
+	static const int q3k[] = { 108, -1 }, q6k[] = { 208, -1 };
+	switch (t) {
+	case FMT_DT_Q4_1: case FMT_DT_Q5_1: case FMT_DT_Q4_K: case FMT_DT_Q5_K: return at01;
+	case FMT_DT_Q2_K: return q2k;
+	case FMT_DT_Q3_K: return q3k;
+	case FMT_DT_Q6_K: return q6k;
+	default: return at0;
+	}
+}
+
+/* The first block whose F16 scale is infinite or NaN, or -1. */
+static int64_t first_bad_scale(fmt_dtype t, const uint8_t *dst, uint64_t nblocks, uint64_t bytes)
+{
+	const int *at = scale_offsets(t);
+	for (uint64_t b = 0; b < nblocks; b++)
+		for (int i = 0; at[i] >= 0; i++)
+			if ((fmt_rd_u16(dst + b * bytes + (uint64_t)at[i]) & 0x7C00u) == 0x7C00u)
+				return (int64_t)b;
+	return -1;
+}
+
+fmt_kind fmt_quantize(fmt_dtype t, const float *x, uint8_t *dst, uint64_t nelems, uint64_t first_elem,
+		      fmt_err *e)
+{
+	if (!fmt_quantize_supported(t))
+		return fmt_fail(e, FMT_UNSUPPORTED, "cannot quantize to %s", fmt_dtype_name(t));
+	const fmt_dtype_info *info = fmt_dtype_get(t);
+	fmt_kind k = check_input(x, nelems, info->block_elems, e);
+	if (k != FMT_OK)
+		return k;
+	const uint64_t nblocks = nelems / info->block_elems;
+	fmt_quantize_blocks(t, x, dst, nblocks);
+	/* Q8_0 and Q4_0 keep their own overflow rule (fmt/overflow.h): the scale is written as
+	 * it comes, as before. */
+	if (t == FMT_DT_Q8_0 || t == FMT_DT_Q4_0)
+		return FMT_OK;
+	const int64_t bad = first_bad_scale(t, dst, nblocks, info->block_bits / 8);
+	if (bad >= 0)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "elements %llu to %llu are too large for %s: the block's "
+				"F16 scale is infinite; cannot quantize",
+				(unsigned long long)(first_elem + (uint64_t)bad * info->block_elems),
+				(unsigned long long)(first_elem + (uint64_t)(bad + 1) * info->block_elems - 1), info->name);
 	return FMT_OK;
+}
+
+fmt_kind fmt_quantize_q8_0(const float *x, uint8_t *dst, uint64_t nelems, fmt_err *e)
+{
+	return fmt_quantize(FMT_DT_Q8_0, x, dst, nelems, 0, e);
 }
 
 fmt_kind fmt_quantize_q4_0(const float *x, uint8_t *dst, uint64_t nelems, fmt_err *e)
 {
-	fmt_kind k = check_input(x, nelems, e);
-	if (k != FMT_OK)
-		return k;
-	for (uint64_t b = 0; b < nelems / QK; b++, x += QK, dst += 2 + QK / 2) {
-		float amax = 0.0f, max = 0.0f;
-		for (int j = 0; j < QK; j++) {
-			if (amax < fabsf(x[j])) { /* strict: the first extreme element wins */
-				amax = fabsf(x[j]);
-				max = x[j];
-			}
-		}
-		const float d = max / -8.0f;
-		const float id = d != 0.0f ? 1.0f / d : 0.0f;
-		fmt_wr_u16(dst, fmt_f32_to_f16(d));
-		uint8_t codes[QK];
-		if (isfinite(id)) {
-			/* u lies in [0, 16.5]: a plain truncation and a clamp. */
-			for (int j = 0; j < QK; j++) {
-				const float t = x[j] * id;
-				const int32_t q = (int32_t)(t + 8.5f);
-				codes[j] = (uint8_t)(q < 15 ? q : 15);
-			}
-		} else {
-			for (int j = 0; j < QK; j++) {
-				const float t = x[j] * id;
-				const float u = t + 8.5f;
-				const int q = (int8_t)x86_trunc_low_byte(u);
-				codes[j] = (uint8_t)(q < 15 ? q : 15);
-			}
-		}
-		for (int j = 0; j < QK / 2; j++)
-			dst[2 + j] = (uint8_t)(codes[j] | (uint8_t)(codes[j + QK / 2] << 4));
+	return fmt_quantize(FMT_DT_Q4_0, x, dst, nelems, 0, e);
+}
+
+fmt_dtype fmt_quantize_row_fallback(fmt_dtype t, uint64_t row_elems)
+{
+	fmt_dtype to = t;
+	if (row_elems % fmt_dtype_get(t)->block_elems == 0)
+		return t;
+	switch (t) {
+	case FMT_DT_Q2_K: case FMT_DT_Q3_K: case FMT_DT_TQ1_0: case FMT_DT_TQ2_0: case FMT_DT_Q2_0:
+		to = FMT_DT_Q4_0; break;
+	case FMT_DT_Q4_K: to = FMT_DT_Q5_0; break;
+	case FMT_DT_Q5_K: to = FMT_DT_Q5_1; break;
+	case FMT_DT_Q6_K: to = FMT_DT_Q8_0; break;
+	case FMT_DT_IQ4_XS: case FMT_DT_IQ1_S: case FMT_DT_IQ1_M: case FMT_DT_IQ2_XXS: case FMT_DT_IQ2_XS:
+	case FMT_DT_IQ2_S: case FMT_DT_IQ3_XXS: case FMT_DT_IQ3_S:
+		to = FMT_DT_IQ4_NL; break;
+	default: break;
 	}
-	return FMT_OK;
+	return row_elems % fmt_dtype_get(to)->block_elems == 0 ? to : FMT_DT_F16;
 }

@@ -21,18 +21,17 @@ typedef struct retype_ctx {
 	fmt_overflow_mode overflow;
 } retype_ctx;
 
-static fmt_kind encode(fmt_dtype to, const float *x, uint8_t *dst, uint64_t n, fmt_err *e)
+static fmt_kind encode(fmt_dtype to, const float *x, uint8_t *dst, uint64_t n, uint64_t first_elem,
+		       fmt_err *e)
 {
-	if (to == FMT_DT_Q8_0)
-		return fmt_quantize_q8_0(x, dst, n, e);
-	if (to == FMT_DT_Q4_0)
-		return fmt_quantize_q4_0(x, dst, n, e);
+	if (fmt_quantize_supported(to))
+		return fmt_quantize(to, x, dst, n, first_elem, e);
 	return fmt_encode_from_f32(to, x, n, dst, e);
 }
 
 static int can_encode(fmt_dtype to)
 {
-	return to == FMT_DT_Q8_0 || to == FMT_DT_Q4_0 || fmt_encode_supported(to);
+	return fmt_quantize_supported(to) || fmt_encode_supported(to);
 }
 
 int fmt_retype_possible(fmt_dtype from, fmt_dtype to)
@@ -117,7 +116,7 @@ static void convert_task(void *arg, size_t index)
 	if (k == FMT_OK)
 		k = check_overflow(c, values, n, elem, &e);
 	if (k == FMT_OK) {
-		k = encode(c->to, values, job->dst + bytes_of(c->to, start), n, &e);
+		k = encode(c->to, values, job->dst + bytes_of(c->to, start), n, elem, &e);
 		if (k == FMT_INVALID_FORMAT)
 			describe_bad_value(&e, c, values, n, elem);
 	}

@@ -185,8 +185,9 @@ nothing_written() {
 	assert_equal "$(tensor_hex q2.safetensors q2_0)" "$row0$row1"
 }
 
-@test "every IQ type: --stats and conversion refused with exit 5 naming the type" {
-	for t in IQ2_XXS IQ2_XS IQ3_XXS IQ1_S IQ4_NL IQ3_S IQ2_S IQ4_XS IQ1_M; do
+@test "every codebook IQ type: --stats and conversion refused with exit 5 naming the type" {
+	# (IQ4_NL and IQ4_XS decode since issue 23: gguf-quantize.bats)
+	for t in IQ2_XXS IQ2_XS IQ3_XXS IQ1_S IQ3_S IQ2_S IQ1_M; do
 		name=${t,,}
 		run --separate-stderr fmt-inspect --tensor "$name" --stats "$GF/codebook.gguf"
 		assert_failure 5

@@ -633,15 +633,16 @@ TEST(quant_decode_unsupported)
 	uint8_t b[136] = { 0 };
 	float y[256];
 	fmt_err e;
-	CHECK(fmt_dequant_f32(FMT_DT_IQ4_XS, b, 256, y, &e) == FMT_UNSUPPORTED);
-	CHECK_STR(e.msg, "cannot decode IQ4_XS data");
+	CHECK(fmt_dequant_f32(FMT_DT_IQ2_S, b, 256, y, &e) == FMT_UNSUPPORTED);
+	CHECK_STR(e.msg, "cannot decode IQ2_S data");
 	const fmt_dtype codebook[] = { FMT_DT_IQ2_XXS, FMT_DT_IQ2_XS, FMT_DT_IQ3_XXS, FMT_DT_IQ1_S,
-				       FMT_DT_IQ4_NL, FMT_DT_IQ3_S, FMT_DT_IQ2_S, FMT_DT_IQ4_XS,
-				       FMT_DT_IQ1_M };
+				       FMT_DT_IQ3_S, FMT_DT_IQ2_S, FMT_DT_IQ1_M };
 	for (size_t i = 0; i < sizeof codebook / sizeof codebook[0]; i++)
 		CHECK(!fmt_dequant_supported(codebook[i]));
+	/* IQ4_NL and IQ4_XS use sixteen fixed values, no codebook (issue 23) */
 	const fmt_dtype decoded[] = { FMT_DT_Q2_K, FMT_DT_Q3_K, FMT_DT_TQ1_0, FMT_DT_TQ2_0,
-				      FMT_DT_MXFP4, FMT_DT_NVFP4, FMT_DT_Q1_0, FMT_DT_Q2_0, FMT_DT_Q8_1, FMT_DT_Q6_K };
+				      FMT_DT_MXFP4, FMT_DT_NVFP4, FMT_DT_Q1_0, FMT_DT_Q2_0, FMT_DT_Q8_1, FMT_DT_Q6_K,
+				      FMT_DT_IQ4_NL, FMT_DT_IQ4_XS };
 	for (size_t i = 0; i < sizeof decoded / sizeof decoded[0]; i++)
 		CHECK(fmt_dequant_supported(decoded[i]));
 	/* plain types pass through */

@@ -114,7 +114,7 @@ TEST(retype_refuses_bad_rows_and_impossible_types)
 	t.data = (const uint8_t *)v;
 	fmt_model_add_tensor(&in, &t, NULL, &e);
 	CHECK(fmt_model_add_retyped(&out, &in, &in.tensors[0], "odd", FMT_DT_Q8_0, NULL, &e) == FMT_INVALID_FORMAT);
-	CHECK(fmt_model_add_retyped(&out, &in, &in.tensors[0], "odd", FMT_DT_IQ4_XS, NULL, &e) == FMT_UNSUPPORTED);
+	CHECK(fmt_model_add_retyped(&out, &in, &in.tensors[0], "odd", FMT_DT_IQ2_XS, NULL, &e) == FMT_UNSUPPORTED);
 	CHECK(fmt_model_add_retyped(&out, &in, &in.tensors[0], "odd", FMT_DT_BF16, NULL, &e) == FMT_OK);
 	in.tensors[0].data = NULL;
 	fmt_model_free(&in);

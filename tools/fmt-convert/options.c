@@ -8,7 +8,7 @@
 enum { OPT_TO = FMT_OPT_FIRST_TOOL_OPTION, OPT_DTYPE, OPT_ARCH, OPT_SET, OPT_SET_FROM, OPT_INCLUDE,
        OPT_EXCLUDE, OPT_DRY_RUN, OPT_SHARD, OPT_SIGN, OPT_NO_VERIFY, OPT_OVERFLOW, OPT_ALLOW_OVERFLOW,
        OPT_FROM, OPT_COMPRESS, OPT_SIGN_KEY, OPT_PASS_FILE, OPT_PASS_ENV, OPT_ENC_PW_FILE, OPT_ENC_PW_ENV,
-       OPT_ENC_TO, OPT_ALLOW_EXPIRED,
+       OPT_ENC_TO, OPT_ALLOW_EXPIRED, OPT_ALLOW_REQUANTIZE,
        OPT_DRIVER_FIRST }; /* the drivers' options: OPT_DRIVER_FIRST + their index in driver_options */
 
 /* Options that exclude each other (fmt_cli_option.group). */
@@ -20,6 +20,16 @@ static const fmt_cli_value dtypes[] = {
 	{ "bf16", "bfloat16" },
 	{ "q8_0", "8-bit blocks of 32" },
 	{ "q4_0", "4-bit blocks of 32" },
+	{ "q4_1", "4-bit blocks of 32 with a min" },
+	{ "q5_0", "5-bit blocks of 32" },
+	{ "q5_1", "5-bit blocks of 32 with a min" },
+	{ "q2_k", "2-bit K-quant, super-blocks of 256" },
+	{ "q3_k", "3-bit K-quant, super-blocks of 256" },
+	{ "q4_k", "4-bit K-quant, super-blocks of 256" },
+	{ "q5_k", "5-bit K-quant, super-blocks of 256" },
+	{ "q6_k", "6-bit K-quant, super-blocks of 256" },
+	{ "iq4_nl", "4-bit non-linear blocks of 32" },
+	{ "iq4_xs", "4-bit non-linear, super-blocks of 256" },
 	{ "int8", "int8 codes, per-row scales" },
 	{ "int4", "int4 codes, block-32 scales" },
 	{ "fp8", "FP8 E4M3 codes" },
@@ -32,8 +42,10 @@ static const fmt_cli_value dtypes[] = {
 static const fmt_cli_option own_options[] = {
 	{ FMT_CLI_OPT("to", OPT_TO, "FORMAT", "the output format (default: from OUTPUT's extension):"),
 	  .complete = FMT_COMPLETE_FORMAT },
-	{ FMT_CLI_OPT("dtype", OPT_DTYPE, "TYPE", "f32, f16, bf16, q8_0, q4_0 (GGUF), int8, int4, fp8, fp6,\n"
-		      "fp4 (.apsim compressed tensors) or keep (default: f16 for\nGGUF, keep otherwise)"),
+	{ FMT_CLI_OPT("dtype", OPT_DTYPE, "TYPE", "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k,\n"
+		      "q4_k, q5_k, q6_k, iq4_nl, iq4_xs (GGUF; any case), int8,\n"
+		      "int4, fp8, fp6, fp4 (.apsim compressed tensors) or keep\n"
+		      "(default: f16 for GGUF, keep otherwise)"),
 	  .complete = FMT_COMPLETE_WORDS, .values = dtypes },
 	{ FMT_CLI_OPT("compression", 'c', "CODEC", "what the output format offers: .apr (seed layout, one frame\n"
 		      "per tensor; default none): none, lz4[:1-12], zstd[:1-19],\n"
@@ -74,6 +86,8 @@ static const fmt_cli_option own_options[] = {
 		      "(tensor written as F32)"),
 	  .complete = FMT_COMPLETE_WORDS, .words = "refuse saturate widen" },
 	{ FMT_CLI_OPT("allow-overflow", OPT_ALLOW_OVERFLOW, NULL, "the same as --overflow=saturate") },
+	{ FMT_CLI_OPT("allow-requantize", OPT_ALLOW_REQUANTIZE, NULL, "let a tensor of one GGUF block type (Q8_0...) become\n"
+		      "another (without it: exit 2, as llama-quantize)") },
 	{ FMT_CLI_OPT("include", OPT_INCLUDE, "GLOB", "convert only tensors (of a dataset: columns) whose name\nmatches (repeatable)"),
 	  .complete = FMT_COMPLETE_TENSOR, .flags = FMT_CLI_REPEAT },
 	{ FMT_CLI_OPT("exclude", OPT_EXCLUDE, "GLOB", "leave out tensors (columns) whose name matches (repeatable)"),
@@ -122,7 +136,7 @@ static int option_is_for(int id)
 	switch (id) {
 	case OPT_DTYPE: case OPT_SHARD: case OPT_SIGN: case FMT_OPT_HMAC_KEY: case FMT_OPT_SECRET_FILE:
 	case FMT_OPT_SECRET_ENV: case FMT_OPT_SECRET_PROMPT: case OPT_ARCH: case OPT_SET: case OPT_SET_FROM:
-	case OPT_OVERFLOW: case OPT_ALLOW_OVERFLOW:
+	case OPT_OVERFLOW: case OPT_ALLOW_OVERFLOW: case OPT_ALLOW_REQUANTIZE:
 		return FOR_MODELS;
 	case OPT_FROM: case OPT_ENC_PW_FILE: case OPT_ENC_PW_ENV: case OPT_ENC_TO: case FMT_OPT_PASSWORD_FILE:
 	case FMT_OPT_PASSWORD_ENV: case FMT_OPT_IDENTITY: case OPT_ALLOW_EXPIRED:
@@ -207,6 +221,7 @@ static int model_option(convert_args *a, int id, const char *arg, fmt_err *e)
 		a->overflow_given = 1;
 		return 0;
 	case OPT_ALLOW_OVERFLOW: a->allow_overflow = 1; return 0;
+	case OPT_ALLOW_REQUANTIZE: a->o.allow_requantize = 1; return 0;
 	default:
 		return general_option(a, id, arg, e);
 	}

@@ -7,6 +7,7 @@
 #include "fmt/minisign.h"
 #include "fmt/progress.h"
 #include "fmt/prompt.h"
+#include "fmt/report.h"
 #include "convert.h"
 
 const char *convert_check_line(convert_args *a, const fmt_cli *cli)

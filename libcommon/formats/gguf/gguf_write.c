@@ -383,7 +383,8 @@ int fmt_gguf_holds_dtype(fmt_dtype t)
 }
 
 /* llama.cpp's converters: norms and biases (1-D) stay F32; rows that do not divide into the
- * block size of a block type are written as F16. */
+ * 32-element blocks of Q8_0, Q4_0... are written as F16. A 256-element type is kept: the
+ * planner refuses the tensor (llama-quantize's fallbacks to other types are for presets). */
 fmt_dtype fmt_gguf_choose_dtype(const fmt_tensor *t, fmt_dtype want, const char **why)
 {
 	uint64_t row = t->ndim ? t->shape[t->ndim - 1] : 1;
@@ -394,7 +395,7 @@ fmt_dtype fmt_gguf_choose_dtype(const fmt_tensor *t, fmt_dtype want, const char 
 		*why = "1-D tensors stay F32 in GGUF";
 		return FMT_DT_F32;
 	}
-	if (block > 1 && row % block != 0) {
+	if (block > 1 && block <= 32 && row % block != 0) {
 		*why = "rows are not a multiple of the block size";
 		return FMT_DT_F16;
 	}

@@ -43,6 +43,7 @@ typedef struct fmt_convert_opts {
 	 * parsed them (fmt/drvopt.h); NULL: none given. A dataset conversion loads what they name
 	 * (fmt_drvopt_load) and refuses one that neither side uses. */
 	fmt_drvopt_sets *options;
+	int allow_requantize;        /* --allow-requantize: a block-type tensor may become another */
 	/* datasets */
 	const fmt_table_driver *table_to;   /* output table format (a dataset conversion) */
 	const fmt_table_driver *table_from; /* --from: input table format, NULL = probe */

@@ -1,4 +1,4 @@
-/* ggml block quantization: decoding to float32 and the two reference quantizers fmtkit writes
+/* ggml block quantization: decoding to float32 and ggml's reference quantizers
  * (specs/gguf.md §9, §11, §12). Every function is pure: a row of blocks in, bytes out. */
 #ifndef FMT_QUANT_H
 #define FMT_QUANT_H
@@ -24,5 +24,30 @@ int fmt_dequant_supported(fmt_dtype t);
  * dst is then unspecified; a count that is not a multiple of 32 is an internal error. */
 fmt_kind fmt_quantize_q8_0(const float *x, uint8_t *dst, uint64_t nelems, fmt_err *e);
 fmt_kind fmt_quantize_q4_0(const float *x, uint8_t *dst, uint64_t nelems, fmt_err *e);
+
+/* 1 if fmt_quantize writes t: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
+ * IQ4_NL and IQ4_XS. */
+int fmt_quantize_supported(fmt_dtype t);
+
+/* Quantize nelems floats (a multiple of t's block size) to t, bit-identical to what ggml's
+ * ggml_quantize_chunk writes without an importance matrix (llama-quantize --pure; the _ref
+ * quantizers, and for IQ4_NL/IQ4_XS quantize_iq4_nl/quantize_iq4_xs) on x86-64.
+ * A NaN or infinity in x is InvalidFormat ("tensor has NaN/Inf at element N; cannot
+ * quantize"), and so is a block whose F16 scale comes out infinite or NaN (values too large
+ * for the type: llama-quantize refuses the same blocks, "quantized data validation failed");
+ * dst is then unspecified. A count that is not a multiple of the block is an internal error.
+ * first_elem is the index of x[0] in its tensor: the messages count elements from there. */
+fmt_kind fmt_quantize(fmt_dtype t, const float *x, uint8_t *dst, uint64_t nelems, uint64_t first_elem,
+		      fmt_err *e);
+
+/* The blocks alone, without any check: nblocks blocks of t from x (t supported). What ggml
+ * writes for any finite input, including blocks whose scale overflows F16. */
+void fmt_quantize_blocks(fmt_dtype t, const float *x, uint8_t *dst, uint64_t nblocks);
+
+/* The type llama-quantize writes instead of t for a tensor whose rows of row_elems elements
+ * do not divide into t's blocks (llama-quant.cpp's tensor_type_fallback): Q2_K and Q3_K ->
+ * Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, IQ4_XS -> IQ4_NL, a 32-element type itself;
+ * F16 when that does not divide the rows either. t when the rows divide. */
+fmt_dtype fmt_quantize_row_fallback(fmt_dtype t, uint64_t row_elems);
 
 #endif

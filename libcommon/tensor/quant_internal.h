@@ -1,0 +1,18 @@
+/* Shared by the block decoders and quantizers of quant.c and quant_k.c. */
+#ifndef FMT_QUANT_INTERNAL_H
+#define FMT_QUANT_INTERNAL_H
+
+#include <stdint.h>
+#include "fmt/quant.h"
+
+/* The sixteen IQ4_NL / IQ4_XS code values (ggml's int8 kvalues_iq4nl, here as the floats
+ * every use converts them to), sorted. */
+extern const float fmt_iq4nl_values[16];
+
+/* The 6-bit scale and min of 32-element group sub (0..7) from Q4_K/Q5_K's 12 scale bytes. */
+void fmt_k_scale_min(const uint8_t *s, int sub, uint8_t *scale, uint8_t *min);
+
+/* One block of a K-quant or IQ4 type (Q2_K..Q6_K, IQ4_NL, IQ4_XS) from its elements. */
+void fmt_quantize_k_block(fmt_dtype t, const float *x, uint8_t *y);
+
+#endif
