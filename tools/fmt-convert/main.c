@@ -16,7 +16,8 @@ enum { OPT_TO = FMT_OPT_FIRST_TOOL_OPTION, OPT_DTYPE, OPT_ARCH, OPT_SET, OPT_SET
        OPT_EXCLUDE, OPT_DRY_RUN, OPT_SHARD, OPT_SIGN, OPT_NO_VERIFY, OPT_OVERFLOW, OPT_ALLOW_OVERFLOW,
        OPT_FROM, OPT_NO_HEADER, OPT_DELIMITER, OPT_NULL_VALUE, OPT_SCHEMA, OPT_COMPRESSION, OPT_TYPE,
        OPT_CARD, OPT_CHUNK_ROWS, OPT_TRUENO, OPT_COMPAT, OPT_APR_LAYOUT, OPT_SIGN_KEY, OPT_PASS_FILE,
-       OPT_PASS_ENV, OPT_COMPRESS, OPT_ENC_PW_FILE, OPT_ENC_PW_ENV, OPT_ENC_TO, OPT_ALLOW_EXPIRED };
+       OPT_PASS_ENV, OPT_COMPRESS, OPT_ENC_PW_FILE, OPT_ENC_PW_ENV, OPT_ENC_TO, OPT_ALLOW_EXPIRED,
+       OPT_METADATA_FROM, OPT_KEYS, OPT_UNSET, OPT_IN_PLACE };
 
 static void dataset_type_words(char *buf, size_t n);
 
@@ -77,9 +78,22 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("arch", OPT_ARCH, "NAME", "set general.architecture (GGUF; arch for APR)"),
 	  .complete = FMT_COMPLETE_WORDS, .words_from = fmt_driver_arch_words },
 	{ FMT_CLI_OPT("set", OPT_SET, "KEY[:TYPE]=VALUE", "add or replace a metadata key; TYPE is one of\n"
-		      "u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool str (default str)"), .flags = FMT_CLI_REPEAT },
-	{ FMT_CLI_OPT("set-from", OPT_SET_FROM, "FILE", "add the keys of a JSON object"),
+		      "u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool str (default str);\n"
+		      "KEY:TYPE[]=V1,V2,... sets an array (\\, for a comma)"), .flags = FMT_CLI_REPEAT },
+	{ FMT_CLI_OPT("set-from", OPT_SET_FROM, "FILE", "add the keys of a JSON object; {\"type\": T, \"value\": V}\n"
+		      "types a value or an array's items (fmt-inspect --json --full\n"
+		      "prints every key so: its \"metadata_typed\")"),
 	  .complete = FMT_COMPLETE_FILE, .words = "*.json" },
+	{ FMT_CLI_OPT("metadata-from", OPT_METADATA_FROM, "FILE", "copy the metadata keys of another model file (a GGUF\n"
+		      "vocabulary), types kept; not its alignment, split or file type keys"),
+	  .complete = FMT_COMPLETE_FILE, .words = "*.gguf" },
+	{ FMT_CLI_OPT("keys", OPT_KEYS, "GLOB", "--metadata-from copies only the keys that match (repeatable)"),
+	  .flags = FMT_CLI_REPEAT },
+	{ FMT_CLI_OPT("unset", OPT_UNSET, "GLOB", "remove the metadata keys that match (repeatable); never a key\n"
+		      "the format requires (GGUF: general.architecture)"), .flags = FMT_CLI_REPEAT },
+	{ FMT_CLI_OPT("in-place", OPT_IN_PLACE, NULL, "edit the metadata of FILE (the only operand; GGUF) with the\n"
+		      "options above; FILE is replaced atomically, its tensor data\n"
+		      "copied as it is") },
 	{ FMT_CLI_OPT("overflow", OPT_OVERFLOW, "MODE", "values the dtype cannot hold (F16 above 65504, Q8_0/Q4_0 blocks\n"
 		      "whose scale overflows F16): refuse (default, exit 4), saturate\n"
 		      "(F16/BF16 clamped; Q8_0/Q4_0 tensor written as F16) or widen\n"
@@ -135,7 +149,15 @@ typedef struct convert_args {
 	int overflow_given, allow_overflow;
 	const char *model_opt;      /* the first option for models only that was given, or NULL */
 	const char *dataset_opt;    /* ... for datasets only */
+	const char *not_edit_opt;   /* the first option that --in-place cannot take, or NULL */
 } convert_args;
+
+/* The options of an in-place metadata edit. */
+static int edits_metadata(int id)
+{
+	return id == OPT_ARCH || id == OPT_SET || id == OPT_SET_FROM || id == OPT_METADATA_FROM || id == OPT_KEYS ||
+	       id == OPT_UNSET || id == OPT_IN_PLACE || id == 'f';
+}
 
 /* What an option is for: a conversion of models, of datasets, or either. An option for one
  * kind given with the other is refused, never ignored. */
@@ -147,6 +169,7 @@ static int option_is_for(int id)
 	case OPT_DTYPE: case OPT_APR_LAYOUT: case OPT_SHARD: case OPT_SIGN: case FMT_OPT_HMAC_KEY:
 	case FMT_OPT_SECRET_FILE: case FMT_OPT_SECRET_ENV: case FMT_OPT_SECRET_PROMPT: case OPT_ARCH:
 	case OPT_SET: case OPT_SET_FROM: case OPT_OVERFLOW: case OPT_ALLOW_OVERFLOW:
+	case OPT_METADATA_FROM: case OPT_KEYS: case OPT_UNSET: case OPT_IN_PLACE:
 		return FOR_MODELS;
 	case OPT_FROM: case OPT_NO_HEADER: case OPT_DELIMITER: case OPT_NULL_VALUE: case OPT_SCHEMA:
 	case OPT_TYPE: case OPT_CARD: case OPT_CHUNK_ROWS: case OPT_TRUENO: case OPT_COMPAT:
@@ -295,6 +318,8 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 	fmt_convert_opts *o = &a->o;
 	int full = 0;
 	note_kind(a, id);
+	if (!edits_metadata(id) && !a->not_edit_opt)
+		a->not_edit_opt = option_name(id);
 	if (fmt_cli_key_option(id, arg, &o->key) || fmt_cli_decrypt_option(id, arg, &o->decrypt))
 		return 0;
 	switch (id) {
@@ -308,6 +333,10 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 	case OPT_ARCH: o->arch = arg; break;
 	case OPT_SET: full = push(o->sets, &o->n_sets, arg); break;
 	case OPT_SET_FROM: o->set_from = arg; break;
+	case OPT_METADATA_FROM: o->metadata_from = arg; break;
+	case OPT_KEYS: full = push(o->keys, &o->n_keys, arg); break;
+	case OPT_UNSET: full = push(o->unsets, &o->n_unsets, arg); break;
+	case OPT_IN_PLACE: o->in_place = 1; break;
 	case OPT_INCLUDE: full = push(o->include, &o->n_include, arg); break;
 	case OPT_EXCLUDE: full = push(o->exclude, &o->n_exclude, arg); break;
 	case OPT_DRY_RUN: o->dry_run = 1; break;
@@ -348,7 +377,7 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 
 static const fmt_cli_tool tool = {
 	.name = TOOL,
-	.synopsis = "[OPTIONS] INPUT OUTPUT",
+	.synopsis = "[OPTIONS] INPUT OUTPUT\n--in-place [METADATA OPTIONS] FILE",
 	.about = "Convert a model between safetensors (single file or sharded index), GGUF\n"
 		 "(single file or split set), Apsi checkpoints (.apsim, single or sharded) and\n"
 		 "APR (.apr, seed or aprender layout), with dtype conversion, quantization and\n"
@@ -380,11 +409,33 @@ static void report_failed(const char *input, const char *output, const fmt_conve
 	fmt_report_failed(data_on_stdout ? NULL : o->out, TOOL, input, NULL, e, o->json);
 }
 
+/* --in-place FILE: the metadata options, nothing else. */
+static int edit_in_place(const convert_args *a, fmt_cli *cli)
+{
+	char msg[200];
+	const fmt_convert_opts *o = &a->o;
+	fmt_err e;
+	fmt_err_clear(&e);
+	if (a->not_edit_opt) {
+		snprintf(msg, sizeof msg, "--in-place edits metadata only: --%s does not go with it", a->not_edit_opt);
+		return fmt_cli_usage_error(&tool, msg);
+	}
+	if (cli->n_operands != 1)
+		return fmt_cli_usage_error(&tool, "--in-place takes one FILE");
+	if (!o->arch && !o->n_sets && !o->set_from && !o->metadata_from && !o->n_unsets)
+		return fmt_cli_usage_error(&tool, "--in-place needs --set, --set-from, --metadata-from, --unset or --arch");
+	fmt_kind k = fmt_pipeline_edit(cli->operands[0], o, &e);
+	if (k != FMT_OK)
+		fmt_report_failed(o->out, TOOL, cli->operands[0], NULL, &e, o->json);
+	return fmt_cli_finish(&tool, cli, fmt_kind_exit(k));
+}
+
 int main(int argc, char **argv)
 {
 	static const char *sets[MAX_REPEATS], *includes[MAX_REPEATS], *excludes[MAX_REPEATS];
-	convert_args a = { .o = { .sets = sets, .include = includes, .exclude = excludes,
-				  .dataset = { .compression = -1 }, .tool = TOOL } };
+	static const char *keys[MAX_REPEATS], *unsets[MAX_REPEATS];
+	convert_args a = { .o = { .sets = sets, .include = includes, .exclude = excludes, .keys = keys,
+				  .unsets = unsets, .dataset = { .compression = -1 }, .tool = TOOL } };
 	fmt_convert_opts *o = &a.o;
 	fmt_cli cli;
 	fmt_err e;
@@ -399,6 +450,13 @@ int main(int argc, char **argv)
 		return fmt_cli_usage_error(&tool, "--allow-overflow means --overflow=saturate; it contradicts --overflow=refuse or widen");
 	if (a.allow_overflow)
 		o->overflow = FMT_OVERFLOW_SATURATE;
+	o->json = cli.common.json;
+	o->quiet = cli.common.quiet;
+	o->verbose = cli.common.verbose;
+	if (o->in_place)
+		return edit_in_place(&a, &cli);
+	if (o->n_keys && !o->metadata_from)
+		return fmt_cli_usage_error(&tool, "--keys chooses the keys of --metadata-from");
 	if (cli.n_operands != 2)
 		return fmt_cli_usage_error(&tool, "need INPUT and OUTPUT");
 	const char *input = cli.operands[0], *output = cli.operands[1];
