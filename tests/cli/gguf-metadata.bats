@@ -46,6 +46,22 @@ ggufpy_types() {
 	EOF
 }
 
+# The tokenizer keys of scripts/gen/llama-tiny's vocabulary with the types gguf-py gave them:
+# what llama.cpp requires (token types INT32, scores FLOAT32, ids UINT32).
+tokenizer_types() {
+	cat <<-'EOF'
+		tokenizer.ggml.model STRING
+		tokenizer.ggml.tokens ARRAY/STRING
+		tokenizer.ggml.scores ARRAY/FLOAT32
+		tokenizer.ggml.token_type ARRAY/INT32
+		tokenizer.ggml.bos_token_id UINT32
+		tokenizer.ggml.eos_token_id UINT32
+		tokenizer.ggml.unknown_token_id UINT32
+		tokenizer.ggml.add_bos_token BOOL
+		tokenizer.ggml.add_eos_token BOOL
+	EOF
+}
+
 # No temporary file of an atomic write left in the current directory.
 no_temp_left() {
 	local left
@@ -59,19 +75,9 @@ no_temp_left() {
 @test "llama GGUF from safetensors + --metadata-from a gguf-py vocabulary: gguf-py reads llama.cpp's key types" {
 	run ggufpy_types "$LT/tiny.gguf"
 	assert_success
-	assert_output - <<-'EOF'
-		general.architecture STRING
-		general.file_type UINT32
-		general.quantization_version UINT32
-		tokenizer.ggml.model STRING
-		tokenizer.ggml.tokens ARRAY/STRING
-		tokenizer.ggml.scores ARRAY/FLOAT32
-		tokenizer.ggml.token_type ARRAY/INT32
-		tokenizer.ggml.bos_token_id UINT32
-		tokenizer.ggml.eos_token_id UINT32
-		tokenizer.ggml.unknown_token_id UINT32
-		tokenizer.ggml.add_bos_token BOOL
-		tokenizer.ggml.add_eos_token BOOL
+	assert_output "$(printf 'general.architecture STRING\ngeneral.file_type UINT32\ngeneral.quantization_version UINT32\n'
+		tokenizer_types
+		cat <<-'EOF'
 		llama.context_length UINT32
 		llama.embedding_length UINT32
 		llama.block_count UINT32
@@ -81,6 +87,7 @@ no_temp_left() {
 		llama.attention.head_count_kv UINT32
 		llama.attention.layer_norm_rms_epsilon FLOAT32
 	EOF
+	)"
 	# the tokenizer's values are the vocabulary's, item for item; the tensors gguf-py sees
 	run ggufpy - "$LT/vocab.gguf" "$LT/tiny.gguf" <<-'EOF'
 		import sys
@@ -111,21 +118,8 @@ no_temp_left() {
 	run ggufpy_types all.gguf
 	assert_success
 	# general.file_type is this file's own (F32: 0), not copied; general.alignment never is
-	assert_output - <<-'EOF'
-		general.file_type UINT32
-		general.architecture STRING
-		general.name STRING
-		llama.context_length UINT32
-		tokenizer.ggml.model STRING
-		tokenizer.ggml.tokens ARRAY/STRING
-		tokenizer.ggml.scores ARRAY/FLOAT32
-		tokenizer.ggml.token_type ARRAY/INT32
-		tokenizer.ggml.bos_token_id UINT32
-		tokenizer.ggml.eos_token_id UINT32
-		tokenizer.ggml.unknown_token_id UINT32
-		tokenizer.ggml.add_bos_token BOOL
-		tokenizer.ggml.add_eos_token BOOL
-	EOF
+	assert_output "$(printf 'general.file_type UINT32\ngeneral.architecture STRING\ngeneral.name STRING\nllama.context_length UINT32\n'
+		tokenizer_types)"
 	[ "$(fmt-inspect --json all.gguf | jq -c '[.metadata["llama.context_length"], .metadata["general.file_type"]]')" = '[4096,0]' ]
 	# a vocabulary with general.alignment 64: the output keeps its own alignment (32)
 	fmt-convert --dtype keep --set general.alignment:u32=64 "$LT/vocab.gguf" vocab64.gguf
