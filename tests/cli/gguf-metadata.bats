@@ -414,6 +414,16 @@ no_temp_left() {
 	no_temp_left
 }
 
+@test "--in-place through a symbolic link edits the file it names; the link stays a link" {
+	mkdir real
+	cp "$LT/tiny.gguf" real/m.gguf
+	ln -s real/m.gguf link.gguf
+	fmt-convert --in-place --set general.name=linked link.gguf
+	[ -L link.gguf ] || fail "the link was replaced"
+	[ "$(fmt-inspect --json real/m.gguf | jq -r '.metadata["general.name"]')" = linked ]
+	[ -z "$(find . real -maxdepth 1 -name '.fmtkit-tmp-*')" ]
+}
+
 @test "--in-place on a file gguf-py wrote (no tensors, no final padding): gguf-py reads the edit" {
 	cp "$LT/vocab.gguf" v.gguf
 	fmt-convert --in-place --metadata-from "$LT/tiny.gguf" --keys 'llama.block_count' --set 'x.ids:u32[]=4,5' v.gguf

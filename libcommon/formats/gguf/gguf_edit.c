@@ -79,9 +79,15 @@ fmt_kind fmt_gguf_edit_meta(const fmt_model *m, const fmt_meta *meta, size_t n_m
 		return r;
 	if (fstat(m->sources[0].fd, &before) != 0)
 		return fmt_fail(e, FMT_IO, "cannot stat %s", m->path);
+	/* through a symbolic link, the file it names is replaced, not the link */
+	char *target = realpath(m->path, NULL);
+	if (!target)
+		return fmt_fail(e, FMT_IO, "cannot resolve %s", m->path);
 	fmt_sink k;
-	if ((r = fmt_sink_open(&k, m->path, FMT_SINK_FORCE, e)) != FMT_OK)
+	if ((r = fmt_sink_open(&k, target, FMT_SINK_FORCE, e)) != FMT_OK) {
+		free(target);
 		return r;
+	}
 	if (align != st->alignment) { /* the tensors are laid out anew */
 		*data_moved = 1;
 		r = fmt_gguf_write_file(m, meta, n_meta, m->tensors, m->n_tensors, align, &k, e);
@@ -97,6 +103,7 @@ fmt_kind fmt_gguf_edit_meta(const fmt_model *m, const fmt_meta *meta, size_t n_m
 	else
 		fmt_sink_abort(&k);
 	if (r == FMT_OK) /* the file keeps its permission bits */
-		(void)chmod(m->path, before.st_mode & 07777);
+		(void)chmod(target, before.st_mode & 07777);
+	free(target);
 	return r;
 }
