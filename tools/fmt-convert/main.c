@@ -410,12 +410,14 @@ static void report_failed(const char *input, const char *output, const fmt_conve
 }
 
 /* --in-place FILE: the metadata options, nothing else. */
-static int edit_in_place(const convert_args *a, fmt_cli *cli)
+static int edit_in_place(convert_args *a, fmt_cli *cli)
 {
 	char msg[200];
-	const fmt_convert_opts *o = &a->o;
+	fmt_convert_opts *o = &a->o;
 	fmt_err e;
 	fmt_err_clear(&e);
+	o->json = cli->common.json;
+	o->verbose = cli->common.verbose;
 	if (a->not_edit_opt) {
 		snprintf(msg, sizeof msg, "--in-place edits metadata only: --%s does not go with it", a->not_edit_opt);
 		return fmt_cli_usage_error(&tool, msg);
@@ -450,9 +452,6 @@ int main(int argc, char **argv)
 		return fmt_cli_usage_error(&tool, "--allow-overflow means --overflow=saturate; it contradicts --overflow=refuse or widen");
 	if (a.allow_overflow)
 		o->overflow = FMT_OVERFLOW_SATURATE;
-	o->json = cli.common.json;
-	o->quiet = cli.common.quiet;
-	o->verbose = cli.common.verbose;
 	if (o->in_place)
 		return edit_in_place(&a, &cli);
 	if (o->n_keys && !o->metadata_from)
