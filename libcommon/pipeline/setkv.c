@@ -415,11 +415,9 @@ fmt_kind fmt_setkv_apply_file(fmt_model *m, const char *path, int strings_only, 
 	json_t *val, *keys = record_keys(root);
 	json_object_foreach(keys, key, val) {
 		fmt_value v;
-		if (strings_only && !json_is_string(val)) {
-			k = fmt_fail(e, FMT_USAGE, "--set-from %s: safetensors metadata holds strings only", key);
-			break;
-		}
 		k = json_to_value(key, val, &v, e);
+		if (k == FMT_OK && strings_only && v.type != FMT_V_STR)
+			k = fmt_fail(e, FMT_USAGE, "--set-from %s: safetensors metadata holds strings only", key);
 		if (k == FMT_OK)
 			k = fmt_setkv_put(m, key, &v, e);
 		fmt_value_free(&v);

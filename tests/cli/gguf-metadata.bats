@@ -338,6 +338,15 @@ no_temp_left() {
 	# from a GGUF, --set-from of its own record changes nothing
 	fmt-convert --dtype keep --set-from rec.json a.gguf c.gguf
 	cmp a.gguf c.gguf
+	# safetensors: its string keys round-trip the same way; a typed one is refused
+	fmt-convert --set a=x --set 'b=y"z' "$LT/weights.safetensors" s.safetensors
+	fmt-inspect --json --full s.safetensors > s.json
+	[ "$(jq -c .metadata_typed s.json)" = '{"a":{"type":"str","value":"x"},"b":{"type":"str","value":"y\"z"}}' ]
+	fmt-convert --set-from s.json "$LT/weights.safetensors" s2.safetensors
+	cmp s.safetensors s2.safetensors
+	run --separate-stderr fmt-convert --set-from rec.json "$LT/weights.safetensors" s3.safetensors
+	assert_equal "$status" 2
+	assert_equal "$stderr" "fmt-convert: error: $LT/weights.safetensors: --set-from general.file_type: safetensors metadata holds strings only"
 }
 
 # ---------------------------------------------------------------------------------------------
