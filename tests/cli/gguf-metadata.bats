@@ -104,9 +104,9 @@ no_temp_left() {
 	EOF
 	assert_success
 	assert_output - <<-'EOF'
-		tokenizer.ggml.tokens 344
-		tokenizer.ggml.scores 344
-		tokenizer.ggml.token_type 344
+		tokenizer.ggml.tokens 341
+		tokenizer.ggml.scores 341
+		tokenizer.ggml.token_type 341
 		context 256
 		epsilon 9.999999747378752e-06
 		21 tensors [('F32', 1), ('Q8_0', 2)]
@@ -295,7 +295,7 @@ no_temp_left() {
 @test "fmt-inspect --json --full prints metadata_typed; --set-from reads it back to the same bytes" {
 	fmt-inspect --json --full "$LT/tiny.gguf" > rec.json
 	[ "$(jq -c '.metadata_typed["tokenizer.ggml.token_type"] | [.type, (.value | length), .value[0:4]]' rec.json)" = \
-		'["i32",344,[2,3,3,6]]' ]
+		'["i32",341,[2,3,3,6]]' ]
 	[ "$(jq -c '.metadata_typed["llama.attention.layer_norm_rms_epsilon"]' rec.json)" = \
 		'{"type":"f32","value":9.999999747378752e-06}' ]
 	# without --full there is no metadata_typed
@@ -443,7 +443,7 @@ no_temp_left() {
 		print(r.fields["llama.block_count"].contents(), r.fields["x.ids"].contents(), len(r.fields["tokenizer.ggml.tokens"].contents()))
 	EOF
 	assert_success
-	assert_output '2 [4, 5] 344'
+	assert_output '2 [4, 5] 341'
 }
 
 @test "--in-place refusals: exit 2 (usage) or the edit's own error, the file untouched" {
