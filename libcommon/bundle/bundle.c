@@ -20,9 +20,10 @@
 #include "fmt/io.h"
 #include "fmt/minisign.h"
 #include "fmt/out.h"
-#include "fmt/progress.h"
+#include "fmt/meter.h"
 #include "fmt/registry.h"
 #include "fmt/stagedir.h"
+#include "fmt/strbuf.h"
 #include "fmt/version.h"
 
 #define NM "'%.200s'"
@@ -80,18 +81,12 @@ static const char *unsafe_member(const char *name)
 	return NULL;
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-	return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
 #define SIG_SUFFIX ".minisig"
 
 /* A member named X.minisig is the detached signature of member X. */
 static int is_sig_name(const char *name)
 {
-	return strlen(name) > strlen(SIG_SUFFIX) && ends_with(name, SIG_SUFFIX);
+	return strlen(name) > strlen(SIG_SUFFIX) && fmt_ends_with(name, SIG_SUFFIX);
 }
 
 /* b->sigs: one unchecked entry per X.minisig member, X required among the members. */
@@ -522,7 +517,6 @@ static fmt_kind refuse_existing(const fmt_bundle_info *b, const char *dir, fmt_e
 	return FMT_OK;
 }
 
-static const char *base_name(const char *path);
 
 /* Every X.minisig member, read from the staging directory: with Ed25519 keys checked over X
  * there (its entry then names the key); with an HMAC key alone only parsed (nothing could
@@ -588,7 +582,7 @@ static void mark_covered(const fmt_bundle_info *b, const fmt_model *m, size_t en
 		return;
 	covered[entry] = 1;
 	for (size_t i = 0; i < m->n_sources; i++) {
-		const fmt_bundle_member *mb = find_member(b, base_name(m->sources[i].path));
+		const fmt_bundle_member *mb = find_member(b, fmt_base_name(m->sources[i].path));
 		if (mb)
 			covered[mb - b->members] = 1;
 	}
@@ -823,15 +817,9 @@ static la_ssize_t pack_write_cb(struct archive *a, void *ud, const void *buf, si
 	return (la_ssize_t)n;
 }
 
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	return slash ? slash + 1 : path;
-}
-
 static int cmp_pack_file(const void *a, const void *b)
 {
-	return strcmp(base_name(((const pack_file *)a)->path), base_name(((const pack_file *)b)->path));
+	return strcmp(fmt_base_name(((const pack_file *)a)->path), fmt_base_name(((const pack_file *)b)->path));
 }
 
 /* FILE.minisig beside each of the n files, when it is a regular file: appended to f. */
@@ -881,12 +869,12 @@ static fmt_kind collect_files(const char *set_path, pack_file **out, size_t *n_o
 	if (k == FMT_OK)
 		qsort(f, n, sizeof *f, cmp_pack_file);
 	for (size_t i = 0; i < n && k == FMT_OK; i++) {
-		const char *name = base_name(f[i].path);
+		const char *name = fmt_base_name(f[i].path);
 		const char *why = strcmp(name, FMT_BUNDLE_MANIFEST) == 0 ? "is reserved for the manifest"
 									 : unsafe_member(name);
 		if (why)
 			k = fmt_fail(e, FMT_UNSUPPORTED, "file name " NM " %s", name, why);
-		else if (i > 0 && strcmp(name, base_name(f[i - 1].path)) == 0)
+		else if (i > 0 && strcmp(name, fmt_base_name(f[i - 1].path)) == 0)
 			k = fmt_fail(e, FMT_SCHEMA, "two files of the set are named " NM, name);
 	}
 	*out = f;
@@ -925,7 +913,7 @@ static fmt_kind hash_files(pack_file *f, size_t n, fmt_bundle_info *b, fmt_err *
 		uint8_t digest[FMT_SHA256_LEN];
 		fmt_kind k;
 		fmt_bundle_member *mb = &b->members[b->n_members++];
-		if (!(mb->name = strdup(base_name(f[i].path))))
+		if (!(mb->name = strdup(fmt_base_name(f[i].path))))
 			return fmt_fail(e, FMT_IO, "out of memory");
 		mb->size = f[i].src.size;
 		k = fmt_sha256_init(&h, e);
@@ -1062,7 +1050,7 @@ fmt_kind fmt_bundle_pack(const char *set_path, const char *bundle_path, unsigned
 		k = manifest_text(&b, &manifest, e);
 	fmt_sink sink;
 	if (k == FMT_OK && (k = fmt_sink_open(&sink, bundle_path, sink_flags, e)) == FMT_OK) {
-		b.zstd = ends_with(bundle_path, ".zst");
+		b.zstd = fmt_ends_with(bundle_path, ".zst");
 		k = write_archive(&sink, b.zstd, f, &b, manifest, e);
 		if (k == FMT_OK)
 			k = fmt_sink_commit(&sink, e);

@@ -631,6 +631,12 @@ char *fmt_dir_prefix(const char *path)
 	return strndup(path, n);
 }
 
+const char *fmt_base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
 int fmt_same_file(const char *a, const char *b)
 {
 	struct stat sa, sb;

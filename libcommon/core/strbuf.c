@@ -141,3 +141,9 @@ void fmt_sb_free(fmt_sb *b)
 	free(b->p);
 	memset(b, 0, sizeof *b);
 }
+
+int fmt_ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}

@@ -4,7 +4,7 @@
 #include <string.h>
 #include <openssl/evp.h>
 #include "fmt/crypto.h"
-#include "fmt/progress.h"
+#include "fmt/meter.h"
 
 /* Large enough that per-call overhead vanishes, small enough to stay in the L2 cache. */
 #define SHA256_CHUNK (1u << 20)

@@ -65,16 +65,6 @@ fmt_kind fmt_password_from_env(const char *name, fmt_password *out, fmt_err *e)
 	return take_secret(fmt_secret_from_env(name, &s, e), &s, out);
 }
 
-fmt_kind fmt_password_from_prompt(const char *prompt, fmt_password *out, fmt_err *e)
-{
-	fmt_hmac_key s;
-	memset(out, 0, sizeof *out);
-	fmt_kind k = fmt_secret_from_prompt(prompt, &s, e);
-	if (k == FMT_USAGE && strstr(e->msg, "no terminal"))
-		k = fmt_fail(e, FMT_USAGE, "no terminal to ask for the password on; use --password-file or --password-env");
-	return take_secret(k, &s, out);
-}
-
 fmt_kind fmt_argon2id_key(const fmt_password *pw, const uint8_t salt[FMT_ARGON2_SALT],
 			  uint8_t key[FMT_AEAD_KEY], fmt_err *e)
 {
@@ -269,6 +259,7 @@ fmt_kind fmt_decrypt_keys_load(const fmt_decrypt_opts *o, fmt_decrypt_keys *dk, 
 {
 	fmt_kind k = FMT_OK;
 	memset(dk, 0, sizeof *dk);
+	dk->ask = o->ask;
 	if (o->password_file && o->password_env)
 		return fmt_fail(e, FMT_USAGE, "give only one of --password-file and --password-env");
 	if (o->password_file)
@@ -297,8 +288,8 @@ fmt_kind fmt_decrypt_keys_prompt(fmt_decrypt_keys *dk, fmt_keyset *ks, fmt_err *
 		ks->password = &dk->password;
 		return FMT_OK;
 	}
-	fmt_kind k = fmt_password_from_prompt("Password: ", &dk->password, e);
-	if (k != FMT_OK)
+	fmt_kind k = dk->ask ? dk->ask(&dk->password, e) : FMT_OK;
+	if (k != FMT_OK || !dk->password.bytes)
 		return k;
 	dk->has_password = 1;
 	ks->password = &dk->password;
@@ -310,14 +301,4 @@ void fmt_decrypt_keys_free(fmt_decrypt_keys *dk)
 	fmt_password_free(&dk->password);
 	fmt_x25519_free(&dk->identity);
 	dk->has_password = dk->has_identity = 0;
-}
-
-int fmt_cli_decrypt_option(int id, const char *arg, fmt_decrypt_opts *o)
-{
-	switch (id) {
-	case FMT_OPT_PASSWORD_FILE: o->password_file = arg; return 1;
-	case FMT_OPT_PASSWORD_ENV: o->password_env = arg; return 1;
-	case FMT_OPT_IDENTITY: o->identity = arg; return 1;
-	default: return 0;
-	}
 }

@@ -9,7 +9,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "crypto_internal.h"
-#include "fmt/cli.h"
 #include "fmt/io.h"
 
 #define USER_KEY_LEN 32u
@@ -204,8 +203,7 @@ fmt_kind fmt_hmac_key_load(const char *path, fmt_hmac_key *out, fmt_err *e)
 		fmt_err_file(e, path);
 		return e->kind;
 	}
-	const char *slash = strrchr(path, '/');
-	fmt_kind k = check_key_file(fd, slash ? slash + 1 : path, e);
+	fmt_kind k = check_key_file(fd, fmt_base_name(path), e);
 	if (k == FMT_OK)
 		k = fmt_crypto_key_alloc(USER_KEY_LEN, out, e);
 	size_t got = 0;
@@ -240,7 +238,7 @@ static fmt_kind user_key(fmt_hmac_key *out, fmt_err *e)
 fmt_kind fmt_key_from_opts(const fmt_key_opts *o, fmt_hmac_key *out, fmt_err *e)
 {
 	int n = (o->hmac_key != 0) + (o->secret_file != NULL) + (o->secret_env != NULL) +
-		(o->secret_prompt != 0);
+		(o->secret_prompt != NULL);
 	memset(out, 0, sizeof *out);
 	if (n > 1)
 		return fmt_fail(e, FMT_USAGE,
@@ -250,20 +248,9 @@ fmt_kind fmt_key_from_opts(const fmt_key_opts *o, fmt_hmac_key *out, fmt_err *e)
 	if (o->secret_env)
 		return fmt_secret_from_env(o->secret_env, out, e);
 	if (o->secret_prompt)
-		return fmt_secret_from_prompt("Shared secret: ", out, e);
+		return o->secret_prompt("Shared secret: ", out, e);
 	/* --hmac-key, or no option at all: the per-user key. */
 	return user_key(out, e);
-}
-
-int fmt_cli_key_option(int c, const char *arg, fmt_key_opts *o)
-{
-	switch (c) {
-	case FMT_OPT_HMAC_KEY: o->hmac_key = 1; return 1;
-	case FMT_OPT_SECRET_FILE: o->secret_file = arg; return 1;
-	case FMT_OPT_SECRET_ENV: o->secret_env = arg; return 1;
-	case FMT_OPT_SECRET_PROMPT: o->secret_prompt = 1; return 1;
-	default: return 0;
-	}
 }
 
 fmt_kind fmt_key_file_create(const char *path, const void *bytes, size_t len, int rotate,

@@ -3,7 +3,6 @@
  * fmt-convert, so each loads keys the same way. */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +11,6 @@
 #include "crypto_internal.h"
 #include "fmt/io.h"
 #include "fmt/minisign.h"
-#include "fmt/progress.h"
 
 /* flags: FMT_SMALL_NAMED for -p's file; a key found in --trusted-keys DIR or at the default
  * path is read only when it is a regular file (a FIFO planted there must not hang a check). */
@@ -38,16 +36,6 @@ fmt_kind fmt_ms_public_load(const char *path, fmt_ms_public *pub, fmt_err *e)
 int fmt_trust_opts_given(const fmt_trust_opts *o)
 {
 	return o && (o->pubkey || o->pubkey_b64 || o->trusted_dir);
-}
-
-int fmt_cli_trust_option(int id, const char *arg, fmt_trust_opts *o)
-{
-	switch (id) {
-	case FMT_OPT_PUBKEY: o->pubkey = arg; return 1;
-	case FMT_OPT_PUBKEY_BASE64: o->pubkey_b64 = arg; return 1;
-	case FMT_OPT_TRUSTED_KEYS: o->trusted_dir = arg; return 1;
-	default: return 0;
-	}
 }
 
 static fmt_kind trust_add(fmt_trust_list *t, fmt_ms_public **slot, fmt_err *e)
@@ -230,22 +218,11 @@ fmt_kind fmt_passphrase(const fmt_pass_opts *o, int confirm, fmt_hmac_key *pw, f
 		return fmt_secret_from_file(o->file, pw, e);
 	if (o && o->env)
 		return fmt_secret_from_env(o->env, pw, e);
-	int tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
-	if (tty < 0)
-		return fmt_fail(e, FMT_USAGE, "no terminal to ask for the passphrase on; use "
-				"--passphrase-file FILE or --passphrase-env NAME%s", confirm ? " (or -W)" : "");
-	close(tty);
-	fmt_kind k = fmt_secret_from_prompt("Passphrase: ", pw, e);
-	if (k != FMT_OK || !confirm)
-		return k;
-	fmt_hmac_key again;
-	k = fmt_secret_from_prompt("Passphrase (again): ", &again, e);
-	if (k == FMT_OK && (again.len != pw->len || !fmt_ct_equal(again.bytes, pw->bytes, pw->len)))
-		k = fmt_fail(e, FMT_USAGE, "the two passphrases differ");
-	fmt_hmac_key_free(&again);
-	if (k != FMT_OK)
-		fmt_hmac_key_free(pw);
-	return k;
+	if (o && o->ask)
+		return o->ask(confirm, pw, e);
+	memset(pw, 0, sizeof *pw);
+	return fmt_fail(e, FMT_USAGE, "the secret key is encrypted: give its passphrase with "
+			"--passphrase-file FILE or --passphrase-env NAME");
 }
 
 fmt_kind fmt_ms_secret_load(const char *given, const fmt_pass_opts *o, fmt_ms_secret *sec, fmt_err *e)
@@ -264,11 +241,13 @@ fmt_kind fmt_ms_secret_load(const char *given, const fmt_pass_opts *o, fmt_ms_se
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "not a minisign Ed25519 secret key file");
 	if (k == FMT_OK && enc == 1)
 		k = fmt_passphrase(o, 0, &pw, e);
-	FILE *notice = k == FMT_OK && enc == 1 && o ? o->notice : NULL;   /* scrypt takes seconds */
-	fmt_progress_note(notice, FMT_PASS_DERIVING);
+	void (*notice)(const char *) = k == FMT_OK && enc == 1 && o ? o->notice : NULL; /* scrypt takes seconds */
+	if (notice)
+		notice(FMT_PASS_DERIVING);
 	if (k == FMT_OK)
 		k = fmt_ms_secret_parse(text.bytes, text.len, enc == 1 ? pw.bytes : NULL, pw.len, sec, e);
-	fmt_progress_note_end(notice);
+	if (notice)
+		notice(NULL);
 	fmt_hmac_key_free(&pw);
 	fmt_hmac_key_free(&text);
 	if (k != FMT_OK && path)

@@ -309,3 +309,19 @@ fmt_kind fmt_shard_write_plan(const fmt_shard_plan *p, unsigned sink_flags, fmt_
 	}
 	return r;
 }
+
+fmt_kind fmt_shard_write_model(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
+			       unsigned sink_flags, fmt_shard_plan_fn plan_shards, fmt_shard_file_fn write_file,
+			       char ***paths, size_t *n_paths, fmt_err *e)
+{
+	fmt_shard_plan p;
+	*paths = NULL;
+	*n_paths = 0;
+	fmt_kind r = plan_shards(m, prefix, l, &p, e);
+	if (r != FMT_OK)
+		return r;
+	fmt_shard_set set = { m, &p };
+	r = fmt_shard_write_plan(&p, sink_flags, write_file, &set, paths, n_paths, e);
+	fmt_shard_plan_free(&p);
+	return r;
+}

@@ -177,7 +177,7 @@ static fmt_kind convert_table(const char *input, const char *output, const fmt_c
 	if (k == FMT_OK)
 		k = fmt_table_rows_gate(&t, e);
 	if (k == FMT_OK && t.rows_note[0] && !o->quiet)
-		fmt_report_warning(o->err, o->tool, "%s: %s", input, t.rows_note);
+		fmt_pipeline_warn(o, "%s: %s", input, t.rows_note);
 	if (k == FMT_OK && !o->dry_run)
 		k = fmt_table_unlock(&t, dk, read_keys, 1, e);
 	if (k == FMT_OK)

@@ -75,6 +75,10 @@ fmt_kind fmt_meta_apply_user(fmt_model *m, const fmt_convert_opts *o, const fmt_
 /* The plan as text or JSON (dry run and --verbose), and the warnings it implies. */
 void fmt_plan_print(FILE *out, const convert_plan *p, const char *input, const char *output,
 		    const fmt_convert_opts *o);
-void fmt_plan_warn(FILE *err, const convert_plan *p, const char *tool, fmt_overflow_mode mode);
+void fmt_plan_warn(const convert_plan *p, const fmt_convert_opts *o);
+
+/* A warning, or a --verbose note, through the caller's hook (o->warning, o->info). */
+void fmt_pipeline_warn(const fmt_convert_opts *o, const char *format, ...) __attribute__((format(printf, 2, 3)));
+void fmt_pipeline_info(const fmt_convert_opts *o, const char *format, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

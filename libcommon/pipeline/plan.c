@@ -10,12 +10,37 @@
 #include "fmt/table.h"
 #include "pipeline_internal.h"
 
-/* The output format, asked what it can hold (fmt_driver capabilities). */
-typedef const fmt_driver *target;
+/* The output format's profile: what it can hold (fmt_driver capabilities), asked of the driver
+ * once per conversion and consulted for every tensor and key. */
+typedef struct target {
+	const fmt_driver *d;
+	unsigned char holds[FMT_DT_COUNT];   /* dtypes stored as they are */
+	int encodes;                         /* encoded tensors (FMT_CAP_ENCODED) */
+	int units, units_as_meta;            /* FMT_CAP_UNITS, FMT_CAP_UNITS_AS_META */
+	int typed_meta;                      /* FMT_CAP_TYPED_META: else strings only */
+	int signatures;                      /* FMT_CAP_SIGNATURES */
+	const char *default_dtype;           /* --dtype when none is given, NULL: keep */
+	fmt_dtype (*choose_dtype)(const fmt_tensor *t, fmt_dtype want, const char **why);
+} target;
 
-static int encodes(target tg)
+static void profile_of(const fmt_driver *d, target *tg)
 {
-	return fmt_driver_can(tg, FMT_CAP_ENCODED);
+	memset(tg, 0, sizeof *tg);
+	tg->d = d;
+	for (int t = FMT_DT_INVALID + 1; t < FMT_DT_COUNT; t++)
+		tg->holds[t] = (unsigned char)fmt_driver_holds_dtype(d, (fmt_dtype)t);
+	tg->encodes = fmt_driver_can(d, FMT_CAP_ENCODED);
+	tg->units = fmt_driver_can(d, FMT_CAP_UNITS);
+	tg->units_as_meta = fmt_driver_can(d, FMT_CAP_UNITS_AS_META);
+	tg->typed_meta = fmt_driver_can(d, FMT_CAP_TYPED_META);
+	tg->signatures = fmt_driver_can(d, FMT_CAP_SIGNATURES);
+	tg->default_dtype = d->default_dtype;
+	tg->choose_dtype = d->choose_dtype;
+}
+
+static int holds(const target *tg, fmt_dtype t)
+{
+	return t > FMT_DT_INVALID && t < FMT_DT_COUNT && tg->holds[t];
 }
 
 /* "--dtype X needs GGUF output": the format a message names for what the target lacks. */
@@ -36,7 +61,7 @@ static int keep(wanted w)
 	return w.plain == FMT_DT_INVALID && w.qformat < 0;
 }
 
-static fmt_kind parse_wanted(const fmt_convert_opts *o, target tg, wanted *w, fmt_err *e)
+static fmt_kind parse_wanted(const fmt_convert_opts *o, const target *tg, wanted *w, fmt_err *e)
 {
 	static const struct { const char *name; fmt_dtype dtype; } plain[] = {
 		{ "f32", FMT_DT_F32 }, { "f16", FMT_DT_F16 }, { "bf16", FMT_DT_BF16 },
@@ -50,8 +75,8 @@ static fmt_kind parse_wanted(const fmt_convert_opts *o, target tg, wanted *w, fm
 	if (strcasecmp(name, "keep") == 0)
 		return FMT_OK;
 	/* For formats with encoded tensors, bf16 is the encoded format of that name (Apsi §4). */
-	if (fmt_qformat_from_name(name, &qf) && (encodes(tg) || (strcasecmp(name, "bf16") != 0))) {
-		if (!encodes(tg))
+	if (fmt_qformat_from_name(name, &qf) && (tg->encodes || (strcasecmp(name, "bf16") != 0))) {
+		if (!tg->encodes)
 			return fmt_fail(e, FMT_USAGE, "--dtype %s needs %s output (%s cannot hold it)", name,
 					title_of(fmt_driver_with(FMT_CAP_ENCODED)), o->to->name);
 		w->qformat = (int)qf;
@@ -60,7 +85,7 @@ static fmt_kind parse_wanted(const fmt_convert_opts *o, target tg, wanted *w, fm
 	for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
 		if (strcasecmp(name, plain[i].name) != 0)
 			continue;
-		if (!fmt_driver_holds_dtype(tg, plain[i].dtype))
+		if (!holds(tg, plain[i].dtype))
 			return fmt_fail(e, FMT_USAGE, "--dtype %s needs %s output (%s cannot hold it)", name,
 					title_of(fmt_driver_holding(plain[i].dtype)), o->to->name);
 		w->plain = plain[i].dtype;
@@ -76,10 +101,10 @@ static int is_block(fmt_dtype t)
 }
 
 /* The plain dtype a float-valued tensor gets. */
-static fmt_dtype float_target(const fmt_tensor *t, fmt_dtype want, target tg, const char **why)
+static fmt_dtype float_target(const fmt_tensor *t, fmt_dtype want, const target *tg, const char **why)
 {
 	if (want == FMT_DT_INVALID) {
-		if (fmt_driver_holds_dtype(tg, t->dtype))
+		if (holds(tg, t->dtype))
 			return t->dtype;
 		*why = "the target cannot hold this dtype";
 		return FMT_DT_F32;
@@ -221,14 +246,14 @@ static fmt_kind overflow_target(const fmt_model *in, const fmt_tensor *t, const 
 }
 
 static fmt_kind add_plain(convert_plan *p, const fmt_model *in, const fmt_tensor *t, wanted w,
-			  target tg, const fmt_convert_opts *o, fmt_pool *pool, plan_entry *pe, fmt_err *e)
+			  const target *tg, const fmt_convert_opts *o, fmt_pool *pool, plan_entry *pe, fmt_err *e)
 {
 	const fmt_dtype_info *d = fmt_dtype_get(t->dtype);
 	if (d->is_int) {
 		/* Integer tensors keep their type; a target without it is an error, not a guess. */
-		if (!fmt_driver_holds_dtype(tg, t->dtype))
+		if (!holds(tg, t->dtype))
 			return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': %s has no %s equivalent", t->name,
-					fmt_dtype_name(t->dtype), tg->title);
+					fmt_dtype_name(t->dtype), tg->d->title);
 		set_names(pe, d->name, d->name);
 		return fmt_model_add_retyped(&p->out, in, t, t->name, t->dtype, pool, e);
 	}
@@ -251,7 +276,7 @@ static fmt_kind add_plain(convert_plan *p, const fmt_model *in, const fmt_tensor
 	}
 	/* GGUF Q8_0 and Q4_0 become encoded tensors losslessly, as int8 and int4 with block-32
 	 * scales, in formats that have them. */
-	if (encodes(tg) && keep(w) && (t->dtype == FMT_DT_Q8_0 || t->dtype == FMT_DT_Q4_0)) {
+	if (tg->encodes && keep(w) && (t->dtype == FMT_DT_Q8_0 || t->dtype == FMT_DT_Q4_0)) {
 		set_names(pe, d->name, t->dtype == FMT_DT_Q8_0 ? "int8" : "int4");
 		pe->why = "lossless";
 		return fmt_model_add_from_ggml(&p->out, in, t, pool, e);
@@ -275,11 +300,11 @@ static fmt_kind add_plain(convert_plan *p, const fmt_model *in, const fmt_tensor
 
 /* A compressed tensor kept as it is (.apsim to .apsim) or mapped losslessly onto a ggml block
  * type; 0 when it must be decoded first. */
-static int qtensor_passes_through(const fmt_qtensor *q, wanted w, target tg, fmt_dtype *ggml)
+static int qtensor_passes_through(const fmt_qtensor *q, wanted w, const target *tg, fmt_dtype *ggml)
 {
-	if (encodes(tg))
+	if (tg->encodes)
 		return fmt_qtensor_canonical(q) && (keep(w) || w.qformat == (int)q->format);
-	return fmt_qtensor_ggml_compatible(q, ggml) && fmt_driver_holds_dtype(tg, *ggml) &&
+	return fmt_qtensor_ggml_compatible(q, ggml) && holds(tg, *ggml) &&
 	       (keep(w) || w.defaulted || w.plain == *ggml);
 }
 
@@ -300,14 +325,14 @@ static fmt_kind copy_qtensor(convert_plan *p, const fmt_model *in, const fmt_qte
 }
 
 static fmt_kind add_qtensor(convert_plan *p, const fmt_model *in, const fmt_qtensor *q, wanted w,
-			    target tg, const fmt_convert_opts *o, fmt_pool *pool, plan_entry *pe, fmt_err *e)
+			    const target *tg, const fmt_convert_opts *o, fmt_pool *pool, plan_entry *pe, fmt_err *e)
 {
 	fmt_dtype ggml;
 	if (qtensor_passes_through(q, w, tg, &ggml)) {
-		set_names(pe, fmt_qformat_name(q->format), encodes(tg) ? fmt_qformat_name(q->format) : fmt_dtype_name(ggml));
-		if (!encodes(tg))
+		set_names(pe, fmt_qformat_name(q->format), tg->encodes ? fmt_qformat_name(q->format) : fmt_dtype_name(ggml));
+		if (!tg->encodes)
 			pe->why = "lossless";
-		return encodes(tg) ? copy_qtensor(p, in, q, pool, e) : fmt_model_add_to_ggml(&p->out, in, q, pool, e);
+		return tg->encodes ? copy_qtensor(p, in, q, pool, e) : fmt_model_add_to_ggml(&p->out, in, q, pool, e);
 	}
 	/* Decoded in pass one; convert the decoded tensor like any float tensor. */
 	const fmt_tensor *decoded = fmt_model_find_tensor(&p->mid, q->name);
@@ -322,7 +347,7 @@ static fmt_kind add_qtensor(convert_plan *p, const fmt_model *in, const fmt_qten
 
 /* Pass one: decode into p->mid every compressed tensor that cannot pass through, so that the
  * output's tensors can point at tensors that no longer move. */
-static fmt_kind decode_qtensors(convert_plan *p, const fmt_model *in, wanted w, target tg,
+static fmt_kind decode_qtensors(convert_plan *p, const fmt_model *in, wanted w, const target *tg,
 				const fmt_convert_opts *o, fmt_pool *pool, fmt_err *e)
 {
 	fmt_dtype ggml;
@@ -363,14 +388,14 @@ static int unit_of(const fmt_model *in, const char *name, int8_t dims[FMT_UNIT_D
 	return 1;
 }
 
-static fmt_kind carry_unit(convert_plan *p, const fmt_model *in, const char *name, target tg, fmt_err *e)
+static fmt_kind carry_unit(convert_plan *p, const fmt_model *in, const char *name, const target *tg, fmt_err *e)
 {
 	int8_t dims[FMT_UNIT_DIMS];
 	if (!unit_of(in, name, dims))
 		return FMT_OK;
-	if (fmt_driver_can(tg, FMT_CAP_UNITS))
+	if (tg->units)
 		return fmt_model_add_unit(&p->out, name, dims, e);
-	if (!fmt_driver_can(tg, FMT_CAP_UNITS_AS_META))
+	if (!tg->units_as_meta)
 		return name_list_add(&p->dropped_units, name, e);
 	fmt_value items[FMT_UNIT_DIMS];
 	for (int i = 0; i < FMT_UNIT_DIMS; i++)
@@ -383,21 +408,21 @@ static fmt_kind carry_unit(convert_plan *p, const fmt_model *in, const char *nam
 
 /* A key another format derives from its tensors (GGUF's general.file_type): meaningless once
  * the tensors are in a format that does not; the target recomputes its own. */
-static int derived_elsewhere(const char *key, target tg)
+static int derived_elsewhere(const char *key, const target *tg)
 {
 	for (const fmt_driver *const *d = fmt_drivers(); *d; d++)
 		for (const char *const *k = (*d)->derived_keys; k && *k; k++)
-			if (strcmp(*k, key) == 0 && *d != tg)
+			if (strcmp(*k, key) == 0 && *d != tg->d)
 				return 1;
 	return 0;
 }
 
 /* Keys the target derives from the output's tensors are set after the input's keys, before
  * the user's --arch, --unset, --metadata-from, --set-from and --set (which win). */
-static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const fmt_convert_opts *o, target tg,
+static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const fmt_convert_opts *o, const target *tg,
 			       wanted w, fmt_err *e)
 {
-	int typed = fmt_driver_can(tg, FMT_CAP_TYPED_META);
+	int typed = tg->typed_meta;
 	for (size_t i = 0; i < in->n_meta; i++) {
 		const fmt_meta *mm = &in->meta[i];
 		/* split.* describe the input's shards; units keys become units, handled per tensor. */
@@ -413,12 +438,13 @@ static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const fmt_c
 		if (k != FMT_OK)
 			return k;
 	}
-	if (tg->derive_meta) {
-		fmt_kind k = tg->derive_meta(&p->out, w.defaulted ? FMT_DT_INVALID : w.plain, e);
+	const fmt_driver *d = tg->d;
+	if (d->derive_meta) {
+		fmt_kind k = d->derive_meta(&p->out, w.defaulted ? FMT_DT_INVALID : w.plain, e);
 		if (k != FMT_OK)
 			return k;
 	}
-	return fmt_meta_apply_user(&p->out, o, tg, e);
+	return fmt_meta_apply_user(&p->out, o, d, e);
 }
 
 /* ---- the plan ---- */
@@ -434,17 +460,18 @@ static uint64_t bytes_since(const fmt_model *m, size_t first)
 fmt_kind fmt_plan_build(convert_plan *p, const fmt_model *in, const fmt_convert_opts *o, fmt_pool *pool,
 			fmt_err *e)
 {
-	target tg = o->to;
+	target profile, *tg = &profile;
 	wanted w;
 	memset(p, 0, sizeof *p);
 	fmt_model_init(&p->mid);
 	fmt_model_init(&p->out);
 	if (in->opaque)
 		return fmt_fail(e, FMT_UNSUPPORTED, "cannot convert: %s", in->opaque);
+	profile_of(o->to, &profile);
 	fmt_kind k = parse_wanted(o, tg, &w, e);
 	if (k == FMT_OK)
 		k = check_selection(in, o, e);
-	if (k == FMT_OK && (o->sign || fmt_key_opts_given(&o->key)) && !fmt_driver_can(tg, FMT_CAP_SIGNATURES))
+	if (k == FMT_OK && (o->sign || fmt_key_opts_given(&o->key)) && !tg->signatures)
 		k = fmt_fail(e, FMT_USAGE, "--sign needs %s output (%s has no signatures)",
 			     title_of(fmt_driver_with(FMT_CAP_SIGNATURES)), o->to->name);
 	if (k == FMT_OK)
@@ -539,33 +566,34 @@ void fmt_plan_print(FILE *out, const convert_plan *p, const char *input, const c
 	}
 }
 
-static void warn_overflow(FILE *err, const plan_entry *pe, const char *tool, fmt_overflow_mode mode)
+static void warn_overflow(const plan_entry *pe, const fmt_convert_opts *o)
 {
+	fmt_overflow_mode mode = o->overflow;
 	const char *how = mode == FMT_OVERFLOW_WIDEN ? "written as F32"
 			  : strcmp(pe->asked, "BF16") == 0 ? "values beyond it saturated to +-3.3895314e+38"
 			  : strcmp(pe->asked, "F16") == 0 ? "values beyond it saturated to +-65504"
 			  : "written as F16, values beyond it saturated to +-65504";
-	fmt_report_warning(err, tool, "tensor '%s': element %" PRIu64 " is %.9g, beyond what %s holds; %s "
-			   "(--overflow=%s)", pe->name, pe->overflow_elem, (double)pe->overflow_value, pe->asked,
-			   how, fmt_overflow_mode_name(mode));
+	fmt_pipeline_warn(o, "tensor '%s': element %" PRIu64 " is %.9g, beyond what %s holds; %s (--overflow=%s)",
+			  pe->name, pe->overflow_elem, (double)pe->overflow_value, pe->asked, how,
+			  fmt_overflow_mode_name(mode));
 }
 
-void fmt_plan_warn(FILE *err, const convert_plan *p, const char *tool, fmt_overflow_mode mode)
+void fmt_plan_warn(const convert_plan *p, const fmt_convert_opts *o)
 {
 	char names[FMT_ERR_MSG_MAX / 2];
 	for (size_t i = 0; i < p->n_entries; i++)
 		if (p->entries[i].overflowed)
-			warn_overflow(err, &p->entries[i], tool, mode);
+			warn_overflow(&p->entries[i], o);
 	if (p->expanded.n) {
 		name_list_join(&p->expanded, names, sizeof names);
-		fmt_report_warning(err, tool, "%zu quantized tensor%s expanded to a float type: %s", p->expanded.n,
-				   p->expanded.n == 1 ? "" : "s", names);
+		fmt_pipeline_warn(o, "%zu quantized tensor%s expanded to a float type: %s", p->expanded.n,
+				  p->expanded.n == 1 ? "" : "s", names);
 	}
 	if (p->dropped_meta)
-		fmt_report_warning(err, tool, "%zu metadata entr%s dropped: the target holds only string values",
-				   p->dropped_meta, p->dropped_meta == 1 ? "y" : "ies");
+		fmt_pipeline_warn(o, "%zu metadata entr%s dropped: the target holds only string values",
+				  p->dropped_meta, p->dropped_meta == 1 ? "y" : "ies");
 	if (p->dropped_units.n) {
 		name_list_join(&p->dropped_units, names, sizeof names);
-		fmt_report_warning(err, tool, "units dropped (the target cannot hold them): %s", names);
+		fmt_pipeline_warn(o, "units dropped (the target cannot hold them): %s", names);
 	}
 }

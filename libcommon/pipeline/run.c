@@ -3,7 +3,6 @@
 #include <string.h>
 #include "fmt/checked.h"
 #include "fmt/out.h"
-#include "fmt/progress.h"
 #include "pipeline_internal.h"
 
 /* The output path without its format's extension (or index suffix): the prefix of a set. */
@@ -153,7 +152,7 @@ static fmt_kind write_set(const convert_plan *p, const fmt_model *in, const char
 		k = o->to->write_sharded(&p->out, prefix, &lim, wo, &paths, &n, e);
 	for (size_t i = 0; i < n; i++) {
 		if (k == FMT_OK && o->verbose)
-			fmt_report_info(o->err, o->tool, "wrote %s", paths[i]);
+			fmt_pipeline_info(o, "wrote %s", paths[i]);
 		free(paths[i]);
 	}
 	free(paths);
@@ -183,14 +182,11 @@ static fmt_kind write_output(convert_plan *p, fmt_model *in, const char *output,
 		k = verify_streamed(p, in, o, e);
 		p->verify = VERIFY_BEFORE;
 	}
-	fmt_progress pr;
-	fmt_progress_start(&pr, o->err, o->tool, data_bytes(&p->out),
-			   fmt_progress_wanted(o->err, o->quiet, o->no_progress));
-	fmt_progress_follow_sinks(&pr);
+	void *progress = o->progress_begin ? o->progress_begin(o, data_bytes(&p->out)) : NULL;
 	if (k == FMT_OK)
 		k = limit ? write_set(p, in, output, limit, &wo, o, e) : write_single(p, in, output, &wo, o, e);
-	fmt_progress_follow_sinks(NULL);
-	fmt_progress_end(&pr);
+	if (o->progress_end)
+		o->progress_end(progress);
 	fmt_hmac_key_free(&key);
 	return k;
 }
@@ -252,7 +248,7 @@ fmt_kind fmt_pipeline_run(const char *input, const char *output, const fmt_conve
 		start_verifier(&plan, &in);
 		k = write_output(&plan, &in, output, o, e);
 		if (k == FMT_OK && !o->quiet)
-			fmt_plan_warn(o->err, &plan, o->tool, o->overflow);
+			fmt_plan_warn(&plan, o);
 		if (k == FMT_OK && (o->verbose || o->json) && strcmp(output, "-") != 0)
 			fmt_plan_print(o->json ? o->out : o->err, &plan, input, output, o);
 	}

@@ -8,20 +8,6 @@
 /* Row conversions want aligned uint16_t arrays; the stored bytes may sit at any address. */
 enum { STAGE_ELEMS = 1024 };
 
-static double double_of_bits(uint64_t u)
-{
-	double d;
-	memcpy(&d, &u, sizeof d);
-	return d;
-}
-
-static uint64_t bits_of_double(double d)
-{
-	uint64_t u;
-	memcpy(&u, &d, sizeof u);
-	return u;
-}
-
 /* OCP FP8 E4M3 "fn": bias 7, no infinities, S.1111.111 the only NaN. */
 static float f8_e4m3_to_f32(uint8_t b)
 {
@@ -72,7 +58,7 @@ static int decode_plain(fmt_dtype t, const uint8_t *src, uint64_t nelems, float 
 	case FMT_DT_F32: DECODE_EACH(4, fmt_bits_f32(fmt_rd_u32(p))); return 1;
 	case FMT_DT_F16: decode_16bit(src, nelems, dst, 0); return 1;
 	case FMT_DT_BF16: decode_16bit(src, nelems, dst, 1); return 1;
-	case FMT_DT_F64: DECODE_EACH(8, double_of_bits(fmt_rd_u64(p))); return 1;
+	case FMT_DT_F64: DECODE_EACH(8, fmt_bits_f64(fmt_rd_u64(p))); return 1;
 	case FMT_DT_BOOL: DECODE_EACH(1, *p != 0); return 1;
 	case FMT_DT_U8: DECODE_EACH(1, *p); return 1;
 	case FMT_DT_I8: DECODE_EACH(1, (int8_t)*p); return 1;
@@ -151,7 +137,7 @@ fmt_kind fmt_encode_from_f32(fmt_dtype t, const float *src, uint64_t nelems, uin
 		return FMT_OK;
 	case FMT_DT_F64:
 		for (uint64_t i = 0; i < nelems; i++)
-			fmt_wr_u64(dst + 8 * i, bits_of_double((double)src[i]));
+			fmt_wr_u64(dst + 8 * i, fmt_f64_bits((double)src[i]));
 		return FMT_OK;
 	case FMT_DT_F16:
 		encode_16bit(src, nelems, dst, 0);

@@ -19,10 +19,7 @@ static float rd_half(const uint8_t *p)
 
 static float rd_f32(const uint8_t *p)
 {
-	uint32_t bits = fmt_rd_u32(p);
-	float f;
-	memcpy(&f, &bits, sizeof f);
-	return f;
+	return fmt_bits_f32(fmt_rd_u32(p));
 }
 
 /* ---- legacy 32-element blocks ---- */

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # The .ald layouts beyond the standard container's plain and STREAMING payloads:
 # TRUENO_NATIVE (flag 0x10): fmt-convert --trueno-native writes numeric columns as raw
-# 64-byte-aligned arrays (layout in libcommon/data/ald_native.c); fmt-inspect and fmt-convert read
+# 64-byte-aligned arrays (layout in libcommon/formats/ald/ald_native.c); fmt-inspect and fmt-convert read
 # them in place. Round trips, the exact layout read independently, hostile indexes, usage.
 # alimentar's separate streaming layout (specs/ald.md §11): read, reported, hostile indexes.
 

@@ -143,7 +143,8 @@ assert_nothing_written() {
 
 @test "/dev/zero for --passphrase-file of an encrypted key and for fmt-watermark --registry" {
 	printf 'pw\n' >pw
-	XDG_CONFIG_HOME=$PWD/enc fmt-sign keygen --passphrase-file pw >/dev/null
+	mkdir -p enc/fmtkit
+	encrypted_pair enc/fmtkit/ed25519 pw
 	bounded fmt-sign sign -s enc/fmtkit/ed25519.key --passphrase-file /dev/zero m.safetensors
 	assert_equal "$status" 2
 	assert_equal "$stderr" "fmt-sign: error: enc/fmtkit/ed25519.key: secret file /dev/zero is not a regular file or a pipe (it is a character device)"

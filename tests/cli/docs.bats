@@ -9,10 +9,7 @@ bats_require_minimum_version 1.5.0
 TOOLS=($(cd "$BATS_TEST_DIRNAME/../../tools" && ls -d */ | tr -d /))
 
 setup() {
-	load '/usr/lib/bats/bats-support/load'
-	load '/usr/lib/bats/bats-assert/load'
-	REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
-	FMTKIT_BIN=${FMTKIT_BIN:-$REPO_ROOT/build/bin}
+	load helpers
 }
 
 # The tool's --help output (fails the test when the tool is not built).
@@ -40,34 +37,6 @@ render_page() {
 # The OPTIONS section of a rendered page.
 options_section() {
 	render_page "$1" | sed -n '/^OPTIONS$/,/^[A-Z][A-Z ]*$/p' | sed '1d;$d'
-}
-
-# The completion file of a tool: generated at build time next to the binaries (build/completions/,
-# scripts/gen-completions), or hand-written in completions/ for a tool not on the option runner.
-completion_file() {
-	local shell=$1 tool=$2 name=$2
-	[ "$shell" = zsh ] && name=_$tool
-	if [ -f "$FMTKIT_BIN/../completions/$shell/$name" ]; then
-		echo "$FMTKIT_BIN/../completions/$shell/$name"
-	else
-		echo "$REPO_ROOT/completions/$shell/$name"
-	fi
-}
-
-# What the bash completion offers for the words given (the last one is being completed).
-bash_complete() {
-	local tool=$1
-	shift
-	bash -c '
-		source "$1" || exit 1
-		fn=$(complete -p "$2" | sed -nE "s/.*-F ([^ ]+) .*/\1/p")
-		[ -n "$fn" ] || exit 1
-		shift 2
-		COMP_WORDS=("$@")
-		COMP_CWORD=$(($# - 1))
-		"$fn" || exit 1
-		printf "%s\n" "${COMPREPLY[@]}"
-	' bash "$(completion_file bash "$tool")" "$tool" "$tool" "$@"
 }
 
 @test "every manual page renders without groff warnings" {

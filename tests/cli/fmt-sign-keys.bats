@@ -200,26 +200,34 @@ Trusted comment: from minisign"
 	prefix=19                                 # "untrusted comment: "
 	line1=$(head -n 1 good.minisig | wc -c)   # with its newline
 	refused=0 accepted=0
-	# each byte flipped two ways: its lowest bit, and its 0x20 bit (letter case in base64)
-	for flip in 1 32; do
-	for ((i = 0; i < size; i++)); do
-		cp good.minisig model.bin.minisig
-		orig=$(dd if=good.minisig bs=1 skip=$i count=1 status=none | od -An -tu1 | tr -d ' ')
-		printf "$(printf '\\%03o' $(( (orig ^ flip) & 255 )))" |
-			dd of=model.bin.minisig bs=1 seek=$i conv=notrunc status=none
-		run fmt-sign verify -q -p k.pub model.bin
-		if ((i >= prefix && i < line1 - 1 && (orig ^ flip) != 0)); then
+	# each byte flipped two ways: its lowest bit, and its 0x20 bit (letter case in base64); v/F-I.bin
+	# (model.bin) beside v/F-I.bin.minisig, good.minisig with byte I xor F; v.tsv: F, I, the new byte
+	mkdir v
+	/usr/bin/python3 - good.minisig <<'PY'
+import os, sys
+sig = open(sys.argv[1], "rb").read()
+with open("v.tsv", "w") as tsv:
+    for flip in (1, 32):
+        for i in range(len(sig)):
+            b = bytearray(sig); b[i] ^= flip
+            name = "v/%d-%d.bin" % (flip, i)
+            os.link("model.bin", name)
+            open(name + ".minisig", "wb").write(b)
+            tsv.write("%s\t%d\t%d\n" % (name, i, b[i]))
+PY
+	exits_of fmt-sign verify -j -p k.pub -- $(cut -f1 v.tsv)
+	while IFS=$'\t' read -r name i byte status; do
+		if ((i >= prefix && i < line1 - 1 && byte != 0)); then
 			# the untrusted comment is not signed, in minisign's design: accepted by both
 			# (a NUL byte is not text: refused by both)
 			[ "$status" -eq 0 ] || fail "byte $i of the untrusted comment: exit $status"
-			minisign -Vq -p k.pub -m model.bin || fail "minisign refused byte $i of the comment"
+			minisign -Vq -p k.pub -m "$name" || fail "minisign refused byte $i of the comment"
 			accepted=$((accepted + 1))
 			continue
 		fi
-		[ "$status" -eq 7 ] || [ "$status" -eq 4 ] || fail "byte $i ^ $flip: exit $status"
+		[ "$status" -eq 7 ] || [ "$status" -eq 4 ] || fail "$name (byte $i): exit $status"
 		refused=$((refused + 1))
-	done
-	done
+	done < <(paste <(cut -f1-3 v.tsv) <(cut -f2 "$EXITS"))
 	[ $((refused + accepted)) -eq $((2 * size)) ]
 	[ "$refused" -ge $((2 * (size - (line1 - 1 - prefix)))) ]
 	# a truncated file, an extra line, an empty file: malformed (4)
@@ -346,6 +354,54 @@ PY
 	assert_equal "$stderr" "fmt-sign: error: m.key: wrong passphrase for the secret key (its checksum does not match)"
 	[[ "$stderr$output" != *battery* ]] || fail "passphrase in the output"
 	[ ! -e model.bin.minisig ]
+}
+
+# The other tests' encrypted keys: scripts/gen/minisign-test-key, an independent writer of minisign's
+# secret key format with low scrypt limits. Both readers take the limits from the key file.
+@test "an encrypted key with other scrypt limits, written independently: fmt-sign and minisign use the file's limits" {
+	printf 'open sesame\n' >pass.txt
+	encrypted_pair low pass.txt
+	[ "$(stat -c %a low.key)" = 600 ]
+	sed -n 2p low.key | base64 -d >sk.bin
+	assert_equal "$(head -c 6 sk.bin | od -An -tx1 | tr -d ' \n')" "456453634232"   # Ed Sc B2
+	# opslimit 32768 and memlimit 16 MiB, little-endian
+	assert_equal "$(dd if=sk.bin bs=1 skip=38 count=16 status=none | od -An -tx1 | tr -d ' \n')" \
+		"00800000000000000000000100000000"
+	assert_equal "$(fmt-sign key-id -s low.key --passphrase-file pass.txt)" "$(id_of_pub low.pub)"
+	fmt-sign sign -q -s low.key --passphrase-file pass.txt -t "fmt-sign, low limits" model.bin
+	run minisign -V -p low.pub -m model.bin
+	assert_success
+	assert_line "Trusted comment: fmt-sign, low limits"
+	rm model.bin.minisig
+	printf 'open sesame\n' | minisign -S -s low.key -m model.bin -t "minisign, low limits"
+	run fmt-sign verify -p low.pub model.bin
+	assert_success
+	assert_line "Trusted comment: minisign, low limits"
+	# scrypt's other branch of parameters (opslimit >= memlimit / 32: p = 2, N = 2^14)
+	"$REPO_ROOT/scripts/gen/minisign-test-key" pass.txt p2.pub p2.key 1048576 16777216
+	fmt-sign sign -q -s p2.key --passphrase-file pass.txt -x p2.minisig model.bin
+	minisign -Vq -p p2.pub -m model.bin -x p2.minisig
+	# a wrong passphrase: exit 8, nothing written
+	printf 'open sesame!\n' >wrong.txt
+	run --separate-stderr fmt-sign sign -s low.key --passphrase-file wrong.txt -x w.minisig model.bin
+	assert_failure 8
+	assert_equal "$stderr" "fmt-sign: error: low.key: wrong passphrase for the secret key (its checksum does not match)"
+	[ ! -e w.minisig ]
+	# limits no reader should run (a hostile key file): refused before scrypt, exit 4
+	for limits in "0 16777216" "67108865 16777216" "32768 0" "32768 2147483649"; do
+		/usr/bin/python3 - low.key bad.key $limits <<'PY'
+import base64, struct, sys
+lines = open(sys.argv[1]).read().splitlines()
+rec = bytearray(base64.b64decode(lines[1]))
+rec[38:54] = struct.pack("<QQ", int(sys.argv[3]), int(sys.argv[4]))
+open(sys.argv[2], "w").write(lines[0] + "\n" + base64.b64encode(rec).decode() + "\n")
+PY
+		chmod 600 bad.key
+		run --separate-stderr fmt-sign sign -s bad.key --passphrase-file pass.txt -x b.minisig model.bin
+		assert_failure 4
+		assert_equal "$stderr" "fmt-sign: error: bad.key: the secret key's scrypt limits (ops ${limits% *}, memory ${limits#* }) are out of range"
+		[ ! -e b.minisig ]
+	done
 }
 
 @test "an unencrypted secret key never appears in fmt-sign's output" {

@@ -7,11 +7,13 @@
 
 bats_require_minimum_version 1.5.0
 
-setup() {
+# The inputs every test starts from, made once per file into $BATS_FILE_TMPDIR/inputs; setup
+# gives each test its own copy.
+setup_file() {
 	load helpers
-	cd "$BATS_TEST_TMPDIR"
-	export XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/config"
-	WMREF="$REPO_ROOT/scripts/watermark/wmref.py"
+	export XDG_CONFIG_HOME="$BATS_FILE_TMPDIR/config"
+	mkdir "$BATS_FILE_TMPDIR/inputs"
+	cd "$BATS_FILE_TMPDIR/inputs"
 	# a fixed key (bytes 0..31) so that the expected values are fixed too
 	/usr/bin/python3 -c 'import sys; sys.stdout.buffer.write(bytes(range(32)))' >seller.key
 	chmod 600 seller.key
@@ -41,6 +43,14 @@ with open("d.csv", "w") as f:
 PY
 	echo '{"a":"float32","b":"float32","c":"float64","id":"int64"}' >schema.json
 	fmt-convert --schema schema.json d.csv d.ald
+}
+
+setup() {
+	load helpers
+	cd "$BATS_TEST_TMPDIR"
+	export XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/config"
+	WMREF="$REPO_ROOT/scripts/watermark/wmref.py"
+	cp -p "$BATS_FILE_TMPDIR"/inputs/* .
 }
 
 teardown() {
@@ -303,7 +313,7 @@ PY
 @test "embed --sign-key: OUT signed as fmt-convert --sign-key signs it (.ald, .apsim); other formats exit 2" {
 	fmt-sign keygen -W -p s.pub -s s.key >/dev/null
 	printf 'open sesame\n' >pass.txt
-	fmt-sign keygen -p e.pub -s e.key --passphrase-file pass.txt >/dev/null
+	encrypted_pair e pass.txt
 	fmt-watermark embed -q --key seller.key --buyer alice d.ald plain.ald
 	fmt-watermark embed -q --key seller.key --buyer alice m.safetensors plain.apsim
 	for ext in ald apsim; do

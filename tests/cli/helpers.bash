@@ -61,3 +61,86 @@ asan_build() {
 limit_as() {
 	asan_build || echo "ulimit -v $1;"
 }
+
+# Byte-flip tests check every variant of a file through ONE run of a tool that takes several
+# FILEs and prints one JSON record per FILE (fmt-verify -j, fmt-sign verify -j), not a process
+# per variant.
+# exits_of CMD... -- FILE...: CMD FILE... once; $EXITS gets a line "FILE<TAB>EXIT" per FILE, EXIT
+# being its record's "exit" (0 when the record has none: a success). Fails unless there is exactly
+# one record per FILE, in order, and CMD's own exit status is the highest of them (so a crash or a
+# lost record cannot pass).
+exits_of() {
+	local cmd=() rc=0 high
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		cmd+=("$1")
+		shift
+	done
+	[ $# -gt 0 ] || fail "exits_of: no -- before the files"
+	shift
+	EXITS="$BATS_TEST_TMPDIR/exits.tsv"
+	"${cmd[@]}" "$@" >"$BATS_TEST_TMPDIR/records.jsonl" 2>/dev/null || rc=$?
+	jq -r '[.file, (.exit // 0)] | @tsv' "$BATS_TEST_TMPDIR/records.jsonl" >"$EXITS" ||
+		fail "${cmd[*]}: exit $rc, its stdout is not JSON Lines"
+	diff <(cut -f1 "$EXITS") <(printf '%s\n' "$@") >/dev/null ||
+		fail "${cmd[*]}: exit $rc, records for $(wc -l <"$EXITS") of $# files or in another order"
+	high=$(cut -f2 "$EXITS" | sort -n | tail -1)
+	[ "$rc" -eq "$high" ] || fail "${cmd[*]}: exit $rc, the highest of the files' exits is $high"
+}
+
+# exits_in CODES: every FILE of the last exits_of exited with one of CODES (space-separated).
+exits_in() {
+	local bad
+	bad=$(awk -F'\t' -v ok=" $1 " 'index(ok, " " $2 " ") == 0 { print $1 ": exit " $2; exit }' "$EXITS")
+	[ -z "$bad" ] || fail "$bad (expected one of $1)"
+}
+
+# encrypted_pair NAME PASSFILE: NAME.pub and NAME.key, an Ed25519 pair in minisign's formats whose
+# secret key is encrypted under the passphrase in PASSFILE with scrypt at libsodium's lowest limits
+# (scripts/gen/minisign-test-key): unlocked in a millisecond, where fmt-sign keygen's (minisign's
+# sensitive limits) take seconds and 1 GiB. Only the keygen tests pay for those.
+encrypted_pair() {
+	"$REPO_ROOT/scripts/gen/minisign-test-key" "$2" "$1.pub" "$1.key"
+}
+
+# flip_all FILE OUTDIR [XOR]: OUTDIR/N.EXT (EXT: FILE's) is FILE with byte N xor XOR (default
+# 0x01), for every offset N; one process writes them all.
+flip_all() {
+	/usr/bin/python3 - "$1" "$2" "${3:-1}" <<'PY'
+import os, sys
+src, out, xor = sys.argv[1], sys.argv[2], int(sys.argv[3], 0)
+ext = os.path.splitext(src)[1]
+data = open(src, "rb").read()
+os.makedirs(out)
+for i in range(len(data)):
+    b = bytearray(data); b[i] ^= xor
+    open(os.path.join(out, "%d%s" % (i, ext)), "wb").write(b)
+PY
+}
+
+# The completion file of a tool: generated at build time next to the binaries (build/completions/,
+# scripts/gen-completions), or hand-written in completions/ for a tool not on the option runner.
+completion_file() {
+	local shell=$1 tool=$2 name=$2
+	[ "$shell" = zsh ] && name=_$tool
+	if [ -f "$FMTKIT_BIN/../completions/$shell/$name" ]; then
+		echo "$FMTKIT_BIN/../completions/$shell/$name"
+	else
+		echo "$REPO_ROOT/completions/$shell/$name"
+	fi
+}
+
+# What the bash completion of TOOL offers for the words given (the last one is being completed).
+bash_complete() {
+	local tool=$1
+	shift
+	bash -c '
+		source "$1" || exit 1
+		fn=$(complete -p "$2" | sed -nE "s/.*-F ([^ ]+) .*/\1/p")
+		[ -n "$fn" ] || exit 1
+		shift 2
+		COMP_WORDS=("$@")
+		COMP_CWORD=$(($# - 1))
+		"$fn" || exit 1
+		printf "%s\n" "${COMPREPLY[@]}"
+	' bash "$(completion_file bash "$tool")" "$tool" "$tool" "$@"
+}

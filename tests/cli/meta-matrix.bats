@@ -17,14 +17,30 @@ setup_file() {
 setup() {
 	load helpers
 	cd "$BATS_TEST_TMPDIR"
+	# meta_value's reader: one Python process per test, not one per file
+	coproc META { /usr/bin/python3 -u -c '
+import json, subprocess, sys
+for path in sys.stdin:
+    r = subprocess.run(["fmt-inspect", "--json", path.rstrip("\n")], stdout=subprocess.PIPE)
+    try:
+        d = json.loads(r.stdout)
+        print(json.dumps(d["metadata"].get("t.v", "<absent>")), d["metadata_types"].get("t.v"))
+    except Exception:
+        print("<no value: %s>" % path.rstrip("\n"))' 3>&-; }
 }
 
-# The value of t.v in FILE as exact JSON (integers beyond 2^53 kept), then its type.
+teardown() {
+	exec {META[1]}>&-
+	wait "$META_PID" || true
+}
+
+# The value of t.v in FILE as exact JSON (integers beyond 2^53 kept), then its type; when
+# fmt-inspect --json FILE cannot say, "<no value: FILE>", which no other file's value equals.
 meta_value() {
-	fmt-inspect --json "$1" | /usr/bin/python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-print(json.dumps(d["metadata"].get("t.v", "<absent>")), d["metadata_types"].get("t.v"))'
+	local line
+	printf '%s\n' "$1" >&"${META[1]}"
+	IFS= read -r line <&"${META[0]}" || line="<no value: $1>"
+	printf '%s\n' "$line"
 }
 
 writer_args() {

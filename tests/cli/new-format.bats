@@ -1,10 +1,10 @@
 #!/usr/bin/env bats
 # The dry run of adding a format: in a copy of the tree, the dummy driver of the unit tests
-# (tests/unit/dummy_driver.c) becomes libcommon/formats/dummy/dummy.c and registry.c gets one
-# line; the ttab table driver (tests/unit/ttab_driver.c) becomes libcommon/data/ttab.c and
-# table_registry.c gets one line. Nothing else is edited; the tools then convert to and from
-# them, inspect and verify them, and name them in their messages, and the layering check still
-# passes.
+# (tests/unit/dummy_driver.c) becomes libcommon/formats/dummy/dummy.c and the registry
+# (libcommon/registry/registry.c) gets one line; the ttab table driver (tests/unit/ttab_driver.c)
+# becomes libcommon/formats/ttab/ttab.c and the registry gets one line. Nothing else is edited;
+# the tools then convert to and from them, inspect and verify them, and name them in their
+# messages, and the layering check (includes and objects) still passes.
 
 bats_require_minimum_version 1.5.0
 
@@ -19,10 +19,11 @@ setup_file() {
 	cp -rp "$TREE/libcommon" "$BATS_FILE_TMPDIR/libcommon.before"
 	mkdir "$TREE/libcommon/formats/dummy"
 	cp "$REPO_ROOT/tests/unit/dummy_driver.c" "$TREE/libcommon/formats/dummy/dummy.c"
-	sed -i 's|^\t/\* a new driver: one X(fmt_driver_NAME)|\tX(fmt_driver_dummy) \\\n&|' "$TREE/libcommon/formats/registry.c"
-	cp "$REPO_ROOT/tests/unit/ttab_driver.c" "$TREE/libcommon/data/ttab.c"
-	sed -i 's|^\t/\* a new table driver: one X(fmt_table_driver_NAME)|\tX(fmt_table_driver_ttab) \\\n&|' \
-		"$TREE/libcommon/data/table_registry.c"
+	sed -i 's|^\t/\* a new driver: one X(fmt_driver_NAME)|\tX(fmt_driver_dummy) \\\n&|' "$TREE/libcommon/registry/registry.c"
+	mkdir "$TREE/libcommon/formats/ttab"
+	cp "$REPO_ROOT/tests/unit/ttab_driver.c" "$TREE/libcommon/formats/ttab/ttab.c"
+	sed -i 's|^\t/\* a new table driver: one TABLE(fmt_table_driver_NAME)|\tTABLE(fmt_table_driver_ttab) \\\n&|' \
+		"$TREE/libcommon/registry/registry.c"
 	make -C "$TREE" -j2 build/libfmtcommon.a build/bin/fmt-convert build/bin/fmt-inspect build/bin/fmt-verify \
 		>"$BATS_FILE_TMPDIR/build.log" 2>&1
 }
@@ -36,18 +37,17 @@ setup() {
 @test "the places touched: the driver's own folder and one registry line" {
 	run diff -r "$BATS_FILE_TMPDIR/libcommon.before" "$TREE/libcommon"
 	assert_failure 1
-	# Exactly four differences: the new folder and the new file, and one added line in each
+	# Exactly three differences: the two new folders, and one added line for each in the one
 	# registry.
 	assert_equal "$(printf '%s\n' "$output" | grep -c '^Only in ')" 2
 	assert_line "Only in $TREE/libcommon/formats: dummy"
-	assert_line "Only in $TREE/libcommon/data: ttab.c"
-	assert_equal "$(printf '%s\n' "$output" | grep -c '^diff ')" 2
-	assert_line --partial "libcommon/formats/registry.c"
-	assert_line --partial "libcommon/data/table_registry.c"
+	assert_line "Only in $TREE/libcommon/formats: ttab"
+	assert_equal "$(printf '%s\n' "$output" | grep -c '^diff ')" 1
+	assert_line --partial "libcommon/registry/registry.c"
 	assert_equal "$(printf '%s\n' "$output" | grep -c '^> ')" 2
 	assert_equal "$(printf '%s\n' "$output" | grep -c '^< ')" 0
 	assert_line "> 	X(fmt_driver_dummy) \\"
-	assert_line "> 	X(fmt_table_driver_ttab) \\"
+	assert_line "> 	TABLE(fmt_table_driver_ttab) \\"
 }
 
 @test "the tools convert to and from the new format, inspect and verify it" {
@@ -108,7 +108,7 @@ setup() {
 }
 
 @test "the tree with the new format keeps its layers" {
-	run "$TREE/scripts/check-layers" --root "$TREE" --lib "$TREE/build/libfmtcommon.a"
+	run "$TREE/scripts/check-layers" --root "$TREE" --lib "$TREE/build/libfmtcommon.a" --objects "$TREE/build/obj/libcommon"
 	assert_success
 	assert_output "check-layers: ok"
 }

@@ -9,10 +9,7 @@ bats_require_minimum_version 1.5.0
 TOOLS=($(cd "$BATS_TEST_DIRNAME/../../tools" && ls -d */ | tr -d /))
 
 setup() {
-	load '/usr/lib/bats/bats-support/load'
-	load '/usr/lib/bats/bats-assert/load'
-	REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
-	FMTKIT_BIN=${FMTKIT_BIN:-$REPO_ROOT/build/bin}
+	load helpers
 	COMPLETIONS=$FMTKIT_BIN/../completions
 	# Nothing a tool might touch is the user's.
 	export HOME=$BATS_TEST_TMPDIR XDG_CONFIG_HOME=$BATS_TEST_TMPDIR/config
@@ -48,21 +45,6 @@ man_tags() {
 
 man_words() {
 	man_tags "$1" | grep -oE -- '(^|[ "])--?[A-Za-z0-9][a-z0-9-]*' | tr -d ' "' | sort -u
-}
-
-bash_complete() {
-	local tool=$1
-	shift
-	bash -c '
-		source "$1" || exit 1
-		fn=$(complete -p "$2" | sed -nE "s/.*-F ([^ ]+) .*/\1/p")
-		[ -n "$fn" ] || exit 1
-		shift 2
-		COMP_WORDS=("$@")
-		COMP_CWORD=$(($# - 1))
-		"$fn" || exit 1
-		printf "%s\n" "${COMPREPLY[@]}"
-	' bash "$COMPLETIONS/bash/$tool" "$tool" "$tool" "$@"
 }
 
 # Long options named by the _arguments specs of the zsh completion.
@@ -105,9 +87,10 @@ assert_same_set() {
 	for tool in "${TOOLS[@]}"; do
 		assert_same_set "man/$tool.1 OPTIONS" "$(table_words "$tool")" "$(man_words "$tool")"
 		# "--threads N" in the table: the tag of --threads names N too
+		tags=$(man_tags "$tool")
 		while IFS=$'\t' read -r long arg; do
-			value=$(grep -oE '^[A-Z]+' <<<"$arg")
-			man_tags "$tool" | grep -E -- "--$long( |\"|$)" | grep -qE "(^|[^A-Za-z])$value([^A-Za-z]|$)" ||
+			value=${arg%%[!A-Z]*}
+			grep -E -- "--$long( |\"|$)" <<<"$tags" | grep -qE "(^|[^A-Za-z])$value([^A-Za-z]|$)" ||
 				fail "man/$tool.1: the tag of --$long does not name its value $value"
 		done < <(dump_of "$tool" | awk -F '\t' '$1 == "option" && $4 != "-" { print $2 "\t" $4 }')
 	done

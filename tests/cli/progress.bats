@@ -106,15 +106,17 @@ assert_not_drawn() {
 	NOTE=$'\r\e\\[Kderiving the key from the passphrase\xe2\x80\xa6\r\e\\[K'
 	on_terminal "fmt-sign keygen --passphrase-file pw"
 	grep -aqE "${NOTE}created Ed25519 key" transcript || fail "keygen: $(cat -v transcript)"
-	on_terminal "fmt-sign sign -s config/fmtkit/ed25519.key --passphrase-file pw model.apsim"
+	# signing: a key with low scrypt limits (keygen's above cost seconds each): the same note
+	encrypted_pair cheap pw
+	on_terminal "fmt-sign sign -s cheap.key --passphrase-file pw model.apsim"
 	grep -aqE "${NOTE}signed model\.apsim with key" transcript || fail "sign: $(cat -v transcript)"
 	for flag in -q --json --no-progress; do
-		on_terminal "fmt-sign sign $flag -s config/fmtkit/ed25519.key --passphrase-file pw -x $flag.minisig model.apsim"
+		on_terminal "fmt-sign sign $flag -s cheap.key --passphrase-file pw -x $flag.minisig model.apsim"
 		assert_not_drawn
 		! grep -aq deriving transcript || fail "$flag: $(cat -v transcript)"
 		[ -s "./$flag.minisig" ]
 	done
-	run --separate-stderr fmt-sign sign -s config/fmtkit/ed25519.key --passphrase-file pw -x piped.minisig model.apsim
+	run --separate-stderr fmt-sign sign -s cheap.key --passphrase-file pw -x piped.minisig model.apsim
 	assert_success
 	assert_equal "$stderr" ""
 }

@@ -1,4 +1,4 @@
-/* Fuzz the buyers registry reader of fmt-watermark (libcommon/tensor/watermark_registry.c). */
+/* Fuzz the buyers registry reader of fmt-watermark (libcommon/watermark/watermark_registry.c). */
 #include <stdint.h>
 #include <stdlib.h>
 #include "fmt/watermark.h"

@@ -25,6 +25,23 @@ void unit_add_tensor(fmt_model *m, const char *name, fmt_dtype dt, int nd, const
 	CHECK(fmt_model_add_tensor(m, &t, NULL, &e) == FMT_OK);
 }
 
+void unit_add_sized_tensor(fmt_model *m, const char *name, fmt_dtype dt, int nd, const uint64_t *shape,
+			   const void *data)
+{
+	uint64_t nelems = 0, nbytes = 0;
+	fmt_err e;
+	CHECK(fmt_dtype_nbytes(dt, shape, nd, &nelems, &nbytes, &e) == FMT_OK);
+	unit_add_tensor(m, name, dt, nd, shape, data, nbytes);
+}
+
+void unit_add_str_meta(fmt_model *m, const char *key, const char *s)
+{
+	fmt_err e;
+	fmt_value v = fmt_value_str(s, strlen(s));
+	CHECK(fmt_model_add_meta(m, key, &v, &e) == FMT_OK);
+	fmt_value_free(&v);
+}
+
 uint8_t *unit_read_file(const char *path, size_t max, size_t *n)
 {
 	FILE *f = fopen(path, "rb");

@@ -12,6 +12,12 @@
 void unit_add_tensor(fmt_model *m, const char *name, fmt_dtype dt, int nd, const uint64_t *shape,
 		     const void *data, uint64_t nbytes);
 
+/* The same with nbytes worked out from dt and shape (CHECKed). */
+void unit_add_sized_tensor(fmt_model *m, const char *name, fmt_dtype dt, int nd, const uint64_t *shape,
+			   const void *data);
+/* Add a string metadata entry key = s; CHECKs that m took it. */
+void unit_add_str_meta(fmt_model *m, const char *key, const char *s);
+
 /* The first max bytes of the file at path (malloc'd, *n of them), NULL when it cannot be read;
  * unit_read_golden reads tests/data/golden/NAME (64 KiB at most). */
 uint8_t *unit_read_file(const char *path, size_t max, size_t *n);

@@ -11,35 +11,12 @@
 #include "fmt/model.h"
 #include "fmt/registry.h"
 #include "../../libcommon/formats/apr/apr_internal.h"
+#include "helpers.h"
 #include "unit.h"
 
 extern const fmt_driver fmt_driver_apr;
 
 /* ---- helpers ---- */
-
-static void apr_add_tensor(fmt_model *m, const char *name, fmt_dtype dt, int nd, const uint64_t *shape,
-			   const void *data)
-{
-	fmt_tensor t;
-	fmt_err e;
-	memset(&t, 0, sizeof t);
-	t.name = (char *)name;
-	t.dtype = dt;
-	t.ndim = nd;
-	memcpy(t.shape, shape, (size_t)nd * sizeof *shape);
-	CHECK(fmt_dtype_nbytes(dt, t.shape, nd, &t.nelems, &t.nbytes, &e) == FMT_OK);
-	t.source = -1;
-	t.data = data;
-	CHECK(fmt_model_add_tensor(m, &t, NULL, &e) == FMT_OK);
-}
-
-static void apr_meta_str(fmt_model *m, const char *key, const char *s)
-{
-	fmt_err e;
-	fmt_value v = fmt_value_str(s, strlen(s));
-	CHECK(fmt_model_add_meta(m, key, &v, &e) == FMT_OK);
-	fmt_value_free(&v);
-}
 
 static void apr_meta_num(fmt_model *m, const char *key, fmt_vtype t, uint64_t u)
 {
@@ -144,8 +121,8 @@ TEST(apr_fmt001_align64_exhaustive)
 static void a10_model(fmt_model *m)
 {
 	fmt_model_init(m);
-	apr_meta_str(m, "general.architecture", "mlp");
-	apr_add_tensor(m, "w", FMT_DT_F32, 2, shape22, one_to_four);
+	unit_add_str_meta(m, "general.architecture", "mlp");
+	unit_add_sized_tensor(m, "w", FMT_DT_F32, 2, shape22, one_to_four);
 }
 
 TEST(apr_seed_worked_example_a10)
@@ -223,14 +200,14 @@ static void every_dtype_model(fmt_model *m)
 		uint64_t shape[3] = { 2, 1, d->block_elems > 1 ? d->block_elems : 7 };
 		fill_random(data[i], sizeof data[i], (uint32_t)i + 1);
 		snprintf(names[i], sizeof names[i], "t.%s", d->name);
-		apr_add_tensor(m, names[i], types[i], i % 2 ? 3 : 2, i % 2 ? shape : shape + 1, data[i]);
+		unit_add_sized_tensor(m, names[i], types[i], i % 2 ? 3 : 2, i % 2 ? shape : shape + 1, data[i]);
 	}
 	static const uint64_t none[1] = { 0 };
-	apr_add_tensor(m, "empty", FMT_DT_F32, 1, none, rt_bytes[0]);
-	apr_add_tensor(m, "scalar", FMT_DT_F32, 0, none, one_to_four);
-	apr_meta_str(m, "general.architecture", "llama");
+	unit_add_sized_tensor(m, "empty", FMT_DT_F32, 1, none, rt_bytes[0]);
+	unit_add_sized_tensor(m, "scalar", FMT_DT_F32, 0, none, one_to_four);
+	unit_add_str_meta(m, "general.architecture", "llama");
 	apr_meta_num(m, "llama.block_count", FMT_V_U32, 32);
-	apr_meta_str(m, "note", "x\ty \xc3\xa9");
+	unit_add_str_meta(m, "note", "x\ty \xc3\xa9");
 	fmt_err e;
 	fmt_value v = { .type = FMT_V_F32, .v.f = 1e-5f };
 	CHECK(fmt_model_add_meta(m, "llama.attention.layer_norm_rms_epsilon", &v, &e) == FMT_OK);
@@ -417,8 +394,8 @@ TEST(apr_fmt004_every_byte_aprender)
 	fmt_kind k;
 	int counts[2] = { 0, 0 };
 	fmt_model_init(&m);
-	apr_meta_str(&m, "model_type", "example");
-	apr_add_tensor(&m, "weight", FMT_DT_F32, 2, shape22, one_to_four);
+	unit_add_str_meta(&m, "model_type", "example");
+	unit_add_sized_tensor(&m, "weight", FMT_DT_F32, 2, shape22, one_to_four);
 	uint8_t *bytes = apr_write_mem(&m, W_APRENDER, APR_CODEC_NONE, &n, &k);
 	CHECK(k == FMT_OK && n == 324);
 	every_byte_detected(bytes, n, counts);
@@ -449,8 +426,8 @@ TEST(apr_aprender_worked_example_s20)
 	size_t n;
 	fmt_kind k;
 	fmt_model_init(&m);
-	apr_meta_str(&m, "model_type", "example");
-	apr_add_tensor(&m, "weight", FMT_DT_F32, 2, shape22, one_to_four);
+	unit_add_str_meta(&m, "model_type", "example");
+	unit_add_sized_tensor(&m, "weight", FMT_DT_F32, 2, shape22, one_to_four);
 	uint8_t *got = apr_write_mem(&m, W_APRENDER, APR_CODEC_NONE, &n, &k);
 	fmt_model_free(&m);
 	CHECK_EQ_U64(n, 324);
@@ -482,13 +459,13 @@ TEST(apr_aprender_golden_s21)
 	size_t n;
 	fmt_kind k;
 	fmt_model_init(&m);
-	apr_meta_str(&m, "model_type", "linear_regression");
-	apr_meta_str(&m, "general.name", "golden-v2");
-	apr_meta_str(&m, "version", "0.0.0-golden");
-	apr_meta_str(&m, "created_at", "1700000000");
+	unit_add_str_meta(&m, "model_type", "linear_regression");
+	unit_add_str_meta(&m, "general.name", "golden-v2");
+	unit_add_str_meta(&m, "version", "0.0.0-golden");
+	unit_add_str_meta(&m, "created_at", "1700000000");
 	apr_meta_num(&m, "param_count", FMT_V_U64, 8);
-	apr_add_tensor(&m, "weights", FMT_DT_F32, 1, s8, weights);
-	apr_add_tensor(&m, "bias", FMT_DT_F32, 1, s1, bias);
+	unit_add_sized_tensor(&m, "weights", FMT_DT_F32, 1, s8, weights);
+	unit_add_sized_tensor(&m, "bias", FMT_DT_F32, 1, s1, bias);
 	uint8_t *got = apr_write_mem(&m, W_APRENDER, APR_CODEC_NONE, &n, &k);
 	fmt_model_free(&m);
 	CHECK_EQ_U64(sizeof json - 1, 189);
@@ -525,7 +502,7 @@ TEST(apr_aprender_hazards_avoided)
 	size_t n;
 	fmt_kind k;
 	fmt_model_init(&m);
-	apr_add_tensor(&m, "i", FMT_DT_I32, 1, s2, ints);
+	unit_add_sized_tensor(&m, "i", FMT_DT_I32, 1, s2, ints);
 	uint8_t *got = apr_write_mem(&m, W_APRENDER, APR_CODEC_NONE, &n, &k);
 	CHECK(k == FMT_UNSUPPORTED && !got);
 	fmt_model_free(&m);
@@ -644,7 +621,7 @@ TEST(apr_seed_bad_frame_with_good_checksum)
 		ramp[i] = (float)(i % 8);
 	for (apr_codec c = APR_CODEC_LZ4; c <= APR_CODEC_ZSTD; c++) {
 		fmt_model_init(&m);
-		apr_add_tensor(&m, "ramp", FMT_DT_F32, 1, s1k, ramp);
+		unit_add_sized_tensor(&m, "ramp", FMT_DT_F32, 1, s1k, ramp);
 		uint8_t *bytes = apr_write_mem(&m, W_SEED, c, &n, &k);
 		fmt_model_free(&m);
 		CHECK(k == FMT_OK && bytes && apr_check_bytes(bytes, n) == FMT_OK);

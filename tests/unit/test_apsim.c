@@ -619,14 +619,14 @@ TEST(apsim_sharded_set)
 		free(paths[i]);
 	free(paths);
 	CHECK(open_verify(index, &key, &e) == FMT_SIGNATURE);
-	CHECK(fmt_apsim_sign_in_place(index, &(fmt_keyset){ .hmac = &key }, 2, &e) == FMT_OK);
+	CHECK(fmt_sign_in_place(index, &(fmt_keyset){ .hmac = &key }, 2, &e) == FMT_OK);
 	CHECK(open_verify(index, &key, &e) == FMT_OK);
 	CHECK(open_verify(index, &bad, &e) == FMT_SIGNATURE);
 
 	char single[300];
 	snprintf(single, sizeof single, "%s/single.apsim", dir);
 	CHECK(write_model(&q, single, NULL, &e) == FMT_OK);
-	CHECK(fmt_apsim_sign_in_place(single, &(fmt_keyset){ .hmac = &key }, 1, &e) == FMT_OK);
+	CHECK(fmt_sign_in_place(single, &(fmt_keyset){ .hmac = &key }, 1, &e) == FMT_OK);
 	CHECK(open_verify(single, &key, &e) == FMT_OK);
 	fmt_model_free(&q);
 	fmt_model_free(&m);
@@ -660,7 +660,7 @@ TEST(apsim_sign_in_place_gives_fixture)
 	fmt_hmac_key key = shared_key(team_secret_bytes);
 	example_model(&m);
 	CHECK(write_model(&m, path, NULL, &e) == FMT_OK);
-	CHECK(fmt_apsim_sign_in_place(path, &(fmt_keyset){ .hmac = &key }, 1, &e) == FMT_OK);
+	CHECK(fmt_sign_in_place(path, &(fmt_keyset){ .hmac = &key }, 1, &e) == FMT_OK);
 	CHECK(unit_same_files(FIXTURE, path));
 	fmt_model_free(&m);
 	unit_rm_dir(dir);

@@ -1,51 +1,15 @@
-/* Unit tests for libcommon/data/bundle.c: pack/verify/unpack round trips, determinism, the probe,
+/* Unit tests for libcommon/bundle/bundle.c: pack/verify/unpack round trips, determinism, the probe,
  * and hostile archives (made here with libarchive) refused with the right kind. */
 #include <archive.h>
 #include <archive_entry.h>
-#include <dirent.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "fmt/bundle.h"
 #include "fmt/crypto.h"
 #include "fmt/io.h"
+#include "helpers.h"
 #include "unit.h"
-
-static char *scratch(void)
-{
-	static char path[64];
-	snprintf(path, sizeof path, "/tmp/fmtkit-bundle-XXXXXX");
-	return mkdtemp(path);
-}
-
-static int entries_in(const char *dir)
-{
-	int n = 0;
-	DIR *d = opendir(dir);
-	struct dirent *ent;
-	while (d && (ent = readdir(d)))
-		n += strcmp(ent->d_name, ".") && strcmp(ent->d_name, "..");
-	if (d)
-		closedir(d);
-	return n;
-}
-
-static void remove_tree(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *ent;
-	char path[512];
-	while (d && (ent = readdir(d))) {
-		if (!strcmp(ent->d_name, ".") || !strcmp(ent->d_name, ".."))
-			continue;
-		snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
-		if (unlink(path) != 0)
-			remove_tree(path);
-	}
-	if (d)
-		closedir(d);
-	rmdir(dir);
-}
 
 static int write_bytes(const char *path, const void *p, size_t n)
 {
@@ -150,13 +114,13 @@ static void expect_refused(const char *dir, const char *tar, fmt_kind want, cons
 	mkdir(out, 0755);
 	fmt_err_clear(&e);
 	CHECK_EQ_U64(fmt_bundle_unpack(tar, out, 0, NULL, NULL, &e), want);
-	CHECK_EQ_U64(entries_in(out), 0);
+	CHECK_EQ_U64(unit_dir_entries(out), 0);
 	rmdir(out);
 }
 
 TEST(bundle_round_trip_and_determinism)
 {
-	char *dir = scratch(), model[256], tar1[256], tar2[256], zst[256], out[256], back[256];
+	char *dir = unit_tmp_dir(), model[256], tar1[256], tar2[256], zst[256], out[256], back[256];
 	fmt_bundle_info info;
 	fmt_err e;
 	fmt_err_clear(&e);
@@ -197,13 +161,13 @@ TEST(bundle_round_trip_and_determinism)
 	free(x);
 	CHECK_EQ_U64(fmt_bundle_unpack(tar1, out, 0, NULL, NULL, &e), FMT_USAGE);
 	CHECK_EQ_U64(fmt_bundle_unpack(tar1, out, FMT_SINK_FORCE, NULL, NULL, &e), FMT_OK);
-	CHECK_EQ_U64(entries_in(out), 1);
-	remove_tree(dir);
+	CHECK_EQ_U64(unit_dir_entries(out), 1);
+	unit_rm_dir(dir);
 }
 
 TEST(bundle_hostile_members)
 {
-	char *dir = scratch(), tar[256], manifest[1024], extra_manifest[1024];
+	char *dir = unit_tmp_dir(), tar[256], manifest[1024], extra_manifest[1024];
 	CHECK(dir != NULL);
 	snprintf(tar, sizeof tar, "%s/b.tar", dir);
 	manifest_for(manifest, sizeof manifest, 0);
@@ -241,12 +205,12 @@ TEST(bundle_hostile_members)
 	make_tar(tar, NULL, NULL, NULL);
 	expect_refused(dir, tar, FMT_INVALID_FORMAT, "expected MANIFEST.json");
 	CHECK_EQ_U64(fmt_bundle_probe(tar), 0);
-	remove_tree(dir);
+	unit_rm_dir(dir);
 }
 
 TEST(bundle_malformed_manifests)
 {
-	char *dir = scratch(), tar[256];
+	char *dir = unit_tmp_dir(), tar[256];
 	CHECK(dir != NULL);
 	snprintf(tar, sizeof tar, "%s/b.tar", dir);
 	static const char *const bad[] = {
@@ -274,5 +238,5 @@ TEST(bundle_malformed_manifests)
 	fmt_err e;
 	CHECK_EQ_U64(fmt_bundle_verify(dir, NULL, &e), FMT_IO);
 	CHECK_EQ_U64(fmt_bundle_verify("/nonexistent/b.tar", NULL, &e), FMT_IO);
-	remove_tree(dir);
+	unit_rm_dir(dir);
 }

@@ -6,13 +6,6 @@
 #include "fmt/half.h"
 #include "unit.h"
 
-static uint32_t fbits(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof u);
-	return u;
-}
-
 /* Decode from an odd address, to prove no aligned access is assumed. */
 static fmt_kind decode_unaligned(fmt_dtype t, const uint8_t *bytes, size_t nbytes, uint64_t n,
 				 float *out)
@@ -60,25 +53,22 @@ TEST(convert_decode_floats)
 	fmt_wr_u32(f32, 0x3DCCCCCD);
 	fmt_wr_u32(f32 + 4, 0xFFC00001);
 	CHECK(decode_unaligned(FMT_DT_F32, f32, 8, 2, out) == FMT_OK);
-	CHECK_EQ_U64(fbits(out[0]), 0x3DCCCCCD);
-	CHECK_EQ_U64(fbits(out[1]), 0xFFC00001);
+	CHECK_EQ_U64(fmt_f32_bits(out[0]), 0x3DCCCCCD);
+	CHECK_EQ_U64(fmt_f32_bits(out[1]), 0xFFC00001);
 	uint8_t f64[32];
 	double d[4] = { 0.1, 1e300, -1e-300, 3.0 };
-	for (int i = 0; i < 4; i++) {
-		uint64_t u;
-		memcpy(&u, &d[i], sizeof u);
-		fmt_wr_u64(f64 + 8 * i, u);
-	}
+	for (int i = 0; i < 4; i++)
+		fmt_wr_u64(f64 + 8 * i, fmt_f64_bits(d[i]));
 	CHECK(decode_unaligned(FMT_DT_F64, f64, 32, 4, out) == FMT_OK);
 	CHECK(out[0] == 0.1f && isinf(out[1]) && out[1] > 0 && out[2] == 0 && signbit(out[2]) && out[3] == 3);
 	static const uint8_t f16[] = { 0x00, 0x3C, 0x01, 0x00, 0x00, 0xFC, 0x01, 0x7C };
 	CHECK(decode_unaligned(FMT_DT_F16, f16, 8, 4, out) == FMT_OK);
 	CHECK(out[0] == 1 && out[1] == 0x1p-24f && isinf(out[2]) && out[2] < 0);
-	CHECK_EQ_U64(fbits(out[3]), 0x7F802000);         /* signalling NaN payload kept */
+	CHECK_EQ_U64(fmt_f32_bits(out[3]), 0x7F802000);         /* signalling NaN payload kept */
 	static const uint8_t bf16[] = { 0x80, 0x3F, 0xC0, 0xFF };
 	CHECK(decode_unaligned(FMT_DT_BF16, bf16, 4, 2, out) == FMT_OK);
 	CHECK(out[0] == 1);
-	CHECK_EQ_U64(fbits(out[1]), 0xFFC00000);
+	CHECK_EQ_U64(fmt_f32_bits(out[1]), 0xFFC00000);
 }
 
 /* Long F16 rows go through the staged row path: compare with the scalar widening. */
@@ -92,7 +82,7 @@ TEST(convert_decode_f16_long_unaligned)
 	CHECK(decode_unaligned(FMT_DT_F16, bytes, sizeof bytes, N, out) == FMT_OK);
 	uint32_t bad = 0;
 	for (uint32_t i = 0; i < N; i++)
-		bad += fbits(out[i]) != fbits(fmt_f16_to_f32((uint16_t)(i * 16 + 7)));
+		bad += fmt_f32_bits(out[i]) != fmt_f32_bits(fmt_f16_to_f32((uint16_t)(i * 16 + 7)));
 	CHECK_EQ_U64(bad, 0);
 }
 
@@ -116,14 +106,14 @@ TEST(convert_decode_fp8)
 			CHECK(isnan(out[b]));
 			CHECK(!!signbit(out[b]) == !!(b & 0x80));
 		} else {
-			CHECK_EQ_U64(fbits(out[b]), fbits(e4m3_by_value(b)));
+			CHECK_EQ_U64(fmt_f32_bits(out[b]), fmt_f32_bits(e4m3_by_value(b)));
 		}
 	}
 	CHECK(out[0x7E] == 448 && out[0x38] == 1 && out[0xB8] == -1 && out[0x01] == 0x1p-9f);
-	CHECK(out[0x08] == 0x1p-6f && fbits(out[0x80]) == 0x80000000);
+	CHECK(out[0x08] == 0x1p-6f && fmt_f32_bits(out[0x80]) == 0x80000000);
 	CHECK(decode_unaligned(FMT_DT_F8_E5M2, all, 256, 256, out) == FMT_OK);
 	for (unsigned b = 0; b < 256; b++)
-		CHECK_EQ_U64(fbits(out[b]), fbits(fmt_f16_to_f32((uint16_t)(b << 8))));
+		CHECK_EQ_U64(fmt_f32_bits(out[b]), fmt_f32_bits(fmt_f16_to_f32((uint16_t)(b << 8))));
 	CHECK(out[0x3C] == 1 && out[0x7B] == 57344 && isinf(out[0x7C]) && isnan(out[0x7E]));
 	CHECK(out[0x01] == 0x1p-16f);
 }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include "fmt/cli.h"
 #include "fmt/io.h"
+#include "fmt/meter.h"
 #include "fmt/out.h"
 #include "fmt/strbuf.h"
 #include "unit.h"
@@ -415,4 +416,40 @@ TEST(integer_text)
 		fmt_i64_text(v, b);
 		CHECK_STR(b, want);
 	}
+}
+
+typedef struct meter_seen {
+	uint64_t planned, done;
+	int calls;
+} meter_seen;
+
+static void meter_count(void *ctx, uint64_t planned, uint64_t done)
+{
+	meter_seen *s = ctx;
+	s->planned += planned;
+	s->done += done;
+	s->calls++;
+}
+
+TEST(meter_tells_its_follower_until_unfollowed)
+{
+	meter_seen seen = { 0 }, other = { 0 };
+	fmt_meter_planned(5); /* nobody follows: nothing happens */
+	fmt_meter_follow(meter_count, &seen);
+	fmt_meter_planned(100);
+	fmt_meter_done(30);
+	fmt_meter_done(0);
+	CHECK_EQ_U64(seen.planned, 100);
+	CHECK_EQ_U64(seen.done, 30);
+	CHECK_EQ_U64(seen.calls, 3);
+	fmt_meter_unfollow(&other); /* not the one followed: still told */
+	fmt_meter_done(2);
+	CHECK_EQ_U64(seen.done, 32);
+	fmt_meter_unfollow(&seen);
+	fmt_meter_done(7);
+	fmt_meter_planned(7);
+	CHECK_EQ_U64(seen.done, 32);
+	CHECK_EQ_U64(seen.planned, 100);
+	CHECK_EQ_U64(seen.calls, 4);
+	CHECK_EQ_U64(other.calls, 0);
 }

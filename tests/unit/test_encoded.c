@@ -6,31 +6,19 @@
 #include "fmt/apsim.h"
 #include "fmt/qtensor.h"
 #include "fmt/registry.h"
+#include "helpers.h"
 #include "unit.h"
 
 static const int8_t codes[8] = { 3, 4, 5, 2, -128, 127, 3, 0 };
 static const float row_scales[2] = { 0.5f, 2.0f };
-
-static void add_mem(fmt_model *m, const char *name, fmt_dtype dt, int ndim, const uint64_t *shape,
-		    const void *data, uint64_t nbytes)
-{
-	fmt_tensor t = { .name = (char *)name, .dtype = dt, .ndim = ndim, .nelems = 1, .nbytes = nbytes,
-			 .source = -1, .data = data };
-	fmt_err e;
-	for (int i = 0; i < ndim; i++) {
-		t.shape[i] = shape[i];
-		t.nelems *= shape[i];
-	}
-	CHECK(fmt_model_add_tensor(m, &t, NULL, &e) == FMT_OK);
-}
 
 /* w: int8 codes [2, 4], one scale per row in "w.scale", zero point 3 (as a .nk driver builds). */
 static void nk_style_model(fmt_model *m, int32_t zero_point)
 {
 	fmt_err e;
 	fmt_model_init(m);
-	add_mem(m, "w", FMT_DT_I8, 2, (const uint64_t[]){ 2, 4 }, codes, sizeof codes);
-	add_mem(m, "w.scale", FMT_DT_F32, 2, (const uint64_t[]){ 2, 1 }, row_scales, sizeof row_scales);
+	unit_add_tensor(m, "w", FMT_DT_I8, 2, (const uint64_t[]){ 2, 4 }, codes, sizeof codes);
+	unit_add_tensor(m, "w.scale", FMT_DT_F32, 2, (const uint64_t[]){ 2, 1 }, row_scales, sizeof row_scales);
 	fmt_qtensor q = { .name = (char *)"w", .scales = (char *)"w.scale", .zero_point = zero_point,
 			  .format = FMT_Q_INT8, .axis = 0, .ndim = 2, .shape = { 2, 4 }, .scale_shape = { 2, 1 } };
 	CHECK(fmt_model_add_qtensor(m, &q, &e) == FMT_OK);
@@ -112,7 +100,7 @@ TEST(encoded_tensor_quantizers_name_their_scales)
 	fmt_err e;
 	fmt_model_init(&in);
 	fmt_model_init(&out);
-	add_mem(&in, "v", FMT_DT_F32, 1, (const uint64_t[]){ 64 }, vals, sizeof vals);
+	unit_add_tensor(&in, "v", FMT_DT_F32, 1, (const uint64_t[]){ 64 }, vals, sizeof vals);
 	CHECK(fmt_qtensor_plan(&in.tensors[0], FMT_Q_INT4, &plan, &e) == FMT_OK);
 	CHECK(fmt_model_add_quantized(&out, &in, &in.tensors[0], &plan, NULL, &e) == FMT_OK);
 	CHECK_EQ_U64(out.n_qtensors, 1);

@@ -8,20 +8,6 @@
 #include "fmt/half.h"
 #include "unit.h"
 
-static float f32_of(uint32_t u)
-{
-	float f;
-	memcpy(&f, &u, sizeof f);
-	return f;
-}
-
-static uint32_t bits_of(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof u);
-	return u;
-}
-
 /* 2^i for i in [-POW2_BIAS, POW2_BIAS) */
 #define POW2_BIAS 200
 static double pow2_table[2 * POW2_BIAS];
@@ -54,7 +40,7 @@ static int f32_exponent(uint32_t u)
 static uint16_t ref_f16(uint32_t u)
 {
 	uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
-	float f = f32_of(u);
+	float f = fmt_bits_f32(u);
 	if (isnan(f))
 		return sign | 0x7E00;
 	double ax = fabs((double)f);
@@ -74,7 +60,7 @@ static uint16_t ref_f16(uint32_t u)
 static uint16_t ref_bf16(uint32_t u)
 {
 	uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
-	float f = f32_of(u);
+	float f = fmt_bits_f32(u);
 	if (isnan(f))
 		return sign | 0x7FC0 | (uint16_t)((u >> 16) & 0x7F);
 	double ax = fabs((double)f);
@@ -83,7 +69,7 @@ static uint16_t ref_bf16(uint32_t u)
 		k = -126;
 	double r = isinf(ax) ? ax : round_to_grid(ax, k - 7);
 	float rf = (float)r;          /* exact, or 2^128 -> Inf */
-	return sign | (uint16_t)(bits_of(rf) >> 16);
+	return sign | (uint16_t)(fmt_f32_bits(rf) >> 16);
 }
 
 /* binary16 -> float32 by value (exact in double), NaN/Inf by bits. */
@@ -94,7 +80,7 @@ static uint32_t ref_f16_widen(uint16_t h)
 	if (exp == 31)
 		return sign | 0x7F800000u | ((uint32_t)mant << 13);
 	double v = exp ? (1024 + mant) * pow2(exp - 25) : mant * pow2(-24);
-	return sign | bits_of((float)v);
+	return sign | fmt_f32_bits((float)v);
 }
 
 TEST(half_f16_vectors)
@@ -111,9 +97,9 @@ TEST(half_f16_vectors)
 	float src[32];
 	uint16_t fast[32], portable[32];
 	for (size_t i = 0; i < n; i++) {
-		CHECK_EQ_U64(fmt_f32_to_f16(f32_of(vec[i][0])), vec[i][1]);
+		CHECK_EQ_U64(fmt_f32_to_f16(fmt_bits_f32(vec[i][0])), vec[i][1]);
 		CHECK_EQ_U64(ref_f16(vec[i][0]), vec[i][1]);
-		src[i] = f32_of(vec[i][0]);
+		src[i] = fmt_bits_f32(vec[i][0]);
 	}
 	CHECK_EQ_U64(fmt_f32_to_f16(65504.0f), 0x7BFF);
 	fmt_f32_to_f16_row(src, fast, n);
@@ -135,15 +121,15 @@ TEST(half_bf16_vectors)
 	float src[16];
 	uint16_t out[16];
 	for (size_t i = 0; i < n; i++) {
-		CHECK_EQ_U64(fmt_f32_to_bf16(f32_of(vec[i][0])), vec[i][1]);
+		CHECK_EQ_U64(fmt_f32_to_bf16(fmt_bits_f32(vec[i][0])), vec[i][1]);
 		CHECK_EQ_U64(ref_bf16(vec[i][0]), vec[i][1]);
-		src[i] = f32_of(vec[i][0]);
+		src[i] = fmt_bits_f32(vec[i][0]);
 	}
 	fmt_f32_to_bf16_row(src, out, n);
 	for (size_t i = 0; i < n; i++)
 		CHECK_EQ_U64(out[i], vec[i][1]);
-	CHECK_EQ_U64(bits_of(fmt_bf16_to_f32(0x3F81)), 0x3F810000);
-	CHECK_EQ_U64(bits_of(fmt_bf16_to_f32(0xFF80)), 0xFF800000);
+	CHECK_EQ_U64(fmt_f32_bits(fmt_bf16_to_f32(0x3F81)), 0x3F810000);
+	CHECK_EQ_U64(fmt_f32_bits(fmt_bf16_to_f32(0xFF80)), 0xFF800000);
 }
 
 /* f32 subnormals flush to ±0; NaN payloads (quiet or signalling, either sign) become the
@@ -159,7 +145,7 @@ TEST(half_f32_subnormal_and_nan_payloads)
 	};
 	size_t n = sizeof vec / sizeof vec[0];
 	for (size_t i = 0; i < n; i++)
-		CHECK_EQ_U64(fmt_f32_to_f16(f32_of(vec[i][0])), vec[i][1]);
+		CHECK_EQ_U64(fmt_f32_to_f16(fmt_bits_f32(vec[i][0])), vec[i][1]);
 	/* each special value at each position of a 19-element row of ordinary values */
 	for (size_t v = 0; v < n; v++)
 		for (size_t pos = 0; pos < 19; pos++) {
@@ -167,7 +153,7 @@ TEST(half_f32_subnormal_and_nan_payloads)
 			uint16_t fast[19], portable[19];
 			for (size_t i = 0; i < 19; i++)
 				src[i] = (float)i * 0.37f - 3.0f;
-			src[pos] = f32_of(vec[v][0]);
+			src[pos] = fmt_bits_f32(vec[v][0]);
 			fmt_f32_to_f16_row(src, fast, 19);
 			fmt_f32_to_f16_row_portable(src, portable, 19);
 			CHECK_MEM(fast, portable, sizeof fast);
@@ -177,15 +163,15 @@ TEST(half_f32_subnormal_and_nan_payloads)
 	uint16_t h[9] = { 0x7C01, 0xFC01, 0x7D55, 0x7E00, 0x7FFF, 0x3C00, 0x0001, 0x8001, 0x7C00 };
 	float wide[9];
 	fmt_f16_to_f32_row(h, wide, 9);
-	CHECK_EQ_U64(bits_of(wide[0]), 0x7F802000);
-	CHECK_EQ_U64(bits_of(wide[1]), 0xFF802000);
-	CHECK_EQ_U64(bits_of(wide[2]), 0x7FAAA000);
-	CHECK_EQ_U64(bits_of(wide[3]), 0x7FC00000);
-	CHECK_EQ_U64(bits_of(wide[4]), 0x7FFFE000);
-	CHECK_EQ_U64(bits_of(wide[5]), 0x3F800000);
-	CHECK_EQ_U64(bits_of(wide[6]), 0x33800000);
-	CHECK_EQ_U64(bits_of(wide[7]), 0xB3800000);
-	CHECK_EQ_U64(bits_of(wide[8]), 0x7F800000);
+	CHECK_EQ_U64(fmt_f32_bits(wide[0]), 0x7F802000);
+	CHECK_EQ_U64(fmt_f32_bits(wide[1]), 0xFF802000);
+	CHECK_EQ_U64(fmt_f32_bits(wide[2]), 0x7FAAA000);
+	CHECK_EQ_U64(fmt_f32_bits(wide[3]), 0x7FC00000);
+	CHECK_EQ_U64(fmt_f32_bits(wide[4]), 0x7FFFE000);
+	CHECK_EQ_U64(fmt_f32_bits(wide[5]), 0x3F800000);
+	CHECK_EQ_U64(fmt_f32_bits(wide[6]), 0x33800000);
+	CHECK_EQ_U64(fmt_f32_bits(wide[7]), 0xB3800000);
+	CHECK_EQ_U64(fmt_f32_bits(wide[8]), 0x7F800000);
 }
 
 /* The F16C path must round with its own RNE immediate, not the current MXCSR mode. */
@@ -194,7 +180,7 @@ TEST(half_f16_row_ignores_rounding_mode)
 	float src[16];
 	uint16_t fast[16], portable[16];
 	for (int i = 0; i < 16; i++)
-		src[i] = f32_of(0x3F801000u + (uint32_t)i * 0x1000u);   /* ties and near-ties */
+		src[i] = fmt_bits_f32(0x3F801000u + (uint32_t)i * 0x1000u);   /* ties and near-ties */
 	fmt_f32_to_f16_row_portable(src, portable, 16);
 	int modes[] = { FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO };
 	for (size_t m = 0; m < 3; m++) {
@@ -215,10 +201,10 @@ TEST(half_f16_widening_all_65536)
 	fmt_f16_to_f32_row(h, fast, 65536);
 	uint32_t bad_ref = 0, bad_fast = 0, bad_round_trip = 0, bad_scalar = 0;
 	for (uint32_t i = 0; i < 65536; i++) {
-		uint32_t p = bits_of(portable[i]);
+		uint32_t p = fmt_f32_bits(portable[i]);
 		bad_ref += p != ref_f16_widen(h[i]);
-		bad_fast += p != bits_of(fast[i]);
-		bad_scalar += p != bits_of(fmt_f16_to_f32(h[i]));
+		bad_fast += p != fmt_f32_bits(fast[i]);
+		bad_scalar += p != fmt_f32_bits(fmt_f16_to_f32(h[i]));
 		if (!isnan(portable[i]))
 			bad_round_trip += fmt_f32_to_f16(portable[i]) != h[i];
 	}
@@ -237,8 +223,8 @@ TEST(half_bf16_widening_all_65536)
 	fmt_bf16_to_f32_row(h, wide, 65536 + 3);
 	uint32_t bad = 0;
 	for (uint32_t i = 0; i < 65536 + 3; i++) {
-		bad += bits_of(wide[i]) != (uint32_t)h[i] << 16;
-		bad += bits_of(fmt_bf16_to_f32(h[i])) != (uint32_t)h[i] << 16;
+		bad += fmt_f32_bits(wide[i]) != (uint32_t)h[i] << 16;
+		bad += fmt_f32_bits(fmt_bf16_to_f32(h[i])) != (uint32_t)h[i] << 16;
 	}
 	CHECK_EQ_U64(bad, 0);
 }
@@ -318,7 +304,7 @@ static void ref_bf16_chunk(const float *src, uint16_t *want, uint32_t base)
 	for (uint32_t i = 0; i < SWEEP_CHUNK; i++) {
 		double ax = fabs((double)src[i]);
 		float rounded = (float)((ax + c) - c);   /* exact, or 2^128 -> Inf */
-		want[i] = sign | (uint16_t)(bits_of(rounded) >> 16);
+		want[i] = sign | (uint16_t)(fmt_f32_bits(rounded) >> 16);
 	}
 }
 
@@ -341,7 +327,7 @@ static void *sweep_blocks(void *arg)
 		for (uint32_t off = 0; off < BLOCK_INPUTS; off += SWEEP_CHUNK * SWEEP_STRIDE) {
 			uint32_t base = block_base + off;
 			for (uint32_t i = 0; i < SWEEP_CHUNK; i++)
-				src[i] = f32_of(base + i);
+				src[i] = fmt_bits_f32(base + i);
 			if (special)
 				ref_special_chunk(s->f16, want, base);
 			else if (s->f16)

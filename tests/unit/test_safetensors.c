@@ -9,6 +9,7 @@
 #include "fmt/model.h"
 #include "fmt/registry.h"
 #include "fmt/safetensors.h"
+#include "helpers.h"
 #include "unit.h"
 
 /* ---- helpers ---- */
@@ -95,30 +96,6 @@ static fmt_kind open_header(const char *header, size_t data_len, fmt_err *e)
 	return k;
 }
 
-static void add_mem_tensor(fmt_model *m, const char *name, fmt_dtype dt, int ndim,
-			   const uint64_t *shape, const void *data)
-{
-	fmt_tensor t;
-	fmt_err e;
-	memset(&t, 0, sizeof t);
-	t.name = (char *)name;
-	t.dtype = dt;
-	t.ndim = ndim;
-	memcpy(t.shape, shape, (size_t)ndim * sizeof *shape);
-	CHECK(fmt_dtype_nbytes(dt, shape, ndim, &t.nelems, &t.nbytes, &e) == FMT_OK);
-	t.source = -1;
-	t.data = data;
-	CHECK(fmt_model_add_tensor(m, &t, NULL, &e) == FMT_OK);
-}
-
-static void add_str_meta(fmt_model *m, const char *key, const char *val)
-{
-	fmt_err e;
-	fmt_value v = fmt_value_str(val, strlen(val));
-	CHECK(fmt_model_add_meta(m, key, &v, &e) == FMT_OK);
-	fmt_value_free(&v);
-}
-
 /* Write m to dir/name through a real sink; returns the file's bytes. */
 static uint8_t *write_model(const fmt_model *m, const char *dir, const char *name, size_t *n)
 {
@@ -172,7 +149,7 @@ TEST(st_write_reference_attn_dot0)
 	uint64_t shape[3] = { 1, 2, 3 };
 	fmt_model_init(&m);
 	CHECK(is_little_endian());
-	add_mem_tensor(&m, "attn.0", FMT_DT_F32, 3, shape, seq6);
+	unit_add_sized_tensor(&m, "attn.0", FMT_DT_F32, 3, shape, seq6);
 	uint8_t *got = write_model(&m, dir, "a.safetensors", &n);
 	CHECK(got != NULL);
 	if (got) {
@@ -193,7 +170,7 @@ TEST(st_write_reference_attn0_padded)
 	size_t n;
 	uint64_t shape[4] = { 1, 1, 2, 3 };
 	fmt_model_init(&m);
-	add_mem_tensor(&m, "attn0", FMT_DT_F32, 4, shape, seq6);
+	unit_add_sized_tensor(&m, "attn0", FMT_DT_F32, 4, shape, seq6);
 	uint8_t *got = write_model(&m, dir, "a.safetensors", &n);
 	const char *json = "{\"attn0\":{\"dtype\":\"F32\",\"shape\":[1,1,2,3],\"data_offsets\":[0,24]}}";
 	CHECK_EQ_U64(strlen(json), 65);
@@ -216,7 +193,7 @@ TEST(st_write_reference_empty)
 	if (got && n == 16)
 		CHECK_MEM(got, want, 16);
 	free(got);
-	add_str_meta(&m, "framework", "pt");
+	unit_add_str_meta(&m, "framework", "pt");
 	got = write_model(&m, dir, "em.safetensors", &n);
 	if (got)
 		check_file(got, n, 40, "{\"__metadata__\":{\"framework\":\"pt\"}}", "", 0);
@@ -247,9 +224,9 @@ static void build_worked(fmt_model *m)
 	uint64_t two = 2;
 	fmt_model_init(m);
 	/* Added in the "wrong" order: the writer sorts F32 before F16. */
-	add_mem_tensor(m, "b", FMT_DT_F16, 1, &two, f16_b);
-	add_mem_tensor(m, "a", FMT_DT_F32, 1, &two, f32_a);
-	add_str_meta(m, "format", "pt");
+	unit_add_sized_tensor(m, "b", FMT_DT_F16, 1, &two, f16_b);
+	unit_add_sized_tensor(m, "a", FMT_DT_F32, 1, &two, f32_a);
+	unit_add_str_meta(m, "format", "pt");
 }
 
 TEST(st_write_worked_example_164_bytes)
@@ -595,13 +572,13 @@ TEST(st_write_escaping_and_order)
 	static const uint64_t u64v = 9;
 	static const uint16_t bf = 0x3f80;
 	fmt_model_init(&m);
-	add_mem_tensor(&m, "q\"\\/\b\f\n\r\t\x01\x1f\x7f\xc3\xa9", FMT_DT_U8, 1, &one, &byte);
-	add_mem_tensor(&m, "b", FMT_DT_BOOL, 1, &one, &byte);
-	add_mem_tensor(&m, "z", FMT_DT_U64, 1, &one, &u64v);
-	add_mem_tensor(&m, "B", FMT_DT_BF16, 1, &one, &bf);
-	add_mem_tensor(&m, "A", FMT_DT_BF16, 1, &one, &bf);
-	add_str_meta(&m, "zz", "1");
-	add_str_meta(&m, "Za", "\x02");
+	unit_add_sized_tensor(&m, "q\"\\/\b\f\n\r\t\x01\x1f\x7f\xc3\xa9", FMT_DT_U8, 1, &one, &byte);
+	unit_add_sized_tensor(&m, "b", FMT_DT_BOOL, 1, &one, &byte);
+	unit_add_sized_tensor(&m, "z", FMT_DT_U64, 1, &one, &u64v);
+	unit_add_sized_tensor(&m, "B", FMT_DT_BF16, 1, &one, &bf);
+	unit_add_sized_tensor(&m, "A", FMT_DT_BF16, 1, &one, &bf);
+	unit_add_str_meta(&m, "zz", "1");
+	unit_add_str_meta(&m, "Za", "\x02");
 	fmt_value num = { .type = FMT_V_U32, .v.u = 5 };
 	CHECK(fmt_model_add_meta(&m, "count", &num, &e) == FMT_OK);
 	char *json = NULL;
@@ -654,20 +631,20 @@ TEST(st_write_refusals)
 	char *json = NULL;
 	size_t len;
 	fmt_model_init(&m);
-	add_mem_tensor(&m, "blk.0.q", FMT_DT_Q4_0, 1, &n32, block);
+	unit_add_sized_tensor(&m, "blk.0.q", FMT_DT_Q4_0, 1, &n32, block);
 	CHECK(fmt_st_header_json(&m, &json, &len, &e) == FMT_UNSUPPORTED);
 	CHECK(strstr(e.msg, "tensor 'blk.0.q'") != NULL && strstr(e.msg, "Q4_0") != NULL);
 	fmt_model_free(&m);
 
 	fmt_model_init(&m);
-	add_mem_tensor(&m, "a", FMT_DT_U8, 1, &one, block);
-	add_mem_tensor(&m, "a", FMT_DT_F32, 1, &one, block);
+	unit_add_sized_tensor(&m, "a", FMT_DT_U8, 1, &one, block);
+	unit_add_sized_tensor(&m, "a", FMT_DT_F32, 1, &one, block);
 	CHECK(fmt_st_header_json(&m, &json, &len, &e) == FMT_INVALID_FORMAT);
 	CHECK(strstr(e.msg, "duplicate tensor name 'a'") != NULL);
 	fmt_model_free(&m);
 
 	fmt_model_init(&m);
-	add_mem_tensor(&m, "__metadata__", FMT_DT_U8, 1, &one, block);
+	unit_add_sized_tensor(&m, "__metadata__", FMT_DT_U8, 1, &one, block);
 	CHECK(fmt_st_header_json(&m, &json, &len, &e) == FMT_UNSUPPORTED);
 	fmt_model_free(&m);
 
@@ -680,8 +657,8 @@ TEST(st_write_refusals)
 	fmt_model_free(&m);
 
 	fmt_model_init(&m);
-	add_str_meta(&m, "k", "1");
-	add_str_meta(&m, "k", "2");
+	unit_add_str_meta(&m, "k", "1");
+	unit_add_str_meta(&m, "k", "2");
 	CHECK(fmt_st_header_json(&m, &json, &len, &e) == FMT_INVALID_FORMAT);
 	fmt_model_free(&m);
 }
@@ -784,12 +761,12 @@ static void write_shard(const char *dir, const char *name, int which, int with_e
 	static const uint8_t seven = 7;
 	fmt_model_init(&m);
 	if (which & 1)
-		add_mem_tensor(&m, "a", FMT_DT_F32, 1, &two, f32_a);
+		unit_add_sized_tensor(&m, "a", FMT_DT_F32, 1, &two, f32_a);
 	if (which & 2)
-		add_mem_tensor(&m, "b", FMT_DT_F16, 1, &two, f16_b);
+		unit_add_sized_tensor(&m, "b", FMT_DT_F16, 1, &two, f16_b);
 	if (with_extra)
-		add_mem_tensor(&m, "c", FMT_DT_U8, 1, &one, &seven);
-	add_str_meta(&m, "format", which & 1 ? "pt" : "other");
+		unit_add_sized_tensor(&m, "c", FMT_DT_U8, 1, &one, &seven);
+	unit_add_str_meta(&m, "format", which & 1 ? "pt" : "other");
 	free(write_model(&m, dir, name, &n));
 	fmt_model_free(&m);
 }

@@ -5,8 +5,9 @@
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
+#include "fmt/half.h"
 #include "fmt/shortest.h"
-#include "../../libcommon/data/textval.h"
+#include "fmt/textval.h"
 #include "unit.h"
 
 static void reference_f64(double v, char *buf, size_t n)
@@ -59,20 +60,6 @@ static uint64_t rng_next(void)
 	x ^= x >> 27;
 	rng_state = x;
 	return x * 0x2545F4914F6CDD1Du;
-}
-
-static double f64_of(uint64_t bits)
-{
-	double d;
-	memcpy(&d, &bits, sizeof d);
-	return d;
-}
-
-static float f32_of(uint32_t bits)
-{
-	float f;
-	memcpy(&f, &bits, sizeof f);
-	return f;
 }
 
 static int mismatches;
@@ -158,9 +145,9 @@ TEST(shortest_f64_structured)
 		same_f64(nextafter(p, INFINITY));
 	}
 	for (uint64_t c = 1; c < 20000; c++) { /* the smallest subnormals, the largest below DBL_MAX */
-		same_f64(f64_of(c));
-		same_f64(f64_of(0x000FFFFFFFFFFFFFu - c));
-		same_f64(f64_of(0x7FEFFFFFFFFFFFFFu - c));
+		same_f64(fmt_bits_f64(c));
+		same_f64(fmt_bits_f64(0x000FFFFFFFFFFFFFu - c));
+		same_f64(fmt_bits_f64(0x7FEFFFFFFFFFFFFFu - c));
 	}
 	for (int i = -100000; i <= 100000; i++) { /* integers, and short decimals */
 		same_f64(i);
@@ -180,7 +167,7 @@ TEST(shortest_f64_random)
 		uint64_t bits = rng_next();
 		if (((bits >> 52) & 0x7FF) == 0x7FF)
 			continue;
-		same_f64(f64_of(bits));
+		same_f64(fmt_bits_f64(bits));
 	}
 	for (int i = 0; i < 500000; i++) { /* values of the sizes data holds: uniform in a decade */
 		double u = (double)(rng_next() >> 11) * 0x1p-53;
@@ -199,8 +186,8 @@ TEST(shortest_f32)
 		same_f32(nextafterf(p, INFINITY));
 	}
 	for (uint32_t c = 1; c < 100000; c++) {
-		same_f32(f32_of(c));
-		same_f32(f32_of(0x7F7FFFFFu - c));
+		same_f32(fmt_bits_f32(c));
+		same_f32(fmt_bits_f32(0x7F7FFFFFu - c));
 		same_f32((float)c);
 		same_f32((float)c / 1000.0f);
 	}
@@ -209,7 +196,7 @@ TEST(shortest_f32)
 		uint32_t bits = (uint32_t)(rng_next() >> 32);
 		if (((bits >> 23) & 0xFF) == 0xFF)
 			continue;
-		same_f32(f32_of(bits));
+		same_f32(fmt_bits_f32(bits));
 	}
 	CHECK_EQ_U64(mismatches, 0);
 }
@@ -262,7 +249,7 @@ TEST(decimal_to_double)
 	}
 	for (int i = 0; i < 400000; i++) {
 		uint64_t bits = rng_next() & 0x7FFFFFFFFFFFFFFFu;
-		double v = f64_of(bits), next = nextafter(v, INFINITY);
+		double v = fmt_bits_f64(bits), next = nextafter(v, INFINITY);
 		if (!isfinite(next))
 			continue;
 		snprintf(t, sizeof t, "%.17g", v);

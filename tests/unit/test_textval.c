@@ -1,7 +1,7 @@
-/* Text values of CSV and JSON Lines (libcommon/data/textval.c): uint64 text, timestamps with and
+/* Text values of CSV and JSON Lines (libcommon/table/textval.c): uint64 text, timestamps with and
  * without a zone, and what type inference makes of a column. */
 #include <string.h>
-#include "../../libcommon/data/textval.h"
+#include "fmt/textval.h"
 #include "unit.h"
 
 static int u64_of(const char *s, uint64_t *v)

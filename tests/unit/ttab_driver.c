@@ -1,6 +1,6 @@
 /* A table format as a newcomer adds one: this file is the whole driver. The unit tests register
  * it at run time (test_table.c); tests/cli/new-format.bats copies it into a copy of the tree as
- * libcommon/data/ttab.c, adds its one line to data/table_registry.c, and drives the tools with it.
+ * libcommon/formats/ttab/ttab.c, adds its one registry line, and drives the tools with it.
  *
  * The "ttab" format: a magic line "#ttab", a line of name:type[?] columns (types int64, utf8,
  * bool; ? = nullable) and comma-separated rows (an empty field is null), read in batches of two

@@ -4,9 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/cli.h"
+#include "fmt/cli_keys.h"
 #include "fmt/out.h"
+#include "fmt/report.h"
 #include "fmt/pipeline.h"
 #include "fmt/progress.h"
+#include "fmt/prompt.h"
 #include "fmt/table.h"
 
 #define TOOL "fmt-convert"
@@ -446,6 +449,8 @@ int main(int argc, char **argv)
 		return cli.exit_code;
 	o->out = stdout;
 	o->err = stderr;
+	fmt_cli_pipeline_reports(o);
+	o->decrypt.ask = fmt_prompt_password;
 	if (o->dataset.compression < 0) /* not given: zstd, or none for TRUENO_NATIVE's raw arrays */
 		o->dataset.compression = o->dataset.trueno_native ? FMT_ALD_NONE : FMT_ALD_ZSTD;
 	if (a.allow_overflow && a.overflow_given && o->overflow != FMT_OVERFLOW_SATURATE)
@@ -471,8 +476,7 @@ int main(int argc, char **argv)
 	o->verbose = cli.common.verbose;
 	o->no_progress = cli.common.no_progress;
 	o->threads = cli.common.threads ? cli.common.threads : fmt_cpu_count();
-	if (fmt_progress_wanted(stderr, o->quiet || o->json, o->no_progress))
-		o->passphrase.notice = stderr;
+	o->passphrase = fmt_cli_pass_opts(o->passphrase.file, o->passphrase.env, &cli.common);
 	o->table_to = a.to_name ? fmt_table_driver_by_name(a.to_name) : fmt_table_driver_by_extension(output);
 	if (o->sign_key) {
 		int ed = o->table_to && o->table_to->write ? (o->table_to->caps & FMT_CAP_ED25519_SIGN) != 0 : -1;

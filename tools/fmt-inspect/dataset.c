@@ -9,6 +9,7 @@
 #include "fmt/cell.h"
 #include "fmt/checked.h"
 #include "fmt/out.h"
+#include "fmt/report.h"
 #include "inspect.h"
 
 #define DISTINCT_CAP 10000

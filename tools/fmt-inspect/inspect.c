@@ -53,17 +53,11 @@ static int is_multi_file(const fmt_model *m)
 	return 0;
 }
 
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	return slash ? slash + 1 : path;
-}
-
 static const char *tensor_file(const fmt_model *m, const fmt_tensor *t)
 {
 	if (t->source < 0 || (size_t)t->source >= m->n_sources)
 		return "";
-	return base_name(m->sources[t->source].path);
+	return fmt_base_name(m->sources[t->source].path);
 }
 
 /* ---- text ---- */

@@ -3,8 +3,11 @@
 #include <stdio.h>
 #include <string.h>
 #include "fmt/cli.h"
+#include "fmt/cli_keys.h"
 #include "fmt/encrypt.h"
 #include "fmt/out.h"
+#include "fmt/prompt.h"
+#include "fmt/report.h"
 #include "fmt/registry.h"
 #include "inspect.h"
 
@@ -124,6 +127,7 @@ int main(int argc, char **argv)
 	fmt_keyset keys = { 0 };
 	fmt_err e;
 	fmt_err_clear(&e);
+	a.decrypt.ask = fmt_prompt_password;
 	fmt_kind k = fmt_decrypt_keys_load(&a.decrypt, &dk, &keys, &e);
 	if (k != FMT_OK)
 		return fmt_cli_finish(&tool, &cli, fmt_report_failed_all(cli.common.quiet ? NULL : stdout, TOOL,

@@ -1,7 +1,9 @@
 /* fmt-shard: split and merge shard sets; pack and unpack bundles. */
 #include <stdio.h>
 #include <string.h>
+#include "fmt/cli_keys.h"
 #include "fmt/out.h"
+#include "fmt/report.h"
 #include "shard.h"
 
 enum { OPT_MAX_SIZE = FMT_OPT_FIRST_TOOL_OPTION, OPT_MAX_TENSORS, OPT_NO_TFS, OPT_DRY_RUN, OPT_NO_VERIFY, OPT_LIST };

@@ -1,4 +1,4 @@
-/* pack / unpack: tar bundles of a set with a manifest of digests (libcommon/data/bundle.c). */
+/* pack / unpack: tar bundles of a set with a manifest of digests (libcommon/bundle/bundle.c). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>

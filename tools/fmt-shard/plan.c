@@ -103,8 +103,7 @@ fmt_kind split_limits(const fmt_driver *w, const shard_opts *o, fmt_shard_limits
 char *default_prefix(const char *input)
 {
 	size_t n = strlen(input);
-	const char *slash = strrchr(input, '/');
-	size_t base = slash ? (size_t)(slash - input) + 1 : 0;
+	size_t base = (size_t)(fmt_base_name(input) - input);
 	const fmt_driver *d = fmt_driver_by_extension(input);
 	size_t ext = d ? strlen(d->extension) : 0;
 	if (ext && n - ext > base) {

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "fmt/out.h"
+#include "fmt/report.h"
 #include "fmt/progress.h"
 #include "shard.h"
 

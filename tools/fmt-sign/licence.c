@@ -6,6 +6,7 @@
 #include "fmt/dataset.h"
 #include "fmt/io.h"
 #include "fmt/out.h"
+#include "fmt/report.h"
 #include "sign.h"
 
 #define TERMS_FILE_MAX (64u * 1024u)

@@ -2,6 +2,7 @@
  * any file; HMAC signatures of Apsi checkpoints in place (specs/apsim.md §6). */
 #include <stdio.h>
 #include <string.h>
+#include "fmt/cli_keys.h"
 #include "fmt/dataset.h"
 #include "fmt/out.h"
 #include "sign.h"

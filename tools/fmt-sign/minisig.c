@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "fmt/cli_keys.h"
 #include "fmt/io.h"
 #include "fmt/out.h"
 #include "fmt/progress.h"
@@ -28,10 +29,7 @@ static fmt_kind key_path(const char *given, const char *name, char **out, fmt_er
 
 fmt_pass_opts sign_pass_opts(const sign_opts *o)
 {
-	int quiet = o->common.quiet || o->common.json;
-	fmt_pass_opts po = { o->passphrase_file, o->passphrase_env,
-			     fmt_progress_wanted(stderr, quiet, o->common.no_progress) ? stderr : NULL };
-	return po;
+	return fmt_cli_pass_opts(o->passphrase_file, o->passphrase_env, &o->common);
 }
 
 /* The passphrase: --passphrase-file, --passphrase-env or the terminal (twice when confirm). */
@@ -130,12 +128,14 @@ static int keygen_ed25519(const sign_opts *o, char *pub_path, char *sec_path)
 		k = passphrase(o, 1, &pw, &e);
 	if (k == FMT_OK)
 		k = fmt_ms_public_text(&pub, &pub_text, &pub_len, &e);
-	FILE *notice = k == FMT_OK && !o->no_passphrase ? sign_pass_opts(o).notice : NULL;
-	fmt_progress_note(notice, FMT_PASS_DERIVING);
+	void (*notice)(const char *) = k == FMT_OK && !o->no_passphrase ? sign_pass_opts(o).notice : NULL;
+	if (notice)
+		notice(FMT_PASS_DERIVING);
 	if (k == FMT_OK)
 		k = fmt_ms_secret_text(&sec, o->no_passphrase ? NULL : pw.bytes, pw.len, &sec_text,
 				       &sec_len, &e);
-	fmt_progress_note_end(notice);
+	if (notice)
+		notice(NULL);
 	if (k == FMT_OK)
 		k = write_pair(o, pub_path, pub_text, pub_len, sec_path, sec_text, sec_len, &e);
 	int code = k == FMT_OK ? 0 : sign_fail(o, NULL, &e);
@@ -225,8 +225,7 @@ static char *sig_path_for(const char *file, const sign_opts *o)
  * replaced, a trusted comment is one line). */
 static char *default_trusted_comment(const char *file)
 {
-	const char *slash = strrchr(file, '/');
-	const char *base = slash ? slash + 1 : file;
+	const char *base = fmt_base_name(file);
 	size_t n = strlen(base) + 64;
 	char *tc = malloc(n);
 	if (!tc)

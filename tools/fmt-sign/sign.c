@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "fmt/out.h"
+#include "fmt/report.h"
 #include "fmt/registry.h"
 #include "fmt/table.h"
 #include "sign.h"

@@ -4,9 +4,12 @@
 #include "fmt/minisign.h"
 #include "fmt/bundle.h"
 #include "fmt/cli.h"
+#include "fmt/cli_keys.h"
 #include "fmt/crypto.h"
 #include "fmt/encrypt.h"
 #include "fmt/out.h"
+#include "fmt/prompt.h"
+#include "fmt/report.h"
 #include "fmt/registry.h"
 #include "verify.h"
 
@@ -179,6 +182,7 @@ int main(int argc, char **argv)
 	}
 	fmt_decrypt_keys dk;
 	fmt_keyset dec_keys = { 0 };
+	a.decrypt.ask = fmt_prompt_password;
 	fmt_kind dkk = fmt_decrypt_keys_load(&a.decrypt, &dk, &dec_keys, &e);
 	if (dkk != FMT_OK) {
 		fmt_check_keys_free(&ck);

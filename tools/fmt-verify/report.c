@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "fmt/out.h"
+#include "fmt/report.h"
 #include "fmt/registry.h"
 #include "verify.h"
 

@@ -6,9 +6,12 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fmt/cli_keys.h"
 #include "fmt/minisign.h"
 #include "fmt/pipeline.h"
 #include "fmt/progress.h"
+#include "fmt/prompt.h"
+#include "fmt/report.h"
 #include "fmt/thread.h"
 #include "wm.h"
 
@@ -355,6 +358,8 @@ fmt_kind wm_embed(const char *input, const char *output, const wm_opts *o, const
 				.schema_file = o->schema,
 				.model_hook = model_hook, .table_hook = table_hook, .hook_ctx = &c,
 				.tool = TOOL, .out = stdout, .err = stderr, .allow_expired = o->allow_expired };
+	fmt_cli_pipeline_reports(&co);
+	co.decrypt.ask = fmt_prompt_password; /* an encrypted dataset: its password from the terminal */
 	FILE *nowhere = NULL;
 	if (o->dry_run) {
 		nowhere = fopencookie(NULL, "w", (cookie_io_functions_t){ .write = write_nowhere });
@@ -364,9 +369,7 @@ fmt_kind wm_embed(const char *input, const char *output, const wm_opts *o, const
 	}
 	/* --sign-key: loaded (its passphrase asked) for a real run only */
 	fmt_ms_secret sec;
-	fmt_pass_opts pass = { .file = o->passphrase_file, .env = o->passphrase_env };
-	if (fmt_progress_wanted(stderr, o->common.quiet || o->common.json, o->common.no_progress))
-		pass.notice = stderr;
+	fmt_pass_opts pass = fmt_cli_pass_opts(o->passphrase_file, o->passphrase_env, &o->common);
 	fmt_kind k = o->sign_key && !o->dry_run ? fmt_ms_secret_load(o->sign_key, &pass, &sec, e) : FMT_OK;
 	if (k != FMT_OK) {
 		if (nowhere)

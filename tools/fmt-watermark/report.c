@@ -6,8 +6,10 @@
 #include <time.h>
 #include <unistd.h>
 #include <sodium.h>
+#include "fmt/cli_keys.h"
 #include "fmt/minisign.h"
 #include "fmt/out.h"
+#include "fmt/report.h"
 #include "fmt/progress.h"
 #include "wm.h"
 
@@ -251,9 +253,7 @@ static fmt_kind file_sha256(const char *path, char out[FMT_SHA256_HEX + 1], fmt_
 /* The Ed25519 secret key (minisign's format), decrypted with the passphrase when it has one. */
 static fmt_kind load_sign_key(const wm_opts *o, fmt_ms_secret *sec, fmt_err *e)
 {
-	fmt_pass_opts pass = { .file = o->passphrase_file, .env = o->passphrase_env };
-	if (fmt_progress_wanted(stderr, o->common.quiet || o->common.json, o->common.no_progress))
-		pass.notice = stderr;
+	fmt_pass_opts pass = fmt_cli_pass_opts(o->passphrase_file, o->passphrase_env, &o->common);
 	return fmt_ms_secret_load(o->sign_key, &pass, sec, e);
 }
 

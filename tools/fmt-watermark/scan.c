@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/out.h"
+#include "fmt/report.h"
 #include "fmt/registry.h"
 #include "fmt/thread.h"
 #include "wm.h"

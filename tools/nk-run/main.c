@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include "fmt/cli.h"
 #include "fmt/out.h"
+#include "fmt/report.h"
 #include "fmt/registry.h"
 #include "nkrun.h"
 

@@ -1,16 +1,20 @@
 /* APR metadata: the JSON object of both v2 layouts to and from model metadata. The model's
  * vocabulary for well-known facts is GGUF's (general.architecture, <arch>.block_count, ...), so
  * the keys the APR layouts name differently are translated here, both ways, and nowhere else. */
-#include <math.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "fmt/cli.h"
+#include "fmt/meta_json.h"
+#include "fmt/version.h"
 #include "fmt/out.h"
 #include "fmt/strbuf.h"
 #include "apr_internal.h"
 
-#define MAX_DEPTH 16
+/* Values as the reference writer (serde_json) lays them out; its readers stop at 2^63-1. */
+static const fmt_meta_json_style APR_JSON = {
+	.readers = "APR readers", .max_levels = 16, .key_shown = INT_MAX, .reals = FMT_REAL_SERDE,
+};
 
 /* A key of each layout and its model (GGUF) key; per_arch keys are "<arch>.<gguf>". */
 typedef struct key_map {
@@ -144,95 +148,6 @@ fmt_kind fmt_apr_meta_read(fmt_model *m, const char *text, size_t n, apr_layout 
 	else
 		json_decref(root);
 	return k;
-}
-
-/* ---- values to JSON ---- */
-
-/* The shortest decimal that reads back as the same float (f32 values as f32), laid out as
- * serde_json (ryu) writes it: 10000.0, 1.5, 0.00001, 1e-6, 1e16. */
-static void put_real(fmt_sb *b, double v, int as_f32)
-{
-	char sci[48], digits[24], out[64];
-	int p = 1;
-	for (; p <= 17; p++) {
-		snprintf(sci, sizeof sci, "%.*e", p - 1, v);
-		if (as_f32 ? strtof(sci, NULL) == (float)v : strtod(sci, NULL) == v)
-			break;
-	}
-	const char *s = sci;
-	size_t n = 0, o = 0;
-	if (*s == '-')
-		out[o++] = *s++;
-	for (; *s && *s != 'e'; s++)
-		if (*s != '.' && n < sizeof digits - 1)
-			digits[n++] = *s;
-	while (n > 1 && digits[n - 1] == '0')
-		n--;
-	digits[n] = '\0';
-	int kk = (*s == 'e' ? atoi(s + 1) : 0) + 1, k = kk - (int)n;
-	if (v == 0)
-		snprintf(out + o, sizeof out - o, "0.0");
-	else if (k >= 0 && kk <= 16)
-		snprintf(out + o, sizeof out - o, "%s%.*s.0", digits, k, "0000000000000000");
-	else if (kk > 0 && kk <= 16)
-		snprintf(out + o, sizeof out - o, "%.*s.%s", kk, digits, digits + kk);
-	else if (kk > -5 && kk <= 0)
-		snprintf(out + o, sizeof out - o, "0.%.*s%s", -kk, "00000", digits);
-	else if (n == 1)
-		snprintf(out + o, sizeof out - o, "%se%d", digits, kk - 1);
-	else
-		snprintf(out + o, sizeof out - o, "%c.%se%d", digits[0], digits + 1, kk - 1);
-	fmt_sb_puts(b, out);
-}
-
-static fmt_kind put_value(fmt_sb *b, const fmt_value *v, const char *key, int raw_json, int depth, fmt_err *e)
-{
-	switch (v->type) {
-	case FMT_V_STR:
-		if (memchr(v->v.str.ptr, 0, v->v.str.len) || !fmt_utf8_valid(v->v.str.ptr, v->v.str.len))
-			return fmt_fail(e, FMT_UNSUPPORTED, "metadata '%s': a string with a NUL byte or invalid UTF-8 cannot be stored",
-					key);
-		if (raw_json)
-			fmt_sb_put(b, v->v.str.ptr, v->v.str.len);
-		else
-			fmt_sb_json_str(b, v->v.str.ptr, v->v.str.len);
-		return FMT_OK;
-	case FMT_V_U8: case FMT_V_U16: case FMT_V_U32: case FMT_V_U64:
-		/* jansson, and so every APR reader of this toolkit, stops at 2^63-1 */
-		if (v->v.u > INT64_MAX)
-			return fmt_fail(e, FMT_UNSUPPORTED, "metadata '%s': %llu is above 2^63-1, which APR readers cannot hold",
-					key, (unsigned long long)v->v.u);
-		fmt_sb_u64(b, v->v.u);
-		return FMT_OK;
-	case FMT_V_I8: case FMT_V_I16: case FMT_V_I32: case FMT_V_I64:
-		fmt_sb_i64(b, v->v.i);
-		return FMT_OK;
-	case FMT_V_F32: case FMT_V_F64:
-		if (!isfinite(v->v.f))
-			return fmt_fail(e, FMT_UNSUPPORTED, "metadata '%s': NaN and infinities cannot be stored in JSON", key);
-		put_real(b, v->v.f, v->type == FMT_V_F32);
-		return FMT_OK;
-	case FMT_V_BOOL:
-		fmt_sb_puts(b, v->v.b ? "true" : "false");
-		return FMT_OK;
-	case FMT_V_ARRAY:
-		if (depth >= MAX_DEPTH)
-			return fmt_fail(e, FMT_UNSUPPORTED, "metadata '%s': arrays nested deeper than %d levels", key,
-					MAX_DEPTH);
-		fmt_sb_put(b, "[", 1);
-		for (uint64_t i = 0; i < v->v.arr.count; i++) {
-			if (i)
-				fmt_sb_put(b, ",", 1);
-			/* items of scalar arrays may be held packed (items NULL): read them one by one */
-			fmt_value item = fmt_array_item(v, i);
-			fmt_kind k = put_value(b, &item, key, 0, depth + 1, e);
-			if (k != FMT_OK)
-				return k;
-		}
-		fmt_sb_put(b, "]", 1);
-		return FMT_OK;
-	}
-	return fmt_fail(e, FMT_INTERNAL, "metadata '%s': unknown value type", key);
 }
 
 /* ---- model metadata to layout keys ---- */
@@ -397,15 +312,8 @@ static int is_object_text(const fmt_value *v)
 static fmt_kind emit_entry(fmt_sb *b, int *first, const char *key, const fmt_value *v, apr_layout l,
 			   fmt_err *e)
 {
-	if (!fmt_utf8_valid(key, strlen(key)))
-		return fmt_fail(e, FMT_UNSUPPORTED, "metadata key '%s' is not valid UTF-8", key);
-	if (!*first)
-		fmt_sb_put(b, ",", 1);
-	*first = 0;
-	fmt_sb_json_str(b, key, strlen(key));
-	fmt_sb_put(b, ":", 1);
 	int raw = l == APR_APRENDER && in_list(AP_OBJECTS, key) && is_object_text(v);
-	return put_value(b, v, key, raw, 0, e);
+	return fmt_meta_json_member(b, first, key, v, raw ? FMT_META_JSON_RAW : 0, &APR_JSON, e);
 }
 
 fmt_kind fmt_apr_meta_write(const fmt_model *m, apr_layout l, int stamp, const char *extra, char **text,

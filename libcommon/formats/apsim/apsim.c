@@ -24,10 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/checked.h"
+#include "fmt/json_text.h"
 #include "fmt/out.h"
 #include "fmt/qtensor.h"
 #include "fmt/safetensors.h"
-#include "fmt/progress.h"
+#include "fmt/meter.h"
 #include "apsim_internal.h"
 
 #define NM APSIM_NM
@@ -99,16 +100,11 @@ void fmt_apsim_signature_parts(const char *sig, const char **kind, size_t *kind_
 
 int fmt_apsim_json_too_deep(const char *s, size_t n, int limit)
 {
-	int depth = 0, in_string = 0;
+	int depth = 0;
 	for (size_t i = 0; i < n; i++) {
 		char c = s[i];
-		if (in_string) {
-			if (c == '\\')
-				i++;
-			else if (c == '"')
-				in_string = 0;
-		} else if (c == '"') {
-			in_string = 1;
+		if (c == '"') {
+			i = fmt_json_string_end(s, n, i, 0, NULL);
 		} else if (c == '[' || c == '{') {
 			if (++depth > limit)
 				return 1;
@@ -593,30 +589,21 @@ static int jw_fail(jwalk *w, const char *p, const char *why)
 
 static const char *jw_ws(const char *p, const char *end)
 {
-	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
-		p++;
-	return p;
+	return p + fmt_json_skip_ws(p, (size_t)(end - p), 0);
 }
 
 /* p at '"': past the closing quote. A string with escapes is checked by jansson (surrogates,
  * \u0000); *escaped says so. */
 static int jw_string(jwalk *w, const char **pp, int *escaped)
 {
-	const char *p = *pp + 1;
+	size_t n = (size_t)(w->end - *pp);
 	int esc = 0;
-	for (; p < w->end; p++) {
-		unsigned char c = (unsigned char)*p;
-		if (c == '"')
-			break;
-		if (c < 0x20)
-			return jw_fail(w, p, "control character in a string");
-		if (c == '\\') {
-			esc = 1;
-			p++;
-		}
-	}
-	if (p >= w->end)
+	size_t end = fmt_json_string_end(*pp, n, 0, 1, &esc);
+	const char *p = *pp + end;
+	if (end == n)
 		return jw_fail(w, *pp, "unterminated string");
+	if (*p != '"')
+		return jw_fail(w, p, "control character in a string");
 	p++;
 	if (esc) {
 		json_error_t je;
@@ -1332,18 +1319,11 @@ fmt_kind fmt_apsim_table(const fmt_model *m, char **table, size_t *len, fmt_err 
 
 /* ---- driver ---- */
 
-static int skip_ws(const uint8_t *p, size_t n, size_t i)
-{
-	while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n'))
-		i++;
-	return (int)i;
-}
-
 /* 95 if the header bytes seen (span of them, a JSON object) hold the Apsi format key. */
 static int ap_probe_header(const uint8_t *header, size_t span)
 {
 	static const char needle[] = "\"format\":\"apsi-model\"";
-	size_t i = (size_t)skip_ws(header, span, 0);
+	size_t i = fmt_json_skip_ws((const char *)header, span, 0);
 	if (i >= span || header[i] != '{')
 		return 0;
 	return memmem(header, span, needle, sizeof needle - 1) ? 95 : 0;
@@ -1528,7 +1508,7 @@ const fmt_driver fmt_driver_apsim = {
 	.write_sharded = fmt_apsim_write_sharded,
 	.shard_limits = FMT_APSIM_SHARD_LIMITS,
 	.default_shard_bytes = 4000000000ull,   /* Apsi's shard="4GB" */
-	.sign_in_place = fmt_apsim_sign_in_place,
+	.sign_in_place = fmt_apsim_sign_file_in_place,
 	.signature = fmt_apsim_signature_of,
 	.close = ap_close,
 	.describe = ap_describe,

@@ -13,9 +13,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "fmt/checked.h"
+#include "fmt/json_text.h"
 #include "fmt/safetensors.h"
 #include "fmt/thread.h"
-#include "fmt/progress.h"
+#include "fmt/meter.h"
 #include "apsim_internal.h"
 
 #define NM APSIM_NM
@@ -144,9 +145,7 @@ fmt_kind fmt_apsim_index_parse(const char *json, size_t len, fmt_apsim_index *ix
 static int ai_probe(const uint8_t *head, size_t n, uint64_t file_size)
 {
 	(void)file_size;
-	size_t i = 0;
-	while (i < n && (head[i] == ' ' || head[i] == '\t' || head[i] == '\r' || head[i] == '\n'))
-		i++;
+	size_t i = fmt_json_skip_ws((const char *)head, n, 0);
 	if (i >= n || head[i] != '{' || !memmem(head, n, "\"apsi-model\"", 12))
 		return 0;
 	return memmem(head, n, "\"shard_sha256\"", 14) || memmem(head, n, "\"weight_map\"", 12) ? 85 : 0;
@@ -463,7 +462,7 @@ const fmt_driver fmt_driver_apsim_index = {
 	.caps = FMT_CAP_TYPED_META | FMT_CAP_ENCODED | FMT_CAP_UNITS | FMT_CAP_SIGNATURES | FMT_CAP_ED25519 | FMT_CAP_ED25519_SIGN,
 	.file_driver = &fmt_driver_apsim,
 	.write = NULL,
-	.sign_in_place = fmt_apsim_sign_in_place,
+	.sign_in_place = fmt_apsim_sign_set_in_place,
 	.signature = fmt_apsim_signature_of,
 	.close = ai_close,
 	.describe = ai_describe,

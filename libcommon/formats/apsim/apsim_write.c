@@ -18,11 +18,11 @@
  *    (a compressed tensor's codes and scales counted together, placed at the first of the
  *    two) would take the shard above max_bytes; a larger tensor gets a shard of its own.
  *    Shards carry no signature (the index does). */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "fmt/checked.h"
+#include "fmt/meta_json.h"
 #include "fmt/out.h"
 #include "fmt/qtensor.h"
 #include "fmt/safetensors.h"
@@ -31,65 +31,12 @@
 
 #define NM APSIM_NM
 
-/* ---- JSON values ---- */
-
-static void sb_real(fmt_sb *b, double v)
-{
-	char tmp[40];
-	for (int p = 1; p <= 17; p++) {
-		snprintf(tmp, sizeof tmp, "%.*g", p, v);
-		if (strtod(tmp, NULL) == v)
-			break;
-	}
-	fmt_sb_puts(b, tmp);
-	if (!strpbrk(tmp, ".eE"))
-		fmt_sb_puts(b, ".0");
-}
-
-static fmt_kind sb_value(fmt_sb *b, const fmt_value *v, const char *key, int depth, fmt_err *e)
-{
-	switch (v->type) {
-	case FMT_V_STR:
-		if (memchr(v->v.str.ptr, 0, v->v.str.len) || !fmt_utf8_valid(v->v.str.ptr, v->v.str.len))
-			return fmt_fail(e, FMT_UNSUPPORTED, "metadata " NM ": a string with a NUL byte or invalid UTF-8 cannot be stored",
-					key);
-		fmt_sb_json_str(b, v->v.str.ptr, v->v.str.len);
-		return FMT_OK;
-	case FMT_V_U8: case FMT_V_U16: case FMT_V_U32: case FMT_V_U64:
-		if (v->v.u > INT64_MAX)
-			return fmt_fail(e, FMT_UNSUPPORTED, "metadata " NM ": %llu is above 2^63-1, which .apsim readers cannot hold",
-					key, (unsigned long long)v->v.u);
-		fmt_sb_u64(b, v->v.u);
-		return FMT_OK;
-	case FMT_V_I8: case FMT_V_I16: case FMT_V_I32: case FMT_V_I64:
-		fmt_sb_i64(b, v->v.i);
-		return FMT_OK;
-	case FMT_V_F32: case FMT_V_F64:
-		if (!isfinite(v->v.f))
-			return fmt_fail(e, FMT_UNSUPPORTED, "metadata " NM ": NaN and infinities cannot be stored in JSON", key);
-		sb_real(b, v->v.f);
-		return FMT_OK;
-	case FMT_V_BOOL:
-		fmt_sb_puts(b, v->v.b ? "true" : "false");
-		return FMT_OK;
-	case FMT_V_ARRAY:
-		if (depth >= APSIM_MAX_DEPTH)
-			return fmt_fail(e, FMT_UNSUPPORTED, "metadata " NM ": arrays nested deeper than %d levels", key,
-					APSIM_MAX_DEPTH - 1);
-		fmt_sb_put(b, "[", 1);
-		for (uint64_t i = 0; i < v->v.arr.count; i++) {
-			if (i)
-				fmt_sb_put(b, ",", 1);
-			fmt_value item = fmt_array_item(v, i);
-			fmt_kind k = sb_value(b, &item, key, depth + 1, e);
-			if (k != FMT_OK)
-				return k;
-		}
-		fmt_sb_put(b, "]", 1);
-		return FMT_OK;
-	}
-	return fmt_fail(e, FMT_INTERNAL, "metadata " NM ": unknown value type", key);
-}
+/* Reals as printf's shortest %g that reads back; arrays nested up to one level less than the
+ * readers' JSON nesting limit (the metadata object is the first). */
+static const fmt_meta_json_style APSIM_JSON = {
+	.readers = ".apsim readers", .max_levels = APSIM_MAX_DEPTH - 1, .key_shown = 200,
+	.reals = FMT_REAL_PRINTF,
+};
 
 static int cmp_meta_ptr(const void *a, const void *b)
 {
@@ -118,21 +65,14 @@ static fmt_kind metadata_json(const fmt_model *m, char **out, fmt_err *e)
 	qsort(md, m->n_meta, sizeof *md, cmp_meta_ptr);
 	fmt_sb b = { 0 };
 	fmt_kind k = FMT_OK;
+	int first = 1;
 	fmt_sb_put(&b, "{", 1);
 	for (size_t i = 0; i < m->n_meta && k == FMT_OK; i++) {
 		if (i && strcmp(md[i - 1]->key, md[i]->key) == 0) {
 			k = fmt_fail(e, FMT_INVALID_FORMAT, "duplicate metadata key " NM, md[i]->key);
 			break;
 		}
-		if (!fmt_utf8_valid(md[i]->key, strlen(md[i]->key))) {
-			k = fmt_fail(e, FMT_UNSUPPORTED, "metadata key " NM " is not valid UTF-8", md[i]->key);
-			break;
-		}
-		if (i)
-			fmt_sb_put(&b, ",", 1);
-		fmt_sb_json_str(&b, md[i]->key, strlen(md[i]->key));
-		fmt_sb_put(&b, ":", 1);
-		k = sb_value(&b, &md[i]->val, md[i]->key, 1, e);
+		k = fmt_meta_json_member(&b, &first, md[i]->key, &md[i]->val, 0, &APSIM_JSON, e);
 	}
 	fmt_sb_put(&b, "}", 1);
 	free(md);
@@ -694,12 +634,6 @@ fmt_kind fmt_apsim_plan_shards(const fmt_model *m, const char *prefix, const fmt
 	return fmt_shard_plan_make(m, &apsim_rules, prefix, l, p, e);
 }
 
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-	return s ? s + 1 : path;
-}
-
 typedef struct set_plan {
 	const fmt_model *m;
 	const fmt_write_opts *o;
@@ -801,7 +735,7 @@ static fmt_kind take_plan(set_plan *p, fmt_err *e)
 	if (!p->shard_of || !p->names || !p->shas)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	for (size_t s = 0; s < sp->n_shards; s++) {
-		p->names[s] = base_name(sp->shards[s].path);
+		p->names[s] = fmt_base_name(sp->shards[s].path);
 		for (size_t i = 0; i < sp->shards[s].count; i++)
 			p->shard_of[sp->shards[s].members[i]] = s;
 	}
@@ -919,21 +853,17 @@ static fmt_kind resign_index(fmt_model *m, const fmt_keyset *key, fmt_err *e)
 	return r;
 }
 
-fmt_kind fmt_apsim_sign_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e)
+/* Open path with d (the driver that found it: a checkpoint or an index), verify, re-sign. */
+static fmt_kind sign_in_place(const fmt_driver *d, const char *path, const fmt_keyset *keys, int threads,
+			      fmt_err *e)
 {
 	fmt_model m;
 	const fmt_keyset *key = keys;
 	if (!fmt_apsim_keys_sign(keys))
 		return fmt_fail(e, FMT_USAGE, "signing needs an HMAC key or an Ed25519 secret key");
-	fmt_kind r = fmt_model_open(&m, path, NULL, e);
+	fmt_kind r = fmt_model_open_with(&m, path, d, e);
 	if (r != FMT_OK)
 		return r;
-	if (m.driver != &fmt_driver_apsim && m.driver != &fmt_driver_apsim_index) {
-		fmt_err_file(e, path);
-		r = fmt_fail(e, FMT_USAGE, "not an Apsi checkpoint or shard set (found %s)", m.driver->name);
-		fmt_model_free(&m);
-		return r;
-	}
 	fmt_verify_opts vo = { .threads = threads };
 	r = fmt_model_verify(&m, &vo, e);
 	if (r == FMT_OK)
@@ -942,4 +872,14 @@ fmt_kind fmt_apsim_sign_in_place(const char *path, const fmt_keyset *keys, int t
 		fmt_err_file(e, path);
 	fmt_model_free(&m);
 	return r;
+}
+
+fmt_kind fmt_apsim_sign_file_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e)
+{
+	return sign_in_place(&fmt_driver_apsim, path, keys, threads, e);
+}
+
+fmt_kind fmt_apsim_sign_set_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e)
+{
+	return sign_in_place(&fmt_driver_apsim_index, path, keys, threads, e);
 }

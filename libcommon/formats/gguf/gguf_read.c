@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/checked.h"
+#include "fmt/half.h"
 #include "fmt/gguf.h"
 #include "fmt/out.h"
 #include "gguf_internal.h"
@@ -226,18 +227,8 @@ static fmt_kind rd_scalar(rd *r, uint32_t type, fmt_value *v, const char *key)
 	case FMT_V_I32: v->v.i = (int32_t)fmt_rd_u32(b); break;
 	case FMT_V_U64: v->v.u = fmt_rd_u64(b); break;
 	case FMT_V_I64: v->v.i = (int64_t)fmt_rd_u64(b); break;
-	case FMT_V_F32: {
-		uint32_t bits = fmt_rd_u32(b);
-		float f;
-		memcpy(&f, &bits, sizeof f);
-		v->v.f = f;
-		break;
-	}
-	case FMT_V_F64: {
-		uint64_t bits = fmt_rd_u64(b);
-		memcpy(&v->v.f, &bits, sizeof v->v.f);
-		break;
-	}
+	case FMT_V_F32: v->v.f = fmt_bits_f32(fmt_rd_u32(b)); break;
+	case FMT_V_F64: v->v.f = fmt_bits_f64(fmt_rd_u64(b)); break;
 	case FMT_V_BOOL:
 		if (b[0] > 1)
 			return fmt_fail(r->e, FMT_INVALID_FORMAT,

@@ -307,14 +307,9 @@ static fmt_kind shard_meta(const fmt_model *m, size_t i, size_t n_shards, fmt_me
 	return FMT_OK;
 }
 
-typedef struct gguf_set {
-	const fmt_model *m;
-	const fmt_shard_plan *p;
-} gguf_set;
-
 static fmt_kind write_shard(void *ctx, size_t i, fmt_sink *k, fmt_err *e)
 {
-	const gguf_set *set = ctx;
+	const fmt_shard_set *set = ctx;
 	const fmt_shard *s = &set->p->shards[i];
 	fmt_meta *meta = NULL;
 	size_t n_meta = 0;
@@ -335,14 +330,6 @@ static fmt_kind write_shard(void *ctx, size_t i, fmt_sink *k, fmt_err *e)
 fmt_kind fmt_gguf_write_sharded(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
 				const fmt_write_opts *o, char ***paths, size_t *n_paths, fmt_err *e)
 {
-	fmt_shard_plan p;
-	*paths = NULL;
-	*n_paths = 0;
-	fmt_kind r = fmt_gguf_plan_shards(m, prefix, l, &p, e);
-	if (r != FMT_OK)
-		return r;
-	gguf_set set = { m, &p };
-	r = fmt_shard_write_plan(&p, o ? o->sink_flags : 0, write_shard, &set, paths, n_paths, e);
-	fmt_shard_plan_free(&p);
-	return r;
+	return fmt_shard_write_model(m, prefix, l, o ? o->sink_flags : 0, fmt_gguf_plan_shards, write_shard, paths,
+				     n_paths, e);
 }

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/checked.h"
+#include "fmt/half.h"
 #include "fmt/nk.h"
 
 #define MAX_ACTIVATION (1u << 26) /* 64 Mi values: 56x56x960 is 3 Mi */
@@ -33,10 +34,7 @@ static const uint32_t record_size[15] = { 0, 16, 24, 16, 4, 16, 12, 24, 16, 24, 
 
 float fmt_nk_rd_f32(const uint8_t *p)
 {
-	uint32_t u = fmt_rd_u32(p);
-	float f;
-	memcpy(&f, &u, sizeof f);
-	return f;
+	return fmt_bits_f32(fmt_rd_u32(p));
 }
 
 static int32_t rd_i32(const uint8_t *p)

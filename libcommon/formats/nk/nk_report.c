@@ -1,6 +1,7 @@
 /* Reports of a parsed .nk model: upstream's "Network Summary" (§15.2) and the JSON form. */
 #include <math.h>
 #include <string.h>
+#include "fmt/io.h"
 #include "fmt/nk.h"
 #include "fmt/out.h"
 
@@ -10,8 +11,7 @@ static const char rule_dash[] = "-----------------------------------------------
 /* "test_mlp" for "dir/test_mlp.nk": no directory, no last extension. */
 static void print_stem(FILE *f, const char *path)
 {
-	const char *slash = strrchr(path, '/');
-	const char *name = slash ? slash + 1 : path;
+	const char *name = fmt_base_name(path);
 	const char *dot = strrchr(name, '.');
 	size_t n = dot && dot != name ? (size_t)(dot - name) : strlen(name);
 	fmt_out_escaped(f, name, n);

@@ -25,6 +25,7 @@
 #include <jansson.h>
 #include "fmt/checked.h"
 #include "fmt/dtype.h"
+#include "fmt/json_text.h"
 #include "fmt/out.h"
 #include "fmt/safetensors.h"
 #include "fmt/strbuf.h"
@@ -45,11 +46,6 @@ typedef struct st_entry {
 	uint64_t begin, end;
 } st_entry;
 
-static int json_ws(uint8_t c)
-{
-	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
 /* ---- probe ---- */
 
 static int st_probe(const uint8_t *head, size_t n, uint64_t file_size)
@@ -59,9 +55,7 @@ static int st_probe(const uint8_t *head, size_t n, uint64_t file_size)
 	uint64_t len = fmt_rd_u64(head);
 	if (len < 2)
 		return 0;
-	size_t i = 8;
-	while (i < n && json_ws(head[i]))
-		i++;
+	size_t i = fmt_json_skip_ws((const char *)head, n, 8);
 	if (i < n && head[i] == '{')
 		return len <= FMT_ST_HEADER_MAX ? 90 : 40; /* oversized: open says what is wrong */
 	/* A length that fits the file but a header not starting with '{' (a BOM, a JSON array):
@@ -117,20 +111,12 @@ static fmt_kind fail_duplicate(const char *h, size_t n, const json_error_t *je, 
  * "-0" into 0, so the sign has to be found in the text. */
 static fmt_kind reject_signs(const char *h, size_t n, fmt_err *e)
 {
-	int in_string = 0;
 	for (size_t i = 0; i < n; i++) {
-		char c = h[i];
-		if (in_string) {
-			if (c == '\\')
-				i++;
-			else if (c == '"')
-				in_string = 0;
-		} else if (c == '"') {
-			in_string = 1;
-		} else if (c == '-') {
+		if (h[i] == '"')
+			i = fmt_json_string_end(h, n, i, 0, NULL);
+		else if (h[i] == '-')
 			return fmt_fail(e, FMT_INVALID_FORMAT,
 					"negative number at header byte %zu (only non-negative integers are allowed)", i);
-		}
 	}
 	return FMT_OK;
 }
@@ -309,23 +295,11 @@ typedef struct st_scan {
 	int has_bad;
 } st_scan;
 
-static size_t skip_ws(const char *h, size_t n, size_t i)
-{
-	while (i < n && json_ws((uint8_t)h[i]))
-		i++;
-	return i;
-}
-
 /* h[i] is '"': the index just past the closing quote, or n + 1 when there is none. */
 static size_t skip_string(const char *h, size_t n, size_t i)
 {
-	for (i++; i < n; i++) {
-		if (h[i] == '\\')
-			i++;
-		else if (h[i] == '"')
-			return i + 1;
-	}
-	return n + 1;
+	size_t end = fmt_json_string_end(h, n, i, 0, NULL);
+	return end < n ? end + 1 : n + 1;
 }
 
 /* The end of the value starting at h[i], following only strings and brackets (jansson checks
@@ -348,7 +322,7 @@ static size_t skip_value(const char *h, size_t n, size_t i)
 			i++;
 			if (--depth == 0)
 				return i;
-		} else if (depth == 0 && (c == ',' || json_ws((uint8_t)c))) {
+		} else if (depth == 0 && (c == ',' || fmt_json_ws((unsigned char)c))) {
 			return i;
 		} else {
 			i++;
@@ -480,9 +454,9 @@ static fmt_kind reject_duplicate_names(const st_scan *sc, fmt_err *e)
 static fmt_kind scan_members(st_scan *sc, fmt_err *e)
 {
 	const char *h = sc->h;
-	size_t n = sc->n, i = skip_ws(h, n, 1);
+	size_t n = sc->n, i = fmt_json_skip_ws(h, n, 1);
 	if (i < n && h[i] == '}')
-		return skip_ws(h, n, i + 1) == n ? FMT_OK : bad_json(skip_ws(h, n, i + 1), "end of file expected", e);
+		return (i = fmt_json_skip_ws(h, n, i + 1)) == n ? FMT_OK : bad_json(i, "end of file expected", e);
 	for (;;) {
 		if (i >= n || h[i] != '"')
 			return bad_json(i, "string or '}' expected", e);
@@ -494,28 +468,28 @@ static fmt_kind scan_members(st_scan *sc, fmt_err *e)
 		if (k != FMT_OK)
 			return k;
 		size_t key_at = i;
-		i = skip_ws(h, n, key_end);
+		i = fmt_json_skip_ws(h, n, key_end);
 		if (i >= n || h[i] != ':') {
 			free(key);
 			return bad_json(i, "':' expected", e);
 		}
-		size_t from = skip_ws(h, n, i + 1), to = skip_value(h, n, from);
+		size_t from = fmt_json_skip_ws(h, n, i + 1), to = skip_value(h, n, from);
 		if (to > n || to == from) {
 			free(key);
 			return bad_json(from, "unexpected end of the header or an invalid value", e);
 		}
 		if ((k = take_member(sc, key, key_at, from, to, e)) != FMT_OK)
 			return k;
-		i = skip_ws(h, n, to);
+		i = fmt_json_skip_ws(h, n, to);
 		if (i < n && h[i] == ',') {
-			i = skip_ws(h, n, i + 1);
+			i = fmt_json_skip_ws(h, n, i + 1);
 			continue;
 		}
 		if (i < n && h[i] == '}')
 			break;
 		return bad_json(i, "',' or '}' expected", e);
 	}
-	i = skip_ws(h, n, i + 1);
+	i = fmt_json_skip_ws(h, n, i + 1);
 	return i == n ? FMT_OK : bad_json(i, "end of file expected", e);
 }
 
@@ -541,7 +515,7 @@ static fmt_kind parse_header(const char *h, size_t n, st_scan *sc, fmt_err *e)
 	}
 	if (n == 0 || h[0] != '{')
 		return fmt_fail(e, FMT_INVALID_FORMAT, "header must begin with '{' (found %s)",
-				n == 0 ? "an empty header" : json_ws((uint8_t)h[0]) ? "whitespace" : "another byte");
+				n == 0 ? "an empty header" : fmt_json_ws((unsigned char)h[0]) ? "whitespace" : "another byte");
 	/* A sign is found in the text (jansson turns "-0" into 0); before the members, so that it
 	 * is named as such rather than as a bad value. */
 	fmt_kind k = reject_signs(h, n, e);

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <jansson.h>
 #include "fmt/checked.h"
+#include "fmt/json_text.h"
 #include "fmt/out.h"
 #include "fmt/safetensors.h"
 
@@ -23,17 +24,10 @@ typedef struct ix_state {
 	uint64_t total_size;
 } ix_state;
 
-static int json_ws(uint8_t c)
-{
-	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
 static int ix_probe(const uint8_t *head, size_t n, uint64_t file_size)
 {
 	(void)file_size;
-	size_t i = 0;
-	while (i < n && json_ws(head[i]))
-		i++;
+	size_t i = fmt_json_skip_ws((const char *)head, n, 0);
 	if (i >= n || head[i] != '{')
 		return 0;
 	return memmem(head, n, "weight_map", 10) ? 80 : 0;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/checked.h"
+#include "fmt/io.h"
 #include "fmt/safetensors.h"
 
 static const fmt_shard_rules st_rules = {
@@ -22,17 +23,6 @@ fmt_kind fmt_st_plan_shards(const fmt_model *m, const char *prefix, const fmt_sh
 {
 	return fmt_shard_plan_make(m, &st_rules, prefix, l, p, e);
 }
-
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	return slash ? slash + 1 : path;
-}
-
-typedef struct st_set {
-	const fmt_model *m;
-	const fmt_shard_plan *p;
-} st_set;
 
 static fmt_kind write_shard(const fmt_model *m, const fmt_shard *s, fmt_sink *k, fmt_err *e)
 {
@@ -58,7 +48,7 @@ static fmt_kind write_index(const fmt_model *m, const fmt_shard_plan *p, fmt_sin
 		for (size_t i = 0; i < p->shards[s].count && r == FMT_OK; i++) {
 			const fmt_tensor *t = &m->tensors[p->shards[s].members[i]];
 			names[n] = t->name;
-			files[n++] = base_name(p->shards[s].path);
+			files[n++] = fmt_base_name(p->shards[s].path);
 			if (fmt_add_u64(total, t->nbytes, &total))
 				r = fmt_fail(e, FMT_UNSUPPORTED, "total tensor size overflows 64 bits");
 		}
@@ -74,7 +64,7 @@ static fmt_kind write_index(const fmt_model *m, const fmt_shard_plan *p, fmt_sin
 
 static fmt_kind write_file(void *ctx, size_t i, fmt_sink *k, fmt_err *e)
 {
-	const st_set *set = ctx;
+	const fmt_shard_set *set = ctx;
 	if (i < set->p->n_shards)
 		return write_shard(set->m, &set->p->shards[i], k, e);
 	return write_index(set->m, set->p, k, e);
@@ -83,14 +73,6 @@ static fmt_kind write_file(void *ctx, size_t i, fmt_sink *k, fmt_err *e)
 fmt_kind fmt_st_write_sharded(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
 			      const fmt_write_opts *o, char ***out_paths, size_t *n_out, fmt_err *e)
 {
-	fmt_shard_plan p;
-	*out_paths = NULL;
-	*n_out = 0;
-	fmt_kind r = fmt_st_plan_shards(m, prefix, l, &p, e);
-	if (r != FMT_OK)
-		return r;
-	st_set set = { m, &p };
-	r = fmt_shard_write_plan(&p, o ? o->sink_flags : 0, write_file, &set, out_paths, n_out, e);
-	fmt_shard_plan_free(&p);
-	return r;
+	return fmt_shard_write_model(m, prefix, l, o ? o->sink_flags : 0, fmt_st_plan_shards, write_file, out_paths,
+				     n_out, e);
 }

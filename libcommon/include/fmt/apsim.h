@@ -56,8 +56,10 @@ fmt_kind fmt_apsim_write_sharded(const fmt_model *m, const char *prefix, const f
 				 const fmt_write_opts *o, char ***out_paths, size_t *n_out, fmt_err *e);
 /* Sign an existing file or set in place, atomically (fmt-sign sign): a single file is
  * rewritten with the signature key (data unchanged, header re-padded); an index gets its
- * metadata.signature. The digests are verified first. */
-fmt_kind fmt_apsim_sign_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e);
+ * metadata.signature. The digests are verified first. The sign_in_place of fmt_driver_apsim
+ * and of fmt_driver_apsim_index: fmt_sign_in_place calls the one that found the file. */
+fmt_kind fmt_apsim_sign_file_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e);
+fmt_kind fmt_apsim_sign_set_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e);
 
 /* The signature an Apsi model carries (the drivers' signature hook), NULL when unsigned. */
 const char *fmt_apsim_signature_of(const fmt_model *m);

@@ -10,19 +10,6 @@
 #include "fmt/strbuf.h"
 #include "fmt/table.h"
 
-/* A field's type for display: "int32", "timestamp[ms, UTC]", "fixed_size_list<float32>[4]",
- * or the name of a type fmtkit does not convert ("decimal128(10, 2)"). */
-void fmt_field_type_name(const fmt_field *f, char *buf, size_t n);
-/* The first field whose type this build cannot convert, or NULL. */
-const fmt_field *fmt_schema_unsupported(const fmt_schema *s);
-/* SchemaMismatch naming the first difference (field count, name, type, nullability). */
-fmt_kind fmt_schema_expect(const fmt_schema *want, const fmt_schema *got, fmt_err *e);
-
-/* Rows [start, start + count) of src as dst: fixed-width values point into src (keep it alive),
- * bitmaps and string offsets are copied so that they start at row 0. */
-fmt_kind fmt_batch_slice(const fmt_schema *s, const fmt_batch *src, uint64_t start, uint64_t count,
-			 fmt_batch *dst, fmt_err *e);
-
 /* Reads an IPC stream or an IPC file (ARROW1 magic; the footer lists the batches) in memory.
  * Every message, offset and buffer is checked against the bytes there. */
 typedef struct fmt_ipc_reader {

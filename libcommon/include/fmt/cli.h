@@ -86,7 +86,7 @@ int fmt_cpu_count(void);
  * -q/--quiet, -v/--verbose and -T/--threads are listed by the tool (in its own words) and
  * handled by the runner into fmt_cli.common; every other option goes to on_option.
  * Key options: list them with the ids FMT_OPT_HMAC_KEY, FMT_OPT_SECRET_FILE, ... and call
- * fmt_cli_key_option(id, arg, &keys) (fmt/crypto.h) first thing in on_option.
+ * fmt_cli_key_option(id, arg, &keys) (fmt/cli_keys.h) first thing in on_option.
  * Subcommands: .commands = { { "split", "cut a model" }, ..., { NULL, NULL } }; the runner
  * takes the first operand as the subcommand (cli.command is its index, cli.operands follow
  * it) and refuses an option whose .commands mask (bit i = commands[i]) lacks it.

@@ -100,10 +100,16 @@ fmt_kind fmt_hmac_keygen(const char *path, int rotate, fmt_hmac_key *out, fmt_er
 fmt_kind fmt_hmac_key_load(const char *path, fmt_hmac_key *out, fmt_err *e);
 
 /* A shared secret, never from the command line: from a file (one trailing newline removed),
- * an environment variable the user names, or a no-echo prompt on the terminal. */
+ * an environment variable the user names, or a no-echo prompt on the terminal (the CLI
+ * layer's fmt_secret_from_prompt, fmt/prompt.h, which tools hand in as a hook). */
 fmt_kind fmt_secret_from_file(const char *path, fmt_hmac_key *out, fmt_err *e);
 fmt_kind fmt_secret_from_env(const char *name, fmt_hmac_key *out, fmt_err *e);
-fmt_kind fmt_secret_from_prompt(const char *prompt, fmt_hmac_key *out, fmt_err *e);
+/* A secret of len bytes in fresh sodium_malloc memory, for the caller to fill (id "shared"). */
+fmt_kind fmt_secret_alloc(size_t len, fmt_hmac_key *out, fmt_err *e);
+
+/* How a secret is asked for at the terminal (fmt_secret_from_prompt of the CLI layer): fills
+ * out with what was typed after prompt. */
+typedef fmt_kind (*fmt_secret_prompt_fn)(const char *prompt, fmt_hmac_key *out, fmt_err *e);
 
 /* The key options shared by fmt-verify, fmt-convert --sign and fmt-sign sign:
  *   --hmac-key            the per-user key
@@ -115,14 +121,11 @@ typedef struct fmt_key_opts {
 	int hmac_key;
 	const char *secret_file;
 	const char *secret_env;
-	int secret_prompt;
+	fmt_secret_prompt_fn secret_prompt;  /* --secret-prompt: how to ask (fmt_cli_key_option sets it) */
 } fmt_key_opts;
 
 /* 1 if any key option was given. */
 int fmt_key_opts_given(const fmt_key_opts *o);
-/* Handle a key option (the ids FMT_OPT_HMAC_KEY... of fmt/cli.h, given to a tool's on_option);
- * returns 1 if c was one, 0 if not. */
-int fmt_cli_key_option(int c, const char *arg, fmt_key_opts *o);
 /* Load the key the options name. */
 fmt_kind fmt_key_from_opts(const fmt_key_opts *o, fmt_hmac_key *out, fmt_err *e);
 

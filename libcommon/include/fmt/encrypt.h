@@ -7,7 +7,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "fmt/cli.h"
 #include "fmt/crypto.h"
 #include "fmt/err.h"
 #include "fmt/minisign.h"
@@ -31,8 +30,6 @@ typedef struct fmt_password {
 void fmt_password_free(fmt_password *p);
 fmt_kind fmt_password_from_file(const char *path, fmt_password *out, fmt_err *e);
 fmt_kind fmt_password_from_env(const char *name, fmt_password *out, fmt_err *e);
-/* A no-echo prompt on the terminal (UsageError when there is none). */
-fmt_kind fmt_password_from_prompt(const char *prompt, fmt_password *out, fmt_err *e);
 
 /* Argon2id v0x13, m = 19456 KiB, t = 2, p = 1, 32-byte output (alimentar's parameters). */
 fmt_kind fmt_argon2id_key(const fmt_password *pw, const uint8_t salt[FMT_ARGON2_SALT],
@@ -68,39 +65,31 @@ fmt_kind fmt_x25519_secret_load(const char *path, fmt_x25519_pair *out, fmt_err 
 
 /* The options that name a password or identity for reading encrypted data:
  *   --password-file FILE   --password-env NAME   --identity SECKEY
- * and the terminal when none is given (fmt_decrypt_keys_prompt). */
+ * (their option-table entries: FMT_CLI_DECRYPT_OPTIONS, fmt/cli_keys.h), and how to ask for a
+ * password when none is given (fmt_decrypt_keys_prompt): the tool's prompt, the CLI layer's
+ * fmt_prompt_password (fmt/prompt.h), which leaves out->bytes NULL when it asked nobody. */
+typedef fmt_kind (*fmt_password_ask_fn)(fmt_password *out, fmt_err *e);
 typedef struct fmt_decrypt_opts {
 	const char *password_file;
 	const char *password_env;
 	const char *identity;
+	fmt_password_ask_fn ask;          /* NULL: never ask */
 } fmt_decrypt_opts;
-
-/* Their option ids and their handler: 1 if id was one (call it first thing in on_option). */
-enum { FMT_OPT_PASSWORD_FILE = 0x10C0, FMT_OPT_PASSWORD_ENV, FMT_OPT_IDENTITY };
-int fmt_cli_decrypt_option(int id, const char *arg, fmt_decrypt_opts *o);
-
-/* Their entries in a tool's option table (fmt/cli.h), the same words in every tool that reads
- * encrypted data:  { FMT_CLI_OPT("head", ...) }, FMT_CLI_DECRYPT_OPTIONS, { FMT_CLI_OPT(...) }, */
-#define FMT_CLI_DECRYPT_OPTIONS                                                                          \
-	{ FMT_CLI_OPT("password-file", FMT_OPT_PASSWORD_FILE, "FILE", "decrypt an encrypted .ald with the password in FILE\n" \
-		      "(default: ask on the terminal)"), .complete = FMT_COMPLETE_FILE },                     \
-	{ FMT_CLI_OPT("password-env", FMT_OPT_PASSWORD_ENV, "NAME", "the same with the password in variable NAME"),    \
-	  .complete = FMT_COMPLETE_ENV },                                                                 \
-	{ FMT_CLI_OPT("identity", FMT_OPT_IDENTITY, "SECKEY", "the same with the X25519 secret key SECKEY"),           \
-	  .complete = FMT_COMPLETE_FILE, .words = "*.key" }
 
 /* What they load: the keyset's password and x25519 members point into it. */
 typedef struct fmt_decrypt_keys {
 	fmt_password password;
 	fmt_x25519_pair identity;
 	int has_password, has_identity;
+	fmt_password_ask_fn ask;          /* the options' */
 } fmt_decrypt_keys;
 
 /* Load what o names (at most one password source; an identity besides is allowed) and point
  * ks->password / ks->x25519 at it. */
 fmt_kind fmt_decrypt_keys_load(const fmt_decrypt_opts *o, fmt_decrypt_keys *dk, fmt_keyset *ks,
 			       fmt_err *e);
-/* Ask the terminal for a password when none was given (UsageError without a terminal). */
+/* Ask for a password (dk->ask) when none was given; FMT_OK with ks->password still NULL when
+ * nobody was asked. */
 fmt_kind fmt_decrypt_keys_prompt(fmt_decrypt_keys *dk, fmt_keyset *ks, fmt_err *e);
 void fmt_decrypt_keys_free(fmt_decrypt_keys *dk);
 

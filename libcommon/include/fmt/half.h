@@ -21,6 +21,21 @@ static inline float fmt_bits_f32(uint32_t u)
 	return f;
 }
 
+/* The same for a float64. */
+static inline uint64_t fmt_f64_bits(double d)
+{
+	uint64_t u;
+	memcpy(&u, &d, sizeof u);
+	return u;
+}
+
+static inline double fmt_bits_f64(uint64_t u)
+{
+	double d;
+	memcpy(&d, &u, sizeof d);
+	return d;
+}
+
 /* float32 -> binary16, round to nearest even; NaN -> 0x7E00 with the input's sign. */
 uint16_t fmt_f32_to_f16(float f);
 /* Exact widening; a NaN keeps its sign and payload bit for bit (a signalling NaN stays

@@ -98,6 +98,9 @@ const char *fmt_unsafe_file_name(const char *name, size_t len);
  * shard names are appended to it. NULL when out of memory. */
 char *fmt_dir_prefix(const char *path);
 
+/* The file name part of path: what follows its last '/', path itself when it has none. */
+const char *fmt_base_name(const char *path);
+
 /* Small files, read whole: keys, signatures, passphrases, the JSON or text an option names,
  * a registry. Every one is read here, so that none can hang or exhaust a tool: it is opened
  * without blocking (a FIFO with no writer opens at once and reads as empty), its type is

@@ -117,7 +117,8 @@ fmt_kind fmt_x25519_public_parse(const char *text, size_t len, uint8_t pk[32], f
 fmt_kind fmt_ms_public_load(const char *path, fmt_ms_public *pub, fmt_err *e);
 
 /* The public keys a user trusts: -p FILE, -P BASE64 and --trusted-keys DIR (every *.pub in
- * it, in name order). NULL members are not given. */
+ * it, in name order). NULL members are not given. Their option-table entries and handler:
+ * FMT_CLI_TRUST_OPTIONS, fmt/cli_keys.h. */
 typedef struct fmt_trust_opts {
 	const char *pubkey;
 	const char *pubkey_b64;
@@ -131,20 +132,6 @@ typedef struct fmt_trust_list {
 
 int fmt_trust_opts_given(const fmt_trust_opts *o);
 
-/* Their option ids and their handler: 1 if id was one (call it first thing in on_option). */
-enum { FMT_OPT_PUBKEY = 'p', FMT_OPT_PUBKEY_BASE64 = 'P', FMT_OPT_TRUSTED_KEYS = 0x10D0 };
-int fmt_cli_trust_option(int id, const char *arg, fmt_trust_opts *o);
-
-/* Their entries in a tool's option table (fmt/cli.h), the same words in every tool that checks
- * Ed25519 signatures with trusted keys; cmds is the .commands mask (0: a tool without
- * subcommands):  { FMT_CLI_OPT("json", ...) }, FMT_CLI_TRUST_OPTIONS(0), { FMT_CLI_OPT(...) }, */
-#define FMT_CLI_TRUST_OPTIONS(cmds)                                                                      \
-	{ FMT_CLI_OPT("pubkey", FMT_OPT_PUBKEY, "FILE", "trust the Ed25519 public key in FILE (minisign format)"), \
-	  .commands = (cmds), .complete = FMT_COMPLETE_FILE, .words = "*.pub" },                          \
-	{ FMT_CLI_OPT("pubkey-base64", FMT_OPT_PUBKEY_BASE64, "BASE64",                                  \
-		      "trust the Ed25519 public key given as its base64 line"), .commands = (cmds) },        \
-	{ FMT_CLI_OPT("trusted-keys", FMT_OPT_TRUSTED_KEYS, "DIR", "trust every *.pub key file in DIR"), \
-	  .commands = (cmds), .complete = FMT_COMPLETE_DIR }
 /* Load every key o names; with default_key and none named, $XDG_CONFIG_HOME/fmtkit/ed25519.pub.
  * A directory without any *.pub is a usage error (nothing would be trusted). */
 fmt_kind fmt_trust_load(const fmt_trust_opts *o, int default_key, fmt_trust_list *out, fmt_err *e);
@@ -172,14 +159,16 @@ fmt_kind fmt_trust_check_embedded(const fmt_ms_public *keys, size_t n, const uin
 				  const void *msg, size_t len, const uint8_t sig[FMT_MS_SIG],
 				  char id[FMT_MS_KEY_ID_HEX], fmt_err *e);
 
-/* Where a secret key's passphrase comes from: a file, an environment variable, else a no-echo
- * prompt on the terminal (twice when confirm). */
+/* Where a secret key's passphrase comes from: a file, an environment variable, else ask
+ * (twice when confirm): the CLI layer's terminal prompt, fmt_prompt_passphrase (fmt/prompt.h;
+ * fmt_cli_pass_opts of fmt/cli_keys.h fills the whole struct for a tool). */
 typedef struct fmt_pass_opts {
 	const char *file;
 	const char *env;
-	/* Where to say "deriving the key from the passphrase…" while scrypt runs (seconds): the
-	 * terminal when the tool shows progress (fmt_progress_wanted), else NULL. */
-	FILE *notice;
+	fmt_kind (*ask)(int confirm, fmt_hmac_key *pw, fmt_err *e);   /* NULL: a usage error */
+	/* Says "deriving the key from the passphrase…" while scrypt runs (seconds), and text
+	 * NULL erases it: on the terminal when the tool shows progress, else NULL. */
+	void (*notice)(const char *text);
 } fmt_pass_opts;
 
 /* The words of that notice (fmt-sign keygen says them too, while it encrypts a new key). */

@@ -1,6 +1,6 @@
 /* The conversion pipeline of fmt-convert and fmt-watermark: open and check an input model or
  * dataset, plan what each tensor becomes in the output format, and write it (one file or a
- * shard set). It prints only to the streams and under the tool name the caller gives. */
+ * shard set). It prints only to the streams and through the hooks the caller gives. */
 #ifndef FMT_PIPELINE_H
 #define FMT_PIPELINE_H
 
@@ -64,6 +64,13 @@ typedef struct fmt_convert_opts {
 	 * carry, out for the plan or report asked for (dry run, --json), err for the rest. */
 	const char *tool;
 	FILE *out, *err;
+	/* How it says a warning, a --verbose note, and the progress of its writing (total bytes,
+	 * from progress_begin to progress_end): the tool's printers, which the CLI layer gives
+	 * (fmt_cli_pipeline_reports, fmt/report.h). A NULL hook says nothing. */
+	void (*warning)(const struct fmt_convert_opts *o, const char *msg);
+	void (*info)(const struct fmt_convert_opts *o, const char *msg);
+	void *(*progress_begin)(const struct fmt_convert_opts *o, uint64_t total);
+	void (*progress_end)(void *progress);
 } fmt_convert_opts;
 
 /* Convert a dataset (o->table_to set) from input to output. */

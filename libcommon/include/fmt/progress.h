@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include "fmt/meter.h"
 
 typedef struct fmt_progress {
 	FILE *f;
@@ -27,19 +28,15 @@ void fmt_progress_end(fmt_progress *p);
  * fmt_progress_note_end erases it. */
 void fmt_progress_note(FILE *f, const char *text);
 void fmt_progress_note_end(FILE *f);
+/* The same on stderr, as a hook for libcommon (fmt_pass_opts.notice): text NULL erases it. */
+void fmt_progress_notice(const char *text);
 
 /* Feed p from every byte written through any fmt_sink (NULL to stop). */
 void fmt_progress_follow_sinks(fmt_progress *p);
 
-/* The work meter: libcommon's long passes over data (every byte hashed by fmt_sha256_update)
- * report to it, and announce beforehand how many bytes they are about to go through (a shard
- * set's data before its digests, a bundle's members after its manifest). Nothing happens
- * unless a tool follows the meter. Safe from any thread. */
-void fmt_meter_planned(uint64_t bytes);
-void fmt_meter_done(uint64_t bytes);
-
-/* Feed p from the meter: planned bytes add to its total, done bytes to its count. Start p with
- * a total of 0; fmt_progress_end(p) stops it (as does NULL). A disabled p is not fed. */
+/* Feed p from the work meter (fmt/meter.h): planned bytes add to its total, done bytes to its
+ * count. Start p with a total of 0; fmt_progress_end(p) stops it (as does NULL). A disabled p
+ * is not fed. */
 void fmt_progress_follow_meter(fmt_progress *p);
 
 #endif

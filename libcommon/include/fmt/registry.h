@@ -192,18 +192,48 @@ const fmt_driver *fmt_driver_set_writer(const fmt_driver *d);
 /* The single-file driver of models d opens (d itself, or its file_driver). */
 const fmt_driver *fmt_driver_file_writer(const fmt_driver *d);
 
-/* All drivers, NULL-terminated. */
+/* ---- the registry (libcommon/registry/registry.c): one list of the model and the table
+ * drivers, in probe order, and one lookup over it ---- */
+
+/* One entry of the registry: a model or a table driver (exactly one of the two is set; both
+ * NULL: none found). */
+typedef struct fmt_format {
+	const struct fmt_driver *model;
+	const struct fmt_table_driver *table;
+} fmt_format;
+
+/* Which kinds of driver a lookup considers. */
+enum { FMT_FORMAT_MODEL = 1u, FMT_FORMAT_TABLE = 2u, FMT_FORMAT_ANY = 3u };
+
+const char *fmt_format_name(fmt_format f);
+/* The first format of kinds in registry order named name, or none. */
+fmt_format fmt_format_by_name(const char *name, unsigned kinds);
+/* The first format of kinds whose extension (or one of a table driver's more_extensions) ends
+ * path, or none. */
+fmt_format fmt_format_by_extension(const char *path, unsigned kinds);
+/* The format of kinds whose probe scores head (the first n bytes of s) highest, first in
+ * registry order on equal scores (so a model driver before a table driver), and its score; a
+ * model driver whose probe says 0 is asked its probe_source too, and when no model driver
+ * recognises a sequential source it is read whole and asked again. None (score 0) when no
+ * driver recognises it. */
+fmt_format fmt_format_probe(fmt_source *s, const uint8_t *head, size_t n, unsigned kinds, int *score);
+/* Add a driver of either kind at run time (tests, programs embedding libcommon); at most 8 of
+ * each kind. */
+fmt_kind fmt_format_register(fmt_format f, fmt_err *e);
+
+/* The same for model drivers only. All of them, NULL-terminated: */
 const fmt_driver *const *fmt_drivers(void);
-/* Add a driver at run time (tests, programs embedding libcommon); at most 8. */
 fmt_kind fmt_driver_register(const fmt_driver *d, fmt_err *e);
 const fmt_driver *fmt_driver_by_name(const char *name);
 /* "safetensors, safetensors-index, gguf, ...": every driver's name in registry order. */
 void fmt_driver_names(char *buf, size_t n);
+/* "apsim, apsim-index": the drivers that sign files in place (sign_in_place). */
+void fmt_driver_signing_names(char *buf, size_t n);
 const fmt_driver *fmt_driver_by_extension(const char *path);
-/* The driver whose probe scores head (the first n bytes of s) highest, first in registry
- * order on equal scores, and its score; a driver whose probe says 0 is asked its
- * probe_source too. NULL (score 0) when none recognises it. */
 const fmt_driver *fmt_driver_probe(fmt_source *s, const uint8_t *head, size_t n, int *score);
+
+/* ---- the universal opener (libcommon/registry/open.c): any file, its driver found by the
+ * registry ---- */
 
 /* Open path (or "-"): probe the first bytes, choose a driver (or use forced when not NULL),
  * open. On failure m is freed and e says why; an unrecognised file is InvalidFormat. A pipe is
@@ -223,25 +253,25 @@ fmt_kind fmt_model_open_memory(fmt_model *m, const char *name, const void *data,
 fmt_kind fmt_model_open_source(fmt_model *m, fmt_source *src, const char *path,
 			       const fmt_driver *forced, fmt_err *e);
 
-/* The driver's verify_as_read: ok, then the tensors, then fmt_model_verify; UnsupportedVersion
- * when the driver or this model cannot (then verify before reading). */
-fmt_kind fmt_model_verify_as_read(fmt_model *m, fmt_err *e);
-
-/* 1 when m reads a sequential source: its tensors must be read once each, in ascending
- * seq_pos, and fmt_model_verify comes after them (it checks what only the end can tell). */
-int fmt_model_sequential(const fmt_model *m);
-
-/* The driver's verify_as_read: ok, then the tensors, then fmt_model_verify; UnsupportedVersion
- * when the driver or this model cannot (then verify before reading). */
-fmt_kind fmt_model_verify_as_read(fmt_model *m, fmt_err *e);
-
-/* 1 when m reads a sequential source: its tensors must be read once each, in ascending
- * seq_pos, and fmt_model_verify comes after them (it checks what only the end can tell). */
-int fmt_model_sequential(const fmt_model *m);
-
 /* Sign the file or set at path in place with a key of keys, through its driver's
  * sign_in_place; a format without signatures is UsageError naming those that have them. */
 fmt_kind fmt_sign_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e);
+
+/* ---- what drivers share (libcommon/formats/driver.c): nothing there chooses a driver ---- */
+
+/* Open with d, which the caller chose (no probe): path, or src, which the model takes (closed
+ * on failure). On failure m is freed and e names path. */
+fmt_kind fmt_model_open_with(fmt_model *m, const char *path, const fmt_driver *d, fmt_err *e);
+fmt_kind fmt_model_open_source_with(fmt_model *m, fmt_source *src, const char *path, const fmt_driver *d,
+				    fmt_err *e);
+
+/* The driver's verify_as_read: ok, then the tensors, then fmt_model_verify; UnsupportedVersion
+ * when the driver or this model cannot (then verify before reading). */
+fmt_kind fmt_model_verify_as_read(fmt_model *m, fmt_err *e);
+
+/* 1 when m reads a sequential source: its tensors must be read once each, in ascending
+ * seq_pos, and fmt_model_verify comes after them (it checks what only the end can tell). */
+int fmt_model_sequential(const fmt_model *m);
 
 /* The signature m carries as stored (its driver's signature hook), NULL when unsigned. */
 const char *fmt_model_signature(const fmt_model *m);

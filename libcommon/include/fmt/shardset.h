@@ -120,4 +120,16 @@ typedef fmt_kind (*fmt_shard_file_fn)(void *ctx, size_t i, fmt_sink *k, fmt_err 
 fmt_kind fmt_shard_write_plan(const fmt_shard_plan *p, unsigned sink_flags, fmt_shard_file_fn write_file,
 			      void *ctx, char ***paths, size_t *n_paths, fmt_err *e);
 
+/* The whole write_sharded of a format whose files need only the model and its plan: plan m with
+ * plan_shards, then fmt_shard_write_plan, write_file's ctx being a fmt_shard_set. */
+typedef struct fmt_shard_set {
+	const fmt_model *m;
+	const fmt_shard_plan *p;
+} fmt_shard_set;
+typedef fmt_kind (*fmt_shard_plan_fn)(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
+				      fmt_shard_plan *p, fmt_err *e);
+fmt_kind fmt_shard_write_model(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
+			       unsigned sink_flags, fmt_shard_plan_fn plan_shards, fmt_shard_file_fn write_file,
+			       char ***paths, size_t *n_paths, fmt_err *e);
+
 #endif

@@ -53,4 +53,7 @@ size_t fmt_i64_text(int64_t v, char *buf);
 void fmt_sb_json_str(fmt_sb *b, const char *s, size_t n);
 void fmt_sb_free(fmt_sb *b);
 
+/* 1 when s ends with suffix (a file name with its extension). */
+int fmt_ends_with(const char *s, const char *suffix);
+
 #endif

@@ -160,6 +160,13 @@ long fmt_schema_find(const fmt_schema *s, const char *name); /* field index, -1 
 fmt_kind fmt_schema_check(const fmt_schema *s, fmt_err *e);
 /* The schema as JSON: {"fields":[{"name":..,"type":..,"nullable":..,...}],"metadata":{...}}. */
 json_t *fmt_schema_json(const fmt_schema *s);
+/* A field's type for display: "int32", "timestamp[ms, UTC]", "fixed_size_list<float32>[4]",
+ * or the name of a type fmtkit does not convert ("decimal128(10, 2)"). */
+void fmt_field_type_name(const fmt_field *f, char *buf, size_t n);
+/* The first field whose type this build cannot convert, or NULL. */
+const fmt_field *fmt_schema_unsupported(const fmt_schema *s);
+/* SchemaMismatch naming the first difference (field count, name, type, nullability). */
+fmt_kind fmt_schema_expect(const fmt_schema *want, const fmt_schema *got, fmt_err *e);
 
 /* Batches */
 fmt_kind fmt_batch_init(fmt_batch *b, size_t n_columns, fmt_err *e);
@@ -170,6 +177,10 @@ fmt_kind fmt_batch_own(fmt_batch *b, void *p, fmt_err *e);
  * never decrease and stay within values_len; strings are UTF-8; null_count matches the bitmap;
  * no nulls in a non-nullable field). fmt_table_next runs it on every batch a driver gives. */
 fmt_kind fmt_batch_check(const fmt_schema *s, const fmt_batch *b, fmt_err *e);
+/* Rows [start, start + count) of src as dst: fixed-width values point into src (keep it alive),
+ * bitmaps and string offsets are copied so that they start at row 0. */
+fmt_kind fmt_batch_slice(const fmt_schema *s, const fmt_batch *src, uint64_t start, uint64_t count,
+			 fmt_batch *dst, fmt_err *e);
 
 /* Row accessors on a checked batch. */
 int fmt_column_is_null(const fmt_column *c, uint64_t row);
@@ -187,12 +198,14 @@ fmt_kind fmt_table_rows_gate(fmt_table *t, fmt_err *e);
 /* The next checked batch (fmt_batch_free it); *done = 1 after the last (after the gate). */
 fmt_kind fmt_table_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e);
 /* The driver's verify; a key given for a format without signatures is SignatureInvalid
- * (unless o->signed_elsewhere: a detached signature was checked). */
+ * (unless o->signed_elsewhere: a detached signature was checked). In formats/driver.c, beside
+ * fmt_model_verify: it asks fmt/registry.h's verify options and capabilities. */
 fmt_kind fmt_table_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e);
 /* FMT_SECRET_* that reading t's rows still needs. */
 int fmt_table_secret(const fmt_table *t);
-/* Give t the keys that decrypt it (t->keys = ks); when it needs a password that ks lacks and
- * standard input is a terminal, ask for one there (kept in dk for the next files). With now,
+/* Give t the keys that decrypt it (t->keys = ks); when it needs a password that ks lacks, ask
+ * for one as dk says (fmt_decrypt_keys_prompt: the tool's prompt asks the terminal when
+ * standard input is one) and keep it in dk for the next files. With now,
  * decrypt at once (the rows are read next): a wrong or missing key fails here. */
 struct fmt_decrypt_keys;
 fmt_kind fmt_table_unlock(fmt_table *t, struct fmt_decrypt_keys *dk, struct fmt_keyset *ks, int now,
@@ -212,13 +225,20 @@ fmt_kind fmt_table_select(fmt_table *t, const char *const *include, size_t n_inc
  * format it is, found by content; one without embedded signatures is UsageError. */
 fmt_kind fmt_sign_any_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e);
 
-/* The table drivers, NULL-terminated, in probe order; a new one is one line in
- * data/table_registry.c. */
+/* The table drivers of the registry (fmt/registry.h: one list with the model drivers), NULL-
+ * terminated, in probe order; a new one is one line in libcommon/registry/registry.c. */
 const fmt_table_driver *const *fmt_table_drivers(void);
 const fmt_table_driver *fmt_table_driver_by_name(const char *name);
 const fmt_table_driver *fmt_table_driver_by_extension(const char *path);
 /* Add a driver at run time (tests, programs embedding libcommon); at most 8. */
 fmt_kind fmt_table_driver_register(const fmt_table_driver *d, fmt_err *e);
+
+/* Open path (or src, which the table takes: closed on failure) with d, which the caller chose
+ * (no probe): what a driver that reopens its own files calls (libcommon/formats/driver.c). On
+ * failure t is freed and e names path. */
+fmt_kind fmt_table_open_with(fmt_table *t, const char *path, const fmt_table_driver *d, fmt_err *e);
+fmt_kind fmt_table_open_source_with(fmt_table *t, fmt_source *src, const char *path, const fmt_table_driver *d,
+				    fmt_err *e);
 
 /* Open path (or "-") as a table: probe (unless forced), open. On failure t is freed. A file
  * that probes as a model is InvalidFormat naming the model format. */

@@ -1,0 +1,44 @@
+/* The key options' handlers (fmt/cli_keys.h). */
+#include "fmt/cli_keys.h"
+#include "fmt/progress.h"
+#include "fmt/prompt.h"
+
+int fmt_cli_key_option(int c, const char *arg, fmt_key_opts *o)
+{
+	switch (c) {
+	case FMT_OPT_HMAC_KEY: o->hmac_key = 1; return 1;
+	case FMT_OPT_SECRET_FILE: o->secret_file = arg; return 1;
+	case FMT_OPT_SECRET_ENV: o->secret_env = arg; return 1;
+	case FMT_OPT_SECRET_PROMPT: o->secret_prompt = fmt_secret_from_prompt; return 1;
+	default: return 0;
+	}
+}
+
+int fmt_cli_trust_option(int id, const char *arg, fmt_trust_opts *o)
+{
+	switch (id) {
+	case FMT_OPT_PUBKEY: o->pubkey = arg; return 1;
+	case FMT_OPT_PUBKEY_BASE64: o->pubkey_b64 = arg; return 1;
+	case FMT_OPT_TRUSTED_KEYS: o->trusted_dir = arg; return 1;
+	default: return 0;
+	}
+}
+
+int fmt_cli_decrypt_option(int id, const char *arg, fmt_decrypt_opts *o)
+{
+	switch (id) {
+	case FMT_OPT_PASSWORD_FILE: o->password_file = arg; return 1;
+	case FMT_OPT_PASSWORD_ENV: o->password_env = arg; return 1;
+	case FMT_OPT_IDENTITY: o->identity = arg; return 1;
+	default: return 0;
+	}
+}
+
+fmt_pass_opts fmt_cli_pass_opts(const char *file, const char *env, const fmt_common_opts *common)
+{
+	int quiet = common->quiet || common->json;
+	fmt_pass_opts po = { .file = file, .env = env, .ask = fmt_prompt_passphrase };
+	if (fmt_progress_wanted(stderr, quiet, common->no_progress))
+		po.notice = fmt_progress_notice;
+	return po;
+}

@@ -1,0 +1,545 @@
+/* The option-table runner (fmt/cli.h): getopt_long from a tool's table, common options,
+ * --help, --version, usage errors, subcommands, --dump-options, the stdout flush check. */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/cli.h"
+#include "fmt/out.h"
+#include "fmt/report.h"
+
+#define MAX_OPTIONS 64
+#define HELP_LEFT_MAX 26 /* wider option columns put their text after two spaces */
+#define NAMES_MAX 512
+
+/* Every tool has these, after its own options, in this order. */
+static const fmt_cli_option appended[] = {
+	{ FMT_CLI_OPT("no-progress", FMT_OPT_NO_PROGRESS, NULL, "no progress bar") },
+	{ FMT_CLI_OPT("help", 'h', NULL, "this help") },
+	{ FMT_CLI_OPT("version", FMT_OPT_VERSION, NULL, "print the version") },
+};
+#define N_APPENDED (sizeof appended / sizeof appended[0])
+
+static size_t own_count(const fmt_cli_tool *t)
+{
+	size_t n = 0;
+	while (t->options && t->options[n].name)
+		n++;
+	return n;
+}
+
+static size_t option_count(const fmt_cli_tool *t)
+{
+	return own_count(t) + N_APPENDED;
+}
+
+/* The i-th option: the tool's own, then the appended ones. */
+static const fmt_cli_option *option_at(const fmt_cli_tool *t, size_t i)
+{
+	size_t own = own_count(t);
+	return i < own ? &t->options[i] : &appended[i - own];
+}
+
+static int short_of(const fmt_cli_option *o)
+{
+	return o->id > 0 && o->id < 128 && isalnum(o->id) ? o->id : 0;
+}
+
+static size_t command_count(const fmt_cli_tool *t)
+{
+	size_t n = 0;
+	while (t->commands && t->commands[n].name)
+		n++;
+	return n;
+}
+
+/* "a, b or c" from the names of the commands in mask (all when mask is 0). */
+static void command_list(const fmt_cli_tool *t, unsigned mask, const char *last_sep, char *buf,
+			 size_t n)
+{
+	size_t n_cmds = command_count(t), used = 0, listed = 0, total = 0;
+	for (size_t i = 0; i < n_cmds; i++)
+		total += !mask || (mask >> i & 1);
+	buf[0] = '\0';
+	for (size_t i = 0; i < n_cmds && used < n; i++) {
+		if (mask && !(mask >> i & 1))
+			continue;
+		const char *sep = listed == 0 ? "" : listed + 1 == total ? last_sep : ", ";
+		used += (size_t)snprintf(buf + used, n - used, "%s%s", sep, t->commands[i].name);
+		listed++;
+	}
+}
+
+static void format_names(const fmt_cli_tool *t, char *buf, size_t n)
+{
+	buf[0] = '\0';
+	if (t->format_names)
+		t->format_names(buf, n);
+}
+
+int fmt_cli_usage_error(const fmt_cli_tool *t, const char *msg)
+{
+	return fmt_report_usage(stderr, t->name, msg);
+}
+
+/* "  -j, --json" or "      --tree", with " ARG" when the option takes a value. */
+static int help_left(const fmt_cli_option *o, char *buf, size_t n)
+{
+	char shortname[8] = "    ";
+	if (short_of(o))
+		snprintf(shortname, sizeof shortname, "-%c, ", short_of(o));
+	return snprintf(buf, n, "  %s--%s%s%s", shortname, o->name, o->arg ? " " : "",
+			o->arg ? o->arg : "");
+}
+
+static void help_option(const fmt_cli_tool *t, const fmt_cli_option *o, int column, FILE *f)
+{
+	char left[128];
+	int width = help_left(o, left, sizeof left);
+	fputs(left, f);
+	fprintf(f, "%*s", width < column ? column - width : 2, "");
+	for (const char *p = o->help; *p; p++) {
+		fputc(*p, f);
+		if (*p == '\n')
+			fprintf(f, "%*s", column, "");
+	}
+	if (o->help_more) {
+		char more[NAMES_MAX];
+		o->help_more(more, sizeof more);
+		fputs(more, f);
+	}
+	if (o->complete == FMT_COMPLETE_FORMAT) {
+		char names[NAMES_MAX];
+		format_names(t, names, sizeof names);
+		fprintf(f, " %s", names);
+	}
+	fputc('\n', f);
+}
+
+void fmt_cli_help(const fmt_cli_tool *t, FILE *f)
+{
+	const char *form = t->synopsis;
+	fprintf(f, "Usage: ");
+	for (int first = 1; form; first = 0) {
+		const char *end = strchr(form, '\n');
+		int len = end ? (int)(end - form) : (int)strlen(form);
+		fprintf(f, "%s%s %.*s\n", first ? "" : "       ", t->name, len, form);
+		form = end ? end + 1 : NULL;
+	}
+	fprintf(f, "%s\n\n", t->about);
+	size_t n_cmds = command_count(t), n_opts = option_count(t);
+	if (n_cmds) {
+		int name_width = 0;
+		for (size_t i = 0; i < n_cmds; i++)
+			if ((int)strlen(t->commands[i].name) > name_width)
+				name_width = (int)strlen(t->commands[i].name);
+		fputs("Subcommands:\n", f);
+		for (size_t i = 0; i < n_cmds; i++)
+			fprintf(f, "  %-*s  %s\n", name_width, t->commands[i].name, t->commands[i].help);
+		fputs("\nOptions:\n", f);
+	}
+	int column = 0;
+	for (size_t i = 0; i < n_opts; i++) {
+		char left[128];
+		int width = help_left(option_at(t, i), left, sizeof left);
+		if (width <= HELP_LEFT_MAX && width + 2 > column)
+			column = width + 2;
+	}
+	for (size_t i = 0; i < n_opts; i++)
+		help_option(t, option_at(t, i), column, f);
+	if (t->footer)
+		fprintf(f, "\n%s\n", t->footer);
+}
+
+/* A common option (getopt_long's c with its value): 1 if it was one, 0 if not, -1 on a bad value. */
+static int common_option(int c, const char *arg, fmt_common_opts *o, fmt_err *e)
+{
+	uint64_t n;
+	switch (c) {
+	case 'j': o->json = 1; return 1;
+	case 'q': o->quiet = 1; return 1;
+	case 'v': o->verbose++; return 1;
+	case FMT_OPT_NO_PROGRESS: o->no_progress = 1; return 1;
+	case 'T':
+		if (fmt_parse_u64(arg, 1024, &n, e) != FMT_OK)
+			return -1;
+		o->threads = (int)n;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static void print_version(FILE *f, const char *tool)
+{
+	fprintf(f, "%s fmtkit %s\n", tool, FMTKIT_VERSION);
+}
+
+static const char *complete_name(fmt_cli_complete c)
+{
+	static const char *const names[] = { "none", "file", "dir", "env", "words", "format", "tensor" };
+	return (size_t)c < sizeof names / sizeof names[0] ? names[c] : "none";
+}
+
+/* A field of the dump: "-" for nothing (tab-separated fields cannot be empty for `read`). */
+static void dump_field(FILE *f, const char *s, size_t len)
+{
+	fputc('\t', f);
+	if (!s || !len)
+		fputc('-', f);
+	else
+		fwrite(s, 1, len, f);
+}
+
+/* "a, b or c" (a list for people) to "a b c" (words for a shell), in place. */
+static void names_to_words(char *s)
+{
+	char *out = s;
+	for (char *word = strtok(s, ", "); word; word = strtok(NULL, ", ")) {
+		if (strcmp(word, "or") == 0 || strcmp(word, "and") == 0)
+			continue;
+		if (out != s)
+			*out++ = ' ';
+		memmove(out, word, strlen(word));
+		out += strlen(word);
+	}
+	*out = '\0';
+}
+
+/* o's values as words ("a b c") in buf. */
+static void value_words(const fmt_cli_tool *t, const fmt_cli_option *o, char *buf, size_t n)
+{
+	buf[0] = '\0';
+	if (o->complete == FMT_COMPLETE_FORMAT) {
+		format_names(t, buf, n);
+		names_to_words(buf);
+	} else if (o->words_from) {
+		o->words_from(buf, n);
+	} else if (o->values) {
+		for (size_t i = 0, used = 0; o->values[i].word && used < n; i++)
+			used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? " " : "", o->values[i].word);
+	} else if (o->words) {
+		snprintf(buf, n, "%s", o->words);
+	}
+}
+
+/* A help text on one line: '\n' as a space. */
+static void dump_text(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		fputc(*s == '\n' ? ' ' : *s, f);
+}
+
+/* What scripts/gen-completions reads, one record a line, tab-separated:
+ *   tool NAME
+ *   command NAME HELP
+ *   option LONG SHORT ARG COMPLETE WORDS COMMANDS REPEAT GROUP HELP  (HELP on one line; an
+ *     option with an ARG and REPEAT 0 is given at most once: check_once)
+ *   value WORD HELP  (a described value of the option before it) */
+static void dump_options(const fmt_cli_tool *t, FILE *f)
+{
+	fprintf(f, "tool\t%s\n", t->name);
+	for (size_t i = 0; i < command_count(t); i++)
+		fprintf(f, "command\t%s\t%s\n", t->commands[i].name, t->commands[i].help);
+	for (size_t i = 0; i < option_count(t); i++) {
+		const fmt_cli_option *o = option_at(t, i);
+		char shortname[3] = { '-', (char)short_of(o), '\0' }, words[NAMES_MAX], cmds[NAMES_MAX];
+		fputs("option", f);
+		dump_field(f, o->name, strlen(o->name));
+		dump_field(f, shortname, short_of(o) ? 2 : 0);
+		dump_field(f, o->arg, o->arg ? strlen(o->arg) : 0);
+		dump_field(f, complete_name(o->complete), strlen(complete_name(o->complete)));
+		value_words(t, o, words, sizeof words);
+		dump_field(f, words, strlen(words));
+		command_list(t, o->commands, ",", cmds, sizeof cmds);
+		for (char *p = cmds; (p = strstr(p, ", ")) != NULL;)
+			memmove(p + 1, p + 2, strlen(p + 2) + 1);
+		dump_field(f, cmds, o->commands ? strlen(cmds) : 0);
+		dump_field(f, o->flags & FMT_CLI_REPEAT ? "1" : "0", 1);
+		fprintf(f, "\t%u\t", o->group);
+		dump_text(f, o->help);
+		if (o->help_more) {
+			char more[NAMES_MAX];
+			o->help_more(more, sizeof more);
+			dump_text(f, more);
+		}
+		fputc('\n', f);
+		for (size_t v = 0; o->values && o->values[v].word; v++) {
+			fprintf(f, "value\t%s\t", o->values[v].word);
+			dump_text(f, o->values[v].help);
+			fputc('\n', f);
+		}
+	}
+}
+
+/* An abbreviation that several long options start with: "--secret (--secret-file or ...)". */
+static int ambiguous(const fmt_cli_tool *t, const char *prefix, size_t len, char *msg, size_t n)
+{
+	size_t matches = 0, used;
+	for (size_t i = 0; i < option_count(t); i++)
+		matches += strncmp(option_at(t, i)->name, prefix, len) == 0;
+	if (matches < 2)
+		return 0;
+	used = (size_t)snprintf(msg, n, "option '--%.*s' is ambiguous (", (int)len, prefix);
+	for (size_t i = 0, listed = 0; i < option_count(t) && used < n; i++) {
+		if (strncmp(option_at(t, i)->name, prefix, len) != 0)
+			continue;
+		listed++;
+		used += (size_t)snprintf(msg + used, n - used, "%s--%s", listed == 1 ? "" : listed == matches ? " or " : ", ",
+					 option_at(t, i)->name);
+	}
+	if (used < n)
+		snprintf(msg + used, n - used, ")");
+	return 1;
+}
+
+/* A getopt failure (c is '?' or ':') as a message naming the word the user typed. */
+static void describe_bad_option(const fmt_cli_tool *t, int c, const char *word, char *msg, size_t n)
+{
+	const fmt_cli_option *o = NULL;
+	for (size_t i = 0; optopt && i < option_count(t); i++)
+		if (option_at(t, i)->id == optopt)
+			o = option_at(t, i);
+	int is_long = word && strncmp(word, "--", 2) == 0;
+	int len = is_long ? (int)strcspn(word, "=") : 2;
+	if (c == ':' && o)
+		snprintf(msg, n, "option %s%s needs a value (%s)", is_long ? "--" : "-",
+			 is_long ? o->name : (char[2]){ (char)optopt, 0 }, o->arg ? o->arg : "");
+	else if (o && is_long)
+		snprintf(msg, n, "option --%s takes no value", o->name);
+	else if (optopt && !is_long)
+		snprintf(msg, n, "unknown option '-%c'", optopt);
+	else if (is_long && ambiguous(t, word + 2, (size_t)len - 2, msg, n))
+		return;
+	else
+		snprintf(msg, n, "unknown option '%.*s'", word ? len : 0, word ? word : "");
+}
+
+/* The index in the table of what getopt_long returned. */
+static size_t index_of(const fmt_cli_tool *t, int c, int long_index)
+{
+	if (long_index >= 0)
+		return (size_t)long_index;
+	for (size_t i = 0; i < option_count(t); i++)
+		if (option_at(t, i)->id == c)
+			return i;
+	return 0;
+}
+
+static int exit_now(fmt_cli *cli, int code)
+{
+	cli->exit_code = code;
+	return 0;
+}
+
+/* Every option given must belong to the subcommand. */
+static int check_command_options(const fmt_cli_tool *t, const unsigned char *given, fmt_cli *cli)
+{
+	for (size_t i = 0; i < option_count(t); i++) {
+		const fmt_cli_option *o = option_at(t, i);
+		if (!given[i] || !o->commands || (o->commands >> cli->command & 1))
+			continue;
+		char owners[NAMES_MAX], msg[NAMES_MAX + 128];
+		command_list(t, o->commands, " and ", owners, sizeof owners);
+		snprintf(msg, sizeof msg, "--%s belongs to %s, not %s", o->name, owners,
+			 t->commands[cli->command].name);
+		return fmt_cli_usage_error(t, msg);
+	}
+	return 0;
+}
+
+static int find_command(const fmt_cli_tool *t, fmt_cli *cli)
+{
+	char names[NAMES_MAX], msg[NAMES_MAX + 128];
+	command_list(t, 0, " or ", names, sizeof names);
+	if (cli->n_operands == 0) {
+		snprintf(msg, sizeof msg, "no subcommand (%s)", names);
+		return fmt_cli_usage_error(t, msg);
+	}
+	for (size_t i = 0; i < command_count(t); i++) {
+		if (strcmp(cli->operands[0], t->commands[i].name) == 0) {
+			cli->command = (int)i;
+			cli->operands++;
+			cli->n_operands--;
+			return 0;
+		}
+	}
+	snprintf(msg, sizeof msg, "unknown subcommand '%.64s' (use %s)", cli->operands[0], names);
+	return fmt_cli_usage_error(t, msg);
+}
+
+/* The getopt_long tables for t; returns 0, or -1 when the table is too long (a tool's bug). */
+static int build_getopt(const fmt_cli_tool *t, struct option *longs, char *shorts)
+{
+	size_t n = option_count(t), s = 0;
+	if (n + 2 > MAX_OPTIONS)
+		return -1;
+	shorts[s++] = ':'; /* a missing value returns ':' instead of '?' */
+	for (size_t i = 0; i < n; i++) {
+		const fmt_cli_option *o = option_at(t, i);
+		longs[i] = (struct option){ o->name, o->arg ? required_argument : no_argument, NULL, o->id };
+		if (short_of(o)) {
+			shorts[s++] = (char)short_of(o);
+			if (o->arg)
+				shorts[s++] = ':';
+		}
+	}
+	longs[n] = (struct option){ "dump-options", no_argument, NULL, FMT_OPT_DUMP_OPTIONS };
+	longs[n + 1] = (struct option){ NULL, 0, NULL, 0 };
+	shorts[s] = '\0';
+	return 0;
+}
+
+/* 1 when the command line holds -j/--json (as getopt reads it, so not as an option's value or
+ * after "--"): then even a usage error is reported as JSON. Read from a copy of argv, which
+ * getopt_long permutes (a pass that stopped at a mistake would leave operands moved). */
+static int json_given(int argc, char **argv, const char *shorts, const struct option *longs)
+{
+	int json = 0;
+	char **copy = malloc(((size_t)argc + 1) * sizeof *copy);
+	if (!copy)
+		return 0;
+	memcpy(copy, argv, ((size_t)argc + 1) * sizeof *copy);
+	optind = 0;
+	for (int c; (c = getopt_long(argc, copy, shorts, longs, NULL)) != -1;)
+		json |= c == 'j';
+	free(copy);
+	return json;
+}
+
+/* "-p/--pubkey" or "--trusted-keys". */
+static void option_name(const fmt_cli_option *o, char *buf, size_t n)
+{
+	if (short_of(o))
+		snprintf(buf, n, "-%c/--%s", short_of(o), o->name);
+	else
+		snprintf(buf, n, "--%s", o->name);
+}
+
+/* An option that takes a value is given once unless its table entry says it repeats: a second
+ * --encrypt-to, -o or --password-file would silently replace the first. This pass only
+ * counts, before any option acts (and whatever its values are); the next reports the rest.
+ * It reads a copy of argv: getopt_long moves operands past the options it has seen, and a
+ * missing value at the end ("f --tensor") would then take the operand. */
+static int check_once(const fmt_cli_tool *t, int argc, char **argv, const struct option *longs,
+		      const char *shorts)
+{
+	int first[MAX_OPTIONS], r = 0;
+	char **words = malloc(((size_t)argc + 1) * sizeof *words);
+	if (!words)
+		return fmt_cli_usage_error(t, "out of memory");
+	memcpy(words, argv, ((size_t)argc + 1) * sizeof *words);
+	for (size_t i = 0; i < MAX_OPTIONS; i++)
+		first[i] = -1;
+	optind = 0;
+	while (r == 0) {
+		int long_index = -1;
+		int c = getopt_long(argc, words, shorts, longs, &long_index);
+		if (c == -1 || c == 'h' || c == FMT_OPT_VERSION || c == FMT_OPT_DUMP_OPTIONS)
+			break;
+		if (c == '?' || c == ':')
+			continue;
+		size_t i = index_of(t, c, long_index), same = 0;
+		const fmt_cli_option *o = option_at(t, i);
+		if (!o->arg || (o->flags & FMT_CLI_REPEAT))
+			continue;
+		/* Entries with one id are one option under several names (--key-secret-file). */
+		while (option_at(t, same)->id != o->id)
+			same++;
+		if (first[same] < 0) {
+			first[same] = (int)i;
+			continue;
+		}
+		char name[128], before[128], msg[320];
+		option_name(o, name, sizeof name);
+		option_name(option_at(t, (size_t)first[same]), before, sizeof before);
+		if ((size_t)first[same] == i)
+			snprintf(msg, sizeof msg, "%s given twice (it takes one value)", name);
+		else
+			snprintf(msg, sizeof msg, "%s given after %s, the same option (it takes one value)", name,
+				 before);
+		r = fmt_cli_usage_error(t, msg);
+	}
+	free(words);
+	optind = 0;
+	return r;
+}
+
+int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_cli *cli)
+{
+	struct option longs[MAX_OPTIONS];
+	char shorts[2 * MAX_OPTIONS + 2];
+	unsigned char given[MAX_OPTIONS] = { 0 };
+	fmt_err e;
+	fmt_err_clear(&e);
+	memset(cli, 0, sizeof *cli);
+	cli->command = -1;
+	if (build_getopt(t, longs, shorts) != 0) {
+		fmt_fail(&e, FMT_INTERNAL, "more than %d options in the table", MAX_OPTIONS - 2 - (int)N_APPENDED);
+		fmt_report_error(stderr, t->name, NULL, &e, 0);
+		return exit_now(cli, FMT_INTERNAL);
+	}
+	opterr = 0;
+	fmt_report_set_json(json_given(argc, argv, shorts, longs));
+	if (check_once(t, argc, argv, longs, shorts) != 0)
+		return exit_now(cli, FMT_USAGE);
+	optind = 0;
+	for (;;) {
+		int long_index = -1;
+		int c = getopt_long(argc, argv, shorts, longs, &long_index);
+		if (c == -1)
+			break;
+		fmt_err_clear(&e);
+		if (c == '?' || c == ':') {
+			char msg[256];
+			describe_bad_option(t, c, argv[optind - 1], msg, sizeof msg);
+			return exit_now(cli, fmt_cli_usage_error(t, msg));
+		}
+		if (c == 'h') {
+			fmt_cli_help(t, stdout);
+			return exit_now(cli, fmt_cli_finish(t, cli, 0));
+		}
+		if (c == FMT_OPT_VERSION) {
+			print_version(stdout, t->name);
+			return exit_now(cli, fmt_cli_finish(t, cli, 0));
+		}
+		if (c == FMT_OPT_DUMP_OPTIONS) {
+			dump_options(t, stdout);
+			return exit_now(cli, fmt_cli_finish(t, cli, 0));
+		}
+		given[index_of(t, c, long_index)] = 1;
+		int r = common_option(c, optarg, &cli->common, &e);
+		if (r == 0)
+			r = t->on_option ? (t->on_option(ctx, c, optarg, &e) < 0 ? -1 : 1)
+					 : (fmt_fail(&e, FMT_USAGE, "unhandled option"), -1);
+		if (r < 0)
+			return exit_now(cli, fmt_cli_usage_error(t, e.msg));
+	}
+	cli->common.no_progress |= cli->common.json; /* stderr carries JSON objects only */
+	cli->operands = argv + optind;
+	cli->n_operands = argc - optind;
+	if (command_count(t) && (find_command(t, cli) || check_command_options(t, given, cli)))
+		return exit_now(cli, FMT_USAGE);
+	return 1;
+}
+
+int fmt_cli_finish(const fmt_cli_tool *t, const fmt_cli *cli, int status)
+{
+	/* A write larger than stdout's buffer fails at once and leaves only the error flag; the
+	 * errno it set is still the last one, since nothing in between has failed. */
+	int earlier = errno;
+	int failed = fflush(stdout) != 0;
+	int saved = failed ? errno : earlier;
+	if (!failed && !ferror(stdout))
+		return status;
+	fmt_err e;
+	fmt_err_clear(&e);
+	if (saved != 0)
+		fmt_fail(&e, FMT_IO, "cannot write to standard output: %s", strerror(saved));
+	else
+		fmt_fail(&e, FMT_IO, "cannot write to standard output");
+	fmt_report_error(stderr, t->name, NULL, &e, cli->common.json);
+	return status > FMT_IO ? status : FMT_IO;
+}

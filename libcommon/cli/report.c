@@ -1,0 +1,128 @@
+/* The messages and failure records of CONVENTIONS.md (fmt/report.h). */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/out.h"
+#include "fmt/report.h"
+
+static int report_as_json; /* the process reports in JSON (--json seen) */
+
+void fmt_report_set_json(int on)
+{
+	report_as_json = on;
+}
+
+static json_t *message_object(const char *tool, const char *level, const char *file)
+{
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "tool", json_string(tool));
+	json_object_set_new(o, "level", json_string(level));
+	json_object_set_new(o, "file", file ? fmt_json_string(file, strlen(file)) : json_null());
+	return o;
+}
+
+/* One message object on f: the error kind and exit status when kind is not FMT_OK. */
+static void json_message(FILE *f, const char *tool, const char *level, const char *file, fmt_kind kind,
+			 const char *msg)
+{
+	json_t *o = message_object(tool, level, file);
+	if (!o)
+		return;
+	if (kind != FMT_OK) {
+		json_object_set_new(o, "error", json_string(fmt_kind_name(kind)));
+		json_object_set_new(o, "exit", json_integer(fmt_kind_exit(kind)));
+	}
+	json_object_set_new(o, "message", fmt_json_string(msg, strlen(msg)));
+	fmt_json_line(f, o);
+	json_decref(o);
+}
+
+void fmt_report_error(FILE *f, const char *tool, const char *file, const fmt_err *e, int json)
+{
+	const char *where = e->file[0] ? e->file : file;
+	if (json || report_as_json) {
+		json_message(f, tool, "error", where, e->kind, e->msg);
+		return;
+	}
+	fprintf(f, "%s: error: ", tool);
+	if (where) {
+		fmt_out_escaped(f, where, strlen(where));
+		fputs(": ", f);
+	}
+	fmt_out_escaped(f, e->msg, strlen(e->msg));
+	fputc('\n', f);
+}
+
+int fmt_report_usage(FILE *f, const char *tool, const char *msg)
+{
+	if (report_as_json)
+		json_message(f, tool, "error", NULL, FMT_USAGE, msg);
+	else
+		fprintf(f, "%s: error: %s\nTry '%s --help'.\n", tool, msg, tool);
+	return FMT_USAGE;
+}
+
+static void report_note(FILE *f, const char *tool, const char *level, const char *format, va_list ap)
+{
+	char msg[FMT_ERR_MSG_MAX];
+	vsnprintf(msg, sizeof msg, format, ap);
+	if (report_as_json) {
+		json_message(f, tool, level, NULL, FMT_OK, msg);
+		return;
+	}
+	fprintf(f, strcmp(level, "warning") == 0 ? "%s: warning: " : "%s: ", tool);
+	fmt_out_escaped(f, msg, strlen(msg));
+	fputc('\n', f);
+}
+
+void fmt_report_warning(FILE *f, const char *tool, const char *format, ...)
+{
+	va_list ap;
+	va_start(ap, format);
+	report_note(f, tool, "warning", format, ap);
+	va_end(ap);
+}
+
+void fmt_report_info(FILE *f, const char *tool, const char *format, ...)
+{
+	va_list ap;
+	va_start(ap, format);
+	report_note(f, tool, "info", format, ap);
+	va_end(ap);
+}
+
+json_t *fmt_json_failure(const char *file, const fmt_err *e)
+{
+	return json_pack("{s:o,s:b,s:i,s:s,s:o}", "file", file ? fmt_json_string(file, strlen(file)) : json_null(),
+			 "ok", 0, "exit", fmt_kind_exit(e->kind), "error", fmt_kind_name(e->kind), "message",
+			 fmt_json_string(e->msg, strlen(e->msg)));
+}
+
+static void failure_record(FILE *out, const char *input, const fmt_err *e)
+{
+	json_t *r = fmt_json_failure(input, e);
+	if (r)
+		fmt_json_line(out, r);
+	json_decref(r);
+}
+
+int fmt_report_failed(FILE *out, const char *tool, const char *input, const char *where, const fmt_err *e,
+		      int json)
+{
+	json = json || report_as_json;
+	if (json && out)
+		failure_record(out, input, e);
+	fmt_report_error(stderr, tool, where, e, json);
+	return fmt_kind_exit(e->kind);
+}
+
+int fmt_report_failed_all(FILE *out, const char *tool, char *const *inputs, int n, const fmt_err *e, int json)
+{
+	json = json || report_as_json;
+	for (int i = 0; json && out && i < (n > 0 ? n : 1); i++)
+		failure_record(out, n > 0 ? inputs[i] : NULL, e);
+	fmt_report_error(stderr, tool, NULL, e, json);
+	return fmt_kind_exit(e->kind);
+}

@@ -1,0 +1,115 @@
+/* Rewriting an .ald: the CRC-32 trailer read back over what a sink holds, the §6 signature block
+ * appended to it, and the in-place rewrites of signing and licensing (the file reopened,
+ * checked, written beside itself and renamed over it). Below the writer, the signature and the
+ * licence code, which call it; it calls none of them. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include "fmt/checked.h"
+#include "fmt/dataset.h"
+#include "fmt/minisign.h"
+#include "ald_internal.h"
+
+#define SIG_BLOCK 96
+
+fmt_kind fmt_ald_sink_append_crc(fmt_sink *k, int upstream, fmt_err *e)
+{
+	enum { CHUNK = 1 << 20 };
+	fmt_kind r = fmt_sink_pwrite(k, 0, "", 0, e); /* flushes, for the read-back */
+	if (r != FMT_OK)
+		return r;
+	uint8_t *buf = malloc(CHUNK);
+	if (!buf)
+		return fmt_fail(e, FMT_IO, "out of memory for the CRC read-back");
+	uint64_t off = 0;
+	uint32_t c = 0;
+	while (r == FMT_OK && off < k->written) {
+		size_t want = k->written - off < CHUNK ? (size_t)(k->written - off) : CHUNK;
+		ssize_t got = pread(k->fd, buf, want, (off_t)off);
+		if (got <= 0) {
+			r = fmt_fail(e, FMT_IO, "cannot read back the output for its CRC");
+			break;
+		}
+		c = upstream ? fmt_crc32_alimentar(c, buf, (size_t)got) : fmt_crc32_ieee(c, buf, (size_t)got);
+		off += (uint64_t)got;
+	}
+	free(buf);
+	if (r != FMT_OK)
+		return r;
+	uint8_t crc_le[4];
+	fmt_wr_u32(crc_le, c);
+	return fmt_sink_write(k, crc_le, 4, e);
+}
+
+fmt_kind fmt_ald_rewrite_in_place(const char *path, const ald_state *s, fmt_ald_body_fn body, const void *ctx,
+				  fmt_err *e)
+{
+	fmt_sink k;
+	fmt_kind r = fmt_sink_open(&k, path, FMT_SINK_FORCE, e);
+	if (r != FMT_OK)
+		return r;
+	r = body(s, &k, ctx, e);
+	if (r == FMT_OK)
+		r = fmt_ald_sink_append_crc(&k, fmt_ald_crc_is_upstream(s), e);
+	if (r == FMT_OK)
+		return fmt_sink_commit(&k, e);
+	fmt_sink_abort(&k);
+	return r;
+}
+
+/* What the sink has written, mapped read-only (its buffer flushed first), for the signature. */
+static fmt_kind map_sink(fmt_sink *k, const uint8_t **p, fmt_err *e)
+{
+	fmt_kind r = fmt_sink_pwrite(k, 0, "", 0, e); /* flushes */
+	if (r != FMT_OK)
+		return r;
+	if (k->written > SIZE_MAX)
+		return fmt_fail(e, FMT_UNSUPPORTED, "output too large to sign on this system");
+	void *m = mmap(NULL, (size_t)k->written, PROT_READ, MAP_SHARED, k->fd, 0);
+	if (m == MAP_FAILED)
+		return fmt_fail(e, FMT_IO, "cannot map the output to sign it: %s", strerror(errno));
+	*p = m;
+	return FMT_OK;
+}
+
+fmt_kind fmt_ald_append_signature(fmt_sink *k, const fmt_ms_secret *sec, fmt_err *e)
+{
+	const uint8_t *msg = NULL;
+	uint8_t block[SIG_BLOCK];
+	uint64_t at = k->written;
+	fmt_kind r = map_sink(k, &msg, e);
+	if (r != FMT_OK)
+		return r;
+	r = fmt_ed25519_sign(sec, msg, (size_t)at, block, e);
+	munmap((void *)msg, (size_t)at);
+	memcpy(block + 64, fmt_ms_secret_pk(sec), 32);
+	/* Written through pwrite, which leaves nothing buffered: writers read the file back next. */
+	if (r == FMT_OK)
+		r = fmt_sink_zeros(k, sizeof block, e);
+	if (r == FMT_OK)
+		r = fmt_sink_pwrite(k, at, block, sizeof block, e);
+	return r;
+}
+
+fmt_kind fmt_ald_rewrite_checked(const fmt_table_driver *d, const char *path, fmt_ald_check_fn check,
+				 fmt_ald_body_fn body, const void *ctx, fmt_err *e)
+{
+	fmt_table t;
+	fmt_kind r = fmt_table_open_with(&t, path, d, e);
+	if (r != FMT_OK)
+		return r;
+	/* Never rewrite what is already damaged: CRC and payload digest first. */
+	ald_state *s = t.format_state;
+	r = fmt_ald_check_crc(s, e);
+	if (r == FMT_OK)
+		r = fmt_ald_check_digest(s, e);
+	if (r == FMT_OK && check)
+		r = check(s, ctx, e);
+	if (r == FMT_OK)
+		r = fmt_ald_rewrite_in_place(path, s, body, ctx, e);
+	fmt_table_free(&t);
+	return r;
+}

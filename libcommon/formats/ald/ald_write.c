@@ -1,0 +1,339 @@
+/* Writing .ald: header and card patched once the payload is known, the payload compressed as
+ * it is produced (bounded memory), STREAMING chunks spilled to a temporary file until the index
+ * that precedes them is complete, and the CRC-32 trailer read back over the whole file. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "fmt/arrow.h"
+#include "fmt/checked.h"
+#include "fmt/crypto.h"
+#include "fmt/dataset.h"
+#include "compress.h"
+#include "ald_internal.h"
+
+#define HEADER 32
+
+typedef struct writer {
+	const fmt_dataset_opts *o;
+	const fmt_schema *schema;
+	fmt_sink *k;
+	ald_enc *enc;              /* encrypting: the payload goes through it */
+	FILE *spill;               /* STREAMING: chunk bytes until the index is written */
+	fmt_compressor comp;
+	fmt_sha256 sha;
+	uint64_t stored, raw, rows;
+	/* STREAMING */
+	ald_chunk *chunks;
+	size_t n_chunks, cap_chunks;
+	uint64_t chunk_rows, chunk_stored, chunk_raw;
+	fmt_ipc_writer ipc;
+	int ipc_open;
+	fmt_sb sb;
+	const struct fmt_ed25519_secret *sign; /* the signature block's key, or NULL */
+} writer;
+
+static fmt_kind emit(void *ctx, const uint8_t *p, size_t n, fmt_err *e)
+{
+	writer *w = ctx;
+	w->stored += n;
+	w->chunk_stored += n;
+	if (!w->spill)
+		return w->enc ? fmt_ald_enc_write(w->enc, w->k, p, n, e) : fmt_sink_write(w->k, p, n, e);
+	if (fwrite(p, 1, n, w->spill) != n)
+		return fmt_fail(e, FMT_IO, "cannot write the temporary chunk file");
+	return FMT_OK;
+}
+
+/* Uncompressed IPC bytes in w->sb: hash, count, compress, and empty the buffer. */
+static fmt_kind drain(writer *w, fmt_err *e)
+{
+	if (w->sb.oom)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	fmt_kind k = fmt_sha256_update(&w->sha, w->sb.p, w->sb.len, e);
+	if (k == FMT_OK)
+		k = fmt_compressor_feed(&w->comp, (const uint8_t *)w->sb.p, w->sb.len, e);
+	w->raw += w->sb.len;
+	w->chunk_raw += w->sb.len;
+	w->sb.len = 0;
+	return k;
+}
+
+static fmt_kind stream_begin(writer *w, fmt_err *e)
+{
+	fmt_kind k = fmt_ipc_writer_begin(&w->ipc, w->schema, 0, &w->sb, e);
+	if (k != FMT_OK)
+		return k;
+	w->ipc_open = 1;
+	w->chunk_rows = w->chunk_stored = w->chunk_raw = 0;
+	return drain(w, e);
+}
+
+static fmt_kind add_chunk(writer *w, fmt_err *e)
+{
+	if (w->chunk_stored > UINT32_MAX || w->chunk_raw > UINT32_MAX)
+		return fmt_fail(e, FMT_UNSUPPORTED, "a chunk above 4 GiB does not fit the chunk index (use a smaller --chunk-rows)");
+	if (w->n_chunks == w->cap_chunks) {
+		size_t cap = w->cap_chunks ? 2 * w->cap_chunks : 64;
+		ald_chunk *p = realloc(w->chunks, cap * sizeof *p);
+		if (!p)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		w->chunks = p;
+		w->cap_chunks = cap;
+	}
+	ald_chunk *c = &w->chunks[w->n_chunks];
+	c->row_offset = w->rows - w->chunk_rows;
+	c->num_rows = (uint32_t)w->chunk_rows;
+	c->byte_offset = w->stored - w->chunk_stored;
+	c->csize = (uint32_t)w->chunk_stored;
+	c->usize = (uint32_t)w->chunk_raw;
+	w->n_chunks++;
+	return FMT_OK;
+}
+
+static fmt_kind stream_end(writer *w, fmt_err *e)
+{
+	w->ipc_open = 0;
+	fmt_kind k = fmt_ipc_writer_end(&w->ipc, &w->sb, e);
+	if (k == FMT_OK)
+		k = drain(w, e);
+	if (k == FMT_OK)
+		k = fmt_compressor_end(&w->comp, e);
+	if (k == FMT_OK && w->spill)
+		k = add_chunk(w, e);
+	return k;
+}
+
+static fmt_kind put_batch(writer *w, const fmt_batch *b, fmt_err *e)
+{
+	fmt_kind k = fmt_ipc_writer_batch(&w->ipc, b, &w->sb, e);
+	if (k == FMT_OK)
+		k = drain(w, e);
+	w->rows += b->n_rows;
+	w->chunk_rows += b->n_rows;
+	return k;
+}
+
+/* A batch into the payload; with STREAMING cut at chunk boundaries, a new IPC stream each. */
+static fmt_kind add_batch(writer *w, const fmt_batch *b, fmt_err *e)
+{
+	if (!w->spill)
+		return b->n_rows ? put_batch(w, b, e) : FMT_OK;
+	uint64_t at = 0;
+	while (at < b->n_rows) {
+		fmt_kind k;
+		if (!w->ipc_open && (k = stream_begin(w, e)) != FMT_OK)
+			return k;
+		uint64_t take = b->n_rows - at, room = w->o->chunk_rows - w->chunk_rows;
+		if (take > room)
+			take = room;
+		if (at == 0 && take == b->n_rows) {
+			k = put_batch(w, b, e);
+		} else {
+			fmt_batch part;
+			k = fmt_batch_slice(w->schema, b, at, take, &part, e);
+			if (k == FMT_OK) {
+				k = put_batch(w, &part, e);
+				fmt_batch_free(&part);
+			}
+		}
+		if (k == FMT_OK && w->chunk_rows == w->o->chunk_rows)
+			k = stream_end(w, e);
+		if (k != FMT_OK)
+			return k;
+		at += take;
+	}
+	return FMT_OK;
+}
+
+static fmt_kind schema_block(const fmt_schema *s, fmt_sb *out, fmt_err *e)
+{
+	fmt_ipc_writer w;
+	fmt_kind k = fmt_ipc_writer_begin(&w, s, 0, out, e);
+	if (k == FMT_OK)
+		k = fmt_ipc_writer_end(&w, out, e);
+	if (k == FMT_OK && out->len > UINT16_MAX)
+		k = fmt_fail(e, FMT_UNSUPPORTED, "the schema block is %zu bytes; the header holds at most 65535",
+			     out->len);
+	return k;
+}
+
+static fmt_kind copy_spill(writer *w, fmt_err *e)
+{
+	uint8_t buf[1 << 16];
+	size_t n;
+	if (fflush(w->spill) != 0 || fseek(w->spill, 0, SEEK_SET) != 0)
+		return fmt_fail(e, FMT_IO, "cannot read the temporary chunk file");
+	while ((n = fread(buf, 1, sizeof buf, w->spill)) > 0) {
+		fmt_kind k = w->enc ? fmt_ald_enc_write(w->enc, w->k, buf, n, e) : fmt_sink_write(w->k, buf, n, e);
+		if (k != FMT_OK)
+			return k;
+	}
+	return ferror(w->spill) ? fmt_fail(e, FMT_IO, "cannot read the temporary chunk file") : FMT_OK;
+}
+
+static fmt_kind write_index(writer *w, fmt_err *e)
+{
+	uint8_t n[4], entry[28];
+	fmt_wr_u32(n, (uint32_t)w->n_chunks);
+	fmt_kind k = fmt_sink_write(w->k, n, 4, e);
+	for (size_t i = 0; i < w->n_chunks && k == FMT_OK; i++) {
+		const ald_chunk *c = &w->chunks[i];
+		fmt_wr_u64(entry, c->row_offset);
+		fmt_wr_u32(entry + 8, c->num_rows);
+		fmt_wr_u64(entry + 12, c->byte_offset);
+		fmt_wr_u32(entry + 20, c->csize);
+		fmt_wr_u32(entry + 24, c->usize);
+		k = fmt_sink_write(w->k, entry, sizeof entry, e);
+	}
+	return k;
+}
+
+static fmt_kind finish(writer *w, size_t meta_len, uint16_t schema_len,
+		       uint8_t flags, fmt_err *e)
+{
+	const fmt_dataset_opts *o = w->o;
+	uint8_t h[HEADER], digest[FMT_SHA256_LEN];
+	char hex[FMT_SHA256_HEX + 1];
+	fmt_kind k = fmt_sha256_final(&w->sha, digest, e);
+	if (k != FMT_OK)
+		return k;
+	if (w->stored > UINT32_MAX || w->raw > UINT32_MAX)
+		return fmt_fail(e, FMT_UNSUPPORTED, "the payload is above 4 GiB, which the header's 32-bit sizes cannot hold");
+	memcpy(h, "ALDF", 4);
+	h[4] = 1;
+	h[5] = 2;
+	fmt_wr_u16(h + 6, o->dataset_type ? o->dataset_type : 1);
+	fmt_wr_u32(h + 8, (uint32_t)meta_len);
+	fmt_wr_u32(h + 12, (uint32_t)w->stored);
+	fmt_wr_u32(h + 16, (uint32_t)w->raw);
+	h[20] = (uint8_t)o->compression;
+	h[21] = flags;
+	fmt_wr_u16(h + 22, schema_len);
+	fmt_wr_u64(h + 24, w->rows);
+	if ((k = fmt_sink_pwrite(w->k, 0, h, HEADER, e)) != FMT_OK)
+		return k;
+	if (!o->compat_alimentar) {
+		uint8_t *meta;
+		size_t n;
+		fmt_hex(digest, FMT_SHA256_LEN, hex);
+		if ((k = fmt_card_encode(o->card, hex, 0, &meta, &n, e)) != FMT_OK)
+			return k;
+		if (n != meta_len)
+			k = fmt_fail(e, FMT_INTERNAL, "card changed size when the digest was filled in");
+		else
+			k = fmt_sink_pwrite(w->k, HEADER, meta, n, e);
+		free(meta);
+		if (k != FMT_OK)
+			return k;
+	}
+	if (w->sign && (k = fmt_ald_append_signature(w->k, w->sign, e)) != FMT_OK)
+		return k;
+	return fmt_ald_sink_append_crc(w->k, o->compat_alimentar, e);
+}
+
+static const fmt_dataset_opts default_opts = { .compression = FMT_ALD_ZSTD };
+
+fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt_err *e)
+{
+	ald_enc enc;
+	int encrypting = 0;
+	writer w = { .o = in->opts ? in->opts : &default_opts, .schema = &in->schema, .k = k,
+		     .sign = wo ? wo->keys.ed25519_secret : NULL };
+	const fmt_dataset_opts *o = w.o;
+	fmt_sb block = { 0 };
+	uint8_t *meta = NULL;
+	size_t meta_len = 0;
+	uint8_t flags = (uint8_t)((o->chunk_rows ? FMT_ALD_STREAMING : 0) | (w.sign ? FMT_ALD_SIGNED : 0));
+	static const char zero_hex[FMT_SHA256_HEX + 1] =
+		"0000000000000000000000000000000000000000000000000000000000000000";
+	fmt_kind r;
+	if (k->is_stdout)
+		return fmt_fail(e, FMT_USAGE, ".ald cannot be written to standard output (its header is completed last)");
+	if ((r = fmt_ald_native_check_opts(o, e)) != FMT_OK)
+		return r;
+	const fmt_field *u = fmt_schema_unsupported(&in->schema);
+	if (u)
+		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
+				u->name, u->type_name);
+	if ((r = fmt_ald_enc_begin(&enc, wo ? &wo->keys : NULL, &encrypting, e)) != FMT_OK)
+		return r;
+	if (encrypting) {
+		w.enc = &enc;
+		flags |= FMT_ALD_ENCRYPTED;
+	}
+	if (encrypting && o->trueno_native) { /* its arrays are read in place through the mapping */
+		r = fmt_fail(e, FMT_USAGE, "TRUENO_NATIVE arrays are read in place and cannot be encrypted: "
+			     "give --trueno-native or an encryption option, not both");
+		goto out;
+	}
+	if ((r = fmt_card_encode(o->card, o->compat_alimentar ? NULL : zero_hex, o->compat_alimentar, &meta,
+				 &meta_len, e)) != FMT_OK)
+		return r;
+	if ((r = schema_block(&in->schema, &block, e)) != FMT_OK)
+		goto out;
+	if ((r = fmt_sha256_init(&w.sha, e)) != FMT_OK)
+		goto out;
+	if ((r = fmt_compressor_init(&w.comp, o->compression, emit, &w, e)) != FMT_OK)
+		goto out;
+	if ((r = fmt_sink_zeros(k, HEADER, e)) != FMT_OK || (r = fmt_sink_write(k, meta, meta_len, e)) != FMT_OK ||
+	    (r = fmt_sink_write(k, block.p, block.len, e)) != FMT_OK)
+		goto out;
+	if (o->trueno_native) { /* the arrays and an uncompressed payload of the other columns */
+		flags |= FMT_ALD_TRUENO_NATIVE;
+		if ((r = fmt_ald_native_body(in, k, &w.sha, &w.stored, &w.rows, e)) == FMT_OK) {
+			w.raw = w.stored;
+			r = finish(&w, meta_len, (uint16_t)block.len, flags, e);
+		}
+		goto out;
+	}
+	if (flags & FMT_ALD_STREAMING) {
+		w.spill = tmpfile();
+		if (!w.spill) {
+			r = fmt_fail(e, FMT_IO, "cannot create a temporary file for the chunks");
+			goto out;
+		}
+	} else if ((encrypting && (r = fmt_sink_write(k, enc.header, enc.header_len, e)) != FMT_OK) ||
+		   (r = stream_begin(&w, e)) != FMT_OK) {
+		goto out;
+	}
+	for (;;) {
+		fmt_batch b;
+		int done;
+		if ((r = fmt_table_next(in, &b, &done, e)) != FMT_OK)
+			goto out;
+		if (done) {
+			fmt_batch_free(&b);
+			break;
+		}
+		r = add_batch(&w, &b, e);
+		fmt_batch_free(&b);
+		if (r != FMT_OK)
+			goto out;
+	}
+	if (w.spill && !w.ipc_open && w.rows == 0)
+		r = stream_begin(&w, e); /* an empty dataset still has one chunk: its schema */
+	if (r == FMT_OK && w.ipc_open)
+		r = stream_end(&w, e);
+	if (r == FMT_OK && w.spill && (r = write_index(&w, e)) == FMT_OK &&
+	    (!encrypting || (r = fmt_sink_write(k, enc.header, enc.header_len, e)) == FMT_OK))
+		r = copy_spill(&w, e);
+	if (r == FMT_OK && encrypting && (r = fmt_ald_enc_end(&enc, k, e)) == FMT_OK)
+		w.stored += FMT_AEAD_TAG;
+	if (r == FMT_OK)
+		r = finish(&w, meta_len, (uint16_t)block.len, flags, e);
+out:
+	if (w.ipc_open)
+		fmt_ipc_writer_free(&w.ipc);
+	if (w.spill)
+		fclose(w.spill);
+	fmt_compressor_free(&w.comp);
+	fmt_sha256_free(&w.sha);
+	if (encrypting)
+		fmt_ald_enc_free(&enc);
+	free(w.chunks);
+	free(meta);
+	fmt_sb_free(&block);
+	fmt_sb_free(&w.sb);
+	return r;
+}

@@ -1,0 +1,729 @@
+/* CSV (RFC 4180) as a table driver: a header row (or none), a delimiter, quoting, type inference
+ * over the whole file in a first pass, then batches of rows in a second; both passes read the
+ * file in blocks, so memory stays bounded whatever its size. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/cell.h"
+#include "fmt/checked.h"
+#include "fmt/dataset.h"
+#include "fmt/half.h"
+#include "fmt/registry.h"
+#include "fmt/shortest.h"
+#include "fmt/builder.h"
+#include "fmt/textio.h"
+#include "fmt/textval.h"
+
+#define MAX_COLUMNS 100000
+#define DEFAULT_BATCH 65536
+
+typedef struct field_ref {
+	size_t off, len;
+	int quoted;            /* unescaped into rec; otherwise read in place in buf */
+} field_ref;
+
+typedef struct csv_state {
+	fmt_text_in in;
+	char delim;
+	const char *null_value;
+	uint64_t line;             /* line of the next record */
+	uint64_t data_off, data_line; /* where the rows begin (after the header) */
+	fmt_sb rec;                /* the current record's fields, unescaped */
+	field_ref *fields;
+	size_t n_fields, cap_fields;
+	uint64_t rec_line;
+	size_t n_cols;
+	uint64_t batch_rows;
+	col_builder *cols;
+} csv_state;
+
+static fmt_kind refill(csv_state *s, fmt_err *e)
+{
+	return fmt_text_in_refill(&s->in, s->line, "a record longer than 64 MiB", e);
+}
+
+static void rewind_to(csv_state *s, uint64_t off, uint64_t line)
+{
+	fmt_text_in_seek(&s->in, off);
+	s->line = line;
+}
+
+static fmt_kind add_field(csv_state *s, size_t off, size_t len, int quoted, fmt_err *e)
+{
+	if (s->n_fields == s->cap_fields) {
+		size_t cap = s->cap_fields ? 2 * s->cap_fields : 64;
+		if (cap > MAX_COLUMNS + 1)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu: more than %d fields",
+					(unsigned long long)s->rec_line, MAX_COLUMNS);
+		field_ref *p = realloc(s->fields, cap * sizeof *p);
+		if (!p)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		s->fields = p;
+		s->cap_fields = cap;
+	}
+	s->fields[s->n_fields++] = (field_ref){ off, len, quoted };
+	return FMT_OK;
+}
+
+static fmt_kind syntax(csv_state *s, uint64_t line, size_t column, const char *what, fmt_err *e)
+{
+	(void)s;
+	return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu, column %zu: %s", (unsigned long long)line, column, what);
+}
+
+/* The index of the first byte of p[0..n) that is delim, a quote or a line break; n when none.
+ * Eight bytes at a time: a byte of w equal to c gives w ^ c*0x0101.. a zero byte, which
+ * (x - 0x0101..) & ~x & 0x8080.. detects. */
+static size_t special_byte(const char *p, size_t n, char delim)
+{
+	const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+	const uint64_t d = ones * (unsigned char)delim, dq = ones * '"', lf = ones * '\n', cr = ones * '\r';
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w, x;
+		memcpy(&w, p + i, 8);
+		x = ((w ^ d) - ones) & ~(w ^ d);
+		x |= ((w ^ dq) - ones) & ~(w ^ dq);
+		x |= ((w ^ lf) - ones) & ~(w ^ lf);
+		x |= ((w ^ cr) - ones) & ~(w ^ cr);
+		if (x & highs)
+			break;
+	}
+	for (; i < n; i++) {
+		char c = p[i];
+		if (c == delim || c == '"' || c == '\n' || c == '\r')
+			break;
+	}
+	return i;
+}
+
+/* The next record into s->fields (*got = 0 at the end of the data). Empty lines are skipped. */
+static fmt_kind next_record(csv_state *s, int *got, fmt_err *e)
+{
+	fmt_kind k;
+restart:
+	*got = 0;
+	s->n_fields = 0;
+	s->rec.len = 0;
+	s->rec_line = s->line;
+	size_t pos = s->in.start;
+	uint64_t line = s->line;
+	if (pos == s->in.end) {
+		if (s->in.eof)
+			return FMT_OK;
+		if ((k = refill(s, e)) != FMT_OK)
+			return k;
+		goto restart;
+	}
+	for (;;) {
+		size_t column = s->n_fields + 1, off = s->rec.len, len;
+		int quoted = 0;
+		if (pos < s->in.end && s->in.buf[pos] == '"') {
+			uint64_t qline = line;
+			quoted = 1;
+			pos++;
+			for (;;) {
+				if (pos == s->in.end) {
+					if (!s->in.eof)
+						goto more;
+					return syntax(s, qline, column, "a quoted field is not closed", e);
+				}
+				char c = s->in.buf[pos];
+				if (c == '"') {
+					if (pos + 1 == s->in.end && !s->in.eof)
+						goto more;
+					if (pos + 1 < s->in.end && s->in.buf[pos + 1] == '"') {
+						fmt_sb_put(&s->rec, "\"", 1);
+						pos += 2;
+						continue;
+					}
+					pos++;
+					break;
+				}
+				/* a run up to the next quote in one copy */
+				const char *q = memchr(s->in.buf + pos, '"', s->in.end - pos);
+				size_t run = q ? (size_t)(q - (s->in.buf + pos)) : s->in.end - pos;
+				for (size_t j = 0; j < run; j++)
+					line += s->in.buf[pos + j] == '\n';
+				fmt_sb_put(&s->rec, s->in.buf + pos, run);
+				pos += run;
+				(void)c;
+			}
+			if (pos < s->in.end && s->in.buf[pos] != s->delim && s->in.buf[pos] != '\n' && s->in.buf[pos] != '\r')
+				return syntax(s, line, column, "characters after a closing quote", e);
+			len = s->rec.len - off;
+		} else {
+			/* in place: buf moves only in refill, which starts the record again */
+			off = pos;
+			pos += special_byte(s->in.buf + pos, s->in.end - pos, s->delim);
+			if (pos < s->in.end && s->in.buf[pos] == '"')
+				return syntax(s, line, column, "a quote inside an unquoted field", e);
+			if (pos == s->in.end && !s->in.eof)
+				goto more;
+			len = pos - off;
+		}
+		if ((k = add_field(s, off, len, quoted, e)) != FMT_OK)
+			return k;
+		if (pos < s->in.end && s->in.buf[pos] == s->delim) {
+			pos++;
+			continue;
+		}
+		if (pos < s->in.end && s->in.buf[pos] == '\r') {
+			if (pos + 1 == s->in.end && !s->in.eof)
+				goto more;
+			if (pos + 1 == s->in.end || s->in.buf[pos + 1] != '\n')
+				return syntax(s, line, column, "a carriage return without a line feed", e);
+			pos++;
+		}
+		if (pos < s->in.end && s->in.buf[pos] == '\n') {
+			pos++;
+			line++;
+		}
+		break;
+	}
+	if (s->rec.oom)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	s->in.start = pos;
+	s->line = line;
+	if (s->n_fields == 1 && s->fields[0].len == 0 && !s->fields[0].quoted)
+		goto restart; /* an empty line */
+	*got = 1;
+	return FMT_OK;
+more:
+	if ((k = refill(s, e)) != FMT_OK)
+		return k;
+	goto restart;
+}
+
+static const char *field_ptr(const csv_state *s, size_t i)
+{
+	const field_ref *f = &s->fields[i];
+	return !f->quoted ? s->in.buf + f->off : s->rec.p ? s->rec.p + f->off : "";
+}
+
+static int is_null(const csv_state *s, size_t i)
+{
+	const field_ref *f = &s->fields[i];
+	if (f->len == 0 && !f->quoted)
+		return 1;
+	return s->null_value && !f->quoted && strlen(s->null_value) == f->len &&
+	       memcmp(field_ptr(s, i), s->null_value, f->len) == 0;
+}
+
+static fmt_kind count_check(csv_state *s, fmt_err *e)
+{
+	if (s->n_fields != s->n_cols)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu, column %zu: %zu fields, the header has %zu",
+				(unsigned long long)s->rec_line, s->n_fields < s->n_cols ? s->n_fields + 1 : s->n_cols + 1,
+				s->n_fields, s->n_cols);
+	return FMT_OK;
+}
+
+/* A type named in a --schema file: "int64", "timestamp[ms]" (zone-less), "timestamp[ms, UTC]"
+ * (any zone name after the comma), or "timestamp": microseconds, the zone as the values say
+ * (zoned is what inference found). */
+static int forced_type(const char *name, fmt_field *f, int zoned, char *zone_buf, size_t zone_size)
+{
+	static const char *units[] = { "s", "ms", "us", "ns" };
+	if (strncmp(name, "timestamp", 9) == 0) {
+		f->type = FMT_C_TIMESTAMP;
+		f->unit = FMT_TU_US;
+		f->timezone = zoned ? "UTC" : NULL;
+		if (!name[9])
+			return 1;
+		f->timezone = NULL;
+		for (int u = 0; u < 4; u++) {
+			size_t n = strlen(units[u]);
+			const char *p = name + 10;
+			if (name[9] != '[' || strncmp(p, units[u], n) != 0)
+				continue;
+			p += n;
+			f->unit = (fmt_time_unit)u;
+			if (!strcmp(p, "]"))
+				return 1;
+			if (strncmp(p, ", ", 2) != 0 || strlen(p + 2) < 2 || strlen(p + 2) > zone_size ||
+			    p[strlen(p) - 1] != ']')
+				return 0;
+			snprintf(zone_buf, zone_size, "%.*s", (int)strlen(p + 2) - 1, p + 2);
+			f->timezone = zone_buf;
+			return 1;
+		}
+		return 0;
+	}
+	for (int t = FMT_C_BOOL; t <= FMT_C_DATE32; t++)
+		if (!strcmp(fmt_ctype_name((fmt_ctype)t), name)) {
+			f->type = (fmt_ctype)t;
+			return 1;
+		}
+	return 0;
+}
+
+static fmt_kind infer(fmt_table *t, csv_state *s, char **names, fmt_err *e)
+{
+	const fmt_dataset_opts *o = t->opts;
+	fmt_tv_infer *inf = calloc(s->n_cols, sizeof *inf);
+	fmt_kind k = FMT_OK;
+	uint64_t rows = 0;
+	int got = 1;
+	if (!inf)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; i < s->n_cols; i++)
+		fmt_tv_infer_init(&inf[i]);
+	while (k == FMT_OK && (k = next_record(s, &got, e)) == FMT_OK && got) {
+		if ((k = count_check(s, e)) != FMT_OK)
+			break;
+		rows++;
+		for (size_t i = 0; i < s->n_cols; i++) {
+			if (is_null(s, i))
+				inf[i].nulls = 1;
+			else if (inf[i].can)
+				fmt_tv_infer_add(&inf[i], field_ptr(s, i), s->fields[i].len);
+			else
+				inf[i].seen = 1;
+		}
+	}
+	for (size_t i = 0; k == FMT_OK && i < s->n_cols; i++) {
+		fmt_field f = { .name = names[i] };
+		char zone[64];
+		fmt_tv_infer_field(&inf[i], &f);
+		const json_t *want = o && o->schema ? json_object_get(o->schema, names[i]) : NULL;
+		if (want && !(json_is_string(want) && forced_type(json_string_value(want), &f, inf[i].zoned, zone,
+								   sizeof zone)))
+			k = fmt_fail(e, FMT_USAGE, "--schema: column '%s': unknown type (bool, int8..int64, uint8..uint64, float16/32/64, utf8, large_utf8, binary, date32, timestamp, timestamp[s|ms|us|ns], timestamp[s|ms|us|ns, ZONE])",
+				     names[i]);
+		if (k == FMT_OK)
+			k = fmt_schema_add_field(&t->schema, &f, e);
+	}
+	if (k == FMT_OK && o && o->schema) {
+		const char *key;
+		json_t *v;
+		json_object_foreach((json_t *)o->schema, key, v)
+			if (fmt_schema_find(&t->schema, key) < 0 && k == FMT_OK)
+				k = fmt_fail(e, FMT_USAGE, "--schema names column '%s', which the file does not have", key);
+	}
+	free(inf);
+	t->n_rows = rows;
+	return k;
+}
+
+/* Delimiters (',', tab or ';') outside quotes in the line at p, and where it ends (NULL when
+ * the head ends first). */
+static const uint8_t *line_delims(const uint8_t *p, const uint8_t *end, size_t count[3])
+{
+	static const char cands[] = { ',', '\t', ';' };
+	int quoted = 0;
+	for (; p < end; p++) {
+		if (*p == '"')
+			quoted = !quoted;
+		else if (*p == '\n' && !quoted)
+			return p;
+		for (int c = 0; c < 3 && !quoted; c++)
+			count[c] += *p == cands[c];
+	}
+	return NULL;
+}
+
+/* One column: text without any delimiter, control byte or NUL in the head, a header line that
+ * does not start like JSON, markup or a comment, and at least one record after it (the last one
+ * may end with the file). The weakest claim of all (5). */
+static int probe_one_column(const uint8_t *head, size_t n, uint64_t size)
+{
+	const uint8_t *nl = memchr(head, '\n', n);
+	if (!nl || nl == head || strchr("{[#<\r", head[0]))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((head[i] < 0x20 && head[i] != '\n' && head[i] != '\r') || head[i] == 0x7f ||
+		    head[i] == ',' || head[i] == ';')
+			return 0;
+	const uint8_t *rec = nl + 1;
+	while (rec < head + n && (*rec == '\n' || *rec == '\r'))
+		rec++;
+	if (rec == head + n)
+		return 0;
+	return memchr(rec, '\n', (size_t)(head + n - rec)) || (uint64_t)n == size ? 5 : 0;
+}
+
+static int probe(const uint8_t *head, size_t n, uint64_t size)
+{
+	/* text whose first line has a delimiter and whose second line (when the head holds one)
+	 * has as many: a weak claim, any more specific driver wins (other delimiters: --from csv) */
+	size_t first[3] = { 0 }, second[3] = { 0 };
+	if (n == 0 || memchr(head, 0, n) || head[0] == '{' || head[0] == '[') /* JSON, not a header */
+		return 0;
+	const uint8_t *nl = line_delims(head, head + n, first);
+	if (!nl)
+		return 0;
+	const uint8_t *nl2 = line_delims(nl + 1, head + n, second);
+	int any = 0;
+	for (int c = 0; c < 3; c++)
+		any |= first[c] > 0;
+	if (!any)
+		return probe_one_column(head, n, size);
+	if (nl2 || (uint64_t)n == size)
+		if (nl2 || nl + 1 < head + n)
+			for (int c = 0; c < 3; c++)
+				if (first[c] && first[c] != second[c])
+					return 0;
+	return 10;
+}
+
+/* The delimiter the first line uses most: ',', tab or ';' (',' when none). */
+static fmt_kind detect_delimiter(csv_state *s, fmt_err *e)
+{
+	static const char cands[] = { ',', '\t', ';' };
+	size_t count[3] = { 0 };
+	fmt_kind k = refill(s, e);
+	if (k != FMT_OK)
+		return k;
+	int quoted = 0;
+	for (size_t i = s->in.start; i < s->in.end && (quoted || s->in.buf[i] != '\n'); i++) {
+		if (s->in.buf[i] == '"')
+			quoted = !quoted;
+		for (int c = 0; c < 3 && !quoted; c++)
+			count[c] += s->in.buf[i] == cands[c];
+	}
+	int best = 0;
+	for (int c = 1; c < 3; c++)
+		if (count[c] > count[best])
+			best = c;
+	s->delim = cands[best];
+	return FMT_OK;
+}
+
+static fmt_kind csv_open(fmt_table *t, fmt_err *e)
+{
+	const fmt_dataset_opts *o = t->opts;
+	csv_state *s = calloc(1, sizeof *s);
+	char **names = NULL;
+	fmt_kind k;
+	int got;
+	if (!s)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	t->format_state = s;
+	s->delim = o && o->delimiter ? o->delimiter : ',';
+	s->null_value = o ? o->null_value : NULL;
+	s->batch_rows = o && o->batch_rows ? o->batch_rows : DEFAULT_BATCH;
+	if ((k = fmt_text_in_init(&s->in, &t->source, e)) != FMT_OK)
+		return k;
+	rewind_to(s, 0, 1);
+	if (!(o && o->delimiter) && (k = detect_delimiter(s, e)) != FMT_OK)
+		return k;
+	if ((k = next_record(s, &got, e)) != FMT_OK)
+		return k;
+	if (!got)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "no header row (the file is empty)");
+	s->n_cols = s->n_fields;
+	names = calloc(s->n_cols, sizeof *names);
+	if (!names)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; i < s->n_cols && k == FMT_OK; i++) {
+		if (o && o->no_header) {
+			if (asprintf(&names[i], "column_%zu", i + 1) < 0)
+				names[i] = NULL;
+		} else {
+			names[i] = strndup(field_ptr(s, i), s->fields[i].len);
+		}
+		if (!names[i])
+			k = fmt_fail(e, FMT_IO, "out of memory");
+		else if (memchr(field_ptr(s, i), 0, s->fields[i].len))
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "line 1, column %zu: a NUL byte in a column name", i + 1);
+	}
+	if (k == FMT_OK) {
+		if (o && o->no_header)
+			rewind_to(s, 0, 1);
+		s->data_off = s->in.next_off - (s->in.end - s->in.start);
+		s->data_line = s->line;
+		k = infer(t, s, names, e);
+	}
+	for (size_t i = 0; i < s->n_cols; i++)
+		free(names[i]);
+	free(names);
+	if (k == FMT_OK) {
+		rewind_to(s, s->data_off, s->data_line);
+		s->cols = calloc(s->n_cols ? s->n_cols : 1, sizeof *s->cols);
+		if (!s->cols)
+			k = fmt_fail(e, FMT_IO, "out of memory");
+	}
+	return k;
+}
+
+static fmt_kind bad_value(const csv_state *s, size_t i, const fmt_field *f, fmt_err *e)
+{
+	char type[64];
+	fmt_field_type_name(f, type, sizeof type);
+	/* Of the type names only int8 ... int64 start with a vowel sound ("a uint8", "a utf8"). */
+	return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu, column %zu: \"%.*s\" is not %s %s",
+			(unsigned long long)s->rec_line, i + 1, (int)(s->fields[i].len > 40 ? 40 : s->fields[i].len),
+			field_ptr(s, i), type[0] == 'i' ? "an" : "a", type);
+}
+
+static int parse_date(const char *p, size_t n, int32_t *out)
+{
+	fmt_tv_time t;
+	char buf[32];
+	if (n != 10)
+		return 0;
+	memcpy(buf, p, 10);
+	memcpy(buf + 10, "T00:00:00", 10);
+	if (!fmt_tv_timestamp(buf, 19, &t))
+		return 0;
+	*out = (int32_t)(t.secs / 86400);
+	return 1;
+}
+
+static int unhex(const char *p, size_t n, uint8_t *out)
+{
+	for (size_t i = 0; i < n / 2; i++) {
+		int v = 0;
+		for (int k = 0; k < 2; k++) {
+			char c = p[2 * i + (size_t)k];
+			int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+				: c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+			if (d < 0)
+				return 0;
+			v = v * 16 + d;
+		}
+		out[i] = (uint8_t)v;
+	}
+	return n % 2 == 0;
+}
+
+/* Field i of the record, parsed as f's type, onto builder b. */
+static fmt_kind put_value(csv_state *s, size_t i, const fmt_field *f, col_builder *b, fmt_err *e)
+{
+	const char *p = field_ptr(s, i);
+	size_t n = s->fields[i].len;
+	uint8_t le[8];
+	int64_t v;
+	double d;
+	int bv;
+	if (is_null(s, i)) {
+		fmt_cb_null(b, f);
+		return FMT_OK;
+	}
+	switch (f->type) {
+	case FMT_C_BOOL:
+		if (!fmt_tv_bool(p, n, &bv))
+			return bad_value(s, i, f, e);
+		fmt_cb_bool(b, bv);
+		return FMT_OK;
+	case FMT_C_UTF8: case FMT_C_LARGE_UTF8:
+		fmt_cb_bytes(b, f, p, n);
+		return FMT_OK;
+	case FMT_C_BINARY: {
+		uint8_t *tmp = malloc(n / 2 + 1);
+		if (!tmp)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		int ok = unhex(p, n, tmp);
+		if (ok)
+			fmt_cb_bytes(b, f, tmp, n / 2);
+		free(tmp);
+		return ok ? FMT_OK : bad_value(s, i, f, e);
+	}
+	case FMT_C_F16: case FMT_C_F32: case FMT_C_F64:
+		if (!fmt_tv_float(p, n, &d))
+			return bad_value(s, i, f, e);
+		if (f->type == FMT_C_F64) {
+			uint64_t u;
+			memcpy(&u, &d, 8);
+			fmt_wr_u64(le, u);
+		} else if (f->type == FMT_C_F32) {
+			fmt_wr_u32(le, fmt_f32_bits((float)d));
+		} else {
+			fmt_wr_u16(le, fmt_f32_to_f16((float)d));
+		}
+		fmt_cb_fixed(b, le, fmt_ctype_width(f->type));
+		return FMT_OK;
+	case FMT_C_TIMESTAMP:
+		if (!fmt_tv_timestamp_as(p, n, f, &v))
+			return bad_value(s, i, f, e);
+		fmt_wr_u64(le, (uint64_t)v);
+		fmt_cb_fixed(b, le, 8);
+		return FMT_OK;
+	case FMT_C_DATE32: {
+		int32_t days;
+		if (!parse_date(p, n, &days))
+			return bad_value(s, i, f, e);
+		fmt_wr_u32(le, (uint32_t)days);
+		fmt_cb_fixed(b, le, 4);
+		return FMT_OK;
+	}
+	default: {
+		size_t w = fmt_ctype_width(f->type);
+		int is_unsigned = f->type >= FMT_C_U8 && f->type <= FMT_C_U64;
+		uint64_t u = 0;
+		if (f->type == FMT_C_U64) {
+			if (!fmt_tv_uint64(p, n, &u))
+				return bad_value(s, i, f, e);
+		} else {
+			if (!fmt_tv_int64(p, n, &v))
+				return bad_value(s, i, f, e);
+			int bits = (int)w * 8;
+			if (is_unsigned ? (v < 0 || (bits < 64 && v >= ((int64_t)1 << bits)))
+					: (bits < 64 && (v < -((int64_t)1 << (bits - 1)) || v >= ((int64_t)1 << (bits - 1)))))
+				return bad_value(s, i, f, e);
+			u = (uint64_t)v;
+		}
+		fmt_wr_u64(le, u);
+		fmt_cb_fixed(b, le, w);
+		return FMT_OK;
+	}
+	}
+}
+
+/* One record onto the column builders (fmt_text_row_fn). */
+static fmt_kind csv_row(void *ctx, const fmt_schema *schema, int *got, fmt_err *e)
+{
+	csv_state *s = ctx;
+	fmt_kind k;
+	if ((k = next_record(s, got, e)) != FMT_OK || !*got)
+		return k;
+	if ((k = count_check(s, e)) != FMT_OK)
+		return k;
+	for (size_t i = 0; i < s->n_cols && k == FMT_OK; i++)
+		k = put_value(s, i, &schema->fields[i], &s->cols[i], e);
+	return k;
+}
+
+static fmt_kind csv_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
+{
+	csv_state *s = t->format_state;
+	return fmt_text_next_batch(csv_row, s, s->batch_rows, s->cols, &t->schema, b, done, e);
+}
+
+static void csv_close(fmt_table *t)
+{
+	csv_state *s = t->format_state;
+	if (!s)
+		return;
+	for (size_t i = 0; s->cols && i < s->n_cols; i++)
+		fmt_cb_free(&s->cols[i]);
+	free(s->cols);
+	fmt_text_in_free(&s->in);
+	free(s->fields);
+	fmt_sb_free(&s->rec);
+	free(s);
+	t->format_state = NULL;
+}
+
+/* ---- writing ---- */
+
+/* p as one CSV field: quoted (inner quotes doubled) when it holds the delimiter, a quote or a
+ * line break, or when it is empty and quote_empty is set. */
+static void put_field(fmt_sb *line, const char *p, size_t n, char delim, int quote_empty)
+{
+	int quote = n == 0 ? quote_empty : special_byte(p, n, delim) < n;
+	if (!quote) {
+		fmt_sb_add(line, p, n);
+		return;
+	}
+	fmt_sb_add(line, "\"", 1);
+	for (const char *end = p + n; p < end;) {
+		const char *q = memchr(p, '"', (size_t)(end - p));
+		size_t run = q ? (size_t)(q - p) + 1 : (size_t)(end - p);
+		fmt_sb_add(line, p, run);
+		if (q)
+			fmt_sb_add(line, "\"", 1);
+		p += run;
+	}
+	fmt_sb_add(line, "\"", 1);
+}
+
+typedef struct csv_out {
+	const fmt_schema *s;
+	char delim;
+	unsigned char *plain; /* per column: numbers or booleans, written without a quoting check */
+	fmt_sb cell;
+} csv_out;
+
+/* One row as a CSV line (fmt_text_put_row_fn). */
+static int csv_put_row(void *ctx, const fmt_batch *b, uint64_t row, fmt_sb *line)
+{
+	csv_out *o = ctx;
+	const fmt_schema *s = o->s;
+	for (size_t i = 0; i < s->n_fields; i++) {
+		const fmt_field *f = &s->fields[i];
+		const fmt_column *c = &b->columns[i];
+		if (i)
+			fmt_sb_add(line, &o->delim, 1);
+		if (fmt_column_is_null(c, row))
+			continue;
+		if (o->plain[i]) {
+			char *at = fmt_sb_reserve(line, FMT_SHORTEST_MAX);
+			if (!at)
+				return 0;
+			if (f->type == FMT_C_F64) {
+				uint64_t u = fmt_rd_u64(c->values + 8 * row);
+				double d;
+				memcpy(&d, &u, sizeof d);
+				fmt_sb_commit(line, fmt_shortest_f64(d, at));
+			} else if (f->type == FMT_C_I64) {
+				fmt_sb_commit(line, fmt_i64_text((int64_t)fmt_rd_u64(c->values + 8 * row), at));
+			} else {
+				fmt_cell_text(f, c, row, line);
+			}
+		} else if (f->type == FMT_C_UTF8 || f->type == FMT_C_LARGE_UTF8) {
+			const uint8_t *v;
+			size_t n;
+			fmt_column_bytes(c, f->type, row, &v, &n);
+			put_field(line, (const char *)v, n, o->delim, 1);
+		} else {
+			o->cell.len = 0;
+			fmt_cell_text(f, c, row, &o->cell);
+			put_field(line, o->cell.p ? o->cell.p : "", o->cell.len, o->delim, 1);
+		}
+	}
+	fmt_sb_add(line, "\n", 1);
+	return !o->cell.oom;
+}
+
+static fmt_kind csv_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt_err *e)
+{
+	(void)wo;
+	const fmt_schema *s = &in->schema;
+	csv_out o = { s, in->opts && in->opts->delimiter ? in->opts->delimiter : ',', NULL, { 0 } };
+	fmt_sb head = { 0 };
+	fmt_kind r;
+	const fmt_field *u = fmt_schema_unsupported(s);
+	if (u)
+		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
+				u->name, u->type_name);
+	/* numbers and booleans go without a look for what needs quoting when the delimiter cannot
+	 * occur in their text */
+	char d = o.delim;
+	int delim_in_numbers = (d >= '0' && d <= '9') || (d >= 'a' && d <= 'z') || (d >= 'A' && d <= 'Z') ||
+			       d == '.' || d == '-' || d == '+';
+	if (!(o.plain = calloc(s->n_fields ? s->n_fields : 1, 1)))
+		return fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; i < s->n_fields; i++) {
+		fmt_ctype t = s->fields[i].type;
+		o.plain[i] = !delim_in_numbers && t >= FMT_C_BOOL && t <= FMT_C_F64; /* enum order */
+		if (i)
+			fmt_sb_put(&head, &d, 1);
+		put_field(&head, s->fields[i].name, strlen(s->fields[i].name), d, 1);
+	}
+	fmt_sb_put(&head, "\n", 1);
+	r = head.oom ? fmt_fail(e, FMT_IO, "out of memory") : fmt_text_write(in, k, head.p, head.len, csv_put_row, &o, e);
+	free(o.plain);
+	fmt_sb_free(&o.cell);
+	fmt_sb_free(&head);
+	return r;
+}
+
+static int can_hold(const fmt_field *f)
+{
+	return f->type != FMT_C_OTHER;
+}
+
+const fmt_table_driver fmt_table_driver_csv = {
+	.name = "csv",
+	.extension = ".csv",
+	.probe = probe,
+	.open = csv_open,
+	.next = csv_next,
+	.write = csv_write,
+	.can_hold = can_hold,
+	.close = csv_close,
+	.reads_opts = FMT_DOPT_DELIMITER | FMT_DOPT_NO_HEADER | FMT_DOPT_NULL_VALUE | FMT_DOPT_SCHEMA,
+	.writes_opts = FMT_DOPT_DELIMITER,
+};

@@ -1,0 +1,46 @@
+/* What the text table drivers (CSV, JSON Lines) share: the block reader that keeps the current
+ * record whole in memory, the loop that turns rows into batches, and the loop that writes a
+ * table as lines of text (libcommon/table). */
+#ifndef FMT_TEXTIO_H
+#define FMT_TEXTIO_H
+
+#include <stdint.h>
+#include "fmt/dataset.h"
+#include "fmt/strbuf.h"
+#include "fmt/table.h"
+#include "fmt/builder.h"
+
+#define FMT_TEXT_BLOCK (1u << 20)     /* read and write size */
+#define FMT_TEXT_MAX_RECORD (64u << 20) /* the longest record (line) the reader holds */
+
+typedef struct fmt_text_in {
+	fmt_source *src;
+	uint64_t next_off;      /* next byte of the source to read */
+	char *buf;
+	size_t cap, start, end; /* buf[start, end) is read and not yet consumed */
+	int eof;                /* nothing left to read past end */
+} fmt_text_in;
+
+/* A reader at the start of src with a first block allocated. */
+fmt_kind fmt_text_in_init(fmt_text_in *in, fmt_source *src, fmt_err *e);
+/* Move the unconsumed bytes to the front and read what fits after them; a full buffer doubles,
+ * up to FMT_TEXT_MAX_RECORD: past that "line N: too_long" (N = line, the record's first). */
+fmt_kind fmt_text_in_refill(fmt_text_in *in, uint64_t line, const char *too_long, fmt_err *e);
+/* Continue reading at byte off of the source (the buffer's contents are dropped). */
+void fmt_text_in_seek(fmt_text_in *in, uint64_t off);
+void fmt_text_in_free(fmt_text_in *in);
+
+/* Appends the next row's values (of schema s) to the builders; *got = 0 at the end of the rows. */
+typedef fmt_kind (*fmt_text_row_fn)(void *ctx, const fmt_schema *s, int *got, fmt_err *e);
+/* Up to batch_rows rows from row() into b (*done set, b empty, when there are none left). */
+fmt_kind fmt_text_next_batch(fmt_text_row_fn row, void *ctx, uint64_t batch_rows, col_builder *cols,
+			     const fmt_schema *s, fmt_batch *b, int *done, fmt_err *e);
+
+/* Appends row of b as text (its line end included) to line; 0 when out of memory. */
+typedef int (*fmt_text_put_row_fn)(void *ctx, const fmt_batch *b, uint64_t row, fmt_sb *line);
+/* head (a header line, may be empty), then every row of every batch of in, through k in blocks
+ * of about FMT_TEXT_BLOCK bytes. */
+fmt_kind fmt_text_write(fmt_table *in, fmt_sink *k, const char *head, size_t head_len,
+			fmt_text_put_row_fn put_row, void *ctx, fmt_err *e);
+
+#endif

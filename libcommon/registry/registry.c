@@ -1,0 +1,337 @@
+/* The registry: every model and table driver in one list, and the one lookup that finds a
+ * format by name, by extension or by content. A new format is its own folder plus one line in
+ * FMT_FORMATS below. */
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include "fmt/registry.h"
+#include "fmt/strbuf.h"
+#include "fmt/table.h"
+
+/* In probe order; the order matters only on equal scores (more specific formats first, a model
+ * driver before a table driver), and is the order in which lists of formats are shown. */
+#define FMT_FORMATS(X, TABLE) \
+	X(fmt_driver_safetensors) \
+	X(fmt_driver_st_index) \
+	X(fmt_driver_gguf) \
+	X(fmt_driver_apsim) \
+	X(fmt_driver_apsim_index) \
+	X(fmt_driver_apr) \
+	X(fmt_driver_nk) \
+	/* a new driver: one X(fmt_driver_NAME) \ line above this one */ \
+	TABLE(fmt_table_driver_ald) \
+	TABLE(fmt_table_driver_arrow) \
+	TABLE(fmt_table_driver_arrow_stream) \
+	TABLE(fmt_table_driver_jsonl) \
+	TABLE(fmt_table_driver_csv) \
+	/* a new table driver: one TABLE(fmt_table_driver_NAME) \ line above this one */
+
+#define DECLARE_MODEL(d) extern const fmt_driver d;
+#define DECLARE_TABLE(d) extern const fmt_table_driver d;
+#define POINT_TO(d) &d,
+#define SKIP(d)
+#define COUNT(d) +1
+FMT_FORMATS(DECLARE_MODEL, DECLARE_TABLE)
+
+/* Drivers of each kind that may be added at run time (fmt_format_register). */
+#define EXTRA_DRIVERS 8
+enum { BUILTIN_MODELS = 0 FMT_FORMATS(COUNT, SKIP), BUILTIN_TABLES = 0 FMT_FORMATS(SKIP, COUNT) };
+
+/* The list, kept as its model drivers then its table drivers (the order of FMT_FORMATS, each
+ * kind's drivers added at run time after its own): fmt_drivers and fmt_table_drivers hand these
+ * out as they are, NULL-terminated. */
+static const fmt_driver *models[BUILTIN_MODELS + EXTRA_DRIVERS + 1] = { FMT_FORMATS(POINT_TO, SKIP) };
+static const fmt_table_driver *tables[BUILTIN_TABLES + EXTRA_DRIVERS + 1] = { FMT_FORMATS(SKIP, POINT_TO) };
+static size_t n_models = BUILTIN_MODELS, n_tables = BUILTIN_TABLES;
+
+/* The i-th format of the list; none (both NULL) past its end. */
+static fmt_format format_at(size_t i)
+{
+	if (i < n_models)
+		return (fmt_format){ .model = models[i] };
+	if (i - n_models < n_tables)
+		return (fmt_format){ .table = tables[i - n_models] };
+	return (fmt_format){ 0 };
+}
+
+#define EACH_FORMAT(f, i) for (size_t i = 0; ((f) = format_at(i)).model || (f).table; i++)
+
+static unsigned kind_of(fmt_format f)
+{
+	return f.model ? FMT_FORMAT_MODEL : FMT_FORMAT_TABLE;
+}
+
+const char *fmt_format_name(fmt_format f)
+{
+	return f.model ? f.model->name : f.table ? f.table->name : NULL;
+}
+
+const fmt_driver *const *fmt_drivers(void)
+{
+	return models;
+}
+
+const fmt_table_driver *const *fmt_table_drivers(void)
+{
+	return tables;
+}
+
+fmt_kind fmt_format_register(fmt_format f, fmt_err *e)
+{
+	if (!f.model == !f.table)
+		return fmt_fail(e, FMT_INTERNAL, "a registry entry is a model or a table driver, not both or none");
+	if (f.model ? n_models >= BUILTIN_MODELS + EXTRA_DRIVERS : n_tables >= BUILTIN_TABLES + EXTRA_DRIVERS)
+		return fmt_fail(e, FMT_INTERNAL, "no room to register %s %s", f.model ? "driver" : "table driver",
+				fmt_format_name(f));
+	if (f.model)
+		models[n_models++] = f.model;
+	else
+		tables[n_tables++] = f.table;
+	return FMT_OK;
+}
+
+fmt_kind fmt_driver_register(const fmt_driver *d, fmt_err *e)
+{
+	return fmt_format_register((fmt_format){ .model = d }, e);
+}
+
+fmt_kind fmt_table_driver_register(const fmt_table_driver *d, fmt_err *e)
+{
+	return fmt_format_register((fmt_format){ .table = d }, e);
+}
+
+/* ---- the lookup ---- */
+
+fmt_format fmt_format_by_name(const char *name, unsigned kinds)
+{
+	fmt_format f;
+	EACH_FORMAT(f, i)
+		if ((kind_of(f) & kinds) && strcmp(fmt_format_name(f), name) == 0)
+			return f;
+	return (fmt_format){ 0 };
+}
+
+static int answers_to(fmt_format f, const char *path)
+{
+	const char *ext = f.model ? f.model->extension : f.table->extension;
+	if (ext && fmt_ends_with(path, ext))
+		return 1;
+	for (const char *const *x = f.table ? f.table->more_extensions : NULL; x && *x; x++)
+		if (fmt_ends_with(path, *x))
+			return 1;
+	return 0;
+}
+
+fmt_format fmt_format_by_extension(const char *path, unsigned kinds)
+{
+	fmt_format f;
+	EACH_FORMAT(f, i)
+		if ((kind_of(f) & kinds) && answers_to(f, path))
+			return f;
+	return (fmt_format){ 0 };
+}
+
+/* How sure f is that s (head: its first n bytes) is its format: a model driver whose probe says
+ * 0 is asked its probe_source too. */
+static int score_of(fmt_format f, fmt_source *s, const uint8_t *head, size_t n)
+{
+	if (f.table)
+		return f.table->probe(head, n, s->size);
+	int v = f.model->probe(head, n, s->size);
+	return v == 0 && f.model->probe_source ? f.model->probe_source(s) : v;
+}
+
+fmt_format fmt_format_probe(fmt_source *s, const uint8_t *head, size_t n, unsigned kinds, int *best_score)
+{
+	fmt_format f, best = { 0 };
+	int best_v = 0, model_v = 0;
+	EACH_FORMAT(f, i) {
+		if (!(kind_of(f) & kinds))
+			continue;
+		int v = score_of(f, s, head, n);
+		if (f.model && v > model_v)
+			model_v = v;
+		if (v > best_v) {
+			best = f;
+			best_v = v;
+		}
+	}
+	if ((kinds & FMT_FORMAT_MODEL) && !model_v && s->sequential) {
+		/* A mark past the head (probe_source): read the whole input and ask again. */
+		fmt_err e;
+		if (fmt_source_make_whole(s, &e) == FMT_OK)
+			return fmt_format_probe(s, head, n, kinds, best_score);
+	}
+	if (best_score)
+		*best_score = best_v;
+	return best;
+}
+
+const fmt_driver *fmt_driver_by_name(const char *name)
+{
+	return fmt_format_by_name(name, FMT_FORMAT_MODEL).model;
+}
+
+const fmt_table_driver *fmt_table_driver_by_name(const char *name)
+{
+	return fmt_format_by_name(name, FMT_FORMAT_TABLE).table;
+}
+
+const fmt_driver *fmt_driver_by_extension(const char *path)
+{
+	return fmt_format_by_extension(path, FMT_FORMAT_MODEL).model;
+}
+
+const fmt_table_driver *fmt_table_driver_by_extension(const char *path)
+{
+	return fmt_format_by_extension(path, FMT_FORMAT_TABLE).table;
+}
+
+const fmt_driver *fmt_driver_probe(fmt_source *src, const uint8_t *head, size_t n, int *score)
+{
+	return fmt_format_probe(src, head, n, FMT_FORMAT_MODEL, score).model;
+}
+
+/* ---- lists of names, for messages and help ---- */
+
+static int any_format(fmt_format f)
+{
+	(void)f;
+	return 1;
+}
+
+static int writes(fmt_format f)
+{
+	return f.model ? f.model->write != NULL : f.table->write != NULL;
+}
+
+static int signs_in_place(fmt_format f)
+{
+	return f.model && f.model->sign_in_place;
+}
+
+static int compresses(fmt_format f)
+{
+	return f.model && f.model->compresses && f.model->write;
+}
+
+/* The names of the formats of kinds that pass keep, in registry order: "a, b, c", or with
+ * last = " or ", "a, b or c". */
+static void list_names(char *buf, size_t n, unsigned kinds, int (*keep)(fmt_format), const char *last)
+{
+	fmt_format f;
+	size_t used = 0, count = 0, total = 0;
+	EACH_FORMAT(f, i)
+		total += (kind_of(f) & kinds) && keep(f);
+	buf[0] = '\0';
+	EACH_FORMAT(f, i) {
+		if (used >= n)
+			break;
+		if (!(kind_of(f) & kinds) || !keep(f))
+			continue;
+		const char *sep = count == 0 ? "" : count + 1 == total ? last : ", ";
+		used += (size_t)snprintf(buf + used, n - used, "%s%s", sep, fmt_format_name(f));
+		count++;
+	}
+}
+
+void fmt_driver_names(char *buf, size_t n)
+{
+	list_names(buf, n, FMT_FORMAT_MODEL, any_format, ", ");
+}
+
+void fmt_format_names(char *buf, size_t n)
+{
+	list_names(buf, n, FMT_FORMAT_ANY, any_format, ", ");
+}
+
+void fmt_driver_writer_names(char *buf, size_t n)
+{
+	list_names(buf, n, FMT_FORMAT_MODEL, writes, " or ");
+}
+
+void fmt_writer_names(char *buf, size_t n)
+{
+	list_names(buf, n, FMT_FORMAT_ANY, writes, " or ");
+}
+
+void fmt_driver_signing_names(char *buf, size_t n)
+{
+	list_names(buf, n, FMT_FORMAT_MODEL, signs_in_place, ", ");
+}
+
+/* Is word one of the space-separated words of list? */
+static int has_word(const char *list, const char *word)
+{
+	size_t len = strlen(word);
+	for (const char *p = list; (p = strstr(p, word)) != NULL; p += len)
+		if ((p == list || p[-1] == ' ') && (p[len] == ' ' || p[len] == '\0'))
+			return 1;
+	return 0;
+}
+
+void fmt_driver_arch_words(char *buf, size_t n)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; models[i]; i++)
+		for (const char *const *a = models[i]->archs; a && *a && used < n; a++)
+			if (!has_word(buf, *a))
+				used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? " " : "", *a);
+}
+
+/* ---- questions about every model driver ---- */
+
+const fmt_driver *fmt_driver_with(unsigned caps)
+{
+	for (size_t i = 0; models[i]; i++)
+		if (models[i]->write && fmt_driver_can(models[i], caps))
+			return models[i];
+	return NULL;
+}
+
+const fmt_driver *fmt_driver_holding(fmt_dtype t)
+{
+	for (size_t i = 0; models[i]; i++)
+		if (models[i]->write && fmt_driver_holds_dtype(models[i], t))
+			return models[i];
+	return NULL;
+}
+
+fmt_kind fmt_codec_parse(const fmt_driver *d, const char *spec, fmt_codec *codec, int *level, fmt_err *e)
+{
+	static const struct { const char *name; fmt_codec codec; int max; } codecs[] = {
+		{ "none", FMT_CODEC_NONE, 0 }, { "lz4", FMT_CODEC_LZ4, 12 }, { "zstd", FMT_CODEC_ZSTD, 19 },
+	};
+	*level = 0;
+	if (!d->compresses) {
+		if (strcmp(spec, "none") == 0) {
+			*codec = FMT_CODEC_NONE;
+			return FMT_OK;
+		}
+		char names[256];
+		list_names(names, sizeof names, FMT_FORMAT_MODEL, compresses, ", ");
+		return fmt_fail(e, FMT_USAGE, "--compression: %s output is not compressed (only none; formats that "
+				"compress: %s, ald)", d->name, names);
+	}
+	if (strcmp(spec, "zstd-max") == 0) {
+		*codec = FMT_CODEC_ZSTD;
+		*level = 19;
+		return FMT_OK;
+	}
+	const char *colon = strchr(spec, ':');
+	size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
+	for (size_t i = 0; i < sizeof codecs / sizeof codecs[0]; i++) {
+		if (strlen(codecs[i].name) != n || strncmp(codecs[i].name, spec, n) != 0)
+			continue;
+		char *end;
+		long v = colon ? strtol(colon + 1, &end, 10) : 0;
+		if (colon && (!colon[1] || *end || v < 1 || v > codecs[i].max))
+			break;
+		*codec = codecs[i].codec;
+		*level = (int)v;
+		return FMT_OK;
+	}
+	return fmt_fail(e, FMT_USAGE, "--compression takes none, lz4[:1-12], zstd[:1-19] or zstd-max for %s output",
+			d->name);
+}

@@ -1,0 +1,454 @@
+/* Schemas, record batches and their checks: what every table driver produces and every tool
+ * reads (fmt/table.h). */
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/checked.h"
+#include "fmt/encrypt.h"
+#include "fmt/out.h"
+#include "fmt/table.h"
+
+static const struct { const char *name; size_t width; } ctypes[] = {
+	[FMT_C_BOOL] = { "bool", 0 },
+	[FMT_C_I8] = { "int8", 1 }, [FMT_C_I16] = { "int16", 2 },
+	[FMT_C_I32] = { "int32", 4 }, [FMT_C_I64] = { "int64", 8 },
+	[FMT_C_U8] = { "uint8", 1 }, [FMT_C_U16] = { "uint16", 2 },
+	[FMT_C_U32] = { "uint32", 4 }, [FMT_C_U64] = { "uint64", 8 },
+	[FMT_C_F16] = { "float16", 2 }, [FMT_C_F32] = { "float32", 4 }, [FMT_C_F64] = { "float64", 8 },
+	[FMT_C_UTF8] = { "utf8", 0 }, [FMT_C_LARGE_UTF8] = { "large_utf8", 0 },
+	[FMT_C_BINARY] = { "binary", 0 },
+	[FMT_C_DATE32] = { "date32", 4 }, [FMT_C_TIMESTAMP] = { "timestamp", 8 },
+	[FMT_C_FIXED_SIZE_LIST] = { "fixed_size_list", 0 },
+	[FMT_C_OTHER] = { "other", 0 },
+};
+
+static int ctype_known(fmt_ctype t)
+{
+	return (unsigned)t < sizeof ctypes / sizeof ctypes[0];
+}
+
+const char *fmt_ctype_name(fmt_ctype t)
+{
+	return ctype_known(t) ? ctypes[t].name : "?";
+}
+
+size_t fmt_ctype_width(fmt_ctype t)
+{
+	return ctype_known(t) ? ctypes[t].width : 0;
+}
+
+static int has_offsets(fmt_ctype t)
+{
+	return t == FMT_C_UTF8 || t == FMT_C_LARGE_UTF8 || t == FMT_C_BINARY;
+}
+
+fmt_kind fmt_field_row_width(const fmt_field *f, uint64_t *width, fmt_err *e)
+{
+	if (f->type != FMT_C_FIXED_SIZE_LIST) {
+		*width = fmt_ctype_width(f->type);
+		return FMT_OK;
+	}
+	if (fmt_mul_u64(fmt_ctype_width(f->elem), f->list_size, width))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "column '%s': list size %u overflows", f->name,
+				f->list_size);
+	return FMT_OK;
+}
+
+/* ---- schemas ---- */
+
+void fmt_schema_init(fmt_schema *s)
+{
+	memset(s, 0, sizeof *s);
+}
+
+void fmt_schema_free(fmt_schema *s)
+{
+	for (size_t i = 0; i < s->n_fields; i++) {
+		free(s->fields[i].name);
+		free(s->fields[i].timezone);
+		free(s->fields[i].type_name);
+	}
+	for (size_t i = 0; i < s->n_meta; i++) {
+		free(s->meta[i].key);
+		free(s->meta[i].value);
+	}
+	free(s->fields);
+	free(s->meta);
+	fmt_schema_init(s);
+}
+
+/* Room for one more item in a growing array of size-byte items. */
+static fmt_kind grow(void **items, size_t n, size_t *cap, size_t size, fmt_err *e)
+{
+	if (n < *cap)
+		return FMT_OK;
+	size_t want = *cap ? *cap * 2 : 8;
+	void *p = want <= SIZE_MAX / size ? realloc(*items, want * size) : NULL;
+	if (!p)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	*items = p;
+	*cap = want;
+	return FMT_OK;
+}
+
+static char *dup_or_null(const char *s, int *failed)
+{
+	if (!s)
+		return NULL;
+	char *d = strdup(s);
+	if (!d)
+		*failed = 1;
+	return d;
+}
+
+fmt_kind fmt_schema_add_field(fmt_schema *s, const fmt_field *f, fmt_err *e)
+{
+	if (grow((void **)&s->fields, s->n_fields, &s->cap_fields, sizeof *s->fields, e) != FMT_OK)
+		return e->kind;
+	fmt_field c = *f;
+	int failed = 0;
+	c.name = dup_or_null(f->name ? f->name : "", &failed);
+	c.timezone = dup_or_null(f->timezone, &failed);
+	c.type_name = dup_or_null(f->type_name, &failed);
+	if (failed) {
+		free(c.name);
+		free(c.timezone);
+		free(c.type_name);
+		return fmt_fail(e, FMT_IO, "out of memory");
+	}
+	s->fields[s->n_fields++] = c;
+	return FMT_OK;
+}
+
+fmt_kind fmt_schema_add_meta(fmt_schema *s, const char *key, const char *value, fmt_err *e)
+{
+	if (grow((void **)&s->meta, s->n_meta, &s->cap_meta, sizeof *s->meta, e) != FMT_OK)
+		return e->kind;
+	int failed = 0;
+	fmt_kv kv = { dup_or_null(key, &failed), dup_or_null(value ? value : "", &failed) };
+	if (failed) {
+		free(kv.key);
+		free(kv.value);
+		return fmt_fail(e, FMT_IO, "out of memory");
+	}
+	s->meta[s->n_meta++] = kv;
+	return FMT_OK;
+}
+
+long fmt_schema_find(const fmt_schema *s, const char *name)
+{
+	for (size_t i = 0; i < s->n_fields; i++)
+		if (strcmp(s->fields[i].name, name) == 0)
+			return (long)i;
+	return -1;
+}
+
+static int list_elem_ok(fmt_ctype t)
+{
+	return ctype_known(t) && fmt_ctype_width(t) > 0;
+}
+
+fmt_kind fmt_schema_check(const fmt_schema *s, fmt_err *e)
+{
+	for (size_t i = 0; i < s->n_fields; i++) {
+		const fmt_field *f = &s->fields[i];
+		if (!f->name[0])
+			return fmt_fail(e, FMT_INVALID_FORMAT, "column %zu has an empty name", i);
+		if (!ctype_known(f->type))
+			return fmt_fail(e, FMT_UNSUPPORTED, "column '%s': unknown type %d", f->name, (int)f->type);
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(s->fields[j].name, f->name) == 0)
+				return fmt_fail(e, FMT_INVALID_FORMAT, "column name '%s' appears twice", f->name);
+		if (f->type == FMT_C_TIMESTAMP && (unsigned)f->unit > FMT_TU_NS)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "column '%s': unknown time unit %d", f->name,
+					(int)f->unit);
+		if (f->type == FMT_C_FIXED_SIZE_LIST && (!list_elem_ok(f->elem) || f->list_size == 0))
+			return fmt_fail(e, FMT_UNSUPPORTED,
+					"column '%s': a fixed_size_list needs a fixed-width element type and a size >= 1",
+					f->name);
+	}
+	return FMT_OK;
+}
+
+static const char *unit_name(fmt_time_unit u)
+{
+	static const char *const names[] = { "s", "ms", "us", "ns" };
+	return (unsigned)u <= FMT_TU_NS ? names[u] : "?";
+}
+
+static json_t *field_json(const fmt_field *f)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "name", json_string(f->name));
+	json_object_set_new(o, "type", json_string(f->type == FMT_C_OTHER && f->type_name ? f->type_name
+										   : fmt_ctype_name(f->type)));
+	json_object_set_new(o, "nullable", json_boolean(f->nullable));
+	if (f->type == FMT_C_TIMESTAMP) {
+		json_object_set_new(o, "unit", json_string(unit_name(f->unit)));
+		json_object_set_new(o, "timezone", f->timezone ? json_string(f->timezone) : json_null());
+	}
+	if (f->type == FMT_C_FIXED_SIZE_LIST) {
+		json_object_set_new(o, "element", json_string(fmt_ctype_name(f->elem)));
+		json_object_set_new(o, "list_size", json_integer(f->list_size));
+	}
+	return o;
+}
+
+json_t *fmt_schema_json(const fmt_schema *s)
+{
+	json_t *fields = json_array(), *meta = json_object(), *o = json_object();
+	if (!fields || !meta || !o) {
+		json_decref(fields);
+		json_decref(meta);
+		json_decref(o);
+		return NULL;
+	}
+	for (size_t i = 0; i < s->n_fields; i++)
+		json_array_append_new(fields, field_json(&s->fields[i]));
+	for (size_t i = 0; i < s->n_meta; i++)
+		json_object_set_new(meta, s->meta[i].key, json_string(s->meta[i].value));
+	json_object_set_new(o, "fields", fields);
+	json_object_set_new(o, "metadata", meta);
+	return o;
+}
+
+/* ---- batches ---- */
+
+fmt_kind fmt_batch_init(fmt_batch *b, size_t n_columns, fmt_err *e)
+{
+	memset(b, 0, sizeof *b);
+	if (n_columns == 0)
+		return FMT_OK;
+	b->columns = calloc(n_columns, sizeof *b->columns);
+	if (!b->columns)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	b->n_columns = n_columns;
+	return FMT_OK;
+}
+
+void fmt_batch_free(fmt_batch *b)
+{
+	for (size_t i = 0; i < b->n_owned; i++)
+		free(b->owned[i]);
+	free(b->owned);
+	free(b->columns);
+	memset(b, 0, sizeof *b);
+}
+
+fmt_kind fmt_batch_own(fmt_batch *b, void *p, fmt_err *e)
+{
+	if (grow((void **)&b->owned, b->n_owned, &b->cap_owned, sizeof *b->owned, e) != FMT_OK) {
+		free(p);
+		return e->kind;
+	}
+	b->owned[b->n_owned++] = p;
+	return FMT_OK;
+}
+
+static int bit(const uint8_t *bits, uint64_t i)
+{
+	return (bits[i / 8] >> (i % 8)) & 1;
+}
+
+/* Bytes holding n bits. */
+static uint64_t bitmap_bytes(uint64_t n)
+{
+	return n / 8 + (n % 8 != 0);
+}
+
+static uint64_t count_zero_bits(const uint8_t *bits, uint64_t n)
+{
+	uint64_t zeros = 0;
+	for (uint64_t i = 0; i < n / 8; i++)
+		zeros += 8u - (unsigned)__builtin_popcount(bits[i]);
+	for (uint64_t i = n / 8 * 8; i < n; i++)
+		zeros += !bit(bits, i);
+	return zeros;
+}
+
+static uint64_t offset_at(const void *offsets, fmt_ctype t, uint64_t i)
+{
+	if (t == FMT_C_LARGE_UTF8) {
+		int64_t v;
+		memcpy(&v, (const uint8_t *)offsets + i * 8, 8);
+		return v < 0 ? UINT64_MAX : (uint64_t)v;
+	}
+	int32_t v;
+	memcpy(&v, (const uint8_t *)offsets + i * 4, 4);
+	return v < 0 ? UINT64_MAX : (uint64_t)v;
+}
+
+/* The offsets of a string column: start at 0, never decrease, end within values_len. */
+static int ascii_only(const uint8_t *p, size_t n)
+{
+	uint64_t acc = 0;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+		memcpy(&w, p + i, 8);
+		acc |= w;
+	}
+	for (; i < n; i++)
+		acc |= p[i];
+	return !(acc & 0x8080808080808080u);
+}
+
+static fmt_kind check_offsets(const fmt_field *f, const fmt_column *c, uint64_t rows, fmt_err *e)
+{
+	if (!c->offsets)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "column '%s': no offsets", f->name);
+	if (rows >= UINT64_MAX / 8)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "column '%s': %llu rows is too many", f->name,
+				(unsigned long long)rows);
+	uint64_t prev = offset_at(c->offsets, f->type, 0);
+	if (prev != 0)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "column '%s': first offset is not 0", f->name);
+	for (uint64_t i = 1; i <= rows; i++) {
+		uint64_t o = offset_at(c->offsets, f->type, i);
+		if (o < prev || o == UINT64_MAX)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "column '%s': offset %llu of row %llu goes backwards",
+					f->name, (unsigned long long)o, (unsigned long long)(i - 1));
+		prev = o;
+	}
+	if (prev > c->values_len)
+		return fmt_fail(e, FMT_INVALID_FORMAT,
+				"column '%s': strings end at byte %llu, past the %llu bytes of values", f->name,
+				(unsigned long long)prev, (unsigned long long)c->values_len);
+	/* all of the values ASCII (the common case): every row is valid UTF-8 */
+	if (f->type != FMT_C_BINARY && !ascii_only(c->values, (size_t)prev)) {
+		for (uint64_t i = 0; i < rows; i++) {
+			uint64_t a = offset_at(c->offsets, f->type, i), z = offset_at(c->offsets, f->type, i + 1);
+			if (!fmt_column_is_null(c, i) && !fmt_utf8_valid((const char *)c->values + a, (size_t)(z - a)))
+				return fmt_fail(e, FMT_INVALID_FORMAT, "column '%s': row %llu is not valid UTF-8",
+						f->name, (unsigned long long)i);
+		}
+	}
+	return FMT_OK;
+}
+
+static fmt_kind check_values(const fmt_field *f, const fmt_column *c, uint64_t rows, fmt_err *e)
+{
+	uint64_t need;
+	if (f->type == FMT_C_BOOL) {
+		need = bitmap_bytes(rows);
+	} else {
+		uint64_t width;
+		if (fmt_field_row_width(f, &width, e) != FMT_OK)
+			return e->kind;
+		if (fmt_mul_u64(width, rows, &need))
+			return fmt_fail(e, FMT_INVALID_FORMAT, "column '%s': size overflows", f->name);
+	}
+	if (need > 0 && (!c->values || c->values_len < need))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "column '%s': %llu bytes of values for %llu rows, need %llu",
+				f->name, (unsigned long long)(c->values ? c->values_len : 0),
+				(unsigned long long)rows, (unsigned long long)need);
+	return FMT_OK;
+}
+
+static fmt_kind check_column(const fmt_field *f, const fmt_column *c, uint64_t rows, fmt_err *e)
+{
+	uint64_t nulls = c->validity ? count_zero_bits(c->validity, rows) : 0;
+	if (nulls != c->null_count)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "column '%s': null count %llu, bitmap says %llu", f->name,
+				(unsigned long long)c->null_count, (unsigned long long)nulls);
+	if (nulls && !f->nullable)
+		return fmt_fail(e, FMT_SCHEMA, "column '%s' is not nullable but has %llu nulls", f->name,
+				(unsigned long long)nulls);
+	return has_offsets(f->type) ? check_offsets(f, c, rows, e) : check_values(f, c, rows, e);
+}
+
+fmt_kind fmt_batch_check(const fmt_schema *s, const fmt_batch *b, fmt_err *e)
+{
+	if (b->n_columns != s->n_fields)
+		return fmt_fail(e, FMT_SCHEMA, "a batch has %zu columns, the schema %zu", b->n_columns,
+				s->n_fields);
+	for (size_t i = 0; i < b->n_columns; i++)
+		if (s->fields[i].type == FMT_C_OTHER)
+			return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
+					s->fields[i].name, s->fields[i].type_name ? s->fields[i].type_name : "other");
+		else if (check_column(&s->fields[i], &b->columns[i], b->n_rows, e) != FMT_OK)
+			return e->kind;
+	return FMT_OK;
+}
+
+int fmt_column_is_null(const fmt_column *c, uint64_t row)
+{
+	return c->validity && !bit(c->validity, row);
+}
+
+int fmt_column_bool(const fmt_column *c, uint64_t row)
+{
+	return bit(c->values, row);
+}
+
+void fmt_column_bytes(const fmt_column *c, fmt_ctype type, uint64_t row, const uint8_t **p, size_t *n)
+{
+	uint64_t a = offset_at(c->offsets, type, row), z = offset_at(c->offsets, type, row + 1);
+	*p = c->values + a;
+	*n = (size_t)(z - a);
+}
+
+/* ---- tables ---- */
+
+void fmt_table_init(fmt_table *t)
+{
+	memset(t, 0, sizeof *t);
+	fmt_schema_init(&t->schema);
+	t->n_rows = FMT_ROWS_UNKNOWN;
+}
+
+void fmt_table_free(fmt_table *t)
+{
+	if (t->driver && t->driver->close)
+		t->driver->close(t);
+	if (t->has_source)
+		fmt_source_close(&t->source);
+	fmt_schema_free(&t->schema);
+	free(t->path);
+	fmt_table_init(t);
+}
+
+fmt_kind fmt_table_rows_gate(fmt_table *t, fmt_err *e)
+{
+	if (t->rows_gated || !t->driver->rows_gate)
+		return FMT_OK;
+	fmt_kind k = t->driver->rows_gate(t, e);
+	if (k != FMT_OK)
+		fmt_err_file(e, t->path);
+	t->rows_gated = k == FMT_OK;
+	return k;
+}
+
+fmt_kind fmt_table_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
+{
+	fmt_kind k = fmt_batch_init(b, t->schema.n_fields, e);
+	if (k == FMT_OK)
+		k = fmt_table_rows_gate(t, e);
+	if (k == FMT_OK)
+		k = t->driver->next(t, b, done, e);
+	if (k == FMT_OK && !*done)
+		k = fmt_batch_check(&t->schema, b, e);
+	if (k != FMT_OK) {
+		fmt_err_file(e, t->path);
+		fmt_batch_free(b);
+	}
+	return k;
+}
+
+int fmt_table_secret(const fmt_table *t)
+{
+	return t->driver->secret ? t->driver->secret(t) : FMT_SECRET_NONE;
+}
+
+fmt_kind fmt_table_unlock(fmt_table *t, struct fmt_decrypt_keys *dk, struct fmt_keyset *ks, int now,
+			  fmt_err *e)
+{
+	fmt_kind k = FMT_OK;
+	t->keys = ks;
+	if (fmt_table_secret(t) == FMT_SECRET_PASSWORD && !ks->password && dk)
+		k = fmt_decrypt_keys_prompt(dk, ks, e);
+	if (k == FMT_OK && now && fmt_table_secret(t) != FMT_SECRET_NONE && t->driver->decrypt)
+		k = t->driver->decrypt(t, e);
+	if (k != FMT_OK)
+		fmt_err_file(e, t->path);
+	return k;
+}

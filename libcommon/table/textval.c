@@ -1,0 +1,351 @@
+/* Text values: booleans, integers, floats and RFC 3339 timestamps. */
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/cell.h"
+#include "fmt/shortest.h"
+#include "fmt/textval.h"
+
+int fmt_tv_bool(const char *s, size_t n, int *v)
+{
+	if ((n == 4 && (!memcmp(s, "true", 4) || !memcmp(s, "True", 4) || !memcmp(s, "TRUE", 4)))) {
+		*v = 1;
+		return 1;
+	}
+	if ((n == 5 && (!memcmp(s, "false", 5) || !memcmp(s, "False", 5) || !memcmp(s, "FALSE", 5)))) {
+		*v = 0;
+		return 1;
+	}
+	return 0;
+}
+
+int fmt_tv_int64(const char *s, size_t n, int64_t *v)
+{
+	size_t i = 0;
+	int neg = 0;
+	uint64_t acc = 0;
+	if (n && (s[0] == '-' || s[0] == '+')) {
+		neg = s[0] == '-';
+		i = 1;
+	}
+	if (i == n || n - i > 19)
+		return 0;
+	for (; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+		acc = acc * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (acc > (uint64_t)INT64_MAX + (uint64_t)neg)
+		return 0;
+	*v = neg ? (int64_t)(0 - acc) : (int64_t)acc;
+	return 1;
+}
+
+int fmt_tv_uint64(const char *s, size_t n, uint64_t *v)
+{
+	size_t i = n && s[0] == '+';
+	uint64_t acc = 0;
+	if (i == n || n - i > 20)
+		return 0;
+	for (; i < n; i++) {
+		unsigned d = (unsigned)(s[i] - '0');
+		if (d > 9 || __builtin_mul_overflow(acc, 10, &acc) || __builtin_add_overflow(acc, d, &acc))
+			return 0;
+	}
+	*v = acc;
+	return 1;
+}
+
+/* [+-]digits[.digits][e[+-]digits] with at most 19 significant digits, without strtod:
+ * Clinger's exact case first (at most 15 digits, so the integer m they make is exact in a
+ * double, and |decimal exponent| <= 22, so 10^|e| is exact: m * 10^e or m / 10^-e is one
+ * correctly rounded operation), else the tabled powers of ten of fmt_decimal_f64. 0 when the
+ * text is not that simple or the value not clear-cut; strtod decides then. */
+static int float_fast(const char *s, size_t n, double *v)
+{
+	static const double pow10[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+					1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
+	size_t i = 0;
+	int neg = 0, digits = 0, frac = 0, exp = 0, any = 0;
+	uint64_t m = 0;
+	if (i < n && (s[i] == '-' || s[i] == '+'))
+		neg = s[i++] == '-';
+	for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, any = 1)
+		if (m || s[i] != '0') {
+			m = m * 10 + (uint64_t)(s[i] - '0');
+			if (++digits > 19)
+				return 0;
+		}
+	if (i < n && s[i] == '.')
+		for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++, any = 1) {
+			frac++;
+			if (m || s[i] != '0') {
+				m = m * 10 + (uint64_t)(s[i] - '0');
+				if (++digits > 19)
+					return 0;
+			}
+		}
+	if (!any)
+		return 0;
+	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+		int eneg = 0, ed = 0;
+		i++;
+		if (i < n && (s[i] == '-' || s[i] == '+'))
+			eneg = s[i++] == '-';
+		for (; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+			if (++ed > 4)
+				return 0;
+			else
+				exp = exp * 10 + (s[i] - '0');
+		if (!ed)
+			return 0;
+		if (eneg)
+			exp = -exp;
+	}
+	if (i != n)
+		return 0;
+	exp -= frac;
+#if FLT_EVAL_METHOD == 0
+	if (digits <= 15 && exp >= -22 && exp <= 22) {
+		double d = (double)m;
+		d = exp < 0 ? d / pow10[-exp] : d * pow10[exp];
+		*v = neg ? -d : d;
+		return 1;
+	}
+#endif
+	return fmt_decimal_f64(m, exp, neg, v);
+}
+
+int fmt_tv_float(const char *s, size_t n, double *v)
+{
+	char buf[128];
+	if (n == 0 || n >= sizeof buf) /* type inference relies on this bound: keep it first */
+		return 0;
+	if (float_fast(s, n, v))
+		return 1;
+	/* decimal only: no hex floats, no leading/trailing space */
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-' ||
+		      c == 'n' || c == 'a' || c == 'N' || c == 'i' || c == 'f' || c == 'I' || c == 'F' ||
+		      c == 't' || c == 'y' || c == 'T' || c == 'Y'))
+			return 0;
+	}
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	char *end;
+	errno = 0;
+	double d = strtod(buf, &end);
+	if (end != buf + n || (errno == ERANGE && isinf(d)))
+		return 0;
+	*v = d;
+	return 1;
+}
+
+/* Whether s is a plain decimal float by its syntax alone ([+-] digits [. digits] [e [+-]
+ * digits], at least one digit); 1 yes, 0 no, -1 when only strtod can tell (nan, inf, an
+ * exponent that could overflow). Type inference calls this instead of converting. */
+static int float_syntax(const char *s, size_t n)
+{
+	size_t i = 0, digits_seen = 0, exp_digits = 0;
+	if (i < n && (s[i] == '+' || s[i] == '-'))
+		i++;
+	while (i < n && s[i] >= '0' && s[i] <= '9')
+		i++, digits_seen++;
+	if (i < n && s[i] == '.') {
+		i++;
+		while (i < n && s[i] >= '0' && s[i] <= '9')
+			i++, digits_seen++;
+	}
+	if (!digits_seen)
+		return i < n && (s[i] == 'n' || s[i] == 'N' || s[i] == 'i' || s[i] == 'I') ? -1 : 0;
+	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+		i++;
+		if (i < n && (s[i] == '+' || s[i] == '-'))
+			i++;
+		while (i < n && s[i] >= '0' && s[i] <= '9')
+			i++, exp_digits++;
+		if (!exp_digits)
+			return 0;
+		if (exp_digits > 2)
+			return i == n ? -1 : 0;
+	}
+	if (digits_seen > 300)
+		return i == n ? -1 : 0; /* could overflow: let strtod say */
+	return i == n;
+}
+
+static int digits(const char *s, int n, int *out)
+{
+	int v = 0;
+	for (int i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+		v = v * 10 + (s[i] - '0');
+	}
+	*out = v;
+	return 1;
+}
+
+/* The zone after a timestamp's time at s[0..n): Z, or +hh:mm, +hhmm, +hh (or -) as seconds east
+ * of UTC; how many bytes it took, 0 when none is there, -1 when what is there is not a zone. */
+static int zone(const char *s, size_t n, int *east)
+{
+	int oh, om = 0, len = 3;
+	*east = 0;
+	if (n == 0)
+		return 0;
+	if (s[0] == 'Z' || s[0] == 'z')
+		return 1;
+	if ((s[0] != '+' && s[0] != '-') || n < 3 || !digits(s + 1, 2, &oh) || oh > 23)
+		return -1;
+	if (n >= 6 && s[3] == ':' && digits(s + 4, 2, &om))
+		len = 6;
+	else if (n >= 5 && digits(s + 3, 2, &om))
+		len = 5;
+	if (om > 59)
+		return -1;
+	*east = (s[0] == '-' ? -1 : 1) * (oh * 3600 + om * 60);
+	return len;
+}
+
+int fmt_tv_timestamp(const char *s, size_t n, fmt_tv_time *t)
+{
+	int y, mo, d, h, mi, se, east;
+	size_t i = 19;
+	if (n < 19 || !digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) || s[7] != '-' ||
+	    !digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
+	    !digits(s + 11, 2, &h) || s[13] != ':' || !digits(s + 14, 2, &mi) || s[16] != ':' ||
+	    !digits(s + 17, 2, &se))
+		return 0;
+	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 || se > 60)
+		return 0;
+	if (mo == 2 && d == 29 && !((y % 4 == 0 && y % 100 != 0) || y % 400 == 0))
+		return 0;
+	uint32_t frac = 0;
+	int nd = 0;
+	if (i < n && s[i] == '.') {
+		for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
+			if (nd == 9)
+				return 0;
+			frac = frac * 10 + (uint32_t)(s[i] - '0');
+			nd++;
+		}
+		if (nd == 0)
+			return 0;
+	}
+	for (int k = nd; k < 9; k++)
+		frac *= 10;
+	int zlen = zone(s + i, n - i, &east);
+	if (zlen < 0 || i + (size_t)zlen != n)
+		return 0;
+	int64_t days = fmt_days_from_civil(y, (unsigned)mo, (unsigned)d);
+	t->secs = days * 86400 + h * 3600 + mi * 60 + se - east;
+	t->nanos = frac;
+	t->digits = nd;
+	t->zoned = zlen > 0;
+	return 1;
+}
+
+int fmt_tv_timestamp_as(const char *s, size_t n, const fmt_field *f, int64_t *out)
+{
+	fmt_tv_time t;
+	return fmt_tv_timestamp(s, n, &t) && t.zoned == (f->timezone != NULL) &&
+	       fmt_tv_to_unit(t.secs, t.nanos, f->unit, out);
+}
+
+fmt_time_unit fmt_tv_unit_for_digits(int d)
+{
+	return d == 0 ? FMT_TU_S : d <= 3 ? FMT_TU_MS : d <= 6 ? FMT_TU_US : FMT_TU_NS;
+}
+
+int fmt_tv_to_unit(int64_t secs, uint32_t nanos, fmt_time_unit unit, int64_t *out)
+{
+	static const int64_t per[] = { 1, 1000, 1000000, 1000000000 };
+	int64_t v;
+	if (__builtin_mul_overflow(secs, per[unit], &v) ||
+	    __builtin_add_overflow(v, (int64_t)nanos / (1000000000 / per[unit]), &v))
+		return 0;
+	*out = v;
+	return 1;
+}
+
+void fmt_tv_infer_init(fmt_tv_infer *t)
+{
+	memset(t, 0, sizeof *t);
+	t->can = TV_BOOL | TV_INT | TV_UINT | TV_FLOAT | TV_TIME;
+}
+
+/* [+-]digits and nothing else. */
+static int integer_literal(const char *s, size_t n)
+{
+	size_t i = n && (s[0] == '-' || s[0] == '+');
+	if (i == n)
+		return 0;
+	for (; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+	return 1;
+}
+
+void fmt_tv_infer_add(fmt_tv_infer *t, const char *s, size_t n)
+{
+	int b;
+	int64_t i = 0;
+	uint64_t u;
+	double d;
+	fmt_tv_time tm;
+	t->seen = 1;
+	if ((t->can & TV_BOOL) && !fmt_tv_bool(s, n, &b))
+		t->can &= ~(unsigned)TV_BOOL;
+	int is_int64 = (t->can & (TV_INT | TV_UINT)) && fmt_tv_int64(s, n, &i);
+	if ((t->can & TV_INT) && !is_int64)
+		t->can &= ~(unsigned)TV_INT;
+	/* as fmt_tv_uint64 reads it: no sign but + */
+	if ((t->can & TV_UINT) && !(is_int64 ? i >= 0 && s[0] != '-' : fmt_tv_uint64(s, n, &u)))
+		t->can &= ~(unsigned)TV_UINT;
+	if (t->can & TV_FLOAT) {
+		int syn = float_syntax(s, n);
+		if (syn == 0 || (syn < 0 && !fmt_tv_float(s, n, &d)))
+			t->can &= ~(unsigned)TV_FLOAT;
+		else if (!t->real)
+			t->real = !integer_literal(s, n);
+	}
+	if (t->can & TV_TIME) {
+		if (!fmt_tv_timestamp(s, n, &tm)) {
+			t->can &= ~(unsigned)TV_TIME;
+		} else {
+			t->zoned |= tm.zoned;
+			t->unzoned |= !tm.zoned;
+			if (tm.digits > t->digits)
+				t->digits = tm.digits;
+			if (t->zoned && t->unzoned) /* instants and wall-clock times: no one type holds both */
+				t->can &= ~(unsigned)TV_TIME;
+		}
+	}
+}
+
+void fmt_tv_infer_field(const fmt_tv_infer *t, fmt_field *f)
+{
+	f->nullable = t->nulls != 0;
+	f->timezone = NULL;
+	if (!t->seen)
+		f->type = FMT_C_UTF8;
+	else if (t->can & TV_BOOL)
+		f->type = FMT_C_BOOL;
+	else if (t->can & TV_INT)
+		f->type = FMT_C_I64;
+	else if (t->can & TV_UINT)
+		f->type = FMT_C_U64;
+	else if ((t->can & TV_FLOAT) && t->real)
+		f->type = FMT_C_F64;
+	else if (t->can & TV_TIME) {
+		f->type = FMT_C_TIMESTAMP;
+		f->unit = fmt_tv_unit_for_digits(t->digits);
+		f->timezone = t->zoned ? "UTC" : NULL;
+	} else
+		f->type = FMT_C_UTF8;
+}
