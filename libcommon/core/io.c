@@ -960,6 +960,54 @@ fmt_kind fmt_sink_write_at(fmt_sink *k, uint64_t off, const void *data, size_t n
 	return r;
 }
 
+/* The rest of n bytes from fd at off, read and written (copy_file_range could not). */
+static fmt_kind copy_by_reads(fmt_sink *k, int fd, uint64_t off, uint64_t n, fmt_err *e)
+{
+	while (n > 0) {
+		size_t chunk = n < SINK_BUF_SIZE ? (size_t)n : SINK_BUF_SIZE;
+		ssize_t got = pread(fd, k->buf, chunk, (off_t)off);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return got < 0 ? io_fail(e, k->path, "read") : fmt_fail(e, FMT_IO, "the input ended early");
+		fmt_kind r = write_all(k, k->buf, (size_t)got, e);
+		if (r != FMT_OK)
+			return r;
+		off += (uint64_t)got;
+		n -= (uint64_t)got;
+	}
+	return FMT_OK;
+}
+
+fmt_kind fmt_sink_copy_range(fmt_sink *k, int fd, uint64_t off, uint64_t n, fmt_err *e)
+{
+	uint64_t end;
+	if (k->is_stdout)
+		return fmt_fail(e, FMT_USAGE, "this output cannot be written to standard output");
+	if (fmt_add_u64(off, n, &end) || end > INT64_MAX || fmt_add_u64(k->written, n, &end) || end > INT64_MAX)
+		return fmt_fail(e, FMT_INTERNAL, "copy of %llu bytes at %llu past the largest file",
+				(unsigned long long)n, (unsigned long long)off);
+	fmt_kind r = sink_flush(k, e);
+	if (r != FMT_OK)
+		return r;
+	k->written = end;
+	if (write_hook)
+		write_hook(write_hook_ctx, n);
+	loff_t in = (loff_t)off;
+	while (n > 0) {
+		size_t chunk = n < (1u << 30) ? (size_t)n : (1u << 30);
+		ssize_t got = copy_file_range(fd, &in, k->fd, NULL, chunk, 0);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0 && (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL))
+			return copy_by_reads(k, fd, (uint64_t)in, n, e);
+		if (got <= 0)
+			return got < 0 ? io_fail(e, k->path, "copy") : fmt_fail(e, FMT_IO, "the input ended early");
+		n -= (uint64_t)got;
+	}
+	return FMT_OK;
+}
+
 static void fsync_dir_of(const char *path)
 {
 	char *dir = dir_of(path);

@@ -60,6 +60,18 @@ fmt_kind fmt_setkv_apply_file(fmt_model *m, const char *path, int strings_only, 
 /* Replace key's value in place, or append it. */
 fmt_kind fmt_setkv_put(fmt_model *m, const char *key, const fmt_value *v, fmt_err *e);
 
+/* --unset GLOB...: remove the keys each glob matches (every glob must match one; a key the
+ * format tg requires is refused, UsageError naming it). */
+fmt_kind fmt_meta_unset(fmt_model *m, const fmt_driver *tg, const char *const *globs, size_t n, fmt_err *e);
+/* --metadata-from FILE [--keys GLOB]...: copy the keys of the model file at path (those the
+ * globs match, or all) with their types, except the keys that describe that file itself (its
+ * driver's layout_keys and derived_keys). strings_only: a key of another type is UsageError. */
+fmt_kind fmt_meta_copy_from(fmt_model *m, const char *path, const char *const *keys, size_t n_keys,
+			    int strings_only, fmt_err *e);
+/* The user's metadata options of o on m, whose format is tg, in this order: --arch (its key
+ * first), --unset, --metadata-from, --set-from, --set. */
+fmt_kind fmt_meta_apply_user(fmt_model *m, const fmt_convert_opts *o, const fmt_driver *tg, fmt_err *e);
+
 /* The plan as text or JSON (dry run and --verbose), and the warnings it implies. */
 void fmt_plan_print(FILE *out, const convert_plan *p, const char *input, const char *output,
 		    const fmt_convert_opts *o);

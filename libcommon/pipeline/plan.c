@@ -391,22 +391,6 @@ static fmt_kind decode_qtensors(convert_plan *p, const fmt_model *in, wanted w, 
 
 /* ---- metadata and units ---- */
 
-static fmt_kind put_meta(fmt_model *m, const char *key, const fmt_value *v, int front, fmt_err *e)
-{
-	fmt_kind k = fmt_setkv_put(m, key, v, e);
-	if (k != FMT_OK || !front)
-		return k;
-	for (size_t i = 0; i < m->n_meta; i++) {
-		if (strcmp(m->meta[i].key, key) == 0) {
-			fmt_meta entry = m->meta[i];
-			memmove(&m->meta[1], &m->meta[0], i * sizeof entry);
-			m->meta[0] = entry;
-			break;
-		}
-	}
-	return FMT_OK;
-}
-
 #define UNITS_KEY FMT_UNITS_META_PREFIX
 
 /* The unit of a logical tensor: the model's own, or a UNITS_KEY<name> key. */
@@ -449,14 +433,6 @@ static fmt_kind carry_unit(convert_plan *p, const fmt_model *in, const char *nam
 	return fmt_model_add_meta(&p->out, key, &arr, e);
 }
 
-static const fmt_driver *first_with_arch_key(void)
-{
-	for (const fmt_driver *const *d = fmt_drivers(); *d; d++)
-		if ((*d)->arch_key && (*d)->write)
-			return *d;
-	return NULL;
-}
-
 /* A key another format derives from its tensors (GGUF's general.file_type): meaningless once
  * the tensors are in a format that does not; the target recomputes its own. */
 static int derived_elsewhere(const char *key, const target *tg)
@@ -469,7 +445,7 @@ static int derived_elsewhere(const char *key, const target *tg)
 }
 
 /* Keys the target derives from the output's tensors are set after the input's keys, before
- * the user's --set / --set-from (which win). */
+ * the user's --arch, --unset, --metadata-from, --set-from and --set (which win). */
 static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const fmt_convert_opts *o, const target *tg,
 			       wanted w, fmt_err *e)
 {
@@ -490,32 +466,12 @@ static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const fmt_c
 			return k;
 	}
 	const fmt_driver *d = tg->d;
-	if (o->arch) {
-		if (!d->arch_key)
-			return fmt_fail(e, FMT_USAGE, "--arch needs %s output", title_of(first_with_arch_key()));
-		fmt_value v = fmt_value_str(o->arch, strlen(o->arch));
-		fmt_kind k = v.v.str.ptr ? put_meta(&p->out, d->arch_key, &v, 1, e)
-					 : fmt_fail(e, FMT_IO, "out of memory");
-		fmt_value_free(&v);
-		if (k != FMT_OK)
-			return k;
-	}
 	if (d->derive_meta) {
 		fmt_kind k = d->derive_meta(&p->out, w.defaulted ? FMT_DT_INVALID : w.plain, e);
 		if (k != FMT_OK)
 			return k;
 	}
-	if (o->set_from) {
-		fmt_kind k = fmt_setkv_apply_file(&p->out, o->set_from, !typed, e);
-		if (k != FMT_OK)
-			return k;
-	}
-	for (size_t i = 0; i < o->n_sets; i++) {
-		fmt_kind k = fmt_setkv_apply(&p->out, o->sets[i], !typed, e);
-		if (k != FMT_OK)
-			return k;
-	}
-	return FMT_OK;
+	return fmt_meta_apply_user(&p->out, o, d, e);
 }
 
 /* ---- the plan ---- */

@@ -50,8 +50,9 @@ static int is_unsigned(fmt_vtype t)
 	return t == FMT_V_U8 || t == FMT_V_U16 || t == FMT_V_U32 || t == FMT_V_U64;
 }
 
-/* Parse text as a value of type t. */
-static fmt_kind parse_value(const char *key, const char *text, fmt_vtype t, fmt_value *v, fmt_err *e)
+/* Parse text as a value of type t; label names it in messages ("--set KEY", "--set-from KEY
+ * item 3"). */
+static fmt_kind parse_value(const char *label, const char *text, fmt_vtype t, fmt_value *v, fmt_err *e)
 {
 	int64_t lo;
 	uint64_t hi;
@@ -61,7 +62,7 @@ static fmt_kind parse_value(const char *key, const char *text, fmt_vtype t, fmt_
 	errno = 0;
 	/* strtoull and strtod skip blanks (and strtoull then accepts "-1" as 2^64-1). */
 	if (t != FMT_V_STR && isspace((unsigned char)text[0]))
-		return fmt_fail(e, FMT_USAGE, "--set %s: '%s' is not a valid %s", key, text, fmt_vtype_name(t));
+		return fmt_fail(e, FMT_USAGE, "%s: '%s' is not a valid %s", label, text, fmt_vtype_name(t));
 	if (int_range(t, &lo, &hi)) {
 		if (is_unsigned(t)) {
 			if (text[0] == '-')
@@ -76,6 +77,8 @@ static fmt_kind parse_value(const char *key, const char *text, fmt_vtype t, fmt_
 		}
 	} else if (t == FMT_V_F32 || t == FMT_V_F64) {
 		v->v.f = strtod(text, &end);
+		if (errno == ERANGE && v->v.f != 0 && fabs(v->v.f) < 1) /* a subnormal: exact enough */
+			errno = 0;
 		if (t == FMT_V_F32 && isfinite(v->v.f) && !isfinite((float)v->v.f))
 			errno = ERANGE;
 		if (t == FMT_V_F32)
@@ -91,31 +94,92 @@ static fmt_kind parse_value(const char *key, const char *text, fmt_vtype t, fmt_
 		return v->v.str.ptr ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
 	}
 	if (errno || end == text || *end)
-		return fmt_fail(e, FMT_USAGE, "--set %s: '%s' is not a valid %s", key, text, fmt_vtype_name(t));
+		return fmt_fail(e, FMT_USAGE, "%s: '%s' is not a valid %s", label, text, fmt_vtype_name(t));
 	return FMT_OK;
+}
+
+/* An array of n items of type t, items zeroed (filled by the caller). */
+static fmt_kind new_array(fmt_vtype t, size_t n, fmt_value *v, fmt_err *e)
+{
+	memset(v, 0, sizeof *v);
+	v->type = FMT_V_ARRAY;
+	v->v.arr.elem = t;
+	if (n == 0)
+		return FMT_OK;
+	v->v.arr.items = calloc(n, sizeof(fmt_value));
+	return v->v.arr.items ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+}
+
+/* The next item of a --set KEY:TYPE[]=... list at *p: up to an unescaped comma, with "\,"
+ * and "\\" unescaped; *p moves past the comma. NULL on out of memory. */
+static char *next_list_item(const char **p)
+{
+	const char *s = *p;
+	char *item = malloc(strlen(s) + 1), *o = item;
+	if (!item)
+		return NULL;
+	for (; *s && *s != ','; s++)
+		*o++ = s[0] == '\\' && (s[1] == ',' || s[1] == '\\') ? *++s : *s;
+	*o = '\0';
+	*p = *s ? s + 1 : s;
+	return item;
+}
+
+static size_t list_items(const char *text)
+{
+	size_t n = *text ? 1 : 0;
+	for (const char *s = text; *s; s++) {
+		if (s[0] == '\\' && (s[1] == ',' || s[1] == '\\'))
+			s++;
+		else if (*s == ',')
+			n++;
+	}
+	return n;
+}
+
+/* --set KEY:TYPE[]=v1,v2,...: an array of TYPE (empty text: an empty array). */
+static fmt_kind parse_list(const char *key, const char *text, fmt_vtype t, fmt_value *v, fmt_err *e)
+{
+	size_t n = list_items(text);
+	fmt_kind k = new_array(t, n, v, e);
+	for (size_t i = 0; i < n && k == FMT_OK; i++) {
+		char label[FMT_ERR_MSG_MAX / 2], *item = next_list_item(&text);
+		snprintf(label, sizeof label, "--set %s item %zu", key, i);
+		k = item ? parse_value(label, item, t, &v->v.arr.items[i], e) : fmt_fail(e, FMT_IO, "out of memory");
+		v->v.arr.count = i + 1;
+		free(item);
+	}
+	if (k != FMT_OK)
+		fmt_value_free(v);
+	return k;
 }
 
 fmt_kind fmt_setkv_apply(fmt_model *m, const char *assignment, int strings_only, fmt_err *e)
 {
 	const char *eq = strchr(assignment, '=');
 	if (!eq || eq == assignment)
-		return fmt_fail(e, FMT_USAGE, "--set takes KEY=VALUE or KEY:TYPE=VALUE (not '%s')", assignment);
+		return fmt_fail(e, FMT_USAGE, "--set takes KEY=VALUE, KEY:TYPE=VALUE or KEY:TYPE[]=V1,V2,... (not '%s')",
+				assignment);
 	size_t key_len = (size_t)(eq - assignment);
 	fmt_vtype t = FMT_V_STR;
+	int list = 0;
 	const char *colon = memchr(assignment, ':', key_len);
 	if (colon) {
-		if (!type_by_name(colon + 1, (size_t)(eq - colon - 1), &t))
-			return fmt_fail(e, FMT_USAGE, "--set %.*s: unknown type (u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool str)",
-					(int)key_len, assignment);
+		size_t type_len = (size_t)(eq - colon - 1);
+		list = type_len > 2 && memcmp(eq - 2, "[]", 2) == 0;
+		if (!type_by_name(colon + 1, type_len - (list ? 2 : 0), &t))
+			return fmt_fail(e, FMT_USAGE, "--set %.*s: unknown type (u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool str, "
+					"TYPE[] for an array)", (int)key_len, assignment);
 		key_len = (size_t)(colon - assignment);
 	}
-	if (strings_only && t != FMT_V_STR)
+	if (strings_only && (t != FMT_V_STR || list))
 		return fmt_fail(e, FMT_USAGE, "--set %.*s: safetensors metadata holds strings only", (int)key_len, assignment);
-	char *key = strndup(assignment, key_len);
+	char *key = strndup(assignment, key_len), label[FMT_ERR_MSG_MAX / 2];
 	if (!key)
 		return fmt_fail(e, FMT_IO, "out of memory");
+	snprintf(label, sizeof label, "--set %s", key);
 	fmt_value v;
-	fmt_kind k = parse_value(key, eq + 1, t, &v, e);
+	fmt_kind k = list ? parse_list(key, eq + 1, t, &v, e) : parse_value(label, eq + 1, t, &v, e);
 	if (k == FMT_OK)
 		k = fmt_setkv_put(m, key, &v, e);
 	fmt_value_free(&v);
@@ -125,19 +189,24 @@ fmt_kind fmt_setkv_apply(fmt_model *m, const char *assignment, int strings_only,
 
 /* JSON -> value: strings, booleans, integers (u32 when 0..2^32-1 as llama.cpp's counts, i32
  * when negative and in range, else i64/u64), reals (f32), arrays of one kind, and the explicit
- * form {"type": "u64", "value": 7}. */
+ * form {"type": T, "value": V}: V a scalar, or an array (nested arrays too) whose items are
+ * all of type T; T "array" takes an array of such objects (arrays of arrays whose items differ). */
 static fmt_kind json_to_value(const char *key, json_t *j, fmt_value *v, fmt_err *e);
+static fmt_kind json_typed(const char *key, json_t *j, unsigned depth, fmt_value *v, fmt_err *e);
 
-static fmt_kind json_typed(const char *key, json_t *j, fmt_value *v, fmt_err *e)
+#define SET_FROM_MAX_DEPTH 16u
+
+/* One scalar of type t from a JSON string, number or boolean; label names it. */
+static fmt_kind typed_scalar(const char *label, json_t *val, fmt_vtype t, fmt_value *v, fmt_err *e)
 {
-	const char *type = json_string_value(json_object_get(j, "type"));
-	json_t *val = json_object_get(j, "value");
-	fmt_vtype t;
-	if (!type || !val || json_object_size(j) != 2 || !type_by_name(type, strlen(type), &t))
-		return fmt_fail(e, FMT_USAGE, "--set-from %s: an object must be {\"type\": T, \"value\": V}", key);
 	char text[64];
+	memset(v, 0, sizeof *v);
+	if (json_is_string(val) && t == FMT_V_STR) { /* its bytes, NUL included */
+		*v = fmt_value_str(json_string_value(val), json_string_length(val));
+		return v->v.str.ptr ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	}
 	if (json_is_string(val))
-		return parse_value(key, json_string_value(val), t, v, e);
+		return parse_value(label, json_string_value(val), t, v, e);
 	if (json_is_integer(val))
 		snprintf(text, sizeof text, "%" JSON_INTEGER_FORMAT, json_integer_value(val));
 	else if (json_is_real(val))
@@ -145,8 +214,65 @@ static fmt_kind json_typed(const char *key, json_t *j, fmt_value *v, fmt_err *e)
 	else if (json_is_boolean(val))
 		snprintf(text, sizeof text, "%s", json_is_true(val) ? "true" : "false");
 	else
-		return fmt_fail(e, FMT_USAGE, "--set-from %s: value does not fit type %s", key, type);
-	return parse_value(key, text, t, v, e);
+		return fmt_fail(e, FMT_USAGE, "%s: %s does not fit type %s", label,
+				json_is_null(val) ? "null" : json_is_object(val) ? "an object" : "an array",
+				fmt_vtype_name(t));
+	return parse_value(label, text, t, v, e);
+}
+
+/* The JSON array arr as an array whose items (and the items of its nested arrays) are of
+ * type t; t FMT_V_ARRAY: items are {"type", "value"} objects holding arrays. */
+static fmt_kind typed_array(const char *key, json_t *arr, fmt_vtype t, unsigned depth, fmt_value *v, fmt_err *e)
+{
+	size_t n = json_array_size(arr);
+	if (depth >= SET_FROM_MAX_DEPTH)
+		return fmt_fail(e, FMT_USAGE, "--set-from %s: arrays nested more than %u levels deep", key, SET_FROM_MAX_DEPTH);
+	fmt_kind k = new_array(t, n, v, e);
+	for (size_t i = 0; i < n && k == FMT_OK; i++) {
+		json_t *item = json_array_get(arr, i);
+		fmt_value *out = &v->v.arr.items[i];
+		char label[FMT_ERR_MSG_MAX / 2];
+		snprintf(label, sizeof label, "--set-from %s item %zu", key, i);
+		if (json_is_array(item) && t != FMT_V_ARRAY)
+			k = typed_array(key, item, t, depth + 1, out, e);
+		else if (json_is_object(item))
+			k = json_typed(key, item, depth + 1, out, e);
+		else if (t == FMT_V_ARRAY)
+			k = fmt_fail(e, FMT_USAGE, "%s: type array takes {\"type\": T, \"value\": [...]} items", label);
+		else
+			k = typed_scalar(label, item, t, out, e);
+		v->v.arr.count = i + 1;
+		if (k == FMT_OK && i == 0) /* items of type t, or arrays (of items of type t) */
+			v->v.arr.elem = out->type == FMT_V_ARRAY ? FMT_V_ARRAY : t;
+		if (k == FMT_OK && out->type != v->v.arr.elem)
+			k = fmt_fail(e, FMT_USAGE, "%s: %s in an array of %s (items must all have one type)", label,
+				     fmt_vtype_name(out->type), fmt_vtype_name(v->v.arr.elem));
+	}
+	if (k != FMT_OK)
+		fmt_value_free(v);
+	return k;
+}
+
+static fmt_kind json_typed(const char *key, json_t *j, unsigned depth, fmt_value *v, fmt_err *e)
+{
+	const char *type = json_string_value(json_object_get(j, "type"));
+	json_t *val = json_object_get(j, "value");
+	fmt_vtype t;
+	char label[FMT_ERR_MSG_MAX / 2];
+	memset(v, 0, sizeof *v);
+	if (!type || !val || json_object_size(j) != 2)
+		return fmt_fail(e, FMT_USAGE, "--set-from %s: an object must be {\"type\": T, \"value\": V}", key);
+	if (strcmp(type, "array") == 0)
+		t = FMT_V_ARRAY;
+	else if (!type_by_name(type, strlen(type), &t))
+		return fmt_fail(e, FMT_USAGE, "--set-from %s: unknown type '%s' (u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 "
+				"bool str array)", key, type);
+	if (json_is_array(val))
+		return typed_array(key, val, t, depth, v, e);
+	snprintf(label, sizeof label, "--set-from %s", key);
+	if (t == FMT_V_ARRAY)
+		return fmt_fail(e, FMT_USAGE, "%s: type array takes a JSON array", label);
+	return typed_scalar(label, val, t, v, e);
 }
 
 /* One type for every number of an array: f32 if any is a real, else the narrowest of u32, i32,
@@ -255,8 +381,19 @@ static fmt_kind json_to_value(const char *key, json_t *j, fmt_value *v, fmt_err 
 	if (json_is_array(j))
 		return json_array_value(key, j, v, e);
 	if (json_is_object(j))
-		return json_typed(key, j, v, e);
+		return json_typed(key, j, 0, v, e);
 	return fmt_fail(e, FMT_USAGE, "--set-from %s: null is not a metadata value", key);
+}
+
+/* A line of fmt-inspect --json --full is read as its "metadata_typed" object: a member of that
+ * name which is not itself {"type", "value"} cannot be a key's value. */
+static json_t *record_keys(json_t *root)
+{
+	json_t *typed = json_object_get(root, "metadata_typed");
+	if (json_is_object(typed) && !(json_object_size(typed) == 2 && json_object_get(typed, "type") &&
+					json_object_get(typed, "value")))
+		return typed;
+	return root;
 }
 
 fmt_kind fmt_setkv_apply_file(fmt_model *m, const char *path, int strings_only, fmt_err *e)
@@ -267,7 +404,7 @@ fmt_kind fmt_setkv_apply_file(fmt_model *m, const char *path, int strings_only, 
 	if (k != FMT_OK)
 		return k;
 	json_error_t jerr;
-	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
 	free(text);
 	if (!json_is_object(root)) {
 		json_decref(root);
@@ -275,14 +412,12 @@ fmt_kind fmt_setkv_apply_file(fmt_model *m, const char *path, int strings_only, 
 				root ? "another JSON value" : jerr.text, jerr.line);
 	}
 	const char *key;
-	json_t *val;
-	json_object_foreach(root, key, val) {
+	json_t *val, *keys = record_keys(root);
+	json_object_foreach(keys, key, val) {
 		fmt_value v;
-		if (strings_only && !json_is_string(val)) {
-			k = fmt_fail(e, FMT_USAGE, "--set-from %s: safetensors metadata holds strings only", key);
-			break;
-		}
 		k = json_to_value(key, val, &v, e);
+		if (k == FMT_OK && strings_only && v.type != FMT_V_STR)
+			k = fmt_fail(e, FMT_USAGE, "--set-from %s: safetensors metadata holds strings only", key);
 		if (k == FMT_OK)
 			k = fmt_setkv_put(m, key, &v, e);
 		fmt_value_free(&v);

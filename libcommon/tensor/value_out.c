@@ -77,6 +77,36 @@ int fmt_json_write_value(FILE *f, const fmt_value *v, size_t max_items)
 	return r == 0 && fputc(']', f) != EOF ? 0 : -1;
 }
 
+/* The one type of every item of v (an array) and of its nested arrays, if there is one. An
+ * empty array of arrays has none: its items' type is not written anywhere. */
+static int uniform_items(const fmt_value *v, fmt_vtype *t)
+{
+	if (v->v.arr.elem != FMT_V_ARRAY) {
+		*t = v->v.arr.elem;
+		return 1;
+	}
+	for (uint64_t i = 0; i < v->v.arr.count; i++) {
+		fmt_vtype it;
+		if (!uniform_items(&v->v.arr.items[i], &it) || (i && it != *t))
+			return 0;
+		*t = it;
+	}
+	return v->v.arr.count > 0;
+}
+
+int fmt_json_write_typed(FILE *f, const fmt_value *v)
+{
+	fmt_vtype t = v->type;
+	if (v->type != FMT_V_ARRAY || uniform_items(v, &t))
+		return fprintf(f, "{\"type\":\"%s\",\"value\":", fmt_vtype_name(t)) < 0 ||
+		       fmt_json_write_value(f, v, 0) || fputc('}', f) == EOF ? -1 : 0;
+	int r = fputs("{\"type\":\"array\",\"value\":[", f) == EOF ? -1 : 0;
+	for (uint64_t i = 0; r == 0 && i < v->v.arr.count; i++)
+		if ((i && fputc(',', f) == EOF) || fmt_json_write_typed(f, &v->v.arr.items[i]))
+			r = -1;
+	return r == 0 && fputs("]}", f) != EOF ? 0 : -1;
+}
+
 void fmt_out_value(FILE *f, const fmt_value *v, size_t max_items)
 {
 	switch (v->type) {

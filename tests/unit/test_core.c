@@ -1,4 +1,5 @@
 /* Unit tests for libcommon/core: errors, sizes, escaping, sources and the atomic sink. */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -176,6 +177,46 @@ TEST(sink_is_atomic_and_refuses_existing)
 	CHECK_EQ_U64(unit_dir_entries(dir), 1);              /* and no temporary file behind */
 	CHECK(fmt_check_distinct(path, path, &e) == FMT_USAGE);
 	unlink(path);
+	rmdir(dir);
+}
+
+/* fmt_sink_copy_range: bytes of another file appended after what was written (the buffered
+ * bytes first); a source that ends early is an I/O error. */
+TEST(sink_copy_range_appends_file_bytes)
+{
+	char *dir = unit_tmp_dir(), src[128], path[128];
+	snprintf(src, sizeof src, "%s/src", dir);
+	snprintf(path, sizeof path, "%s/out", dir);
+	size_t n = (1u << 20) + 77;
+	uint8_t *data = malloc(n);
+	for (size_t i = 0; i < n; i++)
+		data[i] = (uint8_t)(i * 13 + 5);
+	FILE *f = fopen(src, "wb");
+	CHECK(f && fwrite(data, 1, n, f) == n && fclose(f) == 0);
+	int fd = open(src, O_RDONLY);
+	fmt_sink k;
+	fmt_err e;
+	CHECK(fmt_sink_open(&k, path, 0, &e) == FMT_OK);
+	CHECK(fmt_sink_write(&k, "head", 4, &e) == FMT_OK);
+	CHECK(fmt_sink_copy_range(&k, fd, 100, n - 100, &e) == FMT_OK);
+	CHECK(fmt_sink_pwrite(&k, 0, "HE", 2, &e) == FMT_OK);       /* the copy counts as written */
+	CHECK(fmt_sink_write(&k, "!", 1, &e) == FMT_OK);
+	CHECK(fmt_sink_copy_range(&k, fd, n - 1, 2, &e) == FMT_IO); /* past the source's end */
+	fmt_sink_abort(&k);
+	CHECK(fmt_sink_open(&k, path, 0, &e) == FMT_OK);
+	CHECK(fmt_sink_write(&k, "head", 4, &e) == FMT_OK);
+	CHECK(fmt_sink_copy_range(&k, fd, 100, n - 100, &e) == FMT_OK);
+	CHECK(fmt_sink_pwrite(&k, 0, "HE", 2, &e) == FMT_OK);
+	CHECK(fmt_sink_write(&k, "!", 1, &e) == FMT_OK);
+	CHECK(fmt_sink_commit(&k, &e) == FMT_OK);
+	char *back;
+	size_t len;
+	CHECK(fmt_read_file(path, n + 8, &back, &len, &e) == FMT_OK && len == n - 100 + 5);
+	CHECK(back && memcmp(back, "HEad", 4) == 0 && memcmp(back + 4, data + 100, n - 100) == 0 && back[len - 1] == '!');
+	free(back);
+	close(fd);
+	CHECK(unlink(path) == 0 && unlink(src) == 0);
+	free(data);
 	rmdir(dir);
 }
 

@@ -17,7 +17,9 @@ typedef struct convert_args {
 	int overflow_given, allow_overflow;
 	const char *model_opt;      /* the first option for models only that was given, or NULL */
 	const char *dataset_opt;    /* ... for datasets only */
+	const char *not_edit_opt;   /* the first option that --in-place cannot take, or NULL */
 	const char *sets[MAX_REPEATS], *include[MAX_REPEATS], *exclude[MAX_REPEATS];
+	const char *keys[MAX_REPEATS], *unsets[MAX_REPEATS];
 	fmt_drvopt_sets drvopts;    /* the drivers' own options, as they parsed them */
 	char msg[FMT_ERR_MSG_MAX + 256]; /* a usage error being reported */
 } convert_args;
@@ -41,6 +43,9 @@ const char *convert_output(convert_args *a, const char *output);
 /* The rest that depends on the output: a dataset (o->table_to writes) or a model (o->to set),
  * the options of the other kind refused and those of its driver checked: NULL, or a usage error. */
 const char *convert_kind_checks(convert_args *a, const char *output);
+
+/* --in-place FILE: the metadata options, nothing else; the exit status. */
+int convert_edit_in_place(convert_args *a, fmt_cli *cli, const fmt_cli_tool *tool);
 
 /* --sign-key: the key, loaded for the conversion (wiped at exit). */
 fmt_kind convert_load_sign_key(fmt_convert_opts *o, fmt_err *e);

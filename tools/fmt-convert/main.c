@@ -23,6 +23,8 @@ int main(int argc, char **argv)
 	fmt_err_clear(&e);
 	if (!fmt_cli_parse(tool, argc, argv, &a, &cli))
 		return cli.exit_code;
+	if (a.o.in_place)
+		return convert_edit_in_place(&a, &cli, tool);
 	const char *bad = convert_check_line(&a, &cli);
 	if (bad)
 		return fmt_cli_usage_error(tool, bad);

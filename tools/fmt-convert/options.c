@@ -8,7 +8,8 @@
 enum { OPT_TO = FMT_OPT_FIRST_TOOL_OPTION, OPT_DTYPE, OPT_ARCH, OPT_SET, OPT_SET_FROM, OPT_INCLUDE,
        OPT_EXCLUDE, OPT_DRY_RUN, OPT_SHARD, OPT_SIGN, OPT_NO_VERIFY, OPT_OVERFLOW, OPT_ALLOW_OVERFLOW,
        OPT_FROM, OPT_COMPRESS, OPT_SIGN_KEY, OPT_PASS_FILE, OPT_PASS_ENV, OPT_ENC_PW_FILE, OPT_ENC_PW_ENV,
-       OPT_ENC_TO, OPT_ALLOW_EXPIRED, OPT_ALLOW_REQUANTIZE,
+       OPT_ENC_TO, OPT_ALLOW_EXPIRED, OPT_ALLOW_REQUANTIZE, OPT_METADATA_FROM, OPT_KEYS, OPT_UNSET,
+       OPT_IN_PLACE,
        OPT_DRIVER_FIRST }; /* the drivers' options: OPT_DRIVER_FIRST + their index in driver_options */
 
 /* Options that exclude each other (fmt_cli_option.group). */
@@ -77,9 +78,22 @@ static const fmt_cli_option own_options[] = {
 	{ FMT_CLI_OPT("arch", OPT_ARCH, "NAME", "set general.architecture (GGUF; arch for APR)"),
 	  .complete = FMT_COMPLETE_WORDS, .words_from = fmt_driver_arch_words },
 	{ FMT_CLI_OPT("set", OPT_SET, "KEY[:TYPE]=VALUE", "add or replace a metadata key; TYPE is one of\n"
-		      "u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool str (default str)"), .flags = FMT_CLI_REPEAT },
-	{ FMT_CLI_OPT("set-from", OPT_SET_FROM, "FILE", "add the keys of a JSON object"),
+		      "u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool str (default str);\n"
+		      "KEY:TYPE[]=V1,V2,... sets an array (\\, for a comma)"), .flags = FMT_CLI_REPEAT },
+	{ FMT_CLI_OPT("set-from", OPT_SET_FROM, "FILE", "add the keys of a JSON object; {\"type\": T, \"value\": V}\n"
+		      "types a value or an array's items (fmt-inspect --json --full\n"
+		      "prints every key so: its \"metadata_typed\")"),
 	  .complete = FMT_COMPLETE_FILE, .words = "*.json" },
+	{ FMT_CLI_OPT("metadata-from", OPT_METADATA_FROM, "FILE", "copy the metadata keys of another model file (a GGUF\n"
+		      "vocabulary), types kept; not its alignment, split or file type keys"),
+	  .complete = FMT_COMPLETE_FILE, .words = "*.gguf" },
+	{ FMT_CLI_OPT("keys", OPT_KEYS, "GLOB", "--metadata-from copies only the keys that match (repeatable)"),
+	  .flags = FMT_CLI_REPEAT },
+	{ FMT_CLI_OPT("unset", OPT_UNSET, "GLOB", "remove the metadata keys that match (repeatable); never a key\n"
+		      "the format requires (GGUF: general.architecture)"), .flags = FMT_CLI_REPEAT },
+	{ FMT_CLI_OPT("in-place", OPT_IN_PLACE, NULL, "edit the metadata of FILE (the only operand; GGUF) with the\n"
+		      "options above; FILE is replaced atomically, its tensor data\n"
+		      "copied as it is") },
 	{ FMT_CLI_OPT("overflow", OPT_OVERFLOW, "MODE", "values the dtype cannot hold (F16 above 65504, Q8_0/Q4_0 blocks\n"
 		      "whose scale overflows F16): refuse (default, exit 4), saturate\n"
 		      "(F16/BF16 clamped; Q8_0/Q4_0 tensor written as F16) or widen\n"
@@ -113,7 +127,7 @@ static const fmt_cli_option own_options[] = {
 	{ .name = NULL }
 };
 
-#define MAX_OPTIONS 60   /* what the runner takes, with room for its own */
+#define MAX_OPTIONS 80   /* what the runner takes, with room for its own */
 #define MAX_DRIVER_OPTIONS 32
 #define MAX_VALUES 16
 
@@ -136,7 +150,8 @@ static int option_is_for(int id)
 	switch (id) {
 	case OPT_DTYPE: case OPT_SHARD: case OPT_SIGN: case FMT_OPT_HMAC_KEY: case FMT_OPT_SECRET_FILE:
 	case FMT_OPT_SECRET_ENV: case FMT_OPT_SECRET_PROMPT: case OPT_ARCH: case OPT_SET: case OPT_SET_FROM:
-	case OPT_OVERFLOW: case OPT_ALLOW_OVERFLOW: case OPT_ALLOW_REQUANTIZE:
+	case OPT_OVERFLOW: case OPT_ALLOW_OVERFLOW: case OPT_ALLOW_REQUANTIZE: case OPT_METADATA_FROM: case OPT_KEYS:
+	case OPT_UNSET: case OPT_IN_PLACE:
 		return FOR_MODELS;
 	case OPT_FROM: case OPT_ENC_PW_FILE: case OPT_ENC_PW_ENV: case OPT_ENC_TO: case FMT_OPT_PASSWORD_FILE:
 	case FMT_OPT_PASSWORD_ENV: case FMT_OPT_IDENTITY: case OPT_ALLOW_EXPIRED:
@@ -209,6 +224,12 @@ static int model_option(convert_args *a, int id, const char *arg, fmt_err *e)
 	case OPT_SET:
 		return push(o->sets, &o->n_sets, arg) ? (fmt_fail(e, FMT_USAGE, "too many repeated options"), -1) : 0;
 	case OPT_SET_FROM: o->set_from = arg; return 0;
+	case OPT_METADATA_FROM: o->metadata_from = arg; return 0;
+	case OPT_KEYS:
+		return push(o->keys, &o->n_keys, arg) ? (fmt_fail(e, FMT_USAGE, "too many repeated options"), -1) : 0;
+	case OPT_UNSET:
+		return push(o->unsets, &o->n_unsets, arg) ? (fmt_fail(e, FMT_USAGE, "too many repeated options"), -1) : 0;
+	case OPT_IN_PLACE: o->in_place = 1; return 0;
 	case OPT_SHARD:
 		if (fmt_parse_size(arg, &o->shard, e) != FMT_OK || o->shard == 0)
 			return fmt_fail(e, FMT_USAGE, "--shard takes a size above 0, e.g. 2GB, 500MB, 1GiB"), -1;
@@ -248,10 +269,19 @@ static int dataset_option(convert_args *a, int id, const char *arg, fmt_err *e)
 	}
 }
 
+/* The options of an in-place metadata edit. */
+static int edits_metadata(int id)
+{
+	return id == OPT_ARCH || id == OPT_SET || id == OPT_SET_FROM || id == OPT_METADATA_FROM || id == OPT_KEYS ||
+	       id == OPT_UNSET || id == OPT_IN_PLACE || id == 'f';
+}
+
 static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 {
 	convert_args *a = ctx;
 	note_kind(a, id);
+	if (!edits_metadata(id) && !a->not_edit_opt)
+		a->not_edit_opt = convert_option_name(id);
 	if (fmt_cli_key_option(id, arg, &a->o.key) || fmt_cli_decrypt_option(id, arg, &a->o.decrypt))
 		return 0;
 	if (id >= OPT_DRIVER_FIRST) {
@@ -263,7 +293,7 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 
 static const fmt_cli_tool tool = {
 	.name = TOOL,
-	.synopsis = "[OPTIONS] INPUT OUTPUT",
+	.synopsis = "[OPTIONS] INPUT OUTPUT\n--in-place [METADATA OPTIONS] FILE",
 	.about = "Convert a model between safetensors (single file or sharded index), GGUF\n"
 		 "(single file or split set), Apsi checkpoints (.apsim, single or sharded) and\n"
 		 "APR (.apr, seed or aprender layout), with dtype conversion, quantization and\n"
@@ -312,6 +342,8 @@ const fmt_cli_tool *convert_tool(convert_args *a)
 	a->o.sets = a->sets;
 	a->o.include = a->include;
 	a->o.exclude = a->exclude;
+	a->o.keys = a->keys;
+	a->o.unsets = a->unsets;
 	a->o.options = &a->drvopts;
 	a->o.tool = TOOL;
 	while (own_options[n].name && n + 1 < MAX_OPTIONS)

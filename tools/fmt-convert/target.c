@@ -21,6 +21,8 @@ const char *convert_check_line(convert_args *a, const fmt_cli *cli)
 		return "--allow-overflow means --overflow=saturate; it contradicts --overflow=refuse or widen";
 	if (a->allow_overflow)
 		o->overflow = FMT_OVERFLOW_SATURATE;
+	if (o->n_keys && !o->metadata_from)
+		return "--keys chooses the keys of --metadata-from";
 	if (cli->n_operands != 2)
 		return "need INPUT and OUTPUT";
 	if (o->sign_key && (o->sign || fmt_key_opts_given(&o->key)))
@@ -171,4 +173,28 @@ fmt_kind convert_load_sign_key(fmt_convert_opts *o, fmt_err *e)
 	o->sign_secret = &sign_secret;
 	atexit(wipe_sign_secret);
 	return FMT_OK;
+}
+
+int convert_edit_in_place(convert_args *a, fmt_cli *cli, const fmt_cli_tool *tool)
+{
+	fmt_convert_opts *o = &a->o;
+	fmt_err e;
+	fmt_err_clear(&e);
+	o->out = stdout;
+	o->err = stderr;
+	fmt_cli_pipeline_reports(o);
+	o->json = cli->common.json;
+	o->verbose = cli->common.verbose;
+	if (a->not_edit_opt) {
+		snprintf(a->msg, sizeof a->msg, "--in-place edits metadata only: --%s does not go with it", a->not_edit_opt);
+		return fmt_cli_usage_error(tool, a->msg);
+	}
+	if (cli->n_operands != 1)
+		return fmt_cli_usage_error(tool, "--in-place takes one FILE");
+	if (!o->arch && !o->n_sets && !o->set_from && !o->metadata_from && !o->n_unsets)
+		return fmt_cli_usage_error(tool, "--in-place needs --set, --set-from, --metadata-from, --unset or --arch");
+	fmt_kind k = fmt_pipeline_edit(cli->operands[0], o, &e);
+	if (k != FMT_OK)
+		fmt_report_failed(o->out, TOOL, cli->operands[0], NULL, &e, o->json);
+	return fmt_cli_finish(tool, cli, fmt_kind_exit(k));
 }

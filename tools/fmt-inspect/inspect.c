@@ -254,6 +254,20 @@ static int write_json_metadata(FILE *out, const fmt_model *m, size_t max_items)
 	return r == 0 && fputc('}', out) != EOF ? 0 : -1;
 }
 
+/* --full: "metadata_typed":{"KEY":{"type":T,"value":V},...}, what fmt-convert --set-from reads. */
+static int write_json_typed_metadata(FILE *out, const fmt_model *m)
+{
+	int r = fputs(",\"metadata_typed\":{", out) == EOF ? -1 : 0;
+	for (size_t i = 0; r == 0 && i < m->n_meta; i++) {
+		json_t *key = fmt_json_string(m->meta[i].key, strlen(m->meta[i].key));
+		if (!key || (i && fputc(',', out) == EOF) || fmt_json_write(out, key) || fputc(':', out) == EOF ||
+		    fmt_json_write_typed(out, &m->meta[i].val))
+			r = -1;
+		json_decref(key);
+	}
+	return r == 0 && fputc('}', out) != EOF ? 0 : -1;
+}
+
 static json_t *json_tensor(const fmt_model *m, const fmt_tensor *t, int with_file)
 {
 	json_t *o = json_object();
@@ -305,7 +319,8 @@ static int write_json_line(FILE *out, json_t *head, const fmt_model *m, const in
 	if (r == 0 && (o->sections & SECTION_METADATA)) {
 		json_t *types = json_metadata_types(m);
 		if (!types || fputc(',', out) == EOF || write_json_metadata(out, m, o->full ? 0 : INSPECT_ARRAY_ITEMS) ||
-		    fputs(",\"metadata_types\":", out) == EOF || fmt_json_write(out, types))
+		    fputs(",\"metadata_types\":", out) == EOF || fmt_json_write(out, types) ||
+		    (o->full && write_json_typed_metadata(out, m)))
 			r = -1;
 		json_decref(types);
 	}

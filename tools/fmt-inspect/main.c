@@ -34,7 +34,7 @@ static const fmt_cli_option options[] = {
 	FMT_CLI_DECRYPT_OPTIONS,
 	{ FMT_CLI_OPT("allow-expired", OPT_ALLOW_EXPIRED, NULL, ".ald: --head and --stats read the rows although the\n"
 		      "licence has expired (said on stderr); without it that is exit 10") },
-	{ FMT_CLI_OPT("full", OPT_FULL, NULL, "do not abbreviate metadata arrays longer than 16 items") },
+	{ FMT_CLI_OPT("full", OPT_FULL, NULL, "do not abbreviate metadata arrays longer than 16 items;\nwith --json also \"metadata_typed\": every value with its\ntype, as fmt-convert --set-from reads it") },
 	{ FMT_CLI_OPT("format", OPT_FORMAT, "NAME", "skip detection:"), .complete = FMT_COMPLETE_FORMAT },
 	{ FMT_CLI_OPT("quiet", 'q', NULL, "print nothing on success") },
 	{ FMT_CLI_OPT("verbose", 'v', NULL, "more detail") },

@@ -24,6 +24,7 @@ typedef struct gguf_file_info {
 	uint32_t version;
 	uint32_t alignment;
 	uint64_t data_start;
+	uint64_t infos_start, infos_end; /* where the tensor infos are */
 } gguf_file_info;
 
 /* Parse the GGUF file tensor_dst->sources[src]: metadata is appended to meta_dst, tensors to
@@ -40,5 +41,15 @@ fmt_kind fmt_gguf_open_split_set(fmt_model *m, fmt_gguf_info *st, fmt_err *e);
 fmt_kind fmt_gguf_write_file(const fmt_model *src, const fmt_meta *meta, size_t n_meta,
 			 const fmt_tensor *tensors, size_t n_tensors, uint32_t align_request,
 			 fmt_sink *k, fmt_err *e);
+
+struct fmt_sb;
+/* Check metadata as the writer does (keys, values, duplicates; general.alignment a UINT32
+ * power of two) and say the alignment it asks for (32 without the key). */
+fmt_kind fmt_gguf_check_meta(const fmt_meta *meta, size_t n_meta, uint32_t *align, fmt_err *e);
+/* Append the key-value pairs meta[0..n_meta) as the writer writes them to mem. */
+fmt_kind fmt_gguf_put_meta(struct fmt_sb *mem, const fmt_meta *meta, size_t n_meta, uint32_t align, fmt_err *e);
+
+/* The driver's edit_meta (gguf_edit.c). */
+fmt_kind fmt_gguf_edit_meta(const fmt_model *m, const fmt_meta *meta, size_t n_meta, int *data_moved, fmt_err *e);
 
 #endif

@@ -580,8 +580,10 @@ fmt_kind fmt_gguf_parse_file(fmt_model *meta_dst, fmt_model *tensor_dst, int src
 	fmt_kind k = rd_header(&r, info, &n_tensors, &n_kv);
 	if (k == FMT_OK)
 		k = rd_metadata(&r, n_kv, meta_dst, &info->alignment);
+	info->infos_start = r.pos;
 	if (k == FMT_OK)
 		k = rd_tensor_infos(&r, n_tensors, tensor_dst, src, info->alignment);
+	info->infos_end = r.pos;
 	free(r.chunk);
 	if (k != FMT_OK)
 		return k;
@@ -622,6 +624,8 @@ static fmt_kind gguf_open(fmt_model *m, fmt_err *e)
 	m->version = info.version;
 	st->alignment = info.alignment;
 	st->data_start = info.data_start;
+	st->infos_start = info.infos_start;
+	st->infos_end = info.infos_end;
 	st->n_shards = 1;
 	return fmt_gguf_open_split_set(m, st, e);
 }
@@ -653,6 +657,10 @@ static json_t *gguf_describe(const fmt_model *m)
 	return json_pack("{s:s}", "file_type", name);
 }
 
+/* What llama.cpp cannot load a model without; what describes one file of a set. */
+static const char *const gguf_required_keys[] = { "general.architecture", NULL };
+static const char *const gguf_layout_keys[] = { "general.alignment", "split.*", NULL };
+
 /* general.architecture values of llama.cpp's most used converters. */
 static const char *const gguf_archs[] = { "llama", "qwen2", "gemma2", "phi3", "gpt2", "mistral", NULL };
 
@@ -681,4 +689,7 @@ const fmt_driver fmt_driver_gguf = {
 	.derived_keys = fmt_gguf_derived_keys,
 	.close = gguf_close,
 	.describe = gguf_describe,
+	.required_keys = gguf_required_keys,
+	.layout_keys = gguf_layout_keys,
+	.edit_meta = fmt_gguf_edit_meta,
 };

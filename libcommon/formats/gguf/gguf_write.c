@@ -12,10 +12,13 @@
 #include "fmt/gguf.h"
 #include "fmt/out.h"
 #include "fmt/half.h"
+#include "fmt/strbuf.h"
 #include "gguf_internal.h"
 
+/* Where the bytes go: the sink k, or (k NULL) the memory buffer mem. */
 typedef struct gw {
 	fmt_sink *k;
+	fmt_sb *mem;
 	uint64_t pos;
 	fmt_err *e;
 } gw;
@@ -23,7 +26,10 @@ typedef struct gw {
 static fmt_kind put(gw *w, const void *p, size_t n)
 {
 	w->pos += n;
-	return fmt_sink_write(w->k, p, n, w->e);
+	if (w->k)
+		return fmt_sink_write(w->k, p, n, w->e);
+	fmt_sb_put(w->mem, p, n);
+	return w->mem->oom ? fmt_fail(w->e, FMT_IO, "out of memory") : FMT_OK;
 }
 
 static fmt_kind put_u32(gw *w, uint32_t v)
@@ -52,6 +58,13 @@ static fmt_kind put_pad(gw *w, uint32_t align)
 	if (fmt_align_up_u64(w->pos, align, &to))
 		return fmt_fail(w->e, FMT_INTERNAL, "file offset overflows");
 	uint64_t n = to - w->pos;
+	if (!w->k) {
+		static const uint8_t zeros[64];
+		fmt_kind k = FMT_OK;
+		for (uint64_t chunk; n > 0 && k == FMT_OK; n -= chunk)
+			k = put(w, zeros, (size_t)(chunk = n < sizeof zeros ? n : sizeof zeros));
+		return k;
+	}
 	w->pos = to;
 	return fmt_sink_zeros(w->k, n, w->e);
 }
@@ -363,6 +376,18 @@ fmt_kind fmt_gguf_write_file(const fmt_model *src, const fmt_meta *meta, size_t 
 	if (r == FMT_OK)
 		r = put_tensor_data(&w, src, tensors, n_tensors, align);
 	return r;
+}
+
+fmt_kind fmt_gguf_check_meta(const fmt_meta *meta, size_t n_meta, uint32_t *align, fmt_err *e)
+{
+	fmt_kind k = check_metadata(meta, n_meta, e);
+	return k == FMT_OK ? choose_alignment(meta, n_meta, 0, align, e) : k;
+}
+
+fmt_kind fmt_gguf_put_meta(fmt_sb *mem, const fmt_meta *meta, size_t n_meta, uint32_t align, fmt_err *e)
+{
+	gw w = { .mem = mem, .e = e };
+	return put_metadata(&w, meta, n_meta, align, 0);
 }
 
 /* The GGUF options of o (alignment), when o carries them. */

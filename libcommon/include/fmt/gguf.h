@@ -30,6 +30,7 @@ extern const fmt_driver fmt_driver_gguf;
 typedef struct fmt_gguf_info {
 	uint32_t alignment;   /* of the first file */
 	uint64_t data_start;  /* of the first file */
+	uint64_t infos_start, infos_end; /* where its tensor infos are */
 	size_t n_shards;      /* 1 for a single file */
 } fmt_gguf_info;
 const fmt_gguf_info *fmt_gguf_info_of(const fmt_model *m);

@@ -167,6 +167,9 @@ fmt_kind fmt_sink_pwrite(fmt_sink *k, uint64_t off, const void *data, size_t n, 
  * until written); later fmt_sink_write calls append after the furthest byte written. Files
  * only (UsageError on stdout). */
 fmt_kind fmt_sink_write_at(fmt_sink *k, uint64_t off, const void *data, size_t n, fmt_err *e);
+/* Append n bytes of the file fd from offset off (copy_file_range: the kernel copies them, or
+ * shares their blocks where the file system can; read and write where it cannot). Files only. */
+fmt_kind fmt_sink_copy_range(fmt_sink *k, int fd, uint64_t off, uint64_t n, fmt_err *e);
 fmt_kind fmt_sink_commit(fmt_sink *k, fmt_err *e);
 void fmt_sink_abort(fmt_sink *k);
 

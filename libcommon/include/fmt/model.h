@@ -223,6 +223,10 @@ json_t *fmt_json_value(const fmt_value *v, size_t max_items);
 /* The same JSON written to f as it is made, array items one at a time (a 2^25-item array is
  * never a tree), through fmt_json_write; 0, or -1 on a write error. */
 int fmt_json_write_value(FILE *f, const fmt_value *v, size_t max_items);
+/* v as {"type": T, "value": V}, every item written, as fmt-convert --set-from reads it back to
+ * the same value: T the type of a scalar, or of every item of an array and of its nested
+ * arrays; "array" (V a list of such objects) for an array of arrays whose items differ. */
+int fmt_json_write_typed(FILE *f, const fmt_value *v);
 
 /* Print the value as text (strings escaped and quoted, arrays abbreviated past max_items). */
 void fmt_out_value(FILE *f, const fmt_value *v, size_t max_items);

@@ -22,6 +22,12 @@ typedef struct fmt_convert_opts {
 	const char **sets;           /* --set KEY[:TYPE]=VALUE, n_sets of them */
 	size_t n_sets;
 	const char *set_from;        /* --set-from FILE.json */
+	const char *metadata_from;   /* --metadata-from FILE: keys copied from another model file */
+	const char **keys;           /* --keys GLOB: which of its keys, n_keys of them (none: all) */
+	size_t n_keys;
+	const char **unsets;         /* --unset GLOB: keys removed, n_unsets of them */
+	size_t n_unsets;
+	int in_place;                /* --in-place: edit the metadata of the one FILE given */
 	const char **include, **exclude; /* --include / --exclude GLOB */
 	size_t n_include, n_exclude;
 	int dry_run, force, verbose, json, quiet, no_verify, no_progress;
@@ -73,5 +79,10 @@ fmt_kind fmt_pipeline_dataset(const char *input, const char *output, const fmt_c
 
 /* Convert input to output as o says; returns the error kind (e names the file). */
 fmt_kind fmt_pipeline_run(const char *input, const char *output, const fmt_convert_opts *o, fmt_err *e);
+
+/* --in-place: apply o's metadata options (--arch, --unset, --metadata-from, --set-from, --set)
+ * to the model file at path, through its driver's edit_meta (atomically: the file is replaced
+ * by a complete new one, or left as it was). Reports as fmt-convert does (o->out, o->json). */
+fmt_kind fmt_pipeline_edit(const char *path, const fmt_convert_opts *o, fmt_err *e);
 
 #endif

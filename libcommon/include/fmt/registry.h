@@ -159,6 +159,17 @@ typedef struct fmt_driver {
 	const char *test_runner;
 	/* Its own options (fmt-convert --apr-layout), parsed into fmt_write_opts.options; or NULL. */
 	const fmt_drvopts *options;
+	/* ---- metadata edits ---- */
+	/* Keys (fnmatch globs, NULL-terminated, or NULL) its files must have: never removed. */
+	const char *const *required_keys;
+	/* Keys (globs) that describe the file they are in (alignment, split set): not copied
+	 * into another file by --metadata-from. */
+	const char *const *layout_keys;
+	/* Replace the metadata of the file m was opened from by meta[0..n_meta), atomically (a
+	 * temporary file renamed over it); tensors unchanged. *data_moved: 0 when the tensor data
+	 * kept its offset (only the header changed), 1 when it had to move. NULL: not offered. */
+	fmt_kind (*edit_meta)(const fmt_model *m, const fmt_meta *meta, size_t n_meta, int *data_moved,
+			      fmt_err *e);
 } fmt_driver;
 
 /* Capability questions (the answers of d's fields, with their defaults). */
