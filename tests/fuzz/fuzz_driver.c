@@ -22,6 +22,7 @@
 #include "fmt/minisign.h"
 #include "fmt/registry.h"
 #include "fmt/table.h"
+#include "touch_chunk.h"
 
 #define NAME "/nonexistent-fmtkit-fuzz/input"
 
@@ -29,14 +30,6 @@ static void no_internal(fmt_kind k)
 {
 	if (k == FMT_INTERNAL)
 		abort();
-}
-
-static fmt_kind touch_chunk(void *ctx, const uint8_t *bytes, size_t n, fmt_err *e)
-{
-	(void)e;
-	if (n)
-		*(volatile uint8_t *)ctx ^= bytes[0] ^ bytes[n - 1];
-	return FMT_OK;
 }
 
 /* Every tensor's bytes in bounded chunks, as the tools stream them: a tensor may declare far more
