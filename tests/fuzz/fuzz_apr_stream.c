@@ -24,6 +24,7 @@
 #include "fmt/checked.h"
 #include "fmt/io.h"
 #include "fmt/registry.h"
+#include "touch_chunk.h"
 
 extern const fmt_driver fmt_driver_apr;
 
@@ -36,14 +37,6 @@ static void step(const char *what, fmt_kind k, const fmt_err *e)
 		fprintf(stderr, "  %-8s %d %s\n", what, (int)k, k == FMT_OK ? "" : e->msg);
 	if (k == FMT_INTERNAL)
 		abort();
-}
-
-static fmt_kind touch_chunk(void *ctx, const uint8_t *bytes, size_t n, fmt_err *e)
-{
-	(void)e;
-	if (n)
-		*(volatile uint8_t *)ctx ^= bytes[0] ^ bytes[n - 1];
-	return FMT_OK;
 }
 
 static int open_stream(fmt_model *m, const uint8_t *data, size_t size, size_t head, size_t chunk)

@@ -1,0 +1,194 @@
+/* libFuzzer target: every registered driver, model and table. An input is the name of a driver,
+ * a newline, and the file: NAME is looked up in the registry at run time (fmt_driver_by_name,
+ * fmt_table_driver_by_name), so a driver registered later is fuzzed with no edit here, and each
+ * corpus input stays with the driver it was made for whatever the order of the registry.
+ * A model is opened forced to the driver, then probed; what opens is verified and every tensor
+ * read; a driver that writes must write what it opened, and what it wrote must open again with
+ * the same tensors. An internal error (kind 70) anywhere is a finding. Set drivers look for the
+ * files an index names in a directory that does not exist, so runs never depend on the current
+ * one. A table (.ald container and card, Arrow IPC stream and file and their flatbuffers,
+ * encryption header and payload, licence block, CSV, JSON Lines) is opened forced to the driver;
+ * every batch a reader gives is checked (fmt_table_next), then written back as an
+ * Arrow stream and read again. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "fmt/arrow.h"
+#include "fmt/cell.h"
+#include "fmt/dataset.h"
+#include "fmt/encrypt.h"
+#include "fmt/minisign.h"
+#include "fmt/registry.h"
+#include "fmt/table.h"
+#include "touch_chunk.h"
+
+#define NAME "/nonexistent-fmtkit-fuzz/input"
+
+static void no_internal(fmt_kind k)
+{
+	if (k == FMT_INTERNAL)
+		abort();
+}
+
+/* Every tensor's bytes in bounded chunks, as the tools stream them: a tensor may declare far more
+ * decoded bytes than the input holds (a compressed frame), which must fail, not be allocated. */
+static void read_all(const fmt_model *m)
+{
+	fmt_err e;
+	volatile uint8_t sink = 0;
+	for (size_t i = 0; i < m->n_tensors; i++)
+		no_internal(fmt_tensor_each_chunk(m, &m->tensors[i], touch_chunk, (void *)&sink, &e));
+}
+
+/* Write m with the driver into a file in /dev/shm (or /tmp) and open it again. */
+static void write_and_reopen(const fmt_driver *d, const fmt_model *m)
+{
+	char path[160];
+	fmt_sink k;
+	fmt_err e;
+	fmt_model back;
+	snprintf(path, sizeof path, "%s/fmtkit-fuzz-%ld-%s%s", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp",
+		 (long)getpid(), d->name, d->extension ? d->extension : "");
+	fmt_write_opts o = { .sink_flags = FMT_SINK_FORCE, .threads = 1 };
+	if (fmt_sink_open(&k, path, FMT_SINK_FORCE, &e) != FMT_OK)
+		return;
+	fmt_kind r = d->write(m, &k, &o, &e);
+	no_internal(r);
+	if (r != FMT_OK) {
+		fmt_sink_abort(&k);
+		return;
+	}
+	if (fmt_sink_commit(&k, &e) != FMT_OK)
+		return;
+	if (fmt_model_open(&back, path, d, &e) != FMT_OK || back.n_tensors != m->n_tensors)
+		abort(); /* the driver wrote what it cannot read */
+	for (size_t i = 0; i < m->n_tensors; i++)
+		if (!fmt_model_find_tensor(&back, m->tensors[i].name))
+			abort();
+	fmt_model_free(&back);
+	unlink(path);
+}
+
+/* The input as a model: forced to d (and written back when d writes), or probed when d is NULL. */
+static void read_model(const fmt_driver *d, const uint8_t *data, size_t size)
+{
+	fmt_model m;
+	fmt_err e;
+	fmt_kind k = fmt_model_open_memory(&m, NAME, data, size, d, &e);
+	no_internal(k);
+	if (k != FMT_OK)
+		return;
+	no_internal(fmt_model_verify(&m, NULL, &e));
+	/* with a trusted Ed25519 key: the embedded signature paths (.apsim, APR v1) */
+	static const fmt_ms_public trusted = { .keynum = { 1, 2, 3, 4, 5, 6, 7, 8 } };
+	fmt_verify_opts keyed = { .threads = 1, .keys = { .trusted = &trusted, .n_trusted = 1 } };
+	no_internal(fmt_model_verify(&m, &keyed, &e));
+	read_all(&m);
+	if (d && d->write)
+		write_and_reopen(d, &m);
+	fmt_model_free(&m);
+}
+
+/* A batch written as an Arrow stream must read back with its rows. */
+static void reread(const fmt_schema *s, const fmt_batch *b)
+{
+	fmt_ipc_writer w;
+	fmt_ipc_reader r;
+	fmt_sb out = { 0 };
+	fmt_err e;
+	if (fmt_ipc_writer_begin(&w, s, 0, &out, &e) != FMT_OK)
+		return;
+	if (fmt_ipc_writer_batch(&w, b, &out, &e) != FMT_OK || fmt_ipc_writer_end(&w, &out, &e) != FMT_OK) {
+		fmt_ipc_writer_free(&w);
+		fmt_sb_free(&out);
+		return;
+	}
+	if (fmt_ipc_open(&r, (const uint8_t *)out.p, out.len, &e) != FMT_OK)
+		abort(); /* what we write we must read */
+	fmt_batch again;
+	int done;
+	fmt_batch_init(&again, s->n_fields, &e);
+	if (fmt_ipc_next(&r, &again, &done, &e) != FMT_OK || done || again.n_rows != b->n_rows ||
+	    fmt_batch_check(s, &again, &e) != FMT_OK)
+		abort();
+	fmt_batch_free(&again);
+	fmt_ipc_close(&r);
+	fmt_sb_free(&out);
+}
+
+/* The input as a table, forced to d. */
+static void read_table(const fmt_table_driver *d, const uint8_t *data, size_t size)
+{
+	fmt_dataset_opts o = { .batch_rows = 7 };
+	fmt_table t;
+	fmt_err e;
+	/* An X25519 identity (secret 32 x 0x42), so that payloads encrypted to it (corpus files
+	 * *-recipient.ald) are decrypted and read; password mode would cost Argon2 per input. */
+	static uint8_t sk[32];
+	static fmt_x25519_pair id = { .sk = sk };
+	static fmt_keyset keys = { .x25519 = &id };
+	if (!sk[0]) {
+		memset(sk, 0x42, sizeof sk);
+		fmt_x25519_public_of(sk, id.pk);
+	}
+	if (fmt_table_open_memory(&t, "fuzz", data, size, d, &e) != FMT_OK)
+		return;
+	t.opts = &o;
+	t.keys = &keys;
+	t.allow_expired = 1; /* the rows of an expired licence are read too (the gate is a date test) */
+	fmt_table_verify(&t, NULL, &e);
+	/* with a trusted Ed25519 key: the .ald signature block */
+	static const fmt_ms_public trusted = { .keynum = { 1 } };
+	fmt_verify_opts keyed = { .threads = 1, .keys = { .trusted = &trusted, .n_trusted = 1 } };
+	fmt_table_verify(&t, &keyed, &e);
+	/* without keys, as fmt-verify FILE: every layer, the .ald payload's sizes and digest too */
+	fmt_verify_opts bare = { .threads = 1 };
+	fmt_table_verify(&t, &bare, &e);
+	json_t *facts = t.driver->describe ? t.driver->describe(&t) : NULL;
+	json_decref(facts);
+	for (int i = 0; i < 64; i++) {
+		fmt_batch b;
+		int done;
+		if (fmt_table_next(&t, &b, &done, &e) != FMT_OK || done) {
+			fmt_batch_free(&b);
+			break;
+		}
+		fmt_sb cell = { 0 }, scratch = { 0 };
+		for (uint64_t r = 0; r < b.n_rows && r < 16; r++)
+			fmt_row_json_text(&t.schema, &b, r, &cell, &scratch);
+		fmt_sb_free(&cell);
+		fmt_sb_free(&scratch);
+		reread(&t.schema, &b);
+		fmt_batch_free(&b);
+	}
+	fmt_table_free(&t);
+}
+
+/* The longest driver name an input may start with. */
+#define NAME_MAX_LEN 32
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const uint8_t *newline = size ? memchr(data, '\n', size < NAME_MAX_LEN ? size : NAME_MAX_LEN) : NULL;
+	if (!newline)
+		return 0;
+	char name[NAME_MAX_LEN];
+	size_t len = (size_t)(newline - data);
+	memcpy(name, data, len);
+	name[len] = '\0';
+	const uint8_t *file = newline + 1;
+	size_t file_size = size - len - 1;
+	const fmt_driver *model = fmt_driver_by_name(name);
+	const fmt_table_driver *table = fmt_table_driver_by_name(name);
+	if (model) {
+		read_model(model, file, file_size);
+		read_model(NULL, file, file_size);
+	}
+	if (table)
+		read_table(table, file, file_size);
+	return 0;
+}
