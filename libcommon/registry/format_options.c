@@ -158,20 +158,3 @@ fmt_kind fmt_model_options_check(const fmt_drvopt_sets *s, const fmt_driver *out
 	join(exts, n, " or ", list, sizeof list);
 	return fmt_fail(e, FMT_USAGE, "--%s needs %s output", name, list);
 }
-
-void fmt_table_driver_names(char *buf, size_t n)
-{
-	const char *names[MAX_OWNERS];
-	size_t count = 0;
-	for (const fmt_table_driver *const *d = fmt_table_drivers(); *d && count < MAX_OWNERS; d++)
-		names[count++] = (*d)->name;
-	join(names, count, " or ", buf, n);
-}
-
-void fmt_table_driver_words(char *buf, size_t n)
-{
-	size_t used = 0;
-	buf[0] = '\0';
-	for (const fmt_table_driver *const *d = fmt_table_drivers(); *d && used < n; d++)
-		used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? " " : "", (*d)->name);
-}

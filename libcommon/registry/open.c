@@ -107,14 +107,6 @@ static fmt_kind open_source_as_table(fmt_table *t, fmt_source *src, const char *
 	return fmt_table_open_source_with(t, src, path, f.table, e);
 }
 
-fmt_kind fmt_table_open(fmt_table *t, const char *path, const fmt_table_driver *forced, fmt_err *e)
-{
-	fmt_source src;
-	fmt_table_init(t);
-	fmt_kind k = fmt_source_open(&src, path, e);
-	return k == FMT_OK ? open_source_as_table(t, &src, path, forced, e) : k;
-}
-
 fmt_kind fmt_table_open_opts(fmt_table *t, const char *path, const fmt_table_driver *forced,
 			     const struct fmt_dataset_opts *o, fmt_err *e)
 {
@@ -123,6 +115,11 @@ fmt_kind fmt_table_open_opts(fmt_table *t, const char *path, const fmt_table_dri
 	t->opts = o;
 	fmt_kind k = fmt_source_open(&src, path, e);
 	return k == FMT_OK ? open_source_as_table(t, &src, path, forced, e) : k;
+}
+
+fmt_kind fmt_table_open(fmt_table *t, const char *path, const fmt_table_driver *forced, fmt_err *e)
+{
+	return fmt_table_open_opts(t, path, forced, NULL, e);
 }
 
 fmt_kind fmt_table_open_memory(fmt_table *t, const char *name, const void *data, size_t n,

@@ -255,6 +255,19 @@ void fmt_writer_names(char *buf, size_t n)
 	list_names(buf, n, FMT_FORMAT_ANY, writes, " or ");
 }
 
+void fmt_table_driver_names(char *buf, size_t n)
+{
+	list_names(buf, n, FMT_FORMAT_TABLE, any_format, " or ");
+}
+
+void fmt_table_driver_words(char *buf, size_t n)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (const fmt_table_driver *const *d = fmt_table_drivers(); *d && used < n; d++)
+		used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? " " : "", (*d)->name);
+}
+
 void fmt_driver_signing_names(char *buf, size_t n)
 {
 	list_names(buf, n, FMT_FORMAT_MODEL, signs_in_place, ", ");

@@ -35,9 +35,4 @@ fmt_kind fmt_table_options_check(const fmt_drvopt_sets *s, const fmt_table_drive
  * that take it ("--apr-layout needs .apr output"). */
 fmt_kind fmt_model_options_check(const fmt_drvopt_sets *s, const fmt_driver *out, fmt_err *e);
 
-/* "ald, arrow, arrow-stream, jsonl or csv": the table formats (--from's values), and the same
- * as words ("ald arrow ..."). */
-void fmt_table_driver_names(char *buf, size_t n);
-void fmt_table_driver_words(char *buf, size_t n);
-
 #endif

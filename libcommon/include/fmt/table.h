@@ -262,6 +262,10 @@ fmt_kind fmt_open_any(const char *path, const char *forced, fmt_model *m, fmt_ta
 
 /* "gguf, apsim, ..., csv, ...": every model then table driver's name, for messages and help. */
 void fmt_format_names(char *buf, size_t n);
+/* "ald, arrow, arrow-stream, jsonl or csv": the table formats (--from's values), and the same
+ * as words ("ald arrow ..."). */
+void fmt_table_driver_names(char *buf, size_t n);
+void fmt_table_driver_words(char *buf, size_t n);
 /* "safetensors, gguf, ..., csv, jsonl or ald": every format that can be written, model then
  * table drivers, for --to's help and messages (fmt-convert, fmt-watermark embed). */
 void fmt_writer_names(char *buf, size_t n);
