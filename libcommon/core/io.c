@@ -904,6 +904,12 @@ static mode_t creation_mode(void)
 	return (mode_t)(0666 & ~mask);
 }
 
+void fmt_sink_set_mode(fmt_sink *k, mode_t mode)
+{
+	k->keep_mode = 1;
+	k->mode = mode & 07777;
+}
+
 /* Flush what is buffered, then write n bytes at off. */
 static fmt_kind flush_and_pwrite(fmt_sink *k, uint64_t off, const uint8_t *p, size_t n, fmt_err *e)
 {
@@ -1028,7 +1034,7 @@ fmt_kind fmt_sink_finish(fmt_sink *k, fmt_err *e)
 	fmt_kind r = sink_flush(k, e);
 	if (r == FMT_OK && fsync(k->fd) != 0)
 		r = io_fail(e, k->path, "fsync");
-	if (r == FMT_OK && fchmod(k->fd, creation_mode()) != 0)
+	if (r == FMT_OK && fchmod(k->fd, k->keep_mode ? k->mode : creation_mode()) != 0)
 		r = io_fail(e, k->path, "chmod");
 	if (close(k->fd) != 0 && r == FMT_OK)
 		r = io_fail(e, k->path, "close");

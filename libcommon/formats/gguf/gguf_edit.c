@@ -88,6 +88,7 @@ fmt_kind fmt_gguf_edit_meta(const fmt_model *m, const fmt_meta *meta, size_t n_m
 		free(target);
 		return r;
 	}
+	fmt_sink_set_mode(&k, before.st_mode); /* the file keeps its permission bits */
 	if (align != st->alignment) { /* the tensors are laid out anew */
 		*data_moved = 1;
 		r = fmt_gguf_write_file(m, meta, n_meta, m->tensors, m->n_tensors, align, &k, e);
@@ -102,8 +103,6 @@ fmt_kind fmt_gguf_edit_meta(const fmt_model *m, const fmt_meta *meta, size_t n_m
 		r = fmt_sink_commit(&k, e);
 	else
 		fmt_sink_abort(&k);
-	if (r == FMT_OK) /* the file keeps its permission bits */
-		(void)chmod(target, before.st_mode & 07777);
 	free(target);
 	return r;
 }

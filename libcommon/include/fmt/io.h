@@ -153,6 +153,8 @@ typedef struct fmt_sink {
 	size_t buf_len;
 	uint64_t written;
 	uint64_t handed;         /* bytes handed to the kernel (writeback starts at each 16 MiB) */
+	int keep_mode;           /* finish gives the file mode, not what creat() would give */
+	mode_t mode;
 } fmt_sink;
 
 #define FMT_SINK_FORCE 1u /* overwrite an existing destination */
@@ -172,6 +174,9 @@ fmt_kind fmt_sink_write_at(fmt_sink *k, uint64_t off, const void *data, size_t n
 fmt_kind fmt_sink_copy_range(fmt_sink *k, int fd, uint64_t off, uint64_t n, fmt_err *e);
 fmt_kind fmt_sink_commit(fmt_sink *k, fmt_err *e);
 void fmt_sink_abort(fmt_sink *k);
+/* The finished file gets these permission bits (a file replaced in place keeps its own) instead
+ * of the mode a plain creat() would give; set before commit, so the rename shows no other mode. */
+void fmt_sink_set_mode(fmt_sink *k, mode_t mode);
 
 /* Everything a commit does but the rename: flush, fsync, mode, close, free the buffer. The
  * temporary file stays (and is still removed on a signal) until fmt_sinks_commit or
