@@ -4,8 +4,12 @@ FMTKIT_BIN=${FMTKIT_BIN:-$REPO_ROOT/build/bin}
 PATH="$FMTKIT_BIN:$PATH"
 export PATH REPO_ROOT FMTKIT_BIN
 
-load '/usr/lib/bats/bats-support/load'
-load '/usr/lib/bats/bats-assert/load'
+# bats-support and bats-assert: their src files sourced directly, since their load.bash files run
+# dirname in a subshell for each of them (14 processes, ~20 ms of CPU, in every test).
+for bats_lib_file in /usr/lib/bats/bats-support/src/*.bash /usr/lib/bats/bats-assert/src/*.bash; do
+	source "$bats_lib_file"
+done
+unset bats_lib_file
 
 # Sample models (scripts/gen/sample-models) made once per suite into $SAMPLES.
 make_samples() {
