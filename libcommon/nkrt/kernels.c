@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fmt/nkrt.h"
 #include "kernels.h"
 
 /* 8- and 16-lane float vectors: the baseline and AVX2 builds use 8 lanes (SSE pairs, one ymm),
@@ -99,13 +100,18 @@ static const nk_kernels avx512 = { "avx512", dense_avx512, conv2d_avx512, depthw
 				    qdense_avx512, qconv_avx512, qdw_avx512, pool_avx512 };
 #endif
 
-const nk_kernels *nk_kernels_generic(void)
+const char *fmt_nk_kernels_name(const nk_kernels *k)
+{
+	return k->name;
+}
+
+const nk_kernels *fmt_nk_kernels_generic(void)
 {
 	return &generic;
 }
 
 /* The widest build this CPU runs; NK_KERNELS=generic or avx2 caps it (tests compare them). */
-const nk_kernels *nk_kernels_get(void)
+const nk_kernels *fmt_nk_kernels_get(void)
 {
 	const char *force = getenv("NK_KERNELS");
 	if (force && strcmp(force, "generic") == 0)
