@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/io.h"
-#include "fmt/nkrt.h"
+#include "nkrt_internal.h"
 
 #define MAX_INPUT_FILE (1u << 30)
 
@@ -82,6 +82,13 @@ static fmt_kind flatten_json(json_t *j, nk_values *out, size_t *cap, int depth, 
 	return FMT_OK;
 }
 
+fmt_kind fmt_nk_values_from_json(json_t *j, nk_values *out, fmt_err *e)
+{
+	size_t cap = 0;
+	memset(out, 0, sizeof *out);
+	return flatten_json(j, out, &cap, 0, e);
+}
+
 fmt_kind fmt_nk_parse_value_json(const char *text, size_t len, nk_values *out, fmt_err *e)
 {
 	json_error_t je;
@@ -96,7 +103,7 @@ fmt_kind fmt_nk_parse_value_json(const char *text, size_t len, nk_values *out, f
 	return k;
 }
 
-static int looks_like_json(const uint8_t *b, size_t n)
+int fmt_nk_looks_like_json(const uint8_t *b, size_t n)
 {
 	size_t i = 0, j = n;
 	while (i < n && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t'))
@@ -120,7 +127,7 @@ fmt_kind fmt_nk_read_value_file(const char *path, const nk_model *nm, nk_values 
 	size_t elem = nm->quantized ? 1 : 4;
 	int raw_size = n == nm->input_count * elem;
 	/* JSON first when it looks like JSON; raw bytes that merely look like it still work. */
-	if (n && looks_like_json(b, n) && (k = fmt_nk_parse_value_json(text, n, out, e)) == FMT_OK &&
+	if (n && fmt_nk_looks_like_json(b, n) && (k = fmt_nk_parse_value_json(text, n, out, e)) == FMT_OK &&
 	    (out->n == nm->input_count || !raw_size))
 		;
 	else if (raw_size) {

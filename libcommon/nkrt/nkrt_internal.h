@@ -19,4 +19,10 @@ uint64_t fmt_nk_float_kscratch(const nk_model *nm, const nk_layer *l);
 uint64_t fmt_nk_int8_scratch(const nk_model *nm, const nk_layer *l);
 uint64_t fmt_nk_int8_kscratch(const nk_model *nm, const nk_layer *l);
 
+/* A JSON array of numbers (nested arrays flattened in order) into out. */
+#include <jansson.h>
+fmt_kind fmt_nk_values_from_json(json_t *j, nk_values *out, fmt_err *e);
+/* Bytes that start with '[' and end with ']' around white space. */
+int fmt_nk_looks_like_json(const uint8_t *b, size_t n);
+
 #endif

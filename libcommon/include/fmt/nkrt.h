@@ -100,4 +100,43 @@ struct fmt_model;
 fmt_kind fmt_nk_model_tests(const struct fmt_model *m, uint64_t max_work,
 			    void (*each)(void *ctx, const struct fmt_test_case *c), void *ctx, fmt_err *e);
 
+/* ---- fmt-convert --embed-tests ---- */
+
+/* One test case to embed: its input values (float; an int8 network quantizes them with its
+ * input scale and zero point, as nk-run --quantize-input), its label (-1: none) and its name
+ * (NULL: "case N", N from 0). */
+typedef struct nk_embed_case {
+	const char *name;
+	size_t name_len;
+	int32_t label;
+	const double *values;
+	size_t n;
+} nk_embed_case;
+
+/* A copy of the .nk file data[0..size) with a TCAS block of these cases (specs/nk.md §8): the
+ * expected outputs computed by the runtime (an int8 network's dequantized), the given absolute
+ * tolerance, bit 0 of the flags set (bit 2 for an int8 network's int8 inputs). A TCAS block the
+ * file had is replaced. The result passes its own suite (checked). *out is malloc'd.
+ * InvalidFormat: a case of the wrong size, a value or output not finite, a label out of range,
+ * more than 16 cases; TestFailed: a label the network does not predict; Unsupported: more work
+ * than NK_DEFAULT_MAX_WORK. */
+fmt_kind fmt_nk_embed_tests(const void *data, size_t size, const nk_embed_case *cases, size_t n_cases, float tolerance,
+			    uint8_t **out, size_t *out_size, fmt_err *e);
+
+/* The cases of an INPUTS file for nm: raw little-endian float32 (a whole number of inputs of
+ * input_count values), or a JSON array of cases, each an array of numbers (nested arrays
+ * flattened) or an object {"input": [...], "name": "...", "label": N}. Freed with
+ * fmt_nk_embed_cases_free. */
+typedef struct nk_embed_set {
+	nk_embed_case *cases;
+	size_t n;
+	double *values;          /* every case's values, one block */
+	char *names;             /* every name, one block */
+} nk_embed_set;
+fmt_kind fmt_nk_read_embed_inputs(const char *path, const nk_model *nm, nk_embed_set *set, fmt_err *e);
+/* --labels FILE: one integer per case (-1: none), a JSON array or numbers separated by white
+ * space or commas; as many as the cases. */
+fmt_kind fmt_nk_read_embed_labels(const char *path, nk_embed_set *set, fmt_err *e);
+void fmt_nk_embed_cases_free(nk_embed_set *set);
+
 #endif
