@@ -89,10 +89,10 @@ static fmt_kind check_cases(const nk_model *nm, const nk_embed_case *cases, size
 		if (k->n != nm->input_count)
 			return fmt_fail(e, FMT_INVALID_FORMAT, "case %zu has %zu input values, the network takes %llu", c,
 					k->n, (unsigned long long)nm->input_count);
-		for (size_t i = 0; i < k->n; i++)
-			if (!isfinite(k->values[i]))
-				return fmt_fail(e, FMT_INVALID_FORMAT, "case %zu: input value %zu is not finite (%g)", c, i,
-						k->values[i]);
+		size_t bad = fmt_nk_first_nonfinite(k->values, k->n);
+		if (bad < k->n)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "case %zu: input value %zu (%g) is not a finite float32", c,
+					bad, k->values[bad]);
 		if (k->label < -1 || (k->label >= 0 && (uint64_t)k->label >= nm->output_count))
 			return fmt_fail(e, FMT_INVALID_FORMAT, "case %zu: label %d is not -1 or an output index below %llu",
 					c, k->label, (unsigned long long)nm->output_count);

@@ -1,6 +1,8 @@
 /* The INPUTS and --labels files of fmt-convert --embed-tests (documented in fmt-convert(1)):
  * raw float32 inputs or a JSON array of cases; labels one integer per case. */
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +11,26 @@
 
 /* 16 cases of at most 16384 float32 values are 1 MiB; JSON spells them longer. */
 #define MAX_EMBED_FILE (64u << 20)
+
+size_t fmt_nk_first_nonfinite(const double *values, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!isfinite(values[i]) || fabs(values[i]) > FLT_MAX)
+			return i;
+	return n;
+}
+
+/* Every value a finite float32. */
+static fmt_kind check_finite(const nk_embed_set *set, fmt_err *e)
+{
+	for (size_t c = 0; c < set->n; c++) {
+		size_t bad = fmt_nk_first_nonfinite(set->cases[c].values, set->cases[c].n);
+		if (bad < set->cases[c].n)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "case %zu: input value %zu (%g) is not a finite float32", c,
+					bad, set->cases[c].values[bad]);
+	}
+	return FMT_OK;
+}
 
 void fmt_nk_embed_cases_free(nk_embed_set *set)
 {
@@ -82,12 +104,8 @@ static fmt_kind json_case(json_t *item, size_t c, nk_values *v, nk_embed_case *k
 	return fmt_nk_values_from_json(input, v, e);
 }
 
-static fmt_kind read_json(const char *text, size_t size, const nk_model *nm, nk_embed_set *set, fmt_err *e)
+static fmt_kind read_json(json_t *j, const nk_model *nm, nk_embed_set *set, fmt_err *e)
 {
-	json_error_t je;
-	json_t *j = json_loadb(text, size, JSON_REJECT_DUPLICATES, &je);
-	if (!j)
-		return fmt_fail(e, FMT_INVALID_FORMAT, "JSON: %s (line %d)", je.text, je.line);
 	size_t n = json_array_size(j);
 	fmt_kind k = FMT_OK;
 	if (n < 1 || n > NK_MAX_CASES)
@@ -105,7 +123,6 @@ static fmt_kind read_json(const char *text, size_t size, const nk_model *nm, nk_
 			memcpy((double *)kc->values, v.v, v.n * sizeof *v.v);
 		fmt_nk_values_free(&v);
 	}
-	json_decref(j);
 	return k;
 }
 
@@ -119,12 +136,17 @@ fmt_kind fmt_nk_read_embed_inputs(const char *path, const nk_model *nm, nk_embed
 		return k;
 	const uint8_t *b = (const uint8_t *)text;
 	/* JSON when it parses as such; raw floats that merely look like it still work */
-	int raw_size = n && n % (nm->input_count * 4) == 0;
-	k = fmt_nk_looks_like_json(b, n) ? read_json(text, n, nm, set, e) : FMT_INVALID_FORMAT;
-	if (k != FMT_OK && (raw_size || !fmt_nk_looks_like_json(b, n))) {
-		fmt_nk_embed_cases_free(set);
+	json_error_t je;
+	json_t *j = fmt_nk_looks_like_json(b, n) ? json_loadb(text, n, JSON_REJECT_DUPLICATES, &je) : NULL;
+	if (j)
+		k = read_json(j, nm, set, e);
+	else if (fmt_nk_looks_like_json(b, n) && n % (nm->input_count * 4))
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "JSON: %s (line %d)", je.text, je.line);
+	else
 		k = read_raw(b, n, nm, set, e);
-	}
+	json_decref(j);
+	if (k == FMT_OK)
+		k = check_finite(set, e);
 	free(text);
 	if (k != FMT_OK) {
 		fmt_nk_embed_cases_free(set);
@@ -151,7 +173,8 @@ static fmt_kind parse_labels(const char *text, size_t n, nk_values *v, fmt_err *
 		errno = 0;
 		long x = strtol(p, &end, 10);
 		if (end == p || errno || !strchr(" \t\r\n,", *end))
-			return fmt_fail(e, FMT_INVALID_FORMAT, "labels: \"%.20s\" is not an integer", p);
+			return fmt_fail(e, FMT_INVALID_FORMAT, "labels: \"%.*s\" is not an integer",
+					(int)(strcspn(p, " \t\r\n,") < 20 ? strcspn(p, " \t\r\n,") : 20), p);
 		v->v[v->n++] = (double)x;
 		p = end;
 	}
@@ -170,7 +193,8 @@ fmt_kind fmt_nk_read_embed_labels(const char *path, nk_embed_set *set, fmt_err *
 		if (v.v[i] != (double)(int32_t)v.v[i] || v.v[i] < -1)
 			k = fmt_fail(e, FMT_INVALID_FORMAT, "label %zu (%g) is not an integer from -1", i, v.v[i]);
 	if (k == FMT_OK && v.n != set->n)
-		k = fmt_fail(e, FMT_INVALID_FORMAT, "%zu labels for %zu test cases", v.n, set->n);
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "%zu label%s for %zu test case%s", v.n, v.n == 1 ? "" : "s",
+				     set->n, set->n == 1 ? "" : "s");
 	for (size_t i = 0; k == FMT_OK && i < v.n; i++)
 		set->cases[i].label = (int32_t)v.v[i];
 	if (k != FMT_OK)

@@ -24,5 +24,8 @@ uint64_t fmt_nk_int8_kscratch(const nk_model *nm, const nk_layer *l);
 fmt_kind fmt_nk_values_from_json(json_t *j, nk_values *out, fmt_err *e);
 /* Bytes that start with '[' and end with ']' around white space. */
 int fmt_nk_looks_like_json(const uint8_t *b, size_t n);
+/* The index of the first of values[0..n) that is not a finite float32 (NaN, infinite, or
+ * beyond FLT_MAX), n when all are. */
+size_t fmt_nk_first_nonfinite(const double *values, size_t n);
 
 #endif

@@ -70,10 +70,11 @@ static fmt_kind write_out(const char *path, const uint8_t *b, size_t n, int forc
 	return r;
 }
 
-static void report_ok(const char *output, size_t n_cases, float tolerance, size_t bytes, const fmt_common_opts *c)
+static void report_ok(const char *input, const char *output, size_t n_cases, float tolerance, size_t bytes, const fmt_common_opts *c)
 {
 	if (c->json) {
-		json_t *j = json_pack("{s:o,s:s,s:I,s:f,s:I}", "output", fmt_json_string(output, strlen(output)), "format",
+		json_t *j = json_pack("{s:o,s:o,s:s,s:I,s:f,s:I}", "input", fmt_json_string(input, strlen(input)), "output",
+				      fmt_json_string(output, strlen(output)), "format",
 				      "nk", "test_cases", (json_int_t)n_cases, "tolerance", (double)tolerance, "bytes",
 				      (json_int_t)bytes);
 		fmt_json_line(stdout, j);
@@ -108,7 +109,7 @@ int convert_embed_tests(convert_args *a, fmt_cli *cli, const fmt_cli_tool *tool)
 		k = write_out(output, b, n, a->o.force, &e);
 	free(b);
 	if (k == FMT_OK)
-		report_ok(output, n_cases, a->embed.tolerance_given ? a->embed.tolerance : 1e-4f, n, &cli->common);
+		report_ok(input, output, n_cases, a->embed.tolerance_given ? a->embed.tolerance : 1e-4f, n, &cli->common);
 	else
 		fmt_report_failed(cli->common.quiet ? NULL : stdout, TOOL, input, NULL, &e, cli->common.json);
 	return fmt_cli_finish(tool, cli, fmt_kind_exit(k));
