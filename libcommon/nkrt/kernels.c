@@ -75,20 +75,24 @@ static inline float s_act(float v, int act)
 #define KATTR __attribute__((target("avx2,fma")))
 #define KFN(n) n##_avx2
 #define KW 8
+#define NK_QVEC 2
 #include "kern.inc"
 #include "qkern.inc"
 #undef KATTR
 #undef KFN
 #undef KW
+#undef NK_QVEC
 
 #define v16_FMA(a, b, c) ((v16)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
 #define KATTR __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw,avx512dq")))
 #define KFN(n) n##_avx512
 #define KW 16
+#define NK_QVEC 3
 #include "kern.inc"
 #include "qkern.inc"
 #undef KATTR
 #undef KFN
+#undef NK_QVEC
 #endif
 
 static const nk_kernels generic = { "generic", dense_generic, conv2d_generic, depthwise_generic,
