@@ -248,23 +248,28 @@ static void qpool(const nk_layer *l, const int8_t *x, int8_t *y, int32_t zp)
 			int8_t *restrict yo = y + (oy * l->out.w + ox) * C;
 			for (long c0 = 0; c0 < C; c0 += NK_QDW_BLOCK) {
 				const long nc = C - c0 < NK_QDW_BLOCK ? C - c0 : NK_QDW_BLOCK;
-				const int is_max = l->kind == NK_MAXPOOL;
-				for (long c = 0; c < nc; c++)
-					acc[c] = is_max ? -128 : 0;
-				for (long ky = ky0; ky < ky1; ky++)
-					for (long kx = kx0; kx < kx1; kx++) {
-						const int8_t *restrict xp = x + ((iy0 + ky) * W + ix0 + kx) * C + c0;
-						if (is_max)
+				if (l->kind == NK_MAXPOOL) {
+					/* int8 maxima: 16 lanes to an SSE2 register where int32 would take 4 */
+					int8_t top[NK_QDW_BLOCK];
+					for (long c = 0; c < nc; c++)
+						top[c] = -128;
+					for (long ky = ky0; ky < ky1; ky++)
+						for (long kx = kx0; kx < kx1; kx++) {
+							const int8_t *restrict xp = x + ((iy0 + ky) * W + ix0 + kx) * C + c0;
 							for (long c = 0; c < nc; c++)
-								acc[c] = xp[c] > acc[c] ? xp[c] : acc[c];
-						else
+								top[c] = xp[c] > top[c] ? xp[c] : top[c];
+						}
+					for (long c = 0; c < nc; c++)
+						yo[c0 + c] = (int8_t)(n ? top[c] : 0);
+				} else {
+					for (long c = 0; c < nc; c++)
+						acc[c] = 0;
+					for (long ky = ky0; ky < ky1; ky++)
+						for (long kx = kx0; kx < kx1; kx++) {
+							const int8_t *restrict xp = x + ((iy0 + ky) * W + ix0 + kx) * C + c0;
 							for (long c = 0; c < nc; c++)
 								acc[c] += xp[c] - zp;
-					}
-				if (is_max) {
-					for (long c = 0; c < nc; c++)
-						yo[c0 + c] = (int8_t)(n ? acc[c] : 0);
-				} else {
+						}
 					for (long c = 0; c < nc; c++) {
 						int32_t sum = acc[c];
 						int32_t avg = n ? (sum >= 0 ? (sum + n / 2) / n : -((-sum + n / 2) / n)) : 0;
