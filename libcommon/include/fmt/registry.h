@@ -155,7 +155,8 @@ typedef struct fmt_driver {
 	/* The format's own text summary, which fmt-inspect shows instead of its generic report
 	 * (no option narrowing the report); NULL for the generic one. */
 	void (*text_summary)(const fmt_model *m, FILE *out);
-	/* The tool that runs the file's embedded tests (fmt-verify --run-tests), or NULL. */
+	/* The tool that shows the file's embedded tests case by case (fmt-verify --run-tests runs them
+	 * in process, fmt_model_run_tests, and names this tool in its messages), or NULL. */
 	const char *test_runner;
 	/* Its own options (fmt-convert --apr-layout), parsed into fmt_write_opts.options; or NULL. */
 	const fmt_drvopts *options;
