@@ -530,11 +530,13 @@ Weight floats  : 209354
 	assert_equal "$status" 11
 	[ "$(jq -sc '[.[] | [.ok, .error, .exit]]' <<<"$output")" = '[[false,"TestFailed",11],[true,null,null],[false,"InvalidFormat",4]]' ]
 	[[ "$stderr" == *'"error":"TestFailed","exit":11'* ]]
-	# the tests are run by nk-run: without it, an I/O error naming it
+	# the tests run in process (the library's .nk runtime): fmt-verify alone, without nk-run
+	# beside it or on PATH, runs them
 	mkdir bin && cp "$FMTKIT_BIN/fmt-verify" bin/
-	run --separate-stderr env PATH=/usr/bin:/bin bin/fmt-verify --run-tests "$FIX/test_mlp.nk"
-	assert_equal "$status" 3
-	[[ "$stderr" == *"cannot run nk-run for the embedded tests"* ]]
+	run --separate-stderr env PATH=/usr/bin:/bin bin/fmt-verify --run-tests "$FIX/test_mlp.nk" "$NK/cnn_failing_test.nk"
+	assert_equal "$status" 11
+	assert_equal "${lines[0]}" "$FIX/test_mlp.nk: ok (nk, 4 tensors, 1 file, 376 bytes, 3 embedded test cases passed)"
+	[[ "$stderr" == *"$NK/cnn_failing_test.nk: embedded tests failed: 1 of 1 case (off by one: "*'); nk-run --test '"$NK/cnn_failing_test.nk shows each case" ]]
 }
 
 @test "fmt-verify --run-tests: case counts per file, and per failing case what differed (text and --json)" {

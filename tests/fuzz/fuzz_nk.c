@@ -2,18 +2,14 @@
  * payload, TCAS, shape propagation), its reports (summary text, JSON), and then nk-run's
  * interpreter on every model the loader accepts that is small enough to run quickly: the
  * loader's checks must make every accepted model safe to run (ASan watches the kernels). The
- * interpreter is compiled in from tools/nk-run. */
+ * interpreter is the library's .nk runtime (libcommon/nkrt/). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/nk.h"
+#include "fmt/nkrt.h"
 #include "fmt/registry.h"
-#include "../../tools/nk-run/engine.c"
-#include "../../tools/nk-run/float_ops.c"
-#include "../../tools/nk-run/int8_ops.c"
-#include "../../tools/nk-run/kernels.c"
-
 
 /* Multiply-adds of one run, roughly: each layer's outputs times its weights. */
 static double run_cost(const nk_model *nm)
@@ -37,17 +33,17 @@ static void run_model(const nk_model *nm)
 		return;
 	nk_engine en;
 	fmt_err e;
-	if (nk_engine_init(&en, nm, nk_kernels_get(), &e) != FMT_OK)
+	if (fmt_nk_engine_init(&en, nm, fmt_nk_kernels_get(), &e) != FMT_OK)
 		return;
 	void *in = calloc(nm->input_count, sizeof(float));
 	if (in) {
 		if (nm->quantized)
-			(void)nk_run_int8(&en, in);
+			(void)fmt_nk_run_int8(&en, in);
 		else
-			(void)nk_run_float(&en, in);
+			(void)fmt_nk_run_float(&en, in);
 	}
 	free(in);
-	nk_engine_free(&en);
+	fmt_nk_engine_free(&en);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

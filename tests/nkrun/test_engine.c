@@ -1,6 +1,6 @@
 /* nk-run's interpreter through its API (tools/nk-run/engine.h), in a binary of its own whose
  * allocation functions are wrapped at link time (-Wl,--wrap, see GNUmakefile): once
- * nk_engine_init has returned, inference allocates nothing and maps nothing, for every model
+ * fmt_nk_engine_init has returned, inference allocates nothing and maps nothing, for every model
  * kind, with either kernel set and with profiling on; and the weights the kernels read are the
  * file's bytes (the model's tensors point into the mapping, and the arena holds no weights). */
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 #include "../unit/unit.h"
 #include "fmt/nk.h"
 #include "fmt/registry.h"
-#include "../../tools/nk-run/engine.h"
+#include "fmt/nkrt.h"
 
 /* volatile: the compiler takes malloc for a builtin that leaves other memory alone */
 static volatile unsigned long long n_alloc;
@@ -106,10 +106,10 @@ static void run_without_allocating(const char *path, const nk_kernels *k, int pr
 	}
 	const nk_model *nm = fmt_nk_model_of(&m);
 	unsigned long long at_init = n_alloc;
-	CHECK(nk_engine_init(&en, nm, k, &e) == FMT_OK);
+	CHECK(fmt_nk_engine_init(&en, nm, k, &e) == FMT_OK);
 	CHECK(n_alloc > at_init); /* the arena: the engine's calls are counted too */
 	if (profile)
-		CHECK(nk_engine_profile(&en, &e) == FMT_OK);
+		CHECK(fmt_nk_engine_profile(&en, &e) == FMT_OK);
 	/* weights and biases are views of the model's bytes, none of them in the arena */
 	for (uint32_t p = 0; p < nm->n_weights; p++) {
 		uint64_t wb = nm->weights[p].count * (nm->quantized ? 1u : 4u);
@@ -128,25 +128,25 @@ static void run_without_allocating(const char *path, const nk_kernels *k, int pr
 	}
 	unsigned long long before = n_alloc;
 	for (int r = 0; r < 3; r++) {
-		const void *out = nm->quantized ? (const void *)nk_run_int8(&en, (const int8_t *)input)
-						: (const void *)nk_run_float(&en, (const float *)input);
+		const void *out = nm->quantized ? (const void *)fmt_nk_run_int8(&en, (const int8_t *)input)
+						: (const void *)fmt_nk_run_float(&en, (const float *)input);
 		CHECK(inside(out, nm->output_count, en.arena, en.arena_bytes));
 	}
 	char what[512];
-	snprintf(what, sizeof what, "%s (%s kernels%s): %llu allocations during inference", path, k->name,
+	snprintf(what, sizeof what, "%s (%s kernels%s): %llu allocations during inference", path, fmt_nk_kernels_name(k),
 		 profile ? ", profiling" : "", n_alloc - before);
 	if (n_alloc != before)
 		unit_fail(__FILE__, __LINE__, what);
 	free(input);
-	nk_engine_free(&en);
+	fmt_nk_engine_free(&en);
 	fmt_model_free(&m);
 }
 
 TEST(nk_engine_inference_allocates_nothing)
 {
 	for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
-		run_without_allocating(models[i], nk_kernels_get(), 0);
-		run_without_allocating(models[i], nk_kernels_generic(), 0);
-		run_without_allocating(models[i], nk_kernels_get(), 1);
+		run_without_allocating(models[i], fmt_nk_kernels_get(), 0);
+		run_without_allocating(models[i], fmt_nk_kernels_generic(), 0);
+		run_without_allocating(models[i], fmt_nk_kernels_get(), 1);
 	}
 }

@@ -21,6 +21,13 @@ typedef struct convert_args {
 	const char *sets[MAX_REPEATS], *include[MAX_REPEATS], *exclude[MAX_REPEATS];
 	const char *keys[MAX_REPEATS], *unsets[MAX_REPEATS];
 	fmt_drvopt_sets drvopts;    /* the drivers' own options, as they parsed them */
+	struct {
+		const char *inputs;     /* --embed-tests INPUTS */
+		const char *labels;     /* --labels FILE */
+		float tolerance;        /* --tolerance T */
+		int tolerance_given;
+		const char *other_opt;  /* the first option --embed-tests cannot take, or NULL */
+	} embed;
 	char msg[FMT_ERR_MSG_MAX + 256]; /* a usage error being reported */
 } convert_args;
 
@@ -49,5 +56,10 @@ int convert_edit_in_place(convert_args *a, fmt_cli *cli, const fmt_cli_tool *too
 
 /* --sign-key: the key, loaded for the conversion (wiped at exit). */
 fmt_kind convert_load_sign_key(fmt_convert_opts *o, fmt_err *e);
+
+/* --embed-tests (embed.c): --tolerance's value into a (0, or -1 with a usage error); the
+ * whole run, its exit status. */
+int convert_embed_tolerance(convert_args *a, const char *arg, fmt_err *e);
+int convert_embed_tests(convert_args *a, fmt_cli *cli, const fmt_cli_tool *tool);
 
 #endif

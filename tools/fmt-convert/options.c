@@ -10,6 +10,7 @@ enum { OPT_TO = FMT_OPT_FIRST_TOOL_OPTION, OPT_DTYPE, OPT_ARCH, OPT_SET, OPT_SET
        OPT_FROM, OPT_COMPRESS, OPT_SIGN_KEY, OPT_PASS_FILE, OPT_PASS_ENV, OPT_ENC_PW_FILE, OPT_ENC_PW_ENV,
        OPT_ENC_TO, OPT_ALLOW_EXPIRED, OPT_ALLOW_REQUANTIZE, OPT_METADATA_FROM, OPT_KEYS, OPT_UNSET,
        OPT_IN_PLACE,
+       OPT_EMBED_TESTS, OPT_LABELS, OPT_TOLERANCE,
        OPT_DRIVER_FIRST }; /* the drivers' options: OPT_DRIVER_FIRST + their index in driver_options */
 
 /* Options that exclude each other (fmt_cli_option.group). */
@@ -119,6 +120,11 @@ static const fmt_cli_option own_options[] = {
 	FMT_CLI_DECRYPT_OPTIONS,
 	{ FMT_CLI_OPT("allow-expired", OPT_ALLOW_EXPIRED, NULL, ".ald: read the rows although the licence has expired\n"
 		      "(said on stderr); without it that is exit 10") },
+	{ FMT_CLI_OPT("embed-tests", OPT_EMBED_TESTS, "INPUTS", ".nk: embed regression tests of these inputs (raw float32\n"
+		      "or a JSON array of cases), expected outputs computed"), .complete = FMT_COMPLETE_FILE },
+	{ FMT_CLI_OPT("labels", OPT_LABELS, "FILE", "--embed-tests: one label per case (-1: none)"),
+	  .complete = FMT_COMPLETE_FILE },
+	{ FMT_CLI_OPT("tolerance", OPT_TOLERANCE, "T", "--embed-tests: the absolute tolerance (default 1e-4)") },
 	{ FMT_CLI_OPT("force", 'f', NULL, "overwrite OUTPUT if it exists") },
 	{ FMT_CLI_OPT("threads", 'T', "N", "worker threads (default: number of cores); same bytes for any N") },
 	{ FMT_CLI_OPT("json", 'j', NULL, "report as one JSON object") },
@@ -276,9 +282,28 @@ static int edits_metadata(int id)
 	       id == OPT_UNSET || id == OPT_IN_PLACE || id == 'f';
 }
 
+/* --embed-tests and what goes with it. */
+static int embed_option(convert_args *a, int id, const char *arg, fmt_err *e)
+{
+	if (id == OPT_EMBED_TESTS)
+		a->embed.inputs = arg;
+	else if (id == OPT_LABELS)
+		a->embed.labels = arg;
+	else
+		return convert_embed_tolerance(a, arg, e);
+	return 0;
+}
+
 static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 {
 	convert_args *a = ctx;
+	if (id == OPT_EMBED_TESTS || id == OPT_LABELS || id == OPT_TOLERANCE) {
+		if (!a->not_edit_opt)
+			a->not_edit_opt = convert_option_name(id);
+		return embed_option(a, id, arg, e);
+	}
+	if (id != 'f' && !a->embed.other_opt)
+		a->embed.other_opt = convert_option_name(id);
 	note_kind(a, id);
 	if (!edits_metadata(id) && !a->not_edit_opt)
 		a->not_edit_opt = convert_option_name(id);

@@ -20,7 +20,7 @@ typedef struct verify_args {
 	fmt_key_opts key;
 	fmt_trust_opts trust;       /* -p, -P, --trusted-keys */
 	int run_tests;              /* --run-tests */
-	const char *max_work;       /* --max-work N, for the test runner (checked to be a count) */
+	uint64_t max_work;          /* --max-work N: the embedded tests' work limit (0: the default) */
 	fmt_decrypt_opts decrypt;   /* --password-file, --password-env, --identity */
 	fmt_decrypt_keys *dk;
 	fmt_keyset *dec_keys;       /* what they loaded: decrypts, never a signature key */
@@ -60,9 +60,7 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 		return 0;
 	}
 	if (id == OPT_MAX_WORK) {
-		uint64_t n;
-		a->max_work = arg;
-		return fmt_parse_u64(arg, UINT64_MAX, &n, e) == FMT_OK && n > 0
+		return fmt_parse_u64(arg, UINT64_MAX, &a->max_work, e) == FMT_OK && a->max_work > 0
 			? 0 : (fmt_fail(e, FMT_USAGE, "--max-work needs a count of multiply-adds from 1"), -1);
 	}
 	if (id == OPT_FORMAT) {

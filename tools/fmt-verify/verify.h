@@ -61,11 +61,10 @@ void report_bundle_ok(const char *path, const fmt_bundle_info *b, const verify_s
 fmt_kind verify_bundle(const char *path, const fmt_verify_opts *vo, const verify_sigs *v,
 		       const fmt_common_opts *o);
 
-/* --run-tests: the embedded tests of m (read from path), by the driver's test runner, counted
- * into t; FMT_OK for formats without tests, TestFailed when a case fails or there is none.
- * max_work (or NULL: the runner's default) is passed to the runner as --max-work. */
-fmt_kind run_embedded_tests(const fmt_model *m, const char *path, const char *max_work, verify_tests *t,
-			    fmt_err *e);
+/* --run-tests: the embedded tests of m (read from path), run in process by its format's
+ * runtime, counted into t; FMT_OK for formats without tests, TestFailed when a case fails or
+ * there is none. max_work (0: the runtime's default) bounds the multiply-adds of one run. */
+fmt_kind run_embedded_tests(const fmt_model *m, const char *path, uint64_t max_work, verify_tests *t, fmt_err *e);
 /* t as the "tests" member of the JSON report. */
 json_t *tests_json(const verify_tests *t);
 void verify_tests_free(verify_tests *t);

@@ -114,11 +114,11 @@ static fmt_kind load(loaded *L, const char *path, const nk_run_opts *o, fmt_err 
 		fmt_model_free(&L->m);
 		return k;
 	}
-	k = nk_engine_init(&L->en, L->nm, nk_kernels_get(), e);
+	k = fmt_nk_engine_init(&L->en, L->nm, fmt_nk_kernels_get(), e);
 	if (k == FMT_OK && o->profile)
-		k = nk_engine_profile(&L->en, e);
+		k = fmt_nk_engine_profile(&L->en, e);
 	if (k != FMT_OK) {
-		nk_engine_free(&L->en);
+		fmt_nk_engine_free(&L->en);
 		fmt_model_free(&L->m);
 	}
 	return k;
@@ -126,7 +126,7 @@ static fmt_kind load(loaded *L, const char *path, const nk_run_opts *o, fmt_err 
 
 static void unload(loaded *L)
 {
-	nk_engine_free(&L->en);
+	fmt_nk_engine_free(&L->en);
 	fmt_model_free(&L->m);
 }
 
@@ -135,18 +135,18 @@ static fmt_kind gather_input(const input_opts *in, const nk_model *nm, int quant
 	nk_values v = { 0 };
 	fmt_kind k;
 	if (in->list)
-		k = nk_parse_value_list(in->list, &v, e);
+		k = fmt_nk_parse_value_list(in->list, &v, e);
 	else if (in->json)
-		k = nk_parse_value_json(in->json, strlen(in->json), &v, e);
+		k = fmt_nk_parse_value_json(in->json, strlen(in->json), &v, e);
 	else if (in->file)
-		k = nk_read_value_file(in->file, nm, &v, e);
+		k = fmt_nk_read_value_file(in->file, nm, &v, e);
 	else
-		k = nk_random_values(in->have_seed ? in->seed : 1, nm, &v, e);
+		k = fmt_nk_random_values(in->have_seed ? in->seed : 1, nm, &v, e);
 	if (k == FMT_OK && !(*dst = malloc(nm->input_count * sizeof(float))))
 		k = fmt_fail(e, FMT_IO, "out of memory");
 	if (k == FMT_OK)
-		k = nk_values_to_input(&v, nm, quantize, *dst, e);
-	nk_values_free(&v);
+		k = fmt_nk_values_to_input(&v, nm, quantize, *dst, e);
+	fmt_nk_values_free(&v);
 	return k;
 }
 

@@ -5,20 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include "engine.h"
-
-typedef struct nk_values {
-	double *v;
-	size_t n;
-	int raw;                 /* binary or random: already in the model's input type */
-} nk_values;
-
-fmt_kind nk_parse_value_list(const char *text, nk_values *out, fmt_err *e);
-fmt_kind nk_parse_value_json(const char *text, size_t len, nk_values *out, fmt_err *e);
-fmt_kind nk_read_value_file(const char *path, const nk_model *nm, nk_values *out, fmt_err *e);
-fmt_kind nk_random_values(uint64_t seed, const nk_model *nm, nk_values *out, fmt_err *e);
-fmt_kind nk_values_to_input(const nk_values *v, const nk_model *nm, int quantize, void *dst, fmt_err *e);
-void nk_values_free(nk_values *v);
+#include "fmt/nkrt.h"
 
 typedef struct nk_run_opts {
 	int json, quiet, verbose, raw, profile;

@@ -6,28 +6,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "fmt/out.h"
+#include "fmt/registry.h"
 #include "nkrun.h"
-
-/* The output as doubles, for argmax / errors / JSON (int8: the codes themselves). */
-static double value_at(const nk_model *nm, const void *out, uint64_t i)
-{
-	return nm->quantized ? (double)((const int8_t *)out)[i] : (double)((const float *)out)[i];
-}
-
-/* Lowest index among equal maxima (§14); NaN never wins. */
-static uint64_t argmax(const nk_model *nm, const void *out, uint64_t n)
-{
-	uint64_t best = 0;
-	for (uint64_t i = 1; i < n; i++)
-		if (value_at(nm, out, i) > value_at(nm, out, best) || isnan(value_at(nm, out, best)))
-			best = i;
-	return best;
-}
-
-static const void *run_once(nk_engine *en, const void *input)
-{
-	return en->nm->quantized ? (const void *)nk_run_int8(en, input) : (const void *)nk_run_float(en, input);
-}
 
 static void print_shape(FILE *f, nk_shape s)
 {
@@ -75,14 +55,14 @@ static json_t *json_top(const nk_model *nm, const void *v, uint64_t n, unsigned 
 	for (unsigned r = 0; taken && r < k && r < n; r++) {
 		uint64_t best = UINT64_MAX;
 		for (uint64_t i = 0; i < n; i++)
-			if (!taken[i] && !isnan(value_at(nm, v, i)) &&
-			    (best == UINT64_MAX || value_at(nm, v, i) > value_at(nm, v, best)))
+			if (!taken[i] && !isnan(fmt_nk_value_at(nm, v, i)) &&
+			    (best == UINT64_MAX || fmt_nk_value_at(nm, v, i) > fmt_nk_value_at(nm, v, best)))
 				best = i;
 		if (best == UINT64_MAX)
 			break;
 		taken[best] = 1;
 		json_array_append_new(a, json_pack("{s:I,s:o}", "index", (json_int_t)best, "value",
-						   json_number(value_at(nm, v, best))));
+						   json_number(fmt_nk_value_at(nm, v, best))));
 	}
 	free(taken);
 	return a;
@@ -108,16 +88,16 @@ static fmt_kind write_raw(FILE *out, const nk_model *nm, const void *v, fmt_err 
 fmt_kind nk_report_run(FILE *out, const char *path, const nk_model *nm, nk_engine *en, const void *input,
 		       const nk_run_opts *o, fmt_err *e)
 {
-	uint64_t t0 = nk_now_ns();
-	const void *y = run_once(en, input);
-	double ms = (double)(nk_now_ns() - t0) / 1e6;
+	uint64_t t0 = fmt_nk_now_ns();
+	const void *y = fmt_nk_run(en, input);
+	double ms = (double)(fmt_nk_now_ns() - t0) / 1e6;
 	if (o->raw)
 		return write_raw(out, nm, y, e);
 	if (o->json) {
 		json_t *j = json_pack("{s:o,s:s,s:o,s:o,s:o,s:I,s:f}", "file", fmt_json_string(path, strlen(path)), "dtype",
 				      nm->quantized ? "int8" : "float32", "input_shape", fmt_nk_shape_json(nm->input),
 				      "shape", fmt_nk_shape_json(nm->output), "values", json_values(nm, y, nm->output_count),
-				      "argmax", (json_int_t)argmax(nm, y, nm->output_count), "time_ms", ms);
+				      "argmax", (json_int_t)fmt_nk_argmax(nm, y, nm->output_count), "time_ms", ms);
 		if (nm->quantized) {
 			json_object_set_new(j, "scale", json_number(en->out_scale));
 			json_object_set_new(j, "zero_point", json_integer(en->out_zp));
@@ -146,84 +126,37 @@ fmt_kind nk_report_run(FILE *out, const char *path, const nk_model *nm, nk_engin
 
 /* ---- tests ---- */
 
-typedef struct case_result {
-	int pass;
-	const char *why;         /* failure reason, NULL when it passed */
-	double max_error;        /* largest |actual - expected| (int8: dequantized actual) */
-	uint64_t argmax, expected_argmax;
-} case_result;
+typedef struct case_printer {
+	FILE *out;
+	const char *path;
+	const nk_run_opts *o;
+} case_printer;
 
-static case_result check_case(const nk_model *nm, nk_engine *en, const nk_case *c, void *in)
+static void print_case(void *ctx, const fmt_test_case *r)
 {
-	case_result r = { 0 };
-	int int8_inputs = (nm->flags & NK_FLAG_INT8_TESTS) != 0;
-	if (c->n_in != nm->input_count)
-		return r.why = "input count differs from the model's", r;
-	if (c->n_out != nm->output_count)
-		return r.why = "output count differs from the model's", r;
-	if (nm->quantized != int8_inputs)
-		return r.why = nm->quantized ? "an int8 model needs int8 test inputs (flag 0x0004)"
-					     : "int8 test inputs for a float model", r;
-	if (nm->quantized)
-		memcpy(in, c->in, c->n_in);
-	else
-		for (uint32_t i = 0; i < c->n_in; i++)
-			((float *)in)[i] = fmt_nk_rd_f32(c->in + 4 * i);
-	const void *y = run_once(en, in);
-	uint64_t best_expected = 0;
-	int finite = 1;
-	for (uint32_t i = 0; i < c->n_out; i++) {
-		double want = fmt_nk_rd_f32(c->expected + 4 * i);
-		double got = nm->quantized ? ((double)((const int8_t *)y)[i] - en->out_zp) * en->out_scale
-					   : value_at(nm, y, i);
-		double err = fabs(got - want);
-		if (!(err <= r.max_error))
-			r.max_error = err;
-		if (isnan(err))
-			finite = 0;
-		if (want > fmt_nk_rd_f32(c->expected + 4 * best_expected))
-			best_expected = i;
-	}
-	r.argmax = argmax(nm, y, nm->output_count);
-	r.expected_argmax = c->label >= 0 ? (uint64_t)c->label : best_expected;
-	if (nm->quantized) {
-		r.pass = r.argmax == r.expected_argmax;
-		r.why = r.pass ? NULL : "argmax differs";
-	} else if (!finite || r.max_error > nm->tolerance) {
-		r.why = "error above the tolerance";
-	} else if (c->label >= 0 && r.argmax != (uint64_t)c->label) {
-		r.why = "argmax differs from the label";
-	} else {
-		r.pass = 1;
-	}
-	return r;
-}
-
-static void print_case(FILE *out, const char *path, const nk_model *nm, uint32_t i, const case_result *r,
-		       const nk_run_opts *o)
-{
-	const nk_case *c = &nm->cases[i];
-	if (o->json) {
-		json_t *j = json_pack("{s:o,s:I,s:o,s:b,s:o,s:o,s:I,s:I,s:i}", "file", fmt_json_string(path, strlen(path)),
-				      "case", (json_int_t)i, "name", fmt_json_string(c->name, c->name_len), "pass", r->pass,
-				      "max_error", json_number(r->max_error), "tolerance", json_number(nm->tolerance),
+	const case_printer *p = ctx;
+	FILE *out = p->out;
+	if (p->o->json) {
+		json_t *j = json_pack("{s:o,s:I,s:o,s:b,s:o,s:o,s:I,s:I,s:i}", "file", fmt_json_string(p->path, strlen(p->path)),
+				      "case", (json_int_t)r->index, "name", fmt_json_string(r->name, r->name_len), "pass",
+				      r->pass, "max_error", json_number(r->max_error), "tolerance", json_number(r->tolerance),
 				      "argmax", (json_int_t)r->argmax, "expected_argmax", (json_int_t)r->expected_argmax,
-				      "label", c->label);
+				      "label", r->label);
 		if (!r->pass)
-			json_object_set_new(j, "reason", json_string(r->why));
+			json_object_set_new(j, "reason", json_string(r->reason));
 		fmt_json_line(out, j);
 		json_decref(j);
 		return;
 	}
-	if (o->quiet)
+	if (p->o->quiet)
 		return;
 	fputs(r->pass ? "PASS " : "FAIL ", out);
-	fmt_out_escaped(out, c->name, c->name_len);
+	fmt_out_escaped(out, r->name, r->name_len);
 	if (!r->pass)
-		fprintf(out, ": %s", r->why);
-	fprintf(out, " (max error %.3g, tolerance %.3g, argmax %llu", r->max_error, (double)nm->tolerance,
+		fprintf(out, ": %s", r->reason);
+	fprintf(out, " (max error %.3g, tolerance %.3g, argmax %llu", r->max_error, r->tolerance,
 		(unsigned long long)r->argmax);
-	if (nm->quantized || c->label >= 0)
+	if (r->argmax_only || r->label >= 0)
 		fprintf(out, ", expected %llu", (unsigned long long)r->expected_argmax);
 	fputs(")\n", out);
 }
@@ -231,31 +164,13 @@ static void print_case(FILE *out, const char *path, const nk_model *nm, uint32_t
 fmt_kind nk_report_tests(FILE *out, const char *path, const nk_model *nm, nk_engine *en, const nk_run_opts *o,
 			 unsigned *passed, unsigned *failed, fmt_err *e)
 {
-	if (!(nm->flags & NK_FLAG_TESTS)) {
-		(*failed)++;
-		return fmt_fail(e, FMT_TEST_FAILED, "no embedded tests (no TCAS block)");
-	}
-	void *in = malloc(nm->input_count * sizeof(float));
-	if (!in)
-		return fmt_fail(e, FMT_IO, "out of memory");
-	unsigned bad = 0;
-	if (!o->json && !o->quiet) {
+	if ((nm->flags & NK_FLAG_TESTS) && !o->json && !o->quiet) {
 		fmt_out_escaped(out, path, strlen(path));
 		fprintf(out, ": %u case%s, tolerance %g%s\n", nm->n_cases, nm->n_cases == 1 ? "" : "s",
 			(double)nm->tolerance, nm->quantized ? " (int8: argmax only)" : "");
 	}
-	for (uint32_t i = 0; i < nm->n_cases; i++) {
-		case_result r = check_case(nm, en, &nm->cases[i], in);
-		print_case(out, path, nm, i, &r, o);
-		if (r.pass)
-			(*passed)++;
-		else
-			(*failed)++, bad++;
-	}
-	free(in);
-	if (bad)
-		return fmt_fail(e, FMT_TEST_FAILED, "%u of %u embedded test cases failed", bad, nm->n_cases);
-	return FMT_OK;
+	case_printer p = { out, path, o };
+	return fmt_nk_test_suite(nm, en, print_case, &p, passed, failed, e);
 }
 
 /* ---- bench ---- */
@@ -281,19 +196,19 @@ fmt_kind nk_report_bench(FILE *out, const char *path, const nk_model *nm, nk_eng
 	}
 	uint64_t warm = n < 10 ? n : 10;
 	for (uint64_t i = 0; i < warm; i++)
-		run_once(en, input);
-	uint64_t start = nk_now_ns();
+		fmt_nk_run(en, input);
+	uint64_t start = fmt_nk_now_ns();
 	for (uint64_t i = 0; i < n; i++) {
-		uint64_t t0 = nk_now_ns();
-		run_once(en, input);
-		t[i] = nk_now_ns() - t0;
+		uint64_t t0 = fmt_nk_now_ns();
+		fmt_nk_run(en, input);
+		t[i] = fmt_nk_now_ns() - t0;
 		for (uint32_t l = 0; en->layer_ns && l < nm->n_layers; l++) {
 			layer_sum[l] += (double)en->layer_ns[l];
 			if (i == 0 || en->layer_ns[l] < layer_min[l])
 				layer_min[l] = en->layer_ns[l];
 		}
 	}
-	double total_s = (double)(nk_now_ns() - start) / 1e9;
+	double total_s = (double)(fmt_nk_now_ns() - start) / 1e9;
 	qsort(t, n, sizeof *t, cmp_u64);
 	double min = (double)t[0] / 1e6, med = (double)t[(n - 1) / 2] / 1e6;
 	uint64_t p99i = (uint64_t)ceil(0.99 * (double)n) - 1;
@@ -301,7 +216,7 @@ fmt_kind nk_report_bench(FILE *out, const char *path, const nk_model *nm, nk_eng
 	fmt_kind k = FMT_OK;
 	if (o->json) {
 		json_t *j = json_pack("{s:o,s:I,s:s,s:f,s:f,s:f,s:f,s:I}", "file", fmt_json_string(path, strlen(path)),
-				      "runs", (json_int_t)n, "kernels", en->k->name, "min_ms", min, "median_ms", med,
+				      "runs", (json_int_t)n, "kernels", fmt_nk_kernels_name(en->k), "min_ms", min, "median_ms", med,
 				      "p99_ms", p99, "inferences_per_second", ips, "arena_bytes",
 				      (json_int_t)en->arena_bytes);
 		if (en->layer_ns) {
@@ -321,7 +236,7 @@ fmt_kind nk_report_bench(FILE *out, const char *path, const nk_model *nm, nk_eng
 		fputs("model:      ", out);
 		fmt_out_escaped(out, path, strlen(path));
 		fprintf(out, "\nruns:       %llu (after %llu warm-up), kernels %s, arena %zu bytes\n",
-			(unsigned long long)n, (unsigned long long)warm, en->k->name, en->arena_bytes);
+			(unsigned long long)n, (unsigned long long)warm, fmt_nk_kernels_name(en->k), en->arena_bytes);
 		fprintf(out, "latency:    min %.4f ms, median %.4f ms, p99 %.4f ms\n", min, med, p99);
 		fprintf(out, "throughput: %.1f inferences/s\n", ips);
 		if (en->layer_ns) {

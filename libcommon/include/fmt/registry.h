@@ -155,7 +155,8 @@ typedef struct fmt_driver {
 	/* The format's own text summary, which fmt-inspect shows instead of its generic report
 	 * (no option narrowing the report); NULL for the generic one. */
 	void (*text_summary)(const fmt_model *m, FILE *out);
-	/* The tool that runs the file's embedded tests (fmt-verify --run-tests), or NULL. */
+	/* The tool that shows the file's embedded tests case by case (fmt-verify --run-tests runs them
+	 * in process, fmt_model_run_tests, and names this tool in its messages), or NULL. */
 	const char *test_runner;
 	/* Its own options (fmt-convert --apr-layout), parsed into fmt_write_opts.options; or NULL. */
 	const fmt_drvopts *options;
@@ -171,6 +172,28 @@ typedef struct fmt_driver {
 	fmt_kind (*edit_meta)(const fmt_model *m, const fmt_meta *meta, size_t n_meta, int *data_moved,
 			      fmt_err *e);
 } fmt_driver;
+
+/* One embedded regression test case of a file, as its format's runtime checked it
+ * (fmt_model_run_tests). */
+typedef struct fmt_test_case {
+	uint32_t index;
+	const char *name;        /* as stored (any bytes), name_len of them */
+	size_t name_len;
+	int pass;
+	const char *reason;      /* why it failed; NULL when it passed */
+	double max_error, tolerance;
+	uint64_t argmax, expected_argmax;
+	int32_t label;           /* -1: none */
+	int argmax_only;         /* compared by class only (an int8 network) */
+} fmt_test_case;
+typedef void (*fmt_test_case_fn)(void *ctx, const fmt_test_case *c);
+
+/* Run the embedded tests of m in process (fmt-verify --run-tests), each case to each(ctx, c);
+ * max_work bounds the multiply-adds of one run (0: the format's default). FMT_OK when every
+ * case passed; TestFailed when one failed, when there are none, or when the network cannot be
+ * planned; Unsupported when it needs more work than max_work; Unsupported too for a format
+ * without embedded tests (the driver's test_runner is NULL). */
+fmt_kind fmt_model_run_tests(const fmt_model *m, uint64_t max_work, fmt_test_case_fn each, void *ctx, fmt_err *e);
 
 /* Capability questions (the answers of d's fields, with their defaults). */
 int fmt_driver_can(const fmt_driver *d, unsigned caps);   /* every cap in caps */

@@ -1,9 +1,9 @@
 /* Planning (one arena: two ping-pong activation buffers, the largest layer scratch, the feature
- * taps) and the run loops. Nothing is allocated once nk_engine_init has returned. */
+ * taps) and the run loops. Nothing is allocated once fmt_nk_engine_init has returned. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "engine.h"
+#include "nkrt_internal.h"
 
 #define ARENA_ALIGN 64
 
@@ -12,7 +12,7 @@ static uint64_t round_up(uint64_t n)
 	return (n + ARENA_ALIGN - 1) & ~(uint64_t)(ARENA_ALIGN - 1);
 }
 
-fmt_kind nk_engine_init(nk_engine *en, const nk_model *nm, const nk_kernels *k, fmt_err *e)
+fmt_kind fmt_nk_engine_init(nk_engine *en, const nk_model *nm, const nk_kernels *k, fmt_err *e)
 {
 	memset(en, 0, sizeof *en);
 	en->nm = nm;
@@ -22,11 +22,11 @@ fmt_kind nk_engine_init(nk_engine *en, const nk_model *nm, const nk_kernels *k, 
 	for (uint32_t i = 0; i < nm->n_layers; i++) {
 		const nk_layer *l = &nm->layers[i];
 		uint64_t n = nk_shape_count(l->out);
-		uint64_t s = nm->quantized ? nk_int8_scratch(nm, l) : nk_float_scratch(nm, l);
+		uint64_t s = nm->quantized ? fmt_nk_int8_scratch(nm, l) : fmt_nk_float_scratch(nm, l);
 		act = n > act ? n : act;
 		scratch = s > scratch ? s : scratch;
 		/* int8: one int32 sum per output channel of the widest op */
-		uint64_t ks = nm->quantized ? nk_int8_kscratch(nm, l) : nk_float_kscratch(nm, l);
+		uint64_t ks = nm->quantized ? fmt_nk_int8_kscratch(nm, l) : fmt_nk_float_kscratch(nm, l);
 		kscratch = ks > kscratch ? ks : kscratch;
 		if (l->kind == NK_FEATURE_TAP && n > taps[l->tap_id])
 			taps[l->tap_id] = n;
@@ -58,11 +58,11 @@ fmt_kind nk_engine_init(nk_engine *en, const nk_model *nm, const nk_kernels *k, 
 	}
 	memset(en->arena, 0, en->arena_bytes); /* touch it now, not in the first run */
 	if (nm->quantized)
-		return nk_int8_plan(en, e);
+		return fmt_nk_int8_plan(en, e);
 	return FMT_OK;
 }
 
-void nk_engine_free(nk_engine *en)
+void fmt_nk_engine_free(nk_engine *en)
 {
 	if (en->qops)
 		for (uint32_t p = 0; p < en->nm->n_weights; p++) {
@@ -77,30 +77,30 @@ void nk_engine_free(nk_engine *en)
 	memset(en, 0, sizeof *en);
 }
 
-fmt_kind nk_engine_profile(nk_engine *en, fmt_err *e)
+fmt_kind fmt_nk_engine_profile(nk_engine *en, fmt_err *e)
 {
 	if (!(en->layer_ns = calloc(en->nm->n_layers, sizeof *en->layer_ns)))
 		return fmt_fail(e, FMT_IO, "out of memory");
 	return FMT_OK;
 }
 
-uint64_t nk_now_ns(void)
+uint64_t fmt_nk_now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-const float *nk_run_float(nk_engine *en, const float *input)
+const float *fmt_nk_run_float(nk_engine *en, const float *input)
 {
 	const nk_model *nm = en->nm;
 	float *cur = en->buf[0], *next = en->buf[1];
 	memcpy(cur, input, nm->input_count * sizeof(float));
 	for (uint32_t i = 0; i < nm->n_layers; i++) {
-		uint64_t t0 = en->layer_ns ? nk_now_ns() : 0;
-		nk_float_layer(en, i, cur, next);
+		uint64_t t0 = en->layer_ns ? fmt_nk_now_ns() : 0;
+		fmt_nk_float_layer(en, i, cur, next);
 		if (en->layer_ns)
-			en->layer_ns[i] = nk_now_ns() - t0;
+			en->layer_ns[i] = fmt_nk_now_ns() - t0;
 		float *t = cur;
 		cur = next;
 		next = t;
@@ -108,7 +108,7 @@ const float *nk_run_float(nk_engine *en, const float *input)
 	return cur;
 }
 
-const int8_t *nk_run_int8(nk_engine *en, const int8_t *input)
+const int8_t *fmt_nk_run_int8(nk_engine *en, const int8_t *input)
 {
 	const nk_model *nm = en->nm;
 	int8_t *cur = en->buf[0], *next = en->buf[1];
@@ -116,10 +116,10 @@ const int8_t *nk_run_int8(nk_engine *en, const int8_t *input)
 	float scale = 1.0f;
 	memcpy(cur, input, nm->input_count);
 	for (uint32_t i = 0; i < nm->n_layers; i++) {
-		uint64_t t0 = en->layer_ns ? nk_now_ns() : 0;
-		nk_int8_layer(en, i, cur, next, &zp, &scale);
+		uint64_t t0 = en->layer_ns ? fmt_nk_now_ns() : 0;
+		fmt_nk_int8_layer(en, i, cur, next, &zp, &scale);
 		if (en->layer_ns)
-			en->layer_ns[i] = nk_now_ns() - t0;
+			en->layer_ns[i] = fmt_nk_now_ns() - t0;
 		int8_t *t = cur;
 		cur = next;
 		next = t;
@@ -129,14 +129,14 @@ const int8_t *nk_run_int8(nk_engine *en, const int8_t *input)
 	return cur;
 }
 
-uint64_t nk_uib_stage(const nk_layer *l)
+uint64_t fmt_nk_uib_stage(const nk_layer *l)
 {
 	uint64_t m = (uint64_t)l->uib_start.h * l->uib_start.w * (l->in_ch > l->expanded ? l->in_ch : l->expanded);
 	uint64_t b = (uint64_t)l->out.h * l->out.w * l->expanded; /* the middle depthwise output */
 	return m > b ? m : b;
 }
 
-void nk_input_quant(const nk_model *nm, float *scale, int32_t *zero_point)
+void fmt_nk_input_quant(const nk_model *nm, float *scale, int32_t *zero_point)
 {
 	*scale = nm->n_quant ? nm->quant[0].in_scale : 1.0f;
 	*zero_point = nm->n_quant ? nm->quant[0].in_zp : 0;

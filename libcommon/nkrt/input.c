@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/io.h"
-#include "nkrun.h"
+#include "nkrt_internal.h"
 
 #define MAX_INPUT_FILE (1u << 30)
 
@@ -25,7 +25,7 @@ static fmt_kind grow(double **vals, size_t *cap, size_t n, fmt_err *e)
 }
 
 /* §15.3: numbers (C strtof syntax) separated by runs of ',' and ' '; 1..16384 of them. */
-fmt_kind nk_parse_value_list(const char *text, nk_values *out, fmt_err *e)
+fmt_kind fmt_nk_parse_value_list(const char *text, nk_values *out, fmt_err *e)
 {
 	size_t cap = 0;
 	memset(out, 0, sizeof *out);
@@ -82,7 +82,14 @@ static fmt_kind flatten_json(json_t *j, nk_values *out, size_t *cap, int depth, 
 	return FMT_OK;
 }
 
-fmt_kind nk_parse_value_json(const char *text, size_t len, nk_values *out, fmt_err *e)
+fmt_kind fmt_nk_values_from_json(json_t *j, nk_values *out, fmt_err *e)
+{
+	size_t cap = 0;
+	memset(out, 0, sizeof *out);
+	return flatten_json(j, out, &cap, 0, e);
+}
+
+fmt_kind fmt_nk_parse_value_json(const char *text, size_t len, nk_values *out, fmt_err *e)
 {
 	json_error_t je;
 	size_t cap = 0;
@@ -96,7 +103,7 @@ fmt_kind nk_parse_value_json(const char *text, size_t len, nk_values *out, fmt_e
 	return k;
 }
 
-static int looks_like_json(const uint8_t *b, size_t n)
+int fmt_nk_looks_like_json(const uint8_t *b, size_t n)
 {
 	size_t i = 0, j = n;
 	while (i < n && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t'))
@@ -108,7 +115,7 @@ static int looks_like_json(const uint8_t *b, size_t n)
 
 /* A file (or "-"): raw values when its size is exactly count values of the model's input type,
  * otherwise a JSON array. */
-fmt_kind nk_read_value_file(const char *path, const nk_model *nm, nk_values *out, fmt_err *e)
+fmt_kind fmt_nk_read_value_file(const char *path, const nk_model *nm, nk_values *out, fmt_err *e)
 {
 	char *text = NULL;
 	size_t n = 0;
@@ -120,11 +127,11 @@ fmt_kind nk_read_value_file(const char *path, const nk_model *nm, nk_values *out
 	size_t elem = nm->quantized ? 1 : 4;
 	int raw_size = n == nm->input_count * elem;
 	/* JSON first when it looks like JSON; raw bytes that merely look like it still work. */
-	if (n && looks_like_json(b, n) && (k = nk_parse_value_json(text, n, out, e)) == FMT_OK &&
+	if (n && fmt_nk_looks_like_json(b, n) && (k = fmt_nk_parse_value_json(text, n, out, e)) == FMT_OK &&
 	    (out->n == nm->input_count || !raw_size))
 		;
 	else if (raw_size) {
-		nk_values_free(out);
+		fmt_nk_values_free(out);
 		k = FMT_OK;
 		if (!(out->v = malloc((n / elem ? n / elem : 1) * sizeof *out->v)))
 			k = fmt_fail(e, FMT_IO, "out of memory");
@@ -154,7 +161,7 @@ static uint64_t next_random(uint64_t *s)
 }
 
 /* Float models: uniform in [0, 1) with 24 random bits each; int8 models: uniform codes. */
-fmt_kind nk_random_values(uint64_t seed, const nk_model *nm, nk_values *out, fmt_err *e)
+fmt_kind fmt_nk_random_values(uint64_t seed, const nk_model *nm, nk_values *out, fmt_err *e)
 {
 	memset(out, 0, sizeof *out);
 	if (!(out->v = malloc(nm->input_count * sizeof *out->v)))
@@ -171,7 +178,7 @@ fmt_kind nk_random_values(uint64_t seed, const nk_model *nm, nk_values *out, fmt
 
 /* The values as the model's input: float32, or int8 codes (integers in -128..127, or floats
  * quantized with the first op's scale and zero point when quantize is set). */
-fmt_kind nk_values_to_input(const nk_values *v, const nk_model *nm, int quantize, void *dst, fmt_err *e)
+fmt_kind fmt_nk_values_to_input(const nk_values *v, const nk_model *nm, int quantize, void *dst, fmt_err *e)
 {
 	if (v->n != nm->input_count)
 		return fmt_fail(e, FMT_USAGE, "Input has %zu values but model expects %llu", v->n,
@@ -185,7 +192,7 @@ fmt_kind nk_values_to_input(const nk_values *v, const nk_model *nm, int quantize
 	int8_t *q = dst;
 	float scale;
 	int32_t zp;
-	nk_input_quant(nm, &scale, &zp);
+	fmt_nk_input_quant(nm, &scale, &zp);
 	for (size_t i = 0; i < v->n; i++) {
 		double x = v->v[i];
 		if (quantize && !v->raw) {
@@ -205,7 +212,7 @@ fmt_kind nk_values_to_input(const nk_values *v, const nk_model *nm, int quantize
 	return FMT_OK;
 }
 
-void nk_values_free(nk_values *v)
+void fmt_nk_values_free(nk_values *v)
 {
 	free(v->v);
 	memset(v, 0, sizeof *v);

@@ -5,12 +5,12 @@
 
 #include <stdint.h>
 
-void nk_quantize_multiplier(double d, int32_t *mult, int32_t *shift);
-int32_t nk_srdhm(int32_t a, int32_t b);
-int32_t nk_rdivpot(int32_t x, int n);
-int32_t nk_mulq(int32_t x, int32_t q, int32_t e);
+void fmt_nk_quantize_multiplier(double d, int32_t *mult, int32_t *shift);
+int32_t fmt_nk_srdhm(int32_t a, int32_t b);
+int32_t fmt_nk_rdivpot(int32_t x, int n);
+int32_t fmt_nk_mulq(int32_t x, int32_t q, int32_t e);
 /* n int8 logits of scale logit_scale (<= 0 means 1.0) to probabilities (scale 1/256, zero
  * point -128); x and y may be the same buffer. */
-void nk_softmax_s8(const int8_t *x, int8_t *y, uint64_t n, float logit_scale);
+void fmt_nk_softmax_s8(const int8_t *x, int8_t *y, uint64_t n, float logit_scale);
 
 #endif

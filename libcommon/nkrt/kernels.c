@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fmt/nkrt.h"
 #include "kernels.h"
 
 /* 8- and 16-lane float vectors: the baseline and AVX2 builds use 8 lanes (SSE pairs, one ymm),
@@ -74,20 +75,24 @@ static inline float s_act(float v, int act)
 #define KATTR __attribute__((target("avx2,fma")))
 #define KFN(n) n##_avx2
 #define KW 8
+#define NK_QVEC 2
 #include "kern.inc"
 #include "qkern.inc"
 #undef KATTR
 #undef KFN
 #undef KW
+#undef NK_QVEC
 
 #define v16_FMA(a, b, c) ((v16)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
 #define KATTR __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw,avx512dq")))
 #define KFN(n) n##_avx512
 #define KW 16
+#define NK_QVEC 3
 #include "kern.inc"
 #include "qkern.inc"
 #undef KATTR
 #undef KFN
+#undef NK_QVEC
 #endif
 
 static const nk_kernels generic = { "generic", dense_generic, conv2d_generic, depthwise_generic,
@@ -99,13 +104,18 @@ static const nk_kernels avx512 = { "avx512", dense_avx512, conv2d_avx512, depthw
 				    qdense_avx512, qconv_avx512, qdw_avx512, pool_avx512 };
 #endif
 
-const nk_kernels *nk_kernels_generic(void)
+const char *fmt_nk_kernels_name(const nk_kernels *k)
+{
+	return k->name;
+}
+
+const nk_kernels *fmt_nk_kernels_generic(void)
 {
 	return &generic;
 }
 
 /* The widest build this CPU runs; NK_KERNELS=generic or avx2 caps it (tests compare them). */
-const nk_kernels *nk_kernels_get(void)
+const nk_kernels *fmt_nk_kernels_get(void)
 {
 	const char *force = getenv("NK_KERNELS");
 	if (force && strcmp(force, "generic") == 0)

@@ -1,4 +1,4 @@
-/* The float and int8 kernels nk-run's layers are built from; chosen once at start-up (AVX-512 or AVX2 when the CPU
+/* The float and int8 kernels the runtime's layers are built from; chosen once at start-up (AVX-512 or AVX2 when the CPU
  * has it), bit-identical whichever runs. */
 #ifndef NK_KERNELS_H
 #define NK_KERNELS_H
@@ -91,9 +91,5 @@ typedef struct nk_kernels {
 	void (*pool)(const float *x, float *y, const nk_geom *g, int is_max);
 } nk_kernels;
 
-/* The kernels for this CPU; NK_KERNELS=generic in the environment forces the portable ones,
- * NK_KERNELS=avx2 caps the choice at AVX2. */
-const nk_kernels *nk_kernels_get(void);
-const nk_kernels *nk_kernels_generic(void);
 
 #endif

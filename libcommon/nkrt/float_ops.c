@@ -1,9 +1,9 @@
 /* Float (v3) layers, specs/nk.md §11. Each writes its output to y; composite layers use the
- * engine's scratch, sized by nk_float_scratch when the engine is planned. */
+ * engine's scratch, sized by fmt_nk_float_scratch when the engine is planned. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
-#include "engine.h"
+#include "nkrt_internal.h"
 
 static const float *wt(const nk_engine *en, uint32_t p)
 {
@@ -185,7 +185,7 @@ static void convnext(const nk_engine *en, const nk_layer *l, const float *x, flo
 
 static void uib(const nk_engine *en, const nk_layer *l, const float *x, float *y, float *s)
 {
-	float *s1 = s, *s2 = s + nk_uib_stage(l);
+	float *s1 = s, *s2 = s + fmt_nk_uib_stage(l);
 	uint32_t p = l->first_pair, E = l->expanded;
 	nk_shape cur = l->in;
 	const float *src = x;
@@ -329,7 +329,7 @@ static void pafpn(const nk_engine *en, const nk_layer *l, const float *x, float 
 	head(en, n5, y + 20 * A * per, s5, (uint32_t)H, l->classes, l->convs, p + 11 + 2 * hs, hscratch);
 }
 
-uint64_t nk_float_scratch(const nk_model *nm, const nk_layer *l)
+uint64_t fmt_nk_float_scratch(const nk_model *nm, const nk_layer *l)
 {
 	(void)nm;
 	switch (l->kind) {
@@ -337,7 +337,7 @@ uint64_t nk_float_scratch(const nk_model *nm, const nk_layer *l)
 		uint64_t hwc = nk_shape_count(l->in);
 		return hwc + 4 * hwc + 4 * (uint64_t)l->units;
 	}
-	case NK_UIB: return 2 * nk_uib_stage(l);
+	case NK_UIB: return 2 * fmt_nk_uib_stage(l);
 	case NK_RESNET: return 2 * nk_shape_count(l->out);
 	case NK_YOLOX_HEAD: return head_scratch((uint64_t)l->in.h * l->in.w, l->hidden, l->classes);
 	case NK_PAFPN: return pafpn_scratch(l);
@@ -356,7 +356,7 @@ static uint64_t conv_tmp(uint64_t h, uint64_t w, uint64_t c, uint64_t pad)
 	return c * (h + 2 * pad) * (w + 2 * pad);
 }
 
-uint64_t nk_float_kscratch(const nk_model *nm, const nk_layer *l)
+uint64_t fmt_nk_float_kscratch(const nk_model *nm, const nk_layer *l)
 {
 	(void)nm;
 	nk_geom g = layer_geom(l);
@@ -371,7 +371,7 @@ uint64_t nk_float_kscratch(const nk_model *nm, const nk_layer *l)
 	}
 }
 
-void nk_float_layer(nk_engine *en, uint32_t i, const float *x, float *y)
+void fmt_nk_float_layer(nk_engine *en, uint32_t i, const float *x, float *y)
 {
 	const nk_layer *l = &en->nm->layers[i];
 	uint64_t n = nk_shape_count(l->out);

@@ -5,12 +5,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine.h"
+#include "nkrt_internal.h"
 #include "int8_math.h"
 
 /* ---- fixed-point helpers (§12.2) ---- */
 
-void nk_quantize_multiplier(double d, int32_t *mult, int32_t *shift)
+void fmt_nk_quantize_multiplier(double d, int32_t *mult, int32_t *shift)
 {
 	if (!(d > 0.0)) {
 		*mult = 0;
@@ -62,17 +62,17 @@ static inline int32_t mulq(int32_t x, int32_t q, int32_t e)
 	return rdivpot(srdhm(shifted, q), right);
 }
 
-int32_t nk_srdhm(int32_t a, int32_t b)
+int32_t fmt_nk_srdhm(int32_t a, int32_t b)
 {
 	return srdhm(a, b);
 }
 
-int32_t nk_rdivpot(int32_t x, int n)
+int32_t fmt_nk_rdivpot(int32_t x, int n)
 {
 	return rdivpot(x, n);
 }
 
-int32_t nk_mulq(int32_t x, int32_t q, int32_t e)
+int32_t fmt_nk_mulq(int32_t x, int32_t q, int32_t e)
 {
 	return mulq(x, q, e);
 }
@@ -118,11 +118,11 @@ static int32_t expn(int32_t v)
 	return r;
 }
 
-void nk_softmax_s8(const int8_t *x, int8_t *y, uint64_t n, float logit_scale)
+void fmt_nk_softmax_s8(const int8_t *x, int8_t *y, uint64_t n, float logit_scale)
 {
 	double scaled = (double)(logit_scale > 0.0f ? logit_scale : 1.0f) * (double)(1 << 26);
 	int32_t mult, shift;
-	nk_quantize_multiplier(scaled < 2147483647.0 ? scaled : 2147483647.0, &mult, &shift);
+	fmt_nk_quantize_multiplier(scaled < 2147483647.0 ? scaled : 2147483647.0, &mult, &shift);
 	int t = shift + 5;
 	int32_t R = (t >= 0 && t < 64) ? wrap32(llround(255.0 * ldexp(1.0, t))) : 0;
 	int32_t diff_min = (int32_t)(0u - (uint32_t)R);
@@ -156,7 +156,7 @@ void nk_softmax_s8(const int8_t *x, int8_t *y, uint64_t n, float logit_scale)
 /* ---- ops ---- */
 
 /* The requantization plan of every pair (§12.2, §12.3), at load time. */
-fmt_kind nk_int8_plan(nk_engine *en, fmt_err *e)
+fmt_kind fmt_nk_int8_plan(nk_engine *en, fmt_err *e)
 {
 	const nk_model *nm = en->nm;
 	if (!(en->qops = calloc(nm->n_weights, sizeof *en->qops)))
@@ -175,7 +175,7 @@ fmt_kind nk_int8_plan(nk_engine *en, fmt_err *e)
 				return fmt_fail(e, FMT_IO, "out of memory");
 			for (uint32_t c = 0; c < ch; c++) {
 				float ws = q->n_scales == ch ? q->scales[c] : q->w_scale;
-				nk_quantize_multiplier((double)q->in_scale * (double)ws / (double)q->out_scale, &op->mult[c],
+				fmt_nk_quantize_multiplier((double)q->in_scale * (double)ws / (double)q->out_scale, &op->mult[c],
 						       &op->shift[c]);
 				op->lsh[c] = op->shift[c] > 0 ? op->shift[c] : 0;
 				op->rsh[c] = op->shift[c] > 0 ? 0 : -op->shift[c];
@@ -248,23 +248,28 @@ static void qpool(const nk_layer *l, const int8_t *x, int8_t *y, int32_t zp)
 			int8_t *restrict yo = y + (oy * l->out.w + ox) * C;
 			for (long c0 = 0; c0 < C; c0 += NK_QDW_BLOCK) {
 				const long nc = C - c0 < NK_QDW_BLOCK ? C - c0 : NK_QDW_BLOCK;
-				const int is_max = l->kind == NK_MAXPOOL;
-				for (long c = 0; c < nc; c++)
-					acc[c] = is_max ? -128 : 0;
-				for (long ky = ky0; ky < ky1; ky++)
-					for (long kx = kx0; kx < kx1; kx++) {
-						const int8_t *restrict xp = x + ((iy0 + ky) * W + ix0 + kx) * C + c0;
-						if (is_max)
+				if (l->kind == NK_MAXPOOL) {
+					/* int8 maxima: 16 lanes to an SSE2 register where int32 would take 4 */
+					int8_t top[NK_QDW_BLOCK];
+					for (long c = 0; c < nc; c++)
+						top[c] = -128;
+					for (long ky = ky0; ky < ky1; ky++)
+						for (long kx = kx0; kx < kx1; kx++) {
+							const int8_t *restrict xp = x + ((iy0 + ky) * W + ix0 + kx) * C + c0;
 							for (long c = 0; c < nc; c++)
-								acc[c] = xp[c] > acc[c] ? xp[c] : acc[c];
-						else
+								top[c] = xp[c] > top[c] ? xp[c] : top[c];
+						}
+					for (long c = 0; c < nc; c++)
+						yo[c0 + c] = (int8_t)(n ? top[c] : 0);
+				} else {
+					for (long c = 0; c < nc; c++)
+						acc[c] = 0;
+					for (long ky = ky0; ky < ky1; ky++)
+						for (long kx = kx0; kx < kx1; kx++) {
+							const int8_t *restrict xp = x + ((iy0 + ky) * W + ix0 + kx) * C + c0;
 							for (long c = 0; c < nc; c++)
 								acc[c] += xp[c] - zp;
-					}
-				if (is_max) {
-					for (long c = 0; c < nc; c++)
-						yo[c0 + c] = (int8_t)(n ? acc[c] : 0);
-				} else {
+						}
 					for (long c = 0; c < nc; c++) {
 						int32_t sum = acc[c];
 						int32_t avg = n ? (sum >= 0 ? (sum + n / 2) / n : -((-sum + n / 2) / n)) : 0;
@@ -282,13 +287,13 @@ static void qadd(const int8_t *a, const int8_t *b, int8_t *y, uint64_t n, float 
 {
 	double tw = 2.0 * ((double)s1 > (double)s2 ? (double)s1 : (double)s2);
 	int32_t m1, e1, m2, e2, mo, eo;
-	nk_quantize_multiplier((double)s1 / tw, &m1, &e1);
-	nk_quantize_multiplier((double)s2 / tw, &m2, &e2);
-	nk_quantize_multiplier(tw / (1048576.0 * (double)so), &mo, &eo);
+	fmt_nk_quantize_multiplier((double)s1 / tw, &m1, &e1);
+	fmt_nk_quantize_multiplier((double)s2 / tw, &m2, &e2);
+	fmt_nk_quantize_multiplier(tw / (1048576.0 * (double)so), &mo, &eo);
 	for (uint64_t i = 0; i < n; i++) {
-		int32_t ra = nk_mulq((a[i] - z1) * (1 << 20), m1, e1);
-		int32_t rb = nk_mulq((b[i] - z2) * (1 << 20), m2, e2);
-		int32_t v = wrap32((int64_t)nk_mulq(wrap32((int64_t)ra + rb), mo, eo) + zo);
+		int32_t ra = fmt_nk_mulq((a[i] - z1) * (1 << 20), m1, e1);
+		int32_t rb = fmt_nk_mulq((b[i] - z2) * (1 << 20), m2, e2);
+		int32_t v = wrap32((int64_t)fmt_nk_mulq(wrap32((int64_t)ra + rb), mo, eo) + zo);
 		y[i] = clamp8(v, -128, 127);
 	}
 }
@@ -300,7 +305,7 @@ static nk_geom qgeom(nk_shape in, uint32_t oc, uint32_t k, uint32_t stride, uint
 	return g;
 }
 
-uint64_t nk_int8_kscratch(const nk_model *nm, const nk_layer *l)
+uint64_t fmt_nk_int8_kscratch(const nk_model *nm, const nk_layer *l)
 {
 	uint64_t n = 0;
 	for (uint32_t p = l->first_pair; p < l->first_pair + l->n_pairs; p++)
@@ -308,10 +313,10 @@ uint64_t nk_int8_kscratch(const nk_model *nm, const nk_layer *l)
 	return n;
 }
 
-uint64_t nk_int8_scratch(const nk_model *nm, const nk_layer *l)
+uint64_t fmt_nk_int8_scratch(const nk_model *nm, const nk_layer *l)
 {
 	(void)nm;
-	return l->kind == NK_UIB ? 2 * nk_uib_stage(l) : 0;
+	return l->kind == NK_UIB ? 2 * fmt_nk_uib_stage(l) : 0;
 }
 
 /* The block input's parameters are the current ones: 1.0 and 0 when the UIB is the first layer,
@@ -319,7 +324,7 @@ uint64_t nk_int8_scratch(const nk_model *nm, const nk_layer *l)
 static void quib(const nk_engine *en, const nk_layer *l, const int8_t *x, int8_t *y, int8_t *s, int32_t in_zp,
 		 float in_scale)
 {
-	int8_t *s1 = s, *s2 = s + nk_uib_stage(l);
+	int8_t *s1 = s, *s2 = s + fmt_nk_uib_stage(l);
 	uint32_t p = l->first_pair, E = l->expanded;
 	nk_shape cur = l->in;
 	const int8_t *src = x;
@@ -352,7 +357,7 @@ static void quib(const nk_engine *en, const nk_layer *l, const int8_t *x, int8_t
 
 /* Runs layer i; *zp and *scale are the current activation's parameters (those of the most
  * recent conv, depthwise, dense or UIB; 0 and 1.0 before the first), updated here. */
-void nk_int8_layer(nk_engine *en, uint32_t i, const int8_t *x, int8_t *y, int32_t *cur_zp, float *cur_scale)
+void fmt_nk_int8_layer(nk_engine *en, uint32_t i, const int8_t *x, int8_t *y, int32_t *cur_zp, float *cur_scale)
 {
 	const nk_model *nm = en->nm;
 	const nk_layer *l = &nm->layers[i];
@@ -365,7 +370,7 @@ void nk_int8_layer(nk_engine *en, uint32_t i, const int8_t *x, int8_t *y, int32_
 			if (l->act == NK_ACT_SOFTMAX) {
 				/* Logits to probabilities with scale 1/256, zero point -128; an int8 MLP
 				 * converts its first row only (upstream), later rows keep their logits. */
-				nk_softmax_s8(y, y, l->units, q->out_scale);
+				fmt_nk_softmax_s8(y, y, l->units, q->out_scale);
 				*cur_zp = -128;
 				*cur_scale = 1.0f / 256.0f;
 				return;

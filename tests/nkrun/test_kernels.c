@@ -1,0 +1,167 @@
+/* The int8 kernels of every build this CPU runs (portable, AVX2, AVX-512) give the same bytes
+ * on random shapes: dense rows short (the pair tiles) and long (the dot products), pointwise
+ * and spatial convolutions, depthwise convolutions with interior and edge pixels, channel
+ * counts around the vector widths, odd tap counts, random zero points, multipliers, shifts
+ * and clamps. */
+#include <stdlib.h>
+#include <string.h>
+#include "../unit/unit.h"
+#include "fmt/nkrt.h"
+#include "../../libcommon/nkrt/kernels.h"
+
+static uint64_t rng = 0x243f6a8885a308d3ull;
+
+static uint32_t next(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)(rng >> 16);
+}
+
+static long pick(long lo, long hi)
+{
+	return lo + (long)(next() % (uint32_t)(hi - lo + 1));
+}
+
+static void fill8(int8_t *p, long n)
+{
+	for (long i = 0; i < n; i++)
+		p[i] = (int8_t)next();
+}
+
+/* A requantization of n channels: multipliers 0 or [2^30, 2^31), shifts -31..30. */
+typedef struct rq_store {
+	int32_t mult[256], lsh[256], rsh[256], bias[256];
+	nk_rq rq;
+} rq_store;
+
+static void random_rq(rq_store *s, long n)
+{
+	for (long c = 0; c < n; c++) {
+		s->mult[c] = next() % 16 == 0 ? 0 : (int32_t)((1u << 30) + (next() & 0x3fffffffu));
+		int32_t shift = (int32_t)pick(-31, 30);
+		if (next() % 2) /* the shifts real networks have */
+			shift = (int32_t)pick(-12, 1);
+		s->lsh[c] = shift > 0 ? shift : 0;
+		s->rsh[c] = shift > 0 ? 0 : -shift;
+		s->bias[c] = next() % 2 ? (int32_t)next() : (int32_t)pick(-5000, 5000);
+	}
+	int32_t lo = (int32_t)pick(-128, 127), hi = (int32_t)pick(lo, 127);
+	if (next() % 2)
+		lo = -128, hi = 127;
+	s->rq = (nk_rq){ s->mult, s->lsh, s->rsh, (int32_t)pick(-128, 127), next() % 3 ? 0 : (int32_t)pick(-128, 127),
+			 (int32_t)pick(-128, 127), lo, hi };
+}
+
+/* The kernel sets to compare: the portable one and what this CPU runs up to AVX2 and beyond. */
+static int kernel_sets(const nk_kernels **sets)
+{
+	int n = 0;
+	const char *saved = getenv("NK_KERNELS");
+	char *keep = saved ? strdup(saved) : NULL;
+	sets[n++] = fmt_nk_kernels_generic();
+	setenv("NK_KERNELS", "avx2", 1);
+	sets[n++] = fmt_nk_kernels_get();
+	unsetenv("NK_KERNELS");
+	sets[n++] = fmt_nk_kernels_get();
+	if (keep)
+		setenv("NK_KERNELS", keep, 1);
+	free(keep);
+	return n;
+}
+
+static void check_same(const nk_kernels *const *sets, int n, int8_t *const *outs, long bytes, const char *what, long trial)
+{
+	for (int s = 1; s < n; s++) {
+		if (memcmp(outs[0], outs[s], (size_t)bytes) != 0) {
+			char msg[160];
+			snprintf(msg, sizeof msg, "%s trial %ld: %s differs from %s", what, trial, fmt_nk_kernels_name(sets[s]),
+				 fmt_nk_kernels_name(sets[0]));
+			unit_fail(__FILE__, __LINE__, msg);
+			return;
+		}
+	}
+}
+
+TEST(nk_int8_dense_kernels_agree)
+{
+	const nk_kernels *sets[3];
+	int n = kernel_sets(sets);
+	static int8_t x[2 * 4300], w[200 * 140], out[3][5 * 140];
+	static int32_t acc[256];
+	static rq_store s;
+	for (long trial = 0; trial < 300; trial++) {
+		long rows = pick(1, 5), in = trial % 3 ? pick(1, 70) : pick(60, 200), o = pick(1, 140);
+		if (trial < 20) /* the edges: one input, one output, the tile limit, whole vectors */
+			in = (long[]){ 1, 2, 63, 64, 65, 16, 32, 31, 33, 128 }[trial % 10], o = (long[]){ 1, 8, 16, 64, 65 }[trial % 5];
+		if (trial >= 290) /* rows longer than the vector kernel's 4096-input pieces */
+			rows = pick(1, 2), in = pick(4090, 4300), o = pick(1, 6);
+		fill8(x, rows * in);
+		fill8(w, in * o);
+		random_rq(&s, o);
+		int8_t *outs[3] = { out[0], out[1], out[2] };
+		for (int k = 0; k < n; k++)
+			sets[k]->qdense(x, outs[k], w, s.bias, rows, in, o, &s.rq, acc);
+		check_same(sets, n, outs, rows * o, "qdense", trial);
+	}
+}
+
+/* A geometry of h x w x c in, k x k' taps, stride, pads; its output size. */
+static nk_geom random_geom(long max_hw, long max_c, long oc, long max_k)
+{
+	nk_geom g = { 0 };
+	g.h = pick(1, max_hw), g.w = pick(1, max_hw), g.c = pick(1, max_c);
+	g.kh = pick(1, max_k), g.kw = pick(1, max_k), g.stride = pick(1, 2);
+	g.pad_t = pick(0, 2), g.pad_l = pick(0, 2), g.pad_b = pick(0, 2), g.pad_r = pick(0, 2);
+	if (g.h + g.pad_t + g.pad_b < g.kh)
+		g.pad_b += g.kh - (g.h + g.pad_t + g.pad_b);
+	if (g.w + g.pad_l + g.pad_r < g.kw)
+		g.pad_r += g.kw - (g.w + g.pad_l + g.pad_r);
+	g.oh = (g.h + g.pad_t + g.pad_b - g.kh) / g.stride + 1;
+	g.ow = (g.w + g.pad_l + g.pad_r - g.kw) / g.stride + 1;
+	g.oc = oc ? oc : g.c;
+	return g;
+}
+
+TEST(nk_int8_conv_kernels_agree)
+{
+	const nk_kernels *sets[3];
+	int n = kernel_sets(sets);
+	static int8_t x[10 * 10 * 40], w[40 * 4 * 4 * 40], out[3][14 * 14 * 40]; /* pads grow the output */
+	static int32_t acc[256];
+	static rq_store s;
+	for (long trial = 0; trial < 200; trial++) {
+		nk_geom g = random_geom(10, 40, pick(1, 40), 4);
+		if (trial % 4 == 0) /* pointwise: a dense over pixels */
+			g.kh = g.kw = g.stride = 1, g.pad_t = g.pad_l = g.pad_b = g.pad_r = 0, g.oh = g.h, g.ow = g.w;
+		fill8(x, g.h * g.w * g.c);
+		fill8(w, g.oc * g.kh * g.kw * g.c);
+		random_rq(&s, g.oc);
+		int8_t *outs[3] = { out[0], out[1], out[2] };
+		for (int k = 0; k < n; k++)
+			sets[k]->qconv(x, outs[k], &g, w, s.bias, &s.rq, acc);
+		check_same(sets, n, outs, g.oh * g.ow * g.oc, "qconv", trial);
+	}
+}
+
+TEST(nk_int8_depthwise_kernels_agree)
+{
+	const nk_kernels *sets[3];
+	int n = kernel_sets(sets);
+	static int8_t x[14 * 14 * 70], w[70 * 7 * 7], out[3][18 * 18 * 70];
+	static rq_store s;
+	static const long widths[] = { 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 48, 64, 65, 70 };
+	for (long trial = 0; trial < 300; trial++) {
+		nk_geom g = random_geom(14, 70, 0, trial % 5 ? 3 : 7);
+		if (trial < 28)
+			g.c = g.oc = widths[trial % 14];
+		fill8(x, g.h * g.w * g.c);
+		fill8(w, g.c * g.kh * g.kw);
+		random_rq(&s, g.c);
+		int8_t *outs[3] = { out[0], out[1], out[2] };
+		for (int k = 0; k < n; k++)
+			sets[k]->qdw(x, outs[k], &g, w, s.bias, &s.rq);
+		check_same(sets, n, outs, g.oh * g.ow * g.c, "qdw", trial);
+	}
+}
