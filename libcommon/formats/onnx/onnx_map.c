@@ -343,6 +343,7 @@ static fmt_kind map_conv(mapper *m, const FmtOnnx__NodeProto *n)
 		return k;
 	nk_spec_layer l = { .kind = depthwise ? NK_DEPTHWISE : NK_CONV2D, .kh = kh, .kw = kw, .stride = gm.stride,
 			    .pad_t = gm.pt, .pad_l = gm.pl, .pad_b = gm.pb, .pad_r = gm.pr, .units = o_n };
+	m->last_output = n->output[0];
 	l.act = take_activation(m, n->output[0], &l.alpha);
 	uint32_t in_c = m->c;
 	if ((k = move_spatial(m, n, &gm)) != FMT_OK || (k = add_layer(m, &l)) != FMT_OK)
@@ -411,6 +412,35 @@ fmt_kind fmt_onnx_fold_bn(mapper *m, const FmtOnnx__NodeProto *n, uint32_t chann
 	return FMT_OK;
 }
 
+/* Conv, BatchNormalization, activation: a batch norm layer has no activation field, so the
+ * scale and shift go into the conv (w * scale, b * scale + shift, as the packager's fold) and
+ * the activation onto it. */
+static fmt_kind fold_into_conv(mapper *m, const FmtOnnx__NodeProto *n, int reads_conv, uint8_t act, float alpha,
+			       nk_spec_tensor *scale, nk_spec_tensor *shift)
+{
+	nk_spec_layer *conv = m->s->n_layers ? &m->s->layers[m->s->n_layers - 1] : NULL;
+	fmt_kind k = FMT_OK;
+	if (!reads_conv || !conv || (conv->kind != NK_CONV2D && conv->kind != NK_DEPTHWISE) || conv->act != NK_ACT_NONE ||
+	    conv->units != scale->count) {
+		k = fmt_onnx_unsupported(m, n, "an activation after a batch norm needs the Conv the batch norm reads "
+					 "right before it (to fold into)");
+	} else {
+		nk_spec_tensor *w = &m->s->weights[conv->first_pair], *b = &m->s->biases[conv->first_pair];
+		uint32_t per_out = w->count / conv->units;
+		for (uint32_t o = 0; o < conv->units; o++) {
+			for (uint32_t j = 0; j < per_out; j++)
+				w->data[o * per_out + j] = w->data[o * per_out + j] * scale->data[o];
+			float scaled = b->data[o] * scale->data[o];
+			b->data[o] = scaled + shift->data[o];
+		}
+		conv->act = act;
+		conv->alpha = alpha;
+	}
+	free(scale->data);
+	free(shift->data);
+	return k;
+}
+
 static fmt_kind map_batch_norm(mapper *m, const FmtOnnx__NodeProto *n)
 {
 	fmt_kind k = need_spatial(m, n);
@@ -419,6 +449,11 @@ static fmt_kind map_batch_norm(mapper *m, const FmtOnnx__NodeProto *n)
 	nk_spec_tensor scale, shift;
 	if ((k = fmt_onnx_fold_bn(m, n, m->c, &scale, &shift)) != FMT_OK)
 		return k;
+	float alpha;
+	const char *in = fmt_onnx_input(n, 0), *prev_out = m->last_output;
+	uint8_t act = take_activation(m, n->output[0], &alpha);
+	if (act != NK_ACT_NONE)
+		return fold_into_conv(m, n, in && prev_out && strcmp(in, prev_out) == 0, act, alpha, &scale, &shift);
 	nk_spec_layer l = { .kind = NK_BATCHNORM, .units = m->c };
 	m->last_output = n->output[0];
 	if ((k = add_layer(m, &l)) != FMT_OK) {
