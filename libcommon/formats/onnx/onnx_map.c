@@ -615,6 +615,9 @@ static fmt_kind map_node(mapper *m, size_t i)
 		return map_pool(m, n, op[6] == 'M', 1);
 	if (strcmp(op, "BatchNormalization") == 0)
 		return map_batch_norm(m, n);
+	float alpha;
+	if (strcmp(op, "Clip") == 0 && fmt_onnx_activation(m, n, &alpha) < 0)
+		return fmt_onnx_unsupported(m, n, "only Clip(0, 6) (ReLU6) has a .nk form");
 	if (is_activation_op(op))
 		return fmt_onnx_unsupported(m, n, "an activation applies to the output of a Gemm, MatMul or Conv it "
 					    "alone reads (a .nk activation is a field of that layer)");
