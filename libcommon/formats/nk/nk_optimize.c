@@ -35,8 +35,18 @@ static int remove_identity_batch_norm(nk_spec *s)
 	return changed;
 }
 
-/* A batch norm after a conv2d with no activation of its own: w *= scale per output channel,
- * b = b * scale + shift (float32, two roundings, as numpy). */
+void fmt_nk_fold_scale(nk_spec_tensor *w, nk_spec_tensor *b, uint32_t out, const float *scale, const float *shift)
+{
+	uint32_t per_out = w->count / out;
+	for (uint32_t o = 0; o < out; o++) {
+		for (uint32_t j = 0; j < per_out; j++)
+			w->data[(uint64_t)o * per_out + j] *= scale[o];
+		float scaled = b->data[o] * scale[o];
+		b->data[o] = scaled + shift[o];
+	}
+}
+
+/* A batch norm after a conv2d with no activation of its own, folded into it. */
 static int fold_conv_batch_norm(nk_spec *s)
 {
 	int changed = 0;
@@ -47,15 +57,8 @@ static int fold_conv_batch_norm(nk_spec *s)
 			i++;
 			continue;
 		}
-		nk_spec_tensor *w = &s->weights[conv->first_pair], *b = &s->biases[conv->first_pair];
-		const float *scale = s->weights[bn->first_pair].data, *shift = s->biases[bn->first_pair].data;
-		uint32_t per_out = w->count / conv->units;
-		for (uint32_t o = 0; o < conv->units; o++) {
-			for (uint32_t j = 0; j < per_out; j++)
-				w->data[o * per_out + j] = w->data[o * per_out + j] * scale[o];
-			float scaled = b->data[o] * scale[o];
-			b->data[o] = scaled + shift[o];
-		}
+		fmt_nk_fold_scale(&s->weights[conv->first_pair], &s->biases[conv->first_pair], conv->units,
+				  s->weights[bn->first_pair].data, s->biases[bn->first_pair].data);
 		fmt_nk_spec_remove_layer(s, i + 1);
 		changed = 1;
 	}

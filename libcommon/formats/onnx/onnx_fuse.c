@@ -189,17 +189,6 @@ static int match_resnet(mapper *m, int add_i, const char *main, const char *skip
 
 /* ---- MobileNetV4 UIB (the residual form) ---- */
 
-/* nk.md §11.9: the expanded width the runtime derives from in_channels x expand_ratio. */
-static uint32_t make_divisible(float v)
-{
-	int64_t r = (int64_t)(v + 4.0f) / 8 * 8;
-	if (r < 8)
-		r = 8;
-	if ((float)r < (float)(int64_t)(0.9f * v))
-		r += 8;
-	return (uint32_t)r;
-}
-
 static int dw_stage_ok(const mapper *m, const conv_bn *c)
 {
 	uint64_t k = c->w->dims[2];
@@ -226,7 +215,7 @@ static int match_uib(mapper *m, const char *main, const char *skip, onnx_block *
 	float ratio = (float)e_c / (float)in_c;
 	if (group_of(m, &exp) != 1 || group_of(m, &proj) != 1 || !geometry_is(m, &exp, 1, 1, 0) ||
 	    !geometry_is(m, &proj, 1, 1, 0) || proj.w->dims[1] != e_c || out_c != in_c ||
-	    (mid.conv >= 0 && mid.w->dims[0] != e_c) || make_divisible((float)in_c * ratio) != e_c)
+	    (mid.conv >= 0 && mid.w->dims[0] != e_c) || fmt_nk_make_divisible8((float)in_c * ratio) != e_c)
 		return 0;
 	b->kind = NK_UIB;
 	b->in_c = in_c;

@@ -425,14 +425,8 @@ static fmt_kind fold_into_conv(mapper *m, const FmtOnnx__NodeProto *n, int reads
 		k = fmt_onnx_unsupported(m, n, "an activation after a batch norm needs the Conv the batch norm reads "
 					 "right before it (to fold into)");
 	} else {
-		nk_spec_tensor *w = &m->s->weights[conv->first_pair], *b = &m->s->biases[conv->first_pair];
-		uint32_t per_out = w->count / conv->units;
-		for (uint32_t o = 0; o < conv->units; o++) {
-			for (uint32_t j = 0; j < per_out; j++)
-				w->data[o * per_out + j] = w->data[o * per_out + j] * scale->data[o];
-			float scaled = b->data[o] * scale->data[o];
-			b->data[o] = scaled + shift->data[o];
-		}
+		fmt_nk_fold_scale(&m->s->weights[conv->first_pair], &m->s->biases[conv->first_pair], conv->units,
+				  scale->data, shift->data);
 		conv->act = act;
 		conv->alpha = alpha;
 	}

@@ -39,16 +39,22 @@ static fmt_kind take_shape(onnx_init *in, const FmtOnnx__TensorProto *t, fmt_err
 	return FMT_OK;
 }
 
-/* Decode count little-endian elements of dtype at p into in's host arrays. */
-static fmt_kind decode_raw(onnx_init *in, const uint8_t *p, fmt_err *e)
+/* in's host array: float for the float types, int64 for the integer ones. */
+static fmt_kind alloc_values(onnx_init *in, fmt_err *e)
 {
 	uint64_t n = in->count ? in->count : 1;
 	if (in->dtype == ONNX_FLOAT || in->dtype == ONNX_DOUBLE)
 		in->f32 = malloc(n * sizeof(float));
 	else
 		in->i64 = malloc(n * sizeof(int64_t));
-	if (!in->f32 && !in->i64)
-		return fmt_fail(e, FMT_IO, "out of memory");
+	return in->f32 || in->i64 ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+}
+
+/* Decode count little-endian elements of dtype at p into in's host arrays. */
+static fmt_kind decode_raw(onnx_init *in, const uint8_t *p, fmt_err *e)
+{
+	if (alloc_values(in, e) != FMT_OK)
+		return FMT_IO;
 	for (uint64_t i = 0; i < in->count; i++) {
 		if (in->dtype == ONNX_FLOAT) {
 			uint32_t u = fmt_rd_u32(p + 4 * i);
@@ -75,13 +81,8 @@ static fmt_kind decode_lists(onnx_init *in, const FmtOnnx__TensorProto *t, fmt_e
 	if (have != in->count)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "initializer '%s': %zu values for %llu elements", in->name, have,
 				(unsigned long long)in->count);
-	uint64_t n = in->count ? in->count : 1;
-	if (in->dtype == ONNX_FLOAT || in->dtype == ONNX_DOUBLE)
-		in->f32 = malloc(n * sizeof(float));
-	else
-		in->i64 = malloc(n * sizeof(int64_t));
-	if (!in->f32 && !in->i64)
-		return fmt_fail(e, FMT_IO, "out of memory");
+	if (alloc_values(in, e) != FMT_OK)
+		return FMT_IO;
 	for (uint64_t i = 0; i < in->count; i++) {
 		if (in->dtype == ONNX_FLOAT)
 			in->f32[i] = t->float_data[i];

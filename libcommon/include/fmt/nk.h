@@ -175,6 +175,9 @@ extern const struct fmt_driver fmt_driver_nk;
 /* The parsed structure behind a model opened by the "nk" driver, NULL for other formats. */
 const nk_model *fmt_nk_model_of(const struct fmt_model *m);
 
+/* timm's make_divisible(v, 8) in float32 (§11.9): a UIB's expanded width. */
+uint32_t fmt_nk_make_divisible8(float v);
+
 /* Reads of unaligned little-endian float32 / int32 (test case data, per-channel scales). */
 float fmt_nk_rd_f32(const uint8_t *p);
 
@@ -232,6 +235,9 @@ fmt_kind fmt_nk_write_bytes(const nk_spec *s, uint8_t **out, size_t *n, fmt_err 
  * batch norms removed, a batch norm after a conv2d folded into it, one before flatten + dense
  * folded into the dense, two dense layers with no activation between merged. */
 fmt_kind fmt_nk_optimize(nk_spec *s, fmt_err *e);
+/* A per-output-channel scale and shift folded into a layer's pair (out channels, w's rows):
+ * w *= scale, b = b * scale + shift, in float32 as numpy (two roundings). */
+void fmt_nk_fold_scale(nk_spec_tensor *w, nk_spec_tensor *b, uint32_t out, const float *scale, const float *shift);
 
 /* The .nk writer's options (fmt-convert --no-fuse, --no-optimize), declared by the nk driver. */
 typedef struct nk_write_opts {
