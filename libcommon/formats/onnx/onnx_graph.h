@@ -13,6 +13,7 @@
 #define ONNX_MAX_FILE_BYTES (2ull << 30)   /* protobuf's own limit on a message */
 #define ONNX_MAX_NODES 100000
 #define ONNX_MAX_INITIALIZERS 100000
+#define ONNX_DECODE_BASE_BYTES (64ull << 20)   /* the unpacking budget: this + 4 x the file */
 
 enum { ONNX_FLOAT = 1, ONNX_INT32 = 6, ONNX_INT64 = 7, ONNX_DOUBLE = 11 };
 
@@ -27,7 +28,16 @@ typedef struct onnx_init {
 	int external;              /* its data came from a file beside the model */
 } onnx_init;
 
+/* What protobuf-c may allocate to unpack a model: small messages decode to structs many times
+ * their size, so a file of empty nodes would otherwise take gigabytes. */
+typedef struct onnx_budget {
+	uint64_t used, limit;
+	int exceeded;
+} onnx_budget;
+
 typedef struct onnx_graph {
+	onnx_budget budget;
+	ProtobufCAllocator alloc;
 	FmtOnnx__ModelProto *model;
 	FmtOnnx__GraphProto *g;
 	onnx_init *inits;

@@ -246,12 +246,47 @@ static void input_shape(onnx_graph *g)
 	}
 }
 
+#define BUDGET_HEADER 16   /* the size of each block, kept before it (keeps malloc's alignment) */
+
+static void *budget_alloc(void *ctx, size_t size)
+{
+	onnx_budget *b = ctx;
+	uint64_t need = (uint64_t)size + BUDGET_HEADER;
+	if (b->used + need > b->limit) {
+		b->exceeded = 1;
+		return NULL;
+	}
+	uint8_t *p = malloc(need);
+	if (!p)
+		return NULL;
+	memcpy(p, &size, sizeof size);
+	b->used += need;
+	return p + BUDGET_HEADER;
+}
+
+static void budget_free(void *ctx, void *ptr)
+{
+	onnx_budget *b = ctx;
+	if (!ptr)
+		return;
+	uint8_t *p = (uint8_t *)ptr - BUDGET_HEADER;
+	size_t size;
+	memcpy(&size, p, sizeof size);
+	b->used -= size + BUDGET_HEADER;
+	free(p);
+}
+
 fmt_kind fmt_onnx_graph_load(onnx_graph *g, const uint8_t *bytes, size_t n, const char *dir, fmt_err *e)
 {
 	memset(g, 0, sizeof *g);
 	if (n > ONNX_MAX_FILE_BYTES)
 		return fmt_fail(e, FMT_UNSUPPORTED, "%zu bytes: an ONNX protobuf holds at most 2 GiB", n);
-	g->model = fmt_onnx__model_proto__unpack(NULL, n, bytes);
+	g->budget.limit = ONNX_DECODE_BASE_BYTES + 4ull * n;
+	g->alloc = (ProtobufCAllocator){ .alloc = budget_alloc, .free = budget_free, .allocator_data = &g->budget };
+	g->model = fmt_onnx__model_proto__unpack(&g->alloc, n, bytes);
+	if (!g->model && g->budget.exceeded)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "decoding the protobuf needs more than %llu bytes of memory (64 MiB "
+				"and 4 per byte of the file)", (unsigned long long)g->budget.limit);
 	if (!g->model)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "not a valid ONNX protobuf (ModelProto does not decode)");
 	g->g = g->model->graph;
@@ -283,7 +318,7 @@ void fmt_onnx_graph_free(onnx_graph *g)
 	}
 	free(g->inits);
 	if (g->model)
-		fmt_onnx__model_proto__free_unpacked(g->model, NULL);
+		fmt_onnx__model_proto__free_unpacked(g->model, &g->alloc);
 	memset(g, 0, sizeof *g);
 }
 
