@@ -23,9 +23,10 @@ static int remove_identity_batch_norm(nk_spec *s)
 {
 	int changed = 0;
 	for (uint32_t i = 0; i < s->n_layers;) {
-		nk_spec_layer *l = &s->layers[i];
-		const nk_spec_tensor *w = &s->weights[l->first_pair], *b = &s->biases[l->first_pair];
-		if (l->kind == NK_BATCHNORM && all_close(w->data, w->count, 1.0) && all_close(b->data, b->count, 0.0)) {
+		const nk_spec_layer *l = &s->layers[i];
+		const nk_spec_tensor *w = l->kind == NK_BATCHNORM ? &s->weights[l->first_pair] : NULL;
+		const nk_spec_tensor *b = w ? &s->biases[l->first_pair] : NULL;
+		if (w && all_close(w->data, w->count, 1.0) && all_close(b->data, b->count, 0.0)) {
 			fmt_nk_spec_remove_layer(s, i);
 			changed = 1;
 		} else {
