@@ -230,16 +230,16 @@ static fmt_kind write_network(const fmt_model *in, const char *input, const char
 			      .options = o->options };
 	fmt_sink sink;
 	fmt_kind k = o->dry_run ? FMT_OK : fmt_sink_open(&sink, output, wo.sink_flags, e);
-	if (k != FMT_OK || o->dry_run)
-		return k;
-	k = in->driver->write_network(in, o->to, &sink, &wo, e);
-	if (k == FMT_OK)
-		k = fmt_sink_commit(&sink, e);
-	else
-		fmt_sink_abort(&sink);
+	if (k == FMT_OK && !o->dry_run) {
+		k = in->driver->write_network(in, o->to, &sink, &wo, e);
+		if (k == FMT_OK)
+			k = fmt_sink_commit(&sink, e);
+		else
+			fmt_sink_abort(&sink);
+	}
 	if (k == FMT_OK && o->json) {
 		json_t *j = json_pack("{s:o,s:o,s:s,s:b}", "input", fmt_json_string(input, strlen(input)), "output",
-				      fmt_json_string(output, strlen(output)), "format", o->to->name, "dry_run", 0);
+				      fmt_json_string(output, strlen(output)), "format", o->to->name, "dry_run", o->dry_run);
 		if (j)
 			json_dumpf(j, o->out, JSON_COMPACT);
 		fputc('\n', o->out);

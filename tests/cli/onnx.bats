@@ -180,6 +180,10 @@ Try 'fmt-convert --help'."
 	run --separate-stderr fmt-convert --dry-run "$FIX/test_mlp.onnx" t.nk
 	[ "$status" -eq 0 ]
 	[ ! -e t.nk ]
+	run --separate-stderr fmt-convert --dry-run --json "$FIX/test_mlp.onnx" t.nk
+	[ "$status" -eq 0 ]
+	assert_equal "$output" "{\"input\":\"$FIX/test_mlp.onnx\",\"output\":\"t.nk\",\"format\":\"nk\",\"dry_run\":true}"
+	[ ! -e t.nk ]
 	run --separate-stderr fmt-convert --json "$FIX/test_mlp.onnx" t.nk
 	[ "$status" -eq 0 ]
 	assert_equal "$output" "{\"input\":\"$FIX/test_mlp.onnx\",\"output\":\"t.nk\",\"format\":\"nk\",\"dry_run\":false}"
