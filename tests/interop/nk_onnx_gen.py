@@ -2,7 +2,7 @@
 """Small ONNX graphs (python3-onnx) covering every op and fusion fmt-convert maps to .nk:
 Gemm/MatMul(+Add) with each activation, Conv (group 1, depthwise, grouped), asymmetric pads,
 max/average/global pools, BatchNormalization (folded into a conv, kept, folded into a dense),
-Flatten/Reshape (NHWC after a Transpose and plain NCHW), and the ResNet basic block (identity
+Flatten/Reshape/Squeeze (NHWC after a Transpose and plain NCHW), and the ResNet basic block (identity
 and projection), MobileNetV4 UIB and ConvNeXt V2 block. Random weights from a fixed seed.
 
 usage: nk_onnx_gen.py DIR   writes DIR/NAME.onnx and DIR/cases.json ({name: input shape})
@@ -144,7 +144,10 @@ def uib():
     y = g.node("Relu", [g.bn(g.conv(y, 8, 16, 1, pads=[0] * 4, bias=False), 16)])
     y = g.node("Relu", [g.bn(g.conv(y, 16, 16, 3, group=16, bias=False), 16)])
     y = g.bn(g.conv(y, 16, 8, 1, pads=[0] * 4, bias=False), 8)
-    return g, g.node("Add", [y, "x"])
+    y = g.node("GlobalAveragePool", [g.node("Add", [y, "x"])])
+    axes = g.name("axes")
+    g.inits.append(numpy_helper.from_array(np.array([2, 3], dtype=np.int64), axes))
+    return g, g.gemm(g.node("Squeeze", [y, axes]), 8, 3)      # Squeeze of [1, C, 1, 1]: a flatten
 
 
 def convnext():

@@ -593,6 +593,8 @@ static fmt_kind map_node(mapper *m, size_t i)
 		return fmt_onnx_unsupported(m, n, "ops of other domains have no .nk form");
 	if (!n->n_output || !n->output[0])
 		return fmt_fail(m->e, FMT_INVALID_FORMAT, "%s node '%s' has no output", op, fmt_onnx_node_label(n));
+	if (strcmp(op, "Squeeze") == 0 && m->s->network == NK_CNN && !m->flat && (uint64_t)m->h * m->w == 1)
+		return map_flatten(m, n);   /* [N, C, 1, 1] -> [N, C]: after a global pool */
 	if (is_layout_only(op))
 		return FMT_OK;
 	if (strcmp(op, "Transpose") == 0)
