@@ -5,6 +5,8 @@
 #include "fmt/nk.h"
 #include "unit.h"
 
+extern const uint8_t unit_nk_example[136];
+
 static void add_layer_pair(nk_spec *s, nk_spec_layer l, uint8_t wrank, const uint32_t wdims[4], const float *w,
 			   uint32_t nb, const float *b)
 {
@@ -19,18 +21,7 @@ static void add_layer_pair(nk_spec *s, nk_spec_layer l, uint8_t wrank, const uin
 
 TEST(nk_write_example_16_1)
 {
-	/* specs/nk.md §16.1: MLP 2 -> 2, W = [[1,2],[3,4]], b = [0.5, -0.5], 136 bytes */
-	static const uint8_t want[136] = {
-		0x4e, 0x4b, 0x49, 0x54, 0x03, 0, 0, 0, 0x01, 0x02, 0, 0, 0x01, 0, 0, 0,
-		0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0, 0, 0,
-		0x01, 0, 0, 0, 0x01, 0, 0, 0, 0x10, 0, 0, 0, 0x08, 0, 0, 0,
-		0x01, 0, 0, 0, 0x02, 0, 0, 0, 0, 0, 0, 0, 0x0a, 0xd7, 0x23, 0x3c,
-		0x02, 0x01, 0, 0, 0x02, 0, 0, 0, 0x02, 0, 0, 0, 0, 0, 0, 0,
-		0, 0, 0, 0, 0x04, 0, 0, 0, 0x01, 0x01, 0, 0, 0x02, 0, 0, 0,
-		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0, 0, 0,
-		0, 0, 0x80, 0x3f, 0, 0, 0, 0x40, 0, 0, 0x40, 0x40, 0, 0, 0x80, 0x40,
-		0, 0, 0, 0x3f, 0, 0, 0, 0xbf,
-	};
+	/* specs/nk.md §16.1 (test_nk.c): MLP 2 -> 2, W = [[1,2],[3,4]], b = [0.5, -0.5], 136 bytes */
 	nk_spec s = { .network = NK_MLP, .input_shape = { 1, 2 } };
 	static const float w[4] = { 1, 2, 3, 4 }, b[2] = { 0.5f, -0.5f };
 	static const uint32_t dims[4] = { 2, 2 };
@@ -39,8 +30,8 @@ TEST(nk_write_example_16_1)
 	size_t n;
 	fmt_err e;
 	CHECK_EQ_U64(fmt_nk_write_bytes(&s, &out, &n, &e), FMT_OK);
-	CHECK_EQ_U64(n, sizeof want);
-	CHECK_MEM(out, want, sizeof want);
+	CHECK_EQ_U64(n, sizeof unit_nk_example);
+	CHECK_MEM(out, unit_nk_example, sizeof unit_nk_example);
 	free(out);
 	fmt_nk_spec_free(&s);
 }
