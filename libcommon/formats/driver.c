@@ -25,6 +25,11 @@ int fmt_driver_can(const fmt_driver *d, unsigned caps)
 	return (d->caps & caps) == caps;
 }
 
+int fmt_driver_writes(const fmt_driver *d)
+{
+	return d->write || fmt_driver_can(d, FMT_CAP_NETWORK);
+}
+
 int fmt_driver_holds_dtype(const fmt_driver *d, fmt_dtype t)
 {
 	return d->holds_dtype ? d->holds_dtype(t) : fmt_dtype_get(t)->in_safetensors;

@@ -216,6 +216,38 @@ static fmt_kind open_input(fmt_model *in, const char *input, const fmt_convert_o
 	return k;
 }
 
+/* An output format that holds a whole network (FMT_CAP_NETWORK): the input's driver writes its
+ * graph as one (write_network); a model of tensors only has none to give. */
+static fmt_kind write_network(const fmt_model *in, const char *input, const char *output, const fmt_convert_opts *o,
+			      fmt_err *e)
+{
+	if (!in->driver->write_network)
+		return fmt_fail(e, FMT_UNSUPPORTED, "%s holds tensors only: a %s file is a network, made from a graph "
+				"(an ONNX model)", in->driver->title, o->to->title);
+	if (o->sign || fmt_key_opts_given(&o->key) || o->sign_secret)
+		return fmt_fail(e, FMT_USAGE, "%s files have no signatures", o->to->title);
+	fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->threads,
+			      .options = o->options };
+	fmt_sink sink;
+	fmt_kind k = o->dry_run ? FMT_OK : fmt_sink_open(&sink, output, wo.sink_flags, e);
+	if (k == FMT_OK && !o->dry_run) {
+		k = in->driver->write_network(in, o->to, &sink, &wo, e);
+		if (k == FMT_OK)
+			k = fmt_sink_commit(&sink, e);
+		else
+			fmt_sink_abort(&sink);
+	}
+	if (k == FMT_OK && o->json) {
+		json_t *j = json_pack("{s:o,s:o,s:s,s:b}", "input", fmt_json_string(input, strlen(input)), "output",
+				      fmt_json_string(output, strlen(output)), "format", o->to->name, "dry_run", o->dry_run);
+		if (j)
+			json_dumpf(j, o->out, JSON_COMPACT);
+		fputc('\n', o->out);
+		json_decref(j);
+	}
+	return k;
+}
+
 fmt_kind fmt_pipeline_run(const char *input, const char *output, const fmt_convert_opts *o, fmt_err *e)
 {
 	fmt_model in;
@@ -228,6 +260,13 @@ fmt_kind fmt_pipeline_run(const char *input, const char *output, const fmt_conve
 		k = open_input(&in, input, o, &when, e);
 	if (k != FMT_OK)
 		return k;
+	if (fmt_driver_can(o->to, FMT_CAP_NETWORK)) {
+		k = write_network(&in, input, output, o, e);
+		if (k != FMT_OK)
+			fmt_err_file(e, input);
+		fmt_model_free(&in);
+		return k;
+	}
 	/* A stream is read by one thread, front to back. */
 	int threads = fmt_model_sequential(&in) ? 1 : o->threads;
 	in.reader_threads = threads;

@@ -18,6 +18,7 @@
 	X(fmt_driver_apsim_index) \
 	X(fmt_driver_apr) \
 	X(fmt_driver_nk) \
+	X(fmt_driver_onnx) \
 	/* a new driver: one X(fmt_driver_NAME) \ line above this one */ \
 	TABLE(fmt_table_driver_ald) \
 	TABLE(fmt_table_driver_arrow) \

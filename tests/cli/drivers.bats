@@ -42,7 +42,7 @@ PY
 	printf 'not a model' >junk.bin
 	run --separate-stderr fmt-inspect junk.bin
 	assert_failure 4
-	assert_equal "$stderr" "fmt-inspect: error: junk.bin: unrecognised format (not one of: safetensors, safetensors-index, gguf, apsim, apsim-index, apr, nk, ald, arrow, arrow-stream, jsonl, csv)"
+	assert_equal "$stderr" "fmt-inspect: error: junk.bin: unrecognised format (not one of: safetensors, safetensors-index, gguf, apsim, apsim-index, apr, nk, onnx, ald, arrow, arrow-stream, jsonl, csv)"
 }
 
 @test "--to names the writable formats of the registry" {

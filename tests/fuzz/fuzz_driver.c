@@ -4,7 +4,8 @@
  * corpus input stays with the driver it was made for whatever the order of the registry.
  * A model is opened forced to the driver, then probed; what opens is verified and every tensor
  * read; a driver that writes must write what it opened, and what it wrote must open again with
- * the same tensors. An internal error (kind 70) anywhere is a finding. Set drivers look for the
+ * the same tensors; a driver that converts its graph into a network format (ONNX -> .nk) must
+ * write what that format opens. An internal error (kind 70) anywhere is a finding. Set drivers look for the
  * files an index names in a directory that does not exist, so runs never depend on the current
  * one. A table (.ald container and card, Arrow IPC stream and file and their flatbuffers,
  * encryption header and payload, licence block, CSV, JSON Lines) is opened forced to the driver;
@@ -71,6 +72,36 @@ static void write_and_reopen(const fmt_driver *d, const fmt_model *m)
 	unlink(path);
 }
 
+/* A graph the driver converts (ONNX -> .nk) into every network format: what it writes must open
+ * with that format's reader. */
+static void write_networks(const fmt_model *m)
+{
+	for (const fmt_driver *const *to = fmt_drivers(); *to; to++) {
+		if (!fmt_driver_can(*to, FMT_CAP_NETWORK))
+			continue;
+		char path[160];
+		fmt_sink k;
+		fmt_err e;
+		fmt_model back;
+		snprintf(path, sizeof path, "%s/fmtkit-fuzz-%ld-net%s", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp",
+			 (long)getpid(), (*to)->extension ? (*to)->extension : "");
+		fmt_write_opts o = { .sink_flags = FMT_SINK_FORCE, .threads = 1 };
+		if (fmt_sink_open(&k, path, FMT_SINK_FORCE, &e) != FMT_OK)
+			continue;
+		fmt_kind r = m->driver->write_network(m, *to, &k, &o, &e);
+		no_internal(r);
+		if (r != FMT_OK || fmt_sink_commit(&k, &e) != FMT_OK) {
+			if (r != FMT_OK)
+				fmt_sink_abort(&k);
+			continue;
+		}
+		if (fmt_model_open(&back, path, *to, &e) != FMT_OK)
+			abort(); /* the network written is not one its format reads */
+		fmt_model_free(&back);
+		unlink(path);
+	}
+}
+
 /* The input as a model: forced to d (and written back when d writes), or probed when d is NULL. */
 static void read_model(const fmt_driver *d, const uint8_t *data, size_t size)
 {
@@ -88,6 +119,8 @@ static void read_model(const fmt_driver *d, const uint8_t *data, size_t size)
 	read_all(&m);
 	if (d && d->write)
 		write_and_reopen(d, &m);
+	if (d && d->write_network)
+		write_networks(&m);
 	fmt_model_free(&m);
 }
 

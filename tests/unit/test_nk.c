@@ -5,8 +5,8 @@
 #include "fmt/nk.h"
 #include "unit.h"
 
-/* specs/nk.md §16.1: MLP 2 -> 2, one dense layer, 136 bytes. */
-static const uint8_t example[136] = {
+/* specs/nk.md §16.1: MLP 2 -> 2, one dense layer, 136 bytes (test_nk_write.c writes it too). */
+const uint8_t unit_nk_example[136] = {
 	0x4e, 0x4b, 0x49, 0x54, 0x03, 0, 0, 0, 0x01, 0x02, 0, 0, 0x01, 0, 0, 0,
 	0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0, 0, 0,
 	0x01, 0, 0, 0, 0x01, 0, 0, 0, 0x10, 0, 0, 0, 0x08, 0, 0, 0,
@@ -31,7 +31,7 @@ TEST(nk_example_16_1)
 	nk_model nm;
 	fmt_err e;
 	uint32_t *buf;
-	CHECK_EQ_U64(parse(&nm, example, sizeof example, &buf, &e), FMT_OK);
+	CHECK_EQ_U64(parse(&nm, unit_nk_example, sizeof unit_nk_example, &buf, &e), FMT_OK);
 	CHECK_EQ_U64(nm.version, 3);
 	CHECK_EQ_U64(nm.network, NK_MLP);
 	CHECK_EQ_U64(nm.n_layers, 1);
@@ -53,11 +53,11 @@ TEST(nk_example_16_1)
 TEST(nk_example_truncated_everywhere)
 {
 	/* every prefix of the file is refused with InvalidFormat, never accepted */
-	for (size_t n = 0; n < sizeof example; n++) {
+	for (size_t n = 0; n < sizeof unit_nk_example; n++) {
 		nk_model nm;
 		fmt_err e;
 		uint32_t *buf;
-		fmt_kind k = parse(&nm, example, n, &buf, &e);
+		fmt_kind k = parse(&nm, unit_nk_example, n, &buf, &e);
 		CHECK_EQ_U64(k, FMT_INVALID_FORMAT);
 		free(buf);
 	}

@@ -323,7 +323,7 @@ static const fmt_cli_tool tool = {
 		 "(single file or split set), Apsi checkpoints (.apsim, single or sharded) and\n"
 		 "APR (.apr, seed or aprender layout), with dtype conversion, quantization and\n"
 		 "compression; or a dataset between CSV, JSON Lines, Arrow IPC (file .arrow,\n"
-		 "stream .arrows) and .ald.",
+		 "stream .arrows) and .ald; or an ONNX graph into a netkit .nk network.",
 	.options = options,
 	.footer = "OUTPUT may be - (standard output, not a terminal) with --to.\n"
 		  "Exit status: 0 ok, 2 usage, 3 I/O error, 4 invalid input (or NaN/Inf to quantize, or\n"

@@ -50,7 +50,7 @@ static const fmt_driver *output_driver(const char *output, int *force_set)
 	static const char index_suffix[] = ".index.json";
 	const fmt_driver *d = fmt_driver_by_extension(output);
 	size_t n = strlen(output), s = sizeof index_suffix - 1;
-	if (d && d->write)
+	if (d && fmt_driver_writes(d))
 		return d;
 	if (n <= s || strcmp(output + n - s, index_suffix) != 0)
 		return NULL;
@@ -109,7 +109,7 @@ static const char *model_target(convert_args *a, const char *output)
 		return a->msg;
 	}
 	o->to = a->to_name ? fmt_driver_by_name(a->to_name) : output_driver(output, &o->force_set);
-	if (!o->to || !o->to->write) {
+	if (!o->to || !fmt_driver_writes(o->to)) {
 		char names[512];
 		if (!a->to_name)
 			return "cannot tell the output format from its name; use --to";

@@ -6,6 +6,7 @@
 #include "fmt/nk.h"
 #include "fmt/out.h"
 #include "fmt/registry.h"
+#include "fmt/drvopt.h"
 
 static int nk_probe(const uint8_t *head, size_t n, uint64_t file_size)
 {
@@ -115,11 +116,47 @@ const nk_model *fmt_nk_model_of(const fmt_model *m)
 	return m->driver && m->driver->text_summary == nk_text_summary ? m->format_state : NULL;
 }
 
+/* ---- the writer's options (a network comes from another format's write_network) ---- */
+
+static int parse_flag_no_fuse(void *values, const char *arg, fmt_err *e)
+{
+	(void)arg;
+	(void)e;
+	((nk_write_opts *)values)->no_fuse = 1;
+	return FMT_DRVOPT_GIVEN;
+}
+
+static int parse_flag_no_optimize(void *values, const char *arg, fmt_err *e)
+{
+	(void)arg;
+	(void)e;
+	((nk_write_opts *)values)->no_optimize = 1;
+	return FMT_DRVOPT_GIVEN;
+}
+
+static const fmt_drvopt nk_option_list[] = {
+	{ "no-fuse", NULL, "keep residual blocks as their primitive layers: no ResNet, UIB or\n"
+	  "ConvNeXt V2 block is made (a graph with a residual Add is then refused)", FMT_DRVOPT_WRITE,
+	  .parse = parse_flag_no_fuse },
+	{ "no-optimize", NULL, "no packager passes (identity batch norms, batch norm folding,\n"
+	  "merging of linear dense layers)", FMT_DRVOPT_WRITE, .parse = parse_flag_no_optimize },
+	{ .name = NULL }
+};
+
+static const fmt_drvopts nk_options = { .list = nk_option_list, .size = sizeof(nk_write_opts) };
+
+nk_write_opts fmt_nk_write_opts(const fmt_drvopt_sets *s)
+{
+	const nk_write_opts *o = fmt_drvopt_values(s, &nk_options);
+	return o ? *o : (nk_write_opts){ 0 };
+}
+
 const fmt_driver fmt_driver_nk = {
 	.name = "nk",
 	.extension = ".nk",
 	.title = ".nk",
-	.caps = FMT_CAP_ENCODED,
+	.caps = FMT_CAP_ENCODED | FMT_CAP_NETWORK,
+	.options = &nk_options,
 	.probe = nk_probe,
 	.open = nk_open,
 	.close = nk_close,

@@ -670,8 +670,7 @@ static fmt_kind layer_convnext(graph *g, nk_layer *l, const uint8_t *b)
 	return FMT_OK;
 }
 
-/* timm's make_divisible(v, 8) in float32 (§11.9). */
-static uint32_t make_divisible8(float v)
+uint32_t fmt_nk_make_divisible8(float v)
 {
 	long r = (long)(v + 4.0f) / 8 * 8;
 	if (r < 8)
@@ -720,7 +719,7 @@ static fmt_kind layer_uib(graph *g, nk_layer *l, const uint8_t *b)
 		return GFAIL(g, "expand ratio %g", (double)l->expand_ratio);
 	if (l->out_ch == 0 || l->uib_stride == 0)
 		return GFAIL(g, "zero out_channels or stride");
-	l->expanded = make_divisible8(v);
+	l->expanded = fmt_nk_make_divisible8(v);
 	int bn = !g->nm->quantized;
 	nk_shape in = g->cur;
 	l->start_stride = (l->start_dw == 0 || (l->middle_down && l->middle_dw > 0)) ? 1 : l->uib_stride;

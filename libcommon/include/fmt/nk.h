@@ -175,7 +175,76 @@ extern const struct fmt_driver fmt_driver_nk;
 /* The parsed structure behind a model opened by the "nk" driver, NULL for other formats. */
 const nk_model *fmt_nk_model_of(const struct fmt_model *m);
 
+/* timm's make_divisible(v, 8) in float32 (§11.9): a UIB's expanded width. */
+uint32_t fmt_nk_make_divisible8(float v);
+
 /* Reads of unaligned little-endian float32 / int32 (test case data, per-channel scales). */
 float fmt_nk_rd_f32(const uint8_t *p);
+
+/* ---- writing (nk_write.c): a float (v3) network built layer by layer, then serialised as
+ * upstream's writer lays it out (§2-§5, §9); nk_optimize.c rewrites one as upstream's
+ * packager does ---- */
+
+/* One layer to write: the fields of its record (§4); pads are top/left/bottom/right. */
+typedef struct nk_spec_layer {
+	uint8_t kind, act;
+	float alpha;             /* leaky slope; 0.01 when unused, as upstream writes */
+	uint32_t kh, kw, stride; /* conv2d (kh = kw), depthwise, pools */
+	uint32_t pad_t, pad_l, pad_b, pad_r;
+	uint32_t units;          /* dense units, conv2d filters, depthwise/BN/LN/ConvNeXt channels */
+	float eps;               /* LN, ConvNeXt */
+	uint32_t in_ch, out_ch;  /* UIB, ResNet */
+	uint8_t start_dw, middle_dw, uib_stride, middle_down;
+	float expand_ratio;
+	uint32_t first_pair, n_pairs;
+} nk_spec_layer;
+
+/* A float32 tensor of a pair, owned by the spec. */
+typedef struct nk_spec_tensor {
+	uint8_t rank;
+	uint32_t dims[4];
+	uint32_t count;
+	float *data;
+} nk_spec_tensor;
+
+typedef struct nk_spec {
+	uint8_t network;         /* NK_MLP or NK_CNN */
+	uint32_t input_shape[3]; /* MLP [batch, features]; CNN [H, W, C] */
+	nk_spec_layer *layers;
+	uint32_t n_layers, cap_layers;
+	nk_spec_tensor *weights, *biases;   /* parallel: pair k */
+	uint32_t n_pairs, cap_pairs;
+} nk_spec;
+
+/* Append a layer (copied; first_pair is set to the next pair) and a pair to the last layer
+ * (the tensors' data is taken: freed with the spec, also on failure). */
+fmt_kind fmt_nk_spec_add_layer(nk_spec *s, const nk_spec_layer *l, fmt_err *e);
+fmt_kind fmt_nk_spec_add_pair(nk_spec *s, nk_spec_tensor *w, nk_spec_tensor *b, fmt_err *e);
+/* A tensor of rank dims (0-terminated when fewer than 4) with its data, or NULL data on
+ * overflow / no memory (zero-filled). */
+nk_spec_tensor fmt_nk_spec_tensor(uint8_t rank, const uint32_t dims[4]);
+void fmt_nk_spec_free(nk_spec *s);
+void fmt_nk_spec_remove_layer(nk_spec *s, uint32_t index);   /* and its pairs */
+
+/* The .nk bytes of s, no tests section: *out malloc'd. InvalidFormat when a field does not fit
+ * its record (a pad over 255, an asymmetric pad over 15 more than its side, a count over the
+ * format's limits). */
+fmt_kind fmt_nk_write_bytes(const nk_spec *s, uint8_t **out, size_t *n, fmt_err *e);
+
+/* Upstream's packager passes (nk_optimize.py), on a spec without composite blocks: identity
+ * batch norms removed, a batch norm after a conv2d folded into it, one before flatten + dense
+ * folded into the dense, two dense layers with no activation between merged. */
+fmt_kind fmt_nk_optimize(nk_spec *s, fmt_err *e);
+/* A per-output-channel scale and shift folded into a layer's pair (out channels, w's rows):
+ * w *= scale, b = b * scale + shift, in float32 as numpy (two roundings). */
+void fmt_nk_fold_scale(nk_spec_tensor *w, nk_spec_tensor *b, uint32_t out, const float *scale, const float *shift);
+
+/* The .nk writer's options (fmt-convert --no-fuse, --no-optimize), declared by the nk driver. */
+typedef struct nk_write_opts {
+	int no_fuse, no_optimize;
+} nk_write_opts;
+struct fmt_drvopt_sets;
+/* The values given on the command line, or the defaults (s may be NULL). */
+nk_write_opts fmt_nk_write_opts(const struct fmt_drvopt_sets *s);
 
 #endif

@@ -63,6 +63,8 @@ enum {
 					 * against keys.trusted */
 	FMT_CAP_ED25519_SIGN = 1u << 6, /* ... and write and sign_in_place make them with
 					 * keys.ed25519_secret */
+	FMT_CAP_NETWORK = 1u << 7,      /* a whole network (layers and their weights), written only
+					 * from a model whose driver has write_network (.nk from ONNX) */
 };
 
 /* The metadata key prefix under which formats without native units keep them. */
@@ -171,6 +173,12 @@ typedef struct fmt_driver {
 	 * kept its offset (only the header changed), 1 when it had to move. NULL: not offered. */
 	fmt_kind (*edit_meta)(const fmt_model *m, const fmt_meta *meta, size_t n_meta, int *data_moved,
 			      fmt_err *e);
+	/* ---- networks ---- */
+	/* Write the network graph m holds as a file of to (a driver with FMT_CAP_NETWORK), o->options
+	 * carrying to's options; Unsupported when this driver cannot make that format. NULL: m holds
+	 * tensors only. */
+	fmt_kind (*write_network)(const fmt_model *m, const struct fmt_driver *to, fmt_sink *k,
+				  const fmt_write_opts *o, fmt_err *e);
 } fmt_driver;
 
 /* One embedded regression test case of a file, as its format's runtime checked it
@@ -198,6 +206,8 @@ fmt_kind fmt_model_run_tests(const fmt_model *m, uint64_t max_work, fmt_test_cas
 /* Capability questions (the answers of d's fields, with their defaults). */
 int fmt_driver_can(const fmt_driver *d, unsigned caps);   /* every cap in caps */
 int fmt_driver_holds_dtype(const fmt_driver *d, fmt_dtype t);
+/* 1 when d makes files: a writer of tensors, or of networks (FMT_CAP_NETWORK). */
+int fmt_driver_writes(const fmt_driver *d);
 /* The first driver in registry order with every cap in caps and a writer, or NULL: whom a
  * message names when an option needs such a format. */
 const fmt_driver *fmt_driver_with(unsigned caps);
