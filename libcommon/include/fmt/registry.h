@@ -101,6 +101,15 @@ typedef struct fmt_driver {
 	 * NULL: want. */
 	fmt_dtype (*choose_dtype)(const fmt_tensor *t, fmt_dtype want, const char **why);
 	const char *default_dtype;    /* --dtype when none is given ("f16"); NULL: keep */
+	/* Per-tensor dtypes by the format's own rules (GGUF: llama-quantize's presets, Q4_K_M...,
+	 * and its --tensor-type... options), asked once per conversion before the planner's rules:
+	 * name is --dtype as given (NULL: none), options the driver's option values
+	 * (fmt_drvopt_values; NULL: none given), meta the metadata the output will carry. *mix =
+	 * NULL: no mix is asked (the planner's rules apply); otherwise *mix names it (derive_meta
+	 * gets it), types[i] is m->tensors[i]'s dtype (FMT_DT_INVALID: kept as it is) and why[i] a
+	 * note or NULL. NULL hook: the format has none. */
+	fmt_kind (*mix_dtypes)(const fmt_model *m, const fmt_model *meta, const char *name, const void *options,
+			       fmt_dtype *types, const char **why, const char **mix, fmt_err *e);
 	int compresses;               /* the writer compresses tensor data (fmt_write_opts.codec) */
 	/* Reads a sequential source (a pipe, fmt/io.h) front to back: open reads header, metadata
 	 * and index only; tensors are read in file order (fmt_tensor.seq_pos) and verify, called
@@ -143,8 +152,9 @@ typedef struct fmt_driver {
 	/* ---- metadata the format derives from the tensors ---- */
 	/* Set those keys in out's metadata from its tensors (GGUF: general.file_type, general.
 	 * quantization_version); requested is the dtype the user asked for, FMT_DT_INVALID when
-	 * the tensors keep theirs. Converters call it before applying the user's keys. NULL: none. */
-	fmt_kind (*derive_meta)(fmt_model *out, fmt_dtype requested, fmt_err *e);
+	 * the tensors keep theirs; mix the name mix_dtypes gave, or NULL. Converters call it before
+	 * applying the user's keys. NULL: none. */
+	fmt_kind (*derive_meta)(fmt_model *out, fmt_dtype requested, const char *mix, fmt_err *e);
 	/* The keys derive_meta sets, NULL-terminated (or NULL): converters drop them when the
 	 * output is in another format, where they would describe tensors that are not there. */
 	const char *const *derived_keys;
