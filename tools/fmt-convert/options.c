@@ -37,15 +37,6 @@ static const fmt_cli_value dtypes[] = {
 	{ "fp6", "FP6 E3M2 codes" },
 	{ "fp4", "FP4 E2M1 codes" },
 	{ "keep", "keep each tensor's dtype" },
-	{ "Q2_K", "llama-quantize's preset (GGUF): a type per tensor" },
-	{ "Q3_K_S", "llama-quantize's preset" },
-	{ "Q3_K_M", "llama-quantize's preset" },
-	{ "Q3_K_L", "llama-quantize's preset" },
-	{ "Q4_K_S", "llama-quantize's preset" },
-	{ "Q4_K_M", "llama-quantize's preset" },
-	{ "Q5_K_S", "llama-quantize's preset" },
-	{ "Q5_K_M", "llama-quantize's preset" },
-	{ "Q6_K", "llama-quantize's preset" },
 	{ NULL, NULL }
 };
 
@@ -55,8 +46,7 @@ static const fmt_cli_option own_options[] = {
 	{ FMT_CLI_OPT("dtype", OPT_DTYPE, "TYPE", "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k,\n"
 		      "q4_k, q5_k, q6_k, iq4_nl, iq4_xs (GGUF; any case), int8,\n"
 		      "int4, fp8, fp6, fp4 (.apsim compressed tensors) or keep\n"
-		      "(default: f16 for GGUF, keep otherwise); GGUF also takes\n"
-		      "llama-quantize's presets (Q4_K_M, Q5_K_S, ..., Q8_0)"),
+		      "(default: f16 for GGUF, keep otherwise)"),
 	  .complete = FMT_COMPLETE_WORDS, .values = dtypes },
 	{ FMT_CLI_OPT("compression", 'c', "CODEC", "what the output format offers: .apr (seed layout, one frame\n"
 		      "per tensor; default none): none, lz4[:1-12], zstd[:1-19],\n"
