@@ -23,7 +23,7 @@ typedef struct target {
 	const char *default_dtype;           /* --dtype when none is given, NULL: keep */
 	fmt_dtype (*choose_dtype)(const fmt_tensor *t, fmt_dtype want, const char **why);
 	fmt_kind (*mix_dtypes)(const fmt_model *m, const fmt_model *meta, const char *name, const void *options,
-			       fmt_dtype *types, const char **why, const char **mix, fmt_err *e);
+			       fmt_mix_entry *entries, const char **mix, fmt_err *e);
 	const fmt_drvopts *options;          /* the options the driver declares */
 } target;
 
@@ -278,7 +278,8 @@ static fmt_kind quantize_allowed(const fmt_tensor *t, fmt_dtype to, const fmt_co
 /* A tensor that becomes dtype to: refused when it cannot (or may not) become it, widened or
  * saturated where --overflow says so. */
 static fmt_kind add_as(convert_plan *p, const fmt_model *in, const fmt_tensor *t, fmt_dtype to,
-		       const fmt_convert_opts *o, fmt_pool *pool, plan_entry *pe, fmt_err *e)
+		       const fmt_mix_entry *weighted, const fmt_convert_opts *o, fmt_pool *pool, plan_entry *pe,
+		       fmt_err *e)
 {
 	const fmt_dtype_info *d = fmt_dtype_get(t->dtype);
 	if (to != t->dtype && !fmt_retype_possible(t->dtype, to))
@@ -295,6 +296,9 @@ static fmt_kind add_as(convert_plan *p, const fmt_model *in, const fmt_tensor *t
 			return k;
 	}
 	set_names(pe, d->name, fmt_dtype_name(to));
+	if (weighted && weighted->weights && to == weighted->type)
+		return fmt_model_add_retyped_weighted(&p->out, in, t, t->name, to, weighted->weights,
+						      weighted->rows_per_set, pool, e);
 	return fmt_model_add_retyped_mode(&p->out, in, t, t->name, to, o->overflow, pool, e);
 }
 
@@ -335,17 +339,16 @@ static fmt_kind add_plain(convert_plan *p, const fmt_model *in, const fmt_tensor
 		return fmt_model_add_from_ggml(&p->out, in, t, pool, e);
 	}
 	fmt_dtype want = w.defaulted && is_block(t->dtype) ? FMT_DT_INVALID : w.plain;
-	return add_as(p, in, t, float_target(t, want, tg, &pe->why), o, pool, pe, e);
+	return add_as(p, in, t, float_target(t, want, tg, &pe->why), NULL, o, pool, pe, e);
 }
 
 /* A tensor of a mix (the target's per-tensor rules): the dtype chosen, or its own kept. */
-static fmt_kind add_mixed(convert_plan *p, const fmt_model *in, const fmt_tensor *t, fmt_dtype chosen,
-			  const char *why, const target *tg, const fmt_convert_opts *o, fmt_pool *pool,
-			  plan_entry *pe, fmt_err *e)
+static fmt_kind add_mixed(convert_plan *p, const fmt_model *in, const fmt_tensor *t, const fmt_mix_entry *me,
+			  const target *tg, const fmt_convert_opts *o, fmt_pool *pool, plan_entry *pe, fmt_err *e)
 {
-	fmt_dtype to = chosen != FMT_DT_INVALID ? chosen : holds(tg, t->dtype) ? t->dtype : FMT_DT_F32;
-	pe->why = why;
-	return add_as(p, in, t, to, o, pool, pe, e);
+	fmt_dtype to = me->type != FMT_DT_INVALID ? me->type : holds(tg, t->dtype) ? t->dtype : FMT_DT_F32;
+	pe->why = me->weights ? "importance weights" : me->why;
+	return add_as(p, in, t, to, me, o, pool, pe, e);
 }
 
 /* A compressed tensor kept as it is (.apsim to .apsim) or mapped losslessly onto a ggml block
@@ -505,14 +508,12 @@ static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const fmt_c
 
 typedef struct mix {
 	const char *name;        /* NULL: no mix */
-	fmt_dtype *types;        /* per input tensor; FMT_DT_INVALID: kept */
-	const char **why;
+	fmt_mix_entry *entries;  /* per input tensor */
 } mix;
 
 static void mix_free(mix *mx)
 {
-	free(mx->types);
-	free(mx->why);
+	free(mx->entries);
 	memset(mx, 0, sizeof *mx);
 }
 
@@ -525,16 +526,14 @@ static fmt_kind plan_mix(const fmt_model *in, const fmt_convert_opts *o, const t
 	memset(mx, 0, sizeof *mx);
 	if (!tg->mix_dtypes || (!o->dtype && !values))
 		return FMT_OK;
-	mx->types = calloc(n, sizeof *mx->types);
-	mx->why = calloc(n, sizeof *mx->why);
-	if (!mx->types || !mx->why)
+	if (!(mx->entries = calloc(n, sizeof *mx->entries)))
 		return fmt_fail(e, FMT_IO, "out of memory");
 	fmt_model_init(&meta);
 	fmt_kind k = carry_input_keys(&meta, in, tg, &dropped, e);
 	if (k == FMT_OK)
 		k = fmt_meta_apply_user(&meta, o, tg->d, e);
 	if (k == FMT_OK)
-		k = tg->mix_dtypes(in, &meta, o->dtype, values, mx->types, mx->why, &mx->name, e);
+		k = tg->mix_dtypes(in, &meta, o->dtype, values, mx->entries, &mx->name, e);
 	fmt_model_free(&meta);
 	return k;
 }
@@ -590,7 +589,7 @@ fmt_kind fmt_plan_build(convert_plan *p, const fmt_model *in, const fmt_convert_
 		size_t first = p->out.n_tensors;
 		pe->name = t->name;
 		k = q ? add_qtensor(p, in, q, w, tg, o, pool, pe, e)
-		      : mx.name ? add_mixed(p, in, t, mx.types[i], mx.why[i], tg, o, pool, pe, e)
+		      : mx.name ? add_mixed(p, in, t, &mx.entries[i], tg, o, pool, pe, e)
 				: add_plain(p, in, t, w, tg, o, pool, pe, e);
 		for (size_t j = first; k == FMT_OK && j < p->out.n_tensors; j++)
 			p->out.tensors[j].seq_pos = t->seq_pos;   /* made from t: read when t is */

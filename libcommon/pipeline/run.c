@@ -224,10 +224,15 @@ fmt_kind fmt_pipeline_run(const char *input, const char *output, const fmt_conve
 	verify_when when = VERIFY_BEFORE;
 	memset(&plan, 0, sizeof plan);
 	fmt_kind k = fmt_check_distinct(input, output, e);
+	if (k == FMT_OK && o->options)   /* what the drivers' options name (GGUF: --imatrix) */
+		k = fmt_drvopt_load(o->options, e);
 	if (k == FMT_OK)
 		k = open_input(&in, input, o, &when, e);
-	if (k != FMT_OK)
+	if (k != FMT_OK) {
+		if (o->options)
+			fmt_drvopt_unload(o->options);
 		return k;
+	}
 	/* A stream is read by one thread, front to back. */
 	int threads = fmt_model_sequential(&in) ? 1 : o->threads;
 	in.reader_threads = threads;
@@ -259,5 +264,7 @@ fmt_kind fmt_pipeline_run(const char *input, const char *output, const fmt_conve
 	fmt_plan_free(&plan);
 	fmt_pool_destroy(pool);
 	fmt_model_free(&in);
+	if (o->options)
+		fmt_drvopt_unload(o->options);
 	return k;
 }

@@ -64,7 +64,8 @@ static int is_dtype_name(const preset *p)
 
 int fmt_gguf_quant_opts_given(const fmt_gguf_quant_opts *q)
 {
-	return q && (q->output_type || q->embd_type || q->leave_output || q->pure || q->n_patterns);
+	return q && (q->output_type || q->embd_type || q->leave_output || q->pure || q->n_patterns ||
+		     q->imatrix_file || q->n_include || q->n_exclude);
 }
 
 /* ---- the model: roles and hyperparameters ---- */
@@ -431,7 +432,30 @@ static fmt_kind compile_patterns(rules *r, fmt_err *e)
 	return FMT_OK;
 }
 
-static fmt_kind plan_all(rules *r, const fmt_model *m, fmt_dtype *types, const char **why, fmt_err *e)
+/* The imatrix entry of a tensor quantized to type, as llama-quantize looks it up: by name; an
+ * entry of another size than a row times the experts is an error (token_embd's is ignored). */
+static fmt_kind weights_of(const rules *r, const fmt_tensor *t, fmt_mix_entry *me, fmt_err *e)
+{
+	const fmt_gguf_imatrix_entry *w = fmt_gguf_imatrix_find(r->o->imatrix, t->name);
+	if (!w || me->type == FMT_DT_INVALID || me->type == t->dtype || fmt_dtype_get(me->type)->block_elems == 1)
+		return FMT_OK;
+	if (w->n != ne(t, 0) * ne(t, 2)) {
+		if (is_token_embd(t->name))
+			return FMT_OK;
+		return fmt_fail(e, FMT_INVALID_FORMAT, "--imatrix: entry '%s' holds %llu values; the tensor's rows "
+				"need %llu", t->name, (unsigned long long)w->n,
+				(unsigned long long)(ne(t, 0) * ne(t, 2)));
+	}
+	if (!fmt_quantize_weighted_supported(me->type))
+		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': quantizing to %s with an importance matrix is not "
+				"implemented (Q8_0, Q4_0, Q5_0, Q6_K, IQ4_NL and IQ4_XS are)", t->name,
+				fmt_dtype_name(me->type));
+	me->weights = w->values;
+	me->rows_per_set = ne(t, 1);
+	return FMT_OK;
+}
+
+static fmt_kind plan_all(rules *r, const fmt_model *m, fmt_mix_entry *entries, fmt_err *e)
 {
 	size_t *order = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *order);
 	if (!order)
@@ -446,14 +470,18 @@ static fmt_kind plan_all(rules *r, const fmt_model *m, fmt_dtype *types, const c
 	sort_model = m;
 	qsort(order, m->n_tensors, sizeof *order, by_layer_then_name);
 	fmt_kind k = FMT_OK;
-	for (size_t i = 0; i < m->n_tensors && k == FMT_OK; i++)
-		k = tensor_type(r, &m->tensors[order[i]], &types[order[i]], &why[order[i]], e);
+	for (size_t i = 0; i < m->n_tensors && k == FMT_OK; i++) {
+		fmt_mix_entry *me = &entries[order[i]];
+		k = tensor_type(r, &m->tensors[order[i]], &me->type, &me->why, e);
+		if (k == FMT_OK && r->has_imatrix)
+			k = weights_of(r, &m->tensors[order[i]], me, e);
+	}
 	free(order);
 	return k;
 }
 
 fmt_kind fmt_gguf_mix_dtypes(const fmt_model *m, const fmt_model *meta, const char *name, const void *options,
-			     fmt_dtype *types, const char **why, const char **mix, fmt_err *e)
+			     fmt_mix_entry *entries, const char **mix, fmt_err *e)
 {
 	static const fmt_gguf_quant_opts none;
 	const fmt_gguf_quant_opts *o = options ? options : &none;
@@ -472,6 +500,7 @@ fmt_kind fmt_gguf_mix_dtypes(const fmt_model *m, const fmt_model *meta, const ch
 		return fmt_fail(e, FMT_IO, "out of memory");
 	r->o = o;
 	r->p = p;
+	r->has_imatrix = o->imatrix && o->imatrix->n > 0;
 	fmt_kind k = read_hparams(meta, asked, &r->hp, e);
 	if (k != FMT_OK && is_dtype_name(p) && !fmt_gguf_quant_opts_given(o)) {
 		k = FMT_OK;   /* not a llama.cpp model: the dtype for every tensor */
@@ -479,7 +508,7 @@ fmt_kind fmt_gguf_mix_dtypes(const fmt_model *m, const fmt_model *meta, const ch
 		if (k == FMT_OK)
 			k = compile_patterns(r, e);
 		if (k == FMT_OK)
-			k = plan_all(r, m, types, why, e);
+			k = plan_all(r, m, entries, e);
 		if (k == FMT_OK)
 			*mix = p->name;
 	}
@@ -552,6 +581,65 @@ static int parse_leave_output(void *v, const char *arg, fmt_err *e)
 	return FMT_DRVOPT_GIVEN;
 }
 
+static int parse_imatrix(void *v, const char *arg, fmt_err *e)
+{
+	(void)e;
+	((fmt_gguf_quant_opts *)v)->imatrix_file = arg;
+	return FMT_DRVOPT_GIVEN;
+}
+
+static int push_name(const char *option, const char **list, size_t *n, const char *arg, fmt_err *e)
+{
+	if (*n == FMT_GGUF_MAX_TENSOR_TYPES)
+		return fmt_fail(e, FMT_USAGE, "--%s: at most %d names", option, FMT_GGUF_MAX_TENSOR_TYPES), -1;
+	list[(*n)++] = arg;
+	return FMT_DRVOPT_GIVEN;
+}
+
+static int parse_include(void *v, const char *arg, fmt_err *e)
+{
+	fmt_gguf_quant_opts *o = v;
+	return push_name("include-weights", o->include, &o->n_include, arg, e);
+}
+
+static int parse_exclude(void *v, const char *arg, fmt_err *e)
+{
+	fmt_gguf_quant_opts *o = v;
+	return push_name("exclude-weights", o->exclude, &o->n_exclude, arg, e);
+}
+
+static fmt_kind load_quant_opts(void *v, fmt_err *e)
+{
+	fmt_gguf_quant_opts *o = v;
+	if (o->n_include && o->n_exclude)
+		return fmt_fail(e, FMT_USAGE, "--include-weights and --exclude-weights cannot be used together");
+	if ((o->n_include || o->n_exclude) && !o->imatrix_file)
+		return fmt_fail(e, FMT_USAGE, "--%s-weights chooses entries of --imatrix FILE, which is not given",
+				o->n_include ? "include" : "exclude");
+	if (!o->imatrix_file || o->imatrix)
+		return FMT_OK;
+	fmt_gguf_imatrix *im = malloc(sizeof *im);
+	if (!im)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	fmt_kind k = fmt_gguf_imatrix_load(im, o->imatrix_file, o, e);
+	if (k != FMT_OK) {
+		free(im);
+		return k;
+	}
+	o->imatrix = im;
+	return FMT_OK;
+}
+
+static void free_quant_opts(void *v)
+{
+	fmt_gguf_quant_opts *o = v;
+	if (o->imatrix) {
+		fmt_gguf_imatrix_free(o->imatrix);
+		free(o->imatrix);
+		o->imatrix = NULL;
+	}
+}
+
 static int parse_pure(void *v, const char *arg, fmt_err *e)
 {
 	(void)arg;
@@ -574,7 +662,14 @@ static const fmt_drvopt quant_option_list[] = {
 	  .parse = parse_leave_output },
 	{ "pure", NULL, "... every quantized tensor of the preset's one type (no mixture)", FMT_DRVOPT_WRITE,
 	  FMT_DRVOPT_FREE, .parse = parse_pure },
+	{ "imatrix", "FILE", "... an importance matrix (llama-imatrix's GGUF or legacy .dat)\n"
+	  "weighting the quantizers", FMT_DRVOPT_WRITE, FMT_DRVOPT_FILE, .parse = parse_imatrix },
+	{ "include-weights", "NAME", "... use only the --imatrix entries whose name holds NAME\n"
+	  "(repeatable)", FMT_DRVOPT_WRITE, FMT_DRVOPT_FREE, .parse = parse_include, .flags = FMT_DRVOPT_REPEAT },
+	{ "exclude-weights", "NAME", "... leave out the --imatrix entries whose name holds NAME\n"
+	  "(repeatable)", FMT_DRVOPT_WRITE, FMT_DRVOPT_FREE, .parse = parse_exclude, .flags = FMT_DRVOPT_REPEAT },
 	{ .name = NULL }
 };
 
-const fmt_drvopts fmt_gguf_quant_options = { .list = quant_option_list, .size = sizeof(fmt_gguf_quant_opts) };
+const fmt_drvopts fmt_gguf_quant_options = { .list = quant_option_list, .size = sizeof(fmt_gguf_quant_opts),
+					     .load = load_quant_opts, .free = free_quant_opts };

@@ -103,7 +103,34 @@ typedef struct fmt_gguf_quant_opts {
 	size_t n_patterns;           /* --tensor-type PATTERN=TYPE, in the order given */
 	char pattern[FMT_GGUF_MAX_TENSOR_TYPES][128];
 	fmt_dtype pattern_type[FMT_GGUF_MAX_TENSOR_TYPES];
+	const char *imatrix_file;    /* --imatrix FILE */
+	const char *include[FMT_GGUF_MAX_TENSOR_TYPES];  /* --include-weights NAME */
+	const char *exclude[FMT_GGUF_MAX_TENSOR_TYPES];  /* --exclude-weights NAME */
+	size_t n_include, n_exclude;
+	struct fmt_gguf_imatrix *imatrix;  /* what --imatrix holds, once loaded */
 } fmt_gguf_quant_opts;
+
+/* One entry of an importance matrix: a tensor's weights, n = its row's elements times its
+ * experts. */
+typedef struct fmt_gguf_imatrix_entry {
+	char *name;
+	float *values;
+	uint64_t n;
+} fmt_gguf_imatrix_entry;
+
+typedef struct fmt_gguf_imatrix {
+	fmt_gguf_imatrix_entry *entries;
+	size_t n;
+	int legacy;                  /* from a .dat file */
+	int64_t chunks;              /* chunks it was computed on (0: not said) */
+} fmt_gguf_imatrix;
+
+/* Read the importance matrix at path (GGUF or legacy .dat, gguf_imatrix.c), keeping the
+ * entries o's --include-weights / --exclude-weights select. InvalidFormat (naming the file)
+ * for a malformed file or a non-finite value. */
+fmt_kind fmt_gguf_imatrix_load(fmt_gguf_imatrix *im, const char *path, const fmt_gguf_quant_opts *o, fmt_err *e);
+void fmt_gguf_imatrix_free(fmt_gguf_imatrix *im);
+const fmt_gguf_imatrix_entry *fmt_gguf_imatrix_find(const fmt_gguf_imatrix *im, const char *name);
 
 extern const fmt_drvopts fmt_gguf_quant_options;
 
@@ -122,7 +149,7 @@ int fmt_gguf_preset_ftype(const char *name, uint32_t *ftype);
  * (*mix NULL: that dtype for every tensor); the other presets and the options need them
  * (UsageError). Types: FMT_DT_INVALID for a tensor llama-quantize leaves as it is. */
 fmt_kind fmt_gguf_mix_dtypes(const fmt_model *m, const fmt_model *meta, const char *name, const void *options,
-			     fmt_dtype *types, const char **why, const char **mix, fmt_err *e);
+			     fmt_mix_entry *entries, const char **mix, fmt_err *e);
 
 /* The two keys above, NULL-terminated (the driver's derived_keys). */
 extern const char *const fmt_gguf_derived_keys[];

@@ -68,6 +68,16 @@ enum {
 /* The metadata key prefix under which formats without native units keep them. */
 #define FMT_UNITS_META_PREFIX "apsi.units."
 
+/* What a format's mix (fmt_driver.mix_dtypes) makes of one tensor. */
+typedef struct fmt_mix_entry {
+	fmt_dtype type;          /* FMT_DT_INVALID: kept as it is */
+	const char *why;         /* a note for the plan, or NULL */
+	const float *weights;    /* importance weights to quantize it with (a row's count of floats
+				  * per set of rows_per_set rows), or NULL; they live as long as the
+				  * driver's option values */
+	uint64_t rows_per_set;
+} fmt_mix_entry;
+
 typedef struct fmt_driver {
 	const char *name;             /* "safetensors", "gguf", ... as shown to users */
 	const char *extension;        /* ".safetensors": the output extension it answers to */
@@ -106,10 +116,9 @@ typedef struct fmt_driver {
 	 * name is --dtype as given (NULL: none), options the driver's option values
 	 * (fmt_drvopt_values; NULL: none given), meta the metadata the output will carry. *mix =
 	 * NULL: no mix is asked (the planner's rules apply); otherwise *mix names it (derive_meta
-	 * gets it), types[i] is m->tensors[i]'s dtype (FMT_DT_INVALID: kept as it is) and why[i] a
-	 * note or NULL. NULL hook: the format has none. */
+	 * gets it) and entries[i] says what m->tensors[i] becomes. NULL hook: the format has none. */
 	fmt_kind (*mix_dtypes)(const fmt_model *m, const fmt_model *meta, const char *name, const void *options,
-			       fmt_dtype *types, const char **why, const char **mix, fmt_err *e);
+			       struct fmt_mix_entry *entries, const char **mix, fmt_err *e);
 	int compresses;               /* the writer compresses tensor data (fmt_write_opts.codec) */
 	/* Reads a sequential source (a pipe, fmt/io.h) front to back: open reads header, metadata
 	 * and index only; tensors are read in file order (fmt_tensor.seq_pos) and verify, called
