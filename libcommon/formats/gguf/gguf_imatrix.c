@@ -237,27 +237,37 @@ static void select_entries(fmt_gguf_imatrix *im, const fmt_gguf_quant_opts *o)
 	im->n = kept;
 }
 
+fmt_kind fmt_gguf_imatrix_parse(fmt_gguf_imatrix *im, const char *name, const uint8_t *data, size_t size,
+				 fmt_err *e)
+{
+	fmt_kind k;
+	memset(im, 0, sizeof *im);
+	if (size >= 4 && memcmp(data, "GGUF", 4) == 0)
+		k = load_gguf(im, name, data, size, e);
+	else
+		k = load_legacy(im, data, size, e);
+	if (k == FMT_OK)
+		k = check_finite(im, e);
+	if (k != FMT_OK)
+		fmt_gguf_imatrix_free(im);
+	return k;
+}
+
 fmt_kind fmt_gguf_imatrix_load(fmt_gguf_imatrix *im, const char *path, const fmt_gguf_quant_opts *o, fmt_err *e)
 {
 	char *data;
 	size_t size;
 	memset(im, 0, sizeof *im);
 	fmt_kind k = fmt_read_file(path, (size_t)IMATRIX_MAX_BYTES, &data, &size, e);
-	if (k != FMT_OK)
-		return k;
-	if (size >= 4 && memcmp(data, "GGUF", 4) == 0)
-		k = load_gguf(im, path, (const uint8_t *)data, size, e);
-	else
-		k = load_legacy(im, (const uint8_t *)data, size, e);
-	free(data);
-	if (k == FMT_OK)
-		k = check_finite(im, e);
-	if (k != FMT_OK) {
-		fmt_gguf_imatrix_free(im);
-		fmt_err_prefix(e, "--imatrix");
-		fmt_err_file(e, path);
-		return k;
+	if (k == FMT_OK) {
+		k = fmt_gguf_imatrix_parse(im, path, (const uint8_t *)data, size, e);
+		free(data);
+		if (k != FMT_OK) {
+			fmt_err_prefix(e, "--imatrix");
+			fmt_err_file(e, path);
+		}
 	}
-	select_entries(im, o);
-	return FMT_OK;
+	if (k == FMT_OK)
+		select_entries(im, o);
+	return k;
 }

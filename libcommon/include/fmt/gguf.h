@@ -129,6 +129,9 @@ typedef struct fmt_gguf_imatrix {
  * entries o's --include-weights / --exclude-weights select. InvalidFormat (naming the file)
  * for a malformed file or a non-finite value. */
 fmt_kind fmt_gguf_imatrix_load(fmt_gguf_imatrix *im, const char *path, const fmt_gguf_quant_opts *o, fmt_err *e);
+/* The same from bytes in memory (name for messages), without the selection. */
+fmt_kind fmt_gguf_imatrix_parse(fmt_gguf_imatrix *im, const char *name, const uint8_t *data, size_t size,
+				 fmt_err *e);
 void fmt_gguf_imatrix_free(fmt_gguf_imatrix *im);
 const fmt_gguf_imatrix_entry *fmt_gguf_imatrix_find(const fmt_gguf_imatrix *im, const char *name);
 
