@@ -22,6 +22,9 @@ typedef struct target {
 	int signatures;                      /* FMT_CAP_SIGNATURES */
 	const char *default_dtype;           /* --dtype when none is given, NULL: keep */
 	fmt_dtype (*choose_dtype)(const fmt_tensor *t, fmt_dtype want, const char **why);
+	fmt_kind (*mix_dtypes)(const fmt_model *m, const fmt_model *meta, const char *name, const void *options,
+			       fmt_mix_entry *entries, const char **mix, fmt_err *e);
+	const fmt_drvopts *options;          /* the options the driver declares */
 } target;
 
 static void profile_of(const fmt_driver *d, target *tg)
@@ -37,6 +40,8 @@ static void profile_of(const fmt_driver *d, target *tg)
 	tg->signatures = fmt_driver_can(d, FMT_CAP_SIGNATURES);
 	tg->default_dtype = d->default_dtype;
 	tg->choose_dtype = d->choose_dtype;
+	tg->mix_dtypes = d->mix_dtypes;
+	tg->options = d->options;
 }
 
 static int holds(const target *tg, fmt_dtype t)
@@ -270,6 +275,33 @@ static fmt_kind quantize_allowed(const fmt_tensor *t, fmt_dtype to, const fmt_co
 	return FMT_OK;
 }
 
+/* A tensor that becomes dtype to: refused when it cannot (or may not) become it, widened or
+ * saturated where --overflow says so. */
+static fmt_kind add_as(convert_plan *p, const fmt_model *in, const fmt_tensor *t, fmt_dtype to,
+		       const fmt_mix_entry *weighted, const fmt_convert_opts *o, fmt_pool *pool, plan_entry *pe,
+		       fmt_err *e)
+{
+	const fmt_dtype_info *d = fmt_dtype_get(t->dtype);
+	if (to != t->dtype && !fmt_retype_possible(t->dtype, to))
+		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': cannot convert %s to %s", t->name,
+				fmt_dtype_name(t->dtype), fmt_dtype_name(to));
+	fmt_kind k = quantize_allowed(t, to, o, e);
+	if (k == FMT_OK)
+		k = overflow_target(in, t, o, pe, &to, e);
+	if (k != FMT_OK)
+		return k;
+	if (is_block(t->dtype) && !is_block(to)) {
+		k = name_list_add(&p->expanded, t->name, e);
+		if (k != FMT_OK)
+			return k;
+	}
+	set_names(pe, d->name, fmt_dtype_name(to));
+	if (weighted && weighted->weights && to == weighted->type)
+		return fmt_model_add_retyped_weighted(&p->out, in, t, t->name, to, weighted->weights,
+						      weighted->rows_per_set, pool, e);
+	return fmt_model_add_retyped_mode(&p->out, in, t, t->name, to, o->overflow, pool, e);
+}
+
 static fmt_kind add_plain(convert_plan *p, const fmt_model *in, const fmt_tensor *t, wanted w,
 			  const target *tg, const fmt_convert_opts *o, fmt_pool *pool, plan_entry *pe, fmt_err *e)
 {
@@ -307,22 +339,16 @@ static fmt_kind add_plain(convert_plan *p, const fmt_model *in, const fmt_tensor
 		return fmt_model_add_from_ggml(&p->out, in, t, pool, e);
 	}
 	fmt_dtype want = w.defaulted && is_block(t->dtype) ? FMT_DT_INVALID : w.plain;
-	fmt_dtype to = float_target(t, want, tg, &pe->why);
-	if (to != t->dtype && !fmt_retype_possible(t->dtype, to))
-		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': cannot convert %s to %s", t->name,
-				fmt_dtype_name(t->dtype), fmt_dtype_name(to));
-	fmt_kind k = quantize_allowed(t, to, o, e);
-	if (k == FMT_OK)
-		k = overflow_target(in, t, o, pe, &to, e);
-	if (k != FMT_OK)
-		return k;
-	if (is_block(t->dtype) && !is_block(to)) {
-		k = name_list_add(&p->expanded, t->name, e);
-		if (k != FMT_OK)
-			return k;
-	}
-	set_names(pe, d->name, fmt_dtype_name(to));
-	return fmt_model_add_retyped_mode(&p->out, in, t, t->name, to, o->overflow, pool, e);
+	return add_as(p, in, t, float_target(t, want, tg, &pe->why), NULL, o, pool, pe, e);
+}
+
+/* A tensor of a mix (the target's per-tensor rules): the dtype chosen, or its own kept. */
+static fmt_kind add_mixed(convert_plan *p, const fmt_model *in, const fmt_tensor *t, const fmt_mix_entry *me,
+			  const target *tg, const fmt_convert_opts *o, fmt_pool *pool, plan_entry *pe, fmt_err *e)
+{
+	fmt_dtype to = me->type != FMT_DT_INVALID ? me->type : holds(tg, t->dtype) ? t->dtype : FMT_DT_F32;
+	pe->why = me->weights ? "importance weights" : me->why;
+	return add_as(p, in, t, to, me, o, pool, pe, e);
 }
 
 /* A compressed tensor kept as it is (.apsim to .apsim) or mapped losslessly onto a ggml block
@@ -446,8 +472,8 @@ static int derived_elsewhere(const char *key, const target *tg)
 
 /* Keys the target derives from the output's tensors are set after the input's keys, before
  * the user's --arch, --unset, --metadata-from, --set-from and --set (which win). */
-static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const fmt_convert_opts *o, const target *tg,
-			       wanted w, fmt_err *e)
+/* The input's keys the output carries into out; *dropped counts those the target cannot hold. */
+static fmt_kind carry_input_keys(fmt_model *out, const fmt_model *in, const target *tg, size_t *dropped, fmt_err *e)
 {
 	int typed = tg->typed_meta;
 	for (size_t i = 0; i < in->n_meta; i++) {
@@ -458,20 +484,58 @@ static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const fmt_c
 		if (derived_elsewhere(mm->key, tg))
 			continue;
 		if (!typed && mm->val.type != FMT_V_STR) {
-			p->dropped_meta++;
+			++*dropped;
 			continue;
 		}
-		fmt_kind k = fmt_model_add_meta(&p->out, mm->key, &mm->val, e);
+		fmt_kind k = fmt_model_add_meta(out, mm->key, &mm->val, e);
 		if (k != FMT_OK)
 			return k;
 	}
+	return FMT_OK;
+}
+
+static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const fmt_convert_opts *o, const target *tg,
+			       wanted w, const char *mix, fmt_err *e)
+{
+	fmt_kind k = carry_input_keys(&p->out, in, tg, &p->dropped_meta, e);
 	const fmt_driver *d = tg->d;
-	if (d->derive_meta) {
-		fmt_kind k = d->derive_meta(&p->out, w.defaulted ? FMT_DT_INVALID : w.plain, e);
-		if (k != FMT_OK)
-			return k;
-	}
-	return fmt_meta_apply_user(&p->out, o, d, e);
+	if (k == FMT_OK && d->derive_meta)
+		k = d->derive_meta(&p->out, w.defaulted ? FMT_DT_INVALID : w.plain, mix, e);
+	return k == FMT_OK ? fmt_meta_apply_user(&p->out, o, d, e) : k;
+}
+
+/* ---- a mix: the target's own per-tensor dtypes (GGUF: llama-quantize's presets) ---- */
+
+typedef struct mix {
+	const char *name;        /* NULL: no mix */
+	fmt_mix_entry *entries;  /* per input tensor */
+} mix;
+
+static void mix_free(mix *mx)
+{
+	free(mx->entries);
+	memset(mx, 0, sizeof *mx);
+}
+
+/* Asked once, with the metadata the output will carry (the input's keys and the user's). */
+static fmt_kind plan_mix(const fmt_model *in, const fmt_convert_opts *o, const target *tg, mix *mx, fmt_err *e)
+{
+	const void *values = tg->options ? fmt_drvopt_values(o->options, tg->options) : NULL;
+	size_t n = in->n_tensors ? in->n_tensors : 1, dropped = 0;
+	fmt_model meta;
+	memset(mx, 0, sizeof *mx);
+	if (!tg->mix_dtypes || (!o->dtype && !values))
+		return FMT_OK;
+	if (!(mx->entries = calloc(n, sizeof *mx->entries)))
+		return fmt_fail(e, FMT_IO, "out of memory");
+	fmt_model_init(&meta);
+	fmt_kind k = carry_input_keys(&meta, in, tg, &dropped, e);
+	if (k == FMT_OK)
+		k = fmt_meta_apply_user(&meta, o, tg->d, e);
+	if (k == FMT_OK)
+		k = tg->mix_dtypes(in, &meta, o->dtype, values, mx->entries, &mx->name, e);
+	fmt_model_free(&meta);
+	return k;
 }
 
 /* ---- the plan ---- */
@@ -488,14 +552,17 @@ fmt_kind fmt_plan_build(convert_plan *p, const fmt_model *in, const fmt_convert_
 			fmt_err *e)
 {
 	target profile, *tg = &profile;
-	wanted w;
+	wanted w = { FMT_DT_INVALID, -1, 0 };
+	mix mx;
 	memset(p, 0, sizeof *p);
 	fmt_model_init(&p->mid);
 	fmt_model_init(&p->out);
 	if (in->opaque)
 		return fmt_fail(e, FMT_UNSUPPORTED, "cannot convert: %s", in->opaque);
 	profile_of(o->to, &profile);
-	fmt_kind k = parse_wanted(o, tg, &w, e);
+	fmt_kind k = plan_mix(in, o, tg, &mx, e);
+	if (k == FMT_OK && !mx.name)
+		k = parse_wanted(o, tg, &w, e);
 	if (k == FMT_OK)
 		k = check_selection(in, o, e);
 	if (k == FMT_OK && (o->sign || fmt_key_opts_given(&o->key)) && !tg->signatures)
@@ -503,11 +570,12 @@ fmt_kind fmt_plan_build(convert_plan *p, const fmt_model *in, const fmt_convert_
 			     title_of(fmt_driver_with(FMT_CAP_SIGNATURES)), o->to->name);
 	if (k == FMT_OK)
 		k = decode_qtensors(p, in, w, tg, o, pool, e);
-	if (k != FMT_OK)
+	if (k == FMT_OK && !(p->entries = calloc(in->n_tensors ? in->n_tensors : 1, sizeof *p->entries)))
+		k = fmt_fail(e, FMT_IO, "out of memory");
+	if (k != FMT_OK) {
+		mix_free(&mx);
 		return k;
-	p->entries = calloc(in->n_tensors ? in->n_tensors : 1, sizeof *p->entries);
-	if (!p->entries)
-		return fmt_fail(e, FMT_IO, "out of memory");
+	}
 	for (size_t i = 0; i < in->n_tensors && k == FMT_OK; i++) {
 		const fmt_tensor *t = &in->tensors[i];
 		if (is_scales_of_qtensor(in, t->name))
@@ -520,7 +588,9 @@ fmt_kind fmt_plan_build(convert_plan *p, const fmt_model *in, const fmt_convert_
 		const fmt_qtensor *q = fmt_model_find_qtensor(in, t->name);
 		size_t first = p->out.n_tensors;
 		pe->name = t->name;
-		k = q ? add_qtensor(p, in, q, w, tg, o, pool, pe, e) : add_plain(p, in, t, w, tg, o, pool, pe, e);
+		k = q ? add_qtensor(p, in, q, w, tg, o, pool, pe, e)
+		      : mx.name ? add_mixed(p, in, t, &mx.entries[i], tg, o, pool, pe, e)
+				: add_plain(p, in, t, w, tg, o, pool, pe, e);
 		for (size_t j = first; k == FMT_OK && j < p->out.n_tensors; j++)
 			p->out.tensors[j].seq_pos = t->seq_pos;   /* made from t: read when t is */
 		if (k == FMT_OK)
@@ -528,7 +598,10 @@ fmt_kind fmt_plan_build(convert_plan *p, const fmt_model *in, const fmt_convert_
 		pe->bytes = bytes_since(&p->out, first);
 		p->n_entries++;
 	}
-	return k == FMT_OK ? carry_metadata(p, in, o, tg, w, e) : k;
+	if (k == FMT_OK)
+		k = carry_metadata(p, in, o, tg, w, mx.name, e);
+	mix_free(&mx);
+	return k;
 }
 
 void fmt_plan_free(convert_plan *p)

@@ -256,15 +256,22 @@ fmt_kind fmt_pipeline_run(const char *input, const char *output, const fmt_conve
 	verify_when when = VERIFY_BEFORE;
 	memset(&plan, 0, sizeof plan);
 	fmt_kind k = fmt_check_distinct(input, output, e);
+	if (k == FMT_OK && o->options)   /* what the drivers' options name (GGUF: --imatrix) */
+		k = fmt_drvopt_load(o->options, e);
 	if (k == FMT_OK)
 		k = open_input(&in, input, o, &when, e);
-	if (k != FMT_OK)
+	if (k != FMT_OK) {
+		if (o->options)
+			fmt_drvopt_unload(o->options);
 		return k;
+	}
 	if (fmt_driver_can(o->to, FMT_CAP_NETWORK)) {
 		k = write_network(&in, input, output, o, e);
 		if (k != FMT_OK)
 			fmt_err_file(e, input);
 		fmt_model_free(&in);
+		if (o->options)
+			fmt_drvopt_unload(o->options);
 		return k;
 	}
 	/* A stream is read by one thread, front to back. */
@@ -298,5 +305,7 @@ fmt_kind fmt_pipeline_run(const char *input, const char *output, const fmt_conve
 	fmt_plan_free(&plan);
 	fmt_pool_destroy(pool);
 	fmt_model_free(&in);
+	if (o->options)
+		fmt_drvopt_unload(o->options);
 	return k;
 }

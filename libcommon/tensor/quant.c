@@ -544,21 +544,29 @@ static void q4_0_block(const float *x, uint8_t *dst)
 		dst[2 + j] = (uint8_t)(codes[j] | (uint8_t)(codes[j + QK / 2] << 4));
 }
 
+/* Q5_0's 5-bit codes after its scale: the low nibbles (element j, j + 16), then the fifth bits. */
+static void pack_q5_0(const uint8_t *codes, uint8_t *dst)
+{
+	uint32_t qh = 0;
+	for (int j = 0; j < QK / 2; j++) {
+		const uint8_t c0 = codes[j], c1 = codes[j + QK / 2];
+		dst[6 + j] = (uint8_t)((c0 & 0x0F) | ((c1 & 0x0F) << 4));
+		qh |= ((c0 & 0x10u) >> 4) << j;
+		qh |= ((c1 & 0x10u) >> 4) << (j + QK / 2);
+	}
+	fmt_wr_u32(dst + 2, qh);
+}
+
 /* Q5_0: half d; u8 qh[4]; u8 qs[16]. d = max / -16, codes MIN(31, (int8)(x/d + 16.5)). */
 static void q5_0_block(const float *x, uint8_t *dst)
 {
 	const float d = first_absmax(x) / -16.0f;
 	const float id = d != 0.0f ? 1.0f / d : 0.0f;
 	fmt_wr_u16(dst, fmt_f32_to_f16(d));
-	uint32_t qh = 0;
-	for (int j = 0; j < QK / 2; j++) {
-		const uint8_t c0 = min_int8_code(x[j] * id + 16.5f, 31);
-		const uint8_t c1 = min_int8_code(x[j + QK / 2] * id + 16.5f, 31);
-		dst[6 + j] = (uint8_t)((c0 & 0x0F) | ((c1 & 0x0F) << 4));
-		qh |= ((c0 & 0x10u) >> 4) << j;
-		qh |= ((c1 & 0x10u) >> 4) << (j + QK / 2);
-	}
-	fmt_wr_u32(dst + 2, qh);
+	uint8_t codes[QK];
+	for (int j = 0; j < QK; j++)
+		codes[j] = min_int8_code(x[j] * id + 16.5f, 31);
+	pack_q5_0(codes, dst);
 }
 
 /* The smallest and largest element of a 32-element block (Q4_1, Q5_1). */
@@ -688,17 +696,10 @@ static int64_t first_bad_scale(fmt_dtype t, const uint8_t *dst, uint64_t nblocks
 	return -1;
 }
 
-fmt_kind fmt_quantize(fmt_dtype t, const float *x, uint8_t *dst, uint64_t nelems, uint64_t first_elem,
-		      fmt_err *e)
+/* llama-quantize's validation of the blocks written: no infinite or NaN F16 scale. */
+static fmt_kind check_scales(fmt_dtype t, const uint8_t *dst, uint64_t nblocks, uint64_t first_elem, fmt_err *e)
 {
-	if (!fmt_quantize_supported(t))
-		return fmt_fail(e, FMT_UNSUPPORTED, "cannot quantize to %s", fmt_dtype_name(t));
 	const fmt_dtype_info *info = fmt_dtype_get(t);
-	fmt_kind k = check_input(x, nelems, info->block_elems, e);
-	if (k != FMT_OK)
-		return k;
-	const uint64_t nblocks = nelems / info->block_elems;
-	fmt_quantize_blocks(t, x, dst, nblocks);
 	/* Q8_0 and Q4_0 keep their own overflow rule (fmt/overflow.h): the scale is written as
 	 * it comes, as before. */
 	if (t == FMT_DT_Q8_0 || t == FMT_DT_Q4_0)
@@ -710,6 +711,74 @@ fmt_kind fmt_quantize(fmt_dtype t, const float *x, uint8_t *dst, uint64_t nelems
 				(unsigned long long)(first_elem + (uint64_t)bad * info->block_elems),
 				(unsigned long long)(first_elem + (uint64_t)(bad + 1) * info->block_elems - 1), info->name);
 	return FMT_OK;
+}
+
+fmt_kind fmt_quantize(fmt_dtype t, const float *x, uint8_t *dst, uint64_t nelems, uint64_t first_elem,
+		      fmt_err *e)
+{
+	if (!fmt_quantize_supported(t))
+		return fmt_fail(e, FMT_UNSUPPORTED, "cannot quantize to %s", fmt_dtype_name(t));
+	const fmt_dtype_info *info = fmt_dtype_get(t);
+	fmt_kind k = check_input(x, nelems, info->block_elems, e);
+	if (k != FMT_OK)
+		return k;
+	const uint64_t nblocks = nelems / info->block_elems;
+	fmt_quantize_blocks(t, x, dst, nblocks);
+	return check_scales(t, dst, nblocks, first_elem, e);
+}
+
+/* Q4_0 and Q5_0 with importance weights (quantize_row_q4_0_impl, _q5_0_impl): weights
+ * qw[j] * sqrt(sigma2 + x^2), sigma2 the row's mean square; make_qx_quants finds codes and
+ * scale. */
+static void weighted_32_block(fmt_dtype t, const float *x, const float *qw, float sigma2, uint8_t *dst)
+{
+	float weight[QK];
+	int8_t L[QK];
+	for (int j = 0; j < QK; j++)
+		weight[j] = qw[j] * sqrtf(sigma2 + x[j] * x[j]);
+	const float d = fmt_make_qx_quants(QK, t == FMT_DT_Q4_0 ? 8 : 16, x, weight, L);
+	fmt_wr_u16(dst, fmt_f32_to_f16(d));
+	if (t == FMT_DT_Q5_0) {
+		pack_q5_0((const uint8_t *)L, dst);
+		return;
+	}
+	for (int j = 0; j < QK / 2; j++)
+		dst[2 + j] = (uint8_t)(L[j] | (L[j + QK / 2] << 4));
+}
+
+int fmt_quantize_weighted_supported(fmt_dtype t)
+{
+	return t == FMT_DT_Q8_0 || t == FMT_DT_Q4_0 || t == FMT_DT_Q5_0 || t == FMT_DT_Q6_K ||
+	       t == FMT_DT_IQ4_NL || t == FMT_DT_IQ4_XS;
+}
+
+fmt_kind fmt_quantize_row_weighted(fmt_dtype t, const float *x, uint8_t *dst, uint64_t row_elems, const float *qw,
+				   uint64_t first_elem, fmt_err *e)
+{
+	if (!qw)
+		return fmt_quantize(t, x, dst, row_elems, first_elem, e);
+	if (!fmt_quantize_weighted_supported(t))
+		return fmt_fail(e, FMT_UNSUPPORTED, "quantizing to %s with an importance matrix is not implemented",
+				fmt_dtype_name(t));
+	const fmt_dtype_info *info = fmt_dtype_get(t);
+	const uint64_t elems = info->block_elems, bytes = info->block_bits / 8, nblocks = row_elems / elems;
+	fmt_kind k = check_input(x, row_elems, elems, e);
+	if (k != FMT_OK)
+		return k;
+	float sum_x2 = 0;
+	for (uint64_t j = 0; j < row_elems; j++)
+		sum_x2 += x[j] * x[j];
+	const float sigma2 = sum_x2 / (float)row_elems;
+	for (uint64_t b = 0; b < nblocks; b++) {
+		const float *xb = x + b * elems, *wb = qw + b * elems;
+		if (t == FMT_DT_Q8_0)
+			q8_0_block(xb, dst + b * bytes);   /* ggml's quantize_q8_0 ignores the weights */
+		else if (t == FMT_DT_Q4_0 || t == FMT_DT_Q5_0)
+			weighted_32_block(t, xb, wb, sigma2, dst + b * bytes);
+		else
+			fmt_quantize_k_block_weighted(t, xb, wb, dst + b * bytes);
+	}
+	return check_scales(t, dst, nblocks, first_elem, e);
 }
 
 fmt_kind fmt_quantize_q8_0(const float *x, uint8_t *dst, uint64_t nelems, fmt_err *e)

@@ -14,5 +14,12 @@ void fmt_k_scale_min(const uint8_t *s, int sub, uint8_t *scale, uint8_t *min);
 
 /* One block of a K-quant or IQ4 type (Q2_K..Q6_K, IQ4_NL, IQ4_XS) from its elements. */
 void fmt_quantize_k_block(fmt_dtype t, const float *x, uint8_t *y);
+/* The same with importance weights qw (the block's columns of an imatrix; NULL: none), as
+ * quantize_row_*_impl uses them: Q6_K, IQ4_NL and IQ4_XS (the others ignore qw). */
+void fmt_quantize_k_block_weighted(fmt_dtype t, const float *x, const float *qw, uint8_t *y);
+
+/* make_qx_quants with rmse_type 1: codes L in [0, 2 nmax) of n elements and their scale,
+ * weights qw (NULL: x^2). */
+float fmt_make_qx_quants(int n, int nmax, const float *x, const float *qw, int8_t *L);
 
 #endif

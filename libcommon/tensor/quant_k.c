@@ -73,14 +73,15 @@ static int zero_group(const float *x, int n, int8_t *L, float *max)
 
 /* ---- scale searches ---- */
 
-/* make_qx_quants with rmse_type 1 (weights x^2) and no importance weights, as Q6_K uses it:
- * codes L in [0, 2 nmax) and the scale; nineteen trial scales around nmax / max. */
-static float qx_sums(int n, int nmax, const float *x, float iscale, float *sumlx_out)
+/* make_qx_quants with rmse_type 1: weights qw, or x^2 without (as Q6_K uses it without an
+ * importance matrix): codes L in [0, 2 nmax) and the scale; nineteen trial scales around
+ * nmax / max. */
+static float qx_sums(int n, int nmax, const float *x, const float *qw, float iscale, float *sumlx_out)
 {
 	float sumlx = 0, suml2 = 0;
 	for (int i = 0; i < n; ++i) {
 		const int l = clamp_int(nearest_int(iscale * x[i]), -nmax, nmax - 1);
-		const float w = x[i] * x[i];
+		const float w = qw ? qw[i] : x[i] * x[i];
 		sumlx += w * x[i] * (float)l;
 		suml2 += w * (float)l * (float)l;
 	}
@@ -94,13 +95,13 @@ static void qx_codes(int n, int nmax, const float *x, float iscale, int8_t *L)
 		L[i] = (int8_t)(nmax + clamp_int(nearest_int(iscale * x[i]), -nmax, nmax - 1));
 }
 
-static float make_qx_quants_rmse1(int n, int nmax, const float *x, int8_t *L)
+float fmt_make_qx_quants(int n, int nmax, const float *x, const float *qw, int8_t *L)
 {
 	float max;
 	if (zero_group(x, n, L, &max))
 		return 0.f;
 	float iscale = (float)-nmax / max;
-	float sumlx, suml2 = qx_sums(n, nmax, x, iscale, &sumlx);
+	float sumlx, suml2 = qx_sums(n, nmax, x, qw, iscale, &sumlx);
 	qx_codes(n, nmax, x, iscale, L);
 	float scale = suml2 ? sumlx / suml2 : 0.0f;
 	float best = scale * sumlx;
@@ -108,7 +109,7 @@ static float make_qx_quants_rmse1(int n, int nmax, const float *x, int8_t *L)
 		if (is == 0)
 			continue;
 		iscale = -((float)nmax + 0.1f * (float)is) / max;
-		suml2 = qx_sums(n, nmax, x, iscale, &sumlx);
+		suml2 = qx_sums(n, nmax, x, qw, iscale, &sumlx);
 		if (suml2 > 0 && sumlx * sumlx > best * suml2) {
 			qx_codes(n, nmax, x, iscale, L);
 			scale = sumlx / suml2;
@@ -455,13 +456,13 @@ static void quantize_q5_k_block(const float *x, uint8_t *y)
 
 /* ---- Q6_K: u8 ql[128]; u8 qh[64]; i8 scales[16]; half d ---- */
 
-static void quantize_q6_k_block(const float *x, uint8_t *y)
+static void quantize_q6_k_block(const float *x, const float *qw, uint8_t *y)
 {
 	int8_t L[QK_K];
 	float scales[QK_K / 16];
 	float max_scale = 0, max_abs_scale = 0;
 	for (int ib = 0; ib < QK_K / 16; ++ib) {
-		const float scale = make_qx_quants_rmse1(16, 32, x + 16 * ib, L + 16 * ib);
+		const float scale = fmt_make_qx_quants(16, 32, x + 16 * ib, qw ? qw + 16 * ib : NULL, L + 16 * ib);
 		scales[ib] = scale;
 		const float abs_scale = fabsf(scale);
 		if (abs_scale > max_abs_scale) {
@@ -542,12 +543,13 @@ static float iq4_sums(const float *xb, const float *weight, float id, uint8_t *L
 	return sumqx;
 }
 
-/* The scale of one 32-element block (0 for an all-zero block, whose L is left as it is). */
-static float iq4_block_scale(const float *xb, uint8_t *L)
+/* The scale of one 32-element block (0 for an all-zero block, whose L is left as it is);
+ * weights qw[j] * sqrt(sigma2 + x^2) with importance weights qw, else x^2. */
+static float iq4_block_scale(const float *xb, const float *qw, float sigma2, uint8_t *L)
 {
 	float weight[32], amax, sumq2;
 	for (int j = 0; j < 32; ++j)
-		weight[j] = xb[j] * xb[j];
+		weight[j] = qw ? qw[j] * sqrtf(sigma2 + xb[j] * xb[j]) : xb[j] * xb[j];
 	const float max = signed_absmax(xb, 32, &amax);
 	if (amax < GROUP_MAX_EPS)
 		return 0;
@@ -575,10 +577,19 @@ static void pack_iq4(const uint8_t *L, uint8_t *q4, int n)
 			q4[16 * i + j] = (uint8_t)(L[32 * i + j] | (L[32 * i + 16 + j] << 4));
 }
 
-static void quantize_iq4_nl_block(const float *x, uint8_t *y)
+/* sum x^2 * 2 / n over the super-block: the weights' sigma2 of quantize_row_iq4_nl_impl. */
+static float iq4_sigma2(const float *x, int n)
+{
+	float sigma2 = 0;
+	for (int j = 0; j < n; ++j)
+		sigma2 += x[j] * x[j];
+	return sigma2 * (2.f / (float)n);
+}
+
+static void quantize_iq4_nl_block(const float *x, const float *qw, uint8_t *y)
 {
 	uint8_t L[32];
-	const float scale = iq4_block_scale(x, L);
+	const float scale = iq4_block_scale(x, qw, qw ? iq4_sigma2(x, 32) : 0.f, L);
 	put_half(y, scale);
 	const float id = scale ? 1 / scale : 0;
 	for (int j = 0; j < 32; ++j)
@@ -586,13 +597,14 @@ static void quantize_iq4_nl_block(const float *x, uint8_t *y)
 	pack_iq4(L, y + 2, 32);
 }
 
-static void quantize_iq4_xs_block(const float *x, uint8_t *y)
+static void quantize_iq4_xs_block(const float *x, const float *qw, uint8_t *y)
 {
 	uint8_t L[QK_K];
 	float scales[QK_K / 32];
 	float max_scale = 0, amax_scale = 0;
+	const float sigma2 = qw ? iq4_sigma2(x, QK_K) : 0.f;
 	for (int ib = 0; ib < QK_K / 32; ++ib) {
-		scales[ib] = iq4_block_scale(x + 32 * ib, L + 32 * ib);
+		scales[ib] = iq4_block_scale(x + 32 * ib, qw ? qw + 32 * ib : NULL, sigma2, L + 32 * ib);
 		const float abs_d = fabsf(scales[ib]);
 		if (abs_d > amax_scale) {
 			amax_scale = abs_d;
@@ -623,16 +635,21 @@ static void quantize_iq4_xs_block(const float *x, uint8_t *y)
 	pack_iq4(L, y + 8, QK_K);
 }
 
-void fmt_quantize_k_block(fmt_dtype t, const float *x, uint8_t *y)
+void fmt_quantize_k_block_weighted(fmt_dtype t, const float *x, const float *qw, uint8_t *y)
 {
 	switch (t) {
 	case FMT_DT_Q2_K: quantize_q2_k_block(x, y); break;
 	case FMT_DT_Q3_K: quantize_q3_k_block(x, y); break;
 	case FMT_DT_Q4_K: quantize_q4_k_block(x, y); break;
 	case FMT_DT_Q5_K: quantize_q5_k_block(x, y); break;
-	case FMT_DT_Q6_K: quantize_q6_k_block(x, y); break;
-	case FMT_DT_IQ4_NL: quantize_iq4_nl_block(x, y); break;
-	case FMT_DT_IQ4_XS: quantize_iq4_xs_block(x, y); break;
+	case FMT_DT_Q6_K: quantize_q6_k_block(x, qw, y); break;
+	case FMT_DT_IQ4_NL: quantize_iq4_nl_block(x, qw, y); break;
+	case FMT_DT_IQ4_XS: quantize_iq4_xs_block(x, qw, y); break;
 	default: break;
 	}
+}
+
+void fmt_quantize_k_block(fmt_dtype t, const float *x, uint8_t *y)
+{
+	fmt_quantize_k_block_weighted(t, x, NULL, y);
 }

@@ -17,9 +17,19 @@ typedef struct retype_ctx {
 	const fmt_tensor *src;
 	fmt_dtype to;
 	fmt_pool *pool;
-	uint64_t unit_elems;   /* elements per indivisible unit: a block of both dtypes */
+	uint64_t unit_elems;   /* elements per indivisible unit: a block of both dtypes (a row) */
+	uint64_t task_elems;   /* elements per task: whole units */
 	fmt_overflow_mode overflow;
+	const float *weights;  /* importance weights: row_elems per set of rows_per_set rows */
+	uint64_t row_elems, rows_per_set;
 } retype_ctx;
+
+/* Bytes of n elements (a multiple of the dtype's block) of dtype t. */
+static uint64_t bytes_of(fmt_dtype t, uint64_t n)
+{
+	const fmt_dtype_info *d = fmt_dtype_get(t);
+	return n / d->block_elems * d->block_bits / 8;
+}
 
 static fmt_kind encode(fmt_dtype to, const float *x, uint8_t *dst, uint64_t n, uint64_t first_elem,
 		       fmt_err *e)
@@ -27,6 +37,21 @@ static fmt_kind encode(fmt_dtype to, const float *x, uint8_t *dst, uint64_t n, u
 	if (fmt_quantize_supported(to))
 		return fmt_quantize(to, x, dst, n, first_elem, e);
 	return fmt_encode_from_f32(to, x, n, dst, e);
+}
+
+/* With importance weights: row by row, each with its set's weights. */
+static fmt_kind encode_rows(const retype_ctx *c, const float *x, uint8_t *dst, uint64_t n, uint64_t first_elem,
+			    fmt_err *e)
+{
+	const uint64_t row_bytes = bytes_of(c->to, c->row_elems);
+	fmt_kind k = FMT_OK;
+	for (uint64_t r = 0; k == FMT_OK && r < n / c->row_elems; r++) {
+		const uint64_t row = first_elem / c->row_elems + r;
+		const float *qw = c->weights + row / c->rows_per_set * c->row_elems;
+		k = fmt_quantize_row_weighted(c->to, x + r * c->row_elems, dst + r * row_bytes, c->row_elems, qw,
+					      first_elem + r * c->row_elems, e);
+	}
+	return k;
 }
 
 static int can_encode(fmt_dtype to)
@@ -39,12 +64,6 @@ int fmt_retype_possible(fmt_dtype from, fmt_dtype to)
 	return from == to || (fmt_decode_supported(from) && can_encode(to));
 }
 
-/* Bytes of n elements (a multiple of the dtype's block) of dtype t. */
-static uint64_t bytes_of(fmt_dtype t, uint64_t n)
-{
-	const fmt_dtype_info *d = fmt_dtype_get(t);
-	return n / d->block_elems * d->block_bits / 8;
-}
 
 /* One call of the reader is cut into tasks; each converts its own element range. */
 typedef struct retype_job {
@@ -100,8 +119,8 @@ static void convert_task(void *arg, size_t index)
 {
 	retype_job *job = arg;
 	const retype_ctx *c = job->c;
-	uint64_t start = (uint64_t)index * TASK_ELEMS;
-	uint64_t n = job->n_elems - start < TASK_ELEMS ? job->n_elems - start : TASK_ELEMS;
+	uint64_t start = (uint64_t)index * c->task_elems;
+	uint64_t n = job->n_elems - start < c->task_elems ? job->n_elems - start : c->task_elems;
 	uint64_t elem = job->first_elem + start;
 	size_t in_bytes = (size_t)bytes_of(c->src->dtype, n);
 	fmt_err e;
@@ -116,7 +135,8 @@ static void convert_task(void *arg, size_t index)
 	if (k == FMT_OK)
 		k = check_overflow(c, values, n, elem, &e);
 	if (k == FMT_OK) {
-		k = encode(c->to, values, job->dst + bytes_of(c->to, start), n, elem, &e);
+		k = c->weights ? encode_rows(c, values, job->dst + bytes_of(c->to, start), n, elem, &e)
+			       : encode(c->to, values, job->dst + bytes_of(c->to, start), n, elem, &e);
 		if (k == FMT_INVALID_FORMAT)
 			describe_bad_value(&e, c, values, n, elem);
 	}
@@ -139,7 +159,7 @@ static fmt_kind retype_read(const fmt_model *m, const fmt_tensor *t, uint64_t of
 	job.first_elem = off / block_bytes * to->block_elems;
 	job.n_elems = n / block_bytes * to->block_elems;
 	pthread_mutex_init(&job.lock, NULL);
-	size_t tasks = (size_t)((job.n_elems + TASK_ELEMS - 1) / TASK_ELEMS);
+	size_t tasks = (size_t)((job.n_elems + c->task_elems - 1) / c->task_elems);
 	if (c->pool)
 		fmt_pool_run(c->pool, tasks, convert_task, &job);
 	else
@@ -170,9 +190,9 @@ fmt_kind fmt_model_add_retyped(fmt_model *out, const fmt_model *in, const fmt_te
 	return fmt_model_add_retyped_mode(out, in, src, name, to, FMT_OVERFLOW_REFUSE, pool, e);
 }
 
-fmt_kind fmt_model_add_retyped_mode(fmt_model *out, const fmt_model *in, const fmt_tensor *src,
-				    const char *name, fmt_dtype to, fmt_overflow_mode overflow,
-				    fmt_pool *pool, fmt_err *e)
+static fmt_kind add_retyped(fmt_model *out, const fmt_model *in, const fmt_tensor *src, const char *name,
+			    fmt_dtype to, fmt_overflow_mode overflow, const float *weights, uint64_t rows_per_set,
+			    fmt_pool *pool, fmt_err *e)
 {
 	if (!fmt_retype_possible(src->dtype, to))
 		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': cannot convert %s to %s", src->name,
@@ -195,11 +215,17 @@ fmt_kind fmt_model_add_retyped_mode(fmt_model *out, const fmt_model *in, const f
 	retype_ctx *c = malloc(sizeof *c);
 	if (!c)
 		return fmt_fail(e, FMT_IO, "out of memory");
-	*c = (retype_ctx){ .in = in, .src = src, .to = to, .pool = pool, .overflow = overflow };
+	*c = (retype_ctx){ .in = in, .src = src, .to = to, .pool = pool, .overflow = overflow, .weights = weights,
+			   .row_elems = t.ndim ? t.shape[t.ndim - 1] : 1, .rows_per_set = rows_per_set ? rows_per_set : 1 };
 	c->unit_elems = lcm_u64(fmt_dtype_get(src->dtype)->block_elems, fmt_dtype_get(to)->block_elems);
+	c->task_elems = TASK_ELEMS;
+	if (weights) {  /* whole rows: the weighted quantizers look at a row at a time */
+		c->unit_elems = lcm_u64(c->unit_elems, c->row_elems);
+		c->task_elems = c->unit_elems * (TASK_ELEMS / c->unit_elems ? TASK_ELEMS / c->unit_elems : 1);
+	}
 	/* Chunks cut only between whole units of both dtypes, and tasks between whole units too. */
 	t.chunk_align = bytes_of(to, c->unit_elems);
-	if (TASK_ELEMS % c->unit_elems != 0) {
+	if (c->task_elems % c->unit_elems != 0) {
 		free(c);
 		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': block size too large to convert", src->name);
 	}
@@ -210,6 +236,20 @@ fmt_kind fmt_model_add_retyped_mode(fmt_model *out, const fmt_model *in, const f
 	if (k != FMT_OK)
 		free(c);
 	return k;
+}
+
+fmt_kind fmt_model_add_retyped_mode(fmt_model *out, const fmt_model *in, const fmt_tensor *src,
+				    const char *name, fmt_dtype to, fmt_overflow_mode overflow,
+				    fmt_pool *pool, fmt_err *e)
+{
+	return add_retyped(out, in, src, name, to, overflow, NULL, 0, pool, e);
+}
+
+fmt_kind fmt_model_add_retyped_weighted(fmt_model *out, const fmt_model *in, const fmt_tensor *src,
+					const char *name, fmt_dtype to, const float *weights, uint64_t rows_per_set,
+					fmt_pool *pool, fmt_err *e)
+{
+	return add_retyped(out, in, src, name, to, FMT_OVERFLOW_REFUSE, weights, rows_per_set, pool, e);
 }
 
 fmt_kind fmt_tensor_find_overflow(const fmt_model *in, const fmt_tensor *src, fmt_dtype to,

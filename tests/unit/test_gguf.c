@@ -515,7 +515,7 @@ TEST(gguf_file_type_keys)
 	add_shaped(&m, "w.q6k", FMT_DT_Q6_K, 2, 256);
 	add_shaped(&m, "w.f16", FMT_DT_F16, 8, 32);
 	/* keep: Q4_K holds most 2-D bytes (576 of 1508) -> llama.cpp's guess MOSTLY_Q4_K_M */
-	CHECK(fmt_gguf_set_type_keys(&m, FMT_DT_INVALID, &e) == FMT_OK);
+	CHECK(fmt_gguf_set_type_keys(&m, FMT_DT_INVALID, NULL, &e) == FMT_OK);
 	const fmt_value *v = fmt_model_get_meta(&m, "general.file_type");
 	CHECK(v && v->type == FMT_V_U32 && v->v.u == 15);
 	v = fmt_model_get_meta(&m, "general.quantization_version");
@@ -523,11 +523,11 @@ TEST(gguf_file_type_keys)
 	/* an existing u32 value naming Q4_K (Q4_K_S) is kept, in place */
 	fmt_value s = { .type = FMT_V_U32, .v.u = 14 };
 	CHECK(fmt_model_put_meta(&m, "general.file_type", &s, &e) == FMT_OK);
-	CHECK(fmt_gguf_set_type_keys(&m, FMT_DT_INVALID, &e) == FMT_OK);
+	CHECK(fmt_gguf_set_type_keys(&m, FMT_DT_INVALID, NULL, &e) == FMT_OK);
 	CHECK(fmt_model_get_meta(&m, "general.file_type")->v.u == 14);
 	CHECK_STR(m.meta[0].key, "general.file_type");
 	/* a requested dtype wins */
-	CHECK(fmt_gguf_set_type_keys(&m, FMT_DT_BF16, &e) == FMT_OK);
+	CHECK(fmt_gguf_set_type_keys(&m, FMT_DT_BF16, NULL, &e) == FMT_OK);
 	CHECK(fmt_model_get_meta(&m, "general.file_type")->v.u == 32);
 	CHECK_EQ_U64(m.n_meta, 2);
 	fmt_model_free(&m);
@@ -536,18 +536,18 @@ TEST(gguf_file_type_keys)
 	fmt_model_init(&m);
 	add_shaped(&m, "w", FMT_DT_F32, 2, 2);
 	CHECK(fmt_model_put_meta(&m, "general.quantization_version", &s, &e) == FMT_OK);
-	CHECK(fmt_gguf_set_type_keys(&m, FMT_DT_INVALID, &e) == FMT_OK);
+	CHECK(fmt_gguf_set_type_keys(&m, FMT_DT_INVALID, NULL, &e) == FMT_OK);
 	CHECK(fmt_model_get_meta(&m, "general.quantization_version") != NULL);
 	CHECK(fmt_model_get_meta(&m, "general.file_type")->v.u == 0);
-	CHECK(fmt_gguf_set_type_keys(&m, FMT_DT_F32, &e) == FMT_OK);
+	CHECK(fmt_gguf_set_type_keys(&m, FMT_DT_F32, NULL, &e) == FMT_OK);
 	CHECK(fmt_model_get_meta(&m, "general.quantization_version") == NULL);
 	fmt_model_free(&m);
 	/* no tensors: both keys stay as they are, whatever is asked */
 	fmt_model_init(&m);
 	CHECK(fmt_model_put_meta(&m, "general.file_type", &s, &e) == FMT_OK);
 	CHECK(fmt_model_put_meta(&m, "general.quantization_version", &s, &e) == FMT_OK);
-	CHECK(fmt_gguf_set_type_keys(&m, FMT_DT_Q8_0, &e) == FMT_OK);
-	CHECK(fmt_gguf_set_type_keys(&m, FMT_DT_INVALID, &e) == FMT_OK);
+	CHECK(fmt_gguf_set_type_keys(&m, FMT_DT_Q8_0, NULL, &e) == FMT_OK);
+	CHECK(fmt_gguf_set_type_keys(&m, FMT_DT_INVALID, NULL, &e) == FMT_OK);
 	CHECK_EQ_U64(m.n_meta, 2);
 	CHECK(fmt_model_get_meta(&m, "general.file_type")->v.u == 14);
 	CHECK(fmt_model_get_meta(&m, "general.quantization_version")->v.u == 14);

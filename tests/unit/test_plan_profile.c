@@ -28,10 +28,11 @@ static fmt_dtype counting_choose(const fmt_tensor *t, fmt_dtype want, const char
 	return want;
 }
 
-static fmt_kind counting_derive(fmt_model *out, fmt_dtype requested, fmt_err *e)
+static fmt_kind counting_derive(fmt_model *out, fmt_dtype requested, const char *mix, fmt_err *e)
 {
 	(void)out;
 	(void)requested;
+	(void)mix;
 	(void)e;
 	derive_asked++;
 	return FMT_OK;

@@ -349,7 +349,7 @@ static fmt_cli_option driver_entry(size_t i)
 	return (fmt_cli_option){ FMT_CLI_OPT(d->name, OPT_DRIVER_FIRST + (int)i, d->arg, d->help),
 				 .complete = completes[d->complete], .words = d->words,
 				 .values = d->values ? values[i] : NULL, .words_from = d->words_from,
-				 .section = sections[i] };
+				 .section = sections[i], .flags = d->flags & FMT_DRVOPT_REPEAT ? FMT_CLI_REPEAT : 0 };
 }
 
 /* A name the tool's own table has (-c/--compression: the tool hands it to the output's driver). */

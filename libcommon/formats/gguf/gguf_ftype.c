@@ -115,7 +115,7 @@ static int existing_matches(const fmt_model *m, fmt_dtype mostly)
 	return r && r->dtype == mostly;
 }
 
-fmt_kind fmt_gguf_set_type_keys(fmt_model *m, fmt_dtype requested, fmt_err *e)
+fmt_kind fmt_gguf_set_type_keys(fmt_model *m, fmt_dtype requested, const char *mix, fmt_err *e)
 {
 	uint32_t ftype;
 	fmt_kind k = FMT_OK;
@@ -123,7 +123,8 @@ fmt_kind fmt_gguf_set_type_keys(fmt_model *m, fmt_dtype requested, fmt_err *e)
 	 * values the input carries stay as they are (a key is replaced, never dropped). */
 	if (m->n_tensors == 0)
 		return FMT_OK;
-	if (requested != FMT_DT_INVALID && fmt_gguf_ftype_of_dtype(requested, &ftype)) {
+	if ((mix && fmt_gguf_preset_ftype(mix, &ftype)) ||
+	    (requested != FMT_DT_INVALID && fmt_gguf_ftype_of_dtype(requested, &ftype))) {
 		fmt_value v = { .type = FMT_V_U32, .v.u = ftype };
 		k = fmt_model_put_meta(m, FMT_GGUF_KEY_FILE_TYPE, &v, e);
 	} else {

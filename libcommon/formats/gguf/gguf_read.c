@@ -675,6 +675,8 @@ const fmt_driver fmt_driver_gguf = {
 	.holds_dtype = fmt_gguf_holds_dtype,
 	.choose_dtype = fmt_gguf_choose_dtype,
 	.default_dtype = "f16",
+	.mix_dtypes = fmt_gguf_mix_dtypes,
+	.options = &fmt_gguf_quant_options,
 	.arch_key = "general.architecture",
 	.archs = gguf_archs,
 	/* The first shard of a gguf-split set opens the whole set: one driver for both. */

@@ -46,7 +46,10 @@ typedef struct fmt_drvopt {
 	/* Check arg (NULL for a flag) and keep it in values, the driver's own struct:
 	 * FMT_DRVOPT_GIVEN, FMT_DRVOPT_NEUTRAL, or -1 with e filled (a usage error). */
 	int (*parse)(void *values, const char *arg, fmt_err *e);
+	unsigned flags;        /* FMT_DRVOPT_REPEAT: it may be given more than once */
 } fmt_drvopt;
+
+enum { FMT_DRVOPT_REPEAT = 1u << 0 };
 
 /* A driver's options (fmt_driver.options, fmt_table_driver.options). */
 typedef struct fmt_drvopts {

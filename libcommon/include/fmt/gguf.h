@@ -85,8 +85,74 @@ int fmt_gguf_ftype_of_dtype(fmt_dtype t, uint32_t *ftype);
  * if any, stays when the dtype has no file type). quantization_version is set when any tensor
  * is a block type; otherwise removed when a float dtype was requested and kept as it is with
  * keep. A model without tensors keeps both keys as they are: a key is replaced by a derived
- * value, never dropped for want of one. Existing keys keep their position. */
-fmt_kind fmt_gguf_set_type_keys(fmt_model *m, fmt_dtype requested, fmt_err *e);
+ * value, never dropped for want of one. Existing keys keep their position. mix, when not NULL,
+ * names the llama-quantize preset the tensors were planned by (fmt_gguf_mix_dtypes): the file
+ * type is that preset's (Q4_K_S: 14) whatever requested says. */
+fmt_kind fmt_gguf_set_type_keys(fmt_model *m, fmt_dtype requested, const char *mix, fmt_err *e);
+
+/* ---- llama-quantize's presets and overrides (gguf_preset.c) ---- */
+
+#define FMT_GGUF_MAX_TENSOR_TYPES 64
+
+/* The GGUF output's quantization options, as the driver's options parse them. */
+typedef struct fmt_gguf_quant_opts {
+	fmt_dtype output_type;       /* --output-tensor-type; FMT_DT_INVALID: not given */
+	fmt_dtype embd_type;         /* --token-embedding-type */
+	int leave_output;            /* --leave-output-tensor */
+	int pure;                    /* --pure */
+	size_t n_patterns;           /* --tensor-type PATTERN=TYPE, in the order given */
+	char pattern[FMT_GGUF_MAX_TENSOR_TYPES][128];
+	fmt_dtype pattern_type[FMT_GGUF_MAX_TENSOR_TYPES];
+	const char *imatrix_file;    /* --imatrix FILE */
+	const char *include[FMT_GGUF_MAX_TENSOR_TYPES];  /* --include-weights NAME */
+	const char *exclude[FMT_GGUF_MAX_TENSOR_TYPES];  /* --exclude-weights NAME */
+	size_t n_include, n_exclude;
+	struct fmt_gguf_imatrix *imatrix;  /* what --imatrix holds, once loaded */
+} fmt_gguf_quant_opts;
+
+/* One entry of an importance matrix: a tensor's weights, n = its row's elements times its
+ * experts. */
+typedef struct fmt_gguf_imatrix_entry {
+	char *name;
+	float *values;
+	uint64_t n;
+} fmt_gguf_imatrix_entry;
+
+typedef struct fmt_gguf_imatrix {
+	fmt_gguf_imatrix_entry *entries;
+	size_t n;
+	int legacy;                  /* from a .dat file */
+	int64_t chunks;              /* chunks it was computed on (0: not said) */
+} fmt_gguf_imatrix;
+
+/* Read the importance matrix at path (GGUF or legacy .dat, gguf_imatrix.c), keeping the
+ * entries o's --include-weights / --exclude-weights select. InvalidFormat (naming the file)
+ * for a malformed file or a non-finite value. */
+fmt_kind fmt_gguf_imatrix_load(fmt_gguf_imatrix *im, const char *path, const fmt_gguf_quant_opts *o, fmt_err *e);
+/* The same from bytes in memory (name for messages), without the selection. */
+fmt_kind fmt_gguf_imatrix_parse(fmt_gguf_imatrix *im, const char *name, const uint8_t *data, size_t size,
+				 fmt_err *e);
+void fmt_gguf_imatrix_free(fmt_gguf_imatrix *im);
+const fmt_gguf_imatrix_entry *fmt_gguf_imatrix_find(const fmt_gguf_imatrix *im, const char *name);
+
+extern const fmt_drvopts fmt_gguf_quant_options;
+
+/* 1 if any of q's options is given (q may be NULL). */
+int fmt_gguf_quant_opts_given(const fmt_gguf_quant_opts *q);
+
+/* The llama_ftype of llama-quantize's preset name (any case: Q4_K_M 15, Q4_K 15), or 0. */
+int fmt_gguf_preset_ftype(const char *name, uint32_t *ftype);
+
+/* The driver's mix_dtypes (fmt/registry.h): for --dtype naming one of llama-quantize's presets
+ * (Q2_K, Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL, IQ4_XS, Q4_0,
+ * Q4_1, Q5_0, Q5_1, Q8_0; Q3_K, Q4_K, Q5_K for the _M ones) the dtype llama-quant.cpp gives each
+ * tensor of m, by its role, layer and rows and meta's general.architecture and <arch>.
+ * block_count, expert_count, attention.head_count(_kv); options: fmt_gguf_quant_opts or NULL.
+ * A preset that is also a dtype's name (Q4_0, q4_k) on a model without those keys is no mix
+ * (*mix NULL: that dtype for every tensor); the other presets and the options need them
+ * (UsageError). Types: FMT_DT_INVALID for a tensor llama-quantize leaves as it is. */
+fmt_kind fmt_gguf_mix_dtypes(const fmt_model *m, const fmt_model *meta, const char *name, const void *options,
+			     fmt_mix_entry *entries, const char **mix, fmt_err *e);
 
 /* The two keys above, NULL-terminated (the driver's derived_keys). */
 extern const char *const fmt_gguf_derived_keys[];

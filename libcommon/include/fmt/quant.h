@@ -40,6 +40,18 @@ int fmt_quantize_supported(fmt_dtype t);
 fmt_kind fmt_quantize(fmt_dtype t, const float *x, uint8_t *dst, uint64_t nelems, uint64_t first_elem,
 		      fmt_err *e);
 
+/* 1 if fmt_quantize_row_weighted takes importance weights for t: Q8_0 (which ignores them, as
+ * ggml does), Q4_0, Q5_0, Q6_K, IQ4_NL and IQ4_XS. */
+int fmt_quantize_weighted_supported(fmt_dtype t);
+
+/* One row of row_elems floats (a multiple of t's block) quantized with importance weights qw
+ * (row_elems of them: an imatrix entry), bit-identical to ggml_quantize_chunk with those
+ * weights (the quantize_row_*_impl functions llama-quantize --imatrix runs). qw NULL:
+ * fmt_quantize. A type without a weighted quantizer here is Unsupported; the checks and
+ * messages are fmt_quantize's. */
+fmt_kind fmt_quantize_row_weighted(fmt_dtype t, const float *x, uint8_t *dst, uint64_t row_elems, const float *qw,
+				   uint64_t first_elem, fmt_err *e);
+
 /* The blocks alone, without any check: nblocks blocks of t from x (t supported). What ggml
  * writes for any finite input, including blocks whose scale overflows F16. */
 void fmt_quantize_blocks(fmt_dtype t, const float *x, uint8_t *dst, uint64_t nblocks);

@@ -70,6 +70,16 @@ enum {
 /* The metadata key prefix under which formats without native units keep them. */
 #define FMT_UNITS_META_PREFIX "apsi.units."
 
+/* What a format's mix (fmt_driver.mix_dtypes) makes of one tensor. */
+typedef struct fmt_mix_entry {
+	fmt_dtype type;          /* FMT_DT_INVALID: kept as it is */
+	const char *why;         /* a note for the plan, or NULL */
+	const float *weights;    /* importance weights to quantize it with (a row's count of floats
+				  * per set of rows_per_set rows), or NULL; they live as long as the
+				  * driver's option values */
+	uint64_t rows_per_set;
+} fmt_mix_entry;
+
 typedef struct fmt_driver {
 	const char *name;             /* "safetensors", "gguf", ... as shown to users */
 	const char *extension;        /* ".safetensors": the output extension it answers to */
@@ -103,6 +113,14 @@ typedef struct fmt_driver {
 	 * NULL: want. */
 	fmt_dtype (*choose_dtype)(const fmt_tensor *t, fmt_dtype want, const char **why);
 	const char *default_dtype;    /* --dtype when none is given ("f16"); NULL: keep */
+	/* Per-tensor dtypes by the format's own rules (GGUF: llama-quantize's presets, Q4_K_M...,
+	 * and its --tensor-type... options), asked once per conversion before the planner's rules:
+	 * name is --dtype as given (NULL: none), options the driver's option values
+	 * (fmt_drvopt_values; NULL: none given), meta the metadata the output will carry. *mix =
+	 * NULL: no mix is asked (the planner's rules apply); otherwise *mix names it (derive_meta
+	 * gets it) and entries[i] says what m->tensors[i] becomes. NULL hook: the format has none. */
+	fmt_kind (*mix_dtypes)(const fmt_model *m, const fmt_model *meta, const char *name, const void *options,
+			       struct fmt_mix_entry *entries, const char **mix, fmt_err *e);
 	int compresses;               /* the writer compresses tensor data (fmt_write_opts.codec) */
 	/* Reads a sequential source (a pipe, fmt/io.h) front to back: open reads header, metadata
 	 * and index only; tensors are read in file order (fmt_tensor.seq_pos) and verify, called
@@ -145,8 +163,9 @@ typedef struct fmt_driver {
 	/* ---- metadata the format derives from the tensors ---- */
 	/* Set those keys in out's metadata from its tensors (GGUF: general.file_type, general.
 	 * quantization_version); requested is the dtype the user asked for, FMT_DT_INVALID when
-	 * the tensors keep theirs. Converters call it before applying the user's keys. NULL: none. */
-	fmt_kind (*derive_meta)(fmt_model *out, fmt_dtype requested, fmt_err *e);
+	 * the tensors keep theirs; mix the name mix_dtypes gave, or NULL. Converters call it before
+	 * applying the user's keys. NULL: none. */
+	fmt_kind (*derive_meta)(fmt_model *out, fmt_dtype requested, const char *mix, fmt_err *e);
 	/* The keys derive_meta sets, NULL-terminated (or NULL): converters drop them when the
 	 * output is in another format, where they would describe tensors that are not there. */
 	const char *const *derived_keys;

@@ -33,4 +33,11 @@ fmt_kind fmt_model_add_retyped_mode(fmt_model *out, const fmt_model *in, const f
 fmt_kind fmt_tensor_find_overflow(const fmt_model *in, const fmt_tensor *src, fmt_dtype to,
 				  int *found, uint64_t *elem, float *value, fmt_err *e);
 
+/* fmt_model_add_retyped quantizing to to with importance weights (llama-quantize --imatrix):
+ * weights holds a row's count of floats for each set of rows_per_set rows (an imatrix entry:
+ * one set per expert of a 3-D tensor); it must outlive the output's reads. */
+fmt_kind fmt_model_add_retyped_weighted(fmt_model *out, const fmt_model *in, const fmt_tensor *src,
+					const char *name, fmt_dtype to, const float *weights, uint64_t rows_per_set,
+					fmt_pool *pool, fmt_err *e);
+
 #endif

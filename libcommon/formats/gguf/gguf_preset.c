@@ -1,0 +1,675 @@
+/* llama-quantize's presets (Q4_K_M, Q5_K_S, ...) and its per-tensor overrides
+ * (--output-tensor-type, --token-embedding-type, --tensor-type, --leave-output-tensor, --pure):
+ * the dtype llama.cpp's src/llama-quant.cpp (at the commit scripts/llama-src pins) gives each
+ * tensor, from its name (its role), its layer, its rows, the architecture and hyperparameters.
+ * Written from reading those rules; tests/data/llama-quantize holds what llama-quantize chose. */
+#include <ctype.h>
+#include <inttypes.h>
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include "fmt/gguf.h"
+#include "fmt/quant.h"
+
+/* llama_ftype values (llama.h) of the presets. */
+enum {
+	FT_Q4_0 = 2, FT_Q4_1 = 3, FT_Q8_0 = 7, FT_Q5_0 = 8, FT_Q5_1 = 9, FT_Q2_K = 10, FT_Q3_K_S = 11,
+	FT_Q3_K_M = 12, FT_Q3_K_L = 13, FT_Q4_K_S = 14, FT_Q4_K_M = 15, FT_Q5_K_S = 16, FT_Q5_K_M = 17,
+	FT_Q6_K = 18, FT_IQ4_NL = 25, FT_IQ4_XS = 30,
+};
+
+typedef struct preset {
+	const char *name;
+	int ftype;
+	fmt_dtype base;     /* llama_ftype_get_default_type */
+} preset;
+
+/* llama-quantize's names; Q3_K, Q4_K and Q5_K are its aliases of the _M mixes. */
+static const preset presets[] = {
+	{ "Q4_0", FT_Q4_0, FMT_DT_Q4_0 }, { "Q4_1", FT_Q4_1, FMT_DT_Q4_1 }, { "Q5_0", FT_Q5_0, FMT_DT_Q5_0 },
+	{ "Q5_1", FT_Q5_1, FMT_DT_Q5_1 }, { "Q8_0", FT_Q8_0, FMT_DT_Q8_0 }, { "Q2_K", FT_Q2_K, FMT_DT_Q2_K },
+	{ "Q3_K_S", FT_Q3_K_S, FMT_DT_Q3_K }, { "Q3_K_M", FT_Q3_K_M, FMT_DT_Q3_K },
+	{ "Q3_K_L", FT_Q3_K_L, FMT_DT_Q3_K }, { "Q4_K_S", FT_Q4_K_S, FMT_DT_Q4_K },
+	{ "Q4_K_M", FT_Q4_K_M, FMT_DT_Q4_K }, { "Q5_K_S", FT_Q5_K_S, FMT_DT_Q5_K },
+	{ "Q5_K_M", FT_Q5_K_M, FMT_DT_Q5_K }, { "Q6_K", FT_Q6_K, FMT_DT_Q6_K },
+	{ "IQ4_NL", FT_IQ4_NL, FMT_DT_IQ4_NL }, { "IQ4_XS", FT_IQ4_XS, FMT_DT_IQ4_XS },
+	{ "Q3_K", FT_Q3_K_M, FMT_DT_Q3_K }, { "Q4_K", FT_Q4_K_M, FMT_DT_Q4_K }, { "Q5_K", FT_Q5_K_M, FMT_DT_Q5_K },
+};
+
+static const preset *preset_named(const char *name)
+{
+	for (size_t i = 0; name && i < sizeof presets / sizeof presets[0]; i++)
+		if (strcasecmp(presets[i].name, name) == 0)
+			return &presets[i];
+	return NULL;
+}
+
+int fmt_gguf_preset_ftype(const char *name, uint32_t *ftype)
+{
+	const preset *p = preset_named(name);
+	if (p)
+		*ftype = (uint32_t)p->ftype;
+	return p != NULL;
+}
+
+/* A preset that is also a dtype's name (Q4_0, q4_k): on a model without the hyperparameters
+ * the mixture needs, that dtype for every tensor, as before presets. */
+static int is_dtype_name(const preset *p)
+{
+	return strcasecmp(fmt_dtype_name(p->base), p->name) == 0;
+}
+
+/* ---- the options (GGUF output) ---- */
+
+int fmt_gguf_quant_opts_given(const fmt_gguf_quant_opts *q)
+{
+	return q && (q->output_type || q->embd_type || q->leave_output || q->pure || q->n_patterns ||
+		     q->imatrix_file || q->n_include || q->n_exclude);
+}
+
+/* ---- the model: roles and hyperparameters ---- */
+
+enum role {
+	ROLE_TOKEN_EMBD, ROLE_ATTN_Q, ROLE_ATTN_V, ROLE_ATTN_K, ROLE_ATTN_QKV, ROLE_ATTN_KV_B,
+	ROLE_ATTN_OUTPUT, ROLE_FFN_UP, ROLE_FFN_GATE, ROLE_FFN_DOWN, ROLE_OUTPUT, ROLE_OTHER
+};
+
+static int is_token_embd(const char *name)
+{
+	return strcmp(name, "token_embd.weight") == 0 || strcmp(name, "per_layer_token_embd.weight") == 0;
+}
+
+/* tensor_get_category: the first of these that the name matches. */
+static enum role role_of(const char *name)
+{
+	static const struct { const char *part; enum role role; } parts[] = {
+		{ "attn_qkv.weight", ROLE_ATTN_QKV }, { "attn_kv_b.weight", ROLE_ATTN_KV_B },
+		{ "attn_v.weight", ROLE_ATTN_V }, { "attn_k.weight", ROLE_ATTN_K }, { "attn_q.weight", ROLE_ATTN_Q },
+		{ "attn_output.weight", ROLE_ATTN_OUTPUT }, { "ffn_up", ROLE_FFN_UP }, { "ffn_gate", ROLE_FFN_GATE },
+		{ "ffn_down", ROLE_FFN_DOWN },
+	};
+	if (strcmp(name, "output.weight") == 0)
+		return ROLE_OUTPUT;
+	if (is_token_embd(name))
+		return ROLE_TOKEN_EMBD;
+	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+		if (strstr(name, parts[i].part))
+			return parts[i].role;
+	return ROLE_OTHER;
+}
+
+static int is_attn_v_like(enum role r)
+{
+	return r == ROLE_ATTN_V || r == ROLE_ATTN_QKV || r == ROLE_ATTN_KV_B;
+}
+
+/* ggml's ne[i] of t (ne[0] the row), 1 past its dimensions. */
+static uint64_t ne(const fmt_tensor *t, int i)
+{
+	return i < t->ndim ? t->shape[t->ndim - 1 - i] : 1;
+}
+
+/* ggml_n_dims: trailing dimensions of 1 do not count. */
+static int n_dims(const fmt_tensor *t)
+{
+	int n = t->ndim;
+	while (n > 1 && ne(t, n - 1) == 1)
+		n--;
+	return n < 1 ? 1 : n;
+}
+
+/* tensor_allows_quantization: 2-D and 3-D weights, not norms, routers, positional tables and
+ * the small tensors of some architectures. */
+static int allows_quantization(const fmt_tensor *t, int leave_output)
+{
+	static const char *const never[] = {
+		"_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight", "altup", "laurel",
+		"per_layer_model_proj", "ssm_conv1d", "shortconv.conv.weight", "indexer.k_proj.weight",
+		"indexer.q_proj.weight", "time_mix_first.weight", "time_mix_w0.weight", "time_mix_w1.weight",
+		"time_mix_w2.weight", "time_mix_v0.weight", "time_mix_v1.weight", "time_mix_v2.weight",
+		"time_mix_a0.weight", "time_mix_a1.weight", "time_mix_a2.weight", "time_mix_g1.weight",
+		"time_mix_g2.weight", "time_mix_decay_w1.weight", "time_mix_decay_w2.weight",
+		"time_mix_lerp_fused.weight", "attn_rel_b.weight", ".position_embd", "sam.pos_embd", "sam.neck.",
+		"sam.net_", ".rel_pos", ".patch_embd", ".patch_merger", "a.rvq.codebook", "mm.a.code_embd",
+	};
+	const char *name = t->name;
+	size_t len = strlen(name);
+	if (n_dims(t) < 2 || len < 6 || strcmp(name + len - 6, "weight") != 0)
+		return 0;
+	if (leave_output && strcmp(name, "output.weight") == 0)
+		return 0;
+	if (strcmp(name, "position_embd.weight") == 0 || strcmp(name, "token_types.weight") == 0)
+		return 0;
+	for (size_t i = 0; i < sizeof never / sizeof never[0]; i++)
+		if (strstr(name, never[i]))
+			return 0;
+	return 1;
+}
+
+/* What llama.cpp's loader reads of the hyperparameters for the rules. */
+typedef struct hparams {
+	int falcon;
+	int is_70b;           /* LLM_TYPE_70B */
+	int64_t n_layer;      /* block_count (n_layer_all) */
+	int64_t n_expert;
+	int64_t n_gqa;        /* head_count / head_count_kv of layer 0; 0 without heads */
+} hparams;
+
+/* An integer key, or an array's first item (per-layer head counts). */
+static int int_key(const fmt_model *meta, const char *arch, const char *suffix, int64_t *out)
+{
+	char key[160];
+	snprintf(key, sizeof key, "%s.%s", arch, suffix);
+	const fmt_value *v = fmt_model_get_meta(meta, key);
+	fmt_value item;
+	if (v && v->type == FMT_V_ARRAY && v->v.arr.count > 0) {
+		item = fmt_array_item(v, 0);
+		v = &item;
+	}
+	if (!v)
+		return 0;
+	switch (v->type) {
+	case FMT_V_U8: case FMT_V_U16: case FMT_V_U32: case FMT_V_U64:
+		*out = v->v.u > INT32_MAX ? INT32_MAX : (int64_t)v->v.u;
+		return 1;
+	case FMT_V_I8: case FMT_V_I16: case FMT_V_I32: case FMT_V_I64:
+		*out = v->v.i;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* The architectures whose loaders call a model of this many layers 70B (src/models/). */
+static int is_70b(const char *arch, int64_t n_layer, int64_t n_head, int64_t n_head_kv, int64_t n_expert)
+{
+	if (strcmp(arch, "llama") == 0)
+		return n_expert != 8 && n_layer == 80 && n_head != n_head_kv;
+	if (strcmp(arch, "qwen2") == 0 || strcmp(arch, "deci") == 0 || strcmp(arch, "olmo") == 0)
+		return n_layer == 80;
+	return strcmp(arch, "jais2") == 0 && n_layer == 68;
+}
+
+static fmt_kind read_hparams(const fmt_model *meta, const char *asked, hparams *hp, fmt_err *e)
+{
+	const fmt_value *a = fmt_model_get_meta(meta, "general.architecture");
+	int64_t n_head = 0, n_head_kv, nextn = 0;
+	memset(hp, 0, sizeof *hp);
+	if (!a || a->type != FMT_V_STR)
+		return fmt_fail(e, FMT_USAGE, "%s needs the model's general.architecture and its block_count, as "
+				"llama-quantize (the mixture depends on the layers)", asked);
+	const char *arch = a->v.str.ptr;
+	if (!int_key(meta, arch, "block_count", &hp->n_layer) || hp->n_layer <= 0 || hp->n_layer > 512)
+		return fmt_fail(e, FMT_USAGE, "%s needs %s.block_count (1 to 512), as llama-quantize", asked, arch);
+	int_key(meta, arch, "expert_count", &hp->n_expert);
+	int_key(meta, arch, "attention.head_count", &n_head);
+	n_head_kv = n_head;
+	int_key(meta, arch, "attention.head_count_kv", &n_head_kv);
+	int_key(meta, arch, "nextn_predict_layers", &nextn);
+	hp->n_gqa = n_head_kv > 0 ? n_head / n_head_kv : 0;
+	hp->falcon = strcmp(arch, "falcon") == 0;
+	hp->is_70b = is_70b(arch, hp->n_layer - nextn, n_head, n_head_kv, hp->n_expert);
+	return FMT_OK;
+}
+
+/* ---- the rules ---- */
+
+typedef struct rules {
+	const fmt_gguf_quant_opts *o;   /* never NULL */
+	const preset *p;
+	hparams hp;
+	int tied;                       /* no output.weight: token_embd is the output too */
+	int has_imatrix;
+	regex_t re[FMT_GGUF_MAX_TENSOR_TYPES];
+	size_t n_re;
+	int n_attn_wv, i_attn_wv, i_ffn_down, i_ffn_gate, i_ffn_up;
+} rules;
+
+static int use_more_bits(int64_t i, int64_t n)
+{
+	return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
+
+/* The layer the rules count for tensor name: the running count, or with experts the number
+ * in "blk.N." (experts are not stored in layer order). */
+static fmt_kind layer_of(const rules *r, const char *name, int count, int64_t *layer, fmt_err *e)
+{
+	*layer = count;
+	if (r->hp.n_expert <= 1)
+		return FMT_OK;
+	char *end;
+	if (strncmp(name, "blk.", 4) != 0 || !isdigit((unsigned char)name[4]))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "tensor '%s': no layer number in its name (the mixture of "
+				"a model with experts needs it)", name);
+	unsigned long long n = strtoull(name + 4, &end, 10);
+	if (n >= (unsigned long long)r->hp.n_layer)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "tensor '%s': layer %llu of a model of %" PRId64 " layers",
+				name, n, r->hp.n_layer);
+	*layer = (int64_t)n;
+	return FMT_OK;
+}
+
+static int ft(const rules *r, int ftype)
+{
+	return r->p->ftype == ftype;
+}
+
+/* output.weight, and token_embd.weight when it is the output too. */
+static fmt_dtype output_type(const rules *r, const fmt_tensor *t, fmt_dtype type)
+{
+	if (r->o->output_type)
+		return r->o->output_type;
+	if (r->hp.falcon || ne(t, 0) % fmt_dtype_get(type)->block_elems != 0)
+		return FMT_DT_Q8_0;
+	return type != FMT_DT_Q8_0 ? FMT_DT_Q6_K : type;
+}
+
+static fmt_dtype attn_v_type(rules *r, fmt_dtype type)
+{
+	int64_t gqa = r->hp.n_gqa;
+	if (ft(r, FT_Q2_K))
+		type = gqa >= 4 ? FMT_DT_Q4_K : FMT_DT_Q3_K;
+	else if (ft(r, FT_Q3_K_M))
+		type = r->i_attn_wv < 2 ? FMT_DT_Q5_K : FMT_DT_Q4_K;
+	else if (ft(r, FT_Q3_K_L))
+		type = FMT_DT_Q5_K;
+	else if ((ft(r, FT_IQ4_NL) || ft(r, FT_IQ4_XS)) && gqa >= 4)
+		type = FMT_DT_Q5_K;
+	else if ((ft(r, FT_Q4_K_M) || ft(r, FT_Q5_K_M)) && use_more_bits(r->i_attn_wv, r->n_attn_wv))
+		type = FMT_DT_Q6_K;
+	else if (ft(r, FT_Q4_K_S) && r->i_attn_wv < 4)
+		type = FMT_DT_Q5_K;
+	if (r->hp.is_70b && (type == FMT_DT_Q3_K || type == FMT_DT_Q4_K))
+		type = FMT_DT_Q5_K;
+	if (r->hp.n_expert == 8)
+		type = FMT_DT_Q8_0;
+	r->i_attn_wv++;
+	return type;
+}
+
+static fmt_dtype ffn_down_type(const rules *r, int64_t i, fmt_dtype type)
+{
+	int64_t n = r->hp.n_layer;
+	int falcon = r->hp.falcon;
+	if (ft(r, FT_Q2_K))
+		type = FMT_DT_Q3_K;
+	else if (ft(r, FT_Q3_K_M))
+		type = i < n / 16 ? FMT_DT_Q5_K : !falcon || use_more_bits(i, n) ? FMT_DT_Q4_K : FMT_DT_Q3_K;
+	else if (ft(r, FT_Q3_K_L))
+		type = falcon ? FMT_DT_Q4_K : FMT_DT_Q5_K;
+	else if (ft(r, FT_Q4_K_M)) {
+		if (falcon)
+			type = i < n / 16 ? FMT_DT_Q6_K : use_more_bits(i, n) ? FMT_DT_Q5_K : FMT_DT_Q4_K;
+		else if (use_more_bits(i, n))
+			type = FMT_DT_Q6_K;
+	} else if (i < n / 8 && (ft(r, FT_IQ4_NL) || ft(r, FT_IQ4_XS)) && !r->has_imatrix)
+		type = FMT_DT_Q5_K;
+	else if (ft(r, FT_Q5_K_M) && use_more_bits(i, n))
+		type = FMT_DT_Q6_K;
+	else if (ft(r, FT_Q4_K_S) && !falcon && i < n / 8)
+		type = FMT_DT_Q5_K;
+	else if ((ft(r, FT_Q4_0) || ft(r, FT_Q5_0)) && r->has_imatrix && i < n / 8)
+		type = ft(r, FT_Q4_0) ? FMT_DT_Q4_1 : FMT_DT_Q5_1;
+	return type;
+}
+
+static fmt_dtype attn_output_type(const rules *r, fmt_dtype type)
+{
+	if (r->hp.falcon)
+		return ft(r, FT_Q3_K_L) ? FMT_DT_Q4_K : type;
+	if (r->hp.n_expert == 8) {
+		int fives = ft(r, FT_Q2_K) || ft(r, FT_Q3_K_S) || ft(r, FT_Q3_K_M) || ft(r, FT_IQ4_NL) ||
+			    ft(r, FT_Q4_K_S) || ft(r, FT_Q4_K_M) || ft(r, FT_IQ4_XS);
+		return fives ? FMT_DT_Q5_K : type;
+	}
+	return ft(r, FT_Q2_K) ? FMT_DT_Q3_K : ft(r, FT_Q3_K_M) ? FMT_DT_Q4_K : ft(r, FT_Q3_K_L) ? FMT_DT_Q5_K : type;
+}
+
+/* llama_tensor_get_type_impl for the presets above: the mixture's choice by role and layer. */
+static fmt_kind mixture_type(rules *r, const fmt_tensor *t, enum role role, fmt_dtype *type, fmt_err *e)
+{
+	int64_t layer;
+	fmt_kind k = FMT_OK;
+	if (role == ROLE_OUTPUT || (r->tied && role == ROLE_TOKEN_EMBD))
+		*type = output_type(r, t, *type);
+	else if (role == ROLE_TOKEN_EMBD)
+		return FMT_OK;
+	else if (is_attn_v_like(role))
+		*type = attn_v_type(r, *type);
+	else if (role == ROLE_ATTN_K && r->hp.n_expert == 8)
+		*type = FMT_DT_Q8_0;
+	else if (role == ROLE_FFN_DOWN) {
+		if ((k = layer_of(r, t->name, r->i_ffn_down, &layer, e)) == FMT_OK)
+			*type = ffn_down_type(r, layer, *type);
+		r->i_ffn_down++;
+	} else if (role == ROLE_ATTN_OUTPUT)
+		*type = attn_output_type(r, *type);
+	else if (role == ROLE_FFN_GATE || role == ROLE_FFN_UP) {
+		int *count = role == ROLE_FFN_GATE ? &r->i_ffn_gate : &r->i_ffn_up;
+		k = layer_of(r, t->name, *count, &layer, e);
+		++*count;
+	}
+	return k;
+}
+
+/* The first --tensor-type pattern found in name, or -1. */
+static int pattern_of(const rules *r, const char *name)
+{
+	for (size_t i = 0; i < r->n_re; i++)
+		if (regexec(&r->re[i], name, 0, NULL, 0) == 0)
+			return (int)i;
+	return -1;
+}
+
+static const char *const WHY_KEPT = "llama-quantize keeps it as it is";
+static const char *const WHY_PATTERN = "--tensor-type";
+static const char *const WHY_FALLBACK = "rows do not divide into the mixture's type: llama-quantize's fallback";
+
+/* llama_tensor_get_type: the overrides, the mixture, then the fallback for rows a type cannot
+ * hold. *type FMT_DT_INVALID: kept. */
+static fmt_kind tensor_type(rules *r, const fmt_tensor *t, fmt_dtype *type, const char **why, fmt_err *e)
+{
+	enum role role = role_of(t->name);
+	*type = FMT_DT_INVALID;
+	*why = NULL;
+	if (!allows_quantization(t, r->o->leave_output)) {
+		*why = WHY_KEPT;
+		return FMT_OK;
+	}
+	if (r->o->embd_type && role == ROLE_TOKEN_EMBD &&
+	    !(strcmp(t->name, "per_layer_token_embd.weight") == 0 && pattern_of(r, t->name) >= 0)) {
+		*type = r->o->embd_type;
+		return FMT_OK;
+	}
+	if (r->o->output_type && role == ROLE_OUTPUT) {
+		*type = r->o->output_type;
+		return FMT_OK;
+	}
+	*type = r->p->base;
+	int pattern = pattern_of(r, t->name);
+	if (pattern >= 0) {
+		*type = r->o->pattern_type[pattern];
+		*why = WHY_PATTERN;
+	} else if (!r->o->pure) {
+		fmt_kind k = mixture_type(r, t, role, type, e);
+		if (k != FMT_OK)
+			return k;
+	}
+	fmt_dtype fell = fmt_quantize_row_fallback(*type, ne(t, 0));
+	if (fell != *type) {
+		*type = fell;
+		*why = WHY_FALLBACK;
+	}
+	return FMT_OK;
+}
+
+/* llama.cpp's weights_map order: by layer ("blk.N.", -1 for others), then by name. */
+static int layer_key(const char *name)
+{
+	if (strncmp(name, "blk.", 4) != 0)
+		return -1;
+	long n = strtol(name + 4, NULL, 10);
+	return n > INT32_MAX ? INT32_MAX : n < INT32_MIN ? INT32_MIN : (int)n;
+}
+
+static const fmt_model *sort_model;
+
+static int by_layer_then_name(const void *a, const void *b)
+{
+	const char *x = sort_model->tensors[*(const size_t *)a].name;
+	const char *y = sort_model->tensors[*(const size_t *)b].name;
+	int lx = layer_key(x), ly = layer_key(y);
+	return lx != ly ? (lx < ly ? -1 : 1) : strcmp(x, y);
+}
+
+static fmt_kind compile_patterns(rules *r, fmt_err *e)
+{
+	for (; r->n_re < r->o->n_patterns; r->n_re++)
+		if (regcomp(&r->re[r->n_re], r->o->pattern[r->n_re], REG_EXTENDED | REG_NOSUB) != 0)
+			return fmt_fail(e, FMT_USAGE, "--tensor-type: '%s' is not a regular expression",
+					r->o->pattern[r->n_re]);
+	return FMT_OK;
+}
+
+/* The imatrix entry of a tensor quantized to type, as llama-quantize looks it up: by name; an
+ * entry of another size than a row times the experts is an error (token_embd's is ignored). */
+static fmt_kind weights_of(const rules *r, const fmt_tensor *t, fmt_mix_entry *me, fmt_err *e)
+{
+	const fmt_gguf_imatrix_entry *w = fmt_gguf_imatrix_find(r->o->imatrix, t->name);
+	if (!w || me->type == FMT_DT_INVALID || me->type == t->dtype || fmt_dtype_get(me->type)->block_elems == 1)
+		return FMT_OK;
+	if (w->n != ne(t, 0) * ne(t, 2)) {
+		if (is_token_embd(t->name))
+			return FMT_OK;
+		return fmt_fail(e, FMT_INVALID_FORMAT, "--imatrix: entry '%s' holds %llu values; the tensor's rows "
+				"need %llu", t->name, (unsigned long long)w->n,
+				(unsigned long long)(ne(t, 0) * ne(t, 2)));
+	}
+	if (!fmt_quantize_weighted_supported(me->type))
+		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': quantizing to %s with an importance matrix is not "
+				"implemented (Q8_0, Q4_0, Q5_0, Q6_K, IQ4_NL and IQ4_XS are)", t->name,
+				fmt_dtype_name(me->type));
+	me->weights = w->values;
+	me->rows_per_set = ne(t, 1);
+	return FMT_OK;
+}
+
+static fmt_kind plan_all(rules *r, const fmt_model *m, fmt_mix_entry *entries, fmt_err *e)
+{
+	size_t *order = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *order);
+	if (!order)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	r->tied = 1;
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		enum role role = role_of(m->tensors[i].name);
+		order[i] = i;
+		r->n_attn_wv += is_attn_v_like(role);
+		r->tied &= role != ROLE_OUTPUT;
+	}
+	sort_model = m;
+	qsort(order, m->n_tensors, sizeof *order, by_layer_then_name);
+	fmt_kind k = FMT_OK;
+	for (size_t i = 0; i < m->n_tensors && k == FMT_OK; i++) {
+		fmt_mix_entry *me = &entries[order[i]];
+		k = tensor_type(r, &m->tensors[order[i]], &me->type, &me->why, e);
+		if (k == FMT_OK && r->has_imatrix)
+			k = weights_of(r, &m->tensors[order[i]], me, e);
+	}
+	free(order);
+	return k;
+}
+
+fmt_kind fmt_gguf_mix_dtypes(const fmt_model *m, const fmt_model *meta, const char *name, const void *options,
+			     fmt_mix_entry *entries, const char **mix, fmt_err *e)
+{
+	static const fmt_gguf_quant_opts none;
+	const fmt_gguf_quant_opts *o = options ? options : &none;
+	const preset *p = preset_named(name);
+	char asked[64];
+	*mix = NULL;
+	if (!p && !fmt_gguf_quant_opts_given(o))
+		return FMT_OK;
+	if (!p)
+		return fmt_fail(e, FMT_USAGE, "--output-tensor-type, --token-embedding-type, --tensor-type, "
+				"--leave-output-tensor and --pure go with --dtype naming a llama-quantize type "
+				"(Q4_K_M, Q8_0, ...)");
+	snprintf(asked, sizeof asked, "--dtype %s", name);
+	rules *r = calloc(1, sizeof *r);
+	if (!r)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	r->o = o;
+	r->p = p;
+	r->has_imatrix = o->imatrix && o->imatrix->n > 0;
+	fmt_kind k = read_hparams(meta, asked, &r->hp, e);
+	if (k != FMT_OK && is_dtype_name(p) && !fmt_gguf_quant_opts_given(o)) {
+		k = FMT_OK;   /* not a llama.cpp model: the dtype for every tensor */
+	} else {
+		if (k == FMT_OK)
+			k = compile_patterns(r, e);
+		if (k == FMT_OK)
+			k = plan_all(r, m, entries, e);
+		if (k == FMT_OK)
+			*mix = p->name;
+	}
+	for (size_t i = 0; i < r->n_re; i++)
+		regfree(&r->re[i]);
+	free(r);
+	return k;
+}
+
+/* ---- the options' parsing ---- */
+
+/* A ggml type name in any case (llama-quantize's parse_ggml_type), or FMT_DT_INVALID. */
+static fmt_dtype ggml_type_named(const char *name)
+{
+	for (int t = FMT_DT_INVALID + 1; t < FMT_DT_COUNT; t++)
+		if (fmt_dtype_get((fmt_dtype)t)->ggml_id >= 0 && strcasecmp(fmt_dtype_name((fmt_dtype)t), name) == 0)
+			return (fmt_dtype)t;
+	return FMT_DT_INVALID;
+}
+
+static int parse_type_of(const char *option, const char *arg, fmt_dtype *out, fmt_err *e)
+{
+	if (!(*out = ggml_type_named(arg)))
+		return fmt_fail(e, FMT_USAGE, "--%s takes a ggml type (q8_0, q6_k, q4_k, iq4_nl, f16, ...), not '%s'",
+				option, arg), -1;
+	return FMT_DRVOPT_GIVEN;
+}
+
+static int parse_output_type(void *v, const char *arg, fmt_err *e)
+{
+	return parse_type_of("output-tensor-type", arg, &((fmt_gguf_quant_opts *)v)->output_type, e);
+}
+
+static int parse_embd_type(void *v, const char *arg, fmt_err *e)
+{
+	return parse_type_of("token-embedding-type", arg, &((fmt_gguf_quant_opts *)v)->embd_type, e);
+}
+
+/* PATTERN=TYPE: the pattern in lower case (as llama-quantize), a POSIX extended regular
+ * expression found anywhere in the tensor's name. */
+static int parse_tensor_type(void *v, const char *arg, fmt_err *e)
+{
+	fmt_gguf_quant_opts *o = v;
+	const char *eq = strchr(arg, '=');
+	size_t len = eq ? (size_t)(eq - arg) : 0;
+	regex_t re;
+	if (!eq || len == 0 || !eq[1])
+		return fmt_fail(e, FMT_USAGE, "--tensor-type takes PATTERN=TYPE (attn_v=q8_0), not '%s'", arg), -1;
+	if (o->n_patterns == FMT_GGUF_MAX_TENSOR_TYPES || len >= sizeof o->pattern[0])
+		return fmt_fail(e, FMT_USAGE, "--tensor-type: at most %d patterns of %zu characters",
+				FMT_GGUF_MAX_TENSOR_TYPES, sizeof o->pattern[0] - 1), -1;
+	char *pattern = o->pattern[o->n_patterns];
+	for (size_t i = 0; i < len; i++)
+		pattern[i] = (char)tolower((unsigned char)arg[i]);
+	pattern[len] = '\0';
+	if (regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB) != 0)
+		return fmt_fail(e, FMT_USAGE, "--tensor-type: '%s' is not a regular expression", pattern), -1;
+	regfree(&re);
+	if (parse_type_of("tensor-type", eq + 1, &o->pattern_type[o->n_patterns], e) < 0)
+		return -1;
+	o->n_patterns++;
+	return FMT_DRVOPT_GIVEN;
+}
+
+static int parse_leave_output(void *v, const char *arg, fmt_err *e)
+{
+	(void)arg;
+	(void)e;
+	((fmt_gguf_quant_opts *)v)->leave_output = 1;
+	return FMT_DRVOPT_GIVEN;
+}
+
+static int parse_imatrix(void *v, const char *arg, fmt_err *e)
+{
+	(void)e;
+	((fmt_gguf_quant_opts *)v)->imatrix_file = arg;
+	return FMT_DRVOPT_GIVEN;
+}
+
+static int push_name(const char *option, const char **list, size_t *n, const char *arg, fmt_err *e)
+{
+	if (*n == FMT_GGUF_MAX_TENSOR_TYPES)
+		return fmt_fail(e, FMT_USAGE, "--%s: at most %d names", option, FMT_GGUF_MAX_TENSOR_TYPES), -1;
+	list[(*n)++] = arg;
+	return FMT_DRVOPT_GIVEN;
+}
+
+static int parse_include(void *v, const char *arg, fmt_err *e)
+{
+	fmt_gguf_quant_opts *o = v;
+	return push_name("include-weights", o->include, &o->n_include, arg, e);
+}
+
+static int parse_exclude(void *v, const char *arg, fmt_err *e)
+{
+	fmt_gguf_quant_opts *o = v;
+	return push_name("exclude-weights", o->exclude, &o->n_exclude, arg, e);
+}
+
+static fmt_kind load_quant_opts(void *v, fmt_err *e)
+{
+	fmt_gguf_quant_opts *o = v;
+	if (o->n_include && o->n_exclude)
+		return fmt_fail(e, FMT_USAGE, "--include-weights and --exclude-weights cannot be used together");
+	if ((o->n_include || o->n_exclude) && !o->imatrix_file)
+		return fmt_fail(e, FMT_USAGE, "--%s-weights chooses entries of --imatrix FILE, which is not given",
+				o->n_include ? "include" : "exclude");
+	if (!o->imatrix_file || o->imatrix)
+		return FMT_OK;
+	fmt_gguf_imatrix *im = malloc(sizeof *im);
+	if (!im)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	fmt_kind k = fmt_gguf_imatrix_load(im, o->imatrix_file, o, e);
+	if (k != FMT_OK) {
+		free(im);
+		return k;
+	}
+	o->imatrix = im;
+	return FMT_OK;
+}
+
+static void free_quant_opts(void *v)
+{
+	fmt_gguf_quant_opts *o = v;
+	if (o->imatrix) {
+		fmt_gguf_imatrix_free(o->imatrix);
+		free(o->imatrix);
+		o->imatrix = NULL;
+	}
+}
+
+static int parse_pure(void *v, const char *arg, fmt_err *e)
+{
+	(void)arg;
+	(void)e;
+	((fmt_gguf_quant_opts *)v)->pure = 1;
+	return FMT_DRVOPT_GIVEN;
+}
+
+#define QUANT_TYPES "q8_0 q6_k q5_k q4_k q3_k q2_k q5_1 q5_0 q4_1 q4_0 iq4_nl iq4_xs f16 bf16 f32"
+
+static const fmt_drvopt quant_option_list[] = {
+	{ "output-tensor-type", "TYPE", "with a llama-quantize --dtype (Q4_K_M...): output.weight's type",
+	  FMT_DRVOPT_WRITE, FMT_DRVOPT_WORDS, QUANT_TYPES, .parse = parse_output_type },
+	{ "token-embedding-type", "TYPE", "... token_embd.weight's type", FMT_DRVOPT_WRITE, FMT_DRVOPT_WORDS,
+	  QUANT_TYPES, .parse = parse_embd_type },
+	{ "tensor-type", "PATTERN=TYPE", "... the type of tensors whose name the regular expression\n"
+	  "PATTERN finds (repeatable; the first that matches counts)", FMT_DRVOPT_WRITE, FMT_DRVOPT_FREE,
+	  .parse = parse_tensor_type, .flags = FMT_DRVOPT_REPEAT },
+	{ "leave-output-tensor", NULL, "... output.weight not quantized", FMT_DRVOPT_WRITE, FMT_DRVOPT_FREE,
+	  .parse = parse_leave_output },
+	{ "pure", NULL, "... every quantized tensor of the preset's one type (no mixture)", FMT_DRVOPT_WRITE,
+	  FMT_DRVOPT_FREE, .parse = parse_pure },
+	{ "imatrix", "FILE", "... an importance matrix (llama-imatrix's GGUF or legacy .dat)\n"
+	  "weighting the quantizers", FMT_DRVOPT_WRITE, FMT_DRVOPT_FILE, .parse = parse_imatrix },
+	{ "include-weights", "NAME", "... use only the --imatrix entries whose name holds NAME\n"
+	  "(repeatable)", FMT_DRVOPT_WRITE, FMT_DRVOPT_FREE, .parse = parse_include, .flags = FMT_DRVOPT_REPEAT },
+	{ "exclude-weights", "NAME", "... leave out the --imatrix entries whose name holds NAME\n"
+	  "(repeatable)", FMT_DRVOPT_WRITE, FMT_DRVOPT_FREE, .parse = parse_exclude, .flags = FMT_DRVOPT_REPEAT },
+	{ .name = NULL }
+};
+
+const fmt_drvopts fmt_gguf_quant_options = { .list = quant_option_list, .size = sizeof(fmt_gguf_quant_opts),
+					     .load = load_quant_opts, .free = free_quant_opts };

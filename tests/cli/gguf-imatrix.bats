@@ -1,0 +1,115 @@
+#!/usr/bin/env bats
+# Issue 23, importance matrices: fmt-convert --dtype PRESET --imatrix FILE reads llama-imatrix's
+# GGUF imatrix and the legacy .dat (scripts/gen/llama-tiny --imatrix writes both) and writes
+# what llama-quantize --imatrix writes (the golden cases b-*-imatrix* of tests/data/llama-quantize,
+# compared in gguf-presets.bats); --include-weights / --exclude-weights choose entries. Here: the
+# hostile matrices (scripts/gen/imatrix-hostile) are exit 4 with the reason and nothing written,
+# and what is not implemented or not meant says so.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	load helpers
+	export IM="$BATS_FILE_TMPDIR/imatrix"
+	"$REPO_ROOT/scripts/gen/llama-tiny" "$IM/b" --embd 256 --ff 512 --layers 2 --heads 4 --kv-heads 2 --tied --imatrix
+	fmt-convert -q --arch llama --dtype f32 --metadata-from "$IM/b/vocab.gguf" --keys 'tokenizer.*' \
+		--set-from "$IM/b/hparams.json" "$IM/b/weights.safetensors" "$IM/b.gguf"
+	"$REPO_ROOT/scripts/gen/imatrix-hostile" "$IM/bad"
+}
+
+setup() {
+	load helpers
+	cd "$BATS_TEST_TMPDIR"
+}
+
+nothing_written() {
+	[ ! -e "$1" ] || fail "$1 was written"
+	[ -z "$(find . -maxdepth 1 -name '.fmtkit-tmp-*')" ] || fail "temporary file left"
+}
+
+usage_error() {
+	printf 'fmt-convert: error: %s\nTry '"'"'fmt-convert --help'"'"'.' "$1"
+}
+
+@test "hostile importance matrices: exit 4 naming the file and what is wrong, nothing written" {
+	local file msg n=0
+	while IFS='|' read -r file msg; do
+		run --separate-stderr fmt-convert --dtype Q6_K --imatrix "$IM/bad/$file" "$IM/b.gguf" out.gguf
+		assert_failure 4
+		assert_equal "$stderr" "fmt-convert: error: $IM/bad/$file: --imatrix: $msg"
+		nothing_written out.gguf
+		n=$((n + 1))
+	done <<-'EOF'
+		empty.dat|not an importance matrix: no GGUF magic, and no entry count of a legacy .dat file
+		zero-entries.dat|not an importance matrix: no GGUF magic, and no entry count of a legacy .dat file
+		negative-count.dat|not an importance matrix: no GGUF magic, and no entry count of a legacy .dat file
+		more-entries-than-file.dat|entry 2: no name of a length 0 to 4096 in the file
+		negative-name-length.dat|entry 1: no name of a length 0 to 4096 in the file
+		huge-name-length.dat|entry 1: no name of a length 0 to 4096 in the file
+		name-past-end.dat|entry 1: no name of a length 0 to 4096 in the file
+		nul-in-name.dat|entry 1: its name holds a NUL byte
+		zero-values.dat|entry 1 ('blk.0.attn_q.weight'): no count of 1 or more values that the file holds
+		values-past-end.dat|entry 1 ('blk.0.attn_q.weight'): no count of 1 or more values that the file holds
+		nan.dat|entry 'blk.0.attn_q.weight': value 1 is not finite
+		twice.dat|entry 'blk.0.attn_q.weight' appears twice
+		no-imatrix-keys.gguf|a GGUF without imatrix.datasets, imatrix.chunk_count and imatrix.chunk_size: not an importance matrix
+		no-tensors.gguf|no in_sum2 and counts tensors: no data
+		sums-without-counts.gguf|'w' has in_sum2 but no counts
+		counts-without-sums.gguf|'w' has counts but no in_sum2
+		f16-sums.gguf|tensor 'w.in_sum2' is F16; the sums and counts must be F32
+		sums-not-per-count.gguf|'w': 5 sums do not divide among 2 counts
+		infinite-sum.gguf|entry 'w': value 1 is not finite
+		truncated.gguf|tensor 'w.counts': data at offset 320 + 4 bytes runs past the end of the file (312 bytes)
+	EOF
+	assert_equal "$n" 20
+}
+
+@test "an entry of another size than the tensor's rows is exit 4; a missing file exit 3" {
+	run --separate-stderr fmt-convert --dtype Q6_K --imatrix "$IM/bad/wrong-size.dat" "$IM/b.gguf" out.gguf
+	assert_failure 4
+	assert_equal "$stderr" "fmt-convert: error: $IM/b.gguf: --imatrix: entry 'blk.0.attn_q.weight' holds 2 values; the tensor's rows need 256"
+	nothing_written out.gguf
+	run --separate-stderr fmt-convert --dtype Q6_K --imatrix nothing.dat "$IM/b.gguf" out.gguf
+	assert_failure 3
+	assert_output ""
+	[[ "$stderr" == "fmt-convert: error: nothing.dat: "* ]] || fail "$stderr"
+	nothing_written out.gguf
+}
+
+@test "a type whose weighted quantizer is not implemented is exit 5 naming the tensor; --dry-run notes the weights" {
+	run --separate-stderr fmt-convert --dtype Q4_K_M --imatrix "$IM/b/imatrix.gguf" "$IM/b.gguf" out.gguf
+	assert_failure 5
+	assert_equal "$stderr" "fmt-convert: error: $IM/b.gguf: tensor 'blk.0.attn_k.weight': quantizing to Q4_K with an importance matrix is not implemented (Q8_0, Q4_0, Q5_0, Q6_K, IQ4_NL and IQ4_XS are)"
+	nothing_written out.gguf
+	run fmt-convert --dry-run --dtype IQ4_XS --imatrix "$IM/b/imatrix.dat" "$IM/b.gguf" out.gguf
+	assert_success
+	assert_line "  blk.1.ffn_down.weight  F32 -> IQ4_XS  69632 bytes  (importance weights)"
+	assert_line "  token_embd.weight  F32 -> Q6_K  71610 bytes"
+	nothing_written out.gguf
+	# without the matrix the same tensors have no weights, and other bytes
+	fmt-convert --dtype IQ4_XS "$IM/b.gguf" plain.gguf
+	fmt-convert --dtype IQ4_XS --imatrix "$IM/b/imatrix.gguf" "$IM/b.gguf" weighted.gguf
+	[ "$(tensor_hex plain.gguf blk.1.ffn_down.weight)" != "$(tensor_hex weighted.gguf blk.1.ffn_down.weight)" ] ||
+		fail "the weights changed nothing"
+	assert_equal "$(tensor_hex plain.gguf token_embd.weight)" "$(tensor_hex weighted.gguf token_embd.weight)"
+}
+
+@test "--include-weights and --exclude-weights: not together, and only with --imatrix (exit 2)" {
+	run --separate-stderr fmt-convert --dtype Q6_K --imatrix "$IM/b/imatrix.gguf" --include-weights attn \
+		--exclude-weights ffn "$IM/b.gguf" out.gguf
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: --include-weights and --exclude-weights cannot be used together"
+	nothing_written out.gguf
+	run --separate-stderr fmt-convert --dtype Q6_K --exclude-weights ffn "$IM/b.gguf" out.gguf
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: --exclude-weights chooses entries of --imatrix FILE, which is not given"
+	nothing_written out.gguf
+	run --separate-stderr fmt-convert --imatrix "$IM/b/imatrix.gguf" "$IM/b.gguf" out.gguf
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: $IM/b.gguf: --output-tensor-type, --token-embedding-type, --tensor-type, --leave-output-tensor and --pure go with --dtype naming a llama-quantize type (Q4_K_M, Q8_0, ...)"
+	nothing_written out.gguf
+	run --separate-stderr fmt-convert --imatrix "$IM/b/imatrix.gguf" "$IM/b.gguf" out.safetensors
+	assert_failure 2
+	assert_equal "$stderr" "$(usage_error "--imatrix needs .gguf output")"
+	nothing_written out.safetensors
+}

@@ -1,0 +1,178 @@
+#!/usr/bin/env bats
+# Issue 23, the presets: fmt-convert --dtype Q4_K_M (and llama-quantize's other presets) with
+# --output-tensor-type, --token-embedding-type, --tensor-type, --leave-output-tensor and --pure
+# gives every tensor the type llama-quantize gives it and writes the same bytes. The proof is
+# what llama-quantize itself wrote (tests/data/llama-quantize: per tensor its type and the
+# SHA-256 of its data, and general.file_type; scripts/gen/llama-quantize-golden) for the models
+# of tests/data/llama-quantize/models, remade here by scripts/gen/llama-tiny; gguf-py (from
+# scripts/llama-src) reads fmt-convert's output for the comparison.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	load helpers
+	export LQ="$REPO_ROOT/tests/data/llama-quantize"
+	export PM="$BATS_FILE_TMPDIR/presets"
+	mkdir -p "$PM"
+	local name args opts
+	while read -r name args; do
+		case "$name" in '#'* | '') continue ;; esac
+		opts=()
+		[[ "$args" == *' -- '* ]] && read -r -a opts <<<"${args#* -- }"
+		read -r -a args <<<"${args%% -- *}"
+		"$REPO_ROOT/scripts/gen/llama-tiny" "$PM/$name" "${args[@]}"
+		[[ " ${opts[*]} " == *' --arch '* ]] || opts+=(--arch llama)
+		fmt-convert -q --dtype f32 --metadata-from "$PM/$name/vocab.gguf" --keys 'tokenizer.*' \
+			--set-from "$PM/$name/hparams.json" "${opts[@]}" "$PM/$name/weights.safetensors" "$PM/$name.gguf"
+	done <"$LQ/models"
+}
+
+setup() {
+	load helpers
+	cd "$BATS_TEST_TMPDIR"
+}
+
+# Per tensor "NAME TYPE SHA256", sorted, and general.file_type: as the golden files list them.
+listing() {
+	"$REPO_ROOT/scripts/gen/llama-quantize-golden" --list "$1"
+}
+
+# A usage error found while parsing the options: the message and the pointer to --help.
+usage_error() {
+	printf 'fmt-convert: error: %s\nTry '"'"'fmt-convert --help'"'"'.' "$1"
+}
+
+nothing_written() {
+	[ ! -e "$1" ] || fail "$1 was written"
+	[ -z "$(find . -maxdepth 1 -name '.fmtkit-tmp-*')" ] || fail "temporary file left"
+}
+
+@test "every preset and override of the golden cases: llama-quantize's types, bytes and file type" {
+	local model case type opts n=0
+	while read -r model case type opts; do
+		case "$model" in '#'* | '') continue ;; esac
+		read -r -a opts <<<"${opts//@MODEL@/$PM/$model}"
+		run fmt-convert --dtype "$type" "${opts[@]}" "$PM/$model.gguf" "$model-$case.gguf"
+		assert_success
+		diff "$LQ/$model-$case.txt" <(listing "$model-$case.gguf") || fail "$model $case differs from llama-quantize"
+		n=$((n + 1))
+	done <"$LQ/cases"
+	assert_equal "$n" 51
+}
+
+@test "the golden cases cover each preset, the fallbacks, GQA, tied embeddings, experts, 70B and falcon" {
+	# the types llama-quantize chose vary as the rules say: a few spot checks of the goldens
+	assert_equal "$(grep -c ' Q6_K ' "$LQ/a-Q4_K_M.txt")" 5     # output + attn_v of layers 0 3 6 7
+	grep -q '^blk.0.ffn_down.weight Q8_0 ' "$LQ/a-Q4_K_M.txt"      # Q6_K, rows of 320: Q8_0
+	grep -q '^blk.1.ffn_down.weight Q5_0 ' "$LQ/a-Q4_K_M.txt"      # Q4_K, rows of 320: Q5_0
+	grep -q '^blk.0.attn_v.weight Q4_K ' "$LQ/a-Q2_K.txt"          # GQA 4
+	grep -q '^blk.0.attn_v.weight Q3_K ' "$LQ/b-Q2_K.txt"          # GQA 2
+	grep -q '^token_embd.weight Q6_K ' "$LQ/b-Q4_K_M.txt"          # tied: the output's rule
+	grep -q '^blk.2.attn_v.weight Q5_K ' "$LQ/c-Q4_K_M.txt"        # 70B: Q4_K -> Q5_K
+	grep -q '^blk.0.attn_k.weight Q8_0 ' "$LQ/d-Q4_K_M.txt"        # 8 experts
+	grep -q '^blk.0.attn_output.weight Q5_K ' "$LQ/d-Q4_K_M.txt"   # 8 experts
+	grep -q '^blk.0.ffn_down_exps.weight Q5_0 ' "$LQ/d-Q4_K_M.txt" # experts' rows of 32
+	grep -q '^blk.1.ffn_down.weight Q4_0 ' "$LQ/e-Q3_K_M.txt"      # falcon: Q3_K, rows of 320: Q4_0
+	grep -q '^blk.1.ffn_down.weight Q5_0 ' "$LQ/a-Q3_K_M.txt"      # llama: Q4_K, rows of 320: Q5_0
+	grep -q '^blk.0.attn_output.weight Q4_K ' "$LQ/e-Q3_K_L.txt"   # falcon
+	grep -q '^blk.0.attn_output.weight Q5_K ' "$LQ/a-Q3_K_L.txt"   # llama
+	grep -q '^output.weight Q8_0 ' "$LQ/e-Q4_K_M.txt"              # falcon's output
+	grep -q '^general.file_type 14$' "$LQ/a-Q4_K_S.txt"
+}
+
+@test "in one step from safetensors (--set-from the hyperparameters): the same tensors as from the F32 GGUF" {
+	fmt-convert -q --dtype f32 --metadata-from "$PM/a/vocab.gguf" --keys 'tokenizer.*' --set-from "$PM/a/hparams.json" \
+		--arch llama --dtype q4_k_m "$PM/a/weights.safetensors" one-step.gguf 2>/dev/null && fail "two --dtype accepted"
+	fmt-convert --arch llama --metadata-from "$PM/a/vocab.gguf" --keys 'tokenizer.*' --set-from "$PM/a/hparams.json" \
+		--dtype q4_k_m "$PM/a/weights.safetensors" one-step.gguf
+	diff "$LQ/a-Q4_K_M.txt" <(listing one-step.gguf)
+}
+
+@test "--dry-run names each tensor's type and bytes as llama-quantize chose them; nothing written" {
+	run --separate-stderr fmt-convert --dry-run --json --dtype Q4_K_M "$PM/a.gguf" out.gguf
+	assert_success
+	assert_equal "$(jq -r '.tensors[] | "\(.name) \(.to)"' <<<"$output" | sort)" "$(awk 'NF == 3 {print $1, $2}' "$LQ/a-Q4_K_M.txt")"
+	assert_equal "$(jq -c '.tensors[] | select(.name == "blk.1.ffn_down.weight") | [.from, .to, .bytes, .note]' <<<"$output")" \
+		'["F32","Q5_0",56320,"rows do not divide into the mixture'"'"'s type: llama-quantize'"'"'s fallback"]'
+	assert_equal "$(jq -c '.tensors[] | select(.name == "blk.0.attn_norm.weight") | [.to, .note]' <<<"$output")" \
+		'["F32","llama-quantize keeps it as it is"]'
+	assert_equal "$(jq -c '.tensors[] | select(.name == "blk.0.ffn_up.weight") | [.to, .bytes, .note]' <<<"$output")" '["Q4_K",46080,null]'
+	nothing_written out.gguf
+	run fmt-convert --dry-run --dtype Q4_K_M --tensor-type attn_q=q8_0 "$PM/a.gguf" out.gguf
+	assert_success
+	assert_line "  blk.0.attn_q.weight  F32 -> Q8_0  69632 bytes  (--tensor-type)"
+	assert_line "  output.weight  F32 -> Q6_K  71610 bytes"
+	nothing_written out.gguf
+}
+
+@test "a preset that is a dtype's name stays that dtype for every tensor of a model without its layers" {
+	# no general.architecture: Q4_0 and q4_k are the plain types, as before presets
+	fmt-convert -q --dtype f32 "$PM/b/weights.safetensors" plain.gguf
+	fmt-convert --dtype Q4_0 plain.gguf q40.gguf
+	assert_equal "$(fmt-inspect --json q40.gguf | jq -r '[.tensors[] | select(.shape | length == 2) | .dtype] | unique | join(" ")')" "Q4_0"
+	# a mixture-only preset needs them, as the overrides do: exit 2, nothing written
+	run --separate-stderr fmt-convert --dtype Q4_K_M plain.gguf out.gguf
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: plain.gguf: --dtype Q4_K_M needs the model's general.architecture and its block_count, as llama-quantize (the mixture depends on the layers)"
+	nothing_written out.gguf
+	run --separate-stderr fmt-convert --dtype Q4_0 --pure plain.gguf out.gguf
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: plain.gguf: --dtype Q4_0 needs the model's general.architecture and its block_count, as llama-quantize (the mixture depends on the layers)"
+	nothing_written out.gguf
+	run --separate-stderr fmt-convert --dtype Q4_K_M --set llama.block_count:u32=0 --arch llama plain.gguf out.gguf
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: plain.gguf: --dtype Q4_K_M needs llama.block_count (1 to 512), as llama-quantize"
+	nothing_written out.gguf
+}
+
+@test "bad overrides: exit 2 with the reason, nothing written" {
+	local bad
+	for bad in "--tensor-type attn_v" "--tensor-type =q8_0" "--tensor-type attn_v=" ; do
+		run --separate-stderr fmt-convert --dtype Q4_K_M $bad "$PM/b.gguf" out.gguf
+		assert_failure 2
+		assert_equal "$stderr" "$(usage_error "--tensor-type takes PATTERN=TYPE (attn_v=q8_0), not '${bad#--tensor-type }'")"
+		nothing_written out.gguf
+	done
+	run --separate-stderr fmt-convert --dtype Q4_K_M --tensor-type 'attn_(v=q8_0' "$PM/b.gguf" out.gguf
+	assert_failure 2
+	assert_equal "$stderr" "$(usage_error "--tensor-type: 'attn_(v' is not a regular expression")"
+	nothing_written out.gguf
+	run --separate-stderr fmt-convert --dtype Q4_K_M --output-tensor-type q9_k "$PM/b.gguf" out.gguf
+	assert_failure 2
+	assert_equal "$stderr" "$(usage_error "--output-tensor-type takes a ggml type (q8_0, q6_k, q4_k, iq4_nl, f16, ...), not 'q9_k'")"
+	nothing_written out.gguf
+	# a type fmt-convert does not write
+	run --separate-stderr fmt-convert --dtype Q4_K_M --token-embedding-type iq2_xxs "$PM/b.gguf" out.gguf
+	assert_failure 5
+	assert_equal "$stderr" "fmt-convert: error: $PM/b.gguf: tensor 'token_embd.weight': cannot convert F32 to IQ2_XXS"
+	nothing_written out.gguf
+	# llama-quantize's fallback applies to a --tensor-type type (Q6_K on rows of 32: Q8_0) ...
+	fmt-convert --dtype Q4_K_M --tensor-type 'ffn_down_exps=q6_k' "$PM/d.gguf" out.gguf
+	assert_equal "$(fmt-inspect --json out.gguf | jq -r '.tensors[] | select(.name == "blk.0.ffn_down_exps.weight") | .dtype')" Q8_0
+	rm out.gguf
+	# ... and with --pure (Q4_K on rows of 320: Q5_0)
+	run --separate-stderr fmt-convert --dtype Q8_0 --tensor-type 'ffn_down=q4_k' --pure "$PM/a.gguf" out.gguf
+	assert_success
+	assert_equal "$(fmt-inspect --json out.gguf | jq -r '.tensors[] | select(.name == "blk.0.ffn_down.weight") | .dtype')" Q5_0
+	rm out.gguf
+	# the options are GGUF's, and need a preset
+	run --separate-stderr fmt-convert --pure "$PM/b.gguf" out.safetensors
+	assert_failure 2
+	assert_equal "$stderr" "$(usage_error "--pure needs .gguf output")"
+	nothing_written out.safetensors
+	run --separate-stderr fmt-convert --pure "$PM/b.gguf" out3.gguf
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: $PM/b.gguf: --output-tensor-type, --token-embedding-type, --tensor-type, --leave-output-tensor and --pure go with --dtype naming a llama-quantize type (Q4_K_M, Q8_0, ...)"
+	nothing_written out3.gguf
+}
+
+@test "requantizing a quantized model with a preset: refused without --allow-requantize (exit 2, nothing written)" {
+	fmt-convert -q --dtype Q8_0 "$PM/b.gguf" q8.gguf
+	run --separate-stderr fmt-convert --dtype Q4_K_M q8.gguf out.gguf
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: q8.gguf: tensor 'token_embd.weight' is already quantized (Q8_0): requantizing it to Q6_K loses precision twice; --allow-requantize does it"
+	nothing_written out.gguf
+	run fmt-convert --allow-requantize --dtype Q4_K_M q8.gguf out.gguf
+	assert_success
+	assert_equal "$(fmt-inspect --json out.gguf | jq '.metadata["general.file_type"]')" 15
+}
