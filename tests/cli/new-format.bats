@@ -80,7 +80,7 @@ setup() {
 	printf 'junk bytes' >junk.bin
 	run --separate-stderr "$NEW/fmt-inspect" junk.bin
 	assert_failure 4
-	[[ "$stderr" == *"not one of: safetensors, safetensors-index, gguf, apsim, apsim-index, apr, nk, dummy, ald, arrow, arrow-stream, jsonl, csv, ttab)" ]]
+	[[ "$stderr" == *"not one of: safetensors, safetensors-index, gguf, apsim, apsim-index, apr, nk, dummy, ald, arrow, arrow-stream, jsonl, csv, parquet, ttab)" ]]
 	make_samples
 	run --separate-stderr "$NEW/fmt-convert" --dtype q8_0 "$SAMPLES/tiny.safetensors" m.dmy
 	assert_failure 2

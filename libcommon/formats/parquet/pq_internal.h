@@ -162,6 +162,7 @@ typedef struct pq_cursor {
 	int width;                  /* bytes of a fixed-width physical value */
 	int verify_crc;
 	int headers_only;           /* decompress pages, decode nothing (nested leaves in fmt-verify) */
+	int walk_only;              /* page headers and CRCs only: what a reader checks before it reads */
 } pq_cursor;
 
 fmt_kind pq_cursor_open(pq_cursor *c, const pq_leaf *leaf, const pq_chunk *chunk, const uint8_t *file,

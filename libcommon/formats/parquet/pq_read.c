@@ -548,6 +548,15 @@ static fmt_kind next_page(pq_cursor *c, int *none, fmt_err *e)
 		if (c->verify_crc && h.has_crc &&
 		    (uint32_t)crc32(0, raw, (uInt)h.compressed) != (uint32_t)h.crc)
 			return fmt_fail(e, FMT_CHECKSUM, "Parquet: column '%s': page CRC differs", c->leaf->path);
+		if (c->walk_only && (h.type == PAGE_DATA || h.type == PAGE_DATA_V2)) {
+			if (h.num_values < 0 || (uint64_t)h.num_values > (uint64_t)c->chunk->num_values - c->values_seen)
+				return bad_page(c, e, "pages hold more values than the chunk");
+			c->values_seen += (uint64_t)h.num_values;
+			c->page_values = c->page_at = (uint64_t)h.num_values;
+			return FMT_OK;
+		}
+		if (c->walk_only)
+			continue;
 		if (h.type == PAGE_DICTIONARY) {
 			fmt_kind k = load_dictionary(c, &h, raw, e);
 			if (k != FMT_OK)
