@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include "fmt/checked.h"
 #include "fmt/dataset.h"
 #include "fmt/half.h"
@@ -42,6 +44,22 @@ static void close_group(pq_state *s)
 	for (size_t i = 0; s->cursors && i < s->m.n_leaves; i++)
 		pq_cursor_free(&s->cursors[i]);
 	s->group_open = 0;
+}
+
+/* A row group read: its pages of the file mapping are dropped from memory (a later read maps
+ * them again), so that reading a large file keeps one row group resident, not the file. */
+static void release_group(const fmt_table *t, const pq_state *s, size_t g)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	if (!t->source.map || page <= 0 || g >= s->m.n_groups)
+		return;
+	for (size_t i = 0; i < s->m.n_leaves; i++) {
+		const pq_chunk *c = &s->m.groups[g].chunks[i];
+		uintptr_t a = ((uintptr_t)(s->data + c->start) + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+		uintptr_t z = (uintptr_t)(s->data + c->end) & ~((uintptr_t)page - 1);
+		if (z > a)
+			madvise((void *)a, z - a, MADV_DONTNEED);
+	}
 }
 
 static void pq_close(fmt_table *t)
@@ -116,6 +134,7 @@ static fmt_kind pq_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 	while (!s->group_open || s->group_left == 0) {
 		if (s->group_open) {
 			close_group(s);
+			release_group(t, s, s->group);
 			s->group++;
 		}
 		if (s->group >= s->m.n_groups) {
@@ -150,7 +169,7 @@ static fmt_kind pq_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 static fmt_kind pq_verify(fmt_table *t, const fmt_verify_opts *o, fmt_err *e)
 {
 	pq_state *s = t->format_state;
-	for (size_t g = 0; g < s->m.n_groups; g++)
+	for (size_t g = 0; g < s->m.n_groups; release_group(t, s, g), g++)
 		for (size_t l = 0; l < s->m.n_leaves; l++) {
 			pq_cursor c;
 			uint64_t pages = 0;

@@ -267,7 +267,9 @@ static int64_t dict_index(dict *d, const uint8_t *p, size_t n, int is_bytes)
 	size_t mask = d->n_slots - 1, h = (size_t)XXH3_64bits(p, n) & mask;
 	for (; d->slots[h]; h = (h + 1) & mask) {
 		uint32_t i = d->slots[h] - 1;
-		if (d->lens[i] == n && memcmp(d->plain.p + d->pos[i], p, n) == 0)
+		const char *q = d->plain.p + d->pos[i];
+		if (d->lens[i] == n && (n == 8 ? fmt_rd_u64((const uint8_t *)q) == fmt_rd_u64(p) :
+					n == 4 ? fmt_rd_u32((const uint8_t *)q) == fmt_rd_u32(p) : memcmp(q, p, n) == 0))
 			return i;
 	}
 	if (d->plain.len + n + 4 > DICT_MAX_BYTES || d->n == UINT32_MAX - 1) {
@@ -320,7 +322,10 @@ static fmt_kind add_value(colw *c, const uint8_t *p, size_t n, fmt_err *e)
 	} else {
 		stat_fixed(c, p);
 	}
-	fmt_sb_put(&c->plain, (const char *)p, n);
+	fmt_sb_add(&c->plain, (const char *)p, n);
+	/* mostly distinct values: a dictionary will not pay, stop hashing them */
+	if (c->d.on && c->values >= 4096 && c->d.n > c->values / 4 * 3)
+		dict_off(&c->d);
 	if (c->d.on) {
 		int64_t i = dict_index(&c->d, p, n, c->is_bytes);
 		if (i >= 0) {
