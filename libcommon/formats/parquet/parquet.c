@@ -1,7 +1,7 @@
 /* Apache Parquet (.parquet) as a table driver: the footer read at open, the rows a row group at
  * a time through one cursor per column (pages decoded as the rows are asked for, so the first
  * batches touch only the first pages), fmt-inspect's facts from the footer, fmt-verify's check
- * of every page, and the writer (pq_write.c). */
+ * of every page, and the writer (fmt_pq_write.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +42,7 @@ static int probe(const uint8_t *head, size_t n, uint64_t size)
 static void close_group(pq_state *s)
 {
 	for (size_t i = 0; s->cursors && i < s->m.n_leaves; i++)
-		pq_cursor_free(&s->cursors[i]);
+		fmt_pq_cursor_free(&s->cursors[i]);
 	s->group_open = 0;
 }
 
@@ -70,7 +70,7 @@ static void pq_close(fmt_table *t)
 	close_group(s);
 	free(s->cursors);
 	free(s->leaf_of);
-	pq_meta_free(&s->m);
+	fmt_pq_meta_free(&s->m);
 	free(s);
 	t->format_state = NULL;
 }
@@ -86,7 +86,7 @@ static fmt_kind pq_open(fmt_table *t, fmt_err *e)
 		k = fmt_fail(e, FMT_IO, "file too large to map");
 	s->size = t->source.size;
 	if (k == FMT_OK)
-		k = pq_meta_read(s->data, s->size, &s->m, &t->schema, e);
+		k = fmt_pq_meta_read(s->data, s->size, &s->m, &t->schema, e);
 	if (k == FMT_OK && (!(s->cursors = calloc(s->m.n_leaves ? s->m.n_leaves : 1, sizeof *s->cursors)) ||
 			    !(s->leaf_of = malloc((t->schema.n_fields ? t->schema.n_fields : 1) * sizeof *s->leaf_of))))
 		k = fmt_fail(e, FMT_IO, "out of memory");
@@ -114,7 +114,7 @@ static fmt_kind open_group(fmt_table *t, pq_state *s, size_t g, fmt_err *e)
 		long l = s->leaf_of[i];
 		if (l < 0 || t->schema.fields[i].type == FMT_C_OTHER)
 			continue;
-		fmt_kind k = pq_cursor_open(&s->cursors[l], &s->m.leaves[l], &s->m.groups[g].chunks[l], s->data, 0, 0, e);
+		fmt_kind k = fmt_pq_cursor_open(&s->cursors[l], &s->m.leaves[l], &s->m.groups[g].chunks[l], s->data, 0, 0, e);
 		if (k != FMT_OK)
 			return k;
 		if (s->m.groups[g].chunks[l].num_values != s->m.groups[g].num_rows)
@@ -153,7 +153,7 @@ static fmt_kind pq_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 		long l = s->leaf_of[i];
 		if (l < 0 || t->schema.fields[i].type == FMT_C_OTHER)
 			continue; /* not converted: refused by the batch check unless deselected */
-		fmt_kind k = pq_cursor_take(&s->cursors[l], &t->schema.fields[i], n, &b->columns[i], b, e);
+		fmt_kind k = fmt_pq_cursor_take(&s->cursors[l], &t->schema.fields[i], n, &b->columns[i], b, e);
 		if (k != FMT_OK)
 			return k;
 	}
@@ -174,12 +174,12 @@ static fmt_kind pq_verify(fmt_table *t, const fmt_verify_opts *o, fmt_err *e)
 			pq_cursor c;
 			uint64_t pages = 0;
 			const pq_leaf *leaf = &s->m.leaves[l];
-			fmt_kind k = pq_cursor_open(&c, leaf, &s->m.groups[g].chunks[l], s->data, 1,
+			fmt_kind k = fmt_pq_cursor_open(&c, leaf, &s->m.groups[g].chunks[l], s->data, 1,
 						    leaf->max_rep > 0, e);
 			c.walk_only = o == NULL;
 			if (k == FMT_OK)
-				k = pq_cursor_check_all(&c, &pages, e);
-			pq_cursor_free(&c);
+				k = fmt_pq_cursor_check_all(&c, &pages, e);
+			fmt_pq_cursor_free(&c);
 			if (k != FMT_OK) {
 				fmt_err_prefix(e, "row group %zu", g);
 				return k;
@@ -250,14 +250,14 @@ static json_t *encodings_text(uint32_t bits)
 	for (int i = 0; i < 32; i++)
 		if (bits >> i & 1)
 			used += (size_t)snprintf(buf + used, used < sizeof buf ? sizeof buf - used : 0, "%s%s",
-						 used ? ", " : "", pq_encoding_name(i));
+						 used ? ", " : "", fmt_pq_encoding_name(i));
 	return json_string(buf);
 }
 
 static json_t *chunk_json(const pq_leaf *l, const fmt_field *f, const pq_chunk *c)
 {
 	json_t *o = json_object();
-	json_object_set_new(o, "codec", json_string(pq_codec_name(c->codec)));
+	json_object_set_new(o, "codec", json_string(fmt_pq_codec_name(c->codec)));
 	json_object_set_new(o, "encodings", encodings_text(c->encodings));
 	json_object_set_new(o, "values", json_integer(c->num_values));
 	json_object_set_new(o, "compressed_bytes", json_integer(c->total_compressed));
@@ -290,7 +290,7 @@ static json_t *describe(const fmt_table *t)
 	for (size_t i = 0; i < s->m.n_leaves; i++) {
 		const pq_leaf *l = &s->m.leaves[i];
 		char buf[160];
-		snprintf(buf, sizeof buf, "%s%s%s%s", pq_ptype_name(l->ptype), l->logical[0] ? " " : "", l->logical,
+		snprintf(buf, sizeof buf, "%s%s%s%s", fmt_pq_ptype_name(l->ptype), l->logical[0] ? " " : "", l->logical,
 			 l->max_rep ? " (repeated)" : l->max_def ? " (optional)" : "");
 		json_object_set_new(leaves, l->path, json_string(buf));
 	}
@@ -334,7 +334,7 @@ static fmt_kind pq_write_table(fmt_table *in, fmt_sink *k, const fmt_write_opts 
 	int codec = given && given->c.given ? given->c.codec : CODEC_SNAPPY;
 	int level = given && given->c.given ? given->c.level : 0;
 	uint64_t rows = given && given->o.group_rows ? given->o.group_rows : 122880;
-	return pq_write(in, k, codec, level, rows, e);
+	return fmt_pq_write(in, k, codec, level, rows, e);
 }
 
 static int parse_group_rows(void *v, const char *arg, fmt_err *e)

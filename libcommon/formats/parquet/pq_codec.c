@@ -33,7 +33,7 @@ static fmt_kind gunzip(const uint8_t *src, size_t src_len, uint8_t *dst, size_t 
 	return got == dst_len ? FMT_OK : short_page(e, "GZIP", got, dst_len);
 }
 
-fmt_kind pq_decompress(int codec, const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, fmt_err *e)
+fmt_kind fmt_pq_decompress(int codec, const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, fmt_err *e)
 {
 	switch (codec) {
 	case CODEC_NONE:
@@ -69,7 +69,7 @@ fmt_kind pq_decompress(int codec, const uint8_t *src, size_t src_len, uint8_t *d
 	}
 	default:
 		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: codec %s (%d) is not supported (none, SNAPPY, GZIP, ZSTD, "
-				"LZ4_RAW are)", pq_codec_name(codec), codec);
+				"LZ4_RAW are)", fmt_pq_codec_name(codec), codec);
 	}
 }
 
@@ -99,7 +99,7 @@ static fmt_kind gzip(int level, const uint8_t *src, size_t n, fmt_sb *o, fmt_err
 	return FMT_OK;
 }
 
-fmt_kind pq_compress(int codec, int level, const uint8_t *src, size_t n, fmt_sb *o, fmt_err *e)
+fmt_kind fmt_pq_compress(int codec, int level, const uint8_t *src, size_t n, fmt_sb *o, fmt_err *e)
 {
 	switch (codec) {
 	case CODEC_NONE:

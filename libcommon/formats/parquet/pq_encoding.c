@@ -43,7 +43,7 @@ static inline uint64_t bits_at(const uint8_t *p, uint64_t bit, int width, size_t
 	return v;
 }
 
-int pq_rle_decode(const uint8_t *p, size_t len, int width, uint32_t *out, size_t n)
+int fmt_pq_rle_decode(const uint8_t *p, size_t len, int width, uint32_t *out, size_t n)
 {
 	const uint8_t *end = p + len;
 	size_t got = 0;
@@ -83,14 +83,7 @@ int pq_rle_decode(const uint8_t *p, size_t len, int width, uint32_t *out, size_t
 	return 0;
 }
 
-int pq_delta_count(const uint8_t *p, size_t len, uint64_t *count)
-{
-	const uint8_t *end = p + len;
-	uint64_t block, mini;
-	return varint(&p, end, &block) || varint(&p, end, &mini) || varint(&p, end, count) ? -1 : 0;
-}
-
-int pq_delta_decode(const uint8_t *p, size_t len, int is64, void *out, size_t n, size_t *used)
+int fmt_pq_delta_decode(const uint8_t *p, size_t len, int is64, void *out, size_t n, size_t *used)
 {
 	const uint8_t *start = p, *end = p + len;
 	uint64_t block, minis, count, first;
@@ -142,7 +135,7 @@ int pq_delta_decode(const uint8_t *p, size_t len, int is64, void *out, size_t n,
 	return 0;
 }
 
-int pq_bit_width(uint64_t max)
+int fmt_pq_bit_width(uint64_t max)
 {
 	int w = 0;
 	while (max) {
@@ -156,7 +149,7 @@ int pq_bit_width(uint64_t max)
 
 static void put_run(fmt_sb *o, uint32_t v, size_t count, int width)
 {
-	pq_tw_varint(o, (uint64_t)count << 1);
+	fmt_pq_tw_varint(o, (uint64_t)count << 1);
 	for (int i = 0; i < (width + 7) / 8; i++) {
 		char b = (char)(v >> (8 * i));
 		fmt_sb_put(o, &b, 1);
@@ -166,7 +159,7 @@ static void put_run(fmt_sb *o, uint32_t v, size_t count, int width)
 static void put_packed(fmt_sb *o, const uint32_t *v, size_t count, int width)
 {
 	size_t groups = (count + 7) / 8, bytes = groups * (size_t)width;
-	pq_tw_varint(o, (uint64_t)groups << 1 | 1);
+	fmt_pq_tw_varint(o, (uint64_t)groups << 1 | 1);
 	uint8_t *dst = (uint8_t *)fmt_sb_reserve(o, bytes);
 	if (!dst)
 		return;
@@ -179,7 +172,7 @@ static void put_packed(fmt_sb *o, const uint32_t *v, size_t count, int width)
 	fmt_sb_commit(o, bytes);
 }
 
-void pq_rle_encode(fmt_sb *o, const uint32_t *v, size_t n, int width)
+void fmt_pq_rle_encode(fmt_sb *o, const uint32_t *v, size_t n, int width)
 {
 	size_t i = 0, packed_from = 0;
 	while (i < n) {

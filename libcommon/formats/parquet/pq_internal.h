@@ -20,25 +20,25 @@ typedef struct tc_in {
 } tc_in;
 
 /* Each returns 0, or -1 when the bytes are malformed or run out. */
-int pq_tc_field(tc_in *r, int16_t *last, int *type, int16_t *id); /* 1 field, 0 stop, -1 */
-int pq_tc_int(tc_in *r, int type, int64_t *v);     /* BYTE, I16, I32, I64 */
-int pq_tc_i32(tc_in *r, int type, int32_t *v);     /* as pq_tc_int, within int32 */
-int pq_tc_bool(tc_in *r, int type, int *v);        /* a field's TRUE/FALSE */
-int pq_tc_binary(tc_in *r, int type, const uint8_t **p, uint32_t *n);
-int pq_tc_list(tc_in *r, int type, int *elem, uint32_t *n);
-int pq_tc_skip(tc_in *r, int type);
-int pq_tc_enter(tc_in *r, int type);               /* a STRUCT field: depth checked */
-void pq_tc_leave(tc_in *r);
+int fmt_pq_tc_field(tc_in *r, int16_t *last, int *type, int16_t *id); /* 1 field, 0 stop, -1 */
+int fmt_pq_tc_int(tc_in *r, int type, int64_t *v);     /* BYTE, I16, I32, I64 */
+int fmt_pq_tc_i32(tc_in *r, int type, int32_t *v);     /* as fmt_pq_tc_int, within int32 */
+int fmt_pq_tc_bool(tc_in *r, int type, int *v);        /* a field's TRUE/FALSE */
+int fmt_pq_tc_binary(tc_in *r, int type, const uint8_t **p, uint32_t *n);
+int fmt_pq_tc_list(tc_in *r, int type, int *elem, uint32_t *n);
+int fmt_pq_tc_skip(tc_in *r, int type);
+int fmt_pq_tc_enter(tc_in *r, int type);               /* a STRUCT field: depth checked */
+void fmt_pq_tc_leave(tc_in *r);
 
 /* Writing: each field of a struct after its header. */
-void pq_tw_field(fmt_sb *o, int16_t *last, int16_t id, int type);
-void pq_tw_varint(fmt_sb *o, uint64_t v);
-void pq_tw_i64(fmt_sb *o, int16_t *last, int16_t id, int64_t v);   /* an I64 field */
-void pq_tw_i32(fmt_sb *o, int16_t *last, int16_t id, int32_t v);   /* an I32 field */
-void pq_tw_bin(fmt_sb *o, int16_t *last, int16_t id, const void *p, size_t n);
-void pq_tw_bool(fmt_sb *o, int16_t *last, int16_t id, int v);
-void pq_tw_list(fmt_sb *o, int elem, uint32_t n);   /* a list's header */
-void pq_tw_stop(fmt_sb *o);
+void fmt_pq_tw_field(fmt_sb *o, int16_t *last, int16_t id, int type);
+void fmt_pq_tw_varint(fmt_sb *o, uint64_t v);
+void fmt_pq_tw_i64(fmt_sb *o, int16_t *last, int16_t id, int64_t v);   /* an I64 field */
+void fmt_pq_tw_i32(fmt_sb *o, int16_t *last, int16_t id, int32_t v);   /* an I32 field */
+void fmt_pq_tw_bin(fmt_sb *o, int16_t *last, int16_t id, const void *p, size_t n);
+void fmt_pq_tw_bool(fmt_sb *o, int16_t *last, int16_t id, int v);
+void fmt_pq_tw_list(fmt_sb *o, int elem, uint32_t n);   /* a list's header */
+void fmt_pq_tw_stop(fmt_sb *o);
 
 /* ---- the file's structure (parquet.thrift) ---- */
 
@@ -102,31 +102,29 @@ typedef struct pq_meta {
 } pq_meta;
 
 /* Parse the footer of the file's bytes d[0..n) into m and the fields of s. */
-fmt_kind pq_meta_read(const uint8_t *d, uint64_t n, pq_meta *m, fmt_schema *s, fmt_err *e);
-void pq_meta_free(pq_meta *m);
+fmt_kind fmt_pq_meta_read(const uint8_t *d, uint64_t n, pq_meta *m, fmt_schema *s, fmt_err *e);
+void fmt_pq_meta_free(pq_meta *m);
 
-const char *pq_codec_name(int codec);
-const char *pq_encoding_name(int enc);
-const char *pq_ptype_name(int t);
+const char *fmt_pq_codec_name(int codec);
+const char *fmt_pq_encoding_name(int enc);
+const char *fmt_pq_ptype_name(int t);
 
 /* ---- codecs ---- */
 
 /* Decompress src into dst of exactly dst_len bytes (the page header's uncompressed size). */
-fmt_kind pq_decompress(int codec, const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, fmt_err *e);
+fmt_kind fmt_pq_decompress(int codec, const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, fmt_err *e);
 /* Compress src appended to o; level 0: the codec's default. */
-fmt_kind pq_compress(int codec, int level, const uint8_t *src, size_t n, fmt_sb *o, fmt_err *e);
+fmt_kind fmt_pq_compress(int codec, int level, const uint8_t *src, size_t n, fmt_sb *o, fmt_err *e);
 
 /* ---- encodings ---- */
 
 /* The RLE/bit-packed hybrid of width bits: n values into out (uint32). */
-int pq_rle_decode(const uint8_t *p, size_t len, int width, uint32_t *out, size_t n);
+int fmt_pq_rle_decode(const uint8_t *p, size_t len, int width, uint32_t *out, size_t n);
 /* DELTA_BINARY_PACKED of n values (int32 or int64 by is64) into out; *used: bytes read. */
-int pq_delta_decode(const uint8_t *p, size_t len, int is64, void *out, size_t n, size_t *used);
-/* Value count a DELTA_BINARY_PACKED header announces. */
-int pq_delta_count(const uint8_t *p, size_t len, uint64_t *count);
+int fmt_pq_delta_decode(const uint8_t *p, size_t len, int is64, void *out, size_t n, size_t *used);
 
-void pq_rle_encode(fmt_sb *o, const uint32_t *v, size_t n, int width);
-int pq_bit_width(uint64_t max);
+void fmt_pq_rle_encode(fmt_sb *o, const uint32_t *v, size_t n, int width);
+int fmt_pq_bit_width(uint64_t max);
 
 /* ---- reading ---- */
 
@@ -165,15 +163,15 @@ typedef struct pq_cursor {
 	int walk_only;              /* page headers and CRCs only: what a reader checks before it reads */
 } pq_cursor;
 
-fmt_kind pq_cursor_open(pq_cursor *c, const pq_leaf *leaf, const pq_chunk *chunk, const uint8_t *file,
+fmt_kind fmt_pq_cursor_open(pq_cursor *c, const pq_leaf *leaf, const pq_chunk *chunk, const uint8_t *file,
 			int verify_crc, int headers_only, fmt_err *e);
-void pq_cursor_free(pq_cursor *c);
+void fmt_pq_cursor_free(pq_cursor *c);
 /* n rows of the column into col (buffers owned by b), converted as f says. */
-fmt_kind pq_cursor_take(pq_cursor *c, const fmt_field *f, uint64_t n, fmt_column *col, fmt_batch *b, fmt_err *e);
+fmt_kind fmt_pq_cursor_take(pq_cursor *c, const fmt_field *f, uint64_t n, fmt_column *col, fmt_batch *b, fmt_err *e);
 /* Every page of the chunk read and decoded (fmt-verify); *pages counts them. */
-fmt_kind pq_cursor_check_all(pq_cursor *c, uint64_t *pages, fmt_err *e);
+fmt_kind fmt_pq_cursor_check_all(pq_cursor *c, uint64_t *pages, fmt_err *e);
 
 /* ---- writing ---- */
-fmt_kind pq_write(fmt_table *in, fmt_sink *k, int codec, int level, uint64_t group_rows, fmt_err *e);
+fmt_kind fmt_pq_write(fmt_table *in, fmt_sink *k, int codec, int level, uint64_t group_rows, fmt_err *e);
 
 #endif

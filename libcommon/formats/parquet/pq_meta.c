@@ -37,15 +37,15 @@ static int read_unit(tc_in *r, int type, int *unit)
 {
 	int16_t last = 0, id;
 	int t, f;
-	if (pq_tc_enter(r, type))
+	if (fmt_pq_tc_enter(r, type))
 		return -1;
-	while ((f = pq_tc_field(r, &last, &t, &id)) == 1) {
+	while ((f = fmt_pq_tc_field(r, &last, &t, &id)) == 1) {
 		if (id >= 1 && id <= 3)
 			*unit = id;
-		if (pq_tc_skip(r, t))
+		if (fmt_pq_tc_skip(r, t))
 			return -1;
 	}
-	pq_tc_leave(r);
+	fmt_pq_tc_leave(r);
 	return f;
 }
 
@@ -55,31 +55,31 @@ static int read_lt_params(tc_in *r, int type, element *el)
 	int16_t last = 0, id;
 	int t, f, v;
 	int64_t x;
-	if (pq_tc_enter(r, type))
+	if (fmt_pq_tc_enter(r, type))
 		return -1;
-	while ((f = pq_tc_field(r, &last, &t, &id)) == 1) {
+	while ((f = fmt_pq_tc_field(r, &last, &t, &id)) == 1) {
 		int bad_field = 0;
 		if (el->lt == LT_DECIMAL && (id == 1 || id == 2)) {
-			bad_field = pq_tc_int(r, t, &x) || x < 0 || x > 1000;
+			bad_field = fmt_pq_tc_int(r, t, &x) || x < 0 || x > 1000;
 			*(id == 1 ? &el->lt_scale : &el->lt_precision) = (int)x;
 		} else if ((el->lt == LT_TIME || el->lt == LT_TIMESTAMP) && id == 1) {
-			bad_field = pq_tc_bool(r, t, &v);
+			bad_field = fmt_pq_tc_bool(r, t, &v);
 			el->lt_utc = v;
 		} else if ((el->lt == LT_TIME || el->lt == LT_TIMESTAMP) && id == 2) {
 			bad_field = read_unit(r, t, &el->lt_unit);
 		} else if (el->lt == LT_INTEGER && id == 1) {
-			bad_field = pq_tc_int(r, t, &x);
+			bad_field = fmt_pq_tc_int(r, t, &x);
 			el->lt_bits = (int)x;
 		} else if (el->lt == LT_INTEGER && id == 2) {
-			bad_field = pq_tc_bool(r, t, &v);
+			bad_field = fmt_pq_tc_bool(r, t, &v);
 			el->lt_signed = v;
 		} else {
-			bad_field = pq_tc_skip(r, t);
+			bad_field = fmt_pq_tc_skip(r, t);
 		}
 		if (bad_field)
 			return -1;
 	}
-	pq_tc_leave(r);
+	fmt_pq_tc_leave(r);
 	return f;
 }
 
@@ -88,18 +88,18 @@ static int read_logical(tc_in *r, int type, element *el)
 {
 	int16_t last = 0, id;
 	int t, f;
-	if (pq_tc_enter(r, type))
+	if (fmt_pq_tc_enter(r, type))
 		return -1;
-	while ((f = pq_tc_field(r, &last, &t, &id)) == 1) {
+	while ((f = fmt_pq_tc_field(r, &last, &t, &id)) == 1) {
 		el->lt = id;
 		if ((id == LT_DECIMAL || id == LT_TIME || id == LT_TIMESTAMP || id == LT_INTEGER) && t == TC_STRUCT) {
 			if (read_lt_params(r, t, el))
 				return -1;
-		} else if (pq_tc_skip(r, t)) {
+		} else if (fmt_pq_tc_skip(r, t)) {
 			return -1;
 		}
 	}
-	pq_tc_leave(r);
+	fmt_pq_tc_leave(r);
 	return f;
 }
 
@@ -109,26 +109,26 @@ static int read_element(tc_in *r, int type, element *el)
 	int t, f;
 	memset(el, 0, sizeof *el);
 	el->repetition = REP_REQUIRED;
-	if (pq_tc_enter(r, type))
+	if (fmt_pq_tc_enter(r, type))
 		return -1;
-	while ((f = pq_tc_field(r, &last, &t, &id)) == 1) {
+	while ((f = fmt_pq_tc_field(r, &last, &t, &id)) == 1) {
 		int err;
 		switch (id) {
-		case 1: err = pq_tc_i32(r, t, &el->type); el->has_type = 1; break;
-		case 2: err = pq_tc_i32(r, t, &el->type_length); break;
-		case 3: err = pq_tc_i32(r, t, &el->repetition); break;
-		case 4: err = pq_tc_binary(r, t, &el->name, &el->name_len); break;
-		case 5: err = pq_tc_i32(r, t, &el->num_children); break;
-		case 6: err = pq_tc_i32(r, t, &el->converted); el->has_converted = 1; break;
-		case 7: err = pq_tc_i32(r, t, &el->scale); break;
-		case 8: err = pq_tc_i32(r, t, &el->precision); break;
+		case 1: err = fmt_pq_tc_i32(r, t, &el->type); el->has_type = 1; break;
+		case 2: err = fmt_pq_tc_i32(r, t, &el->type_length); break;
+		case 3: err = fmt_pq_tc_i32(r, t, &el->repetition); break;
+		case 4: err = fmt_pq_tc_binary(r, t, &el->name, &el->name_len); break;
+		case 5: err = fmt_pq_tc_i32(r, t, &el->num_children); break;
+		case 6: err = fmt_pq_tc_i32(r, t, &el->converted); el->has_converted = 1; break;
+		case 7: err = fmt_pq_tc_i32(r, t, &el->scale); break;
+		case 8: err = fmt_pq_tc_i32(r, t, &el->precision); break;
 		case 10: err = t == TC_STRUCT ? read_logical(r, t, el) : -1; break;
-		default: err = pq_tc_skip(r, t);
+		default: err = fmt_pq_tc_skip(r, t);
 		}
 		if (err)
 			return -1;
 	}
-	pq_tc_leave(r);
+	fmt_pq_tc_leave(r);
 	return f;
 }
 
@@ -217,14 +217,14 @@ static fmt_kind leaf_type(const element *el, fmt_field *f, pq_leaf *leaf, fmt_er
 			int i = el->lt_bits == 8 ? 0 : el->lt_bits == 16 ? 1 : el->lt_bits == 32 ? 2 : el->lt_bits == 64 ? 3 : -1;
 			if (i < 0 || (i == 3) != is64)
 				return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s': INTEGER(%d) on %s", f->name,
-						el->lt_bits, pq_ptype_name(el->type));
+						el->lt_bits, fmt_pq_ptype_name(el->type));
 			f->type = el->lt_signed ? s[i] : u[i];
 			snprintf(leaf->logical, sizeof leaf->logical, "INTEGER(%d, %s)", el->lt_bits,
 				 el->lt_signed ? "signed" : "unsigned");
 			return FMT_OK;
 		}
 		if (el->lt != LT_NONE) {
-			snprintf(buf, sizeof buf, "%s with logical type %d", pq_ptype_name(el->type), el->lt);
+			snprintf(buf, sizeof buf, "%s with logical type %d", fmt_pq_ptype_name(el->type), el->lt);
 			return set_other(f, buf, e);
 		}
 		f->type = is64 ? FMT_C_I64 : FMT_C_I32;
@@ -307,6 +307,8 @@ static fmt_kind walk_nested(walk *w, const char *prefix, int def, int rep, int d
 		return bad(e, "schema nested too deep");
 	const element *el = &w->els[w->at++];
 	char path[1024];
+	if (!el->name)
+		return bad(e, "a schema element without a name");
 	snprintf(path, sizeof path, "%s%s%.*s", prefix, *prefix ? "." : "", (int)el->name_len, (const char *)el->name);
 	def += el->repetition != REP_REQUIRED;
 	rep += el->repetition == REP_REPEATED;
@@ -325,6 +327,8 @@ static fmt_kind walk_nested(walk *w, const char *prefix, int def, int rep, int d
 
 static fmt_kind field_name(const element *el, fmt_field *f, fmt_err *e)
 {
+	if (!el->name)
+		return bad(e, "a schema element without a name");
 	if (memchr(el->name, 0, el->name_len))
 		return bad(e, "a column name with a NUL byte");
 	return (f->name = strndup((const char *)el->name, el->name_len)) ? FMT_OK : oom(e);
@@ -378,7 +382,7 @@ static fmt_kind read_schema(tc_in *r, int type, pq_meta *m, fmt_schema *s, fmt_e
 {
 	int elem;
 	uint32_t n;
-	if (pq_tc_list(r, type, &elem, &n) || elem != TC_STRUCT || n == 0 || n > MAX_SCHEMA_ELEMENTS)
+	if (fmt_pq_tc_list(r, type, &elem, &n) || elem != TC_STRUCT || n == 0 || n > MAX_SCHEMA_ELEMENTS)
 		return bad(e, "schema list");
 	walk w = { .n = n, .m = m, .s = s };
 	if (!(w.els = calloc(n, sizeof *w.els)))
@@ -411,27 +415,27 @@ static int read_stats(tc_in *r, int type, pq_stats *st)
 	uint32_t n;
 	const uint8_t *old_min = NULL, *old_max = NULL;
 	uint32_t old_min_len = 0, old_max_len = 0;
-	if (pq_tc_enter(r, type))
+	if (fmt_pq_tc_enter(r, type))
 		return -1;
-	while ((f = pq_tc_field(r, &last, &t, &id)) == 1) {
+	while ((f = fmt_pq_tc_field(r, &last, &t, &id)) == 1) {
 		int err = 0;
 		if (id == 1 || id == 2 || id == 5 || id == 6) {
-			err = pq_tc_binary(r, t, &p, &n);
+			err = fmt_pq_tc_binary(r, t, &p, &n);
 			if (id == 1) { old_max = p; old_max_len = n; }
 			if (id == 2) { old_min = p; old_min_len = n; }
 			if (id == 5) { st->max = p; st->max_len = n; }
 			if (id == 6) { st->min = p; st->min_len = n; }
 		} else if (id == 3) {
-			err = pq_tc_int(r, t, &st->null_count);
+			err = fmt_pq_tc_int(r, t, &st->null_count);
 		} else if (id == 4) {
-			err = pq_tc_int(r, t, &st->distinct_count);
+			err = fmt_pq_tc_int(r, t, &st->distinct_count);
 		} else {
-			err = pq_tc_skip(r, t);
+			err = fmt_pq_tc_skip(r, t);
 		}
 		if (err)
 			return -1;
 	}
-	pq_tc_leave(r);
+	fmt_pq_tc_leave(r);
 	/* the deprecated min/max (signed byte order for strings in old writers): only when the
 	 * newer fields are absent */
 	if (!st->min && !st->max && old_min && old_max) {
@@ -447,33 +451,33 @@ static int read_chunk_meta(tc_in *r, int type, pq_chunk *c, int *ptype)
 	int t, f, elem;
 	uint32_t n;
 	int64_t v;
-	if (pq_tc_enter(r, type))
+	if (fmt_pq_tc_enter(r, type))
 		return -1;
-	while ((f = pq_tc_field(r, &last, &t, &id)) == 1) {
+	while ((f = fmt_pq_tc_field(r, &last, &t, &id)) == 1) {
 		int err = 0;
 		switch (id) {
-		case 1: err = pq_tc_int(r, t, &v); *ptype = (int)v; break;
+		case 1: err = fmt_pq_tc_int(r, t, &v); *ptype = (int)v; break;
 		case 2:
-			err = pq_tc_list(r, t, &elem, &n);
+			err = fmt_pq_tc_list(r, t, &elem, &n);
 			for (uint32_t i = 0; !err && i < n; i++) {
-				err = pq_tc_int(r, elem, &v);
+				err = fmt_pq_tc_int(r, elem, &v);
 				if (!err && v >= 0 && v < 32)
 					c->encodings |= 1u << v;
 			}
 			break;
-		case 4: err = pq_tc_int(r, t, &v); c->codec = (int)v; break;
-		case 5: err = pq_tc_int(r, t, &c->num_values); break;
-		case 6: err = pq_tc_int(r, t, &c->total_uncompressed); break;
-		case 7: err = pq_tc_int(r, t, &c->total_compressed); break;
-		case 9: err = pq_tc_int(r, t, &c->data_page_offset); break;
-		case 11: err = pq_tc_int(r, t, &c->dict_page_offset); break;
+		case 4: err = fmt_pq_tc_int(r, t, &v); c->codec = (int)v; break;
+		case 5: err = fmt_pq_tc_int(r, t, &c->num_values); break;
+		case 6: err = fmt_pq_tc_int(r, t, &c->total_uncompressed); break;
+		case 7: err = fmt_pq_tc_int(r, t, &c->total_compressed); break;
+		case 9: err = fmt_pq_tc_int(r, t, &c->data_page_offset); break;
+		case 11: err = fmt_pq_tc_int(r, t, &c->dict_page_offset); break;
 		case 12: err = read_stats(r, t, &c->stats); break;
-		default: err = pq_tc_skip(r, t);
+		default: err = fmt_pq_tc_skip(r, t);
 		}
 		if (err)
 			return -1;
 	}
-	pq_tc_leave(r);
+	fmt_pq_tc_leave(r);
 	return f;
 }
 
@@ -485,25 +489,25 @@ static fmt_kind read_chunk(tc_in *r, int type, pq_chunk *c, const pq_leaf *leaf,
 	c->dict_page_offset = -1;
 	c->codec = -1;
 	c->stats.null_count = c->stats.distinct_count = -1;
-	if (pq_tc_enter(r, type))
+	if (fmt_pq_tc_enter(r, type))
 		return bad(e, "column chunk");
-	while ((f = pq_tc_field(r, &last, &t, &id)) == 1) {
+	while ((f = fmt_pq_tc_field(r, &last, &t, &id)) == 1) {
 		if (id == 1)
 			return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s' is stored in another file", leaf->path);
 		if (id == 3) {
 			if (read_chunk_meta(r, t, c, &ptype))
 				return bad(e, "column metadata");
 			has_meta = 1;
-		} else if (pq_tc_skip(r, t)) {
+		} else if (fmt_pq_tc_skip(r, t)) {
 			return bad(e, "column chunk");
 		}
 	}
-	pq_tc_leave(r);
+	fmt_pq_tc_leave(r);
 	if (f < 0 || !has_meta)
 		return bad(e, "column chunk without metadata");
 	if (ptype != leaf->ptype)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s': chunk of type %s, schema says %s",
-				leaf->path, pq_ptype_name(ptype), pq_ptype_name(leaf->ptype));
+				leaf->path, fmt_pq_ptype_name(ptype), fmt_pq_ptype_name(leaf->ptype));
 	int64_t start = c->data_page_offset;
 	if (c->dict_page_offset >= 4 && c->dict_page_offset < c->data_page_offset)
 		start = c->dict_page_offset;
@@ -525,13 +529,13 @@ static fmt_kind read_group(tc_in *r, int type, pq_meta *m, pq_rowgroup *g, uint6
 	int16_t last = 0, id;
 	int t, f, elem;
 	uint32_t n;
-	if (pq_tc_enter(r, type))
+	if (fmt_pq_tc_enter(r, type))
 		return bad(e, "row group");
 	g->num_rows = -1;
-	while ((f = pq_tc_field(r, &last, &t, &id)) == 1) {
+	while ((f = fmt_pq_tc_field(r, &last, &t, &id)) == 1) {
 		fmt_kind k = FMT_OK;
 		if (id == 1) {
-			if (g->chunks || pq_tc_list(r, t, &elem, &n) || elem != TC_STRUCT)
+			if (g->chunks || fmt_pq_tc_list(r, t, &elem, &n) || elem != TC_STRUCT)
 				return bad(e, "row group columns");
 			if (n != m->n_leaves)
 				return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: a row group has %u columns, the schema %zu",
@@ -541,16 +545,16 @@ static fmt_kind read_group(tc_in *r, int type, pq_meta *m, pq_rowgroup *g, uint6
 			for (uint32_t i = 0; i < n && k == FMT_OK; i++)
 				k = read_chunk(r, elem, &g->chunks[i], &m->leaves[i], data_end, e);
 		} else if (id == 2) {
-			k = pq_tc_int(r, t, &g->total_byte_size) ? bad(e, "row group size") : FMT_OK;
+			k = fmt_pq_tc_int(r, t, &g->total_byte_size) ? bad(e, "row group size") : FMT_OK;
 		} else if (id == 3) {
-			k = pq_tc_int(r, t, &g->num_rows) ? bad(e, "row group rows") : FMT_OK;
+			k = fmt_pq_tc_int(r, t, &g->num_rows) ? bad(e, "row group rows") : FMT_OK;
 		} else {
-			k = pq_tc_skip(r, t) ? bad(e, "row group") : FMT_OK;
+			k = fmt_pq_tc_skip(r, t) ? bad(e, "row group") : FMT_OK;
 		}
 		if (k != FMT_OK)
 			return k;
 	}
-	pq_tc_leave(r);
+	fmt_pq_tc_leave(r);
 	if (f < 0 || !g->chunks || g->num_rows < 0)
 		return bad(e, "row group without columns or rows");
 	return FMT_OK;
@@ -560,7 +564,7 @@ static fmt_kind read_groups(tc_in *r, int type, pq_meta *m, uint64_t data_end, f
 {
 	int elem;
 	uint32_t n;
-	if (m->groups || pq_tc_list(r, type, &elem, &n) || elem != TC_STRUCT)
+	if (m->groups || fmt_pq_tc_list(r, type, &elem, &n) || elem != TC_STRUCT)
 		return bad(e, "row groups");
 	if (!(m->groups = calloc(n ? n : 1, sizeof *m->groups)))
 		return oom(e);
@@ -577,22 +581,22 @@ static fmt_kind read_kv(tc_in *r, int type, fmt_schema *s, fmt_err *e)
 {
 	int elem;
 	uint32_t n;
-	if (pq_tc_list(r, type, &elem, &n) || elem != TC_STRUCT)
+	if (fmt_pq_tc_list(r, type, &elem, &n) || elem != TC_STRUCT)
 		return bad(e, "key/value metadata");
 	for (uint32_t i = 0; i < n; i++) {
 		int16_t last = 0, id;
 		int t, f;
 		const uint8_t *key = NULL, *val = (const uint8_t *)"";
 		uint32_t key_len = 0, val_len = 0;
-		if (pq_tc_enter(r, elem))
+		if (fmt_pq_tc_enter(r, elem))
 			return bad(e, "key/value");
-		while ((f = pq_tc_field(r, &last, &t, &id)) == 1) {
-			int err = id == 1 ? pq_tc_binary(r, t, &key, &key_len) :
-				  id == 2 ? pq_tc_binary(r, t, &val, &val_len) : pq_tc_skip(r, t);
+		while ((f = fmt_pq_tc_field(r, &last, &t, &id)) == 1) {
+			int err = id == 1 ? fmt_pq_tc_binary(r, t, &key, &key_len) :
+				  id == 2 ? fmt_pq_tc_binary(r, t, &val, &val_len) : fmt_pq_tc_skip(r, t);
 			if (err)
 				return bad(e, "key/value");
 		}
-		pq_tc_leave(r);
+		fmt_pq_tc_leave(r);
 		if (f < 0 || !key || memchr(key, 0, key_len) || memchr(val, 0, val_len))
 			return bad(e, "key/value");
 		char *k = strndup((const char *)key, key_len), *v = strndup((const char *)val, val_len);
@@ -611,27 +615,27 @@ static fmt_kind read_file_meta(tc_in *r, pq_meta *m, fmt_schema *s, uint64_t dat
 	int t, f, has_schema = 0, has_rows = 0;
 	const uint8_t *p;
 	uint32_t n;
-	while ((f = pq_tc_field(r, &last, &t, &id)) == 1) {
+	while ((f = fmt_pq_tc_field(r, &last, &t, &id)) == 1) {
 		fmt_kind k = FMT_OK;
 		switch (id) {
-		case 1: k = pq_tc_i32(r, t, &m->version) ? bad(e, "version") : FMT_OK; break;
+		case 1: k = fmt_pq_tc_i32(r, t, &m->version) ? bad(e, "version") : FMT_OK; break;
 		case 2:
 			if (has_schema)
 				return bad(e, "two schemas");
 			has_schema = 1;
 			k = read_schema(r, t, m, s, e);
 			break;
-		case 3: k = pq_tc_int(r, t, &m->num_rows) ? bad(e, "row count") : FMT_OK; has_rows = 1; break;
+		case 3: k = fmt_pq_tc_int(r, t, &m->num_rows) ? bad(e, "row count") : FMT_OK; has_rows = 1; break;
 		case 4: k = has_schema ? read_groups(r, t, m, data_end, e) : bad(e, "row groups before the schema"); break;
 		case 5: k = read_kv(r, t, s, e); break;
 		case 6:
-			if (pq_tc_binary(r, t, &p, &n))
+			if (fmt_pq_tc_binary(r, t, &p, &n))
 				return bad(e, "created_by");
 			free(m->created_by);
 			if (!(m->created_by = strndup((const char *)p, n)))
 				return oom(e);
 			break;
-		default: k = pq_tc_skip(r, t) ? bad(e, "a field") : FMT_OK;
+		default: k = fmt_pq_tc_skip(r, t) ? bad(e, "a field") : FMT_OK;
 		}
 		if (k != FMT_OK)
 			return k;
@@ -650,7 +654,7 @@ static fmt_kind read_file_meta(tc_in *r, pq_meta *m, fmt_schema *s, uint64_t dat
 	return FMT_OK;
 }
 
-fmt_kind pq_meta_read(const uint8_t *d, uint64_t n, pq_meta *m, fmt_schema *s, fmt_err *e)
+fmt_kind fmt_pq_meta_read(const uint8_t *d, uint64_t n, pq_meta *m, fmt_schema *s, fmt_err *e)
 {
 	memset(m, 0, sizeof *m);
 	if (n < 12 || memcmp(d, "PAR1", 4) != 0 || memcmp(d + n - 4, "PAR1", 4) != 0) {
@@ -673,7 +677,7 @@ fmt_kind pq_meta_read(const uint8_t *d, uint64_t n, pq_meta *m, fmt_schema *s, f
 	return k;
 }
 
-void pq_meta_free(pq_meta *m)
+void fmt_pq_meta_free(pq_meta *m)
 {
 	for (size_t i = 0; i < m->n_leaves; i++)
 		free(m->leaves[i].path);
@@ -686,14 +690,14 @@ void pq_meta_free(pq_meta *m)
 	memset(m, 0, sizeof *m);
 }
 
-const char *pq_codec_name(int codec)
+const char *fmt_pq_codec_name(int codec)
 {
 	static const char *const names[] = { "UNCOMPRESSED", "SNAPPY", "GZIP", "LZO", "BROTLI", "LZ4", "ZSTD",
 					     "LZ4_RAW" };
 	return codec >= 0 && codec < 8 ? names[codec] : "unknown";
 }
 
-const char *pq_encoding_name(int enc)
+const char *fmt_pq_encoding_name(int enc)
 {
 	static const char *const names[] = { "PLAIN", "GROUP_VAR_INT", "PLAIN_DICTIONARY", "RLE", "BIT_PACKED",
 					     "DELTA_BINARY_PACKED", "DELTA_LENGTH_BYTE_ARRAY", "DELTA_BYTE_ARRAY",
@@ -701,7 +705,7 @@ const char *pq_encoding_name(int enc)
 	return enc >= 0 && enc < 10 ? names[enc] : "unknown";
 }
 
-const char *pq_ptype_name(int t)
+const char *fmt_pq_ptype_name(int t)
 {
 	static const char *const names[] = { "BOOLEAN", "INT32", "INT64", "INT96", "FLOAT", "DOUBLE", "BYTE_ARRAY",
 					     "FIXED_LEN_BYTE_ARRAY" };

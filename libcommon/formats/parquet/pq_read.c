@@ -49,7 +49,7 @@ static int physical_width(const pq_leaf *l)
 	}
 }
 
-fmt_kind pq_cursor_open(pq_cursor *c, const pq_leaf *leaf, const pq_chunk *chunk, const uint8_t *file,
+fmt_kind fmt_pq_cursor_open(pq_cursor *c, const pq_leaf *leaf, const pq_chunk *chunk, const uint8_t *file,
 			int verify_crc, int headers_only, fmt_err *e)
 {
 	memset(c, 0, sizeof *c);
@@ -67,7 +67,7 @@ fmt_kind pq_cursor_open(pq_cursor *c, const pq_leaf *leaf, const pq_chunk *chunk
 	return FMT_OK;
 }
 
-void pq_cursor_free(pq_cursor *c)
+void fmt_pq_cursor_free(pq_cursor *c)
 {
 	free(c->dict_buf);
 	free(c->dict_vals);
@@ -94,34 +94,34 @@ static int read_sub(tc_in *r, int t, page_hdr *h, int v2)
 {
 	int16_t last = 0, id;
 	int ft, f;
-	if (pq_tc_enter(r, t))
+	if (fmt_pq_tc_enter(r, t))
 		return -1;
-	while ((f = pq_tc_field(r, &last, &ft, &id)) == 1) {
+	while ((f = fmt_pq_tc_field(r, &last, &ft, &id)) == 1) {
 		int err;
 		if (id == 1)
-			err = pq_tc_i32(r, ft, &h->num_values);
+			err = fmt_pq_tc_i32(r, ft, &h->num_values);
 		else if (!v2 && id == 2)
-			err = pq_tc_i32(r, ft, &h->encoding);
+			err = fmt_pq_tc_i32(r, ft, &h->encoding);
 		else if (!v2 && id == 3)
-			err = pq_tc_i32(r, ft, &h->def_encoding);
+			err = fmt_pq_tc_i32(r, ft, &h->def_encoding);
 		else if (v2 && id == 2)
-			err = pq_tc_i32(r, ft, &h->num_nulls);
+			err = fmt_pq_tc_i32(r, ft, &h->num_nulls);
 		else if (v2 && id == 3)
-			err = pq_tc_i32(r, ft, &h->num_rows);
+			err = fmt_pq_tc_i32(r, ft, &h->num_rows);
 		else if (v2 && id == 4)
-			err = pq_tc_i32(r, ft, &h->encoding);
+			err = fmt_pq_tc_i32(r, ft, &h->encoding);
 		else if (v2 && id == 5)
-			err = pq_tc_i32(r, ft, &h->def_len);
+			err = fmt_pq_tc_i32(r, ft, &h->def_len);
 		else if (v2 && id == 6)
-			err = pq_tc_i32(r, ft, &h->rep_len);
+			err = fmt_pq_tc_i32(r, ft, &h->rep_len);
 		else if (v2 && id == 7)
-			err = pq_tc_bool(r, ft, &h->is_compressed);
+			err = fmt_pq_tc_bool(r, ft, &h->is_compressed);
 		else
-			err = pq_tc_skip(r, ft);
+			err = fmt_pq_tc_skip(r, ft);
 		if (err)
 			return -1;
 	}
-	pq_tc_leave(r);
+	fmt_pq_tc_leave(r);
 	return f;
 }
 
@@ -134,21 +134,21 @@ static int read_header(tc_in *r, page_hdr *h)
 	h->uncompressed = h->compressed = -1;
 	h->is_compressed = 1;
 	h->def_encoding = ENC_RLE;
-	while ((f = pq_tc_field(r, &last, &t, &id)) == 1) {
+	while ((f = fmt_pq_tc_field(r, &last, &t, &id)) == 1) {
 		int err;
 		switch (id) {
-		case 1: err = pq_tc_i32(r, t, &h->type); break;
-		case 2: err = pq_tc_i32(r, t, &h->uncompressed); break;
-		case 3: err = pq_tc_i32(r, t, &h->compressed); break;
-		case 4: err = pq_tc_i32(r, t, &h->crc); h->has_crc = 1; break;
+		case 1: err = fmt_pq_tc_i32(r, t, &h->type); break;
+		case 2: err = fmt_pq_tc_i32(r, t, &h->uncompressed); break;
+		case 3: err = fmt_pq_tc_i32(r, t, &h->compressed); break;
+		case 4: err = fmt_pq_tc_i32(r, t, &h->crc); h->has_crc = 1; break;
 		case 5: case 7: case 8:
 			if ((id == 5 && h->type != PAGE_DATA) || (id == 7 && h->type != PAGE_DICTIONARY) ||
 			    (id == 8 && h->type != PAGE_DATA_V2))
-				err = pq_tc_skip(r, t);
+				err = fmt_pq_tc_skip(r, t);
 			else
 				err = read_sub(r, t, h, id == 8), sub = 1;
 			break;
-		default: err = pq_tc_skip(r, t);
+		default: err = fmt_pq_tc_skip(r, t);
 		}
 		if (err)
 			return -1;
@@ -233,7 +233,7 @@ static fmt_kind decode_dict_indices(pq_cursor *c, const uint8_t *d, size_t len, 
 	fmt_kind k = need_idx(c, n, e);
 	if (k != FMT_OK)
 		return k;
-	if (pq_rle_decode(d + 1, len - 1, d[0], c->idx, n))
+	if (fmt_pq_rle_decode(d + 1, len - 1, d[0], c->idx, n))
 		return bad_page(c, e, "malformed dictionary indices");
 	for (size_t i = 0; i < n; i++)
 		if (c->idx[i] >= c->dict_n)
@@ -266,7 +266,7 @@ static fmt_kind decode_rle_bools(pq_cursor *c, const uint8_t *d, size_t len, siz
 	if (len < 4 || fmt_rd_u32(d) > len - 4)
 		return bad_page(c, e, "RLE booleans' length");
 	fmt_kind k = need_idx(c, n, e);
-	if (k == FMT_OK && (k = need_vals(c, n, e)) == FMT_OK && pq_rle_decode(d + 4, fmt_rd_u32(d), 1, c->idx, n))
+	if (k == FMT_OK && (k = need_vals(c, n, e)) == FMT_OK && fmt_pq_rle_decode(d + 4, fmt_rd_u32(d), 1, c->idx, n))
 		k = bad_page(c, e, "malformed RLE booleans");
 	for (size_t i = 0; k == FMT_OK && i < n; i++)
 		c->vals[i] = (uint8_t)c->idx[i];
@@ -280,7 +280,7 @@ static fmt_kind decode_delta(pq_cursor *c, const uint8_t *d, size_t len, size_t 
 	if (c->leaf->ptype != PT_INT32 && !is64)
 		return bad_page(c, e, "DELTA_BINARY_PACKED on a type that is not INT32 or INT64");
 	fmt_kind k = need_vals(c, n * (size_t)c->width, e);
-	if (k == FMT_OK && pq_delta_decode(d, len, is64, c->vals, n, &used))
+	if (k == FMT_OK && fmt_pq_delta_decode(d, len, is64, c->vals, n, &used))
 		k = bad_page(c, e, "malformed DELTA_BINARY_PACKED values");
 	return k;
 }
@@ -289,7 +289,7 @@ static fmt_kind decode_delta(pq_cursor *c, const uint8_t *d, size_t len, size_t 
 static fmt_kind delta_lengths(pq_cursor *c, const uint8_t *d, size_t len, size_t n, size_t *used, fmt_err *e)
 {
 	fmt_kind k = need_idx(c, n, e);
-	if (k == FMT_OK && pq_delta_decode(d, len, 0, c->idx, n, used))
+	if (k == FMT_OK && fmt_pq_delta_decode(d, len, 0, c->idx, n, used))
 		k = bad_page(c, e, "malformed DELTA lengths");
 	for (size_t i = 0; k == FMT_OK && i < n; i++)
 		if ((int32_t)c->idx[i] < 0)
@@ -400,7 +400,7 @@ static fmt_kind decode_values(pq_cursor *c, int enc, const uint8_t *d, size_t le
 	case ENC_BYTE_STREAM_SPLIT: return decode_byte_stream_split(c, d, len, n, e);
 	default:
 		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': encoding %s (%d) is not supported",
-				c->leaf->path, pq_encoding_name(enc), enc);
+				c->leaf->path, fmt_pq_encoding_name(enc), enc);
 	}
 }
 
@@ -416,10 +416,10 @@ static fmt_kind load_dictionary(pq_cursor *c, const page_hdr *h, const uint8_t *
 		return bad_page(c, e, "dictionary size");
 	if (h->encoding != ENC_PLAIN && h->encoding != ENC_PLAIN_DICTIONARY)
 		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': dictionary encoding %s", c->leaf->path,
-				pq_encoding_name(h->encoding));
+				fmt_pq_encoding_name(h->encoding));
 	if (!(c->dict_buf = malloc(h->uncompressed ? (size_t)h->uncompressed : 1)))
 		return oom(e);
-	fmt_kind k = pq_decompress(c->chunk->codec, raw, (size_t)h->compressed, c->dict_buf, (size_t)h->uncompressed, e);
+	fmt_kind k = fmt_pq_decompress(c->chunk->codec, raw, (size_t)h->compressed, c->dict_buf, (size_t)h->uncompressed, e);
 	if (k != FMT_OK)
 		return k;
 	size_t n = (size_t)h->num_values;
@@ -446,10 +446,10 @@ static fmt_kind load_dictionary(pq_cursor *c, const page_hdr *h, const uint8_t *
 /* Definition levels of n values (max 1: flat optional columns) into c->defs; *defined: how many. */
 static fmt_kind decode_defs(pq_cursor *c, const uint8_t *d, size_t len, size_t n, uint64_t *defined, fmt_err *e)
 {
-	int width = pq_bit_width((uint64_t)c->leaf->max_def);
+	int width = fmt_pq_bit_width((uint64_t)c->leaf->max_def);
 	if (grow((void **)&c->defs, &c->defs_cap, n ? n : 1) || need_idx(c, n, e) != FMT_OK)
 		return oom(e);
-	if (pq_rle_decode(d, len, width, c->idx, n))
+	if (fmt_pq_rle_decode(d, len, width, c->idx, n))
 		return bad_page(c, e, "malformed definition levels");
 	uint64_t count = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -486,7 +486,7 @@ static fmt_kind load_data(pq_cursor *c, const page_hdr *h, const uint8_t *raw, f
 		k = clen == ulen ? (memcpy(c->page_buf + levels, raw + levels, clen - levels), FMT_OK) :
 		    bad_page(c, e, "an uncompressed v2 page whose sizes differ");
 	else
-		k = pq_decompress(c->chunk->codec, raw + levels, clen - levels, c->page_buf + levels, ulen - levels, e);
+		k = fmt_pq_decompress(c->chunk->codec, raw + levels, clen - levels, c->page_buf + levels, ulen - levels, e);
 	if (k != FMT_OK)
 		return k;
 	if (c->headers_only) {
@@ -505,7 +505,7 @@ static fmt_kind load_data(pq_cursor *c, const page_hdr *h, const uint8_t *raw, f
 	} else if (c->leaf->max_def > 0) {
 		if (h->def_encoding != ENC_RLE)
 			return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': definition levels encoded %s",
-					c->leaf->path, pq_encoding_name(h->def_encoding));
+					c->leaf->path, fmt_pq_encoding_name(h->def_encoding));
 		if (ulen < 4 || fmt_rd_u32(d) > ulen - 4)
 			return bad_page(c, e, "definition levels' length");
 		uint32_t dl = fmt_rd_u32(d);
@@ -660,7 +660,7 @@ static int is_string(fmt_ctype t)
 	return t == FMT_C_UTF8 || t == FMT_C_BINARY;
 }
 
-fmt_kind pq_cursor_take(pq_cursor *c, const fmt_field *f, uint64_t n, fmt_column *col, fmt_batch *b, fmt_err *e)
+fmt_kind fmt_pq_cursor_take(pq_cursor *c, const fmt_field *f, uint64_t n, fmt_column *col, fmt_batch *b, fmt_err *e)
 {
 	out_col o = { 0 };
 	size_t bitmap = (size_t)((n + 7) / 8);
@@ -738,7 +738,7 @@ fmt_kind pq_cursor_take(pq_cursor *c, const fmt_field *f, uint64_t n, fmt_column
 	return fmt_batch_own(b, o.values, e);
 }
 
-fmt_kind pq_cursor_check_all(pq_cursor *c, uint64_t *pages, fmt_err *e)
+fmt_kind fmt_pq_cursor_check_all(pq_cursor *c, uint64_t *pages, fmt_err *e)
 {
 	for (;;) {
 		int none;

@@ -25,7 +25,7 @@ static int64_t unzigzag(uint64_t v)
 	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 }
 
-int pq_tc_field(tc_in *r, int16_t *last, int *type, int16_t *id)
+int fmt_pq_tc_field(tc_in *r, int16_t *last, int *type, int16_t *id)
 {
 	if (r->p >= r->end)
 		return -1;
@@ -52,7 +52,7 @@ int pq_tc_field(tc_in *r, int16_t *last, int *type, int16_t *id)
 	return 1;
 }
 
-int pq_tc_int(tc_in *r, int type, int64_t *v)
+int fmt_pq_tc_int(tc_in *r, int type, int64_t *v)
 {
 	if (type == TC_BYTE) {
 		if (r->p >= r->end)
@@ -69,16 +69,16 @@ int pq_tc_int(tc_in *r, int type, int64_t *v)
 	return 0;
 }
 
-int pq_tc_i32(tc_in *r, int type, int32_t *v)
+int fmt_pq_tc_i32(tc_in *r, int type, int32_t *v)
 {
 	int64_t x;
-	if (pq_tc_int(r, type, &x) || x < INT32_MIN || x > INT32_MAX)
+	if (fmt_pq_tc_int(r, type, &x) || x < INT32_MIN || x > INT32_MAX)
 		return -1;
 	*v = (int32_t)x;
 	return 0;
 }
 
-int pq_tc_bool(tc_in *r, int type, int *v)
+int fmt_pq_tc_bool(tc_in *r, int type, int *v)
 {
 	(void)r;
 	if (type != TC_TRUE && type != TC_FALSE)
@@ -87,7 +87,7 @@ int pq_tc_bool(tc_in *r, int type, int *v)
 	return 0;
 }
 
-int pq_tc_binary(tc_in *r, int type, const uint8_t **p, uint32_t *n)
+int fmt_pq_tc_binary(tc_in *r, int type, const uint8_t **p, uint32_t *n)
 {
 	uint64_t len;
 	if (type != TC_BINARY || varint(r, &len) || len > (uint64_t)(r->end - r->p) || len > UINT32_MAX)
@@ -98,7 +98,7 @@ int pq_tc_binary(tc_in *r, int type, const uint8_t **p, uint32_t *n)
 	return 0;
 }
 
-int pq_tc_list(tc_in *r, int type, int *elem, uint32_t *n)
+int fmt_pq_tc_list(tc_in *r, int type, int *elem, uint32_t *n)
 {
 	if ((type != TC_LIST && type != TC_SET) || r->p >= r->end)
 		return -1;
@@ -114,7 +114,7 @@ int pq_tc_list(tc_in *r, int type, int *elem, uint32_t *n)
 	return 0;
 }
 
-int pq_tc_enter(tc_in *r, int type)
+int fmt_pq_tc_enter(tc_in *r, int type)
 {
 	if (type != TC_STRUCT || r->depth >= TC_MAX_DEPTH)
 		return -1;
@@ -122,7 +122,7 @@ int pq_tc_enter(tc_in *r, int type)
 	return 0;
 }
 
-void pq_tc_leave(tc_in *r)
+void fmt_pq_tc_leave(tc_in *r)
 {
 	r->depth--;
 }
@@ -131,12 +131,12 @@ static int skip_struct(tc_in *r)
 {
 	int16_t last = 0, id;
 	int type, f;
-	if (pq_tc_enter(r, TC_STRUCT))
+	if (fmt_pq_tc_enter(r, TC_STRUCT))
 		return -1;
-	while ((f = pq_tc_field(r, &last, &type, &id)) == 1)
-		if (pq_tc_skip(r, type))
+	while ((f = fmt_pq_tc_field(r, &last, &type, &id)) == 1)
+		if (fmt_pq_tc_skip(r, type))
 			return -1;
-	pq_tc_leave(r);
+	fmt_pq_tc_leave(r);
 	return f;
 }
 
@@ -149,10 +149,10 @@ static int skip_elem(tc_in *r, int type)
 		r->p++;
 		return 0;
 	}
-	return pq_tc_skip(r, type);
+	return fmt_pq_tc_skip(r, type);
 }
 
-int pq_tc_skip(tc_in *r, int type)
+int fmt_pq_tc_skip(tc_in *r, int type)
 {
 	int64_t v;
 	const uint8_t *p;
@@ -162,16 +162,16 @@ int pq_tc_skip(tc_in *r, int type)
 	case TC_TRUE: case TC_FALSE:
 		return 0;
 	case TC_BYTE: case TC_I16: case TC_I32: case TC_I64:
-		return pq_tc_int(r, type, &v);
+		return fmt_pq_tc_int(r, type, &v);
 	case TC_DOUBLE:
 		if (r->end - r->p < 8)
 			return -1;
 		r->p += 8;
 		return 0;
 	case TC_BINARY:
-		return pq_tc_binary(r, type, &p, &n);
+		return fmt_pq_tc_binary(r, type, &p, &n);
 	case TC_LIST: case TC_SET:
-		if (pq_tc_list(r, type, &elem, &n) || r->depth >= TC_MAX_DEPTH)
+		if (fmt_pq_tc_list(r, type, &elem, &n) || r->depth >= TC_MAX_DEPTH)
 			return -1;
 		r->depth++;
 		for (uint32_t i = 0; i < n; i++)
@@ -204,7 +204,7 @@ int pq_tc_skip(tc_in *r, int type)
 
 /* ---- writing ---- */
 
-void pq_tw_varint(fmt_sb *o, uint64_t v)
+void fmt_pq_tw_varint(fmt_sb *o, uint64_t v)
 {
 	char b[10];
 	size_t n = 0;
@@ -221,7 +221,7 @@ static uint64_t zigzag(int64_t v)
 	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
 }
 
-void pq_tw_field(fmt_sb *o, int16_t *last, int16_t id, int type)
+void fmt_pq_tw_field(fmt_sb *o, int16_t *last, int16_t id, int type)
 {
 	int delta = id - *last;
 	if (delta > 0 && delta <= 15) {
@@ -230,36 +230,36 @@ void pq_tw_field(fmt_sb *o, int16_t *last, int16_t id, int type)
 	} else {
 		char b = (char)type;
 		fmt_sb_put(o, &b, 1);
-		pq_tw_varint(o, zigzag(id));
+		fmt_pq_tw_varint(o, zigzag(id));
 	}
 	*last = id;
 }
 
-void pq_tw_i64(fmt_sb *o, int16_t *last, int16_t id, int64_t v)
+void fmt_pq_tw_i64(fmt_sb *o, int16_t *last, int16_t id, int64_t v)
 {
-	pq_tw_field(o, last, id, TC_I64);
-	pq_tw_varint(o, zigzag(v));
+	fmt_pq_tw_field(o, last, id, TC_I64);
+	fmt_pq_tw_varint(o, zigzag(v));
 }
 
-void pq_tw_i32(fmt_sb *o, int16_t *last, int16_t id, int32_t v)
+void fmt_pq_tw_i32(fmt_sb *o, int16_t *last, int16_t id, int32_t v)
 {
-	pq_tw_field(o, last, id, TC_I32);
-	pq_tw_varint(o, zigzag(v));
+	fmt_pq_tw_field(o, last, id, TC_I32);
+	fmt_pq_tw_varint(o, zigzag(v));
 }
 
-void pq_tw_bin(fmt_sb *o, int16_t *last, int16_t id, const void *p, size_t n)
+void fmt_pq_tw_bin(fmt_sb *o, int16_t *last, int16_t id, const void *p, size_t n)
 {
-	pq_tw_field(o, last, id, TC_BINARY);
-	pq_tw_varint(o, n);
+	fmt_pq_tw_field(o, last, id, TC_BINARY);
+	fmt_pq_tw_varint(o, n);
 	fmt_sb_put(o, p, n);
 }
 
-void pq_tw_bool(fmt_sb *o, int16_t *last, int16_t id, int v)
+void fmt_pq_tw_bool(fmt_sb *o, int16_t *last, int16_t id, int v)
 {
-	pq_tw_field(o, last, id, v ? TC_TRUE : TC_FALSE);
+	fmt_pq_tw_field(o, last, id, v ? TC_TRUE : TC_FALSE);
 }
 
-void pq_tw_list(fmt_sb *o, int elem, uint32_t n)
+void fmt_pq_tw_list(fmt_sb *o, int elem, uint32_t n)
 {
 	if (n < 15) {
 		char b = (char)(n << 4 | (uint32_t)elem);
@@ -267,11 +267,11 @@ void pq_tw_list(fmt_sb *o, int elem, uint32_t n)
 	} else {
 		char b = (char)(0xf0 | elem);
 		fmt_sb_put(o, &b, 1);
-		pq_tw_varint(o, n);
+		fmt_pq_tw_varint(o, n);
 	}
 }
 
-void pq_tw_stop(fmt_sb *o)
+void fmt_pq_tw_stop(fmt_sb *o)
 {
 	fmt_sb_put(o, "", 1);
 }

@@ -381,7 +381,7 @@ static fmt_kind put(writer *w, const void *p, size_t n, fmt_err *e)
 static fmt_kind emit_page(writer *w, colw *c, int type, const fmt_sb *sub, int16_t sub_id, fmt_err *e)
 {
 	w->comp.len = 0;
-	fmt_kind k = pq_compress(w->codec, w->level, (const uint8_t *)w->page.p, w->page.len, &w->comp, e);
+	fmt_kind k = fmt_pq_compress(w->codec, w->level, (const uint8_t *)w->page.p, w->page.len, &w->comp, e);
 	if (k != FMT_OK)
 		return k;
 	if (w->page.len > INT32_MAX || w->comp.len > INT32_MAX)
@@ -389,13 +389,13 @@ static fmt_kind emit_page(writer *w, colw *c, int type, const fmt_sb *sub, int16
 				c->f->name);
 	int16_t last = 0;
 	w->hdr.len = 0;
-	pq_tw_i32(&w->hdr, &last, 1, type);
-	pq_tw_i32(&w->hdr, &last, 2, (int32_t)w->page.len);
-	pq_tw_i32(&w->hdr, &last, 3, (int32_t)w->comp.len);
-	pq_tw_i32(&w->hdr, &last, 4, (int32_t)crc32(0, (const Bytef *)w->comp.p, (uInt)w->comp.len));
-	pq_tw_field(&w->hdr, &last, sub_id, TC_STRUCT);
+	fmt_pq_tw_i32(&w->hdr, &last, 1, type);
+	fmt_pq_tw_i32(&w->hdr, &last, 2, (int32_t)w->page.len);
+	fmt_pq_tw_i32(&w->hdr, &last, 3, (int32_t)w->comp.len);
+	fmt_pq_tw_i32(&w->hdr, &last, 4, (int32_t)crc32(0, (const Bytef *)w->comp.p, (uInt)w->comp.len));
+	fmt_pq_tw_field(&w->hdr, &last, sub_id, TC_STRUCT);
 	fmt_sb_put(&w->hdr, sub->p, sub->len);
-	pq_tw_stop(&w->hdr);
+	fmt_pq_tw_stop(&w->hdr);
 	if (w->hdr.oom || w->comp.oom)
 		return oom(e);
 	c->comp_total += w->hdr.len + w->comp.len;
@@ -408,9 +408,9 @@ static fmt_kind write_dict_page(writer *w, colw *c, fmt_err *e)
 {
 	fmt_sb sub = { 0 };
 	int16_t last = 0;
-	pq_tw_i32(&sub, &last, 1, (int32_t)c->d.n);
-	pq_tw_i32(&sub, &last, 2, ENC_PLAIN);
-	pq_tw_stop(&sub);
+	fmt_pq_tw_i32(&sub, &last, 1, (int32_t)c->d.n);
+	fmt_pq_tw_i32(&sub, &last, 2, ENC_PLAIN);
+	fmt_pq_tw_stop(&sub);
 	w->page.len = 0;
 	fmt_sb_put(&w->page, c->d.plain.p, c->d.plain.len);
 	c->dict_off = w->off;
@@ -431,7 +431,7 @@ static fmt_kind write_data_page(writer *w, colw *c, uint64_t r0, uint64_t r1, ui
 			w->levels[i] = c->defs[r0 + i];
 		size_t at = w->page.len;
 		fmt_sb_put(&w->page, "\0\0\0\0", 4);
-		pq_rle_encode(&w->page, w->levels, rows, 1);
+		fmt_pq_rle_encode(&w->page, w->levels, rows, 1);
 		if (w->page.oom)
 			return oom(e);
 		fmt_wr_u32((uint8_t *)w->page.p + at, (uint32_t)(w->page.len - at - 4));
@@ -439,12 +439,12 @@ static fmt_kind write_data_page(writer *w, colw *c, uint64_t r0, uint64_t r1, ui
 	int enc = ENC_PLAIN;
 	if (c->used_dict) {
 		enc = ENC_RLE_DICTIONARY;
-		int width = pq_bit_width(c->d.n ? c->d.n - 1 : 0);
+		int width = fmt_pq_bit_width(c->d.n ? c->d.n - 1 : 0);
 		if (width == 0)
 			width = 1;
 		char b = (char)width;
 		fmt_sb_put(&w->page, &b, 1);
-		pq_rle_encode(&w->page, c->idx + v0, vals, width);
+		fmt_pq_rle_encode(&w->page, c->idx + v0, vals, width);
 	} else if (c->ptype == PT_BOOLEAN) {
 		size_t bytes = (vals + 7) / 8;
 		uint8_t *dst = (uint8_t *)fmt_sb_reserve(&w->page, bytes);
@@ -464,11 +464,11 @@ static fmt_kind write_data_page(writer *w, colw *c, uint64_t r0, uint64_t r1, ui
 		return oom(e);
 	fmt_sb sub = { 0 };
 	int16_t last = 0;
-	pq_tw_i32(&sub, &last, 1, (int32_t)rows);
-	pq_tw_i32(&sub, &last, 2, enc);
-	pq_tw_i32(&sub, &last, 3, ENC_RLE);
-	pq_tw_i32(&sub, &last, 4, ENC_RLE);
-	pq_tw_stop(&sub);
+	fmt_pq_tw_i32(&sub, &last, 1, (int32_t)rows);
+	fmt_pq_tw_i32(&sub, &last, 2, enc);
+	fmt_pq_tw_i32(&sub, &last, 3, ENC_RLE);
+	fmt_pq_tw_i32(&sub, &last, 4, ENC_RLE);
+	fmt_pq_tw_stop(&sub);
 	fmt_kind k = sub.oom ? oom(e) : emit_page(w, c, PAGE_DATA, &sub, 5, e);
 	fmt_sb_free(&sub);
 	return k;
@@ -479,7 +479,7 @@ static int dict_pays(const colw *c)
 {
 	if (!c->d.on || c->values == 0 || c->ptype == PT_BOOLEAN)
 		return 0;
-	uint64_t idx_bytes = c->values * (uint64_t)pq_bit_width(c->d.n) / 8 + 16;
+	uint64_t idx_bytes = c->values * (uint64_t)fmt_pq_bit_width(c->d.n) / 8 + 16;
 	return c->d.plain.len + idx_bytes < c->plain.len;
 }
 
@@ -509,7 +509,7 @@ static fmt_kind write_chunk(writer *w, colw *c, fmt_err *e)
 static void put_stats(fmt_sb *o, const colw *c)
 {
 	int16_t last = 0;
-	pq_tw_i64(o, &last, 3, (int64_t)c->nulls);
+	fmt_pq_tw_i64(o, &last, 3, (int64_t)c->nulls);
 	if (c->has_minmax) {
 		const void *mx = c->is_bytes ? (const void *)c->smax.p : c->max;
 		const void *mn = c->is_bytes ? (const void *)c->smin.p : c->min;
@@ -526,42 +526,42 @@ static void put_stats(fmt_sb *o, const colw *c)
 				zmax[mxn - 1] &= 0x7f;
 			mn = zmin, mx = zmax;
 		}
-		pq_tw_bin(o, &last, 5, mx, mxn);
-		pq_tw_bin(o, &last, 6, mn, mnn);
+		fmt_pq_tw_bin(o, &last, 5, mx, mxn);
+		fmt_pq_tw_bin(o, &last, 6, mn, mnn);
 	}
-	pq_tw_stop(o);
+	fmt_pq_tw_stop(o);
 }
 
 static void put_column_chunk(fmt_sb *o, const colw *c, int codec)
 {
 	int16_t last = 0, ml = 0;
-	pq_tw_i64(o, &last, 2, (int64_t)c->start);
-	pq_tw_field(o, &last, 3, TC_STRUCT);
-	pq_tw_i32(o, &ml, 1, c->ptype);
-	pq_tw_field(o, &ml, 2, TC_LIST);
+	fmt_pq_tw_i64(o, &last, 2, (int64_t)c->start);
+	fmt_pq_tw_field(o, &last, 3, TC_STRUCT);
+	fmt_pq_tw_i32(o, &ml, 1, c->ptype);
+	fmt_pq_tw_field(o, &ml, 2, TC_LIST);
 	int encs[3], n = 0;
 	encs[n++] = c->used_dict ? ENC_RLE_DICTIONARY : ENC_PLAIN;
 	if (c->used_dict)
 		encs[n++] = ENC_PLAIN;
 	encs[n++] = ENC_RLE;
-	pq_tw_list(o, TC_I32, (uint32_t)n);
+	fmt_pq_tw_list(o, TC_I32, (uint32_t)n);
 	for (int i = 0; i < n; i++)
-		pq_tw_varint(o, (uint64_t)encs[i] << 1);
-	pq_tw_field(o, &ml, 3, TC_LIST);
-	pq_tw_list(o, TC_BINARY, 1);
-	pq_tw_varint(o, strlen(c->f->name));
+		fmt_pq_tw_varint(o, (uint64_t)encs[i] << 1);
+	fmt_pq_tw_field(o, &ml, 3, TC_LIST);
+	fmt_pq_tw_list(o, TC_BINARY, 1);
+	fmt_pq_tw_varint(o, strlen(c->f->name));
 	fmt_sb_puts(o, c->f->name);
-	pq_tw_i32(o, &ml, 4, codec);
-	pq_tw_i64(o, &ml, 5, (int64_t)c->rows);
-	pq_tw_i64(o, &ml, 6, (int64_t)c->uncomp_total);
-	pq_tw_i64(o, &ml, 7, (int64_t)c->comp_total);
-	pq_tw_i64(o, &ml, 9, (int64_t)c->data_off);
+	fmt_pq_tw_i32(o, &ml, 4, codec);
+	fmt_pq_tw_i64(o, &ml, 5, (int64_t)c->rows);
+	fmt_pq_tw_i64(o, &ml, 6, (int64_t)c->uncomp_total);
+	fmt_pq_tw_i64(o, &ml, 7, (int64_t)c->comp_total);
+	fmt_pq_tw_i64(o, &ml, 9, (int64_t)c->data_off);
 	if (c->used_dict)
-		pq_tw_i64(o, &ml, 11, (int64_t)c->dict_off);
-	pq_tw_field(o, &ml, 12, TC_STRUCT);
+		fmt_pq_tw_i64(o, &ml, 11, (int64_t)c->dict_off);
+	fmt_pq_tw_field(o, &ml, 12, TC_STRUCT);
 	put_stats(o, c);
-	pq_tw_stop(o);   /* ColumnMetaData */
-	pq_tw_stop(o);   /* ColumnChunk */
+	fmt_pq_tw_stop(o);   /* ColumnMetaData */
+	fmt_pq_tw_stop(o);   /* ColumnChunk */
 }
 
 static void put_row_group(writer *w, uint64_t rows)
@@ -569,20 +569,20 @@ static void put_row_group(writer *w, uint64_t rows)
 	fmt_sb *o = &w->groups;
 	int16_t last = 0;
 	uint64_t comp = 0, uncomp = 0;
-	pq_tw_field(o, &last, 1, TC_LIST);
-	pq_tw_list(o, TC_STRUCT, (uint32_t)w->n);
+	fmt_pq_tw_field(o, &last, 1, TC_LIST);
+	fmt_pq_tw_list(o, TC_STRUCT, (uint32_t)w->n);
 	for (size_t i = 0; i < w->n; i++) {
 		put_column_chunk(o, &w->cols[i], w->codec);
 		comp += w->cols[i].comp_total;
 		uncomp += w->cols[i].uncomp_total;
 	}
-	pq_tw_i64(o, &last, 2, (int64_t)uncomp);
-	pq_tw_i64(o, &last, 3, (int64_t)rows);
-	pq_tw_i64(o, &last, 5, (int64_t)(w->n ? w->cols[0].start : w->off));
-	pq_tw_i64(o, &last, 6, (int64_t)comp);
-	pq_tw_field(o, &last, 7, TC_I16);
-	pq_tw_varint(o, ((uint64_t)w->n_groups << 1));
-	pq_tw_stop(o);
+	fmt_pq_tw_i64(o, &last, 2, (int64_t)uncomp);
+	fmt_pq_tw_i64(o, &last, 3, (int64_t)rows);
+	fmt_pq_tw_i64(o, &last, 5, (int64_t)(w->n ? w->cols[0].start : w->off));
+	fmt_pq_tw_i64(o, &last, 6, (int64_t)comp);
+	fmt_pq_tw_field(o, &last, 7, TC_I16);
+	fmt_pq_tw_varint(o, ((uint64_t)w->n_groups << 1));
+	fmt_pq_tw_stop(o);
 }
 
 static void reset_column(colw *c)
@@ -619,11 +619,11 @@ static void put_element(fmt_sb *o, const colw *c)
 {
 	const fmt_field *f = c->f;
 	int16_t last = 0;
-	pq_tw_i32(o, &last, 1, c->ptype);
+	fmt_pq_tw_i32(o, &last, 1, c->ptype);
 	if (c->ptype == PT_FLBA)
-		pq_tw_i32(o, &last, 2, c->width);
-	pq_tw_i32(o, &last, 3, f->nullable ? REP_OPTIONAL : REP_REQUIRED);
-	pq_tw_bin(o, &last, 4, f->name, strlen(f->name));
+		fmt_pq_tw_i32(o, &last, 2, c->width);
+	fmt_pq_tw_i32(o, &last, 3, f->nullable ? REP_OPTIONAL : REP_REQUIRED);
+	fmt_pq_tw_bin(o, &last, 4, f->name, strlen(f->name));
 	int converted = -1, bits = 0, is_signed = 1;
 	switch (f->type) {
 	case FMT_C_I8: converted = 15; bits = 8; break;
@@ -641,82 +641,82 @@ static void put_element(fmt_sb *o, const colw *c)
 	default: break;
 	}
 	if (converted >= 0)
-		pq_tw_i32(o, &last, 6, converted);
+		fmt_pq_tw_i32(o, &last, 6, converted);
 	int16_t ll = 0, pl = 0;
 	if (bits) {
-		pq_tw_field(o, &last, 10, TC_STRUCT);
-		pq_tw_field(o, &ll, 10, TC_STRUCT);
-		pq_tw_field(o, &pl, 1, TC_BYTE);
+		fmt_pq_tw_field(o, &last, 10, TC_STRUCT);
+		fmt_pq_tw_field(o, &ll, 10, TC_STRUCT);
+		fmt_pq_tw_field(o, &pl, 1, TC_BYTE);
 		fmt_sb_put(o, (const char *)&(int8_t){ (int8_t)bits }, 1);
-		pq_tw_bool(o, &pl, 2, is_signed);
-		pq_tw_stop(o);
-		pq_tw_stop(o);
+		fmt_pq_tw_bool(o, &pl, 2, is_signed);
+		fmt_pq_tw_stop(o);
+		fmt_pq_tw_stop(o);
 	} else if (f->type == FMT_C_UTF8 || f->type == FMT_C_LARGE_UTF8 || f->type == FMT_C_DATE32 ||
 		   f->type == FMT_C_F16) {
 		int16_t id = f->type == FMT_C_DATE32 ? 6 : f->type == FMT_C_F16 ? 15 : 1;
-		pq_tw_field(o, &last, 10, TC_STRUCT);
-		pq_tw_field(o, &ll, id, TC_STRUCT);
-		pq_tw_stop(o);
-		pq_tw_stop(o);
+		fmt_pq_tw_field(o, &last, 10, TC_STRUCT);
+		fmt_pq_tw_field(o, &ll, id, TC_STRUCT);
+		fmt_pq_tw_stop(o);
+		fmt_pq_tw_stop(o);
 	} else if (f->type == FMT_C_TIMESTAMP) {
 		int16_t ul = 0;
-		pq_tw_field(o, &last, 10, TC_STRUCT);
-		pq_tw_field(o, &ll, 8, TC_STRUCT);
-		pq_tw_bool(o, &pl, 1, f->timezone != NULL);
-		pq_tw_field(o, &pl, 2, TC_STRUCT);
-		pq_tw_field(o, &ul, f->unit == FMT_TU_US ? 2 : f->unit == FMT_TU_NS ? 3 : 1, TC_STRUCT);
-		pq_tw_stop(o);   /* the unit's empty struct */
-		pq_tw_stop(o);   /* TimeUnit */
-		pq_tw_stop(o);   /* TimestampType */
-		pq_tw_stop(o);   /* LogicalType */
+		fmt_pq_tw_field(o, &last, 10, TC_STRUCT);
+		fmt_pq_tw_field(o, &ll, 8, TC_STRUCT);
+		fmt_pq_tw_bool(o, &pl, 1, f->timezone != NULL);
+		fmt_pq_tw_field(o, &pl, 2, TC_STRUCT);
+		fmt_pq_tw_field(o, &ul, f->unit == FMT_TU_US ? 2 : f->unit == FMT_TU_NS ? 3 : 1, TC_STRUCT);
+		fmt_pq_tw_stop(o);   /* the unit's empty struct */
+		fmt_pq_tw_stop(o);   /* TimeUnit */
+		fmt_pq_tw_stop(o);   /* TimestampType */
+		fmt_pq_tw_stop(o);   /* LogicalType */
 	}
-	pq_tw_stop(o);
+	fmt_pq_tw_stop(o);
 }
 
 static fmt_kind write_footer(writer *w, fmt_err *e)
 {
 	fmt_sb o = { 0 };
 	int16_t last = 0;
-	pq_tw_i32(&o, &last, 1, 1);
-	pq_tw_field(&o, &last, 2, TC_LIST);
-	pq_tw_list(&o, TC_STRUCT, (uint32_t)w->n + 1);
+	fmt_pq_tw_i32(&o, &last, 1, 1);
+	fmt_pq_tw_field(&o, &last, 2, TC_LIST);
+	fmt_pq_tw_list(&o, TC_STRUCT, (uint32_t)w->n + 1);
 	int16_t rl = 0;
-	pq_tw_bin(&o, &rl, 4, "schema", 6);
-	pq_tw_i32(&o, &rl, 5, (int32_t)w->n);
-	pq_tw_stop(&o);
+	fmt_pq_tw_bin(&o, &rl, 4, "schema", 6);
+	fmt_pq_tw_i32(&o, &rl, 5, (int32_t)w->n);
+	fmt_pq_tw_stop(&o);
 	for (size_t i = 0; i < w->n; i++)
 		put_element(&o, &w->cols[i]);
-	pq_tw_i64(&o, &last, 3, (int64_t)w->total_rows);
-	pq_tw_field(&o, &last, 4, TC_LIST);
-	pq_tw_list(&o, TC_STRUCT, w->n_groups);
+	fmt_pq_tw_i64(&o, &last, 3, (int64_t)w->total_rows);
+	fmt_pq_tw_field(&o, &last, 4, TC_LIST);
+	fmt_pq_tw_list(&o, TC_STRUCT, w->n_groups);
 	fmt_sb_put(&o, w->groups.p, w->groups.len);
 	size_t n_kv = 0;
 	for (size_t i = 0; i < w->s->n_meta; i++)
 		n_kv += strcmp(w->s->meta[i].key, "ARROW:schema") != 0;
 	if (n_kv) {
-		pq_tw_field(&o, &last, 5, TC_LIST);
-		pq_tw_list(&o, TC_STRUCT, (uint32_t)n_kv);
+		fmt_pq_tw_field(&o, &last, 5, TC_LIST);
+		fmt_pq_tw_list(&o, TC_STRUCT, (uint32_t)n_kv);
 		for (size_t i = 0; i < w->s->n_meta; i++) {
 			/* Arrow's own schema would describe the file pyarrow wrote, not this one */
 			if (strcmp(w->s->meta[i].key, "ARROW:schema") == 0)
 				continue;
 			int16_t kl = 0;
-			pq_tw_bin(&o, &kl, 1, w->s->meta[i].key, strlen(w->s->meta[i].key));
-			pq_tw_bin(&o, &kl, 2, w->s->meta[i].value, strlen(w->s->meta[i].value));
-			pq_tw_stop(&o);
+			fmt_pq_tw_bin(&o, &kl, 1, w->s->meta[i].key, strlen(w->s->meta[i].key));
+			fmt_pq_tw_bin(&o, &kl, 2, w->s->meta[i].value, strlen(w->s->meta[i].value));
+			fmt_pq_tw_stop(&o);
 		}
 	}
 	const char *by = "fmtkit version " FMTKIT_VERSION;
-	pq_tw_bin(&o, &last, 6, by, strlen(by));
-	pq_tw_field(&o, &last, 7, TC_LIST);
-	pq_tw_list(&o, TC_STRUCT, (uint32_t)w->n);
+	fmt_pq_tw_bin(&o, &last, 6, by, strlen(by));
+	fmt_pq_tw_field(&o, &last, 7, TC_LIST);
+	fmt_pq_tw_list(&o, TC_STRUCT, (uint32_t)w->n);
 	for (size_t i = 0; i < w->n; i++) {
 		int16_t cl = 0;
-		pq_tw_field(&o, &cl, 1, TC_STRUCT);  /* TYPE_ORDER: an empty struct */
-		pq_tw_stop(&o);
-		pq_tw_stop(&o);
+		fmt_pq_tw_field(&o, &cl, 1, TC_STRUCT);  /* TYPE_ORDER: an empty struct */
+		fmt_pq_tw_stop(&o);
+		fmt_pq_tw_stop(&o);
 	}
-	pq_tw_stop(&o);
+	fmt_pq_tw_stop(&o);
 	uint8_t tail[8];
 	fmt_wr_u32(tail, (uint32_t)o.len);
 	memcpy(tail + 4, "PAR1", 4);
@@ -760,7 +760,7 @@ static fmt_kind add_batch(writer *w, const fmt_batch *b, uint64_t group_rows, fm
 	return FMT_OK;
 }
 
-fmt_kind pq_write(fmt_table *in, fmt_sink *k, int codec, int level, uint64_t group_rows, fmt_err *e)
+fmt_kind fmt_pq_write(fmt_table *in, fmt_sink *k, int codec, int level, uint64_t group_rows, fmt_err *e)
 {
 	writer w = { .k = k, .s = &in->schema, .n = in->schema.n_fields, .codec = codec, .level = level };
 	const fmt_field *u = fmt_schema_unsupported(&in->schema);
