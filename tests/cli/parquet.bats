@@ -218,3 +218,22 @@ EOF2
 	assert_failure 2
 	assert_equal "${stderr_lines[0]}" "fmt-convert: error: --compression takes none, zstd, zstd-max or lz4 for a dataset"
 }
+
+@test "column selection reads only the selected columns: a damaged page of an excluded one is never decoded" {
+	seq 1 40 | awk 'BEGIN { print "n,s" } { print $1 ",word" $1 }' >in.csv
+	fmt-convert -q -c none in.csv o.parquet
+	# the length of the first PLAIN string (5, "word1") made 0xff...: that page cannot be decoded
+	off=$(grep -obUaP '\x05\x00\x00\x00word1' o.parquet | head -n 1 | cut -d: -f1)
+	printf '\377' | dd of=o.parquet bs=1 seek="$off" conv=notrunc status=none
+	run fmt-convert -q --no-verify --exclude s o.parquet n.csv
+	assert_success
+	assert_equal "$(cat n.csv)" "$(seq 0 40 | sed '1s/.*/n/')"
+	run --separate-stderr fmt-convert --no-verify o.parquet all.csv
+	assert_failure 4
+	assert_equal "$stderr" "fmt-convert: error: o.parquet: Parquet: column 's': a PLAIN byte array runs past the page"
+	# checked before reading (the page's CRC), whatever the selection
+	run --separate-stderr fmt-convert --exclude s o.parquet n2.csv
+	assert_failure 6
+	assert_equal "$stderr" "fmt-convert: error: o.parquet: row group 0: Parquet: column 's': page CRC differs"
+	[ ! -e all.csv ] && [ ! -e n2.csv ]
+}

@@ -26,7 +26,7 @@ typedef struct pq_state {
 	uint64_t group_left;     /* its rows not handed out yet */
 	int group_open;
 	pq_cursor *cursors;      /* one per leaf; open for the leaves of converted fields */
-	long *leaf_of;           /* per field: its leaf, -1 for nested */
+	long *leaf_of;           /* per field: its leaf, -1 for nested or not used */
 	uint64_t batch_rows, batch_max;
 } pq_state;
 
@@ -125,6 +125,18 @@ static fmt_kind open_group(fmt_table *t, pq_state *s, size_t g, fmt_err *e)
 	s->group_open = 1;
 	s->group_left = (uint64_t)s->m.groups[g].num_rows;
 	return FMT_OK;
+}
+
+/* Column selection: the fields not kept are not read (their chunks are never touched). */
+static void columns_used(fmt_table *t, const size_t *keep, size_t n)
+{
+	pq_state *s = t->format_state;
+	for (size_t i = 0, k = 0; i < t->schema.n_fields; i++) {
+		if (k < n && keep[k] == i)
+			k++;
+		else
+			s->leaf_of[i] = -1;
+	}
 }
 
 static fmt_kind pq_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
@@ -403,4 +415,5 @@ const fmt_table_driver fmt_table_driver_parquet = {
 	.close = pq_close,
 	.describe = describe,
 	.options = &pq_options,
+	.columns_used = columns_used,
 };
