@@ -134,7 +134,7 @@ setup() {
 	# a table driver's option is a dataset option
 	run --separate-stderr "$NEW/fmt-convert" --ttab-bools digits in.csv x.safetensors
 	assert_failure 2
-	[ "$(printf '%s\n' "$stderr" | head -n 1)" = "fmt-convert: error: --ttab-bools applies to datasets, not to models: dataset options need a dataset output (.ald, .arrow, .feather, .arrows, .jsonl, .csv, .ttab or --to)" ] ||
+	[ "$(printf '%s\n' "$stderr" | head -n 1)" = "fmt-convert: error: --ttab-bools applies to datasets, not to models: dataset options need a dataset output (.ald, .arrow, .feather, .arrows, .jsonl, .csv, .parquet, .ttab or --to)" ] ||
 		fail "$stderr"
 	# the completions' source lists it with its described values
 	run "$NEW/fmt-convert" --dump-options
