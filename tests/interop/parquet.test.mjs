@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from "hyparquet";
+import { tableFromIPC } from "apache-arrow";
 import { convert, inspectJson, scratch, tool } from "./lib.mjs";
 import { DATA, FILES, TYPES_SQL, duck } from "./parquet_data.mjs";
 
@@ -59,6 +60,33 @@ test("DuckDB-written Parquet in each codec, page version and dictionary setting:
 				cases++;
 			}
 	assert.equal(cases, 20);
+});
+
+test("DuckDB-written Parquet to Arrow IPC: apache-arrow reads DuckDB's values", async (t) => {
+	const dir = scratch(t);
+	const c = await duck();
+	await c.run(`create table t as ${TYPES_SQL}`);
+	const cols = ["id", "big", "tiny", "ut", "ub", "dbl", "flt", "flag", "name", "day"];
+	const want = (await c.runAndReadAll(`select ${cols.join(", ")}, epoch_ms(day) as day_ms from t order by id`)).getRowObjects();
+	for (const version of ["V1", "V2"]) {
+		const pq = join(dir, `${version}.parquet`);
+		await c.run(`copy t to '${pq}' (format parquet, row_group_size 2048, parquet_version ${version})`);
+		convert(pq, join(dir, "out.arrow"));
+		const table = tableFromIPC(readFileSync(join(dir, "out.arrow")));
+		assert.equal(table.numRows, want.length);
+		const get = (name) => table.getChild(name).toArray ? [...table.getChild(name)] : [];
+		const got = Object.fromEntries(cols.map((k) => [k, get(k)]));
+		for (let i = 0; i < want.length; i++) {
+			const w = want[i];
+			for (const k of ["id", "tiny", "ut", "flag", "name"])
+				assert.equal(got[k][i], w[k], `${version} ${k} row ${i}`);
+			assert.equal(got.big[i] === null ? null : BigInt(got.big[i]), w.big === null ? null : BigInt(w.big));
+			assert.equal(BigInt(got.ub[i]), BigInt(w.ub));
+			assert.equal(got.dbl[i], w.dbl);
+			assert.equal(got.flt[i], Math.fround(w.flt));
+			assert.equal(Number(got.day[i]), Number(w.day_ms), `${version} day row ${i}`);
+		}
+	}
 });
 
 test("the files of tests/data/parquet and their expected CSV hold DuckDB's values", async () => {
