@@ -471,22 +471,26 @@ static fmt_kind load_data(pq_cursor *c, const page_hdr *h, const uint8_t *raw, f
 				c->leaf->path, h->num_values, MAX_PAGE_VALUES);
 	if (n > (uint64_t)c->chunk->num_values - c->values_seen)
 		return bad_page(c, e, "pages hold more values than the chunk");
-	if (grow((void **)&c->page_buf, &c->page_cap, ulen ? ulen : 1))
-		return oom(e);
 	size_t levels = 0;
 	if (v2) {
 		if (h->def_len < 0 || h->rep_len < 0 || (size_t)h->def_len + (size_t)h->rep_len > clen ||
 		    (size_t)h->def_len + (size_t)h->rep_len > ulen || h->num_nulls < 0 || h->num_nulls > h->num_values)
 			return bad_page(c, e, "v2 page level lengths");
 		levels = (size_t)h->def_len + (size_t)h->rep_len;
-		memcpy(c->page_buf, raw, levels);
 	}
-	fmt_kind k;
-	if (v2 && !h->is_compressed)
-		k = clen == ulen ? (memcpy(c->page_buf + levels, raw + levels, clen - levels), FMT_OK) :
-		    bad_page(c, e, "an uncompressed v2 page whose sizes differ");
-	else
+	/* a page stored as it is is read where it lies; another is decompressed into page_buf */
+	const uint8_t *d = raw;
+	fmt_kind k = FMT_OK;
+	if (c->chunk->codec == CODEC_NONE || (v2 && !h->is_compressed)) {
+		if (clen != ulen)
+			return bad_page(c, e, "an uncompressed page whose two sizes differ");
+	} else {
+		if (grow((void **)&c->page_buf, &c->page_cap, ulen ? ulen : 1))
+			return oom(e);
+		memcpy(c->page_buf, raw, levels);
 		k = fmt_pq_decompress(c->chunk->codec, raw + levels, clen - levels, c->page_buf + levels, ulen - levels, e);
+		d = c->page_buf;
+	}
 	if (k != FMT_OK)
 		return k;
 	if (c->headers_only) {
@@ -494,7 +498,7 @@ static fmt_kind load_data(pq_cursor *c, const page_hdr *h, const uint8_t *raw, f
 		c->values_seen += n;
 		return FMT_OK;
 	}
-	const uint8_t *d = c->page_buf, *values;
+	const uint8_t *values;
 	size_t vlen;
 	uint64_t defined = n;
 	if (v2) {
