@@ -106,10 +106,15 @@ bad-dict-index.parquet|4|Parquet: column 'd': a dictionary index past the dictio
 bad-page-size.parquet|4|row group 0: Parquet: column 'h': a page runs past its column chunk
 bad-few-values.parquet|4|row group 0: Parquet: column 't': the pages hold 2 values, the chunk says 5
 bad-crc.parquet|6|row group 0: Parquet: column 'h': page CRC differs
+bad-huge-page.parquet|4|row group 0: Parquet: column 't': pages hold more values than the chunk
 bad-deep.parquet|4|Parquet: malformed footer (a field)
 bad-huge-list.parquet|4|Parquet: malformed footer (schema list)
 brotli.parquet|5|Parquet: codec BROTLI (4) is not supported (none, SNAPPY, GZIP, ZSTD, LZ4_RAW are)
 EOF2
+	# decoding refuses a page of more values than it reads (its levels are held whole)
+	run --separate-stderr fmt-verify "$CASES/bad-huge-page.parquet"
+	assert_failure 5
+	assert_equal "$stderr" "fmt-verify: error: $CASES/bad-huge-page.parquet: row group 0: Parquet: column 't': a page of 33554432 values (at most 16777216 are read)"
 	run --separate-stderr fmt-verify "$CASES/bad-dict-index.parquet"
 	assert_failure 4
 	assert_equal "$stderr" "fmt-verify: error: $CASES/bad-dict-index.parquet: row group 0: Parquet: column 'd': a dictionary index past the dictionary"

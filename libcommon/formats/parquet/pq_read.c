@@ -9,8 +9,8 @@
 #include "pq_internal.h"
 
 /* A page holding more values than this is refused (its levels would take this many bytes). */
-#define MAX_PAGE_VALUES (1u << 27)
-#define MAX_PAGE_BYTES (1u << 30)
+#define MAX_PAGE_VALUES (1u << 24)
+#define MAX_PAGE_BYTES (1u << 28)
 
 static fmt_kind oom(fmt_err *e)
 {
