@@ -25,6 +25,7 @@
 	TABLE(fmt_table_driver_arrow_stream) \
 	TABLE(fmt_table_driver_jsonl) \
 	TABLE(fmt_table_driver_csv) \
+	TABLE(fmt_table_driver_parquet) \
 	/* a new table driver: one TABLE(fmt_table_driver_NAME) \ line above this one */
 
 #define DECLARE_MODEL(d) extern const fmt_driver d;

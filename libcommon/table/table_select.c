@@ -144,6 +144,8 @@ fmt_kind fmt_table_select(fmt_table *t, const char *const *include, size_t n_inc
 		free(v);
 		return FMT_OK;
 	}
+	if (t->driver->columns_used) /* the driver may skip reading the others */
+		t->driver->columns_used(t, keep, kept);
 	v->d = *t->driver;
 	v->d.next = view_next;
 	v->d.close = view_close;

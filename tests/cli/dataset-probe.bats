@@ -84,5 +84,5 @@ open("model.apsim.index.json","w").write(json.dumps(d) + "\n")'
 	cmp in.csv back.csv
 	run fmt-convert --chunk-rows 2 in.csv out.txt
 	assert_failure 2
-	assert_output --partial "dataset options need a dataset output (.ald, .arrow, .feather, .arrows, .jsonl, .csv or --to)"
+	assert_output --partial "dataset options need a dataset output (.ald, .arrow, .feather, .arrows, .jsonl, .csv, .parquet or --to)"
 }

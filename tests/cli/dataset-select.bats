@@ -105,7 +105,7 @@ EOF
 		# shellcheck disable=SC2086
 		run --separate-stderr fmt-convert $opt in.csv out.safetensors
 		[ "$status" -eq 2 ] || fail "$opt: exit $status ($stderr)"
-		[ "$(printf '%s\n' "$stderr" | head -n 1)" = "fmt-convert: error: --$name applies to datasets, not to models: dataset options need a dataset output (.ald, .arrow, .feather, .arrows, .jsonl, .csv or --to)" ] ||
+		[ "$(printf '%s\n' "$stderr" | head -n 1)" = "fmt-convert: error: --$name applies to datasets, not to models: dataset options need a dataset output (.ald, .arrow, .feather, .arrows, .jsonl, .csv, .parquet or --to)" ] ||
 			fail "$opt: $stderr"
 		[ ! -e out.safetensors ] || fail "$opt: out.safetensors written"
 	done <<'EOF'
@@ -189,8 +189,8 @@ EOF
 --no-header|in.ald|o.csv|no-header|csv input
 --null-value NA|in.jsonl|o.ald|null-value|csv input
 --schema s.json|in.jsonl|o.ald|schema|csv input
--c lz4|in.csv|o.csv|compression|ald output
---compression zstd|in.ald|o.jsonl|compression|ald output
+-c lz4|in.csv|o.csv|compression|ald output or parquet output
+--compression zstd|in.ald|o.jsonl|compression|ald output or parquet output
 --type tabular|in.csv|o.arrow|type|ald output
 --card card.json|in.csv|o.jsonl|card|ald output
 --chunk-rows 2|in.jsonl|o.csv|chunk-rows|ald output

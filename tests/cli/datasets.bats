@@ -449,7 +449,7 @@ assert c[4]["min"]=="1969-12-31T23:59:59.999Z" and c[4]["max"]=="2024-02-29T12:0
 	printf 'a,b\n1,2\n' >in.csv
 	run --separate-stderr fmt-convert --from parquet-ish in.csv out.ald
 	assert_failure 2
-	assert_equal "${stderr_lines[0]}" "fmt-convert: error: --from takes ald, arrow, arrow-stream, jsonl or csv"
+	assert_equal "${stderr_lines[0]}" "fmt-convert: error: --from takes ald, arrow, arrow-stream, jsonl, csv or parquet"
 	[ ! -e out.ald ]
 	run fmt-convert --from csv in.csv out.jsonl
 	assert_success

@@ -42,14 +42,14 @@ PY
 	printf 'not a model' >junk.bin
 	run --separate-stderr fmt-inspect junk.bin
 	assert_failure 4
-	assert_equal "$stderr" "fmt-inspect: error: junk.bin: unrecognised format (not one of: safetensors, safetensors-index, gguf, apsim, apsim-index, apr, nk, onnx, ald, arrow, arrow-stream, jsonl, csv)"
+	assert_equal "$stderr" "fmt-inspect: error: junk.bin: unrecognised format (not one of: safetensors, safetensors-index, gguf, apsim, apsim-index, apr, nk, onnx, ald, arrow, arrow-stream, jsonl, csv, parquet)"
 }
 
 @test "--to names the writable formats of the registry" {
 	printf 'x' >in.safetensors
 	run --separate-stderr fmt-convert --to nosuch in.safetensors out.x
 	assert_failure 2
-	[[ "$stderr" == "fmt-convert: error: --to takes safetensors, gguf, apsim, apr, ald, arrow, arrow-stream, jsonl or csv"* ]]
+	[[ "$stderr" == "fmt-convert: error: --to takes safetensors, gguf, apsim, apr, ald, arrow, arrow-stream, jsonl, csv or parquet"* ]]
 }
 
 @test "signing a format without signatures names those that have them" {

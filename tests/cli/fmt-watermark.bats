@@ -195,7 +195,7 @@ PY
 	[ ! -e out.weights ]
 	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice --to onnx m.safetensors o.onnx
 	assert_failure 2
-	[[ "$stderr" == *"error: --to takes safetensors, gguf, apsim, apr, ald, arrow, arrow-stream, jsonl or csv"* ]]
+	[[ "$stderr" == *"error: --to takes safetensors, gguf, apsim, apr, ald, arrow, arrow-stream, jsonl, csv or parquet"* ]]
 	[ ! -e o.onnx ]
 	# a model into a dataset format (and back) is what fmt-convert refuses too
 	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice --to csv m.safetensors m.csv

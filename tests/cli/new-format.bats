@@ -80,7 +80,7 @@ setup() {
 	printf 'junk bytes' >junk.bin
 	run --separate-stderr "$NEW/fmt-inspect" junk.bin
 	assert_failure 4
-	[[ "$stderr" == *"not one of: safetensors, safetensors-index, gguf, apsim, apsim-index, apr, nk, onnx, dummy, ald, arrow, arrow-stream, jsonl, csv, ttab)" ]]
+	[[ "$stderr" == *"not one of: safetensors, safetensors-index, gguf, apsim, apsim-index, apr, nk, onnx, dummy, ald, arrow, arrow-stream, jsonl, csv, parquet, ttab)" ]]
 	make_samples
 	run --separate-stderr "$NEW/fmt-convert" --dtype q8_0 "$SAMPLES/tiny.safetensors" m.dmy
 	assert_failure 2
@@ -134,7 +134,7 @@ setup() {
 	# a table driver's option is a dataset option
 	run --separate-stderr "$NEW/fmt-convert" --ttab-bools digits in.csv x.safetensors
 	assert_failure 2
-	[ "$(printf '%s\n' "$stderr" | head -n 1)" = "fmt-convert: error: --ttab-bools applies to datasets, not to models: dataset options need a dataset output (.ald, .arrow, .feather, .arrows, .jsonl, .csv, .ttab or --to)" ] ||
+	[ "$(printf '%s\n' "$stderr" | head -n 1)" = "fmt-convert: error: --ttab-bools applies to datasets, not to models: dataset options need a dataset output (.ald, .arrow, .feather, .arrows, .jsonl, .csv, .parquet, .ttab or --to)" ] ||
 		fail "$stderr"
 	# the completions' source lists it with its described values
 	run "$NEW/fmt-convert" --dump-options

@@ -51,10 +51,12 @@ static const fmt_cli_option own_options[] = {
 	  .complete = FMT_COMPLETE_WORDS, .values = dtypes },
 	{ FMT_CLI_OPT("compression", 'c', "CODEC", "what the output format offers: .apr (seed layout, one frame\n"
 		      "per tensor; default none): none, lz4[:1-12], zstd[:1-19],\n"
-		      "zstd-max; .ald payload: none, zstd (default), zstd-max, lz4"),
-	  .complete = FMT_COMPLETE_WORDS, .words = "none lz4 zstd zstd:19 zstd-max" },
+		      "zstd-max; .ald payload: none, zstd (default), zstd-max, lz4;\n"
+		      ".parquet pages: none, snappy (default), gzip[:1-9],\n"
+		      "zstd[:1-22], zstd-max, lz4"),
+	  .complete = FMT_COMPLETE_WORDS, .words = "none lz4 zstd zstd:19 zstd-max snappy gzip" },
 	{ FMT_CLI_OPT("compress", OPT_COMPRESS, "CODEC", "the same as --compression"),
-	  .complete = FMT_COMPLETE_WORDS, .words = "none lz4 zstd zstd:19 zstd-max" },
+	  .complete = FMT_COMPLETE_WORDS, .words = "none lz4 zstd zstd:19 zstd-max snappy gzip" },
 	{ FMT_CLI_OPT("shard", OPT_SHARD, "SIZE", "write a shard set of at most SIZE of tensor data per shard\n"
 		      "(default: 5GB for safetensors, 4GB for .apsim, none for GGUF)") },
 	{ FMT_CLI_OPT("sign", OPT_SIGN, NULL, "sign the .apsim output (the per-user key unless a secret is given)") },
@@ -323,7 +325,7 @@ static const fmt_cli_tool tool = {
 		 "(single file or split set), Apsi checkpoints (.apsim, single or sharded) and\n"
 		 "APR (.apr, seed or aprender layout), with dtype conversion, quantization and\n"
 		 "compression; or a dataset between CSV, JSON Lines, Arrow IPC (file .arrow,\n"
-		 "stream .arrows) and .ald; or an ONNX graph into a netkit .nk network.",
+		 "stream .arrows), .ald and Parquet; or an ONNX graph into a netkit .nk network.",
 	.options = options,
 	.footer = "OUTPUT may be - (standard output, not a terminal) with --to.\n"
 		  "Exit status: 0 ok, 2 usage, 3 I/O error, 4 invalid input (or NaN/Inf to quantize, or\n"

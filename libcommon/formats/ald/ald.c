@@ -174,13 +174,33 @@ fmt_kind fmt_ald_parse(fmt_table *t, ald_state *s, fmt_err *e)
 	return FMT_OK;
 }
 
+/* The card (but its digest, which is of this file's payload) as the schema's FMT_ALD_CARD_KEY
+ * metadata, so that a format with key/value metadata (Parquet) carries it, and .ald takes it
+ * back. */
+static fmt_kind card_as_meta(fmt_table *t, const ald_state *s, fmt_err *e)
+{
+	if (!s->card || !json_is_object(s->card))
+		return FMT_OK;
+	json_t *c = json_deep_copy(s->card);
+	if (c)
+		json_object_del(c, "sha256");
+	char *text = c && json_object_size(c) ? json_dumps(c, JSON_COMPACT) : NULL;
+	json_decref(c);
+	if (!text)
+		return FMT_OK;
+	fmt_kind k = fmt_schema_add_meta(&t->schema, FMT_ALD_CARD_KEY, text, e);
+	free(text);
+	return k;
+}
+
 static fmt_kind ald_open(fmt_table *t, fmt_err *e)
 {
 	ald_state *s = calloc(1, sizeof *s);
 	if (!s)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	t->format_state = s;
-	return fmt_ald_parse(t, s, e);
+	fmt_kind k = fmt_ald_parse(t, s, e);
+	return k == FMT_OK ? card_as_meta(t, s, e) : k;
 }
 
 static void ald_close(fmt_table *t)

@@ -232,12 +232,14 @@ static fmt_kind finish(writer *w, size_t meta_len, uint16_t schema_len,
 	return fmt_ald_sink_append_crc(w->k, o->compat_alimentar, e);
 }
 
-fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt_err *e)
+static fmt_kind write_ald(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, json_t *carried_card, fmt_err *e)
 {
 	ald_enc enc;
 	int encrypting = 0;
 	ald_opts opts;
 	fmt_ald_opts_of(wo, &opts);
+	if (!opts.card)
+		opts.card = carried_card;
 	writer w = { .o = &opts, .schema = &in->schema, .k = k, .sign = wo ? wo->keys.ed25519_secret : NULL };
 	const ald_opts *o = w.o;
 	fmt_sb block = { 0 };
@@ -334,5 +336,38 @@ out:
 	free(meta);
 	fmt_sb_free(&block);
 	fmt_sb_free(&w.sb);
+	return r;
+}
+
+/* The card an input carries in its schema metadata (FMT_ALD_CARD_KEY: a Parquet file written
+ * from an .ald keeps it there), checked as --card's; NULL when it has none. */
+static fmt_kind carried_card(const fmt_schema *s, json_t **card, fmt_err *e)
+{
+	*card = NULL;
+	for (size_t i = 0; i < s->n_meta; i++) {
+		if (strcmp(s->meta[i].key, FMT_ALD_CARD_KEY) != 0)
+			continue;
+		json_error_t je;
+		*card = json_loads(s->meta[i].value, JSON_REJECT_DUPLICATES, &je);
+		fmt_kind k = *card && json_is_object(*card) ? fmt_card_check(*card, e) :
+			     fmt_fail(e, FMT_INVALID_FORMAT, "the card in the input's %s metadata is not a JSON object",
+				      FMT_ALD_CARD_KEY);
+		if (k != FMT_OK) {
+			json_decref(*card);
+			*card = NULL;
+			fmt_err_prefix(e, "the input's %s metadata: ", FMT_ALD_CARD_KEY);
+		}
+		return k;
+	}
+	return FMT_OK;
+}
+
+fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt_err *e)
+{
+	json_t *card;
+	fmt_kind r = carried_card(&in->schema, &card, e);
+	if (r == FMT_OK)
+		r = write_ald(in, k, wo, card, e);
+	json_decref(card);
 	return r;
 }

@@ -69,6 +69,10 @@ fmt_kind fmt_card_encode(const json_t *card, const char *sha256_hex, int compat,
 			 size_t *len, fmt_err *e);
 /* Decode a map or upstream's 7/8-element array into a JSON object; *form = "map" or "array". */
 fmt_kind fmt_card_decode(const uint8_t *data, size_t len, json_t **card, const char **form, fmt_err *e);
+/* The schema metadata key that carries an .ald card (JSON, without its sha256) through formats
+ * with key/value metadata (Parquet): the .ald reader sets it, the .ald writer takes it when no
+ * --card is given. */
+#define FMT_ALD_CARD_KEY "ald:card"
 /* Check a card given by the user (--card FILE): known keys, right kinds, no sha256. */
 fmt_kind fmt_card_check(const json_t *card, fmt_err *e);
 

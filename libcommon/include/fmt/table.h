@@ -144,6 +144,9 @@ typedef struct fmt_table_driver {
 	 * fmt_dataset_opts.options) and write uses (FMT_DRVOPT_WRITE, from fmt_write_opts.options);
 	 * or NULL. */
 	const fmt_drvopts *options;
+	/* Only the columns keep[0..n) of its schema (ascending) will be used (--include/--exclude):
+	 * next may leave the others empty instead of reading them. NULL: it reads every column. */
+	void (*columns_used)(fmt_table *t, const size_t *keep, size_t n);
 } fmt_table_driver;
 
 /* Types */

@@ -1,0 +1,419 @@
+/* Apache Parquet (.parquet) as a table driver: the footer read at open, the rows a row group at
+ * a time through one cursor per column (pages decoded as the rows are asked for, so the first
+ * batches touch only the first pages), fmt-inspect's facts from the footer, fmt-verify's check
+ * of every page, and the writer (fmt_pq_write.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "fmt/checked.h"
+#include "fmt/dataset.h"
+#include "fmt/half.h"
+#include "fmt/registry.h"
+#include "pq_internal.h"
+
+/* The first batch is small and each next one twice as big, up to BATCH_MAX: --head reads
+ * the first pages only; a conversion gets full-sized batches at once. */
+#define BATCH_FIRST 1024
+#define BATCH_MAX 65536
+
+typedef struct pq_state {
+	pq_meta m;
+	const uint8_t *data;
+	uint64_t size;
+	size_t group;            /* the row group being read */
+	uint64_t group_left;     /* its rows not handed out yet */
+	int group_open;
+	pq_cursor *cursors;      /* one per leaf; open for the leaves of converted fields */
+	long *leaf_of;           /* per field: its leaf, -1 for nested or not used */
+	uint64_t batch_rows, batch_max;
+} pq_state;
+
+typedef struct pq_opts {
+	uint64_t group_rows;
+} pq_opts;
+
+static int probe(const uint8_t *head, size_t n, uint64_t size)
+{
+	return n >= 4 && memcmp(head, "PAR1", 4) == 0 && size >= 12 ? 100 : 0;
+}
+
+static void close_group(pq_state *s)
+{
+	for (size_t i = 0; s->cursors && i < s->m.n_leaves; i++)
+		fmt_pq_cursor_free(&s->cursors[i]);
+	s->group_open = 0;
+}
+
+/* A row group read: its pages of the file mapping are dropped from memory (a later read maps
+ * them again), so that reading a large file keeps one row group resident, not the file. */
+static void release_group(const fmt_table *t, const pq_state *s, size_t g)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	if (!t->source.map || page <= 0 || g >= s->m.n_groups)
+		return;
+	for (size_t i = 0; i < s->m.n_leaves; i++) {
+		const pq_chunk *c = &s->m.groups[g].chunks[i];
+		uintptr_t a = ((uintptr_t)(s->data + c->start) + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+		uintptr_t z = (uintptr_t)(s->data + c->end) & ~((uintptr_t)page - 1);
+		if (z > a)
+			madvise((void *)a, z - a, MADV_DONTNEED);
+	}
+}
+
+static void pq_close(fmt_table *t)
+{
+	pq_state *s = t->format_state;
+	if (!s)
+		return;
+	close_group(s);
+	free(s->cursors);
+	free(s->leaf_of);
+	fmt_pq_meta_free(&s->m);
+	free(s);
+	t->format_state = NULL;
+}
+
+static fmt_kind pq_open(fmt_table *t, fmt_err *e)
+{
+	pq_state *s = calloc(1, sizeof *s);
+	if (!s)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	t->format_state = s;
+	fmt_kind k = fmt_source_view(&t->source, 0, t->source.size, &s->data, e);
+	if (k == FMT_OK && t->source.size > SIZE_MAX)
+		k = fmt_fail(e, FMT_IO, "file too large to map");
+	s->size = t->source.size;
+	if (k == FMT_OK)
+		k = fmt_pq_meta_read(s->data, s->size, &s->m, &t->schema, e);
+	if (k == FMT_OK && (!(s->cursors = calloc(s->m.n_leaves ? s->m.n_leaves : 1, sizeof *s->cursors)) ||
+			    !(s->leaf_of = malloc((t->schema.n_fields ? t->schema.n_fields : 1) * sizeof *s->leaf_of))))
+		k = fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; k == FMT_OK && i < t->schema.n_fields; i++)
+		s->leaf_of[i] = -1;
+	for (size_t i = 0; k == FMT_OK && i < s->m.n_leaves; i++)
+		if (s->m.leaves[i].field >= 0)
+			s->leaf_of[s->m.leaves[i].field] = (long)i;
+	if (k == FMT_OK)
+		k = fmt_schema_check(&t->schema, e);
+	if (k != FMT_OK) {
+		pq_close(t);
+		return k;
+	}
+	t->n_rows = (uint64_t)s->m.num_rows;
+	s->batch_rows = BATCH_FIRST;
+	s->batch_max = t->opts && t->opts->batch_rows ? t->opts->batch_rows : BATCH_MAX;
+	return FMT_OK;
+}
+
+/* The cursors of row group g for the fields this build converts. */
+static fmt_kind open_group(fmt_table *t, pq_state *s, size_t g, fmt_err *e)
+{
+	for (size_t i = 0; i < t->schema.n_fields; i++) {
+		long l = s->leaf_of[i];
+		if (l < 0 || t->schema.fields[i].type == FMT_C_OTHER)
+			continue;
+		fmt_kind k = fmt_pq_cursor_open(&s->cursors[l], &s->m.leaves[l], &s->m.groups[g].chunks[l], s->data, 0, 0, e);
+		if (k != FMT_OK)
+			return k;
+		if (s->m.groups[g].chunks[l].num_values != s->m.groups[g].num_rows)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s' holds %lld values in a row group of "
+					"%lld rows", s->m.leaves[l].path, (long long)s->m.groups[g].chunks[l].num_values,
+					(long long)s->m.groups[g].num_rows);
+	}
+	s->group_open = 1;
+	s->group_left = (uint64_t)s->m.groups[g].num_rows;
+	return FMT_OK;
+}
+
+/* Column selection: the fields not kept are not read (their chunks are never touched). */
+static void columns_used(fmt_table *t, const size_t *keep, size_t n)
+{
+	pq_state *s = t->format_state;
+	for (size_t i = 0, k = 0; i < t->schema.n_fields; i++) {
+		if (k < n && keep[k] == i)
+			k++;
+		else
+			s->leaf_of[i] = -1;
+	}
+}
+
+static fmt_kind pq_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
+{
+	pq_state *s = t->format_state;
+	*done = 0;
+	while (!s->group_open || s->group_left == 0) {
+		if (s->group_open) {
+			close_group(s);
+			release_group(t, s, s->group);
+			s->group++;
+		}
+		if (s->group >= s->m.n_groups) {
+			*done = 1;
+			return FMT_OK;
+		}
+		fmt_kind k = open_group(t, s, s->group, e);
+		if (k != FMT_OK)
+			return k;
+	}
+	uint64_t n = s->group_left < s->batch_rows ? s->group_left : s->batch_rows;
+	if (s->batch_rows < s->batch_max)
+		s->batch_rows = s->batch_rows * 2 < s->batch_max ? s->batch_rows * 2 : s->batch_max;
+	b->n_rows = n;
+	for (size_t i = 0; i < t->schema.n_fields; i++) {
+		long l = s->leaf_of[i];
+		if (l < 0 || t->schema.fields[i].type == FMT_C_OTHER)
+			continue; /* not converted: refused by the batch check unless deselected */
+		fmt_kind k = fmt_pq_cursor_take(&s->cursors[l], &t->schema.fields[i], n, &b->columns[i], b, e);
+		if (k != FMT_OK)
+			return k;
+	}
+	s->group_left -= n;
+	return FMT_OK;
+}
+
+/* ---- fmt-verify: every page of every column chunk ---- */
+
+/* With o (fmt-verify): every page header, CRC, decompression and decoding. Without (a tool
+ * about to read the rows, or fmt-inspect's summary): the page headers, their CRCs and value
+ * counts, which reading then decodes once. */
+static fmt_kind pq_verify(fmt_table *t, const fmt_verify_opts *o, fmt_err *e)
+{
+	pq_state *s = t->format_state;
+	for (size_t g = 0; g < s->m.n_groups; release_group(t, s, g), g++)
+		for (size_t l = 0; l < s->m.n_leaves; l++) {
+			pq_cursor c;
+			uint64_t pages = 0;
+			const pq_leaf *leaf = &s->m.leaves[l];
+			fmt_kind k = fmt_pq_cursor_open(&c, leaf, &s->m.groups[g].chunks[l], s->data, 1,
+						    leaf->max_rep > 0, e);
+			c.walk_only = o == NULL;
+			if (k == FMT_OK)
+				k = fmt_pq_cursor_check_all(&c, &pages, e);
+			fmt_pq_cursor_free(&c);
+			if (k != FMT_OK) {
+				fmt_err_prefix(e, "row group %zu", g);
+				return k;
+			}
+		}
+	return FMT_OK;
+}
+
+/* ---- fmt-inspect ---- */
+
+/* A statistic's bytes as the value they hold. */
+static json_t *stat_value(const pq_leaf *l, const fmt_field *f, const uint8_t *p, uint32_t n)
+{
+	if (!p)
+		return NULL;
+	int unsigned_int = f && (f->type == FMT_C_U8 || f->type == FMT_C_U16 || f->type == FMT_C_U32 ||
+				 f->type == FMT_C_U64);
+	switch (l->ptype) {
+	case PT_BOOLEAN:
+		return n == 1 ? json_boolean(p[0] != 0) : NULL;
+	case PT_INT32:
+		if (n != 4)
+			return NULL;
+		return unsigned_int ? json_integer((json_int_t)fmt_rd_u32(p)) : json_integer((int32_t)fmt_rd_u32(p));
+	case PT_INT64:
+		if (n != 8)
+			return NULL;
+		if (unsigned_int && fmt_rd_u64(p) > INT64_MAX)
+			return json_real((double)fmt_rd_u64(p));
+		return json_integer((json_int_t)fmt_rd_u64(p));
+	case PT_FLOAT: {
+		float v;
+		if (n != 4)
+			return NULL;
+		memcpy(&v, p, 4);
+		return json_real(v);
+	}
+	case PT_DOUBLE: {
+		double v;
+		if (n != 8)
+			return NULL;
+		memcpy(&v, p, 8);
+		return json_real(v);
+	}
+	default:
+		if (f && f->type == FMT_C_F16 && n == 2)
+			return json_real(fmt_f16_to_f32(fmt_rd_u16(p)));
+		if (f && f->type == FMT_C_UTF8) {
+			json_t *v = json_stringn((const char *)p, n);
+			if (v)
+				return v;
+		}
+		char *hex = malloc((size_t)n * 2 + 1);
+		if (!hex)
+			return NULL;
+		for (uint32_t i = 0; i < n; i++)
+			snprintf(hex + 2 * i, 3, "%02x", p[i]);
+		json_t *v = json_string(hex);
+		free(hex);
+		return v;
+	}
+}
+
+static json_t *encodings_text(uint32_t bits)
+{
+	char buf[256] = "";
+	size_t used = 0;
+	for (int i = 0; i < 32; i++)
+		if (bits >> i & 1)
+			used += (size_t)snprintf(buf + used, used < sizeof buf ? sizeof buf - used : 0, "%s%s",
+						 used ? ", " : "", fmt_pq_encoding_name(i));
+	return json_string(buf);
+}
+
+static json_t *chunk_json(const pq_leaf *l, const fmt_field *f, const pq_chunk *c)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "codec", json_string(fmt_pq_codec_name(c->codec)));
+	json_object_set_new(o, "encodings", encodings_text(c->encodings));
+	json_object_set_new(o, "values", json_integer(c->num_values));
+	json_object_set_new(o, "compressed_bytes", json_integer(c->total_compressed));
+	json_object_set_new(o, "uncompressed_bytes", json_integer(c->total_uncompressed));
+	json_object_set_new(o, "offset", json_integer((json_int_t)c->start));
+	if (c->stats.null_count >= 0)
+		json_object_set_new(o, "null_count", json_integer(c->stats.null_count));
+	if (c->stats.distinct_count >= 0)
+		json_object_set_new(o, "distinct_count", json_integer(c->stats.distinct_count));
+	json_t *min = stat_value(l, f, c->stats.min, c->stats.min_len);
+	json_t *max = stat_value(l, f, c->stats.max, c->stats.max_len);
+	if (min)
+		json_object_set_new(o, "min", min);
+	if (max)
+		json_object_set_new(o, "max", max);
+	return o;
+}
+
+static json_t *describe(const fmt_table *t)
+{
+	const pq_state *s = t->format_state;
+	json_t *o = json_object();
+	json_object_set_new(o, "version", json_integer(s->m.version));
+	json_t *by = s->m.created_by ? json_stringn(s->m.created_by, strlen(s->m.created_by)) : NULL;
+	if (by)
+		json_object_set_new(o, "created_by", by);
+	json_object_set_new(o, "footer_bytes", json_integer(s->m.footer_len));
+	json_object_set_new(o, "row_group_count", json_integer((json_int_t)s->m.n_groups));
+	json_t *leaves = json_object();
+	for (size_t i = 0; i < s->m.n_leaves; i++) {
+		const pq_leaf *l = &s->m.leaves[i];
+		char buf[160];
+		snprintf(buf, sizeof buf, "%s%s%s%s", fmt_pq_ptype_name(l->ptype), l->logical[0] ? " " : "", l->logical,
+			 l->max_rep ? " (repeated)" : l->max_def ? " (optional)" : "");
+		json_object_set_new(leaves, l->path, json_string(buf));
+	}
+	json_object_set_new(o, "leaf_columns", leaves);
+	json_t *groups = json_object();
+	for (size_t g = 0; g < s->m.n_groups; g++) {
+		json_t *gj = json_object(), *cols = json_object();
+		char key[32];
+		json_object_set_new(gj, "rows", json_integer(s->m.groups[g].num_rows));
+		json_object_set_new(gj, "bytes", json_integer(s->m.groups[g].total_byte_size));
+		for (size_t l = 0; l < s->m.n_leaves; l++) {
+			const pq_leaf *leaf = &s->m.leaves[l];
+			const fmt_field *f = leaf->field >= 0 ? &t->schema.fields[leaf->field] : NULL;
+			/* a selected view renames nothing, but may have dropped the field */
+			if (f && strcmp(f->name, leaf->path) != 0)
+				f = NULL;
+			json_object_set_new(cols, leaf->path, chunk_json(leaf, f, &s->m.groups[g].chunks[l]));
+		}
+		json_object_set_new(gj, "columns", cols);
+		snprintf(key, sizeof key, "%zu", g);
+		json_object_set_new(groups, key, gj);
+	}
+	json_object_set_new(o, "row_groups", groups);
+	return o;
+}
+
+/* ---- writing ---- */
+
+static const fmt_drvopts pq_options;
+
+typedef struct codec_choice { int codec, level, given; } codec_choice;
+
+typedef struct pq_write_opts {
+	pq_opts o;
+	codec_choice c;
+} pq_write_opts;
+
+static fmt_kind pq_write_table(fmt_table *in, fmt_sink *k, const fmt_write_opts *o, fmt_err *e)
+{
+	const pq_write_opts *given = fmt_drvopt_values(o ? o->options : NULL, &pq_options);
+	int codec = given && given->c.given ? given->c.codec : CODEC_SNAPPY;
+	int level = given && given->c.given ? given->c.level : 0;
+	uint64_t rows = given && given->o.group_rows ? given->o.group_rows : 122880;
+	return fmt_pq_write(in, k, codec, level, rows, e);
+}
+
+static int parse_group_rows(void *v, const char *arg, fmt_err *e)
+{
+	char *end = NULL;
+	unsigned long long n = *arg && *arg != '-' && *arg != '+' ? strtoull(arg, &end, 10) : 0;
+	if (n == 0 || *end || n > INT32_MAX)
+		return fmt_fail(e, FMT_USAGE, "--row-group-rows takes a row count from 1 to 2147483647"), -1;
+	((pq_write_opts *)v)->o.group_rows = n;
+	return FMT_DRVOPT_GIVEN;
+}
+
+static int parse_compression(void *v, const char *arg, fmt_err *e)
+{
+	static const struct { const char *name; int codec, max; } codecs[] = {
+		{ "none", CODEC_NONE, 0 }, { "snappy", CODEC_SNAPPY, 0 }, { "gzip", CODEC_GZIP, 9 },
+		{ "zstd", CODEC_ZSTD, 22 }, { "lz4", CODEC_LZ4_RAW, 0 },
+	};
+	pq_write_opts *o = v;
+	const char *colon = strchr(arg, ':');
+	size_t len = colon ? (size_t)(colon - arg) : strlen(arg);
+	for (size_t i = 0; i < sizeof codecs / sizeof codecs[0]; i++) {
+		if (strlen(codecs[i].name) != len || strncmp(arg, codecs[i].name, len) != 0)
+			continue;
+		long level = 0;
+		if (colon) {
+			char *end = NULL;
+			level = codecs[i].max ? strtol(colon + 1, &end, 10) : -1;
+			if (!codecs[i].max || *end || level < 1 || level > codecs[i].max || colon[1] == '\0')
+				break;
+		}
+		o->c = (codec_choice){ codecs[i].codec, (int)level, 1 };
+		return codecs[i].codec == CODEC_NONE ? FMT_DRVOPT_NEUTRAL : FMT_DRVOPT_GIVEN;
+	}
+	if (strcmp(arg, "zstd-max") == 0) {
+		o->c = (codec_choice){ CODEC_ZSTD, 19, 1 };
+		return FMT_DRVOPT_GIVEN;
+	}
+	return fmt_fail(e, FMT_USAGE, "--compression takes none, snappy (default), gzip[:1-9], zstd[:1-22], "
+			"zstd-max or lz4 for Parquet"), -1;
+}
+
+static const fmt_drvopt pq_option_list[] = {
+	{ "compression", "CODEC", "page compression: none, snappy (default), gzip[:1-9],\nzstd[:1-22], zstd-max, lz4 (LZ4_RAW)",
+	  FMT_DRVOPT_WRITE, FMT_DRVOPT_WORDS, "none snappy gzip zstd zstd-max lz4", .parse = parse_compression },
+	{ "row-group-rows", "N", "rows per row group (default 122880)", FMT_DRVOPT_WRITE, .parse = parse_group_rows },
+	{ .name = NULL }
+};
+
+static const fmt_drvopts pq_options = { .list = pq_option_list, .size = sizeof(pq_write_opts) };
+
+static int can_hold(const fmt_field *f)
+{
+	return f->type != FMT_C_OTHER && f->type != FMT_C_FIXED_SIZE_LIST;
+}
+
+const fmt_table_driver fmt_table_driver_parquet = {
+	.name = "parquet",
+	.extension = ".parquet",
+	.probe = probe,
+	.open = pq_open,
+	.next = pq_next,
+	.verify = pq_verify,
+	.write = pq_write_table,
+	.can_hold = can_hold,
+	.close = pq_close,
+	.describe = describe,
+	.options = &pq_options,
+	.columns_used = columns_used,
+};

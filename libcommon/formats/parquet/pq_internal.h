@@ -1,0 +1,177 @@
+/* Parquet (.parquet) inside its driver folder: the Thrift compact protocol, the footer as
+ * structs, the encodings, the codecs, the reader's column cursors and the writer. */
+#ifndef FMT_PQ_INTERNAL_H
+#define FMT_PQ_INTERNAL_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "fmt/err.h"
+#include "fmt/strbuf.h"
+#include "fmt/table.h"
+
+/* ---- Thrift compact protocol ---- */
+
+enum { TC_STOP = 0, TC_TRUE = 1, TC_FALSE = 2, TC_BYTE = 3, TC_I16 = 4, TC_I32 = 5, TC_I64 = 6,
+       TC_DOUBLE = 7, TC_BINARY = 8, TC_LIST = 9, TC_SET = 10, TC_MAP = 11, TC_STRUCT = 12 };
+
+typedef struct tc_in {
+	const uint8_t *p, *end;
+	int depth;
+} tc_in;
+
+/* Each returns 0, or -1 when the bytes are malformed or run out. */
+int fmt_pq_tc_field(tc_in *r, int16_t *last, int *type, int16_t *id); /* 1 field, 0 stop, -1 */
+int fmt_pq_tc_int(tc_in *r, int type, int64_t *v);     /* BYTE, I16, I32, I64 */
+int fmt_pq_tc_i32(tc_in *r, int type, int32_t *v);     /* as fmt_pq_tc_int, within int32 */
+int fmt_pq_tc_bool(tc_in *r, int type, int *v);        /* a field's TRUE/FALSE */
+int fmt_pq_tc_binary(tc_in *r, int type, const uint8_t **p, uint32_t *n);
+int fmt_pq_tc_list(tc_in *r, int type, int *elem, uint32_t *n);
+int fmt_pq_tc_skip(tc_in *r, int type);
+int fmt_pq_tc_enter(tc_in *r, int type);               /* a STRUCT field: depth checked */
+void fmt_pq_tc_leave(tc_in *r);
+
+/* Writing: each field of a struct after its header. */
+void fmt_pq_tw_field(fmt_sb *o, int16_t *last, int16_t id, int type);
+void fmt_pq_tw_varint(fmt_sb *o, uint64_t v);
+void fmt_pq_tw_i64(fmt_sb *o, int16_t *last, int16_t id, int64_t v);   /* an I64 field */
+void fmt_pq_tw_i32(fmt_sb *o, int16_t *last, int16_t id, int32_t v);   /* an I32 field */
+void fmt_pq_tw_bin(fmt_sb *o, int16_t *last, int16_t id, const void *p, size_t n);
+void fmt_pq_tw_bool(fmt_sb *o, int16_t *last, int16_t id, int v);
+void fmt_pq_tw_list(fmt_sb *o, int elem, uint32_t n);   /* a list's header */
+void fmt_pq_tw_stop(fmt_sb *o);
+
+/* ---- the file's structure (parquet.thrift) ---- */
+
+enum { PT_BOOLEAN = 0, PT_INT32 = 1, PT_INT64 = 2, PT_INT96 = 3, PT_FLOAT = 4, PT_DOUBLE = 5,
+       PT_BYTE_ARRAY = 6, PT_FLBA = 7 };
+enum { ENC_PLAIN = 0, ENC_PLAIN_DICTIONARY = 2, ENC_RLE = 3, ENC_BIT_PACKED = 4, ENC_DELTA_BINARY_PACKED = 5,
+       ENC_DELTA_LENGTH_BYTE_ARRAY = 6, ENC_DELTA_BYTE_ARRAY = 7, ENC_RLE_DICTIONARY = 8,
+       ENC_BYTE_STREAM_SPLIT = 9 };
+enum { CODEC_NONE = 0, CODEC_SNAPPY = 1, CODEC_GZIP = 2, CODEC_LZO = 3, CODEC_BROTLI = 4, CODEC_LZ4 = 5,
+       CODEC_ZSTD = 6, CODEC_LZ4_RAW = 7 };
+enum { PAGE_DATA = 0, PAGE_INDEX = 1, PAGE_DICTIONARY = 2, PAGE_DATA_V2 = 3 };
+enum { REP_REQUIRED = 0, REP_OPTIONAL = 1, REP_REPEATED = 2 };
+
+/* How a leaf's values become the column's: what the physical value means. */
+enum { CONV_PLAIN = 0, CONV_INT96_NS, CONV_F16 };
+
+typedef struct pq_stats {
+	const uint8_t *min, *max;   /* into the footer; NULL when absent */
+	uint32_t min_len, max_len;
+	int64_t null_count;         /* -1 when absent */
+	int64_t distinct_count;     /* -1 when absent */
+} pq_stats;
+
+typedef struct pq_chunk {
+	int codec;
+	int64_t num_values;
+	int64_t total_compressed, total_uncompressed;
+	int64_t data_page_offset, dict_page_offset; /* dict: -1 when absent */
+	uint32_t encodings;         /* bit per encoding id (< 32) */
+	pq_stats stats;
+	uint64_t start, end;        /* the chunk's bytes in the file, checked */
+} pq_chunk;
+
+typedef struct pq_rowgroup {
+	int64_t num_rows;
+	int64_t total_byte_size;
+	pq_chunk *chunks;           /* one per leaf */
+} pq_rowgroup;
+
+/* A leaf column of the schema, and which output field it fills (-1: none, nested). */
+typedef struct pq_leaf {
+	char *path;                 /* "a.b.c" */
+	int ptype;
+	int32_t type_length;
+	int max_def, max_rep;
+	long field;                 /* index into the table's schema, -1 for a nested leaf */
+	int conv;                   /* CONV_* */
+	char logical[64];           /* "STRING", "TIMESTAMP(us, UTC)", "DECIMAL(10, 2)", "" */
+} pq_leaf;
+
+typedef struct pq_meta {
+	int32_t version;
+	int64_t num_rows;
+	pq_leaf *leaves;
+	size_t n_leaves;
+	pq_rowgroup *groups;
+	size_t n_groups;
+	char *created_by;
+	uint8_t *footer;            /* a copy of the footer (stats point into it) */
+	uint32_t footer_len;
+} pq_meta;
+
+/* Parse the footer of the file's bytes d[0..n) into m and the fields of s. */
+fmt_kind fmt_pq_meta_read(const uint8_t *d, uint64_t n, pq_meta *m, fmt_schema *s, fmt_err *e);
+void fmt_pq_meta_free(pq_meta *m);
+
+const char *fmt_pq_codec_name(int codec);
+const char *fmt_pq_encoding_name(int enc);
+const char *fmt_pq_ptype_name(int t);
+
+/* ---- codecs ---- */
+
+/* Decompress src into dst of exactly dst_len bytes (the page header's uncompressed size). */
+fmt_kind fmt_pq_decompress(int codec, const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, fmt_err *e);
+/* Compress src appended to o; level 0: the codec's default. */
+fmt_kind fmt_pq_compress(int codec, int level, const uint8_t *src, size_t n, fmt_sb *o, fmt_err *e);
+
+/* ---- encodings ---- */
+
+/* The RLE/bit-packed hybrid of width bits: n values into out (uint32). */
+int fmt_pq_rle_decode(const uint8_t *p, size_t len, int width, uint32_t *out, size_t n);
+/* DELTA_BINARY_PACKED of n values (int32 or int64 by is64) into out; *used: bytes read. */
+int fmt_pq_delta_decode(const uint8_t *p, size_t len, int is64, void *out, size_t n, size_t *used);
+
+void fmt_pq_rle_encode(fmt_sb *o, const uint32_t *v, size_t n, int width);
+int fmt_pq_bit_width(uint64_t max);
+
+/* ---- reading ---- */
+
+/* A span of one BYTE_ARRAY value. */
+typedef struct pq_span { const uint8_t *p; uint32_t n; } pq_span;
+
+typedef struct pq_cursor {
+	const pq_leaf *leaf;
+	const pq_chunk *chunk;
+	const uint8_t *base;        /* the chunk's bytes */
+	uint64_t pos, len;          /* the next page header at base + pos */
+	/* the dictionary */
+	uint8_t *dict_buf;          /* decompressed dictionary page */
+	uint8_t *dict_vals;         /* fixed-width dictionary values */
+	pq_span *dict_spans;        /* byte-array dictionary values */
+	uint32_t dict_n;
+	/* the current data page */
+	uint8_t *page_buf;          /* decompressed page */
+	size_t page_cap;
+	uint8_t *defs;              /* definition level per value of the page (NULL: all defined) */
+	size_t defs_cap;
+	uint8_t *vals;              /* the page's defined values, fixed width */
+	size_t vals_cap;
+	pq_span *spans;             /* the page's defined values, byte arrays */
+	size_t spans_cap;
+	uint8_t *scratch;           /* rebuilt strings (DELTA_BYTE_ARRAY) */
+	size_t scratch_cap;
+	uint32_t *idx;              /* dictionary indices */
+	size_t idx_cap;
+	uint64_t page_values, page_at;   /* values of the page, the next one */
+	uint64_t page_defined_at;        /* the next defined value */
+	uint64_t values_seen;            /* of the chunk */
+	int width;                  /* bytes of a fixed-width physical value */
+	int verify_crc;
+	int headers_only;           /* decompress pages, decode nothing (nested leaves in fmt-verify) */
+	int walk_only;              /* page headers and CRCs only: what a reader checks before it reads */
+} pq_cursor;
+
+fmt_kind fmt_pq_cursor_open(pq_cursor *c, const pq_leaf *leaf, const pq_chunk *chunk, const uint8_t *file,
+			int verify_crc, int headers_only, fmt_err *e);
+void fmt_pq_cursor_free(pq_cursor *c);
+/* n rows of the column into col (buffers owned by b), converted as f says. */
+fmt_kind fmt_pq_cursor_take(pq_cursor *c, const fmt_field *f, uint64_t n, fmt_column *col, fmt_batch *b, fmt_err *e);
+/* Every page of the chunk read and decoded (fmt-verify); *pages counts them. */
+fmt_kind fmt_pq_cursor_check_all(pq_cursor *c, uint64_t *pages, fmt_err *e);
+
+/* ---- writing ---- */
+fmt_kind fmt_pq_write(fmt_table *in, fmt_sink *k, int codec, int level, uint64_t group_rows, fmt_err *e);
+
+#endif

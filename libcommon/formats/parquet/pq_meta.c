@@ -1,0 +1,713 @@
+/* The footer: FileMetaData in the Thrift compact protocol, read into the schema fields, the
+ * leaf columns and the row groups, every count, offset and length checked against the file. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/checked.h"
+#include "pq_internal.h"
+
+#define MAX_SCHEMA_ELEMENTS 100000
+#define MAX_FOOTER (256u << 20)
+
+static fmt_kind bad(fmt_err *e, const char *what)
+{
+	return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: malformed footer (%s)", what);
+}
+
+static fmt_kind oom(fmt_err *e)
+{
+	return fmt_fail(e, FMT_IO, "out of memory");
+}
+
+/* The logical type of a schema element, from LogicalType or the older ConvertedType. */
+enum { LT_NONE = 0, LT_STRING = 1, LT_MAP = 2, LT_LIST = 3, LT_ENUM = 4, LT_DECIMAL = 5, LT_DATE = 6,
+       LT_TIME = 7, LT_TIMESTAMP = 8, LT_INTEGER = 10, LT_UNKNOWN = 11, LT_JSON = 12, LT_BSON = 13,
+       LT_UUID = 14, LT_FLOAT16 = 15 };
+
+typedef struct element {
+	int32_t type, type_length, repetition, num_children, converted, scale, precision;
+	int has_type, has_converted;
+	const uint8_t *name;
+	uint32_t name_len;
+	int lt, lt_unit, lt_utc, lt_bits, lt_signed, lt_scale, lt_precision;
+} element;
+
+/* TimeUnit: a union of empty structs, MILLIS (1), MICROS (2), NANOS (3). */
+static int read_unit(tc_in *r, int type, int *unit)
+{
+	int16_t last = 0, id;
+	int t, f;
+	if (fmt_pq_tc_enter(r, type))
+		return -1;
+	while ((f = fmt_pq_tc_field(r, &last, &t, &id)) == 1) {
+		if (id >= 1 && id <= 3)
+			*unit = id;
+		if (fmt_pq_tc_skip(r, t))
+			return -1;
+	}
+	fmt_pq_tc_leave(r);
+	return f;
+}
+
+/* The fields of TIME, TIMESTAMP, INTEGER and DECIMAL. */
+static int read_lt_params(tc_in *r, int type, element *el)
+{
+	int16_t last = 0, id;
+	int t, f, v;
+	int64_t x;
+	if (fmt_pq_tc_enter(r, type))
+		return -1;
+	while ((f = fmt_pq_tc_field(r, &last, &t, &id)) == 1) {
+		int bad_field = 0;
+		if (el->lt == LT_DECIMAL && (id == 1 || id == 2)) {
+			bad_field = fmt_pq_tc_int(r, t, &x) || x < 0 || x > 1000;
+			*(id == 1 ? &el->lt_scale : &el->lt_precision) = (int)x;
+		} else if ((el->lt == LT_TIME || el->lt == LT_TIMESTAMP) && id == 1) {
+			bad_field = fmt_pq_tc_bool(r, t, &v);
+			el->lt_utc = v;
+		} else if ((el->lt == LT_TIME || el->lt == LT_TIMESTAMP) && id == 2) {
+			bad_field = read_unit(r, t, &el->lt_unit);
+		} else if (el->lt == LT_INTEGER && id == 1) {
+			bad_field = fmt_pq_tc_int(r, t, &x);
+			el->lt_bits = (int)x;
+		} else if (el->lt == LT_INTEGER && id == 2) {
+			bad_field = fmt_pq_tc_bool(r, t, &v);
+			el->lt_signed = v;
+		} else {
+			bad_field = fmt_pq_tc_skip(r, t);
+		}
+		if (bad_field)
+			return -1;
+	}
+	fmt_pq_tc_leave(r);
+	return f;
+}
+
+/* LogicalType: a union; the one field set says which. */
+static int read_logical(tc_in *r, int type, element *el)
+{
+	int16_t last = 0, id;
+	int t, f;
+	if (fmt_pq_tc_enter(r, type))
+		return -1;
+	while ((f = fmt_pq_tc_field(r, &last, &t, &id)) == 1) {
+		el->lt = id;
+		if ((id == LT_DECIMAL || id == LT_TIME || id == LT_TIMESTAMP || id == LT_INTEGER) && t == TC_STRUCT) {
+			if (read_lt_params(r, t, el))
+				return -1;
+		} else if (fmt_pq_tc_skip(r, t)) {
+			return -1;
+		}
+	}
+	fmt_pq_tc_leave(r);
+	return f;
+}
+
+static int read_element(tc_in *r, int type, element *el)
+{
+	int16_t last = 0, id;
+	int t, f;
+	memset(el, 0, sizeof *el);
+	el->repetition = REP_REQUIRED;
+	if (fmt_pq_tc_enter(r, type))
+		return -1;
+	while ((f = fmt_pq_tc_field(r, &last, &t, &id)) == 1) {
+		int err;
+		switch (id) {
+		case 1: err = fmt_pq_tc_i32(r, t, &el->type); el->has_type = 1; break;
+		case 2: err = fmt_pq_tc_i32(r, t, &el->type_length); break;
+		case 3: err = fmt_pq_tc_i32(r, t, &el->repetition); break;
+		case 4: err = fmt_pq_tc_binary(r, t, &el->name, &el->name_len); break;
+		case 5: err = fmt_pq_tc_i32(r, t, &el->num_children); break;
+		case 6: err = fmt_pq_tc_i32(r, t, &el->converted); el->has_converted = 1; break;
+		case 7: err = fmt_pq_tc_i32(r, t, &el->scale); break;
+		case 8: err = fmt_pq_tc_i32(r, t, &el->precision); break;
+		case 10: err = t == TC_STRUCT ? read_logical(r, t, el) : -1; break;
+		default: err = fmt_pq_tc_skip(r, t);
+		}
+		if (err)
+			return -1;
+	}
+	fmt_pq_tc_leave(r);
+	return f;
+}
+
+/* The older ConvertedType as a logical type, when no LogicalType was given. */
+static void converted_as_logical(element *el)
+{
+	static const struct { int lt, bits, sign, unit, utc; } map[] = {
+		[0] = { LT_STRING, 0, 0, 0, 0 }, [1] = { LT_MAP, 0, 0, 0, 0 }, [2] = { LT_MAP, 0, 0, 0, 0 },
+		[3] = { LT_LIST, 0, 0, 0, 0 }, [4] = { LT_ENUM, 0, 0, 0, 0 }, [5] = { LT_DECIMAL, 0, 0, 0, 0 },
+		[6] = { LT_DATE, 0, 0, 0, 0 }, [7] = { LT_TIME, 0, 0, 1, 1 }, [8] = { LT_TIME, 0, 0, 2, 1 },
+		[9] = { LT_TIMESTAMP, 0, 0, 1, 1 }, [10] = { LT_TIMESTAMP, 0, 0, 2, 1 },
+		[11] = { LT_INTEGER, 8, 0, 0, 0 }, [12] = { LT_INTEGER, 16, 0, 0, 0 },
+		[13] = { LT_INTEGER, 32, 0, 0, 0 }, [14] = { LT_INTEGER, 64, 0, 0, 0 },
+		[15] = { LT_INTEGER, 8, 1, 0, 0 }, [16] = { LT_INTEGER, 16, 1, 0, 0 },
+		[17] = { LT_INTEGER, 32, 1, 0, 0 }, [18] = { LT_INTEGER, 64, 1, 0, 0 },
+		[19] = { LT_JSON, 0, 0, 0, 0 }, [20] = { LT_BSON, 0, 0, 0, 0 },
+	};
+	if (el->lt != LT_NONE || !el->has_converted || el->converted < 0 ||
+	    el->converted >= (int32_t)(sizeof map / sizeof map[0]))
+		return;
+	el->lt = map[el->converted].lt;
+	el->lt_bits = map[el->converted].bits;
+	el->lt_signed = map[el->converted].sign;
+	el->lt_unit = map[el->converted].unit;
+	el->lt_utc = map[el->converted].utc;
+	el->lt_scale = el->scale;
+	el->lt_precision = el->precision;
+}
+
+static const char *unit_name(int unit)
+{
+	return unit == 1 ? "ms" : unit == 2 ? "us" : unit == 3 ? "ns" : "?";
+}
+
+static fmt_kind set_other(fmt_field *f, const char *name, fmt_err *e)
+{
+	f->type = FMT_C_OTHER;
+	return (f->type_name = strdup(name)) ? FMT_OK : oom(e);
+}
+
+/* The column type of a primitive leaf, and how its values convert. */
+static fmt_kind leaf_type(const element *el, fmt_field *f, pq_leaf *leaf, fmt_err *e)
+{
+	char buf[64];
+	leaf->conv = CONV_PLAIN;
+	if (el->lt == LT_DECIMAL) {
+		snprintf(buf, sizeof buf, "decimal%d(%d, %d)", el->lt_precision > 38 ? 256 : 128, el->lt_precision,
+			 el->lt_scale);
+		snprintf(leaf->logical, sizeof leaf->logical, "DECIMAL(%d, %d)", el->lt_precision, el->lt_scale);
+		return set_other(f, buf, e);
+	}
+	if (el->lt == LT_TIME) {
+		snprintf(buf, sizeof buf, "%s[%s]", el->lt_unit == 1 ? "time32" : "time64", unit_name(el->lt_unit));
+		snprintf(leaf->logical, sizeof leaf->logical, "TIME(%s)", unit_name(el->lt_unit));
+		return set_other(f, buf, e);
+	}
+	switch (el->type) {
+	case PT_BOOLEAN: f->type = FMT_C_BOOL; return FMT_OK;
+	case PT_FLOAT: f->type = FMT_C_F32; return FMT_OK;
+	case PT_DOUBLE: f->type = FMT_C_F64; return FMT_OK;
+	case PT_INT96:
+		f->type = FMT_C_TIMESTAMP;
+		f->unit = FMT_TU_NS;
+		leaf->conv = CONV_INT96_NS;
+		snprintf(leaf->logical, sizeof leaf->logical, "INT96 timestamp");
+		return FMT_OK;
+	case PT_INT32: case PT_INT64: {
+		int is64 = el->type == PT_INT64;
+		if (el->lt == LT_DATE && !is64) {
+			f->type = FMT_C_DATE32;
+			snprintf(leaf->logical, sizeof leaf->logical, "DATE");
+			return FMT_OK;
+		}
+		if (el->lt == LT_TIMESTAMP && is64 && el->lt_unit >= 1 && el->lt_unit <= 3) {
+			f->type = FMT_C_TIMESTAMP;
+			f->unit = el->lt_unit == 1 ? FMT_TU_MS : el->lt_unit == 2 ? FMT_TU_US : FMT_TU_NS;
+			if (el->lt_utc && !(f->timezone = strdup("UTC")))
+				return oom(e);
+			snprintf(leaf->logical, sizeof leaf->logical, "TIMESTAMP(%s%s)", unit_name(el->lt_unit),
+				 el->lt_utc ? ", UTC" : "");
+			return FMT_OK;
+		}
+		if (el->lt == LT_INTEGER) {
+			static const fmt_ctype s[] = { FMT_C_I8, FMT_C_I16, FMT_C_I32, FMT_C_I64 };
+			static const fmt_ctype u[] = { FMT_C_U8, FMT_C_U16, FMT_C_U32, FMT_C_U64 };
+			int i = el->lt_bits == 8 ? 0 : el->lt_bits == 16 ? 1 : el->lt_bits == 32 ? 2 : el->lt_bits == 64 ? 3 : -1;
+			if (i < 0 || (i == 3) != is64)
+				return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s': INTEGER(%d) on %s", f->name,
+						el->lt_bits, fmt_pq_ptype_name(el->type));
+			f->type = el->lt_signed ? s[i] : u[i];
+			snprintf(leaf->logical, sizeof leaf->logical, "INTEGER(%d, %s)", el->lt_bits,
+				 el->lt_signed ? "signed" : "unsigned");
+			return FMT_OK;
+		}
+		if (el->lt != LT_NONE) {
+			snprintf(buf, sizeof buf, "%s with logical type %d", fmt_pq_ptype_name(el->type), el->lt);
+			return set_other(f, buf, e);
+		}
+		f->type = is64 ? FMT_C_I64 : FMT_C_I32;
+		return FMT_OK;
+	}
+	case PT_BYTE_ARRAY:
+		if (el->lt == LT_STRING || el->lt == LT_ENUM || el->lt == LT_JSON) {
+			f->type = FMT_C_UTF8;
+			snprintf(leaf->logical, sizeof leaf->logical, "%s",
+				 el->lt == LT_STRING ? "STRING" : el->lt == LT_ENUM ? "ENUM" : "JSON");
+		} else {
+			f->type = FMT_C_BINARY;
+		}
+		return FMT_OK;
+	case PT_FLBA:
+		if (el->type_length <= 0)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s': FIXED_LEN_BYTE_ARRAY of length %d",
+					f->name, el->type_length);
+		if (el->lt == LT_FLOAT16) {
+			if (el->type_length != 2)
+				return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s': FLOAT16 of %d bytes", f->name,
+						el->type_length);
+			f->type = FMT_C_F16;
+			leaf->conv = CONV_F16;
+			snprintf(leaf->logical, sizeof leaf->logical, "FLOAT16");
+			return FMT_OK;
+		}
+		f->type = FMT_C_BINARY;
+		if (el->lt == LT_UUID)
+			snprintf(leaf->logical, sizeof leaf->logical, "UUID");
+		return FMT_OK;
+	default:
+		return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s': physical type %d", f->name, el->type);
+	}
+}
+
+/* ---- the schema tree ---- */
+
+typedef struct walk {
+	element *els;
+	size_t n, at;
+	pq_meta *m;
+	fmt_schema *s;
+	size_t cap_leaves;
+} walk;
+
+static fmt_kind add_leaf(walk *w, const element *el, const char *path, int def, int rep, long field,
+			 const pq_leaf *typed, fmt_err *e)
+{
+	if (w->m->n_leaves == w->cap_leaves) {
+		size_t cap = w->cap_leaves ? w->cap_leaves * 2 : 16;
+		pq_leaf *p = realloc(w->m->leaves, cap * sizeof *p);
+		if (!p)
+			return oom(e);
+		w->m->leaves = p;
+		w->cap_leaves = cap;
+	}
+	pq_leaf *l = &w->m->leaves[w->m->n_leaves];
+	memset(l, 0, sizeof *l);
+	if (typed)
+		*l = *typed;
+	if (!(l->path = strdup(path)))
+		return oom(e);
+	w->m->n_leaves++;
+	l->ptype = el->type;
+	l->type_length = el->type_length;
+	l->max_def = def;
+	l->max_rep = rep;
+	l->field = field;
+	return FMT_OK;
+}
+
+/* The element at w->at and its subtree, below path at levels def/rep: leaves of a nested
+ * top-level field (field -1). */
+static fmt_kind walk_nested(walk *w, const char *prefix, int def, int rep, int depth, fmt_err *e)
+{
+	if (w->at >= w->n)
+		return bad(e, "schema children past the list's end");
+	if (depth > 64)
+		return bad(e, "schema nested too deep");
+	const element *el = &w->els[w->at++];
+	char path[1024];
+	if (!el->name)
+		return bad(e, "a schema element without a name");
+	snprintf(path, sizeof path, "%s%s%.*s", prefix, *prefix ? "." : "", (int)el->name_len, (const char *)el->name);
+	def += el->repetition != REP_REQUIRED;
+	rep += el->repetition == REP_REPEATED;
+	if (el->num_children <= 0) {
+		if (!el->has_type)
+			return bad(e, "a leaf without a type");
+		return add_leaf(w, el, path, def, rep, -1, NULL, e);
+	}
+	for (int32_t i = 0; i < el->num_children; i++) {
+		fmt_kind k = walk_nested(w, path, def, rep, depth + 1, e);
+		if (k != FMT_OK)
+			return k;
+	}
+	return FMT_OK;
+}
+
+static fmt_kind field_name(const element *el, fmt_field *f, fmt_err *e)
+{
+	if (!el->name)
+		return bad(e, "a schema element without a name");
+	if (memchr(el->name, 0, el->name_len))
+		return bad(e, "a column name with a NUL byte");
+	return (f->name = strndup((const char *)el->name, el->name_len)) ? FMT_OK : oom(e);
+}
+
+static void field_clear(fmt_field *f)
+{
+	free(f->name);
+	free(f->timezone);
+	free(f->type_name);
+	memset(f, 0, sizeof *f);
+}
+
+/* A top-level field: a primitive column, or a nested one fmtkit names but does not convert. */
+static fmt_kind walk_top(walk *w, fmt_err *e)
+{
+	if (w->at >= w->n)
+		return bad(e, "schema children past the list's end");
+	const element *el = &w->els[w->at];
+	fmt_field f = { 0 };
+	fmt_kind k = field_name(el, &f, e);
+	long index = (long)w->s->n_fields;
+	if (k == FMT_OK && (el->num_children > 0 || el->repetition == REP_REPEATED)) {
+		const char *what = el->lt == LT_LIST || el->repetition == REP_REPEATED ? "list" :
+				   el->lt == LT_MAP ? "map" : "struct";
+		f.nullable = 1;
+		k = set_other(&f, what, e);
+		if (k == FMT_OK)
+			k = fmt_schema_add_field(w->s, &f, e);
+		if (k == FMT_OK)
+			k = walk_nested(w, "", 0, 0, 0, e);
+		field_clear(&f);
+		return k;
+	}
+	pq_leaf typed = { 0 };
+	if (k == FMT_OK && !el->has_type)
+		k = bad(e, "a leaf without a type");
+	if (k == FMT_OK)
+		k = leaf_type(el, &f, &typed, e);
+	f.nullable = el->repetition == REP_OPTIONAL;
+	if (k == FMT_OK)
+		k = fmt_schema_add_field(w->s, &f, e);
+	if (k == FMT_OK)
+		k = add_leaf(w, el, f.name, f.nullable, 0, index, &typed, e);
+	w->at++;
+	field_clear(&f);
+	return k;
+}
+
+static fmt_kind read_schema(tc_in *r, int type, pq_meta *m, fmt_schema *s, fmt_err *e)
+{
+	int elem;
+	uint32_t n;
+	if (fmt_pq_tc_list(r, type, &elem, &n) || elem != TC_STRUCT || n == 0 || n > MAX_SCHEMA_ELEMENTS)
+		return bad(e, "schema list");
+	walk w = { .n = n, .m = m, .s = s };
+	if (!(w.els = calloc(n, sizeof *w.els)))
+		return oom(e);
+	fmt_kind k = FMT_OK;
+	for (uint32_t i = 0; i < n && k == FMT_OK; i++) {
+		if (read_element(r, elem, &w.els[i]) != 0)
+			k = bad(e, "schema element");
+		else
+			converted_as_logical(&w.els[i]);
+	}
+	if (k == FMT_OK && (w.els[0].num_children < 0 || (uint32_t)w.els[0].num_children > n - 1))
+		k = bad(e, "root's child count");
+	w.at = 1;
+	for (int32_t i = 0; k == FMT_OK && i < w.els[0].num_children; i++)
+		k = walk_top(&w, e);
+	if (k == FMT_OK && w.at != n)
+		k = bad(e, "schema elements outside the tree");
+	free(w.els);
+	return k;
+}
+
+/* ---- row groups ---- */
+
+static int read_stats(tc_in *r, int type, pq_stats *st)
+{
+	int16_t last = 0, id;
+	int t, f;
+	const uint8_t *p;
+	uint32_t n;
+	const uint8_t *old_min = NULL, *old_max = NULL;
+	uint32_t old_min_len = 0, old_max_len = 0;
+	if (fmt_pq_tc_enter(r, type))
+		return -1;
+	while ((f = fmt_pq_tc_field(r, &last, &t, &id)) == 1) {
+		int err = 0;
+		if (id == 1 || id == 2 || id == 5 || id == 6) {
+			err = fmt_pq_tc_binary(r, t, &p, &n);
+			if (id == 1) { old_max = p; old_max_len = n; }
+			if (id == 2) { old_min = p; old_min_len = n; }
+			if (id == 5) { st->max = p; st->max_len = n; }
+			if (id == 6) { st->min = p; st->min_len = n; }
+		} else if (id == 3) {
+			err = fmt_pq_tc_int(r, t, &st->null_count);
+		} else if (id == 4) {
+			err = fmt_pq_tc_int(r, t, &st->distinct_count);
+		} else {
+			err = fmt_pq_tc_skip(r, t);
+		}
+		if (err)
+			return -1;
+	}
+	fmt_pq_tc_leave(r);
+	/* the deprecated min/max (signed byte order for strings in old writers): only when the
+	 * newer fields are absent */
+	if (!st->min && !st->max && old_min && old_max) {
+		st->min = old_min, st->min_len = old_min_len;
+		st->max = old_max, st->max_len = old_max_len;
+	}
+	return f;
+}
+
+static int read_chunk_meta(tc_in *r, int type, pq_chunk *c, int *ptype)
+{
+	int16_t last = 0, id;
+	int t, f, elem;
+	uint32_t n;
+	int64_t v;
+	if (fmt_pq_tc_enter(r, type))
+		return -1;
+	while ((f = fmt_pq_tc_field(r, &last, &t, &id)) == 1) {
+		int err = 0;
+		switch (id) {
+		case 1: err = fmt_pq_tc_int(r, t, &v); *ptype = (int)v; break;
+		case 2:
+			err = fmt_pq_tc_list(r, t, &elem, &n);
+			for (uint32_t i = 0; !err && i < n; i++) {
+				err = fmt_pq_tc_int(r, elem, &v);
+				if (!err && v >= 0 && v < 32)
+					c->encodings |= 1u << v;
+			}
+			break;
+		case 4: err = fmt_pq_tc_int(r, t, &v); c->codec = (int)v; break;
+		case 5: err = fmt_pq_tc_int(r, t, &c->num_values); break;
+		case 6: err = fmt_pq_tc_int(r, t, &c->total_uncompressed); break;
+		case 7: err = fmt_pq_tc_int(r, t, &c->total_compressed); break;
+		case 9: err = fmt_pq_tc_int(r, t, &c->data_page_offset); break;
+		case 11: err = fmt_pq_tc_int(r, t, &c->dict_page_offset); break;
+		case 12: err = read_stats(r, t, &c->stats); break;
+		default: err = fmt_pq_tc_skip(r, t);
+		}
+		if (err)
+			return -1;
+	}
+	fmt_pq_tc_leave(r);
+	return f;
+}
+
+static fmt_kind read_chunk(tc_in *r, int type, pq_chunk *c, const pq_leaf *leaf, uint64_t data_end, fmt_err *e)
+{
+	int16_t last = 0, id;
+	int t, f, ptype = -1, has_meta = 0;
+	memset(c, 0, sizeof *c);
+	c->dict_page_offset = -1;
+	c->codec = -1;
+	c->stats.null_count = c->stats.distinct_count = -1;
+	if (fmt_pq_tc_enter(r, type))
+		return bad(e, "column chunk");
+	while ((f = fmt_pq_tc_field(r, &last, &t, &id)) == 1) {
+		if (id == 1)
+			return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s' is stored in another file", leaf->path);
+		if (id == 3) {
+			if (read_chunk_meta(r, t, c, &ptype))
+				return bad(e, "column metadata");
+			has_meta = 1;
+		} else if (fmt_pq_tc_skip(r, t)) {
+			return bad(e, "column chunk");
+		}
+	}
+	fmt_pq_tc_leave(r);
+	if (f < 0 || !has_meta)
+		return bad(e, "column chunk without metadata");
+	if (ptype != leaf->ptype)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s': chunk of type %s, schema says %s",
+				leaf->path, fmt_pq_ptype_name(ptype), fmt_pq_ptype_name(leaf->ptype));
+	int64_t start = c->data_page_offset;
+	if (c->dict_page_offset >= 4 && c->dict_page_offset < c->data_page_offset)
+		start = c->dict_page_offset;
+	else
+		c->dict_page_offset = -1;
+	uint64_t end;
+	if (start < 4 || c->total_compressed <= 0 || c->num_values < 0 ||
+	    fmt_add_u64((uint64_t)start, (uint64_t)c->total_compressed, &end) || end > data_end)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s': chunk at %lld of %lld bytes is outside "
+				"the file's data (%llu bytes)", leaf->path, (long long)start,
+				(long long)c->total_compressed, (unsigned long long)data_end);
+	c->start = (uint64_t)start;
+	c->end = end;
+	return FMT_OK;
+}
+
+static fmt_kind read_group(tc_in *r, int type, pq_meta *m, pq_rowgroup *g, uint64_t data_end, fmt_err *e)
+{
+	int16_t last = 0, id;
+	int t, f, elem;
+	uint32_t n;
+	if (fmt_pq_tc_enter(r, type))
+		return bad(e, "row group");
+	g->num_rows = -1;
+	while ((f = fmt_pq_tc_field(r, &last, &t, &id)) == 1) {
+		fmt_kind k = FMT_OK;
+		if (id == 1) {
+			if (g->chunks || fmt_pq_tc_list(r, t, &elem, &n) || elem != TC_STRUCT)
+				return bad(e, "row group columns");
+			if (n != m->n_leaves)
+				return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: a row group has %u columns, the schema %zu",
+						n, m->n_leaves);
+			if (!(g->chunks = calloc(n ? n : 1, sizeof *g->chunks)))
+				return oom(e);
+			for (uint32_t i = 0; i < n && k == FMT_OK; i++)
+				k = read_chunk(r, elem, &g->chunks[i], &m->leaves[i], data_end, e);
+		} else if (id == 2) {
+			k = fmt_pq_tc_int(r, t, &g->total_byte_size) ? bad(e, "row group size") : FMT_OK;
+		} else if (id == 3) {
+			k = fmt_pq_tc_int(r, t, &g->num_rows) ? bad(e, "row group rows") : FMT_OK;
+		} else {
+			k = fmt_pq_tc_skip(r, t) ? bad(e, "row group") : FMT_OK;
+		}
+		if (k != FMT_OK)
+			return k;
+	}
+	fmt_pq_tc_leave(r);
+	if (f < 0 || !g->chunks || g->num_rows < 0)
+		return bad(e, "row group without columns or rows");
+	return FMT_OK;
+}
+
+static fmt_kind read_groups(tc_in *r, int type, pq_meta *m, uint64_t data_end, fmt_err *e)
+{
+	int elem;
+	uint32_t n;
+	if (m->groups || fmt_pq_tc_list(r, type, &elem, &n) || elem != TC_STRUCT)
+		return bad(e, "row groups");
+	if (!(m->groups = calloc(n ? n : 1, sizeof *m->groups)))
+		return oom(e);
+	for (uint32_t i = 0; i < n; i++) {
+		fmt_kind k = read_group(r, elem, m, &m->groups[i], data_end, e);
+		m->n_groups = i + 1;
+		if (k != FMT_OK)
+			return k;
+	}
+	return FMT_OK;
+}
+
+static fmt_kind read_kv(tc_in *r, int type, fmt_schema *s, fmt_err *e)
+{
+	int elem;
+	uint32_t n;
+	if (fmt_pq_tc_list(r, type, &elem, &n) || elem != TC_STRUCT)
+		return bad(e, "key/value metadata");
+	for (uint32_t i = 0; i < n; i++) {
+		int16_t last = 0, id;
+		int t, f;
+		const uint8_t *key = NULL, *val = (const uint8_t *)"";
+		uint32_t key_len = 0, val_len = 0;
+		if (fmt_pq_tc_enter(r, elem))
+			return bad(e, "key/value");
+		while ((f = fmt_pq_tc_field(r, &last, &t, &id)) == 1) {
+			int err = id == 1 ? fmt_pq_tc_binary(r, t, &key, &key_len) :
+				  id == 2 ? fmt_pq_tc_binary(r, t, &val, &val_len) : fmt_pq_tc_skip(r, t);
+			if (err)
+				return bad(e, "key/value");
+		}
+		fmt_pq_tc_leave(r);
+		if (f < 0 || !key || memchr(key, 0, key_len) || memchr(val, 0, val_len))
+			return bad(e, "key/value");
+		char *k = strndup((const char *)key, key_len), *v = strndup((const char *)val, val_len);
+		fmt_kind kind = k && v ? fmt_schema_add_meta(s, k, v, e) : oom(e);
+		free(k);
+		free(v);
+		if (kind != FMT_OK)
+			return kind;
+	}
+	return FMT_OK;
+}
+
+static fmt_kind read_file_meta(tc_in *r, pq_meta *m, fmt_schema *s, uint64_t data_end, fmt_err *e)
+{
+	int16_t last = 0, id;
+	int t, f, has_schema = 0, has_rows = 0;
+	const uint8_t *p;
+	uint32_t n;
+	while ((f = fmt_pq_tc_field(r, &last, &t, &id)) == 1) {
+		fmt_kind k = FMT_OK;
+		switch (id) {
+		case 1: k = fmt_pq_tc_i32(r, t, &m->version) ? bad(e, "version") : FMT_OK; break;
+		case 2:
+			if (has_schema)
+				return bad(e, "two schemas");
+			has_schema = 1;
+			k = read_schema(r, t, m, s, e);
+			break;
+		case 3: k = fmt_pq_tc_int(r, t, &m->num_rows) ? bad(e, "row count") : FMT_OK; has_rows = 1; break;
+		case 4: k = has_schema ? read_groups(r, t, m, data_end, e) : bad(e, "row groups before the schema"); break;
+		case 5: k = read_kv(r, t, s, e); break;
+		case 6:
+			if (fmt_pq_tc_binary(r, t, &p, &n))
+				return bad(e, "created_by");
+			free(m->created_by);
+			if (!(m->created_by = strndup((const char *)p, n)))
+				return oom(e);
+			break;
+		default: k = fmt_pq_tc_skip(r, t) ? bad(e, "a field") : FMT_OK;
+		}
+		if (k != FMT_OK)
+			return k;
+	}
+	if (f < 0)
+		return bad(e, "truncated");
+	if (!has_schema || !has_rows || m->num_rows < 0)
+		return bad(e, "no schema or row count");
+	uint64_t sum = 0;
+	for (size_t i = 0; i < m->n_groups; i++)
+		if (fmt_add_u64(sum, (uint64_t)m->groups[i].num_rows, &sum))
+			return bad(e, "row counts overflow");
+	if (sum != (uint64_t)m->num_rows)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: the row groups hold %llu rows, the footer says %lld",
+				(unsigned long long)sum, (long long)m->num_rows);
+	return FMT_OK;
+}
+
+fmt_kind fmt_pq_meta_read(const uint8_t *d, uint64_t n, pq_meta *m, fmt_schema *s, fmt_err *e)
+{
+	memset(m, 0, sizeof *m);
+	if (n < 12 || memcmp(d, "PAR1", 4) != 0 || memcmp(d + n - 4, "PAR1", 4) != 0) {
+		if (n >= 8 && memcmp(d + n - 4, "PARE", 4) == 0)
+			return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: encrypted footers (PARE) are not supported");
+		return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: no PAR1 magic at both ends (truncated?)");
+	}
+	uint32_t len = fmt_rd_u32(d + n - 8);
+	if (len == 0 || len > n - 12 || len > MAX_FOOTER)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: footer length %u does not fit the file (%llu bytes)",
+				len, (unsigned long long)n);
+	if (!(m->footer = malloc(len)))
+		return oom(e);
+	memcpy(m->footer, d + n - 8 - len, len);
+	m->footer_len = len;
+	tc_in r = { m->footer, m->footer + len, 0 };
+	fmt_kind k = read_file_meta(&r, m, s, n - 8 - len, e);
+	if (k == FMT_OK && m->n_groups == 0 && m->num_rows != 0)
+		k = bad(e, "rows without row groups");
+	return k;
+}
+
+void fmt_pq_meta_free(pq_meta *m)
+{
+	for (size_t i = 0; i < m->n_leaves; i++)
+		free(m->leaves[i].path);
+	free(m->leaves);
+	for (size_t i = 0; i < m->n_groups; i++)
+		free(m->groups[i].chunks);
+	free(m->groups);
+	free(m->created_by);
+	free(m->footer);
+	memset(m, 0, sizeof *m);
+}
+
+const char *fmt_pq_codec_name(int codec)
+{
+	static const char *const names[] = { "UNCOMPRESSED", "SNAPPY", "GZIP", "LZO", "BROTLI", "LZ4", "ZSTD",
+					     "LZ4_RAW" };
+	return codec >= 0 && codec < 8 ? names[codec] : "unknown";
+}
+
+const char *fmt_pq_encoding_name(int enc)
+{
+	static const char *const names[] = { "PLAIN", "GROUP_VAR_INT", "PLAIN_DICTIONARY", "RLE", "BIT_PACKED",
+					     "DELTA_BINARY_PACKED", "DELTA_LENGTH_BYTE_ARRAY", "DELTA_BYTE_ARRAY",
+					     "RLE_DICTIONARY", "BYTE_STREAM_SPLIT" };
+	return enc >= 0 && enc < 10 ? names[enc] : "unknown";
+}
+
+const char *fmt_pq_ptype_name(int t)
+{
+	static const char *const names[] = { "BOOLEAN", "INT32", "INT64", "INT96", "FLOAT", "DOUBLE", "BYTE_ARRAY",
+					     "FIXED_LEN_BYTE_ARRAY" };
+	return t >= 0 && t < 8 ? names[t] : "unknown";
+}

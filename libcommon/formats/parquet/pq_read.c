@@ -1,0 +1,761 @@
+/* Reading one column chunk: its pages one after another (dictionary, data v1 and v2), each
+ * decompressed into a buffer the cursor reuses, its definition levels and values decoded, and
+ * the rows handed out in the column's Arrow layout. */
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#include "fmt/checked.h"
+#include "fmt/half.h"
+#include "pq_internal.h"
+
+/* A page holding more values than this is refused (its levels would take this many bytes). */
+#define MAX_PAGE_VALUES (1u << 24)
+#define MAX_PAGE_BYTES (1u << 28)
+
+static fmt_kind oom(fmt_err *e)
+{
+	return fmt_fail(e, FMT_IO, "out of memory");
+}
+
+static fmt_kind bad_page(const pq_cursor *c, fmt_err *e, const char *what)
+{
+	return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s': %s", c->leaf->path, what);
+}
+
+static int grow(void **p, size_t *cap, size_t need)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap : 4096;
+	while (n < need)
+		n = n > SIZE_MAX / 2 ? need : n * 2;
+	void *q = realloc(*p, n);
+	if (!q)
+		return -1;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+static int physical_width(const pq_leaf *l)
+{
+	switch (l->ptype) {
+	case PT_BOOLEAN: return 1; /* one byte per value once decoded */
+	case PT_INT32: case PT_FLOAT: return 4;
+	case PT_INT64: case PT_DOUBLE: return 8;
+	case PT_INT96: return 12;
+	case PT_FLBA: return l->type_length;
+	default: return 0;          /* BYTE_ARRAY: spans */
+	}
+}
+
+fmt_kind fmt_pq_cursor_open(pq_cursor *c, const pq_leaf *leaf, const pq_chunk *chunk, const uint8_t *file,
+			int verify_crc, int headers_only, fmt_err *e)
+{
+	memset(c, 0, sizeof *c);
+	c->headers_only = headers_only;
+	c->leaf = leaf;
+	c->chunk = chunk;
+	c->base = file + chunk->start;
+	c->len = chunk->end - chunk->start;
+	c->width = physical_width(leaf);
+	c->verify_crc = verify_crc;
+	if (leaf->max_rep > 0 && !headers_only)
+		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s' is nested (repeated); fmtkit reads flat columns",
+				leaf->path);
+	(void)e;
+	return FMT_OK;
+}
+
+void fmt_pq_cursor_free(pq_cursor *c)
+{
+	free(c->dict_buf);
+	free(c->dict_vals);
+	free(c->dict_spans);
+	free(c->page_buf);
+	free(c->defs);
+	free(c->vals);
+	free(c->spans);
+	free(c->scratch);
+	free(c->idx);
+	memset(c, 0, sizeof *c);
+}
+
+/* ---- the page header ---- */
+
+typedef struct page_hdr {
+	int32_t type, uncompressed, compressed, crc;
+	int has_crc;
+	int32_t num_values, encoding, def_encoding, num_nulls, num_rows, def_len, rep_len;
+	int is_compressed;
+} page_hdr;
+
+static int read_sub(tc_in *r, int t, page_hdr *h, int v2)
+{
+	int16_t last = 0, id;
+	int ft, f;
+	if (fmt_pq_tc_enter(r, t))
+		return -1;
+	while ((f = fmt_pq_tc_field(r, &last, &ft, &id)) == 1) {
+		int err;
+		if (id == 1)
+			err = fmt_pq_tc_i32(r, ft, &h->num_values);
+		else if (!v2 && id == 2)
+			err = fmt_pq_tc_i32(r, ft, &h->encoding);
+		else if (!v2 && id == 3)
+			err = fmt_pq_tc_i32(r, ft, &h->def_encoding);
+		else if (v2 && id == 2)
+			err = fmt_pq_tc_i32(r, ft, &h->num_nulls);
+		else if (v2 && id == 3)
+			err = fmt_pq_tc_i32(r, ft, &h->num_rows);
+		else if (v2 && id == 4)
+			err = fmt_pq_tc_i32(r, ft, &h->encoding);
+		else if (v2 && id == 5)
+			err = fmt_pq_tc_i32(r, ft, &h->def_len);
+		else if (v2 && id == 6)
+			err = fmt_pq_tc_i32(r, ft, &h->rep_len);
+		else if (v2 && id == 7)
+			err = fmt_pq_tc_bool(r, ft, &h->is_compressed);
+		else
+			err = fmt_pq_tc_skip(r, ft);
+		if (err)
+			return -1;
+	}
+	fmt_pq_tc_leave(r);
+	return f;
+}
+
+static int read_header(tc_in *r, page_hdr *h)
+{
+	int16_t last = 0, id;
+	int t, f, sub = 0;
+	memset(h, 0, sizeof *h);
+	h->type = -1;
+	h->uncompressed = h->compressed = -1;
+	h->is_compressed = 1;
+	h->def_encoding = ENC_RLE;
+	while ((f = fmt_pq_tc_field(r, &last, &t, &id)) == 1) {
+		int err;
+		switch (id) {
+		case 1: err = fmt_pq_tc_i32(r, t, &h->type); break;
+		case 2: err = fmt_pq_tc_i32(r, t, &h->uncompressed); break;
+		case 3: err = fmt_pq_tc_i32(r, t, &h->compressed); break;
+		case 4: err = fmt_pq_tc_i32(r, t, &h->crc); h->has_crc = 1; break;
+		case 5: case 7: case 8:
+			if ((id == 5 && h->type != PAGE_DATA) || (id == 7 && h->type != PAGE_DICTIONARY) ||
+			    (id == 8 && h->type != PAGE_DATA_V2))
+				err = fmt_pq_tc_skip(r, t);
+			else
+				err = read_sub(r, t, h, id == 8), sub = 1;
+			break;
+		default: err = fmt_pq_tc_skip(r, t);
+		}
+		if (err)
+			return -1;
+	}
+	if (f < 0 || h->type < 0 || h->uncompressed < 0 || h->compressed < 0)
+		return -1;
+	return h->type == PAGE_INDEX || sub ? 0 : -1;
+}
+
+/* ---- values ---- */
+
+/* n PLAIN BYTE_ARRAY values of d[0..len) as spans. */
+static fmt_kind plain_spans(pq_cursor *c, const uint8_t *d, size_t len, pq_span *out, size_t n, fmt_err *e)
+{
+	size_t at = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (len - at < 4)
+			return bad_page(c, e, "PLAIN byte arrays run past the page");
+		uint32_t l = fmt_rd_u32(d + at);
+		at += 4;
+		if (l > len - at)
+			return bad_page(c, e, "a PLAIN byte array runs past the page");
+		out[i] = (pq_span){ d + at, l };
+		at += l;
+	}
+	return FMT_OK;
+}
+
+/* Spans for n FIXED_LEN_BYTE_ARRAY values of width w laid end to end. */
+static void fixed_spans(const uint8_t *d, int w, pq_span *out, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		out[i] = (pq_span){ d + i * (size_t)w, (uint32_t)w };
+}
+
+static fmt_kind need_spans(pq_cursor *c, size_t n, fmt_err *e)
+{
+	return grow((void **)&c->spans, &c->spans_cap, (n ? n : 1) * sizeof(pq_span)) ? oom(e) : FMT_OK;
+}
+
+static fmt_kind need_vals(pq_cursor *c, size_t bytes, fmt_err *e)
+{
+	return grow((void **)&c->vals, &c->vals_cap, bytes ? bytes : 1) ? oom(e) : FMT_OK;
+}
+
+static fmt_kind need_idx(pq_cursor *c, size_t n, fmt_err *e)
+{
+	return grow((void **)&c->idx, &c->idx_cap, (n ? n : 1) * sizeof(uint32_t)) ? oom(e) : FMT_OK;
+}
+
+static fmt_kind decode_plain(pq_cursor *c, const uint8_t *d, size_t len, size_t n, fmt_err *e)
+{
+	if (c->leaf->ptype == PT_BYTE_ARRAY) {
+		fmt_kind k = need_spans(c, n, e);
+		return k != FMT_OK ? k : plain_spans(c, d, len, c->spans, n, e);
+	}
+	if (c->leaf->ptype == PT_BOOLEAN) {
+		if ((n + 7) / 8 > len)
+			return bad_page(c, e, "PLAIN booleans run past the page");
+		fmt_kind k = need_vals(c, n, e);
+		for (size_t i = 0; k == FMT_OK && i < n; i++)
+			c->vals[i] = d[i >> 3] >> (i & 7) & 1;
+		return k;
+	}
+	uint64_t need;
+	if (fmt_mul_u64(n, (uint64_t)c->width, &need) || need > len)
+		return bad_page(c, e, "PLAIN values run past the page");
+	fmt_kind k = need_vals(c, (size_t)need, e);
+	if (k == FMT_OK)
+		memcpy(c->vals, d, (size_t)need);
+	if (k == FMT_OK && c->leaf->ptype == PT_FLBA && (k = need_spans(c, n, e)) == FMT_OK)
+		fixed_spans(c->vals, c->width, c->spans, n);
+	return k;
+}
+
+static fmt_kind decode_dict_indices(pq_cursor *c, const uint8_t *d, size_t len, size_t n, fmt_err *e)
+{
+	if (!c->dict_buf && !c->dict_n)
+		return bad_page(c, e, "dictionary-encoded page without a dictionary page");
+	if (len < 1 || d[0] > 32)
+		return bad_page(c, e, "dictionary index width");
+	fmt_kind k = need_idx(c, n, e);
+	if (k != FMT_OK)
+		return k;
+	if (fmt_pq_rle_decode(d + 1, len - 1, d[0], c->idx, n))
+		return bad_page(c, e, "malformed dictionary indices");
+	for (size_t i = 0; i < n; i++)
+		if (c->idx[i] >= c->dict_n)
+			return bad_page(c, e, "a dictionary index past the dictionary");
+	if (c->leaf->ptype == PT_BYTE_ARRAY || c->leaf->ptype == PT_FLBA) {
+		if ((k = need_spans(c, n, e)) != FMT_OK)
+			return k;
+		for (size_t i = 0; i < n; i++)
+			c->spans[i] = c->dict_spans[c->idx[i]];
+		if (c->leaf->ptype == PT_BYTE_ARRAY)
+			return FMT_OK;
+	}
+	size_t w = (size_t)c->width;
+	if ((k = need_vals(c, n * w, e)) != FMT_OK)
+		return k;
+	if (w == 4)
+		for (size_t i = 0; i < n; i++)
+			memcpy(c->vals + i * 4, c->dict_vals + (size_t)c->idx[i] * 4, 4);
+	else if (w == 8)
+		for (size_t i = 0; i < n; i++)
+			memcpy(c->vals + i * 8, c->dict_vals + (size_t)c->idx[i] * 8, 8);
+	else
+		for (size_t i = 0; i < n; i++)
+			memcpy(c->vals + i * w, c->dict_vals + (size_t)c->idx[i] * w, w);
+	return FMT_OK;
+}
+
+static fmt_kind decode_rle_bools(pq_cursor *c, const uint8_t *d, size_t len, size_t n, fmt_err *e)
+{
+	if (len < 4 || fmt_rd_u32(d) > len - 4)
+		return bad_page(c, e, "RLE booleans' length");
+	fmt_kind k = need_idx(c, n, e);
+	if (k == FMT_OK && (k = need_vals(c, n, e)) == FMT_OK && fmt_pq_rle_decode(d + 4, fmt_rd_u32(d), 1, c->idx, n))
+		k = bad_page(c, e, "malformed RLE booleans");
+	for (size_t i = 0; k == FMT_OK && i < n; i++)
+		c->vals[i] = (uint8_t)c->idx[i];
+	return k;
+}
+
+static fmt_kind decode_delta(pq_cursor *c, const uint8_t *d, size_t len, size_t n, fmt_err *e)
+{
+	size_t used;
+	int is64 = c->leaf->ptype == PT_INT64;
+	if (c->leaf->ptype != PT_INT32 && !is64)
+		return bad_page(c, e, "DELTA_BINARY_PACKED on a type that is not INT32 or INT64");
+	fmt_kind k = need_vals(c, n * (size_t)c->width, e);
+	if (k == FMT_OK && fmt_pq_delta_decode(d, len, is64, c->vals, n, &used))
+		k = bad_page(c, e, "malformed DELTA_BINARY_PACKED values");
+	return k;
+}
+
+/* n lengths (DELTA_BINARY_PACKED int32) into c->idx; *used: their bytes. */
+static fmt_kind delta_lengths(pq_cursor *c, const uint8_t *d, size_t len, size_t n, size_t *used, fmt_err *e)
+{
+	fmt_kind k = need_idx(c, n, e);
+	if (k == FMT_OK && fmt_pq_delta_decode(d, len, 0, c->idx, n, used))
+		k = bad_page(c, e, "malformed DELTA lengths");
+	for (size_t i = 0; k == FMT_OK && i < n; i++)
+		if ((int32_t)c->idx[i] < 0)
+			k = bad_page(c, e, "a negative DELTA length");
+	return k;
+}
+
+static fmt_kind delta_length_spans(pq_cursor *c, const uint8_t *d, size_t len, size_t n, fmt_err *e)
+{
+	size_t used;
+	fmt_kind k = delta_lengths(c, d, len, n, &used, e);
+	if (k == FMT_OK)
+		k = need_spans(c, n, e);
+	size_t at = used;
+	for (size_t i = 0; k == FMT_OK && i < n; i++) {
+		if (c->idx[i] > len - at)
+			return bad_page(c, e, "DELTA_LENGTH_BYTE_ARRAY data runs past the page");
+		c->spans[i] = (pq_span){ d + at, c->idx[i] };
+		at += c->idx[i];
+	}
+	return k;
+}
+
+static fmt_kind decode_delta_length(pq_cursor *c, const uint8_t *d, size_t len, size_t n, fmt_err *e)
+{
+	if (c->leaf->ptype != PT_BYTE_ARRAY)
+		return bad_page(c, e, "DELTA_LENGTH_BYTE_ARRAY on a type that is not BYTE_ARRAY");
+	return delta_length_spans(c, d, len, n, e);
+}
+
+/* DELTA_BYTE_ARRAY: prefix lengths, then the suffixes as DELTA_LENGTH_BYTE_ARRAY; each value
+ * is the previous one's prefix and its suffix, rebuilt into c->scratch. */
+static fmt_kind decode_delta_byte_array(pq_cursor *c, const uint8_t *d, size_t len, size_t n, fmt_err *e)
+{
+	size_t used;
+	if (c->leaf->ptype != PT_BYTE_ARRAY && c->leaf->ptype != PT_FLBA)
+		return bad_page(c, e, "DELTA_BYTE_ARRAY on a type that is not a byte array");
+	fmt_kind k = delta_lengths(c, d, len, n, &used, e);
+	if (k != FMT_OK)
+		return k;
+	uint32_t *prefix = malloc((n ? n : 1) * sizeof *prefix);
+	if (!prefix)
+		return oom(e);
+	memcpy(prefix, c->idx, n * sizeof *prefix);
+	k = delta_length_spans(c, d + used, len - used, n, e);
+	uint64_t total = 0, prev = 0;
+	for (size_t i = 0; k == FMT_OK && i < n; i++) {
+		if (prefix[i] > prev)
+			k = bad_page(c, e, "a DELTA_BYTE_ARRAY prefix longer than the value before it");
+		prev = (uint64_t)prefix[i] + c->spans[i].n;
+		if (prev > UINT32_MAX || fmt_add_u64(total, prev, &total) || total > MAX_PAGE_BYTES)
+			k = bad_page(c, e, "DELTA_BYTE_ARRAY values too long");
+	}
+	if (k == FMT_OK && grow((void **)&c->scratch, &c->scratch_cap, total ? total : 1))
+		k = oom(e);
+	size_t at = 0;
+	const uint8_t *before = NULL;
+	for (size_t i = 0; k == FMT_OK && i < n; i++) {
+		uint8_t *dst = c->scratch + at;
+		if (prefix[i])
+			memcpy(dst, before, prefix[i]);
+		memcpy(dst + prefix[i], c->spans[i].p, c->spans[i].n);
+		uint32_t l = prefix[i] + c->spans[i].n;
+		c->spans[i] = (pq_span){ dst, l };
+		before = dst;
+		at += l;
+	}
+	free(prefix);
+	if (k == FMT_OK && c->leaf->ptype == PT_FLBA) {
+		for (size_t i = 0; i < n; i++)
+			if (c->spans[i].n != (uint32_t)c->width)
+				return bad_page(c, e, "a DELTA_BYTE_ARRAY value of the wrong fixed length");
+		if ((k = need_vals(c, n * (size_t)c->width, e)) == FMT_OK)
+			memcpy(c->vals, c->scratch, n * (size_t)c->width);
+	}
+	return k;
+}
+
+static fmt_kind decode_byte_stream_split(pq_cursor *c, const uint8_t *d, size_t len, size_t n, fmt_err *e)
+{
+	size_t w = (size_t)c->width;
+	uint64_t need;
+	if (c->leaf->ptype == PT_BYTE_ARRAY || c->leaf->ptype == PT_BOOLEAN || c->leaf->ptype == PT_INT96)
+		return bad_page(c, e, "BYTE_STREAM_SPLIT on a type it does not apply to");
+	if (fmt_mul_u64(n, w, &need) || need > len)
+		return bad_page(c, e, "BYTE_STREAM_SPLIT values run past the page");
+	fmt_kind k = need_vals(c, (size_t)need, e);
+	for (size_t b = 0; k == FMT_OK && b < w; b++)
+		for (size_t i = 0; i < n; i++)
+			c->vals[i * w + b] = d[b * n + i];
+	if (k == FMT_OK && c->leaf->ptype == PT_FLBA && (k = need_spans(c, n, e)) == FMT_OK)
+		fixed_spans(c->vals, c->width, c->spans, n);
+	return k;
+}
+
+static fmt_kind decode_values(pq_cursor *c, int enc, const uint8_t *d, size_t len, size_t n, fmt_err *e)
+{
+	switch (enc) {
+	case ENC_PLAIN: return decode_plain(c, d, len, n, e);
+	case ENC_PLAIN_DICTIONARY: case ENC_RLE_DICTIONARY: return decode_dict_indices(c, d, len, n, e);
+	case ENC_RLE:
+		if (c->leaf->ptype != PT_BOOLEAN)
+			return bad_page(c, e, "RLE values on a type that is not BOOLEAN");
+		return decode_rle_bools(c, d, len, n, e);
+	case ENC_DELTA_BINARY_PACKED: return decode_delta(c, d, len, n, e);
+	case ENC_DELTA_LENGTH_BYTE_ARRAY: return decode_delta_length(c, d, len, n, e);
+	case ENC_DELTA_BYTE_ARRAY: return decode_delta_byte_array(c, d, len, n, e);
+	case ENC_BYTE_STREAM_SPLIT: return decode_byte_stream_split(c, d, len, n, e);
+	default:
+		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': encoding %s (%d) is not supported",
+				c->leaf->path, fmt_pq_encoding_name(enc), enc);
+	}
+}
+
+/* ---- pages ---- */
+
+static fmt_kind load_dictionary(pq_cursor *c, const page_hdr *h, const uint8_t *raw, fmt_err *e)
+{
+	if (c->dict_buf || c->values_seen)
+		return bad_page(c, e, "a dictionary page that is not the chunk's first page");
+	if (c->leaf->ptype == PT_BOOLEAN)
+		return bad_page(c, e, "a dictionary of booleans");
+	if (h->num_values < 0 || (uint64_t)h->num_values > MAX_PAGE_VALUES)
+		return bad_page(c, e, "dictionary size");
+	if (h->encoding != ENC_PLAIN && h->encoding != ENC_PLAIN_DICTIONARY)
+		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': dictionary encoding %s", c->leaf->path,
+				fmt_pq_encoding_name(h->encoding));
+	if (!(c->dict_buf = malloc(h->uncompressed ? (size_t)h->uncompressed : 1)))
+		return oom(e);
+	fmt_kind k = fmt_pq_decompress(c->chunk->codec, raw, (size_t)h->compressed, c->dict_buf, (size_t)h->uncompressed, e);
+	if (k != FMT_OK)
+		return k;
+	size_t n = (size_t)h->num_values;
+	if (c->headers_only)
+		return FMT_OK;
+	k = decode_plain(c, c->dict_buf, (size_t)h->uncompressed, n, e);
+	if (k != FMT_OK)
+		return k;
+	/* the decoded values move to the dictionary's own buffers */
+	if (c->leaf->ptype == PT_BYTE_ARRAY || c->leaf->ptype == PT_FLBA) {
+		c->dict_spans = c->spans;
+		c->spans = NULL;
+		c->spans_cap = 0;
+	}
+	if (c->leaf->ptype != PT_BYTE_ARRAY) {
+		c->dict_vals = c->vals;
+		c->vals = NULL;
+		c->vals_cap = 0;
+	}
+	c->dict_n = (uint32_t)n;
+	return FMT_OK;
+}
+
+/* Definition levels of n values (max 1: flat optional columns) into c->defs; *defined: how many. */
+static fmt_kind decode_defs(pq_cursor *c, const uint8_t *d, size_t len, size_t n, uint64_t *defined, fmt_err *e)
+{
+	int width = fmt_pq_bit_width((uint64_t)c->leaf->max_def);
+	if (grow((void **)&c->defs, &c->defs_cap, n ? n : 1) || need_idx(c, n, e) != FMT_OK)
+		return oom(e);
+	if (fmt_pq_rle_decode(d, len, width, c->idx, n))
+		return bad_page(c, e, "malformed definition levels");
+	uint64_t count = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (c->idx[i] > (uint32_t)c->leaf->max_def)
+			return bad_page(c, e, "a definition level above the column's maximum");
+		c->defs[i] = (uint8_t)(c->idx[i] == (uint32_t)c->leaf->max_def);
+		count += c->defs[i];
+	}
+	*defined = count;
+	return FMT_OK;
+}
+
+static fmt_kind load_data(pq_cursor *c, const page_hdr *h, const uint8_t *raw, fmt_err *e)
+{
+	int v2 = h->type == PAGE_DATA_V2;
+	size_t n = (size_t)h->num_values, ulen = (size_t)h->uncompressed, clen = (size_t)h->compressed;
+	if (h->num_values < 0 || n > MAX_PAGE_VALUES)
+		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': a page of %d values (at most %u are read)",
+				c->leaf->path, h->num_values, MAX_PAGE_VALUES);
+	if (n > (uint64_t)c->chunk->num_values - c->values_seen)
+		return bad_page(c, e, "pages hold more values than the chunk");
+	size_t levels = 0;
+	if (v2) {
+		if (h->def_len < 0 || h->rep_len < 0 || (size_t)h->def_len + (size_t)h->rep_len > clen ||
+		    (size_t)h->def_len + (size_t)h->rep_len > ulen || h->num_nulls < 0 || h->num_nulls > h->num_values)
+			return bad_page(c, e, "v2 page level lengths");
+		levels = (size_t)h->def_len + (size_t)h->rep_len;
+	}
+	/* a page stored as it is is read where it lies; another is decompressed into page_buf */
+	const uint8_t *d = raw;
+	fmt_kind k = FMT_OK;
+	if (c->chunk->codec == CODEC_NONE || (v2 && !h->is_compressed)) {
+		if (clen != ulen)
+			return bad_page(c, e, "an uncompressed page whose two sizes differ");
+	} else {
+		if (grow((void **)&c->page_buf, &c->page_cap, ulen ? ulen : 1))
+			return oom(e);
+		memcpy(c->page_buf, raw, levels);
+		k = fmt_pq_decompress(c->chunk->codec, raw + levels, clen - levels, c->page_buf + levels, ulen - levels, e);
+		d = c->page_buf;
+	}
+	if (k != FMT_OK)
+		return k;
+	if (c->headers_only) {
+		c->page_values = c->page_at = n;
+		c->values_seen += n;
+		return FMT_OK;
+	}
+	const uint8_t *values;
+	size_t vlen;
+	uint64_t defined = n;
+	if (v2) {
+		if (c->leaf->max_def > 0 && (k = decode_defs(c, d + h->rep_len, (size_t)h->def_len, n, &defined, e)) != FMT_OK)
+			return k;
+		values = d + levels;
+		vlen = ulen - levels;
+	} else if (c->leaf->max_def > 0) {
+		if (h->def_encoding != ENC_RLE)
+			return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': definition levels encoded %s",
+					c->leaf->path, fmt_pq_encoding_name(h->def_encoding));
+		if (ulen < 4 || fmt_rd_u32(d) > ulen - 4)
+			return bad_page(c, e, "definition levels' length");
+		uint32_t dl = fmt_rd_u32(d);
+		if ((k = decode_defs(c, d + 4, dl, n, &defined, e)) != FMT_OK)
+			return k;
+		values = d + 4 + dl;
+		vlen = ulen - 4 - dl;
+	} else {
+		values = d;
+		vlen = ulen;
+	}
+	c->page_values = n;
+	c->page_at = 0;
+	c->page_defined_at = 0;
+	c->values_seen += n;
+	return decode_values(c, h->encoding, values, vlen, (size_t)defined, e);
+}
+
+/* The next page (dictionary pages are taken on the way); *none: the chunk's bytes are over. */
+static fmt_kind next_page(pq_cursor *c, int *none, fmt_err *e)
+{
+	*none = 0;
+	for (;;) {
+		if (c->pos >= c->len) {
+			*none = 1;
+			return FMT_OK;
+		}
+		tc_in r = { c->base + c->pos, c->base + c->len, 0 };
+		page_hdr h;
+		if (read_header(&r, &h))
+			return bad_page(c, e, "malformed page header");
+		uint64_t hdr_len = (uint64_t)(r.p - (c->base + c->pos));
+		if ((uint64_t)h.compressed > c->len - c->pos - hdr_len)
+			return bad_page(c, e, "a page runs past its column chunk");
+		if ((uint64_t)h.uncompressed > MAX_PAGE_BYTES)
+			return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': a page of %d bytes uncompressed",
+					c->leaf->path, h.uncompressed);
+		const uint8_t *raw = r.p;
+		c->pos += hdr_len + (uint64_t)h.compressed;
+		if (c->verify_crc && h.has_crc &&
+		    (uint32_t)crc32(0, raw, (uInt)h.compressed) != (uint32_t)h.crc)
+			return fmt_fail(e, FMT_CHECKSUM, "Parquet: column '%s': page CRC differs", c->leaf->path);
+		if (c->walk_only && (h.type == PAGE_DATA || h.type == PAGE_DATA_V2)) {
+			if (h.num_values < 0 || (uint64_t)h.num_values > (uint64_t)c->chunk->num_values - c->values_seen)
+				return bad_page(c, e, "pages hold more values than the chunk");
+			c->values_seen += (uint64_t)h.num_values;
+			c->page_values = c->page_at = (uint64_t)h.num_values;
+			return FMT_OK;
+		}
+		if (c->walk_only)
+			continue;
+		if (h.type == PAGE_DICTIONARY) {
+			fmt_kind k = load_dictionary(c, &h, raw, e);
+			if (k != FMT_OK)
+				return k;
+			continue;
+		}
+		if (h.type == PAGE_DATA || h.type == PAGE_DATA_V2)
+			return load_data(c, &h, raw, e);
+		if (h.type != PAGE_INDEX)
+			return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': page type %d", c->leaf->path, h.type);
+	}
+}
+
+/* ---- rows out ---- */
+
+static void set_bit(uint8_t *bits, uint64_t i, int v)
+{
+	if (v)
+		bits[i >> 3] |= (uint8_t)(1u << (i & 7));
+	else
+		bits[i >> 3] &= (uint8_t)~(1u << (i & 7));
+}
+
+/* One defined physical value p as the column's value at out (width ow). */
+static void convert_value(const pq_cursor *c, const uint8_t *p, uint8_t *out, size_t ow)
+{
+	if (c->leaf->conv == CONV_INT96_NS) {
+		uint64_t nanos = fmt_rd_u64(p);
+		int64_t day = (int64_t)fmt_rd_u32(p + 8) - 2440588;
+		uint64_t v = (uint64_t)day * 86400000000000ull + nanos;
+		memcpy(out, &v, 8);
+		return;
+	}
+	memcpy(out, p, ow);         /* little-endian: the low bytes of a wider integer */
+}
+
+typedef struct out_col {
+	uint8_t *validity, *values;
+	int32_t *offsets;
+	uint8_t *bytes;
+	size_t bytes_len, bytes_cap;
+	uint64_t nulls;
+} out_col;
+
+static fmt_kind take_strings(pq_cursor *c, out_col *o, uint64_t row, uint64_t k, fmt_err *e)
+{
+	for (uint64_t i = 0; i < k; i++) {
+		int def = c->leaf->max_def == 0 || c->defs[c->page_at + i];
+		if (def) {
+			const pq_span *s = &c->spans[c->page_defined_at++];
+			if (s->n > INT32_MAX - o->bytes_len)
+				return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': over 2 GiB of strings in one batch",
+						c->leaf->path);
+			if (grow((void **)&o->bytes, &o->bytes_cap, o->bytes_len + s->n + 1))
+				return oom(e);
+			memcpy(o->bytes + o->bytes_len, s->p, s->n);
+			o->bytes_len += s->n;
+		} else {
+			set_bit(o->validity, row + i, 0);
+			o->nulls++;
+		}
+		o->offsets[row + i + 1] = (int32_t)o->bytes_len;
+	}
+	return FMT_OK;
+}
+
+static void take_fixed(pq_cursor *c, const fmt_field *f, out_col *o, uint64_t row, uint64_t k)
+{
+	size_t ow = fmt_ctype_width(f->type), pw = (size_t)c->width;
+	if (f->type == FMT_C_BOOL) {
+		for (uint64_t i = 0; i < k; i++) {
+			int def = c->leaf->max_def == 0 || c->defs[c->page_at + i];
+			int v = def ? c->vals[c->page_defined_at++] : 0;
+			set_bit(o->values, row + i, v);
+			if (!def) {
+				set_bit(o->validity, row + i, 0);
+				o->nulls++;
+			}
+		}
+		return;
+	}
+	if (c->leaf->max_def == 0 && ow == pw && c->leaf->conv == CONV_PLAIN) {
+		memcpy(o->values + row * ow, c->vals + c->page_defined_at * pw, k * ow);
+		c->page_defined_at += k;
+		return;
+	}
+	for (uint64_t i = 0; i < k; i++) {
+		uint8_t *out = o->values + (row + i) * ow;
+		if (c->leaf->max_def == 0 || c->defs[c->page_at + i]) {
+			convert_value(c, c->vals + c->page_defined_at++ * pw, out, ow);
+		} else {
+			memset(out, 0, ow);
+			set_bit(o->validity, row + i, 0);
+			o->nulls++;
+		}
+	}
+}
+
+static int is_string(fmt_ctype t)
+{
+	return t == FMT_C_UTF8 || t == FMT_C_BINARY;
+}
+
+fmt_kind fmt_pq_cursor_take(pq_cursor *c, const fmt_field *f, uint64_t n, fmt_column *col, fmt_batch *b, fmt_err *e)
+{
+	out_col o = { 0 };
+	size_t bitmap = (size_t)((n + 7) / 8);
+	int strings = is_string(f->type);
+	fmt_kind k = FMT_OK;
+	if (c->leaf->max_def > 0 && !(o.validity = malloc(bitmap ? bitmap : 1)))
+		return oom(e);
+	if (o.validity)
+		memset(o.validity, 0xff, bitmap);
+	if (strings) {
+		o.offsets = malloc(((size_t)n + 1) * sizeof(int32_t));
+		if (o.offsets)
+			o.offsets[0] = 0;
+	} else {
+		size_t bytes = f->type == FMT_C_BOOL ? bitmap : (size_t)n * fmt_ctype_width(f->type);
+		o.values = calloc(bytes ? bytes : 1, 1);
+	}
+	if (strings ? !o.offsets : !o.values)
+		k = oom(e);
+	for (uint64_t row = 0; k == FMT_OK && row < n;) {
+		if (c->page_at == c->page_values) {
+			int none;
+			if ((k = next_page(c, &none, e)) != FMT_OK)
+				break;
+			if (none) {
+				k = bad_page(c, e, "the chunk's pages end before its rows");
+				break;
+			}
+			continue;
+		}
+		uint64_t take = c->page_values - c->page_at;
+		if (take > n - row)
+			take = n - row;
+		if (strings)
+			k = take_strings(c, &o, row, take, e);
+		else
+			take_fixed(c, f, &o, row, take);
+		c->page_at += take;
+		row += take;
+	}
+	if (k == FMT_OK && strings && !o.bytes && !(o.bytes = malloc(1)))
+		k = oom(e);
+	if (k != FMT_OK) {
+		free(o.validity);
+		free(o.values);
+		free(o.offsets);
+		free(o.bytes);
+		return k;
+	}
+	col->null_count = o.nulls;
+	if (o.nulls == 0) {
+		free(o.validity);
+		o.validity = NULL;
+	}
+	col->validity = o.validity;
+	if (strings) {
+		col->offsets = o.offsets;
+		col->values = o.bytes;
+		col->values_len = o.bytes_len;
+	} else {
+		col->values = o.values;
+		col->values_len = f->type == FMT_C_BOOL ? bitmap : (uint64_t)n * fmt_ctype_width(f->type);
+	}
+	if (o.validity && (k = fmt_batch_own(b, o.validity, e)) != FMT_OK) {
+		free(o.values), free(o.offsets), free(o.bytes);
+		return k;
+	}
+	if (strings) {
+		if ((k = fmt_batch_own(b, o.offsets, e)) != FMT_OK) {
+			free(o.bytes);
+			return k;
+		}
+		return fmt_batch_own(b, o.bytes, e);
+	}
+	return fmt_batch_own(b, o.values, e);
+}
+
+fmt_kind fmt_pq_cursor_check_all(pq_cursor *c, uint64_t *pages, fmt_err *e)
+{
+	for (;;) {
+		int none;
+		fmt_kind k = next_page(c, &none, e);
+		if (k != FMT_OK)
+			return k;
+		if (none)
+			break;
+		++*pages;
+		c->page_at = c->page_values;
+	}
+	if (c->values_seen != (uint64_t)c->chunk->num_values)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s': the pages hold %llu values, the chunk says "
+				"%lld", c->leaf->path, (unsigned long long)c->values_seen, (long long)c->chunk->num_values);
+	return FMT_OK;
+}

@@ -1,0 +1,797 @@
+/* Writing Parquet: the rows of a table gathered a row group at a time (bounded memory), each
+ * column chunk as an optional dictionary page and data pages v1 of at most PAGE_ROWS rows,
+ * dictionary-encoded when that is smaller than PLAIN, compressed, with min/max/null count
+ * statistics; the footer last (schema with logical types, key/value metadata). */
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+#include <zlib.h>
+#include "fmt/checked.h"
+#include "fmt/version.h"
+#include "pq_internal.h"
+
+#define PAGE_ROWS 20000
+#define DICT_MAX_BYTES (1u << 20)
+
+typedef struct dict {
+	uint32_t *slots;            /* index + 1 of the entry, 0 for empty */
+	size_t n_slots;
+	fmt_sb plain;               /* the entries, PLAIN-encoded */
+	uint64_t *pos;              /* entry i's bytes in plain (a byte array: after its length) */
+	uint32_t *lens;
+	uint32_t n, cap;
+	int on;                     /* still worth it */
+} dict;
+
+typedef struct colw {
+	const fmt_field *f;
+	int ptype, width;           /* physical type, bytes of a fixed-width PLAIN value */
+	int is_bytes;               /* BYTE_ARRAY */
+	uint64_t rows, nulls, values;
+	uint8_t *defs;              /* per row: 1 = a value, 0 = null */
+	size_t defs_cap;
+	fmt_sb plain;               /* non-null values, PLAIN (booleans: one byte each) */
+	uint64_t *vpos;             /* byte arrays: where value i starts in plain */
+	size_t vpos_cap;
+	uint32_t *idx;              /* dictionary index of each value */
+	size_t idx_cap;
+	dict d;
+	uint8_t min[8], max[8];     /* fixed-width statistics */
+	fmt_sb smin, smax;          /* byte-array statistics */
+	int has_minmax;
+	/* the chunk as written, for the footer */
+	uint64_t start, dict_off, data_off, comp_total, uncomp_total;
+	int used_dict;
+} colw;
+
+typedef struct chunk_meta {
+	uint64_t dict_off, data_off, comp, uncomp, values, nulls;
+	int used_dict, has_minmax;
+	fmt_sb min, max;
+} chunk_meta;
+
+typedef struct writer {
+	fmt_sink *k;
+	const fmt_schema *s;
+	colw *cols;
+	size_t n;
+	int codec, level;
+	uint64_t off;               /* bytes written */
+	fmt_sb page, comp, hdr;     /* scratch */
+	uint32_t *levels;
+	size_t levels_cap;
+	fmt_sb groups;              /* the footer's RowGroup structs, as written */
+	uint32_t n_groups;
+	uint64_t total_rows;
+} writer;
+
+static fmt_kind oom(fmt_err *e)
+{
+	return fmt_fail(e, FMT_IO, "out of memory");
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap : 1024;
+	while (n < need)
+		n *= 2;
+	void *q = realloc(*p, n * elem);
+	if (!q)
+		return -1;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+/* ---- the physical layout of each column type ---- */
+
+static void physical_of(colw *c)
+{
+	switch (c->f->type) {
+	case FMT_C_BOOL: c->ptype = PT_BOOLEAN; c->width = 1; break;
+	case FMT_C_I8: case FMT_C_I16: case FMT_C_I32: case FMT_C_U8: case FMT_C_U16: case FMT_C_U32: case FMT_C_DATE32:
+		c->ptype = PT_INT32; c->width = 4; break;
+	case FMT_C_I64: case FMT_C_U64: case FMT_C_TIMESTAMP: c->ptype = PT_INT64; c->width = 8; break;
+	case FMT_C_F16: c->ptype = PT_FLBA; c->width = 2; break;
+	case FMT_C_F32: c->ptype = PT_FLOAT; c->width = 4; break;
+	case FMT_C_F64: c->ptype = PT_DOUBLE; c->width = 8; break;
+	default: c->ptype = PT_BYTE_ARRAY; c->width = 0; c->is_bytes = 1; break;
+	}
+}
+
+/* Row r of column col as its PLAIN bytes (fixed width) into out; 0, or -1 when a timestamp
+ * in seconds overflows as milliseconds. */
+static int fixed_value(const colw *c, const fmt_column *col, uint64_t r, uint8_t *out)
+{
+	const uint8_t *p = col->values;
+	int32_t i32;
+	uint32_t u32;
+	switch (c->f->type) {
+	case FMT_C_BOOL: out[0] = (uint8_t)(p[r >> 3] >> (r & 7) & 1); return 0;
+	case FMT_C_I8: i32 = (int8_t)p[r]; memcpy(out, &i32, 4); return 0;
+	case FMT_C_I16: { int16_t v; memcpy(&v, p + r * 2, 2); i32 = v; memcpy(out, &i32, 4); return 0; }
+	case FMT_C_U8: u32 = p[r]; memcpy(out, &u32, 4); return 0;
+	case FMT_C_U16: { uint16_t v; memcpy(&v, p + r * 2, 2); u32 = v; memcpy(out, &u32, 4); return 0; }
+	case FMT_C_TIMESTAMP:
+		if (c->f->unit == FMT_TU_S) {
+			int64_t v, ms;
+			memcpy(&v, p + r * 8, 8);
+			if (__builtin_mul_overflow(v, 1000, &ms))
+				return -1;
+			memcpy(out, &ms, 8);
+			return 0;
+		}
+		memcpy(out, p + r * 8, 8);
+		return 0;
+	default:
+		memcpy(out, p + r * (size_t)c->width, (size_t)c->width);
+		return 0;
+	}
+}
+
+/* ---- statistics ---- */
+
+static int cmp_fixed(const colw *c, const uint8_t *a, const uint8_t *b)
+{
+	switch (c->f->type) {
+	case FMT_C_U8: case FMT_C_U16: case FMT_C_U32: {
+		uint32_t x = fmt_rd_u32(a), y = fmt_rd_u32(b);
+		return x < y ? -1 : x > y;
+	}
+	case FMT_C_U64: {
+		uint64_t x = fmt_rd_u64(a), y = fmt_rd_u64(b);
+		return x < y ? -1 : x > y;
+	}
+	case FMT_C_F32: {
+		float x, y;
+		memcpy(&x, a, 4), memcpy(&y, b, 4);
+		return x < y ? -1 : x > y;
+	}
+	case FMT_C_F64: {
+		double x, y;
+		memcpy(&x, a, 8), memcpy(&y, b, 8);
+		return x < y ? -1 : x > y;
+	}
+	case FMT_C_BOOL:
+		return a[0] < b[0] ? -1 : a[0] > b[0];
+	default:
+		if (c->width == 4) {
+			int32_t x = (int32_t)fmt_rd_u32(a), y = (int32_t)fmt_rd_u32(b);
+			return x < y ? -1 : x > y;
+		} else {
+			int64_t x = (int64_t)fmt_rd_u64(a), y = (int64_t)fmt_rd_u64(b);
+			return x < y ? -1 : x > y;
+		}
+	}
+}
+
+static int is_nan(const colw *c, const uint8_t *v)
+{
+	if (c->f->type == FMT_C_F32) {
+		float x;
+		memcpy(&x, v, 4);
+		return x != x;
+	}
+	if (c->f->type == FMT_C_F64) {
+		double x;
+		memcpy(&x, v, 8);
+		return x != x;
+	}
+	return 0;
+}
+
+static void stat_fixed(colw *c, const uint8_t *v)
+{
+	if (c->f->type == FMT_C_F16 || is_nan(c, v))
+		return;
+	if (!c->has_minmax) {
+		memcpy(c->min, v, (size_t)c->width);
+		memcpy(c->max, v, (size_t)c->width);
+		c->has_minmax = 1;
+		return;
+	}
+	if (cmp_fixed(c, v, c->min) < 0)
+		memcpy(c->min, v, (size_t)c->width);
+	if (cmp_fixed(c, v, c->max) > 0)
+		memcpy(c->max, v, (size_t)c->width);
+}
+
+static int cmp_bytes(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
+{
+	int r = memcmp(a, b, an < bn ? an : bn);
+	return r ? r : an < bn ? -1 : an > bn;
+}
+
+static void stat_bytes(colw *c, const uint8_t *p, size_t n)
+{
+	if (!c->has_minmax || cmp_bytes(p, n, (const uint8_t *)c->smin.p, c->smin.len) < 0) {
+		c->smin.len = 0;
+		fmt_sb_put(&c->smin, (const char *)p, n);
+	}
+	if (!c->has_minmax || cmp_bytes(p, n, (const uint8_t *)c->smax.p, c->smax.len) > 0) {
+		c->smax.len = 0;
+		fmt_sb_put(&c->smax, (const char *)p, n);
+	}
+	c->has_minmax = 1;
+}
+
+/* ---- the dictionary ---- */
+
+static void dict_off(dict *d)
+{
+	d->on = 0;
+	free(d->slots);
+	d->slots = NULL;
+	d->n_slots = 0;
+}
+
+static void dict_reset(dict *d, int on)
+{
+	free(d->slots);
+	free(d->pos);
+	free(d->lens);
+	fmt_sb_free(&d->plain);
+	memset(d, 0, sizeof *d);
+	d->on = on;
+}
+
+static int dict_grow_slots(dict *d)
+{
+	size_t n = d->n_slots ? d->n_slots * 2 : 1024;
+	uint32_t *s = calloc(n, sizeof *s);
+	if (!s)
+		return -1;
+	for (uint32_t i = 0; i < d->n; i++) {
+		const uint8_t *p = (const uint8_t *)d->plain.p + d->pos[i];
+		size_t h = (size_t)XXH3_64bits(p, d->lens[i]) & (n - 1);
+		while (s[h])
+			h = (h + 1) & (n - 1);
+		s[h] = i + 1;
+	}
+	free(d->slots);
+	d->slots = s;
+	d->n_slots = n;
+	return 0;
+}
+
+/* The index of value p[0..n) in the dictionary, added when new; -1: the dictionary is off
+ * (too big) or out of memory (then off too: PLAIN is always written). */
+static int64_t dict_index(dict *d, const uint8_t *p, size_t n, int is_bytes)
+{
+	if ((d->n + 1) * 2 > d->n_slots && dict_grow_slots(d)) {
+		dict_off(d);
+		return -1;
+	}
+	size_t mask = d->n_slots - 1, h = (size_t)XXH3_64bits(p, n) & mask;
+	for (; d->slots[h]; h = (h + 1) & mask) {
+		uint32_t i = d->slots[h] - 1;
+		const char *q = d->plain.p + d->pos[i];
+		if (d->lens[i] == n && (n == 8 ? fmt_rd_u64((const uint8_t *)q) == fmt_rd_u64(p) :
+					n == 4 ? fmt_rd_u32((const uint8_t *)q) == fmt_rd_u32(p) : memcmp(q, p, n) == 0))
+			return i;
+	}
+	if (d->plain.len + n + 4 > DICT_MAX_BYTES || d->n == UINT32_MAX - 1) {
+		dict_off(d);
+		return -1;
+	}
+	if (d->n == d->cap) {
+		uint32_t cap = d->cap ? d->cap * 2 : 256;
+		uint64_t *pos = realloc(d->pos, cap * sizeof *pos);
+		if (pos)
+			d->pos = pos;
+		uint32_t *lens = pos ? realloc(d->lens, cap * sizeof *lens) : NULL;
+		if (!lens) {
+			dict_off(d);
+			return -1;
+		}
+		d->lens = lens;
+		d->cap = cap;
+	}
+	if (is_bytes) {
+		uint8_t l[4];
+		fmt_wr_u32(l, (uint32_t)n);
+		fmt_sb_put(&d->plain, (const char *)l, 4);
+	}
+	d->pos[d->n] = d->plain.len;
+	d->lens[d->n] = (uint32_t)n;
+	fmt_sb_put(&d->plain, (const char *)p, n);
+	if (d->plain.oom) {
+		dict_off(d);
+		return -1;
+	}
+	d->slots[h] = d->n + 1;
+	return d->n++;
+}
+
+/* ---- gathering rows ---- */
+
+static fmt_kind add_value(colw *c, const uint8_t *p, size_t n, fmt_err *e)
+{
+	if (c->is_bytes) {
+		if (n > INT32_MAX)
+			return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': a value over 2 GiB", c->f->name);
+		if (grow((void **)&c->vpos, &c->vpos_cap, c->values + 2, sizeof *c->vpos))
+			return oom(e);
+		uint8_t l[4];
+		fmt_wr_u32(l, (uint32_t)n);
+		fmt_sb_put(&c->plain, (const char *)l, 4);
+		c->vpos[c->values] = c->plain.len;
+		stat_bytes(c, p, n);
+	} else {
+		stat_fixed(c, p);
+	}
+	fmt_sb_add(&c->plain, (const char *)p, n);
+	/* mostly distinct values: a dictionary will not pay, stop hashing them */
+	if (c->d.on && c->values >= 4096 && c->d.n > c->values / 4 * 3)
+		dict_off(&c->d);
+	if (c->d.on) {
+		int64_t i = dict_index(&c->d, p, n, c->is_bytes);
+		if (i >= 0) {
+			if (grow((void **)&c->idx, &c->idx_cap, c->values + 1, sizeof *c->idx))
+				return oom(e);
+			c->idx[c->values] = (uint32_t)i;
+		}
+	}
+	c->values++;
+	return c->plain.oom ? oom(e) : FMT_OK;
+}
+
+static fmt_kind add_rows(colw *c, const fmt_column *col, uint64_t from, uint64_t count, fmt_err *e)
+{
+	if (grow((void **)&c->defs, &c->defs_cap, c->rows + count, 1))
+		return oom(e);
+	for (uint64_t r = from; r < from + count; r++) {
+		int def = !fmt_column_is_null(col, r);
+		c->defs[c->rows++] = (uint8_t)def;
+		fmt_kind k = FMT_OK;
+		if (!def) {
+			c->nulls++;
+			continue;
+		}
+		if (c->is_bytes) {
+			const uint8_t *p;
+			size_t n;
+			fmt_column_bytes(col, c->f->type, r, &p, &n);
+			k = add_value(c, p, n, e);
+		} else {
+			uint8_t v[8];
+			if (fixed_value(c, col, r, v))
+				return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': a timestamp in seconds that "
+						"milliseconds cannot hold", c->f->name);
+			k = add_value(c, v, (size_t)c->width, e);
+		}
+		if (k != FMT_OK)
+			return k;
+	}
+	return FMT_OK;
+}
+
+/* ---- pages ---- */
+
+static fmt_kind put(writer *w, const void *p, size_t n, fmt_err *e)
+{
+	fmt_kind k = fmt_sink_write(w->k, p, n, e);
+	w->off += n;
+	return k;
+}
+
+/* A page: its header (type-specific struct by the caller in sub), then its compressed body. */
+static fmt_kind emit_page(writer *w, colw *c, int type, const fmt_sb *sub, int16_t sub_id, fmt_err *e)
+{
+	w->comp.len = 0;
+	fmt_kind k = fmt_pq_compress(w->codec, w->level, (const uint8_t *)w->page.p, w->page.len, &w->comp, e);
+	if (k != FMT_OK)
+		return k;
+	if (w->page.len > INT32_MAX || w->comp.len > INT32_MAX)
+		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': a page over 2 GiB; use fewer --row-group-rows",
+				c->f->name);
+	int16_t last = 0;
+	w->hdr.len = 0;
+	fmt_pq_tw_i32(&w->hdr, &last, 1, type);
+	fmt_pq_tw_i32(&w->hdr, &last, 2, (int32_t)w->page.len);
+	fmt_pq_tw_i32(&w->hdr, &last, 3, (int32_t)w->comp.len);
+	fmt_pq_tw_i32(&w->hdr, &last, 4, (int32_t)crc32(0, (const Bytef *)w->comp.p, (uInt)w->comp.len));
+	fmt_pq_tw_field(&w->hdr, &last, sub_id, TC_STRUCT);
+	fmt_sb_put(&w->hdr, sub->p, sub->len);
+	fmt_pq_tw_stop(&w->hdr);
+	if (w->hdr.oom || w->comp.oom)
+		return oom(e);
+	c->comp_total += w->hdr.len + w->comp.len;
+	c->uncomp_total += w->hdr.len + w->page.len;
+	k = put(w, w->hdr.p, w->hdr.len, e);
+	return k == FMT_OK ? put(w, w->comp.p, w->comp.len, e) : k;
+}
+
+static fmt_kind write_dict_page(writer *w, colw *c, fmt_err *e)
+{
+	fmt_sb sub = { 0 };
+	int16_t last = 0;
+	fmt_pq_tw_i32(&sub, &last, 1, (int32_t)c->d.n);
+	fmt_pq_tw_i32(&sub, &last, 2, ENC_PLAIN);
+	fmt_pq_tw_stop(&sub);
+	w->page.len = 0;
+	fmt_sb_put(&w->page, c->d.plain.p, c->d.plain.len);
+	c->dict_off = w->off;
+	fmt_kind k = sub.oom || w->page.oom ? oom(e) : emit_page(w, c, PAGE_DICTIONARY, &sub, 7, e);
+	fmt_sb_free(&sub);
+	return k;
+}
+
+/* Rows [r0, r1) holding values [v0, v1) as one data page v1. */
+static fmt_kind write_data_page(writer *w, colw *c, uint64_t r0, uint64_t r1, uint64_t v0, uint64_t v1, fmt_err *e)
+{
+	w->page.len = 0;
+	size_t rows = (size_t)(r1 - r0), vals = (size_t)(v1 - v0);
+	if (grow((void **)&w->levels, &w->levels_cap, (rows > vals ? rows : vals) + 1, sizeof *w->levels))
+		return oom(e);
+	if (c->f->nullable) {
+		for (size_t i = 0; i < rows; i++)
+			w->levels[i] = c->defs[r0 + i];
+		size_t at = w->page.len;
+		fmt_sb_put(&w->page, "\0\0\0\0", 4);
+		fmt_pq_rle_encode(&w->page, w->levels, rows, 1);
+		if (w->page.oom)
+			return oom(e);
+		fmt_wr_u32((uint8_t *)w->page.p + at, (uint32_t)(w->page.len - at - 4));
+	}
+	int enc = ENC_PLAIN;
+	if (c->used_dict) {
+		enc = ENC_RLE_DICTIONARY;
+		int width = fmt_pq_bit_width(c->d.n ? c->d.n - 1 : 0);
+		if (width == 0)
+			width = 1;
+		char b = (char)width;
+		fmt_sb_put(&w->page, &b, 1);
+		fmt_pq_rle_encode(&w->page, c->idx + v0, vals, width);
+	} else if (c->ptype == PT_BOOLEAN) {
+		size_t bytes = (vals + 7) / 8;
+		uint8_t *dst = (uint8_t *)fmt_sb_reserve(&w->page, bytes);
+		if (!dst)
+			return oom(e);
+		memset(dst, 0, bytes);
+		for (size_t i = 0; i < vals; i++)
+			dst[i >> 3] |= (uint8_t)(c->plain.p[v0 + i] << (i & 7));
+		fmt_sb_commit(&w->page, bytes);
+	} else if (c->is_bytes) {
+		size_t a = v0 ? (size_t)c->vpos[v0] - 4 : 0, z = v1 < c->values ? (size_t)c->vpos[v1] - 4 : c->plain.len;
+		fmt_sb_put(&w->page, c->plain.p + a, z - a);
+	} else {
+		fmt_sb_put(&w->page, c->plain.p + v0 * (size_t)c->width, vals * (size_t)c->width);
+	}
+	if (w->page.oom)
+		return oom(e);
+	fmt_sb sub = { 0 };
+	int16_t last = 0;
+	fmt_pq_tw_i32(&sub, &last, 1, (int32_t)rows);
+	fmt_pq_tw_i32(&sub, &last, 2, enc);
+	fmt_pq_tw_i32(&sub, &last, 3, ENC_RLE);
+	fmt_pq_tw_i32(&sub, &last, 4, ENC_RLE);
+	fmt_pq_tw_stop(&sub);
+	fmt_kind k = sub.oom ? oom(e) : emit_page(w, c, PAGE_DATA, &sub, 5, e);
+	fmt_sb_free(&sub);
+	return k;
+}
+
+/* Dictionary encoding pays when the dictionary and the indices are smaller than PLAIN. */
+static int dict_pays(const colw *c)
+{
+	if (!c->d.on || c->values == 0 || c->ptype == PT_BOOLEAN)
+		return 0;
+	uint64_t idx_bytes = c->values * (uint64_t)fmt_pq_bit_width(c->d.n) / 8 + 16;
+	return c->d.plain.len + idx_bytes < c->plain.len;
+}
+
+static fmt_kind write_chunk(writer *w, colw *c, fmt_err *e)
+{
+	c->start = w->off;
+	c->comp_total = c->uncomp_total = 0;
+	c->used_dict = dict_pays(c);
+	fmt_kind k = FMT_OK;
+	if (c->used_dict)
+		k = write_dict_page(w, c, e);
+	c->data_off = w->off;
+	uint64_t r = 0, v = 0;
+	do {
+		uint64_t r1 = c->rows - r > PAGE_ROWS ? r + PAGE_ROWS : c->rows, v1 = v;
+		for (uint64_t i = r; i < r1; i++)
+			v1 += c->defs[i];
+		if (k == FMT_OK)
+			k = write_data_page(w, c, r, r1, v, v1, e);
+		r = r1, v = v1;
+	} while (k == FMT_OK && r < c->rows);
+	return k;
+}
+
+/* ---- the footer's structs ---- */
+
+static void put_stats(fmt_sb *o, const colw *c)
+{
+	int16_t last = 0;
+	fmt_pq_tw_i64(o, &last, 3, (int64_t)c->nulls);
+	if (c->has_minmax) {
+		const void *mx = c->is_bytes ? (const void *)c->smax.p : c->max;
+		const void *mn = c->is_bytes ? (const void *)c->smin.p : c->min;
+		size_t mxn = c->is_bytes ? c->smax.len : (size_t)c->width, mnn = c->is_bytes ? c->smin.len : (size_t)c->width;
+		uint8_t zmin[8], zmax[8];
+		if (!c->is_bytes && (c->f->type == FMT_C_F32 || c->f->type == FMT_C_F64)) {
+			/* the spec's rule for zeros: a minimum of +0 is written -0, a maximum of -0 as +0 */
+			memcpy(zmin, mn, mnn), memcpy(zmax, mx, mxn);
+			double a = c->f->type == FMT_C_F32 ? (double)*(const float *)(const void *)zmin : *(const double *)(const void *)zmin;
+			double b = c->f->type == FMT_C_F32 ? (double)*(const float *)(const void *)zmax : *(const double *)(const void *)zmax;
+			if (a == 0)
+				zmin[mnn - 1] |= 0x80;
+			if (b == 0)
+				zmax[mxn - 1] &= 0x7f;
+			mn = zmin, mx = zmax;
+		}
+		fmt_pq_tw_bin(o, &last, 5, mx, mxn);
+		fmt_pq_tw_bin(o, &last, 6, mn, mnn);
+	}
+	fmt_pq_tw_stop(o);
+}
+
+static void put_column_chunk(fmt_sb *o, const colw *c, int codec)
+{
+	int16_t last = 0, ml = 0;
+	fmt_pq_tw_i64(o, &last, 2, (int64_t)c->start);
+	fmt_pq_tw_field(o, &last, 3, TC_STRUCT);
+	fmt_pq_tw_i32(o, &ml, 1, c->ptype);
+	fmt_pq_tw_field(o, &ml, 2, TC_LIST);
+	int encs[3], n = 0;
+	encs[n++] = c->used_dict ? ENC_RLE_DICTIONARY : ENC_PLAIN;
+	if (c->used_dict)
+		encs[n++] = ENC_PLAIN;
+	encs[n++] = ENC_RLE;
+	fmt_pq_tw_list(o, TC_I32, (uint32_t)n);
+	for (int i = 0; i < n; i++)
+		fmt_pq_tw_varint(o, (uint64_t)encs[i] << 1);
+	fmt_pq_tw_field(o, &ml, 3, TC_LIST);
+	fmt_pq_tw_list(o, TC_BINARY, 1);
+	fmt_pq_tw_varint(o, strlen(c->f->name));
+	fmt_sb_puts(o, c->f->name);
+	fmt_pq_tw_i32(o, &ml, 4, codec);
+	fmt_pq_tw_i64(o, &ml, 5, (int64_t)c->rows);
+	fmt_pq_tw_i64(o, &ml, 6, (int64_t)c->uncomp_total);
+	fmt_pq_tw_i64(o, &ml, 7, (int64_t)c->comp_total);
+	fmt_pq_tw_i64(o, &ml, 9, (int64_t)c->data_off);
+	if (c->used_dict)
+		fmt_pq_tw_i64(o, &ml, 11, (int64_t)c->dict_off);
+	fmt_pq_tw_field(o, &ml, 12, TC_STRUCT);
+	put_stats(o, c);
+	fmt_pq_tw_stop(o);   /* ColumnMetaData */
+	fmt_pq_tw_stop(o);   /* ColumnChunk */
+}
+
+static void put_row_group(writer *w, uint64_t rows)
+{
+	fmt_sb *o = &w->groups;
+	int16_t last = 0;
+	uint64_t comp = 0, uncomp = 0;
+	fmt_pq_tw_field(o, &last, 1, TC_LIST);
+	fmt_pq_tw_list(o, TC_STRUCT, (uint32_t)w->n);
+	for (size_t i = 0; i < w->n; i++) {
+		put_column_chunk(o, &w->cols[i], w->codec);
+		comp += w->cols[i].comp_total;
+		uncomp += w->cols[i].uncomp_total;
+	}
+	fmt_pq_tw_i64(o, &last, 2, (int64_t)uncomp);
+	fmt_pq_tw_i64(o, &last, 3, (int64_t)rows);
+	fmt_pq_tw_i64(o, &last, 5, (int64_t)(w->n ? w->cols[0].start : w->off));
+	fmt_pq_tw_i64(o, &last, 6, (int64_t)comp);
+	fmt_pq_tw_field(o, &last, 7, TC_I16);
+	fmt_pq_tw_varint(o, ((uint64_t)w->n_groups << 1));
+	fmt_pq_tw_stop(o);
+}
+
+static void reset_column(colw *c)
+{
+	c->rows = c->nulls = c->values = 0;
+	c->plain.len = 0;
+	c->smin.len = c->smax.len = 0;
+	c->has_minmax = 0;
+	dict_reset(&c->d, c->ptype != PT_BOOLEAN);
+}
+
+static fmt_kind flush_group(writer *w, fmt_err *e)
+{
+	uint64_t rows = w->n ? w->cols[0].rows : 0;
+	if (rows == 0)
+		return FMT_OK;
+	for (size_t i = 0; i < w->n; i++) {
+		fmt_kind k = write_chunk(w, &w->cols[i], e);
+		if (k != FMT_OK)
+			return k;
+	}
+	if (w->n_groups == INT16_MAX)
+		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: more than 32767 row groups; use more --row-group-rows");
+	put_row_group(w, rows);
+	w->n_groups++;
+	w->total_rows += rows;
+	for (size_t i = 0; i < w->n; i++)
+		reset_column(&w->cols[i]);
+	return w->groups.oom ? oom(e) : FMT_OK;
+}
+
+/* The schema element of a column: type, repetition, name, converted and logical types. */
+static void put_element(fmt_sb *o, const colw *c)
+{
+	const fmt_field *f = c->f;
+	int16_t last = 0;
+	fmt_pq_tw_i32(o, &last, 1, c->ptype);
+	if (c->ptype == PT_FLBA)
+		fmt_pq_tw_i32(o, &last, 2, c->width);
+	fmt_pq_tw_i32(o, &last, 3, f->nullable ? REP_OPTIONAL : REP_REQUIRED);
+	fmt_pq_tw_bin(o, &last, 4, f->name, strlen(f->name));
+	int converted = -1, bits = 0, is_signed = 1;
+	switch (f->type) {
+	case FMT_C_I8: converted = 15; bits = 8; break;
+	case FMT_C_I16: converted = 16; bits = 16; break;
+	case FMT_C_U8: converted = 11; bits = 8; is_signed = 0; break;
+	case FMT_C_U16: converted = 12; bits = 16; is_signed = 0; break;
+	case FMT_C_U32: converted = 13; bits = 32; is_signed = 0; break;
+	case FMT_C_U64: converted = 14; bits = 64; is_signed = 0; break;
+	case FMT_C_UTF8: case FMT_C_LARGE_UTF8: converted = 0; break;
+	case FMT_C_DATE32: converted = 6; break;
+	case FMT_C_TIMESTAMP:
+		if (f->timezone && f->unit != FMT_TU_NS)
+			converted = f->unit == FMT_TU_US ? 10 : 9;
+		break;
+	default: break;
+	}
+	if (converted >= 0)
+		fmt_pq_tw_i32(o, &last, 6, converted);
+	int16_t ll = 0, pl = 0;
+	if (bits) {
+		fmt_pq_tw_field(o, &last, 10, TC_STRUCT);
+		fmt_pq_tw_field(o, &ll, 10, TC_STRUCT);
+		fmt_pq_tw_field(o, &pl, 1, TC_BYTE);
+		fmt_sb_put(o, (const char *)&(int8_t){ (int8_t)bits }, 1);
+		fmt_pq_tw_bool(o, &pl, 2, is_signed);
+		fmt_pq_tw_stop(o);
+		fmt_pq_tw_stop(o);
+	} else if (f->type == FMT_C_UTF8 || f->type == FMT_C_LARGE_UTF8 || f->type == FMT_C_DATE32 ||
+		   f->type == FMT_C_F16) {
+		int16_t id = f->type == FMT_C_DATE32 ? 6 : f->type == FMT_C_F16 ? 15 : 1;
+		fmt_pq_tw_field(o, &last, 10, TC_STRUCT);
+		fmt_pq_tw_field(o, &ll, id, TC_STRUCT);
+		fmt_pq_tw_stop(o);
+		fmt_pq_tw_stop(o);
+	} else if (f->type == FMT_C_TIMESTAMP) {
+		int16_t ul = 0;
+		fmt_pq_tw_field(o, &last, 10, TC_STRUCT);
+		fmt_pq_tw_field(o, &ll, 8, TC_STRUCT);
+		fmt_pq_tw_bool(o, &pl, 1, f->timezone != NULL);
+		fmt_pq_tw_field(o, &pl, 2, TC_STRUCT);
+		fmt_pq_tw_field(o, &ul, f->unit == FMT_TU_US ? 2 : f->unit == FMT_TU_NS ? 3 : 1, TC_STRUCT);
+		fmt_pq_tw_stop(o);   /* the unit's empty struct */
+		fmt_pq_tw_stop(o);   /* TimeUnit */
+		fmt_pq_tw_stop(o);   /* TimestampType */
+		fmt_pq_tw_stop(o);   /* LogicalType */
+	}
+	fmt_pq_tw_stop(o);
+}
+
+static fmt_kind write_footer(writer *w, fmt_err *e)
+{
+	fmt_sb o = { 0 };
+	int16_t last = 0;
+	fmt_pq_tw_i32(&o, &last, 1, 1);
+	fmt_pq_tw_field(&o, &last, 2, TC_LIST);
+	fmt_pq_tw_list(&o, TC_STRUCT, (uint32_t)w->n + 1);
+	int16_t rl = 0;
+	fmt_pq_tw_bin(&o, &rl, 4, "schema", 6);
+	fmt_pq_tw_i32(&o, &rl, 5, (int32_t)w->n);
+	fmt_pq_tw_stop(&o);
+	for (size_t i = 0; i < w->n; i++)
+		put_element(&o, &w->cols[i]);
+	fmt_pq_tw_i64(&o, &last, 3, (int64_t)w->total_rows);
+	fmt_pq_tw_field(&o, &last, 4, TC_LIST);
+	fmt_pq_tw_list(&o, TC_STRUCT, w->n_groups);
+	fmt_sb_put(&o, w->groups.p, w->groups.len);
+	size_t n_kv = 0;
+	for (size_t i = 0; i < w->s->n_meta; i++)
+		n_kv += strcmp(w->s->meta[i].key, "ARROW:schema") != 0;
+	if (n_kv) {
+		fmt_pq_tw_field(&o, &last, 5, TC_LIST);
+		fmt_pq_tw_list(&o, TC_STRUCT, (uint32_t)n_kv);
+		for (size_t i = 0; i < w->s->n_meta; i++) {
+			/* Arrow's own schema would describe the file pyarrow wrote, not this one */
+			if (strcmp(w->s->meta[i].key, "ARROW:schema") == 0)
+				continue;
+			int16_t kl = 0;
+			fmt_pq_tw_bin(&o, &kl, 1, w->s->meta[i].key, strlen(w->s->meta[i].key));
+			fmt_pq_tw_bin(&o, &kl, 2, w->s->meta[i].value, strlen(w->s->meta[i].value));
+			fmt_pq_tw_stop(&o);
+		}
+	}
+	const char *by = "fmtkit version " FMTKIT_VERSION;
+	fmt_pq_tw_bin(&o, &last, 6, by, strlen(by));
+	fmt_pq_tw_field(&o, &last, 7, TC_LIST);
+	fmt_pq_tw_list(&o, TC_STRUCT, (uint32_t)w->n);
+	for (size_t i = 0; i < w->n; i++) {
+		int16_t cl = 0;
+		fmt_pq_tw_field(&o, &cl, 1, TC_STRUCT);  /* TYPE_ORDER: an empty struct */
+		fmt_pq_tw_stop(&o);
+		fmt_pq_tw_stop(&o);
+	}
+	fmt_pq_tw_stop(&o);
+	uint8_t tail[8];
+	fmt_wr_u32(tail, (uint32_t)o.len);
+	memcpy(tail + 4, "PAR1", 4);
+	fmt_kind k = o.oom || o.len > UINT32_MAX ? oom(e) : put(w, o.p, o.len, e);
+	if (k == FMT_OK)
+		k = put(w, tail, 8, e);
+	fmt_sb_free(&o);
+	return k;
+}
+
+static void writer_free(writer *w)
+{
+	for (size_t i = 0; w->cols && i < w->n; i++) {
+		colw *c = &w->cols[i];
+		free(c->defs), free(c->vpos), free(c->idx);
+		fmt_sb_free(&c->plain), fmt_sb_free(&c->smin), fmt_sb_free(&c->smax);
+		dict_reset(&c->d, 0);
+	}
+	free(w->cols);
+	free(w->levels);
+	fmt_sb_free(&w->page), fmt_sb_free(&w->comp), fmt_sb_free(&w->hdr), fmt_sb_free(&w->groups);
+}
+
+static fmt_kind add_batch(writer *w, const fmt_batch *b, uint64_t group_rows, fmt_err *e)
+{
+	uint64_t at = 0;
+	while (at < b->n_rows) {
+		uint64_t room = group_rows - w->cols[0].rows, take = b->n_rows - at < room ? b->n_rows - at : room;
+		for (size_t i = 0; i < w->n; i++) {
+			fmt_kind k = add_rows(&w->cols[i], &b->columns[i], at, take, e);
+			if (k != FMT_OK)
+				return k;
+		}
+		at += take;
+		if (w->cols[0].rows == group_rows) {
+			fmt_kind k = flush_group(w, e);
+			if (k != FMT_OK)
+				return k;
+		}
+	}
+	return FMT_OK;
+}
+
+fmt_kind fmt_pq_write(fmt_table *in, fmt_sink *k, int codec, int level, uint64_t group_rows, fmt_err *e)
+{
+	writer w = { .k = k, .s = &in->schema, .n = in->schema.n_fields, .codec = codec, .level = level };
+	const fmt_field *u = fmt_schema_unsupported(&in->schema);
+	if (u)
+		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert", u->name,
+				u->type_name);
+	if (w.n == 0)
+		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: a table without columns");
+	if (!(w.cols = calloc(w.n, sizeof *w.cols)))
+		return oom(e);
+	for (size_t i = 0; i < w.n; i++) {
+		w.cols[i].f = &in->schema.fields[i];
+		physical_of(&w.cols[i]);
+		reset_column(&w.cols[i]);
+	}
+	fmt_kind r = put(&w, "PAR1", 4, e);
+	while (r == FMT_OK) {
+		fmt_batch b;
+		int done;
+		if ((r = fmt_table_next(in, &b, &done, e)) != FMT_OK)
+			break;
+		if (!done)
+			r = add_batch(&w, &b, group_rows, e);
+		fmt_batch_free(&b);
+		if (done)
+			break;
+	}
+	if (r == FMT_OK)
+		r = flush_group(&w, e);
+	if (r == FMT_OK)
+		r = write_footer(&w, e);
+	writer_free(&w);
+	return r;
+}

@@ -1,0 +1,244 @@
+#!/usr/bin/env bats
+# Parquet (issue 24): files DuckDB wrote (tests/data/parquet, made by tests/interop/parquet_data.mjs,
+# whose values tests/interop/parquet.test.mjs checks against DuckDB's) read in each page version,
+# codec and encoding; what scripts/gen/parquet-cases writes from the specification (DELTA_BYTE_ARRAY,
+# RLE booleans, FLOAT16, INT96, PLAIN_DICTIONARY, CRCs) and its hostile copies; fmtkit's writer
+# (row groups, codecs, dictionaries, statistics, the .ald card as key/value metadata).
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	load helpers
+	"$REPO_ROOT/scripts/gen/parquet-cases" "$BATS_FILE_TMPDIR/cases"
+}
+
+setup() {
+	load helpers
+	cd "$BATS_TEST_TMPDIR"
+	DATA="$REPO_ROOT/tests/data/parquet"
+	CASES="$BATS_FILE_TMPDIR/cases"
+}
+
+@test "DuckDB's files in every codec and page version convert to DuckDB's values (the expected CSV)" {
+	for f in types-v1-snappy types-v1-gzip-nodict types-v1-none; do
+		run fmt-convert -q "$DATA/$f.parquet" "$f.csv"
+		assert_success
+		cmp "$f.csv" "$DATA/types-300.csv" || fail "$f"
+	done
+	for f in types-v2-zstd types-v2-lz4raw; do
+		run fmt-convert -q "$DATA/$f.parquet" "$f.csv"
+		assert_success
+		head -n 301 "$f.csv" | cmp - "$DATA/types-300.csv" || fail "$f"
+		assert_equal "$(wc -l <"$f.csv")" 2101
+		assert_equal "$(sha256sum <"$f.csv" | cut -c1-64)" 327d0effce44bb7a53bfa1cfe19a1d8a092347018b04cc7c30878ecd75cb6a55
+	done
+	# the rows with nulls in every nullable column, exactly
+	assert_equal "$(sed -n 2p "$DATA/types-300.csv")" \
+		"0,,0,-15000,0,0,0,0,,0,,,,2020-01-01,2021-03-04T05:06:07.123456,2021-03-04T05:06:07.123456Z,2021-03-04T05:06:07,2021-03-04T05:06:07"
+	assert_equal "$(sed -n 3p "$DATA/types-300.csv")" \
+		"1,-463,1,-14999,1,3,11,1000003,0.3333333333333333,0.14285715,false,name_1,7831,2020-01-02,2021-03-04T05:06:08.123456,2021-03-04T05:07:07.123456Z,2021-03-04T05:06:08,2021-03-04T05:06:08"
+}
+
+@test "fmt-inspect: the schema with logical types, row groups, codecs, encodings, sizes and statistics" {
+	run fmt-inspect --schema "$DATA/types-v2-zstd.parquet"
+	assert_success
+	assert_output "$(printf 'schema (18 columns):\n  id  int32\n  big  int64\n  tiny  int8\n  small  int16\n  ut  uint8\n  us  uint16\n  ui  uint32\n  ub  uint64\n  dbl  float64\n  flt  float32\n  flag  bool\n  name  utf8\n  bin  binary\n  day  date32\n  ts  timestamp[us]\n  tstz  timestamp[us, UTC]\n  tsms  timestamp[ms]\n  tsns  timestamp[ns]')"
+	run fmt-inspect --json "$DATA/types-v2-zstd.parquet"
+	assert_success
+	assert_equal "$(printf '%s' "$output" | jq -c '[.format, .rows, .parquet.version, .parquet.created_by, .parquet.row_group_count, .parquet.row_groups["0"].rows, .parquet.row_groups["1"].rows]')" \
+		'["parquet",2100,2,"DuckDB version v1.5.6 (build 069cc9f9b5)",2,2048,52]'
+	assert_equal "$(printf '%s' "$output" | jq -c '.parquet.row_groups["0"].columns.big')" \
+		'{"codec":"ZSTD","encodings":"DELTA_BINARY_PACKED","values":2048,"compressed_bytes":254,"uncompressed_bytes":2775,"offset":53,"null_count":293,"min":-500,"max":499}'
+	assert_equal "$(printf '%s' "$output" | jq -c '.parquet.row_groups["1"].columns.name | [.encodings, .null_count, .min, .max]')" \
+		'["DELTA_LENGTH_BYTE_ARRAY",17,"name_0","name_9"]'
+	assert_equal "$(printf '%s' "$output" | jq -r '.parquet.row_groups["0"].columns.dbl.encodings, .parquet.leaf_columns.tstz, .parquet.leaf_columns.ut')" \
+		"$(printf 'BYTE_STREAM_SPLIT\nINT64 TIMESTAMP(us, UTC) (optional)\nINT32 INTEGER(8, unsigned) (optional)')"
+	run fmt-inspect "$DATA/types-v1-snappy.parquet"
+	assert_success
+	assert_line "row_group_count: 1"
+	assert_line "  id: INT32 INTEGER(32, signed) (optional)"
+	assert_line "        codec: SNAPPY"
+	assert_line "        encodings: PLAIN_DICTIONARY"
+}
+
+@test "fmt-inspect --head reads the first rows; fmt-verify decodes every page" {
+	run fmt-inspect --json --head 2 "$DATA/types-v2-lz4raw.parquet"
+	assert_success
+	assert_equal "$(printf '%s' "$output" | jq -c '.head[1] | [.id, .big, .name, .flag, .tstz]')" '[1,-463,"name_1",false,"2021-03-04T05:07:07.123456Z"]'
+	for f in "$DATA"/types-*.parquet; do
+		run fmt-verify "$f"
+		assert_success
+	done
+	run fmt-verify "$DATA/types-v2-zstd.parquet"
+	assert_output "$DATA/types-v2-zstd.parquet: ok (parquet, 2100 rows)"
+}
+
+@test "from the specification: DELTA_BYTE_ARRAY, RLE booleans with nulls (page v2), FLOAT16, INT96, PLAIN_DICTIONARY" {
+	run fmt-convert -q "$CASES/good.parquet" good.csv
+	assert_success
+	assert_equal "$(cat good.csv)" "$(printf '%s\n' 's,b,h,t,d' \
+		'apple,true,1,1970-01-01T00:00:00,7' \
+		'applesauce,,-2,2000-01-01T12:00:00.000000001,' \
+		'apply,false,0.5,1969-12-31T00:00:00,9' \
+		'banana,,6.55e+04,2022-01-08T00:00:00.000000001,7' \
+		'band,true,-0,1970-01-02T00:00:00.000000999,7')"
+	run fmt-inspect --schema "$CASES/good.parquet"
+	assert_output "$(printf 'schema (5 columns):\n  s  utf8  not null\n  b  bool\n  h  float16  not null\n  t  timestamp[ns]  not null\n  d  int64')"
+	run fmt-verify "$CASES/good.parquet"
+	assert_success
+	run fmt-inspect --json "$CASES/good.parquet"
+	assert_equal "$(printf '%s' "$output" | jq -c '.schema.metadata')" '{"origin":"parquet-cases"}'
+}
+
+@test "hostile files: exact exit and message, nothing written" {
+	mkdir out
+	while IFS='|' read -r file code msg; do
+		run --separate-stderr fmt-convert -q "$CASES/$file" out/out.csv
+		[ "$status" -eq "$code" ] || fail "$file: exit $status: $stderr"
+		assert_equal "$stderr" "fmt-convert: error: $CASES/$file: $msg"
+		[ -z "$(ls -A out)" ] || fail "$file: left $(ls -A out)"
+	done <<'EOF2'
+bad-truncated.parquet|4|Parquet: no PAR1 magic at both ends (truncated?)
+bad-footer-length.parquet|4|Parquet: footer length 586 does not fit the file (586 bytes)
+bad-row-count.parquet|4|Parquet: the row groups hold 5 rows, the footer says 6
+bad-chunk-offset.parquet|4|Parquet: column 's': chunk at 1099511627776 of 100 bytes is outside the file's data (322 bytes)
+bad-dict-index.parquet|4|Parquet: column 'd': a dictionary index past the dictionary
+bad-page-size.parquet|4|row group 0: Parquet: column 'h': a page runs past its column chunk
+bad-few-values.parquet|4|row group 0: Parquet: column 't': the pages hold 2 values, the chunk says 5
+bad-crc.parquet|6|row group 0: Parquet: column 'h': page CRC differs
+bad-huge-page.parquet|4|row group 0: Parquet: column 't': pages hold more values than the chunk
+bad-deep.parquet|4|Parquet: malformed footer (a field)
+bad-huge-list.parquet|4|Parquet: malformed footer (schema list)
+brotli.parquet|5|Parquet: codec BROTLI (4) is not supported (none, SNAPPY, GZIP, ZSTD, LZ4_RAW are)
+EOF2
+	# decoding refuses a page of more values than it reads (its levels are held whole)
+	run --separate-stderr fmt-verify "$CASES/bad-huge-page.parquet"
+	assert_failure 5
+	assert_equal "$stderr" "fmt-verify: error: $CASES/bad-huge-page.parquet: row group 0: Parquet: column 't': a page of 33554432 values (at most 16777216 are read)"
+	run --separate-stderr fmt-verify "$CASES/bad-dict-index.parquet"
+	assert_failure 4
+	assert_equal "$stderr" "fmt-verify: error: $CASES/bad-dict-index.parquet: row group 0: Parquet: column 'd': a dictionary index past the dictionary"
+}
+
+@test "a decimal and a nested (list) column: named, refused with exit 5 naming the column, taken when excluded" {
+	run fmt-inspect --schema "$DATA/decimal-list.parquet"
+	assert_output "$(printf 'schema (3 columns):\n  id  int32\n  price  decimal128(10, 2)  (not converted by fmtkit)\n  pair  list  (not converted by fmtkit)')"
+	run --separate-stderr fmt-convert "$DATA/decimal-list.parquet" o.csv
+	assert_failure 5
+	assert_equal "$stderr" "fmt-convert: error: $DATA/decimal-list.parquet: column 'price' has type decimal128(10, 2), which fmtkit does not convert"
+	run --separate-stderr fmt-convert --exclude price "$DATA/decimal-list.parquet" o.csv
+	assert_failure 5
+	assert_equal "$stderr" "fmt-convert: error: $DATA/decimal-list.parquet: column 'pair' has type list, which fmtkit does not convert"
+	[ ! -e o.csv ]
+	run fmt-convert -q --exclude 'p*' "$DATA/decimal-list.parquet" o.csv
+	assert_success
+	assert_equal "$(cat o.csv)" "$(printf 'id\n0\n1\n2\n3\n4')"
+}
+
+@test "writing: row groups of --row-group-rows, each codec, statistics, dictionary where it pays; CSV back byte for byte" {
+	printf 'id,word,score,ok\n1,apple,0.5,true\n2,apple,-1.25,false\n3,pear,,true\n4,apple,7,\n5,fig,2,false\n' >in.csv
+	for c in none snappy gzip zstd zstd:19 gzip:9 lz4; do
+		run fmt-convert -q -c "$c" --row-group-rows 2 in.csv "o.parquet"
+		assert_success
+		run fmt-verify o.parquet
+		assert_success
+		fmt-convert -q o.parquet back.csv
+		cmp in.csv back.csv || fail "$c"
+		rm o.parquet back.csv
+	done
+	fmt-convert -q -c zstd --row-group-rows 2 in.csv o.parquet
+	run fmt-inspect --json o.parquet
+	assert_equal "$(printf '%s' "$output" | jq -c '[.parquet.row_group_count, [.parquet.row_groups[] | .rows], .parquet.row_groups["0"].columns.word.codec]')" '[3,[2,2,1],"ZSTD"]'
+	assert_equal "$(printf '%s' "$output" | jq -c '[.parquet.row_groups[] | .columns.score | [.min, .max, .null_count]]')" \
+		'[[-1.25,0.5,0],[7,7,1],[2,2,0]]'
+	assert_equal "$(printf '%s' "$output" | jq -c '[.parquet.row_groups[] | .columns.word | [.min, .max]]')" \
+		'[["apple","apple"],["apple","pear"],["fig","fig"]]'
+	# a repeated word: dictionary-encoded; distinct integers: PLAIN
+	seq 1 3000 | awk 'BEGIN { print "n,w" } { print $1 "," ($1 % 3 ? "often" : "sometimes") }' >big.csv
+	fmt-convert -q big.csv big.parquet
+	run fmt-inspect --json big.parquet
+	assert_equal "$(printf '%s' "$output" | jq -r '.parquet.row_groups["0"].columns.w.encodings, .parquet.row_groups["0"].columns.n.encodings, .parquet.row_groups["0"].columns.w.codec')" \
+		"$(printf 'PLAIN, RLE, RLE_DICTIONARY\nPLAIN, RLE\nSNAPPY')"
+	fmt-convert -q big.parquet big2.csv
+	cmp big.csv big2.csv
+}
+
+@test "every column type fmtkit writes reads back the same (Parquet -> Parquet -> CSV)" {
+	fmt-convert -q -c gzip --row-group-rows 700 "$DATA/types-v2-zstd.parquet" w.parquet
+	fmt-convert -q w.parquet w.csv
+	assert_equal "$(sha256sum <w.csv | cut -c1-64)" 327d0effce44bb7a53bfa1cfe19a1d8a092347018b04cc7c30878ecd75cb6a55
+	run fmt-inspect --schema w.parquet
+	assert_equal "$output" "$(fmt-inspect --schema "$DATA/types-v2-zstd.parquet")"
+	fmt-convert -q "$CASES/good.parquet" g.parquet
+	fmt-convert -q g.parquet g.csv
+	fmt-convert -q "$CASES/good.parquet" want.csv
+	cmp g.csv want.csv
+}
+
+@test "the .ald card travels through Parquet's key/value metadata and back" {
+	printf 'id,name\n1,a\n2,b\n' >in.csv
+	printf '{"name":"demo","version":"1.0","license":"MIT","tags":["x","y"]}' >card.json
+	fmt-convert -q --card card.json in.csv in.ald
+	fmt-convert -q in.ald c.parquet
+	run fmt-inspect --json c.parquet
+	assert_equal "$(printf '%s' "$output" | jq -r '.schema.metadata["ald:card"]')" '{"name":"demo","version":"1.0","license":"MIT","tags":["x","y"]}'
+	fmt-convert -q c.parquet back.ald
+	run fmt-inspect --json back.ald
+	assert_equal "$(printf '%s' "$output" | jq -c '.ald.card | del(.sha256)')" '{"name":"demo","version":"1.0","license":"MIT","tags":["x","y"]}'
+}
+
+@test "--head reads only the first row group: a damaged later one does not stop it, a conversion stops there" {
+	seq 1 40 | awk 'BEGIN { print "n,s" } { print $1 ",word" $1 }' >in.csv
+	fmt-convert -q -c snappy --row-group-rows 20 in.csv o.parquet
+	off=$(fmt-inspect --json o.parquet | jq '.parquet.row_groups["1"].columns.s.offset')
+	# a byte of the second row group's string page (its header is about 30 bytes)
+	printf '\377' | dd of=o.parquet bs=1 seek=$((off + 40)) conv=notrunc status=none
+	run fmt-inspect --json --head 3 o.parquet
+	assert_success
+	assert_equal "$(printf '%s' "$output" | jq -c '.head')" '[{"n":1,"s":"word1"},{"n":2,"s":"word2"},{"n":3,"s":"word3"}]'
+	run --separate-stderr fmt-convert o.parquet out.csv
+	assert_failure 6
+	assert_equal "$stderr" "fmt-convert: error: o.parquet: row group 1: Parquet: column 's': page CRC differs"
+	[ ! -e out.csv ]
+}
+
+@test "usage: -c and --row-group-rows values, and --row-group-rows without Parquet output (exit 2, nothing written)" {
+	printf 'a\n1\n' >in.csv
+	run --separate-stderr fmt-convert -c brotli in.csv o.parquet
+	assert_failure 2
+	assert_equal "${stderr_lines[0]}" "fmt-convert: error: --compression takes none, snappy (default), gzip[:1-9], zstd[:1-22], zstd-max or lz4 for Parquet"
+	run --separate-stderr fmt-convert -c zstd:23 in.csv o.parquet
+	assert_failure 2
+	run --separate-stderr fmt-convert -c snappy:3 in.csv o.parquet
+	assert_failure 2
+	run --separate-stderr fmt-convert --row-group-rows 0 in.csv o.parquet
+	assert_failure 2
+	assert_equal "${stderr_lines[0]}" "fmt-convert: error: --row-group-rows takes a row count from 1 to 2147483647"
+	run --separate-stderr fmt-convert --row-group-rows 5 in.csv o.csv
+	assert_failure 2
+	assert_equal "${stderr_lines[0]}" "fmt-convert: error: in.csv: --row-group-rows has no use with csv input and csv output (it is for parquet output)"
+	[ ! -e o.parquet ] && [ ! -e o.csv ]
+	# .ald keeps its own codecs
+	run --separate-stderr fmt-convert -c snappy in.csv o.ald
+	assert_failure 2
+	assert_equal "${stderr_lines[0]}" "fmt-convert: error: --compression takes none, zstd, zstd-max or lz4 for a dataset"
+}
+
+@test "column selection reads only the selected columns: a damaged page of an excluded one is never decoded" {
+	seq 1 40 | awk 'BEGIN { print "n,s" } { print $1 ",word" $1 }' >in.csv
+	fmt-convert -q -c none in.csv o.parquet
+	# the length of the first PLAIN string (5, "word1") made 0xff...: that page cannot be decoded
+	off=$(grep -obUaP '\x05\x00\x00\x00word1' o.parquet | head -n 1 | cut -d: -f1)
+	printf '\377' | dd of=o.parquet bs=1 seek="$off" conv=notrunc status=none
+	run fmt-convert -q --no-verify --exclude s o.parquet n.csv
+	assert_success
+	assert_equal "$(cat n.csv)" "$(seq 0 40 | sed '1s/.*/n/')"
+	run --separate-stderr fmt-convert --no-verify o.parquet all.csv
+	assert_failure 4
+	assert_equal "$stderr" "fmt-convert: error: o.parquet: Parquet: column 's': a PLAIN byte array runs past the page"
+	# checked before reading (the page's CRC), whatever the selection
+	run --separate-stderr fmt-convert --exclude s o.parquet n2.csv
+	assert_failure 6
+	assert_equal "$stderr" "fmt-convert: error: o.parquet: row group 0: Parquet: column 's': page CRC differs"
+	[ ! -e all.csv ] && [ ! -e n2.csv ]
+}

@@ -1,0 +1,172 @@
+// Parquet interoperability with DuckDB (@duckdb/node-api) and hyparquet (a pure JS reader):
+// DuckDB writes every type with nulls over several row groups in each codec, page version
+// and with dictionaries on and off, and what fmtkit converts to CSV holds DuckDB's values; the
+// files of tests/data/parquet and their expected CSV hold them too; fmtkit writes Parquet in
+// each codec and DuckDB and hyparquet read its values, types and the .ald card back.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from "hyparquet";
+import { tableFromIPC } from "apache-arrow";
+import { convert, inspectJson, scratch, tool } from "./lib.mjs";
+import { DATA, FILES, TYPES_SQL, duck } from "./parquet_data.mjs";
+
+// The columns as DuckDB types them, to read fmtkit's CSV back typed (binary: fmtkit's hex).
+const CSV_TYPES = {
+	id: "INTEGER", big: "BIGINT", tiny: "TINYINT", small: "SMALLINT", ut: "UTINYINT", us: "USMALLINT",
+	ui: "UINTEGER", ub: "UBIGINT", dbl: "DOUBLE", flt: "FLOAT", flag: "BOOLEAN", name: "VARCHAR",
+	bin: "VARCHAR", day: "DATE", ts: "TIMESTAMP", tstz: "TIMESTAMPTZ", tsms: "TIMESTAMP_MS",
+	tsns: "TIMESTAMP_NS",
+};
+const COLS = Object.keys(CSV_TYPES);
+// t's columns with the binary one as fmtkit writes it in CSV: hex
+const AS_CSV = COLS.map((c) => (c === "bin" ? "lower(hex(bin)) as bin" : c)).join(", ");
+
+async function scalar(c, sql) {
+	const r = await c.runAndReadAll(sql);
+	return r.getRows()[0][0];
+}
+
+/* Rows of a that b lacks plus rows of b that a lacks (multisets): 0 when equal. */
+async function difference(c, a, b) {
+	return Number(await scalar(c, `select (select count(*) from (${a} except all ${b})) +
+		(select count(*) from (${b} except all ${a}))`));
+}
+
+function csvOf(c, path) {
+	const types = COLS.map((k) => `'${k}': '${CSV_TYPES[k]}'`).join(", ");
+	return `select ${COLS.join(", ")} from read_csv('${path}', header = true, columns = {${types}})`;
+}
+
+test("DuckDB-written Parquet in each codec, page version and dictionary setting: fmtkit's CSV holds DuckDB's values", async (t) => {
+	const dir = scratch(t);
+	const c = await duck();
+	await c.run(`create table t as ${TYPES_SQL.replace("range(0, 2100)", "range(0, 5000)")}`);
+	let cases = 0;
+	for (const codec of ["uncompressed", "snappy", "gzip", "zstd", "lz4_raw"])
+		for (const version of ["V1", "V2"])
+			for (const dict of [true, false]) {
+				const pq = join(dir, `${codec}-${version}-${dict}.parquet`);
+				await c.run(`copy t to '${pq}' (format parquet, row_group_size 2048, compression ${codec}, parquet_version ${version}
+					${dict ? "" : ", dictionary_size_limit 1"})`);
+				const info = inspectJson(pq);
+				assert.equal(info.rows, 5000);
+				assert.ok(info.parquet.row_group_count >= 2, `${pq}: ${info.parquet.row_group_count} row groups`);
+				tool("fmt-verify", [pq]);
+				convert(pq, join(dir, "out.csv"));
+				const diff = await difference(c, `select ${AS_CSV} from t`, csvOf(c, join(dir, "out.csv")));
+				assert.equal(diff, 0, `${codec} ${version} dictionary ${dict}: ${diff} rows differ`);
+				cases++;
+			}
+	assert.equal(cases, 20);
+});
+
+test("DuckDB-written Parquet to Arrow IPC: apache-arrow reads DuckDB's values", async (t) => {
+	const dir = scratch(t);
+	const c = await duck();
+	await c.run(`create table t as ${TYPES_SQL}`);
+	const cols = ["id", "big", "tiny", "ut", "ub", "dbl", "flt", "flag", "name", "day"];
+	const want = (await c.runAndReadAll(`select ${cols.join(", ")}, epoch_ms(day) as day_ms from t order by id`)).getRowObjects();
+	for (const version of ["V1", "V2"]) {
+		const pq = join(dir, `${version}.parquet`);
+		await c.run(`copy t to '${pq}' (format parquet, row_group_size 2048, parquet_version ${version})`);
+		convert(pq, join(dir, "out.arrow"));
+		const table = tableFromIPC(readFileSync(join(dir, "out.arrow")));
+		assert.equal(table.numRows, want.length);
+		const get = (name) => table.getChild(name).toArray ? [...table.getChild(name)] : [];
+		const got = Object.fromEntries(cols.map((k) => [k, get(k)]));
+		for (let i = 0; i < want.length; i++) {
+			const w = want[i];
+			for (const k of ["id", "tiny", "ut", "flag", "name"])
+				assert.equal(got[k][i], w[k], `${version} ${k} row ${i}`);
+			assert.equal(got.big[i] === null ? null : BigInt(got.big[i]), w.big === null ? null : BigInt(w.big));
+			assert.equal(BigInt(got.ub[i]), BigInt(w.ub));
+			assert.equal(got.dbl[i], w.dbl);
+			assert.equal(got.flt[i], Math.fround(w.flt));
+			assert.equal(Number(got.day[i]), Number(w.day_ms), `${version} day row ${i}`);
+		}
+	}
+});
+
+test("the files of tests/data/parquet and their expected CSV hold DuckDB's values", async () => {
+	const c = await duck();
+	await c.run(`create table t as ${TYPES_SQL}`);
+	for (const [name, , rows] of FILES) {
+		const d = await difference(c, `select * from t where id < ${rows}`,
+			`select * from read_parquet('${join(DATA, name)}')`);
+		assert.equal(d, 0, name);
+	}
+	const d = await difference(c, `select ${AS_CSV} from t where id < 300`, csvOf(c, join(DATA, "types-300.csv")));
+	assert.equal(d, 0, "types-300.csv");
+});
+
+test("fmtkit writes Parquet in each codec: DuckDB reads the same values and types", async (t) => {
+	const dir = scratch(t);
+	const c = await duck();
+	await c.run(`create table t as ${TYPES_SQL}`);
+	const src = join(dir, "src.parquet");
+	await c.run(`copy t to '${src}' (format parquet)`);
+	const want = await c.runAndReadAll(`describe select * from read_parquet('${src}')`);
+	for (const codec of ["none", "snappy", "gzip", "zstd", "zstd:19", "lz4"]) {
+		const out = join(dir, `w-${codec.replace(":", "_")}.parquet`);
+		convert(src, out, "-c", codec, "--row-group-rows", "700");
+		const info = inspectJson(out);
+		assert.equal(info.parquet.row_group_count, 3);
+		const got = await c.runAndReadAll(`describe select * from read_parquet('${out}')`);
+		assert.deepEqual(got.getRows().map((r) => [r[0], r[1]]), want.getRows().map((r) => [r[0], r[1]]), codec);
+		assert.equal(await difference(c, "select * from t", `select * from read_parquet('${out}')`), 0, codec);
+		// DuckDB's view of the statistics fmtkit wrote: min and max of each row group's id
+		const st = await c.runAndReadAll(`select row_group_id, stats_min_value, stats_max_value, stats_null_count
+			from parquet_metadata('${out}') where path_in_schema = 'big' order by row_group_id`);
+		const want_st = await c.runAndReadAll(`select (id // 700) as g, min(big)::varchar, max(big)::varchar,
+			count(*) - count(big) from t group by g order by g`);
+		assert.deepEqual(st.getRows().map((r) => [r[1], r[2], Number(r[3])]),
+			want_st.getRows().map((r) => [r[1], r[2], Number(r[3])]), codec);
+	}
+});
+
+test("fmtkit writes Parquet that hyparquet reads value for value", async (t) => {
+	const dir = scratch(t);
+	const c = await duck();
+	await c.run(`create table t as ${TYPES_SQL}`);
+	const src = join(dir, "src.parquet");
+	await c.run(`copy t to '${src}' (format parquet)`);
+	const rows = (await c.runAndReadAll("select id, big, name, dbl, flag, ub, tiny from t order by id")).getRowObjects();
+	for (const codec of ["none", "snappy"]) {
+		const out = join(dir, `h-${codec}.parquet`);
+		convert(src, out, "-c", codec, "--row-group-rows", "1000");
+		const file = await asyncBufferFromFile(out);
+		const got = await parquetReadObjects({ file, columns: ["id", "big", "name", "dbl", "flag", "ub", "tiny"] });
+		assert.equal(got.length, rows.length);
+		for (let i = 0; i < rows.length; i++) {
+			const w = rows[i], g = got[i];
+			assert.equal(g.id, w.id);
+			assert.equal(g.big === null ? null : BigInt(g.big), w.big === null ? null : BigInt(w.big), `big ${i}`);
+			assert.equal(g.name, w.name);
+			assert.equal(g.dbl, w.dbl);
+			assert.equal(g.flag, w.flag);
+			assert.equal(BigInt(g.ub), BigInt(w.ub), `ub ${i}`);
+			assert.equal(g.tiny, w.tiny);
+		}
+	}
+});
+
+test("the .ald card travels to Parquet's key/value metadata (DuckDB and hyparquet read it) and back", async (t) => {
+	const dir = scratch(t);
+	const card = { name: "demo", version: "1.2", license: "CC-BY-4.0", tags: ["a", "b"] };
+	writeFileSync(join(dir, "card.json"), JSON.stringify(card));
+	writeFileSync(join(dir, "in.csv"), "id,word\n1,one\n2,two\n");
+	convert(join(dir, "in.csv"), join(dir, "in.ald"), "--card", join(dir, "card.json"));
+	convert(join(dir, "in.ald"), join(dir, "c.parquet"));
+	const c = await duck();
+	const kv = await c.runAndReadAll(`select decode(key), decode(value) from parquet_kv_metadata('${join(dir, "c.parquet")}')`);
+	assert.deepEqual(kv.getRows().map((r) => [r[0], JSON.parse(r[1])]), [["ald:card", card]]);
+	const meta = await parquetMetadataAsync(await asyncBufferFromFile(join(dir, "c.parquet")));
+	assert.deepEqual(meta.key_value_metadata.map((x) => [x.key, JSON.parse(x.value)]), [["ald:card", card]]);
+	convert(join(dir, "c.parquet"), join(dir, "back.ald"));
+	const back = inspectJson(join(dir, "back.ald")).ald.card;
+	delete back.sha256;
+	assert.deepEqual(back, card);
+	assert.equal(readFileSync(join(dir, "in.csv"), "utf8").length > 0, true);
+});

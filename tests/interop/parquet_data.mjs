@@ -1,0 +1,53 @@
+// Writes the small DuckDB-made Parquet files of tests/data/parquet/ (the bats tests read them
+// without Node): every type fmtkit converts, with nulls, over two row groups, in each page
+// version and codec, with and without dictionaries; a decimal and a list column for the
+// refusals. Run from tests/interop: node parquet_data.mjs. parquet.test.mjs checks that what
+// fmtkit reads from them equals what DuckDB reads.
+import { DuckDBInstance } from "@duckdb/node-api";
+import { join } from "node:path";
+import { REPO } from "./lib.mjs";
+
+export const DATA = join(REPO, "tests/data/parquet");
+
+// 2100 rows: DuckDB cuts row groups at 2048 rows at the least, so two row groups.
+export const TYPES_SQL = `select i::integer as id,
+  case when i % 7 = 0 then null else (i * 37) % 1000 - 500 end::bigint as big,
+  (i % 100)::tinyint as tiny, (i % 30000 - 15000)::smallint as small,
+  (i % 200)::utinyint as ut, (i * 3)::usmallint as us, (i * 11)::uinteger as ui,
+  (i * 1000003)::ubigint as ub,
+  case when i % 5 = 0 then null else i / 3.0 end::double as dbl, (i / 7.0)::float as flt,
+  case when i % 11 = 0 then null else i % 2 = 0 end as flag,
+  case when i % 3 = 0 then null else 'name_' || (i % 50) end as name,
+  case when i % 4 = 0 then null else ('x' || i)::blob end as bin,
+  (date '2020-01-01' + (i % 400)::integer) as day,
+  (timestamp '2021-03-04 05:06:07.123456' + to_seconds(i)) as ts,
+  (timestamptz '2021-03-04 05:06:07.123456+00' + to_seconds(i * 60)) as tstz,
+  (timestamp '2021-03-04 05:06:07' + to_seconds(i))::timestamp_ms as tsms,
+  (timestamp '2021-03-04 05:06:07' + to_seconds(i))::timestamp_ns as tsns
+  from range(0, 2100) r(i)`;
+
+// [file, COPY options, rows]: the v2 files hold every row (two row groups), the v1 files, larger
+// per row, the first 300.
+export const FILES = [
+	["types-v2-zstd.parquet", "compression zstd, parquet_version V2", 2100],
+	["types-v2-lz4raw.parquet", "compression lz4_raw, parquet_version V2", 2100],
+	["types-v1-snappy.parquet", "compression snappy, parquet_version V1", 300],
+	["types-v1-gzip-nodict.parquet", "compression gzip, parquet_version V1, dictionary_size_limit 1", 300],
+	["types-v1-none.parquet", "compression uncompressed, parquet_version V1", 300],
+];
+
+export async function duck() {
+	const db = await DuckDBInstance.create(":memory:");
+	const c = await db.connect();
+	await c.run("SET threads = 1; SET TimeZone = 'UTC'");
+	return c;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+	const c = await duck();
+	await c.run(`create table t as ${TYPES_SQL}`);
+	for (const [name, opts, rows] of FILES)
+		await c.run(`copy (select * from t where id < ${rows} order by id) to '${join(DATA, name)}' (format parquet, row_group_size 2048, ${opts})`);
+	await c.run(`copy (select i::integer as id, (i / 100.0)::decimal(10, 2) as price, [i, i + 1] as pair
+		from range(0, 5) r(i)) to '${join(DATA, "decimal-list.parquet")}' (format parquet)`);
+}
