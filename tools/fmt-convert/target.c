@@ -86,6 +86,10 @@ static const char *dataset_target(convert_args *a)
 			 a->model_opt, o->table_to->name);
 		return a->msg;
 	}
+	if (a->seed_given && !o->rows.sample_n && !(o->rows.sample_fraction > 0) && !o->rows.shuffle)
+		return "--seed is for --sample and --shuffle";
+	if (o->rows.memory && !o->rows.sample_n && !o->rows.shuffle && !o->rows.n_sort)
+		return "--memory is for --sort, --shuffle and --sample N";
 	if (o->compression && fmt_format_option_parse(&a->drvopts, "compression", FMT_FOPT_TABLES, o->compression, &e)) {
 		snprintf(a->msg, sizeof a->msg, "%s", e.msg);
 		return a->msg;

@@ -224,6 +224,11 @@ int fmt_name_selected(const char *name, const char *const *include, size_t n_inc
 fmt_kind fmt_table_select(fmt_table *t, const char *const *include, size_t n_include,
 			  const char *const *exclude, size_t n_exclude, fmt_err *e);
 
+/* --rename OLD=NEW (each pair that text): the columns of t named anew, after the selection, in
+ * a view (the driver keeps reading its own names). An unknown OLD, a NEW that another column
+ * has, or a pair without both names is UsageError naming it. */
+fmt_kind fmt_table_rename(fmt_table *t, const char *const *pairs, size_t n_pairs, fmt_err *e);
+
 /* Sign the model, set or dataset at path in place with its driver's sign_in_place: whatever
  * format it is, found by content; one without embedded signatures is UsageError. */
 fmt_kind fmt_sign_any_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e);
