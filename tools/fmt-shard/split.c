@@ -143,6 +143,20 @@ static fmt_kind write_set(const fmt_model *m, const fmt_driver *w, const char *p
 
 fmt_kind cmd_split(const char *input, const shard_opts *o, fmt_err *e)
 {
+	fmt_table t;
+	int is_table = 0;
+	if (strcmp(input, "-") != 0) {
+		fmt_kind k = open_table_input(input, &t, &is_table, e);
+		if (k != FMT_OK)
+			return k;
+		if (is_table) {
+			k = split_table(input, &t, o, e);
+			fmt_table_free(&t);
+			return k;
+		}
+	}
+	if (o->n_fractions || o->rows_per_shard || o->stratify || o->seed_given)
+		return fmt_fail(e, FMT_USAGE, "--fractions, --rows, --seed and --stratify split datasets, not models");
 	fmt_model m;
 	const fmt_driver *w;
 	fmt_shard_limits lim;
@@ -196,6 +210,20 @@ static void print_merge(const fmt_model *m, const char *input, const char *outpu
 
 fmt_kind cmd_merge(const char *input, const shard_opts *o, fmt_err *e)
 {
+	fmt_table t;
+	int is_table = 0;
+	if (strcmp(input, "-") != 0) {
+		fmt_kind k = open_table_input(input, &t, &is_table, e);
+		if (k != FMT_OK)
+			return k;
+		if (is_table) {
+			k = merge_tables(&t, o, e);
+			fmt_table_free(&t);
+			return k;
+		}
+	}
+	if (o->n_inputs > 1)
+		return fmt_fail(e, FMT_USAGE, "merge takes one INDEX_OR_SHARD of a model (several files: datasets)");
 	fmt_model m;
 	const fmt_driver *w;
 	fmt_sink sink;
