@@ -184,8 +184,11 @@ static void numeric_json(json_t *o, col_quality *c, fmt_ctype type)
 	size_t n = c->n < FMT_QUALITY_EXACT ? (size_t)c->n : FMT_QUALITY_EXACT;
 	qsort(c->sample, n, sizeof *c->sample, compare_doubles);
 	static const struct { const char *name; double p; } qs[] = { { "p1", 0.01 }, { "p50", 0.5 }, { "p99", 0.99 } };
-	for (size_t i = 0; i < 3; i++)
-		json_object_set_new(o, qs[i].name, number_json(c->sample[(size_t)floor((double)(n - 1) * qs[i].p)], integral));
+	for (size_t i = 0; i < 3; i++) { /* nearest rank: the ceil(n p)-th value */
+		double rank = ceil((double)n * qs[i].p);
+		size_t at = rank < 1 ? 0 : (size_t)rank - 1;
+		json_object_set_new(o, qs[i].name, number_json(c->sample[at < n ? at : n - 1], integral));
+	}
 	json_object_set_new(o, "quantiles_exact", json_boolean(c->n <= FMT_QUALITY_EXACT));
 }
 

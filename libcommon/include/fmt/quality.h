@@ -6,8 +6,8 @@
  * (Welford) and the quantiles p1, p50, p99: exact up to FMT_QUALITY_EXACT values, then from a
  * uniform reservoir sample of that many values, whose quantile ranks are off by at most 0.64 %
  * of the rows with probability 99 % (Dvoretzky-Kiefer-Wolfowitz: sqrt(ln(2/0.01) / (2 x 65536))).
- * Quantiles are discrete: the value at index floor((n - 1) x p) of the sorted values, as
- * DuckDB's quantile_disc. Part of libcommon/table. */
+ * Quantiles are discrete, by nearest rank: the ceil(n x p)-th of the sorted values, as DuckDB's
+ * quantile_disc. Part of libcommon/table. */
 #ifndef FMT_QUALITY_H
 #define FMT_QUALITY_H
 
