@@ -155,6 +155,9 @@ fmt_kind cmd_split(const char *input, const shard_opts *o, fmt_err *e)
 			return k;
 		}
 	}
+	if ((o->n_fractions || o->rows_per_shard || o->stratify || o->seed_given) && strcmp(input, "-") == 0)
+		return fmt_fail(e, FMT_USAGE, "splitting a dataset reads it once per output file: give a file, not "
+				"standard input");
 	if (o->n_fractions || o->rows_per_shard || o->stratify || o->seed_given)
 		return fmt_fail(e, FMT_USAGE, "--fractions, --rows, --seed and --stratify split datasets, not models");
 	fmt_model m;

@@ -26,6 +26,7 @@ typedef struct split_job {
 	uint64_t total;              /* rows of the input */
 	size_t n_parts;
 	const char *part_names[16];
+	char base[256];              /* the input's name without its extension */
 	out_file *files;
 	size_t n_files;
 } split_job;
@@ -46,8 +47,10 @@ static uint64_t part_rows(const split_job *j, size_t part)
 
 /* "train", "validation", "test" for two or three parts, else part1, part2...; one part: the
  * input's name without its extension. */
-static void name_parts(split_job *j, const char *input, char *base, size_t n)
+static void name_parts(split_job *j, const char *input)
 {
+	char *base = j->base;
+	size_t n = sizeof j->base;
 	static const char *const two[] = { "train", "test" }, *const three[] = { "train", "validation", "test" };
 	static char numbered[16][16];
 	snprintf(base, n, "%s", fmt_base_name(input));
@@ -83,9 +86,8 @@ static fmt_kind add_file(split_job *j, const char *dir, const char *name, const 
 /* The files: per part, one, or one per --rows N rows (at least one, which may be empty). */
 static fmt_kind plan_files(split_job *j, const char *input, const char *ext, const shard_opts *o, fmt_err *e)
 {
-	char base[256];
 	uint64_t count = 0;
-	name_parts(j, input, base, sizeof base);
+	name_parts(j, input);
 	for (size_t p = 0; p < j->n_parts; p++) {
 		uint64_t rows = part_rows(j, p);
 		count += o->rows_per_shard && rows ? (rows + o->rows_per_shard - 1) / o->rows_per_shard : 1;
@@ -222,7 +224,8 @@ static void print_split(const char *input, const fmt_table *t, const split_job *
 		}
 		uint64_t rows = part_rows(j, f->part), end = f->end < rows ? f->end : rows;
 		uint64_t n = end > f->start ? end - f->start : 0;
-		printf(": %" PRIu64 " row%s (%s)\n", n, n == 1 ? "" : "s", j->part_names[f->part]);
+		printf(": %" PRIu64 " row%s", n, n == 1 ? "" : "s");
+		printf(j->plan ? " (%s)\n" : "\n", j->part_names[f->part]);
 	}
 }
 
