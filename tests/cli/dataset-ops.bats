@@ -297,3 +297,11 @@ EOF
 	assert_failure 2
 	[ "$stderr" = "fmt-inspect: error: m.safetensors: --schema, --head and --quality are for datasets, not models" ]
 }
+
+@test "the README's train/test split example prints what the README shows" {
+	mkdir tour
+	run /usr/bin/python3 "$BATS_TEST_DIRNAME/readme_tour.py" "$REPO_ROOT/README.md" Datasets "$PWD/tour"
+	assert_success
+	assert_output ""
+	[ -f tour/splits/train.csv ] && [ -f tour/all.csv ]
+}
