@@ -83,14 +83,6 @@ static double hll_estimate(const uint8_t *regs)
 	return est;
 }
 
-static uint64_t next_random(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 static void add_number(col_quality *c, double v)
 {
 	if (isnan(v))
@@ -107,7 +99,7 @@ static void add_number(col_quality *c, double v)
 		c->sample[c->n - 1] = v;
 		return;
 	}
-	uint64_t j = (uint64_t)(((unsigned __int128)next_random(&c->rng) * c->n) >> 64);
+	uint64_t j = (uint64_t)(((unsigned __int128)fmt_splitmix64(&c->rng) * c->n) >> 64);
 	if (j < FMT_QUALITY_EXACT)
 		c->sample[j] = v;
 }

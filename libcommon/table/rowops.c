@@ -32,9 +32,7 @@ typedef struct sort_col { size_t col; int desc; } sort_col;
 
 
 typedef struct rowops {
-	fmt_table_driver d;
-	const fmt_table_driver *inner;
-	void *inner_state;
+	fmt_table_wrap w;
 	fmt_rowops_opts o;
 	where_test *wheres;
 	size_t n_wheres;
@@ -472,9 +470,7 @@ static fmt_kind inner_next(fmt_table *t, rowops *v, fmt_batch *b, int *done, fmt
 	fmt_kind k = fmt_batch_init(b, t->schema.n_fields, e);
 	if (k != FMT_OK)
 		return k;
-	t->format_state = v->inner_state;
-	k = v->inner->next(t, b, done, e);
-	t->format_state = v;
+	k = fmt_table_wrap_next(t, &v->w, b, done, e);
 	if (k == FMT_OK && !*done)
 		k = fmt_batch_check(&t->schema, b, e);
 	if (k != FMT_OK || *done)
@@ -617,10 +613,7 @@ static void rowops_free(rowops *v)
 static void rowops_close(fmt_table *t)
 {
 	rowops *v = t->format_state;
-	t->format_state = v->inner_state;
-	t->driver = v->inner;
-	if (v->inner->close)
-		v->inner->close(t);
+	fmt_table_wrap_remove(t, &v->w, 1);
 	rowops_free(v);
 }
 
@@ -675,13 +668,7 @@ fmt_kind fmt_table_rowops(fmt_table *t, const fmt_rowops_opts *o, fmt_err *e)
 		rowops_free(v);
 		return k;
 	}
-	v->d = *t->driver;
-	v->d.next = rowops_next;
-	v->d.close = rowops_close;
-	v->inner = t->driver;
-	v->inner_state = t->format_state;
-	t->driver = &v->d;
-	t->format_state = v;
+	fmt_table_wrap_put(t, &v->w, v, rowops_next, rowops_close);
 	t->n_rows = FMT_ROWS_UNKNOWN;
 	return FMT_OK;
 }

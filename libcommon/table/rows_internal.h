@@ -51,6 +51,15 @@ split_state *fmt_split_state_new(const struct fmt_split_plan *p);
 size_t fmt_split_state_part(split_state *s, const fmt_schema *sc, const fmt_batch *b, uint64_t row);
 void fmt_split_state_free(split_state *s);
 
+/* splitmix64: the next of a seeded sequence of uniform 64-bit numbers. */
+static inline uint64_t fmt_splitmix64(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
 /* "a, b, c" (cut short with "..."): the columns, for messages. */
 void fmt_schema_names_text(const fmt_schema *s, char *buf, size_t n);
 

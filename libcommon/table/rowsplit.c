@@ -237,15 +237,6 @@ split_state *fmt_split_state_new(const fmt_split_plan *p)
 	return s;
 }
 
-/* splitmix64 */
-static uint64_t next_random(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 size_t fmt_split_state_part(split_state *s, const fmt_schema *sc, const fmt_batch *b, uint64_t row)
 {
 	const fmt_split_plan *p = s->plan;
@@ -257,7 +248,7 @@ size_t fmt_split_state_part(split_state *s, const fmt_schema *sc, const fmt_batc
 		total += left[j];
 	if (total == 0)
 		return SIZE_MAX; /* a row the count did not see: the input changed */
-	uint64_t pick = (uint64_t)(((unsigned __int128)next_random(&s->rng[st]) * total) >> 64);
+	uint64_t pick = (uint64_t)(((unsigned __int128)fmt_splitmix64(&s->rng[st]) * total) >> 64);
 	for (size_t j = 0; j < p->k; j++) {
 		if (pick < left[j]) {
 			left[j]--;
@@ -281,9 +272,7 @@ void fmt_split_state_free(split_state *s)
 /* ---- tables one after another ---- */
 
 typedef struct concat {
-	fmt_table_driver d;
-	const fmt_table_driver *inner;
-	void *inner_state;
+	fmt_table_wrap w;
 	fmt_table *rest;
 	size_t n_rest, current;      /* 0: t's own rows; i: rest[i - 1]'s */
 } concat;
@@ -294,9 +283,7 @@ static fmt_kind concat_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 	for (;;) {
 		fmt_kind k;
 		if (c->current == 0) {
-			t->format_state = c->inner_state;
-			k = c->inner->next(t, b, done, e);
-			t->format_state = c;
+			k = fmt_table_wrap_next(t, &c->w, b, done, e);
 		} else {
 			fmt_batch_free(b);
 			k = fmt_table_next(&c->rest[c->current - 1], b, done, e);
@@ -313,10 +300,7 @@ static fmt_kind concat_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 static void concat_close(fmt_table *t)
 {
 	concat *c = t->format_state;
-	t->format_state = c->inner_state;
-	t->driver = c->inner;
-	if (c->inner->close)
-		c->inner->close(t);
+	fmt_table_wrap_remove(t, &c->w, 1);
 	for (size_t i = 0; i < c->n_rest; i++)
 		fmt_table_free(&c->rest[i]);
 	free(c->rest);
@@ -347,15 +331,9 @@ fmt_kind fmt_table_concat(fmt_table *t, fmt_table *rest, size_t n_rest, fmt_err 
 		free(rest);
 		return k;
 	}
-	c->d = *t->driver;
-	c->d.next = concat_next;
-	c->d.close = concat_close;
-	c->inner = t->driver;
-	c->inner_state = t->format_state;
 	c->rest = rest;
 	c->n_rest = n_rest;
-	t->driver = &c->d;
-	t->format_state = c;
+	fmt_table_wrap_put(t, &c->w, c, concat_next, concat_close);
 	uint64_t n = t->n_rows;
 	for (size_t i = 0; i < n_rest && n != FMT_ROWS_UNKNOWN; i++)
 		n = rest[i].n_rows == FMT_ROWS_UNKNOWN || fmt_add_u64(n, rest[i].n_rows, &n) ? FMT_ROWS_UNKNOWN : n;

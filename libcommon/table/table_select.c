@@ -10,9 +10,7 @@
 #include "rows_internal.h"
 
 typedef struct view {
-	fmt_table_driver d;
-	const fmt_table_driver *inner;
-	void *inner_state;
+	fmt_table_wrap w;
 	fmt_schema all;          /* the driver's schema; t->schema is the selected columns */
 	size_t *keep;            /* t->schema's columns: their index in all */
 } view;
@@ -28,21 +26,12 @@ int fmt_name_selected(const char *name, const char *const *include, size_t n_inc
 	return in;
 }
 
-/* The driver's own view of t while fn runs: its schema, state and driver. */
-static void swap_in(fmt_table *t, view *v)
+/* The driver's own schema in t, and back (swapped twice). */
+static void swap_schema(fmt_table *t, view *v)
 {
 	fmt_schema s = t->schema;
 	t->schema = v->all;
 	v->all = s;
-	t->format_state = v->inner_state;
-}
-
-static void swap_out(fmt_table *t, view *v)
-{
-	fmt_schema s = t->schema;
-	t->schema = v->all;
-	v->all = s;
-	t->format_state = v;
 }
 
 static fmt_kind view_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
@@ -52,9 +41,9 @@ static fmt_kind view_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 	fmt_kind k = fmt_batch_init(&whole, v->all.n_fields, e);
 	if (k != FMT_OK)
 		return k;
-	swap_in(t, v);
-	k = v->inner->next(t, &whole, done, e);
-	swap_out(t, v);
+	swap_schema(t, v);
+	k = fmt_table_wrap_next(t, &v->w, &whole, done, e);
+	swap_schema(t, v);
 	if (k == FMT_OK && !*done) {
 		b->n_rows = whole.n_rows;
 		for (size_t i = 0; i < t->schema.n_fields; i++)
@@ -73,9 +62,8 @@ static fmt_kind view_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 static void view_close(fmt_table *t)
 {
 	view *v = t->format_state;
-	swap_in(t, v);
-	if (v->inner->close)
-		v->inner->close(t);
+	swap_schema(t, v);
+	fmt_table_wrap_remove(t, &v->w, 1);
 	fmt_schema_free(&v->all); /* the selected columns' schema, now */
 	free(v->keep);
 	free(v);
@@ -109,16 +97,10 @@ static fmt_kind nothing_selected(const fmt_table *t, const char *const *include,
 /* Put v over t: t's schema becomes chosen (taken); keep says where each column comes from. */
 static void put_view(fmt_table *t, view *v, size_t *keep, fmt_schema *chosen)
 {
-	v->d = *t->driver;
-	v->d.next = view_next;
-	v->d.close = view_close;
-	v->inner = t->driver;
-	v->inner_state = t->format_state;
 	v->keep = keep;
 	v->all = t->schema;
 	t->schema = *chosen;
-	t->driver = &v->d;
-	t->format_state = v;
+	fmt_table_wrap_put(t, &v->w, v, view_next, view_close);
 }
 
 fmt_kind fmt_table_select(fmt_table *t, const char *const *include, size_t n_include,

@@ -63,7 +63,7 @@ fmt_kind cmd_unpack(const char *input, const shard_opts *o, fmt_err *e);
 fmt_kind open_table_input(const char *input, fmt_table *t, int *is_table, fmt_err *e);
 /* split of an open table t (freed by the caller). */
 fmt_kind split_table(const char *input, fmt_table *t, const shard_opts *o, fmt_err *e);
-/* merge/concat of o->inputs, the first open as t. */
-fmt_kind merge_tables(fmt_table *t, const shard_opts *o, fmt_err *e);
+/* merge/concat of o->inputs, the first (input) open as t. */
+fmt_kind merge_tables(const char *input, fmt_table *t, const shard_opts *o, fmt_err *e);
 
 #endif

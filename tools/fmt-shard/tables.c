@@ -315,45 +315,25 @@ static void print_concat(const fmt_table *t, const shard_opts *o, uint64_t rows)
 
 /* Counts the rows the writer pulls (a CSV input does not say how many it has). */
 typedef struct counter {
-	fmt_table_driver d;
-	const fmt_table_driver *inner;
-	void *inner_state;
+	fmt_table_wrap w;
 	uint64_t rows;
 } counter;
 
 static fmt_kind counter_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 {
 	counter *c = t->format_state;
-	t->format_state = c->inner_state;
-	fmt_kind k = c->inner->next(t, b, done, e);
-	t->format_state = c;
+	fmt_kind k = fmt_table_wrap_next(t, &c->w, b, done, e);
 	if (k == FMT_OK && !*done)
 		c->rows += b->n_rows;
 	return k;
 }
 
-/* Take the counter off t again (before t is freed). */
-static void counter_remove(fmt_table *t, counter *c)
-{
-	t->driver = c->inner;
-	t->format_state = c->inner_state;
-}
-
-static void counter_put(fmt_table *t, counter *c)
-{
-	c->d = *t->driver;
-	c->d.next = counter_next;
-	c->inner = t->driver;
-	c->inner_state = t->format_state;
-	t->driver = &c->d;
-	t->format_state = c;
-}
-
-fmt_kind merge_tables(fmt_table *t, const shard_opts *o, fmt_err *e)
+fmt_kind merge_tables(const char *input, fmt_table *t, const shard_opts *o, fmt_err *e)
 {
 	fmt_table *rest = NULL;
 	const fmt_table_driver *w = fmt_table_driver_by_extension(o->output);
 	fmt_kind k = FMT_OK;
+	(void)input; /* o->inputs[0] */
 	for (size_t i = 0; k == FMT_OK && i < o->n_inputs; i++)
 		k = fmt_check_distinct(o->inputs[i], o->output, e);
 	if (k == FMT_OK && !o->no_verify)
@@ -383,9 +363,9 @@ fmt_kind merge_tables(fmt_table *t, const shard_opts *o, fmt_err *e)
 					w->name);
 	k = fmt_sink_open(&sink, o->output, wo.sink_flags, e);
 	if (k == FMT_OK) {
-		counter_put(t, &count);
+		fmt_table_wrap_put(t, &count.w, &count, counter_next, NULL);
 		k = w->write(t, &sink, &wo, e);
-		counter_remove(t, &count);
+		fmt_table_wrap_remove(t, &count.w, 0);
 		if (k == FMT_OK)
 			k = fmt_sink_commit(&sink, e);
 		else
