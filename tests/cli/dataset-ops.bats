@@ -305,3 +305,24 @@ EOF
 	assert_output ""
 	[ -f tour/splits/train.csv ] && [ -f tour/all.csv ]
 }
+
+@test "a damaged input stops every operation with exit 4 and nothing written" {
+	fmt-convert in.csv in.ald
+	size=$(stat -c %s in.ald)
+	head -c $((size - 20)) in.ald >cut.ald
+	# a broken quote after the first batch: streaming has begun when it is found
+	{ echo 'id,v'; seq 1 70000 | sed 's/$/,1/'; echo '70001,"x'; } >late.csv
+	while IFS='|' read -r cmd message; do
+		eval "run --separate-stderr $cmd"
+		[ "$status" -eq 4 ] || fail "$cmd: exit $status ($stderr)"
+		[ "$stderr" = "$message" ] || fail "$cmd: $stderr"
+	done <<'MSG'
+fmt-convert --sort id cut.ald o.csv|fmt-convert: error: cut.ald: payload runs past the CRC
+fmt-convert --where 'v = 1' --rows 5: late.csv o.arrow|fmt-convert: error: late.csv: line 70002, column 2: a quoted field is not closed
+fmt-convert --shuffle --memory 64KB late.csv o.ald|fmt-convert: error: late.csv: line 70002, column 2: a quoted field is not closed
+fmt-shard split late.csv --fractions 0.5,0.5 -o parts|fmt-shard: error: late.csv: line 70002, column 2: a quoted field is not closed
+fmt-shard concat in.csv late.csv -o all.csv|fmt-shard: error: late.csv: line 70002, column 2: a quoted field is not closed
+fmt-inspect --quality cut.ald|fmt-inspect: error: cut.ald: payload runs past the CRC
+MSG
+	nothing_written cut.ald in.ald in.csv late.csv
+}
