@@ -158,8 +158,10 @@ fmt_kind fmt_split_plan_count(fmt_table *t, const double *fractions, size_t n_fr
 	while (k == FMT_OK) {
 		fmt_batch b;
 		int done;
-		if ((k = fmt_table_next(t, &b, &done, e)) != FMT_OK || done)
+		if ((k = fmt_table_next(t, &b, &done, e)) != FMT_OK || done) {
+			fmt_batch_free(&b);
 			break;
+		}
 		for (uint64_t r = 0; k == FMT_OK && r < b.n_rows; r++) {
 			size_t s = stratum_of(p, &t->schema, &b, r, &key, 1);
 			if (s >= SIZE_MAX - 1)
