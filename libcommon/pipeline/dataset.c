@@ -126,8 +126,12 @@ static fmt_kind convert_table(const char *input, const char *output, const fmt_c
 		fmt_pipeline_warn(o, "%s: %s", input, t.rows_note);
 	if (k == FMT_OK && !o->dry_run)
 		k = fmt_table_unlock(&t, dk, read_keys, 1, e);
+	if (k == FMT_OK) /* the rows first: --where and --sort may name a column the output leaves out */
+		k = fmt_table_rowops(&t, &o->rows, e);
 	if (k == FMT_OK)
 		k = fmt_table_select(&t, o->include, o->n_include, o->exclude, o->n_exclude, e);
+	if (k == FMT_OK)
+		k = fmt_table_rename(&t, o->renames, o->n_renames, e);
 	const fmt_field *u = fmt_schema_unsupported(&t.schema);
 	if (k == FMT_OK && u)
 		k = fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert", u->name,

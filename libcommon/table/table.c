@@ -452,3 +452,35 @@ fmt_kind fmt_table_unlock(fmt_table *t, struct fmt_decrypt_keys *dk, struct fmt_
 		fmt_err_file(e, t->path);
 	return k;
 }
+
+/* ---- wrappers ---- */
+
+void fmt_table_wrap_put(fmt_table *t, fmt_table_wrap *w, void *state,
+			fmt_kind (*next)(fmt_table *, fmt_batch *, int *, fmt_err *), void (*close)(fmt_table *))
+{
+	w->d = *t->driver;
+	w->d.next = next;
+	if (close)
+		w->d.close = close;
+	w->inner = t->driver;
+	w->inner_state = t->format_state;
+	t->driver = &w->d;
+	t->format_state = state;
+}
+
+fmt_kind fmt_table_wrap_next(fmt_table *t, fmt_table_wrap *w, fmt_batch *b, int *done, fmt_err *e)
+{
+	void *state = t->format_state;
+	t->format_state = w->inner_state;
+	fmt_kind k = w->inner->next(t, b, done, e);
+	t->format_state = state;
+	return k;
+}
+
+void fmt_table_wrap_remove(fmt_table *t, fmt_table_wrap *w, int close)
+{
+	t->driver = w->inner;
+	t->format_state = w->inner_state;
+	if (close && w->inner->close)
+		w->inner->close(t);
+}

@@ -7,11 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/table.h"
+#include "rows_internal.h"
 
 typedef struct view {
-	fmt_table_driver d;
-	const fmt_table_driver *inner;
-	void *inner_state;
+	fmt_table_wrap w;
 	fmt_schema all;          /* the driver's schema; t->schema is the selected columns */
 	size_t *keep;            /* t->schema's columns: their index in all */
 } view;
@@ -27,21 +26,12 @@ int fmt_name_selected(const char *name, const char *const *include, size_t n_inc
 	return in;
 }
 
-/* The driver's own view of t while fn runs: its schema, state and driver. */
-static void swap_in(fmt_table *t, view *v)
+/* The driver's own schema in t, and back (swapped twice). */
+static void swap_schema(fmt_table *t, view *v)
 {
 	fmt_schema s = t->schema;
 	t->schema = v->all;
 	v->all = s;
-	t->format_state = v->inner_state;
-}
-
-static void swap_out(fmt_table *t, view *v)
-{
-	fmt_schema s = t->schema;
-	t->schema = v->all;
-	v->all = s;
-	t->format_state = v;
 }
 
 static fmt_kind view_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
@@ -51,9 +41,9 @@ static fmt_kind view_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 	fmt_kind k = fmt_batch_init(&whole, v->all.n_fields, e);
 	if (k != FMT_OK)
 		return k;
-	swap_in(t, v);
-	k = v->inner->next(t, &whole, done, e);
-	swap_out(t, v);
+	swap_schema(t, v);
+	k = fmt_table_wrap_next(t, &v->w, &whole, done, e);
+	swap_schema(t, v);
 	if (k == FMT_OK && !*done) {
 		b->n_rows = whole.n_rows;
 		for (size_t i = 0; i < t->schema.n_fields; i++)
@@ -72,9 +62,8 @@ static fmt_kind view_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 static void view_close(fmt_table *t)
 {
 	view *v = t->format_state;
-	swap_in(t, v);
-	if (v->inner->close)
-		v->inner->close(t);
+	swap_schema(t, v);
+	fmt_table_wrap_remove(t, &v->w, 1);
 	fmt_schema_free(&v->all); /* the selected columns' schema, now */
 	free(v->keep);
 	free(v);
@@ -93,23 +82,25 @@ static fmt_kind nothing_selected(const fmt_table *t, const char *const *include,
 				 const char *const *exclude, size_t n_exclude, fmt_err *e)
 {
 	char pats[256], cols[256];
-	size_t used = 0;
 	int any_included = n_include == 0;
-	cols[0] = '\0';
-	for (size_t i = 0; i < t->schema.n_fields; i++) {
-		const char *name = t->schema.fields[i].name;
-		any_included |= fmt_name_selected(name, include, n_include, NULL, 0);
-		if (used < sizeof cols)
-			used += (size_t)snprintf(cols + used, sizeof cols - used, "%s%s", i ? ", " : "", name);
-	}
-	if (used >= sizeof cols)
-		memcpy(cols + sizeof cols - 4, "...", 4);
+	for (size_t i = 0; i < t->schema.n_fields; i++)
+		any_included |= fmt_name_selected(t->schema.fields[i].name, include, n_include, NULL, 0);
+	fmt_schema_names_text(&t->schema, cols, sizeof cols);
 	if (!any_included) {
 		quote_patterns(include, n_include, pats, sizeof pats);
 		return fmt_fail(e, FMT_USAGE, "--include %s: no column matches (the columns: %s)", pats, cols);
 	}
 	quote_patterns(exclude, n_exclude, pats, sizeof pats);
 	return fmt_fail(e, FMT_USAGE, "--exclude %s: leaves no column (the columns: %s)", pats, cols);
+}
+
+/* Put v over t: t's schema becomes chosen (taken); keep says where each column comes from. */
+static void put_view(fmt_table *t, view *v, size_t *keep, fmt_schema *chosen)
+{
+	v->keep = keep;
+	v->all = t->schema;
+	t->schema = *chosen;
+	fmt_table_wrap_put(t, &v->w, v, view_next, view_close);
 }
 
 fmt_kind fmt_table_select(fmt_table *t, const char *const *include, size_t n_include,
@@ -146,15 +137,78 @@ fmt_kind fmt_table_select(fmt_table *t, const char *const *include, size_t n_inc
 	}
 	if (t->driver->columns_used) /* the driver may skip reading the others */
 		t->driver->columns_used(t, keep, kept);
-	v->d = *t->driver;
-	v->d.next = view_next;
-	v->d.close = view_close;
-	v->inner = t->driver;
-	v->inner_state = t->format_state;
-	v->keep = keep;
-	v->all = t->schema;
-	t->schema = chosen;
-	t->driver = &v->d;
-	t->format_state = v;
+	put_view(t, v, keep, &chosen);
 	return FMT_OK;
+}
+
+/* OLD=NEW's two names; 0 when either is empty. */
+static int rename_pair(const char *pair, size_t *old_len, const char **new_name)
+{
+	const char *eq = strchr(pair, '=');
+	if (!eq || eq == pair || !eq[1])
+		return 0;
+	*old_len = (size_t)(eq - pair);
+	*new_name = eq + 1;
+	return 1;
+}
+
+static fmt_kind rename_one(fmt_schema *s, const char *pair, fmt_err *e)
+{
+	size_t n;
+	const char *to;
+	char cols[256];
+	if (!rename_pair(pair, &n, &to))
+		return fmt_fail(e, FMT_USAGE, "--rename takes OLD=NEW, not '%s'", pair);
+	long from = -1;
+	for (size_t i = 0; i < s->n_fields && from < 0; i++)
+		if (strlen(s->fields[i].name) == n && memcmp(s->fields[i].name, pair, n) == 0)
+			from = (long)i;
+	if (from < 0) {
+		fmt_schema_names_text(s, cols, sizeof cols);
+		return fmt_fail(e, FMT_USAGE, "--rename '%s': no column '%.*s' (the columns: %s)", pair, (int)n, pair, cols);
+	}
+	long taken = fmt_schema_find(s, to);
+	if (taken >= 0 && taken != from)
+		return fmt_fail(e, FMT_USAGE, "--rename '%s': a column '%s' exists already", pair, to);
+	char *name = strdup(to);
+	if (!name)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	free(s->fields[from].name);
+	s->fields[from].name = name;
+	return FMT_OK;
+}
+
+/* A view of every column, so that the names can change without the driver seeing it. */
+static fmt_kind view_all(fmt_table *t, fmt_err *e)
+{
+	size_t n = t->schema.n_fields;
+	view *v = calloc(1, sizeof *v);
+	size_t *keep = calloc(n ? n : 1, sizeof *keep);
+	fmt_schema all;
+	fmt_schema_init(&all);
+	fmt_kind k = v && keep ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; k == FMT_OK && i < n; i++) {
+		keep[i] = i;
+		k = fmt_schema_add_field(&all, &t->schema.fields[i], e);
+	}
+	for (size_t i = 0; k == FMT_OK && i < t->schema.n_meta; i++)
+		k = fmt_schema_add_meta(&all, t->schema.meta[i].key, t->schema.meta[i].value, e);
+	if (k != FMT_OK) {
+		fmt_schema_free(&all);
+		free(keep);
+		free(v);
+		return k;
+	}
+	put_view(t, v, keep, &all);
+	return FMT_OK;
+}
+
+fmt_kind fmt_table_rename(fmt_table *t, const char *const *pairs, size_t n_pairs, fmt_err *e)
+{
+	fmt_kind k = FMT_OK;
+	if (n_pairs && t->driver->next != view_next)
+		k = view_all(t, e);
+	for (size_t i = 0; k == FMT_OK && i < n_pairs; i++)
+		k = rename_one(&t->schema, pairs[i], e);
+	return k;
 }

@@ -261,7 +261,7 @@ Try 'fmt-sign --help'."
 	[ ! -e "$XDG_CONFIG_HOME/fmtkit/hmac.key" ]
 	run --separate-stderr "$FMTKIT_BIN/fmt-shard" frobnicate x
 	assert_failure 2
-	assert_equal "$stderr" "fmt-shard: error: unknown subcommand 'frobnicate' (use split, merge, pack or unpack)
+	assert_equal "$stderr" "fmt-shard: error: unknown subcommand 'frobnicate' (use split, merge, pack, unpack or concat)
 Try 'fmt-shard --help'."
 }
 

@@ -20,6 +20,8 @@ typedef struct convert_args {
 	const char *not_edit_opt;   /* the first option that --in-place cannot take, or NULL */
 	const char *sets[MAX_REPEATS], *include[MAX_REPEATS], *exclude[MAX_REPEATS];
 	const char *keys[MAX_REPEATS], *unsets[MAX_REPEATS];
+	const char *renames[MAX_REPEATS], *where[MAX_REPEATS], *sort[MAX_REPEATS], *dedupe_on[MAX_REPEATS];
+	int seed_given;             /* --seed */
 	fmt_drvopt_sets drvopts;    /* the drivers' own options, as they parsed them */
 	struct {
 		const char *inputs;     /* --embed-tests INPUTS */

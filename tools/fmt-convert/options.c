@@ -11,6 +11,8 @@ enum { OPT_TO = FMT_OPT_FIRST_TOOL_OPTION, OPT_DTYPE, OPT_ARCH, OPT_SET, OPT_SET
        OPT_ENC_TO, OPT_ALLOW_EXPIRED, OPT_ALLOW_REQUANTIZE, OPT_METADATA_FROM, OPT_KEYS, OPT_UNSET,
        OPT_IN_PLACE,
        OPT_EMBED_TESTS, OPT_LABELS, OPT_TOLERANCE,
+       OPT_RENAME, OPT_ROWS, OPT_WHERE, OPT_SAMPLE, OPT_SEED, OPT_SHUFFLE, OPT_DEDUPE, OPT_DEDUPE_ON, OPT_SORT,
+       OPT_MEMORY,
        OPT_DRIVER_FIRST }; /* the drivers' options: OPT_DRIVER_FIRST + their index in driver_options */
 
 /* Options that exclude each other (fmt_cli_option.group). */
@@ -109,6 +111,27 @@ static const fmt_cli_option own_options[] = {
 	  .complete = FMT_COMPLETE_TENSOR, .flags = FMT_CLI_REPEAT },
 	{ FMT_CLI_OPT("exclude", OPT_EXCLUDE, "GLOB", "leave out tensors (columns) whose name matches (repeatable)"),
 	  .complete = FMT_COMPLETE_TENSOR, .flags = FMT_CLI_REPEAT },
+	{ FMT_CLI_OPT("rename", OPT_RENAME, "OLD=NEW", "datasets: name column OLD NEW in the output (repeatable)"),
+	  .flags = FMT_CLI_REPEAT },
+	{ FMT_CLI_OPT("where", OPT_WHERE, "EXPR", "datasets: only the rows where EXPR holds: 'COLUMN OP VALUE'\n"
+		      "(OP: = != < <= > >=, compared as the column's type) or\n"
+		      "'COLUMN is null', 'COLUMN is not null'; repeated: all hold") ,
+	  .flags = FMT_CLI_REPEAT },
+	{ FMT_CLI_OPT("dedupe", OPT_DEDUPE, NULL, "datasets: drop rows equal to an earlier row") },
+	{ FMT_CLI_OPT("dedupe-on", OPT_DEDUPE_ON, "COLUMN", "datasets: --dedupe comparing only these columns (repeatable)"),
+	  .flags = FMT_CLI_REPEAT },
+	{ FMT_CLI_OPT("sample", OPT_SAMPLE, "N|FRACTION", "datasets: N rows drawn uniformly (kept in input order), or\n"
+		      "each row with probability FRACTION (0.1); see --seed") },
+	{ FMT_CLI_OPT("sort", OPT_SORT, "COLUMN[:desc]", "datasets: order the rows by COLUMN (repeatable: then by the\n"
+		      "next); nulls last; equal rows keep their order"), .flags = FMT_CLI_REPEAT },
+	{ FMT_CLI_OPT("shuffle", OPT_SHUFFLE, NULL, "datasets: the rows in a random order drawn from --seed") },
+	{ FMT_CLI_OPT("seed", OPT_SEED, "S", "datasets: the seed of --sample and --shuffle (default 0): the\n"
+		      "same seed, the same rows") },
+	{ FMT_CLI_OPT("rows", OPT_ROWS, "START:END", "datasets: rows START to END-1 (from 0) of the result; START:\n"
+		      "or :END for open ends") },
+	{ FMT_CLI_OPT("memory", OPT_MEMORY, "SIZE", "datasets: rows --sort, --shuffle and --sample N hold in memory\n"
+		      "before sorted runs go to temporary files in $TMPDIR\n"
+		      "(default 256MiB)") },
 	{ FMT_CLI_OPT("dry-run", OPT_DRY_RUN, NULL, "print the plan (every tensor, its dtypes and bytes; a\n"
 		      "dataset's schema); write nothing") },
 	{ FMT_CLI_OPT("from", OPT_FROM, "FORMAT", "datasets: read INPUT as this format, not by its content"),
@@ -135,7 +158,7 @@ static const fmt_cli_option own_options[] = {
 	{ .name = NULL }
 };
 
-#define MAX_OPTIONS 80   /* what the runner takes, with room for its own */
+#define MAX_OPTIONS 112  /* what the runner takes, with room for its own */
 #define MAX_DRIVER_OPTIONS 32
 #define MAX_VALUES 16
 
@@ -163,6 +186,8 @@ static int option_is_for(int id)
 		return FOR_MODELS;
 	case OPT_FROM: case OPT_ENC_PW_FILE: case OPT_ENC_PW_ENV: case OPT_ENC_TO: case FMT_OPT_PASSWORD_FILE:
 	case FMT_OPT_PASSWORD_ENV: case FMT_OPT_IDENTITY: case OPT_ALLOW_EXPIRED:
+	case OPT_RENAME: case OPT_ROWS: case OPT_WHERE: case OPT_SAMPLE: case OPT_SEED: case OPT_SHUFFLE: case OPT_DEDUPE:
+	case OPT_DEDUPE_ON: case OPT_SORT: case OPT_MEMORY:
 		return FOR_DATASETS;
 	default:
 		return FOR_EITHER;
@@ -256,6 +281,39 @@ static int model_option(convert_args *a, int id, const char *arg, fmt_err *e)
 	}
 }
 
+static int push_or_fail(const char **list, size_t *n, const char *item, fmt_err *e)
+{
+	return push(list, n, item) ? (fmt_fail(e, FMT_USAGE, "too many repeated options"), -1) : 0;
+}
+
+/* The row and column operations on a dataset (fmt/rowops.h). */
+static int row_option(convert_args *a, int id, const char *arg, fmt_err *e)
+{
+	fmt_rowops_opts *r = &a->o.rows;
+	switch (id) {
+	case OPT_RENAME: return push_or_fail(a->o.renames, &a->o.n_renames, arg, e);
+	case OPT_WHERE: return push_or_fail(a->where, &r->n_where, arg, e);
+	case OPT_SORT: return push_or_fail(a->sort, &r->n_sort, arg, e);
+	case OPT_DEDUPE_ON: r->dedupe = 1; return push_or_fail(a->dedupe_on, &r->n_dedupe_cols, arg, e);
+	case OPT_DEDUPE: r->dedupe = 1; return 0;
+	case OPT_SHUFFLE: r->shuffle = 1; return 0;
+	case OPT_ROWS:
+		r->has_range = 1;
+		return fmt_rows_range_parse(arg, &r->row_start, &r->row_end, e) == FMT_OK ? 0 : -1;
+	case OPT_SAMPLE: return fmt_sample_parse(arg, &r->sample_n, &r->sample_fraction, e) == FMT_OK ? 0 : -1;
+	case OPT_SEED:
+		a->seed_given = 1;
+		return fmt_parse_u64(arg, UINT64_MAX, &r->seed, e) == FMT_OK ? 0
+			: (fmt_fail(e, FMT_USAGE, "--seed takes a number from 0 to 18446744073709551615"), -1);
+	case OPT_MEMORY:
+		if (fmt_parse_size(arg, &r->memory, e) != FMT_OK || r->memory == 0)
+			return fmt_fail(e, FMT_USAGE, "--memory takes a size above 0, e.g. 1GiB, 500MB"), -1;
+		return 0;
+	default:
+		return model_option(a, id, arg, e);
+	}
+}
+
 /* The options of a dataset conversion. */
 static int dataset_option(convert_args *a, int id, const char *arg, fmt_err *e)
 {
@@ -273,7 +331,7 @@ static int dataset_option(convert_args *a, int id, const char *arg, fmt_err *e)
 	case OPT_ENC_TO: o->encrypt_to = arg; return 0;
 	case OPT_ALLOW_EXPIRED: o->allow_expired = 1; return 0;
 	default:
-		return model_option(a, id, arg, e);
+		return row_option(a, id, arg, e);
 	}
 }
 
@@ -371,6 +429,10 @@ const fmt_cli_tool *convert_tool(convert_args *a)
 	a->o.exclude = a->exclude;
 	a->o.keys = a->keys;
 	a->o.unsets = a->unsets;
+	a->o.renames = a->renames;
+	a->o.rows.where = a->where;
+	a->o.rows.sort = a->sort;
+	a->o.rows.dedupe_cols = a->dedupe_on;
 	a->o.options = &a->drvopts;
 	a->o.tool = TOOL;
 	while (own_options[n].name && n + 1 < MAX_OPTIONS)

@@ -98,6 +98,10 @@ static const char *dataset_target(convert_args *a)
 			 a->model_opt, o->table_to->name);
 		return a->msg;
 	}
+	if (a->seed_given && !o->rows.sample_n && !(o->rows.sample_fraction > 0) && !o->rows.shuffle)
+		return "--seed is for --sample and --shuffle";
+	if (o->rows.memory && !o->rows.sample_n && !o->rows.shuffle && !o->rows.n_sort)
+		return "--memory is for --sort, --shuffle and --sample N";
 	if (o->compression && compression_for_output(a, o->compression, &e)) {
 		snprintf(a->msg, sizeof a->msg, "%s", e.msg);
 		return a->msg;

@@ -9,6 +9,7 @@
 #include "fmt/cell.h"
 #include "fmt/checked.h"
 #include "fmt/out.h"
+#include "fmt/quality.h"
 #include "fmt/report.h"
 #include "inspect.h"
 
@@ -433,6 +434,97 @@ static fmt_kind stats(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err *e
 	return k;
 }
 
+/* ---- --quality ---- */
+
+/* A value of the report for the text table: numbers shortened to 6 significant digits. */
+static void quality_cell(json_t *v, char *buf, size_t n)
+{
+	if (!v || json_is_null(v)) {
+		snprintf(buf, n, "-");
+	} else if (json_is_boolean(v)) {
+		snprintf(buf, n, "%s", json_is_true(v) ? "yes" : "no");
+	} else if (json_is_string(v)) {
+		snprintf(buf, n, "%s", json_string_value(v));
+	} else {
+		char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
+		snprintf(buf, n, "%s", text ? text : "?");
+		free(text);
+	}
+}
+
+static void print_quality_text(FILE *out, json_t *r)
+{
+	static const char *const keys[] = { "name", "type", "nulls", "null_rate", "distinct", "constant", "min", "max",
+					    "mean", "std", "p1", "p50", "p99" };
+	enum { N_KEYS = sizeof keys / sizeof keys[0] };
+	json_t *cols = json_object_get(r, "columns"), *c;
+	size_t n = json_array_size(cols), i, width[N_KEYS];
+	char cell[128];
+	fprintf(out, "rows: %" JSON_INTEGER_FORMAT "\nduplicate rows: %" JSON_INTEGER_FORMAT "\n",
+		json_integer_value(json_object_get(r, "rows")), json_integer_value(json_object_get(r, "duplicate_rows")));
+	for (size_t k = 0; k < N_KEYS; k++) {
+		width[k] = strlen(keys[k]);
+		json_array_foreach(cols, i, c) {
+			quality_cell(json_object_get(c, keys[k]), cell, sizeof cell);
+			size_t w = strlen(cell) + (k == 4 && json_is_false(json_object_get(c, "distinct_exact")));
+			width[k] = w > width[k] ? w : width[k];
+		}
+	}
+	for (size_t row = 0; row <= n; row++) {
+		for (size_t k = 0; k < N_KEYS; k++) {
+			json_t *col = row ? json_array_get(cols, row - 1) : NULL;
+			const char *text = keys[k];
+			if (col) {
+				quality_cell(json_object_get(col, keys[k]), cell + 1, sizeof cell - 1);
+				cell[0] = '~'; /* an estimate */
+				text = k == 4 && json_is_false(json_object_get(col, "distinct_exact")) ? cell : cell + 1;
+			}
+			if (k == 0 && col) {
+				fmt_out_escaped(out, text, strlen(text));
+				fprintf(out, "%*s", (int)(width[k] - strlen(text)), "");
+			} else {
+				fprintf(out, "%-*s", k + 1 < N_KEYS ? (int)width[k] : 0, text);
+			}
+			fputs(k + 1 < N_KEYS ? "  " : "\n", out);
+		}
+	}
+	json_t *m = json_object_get(r, "method");
+	fprintf(out, "distinct: %s\nquantiles: %s\nduplicate rows: %s\n", json_string_value(json_object_get(m, "distinct")),
+		json_string_value(json_object_get(m, "quantiles")), json_string_value(json_object_get(m, "duplicate_rows")));
+}
+
+static fmt_kind quality(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err *e)
+{
+	fmt_quality *q;
+	fmt_kind k = fmt_quality_new(&t->schema, &q, e);
+	while (k == FMT_OK) {
+		fmt_batch b;
+		int done;
+		if ((k = fmt_table_next(t, &b, &done, e)) == FMT_OK && !done)
+			k = fmt_quality_add(q, &b, e);
+		fmt_batch_free(&b);
+		if (done)
+			break;
+	}
+	json_t *r = k == FMT_OK ? fmt_quality_json(q) : NULL;
+	if (k == FMT_OK && !r)
+		k = fmt_fail(e, FMT_IO, "out of memory");
+	if (k == FMT_OK && out && o->json) {
+		json_t *line = json_object();
+		json_object_set_new(line, "file", fmt_json_string(t->path, strlen(t->path)));
+		json_object_set_new(line, "format", json_string(t->driver->name));
+		json_object_update(line, r);
+		if (fmt_json_line(out, line))
+			k = fmt_fail(e, FMT_IO, "cannot write to standard output");
+		json_decref(line);
+	} else if (k == FMT_OK && out) {
+		print_quality_text(out, r);
+	}
+	json_decref(r);
+	fmt_quality_free(q);
+	return k;
+}
+
 fmt_kind inspect_dataset(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err *e)
 {
 	if (o->tensor || o->model_sections)
@@ -443,17 +535,20 @@ fmt_kind inspect_dataset(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err
 	/* reading rows: an expired licence stops them; the rows of an encrypted file need its key,
 	 * decrypted (and authenticated) first */
 	t->allow_expired = o->allow_expired;
-	if ((o->head_given || o->stats) && (k = fmt_table_rows_gate(t, e)) != FMT_OK)
+	int rows = o->head_given || o->stats || o->quality;
+	if (rows && (k = fmt_table_rows_gate(t, e)) != FMT_OK)
 		return k;
 	if (t->rows_note[0] && out)
 		fmt_report_warning(stderr, TOOL, "%s: %s", t->path, t->rows_note);
-	if ((o->head_given || o->stats) && (k = fmt_table_unlock(t, o->dk, o->keys, 1, e)) != FMT_OK)
+	if (rows && (k = fmt_table_unlock(t, o->dk, o->keys, 1, e)) != FMT_OK)
 		return k;
 	if (o->head_given)
 		return head(out, t, o, e);
 	/* the whole report checks the integrity layers (the CRC of an .ald) and names them */
 	if ((k = fmt_table_verify(t, NULL, e)) != FMT_OK)
 		return k;
+	if (o->quality)
+		return quality(out, t, o, e);
 	if (o->stats)
 		return stats(out, t, o, e);
 	return summary(out, t, o, e);

@@ -22,6 +22,7 @@ typedef struct inspect_opts {
 	int full;              /* do not abbreviate long metadata arrays */
 	const char *tensor;    /* --tensor NAME */
 	int stats;             /* --stats */
+	int quality;           /* --quality (datasets) */
 	int schema;            /* --schema (datasets) */
 	uint64_t head;         /* --head N (datasets) */
 	int head_given;

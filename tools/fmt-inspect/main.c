@@ -12,7 +12,7 @@
 #include "inspect.h"
 
 enum { OPT_TENSORS = FMT_OPT_FIRST_TOOL_OPTION, OPT_METADATA, OPT_TREE, OPT_FULL, OPT_FORMAT, OPT_SCHEMA,
-       OPT_HEAD, OPT_ALLOW_EXPIRED };
+       OPT_HEAD, OPT_ALLOW_EXPIRED, OPT_QUALITY };
 
 typedef struct inspect_args {
 	inspect_opts report;
@@ -29,6 +29,9 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("stats", 's', NULL, "with --tensor: min, max, mean, std, NaN/Inf counts, first values;\n"
 		      "for a dataset: count, nulls, min, max, mean (distinct strings) per column") },
 	{ FMT_CLI_OPT("schema", OPT_SCHEMA, NULL, "datasets: only the schema") },
+	{ FMT_CLI_OPT("quality", OPT_QUALITY, NULL, "datasets: per column null rate, distinct values, constant\n"
+		      "columns, min, max, mean, std, p1, p50, p99; duplicate rows\n"
+		      "(estimates and their error said in the report)") },
 	{ FMT_CLI_OPT("head", OPT_HEAD, "N", "datasets: the first N rows (a table, or with --json one\n"
 		      "object per row in \"head\"); decodes only what holds them") },
 	FMT_CLI_DECRYPT_OPTIONS,
@@ -58,6 +61,7 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 		return fmt_driver_by_name(arg) || fmt_table_driver_by_name(arg) ? 0
 			: (fmt_fail(e, FMT_USAGE, "unknown --format (see --help for the names)"), -1);
 	case OPT_SCHEMA: a->report.schema = 1; return 0;
+	case OPT_QUALITY: a->report.quality = 1; return 0;
 	case OPT_ALLOW_EXPIRED: a->report.allow_expired = 1; return 0;
 	case OPT_HEAD:
 		if (fmt_parse_u64(arg, UINT32_MAX, &a->report.head, e) != FMT_OK)
@@ -100,8 +104,8 @@ static fmt_kind inspect_file(const char *path, const char *forced, const inspect
 	} else if (k == FMT_OK) {
 		if (o->stats && !o->tensor)
 			k = fmt_fail(&e, FMT_USAGE, "--stats needs --tensor NAME for a model");
-		else if (o->schema || o->head_given)
-			k = fmt_fail(&e, FMT_USAGE, "--schema and --head are for datasets, not models");
+		else if (o->schema || o->head_given || o->quality)
+			k = fmt_fail(&e, FMT_USAGE, "--schema, --head and --quality are for datasets, not models");
 		else
 			k = inspect_report(out, &m, o, &e);
 		fmt_model_free(&m);

@@ -11,6 +11,7 @@
 #include "fmt/model.h"
 #include "fmt/registry.h"
 #include "fmt/shardset.h"
+#include "fmt/table.h"
 
 #define TOOL "fmt-shard"
 
@@ -26,6 +27,15 @@ typedef struct shard_opts {
 	fmt_key_opts keys;           /* unpack: verify the set's signature with this key */
 	fmt_trust_opts trust;        /* unpack: ... or with these Ed25519 keys (-p, -P, --trusted-keys) */
 	fmt_common_opts common;
+	/* datasets */
+	double fractions[16];        /* split --fractions, n_fractions of them */
+	size_t n_fractions;
+	uint64_t seed;               /* split --seed */
+	int seed_given;
+	const char *stratify;        /* split --stratify COLUMN */
+	uint64_t rows_per_shard;     /* split --rows N (0: not given) */
+	const char **inputs;         /* merge/concat: every operand */
+	size_t n_inputs;
 } shard_opts;
 
 /* The driver that writes sets of m's format (m's own driver or its file driver); a usage
@@ -48,5 +58,12 @@ fmt_kind cmd_split(const char *input, const shard_opts *o, fmt_err *e);
 fmt_kind cmd_merge(const char *input, const shard_opts *o, fmt_err *e);
 fmt_kind cmd_pack(const char *input, const shard_opts *o, fmt_err *e);
 fmt_kind cmd_unpack(const char *input, const shard_opts *o, fmt_err *e);
+
+/* Datasets (tables.c). The input opened as whatever it is (t open when *is_table). */
+fmt_kind open_table_input(const char *input, fmt_table *t, int *is_table, fmt_err *e);
+/* split of an open table t (freed by the caller). */
+fmt_kind split_table(const char *input, fmt_table *t, const shard_opts *o, fmt_err *e);
+/* merge/concat of o->inputs, the first (input) open as t. */
+fmt_kind merge_tables(const char *input, fmt_table *t, const shard_opts *o, fmt_err *e);
 
 #endif

@@ -141,8 +141,36 @@ static fmt_kind write_set(const fmt_model *m, const fmt_driver *w, const char *p
 	return k;
 }
 
+/* A dataset (a file, not standard input) goes to fn with its table open (*handled = 1); a
+ * model is left to the caller. */
+static fmt_kind dataset_instead(const char *input, const shard_opts *o,
+				fmt_kind (*fn)(const char *, fmt_table *, const shard_opts *, fmt_err *), int *handled,
+				fmt_err *e)
+{
+	fmt_table t;
+	int is_table = 0;
+	if (strcmp(input, "-") == 0)
+		return FMT_OK;
+	fmt_kind k = open_table_input(input, &t, &is_table, e);
+	if (k != FMT_OK || !is_table)
+		return k;
+	*handled = 1;
+	k = fn(input, &t, o, e);
+	fmt_table_free(&t);
+	return k;
+}
+
 fmt_kind cmd_split(const char *input, const shard_opts *o, fmt_err *e)
 {
+	int handled = 0;
+	fmt_kind k = dataset_instead(input, o, split_table, &handled, e);
+	if (handled || k != FMT_OK)
+		return k;
+	if ((o->n_fractions || o->rows_per_shard || o->stratify || o->seed_given) && strcmp(input, "-") == 0)
+		return fmt_fail(e, FMT_USAGE, "splitting a dataset reads it once per output file: give a file, not "
+				"standard input");
+	if (o->n_fractions || o->rows_per_shard || o->stratify || o->seed_given)
+		return fmt_fail(e, FMT_USAGE, "--fractions, --rows, --seed and --stratify split datasets, not models");
 	fmt_model m;
 	const fmt_driver *w;
 	fmt_shard_limits lim;
@@ -150,7 +178,7 @@ fmt_kind cmd_split(const char *input, const shard_opts *o, fmt_err *e)
 	if (!o->output && strcmp(input, "-") == 0)
 		return fmt_fail(e, FMT_USAGE, "splitting standard input needs -o PREFIX");
 	int write = !o->dry_run && !o->list;
-	fmt_kind k = open_input(&m, input, o, write, &w, e);
+	k = open_input(&m, input, o, write, &w, e);
 	if (k != FMT_OK)
 		return k;
 	char *prefix = o->output ? strdup(o->output) : default_prefix(input);
@@ -196,10 +224,16 @@ static void print_merge(const fmt_model *m, const char *input, const char *outpu
 
 fmt_kind cmd_merge(const char *input, const shard_opts *o, fmt_err *e)
 {
+	int handled = 0;
+	fmt_kind k = dataset_instead(input, o, merge_tables, &handled, e);
+	if (handled || k != FMT_OK)
+		return k;
+	if (o->n_inputs > 1)
+		return fmt_fail(e, FMT_USAGE, "merge takes one INDEX_OR_SHARD of a model (several files: datasets)");
 	fmt_model m;
 	const fmt_driver *w;
 	fmt_sink sink;
-	fmt_kind k = open_input(&m, input, o, 1, &w, e);
+	k = open_input(&m, input, o, 1, &w, e);
 	if (k != FMT_OK)
 		return k;
 	fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->common.threads };

@@ -12,6 +12,7 @@
 #include "fmt/model.h"
 #include "fmt/overflow.h"
 #include "fmt/registry.h"
+#include "fmt/rowops.h"
 #include "fmt/thread.h"
 
 /* What the user asked for, after option parsing. */
@@ -53,6 +54,9 @@ typedef struct fmt_convert_opts {
 	/* datasets */
 	const fmt_table_driver *table_to;   /* output table format (a dataset conversion) */
 	const fmt_table_driver *table_from; /* --from: input table format, NULL = probe */
+	fmt_rowops_opts rows;        /* --where, --rows, --sample, --shuffle, --dedupe, --sort */
+	const char **renames;        /* --rename OLD=NEW, n_renames of them */
+	size_t n_renames;
 	/* fmt-watermark: called with the output model before it is written, and with the input
 	 * table before its batches are pulled; NULL in fmt-convert. */
 	fmt_kind (*model_hook)(fmt_model *out, void *ctx, fmt_err *e);

@@ -217,6 +217,23 @@ struct fmt_decrypt_keys;
 fmt_kind fmt_table_unlock(fmt_table *t, struct fmt_decrypt_keys *dk, struct fmt_keyset *ks, int now,
 			  fmt_err *e);
 
+/* A driver put over a table's own (selected columns, row operations, tables one after another):
+ * d is t's driver with next and close replaced; inner and inner_state are t's own. */
+typedef struct fmt_table_wrap {
+	fmt_table_driver d;
+	const fmt_table_driver *inner;
+	void *inner_state;
+} fmt_table_wrap;
+/* Put w over t: t->driver = &w->d (next and close replaced; close NULL keeps the inner's), and
+ * t->format_state = state (the wrapper's own, which holds w). */
+void fmt_table_wrap_put(fmt_table *t, fmt_table_wrap *w, void *state,
+			fmt_kind (*next)(fmt_table *, fmt_batch *, int *, fmt_err *), void (*close)(fmt_table *));
+/* The inner driver's next batch into b, its state swapped in meanwhile (not checked). */
+fmt_kind fmt_table_wrap_next(fmt_table *t, fmt_table_wrap *w, fmt_batch *b, int *done, fmt_err *e);
+/* Give t its own driver and state back (a wrapper's close calls it before freeing itself, or
+ * code that put a wrapper for a while); with close, also close them. */
+void fmt_table_wrap_remove(fmt_table *t, fmt_table_wrap *w, int close);
+
 /* The rule of --include/--exclude GLOB (fnmatch): name is in when it matches an include
  * (every name when none is given) and no exclude. */
 int fmt_name_selected(const char *name, const char *const *include, size_t n_include,
@@ -226,6 +243,11 @@ int fmt_name_selected(const char *name, const char *const *include, size_t n_inc
  * the patterns and the columns. Nothing to do without patterns. */
 fmt_kind fmt_table_select(fmt_table *t, const char *const *include, size_t n_include,
 			  const char *const *exclude, size_t n_exclude, fmt_err *e);
+
+/* --rename OLD=NEW (each pair that text): the columns of t named anew, after the selection, in
+ * a view (the driver keeps reading its own names). An unknown OLD, a NEW that another column
+ * has, or a pair without both names is UsageError naming it. */
+fmt_kind fmt_table_rename(fmt_table *t, const char *const *pairs, size_t n_pairs, fmt_err *e);
 
 /* Sign the model, set or dataset at path in place with its driver's sign_in_place: whatever
  * format it is, found by content; one without embedded signatures is UsageError. */

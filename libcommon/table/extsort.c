@@ -1,0 +1,304 @@
+/* The external merge sort (fmt/extsort.h). A record in memory and in a run file:
+ * u32 key length, u32 payload length, u64 sequence number (the stable tie-break), key, payload. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "fmt/checked.h"
+#include "fmt/extsort.h"
+
+#define HEAD 16u
+
+typedef struct run {
+	FILE *f;
+	uint8_t *rec;            /* the current record, HEAD + key + payload */
+	size_t cap;
+	int done;
+} run;
+
+struct fmt_extsort {
+	uint64_t memory;
+	uint8_t *arena;          /* records added since the last run */
+	size_t len, cap;
+	size_t *offs;            /* where each record of the arena starts */
+	size_t n_recs, cap_recs;
+	uint8_t **sorted;        /* the arena's records in order (finish, no run written) */
+	size_t next_sorted;
+	uint64_t seq;
+	run *runs;
+	size_t n_runs, cap_runs;
+	size_t *heap;            /* merge: run indices, the least record on top */
+	size_t n_heap;
+	int finished;
+	int stepped;             /* a merged record was handed out: step its run next */
+};
+
+static uint32_t key_len(const uint8_t *r) { return fmt_rd_u32(r); }
+static uint32_t payload_len(const uint8_t *r) { return fmt_rd_u32(r + 4); }
+
+static int compare_records(const uint8_t *a, const uint8_t *b)
+{
+	uint32_t la = key_len(a), lb = key_len(b);
+	int c = memcmp(a + HEAD, b + HEAD, la < lb ? la : lb);
+	if (c)
+		return c;
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	uint64_t sa = fmt_rd_u64(a + 8), sb = fmt_rd_u64(b + 8);
+	return sa < sb ? -1 : sa > sb;
+}
+
+static int compare_pointers(const void *a, const void *b)
+{
+	return compare_records(*(uint8_t *const *)a, *(uint8_t *const *)b);
+}
+
+fmt_kind fmt_extsort_new(uint64_t memory, fmt_extsort **out, fmt_err *e)
+{
+	fmt_extsort *s = calloc(1, sizeof *s);
+	if (!s)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	s->memory = memory ? memory : 1;
+	*out = s;
+	return FMT_OK;
+}
+
+/* The arena's records, sorted, as pointers (s->sorted). */
+static fmt_kind sort_arena(fmt_extsort *s, fmt_err *e)
+{
+	free(s->sorted);
+	s->sorted = malloc((s->n_recs ? s->n_recs : 1) * sizeof *s->sorted);
+	if (!s->sorted)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; i < s->n_recs; i++)
+		s->sorted[i] = s->arena + s->offs[i];
+	qsort(s->sorted, s->n_recs, sizeof *s->sorted, compare_pointers);
+	s->next_sorted = 0;
+	return FMT_OK;
+}
+
+static FILE *temp_file(fmt_err *e)
+{
+	const char *dir = getenv("TMPDIR");
+	char path[4096];
+	snprintf(path, sizeof path, "%s/fmtkit-sort-XXXXXX", dir && *dir ? dir : "/tmp");
+	int fd = mkstemp(path);
+	if (fd < 0) {
+		fmt_fail(e, FMT_IO, "cannot create a temporary file in %s", dir && *dir ? dir : "/tmp");
+		return NULL;
+	}
+	unlink(path);
+	FILE *f = fdopen(fd, "w+b");
+	if (!f) {
+		close(fd);
+		fmt_fail(e, FMT_IO, "out of memory");
+	}
+	return f;
+}
+
+/* The arena, sorted, as a new run file; the arena is empty after. */
+static fmt_kind spill(fmt_extsort *s, fmt_err *e)
+{
+	fmt_kind k = sort_arena(s, e);
+	if (k != FMT_OK)
+		return k;
+	if (s->n_runs == s->cap_runs) {
+		size_t cap = s->cap_runs ? 2 * s->cap_runs : 8;
+		run *r = realloc(s->runs, cap * sizeof *r);
+		if (!r)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		s->runs = r;
+		s->cap_runs = cap;
+	}
+	FILE *f = temp_file(e);
+	if (!f)
+		return e->kind;
+	s->runs[s->n_runs++] = (run){ .f = f };
+	for (size_t i = 0; i < s->n_recs; i++) {
+		const uint8_t *r = s->sorted[i];
+		size_t n = HEAD + (size_t)key_len(r) + payload_len(r);
+		if (fwrite(r, 1, n, f) != n)
+			return fmt_fail(e, FMT_IO, "cannot write a temporary file (disk full?)");
+	}
+	if (fflush(f) != 0)
+		return fmt_fail(e, FMT_IO, "cannot write a temporary file (disk full?)");
+	s->len = s->n_recs = 0;
+	return FMT_OK;
+}
+
+fmt_kind fmt_extsort_add(fmt_extsort *s, const void *key, size_t klen, const void *payload, size_t plen,
+			 fmt_err *e)
+{
+	uint64_t need;
+	if (klen > UINT32_MAX || plen > UINT32_MAX || fmt_add_u64(HEAD + klen, plen, &need) ||
+	    fmt_add_u64(need, s->len, &need) || need > SIZE_MAX / 2)
+		return fmt_fail(e, FMT_UNSUPPORTED, "a row too large to sort (%zu bytes)", klen + plen);
+	if (s->n_recs && need + s->n_recs * sizeof(size_t) > s->memory) {
+		fmt_kind k = spill(s, e);
+		if (k != FMT_OK)
+			return k;
+		need = HEAD + klen + plen;
+	}
+	if (need > s->cap) {
+		size_t cap = s->cap ? s->cap : 4096;
+		while (cap < need)
+			cap *= 2;
+		uint8_t *p = realloc(s->arena, cap);
+		if (!p)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		s->arena = p;
+		s->cap = cap;
+	}
+	if (s->n_recs == s->cap_recs) {
+		size_t cap = s->cap_recs ? 2 * s->cap_recs : 1024;
+		size_t *o = realloc(s->offs, cap * sizeof *o);
+		if (!o)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		s->offs = o;
+		s->cap_recs = cap;
+	}
+	uint8_t *r = s->arena + s->len;
+	fmt_wr_u32(r, (uint32_t)klen);
+	fmt_wr_u32(r + 4, (uint32_t)plen);
+	fmt_wr_u64(r + 8, s->seq++);
+	if (klen)
+		memcpy(r + HEAD, key, klen);
+	if (plen)
+		memcpy(r + HEAD + klen, payload, plen);
+	s->offs[s->n_recs++] = s->len;
+	s->len += HEAD + klen + plen;
+	return FMT_OK;
+}
+
+/* The next record of run r into r->rec, or r->done. */
+static fmt_kind run_read(run *r, fmt_err *e)
+{
+	uint8_t head[HEAD];
+	size_t got = fread(head, 1, HEAD, r->f);
+	if (got == 0 && feof(r->f)) {
+		r->done = 1;
+		return FMT_OK;
+	}
+	if (got != HEAD)
+		return fmt_fail(e, FMT_IO, "cannot read a temporary file");
+	size_t n = HEAD + (size_t)key_len(head) + payload_len(head);
+	if (n > r->cap) {
+		uint8_t *p = realloc(r->rec, n);
+		if (!p)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		r->rec = p;
+		r->cap = n;
+	}
+	memcpy(r->rec, head, HEAD);
+	if (fread(r->rec + HEAD, 1, n - HEAD, r->f) != n - HEAD)
+		return fmt_fail(e, FMT_IO, "cannot read a temporary file");
+	return FMT_OK;
+}
+
+static int heap_less(const fmt_extsort *s, size_t a, size_t b)
+{
+	return compare_records(s->runs[s->heap[a]].rec, s->runs[s->heap[b]].rec) < 0;
+}
+
+static void heap_down(fmt_extsort *s, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, least = i;
+		if (l < s->n_heap && heap_less(s, l, least))
+			least = l;
+		if (l + 1 < s->n_heap && heap_less(s, l + 1, least))
+			least = l + 1;
+		if (least == i)
+			return;
+		size_t t = s->heap[i];
+		s->heap[i] = s->heap[least];
+		s->heap[least] = t;
+		i = least;
+	}
+}
+
+fmt_kind fmt_extsort_finish(fmt_extsort *s, fmt_err *e)
+{
+	fmt_kind k = FMT_OK;
+	s->finished = 1;
+	if (s->n_runs == 0)
+		return sort_arena(s, e);
+	if (s->n_recs)
+		k = spill(s, e);
+	s->heap = k == FMT_OK ? malloc(s->n_runs * sizeof *s->heap) : NULL;
+	if (k == FMT_OK && !s->heap)
+		k = fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; k == FMT_OK && i < s->n_runs; i++) {
+		if (fseek(s->runs[i].f, 0, SEEK_SET) != 0)
+			return fmt_fail(e, FMT_IO, "cannot read a temporary file");
+		k = run_read(&s->runs[i], e);
+		if (k == FMT_OK && !s->runs[i].done)
+			s->heap[s->n_heap++] = i;
+	}
+	for (size_t i = s->n_heap; k == FMT_OK && i-- > 0;)
+		heap_down(s, i);
+	return k;
+}
+
+static void give(const uint8_t *r, const uint8_t **key, size_t *klen, const uint8_t **payload, size_t *plen)
+{
+	*klen = key_len(r);
+	*plen = payload_len(r);
+	*key = r + HEAD;
+	*payload = r + HEAD + *klen;
+}
+
+fmt_kind fmt_extsort_next(fmt_extsort *s, const uint8_t **key, size_t *klen, const uint8_t **payload, size_t *plen,
+			  int *done, fmt_err *e)
+{
+	*done = 0;
+	if (!s->finished)
+		return fmt_fail(e, FMT_INTERNAL, "extsort read before finish");
+	if (s->n_runs == 0) {
+		if (s->next_sorted == s->n_recs) {
+			*done = 1;
+			return FMT_OK;
+		}
+		give(s->sorted[s->next_sorted++], key, klen, payload, plen);
+		return FMT_OK;
+	}
+	/* the top run's record was handed out last time: step that run now */
+	if (s->stepped) {
+		run *top = &s->runs[s->heap[0]];
+		fmt_kind k = run_read(top, e);
+		if (k != FMT_OK)
+			return k;
+		if (top->done)
+			s->heap[0] = s->heap[--s->n_heap];
+		heap_down(s, 0);
+	}
+	if (s->n_heap == 0) {
+		*done = 1;
+		return FMT_OK;
+	}
+	s->stepped = 1;
+	give(s->runs[s->heap[0]].rec, key, klen, payload, plen);
+	return FMT_OK;
+}
+
+uint64_t fmt_extsort_runs(const fmt_extsort *s)
+{
+	return s->n_runs;
+}
+
+void fmt_extsort_free(fmt_extsort *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n_runs; i++) {
+		if (s->runs[i].f)
+			fclose(s->runs[i].f);
+		free(s->runs[i].rec);
+	}
+	free(s->runs);
+	free(s->heap);
+	free(s->arena);
+	free(s->offs);
+	free(s->sorted);
+	free(s);
+}
