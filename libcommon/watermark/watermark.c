@@ -70,6 +70,11 @@ void fmt_wm_key_free(fmt_wm_key *key)
 	sodium_free(key);
 }
 
+void fmt_wm_derive(const fmt_wm_key *key, const char *label, uint8_t out[32])
+{
+	hmac(key->k, label, NULL, 0, out);
+}
+
 void fmt_wm_buyer_hash(const fmt_wm_key *key, const char *buyer, size_t len, uint8_t out[FMT_WM_HASH_LEN])
 {
 	hmac(key->k, BUYER_LABEL, buyer, len, out);
@@ -684,6 +689,15 @@ void fmt_wm_dist_merge(fmt_wm_dist *into, const fmt_wm_dist *piece)
 	into->sumsq0 += piece->sumsq0;
 	into->sum_d += piece->sum_d;
 	into->sumsq1 += piece->sumsq1;
+	into->sumsq_d += piece->sumsq_d;
+}
+
+double fmt_wm_dist_rms_rel(const fmt_wm_dist *d)
+{
+	if (d->finite == 0)
+		return 0;
+	double n = (double)d->finite, mean0 = d->sum0 / n, var0 = d->sumsq0 / n - mean0 * mean0;
+	return var0 > 0 ? sqrt(d->sumsq_d / n / var0) : 0;
 }
 
 void fmt_wm_dist_moments(const fmt_wm_dist *d, double *mean_rel, double *std_rel)
