@@ -32,8 +32,12 @@ void fmt_ss_stream(const uint8_t sk[32], uint64_t nelems, uint64_t first, size_t
 		size_t len = (skip + want + 63) / 64 * 64;
 		memset(buf, 0, len);
 		crypto_stream_chacha20_ietf_xor_ic(buf, buf, len, nonce, (uint32_t)block, sk);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		memcpy(r + done, buf + skip, want);
+#else
 		for (size_t i = 0; i < want / 2; i++)
 			r[done + i] = (uint16_t)(buf[skip + 2 * i] | buf[skip + 2 * i + 1] << 8);
+#endif
 		done += want / 2;
 		byte += want;
 	}
@@ -48,19 +52,47 @@ void fmt_ss_codeword(uint64_t payload, int8_t d[FMT_SS_GROUPS])
 	}
 }
 
-static inline double load_value(const uint8_t *p, int width)
+/* Sums over a block, in 4 lanes (i % 4) added at the end: the order of the additions is not part
+ * of the scheme, and 4 independent chains run about 4 times as fast. */
+typedef struct block_sums {
+	double sum[4], sumsq[4];
+	uint64_t finite;
+} block_sums;
+
+#define LANES_TOTAL(x) (((x)[0] + (x)[1]) + ((x)[2] + (x)[3]))
+
+/* The block's mean and population standard deviation over its finite values (two passes). */
+#define BLOCK_STD(T, LOAD)                                                                 \
+	do {                                                                               \
+		double lane[4] = { 0 };                                                    \
+		uint64_t fin = 0;                                                          \
+		for (size_t i = 0; i < n; i++) {                                           \
+			double v = (double)LOAD(i);                                        \
+			int ok = isfinite(v) != 0;                                         \
+			lane[i & 3] += ok ? v : 0;                                         \
+			fin += (uint64_t)ok;                                               \
+		}                                                                          \
+		mean = fin ? LANES_TOTAL(lane) / (double)fin : 0;                          \
+		double sq[4] = { 0 };                                                      \
+		for (size_t i = 0; i < n; i++) {                                           \
+			double v = (double)LOAD(i) - mean;                                 \
+			sq[i & 3] += isfinite(v) ? v * v : 0;                              \
+		}                                                                          \
+		std = fin ? sqrt(LANES_TOTAL(sq) / (double)fin) : 0;                       \
+	} while (0)
+
+static inline float load_f32(const uint8_t *p, size_t i)
 {
-	return fmt_wm_load_value(p, width);
+	float f;
+	memcpy(&f, p + 4 * i, 4);
+	return f;
 }
 
-static inline void store_value(uint8_t *p, double v, int width)
+static inline double load_f64(const uint8_t *p, size_t i)
 {
-	if (width == 4) {
-		float f = (float)v;
-		memcpy(p, &f, 4);
-	} else {
-		memcpy(p, &v, 8);
-	}
+	double d;
+	memcpy(&d, p + 8 * i, 8);
+	return d;
 }
 
 void fmt_ss_embed(const fmt_ss_params *prm, uint8_t *p, uint64_t nelems, uint64_t first, size_t n, int width,
@@ -74,48 +106,52 @@ void fmt_ss_embed(const fmt_ss_params *prm, uint8_t *p, uint64_t nelems, uint64_
 		free(delta);
 		return;
 	}
-	/* the block's mean and population standard deviation over its finite values */
-	double sum = 0, sumsq = 0;
-	uint64_t finite = 0;
-	for (size_t i = 0; i < n; i++) {
-		double v = load_value(p + i * (size_t)width, width);
-		if (isfinite(v)) {
-			sum += v;
-			finite++;
-		}
-	}
-	double mean = finite ? sum / (double)finite : 0;
-	for (size_t i = 0; i < n; i++) {
-		double v = load_value(p + i * (size_t)width, width);
-		if (isfinite(v))
-			sumsq += (v - mean) * (v - mean);
-	}
-	double amp = finite ? prm->strength * sqrt(sumsq / (double)finite) : 0;
+	double mean, std;
+#define L32(i) load_f32(p, i)
+#define L64(i) load_f64(p, i)
+	if (width == 4)
+		BLOCK_STD(float, L32);
+	else
+		BLOCK_STD(double, L64);
+	double amp = prm->strength * std;
 	for (unsigned j = 0; j < FMT_SS_GROUPS; j++) {
 		delta[j] = amp * prm->d[j];                       /* sign bit 0: s = +1 */
 		delta[FMT_SS_GROUPS + j] = -amp * prm->d[j];      /* sign bit 1: s = -1 */
 	}
 	fmt_ss_stream(prm->sk, nelems, first, n, r);
+	double s0[4] = { 0 }, sq0[4] = { 0 }, sd[4] = { 0 }, sq1[4] = { 0 }, sqd[4] = { 0 };
+	uint64_t finite = 0, marked = 0;
 	for (size_t i = 0; i < n; i++) {
-		uint8_t *at = p + i * (size_t)width;
-		double v = load_value(at, width);
-		if (!isfinite(v))
-			continue;
-		store_value(at, v + delta[r[i] & (2 * FMT_SS_GROUPS - 1)], width);
-		double v1 = load_value(at, width), diff = v1 - v;
-		double rel = v != 0 ? fabs(diff) / fabs(v) : 0;
-		d->finite++;
-		d->eligible++;
-		d->selected++;
-		d->marked += v1 != v;
-		if (rel > d->max_rel)
-			d->max_rel = rel;
-		d->sum0 += v;
-		d->sumsq0 += v * v;
-		d->sum_d += diff;
-		d->sumsq1 += v1 * v1;
-		d->sumsq_d += diff * diff;
+		double v = width == 4 ? (double)load_f32(p, i) : load_f64(p, i), v1 = v;
+		if (isfinite(v)) {
+			v1 = v + delta[r[i] & (2 * FMT_SS_GROUPS - 1)];
+			if (width == 4) {
+				float f = (float)v1;
+				memcpy(p + 4 * i, &f, 4);
+				v1 = f;
+			} else {
+				memcpy(p + 8 * i, &v1, 8);
+			}
+			double diff = v1 - v;
+			unsigned l = (unsigned)(i & 3);
+			s0[l] += v;
+			sq0[l] += v * v;
+			sd[l] += diff;
+			sq1[l] += v1 * v1;
+			sqd[l] += diff * diff;
+			finite++;
+			marked += v1 != v;
+		}
 	}
+	d->finite += finite;
+	d->eligible += finite;
+	d->selected += finite;
+	d->marked += marked;
+	d->sum0 += LANES_TOTAL(s0);
+	d->sumsq0 += LANES_TOTAL(sq0);
+	d->sum_d += LANES_TOTAL(sd);
+	d->sumsq1 += LANES_TOTAL(sq1);
+	d->sumsq_d += LANES_TOTAL(sqd);
 	free(r);
 	free(delta);
 }
