@@ -879,6 +879,8 @@ void fmt_wm_lattice_add(fmt_wm_lattice *l, const uint8_t *p, size_t n, int width
 		if (!fmt_wm_eligible(bits, width))
 			continue;
 		l->eligible++;
+		uint64_t mant = bits & ((UINT64_C(1) << MANT(width)) - 1);
+		l->precision[mant ? MANT(width) - __builtin_ctzll(mant) : 0]++;
 		int64_t u = signed_significand(bits, width);
 		for (int s = FMT_WM_DETECT_MIN_S; s <= FMT_WM_DETECT_MAX_S; s++) {
 			int q = MANT(width) - s;
@@ -897,6 +899,22 @@ void fmt_wm_lattice_merge(fmt_wm_lattice *into, const fmt_wm_lattice *piece)
 	into->eligible += piece->eligible;
 	for (int i = 0; i < FMT_WM_DETECT_N; i++)
 		into->aligned[i] += piece->aligned[i];
+	for (int i = 0; i < 53; i++)
+		into->precision[i] += piece->precision[i];
+}
+
+double fmt_wm_lattice_log_p(const fmt_wm_lattice *l, int s)
+{
+	uint64_t low = 0, mid = 0, high = 0;
+	for (int i = 0; i < 53; i++) {
+		if (i <= s + 1)
+			low += l->precision[i];
+		else if (i <= s + 4)
+			mid += l->precision[i];
+		else
+			high += l->precision[i];
+	}
+	return fmax(fmt_wm_binom_log_sf(low + mid, low), fmt_wm_binom_log_sf(high + mid, high));
 }
 
 void fmt_wm_entropy_init(fmt_wm_entropy *s)

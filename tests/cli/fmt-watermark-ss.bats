@@ -293,3 +293,19 @@ PY
 	[[ "$stderr" == *"--scheme ss reads model weights; a dataset's columns carry --scheme qim"* ]]
 	[ ! -e o.ald ] && [ ! -e o.safetensors ]
 }
+
+@test "detect never calls an unmarked model watermarked for its short mantissas: F16, BF16, Q8_0, Q4_K copies" {
+	for t in f16 bf16 q8_0 q4_k; do
+		fmt-convert --dtype "$t" clean.safetensors "c.$t.gguf" 2>/dev/null
+		fmt-convert --dtype f32 "c.$t.gguf" "c.$t.safetensors"
+		run fmt-watermark detect -j "c.$t.safetensors"
+		assert_failure 1
+		[ "$(echo "$output" | jq -r '.verdict, (.suspicious | length)')" = "$(printf 'no watermark detected\n0')" ] ||
+			fail "$t: $(echo "$output" | jq -c '[.verdict, .suspicious]')"
+	done
+	# a fmtkit-wm/1 copy of the same model is still found, at its strength
+	fmt-watermark embed -q --key seller.key --buyer carol --scheme qim clean.safetensors old.safetensors
+	run fmt-watermark detect -j old.safetensors
+	assert_success
+	[ "$(echo "$output" | jq -c '[.tensors[].strength_bits] | unique')" = '[12]' ]
+}

@@ -654,7 +654,7 @@ int wm_report_detect(const char *path, const wm_opts *o, const wm_result *r)
 		double best = 0, ln_p[FMT_WM_DETECT_N];
 		int found = 0, best_s = 0;
 		for (int s = FMT_WM_DETECT_MIN_S; s <= FMT_WM_DETECT_MAX_S; s++) {
-			ln_p[s - FMT_WM_DETECT_MIN_S] = fmt_wm_binom_log_sf(l->eligible, l->aligned[s - FMT_WM_DETECT_MIN_S]);
+			ln_p[s - FMT_WM_DETECT_MIN_S] = fmt_wm_lattice_log_p(l, s);
 			if (ln_p[s - FMT_WM_DETECT_MIN_S] < best) {
 				best = ln_p[s - FMT_WM_DETECT_MIN_S];
 				best_s = s;

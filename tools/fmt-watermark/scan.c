@@ -180,7 +180,8 @@ static void scan_range(void *p, size_t i)
 			fmt_wm_votes_merge(&rg->col->votes, &v);
 			pthread_mutex_unlock(&rg->col->lock);
 		} else {
-			fmt_wm_lattice l = { 0, { 0 } };
+			fmt_wm_lattice l;
+			memset(&l, 0, sizeof l);
 			fmt_wm_lattice_add(&l, buf, count, rg->col->width);
 			pthread_mutex_lock(&rg->col->lock);
 			fmt_wm_lattice_merge(&rg->col->lattice, &l);

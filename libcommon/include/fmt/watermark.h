@@ -182,9 +182,18 @@ int fmt_wm_alim_decide(const fmt_wm_alim_col *cols, size_t n_cols, const uint8_t
 typedef struct fmt_wm_lattice {
 	uint64_t eligible;
 	uint64_t aligned[FMT_WM_DETECT_N];   /* s = 8 + i */
+	uint64_t precision[53];              /* values by the place of their lowest set mantissa bit
+					      * (1..52; 0: no bit set) */
 } fmt_wm_lattice;
 void fmt_wm_lattice_add(fmt_wm_lattice *l, const uint8_t *p, size_t n, int width);
 void fmt_wm_lattice_merge(fmt_wm_lattice *into, const fmt_wm_lattice *piece);
+/* ln p of a mark at strength s. Marks at s leave the marked values with no mantissa bit below
+ * place s + 1 and the others (density < 1) with their full precision: a valley in the precision
+ * histogram. With X values of precision <= s + 1, Y of s + 2 .. s + 4 and Z of >= s + 5,
+ * ln max(P[Bin(X + Y, 1/2) >= X], P[Bin(Z + Y, 1/2) >= Z]): a column of short mantissas by
+ * nature (F16, BF16 or Q8_0 values widened to float32, integers, few decimals) has no high side
+ * and full-precision data no low side; neither is suspicious, however many values are aligned. */
+double fmt_wm_lattice_log_p(const fmt_wm_lattice *l, int s);
 
 /* Entropy statistics of one numeric column (§4 entropy). Pass 1 sees every value (min, max and
  * the low-bit statistics), pass 2 fills the 256-bin value histogram between pass 1's min and max. */
