@@ -52,47 +52,118 @@ void fmt_ss_codeword(uint64_t payload, int8_t d[FMT_SS_GROUPS])
 	}
 }
 
-/* Sums over a block, in 4 lanes (i % 4) added at the end: the order of the additions is not part
- * of the scheme, and 4 independent chains run about 4 times as fast. */
-typedef struct block_sums {
-	double sum[4], sumsq[4];
-	uint64_t finite;
-} block_sums;
+/* Sums over a block in 4 lanes (i % 4), added at the end: the order of the additions is not part
+ * of the scheme, and 4 independent chains in registers run several times as fast. */
+#define LANES_TOTAL(a) (((a##0) + (a##1)) + ((a##2) + (a##3)))
 
-#define LANES_TOTAL(x) (((x)[0] + (x)[1]) + ((x)[2] + (x)[3]))
-
-/* The block's mean and population standard deviation over its finite values (two passes). */
-#define BLOCK_STD(T, LOAD)                                                                 \
-	do {                                                                               \
-		double lane[4] = { 0 };                                                    \
-		uint64_t fin = 0;                                                          \
-		for (size_t i = 0; i < n; i++) {                                           \
-			double v = (double)LOAD(i);                                        \
-			int ok = isfinite(v) != 0;                                         \
-			lane[i & 3] += ok ? v : 0;                                         \
-			fin += (uint64_t)ok;                                               \
-		}                                                                          \
-		mean = fin ? LANES_TOTAL(lane) / (double)fin : 0;                          \
-		double sq[4] = { 0 };                                                      \
-		for (size_t i = 0; i < n; i++) {                                           \
-			double v = (double)LOAD(i) - mean;                                 \
-			sq[i & 3] += isfinite(v) ? v * v : 0;                              \
-		}                                                                          \
-		std = fin ? sqrt(LANES_TOTAL(sq) / (double)fin) : 0;                       \
-	} while (0)
-
-static inline float load_f32(const uint8_t *p, size_t i)
+static inline double load_value(const uint8_t *p, size_t i, int width)
 {
-	float f;
-	memcpy(&f, p + 4 * i, 4);
-	return f;
-}
-
-static inline double load_f64(const uint8_t *p, size_t i)
-{
+	if (width == 4) {
+		float f;
+		memcpy(&f, p + 4 * i, 4);
+		return f;
+	}
 	double d;
 	memcpy(&d, p + 8 * i, 8);
 	return d;
+}
+
+/* 0 for a non-finite value (which neither counts nor moves). */
+static inline double finite_or_0(double v)
+{
+	return isfinite(v) ? v : 0;
+}
+
+/* The block's mean and population standard deviation over its finite values (two passes). */
+static inline __attribute__((always_inline)) void block_std(const uint8_t *p, size_t n, const int width,
+							    double *mean, double *std)
+{
+	double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+	uint64_t fin = 0;
+	size_t i = 0;
+	for (; i + 4 <= n; i += 4) {
+		double v0 = load_value(p, i, width), v1 = load_value(p, i + 1, width);
+		double v2 = load_value(p, i + 2, width), v3 = load_value(p, i + 3, width);
+		fin += (uint64_t)(isfinite(v0) != 0) + (isfinite(v1) != 0) + (isfinite(v2) != 0) + (isfinite(v3) != 0);
+		a0 += finite_or_0(v0);
+		a1 += finite_or_0(v1);
+		a2 += finite_or_0(v2);
+		a3 += finite_or_0(v3);
+	}
+	for (; i < n; i++) {
+		double v = load_value(p, i, width);
+		fin += isfinite(v) != 0;
+		a0 += finite_or_0(v);
+	}
+	double m = fin ? LANES_TOTAL(a) / (double)fin : 0, q0 = 0, q1 = 0, q2 = 0, q3 = 0;
+	for (i = 0; i + 4 <= n; i += 4) {
+		double d0 = finite_or_0(load_value(p, i, width) - m), d1 = finite_or_0(load_value(p, i + 1, width) - m);
+		double d2 = finite_or_0(load_value(p, i + 2, width) - m), d3 = finite_or_0(load_value(p, i + 3, width) - m);
+		q0 += d0 * d0;
+		q1 += d1 * d1;
+		q2 += d2 * d2;
+		q3 += d3 * d3;
+	}
+	for (; i < n; i++) {
+		double d = finite_or_0(load_value(p, i, width) - m);
+		q0 += d * d;
+	}
+	*mean = m;
+	*std = fin ? sqrt(LANES_TOTAL(q) / (double)fin) : 0;
+}
+
+/* What marking one value did, for the block's distortion sums. */
+typedef struct change { double d, dd, vd; uint64_t finite, marked; } change;
+
+static inline __attribute__((always_inline)) void mark_one(uint8_t *p, size_t i, const int width, double delta,
+							   change *c)
+{
+	double v = load_value(p, i, width);
+	if (!isfinite(v))
+		return;
+	double v1 = v + delta;
+	if (width == 4) {
+		float f = (float)v1;
+		memcpy(p + 4 * i, &f, 4);
+		v1 = f;
+	} else {
+		memcpy(p + 8 * i, &v1, 8);
+	}
+	double diff = v1 - v;
+	c->d += diff;
+	c->dd += diff * diff;
+	c->vd += v * diff;
+	c->finite++;
+	c->marked += v1 != v;
+}
+
+static inline __attribute__((always_inline)) void mark_block(uint8_t *p, size_t n, const int width,
+							     const double *delta, const uint16_t *r, fmt_wm_dist *d)
+{
+	const unsigned mask = 2 * FMT_SS_GROUPS - 1;
+	change c[4];
+	memset(c, 0, sizeof c);
+	size_t i = 0;
+	for (; i + 4 <= n; i += 4)
+		for (int l = 0; l < 4; l++)
+			mark_one(p, i + (size_t)l, width, delta[r[i + (size_t)l] & mask], &c[l]);
+	for (; i < n; i++)
+		mark_one(p, i, width, delta[r[i] & mask], &c[0]);
+	for (int l = 1; l < 4; l++) {
+		c[0].d += c[l].d;
+		c[0].dd += c[l].dd;
+		c[0].vd += c[l].vd;
+		c[0].finite += c[l].finite;
+		c[0].marked += c[l].marked;
+	}
+	d->sum_d += c[0].d;
+	d->sumsq_d += c[0].dd;
+	d->finite += c[0].finite;
+	d->eligible += c[0].finite;
+	d->selected += c[0].finite;
+	d->marked += c[0].marked;
+	/* sum v'^2 = sum v^2 + 2 sum v (v' - v) + sum (v' - v)^2; sum v^2 from the block's moments */
+	d->sumsq1 += 2 * c[0].vd + c[0].dd;
 }
 
 void fmt_ss_embed(const fmt_ss_params *prm, uint8_t *p, uint64_t nelems, uint64_t first, size_t n, int width,
@@ -107,51 +178,26 @@ void fmt_ss_embed(const fmt_ss_params *prm, uint8_t *p, uint64_t nelems, uint64_
 		return;
 	}
 	double mean, std;
-#define L32(i) load_f32(p, i)
-#define L64(i) load_f64(p, i)
+	uint64_t before = d->finite;
 	if (width == 4)
-		BLOCK_STD(float, L32);
+		block_std(p, n, 4, &mean, &std);
 	else
-		BLOCK_STD(double, L64);
+		block_std(p, n, 8, &mean, &std);
 	double amp = prm->strength * std;
 	for (unsigned j = 0; j < FMT_SS_GROUPS; j++) {
 		delta[j] = amp * prm->d[j];                       /* sign bit 0: s = +1 */
 		delta[FMT_SS_GROUPS + j] = -amp * prm->d[j];      /* sign bit 1: s = -1 */
 	}
 	fmt_ss_stream(prm->sk, nelems, first, n, r);
-	double s0[4] = { 0 }, sq0[4] = { 0 }, sd[4] = { 0 }, sq1[4] = { 0 }, sqd[4] = { 0 };
-	uint64_t finite = 0, marked = 0;
-	for (size_t i = 0; i < n; i++) {
-		double v = width == 4 ? (double)load_f32(p, i) : load_f64(p, i), v1 = v;
-		if (isfinite(v)) {
-			v1 = v + delta[r[i] & (2 * FMT_SS_GROUPS - 1)];
-			if (width == 4) {
-				float f = (float)v1;
-				memcpy(p + 4 * i, &f, 4);
-				v1 = f;
-			} else {
-				memcpy(p + 8 * i, &v1, 8);
-			}
-			double diff = v1 - v;
-			unsigned l = (unsigned)(i & 3);
-			s0[l] += v;
-			sq0[l] += v * v;
-			sd[l] += diff;
-			sq1[l] += v1 * v1;
-			sqd[l] += diff * diff;
-			finite++;
-			marked += v1 != v;
-		}
-	}
-	d->finite += finite;
-	d->eligible += finite;
-	d->selected += finite;
-	d->marked += marked;
-	d->sum0 += LANES_TOTAL(s0);
-	d->sumsq0 += LANES_TOTAL(sq0);
-	d->sum_d += LANES_TOTAL(sd);
-	d->sumsq1 += LANES_TOTAL(sq1);
-	d->sumsq_d += LANES_TOTAL(sqd);
+	if (width == 4)
+		mark_block(p, n, 4, delta, r, d);
+	else
+		mark_block(p, n, 8, delta, r, d);
+	/* the original values' sum and sum of squares, from the block's mean and std */
+	double fin = (double)(d->finite - before), sumsq = fin * (std * std + mean * mean);
+	d->sum0 += fin * mean;
+	d->sumsq0 += sumsq;
+	d->sumsq1 += sumsq;
 	free(r);
 	free(delta);
 }
