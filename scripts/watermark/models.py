@@ -19,64 +19,22 @@ Exit 0, or 1 with --assert when a goal is missed (all 64 bits and p < 1e-12 at 1
 1M for fmtkit-ss/1; no false positive).
 """
 import argparse
-import json
 import os
 import shutil
-import struct
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from robustness import Tools, read_safetensors, write_safetensors  # noqa: E402
+
 BUYER = "acme-labs"
 
 
-def write_safetensors(path, tensors):
-    hdr, off, blob = {}, 0, []
-    for name, a in tensors:
-        a = np.ascontiguousarray(a, dtype="<f4")
-        hdr[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + a.nbytes]}
-        off += a.nbytes
-        blob.append(a.tobytes())
-    text = json.dumps(hdr).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blob))
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    hdr = json.loads(raw[8:8 + n])
-    hdr.pop("__metadata__", None)
-    out = []
-    for name, h in sorted(hdr.items(), key=lambda kv: kv[1]["data_offsets"][0]):
-        assert h["dtype"] == "F32", "%s is %s" % (name, h["dtype"])
-        b, e = h["data_offsets"]
-        out.append((name, np.frombuffer(raw[8 + n + b:8 + n + e], dtype="<f4").reshape(h["shape"]).copy()))
-    return out
-
-
-class Tools:
-    def __init__(self, bindir, work):
-        self.bin, self.work = bindir, work
-        self.key = os.path.join(work, "seller.key")
-        if not os.path.exists(self.key):
-            self.run("fmt-sign", "keygen", "--watermark", "-s", self.key, "-q")
-
-    def run(self, tool, *args, ok=(0,)):
-        p = subprocess.run([os.path.join(self.bin, tool), *args], capture_output=True, text=True)
-        if p.returncode not in ok:
-            sys.exit("%s %s: exit %d\n%s" % (tool, " ".join(args), p.returncode, p.stderr))
-        return p
-
-    def json(self, tool, *args, ok=(0,)):
-        return json.loads(self.run(tool, *args, "-j", ok=ok).stdout)
-
-    def path(self, name):
-        return os.path.join(self.work, name)
+def path(t, name):
+    return os.path.join(t.work, name)
 
 
 def model(params, seed):
@@ -88,7 +46,7 @@ def model(params, seed):
 
 
 def roundtrip(t, src, dst, dtype, via):
-    mid = t.path("mid." + via)
+    mid = path(t, "mid." + via)
     t.run("fmt-convert", "-f", "--dtype", dtype, src, mid)
     t.run("fmt-convert", "-f", "--dtype", "f32", mid, dst)
 
@@ -125,7 +83,7 @@ def rename(ts, rng):
 
 
 def formats(t, src, dst):
-    chain = [src, t.path("c.gguf"), t.path("c.apsim"), t.path("c.apr"), dst]
+    chain = [src, path(t, "c.gguf"), path(t, "c.apsim"), path(t, "c.apr"), dst]
     for a, b in zip(chain, chain[1:]):
         t.run("fmt-convert", "-f", "--dtype", "f32" if b.endswith(".gguf") else "keep", a, b)
 
@@ -151,7 +109,7 @@ def attack(t, name, src, dst, rng):
         formats(t, src, dst)
     elif " + " in name:
         a, b = name.split(" + ")
-        mid = t.path("combined.safetensors")
+        mid = path(t, "combined.safetensors")
         attack(t, a, src, mid, rng)
         attack(t, b, mid, dst, rng)
     else:
@@ -174,16 +132,16 @@ def evaluate(t, path, scheme):
 
 
 def robustness(t, params):
-    base = t.path("base.safetensors")
+    base = path(t, "base.safetensors")
     write_safetensors(base, model(params, 1))
     rows = []
     for scheme in ("ss", "qim"):
-        marked = t.path("marked.safetensors")
+        marked = path(t, "marked.safetensors")
         e = t.json("fmt-watermark", "embed", "--scheme", scheme, "--key", t.key, "--buyer", BUYER, "-f", base, marked)
         if scheme == "ss":
             dist = max(c["rms_rel_change"] for c in e["tensors"])
         for i, name in enumerate(ATTACKS):
-            out = t.path("attacked.safetensors")
+            out = path(t, "attacked.safetensors")
             attack(t, name, marked, out, np.random.default_rng(100 + i))
             x, p = evaluate(t, out, scheme)
             rows.append((scheme, name, bits_recovered(e["payload"], x["payload"]), x["valid"], p["p_value"],
@@ -195,11 +153,11 @@ def false_positives(t, count, params):
     matches = watermarked = 0
     ps = []
     for seed in range(count):
-        clean = t.path("clean.safetensors")
+        clean = path(t, "clean.safetensors")
         write_safetensors(clean, model(params, 1000 + seed))
         rng = np.random.default_rng(5000 + seed)
         for name in ("none", "F16", "Q8_0", "noise 1e-2 std"):
-            out = t.path("clean_attacked.safetensors")
+            out = path(t, "clean_attacked.safetensors")
             attack(t, name, clean, out, rng)
             p = t.json("fmt-watermark", "prove", "--key", t.key, "--buyer", BUYER, out, ok=(0, 1))
             x = t.json("fmt-watermark", "extract", "--key", t.key, out, ok=(0, 1))

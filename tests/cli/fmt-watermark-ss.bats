@@ -239,29 +239,11 @@ PY
 	[ "$(jq -r '.verdict, .scheme, .buyer, .bytes_alike, (.ranks | length), .signature.algorithm' evidence.json)" = \
 	  "$(printf 'match\nfmtkit-ss/1\nalice\n8\n6\nEd25519')" ]
 	[ "$(jq -r .dataset_sha256 evidence.json)" = "$(sha256sum marked.safetensors | cut -d' ' -f1)" ]
-	cat >verify.py <<'PY'
-import base64, json, sys
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-def canon(v):
-    if isinstance(v, dict):
-        return "{" + ",".join(json.dumps(k) + ":" + canon(v[k]) for k in sorted(v)) + "}"
-    if isinstance(v, list):
-        return "[" + ",".join(canon(x) for x in v) + "]"
-    if isinstance(v, float):
-        t = "%.17g" % v
-        return t if any(ch in t for ch in ".eE") else t + ".0"
-    return json.dumps(v)
-ev = json.load(open(sys.argv[1]))
-sig = ev.pop("signature")
-pk = base64.b64decode(open(sys.argv[2]).read().splitlines()[1])[10:42]
-Ed25519PublicKey.from_public_bytes(pk).verify(base64.b64decode(sig["value"]), canon(ev).encode())
-print("signature ok")
-PY
-	run /usr/bin/python3 verify.py evidence.json ev.pub
+	run /usr/bin/python3 "$REPO_ROOT/scripts/watermark/verify-evidence.py" evidence.json ev.pub
 	assert_success
 	assert_output "signature ok"
 	jq '.p_value = 0.5' evidence.json >tampered.json
-	run /usr/bin/python3 verify.py tampered.json ev.pub
+	run /usr/bin/python3 "$REPO_ROOT/scripts/watermark/verify-evidence.py" tampered.json ev.pub
 	assert_failure
 }
 

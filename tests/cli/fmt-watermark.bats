@@ -425,29 +425,11 @@ PY
 	[ "$(jq -r .dataset_sha256 evidence.json)" = "$(sha256sum out.safetensors | cut -d' ' -f1)" ]
 	# 64 of 64 bits: p = P[X >= 64] = 2^-64
 	[ "$(jq '(.p_value / pow(2; -64) - 1) | fabs < 1e-12' evidence.json)" = true ]
-	cat >verify.py <<'PY'
-import base64, json, sys
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-def canon(v):
-    if isinstance(v, dict):
-        return "{" + ",".join(json.dumps(k) + ":" + canon(v[k]) for k in sorted(v)) + "}"
-    if isinstance(v, list):
-        return "[" + ",".join(canon(x) for x in v) + "]"
-    if isinstance(v, float):
-        t = "%.17g" % v
-        return t if any(ch in t for ch in ".eE") else t + ".0"
-    return json.dumps(v)
-ev = json.load(open(sys.argv[1]))
-sig = ev.pop("signature")
-pk = base64.b64decode(open(sys.argv[2]).read().splitlines()[1])[10:42]
-Ed25519PublicKey.from_public_bytes(pk).verify(base64.b64decode(sig["value"]), canon(ev).encode())
-print("signature ok")
-PY
-	run /usr/bin/python3 verify.py evidence.json ev.pub
+	run /usr/bin/python3 "$REPO_ROOT/scripts/watermark/verify-evidence.py" evidence.json ev.pub
 	assert_success
 	assert_output "signature ok"
 	jq '.agree = 1' evidence.json >tampered.json
-	run /usr/bin/python3 verify.py tampered.json ev.pub
+	run /usr/bin/python3 "$REPO_ROOT/scripts/watermark/verify-evidence.py" tampered.json ev.pub
 	assert_failure
 	# the evidence file is never overwritten without -f; --json prints the evidence
 	run fmt-watermark prove --key seller.key --buyer alice -o evidence.json out.safetensors
