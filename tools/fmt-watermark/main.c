@@ -188,7 +188,7 @@ static const fmt_cli_tool tool = {
 		 "IN and OUT: datasets (.ald, Arrow IPC, JSON Lines, CSV) and every model format\n"
 		 "fmtkit writes (F16/BF16 tensors are left alone); IN - is standard input, OUT -\n"
 		 "standard output (with --to; the report then goes to standard error).\n"
-		 "Schemes: man fmt-watermark (fmtkit-ss/1), specs/watermark.md (fmtkit-wm/1).",
+		 "Schemes: man 7 fmtkit-watermark (fmtkit-ss/1), specs/watermark.md (fmtkit-wm/1).",
 	.commands = commands,
 	.options = options,
 	.footer = "Exit status: 0 ok (extract: a valid payload; prove: match; detect: likely\n"

@@ -1,7 +1,7 @@
-/* fmt-watermark: buyer watermarks in model tensors and dataset float columns
- * (specs/watermark.md). main.c parses; embed.c marks through the conversion pipeline
- * (fmt/pipeline.h); scan.c reads votes, lattice counts and entropy statistics; report.c
- * prints and signs. */
+/* fmt-watermark: buyer watermarks in model tensors (fmtkit-ss/1, man/fmtkit-watermark.7) and
+ * dataset float columns (fmtkit-wm/1, specs/watermark.md). main.c parses; embed.c marks through
+ * the conversion pipeline (fmt/pipeline.h); scan.c reads votes, fmtkit-ss/1 sums, lattice counts
+ * and entropy statistics; report.c prints and signs. */
 #ifndef WM_H
 #define WM_H
 
