@@ -70,6 +70,11 @@ void fmt_wm_key_free(fmt_wm_key *key)
 	sodium_free(key);
 }
 
+void fmt_wm_derive(const fmt_wm_key *key, const char *label, uint8_t out[32])
+{
+	hmac(key->k, label, NULL, 0, out);
+}
+
 void fmt_wm_buyer_hash(const fmt_wm_key *key, const char *buyer, size_t len, uint8_t out[FMT_WM_HASH_LEN])
 {
 	hmac(key->k, BUYER_LABEL, buyer, len, out);
@@ -684,6 +689,15 @@ void fmt_wm_dist_merge(fmt_wm_dist *into, const fmt_wm_dist *piece)
 	into->sumsq0 += piece->sumsq0;
 	into->sum_d += piece->sum_d;
 	into->sumsq1 += piece->sumsq1;
+	into->sumsq_d += piece->sumsq_d;
+}
+
+double fmt_wm_dist_rms_rel(const fmt_wm_dist *d)
+{
+	if (d->finite == 0)
+		return 0;
+	double n = (double)d->finite, mean0 = d->sum0 / n, var0 = d->sumsq0 / n - mean0 * mean0;
+	return var0 > 0 ? sqrt(d->sumsq_d / n / var0) : 0;
 }
 
 void fmt_wm_dist_moments(const fmt_wm_dist *d, double *mean_rel, double *std_rel)
@@ -865,6 +879,8 @@ void fmt_wm_lattice_add(fmt_wm_lattice *l, const uint8_t *p, size_t n, int width
 		if (!fmt_wm_eligible(bits, width))
 			continue;
 		l->eligible++;
+		uint64_t mant = bits & ((UINT64_C(1) << MANT(width)) - 1);
+		l->precision[mant ? MANT(width) - __builtin_ctzll(mant) : 0]++;
 		int64_t u = signed_significand(bits, width);
 		for (int s = FMT_WM_DETECT_MIN_S; s <= FMT_WM_DETECT_MAX_S; s++) {
 			int q = MANT(width) - s;
@@ -883,6 +899,22 @@ void fmt_wm_lattice_merge(fmt_wm_lattice *into, const fmt_wm_lattice *piece)
 	into->eligible += piece->eligible;
 	for (int i = 0; i < FMT_WM_DETECT_N; i++)
 		into->aligned[i] += piece->aligned[i];
+	for (int i = 0; i < 53; i++)
+		into->precision[i] += piece->precision[i];
+}
+
+double fmt_wm_lattice_log_p(const fmt_wm_lattice *l, int s)
+{
+	uint64_t low = 0, mid = 0, high = 0;
+	for (int i = 0; i < 53; i++) {
+		if (i <= s + 1)
+			low += l->precision[i];
+		else if (i <= s + 4)
+			mid += l->precision[i];
+		else
+			high += l->precision[i];
+	}
+	return fmax(fmt_wm_binom_log_sf(low + mid, low), fmt_wm_binom_log_sf(high + mid, high));
 }
 
 void fmt_wm_entropy_init(fmt_wm_entropy *s)

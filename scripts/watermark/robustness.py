@@ -106,13 +106,14 @@ def to_ald(t, csv, ald, names):
 
 
 def survives(t, path, payload, strength=12):
-    r = t.json("fmt-watermark", "extract", "--key", t.key, "--strength-bits", str(strength), path, ok=(0, 1))
+    r = t.json("fmt-watermark", "extract", "--key", t.key, "--scheme", "qim", "--strength-bits", str(strength),
+               path, ok=(0, 1))
     return r["valid"] and r["payload"] == payload
 
 
 def false_match(t, path, buyer, strength=12):
-    r = t.json("fmt-watermark", "prove", "--key", t.key, "--strength-bits", str(strength), "--buyer", buyer, path,
-               ok=(0, 1))
+    r = t.json("fmt-watermark", "prove", "--key", t.key, "--scheme", "qim", "--strength-bits", str(strength),
+               "--buyer", buyer, path, ok=(0, 1))
     return r["match"]
 
 
@@ -244,8 +245,8 @@ def model_table(t, copies, strength):
     for i in range(copies):
         buyer, other = "buyer-%d" % i, "buyer-%d" % (i + 1)
         marked = os.path.join(work, "marked.safetensors")
-        r = t.json("fmt-watermark", "embed", "--key", t.key, "--buyer", buyer, "--strength-bits", str(strength),
-                   "-f", base, marked)
+        r = t.json("fmt-watermark", "embed", "--key", t.key, "--buyer", buyer, "--scheme", "qim",
+                   "--strength-bits", str(strength), "-f", base, marked)
         payload = r["payload"]
         max_rel = max(max_rel, r["max_rel_change"])
         prng = np.random.default_rng(2000 + i)

@@ -82,12 +82,12 @@ teardown() {
 	run fmt-sign keygen --watermark -p x.pub
 	assert_failure 2
 	# the key works with fmt-watermark
-	run fmt-watermark embed --key other.key --buyer x m.safetensors o.safetensors
+	run fmt-watermark embed --scheme qim --key other.key --buyer x m.safetensors o.safetensors
 	assert_success
 }
 
 @test "embed: output is fmt-convert's but for the marked values, each exactly the spec's (reference)" {
-	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice m.safetensors out.safetensors -j
+	run --separate-stderr fmt-watermark embed --scheme qim --key seller.key --buyer alice m.safetensors out.safetensors -j
 	assert_success
 	json=$output
 	[ "$(echo "$json" | jq -r .payload)" = "$(/usr/bin/python3 "$WMREF" payload seller.key alice | cut -d' ' -f2)" ]
@@ -123,82 +123,82 @@ PY
 	assert_success
 	assert_line --partial "ok "
 	# text report: a line per tensor, the F16 tensor listed
-	run fmt-watermark embed -f --key seller.key --buyer alice m.safetensors out.safetensors
+	run fmt-watermark embed --scheme qim -f --key seller.key --buyer alice m.safetensors out.safetensors
 	assert_success
 	assert_line --regexp '^  w +F32 +8192 +[0-9]+ +1\.[0-9]+e-04 '
 	assert_line "left alone (F16/BF16, no room for a mark): h"
 }
 
 @test "embed writes the same bytes for any -T, models and datasets" {
-	fmt-watermark embed -q -T 1 --key seller.key --buyer alice m.safetensors t1.safetensors
-	fmt-watermark embed -q -T 4 --key seller.key --buyer alice m.safetensors t4.safetensors
+	fmt-watermark embed --scheme qim -q -T 1 --key seller.key --buyer alice m.safetensors t1.safetensors
+	fmt-watermark embed --scheme qim -q -T 4 --key seller.key --buyer alice m.safetensors t4.safetensors
 	cmp t1.safetensors t4.safetensors
-	fmt-watermark embed -q -T 1 --key seller.key --buyer alice d.ald t1.ald
-	fmt-watermark embed -q -T 3 --key seller.key --buyer alice d.ald t3.ald
+	fmt-watermark embed --scheme qim -q -T 1 --key seller.key --buyer alice d.ald t1.ald
+	fmt-watermark embed --scheme qim -q -T 3 --key seller.key --buyer alice d.ald t3.ald
 	cmp t1.ald t3.ald
 	! cmp -s t1.ald d.ald
 }
 
 @test "embed OUT -: standard output holds the bytes of the file OUT, the report goes to stderr" {
-	fmt-watermark embed --key seller.key --buyer alice m.safetensors f.gguf >f.txt
-	fmt-watermark embed -j --key seller.key --buyer alice m.safetensors f2.gguf >f.json
-	fmt-watermark embed --key seller.key --buyer alice --to gguf m.safetensors - >s.gguf 2>s.err
+	fmt-watermark embed --scheme qim --key seller.key --buyer alice m.safetensors f.gguf >f.txt
+	fmt-watermark embed --scheme qim -j --key seller.key --buyer alice m.safetensors f2.gguf >f.json
+	fmt-watermark embed --scheme qim --key seller.key --buyer alice --to gguf m.safetensors - >s.gguf 2>s.err
 	cmp s.gguf f.gguf
 	cmp f.gguf f2.gguf
 	[ "$(head -1 s.err)" = "$(head -1 f.txt | sed 's/ -> f\.gguf (gguf): / -> - (gguf): /')" ]
 	[ "$(head -1 s.err | cut -d: -f1)" = "m.safetensors -> - (gguf)" ]
 	diff <(sed 1d s.err) <(sed 1d f.txt)
 	# --json: the report is one JSON object on stderr, the same figures
-	fmt-watermark embed -j --key seller.key --buyer alice --to gguf m.safetensors - >s2.gguf 2>s2.err
+	fmt-watermark embed --scheme qim -j --key seller.key --buyer alice --to gguf m.safetensors - >s2.gguf 2>s2.err
 	cmp s2.gguf f.gguf
 	[ "$(wc -l <s2.err)" = 1 ]
 	[ "$(jq -c '[.output, .format, .dry_run]' s2.err)" = '["-","gguf",false]' ]
 	[ "$(jq -cS 'del(.output)' s2.err)" = "$(jq -cS 'del(.output)' f.json)" ]
 	# -q: nothing on stderr
-	fmt-watermark embed -q --key seller.key --buyer alice --to gguf m.safetensors - >s3.gguf 2>s3.err
+	fmt-watermark embed --scheme qim -q --key seller.key --buyer alice --to gguf m.safetensors - >s3.gguf 2>s3.err
 	cmp s3.gguf f.gguf
 	[ ! -s s3.err ]
 	# a pipe from stdin to stdout and on to extract
-	fmt-watermark embed -q --key seller.key --buyer alice --to safetensors - - <m.safetensors |
+	fmt-watermark embed --scheme qim -q --key seller.key --buyer alice --to safetensors - - <m.safetensors |
 		fmt-watermark extract -j --key seller.key - >x.json
 	[ "$(jq -r .payload x.json)" = "$(jq -r .payload f.json)" ]
 	# datasets: every table format that streams
 	for to in csv jsonl arrow-stream arrow; do
-		fmt-watermark embed -q --key seller.key --buyer alice d.ald "f.$to" --to "$to"
-		fmt-watermark embed -q --key seller.key --buyer alice --to "$to" d.ald - >"s.$to"
+		fmt-watermark embed --scheme qim -q --key seller.key --buyer alice d.ald "f.$to" --to "$to"
+		fmt-watermark embed --scheme qim -q --key seller.key --buyer alice --to "$to" d.ald - >"s.$to"
 		cmp "s.$to" "f.$to"
 	done
 	# .ald completes its header last: refused before anything is written (fmt-convert does the same)
-	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice --to ald d.ald -
+	run --separate-stderr fmt-watermark embed --scheme qim --key seller.key --buyer alice --to ald d.ald -
 	assert_failure 2
 	[ -z "$output" ]
 	[[ "$stderr" == *".ald cannot be written to standard output"* ]]
 }
 
 @test "embed --to: OUT's format whatever its name; without it, OUT - or an unknown extension is exit 2" {
-	fmt-watermark embed -q --key seller.key --buyer alice m.safetensors f.gguf
-	fmt-watermark embed -q --key seller.key --buyer alice --to gguf m.safetensors out.bin
+	fmt-watermark embed --scheme qim -q --key seller.key --buyer alice m.safetensors f.gguf
+	fmt-watermark embed --scheme qim -q --key seller.key --buyer alice --to gguf m.safetensors out.bin
 	cmp out.bin f.gguf
-	fmt-watermark embed -q --key seller.key --buyer alice d.ald f.ald
-	run fmt-watermark embed -j --key seller.key --buyer alice --to ald d.ald out.data
+	fmt-watermark embed --scheme qim -q --key seller.key --buyer alice d.ald f.ald
+	run fmt-watermark embed --scheme qim -j --key seller.key --buyer alice --to ald d.ald out.data
 	assert_success
 	[ "$(echo "$output" | jq -r .format)" = ald ]
 	cmp out.data f.ald
 	# --to wins over the extension
-	fmt-watermark embed -q --key seller.key --buyer alice --to apr m.safetensors named.gguf
+	fmt-watermark embed --scheme qim -q --key seller.key --buyer alice --to apr m.safetensors named.gguf
 	[ "$(fmt-inspect -j named.gguf | jq -r .format)" = apr ]
-	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice m.safetensors -
+	run --separate-stderr fmt-watermark embed --scheme qim --key seller.key --buyer alice m.safetensors -
 	assert_failure 2
 	[[ "$stderr" == *"cannot tell the output format from OUT's name (standard output); use --to (safetensors, gguf, apsim, apr, ald, arrow, arrow-stream, jsonl or csv)"* ]]
-	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice m.safetensors out.weights
+	run --separate-stderr fmt-watermark embed --scheme qim --key seller.key --buyer alice m.safetensors out.weights
 	assert_failure 2
 	[ ! -e out.weights ]
-	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice --to onnx m.safetensors o.onnx
+	run --separate-stderr fmt-watermark embed --scheme qim --key seller.key --buyer alice --to onnx m.safetensors o.onnx
 	assert_failure 2
 	[[ "$stderr" == *"error: --to takes safetensors, gguf, apsim, apr, ald, arrow, arrow-stream, jsonl, csv or parquet"* ]]
 	[ ! -e o.onnx ]
 	# a model into a dataset format (and back) is what fmt-convert refuses too
-	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice --to csv m.safetensors m.csv
+	run --separate-stderr fmt-watermark embed --scheme qim --key seller.key --buyer alice --to csv m.safetensors m.csv
 	assert_failure 4
 	[[ "$stderr" == *"m.safetensors: a safetensors model, not a dataset"* ]]
 	[ ! -e m.csv ]
@@ -206,13 +206,13 @@ PY
 
 @test "embed OUT - on a terminal is refused (exit 2); --dry-run prints there" {
 	command -v script >/dev/null || skip "script(1) is not installed"
-	run script -qec "fmt-watermark embed --key seller.key --buyer alice --to gguf m.safetensors -" /dev/null
+	run script -qec "fmt-watermark embed --scheme qim --key seller.key --buyer alice --to gguf m.safetensors -" /dev/null
 	assert_failure 2
 	assert_output --partial "refusing to write binary output to a terminal"
-	run script -qec "fmt-watermark embed --key seller.key --buyer alice --to csv d.ald -" /dev/null
+	run script -qec "fmt-watermark embed --scheme qim --key seller.key --buyer alice --to csv d.ald -" /dev/null
 	assert_failure 2
 	assert_output --partial "refusing to write binary output to a terminal"
-	run script -qec "fmt-watermark embed --dry-run --key seller.key --buyer alice --to gguf m.safetensors -" /dev/null
+	run script -qec "fmt-watermark embed --scheme qim --dry-run --key seller.key --buyer alice --to gguf m.safetensors -" /dev/null
 	assert_success
 	assert_output --partial "m.safetensors -> - (gguf; dry run, nothing written): buyer alice"
 }
@@ -238,10 +238,10 @@ PY
 	cp m.safetensors existing.safetensors
 	for in in m.safetensors big.safetensors d.ald; do
 		case $in in *.ald) out=existing.ald; other=o.csv ;; *) out=existing.safetensors; other=o.apr ;; esac
-		run --separate-stderr fmt-watermark embed --dry-run --key seller.key --buyer alice --registry r.jsonl "$in" "$out"
+		run --separate-stderr fmt-watermark embed --scheme qim --dry-run --key seller.key --buyer alice --registry r.jsonl "$in" "$out"
 		assert_success
 		dry=$output
-		run --separate-stderr fmt-watermark embed --dry-run -j -T 1 --key seller.key --buyer alice "$in" "$out"
+		run --separate-stderr fmt-watermark embed --scheme qim --dry-run -j -T 1 --key seller.key --buyer alice "$in" "$out"
 		assert_success
 		dry_json=$output
 		[ "$(echo "$dry_json" | jq .dry_run)" = true ]
@@ -250,13 +250,13 @@ PY
 		[ ! -e existing.ald ]
 		[ -z "$(ls -A | grep fmtkit-tmp || true)" ]
 		# the real thing, on 1 and 2 threads, into two formats whose writers read differently
-		run --separate-stderr fmt-watermark embed -f --key seller.key --buyer alice "$in" "real.${out##*.}"
+		run --separate-stderr fmt-watermark embed --scheme qim -f --key seller.key --buyer alice "$in" "real.${out##*.}"
 		assert_success
 		[ "$(echo "$dry" | head -1)" = "$(echo "$output" | head -1 | sed "s/ -> real\.\([a-z]*\) (\([a-z]*\)): / -> $out (\2; dry run, nothing written): /")" ]
 		diff <(echo "$dry" | sed 1d) <(echo "$output" | sed 1d)
 		for t in 1 2; do
 			for o in "real.${out##*.}" "$other"; do
-				run --separate-stderr fmt-watermark embed -f -j -T $t -c none --key seller.key --buyer alice "$in" "$o"
+				run --separate-stderr fmt-watermark embed --scheme qim -f -j -T $t -c none --key seller.key --buyer alice "$in" "$o"
 				assert_success
 				[ "$(echo "$output" | jq -cS 'del(.output, .format, .dry_run)')" = "$(echo "$dry_json" | jq -cS 'del(.output, .format, .dry_run)')" ]
 			done
@@ -264,45 +264,45 @@ PY
 	done
 	# the big tensors: every value counted once
 	[ "$(echo "$dry_json" | jq -c '[.columns[].values]')" = '[3000,3000,3000]' ]
-	run fmt-watermark embed --dry-run -j --key seller.key --buyer alice big.safetensors x.gguf
+	run fmt-watermark embed --scheme qim --dry-run -j --key seller.key --buyer alice big.safetensors x.gguf
 	assert_success
 	[ "$(echo "$output" | jq -c '[.tensors[] | [.name, .values]]')" = '[["big",700001],["big64",300007],["small",100]]' ]
 	[ ! -e x.gguf ]
 	# from standard input: the same figures
-	run fmt-watermark embed --dry-run -j --key seller.key --buyer alice - x.gguf <big.safetensors
+	run fmt-watermark embed --scheme qim --dry-run -j --key seller.key --buyer alice - x.gguf <big.safetensors
 	assert_success
-	[ "$(echo "$output" | jq -cS 'del(.input)')" = "$(fmt-watermark embed --dry-run -j --key seller.key --buyer alice big.safetensors x.gguf | jq -cS 'del(.input)')" ]
+	[ "$(echo "$output" | jq -cS 'del(.input)')" = "$(fmt-watermark embed --scheme qim --dry-run -j --key seller.key --buyer alice big.safetensors x.gguf | jq -cS 'del(.input)')" ]
 	# usage errors are still found: an unknown format, -c the format lacks
-	run fmt-watermark embed --dry-run --key seller.key --buyer alice m.safetensors x.weights
+	run fmt-watermark embed --scheme qim --dry-run --key seller.key --buyer alice m.safetensors x.weights
 	assert_failure 2
-	run fmt-watermark embed --dry-run -c zstd --key seller.key --buyer alice m.safetensors x.gguf
+	run fmt-watermark embed --scheme qim --dry-run -c zstd --key seller.key --buyer alice m.safetensors x.gguf
 	assert_failure 2
 }
 
 @test "embed -c/--compression: .apr and .ald outputs as fmt-convert -c compresses them" {
-	fmt-watermark embed -q --key seller.key --buyer alice m.safetensors plain.apr
+	fmt-watermark embed --scheme qim -q --key seller.key --buyer alice m.safetensors plain.apr
 	for codec in zstd lz4:9 zstd-max; do
-		fmt-watermark embed -q -f --key seller.key --buyer alice -c "$codec" m.safetensors c.apr
+		fmt-watermark embed --scheme qim -q -f --key seller.key --buyer alice -c "$codec" m.safetensors c.apr
 		fmt-convert -f -c "$codec" plain.apr ref.apr
 		cmp c.apr ref.apr
 	done
-	fmt-watermark embed -q -f --key seller.key --buyer alice --compression zstd m.safetensors c.apr
+	fmt-watermark embed --scheme qim -q -f --key seller.key --buyer alice --compression zstd m.safetensors c.apr
 	[ "$(fmt-inspect -j c.apr | jq -r .format_info.compression)" = zstd ]
 	run fmt-watermark extract -j --key seller.key c.apr
 	assert_success
 	[ "$(echo "$output" | jq -r .payload)" = "$(/usr/bin/python3 "$WMREF" payload seller.key alice | cut -d' ' -f2)" ]
-	fmt-watermark embed -q --key seller.key --buyer alice d.ald plain.ald
+	fmt-watermark embed --scheme qim -q --key seller.key --buyer alice d.ald plain.ald
 	for codec in lz4 none zstd-max; do
-		fmt-watermark embed -q -f --key seller.key --buyer alice -c "$codec" d.ald c.ald
+		fmt-watermark embed --scheme qim -q -f --key seller.key --buyer alice -c "$codec" d.ald c.ald
 		fmt-convert -f -c "$codec" plain.ald ref.ald
 		cmp c.ald ref.ald
 	done
-	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice -c zstd m.safetensors o.gguf
+	run --separate-stderr fmt-watermark embed --scheme qim --key seller.key --buyer alice -c zstd m.safetensors o.gguf
 	assert_failure 2
 	[[ "$stderr" == *"gguf output is not compressed"* ]]
-	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice -c lz4:13 m.safetensors o.apr
+	run --separate-stderr fmt-watermark embed --scheme qim --key seller.key --buyer alice -c lz4:13 m.safetensors o.apr
 	assert_failure 2
-	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice -c brotli d.ald o.ald
+	run --separate-stderr fmt-watermark embed --scheme qim --key seller.key --buyer alice -c brotli d.ald o.ald
 	assert_failure 2
 	[[ "$stderr" == *"--compression takes none, zstd, zstd-max or lz4 for a dataset"* ]]
 	[ ! -e o.gguf ] && [ ! -e o.apr ] && [ ! -e o.ald ]
@@ -314,11 +314,11 @@ PY
 	fmt-sign keygen -W -p s.pub -s s.key >/dev/null
 	printf 'open sesame\n' >pass.txt
 	encrypted_pair e pass.txt
-	fmt-watermark embed -q --key seller.key --buyer alice d.ald plain.ald
-	fmt-watermark embed -q --key seller.key --buyer alice m.safetensors plain.apsim
+	fmt-watermark embed --scheme qim -q --key seller.key --buyer alice d.ald plain.ald
+	fmt-watermark embed --scheme qim -q --key seller.key --buyer alice m.safetensors plain.apsim
 	for ext in ald apsim; do
 		case $ext in ald) in=d.ald ;; *) in=m.safetensors ;; esac
-		fmt-watermark embed -q --key seller.key --buyer alice --sign-key s.key "$in" "signed.$ext"
+		fmt-watermark embed --scheme qim -q --key seller.key --buyer alice --sign-key s.key "$in" "signed.$ext"
 		fmt-convert --sign-key s.key "plain.$ext" "ref.$ext"
 		cmp "signed.$ext" "ref.$ext"
 		run fmt-verify -p s.pub "signed.$ext"
@@ -327,53 +327,53 @@ PY
 		run fmt-verify -p e.pub "signed.$ext"
 		assert_failure 7
 		# an encrypted key: its passphrase from a file or a variable; a wrong one is exit 8
-		fmt-watermark embed -q --key seller.key --buyer alice --sign-key e.key --passphrase-file pass.txt "$in" "e.$ext"
+		fmt-watermark embed --scheme qim -q --key seller.key --buyer alice --sign-key e.key --passphrase-file pass.txt "$in" "e.$ext"
 		run fmt-verify -p e.pub "e.$ext"
 		assert_success
-		PW='open sesame' fmt-watermark embed -q -f --key seller.key --buyer alice --sign-key e.key --passphrase-env PW "$in" "e.$ext"
+		PW='open sesame' fmt-watermark embed --scheme qim -q -f --key seller.key --buyer alice --sign-key e.key --passphrase-env PW "$in" "e.$ext"
 		run fmt-verify -p e.pub "e.$ext"
 		assert_success
-		run env PW=wrong fmt-watermark embed --key seller.key --buyer alice --sign-key e.key --passphrase-env PW "$in" "w.$ext"
+		run env PW=wrong fmt-watermark embed --scheme qim --key seller.key --buyer alice --sign-key e.key --passphrase-env PW "$in" "w.$ext"
 		assert_failure 8
 		[ ! -e "w.$ext" ]
 	done
 	# --dry-run neither loads the key nor asks its passphrase
-	run fmt-watermark embed --dry-run --key seller.key --buyer alice --sign-key e.key d.ald x.ald </dev/null
+	run fmt-watermark embed --scheme qim --dry-run --key seller.key --buyer alice --sign-key e.key d.ald x.ald </dev/null
 	assert_success
-	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice --sign-key s.key m.safetensors o.gguf
+	run --separate-stderr fmt-watermark embed --scheme qim --key seller.key --buyer alice --sign-key s.key m.safetensors o.gguf
 	assert_failure 2
 	[[ "$stderr" == *"--sign-key needs an output format with embedded Ed25519 signatures (.apsim, .ald)"* ]]
-	run fmt-watermark embed --key seller.key --buyer alice --passphrase-file pass.txt d.ald o.ald
+	run fmt-watermark embed --scheme qim --key seller.key --buyer alice --passphrase-file pass.txt d.ald o.ald
 	assert_failure 2
 	[ ! -e o.gguf ] && [ ! -e o.ald ] && [ ! -e x.ald ]
 }
 
 @test "embed --schema: a CSV input's column types, as fmt-convert --schema gives them" {
 	# d.ald is fmt-convert --schema schema.json d.csv: embedding either gives the same bytes
-	fmt-watermark embed -q --key seller.key --buyer alice d.ald from-ald.ald
-	run fmt-watermark embed -j --key seller.key --buyer alice --schema schema.json d.csv from-csv.ald
+	fmt-watermark embed --scheme qim -q --key seller.key --buyer alice d.ald from-ald.ald
+	run fmt-watermark embed --scheme qim -j --key seller.key --buyer alice --schema schema.json d.csv from-csv.ald
 	assert_success
 	[ "$(echo "$output" | jq -c '[.columns[] | [.name, .dtype]]')" = '[["a","float32"],["b","float32"],["c","float64"]]' ]
 	cmp from-csv.ald from-ald.ald
-	fmt-watermark embed -q --key seller.key --buyer alice --schema schema.json --to ald - stdin.ald <d.csv
+	fmt-watermark embed --scheme qim -q --key seller.key --buyer alice --schema schema.json --to ald - stdin.ald <d.csv
 	cmp stdin.ald from-ald.ald
 	# without it, CSV numbers are float64
-	run fmt-watermark embed -j --key seller.key --buyer alice d.csv f64.ald
+	run fmt-watermark embed --scheme qim -j --key seller.key --buyer alice d.csv f64.ald
 	assert_success
 	[ "$(echo "$output" | jq -c '[.columns[] | .dtype] | unique')" = '["float64"]' ]
 	printf '{"a": "float32"' >bad.json
-	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice --schema bad.json d.csv o.ald
+	run --separate-stderr fmt-watermark embed --scheme qim --key seller.key --buyer alice --schema bad.json d.csv o.ald
 	assert_failure 2
 	[[ "$stderr" == *"bad.json: --schema: not a JSON object"* ]]
-	run --separate-stderr fmt-watermark embed --key seller.key --buyer alice --schema schema.json m.safetensors o.gguf
+	run --separate-stderr fmt-watermark embed --scheme qim --key seller.key --buyer alice --schema schema.json m.safetensors o.gguf
 	assert_failure 2
 	[[ "$stderr" == *"--schema gives a dataset's column types: OUT must be a dataset too"* ]]
 	[ ! -e o.ald ] && [ ! -e o.gguf ]
 }
 
 @test "extract: payload, CRC, buyer from the registry, votes; exit 1 without a valid payload" {
-	fmt-watermark embed -q --key seller.key --buyer alice --registry buyers.jsonl m.safetensors out.safetensors
-	fmt-watermark embed -q --key seller.key --buyer bob --registry buyers.jsonl m.safetensors bob.safetensors
+	fmt-watermark embed --scheme qim -q --key seller.key --buyer alice --registry buyers.jsonl m.safetensors out.safetensors
+	fmt-watermark embed --scheme qim -q --key seller.key --buyer bob --registry buyers.jsonl m.safetensors bob.safetensors
 	[ "$(wc -l <buyers.jsonl)" = 2 ]
 	read -r hash payload < <(/usr/bin/python3 "$WMREF" payload seller.key alice)
 	[ "$(head -1 buyers.jsonl | jq -r .buyer_hash)" = "$hash" ]
@@ -406,7 +406,7 @@ PY
 }
 
 @test "prove: match, no match, clean data; evidence signed with Ed25519 and verified independently" {
-	fmt-watermark embed -q --key seller.key --buyer alice m.safetensors out.safetensors
+	fmt-watermark embed --scheme qim -q --key seller.key --buyer alice m.safetensors out.safetensors
 	run fmt-watermark prove --key seller.key --buyer alice out.safetensors
 	assert_success
 	assert_line --index 0 --partial "out.safetensors: match: buyer alice"
@@ -425,29 +425,11 @@ PY
 	[ "$(jq -r .dataset_sha256 evidence.json)" = "$(sha256sum out.safetensors | cut -d' ' -f1)" ]
 	# 64 of 64 bits: p = P[X >= 64] = 2^-64
 	[ "$(jq '(.p_value / pow(2; -64) - 1) | fabs < 1e-12' evidence.json)" = true ]
-	cat >verify.py <<'PY'
-import base64, json, sys
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-def canon(v):
-    if isinstance(v, dict):
-        return "{" + ",".join(json.dumps(k) + ":" + canon(v[k]) for k in sorted(v)) + "}"
-    if isinstance(v, list):
-        return "[" + ",".join(canon(x) for x in v) + "]"
-    if isinstance(v, float):
-        t = "%.17g" % v
-        return t if any(ch in t for ch in ".eE") else t + ".0"
-    return json.dumps(v)
-ev = json.load(open(sys.argv[1]))
-sig = ev.pop("signature")
-pk = base64.b64decode(open(sys.argv[2]).read().splitlines()[1])[10:42]
-Ed25519PublicKey.from_public_bytes(pk).verify(base64.b64decode(sig["value"]), canon(ev).encode())
-print("signature ok")
-PY
-	run /usr/bin/python3 verify.py evidence.json ev.pub
+	run /usr/bin/python3 "$REPO_ROOT/scripts/watermark/verify-evidence.py" evidence.json ev.pub
 	assert_success
 	assert_output "signature ok"
 	jq '.agree = 1' evidence.json >tampered.json
-	run /usr/bin/python3 verify.py tampered.json ev.pub
+	run /usr/bin/python3 "$REPO_ROOT/scripts/watermark/verify-evidence.py" tampered.json ev.pub
 	assert_failure
 	# the evidence file is never overwritten without -f; --json prints the evidence
 	run fmt-watermark prove --key seller.key --buyer alice -o evidence.json out.safetensors
@@ -459,7 +441,7 @@ PY
 
 @test "embed into every model format fmtkit writes; extract from each" {
 	for ext in gguf apsim apr safetensors; do
-		run fmt-watermark embed -j --key seller.key --buyer "buyer-$ext" m.safetensors "out.$ext"
+		run fmt-watermark embed --scheme qim -j --key seller.key --buyer "buyer-$ext" m.safetensors "out.$ext"
 		assert_success
 		[ "$(echo "$output" | jq '[.tensors[].marked] | add > 4000')" = true ]
 		run fmt-watermark extract --key seller.key "out.$ext" -j
@@ -486,7 +468,7 @@ PY
 }
 
 @test "datasets: .ald float columns, --columns, other columns untouched, detect and entropy" {
-	run fmt-watermark embed -j --key seller.key --buyer carol --columns a,c --registry r.jsonl d.ald out.ald
+	run fmt-watermark embed --scheme qim -j --key seller.key --buyer carol --columns a,c --registry r.jsonl d.ald out.ald
 	assert_success
 	[ "$(echo "$output" | jq -c '[.columns[].name]')" = '["a","c"]' ]
 	[ "$(echo "$output" | jq -r '.columns[] | .max_rel_change <= 0.000123')" = "$(printf 'true\ntrue')" ]
@@ -561,15 +543,15 @@ PY
 }
 
 @test "usage errors and hostile input: exact exit statuses" {
-	run fmt-watermark embed --buyer a m.safetensors o.safetensors
+	run fmt-watermark embed --scheme qim --buyer a m.safetensors o.safetensors
 	assert_failure 2
-	run fmt-watermark embed --key seller.key m.safetensors o.safetensors
+	run fmt-watermark embed --scheme qim --key seller.key m.safetensors o.safetensors
 	assert_failure 2
-	run fmt-watermark embed --key seller.key --buyer a --density 0 m.safetensors o.safetensors
+	run fmt-watermark embed --scheme qim --key seller.key --buyer a --density 0 m.safetensors o.safetensors
 	assert_failure 2
-	run fmt-watermark embed --key seller.key --buyer a --strength-bits 23 m.safetensors o.safetensors
+	run fmt-watermark embed --scheme qim --key seller.key --buyer a --strength-bits 23 m.safetensors o.safetensors
 	assert_failure 2
-	run fmt-watermark embed --key seller.key --buyer a --columns a --tensors w m.safetensors o.safetensors
+	run fmt-watermark embed --scheme qim --key seller.key --buyer a --columns a --tensors w m.safetensors o.safetensors
 	assert_failure 2
 	run fmt-watermark extract --key seller.key
 	assert_failure 2
@@ -598,14 +580,14 @@ PY
 	head -c 100 m.safetensors >cut.safetensors
 	run fmt-watermark extract --key seller.key cut.safetensors
 	assert_failure 4
-	run fmt-watermark embed --key seller.key --buyer a -f m.safetensors m.safetensors
+	run fmt-watermark embed --scheme qim --key seller.key --buyer a -f m.safetensors m.safetensors
 	assert_failure 2
 	cp m.safetensors exists.safetensors
-	run fmt-watermark embed --key seller.key --buyer a m.safetensors exists.safetensors
+	run fmt-watermark embed --scheme qim --key seller.key --buyer a m.safetensors exists.safetensors
 	assert_failure 2
 	cmp m.safetensors exists.safetensors
 	# a malformed registry: exit 4 naming the line
-	fmt-watermark embed -q --key seller.key --buyer a m.safetensors o.safetensors
+	fmt-watermark embed --scheme qim -q --key seller.key --buyer a m.safetensors o.safetensors
 	printf '{"buyer":"x","buyer_hash":"%s"}\n{"buyer":1}\n' "$(printf '0%.0s' $(seq 64))" >bad.jsonl
 	run --separate-stderr fmt-watermark extract --key seller.key --registry bad.jsonl o.safetensors
 	assert_failure 4
@@ -617,7 +599,7 @@ PY
 }
 
 @test "embed --registry: opened and locked before OUT is written; a registry that cannot take the line leaves nothing (exit 3)" {
-	embed_to() { fmt-watermark embed -q --key seller.key --buyer alice --registry "$1" m.safetensors "$2"; }
+	embed_to() { fmt-watermark embed --scheme qim -q --key seller.key --buyer alice --registry "$1" m.safetensors "$2"; }
 	# a symbolic link (its target is not created), a directory, a device
 	ln -s "$BATS_TEST_TMPDIR/target.jsonl" link.jsonl
 	run --separate-stderr embed_to link.jsonl o.safetensors
@@ -635,11 +617,11 @@ PY
 	[ ! -e o.safetensors ]
 	# a FIFO: without a reader (it used to hang), and with one
 	mkfifo fifo.jsonl
-	run --separate-stderr timeout 60 fmt-watermark embed -q --key seller.key --buyer alice --registry fifo.jsonl m.safetensors o.safetensors
+	run --separate-stderr timeout 60 fmt-watermark embed --scheme qim -q --key seller.key --buyer alice --registry fifo.jsonl m.safetensors o.safetensors
 	assert_failure 3
 	assert_equal "$stderr" "fmt-watermark: error: fifo.jsonl: the registry is not a regular file (a FIFO, device or socket)"
 	exec 7<>fifo.jsonl
-	run --separate-stderr timeout 60 fmt-watermark embed -q --key seller.key --buyer alice --registry fifo.jsonl m.safetensors o.safetensors
+	run --separate-stderr timeout 60 fmt-watermark embed --scheme qim -q --key seller.key --buyer alice --registry fifo.jsonl m.safetensors o.safetensors
 	exec 7>&-
 	assert_failure 3
 	assert_equal "$stderr" "fmt-watermark: error: fifo.jsonl: the registry is not a regular file (a FIFO, device or socket)"
@@ -660,7 +642,7 @@ PY
 	[ -e o.safetensors ]
 	assert_equal "$(sed -n 2p r.jsonl | jq -r '[.buyer, .file] | @tsv')" "$(printf 'alice\to.safetensors')"
 	# a registry this embed would create is not left behind when the embed fails
-	run --separate-stderr fmt-watermark embed -q --key seller.key --buyer alice --registry new.jsonl missing.safetensors o2.safetensors
+	run --separate-stderr fmt-watermark embed --scheme qim -q --key seller.key --buyer alice --registry new.jsonl missing.safetensors o2.safetensors
 	assert_failure 3
 	[ ! -e new.jsonl ] && [ ! -e o2.safetensors ]
 	# a registry with no room for the line (a full 64 KiB tmpfs): refused before OUT is written

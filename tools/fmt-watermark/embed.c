@@ -17,6 +17,7 @@
 #include "wm.h"
 
 #define PIECE_VALUES 65536   /* the unit of -T work inside one read: fixed, so sums do not depend on -T */
+_Static_assert(PIECE_VALUES == FMT_SS_BLOCK, "a piece is a fmtkit-ss/1 block");
 
 typedef struct embed_ctx {
 	fmt_pool *pool;
@@ -33,6 +34,8 @@ typedef struct tensor_wrap {
 	fmt_tensor orig;
 	wm_column *col;
 	const fmt_wm_params *prm;
+	const fmt_ss_params *ss;     /* fmtkit-ss/1 (else fmtkit-wm/1 under prm) */
+	uint64_t nelems;
 	int width;
 	fmt_pool *pool;
 } tensor_wrap;
@@ -59,8 +62,11 @@ static void mark_piece(void *ctx, size_t i)
 	pc->first = lo;
 	pc->n = hi - lo;
 	memset(&pc->d, 0, sizeof pc->d);
-	fmt_wm_embed(j->w->prm, j->dst + (lo - j->first) * (uint64_t)j->w->width, (size_t)(hi - lo), j->w->width,
-		     &pc->d);
+	uint8_t *at = j->dst + (lo - j->first) * (uint64_t)j->w->width;
+	if (j->w->ss)
+		fmt_ss_embed(j->w->ss, at, j->w->nelems, lo, (size_t)(hi - lo), j->w->width, &pc->d);
+	else
+		fmt_wm_embed(j->w->prm, at, (size_t)(hi - lo), j->w->width, &pc->d);
 }
 
 static fmt_kind pieces_add(wm_column *c, const struct wm_piece *p, size_t n, fmt_err *e)
@@ -84,20 +90,9 @@ static fmt_kind pieces_add(wm_column *c, const struct wm_piece *p, size_t n, fmt
 	return FMT_OK;
 }
 
-/* The statistics are kept per piece of PIECE_VALUES values at fixed places in the tensor and
- * added in tensor order at the end, so that they do not depend on how the writer cuts its
- * reads (every writer reads whole tensors or chunks of a multiple of 1 MiB, on piece
- * boundaries) nor on -T; --dry-run reads as the writers do and prints the same figures. */
-static fmt_kind marked_read(const fmt_model *m, const fmt_tensor *t, uint64_t off, uint8_t *dst, size_t n,
-			    fmt_err *e)
+/* Mark values [first, first + values) of a tensor, on piece boundaries, at dst. */
+static fmt_kind mark_range(const tensor_wrap *w, uint8_t *dst, uint64_t first, uint64_t values, fmt_err *e)
 {
-	tensor_wrap *w = t->reader_ctx;
-	fmt_kind k = fmt_tensor_read(m, &w->orig, off, dst, n, e);
-	if (k != FMT_OK || n == 0)
-		return k;
-	if (off % (uint64_t)w->width || n % (size_t)w->width)
-		return fmt_fail(e, FMT_INTERNAL, "tensor '%s': a read not on value boundaries", t->name);
-	uint64_t first = off / (uint64_t)w->width, values = n / (size_t)w->width;
 	size_t pieces = (size_t)((first + values - 1) / PIECE_VALUES - first / PIECE_VALUES + 1);
 	struct wm_piece one, *out = pieces > 1 ? malloc(pieces * sizeof *out) : &one;
 	if (!out)
@@ -109,10 +104,57 @@ static fmt_kind marked_read(const fmt_model *m, const fmt_tensor *t, uint64_t of
 	else
 		for (size_t i = 0; i < pieces; i++)
 			mark_piece(&job, i);
-	k = pieces_add(w->col, out, pieces, e);
+	fmt_kind k = pieces_add(w->col, out, pieces, e);
 	if (out != &one)
 		free(out);
 	return k;
+}
+
+/* fmtkit-ss/1 marks whole blocks (their std sets the amplitude): a read that cuts a block reads
+ * and marks the blocks it touches and keeps its part. */
+static fmt_kind ss_marked_read(const fmt_model *m, const fmt_tensor *t, uint64_t off, uint8_t *dst, size_t n,
+			       fmt_err *e)
+{
+	tensor_wrap *w = t->reader_ctx;
+	uint64_t width = (uint64_t)w->width;
+	if (n == 0)
+		return fmt_tensor_read(m, &w->orig, off, dst, n, e);
+	if (off % width || n % width)
+		return fmt_fail(e, FMT_INTERNAL, "tensor '%s': a read not on value boundaries", t->name);
+	uint64_t first = off / width, end = first + n / width;
+	uint64_t lo = first / PIECE_VALUES * PIECE_VALUES, hi = (end + PIECE_VALUES - 1) / PIECE_VALUES * PIECE_VALUES;
+	if (hi > w->nelems)
+		hi = w->nelems;
+	uint8_t *buf = lo == first && hi == end ? dst : malloc((size_t)((hi - lo) * width));
+	if (!buf)
+		return fmt_fail(e, FMT_IO, "out of memory for a block of tensor '%s'", t->name);
+	fmt_kind k = fmt_tensor_read(m, &w->orig, lo * width, buf, (size_t)((hi - lo) * width), e);
+	if (k == FMT_OK)
+		k = mark_range(w, buf, lo, hi - lo, e);
+	if (buf != dst) {
+		if (k == FMT_OK)
+			memcpy(dst, buf + (first - lo) * width, n);
+		free(buf);
+	}
+	return k;
+}
+
+/* The statistics are kept per piece of PIECE_VALUES values at fixed places in the tensor and
+ * added in tensor order at the end, so that they do not depend on how the writer cuts its
+ * reads (every writer reads whole tensors or chunks of a multiple of 1 MiB, on piece
+ * boundaries) nor on -T; --dry-run reads as the writers do and prints the same figures. */
+static fmt_kind marked_read(const fmt_model *m, const fmt_tensor *t, uint64_t off, uint8_t *dst, size_t n,
+			    fmt_err *e)
+{
+	tensor_wrap *w = t->reader_ctx;
+	if (w->ss)
+		return ss_marked_read(m, t, off, dst, n, e);
+	fmt_kind k = fmt_tensor_read(m, &w->orig, off, dst, n, e);
+	if (k != FMT_OK || n == 0)
+		return k;
+	if (off % (uint64_t)w->width || n % (size_t)w->width)
+		return fmt_fail(e, FMT_INTERNAL, "tensor '%s': a read not on value boundaries", t->name);
+	return mark_range(w, dst, off / (uint64_t)w->width, n / (size_t)w->width, e);
 }
 
 static void wrap_free(void *p)
@@ -123,16 +165,6 @@ static void wrap_free(void *p)
 	if (w->orig.owned_data)
 		free((void *)w->orig.data);
 	free(w);
-}
-
-static uint64_t gcd(uint64_t a, uint64_t b)
-{
-	while (b) {
-		uint64_t t = a % b;
-		a = b;
-		b = t;
-	}
-	return a;
 }
 
 static fmt_kind discard(void *ctx, const uint8_t *bytes, size_t n, fmt_err *e)
@@ -180,6 +212,9 @@ static fmt_kind model_hook(fmt_model *out, void *ctx, fmt_err *e)
 			}
 			continue;
 		}
+		if (c->o->ss && t->nelems > FMT_SS_MAX_ELEMS)
+			return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': %llu elements, more than fmtkit-ss/1's 2^37",
+					t->name, (unsigned long long)t->nelems);
 		fmt_kind k = wm_add_column(c->r, t->name, 1, fmt_dtype_name(t->dtype), width, e);
 		tensor_wrap *w = k == FMT_OK ? calloc(1, sizeof *w) : NULL;
 		if (k != FMT_OK)
@@ -189,10 +224,12 @@ static fmt_kind model_hook(fmt_model *out, void *ctx, fmt_err *e)
 		w->orig = *t;
 		w->col = c->r->cols[c->r->n_cols - 1];
 		w->prm = c->prm;
+		w->ss = c->o->ss;
+		w->nelems = t->nelems;
 		w->width = width;
 		w->pool = c->pool;
 		uint64_t align = t->chunk_align ? t->chunk_align : 1;
-		t->chunk_align = align / gcd(align, (uint64_t)width) * (uint64_t)width;
+		t->chunk_align = wm_lcm(align, (uint64_t)width);
 		t->data = NULL;
 		t->owned_data = 0;
 		t->source = -1;

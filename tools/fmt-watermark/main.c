@@ -3,11 +3,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sodium.h>
 #include "wm.h"
 
 enum { OPT_KEY = FMT_OPT_FIRST_TOOL_OPTION, OPT_BUYER, OPT_DENSITY, OPT_STRENGTH, OPT_COLUMNS, OPT_TENSORS,
        OPT_REGISTRY, OPT_SIGN_KEY, OPT_SCHEME, OPT_PASS_FILE, OPT_PASS_ENV, OPT_TO, OPT_DRY_RUN, OPT_SCHEMA,
-       OPT_ALLOW_EXPIRED };
+       OPT_ALLOW_EXPIRED, OPT_SS_STRENGTH };
 
 enum { CMD_EMBED, CMD_EXTRACT, CMD_PROVE, CMD_DETECT, CMD_ENTROPY };
 #define ONLY(c) (1u << (c))
@@ -39,8 +40,14 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("registry", OPT_REGISTRY, "FILE", "embed: append buyer id and hash (JSON Lines);\n"
 		      "extract: name the buyer from it"),
 	  .commands = ONLY(CMD_EMBED) | ONLY(CMD_EXTRACT), .complete = FMT_COMPLETE_FILE, .words = "*.jsonl" },
-	{ FMT_CLI_OPT("scheme", OPT_SCHEME, "NAME", "extract: fmtkit (default) or alimentar (upstream's LSB scheme)"),
-	  .commands = ONLY(CMD_EXTRACT), .complete = FMT_COMPLETE_WORDS, .words = "fmtkit alimentar" },
+	{ FMT_CLI_OPT("scheme", OPT_SCHEME, "NAME", "ss (fmtkit-ss/1, spread spectrum: models' default), qim\n"
+		      "(fmtkit-wm/1, alias fmtkit: datasets' default) or, for\n"
+		      "extract, alimentar (upstream's LSB scheme); extract and\n"
+		      "prove on a model without it read ss and qim in one pass"),
+	  .commands = KEYED, .complete = FMT_COMPLETE_WORDS, .words = "ss qim fmtkit alimentar" },
+	{ FMT_CLI_OPT("strength", OPT_SS_STRENGTH, "A", "ss: each element moves by A x its block's std, 0 < A <= 0.5\n"
+		      "(default 0.01: RMS change 1 % of the std)"),
+	  .commands = ONLY(CMD_EMBED) },
 	{ FMT_CLI_OPT("sign-key", OPT_SIGN_KEY, "SECKEY", "prove: sign the evidence; embed: sign OUT (.apsim, .ald), as\n"
 		      "fmt-convert --sign-key; with this Ed25519 secret key\n"
 		      "(minisign's format, fmt-sign keygen)"),
@@ -111,10 +118,12 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 		o->buyer = arg;
 		return 0;
 	case OPT_DENSITY:
+		o->qim_params = 1;
 		if (parse_double(arg, &o->density) || !(o->density > 0 && o->density <= 1))
 			return fmt_fail(e, FMT_USAGE, "--density takes a fraction above 0 and at most 1 (e.g. 0.5)"), -1;
 		return 0;
 	case OPT_STRENGTH:
+		o->qim_params = 1;
 		if (fmt_parse_u64(arg, FMT_WM_MAX_STRENGTH, &v, e) != FMT_OK || v < FMT_WM_MIN_STRENGTH)
 			return fmt_fail(e, FMT_USAGE, "--strength-bits takes 1 to 22"), -1;
 		o->strength = (int)v;
@@ -130,9 +139,18 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 		return 0;
 	case OPT_REGISTRY: o->registry = arg; return 0;
 	case OPT_SCHEME:
-		if (strcmp(arg, "alimentar") && strcmp(arg, "fmtkit"))
-			return fmt_fail(e, FMT_USAGE, "--scheme takes fmtkit or alimentar"), -1;
-		o->alimentar = strcmp(arg, "alimentar") == 0;
+		if (strcmp(arg, "ss") == 0)
+			o->scheme = WM_SCHEME_SS;
+		else if (strcmp(arg, "qim") == 0 || strcmp(arg, "fmtkit") == 0)
+			o->scheme = WM_SCHEME_QIM;
+		else if (strcmp(arg, "alimentar") == 0)
+			o->scheme = WM_SCHEME_ALIMENTAR;
+		else
+			return fmt_fail(e, FMT_USAGE, "--scheme takes ss, qim (or fmtkit) or alimentar"), -1;
+		return 0;
+	case OPT_SS_STRENGTH:
+		if (parse_double(arg, &o->ss_strength) || !(o->ss_strength > 0 && o->ss_strength <= FMT_SS_MAX_STRENGTH))
+			return fmt_fail(e, FMT_USAGE, "--strength takes a fraction above 0 and at most 0.5 (e.g. 0.01)"), -1;
 		return 0;
 	case OPT_SIGN_KEY: o->sign_key = arg; return 0;
 	case OPT_PASS_FILE: o->passphrase_file = arg; return 0;
@@ -150,22 +168,27 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 
 static const fmt_cli_tool tool = {
 	.name = TOOL,
-	.synopsis = "embed --key K --buyer ID [--density G] [--strength-bits S] [--columns LIST | --tensors GLOB]\n"
+	.synopsis = "embed --key K --buyer ID [--scheme ss|qim] [--strength A] [--density G] [--strength-bits S]\n"
+		    "      [--columns LIST | --tensors GLOB]\n"
 		    "      [--registry FILE] [--schema FILE] [--to FORMAT] [-c CODEC] [--sign-key SECKEY]\n"
 		    "      [--dry-run] [-T N] IN OUT\n"
-		    "extract --key K [--registry FILE] [--scheme alimentar] FILE\n"
-		    "prove --key K --buyer ID [--sign-key SECKEY] [-o EVIDENCE.json] FILE\n"
+		    "extract --key K [--registry FILE] [--scheme ss|qim|alimentar] FILE\n"
+		    "prove --key K --buyer ID [--scheme ss|qim] [--sign-key SECKEY] [-o EVIDENCE.json] FILE\n"
 		    "detect [--columns LIST | --tensors GLOB] FILE\n"
 		    "entropy [--columns LIST | --tensors GLOB] [-j] FILE",
 	.about = "Give each buyer a copy whose float32/float64 values carry a 64-bit fingerprint\n"
-		 "(48 bits of HMAC(key, buyer) and a CRC-16), placed by a keyed PRF and embedded by\n"
-		 "quantization index modulation: every change is below 2^-(S+1) of the value. The\n"
-		 "marks depend on each value alone, so they survive shuffling, sampling, dropping\n"
-		 "columns, format conversion, small noise and rounding to 6 significant digits.\n"
+		 "(48 bits of HMAC(key, buyer) and a CRC-16). Models (scheme ss, fmtkit-ss/1): every\n"
+		 "weight moves by +-A x its block's std, the sign keyed by the seller's key, the\n"
+		 "tensor's element count and the element's index, the payload Hadamard-coded; found by\n"
+		 "correlation, it survives F16/BF16, Q8_0/Q4_0/Q4_K, noise, scaling, pruning, renaming,\n"
+		 "dropping tensors and every format conversion. Datasets (scheme qim, fmtkit-wm/1):\n"
+		 "placed by a keyed PRF and embedded by quantization index modulation, every change\n"
+		 "below 2^-(S+1) of the value; it survives shuffling, sampling, dropping columns,\n"
+		 "format conversion, small noise and rounding to 6 significant digits.\n"
 		 "IN and OUT: datasets (.ald, Arrow IPC, JSON Lines, CSV) and every model format\n"
 		 "fmtkit writes (F16/BF16 tensors are left alone); IN - is standard input, OUT -\n"
 		 "standard output (with --to; the report then goes to standard error).\n"
-		 "Scheme: specs/watermark.md (fmtkit-wm/1).",
+		 "Schemes: man 7 fmtkit-watermark (fmtkit-ss/1), specs/watermark.md (fmtkit-wm/1).",
 	.commands = commands,
 	.options = options,
 	.footer = "Exit status: 0 ok (extract: a valid payload; prove: match; detect: likely\n"
@@ -187,10 +210,29 @@ static const char *check_usage(const wm_opts *o, const fmt_cli *cli)
 		return "--buyer ID is needed";
 	if (o->n_columns && o->n_tensors)
 		return "--columns (datasets) and --tensors (models) select in different kinds of file: give one";
+	if (o->scheme == WM_SCHEME_ALIMENTAR && cli->command != CMD_EXTRACT)
+		return "--scheme alimentar is upstream's scheme, for extract only";
 	if ((o->passphrase_file || o->passphrase_env) && !o->sign_key)
 		return "--passphrase-file and --passphrase-env unlock --sign-key";
 	if (cli->command == CMD_EMBED && !o->dry_run && strcmp(cli->operands[1], "-") == 0 && isatty(STDOUT_FILENO))
 		return "refusing to write binary output to a terminal (redirect or pipe it)";
+	return NULL;
+}
+
+/* embed: models get fmtkit-ss/1 and datasets fmtkit-wm/1 unless --scheme says otherwise; each
+ * scheme's parameters only with it. */
+static const char *embed_scheme(wm_opts *o)
+{
+	if (o->scheme == WM_SCHEME_AUTO)
+		o->scheme = o->table_to ? WM_SCHEME_QIM : WM_SCHEME_SS;
+	if (o->scheme == WM_SCHEME_SS && o->table_to)
+		return "--scheme ss marks model weights; a dataset's columns take --scheme qim";
+	if (o->scheme == WM_SCHEME_SS && o->qim_params)
+		return "--density and --strength-bits are --scheme qim's; --scheme ss takes --strength";
+	if (o->scheme == WM_SCHEME_QIM && o->ss_strength > 0)
+		return "--strength is --scheme ss's; --scheme qim takes --strength-bits and --density";
+	if (o->ss_strength == 0)
+		o->ss_strength = FMT_SS_DEFAULT_STRENGTH;
 	return NULL;
 }
 
@@ -230,11 +272,14 @@ int main(int argc, char **argv)
 		return fmt_cli_usage_error(&tool, bad);
 	if (cli.command == CMD_EMBED && wm_embed_target(&o, cli.operands[1], &e) != FMT_OK)
 		return fmt_cli_usage_error(&tool, e.msg);
+	if (cli.command == CMD_EMBED && (bad = embed_scheme(&o)))
+		return fmt_cli_usage_error(&tool, bad);
 	o.input = cli.operands[0];
 	o.records = cli.command == CMD_EMBED && !o.dry_run && strcmp(cli.operands[1], "-") == 0 ? NULL : stdout;
 	fmt_wm_key *key = NULL;
 	uint8_t raw[FMT_WM_KEY_LEN], hash[FMT_WM_HASH_LEN] = { 0 };
 	fmt_wm_params prm = { .density = o.density, .strength = o.strength };
+	static fmt_ss_params ssp;      /* its stream key is wiped at the end */
 	if (o.key_file) {
 		if (wm_key_load(o.key_file, &key, raw, &e) != FMT_OK)
 			return fmt_cli_finish(&tool, &cli, wm_fail(&o, NULL, &e));
@@ -243,7 +288,14 @@ int main(int argc, char **argv)
 			fmt_wm_buyer_hash(key, o.buyer, strlen(o.buyer), hash);
 			prm.payload = fmt_wm_payload(hash);
 		}
-		if (fmt_wm_params_prepare(&prm, &e) != FMT_OK) {   /* for this payload: the vector loops' table */
+		fmt_ss_stream_key(key, ssp.sk);
+		fmt_ss_codeword(prm.payload, ssp.d);
+		ssp.strength = o.ss_strength;
+		o.ss_key = ssp.sk;
+		if (cli.command == CMD_EMBED && o.scheme == WM_SCHEME_SS)
+			o.ss = &ssp;
+		/* for this payload: the vector loops' table (fmtkit-wm/1's; fmtkit-ss/1 needs none) */
+		if (o.scheme != WM_SCHEME_SS && fmt_wm_params_prepare(&prm, &e) != FMT_OK) {
 			fmt_wm_key_free(key);
 			return fmt_cli_finish(&tool, &cli, wm_fail(&o, NULL, &e));
 		}
@@ -262,9 +314,9 @@ int main(int argc, char **argv)
 					 cli.operands[0], cli.operands[1], &o, &prm, hash, &r);
 		break;
 	case CMD_EXTRACT:
-		k = wm_scan(file, o.alimentar ? WM_SCAN_ALIMENTAR : WM_SCAN_VOTES, &o, &prm, &r, &e);
+		k = wm_scan(file, o.scheme == WM_SCHEME_ALIMENTAR ? WM_SCAN_ALIMENTAR : WM_SCAN_VOTES, &o, &prm, &r, &e);
 		status = k != FMT_OK ? wm_fail(&o, NULL, &e)
-		       : o.alimentar ? wm_report_alimentar(file, &o, raw, &r) : wm_report_extract(file, &o, &r);
+		       : o.scheme == WM_SCHEME_ALIMENTAR ? wm_report_alimentar(file, &o, raw, &r) : wm_report_extract(file, &o, &r);
 		break;
 	case CMD_PROVE:
 		k = wm_scan(file, WM_SCAN_VOTES, &o, &prm, &r, &e);
@@ -280,6 +332,7 @@ int main(int argc, char **argv)
 	}
 	wm_result_free(&r);
 	fmt_wm_key_free(key);
-	memset(raw, 0, sizeof raw);
+	sodium_memzero(raw, sizeof raw);
+	sodium_memzero(ssp.sk, sizeof ssp.sk);
 	return fmt_cli_finish(&tool, &cli, status);
 }

@@ -46,6 +46,82 @@ static double log10_p(double ln_p)
 	return ln_p / M_LN10;
 }
 
+static void left_alone_line(FILE *f, const wm_result *r, const char *why)
+{
+	if (!r->n_left)
+		return;
+	fprintf(f, "left alone (%s):", why);
+	for (size_t i = 0; i < r->n_left; i++) {
+		fprintf(f, " ");
+		fmt_out_escaped(f, r->left_alone[i], strlen(r->left_alone[i]));
+	}
+	fprintf(f, "\n");
+}
+
+/* fmtkit-ss/1: per tensor the RMS change relative to the tensor's std (the distortion budget). */
+static int report_embed_ss(FILE *f, const char *input, const char *output, const wm_opts *o,
+			   const fmt_wm_params *prm, const uint8_t hash[32], const wm_result *r, const fmt_wm_dist *total)
+{
+	char hex[65], pay[17];
+	fmt_hex(hash, 32, hex);
+	snprintf(pay, sizeof pay, "%016llx", (unsigned long long)prm->payload);
+	double rms_max = 0;
+	for (size_t i = 0; i < r->n_cols; i++)
+		rms_max = fmax(rms_max, fmt_wm_dist_rms_rel(&r->cols[i]->dist));
+	if (o->common.json) {
+		json_t *cols = json_array(), *left = json_array();
+		for (size_t i = 0; i < r->n_cols; i++) {
+			const wm_column *c = r->cols[i];
+			double mean_rel, std_rel;
+			fmt_wm_dist_moments(&c->dist, &mean_rel, &std_rel);
+			json_array_append_new(cols, json_pack("{s:o, s:s, s:o, s:o, s:f, s:f, s:f}", "name", jstr(c->name),
+				"dtype", c->dtype, "values", fmt_json_u64(c->dist.values), "marked", fmt_json_u64(c->dist.marked),
+				"rms_rel_change", fmt_wm_dist_rms_rel(&c->dist), "mean_rel_change", mean_rel,
+				"std_rel_change", std_rel));
+		}
+		for (size_t i = 0; i < r->n_left; i++)
+			json_array_append_new(left, jstr(r->left_alone[i]));
+		json_t *j = json_pack("{s:o, s:o, s:s, s:b, s:o, s:s, s:s, s:s, s:f, s:s, s:o, s:o, s:f, s:o, s:o}",
+			"input", jstr(input), "output", jstr(output), "format", r->out_format, "dry_run", o->dry_run,
+			"buyer", jstr(o->buyer), "buyer_hash", hex, "payload", pay, "scheme", "fmtkit-ss/1",
+			"strength", o->ss->strength, "kind", "tensors", "values", fmt_json_u64(total->values),
+			"marked", fmt_json_u64(total->marked), "rms_rel_change_max", rms_max, "tensors", cols,
+			"left_alone", left);
+		int w = j ? fmt_json_line(f, j) : -1;
+		json_decref(j);
+		return w == 0 ? 0 : FMT_IO;
+	}
+	if (o->common.quiet)
+		return 0;
+	fmt_out_escaped(f, input, strlen(input));
+	fprintf(f, " -> ");
+	fmt_out_escaped(f, output, strlen(output));
+	fprintf(f, " (%s%s): buyer ", r->out_format, o->dry_run ? "; dry run, nothing written" : "");
+	fmt_out_escaped(f, o->buyer, strlen(o->buyer));
+	fprintf(f, " (hash %.12s), payload %s, scheme fmtkit-ss/1, strength %g\n", hex, pay, o->ss->strength);
+	fprintf(f, "  %-32s %-5s %12s %12s %11s %11s %11s\n", "tensor", "dtype", "values", "marked", "rms/std",
+		"mean_rel", "std_rel");
+	for (size_t i = 0; i < r->n_cols; i++) {
+		const wm_column *c = r->cols[i];
+		double mean_rel, std_rel;
+		fmt_wm_dist_moments(&c->dist, &mean_rel, &std_rel);
+		fprintf(f, "  ");
+		fmt_out_escaped(f, c->name, strlen(c->name));
+		int pad = 32 - (int)strlen(c->name);
+		fprintf(f, "%*s %-5s %12llu %12llu %11.3e %11.3e %11.3e\n", pad > 0 ? pad : 0, "", c->dtype,
+			(unsigned long long)c->dist.values, (unsigned long long)c->dist.marked, fmt_wm_dist_rms_rel(&c->dist),
+			mean_rel, std_rel);
+	}
+	fprintf(f, "total: %llu of %llu values marked in %zu tensor%s; RMS change at most %.3e of a tensor's std\n",
+		(unsigned long long)total->marked, (unsigned long long)total->values, r->n_cols,
+		r->n_cols == 1 ? "" : "s", rms_max);
+	left_alone_line(f, r, "F16/BF16: embed into the float32 model, then convert");
+	if (total->marked == 0)
+		fmt_report_warning(stderr, TOOL, "no value %s marked (no float32/float64 tensor selected)",
+				   o->dry_run ? "would be" : "was");
+	return 0;
+}
+
 /* f: standard output, or standard error when OUT's bytes go to standard output. */
 int wm_report_embed(FILE *f, const char *input, const char *output, const wm_opts *o, const fmt_wm_params *prm,
 		    const uint8_t hash[32], const wm_result *r)
@@ -56,6 +132,8 @@ int wm_report_embed(FILE *f, const char *input, const char *output, const wm_opt
 	fmt_wm_dist total = { 0 };
 	for (size_t i = 0; i < r->n_cols; i++)
 		fmt_wm_dist_merge(&total, &r->cols[i]->dist);
+	if (o->ss)
+		return report_embed_ss(f, input, output, o, prm, hash, r, &total);
 	if (o->common.json) {
 		json_t *cols = json_array(), *left = json_array();
 		for (size_t i = 0; i < r->n_cols; i++) {
@@ -105,14 +183,7 @@ int wm_report_embed(FILE *f, const char *input, const char *output, const wm_opt
 	fprintf(f, "total: %llu of %llu values marked in %zu %s%s; max relative change %.3e\n",
 		(unsigned long long)total.marked, (unsigned long long)total.values,
 		r->n_cols, kind_word(r), r->n_cols == 1 ? "" : "s", total.max_rel);
-	if (r->n_left) {
-		fprintf(f, "left alone (F16/BF16, no room for a mark):");
-		for (size_t i = 0; i < r->n_left; i++) {
-			fprintf(f, " ");
-			fmt_out_escaped(f, r->left_alone[i], strlen(r->left_alone[i]));
-		}
-		fprintf(f, "\n");
-	}
+	left_alone_line(f, r, "F16/BF16, no room for a mark");
 	if (total.marked == 0)
 		fmt_report_warning(stderr, TOOL, "no value %s marked (no float32/float64 %s selected)",
 				   o->dry_run ? "would be" : "was", kind_word(r));
@@ -128,8 +199,139 @@ static fmt_wm_votes all_votes(const wm_result *r)
 	return v;
 }
 
+/* Columns that carry fmtkit-wm/1 votes (float32/float64; the others are fmtkit-ss/1's only). */
+static size_t qim_columns(const wm_result *r)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < r->n_cols; i++)
+		n += r->cols[i]->width > 0;
+	return n;
+}
+
+static int qim_valid(const wm_result *r)
+{
+	fmt_wm_votes v = all_votes(r);
+	unsigned unknown;
+	uint64_t payload = fmt_wm_votes_payload(&v, &unknown);
+	return r->has_qim && unknown == 0 && fmt_wm_payload_valid(payload) && fmt_wm_votes_n(&v) > 0;
+}
+
+/* fmtkit-ss/1's evidence in a file: the sums of its tensors, the byte scores, the decoded payload. */
+typedef struct ss_eval {
+	fmt_ss_sum sum;
+	double score[FMT_SS_BYTES][256];
+	uint64_t payload;
+	unsigned ties;
+	int crc_ok, valid;
+} ss_eval;
+
+static ss_eval *ss_evaluate(const wm_result *r)
+{
+	ss_eval *s = r->has_ss ? calloc(1, sizeof *s) : NULL;
+	if (!s)
+		return NULL;
+	for (size_t i = 0; i < r->n_cols; i++)
+		if (r->cols[i]->ss)
+			fmt_ss_sum_add(&s->sum, r->cols[i]->ss);
+	fmt_ss_scores(&s->sum, s->score);
+	s->payload = fmt_ss_decode(s->score, &s->ties);
+	s->crc_ok = fmt_wm_payload_valid(s->payload);
+	s->valid = s->crc_ok && s->ties == 0 && s->sum.values > 0;
+	return s;
+}
+
+/* On a model without --scheme: fmtkit-ss/1 unless only fmtkit-wm/1 finds a valid payload. */
+static int use_ss(const wm_result *r, const ss_eval *ss)
+{
+	return ss && (ss->valid || !qim_valid(r));
+}
+
+static double runner_up(const double score[256], unsigned best)
+{
+	double second = -INFINITY;
+	for (unsigned a = 0; a < 256; a++)
+		if (a != best && score[a] > second)
+			second = score[a];
+	return second;
+}
+
+static int report_extract_ss(const char *path, const wm_opts *o, const ss_eval *ss)
+{
+	char pay[17], prefix[13];
+	snprintf(pay, sizeof pay, "%016llx", (unsigned long long)ss->payload);
+	snprintf(prefix, sizeof prefix, "%012llx", (unsigned long long)(ss->payload >> 16));
+	char *buyer = NULL;
+	if (ss->valid && o->registry) {
+		fmt_err e;
+		fmt_err_clear(&e);
+		if (wm_registry_lookup(o->registry, ss->payload, &buyer, &e) != FMT_OK)
+			return wm_fail(o, o->registry, &e);
+	}
+	double best[FMT_SS_BYTES], second[FMT_SS_BYTES], min = INFINITY, mean = 0, second_max = -INFINITY;
+	for (unsigned b = 0; b < FMT_SS_BYTES; b++) {
+		unsigned v = (unsigned)(ss->payload >> (56 - 8 * b)) & 0xFF;
+		best[b] = ss->score[b][v];
+		second[b] = runner_up(ss->score[b], v);
+		second_max = fmax(second_max, second[b]);
+		mean += best[b] / FMT_SS_BYTES;
+		if (best[b] < min)
+			min = best[b];
+	}
+	int status = ss->valid ? 0 : FMT_NEGATIVE;
+	if (o->common.json) {
+		json_t *bytes = json_array();
+		for (unsigned b = 0; b < FMT_SS_BYTES; b++)
+			json_array_append_new(bytes, json_pack("{s:i, s:i, s:f, s:f}", "byte", (int)b, "value",
+				(int)((ss->payload >> (56 - 8 * b)) & 0xFF), "score", best[b], "runner_up", second[b]));
+		json_t *j = json_pack("{s:o, s:s, s:b, s:s, s:b, s:i, s:o, s:i, s:f, s:f, s:o}", "file", jstr(path),
+			"scheme", "fmtkit-ss/1", "valid", ss->valid, "payload", pay, "crc_ok", ss->crc_ok,
+			"tied_bytes", (int)ss->ties, "values", fmt_json_u64(ss->sum.values), "tensors", (int)ss->sum.tensors,
+			"score_min", min, "score_mean", mean, "bytes", bytes);
+		json_object_set_new(j, "buyer_hash_prefix", ss->valid ? json_string(prefix) : json_null());
+		json_object_set_new(j, "buyer", buyer ? jstr(buyer) : json_null());
+		free(buyer);
+		int w = json_out(j);
+		return w ? w : status;
+	}
+	out_name(path);
+	if (ss->valid) {
+		printf(": buyer hash %s", prefix);
+		if (buyer) {
+			printf(", buyer ");
+			out_name(buyer);
+		} else if (o->registry) {
+			printf(", buyer not in the registry");
+		}
+		printf(" (payload %s, CRC ok)\n", pay);
+	} else {
+		printf(": no valid watermark (fmtkit-ss/1: %u of 8 bytes tied, CRC %s)\n", ss->ties,
+		       ss->crc_ok ? "ok" : "mismatch");
+	}
+	printf("  fmtkit-ss/1: %llu values in %zu tensor%s; byte scores min %.1f, mean %.1f (sigma; runner-up max %.1f)\n",
+	       (unsigned long long)ss->sum.values, ss->sum.tensors, ss->sum.tensors == 1 ? "" : "s", min, mean,
+	       second_max);
+	if (o->common.verbose)
+		for (unsigned b = 0; b < FMT_SS_BYTES; b++)
+			printf("  byte %u: %02x  score %.2f, runner-up %.2f\n", b,
+			       (unsigned)((ss->payload >> (56 - 8 * b)) & 0xFF), best[b], second[b]);
+	free(buyer);
+	return status;
+}
+
 int wm_report_extract(const char *path, const wm_opts *o, const wm_result *r)
 {
+	ss_eval *ss = ss_evaluate(r);
+	if (r->has_ss && !ss) {
+		fmt_err e;
+		fmt_fail(&e, FMT_IO, "out of memory");
+		return wm_fail(o, path, &e);
+	}
+	if (use_ss(r, ss)) {
+		int status = report_extract_ss(path, o, ss);
+		free(ss);
+		return status;
+	}
+	free(ss);
 	fmt_wm_votes v = all_votes(r);
 	unsigned unknown;
 	uint64_t payload = fmt_wm_votes_payload(&v, &unknown), n = fmt_wm_votes_n(&v);
@@ -184,7 +386,7 @@ int wm_report_extract(const char *path, const wm_opts *o, const wm_result *r)
 		       crc_ok && unknown == 0 ? "ok" : "mismatch");
 	}
 	printf("  %llu votes in %zu %s%s; per-bit agreement min %.1f %%, mean %.1f %%\n", (unsigned long long)n,
-	       r->n_cols, kind_word(r), r->n_cols == 1 ? "" : "s", 100 * agree_min, 100 * agree_sum / FMT_WM_BITS);
+	       qim_columns(r), kind_word(r), qim_columns(r) == 1 ? "" : "s", 100 * agree_min, 100 * agree_sum / FMT_WM_BITS);
 	if (o->common.verbose)
 		for (int j = 0; j < FMT_WM_BITS; j++)
 			printf("  bit %2d: %d  %llu votes, %.1f %% agree\n", j, fmt_wm_payload_bit(payload, (unsigned)j),
@@ -303,9 +505,89 @@ static fmt_kind write_evidence(json_t *ev, const wm_opts *o, fmt_err *e)
 	return r;
 }
 
+static int report_prove_ss(const char *path, const wm_opts *o, const fmt_wm_params *prm, const uint8_t hash[32],
+			   const wm_result *r, const ss_eval *ss)
+{
+	unsigned rank[FMT_SS_RANKED_BYTES], bytes_alike = 0;
+	for (unsigned b = 0; b < FMT_SS_BYTES; b++) {
+		unsigned v = (unsigned)(prm->payload >> (56 - 8 * b)) & 0xFF;
+		bytes_alike += ((ss->payload >> (56 - 8 * b)) & 0xFF) == v;
+		if (b < FMT_SS_RANKED_BYTES)
+			rank[b] = fmt_ss_rank(ss->score[b], v);
+	}
+	double p = fmt_ss_score_p(ss->score, prm->payload);
+	if (p < 0) {
+		fmt_err e;
+		fmt_fail(&e, FMT_IO, "out of memory");
+		return wm_fail(o, path, &e);
+	}
+	double score = 0;
+	for (unsigned b = 0; b < FMT_SS_RANKED_BYTES; b++)
+		score += ss->score[b][(prm->payload >> (56 - 8 * b)) & 0xFF];
+	int match = p < FMT_WM_MATCH_P;
+	char hex[65], sha[FMT_SHA256_HEX + 1], when[32];
+	fmt_hex(hash, 32, hex);
+	fmt_err e;
+	fmt_err_clear(&e);
+	if (file_sha256(path, sha, &e) != FMT_OK)
+		return wm_fail(o, path, &e);
+	wm_utc_now(when);
+	json_t *cols = json_array(), *ranks = json_array();
+	for (size_t i = 0; i < r->n_cols; i++)
+		if (r->cols[i]->ss)
+			json_array_append_new(cols, json_pack("{s:o, s:o}", "name", jstr(r->cols[i]->name), "values",
+				fmt_json_u64(r->cols[i]->nelems)));
+	for (unsigned b = 0; b < FMT_SS_RANKED_BYTES; b++)
+		json_array_append_new(ranks, json_integer(rank[b]));
+	json_t *ev = json_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:s, s:o, s:o, s:f, s:i, s:f, s:f, s:f, s:s, s:b, s:o, s:s}",
+		"tool", TOOL, "scheme", "fmtkit-ss/1", "file", jstr(path), "format", r->format, "dataset_sha256", sha,
+		"buyer", jstr(o->buyer), "buyer_hash", hex, "values", fmt_json_u64(ss->sum.values), "ranks", ranks,
+		"score", score,
+		"bytes_alike", (int)bytes_alike, "p_value", p, "log10_p_value", log10(p), "confidence", 1 - p,
+		"verdict", match ? "match" : "no match", "match", match, "tensors", cols, "analyzed_at", when);
+	if (!ev || write_evidence(ev, o, &e) != FMT_OK) {
+		json_decref(ev);
+		if (!ev)
+			fmt_fail(&e, FMT_IO, "out of memory");
+		return wm_fail(o, NULL, &e);
+	}
+	int status = match ? 0 : FMT_NEGATIVE;
+	if (o->common.json) {
+		int w = json_out(ev);
+		return w ? w : status;
+	}
+	json_decref(ev);
+	out_name(path);
+	printf(": %s: buyer ", match ? "match" : "no match");
+	out_name(o->buyer);
+	printf(" (hash %.12s)\n  fmtkit-ss/1: %llu values in %zu tensor%s; score %.1f, ranks of the buyer's hash bytes",
+	       hex, (unsigned long long)ss->sum.values, ss->sum.tensors, ss->sum.tensors == 1 ? "" : "s", score);
+	for (unsigned b = 0; b < FMT_SS_RANKED_BYTES; b++)
+		printf("%s%u", b ? " " : " ", rank[b]);
+	printf("; %u of 8 payload bytes decode alike:\n  p = %.3e, confidence %.12f\n", bytes_alike, p, 1 - p);
+	if (o->evidence && !o->common.quiet) {
+		printf("  evidence%s written to ", o->sign_key ? " (signed)" : "");
+		out_name(o->evidence);
+		printf("\n");
+	}
+	return status;
+}
+
 int wm_report_prove(const char *path, const wm_opts *o, const fmt_wm_params *prm, const uint8_t hash[32],
 		    const wm_result *r)
 {
+	ss_eval *ss = ss_evaluate(r);
+	if (r->has_ss && !ss) {
+		fmt_err e;
+		fmt_fail(&e, FMT_IO, "out of memory");
+		return wm_fail(o, path, &e);
+	}
+	if (use_ss(r, ss)) {
+		int status = report_prove_ss(path, o, prm, hash, r, ss);
+		free(ss);
+		return status;
+	}
+	free(ss);
 	fmt_wm_votes v = all_votes(r);
 	uint64_t n = fmt_wm_votes_n(&v), a = fmt_wm_votes_agree(&v, prm->payload);
 	unsigned bits = fmt_wm_votes_bits_agree(&v, prm->payload);
@@ -372,7 +654,7 @@ int wm_report_detect(const char *path, const wm_opts *o, const wm_result *r)
 		double best = 0, ln_p[FMT_WM_DETECT_N];
 		int found = 0, best_s = 0;
 		for (int s = FMT_WM_DETECT_MIN_S; s <= FMT_WM_DETECT_MAX_S; s++) {
-			ln_p[s - FMT_WM_DETECT_MIN_S] = fmt_wm_binom_log_sf(l->eligible, l->aligned[s - FMT_WM_DETECT_MIN_S]);
+			ln_p[s - FMT_WM_DETECT_MIN_S] = fmt_wm_lattice_log_p(l, s);
 			if (ln_p[s - FMT_WM_DETECT_MIN_S] < best) {
 				best = ln_p[s - FMT_WM_DETECT_MIN_S];
 				best_s = s;

@@ -4,6 +4,7 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fmt/convert.h"
 #include "fmt/out.h"
 #include "fmt/report.h"
 #include "fmt/registry.h"
@@ -20,6 +21,17 @@ int wm_dtype_width(fmt_dtype t)
 int wm_ctype_width(fmt_ctype t)
 {
 	return t == FMT_C_F32 ? 4 : t == FMT_C_F64 ? 8 : 0;
+}
+
+/* Bytes of one block of a dtype fmtkit-ss/1 reads (F64, or what fmt_decode_f32 decodes to float),
+ * or 0: integers, sub-byte blocks and what cannot be decoded. */
+static uint64_t ss_unit(fmt_dtype t)
+{
+	if (t == FMT_DT_F64)
+		return 8;
+	if (!fmt_decode_supported(t) || fmt_dtype_get(t)->is_int || fmt_dtype_get(t)->block_bits % 8)
+		return 0;
+	return fmt_dtype_get(t)->block_bits / 8;
 }
 
 int wm_tensor_wanted(const wm_opts *o, const char *name)
@@ -70,6 +82,10 @@ void wm_result_free(wm_result *r)
 		free(c->name);
 		free(c->entropy);
 		free(c->alim);
+		free(c->ss);
+		for (size_t j = c->ss_next; c->ss_pending && j < c->ss_ranges; j++)
+			free(c->ss_pending[j]);
+		free(c->ss_pending);
 		free(c->pieces);
 		free(c);
 	}
@@ -78,6 +94,17 @@ void wm_result_free(wm_result *r)
 	free(r->left_alone);
 	free(r->cols);
 	memset(r, 0, sizeof *r);
+}
+
+uint64_t wm_lcm(uint64_t a, uint64_t b)
+{
+	uint64_t x = a, y = b;
+	while (y) {
+		uint64_t t = x % y;
+		x = y;
+		y = t;
+	}
+	return a / x * b;
 }
 
 /* One range of one tensor: the unit of work of the threads. */
@@ -89,10 +116,49 @@ typedef struct scan_ctx {
 	size_t n_ranges;
 	wm_scan_kind kind;
 	const fmt_wm_params *prm;
+	const uint8_t *ss_key;         /* fmtkit-ss/1 sums too (votes) */
+	int votes;                     /* fmtkit-wm/1 votes (votes) */
 	pthread_mutex_t lock;
 	size_t err_index;              /* the first failing range (lowest index), SIZE_MAX if none */
 	fmt_err err;
 } scan_ctx;
+
+/* fmtkit-ss/1: a range's sums, merged into its column's in range order (sums of doubles: the
+ * same order for any -T gives the same bits). */
+static fmt_kind ss_range(scan_ctx *s, const range *rg, size_t index, const uint8_t *buf, fmt_err *e)
+{
+	const fmt_tensor *t = rg->t;
+	const fmt_dtype_info *di = fmt_dtype_get(t->dtype);
+	uint64_t unit = ss_unit(t->dtype), per_unit = t->dtype == FMT_DT_F64 ? 1 : di->block_elems;
+	uint64_t first = rg->off / unit * per_unit, n = rg->n / unit * per_unit;
+	fmt_ss_acc *acc = calloc(1, sizeof *acc);
+	float *vals = t->dtype == FMT_DT_F64 ? NULL : malloc((size_t)(n ? n : 1) * sizeof *vals);
+	if (!acc || (t->dtype != FMT_DT_F64 && !vals)) {
+		free(acc);
+		free(vals);
+		return fmt_fail(e, FMT_IO, "out of memory for a range of tensor '%s'", t->name);
+	}
+	fmt_kind k = FMT_OK;
+	if (t->dtype == FMT_DT_F64)
+		fmt_ss_acc_f64(s->ss_key, acc, (const double *)(const void *)buf, t->nelems, first, (size_t)n);
+	else if ((k = fmt_decode_f32(t->dtype, buf, n, vals, e)) == FMT_OK)
+		fmt_ss_acc_f32(s->ss_key, acc, vals, t->nelems, first, (size_t)n);
+	free(vals);
+	if (k != FMT_OK) {
+		free(acc);
+		return k;
+	}
+	wm_column *c = rg->col;
+	pthread_mutex_lock(&c->lock);
+	c->ss_pending[index - c->ss_first] = acc;
+	while (c->ss_next < c->ss_ranges && c->ss_pending[c->ss_next]) {
+		fmt_ss_acc_merge(c->ss, c->ss_pending[c->ss_next]);
+		free(c->ss_pending[c->ss_next]);
+		c->ss_pending[c->ss_next++] = NULL;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return FMT_OK;
+}
 
 static void scan_range(void *p, size_t i)
 {
@@ -103,7 +169,9 @@ static void scan_range(void *p, size_t i)
 	uint8_t *buf = malloc(rg->n ? (size_t)rg->n : 1);
 	fmt_kind k = buf ? fmt_tensor_read(s->m, rg->t, rg->off, buf, (size_t)rg->n, &e)
 			 : fmt_fail(&e, FMT_IO, "out of memory for a range of tensor '%s'", rg->t->name);
-	if (k == FMT_OK) {
+	if (k == FMT_OK && rg->col->ss)
+		k = ss_range(s, rg, i, buf, &e);
+	if (k == FMT_OK && rg->col->width > 0 && (s->kind != WM_SCAN_VOTES || s->votes)) {
 		size_t count = (size_t)rg->n / (size_t)rg->col->width;
 		if (s->kind == WM_SCAN_VOTES) {
 			fmt_wm_votes v = { { 0 }, { 0 } };
@@ -112,7 +180,8 @@ static void scan_range(void *p, size_t i)
 			fmt_wm_votes_merge(&rg->col->votes, &v);
 			pthread_mutex_unlock(&rg->col->lock);
 		} else {
-			fmt_wm_lattice l = { 0, { 0 } };
+			fmt_wm_lattice l;
+			memset(&l, 0, sizeof l);
 			fmt_wm_lattice_add(&l, buf, count, rg->col->width);
 			pthread_mutex_lock(&rg->col->lock);
 			fmt_wm_lattice_merge(&rg->col->lattice, &l);
@@ -153,14 +222,20 @@ static fmt_kind scan_model(fmt_model *m, wm_scan_kind kind, const wm_opts *o, co
 	fmt_kind k = FMT_OK;
 	size_t n_ranges = 0, cap = 0;
 	range *ranges = NULL;
+	int want_ss = kind == WM_SCAN_VOTES && o->scheme != WM_SCHEME_QIM;
+	int want_votes = kind != WM_SCAN_VOTES || o->scheme != WM_SCHEME_SS;
+	r->has_ss = want_ss;
+	r->has_qim = kind == WM_SCAN_VOTES && want_votes;
 	for (size_t i = 0; i < m->n_tensors && k == FMT_OK; i++) {
 		const fmt_tensor *t = &m->tensors[i];
-		int width = wm_dtype_width(t->dtype);
-		if (!width || !wm_tensor_wanted(o, t->name))
+		int width = want_votes ? wm_dtype_width(t->dtype) : 0;
+		uint64_t unit = want_ss && t->nelems <= FMT_SS_MAX_ELEMS ? ss_unit(t->dtype) : 0;
+		if ((!width && !unit) || !wm_tensor_wanted(o, t->name))
 			continue;
 		if ((k = wm_add_column(r, t->name, 1, fmt_dtype_name(t->dtype), width, e)) != FMT_OK)
 			break;
 		wm_column *col = r->cols[r->n_cols - 1];
+		col->nelems = t->nelems;
 		if (kind == WM_SCAN_ENTROPY) {
 			if (!(col->entropy = malloc(sizeof *col->entropy))) {
 				k = fmt_fail(e, FMT_IO, "out of memory");
@@ -175,8 +250,20 @@ static fmt_kind scan_model(fmt_model *m, wm_scan_kind kind, const wm_opts *o, co
 			continue;
 		}
 		uint64_t align = t->chunk_align ? t->chunk_align : 1, step = RANGE_BYTES;
-		while (step % align || step % (uint64_t)width)
-			step += RANGE_BYTES;            /* align and width divide 8 MiB in practice */
+		uint64_t grain = wm_lcm(align, unit ? unit : (uint64_t)width);
+		if (width && unit)
+			grain = wm_lcm(grain, (uint64_t)width);
+		step = grain * (RANGE_BYTES / grain ? RANGE_BYTES / grain : 1);
+		if (unit) {
+			col->ss_first = n_ranges;
+			col->ss_ranges = t->nbytes ? (size_t)((t->nbytes - 1) / step + 1) : 0;
+			col->ss = calloc(1, sizeof *col->ss);
+			col->ss_pending = calloc(col->ss_ranges ? col->ss_ranges : 1, sizeof *col->ss_pending);
+			if (!col->ss || !col->ss_pending) {
+				k = fmt_fail(e, FMT_IO, "out of memory");
+				break;
+			}
+		}
 		for (uint64_t off = 0; off < t->nbytes; off += step) {
 			if (n_ranges == cap) {
 				cap = cap ? 2 * cap : 64;
@@ -193,7 +280,7 @@ static fmt_kind scan_model(fmt_model *m, wm_scan_kind kind, const wm_opts *o, co
 	if (k == FMT_OK && n_ranges) {
 		fmt_pool *pool = NULL;
 		scan_ctx s = { .m = m, .ranges = ranges, .n_ranges = n_ranges, .kind = kind, .prm = prm,
-			       .err_index = SIZE_MAX };
+			       .ss_key = o->ss_key, .votes = want_votes, .err_index = SIZE_MAX };
 		pthread_mutex_init(&s.lock, NULL);
 		k = fmt_pool_create(&pool, o->threads, e);
 		if (k == FMT_OK) {
@@ -361,7 +448,11 @@ fmt_kind wm_scan(const char *path, wm_scan_kind kind, const wm_opts *o, const fm
 	r->is_table = is_table;
 	if (is_table) {
 		r->format = t.driver->name;
-		k = scan_table(path, &t, kind, o, prm, r, e);
+		r->has_qim = kind == WM_SCAN_VOTES;
+		if (kind == WM_SCAN_VOTES && o->scheme == WM_SCHEME_SS)
+			k = fmt_fail(e, FMT_USAGE, "--scheme ss reads model weights; a dataset's columns carry --scheme qim");
+		else
+			k = scan_table(path, &t, kind, o, prm, r, e);
 		fmt_table_free(&t);
 	} else {
 		r->format = m.driver ? m.driver->name : "model";

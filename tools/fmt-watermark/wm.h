@@ -1,7 +1,7 @@
-/* fmt-watermark: buyer watermarks in model tensors and dataset float columns
- * (specs/watermark.md). main.c parses; embed.c marks through the conversion pipeline
- * (fmt/pipeline.h); scan.c reads votes, lattice counts and entropy statistics; report.c
- * prints and signs. */
+/* fmt-watermark: buyer watermarks in model tensors (fmtkit-ss/1, man/fmtkit-watermark.7) and
+ * dataset float columns (fmtkit-wm/1, specs/watermark.md). main.c parses; embed.c marks through
+ * the conversion pipeline (fmt/pipeline.h); scan.c reads votes, fmtkit-ss/1 sums, lattice counts
+ * and entropy statistics; report.c prints and signs. */
 #ifndef WM_H
 #define WM_H
 
@@ -13,6 +13,7 @@
 #include "fmt/registry.h"
 #include "fmt/table.h"
 #include "fmt/watermark.h"
+#include "fmt/watermark_ss.h"
 
 #define TOOL "fmt-watermark"
 #define WM_MAX_SELECT 256
@@ -31,7 +32,11 @@ typedef struct wm_opts {
 	const char *sign_key;          /* --sign-key SECKEY */
 	const char *passphrase_file, *passphrase_env;
 	const char *evidence;          /* -o EVIDENCE.json */
-	int alimentar;                 /* --scheme alimentar */
+	int scheme;                    /* --scheme: WM_SCHEME_* */
+	double ss_strength;            /* --strength (fmtkit-ss/1) */
+	int qim_params;                /* --density or --strength-bits given */
+	const fmt_ss_params *ss;       /* embed with fmtkit-ss/1: its key, code word and strength */
+	const uint8_t *ss_key;         /* extract, prove: the fmtkit-ss/1 stream key */
 	const char *to_name;           /* embed --to FORMAT */
 	const char *compression;       /* embed -c CODEC, as given */
 	int dry_run;                   /* embed --dry-run */
@@ -50,6 +55,10 @@ typedef struct wm_opts {
 					* stdout carries embed's output */
 } wm_opts;
 
+/* --scheme: auto (embed: fmtkit-ss/1 for models, fmtkit-wm/1 for datasets; extract and prove
+ * on a model: both, read in one pass), ss (fmtkit-ss/1), qim (fmtkit-wm/1), alimentar. */
+enum { WM_SCHEME_AUTO, WM_SCHEME_SS, WM_SCHEME_QIM, WM_SCHEME_ALIMENTAR };
+
 /* What is known about one tensor or column. */
 typedef struct wm_column {
 	char *name;
@@ -62,6 +71,11 @@ typedef struct wm_column {
 	fmt_wm_lattice lattice;        /* detect */
 	fmt_wm_entropy *entropy;       /* entropy (allocated) */
 	fmt_wm_alim_col *alim;         /* --scheme alimentar (allocated) */
+	fmt_ss_acc *ss;                /* fmtkit-ss/1 sums (allocated), of the ranges merged so far */
+	fmt_ss_acc **ss_pending;       /* ranges read but not merged yet (merged in range order,
+					* so the sums do not depend on -T) */
+	size_t ss_first, ss_next, ss_ranges; /* the column's first range, next to merge, count */
+	uint64_t nelems;
 	/* embed: dist of each piece of a tensor (values [first, first + n)), added in tensor order
 	 * at the end (embed.c says why) */
 	struct wm_piece { uint64_t first, n; fmt_wm_dist d; } *pieces;
@@ -75,6 +89,7 @@ typedef struct wm_result {
 	char **left_alone;             /* F16/BF16 tensors (embed lists them) */
 	size_t n_left;
 	int is_table;
+	int has_ss, has_qim;           /* extract, prove: which schemes' statistics were gathered */
 	const char *format;            /* driver name of the input */
 	const char *out_format;        /* embed: driver name of the output */
 	char sha256[FMT_SHA256_HEX + 1]; /* prove: the file's SHA-256 */
@@ -96,6 +111,8 @@ typedef enum { WM_SCAN_VOTES, WM_SCAN_LATTICE, WM_SCAN_ENTROPY, WM_SCAN_ALIMENTA
 fmt_kind wm_scan(const char *path, wm_scan_kind kind, const wm_opts *o, const fmt_wm_params *prm,
 		 wm_result *r, fmt_err *e);
 
+/* Least common multiple (chunk alignments). */
+uint64_t wm_lcm(uint64_t a, uint64_t b);
 /* Selection by --tensors / --columns. */
 int wm_tensor_wanted(const wm_opts *o, const char *name);
 int wm_column_wanted(const wm_opts *o, const char *name);

@@ -31,6 +31,9 @@ typedef struct fmt_wm_key fmt_wm_key;
 fmt_kind fmt_wm_key_new(const uint8_t k[FMT_WM_KEY_LEN], fmt_wm_key **out, fmt_err *e);
 void fmt_wm_key_free(fmt_wm_key *key);
 
+/* HMAC-SHA256(K, label): a key derived for one purpose (fmt/watermark_ss.h's stream key). */
+void fmt_wm_derive(const fmt_wm_key *key, const char *label, uint8_t out[32]);
+
 /* HMAC-SHA256(K, "fmtkit-wm/1 buyer" || buyer_id). */
 void fmt_wm_buyer_hash(const fmt_wm_key *key, const char *buyer, size_t len, uint8_t out[FMT_WM_HASH_LEN]);
 /* The 16-byte PRF key: first 16 bytes of HMAC-SHA256(K, "fmtkit-wm/1 prf"). */
@@ -113,12 +116,15 @@ typedef struct fmt_wm_dist {
 	double max_rel;              /* max |v' - v| / |v| */
 	double sum0, sumsq0;         /* of the original finite values */
 	double sum_d, sumsq1;        /* sum of v' - v; sum of v'^2 */
+	double sumsq_d;              /* sum of (v' - v)^2 */
 } fmt_wm_dist;
 
 void fmt_wm_dist_merge(fmt_wm_dist *into, const fmt_wm_dist *piece);
 /* Change of the mean relative to max(|mean|, std), and relative change of the (population)
  * std; 0 when undefined. */
 void fmt_wm_dist_moments(const fmt_wm_dist *d, double *mean_rel, double *std_rel);
+/* RMS of v' - v relative to the original values' (population) std; 0 when undefined. */
+double fmt_wm_dist_rms_rel(const fmt_wm_dist *d);
 
 /* Build the key's selection tables for prm->density and its float32 table of the bits carried
  * under prm->payload (once, with the payload set; before threads share the key). Embedding under
@@ -176,9 +182,18 @@ int fmt_wm_alim_decide(const fmt_wm_alim_col *cols, size_t n_cols, const uint8_t
 typedef struct fmt_wm_lattice {
 	uint64_t eligible;
 	uint64_t aligned[FMT_WM_DETECT_N];   /* s = 8 + i */
+	uint64_t precision[53];              /* values by the place of their lowest set mantissa bit
+					      * (1..52; 0: no bit set) */
 } fmt_wm_lattice;
 void fmt_wm_lattice_add(fmt_wm_lattice *l, const uint8_t *p, size_t n, int width);
 void fmt_wm_lattice_merge(fmt_wm_lattice *into, const fmt_wm_lattice *piece);
+/* ln p of a mark at strength s. Marks at s leave the marked values with no mantissa bit below
+ * place s + 1 and the others (density < 1) with their full precision: a valley in the precision
+ * histogram. With X values of precision <= s + 1, Y of s + 2 .. s + 4 and Z of >= s + 5,
+ * ln max(P[Bin(X + Y, 1/2) >= X], P[Bin(Z + Y, 1/2) >= Z]): a column of short mantissas by
+ * nature (F16, BF16 or Q8_0 values widened to float32, integers, few decimals) has no high side
+ * and full-precision data no low side; neither is suspicious, however many values are aligned. */
+double fmt_wm_lattice_log_p(const fmt_wm_lattice *l, int s);
 
 /* Entropy statistics of one numeric column (§4 entropy). Pass 1 sees every value (min, max and
  * the low-bit statistics), pass 2 fills the 256-bin value histogram between pass 1's min and max. */

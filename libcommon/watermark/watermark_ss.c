@@ -1,0 +1,371 @@
+/* The fmtkit-ss/1 spread-spectrum watermark (fmt/watermark_ss.h; specified in man/fmt-watermark.1). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sodium.h>
+#include "fmt/watermark_ss.h"
+
+#define STREAM_LABEL "fmtkit-ss/1 stream"
+#define GRID 32                         /* prove's p-value: scores in steps of 1/32 */
+
+void fmt_ss_stream_key(const fmt_wm_key *key, uint8_t sk[32])
+{
+	fmt_wm_derive(key, STREAM_LABEL, sk);
+}
+
+/* Chunks of the keystream: 64-byte ChaCha20 blocks, generated in place over zeros. */
+#define STREAM_CHUNK 8192
+
+void fmt_ss_stream(const uint8_t sk[32], uint64_t nelems, uint64_t first, size_t n, uint16_t *r)
+{
+	uint8_t nonce[crypto_stream_chacha20_ietf_NONCEBYTES] = { 0 };
+	for (int i = 0; i < 8; i++)
+		nonce[i] = (uint8_t)(nelems >> (8 * i));
+	uint8_t buf[STREAM_CHUNK + 64];
+	uint64_t byte = 2 * first;
+	size_t done = 0;
+	while (done < n) {
+		uint64_t block = byte / 64;
+		size_t skip = (size_t)(byte % 64), want = 2 * (n - done);
+		if (want > STREAM_CHUNK)
+			want = STREAM_CHUNK;
+		size_t len = (skip + want + 63) / 64 * 64;
+		memset(buf, 0, len);
+		crypto_stream_chacha20_ietf_xor_ic(buf, buf, len, nonce, (uint32_t)block, sk);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		memcpy(r + done, buf + skip, want);
+#else
+		for (size_t i = 0; i < want / 2; i++)
+			r[done + i] = (uint16_t)(buf[skip + 2 * i] | buf[skip + 2 * i + 1] << 8);
+#endif
+		done += want / 2;
+		byte += want;
+	}
+}
+
+void fmt_ss_codeword(uint64_t payload, int8_t d[FMT_SS_GROUPS])
+{
+	for (unsigned b = 0; b < FMT_SS_BYTES; b++) {
+		unsigned byte = (unsigned)(payload >> (56 - 8 * b)) & 0xFF;
+		for (unsigned x = 0; x < 256; x++)
+			d[256 * b + x] = (int8_t)(__builtin_parity(byte & x) ? -1 : 1);
+	}
+}
+
+/* Sums over a block in 4 lanes (i % 4), added at the end: the order of the additions is not part
+ * of the scheme, and 4 independent chains in registers run several times as fast. */
+#define LANES_TOTAL(a) (((a##0) + (a##1)) + ((a##2) + (a##3)))
+
+static inline double load_value(const uint8_t *p, size_t i, int width)
+{
+	if (width == 4) {
+		float f;
+		memcpy(&f, p + 4 * i, 4);
+		return f;
+	}
+	double d;
+	memcpy(&d, p + 8 * i, 8);
+	return d;
+}
+
+/* 0 for a non-finite value (which neither counts nor moves). */
+static inline double finite_or_0(double v)
+{
+	return isfinite(v) ? v : 0;
+}
+
+/* The block's mean and population standard deviation over its finite values (two passes). */
+static inline __attribute__((always_inline)) void block_std(const uint8_t *p, size_t n, const int width,
+							    double *mean, double *std)
+{
+	double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+	uint64_t fin = 0;
+	size_t i = 0;
+	for (; i + 4 <= n; i += 4) {
+		double v0 = load_value(p, i, width), v1 = load_value(p, i + 1, width);
+		double v2 = load_value(p, i + 2, width), v3 = load_value(p, i + 3, width);
+		fin += (uint64_t)(isfinite(v0) != 0) + (isfinite(v1) != 0) + (isfinite(v2) != 0) + (isfinite(v3) != 0);
+		a0 += finite_or_0(v0);
+		a1 += finite_or_0(v1);
+		a2 += finite_or_0(v2);
+		a3 += finite_or_0(v3);
+	}
+	for (; i < n; i++) {
+		double v = load_value(p, i, width);
+		fin += isfinite(v) != 0;
+		a0 += finite_or_0(v);
+	}
+	double m = fin ? LANES_TOTAL(a) / (double)fin : 0, q0 = 0, q1 = 0, q2 = 0, q3 = 0;
+	for (i = 0; i + 4 <= n; i += 4) {
+		double d0 = finite_or_0(load_value(p, i, width) - m), d1 = finite_or_0(load_value(p, i + 1, width) - m);
+		double d2 = finite_or_0(load_value(p, i + 2, width) - m), d3 = finite_or_0(load_value(p, i + 3, width) - m);
+		q0 += d0 * d0;
+		q1 += d1 * d1;
+		q2 += d2 * d2;
+		q3 += d3 * d3;
+	}
+	for (; i < n; i++) {
+		double d = finite_or_0(load_value(p, i, width) - m);
+		q0 += d * d;
+	}
+	*mean = m;
+	*std = fin ? sqrt(LANES_TOTAL(q) / (double)fin) : 0;
+}
+
+/* What marking one value did, for the block's distortion sums. */
+typedef struct change { double d, dd, vd; uint64_t finite, marked; } change;
+
+static inline __attribute__((always_inline)) void mark_one(uint8_t *p, size_t i, const int width, double delta,
+							   change *c)
+{
+	double v = load_value(p, i, width);
+	if (!isfinite(v))
+		return;
+	double v1 = v + delta;
+	if (width == 4) {
+		float f = (float)v1;
+		memcpy(p + 4 * i, &f, 4);
+		v1 = f;
+	} else {
+		memcpy(p + 8 * i, &v1, 8);
+	}
+	double diff = v1 - v;
+	c->d += diff;
+	c->dd += diff * diff;
+	c->vd += v * diff;
+	c->finite++;
+	c->marked += v1 != v;
+}
+
+static inline __attribute__((always_inline)) void mark_block(uint8_t *p, size_t n, const int width,
+							     const double *delta, const uint16_t *r, fmt_wm_dist *d)
+{
+	const unsigned mask = 2 * FMT_SS_GROUPS - 1;
+	change c[4];
+	memset(c, 0, sizeof c);
+	size_t i = 0;
+	for (; i + 4 <= n; i += 4)
+		for (int l = 0; l < 4; l++)
+			mark_one(p, i + (size_t)l, width, delta[r[i + (size_t)l] & mask], &c[l]);
+	for (; i < n; i++)
+		mark_one(p, i, width, delta[r[i] & mask], &c[0]);
+	for (int l = 1; l < 4; l++) {
+		c[0].d += c[l].d;
+		c[0].dd += c[l].dd;
+		c[0].vd += c[l].vd;
+		c[0].finite += c[l].finite;
+		c[0].marked += c[l].marked;
+	}
+	d->sum_d += c[0].d;
+	d->sumsq_d += c[0].dd;
+	d->finite += c[0].finite;
+	d->eligible += c[0].finite;
+	d->selected += c[0].finite;
+	d->marked += c[0].marked;
+	/* sum v'^2 = sum v^2 + 2 sum v (v' - v) + sum (v' - v)^2; sum v^2 from the block's moments */
+	d->sumsq1 += 2 * c[0].vd + c[0].dd;
+}
+
+void fmt_ss_embed(const fmt_ss_params *prm, uint8_t *p, uint64_t nelems, uint64_t first, size_t n, int width,
+		  fmt_wm_dist *d)
+{
+	uint16_t *r = malloc((n ? n : 1) * sizeof *r);
+	double *delta = malloc(2 * FMT_SS_GROUPS * sizeof *delta);
+	d->values += n;
+	if (!r || !delta) {            /* callers give blocks of 128 KiB at most; no room: unmarked */
+		free(r);
+		free(delta);
+		return;
+	}
+	double mean, std;
+	uint64_t before = d->finite;
+	if (width == 4)
+		block_std(p, n, 4, &mean, &std);
+	else
+		block_std(p, n, 8, &mean, &std);
+	double amp = prm->strength * std;
+	for (unsigned j = 0; j < FMT_SS_GROUPS; j++) {
+		delta[j] = amp * prm->d[j];                       /* sign bit 0: s = +1 */
+		delta[FMT_SS_GROUPS + j] = -amp * prm->d[j];      /* sign bit 1: s = -1 */
+	}
+	fmt_ss_stream(prm->sk, nelems, first, n, r);
+	if (width == 4)
+		mark_block(p, n, 4, delta, r, d);
+	else
+		mark_block(p, n, 8, delta, r, d);
+	/* the original values' sum and sum of squares, from the block's mean and std */
+	double fin = (double)(d->finite - before), sumsq = fin * (std * std + mean * mean);
+	d->sum0 += fin * mean;
+	d->sumsq0 += sumsq;
+	d->sumsq1 += sumsq;
+	free(r);
+	free(delta);
+}
+
+#define ACC_LOOP(V)                                                                        \
+	do {                                                                               \
+		uint16_t r[4096];                                                          \
+		for (size_t done = 0; done < n;) {                                         \
+			size_t k = n - done < 4096 ? n - done : 4096;                      \
+			fmt_ss_stream(sk, nelems, first + done, k, r);                     \
+			for (size_t i = 0; i < k; i++) {                                   \
+				double x = (double)(V)[done + i];                          \
+				if (!isfinite(x))                                          \
+					continue;                                          \
+				unsigned j = r[i] & (FMT_SS_GROUPS - 1);                   \
+				double s = r[i] & FMT_SS_GROUPS ? -1.0 : 1.0;              \
+				a->n[j]++;                                                 \
+				a->s[j] += s;                                              \
+				a->sv[j] += s * x;                                         \
+				a->v1[j] += x;                                             \
+				a->v2[j] += x * x;                                         \
+			}                                                                  \
+			done += k;                                                         \
+		}                                                                          \
+	} while (0)
+
+void fmt_ss_acc_f32(const uint8_t sk[32], fmt_ss_acc *a, const float *v, uint64_t nelems, uint64_t first, size_t n)
+{
+	ACC_LOOP(v);
+}
+
+void fmt_ss_acc_f64(const uint8_t sk[32], fmt_ss_acc *a, const double *v, uint64_t nelems, uint64_t first, size_t n)
+{
+	ACC_LOOP(v);
+}
+
+void fmt_ss_acc_merge(fmt_ss_acc *into, const fmt_ss_acc *piece)
+{
+	for (unsigned j = 0; j < FMT_SS_GROUPS; j++) {
+		into->n[j] += piece->n[j];
+		into->s[j] += piece->s[j];
+		into->sv[j] += piece->sv[j];
+		into->v1[j] += piece->v1[j];
+		into->v2[j] += piece->v2[j];
+	}
+}
+
+void fmt_ss_sum_add(fmt_ss_sum *sum, const fmt_ss_acc *a)
+{
+	double total = 0, count = 0, energy = 0;
+	for (unsigned j = 0; j < FMT_SS_GROUPS; j++) {
+		total += a->v1[j];
+		count += (double)a->n[j];
+		energy += a->v2[j];
+	}
+	if (count == 0)
+		return;
+	double m = total / count;
+	for (unsigned j = 0; j < FMT_SS_GROUPS; j++) {
+		if (a->n[j] == 0)
+			continue;
+		double nj = (double)a->n[j];
+		double q = a->v2[j] - 2 * m * a->v1[j] + nj * m * m;
+		double c = a->sv[j] - m * a->s[j];
+		/* no spread (a constant tensor): rounding, not evidence */
+		double z = q > 1e-12 * energy / count * nj && q > 0 ? c / sqrt(q) : 0;
+		sum->zw[j] += sqrt(nj) * z;
+		sum->n[j] += nj;
+	}
+	sum->values += (uint64_t)count;
+	sum->tensors++;
+}
+
+/* In-place Walsh-Hadamard transform of 256 values: out[a] = sum_x (-1)^popcount(a & x) in[x]. */
+static void wht256(double *v)
+{
+	for (unsigned h = 1; h < 256; h <<= 1)
+		for (unsigned i = 0; i < 256; i += 2 * h)
+			for (unsigned k = i; k < i + h; k++) {
+				double x = v[k], y = v[k + h];
+				v[k] = x + y;
+				v[k + h] = x - y;
+			}
+}
+
+void fmt_ss_scores(const fmt_ss_sum *sum, double score[FMT_SS_BYTES][256])
+{
+	for (unsigned b = 0; b < FMT_SS_BYTES; b++) {
+		for (unsigned x = 0; x < 256; x++) {
+			unsigned j = 256 * b + x;
+			score[b][x] = sum->n[j] > 0 ? sum->zw[j] / sqrt(sum->n[j]) : 0;
+		}
+		wht256(score[b]);
+		for (unsigned a = 0; a < 256; a++)
+			score[b][a] /= 16;
+	}
+}
+
+uint64_t fmt_ss_decode(const double score[FMT_SS_BYTES][256], unsigned *ties)
+{
+	uint64_t payload = 0;
+	*ties = 0;
+	for (unsigned b = 0; b < FMT_SS_BYTES; b++) {
+		unsigned best = 0;
+		for (unsigned a = 1; a < 256; a++)
+			if (score[b][a] > score[b][best])
+				best = a;
+		*ties += fmt_ss_rank(score[b], best) > 1;
+		payload = payload << 8 | best;
+	}
+	return payload;
+}
+
+unsigned fmt_ss_rank(const double score[256], unsigned v)
+{
+	unsigned r = 0;
+	for (unsigned a = 0; a < 256; a++)
+		r += score[a] >= score[v];
+	return r;
+}
+
+double fmt_ss_score_p(const double score[FMT_SS_BYTES][256], uint64_t payload)
+{
+	/* per byte, the 256 scores on the grid (rounded up), offset by the byte's lowest */
+	int64_t atom[FMT_SS_RANKED_BYTES][256], low[FMT_SS_RANKED_BYTES], span = 0;
+	double observed = 0;
+	for (int b = 0; b < FMT_SS_RANKED_BYTES; b++) {
+		observed += score[b][(payload >> (56 - 8 * b)) & 0xFF];
+		int64_t lo = INT64_MAX, hi = INT64_MIN;
+		for (int a = 0; a < 256; a++) {
+			atom[b][a] = (int64_t)ceil(score[b][a] * GRID);
+			lo = atom[b][a] < lo ? atom[b][a] : lo;
+			hi = atom[b][a] > hi ? atom[b][a] : hi;
+		}
+		low[b] = lo;
+		for (int a = 0; a < 256; a++)
+			atom[b][a] -= lo;
+		span += hi - lo;
+	}
+	uint64_t *dist = calloc((size_t)span + 1, sizeof *dist), *next = calloc((size_t)span + 1, sizeof *next);
+	if (!dist || !next) {
+		free(dist);
+		free(next);
+		return -1;
+	}
+	dist[0] = 1;
+	int64_t len = 1, shift = 0;
+	for (int b = 0; b < FMT_SS_RANKED_BYTES; b++) {
+		int64_t width = 0;
+		for (int a = 0; a < 256; a++)
+			width = atom[b][a] > width ? atom[b][a] : width;
+		memset(next, 0, (size_t)(len + width) * sizeof *next);
+		for (int64_t i = 0; i < len; i++)
+			if (dist[i])
+				for (int a = 0; a < 256; a++)
+					next[i + atom[b][a]] += dist[i];
+		len += width;
+		shift += low[b];
+		uint64_t *t = dist;
+		dist = next;
+		next = t;
+	}
+	/* sum of the rounded scores >= observed  <=>  index >= ceil(GRID observed) - shift */
+	double first = ceil(observed * GRID) - (double)shift;
+	uint64_t count = 0;
+	for (int64_t i = first < 0 ? 0 : (int64_t)first; i < len; i++)
+		count += dist[i];
+	free(dist);
+	free(next);
+	return ldexp((double)count, -8 * FMT_SS_RANKED_BYTES);
+}

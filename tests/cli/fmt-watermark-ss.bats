@@ -1,0 +1,296 @@
+#!/usr/bin/env bats
+# fmt-watermark's spread-spectrum scheme for models, fmtkit-ss/1 (man/fmtkit-watermark.7): one
+# marked model per file (setup_file), then every attack class — F16/BF16, Q8_0/Q4_0/Q4_K, noise,
+# scaling, pruning, half the tensors, renaming and reordering, format conversion — with exact
+# verdicts and exit statuses; unmarked models are never accused; the old scheme's files still
+# extract and prove; --registry and signed evidence; usage errors.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	load helpers
+	mkdir "$BATS_FILE_TMPDIR/inputs"
+	cd "$BATS_FILE_TMPDIR/inputs"
+	/usr/bin/python3 -c 'import sys; sys.stdout.buffer.write(bytes(range(32)))' >seller.key
+	chmod 600 seller.key
+	# 4 matrices of 128 x 1024 (524288 weights) and a norm vector: a small model, marked at
+	# --strength 0.03 (0.01 is the default, for models of millions of weights)
+	/usr/bin/python3 - <<'PY'
+import json, struct
+import numpy as np
+def write(path, ts):
+    hdr, off, blob = {}, 0, []
+    for name, a in ts:
+        hdr[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + a.nbytes]}
+        off += a.nbytes
+        blob.append(a.astype("<f4").tobytes())
+    text = json.dumps(hdr).encode()
+    text += b" " * (-len(text) % 8)
+    open(path, "wb").write(struct.pack("<Q", len(text)) + text + b"".join(blob))
+rng = np.random.default_rng(3)
+write("m.safetensors", [("layers.%d.weight" % i, rng.normal(0, 0.02, (128, 1024)).astype(np.float32)) for i in range(4)]
+      + [("norm.weight", (1 + rng.normal(0, 0.01, 1024)).astype(np.float32))])
+rng = np.random.default_rng(4)
+write("clean.safetensors", [("w.%d" % i, rng.normal(0, 1, (256, 512)).astype(np.float32)) for i in range(3)])
+PY
+	fmt-watermark embed -q --key seller.key --buyer alice --strength 0.03 --registry buyers.jsonl \
+		m.safetensors marked.safetensors
+	fmt-watermark embed -q --key seller.key --buyer bob --strength 0.03 --registry buyers.jsonl \
+		m.safetensors bob.safetensors
+}
+
+setup() {
+	load helpers
+	cd "$BATS_TEST_TMPDIR"
+	cp -p "$BATS_FILE_TMPDIR"/inputs/* .
+	ALICE=$(jq -r 'select(.buyer == "alice") | .payload' buyers.jsonl)
+}
+
+# FILE carries alice's payload (all 64 bits) and prove says match (exit 0) with p below 1e-12.
+alice_found() {
+	run fmt-watermark extract -j --key seller.key "$1"
+	assert_success
+	[ "$(echo "$output" | jq -r '.scheme, .valid, .payload')" = "$(printf 'fmtkit-ss/1\ntrue\n%s' "$ALICE")" ] ||
+		fail "$1: $(echo "$output" | jq -c '[.valid, .payload]'), want $ALICE"
+	run fmt-watermark prove -j --key seller.key --buyer alice "$1"
+	assert_success
+	[ "$(echo "$output" | jq -r '.verdict, .p_value < 1e-12')" = "$(printf 'match\ntrue')" ] ||
+		fail "$1: prove $(echo "$output" | jq -c '[.verdict, .p_value]')"
+}
+
+# Apply a numpy expression to every tensor of IN (as a) and write OUT; $2 can use rng and i.
+numpy_attack() {
+	/usr/bin/python3 - "$1" "$2" "$3" <<'PY'
+import json, struct, sys
+import numpy as np
+src, expr, dst = sys.argv[1:]
+raw = open(src, "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+hdr = json.loads(raw[8:8 + n])
+rng = np.random.default_rng(9)
+out = []
+for i, (name, h) in enumerate(sorted(hdr.items(), key=lambda kv: kv[1]["data_offsets"][0])):
+    b, e = h["data_offsets"]
+    a = np.frombuffer(raw[8 + n + b:8 + n + e], "<f4").reshape(h["shape"]).copy()
+    r = eval(expr)
+    if r is not None:
+        out.append((r[0], np.ascontiguousarray(r[1], dtype="<f4")))
+hdr, off, blob = {}, 0, []
+for name, a in out:
+    hdr[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + a.nbytes]}
+    off += a.nbytes
+    blob.append(a.tobytes())
+text = json.dumps(hdr).encode()
+text += b" " * (-len(text) % 8)
+open(dst, "wb").write(struct.pack("<Q", len(text)) + text + b"".join(blob))
+PY
+}
+
+@test "embed: fmtkit-ss/1 is the default for models; every tensor changes by 3 % of its std (RMS) at --strength 0.03" {
+	run fmt-watermark embed -j --key seller.key --buyer alice --strength 0.03 m.safetensors again.safetensors
+	assert_success
+	[ "$(echo "$output" | jq -r '.scheme, .strength, .payload')" = "$(printf 'fmtkit-ss/1\n0.03\n%s' "$ALICE")" ]
+	[ "$(echo "$output" | jq -c '[.tensors[] | (.rms_rel_change * 1000 | round)] | unique')" = '[30]' ]
+	[ "$(echo "$output" | jq -r '.rms_rel_change_max <= 0.03')" = true ]
+	cmp again.safetensors marked.safetensors
+	# the default strength: at most 1 % of each tensor's std, in the text report too
+	run fmt-watermark embed --key seller.key --buyer alice m.safetensors default.safetensors
+	assert_success
+	assert_line --index 0 "m.safetensors -> default.safetensors (safetensors): buyer alice (hash ${ALICE:0:12}), payload $ALICE, scheme fmtkit-ss/1, strength 0.01"
+	assert_line --index 1 --regexp '^  tensor +dtype +values +marked +rms/std +mean_rel +std_rel$'
+	assert_line --index 2 --regexp '^  layers\.0\.weight +F32 +131072 +131072 +1\.000e-02 '
+	assert_line --index 7 --regexp '^total: 525312 of 525312 values marked in 5 tensors; RMS change at most (1\.000e-02|9\.99[0-9]e-03) of a tensor.s std$'
+	# -T does not change a byte
+	fmt-watermark embed -q -T 1 --key seller.key --buyer alice --strength 0.03 m.safetensors t1.safetensors
+	cmp t1.safetensors marked.safetensors
+}
+
+@test "extract and prove the marked model; another buyer, the unmarked model and another key: no match, exit 1" {
+	alice_found marked.safetensors
+	# the sums are added in one order whatever -T is: the same scores to the last digit
+	[ "$(fmt-watermark extract -j -T 1 --key seller.key marked.safetensors)" = \
+	  "$(fmt-watermark extract -j -T 3 --key seller.key marked.safetensors)" ]
+	run fmt-watermark extract --key seller.key --registry buyers.jsonl marked.safetensors
+	assert_success
+	assert_line --index 0 "marked.safetensors: buyer hash ${ALICE:0:12}, buyer alice (payload $ALICE, CRC ok)"
+	run fmt-watermark prove --key seller.key --buyer alice marked.safetensors
+	assert_success
+	assert_line --index 0 "marked.safetensors: match: buyer alice (hash ${ALICE:0:12})"
+	assert_line --index 2 "  p = 3.553e-15, confidence 1.000000000000"
+	run fmt-watermark prove --key seller.key --buyer alice bob.safetensors
+	assert_failure 1
+	assert_line --index 0 --partial "bob.safetensors: no match: buyer alice"
+	run fmt-watermark extract --key seller.key --registry buyers.jsonl bob.safetensors
+	assert_success
+	assert_line --index 0 --partial ", buyer bob ("
+	for f in m.safetensors clean.safetensors; do
+		run fmt-watermark prove -j --key seller.key --buyer alice "$f"
+		assert_failure 1
+		[ "$(echo "$output" | jq -r '.verdict, .p_value > 1e-3')" = "$(printf 'no match\ntrue')" ]
+		run fmt-watermark extract --key seller.key "$f"
+		assert_failure 1
+		assert_line --index 0 --partial "$f: no valid watermark (fmtkit-ss/1: "
+	done
+	/usr/bin/python3 -c 'import sys; sys.stdout.buffer.write(bytes(range(1, 33)))' >other.key
+	chmod 600 other.key
+	run fmt-watermark prove --key other.key --buyer alice marked.safetensors
+	assert_failure 1
+	# keyless detect looks for fmtkit-wm/1's lattice: the spread-spectrum mark is invisible to it
+	run fmt-watermark detect marked.safetensors
+	assert_failure 1
+	assert_output --partial "marked.safetensors: no watermark detected"
+}
+
+@test "F16 and BF16 round trips, and the F16 GGUF itself" {
+	for t in f16 bf16; do
+		fmt-convert --dtype "$t" marked.safetensors "$t.safetensors"
+		fmt-convert --dtype f32 "$t.safetensors" "$t-back.safetensors"
+		alice_found "$t-back.safetensors"
+		alice_found "$t.safetensors"
+	done
+	fmt-convert marked.safetensors half.gguf   # GGUF's default: F16
+	alice_found half.gguf
+}
+
+@test "Q8_0, Q4_0 and Q4_K round trips through GGUF, and the quantized GGUF itself" {
+	for q in q8_0 q4_0 q4_k; do
+		fmt-convert --dtype "$q" marked.safetensors "$q.gguf"
+		fmt-convert --dtype f32 "$q.gguf" "$q.safetensors"
+		alice_found "$q.safetensors"
+	done
+	alice_found q4_k.gguf
+}
+
+@test "noise of 1e-2 x the std, scaling by 0.5 and 2, pruning the 50 % smallest, and two at once" {
+	numpy_attack marked.safetensors '(name, a + rng.normal(0, 1e-2 * a.std(), a.shape))' noisy.safetensors
+	alice_found noisy.safetensors
+	numpy_attack marked.safetensors '(name, a * (0.5 if i % 2 else 2.0))' scaled.safetensors
+	alice_found scaled.safetensors
+	numpy_attack marked.safetensors '(name, np.where(np.abs(a) < np.median(np.abs(a)), 0, a))' pruned.safetensors
+	alice_found pruned.safetensors
+	fmt-convert --dtype q4_0 pruned.safetensors pq.gguf
+	alice_found pq.gguf
+}
+
+@test "half of the tensors, renamed and reordered" {
+	numpy_attack marked.safetensors '(name, a) if i in (1, 3) else None' half.safetensors
+	[ "$(fmt-inspect --json half.safetensors | jq -c '[.tensors[].name]')" = '["layers.1.weight","layers.3.weight"]' ]
+	alice_found half.safetensors
+	numpy_attack marked.safetensors '("renamed.%d" % (7 - i), a)' renamed.safetensors
+	/usr/bin/python3 - <<'PY'
+import json, struct
+raw = open("renamed.safetensors", "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+hdr = json.loads(raw[8:8 + n])
+# reorder: the same tensors, their data in reverse order
+items = sorted(hdr.items(), key=lambda kv: -kv[1]["data_offsets"][0])
+out, off, blob = {}, 0, []
+for name, h in items:
+    b, e = h["data_offsets"]
+    out[name] = dict(h, data_offsets=[off, off + e - b])
+    off += e - b
+    blob.append(raw[8 + n + b:8 + n + e])
+text = json.dumps(out).encode()
+text += b" " * (-len(text) % 8)
+open("reordered.safetensors", "wb").write(struct.pack("<Q", len(text)) + text + b"".join(blob))
+PY
+	alice_found reordered.safetensors
+}
+
+@test "conversion through GGUF F32, .apsim and .apr and back; embed straight into each format" {
+	fmt-convert --dtype f32 marked.safetensors c.gguf
+	fmt-convert c.gguf c.apsim
+	fmt-convert c.apsim c.apr
+	fmt-convert c.apr back.safetensors
+	for f in c.gguf c.apsim c.apr back.safetensors; do
+		alice_found "$f"
+	done
+	for ext in gguf apsim apr; do
+		run fmt-watermark embed -j --key seller.key --buyer alice --strength 0.03 m.safetensors "direct.$ext"
+		assert_success
+		[ "$(echo "$output" | jq -r '.scheme, .format')" = "$(printf 'fmtkit-ss/1\n%s' "$ext")" ]
+		alice_found "direct.$ext"
+	done
+	# GGUF keeps the tensors F32 (its own default would be F16)
+	[ "$(fmt-inspect --json direct.gguf | jq -c '[.tensors[].dtype] | unique')" = '["F32"]' ]
+}
+
+@test "the old scheme's files still extract and prove without --scheme; --scheme picks one" {
+	fmt-watermark embed -q --key seller.key --buyer carol --scheme qim m.safetensors old.safetensors
+	run fmt-watermark extract -j --key seller.key old.safetensors
+	assert_success
+	[ "$(echo "$output" | jq -r '.scheme, .valid')" = "$(printf 'fmtkit-wm/1\ntrue')" ]
+	run fmt-watermark prove --key seller.key --buyer carol old.safetensors
+	assert_success
+	assert_line --partial "64 of 64 payload bits agree"
+	run fmt-watermark prove -j --key seller.key --buyer carol --scheme ss old.safetensors
+	assert_failure 1
+	[ "$(echo "$output" | jq -r .scheme)" = fmtkit-ss/1 ]
+	run fmt-watermark extract -j --key seller.key --scheme qim marked.safetensors
+	assert_failure 1
+	[ "$(echo "$output" | jq -r '.scheme, .valid')" = "$(printf 'fmtkit-wm/1\nfalse')" ]
+	# fmtkit is the old name of qim
+	run fmt-watermark extract -j --key seller.key --scheme fmtkit old.safetensors
+	assert_success
+}
+
+@test "signed evidence for a fmtkit-ss/1 match verifies; tampering breaks it" {
+	fmt-sign keygen -W -p ev.pub -s ev.key >/dev/null
+	run fmt-watermark prove --key seller.key --buyer alice --sign-key ev.key -o evidence.json marked.safetensors
+	assert_success
+	assert_line "  evidence (signed) written to evidence.json"
+	[ "$(jq -r '.verdict, .scheme, .buyer, .bytes_alike, (.ranks | length), .signature.algorithm' evidence.json)" = \
+	  "$(printf 'match\nfmtkit-ss/1\nalice\n8\n6\nEd25519')" ]
+	[ "$(jq -r .dataset_sha256 evidence.json)" = "$(sha256sum marked.safetensors | cut -d' ' -f1)" ]
+	run /usr/bin/python3 "$REPO_ROOT/scripts/watermark/verify-evidence.py" evidence.json ev.pub
+	assert_success
+	assert_output "signature ok"
+	jq '.p_value = 0.5' evidence.json >tampered.json
+	run /usr/bin/python3 "$REPO_ROOT/scripts/watermark/verify-evidence.py" tampered.json ev.pub
+	assert_failure
+}
+
+@test "usage: --scheme ss on a dataset, --strength with qim, parameters out of range; nothing written" {
+	printf 'a\n1.5\n2.5\n' >d.csv
+	run --separate-stderr fmt-watermark embed --key seller.key --buyer x --scheme ss d.csv o.ald
+	assert_failure 2
+	[[ "$stderr" == *"--scheme ss marks model weights; a dataset's columns take --scheme qim"* ]]
+	run --separate-stderr fmt-watermark embed --key seller.key --buyer x --scheme qim --strength 0.02 m.safetensors o.safetensors
+	assert_failure 2
+	[[ "$stderr" == *"--strength is --scheme ss's; --scheme qim takes --strength-bits and --density"* ]]
+	run --separate-stderr fmt-watermark embed --key seller.key --buyer x --strength-bits 10 m.safetensors o.safetensors
+	assert_failure 2
+	[[ "$stderr" == *"--density and --strength-bits are --scheme qim's; --scheme ss takes --strength"* ]]
+	for s in 0 -0.1 0.6 x; do
+		run --separate-stderr fmt-watermark embed --key seller.key --buyer x --strength "$s" m.safetensors o.safetensors
+		assert_failure 2
+		[[ "$stderr" == *"--strength takes a fraction above 0 and at most 0.5 (e.g. 0.01)"* ]]
+	done
+	run --separate-stderr fmt-watermark embed --key seller.key --buyer x --scheme lsb m.safetensors o.safetensors
+	assert_failure 2
+	[[ "$stderr" == *"--scheme takes ss, qim (or fmtkit) or alimentar"* ]]
+	run --separate-stderr fmt-watermark prove --key seller.key --buyer x --scheme alimentar m.safetensors
+	assert_failure 2
+	[[ "$stderr" == *"--scheme alimentar is upstream's scheme, for extract only"* ]]
+	fmt-convert --schema <(echo '{"a":"float32"}') d.csv d.ald
+	run --separate-stderr fmt-watermark extract --key seller.key --scheme ss d.ald
+	assert_failure 2
+	[[ "$stderr" == *"--scheme ss reads model weights; a dataset's columns carry --scheme qim"* ]]
+	[ ! -e o.ald ] && [ ! -e o.safetensors ]
+}
+
+@test "detect never calls an unmarked model watermarked for its short mantissas: F16, BF16, Q8_0, Q4_K copies" {
+	for t in f16 bf16 q8_0 q4_k; do
+		fmt-convert --dtype "$t" clean.safetensors "c.$t.gguf" 2>/dev/null
+		fmt-convert --dtype f32 "c.$t.gguf" "c.$t.safetensors"
+		run fmt-watermark detect -j "c.$t.safetensors"
+		assert_failure 1
+		[ "$(echo "$output" | jq -r '.verdict, (.suspicious | length)')" = "$(printf 'no watermark detected\n0')" ] ||
+			fail "$t: $(echo "$output" | jq -c '[.verdict, .suspicious]')"
+	done
+	# a fmtkit-wm/1 copy of the same model is still found, at its strength
+	fmt-watermark embed -q --key seller.key --buyer carol --scheme qim clean.safetensors old.safetensors
+	run fmt-watermark detect -j old.safetensors
+	assert_success
+	[ "$(echo "$output" | jq -c '[.tensors[].strength_bits] | unique')" = '[12]' ]
+}

@@ -1,0 +1,249 @@
+#!/usr/bin/python3
+"""An independent fmtkit-ss/1 extractor, written from man/fmtkit-watermark.7 alone (Python's hmac
+and hashlib, ChaCha20 in numpy from RFC 8439), checked against fmt-watermark: the embedded values
+(within one float32 rounding), the decoded payload, the byte scores and prove's p-value, on a marked
+model, an attacked copy (noise, scaling, half the tensors renamed), a GGUF F16 copy and the
+unmarked model."""
+import hashlib
+import hmac
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from interop_util import Suite, convert, read_safetensors, run, write_safetensors  # noqa: E402
+
+KEY = bytes(range(32))
+BUYER = "interop-buyer"
+suite = Suite("fmtkit-ss/1 reference")
+
+
+# --- RFC 8439 ChaCha20, vectorised over blocks -----------------------------------------------
+def _rotl(x, n):
+    return (x << np.uint32(n)) | (x >> np.uint32(32 - n))
+
+
+def _qr(s, a, b, c, d):
+    s[a] += s[b]; s[d] ^= s[a]; s[d] = _rotl(s[d], 16)  # noqa: E702
+    s[c] += s[d]; s[b] ^= s[c]; s[b] = _rotl(s[b], 12)  # noqa: E702
+    s[a] += s[b]; s[d] ^= s[a]; s[d] = _rotl(s[d], 8)  # noqa: E702
+    s[c] += s[d]; s[b] ^= s[c]; s[b] = _rotl(s[b], 7)  # noqa: E702
+
+
+def chacha20_stream(key, nonce, nbytes):
+    blocks = (nbytes + 63) // 64
+    init = np.zeros((16, blocks), dtype=np.uint32)
+    init[0:4] = np.array([0x61707865, 0x3320646E, 0x79622D32, 0x6B206574], np.uint32)[:, None]
+    init[4:12] = np.frombuffer(key, "<u4")[:, None]
+    init[12] = np.arange(blocks, dtype=np.uint32)
+    init[13:16] = np.frombuffer(nonce, "<u4")[:, None]
+    s = init.copy()
+    with np.errstate(over="ignore"):
+        for _ in range(10):
+            _qr(s, 0, 4, 8, 12); _qr(s, 1, 5, 9, 13); _qr(s, 2, 6, 10, 14); _qr(s, 3, 7, 11, 15)  # noqa: E702
+            _qr(s, 0, 5, 10, 15); _qr(s, 1, 6, 11, 12); _qr(s, 2, 7, 8, 13); _qr(s, 3, 4, 9, 14)  # noqa: E702
+        s += init
+    return s.T.astype("<u4").tobytes()[:nbytes]
+
+
+def rfc8439_vector():
+    """RFC 8439 §2.4.2's key, nonce and counter 1: the first keystream bytes."""
+    key = bytes(range(32))
+    nonce = bytes([0, 0, 0, 0, 0, 0, 0, 0x4a, 0, 0, 0, 0])
+    ks = chacha20_stream(key, nonce, 128)[64:]   # block 1
+    plain = b"Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the future, sunscreen would be it."
+    c = bytes(a ^ b for a, b in zip(plain, ks))
+    assert c[:16].hex() == "6e2e359a2568f98041ba0728dd0d6981", c[:16].hex()
+
+
+# --- the scheme --------------------------------------------------------------------------------
+def crc16(data):
+    crc = 0xFFFF
+    for byte in data:
+        crc ^= byte << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) & 0xFFFF if crc & 0x8000 else (crc << 1) & 0xFFFF
+    return crc
+
+
+def payload(key, buyer):
+    h = hmac.new(key, b"fmtkit-wm/1 buyer" + buyer.encode(), hashlib.sha256).digest()
+    return h[:6] + crc16(h[:6]).to_bytes(2, "big")
+
+
+def stream_key(key):
+    return hmac.new(key, b"fmtkit-ss/1 stream", hashlib.sha256).digest()
+
+
+def positions(key, n):
+    ks = np.frombuffer(chacha20_stream(stream_key(key), n.to_bytes(8, "little") + bytes(4), 2 * n), "<u2")
+    return (ks & 2047).astype(np.int64), np.where(ks & 2048, -1.0, 1.0)
+
+
+POPC = np.array([bin(i).count("1") for i in range(256)])
+HADAMARD = np.where(POPC[np.arange(256)[:, None] & np.arange(256)[None, :]] % 2, -1.0, 1.0)
+
+
+def codeword(pay):
+    return np.concatenate([HADAMARD[b] for b in pay])   # row P[b]: d_{256b+x}
+
+
+def embed(key, pay, v, alpha=0.01):
+    """What fmt-watermark embed should write for one float32 tensor (flat)."""
+    j, s = positions(key, v.size)
+    d = codeword(pay)
+    out = v.astype(np.float64).copy()
+    for k in range(0, v.size, 65536):
+        blk = out[k:k + 65536]
+        a = alpha * blk.std()
+        blk += a * s[k:k + 65536] * d[j[k:k + 65536]]
+    return out.astype(np.float32)
+
+
+def scores(key, tensors):
+    zw, nn = np.zeros(2048), np.zeros(2048)
+    for v in tensors:
+        v = v.astype(np.float64).ravel()
+        j, s = positions(key, v.size)
+        n = np.bincount(j, minlength=2048).astype(np.float64)
+        S = np.bincount(j, s, 2048)
+        C = np.bincount(j, s * v, 2048)
+        V = np.bincount(j, v, 2048)
+        Q = np.bincount(j, v * v, 2048)
+        m = V.sum() / n.sum()
+        den = Q - 2 * m * V + n * m * m
+        ok = (n > 0) & (den > 1e-12 * n * Q.sum() / n.sum())
+        z = np.where(ok, (C - m * S) / np.sqrt(np.where(ok, den, 1)), 0)
+        zw += np.sqrt(n) * z
+        nn += n
+    y = np.where(nn > 0, zw / np.sqrt(np.where(nn > 0, nn, 1)), 0)
+    return np.stack([HADAMARD @ y[256 * b:256 * b + 256] / 16 for b in range(8)])
+
+
+def decode(sc):
+    pay = bytes(int(np.argmax(sc[b])) for b in range(8))
+    tied = sum(int((sc[b] >= sc[b].max()).sum() > 1) for b in range(8))
+    return pay, tied == 0 and crc16(pay[:6]) == int.from_bytes(pay[6:], "big")
+
+
+def prove_p(sc, pay):
+    t = sum(sc[b][pay[b]] for b in range(6))
+    dist, shift = np.array([1], dtype=np.int64), 0
+    for b in range(6):
+        atoms = np.ceil(sc[b] * 32).astype(np.int64)
+        lo = atoms.min()
+        one = np.bincount(atoms - lo).astype(np.int64)
+        dist = np.convolve(dist, one)
+        shift += lo
+    first = int(np.ceil(t * 32)) - shift
+    return float(dist[max(first, 0):].sum()) / 2.0 ** 48
+
+
+# --- the tests ---------------------------------------------------------------------------------
+rng = np.random.default_rng(11)
+MODEL = {"a.weight": rng.normal(0, 0.02, (300, 1024)).astype(np.float32),
+         "b.weight": rng.normal(0.5, 3.0, (1024, 200)).astype(np.float32),
+         "c.weight": rng.normal(0, 1, (130000,)).astype(np.float32),
+         "norm": (1 + rng.normal(0, 0.01, (1024,))).astype(np.float32)}
+
+
+def files(d):
+    src, out = os.path.join(d, "m.safetensors"), os.path.join(d, "marked.safetensors")
+    if not os.path.exists(out):
+        write_safetensors(src, MODEL)
+        key = os.path.join(d, "seller.key")
+        with open(key, "wb") as f:
+            f.write(KEY)
+        os.chmod(key, 0o600)
+        run("fmt-watermark", "embed", "-q", "--key", key, "--buyer", BUYER, "--strength", "0.03", src, out)
+    return src, out, os.path.join(d, "seller.key")
+
+
+def tool(cmd, key, path, *extra):
+    r = run("fmt-watermark", cmd, "-j", "--key", key, *extra, path, check=False)
+    assert r.returncode in (0, 1), r.stderr
+    return json.loads(r.stdout)
+
+
+def agree(path, key):
+    """extract and prove agree with the reference on path; returns the reference's view."""
+    tensors = [a for _, a in read_safetensors(path).values()] if path.endswith(".safetensors") else None
+    sc = scores(KEY, tensors)
+    pay, valid = decode(sc)
+    x = tool("extract", key, path)
+    assert x["payload"] == pay.hex() and x["valid"] == valid, (x["payload"], pay.hex(), valid)
+    for b in range(8):
+        assert abs(x["bytes"][b]["score"] - sc[b][pay[b]]) < 1e-9 * max(1, abs(sc[b][pay[b]])), (b, x["bytes"][b])
+    want = payload(KEY, BUYER)
+    p = tool("prove", key, path, "--buyer", BUYER)
+    ref_p = prove_p(sc, want)
+    assert abs(p["p_value"] - ref_p) <= 1e-9 * ref_p, (p["p_value"], ref_p)
+    assert abs(p["score"] - sum(sc[b][want[b]] for b in range(6))) < 1e-9 * 64
+    return pay, valid, ref_p
+
+
+@suite.test
+def chacha(d):
+    """ChaCha20 in numpy reproduces RFC 8439's test vector"""
+    rfc8439_vector()
+
+
+@suite.test
+def embedded_values(d):
+    """embed's values = v + alpha x block std x s_i x d_j, within one float32 rounding"""
+    _, out, _ = files(d)
+    got = read_safetensors(out)
+    pay = payload(KEY, BUYER)
+    for name, a in MODEL.items():
+        want = embed(KEY, pay, a.ravel(), 0.03)
+        g = got[name][1].ravel()
+        ulp = np.abs(np.spacing(want))
+        diff = np.abs(g.astype(np.float64) - want.astype(np.float64))
+        assert (diff <= ulp).all(), (name, diff.max())
+        assert (diff == 0).mean() > 0.999, (name, (diff == 0).mean())
+
+
+@suite.test
+def marked(d):
+    """the marked model: the buyer's payload, valid; prove's p-value 2^-48 and equal"""
+    _, out, key = files(d)
+    pay, valid, p = agree(out, key)
+    assert valid and pay == payload(KEY, BUYER), pay.hex()
+    assert p == 2.0 ** -48, p
+
+
+@suite.test
+def attacked(d):
+    """noise, per-tensor scaling, half the tensors renamed and reordered: same answers as fmt-watermark"""
+    _, out, key = files(d)
+    r = np.random.default_rng(3)
+    ts = read_safetensors(out)
+    att = {}
+    for i, name in enumerate(["c.weight", "a.weight"]):
+        a = ts[name][1]
+        att["t%d" % i] = (a * np.float32(0.5 + i) + r.normal(0, 0.05 * a.std(), a.shape)).astype(np.float32)
+    p = os.path.join(d, "attacked.safetensors")
+    write_safetensors(p, att)
+    agree(p, key)
+
+
+@suite.test
+def unmarked_and_gguf(d):
+    """the unmarked model (no match) and the marked one through GGUF F16 (values decoded from F16)"""
+    src, out, key = files(d)
+    _, valid, p = agree(src, key)
+    assert not valid and p > 1e-3, p
+    g = os.path.join(d, "marked.gguf")
+    convert(out, g, "--dtype", "f16")
+    back = os.path.join(d, "back.safetensors")
+    convert(g, back, "--dtype", "f32")
+    x = tool("extract", key, g)
+    y = tool("extract", key, back)
+    assert x["payload"] == y["payload"] == payload(KEY, BUYER).hex() and x["valid"], (x, y)
+    agree(back, key)
+
+
+suite.finish()

@@ -1,0 +1,127 @@
+/* fmt/watermark_ss.h (man/fmtkit-watermark.7): the Hadamard code, the p-value's bounds, and the
+ * false-positive calibration on 200 unmarked models, each also after F16, Q8_0 and noise. */
+#include <math.h>
+#include <stdlib.h>
+#include "fmt/half.h"
+#include "fmt/quant.h"
+#include "fmt/watermark_ss.h"
+#include "unit.h"
+
+TEST(ss_hadamard_code_words_differ_in_half)
+{
+	int8_t a[FMT_SS_GROUPS], b[FMT_SS_GROUPS];
+	fmt_ss_codeword(0x00112233445566FFull, a);
+	fmt_ss_codeword(0x01112233445566FEull, b);
+	int diff0 = 0, diff7 = 0, same = 0;
+	for (int x = 0; x < 256; x++) {
+		diff0 += a[x] != b[x];
+		diff7 += a[7 * 256 + x] != b[7 * 256 + x];
+		for (int k = 1; k < 7; k++)
+			same += a[256 * k + x] == b[256 * k + x];
+	}
+	CHECK_EQ_U64(diff0, 128);
+	CHECK_EQ_U64(diff7, 128);
+	CHECK_EQ_U64(same, 6 * 256);
+	CHECK(a[0] == 1 && a[256 * 7 + 1] == -1);   /* x = 0 is even parity; 0xFF AND 1 is odd */
+}
+
+TEST(ss_score_p_bounds)
+{
+	static double score[FMT_SS_BYTES][256];
+	/* no evidence at all: every buyer ties, p = 1 */
+	CHECK(fmt_ss_score_p(score, 0x0102030405060708ull) == 1.0);
+	/* the buyer is every byte's unique best: p = 2^-48 */
+	for (int b = 0; b < FMT_SS_BYTES; b++)
+		for (int a = 0; a < 256; a++)
+			score[b][a] = a == b + 1 ? 9.0 : (double)(a % 7) / 7;
+	CHECK(fmt_ss_score_p(score, 0x0102030405060708ull) == ldexp(1, -48));
+	/* one byte ranked second of 256 and the rest first: 2 of 2^48 score as high */
+	score[0][200] = 9.5;
+	CHECK(fmt_ss_score_p(score, 0x0102030405060708ull) == ldexp(2, -48));
+}
+
+static uint64_t rng_state;
+
+static double uniform01(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return ((double)(rng_state >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static double normal(void)
+{
+	return sqrt(-2 * log(uniform01())) * cos(2 * M_PI * uniform01());
+}
+
+enum { TENSORS = 2, ELEMS = 8192, MODELS = 200 };
+
+/* The model's p-value for a payload, and whether extract would call it watermarked. */
+static double model_p(const uint8_t sk[32], float v[TENSORS][ELEMS], uint64_t payload, int *valid)
+{
+	static fmt_ss_acc acc;
+	static fmt_ss_sum sum;
+	static double score[FMT_SS_BYTES][256];
+	memset(&sum, 0, sizeof sum);
+	for (int t = 0; t < TENSORS; t++) {
+		memset(&acc, 0, sizeof acc);
+		fmt_ss_acc_f32(sk, &acc, v[t], ELEMS, 0, ELEMS);
+		fmt_ss_sum_add(&sum, &acc);
+	}
+	fmt_ss_scores(&sum, score);
+	unsigned ties;
+	uint64_t got = fmt_ss_decode(score, &ties);
+	*valid = ties == 0 && fmt_wm_payload_valid(got);
+	return fmt_ss_score_p(score, payload);
+}
+
+TEST(ss_false_positives_and_calibration)
+{
+	static float v[TENSORS][ELEMS], w[TENSORS][ELEMS];
+	static uint8_t q8[ELEMS / 32 * 34];
+	uint8_t sk[32];
+	for (int i = 0; i < 32; i++)
+		sk[i] = (uint8_t)(7 * i + 1);
+	const uint64_t payload = 0xc879b5a7cda6c824ull;   /* a buyer's (hash prefix and its CRC) */
+	int below01 = 0, below1 = 0, matches = 0, valid_any = 0;
+	rng_state = 88172645463325252ull;
+	for (int m = 0; m < MODELS; m++) {
+		double sd = 0.01 + 0.1 * uniform01(), mean = 0.05 * normal();
+		for (int t = 0; t < TENSORS; t++)
+			for (int i = 0; i < ELEMS; i++)
+				v[t][i] = (float)(mean + sd * normal());
+		for (int variant = 0; variant < 4; variant++) {
+			fmt_err e;
+			for (int t = 0; t < TENSORS; t++) {
+				switch (variant) {
+				case 0: memcpy(w[t], v[t], sizeof w[t]); break;
+				case 1:
+					for (int i = 0; i < ELEMS; i++)
+						w[t][i] = fmt_f16_to_f32(fmt_f32_to_f16(v[t][i]));
+					break;
+				case 2:
+					CHECK(fmt_quantize_q8_0(v[t], q8, ELEMS, &e) == FMT_OK);
+					CHECK(fmt_dequant_f32(FMT_DT_Q8_0, q8, ELEMS, w[t], &e) == FMT_OK);
+					break;
+				default:
+					for (int i = 0; i < ELEMS; i++)
+						w[t][i] = v[t][i] + (float)(0.01 * sd * normal());
+				}
+			}
+			int valid;
+			double p = model_p(sk, w, payload, &valid);
+			matches += p < FMT_WM_MATCH_P;
+			valid_any += valid;
+			if (variant == 0) {
+				below01 += p < 0.01;
+				below1 += p < 0.1;
+			}
+		}
+	}
+	CHECK_EQ_U64(matches, 0);
+	CHECK_EQ_U64(valid_any, 0);
+	/* calibrated: 2 and 20 expected of 200; bounds at P < 0.002 under Binomial(200, p) */
+	CHECK(below01 <= 7);
+	CHECK(below1 >= 8 && below1 <= 34);
+}
