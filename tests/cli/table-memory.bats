@@ -2,9 +2,9 @@
 # Issue 26: the table readers and writers stream. A 64 MB CSV (about 80 MB as Arrow IPC) goes to
 # .ald under an address-space limit of 48 MiB (the CSV is read, not mapped), and back to CSV and
 # Arrow under one of the .ald's size (it is mapped) + 48 MiB, less than the decompressed payload,
-# so neither side ever holds the data whole; and the readers of a
-# mapped .ald larger than 32 MiB keep their peak RSS (/usr/bin/time %M, file pages included)
-# under 32 MiB: the pages they have passed leave the process. Sanitizer builds: neither bound.
+# so neither side ever holds the data whole; and the readers of a mapped .ald or Arrow IPC file
+# larger than 32 MiB keep their peak RSS (/usr/bin/time %M, file pages included) under 32 MiB:
+# the pages they have passed leave the process. Sanitizer builds: neither bound.
 
 bats_require_minimum_version 1.5.0
 
@@ -79,6 +79,22 @@ peak_rss_under_32m() {
 	fmt-convert -q "$DATA/t.csv" z.ald
 	fmt-convert -q z.ald z.csv
 	cmp n.csv z.csv
+}
+
+@test "reading an 80 MB Arrow IPC file and stream (mapped) to CSV and .ald: peak RSS under 32 MiB" {
+	fmt-convert -q "$DATA/t.csv" z.ald
+	fmt-convert -q z.ald t.arrow
+	fmt-convert -q z.ald t.arrows
+	size=$(stat -c %s t.arrow)
+	[ "$size" -gt $((64 * 1048576)) ] || fail "t.arrow is only $size bytes"
+	fmt-convert -q z.ald want.csv
+	for f in t.arrow t.arrows; do
+		peak_rss_under_32m fmt-convert -q -f $f got.csv
+		cmp want.csv got.csv
+		peak_rss_under_32m fmt-convert -q -f $f got.ald
+	done
+	fmt-convert -q got.ald again.csv
+	cmp want.csv again.csv
 }
 
 @test "a damaged byte of the mapped .ald is still a CRC mismatch (exit 6), nothing written" {

@@ -218,7 +218,7 @@ static fmt_kind produce(fmt_dstream *d, fmt_err *e)
 	if (left < room_left)
 		room_left = (size_t)left + 1;
 	fmt_kind k = produce_into(d, room_left, e);
-	if (d->mapped && d->src_pos - d->dropped >= DROP_STEP) {
+	if (d->mapped && (d->src_pos - d->dropped >= DROP_STEP || d->done)) {
 		fmt_source_drop(d->mapped, d->src + d->dropped, d->src_pos - d->dropped);
 		d->dropped = d->src_pos;
 	}
