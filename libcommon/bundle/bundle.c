@@ -18,6 +18,7 @@
 #include "fmt/bundle.h"
 #include "fmt/checked.h"
 #include "fmt/io.h"
+#include "fmt/lazylib.h"
 #include "fmt/minisign.h"
 #include "fmt/out.h"
 #include "fmt/meter.h"
@@ -29,6 +30,35 @@
 #define NM "'%.200s'"
 #define READ_BLOCK ((size_t)1 << 20)
 #define PROBE_BLOCK ((size_t)64 << 10)
+
+/* libarchive is loaded when a bundle is first read or written (fmt/lazylib.h), not linked: the
+ * functions are called through these slots, AR(name). */
+#define ARCHIVE_FUNCTIONS(X) \
+	X(archive_entry_filetype) X(archive_entry_free) X(archive_entry_hardlink) \
+	X(archive_entry_new) X(archive_entry_pathname) X(archive_entry_set_filetype) \
+	X(archive_entry_set_gid) X(archive_entry_set_mtime) X(archive_entry_set_pathname) \
+	X(archive_entry_set_perm) X(archive_entry_set_size) X(archive_entry_set_uid) \
+	X(archive_entry_size) X(archive_entry_size_is_set) X(archive_entry_sparse_count) \
+	X(archive_error_string) X(archive_filter_code) X(archive_read_data) \
+	X(archive_read_data_block) X(archive_read_free) X(archive_read_new) \
+	X(archive_read_next_header) X(archive_read_open_fd) X(archive_read_support_filter_zstd) \
+	X(archive_read_support_format_tar) X(archive_set_error) X(archive_write_add_filter_zstd) \
+	X(archive_write_close) X(archive_write_data) X(archive_write_free) \
+	X(archive_write_header) X(archive_write_new) X(archive_write_open) \
+	X(archive_write_set_bytes_in_last_block) X(archive_write_set_format_pax_restricted)
+#define ARCHIVE_SLOT(f) __typeof__(f) *f;
+#define ARCHIVE_NAME(f) #f,
+static const char *const archive_names[] = { ARCHIVE_FUNCTIONS(ARCHIVE_NAME) };
+#define ARCHIVE_N (sizeof archive_names / sizeof archive_names[0])
+static union {
+	struct {
+		ARCHIVE_FUNCTIONS(ARCHIVE_SLOT)
+	} fn;
+	void *slot[ARCHIVE_N];
+} archive_fns;
+_Static_assert(sizeof archive_fns.fn == sizeof archive_fns.slot, "one slot per libarchive function");
+static fmt_lazylib archive_lib = { "libarchive.so.13", archive_names, archive_fns.slot, ARCHIVE_N, 0 };
+#define AR(f) archive_fns.fn.f
 
 void fmt_bundle_info_free(fmt_bundle_info *b)
 {
@@ -221,7 +251,7 @@ typedef struct reader {
 static void reader_close(reader *r)
 {
 	if (r->a)
-		archive_read_free(r->a);
+		AR(archive_read_free)(r->a);
 	if (r->fd >= 0)
 		close(r->fd);
 	r->a = NULL;
@@ -239,15 +269,20 @@ static fmt_kind reader_open(reader *r, const char *path, size_t block, fmt_err *
 		reader_close(r);
 		return fmt_fail(e, FMT_IO, "cannot read: %s", S_ISDIR(st.st_mode) ? "is a directory" : strerror(errno));
 	}
-	r->a = archive_read_new();
+	fmt_kind loaded = fmt_lazylib_load(&archive_lib, e);
+	if (loaded != FMT_OK) {
+		reader_close(r);
+		return loaded;
+	}
+	r->a = AR(archive_read_new)();
 	if (!r->a) {
 		reader_close(r);
 		return fmt_fail(e, FMT_IO, "out of memory");
 	}
-	archive_read_support_filter_zstd(r->a);
-	archive_read_support_format_tar(r->a);
-	if (archive_read_open_fd(r->a, r->fd, block) != ARCHIVE_OK) {
-		fmt_kind k = fmt_fail(e, FMT_INVALID_FORMAT, "not a tar bundle: %s", archive_error_string(r->a));
+	AR(archive_read_support_filter_zstd)(r->a);
+	AR(archive_read_support_format_tar)(r->a);
+	if (AR(archive_read_open_fd)(r->a, r->fd, block) != ARCHIVE_OK) {
+		fmt_kind k = fmt_fail(e, FMT_INVALID_FORMAT, "not a tar bundle: %s", AR(archive_error_string)(r->a));
 		reader_close(r);
 		return k;
 	}
@@ -257,27 +292,27 @@ static fmt_kind reader_open(reader *r, const char *path, size_t block, fmt_err *
 /* The next member header; *ent NULL at the end of the archive. */
 static fmt_kind next_header(reader *r, struct archive_entry **ent, fmt_err *e)
 {
-	int rc = archive_read_next_header(r->a, ent);
+	int rc = AR(archive_read_next_header)(r->a, ent);
 	if (rc == ARCHIVE_EOF) {
 		*ent = NULL;
 		return FMT_OK;
 	}
 	if (rc != ARCHIVE_OK)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "not a valid tar bundle: %s",
-				archive_error_string(r->a) ? archive_error_string(r->a) : "unreadable header");
+				AR(archive_error_string)(r->a) ? AR(archive_error_string)(r->a) : "unreadable header");
 	return FMT_OK;
 }
 
 /* A member must be a plain regular file under a safe name. */
 static fmt_kind check_entry(struct archive_entry *ent, const char **name_out, fmt_err *e)
 {
-	const char *name = archive_entry_pathname(ent), *why = NULL;
+	const char *name = AR(archive_entry_pathname)(ent), *why = NULL;
 	if (!name)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "a member has no name");
-	if (archive_entry_hardlink(ent))
+	if (AR(archive_entry_hardlink)(ent))
 		why = "is a hard link";
 	if (!why) {
-		switch (archive_entry_filetype(ent)) {
+		switch (AR(archive_entry_filetype)(ent)) {
 		case AE_IFREG: break;
 		case AE_IFLNK: why = "is a symbolic link"; break;
 		case AE_IFDIR: why = "is a directory"; break;
@@ -286,13 +321,13 @@ static fmt_kind check_entry(struct archive_entry *ent, const char **name_out, fm
 		default: why = "is not a regular file"; break;
 		}
 	}
-	if (!why && archive_entry_sparse_count(ent) > 0)
+	if (!why && AR(archive_entry_sparse_count)(ent) > 0)
 		why = "is a sparse file";
 	if (why)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "member " NM " %s (bundles hold regular files only)", name, why);
 	if ((why = unsafe_member(name)) != NULL)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "member " NM " %s", name, why);
-	if (!archive_entry_size_is_set(ent) || archive_entry_size(ent) < 0)
+	if (!AR(archive_entry_size_is_set)(ent) || AR(archive_entry_size)(ent) < 0)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "member " NM " has no size", name);
 	*name_out = name;
 	return FMT_OK;
@@ -311,20 +346,20 @@ static fmt_kind read_manifest(reader *r, fmt_bundle_info *b, fmt_err *e)
 		return k;
 	if (strcmp(name, FMT_BUNDLE_MANIFEST) != 0)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "first member is " NM " (expected MANIFEST.json)", name);
-	int64_t size = archive_entry_size(ent);
+	int64_t size = AR(archive_entry_size)(ent);
 	if ((uint64_t)size > FMT_BUNDLE_MANIFEST_MAX)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "MANIFEST.json is %lld bytes (at most %zu)", (long long)size,
 				FMT_BUNDLE_MANIFEST_MAX);
 	char *text = malloc((size_t)size + 1);
 	if (!text)
 		return fmt_fail(e, FMT_IO, "out of memory");
-	la_ssize_t got = archive_read_data(r->a, text, (size_t)size);
+	la_ssize_t got = AR(archive_read_data)(r->a, text, (size_t)size);
 	if (got != (la_ssize_t)size)
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "MANIFEST.json is truncated");
 	else
 		k = parse_manifest(text, (size_t)size, b, e);
 	free(text);
-	b->zstd = archive_filter_code(r->a, 0) == ARCHIVE_FILTER_ZSTD;
+	b->zstd = AR(archive_filter_code)(r->a, 0) == ARCHIVE_FILTER_ZSTD;
 	return k;
 }
 
@@ -353,12 +388,12 @@ static fmt_kind stream_member(reader *r, const fmt_bundle_member *mb, int out, f
 		const void *buf;
 		size_t n;
 		la_int64_t off;
-		int ar = archive_read_data_block(r->a, &buf, &n, &off);
+		int ar = AR(archive_read_data_block)(r->a, &buf, &n, &off);
 		if (ar == ARCHIVE_EOF)
 			break;
 		if (ar != ARCHIVE_OK)
 			rc = fmt_fail(e, FMT_INVALID_FORMAT, "member " NM ": truncated or corrupt data (%s)", mb->name,
-				      archive_error_string(r->a) ? archive_error_string(r->a) : "read error");
+				      AR(archive_error_string)(r->a) ? AR(archive_error_string)(r->a) : "read error");
 		else if (off < 0 || (uint64_t)off != got)
 			rc = fmt_fail(e, FMT_INVALID_FORMAT, "member " NM ": data out of order", mb->name);
 		else if (fmt_add_u64(got, n, &got) || got > mb->size)
@@ -440,9 +475,9 @@ static fmt_kind walk_members(reader *r, const fmt_bundle_info *b, extract *x, fm
 			break;
 		}
 		seen[i] = 1;
-		if ((uint64_t)archive_entry_size(ent) != mb->size) {
+		if ((uint64_t)AR(archive_entry_size)(ent) != mb->size) {
 			k = fmt_fail(e, FMT_CHECKSUM, "member " NM " is %lld bytes, the manifest says %llu", name,
-				     (long long)archive_entry_size(ent), (unsigned long long)mb->size);
+				     (long long)AR(archive_entry_size)(ent), (unsigned long long)mb->size);
 			break;
 		}
 		k = x ? extract_member(r, mb, i, x, e) : stream_member(r, mb, -1, e);
@@ -763,8 +798,8 @@ static int zstd_tar_starts_with_manifest(const char *path)
 	int yes = 0;
 	if (reader_open(&r, path, PROBE_BLOCK, &e) != FMT_OK)
 		return 0;
-	if (next_header(&r, &ent, &e) == FMT_OK && ent && archive_entry_pathname(ent))
-		yes = strcmp(archive_entry_pathname(ent), FMT_BUNDLE_MANIFEST) == 0;
+	if (next_header(&r, &ent, &e) == FMT_OK && ent && AR(archive_entry_pathname)(ent))
+		yes = strcmp(AR(archive_entry_pathname)(ent), FMT_BUNDLE_MANIFEST) == 0;
 	reader_close(&r);
 	return yes;
 }
@@ -811,7 +846,7 @@ static la_ssize_t pack_write_cb(struct archive *a, void *ud, const void *buf, si
 	pack_out *o = ud;
 	if (fmt_sink_write(o->sink, buf, n, &o->err) != FMT_OK) {
 		o->failed = 1;
-		archive_set_error(a, EIO, "write failed");
+		AR(archive_set_error)(a, EIO, "write failed");
 		return -1;
 	}
 	return (la_ssize_t)n;
@@ -935,27 +970,27 @@ static fmt_kind hash_files(pack_file *f, size_t n, fmt_bundle_info *b, fmt_err *
 
 static fmt_kind put_header(struct archive *a, const char *name, uint64_t size, fmt_err *e)
 {
-	struct archive_entry *ent = archive_entry_new();
+	struct archive_entry *ent = AR(archive_entry_new)();
 	if (!ent)
 		return fmt_fail(e, FMT_IO, "out of memory");
-	archive_entry_set_pathname(ent, name);
-	archive_entry_set_size(ent, (la_int64_t)size);
-	archive_entry_set_filetype(ent, AE_IFREG);
-	archive_entry_set_perm(ent, 0644);
-	archive_entry_set_mtime(ent, 0, 0);
-	archive_entry_set_uid(ent, 0);
-	archive_entry_set_gid(ent, 0);
-	int rc = archive_write_header(a, ent);
-	archive_entry_free(ent);
+	AR(archive_entry_set_pathname)(ent, name);
+	AR(archive_entry_set_size)(ent, (la_int64_t)size);
+	AR(archive_entry_set_filetype)(ent, AE_IFREG);
+	AR(archive_entry_set_perm)(ent, 0644);
+	AR(archive_entry_set_mtime)(ent, 0, 0);
+	AR(archive_entry_set_uid)(ent, 0);
+	AR(archive_entry_set_gid)(ent, 0);
+	int rc = AR(archive_write_header)(a, ent);
+	AR(archive_entry_free)(ent);
 	if (rc != ARCHIVE_OK)
-		return fmt_fail(e, FMT_IO, "cannot write the header of " NM ": %s", name, archive_error_string(a));
+		return fmt_fail(e, FMT_IO, "cannot write the header of " NM ": %s", name, AR(archive_error_string)(a));
 	return FMT_OK;
 }
 
 static fmt_kind put_data(struct archive *a, const void *p, size_t n, fmt_err *e)
 {
-	if (n && archive_write_data(a, p, n) != (la_ssize_t)n)
-		return fmt_fail(e, FMT_IO, "cannot write to the archive: %s", archive_error_string(a));
+	if (n && AR(archive_write_data)(a, p, n) != (la_ssize_t)n)
+		return fmt_fail(e, FMT_IO, "cannot write to the archive: %s", AR(archive_error_string)(a));
 	return FMT_OK;
 }
 
@@ -996,35 +1031,38 @@ static fmt_kind put_file(struct archive *a, pack_file *f, const fmt_bundle_membe
 static fmt_kind write_archive(fmt_sink *k, int zstd, pack_file *f, const fmt_bundle_info *b,
 			      const char *manifest, fmt_err *e)
 {
+	fmt_kind loaded = fmt_lazylib_load(&archive_lib, e);
+	if (loaded != FMT_OK)
+		return loaded;
 	pack_out out = { .sink = k };
-	struct archive *a = archive_write_new();
+	struct archive *a = AR(archive_write_new)();
 	uint8_t *buf = malloc(READ_BLOCK);
 	fmt_kind r = FMT_OK;
 	if (!a || !buf)
 		r = fmt_fail(e, FMT_IO, "out of memory");
-	if (r == FMT_OK && archive_write_set_format_pax_restricted(a) != ARCHIVE_OK)
-		r = fmt_fail(e, FMT_INTERNAL, "libarchive: %s", archive_error_string(a));
-	if (r == FMT_OK && zstd && archive_write_add_filter_zstd(a) != ARCHIVE_OK)
-		r = fmt_fail(e, FMT_UNSUPPORTED, "libarchive cannot write zstd: %s", archive_error_string(a));
+	if (r == FMT_OK && AR(archive_write_set_format_pax_restricted)(a) != ARCHIVE_OK)
+		r = fmt_fail(e, FMT_INTERNAL, "libarchive: %s", AR(archive_error_string)(a));
+	if (r == FMT_OK && zstd && AR(archive_write_add_filter_zstd)(a) != ARCHIVE_OK)
+		r = fmt_fail(e, FMT_UNSUPPORTED, "libarchive cannot write zstd: %s", AR(archive_error_string)(a));
 	/* A compressed stream must end with its frame: no zero padding after it. */
-	if (r == FMT_OK && zstd && archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK)
-		r = fmt_fail(e, FMT_INTERNAL, "libarchive: %s", archive_error_string(a));
-	if (r == FMT_OK && archive_write_open(a, &out, NULL, pack_write_cb, NULL) != ARCHIVE_OK)
-		r = fmt_fail(e, FMT_IO, "cannot start the archive: %s", archive_error_string(a));
+	if (r == FMT_OK && zstd && AR(archive_write_set_bytes_in_last_block)(a, 1) != ARCHIVE_OK)
+		r = fmt_fail(e, FMT_INTERNAL, "libarchive: %s", AR(archive_error_string)(a));
+	if (r == FMT_OK && AR(archive_write_open)(a, &out, NULL, pack_write_cb, NULL) != ARCHIVE_OK)
+		r = fmt_fail(e, FMT_IO, "cannot start the archive: %s", AR(archive_error_string)(a));
 	if (r == FMT_OK)
 		r = put_header(a, FMT_BUNDLE_MANIFEST, strlen(manifest), e);
 	if (r == FMT_OK)
 		r = put_data(a, manifest, strlen(manifest), e);
 	for (size_t i = 0; i < b->n_members && r == FMT_OK; i++)
 		r = put_file(a, &f[i], &b->members[i], buf, e);
-	if (r == FMT_OK && archive_write_close(a) != ARCHIVE_OK)
-		r = fmt_fail(e, FMT_IO, "cannot finish the archive: %s", archive_error_string(a));
+	if (r == FMT_OK && AR(archive_write_close)(a) != ARCHIVE_OK)
+		r = fmt_fail(e, FMT_IO, "cannot finish the archive: %s", AR(archive_error_string)(a));
 	if (out.failed && r != FMT_OK) {
 		*e = out.err; /* more precise than libarchive's "write failed" */
 		r = e->kind;
 	}
 	if (a)
-		archive_write_free(a);
+		AR(archive_write_free)(a);
 	free(buf);
 	return r;
 }

@@ -475,6 +475,17 @@ fmt_kind fmt_source_view(fmt_source *s, uint64_t off, uint64_t n, const uint8_t 
 	return FMT_OK;
 }
 
+void fmt_source_drop(const fmt_source *s, const void *p, size_t n)
+{
+	const uint8_t *map = s->map, *from = p;
+	if (!map || from < map || from > map + s->size || n > (size_t)(map + s->size - from))
+		return;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t start = ((uintptr_t)from + page - 1) & ~(page - 1), end = ((uintptr_t)from + n) & ~(page - 1);
+	if (end > start)
+		(void)madvise((void *)start, end - start, MADV_DONTNEED);
+}
+
 fmt_kind fmt_source_read_text(fmt_source *s, size_t max, char **text, fmt_err *e)
 {
 	if (s->sequential) {

@@ -2,21 +2,24 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <openssl/evp.h>
 #include "fmt/crypto.h"
 #include "fmt/meter.h"
+#include "openssl_fns.h"
 
 /* Large enough that per-call overhead vanishes, small enough to stay in the L2 cache. */
 #define SHA256_CHUNK (1u << 20)
 
 fmt_kind fmt_sha256_init(fmt_sha256 *h, fmt_err *e)
 {
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	h->ctx = NULL;
+	fmt_kind loaded = fmt_openssl_load(e);
+	if (loaded != FMT_OK)
+		return loaded;
+	EVP_MD_CTX *ctx = OSSL(EVP_MD_CTX_new)();
 	if (!ctx)
 		return fmt_fail(e, FMT_INTERNAL, "SHA-256: out of memory");
-	if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
-		EVP_MD_CTX_free(ctx);
+	if (OSSL(EVP_DigestInit_ex)(ctx, OSSL(EVP_sha256)(), NULL) != 1) {
+		OSSL(EVP_MD_CTX_free)(ctx);
 		return fmt_fail(e, FMT_INTERNAL, "SHA-256: OpenSSL could not initialise the digest");
 	}
 	h->ctx = ctx;
@@ -27,7 +30,7 @@ fmt_kind fmt_sha256_update(fmt_sha256 *h, const void *data, size_t n, fmt_err *e
 {
 	if (!h->ctx)
 		return fmt_fail(e, FMT_INTERNAL, "SHA-256: update without init");
-	if (n > 0 && EVP_DigestUpdate(h->ctx, data, n) != 1)
+	if (n > 0 && OSSL(EVP_DigestUpdate)(h->ctx, data, n) != 1)
 		return fmt_fail(e, FMT_INTERNAL, "SHA-256: OpenSSL digest update failed");
 	fmt_meter_done(n);
 	return FMT_OK;
@@ -38,7 +41,7 @@ fmt_kind fmt_sha256_final(fmt_sha256 *h, uint8_t out[FMT_SHA256_LEN], fmt_err *e
 	unsigned int len = 0;
 	if (!h->ctx)
 		return fmt_fail(e, FMT_INTERNAL, "SHA-256: final without init");
-	if (EVP_DigestFinal_ex(h->ctx, out, &len) != 1 || len != FMT_SHA256_LEN)
+	if (OSSL(EVP_DigestFinal_ex)(h->ctx, out, &len) != 1 || len != FMT_SHA256_LEN)
 		return fmt_fail(e, FMT_INTERNAL, "SHA-256: OpenSSL digest final failed");
 	return FMT_OK;
 }
@@ -46,7 +49,7 @@ fmt_kind fmt_sha256_final(fmt_sha256 *h, uint8_t out[FMT_SHA256_LEN], fmt_err *e
 void fmt_sha256_free(fmt_sha256 *h)
 {
 	if (h && h->ctx) {
-		EVP_MD_CTX_free(h->ctx);
+		OSSL(EVP_MD_CTX_free)(h->ctx);
 		h->ctx = NULL;
 	}
 }

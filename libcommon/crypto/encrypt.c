@@ -3,16 +3,13 @@
  * options that name a password or an identity. */
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/core_names.h>
-#include <openssl/evp.h>
-#include <openssl/kdf.h>
-#include <openssl/params.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "crypto_internal.h"
+#include "openssl_fns.h"
 #include "fmt/encrypt.h"
 
 #define ARGON2_MEM_KIB 19456u
@@ -81,23 +78,26 @@ fmt_kind fmt_hkdf_sha256(const uint8_t *salt, size_t salt_len, const uint8_t *ik
 			 const char *info, uint8_t *out, size_t out_len, fmt_err *e)
 {
 	static const uint8_t zero_salt[32];
-	EVP_KDF *kdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
-	EVP_KDF_CTX *ctx = kdf ? EVP_KDF_CTX_new(kdf) : NULL;
+	fmt_kind loaded = fmt_openssl_load(e);
+	if (loaded != FMT_OK)
+		return loaded;
+	EVP_KDF *kdf = OSSL(EVP_KDF_fetch)(NULL, "HKDF", NULL);
+	EVP_KDF_CTX *ctx = kdf ? OSSL(EVP_KDF_CTX_new)(kdf) : NULL;
 	OSSL_PARAM params[5], *p = params;
 	fmt_kind k = FMT_OK;
 	if (!salt || !salt_len) {
 		salt = zero_salt;
 		salt_len = sizeof zero_salt;
 	}
-	*p++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, (char *)"SHA256", 0);
-	*p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, (void *)salt, salt_len);
-	*p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, (void *)ikm, ikm_len);
-	*p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, (void *)info, strlen(info));
-	*p = OSSL_PARAM_construct_end();
-	if (!ctx || EVP_KDF_derive(ctx, out, out_len, params) != 1)
+	*p++ = OSSL(OSSL_PARAM_construct_utf8_string)(OSSL_KDF_PARAM_DIGEST, (char *)"SHA256", 0);
+	*p++ = OSSL(OSSL_PARAM_construct_octet_string)(OSSL_KDF_PARAM_SALT, (void *)salt, salt_len);
+	*p++ = OSSL(OSSL_PARAM_construct_octet_string)(OSSL_KDF_PARAM_KEY, (void *)ikm, ikm_len);
+	*p++ = OSSL(OSSL_PARAM_construct_octet_string)(OSSL_KDF_PARAM_INFO, (void *)info, strlen(info));
+	*p = OSSL(OSSL_PARAM_construct_end)();
+	if (!ctx || OSSL(EVP_KDF_derive)(ctx, out, out_len, params) != 1)
 		k = fmt_fail(e, FMT_INTERNAL, "HKDF-SHA256 failed in OpenSSL");
-	EVP_KDF_CTX_free(ctx);
-	EVP_KDF_free(kdf);
+	OSSL(EVP_KDF_CTX_free)(ctx);
+	OSSL(EVP_KDF_free)(kdf);
 	return k;
 }
 
@@ -121,13 +121,17 @@ void fmt_x25519_public_of(const uint8_t secret[FMT_X25519_LEN], uint8_t pub[FMT_
 fmt_kind fmt_gcm_init(fmt_gcm *g, const uint8_t key[FMT_AEAD_KEY], const uint8_t nonce[FMT_AEAD_NONCE],
 		      int decrypt, fmt_err *e)
 {
-	EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
-	g->ctx = c;
+	g->ctx = NULL;
 	g->decrypt = decrypt;
+	fmt_kind loaded = fmt_openssl_load(e);
+	if (loaded != FMT_OK)
+		return loaded;
+	EVP_CIPHER_CTX *c = OSSL(EVP_CIPHER_CTX_new)();
+	g->ctx = c;
 	if (!c)
 		return fmt_fail(e, FMT_INTERNAL, "out of memory");
 	/* The default IV length of GCM in OpenSSL is the 96 bits used here. */
-	if (EVP_CipherInit_ex(c, EVP_aes_256_gcm(), NULL, key, nonce, decrypt ? 0 : 1) != 1)
+	if (OSSL(EVP_CipherInit_ex)(c, OSSL(EVP_aes_256_gcm)(), NULL, key, nonce, decrypt ? 0 : 1) != 1)
 		return fmt_fail(e, FMT_INTERNAL, "AES-256-GCM could not be set up");
 	return FMT_OK;
 }
@@ -136,7 +140,7 @@ fmt_kind fmt_gcm_update(fmt_gcm *g, const uint8_t *in, size_t n, uint8_t *out, f
 {
 	while (n > 0) {
 		int step = n > (1u << 30) ? 1 << 30 : (int)n, got = 0;
-		if (EVP_CipherUpdate(g->ctx, out, &got, in, step) != 1 || got != step)
+		if (OSSL(EVP_CipherUpdate)(g->ctx, out, &got, in, step) != 1 || got != step)
 			return fmt_fail(e, FMT_INTERNAL, "AES-256-GCM failed");
 		in += step;
 		out += step;
@@ -150,22 +154,23 @@ fmt_kind fmt_gcm_final(fmt_gcm *g, uint8_t tag[FMT_AEAD_TAG], fmt_err *e)
 	uint8_t none[16];
 	int got = 0;
 	if (g->decrypt) {
-		if (EVP_CIPHER_CTX_ctrl(g->ctx, EVP_CTRL_GCM_SET_TAG, FMT_AEAD_TAG, tag) != 1)
+		if (OSSL(EVP_CIPHER_CTX_ctrl)(g->ctx, EVP_CTRL_GCM_SET_TAG, FMT_AEAD_TAG, tag) != 1)
 			return fmt_fail(e, FMT_INTERNAL, "AES-256-GCM: cannot set the tag");
-		if (EVP_CipherFinal_ex(g->ctx, none, &got) != 1)
+		if (OSSL(EVP_CipherFinal_ex)(g->ctx, none, &got) != 1)
 			return fmt_fail(e, FMT_DECRYPTION, "authentication failed: wrong password or key, or the "
 					"encrypted payload was altered");
 		return FMT_OK;
 	}
-	if (EVP_CipherFinal_ex(g->ctx, none, &got) != 1 ||
-	    EVP_CIPHER_CTX_ctrl(g->ctx, EVP_CTRL_GCM_GET_TAG, FMT_AEAD_TAG, tag) != 1)
+	if (OSSL(EVP_CipherFinal_ex)(g->ctx, none, &got) != 1 ||
+	    OSSL(EVP_CIPHER_CTX_ctrl)(g->ctx, EVP_CTRL_GCM_GET_TAG, FMT_AEAD_TAG, tag) != 1)
 		return fmt_fail(e, FMT_INTERNAL, "AES-256-GCM: cannot finish");
 	return FMT_OK;
 }
 
 void fmt_gcm_free(fmt_gcm *g)
 {
-	EVP_CIPHER_CTX_free(g->ctx); /* clears the key schedule */
+	if (g->ctx)
+		OSSL(EVP_CIPHER_CTX_free)(g->ctx); /* clears the key schedule */
 	g->ctx = NULL;
 }
 

@@ -132,6 +132,75 @@ PY
 	cmp r1.safetensors r2.safetensors
 }
 
+# Tensors of 3 MiB (three of zstd's 1 MiB jobs exactly), 2.5 MiB + 4 bytes, 600 KiB (one job)
+# and four small ones (compressed side by side on the pool), half random, half repeating.
+make_job_model() {
+	/usr/bin/python3 - "$1" <<'PY'
+import json, struct, sys
+import numpy as np
+rng = np.random.default_rng(11)
+def mixed(n):
+    a = rng.standard_normal(n).astype(np.float32)
+    a[n // 2:] = np.tile(np.arange(97, dtype=np.float32), n)[: n - n // 2]
+    return a
+t = {"a.exact": mixed(3 << 18), "b.odd": mixed((5 << 17) + 1), "c.one_job": mixed(600 << 8)}
+for i in range(4):
+    t[f"d.small{i}"] = mixed(1000 + i)
+hdr, data = {}, b""
+for n in sorted(t):
+    b = t[n].tobytes()
+    hdr[n] = {"dtype": "F32", "shape": [t[n].size], "data_offsets": [len(data), len(data) + len(b)]}
+    data += b
+h = json.dumps(hdr).encode()
+h += b" " * (-len(h) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + data)
+PY
+}
+
+@test "zstd tensors of several 1 MiB jobs (a whole number and not) are the same bytes for -T 1, 2, 3 and a pipe" {
+	make_job_model m.safetensors
+	for T in 1 2 3; do
+		fmt-convert -T $T -c zstd m.safetensors t$T.apr
+	done
+	fmt-convert -T 2 -c zstd --to apr m.safetensors - >pipe.apr
+	cmp t1.apr t2.apr
+	cmp t1.apr t3.apr
+	cmp t1.apr pipe.apr
+	run fmt-verify t2.apr
+	assert_success
+	# the independent reader decodes every frame to the raw bytes, and the frames do compress
+	fmt-convert m.safetensors raw.apr
+	$CHECK raw.apr | jq -c '[.tensors[] | {name, raw, sha256}]' >raw.json
+	$CHECK t2.apr | jq -c '[.tensors[] | {name, raw, sha256}]' >z.json
+	cmp raw.json z.json
+	run jq -r '[.tensors[] | select(.name == "a.exact") | .stored < 3000000] | .[0]' <($CHECK t2.apr)
+	assert_output true
+	fmt-convert -T 2 t3.apr back.safetensors
+	fmt-convert raw.apr want.safetensors
+	cmp back.safetensors want.safetensors
+}
+
+@test "a zstd .apr writer holds a few 1 MiB jobs per thread, not whole tensors: peak RSS under 32 MiB at -T 2 for 48 MiB of tensors" {
+	/usr/bin/python3 - big.safetensors <<'PY'
+import json, struct, sys
+import numpy as np
+n, rows = 2, 6 << 20
+hdr = {f"w{i}": {"dtype": "F32", "shape": [rows], "data_offsets": [i * rows * 4, (i + 1) * rows * 4]} for i in range(n)}
+h = json.dumps(hdr).encode()
+h += b" " * (-len(h) % 8)
+rng = np.random.default_rng(3)
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<Q", len(h)) + h)
+    for i in range(n):
+        f.write(rng.standard_normal(rows).astype(np.float32).tobytes())
+PY
+	rss=$(/usr/bin/time -f '%M' fmt-convert -T 2 -c zstd big.safetensors big.apr 2>&1 >/dev/null | tail -1)
+	echo "peak RSS ${rss} KiB" >&3
+	asan_build || [ "$rss" -lt 32768 ] || fail "peak RSS $rss KiB"
+	fmt-convert -T 1 -c zstd big.safetensors one.apr
+	cmp big.apr one.apr
+}
+
 @test "fmt-inspect shows layout, flags by name, compression and stored sizes with ratios" {
 	make_numpy_model m.safetensors
 	fmt-convert -c zstd m.safetensors z.apr

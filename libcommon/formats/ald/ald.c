@@ -114,6 +114,7 @@ fmt_kind fmt_ald_parse(fmt_table *t, ald_state *s, fmt_err *e)
 	if (k != FMT_OK)
 		return k;
 	s->file = d;
+	s->source = &t->source;
 	if (memcmp(d, magic, 4) != 0)
 		return bad(e, "bad magic (not ALDF)");
 	if (fmt_ald_is_upstream_streaming(d, size))

@@ -40,6 +40,7 @@ typedef struct ald_chunk {
 
 typedef struct ald_state {
 	const uint8_t *file;       /* the whole file, mapped */
+	const fmt_source *source;  /* the table's: passes over the mapping drop what they read */
 	uint8_t major, minor, compression, flags;
 	uint16_t type, schema_size;
 	uint32_t meta_size, payload_size, raw_size, crc_stored;

@@ -67,6 +67,7 @@ static fmt_kind part_stream(ald_state *s, uint32_t i, fmt_dstream *d, uint8_t **
 		len = n;
 	}
 	fmt_kind k = fmt_dstream_init(d, id, src, (size_t)len, declared, e);
+	d->mapped = s->source;
 	if (i == PAYLOAD)
 		snprintf(d->what, sizeof d->what, "payload");
 	else

@@ -207,6 +207,9 @@ static fmt_kind produce_into(fmt_dstream *d, size_t room_left, fmt_err *e)
 	return FMT_OK;
 }
 
+/* A mapped source's pages leave the resident set this many bytes at a time. */
+#define DROP_STEP (4u << 20)
+
 /* Decompress what fits into buf[end, cap), at most one byte past the limit (to tell it). */
 static fmt_kind produce(fmt_dstream *d, fmt_err *e)
 {
@@ -215,6 +218,10 @@ static fmt_kind produce(fmt_dstream *d, fmt_err *e)
 	if (left < room_left)
 		room_left = (size_t)left + 1;
 	fmt_kind k = produce_into(d, room_left, e);
+	if (d->mapped && (d->src_pos - d->dropped >= DROP_STEP || d->done)) {
+		fmt_source_drop(d->mapped, d->src + d->dropped, d->src_pos - d->dropped);
+		d->dropped = d->src_pos;
+	}
 	d->produced += d->end - before;
 	if (k == FMT_OK && d->produced > d->limit)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "%s decompresses to more than the %llu bytes declared",

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "fmt/err.h"
+#include "fmt/io.h"
 
 /* A raw LZ4 block after its decompressed size as u32 LE (lz4_flex's compress_prepend_size), the
  * chunks of alimentar's streaming layout (specs/ald.md §11), into a malloc'd buffer: a size
@@ -32,6 +33,8 @@ typedef struct fmt_dstream {
 	uint64_t limit;
 	char what[24];         /* for messages: "payload", "chunk 3" */
 	int done;              /* the frame (or the data) ended */
+	const fmt_source *mapped; /* src lies in its mapping (or NULL): the pages passed are dropped */
+	size_t dropped;        /* src bytes dropped so far */
 } fmt_dstream;
 
 fmt_kind fmt_dstream_init(fmt_dstream *d, int id, const uint8_t *src, size_t n, uint64_t limit, fmt_err *e);

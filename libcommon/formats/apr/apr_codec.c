@@ -164,6 +164,7 @@ typedef struct frame_writer {
 	uint8_t *buf;
 	size_t cap;
 	uint64_t stored;
+	uint64_t fed, total;           /* input bytes given so far, and in all */
 } frame_writer;
 
 static fmt_kind emit(frame_writer *w, const void *p, size_t n, fmt_err *e)
@@ -198,8 +199,12 @@ static fmt_kind lz4_fail(size_t r, fmt_err *e)
 static fmt_kind frame_chunk(void *ctx, const uint8_t *p, size_t n, fmt_err *e)
 {
 	frame_writer *w = ctx;
+	/* The last bytes come with the end: with zstd's workers, an end given apart from them
+	 * closes the frame with an empty block or not depending on whether the last job had
+	 * started, which is a matter of timing. */
+	w->fed += n;
 	if (w->codec == APR_CODEC_ZSTD)
-		return zstd_feed(w, p, n, ZSTD_e_continue, e);
+		return zstd_feed(w, p, n, w->fed == w->total ? ZSTD_e_end : ZSTD_e_continue, e);
 	/* The output buffer is sized for LZ4_PIECE input bytes at a time. */
 	for (size_t off = 0; off < n; off += LZ4_PIECE) {
 		size_t part = n - off < LZ4_PIECE ? n - off : LZ4_PIECE;
@@ -213,7 +218,7 @@ static fmt_kind frame_chunk(void *ctx, const uint8_t *p, size_t n, fmt_err *e)
 	return FMT_OK;
 }
 
-static fmt_kind zstd_begin(frame_writer *w, const fmt_tensor *t, int level, fmt_err *e)
+static fmt_kind zstd_begin(frame_writer *w, const fmt_tensor *t, int level, int workers, fmt_err *e)
 {
 	w->z = ZSTD_createCCtx();
 	w->cap = ZSTD_CStreamOutSize();
@@ -224,6 +229,11 @@ static fmt_kind zstd_begin(frame_writer *w, const fmt_tensor *t, int level, fmt_
 	    ZSTD_isError(ZSTD_CCtx_setParameter(w->z, ZSTD_c_contentSizeFlag, 1)) ||
 	    ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(w->z, t->nbytes)))
 		return fmt_fail(e, FMT_USAGE, "zstd level %d is not accepted", level);
+	/* A libzstd built without threads refuses workers: its frames are then the single-threaded
+	 * ones, still the same for any -T. */
+	if (!ZSTD_isError(ZSTD_CCtx_setParameter(w->z, ZSTD_c_nbWorkers, workers > 1 ? workers : 1)) &&
+	    ZSTD_isError(ZSTD_CCtx_setParameter(w->z, ZSTD_c_jobSize, (int)APR_ZSTD_JOB)))
+		return fmt_fail(e, FMT_INTERNAL, "zstd refuses a job size of %u bytes", APR_ZSTD_JOB);
 	return FMT_OK;
 }
 
@@ -250,16 +260,16 @@ static fmt_kind lz4_begin(frame_writer *w, const fmt_tensor *t, int level, fmt_e
 static fmt_kind frame_end(frame_writer *w, fmt_err *e)
 {
 	if (w->codec == APR_CODEC_ZSTD)
-		return zstd_feed(w, NULL, 0, ZSTD_e_end, e);
+		return w->total ? FMT_OK : zstd_feed(w, NULL, 0, ZSTD_e_end, e);
 	size_t r = LZ4F_compressEnd(w->l, w->buf, w->cap, NULL);
 	return LZ4F_isError(r) ? lz4_fail(r, e) : emit(w, w->buf, r, e);
 }
 
-fmt_kind fmt_apr_compress_tensor(const fmt_model *m, const fmt_tensor *t, apr_codec codec, int level,
+fmt_kind fmt_apr_compress_tensor(const fmt_model *m, const fmt_tensor *t, apr_codec codec, int level, int workers,
 			     apr_out *o, uint64_t *stored, fmt_err *e)
 {
-	frame_writer w = { .codec = codec, .o = o };
-	fmt_kind k = codec == APR_CODEC_ZSTD ? zstd_begin(&w, t, level, e) : lz4_begin(&w, t, level, e);
+	frame_writer w = { .codec = codec, .o = o, .total = t->nbytes };
+	fmt_kind k = codec == APR_CODEC_ZSTD ? zstd_begin(&w, t, level, workers, e) : lz4_begin(&w, t, level, e);
 	if (k == FMT_OK)
 		k = fmt_tensor_each_chunk(m, t, frame_chunk, &w, e);
 	if (k == FMT_OK)

@@ -106,11 +106,13 @@ fmt_kind fmt_apr_seed_verify(fmt_model *m, const apr_state *st, int frames, fmt_
 fmt_kind fmt_apr_seed_verify_as_read(fmt_model *m, apr_state *st, fmt_err *e);
 /* How a seed file is written: compression, the writer stamp, and for a shard its record. */
 #define APR_MAX_PACK 16                /* tensors compressed at once, one per thread */
+#define APR_PACK_BYTES (512u << 10)    /* ... each of at most this many bytes (larger: one at a time) */
 
 typedef struct apr_seed_opts {
 	apr_codec codec;
 	int level;
-	fmt_pool *pool;                /* compress this many tensors at once (NULL: one) */
+	fmt_pool *pool;                /* compress this many small tensors at once (NULL: one) */
+	int threads;                   /* threads compressing one large tensor (zstd) */
 	int stamp;                     /* "writer" key (0 only to reproduce the spec's example) */
 	uint64_t shard_index, shard_count, tensors_total; /* shard_count 0: not a shard */
 } apr_seed_opts;
@@ -210,8 +212,12 @@ fmt_kind fmt_apr_out_write(apr_out *o, const void *p, size_t n, fmt_err *e);
 fmt_kind fmt_apr_out_zeros(apr_out *o, uint64_t n, fmt_err *e);
 fmt_kind fmt_apr_out_pad(apr_out *o, fmt_err *e);   /* zeros up to a multiple of 64 */
 
-/* Compress all of t's bytes as one frame into o; *stored = bytes written. */
-fmt_kind fmt_apr_compress_tensor(const fmt_model *m, const fmt_tensor *t, apr_codec codec, int level,
+/* Compress all of t's bytes as one frame into o; *stored = bytes written. A zstd frame is
+ * compressed in jobs of APR_ZSTD_JOB input bytes on `workers` threads of zstd's own (at least
+ * one): its bytes depend on the job size, never on the number of workers, and memory is a few
+ * jobs per worker whatever the tensor's size. */
+#define APR_ZSTD_JOB (1u << 20)
+fmt_kind fmt_apr_compress_tensor(const fmt_model *m, const fmt_tensor *t, apr_codec codec, int level, int workers,
 			     apr_out *o, uint64_t *stored, fmt_err *e);
 
 static inline uint64_t apr_align64(uint64_t x)

@@ -653,6 +653,8 @@ static fmt_kind next_file_message(fmt_ipc_reader *r, ipc_msg *m, int *end, fmt_e
 	if (flen > (uint32_t)mlen - skip)
 		return bad(e, "block metadata length out of range");
 	fmt_kind k = parse_message(p + skip, flen, r->data + end_meta, (uint64_t)body, m, e);
+	r->last_lo = (size_t)off;
+	r->last_hi = (size_t)(end_meta + (uint64_t)body);
 	if (k == FMT_OK && m->type != HDR_RECORD_BATCH)
 		return bad(e, "a record batch block that is not a RecordBatch");
 	return k;
@@ -679,8 +681,13 @@ fmt_kind fmt_ipc_next(fmt_ipc_reader *r, fmt_batch *b, int *done, fmt_err *e)
 	ipc_msg m;
 	int end;
 	*done = 0;
+	size_t from = r->pos;
 	fmt_kind k = r->is_file ? next_file_message(r, &m, &end, e)
 				: next_stream_message(r->data, r->len, &r->pos, &m, &end, e);
+	if (!r->is_file) {
+		r->last_lo = from;
+		r->last_hi = r->pos;
+	}
 	if (k != FMT_OK)
 		return k;
 	if (end) {

@@ -7,6 +7,7 @@
 
 typedef struct arrow_state {
 	fmt_ipc_reader r;
+	size_t undropped;      /* the mapped file's pages before this left the resident set */
 } arrow_state;
 
 static int probe_file(const uint8_t *head, size_t n, uint64_t size)
@@ -48,6 +49,12 @@ static fmt_kind arrow_open(fmt_table *t, fmt_err *e)
 static fmt_kind arrow_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 {
 	arrow_state *s = t->format_state;
+	/* The last batch is done with: its message's pages (and the partial page before them,
+	 * within 64 KiB) leave the resident set, so that reading holds a batch, not the file. */
+	size_t lo = s->r.last_lo < s->undropped ? s->r.last_lo : s->undropped;
+	if (s->r.last_hi > lo)
+		fmt_source_drop(&t->source, s->r.data + lo, s->r.last_hi - lo);
+	s->undropped = s->r.last_hi > (64u << 10) ? s->r.last_hi - (64u << 10) : 0;
 	return fmt_ipc_next(&s->r, b, done, e);
 }
 

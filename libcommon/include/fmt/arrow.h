@@ -21,6 +21,7 @@ typedef struct fmt_ipc_reader {
 	size_t blocks_at;      /* file: the footer's record batch blocks */
 	fmt_schema schema;
 	uint64_t batches;      /* read so far */
+	size_t last_lo, last_hi; /* the bytes of data the last message took */
 	/* one message at a time: its metadata, the body bytes its buffers use, their table */
 	uint8_t *msg_meta, *msg_body, *msg_bufs;
 	size_t msg_meta_cap, msg_body_cap, msg_bufs_cap;

@@ -86,6 +86,12 @@ fmt_kind fmt_source_read(fmt_source *s, uint64_t off, void *dst, size_t n, fmt_e
  * sequential source gives views of its head only (UnsupportedVersion past it). */
 fmt_kind fmt_source_view(fmt_source *s, uint64_t off, uint64_t n, const uint8_t **out, fmt_err *e);
 
+/* The pages wholly inside [p, p + n) of s's mapping leave the process's resident set (they stay
+ * in the page cache; a later access maps them again), so that a pass over a mapped file holds
+ * only what it read since its last drop. Anything outside the mapping (a copy, a decrypted
+ * buffer, a source that is not mapped) is left alone. */
+void fmt_source_drop(const fmt_source *s, const void *p, size_t n);
+
 /* The whole of a small source as a NUL-terminated heap string; above max bytes is
  * InvalidFormat. */
 fmt_kind fmt_source_read_text(fmt_source *s, size_t max, char **text, fmt_err *e);

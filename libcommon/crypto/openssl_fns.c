@@ -1,0 +1,18 @@
+/* libcrypto loaded on first use (openssl_fns.h). */
+#include "fmt/lazylib.h"
+#include "openssl_fns.h"
+
+_Static_assert(sizeof(((fmt_openssl_fns *)0)->fn) == sizeof(((fmt_openssl_fns *)0)->slot),
+	       "one slot per libcrypto function");
+
+#define OPENSSL_NAME(f) #f,
+static const char *const names[] = { OPENSSL_FUNCTIONS(OPENSSL_NAME) };
+
+fmt_openssl_fns fmt_openssl;
+
+static fmt_lazylib lib = { "libcrypto.so.3", names, fmt_openssl.slot, sizeof names / sizeof names[0], 0 };
+
+fmt_kind fmt_openssl_load(fmt_err *e)
+{
+	return fmt_lazylib_load(&lib, e);
+}

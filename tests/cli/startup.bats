@@ -1,0 +1,34 @@
+#!/usr/bin/env bats
+# Issue 26: start-up. libarchive (with libxml2, ICU and the rest behind it) and libcrypto are
+# loaded on first use, not linked: no tool maps them to print its version, and the paths that
+# need them (a tar bundle, a SHA-256 digest) still work.
+
+bats_require_minimum_version 1.5.0
+
+setup() {
+	load helpers
+	cd "$BATS_TEST_TMPDIR"
+}
+
+@test "no tool links libarchive, libcrypto, libxml2 or ICU; --version loads none of them" {
+	for t in fmt-inspect fmt-verify fmt-sign fmt-shard fmt-convert fmt-watermark nk-run; do
+		run ldd "$FMTKIT_BIN/$t"
+		assert_success
+		refute_output --regexp 'libarchive|libcrypto|libxml2|libicu'
+		run env LD_DEBUG=files "$FMTKIT_BIN/$t" --version
+		assert_success
+		refute_output --regexp 'file=lib(archive|crypto|xml2|icu)'
+	done
+}
+
+@test "the first bundle and the first digest load libarchive and libcrypto, once" {
+	make_samples
+	cp "$SAMPLES/tiny.safetensors" m.safetensors
+	fmt-shard pack -q m.safetensors -o b.tar
+	run env LD_DEBUG=files fmt-verify b.tar
+	assert_success
+	assert_equal "$(grep -c 'file=libarchive.so.13 \[0\];  needed by' <<<"$output")" 0
+	assert_equal "$(grep -c 'file=libarchive.so.13 \[0\];  dynamically loaded by' <<<"$output")" 1
+	assert_equal "$(grep -c 'file=libcrypto.so.3 \[0\];  dynamically loaded by' <<<"$output")" 1
+	assert_line --partial 'b.tar: ok'
+}

@@ -1,0 +1,107 @@
+#!/usr/bin/env bats
+# Issue 26: the table readers and writers stream. A 64 MB CSV (about 80 MB as Arrow IPC) goes to
+# .ald under an address-space limit of 48 MiB (the CSV is read, not mapped), and back to CSV and
+# Arrow under one of the .ald's size (it is mapped) + 48 MiB, less than the decompressed payload,
+# so neither side ever holds the data whole; and the readers of a mapped .ald or Arrow IPC file
+# larger than 32 MiB keep their peak RSS (/usr/bin/time %M, file pages included) under 32 MiB:
+# the pages they have passed leave the process. Sanitizer builds: neither bound.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	load helpers
+	export DATA="$BATS_FILE_TMPDIR/data"
+	mkdir -p "$DATA"
+	/usr/bin/python3 - "$DATA/t.csv" <<'PY'
+import sys
+import numpy as np
+rng = np.random.default_rng(5)   # labels random, the rest repeating: the file is small, its payload not
+words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
+with open(sys.argv[1], "w") as f:
+    f.write("id,x,label,text\n")
+    row = 0
+    while f.tell() < 64 << 20:
+        n = 50000
+        w = rng.integers(0, len(words), n)
+        f.write("".join(f"{row + i},{(row + i) % 1000 * 1000},{words[w[i]]},\"{words[i % 8]} {words[(i + 3) % 8]} {i % 97}\"\n"
+                        for i in range(n)))
+        row += n
+PY
+}
+
+setup() {
+	load helpers
+	cd "$BATS_TEST_TMPDIR"
+}
+
+# bounded FILE CMD...: CMD under ulimit -v = FILE's size + 48 MiB (FILE - : 48 MiB).
+bounded() {
+	local file=$1 bytes=0
+	shift
+	[ "$file" = - ] || bytes=$(stat -c %s "$file")
+	local kb=$(( (bytes + 48 * 1048576) / 1024 ))
+	run --separate-stderr bash -c "$(limit_as "$kb") "'exec "$@"' _ "$@"
+}
+
+# peak_rss_under_32m CMD...: CMD succeeds with a max RSS under 32 MiB.
+peak_rss_under_32m() {
+	local rss
+	rss=$(/usr/bin/time -f '%M' "$@" 2>&1 >/dev/null | tail -n 1)
+	echo "peak RSS ${rss} KiB: $*" >&3
+	asan_build || [ "$rss" -lt 32768 ] || fail "peak RSS $rss KiB: $*"
+}
+
+@test "CSV -> .ald (zstd) in 48 MiB of address space, and back to CSV and Arrow in the .ald's size + 48 MiB, less than the payload" {
+	bounded - fmt-convert -q "$DATA/t.csv" z.ald
+	assert_success
+	raw=$(fmt-inspect --json z.ald | jq .ald.header.uncompressed_size)
+	size=$(stat -c %s z.ald)
+	echo "payload $raw bytes, file $size bytes" >&3
+	[ "$raw" -gt $((size + 48 * 1048576)) ] || fail "payload $raw bytes fits the limit: the test proves nothing"
+	bounded z.ald fmt-convert -q z.ald back.csv
+	assert_success
+	bounded z.ald fmt-convert -q z.ald back.arrow
+	assert_success
+	fmt-convert -q back.arrow again.csv
+	cmp back.csv again.csv
+	run fmt-inspect --json z.ald
+	assert_equal "$(jq .rows <<<"$output")" "$(($(wc -l <"$DATA/t.csv") - 1))"
+}
+
+@test "reading a 50 MB mapped .ald (no compression) to CSV, Arrow, --stats and fmt-verify: peak RSS under 32 MiB" {
+	fmt-convert -q --compression none "$DATA/t.csv" n.ald
+	size=$(stat -c %s n.ald)
+	[ "$size" -gt $((40 * 1048576)) ] || fail "n.ald is only $size bytes"
+	peak_rss_under_32m fmt-convert -q n.ald n.csv
+	peak_rss_under_32m fmt-convert -q n.ald n.arrow
+	peak_rss_under_32m fmt-inspect --stats n.ald
+	peak_rss_under_32m fmt-verify n.ald
+	fmt-convert -q "$DATA/t.csv" z.ald
+	fmt-convert -q z.ald z.csv
+	cmp n.csv z.csv
+}
+
+@test "reading an 80 MB Arrow IPC file and stream (mapped) to CSV and .ald: peak RSS under 32 MiB" {
+	fmt-convert -q "$DATA/t.csv" z.ald
+	fmt-convert -q z.ald t.arrow
+	fmt-convert -q z.ald t.arrows
+	size=$(stat -c %s t.arrow)
+	[ "$size" -gt $((64 * 1048576)) ] || fail "t.arrow is only $size bytes"
+	fmt-convert -q z.ald want.csv
+	for f in t.arrow t.arrows; do
+		peak_rss_under_32m fmt-convert -q -f $f got.csv
+		cmp want.csv got.csv
+		peak_rss_under_32m fmt-convert -q -f $f got.ald
+	done
+	fmt-convert -q got.ald again.csv
+	cmp want.csv again.csv
+}
+
+@test "a damaged byte of the mapped .ald is still a CRC mismatch (exit 6), nothing written" {
+	fmt-convert -q --compression none "$DATA/t.csv" n.ald
+	/usr/bin/python3 -c 'import sys; f = open(sys.argv[1], "r+b"); f.seek(30 << 20); b = f.read(1); f.seek(30 << 20); f.write(bytes([b[0] ^ 0x55]))' n.ald
+	run --separate-stderr fmt-convert -q n.ald out.csv
+	assert_equal "$status" 6
+	[[ "$stderr" == *"CRC-32 mismatch"* ]] || fail "$stderr"
+	[ ! -e out.csv ]
+}
