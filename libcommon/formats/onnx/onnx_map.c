@@ -12,6 +12,7 @@
 #include "onnx_map.h"
 
 #define MAX_MAPPED_NODES 4096   /* a .nk network has at most 100 layers */
+#define MAX_EXPANDED_FLOATS (1ull << 28)
 
 const char *fmt_onnx_node_label(const FmtOnnx__NodeProto *n)
 {
@@ -338,6 +339,8 @@ static fmt_kind map_conv(mapper *m, const FmtOnnx__NodeProto *n)
 	int depthwise = groups > 1 && groups == m->c && o_n == m->c;
 	if (!depthwise && kh != kw)
 		return fmt_onnx_unsupported(m, n, "a conv2d kernel is square in a .nk file");
+	if (!depthwise && groups > 1 && (uint64_t)o_n * kh * kw * m->c > MAX_EXPANDED_FLOATS)
+		return fmt_onnx_unsupported(m, n, "expanding this grouped conv would take more than 1 GiB of weights");
 	geometry gm;
 	if ((k = take_geometry(m, n, kh, kw, 1, &gm)) != FMT_OK)
 		return k;
