@@ -189,7 +189,7 @@ PY
 	[ "$(fmt-inspect -j named.gguf | jq -r .format)" = apr ]
 	run --separate-stderr fmt-watermark embed --scheme qim --key seller.key --buyer alice m.safetensors -
 	assert_failure 2
-	[[ "$stderr" == *"cannot tell the output format from OUT's name (standard output); use --to (safetensors, gguf, apsim, apr, ald, arrow, arrow-stream, jsonl or csv)"* ]]
+	[[ "$stderr" == *"cannot tell the output format from OUT's name (standard output); use --to (safetensors, gguf, apsim, apr, ald, arrow, arrow-stream, jsonl, csv or parquet)"* ]]
 	run --separate-stderr fmt-watermark embed --scheme qim --key seller.key --buyer alice m.safetensors out.weights
 	assert_failure 2
 	[ ! -e out.weights ]

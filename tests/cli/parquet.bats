@@ -88,6 +88,12 @@ setup() {
 	assert_success
 	run fmt-inspect --json "$CASES/good.parquet"
 	assert_equal "$(printf '%s' "$output" | jq -c '.schema.metadata')" '{"origin":"parquet-cases"}'
+	# definition levels in the deprecated BIT_PACKED encoding of old parquet-mr files
+	run fmt-convert -q "$CASES/old-levels.parquet" old.csv
+	assert_success
+	assert_equal "$(cat old.csv)" "$(printf 'v\n3\n\n5\n7\n')"
+	run fmt-verify "$CASES/old-levels.parquet"
+	assert_success
 }
 
 @test "hostile files: exact exit and message, nothing written" {

@@ -444,13 +444,26 @@ static fmt_kind load_dictionary(pq_cursor *c, const page_hdr *h, const uint8_t *
 }
 
 /* Definition levels of n values (max 1: flat optional columns) into c->defs; *defined: how many. */
-static fmt_kind decode_defs(pq_cursor *c, const uint8_t *d, size_t len, size_t n, uint64_t *defined, fmt_err *e)
+static fmt_kind decode_defs(pq_cursor *c, const uint8_t *d, size_t len, size_t n, int msb_packed, uint64_t *defined,
+			    fmt_err *e)
 {
 	int width = fmt_pq_bit_width((uint64_t)c->leaf->max_def);
 	if (grow((void **)&c->defs, &c->defs_cap, n ? n : 1) || need_idx(c, n, e) != FMT_OK)
 		return oom(e);
-	if (fmt_pq_rle_decode(d, len, width, c->idx, n))
+	if (msb_packed) { /* the deprecated BIT_PACKED: width bits per level, most significant first */
+		if ((uint64_t)n * (uint64_t)width > (uint64_t)len * 8)
+			return bad_page(c, e, "BIT_PACKED definition levels run past the page");
+		for (size_t i = 0; i < n; i++) {
+			uint32_t v = 0;
+			for (int b = 0; b < width; b++) {
+				uint64_t bit = (uint64_t)i * (uint64_t)width + (uint64_t)b;
+				v = v << 1 | (uint32_t)(d[bit >> 3] >> (7 - (bit & 7)) & 1);
+			}
+			c->idx[i] = v;
+		}
+	} else if (fmt_pq_rle_decode(d, len, width, c->idx, n)) {
 		return bad_page(c, e, "malformed definition levels");
+	}
 	uint64_t count = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (c->idx[i] > (uint32_t)c->leaf->max_def)
@@ -502,21 +515,25 @@ static fmt_kind load_data(pq_cursor *c, const page_hdr *h, const uint8_t *raw, f
 	size_t vlen;
 	uint64_t defined = n;
 	if (v2) {
-		if (c->leaf->max_def > 0 && (k = decode_defs(c, d + h->rep_len, (size_t)h->def_len, n, &defined, e)) != FMT_OK)
+		if (c->leaf->max_def > 0 && (k = decode_defs(c, d + h->rep_len, (size_t)h->def_len, n, 0, &defined, e)) != FMT_OK)
 			return k;
 		values = d + levels;
 		vlen = ulen - levels;
 	} else if (c->leaf->max_def > 0) {
-		if (h->def_encoding != ENC_RLE)
+		if (h->def_encoding != ENC_RLE && h->def_encoding != ENC_BIT_PACKED)
 			return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': definition levels encoded %s",
 					c->leaf->path, fmt_pq_encoding_name(h->def_encoding));
-		if (ulen < 4 || fmt_rd_u32(d) > ulen - 4)
+		/* RLE levels have their length first; BIT_PACKED ones take ceil(n * width / 8) bytes */
+		int packed = h->def_encoding == ENC_BIT_PACKED;
+		size_t skip = packed ? 0 : 4;
+		uint64_t dl = packed ? ((uint64_t)n * (uint64_t)fmt_pq_bit_width((uint64_t)c->leaf->max_def) + 7) / 8 :
+			      ulen < 4 ? UINT64_MAX : fmt_rd_u32(d);
+		if (ulen < skip || dl > ulen - skip)
 			return bad_page(c, e, "definition levels' length");
-		uint32_t dl = fmt_rd_u32(d);
-		if ((k = decode_defs(c, d + 4, dl, n, &defined, e)) != FMT_OK)
+		if ((k = decode_defs(c, d + skip, (size_t)dl, n, packed, &defined, e)) != FMT_OK)
 			return k;
-		values = d + 4 + dl;
-		vlen = ulen - 4 - dl;
+		values = d + skip + dl;
+		vlen = ulen - skip - (size_t)dl;
 	} else {
 		values = d;
 		vlen = ulen;
