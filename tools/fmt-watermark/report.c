@@ -505,6 +505,46 @@ static fmt_kind write_evidence(json_t *ev, const wm_opts *o, fmt_err *e)
 	return r;
 }
 
+/* prove's evidence: written (and signed) with -o, printed with --json. *done = 1 when that is all
+ * (a failure, or --json): the exit status is returned; else the caller prints the text. */
+static int prove_emit(json_t *ev, const wm_opts *o, int match, int *done)
+{
+	fmt_err e;
+	fmt_err_clear(&e);
+	*done = 1;
+	if (!ev || write_evidence(ev, o, &e) != FMT_OK) {
+		json_decref(ev);
+		if (!ev)
+			fmt_fail(&e, FMT_IO, "out of memory");
+		return wm_fail(o, NULL, &e);
+	}
+	int status = match ? 0 : FMT_NEGATIVE;
+	if (o->common.json) {
+		int w = json_out(ev);
+		return w ? w : status;
+	}
+	json_decref(ev);
+	*done = 0;
+	return status;
+}
+
+static void prove_head(const char *path, const wm_opts *o, int match, const char *hex)
+{
+	out_name(path);
+	printf(": %s: buyer ", match ? "match" : "no match");
+	out_name(o->buyer);
+	printf(" (hash %.12s)\n", hex);
+}
+
+static void prove_evidence_note(const wm_opts *o)
+{
+	if (o->evidence && !o->common.quiet) {
+		printf("  evidence%s written to ", o->sign_key ? " (signed)" : "");
+		out_name(o->evidence);
+		printf("\n");
+	}
+}
+
 static int report_prove_ss(const char *path, const wm_opts *o, const fmt_wm_params *prm, const uint8_t hash[32],
 			   const wm_result *r, const ss_eval *ss)
 {
@@ -545,31 +585,16 @@ static int report_prove_ss(const char *path, const wm_opts *o, const fmt_wm_para
 		"score", score,
 		"bytes_alike", (int)bytes_alike, "p_value", p, "log10_p_value", log10(p), "confidence", 1 - p,
 		"verdict", match ? "match" : "no match", "match", match, "tensors", cols, "analyzed_at", when);
-	if (!ev || write_evidence(ev, o, &e) != FMT_OK) {
-		json_decref(ev);
-		if (!ev)
-			fmt_fail(&e, FMT_IO, "out of memory");
-		return wm_fail(o, NULL, &e);
-	}
-	int status = match ? 0 : FMT_NEGATIVE;
-	if (o->common.json) {
-		int w = json_out(ev);
-		return w ? w : status;
-	}
-	json_decref(ev);
-	out_name(path);
-	printf(": %s: buyer ", match ? "match" : "no match");
-	out_name(o->buyer);
-	printf(" (hash %.12s)\n  fmtkit-ss/1: %llu values in %zu tensor%s; score %.1f, ranks of the buyer's hash bytes",
-	       hex, (unsigned long long)ss->sum.values, ss->sum.tensors, ss->sum.tensors == 1 ? "" : "s", score);
+	int done, status = prove_emit(ev, o, match, &done);
+	if (done)
+		return status;
+	prove_head(path, o, match, hex);
+	printf("  fmtkit-ss/1: %llu values in %zu tensor%s; score %.1f, ranks of the buyer's hash bytes",
+	       (unsigned long long)ss->sum.values, ss->sum.tensors, ss->sum.tensors == 1 ? "" : "s", score);
 	for (unsigned b = 0; b < FMT_SS_RANKED_BYTES; b++)
-		printf("%s%u", b ? " " : " ", rank[b]);
+		printf(" %u", rank[b]);
 	printf("; %u of 8 payload bytes decode alike:\n  p = %.3e, confidence %.12f\n", bytes_alike, p, 1 - p);
-	if (o->evidence && !o->common.quiet) {
-		printf("  evidence%s written to ", o->sign_key ? " (signed)" : "");
-		out_name(o->evidence);
-		printf("\n");
-	}
+	prove_evidence_note(o);
 	return status;
 }
 
@@ -604,9 +629,10 @@ int wm_report_prove(const char *path, const wm_opts *o, const fmt_wm_params *prm
 	wm_utc_now(when);
 	json_t *cols = json_array();
 	for (size_t i = 0; i < r->n_cols; i++)
-		json_array_append_new(cols, json_pack("{s:o, s:o, s:o}", "name", jstr(r->cols[i]->name), "votes",
-			fmt_json_u64(fmt_wm_votes_n(&r->cols[i]->votes)), "agree",
-			fmt_json_u64(fmt_wm_votes_agree(&r->cols[i]->votes, prm->payload))));
+		if (r->cols[i]->width > 0)
+			json_array_append_new(cols, json_pack("{s:o, s:o, s:o}", "name", jstr(r->cols[i]->name), "votes",
+				fmt_json_u64(fmt_wm_votes_n(&r->cols[i]->votes)), "agree",
+				fmt_json_u64(fmt_wm_votes_agree(&r->cols[i]->votes, prm->payload))));
 	json_t *ev = json_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:s, s:f, s:i, s:o, s:o, s:f, s:f, s:f, s:s, s:b, s:o, s:s}",
 		"tool", TOOL, "scheme", "fmtkit-wm/1", "file", jstr(path), "format", r->format, "dataset_sha256", sha,
 		"buyer", jstr(o->buyer), "buyer_hash", hex, "density", prm->density, "strength_bits", prm->strength,
@@ -617,30 +643,15 @@ int wm_report_prove(const char *path, const wm_opts *o, const fmt_wm_params *prm
 		json_object_set_new(ev, "bits_agree", json_integer(bits));
 		json_object_set_new(ev, "log10_p_value_votes", json_real(log10_p(ln_p_votes)));
 	}
-	if (!ev || write_evidence(ev, o, &e) != FMT_OK) {
-		json_decref(ev);
-		if (!ev)
-			fmt_fail(&e, FMT_IO, "out of memory");
-		return wm_fail(o, NULL, &e);
-	}
-	int status = match ? 0 : FMT_NEGATIVE;
-	if (o->common.json) {
-		int w = json_out(ev);
-		return w ? w : status;
-	}
-	json_decref(ev);
-	out_name(path);
-	printf(": %s: buyer ", match ? "match" : "no match");
-	out_name(o->buyer);
-	printf(" (hash %.12s)\n  n = %llu votes, A = %llu agree (%.2f %%, log10 p = %.1f); %u of 64 payload bits agree:\n"
+	int done, status = prove_emit(ev, o, match, &done);
+	if (done)
+		return status;
+	prove_head(path, o, match, hex);
+	printf("  n = %llu votes, A = %llu agree (%.2f %%, log10 p = %.1f); %u of 64 payload bits agree:\n"
 	       "  p = %.3e, confidence %.12f\n",
-	       hex, (unsigned long long)n, (unsigned long long)a, n ? 100.0 * (double)a / (double)n : 0.0,
+	       (unsigned long long)n, (unsigned long long)a, n ? 100.0 * (double)a / (double)n : 0.0,
 	       log10_p(ln_p_votes), bits, p, 1 - p);
-	if (o->evidence && !o->common.quiet) {
-		printf("  evidence%s written to ", o->sign_key ? " (signed)" : "");
-		out_name(o->evidence);
-		printf("\n");
-	}
+	prove_evidence_note(o);
 	return status;
 }
 
