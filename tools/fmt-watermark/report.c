@@ -58,6 +58,43 @@ static void left_alone_line(FILE *f, const wm_result *r, const char *why)
 	fprintf(f, "\n");
 }
 
+/* embed's JSON line on f (standard output, or standard error when OUT goes there). */
+static int embed_json_line(FILE *f, json_t *j)
+{
+	int w = j ? fmt_json_line(f, j) : -1;
+	json_decref(j);
+	return w == 0 ? 0 : FMT_IO;
+}
+
+/* "IN -> OUT (format): buyer ID", the start of embed's text report. */
+static void embed_head(FILE *f, const char *input, const char *output, const wm_opts *o, const wm_result *r)
+{
+	fmt_out_escaped(f, input, strlen(input));
+	fprintf(f, " -> ");
+	fmt_out_escaped(f, output, strlen(output));
+	fprintf(f, " (%s%s): buyer ", r->out_format, o->dry_run ? "; dry run, nothing written" : "");
+	fmt_out_escaped(f, o->buyer, strlen(o->buyer));
+}
+
+/* embed's table: per tensor or column its values, how many changed, the largest relative change
+ * (fmtkit-wm/1) or the RMS change over the std (rms, fmtkit-ss/1), and the moments' changes. */
+static void embed_table(FILE *f, const wm_result *r, int rms)
+{
+	fprintf(f, "  %-32s %-5s %12s %12s %11s %11s %11s\n", kind_word(r), "dtype", "values", "marked",
+		rms ? "rms/std" : "max_rel", "mean_rel", "std_rel");
+	for (size_t i = 0; i < r->n_cols; i++) {
+		const wm_column *c = r->cols[i];
+		double mean_rel, std_rel;
+		fmt_wm_dist_moments(&c->dist, &mean_rel, &std_rel);
+		fprintf(f, "  ");
+		fmt_out_escaped(f, c->name, strlen(c->name));
+		int pad = 32 - (int)strlen(c->name);
+		fprintf(f, "%*s %-5s %12llu %12llu %11.3e %11.3e %11.3e\n", pad > 0 ? pad : 0, "", c->dtype,
+			(unsigned long long)c->dist.values, (unsigned long long)c->dist.marked,
+			rms ? fmt_wm_dist_rms_rel(&c->dist) : c->dist.max_rel, mean_rel, std_rel);
+	}
+}
+
 /* fmtkit-ss/1: per tensor the RMS change relative to the tensor's std (the distortion budget). */
 static int report_embed_ss(FILE *f, const char *input, const char *output, const wm_opts *o,
 			   const fmt_wm_params *prm, const uint8_t hash[32], const wm_result *r, const fmt_wm_dist *total)
@@ -87,31 +124,13 @@ static int report_embed_ss(FILE *f, const char *input, const char *output, const
 			"strength", o->ss->strength, "kind", "tensors", "values", fmt_json_u64(total->values),
 			"marked", fmt_json_u64(total->marked), "rms_rel_change_max", rms_max, "tensors", cols,
 			"left_alone", left);
-		int w = j ? fmt_json_line(f, j) : -1;
-		json_decref(j);
-		return w == 0 ? 0 : FMT_IO;
+		return embed_json_line(f, j);
 	}
 	if (o->common.quiet)
 		return 0;
-	fmt_out_escaped(f, input, strlen(input));
-	fprintf(f, " -> ");
-	fmt_out_escaped(f, output, strlen(output));
-	fprintf(f, " (%s%s): buyer ", r->out_format, o->dry_run ? "; dry run, nothing written" : "");
-	fmt_out_escaped(f, o->buyer, strlen(o->buyer));
+	embed_head(f, input, output, o, r);
 	fprintf(f, " (hash %.12s), payload %s, scheme fmtkit-ss/1, strength %g\n", hex, pay, o->ss->strength);
-	fprintf(f, "  %-32s %-5s %12s %12s %11s %11s %11s\n", "tensor", "dtype", "values", "marked", "rms/std",
-		"mean_rel", "std_rel");
-	for (size_t i = 0; i < r->n_cols; i++) {
-		const wm_column *c = r->cols[i];
-		double mean_rel, std_rel;
-		fmt_wm_dist_moments(&c->dist, &mean_rel, &std_rel);
-		fprintf(f, "  ");
-		fmt_out_escaped(f, c->name, strlen(c->name));
-		int pad = 32 - (int)strlen(c->name);
-		fprintf(f, "%*s %-5s %12llu %12llu %11.3e %11.3e %11.3e\n", pad > 0 ? pad : 0, "", c->dtype,
-			(unsigned long long)c->dist.values, (unsigned long long)c->dist.marked, fmt_wm_dist_rms_rel(&c->dist),
-			mean_rel, std_rel);
-	}
+	embed_table(f, r, 1);
 	fprintf(f, "total: %llu of %llu values marked in %zu tensor%s; RMS change at most %.3e of a tensor's std\n",
 		(unsigned long long)total->marked, (unsigned long long)total->values, r->n_cols,
 		r->n_cols == 1 ? "" : "s", rms_max);
@@ -155,31 +174,13 @@ int wm_report_embed(FILE *f, const char *input, const char *output, const wm_opt
 			"values", fmt_json_u64(total.values), "marked", fmt_json_u64(total.marked),
 			"max_rel_change", total.max_rel, r->is_table ? "columns" : "tensors", cols,
 			"left_alone", left);
-		int w = j ? fmt_json_line(f, j) : -1;
-		json_decref(j);
-		return w == 0 ? 0 : FMT_IO;
+		return embed_json_line(f, j);
 	}
 	if (o->common.quiet)
 		return 0;
-	fmt_out_escaped(f, input, strlen(input));
-	fprintf(f, " -> ");
-	fmt_out_escaped(f, output, strlen(output));
-	fprintf(f, " (%s%s): buyer ", r->out_format, o->dry_run ? "; dry run, nothing written" : "");
-	fmt_out_escaped(f, o->buyer, strlen(o->buyer));
+	embed_head(f, input, output, o, r);
 	fprintf(f, " (hash %.12s), payload %s, density %g, strength %d bits\n", hex, pay, prm->density, prm->strength);
-	fprintf(f, "  %-32s %-5s %12s %12s %11s %11s %11s\n", kind_word(r), "dtype", "values", "marked",
-		"max_rel", "mean_rel", "std_rel");
-	for (size_t i = 0; i < r->n_cols; i++) {
-		const wm_column *c = r->cols[i];
-		double mean_rel, std_rel;
-		fmt_wm_dist_moments(&c->dist, &mean_rel, &std_rel);
-		fprintf(f, "  ");
-		fmt_out_escaped(f, c->name, strlen(c->name));
-		int pad = 32 - (int)strlen(c->name);
-		fprintf(f, "%*s %-5s %12llu %12llu %11.3e %11.3e %11.3e\n", pad > 0 ? pad : 0, "", c->dtype,
-			(unsigned long long)c->dist.values, (unsigned long long)c->dist.marked, c->dist.max_rel,
-			mean_rel, std_rel);
-	}
+	embed_table(f, r, 0);
 	fprintf(f, "total: %llu of %llu values marked in %zu %s%s; max relative change %.3e\n",
 		(unsigned long long)total.marked, (unsigned long long)total.values,
 		r->n_cols, kind_word(r), r->n_cols == 1 ? "" : "s", total.max_rel);
@@ -255,6 +256,19 @@ static double runner_up(const double score[256], unsigned best)
 	return second;
 }
 
+/* ": buyer hash PREFIX, buyer NAME (payload P, CRC ok)", extract's verdict on a valid payload. */
+static void extract_found(const wm_opts *o, const char *prefix, const char *buyer, const char *pay)
+{
+	printf(": buyer hash %s", prefix);
+	if (buyer) {
+		printf(", buyer ");
+		out_name(buyer);
+	} else if (o->registry) {
+		printf(", buyer not in the registry");
+	}
+	printf(" (payload %s, CRC ok)\n", pay);
+}
+
 static int report_extract_ss(const char *path, const wm_opts *o, const ss_eval *ss)
 {
 	char pay[17], prefix[13];
@@ -295,14 +309,7 @@ static int report_extract_ss(const char *path, const wm_opts *o, const ss_eval *
 	}
 	out_name(path);
 	if (ss->valid) {
-		printf(": buyer hash %s", prefix);
-		if (buyer) {
-			printf(", buyer ");
-			out_name(buyer);
-		} else if (o->registry) {
-			printf(", buyer not in the registry");
-		}
-		printf(" (payload %s, CRC ok)\n", pay);
+		extract_found(o, prefix, buyer, pay);
 	} else {
 		printf(": no valid watermark (fmtkit-ss/1: %u of 8 bytes tied, CRC %s)\n", ss->ties,
 		       ss->crc_ok ? "ok" : "mismatch");
@@ -373,14 +380,7 @@ int wm_report_extract(const char *path, const wm_opts *o, const wm_result *r)
 	}
 	out_name(path);
 	if (valid) {
-		printf(": buyer hash %s", prefix);
-		if (buyer) {
-			printf(", buyer ");
-			out_name(buyer);
-		} else if (o->registry) {
-			printf(", buyer not in the registry");
-		}
-		printf(" (payload %s, CRC ok)\n", pay);
+		extract_found(o, prefix, buyer, pay);
 	} else {
 		printf(": no valid watermark (%u of 64 bits undecided, CRC %s)\n", unknown,
 		       crc_ok && unknown == 0 ? "ok" : "mismatch");
