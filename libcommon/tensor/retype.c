@@ -173,17 +173,6 @@ static fmt_kind retype_read(const fmt_model *m, const fmt_tensor *t, uint64_t of
 	return FMT_OK;
 }
 
-static uint64_t lcm_u64(uint64_t a, uint64_t b)
-{
-	uint64_t x = a, y = b;
-	while (y) {
-		uint64_t r = x % y;
-		x = y;
-		y = r;
-	}
-	return a / x * b;
-}
-
 fmt_kind fmt_model_add_retyped(fmt_model *out, const fmt_model *in, const fmt_tensor *src,
 			       const char *name, fmt_dtype to, fmt_pool *pool, fmt_err *e)
 {
@@ -217,10 +206,10 @@ static fmt_kind add_retyped(fmt_model *out, const fmt_model *in, const fmt_tenso
 		return fmt_fail(e, FMT_IO, "out of memory");
 	*c = (retype_ctx){ .in = in, .src = src, .to = to, .pool = pool, .overflow = overflow, .weights = weights,
 			   .row_elems = t.ndim ? t.shape[t.ndim - 1] : 1, .rows_per_set = rows_per_set ? rows_per_set : 1 };
-	c->unit_elems = lcm_u64(fmt_dtype_get(src->dtype)->block_elems, fmt_dtype_get(to)->block_elems);
+	c->unit_elems = fmt_lcm_u64(fmt_dtype_get(src->dtype)->block_elems, fmt_dtype_get(to)->block_elems);
 	c->task_elems = TASK_ELEMS;
 	if (weights) {  /* whole rows: the weighted quantizers look at a row at a time */
-		c->unit_elems = lcm_u64(c->unit_elems, c->row_elems);
+		c->unit_elems = fmt_lcm_u64(c->unit_elems, c->row_elems);
 		c->task_elems = c->unit_elems * (TASK_ELEMS / c->unit_elems ? TASK_ELEMS / c->unit_elems : 1);
 	}
 	/* Chunks cut only between whole units of both dtypes, and tasks between whole units too. */
@@ -262,7 +251,7 @@ fmt_kind fmt_tensor_find_overflow(const fmt_model *in, const fmt_tensor *src, fm
 		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': cannot decode %s data", src->name,
 				fmt_dtype_name(src->dtype));
 	/* whole blocks of the source and whole 32-element blocks of the target in every chunk */
-	const uint64_t unit = lcm_u64(fmt_dtype_get(src->dtype)->block_elems, 32);
+	const uint64_t unit = fmt_lcm_u64(fmt_dtype_get(src->dtype)->block_elems, 32);
 	const uint64_t chunk = TASK_ELEMS / unit * unit;
 	float *values = malloc((size_t)chunk * sizeof(float));
 	uint8_t *raw = malloc((size_t)bytes_of(src->dtype, chunk) + 1);

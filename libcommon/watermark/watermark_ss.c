@@ -166,6 +166,40 @@ static inline __attribute__((always_inline)) void mark_block(uint8_t *p, size_t 
 	d->sumsq1 += 2 * c[0].vd + c[0].dd;
 }
 
+/* float32: the same arithmetic branch-free, two lanes of sums in registers; a non-finite value
+ * keeps its bits (a NaN's payload too). */
+static void mark_block_f32(uint8_t *p, size_t n, const double *delta, const uint16_t *r, fmt_wm_dist *d)
+{
+	const unsigned mask = 2 * FMT_SS_GROUPS - 1;
+	double sd[2] = { 0, 0 }, sdd[2] = { 0, 0 }, svd[2] = { 0, 0 };
+	uint64_t finite = 0, marked = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t bits, out;
+		memcpy(&bits, p + 4 * i, 4);
+		float f;
+		memcpy(&f, &bits, 4);
+		int ok = (bits & 0x7F800000u) != 0x7F800000u;
+		double v = f;
+		float g = (float)(v + delta[r[i] & mask]);
+		memcpy(&out, &g, 4);
+		out = ok ? out : bits;
+		memcpy(p + 4 * i, &out, 4);
+		double diff = ok ? (double)g - v : 0;
+		sd[i & 1] += diff;
+		sdd[i & 1] += diff * diff;
+		svd[i & 1] += v * diff;
+		finite += (uint64_t)ok;
+		marked += out != bits;
+	}
+	d->sum_d += sd[0] + sd[1];
+	d->sumsq_d += sdd[0] + sdd[1];
+	d->finite += finite;
+	d->eligible += finite;
+	d->selected += finite;
+	d->marked += marked;
+	d->sumsq1 += 2 * (svd[0] + svd[1]) + sdd[0] + sdd[1];
+}
+
 void fmt_ss_embed(const fmt_ss_params *prm, uint8_t *p, uint64_t nelems, uint64_t first, size_t n, int width,
 		  fmt_wm_dist *d)
 {
@@ -190,7 +224,7 @@ void fmt_ss_embed(const fmt_ss_params *prm, uint8_t *p, uint64_t nelems, uint64_
 	}
 	fmt_ss_stream(prm->sk, nelems, first, n, r);
 	if (width == 4)
-		mark_block(p, n, 4, delta, r, d);
+		mark_block_f32(p, n, delta, r, d);
 	else
 		mark_block(p, n, 8, delta, r, d);
 	/* the original values' sum and sum of squares, from the block's mean and std */

@@ -156,7 +156,7 @@ import numpy as np
 a = np.random.default_rng(1).normal(0, 0.02, (64, 128)).astype("<f4")
 h = json.dumps({"w": {"dtype": "F32", "shape": [64, 128], "data_offsets": [0, a.nbytes]}}).encode()
 sys.stdout.buffer.write(struct.pack("<Q", len(h)) + h + a.tobytes())' >big.safetensors
-	fmt-watermark embed --key wm.key --buyer alice big.safetensors w.safetensors >/dev/null
+	fmt-watermark embed --scheme qim --key wm.key --buyer alice big.safetensors w.safetensors >/dev/null
 	run fmt-watermark extract --key wm.key w.safetensors
 	assert_success
 	bounded fmt-watermark extract --key wm.key --registry /dev/zero w.safetensors

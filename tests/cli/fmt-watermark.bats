@@ -3,7 +3,8 @@
 # one against an independent Python reference (scripts/watermark/wmref.py), output otherwise
 # byte-identical to fmt-convert's, every model format we write, .ald columns, upstream
 # alimentar's scheme, signed evidence checked with python3-cryptography, hostile input, and the
-# robustness targets of §5 on 10 copies.
+# robustness targets of §5 on 10 copies. Models are marked with --scheme qim here: their default is
+# fmtkit-ss/1 (fmt-watermark-ss.bats); extract and prove without --scheme still find these marks.
 
 bats_require_minimum_version 1.5.0
 

@@ -23,7 +23,8 @@ setup() {
 		[ -f "$prefix/share/zsh/site-functions/_$tool" ] || fail "zsh completion of $tool not installed"
 	done
 	[ -f "$prefix/share/man/man7/fmtkit.7" ] || fail "man7/fmtkit.7 not installed"
-	expected=$(( ${#TOOLS[@]} * 4 + 1 ))
+	[ -f "$prefix/share/man/man7/fmtkit-watermark.7" ] || fail "man7/fmtkit-watermark.7 not installed"
+	expected=$(( ${#TOOLS[@]} * 4 + 2 ))
 	assert_equal "$(find "$prefix" ! -type d | wc -l)" "$expected"
 	run env MANPATH="$prefix/share/man" man -w fmt-verify
 	assert_success

@@ -6,6 +6,7 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fmt/checked.h"
 #include "fmt/cli_keys.h"
 #include "fmt/format_options.h"
 #include "fmt/minisign.h"
@@ -229,7 +230,7 @@ static fmt_kind model_hook(fmt_model *out, void *ctx, fmt_err *e)
 		w->width = width;
 		w->pool = c->pool;
 		uint64_t align = t->chunk_align ? t->chunk_align : 1;
-		t->chunk_align = wm_lcm(align, (uint64_t)width);
+		t->chunk_align = fmt_lcm_u64(align, (uint64_t)width);
 		t->data = NULL;
 		t->owned_data = 0;
 		t->source = -1;

@@ -58,6 +58,43 @@ static void left_alone_line(FILE *f, const wm_result *r, const char *why)
 	fprintf(f, "\n");
 }
 
+/* embed's JSON line on f (standard output, or standard error when OUT goes there). */
+static int embed_json_line(FILE *f, json_t *j)
+{
+	int w = j ? fmt_json_line(f, j) : -1;
+	json_decref(j);
+	return w == 0 ? 0 : FMT_IO;
+}
+
+/* "IN -> OUT (format): buyer ID", the start of embed's text report. */
+static void embed_head(FILE *f, const char *input, const char *output, const wm_opts *o, const wm_result *r)
+{
+	fmt_out_escaped(f, input, strlen(input));
+	fprintf(f, " -> ");
+	fmt_out_escaped(f, output, strlen(output));
+	fprintf(f, " (%s%s): buyer ", r->out_format, o->dry_run ? "; dry run, nothing written" : "");
+	fmt_out_escaped(f, o->buyer, strlen(o->buyer));
+}
+
+/* embed's table: per tensor or column its values, how many changed, the largest relative change
+ * (fmtkit-wm/1) or the RMS change over the std (rms, fmtkit-ss/1), and the moments' changes. */
+static void embed_table(FILE *f, const wm_result *r, int rms)
+{
+	fprintf(f, "  %-32s %-5s %12s %12s %11s %11s %11s\n", kind_word(r), "dtype", "values", "marked",
+		rms ? "rms/std" : "max_rel", "mean_rel", "std_rel");
+	for (size_t i = 0; i < r->n_cols; i++) {
+		const wm_column *c = r->cols[i];
+		double mean_rel, std_rel;
+		fmt_wm_dist_moments(&c->dist, &mean_rel, &std_rel);
+		fprintf(f, "  ");
+		fmt_out_escaped(f, c->name, strlen(c->name));
+		int pad = 32 - (int)strlen(c->name);
+		fprintf(f, "%*s %-5s %12llu %12llu %11.3e %11.3e %11.3e\n", pad > 0 ? pad : 0, "", c->dtype,
+			(unsigned long long)c->dist.values, (unsigned long long)c->dist.marked,
+			rms ? fmt_wm_dist_rms_rel(&c->dist) : c->dist.max_rel, mean_rel, std_rel);
+	}
+}
+
 /* fmtkit-ss/1: per tensor the RMS change relative to the tensor's std (the distortion budget). */
 static int report_embed_ss(FILE *f, const char *input, const char *output, const wm_opts *o,
 			   const fmt_wm_params *prm, const uint8_t hash[32], const wm_result *r, const fmt_wm_dist *total)
@@ -87,31 +124,13 @@ static int report_embed_ss(FILE *f, const char *input, const char *output, const
 			"strength", o->ss->strength, "kind", "tensors", "values", fmt_json_u64(total->values),
 			"marked", fmt_json_u64(total->marked), "rms_rel_change_max", rms_max, "tensors", cols,
 			"left_alone", left);
-		int w = j ? fmt_json_line(f, j) : -1;
-		json_decref(j);
-		return w == 0 ? 0 : FMT_IO;
+		return embed_json_line(f, j);
 	}
 	if (o->common.quiet)
 		return 0;
-	fmt_out_escaped(f, input, strlen(input));
-	fprintf(f, " -> ");
-	fmt_out_escaped(f, output, strlen(output));
-	fprintf(f, " (%s%s): buyer ", r->out_format, o->dry_run ? "; dry run, nothing written" : "");
-	fmt_out_escaped(f, o->buyer, strlen(o->buyer));
+	embed_head(f, input, output, o, r);
 	fprintf(f, " (hash %.12s), payload %s, scheme fmtkit-ss/1, strength %g\n", hex, pay, o->ss->strength);
-	fprintf(f, "  %-32s %-5s %12s %12s %11s %11s %11s\n", "tensor", "dtype", "values", "marked", "rms/std",
-		"mean_rel", "std_rel");
-	for (size_t i = 0; i < r->n_cols; i++) {
-		const wm_column *c = r->cols[i];
-		double mean_rel, std_rel;
-		fmt_wm_dist_moments(&c->dist, &mean_rel, &std_rel);
-		fprintf(f, "  ");
-		fmt_out_escaped(f, c->name, strlen(c->name));
-		int pad = 32 - (int)strlen(c->name);
-		fprintf(f, "%*s %-5s %12llu %12llu %11.3e %11.3e %11.3e\n", pad > 0 ? pad : 0, "", c->dtype,
-			(unsigned long long)c->dist.values, (unsigned long long)c->dist.marked, fmt_wm_dist_rms_rel(&c->dist),
-			mean_rel, std_rel);
-	}
+	embed_table(f, r, 1);
 	fprintf(f, "total: %llu of %llu values marked in %zu tensor%s; RMS change at most %.3e of a tensor's std\n",
 		(unsigned long long)total->marked, (unsigned long long)total->values, r->n_cols,
 		r->n_cols == 1 ? "" : "s", rms_max);
@@ -155,31 +174,13 @@ int wm_report_embed(FILE *f, const char *input, const char *output, const wm_opt
 			"values", fmt_json_u64(total.values), "marked", fmt_json_u64(total.marked),
 			"max_rel_change", total.max_rel, r->is_table ? "columns" : "tensors", cols,
 			"left_alone", left);
-		int w = j ? fmt_json_line(f, j) : -1;
-		json_decref(j);
-		return w == 0 ? 0 : FMT_IO;
+		return embed_json_line(f, j);
 	}
 	if (o->common.quiet)
 		return 0;
-	fmt_out_escaped(f, input, strlen(input));
-	fprintf(f, " -> ");
-	fmt_out_escaped(f, output, strlen(output));
-	fprintf(f, " (%s%s): buyer ", r->out_format, o->dry_run ? "; dry run, nothing written" : "");
-	fmt_out_escaped(f, o->buyer, strlen(o->buyer));
+	embed_head(f, input, output, o, r);
 	fprintf(f, " (hash %.12s), payload %s, density %g, strength %d bits\n", hex, pay, prm->density, prm->strength);
-	fprintf(f, "  %-32s %-5s %12s %12s %11s %11s %11s\n", kind_word(r), "dtype", "values", "marked",
-		"max_rel", "mean_rel", "std_rel");
-	for (size_t i = 0; i < r->n_cols; i++) {
-		const wm_column *c = r->cols[i];
-		double mean_rel, std_rel;
-		fmt_wm_dist_moments(&c->dist, &mean_rel, &std_rel);
-		fprintf(f, "  ");
-		fmt_out_escaped(f, c->name, strlen(c->name));
-		int pad = 32 - (int)strlen(c->name);
-		fprintf(f, "%*s %-5s %12llu %12llu %11.3e %11.3e %11.3e\n", pad > 0 ? pad : 0, "", c->dtype,
-			(unsigned long long)c->dist.values, (unsigned long long)c->dist.marked, c->dist.max_rel,
-			mean_rel, std_rel);
-	}
+	embed_table(f, r, 0);
 	fprintf(f, "total: %llu of %llu values marked in %zu %s%s; max relative change %.3e\n",
 		(unsigned long long)total.marked, (unsigned long long)total.values,
 		r->n_cols, kind_word(r), r->n_cols == 1 ? "" : "s", total.max_rel);
@@ -255,6 +256,19 @@ static double runner_up(const double score[256], unsigned best)
 	return second;
 }
 
+/* ": buyer hash PREFIX, buyer NAME (payload P, CRC ok)", extract's verdict on a valid payload. */
+static void extract_found(const wm_opts *o, const char *prefix, const char *buyer, const char *pay)
+{
+	printf(": buyer hash %s", prefix);
+	if (buyer) {
+		printf(", buyer ");
+		out_name(buyer);
+	} else if (o->registry) {
+		printf(", buyer not in the registry");
+	}
+	printf(" (payload %s, CRC ok)\n", pay);
+}
+
 static int report_extract_ss(const char *path, const wm_opts *o, const ss_eval *ss)
 {
 	char pay[17], prefix[13];
@@ -295,14 +309,7 @@ static int report_extract_ss(const char *path, const wm_opts *o, const ss_eval *
 	}
 	out_name(path);
 	if (ss->valid) {
-		printf(": buyer hash %s", prefix);
-		if (buyer) {
-			printf(", buyer ");
-			out_name(buyer);
-		} else if (o->registry) {
-			printf(", buyer not in the registry");
-		}
-		printf(" (payload %s, CRC ok)\n", pay);
+		extract_found(o, prefix, buyer, pay);
 	} else {
 		printf(": no valid watermark (fmtkit-ss/1: %u of 8 bytes tied, CRC %s)\n", ss->ties,
 		       ss->crc_ok ? "ok" : "mismatch");
@@ -373,14 +380,7 @@ int wm_report_extract(const char *path, const wm_opts *o, const wm_result *r)
 	}
 	out_name(path);
 	if (valid) {
-		printf(": buyer hash %s", prefix);
-		if (buyer) {
-			printf(", buyer ");
-			out_name(buyer);
-		} else if (o->registry) {
-			printf(", buyer not in the registry");
-		}
-		printf(" (payload %s, CRC ok)\n", pay);
+		extract_found(o, prefix, buyer, pay);
 	} else {
 		printf(": no valid watermark (%u of 64 bits undecided, CRC %s)\n", unknown,
 		       crc_ok && unknown == 0 ? "ok" : "mismatch");
@@ -505,6 +505,46 @@ static fmt_kind write_evidence(json_t *ev, const wm_opts *o, fmt_err *e)
 	return r;
 }
 
+/* prove's evidence: written (and signed) with -o, printed with --json. *done = 1 when that is all
+ * (a failure, or --json): the exit status is returned; else the caller prints the text. */
+static int prove_emit(json_t *ev, const wm_opts *o, int match, int *done)
+{
+	fmt_err e;
+	fmt_err_clear(&e);
+	*done = 1;
+	if (!ev || write_evidence(ev, o, &e) != FMT_OK) {
+		json_decref(ev);
+		if (!ev)
+			fmt_fail(&e, FMT_IO, "out of memory");
+		return wm_fail(o, NULL, &e);
+	}
+	int status = match ? 0 : FMT_NEGATIVE;
+	if (o->common.json) {
+		int w = json_out(ev);
+		return w ? w : status;
+	}
+	json_decref(ev);
+	*done = 0;
+	return status;
+}
+
+static void prove_head(const char *path, const wm_opts *o, int match, const char *hex)
+{
+	out_name(path);
+	printf(": %s: buyer ", match ? "match" : "no match");
+	out_name(o->buyer);
+	printf(" (hash %.12s)\n", hex);
+}
+
+static void prove_evidence_note(const wm_opts *o)
+{
+	if (o->evidence && !o->common.quiet) {
+		printf("  evidence%s written to ", o->sign_key ? " (signed)" : "");
+		out_name(o->evidence);
+		printf("\n");
+	}
+}
+
 static int report_prove_ss(const char *path, const wm_opts *o, const fmt_wm_params *prm, const uint8_t hash[32],
 			   const wm_result *r, const ss_eval *ss)
 {
@@ -545,31 +585,16 @@ static int report_prove_ss(const char *path, const wm_opts *o, const fmt_wm_para
 		"score", score,
 		"bytes_alike", (int)bytes_alike, "p_value", p, "log10_p_value", log10(p), "confidence", 1 - p,
 		"verdict", match ? "match" : "no match", "match", match, "tensors", cols, "analyzed_at", when);
-	if (!ev || write_evidence(ev, o, &e) != FMT_OK) {
-		json_decref(ev);
-		if (!ev)
-			fmt_fail(&e, FMT_IO, "out of memory");
-		return wm_fail(o, NULL, &e);
-	}
-	int status = match ? 0 : FMT_NEGATIVE;
-	if (o->common.json) {
-		int w = json_out(ev);
-		return w ? w : status;
-	}
-	json_decref(ev);
-	out_name(path);
-	printf(": %s: buyer ", match ? "match" : "no match");
-	out_name(o->buyer);
-	printf(" (hash %.12s)\n  fmtkit-ss/1: %llu values in %zu tensor%s; score %.1f, ranks of the buyer's hash bytes",
-	       hex, (unsigned long long)ss->sum.values, ss->sum.tensors, ss->sum.tensors == 1 ? "" : "s", score);
+	int done, status = prove_emit(ev, o, match, &done);
+	if (done)
+		return status;
+	prove_head(path, o, match, hex);
+	printf("  fmtkit-ss/1: %llu values in %zu tensor%s; score %.1f, ranks of the buyer's hash bytes",
+	       (unsigned long long)ss->sum.values, ss->sum.tensors, ss->sum.tensors == 1 ? "" : "s", score);
 	for (unsigned b = 0; b < FMT_SS_RANKED_BYTES; b++)
-		printf("%s%u", b ? " " : " ", rank[b]);
+		printf(" %u", rank[b]);
 	printf("; %u of 8 payload bytes decode alike:\n  p = %.3e, confidence %.12f\n", bytes_alike, p, 1 - p);
-	if (o->evidence && !o->common.quiet) {
-		printf("  evidence%s written to ", o->sign_key ? " (signed)" : "");
-		out_name(o->evidence);
-		printf("\n");
-	}
+	prove_evidence_note(o);
 	return status;
 }
 
@@ -604,9 +629,10 @@ int wm_report_prove(const char *path, const wm_opts *o, const fmt_wm_params *prm
 	wm_utc_now(when);
 	json_t *cols = json_array();
 	for (size_t i = 0; i < r->n_cols; i++)
-		json_array_append_new(cols, json_pack("{s:o, s:o, s:o}", "name", jstr(r->cols[i]->name), "votes",
-			fmt_json_u64(fmt_wm_votes_n(&r->cols[i]->votes)), "agree",
-			fmt_json_u64(fmt_wm_votes_agree(&r->cols[i]->votes, prm->payload))));
+		if (r->cols[i]->width > 0)
+			json_array_append_new(cols, json_pack("{s:o, s:o, s:o}", "name", jstr(r->cols[i]->name), "votes",
+				fmt_json_u64(fmt_wm_votes_n(&r->cols[i]->votes)), "agree",
+				fmt_json_u64(fmt_wm_votes_agree(&r->cols[i]->votes, prm->payload))));
 	json_t *ev = json_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:s, s:f, s:i, s:o, s:o, s:f, s:f, s:f, s:s, s:b, s:o, s:s}",
 		"tool", TOOL, "scheme", "fmtkit-wm/1", "file", jstr(path), "format", r->format, "dataset_sha256", sha,
 		"buyer", jstr(o->buyer), "buyer_hash", hex, "density", prm->density, "strength_bits", prm->strength,
@@ -617,30 +643,15 @@ int wm_report_prove(const char *path, const wm_opts *o, const fmt_wm_params *prm
 		json_object_set_new(ev, "bits_agree", json_integer(bits));
 		json_object_set_new(ev, "log10_p_value_votes", json_real(log10_p(ln_p_votes)));
 	}
-	if (!ev || write_evidence(ev, o, &e) != FMT_OK) {
-		json_decref(ev);
-		if (!ev)
-			fmt_fail(&e, FMT_IO, "out of memory");
-		return wm_fail(o, NULL, &e);
-	}
-	int status = match ? 0 : FMT_NEGATIVE;
-	if (o->common.json) {
-		int w = json_out(ev);
-		return w ? w : status;
-	}
-	json_decref(ev);
-	out_name(path);
-	printf(": %s: buyer ", match ? "match" : "no match");
-	out_name(o->buyer);
-	printf(" (hash %.12s)\n  n = %llu votes, A = %llu agree (%.2f %%, log10 p = %.1f); %u of 64 payload bits agree:\n"
+	int done, status = prove_emit(ev, o, match, &done);
+	if (done)
+		return status;
+	prove_head(path, o, match, hex);
+	printf("  n = %llu votes, A = %llu agree (%.2f %%, log10 p = %.1f); %u of 64 payload bits agree:\n"
 	       "  p = %.3e, confidence %.12f\n",
-	       hex, (unsigned long long)n, (unsigned long long)a, n ? 100.0 * (double)a / (double)n : 0.0,
+	       (unsigned long long)n, (unsigned long long)a, n ? 100.0 * (double)a / (double)n : 0.0,
 	       log10_p(ln_p_votes), bits, p, 1 - p);
-	if (o->evidence && !o->common.quiet) {
-		printf("  evidence%s written to ", o->sign_key ? " (signed)" : "");
-		out_name(o->evidence);
-		printf("\n");
-	}
+	prove_evidence_note(o);
 	return status;
 }
 

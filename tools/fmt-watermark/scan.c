@@ -4,6 +4,7 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fmt/checked.h"
 #include "fmt/convert.h"
 #include "fmt/out.h"
 #include "fmt/report.h"
@@ -94,17 +95,6 @@ void wm_result_free(wm_result *r)
 	free(r->left_alone);
 	free(r->cols);
 	memset(r, 0, sizeof *r);
-}
-
-uint64_t wm_lcm(uint64_t a, uint64_t b)
-{
-	uint64_t x = a, y = b;
-	while (y) {
-		uint64_t t = x % y;
-		x = y;
-		y = t;
-	}
-	return a / x * b;
 }
 
 /* One range of one tensor: the unit of work of the threads. */
@@ -250,9 +240,9 @@ static fmt_kind scan_model(fmt_model *m, wm_scan_kind kind, const wm_opts *o, co
 			continue;
 		}
 		uint64_t align = t->chunk_align ? t->chunk_align : 1, step = RANGE_BYTES;
-		uint64_t grain = wm_lcm(align, unit ? unit : (uint64_t)width);
+		uint64_t grain = fmt_lcm_u64(align, unit ? unit : (uint64_t)width);
 		if (width && unit)
-			grain = wm_lcm(grain, (uint64_t)width);
+			grain = fmt_lcm_u64(grain, (uint64_t)width);
 		step = grain * (RANGE_BYTES / grain ? RANGE_BYTES / grain : 1);
 		if (unit) {
 			col->ss_first = n_ranges;

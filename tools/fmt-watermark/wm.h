@@ -111,8 +111,6 @@ typedef enum { WM_SCAN_VOTES, WM_SCAN_LATTICE, WM_SCAN_ENTROPY, WM_SCAN_ALIMENTA
 fmt_kind wm_scan(const char *path, wm_scan_kind kind, const wm_opts *o, const fmt_wm_params *prm,
 		 wm_result *r, fmt_err *e);
 
-/* Least common multiple (chunk alignments). */
-uint64_t wm_lcm(uint64_t a, uint64_t b);
 /* Selection by --tensors / --columns. */
 int wm_tensor_wanted(const wm_opts *o, const char *name);
 int wm_column_wanted(const wm_opts *o, const char *name);

@@ -46,4 +46,16 @@ static inline void fmt_wr_u64(uint8_t *p, uint64_t v)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
+/* Least common multiple of two non-zero block or alignment sizes (small: not overflow-checked). */
+static inline uint64_t fmt_lcm_u64(uint64_t a, uint64_t b)
+{
+	uint64_t x = a, y = b;
+	while (y) {
+		uint64_t r = x % y;
+		x = y;
+		y = r;
+	}
+	return a / x * b;
+}
+
 #endif
