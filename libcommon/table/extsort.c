@@ -8,6 +8,7 @@
 #include "fmt/extsort.h"
 
 #define HEAD 16u
+#define MAX_RUNS 64u
 
 typedef struct run {
 	FILE *f;
@@ -31,6 +32,7 @@ struct fmt_extsort {
 	size_t n_heap;
 	int finished;
 	int stepped;             /* a merged record was handed out: step its run next */
+	uint64_t merges;         /* times MAX_RUNS runs were merged into one */
 };
 
 static uint32_t key_len(const uint8_t *r) { return fmt_rd_u32(r); }
@@ -96,9 +98,17 @@ static FILE *temp_file(fmt_err *e)
 	return f;
 }
 
-/* The arena, sorted, as a new run file; the arena is empty after. */
+static fmt_kind merge_runs(fmt_extsort *s, fmt_err *e);
+
+/* The arena, sorted, as a new run file; the arena is empty after. At MAX_RUNS runs they are
+ * merged into one first, so that a small memory bound never holds many files open. */
 static fmt_kind spill(fmt_extsort *s, fmt_err *e)
 {
+	if (s->n_runs == MAX_RUNS) {
+		fmt_kind k = merge_runs(s, e);
+		if (k != FMT_OK)
+			return k;
+	}
 	fmt_kind k = sort_arena(s, e);
 	if (k != FMT_OK)
 		return k;
@@ -217,16 +227,15 @@ static void heap_down(fmt_extsort *s, size_t i)
 	}
 }
 
-fmt_kind fmt_extsort_finish(fmt_extsort *s, fmt_err *e)
+/* Every run at its first record, in the heap. */
+static fmt_kind start_merge(fmt_extsort *s, fmt_err *e)
 {
 	fmt_kind k = FMT_OK;
-	s->finished = 1;
-	if (s->n_runs == 0)
-		return sort_arena(s, e);
-	if (s->n_recs)
-		k = spill(s, e);
-	s->heap = k == FMT_OK ? malloc(s->n_runs * sizeof *s->heap) : NULL;
-	if (k == FMT_OK && !s->heap)
+	free(s->heap);
+	s->n_heap = 0;
+	s->stepped = 0;
+	s->heap = malloc((s->n_runs + 1) * sizeof *s->heap);
+	if (!s->heap)
 		k = fmt_fail(e, FMT_IO, "out of memory");
 	for (size_t i = 0; k == FMT_OK && i < s->n_runs; i++) {
 		if (fseek(s->runs[i].f, 0, SEEK_SET) != 0)
@@ -238,6 +247,17 @@ fmt_kind fmt_extsort_finish(fmt_extsort *s, fmt_err *e)
 	for (size_t i = s->n_heap; k == FMT_OK && i-- > 0;)
 		heap_down(s, i);
 	return k;
+}
+
+fmt_kind fmt_extsort_finish(fmt_extsort *s, fmt_err *e)
+{
+	fmt_kind k = FMT_OK;
+	s->finished = 1;
+	if (s->n_runs == 0)
+		return sort_arena(s, e);
+	if (s->n_recs)
+		k = spill(s, e);
+	return k == FMT_OK ? start_merge(s, e) : k;
 }
 
 static void give(const uint8_t *r, const uint8_t **key, size_t *klen, const uint8_t **payload, size_t *plen)
@@ -281,9 +301,41 @@ fmt_kind fmt_extsort_next(fmt_extsort *s, const uint8_t **key, size_t *klen, con
 	return FMT_OK;
 }
 
+/* Every run merged into one new run (records keep their sequence numbers: still stable). */
+static fmt_kind merge_runs(fmt_extsort *s, fmt_err *e)
+{
+	FILE *out = temp_file(e);
+	if (!out)
+		return e->kind;
+	s->finished = 1;
+	fmt_kind k = start_merge(s, e);
+	for (int done = 0; k == FMT_OK;) {
+		const uint8_t *key, *payload;
+		size_t kl, pl;
+		if ((k = fmt_extsort_next(s, &key, &kl, &payload, &pl, &done, e)) != FMT_OK || done)
+			break;
+		const uint8_t *rec = key - HEAD;
+		if (fwrite(rec, 1, HEAD + kl + pl, out) != HEAD + kl + pl)
+			k = fmt_fail(e, FMT_IO, "cannot write a temporary file (disk full?)");
+	}
+	if (k == FMT_OK && fflush(out) != 0)
+		k = fmt_fail(e, FMT_IO, "cannot write a temporary file (disk full?)");
+	for (size_t i = 0; i < s->n_runs; i++) {
+		fclose(s->runs[i].f);
+		free(s->runs[i].rec);
+	}
+	s->runs[0] = (run){ .f = out };
+	s->n_runs = 1;
+	s->n_heap = 0;
+	s->stepped = 0;
+	s->finished = 0;
+	s->merges++;
+	return k;
+}
+
 uint64_t fmt_extsort_runs(const fmt_extsort *s)
 {
-	return s->n_runs;
+	return s->n_runs + s->merges * (MAX_RUNS - 1);
 }
 
 void fmt_extsort_free(fmt_extsort *s)

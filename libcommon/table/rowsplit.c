@@ -110,6 +110,25 @@ static size_t stratum_of(fmt_split_plan *p, const fmt_schema *s, const fmt_batch
 	return p->n_strata - 1;
 }
 
+struct count_ctx {
+	fmt_split_plan *p;
+	const fmt_schema *schema;
+	fmt_sb *key;
+};
+
+/* The rows of b counted in their strata (added as they come). */
+static fmt_kind count_batch(void *ctx, const fmt_batch *b, fmt_err *e)
+{
+	struct count_ctx *c = ctx;
+	for (uint64_t r = 0; r < b->n_rows; r++) {
+		size_t s = stratum_of(c->p, c->schema, b, r, c->key, 1);
+		if (s >= SIZE_MAX - 1)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		c->p->strata[s].rows++;
+	}
+	return FMT_OK;
+}
+
 static fmt_kind check_fractions(const double *fractions, size_t k, fmt_err *e)
 {
 	double sum = 0;
@@ -155,22 +174,9 @@ fmt_kind fmt_split_plan_count(fmt_table *t, const double *fractions, size_t n_fr
 		if (!p->strata)
 			k = fmt_fail(e, FMT_IO, "out of memory");
 	}
-	while (k == FMT_OK) {
-		fmt_batch b;
-		int done;
-		if ((k = fmt_table_next(t, &b, &done, e)) != FMT_OK || done) {
-			fmt_batch_free(&b);
-			break;
-		}
-		for (uint64_t r = 0; k == FMT_OK && r < b.n_rows; r++) {
-			size_t s = stratum_of(p, &t->schema, &b, r, &key, 1);
-			if (s >= SIZE_MAX - 1)
-				k = fmt_fail(e, FMT_IO, "out of memory");
-			else
-				p->strata[s].rows++;
-		}
-		fmt_batch_free(&b);
-	}
+	struct count_ctx c = { p, &t->schema, &key };
+	if (k == FMT_OK)
+		k = fmt_table_each_batch(t, count_batch, &c, e);
 	p->counts = k == FMT_OK ? calloc(p->n_strata * p->k + 1, sizeof *p->counts) : NULL;
 	if (k == FMT_OK && !p->counts)
 		k = fmt_fail(e, FMT_IO, "out of memory");

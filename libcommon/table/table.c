@@ -434,6 +434,21 @@ fmt_kind fmt_table_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 	return k;
 }
 
+fmt_kind fmt_table_each_batch(fmt_table *t, fmt_kind (*fn)(void *ctx, const fmt_batch *b, fmt_err *e), void *ctx,
+			      fmt_err *e)
+{
+	for (;;) {
+		fmt_batch b;
+		int done = 0;
+		fmt_kind k = fmt_table_next(t, &b, &done, e);
+		if (k == FMT_OK && !done)
+			k = fn(ctx, &b, e);
+		fmt_batch_free(&b); /* again after fmt_table_next's own error: a no-op */
+		if (k != FMT_OK || done)
+			return k;
+	}
+}
+
 int fmt_table_secret(const fmt_table *t)
 {
 	return t->driver->secret ? t->driver->secret(t) : FMT_SECRET_NONE;

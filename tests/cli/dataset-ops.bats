@@ -75,6 +75,16 @@ nothing_written() {
 	assert_output ""
 	run as_csv mem.ald
 	assert_output "$(printf 'id,name,score,grp\n4,dd,0.25,b\n3,cc,0.5,a\n2,bb,1.5,a\n1,aa,,b\n1,aa,,b\n5,,-2,a')"
+	# one row per run, 3000 runs, and no more than 100 open files: 64 runs at most are open, merged
+	# into one as they pile up
+	seq 1 3000 | awk 'BEGIN { print "id,v" } { print $1 "," ($1 * 7919) % 3001 }' >many.csv
+	fmt-convert --sort v:desc --sort id many.csv sorted-mem.csv
+	(ulimit -n 100 && TMPDIR=$PWD/tmp fmt-convert --sort v:desc --sort id --memory 1 many.csv sorted-runs.csv)
+	cmp sorted-mem.csv sorted-runs.csv
+	run head -n 3 sorted-runs.csv
+	assert_output "$(printf 'id,v\n1913,3000\n825,2999')"
+	run ls -A tmp
+	assert_output ""
 }
 
 @test "--dedupe, --dedupe-on, --sample and --shuffle: exact rows, the same for the same seed" {

@@ -283,7 +283,9 @@ m-00003-of-00003.gguf"
 	assert_success
 	assert_equal "${#lines[@]}" 3
 	printf 'a,b\n1,2\n' >d.csv
+	# a dataset is split by rows (issue 24): without --fractions or --rows, a usage error
 	run --separate-stderr fmt-shard split --list d.csv
-	assert_failure 4
+	assert_failure 2
 	assert_equal "$output" ""
+	assert_equal "$stderr" "fmt-shard: error: d.csv: splitting a dataset needs --fractions or --rows"
 }

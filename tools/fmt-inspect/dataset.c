@@ -493,19 +493,17 @@ static void print_quality_text(FILE *out, json_t *r)
 		json_string_value(json_object_get(m, "quantiles")), json_string_value(json_object_get(m, "duplicate_rows")));
 }
 
+static fmt_kind quality_add(void *q, const fmt_batch *b, fmt_err *e)
+{
+	return fmt_quality_add(q, b, e);
+}
+
 static fmt_kind quality(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err *e)
 {
 	fmt_quality *q;
 	fmt_kind k = fmt_quality_new(&t->schema, &q, e);
-	while (k == FMT_OK) {
-		fmt_batch b;
-		int done;
-		if ((k = fmt_table_next(t, &b, &done, e)) == FMT_OK && !done)
-			k = fmt_quality_add(q, &b, e);
-		fmt_batch_free(&b);
-		if (done)
-			break;
-	}
+	if (k == FMT_OK)
+		k = fmt_table_each_batch(t, quality_add, q, e);
 	json_t *r = k == FMT_OK ? fmt_quality_json(q) : NULL;
 	if (k == FMT_OK && !r)
 		k = fmt_fail(e, FMT_IO, "out of memory");

@@ -108,6 +108,13 @@ static fmt_kind plan_files(split_job *j, const char *input, const char *ext, con
 	return k;
 }
 
+static fmt_kind add_rows(void *n, const fmt_batch *b, fmt_err *e)
+{
+	(void)e;
+	*(uint64_t *)n += b->n_rows;
+	return FMT_OK;
+}
+
 static fmt_kind count_rows(fmt_table *t, uint64_t *n, fmt_err *e)
 {
 	*n = 0;
@@ -115,16 +122,7 @@ static fmt_kind count_rows(fmt_table *t, uint64_t *n, fmt_err *e)
 		*n = t->n_rows;
 		return FMT_OK;
 	}
-	for (;;) {
-		fmt_batch b;
-		int done;
-		fmt_kind k = fmt_table_next(t, &b, &done, e);
-		if (k == FMT_OK && !done)
-			*n += b.n_rows;
-		fmt_batch_free(&b);
-		if (k != FMT_OK || done)
-			return k;
-	}
+	return fmt_table_each_batch(t, add_rows, n, e);
 }
 
 /* One output file: the input opened again, the rows of its part and range, through the

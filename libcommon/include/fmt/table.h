@@ -203,6 +203,10 @@ void fmt_table_free(fmt_table *t);
 fmt_kind fmt_table_rows_gate(fmt_table *t, fmt_err *e);
 /* The next checked batch (fmt_batch_free it); *done = 1 after the last (after the gate). */
 fmt_kind fmt_table_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e);
+/* Every remaining batch of t to fn (checked, freed after), until the end or an error of
+ * either. */
+fmt_kind fmt_table_each_batch(fmt_table *t, fmt_kind (*fn)(void *ctx, const fmt_batch *b, fmt_err *e), void *ctx,
+			      fmt_err *e);
 /* The driver's verify; a key given for a format without signatures is SignatureInvalid
  * (unless o->signed_elsewhere: a detached signature was checked). In formats/driver.c, beside
  * fmt_model_verify: it asks fmt/registry.h's verify options and capabilities. */
