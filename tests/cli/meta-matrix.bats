@@ -17,16 +17,23 @@ setup_file() {
 setup() {
 	load helpers
 	cd "$BATS_TEST_TMPDIR"
-	# meta_value's reader: one Python process per test, not one per file
+	declare -gA INPUT_VALUES=()
+	# The reader of meta_value and drop_warning: one Python process per test, not one per file.
+	# A line "MODE<TAB>FILE" asks for fmt-inspect --json FILE's t.v (MODE value) or its number of
+	# non-string metadata values (MODE drops).
 	coproc META { /usr/bin/python3 -u -c '
 import json, subprocess, sys
-for path in sys.stdin:
-    r = subprocess.run(["fmt-inspect", "--json", path.rstrip("\n")], stdout=subprocess.PIPE)
+for line in sys.stdin:
+    mode, path = line.rstrip("\n").split("\t", 1)
+    r = subprocess.run(["fmt-inspect", "--json", path], stdout=subprocess.PIPE)
     try:
         d = json.loads(r.stdout)
-        print(json.dumps(d["metadata"].get("t.v", "<absent>")), d["metadata_types"].get("t.v"))
+        if mode == "drops":
+            print(sum(1 for t in d["metadata_types"].values() if t != "str"))
+        else:
+            print(json.dumps(d["metadata"].get("t.v", "<absent>")), d["metadata_types"].get("t.v"))
     except Exception:
-        print("<no value: %s>" % path.rstrip("\n"))' 3>&-; }
+        print("<no value: %s>" % path)' 3>&-; }
 }
 
 teardown() {
@@ -34,64 +41,93 @@ teardown() {
 	wait "$META_PID" || true
 }
 
-# The value of t.v in FILE as exact JSON (integers beyond 2^53 kept), then its type; when
-# fmt-inspect --json FILE cannot say, "<no value: FILE>", which no other file's value equals.
-meta_value() {
-	local line
-	printf '%s\n' "$1" >&"${META[1]}"
-	IFS= read -r line <&"${META[0]}" || line="<no value: $1>"
-	printf '%s\n' "$line"
+# meta_ask MODE FILE: the reader's answer for FILE, in $answer (no subshell: a case runs
+# hundreds of times).
+meta_ask() {
+	printf '%s\t%s\n' "$1" "$2" >&"${META[1]}"
+	IFS= read -r answer <&"${META[0]}" || answer="<no value: $2>"
 }
 
+# The value of t.v in FILE as exact JSON (integers beyond 2^53 kept), then its type, in $value;
+# when fmt-inspect --json FILE cannot say, "<no value: FILE>", which no other file's value
+# equals. An input's value is asked once (it is converted to every writer).
+meta_value() {
+	local file=$1 answer
+	if [ "${2:-}" = input ] && [ -n "${INPUT_VALUES[$file]:-}" ]; then
+		value=${INPUT_VALUES[$file]}
+		return
+	fi
+	meta_ask value "$file"
+	value=$answer
+	[ "${2:-}" != input ] || INPUT_VALUES[$file]=$value
+}
+
+# The arguments of fmt-convert after the input for each writer, in $args.
 writer_args() {
 	case $1 in
-	safetensors) echo "out.safetensors" ;;
-	gguf) echo "--dtype keep out.gguf" ;;
-	apsim) echo "out.apsim" ;;
-	apr-seed) echo "out.apr" ;;
-	apr-aprender) echo "--apr-layout aprender out.apr" ;;
+	safetensors) args=(out.safetensors) ;;
+	gguf) args=(--dtype keep out.gguf) ;;
+	apsim) args=(out.apsim) ;;
+	apr-seed) args=(out.apr) ;;
+	apr-aprender) args=(--apr-layout aprender out.apr) ;;
 	esac
 }
 
-# The warning a conversion of IN to safetensors gives: one per non-string key (none: empty).
+# The warning a conversion of IN to safetensors gives, in $warn: one per non-string key (none:
+# empty).
 drop_warning() {
-	local n
-	n=$(fmt-inspect --json "$1" | jq '[.metadata_types[] | select(. != "str")] | length')
-	[ "$n" -eq 0 ] || printf 'fmt-convert: warning: %d metadata entr%s dropped: the target holds only string values' \
-		"$n" "$([ "$n" -eq 1 ] && echo y || echo ies)"
+	local n answer
+	meta_ask drops "$1"
+	n=$answer
+	warn=
+	if [ "$n" -ne 0 ]; then
+		printf -v warn 'fmt-convert: warning: %d metadata entr%s dropped: the target holds only string values' \
+			"$n" "$([ "$n" -eq 1 ] && echo y || echo ies)"
+	fi
 }
 
-# matrix_case INPUT WRITER EXPECTED: prints what differs, nothing when the case holds.
+# matrix_case INPUT WRITER EXPECTED: appends what differs to $fails, nothing when the case holds.
+# It runs in the test's shell (a subshell per case would cost a fork each): every command's
+# failure is handled here.
 matrix_case() {
-	local in=$1 w=$2 want=$3 out vin vout warn=""
-	rm -f out.*
-	[ "$w" != safetensors ] || warn=$(drop_warning "$in")
-	# shellcheck disable=SC2046
-	run --separate-stderr fmt-convert "$in" $(writer_args "$w")
-	out=$(ls out.* 2>/dev/null)
+	local in=$1 w=$2 want=$3 out vin vout warn="" args value outs status output stderr
+	outs=(out.*)
+	[ ! -e "${outs[0]}" ] || rm -f "${outs[@]}"
+	[ "$w" != safetensors ] || drop_warning "$in"
+	writer_args "$w"
+	# what `run --separate-stderr` gives, without its mktemp
+	output=$(fmt-convert "$in" "${args[@]}" 2>stderr.txt) && status=0 || status=$?
+	read -d '' -r stderr <stderr.txt || true
+	outs=(out.*)
+	out=
+	[ ! -e "${outs[0]}" ] || out=${outs[*]}
 	case $want in
 	same)
-		[ "$status" -eq 0 ] || { echo "$in -> $w: exit $status ($stderr), expected the same value"; return; }
-		[ "$stderr" = "$warn" ] || { echo "$in -> $w: stderr: $stderr"; return; }
-		vin=$(meta_value "$in") vout=$(meta_value "$out")
+		[ "$status" -eq 0 ] || { fails+="$in -> $w: exit $status ($stderr), expected the same value"; return; }
+		[ "$stderr" = "$warn" ] || { fails+="$in -> $w: stderr: $stderr"; return; }
+		meta_value "$in" input
+		vin=$value
+		meta_value "$out"
+		vout=$value
 		# GGUF to GGUF keeps the type too; the JSON formats hold JSON's types
 		if [ "$w" = gguf ] && [[ "$in" == *.gguf ]]; then
-			[ "$vin" = "$vout" ] || echo "$in -> $w: $vin became $vout"
+			[ "$vin" = "$vout" ] || fails+="$in -> $w: $vin became $vout"
 		else
-			[ "${vin% *}" = "${vout% *}" ] || echo "$in -> $w: $vin became $vout"
+			[ "${vin% *}" = "${vout% *}" ] || fails+="$in -> $w: $vin became $vout"
 		fi
 		;;
 	refused)
-		[ "$status" -eq 5 ] || { echo "$in -> $w: exit $status ($stderr), expected 5"; return; }
-		[[ "$stderr" == "fmt-convert: error: "*"'t.v'"* ]] || echo "$in -> $w: stderr does not name t.v: $stderr"
-		[ -z "$output" ] || echo "$in -> $w: stdout: $output"
-		[ -z "$out" ] || echo "$in -> $w: $out written"
+		[ "$status" -eq 5 ] || { fails+="$in -> $w: exit $status ($stderr), expected 5"; return; }
+		[[ "$stderr" == "fmt-convert: error: "*"'t.v'"* ]] || fails+="$in -> $w: stderr does not name t.v: $stderr"
+		[ -z "$output" ] || fails+="$in -> $w: stdout: $output"
+		[ -z "$out" ] || fails+="$in -> $w: $out written"
 		;;
 	dropped)
-		[ "$status" -eq 0 ] || { echo "$in -> $w: exit $status ($stderr), expected a drop"; return; }
-		[ -n "$warn" ] && [ "$stderr" = "$warn" ] || echo "$in -> $w: stderr: $stderr (expected: $warn)"
-		vout=$(meta_value "$out")
-		[ "$vout" = '"<absent>" None' ] || echo "$in -> $w: t.v is $vout"
+		[ "$status" -eq 0 ] || { fails+="$in -> $w: exit $status ($stderr), expected a drop"; return; }
+		[ -n "$warn" ] && [ "$stderr" = "$warn" ] || fails+="$in -> $w: stderr: $stderr (expected: $warn)"
+		meta_value "$out"
+		vout=$value
+		[ "$vout" = '"<absent>" None' ] || fails+="$in -> $w: t.v is $vout"
 		;;
 	esac
 }
@@ -105,11 +141,12 @@ run_cases() {
 		[[ "$in" == $glob ]] || continue
 		src="$MM/$in"
 		if [ -n "$layout" ]; then
-			src="$BATS_TEST_TMPDIR/src-$(basename "$in" .apsim).apr"
+			src="$BATS_TEST_TMPDIR/src-${in##*/}"
+			src="${src%.apsim}.apr"
 			[ -e "$src" ] || fmt-convert --apr-layout "$layout" "$MM/$in" "$src" ||
 				fail "$in: cannot make the $layout input"
 		fi
-		fails+=$(matrix_case "$src" "$w" "$want")
+		matrix_case "$src" "$w" "$want"
 		n=$((n + 1))
 	done <"$MM/cases.tsv"
 	[ "$n" -gt 0 ] || fail "no case matches $glob"

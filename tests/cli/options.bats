@@ -154,19 +154,42 @@ ZSH
 	assert_line --regexp $'^option\tsecret-prompt\t-\t-\tnone\t-\t-\t0\t1\t'
 }
 
+# zsh_listings LINE...: what zsh lists after each LINE and a tab, in an interactive zsh
+# (tests/cli/zsh-complete.zsh drives one through zpty, one for all the LINEs), in $LISTINGS
+# (LISTINGS[i] for the i-th LINE).
+zsh_listings() {
+	local all rest end=$'\n<<< end of listing >>>\n'
+	all=$(zsh -f "$BATS_TEST_DIRNAME/zsh-complete.zsh" "$COMPLETIONS/zsh" "$@") || fail "zsh-complete.zsh failed: $all"
+	LISTINGS=()
+	rest=$all
+	while [[ $rest == *"$end"* ]]; do
+		LISTINGS+=("${rest%%"$end"*}")
+		rest=${rest#*"$end"}
+	done
+	LISTINGS+=("$rest")
+	[ "${#LISTINGS[@]}" -eq $# ] || fail "zsh-complete.zsh: ${#LISTINGS[@]} listings for $# lines"
+}
+
+# The long options of a listing: the words left of each " -- ".
+listed_longs() {
+	grep -- ' -- ' <<<"$1" | sed 's/ -- .*//' | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u
+}
+
 @test "zsh, interactively, describes --dtype values and offers one option of an exclusion group" {
 	command -v zsh >/dev/null || fail "zsh is not installed (scripts/install-deps installs it)"
-	listed=$(zsh -f "$BATS_TEST_DIRNAME/zsh-complete.zsh" "$COMPLETIONS/zsh" "fmt-convert --dtype ")
+	zsh_listings "fmt-convert --dtype " "fmt-convert --arch " "fmt-shard split --max-" \
+		"fmt-shard split --max-size 1MB --max-"
+	listed=${LISTINGS[0]}
 	grep -qE -- '^keep +-- keep each tensor.s dtype$' <<<"$listed" || fail "no described keep: $listed"
 	grep -qE -- '^q8_0 +-- 8-bit blocks of 32$' <<<"$listed" || fail "no described q8_0: $listed"
-	listed=$(zsh -f "$BATS_TEST_DIRNAME/zsh-complete.zsh" "$COMPLETIONS/zsh" "fmt-convert --arch ")
+	listed=${LISTINGS[1]}
 	for arch in llama qwen2 gemma2; do
 		grep -qE -- "(^| )$arch( |$)" <<<"$listed" || fail "zsh does not offer --arch $arch: $listed"
 	done
 	# both limits are offered alone; after one of them the other is not
 	assert_same_set "zsh: fmt-shard split --max-" "--max-size
---max-tensors" "$(zsh_listed fmt-shard split --max-)"
-	assert_same_set "zsh: fmt-shard split --max-size 1MB --max-" "" "$(zsh_listed fmt-shard split --max-size 1MB --max-)"
+--max-tensors" "$(listed_longs "${LISTINGS[2]}")"
+	assert_same_set "zsh: fmt-shard split --max-size 1MB --max-" "" "$(listed_longs "${LISTINGS[3]}")"
 }
 
 @test "every option of the table is accepted; others are refused with exit 2" {
@@ -310,23 +333,31 @@ to_full() {
 	assert_equal "$stderr" '{"tool":"fmt-convert","level":"error","file":null,"error":"IoError","exit":3,"message":"cannot write to standard output: No space left on device"}'
 }
 
-# The long options zsh lists after "TOOL [SUBCOMMAND] --" and a tab, in an interactive zsh
-# (tests/cli/zsh-complete.zsh drives one through zpty): the words left of each " -- ".
-zsh_listed() {
-	zsh -f "$BATS_TEST_DIRNAME/zsh-complete.zsh" "$COMPLETIONS/zsh" "$*" |
-		grep -- ' -- ' | sed 's/ -- .*//' | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u
-}
-
+# The long options zsh lists after "TOOL [SUBCOMMAND] --" and a tab (listed_longs), all the lines
+# typed into one zsh.
 @test "zsh, interactively, offers exactly the table's options (per subcommand) and the formats" {
 	command -v zsh >/dev/null || fail "zsh is not installed (scripts/install-deps installs it)"
+	local lines=() i=0
+	declare -A cmds
 	for tool in "${TOOLS[@]}"; do
-		assert_same_set "zsh: $tool --" "$(table_longs "$tool")" "$(zsh_listed "$tool --")"
-		for cmd in $(subcommands_of "$tool"); do
-			assert_same_set "zsh: $tool $cmd --" "$(table_words "$tool" "$cmd" | grep -- '^--')" \
-				"$(zsh_listed "$tool $cmd --")"
+		cmds[$tool]=$(subcommands_of "$tool")
+		lines+=("$tool --")
+		for cmd in ${cmds[$tool]}; do
+			lines+=("$tool $cmd --")
 		done
 	done
-	listed=$(zsh -f "$BATS_TEST_DIRNAME/zsh-complete.zsh" "$COMPLETIONS/zsh" "fmt-inspect --format ")
+	lines+=("fmt-inspect --format ")
+	zsh_listings "${lines[@]}"
+	for tool in "${TOOLS[@]}"; do
+		assert_same_set "zsh: $tool --" "$(table_longs "$tool")" "$(listed_longs "${LISTINGS[i]}")"
+		i=$((i + 1))
+		for cmd in ${cmds[$tool]}; do
+			assert_same_set "zsh: $tool $cmd --" "$(table_words "$tool" "$cmd" | grep -- '^--')" \
+				"$(listed_longs "${LISTINGS[i]}")"
+			i=$((i + 1))
+		done
+	done
+	listed=${LISTINGS[i]}
 	for name in $("$FMTKIT_BIN/fmt-inspect" --dump-options | awk -F '\t' '$2 == "format" { print $6 }'); do
 		grep -qE -- "(^| )$name( |$)" <<<"$listed" || fail "zsh does not offer --format $name: $listed"
 	done
