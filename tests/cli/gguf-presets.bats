@@ -57,7 +57,7 @@ nothing_written() {
 		diff "$LQ/$model-$case.txt" <(listing "$model-$case.gguf") || fail "$model $case differs from llama-quantize"
 		n=$((n + 1))
 	done <"$LQ/cases"
-	assert_equal "$n" 51
+	assert_equal "$n" 66
 }
 
 @test "the golden cases cover each preset, the fallbacks, GQA, tied embeddings, experts, 70B and falcon" {
