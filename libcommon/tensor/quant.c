@@ -731,8 +731,7 @@ static void weighted_32_block(fmt_dtype t, const float *x, const float *qw, floa
 	float weight[QK], min;
 	uint8_t L[QK];
 	const int with_min = t == FMT_DT_Q4_1 || t == FMT_DT_Q5_1, five = t == FMT_DT_Q5_0 || t == FMT_DT_Q5_1;
-	for (int j = 0; j < QK; j++)
-		weight[j] = qw[j] * sqrtf(sigma2 + x[j] * x[j]);
+	fmt_importance(x, qw, sigma2, QK, weight);
 	const float d = with_min ? fmt_make_qkx3_quants(QK, five ? 31 : 15, x, weight, L, &min)
 				 : fmt_make_qx_quants(QK, five ? 16 : 8, x, weight, (int8_t *)L);
 	uint8_t *qs = dst + (with_min ? 4 : 2);

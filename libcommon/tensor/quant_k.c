@@ -258,6 +258,24 @@ static void pack_2bit(const uint8_t *L, uint8_t *qs)
 						  (L[j + l + 96] << 6));
 }
 
+float fmt_importance(const float *x, const float *qw, float sigma2, int n, float *w)
+{
+	float sum = 0;
+	for (int j = 0; j < n; ++j)
+		w[j] = qw[j] * sqrtf(sigma2 + x[j] * x[j]);
+	for (int j = 0; j < n; ++j)
+		sum += w[j];
+	return sum;
+}
+
+float fmt_k_sigma2(const float *x, float factor)
+{
+	float sumx2 = 0;
+	for (int j = 0; j < QK_K; ++j)
+		sumx2 += x[j] * x[j];
+	return factor * sumx2 / QK_K;
+}
+
 /* ---- Q2_K: u8 scales[16]; u8 qs[64]; half d; half dmin ---- */
 
 static float make_qp_quants(int n, int nmax, const float *x, uint8_t *L, const float *w);
@@ -281,16 +299,9 @@ static void quantize_q2_k_weighted(const float *x, const float *qw, uint8_t *y)
 {
 	uint8_t L[QK_K], Ls[QK_K / 16], Lm[QK_K / 16];
 	float weight[16], sw[QK_K / 16], mins[QK_K / 16], scales[QK_K / 16];
-	float sumx2 = 0;
-	for (int j = 0; j < QK_K; ++j)
-		sumx2 += x[j] * x[j];
-	const float sigma2 = sumx2 / QK_K;
+	const float sigma2 = fmt_k_sigma2(x, 1.f);
 	for (int j = 0; j < QK_K / 16; ++j) {
-		for (int l = 0; l < 16; ++l)
-			weight[l] = qw[16 * j + l] * sqrtf(sigma2 + x[16 * j + l] * x[16 * j + l]);
-		sw[j] = 0;
-		for (int l = 0; l < 16; ++l)
-			sw[j] += weight[l];
+		sw[j] = fmt_importance(x + 16 * j, qw + 16 * j, sigma2, 16, weight);
 		scales[j] = fmt_make_qkx3_quants(16, 3, x + 16 * j, weight, L + 16 * j, &mins[j]);
 	}
 	const float dm = make_qp_quants(QK_K / 16, 15, scales, Ls, sw);
@@ -391,17 +402,9 @@ static void quantize_q3_k_weighted(const float *x, const float *qw, uint8_t *y)
 {
 	int8_t L[QK_K], Ls[QK_K / 16];
 	float weight[16], sw[QK_K / 16], scales[QK_K / 16];
-	float sumx2 = 0;
-	for (int j = 0; j < QK_K; ++j)
-		sumx2 += x[j] * x[j];
-	const float sigma2 = 2 * sumx2 / QK_K;
+	const float sigma2 = fmt_k_sigma2(x, 2.f);
 	for (int j = 0; j < QK_K / 16; ++j) {
-		float sumw = 0;
-		for (int l = 0; l < 16; ++l)
-			weight[l] = qw[16 * j + l] * sqrtf(sigma2 + x[16 * j + l] * x[16 * j + l]);
-		for (int l = 0; l < 16; ++l)
-			sumw += weight[l];
-		sw[j] = sumw;
+		sw[j] = fmt_importance(x + 16 * j, qw + 16 * j, sigma2, 16, weight);
 		scales[j] = fmt_make_qx_quants(16, 4, x + 16 * j, weight, L + 16 * j);
 	}
 	memset(y + 96, 0, 12);
@@ -565,17 +568,9 @@ static void kx_groups_weighted(const float *x, const float *qw, int nmax, uint8_
 {
 	uint8_t Ls[QK_K / 32], Lm[QK_K / 32];
 	float weights[32], sw[QK_K / 32], mins[QK_K / 32], scales[QK_K / 32];
-	float sum_x2 = 0;
-	for (int l = 0; l < QK_K; ++l)
-		sum_x2 += x[l] * x[l];
-	const float sigma2 = 2 * sum_x2 / QK_K;
+	const float sigma2 = fmt_k_sigma2(x, 2.f);
 	for (int j = 0; j < QK_K / 32; ++j) {
-		float sumw = 0;
-		for (int l = 0; l < 32; ++l)
-			weights[l] = qw[32 * j + l] * sqrtf(sigma2 + x[32 * j + l] * x[32 * j + l]);
-		for (int l = 0; l < 32; ++l)
-			sumw += weights[l];
-		sw[j] = sumw;
+		sw[j] = fmt_importance(x + 32 * j, qw + 32 * j, sigma2, 32, weights);
 		scales[j] = fmt_make_qkx3_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j]);
 	}
 	const float d_block = make_qp_quants(QK_K / 32, 63, scales, Ls, sw);
@@ -756,8 +751,11 @@ static float iq4_sums(const float *xb, const float *weight, float id, uint8_t *L
 static float iq4_block_scale(const float *xb, const float *qw, float sigma2, uint8_t *L)
 {
 	float weight[32], amax, sumq2;
-	for (int j = 0; j < 32; ++j)
-		weight[j] = qw ? qw[j] * sqrtf(sigma2 + xb[j] * xb[j]) : xb[j] * xb[j];
+	if (qw)
+		fmt_importance(xb, qw, sigma2, 32, weight);
+	else
+		for (int j = 0; j < 32; ++j)
+			weight[j] = xb[j] * xb[j];
 	const float max = signed_absmax(xb, 32, &amax);
 	if (amax < GROUP_MAX_EPS)
 		return 0;

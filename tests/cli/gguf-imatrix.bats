@@ -22,15 +22,6 @@ setup() {
 	cd "$BATS_TEST_TMPDIR"
 }
 
-nothing_written() {
-	[ ! -e "$1" ] || fail "$1 was written"
-	[ -z "$(find . -maxdepth 1 -name '.fmtkit-tmp-*')" ] || fail "temporary file left"
-}
-
-usage_error() {
-	printf 'fmt-convert: error: %s\nTry '"'"'fmt-convert --help'"'"'.' "$1"
-}
-
 @test "hostile importance matrices: exit 4 naming the file and what is wrong, nothing written" {
 	local file msg n=0
 	while IFS='|' read -r file msg; do
@@ -106,6 +97,6 @@ usage_error() {
 	nothing_written out.gguf
 	run --separate-stderr fmt-convert --imatrix "$IM/b/imatrix.gguf" "$IM/b.gguf" out.safetensors
 	assert_failure 2
-	assert_equal "$stderr" "$(usage_error "--imatrix needs .gguf output")"
+	assert_equal "$stderr" "$(usage_error fmt-convert "--imatrix needs .gguf output")"
 	nothing_written out.safetensors
 }
