@@ -10,7 +10,7 @@
 #include "fmt/out.h"
 #include "fmt/report.h"
 
-#define MAX_OPTIONS 128
+#define MAX_OPTIONS 128  /* fmt-convert: its own, and every driver's options */
 #define HELP_LEFT_MAX 26 /* wider option columns put their text after two spaces */
 #define NAMES_MAX 512
 

@@ -544,17 +544,18 @@ static void q4_0_block(const float *x, uint8_t *dst)
 		dst[2 + j] = (uint8_t)(codes[j] | (uint8_t)(codes[j + QK / 2] << 4));
 }
 
-/* Q5_0's 5-bit codes after its scale: the low nibbles (element j, j + 16), then the fifth bits. */
-static void pack_q5_0(const uint8_t *codes, uint8_t *dst)
+/* 32 5-bit codes of Q5_0 and Q5_1: the fifth bits in qh (u32), the low nibbles in qs (element
+ * j low, j + 16 high). */
+static void pack_5bit(const uint8_t *codes, uint8_t *qh_at, uint8_t *qs)
 {
 	uint32_t qh = 0;
 	for (int j = 0; j < QK / 2; j++) {
 		const uint8_t c0 = codes[j], c1 = codes[j + QK / 2];
-		dst[6 + j] = (uint8_t)((c0 & 0x0F) | ((c1 & 0x0F) << 4));
+		qs[j] = (uint8_t)((c0 & 0x0F) | ((c1 & 0x0F) << 4));
 		qh |= ((c0 & 0x10u) >> 4) << j;
 		qh |= ((c1 & 0x10u) >> 4) << (j + QK / 2);
 	}
-	fmt_wr_u32(dst + 2, qh);
+	fmt_wr_u32(qh_at, qh);
 }
 
 /* Q5_0: half d; u8 qh[4]; u8 qs[16]. d = max / -16, codes MIN(31, (int8)(x/d + 16.5)). */
@@ -566,7 +567,7 @@ static void q5_0_block(const float *x, uint8_t *dst)
 	uint8_t codes[QK];
 	for (int j = 0; j < QK; j++)
 		codes[j] = min_int8_code(x[j] * id + 16.5f, 31);
-	pack_q5_0(codes, dst);
+	pack_5bit(codes, dst + 2, dst + 6);
 }
 
 /* The smallest and largest element of a 32-element block (Q4_1, Q5_1). */
@@ -615,15 +616,10 @@ static void q5_1_block(const float *x, uint8_t *dst)
 {
 	float min;
 	const float id = write_scale_min(x, 31.0f, dst, &min);
-	uint32_t qh = 0;
-	for (int j = 0; j < QK / 2; j++) {
-		const uint8_t c0 = x86_trunc_low_byte((x[j] - min) * id + 0.5f);
-		const uint8_t c1 = x86_trunc_low_byte((x[j + QK / 2] - min) * id + 0.5f);
-		dst[8 + j] = (uint8_t)((c0 & 0x0F) | ((c1 & 0x0F) << 4));
-		qh |= ((c0 & 0x10u) >> 4) << j;
-		qh |= ((c1 & 0x10u) >> 4) << (j + QK / 2);
-	}
-	fmt_wr_u32(dst + 4, qh);
+	uint8_t codes[QK];
+	for (int j = 0; j < QK; j++)
+		codes[j] = x86_trunc_low_byte((x[j] - min) * id + 0.5f);
+	pack_5bit(codes, dst + 4, dst + 8);
 }
 
 typedef void (*block_quantizer)(const float *x, uint8_t *dst);
@@ -727,29 +723,32 @@ fmt_kind fmt_quantize(fmt_dtype t, const float *x, uint8_t *dst, uint64_t nelems
 	return check_scales(t, dst, nblocks, first_elem, e);
 }
 
-/* Q4_0 and Q5_0 with importance weights (quantize_row_q4_0_impl, _q5_0_impl): weights
+/* Q4_0, Q4_1, Q5_0 and Q5_1 with importance weights (quantize_row_q4_0_impl ...): weights
  * qw[j] * sqrt(sigma2 + x^2), sigma2 the row's mean square; make_qx_quants finds codes and
- * scale. */
+ * scale, for the types with a min make_qkx3_quants codes, scale and min. */
 static void weighted_32_block(fmt_dtype t, const float *x, const float *qw, float sigma2, uint8_t *dst)
 {
-	float weight[QK];
-	int8_t L[QK];
-	for (int j = 0; j < QK; j++)
-		weight[j] = qw[j] * sqrtf(sigma2 + x[j] * x[j]);
-	const float d = fmt_make_qx_quants(QK, t == FMT_DT_Q4_0 ? 8 : 16, x, weight, L);
+	float weight[QK], min;
+	uint8_t L[QK];
+	const int with_min = t == FMT_DT_Q4_1 || t == FMT_DT_Q5_1, five = t == FMT_DT_Q5_0 || t == FMT_DT_Q5_1;
+	fmt_importance(x, qw, sigma2, QK, weight);
+	const float d = with_min ? fmt_make_qkx3_quants(QK, five ? 31 : 15, x, weight, L, &min)
+				 : fmt_make_qx_quants(QK, five ? 16 : 8, x, weight, (int8_t *)L);
+	uint8_t *qs = dst + (with_min ? 4 : 2);
 	fmt_wr_u16(dst, fmt_f32_to_f16(d));
-	if (t == FMT_DT_Q5_0) {
-		pack_q5_0((const uint8_t *)L, dst);
+	if (with_min)
+		fmt_wr_u16(dst + 2, fmt_f32_to_f16(-min));
+	if (five) {
+		pack_5bit(L, qs, qs + 4);
 		return;
 	}
 	for (int j = 0; j < QK / 2; j++)
-		dst[2 + j] = (uint8_t)(L[j] | (L[j + QK / 2] << 4));
+		qs[j] = (uint8_t)(L[j] | (L[j + QK / 2] << 4));
 }
 
 int fmt_quantize_weighted_supported(fmt_dtype t)
 {
-	return t == FMT_DT_Q8_0 || t == FMT_DT_Q4_0 || t == FMT_DT_Q5_0 || t == FMT_DT_Q6_K ||
-	       t == FMT_DT_IQ4_NL || t == FMT_DT_IQ4_XS;
+	return fmt_quantize_supported(t);
 }
 
 fmt_kind fmt_quantize_row_weighted(fmt_dtype t, const float *x, uint8_t *dst, uint64_t row_elems, const float *qw,
@@ -773,7 +772,7 @@ fmt_kind fmt_quantize_row_weighted(fmt_dtype t, const float *x, uint8_t *dst, ui
 		const float *xb = x + b * elems, *wb = qw + b * elems;
 		if (t == FMT_DT_Q8_0)
 			q8_0_block(xb, dst + b * bytes);   /* ggml's quantize_q8_0 ignores the weights */
-		else if (t == FMT_DT_Q4_0 || t == FMT_DT_Q5_0)
+		else if (legacy_quantizer(t))
 			weighted_32_block(t, xb, wb, sigma2, dst + b * bytes);
 		else
 			fmt_quantize_k_block_weighted(t, xb, wb, dst + b * bytes);

@@ -22,4 +22,16 @@ void fmt_quantize_k_block_weighted(fmt_dtype t, const float *x, const float *qw,
  * weights qw (NULL: x^2). */
 float fmt_make_qx_quants(int n, int nmax, const float *x, const float *qw, int8_t *L);
 
+/* The importance weights of the weighted quantizers: w[j] = qw[j] * sqrt(sigma2 + x[j]^2) for
+ * n elements; returns their sum (added in order). */
+float fmt_importance(const float *x, const float *qw, float sigma2, int n, float *w);
+
+/* The sigma2 of the weighted K-quants: factor * (sum of x^2 over the 256-element super-block)
+ * / 256 (factor 2; Q2_K 1). */
+float fmt_k_sigma2(const float *x, float factor);
+
+/* make_qkx3_quants as the weighted Q4_1, Q5_1, Q4_K and Q5_K call it (rmin -0.9, rdelta 0.05,
+ * 36 steps, squared error): codes L in [0, nmax], the scale, the min negated in *the_min. */
+float fmt_make_qkx3_quants(int n, int nmax, const float *x, const float *weights, uint8_t *L, float *the_min);
+
 #endif

@@ -258,7 +258,61 @@ static void pack_2bit(const uint8_t *L, uint8_t *qs)
 						  (L[j + l + 96] << 6));
 }
 
+float fmt_importance(const float *x, const float *qw, float sigma2, int n, float *w)
+{
+	float sum = 0;
+	for (int j = 0; j < n; ++j)
+		w[j] = qw[j] * sqrtf(sigma2 + x[j] * x[j]);
+	for (int j = 0; j < n; ++j)
+		sum += w[j];
+	return sum;
+}
+
+float fmt_k_sigma2(const float *x, float factor)
+{
+	float sumx2 = 0;
+	for (int j = 0; j < QK_K; ++j)
+		sumx2 += x[j] * x[j];
+	return factor * sumx2 / QK_K;
+}
+
 /* ---- Q2_K: u8 scales[16]; u8 qs[64]; half d; half dmin ---- */
+
+static float make_qp_quants(int n, int nmax, const float *x, uint8_t *L, const float *w);
+
+/* The 2-bit codes of each group from the 4-bit scales and mins as stored. */
+static void q2_codes(const float *x, const uint8_t *sc, float d_all, float dmin_all, uint8_t *L)
+{
+	for (int j = 0; j < QK_K / 16; ++j) {
+		const float d = d_all * (float)(sc[j] & 0xF);
+		if (!d)
+			continue;
+		const float dm = dmin_all * (float)(sc[j] >> 4);
+		for (int ii = 0; ii < 16; ++ii)
+			L[16 * j + ii] = (uint8_t)clamp_int(nearest_int((x[16 * j + ii] + dm) / d), 0, 3);
+	}
+}
+
+/* quantize_row_q2_K_impl: weights qw * sqrt(sigma2 + x^2) (sigma2 the mean square),
+ * make_qkx3_quants per 16 elements, scales and mins coded by make_qp_quants. */
+static void quantize_q2_k_weighted(const float *x, const float *qw, uint8_t *y)
+{
+	uint8_t L[QK_K], Ls[QK_K / 16], Lm[QK_K / 16];
+	float weight[16], sw[QK_K / 16], mins[QK_K / 16], scales[QK_K / 16];
+	const float sigma2 = fmt_k_sigma2(x, 1.f);
+	for (int j = 0; j < QK_K / 16; ++j) {
+		sw[j] = fmt_importance(x + 16 * j, qw + 16 * j, sigma2, 16, weight);
+		scales[j] = fmt_make_qkx3_quants(16, 3, x + 16 * j, weight, L + 16 * j, &mins[j]);
+	}
+	const float dm = make_qp_quants(QK_K / 16, 15, scales, Ls, sw);
+	const float mm = make_qp_quants(QK_K / 16, 15, mins, Lm, sw);
+	put_half(y + 80, dm);
+	put_half(y + 82, mm);
+	for (int j = 0; j < QK_K / 16; ++j)
+		y[j] = (uint8_t)(Ls[j] | (Lm[j] << 4));
+	q2_codes(x, y, get_half(y + 80), get_half(y + 82), L);
+	pack_2bit(L, y + 16);
+}
 
 static void quantize_q2_k_block(const float *x, uint8_t *y)
 {
@@ -293,15 +347,7 @@ static void quantize_q2_k_block(const float *x, uint8_t *y)
 	} else {
 		put_half(y + 82, 0.f);
 	}
-	const float d_all = get_half(y + 80), dmin_all = get_half(y + 82);
-	for (int j = 0; j < QK_K / 16; ++j) {
-		const float d = d_all * (float)(sc[j] & 0xF);
-		if (!d)
-			continue;
-		const float dm = dmin_all * (float)(sc[j] >> 4);
-		for (int ii = 0; ii < 16; ++ii)
-			L[16 * j + ii] = (uint8_t)clamp_int(nearest_int((x[16 * j + ii] + dm) / d), 0, 3);
-	}
+	q2_codes(x, sc, get_half(y + 80), get_half(y + 82), L);
 	pack_2bit(L, qs);
 }
 
@@ -314,37 +360,21 @@ static int q3_stored_scale(const uint8_t *s, int j)
 	return low | (((s[8 + j % 4] >> (2 * (j / 4))) & 3) << 4);
 }
 
-static void quantize_q3_k_block(const float *x, uint8_t *y)
+/* Sixteen 6-bit scales l (0..63) into Q3_K's 12 bytes: low nibbles, then 2-bit high parts. */
+static void q3_pack_scale(uint8_t *sc, int j, int l)
 {
-	int8_t L[QK_K];
-	float scales[QK_K / 16];
+	if (j < 8)
+		sc[j] = (uint8_t)(l & 0xF);
+	else
+		sc[j - 8] = (uint8_t)(sc[j - 8] | ((l & 0xF) << 4));
+	l >>= 4;
+	sc[j % 4 + 8] = (uint8_t)(sc[j % 4 + 8] | (l << (2 * (j / 4))));
+}
+
+/* The codes from the scales as stored, the third bits into hmask, the rest packed. */
+static void q3_codes(const float *x, uint8_t *y, int8_t *L)
+{
 	uint8_t *hmask = y, *qs = y + 32, *sc = y + 96;
-	float max_scale = 0, amax = 0;
-	for (int j = 0; j < QK_K / 16; ++j) {
-		scales[j] = make_q3_quants(16, 4, x + 16 * j, L + 16 * j);
-		const float scale = fabsf(scales[j]);
-		if (scale > amax) {
-			amax = scale;
-			max_scale = scales[j];
-		}
-	}
-	memset(sc, 0, 12);
-	if (max_scale) {
-		const float iscale = -32.f / max_scale;
-		for (int j = 0; j < QK_K / 16; ++j) {
-			int8_t l = (int8_t)nearest_int(iscale * scales[j]);
-			l = (int8_t)(clamp_int(l, -32, 31) + 32);
-			if (j < 8)
-				sc[j] = (uint8_t)(l & 0xF);
-			else
-				sc[j - 8] = (uint8_t)(sc[j - 8] | ((l & 0xF) << 4));
-			l = (int8_t)(l >> 4);
-			sc[j % 4 + 8] = (uint8_t)(sc[j % 4 + 8] | (l << (2 * (j / 4))));
-		}
-		put_half(y + 108, 1 / iscale);
-	} else {
-		put_half(y + 108, 0.f);
-	}
 	const float d_all = get_half(y + 108);
 	for (int j = 0; j < QK_K / 16; ++j) {
 		const int8_t s = (int8_t)(q3_stored_scale(sc, j) - 32);
@@ -365,7 +395,192 @@ static void quantize_q3_k_block(const float *x, uint8_t *y)
 	pack_2bit((const uint8_t *)L, qs);
 }
 
+/* quantize_row_q3_K_impl: weights qw * sqrt(sigma2 + x^2) (sigma2 twice the mean square),
+ * make_qx_quants per 16 elements and again for the sixteen scales (weighted by the groups'
+ * weight sums). */
+static void quantize_q3_k_weighted(const float *x, const float *qw, uint8_t *y)
+{
+	int8_t L[QK_K], Ls[QK_K / 16];
+	float weight[16], sw[QK_K / 16], scales[QK_K / 16];
+	const float sigma2 = fmt_k_sigma2(x, 2.f);
+	for (int j = 0; j < QK_K / 16; ++j) {
+		sw[j] = fmt_importance(x + 16 * j, qw + 16 * j, sigma2, 16, weight);
+		scales[j] = fmt_make_qx_quants(16, 4, x + 16 * j, weight, L + 16 * j);
+	}
+	memset(y + 96, 0, 12);
+	const float d_block = fmt_make_qx_quants(QK_K / 16, 32, scales, sw, Ls);
+	for (int j = 0; j < QK_K / 16; ++j)
+		q3_pack_scale(y + 96, j, Ls[j]);
+	put_half(y + 108, d_block);
+	q3_codes(x, y, L);
+}
+
+static void quantize_q3_k_block(const float *x, uint8_t *y)
+{
+	int8_t L[QK_K];
+	float scales[QK_K / 16];
+	uint8_t *sc = y + 96;
+	float max_scale = 0, amax = 0;
+	for (int j = 0; j < QK_K / 16; ++j) {
+		scales[j] = make_q3_quants(16, 4, x + 16 * j, L + 16 * j);
+		const float scale = fabsf(scales[j]);
+		if (scale > amax) {
+			amax = scale;
+			max_scale = scales[j];
+		}
+	}
+	memset(sc, 0, 12);
+	if (max_scale) {
+		const float iscale = -32.f / max_scale;
+		for (int j = 0; j < QK_K / 16; ++j) {
+			const int8_t l = (int8_t)nearest_int(iscale * scales[j]);
+			q3_pack_scale(sc, j, clamp_int(l, -32, 31) + 32);
+		}
+		put_half(y + 108, 1 / iscale);
+	} else {
+		put_half(y + 108, 0.f);
+	}
+	q3_codes(x, y, L);
+}
+
 /* ---- Q4_K and Q5_K: half d; half dmin; u8 scales[12]; (Q5_K: u8 qh[32];) u8 qs[128] ---- */
+
+float fmt_make_qkx3_quants(int n, int nmax, const float *x, const float *weights, uint8_t *L, float *the_min)
+{
+	/* make_qkx3_quants is make_qkx2_quants but for "max <= min" (the same test on finite
+	 * values: min is at most 0 and max at least min) and an early return without steps */
+	uint8_t Laux[32];
+	return make_qkx2_quants(n, nmax, x, weights, L, the_min, Laux, -0.9f, 0.05f, 36, 0);
+}
+
+/* make_qp_quants: codes in [0, nmax] (as uint8, as ggml keeps them) of n values x (a
+ * super-block's scales or mins) and their scale, by weighted squared error over eight trial
+ * scales, then at most five sweeps moving one code at a time. */
+static float make_qp_quants(int n, int nmax, const float *x, uint8_t *L, const float *w)
+{
+	float max = 0;
+	for (int i = 0; i < n; ++i)
+		max = max > x[i] ? max : x[i];
+	if (max < GROUP_MAX_EPS) {
+		memset(L, 0, (size_t)n);
+		return 0.f;
+	}
+	float iscale = (float)nmax / max;
+	for (int i = 0; i < n; ++i)
+		L[i] = (uint8_t)nearest_int(iscale * x[i]);
+	const float scale = 1 / iscale;
+	float best_mse = 0;
+	for (int i = 0; i < n; ++i) {
+		const float diff = x[i] - scale * (float)L[i];
+		best_mse += w[i] * diff * diff;
+	}
+	for (int is = -4; is <= 4; ++is) {
+		if (is == 0)
+			continue;
+		const float iscale_is = (0.1f * (float)is + (float)nmax) / max;
+		const float scale_is = 1 / iscale_is;
+		float mse = 0;
+		for (int i = 0; i < n; ++i) {
+			const int l = nearest_int(iscale_is * x[i]);
+			const float diff = x[i] - scale_is * (float)(l < nmax ? l : nmax);
+			mse += w[i] * diff * diff;
+		}
+		if (mse < best_mse) {
+			best_mse = mse;
+			iscale = iscale_is;
+		}
+	}
+	float sumlx = 0, suml2 = 0;
+	for (int i = 0; i < n; ++i) {
+		const int l = nearest_int(iscale * x[i]);
+		L[i] = (uint8_t)(l < nmax ? l : nmax);
+		sumlx += w[i] * x[i] * (float)L[i];
+		suml2 += w[i] * (float)L[i] * (float)L[i];
+	}
+	for (int itry = 0; itry < 5; ++itry) {
+		int n_changed = 0;
+		for (int i = 0; i < n; ++i) {
+			float slx = sumlx - w[i] * x[i] * (float)L[i];
+			float sl2 = suml2 - w[i] * (float)L[i] * (float)L[i];
+			if (!(slx > 0 && sl2 > 0))
+				continue;
+			int new_l = nearest_int(x[i] * sl2 / slx);
+			new_l = new_l < nmax ? new_l : nmax;
+			if (new_l == L[i])
+				continue;
+			slx += w[i] * x[i] * (float)new_l;
+			sl2 += w[i] * (float)new_l * (float)new_l;
+			if (slx * slx * suml2 > sumlx * sumlx * sl2) {
+				L[i] = (uint8_t)new_l;
+				sumlx = slx;
+				suml2 = sl2;
+				++n_changed;
+			}
+		}
+		if (!n_changed)
+			break;
+	}
+	return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+/* The 12 scale bytes of Q4_K/Q5_K: group j's 6-bit scale and min (Ls, Lm), clamped to 63 or
+ * not as each quantizer does. */
+static void pack_k_scales(uint8_t *sc, const uint8_t *Ls, const uint8_t *Lm, int clamp63)
+{
+	for (int j = 0; j < QK_K / 32; ++j) {
+		uint8_t ls = Ls[j], lm = Lm[j];
+		if (clamp63) {
+			ls = ls < 63 ? ls : 63;
+			lm = lm < 63 ? lm : 63;
+		}
+		if (j < 4) {
+			sc[j] = ls;
+			sc[j + 4] = lm;
+		} else {
+			sc[j + 4] = (uint8_t)((ls & 0xF) | ((lm & 0xF) << 4));
+			sc[j - 4] = (uint8_t)(sc[j - 4] | ((ls >> 4) << 6));
+			sc[j] = (uint8_t)(sc[j] | ((lm >> 4) << 6));
+		}
+	}
+}
+
+/* The codes of each group from the scales and mins as stored (both Q4_K/Q5_K searches). */
+static void kx_codes(const float *x, int nmax, const uint8_t *y, uint8_t *L)
+{
+	const uint8_t *sc = y + 4;
+	const float d_all = get_half(y), dmin_all = get_half(y + 2);
+	for (int j = 0; j < QK_K / 32; ++j) {
+		uint8_t s, m;
+		fmt_k_scale_min(sc, j, &s, &m);
+		const float d = d_all * (float)s;
+		if (!d)
+			continue;
+		const float dm = dmin_all * (float)m;
+		for (int ii = 0; ii < 32; ++ii)
+			L[32 * j + ii] = (uint8_t)clamp_int(nearest_int((x[32 * j + ii] + dm) / d), 0, nmax);
+	}
+}
+
+/* quantize_row_q4_K_impl / _q5_K_impl with importance weights qw: per group weights
+ * qw * sqrt(sigma2 + x^2) (sigma2 twice the super-block's mean square), make_qkx3_quants, and
+ * the scales and mins coded by make_qp_quants weighted by the groups' weight sums. */
+static void kx_groups_weighted(const float *x, const float *qw, int nmax, uint8_t *y, uint8_t *L)
+{
+	uint8_t Ls[QK_K / 32], Lm[QK_K / 32];
+	float weights[32], sw[QK_K / 32], mins[QK_K / 32], scales[QK_K / 32];
+	const float sigma2 = fmt_k_sigma2(x, 2.f);
+	for (int j = 0; j < QK_K / 32; ++j) {
+		sw[j] = fmt_importance(x + 32 * j, qw + 32 * j, sigma2, 32, weights);
+		scales[j] = fmt_make_qkx3_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j]);
+	}
+	const float d_block = make_qp_quants(QK_K / 32, 63, scales, Ls, sw);
+	const float m_block = make_qp_quants(QK_K / 32, 63, mins, Lm, sw);
+	pack_k_scales(y + 4, Ls, Lm, nmax == 31);
+	put_half(y, d_block);
+	put_half(y + 2, m_block);
+	kx_codes(x, nmax, y, L);
+}
+
 
 /* Eight 32-element groups fitted with make_qkx2_quants (weights av_x + |x|), then their scales
  * and mins as 6-bit multiples of d and dmin, then the codes again with those. */
@@ -390,49 +605,37 @@ static void kx_groups(const float *x, int nmax, float rmin, int nstep, uint8_t *
 	}
 	const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
 	const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+	uint8_t Ls[QK_K / 32], Lm[QK_K / 32];
 	for (int j = 0; j < QK_K / 32; ++j) {
-		uint8_t ls = (uint8_t)nearest_int(inv_scale * scales[j]);
-		uint8_t lm = (uint8_t)nearest_int(inv_min * mins[j]);
-		ls = ls < 63 ? ls : 63;
-		lm = lm < 63 ? lm : 63;
-		if (j < 4) {
-			sc[j] = ls;
-			sc[j + 4] = lm;
-		} else {
-			sc[j + 4] = (uint8_t)((ls & 0xF) | ((lm & 0xF) << 4));
-			sc[j - 4] = (uint8_t)(sc[j - 4] | ((ls >> 4) << 6));
-			sc[j] = (uint8_t)(sc[j] | ((lm >> 4) << 6));
-		}
+		Ls[j] = (uint8_t)nearest_int(inv_scale * scales[j]);
+		Lm[j] = (uint8_t)nearest_int(inv_min * mins[j]);
 	}
+	pack_k_scales(sc, Ls, Lm, 1);
 	put_half(y, max_scale / 63.f);
 	put_half(y + 2, max_min / 63.f);
-	const float d_all = get_half(y), dmin_all = get_half(y + 2);
-	for (int j = 0; j < QK_K / 32; ++j) {
-		uint8_t s, m;
-		fmt_k_scale_min(sc, j, &s, &m);
-		const float d = d_all * (float)s;
-		if (!d)
-			continue;
-		const float dm = dmin_all * (float)m;
-		for (int ii = 0; ii < 32; ++ii)
-			L[32 * j + ii] = (uint8_t)clamp_int(nearest_int((x[32 * j + ii] + dm) / d), 0, nmax);
-	}
+	kx_codes(x, nmax, y, L);
 }
 
-static void quantize_q4_k_block(const float *x, uint8_t *y)
+static void quantize_q4_k_block(const float *x, const float *qw, uint8_t *y)
 {
 	uint8_t L[QK_K];
-	kx_groups(x, 15, -1.f, 20, y, L);
+	if (qw)
+		kx_groups_weighted(x, qw, 15, y, L);
+	else
+		kx_groups(x, 15, -1.f, 20, y, L);
 	uint8_t *q = y + 16;
 	for (int j = 0; j < QK_K; j += 64, q += 32)
 		for (int l = 0; l < 32; ++l)
 			q[l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 4));
 }
 
-static void quantize_q5_k_block(const float *x, uint8_t *y)
+static void quantize_q5_k_block(const float *x, const float *qw, uint8_t *y)
 {
 	uint8_t L[QK_K];
-	kx_groups(x, 31, -0.5f, 15, y, L);
+	if (qw)
+		kx_groups_weighted(x, qw, 31, y, L);
+	else
+		kx_groups(x, 31, -0.5f, 15, y, L);
 	uint8_t *qh = y + 16, *ql = y + 48;
 	memset(qh, 0, QK_K / 8);
 	uint8_t m1 = 1, m2 = 2;
@@ -548,8 +751,11 @@ static float iq4_sums(const float *xb, const float *weight, float id, uint8_t *L
 static float iq4_block_scale(const float *xb, const float *qw, float sigma2, uint8_t *L)
 {
 	float weight[32], amax, sumq2;
-	for (int j = 0; j < 32; ++j)
-		weight[j] = qw ? qw[j] * sqrtf(sigma2 + xb[j] * xb[j]) : xb[j] * xb[j];
+	if (qw)
+		fmt_importance(xb, qw, sigma2, 32, weight);
+	else
+		for (int j = 0; j < 32; ++j)
+			weight[j] = xb[j] * xb[j];
 	const float max = signed_absmax(xb, 32, &amax);
 	if (amax < GROUP_MAX_EPS)
 		return 0;
@@ -638,10 +844,20 @@ static void quantize_iq4_xs_block(const float *x, const float *qw, uint8_t *y)
 void fmt_quantize_k_block_weighted(fmt_dtype t, const float *x, const float *qw, uint8_t *y)
 {
 	switch (t) {
-	case FMT_DT_Q2_K: quantize_q2_k_block(x, y); break;
-	case FMT_DT_Q3_K: quantize_q3_k_block(x, y); break;
-	case FMT_DT_Q4_K: quantize_q4_k_block(x, y); break;
-	case FMT_DT_Q5_K: quantize_q5_k_block(x, y); break;
+	case FMT_DT_Q2_K:
+		if (qw)
+			quantize_q2_k_weighted(x, qw, y);
+		else
+			quantize_q2_k_block(x, y);
+		break;
+	case FMT_DT_Q3_K:
+		if (qw)
+			quantize_q3_k_weighted(x, qw, y);
+		else
+			quantize_q3_k_block(x, y);
+		break;
+	case FMT_DT_Q4_K: quantize_q4_k_block(x, qw, y); break;
+	case FMT_DT_Q5_K: quantize_q5_k_block(x, qw, y); break;
 	case FMT_DT_Q6_K: quantize_q6_k_block(x, qw, y); break;
 	case FMT_DT_IQ4_NL: quantize_iq4_nl_block(x, qw, y); break;
 	case FMT_DT_IQ4_XS: quantize_iq4_xs_block(x, qw, y); break;

@@ -37,16 +37,6 @@ listing() {
 	"$REPO_ROOT/scripts/gen/llama-quantize-golden" --list "$1"
 }
 
-# A usage error found while parsing the options: the message and the pointer to --help.
-usage_error() {
-	printf 'fmt-convert: error: %s\nTry '"'"'fmt-convert --help'"'"'.' "$1"
-}
-
-nothing_written() {
-	[ ! -e "$1" ] || fail "$1 was written"
-	[ -z "$(find . -maxdepth 1 -name '.fmtkit-tmp-*')" ] || fail "temporary file left"
-}
-
 @test "every preset and override of the golden cases: llama-quantize's types, bytes and file type" {
 	local model case type opts n=0
 	while read -r model case type opts; do
@@ -57,7 +47,7 @@ nothing_written() {
 		diff "$LQ/$model-$case.txt" <(listing "$model-$case.gguf") || fail "$model $case differs from llama-quantize"
 		n=$((n + 1))
 	done <"$LQ/cases"
-	assert_equal "$n" 51
+	assert_equal "$n" 66
 }
 
 @test "the golden cases cover each preset, the fallbacks, GQA, tied embeddings, experts, 70B and falcon" {
@@ -130,16 +120,16 @@ nothing_written() {
 	for bad in "--tensor-type attn_v" "--tensor-type =q8_0" "--tensor-type attn_v=" ; do
 		run --separate-stderr fmt-convert --dtype Q4_K_M $bad "$PM/b.gguf" out.gguf
 		assert_failure 2
-		assert_equal "$stderr" "$(usage_error "--tensor-type takes PATTERN=TYPE (attn_v=q8_0), not '${bad#--tensor-type }'")"
+		assert_equal "$stderr" "$(usage_error fmt-convert "--tensor-type takes PATTERN=TYPE (attn_v=q8_0), not '${bad#--tensor-type }'")"
 		nothing_written out.gguf
 	done
 	run --separate-stderr fmt-convert --dtype Q4_K_M --tensor-type 'attn_(v=q8_0' "$PM/b.gguf" out.gguf
 	assert_failure 2
-	assert_equal "$stderr" "$(usage_error "--tensor-type: 'attn_(v' is not a regular expression")"
+	assert_equal "$stderr" "$(usage_error fmt-convert "--tensor-type: 'attn_(v' is not a regular expression")"
 	nothing_written out.gguf
 	run --separate-stderr fmt-convert --dtype Q4_K_M --output-tensor-type q9_k "$PM/b.gguf" out.gguf
 	assert_failure 2
-	assert_equal "$stderr" "$(usage_error "--output-tensor-type takes a ggml type (q8_0, q6_k, q4_k, iq4_nl, f16, ...), not 'q9_k'")"
+	assert_equal "$stderr" "$(usage_error fmt-convert "--output-tensor-type takes a ggml type (q8_0, q6_k, q4_k, iq4_nl, f16, ...), not 'q9_k'")"
 	nothing_written out.gguf
 	# a type fmt-convert does not write
 	run --separate-stderr fmt-convert --dtype Q4_K_M --token-embedding-type iq2_xxs "$PM/b.gguf" out.gguf
@@ -158,7 +148,7 @@ nothing_written() {
 	# the options are GGUF's, and need a preset
 	run --separate-stderr fmt-convert --pure "$PM/b.gguf" out.safetensors
 	assert_failure 2
-	assert_equal "$stderr" "$(usage_error "--pure needs .gguf output")"
+	assert_equal "$stderr" "$(usage_error fmt-convert "--pure needs .gguf output")"
 	nothing_written out.safetensors
 	run --separate-stderr fmt-convert --pure "$PM/b.gguf" out3.gguf
 	assert_failure 2

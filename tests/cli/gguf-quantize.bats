@@ -45,12 +45,6 @@ setup() {
 	cd "$BATS_TEST_TMPDIR"
 }
 
-# No OUTPUT and no temporary file left in the current directory.
-nothing_written() {
-	[ ! -e "$1" ] || fail "$1 was written"
-	[ -z "$(find . -maxdepth 1 -name '.fmtkit-tmp-*')" ] || fail "temporary file left"
-}
-
 # The hex of the first N bytes of tests/data/golden/kquant_input.TYPE.
 golden_hex() {
 	xxd -p -l "$2" "$REPO_ROOT/tests/data/golden/kquant_input.$1" | tr -d '\n'

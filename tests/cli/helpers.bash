@@ -152,3 +152,15 @@ bash_complete() {
 		printf "%s\n" "${COMPREPLY[@]}"
 	' bash "$(completion_file bash "$tool")" "$tool" "$tool" "$@"
 }
+
+# No file $1 and no temporary file of a writer left in the current directory.
+nothing_written() {
+	[ ! -e "$1" ] || fail "$1 was written"
+	[ -z "$(find . -maxdepth 1 -name '.fmtkit-tmp-*')" ] || fail "temporary file left"
+}
+
+# What TOOL prints for a usage error found while parsing its options: MESSAGE and the pointer
+# to --help.
+usage_error() {
+	printf '%s: error: %s\nTry '"'"'%s --help'"'"'.' "$1" "$2" "$1"
+}

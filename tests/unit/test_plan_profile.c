@@ -11,7 +11,7 @@
 extern const fmt_driver fmt_driver_dummy;
 
 static unsigned holds_asked[FMT_DT_COUNT];
-static unsigned choose_asked, derive_asked;
+static unsigned choose_asked, derive_asked, mix_asked;
 
 static int counting_holds(fmt_dtype t)
 {
@@ -38,6 +38,22 @@ static fmt_kind counting_derive(fmt_model *out, fmt_dtype requested, const char 
 	return FMT_OK;
 }
 
+/* A format with per-tensor rules (GGUF's presets) is asked for them once per conversion with
+ * a --dtype; this one has none to offer. */
+static fmt_kind counting_mix(const fmt_model *m, const fmt_model *meta, const char *name, const void *options,
+			     fmt_mix_entry *entries, const char **mix, fmt_err *e)
+{
+	(void)m;
+	(void)meta;
+	(void)name;
+	(void)options;
+	(void)entries;
+	(void)e;
+	mix_asked++;
+	*mix = NULL;
+	return FMT_OK;
+}
+
 /* Never claims a file (its files are dummy files, which the dummy driver probes). */
 static int counting_probe(const uint8_t *head, size_t n, uint64_t file_size)
 {
@@ -61,6 +77,7 @@ static const fmt_driver *counting_driver(void)
 	d.holds_dtype = counting_holds;
 	d.choose_dtype = counting_choose;
 	d.derive_meta = counting_derive;
+	d.mix_dtypes = counting_mix;
 	fmt_err e;
 	CHECK(fmt_driver_register(&d, &e) == FMT_OK);
 	return &d;
@@ -69,7 +86,7 @@ static const fmt_driver *counting_driver(void)
 static void reset_counts(void)
 {
 	memset(holds_asked, 0, sizeof holds_asked);
-	choose_asked = derive_asked = 0;
+	choose_asked = derive_asked = mix_asked = 0;
 }
 
 /* dir/NAME.safetensors with n tensors: F32, F16 and BF16 by turns, 2x3 each. */
@@ -148,6 +165,7 @@ TEST(plan_asks_the_target_profile_once_per_conversion)
 	char *plan = dry_run(to, one, output, NULL);
 	check_asked_once();
 	CHECK_EQ_U64(choose_asked, 0);
+	CHECK_EQ_U64(mix_asked, 0);   /* nothing asked that a mix could answer */
 	CHECK(plan && strstr(plan, "\"tensor_count\":1,") != NULL);
 	free(plan);
 	plan = dry_run(to, six, output, NULL);
@@ -164,6 +182,7 @@ TEST(plan_asks_the_target_profile_once_per_conversion)
 	plan = dry_run(to, six, output, "f32");
 	check_asked_once();
 	CHECK_EQ_U64(choose_asked, 6);
+	CHECK_EQ_U64(mix_asked, 1);
 	CHECK(plan && strstr(plan, "{\"name\":\"t4\",\"from\":\"F16\",\"to\":\"F32\",\"bytes\":24}") != NULL);
 	free(plan);
 	CHECK(access(output, F_OK) != 0);   /* a dry run writes nothing */

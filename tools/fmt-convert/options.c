@@ -158,7 +158,7 @@ static const fmt_cli_option own_options[] = {
 	{ .name = NULL }
 };
 
-#define MAX_OPTIONS 112  /* what the runner takes, with room for its own */
+#define MAX_OPTIONS 120  /* what the runner takes, with room for its own */
 #define MAX_DRIVER_OPTIONS 32
 #define MAX_VALUES 16
 

@@ -182,7 +182,11 @@ static fmt_kind gguf_entry(fmt_gguf_imatrix *im, const fmt_model *m, const fmt_t
 static fmt_kind load_gguf(fmt_gguf_imatrix *im, const char *path, const uint8_t *data, size_t size, fmt_err *e)
 {
 	fmt_model m;
-	fmt_kind k = fmt_model_open_memory(&m, path, data, size, &fmt_driver_gguf, e);
+	fmt_source src;
+	fmt_model_init(&m);
+	fmt_kind k = fmt_source_from_memory(&src, path, data, size, e);
+	if (k == FMT_OK)
+		k = fmt_model_open_source_with(&m, &src, path, &fmt_driver_gguf, e);
 	if (k != FMT_OK)
 		return k;
 	const fmt_value *chunks = fmt_model_get_meta(&m, "imatrix.chunk_count");

@@ -447,9 +447,7 @@ static fmt_kind weights_of(const rules *r, const fmt_tensor *t, fmt_mix_entry *m
 				(unsigned long long)(ne(t, 0) * ne(t, 2)));
 	}
 	if (!fmt_quantize_weighted_supported(me->type))
-		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': quantizing to %s with an importance matrix is not "
-				"implemented (Q8_0, Q4_0, Q5_0, Q6_K, IQ4_NL and IQ4_XS are)", t->name,
-				fmt_dtype_name(me->type));
+		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': cannot quantize to %s", t->name, fmt_dtype_name(me->type));
 	me->weights = w->values;
 	me->rows_per_set = ne(t, 1);
 	return FMT_OK;

@@ -40,8 +40,8 @@ int fmt_quantize_supported(fmt_dtype t);
 fmt_kind fmt_quantize(fmt_dtype t, const float *x, uint8_t *dst, uint64_t nelems, uint64_t first_elem,
 		      fmt_err *e);
 
-/* 1 if fmt_quantize_row_weighted takes importance weights for t: Q8_0 (which ignores them, as
- * ggml does), Q4_0, Q5_0, Q6_K, IQ4_NL and IQ4_XS. */
+/* 1 if fmt_quantize_row_weighted takes importance weights for t: every type fmt_quantize
+ * writes (Q8_0 ignores them, as ggml does). */
 int fmt_quantize_weighted_supported(fmt_dtype t);
 
 /* One row of row_elems floats (a multiple of t's block) quantized with importance weights qw
