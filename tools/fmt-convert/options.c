@@ -1,6 +1,7 @@
 /* fmt-convert's options: its own table, and every registered driver's options (a heading per
  * format in --help), parsed into the conversion's options. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "fmt/format_options.h"
 #include "convert.h"
@@ -159,7 +160,7 @@ static const fmt_cli_option own_options[] = {
 };
 
 #define MAX_OPTIONS 120  /* what the runner takes, with room for its own */
-#define MAX_DRIVER_OPTIONS 32
+#define MAX_DRIVER_OPTIONS 48
 #define MAX_VALUES 16
 
 static fmt_cli_option options[MAX_OPTIONS];
@@ -441,6 +442,11 @@ const fmt_cli_tool *convert_tool(convert_args *a)
 	for (size_t i = 0; i < n_driver_options && n + 1 < MAX_OPTIONS; i++)
 		if (!own_option(driver_options[i].opt->name))
 			options[n++] = driver_entry(i);
+	/* A full table may have dropped an option: a build that grew past it must not run. */
+	if (n + 1 >= MAX_OPTIONS || n_driver_options >= MAX_DRIVER_OPTIONS) {
+		fputs(TOOL ": internal error: the option table is full (raise MAX_OPTIONS)\n", stderr);
+		abort();
+	}
 	options[n] = (fmt_cli_option){ .name = NULL };
 	return &tool;
 }
