@@ -19,7 +19,7 @@ as_csv() {
 }
 
 # Nothing but the inputs in the directory: no output, no temporary file.
-nothing_written() {
+only_these_files() {
 	run ls -A .
 	assert_output "$(printf '%s\n' "$@" | sort)"
 }
@@ -110,7 +110,7 @@ nothing_written() {
 	run fmt-convert --dry-run --where 'id > 2' --rename id=key in.csv out.ald
 	assert_success
 	assert_output "$(printf 'in.csv (csv) -> out.ald (ald)\n  key  int64  not null\n  name  utf8\n  score  float64\n  grp  utf8  not null')"
-	nothing_written in.csv
+	only_these_files in.csv
 }
 
 @test "bad row and column options: exit 2 naming what is wrong, nothing written" {
@@ -144,7 +144,7 @@ nothing_written() {
 --sort id --memory 0|--memory takes a size above 0, e.g. 1GiB, 500MB
 --memory 1MB|--memory is for --sort, --shuffle and --sample N
 EOF
-	nothing_written in.csv in.ald
+	only_these_files in.csv in.ald
 }
 
 @test "row options are for datasets: with a model output they are refused" {
@@ -244,7 +244,7 @@ in.csv --seed 3 --rows 2 -o x|in.csv: --seed and --stratify are for --fractions
 in.csv --max-size 1MB --rows 2 -o x|in.csv: --max-size, --max-tensors and --no-tensor-first-split split models; a dataset is split with --fractions or --rows
 - --rows 2 -o x|-: splitting a dataset reads it once per output file: give a file, not standard input
 EOF
-	nothing_written in.csv
+	only_these_files in.csv
 	make_samples
 	cp "$SAMPLES/tiny.safetensors" m.safetensors
 	run --separate-stderr fmt-shard split m.safetensors --fractions 0.5,0.5 -o x
@@ -334,5 +334,5 @@ fmt-shard split late.csv --fractions 0.5,0.5 -o parts|fmt-shard: error: late.csv
 fmt-shard concat in.csv late.csv -o all.csv|fmt-shard: error: late.csv: line 70002, column 2: a quoted field is not closed
 fmt-inspect --quality cut.ald|fmt-inspect: error: cut.ald: payload runs past the CRC
 MSG
-	nothing_written cut.ald in.ald in.csv late.csv
+	only_these_files cut.ald in.ald in.csv late.csv
 }

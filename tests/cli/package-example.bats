@@ -136,7 +136,8 @@ kill -INT 0
 sleep 60
 SH
 	chmod +x fake-convert
-	run setsid -w env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS -u MAKEOVERRIDES make --no-print-directory -j2 -f "$MK" BIN="$FMTKIT_BIN" SHARD_TENSORS=2 FMT_CONVERT="$PWD/fake-convert"
+	# (--default-signal: a make started in the background of a script inherits SIGINT ignored)
+	run setsid -w env --default-signal=INT -u MAKELEVEL -u MAKEFLAGS -u MFLAGS -u MAKEOVERRIDES make --no-print-directory -j2 -f "$MK" BIN="$FMTKIT_BIN" SHARD_TENSORS=2 FMT_CONVERT="$PWD/fake-convert"
 	[ "$status" -eq 130 ] || fail "make: exit $status: $output"
 	assert_line "make: *** Deleting file 'dist/model.q8_0.gguf'"
 	[ ! -e dist/model.q8_0.gguf ]
