@@ -226,6 +226,13 @@ typedef struct ss_eval {
 	int crc_ok, valid;
 } ss_eval;
 
+static int out_of_memory(const char *path, const wm_opts *o)
+{
+	fmt_err e;
+	fmt_fail(&e, FMT_IO, "out of memory");
+	return wm_fail(o, path, &e);
+}
+
 static ss_eval *ss_evaluate(const wm_result *r)
 {
 	ss_eval *s = r->has_ss ? calloc(1, sizeof *s) : NULL;
@@ -328,11 +335,8 @@ static int report_extract_ss(const char *path, const wm_opts *o, const ss_eval *
 int wm_report_extract(const char *path, const wm_opts *o, const wm_result *r)
 {
 	ss_eval *ss = ss_evaluate(r);
-	if (r->has_ss && !ss) {
-		fmt_err e;
-		fmt_fail(&e, FMT_IO, "out of memory");
-		return wm_fail(o, path, &e);
-	}
+	if (r->has_ss && !ss)
+		return out_of_memory(path, o);
 	if (use_ss(r, ss)) {
 		int status = report_extract_ss(path, o, ss);
 		free(ss);
@@ -602,11 +606,8 @@ int wm_report_prove(const char *path, const wm_opts *o, const fmt_wm_params *prm
 		    const wm_result *r)
 {
 	ss_eval *ss = ss_evaluate(r);
-	if (r->has_ss && !ss) {
-		fmt_err e;
-		fmt_fail(&e, FMT_IO, "out of memory");
-		return wm_fail(o, path, &e);
-	}
+	if (r->has_ss && !ss)
+		return out_of_memory(path, o);
 	if (use_ss(r, ss)) {
 		int status = report_prove_ss(path, o, prm, hash, r, ss);
 		free(ss);
