@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
-# Issue 26: start-up. libarchive (with libxml2, ICU and the rest behind it) and libcrypto are
-# loaded on first use, not linked: no tool maps them to print its version, and the paths that
+# Issue 26: start-up. libarchive (with libxml2, ICU and the rest behind it), libcrypto and
+# libsnappy (with libstdc++) are loaded on first use, not linked: no tool maps them to print its version, and the paths that
 # need them (a tar bundle, a SHA-256 digest) still work.
 
 bats_require_minimum_version 1.5.0
@@ -10,14 +10,14 @@ setup() {
 	cd "$BATS_TEST_TMPDIR"
 }
 
-@test "no tool links libarchive, libcrypto, libxml2 or ICU; --version loads none of them" {
+@test "no tool links libarchive, libcrypto, libxml2, ICU, libsnappy or libstdc++; --version loads none of them" {
 	for t in fmt-inspect fmt-verify fmt-sign fmt-shard fmt-convert fmt-watermark nk-run; do
 		run ldd "$FMTKIT_BIN/$t"
 		assert_success
-		refute_output --regexp 'libarchive|libcrypto|libxml2|libicu'
+		refute_output --regexp 'libarchive|libcrypto|libxml2|libicu|libsnappy|libstdc'
 		run env LD_DEBUG=files "$FMTKIT_BIN/$t" --version
 		assert_success
-		refute_output --regexp 'file=lib(archive|crypto|xml2|icu)'
+		refute_output --regexp 'file=lib(archive|crypto|xml2|icu|snappy|stdc)'
 	done
 }
 
@@ -31,4 +31,17 @@ setup() {
 	assert_equal "$(grep -c 'file=libarchive.so.13 \[0\];  dynamically loaded by' <<<"$output")" 1
 	assert_equal "$(grep -c 'file=libcrypto.so.3 \[0\];  dynamically loaded by' <<<"$output")" 1
 	assert_line --partial 'b.tar: ok'
+}
+
+@test "the first SNAPPY Parquet page loads libsnappy, once, when it is written and when it is read" {
+	printf 'a,b\n1,x\n2,y\n3,x\n' >d.csv
+	run env LD_DEBUG=files fmt-convert -c snappy d.csv d.parquet
+	assert_success
+	assert_equal "$(grep -c 'file=libsnappy.so.1 \[0\];  dynamically loaded by' <<<"$output")" 1
+	run env LD_DEBUG=files fmt-convert --to csv d.parquet -
+	assert_success
+	assert_equal "$(grep -c 'file=libsnappy.so.1 \[0\];  dynamically loaded by' <<<"$output")" 1
+	assert_equal "$(grep -c 'file=libsnappy.so.1 \[0\];  needed by' <<<"$output")" 0
+	run --separate-stderr fmt-convert --to csv d.parquet -
+	assert_output "$(printf 'a,b\n1,x\n2,y\n3,x')"
 }

@@ -5,7 +5,26 @@
 #include <snappy-c.h>
 #include <zlib.h>
 #include <zstd.h>
+#include "fmt/lazylib.h"
 #include "pq_internal.h"
+
+/* libsnappy is C++ and brings libstdc++: loaded when a SNAPPY page is first met (fmt/lazylib.h),
+ * not linked, so that no tool maps and relocates it at start-up. Called through SN(name). */
+#define SNAPPY_FUNCTIONS(X) \
+	X(snappy_compress) X(snappy_max_compressed_length) X(snappy_uncompress) X(snappy_uncompressed_length)
+#define SNAPPY_SLOT(f) __typeof__(f) *f;
+#define SNAPPY_NAME(f) #f,
+static const char *const snappy_names[] = { SNAPPY_FUNCTIONS(SNAPPY_NAME) };
+#define SNAPPY_N (sizeof snappy_names / sizeof snappy_names[0])
+static union {
+	struct {
+		SNAPPY_FUNCTIONS(SNAPPY_SLOT)
+	} fn;
+	void *slot[SNAPPY_N];
+} snappy_fns;
+_Static_assert(sizeof snappy_fns.fn == sizeof snappy_fns.slot, "one slot per libsnappy function");
+static fmt_lazylib snappy_lib = { "libsnappy.so.1", snappy_names, snappy_fns.slot, SNAPPY_N, 0 };
+#define SN(f) snappy_fns.fn.f
 
 static fmt_kind short_page(fmt_err *e, const char *codec, size_t got, size_t want)
 {
@@ -43,11 +62,14 @@ fmt_kind fmt_pq_decompress(int codec, const uint8_t *src, size_t src_len, uint8_
 		return FMT_OK;
 	case CODEC_SNAPPY: {
 		size_t n;
-		if (snappy_uncompressed_length((const char *)src, src_len, &n) != SNAPPY_OK)
+		fmt_kind loaded = fmt_lazylib_load(&snappy_lib, e);
+		if (loaded != FMT_OK)
+			return loaded;
+		if (SN(snappy_uncompressed_length)((const char *)src, src_len, &n) != SNAPPY_OK)
 			return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: a SNAPPY page is malformed");
 		if (n != dst_len)
 			return short_page(e, "SNAPPY", n, dst_len);
-		if (snappy_uncompress((const char *)src, src_len, (char *)dst, &n) != SNAPPY_OK || n != dst_len)
+		if (SN(snappy_uncompress)((const char *)src, src_len, (char *)dst, &n) != SNAPPY_OK || n != dst_len)
 			return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: a SNAPPY page is malformed");
 		return FMT_OK;
 	}
@@ -106,11 +128,14 @@ fmt_kind fmt_pq_compress(int codec, int level, const uint8_t *src, size_t n, fmt
 		fmt_sb_put(o, (const char *)src, n);
 		return o->oom ? fmt_fail(e, FMT_IO, "out of memory") : FMT_OK;
 	case CODEC_SNAPPY: {
-		size_t cap = snappy_max_compressed_length(n);
+		fmt_kind loaded = fmt_lazylib_load(&snappy_lib, e);
+		if (loaded != FMT_OK)
+			return loaded;
+		size_t cap = SN(snappy_max_compressed_length)(n);
 		char *dst = fmt_sb_reserve(o, cap);
 		if (!dst)
 			return fmt_fail(e, FMT_IO, "out of memory");
-		if (snappy_compress((const char *)src, n, dst, &cap) != SNAPPY_OK)
+		if (SN(snappy_compress)((const char *)src, n, dst, &cap) != SNAPPY_OK)
 			return fmt_fail(e, FMT_INTERNAL, "snappy_compress failed");
 		fmt_sb_commit(o, cap);
 		return FMT_OK;
