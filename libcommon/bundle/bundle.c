@@ -46,18 +46,11 @@
 	X(archive_write_close) X(archive_write_data) X(archive_write_free) \
 	X(archive_write_header) X(archive_write_new) X(archive_write_open) \
 	X(archive_write_set_bytes_in_last_block) X(archive_write_set_format_pax_restricted)
-#define ARCHIVE_SLOT(f) __typeof__(f) *f;
-#define ARCHIVE_NAME(f) #f,
-static const char *const archive_names[] = { ARCHIVE_FUNCTIONS(ARCHIVE_NAME) };
-#define ARCHIVE_N (sizeof archive_names / sizeof archive_names[0])
-static union {
-	struct {
-		ARCHIVE_FUNCTIONS(ARCHIVE_SLOT)
-	} fn;
-	void *slot[ARCHIVE_N];
-} archive_fns;
-_Static_assert(sizeof archive_fns.fn == sizeof archive_fns.slot, "one slot per libarchive function");
-static fmt_lazylib archive_lib = { "libarchive.so.13", archive_names, archive_fns.slot, ARCHIVE_N, 0 };
+static const char *const archive_names[] = { ARCHIVE_FUNCTIONS(FMT_LAZY_NAME) };
+static FMT_LAZY_TABLE(ARCHIVE_FUNCTIONS) archive_fns;
+FMT_LAZY_CHECK(archive_fns);
+static fmt_lazylib archive_lib = { "libarchive.so.13", archive_names, archive_fns.slot,
+				   sizeof archive_names / sizeof archive_names[0], 0 };
 #define AR(f) archive_fns.fn.f
 
 void fmt_bundle_info_free(fmt_bundle_info *b)

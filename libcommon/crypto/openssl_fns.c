@@ -2,13 +2,10 @@
 #include "fmt/lazylib.h"
 #include "openssl_fns.h"
 
-_Static_assert(sizeof(((fmt_openssl_fns *)0)->fn) == sizeof(((fmt_openssl_fns *)0)->slot),
-	       "one slot per libcrypto function");
-
-#define OPENSSL_NAME(f) #f,
-static const char *const names[] = { OPENSSL_FUNCTIONS(OPENSSL_NAME) };
+static const char *const names[] = { OPENSSL_FUNCTIONS(FMT_LAZY_NAME) };
 
 fmt_openssl_fns fmt_openssl;
+FMT_LAZY_CHECK(fmt_openssl);
 
 static fmt_lazylib lib = { "libcrypto.so.3", names, fmt_openssl.slot, sizeof names / sizeof names[0], 0 };
 

@@ -10,6 +10,7 @@
 #include <openssl/kdf.h>
 #include <openssl/params.h>
 #include "fmt/err.h"
+#include "fmt/lazylib.h"
 
 #define OPENSSL_FUNCTIONS(X) \
 	X(EVP_MD_CTX_new) X(EVP_MD_CTX_free) X(EVP_DigestInit_ex) X(EVP_DigestUpdate) \
@@ -19,14 +20,7 @@
 	X(EVP_CipherInit_ex) X(EVP_aes_256_gcm) X(EVP_CipherUpdate) X(EVP_CIPHER_CTX_ctrl) \
 	X(EVP_CipherFinal_ex) X(EVP_CIPHER_CTX_free)
 
-#define OPENSSL_SLOT(f) __typeof__(f) *f;
-#define OPENSSL_ONE(f) +1
-typedef union fmt_openssl_fns {
-	struct {
-		OPENSSL_FUNCTIONS(OPENSSL_SLOT)
-	} fn;
-	void *slot[0 OPENSSL_FUNCTIONS(OPENSSL_ONE)];
-} fmt_openssl_fns;
+typedef FMT_LAZY_TABLE(OPENSSL_FUNCTIONS) fmt_openssl_fns;
 extern fmt_openssl_fns fmt_openssl;
 #define OSSL(f) fmt_openssl.fn.f
 

@@ -12,18 +12,11 @@
  * not linked, so that no tool maps and relocates it at start-up. Called through SN(name). */
 #define SNAPPY_FUNCTIONS(X) \
 	X(snappy_compress) X(snappy_max_compressed_length) X(snappy_uncompress) X(snappy_uncompressed_length)
-#define SNAPPY_SLOT(f) __typeof__(f) *f;
-#define SNAPPY_NAME(f) #f,
-static const char *const snappy_names[] = { SNAPPY_FUNCTIONS(SNAPPY_NAME) };
-#define SNAPPY_N (sizeof snappy_names / sizeof snappy_names[0])
-static union {
-	struct {
-		SNAPPY_FUNCTIONS(SNAPPY_SLOT)
-	} fn;
-	void *slot[SNAPPY_N];
-} snappy_fns;
-_Static_assert(sizeof snappy_fns.fn == sizeof snappy_fns.slot, "one slot per libsnappy function");
-static fmt_lazylib snappy_lib = { "libsnappy.so.1", snappy_names, snappy_fns.slot, SNAPPY_N, 0 };
+static const char *const snappy_names[] = { SNAPPY_FUNCTIONS(FMT_LAZY_NAME) };
+static FMT_LAZY_TABLE(SNAPPY_FUNCTIONS) snappy_fns;
+FMT_LAZY_CHECK(snappy_fns);
+static fmt_lazylib snappy_lib = { "libsnappy.so.1", snappy_names, snappy_fns.slot,
+				  sizeof snappy_names / sizeof snappy_names[0], 0 };
 #define SN(f) snappy_fns.fn.f
 
 static fmt_kind short_page(fmt_err *e, const char *codec, size_t got, size_t want)
