@@ -456,6 +456,19 @@ static fmt_kind file_sha256(const char *path, char out[FMT_SHA256_HEX + 1], fmt_
 	return k;
 }
 
+/* What a proof is stamped with: the buyer's hash, the file's SHA-256 and the time of analysis. */
+typedef struct {
+	char key[65], sha[FMT_SHA256_HEX + 1], when[32];
+} evidence_stamp;
+
+static fmt_kind stamp_evidence(const char *path, const uint8_t hash[32], evidence_stamp *st, fmt_err *e)
+{
+	fmt_hex(hash, 32, st->key);
+	fmt_kind k = file_sha256(path, st->sha, e);
+	wm_utc_now(st->when);
+	return k;
+}
+
 /* The Ed25519 secret key (minisign's format), decrypted with the passphrase when it has one. */
 static fmt_kind load_sign_key(const wm_opts *o, fmt_ms_secret *sec, fmt_err *e)
 {
@@ -569,13 +582,11 @@ static int report_prove_ss(const char *path, const wm_opts *o, const fmt_wm_para
 	for (unsigned b = 0; b < FMT_SS_RANKED_BYTES; b++)
 		score += ss->score[b][(prm->payload >> (56 - 8 * b)) & 0xFF];
 	int match = p < FMT_WM_MATCH_P;
-	char hex[65], sha[FMT_SHA256_HEX + 1], when[32];
-	fmt_hex(hash, 32, hex);
+	evidence_stamp st;
 	fmt_err e;
 	fmt_err_clear(&e);
-	if (file_sha256(path, sha, &e) != FMT_OK)
+	if (stamp_evidence(path, hash, &st, &e) != FMT_OK)
 		return wm_fail(o, path, &e);
-	wm_utc_now(when);
 	json_t *cols = json_array(), *ranks = json_array();
 	for (size_t i = 0; i < r->n_cols; i++)
 		if (r->cols[i]->ss)
@@ -584,15 +595,15 @@ static int report_prove_ss(const char *path, const wm_opts *o, const fmt_wm_para
 	for (unsigned b = 0; b < FMT_SS_RANKED_BYTES; b++)
 		json_array_append_new(ranks, json_integer(rank[b]));
 	json_t *ev = json_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:s, s:o, s:o, s:f, s:i, s:f, s:f, s:f, s:s, s:b, s:o, s:s}",
-		"tool", TOOL, "scheme", "fmtkit-ss/1", "file", jstr(path), "format", r->format, "dataset_sha256", sha,
-		"buyer", jstr(o->buyer), "buyer_hash", hex, "values", fmt_json_u64(ss->sum.values), "ranks", ranks,
+		"tool", TOOL, "scheme", "fmtkit-ss/1", "file", jstr(path), "format", r->format, "dataset_sha256", st.sha,
+		"buyer", jstr(o->buyer), "buyer_hash", st.key, "values", fmt_json_u64(ss->sum.values), "ranks", ranks,
 		"score", score,
 		"bytes_alike", (int)bytes_alike, "p_value", p, "log10_p_value", log10(p), "confidence", 1 - p,
-		"verdict", match ? "match" : "no match", "match", match, "tensors", cols, "analyzed_at", when);
+		"verdict", match ? "match" : "no match", "match", match, "tensors", cols, "analyzed_at", st.when);
 	int done, status = prove_emit(ev, o, match, &done);
 	if (done)
 		return status;
-	prove_head(path, o, match, hex);
+	prove_head(path, o, match, st.key);
 	printf("  fmtkit-ss/1: %llu values in %zu tensor%s; score %.1f, ranks of the buyer's hash bytes",
 	       (unsigned long long)ss->sum.values, ss->sum.tensors, ss->sum.tensors == 1 ? "" : "s", score);
 	for (unsigned b = 0; b < FMT_SS_RANKED_BYTES; b++)
@@ -621,13 +632,11 @@ int wm_report_prove(const char *path, const wm_opts *o, const fmt_wm_params *prm
 	double ln_p = fmt_wm_binom_log_sf(FMT_WM_BITS, bits), p = exp(ln_p);
 	double ln_p_votes = fmt_wm_binom_log_sf(n, a);
 	int match = ln_p < log(FMT_WM_MATCH_P);
-	char hex[65], sha[FMT_SHA256_HEX + 1], when[32];
-	fmt_hex(hash, 32, hex);
+	evidence_stamp st;
 	fmt_err e;
 	fmt_err_clear(&e);
-	if (file_sha256(path, sha, &e) != FMT_OK)
+	if (stamp_evidence(path, hash, &st, &e) != FMT_OK)
 		return wm_fail(o, path, &e);
-	wm_utc_now(when);
 	json_t *cols = json_array();
 	for (size_t i = 0; i < r->n_cols; i++)
 		if (r->cols[i]->width > 0)
@@ -635,11 +644,11 @@ int wm_report_prove(const char *path, const wm_opts *o, const fmt_wm_params *prm
 				fmt_json_u64(fmt_wm_votes_n(&r->cols[i]->votes)), "agree",
 				fmt_json_u64(fmt_wm_votes_agree(&r->cols[i]->votes, prm->payload))));
 	json_t *ev = json_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:s, s:f, s:i, s:o, s:o, s:f, s:f, s:f, s:s, s:b, s:o, s:s}",
-		"tool", TOOL, "scheme", "fmtkit-wm/1", "file", jstr(path), "format", r->format, "dataset_sha256", sha,
-		"buyer", jstr(o->buyer), "buyer_hash", hex, "density", prm->density, "strength_bits", prm->strength,
+		"tool", TOOL, "scheme", "fmtkit-wm/1", "file", jstr(path), "format", r->format, "dataset_sha256", st.sha,
+		"buyer", jstr(o->buyer), "buyer_hash", st.key, "density", prm->density, "strength_bits", prm->strength,
 		"n", fmt_json_u64(n), "agree", fmt_json_u64(a), "p_value", p, "log10_p_value", log10_p(ln_p),
 		"confidence", 1 - p, "verdict", match ? "match" : "no match", "match", match,
-		r->is_table ? "columns" : "tensors", cols, "analyzed_at", when);
+		r->is_table ? "columns" : "tensors", cols, "analyzed_at", st.when);
 	if (ev) {
 		json_object_set_new(ev, "bits_agree", json_integer(bits));
 		json_object_set_new(ev, "log10_p_value_votes", json_real(log10_p(ln_p_votes)));
@@ -647,7 +656,7 @@ int wm_report_prove(const char *path, const wm_opts *o, const fmt_wm_params *prm
 	int done, status = prove_emit(ev, o, match, &done);
 	if (done)
 		return status;
-	prove_head(path, o, match, hex);
+	prove_head(path, o, match, st.key);
 	printf("  n = %llu votes, A = %llu agree (%.2f %%, log10 p = %.1f); %u of 64 payload bits agree:\n"
 	       "  p = %.3e, confidence %.12f\n",
 	       (unsigned long long)n, (unsigned long long)a, n ? 100.0 * (double)a / (double)n : 0.0,
