@@ -1235,3 +1235,47 @@ fmt_kind fmt_check_room_beside(const char *path, uint64_t need, fmt_err *e)
 	close(fd);
 	return k;
 }
+
+/* ---- a sink in memory ---- */
+
+fmt_kind fmt_sink_open_memory(fmt_sink *k, fmt_err *e)
+{
+	memset(k, 0, sizeof *k);
+	k->fd = memfd_create("fmtkit-sink", MFD_CLOEXEC);
+	if (k->fd < 0)
+		return io_fail(e, "memory", "cannot create an in-memory file");
+	k->path = strdup("memory");
+	k->buf = malloc(SINK_BUF_SIZE);
+	if (!k->path || !k->buf) {
+		fmt_sink_abort(k);
+		return fmt_fail(e, FMT_IO, "out of memory");
+	}
+	return FMT_OK;
+}
+
+fmt_kind fmt_sink_take_memory(fmt_sink *k, uint8_t **bytes, size_t *n, fmt_err *e)
+{
+	*bytes = NULL;
+	*n = 0;
+	fmt_kind r = sink_flush(k, e);
+	uint8_t *b = r == FMT_OK && k->written <= SIZE_MAX ? malloc(k->written ? (size_t)k->written : 1) : NULL;
+	if (r == FMT_OK && !b)
+		r = fmt_fail(e, FMT_IO, "out of memory");
+	for (uint64_t got = 0; r == FMT_OK && got < k->written;) {
+		ssize_t m = pread(k->fd, b + got, (size_t)(k->written - got), (off_t)got);
+		if (m < 0 && errno == EINTR)
+			continue;
+		if (m <= 0)
+			r = io_fail(e, "memory", "read back");
+		else
+			got += (uint64_t)m;
+	}
+	if (r == FMT_OK) {
+		*bytes = b;
+		*n = (size_t)k->written;
+	} else {
+		free(b);
+	}
+	fmt_sink_abort(k);
+	return r;
+}

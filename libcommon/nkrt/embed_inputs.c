@@ -54,7 +54,16 @@ static fmt_kind alloc_set(nk_embed_set *set, size_t n, size_t per, fmt_err *e)
 	return FMT_OK;
 }
 
-static fmt_kind read_raw(const uint8_t *b, size_t size, const nk_model *nm, nk_embed_set *set, fmt_err *e)
+/* n inputs, beyond 1..max: the count refused (test cases, or calibration inputs). */
+static fmt_kind count_fail(size_t n, size_t max, const char *unit, fmt_err *e)
+{
+	if (max == NK_MAX_CASES)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "%zu %s: a .nk file holds 1 to %d test cases", n, unit, NK_MAX_CASES);
+	return fmt_fail(e, FMT_INVALID_FORMAT, "%zu %s: the calibration takes 1 to %zu inputs", n, unit, max);
+}
+
+static fmt_kind read_raw(const uint8_t *b, size_t size, const nk_model *nm, size_t max, nk_embed_set *set,
+			 fmt_err *e)
 {
 	uint64_t per = nm->input_count * 4;
 	if (size == 0 || size % per)
@@ -62,8 +71,8 @@ static fmt_kind read_raw(const uint8_t *b, size_t size, const nk_model *nm, nk_e
 				"%zu bytes: neither whole inputs of %llu float32 values (%llu bytes each) nor a JSON array",
 				size, (unsigned long long)nm->input_count, (unsigned long long)per);
 	size_t n = (size_t)(size / per);
-	if (n > NK_MAX_CASES)
-		return fmt_fail(e, FMT_INVALID_FORMAT, "%zu inputs: a .nk file holds 1 to %d test cases", n, NK_MAX_CASES);
+	if (n > max)
+		return count_fail(n, max, "inputs", e);
 	fmt_kind k = alloc_set(set, n, (size_t)nm->input_count, e);
 	for (size_t i = 0; k == FMT_OK && i < n * nm->input_count; i++)
 		set->values[i] = fmt_nk_rd_f32(b + 4 * i);
@@ -104,12 +113,12 @@ static fmt_kind json_case(json_t *item, size_t c, nk_values *v, nk_embed_case *k
 	return fmt_nk_values_from_json(input, v, e);
 }
 
-static fmt_kind read_json(json_t *j, const nk_model *nm, nk_embed_set *set, fmt_err *e)
+static fmt_kind read_json(json_t *j, const nk_model *nm, size_t max, nk_embed_set *set, fmt_err *e)
 {
 	size_t n = json_array_size(j);
 	fmt_kind k = FMT_OK;
-	if (n < 1 || n > NK_MAX_CASES)
-		k = fmt_fail(e, FMT_INVALID_FORMAT, "%zu cases: a .nk file holds 1 to %d test cases", n, NK_MAX_CASES);
+	if (n < 1 || n > max)
+		k = count_fail(n, max, "cases", e);
 	if (k == FMT_OK)
 		k = alloc_set(set, n, (size_t)nm->input_count, e);
 	for (size_t c = 0; k == FMT_OK && c < n; c++) {
@@ -126,7 +135,7 @@ static fmt_kind read_json(json_t *j, const nk_model *nm, nk_embed_set *set, fmt_
 	return k;
 }
 
-fmt_kind fmt_nk_read_embed_inputs(const char *path, const nk_model *nm, nk_embed_set *set, fmt_err *e)
+fmt_kind fmt_nk_read_inputs(const char *path, const nk_model *nm, size_t max, nk_embed_set *set, fmt_err *e)
 {
 	char *text = NULL;
 	size_t n = 0;
@@ -139,11 +148,11 @@ fmt_kind fmt_nk_read_embed_inputs(const char *path, const nk_model *nm, nk_embed
 	json_error_t je;
 	json_t *j = fmt_nk_looks_like_json(b, n) ? json_loadb(text, n, JSON_REJECT_DUPLICATES, &je) : NULL;
 	if (j)
-		k = read_json(j, nm, set, e);
+		k = read_json(j, nm, max, set, e);
 	else if (fmt_nk_looks_like_json(b, n) && n % (nm->input_count * 4))
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "JSON: %s (line %d)", je.text, je.line);
 	else
-		k = read_raw(b, n, nm, set, e);
+		k = read_raw(b, n, nm, max, set, e);
 	json_decref(j);
 	if (k == FMT_OK)
 		k = check_finite(set, e);
@@ -153,6 +162,11 @@ fmt_kind fmt_nk_read_embed_inputs(const char *path, const nk_model *nm, nk_embed
 		fmt_err_file(e, path);
 	}
 	return k;
+}
+
+fmt_kind fmt_nk_read_embed_inputs(const char *path, const nk_model *nm, nk_embed_set *set, fmt_err *e)
+{
+	return fmt_nk_read_inputs(path, nm, NK_MAX_CASES, set, e);
 }
 
 /* Integers separated by white space or commas, or a JSON array of them, into v. */

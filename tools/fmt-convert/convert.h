@@ -29,6 +29,9 @@ typedef struct convert_args {
 		float tolerance;        /* --tolerance T */
 		int tolerance_given;
 		const char *other_opt;  /* the first option --embed-tests cannot take, or NULL */
+		const char *calibration; /* --calibration INPUTS (with --dtype int8) */
+		const char *other_net_opt; /* the first option but --dtype and the drivers' options */
+		int dtype_or_driver;    /* --dtype or a driver's option was given */
 	} embed;
 	char msg[FMT_ERR_MSG_MAX + 256]; /* a usage error being reported */
 } convert_args;
@@ -59,9 +62,10 @@ int convert_edit_in_place(convert_args *a, fmt_cli *cli, const fmt_cli_tool *too
 /* --sign-key: the key, loaded for the conversion (wiped at exit). */
 fmt_kind convert_load_sign_key(fmt_convert_opts *o, fmt_err *e);
 
-/* --embed-tests (embed.c): --tolerance's value into a (0, or -1 with a usage error); the
- * whole run, its exit status. */
+/* --embed-tests and --calibration (embed.c): --tolerance's value into a (0, or -1 with a usage
+ * error); the whole run (the network of INPUT, quantized to int8 with --calibration, its tests
+ * embedded with --embed-tests), its exit status. */
 int convert_embed_tolerance(convert_args *a, const char *arg, fmt_err *e);
-int convert_embed_tests(convert_args *a, fmt_cli *cli, const fmt_cli_tool *tool);
+int convert_network(convert_args *a, fmt_cli *cli, const fmt_cli_tool *tool);
 
 #endif

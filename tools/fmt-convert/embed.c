@@ -1,20 +1,20 @@
-/* fmt-convert --embed-tests INPUTS [--labels FILE] [--tolerance T] IN.nk OUT.nk: the network of
- * IN.nk with a TCAS block of those inputs, the expected outputs computed by the library's .nk
- * runtime (fmt_nk_embed_tests). Not a driver option: it runs the network, which the runtime
- * does above the drivers, and writes no other format. */
+/* fmt-convert --embed-tests INPUTS [--labels FILE] [--tolerance T] and --dtype int8
+ * --calibration INPUTS, IN OUT.nk: the network of IN (a .nk file, or a graph its driver converts,
+ * e.g. ONNX), quantized to int8 from the calibration inputs (fmt_nk_quantize), then given a TCAS
+ * block of the test inputs, the expected outputs computed by the library's .nk runtime
+ * (fmt_nk_embed_tests). Not driver options: they run the network, which the runtime does above
+ * the drivers. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "fmt/io.h"
 #include "fmt/nkrt.h"
 #include "fmt/out.h"
 #include "fmt/report.h"
 #include "convert.h"
-
-/* A .nk file has at most 100 layers of checked sizes; its payload may be large. */
-#define MAX_NK_FILE (1ull << 31)
 
 int convert_embed_tolerance(convert_args *a, const char *arg, fmt_err *e)
 {
@@ -28,33 +28,93 @@ int convert_embed_tolerance(convert_args *a, const char *arg, fmt_err *e)
 	return 0;
 }
 
-/* The file with its tests, in memory, from the input's bytes and the INPUTS (and labels). */
-static fmt_kind embed(const convert_args *a, const char *input, uint8_t **out, size_t *n_out, size_t *n_cases,
-		      fmt_err *e)
+static float tolerance_of(const convert_args *a)
 {
-	char *data = NULL;
-	size_t size = 0;
+	return a->embed.tolerance_given ? a->embed.tolerance : 1e-4f;
+}
+
+/* What a run made, for the report. */
+typedef struct net_result {
+	uint8_t *bytes;
+	size_t n;
+	size_t n_cases;
+	int quantized;
+	nk_quant_report q;
+} net_result;
+
+/* The cases of an INPUTS file for the network in bytes (max of them); calibration inputs for a
+ * network that has an int8 form only. */
+static fmt_kind read_cases(const char *path, const uint8_t *bytes, size_t n, size_t max, nk_embed_set *set,
+			   fmt_err *e)
+{
 	nk_model nm;
-	nk_embed_set set = { 0 };
-	fmt_kind k = fmt_read_file(input, MAX_NK_FILE, &data, &size, e);
+	fmt_kind k = fmt_nk_parse(&nm, bytes, n, e);
 	if (k != FMT_OK)
 		return k;
-	if ((k = fmt_nk_parse(&nm, data, size, e)) != FMT_OK) {
-		fmt_err_file(e, input);
-		free(data);
+	if (max == NK_MAX_CALIBRATION)
+		k = fmt_nk_int8_check(&nm, e);
+	if (k == FMT_OK)
+		k = fmt_nk_read_inputs(path, &nm, max, set, e);
+	fmt_nk_free(&nm);
+	return k;
+}
+
+static fmt_kind quantize(const convert_args *a, net_result *r, fmt_err *e)
+{
+	nk_embed_set cal = { 0 };
+	uint8_t *q = NULL;
+	size_t n = 0;
+	fmt_kind k = read_cases(a->embed.calibration, r->bytes, r->n, NK_MAX_CALIBRATION, &cal, e);
+	if (k == FMT_OK)
+		k = fmt_nk_quantize(r->bytes, r->n, &cal, &q, &n, &r->q, e);
+	fmt_nk_embed_cases_free(&cal);
+	if (k != FMT_OK)
 		return k;
-	}
-	k = fmt_nk_read_embed_inputs(a->embed.inputs, &nm, &set, e);
+	free(r->bytes);
+	r->bytes = q;
+	r->n = n;
+	r->quantized = 1;
+	return FMT_OK;
+}
+
+static fmt_kind embed(const convert_args *a, net_result *r, fmt_err *e)
+{
+	nk_embed_set set = { 0 };
+	uint8_t *out = NULL;
+	size_t n = 0;
+	fmt_kind k = read_cases(a->embed.inputs, r->bytes, r->n, NK_MAX_CASES, &set, e);
 	if (k == FMT_OK && a->embed.labels)
 		k = fmt_nk_read_embed_labels(a->embed.labels, &set, e);
 	if (k == FMT_OK)
-		k = fmt_nk_embed_tests(data, size, set.cases, set.n, a->embed.tolerance_given ? a->embed.tolerance : 1e-4f,
-				       out, n_out, e);
-	*n_cases = set.n;
+		k = fmt_nk_embed_tests(r->bytes, r->n, set.cases, set.n, tolerance_of(a), &out, &n, e);
+	r->n_cases = set.n;
 	fmt_nk_embed_cases_free(&set);
-	fmt_nk_free(&nm);
-	free(data);
-	return k;
+	if (k != FMT_OK)
+		return k;
+	free(r->bytes);
+	r->bytes = out;
+	r->n = n;
+	return FMT_OK;
+}
+
+/* The network of input (its own bytes, or converted to the output's network format), then
+ * quantized and given its tests as asked. A loader's error names the input. */
+static fmt_kind make(const convert_args *a, const char *input, const char *output, net_result *r, fmt_err *e)
+{
+	const fmt_driver *to = fmt_driver_by_extension(output);
+	if (to && !fmt_driver_can(to, FMT_CAP_NETWORK))
+		to = NULL;
+	fmt_kind k = fmt_pipeline_network_bytes(input, to, &a->drvopts, &r->bytes, &r->n, e);
+	if (k != FMT_OK) {
+		fmt_err_file(e, input);
+		return k;
+	}
+	if (a->embed.calibration && (k = quantize(a, r, e)) != FMT_OK) {
+		/* a layer without int8 form is the network's; a value is the calibration's */
+		fmt_err_file(e, k == FMT_UNSUPPORTED ? input : a->embed.calibration);
+		return k;
+	}
+	return a->embed.inputs ? embed(a, r, e) : FMT_OK;
 }
 
 static fmt_kind write_out(const char *path, const uint8_t *b, size_t n, int force, fmt_err *e)
@@ -70,47 +130,92 @@ static fmt_kind write_out(const char *path, const uint8_t *b, size_t n, int forc
 	return r;
 }
 
-static void report_ok(const char *input, const char *output, size_t n_cases, float tolerance, size_t bytes, const fmt_common_opts *c)
+static json_t *quant_json(const nk_quant_report *q)
+{
+	return json_pack("{s:I,s:I,s:f,s:I}", "inputs", (json_int_t)q->inputs, "argmax_agree", (json_int_t)q->argmax_agree,
+			 "max_abs_error", q->max_abs_error, "max_error_input", (json_int_t)q->worst_input);
+}
+
+static void report_json(const convert_args *a, const char *input, const char *output, const net_result *r)
+{
+	json_t *j = json_pack("{s:o,s:o,s:s}", "input", fmt_json_string(input, strlen(input)), "output",
+			      fmt_json_string(output, strlen(output)), "format", "nk");
+	if (r->quantized) {
+		json_object_set_new(j, "dtype", json_string("int8"));
+		json_object_set_new(j, "quantized_ops", json_integer(r->q.ops));
+		json_object_set_new(j, "calibration", quant_json(&r->q));
+	}
+	if (a->embed.inputs) {
+		json_object_set_new(j, "test_cases", json_integer((json_int_t)r->n_cases));
+		json_object_set_new(j, "tolerance", json_real((double)tolerance_of(a)));
+	}
+	json_object_set_new(j, "bytes", json_integer((json_int_t)r->n));
+	fmt_json_line(stdout, j);
+	json_decref(j);
+}
+
+static void report_ok(const convert_args *a, const char *input, const char *output, const net_result *r,
+		      const fmt_common_opts *c)
 {
 	if (c->json) {
-		json_t *j = json_pack("{s:o,s:o,s:s,s:I,s:f,s:I}", "input", fmt_json_string(input, strlen(input)), "output",
-				      fmt_json_string(output, strlen(output)), "format",
-				      "nk", "test_cases", (json_int_t)n_cases, "tolerance", (double)tolerance, "bytes",
-				      (json_int_t)bytes);
-		fmt_json_line(stdout, j);
-		json_decref(j);
-	} else if (!c->quiet) {
+		report_json(a, input, output, r);
+		return;
+	}
+	if (c->quiet)
+		return;
+	if (r->quantized) {
 		fmt_out_escaped(stdout, output, strlen(output));
-		printf(": %zu embedded test case%s (tolerance %g), %zu bytes\n", n_cases, n_cases == 1 ? "" : "s",
-		       (double)tolerance, bytes);
+		printf(": int8, %u quantized operations; on the %zu calibration input%s the argmax agrees with the float "
+		       "network's on %zu, the largest output difference is %g (input %zu)", r->q.ops, r->q.inputs,
+		       r->q.inputs == 1 ? "" : "s", r->q.argmax_agree, r->q.max_abs_error, r->q.worst_input);
+		printf(a->embed.inputs ? "\n" : ", %zu bytes\n", r->n);
+	}
+	if (a->embed.inputs) {
+		fmt_out_escaped(stdout, output, strlen(output));
+		printf(": %zu embedded test case%s (tolerance %g), %zu bytes\n", r->n_cases, r->n_cases == 1 ? "" : "s",
+		       (double)tolerance_of(a), r->n);
 	}
 }
 
-int convert_embed_tests(convert_args *a, fmt_cli *cli, const fmt_cli_tool *tool)
+/* The command line's problem, or NULL. */
+static const char *usage_problem(convert_args *a, const fmt_cli *cli)
 {
-	if (!a->embed.inputs)
-		return fmt_cli_usage_error(tool, "--labels and --tolerance go with --embed-tests");
-	if (a->embed.other_opt) {
-		snprintf(a->msg, sizeof a->msg, "--embed-tests writes the same network with its tests: not with --%s",
-			 a->embed.other_opt);
-		return fmt_cli_usage_error(tool, a->msg);
+	const char *other = a->embed.other_net_opt;
+	if (!a->embed.inputs && (a->embed.labels || a->embed.tolerance_given))
+		return "--labels and --tolerance go with --embed-tests";
+	if (a->embed.calibration && !(a->o.dtype && strcasecmp(a->o.dtype, "int8") == 0))
+		return "--calibration goes with --dtype int8";
+	if (!a->embed.calibration && !other && a->o.dtype)
+		other = "dtype";
+	if (other) {
+		snprintf(a->msg, sizeof a->msg, "%s: not with --%s",
+			 a->embed.calibration ? "--calibration quantizes the network to int8"
+					      : "--embed-tests writes the same network with its tests", other);
+		return a->msg;
 	}
 	if (cli->n_operands != 2)
-		return fmt_cli_usage_error(tool, "--embed-tests takes INPUT.nk and OUTPUT.nk");
+		return a->embed.calibration ? "--calibration takes INPUT and OUTPUT.nk" : "--embed-tests takes INPUT and OUTPUT.nk";
+	return NULL;
+}
+
+int convert_network(convert_args *a, fmt_cli *cli, const fmt_cli_tool *tool)
+{
+	const char *bad = usage_problem(a, cli);
+	if (bad)
+		return fmt_cli_usage_error(tool, bad);
 	const char *input = cli->operands[0], *output = cli->operands[1];
 	fmt_err e;
 	fmt_err_clear(&e);
-	uint8_t *b = NULL;
-	size_t n = 0, n_cases = 0;
+	net_result r = { 0 };
 	fmt_kind k = fmt_check_distinct(input, output, &e);
 	if (k == FMT_OK)
-		k = embed(a, input, &b, &n, &n_cases, &e);
+		k = make(a, input, output, &r, &e);
 	if (k == FMT_OK)
-		k = write_out(output, b, n, a->o.force, &e);
-	free(b);
+		k = write_out(output, r.bytes, r.n, a->o.force, &e);
 	if (k == FMT_OK)
-		report_ok(input, output, n_cases, a->embed.tolerance_given ? a->embed.tolerance : 1e-4f, n, &cli->common);
+		report_ok(a, input, output, &r, &cli->common);
 	else
 		fmt_report_failed(cli->common.quiet ? NULL : stdout, TOOL, input, NULL, &e, cli->common.json);
+	free(r.bytes);
 	return fmt_cli_finish(tool, cli, fmt_kind_exit(k));
 }

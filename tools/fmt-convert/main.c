@@ -25,8 +25,8 @@ int main(int argc, char **argv)
 		return cli.exit_code;
 	if (a.o.in_place)
 		return convert_edit_in_place(&a, &cli, tool);
-	if (a.embed.inputs || a.embed.labels || a.embed.tolerance_given)
-		return convert_embed_tests(&a, &cli, tool);
+	if (a.embed.inputs || a.embed.labels || a.embed.tolerance_given || a.embed.calibration)
+		return convert_network(&a, &cli, tool);
 	const char *bad = convert_check_line(&a, &cli);
 	if (bad)
 		return fmt_cli_usage_error(tool, bad);

@@ -12,6 +12,7 @@ enum { OPT_TO = FMT_OPT_FIRST_TOOL_OPTION, OPT_DTYPE, OPT_ARCH, OPT_SET, OPT_SET
        OPT_ENC_TO, OPT_ALLOW_EXPIRED, OPT_ALLOW_REQUANTIZE, OPT_METADATA_FROM, OPT_KEYS, OPT_UNSET,
        OPT_IN_PLACE,
        OPT_EMBED_TESTS, OPT_LABELS, OPT_TOLERANCE,
+       OPT_CALIBRATION,
        OPT_RENAME, OPT_ROWS, OPT_WHERE, OPT_SAMPLE, OPT_SEED, OPT_SHUFFLE, OPT_DEDUPE, OPT_DEDUPE_ON, OPT_SORT,
        OPT_MEMORY,
        OPT_DRIVER_FIRST }; /* the drivers' options: OPT_DRIVER_FIRST + their index in driver_options */
@@ -151,6 +152,8 @@ static const fmt_cli_option own_options[] = {
 	{ FMT_CLI_OPT("labels", OPT_LABELS, "FILE", "--embed-tests: one label per case (-1: none)"),
 	  .complete = FMT_COMPLETE_FILE },
 	{ FMT_CLI_OPT("tolerance", OPT_TOLERANCE, "T", "--embed-tests: the absolute tolerance (default 1e-4)") },
+	{ FMT_CLI_OPT("calibration", OPT_CALIBRATION, "INPUTS", ".nk with --dtype int8: quantize the network, activation\n"
+		      "ranges from these inputs (as --embed-tests reads them)"), .complete = FMT_COMPLETE_FILE },
 	{ FMT_CLI_OPT("force", 'f', NULL, "overwrite OUTPUT if it exists") },
 	{ FMT_CLI_OPT("threads", 'T', "N", "worker threads (default: number of cores); same bytes for any N") },
 	{ FMT_CLI_OPT("json", 'j', NULL, "report as one JSON object") },
@@ -358,11 +361,21 @@ static int embed_option(convert_args *a, int id, const char *arg, fmt_err *e)
 static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 {
 	convert_args *a = ctx;
+	if (id == OPT_CALIBRATION) {
+		if (!a->not_edit_opt)
+			a->not_edit_opt = convert_option_name(id);
+		a->embed.calibration = arg;
+		return 0;
+	}
 	if (id == OPT_EMBED_TESTS || id == OPT_LABELS || id == OPT_TOLERANCE) {
 		if (!a->not_edit_opt)
 			a->not_edit_opt = convert_option_name(id);
 		return embed_option(a, id, arg, e);
 	}
+	if (id == OPT_DTYPE || id >= OPT_DRIVER_FIRST)  /* a network's int8, its driver's options */
+		a->embed.dtype_or_driver = 1;
+	else if (id != 'f' && !a->embed.other_net_opt)
+		a->embed.other_net_opt = convert_option_name(id);
 	if (id != 'f' && !a->embed.other_opt)
 		a->embed.other_opt = convert_option_name(id);
 	note_kind(a, id);

@@ -138,6 +138,11 @@ static const char *model_target(convert_args *a, const char *output)
 		snprintf(a->msg, sizeof a->msg, "%s", e.msg);
 		return a->msg;
 	}
+	if (o->dtype && fmt_driver_can(o->to, FMT_CAP_NETWORK)) {
+		snprintf(a->msg, sizeof a->msg, "a %s network is float32, or int8 with --dtype int8 --calibration INPUTS: "
+			 "not --dtype %s alone", o->to->title, o->dtype);
+		return a->msg;
+	}
 	if (o->sign && !fmt_key_opts_given(&o->key))
 		o->key.hmac_key = 1;
 	return NULL;

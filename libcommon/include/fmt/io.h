@@ -184,6 +184,12 @@ void fmt_sink_abort(fmt_sink *k);
  * of the mode a plain creat() would give; set before commit, so the rename shows no other mode. */
 void fmt_sink_set_mode(fmt_sink *k, mode_t mode);
 
+/* A sink whose bytes stay in memory (an anonymous file): fmt_sink_write and its kin work as on
+ * a file; fmt_sink_take_memory, never commit, ends it with the bytes written (*bytes malloc'd),
+ * fmt_sink_abort without. */
+fmt_kind fmt_sink_open_memory(fmt_sink *k, fmt_err *e);
+fmt_kind fmt_sink_take_memory(fmt_sink *k, uint8_t **bytes, size_t *n, fmt_err *e);
+
 /* Everything a commit does but the rename: flush, fsync, mode, close, free the buffer. The
  * temporary file stays (and is still removed on a signal) until fmt_sinks_commit or
  * fmt_sink_abort; a sink holds no descriptor once finished. */

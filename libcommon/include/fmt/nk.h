@@ -247,4 +247,22 @@ struct fmt_drvopt_sets;
 /* The values given on the command line, or the defaults (s may be NULL). */
 nk_write_opts fmt_nk_write_opts(const struct fmt_drvopt_sets *s);
 
+
+/* ---- int8 quantization (nk_quant.c): a float network as a version 4 int8 one ---- */
+
+/* The values one tensor took over the calibration inputs. */
+typedef struct nk_range {
+	float lo, hi;
+} nk_range;
+
+/* Unsupported naming the first layer of nm that has no int8 form (a kind other than conv2d,
+ * depthwise, pools, flatten and dense; sigmoid, tanh or leaky activations; softmax before the
+ * last dense; asymmetric pads), or nm being int8 already. */
+fmt_kind fmt_nk_int8_check(const nk_model *nm, fmt_err *e);
+/* The int8 file of float network nm: input the range of its input values, outputs[k] that of
+ * weight pair k's operation output (after its activation) over the same inputs. *out malloc'd.
+ * InvalidFormat: a bias that does not fit int32. */
+fmt_kind fmt_nk_write_int8(const nk_model *nm, nk_range input, const nk_range *outputs, uint8_t **out, size_t *n,
+			   fmt_err *e);
+
 #endif

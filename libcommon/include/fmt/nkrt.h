@@ -134,9 +134,34 @@ typedef struct nk_embed_set {
 	char *names;             /* every name, one block */
 } nk_embed_set;
 fmt_kind fmt_nk_read_embed_inputs(const char *path, const nk_model *nm, nk_embed_set *set, fmt_err *e);
+/* The same file format with 1 to max inputs (fmt-convert --calibration: NK_MAX_CALIBRATION). */
+fmt_kind fmt_nk_read_inputs(const char *path, const nk_model *nm, size_t max, nk_embed_set *set, fmt_err *e);
 /* --labels FILE: one integer per case (-1: none), a JSON array or numbers separated by white
  * space or commas; as many as the cases. */
 fmt_kind fmt_nk_read_embed_labels(const char *path, nk_embed_set *set, fmt_err *e);
 void fmt_nk_embed_cases_free(nk_embed_set *set);
+
+/* ---- fmt-convert --dtype int8 --calibration ---- */
+
+/* At most this many calibration inputs (upstream's quantizer uses its first 256). */
+#define NK_MAX_CALIBRATION 256
+
+/* How the int8 network agrees with the float one over the calibration inputs. */
+typedef struct nk_quant_report {
+	size_t inputs;           /* calibration inputs */
+	size_t argmax_agree;     /* of them, those whose int8 argmax is the float argmax */
+	double max_abs_error;    /* largest |float output - dequantized int8 output| */
+	size_t worst_input;      /* the input of that error */
+	uint32_t ops;            /* quantized operations (QUAN records) */
+} nk_quant_report;
+
+/* The int8 (version 4) file of the float .nk network data[0..size) (fmt_nk_write_int8), its
+ * activation ranges taken by running the float network over the cases' inputs (labels and
+ * names unused), and the agreement of the two networks over them into *r. *out malloc'd.
+ * Unsupported: a layer without int8 form, more work than NK_DEFAULT_MAX_WORK; InvalidFormat: an
+ * input of the wrong size or not finite, a layer output that is not finite, no inputs or more
+ * than NK_MAX_CALIBRATION. */
+fmt_kind fmt_nk_quantize(const void *data, size_t size, const nk_embed_set *cal, uint8_t **out, size_t *out_size,
+			 nk_quant_report *r, fmt_err *e);
 
 #endif

@@ -84,6 +84,14 @@ fmt_kind fmt_pipeline_dataset(const char *input, const char *output, const fmt_c
 /* Convert input to output as o says; returns the error kind (e names the file). */
 fmt_kind fmt_pipeline_run(const char *input, const char *output, const fmt_convert_opts *o, fmt_err *e);
 
+/* The network in input as a file of to (a driver with FMT_CAP_NETWORK; NULL: the input's own
+ * format, when it is one), in memory (*bytes malloc'd): the file's own bytes when it is one,
+ * else what its driver's write_network makes of it with options (to's options); Unsupported
+ * for a model of tensors only. */
+struct fmt_drvopt_sets;
+fmt_kind fmt_pipeline_network_bytes(const char *input, const struct fmt_driver *to,
+				    const struct fmt_drvopt_sets *options, uint8_t **bytes, size_t *n, fmt_err *e);
+
 /* --in-place: apply o's metadata options (--arch, --unset, --metadata-from, --set-from, --set)
  * to the model file at path, through its driver's edit_meta (atomically: the file is replaced
  * by a complete new one, or left as it was). Reports as fmt-convert does (o->out, o->json). */
