@@ -1,21 +1,28 @@
 /* A network file's bytes in memory, as a format of whole networks (FMT_CAP_NETWORK) holds it:
  * the file itself when it is one already, else the graph its driver writes (write_network).
  * What fmt-convert's --embed-tests and --calibration start from. */
-#include "fmt/pipeline.h"
 #include "fmt/registry.h"
+#include "pipeline_internal.h"
 
 /* The largest network read whole: the size fields of .nk payloads are 32-bit. */
 #define MAX_NETWORK_FILE (1ull << 33)
 
-static fmt_kind written_by_driver(const fmt_model *in, const fmt_driver *to, const fmt_drvopt_sets *options,
-				  uint8_t **bytes, size_t *n, fmt_err *e)
+fmt_kind fmt_network_writable(const fmt_model *in, const fmt_driver *to, fmt_err *e)
 {
 	if (!in->driver->write_network)
 		return fmt_fail(e, FMT_UNSUPPORTED, "%s holds tensors only: a %s file is a network, made from a graph "
 				"(an ONNX model)", in->driver->title, to->title);
+	return FMT_OK;
+}
+
+static fmt_kind written_by_driver(const fmt_model *in, const fmt_driver *to, const fmt_drvopt_sets *options,
+				  uint8_t **bytes, size_t *n, fmt_err *e)
+{
 	fmt_write_opts wo = { .threads = 1, .options = options };
 	fmt_sink sink;
-	fmt_kind k = fmt_sink_open_memory(&sink, e);
+	fmt_kind k = fmt_network_writable(in, to, e);
+	if (k == FMT_OK)
+		k = fmt_sink_open_memory(&sink, e);
 	if (k != FMT_OK)
 		return k;
 	k = in->driver->write_network(in, to, &sink, &wo, e);

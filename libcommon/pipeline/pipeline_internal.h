@@ -81,4 +81,8 @@ void fmt_plan_warn(const convert_plan *p, const fmt_convert_opts *o);
 void fmt_pipeline_warn(const fmt_convert_opts *o, const char *format, ...) __attribute__((format(printf, 2, 3)));
 void fmt_pipeline_info(const fmt_convert_opts *o, const char *format, ...) __attribute__((format(printf, 2, 3)));
 
+/* Unsupported, when in's driver cannot write its model as a network file of to (a model of
+ * tensors only); FMT_OK when it can (network.c). */
+fmt_kind fmt_network_writable(const fmt_model *in, const fmt_driver *to, fmt_err *e);
+
 #endif

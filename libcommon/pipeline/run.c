@@ -221,15 +221,15 @@ static fmt_kind open_input(fmt_model *in, const char *input, const fmt_convert_o
 static fmt_kind write_network(const fmt_model *in, const char *input, const char *output, const fmt_convert_opts *o,
 			      fmt_err *e)
 {
-	if (!in->driver->write_network)
-		return fmt_fail(e, FMT_UNSUPPORTED, "%s holds tensors only: a %s file is a network, made from a graph "
-				"(an ONNX model)", in->driver->title, o->to->title);
+	fmt_kind k = fmt_network_writable(in, o->to, e);
+	if (k != FMT_OK)
+		return k;
 	if (o->sign || fmt_key_opts_given(&o->key) || o->sign_secret)
 		return fmt_fail(e, FMT_USAGE, "%s files have no signatures", o->to->title);
 	fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->threads,
 			      .options = o->options };
 	fmt_sink sink;
-	fmt_kind k = o->dry_run ? FMT_OK : fmt_sink_open(&sink, output, wo.sink_flags, e);
+	k = o->dry_run ? FMT_OK : fmt_sink_open(&sink, output, wo.sink_flags, e);
 	if (k == FMT_OK && !o->dry_run) {
 		k = in->driver->write_network(in, o->to, &sink, &wo, e);
 		if (k == FMT_OK)
