@@ -59,6 +59,15 @@ static fmt_kind read_cases(const char *path, const uint8_t *bytes, size_t n, siz
 	return k;
 }
 
+/* The network becomes the new bytes (a step's output). */
+static fmt_kind take_bytes(net_result *r, uint8_t *bytes, size_t n)
+{
+	free(r->bytes);
+	r->bytes = bytes;
+	r->n = n;
+	return FMT_OK;
+}
+
 static fmt_kind quantize(const convert_args *a, net_result *r, fmt_err *e)
 {
 	nk_embed_set cal = { 0 };
@@ -68,13 +77,8 @@ static fmt_kind quantize(const convert_args *a, net_result *r, fmt_err *e)
 	if (k == FMT_OK)
 		k = fmt_nk_quantize(r->bytes, r->n, &cal, &q, &n, &r->q, e);
 	fmt_nk_embed_cases_free(&cal);
-	if (k != FMT_OK)
-		return k;
-	free(r->bytes);
-	r->bytes = q;
-	r->n = n;
-	r->quantized = 1;
-	return FMT_OK;
+	r->quantized = k == FMT_OK;
+	return k == FMT_OK ? take_bytes(r, q, n) : k;
 }
 
 static fmt_kind embed(const convert_args *a, net_result *r, fmt_err *e)
@@ -89,12 +93,7 @@ static fmt_kind embed(const convert_args *a, net_result *r, fmt_err *e)
 		k = fmt_nk_embed_tests(r->bytes, r->n, set.cases, set.n, tolerance_of(a), &out, &n, e);
 	r->n_cases = set.n;
 	fmt_nk_embed_cases_free(&set);
-	if (k != FMT_OK)
-		return k;
-	free(r->bytes);
-	r->bytes = out;
-	r->n = n;
-	return FMT_OK;
+	return k == FMT_OK ? take_bytes(r, out, n) : k;
 }
 
 /* The network of input (its own bytes, or converted to the output's network format), then
