@@ -3,6 +3,7 @@
  * from ranges, biases, the QUAN block read back by the loader, and what has no int8 form. */
 #include <math.h>
 #include <stdlib.h>
+#include "fmt/io.h"
 #include "fmt/nk.h"
 #include "unit.h"
 
@@ -97,4 +98,44 @@ TEST(nk_quant_biases_and_refusals)
 	CHECK_EQ_U64(fmt_nk_int8_check(&nm, &e), FMT_UNSUPPORTED);
 	fmt_nk_free(&nm);
 	free(fb);
+}
+
+/* The whole of a fixture file, or NULL. */
+static char *fixture(const char *path, size_t *n)
+{
+	char *d = NULL;
+	fmt_err e;
+	return fmt_read_file(path, 1u << 24, &d, n, &e) == FMT_OK ? d : NULL;
+}
+
+TEST(nk_quant_upstream_bytes_from_its_activation_scales)
+{
+	/* Upstream's mnist_cnn_dw_int8.nk was calibrated on MNIST training images fmtkit does not
+	 * have; given ranges that make its activation scales, the float twin quantizes to its bytes:
+	 * all of them up to its test block, but for the tests flags. */
+	size_t nf, n8, nq;
+	char *f = fixture("tests/data/fixtures/nk/mnist_cnn_dw.nk", &nf);
+	char *u = fixture("tests/data/fixtures/nk/mnist_cnn_dw_int8.nk", &n8);
+	CHECK(f && u);
+	nk_model nm, up;
+	fmt_err e;
+	CHECK_EQ_U64(fmt_nk_parse(&nm, f, nf, &e), FMT_OK);
+	CHECK_EQ_U64(fmt_nk_parse(&up, u, n8, &e), FMT_OK);
+	nk_range out[6], in = { 0, 1 };   /* pixels: scale 1/255, zero point -128 */
+	CHECK_EQ_U64(up.n_quant, 6);
+	for (int k = 0; k < 6; k++) {
+		out[k] = (nk_range){ 0, (float)((double)up.quant[k].out_scale * 255.0) };
+		CHECK((float)((double)out[k].hi / 255.0) == up.quant[k].out_scale || k == 5);
+	}
+	uint8_t *q;
+	CHECK_EQ_U64(fmt_nk_write_int8(&nm, in, out, &q, &nq, &e), FMT_OK);
+	CHECK_EQ_U64(nq, up.tcas_offset);
+	CHECK_MEM(q, u, 10);
+	CHECK_EQ_U64(q[10] | q[11] << 8, NK_FLAG_QUANT);   /* upstream's 0x7 less its tests' bits */
+	CHECK_MEM(q + 12, u + 12, nq - 12);
+	free(q);
+	fmt_nk_free(&nm);
+	fmt_nk_free(&up);
+	free(f);
+	free(u);
 }
