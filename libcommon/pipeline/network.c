@@ -1,6 +1,7 @@
 /* A network file's bytes in memory, as a format of whole networks (FMT_CAP_NETWORK) holds it:
  * the file itself when it is one already, else the graph its driver writes (write_network).
  * What fmt-convert's --embed-tests and --calibration start from. */
+#include "fmt/drvopt.h"
 #include "fmt/registry.h"
 #include "pipeline_internal.h"
 
@@ -46,6 +47,9 @@ fmt_kind fmt_pipeline_network_bytes(const char *input, const fmt_driver *to, con
 	if (!to) {
 		k = fmt_fail(e, FMT_USAGE, "cannot tell which network format to make of %s: name the output with its "
 			     "extension", in.driver->title);
+	} else if (in.driver == to && fmt_drvopt_values(options, to->options)) {
+		k = fmt_fail(e, FMT_USAGE, "the %s writer's options apply to a graph converted to it: this is a %s file "
+			     "already", to->title, to->title);
 	} else if (in.driver == to) {
 		char *data = NULL;
 		k = fmt_read_file(input, MAX_NETWORK_FILE, &data, n, e);

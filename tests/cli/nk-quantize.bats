@@ -141,6 +141,8 @@ t.nk: 10 embedded test cases (tolerance 0.08), 221120 bytes"
 	refused 2 "fmt-convert: error: --calibration goes with --dtype int8"$'\n'"Try 'fmt-convert --help'." --dtype f16 --calibration raw.f32 "$dw"
 	refused 2 "fmt-convert: error: --calibration quantizes the network to int8: not with --to"$'\n'"Try 'fmt-convert --help'." --dtype int8 --calibration raw.f32 --to nk "$dw"
 	refused 2 "fmt-convert: error: a .nk network is float32, or int8 with --dtype int8 --calibration INPUTS: not --dtype int8 alone"$'\n'"Try 'fmt-convert --help'." --dtype int8 "$FIX/mnist_cnn_dw.onnx"
+	refused 2 "fmt-convert: error: --imatrix needs .gguf output"$'\n'"Try 'fmt-convert --help'." --imatrix x.dat --dtype int8 --calibration raw.f32 "$FIX/mnist_cnn_dw.onnx"
+	refused 2 "fmt-convert: error: $FIX/mnist_cnn_dw.nk: the .nk writer's options apply to a graph converted to it: this is a .nk file already" --no-fuse --dtype int8 --calibration raw.f32 "$FIX/mnist_cnn_dw.nk"
 	# networks
 	refused 5 "fmt-convert: error: $FIX/mnist_cnn_dw_int8.nk: the network is int8 already (version 4)" --dtype int8 --calibration raw.f32 "$FIX/mnist_cnn_dw_int8.nk"
 	refused 5 "fmt-convert: error: $FIX/cnn_extended_ops.nk: layer 3 (batch_norm2d, none): no int8 form (int8 networks hold conv2d, depthwise_conv2d, pools, flatten and dense)" --dtype int8 --calibration raw.f32 "$FIX/cnn_extended_ops.nk"

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include "fmt/format_options.h"
 #include "fmt/io.h"
 #include "fmt/nkrt.h"
 #include "fmt/out.h"
@@ -96,13 +97,18 @@ static fmt_kind embed(const convert_args *a, net_result *r, fmt_err *e)
 	return k == FMT_OK ? take_bytes(r, out, n) : k;
 }
 
+/* The network format output's name asks for, or NULL. */
+static const fmt_driver *network_driver(const char *output)
+{
+	const fmt_driver *to = fmt_driver_by_extension(output);
+	return to && fmt_driver_can(to, FMT_CAP_NETWORK) ? to : NULL;
+}
+
 /* The network of input (its own bytes, or converted to the output's network format), then
  * quantized and given its tests as asked. A loader's error names the input. */
 static fmt_kind make(const convert_args *a, const char *input, const char *output, net_result *r, fmt_err *e)
 {
-	const fmt_driver *to = fmt_driver_by_extension(output);
-	if (to && !fmt_driver_can(to, FMT_CAP_NETWORK))
-		to = NULL;
+	const fmt_driver *to = network_driver(output);
 	fmt_kind k = fmt_pipeline_network_bytes(input, to, &a->drvopts, &r->bytes, &r->n, e);
 	if (k != FMT_OK) {
 		fmt_err_file(e, input);
@@ -194,6 +200,13 @@ static const char *usage_problem(convert_args *a, const fmt_cli *cli)
 	}
 	if (cli->n_operands != 2)
 		return a->embed.calibration ? "--calibration takes INPUT and OUTPUT.nk" : "--embed-tests takes INPUT and OUTPUT.nk";
+	/* a driver's option for another output than this network's is refused, as on conversions */
+	const fmt_driver *to = network_driver(cli->operands[1]);
+	fmt_err e;
+	if (a->embed.dtype_or_driver && to && fmt_model_options_check(&a->drvopts, to, &e) != FMT_OK) {
+		snprintf(a->msg, sizeof a->msg, "%s", e.msg);
+		return a->msg;
+	}
 	return NULL;
 }
 
