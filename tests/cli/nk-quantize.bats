@@ -56,6 +56,11 @@ quan_differences() {
 	# the same bytes from the .nk twin, and from the inputs as raw float32
 	fmt-convert -q --dtype int8 --calibration raw.f32 "$FIX/mnist_cnn_dw.nk" q2.nk
 	cmp q.nk q2.nk
+	# and with each kernel build calibrating (portable, AVX2, widest)
+	for k in generic avx2 default; do
+		NK_KERNELS=$k fmt-convert -q -f --dtype int8 --calibration cases.json "$FIX/mnist_cnn_dw.onnx" k.nk
+		cmp q.nk k.nk
+	done
 }
 
 @test "quantize: the int8 network from mnist_cnn_dw.onnx calibrated on its embedded inputs passes its own tests and agrees with the float argmax" {
