@@ -403,3 +403,285 @@ double fmt_ss_score_p(const double score[FMT_SS_BYTES][256], uint64_t payload)
 	free(next);
 	return ldexp((double)count, -8 * FMT_SS_RANKED_BYTES);
 }
+
+/* ---- fmtkit-ss/2 ---------------------------------------------------------------------------- */
+
+#define STREAM2_LABEL "fmtkit-ss/2 stream"
+
+void fmt_ss2_stream_key(const fmt_wm_key *key, uint8_t sk[32])
+{
+	fmt_wm_derive(key, STREAM2_LABEL, sk);
+}
+
+static uint64_t runs_of(uint64_t nelems)
+{
+	return (nelems + FMT_SS2_RUN - 1) / FMT_SS2_RUN;
+}
+
+static uint64_t run_len(uint64_t nelems, uint64_t run)
+{
+	uint64_t lo = run * FMT_SS2_RUN;
+	return nelems - lo < FMT_SS2_RUN ? nelems - lo : FMT_SS2_RUN;
+}
+
+/* Bytes 4g .. 4g + 3 (u32 LE) of the ChaCha20 keystream with nonce nelems (u64 LE) || 1 (u32 LE),
+ * modulo the group's run count. */
+uint64_t fmt_ss2_marked_run(const uint8_t sk[32], uint64_t nelems, uint64_t group)
+{
+	uint8_t nonce[crypto_stream_chacha20_ietf_NONCEBYTES] = { 0 }, blk[64] = { 0 };
+	for (int i = 0; i < 8; i++)
+		nonce[i] = (uint8_t)(nelems >> (8 * i));
+	nonce[8] = 1;
+	crypto_stream_chacha20_ietf_xor_ic(blk, blk, sizeof blk, nonce, (uint32_t)(group / 16), sk);
+	const uint8_t *u = blk + 4 * (group % 16);
+	uint32_t x = (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
+	uint64_t first = group * FMT_SS2_GROUP, runs = runs_of(nelems);
+	uint64_t count = runs - first < FMT_SS2_GROUP ? runs - first : FMT_SS2_GROUP;
+	return first + x % count;
+}
+
+uint64_t fmt_ss2_marked_elems(const uint8_t sk[32], uint64_t nelems)
+{
+	uint64_t groups = (runs_of(nelems) + FMT_SS2_GROUP - 1) / FMT_SS2_GROUP;
+	if (groups == 0)
+		return 0;
+	return (groups - 1) * FMT_SS2_RUN + run_len(nelems, fmt_ss2_marked_run(sk, nelems, groups - 1));
+}
+
+double fmt_ss2_amplitude(const uint8_t sk[32], uint64_t nelems, double strength, double std)
+{
+	uint64_t marked = fmt_ss2_marked_elems(sk, nelems);
+	return marked ? strength * std * sqrt((double)nelems / (double)marked) : 0;
+}
+
+void fmt_ss2_moments_add(fmt_ss2_moments *m, const uint8_t *p, size_t n, int width)
+{
+	double s0 = 0, s1 = 0, q0 = 0, q1 = 0;
+	uint64_t fin = 0;
+	for (size_t i = 0; i < n; i++) {
+		double v = load_value(p, i, width);
+		if (!isfinite(v))
+			continue;
+		if (!m->shifted) {
+			m->shift = v;
+			m->shifted = 1;
+		}
+		double x = v - m->shift;
+		if (i & 1) {
+			s1 += x;
+			q1 += x * x;
+		} else {
+			s0 += x;
+			q0 += x * x;
+		}
+		fin++;
+	}
+	m->sum += s0 + s1;
+	m->sumsq += q0 + q1;
+	m->finite += fin;
+}
+
+double fmt_ss2_moments_std(const fmt_ss2_moments *m)
+{
+	if (!m->finite)
+		return 0;
+	double mean = m->sum / (double)m->finite, var = m->sumsq / (double)m->finite - mean * mean;
+	return var > 0 ? sqrt(var) : 0;
+}
+
+/* One run's sums over its finite values: per code bit c_j = sum s (v - m), per payload byte the
+ * count, sum (v - m)^2 and sum v^2 (m: the run's mean). */
+typedef struct run_sums {
+	double c[FMT_SS_GROUPS], s[FMT_SS_GROUPS];
+	double n[FMT_SS_BYTES], v1[FMT_SS_BYTES], v2[FMT_SS_BYTES], q[FMT_SS_BYTES];
+	uint16_t r[FMT_SS2_RUN];
+	double v[FMT_SS2_RUN];
+} run_sums;
+
+static void run_sums_compute(run_sums *rs, size_t n)
+{
+	memset(rs->c, 0, sizeof rs->c);
+	memset(rs->s, 0, sizeof rs->s);
+	memset(rs->n, 0, sizeof rs->n);
+	memset(rs->v1, 0, sizeof rs->v1);
+	memset(rs->v2, 0, sizeof rs->v2);
+	for (size_t i = 0; i < n; i++) {
+		double v = rs->v[i];
+		if (!isfinite(v))
+			continue;
+		unsigned j = rs->r[i] & (FMT_SS_GROUPS - 1), b = j >> 8;
+		double s = rs->r[i] & FMT_SS_GROUPS ? -1.0 : 1.0;
+		rs->c[j] += s * v;
+		rs->s[j] += s;
+		rs->n[b] += 1;
+		rs->v1[b] += v;
+		rs->v2[b] += v * v;
+	}
+	double count = 0, total = 0;
+	for (unsigned b = 0; b < FMT_SS_BYTES; b++) {
+		count += rs->n[b];
+		total += rs->v1[b];
+	}
+	double m = count > 0 ? total / count : 0;
+	for (unsigned j = 0; j < FMT_SS_GROUPS; j++)
+		rs->c[j] -= m * rs->s[j];
+	for (unsigned b = 0; b < FMT_SS_BYTES; b++)
+		rs->q[b] = rs->v2[b] - 2 * m * rs->v1[b] + rs->n[b] * m * m;
+}
+
+/* score_kb(a) = sum_x (-1)^popcount(a AND x) c_{256b+x} / sqrt(q_b); 0 for a byte without values
+ * or without spread (a constant run: rounding, not evidence). */
+static void run_scores(const run_sums *rs, double score[FMT_SS_BYTES][256])
+{
+	double count = 0, energy = 0;
+	for (unsigned b = 0; b < FMT_SS_BYTES; b++) {
+		count += rs->n[b];
+		energy += rs->v2[b];
+	}
+	for (unsigned b = 0; b < FMT_SS_BYTES; b++) {
+		double q = rs->q[b];
+		if (!(rs->n[b] > 0 && q > 0 && q > 1e-12 * rs->n[b] * energy / count)) {
+			memset(score[b], 0, sizeof score[b]);
+			continue;
+		}
+		memcpy(score[b], rs->c + 256 * b, sizeof score[b]);
+		wht256(score[b]);
+		double scale = 1 / sqrt(q);
+		for (unsigned a = 0; a < 256; a++)
+			score[b][a] *= scale;
+	}
+}
+
+void fmt_ss2_embed(const fmt_ss_params *prm, double amp, uint8_t *p, uint64_t nelems, uint64_t first, size_t n,
+		   int width, fmt_wm_dist *d)
+{
+	/* every value's moments (the report's std and mean) */
+	double s0 = 0, q0 = 0;
+	uint64_t fin = 0;
+	for (size_t i = 0; i < n; i++) {
+		double v = load_value(p, i, width);
+		if (isfinite(v)) {
+			s0 += v;
+			q0 += v * v;
+			fin++;
+		}
+	}
+	d->values += n;
+	d->finite += fin;
+	d->eligible += fin;
+	d->sum0 += s0;
+	d->sumsq0 += q0;
+	d->sumsq1 += q0;
+	run_sums *rs = malloc(sizeof *rs);
+	if (!rs || n == 0) {            /* no room for a run's sums: unmarked */
+		free(rs);
+		return;
+	}
+	uint64_t run = fmt_ss2_marked_run(prm->sk, nelems, first / FMT_SS_BLOCK);
+	uint64_t lo = run * FMT_SS2_RUN, len = run_len(nelems, run);
+	uint8_t *at = p + (lo - first) * (uint64_t)width;
+	for (size_t i = 0; i < len; i++)
+		rs->v[i] = load_value(at, i, width);
+	fmt_ss_stream(prm->sk, nelems, lo, (size_t)len, rs->r);
+	run_sums_compute(rs, (size_t)len);
+	/* per byte: along the code word where the run's values lean to it already, else against it */
+	double sign[FMT_SS_BYTES];
+	for (unsigned b = 0; b < FMT_SS_BYTES; b++) {
+		double lean = 0;
+		for (unsigned x = 0; x < 256; x++)
+			lean += prm->d[256 * b + x] * rs->c[256 * b + x];
+		sign[b] = lean >= 0 ? amp : -amp;
+	}
+	double sd = 0, sdd = 0, svd = 0;
+	uint64_t selected = 0, marked = 0;
+	for (size_t i = 0; i < len; i++) {
+		double v = rs->v[i], v1;
+		if (!isfinite(v))
+			continue;
+		unsigned j = rs->r[i] & (FMT_SS_GROUPS - 1);
+		double delta = (rs->r[i] & FMT_SS_GROUPS ? -1.0 : 1.0) * sign[j >> 8] * prm->d[j];
+		if (width == 4) {
+			float f = (float)(v + delta);
+			memcpy(at + 4 * i, &f, 4);
+			v1 = f;
+		} else {
+			v1 = v + delta;
+			memcpy(at + 8 * i, &v1, 8);
+		}
+		double diff = v1 - v;
+		sd += diff;
+		sdd += diff * diff;
+		svd += v * diff;
+		selected++;
+		marked += v1 != v;
+	}
+	d->selected += selected;
+	d->marked += marked;
+	d->sum_d += sd;
+	d->sumsq_d += sdd;
+	d->sumsq1 += 2 * svd + sdd;
+	free(rs);
+}
+
+static void acc_run(const uint8_t sk[32], fmt_ss2_acc *a, run_sums *rs, uint64_t nelems, uint64_t run)
+{
+	size_t len = (size_t)run_len(nelems, run);
+	fmt_ss_stream(sk, nelems, run * FMT_SS2_RUN, len, rs->r);
+	run_sums_compute(rs, len);
+	double score[FMT_SS_BYTES][256];
+	run_scores(rs, score);
+	for (unsigned b = 0; b < FMT_SS_BYTES; b++) {
+		double w = sqrt(rs->n[b]);
+		for (unsigned x = 0; x < 256; x++)
+			a->y[b][x] += w * fabs(score[b][x]);
+		a->w[b] += rs->n[b];
+		a->values += (uint64_t)rs->n[b];
+	}
+	a->runs++;
+}
+
+#define ACC2_LOOP(V)                                                                               \
+	do {                                                                                       \
+		run_sums *rs = malloc(sizeof *rs);                                                 \
+		if (!rs)                                                                           \
+			return;                                                                    \
+		for (uint64_t g = first / FMT_SS_BLOCK; g * FMT_SS_BLOCK < first + n; g++) {         \
+			uint64_t run = fmt_ss2_marked_run(sk, nelems, g), lo = run * FMT_SS2_RUN;     \
+			uint64_t len = run_len(nelems, run);                                       \
+			if (lo < first || lo + len > first + n)                                    \
+				continue;  /* not all of it here: callers give whole groups */     \
+			for (size_t i = 0; i < len; i++)                                           \
+				rs->v[i] = (double)(V)[lo - first + i];                            \
+			acc_run(sk, a, rs, nelems, run);                                           \
+		}                                                                                  \
+		free(rs);                                                                          \
+	} while (0)
+
+void fmt_ss2_acc_f32(const uint8_t sk[32], fmt_ss2_acc *a, const float *v, uint64_t nelems, uint64_t first, size_t n)
+{
+	ACC2_LOOP(v);
+}
+
+void fmt_ss2_acc_f64(const uint8_t sk[32], fmt_ss2_acc *a, const double *v, uint64_t nelems, uint64_t first,
+		     size_t n)
+{
+	ACC2_LOOP(v);
+}
+
+void fmt_ss2_acc_merge(fmt_ss2_acc *into, const fmt_ss2_acc *piece)
+{
+	for (unsigned b = 0; b < FMT_SS_BYTES; b++) {
+		for (unsigned x = 0; x < 256; x++)
+			into->y[b][x] += piece->y[b][x];
+		into->w[b] += piece->w[b];
+	}
+	into->values += piece->values;
+	into->runs += piece->runs;
+}
+
+void fmt_ss2_scores(const fmt_ss2_acc *a, double score[FMT_SS_BYTES][256])
+{
+	for (unsigned b = 0; b < FMT_SS_BYTES; b++)
+		for (unsigned x = 0; x < 256; x++)
+			score[b][x] = a->w[b] > 0 ? a->y[b][x] / sqrt(a->w[b]) : 0;
+}

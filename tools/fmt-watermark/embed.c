@@ -35,7 +35,8 @@ typedef struct tensor_wrap {
 	fmt_tensor orig;
 	wm_column *col;
 	const fmt_wm_params *prm;
-	const fmt_ss_params *ss;     /* fmtkit-ss/1 (else fmtkit-wm/1 under prm) */
+	const fmt_ss_params *ss;     /* fmtkit-ss/2 or /1 (else fmtkit-wm/1 under prm) */
+	double amp;                  /* fmtkit-ss/2: the tensor's amplitude */
 	uint64_t nelems;
 	int width;
 	fmt_pool *pool;
@@ -64,7 +65,9 @@ static void mark_piece(void *ctx, size_t i)
 	pc->n = hi - lo;
 	memset(&pc->d, 0, sizeof pc->d);
 	uint8_t *at = j->dst + (lo - j->first) * (uint64_t)j->w->width;
-	if (j->w->ss)
+	if (j->w->ss && j->w->ss->version == 2)
+		fmt_ss2_embed(j->w->ss, j->w->amp, at, j->w->nelems, lo, (size_t)(hi - lo), j->w->width, &pc->d);
+	else if (j->w->ss)
 		fmt_ss_embed(j->w->ss, at, j->w->nelems, lo, (size_t)(hi - lo), j->w->width, &pc->d);
 	else
 		fmt_wm_embed(j->w->prm, at, (size_t)(hi - lo), j->w->width, &pc->d);
@@ -111,8 +114,9 @@ static fmt_kind mark_range(const tensor_wrap *w, uint8_t *dst, uint64_t first, u
 	return k;
 }
 
-/* fmtkit-ss/1 marks whole blocks (their std sets the amplitude): a read that cuts a block reads
- * and marks the blocks it touches and keeps its part. */
+/* fmtkit-ss marks whole blocks (fmtkit-ss/1: their std sets the amplitude; fmtkit-ss/2: a block is
+ * a group, whose marked run follows its own values): a read that cuts a block reads and marks the
+ * blocks it touches and keeps its part. */
 static fmt_kind ss_marked_read(const fmt_model *m, const fmt_tensor *t, uint64_t off, uint8_t *dst, size_t n,
 			       fmt_err *e)
 {
@@ -192,6 +196,29 @@ static fmt_kind read_marked(const fmt_model *out, fmt_err *e)
 	return k;
 }
 
+typedef struct moments_pass { fmt_ss2_moments m; int width; } moments_pass;
+
+static fmt_kind moments_chunk(void *ctx, const uint8_t *bytes, size_t n, fmt_err *e)
+{
+	moments_pass *mp = ctx;
+	if (n % (size_t)mp->width)
+		return fmt_fail(e, FMT_INTERNAL, "a chunk not on value boundaries");
+	fmt_ss2_moments_add(&mp->m, bytes, n / (size_t)mp->width, mp->width);
+	return FMT_OK;
+}
+
+/* fmtkit-ss/2's amplitude needs the tensor's std before its first group is marked: one pass over
+ * the original values first. */
+static fmt_kind ss2_amplitude(const fmt_model *m, const fmt_tensor *t, const fmt_ss_params *ss, int width,
+			      double *amp, fmt_err *e)
+{
+	moments_pass mp = { { 0 }, width };
+	fmt_kind k = fmt_tensor_each_chunk(m, t, moments_chunk, &mp, e);
+	if (k == FMT_OK)
+		*amp = fmt_ss2_amplitude(ss->sk, t->nelems, ss->strength, fmt_ss2_moments_std(&mp.m));
+	return k;
+}
+
 static fmt_kind model_hook(fmt_model *out, void *ctx, fmt_err *e)
 {
 	embed_ctx *c = ctx;
@@ -214,7 +241,7 @@ static fmt_kind model_hook(fmt_model *out, void *ctx, fmt_err *e)
 			continue;
 		}
 		if (c->o->ss && t->nelems > FMT_SS_MAX_ELEMS)
-			return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': %llu elements, more than fmtkit-ss/1's 2^37",
+			return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': %llu elements, more than fmtkit-ss's 2^37",
 					t->name, (unsigned long long)t->nelems);
 		fmt_kind k = wm_add_column(c->r, t->name, 1, fmt_dtype_name(t->dtype), width, e);
 		tensor_wrap *w = k == FMT_OK ? calloc(1, sizeof *w) : NULL;
@@ -222,6 +249,10 @@ static fmt_kind model_hook(fmt_model *out, void *ctx, fmt_err *e)
 			return k;
 		if (!w)
 			return fmt_fail(e, FMT_IO, "out of memory");
+		if (c->o->ss && c->o->ss->version == 2 && (k = ss2_amplitude(out, t, c->o->ss, width, &w->amp, e)) != FMT_OK) {
+			free(w);
+			return k;
+		}
 		w->orig = *t;
 		w->col = c->r->cols[c->r->n_cols - 1];
 		w->prm = c->prm;
