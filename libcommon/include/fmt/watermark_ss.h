@@ -108,7 +108,7 @@ void fmt_ss2_stream_key(const fmt_wm_key *key, uint8_t sk[32]);
 uint64_t fmt_ss2_marked_run(const uint8_t sk[32], uint64_t nelems, uint64_t group);
 /* n_S: the elements of a tensor's marked runs. */
 uint64_t fmt_ss2_marked_elems(const uint8_t sk[32], uint64_t nelems);
-/* The amplitude strength x std x sqrt(nelems / n_S). */
+/* The amplitude strength x std x sqrt(nelems / n_S) x (1 - 2^-16). */
 double fmt_ss2_amplitude(const uint8_t sk[32], uint64_t nelems, double strength, double std);
 
 /* A tensor's moments over its finite values, fed in index order (fmt_ss2_moments_add), for the
