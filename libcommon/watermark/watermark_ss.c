@@ -440,139 +440,109 @@ uint64_t fmt_ss2_marked_run(const uint8_t sk[32], uint64_t nelems, uint64_t grou
 	return first + x % count;
 }
 
-uint64_t fmt_ss2_marked_elems(const uint8_t sk[32], uint64_t nelems)
-{
-	uint64_t groups = (runs_of(nelems) + FMT_SS2_GROUP - 1) / FMT_SS2_GROUP;
-	if (groups == 0)
-		return 0;
-	return (groups - 1) * FMT_SS2_RUN + run_len(nelems, fmt_ss2_marked_run(sk, nelems, groups - 1));
-}
-
-double fmt_ss2_amplitude(const uint8_t sk[32], uint64_t nelems, double strength, double std)
-{
-	uint64_t marked = fmt_ss2_marked_elems(sk, nelems);
-	/* 2^-16 below the budget: rounding to the tensor's type may not carry the RMS change over it */
-	return marked ? strength * std * sqrt((double)nelems / (double)marked) * (1 - 0x1p-16) : 0;
-}
-
-void fmt_ss2_moments_add(fmt_ss2_moments *m, const uint8_t *p, size_t n, int width)
-{
-	double s0 = 0, s1 = 0, q0 = 0, q1 = 0;
-	uint64_t fin = 0;
-	for (size_t i = 0; i < n; i++) {
-		double v = load_value(p, i, width);
-		if (!isfinite(v))
-			continue;
-		if (!m->shifted) {
-			m->shift = v;
-			m->shifted = 1;
-		}
-		double x = v - m->shift;
-		if (i & 1) {
-			s1 += x;
-			q1 += x * x;
-		} else {
-			s0 += x;
-			q0 += x * x;
-		}
-		fin++;
-	}
-	m->sum += s0 + s1;
-	m->sumsq += q0 + q1;
-	m->finite += fin;
-}
-
-double fmt_ss2_moments_std(const fmt_ss2_moments *m)
-{
-	if (!m->finite)
-		return 0;
-	double mean = m->sum / (double)m->finite, var = m->sumsq / (double)m->finite - mean * mean;
-	return var > 0 ? sqrt(var) : 0;
-}
-
-/* One run's sums over its finite values: per code bit c_j = sum s (v - m), per payload byte the
- * count, sum (v - m)^2 and sum v^2 (m: the run's mean). */
+/* One run's sums over its finite values: their count, sum and sum of squares, and per code bit
+ * c_j = sum s (v - m) (m: the run's mean). */
 typedef struct run_sums {
-	double c[FMT_SS_GROUPS], s[FMT_SS_GROUPS];
-	double n[FMT_SS_BYTES], v1[FMT_SS_BYTES], v2[FMT_SS_BYTES], q[FMT_SS_BYTES];
+	double c[FMT_SS_GROUPS];
+	double count, sum, sumsq, q;   /* q: sum (v - m)^2 */
 	uint16_t r[FMT_SS2_RUN];
 	double v[FMT_SS2_RUN];
 } run_sums;
 
 static void run_sums_compute(run_sums *rs, size_t n)
 {
+	double s4[4] = { 0 }, q4[4] = { 0 }, c4[4] = { 0 };
+	for (size_t i = 0; i < n; i++) {
+		double v = rs->v[i];
+		int ok = isfinite(v) != 0;
+		v = ok ? v : 0;
+		s4[i & 3] += v;
+		q4[i & 3] += v * v;
+		c4[i & 3] += ok;
+	}
+	rs->count = (c4[0] + c4[1]) + (c4[2] + c4[3]);
+	rs->sum = (s4[0] + s4[1]) + (s4[2] + s4[3]);
+	rs->sumsq = (q4[0] + q4[1]) + (q4[2] + q4[3]);
+	double m = rs->count > 0 ? rs->sum / rs->count : 0, d4[4] = { 0 };
 	memset(rs->c, 0, sizeof rs->c);
-	memset(rs->s, 0, sizeof rs->s);
-	memset(rs->n, 0, sizeof rs->n);
-	memset(rs->v1, 0, sizeof rs->v1);
-	memset(rs->v2, 0, sizeof rs->v2);
 	for (size_t i = 0; i < n; i++) {
 		double v = rs->v[i];
 		if (!isfinite(v))
 			continue;
-		unsigned j = rs->r[i] & (FMT_SS_GROUPS - 1), b = j >> 8;
-		double s = rs->r[i] & FMT_SS_GROUPS ? -1.0 : 1.0;
-		rs->c[j] += s * v;
-		rs->s[j] += s;
-		rs->n[b] += 1;
-		rs->v1[b] += v;
-		rs->v2[b] += v * v;
+		double x = v - m;
+		rs->c[rs->r[i] & (FMT_SS_GROUPS - 1)] += rs->r[i] & FMT_SS_GROUPS ? -x : x;
+		d4[i & 3] += x * x;
 	}
-	double count = 0, total = 0;
-	for (unsigned b = 0; b < FMT_SS_BYTES; b++) {
-		count += rs->n[b];
-		total += rs->v1[b];
-	}
-	double m = count > 0 ? total / count : 0;
-	for (unsigned j = 0; j < FMT_SS_GROUPS; j++)
-		rs->c[j] -= m * rs->s[j];
-	for (unsigned b = 0; b < FMT_SS_BYTES; b++)
-		rs->q[b] = rs->v2[b] - 2 * m * rs->v1[b] + rs->n[b] * m * m;
+	rs->q = (d4[0] + d4[1]) + (d4[2] + d4[3]);
 }
 
-/* score_kb(a) = sum_x (-1)^popcount(a AND x) c_{256b+x} / sqrt(q_b); 0 for a byte without values
- * or without spread (a constant run: rounding, not evidence). */
-static void run_scores(const run_sums *rs, double score[FMT_SS_BYTES][256])
+/* score_kb(a) = sum_x (-1)^popcount(a AND x) c_{256b+x} / sqrt(q / 8) (about N(0,1) without a
+ * mark); 0 for a run without spread (constant: rounding, not evidence). */
+static int run_scores(const run_sums *rs, double score[FMT_SS_BYTES][256])
 {
-	double count = 0, energy = 0;
+	if (!(rs->count > 0 && rs->q > 0 && rs->q > 1e-12 * rs->sumsq))
+		return 0;
+	double scale = 1 / sqrt(rs->q / FMT_SS_BYTES);
 	for (unsigned b = 0; b < FMT_SS_BYTES; b++) {
-		count += rs->n[b];
-		energy += rs->v2[b];
-	}
-	for (unsigned b = 0; b < FMT_SS_BYTES; b++) {
-		double q = rs->q[b];
-		if (!(rs->n[b] > 0 && q > 0 && q > 1e-12 * rs->n[b] * energy / count)) {
-			memset(score[b], 0, sizeof score[b]);
-			continue;
-		}
 		memcpy(score[b], rs->c + 256 * b, sizeof score[b]);
 		wht256(score[b]);
-		double scale = 1 / sqrt(q);
 		for (unsigned a = 0; a < 256; a++)
 			score[b][a] *= scale;
 	}
+	return 1;
 }
 
-void fmt_ss2_embed(const fmt_ss_params *prm, double amp, uint8_t *p, uint64_t nelems, uint64_t first, size_t n,
+/* strength x the run's std x sqrt(group / run) x this: the tensor's RMS change is strength x the
+ * RMS of its marked runs' stds weighted by their groups (at most strength x the std those runs
+ * estimate), here kept below strength x the tensor's own std: by 3 standard errors of a normal
+ * sample's std (1 / sqrt(2 n) for n = 1024 x groups values) when the runs are a sample, and by 2^-16
+ * so that rounding to the tensor's type does not carry it over. */
+static double ss2_margin(uint64_t nelems)
+{
+	uint64_t groups = (runs_of(nelems) + FMT_SS2_GROUP - 1) / FMT_SS2_GROUP;
+	double sample = runs_of(nelems) > 1 ? 3 / sqrt(2.0 * FMT_SS2_RUN * (double)groups) : 0;
+	return (1 - sample) * (1 - 0x1p-16);
+}
+
+/* v' = round(v + s_i x sign_b x d_j) over a run's finite values (sign_b: +-amp per byte). */
+static inline __attribute__((always_inline)) void mark_run(const run_sums *rs, uint8_t *at, size_t len,
+							   const int width, const double sign[FMT_SS_BYTES],
+							   const int8_t *d, change *c)
+{
+	double sd[2] = { 0, 0 }, sdd[2] = { 0, 0 }, svd[2] = { 0, 0 };
+	uint64_t finite = 0, marked = 0;
+	for (size_t i = 0; i < len; i++) {
+		double v = rs->v[i], v1;
+		if (!isfinite(v))
+			continue;
+		unsigned j = rs->r[i] & (FMT_SS_GROUPS - 1);
+		double delta = (rs->r[i] & FMT_SS_GROUPS ? -sign[j >> 8] : sign[j >> 8]) * d[j];
+		if (width == 4) {
+			float f = (float)(v + delta);
+			memcpy(at + 4 * i, &f, 4);
+			v1 = f;
+		} else {
+			v1 = v + delta;
+			memcpy(at + 8 * i, &v1, 8);
+		}
+		double diff = v1 - v;
+		sd[i & 1] += diff;
+		sdd[i & 1] += diff * diff;
+		svd[i & 1] += v * diff;
+		finite++;
+		marked += v1 != v;
+	}
+	c->d = sd[0] + sd[1];
+	c->dd = sdd[0] + sdd[1];
+	c->vd = svd[0] + svd[1];
+	c->finite = finite;
+	c->marked = marked;
+}
+
+void fmt_ss2_embed(const fmt_ss_params *prm, uint8_t *p, uint64_t nelems, uint64_t first, size_t n,
 		   int width, fmt_wm_dist *d)
 {
-	/* every value's moments (the report's std and mean) */
-	double s0 = 0, q0 = 0;
-	uint64_t fin = 0;
-	for (size_t i = 0; i < n; i++) {
-		double v = load_value(p, i, width);
-		if (isfinite(v)) {
-			s0 += v;
-			q0 += v * v;
-			fin++;
-		}
-	}
 	d->values += n;
-	d->finite += fin;
-	d->eligible += fin;
-	d->sum0 += s0;
-	d->sumsq0 += q0;
-	d->sumsq1 += q0;
 	run_sums *rs = malloc(sizeof *rs);
 	if (!rs || n == 0) {            /* no room for a run's sums: unmarked */
 		free(rs);
@@ -585,6 +555,15 @@ void fmt_ss2_embed(const fmt_ss_params *prm, double amp, uint8_t *p, uint64_t ne
 		rs->v[i] = load_value(at, i, width);
 	fmt_ss_stream(prm->sk, nelems, lo, (size_t)len, rs->r);
 	run_sums_compute(rs, (size_t)len);
+	/* the run's moments: the amplitude follows its std; the report's moments of the tensor are
+	 * estimated from the marked runs, each standing for its group (the rest is not read) */
+	double count = rs->count, sum = rs->sum, sumsq = rs->sumsq, q = rs->q, stand = (double)n / (double)len;
+	d->finite += (uint64_t)llround(count * stand);
+	d->eligible += (uint64_t)llround(count * stand);
+	d->sum0 += sum * stand;
+	d->sumsq0 += sumsq * stand;
+	d->sumsq1 += sumsq * stand;
+	double amp = count > 0 && q > 0 ? prm->strength * ss2_margin(nelems) * sqrt(q / count * stand) : 0;
 	/* per byte: along the code word where the run's values lean to it already, else against it */
 	double sign[FMT_SS_BYTES];
 	for (unsigned b = 0; b < FMT_SS_BYTES; b++) {
@@ -593,29 +572,13 @@ void fmt_ss2_embed(const fmt_ss_params *prm, double amp, uint8_t *p, uint64_t ne
 			lean += prm->d[256 * b + x] * rs->c[256 * b + x];
 		sign[b] = lean >= 0 ? amp : -amp;
 	}
-	double sd = 0, sdd = 0, svd = 0;
-	uint64_t selected = 0, marked = 0;
-	for (size_t i = 0; i < len; i++) {
-		double v = rs->v[i], v1;
-		if (!isfinite(v))
-			continue;
-		unsigned j = rs->r[i] & (FMT_SS_GROUPS - 1);
-		double delta = (rs->r[i] & FMT_SS_GROUPS ? -1.0 : 1.0) * sign[j >> 8] * prm->d[j];
-		if (width == 4) {
-			float f = (float)(v + delta);
-			memcpy(at + 4 * i, &f, 4);
-			v1 = f;
-		} else {
-			v1 = v + delta;
-			memcpy(at + 8 * i, &v1, 8);
-		}
-		double diff = v1 - v;
-		sd += diff;
-		sdd += diff * diff;
-		svd += v * diff;
-		selected++;
-		marked += v1 != v;
-	}
+	change c = { 0, 0, 0, 0, 0 };
+	if (width == 4)
+		mark_run(rs, at, (size_t)len, 4, sign, prm->d, &c);
+	else
+		mark_run(rs, at, (size_t)len, 8, sign, prm->d, &c);
+	double sd = c.d, sdd = c.dd, svd = c.vd;
+	uint64_t selected = c.finite, marked = c.marked;
 	d->selected += selected;
 	d->marked += marked;
 	d->sum_d += sd;
@@ -630,14 +593,15 @@ static void acc_run(const uint8_t sk[32], fmt_ss2_acc *a, run_sums *rs, uint64_t
 	fmt_ss_stream(sk, nelems, run * FMT_SS2_RUN, len, rs->r);
 	run_sums_compute(rs, len);
 	double score[FMT_SS_BYTES][256];
-	run_scores(rs, score);
+	if (!run_scores(rs, score))
+		return;
+	double w = sqrt(rs->count);
 	for (unsigned b = 0; b < FMT_SS_BYTES; b++) {
-		double w = sqrt(rs->n[b]);
 		for (unsigned x = 0; x < 256; x++)
 			a->y[b][x] += w * fabs(score[b][x]);
-		a->w[b] += rs->n[b];
-		a->values += (uint64_t)rs->n[b];
+		a->w[b] += rs->count;
 	}
+	a->values += (uint64_t)rs->count;
 	a->runs++;
 }
 

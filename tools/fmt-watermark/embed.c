@@ -36,7 +36,6 @@ typedef struct tensor_wrap {
 	wm_column *col;
 	const fmt_wm_params *prm;
 	const fmt_ss_params *ss;     /* fmtkit-ss/2 or /1 (else fmtkit-wm/1 under prm) */
-	double amp;                  /* fmtkit-ss/2: the tensor's amplitude */
 	uint64_t nelems;
 	int width;
 	fmt_pool *pool;
@@ -66,7 +65,7 @@ static void mark_piece(void *ctx, size_t i)
 	memset(&pc->d, 0, sizeof pc->d);
 	uint8_t *at = j->dst + (lo - j->first) * (uint64_t)j->w->width;
 	if (j->w->ss && j->w->ss->version == 2)
-		fmt_ss2_embed(j->w->ss, j->w->amp, at, j->w->nelems, lo, (size_t)(hi - lo), j->w->width, &pc->d);
+		fmt_ss2_embed(j->w->ss, at, j->w->nelems, lo, (size_t)(hi - lo), j->w->width, &pc->d);
 	else if (j->w->ss)
 		fmt_ss_embed(j->w->ss, at, j->w->nelems, lo, (size_t)(hi - lo), j->w->width, &pc->d);
 	else
@@ -196,29 +195,6 @@ static fmt_kind read_marked(const fmt_model *out, fmt_err *e)
 	return k;
 }
 
-typedef struct moments_pass { fmt_ss2_moments m; int width; } moments_pass;
-
-static fmt_kind moments_chunk(void *ctx, const uint8_t *bytes, size_t n, fmt_err *e)
-{
-	moments_pass *mp = ctx;
-	if (n % (size_t)mp->width)
-		return fmt_fail(e, FMT_INTERNAL, "a chunk not on value boundaries");
-	fmt_ss2_moments_add(&mp->m, bytes, n / (size_t)mp->width, mp->width);
-	return FMT_OK;
-}
-
-/* fmtkit-ss/2's amplitude needs the tensor's std before its first group is marked: one pass over
- * the original values first. */
-static fmt_kind ss2_amplitude(const fmt_model *m, const fmt_tensor *t, const fmt_ss_params *ss, int width,
-			      double *amp, fmt_err *e)
-{
-	moments_pass mp = { { 0 }, width };
-	fmt_kind k = fmt_tensor_each_chunk(m, t, moments_chunk, &mp, e);
-	if (k == FMT_OK)
-		*amp = fmt_ss2_amplitude(ss->sk, t->nelems, ss->strength, fmt_ss2_moments_std(&mp.m));
-	return k;
-}
-
 static fmt_kind model_hook(fmt_model *out, void *ctx, fmt_err *e)
 {
 	embed_ctx *c = ctx;
@@ -249,10 +225,6 @@ static fmt_kind model_hook(fmt_model *out, void *ctx, fmt_err *e)
 			return k;
 		if (!w)
 			return fmt_fail(e, FMT_IO, "out of memory");
-		if (c->o->ss && c->o->ss->version == 2 && (k = ss2_amplitude(out, t, c->o->ss, width, &w->amp, e)) != FMT_OK) {
-			free(w);
-			return k;
-		}
 		w->orig = *t;
 		w->col = c->r->cols[c->r->n_cols - 1];
 		w->prm = c->prm;

@@ -95,33 +95,24 @@ double fmt_ss_score_p(const double score[FMT_SS_BYTES][256], uint64_t payload);
  * bits move along the Hadamard code word or against it, whichever the run's own values already
  * lean to (the sign of their correlation with it), and the detector scores each run and byte by
  * the absolute value of the correlation, so the original weights add to the evidence instead of
- * hiding it. The amplitude is strength x the tensor's std x sqrt(N / n_S) (n_S: the elements of
- * the marked runs), so the tensor's RMS change is strength x its std. Element positions and signs
+ * hiding it. The amplitude is strength x the run's std x sqrt(group / run), so the tensor's RMS
+ * change is strength x the RMS of its marked runs' stds (weighted by their groups), an estimate of
+ * strength x its std from 1/64 of its weights. Element positions and signs
  * come from the keystream of fmt_ss_stream under the fmtkit-ss/2 stream key. */
-#define FMT_SS2_RUN 4096
-#define FMT_SS2_GROUP 16
+#define FMT_SS2_RUN 1024
+#define FMT_SS2_GROUP 64
 _Static_assert(FMT_SS2_RUN * FMT_SS2_GROUP == FMT_SS_BLOCK, "a group is a block");
 
 /* HMAC-SHA256(K, "fmtkit-ss/2 stream"). */
 void fmt_ss2_stream_key(const fmt_wm_key *key, uint8_t sk[32]);
-/* The marked run of group g (runs g*16 .. g*16 + 15, fewer in a tensor's last group). */
+/* The marked run of group g (runs 64g .. 64g + 63, fewer in a tensor's last group). */
 uint64_t fmt_ss2_marked_run(const uint8_t sk[32], uint64_t nelems, uint64_t group);
-/* n_S: the elements of a tensor's marked runs. */
-uint64_t fmt_ss2_marked_elems(const uint8_t sk[32], uint64_t nelems);
-/* The amplitude strength x std x sqrt(nelems / n_S) x (1 - 2^-16). */
-double fmt_ss2_amplitude(const uint8_t sk[32], uint64_t nelems, double strength, double std);
-
-/* A tensor's moments over its finite values, fed in index order (fmt_ss2_moments_add), for the
- * amplitude (sums from the first finite value, so a large mean does not swamp the spread). */
-typedef struct fmt_ss2_moments { double shift, sum, sumsq; uint64_t finite; int shifted; } fmt_ss2_moments;
-void fmt_ss2_moments_add(fmt_ss2_moments *m, const uint8_t *p, size_t n, int width);
-double fmt_ss2_moments_std(const fmt_ss2_moments *m);
-
 /* Mark one group in place: n little-endian float32 (width 4) or float64 (8) values at p, the
  * elements [first, first + n) of a tensor of nelems, first a multiple of FMT_SS_BLOCK and
- * n = min(FMT_SS_BLOCK, nelems - first); amp from fmt_ss2_amplitude. d gets every value's
- * moments and the marked run's changes. */
-void fmt_ss2_embed(const fmt_ss_params *prm, double amp, uint8_t *p, uint64_t nelems, uint64_t first, size_t n,
+ * n = min(FMT_SS_BLOCK, nelems - first). d counts every value,
+ * and gets the marked run's moments (finite, sum0, sumsq0: the std the report relates the RMS
+ * change to is the marked runs') and changes; the other values are not read. */
+void fmt_ss2_embed(const fmt_ss_params *prm, uint8_t *p, uint64_t nelems, uint64_t first, size_t n,
 		   int width, fmt_wm_dist *d);
 
 /* The evidence: per payload byte and candidate, the sum over marked runs of sqrt(n_kb) x
