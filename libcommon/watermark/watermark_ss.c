@@ -449,31 +449,63 @@ typedef struct run_sums {
 	double v[FMT_SS2_RUN];
 } run_sums;
 
+/* Sums in lanes i % 4, kept in registers (the index fixes the order of the additions). */
 static void run_sums_compute(run_sums *rs, size_t n)
 {
-	double s4[4] = { 0 }, q4[4] = { 0 }, c4[4] = { 0 };
-	for (size_t i = 0; i < n; i++) {
+	double s0 = 0, s1 = 0, s2 = 0, s3 = 0, q0 = 0, q1 = 0, q2 = 0, q3 = 0, c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+	size_t i = 0;
+	for (; i + 4 <= n; i += 4) {
+#define ONE(k)                                                                                    \
+	{                                                                                         \
+		double v = rs->v[i + k];                                                          \
+		int ok = isfinite(v) != 0;                                                        \
+		v = ok ? v : 0;                                                                   \
+		s##k += v;                                                                        \
+		q##k += v * v;                                                                    \
+		c##k += ok;                                                                       \
+	}
+		ONE(0) ONE(1) ONE(2) ONE(3)
+#undef ONE
+	}
+	for (; i < n; i++) {   /* the tail: lanes 0, 1, 2 in turn, as the index says */
 		double v = rs->v[i];
 		int ok = isfinite(v) != 0;
 		v = ok ? v : 0;
-		s4[i & 3] += v;
-		q4[i & 3] += v * v;
-		c4[i & 3] += ok;
+		double *sl = (i & 3) == 0 ? &s0 : (i & 3) == 1 ? &s1 : &s2;
+		double *ql = (i & 3) == 0 ? &q0 : (i & 3) == 1 ? &q1 : &q2;
+		double *cl = (i & 3) == 0 ? &c0 : (i & 3) == 1 ? &c1 : &c2;
+		*sl += v;
+		*ql += v * v;
+		*cl += ok;
 	}
-	rs->count = (c4[0] + c4[1]) + (c4[2] + c4[3]);
-	rs->sum = (s4[0] + s4[1]) + (s4[2] + s4[3]);
-	rs->sumsq = (q4[0] + q4[1]) + (q4[2] + q4[3]);
-	double m = rs->count > 0 ? rs->sum / rs->count : 0, d4[4] = { 0 };
+	rs->count = (c0 + c1) + (c2 + c3);
+	rs->sum = (s0 + s1) + (s2 + s3);
+	rs->sumsq = (q0 + q1) + (q2 + q3);
+	double m = rs->count > 0 ? rs->sum / rs->count : 0, d0 = 0, d1 = 0, d2 = 0, d3 = 0;
 	memset(rs->c, 0, sizeof rs->c);
-	for (size_t i = 0; i < n; i++) {
+	for (i = 0; i + 4 <= n; i += 4) {
+#define ONE(k)                                                                                    \
+	{                                                                                         \
+		double v = rs->v[i + k];                                                          \
+		if (isfinite(v)) {                                                                \
+			double x = v - m;                                                         \
+			uint16_t r = rs->r[i + k];                                                \
+			rs->c[r & (FMT_SS_GROUPS - 1)] += r & FMT_SS_GROUPS ? -x : x;             \
+			d##k += x * x;                                                            \
+		}                                                                                 \
+	}
+		ONE(0) ONE(1) ONE(2) ONE(3)
+#undef ONE
+	}
+	for (; i < n; i++) {
 		double v = rs->v[i];
 		if (!isfinite(v))
 			continue;
 		double x = v - m;
 		rs->c[rs->r[i] & (FMT_SS_GROUPS - 1)] += rs->r[i] & FMT_SS_GROUPS ? -x : x;
-		d4[i & 3] += x * x;
+		*((i & 3) == 0 ? &d0 : (i & 3) == 1 ? &d1 : &d2) += x * x;
 	}
-	rs->q = (d4[0] + d4[1]) + (d4[2] + d4[3]);
+	rs->q = (d0 + d1) + (d2 + d3);
 }
 
 /* score_kb(a) = sum_x (-1)^popcount(a AND x) c_{256b+x} / sqrt(q / 8) (about N(0,1) without a
@@ -495,7 +527,7 @@ static int run_scores(const run_sums *rs, double score[FMT_SS_BYTES][256])
 /* strength x the run's std x sqrt(group / run) x this: the tensor's RMS change is strength x the
  * RMS of its marked runs' stds weighted by their groups (at most strength x the std those runs
  * estimate), here kept below strength x the tensor's own std: by 3 standard errors of a normal
- * sample's std (1 / sqrt(2 n) for n = 1024 x groups values) when the runs are a sample, and by 2^-16
+ * sample's std (1 / sqrt(2 n) for n = 512 x groups values) when the runs are a sample, and by 2^-16
  * so that rounding to the tensor's type does not carry it over. */
 static double ss2_margin(uint64_t nelems)
 {
@@ -509,32 +541,41 @@ static inline __attribute__((always_inline)) void mark_run(const run_sums *rs, u
 							   const int width, const double sign[FMT_SS_BYTES],
 							   const int8_t *d, change *c)
 {
-	double sd[2] = { 0, 0 }, sdd[2] = { 0, 0 }, svd[2] = { 0, 0 };
+	double sd0 = 0, sd1 = 0, sdd0 = 0, sdd1 = 0, svd0 = 0, svd1 = 0;
 	uint64_t finite = 0, marked = 0;
-	for (size_t i = 0; i < len; i++) {
-		double v = rs->v[i], v1;
-		if (!isfinite(v))
-			continue;
-		unsigned j = rs->r[i] & (FMT_SS_GROUPS - 1);
-		double delta = (rs->r[i] & FMT_SS_GROUPS ? -sign[j >> 8] : sign[j >> 8]) * d[j];
-		if (width == 4) {
-			float f = (float)(v + delta);
-			memcpy(at + 4 * i, &f, 4);
-			v1 = f;
-		} else {
-			v1 = v + delta;
-			memcpy(at + 8 * i, &v1, 8);
-		}
-		double diff = v1 - v;
-		sd[i & 1] += diff;
-		sdd[i & 1] += diff * diff;
-		svd[i & 1] += v * diff;
-		finite++;
-		marked += v1 != v;
+#define ONE(i, k)                                                                                 \
+	{                                                                                         \
+		double v = rs->v[i], v1;                                                          \
+		if (isfinite(v)) {                                                                \
+			unsigned j = rs->r[i] & (FMT_SS_GROUPS - 1);                              \
+			double delta = (rs->r[i] & FMT_SS_GROUPS ? -sign[j >> 8] : sign[j >> 8]) * d[j]; \
+			if (width == 4) {                                                         \
+				float f = (float)(v + delta);                                     \
+				memcpy(at + 4 * (i), &f, 4);                                      \
+				v1 = f;                                                           \
+			} else {                                                                  \
+				v1 = v + delta;                                                   \
+				memcpy(at + 8 * (i), &v1, 8);                                     \
+			}                                                                         \
+			double diff = v1 - v;                                                     \
+			sd##k += diff;                                                            \
+			sdd##k += diff * diff;                                                    \
+			svd##k += v * diff;                                                       \
+			finite++;                                                                 \
+			marked += v1 != v;                                                        \
+		}                                                                                 \
 	}
-	c->d = sd[0] + sd[1];
-	c->dd = sdd[0] + sdd[1];
-	c->vd = svd[0] + svd[1];
+	size_t i = 0;
+	for (; i + 2 <= len; i += 2) {
+		ONE(i, 0)
+		ONE(i + 1, 1)
+	}
+	if (i < len)
+		ONE(i, 0)
+#undef ONE
+	c->d = sd0 + sd1;
+	c->dd = sdd0 + sdd1;
+	c->vd = svd0 + svd1;
 	c->finite = finite;
 	c->marked = marked;
 }
@@ -551,8 +592,11 @@ void fmt_ss2_embed(const fmt_ss_params *prm, uint8_t *p, uint64_t nelems, uint64
 	uint64_t run = fmt_ss2_marked_run(prm->sk, nelems, first / FMT_SS_BLOCK);
 	uint64_t lo = run * FMT_SS2_RUN, len = run_len(nelems, run);
 	uint8_t *at = p + (lo - first) * (uint64_t)width;
-	for (size_t i = 0; i < len; i++)
-		rs->v[i] = load_value(at, i, width);
+	if (width == 4)
+		for (size_t i = 0; i < len; i++)
+			rs->v[i] = load_value(at, i, 4);
+	else
+		memcpy(rs->v, at, (size_t)len * 8);
 	fmt_ss_stream(prm->sk, nelems, lo, (size_t)len, rs->r);
 	run_sums_compute(rs, (size_t)len);
 	/* the run's moments: the amplitude follows its std; the report's moments of the tensor are
@@ -567,10 +611,16 @@ void fmt_ss2_embed(const fmt_ss_params *prm, uint8_t *p, uint64_t nelems, uint64
 	/* per byte: along the code word where the run's values lean to it already, else against it */
 	double sign[FMT_SS_BYTES];
 	for (unsigned b = 0; b < FMT_SS_BYTES; b++) {
-		double lean = 0;
-		for (unsigned x = 0; x < 256; x++)
-			lean += prm->d[256 * b + x] * rs->c[256 * b + x];
-		sign[b] = lean >= 0 ? amp : -amp;
+		const int8_t *word = prm->d + 256 * b;
+		const double *cb = rs->c + 256 * b;
+		double l0 = 0, l1 = 0, l2 = 0, l3 = 0;
+		for (unsigned x = 0; x < 256; x += 4) {
+			l0 += word[x] * cb[x];
+			l1 += word[x + 1] * cb[x + 1];
+			l2 += word[x + 2] * cb[x + 2];
+			l3 += word[x + 3] * cb[x + 3];
+		}
+		sign[b] = (l0 + l1) + (l2 + l3) >= 0 ? amp : -amp;
 	}
 	change c = { 0, 0, 0, 0, 0 };
 	if (width == 4)

@@ -128,7 +128,7 @@ def scores1(key, tensors):
 
 
 # fmtkit-ss/2: runs of 1024, groups of 64 runs, one marked run per group
-RUN, GROUP = 1024, 64
+RUN, GROUP = 512, 128
 
 
 def marked_runs(key, n):
@@ -154,7 +154,7 @@ def embed2(key, pay, v, alpha=0.01):
     j, s = positions(key, n, 2)
     d = codeword(pay)
     runs, groups = marked_runs(key, n)
-    mu = (1 - 2.0 ** -16) * ((1 - 3 / np.sqrt(2048 * groups)) if (n + RUN - 1) // RUN > 1 else 1)
+    mu = (1 - 2.0 ** -16) * ((1 - 3 / np.sqrt(2 * RUN * groups)) if (n + RUN - 1) // RUN > 1 else 1)
     out = v.copy()
     for k in runs:
         lo, hi = RUN * k, min(RUN * (k + 1), n)

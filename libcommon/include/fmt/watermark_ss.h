@@ -97,15 +97,15 @@ double fmt_ss_score_p(const double score[FMT_SS_BYTES][256], uint64_t payload);
  * the absolute value of the correlation, so the original weights add to the evidence instead of
  * hiding it. The amplitude is strength x the run's std x sqrt(group / run), so the tensor's RMS
  * change is strength x the RMS of its marked runs' stds (weighted by their groups), an estimate of
- * strength x its std from 1/64 of its weights. Element positions and signs
+ * strength x its std from 1/128 of its weights. Element positions and signs
  * come from the keystream of fmt_ss_stream under the fmtkit-ss/2 stream key. */
-#define FMT_SS2_RUN 1024
-#define FMT_SS2_GROUP 64
+#define FMT_SS2_RUN 512
+#define FMT_SS2_GROUP 128
 _Static_assert(FMT_SS2_RUN * FMT_SS2_GROUP == FMT_SS_BLOCK, "a group is a block");
 
 /* HMAC-SHA256(K, "fmtkit-ss/2 stream"). */
 void fmt_ss2_stream_key(const fmt_wm_key *key, uint8_t sk[32]);
-/* The marked run of group g (runs 64g .. 64g + 63, fewer in a tensor's last group). */
+/* The marked run of group g (runs 128g .. 128g + 127, fewer in a tensor's last group). */
 uint64_t fmt_ss2_marked_run(const uint8_t sk[32], uint64_t nelems, uint64_t group);
 /* Mark one group in place: n little-endian float32 (width 4) or float64 (8) values at p, the
  * elements [first, first + n) of a tensor of nelems, first a multiple of FMT_SS_BLOCK and
