@@ -171,27 +171,29 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 
 static const fmt_cli_tool tool = {
 	.name = TOOL,
-	.synopsis = "embed --key K --buyer ID [--scheme ss|qim] [--strength A] [--density G] [--strength-bits S]\n"
+	.synopsis = "embed --key K --buyer ID [--scheme ss|ss1|qim] [--strength A] [--density G] [--strength-bits S]\n"
 		    "      [--columns LIST | --tensors GLOB]\n"
 		    "      [--registry FILE] [--schema FILE] [--to FORMAT] [-c CODEC] [--sign-key SECKEY]\n"
 		    "      [--dry-run] [-T N] IN OUT\n"
-		    "extract --key K [--registry FILE] [--scheme ss|qim|alimentar] FILE\n"
-		    "prove --key K --buyer ID [--scheme ss|qim] [--sign-key SECKEY] [-o EVIDENCE.json] FILE\n"
+		    "extract --key K [--registry FILE] [--scheme ss|ss1|qim|alimentar] FILE\n"
+		    "prove --key K --buyer ID [--scheme ss|ss1|qim] [--sign-key SECKEY] [-o EVIDENCE.json] FILE\n"
 		    "detect [--columns LIST | --tensors GLOB] FILE\n"
 		    "entropy [--columns LIST | --tensors GLOB] [-j] FILE",
 	.about = "Give each buyer a copy whose float32/float64 values carry a 64-bit fingerprint\n"
-		 "(48 bits of HMAC(key, buyer) and a CRC-16). Models (scheme ss, fmtkit-ss/1): every\n"
-		 "weight moves by +-A x its block's std, the sign keyed by the seller's key, the\n"
-		 "tensor's element count and the element's index, the payload Hadamard-coded; found by\n"
-		 "correlation, it survives F16/BF16, Q8_0/Q4_0/Q4_K, noise, scaling, pruning, renaming,\n"
-		 "dropping tensors and every format conversion. Datasets (scheme qim, fmtkit-wm/1):\n"
+		 "(48 bits of HMAC(key, buyer) and a CRC-16). Models (scheme ss, fmtkit-ss/2): one run\n"
+		 "of 512 weights in each 65536, picked by the seller's key, moves along the\n"
+		 "Hadamard-coded payload the way the run already leans, each tensor's RMS change\n"
+		 "A x its std; positions and signs keyed by the tensor's element count and the\n"
+		 "element's index; found by correlation, it survives F16/BF16, Q8_0/Q4_0/Q4_K, noise,\n"
+		 "scaling, pruning, renaming, dropping tensors and every format conversion\n"
+		 "(fmtkit-ss/1 copies, scheme ss1, are still found). Datasets (scheme qim, fmtkit-wm/1):\n"
 		 "placed by a keyed PRF and embedded by quantization index modulation, every change\n"
 		 "below 2^-(S+1) of the value; it survives shuffling, sampling, dropping columns,\n"
 		 "format conversion, small noise and rounding to 6 significant digits.\n"
 		 "IN and OUT: datasets (.ald, Arrow IPC, JSON Lines, CSV) and every model format\n"
 		 "fmtkit writes (F16/BF16 tensors are left alone); IN - is standard input, OUT -\n"
 		 "standard output (with --to; the report then goes to standard error).\n"
-		 "Schemes: man 7 fmtkit-watermark (fmtkit-ss/1), specs/watermark.md (fmtkit-wm/1).",
+		 "Schemes: man 7 fmtkit-watermark (fmtkit-ss/2, /1), specs/watermark.md (fmtkit-wm/1).",
 	.commands = commands,
 	.options = options,
 	.footer = "Exit status: 0 ok (extract: a valid payload; prove: match; detect: likely\n"

@@ -77,7 +77,7 @@ static void embed_head(FILE *f, const char *input, const char *output, const wm_
 }
 
 /* embed's table: per tensor or column its values, how many changed, the largest relative change
- * (fmtkit-wm/1) or the RMS change over the std (rms, fmtkit-ss/1), and the moments' changes. */
+ * (fmtkit-wm/1) or the RMS change over the std (rms, fmtkit-ss), and the moments' changes. */
 static void embed_table(FILE *f, const wm_result *r, int rms)
 {
 	fprintf(f, "  %-32s %-5s %12s %12s %11s %11s %11s\n", kind_word(r), "dtype", "values", "marked",
@@ -95,7 +95,8 @@ static void embed_table(FILE *f, const wm_result *r, int rms)
 	}
 }
 
-/* fmtkit-ss/1: per tensor the RMS change relative to the tensor's std (the distortion budget). */
+/* fmtkit-ss: per tensor the RMS change relative to the tensor's std (the distortion budget; for
+ * fmtkit-ss/2 the std its marked runs estimate). */
 static int report_embed_ss(FILE *f, const char *input, const char *output, const wm_opts *o,
 			   const fmt_wm_params *prm, const uint8_t hash[32], const wm_result *r, const fmt_wm_dist *total)
 {
@@ -201,7 +202,7 @@ static fmt_wm_votes all_votes(const wm_result *r)
 	return v;
 }
 
-/* Columns that carry fmtkit-wm/1 votes (float32/float64; the others are fmtkit-ss/1's only). */
+/* Columns that carry fmtkit-wm/1 votes (float32/float64; the others are fmtkit-ss's only). */
 static size_t qim_columns(const wm_result *r)
 {
 	size_t n = 0;

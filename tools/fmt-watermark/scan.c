@@ -24,7 +24,7 @@ int wm_ctype_width(fmt_ctype t)
 	return t == FMT_C_F32 ? 4 : t == FMT_C_F64 ? 8 : 0;
 }
 
-/* Bytes of one block of a dtype fmtkit-ss/1 reads (F64, or what fmt_decode_f32 decodes to float),
+/* Bytes of one block of a dtype fmtkit-ss reads (F64, or what fmt_decode_f32 decodes to float),
  * or 0: integers, sub-byte blocks and what cannot be decoded. */
 static uint64_t ss_unit(fmt_dtype t)
 {
@@ -125,7 +125,7 @@ typedef struct scan_ctx {
 	fmt_err err;
 } scan_ctx;
 
-/* fmtkit-ss/1: a range's sums, merged into its column's in range order (sums of doubles: the
+/* fmtkit-ss/1 and /2: a range's sums, merged into its column's in range order (sums of doubles: the
  * same order for any -T gives the same bits). */
 static fmt_kind ss_range(scan_ctx *s, const range *rg, size_t index, const uint8_t *buf, fmt_err *e)
 {

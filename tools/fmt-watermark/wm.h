@@ -1,6 +1,6 @@
-/* fmt-watermark: buyer watermarks in model tensors (fmtkit-ss/1, man/fmtkit-watermark.7) and
+/* fmt-watermark: buyer watermarks in model tensors (fmtkit-ss/2 and /1, man/fmtkit-watermark.7) and
  * dataset float columns (fmtkit-wm/1, specs/watermark.md). main.c parses; embed.c marks through
- * the conversion pipeline (fmt/pipeline.h); scan.c reads votes, fmtkit-ss/1 sums, lattice counts
+ * the conversion pipeline (fmt/pipeline.h); scan.c reads votes, fmtkit-ss sums, lattice counts
  * and entropy statistics; report.c prints and signs. */
 #ifndef WM_H
 #define WM_H
@@ -33,9 +33,9 @@ typedef struct wm_opts {
 	const char *passphrase_file, *passphrase_env;
 	const char *evidence;          /* -o EVIDENCE.json */
 	int scheme;                    /* --scheme: WM_SCHEME_* */
-	double ss_strength;            /* --strength (fmtkit-ss/1) */
+	double ss_strength;            /* --strength (fmtkit-ss) */
 	int qim_params;                /* --density or --strength-bits given */
-	const fmt_ss_params *ss;       /* embed with fmtkit-ss/1: its key, code word and strength */
+	const fmt_ss_params *ss;       /* embed with fmtkit-ss/2 or /1: its key, code word, strength */
 	const uint8_t *ss_key;         /* extract, prove: the fmtkit-ss/1 stream key */
 	const uint8_t *ss2_key;        /* extract, prove: the fmtkit-ss/2 stream key */
 	const char *to_name;           /* embed --to FORMAT */
