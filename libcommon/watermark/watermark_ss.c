@@ -445,6 +445,7 @@ uint64_t fmt_ss2_marked_run(const uint8_t sk[32], uint64_t nelems, uint64_t grou
 typedef struct run_sums {
 	double c[FMT_SS_GROUPS];
 	double count, sum, sumsq, q;   /* q: sum (v - m)^2 */
+	uint32_t per_byte[FMT_SS_BYTES]; /* finite values on each payload byte's code bits */
 	uint16_t r[FMT_SS2_RUN];
 	double v[FMT_SS2_RUN];
 } run_sums;
@@ -483,6 +484,7 @@ static void run_sums_compute(run_sums *rs, size_t n)
 	rs->sumsq = (q0 + q1) + (q2 + q3);
 	double m = rs->count > 0 ? rs->sum / rs->count : 0, d0 = 0, d1 = 0, d2 = 0, d3 = 0;
 	memset(rs->c, 0, sizeof rs->c);
+	memset(rs->per_byte, 0, sizeof rs->per_byte);
 	for (i = 0; i + 4 <= n; i += 4) {
 #define ONE(k)                                                                                    \
 	{                                                                                         \
@@ -491,6 +493,7 @@ static void run_sums_compute(run_sums *rs, size_t n)
 			double x = v - m;                                                         \
 			uint16_t r = rs->r[i + k];                                                \
 			rs->c[r & (FMT_SS_GROUPS - 1)] += r & FMT_SS_GROUPS ? -x : x;             \
+			rs->per_byte[(r >> 8) & (FMT_SS_BYTES - 1)]++;                            \
 			d##k += x * x;                                                            \
 		}                                                                                 \
 	}
@@ -503,6 +506,7 @@ static void run_sums_compute(run_sums *rs, size_t n)
 			continue;
 		double x = v - m;
 		rs->c[rs->r[i] & (FMT_SS_GROUPS - 1)] += rs->r[i] & FMT_SS_GROUPS ? -x : x;
+		rs->per_byte[(rs->r[i] >> 8) & (FMT_SS_BYTES - 1)]++;
 		*((i & 3) == 0 ? &d0 : (i & 3) == 1 ? &d1 : &d2) += x * x;
 	}
 	rs->q = (d0 + d1) + (d2 + d3);
@@ -608,6 +612,13 @@ void fmt_ss2_embed(const fmt_ss_params *prm, uint8_t *p, uint64_t nelems, uint64
 	d->sumsq0 += sumsq * stand;
 	d->sumsq1 += sumsq * stand;
 	double amp = count > 0 && q > 0 ? prm->strength * ss2_margin(nelems) * sqrt(q / count * stand) : 0;
+	/* the buyer-hash bytes (what prove weighs) twice the CRC bytes' amplitude, the run's energy
+	 * the same: sum_b n_b a_b^2 = count amp^2 */
+	double energy = 0;
+	for (unsigned b = 0; b < FMT_SS_BYTES; b++)
+		energy += rs->per_byte[b] * (b < FMT_SS_RANKED_BYTES ? 4.0 : 1.0);
+	if (energy > 0)
+		amp *= sqrt(count / energy);
 	/* per byte: along the code word where the run's values lean to it already, else against it */
 	double sign[FMT_SS_BYTES];
 	for (unsigned b = 0; b < FMT_SS_BYTES; b++) {
@@ -620,7 +631,8 @@ void fmt_ss2_embed(const fmt_ss_params *prm, uint8_t *p, uint64_t nelems, uint64
 			l2 += word[x + 2] * cb[x + 2];
 			l3 += word[x + 3] * cb[x + 3];
 		}
-		sign[b] = (l0 + l1) + (l2 + l3) >= 0 ? amp : -amp;
+		double a = b < FMT_SS_RANKED_BYTES ? 2 * amp : amp;
+		sign[b] = (l0 + l1) + (l2 + l3) >= 0 ? a : -a;
 	}
 	change c = { 0, 0, 0, 0, 0 };
 	if (width == 4)

@@ -165,7 +165,11 @@ def embed2(key, pay, v, alpha=0.01):
         e = np.where((d * c).reshape(8, 256).sum(axis=1) >= 0, 1.0, -1.0)
         a = alpha * mu * np.sqrt(q / cnt) * np.sqrt(size_g / (hi - lo))
         jj = j[lo:hi]
-        new = v[lo:hi] + a * e[jj >> 8] * s[lo:hi] * d[jj]
+        # the 6 buyer-hash bytes twice the 2 CRC bytes' amplitude, the run's energy a^2 per value
+        per_byte = np.bincount(jj[np.isfinite(v[lo:hi])] >> 8, minlength=8)
+        w = np.array([2.0] * 6 + [1.0] * 2)
+        a = a * w * np.sqrt(cnt / (per_byte * w * w).sum())
+        new = v[lo:hi] + a[jj >> 8] * e[jj >> 8] * s[lo:hi] * d[jj]
         out[lo:hi] = np.where(np.isfinite(v[lo:hi]), new, v[lo:hi])
     return out.astype(np.float32)
 
