@@ -588,11 +588,9 @@ void fmt_ss2_embed(const fmt_ss_params *prm, uint8_t *p, uint64_t nelems, uint64
 		   int width, fmt_wm_dist *d)
 {
 	d->values += n;
-	run_sums *rs = malloc(sizeof *rs);
-	if (!rs || n == 0) {            /* no room for a run's sums: unmarked */
-		free(rs);
+	if (n == 0)
 		return;
-	}
+	run_sums sums, *rs = &sums;    /* 22 KiB: on the stack, not a malloc per group */
 	uint64_t run = fmt_ss2_marked_run(prm->sk, nelems, first / FMT_SS_BLOCK);
 	uint64_t lo = run * FMT_SS2_RUN, len = run_len(nelems, run);
 	uint8_t *at = p + (lo - first) * (uint64_t)width;
@@ -646,7 +644,6 @@ void fmt_ss2_embed(const fmt_ss_params *prm, uint8_t *p, uint64_t nelems, uint64
 	d->sum_d += sd;
 	d->sumsq_d += sdd;
 	d->sumsq1 += 2 * svd + sdd;
-	free(rs);
 }
 
 static void acc_run(const uint8_t sk[32], fmt_ss2_acc *a, run_sums *rs, uint64_t nelems, uint64_t run)
