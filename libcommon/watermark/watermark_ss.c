@@ -403,3 +403,309 @@ double fmt_ss_score_p(const double score[FMT_SS_BYTES][256], uint64_t payload)
 	free(next);
 	return ldexp((double)count, -8 * FMT_SS_RANKED_BYTES);
 }
+
+/* ---- fmtkit-ss/2 ---------------------------------------------------------------------------- */
+
+#define STREAM2_LABEL "fmtkit-ss/2 stream"
+
+void fmt_ss2_stream_key(const fmt_wm_key *key, uint8_t sk[32])
+{
+	fmt_wm_derive(key, STREAM2_LABEL, sk);
+}
+
+static uint64_t runs_of(uint64_t nelems)
+{
+	return (nelems + FMT_SS2_RUN - 1) / FMT_SS2_RUN;
+}
+
+static uint64_t run_len(uint64_t nelems, uint64_t run)
+{
+	uint64_t lo = run * FMT_SS2_RUN;
+	return nelems - lo < FMT_SS2_RUN ? nelems - lo : FMT_SS2_RUN;
+}
+
+/* Bytes 4g .. 4g + 3 (u32 LE) of the ChaCha20 keystream with nonce nelems (u64 LE) || 1 (u32 LE),
+ * modulo the group's run count. */
+uint64_t fmt_ss2_marked_run(const uint8_t sk[32], uint64_t nelems, uint64_t group)
+{
+	uint8_t nonce[crypto_stream_chacha20_ietf_NONCEBYTES] = { 0 }, blk[64] = { 0 };
+	for (int i = 0; i < 8; i++)
+		nonce[i] = (uint8_t)(nelems >> (8 * i));
+	nonce[8] = 1;
+	crypto_stream_chacha20_ietf_xor_ic(blk, blk, sizeof blk, nonce, (uint32_t)(group / 16), sk);
+	const uint8_t *u = blk + 4 * (group % 16);
+	uint32_t x = (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
+	uint64_t first = group * FMT_SS2_GROUP, runs = runs_of(nelems);
+	uint64_t count = runs - first < FMT_SS2_GROUP ? runs - first : FMT_SS2_GROUP;
+	return first + x % count;
+}
+
+/* One run's sums over its finite values: their count, sum and sum of squares, and per code bit
+ * c_j = sum s (v - m) (m: the run's mean). */
+typedef struct run_sums {
+	double c[FMT_SS_GROUPS];
+	double count, sum, sumsq, q;   /* q: sum (v - m)^2 */
+	uint32_t per_byte[FMT_SS_BYTES]; /* finite values on each payload byte's code bits */
+	uint16_t r[FMT_SS2_RUN];
+	double v[FMT_SS2_RUN];
+} run_sums;
+
+/* Sums in lanes i % 4, kept in registers (the index fixes the order of the additions). */
+static void run_sums_compute(run_sums *rs, size_t n)
+{
+	double s0 = 0, s1 = 0, s2 = 0, s3 = 0, q0 = 0, q1 = 0, q2 = 0, q3 = 0, c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+	size_t i = 0;
+	for (; i + 4 <= n; i += 4) {
+#define ONE(k)                                                                                    \
+	{                                                                                         \
+		double v = rs->v[i + k];                                                          \
+		int ok = isfinite(v) != 0;                                                        \
+		v = ok ? v : 0;                                                                   \
+		s##k += v;                                                                        \
+		q##k += v * v;                                                                    \
+		c##k += ok;                                                                       \
+	}
+		ONE(0) ONE(1) ONE(2) ONE(3)
+#undef ONE
+	}
+	for (; i < n; i++) {   /* the tail: lanes 0, 1, 2 in turn, as the index says */
+		double v = rs->v[i];
+		int ok = isfinite(v) != 0;
+		v = ok ? v : 0;
+		double *sl = (i & 3) == 0 ? &s0 : (i & 3) == 1 ? &s1 : &s2;
+		double *ql = (i & 3) == 0 ? &q0 : (i & 3) == 1 ? &q1 : &q2;
+		double *cl = (i & 3) == 0 ? &c0 : (i & 3) == 1 ? &c1 : &c2;
+		*sl += v;
+		*ql += v * v;
+		*cl += ok;
+	}
+	rs->count = (c0 + c1) + (c2 + c3);
+	rs->sum = (s0 + s1) + (s2 + s3);
+	rs->sumsq = (q0 + q1) + (q2 + q3);
+	double m = rs->count > 0 ? rs->sum / rs->count : 0, d0 = 0, d1 = 0, d2 = 0, d3 = 0;
+	memset(rs->c, 0, sizeof rs->c);
+	memset(rs->per_byte, 0, sizeof rs->per_byte);
+	for (i = 0; i + 4 <= n; i += 4) {
+#define ONE(k)                                                                                    \
+	{                                                                                         \
+		double v = rs->v[i + k];                                                          \
+		if (isfinite(v)) {                                                                \
+			double x = v - m;                                                         \
+			uint16_t r = rs->r[i + k];                                                \
+			rs->c[r & (FMT_SS_GROUPS - 1)] += r & FMT_SS_GROUPS ? -x : x;             \
+			rs->per_byte[(r >> 8) & (FMT_SS_BYTES - 1)]++;                            \
+			d##k += x * x;                                                            \
+		}                                                                                 \
+	}
+		ONE(0) ONE(1) ONE(2) ONE(3)
+#undef ONE
+	}
+	for (; i < n; i++) {
+		double v = rs->v[i];
+		if (!isfinite(v))
+			continue;
+		double x = v - m;
+		rs->c[rs->r[i] & (FMT_SS_GROUPS - 1)] += rs->r[i] & FMT_SS_GROUPS ? -x : x;
+		rs->per_byte[(rs->r[i] >> 8) & (FMT_SS_BYTES - 1)]++;
+		*((i & 3) == 0 ? &d0 : (i & 3) == 1 ? &d1 : &d2) += x * x;
+	}
+	rs->q = (d0 + d1) + (d2 + d3);
+}
+
+/* score_kb(a) = sum_x (-1)^popcount(a AND x) c_{256b+x} / sqrt(q / 8) (about N(0,1) without a
+ * mark); 0 for a run without spread (constant: rounding, not evidence). */
+static int run_scores(const run_sums *rs, double score[FMT_SS_BYTES][256])
+{
+	if (!(rs->count > 0 && rs->q > 0 && rs->q > 1e-12 * rs->sumsq))
+		return 0;
+	double scale = 1 / sqrt(rs->q / FMT_SS_BYTES);
+	for (unsigned b = 0; b < FMT_SS_BYTES; b++) {
+		memcpy(score[b], rs->c + 256 * b, sizeof score[b]);
+		wht256(score[b]);
+		for (unsigned a = 0; a < 256; a++)
+			score[b][a] *= scale;
+	}
+	return 1;
+}
+
+/* strength x the run's std x sqrt(group / run) x this: the tensor's RMS change is strength x the
+ * RMS of its marked runs' stds weighted by their groups (at most strength x the std those runs
+ * estimate), here kept below strength x the tensor's own std: by 3 standard errors of a normal
+ * sample's std (1 / sqrt(2 n) for n = 512 x groups values) when the runs are a sample, and by 2^-16
+ * so that rounding to the tensor's type does not carry it over. */
+static double ss2_margin(uint64_t nelems)
+{
+	uint64_t groups = (runs_of(nelems) + FMT_SS2_GROUP - 1) / FMT_SS2_GROUP;
+	double sample = runs_of(nelems) > 1 ? 3 / sqrt(2.0 * FMT_SS2_RUN * (double)groups) : 0;
+	return (1 - sample) * (1 - 0x1p-16);
+}
+
+/* v' = round(v + s_i x sign_b x d_j) over a run's finite values (sign_b: +-amp per byte). */
+static inline __attribute__((always_inline)) void mark_run(const run_sums *rs, uint8_t *at, size_t len,
+							   const int width, const double sign[FMT_SS_BYTES],
+							   const int8_t *d, change *c)
+{
+	double sd0 = 0, sd1 = 0, sdd0 = 0, sdd1 = 0, svd0 = 0, svd1 = 0;
+	uint64_t finite = 0, marked = 0;
+#define ONE(i, k)                                                                                 \
+	{                                                                                         \
+		double v = rs->v[i], v1;                                                          \
+		if (isfinite(v)) {                                                                \
+			unsigned j = rs->r[i] & (FMT_SS_GROUPS - 1);                              \
+			double delta = (rs->r[i] & FMT_SS_GROUPS ? -sign[j >> 8] : sign[j >> 8]) * d[j]; \
+			if (width == 4) {                                                         \
+				float f = (float)(v + delta);                                     \
+				memcpy(at + 4 * (i), &f, 4);                                      \
+				v1 = f;                                                           \
+			} else {                                                                  \
+				v1 = v + delta;                                                   \
+				memcpy(at + 8 * (i), &v1, 8);                                     \
+			}                                                                         \
+			double diff = v1 - v;                                                     \
+			sd##k += diff;                                                            \
+			sdd##k += diff * diff;                                                    \
+			svd##k += v * diff;                                                       \
+			finite++;                                                                 \
+			marked += v1 != v;                                                        \
+		}                                                                                 \
+	}
+	size_t i = 0;
+	for (; i + 2 <= len; i += 2) {
+		ONE(i, 0)
+		ONE(i + 1, 1)
+	}
+	if (i < len)
+		ONE(i, 0)
+#undef ONE
+	c->d = sd0 + sd1;
+	c->dd = sdd0 + sdd1;
+	c->vd = svd0 + svd1;
+	c->finite = finite;
+	c->marked = marked;
+}
+
+void fmt_ss2_embed(const fmt_ss_params *prm, uint8_t *p, uint64_t nelems, uint64_t first, size_t n,
+		   int width, fmt_wm_dist *d)
+{
+	d->values += n;
+	if (n == 0)
+		return;
+	run_sums sums, *rs = &sums;    /* 22 KiB: on the stack, not a malloc per group */
+	uint64_t run = fmt_ss2_marked_run(prm->sk, nelems, first / FMT_SS_BLOCK);
+	uint64_t lo = run * FMT_SS2_RUN, len = run_len(nelems, run);
+	uint8_t *at = p + (lo - first) * (uint64_t)width;
+	if (width == 4)
+		for (size_t i = 0; i < len; i++)
+			rs->v[i] = load_value(at, i, 4);
+	else
+		memcpy(rs->v, at, (size_t)len * 8);
+	fmt_ss_stream(prm->sk, nelems, lo, (size_t)len, rs->r);
+	run_sums_compute(rs, (size_t)len);
+	/* the run's moments: the amplitude follows its std; the report's moments of the tensor are
+	 * estimated from the marked runs, each standing for its group (the rest is not read) */
+	double count = rs->count, sum = rs->sum, sumsq = rs->sumsq, q = rs->q, stand = (double)n / (double)len;
+	d->finite += (uint64_t)llround(count * stand);
+	d->eligible += (uint64_t)llround(count * stand);
+	d->sum0 += sum * stand;
+	d->sumsq0 += sumsq * stand;
+	d->sumsq1 += sumsq * stand;
+	double amp = count > 0 && q > 0 ? prm->strength * ss2_margin(nelems) * sqrt(q / count * stand) : 0;
+	/* the buyer-hash bytes (what prove weighs) twice the CRC bytes' amplitude, the run's energy
+	 * the same: sum_b n_b a_b^2 = count amp^2 */
+	double energy = 0;
+	for (unsigned b = 0; b < FMT_SS_BYTES; b++)
+		energy += rs->per_byte[b] * (b < FMT_SS_RANKED_BYTES ? 4.0 : 1.0);
+	if (energy > 0)
+		amp *= sqrt(count / energy);
+	/* per byte: along the code word where the run's values lean to it already, else against it */
+	double sign[FMT_SS_BYTES];
+	for (unsigned b = 0; b < FMT_SS_BYTES; b++) {
+		const int8_t *word = prm->d + 256 * b;
+		const double *cb = rs->c + 256 * b;
+		double l0 = 0, l1 = 0, l2 = 0, l3 = 0;
+		for (unsigned x = 0; x < 256; x += 4) {
+			l0 += word[x] * cb[x];
+			l1 += word[x + 1] * cb[x + 1];
+			l2 += word[x + 2] * cb[x + 2];
+			l3 += word[x + 3] * cb[x + 3];
+		}
+		double a = b < FMT_SS_RANKED_BYTES ? 2 * amp : amp;
+		sign[b] = (l0 + l1) + (l2 + l3) >= 0 ? a : -a;
+	}
+	change c = { 0, 0, 0, 0, 0 };
+	if (width == 4)
+		mark_run(rs, at, (size_t)len, 4, sign, prm->d, &c);
+	else
+		mark_run(rs, at, (size_t)len, 8, sign, prm->d, &c);
+	double sd = c.d, sdd = c.dd, svd = c.vd;
+	uint64_t selected = c.finite, marked = c.marked;
+	d->selected += selected;
+	d->marked += marked;
+	d->sum_d += sd;
+	d->sumsq_d += sdd;
+	d->sumsq1 += 2 * svd + sdd;
+}
+
+static void acc_run(const uint8_t sk[32], fmt_ss2_acc *a, run_sums *rs, uint64_t nelems, uint64_t run)
+{
+	size_t len = (size_t)run_len(nelems, run);
+	fmt_ss_stream(sk, nelems, run * FMT_SS2_RUN, len, rs->r);
+	run_sums_compute(rs, len);
+	double score[FMT_SS_BYTES][256];
+	if (!run_scores(rs, score))
+		return;
+	double w = sqrt(rs->count);
+	for (unsigned b = 0; b < FMT_SS_BYTES; b++) {
+		for (unsigned x = 0; x < 256; x++)
+			a->y[b][x] += w * fabs(score[b][x]);
+		a->w[b] += rs->count;
+	}
+	a->values += (uint64_t)rs->count;
+	a->runs++;
+}
+
+#define ACC2_LOOP(V)                                                                               \
+	do {                                                                                       \
+		run_sums *rs = malloc(sizeof *rs);                                                 \
+		if (!rs)                                                                           \
+			return;                                                                    \
+		for (uint64_t g = first / FMT_SS_BLOCK; g * FMT_SS_BLOCK < first + n; g++) {         \
+			uint64_t run = fmt_ss2_marked_run(sk, nelems, g), lo = run * FMT_SS2_RUN;     \
+			uint64_t len = run_len(nelems, run);                                       \
+			if (lo < first || lo + len > first + n)                                    \
+				continue;  /* not all of it here: callers give whole groups */     \
+			for (size_t i = 0; i < len; i++)                                           \
+				rs->v[i] = (double)(V)[lo - first + i];                            \
+			acc_run(sk, a, rs, nelems, run);                                           \
+		}                                                                                  \
+		free(rs);                                                                          \
+	} while (0)
+
+void fmt_ss2_acc_f32(const uint8_t sk[32], fmt_ss2_acc *a, const float *v, uint64_t nelems, uint64_t first, size_t n)
+{
+	ACC2_LOOP(v);
+}
+
+void fmt_ss2_acc_f64(const uint8_t sk[32], fmt_ss2_acc *a, const double *v, uint64_t nelems, uint64_t first,
+		     size_t n)
+{
+	ACC2_LOOP(v);
+}
+
+void fmt_ss2_acc_merge(fmt_ss2_acc *into, const fmt_ss2_acc *piece)
+{
+	for (unsigned b = 0; b < FMT_SS_BYTES; b++) {
+		for (unsigned x = 0; x < 256; x++)
+			into->y[b][x] += piece->y[b][x];
+		into->w[b] += piece->w[b];
+	}
+	into->values += piece->values;
+	into->runs += piece->runs;
+}
+
+void fmt_ss2_scores(const fmt_ss2_acc *a, double score[FMT_SS_BYTES][256])
+{
+	for (unsigned b = 0; b < FMT_SS_BYTES; b++)
+		for (unsigned x = 0; x < 256; x++)
+			score[b][x] = a->w[b] > 0 ? a->y[b][x] / sqrt(a->w[b]) : 0;
+}

@@ -1,9 +1,9 @@
 #!/usr/bin/env bats
-# fmt-watermark's spread-spectrum scheme for models, fmtkit-ss/1 (man/fmtkit-watermark.7): one
+# fmt-watermark's spread-spectrum scheme for models, fmtkit-ss/2 (man/fmtkit-watermark.7): one
 # marked model per file (setup_file), then every attack class — F16/BF16, Q8_0/Q4_0/Q4_K, noise,
 # scaling, pruning, half the tensors, renaming and reordering, format conversion — with exact
-# verdicts and exit statuses; unmarked models are never accused; the old scheme's files still
-# extract and prove; --registry and signed evidence; usage errors.
+# verdicts and exit statuses; unmarked models are never accused; the old schemes' files
+# (fmtkit-ss/1, fmtkit-wm/1) still extract and prove; --registry and signed evidence; usage errors.
 
 bats_require_minimum_version 1.5.0
 
@@ -50,7 +50,7 @@ setup() {
 alice_found() {
 	run fmt-watermark extract -j --key seller.key "$1"
 	assert_success
-	[ "$(echo "$output" | jq -r '.scheme, .valid, .payload')" = "$(printf 'fmtkit-ss/1\ntrue\n%s' "$ALICE")" ] ||
+	[ "$(echo "$output" | jq -r '.scheme, .valid, .payload')" = "$(printf 'fmtkit-ss/2\ntrue\n%s' "$ALICE")" ] ||
 		fail "$1: $(echo "$output" | jq -c '[.valid, .payload]'), want $ALICE"
 	run fmt-watermark prove -j --key seller.key --buyer alice "$1"
 	assert_success
@@ -86,20 +86,24 @@ open(dst, "wb").write(struct.pack("<Q", len(text)) + text + b"".join(blob))
 PY
 }
 
-@test "embed: fmtkit-ss/1 is the default for models; every tensor changes by 3 % of its std (RMS) at --strength 0.03" {
+@test "embed: fmtkit-ss/2 is the default for models; every tensor changes by 3 % of its std (RMS) at --strength 0.03" {
 	run fmt-watermark embed -j --key seller.key --buyer alice --strength 0.03 m.safetensors again.safetensors
 	assert_success
-	[ "$(echo "$output" | jq -r '.scheme, .strength, .payload')" = "$(printf 'fmtkit-ss/1\n0.03\n%s' "$ALICE")" ]
-	[ "$(echo "$output" | jq -c '[.tensors[] | (.rms_rel_change * 1000 | round)] | unique')" = '[30]' ]
+	[ "$(echo "$output" | jq -r '.scheme, .strength, .payload')" = "$(printf 'fmtkit-ss/2\n0.03\n%s' "$ALICE")" ]
+	# one run of 512 weights in each group of 65536 changes (the norm vector is 2 runs, 1 group)
+	[ "$(echo "$output" | jq -c '[.tensors[] | .marked]')" = '[1024,1024,1024,1024,512]' ]
+	# 3 % of the std the marked runs estimate, less 3 standard errors of that estimate: 6.6 % for
+	# 2 groups (1024 values), 9.4 % for the norm vector's 512
+	[ "$(echo "$output" | jq -c '[.tensors[] | (.rms_rel_change * 1000 | round)]')" = '[28,28,28,28,27]' ]
 	[ "$(echo "$output" | jq -r '.rms_rel_change_max <= 0.03')" = true ]
 	cmp again.safetensors marked.safetensors
 	# the default strength: at most 1 % of each tensor's std, in the text report too
 	run fmt-watermark embed --key seller.key --buyer alice m.safetensors default.safetensors
 	assert_success
-	assert_line --index 0 "m.safetensors -> default.safetensors (safetensors): buyer alice (hash ${ALICE:0:12}), payload $ALICE, scheme fmtkit-ss/1, strength 0.01"
+	assert_line --index 0 "m.safetensors -> default.safetensors (safetensors): buyer alice (hash ${ALICE:0:12}), payload $ALICE, scheme fmtkit-ss/2, strength 0.01"
 	assert_line --index 1 --regexp '^  tensor +dtype +values +marked +rms/std +mean_rel +std_rel$'
-	assert_line --index 2 --regexp '^  layers\.0\.weight +F32 +131072 +131072 +1\.000e-02 '
-	assert_line --index 7 --regexp '^total: 525312 of 525312 values marked in 5 tensors; RMS change at most (1\.000e-02|9\.99[0-9]e-03) of a tensor.s std$'
+	assert_line --index 2 --regexp '^  layers\.0\.weight +F32 +131072 +1024 +9\.332e-03 '
+	assert_line --index 7 "total: 4608 of 525312 values marked in 5 tensors; RMS change at most 9.337e-03 of a tensor's std"
 	# -T does not change a byte
 	fmt-watermark embed -q -T 1 --key seller.key --buyer alice --strength 0.03 m.safetensors t1.safetensors
 	cmp t1.safetensors marked.safetensors
@@ -129,7 +133,7 @@ PY
 		[ "$(echo "$output" | jq -r '.verdict, .p_value > 1e-3')" = "$(printf 'no match\ntrue')" ]
 		run fmt-watermark extract --key seller.key "$f"
 		assert_failure 1
-		assert_line --index 0 --partial "$f: no valid watermark (fmtkit-ss/1: "
+		assert_line --index 0 --partial "$f: no valid watermark (fmtkit-ss/2: "
 	done
 	/usr/bin/python3 -c 'import sys; sys.stdout.buffer.write(bytes(range(1, 33)))' >other.key
 	chmod 600 other.key
@@ -208,14 +212,14 @@ PY
 	for ext in gguf apsim apr; do
 		run fmt-watermark embed -j --key seller.key --buyer alice --strength 0.03 m.safetensors "direct.$ext"
 		assert_success
-		[ "$(echo "$output" | jq -r '.scheme, .format')" = "$(printf 'fmtkit-ss/1\n%s' "$ext")" ]
+		[ "$(echo "$output" | jq -r '.scheme, .format')" = "$(printf 'fmtkit-ss/2\n%s' "$ext")" ]
 		alice_found "direct.$ext"
 	done
 	# GGUF keeps the tensors F32 (its own default would be F16)
 	[ "$(fmt-inspect --json direct.gguf | jq -c '[.tensors[].dtype] | unique')" = '["F32"]' ]
 }
 
-@test "the old scheme's files still extract and prove without --scheme; --scheme picks one" {
+@test "the old schemes' files still extract and prove without --scheme; --scheme picks one" {
 	fmt-watermark embed -q --key seller.key --buyer carol --scheme qim m.safetensors old.safetensors
 	run fmt-watermark extract -j --key seller.key old.safetensors
 	assert_success
@@ -225,7 +229,23 @@ PY
 	assert_line --partial "64 of 64 payload bits agree"
 	run fmt-watermark prove -j --key seller.key --buyer carol --scheme ss old.safetensors
 	assert_failure 1
-	[ "$(echo "$output" | jq -r .scheme)" = fmtkit-ss/1 ]
+	[ "$(echo "$output" | jq -r .scheme)" = fmtkit-ss/2 ]
+	# a fmtkit-ss/1 copy (--scheme ss1): found without --scheme and with ss, not by fmtkit-ss/2
+	run fmt-watermark embed -j --key seller.key --buyer carol --scheme ss1 --strength 0.03 m.safetensors ss1.safetensors
+	assert_success
+	[ "$(echo "$output" | jq -r '.scheme, .marked')" = "$(printf 'fmtkit-ss/1\n525312')" ]
+	CAROL=$(echo "$output" | jq -r .payload)
+	for scheme in "" "--scheme ss" "--scheme ss1"; do
+		run fmt-watermark extract -j --key seller.key $scheme ss1.safetensors
+		assert_success
+		[ "$(echo "$output" | jq -r '.scheme, .valid, .payload')" = "$(printf 'fmtkit-ss/1\ntrue\n%s' "$CAROL")" ]
+		run fmt-watermark prove -j --key seller.key --buyer carol $scheme ss1.safetensors
+		assert_success
+		[ "$(echo "$output" | jq -r '.scheme, .verdict, .p_value')" = "$(printf 'fmtkit-ss/1\nmatch\n3.552713678800501e-15')" ]
+	done
+	run fmt-watermark prove -j --key seller.key --buyer alice --scheme ss1 marked.safetensors
+	assert_failure 1
+	[ "$(echo "$output" | jq -r '.scheme, .verdict')" = "$(printf 'fmtkit-ss/1\nno match')" ]
 	run fmt-watermark extract -j --key seller.key --scheme qim marked.safetensors
 	assert_failure 1
 	[ "$(echo "$output" | jq -r '.scheme, .valid')" = "$(printf 'fmtkit-wm/1\nfalse')" ]
@@ -234,13 +254,13 @@ PY
 	assert_success
 }
 
-@test "signed evidence for a fmtkit-ss/1 match verifies; tampering breaks it" {
+@test "signed evidence for a fmtkit-ss/2 match verifies; tampering breaks it" {
 	fmt-sign keygen -W -p ev.pub -s ev.key >/dev/null
 	run fmt-watermark prove --key seller.key --buyer alice --sign-key ev.key -o evidence.json marked.safetensors
 	assert_success
 	assert_line "  evidence (signed) written to evidence.json"
 	[ "$(jq -r '.verdict, .scheme, .buyer, .bytes_alike, (.ranks | length), .signature.algorithm' evidence.json)" = \
-	  "$(printf 'match\nfmtkit-ss/1\nalice\n8\n6\nEd25519')" ]
+	  "$(printf 'match\nfmtkit-ss/2\nalice\n8\n6\nEd25519')" ]
 	[ "$(jq -r .dataset_sha256 evidence.json)" = "$(sha256sum marked.safetensors | cut -d' ' -f1)" ]
 	run /usr/bin/python3 "$REPO_ROOT/scripts/watermark/verify-evidence.py" evidence.json ev.pub
 	assert_success
@@ -268,7 +288,7 @@ PY
 	done
 	run --separate-stderr fmt-watermark embed --key seller.key --buyer x --scheme lsb m.safetensors o.safetensors
 	assert_failure 2
-	[[ "$stderr" == *"--scheme takes ss, qim (or fmtkit) or alimentar"* ]]
+	[[ "$stderr" == *"--scheme takes ss, ss1, qim (or fmtkit) or alimentar"* ]]
 	run --separate-stderr fmt-watermark prove --key seller.key --buyer x --scheme alimentar m.safetensors
 	assert_failure 2
 	[[ "$stderr" == *"--scheme alimentar is upstream's scheme, for extract only"* ]]

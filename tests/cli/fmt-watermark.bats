@@ -4,7 +4,7 @@
 # byte-identical to fmt-convert's, every model format we write, .ald columns, upstream
 # alimentar's scheme, signed evidence checked with python3-cryptography, hostile input, and the
 # robustness targets of §5 on 10 copies. Models are marked with --scheme qim here: their default is
-# fmtkit-ss/1 (fmt-watermark-ss.bats); extract and prove without --scheme still find these marks.
+# fmtkit-ss/2 (fmt-watermark-ss.bats); extract and prove without --scheme still find these marks.
 
 bats_require_minimum_version 1.5.0
 

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
-"""An independent fmtkit-ss/1 extractor, written from man/fmtkit-watermark.7 alone (Python's hmac
-and hashlib, ChaCha20 in numpy from RFC 8439), checked against fmt-watermark: the embedded values
-(within one float32 rounding), the decoded payload, the byte scores and prove's p-value, on a marked
-model, an attacked copy (noise, scaling, half the tensors renamed), a GGUF F16 copy and the
-unmarked model."""
+"""An independent fmtkit-ss/2 and fmtkit-ss/1 extractor, written from man/fmtkit-watermark.7 alone
+(Python's hmac and hashlib, ChaCha20 in numpy from RFC 8439), checked against fmt-watermark: the
+embedded values (within one float32 rounding), the decoded payload, the byte scores and prove's
+p-value, on a marked model (either scheme), an attacked copy (noise, scaling, half the tensors
+renamed), a GGUF F16 copy and the unmarked model."""
 import hashlib
 import hmac
 import json
@@ -18,7 +18,7 @@ from interop_util import Suite, convert, read_safetensors, run, write_safetensor
 
 KEY = bytes(range(32))
 BUYER = "interop-buyer"
-suite = Suite("fmtkit-ss/1 reference")
+suite = Suite("fmtkit-ss/2 and fmtkit-ss/1 reference")
 
 
 # --- RFC 8439 ChaCha20, vectorised over blocks -----------------------------------------------
@@ -74,12 +74,16 @@ def payload(key, buyer):
     return h[:6] + crc16(h[:6]).to_bytes(2, "big")
 
 
-def stream_key(key):
-    return hmac.new(key, b"fmtkit-ss/1 stream", hashlib.sha256).digest()
+def stream_key(key, version):
+    return hmac.new(key, b"fmtkit-ss/%d stream" % version, hashlib.sha256).digest()
 
 
-def positions(key, n):
-    ks = np.frombuffer(chacha20_stream(stream_key(key), n.to_bytes(8, "little") + bytes(4), 2 * n), "<u2")
+def keystream(key, version, n, word, nbytes):
+    return chacha20_stream(stream_key(key, version), n.to_bytes(8, "little") + word.to_bytes(4, "little"), nbytes)
+
+
+def positions(key, n, version=1):
+    ks = np.frombuffer(keystream(key, version, n, 0, 2 * n), "<u2")
     return (ks & 2047).astype(np.int64), np.where(ks & 2048, -1.0, 1.0)
 
 
@@ -91,8 +95,8 @@ def codeword(pay):
     return np.concatenate([HADAMARD[b] for b in pay])   # row P[b]: d_{256b+x}
 
 
-def embed(key, pay, v, alpha=0.01):
-    """What fmt-watermark embed should write for one float32 tensor (flat)."""
+def embed1(key, pay, v, alpha=0.01):
+    """What fmt-watermark embed --scheme ss1 should write for one float32 tensor (flat)."""
     j, s = positions(key, v.size)
     d = codeword(pay)
     out = v.astype(np.float64).copy()
@@ -103,7 +107,7 @@ def embed(key, pay, v, alpha=0.01):
     return out.astype(np.float32)
 
 
-def scores(key, tensors):
+def scores1(key, tensors):
     zw, nn = np.zeros(2048), np.zeros(2048)
     for v in tensors:
         v = v.astype(np.float64).ravel()
@@ -121,6 +125,69 @@ def scores(key, tensors):
         nn += n
     y = np.where(nn > 0, zw / np.sqrt(np.where(nn > 0, nn, 1)), 0)
     return np.stack([HADAMARD @ y[256 * b:256 * b + 256] / 16 for b in range(8)])
+
+
+# fmtkit-ss/2: runs of 1024, groups of 64 runs, one marked run per group
+RUN, GROUP = 512, 128
+
+
+def marked_runs(key, n):
+    runs = (n + RUN - 1) // RUN
+    groups = (runs + GROUP - 1) // GROUP
+    u = np.frombuffer(keystream(key, 2, n, 1, 4 * groups), "<u4").astype(np.int64)
+    first = GROUP * np.arange(groups)
+    return first + u % np.minimum(GROUP, runs - first), groups
+
+
+def run_sums(v, j, s):
+    """n_k, q_k, c_kj and the sum of squares over the run's finite values."""
+    ok = np.isfinite(v)
+    v, j, s = v[ok], j[ok], s[ok]
+    m = v.mean() if v.size else 0.0
+    return v.size, float(((v - m) ** 2).sum()), np.bincount(j, s * (v - m), 2048), float((v * v).sum())
+
+
+def embed2(key, pay, v, alpha=0.01):
+    """What fmt-watermark embed should write for one float32 tensor (flat)."""
+    v = v.astype(np.float64).ravel()
+    n = v.size
+    j, s = positions(key, n, 2)
+    d = codeword(pay)
+    runs, groups = marked_runs(key, n)
+    mu = (1 - 2.0 ** -16) * ((1 - 3 / np.sqrt(2 * RUN * groups)) if (n + RUN - 1) // RUN > 1 else 1)
+    out = v.copy()
+    for k in runs:
+        lo, hi = RUN * k, min(RUN * (k + 1), n)
+        size_g = min(RUN * GROUP, n - RUN * GROUP * (k // GROUP))
+        cnt, q, c, _ = run_sums(v[lo:hi], j[lo:hi], s[lo:hi])
+        if cnt == 0:
+            continue
+        e = np.where((d * c).reshape(8, 256).sum(axis=1) >= 0, 1.0, -1.0)
+        a = alpha * mu * np.sqrt(q / cnt) * np.sqrt(size_g / (hi - lo))
+        jj = j[lo:hi]
+        # the 6 buyer-hash bytes twice the 2 CRC bytes' amplitude, the run's energy a^2 per value
+        per_byte = np.bincount(jj[np.isfinite(v[lo:hi])] >> 8, minlength=8)
+        w = np.array([2.0] * 6 + [1.0] * 2)
+        a = a * w * np.sqrt(cnt / (per_byte * w * w).sum())
+        new = v[lo:hi] + a[jj >> 8] * e[jj >> 8] * s[lo:hi] * d[jj]
+        out[lo:hi] = np.where(np.isfinite(v[lo:hi]), new, v[lo:hi])
+    return out.astype(np.float32)
+
+
+def scores2(key, tensors):
+    y, w = np.zeros((8, 256)), 0.0
+    for v in tensors:
+        v = v.astype(np.float64).ravel()
+        j, s = positions(key, v.size, 2)
+        for k in marked_runs(key, v.size)[0]:
+            lo, hi = RUN * k, min(RUN * (k + 1), v.size)
+            cnt, q, c, sq = run_sums(v[lo:hi], j[lo:hi], s[lo:hi])
+            if not (cnt > 0 and q > 0 and q > 1e-12 * sq):
+                continue
+            sc = np.stack([HADAMARD @ c[256 * b:256 * b + 256] for b in range(8)]) / np.sqrt(q / 8)
+            y += np.sqrt(cnt) * np.abs(sc)
+            w += cnt
+    return y / np.sqrt(w) if w > 0 else y
 
 
 def decode(sc):
@@ -151,15 +218,18 @@ MODEL = {"a.weight": rng.normal(0, 0.02, (300, 1024)).astype(np.float32),
 
 
 def files(d):
-    src, out = os.path.join(d, "m.safetensors"), os.path.join(d, "marked.safetensors")
+    """The model, its fmtkit-ss/2 copy (the default), its fmtkit-ss/1 copy and the key."""
+    src, out, out1 = (os.path.join(d, f) for f in ("m.safetensors", "marked.safetensors", "marked1.safetensors"))
+    key = os.path.join(d, "seller.key")
     if not os.path.exists(out):
         write_safetensors(src, MODEL)
-        key = os.path.join(d, "seller.key")
         with open(key, "wb") as f:
             f.write(KEY)
         os.chmod(key, 0o600)
         run("fmt-watermark", "embed", "-q", "--key", key, "--buyer", BUYER, "--strength", "0.03", src, out)
-    return src, out, os.path.join(d, "seller.key")
+        run("fmt-watermark", "embed", "-q", "--scheme", "ss1", "--key", key, "--buyer", BUYER, "--strength", "0.03",
+            src, out1)
+    return src, out, out1, key
 
 
 def tool(cmd, key, path, *extra):
@@ -168,17 +238,19 @@ def tool(cmd, key, path, *extra):
     return json.loads(r.stdout)
 
 
-def agree(path, key):
-    """extract and prove agree with the reference on path; returns the reference's view."""
+def agree(path, key, scheme="fmtkit-ss/2"):
+    """extract and prove report scheme on path and agree with the reference; returns its view."""
     tensors = [a for _, a in read_safetensors(path).values()] if path.endswith(".safetensors") else None
-    sc = scores(KEY, tensors)
+    sc = (scores2 if scheme == "fmtkit-ss/2" else scores1)(KEY, tensors)
     pay, valid = decode(sc)
     x = tool("extract", key, path)
+    assert x["scheme"] == scheme, (x["scheme"], scheme)
     assert x["payload"] == pay.hex() and x["valid"] == valid, (x["payload"], pay.hex(), valid)
     for b in range(8):
         assert abs(x["bytes"][b]["score"] - sc[b][pay[b]]) < 1e-9 * max(1, abs(sc[b][pay[b]])), (b, x["bytes"][b])
     want = payload(KEY, BUYER)
     p = tool("prove", key, path, "--buyer", BUYER)
+    assert p["scheme"] == scheme, (p["scheme"], scheme)
     ref_p = prove_p(sc, want)
     assert abs(p["p_value"] - ref_p) <= 1e-9 * ref_p, (p["p_value"], ref_p)
     assert abs(p["score"] - sum(sc[b][want[b]] for b in range(6))) < 1e-9 * 64
@@ -191,34 +263,42 @@ def chacha(d):
     rfc8439_vector()
 
 
+def same_values(got, want, name):
+    ulp = np.abs(np.spacing(want))
+    diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+    assert (diff <= ulp).all(), (name, diff.max())
+    assert (diff == 0).mean() > 0.999, (name, (diff == 0).mean())
+
+
 @suite.test
 def embedded_values(d):
-    """embed's values = v + alpha x block std x s_i x d_j, within one float32 rounding"""
-    _, out, _ = files(d)
-    got = read_safetensors(out)
+    """embed's values: fmtkit-ss/2's marked runs, everything else as it was; fmtkit-ss/1's
+    v + alpha x block std x s_i x d_j; within one float32 rounding"""
+    _, out, out1, _ = files(d)
+    got, got1 = read_safetensors(out), read_safetensors(out1)
     pay = payload(KEY, BUYER)
     for name, a in MODEL.items():
-        want = embed(KEY, pay, a.ravel(), 0.03)
-        g = got[name][1].ravel()
-        ulp = np.abs(np.spacing(want))
-        diff = np.abs(g.astype(np.float64) - want.astype(np.float64))
-        assert (diff <= ulp).all(), (name, diff.max())
-        assert (diff == 0).mean() > 0.999, (name, (diff == 0).mean())
+        want = embed2(KEY, pay, a.ravel(), 0.03)
+        same_values(got[name][1].ravel(), want, name)
+        moved = int((got[name][1].ravel() != a.ravel()).sum())
+        assert 0 < moved <= RUN * marked_runs(KEY, a.size)[1], (name, moved)   # a run per group at most
+        same_values(got1[name][1].ravel(), embed1(KEY, pay, a.ravel(), 0.03), name)
 
 
 @suite.test
 def marked(d):
-    """the marked model: the buyer's payload, valid; prove's p-value 2^-48 and equal"""
-    _, out, key = files(d)
-    pay, valid, p = agree(out, key)
-    assert valid and pay == payload(KEY, BUYER), pay.hex()
-    assert p == 2.0 ** -48, p
+    """the marked models: the buyer's payload, valid; prove's p-value 2^-48 and equal"""
+    _, out, out1, key = files(d)
+    for path, scheme in ((out, "fmtkit-ss/2"), (out1, "fmtkit-ss/1")):
+        pay, valid, p = agree(path, key, scheme)
+        assert valid and pay == payload(KEY, BUYER), pay.hex()
+        assert p == 2.0 ** -48, p
 
 
 @suite.test
 def attacked(d):
     """noise, per-tensor scaling, half the tensors renamed and reordered: same answers as fmt-watermark"""
-    _, out, key = files(d)
+    _, out, _, key = files(d)
     r = np.random.default_rng(3)
     ts = read_safetensors(out)
     att = {}
@@ -233,7 +313,7 @@ def attacked(d):
 @suite.test
 def unmarked_and_gguf(d):
     """the unmarked model (no match) and the marked one through GGUF F16 (values decoded from F16)"""
-    src, out, key = files(d)
+    src, out, _, key = files(d)
     _, valid, p = agree(src, key)
     assert not valid and p > 1e-3, p
     g = os.path.join(d, "marked.gguf")

@@ -57,26 +57,36 @@ static double normal(void)
 
 enum { TENSORS = 2, ELEMS = 8192, MODELS = 200 };
 
-/* The model's p-value for a payload, and whether extract would call it watermarked. */
-static double model_p(const uint8_t sk[32], float v[TENSORS][ELEMS], uint64_t payload, int *valid)
+/* The model's p-value for a payload, and whether extract would call it watermarked, under
+ * fmtkit-ss/1 or /2. */
+static double model_p(int version, const uint8_t sk[32], float v[TENSORS][ELEMS], uint64_t payload, int *valid)
 {
 	static fmt_ss_acc acc;
 	static fmt_ss_sum sum;
+	static fmt_ss2_acc acc2;
 	static double score[FMT_SS_BYTES][256];
 	memset(&sum, 0, sizeof sum);
+	memset(&acc2, 0, sizeof acc2);
 	for (int t = 0; t < TENSORS; t++) {
 		memset(&acc, 0, sizeof acc);
-		fmt_ss_acc_f32(sk, &acc, v[t], ELEMS, 0, ELEMS);
-		fmt_ss_sum_add(&sum, &acc);
+		if (version == 1) {
+			fmt_ss_acc_f32(sk, &acc, v[t], ELEMS, 0, ELEMS);
+			fmt_ss_sum_add(&sum, &acc);
+		} else {
+			fmt_ss2_acc_f32(sk, &acc2, v[t], ELEMS, 0, ELEMS);
+		}
 	}
-	fmt_ss_scores(&sum, score);
+	if (version == 1)
+		fmt_ss_scores(&sum, score);
+	else
+		fmt_ss2_scores(&acc2, score);
 	unsigned ties;
 	uint64_t got = fmt_ss_decode(score, &ties);
 	*valid = ties == 0 && fmt_wm_payload_valid(got);
 	return fmt_ss_score_p(score, payload);
 }
 
-TEST(ss_false_positives_and_calibration)
+static void false_positives_and_calibration(int version)
 {
 	static float v[TENSORS][ELEMS], w[TENSORS][ELEMS];
 	static uint8_t q8[ELEMS / 32 * 34];
@@ -110,7 +120,7 @@ TEST(ss_false_positives_and_calibration)
 				}
 			}
 			int valid;
-			double p = model_p(sk, w, payload, &valid);
+			double p = model_p(version, sk, w, payload, &valid);
 			matches += p < FMT_WM_MATCH_P;
 			valid_any += valid;
 			if (variant == 0) {
@@ -124,4 +134,62 @@ TEST(ss_false_positives_and_calibration)
 	/* calibrated: 2 and 20 expected of 200; bounds at P < 0.002 under Binomial(200, p) */
 	CHECK(below01 <= 7);
 	CHECK(below1 >= 8 && below1 <= 34);
+}
+
+TEST(ss_false_positives_and_calibration)
+{
+	false_positives_and_calibration(1);
+}
+
+TEST(ss2_false_positives_and_calibration)
+{
+	false_positives_and_calibration(2);
+}
+
+/* fmtkit-ss/2 end to end on values in memory: 3 tensors (one not a whole number of runs), marked
+ * at strength 0.05, found (the payload valid, p = 2^-48); each tensor's RMS change within
+ * strength x the std its marked runs estimate; every value outside the marked runs unchanged. */
+TEST(ss2_embed_then_detect)
+{
+	enum { N0 = 3 * 65536, N1 = 65536 + 5000, N2 = 700 };
+	static float orig[N0 + N1 + N2], v[N0 + N1 + N2];
+	const uint64_t sizes[3] = { N0, N1, N2 };
+	fmt_ss_params prm = { .strength = 0.05, .version = 2 };   /* 6 runs only: strong */
+	for (int i = 0; i < 32; i++)
+		prm.sk[i] = (uint8_t)(3 * i + 5);
+	const uint64_t payload = 0xc879b5a7cda6c824ull;
+	fmt_ss_codeword(payload, prm.d);
+	rng_state = 2463534242ull;
+	for (size_t i = 0; i < N0 + N1 + N2; i++)
+		orig[i] = v[i] = (float)(0.3 + 0.02 * normal());
+	static fmt_ss2_acc acc;
+	memset(&acc, 0, sizeof acc);
+	float *t = v;
+	for (int k = 0; k < 3; k++) {
+		fmt_wm_dist d = { 0 };
+		for (uint64_t first = 0; first < sizes[k]; first += FMT_SS_BLOCK) {
+			size_t n = (size_t)(sizes[k] - first < FMT_SS_BLOCK ? sizes[k] - first : FMT_SS_BLOCK);
+			fmt_ss2_embed(&prm, (uint8_t *)(t + first), sizes[k], first, n, 4, &d);
+		}
+		CHECK_EQ_U64(d.values, sizes[k]);
+		CHECK(fmt_wm_dist_rms_rel(&d) <= prm.strength);
+		CHECK(fmt_wm_dist_rms_rel(&d) > 0.9 * prm.strength);
+		/* exactly the marked runs changed: one in each group (the small tensor is one run) */
+		uint64_t changed = 0, outside = 0;
+		for (uint64_t i = 0; i < sizes[k]; i++) {
+			uint64_t run = fmt_ss2_marked_run(prm.sk, sizes[k], i / FMT_SS_BLOCK);
+			int in = i / FMT_SS2_RUN == run;
+			changed += t[i] != orig[t - v + i];
+			outside += !in && t[i] != orig[t - v + i];
+		}
+		CHECK_EQ_U64(outside, 0);
+		CHECK(changed == d.marked && changed > 0);
+		fmt_ss2_acc_f32(prm.sk, &acc, t, sizes[k], 0, (size_t)sizes[k]);
+		t += sizes[k];
+	}
+	static double score[FMT_SS_BYTES][256];
+	fmt_ss2_scores(&acc, score);
+	unsigned ties;
+	CHECK(fmt_ss_decode(score, &ties) == payload && ties == 0);
+	CHECK(fmt_ss_score_p(score, payload) == ldexp(1, -48));
 }

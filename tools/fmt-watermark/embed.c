@@ -35,7 +35,7 @@ typedef struct tensor_wrap {
 	fmt_tensor orig;
 	wm_column *col;
 	const fmt_wm_params *prm;
-	const fmt_ss_params *ss;     /* fmtkit-ss/1 (else fmtkit-wm/1 under prm) */
+	const fmt_ss_params *ss;     /* fmtkit-ss/2 or /1 (else fmtkit-wm/1 under prm) */
 	uint64_t nelems;
 	int width;
 	fmt_pool *pool;
@@ -64,7 +64,9 @@ static void mark_piece(void *ctx, size_t i)
 	pc->n = hi - lo;
 	memset(&pc->d, 0, sizeof pc->d);
 	uint8_t *at = j->dst + (lo - j->first) * (uint64_t)j->w->width;
-	if (j->w->ss)
+	if (j->w->ss && j->w->ss->version == 2)
+		fmt_ss2_embed(j->w->ss, at, j->w->nelems, lo, (size_t)(hi - lo), j->w->width, &pc->d);
+	else if (j->w->ss)
 		fmt_ss_embed(j->w->ss, at, j->w->nelems, lo, (size_t)(hi - lo), j->w->width, &pc->d);
 	else
 		fmt_wm_embed(j->w->prm, at, (size_t)(hi - lo), j->w->width, &pc->d);
@@ -111,8 +113,9 @@ static fmt_kind mark_range(const tensor_wrap *w, uint8_t *dst, uint64_t first, u
 	return k;
 }
 
-/* fmtkit-ss/1 marks whole blocks (their std sets the amplitude): a read that cuts a block reads
- * and marks the blocks it touches and keeps its part. */
+/* fmtkit-ss marks whole blocks (fmtkit-ss/1: their std sets the amplitude; fmtkit-ss/2: a block is
+ * a group, whose marked run follows its own values): a read that cuts a block reads and marks the
+ * blocks it touches and keeps its part. */
 static fmt_kind ss_marked_read(const fmt_model *m, const fmt_tensor *t, uint64_t off, uint8_t *dst, size_t n,
 			       fmt_err *e)
 {
@@ -214,7 +217,7 @@ static fmt_kind model_hook(fmt_model *out, void *ctx, fmt_err *e)
 			continue;
 		}
 		if (c->o->ss && t->nelems > FMT_SS_MAX_ELEMS)
-			return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': %llu elements, more than fmtkit-ss/1's 2^37",
+			return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': %llu elements, more than fmtkit-ss's 2^37",
 					t->name, (unsigned long long)t->nelems);
 		fmt_kind k = wm_add_column(c->r, t->name, 1, fmt_dtype_name(t->dtype), width, e);
 		tensor_wrap *w = k == FMT_OK ? calloc(1, sizeof *w) : NULL;

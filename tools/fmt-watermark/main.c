@@ -40,13 +40,14 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("registry", OPT_REGISTRY, "FILE", "embed: append buyer id and hash (JSON Lines);\n"
 		      "extract: name the buyer from it"),
 	  .commands = ONLY(CMD_EMBED) | ONLY(CMD_EXTRACT), .complete = FMT_COMPLETE_FILE, .words = "*.jsonl" },
-	{ FMT_CLI_OPT("scheme", OPT_SCHEME, "NAME", "ss (fmtkit-ss/1, spread spectrum: models' default), qim\n"
-		      "(fmtkit-wm/1, alias fmtkit: datasets' default) or, for\n"
+	{ FMT_CLI_OPT("scheme", OPT_SCHEME, "NAME", "ss (fmtkit-ss/2, spread spectrum: models' default; extract\n"
+		      "and prove read fmtkit-ss/1 copies too), ss1 (fmtkit-ss/1),\n"
+		      "qim (fmtkit-wm/1, alias fmtkit: datasets' default) or, for\n"
 		      "extract, alimentar (upstream's LSB scheme); extract and\n"
-		      "prove on a model without it read ss and qim in one pass"),
-	  .commands = KEYED, .complete = FMT_COMPLETE_WORDS, .words = "ss qim fmtkit alimentar" },
-	{ FMT_CLI_OPT("strength", OPT_SS_STRENGTH, "A", "ss: each element moves by A x its block's std, 0 < A <= 0.5\n"
-		      "(default 0.01: RMS change 1 % of the std)"),
+		      "prove on a model without it read ss, ss1 and qim in one pass"),
+	  .commands = KEYED, .complete = FMT_COMPLETE_WORDS, .words = "ss ss1 qim fmtkit alimentar" },
+	{ FMT_CLI_OPT("strength", OPT_SS_STRENGTH, "A", "ss: each tensor's RMS change is A x its std, 0 < A <= 0.5\n"
+		      "(default 0.01: 1 % of the std)"),
 	  .commands = ONLY(CMD_EMBED) },
 	{ FMT_CLI_OPT("sign-key", OPT_SIGN_KEY, "SECKEY", "prove: sign the evidence; embed: sign OUT (.apsim, .ald), as\n"
 		      "fmt-convert --sign-key; with this Ed25519 secret key\n"
@@ -141,12 +142,14 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 	case OPT_SCHEME:
 		if (strcmp(arg, "ss") == 0)
 			o->scheme = WM_SCHEME_SS;
+		else if (strcmp(arg, "ss1") == 0)
+			o->scheme = WM_SCHEME_SS1;
 		else if (strcmp(arg, "qim") == 0 || strcmp(arg, "fmtkit") == 0)
 			o->scheme = WM_SCHEME_QIM;
 		else if (strcmp(arg, "alimentar") == 0)
 			o->scheme = WM_SCHEME_ALIMENTAR;
 		else
-			return fmt_fail(e, FMT_USAGE, "--scheme takes ss, qim (or fmtkit) or alimentar"), -1;
+			return fmt_fail(e, FMT_USAGE, "--scheme takes ss, ss1, qim (or fmtkit) or alimentar"), -1;
 		return 0;
 	case OPT_SS_STRENGTH:
 		if (parse_double(arg, &o->ss_strength) || !(o->ss_strength > 0 && o->ss_strength <= FMT_SS_MAX_STRENGTH))
@@ -168,27 +171,29 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 
 static const fmt_cli_tool tool = {
 	.name = TOOL,
-	.synopsis = "embed --key K --buyer ID [--scheme ss|qim] [--strength A] [--density G] [--strength-bits S]\n"
+	.synopsis = "embed --key K --buyer ID [--scheme ss|ss1|qim] [--strength A] [--density G] [--strength-bits S]\n"
 		    "      [--columns LIST | --tensors GLOB]\n"
 		    "      [--registry FILE] [--schema FILE] [--to FORMAT] [-c CODEC] [--sign-key SECKEY]\n"
 		    "      [--dry-run] [-T N] IN OUT\n"
-		    "extract --key K [--registry FILE] [--scheme ss|qim|alimentar] FILE\n"
-		    "prove --key K --buyer ID [--scheme ss|qim] [--sign-key SECKEY] [-o EVIDENCE.json] FILE\n"
+		    "extract --key K [--registry FILE] [--scheme ss|ss1|qim|alimentar] FILE\n"
+		    "prove --key K --buyer ID [--scheme ss|ss1|qim] [--sign-key SECKEY] [-o EVIDENCE.json] FILE\n"
 		    "detect [--columns LIST | --tensors GLOB] FILE\n"
 		    "entropy [--columns LIST | --tensors GLOB] [-j] FILE",
 	.about = "Give each buyer a copy whose float32/float64 values carry a 64-bit fingerprint\n"
-		 "(48 bits of HMAC(key, buyer) and a CRC-16). Models (scheme ss, fmtkit-ss/1): every\n"
-		 "weight moves by +-A x its block's std, the sign keyed by the seller's key, the\n"
-		 "tensor's element count and the element's index, the payload Hadamard-coded; found by\n"
-		 "correlation, it survives F16/BF16, Q8_0/Q4_0/Q4_K, noise, scaling, pruning, renaming,\n"
-		 "dropping tensors and every format conversion. Datasets (scheme qim, fmtkit-wm/1):\n"
+		 "(48 bits of HMAC(key, buyer) and a CRC-16). Models (scheme ss, fmtkit-ss/2): one run\n"
+		 "of 512 weights in each 65536, picked by the seller's key, moves along the\n"
+		 "Hadamard-coded payload the way the run already leans, each tensor's RMS change\n"
+		 "A x its std; positions and signs keyed by the tensor's element count and the\n"
+		 "element's index; found by correlation, it survives F16/BF16, Q8_0/Q4_0/Q4_K, noise,\n"
+		 "scaling, pruning, renaming, dropping tensors and every format conversion\n"
+		 "(fmtkit-ss/1 copies, scheme ss1, are still found). Datasets (scheme qim, fmtkit-wm/1):\n"
 		 "placed by a keyed PRF and embedded by quantization index modulation, every change\n"
 		 "below 2^-(S+1) of the value; it survives shuffling, sampling, dropping columns,\n"
 		 "format conversion, small noise and rounding to 6 significant digits.\n"
 		 "IN and OUT: datasets (.ald, Arrow IPC, JSON Lines, CSV) and every model format\n"
 		 "fmtkit writes (F16/BF16 tensors are left alone); IN - is standard input, OUT -\n"
 		 "standard output (with --to; the report then goes to standard error).\n"
-		 "Schemes: man 7 fmtkit-watermark (fmtkit-ss/1), specs/watermark.md (fmtkit-wm/1).",
+		 "Schemes: man 7 fmtkit-watermark (fmtkit-ss/2, /1), specs/watermark.md (fmtkit-wm/1).",
 	.commands = commands,
 	.options = options,
 	.footer = "Exit status: 0 ok (extract: a valid payload; prove: match; detect: likely\n"
@@ -219,15 +224,15 @@ static const char *check_usage(const wm_opts *o, const fmt_cli *cli)
 	return NULL;
 }
 
-/* embed: models get fmtkit-ss/1 and datasets fmtkit-wm/1 unless --scheme says otherwise; each
+/* embed: models get fmtkit-ss/2 and datasets fmtkit-wm/1 unless --scheme says otherwise; each
  * scheme's parameters only with it. */
 static const char *embed_scheme(wm_opts *o)
 {
 	if (o->scheme == WM_SCHEME_AUTO)
 		o->scheme = o->table_to ? WM_SCHEME_QIM : WM_SCHEME_SS;
-	if (o->scheme == WM_SCHEME_SS && o->table_to)
+	if ((o->scheme == WM_SCHEME_SS || o->scheme == WM_SCHEME_SS1) && o->table_to)
 		return "--scheme ss marks model weights; a dataset's columns take --scheme qim";
-	if (o->scheme == WM_SCHEME_SS && o->qim_params)
+	if ((o->scheme == WM_SCHEME_SS || o->scheme == WM_SCHEME_SS1) && o->qim_params)
 		return "--density and --strength-bits are --scheme qim's; --scheme ss takes --strength";
 	if (o->scheme == WM_SCHEME_QIM && o->ss_strength > 0)
 		return "--strength is --scheme ss's; --scheme qim takes --strength-bits and --density";
@@ -280,6 +285,7 @@ int main(int argc, char **argv)
 	uint8_t raw[FMT_WM_KEY_LEN], hash[FMT_WM_HASH_LEN] = { 0 };
 	fmt_wm_params prm = { .density = o.density, .strength = o.strength };
 	static fmt_ss_params ssp;      /* its stream key is wiped at the end */
+	static uint8_t ss1_key[32], ss2_key[32];
 	if (o.key_file) {
 		if (wm_key_load(o.key_file, &key, raw, &e) != FMT_OK)
 			return fmt_cli_finish(&tool, &cli, wm_fail(&o, NULL, &e));
@@ -288,14 +294,18 @@ int main(int argc, char **argv)
 			fmt_wm_buyer_hash(key, o.buyer, strlen(o.buyer), hash);
 			prm.payload = fmt_wm_payload(hash);
 		}
-		fmt_ss_stream_key(key, ssp.sk);
+		fmt_ss_stream_key(key, ss1_key);
+		fmt_ss2_stream_key(key, ss2_key);
+		ssp.version = o.scheme == WM_SCHEME_SS1 ? 1 : 2;
+		memcpy(ssp.sk, ssp.version == 1 ? ss1_key : ss2_key, sizeof ssp.sk);
 		fmt_ss_codeword(prm.payload, ssp.d);
 		ssp.strength = o.ss_strength;
-		o.ss_key = ssp.sk;
-		if (cli.command == CMD_EMBED && o.scheme == WM_SCHEME_SS)
+		o.ss_key = ss1_key;
+		o.ss2_key = o.scheme == WM_SCHEME_SS1 ? NULL : ss2_key;
+		if (cli.command == CMD_EMBED && (o.scheme == WM_SCHEME_SS || o.scheme == WM_SCHEME_SS1))
 			o.ss = &ssp;
-		/* for this payload: the vector loops' table (fmtkit-wm/1's; fmtkit-ss/1 needs none) */
-		if (o.scheme != WM_SCHEME_SS && fmt_wm_params_prepare(&prm, &e) != FMT_OK) {
+		/* for this payload: the vector loops' table (fmtkit-wm/1's; fmtkit-ss needs none) */
+		if (!o.ss && fmt_wm_params_prepare(&prm, &e) != FMT_OK) {
 			fmt_wm_key_free(key);
 			return fmt_cli_finish(&tool, &cli, wm_fail(&o, NULL, &e));
 		}
@@ -334,5 +344,7 @@ int main(int argc, char **argv)
 	fmt_wm_key_free(key);
 	sodium_memzero(raw, sizeof raw);
 	sodium_memzero(ssp.sk, sizeof ssp.sk);
+	sodium_memzero(ss1_key, sizeof ss1_key);
+	sodium_memzero(ss2_key, sizeof ss2_key);
 	return fmt_cli_finish(&tool, &cli, status);
 }

@@ -77,7 +77,7 @@ static void embed_head(FILE *f, const char *input, const char *output, const wm_
 }
 
 /* embed's table: per tensor or column its values, how many changed, the largest relative change
- * (fmtkit-wm/1) or the RMS change over the std (rms, fmtkit-ss/1), and the moments' changes. */
+ * (fmtkit-wm/1) or the RMS change over the std (rms, fmtkit-ss), and the moments' changes. */
 static void embed_table(FILE *f, const wm_result *r, int rms)
 {
 	fprintf(f, "  %-32s %-5s %12s %12s %11s %11s %11s\n", kind_word(r), "dtype", "values", "marked",
@@ -95,7 +95,8 @@ static void embed_table(FILE *f, const wm_result *r, int rms)
 	}
 }
 
-/* fmtkit-ss/1: per tensor the RMS change relative to the tensor's std (the distortion budget). */
+/* fmtkit-ss: per tensor the RMS change relative to the tensor's std (the distortion budget; for
+ * fmtkit-ss/2 the std its marked runs estimate). */
 static int report_embed_ss(FILE *f, const char *input, const char *output, const wm_opts *o,
 			   const fmt_wm_params *prm, const uint8_t hash[32], const wm_result *r, const fmt_wm_dist *total)
 {
@@ -120,7 +121,7 @@ static int report_embed_ss(FILE *f, const char *input, const char *output, const
 			json_array_append_new(left, jstr(r->left_alone[i]));
 		json_t *j = json_pack("{s:o, s:o, s:s, s:b, s:o, s:s, s:s, s:s, s:f, s:s, s:o, s:o, s:f, s:o, s:o}",
 			"input", jstr(input), "output", jstr(output), "format", r->out_format, "dry_run", o->dry_run,
-			"buyer", jstr(o->buyer), "buyer_hash", hex, "payload", pay, "scheme", "fmtkit-ss/1",
+			"buyer", jstr(o->buyer), "buyer_hash", hex, "payload", pay, "scheme", o->ss->version == 1 ? "fmtkit-ss/1" : "fmtkit-ss/2",
 			"strength", o->ss->strength, "kind", "tensors", "values", fmt_json_u64(total->values),
 			"marked", fmt_json_u64(total->marked), "rms_rel_change_max", rms_max, "tensors", cols,
 			"left_alone", left);
@@ -129,7 +130,8 @@ static int report_embed_ss(FILE *f, const char *input, const char *output, const
 	if (o->common.quiet)
 		return 0;
 	embed_head(f, input, output, o, r);
-	fprintf(f, " (hash %.12s), payload %s, scheme fmtkit-ss/1, strength %g\n", hex, pay, o->ss->strength);
+	fprintf(f, " (hash %.12s), payload %s, scheme fmtkit-ss/%d, strength %g\n", hex, pay, o->ss->version,
+		o->ss->strength);
 	embed_table(f, r, 1);
 	fprintf(f, "total: %llu of %llu values marked in %zu tensor%s; RMS change at most %.3e of a tensor's std\n",
 		(unsigned long long)total->marked, (unsigned long long)total->values, r->n_cols,
@@ -200,7 +202,7 @@ static fmt_wm_votes all_votes(const wm_result *r)
 	return v;
 }
 
-/* Columns that carry fmtkit-wm/1 votes (float32/float64; the others are fmtkit-ss/1's only). */
+/* Columns that carry fmtkit-wm/1 votes (float32/float64; the others are fmtkit-ss's only). */
 static size_t qim_columns(const wm_result *r)
 {
 	size_t n = 0;
@@ -217,8 +219,10 @@ static int qim_valid(const wm_result *r)
 	return r->has_qim && unknown == 0 && fmt_wm_payload_valid(payload) && fmt_wm_votes_n(&v) > 0;
 }
 
-/* fmtkit-ss/1's evidence in a file: the sums of its tensors, the byte scores, the decoded payload. */
+/* fmtkit-ss/2's or fmtkit-ss/1's evidence in a file: the sums of its tensors, the byte scores,
+ * the decoded payload. */
 typedef struct ss_eval {
+	const char *name;
 	fmt_ss_sum sum;
 	double score[FMT_SS_BYTES][256];
 	uint64_t payload;
@@ -233,22 +237,63 @@ static int out_of_memory(const char *path, const wm_opts *o)
 	return wm_fail(o, path, &e);
 }
 
-static ss_eval *ss_evaluate(const wm_result *r)
+static void ss_decide(ss_eval *s)
 {
-	ss_eval *s = r->has_ss ? calloc(1, sizeof *s) : NULL;
-	if (!s)
-		return NULL;
+	s->payload = fmt_ss_decode(s->score, &s->ties);
+	s->crc_ok = fmt_wm_payload_valid(s->payload);
+	s->valid = s->crc_ok && s->ties == 0 && s->sum.values > 0;
+}
+
+static void ss1_evaluate(const wm_result *r, ss_eval *s)
+{
+	s->name = "fmtkit-ss/1";
 	for (size_t i = 0; i < r->n_cols; i++)
 		if (r->cols[i]->ss)
 			fmt_ss_sum_add(&s->sum, r->cols[i]->ss);
 	fmt_ss_scores(&s->sum, s->score);
-	s->payload = fmt_ss_decode(s->score, &s->ties);
-	s->crc_ok = fmt_wm_payload_valid(s->payload);
-	s->valid = s->crc_ok && s->ties == 0 && s->sum.values > 0;
+	ss_decide(s);
+}
+
+static void ss2_evaluate(const wm_result *r, ss_eval *s)
+{
+	fmt_ss2_acc all = { 0 };
+	s->name = "fmtkit-ss/2";
+	for (size_t i = 0; i < r->n_cols; i++)
+		if (r->cols[i]->ss2 && r->cols[i]->ss2->runs) {
+			fmt_ss2_acc_merge(&all, r->cols[i]->ss2);
+			s->sum.tensors++;
+		}
+	s->sum.values = all.values;
+	fmt_ss2_scores(&all, s->score);
+	ss_decide(s);
+}
+
+/* fmtkit-ss/2 unless only fmtkit-ss/1 finds a valid payload (a copy marked with it). */
+static ss_eval *ss_evaluate(const wm_result *r)
+{
+	ss_eval *s = r->has_ss || r->has_ss2 ? calloc(1, sizeof *s) : NULL;
+	if (!s)
+		return NULL;
+	if (r->has_ss2) {
+		ss2_evaluate(r, s);
+		if (s->valid || !r->has_ss)
+			return s;
+	}
+	ss_eval *old = calloc(1, sizeof *old);
+	if (!old) {
+		free(s);
+		return NULL;
+	}
+	ss1_evaluate(r, old);
+	if (old->valid || !r->has_ss2) {
+		free(s);
+		return old;
+	}
+	free(old);
 	return s;
 }
 
-/* On a model without --scheme: fmtkit-ss/1 unless only fmtkit-wm/1 finds a valid payload. */
+/* On a model without --scheme: fmtkit-ss unless only fmtkit-wm/1 finds a valid payload. */
 static int use_ss(const wm_result *r, const ss_eval *ss)
 {
 	return ss && (ss->valid || !qim_valid(r));
@@ -305,7 +350,7 @@ static int report_extract_ss(const char *path, const wm_opts *o, const ss_eval *
 			json_array_append_new(bytes, json_pack("{s:i, s:i, s:f, s:f}", "byte", (int)b, "value",
 				(int)((ss->payload >> (56 - 8 * b)) & 0xFF), "score", best[b], "runner_up", second[b]));
 		json_t *j = json_pack("{s:o, s:s, s:b, s:s, s:b, s:i, s:o, s:i, s:f, s:f, s:o}", "file", jstr(path),
-			"scheme", "fmtkit-ss/1", "valid", ss->valid, "payload", pay, "crc_ok", ss->crc_ok,
+			"scheme", ss->name, "valid", ss->valid, "payload", pay, "crc_ok", ss->crc_ok,
 			"tied_bytes", (int)ss->ties, "values", fmt_json_u64(ss->sum.values), "tensors", (int)ss->sum.tensors,
 			"score_min", min, "score_mean", mean, "bytes", bytes);
 		json_object_set_new(j, "buyer_hash_prefix", ss->valid ? json_string(prefix) : json_null());
@@ -318,11 +363,11 @@ static int report_extract_ss(const char *path, const wm_opts *o, const ss_eval *
 	if (ss->valid) {
 		extract_found(o, prefix, buyer, pay);
 	} else {
-		printf(": no valid watermark (fmtkit-ss/1: %u of 8 bytes tied, CRC %s)\n", ss->ties,
+		printf(": no valid watermark (%s: %u of 8 bytes tied, CRC %s)\n", ss->name, ss->ties,
 		       ss->crc_ok ? "ok" : "mismatch");
 	}
-	printf("  fmtkit-ss/1: %llu values in %zu tensor%s; byte scores min %.1f, mean %.1f (sigma; runner-up max %.1f)\n",
-	       (unsigned long long)ss->sum.values, ss->sum.tensors, ss->sum.tensors == 1 ? "" : "s", min, mean,
+	printf("  %s: %llu values in %zu tensor%s; byte scores min %.1f, mean %.1f (runner-up max %.1f)\n",
+	       ss->name, (unsigned long long)ss->sum.values, ss->sum.tensors, ss->sum.tensors == 1 ? "" : "s", min, mean,
 	       second_max);
 	if (o->common.verbose)
 		for (unsigned b = 0; b < FMT_SS_BYTES; b++)
@@ -335,7 +380,7 @@ static int report_extract_ss(const char *path, const wm_opts *o, const ss_eval *
 int wm_report_extract(const char *path, const wm_opts *o, const wm_result *r)
 {
 	ss_eval *ss = ss_evaluate(r);
-	if (r->has_ss && !ss)
+	if ((r->has_ss || r->has_ss2) && !ss)
 		return out_of_memory(path, o);
 	if (use_ss(r, ss)) {
 		int status = report_extract_ss(path, o, ss);
@@ -595,7 +640,7 @@ static int report_prove_ss(const char *path, const wm_opts *o, const fmt_wm_para
 	for (unsigned b = 0; b < FMT_SS_RANKED_BYTES; b++)
 		json_array_append_new(ranks, json_integer(rank[b]));
 	json_t *ev = json_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:s, s:o, s:o, s:f, s:i, s:f, s:f, s:f, s:s, s:b, s:o, s:s}",
-		"tool", TOOL, "scheme", "fmtkit-ss/1", "file", jstr(path), "format", r->format, "dataset_sha256", st.sha,
+		"tool", TOOL, "scheme", ss->name, "file", jstr(path), "format", r->format, "dataset_sha256", st.sha,
 		"buyer", jstr(o->buyer), "buyer_hash", st.key, "values", fmt_json_u64(ss->sum.values), "ranks", ranks,
 		"score", score,
 		"bytes_alike", (int)bytes_alike, "p_value", p, "log10_p_value", log10(p), "confidence", 1 - p,
@@ -604,8 +649,8 @@ static int report_prove_ss(const char *path, const wm_opts *o, const fmt_wm_para
 	if (done)
 		return status;
 	prove_head(path, o, match, st.key);
-	printf("  fmtkit-ss/1: %llu values in %zu tensor%s; score %.1f, ranks of the buyer's hash bytes",
-	       (unsigned long long)ss->sum.values, ss->sum.tensors, ss->sum.tensors == 1 ? "" : "s", score);
+	printf("  %s: %llu values in %zu tensor%s; score %.1f, ranks of the buyer's hash bytes",
+	       ss->name, (unsigned long long)ss->sum.values, ss->sum.tensors, ss->sum.tensors == 1 ? "" : "s", score);
 	for (unsigned b = 0; b < FMT_SS_RANKED_BYTES; b++)
 		printf(" %u", rank[b]);
 	printf("; %u of 8 payload bytes decode alike:\n  p = %.3e, confidence %.12f\n", bytes_alike, p, 1 - p);
@@ -617,7 +662,7 @@ int wm_report_prove(const char *path, const wm_opts *o, const fmt_wm_params *prm
 		    const wm_result *r)
 {
 	ss_eval *ss = ss_evaluate(r);
-	if (r->has_ss && !ss)
+	if ((r->has_ss || r->has_ss2) && !ss)
 		return out_of_memory(path, o);
 	if (use_ss(r, ss)) {
 		int status = report_prove_ss(path, o, prm, hash, r, ss);

@@ -24,7 +24,7 @@ int wm_ctype_width(fmt_ctype t)
 	return t == FMT_C_F32 ? 4 : t == FMT_C_F64 ? 8 : 0;
 }
 
-/* Bytes of one block of a dtype fmtkit-ss/1 reads (F64, or what fmt_decode_f32 decodes to float),
+/* Bytes of one block of a dtype fmtkit-ss reads (F64, or what fmt_decode_f32 decodes to float),
  * or 0: integers, sub-byte blocks and what cannot be decoded. */
 static uint64_t ss_unit(fmt_dtype t)
 {
@@ -33,6 +33,13 @@ static uint64_t ss_unit(fmt_dtype t)
 	if (!fmt_decode_supported(t) || fmt_dtype_get(t)->is_int || fmt_dtype_get(t)->block_bits % 8)
 		return 0;
 	return fmt_dtype_get(t)->block_bits / 8;
+}
+
+/* Bytes of FMT_SS_BLOCK elements of a dtype fmtkit-ss reads, or 0 when its blocks do not tile it. */
+static uint64_t ss_group_bytes(fmt_dtype t, uint64_t unit)
+{
+	uint64_t per_unit = t == FMT_DT_F64 ? 1 : fmt_dtype_get(t)->block_elems;
+	return per_unit && FMT_SS_BLOCK % per_unit == 0 ? FMT_SS_BLOCK / per_unit * unit : 0;
 }
 
 int wm_tensor_wanted(const wm_opts *o, const char *name)
@@ -87,6 +94,10 @@ void wm_result_free(wm_result *r)
 		for (size_t j = c->ss_next; c->ss_pending && j < c->ss_ranges; j++)
 			free(c->ss_pending[j]);
 		free(c->ss_pending);
+		free(c->ss2);
+		for (size_t j = c->ss_next; c->ss2_pending && j < c->ss_ranges; j++)
+			free(c->ss2_pending[j]);
+		free(c->ss2_pending);
 		free(c->pieces);
 		free(c);
 	}
@@ -107,13 +118,14 @@ typedef struct scan_ctx {
 	wm_scan_kind kind;
 	const fmt_wm_params *prm;
 	const uint8_t *ss_key;         /* fmtkit-ss/1 sums too (votes) */
+	const uint8_t *ss2_key;        /* fmtkit-ss/2 evidence too */
 	int votes;                     /* fmtkit-wm/1 votes (votes) */
 	pthread_mutex_t lock;
 	size_t err_index;              /* the first failing range (lowest index), SIZE_MAX if none */
 	fmt_err err;
 } scan_ctx;
 
-/* fmtkit-ss/1: a range's sums, merged into its column's in range order (sums of doubles: the
+/* fmtkit-ss/1 and /2: a range's sums, merged into its column's in range order (sums of doubles: the
  * same order for any -T gives the same bits). */
 static fmt_kind ss_range(scan_ctx *s, const range *rg, size_t index, const uint8_t *buf, fmt_err *e)
 {
@@ -122,29 +134,45 @@ static fmt_kind ss_range(scan_ctx *s, const range *rg, size_t index, const uint8
 	uint64_t unit = ss_unit(t->dtype), per_unit = t->dtype == FMT_DT_F64 ? 1 : di->block_elems;
 	uint64_t first = rg->off / unit * per_unit, n = rg->n / unit * per_unit;
 	fmt_ss_acc *acc = calloc(1, sizeof *acc);
+	fmt_ss2_acc *acc2 = rg->col->ss2 ? calloc(1, sizeof *acc2) : NULL;
 	float *vals = t->dtype == FMT_DT_F64 ? NULL : malloc((size_t)(n ? n : 1) * sizeof *vals);
-	if (!acc || (t->dtype != FMT_DT_F64 && !vals)) {
+	if (!acc || (rg->col->ss2 && !acc2) || (t->dtype != FMT_DT_F64 && !vals)) {
 		free(acc);
+		free(acc2);
 		free(vals);
 		return fmt_fail(e, FMT_IO, "out of memory for a range of tensor '%s'", t->name);
 	}
 	fmt_kind k = FMT_OK;
-	if (t->dtype == FMT_DT_F64)
+	if (t->dtype == FMT_DT_F64) {
 		fmt_ss_acc_f64(s->ss_key, acc, (const double *)(const void *)buf, t->nelems, first, (size_t)n);
-	else if ((k = fmt_decode_f32(t->dtype, buf, n, vals, e)) == FMT_OK)
+		if (acc2)
+			fmt_ss2_acc_f64(s->ss2_key, acc2, (const double *)(const void *)buf, t->nelems, first, (size_t)n);
+	} else if ((k = fmt_decode_f32(t->dtype, buf, n, vals, e)) == FMT_OK) {
 		fmt_ss_acc_f32(s->ss_key, acc, vals, t->nelems, first, (size_t)n);
+		if (acc2)
+			fmt_ss2_acc_f32(s->ss2_key, acc2, vals, t->nelems, first, (size_t)n);
+	}
 	free(vals);
 	if (k != FMT_OK) {
 		free(acc);
+		free(acc2);
 		return k;
 	}
 	wm_column *c = rg->col;
 	pthread_mutex_lock(&c->lock);
 	c->ss_pending[index - c->ss_first] = acc;
+	if (acc2)
+		c->ss2_pending[index - c->ss_first] = acc2;
 	while (c->ss_next < c->ss_ranges && c->ss_pending[c->ss_next]) {
 		fmt_ss_acc_merge(c->ss, c->ss_pending[c->ss_next]);
 		free(c->ss_pending[c->ss_next]);
-		c->ss_pending[c->ss_next++] = NULL;
+		c->ss_pending[c->ss_next] = NULL;
+		if (c->ss2) {
+			fmt_ss2_acc_merge(c->ss2, c->ss2_pending[c->ss_next]);
+			free(c->ss2_pending[c->ss_next]);
+			c->ss2_pending[c->ss_next] = NULL;
+		}
+		c->ss_next++;
 	}
 	pthread_mutex_unlock(&c->lock);
 	return FMT_OK;
@@ -213,8 +241,10 @@ static fmt_kind scan_model(fmt_model *m, wm_scan_kind kind, const wm_opts *o, co
 	size_t n_ranges = 0, cap = 0;
 	range *ranges = NULL;
 	int want_ss = kind == WM_SCAN_VOTES && o->scheme != WM_SCHEME_QIM;
-	int want_votes = kind != WM_SCAN_VOTES || o->scheme != WM_SCHEME_SS;
+	int want_ss2 = want_ss && o->scheme != WM_SCHEME_SS1 && o->ss2_key;
+	int want_votes = kind != WM_SCAN_VOTES || (o->scheme != WM_SCHEME_SS && o->scheme != WM_SCHEME_SS1);
 	r->has_ss = want_ss;
+	r->has_ss2 = want_ss2;
 	r->has_qim = kind == WM_SCAN_VOTES && want_votes;
 	for (size_t i = 0; i < m->n_tensors && k == FMT_OK; i++) {
 		const fmt_tensor *t = &m->tensors[i];
@@ -243,7 +273,19 @@ static fmt_kind scan_model(fmt_model *m, wm_scan_kind kind, const wm_opts *o, co
 		uint64_t grain = fmt_lcm_u64(align, unit ? unit : (uint64_t)width);
 		if (width && unit)
 			grain = fmt_lcm_u64(grain, (uint64_t)width);
+		uint64_t group_bytes = unit ? ss_group_bytes(t->dtype, unit) : 0;
+		int ss2 = want_ss2 && group_bytes;
+		if (ss2)   /* fmtkit-ss/2 reads whole groups in a range */
+			grain = fmt_lcm_u64(grain, group_bytes);
 		step = grain * (RANGE_BYTES / grain ? RANGE_BYTES / grain : 1);
+		if (ss2) {
+			col->ss2 = calloc(1, sizeof *col->ss2);
+			col->ss2_pending = calloc(t->nbytes ? (size_t)((t->nbytes - 1) / step + 1) : 1, sizeof *col->ss2_pending);
+			if (!col->ss2 || !col->ss2_pending) {
+				k = fmt_fail(e, FMT_IO, "out of memory");
+				break;
+			}
+		}
 		if (unit) {
 			col->ss_first = n_ranges;
 			col->ss_ranges = t->nbytes ? (size_t)((t->nbytes - 1) / step + 1) : 0;
@@ -270,7 +312,7 @@ static fmt_kind scan_model(fmt_model *m, wm_scan_kind kind, const wm_opts *o, co
 	if (k == FMT_OK && n_ranges) {
 		fmt_pool *pool = NULL;
 		scan_ctx s = { .m = m, .ranges = ranges, .n_ranges = n_ranges, .kind = kind, .prm = prm,
-			       .ss_key = o->ss_key, .votes = want_votes, .err_index = SIZE_MAX };
+			       .ss_key = o->ss_key, .ss2_key = o->ss2_key, .votes = want_votes, .err_index = SIZE_MAX };
 		pthread_mutex_init(&s.lock, NULL);
 		k = fmt_pool_create(&pool, o->threads, e);
 		if (k == FMT_OK) {
@@ -439,7 +481,7 @@ fmt_kind wm_scan(const char *path, wm_scan_kind kind, const wm_opts *o, const fm
 	if (is_table) {
 		r->format = t.driver->name;
 		r->has_qim = kind == WM_SCAN_VOTES;
-		if (kind == WM_SCAN_VOTES && o->scheme == WM_SCHEME_SS)
+		if (kind == WM_SCAN_VOTES && (o->scheme == WM_SCHEME_SS || o->scheme == WM_SCHEME_SS1))
 			k = fmt_fail(e, FMT_USAGE, "--scheme ss reads model weights; a dataset's columns carry --scheme qim");
 		else
 			k = scan_table(path, &t, kind, o, prm, r, e);

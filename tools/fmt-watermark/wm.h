@@ -1,6 +1,6 @@
-/* fmt-watermark: buyer watermarks in model tensors (fmtkit-ss/1, man/fmtkit-watermark.7) and
+/* fmt-watermark: buyer watermarks in model tensors (fmtkit-ss/2 and /1, man/fmtkit-watermark.7) and
  * dataset float columns (fmtkit-wm/1, specs/watermark.md). main.c parses; embed.c marks through
- * the conversion pipeline (fmt/pipeline.h); scan.c reads votes, fmtkit-ss/1 sums, lattice counts
+ * the conversion pipeline (fmt/pipeline.h); scan.c reads votes, fmtkit-ss sums, lattice counts
  * and entropy statistics; report.c prints and signs. */
 #ifndef WM_H
 #define WM_H
@@ -33,10 +33,11 @@ typedef struct wm_opts {
 	const char *passphrase_file, *passphrase_env;
 	const char *evidence;          /* -o EVIDENCE.json */
 	int scheme;                    /* --scheme: WM_SCHEME_* */
-	double ss_strength;            /* --strength (fmtkit-ss/1) */
+	double ss_strength;            /* --strength (fmtkit-ss) */
 	int qim_params;                /* --density or --strength-bits given */
-	const fmt_ss_params *ss;       /* embed with fmtkit-ss/1: its key, code word and strength */
+	const fmt_ss_params *ss;       /* embed with fmtkit-ss/2 or /1: its key, code word, strength */
 	const uint8_t *ss_key;         /* extract, prove: the fmtkit-ss/1 stream key */
+	const uint8_t *ss2_key;        /* extract, prove: the fmtkit-ss/2 stream key */
 	const char *to_name;           /* embed --to FORMAT */
 	const char *compression;       /* embed -c CODEC, as given */
 	int dry_run;                   /* embed --dry-run */
@@ -55,9 +56,10 @@ typedef struct wm_opts {
 					* stdout carries embed's output */
 } wm_opts;
 
-/* --scheme: auto (embed: fmtkit-ss/1 for models, fmtkit-wm/1 for datasets; extract and prove
- * on a model: both, read in one pass), ss (fmtkit-ss/1), qim (fmtkit-wm/1), alimentar. */
-enum { WM_SCHEME_AUTO, WM_SCHEME_SS, WM_SCHEME_QIM, WM_SCHEME_ALIMENTAR };
+/* --scheme: auto (embed: fmtkit-ss/2 for models, fmtkit-wm/1 for datasets; extract and prove
+ * on a model: all three, read in one pass), ss (embed: fmtkit-ss/2; extract and prove: fmtkit-ss/2
+ * and fmtkit-ss/1), ss1 (fmtkit-ss/1 only), qim (fmtkit-wm/1), alimentar. */
+enum { WM_SCHEME_AUTO, WM_SCHEME_SS, WM_SCHEME_QIM, WM_SCHEME_ALIMENTAR, WM_SCHEME_SS1 };
 
 /* What is known about one tensor or column. */
 typedef struct wm_column {
@@ -74,6 +76,8 @@ typedef struct wm_column {
 	fmt_ss_acc *ss;                /* fmtkit-ss/1 sums (allocated), of the ranges merged so far */
 	fmt_ss_acc **ss_pending;       /* ranges read but not merged yet (merged in range order,
 					* so the sums do not depend on -T) */
+	fmt_ss2_acc *ss2;              /* fmtkit-ss/2 evidence (allocated), merged like ss */
+	fmt_ss2_acc **ss2_pending;
 	size_t ss_first, ss_next, ss_ranges; /* the column's first range, next to merge, count */
 	uint64_t nelems;
 	/* embed: dist of each piece of a tensor (values [first, first + n)), added in tensor order
@@ -90,6 +94,7 @@ typedef struct wm_result {
 	size_t n_left;
 	int is_table;
 	int has_ss, has_qim;           /* extract, prove: which schemes' statistics were gathered */
+	int has_ss2;
 	const char *format;            /* driver name of the input */
 	const char *out_format;        /* embed: driver name of the output */
 	char sha256[FMT_SHA256_HEX + 1]; /* prove: the file's SHA-256 */

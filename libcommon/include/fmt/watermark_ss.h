@@ -36,9 +36,10 @@ void fmt_ss_stream(const uint8_t sk[32], uint64_t nelems, uint64_t first, size_t
 void fmt_ss_codeword(uint64_t payload, int8_t d[FMT_SS_GROUPS]);
 
 typedef struct fmt_ss_params {
-	uint8_t sk[32];
+	uint8_t sk[32];                /* the stream key of the scheme embedded */
 	int8_t d[FMT_SS_GROUPS];
 	double strength;
+	int version;                   /* 2: fmtkit-ss/2 (fmt_ss2_embed), 1: fmtkit-ss/1 (fmt_ss_embed) */
 } fmt_ss_params;
 
 /* Mark one block in place: n little-endian float32 (width 4) or float64 (8) values at p, the
@@ -86,5 +87,47 @@ unsigned fmt_ss_rank(const double score[256], unsigned v);
  * of 1/32 in the count, so the result is an upper bound, counted exactly over 2^48. Negative on
  * allocation failure. */
 double fmt_ss_score_p(const double score[FMT_SS_BYTES][256], uint64_t payload);
+
+
+/* fmtkit-ss/2 (man/fmtkit-watermark.7): a tensor is cut into runs of FMT_SS2_RUN elements and the
+ * runs into groups of FMT_SS2_GROUP (one group = FMT_SS_BLOCK elements); one run per group, picked
+ * by the key, is marked and the rest is left alone. In a marked run, each payload byte's 256 code
+ * bits move along the Hadamard code word or against it, whichever the run's own values already
+ * lean to (the sign of their correlation with it), and the detector scores each run and byte by
+ * the absolute value of the correlation, so the original weights add to the evidence instead of
+ * hiding it. The amplitude is strength x the run's std x sqrt(group / run), so the tensor's RMS
+ * change is strength x the RMS of its marked runs' stds (weighted by their groups), an estimate of
+ * strength x its std from 1/128 of its weights. Element positions and signs
+ * come from the keystream of fmt_ss_stream under the fmtkit-ss/2 stream key. */
+#define FMT_SS2_RUN 512
+#define FMT_SS2_GROUP 128
+_Static_assert(FMT_SS2_RUN * FMT_SS2_GROUP == FMT_SS_BLOCK, "a group is a block");
+
+/* HMAC-SHA256(K, "fmtkit-ss/2 stream"). */
+void fmt_ss2_stream_key(const fmt_wm_key *key, uint8_t sk[32]);
+/* The marked run of group g (runs 128g .. 128g + 127, fewer in a tensor's last group). */
+uint64_t fmt_ss2_marked_run(const uint8_t sk[32], uint64_t nelems, uint64_t group);
+/* Mark one group in place: n little-endian float32 (width 4) or float64 (8) values at p, the
+ * elements [first, first + n) of a tensor of nelems, first a multiple of FMT_SS_BLOCK and
+ * n = min(FMT_SS_BLOCK, nelems - first). d counts every value,
+ * and gets the marked run's moments (finite, sum0, sumsq0: the std the report relates the RMS
+ * change to is the marked runs') and changes; the other values are not read. */
+void fmt_ss2_embed(const fmt_ss_params *prm, uint8_t *p, uint64_t nelems, uint64_t first, size_t n,
+		   int width, fmt_wm_dist *d);
+
+/* The evidence: per payload byte and candidate, the sum over marked runs of sqrt(n_kb) x
+ * |score_kb(a)|, and the sum of n_kb (n_kb: the run's finite values on the byte's code bits). */
+typedef struct fmt_ss2_acc {
+	double y[FMT_SS_BYTES][256], w[FMT_SS_BYTES];
+	uint64_t values, runs;
+} fmt_ss2_acc;
+/* Add the marked runs among values [first, first + n) of a tensor (host order, as decoded):
+ * first a multiple of FMT_SS_BLOCK, n a multiple of it or reaching the tensor's end. */
+void fmt_ss2_acc_f32(const uint8_t sk[32], fmt_ss2_acc *a, const float *v, uint64_t nelems, uint64_t first, size_t n);
+void fmt_ss2_acc_f64(const uint8_t sk[32], fmt_ss2_acc *a, const double *v, uint64_t nelems, uint64_t first,
+		     size_t n);
+void fmt_ss2_acc_merge(fmt_ss2_acc *into, const fmt_ss2_acc *piece);
+/* score_b(a) = y_b(a) / sqrt(w_b) (0 without runs): for fmt_ss_decode and fmt_ss_score_p. */
+void fmt_ss2_scores(const fmt_ss2_acc *a, double score[FMT_SS_BYTES][256]);
 
 #endif
