@@ -737,8 +737,10 @@ Output: shape=[3, 2] values=[3.5000, 6.5000, 0.5000, 1.5000, 0.5000, -0.5000]"
 		nk-run --raw --random 3 "$f" >x.bin
 		NK_KERNELS=generic nk-run --raw --random 3 "$f" >y.bin
 		NK_KERNELS=avx2 nk-run --raw --random 3 "$f" >z.bin
+		NK_KERNELS=avx512 nk-run --raw --random 3 "$f" >w.bin
 		cmp x.bin y.bin
 		cmp x.bin z.bin
+		cmp x.bin w.bin
 	done
 }
 
