@@ -327,12 +327,18 @@ static void qconv(const nk_engine *en, uint32_t p, int depthwise, const int8_t *
 
 /* Max (the kernels') or average over the in-range cells of each window, channels innermost
  * (the NHWC rows): the average rounds half away from zero. */
+static nk_geom layer_geom(const nk_layer *l)
+{
+	nk_geom g = { l->in.h, l->in.w, l->in.c, l->out.h, l->out.w, l->out.c, l->kh, l->kw, l->stride,
+		      l->pad_t, l->pad_l, l->pad_b, l->pad_r };
+	return g;
+}
+
 static void qpool(const nk_engine *en, const nk_layer *l, const int8_t *x, int8_t *y, int32_t zp)
 {
 	const long H = l->in.h, W = l->in.w, C = l->in.c;
 	if (l->kind == NK_MAXPOOL) {
-		nk_geom g = { H, W, C, l->out.h, l->out.w, C, l->kh, l->kw, l->stride, l->pad_t, l->pad_l, l->pad_b,
-			      l->pad_r };
+		nk_geom g = layer_geom(l);
 		en->k->qmaxpool(x, y, &g);
 		return;
 	}
@@ -439,6 +445,23 @@ static void quib(const nk_engine *en, const nk_layer *l, const int8_t *x, int8_t
 	}
 }
 
+/* A packed depthwise layer i and the max pool after it in one (the kernels' qdw_maxpool_pk),
+ * when they can: y gets the pool's output, which the pool layer then passes on. */
+static int qdw_maxpool(nk_engine *en, uint32_t i, const int8_t *x, int8_t *y, const nk_geom *g)
+{
+	const nk_model *nm = en->nm;
+	const nk_layer *l = &nm->layers[i];
+	const nk_qop *op = &en->qops[l->first_pair];
+	if (l->kind != NK_DEPTHWISE || !op->pk || !en->k->qdw_maxpool_pk || i + 1 >= nm->n_layers ||
+	    nm->layers[i + 1].kind != NK_MAXPOOL)
+		return 0;
+	nk_geom pool = layer_geom(&nm->layers[i + 1]);
+	if (!en->k->qdw_maxpool_pk(op->pk, x, y, g, &pool))
+		return 0;
+	en->pooled = i + 2;
+	return 1;
+}
+
 /* Runs layer i; *zp and *scale are the current activation's parameters (those of the most
  * recent conv, depthwise, dense or UIB; 0 and 1.0 before the first), updated here. */
 void fmt_nk_int8_layer(nk_engine *en, uint32_t i, const int8_t *x, int8_t *y, int32_t *cur_zp, float *cur_scale)
@@ -446,6 +469,11 @@ void fmt_nk_int8_layer(nk_engine *en, uint32_t i, const int8_t *x, int8_t *y, in
 	const nk_model *nm = en->nm;
 	const nk_layer *l = &nm->layers[i];
 	uint64_t n = nk_shape_count(l->out);
+	if (en->pooled == i + 1) {
+		memcpy(y, x, n);
+		en->pooled = 0;
+		return;
+	}
 	if (l->n_pairs) {
 		const nk_quant *q = &nm->quant[l->first_pair + l->n_pairs - 1];
 		switch (l->kind) {
@@ -461,9 +489,9 @@ void fmt_nk_int8_layer(nk_engine *en, uint32_t i, const int8_t *x, int8_t *y, in
 			}
 			break;
 		case NK_CONV2D: case NK_DEPTHWISE: {
-			nk_geom g = { l->in.h, l->in.w, l->in.c, l->out.h, l->out.w, l->out.c, l->kh, l->kw, l->stride,
-				      l->pad_t, l->pad_l, l->pad_b, l->pad_r };
-			qconv(en, l->first_pair, l->kind == NK_DEPTHWISE, x, y, &g);
+			nk_geom g = layer_geom(l);
+			if (!qdw_maxpool(en, i, x, y, &g))
+				qconv(en, l->first_pair, l->kind == NK_DEPTHWISE, x, y, &g);
 			break;
 		}
 		default:

@@ -98,18 +98,18 @@ static inline float s_act(float v, int act)
 
 static const nk_kernels generic = { "generic", dense_generic, conv2d_generic, depthwise_generic,
 				     qdense_generic, qconv_generic, qdw_generic, pool_generic, qmaxpool_generic,
-				     NULL, NULL, NULL };
+				     NULL, NULL, NULL, NULL };
 #ifdef HAVE_X86_BUILDS
 static const nk_kernels avx2 = { "avx2", dense_avx2, conv2d_avx2, depthwise_avx2,
 				  qdense_avx2, qconv_avx2, qdw_avx2, pool_avx2, qmaxpool_avx2,
-				     NULL, NULL, NULL };
+				     NULL, NULL, NULL, NULL };
 static const nk_kernels avx512 = { "avx512", dense_avx512, conv2d_avx512, depthwise_avx512,
 				    qdense_avx512, qconv_avx512, qdw_avx512, pool_avx512, qmaxpool_avx512,
-				     NULL, NULL, NULL };
+				     NULL, NULL, NULL, NULL };
 /* The AVX-512 build, its int8 ops pre-packed for VNNI. */
 static const nk_kernels vnni = { "vnni", dense_avx512, conv2d_avx512, depthwise_avx512,
 				  qdense_avx512, qconv_avx512, qdw_avx512, pool_avx512, qmaxpool_avx512,
-				  qpack_vnni, qdense_pk_vnni, qdw_pk_vnni };
+				  qpack_vnni, qdense_pk_vnni, qdw_pk_vnni, qdw_maxpool_pk_vnni };
 #endif
 
 const char *fmt_nk_kernels_name(const nk_kernels *k)

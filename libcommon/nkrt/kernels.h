@@ -102,6 +102,9 @@ typedef struct nk_kernels {
 			  long in, long out, const nk_rq *rq, int32_t *acc);
 	void (*qdw_pk)(const void *pk, const int8_t *x, int8_t *y, const nk_geom *g, const int8_t *w,
 		       const int32_t *bias, const nk_rq *rq);
+	/* A packed depthwise op followed by the max pool over pool (the depthwise output's
+	 * geometry), into the pool's output y when it can (1), else nothing (0). */
+	int (*qdw_maxpool_pk)(const void *pk, const int8_t *x, int8_t *y, const nk_geom *g, const nk_geom *pool);
 } nk_kernels;
 
 

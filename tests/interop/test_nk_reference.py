@@ -275,6 +275,18 @@ def int8_models(rng):
     pcs = [list(rng.uniform(0.005, 0.02, 32)), None, list(rng.uniform(0.005, 0.02, 64)), None, None,
            list(rng.uniform(0.01, 0.03, 128)), None, None]
     M.append(("int8_load_time_forms", 2, (9, 9, 1), layers, pairs, quant, pcs))
+    # depthwise convolutions whose 2 x 2 max pool of stride 2 runs with them (32 channels, an odd
+    # output width; 128 channels), and one whose requantization is not monotonic (a multiplier
+    # of 2^20: the sums shifted left by 21 wrap; biases near 2^30), whose pool must run after it
+    # (taking the pool of the sums there gives other bytes); each network ends with the pool
+    for c, k, act, q, bias in ((32, 3, "relu6", rec(0.03, -128, 0.02, 0, 0.04, -100), 2000),
+                               (128, 3, "relu", rec(0.03, -128, 0.01, 0, 0.03, 4), 2000),
+                               (64, 1, "none", rec(0.03, -128, 0.5, 0, 1.5e-8, 4), 2 ** 30)):
+        layers = [g.conv2d(1, 1, c, "relu"), g.depthwise(k, k, 1, c, act), g.pool("max_pool2d", 2, 2, 2)]
+        pairs = [(qw(rng, c, 1, 1, 1), qb(rng, c)), (qw(rng, c, k, k), qb(rng, c, bias))]
+        pcs = [None, list(rng.uniform(0.01, 0.03, c)) if c == 128 else None]
+        M.append(("int8_depthwise_max_pool_%d" % c, 2, (6 + k, 10 + k, 1), layers, pairs,
+                  [rec(0.02, -7, 0.01, 0, 0.03, -128), q], pcs))
     return M
 
 

@@ -45,6 +45,7 @@ typedef struct nk_engine {
 	float *ktmp;             /* float: the convolutions' padded planar input; int8: int32 sums */
 	float *taps[NK_MAX_TAPS];
 	nk_qop *qops;            /* int8: one per pair */
+	uint32_t pooled;         /* int8: 1 + the max pool layer the layer before it already applied, or 0 */
 	int32_t out_zp;          /* int8: parameters of the last run's output */
 	float out_scale;
 	uint64_t *layer_ns;      /* per-layer time of the last run when profiling, else NULL */
