@@ -136,8 +136,10 @@ const nk_kernels *fmt_nk_kernels_get(void)
 			 __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
 	int has_vnni = has_avx512 && __builtin_cpu_supports("avx512vnni");
 	int cap_avx2 = force && strcmp(force, "avx2") == 0, cap_avx512 = force && strcmp(force, "avx512") == 0;
-	if (has_vnni && !cap_avx2 && !cap_avx512)
+	if (has_vnni && !cap_avx2 && !cap_avx512) {
+		vnni_has_vbmi = __builtin_cpu_supports("avx512vbmi");
 		return &vnni;
+	}
 	if (has_avx512 && !cap_avx2)
 		return &avx512;
 	if (has_avx2)

@@ -232,3 +232,59 @@ TEST(nk_int8_maxpool_kernels_agree)
 		}
 	}
 }
+
+/* A packed depthwise convolution with the 2 x 2 max pool of stride 2 after it, in one where the
+ * kernels can (monotonic requantizations), else one after the other: the portable kernels'
+ * bytes either way, and both ways taken. */
+TEST(nk_int8_depthwise_maxpool_fused_agrees)
+{
+	const nk_kernels *sets[4];
+	int n = kernel_sets(sets);
+	static int8_t x[15 * 15 * 128], w[128 * 16], dw[15 * 15 * 128], ref[8 * 8 * 128], got[8 * 8 * 128];
+	static rq_store s;
+	static const long widths[] = { 16, 32, 64, 128, 32 };
+	long fused = 0, declined = 0;
+	for (long trial = 0; trial < 300; trial++) {
+		nk_geom g = { 0 };
+		g.c = g.oc = widths[trial % 5];
+		g.kh = pick(1, 4), g.kw = pick(1, 4), g.stride = 1;
+		g.h = pick(g.kh + 1, 15), g.w = pick(g.kw + 1, 15), g.oh = g.h - g.kh + 1, g.ow = g.w - g.kw + 1;
+		nk_geom pool = { g.oh, g.ow, g.c, g.oh / 2, g.ow / 2, g.c, 2, 2, 2, 0, 0, 0, 0 };
+		fill8(x, g.h * g.w * g.c);
+		fill8(w, g.c * g.kh * g.kw);
+		random_rq(&s, g.c);
+		if (trial % 4) { /* the requantizations of real networks: no left shift, small biases */
+			s.rq.w_zp = 0;
+			for (long c = 0; c < g.c; c++)
+				s.lsh[c] = 0, s.rsh[c] = (int32_t)pick(0, 12), s.bias[c] = (int32_t)pick(-5000, 5000);
+		}
+		const nk_kernels *k0 = fmt_nk_kernels_generic();
+		k0->qdw(x, dw, &g, w, s.bias, &s.rq);
+		k0->qmaxpool(dw, ref, &pool);
+		for (int k = 0; k < n; k++) {
+			if (!sets[k]->qdw_maxpool_pk)
+				continue;
+			void *pk = NULL;
+			CHECK(sets[k]->qpack(&pk, 1, w, s.bias, g.c * g.kh * g.kw, g.c, &s.rq) == 0);
+			memset(got, 0x55, sizeof got);
+			if (sets[k]->qdw_maxpool_pk(pk, x, got, &g, &pool)) {
+				fused++;
+			} else {
+				declined++;
+				sets[k]->qdw_pk(pk, x, dw, &g, w, s.bias, &s.rq);
+				sets[k]->qmaxpool(dw, got, &pool);
+			}
+			free(pk);
+			if (memcmp(got, ref, (size_t)(pool.oh * pool.ow * g.c)) != 0) {
+				char msg[160];
+				snprintf(msg, sizeof msg, "dw+maxpool trial %ld (%ld channels, %ldx%ld taps): %s differs", trial,
+					 g.c, g.kh, g.kw, fmt_nk_kernels_name(sets[k]));
+				unit_fail(__FILE__, __LINE__, msg);
+			}
+		}
+	}
+	/* on a CPU with VNNI: both ways ran */
+	for (int k = 0; k < n; k++)
+		if (sets[k]->qdw_maxpool_pk)
+			CHECK(fused > 50 && declined > 20);
+}
