@@ -1,5 +1,6 @@
 /* Run-time choice between the baseline, the AVX2 and the AVX-512 builds of the same float and
- * int8 kernels (kern.inc, qkern.inc), bit-identical whichever runs. */
+ * int8 kernels (kern.inc, qkern.inc), and the AVX-512 build with its int8 ops on VNNI
+ * (qvnni.inc), bit-identical whichever runs. */
 #include <immintrin.h>
 #include <stdint.h>
 #include <float.h>

@@ -1,5 +1,5 @@
-/* The float and int8 kernels the runtime's layers are built from; chosen once at start-up (AVX-512 or AVX2 when the CPU
- * has it), bit-identical whichever runs. */
+/* The float and int8 kernels the runtime's layers are built from; chosen once at start-up (AVX-512 with VNNI, AVX-512
+ * or AVX2 when the CPU has it), bit-identical whichever runs. */
 #ifndef NK_KERNELS_H
 #define NK_KERNELS_H
 
