@@ -70,6 +70,8 @@ void fmt_nk_engine_free(nk_engine *en)
 			free(en->qops[p].shift);
 			free(en->qops[p].lsh);
 			free(en->qops[p].rsh);
+			free(en->qops[p].pk);
+			free(en->qops[p].lut);
 		}
 	free(en->qops);
 	free(en->arena);

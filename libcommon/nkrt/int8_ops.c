@@ -155,6 +155,74 @@ void fmt_nk_softmax_s8(const int8_t *x, int8_t *y, uint64_t n, float logit_scale
 
 /* ---- ops ---- */
 
+static nk_rq rq_of(const nk_qop *op)
+{
+	return (nk_rq){ op->mult, op->lsh, op->rsh, op->in_zp, op->w_zp, op->out_zp, op->lo, op->hi };
+}
+
+/* Pair p's op runs as a depthwise convolution (1), a dense over rows of inputs (0: dense layers,
+ * pointwise convolutions, the UIB's expand and project), or otherwise (-1). */
+static int pair_form(const nk_model *nm, const nk_layer *l, uint32_t p)
+{
+	if (l->kind == NK_DEPTHWISE)
+		return 1;
+	if (l->kind == NK_DENSE || (l->kind == NK_CONV2D && l->kh == 1 && l->kw == 1))
+		return 0;
+	if (l->kind == NK_UIB) {
+		const char *role = nm->pairs[p].role;
+		return strcmp(role, "expand") == 0 || strcmp(role, "project") == 0 ? 0 : 1;
+	}
+	return -1;
+}
+
+/* Most outputs per row of an op with one input per output whose outputs for every input code
+ * are tabled at load (256 rows of them). */
+#define NK_LUT_OUT 1024
+
+/* A dense op with one input: its outputs for each of the 256 input codes, computed by the
+ * kernels themselves, so a run copies rows of the table. */
+static fmt_kind plan_lut(nk_engine *en, uint32_t p, nk_qop *op, fmt_err *e)
+{
+	const nk_model *nm = en->nm;
+	uint32_t out = nm->biases[p].count;
+	int8_t codes[256];
+	for (int i = 0; i < 256; i++)
+		codes[i] = (int8_t)(i - 128);
+	if (!(op->lut = malloc((size_t)256 * out)))
+		return fmt_fail(e, FMT_IO, "out of memory");
+	nk_rq rq = rq_of(op);
+	en->k->qdense(codes, op->lut, nm->weights[p].data, nm->biases[p].data, 256, 1, (long)out, &rq,
+		      (int32_t *)en->ktmp);
+	return FMT_OK;
+}
+
+/* The kernels' load-time form of each dense or depthwise op: a table for one input per output,
+ * else what the kernels pre-pack (nk_kernels.qpack), if they do. */
+static fmt_kind plan_packed(nk_engine *en, fmt_err *e)
+{
+	const nk_model *nm = en->nm;
+	for (uint32_t i = 0; i < nm->n_layers; i++) {
+		const nk_layer *l = &nm->layers[i];
+		for (uint32_t p = l->first_pair; p < l->first_pair + l->n_pairs; p++) {
+			int form = pair_form(nm, l, p);
+			nk_qop *op = &en->qops[p];
+			uint64_t n_w = nm->weights[p].count, n_out = nm->biases[p].count;
+			if (form < 0 || n_out == 0)
+				continue;
+			if (form == 0 && n_w == n_out && n_out <= NK_LUT_OUT) {
+				if (plan_lut(en, p, op, e) != FMT_OK)
+					return FMT_IO;
+				continue;
+			}
+			nk_rq rq = rq_of(op);
+			if (en->k->qpack && en->k->qpack(&op->pk, form, nm->weights[p].data, nm->biases[p].data, (long)n_w,
+							 (long)n_out, &rq) != 0)
+				return fmt_fail(e, FMT_IO, "out of memory");
+		}
+	}
+	return FMT_OK;
+}
+
 /* The requantization plan of every pair (§12.2, §12.3), at load time. */
 fmt_kind fmt_nk_int8_plan(nk_engine *en, fmt_err *e)
 {
@@ -205,38 +273,75 @@ fmt_kind fmt_nk_int8_plan(nk_engine *en, fmt_err *e)
 			op->hi = hi;
 		}
 	}
-	return FMT_OK;
+	return plan_packed(en, e);
 }
 
-static nk_rq rq_of(const nk_qop *op)
+/* Rows of one input each: the table's row of each input code. */
+static void qdense_lut(const int8_t *lut, const int8_t *x, int8_t *y, uint64_t rows, uint64_t out)
 {
-	return (nk_rq){ op->mult, op->lsh, op->rsh, op->in_zp, op->w_zp, op->out_zp, op->lo, op->hi };
+	for (uint64_t r = 0; r < rows; r++) {
+		const int8_t *src = lut + (size_t)(uint8_t)(x[r] ^ 0x80) * out;
+		int8_t *dst = y + r * out;
+		uint64_t o = 0;
+		for (; o + 16 <= out; o += 16)
+			memcpy(dst + o, src + o, 16);
+		for (; o < out; o++)
+			dst[o] = src[o];
+	}
 }
 
 static void qdense(const nk_engine *en, uint32_t p, const int8_t *x, int8_t *y, uint64_t rows, uint64_t in,
 		   uint64_t out)
 {
-	nk_rq rq = rq_of(&en->qops[p]);
-	en->k->qdense(x, y, en->nm->weights[p].data, en->nm->biases[p].data, (long)rows, (long)in, (long)out, &rq,
-		      (int32_t *)en->ktmp);
+	const nk_qop *op = &en->qops[p];
+	if (op->lut && in == 1) {
+		qdense_lut(op->lut, x, y, rows, out);
+		return;
+	}
+	nk_rq rq = rq_of(op);
+	const int8_t *w = en->nm->weights[p].data;
+	const int32_t *b = en->nm->biases[p].data;
+	if (op->pk)
+		en->k->qdense_pk(op->pk, x, y, w, b, (long)rows, (long)in, (long)out, &rq, (int32_t *)en->ktmp);
+	else
+		en->k->qdense(x, y, w, b, (long)rows, (long)in, (long)out, &rq, (int32_t *)en->ktmp);
 }
 
 static void qconv(const nk_engine *en, uint32_t p, int depthwise, const int8_t *x, int8_t *y, const nk_geom *g)
 {
-	nk_rq rq = rq_of(&en->qops[p]);
+	const nk_qop *op = &en->qops[p];
+	nk_rq rq = rq_of(op);
 	const int8_t *w = en->nm->weights[p].data;
 	const int32_t *b = en->nm->biases[p].data;
-	if (depthwise)
-		en->k->qdw(x, y, g, w, b, &rq);
-	else
+	if (depthwise) {
+		if (op->pk)
+			en->k->qdw_pk(op->pk, x, y, g, w, b, &rq);
+		else
+			en->k->qdw(x, y, g, w, b, &rq);
+	} else if (g->kh == 1 && g->kw == 1 && g->stride == 1 && !g->pad_t && !g->pad_l && !g->pad_b && !g->pad_r) {
+		qdense(en, p, x, y, (uint64_t)(g->h * g->w), (uint64_t)g->c, (uint64_t)g->oc); /* pointwise */
+	} else {
 		en->k->qconv(x, y, g, w, b, &rq, (int32_t *)en->ktmp);
+	}
 }
 
-/* Max or average over the in-range cells of each window, channels innermost (the NHWC rows):
- * the average rounds half away from zero. */
-static void qpool(const nk_layer *l, const int8_t *x, int8_t *y, int32_t zp)
+/* Max (the kernels') or average over the in-range cells of each window, channels innermost
+ * (the NHWC rows): the average rounds half away from zero. */
+static nk_geom layer_geom(const nk_layer *l)
+{
+	nk_geom g = { l->in.h, l->in.w, l->in.c, l->out.h, l->out.w, l->out.c, l->kh, l->kw, l->stride,
+		      l->pad_t, l->pad_l, l->pad_b, l->pad_r };
+	return g;
+}
+
+static void qpool(const nk_engine *en, const nk_layer *l, const int8_t *x, int8_t *y, int32_t zp)
 {
 	const long H = l->in.h, W = l->in.w, C = l->in.c;
+	if (l->kind == NK_MAXPOOL) {
+		nk_geom g = layer_geom(l);
+		en->k->qmaxpool(x, y, &g);
+		return;
+	}
 	int32_t acc[NK_QDW_BLOCK];
 	for (long oy = 0; oy < l->out.h; oy++) {
 		long iy0 = oy * (long)l->stride - l->pad_t;
@@ -248,33 +353,18 @@ static void qpool(const nk_layer *l, const int8_t *x, int8_t *y, int32_t zp)
 			int8_t *restrict yo = y + (oy * l->out.w + ox) * C;
 			for (long c0 = 0; c0 < C; c0 += NK_QDW_BLOCK) {
 				const long nc = C - c0 < NK_QDW_BLOCK ? C - c0 : NK_QDW_BLOCK;
-				if (l->kind == NK_MAXPOOL) {
-					/* int8 maxima: 16 lanes to an SSE2 register where int32 would take 4 */
-					int8_t top[NK_QDW_BLOCK];
-					for (long c = 0; c < nc; c++)
-						top[c] = -128;
-					for (long ky = ky0; ky < ky1; ky++)
-						for (long kx = kx0; kx < kx1; kx++) {
-							const int8_t *restrict xp = x + ((iy0 + ky) * W + ix0 + kx) * C + c0;
-							for (long c = 0; c < nc; c++)
-								top[c] = xp[c] > top[c] ? xp[c] : top[c];
-						}
-					for (long c = 0; c < nc; c++)
-						yo[c0 + c] = (int8_t)(n ? top[c] : 0);
-				} else {
-					for (long c = 0; c < nc; c++)
-						acc[c] = 0;
-					for (long ky = ky0; ky < ky1; ky++)
-						for (long kx = kx0; kx < kx1; kx++) {
-							const int8_t *restrict xp = x + ((iy0 + ky) * W + ix0 + kx) * C + c0;
-							for (long c = 0; c < nc; c++)
-								acc[c] += xp[c] - zp;
-						}
-					for (long c = 0; c < nc; c++) {
-						int32_t sum = acc[c];
-						int32_t avg = n ? (sum >= 0 ? (sum + n / 2) / n : -((-sum + n / 2) / n)) : 0;
-						yo[c0 + c] = clamp8(avg + zp, -128, 127);
+				for (long c = 0; c < nc; c++)
+					acc[c] = 0;
+				for (long ky = ky0; ky < ky1; ky++)
+					for (long kx = kx0; kx < kx1; kx++) {
+						const int8_t *restrict xp = x + ((iy0 + ky) * W + ix0 + kx) * C + c0;
+						for (long c = 0; c < nc; c++)
+							acc[c] += xp[c] - zp;
 					}
+				for (long c = 0; c < nc; c++) {
+					int32_t sum = acc[c];
+					int32_t avg = n ? (sum >= 0 ? (sum + n / 2) / n : -((-sum + n / 2) / n)) : 0;
+					yo[c0 + c] = clamp8(avg + zp, -128, 127);
 				}
 			}
 		}
@@ -355,6 +445,23 @@ static void quib(const nk_engine *en, const nk_layer *l, const int8_t *x, int8_t
 	}
 }
 
+/* A packed depthwise layer i and the max pool after it in one (the kernels' qdw_maxpool_pk),
+ * when they can: y gets the pool's output, which the pool layer then passes on. */
+static int qdw_maxpool(nk_engine *en, uint32_t i, const int8_t *x, int8_t *y, const nk_geom *g)
+{
+	const nk_model *nm = en->nm;
+	const nk_layer *l = &nm->layers[i];
+	const nk_qop *op = &en->qops[l->first_pair];
+	if (l->kind != NK_DEPTHWISE || !op->pk || !en->k->qdw_maxpool_pk || i + 1 >= nm->n_layers ||
+	    nm->layers[i + 1].kind != NK_MAXPOOL)
+		return 0;
+	nk_geom pool = layer_geom(&nm->layers[i + 1]);
+	if (!en->k->qdw_maxpool_pk(op->pk, x, y, g, &pool))
+		return 0;
+	en->pooled = i + 2;
+	return 1;
+}
+
 /* Runs layer i; *zp and *scale are the current activation's parameters (those of the most
  * recent conv, depthwise, dense or UIB; 0 and 1.0 before the first), updated here. */
 void fmt_nk_int8_layer(nk_engine *en, uint32_t i, const int8_t *x, int8_t *y, int32_t *cur_zp, float *cur_scale)
@@ -362,6 +469,11 @@ void fmt_nk_int8_layer(nk_engine *en, uint32_t i, const int8_t *x, int8_t *y, in
 	const nk_model *nm = en->nm;
 	const nk_layer *l = &nm->layers[i];
 	uint64_t n = nk_shape_count(l->out);
+	if (en->pooled == i + 1) {
+		memcpy(y, x, n);
+		en->pooled = 0;
+		return;
+	}
 	if (l->n_pairs) {
 		const nk_quant *q = &nm->quant[l->first_pair + l->n_pairs - 1];
 		switch (l->kind) {
@@ -377,9 +489,9 @@ void fmt_nk_int8_layer(nk_engine *en, uint32_t i, const int8_t *x, int8_t *y, in
 			}
 			break;
 		case NK_CONV2D: case NK_DEPTHWISE: {
-			nk_geom g = { l->in.h, l->in.w, l->in.c, l->out.h, l->out.w, l->out.c, l->kh, l->kw, l->stride,
-				      l->pad_t, l->pad_l, l->pad_b, l->pad_r };
-			qconv(en, l->first_pair, l->kind == NK_DEPTHWISE, x, y, &g);
+			nk_geom g = layer_geom(l);
+			if (!qdw_maxpool(en, i, x, y, &g))
+				qconv(en, l->first_pair, l->kind == NK_DEPTHWISE, x, y, &g);
 			break;
 		}
 		default:
@@ -393,5 +505,5 @@ void fmt_nk_int8_layer(nk_engine *en, uint32_t i, const int8_t *x, int8_t *y, in
 	if (l->kind == NK_FLATTEN)
 		memcpy(y, x, n);
 	else
-		qpool(l, x, y, *cur_zp);
+		qpool(en, l, x, y, *cur_zp);
 }

@@ -1,5 +1,6 @@
 /* Run-time choice between the baseline, the AVX2 and the AVX-512 builds of the same float and
- * int8 kernels (kern.inc, qkern.inc), bit-identical whichever runs. */
+ * int8 kernels (kern.inc, qkern.inc), and the AVX-512 build with its int8 ops on VNNI
+ * (qvnni.inc), bit-identical whichever runs. */
 #include <immintrin.h>
 #include <stdint.h>
 #include <float.h>
@@ -93,15 +94,23 @@ static inline float s_act(float v, int act)
 #undef KATTR
 #undef KFN
 #undef NK_QVEC
+#include "qvnni.inc"
 #endif
 
 static const nk_kernels generic = { "generic", dense_generic, conv2d_generic, depthwise_generic,
-				     qdense_generic, qconv_generic, qdw_generic, pool_generic };
+				     qdense_generic, qconv_generic, qdw_generic, pool_generic, qmaxpool_generic,
+				     NULL, NULL, NULL, NULL };
 #ifdef HAVE_X86_BUILDS
 static const nk_kernels avx2 = { "avx2", dense_avx2, conv2d_avx2, depthwise_avx2,
-				  qdense_avx2, qconv_avx2, qdw_avx2, pool_avx2 };
+				  qdense_avx2, qconv_avx2, qdw_avx2, pool_avx2, qmaxpool_avx2,
+				     NULL, NULL, NULL, NULL };
 static const nk_kernels avx512 = { "avx512", dense_avx512, conv2d_avx512, depthwise_avx512,
-				    qdense_avx512, qconv_avx512, qdw_avx512, pool_avx512 };
+				    qdense_avx512, qconv_avx512, qdw_avx512, pool_avx512, qmaxpool_avx512,
+				     NULL, NULL, NULL, NULL };
+/* The AVX-512 build, its int8 ops pre-packed for VNNI. */
+static const nk_kernels vnni = { "vnni", dense_avx512, conv2d_avx512, depthwise_avx512,
+				  qdense_avx512, qconv_avx512, qdw_avx512, pool_avx512, qmaxpool_avx512,
+				  qpack_vnni, qdense_pk_vnni, qdw_pk_vnni, qdw_maxpool_pk_vnni };
 #endif
 
 const char *fmt_nk_kernels_name(const nk_kernels *k)
@@ -114,7 +123,8 @@ const nk_kernels *fmt_nk_kernels_generic(void)
 	return &generic;
 }
 
-/* The widest build this CPU runs; NK_KERNELS=generic or avx2 caps it (tests compare them). */
+/* The widest build this CPU runs; NK_KERNELS=generic, avx2 or avx512 caps it (tests compare
+ * them). */
 const nk_kernels *fmt_nk_kernels_get(void)
 {
 	const char *force = getenv("NK_KERNELS");
@@ -125,7 +135,13 @@ const nk_kernels *fmt_nk_kernels_get(void)
 	int has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 	int has_avx512 = has_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
 			 __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
-	if (has_avx512 && !(force && strcmp(force, "avx2") == 0))
+	int has_vnni = has_avx512 && __builtin_cpu_supports("avx512vnni");
+	int cap_avx2 = force && strcmp(force, "avx2") == 0, cap_avx512 = force && strcmp(force, "avx512") == 0;
+	if (has_vnni && !cap_avx2 && !cap_avx512) {
+		vnni_has_vbmi = __builtin_cpu_supports("avx512vbmi");
+		return &vnni;
+	}
+	if (has_avx512 && !cap_avx2)
 		return &avx512;
 	if (has_avx2)
 		return &avx2;

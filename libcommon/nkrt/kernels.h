@@ -1,5 +1,5 @@
-/* The float and int8 kernels the runtime's layers are built from; chosen once at start-up (AVX-512 or AVX2 when the CPU
- * has it), bit-identical whichever runs. */
+/* The float and int8 kernels the runtime's layers are built from; chosen once at start-up (AVX-512 with VNNI, AVX-512
+ * or AVX2 when the CPU has it), bit-identical whichever runs. */
 #ifndef NK_KERNELS_H
 #define NK_KERNELS_H
 
@@ -73,7 +73,7 @@ typedef struct nk_rq {
 enum { NK_CLAMP_NONE = 0, NK_CLAMP_RELU = 1, NK_CLAMP_RELU6 = 2 };
 
 typedef struct nk_kernels {
-	const char *name;        /* "avx512", "avx2" or "generic" */
+	const char *name;        /* "vnni", "avx512", "avx2" or "generic" */
 	void (*dense)(const float *x, float *y, const float *w, const float *bias, size_t rows, size_t in,
 		      size_t out, int act);
 	/* tmp: nk_conv_tmp(g) floats of activation scratch. */
@@ -89,6 +89,22 @@ typedef struct nk_kernels {
 		    const nk_rq *rq);
 	/* float max (is_max) or average pool */
 	void (*pool)(const float *x, float *y, const nk_geom *g, int is_max);
+	/* int8 max pool (a window without in-range cells gives 0) */
+	void (*qmaxpool)(const int8_t *x, int8_t *y, const nk_geom *g);
+	/* Builds that pre-pack int8 weights at load (NULL in the others): qpack lays out one op's
+	 * weights (n_out output channels, n_w weights, depthwise or dense/pointwise), its bias less
+	 * the input zero point's share and its requantization constants in its own layout, into
+	 * *pk (one free()able block; NULL: this op runs on the plain kernels); -1: out of memory.
+	 * qdense_pk and qdw_pk run an op so packed, with the plain kernels' arguments and results. */
+	int (*qpack)(void **pk, int depthwise, const int8_t *w, const int32_t *bias, long n_w, long n_out,
+		     const nk_rq *rq);
+	void (*qdense_pk)(const void *pk, const int8_t *x, int8_t *y, const int8_t *w, const int32_t *bias, long rows,
+			  long in, long out, const nk_rq *rq, int32_t *acc);
+	void (*qdw_pk)(const void *pk, const int8_t *x, int8_t *y, const nk_geom *g, const int8_t *w,
+		       const int32_t *bias, const nk_rq *rq);
+	/* A packed depthwise op followed by the max pool over pool (the depthwise output's
+	 * geometry), into the pool's output y when it can (1), else nothing (0). */
+	int (*qdw_maxpool_pk)(const void *pk, const int8_t *x, int8_t *y, const nk_geom *g, const nk_geom *pool);
 } nk_kernels;
 
 

@@ -130,8 +130,8 @@ CASES
 	cmp out.nk "$FIX/test_mlp.nk"
 }
 
-@test "nk-run --test: the int8 fixture passes its embedded suite with each kernel build (portable, AVX2, widest)" {
-	for k in generic avx2 ""; do
+@test "nk-run --test: the int8 fixture passes its embedded suite with each kernel build (portable, AVX2, AVX-512, widest)" {
+	for k in generic avx2 avx512 ""; do
 		run env NK_KERNELS="$k" nk-run --test "$FIX/mnist_cnn_dw_int8.nk"
 		assert_success
 		assert_line "10 passed, 0 failed"
@@ -140,6 +140,8 @@ CASES
 		case "$k" in
 		generic) [ "$(jq -r .kernels <<<"$output")" = generic ] ;;
 		avx2) [[ "$(jq -r .kernels <<<"$output")" =~ ^(avx2|generic)$ ]] ;;
+		avx512) [[ "$(jq -r .kernels <<<"$output")" =~ ^(avx512|avx2|generic)$ ]] ;;
+		*) [[ "$(jq -r .kernels <<<"$output")" =~ ^(vnni|avx512|avx2|generic)$ ]] ;;
 		esac
 	done
 }

@@ -737,8 +737,10 @@ Output: shape=[3, 2] values=[3.5000, 6.5000, 0.5000, 1.5000, 0.5000, -0.5000]"
 		nk-run --raw --random 3 "$f" >x.bin
 		NK_KERNELS=generic nk-run --raw --random 3 "$f" >y.bin
 		NK_KERNELS=avx2 nk-run --raw --random 3 "$f" >z.bin
+		NK_KERNELS=avx512 nk-run --raw --random 3 "$f" >w.bin
 		cmp x.bin y.bin
 		cmp x.bin z.bin
+		cmp x.bin w.bin
 	done
 }
 
@@ -771,7 +773,7 @@ Output: shape=[3, 2] values=[3.5000, 6.5000, 0.5000, 1.5000, 0.5000, -0.5000]"
 @test "nk-run --bench and --profile" {
 	run nk-run --bench 20 "$FIX/mnist_cnn_dw.nk"
 	assert_success
-	assert_line --regexp "^runs: +20 \(after 10 warm-up\), kernels (avx512|avx2|generic), arena [0-9]+ bytes$"
+	assert_line --regexp "^runs: +20 \(after 10 warm-up\), kernels (vnni|avx512|avx2|generic), arena [0-9]+ bytes$"
 	assert_line --regexp "^latency: +min [0-9.]+ ms, median [0-9.]+ ms, p99 [0-9.]+ ms$"
 	run nk-run --bench 5 --profile --json "$FIX/mnist_cnn_dw_int8.nk"
 	[ "$(jq -c '[.runs, (.layers | length), .layers[6].kind, .layers[6].output_shape]' <<<"$output")" = '[5,9,"flatten",[1,1600]]' ]
@@ -781,7 +783,7 @@ Output: shape=[3, 2] values=[3.5000, 6.5000, 0.5000, 1.5000, 0.5000, -0.5000]"
 	run nk-run --profile --random 1 "$FIX/mnist_cnn_dw.nk"
 	assert_success
 	assert_line --index 1 --regexp "^Output: shape=\[1, 10\] values="
-	assert_line --regexp "^runs: +1 \(after 1 warm-up\), kernels (avx512|avx2|generic), arena [0-9]+ bytes$"
+	assert_line --regexp "^runs: +1 \(after 1 warm-up\), kernels (vnni|avx512|avx2|generic), arena [0-9]+ bytes$"
 	[ "$(grep -cE '^  \[[0-9]\] [a-z_0-9]+ +[0-9.]+ ms +[0-9.]+ ms  \[' <<<"$output")" -eq 9 ]
 	assert_line --regexp "^  \[1\] depthwise_conv2d +[0-9.]+ ms +[0-9.]+ ms  \[26, 26, 32\]$"
 	assert_line --regexp "^  \[5\] max_pool2d +[0-9.]+ ms +[0-9.]+ ms  \[5, 5, 64\]$"

@@ -258,6 +258,35 @@ def int8_models(rng):
              rec(0.03, -100, 0.001, -2, 0.05, 1), rec(0.05, 1, 0.01, 0, 0.08, -128), rec(0.08, -128, 0.01, 0, 0.1, 9)]
     pcs = [list(rng.uniform(0.005, 0.02, 20)), None, list(rng.uniform(0.01, 0.03, 70)), None, list(rng.uniform(0.005, 0.02, 12)), None]
     M.append(("int8_kernel_paths", 2, (19, 18, 3), layers, pairs, quant, pcs))
+    # the load-time forms (libcommon/nkrt/qvnni.inc, int8_ops.c): a one-input pointwise
+    # convolution (its table of 256 codes), depthwise convolutions over 32, 64 and 128 channels
+    # with stride 1 and no padding (rows of 64 bytes, the last partial), pointwise ones of 32
+    # and 64 inputs (packed broadcasts), one with weight zero point 2 (not packed), a dense of
+    # 512 inputs (in place) and one of 20
+    layers = [g.conv2d(1, 1, 32, "relu"), g.depthwise(3, 3, 1, 32, "relu6"), g.conv2d(1, 1, 64, "none"),
+              g.depthwise(3, 3, 1, 64, "relu"), g.conv2d(1, 1, 128, "relu"), g.depthwise(3, 3, 1, 128, "none"),
+              g.pool("max_pool2d", 2, 2, 1), g.flatten(), g.dense(20, "relu"), g.dense(5, "none")]
+    pairs = [(qw(rng, 32, 1, 1, 1), qb(rng, 32)), (qw(rng, 32, 3, 3), qb(rng, 32)), (qw(rng, 64, 1, 1, 32), qb(rng, 64)),
+             (qw(rng, 64, 3, 3), qb(rng, 64)), (qw(rng, 128, 1, 1, 64), qb(rng, 128)), (qw(rng, 128, 3, 3), qb(rng, 128)),
+             (qw(rng, 20, 512), qb(rng, 20)), (qw(rng, 5, 20), qb(rng, 5))]
+    quant = [rec(0.02, -7, 0.01, 0, 0.03, -128), rec(0.03, -128, 0.02, 0, 0.04, -100), rec(0.04, -100, 0.01, 0, 0.05, 3),
+             rec(0.05, 3, 0.02, 2, 0.04, -128), rec(0.04, -128, 0.01, 0, 0.06, -128), rec(0.06, -128, 0.02, 0, 0.09, 5),
+             rec(0.09, 5, 0.004, 0, 0.2, -128), rec(0.2, -128, 0.01, 0, 0.3, 2)]
+    pcs = [list(rng.uniform(0.005, 0.02, 32)), None, list(rng.uniform(0.005, 0.02, 64)), None, None,
+           list(rng.uniform(0.01, 0.03, 128)), None, None]
+    M.append(("int8_load_time_forms", 2, (9, 9, 1), layers, pairs, quant, pcs))
+    # depthwise convolutions whose 2 x 2 max pool of stride 2 runs with them (32 channels, an odd
+    # output width; 128 channels), and one whose requantization is not monotonic (a multiplier
+    # of 2^20: the sums shifted left by 21 wrap; biases near 2^30), whose pool must run after it
+    # (taking the pool of the sums there gives other bytes); each network ends with the pool
+    for c, k, act, q, bias in ((32, 3, "relu6", rec(0.03, -128, 0.02, 0, 0.04, -100), 2000),
+                               (128, 3, "relu", rec(0.03, -128, 0.01, 0, 0.03, 4), 2000),
+                               (64, 1, "none", rec(0.03, -128, 0.5, 0, 1.5e-8, 4), 2 ** 30)):
+        layers = [g.conv2d(1, 1, c, "relu"), g.depthwise(k, k, 1, c, act), g.pool("max_pool2d", 2, 2, 2)]
+        pairs = [(qw(rng, c, 1, 1, 1), qb(rng, c)), (qw(rng, c, k, k), qb(rng, c, bias))]
+        pcs = [None, list(rng.uniform(0.01, 0.03, c)) if c == 128 else None]
+        M.append(("int8_depthwise_max_pool_%d" % c, 2, (6 + k, 10 + k, 1), layers, pairs,
+                  [rec(0.02, -7, 0.01, 0, 0.03, -128), q], pcs))
     return M
 
 
@@ -271,11 +300,11 @@ def test_int8(tmp, rng):
         g.write_nk(path, net, shape, layers, pairs, quant=quant, per_channel=pcs, cases=cases, tolerance=0.05)
         bad = []
         for i, (x, ref) in enumerate(zip(xs, refs)):
-            for kernels in (None, "avx2", "generic"):
+            for kernels in (None, "avx512", "avx2", "generic"):
                 got = run_json(path, x, np.int8, kernels=kernels)["values"]
                 if got != ref:
                     bad.append("input %d (%s kernels): nk-run %s, reference %s" % (i, kernels or "CPU's", got[:12], ref[:12]))
-        check("int8 %s: nk-run = integer reference bit for bit (CPU's, AVX2 and generic kernels)" % name, not bad,
+        check("int8 %s: nk-run = integer reference bit for bit (CPU's, AVX-512, AVX2 and generic kernels)" % name, not bad,
               "; ".join(bad[:2]))
         if name == "int8_softmax_wrap_all_minus128":
             check("int8 softmax wrap: every output is -128", all(v == -128 for r in refs for v in r), str(refs[0]))

@@ -9,13 +9,13 @@
 #include <stdint.h>
 #include "fmt/nk.h"
 
-/* One build of the kernels (portable, AVX2, AVX-512), chosen at start-up. */
+/* One build of the kernels (portable, AVX2, AVX-512, AVX-512 with VNNI), chosen at start-up. */
 typedef struct nk_kernels nk_kernels;
 /* The kernels for this CPU; NK_KERNELS=generic in the environment forces the portable ones,
- * NK_KERNELS=avx2 caps the choice at AVX2. */
+ * NK_KERNELS=avx2 or avx512 caps the choice at AVX2 or at AVX-512 without VNNI. */
 const nk_kernels *fmt_nk_kernels_get(void);
 const nk_kernels *fmt_nk_kernels_generic(void);
-/* "avx512", "avx2" or "generic". */
+/* "vnni", "avx512", "avx2" or "generic". */
 const char *fmt_nk_kernels_name(const nk_kernels *k);
 
 /* Requantization of one int8 op (a weight/bias pair): per output channel multiplier and shift,
@@ -27,6 +27,8 @@ typedef struct nk_qop {
 	int32_t in_zp, w_zp, out_zp;
 	int32_t lo, hi;
 	float out_scale;
+	void *pk;                /* the kernels' pre-packed form of the op (nk_kernels.qpack), or NULL */
+	int8_t *lut;             /* one input per output: the 256 x out outputs of every input code, or NULL */
 } nk_qop;
 
 /* The largest activation arena the runtime plans (1 GiB). */
@@ -43,6 +45,7 @@ typedef struct nk_engine {
 	float *ktmp;             /* float: the convolutions' padded planar input; int8: int32 sums */
 	float *taps[NK_MAX_TAPS];
 	nk_qop *qops;            /* int8: one per pair */
+	uint32_t pooled;         /* int8: 1 + the max pool layer the layer before it already applied, or 0 */
 	int32_t out_zp;          /* int8: parameters of the last run's output */
 	float out_scale;
 	uint64_t *layer_ns;      /* per-layer time of the last run when profiling, else NULL */
