@@ -124,12 +124,18 @@ static fmt_kind encode_values(const retype_ctx *c, float *values, uint8_t *dst, 
 	    (c->overflow == FMT_OVERFLOW_REFUSE || !fmt_overflow_possible(c->src->dtype, c->to))) {
 		int redo;
 		fmt_kind k = fmt_quantize_fused(c->to, values, dst, n, elem, &redo, e);
-		if (!redo)
+		if (!redo) {
+			if (k == FMT_INVALID_FORMAT)
+				describe_bad_value(e, c, values, n, elem);
 			return k;
+		}
 	}
 	fmt_kind k = check_overflow(c, values, n, elem, e);
-	if (k == FMT_OK)
-		k = c->weights ? encode_rows(c, values, dst, n, elem, e) : encode(c->to, values, dst, n, elem, e);
+	if (k != FMT_OK)
+		return k;
+	k = c->weights ? encode_rows(c, values, dst, n, elem, e) : encode(c->to, values, dst, n, elem, e);
+	if (k == FMT_INVALID_FORMAT)
+		describe_bad_value(e, c, values, n, elem);
 	return k;
 }
 
@@ -162,11 +168,8 @@ static void convert_task(void *arg, size_t index)
 		k = fmt_tensor_read(c->in, c->src, bytes_of(c->src->dtype, elem), raw, in_bytes, &e);
 	if (k == FMT_OK && !direct)
 		k = fmt_decode_f32(c->src->dtype, raw, n, values, &e);
-	if (k == FMT_OK) {
+	if (k == FMT_OK)
 		k = encode_values(c, values, job->dst + bytes_of(c->to, start), n, elem, &e);
-		if (k == FMT_INVALID_FORMAT)
-			describe_bad_value(&e, c, values, n, elem);
-	}
 	if (k != FMT_OK)
 		record_error(job, &e);
 	free(values);
