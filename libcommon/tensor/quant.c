@@ -720,6 +720,9 @@ fmt_kind fmt_quantize(fmt_dtype t, const float *x, uint8_t *dst, uint64_t nelems
 
 static int block_finite(const float *x, uint64_t n)
 {
+	const int simd = fmt_finite_lanes(x, n);
+	if (simd >= 0)
+		return simd;
 	uint32_t bad = 0;
 	for (uint64_t i = 0; i < n; i++)
 		bad |= (fmt_f32_bits(x[i]) & 0x7F800000u) == 0x7F800000u;

@@ -52,6 +52,16 @@ int fmt_qkx2_lanes(int ngroups, int n, int nmax, const float *x, const float *we
 int fmt_qx_lanes(int ngroups, int n, int nmax, const float *x, const float *qw, int8_t *L, float *scales);
 int fmt_iq4_lanes(int ngroups, const float *x, const float *weight, int tries, float *scales);
 
+/* Element-wise codes with SIMD lanes, 1 when done (n a multiple of the lanes), else 0 and the
+ * caller's loop does them: clamp(nearest_int((x + add) / d), lo, hi) + offset (add 0 stands
+ * for none: it only turns -0 into +0, whose code is the same); the IQ4 code of id * x. */
+int fmt_affine_codes_lanes(int n, const float *x, float add, float d, int lo, int hi, int offset, uint8_t *L);
+int fmt_iq4_codes_lanes(int n, const float *x, float id, uint8_t *L);
+
+/* 1 when none of n floats is infinite or NaN, 0 when one is, -1 without SIMD (the caller
+ * checks). */
+int fmt_finite_lanes(const float *x, uint64_t n);
+
 /* One Q8_0 or Q4_0 block with SIMD and the checks fused: 1 written; 0 an element is infinite
  * or NaN, or the F16 scale overflows; -1 not done here (no SIMD, another type, or a block
  * whose 1/d overflows): the portable code does it. */

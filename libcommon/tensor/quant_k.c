@@ -300,6 +300,8 @@ static void q2_codes(const float *x, const uint8_t *sc, float d_all, float dmin_
 		if (!d)
 			continue;
 		const float dm = dmin_all * (float)(sc[j] >> 4);
+		if (fmt_affine_codes_lanes(16, x + 16 * j, dm, d, 0, 3, 0, L + 16 * j))
+			continue;
 		for (int ii = 0; ii < 16; ++ii)
 			L[16 * j + ii] = (uint8_t)clamp_int(nearest_int((x[16 * j + ii] + dm) / d), 0, 3);
 	}
@@ -568,6 +570,8 @@ static void kx_codes(const float *x, int nmax, const uint8_t *y, uint8_t *L)
 		if (!d)
 			continue;
 		const float dm = dmin_all * (float)m;
+		if (fmt_affine_codes_lanes(32, x + 32 * j, dm, d, 0, nmax, 0, L + 32 * j))
+			continue;
 		for (int ii = 0; ii < 32; ++ii)
 			L[32 * j + ii] = (uint8_t)clamp_int(nearest_int((x[32 * j + ii] + dm) / d), 0, nmax);
 	}
@@ -731,7 +735,7 @@ static void quantize_q6_k_block(const float *x, const float *qw, uint8_t *y)
 	const float d_all = get_half(y + 208);
 	for (int j = 0; j < QK_K / 16; ++j) {
 		const float d = d_all * (float)sc[j];
-		if (!d)
+		if (!d || fmt_affine_codes_lanes(16, x + 16 * j, 0.f, d, -32, 31, 32, (uint8_t *)L + 16 * j))
 			continue;
 		for (int ii = 0; ii < 16; ++ii)
 			L[16 * j + ii] = (int8_t)(clamp_int(nearest_int(x[16 * j + ii] / d), -32, 31) + 32);
@@ -857,8 +861,9 @@ static void iq4_nl_finish(const float *x, float scale, uint8_t *y)
 	uint8_t L[32];
 	put_half(y, scale);
 	const float id = scale ? 1 / scale : 0;
-	for (int j = 0; j < 32; ++j)
-		L[j] = (uint8_t)iq4_best_index(id * x[j]);
+	if (!fmt_iq4_codes_lanes(32, x, id, L))
+		for (int j = 0; j < 32; ++j)
+			L[j] = (uint8_t)iq4_best_index(id * x[j]);
 	pack_iq4(L, y + 2, 32);
 }
 
@@ -891,8 +896,9 @@ static void iq4_xs_finish(const float *x, const float *scales, uint8_t *y)
 		int l = clamp_int(nearest_int(id * scales[ib]), -32, 31);
 		const float dl = d * (float)l;
 		const float idl = dl ? 1 / dl : 0.f;
-		for (int j = 0; j < 32; ++j)
-			L[32 * ib + j] = (uint8_t)iq4_best_index(idl * x[32 * ib + j]);
+		if (!fmt_iq4_codes_lanes(32, x + 32 * ib, idl, L + 32 * ib))
+			for (int j = 0; j < 32; ++j)
+				L[32 * ib + j] = (uint8_t)iq4_best_index(idl * x[32 * ib + j]);
 		l += 32;
 		const uint8_t l_l = (uint8_t)(l & 0xF), l_h = (uint8_t)(l >> 4);
 		if (ib % 2 == 0)

@@ -376,3 +376,66 @@ int fmt_legacy_block_lanes(fmt_dtype t, const float *x, uint8_t *dst)
 #endif
 	return -1;
 }
+
+/* The element-wise kernels: the widest whose lanes divide n. */
+static int element_lanes(int n)
+{
+	const int level = fmt_quant_simd_level();
+	if (level >= 2 && n % 16 == 0)
+		return 16;
+	return level >= 1 && n % 8 == 0 ? 8 : 0;
+}
+
+int fmt_affine_codes_lanes(int n, const float *x, float add, float d, int lo, int hi, int offset, uint8_t *L)
+{
+#ifdef QUANT_SIMD
+	switch (element_lanes(n)) {
+	case 16: affine_codes_avx512(n, x, add, d, lo, hi, offset, L); return 1;
+	case 8: affine_codes_avx2(n, x, add, d, lo, hi, offset, L); return 1;
+	default: return 0;
+	}
+#else
+	(void)n, (void)x, (void)add, (void)d, (void)lo, (void)hi, (void)offset, (void)L;
+	return 0;
+#endif
+}
+
+int fmt_iq4_codes_lanes(int n, const float *x, float id, uint8_t *L)
+{
+#ifdef QUANT_SIMD
+	switch (element_lanes(n)) {
+	case 16: iq4_codes_avx512(n, x, id, L); return 1;
+	case 8: iq4_codes_avx2(n, x, id, L); return 1;
+	default: return 0;
+	}
+#else
+	(void)n, (void)x, (void)id, (void)L;
+	return 0;
+#endif
+}
+
+#ifdef QUANT_SIMD
+static __attribute__((target("avx2"))) int finite_avx2(const float *x, uint64_t n)
+{
+	const __m256i exp = _mm256_set1_epi32(0x7F800000);
+	__m256i bad = _mm256_setzero_si256();
+	uint64_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		bad = _mm256_or_si256(bad, _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)(x + i)), exp), exp));
+	uint32_t tail = 0;
+	for (; i < n; i++)
+		tail |= (fmt_f32_bits(x[i]) & 0x7F800000u) == 0x7F800000u;
+	return _mm256_testz_si256(bad, bad) && !tail;
+}
+#endif
+
+int fmt_finite_lanes(const float *x, uint64_t n)
+{
+#ifdef QUANT_SIMD
+	if (fmt_quant_simd_level() >= 1)
+		return finite_avx2(x, n);
+#else
+	(void)x, (void)n;
+#endif
+	return -1;
+}
