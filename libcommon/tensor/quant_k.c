@@ -660,17 +660,7 @@ static void q4_k_pack(const uint8_t *L, uint8_t *y)
 			q[l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 4));
 }
 
-static void quantize_q4_k_block(const float *x, const float *qw, uint8_t *y)
-{
-	uint8_t L[QK_K];
-	if (qw)
-		kx_groups_weighted(x, qw, 15, y, L);
-	else
-		kx_run(x, 1, 15, -1.f, 20, y, 0, L);
-	q4_k_pack(L, y);
-}
-
-static void q5_k_pack(uint8_t *L, uint8_t *y)
+static void q5_k_pack(const uint8_t *L, uint8_t *y)
 {
 	uint8_t *qh = y + 16, *ql = y + 48;
 	memset(qh, 0, QK_K / 8);
@@ -693,14 +683,27 @@ static void q5_k_pack(uint8_t *L, uint8_t *y)
 	}
 }
 
-static void quantize_q5_k_block(const float *x, const float *qw, uint8_t *y)
+/* nsb super-blocks of Q4_K (nmax 15) or Q5_K (nmax 31) without importance weights: the
+ * searches of quantize_row_q4_K_ref (rmin -1, 20 steps) and _q5_K_ref (rmin -0.5, 15 steps). */
+static void kx_blocks(const float *x, int nsb, int nmax, uint8_t *y, size_t block_bytes)
+{
+	uint8_t L[K_RUN * QK_K];
+	const int five = nmax == 31;
+	kx_run(x, nsb, nmax, five ? -0.5f : -1.f, five ? 15 : 20, y, block_bytes, L);
+	for (int b = 0; b < nsb; ++b)
+		(five ? q5_k_pack : q4_k_pack)(L + b * QK_K, y + b * block_bytes);
+}
+
+/* One super-block of Q4_K or Q5_K, with importance weights qw or without (NULL). */
+static void quantize_kx_block(const float *x, const float *qw, int nmax, uint8_t *y)
 {
 	uint8_t L[QK_K];
-	if (qw)
-		kx_groups_weighted(x, qw, 31, y, L);
-	else
-		kx_run(x, 1, 31, -0.5f, 15, y, 0, L);
-	q5_k_pack(L, y);
+	if (!qw) {
+		kx_blocks(x, 1, nmax, y, 0);
+		return;
+	}
+	kx_groups_weighted(x, qw, nmax, y, L);
+	(nmax == 31 ? q5_k_pack : q4_k_pack)(L, y);
 }
 
 /* ---- Q6_K: u8 ql[128]; u8 qh[64]; i8 scales[16]; half d ---- */
@@ -934,8 +937,8 @@ void fmt_quantize_k_block_weighted(fmt_dtype t, const float *x, const float *qw,
 		else
 			quantize_q3_k_block(x, y);
 		break;
-	case FMT_DT_Q4_K: quantize_q4_k_block(x, qw, y); break;
-	case FMT_DT_Q5_K: quantize_q5_k_block(x, qw, y); break;
+	case FMT_DT_Q4_K: quantize_kx_block(x, qw, 15, y); break;
+	case FMT_DT_Q5_K: quantize_kx_block(x, qw, 31, y); break;
 	case FMT_DT_Q6_K: quantize_q6_k_block(x, qw, y); break;
 	case FMT_DT_IQ4_NL: quantize_iq4_nl_block(x, qw, y); break;
 	case FMT_DT_IQ4_XS: quantize_iq4_xs_block(x, qw, y); break;
@@ -951,19 +954,11 @@ void fmt_quantize_k_block(fmt_dtype t, const float *x, uint8_t *y)
 /* Up to K_RUN super-blocks (IQ4_NL: 16 blocks) of a type whose groups are searched together. */
 static uint64_t k_run(fmt_dtype t, const float *x, uint8_t *y, uint64_t nblocks, size_t block_bytes)
 {
-	uint8_t L[K_RUN * QK_K];
 	float scales[K_RUN * QK_K / 32];
 	const int nsb = nblocks < K_RUN ? (int)nblocks : K_RUN;
 	switch (t) {
-	case FMT_DT_Q4_K:
-		kx_run(x, nsb, 15, -1.f, 20, y, block_bytes, L);
-		for (int b = 0; b < nsb; ++b)
-			q4_k_pack(L + b * QK_K, y + b * block_bytes);
-		return (uint64_t)nsb;
-	case FMT_DT_Q5_K:
-		kx_run(x, nsb, 31, -0.5f, 15, y, block_bytes, L);
-		for (int b = 0; b < nsb; ++b)
-			q5_k_pack(L + b * QK_K, y + b * block_bytes);
+	case FMT_DT_Q4_K: case FMT_DT_Q5_K:
+		kx_blocks(x, nsb, t == FMT_DT_Q5_K ? 31 : 15, y, block_bytes);
 		return (uint64_t)nsb;
 	case FMT_DT_IQ4_XS:
 		iq4_scales(x, NULL, 0.f, nsb * QK_K / 32, scales);

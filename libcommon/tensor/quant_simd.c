@@ -183,15 +183,32 @@ static LEGACY __m128i bytes16_avx2(__m256i a, __m256i b)
 	return _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
 }
 
+/* The block's 32 values; 1 when none is infinite or NaN. */
+static LEGACY int load32_avx2(const float *x, __m256 v[4])
+{
+	for (int k = 0; k < 4; ++k)
+		v[k] = _mm256_loadu_ps(x + 8 * k);
+	return finite32_avx2(v);
+}
+
+/* The F16 scale of d and 1/d (0 for d = 0): 0 when the F16 scale overflows, -1 when 1/d does,
+ * else 1. */
+static int scale_and_inverse(float d, uint16_t *h, float *id)
+{
+	*id = d != 0.0f ? 1.0f / d : 0.0f;
+	*h = fmt_f32_to_f16(d);
+	if ((*h & 0x7C00u) == 0x7C00u)
+		return 0;
+	return (fmt_f32_bits(*id) & 0x7F800000u) == 0x7F800000u ? -1 : 1;
+}
+
 /* Q4_0 (q4_0_block of quant.c): 1 when written, 0 when the block has an infinite or NaN
  * element or its F16 scale overflows (nothing useful written), -1 when 1/d overflows (a block
  * of subnormals: the portable code does it). */
 static LEGACY int q4_0_avx2(const float *x, uint8_t *dst)
 {
 	__m256 v[4], a[4];
-	for (int k = 0; k < 4; ++k)
-		v[k] = _mm256_loadu_ps(x + 8 * k);
-	if (!finite32_avx2(v))
+	if (!load32_avx2(x, v))
 		return 0;
 	const float amax = absmax32_avx2(v, a);
 	float max = 0.0f;  /* all zero: the scalar search keeps its +0 */
@@ -202,13 +219,11 @@ static LEGACY int q4_0_avx2(const float *x, uint8_t *dst)
 			hits |= (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(a[k], target, _CMP_EQ_OQ)) << (8 * k);
 		max = x[__builtin_ctz(hits)];
 	}
-	const float d = max / -8.0f;
-	const float id = d != 0.0f ? 1.0f / d : 0.0f;
-	const uint16_t h = fmt_f32_to_f16(d);
-	if ((h & 0x7C00u) == 0x7C00u)
-		return 0;
-	if ((fmt_f32_bits(id) & 0x7F800000u) == 0x7F800000u)
-		return -1;
+	uint16_t h;
+	float id;
+	const int scaled = scale_and_inverse(max / -8.0f, &h, &id);
+	if (scaled != 1)
+		return scaled;
 	fmt_wr_u16(dst, h);
 	const __m256 vid = _mm256_set1_ps(id), half = _mm256_set1_ps(8.5f);
 	__m256i q[4];
@@ -225,17 +240,13 @@ static LEGACY int q4_0_avx2(const float *x, uint8_t *dst)
 static LEGACY int q8_0_avx2(const float *x, uint8_t *dst)
 {
 	__m256 v[4], a[4];
-	for (int k = 0; k < 4; ++k)
-		v[k] = _mm256_loadu_ps(x + 8 * k);
-	if (!finite32_avx2(v))
+	if (!load32_avx2(x, v))
 		return 0;
-	const float d = absmax32_avx2(v, a) / 127.0f;
-	const float id = d != 0.0f ? 1.0f / d : 0.0f;
-	const uint16_t h = fmt_f32_to_f16(d);
-	if ((h & 0x7C00u) == 0x7C00u)
-		return 0;
-	if ((fmt_f32_bits(id) & 0x7F800000u) == 0x7F800000u)
-		return -1;
+	uint16_t h;
+	float id;
+	const int scaled = scale_and_inverse(absmax32_avx2(v, a) / 127.0f, &h, &id);
+	if (scaled != 1)
+		return scaled;
 	fmt_wr_u16(dst, h);
 	const __m256 vid = _mm256_set1_ps(id), up = _mm256_set1_ps(0.5f), down = _mm256_set1_ps(-0.5f);
 	__m256i q[4];
