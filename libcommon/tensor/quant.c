@@ -733,9 +733,6 @@ static int block_finite(const float *x, uint64_t n)
  * overflowed. */
 static int legacy_block_checked(fmt_dtype t, block_quantizer q, const float *x, uint8_t *dst)
 {
-	const int done = fmt_legacy_block_lanes(t, x, dst);
-	if (done >= 0)
-		return done;
 	if (!block_finite(x, QK))
 		return 0;
 	q(x, dst);
@@ -752,9 +749,11 @@ fmt_kind fmt_quantize_fused(fmt_dtype t, const float *x, uint8_t *dst, uint64_t 
 	const uint64_t elems = info->block_elems, bytes = info->block_bits / 8, nblocks = nelems / elems;
 	block_quantizer q = legacy_quantizer(t);
 	if (q) {
-		for (uint64_t b = 0; b < nblocks; b++)
-			if (!legacy_block_checked(t, q, x + b * elems, dst + b * bytes))
+		for (uint64_t b = 0; b < nblocks; b++) {
+			b += fmt_legacy_blocks_lanes(t, x + b * elems, dst + b * bytes, nblocks - b);
+			if (b < nblocks && !legacy_block_checked(t, q, x + b * elems, dst + b * bytes))
 				return FMT_OK;
+		}
 	} else {
 		if (!block_finite(x, nelems))
 			return FMT_OK;

@@ -62,9 +62,10 @@ int fmt_iq4_codes_lanes(int n, const float *x, float id, uint8_t *L);
  * checks). */
 int fmt_finite_lanes(const float *x, uint64_t n);
 
-/* One Q8_0 or Q4_0 block with SIMD and the checks fused: 1 written; 0 an element is infinite
- * or NaN, or the F16 scale overflows; -1 not done here (no SIMD, another type, or a block
- * whose 1/d overflows): the portable code does it. */
-int fmt_legacy_block_lanes(fmt_dtype t, const float *x, uint8_t *dst);
+/* Q8_0 or Q4_0 blocks with SIMD and the checks fused: how many of the nblocks it wrote. It
+ * stops before a block with an infinite or NaN element, an F16 scale that overflows or a 1/d
+ * that does (a block of subnormals), and does none without SIMD or for another type: the
+ * portable code takes it from there. */
+uint64_t fmt_legacy_blocks_lanes(fmt_dtype t, const float *x, uint8_t *dst, uint64_t nblocks);
 
 #endif

@@ -152,7 +152,7 @@
 /* ---- Q8_0 and Q4_0 blocks, AVX2: the element operations are independent, and the block's
  * largest magnitude does not depend on the order it is found in ---- */
 
-#define LEGACY __attribute__((target("avx2")))
+#define LEGACY __attribute__((target("avx2"), always_inline)) inline
 
 /* 1 when no element of the 32 is infinite or NaN. */
 static LEGACY int finite32_avx2(const __m256 v[4])
@@ -373,19 +373,37 @@ int fmt_iq4_lanes(int ngroups, const float *x, const float *weight, int tries, f
 	return done;
 }
 
-int fmt_legacy_block_lanes(fmt_dtype t, const float *x, uint8_t *dst)
+#ifdef QUANT_SIMD
+static __attribute__((target("avx2"))) uint64_t q4_0_run_avx2(const float *x, uint8_t *dst, uint64_t nblocks)
+{
+	uint64_t b = 0;
+	while (b < nblocks && q4_0_avx2(x + 32 * b, dst + 18 * b) == 1)
+		b++;
+	return b;
+}
+
+static __attribute__((target("avx2"))) uint64_t q8_0_run_avx2(const float *x, uint8_t *dst, uint64_t nblocks)
+{
+	uint64_t b = 0;
+	while (b < nblocks && q8_0_avx2(x + 32 * b, dst + 34 * b) == 1)
+		b++;
+	return b;
+}
+#endif
+
+uint64_t fmt_legacy_blocks_lanes(fmt_dtype t, const float *x, uint8_t *dst, uint64_t nblocks)
 {
 #ifdef QUANT_SIMD
 	if (fmt_quant_simd_level() >= 1) {
 		if (t == FMT_DT_Q4_0)
-			return q4_0_avx2(x, dst);
+			return q4_0_run_avx2(x, dst, nblocks);
 		if (t == FMT_DT_Q8_0)
-			return q8_0_avx2(x, dst);
+			return q8_0_run_avx2(x, dst, nblocks);
 	}
 #else
-	(void)t, (void)x, (void)dst;
+	(void)t, (void)x, (void)dst, (void)nblocks;
 #endif
-	return -1;
+	return 0;
 }
 
 /* The element-wise kernels: the widest whose lanes divide n. */
