@@ -468,12 +468,13 @@ int fmt_tensor_reads_in_parallel(void)
 /* Tensors written by several threads, each to its own place in the file. */
 typedef struct parallel_job {
 	const fmt_model *m;
-	const size_t *order;
-	const uint64_t *at;            /* where each of order[] goes */
+	const fmt_tensor *const *list;
+	const uint64_t *at;            /* where each of list[] goes */
 	fmt_sink *k;
 	pthread_mutex_t lock;
 	fmt_kind kind;
 	fmt_err err;
+	size_t failed_at;              /* the first tensor in list order that failed, or n */
 } parallel_job;
 
 static void parallel_task(void *ctx, size_t i)
@@ -482,34 +483,41 @@ static void parallel_task(void *ctx, size_t i)
 	fmt_err e;
 	fmt_err_clear(&e);
 	pthread_mutex_lock(&job->lock);
-	int failed = job->kind != FMT_OK;
+	int failed = job->failed_at < i;   /* an earlier tensor failed: its error is the one to report */
 	pthread_mutex_unlock(&job->lock);
 	if (failed)
 		return;
 	in_parallel_writer = 1;
 	placed p = { .k = job->k, .at = job->at[i] };
-	fmt_kind r = fmt_tensor_each_chunk(job->m, &job->m->tensors[job->order[i]], write_placed_chunk, &p, &e);
+	fmt_kind r = fmt_tensor_each_chunk(job->m, job->list[i], write_placed_chunk, &p, &e);
 	in_parallel_writer = 0;
 	pthread_mutex_lock(&job->lock);
-	if (r != FMT_OK && job->kind == FMT_OK) {
+	if (r != FMT_OK && i < job->failed_at) {   /* as one thread writing in order would report */
+		job->failed_at = i;
 		job->kind = r;
 		job->err = e;
 	}
 	pthread_mutex_unlock(&job->lock);
 }
 
-static fmt_kind write_parallel(const fmt_model *m, const size_t *order, size_t n, fmt_sink *k, int threads,
-			       fmt_err *e)
+/* list[0..n) back to back from k's end, each followed by zeros up to a multiple of align bytes
+ * from there (1: none). */
+static fmt_kind write_parallel(const fmt_model *m, const fmt_tensor *const *list, size_t n, uint64_t align,
+			       fmt_sink *k, int threads, fmt_err *e)
 {
 	fmt_pool *pool = NULL;
-	uint64_t *at = malloc((n ? n : 1) * sizeof *at), end = k->written;
+	const uint64_t start = k->written;
+	uint64_t *at = malloc((n ? n : 1) * sizeof *at), end = start;
 	fmt_kind r = at ? fmt_pool_create(&pool, threads, e) : fmt_fail(e, FMT_IO, "out of memory");
 	for (size_t i = 0; r == FMT_OK && i < n; i++) {
+		uint64_t padded;
 		at[i] = end;
-		end += m->tensors[order[i]].nbytes;
+		if (fmt_add_u64(end - start, list[i]->nbytes, &padded) || fmt_align_up_u64(padded, align, &padded) ||
+		    fmt_add_u64(start, padded, &end))
+			r = fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': file offsets overflow", list[i]->name);
 	}
 	if (r == FMT_OK) {
-		parallel_job job = { .m = m, .order = order, .at = at, .k = k, .kind = FMT_OK };
+		parallel_job job = { .m = m, .list = list, .at = at, .k = k, .kind = FMT_OK, .failed_at = n };
 		pthread_mutex_init(&job.lock, NULL);
 		fmt_pool_run(pool, n, parallel_task, &job);
 		pthread_mutex_destroy(&job.lock);
@@ -518,11 +526,37 @@ static fmt_kind write_parallel(const fmt_model *m, const size_t *order, size_t n
 			r = job.kind;
 		}
 	}
-	if (r == FMT_OK && k->written < end)   /* only empty tensors at the end */
+	if (r == FMT_OK && k->written < end)   /* empty tensors or padding at the end */
 		r = fmt_sink_zeros(k, end - k->written, e);
 	fmt_pool_destroy(pool);
 	free(at);
 	return r;
+}
+
+static int can_write_parallel(const fmt_model *m, size_t n, const fmt_sink *k, int threads)
+{
+	return threads > 1 && n > 1 && !k->is_stdout && !read_order_matters(m);
+}
+
+/* tensors[order[i]] (order NULL: tensors[i]) for i in 0..n, written in parallel. */
+static fmt_kind write_list_parallel(const fmt_model *m, const fmt_tensor *tensors, const size_t *order, size_t n,
+				    uint64_t align, fmt_sink *k, int threads, fmt_err *e)
+{
+	const fmt_tensor **list = malloc(n * sizeof *list);
+	if (!list)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		list[i] = &tensors[order ? order[i] : i];
+	fmt_kind r = write_parallel(m, list, n, align, k, threads, e);
+	free(list);
+	return r;
+}
+
+fmt_kind fmt_model_place_tensors(const fmt_model *m, const fmt_tensor *tensors, size_t n, uint64_t align,
+				 fmt_sink *k, int threads, int *done, fmt_err *e)
+{
+	*done = can_write_parallel(m, n, k, threads);
+	return *done ? write_list_parallel(m, tensors, NULL, n, align, k, threads, e) : FMT_OK;
 }
 
 fmt_kind fmt_model_write_tensors(const fmt_model *m, const size_t *order, size_t n, fmt_sink *k, int threads,
@@ -530,8 +564,8 @@ fmt_kind fmt_model_write_tensors(const fmt_model *m, const size_t *order, size_t
 {
 	size_t *ro = NULL;
 	int moved = 0;
-	if (threads > 1 && n > 1 && !k->is_stdout && !read_order_matters(m))
-		return write_parallel(m, order, n, k, threads, e);
+	if (can_write_parallel(m, n, k, threads))
+		return write_list_parallel(m, m->tensors, order, n, 1, k, threads, e);
 	fmt_kind r = fmt_model_read_order(m, &ro, &moved, e);
 	for (size_t i = 0; i < n && r == FMT_OK; i++)   /* the layout's order is the read order? */
 		moved |= i >= m->n_tensors || ro[i] != order[i];

@@ -624,12 +624,7 @@ static void q5_1_block(const float *x, uint8_t *dst)
 
 typedef void (*block_quantizer)(const float *x, uint8_t *dst);
 
-static void k_block(fmt_dtype t, const float *x, uint8_t *dst)
-{
-	fmt_quantize_k_block(t, x, dst);
-}
-
-/* The legacy quantizer of t, or NULL (the K-quants and IQ4 go through k_block). */
+/* The legacy quantizer of t, or NULL (the K-quants and IQ4 go through fmt_quantize_k_blocks). */
 static block_quantizer legacy_quantizer(fmt_dtype t)
 {
 	switch (t) {
@@ -658,12 +653,12 @@ void fmt_quantize_blocks(fmt_dtype t, const float *x, uint8_t *dst, uint64_t nbl
 	const fmt_dtype_info *info = fmt_dtype_get(t);
 	const uint64_t elems = info->block_elems, bytes = info->block_bits / 8;
 	block_quantizer q = legacy_quantizer(t);
-	for (uint64_t b = 0; b < nblocks; b++, x += elems, dst += bytes) {
-		if (q)
-			q(x, dst);
-		else
-			k_block(t, x, dst);
+	if (!q) {
+		fmt_quantize_k_blocks(t, x, dst, nblocks, (size_t)elems, (size_t)bytes);
+		return;
 	}
+	for (uint64_t b = 0; b < nblocks; b++, x += elems, dst += bytes)
+		q(x, dst);
 }
 
 /* Byte offsets of the F16 scales a block of t carries (d, and dmin or m); -1 ends the list.
@@ -720,6 +715,51 @@ fmt_kind fmt_quantize(fmt_dtype t, const float *x, uint8_t *dst, uint64_t nelems
 		return k;
 	const uint64_t nblocks = nelems / info->block_elems;
 	fmt_quantize_blocks(t, x, dst, nblocks);
+	return check_scales(t, dst, nblocks, first_elem, e);
+}
+
+static int block_finite(const float *x, uint64_t n)
+{
+	const int simd = fmt_finite_lanes(x, n);
+	if (simd >= 0)
+		return simd;
+	uint32_t bad = 0;
+	for (uint64_t i = 0; i < n; i++)
+		bad |= (fmt_f32_bits(x[i]) & 0x7F800000u) == 0x7F800000u;
+	return !bad;
+}
+
+/* One legacy block with the checks: 1 written, 0 not finite or (Q8_0, Q4_0) its F16 scale
+ * overflowed. */
+static int legacy_block_checked(fmt_dtype t, block_quantizer q, const float *x, uint8_t *dst)
+{
+	if (!block_finite(x, QK))
+		return 0;
+	q(x, dst);
+	return !((t == FMT_DT_Q8_0 || t == FMT_DT_Q4_0) && (fmt_rd_u16(dst) & 0x7C00u) == 0x7C00u);
+}
+
+fmt_kind fmt_quantize_fused(fmt_dtype t, const float *x, uint8_t *dst, uint64_t nelems, uint64_t first_elem,
+			    int *redo, fmt_err *e)
+{
+	const fmt_dtype_info *info = fmt_dtype_get(t);
+	*redo = 1;
+	if (!fmt_quantize_supported(t) || nelems % info->block_elems != 0)
+		return FMT_OK;
+	const uint64_t elems = info->block_elems, bytes = info->block_bits / 8, nblocks = nelems / elems;
+	block_quantizer q = legacy_quantizer(t);
+	if (q) {
+		for (uint64_t b = 0; b < nblocks; b++) {
+			b += fmt_legacy_blocks_lanes(t, x + b * elems, dst + b * bytes, nblocks - b);
+			if (b < nblocks && !legacy_block_checked(t, q, x + b * elems, dst + b * bytes))
+				return FMT_OK;
+		}
+	} else {
+		if (!block_finite(x, nelems))
+			return FMT_OK;
+		fmt_quantize_blocks(t, x, dst, nblocks);
+	}
+	*redo = 0;
 	return check_scales(t, dst, nblocks, first_elem, e);
 }
 

@@ -249,6 +249,18 @@ static float make_qkx2_quants(int n, int nmax, const float *x, const float *weig
 	return scale;
 }
 
+/* make_qkx2_quants over ngroups consecutive groups of n elements: SIMD lanes where they
+ * serve, the portable search for the rest (the same bytes either way). */
+static void fit_qkx2_groups(int ngroups, int n, int nmax, const float *x, const float *weights, uint8_t *L,
+			    float *scales, float *mins, float rmin, float rdelta, int nstep, int use_mad)
+{
+	uint8_t Laux[32];
+	for (int j = fmt_qkx2_lanes(ngroups, n, nmax, x, weights, L, scales, mins, rmin, rdelta, nstep, use_mad);
+	     j < ngroups; ++j)
+		scales[j] = make_qkx2_quants(n, nmax, x + n * j, weights + n * j, L + n * j, &mins[j], Laux, rmin, rdelta,
+					     nstep, use_mad);
+}
+
 /* Pack 256 2-bit codes: per 128 elements 32 bytes, element j + 32k in bits 2k of byte j. */
 static void pack_2bit(const uint8_t *L, uint8_t *qs)
 {
@@ -288,6 +300,8 @@ static void q2_codes(const float *x, const uint8_t *sc, float d_all, float dmin_
 		if (!d)
 			continue;
 		const float dm = dmin_all * (float)(sc[j] >> 4);
+		if (fmt_affine_codes_lanes(16, x + 16 * j, dm, d, 0, 3, 0, L + 16 * j))
+			continue;
 		for (int ii = 0; ii < 16; ++ii)
 			L[16 * j + ii] = (uint8_t)clamp_int(nearest_int((x[16 * j + ii] + dm) / d), 0, 3);
 	}
@@ -316,15 +330,15 @@ static void quantize_q2_k_weighted(const float *x, const float *qw, uint8_t *y)
 
 static void quantize_q2_k_block(const float *x, uint8_t *y)
 {
-	uint8_t L[QK_K], Laux[16];
-	float weights[16], mins[QK_K / 16], scales[QK_K / 16];
+	uint8_t L[QK_K];
+	float weights[QK_K], mins[QK_K / 16], scales[QK_K / 16];
 	const float q4scale = 15.f;
 	uint8_t *sc = y, *qs = y + 16;
 	float max_scale = 0, max_min = 0;
+	for (int l = 0; l < QK_K; ++l)
+		weights[l] = fabsf(x[l]);
+	fit_qkx2_groups(QK_K / 16, 16, 3, x, weights, L, scales, mins, -0.5f, 0.1f, 15, 1);
 	for (int j = 0; j < QK_K / 16; ++j) {
-		for (int l = 0; l < 16; ++l)
-			weights[l] = fabsf(x[16 * j + l]);
-		scales[j] = make_qkx2_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux, -0.5f, 0.1f, 15, 1);
 		if (scales[j] > max_scale)
 			max_scale = scales[j];
 		if (mins[j] > max_min)
@@ -556,6 +570,8 @@ static void kx_codes(const float *x, int nmax, const uint8_t *y, uint8_t *L)
 		if (!d)
 			continue;
 		const float dm = dmin_all * (float)m;
+		if (fmt_affine_codes_lanes(32, x + 32 * j, dm, d, 0, nmax, 0, L + 32 * j))
+			continue;
 		for (int ii = 0; ii < 32; ++ii)
 			L[32 * j + ii] = (uint8_t)clamp_int(nearest_int((x[32 * j + ii] + dm) / d), 0, nmax);
 	}
@@ -582,22 +598,26 @@ static void kx_groups_weighted(const float *x, const float *qw, int nmax, uint8_
 }
 
 
-/* Eight 32-element groups fitted with make_qkx2_quants (weights av_x + |x|), then their scales
- * and mins as 6-bit multiples of d and dmin, then the codes again with those. */
-static void kx_groups(const float *x, int nmax, float rmin, int nstep, uint8_t *y, uint8_t *L)
+/* The weights of Q4_K/Q5_K's search for ngroups 32-element groups: av_x + |x|, av_x the
+ * group's root mean square. */
+static void kx_weights(const float *x, int ngroups, float *weights)
 {
-	uint8_t Laux[32];
-	float weights[32], mins[QK_K / 32], scales[QK_K / 32];
-	uint8_t *sc = y + 4;
-	float max_scale = 0, max_min = 0;
-	for (int j = 0; j < QK_K / 32; ++j) {
+	for (int j = 0; j < ngroups; ++j) {
 		float sum_x2 = 0;
 		for (int l = 0; l < 32; ++l)
 			sum_x2 += x[32 * j + l] * x[32 * j + l];
 		const float av_x = sqrtf(sum_x2 / 32);
 		for (int l = 0; l < 32; ++l)
-			weights[l] = av_x + fabsf(x[32 * j + l]);
-		scales[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin, 0.1f, nstep, 0);
+			weights[32 * j + l] = av_x + fabsf(x[32 * j + l]);
+	}
+}
+
+/* A super-block's eight fitted groups: their scales and mins as 6-bit multiples of d and
+ * dmin, then the codes again with those. */
+static void kx_finish(const float *x, int nmax, const float *scales, const float *mins, uint8_t *y, uint8_t *L)
+{
+	float max_scale = 0, max_min = 0;
+	for (int j = 0; j < QK_K / 32; ++j) {
 		if (scales[j] > max_scale)
 			max_scale = scales[j];
 		if (mins[j] > max_min)
@@ -610,32 +630,38 @@ static void kx_groups(const float *x, int nmax, float rmin, int nstep, uint8_t *
 		Ls[j] = (uint8_t)nearest_int(inv_scale * scales[j]);
 		Lm[j] = (uint8_t)nearest_int(inv_min * mins[j]);
 	}
-	pack_k_scales(sc, Ls, Lm, 1);
+	pack_k_scales(y + 4, Ls, Lm, 1);
 	put_half(y, max_scale / 63.f);
 	put_half(y + 2, max_min / 63.f);
 	kx_codes(x, nmax, y, L);
 }
 
-static void quantize_q4_k_block(const float *x, const float *qw, uint8_t *y)
+#define K_RUN 2  /* super-blocks searched together: sixteen groups fill AVX-512's lanes */
+
+/* nsb (at most K_RUN) consecutive super-blocks of Q4_K/Q5_K without importance weights: each
+ * 32-element group fitted with make_qkx2_quants (weights av_x + |x|), then kx_finish. Codes
+ * into L (256 per super-block), the scale bytes into y (block_bytes apart). */
+static void kx_run(const float *x, int nsb, int nmax, float rmin, int nstep, uint8_t *y, size_t block_bytes,
+		   uint8_t *L)
 {
-	uint8_t L[QK_K];
-	if (qw)
-		kx_groups_weighted(x, qw, 15, y, L);
-	else
-		kx_groups(x, 15, -1.f, 20, y, L);
+	float weights[K_RUN * QK_K], mins[K_RUN * QK_K / 32], scales[K_RUN * QK_K / 32];
+	kx_weights(x, nsb * QK_K / 32, weights);
+	fit_qkx2_groups(nsb * QK_K / 32, 32, nmax, x, weights, L, scales, mins, rmin, 0.1f, nstep, 0);
+	for (int b = 0; b < nsb; ++b)
+		kx_finish(x + b * QK_K, nmax, scales + b * QK_K / 32, mins + b * QK_K / 32, y + b * block_bytes,
+			  L + b * QK_K);
+}
+
+static void q4_k_pack(const uint8_t *L, uint8_t *y)
+{
 	uint8_t *q = y + 16;
 	for (int j = 0; j < QK_K; j += 64, q += 32)
 		for (int l = 0; l < 32; ++l)
 			q[l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 4));
 }
 
-static void quantize_q5_k_block(const float *x, const float *qw, uint8_t *y)
+static void q5_k_pack(const uint8_t *L, uint8_t *y)
 {
-	uint8_t L[QK_K];
-	if (qw)
-		kx_groups_weighted(x, qw, 31, y, L);
-	else
-		kx_groups(x, 31, -0.5f, 15, y, L);
 	uint8_t *qh = y + 16, *ql = y + 48;
 	memset(qh, 0, QK_K / 8);
 	uint8_t m1 = 1, m2 = 2;
@@ -657,6 +683,29 @@ static void quantize_q5_k_block(const float *x, const float *qw, uint8_t *y)
 	}
 }
 
+/* nsb super-blocks of Q4_K (nmax 15) or Q5_K (nmax 31) without importance weights: the
+ * searches of quantize_row_q4_K_ref (rmin -1, 20 steps) and _q5_K_ref (rmin -0.5, 15 steps). */
+static void kx_blocks(const float *x, int nsb, int nmax, uint8_t *y, size_t block_bytes)
+{
+	uint8_t L[K_RUN * QK_K];
+	const int five = nmax == 31;
+	kx_run(x, nsb, nmax, five ? -0.5f : -1.f, five ? 15 : 20, y, block_bytes, L);
+	for (int b = 0; b < nsb; ++b)
+		(five ? q5_k_pack : q4_k_pack)(L + b * QK_K, y + b * block_bytes);
+}
+
+/* One super-block of Q4_K or Q5_K, with importance weights qw or without (NULL). */
+static void quantize_kx_block(const float *x, const float *qw, int nmax, uint8_t *y)
+{
+	uint8_t L[QK_K];
+	if (!qw) {
+		kx_blocks(x, 1, nmax, y, 0);
+		return;
+	}
+	kx_groups_weighted(x, qw, nmax, y, L);
+	(nmax == 31 ? q5_k_pack : q4_k_pack)(L, y);
+}
+
 /* ---- Q6_K: u8 ql[128]; u8 qh[64]; i8 scales[16]; half d ---- */
 
 static void quantize_q6_k_block(const float *x, const float *qw, uint8_t *y)
@@ -664,9 +713,10 @@ static void quantize_q6_k_block(const float *x, const float *qw, uint8_t *y)
 	int8_t L[QK_K];
 	float scales[QK_K / 16];
 	float max_scale = 0, max_abs_scale = 0;
+	for (int ib = fmt_qx_lanes(QK_K / 16, 16, 32, x, qw, L, scales); ib < QK_K / 16; ++ib)
+		scales[ib] = fmt_make_qx_quants(16, 32, x + 16 * ib, qw ? qw + 16 * ib : NULL, L + 16 * ib);
 	for (int ib = 0; ib < QK_K / 16; ++ib) {
-		const float scale = fmt_make_qx_quants(16, 32, x + 16 * ib, qw ? qw + 16 * ib : NULL, L + 16 * ib);
-		scales[ib] = scale;
+		const float scale = scales[ib];
 		const float abs_scale = fabsf(scale);
 		if (abs_scale > max_abs_scale) {
 			max_abs_scale = abs_scale;
@@ -688,7 +738,7 @@ static void quantize_q6_k_block(const float *x, const float *qw, uint8_t *y)
 	const float d_all = get_half(y + 208);
 	for (int j = 0; j < QK_K / 16; ++j) {
 		const float d = d_all * (float)sc[j];
-		if (!d)
+		if (!d || fmt_affine_codes_lanes(16, x + 16 * j, 0.f, d, -32, 31, 32, (uint8_t *)L + 16 * j))
 			continue;
 		for (int ii = 0; ii < 16; ++ii)
 			L[16 * j + ii] = (int8_t)(clamp_int(nearest_int(x[16 * j + ii] / d), -32, 31) + 32);
@@ -792,25 +842,48 @@ static float iq4_sigma2(const float *x, int n)
 	return sigma2 * (2.f / (float)n);
 }
 
-static void quantize_iq4_nl_block(const float *x, const float *qw, uint8_t *y)
+/* The scales of ngroups consecutive 32-element groups (at most 2 super-blocks' worth):
+ * weights qw * sqrt(sigma2 + x^2) with importance weights qw, else x^2; SIMD lanes where they
+ * serve, iq4_block_scale for the rest. */
+static void iq4_scales(const float *x, const float *qw, float sigma2, int ngroups, float *scales)
+{
+	float weight[K_RUN * QK_K];
+	uint8_t L[32];
+	if (qw)
+		fmt_importance(x, qw, sigma2, 32 * ngroups, weight);
+	else
+		for (int j = 0; j < 32 * ngroups; ++j)
+			weight[j] = x[j] * x[j];
+	for (int ib = fmt_iq4_lanes(ngroups, x, weight, IQ4_TRIES, scales); ib < ngroups; ++ib)
+		scales[ib] = iq4_block_scale(x + 32 * ib, qw ? qw + 32 * ib : NULL, sigma2, L);
+}
+
+/* An IQ4_NL block from its scale: the scale, then the codes of x / scale. */
+static void iq4_nl_finish(const float *x, float scale, uint8_t *y)
 {
 	uint8_t L[32];
-	const float scale = iq4_block_scale(x, qw, qw ? iq4_sigma2(x, 32) : 0.f, L);
 	put_half(y, scale);
 	const float id = scale ? 1 / scale : 0;
-	for (int j = 0; j < 32; ++j)
-		L[j] = (uint8_t)iq4_best_index(id * x[j]);
+	if (!fmt_iq4_codes_lanes(32, x, id, L))
+		for (int j = 0; j < 32; ++j)
+			L[j] = (uint8_t)iq4_best_index(id * x[j]);
 	pack_iq4(L, y + 2, 32);
 }
 
-static void quantize_iq4_xs_block(const float *x, const float *qw, uint8_t *y)
+static void quantize_iq4_nl_block(const float *x, const float *qw, uint8_t *y)
+{
+	float scale;
+	iq4_scales(x, qw, qw ? iq4_sigma2(x, 32) : 0.f, 1, &scale);
+	iq4_nl_finish(x, scale, y);
+}
+
+/* An IQ4_XS super-block from its eight group scales: d from the largest, each group's 6-bit
+ * multiple of d, the codes with those. */
+static void iq4_xs_finish(const float *x, const float *scales, uint8_t *y)
 {
 	uint8_t L[QK_K];
-	float scales[QK_K / 32];
 	float max_scale = 0, amax_scale = 0;
-	const float sigma2 = qw ? iq4_sigma2(x, QK_K) : 0.f;
 	for (int ib = 0; ib < QK_K / 32; ++ib) {
-		scales[ib] = iq4_block_scale(x + 32 * ib, qw ? qw + 32 * ib : NULL, sigma2, L + 32 * ib);
 		const float abs_d = fabsf(scales[ib]);
 		if (abs_d > amax_scale) {
 			amax_scale = abs_d;
@@ -826,8 +899,9 @@ static void quantize_iq4_xs_block(const float *x, const float *qw, uint8_t *y)
 		int l = clamp_int(nearest_int(id * scales[ib]), -32, 31);
 		const float dl = d * (float)l;
 		const float idl = dl ? 1 / dl : 0.f;
-		for (int j = 0; j < 32; ++j)
-			L[32 * ib + j] = (uint8_t)iq4_best_index(idl * x[32 * ib + j]);
+		if (!fmt_iq4_codes_lanes(32, x + 32 * ib, idl, L + 32 * ib))
+			for (int j = 0; j < 32; ++j)
+				L[32 * ib + j] = (uint8_t)iq4_best_index(idl * x[32 * ib + j]);
 		l += 32;
 		const uint8_t l_l = (uint8_t)(l & 0xF), l_h = (uint8_t)(l >> 4);
 		if (ib % 2 == 0)
@@ -839,6 +913,13 @@ static void quantize_iq4_xs_block(const float *x, const float *qw, uint8_t *y)
 	fmt_wr_u16(y + 2, scales_h);
 	memset(y + 8, 0, QK_K / 2);
 	pack_iq4(L, y + 8, QK_K);
+}
+
+static void quantize_iq4_xs_block(const float *x, const float *qw, uint8_t *y)
+{
+	float scales[QK_K / 32];
+	iq4_scales(x, qw, qw ? iq4_sigma2(x, QK_K) : 0.f, QK_K / 32, scales);
+	iq4_xs_finish(x, scales, y);
 }
 
 void fmt_quantize_k_block_weighted(fmt_dtype t, const float *x, const float *qw, uint8_t *y)
@@ -856,8 +937,8 @@ void fmt_quantize_k_block_weighted(fmt_dtype t, const float *x, const float *qw,
 		else
 			quantize_q3_k_block(x, y);
 		break;
-	case FMT_DT_Q4_K: quantize_q4_k_block(x, qw, y); break;
-	case FMT_DT_Q5_K: quantize_q5_k_block(x, qw, y); break;
+	case FMT_DT_Q4_K: quantize_kx_block(x, qw, 15, y); break;
+	case FMT_DT_Q5_K: quantize_kx_block(x, qw, 31, y); break;
 	case FMT_DT_Q6_K: quantize_q6_k_block(x, qw, y); break;
 	case FMT_DT_IQ4_NL: quantize_iq4_nl_block(x, qw, y); break;
 	case FMT_DT_IQ4_XS: quantize_iq4_xs_block(x, qw, y); break;
@@ -868,4 +949,42 @@ void fmt_quantize_k_block_weighted(fmt_dtype t, const float *x, const float *qw,
 void fmt_quantize_k_block(fmt_dtype t, const float *x, uint8_t *y)
 {
 	fmt_quantize_k_block_weighted(t, x, NULL, y);
+}
+
+/* Up to K_RUN super-blocks (IQ4_NL: 16 blocks) of a type whose groups are searched together. */
+static uint64_t k_run(fmt_dtype t, const float *x, uint8_t *y, uint64_t nblocks, size_t block_bytes)
+{
+	float scales[K_RUN * QK_K / 32];
+	const int nsb = nblocks < K_RUN ? (int)nblocks : K_RUN;
+	switch (t) {
+	case FMT_DT_Q4_K: case FMT_DT_Q5_K:
+		kx_blocks(x, nsb, t == FMT_DT_Q5_K ? 31 : 15, y, block_bytes);
+		return (uint64_t)nsb;
+	case FMT_DT_IQ4_XS:
+		iq4_scales(x, NULL, 0.f, nsb * QK_K / 32, scales);
+		for (int b = 0; b < nsb; ++b)
+			iq4_xs_finish(x + b * QK_K, scales + b * QK_K / 32, y + b * block_bytes);
+		return (uint64_t)nsb;
+	case FMT_DT_IQ4_NL: {
+		const int n = nblocks < K_RUN * QK_K / 32 ? (int)nblocks : K_RUN * QK_K / 32;
+		iq4_scales(x, NULL, 0.f, n, scales);
+		for (int b = 0; b < n; ++b)
+			iq4_nl_finish(x + 32 * b, scales[b], y + b * block_bytes);
+		return (uint64_t)n;
+	}
+	default:
+		fmt_quantize_k_block(t, x, y);
+		return 1;
+	}
+}
+
+void fmt_quantize_k_blocks(fmt_dtype t, const float *x, uint8_t *y, uint64_t nblocks, size_t block_elems,
+			   size_t block_bytes)
+{
+	while (nblocks > 0) {
+		const uint64_t done = k_run(t, x, y, nblocks, block_bytes);
+		x += done * block_elems;
+		y += done * block_bytes;
+		nblocks -= done;
+	}
 }

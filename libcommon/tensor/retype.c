@@ -115,6 +115,41 @@ static fmt_kind check_overflow(const retype_ctx *c, float *values, uint64_t n, u
 	return fmt_overflow_fail(e, c->src->name, c->to, first_elem + at, values[at]);
 }
 
+/* The target bytes of n decoded values: quantized in one pass with the checks when that can
+ * be (the value checks and messages otherwise, when the pass finds something to report). */
+static fmt_kind encode_values(const retype_ctx *c, float *values, uint8_t *dst, uint64_t n, uint64_t elem,
+			      fmt_err *e)
+{
+	if (!c->weights && fmt_quantize_supported(c->to) &&
+	    (c->overflow == FMT_OVERFLOW_REFUSE || !fmt_overflow_possible(c->src->dtype, c->to))) {
+		int redo;
+		fmt_kind k = fmt_quantize_fused(c->to, values, dst, n, elem, &redo, e);
+		if (!redo) {
+			if (k == FMT_INVALID_FORMAT)
+				describe_bad_value(e, c, values, n, elem);
+			return k;
+		}
+	}
+	fmt_kind k = check_overflow(c, values, n, elem, e);
+	if (k != FMT_OK)
+		return k;
+	k = c->weights ? encode_rows(c, values, dst, n, elem, e) : encode(c->to, values, dst, n, elem, e);
+	if (k == FMT_INVALID_FORMAT)
+		describe_bad_value(e, c, values, n, elem);
+	return k;
+}
+
+/* F32 input on a little-endian host is its own float32 values: read, not decoded. */
+static int reads_as_values(fmt_dtype t)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return t == FMT_DT_F32;
+#else
+	(void)t;
+	return 0;
+#endif
+}
+
 static void convert_task(void *arg, size_t index)
 {
 	retype_job *job = arg;
@@ -125,25 +160,21 @@ static void convert_task(void *arg, size_t index)
 	size_t in_bytes = (size_t)bytes_of(c->src->dtype, n);
 	fmt_err e;
 	fmt_err_clear(&e);
+	const int direct = reads_as_values(c->src->dtype);
 	float *values = malloc((size_t)n * sizeof(float));
-	uint8_t *raw = malloc(in_bytes ? in_bytes : 1);
+	uint8_t *raw = direct ? (uint8_t *)values : malloc(in_bytes ? in_bytes : 1);
 	fmt_kind k = values && raw ? FMT_OK : fmt_fail(&e, FMT_IO, "out of memory converting '%s'", c->src->name);
 	if (k == FMT_OK)
 		k = fmt_tensor_read(c->in, c->src, bytes_of(c->src->dtype, elem), raw, in_bytes, &e);
-	if (k == FMT_OK)
+	if (k == FMT_OK && !direct)
 		k = fmt_decode_f32(c->src->dtype, raw, n, values, &e);
 	if (k == FMT_OK)
-		k = check_overflow(c, values, n, elem, &e);
-	if (k == FMT_OK) {
-		k = c->weights ? encode_rows(c, values, job->dst + bytes_of(c->to, start), n, elem, &e)
-			       : encode(c->to, values, job->dst + bytes_of(c->to, start), n, elem, &e);
-		if (k == FMT_INVALID_FORMAT)
-			describe_bad_value(&e, c, values, n, elem);
-	}
+		k = encode_values(c, values, job->dst + bytes_of(c->to, start), n, elem, &e);
 	if (k != FMT_OK)
 		record_error(job, &e);
 	free(values);
-	free(raw);
+	if (!direct)
+		free(raw);
 }
 
 static fmt_kind retype_read(const fmt_model *m, const fmt_tensor *t, uint64_t off, uint8_t *dst,

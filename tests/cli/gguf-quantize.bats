@@ -36,6 +36,13 @@ st(d + "/odd.safetensors", [("odd.weight", [2, 96], raw[:768])])
 v = list(struct.unpack("<512f", raw[:2048]))
 v[300] = float("nan")
 st(d + "/nan.safetensors", [("n.weight", [2, 256], struct.pack("<512f", *v))])
+# two bad tensors: a NaN near the end of a large first one, an Inf at the start of a small second
+big = list(struct.unpack("<5376f", raw[:21 * 1024])) * 8
+big[-5] = float("nan")
+w = list(struct.unpack("<512f", raw[:2048]))
+w[3] = float("inf")
+st(d + "/twobad.safetensors", [("a.weight", [168, 256], struct.pack("<43008f", *big)),
+                               ("b.weight", [2, 256], struct.pack("<512f", *w))])
 EOF
 	fmt-convert -q --dtype f32 "$KQ/kq.safetensors" "$KQ/kq-f32.gguf"
 }
@@ -167,6 +174,19 @@ Try 'fmt-convert --help'."
 	assert_failure 4
 	assert_equal "$stderr" "fmt-convert: error: $KQ/nan.safetensors: tensor 'n.weight': element 300 is NaN; cannot quantize to Q3_K"
 	nothing_written out.gguf
+}
+
+@test "two bad tensors on any number of threads: the error names the first, as one thread writing in order does" {
+	# the threads write tensors side by side and b.weight fails long before a.weight's NaN is reached
+	for t in "q4_0 Q4_0" "q4_k Q4_K"; do
+		read -r t name <<<"$t"
+		for n in 1 2 4; do
+			run --separate-stderr fmt-convert -T "$n" --dtype "$t" "$KQ/twobad.safetensors" out.gguf
+			assert_failure 4
+			assert_equal "$stderr" "fmt-convert: error: $KQ/twobad.safetensors: tensor 'a.weight': element 43003 is NaN; cannot quantize to $name"
+			nothing_written out.gguf
+		done
+	done
 }
 
 @test "an unknown --dtype lists the ggml types" {

@@ -45,6 +45,38 @@ static float *read_rows(const char *file, int rows)
 	return x;
 }
 
+/* The same rows through fmt_quantize_fused (the tools' one pass with the checks): ggml's bytes
+ * for every row, except the overflow row, which it leaves to the separate checks (Q8_0, Q4_0:
+ * *redo) or refuses as fmt_quantize does (the scale check). */
+static void check_fused_rows(fmt_dtype t, const float *x, const uint8_t *want, int rows, uint64_t rb, int level,
+			     const char *const *names)
+{
+	uint8_t *got = malloc(rb);
+	const int was = fmt_quant_use_simd(level);
+	for (int r = 0; got && r < rows; r++) {
+		fmt_err e;
+		int redo = -1;
+		fmt_err_clear(&e);
+		fmt_kind k = fmt_quantize_fused(t, x + (size_t)r * ROW, got, ROW, 0, &redo, &e);
+		const int overflow_row = names && r == OVERFLOW_ROW;
+		const int legacy_overflow = t == FMT_DT_Q8_0 || t == FMT_DT_Q4_0;
+		char m[160];
+		snprintf(m, sizeof m, "fused %s row %d (%s) at SIMD level %d", fmt_dtype_name(t), r,
+			 names ? names[r] : "random", level);
+		if (overflow_row && legacy_overflow) {
+			if (k != FMT_OK || redo != 1)
+				unit_fail(__FILE__, __LINE__, m);
+		} else if (overflow_row) {
+			if (k != FMT_INVALID_FORMAT || redo != 0)
+				unit_fail(__FILE__, __LINE__, m);
+		} else if (k != FMT_OK || redo != 0 || memcmp(got, want + (size_t)r * rb, rb) != 0) {
+			unit_fail(__FILE__, __LINE__, m);
+		}
+	}
+	fmt_quant_use_simd(was);
+	free(got);
+}
+
 /* Every row of base.f32 quantized to t equals ggml's blocks in base.<type>, row by row. */
 static void check_rows(fmt_dtype t, const char *base, int rows, const char *const *names)
 {
@@ -60,16 +92,20 @@ static void check_rows(fmt_dtype t, const char *base, int rows, const char *cons
 	const uint64_t rb = row_bytes(t);
 	CHECK_EQ_U64(n, rows * rb);
 	uint8_t *got = malloc(rows * rb);
-	if (x && want && got && n == rows * rb) {
+	/* every SIMD level (0 portable, 1 AVX2, 2 AVX-512; the CPU's widest caps them) */
+	for (int level = 0; level <= 2 && x && want && got && n == rows * rb; level++) {
+		const int was = fmt_quant_use_simd(level);
 		fmt_quantize_blocks(t, x, got, rows * (ROW / fmt_dtype_get(t)->block_elems));
+		fmt_quant_use_simd(was);
 		for (int r = 0; r < rows; r++) {
 			if (memcmp(got + r * rb, want + r * rb, rb) != 0) {
 				char m[160];
-				snprintf(m, sizeof m, "%s: %s row %d (%s) differs from ggml", base, fmt_dtype_name(t), r,
-					 names ? names[r] : "random");
+				snprintf(m, sizeof m, "%s: %s row %d (%s) differs from ggml at SIMD level %d", base,
+					 fmt_dtype_name(t), r, names ? names[r] : "random", level);
 				unit_fail(__FILE__, __LINE__, m);
 			}
 		}
+		check_fused_rows(t, x, want, rows, rb, level, names);
 	}
 	free(x);
 	free(want);

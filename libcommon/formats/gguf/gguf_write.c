@@ -329,9 +329,21 @@ static fmt_kind put_tensor_infos(gw *w, const fmt_tensor *tensors, size_t n, uin
 	return FMT_OK;
 }
 
+/* The tensors' bytes, each padded to align: on threads > 1 placed by several threads at once
+ * (converting tensors side by side, and writing one while another is converted), when the
+ * output and input allow it; the bytes are the same. */
 static fmt_kind put_tensor_data(gw *w, const fmt_model *src, const fmt_tensor *tensors, size_t n,
-				uint32_t align)
+				uint32_t align, int threads)
 {
+	if (w->k) {
+		const uint64_t start = w->k->written;
+		int placed = 0;
+		fmt_kind k = fmt_model_place_tensors(src, tensors, n, align, w->k, threads, &placed, w->e);
+		if (placed || k != FMT_OK) {
+			w->pos += w->k->written - start;
+			return k;
+		}
+	}
 	for (size_t i = 0; i < n; i++) {
 		fmt_kind k = fmt_tensor_write_to(src, &tensors[i], w->k, w->e);
 		if (k != FMT_OK)
@@ -343,9 +355,8 @@ static fmt_kind put_tensor_data(gw *w, const fmt_model *src, const fmt_tensor *t
 	return FMT_OK;
 }
 
-fmt_kind fmt_gguf_write_file(const fmt_model *src, const fmt_meta *meta, size_t n_meta,
-			 const fmt_tensor *tensors, size_t n_tensors, uint32_t align_request,
-			 fmt_sink *k, fmt_err *e)
+static fmt_kind write_file(const fmt_model *src, const fmt_meta *meta, size_t n_meta, const fmt_tensor *tensors,
+			   size_t n_tensors, uint32_t align_request, int threads, fmt_sink *k, fmt_err *e)
 {
 	uint32_t align;
 	int have_key = 0;
@@ -374,8 +385,15 @@ fmt_kind fmt_gguf_write_file(const fmt_model *src, const fmt_meta *meta, size_t 
 	if (r == FMT_OK)
 		r = put_pad(&w, align);
 	if (r == FMT_OK)
-		r = put_tensor_data(&w, src, tensors, n_tensors, align);
+		r = put_tensor_data(&w, src, tensors, n_tensors, align, threads);
 	return r;
+}
+
+fmt_kind fmt_gguf_write_file(const fmt_model *src, const fmt_meta *meta, size_t n_meta,
+			 const fmt_tensor *tensors, size_t n_tensors, uint32_t align_request,
+			 fmt_sink *k, fmt_err *e)
+{
+	return write_file(src, meta, n_meta, tensors, n_tensors, align_request, 1, k, e);
 }
 
 fmt_kind fmt_gguf_check_meta(const fmt_meta *meta, size_t n_meta, uint32_t *align, fmt_err *e)
@@ -399,7 +417,7 @@ static const fmt_gguf_opts *gguf_opts(const fmt_write_opts *o)
 fmt_kind fmt_gguf_write(const fmt_model *m, fmt_sink *k, const fmt_write_opts *o, fmt_err *e)
 {
 	const fmt_gguf_opts *g = gguf_opts(o);
-	return fmt_gguf_write_file(m, m->meta, m->n_meta, m->tensors, m->n_tensors, g ? g->alignment : 0, k, e);
+	return write_file(m, m->meta, m->n_meta, m->tensors, m->n_tensors, g ? g->alignment : 0, o ? o->threads : 1, k, e);
 }
 
 int fmt_gguf_holds_dtype(fmt_dtype t)

@@ -184,6 +184,13 @@ fmt_kind fmt_tensor_each_chunk(const fmt_model *m, const fmt_tensor *t, fmt_chun
 fmt_kind fmt_model_write_tensors(const fmt_model *m, const size_t *order, size_t n, fmt_sink *k, int threads,
 				 fmt_err *e);
 
+/* The parallel case of fmt_model_write_tensors for tensors[0..n) (tensors of m, in that order),
+ * each followed by zeros up to a multiple of align bytes from k's end (GGUF's padding): written
+ * and *done set when it applies (threads > 1, a file output, no sequential input); otherwise
+ * *done is 0, nothing is written and the caller writes them in order. */
+fmt_kind fmt_model_place_tensors(const fmt_model *m, const fmt_tensor *tensors, size_t n, uint64_t align,
+				 fmt_sink *k, int threads, int *done, fmt_err *e);
+
 /* 1 on a thread that a parallel writer (fmt_model_write_tensors) runs: each such thread reads
  * its own tensor, so readers should not decode other tensors ahead. */
 int fmt_tensor_reads_in_parallel(void);

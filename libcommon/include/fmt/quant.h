@@ -40,6 +40,14 @@ int fmt_quantize_supported(fmt_dtype t);
 fmt_kind fmt_quantize(fmt_dtype t, const float *x, uint8_t *dst, uint64_t nelems, uint64_t first_elem,
 		      fmt_err *e);
 
+/* fmt_quantize in one pass over x, with the check of fmt_overflow_find (Q8_0, Q4_0) folded in:
+ * when x holds no NaN or infinity and no Q8_0/Q4_0 block's F16 scale overflows, *redo is 0
+ * and the result is fmt_quantize's. Otherwise *redo is 1, FMT_OK is returned, dst is
+ * unspecified and nothing is said: the caller runs the separate checks and fmt_quantize, whose
+ * messages name the element. */
+fmt_kind fmt_quantize_fused(fmt_dtype t, const float *x, uint8_t *dst, uint64_t nelems, uint64_t first_elem,
+			    int *redo, fmt_err *e);
+
 /* 1 if fmt_quantize_row_weighted takes importance weights for t: every type fmt_quantize
  * writes (Q8_0 ignores them, as ggml does). */
 int fmt_quantize_weighted_supported(fmt_dtype t);
@@ -61,5 +69,10 @@ void fmt_quantize_blocks(fmt_dtype t, const float *x, uint8_t *dst, uint64_t nbl
  * Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, IQ4_XS -> IQ4_NL, a 32-element type itself;
  * F16 when that does not divide the rows either. t when the rows divide. */
 fmt_dtype fmt_quantize_row_fallback(fmt_dtype t, uint64_t row_elems);
+
+/* Caps the SIMD the quantizers use (0 portable C, 1 AVX2, 2 AVX-512: the widest the CPU has);
+ * returns the previous cap. Every level writes the same bytes; tests compare them. The
+ * environment variable FMTKIT_QUANT_SIMD=portable|avx2 sets the same cap for a process. */
+int fmt_quant_use_simd(int level);
 
 #endif
