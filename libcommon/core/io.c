@@ -772,7 +772,7 @@ void fmt_test_stop_hook(void)
 	test_stop_hook(&stop_at_sink);
 }
 
-#define SINK_BUF_SIZE (1u << 20)
+#define SINK_BUF_SIZE FMT_SINK_PIECE
 
 static char *dir_of(const char *path)
 {
@@ -882,6 +882,8 @@ fmt_kind fmt_sink_write(fmt_sink *k, const void *data, size_t n, fmt_err *e)
 	k->written += n;
 	if (write_hook)
 		write_hook(write_hook_ctx, n);
+	if (k->buf_len == 0 && n >= SINK_BUF_SIZE)
+		return write_all(k, p, n, e);
 	if (k->buf_len + n <= SINK_BUF_SIZE) {
 		memcpy(k->buf + k->buf_len, p, n);
 		k->buf_len += n;

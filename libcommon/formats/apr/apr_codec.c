@@ -174,9 +174,8 @@ static fmt_kind emit(frame_writer *w, const void *p, size_t n, fmt_err *e)
 	return fmt_apr_out_write(w->o, p, n, e);
 }
 
-/* zstd's output is emitted in pieces of this size: more than a sink buffers (1 MiB), so that a
- * file sink writes them as they are instead of copying them into its buffer first. */
-#define APR_ZSTD_EMIT ((1u << 20) + (128u << 10))
+/* zstd's output is emitted in pieces a file sink writes as they are, not copied into its buffer */
+#define APR_ZSTD_EMIT FMT_SINK_PIECE
 
 static fmt_kind zstd_feed(frame_writer *w, const uint8_t *p, size_t n, ZSTD_EndDirective end, fmt_err *e)
 {
