@@ -463,13 +463,16 @@ fmt_kind fmt_source_view(fmt_source *s, uint64_t off, uint64_t n, const uint8_t 
 		*out = nothing;
 		return FMT_OK;
 	}
-	if (!s->map) {
+	if (!__atomic_load_n(&s->map, __ATOMIC_ACQUIRE)) {
 		if (s->size > SIZE_MAX)
 			return fmt_fail(e, FMT_IO, "file too large to map");
 		void *p = mmap(NULL, (size_t)s->size, PROT_READ, MAP_SHARED, s->fd, 0);
 		if (p == MAP_FAILED)
 			return io_fail(e, s->path, "cannot map");
-		s->map = p;
+		/* Tensors of one file may be viewed on several threads at once: one mapping wins. */
+		void *none = NULL;
+		if (!__atomic_compare_exchange_n(&s->map, &none, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			munmap(p, (size_t)s->size);
 	}
 	*out = (const uint8_t *)s->map + off;
 	return FMT_OK;
@@ -769,7 +772,7 @@ void fmt_test_stop_hook(void)
 	test_stop_hook(&stop_at_sink);
 }
 
-#define SINK_BUF_SIZE (1u << 20)
+#define SINK_BUF_SIZE FMT_SINK_PIECE
 
 static char *dir_of(const char *path)
 {
@@ -879,6 +882,8 @@ fmt_kind fmt_sink_write(fmt_sink *k, const void *data, size_t n, fmt_err *e)
 	k->written += n;
 	if (write_hook)
 		write_hook(write_hook_ctx, n);
+	if (k->buf_len == 0 && n >= SINK_BUF_SIZE)
+		return write_all(k, p, n, e);
 	if (k->buf_len + n <= SINK_BUF_SIZE) {
 		memcpy(k->buf + k->buf_len, p, n);
 		k->buf_len += n;

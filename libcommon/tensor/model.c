@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <string.h>
+#include <unistd.h>
 #include "fmt/checked.h"
 #include "fmt/half.h"
 #include "fmt/model.h"
@@ -356,6 +357,16 @@ fmt_kind fmt_tensor_load(const fmt_model *m, const fmt_tensor *t, const uint8_t 
 
 #define STREAM_CHUNK (1u << 20)   /* writes of more than 1 MiB cost the kernel 4x as much per byte (copies out of L2) */
 
+/* Pieces of about STREAM_CHUNK bytes, on chunk_align boundaries, at most the whole tensor. */
+static uint64_t stream_chunk(const fmt_tensor *t)
+{
+	uint64_t align = t->chunk_align ? t->chunk_align : 1;
+	uint64_t chunk = STREAM_CHUNK / align * align;
+	if (chunk == 0)
+		chunk = align;
+	return chunk > t->nbytes ? t->nbytes : chunk;
+}
+
 fmt_kind fmt_tensor_each_chunk(const fmt_model *m, const fmt_tensor *t, fmt_chunk_fn fn, void *ctx,
 			       fmt_err *e)
 {
@@ -363,12 +374,7 @@ fmt_kind fmt_tensor_each_chunk(const fmt_model *m, const fmt_tensor *t, fmt_chun
 		return FMT_OK;
 	if (t->nbytes > SIZE_MAX)
 		return out_of_memory_for(t, e);
-	uint64_t align = t->chunk_align ? t->chunk_align : 1;
-	uint64_t chunk = STREAM_CHUNK / align * align;
-	if (chunk == 0)
-		chunk = align;
-	if (chunk > t->nbytes)
-		chunk = t->nbytes;
+	uint64_t chunk = stream_chunk(t);
 	if (chunk > SIZE_MAX)
 		return out_of_memory_for(t, e);
 	if (t->data) {   /* in pieces too: what they go to (a write) is cheaper per byte in pieces */
@@ -388,6 +394,28 @@ fmt_kind fmt_tensor_each_chunk(const fmt_model *m, const fmt_tensor *t, fmt_chun
 			r = fn(ctx, buf, n, e);
 	}
 	free(buf);
+	return r;
+}
+
+fmt_kind fmt_tensor_each_mapped_chunk(const fmt_model *m, const fmt_tensor *t, fmt_chunk_fn fn, void *ctx,
+				      fmt_err *e)
+{
+	fmt_source *s = NULL;
+	if (t->data || t->reader || t->nbytes == 0 || tensor_source(m, t, &s, e) != FMT_OK || s->sequential)
+		return fmt_tensor_each_chunk(m, t, fn, ctx, e);
+	const uint8_t *bytes;
+	fmt_err ignored;
+	if (fmt_source_view(s, t->offset, t->nbytes, &bytes, &ignored) != FMT_OK)
+		return fmt_tensor_each_chunk(m, t, fn, ctx, e);   /* no room to map: read instead */
+	uint64_t chunk = stream_chunk(t), page = (uint64_t)sysconf(_SC_PAGESIZE);
+	fmt_kind r = FMT_OK;
+	for (uint64_t off = 0; r == FMT_OK && off < t->nbytes; off += chunk) {
+		size_t n = (size_t)(t->nbytes - off < chunk ? t->nbytes - off : chunk);
+		r = fn(ctx, bytes + off, n, e);
+		/* from a page back, so that the page the last piece ended in goes too */
+		uint64_t from = off > page ? off - page : 0;
+		fmt_source_drop(s, bytes + from, (size_t)(off + n - from));
+	}
 	return r;
 }
 

@@ -303,3 +303,15 @@ fmt_kind fmt_tensor_find_overflow(const fmt_model *in, const fmt_tensor *src, fm
 	free(raw);
 	return k;
 }
+
+const fmt_tensor *fmt_tensor_same_bytes(const fmt_model **m, const fmt_tensor *t)
+{
+	while (t->reader == retype_read) {
+		const retype_ctx *c = t->reader_ctx;
+		if (c->to != c->src->dtype)
+			break;
+		*m = c->in;
+		t = c->src;
+	}
+	return t;
+}

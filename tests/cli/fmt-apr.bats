@@ -201,6 +201,27 @@ PY
 	cmp big.apr one.apr
 }
 
+@test "a compressed .apr takes a file's tensors from its mapping and a pipe's by reads: the same bytes for both, any -T" {
+	make_job_model m.safetensors
+	for c in zstd lz4; do
+		for T in 1 2; do
+			fmt-convert -T $T -c $c m.safetensors file$T.$c.apr
+			cat m.safetensors | fmt-convert -T $T -c $c - pipe$T.$c.apr
+			cmp file$T.$c.apr pipe$T.$c.apr
+		done
+		cmp file1.$c.apr file2.$c.apr
+		run fmt-verify file2.$c.apr
+		assert_success
+	done
+	# a tensor converted on the way is read through its conversion, not mapped
+	fmt-convert -T 2 -c zstd --dtype f16 m.safetensors h_file.apr
+	cat m.safetensors | fmt-convert -T 2 -c zstd --dtype f16 - h_pipe.apr
+	cmp h_file.apr h_pipe.apr
+	fmt-convert h_file.apr h.safetensors
+	fmt-convert --dtype f16 m.safetensors want.safetensors
+	cmp h.safetensors want.safetensors
+}
+
 @test "fmt-inspect shows layout, flags by name, compression and stored sizes with ratios" {
 	make_numpy_model m.safetensors
 	fmt-convert -c zstd m.safetensors z.apr

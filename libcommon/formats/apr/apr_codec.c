@@ -7,6 +7,7 @@
 #include <zlib.h>
 #include <zstd.h>
 #include "fmt/checked.h"
+#include "fmt/retype.h"
 #include "fmt/strbuf.h"
 #include "apr_internal.h"
 
@@ -162,7 +163,7 @@ typedef struct frame_writer {
 	ZSTD_CCtx *z;
 	LZ4F_cctx *l;
 	uint8_t *buf;
-	size_t cap;
+	size_t cap, held;              /* held: zstd's output in buf not yet emitted */
 	uint64_t stored;
 	uint64_t fed, total;           /* input bytes given so far, and in all */
 } frame_writer;
@@ -173,18 +174,26 @@ static fmt_kind emit(frame_writer *w, const void *p, size_t n, fmt_err *e)
 	return fmt_apr_out_write(w->o, p, n, e);
 }
 
+/* zstd's output is emitted in pieces a file sink writes as they are, not copied into its buffer */
+#define APR_ZSTD_EMIT FMT_SINK_PIECE
+
 static fmt_kind zstd_feed(frame_writer *w, const uint8_t *p, size_t n, ZSTD_EndDirective end, fmt_err *e)
 {
 	ZSTD_inBuffer in = { p, n, 0 };
 	for (;;) {
-		ZSTD_outBuffer out = { w->buf, w->cap, 0 };
+		ZSTD_outBuffer out = { w->buf, w->cap, w->held };
 		size_t left = ZSTD_compressStream2(w->z, &out, &in, end);
 		if (ZSTD_isError(left))
 			return fmt_fail(e, FMT_INTERNAL, "zstd: %s", ZSTD_getErrorName(left));
-		fmt_kind k = emit(w, w->buf, out.pos, e);
-		if (k != FMT_OK)
-			return k;
-		if (end == ZSTD_e_end ? left == 0 : in.pos == in.size)
+		int done = end == ZSTD_e_end ? left == 0 : in.pos == in.size;
+		w->held = out.pos;
+		if (w->held == w->cap || (done && end == ZSTD_e_end)) {
+			fmt_kind k = emit(w, w->buf, w->held, e);
+			w->held = 0;
+			if (k != FMT_OK)
+				return k;
+		}
+		if (done)
 			return FMT_OK;
 	}
 }
@@ -221,7 +230,7 @@ static fmt_kind frame_chunk(void *ctx, const uint8_t *p, size_t n, fmt_err *e)
 static fmt_kind zstd_begin(frame_writer *w, const fmt_tensor *t, int level, int workers, fmt_err *e)
 {
 	w->z = ZSTD_createCCtx();
-	w->cap = ZSTD_CStreamOutSize();
+	w->cap = APR_ZSTD_EMIT;
 	w->buf = malloc(w->cap);
 	if (!w->z || !w->buf)
 		return fmt_fail(e, FMT_IO, "out of memory");
@@ -270,8 +279,11 @@ fmt_kind fmt_apr_compress_tensor(const fmt_model *m, const fmt_tensor *t, apr_co
 {
 	frame_writer w = { .codec = codec, .o = o, .total = t->nbytes };
 	fmt_kind k = codec == APR_CODEC_ZSTD ? zstd_begin(&w, t, level, workers, e) : lz4_begin(&w, t, level, e);
-	if (k == FMT_OK)
-		k = fmt_tensor_each_chunk(m, t, frame_chunk, &w, e);
+	if (k == FMT_OK) {
+		const fmt_model *from = m;
+		const fmt_tensor *bytes = fmt_tensor_same_bytes(&from, t);
+		k = fmt_tensor_each_mapped_chunk(from, bytes, frame_chunk, &w, e);
+	}
 	if (k == FMT_OK)
 		k = frame_end(&w, e);
 	*stored = w.stored;

@@ -166,6 +166,9 @@ typedef struct fmt_sink {
 #define FMT_SINK_FORCE 1u /* overwrite an existing destination */
 
 fmt_kind fmt_sink_open(fmt_sink *k, const char *path, unsigned flags, fmt_err *e);
+/* Buffered; a piece of FMT_SINK_PIECE bytes or more with nothing buffered before it goes to the
+ * file as it is (the size the kernel copies cheapest: larger writes cost it more per byte). */
+#define FMT_SINK_PIECE (1u << 20)
 fmt_kind fmt_sink_write(fmt_sink *k, const void *data, size_t n, fmt_err *e);
 fmt_kind fmt_sink_zeros(fmt_sink *k, uint64_t n, fmt_err *e);
 /* Overwrite n bytes at offset off of what was already written (a header patched once the data

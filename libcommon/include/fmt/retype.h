@@ -40,4 +40,9 @@ fmt_kind fmt_model_add_retyped_weighted(fmt_model *out, const fmt_model *in, con
 					const char *name, fmt_dtype to, const float *weights, uint64_t rows_per_set,
 					fmt_pool *pool, fmt_err *e);
 
+/* The tensor whose bytes t's are unchanged (t itself, or the source of a retype to the same
+ * dtype, followed down), with its model in *m: a writer can then take them straight from the
+ * input file (fmt_tensor_each_mapped_chunk). */
+const fmt_tensor *fmt_tensor_same_bytes(const fmt_model **m, const fmt_tensor *t);
+
 #endif
