@@ -328,6 +328,25 @@ void fmt_tv_infer_add(fmt_tv_infer *t, const char *s, size_t n)
 	}
 }
 
+/* What fmt_tv_infer_add tracks only while a type is still possible is taken from later only
+ * then: later saw its values while the type was possible for it, which one pass would have too. */
+void fmt_tv_infer_merge(fmt_tv_infer *t, const fmt_tv_infer *later)
+{
+	if (t->can & TV_FLOAT)
+		t->real |= later->real;
+	if (t->can & TV_TIME) {
+		t->zoned |= later->zoned;
+		t->unzoned |= later->unzoned;
+		if (later->digits > t->digits)
+			t->digits = later->digits;
+	}
+	t->seen |= later->seen;
+	t->nulls |= later->nulls;
+	t->can &= later->can;
+	if (t->zoned && t->unzoned)
+		t->can &= ~(unsigned)TV_TIME;
+}
+
 void fmt_tv_infer_field(const fmt_tv_infer *t, fmt_field *f)
 {
 	f->nullable = t->nulls != 0;

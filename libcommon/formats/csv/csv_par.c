@@ -1,0 +1,402 @@
+/* The CSV reader on several threads (-T). The inference pass splits the rows into one chunk a
+ * thread at record boundaries: the quotes before a nominal split point say whether it lies in a
+ * quoted field (a well-formed file toggles its quote state at every quote, "" included), and the
+ * first line feed after it outside quotes ends a record. Each chunk is parsed and inferred on its
+ * own; the chunks are merged in order, each checked to start where the one before really ended
+ * (a malformed quote misleads the count: from the first chunk that does not, one thread reads
+ * the rest), so types, row counts and the first error are those of one pass. Along the way a
+ * checkpoint every CSV_CHECKPOINT_ROWS rows says where a record starts: the batches of the second
+ * pass (the same rows per batch whatever -T) are parsed a wave of one per thread at a time, each
+ * from the checkpoint before its first row. */
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/thread.h"
+#include "csv_internal.h"
+
+#define MIN_CHUNK (64u << 10)   /* smaller files are read on one thread */
+#define SCAN_BLOCK (1u << 20)
+
+typedef struct par_slot {
+	fmt_batch b;
+	int done;                  /* no rows were left (not expected: the first pass counted them) */
+	fmt_kind k;
+	fmt_err e;
+} par_slot;
+
+struct csv_par {
+	fmt_pool *pool;
+	csv_checkpoints cps;       /* rows counted from the first data row, ascending */
+	csv_state *workers;        /* one per task of a wave */
+	int *worker_open;
+	par_slot *slots;
+	size_t n_workers, wave, taken;
+	uint64_t first_batch;      /* of the wave in slots */
+	const fmt_schema *schema;
+	uint64_t n_rows;
+};
+
+/* ---- the inference pass ---- */
+
+typedef struct chunk {
+	uint64_t from, to;         /* nominal range; then [start, end) as found */
+	uint64_t quotes, lfs;      /* in [from, to) */
+	uint64_t start, start_line; /* the first record boundary after from (chunk 0: from) */
+	uint64_t lfs_to_start;     /* line feeds in [from, start) */
+	uint64_t end, end_line;    /* where its parse ended */
+	int parity;                /* quotes before from, mod 2 */
+	uint64_t rows;
+	fmt_tv_infer *inf;
+	csv_checkpoints cps;
+	fmt_kind k;
+	fmt_err e;
+} chunk;
+
+typedef struct infer_job {
+	csv_state *s;
+	chunk *c;
+	size_t n;
+	char **bufs;               /* a scan block per chunk */
+} infer_job;
+
+static void count_task(void *ctx, size_t i)
+{
+	infer_job *j = ctx;
+	chunk *c = &j->c[i];
+	for (uint64_t off = c->from; off < c->to && c->k == FMT_OK;) {
+		size_t n = c->to - off < SCAN_BLOCK ? (size_t)(c->to - off) : SCAN_BLOCK;
+		c->k = fmt_source_read(j->s->in.src, off, j->bufs[i], n, &c->e);
+		if (c->k != FMT_OK)
+			break;
+		c->quotes += csv_count_byte(j->bufs[i], n, '"');
+		c->lfs += csv_count_byte(j->bufs[i], n, '\n');
+		off += n;
+	}
+}
+
+/* The first record boundary after from (entered with the quote state parity): just past the
+ * first line feed outside quotes, or the end of the file. */
+static void boundary_task(void *ctx, size_t i)
+{
+	infer_job *j = ctx;
+	chunk *c = &j->c[i];
+	uint64_t size = j->s->in.src->size, off = c->from;
+	int quoted = c->parity;
+	c->start = size;
+	if (i == 0) {
+		c->start = c->from;
+		return;
+	}
+	while (off < size && c->k == FMT_OK) {
+		size_t n = size - off < SCAN_BLOCK ? (size_t)(size - off) : SCAN_BLOCK;
+		const char *p = j->bufs[i];
+		if ((c->k = fmt_source_read(j->s->in.src, off, j->bufs[i], n, &c->e)) != FMT_OK)
+			return;
+		for (size_t at = 0; (at += csv_special_byte(p + at, n - at, '"')) < n; at++) {
+			if (p[at] == '"') {
+				quoted = !quoted;
+			} else if (p[at] == '\n') {
+				c->lfs_to_start++;
+				if (!quoted) {
+					c->start = off + at + 1;
+					return;
+				}
+			}
+		}
+		off += n;
+	}
+}
+
+static void parse_task(void *ctx, size_t i)
+{
+	infer_job *j = ctx;
+	chunk *c = &j->c[i];
+	csv_state w;
+	if (c->k != FMT_OK)
+		return;
+	if ((c->k = csv_state_clone(&w, j->s, c->start, c->start_line, &c->e)) == FMT_OK) {
+		w.limit = i + 1 < j->n ? j->c[i + 1].start : UINT64_MAX;
+		c->k = csv_infer_range(&w, c->inf, &c->rows, &c->cps, &c->e);
+		c->end = csv_state_offset(&w);
+		c->end_line = w.line;
+	}
+	csv_state_free(&w);
+}
+
+/* c's checkpoints onto the table's, its rows counted from first_row. */
+static int add_checkpoints(csv_checkpoints *all, const csv_checkpoints *c, uint64_t first_row)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (!csv_checkpoint_add(all, first_row + c->v[i].row, c->v[i].off, c->v[i].line))
+			return 0;
+	return 1;
+}
+
+/* One thread from off (line) to the end: after a chunk that did not end where the next began. */
+static fmt_kind read_rest(csv_state *s, uint64_t off, uint64_t line, fmt_tv_infer *inf, uint64_t *rows,
+			  csv_checkpoints *all, fmt_err *e)
+{
+	csv_state w;
+	csv_checkpoints cps = { 0 };
+	uint64_t first_row = *rows;
+	fmt_tv_infer *part = calloc(s->n_cols ? s->n_cols : 1, sizeof *part);
+	fmt_kind k = part ? csv_state_clone(&w, s, off, line, e) : fmt_fail(e, FMT_IO, "out of memory");
+	if (!part)
+		return k;
+	for (size_t i = 0; i < s->n_cols; i++)
+		fmt_tv_infer_init(&part[i]);
+	if (k == FMT_OK)
+		k = csv_infer_range(&w, part, rows, &cps, e);
+	csv_state_free(&w);
+	for (size_t i = 0; k == FMT_OK && i < s->n_cols; i++)
+		fmt_tv_infer_merge(&inf[i], &part[i]);
+	if (k == FMT_OK && !add_checkpoints(all, &cps, first_row))
+		k = fmt_fail(e, FMT_IO, "out of memory");
+	free(cps.v);
+	free(part);
+	return k;
+}
+
+/* The chunks in order into inf, rows and the checkpoints. */
+static fmt_kind merge_chunks(csv_state *s, chunk *c, size_t n, fmt_tv_infer *inf, uint64_t *rows, fmt_err *e)
+{
+	uint64_t off = s->data_off, line = s->data_line;
+	for (size_t i = 0; i < n; i++) {
+		if (c[i].start != off || c[i].start_line != line)
+			return read_rest(s, off, line, inf, rows, &s->par->cps, e);
+		if (c[i].k != FMT_OK) {
+			*e = c[i].e;
+			return c[i].k;
+		}
+		for (size_t col = 0; col < s->n_cols; col++)
+			fmt_tv_infer_merge(&inf[col], &c[i].inf[col]);
+		if (!add_checkpoints(&s->par->cps, &c[i].cps, *rows))
+			return fmt_fail(e, FMT_IO, "out of memory");
+		*rows += c[i].rows;
+		off = c[i].end;
+		line = c[i].end_line;
+	}
+	return FMT_OK;
+}
+
+int csv_par_wanted(const csv_state *s)
+{
+	const fmt_source *src = s->in.src;
+	return s->threads > 1 && !src->sequential && !src->observe && src->size > s->data_off &&
+	       src->size - s->data_off >= 2 * (uint64_t)MIN_CHUNK;
+}
+
+static size_t chunk_count(const csv_state *s)
+{
+	uint64_t most = (s->in.src->size - s->data_off) / MIN_CHUNK;
+	return (uint64_t)s->threads < most ? (size_t)s->threads : (size_t)most;
+}
+
+static fmt_kind setup_chunks(infer_job *j, fmt_err *e)
+{
+	csv_state *s = j->s;
+	uint64_t bytes = s->in.src->size - s->data_off;
+	for (size_t i = 0; i < j->n; i++) {
+		chunk *c = &j->c[i];
+		c->from = s->data_off + bytes / j->n * i;
+		c->to = i + 1 < j->n ? s->data_off + bytes / j->n * (i + 1) : s->in.src->size;
+		c->inf = calloc(s->n_cols ? s->n_cols : 1, sizeof *c->inf);
+		j->bufs[i] = malloc(SCAN_BLOCK);
+		if (!c->inf || !j->bufs[i])
+			return fmt_fail(e, FMT_IO, "out of memory");
+		for (size_t col = 0; col < s->n_cols; col++)
+			fmt_tv_infer_init(&c->inf[col]);
+	}
+	return FMT_OK;
+}
+
+/* The first error of the chunks' scans, in file order. */
+static fmt_kind chunk_error(const infer_job *j, fmt_err *e)
+{
+	for (size_t i = 0; i < j->n; i++)
+		if (j->c[i].k != FMT_OK) {
+			*e = j->c[i].e;
+			return j->c[i].k;
+		}
+	return FMT_OK;
+}
+
+/* Quote parity and line of each chunk's start from the counts before it. */
+static void place_starts(infer_job *j)
+{
+	uint64_t quotes = 0, lfs = 0;
+	for (size_t i = 0; i < j->n; i++) {
+		j->c[i].parity = (int)(quotes & 1);
+		j->c[i].start_line = j->s->data_line + lfs;
+		quotes += j->c[i].quotes;
+		lfs += j->c[i].lfs;
+	}
+}
+
+static void free_job(infer_job *j)
+{
+	for (size_t i = 0; i < j->n; i++) {
+		free(j->c[i].inf);
+		free(j->c[i].cps.v);
+		if (j->bufs)
+			free(j->bufs[i]);
+	}
+	free(j->c);
+	free(j->bufs);
+}
+
+fmt_kind csv_par_infer(csv_state *s, fmt_tv_infer *inf, uint64_t *rows, fmt_err *e)
+{
+	infer_job j = { s, NULL, chunk_count(s), NULL };
+	fmt_kind k;
+	if (!(s->par = calloc(1, sizeof *s->par)))
+		return fmt_fail(e, FMT_IO, "out of memory");
+	if ((k = fmt_pool_create(&s->par->pool, s->threads, e)) != FMT_OK)
+		return k;
+	j.c = calloc(j.n, sizeof *j.c);
+	j.bufs = calloc(j.n, sizeof *j.bufs);
+	k = j.c && j.bufs ? setup_chunks(&j, e) : fmt_fail(e, FMT_IO, "out of memory");
+	if (k == FMT_OK) {
+		fmt_pool_run(s->par->pool, j.n, count_task, &j);
+		k = chunk_error(&j, e);
+	}
+	if (k == FMT_OK) {
+		place_starts(&j);
+		fmt_pool_run(s->par->pool, j.n, boundary_task, &j);
+		k = chunk_error(&j, e);
+	}
+	if (k == FMT_OK) {
+		for (size_t i = 0; i < j.n; i++)
+			j.c[i].start_line += j.c[i].lfs_to_start;
+		for (size_t i = 0; i < j.n; i++) {
+			free(j.bufs[i]);
+			j.bufs[i] = NULL;
+		}
+		fmt_pool_run(s->par->pool, j.n, parse_task, &j);
+		k = merge_chunks(s, j.c, j.n, inf, rows, e);
+	}
+	free_job(&j);
+	return k;
+}
+
+/* ---- the batches ---- */
+
+/* The last checkpoint at or before row. */
+static const csv_checkpoint *checkpoint_before(const csv_checkpoints *cps, uint64_t row)
+{
+	size_t lo = 0, hi = cps->n;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (cps->v[mid].row <= row)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return &cps->v[lo];
+}
+
+static fmt_kind worker_at(struct csv_par *p, size_t i, const csv_state *proto, const csv_checkpoint *cp, fmt_err *e)
+{
+	csv_state *w = &p->workers[i];
+	if (p->worker_open[i]) {
+		csv_state_seek(w, cp->off, cp->line);
+		return FMT_OK;
+	}
+	fmt_kind k = csv_state_clone(w, proto, cp->off, cp->line, e);
+	p->worker_open[i] = 1;
+	if (k == FMT_OK && !(w->cols = calloc(w->n_cols ? w->n_cols : 1, sizeof *w->cols)))
+		k = fmt_fail(e, FMT_IO, "out of memory");
+	return k;
+}
+
+typedef struct wave_job {
+	csv_state *s;
+} wave_job;
+
+static void batch_task(void *ctx, size_t i)
+{
+	csv_state *s = ((wave_job *)ctx)->s;
+	struct csv_par *p = s->par;
+	par_slot *slot = &p->slots[i];
+	uint64_t row = (p->first_batch + i) * s->batch_rows;
+	const csv_checkpoint *cp = checkpoint_before(&p->cps, row);
+	int got = 1;
+	slot->done = 0;
+	slot->k = fmt_batch_init(&slot->b, p->schema->n_fields, &slot->e);
+	if (slot->k == FMT_OK)
+		slot->k = worker_at(p, i, s, cp, &slot->e);
+	for (uint64_t skip = row - cp->row; slot->k == FMT_OK && skip > 0 && got; skip--)
+		slot->k = csv_next_record(&p->workers[i], &got, &slot->e);
+	if (slot->k == FMT_OK)
+		slot->k = fmt_text_next_batch(csv_row, &p->workers[i], s->batch_rows, p->workers[i].cols, p->schema,
+					      &slot->b, &slot->done, &slot->e);
+}
+
+static fmt_kind start_wave(csv_state *s, fmt_err *e)
+{
+	struct csv_par *p = s->par;
+	uint64_t batches = (p->n_rows + s->batch_rows - 1) / s->batch_rows;
+	size_t n = p->n_workers;
+	if (!p->slots) {
+		p->slots = calloc(n, sizeof *p->slots);
+		p->workers = calloc(n, sizeof *p->workers);
+		p->worker_open = calloc(n, sizeof *p->worker_open);
+		if (!p->slots || !p->workers || !p->worker_open)
+			return fmt_fail(e, FMT_IO, "out of memory");
+	} else {
+		p->first_batch += p->wave;
+	}
+	p->wave = batches - p->first_batch < n ? (size_t)(batches - p->first_batch) : n;
+	p->taken = 0;
+	wave_job j = { s };
+	fmt_pool_run(p->pool, p->wave, batch_task, &j);
+	return FMT_OK;
+}
+
+fmt_kind csv_par_next(csv_state *s, const fmt_schema *schema, uint64_t n_rows, fmt_batch *b, int *done, fmt_err *e)
+{
+	struct csv_par *p = s->par;
+	fmt_kind k;
+	*done = 0;
+	p->schema = schema;
+	p->n_rows = n_rows;
+	if (!p->n_workers)
+		p->n_workers = (size_t)s->threads;
+	if ((!p->slots || p->taken == p->wave) && (k = start_wave(s, e)) != FMT_OK)
+		return k;
+	if (p->taken == p->wave) {
+		*done = 1;
+		return FMT_OK;
+	}
+	par_slot *slot = &p->slots[p->taken++];
+	if (slot->k != FMT_OK) {
+		*e = slot->e;
+		return slot->k;
+	}
+	if (slot->done) {
+		*done = 1;
+		return FMT_OK;
+	}
+	fmt_batch_free(b);
+	*b = slot->b;
+	memset(&slot->b, 0, sizeof slot->b);
+	return FMT_OK;
+}
+
+void csv_par_free(csv_state *s)
+{
+	struct csv_par *p = s->par;
+	if (!p)
+		return;
+	fmt_pool_destroy(p->pool);
+	for (size_t i = 0; p->slots && p->workers && p->worker_open && i < p->n_workers; i++) {
+		fmt_batch_free(&p->slots[i].b);
+		if (p->worker_open[i])
+			csv_state_free(&p->workers[i]);
+	}
+	free(p->slots);
+	free(p->workers);
+	free(p->worker_open);
+	free(p->cps.v);
+	free(p);
+	s->par = NULL;
+}
