@@ -248,3 +248,76 @@ EOF2
 	assert_equal "$stderr" "fmt-convert: error: o.parquet: row group 0: Parquet: column 's': page CRC differs"
 	[ ! -e all.csv ] && [ ! -e n2.csv ]
 }
+
+# A CSV of 1000 rows in row groups of 250 (ids 0-249, 250-499, ...): ints narrowed by --schema,
+# floats with NaN and -0, text and timestamps with nulls in one group only.
+stats_csv() {
+	awk 'BEGIN { print "id,x,s,f,d,t,u,v"
+		for (i = 0; i < 1000; i++) {
+			x = (i >= 750 && i % 50 == 0) ? "NaN" : (i == 300 ? "-0.0" : (i % 7) + 0.5 + (i >= 500 ? 10 : 0))
+			s = (i >= 250 && i < 500 && i % 3 == 0) ? "" : sprintf("s%04d", i)
+			t = (i < 250 && i % 10 == 0) ? "" : sprintf("2024-01-%02dT%02d:00:00", 1 + int(i / 40), i % 24)
+			printf "%d,%s,%s,%s,2020-%02d-01,%s,%d,%d\n", i, x, s, (i < 500 ? "false" : (i % 2 ? "true" : "false")), 1 + int(i / 100), t, int(i / 8) - 60, i % 9
+		} }' >in.csv
+	printf '{"u": "int8", "v": "uint32", "d": "date32"}' >schema.json
+	fmt-convert -q --schema schema.json in.csv in2.csv
+	fmt-convert -q --row-group-rows 250 --schema schema.json in.csv o.parquet
+}
+
+@test "--where skips row groups by their statistics: the rows are those of the same --where on the CSV" {
+	stats_csv
+	run fmt-inspect --json o.parquet
+	assert_output --partial '"row_group_count":4'
+	for w in 'id < 250' 'id <= 249' 'id = 500' 'id != 5' 'id > 749' 'id >= 750' 'id > 999' \
+		'x < 0.5' 'x <= 0' 'x = 0' 'x = 10.5' 'x > 16' 'x >= 16.5' 'x != 3.5' 'x is null' \
+		's = s0500' 's < s0100' 's > s0900' 's is null' 's is not null' 'f = true' 'f != false' \
+		'd >= 2020-09-01' 'd < 2020-02-01' 't < 2024-01-02T00:00:00' 't is null' 't is not null' \
+		'u > 60' 'u <= -60' 'u = 0' 'v = 7' 'v > 8'; do
+		fmt-convert -q -f --where "$w" in2.csv want.csv
+		fmt-convert -q -f --where "$w" o.parquet got.csv
+		cmp want.csv got.csv || fail "--where '$w' differs"
+	done
+	run fmt-convert -q -f --where 'id >= 250' --where 'id < 500' --where 's is null' o.parquet got.csv
+	assert_success
+	assert_equal "$(wc -l <got.csv)" 84
+}
+
+@test "--where: a row group the statistics exclude is never read (its damaged pages do not matter)" {
+	stats_csv
+	# every column chunk of row group 1 (ids 250-499) starts with a broken page header
+	/usr/bin/python3 -c '
+import json, subprocess
+d = json.loads(subprocess.check_output(["fmt-inspect", "--json", "o.parquet"]))
+b = bytearray(open("o.parquet", "rb").read())
+for c in d["parquet"]["row_groups"]["1"]["columns"].values():
+    b[c["offset"]:c["offset"] + 6] = b"\xff" * 6
+open("bad.parquet", "wb").write(b)'
+	run --separate-stderr fmt-convert --no-verify bad.parquet all.csv
+	assert_failure 4
+	assert_equal "$stderr" "fmt-convert: error: bad.parquet: Parquet: column 'id': malformed page header"
+	nothing_written all.csv
+	for w in 'id < 250' 'id >= 500' 's > s0700' 'u > 40' 'd >= 2020-06-01' 't is null'; do
+		fmt-convert -q -f --where "$w" in2.csv want.csv
+		run fmt-convert -q -f --no-verify --where "$w" bad.parquet got.csv
+		assert_success
+		cmp want.csv got.csv || fail "--where '$w' differs"
+	done
+	# a test the statistics cannot decide reads the group
+	run --separate-stderr fmt-convert -f --no-verify --where 'id != 7' bad.parquet got.csv
+	assert_failure 4
+	# floats: NaN is above every number and not in the statistics, so > never skips
+	run --separate-stderr fmt-convert -f --no-verify --where 'x > 100' bad.parquet got.csv
+	assert_failure 4
+	# the check before reading still sees the damage
+	run --separate-stderr fmt-convert -f --where 'id < 250' bad.parquet got2.csv
+	assert_failure 4
+	assert_equal "$stderr" "fmt-convert: error: bad.parquet: row group 1: Parquet: column 'id': malformed page header"
+	nothing_written got2.csv
+}
+
+@test "--where with --include on Parquet (the selection under the row view) reads the right columns" {
+	stats_csv
+	run fmt-convert -q --where 'id < 3' --include s o.parquet sel.csv
+	assert_success
+	assert_equal "$(cat sel.csv)" "$(printf 's\ns0000\ns0001\ns0002')"
+}

@@ -60,6 +60,7 @@ typedef struct pq_stats {
 	uint32_t min_len, max_len;
 	int64_t null_count;         /* -1 when absent */
 	int64_t distinct_count;     /* -1 when absent */
+	int legacy;                 /* min and max from the deprecated fields (signed byte order) */
 } pq_stats;
 
 typedef struct pq_chunk {
