@@ -321,3 +321,61 @@ open("bad.parquet", "wb").write(b)'
 	assert_success
 	assert_equal "$(cat sel.csv)" "$(printf 's\ns0000\ns0001\ns0002')"
 }
+
+@test "a timestamp's zone name travels through Parquet (ARROW:schema, as pyarrow keeps it) and back" {
+	printf 'id,t\n1,2024-03-01T12:00:00+01:00\n2,\n3,1999-12-31T23:59:59.5Z\n' >z.csv
+	printf '{"t": "timestamp[ms, Europe/Paris]"}' >zs.json
+	fmt-convert -q --schema zs.json z.csv z.arrow
+	fmt-convert -q z.arrow z.parquet
+	run fmt-inspect z.parquet
+	assert_success
+	assert_line "  t  timestamp[ms, Europe/Paris]"
+	run fmt-inspect --json z.parquet
+	assert_output --partial '"timezone":"Europe/Paris"'
+	assert_output --partial '"metadata":{}'
+	assert_output --partial '"t":"INT64 TIMESTAMP(ms, UTC) (optional)"'
+	for to in arrow ald; do
+		fmt-convert -q z.parquet "back.$to"
+		run fmt-inspect "back.$to"
+		assert_line "  t  timestamp[ms, Europe/Paris]"
+	done
+	fmt-convert -q z.parquet back.jsonl
+	fmt-convert -q z.arrow want.jsonl
+	cmp want.jsonl back.jsonl
+	assert_equal "$(sed -n 1p back.jsonl)" '{"id":1,"t":"2024-03-01T11:00:00Z"}'
+	# Parquet to Parquet keeps it (one ARROW:schema, the new one)
+	fmt-convert -q z.parquet again.parquet
+	run fmt-inspect again.parquet
+	assert_line "  t  timestamp[ms, Europe/Paris]"
+	assert_equal "$(grep -c -a 'ARROW:schema' again.parquet)" 1
+	# UTC needs none: the file has no ARROW:schema
+	fmt-convert -q z.csv utc.parquet
+	run fmt-inspect utc.parquet
+	assert_line "  t  timestamp[ms, UTC]"
+	! grep -q -a 'ARROW:schema' utc.parquet
+}
+
+@test "a damaged ARROW:schema is ignored: the instants read as UTC, as without it" {
+	printf 'id,t\n1,2024-03-01T12:00:00+01:00\n' >z.csv
+	printf '{"t": "timestamp[us, +05:30]"}' >zs.json
+	fmt-convert -q --schema zs.json z.csv z.parquet
+	run fmt-inspect z.parquet
+	assert_line "  t  timestamp[us, +05:30]  not null"
+	# its Base64 made invalid (same length), then valid Base64 of bytes that are no schema
+	/usr/bin/python3 -c '
+import base64, re, sys
+b = open("z.parquet", "rb").read()
+m = re.search(rb"ARROW:schema\x18([\x80-\xff]*[\x00-\x7f])", b)
+at = m.end()
+n = len(b[at:].split(b"\x00")[0])
+open("bad1.parquet", "wb").write(b[:at] + b"!" * 8 + b[at + 8:])
+junk = base64.b64encode(b"\xff\xff\xff\xff\x08\x00\x00\x00" + b"\x01" * 200)[:n]
+open("bad2.parquet", "wb").write(b[:at] + junk + b"A" * (n - len(junk)) + b[at + n:])'
+	for f in bad1 bad2; do
+		run fmt-inspect "$f.parquet"
+		assert_success
+		assert_line "  t  timestamp[us, UTC]  not null"
+		fmt-convert -q "$f.parquet" "$f.jsonl"
+		assert_equal "$(cat "$f.jsonl")" '{"id":1,"t":"2024-03-01T11:00:00Z"}'
+	done
+}

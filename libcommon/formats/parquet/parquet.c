@@ -93,6 +93,8 @@ static fmt_kind pq_open(fmt_table *t, fmt_err *e)
 	s->size = t->source.size;
 	if (k == FMT_OK)
 		k = fmt_pq_meta_read(s->data, s->size, &s->m, &t->schema, e);
+	if (k == FMT_OK)
+		k = fmt_pq_arrow_schema_apply(&t->schema, e);
 	if (k == FMT_OK && (!(s->cursors = calloc(s->m.n_leaves ? s->m.n_leaves : 1, sizeof *s->cursors)) ||
 			    !(s->leaf_of = malloc((t->schema.n_fields ? t->schema.n_fields : 1) * sizeof *s->leaf_of))))
 		k = fmt_fail(e, FMT_IO, "out of memory");

@@ -172,6 +172,16 @@ fmt_kind fmt_pq_cursor_take(pq_cursor *c, const fmt_field *f, uint64_t n, fmt_co
 /* Every page of the chunk read and decoded (fmt-verify); *pages counts them. */
 fmt_kind fmt_pq_cursor_check_all(pq_cursor *c, uint64_t *pages, fmt_err *e);
 
+/* ---- Arrow's schema (pq_arrow.c) ---- */
+
+#define FMT_PQ_ARROW_SCHEMA "ARROW:schema"
+/* The ARROW:schema value (malloc'd) for s when a timestamp column has a zone Parquet cannot
+ * name (other than UTC), else *out = NULL. */
+fmt_kind fmt_pq_arrow_schema_value(const fmt_schema *s, char **out, fmt_err *e);
+/* Take the zones of an ARROW:schema key of s's metadata over its UTC-adjusted timestamps (a
+ * malformed one is ignored: the values stay UTC) and drop the key. */
+fmt_kind fmt_pq_arrow_schema_apply(fmt_schema *s, fmt_err *e);
+
 /* ---- writing ---- */
 fmt_kind fmt_pq_write(fmt_table *in, fmt_sink *k, int codec, int level, uint64_t group_rows, fmt_err *e);
 
