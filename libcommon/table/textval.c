@@ -307,7 +307,8 @@ void fmt_tv_infer_add(fmt_tv_infer *t, const char *s, size_t n)
 	/* as fmt_tv_uint64 reads it: no sign but + */
 	if ((t->can & TV_UINT) && !(is_int64 ? i >= 0 && s[0] != '-' : fmt_tv_uint64(s, n, &u)))
 		t->can &= ~(unsigned)TV_UINT;
-	if (t->can & TV_FLOAT) {
+	/* an int64 literal is float syntax and not "real": nothing to learn about floats */
+	if ((t->can & TV_FLOAT) && !is_int64) {
 		int syn = float_syntax(s, n);
 		if (syn == 0 || (syn < 0 && !fmt_tv_float(s, n, &d)))
 			t->can &= ~(unsigned)TV_FLOAT;
