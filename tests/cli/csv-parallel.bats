@@ -111,3 +111,29 @@ setup() {
 	run sed -n 20001p v1.jsonl
 	assert_output --partial '{"a":1,"b":"clo\nu1\nu2\n'
 }
+
+@test "a value not of its --schema type in the third batch: the same error for every -T, nothing written" {
+	{
+		echo "n,x"
+		seq 200000 | sed 's/.*/&,&/'
+	} >big.csv
+	sed -i '150001s/.*/150000,abc/' big.csv
+	printf '{"x": "int32"}' >schema.json
+	for t in 1 2 3 8; do
+		run fmt-convert --schema schema.json -T "$t" big.csv "o$t.parquet"
+		assert_failure 4
+		assert_output 'fmt-convert: error: big.csv: line 150001, column 2: "abc" is not an int32'
+		nothing_written "o$t.parquet"
+	done
+}
+
+@test "reading stops early (--rows) with batches parsed ahead: the same rows, no hang" {
+	cp "$EDGES" e.csv
+	fmt-convert -q -T 1 --rows 70000:70010 e.csv one.jsonl
+	for t in 2 5; do
+		run timeout 60 fmt-convert -q -T "$t" --rows 70000:70010 e.csv "t$t.jsonl"
+		assert_success
+		cmp one.jsonl "t$t.jsonl"
+	done
+	assert_equal "$(wc -l <one.jsonl)" 10
+}

@@ -343,7 +343,7 @@ static fmt_kind infer(fmt_table *t, csv_state *s, char **names, fmt_err *e)
 				k = fmt_fail(e, FMT_USAGE, "--schema names column '%s', which the file does not have", key);
 	}
 	free(inf);
-	t->n_rows = rows;
+	t->n_rows = s->rows = rows;
 	return k;
 }
 
@@ -631,7 +631,7 @@ static fmt_kind csv_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 {
 	csv_state *s = t->format_state;
 	if (s->par)
-		return csv_par_next(s, &t->schema, t->n_rows, b, done, e);
+		return csv_par_next(s, &t->schema, b, done, e);
 	return fmt_text_next_batch(csv_row, s, s->batch_rows, s->cols, &t->schema, b, done, e);
 }
 

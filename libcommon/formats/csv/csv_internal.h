@@ -32,6 +32,7 @@ typedef struct csv_state {
 	uint64_t batch_rows;
 	col_builder *cols;
 	int threads;               /* -T */
+	uint64_t rows;             /* data rows, as the first pass counted them */
 	struct csv_par *par;       /* the parallel reader's batches, NULL when reading on one thread */
 } csv_state;
 
@@ -73,7 +74,7 @@ int csv_checkpoint_add(csv_checkpoints *cps, uint64_t row, uint64_t off, uint64_
  * one thread. Leaves s->par set up for csv_par_next. */
 fmt_kind csv_par_infer(csv_state *s, fmt_tv_infer *inf, uint64_t *rows, fmt_err *e);
 /* The next batch, parsed on the workers a few batches at a time. */
-fmt_kind csv_par_next(csv_state *s, const fmt_schema *schema, uint64_t n_rows, fmt_batch *b, int *done, fmt_err *e);
+fmt_kind csv_par_next(csv_state *s, const fmt_schema *schema, fmt_batch *b, int *done, fmt_err *e);
 void csv_par_free(csv_state *s);
 /* Whether the parallel reader takes this file. */
 int csv_par_wanted(const csv_state *s);

@@ -6,8 +6,11 @@
  * (a malformed quote misleads the count: from the first chunk that does not, one thread reads
  * the rest), so types, row counts and the first error are those of one pass. Along the way a
  * checkpoint every CSV_CHECKPOINT_ROWS rows says where a record starts: the batches of the second
- * pass (the same rows per batch whatever -T) are parsed a wave of one per thread at a time, each
- * from the checkpoint before its first row. */
+ * pass (the same rows per batch whatever -T) are parsed ahead on threads of their own while the
+ * caller writes the ones before, each from the checkpoint before its first row, and handed out in
+ * order. */
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/thread.h"
@@ -18,21 +21,32 @@
 
 typedef struct par_slot {
 	fmt_batch b;
+	int ready;                 /* parsed (b, or k and e) */
 	int done;                  /* no rows were left (not expected: the first pass counted them) */
 	fmt_kind k;
 	fmt_err e;
 } par_slot;
 
+/* The batches are parsed ahead by -T threads of their own, at most SLOTS_PER_THREAD per thread
+ * ahead of the one handed out, while the caller writes: each into the slot of its number. */
+#define SLOTS_PER_THREAD 2
+
 struct csv_par {
-	fmt_pool *pool;
+	fmt_pool *pool;            /* the inference pass */
 	csv_checkpoints cps;       /* rows counted from the first data row, ascending */
-	csv_state *workers;        /* one per task of a wave */
-	int *worker_open;
-	par_slot *slots;
-	size_t n_workers, wave, taken;
-	uint64_t first_batch;      /* of the wave in slots */
+	/* the batches */
+	const csv_state *proto;
 	const fmt_schema *schema;
-	uint64_t n_rows;
+	uint64_t n_batches;
+	pthread_t *threads;
+	csv_state *workers;        /* one per thread */
+	size_t n_threads, n_started;
+	par_slot *slots;
+	size_t n_slots;
+	uint64_t next_parse, next_take; /* batch numbers */
+	int stop, synced;          /* synced: lock and the conditions exist */
+	pthread_mutex_t lock;
+	pthread_cond_t work, ready;
 };
 
 /* ---- the inference pass ---- */
@@ -294,83 +308,106 @@ static const csv_checkpoint *checkpoint_before(const csv_checkpoints *cps, uint6
 	return &cps->v[lo];
 }
 
-static fmt_kind worker_at(struct csv_par *p, size_t i, const csv_state *proto, const csv_checkpoint *cp, fmt_err *e)
+/* Batch j into slot, parsed by w from the checkpoint before its first row. */
+static void parse_batch(struct csv_par *p, csv_state *w, uint64_t j, par_slot *slot)
 {
-	csv_state *w = &p->workers[i];
-	if (p->worker_open[i]) {
-		csv_state_seek(w, cp->off, cp->line);
-		return FMT_OK;
-	}
-	fmt_kind k = csv_state_clone(w, proto, cp->off, cp->line, e);
-	p->worker_open[i] = 1;
-	if (k == FMT_OK && !(w->cols = calloc(w->n_cols ? w->n_cols : 1, sizeof *w->cols)))
-		k = fmt_fail(e, FMT_IO, "out of memory");
-	return k;
-}
-
-typedef struct wave_job {
-	csv_state *s;
-} wave_job;
-
-static void batch_task(void *ctx, size_t i)
-{
-	csv_state *s = ((wave_job *)ctx)->s;
-	struct csv_par *p = s->par;
-	par_slot *slot = &p->slots[i];
-	uint64_t row = (p->first_batch + i) * s->batch_rows;
+	uint64_t row = j * p->proto->batch_rows;
 	const csv_checkpoint *cp = checkpoint_before(&p->cps, row);
 	int got = 1;
 	slot->done = 0;
 	slot->k = fmt_batch_init(&slot->b, p->schema->n_fields, &slot->e);
-	if (slot->k == FMT_OK)
-		slot->k = worker_at(p, i, s, cp, &slot->e);
+	if (slot->k != FMT_OK)
+		return;
+	csv_state_seek(w, cp->off, cp->line);
 	for (uint64_t skip = row - cp->row; slot->k == FMT_OK && skip > 0 && got; skip--)
-		slot->k = csv_next_record(&p->workers[i], &got, &slot->e);
+		slot->k = csv_next_record(w, &got, &slot->e);
 	if (slot->k == FMT_OK)
-		slot->k = fmt_text_next_batch(csv_row, &p->workers[i], s->batch_rows, p->workers[i].cols, p->schema,
-					      &slot->b, &slot->done, &slot->e);
+		slot->k = fmt_text_next_batch(csv_row, w, p->proto->batch_rows, w->cols, p->schema, &slot->b, &slot->done,
+					      &slot->e);
 }
 
-static fmt_kind start_wave(csv_state *s, fmt_err *e)
+static void *batch_thread(void *arg)
+{
+	csv_state *w = arg;
+	struct csv_par *p = w->par;
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		while (!p->stop && (p->next_parse >= p->n_batches || p->next_parse - p->next_take >= p->n_slots))
+			pthread_cond_wait(&p->work, &p->lock);
+		if (p->stop)
+			break;
+		uint64_t j = p->next_parse++;
+		par_slot *slot = &p->slots[j % p->n_slots];
+		pthread_mutex_unlock(&p->lock);
+		parse_batch(p, w, j, slot);
+		pthread_mutex_lock(&p->lock);
+		slot->ready = 1;
+		pthread_cond_broadcast(&p->ready);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+static fmt_kind start_threads(csv_state *s, const fmt_schema *schema, fmt_err *e)
 {
 	struct csv_par *p = s->par;
-	uint64_t batches = (p->n_rows + s->batch_rows - 1) / s->batch_rows;
-	size_t n = p->n_workers;
-	if (!p->slots) {
-		p->slots = calloc(n, sizeof *p->slots);
-		p->workers = calloc(n, sizeof *p->workers);
-		p->worker_open = calloc(n, sizeof *p->worker_open);
-		if (!p->slots || !p->workers || !p->worker_open)
-			return fmt_fail(e, FMT_IO, "out of memory");
-	} else {
-		p->first_batch += p->wave;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->work, NULL);
+	pthread_cond_init(&p->ready, NULL);
+	p->synced = 1;
+	p->proto = s;
+	p->schema = schema;
+	p->n_batches = s->rows / s->batch_rows + (s->rows % s->batch_rows != 0);
+	p->n_threads = (size_t)s->threads;
+	p->n_slots = SLOTS_PER_THREAD * p->n_threads;
+	p->slots = calloc(p->n_slots, sizeof *p->slots);
+	p->workers = calloc(p->n_threads, sizeof *p->workers);
+	p->threads = calloc(p->n_threads, sizeof *p->threads);
+	if (!p->slots || !p->workers || !p->threads)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; i < p->n_threads; i++) {
+		csv_state *w = &p->workers[i];
+		fmt_kind k = csv_state_clone(w, s, s->data_off, s->data_line, e);
+		w->par = p; /* the thread's way to the queue */
+		if (k == FMT_OK && !(w->cols = calloc(w->n_cols ? w->n_cols : 1, sizeof *w->cols)))
+			k = fmt_fail(e, FMT_IO, "out of memory");
+		if (k != FMT_OK)
+			return k;
 	}
-	p->wave = batches - p->first_batch < n ? (size_t)(batches - p->first_batch) : n;
-	p->taken = 0;
-	wave_job j = { s };
-	fmt_pool_run(p->pool, p->wave, batch_task, &j);
+	/* the threads block every signal: the caller's thread handles them (its sinks' cleanup) */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	for (size_t i = 0; i < p->n_threads; i++) {
+		if (pthread_create(&p->threads[i], NULL, batch_thread, &p->workers[i]) != 0)
+			break;
+		p->n_started++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (p->n_started < p->n_threads)
+		return fmt_fail(e, FMT_IO, "cannot start worker thread %zu", p->n_started + 1);
 	return FMT_OK;
 }
 
-fmt_kind csv_par_next(csv_state *s, const fmt_schema *schema, uint64_t n_rows, fmt_batch *b, int *done, fmt_err *e)
+fmt_kind csv_par_next(csv_state *s, const fmt_schema *schema, fmt_batch *b, int *done, fmt_err *e)
 {
 	struct csv_par *p = s->par;
 	fmt_kind k;
 	*done = 0;
-	p->schema = schema;
-	p->n_rows = n_rows;
-	if (!p->n_workers)
-		p->n_workers = (size_t)s->threads;
-	if ((!p->slots || p->taken == p->wave) && (k = start_wave(s, e)) != FMT_OK)
+	if (!p->slots && (k = start_threads(s, schema, e)) != FMT_OK)
 		return k;
-	if (p->taken == p->wave) {
+	if (p->next_take >= p->n_batches) {
 		*done = 1;
 		return FMT_OK;
 	}
-	par_slot *slot = &p->slots[p->taken++];
+	par_slot *slot = &p->slots[p->next_take % p->n_slots];
+	pthread_mutex_lock(&p->lock);
+	while (!slot->ready)
+		pthread_cond_wait(&p->ready, &p->lock);
+	pthread_mutex_unlock(&p->lock);
 	if (slot->k != FMT_OK) {
 		*e = slot->e;
-		return slot->k;
+		return slot->k; /* the batches after it are never asked for */
 	}
 	if (slot->done) {
 		*done = 1;
@@ -379,6 +416,11 @@ fmt_kind csv_par_next(csv_state *s, const fmt_schema *schema, uint64_t n_rows, f
 	fmt_batch_free(b);
 	*b = slot->b;
 	memset(&slot->b, 0, sizeof slot->b);
+	pthread_mutex_lock(&p->lock);
+	slot->ready = 0;
+	p->next_take++;
+	pthread_cond_broadcast(&p->work);
+	pthread_mutex_unlock(&p->lock);
 	return FMT_OK;
 }
 
@@ -388,14 +430,26 @@ void csv_par_free(csv_state *s)
 	if (!p)
 		return;
 	fmt_pool_destroy(p->pool);
-	for (size_t i = 0; p->slots && p->workers && p->worker_open && i < p->n_workers; i++) {
-		fmt_batch_free(&p->slots[i].b);
-		if (p->worker_open[i])
-			csv_state_free(&p->workers[i]);
+	if (p->n_started) {
+		pthread_mutex_lock(&p->lock);
+		p->stop = 1;
+		pthread_cond_broadcast(&p->work);
+		pthread_mutex_unlock(&p->lock);
+		for (size_t i = 0; i < p->n_started; i++)
+			pthread_join(p->threads[i], NULL);
 	}
+	if (p->synced) {
+		pthread_mutex_destroy(&p->lock);
+		pthread_cond_destroy(&p->work);
+		pthread_cond_destroy(&p->ready);
+	}
+	for (size_t i = 0; p->slots && i < p->n_slots; i++)
+		fmt_batch_free(&p->slots[i].b);
+	for (size_t i = 0; p->workers && i < p->n_threads; i++)
+		csv_state_free(&p->workers[i]);
 	free(p->slots);
 	free(p->workers);
-	free(p->worker_open);
+	free(p->threads);
 	free(p->cps.v);
 	free(p);
 	s->par = NULL;
