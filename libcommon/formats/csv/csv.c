@@ -672,7 +672,8 @@ static void put_field(fmt_sb *line, const char *p, size_t n, char delim, int quo
 typedef struct csv_out {
 	const fmt_schema *s;
 	char delim;
-	unsigned char *plain; /* per column: numbers or booleans, written without a quoting check */
+	unsigned char *plain; /* per column: numbers, booleans, dates or timestamps, written without
+			       * a quoting check */
 	fmt_sb cell;
 } csv_out;
 
@@ -735,9 +736,12 @@ static fmt_kind csv_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, 
 			       d == '.' || d == '-' || d == '+';
 	if (!(o.plain = calloc(s->n_fields ? s->n_fields : 1, 1)))
 		return fmt_fail(e, FMT_IO, "out of memory");
+	/* dates and timestamps: digits, '-', ':', 'T', '.' and 'Z' */
+	int delim_in_times = (d >= '0' && d <= '9') || d == '-' || d == ':' || d == 'T' || d == '.' || d == 'Z';
 	for (size_t i = 0; i < s->n_fields; i++) {
 		fmt_ctype t = s->fields[i].type;
 		o.plain[i] = !delim_in_numbers && t >= FMT_C_BOOL && t <= FMT_C_F64; /* enum order */
+		o.plain[i] |= !delim_in_times && (t == FMT_C_DATE32 || t == FMT_C_TIMESTAMP);
 		if (i)
 			fmt_sb_put(&head, &d, 1);
 		put_field(&head, s->fields[i].name, strlen(s->fields[i].name), d, 1);

@@ -10,7 +10,6 @@
  * caller writes the ones before, each from the checkpoint before its first row, and handed out in
  * order. */
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/thread.h"
@@ -374,16 +373,11 @@ static fmt_kind start_threads(csv_state *s, const fmt_schema *schema, fmt_err *e
 		if (k != FMT_OK)
 			return k;
 	}
-	/* the threads block every signal: the caller's thread handles them (its sinks' cleanup) */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
 	for (size_t i = 0; i < p->n_threads; i++) {
-		if (pthread_create(&p->threads[i], NULL, batch_thread, &p->workers[i]) != 0)
+		if (fmt_thread_start(&p->threads[i], batch_thread, &p->workers[i]) != 0)
 			break;
 		p->n_started++;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (p->n_started < p->n_threads)
 		return fmt_fail(e, FMT_IO, "cannot start worker thread %zu", p->n_started + 1);
 	return FMT_OK;
