@@ -47,13 +47,20 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-int fmt_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
+int fmt_thread_start(pthread_t *thread, size_t stack, void *(*fn)(void *), void *arg)
 {
+	pthread_attr_t attr;
 	sigset_t all, old;
+	int r = pthread_attr_init(&attr);
+	if (r == 0 && stack)
+		r = pthread_attr_setstacksize(&attr, stack);
+	if (r != 0)
+		return r;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	int r = pthread_create(thread, NULL, fn, arg);
+	r = pthread_create(thread, &attr, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
 	return r;
 }
 
@@ -77,7 +84,7 @@ fmt_kind fmt_pool_create(fmt_pool **pool, int threads, fmt_err *e)
 	/* (the atomic sinks' multi-file commit defers a SIGTERM too) */
 	int started = 1;
 	for (int i = 0; i < extra && started; i++) {
-		started = fmt_thread_start(&p->workers[i], worker, p) == 0;
+		started = fmt_thread_start(&p->workers[i], 0, worker, p) == 0;
 		if (started)
 			p->n_workers++;
 	}

@@ -41,18 +41,18 @@ static fmt_kind refill(csv_state *s, fmt_err *e)
 	return fmt_text_in_refill(&s->in, s->line, "a record longer than 64 MiB", e);
 }
 
-void csv_state_seek(csv_state *s, uint64_t off, uint64_t line)
+void fmt_csv_state_seek(csv_state *s, uint64_t off, uint64_t line)
 {
 	fmt_text_in_seek(&s->in, off);
 	s->line = line;
 }
 
-uint64_t csv_state_offset(const csv_state *s)
+uint64_t fmt_csv_state_offset(const csv_state *s)
 {
 	return s->in.next_off - (s->in.end - s->in.start);
 }
 
-fmt_kind csv_state_clone(csv_state *w, const csv_state *proto, uint64_t off, uint64_t line, fmt_err *e)
+fmt_kind fmt_csv_state_clone(csv_state *w, const csv_state *proto, uint64_t off, uint64_t line, fmt_err *e)
 {
 	memset(w, 0, sizeof *w);
 	w->delim = proto->delim;
@@ -64,11 +64,11 @@ fmt_kind csv_state_clone(csv_state *w, const csv_state *proto, uint64_t off, uin
 	fmt_kind k = fmt_text_in_init(&w->in, proto->in.src, e);
 	if (k != FMT_OK)
 		return k;
-	csv_state_seek(w, off, line);
+	fmt_csv_state_seek(w, off, line);
 	return FMT_OK;
 }
 
-void csv_state_free(csv_state *s)
+void fmt_csv_state_free(csv_state *s)
 {
 	for (size_t i = 0; s->cols && i < s->n_cols; i++)
 		fmt_cb_free(&s->cols[i]);
@@ -104,7 +104,7 @@ static fmt_kind syntax(csv_state *s, uint64_t line, size_t column, const char *w
 }
 
 /* The next record into s->fields (*got = 0 at the end of the data). Empty lines are skipped. */
-fmt_kind csv_next_record(csv_state *s, int *got, fmt_err *e)
+fmt_kind fmt_csv_next_record(csv_state *s, int *got, fmt_err *e)
 {
 	fmt_kind k;
 restart:
@@ -114,7 +114,7 @@ restart:
 	s->rec_line = s->line;
 	size_t pos = s->in.start;
 	uint64_t line = s->line;
-	if (csv_state_offset(s) >= s->limit)
+	if (fmt_csv_state_offset(s) >= s->limit)
 		return FMT_OK;
 	if (pos == s->in.end) {
 		if (s->in.eof)
@@ -166,7 +166,7 @@ restart:
 		} else {
 			/* in place: buf moves only in refill, which starts the record again */
 			off = pos;
-			pos += csv_special_byte(s->in.buf + pos, s->in.end - pos, s->delim);
+			pos += fmt_csv_special_byte(s->in.buf + pos, s->in.end - pos, s->delim);
 			if (pos < s->in.end && s->in.buf[pos] == '"')
 				return syntax(s, line, column, "a quote inside an unquoted field", e);
 			if (pos == s->in.end && !s->in.eof)
@@ -269,7 +269,7 @@ static int forced_type(const char *name, fmt_field *f, int zoned, char *zone_buf
 	return 0;
 }
 
-int csv_checkpoint_add(csv_checkpoints *cps, uint64_t row, uint64_t off, uint64_t line)
+int fmt_csv_checkpoint_add(csv_checkpoints *cps, uint64_t row, uint64_t off, uint64_t line)
 {
 	if (cps->n == cps->cap) {
 		size_t cap = cps->cap ? 2 * cps->cap : 64;
@@ -283,15 +283,15 @@ int csv_checkpoint_add(csv_checkpoints *cps, uint64_t row, uint64_t off, uint64_
 	return 1;
 }
 
-fmt_kind csv_infer_range(csv_state *s, fmt_tv_infer *inf, uint64_t *rows, csv_checkpoints *cps, fmt_err *e)
+fmt_kind fmt_csv_infer_range(csv_state *s, fmt_tv_infer *inf, uint64_t *rows, csv_checkpoints *cps, fmt_err *e)
 {
 	fmt_kind k = FMT_OK;
 	uint64_t local = 0;
 	int got = 1;
 	for (;;) {
-		if (cps && local % CSV_CHECKPOINT_ROWS == 0 && !csv_checkpoint_add(cps, local, csv_state_offset(s), s->line))
+		if (cps && local % CSV_CHECKPOINT_ROWS == 0 && !fmt_csv_checkpoint_add(cps, local, fmt_csv_state_offset(s), s->line))
 			return fmt_fail(e, FMT_IO, "out of memory");
-		if ((k = csv_next_record(s, &got, e)) != FMT_OK || !got)
+		if ((k = fmt_csv_next_record(s, &got, e)) != FMT_OK || !got)
 			break;
 		if ((k = count_check(s, e)) != FMT_OK)
 			break;
@@ -319,10 +319,10 @@ static fmt_kind infer(fmt_table *t, csv_state *s, char **names, fmt_err *e)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	for (size_t i = 0; i < s->n_cols; i++)
 		fmt_tv_infer_init(&inf[i]);
-	if (csv_par_wanted(s))
-		k = csv_par_infer(s, inf, &rows, e);
+	if (fmt_csv_par_wanted(s))
+		k = fmt_csv_par_infer(s, inf, &rows, e);
 	else
-		k = csv_infer_range(s, inf, &rows, NULL, e);
+		k = fmt_csv_infer_range(s, inf, &rows, NULL, e);
 	for (size_t i = 0; k == FMT_OK && i < s->n_cols; i++) {
 		fmt_field f = { .name = names[i] };
 		char zone[64];
@@ -448,10 +448,10 @@ static fmt_kind csv_open(fmt_table *t, fmt_err *e)
 	s->batch_rows = t->opts && t->opts->batch_rows ? t->opts->batch_rows : DEFAULT_BATCH;
 	if ((k = fmt_text_in_init(&s->in, &t->source, e)) != FMT_OK)
 		return k;
-	csv_state_seek(s, 0, 1);
+	fmt_csv_state_seek(s, 0, 1);
 	if (!o->delimiter && (k = detect_delimiter(s, e)) != FMT_OK)
 		return k;
-	if ((k = csv_next_record(s, &got, e)) != FMT_OK)
+	if ((k = fmt_csv_next_record(s, &got, e)) != FMT_OK)
 		return k;
 	if (!got)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "no header row (the file is empty)");
@@ -473,7 +473,7 @@ static fmt_kind csv_open(fmt_table *t, fmt_err *e)
 	}
 	if (k == FMT_OK) {
 		if (o->no_header)
-			csv_state_seek(s, 0, 1);
+			fmt_csv_state_seek(s, 0, 1);
 		s->data_off = s->in.next_off - (s->in.end - s->in.start);
 		s->data_line = s->line;
 		k = infer(t, s, names, e);
@@ -482,7 +482,7 @@ static fmt_kind csv_open(fmt_table *t, fmt_err *e)
 		free(names[i]);
 	free(names);
 	if (k == FMT_OK) {
-		csv_state_seek(s, s->data_off, s->data_line);
+		fmt_csv_state_seek(s, s->data_off, s->data_line);
 		s->cols = calloc(s->n_cols ? s->n_cols : 1, sizeof *s->cols);
 		if (!s->cols)
 			k = fmt_fail(e, FMT_IO, "out of memory");
@@ -614,11 +614,11 @@ static fmt_kind put_value(csv_state *s, size_t i, const fmt_field *f, col_builde
 	}
 }
 
-fmt_kind csv_row(void *ctx, const fmt_schema *schema, int *got, fmt_err *e)
+fmt_kind fmt_csv_row(void *ctx, const fmt_schema *schema, int *got, fmt_err *e)
 {
 	csv_state *s = ctx;
 	fmt_kind k;
-	if ((k = csv_next_record(s, got, e)) != FMT_OK || !*got)
+	if ((k = fmt_csv_next_record(s, got, e)) != FMT_OK || !*got)
 		return k;
 	if ((k = count_check(s, e)) != FMT_OK)
 		return k;
@@ -631,8 +631,8 @@ static fmt_kind csv_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 {
 	csv_state *s = t->format_state;
 	if (s->par)
-		return csv_par_next(s, &t->schema, b, done, e);
-	return fmt_text_next_batch(csv_row, s, s->batch_rows, s->cols, &t->schema, b, done, e);
+		return fmt_csv_par_next(s, &t->schema, b, done, e);
+	return fmt_text_next_batch(fmt_csv_row, s, s->batch_rows, s->cols, &t->schema, b, done, e);
 }
 
 static void csv_close(fmt_table *t)
@@ -640,8 +640,8 @@ static void csv_close(fmt_table *t)
 	csv_state *s = t->format_state;
 	if (!s)
 		return;
-	csv_par_free(s);
-	csv_state_free(s);
+	fmt_csv_par_free(s);
+	fmt_csv_state_free(s);
 	free(s);
 	t->format_state = NULL;
 }
@@ -652,7 +652,7 @@ static void csv_close(fmt_table *t)
  * line break, or when it is empty and quote_empty is set. */
 static void put_field(fmt_sb *line, const char *p, size_t n, char delim, int quote_empty)
 {
-	int quote = n == 0 ? quote_empty : csv_special_byte(p, n, delim) < n;
+	int quote = n == 0 ? quote_empty : fmt_csv_special_byte(p, n, delim) < n;
 	if (!quote) {
 		fmt_sb_add(line, p, n);
 		return;

@@ -26,9 +26,12 @@ typedef struct par_slot {
 	fmt_err e;
 } par_slot;
 
-/* The batches are parsed ahead by -T threads of their own, at most SLOTS_PER_THREAD per thread
- * ahead of the one handed out, while the caller writes: each into the slot of its number. */
-#define SLOTS_PER_THREAD 2
+/* The batches are parsed ahead by -T - 1 threads of their own (the caller's writes meanwhile),
+ * at most one per thread ahead of the one handed out: each into the slot of its number. Memory
+ * is what bounds it (a 48 MiB address space holds -T 2 and the .ald writer: table-memory.bats);
+ * the threads need little stack. */
+#define SLOTS_PER_THREAD 1
+#define BATCH_THREAD_STACK (1u << 20)
 
 struct csv_par {
 	fmt_pool *pool;            /* the inference pass */
@@ -80,8 +83,8 @@ static void count_task(void *ctx, size_t i)
 		c->k = fmt_source_read(j->s->in.src, off, j->bufs[i], n, &c->e);
 		if (c->k != FMT_OK)
 			break;
-		c->quotes += csv_count_byte(j->bufs[i], n, '"');
-		c->lfs += csv_count_byte(j->bufs[i], n, '\n');
+		c->quotes += fmt_csv_count_byte(j->bufs[i], n, '"');
+		c->lfs += fmt_csv_count_byte(j->bufs[i], n, '\n');
 		off += n;
 	}
 }
@@ -104,7 +107,7 @@ static void boundary_task(void *ctx, size_t i)
 		const char *p = j->bufs[i];
 		if ((c->k = fmt_source_read(j->s->in.src, off, j->bufs[i], n, &c->e)) != FMT_OK)
 			return;
-		for (size_t at = 0; (at += csv_special_byte(p + at, n - at, '"')) < n; at++) {
+		for (size_t at = 0; (at += fmt_csv_special_byte(p + at, n - at, '"')) < n; at++) {
 			if (p[at] == '"') {
 				quoted = !quoted;
 			} else if (p[at] == '\n') {
@@ -126,20 +129,20 @@ static void parse_task(void *ctx, size_t i)
 	csv_state w;
 	if (c->k != FMT_OK)
 		return;
-	if ((c->k = csv_state_clone(&w, j->s, c->start, c->start_line, &c->e)) == FMT_OK) {
+	if ((c->k = fmt_csv_state_clone(&w, j->s, c->start, c->start_line, &c->e)) == FMT_OK) {
 		w.limit = i + 1 < j->n ? j->c[i + 1].start : UINT64_MAX;
-		c->k = csv_infer_range(&w, c->inf, &c->rows, &c->cps, &c->e);
-		c->end = csv_state_offset(&w);
+		c->k = fmt_csv_infer_range(&w, c->inf, &c->rows, &c->cps, &c->e);
+		c->end = fmt_csv_state_offset(&w);
 		c->end_line = w.line;
 	}
-	csv_state_free(&w);
+	fmt_csv_state_free(&w);
 }
 
 /* c's checkpoints onto the table's, its rows counted from first_row. */
 static int add_checkpoints(csv_checkpoints *all, const csv_checkpoints *c, uint64_t first_row)
 {
 	for (size_t i = 0; i < c->n; i++)
-		if (!csv_checkpoint_add(all, first_row + c->v[i].row, c->v[i].off, c->v[i].line))
+		if (!fmt_csv_checkpoint_add(all, first_row + c->v[i].row, c->v[i].off, c->v[i].line))
 			return 0;
 	return 1;
 }
@@ -152,14 +155,14 @@ static fmt_kind read_rest(csv_state *s, uint64_t off, uint64_t line, fmt_tv_infe
 	csv_checkpoints cps = { 0 };
 	uint64_t first_row = *rows;
 	fmt_tv_infer *part = calloc(s->n_cols ? s->n_cols : 1, sizeof *part);
-	fmt_kind k = part ? csv_state_clone(&w, s, off, line, e) : fmt_fail(e, FMT_IO, "out of memory");
+	fmt_kind k = part ? fmt_csv_state_clone(&w, s, off, line, e) : fmt_fail(e, FMT_IO, "out of memory");
 	if (!part)
 		return k;
 	for (size_t i = 0; i < s->n_cols; i++)
 		fmt_tv_infer_init(&part[i]);
 	if (k == FMT_OK)
-		k = csv_infer_range(&w, part, rows, &cps, e);
-	csv_state_free(&w);
+		k = fmt_csv_infer_range(&w, part, rows, &cps, e);
+	fmt_csv_state_free(&w);
 	for (size_t i = 0; k == FMT_OK && i < s->n_cols; i++)
 		fmt_tv_infer_merge(&inf[i], &part[i]);
 	if (k == FMT_OK && !add_checkpoints(all, &cps, first_row))
@@ -191,7 +194,7 @@ static fmt_kind merge_chunks(csv_state *s, chunk *c, size_t n, fmt_tv_infer *inf
 	return FMT_OK;
 }
 
-int csv_par_wanted(const csv_state *s)
+int fmt_csv_par_wanted(const csv_state *s)
 {
 	const fmt_source *src = s->in.src;
 	return s->threads > 1 && !src->sequential && !src->observe && src->size > s->data_off &&
@@ -257,7 +260,7 @@ static void free_job(infer_job *j)
 	free(j->bufs);
 }
 
-fmt_kind csv_par_infer(csv_state *s, fmt_tv_infer *inf, uint64_t *rows, fmt_err *e)
+fmt_kind fmt_csv_par_infer(csv_state *s, fmt_tv_infer *inf, uint64_t *rows, fmt_err *e)
 {
 	infer_job j = { s, NULL, chunk_count(s), NULL };
 	fmt_kind k;
@@ -288,6 +291,8 @@ fmt_kind csv_par_infer(csv_state *s, fmt_tv_infer *inf, uint64_t *rows, fmt_err 
 		k = merge_chunks(s, j.c, j.n, inf, rows, e);
 	}
 	free_job(&j);
+	fmt_pool_destroy(s->par->pool); /* its threads are not needed for the batches */
+	s->par->pool = NULL;
 	return k;
 }
 
@@ -317,11 +322,11 @@ static void parse_batch(struct csv_par *p, csv_state *w, uint64_t j, par_slot *s
 	slot->k = fmt_batch_init(&slot->b, p->schema->n_fields, &slot->e);
 	if (slot->k != FMT_OK)
 		return;
-	csv_state_seek(w, cp->off, cp->line);
+	fmt_csv_state_seek(w, cp->off, cp->line);
 	for (uint64_t skip = row - cp->row; slot->k == FMT_OK && skip > 0 && got; skip--)
-		slot->k = csv_next_record(w, &got, &slot->e);
+		slot->k = fmt_csv_next_record(w, &got, &slot->e);
 	if (slot->k == FMT_OK)
-		slot->k = fmt_text_next_batch(csv_row, w, p->proto->batch_rows, w->cols, p->schema, &slot->b, &slot->done,
+		slot->k = fmt_text_next_batch(fmt_csv_row, w, p->proto->batch_rows, w->cols, p->schema, &slot->b, &slot->done,
 					      &slot->e);
 }
 
@@ -357,7 +362,7 @@ static fmt_kind start_threads(csv_state *s, const fmt_schema *schema, fmt_err *e
 	p->proto = s;
 	p->schema = schema;
 	p->n_batches = s->rows / s->batch_rows + (s->rows % s->batch_rows != 0);
-	p->n_threads = (size_t)s->threads;
+	p->n_threads = (size_t)s->threads - 1; /* and the caller's, which writes */
 	p->n_slots = SLOTS_PER_THREAD * p->n_threads;
 	p->slots = calloc(p->n_slots, sizeof *p->slots);
 	p->workers = calloc(p->n_threads, sizeof *p->workers);
@@ -366,7 +371,7 @@ static fmt_kind start_threads(csv_state *s, const fmt_schema *schema, fmt_err *e
 		return fmt_fail(e, FMT_IO, "out of memory");
 	for (size_t i = 0; i < p->n_threads; i++) {
 		csv_state *w = &p->workers[i];
-		fmt_kind k = csv_state_clone(w, s, s->data_off, s->data_line, e);
+		fmt_kind k = fmt_csv_state_clone(w, s, s->data_off, s->data_line, e);
 		w->par = p; /* the thread's way to the queue */
 		if (k == FMT_OK && !(w->cols = calloc(w->n_cols ? w->n_cols : 1, sizeof *w->cols)))
 			k = fmt_fail(e, FMT_IO, "out of memory");
@@ -374,7 +379,7 @@ static fmt_kind start_threads(csv_state *s, const fmt_schema *schema, fmt_err *e
 			return k;
 	}
 	for (size_t i = 0; i < p->n_threads; i++) {
-		if (fmt_thread_start(&p->threads[i], batch_thread, &p->workers[i]) != 0)
+		if (fmt_thread_start(&p->threads[i], BATCH_THREAD_STACK, batch_thread, &p->workers[i]) != 0)
 			break;
 		p->n_started++;
 	}
@@ -383,7 +388,7 @@ static fmt_kind start_threads(csv_state *s, const fmt_schema *schema, fmt_err *e
 	return FMT_OK;
 }
 
-fmt_kind csv_par_next(csv_state *s, const fmt_schema *schema, fmt_batch *b, int *done, fmt_err *e)
+fmt_kind fmt_csv_par_next(csv_state *s, const fmt_schema *schema, fmt_batch *b, int *done, fmt_err *e)
 {
 	struct csv_par *p = s->par;
 	fmt_kind k;
@@ -418,7 +423,7 @@ fmt_kind csv_par_next(csv_state *s, const fmt_schema *schema, fmt_batch *b, int 
 	return FMT_OK;
 }
 
-void csv_par_free(csv_state *s)
+void fmt_csv_par_free(csv_state *s)
 {
 	struct csv_par *p = s->par;
 	if (!p)
@@ -440,7 +445,7 @@ void csv_par_free(csv_state *s)
 	for (size_t i = 0; p->slots && i < p->n_slots; i++)
 		fmt_batch_free(&p->slots[i].b);
 	for (size_t i = 0; p->workers && i < p->n_threads; i++)
-		csv_state_free(&p->workers[i]);
+		fmt_csv_state_free(&p->workers[i]);
 	free(p->slots);
 	free(p->workers);
 	free(p->threads);

@@ -135,7 +135,7 @@ static int level(void)
 	return l;
 }
 
-size_t csv_special_byte(const char *p, size_t n, char delim)
+size_t fmt_csv_special_byte(const char *p, size_t n, char delim)
 {
 #if defined(__x86_64__)
 	switch (level()) {
@@ -147,7 +147,7 @@ size_t csv_special_byte(const char *p, size_t n, char delim)
 	return special_portable(p, n, delim);
 }
 
-size_t csv_count_byte(const char *p, size_t n, char c)
+size_t fmt_csv_count_byte(const char *p, size_t n, char c)
 {
 #if defined(__x86_64__)
 	switch (level()) {
