@@ -47,6 +47,23 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+int fmt_thread_start(pthread_t *thread, size_t stack, void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	int r = pthread_attr_init(&attr);
+	if (r == 0 && stack)
+		r = pthread_attr_setstacksize(&attr, stack);
+	if (r != 0)
+		return r;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	r = pthread_create(thread, &attr, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	return r;
+}
+
 fmt_kind fmt_pool_create(fmt_pool **pool, int threads, fmt_err *e)
 {
 	fmt_pool *p = calloc(1, sizeof *p);
@@ -64,18 +81,13 @@ fmt_kind fmt_pool_create(fmt_pool **pool, int threads, fmt_err *e)
 			return fmt_fail(e, FMT_IO, "out of memory");
 		}
 	}
-	/* Workers block every signal: a SIGTERM is handled by the thread that owns the files
-	 * (the atomic sinks' cleanup, and their multi-file commit, which defers it). */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
+	/* (the atomic sinks' multi-file commit defers a SIGTERM too) */
 	int started = 1;
 	for (int i = 0; i < extra && started; i++) {
-		started = pthread_create(&p->workers[i], NULL, worker, p) == 0;
+		started = fmt_thread_start(&p->workers[i], 0, worker, p) == 0;
 		if (started)
 			p->n_workers++;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!started) {
 		int no = p->n_workers + 1;
 		fmt_pool_destroy(p);

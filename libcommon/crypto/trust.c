@@ -302,3 +302,12 @@ int fmt_unbase64(const char *text, size_t len, uint8_t *out, size_t n)
 	fmt_base64(out, n, again, sizeof again);
 	return memcmp(again, text, len) == 0 ? 0 : -1;
 }
+
+int fmt_base64_decode(const char *text, size_t len, uint8_t *out, size_t *got)
+{
+	const char *end = NULL;
+	*got = 0;
+	if (sodium_base642bin(out, len / 4 * 3, text, len, NULL, got, &end, sodium_base64_VARIANT_ORIGINAL) != 0)
+		return -1;
+	return end == text + len ? 0 : -1;
+}

@@ -104,7 +104,7 @@ fmt_kind fmt_pipeline_dataset(const char *input, const char *output, const fmt_c
 static fmt_kind convert_table(const char *input, const char *output, const fmt_convert_opts *o,
 			      const fmt_keyset *write_keys, fmt_decrypt_keys *dk, fmt_keyset *read_keys, fmt_err *e)
 {
-	fmt_dataset_opts d = { .options = o->options };
+	fmt_dataset_opts d = { .options = o->options, .threads = o->threads };
 	fmt_table t;
 	fmt_kind k = fmt_check_distinct(input, output, e);
 	if (k == FMT_OK && o->options)

@@ -67,14 +67,36 @@ static int64_t floor_div(int64_t a, int64_t b)
 	return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
 }
 
-static void put_date(fmt_sb *b, int64_t days)
+/* v as exactly n decimal digits at p (v < 10^n). */
+static void put_digits(char *p, uint64_t v, int n)
+{
+	while (n-- > 0) {
+		p[n] = (char)('0' + v % 10);
+		v /= 10;
+	}
+}
+
+/* The date of days as YYYY-MM-DD at buf (as printf's "%04d-%02u-%02u": years outside 0..9999
+ * with their sign or all their digits); its length. */
+static size_t date_text(char *buf, size_t size, int64_t days)
 {
 	int64_t y;
 	unsigned m, d;
-	char buf[40];
 	fmt_civil_from_days(days, &y, &m, &d);
-	snprintf(buf, sizeof buf, "%04" PRId64 "-%02u-%02u", y, m, d);
-	fmt_sb_puts(b, buf);
+	if (y < 0 || y > 9999)
+		return (size_t)snprintf(buf, size, "%04" PRId64 "-%02u-%02u", y, m, d);
+	put_digits(buf, (uint64_t)y, 4);
+	buf[4] = '-';
+	put_digits(buf + 5, m, 2);
+	buf[7] = '-';
+	put_digits(buf + 8, d, 2);
+	return 10;
+}
+
+static void put_date(fmt_sb *b, int64_t days)
+{
+	char buf[40];
+	fmt_sb_put(b, buf, date_text(buf, sizeof buf, days));
 }
 
 static void put_timestamp(fmt_sb *b, int64_t v, fmt_time_unit unit, const char *tz)
@@ -83,16 +105,23 @@ static void put_timestamp(fmt_sb *b, int64_t v, fmt_time_unit unit, const char *
 	static const int digits[] = { 0, 3, 6, 9 };
 	int64_t ps = per_sec[unit], secs = floor_div(v, ps), frac = v - secs * ps;
 	int64_t days = floor_div(secs, 86400), sod = secs - days * 86400;
-	char buf[64];
-	put_date(b, days);
-	snprintf(buf, sizeof buf, "T%02d:%02d:%02d", (int)(sod / 3600), (int)(sod / 60 % 60), (int)(sod % 60));
-	fmt_sb_puts(b, buf);
+	char buf[80];
+	size_t n = date_text(buf, 40, days);
+	buf[n] = 'T';
+	put_digits(buf + n + 1, (uint64_t)(sod / 3600), 2);
+	buf[n + 3] = ':';
+	put_digits(buf + n + 4, (uint64_t)(sod / 60 % 60), 2);
+	buf[n + 6] = ':';
+	put_digits(buf + n + 7, (uint64_t)(sod % 60), 2);
+	n += 9;
 	if (digits[unit] && frac) {
-		snprintf(buf, sizeof buf, ".%0*" PRId64, digits[unit], frac);
-		fmt_sb_puts(b, buf);
+		buf[n] = '.';
+		put_digits(buf + n + 1, (uint64_t)frac, digits[unit]);
+		n += 1 + (size_t)digits[unit];
 	}
 	if (tz)
-		fmt_sb_puts(b, "Z");
+		buf[n++] = 'Z';
+	fmt_sb_put(b, buf, n);
 }
 
 static double elem_number(fmt_ctype t, const uint8_t *p)

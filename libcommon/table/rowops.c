@@ -49,6 +49,7 @@ typedef struct rowops {
 	int drained;
 	fmt_rows_out out;
 	fmt_sb key, row, scratch;
+	fmt_sb range_lo, range_hi;   /* a block's least and greatest keys (skip_blocks) */
 } rowops;
 
 int fmt_rowops_any(const fmt_rowops_opts *o)
@@ -363,6 +364,54 @@ bad:
 
 /* ---- the rows ---- */
 
+/* memcmp order, the shorter first on a common prefix. */
+static int key_cmp(const fmt_sb *a, const fmt_sb *b)
+{
+	size_t n = a->len < b->len ? a->len : b->len;
+	int cmp = n ? memcmp(a->p, b->p, n) : 0;
+	return cmp ? cmp : a->len < b->len ? -1 : a->len > b->len;
+}
+
+/* Whether a row of a block with range r can pass w (a test on r's column); 1 when unsure.
+ * Floats: NaN, above every number in the key order, is not in a range, so only the least value
+ * bounds them (< and <=, and = as far as the least goes). */
+static int range_may_hold(const where_test *w, const fmt_col_range *r, fmt_sb *lo, fmt_sb *hi)
+{
+	int all_null = r->nulls >= 0 && (uint64_t)r->nulls == r->rows;
+	if (w->op == OP_NULL)
+		return r->nulls != 0;
+	if (all_null)
+		return 0; /* a null passes no comparison nor is not null */
+	if (w->op == OP_NOT_NULL || !r->has_range)
+		return 1;
+	fmt_ctype t = r->field->type;
+	int is_float = t == FMT_C_F16 || t == FMT_C_F32 || t == FMT_C_F64;
+	lo->len = hi->len = 0;
+	fmt_row_key(r->field, &r->minmax, 0, 0, lo);
+	fmt_row_key(r->field, &r->minmax, 1, 0, hi);
+	if (lo->oom || hi->oom)
+		return 1;
+	int at_lo = key_cmp(lo, &w->key), at_hi = key_cmp(hi, &w->key);
+	switch (w->op) {
+	case OP_EQ: return !(at_lo > 0 || (!is_float && at_hi < 0));
+	case OP_NE: return is_float || !(at_lo == 0 && at_hi == 0);
+	case OP_LT: return at_lo < 0;
+	case OP_LE: return at_lo <= 0;
+	case OP_GT: return is_float || at_hi > 0;
+	default: return is_float || at_hi >= 0;
+	}
+}
+
+/* fmt_range_test_fn: 0 when a --where on col excludes every row of the block. */
+static int block_may_pass(void *ctx, size_t col, const fmt_col_range *r)
+{
+	rowops *v = ctx;
+	for (size_t i = 0; i < v->n_wheres; i++)
+		if (v->wheres[i].col == col && !range_may_hold(&v->wheres[i], r, &v->range_lo, &v->range_hi))
+			return 0;
+	return 1;
+}
+
 static int where_holds(const where_test *w, const fmt_schema *s, const fmt_batch *b, uint64_t row, fmt_sb *scratch)
 {
 	const fmt_column *c = &b->columns[w->col];
@@ -373,10 +422,7 @@ static int where_holds(const where_test *w, const fmt_schema *s, const fmt_batch
 		return 0;
 	scratch->len = 0;
 	fmt_row_key(&s->fields[w->col], c, row, 0, scratch);
-	size_t n = scratch->len < w->key.len ? scratch->len : w->key.len;
-	int cmp = memcmp(scratch->p, w->key.p, n);
-	if (!cmp)
-		cmp = scratch->len < w->key.len ? -1 : scratch->len > w->key.len;
+	int cmp = key_cmp(scratch, &w->key);
 	switch (w->op) {
 	case OP_EQ: return cmp == 0;
 	case OP_NE: return cmp != 0;
@@ -607,6 +653,8 @@ static void rowops_free(rowops *v)
 	fmt_sb_free(&v->key);
 	fmt_sb_free(&v->row);
 	fmt_sb_free(&v->scratch);
+	fmt_sb_free(&v->range_lo);
+	fmt_sb_free(&v->range_hi);
 	free(v);
 }
 
@@ -668,6 +716,8 @@ fmt_kind fmt_table_rowops(fmt_table *t, const fmt_rowops_opts *o, fmt_err *e)
 		rowops_free(v);
 		return k;
 	}
+	if (v->n_wheres && t->driver->skip_blocks)
+		t->driver->skip_blocks(t, block_may_pass, v);
 	fmt_table_wrap_put(t, &v->w, v, rowops_next, rowops_close);
 	t->n_rows = FMT_ROWS_UNKNOWN;
 	return FMT_OK;

@@ -475,6 +475,9 @@ void fmt_table_wrap_put(fmt_table *t, fmt_table_wrap *w, void *state,
 {
 	w->d = *t->driver;
 	w->d.next = next;
+	/* the inner driver's hooks take its own state, not the wrapper's */
+	w->d.columns_used = NULL;
+	w->d.skip_blocks = NULL;
 	if (close)
 		w->d.close = close;
 	w->inner = t->driver;

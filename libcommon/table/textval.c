@@ -307,7 +307,8 @@ void fmt_tv_infer_add(fmt_tv_infer *t, const char *s, size_t n)
 	/* as fmt_tv_uint64 reads it: no sign but + */
 	if ((t->can & TV_UINT) && !(is_int64 ? i >= 0 && s[0] != '-' : fmt_tv_uint64(s, n, &u)))
 		t->can &= ~(unsigned)TV_UINT;
-	if (t->can & TV_FLOAT) {
+	/* an int64 literal is float syntax and not "real": nothing to learn about floats */
+	if ((t->can & TV_FLOAT) && !is_int64) {
 		int syn = float_syntax(s, n);
 		if (syn == 0 || (syn < 0 && !fmt_tv_float(s, n, &d)))
 			t->can &= ~(unsigned)TV_FLOAT;
@@ -326,6 +327,25 @@ void fmt_tv_infer_add(fmt_tv_infer *t, const char *s, size_t n)
 				t->can &= ~(unsigned)TV_TIME;
 		}
 	}
+}
+
+/* What fmt_tv_infer_add tracks only while a type is still possible is taken from later only
+ * then: later saw its values while the type was possible for it, which one pass would have too. */
+void fmt_tv_infer_merge(fmt_tv_infer *t, const fmt_tv_infer *later)
+{
+	if (t->can & TV_FLOAT)
+		t->real |= later->real;
+	if (t->can & TV_TIME) {
+		t->zoned |= later->zoned;
+		t->unzoned |= later->unzoned;
+		if (later->digits > t->digits)
+			t->digits = later->digits;
+	}
+	t->seen |= later->seen;
+	t->nulls |= later->nulls;
+	t->can &= later->can;
+	if (t->zoned && t->unzoned)
+		t->can &= ~(unsigned)TV_TIME;
 }
 
 void fmt_tv_infer_field(const fmt_tv_infer *t, fmt_field *f)

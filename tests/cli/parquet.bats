@@ -248,3 +248,134 @@ EOF2
 	assert_equal "$stderr" "fmt-convert: error: o.parquet: row group 0: Parquet: column 's': page CRC differs"
 	[ ! -e all.csv ] && [ ! -e n2.csv ]
 }
+
+# A CSV of 1000 rows in row groups of 250 (ids 0-249, 250-499, ...): ints narrowed by --schema,
+# floats with NaN and -0, text and timestamps with nulls in one group only.
+stats_csv() {
+	awk 'BEGIN { print "id,x,s,f,d,t,u,v"
+		for (i = 0; i < 1000; i++) {
+			x = (i >= 750 && i % 50 == 0) ? "NaN" : (i == 300 ? "-0.0" : (i % 7) + 0.5 + (i >= 500 ? 10 : 0))
+			s = (i >= 250 && i < 500 && i % 3 == 0) ? "" : sprintf("s%04d", i)
+			t = (i < 250 && i % 10 == 0) ? "" : sprintf("2024-01-%02dT%02d:00:00", 1 + int(i / 40), i % 24)
+			printf "%d,%s,%s,%s,2020-%02d-01,%s,%d,%d\n", i, x, s, (i < 500 ? "false" : (i % 2 ? "true" : "false")), 1 + int(i / 100), t, int(i / 8) - 60, i % 9
+		} }' >in.csv
+	printf '{"u": "int8", "v": "uint32", "d": "date32"}' >schema.json
+	fmt-convert -q --schema schema.json in.csv in2.csv
+	fmt-convert -q --row-group-rows 250 --schema schema.json in.csv o.parquet
+}
+
+@test "--where skips row groups by their statistics: the rows are those of the same --where on the CSV" {
+	stats_csv
+	run fmt-inspect --json o.parquet
+	assert_output --partial '"row_group_count":4'
+	for w in 'id < 250' 'id <= 249' 'id = 500' 'id != 5' 'id > 749' 'id >= 750' 'id > 999' \
+		'x < 0.5' 'x <= 0' 'x = 0' 'x = 10.5' 'x > 16' 'x >= 16.5' 'x != 3.5' 'x is null' \
+		's = s0500' 's < s0100' 's > s0900' 's is null' 's is not null' 'f = true' 'f != false' \
+		'd >= 2020-09-01' 'd < 2020-02-01' 't < 2024-01-02T00:00:00' 't is null' 't is not null' \
+		'u > 60' 'u <= -60' 'u = 0' 'v = 7' 'v > 8'; do
+		fmt-convert -q -f --where "$w" in2.csv want.csv
+		fmt-convert -q -f --where "$w" o.parquet got.csv
+		cmp want.csv got.csv || fail "--where '$w' differs"
+	done
+	run fmt-convert -q -f --where 'id >= 250' --where 'id < 500' --where 's is null' o.parquet got.csv
+	assert_success
+	assert_equal "$(wc -l <got.csv)" 84
+}
+
+@test "--where: a row group the statistics exclude is never read (its damaged pages do not matter)" {
+	stats_csv
+	# every column chunk of row group 1 (ids 250-499) starts with a broken page header
+	/usr/bin/python3 -c '
+import json, subprocess
+d = json.loads(subprocess.check_output(["fmt-inspect", "--json", "o.parquet"]))
+b = bytearray(open("o.parquet", "rb").read())
+for c in d["parquet"]["row_groups"]["1"]["columns"].values():
+    b[c["offset"]:c["offset"] + 6] = b"\xff" * 6
+open("bad.parquet", "wb").write(b)'
+	run --separate-stderr fmt-convert --no-verify bad.parquet all.csv
+	assert_failure 4
+	assert_equal "$stderr" "fmt-convert: error: bad.parquet: Parquet: column 'id': malformed page header"
+	nothing_written all.csv
+	for w in 'id < 250' 'id >= 500' 's > s0700' 'u > 40' 'd >= 2020-06-01' 't is null'; do
+		fmt-convert -q -f --where "$w" in2.csv want.csv
+		run fmt-convert -q -f --no-verify --where "$w" bad.parquet got.csv
+		assert_success
+		cmp want.csv got.csv || fail "--where '$w' differs"
+	done
+	# a test the statistics cannot decide reads the group
+	run --separate-stderr fmt-convert -f --no-verify --where 'id != 7' bad.parquet got.csv
+	assert_failure 4
+	# floats: NaN is above every number and not in the statistics, so > never skips
+	run --separate-stderr fmt-convert -f --no-verify --where 'x > 100' bad.parquet got.csv
+	assert_failure 4
+	# the check before reading still sees the damage
+	run --separate-stderr fmt-convert -f --where 'id < 250' bad.parquet got2.csv
+	assert_failure 4
+	assert_equal "$stderr" "fmt-convert: error: bad.parquet: row group 1: Parquet: column 'id': malformed page header"
+	nothing_written got2.csv
+}
+
+@test "--where with --include on Parquet (the selection under the row view) reads the right columns" {
+	stats_csv
+	run fmt-convert -q --where 'id < 3' --include s o.parquet sel.csv
+	assert_success
+	assert_equal "$(cat sel.csv)" "$(printf 's\ns0000\ns0001\ns0002')"
+}
+
+@test "a timestamp's zone name travels through Parquet (ARROW:schema, as pyarrow keeps it) and back" {
+	printf 'id,t\n1,2024-03-01T12:00:00+01:00\n2,\n3,1999-12-31T23:59:59.5Z\n' >z.csv
+	printf '{"t": "timestamp[ms, Europe/Paris]"}' >zs.json
+	fmt-convert -q --schema zs.json z.csv z.arrow
+	fmt-convert -q z.arrow z.parquet
+	run fmt-inspect z.parquet
+	assert_success
+	assert_line "  t  timestamp[ms, Europe/Paris]"
+	run fmt-inspect --json z.parquet
+	assert_output --partial '"timezone":"Europe/Paris"'
+	assert_output --partial '"metadata":{}'
+	assert_output --partial '"t":"INT64 TIMESTAMP(ms, UTC) (optional)"'
+	for to in arrow ald; do
+		fmt-convert -q z.parquet "back.$to"
+		run fmt-inspect "back.$to"
+		assert_line "  t  timestamp[ms, Europe/Paris]"
+	done
+	fmt-convert -q z.parquet back.jsonl
+	fmt-convert -q z.arrow want.jsonl
+	cmp want.jsonl back.jsonl
+	assert_equal "$(sed -n 1p back.jsonl)" '{"id":1,"t":"2024-03-01T11:00:00Z"}'
+	# Parquet to Parquet keeps it (one ARROW:schema, the new one)
+	fmt-convert -q z.parquet again.parquet
+	run fmt-inspect again.parquet
+	assert_line "  t  timestamp[ms, Europe/Paris]"
+	assert_equal "$(grep -c -a 'ARROW:schema' again.parquet)" 1
+	# UTC needs none: the file has no ARROW:schema
+	fmt-convert -q z.csv utc.parquet
+	run fmt-inspect utc.parquet
+	assert_line "  t  timestamp[ms, UTC]"
+	! grep -q -a 'ARROW:schema' utc.parquet
+}
+
+@test "a damaged ARROW:schema is ignored: the instants read as UTC, as without it" {
+	printf 'id,t\n1,2024-03-01T12:00:00+01:00\n' >z.csv
+	printf '{"t": "timestamp[us, +05:30]"}' >zs.json
+	fmt-convert -q --schema zs.json z.csv z.parquet
+	run fmt-inspect z.parquet
+	assert_line "  t  timestamp[us, +05:30]  not null"
+	# its Base64 made invalid (same length), then valid Base64 of bytes that are no schema
+	/usr/bin/python3 -c '
+import base64, re, sys
+b = open("z.parquet", "rb").read()
+m = re.search(rb"ARROW:schema\x18([\x80-\xff]*[\x00-\x7f])", b)
+at = m.end()
+n = len(b[at:].split(b"\x00")[0])
+open("bad1.parquet", "wb").write(b[:at] + b"!" * 8 + b[at + 8:])
+junk = base64.b64encode(b"\xff\xff\xff\xff\x08\x00\x00\x00" + b"\x01" * 200)[:n]
+open("bad2.parquet", "wb").write(b[:at] + junk + b"A" * (n - len(junk)) + b[at + n:])'
+	for f in bad1 bad2; do
+		run fmt-inspect "$f.parquet"
+		assert_success
+		assert_line "  t  timestamp[us, UTC]  not null"
+		fmt-convert -q "$f.parquet" "$f.jsonl"
+		assert_equal "$(cat "$f.jsonl")" '{"id":1,"t":"2024-03-01T11:00:00Z"}'
+	done
+}

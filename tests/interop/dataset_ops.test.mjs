@@ -185,3 +185,24 @@ test("fmt-inspect --quality equals DuckDB's count, count(DISTINCT), min, max, av
 		assert.ok(Math.abs(c.std - std) <= 1e-9 * std, `${name} std ${c.std} ${std}`);
 	}
 });
+
+test("--where on DuckDB's Parquet of many row groups (skipped by their statistics) equals DuckDB's WHERE", async (t) => {
+	const { dir, db } = await setup(t);
+	const pq = join(dir, "groups.parquet");
+	await db.rows(`COPY (SELECT * FROM t ORDER BY id) TO '${pq}' (FORMAT parquet, ROW_GROUP_SIZE 256)`);
+	const cases = [
+		[["id >= 2990"], "id >= 2990"],
+		[["id < 100", "id > 10"], "id < 100 AND id > 10"],
+		[["id = 1500"], "id = 1500"],
+		[["score > 10.5", "id <= 700"], "score > 10.5 AND id <= 700"],
+		[["name is null", "id < 900"], "name IS NULL AND id < 900"],
+		[["name < 'n2'"], "name < 'n2'"],
+	];
+	for (const [wheres, sql] of cases) {
+		const out = join(dir, "w.csv");
+		convert(pq, out, ...wheres.flatMap((w) => ["--where", w]));
+		const want = await db.rows(`SELECT ${COLS} FROM t WHERE ${sql} ORDER BY id`);
+		assert.deepEqual(fmtRows(dir, out), want, `parquet: ${sql}`);
+		assert.ok(want.length > 0, sql);
+	}
+});

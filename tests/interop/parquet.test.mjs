@@ -170,3 +170,28 @@ test("the .ald card travels to Parquet's key/value metadata (DuckDB and hyparque
 	assert.deepEqual(back, card);
 	assert.equal(readFileSync(join(dir, "in.csv"), "utf8").length > 0, true);
 });
+
+test("a zoned timestamp keeps its zone in ARROW:schema (apache-arrow reads it there); DuckDB reads the same instants", async (t) => {
+	const dir = scratch(t);
+	writeFileSync(join(dir, "in.csv"), "id,t\n1,2024-03-01T12:00:00+01:00\n2,\n3,1999-12-31T23:59:59.5Z\n4,1970-01-01T00:00:00Z\n");
+	writeFileSync(join(dir, "schema.json"), JSON.stringify({ t: "timestamp[ms, Europe/Paris]" }));
+	convert(join(dir, "in.csv"), join(dir, "z.parquet"), "--schema", join(dir, "schema.json"));
+	const c = await duck();
+	const kv = await c.runAndReadAll(`select decode(key), value from parquet_kv_metadata('${join(dir, "z.parquet")}')`);
+	const rows = kv.getRows();
+	assert.deepEqual(rows.map((r) => r[0]), ["ARROW:schema"]);
+	// the value: Base64 of an Arrow IPC Schema message; with an end-of-stream marker it is a stream
+	const msg = Buffer.from(Buffer.from(rows[0][1].bytes).toString("latin1"), "base64");
+	const stream = Buffer.concat([msg, Buffer.from([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0])]);
+	const field = tableFromIPC(stream).schema.fields[1];
+	assert.equal(field.name, "t");
+	assert.equal(field.type.timezone, "Europe/Paris");
+	assert.equal(field.type.unit, 1); // MILLISECOND
+	const got = await c.runAndReadAll(`select id, epoch_ms(t) from '${join(dir, "z.parquet")}' order by id`);
+	assert.deepEqual(got.getRows().map((r) => [Number(r[0]), r[1] === null ? null : Number(r[1])]),
+		[[1, 1709290800000], [2, null], [3, 946684799500], [4, 0]]);
+	const type = await c.runAndReadAll(`select typeof(t) from '${join(dir, "z.parquet")}' limit 1`);
+	assert.equal(type.getRows()[0][0], "TIMESTAMP WITH TIME ZONE");
+	// and back: fmtkit reads the zone from it
+	assert.equal(inspectJson(join(dir, "z.parquet")).schema.fields[1].timezone, "Europe/Paris");
+});

@@ -1,6 +1,10 @@
 /* The .ald helpers: CRC-32 variants (specs/ald.md §8 vectors), the card (§3 bytes), dataset
  * type and compression names; text values for type inference. */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include "fmt/cell.h"
+#include "fmt/checked.h"
 #include "fmt/dataset.h"
 #include "unit.h"
 
@@ -115,4 +119,51 @@ TEST(table_rows_gate_runs_once_before_the_first_batch)
 	fmt_batch_free(&b);
 	CHECK_EQ_U64(gate_calls, 3);
 	fmt_table_free(&t);
+}
+
+/* The text of a timestamp as printf wrote it before the digits were written by hand. */
+static void timestamp_by_printf(int64_t v, fmt_time_unit unit, int zoned, char *out, size_t n)
+{
+	static const int64_t per_sec[] = { 1, 1000, 1000000, 1000000000 };
+	static const int digits[] = { 0, 3, 6, 9 };
+	int64_t ps = per_sec[unit], secs = v / ps - (v % ps < 0), frac = v - secs * ps;
+	int64_t days = secs / 86400 - (secs % 86400 < 0), sod = secs - days * 86400, y;
+	unsigned m, d;
+	size_t at;
+	fmt_civil_from_days(days, &y, &m, &d);
+	at = (size_t)snprintf(out, n, "%04" PRId64 "-%02u-%02uT%02d:%02d:%02d", y, m, d, (int)(sod / 3600),
+			      (int)(sod / 60 % 60), (int)(sod % 60));
+	if (digits[unit] && frac)
+		at += (size_t)snprintf(out + at, n - at, ".%0*" PRId64, digits[unit], frac);
+	snprintf(out + at, n - at, "%s", zoned ? "Z" : "");
+}
+
+TEST(cell_text_of_dates_and_timestamps_as_printf_wrote_them)
+{
+	static const int64_t edges[] = { 0, 1, -1, 999, -999, 86399, 86400, -86400, 253402300799LL, 253402300800LL,
+		-62135596800LL, -62167219200LL, -62167219201LL, 4102444800LL, 1709290800LL, INT64_C(-377705116800) };
+	uint64_t state = 24;
+	for (int unit = FMT_TU_S; unit <= FMT_TU_NS; unit++)
+		for (int i = 0; i < 2000 + (int)(sizeof edges / sizeof edges[0]); i++) {
+			int64_t v;
+			if (i < (int)(sizeof edges / sizeof edges[0])) {
+				v = edges[i] * (unit == FMT_TU_S ? 1 : unit == FMT_TU_MS ? 1000 : 1000000) + (i % 3) * 7;
+			} else {
+				state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+				v = (int64_t)(state >> 20) - (INT64_C(1) << 43);
+				v *= unit == FMT_TU_S ? 1 : unit == FMT_TU_MS ? 1 : unit == FMT_TU_US ? 1000 : 1000000;
+			}
+			uint8_t le[8];
+			fmt_wr_u64(le, (uint64_t)v);
+			fmt_field f = { .name = "t", .type = FMT_C_TIMESTAMP, .unit = (fmt_time_unit)unit,
+					.timezone = i % 2 ? "UTC" : NULL };
+			fmt_column c = { .values = le, .values_len = 8 };
+			fmt_sb got = { 0 };
+			char want[96];
+			fmt_cell_text(&f, &c, 0, &got);
+			timestamp_by_printf(v, (fmt_time_unit)unit, i % 2, want, sizeof want);
+			fmt_sb_put(&got, "", 1);
+			CHECK_STR(got.p, want);
+			fmt_sb_free(&got);
+		}
 }

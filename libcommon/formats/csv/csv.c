@@ -13,29 +13,10 @@
 #include "fmt/builder.h"
 #include "fmt/textio.h"
 #include "fmt/textval.h"
+#include "csv_internal.h"
 
 #define MAX_COLUMNS 100000
 #define DEFAULT_BATCH 65536
-
-typedef struct field_ref {
-	size_t off, len;
-	int quoted;            /* unescaped into rec; otherwise read in place in buf */
-} field_ref;
-
-typedef struct csv_state {
-	fmt_text_in in;
-	char delim;
-	const char *null_value;
-	uint64_t line;             /* line of the next record */
-	uint64_t data_off, data_line; /* where the rows begin (after the header) */
-	fmt_sb rec;                /* the current record's fields, unescaped */
-	field_ref *fields;
-	size_t n_fields, cap_fields;
-	uint64_t rec_line;
-	size_t n_cols;
-	uint64_t batch_rows;
-	col_builder *cols;
-} csv_state;
 
 /* The values of the CSV options (csv_options, at the driver). */
 typedef struct csv_opts {
@@ -60,10 +41,43 @@ static fmt_kind refill(csv_state *s, fmt_err *e)
 	return fmt_text_in_refill(&s->in, s->line, "a record longer than 64 MiB", e);
 }
 
-static void rewind_to(csv_state *s, uint64_t off, uint64_t line)
+void fmt_csv_state_seek(csv_state *s, uint64_t off, uint64_t line)
 {
 	fmt_text_in_seek(&s->in, off);
 	s->line = line;
+}
+
+uint64_t fmt_csv_state_offset(const csv_state *s)
+{
+	return s->in.next_off - (s->in.end - s->in.start);
+}
+
+fmt_kind fmt_csv_state_clone(csv_state *w, const csv_state *proto, uint64_t off, uint64_t line, fmt_err *e)
+{
+	memset(w, 0, sizeof *w);
+	w->delim = proto->delim;
+	w->null_value = proto->null_value;
+	w->n_cols = proto->n_cols;
+	w->batch_rows = proto->batch_rows;
+	w->limit = UINT64_MAX;
+	w->threads = 1;
+	fmt_kind k = fmt_text_in_init(&w->in, proto->in.src, e);
+	if (k != FMT_OK)
+		return k;
+	fmt_csv_state_seek(w, off, line);
+	return FMT_OK;
+}
+
+void fmt_csv_state_free(csv_state *s)
+{
+	for (size_t i = 0; s->cols && i < s->n_cols; i++)
+		fmt_cb_free(&s->cols[i]);
+	free(s->cols);
+	s->cols = NULL;
+	fmt_text_in_free(&s->in);
+	free(s->fields);
+	s->fields = NULL;
+	fmt_sb_free(&s->rec);
 }
 
 static fmt_kind add_field(csv_state *s, size_t off, size_t len, int quoted, fmt_err *e)
@@ -89,34 +103,8 @@ static fmt_kind syntax(csv_state *s, uint64_t line, size_t column, const char *w
 	return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu, column %zu: %s", (unsigned long long)line, column, what);
 }
 
-/* The index of the first byte of p[0..n) that is delim, a quote or a line break; n when none.
- * Eight bytes at a time: a byte of w equal to c gives w ^ c*0x0101.. a zero byte, which
- * (x - 0x0101..) & ~x & 0x8080.. detects. */
-static size_t special_byte(const char *p, size_t n, char delim)
-{
-	const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
-	const uint64_t d = ones * (unsigned char)delim, dq = ones * '"', lf = ones * '\n', cr = ones * '\r';
-	size_t i = 0;
-	for (; i + 8 <= n; i += 8) {
-		uint64_t w, x;
-		memcpy(&w, p + i, 8);
-		x = ((w ^ d) - ones) & ~(w ^ d);
-		x |= ((w ^ dq) - ones) & ~(w ^ dq);
-		x |= ((w ^ lf) - ones) & ~(w ^ lf);
-		x |= ((w ^ cr) - ones) & ~(w ^ cr);
-		if (x & highs)
-			break;
-	}
-	for (; i < n; i++) {
-		char c = p[i];
-		if (c == delim || c == '"' || c == '\n' || c == '\r')
-			break;
-	}
-	return i;
-}
-
 /* The next record into s->fields (*got = 0 at the end of the data). Empty lines are skipped. */
-static fmt_kind next_record(csv_state *s, int *got, fmt_err *e)
+fmt_kind fmt_csv_next_record(csv_state *s, int *got, fmt_err *e)
 {
 	fmt_kind k;
 restart:
@@ -126,6 +114,8 @@ restart:
 	s->rec_line = s->line;
 	size_t pos = s->in.start;
 	uint64_t line = s->line;
+	if (fmt_csv_state_offset(s) >= s->limit)
+		return FMT_OK;
 	if (pos == s->in.end) {
 		if (s->in.eof)
 			return FMT_OK;
@@ -161,8 +151,11 @@ restart:
 				/* a run up to the next quote in one copy */
 				const char *q = memchr(s->in.buf + pos, '"', s->in.end - pos);
 				size_t run = q ? (size_t)(q - (s->in.buf + pos)) : s->in.end - pos;
-				for (size_t j = 0; j < run; j++)
-					line += s->in.buf[pos + j] == '\n';
+				/* line feeds in it: runs are mostly short and without one */
+				const char *run_end = s->in.buf + pos + run;
+				for (const char *lf = memchr(s->in.buf + pos, '\n', run); lf;
+				     lf = memchr(lf + 1, '\n', (size_t)(run_end - lf - 1)))
+					line++;
 				fmt_sb_put(&s->rec, s->in.buf + pos, run);
 				pos += run;
 				(void)c;
@@ -173,7 +166,7 @@ restart:
 		} else {
 			/* in place: buf moves only in refill, which starts the record again */
 			off = pos;
-			pos += special_byte(s->in.buf + pos, s->in.end - pos, s->delim);
+			pos += fmt_csv_special_byte(s->in.buf + pos, s->in.end - pos, s->delim);
 			if (pos < s->in.end && s->in.buf[pos] == '"')
 				return syntax(s, line, column, "a quote inside an unquoted field", e);
 			if (pos == s->in.end && !s->in.eof)
@@ -276,21 +269,33 @@ static int forced_type(const char *name, fmt_field *f, int zoned, char *zone_buf
 	return 0;
 }
 
-static fmt_kind infer(fmt_table *t, csv_state *s, char **names, fmt_err *e)
+int fmt_csv_checkpoint_add(csv_checkpoints *cps, uint64_t row, uint64_t off, uint64_t line)
 {
-	const csv_opts *o = csv_opts_of(t->opts ? t->opts->options : NULL);
-	fmt_tv_infer *inf = calloc(s->n_cols, sizeof *inf);
+	if (cps->n == cps->cap) {
+		size_t cap = cps->cap ? 2 * cps->cap : 64;
+		csv_checkpoint *p = realloc(cps->v, cap * sizeof *p);
+		if (!p)
+			return 0;
+		cps->v = p;
+		cps->cap = cap;
+	}
+	cps->v[cps->n++] = (csv_checkpoint){ row, off, line };
+	return 1;
+}
+
+fmt_kind fmt_csv_infer_range(csv_state *s, fmt_tv_infer *inf, uint64_t *rows, csv_checkpoints *cps, fmt_err *e)
+{
 	fmt_kind k = FMT_OK;
-	uint64_t rows = 0;
+	uint64_t local = 0;
 	int got = 1;
-	if (!inf)
-		return fmt_fail(e, FMT_IO, "out of memory");
-	for (size_t i = 0; i < s->n_cols; i++)
-		fmt_tv_infer_init(&inf[i]);
-	while (k == FMT_OK && (k = next_record(s, &got, e)) == FMT_OK && got) {
+	for (;;) {
+		if (cps && local % CSV_CHECKPOINT_ROWS == 0 && !fmt_csv_checkpoint_add(cps, local, fmt_csv_state_offset(s), s->line))
+			return fmt_fail(e, FMT_IO, "out of memory");
+		if ((k = fmt_csv_next_record(s, &got, e)) != FMT_OK || !got)
+			break;
 		if ((k = count_check(s, e)) != FMT_OK)
 			break;
-		rows++;
+		local++;
 		for (size_t i = 0; i < s->n_cols; i++) {
 			if (is_null(s, i))
 				inf[i].nulls = 1;
@@ -300,6 +305,24 @@ static fmt_kind infer(fmt_table *t, csv_state *s, char **names, fmt_err *e)
 				inf[i].seen = 1;
 		}
 	}
+	*rows += local;
+	return k;
+}
+
+static fmt_kind infer(fmt_table *t, csv_state *s, char **names, fmt_err *e)
+{
+	const csv_opts *o = csv_opts_of(t->opts ? t->opts->options : NULL);
+	fmt_tv_infer *inf = calloc(s->n_cols ? s->n_cols : 1, sizeof *inf);
+	fmt_kind k = FMT_OK;
+	uint64_t rows = 0;
+	if (!inf)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; i < s->n_cols; i++)
+		fmt_tv_infer_init(&inf[i]);
+	if (fmt_csv_par_wanted(s))
+		k = fmt_csv_par_infer(s, inf, &rows, e);
+	else
+		k = fmt_csv_infer_range(s, inf, &rows, NULL, e);
 	for (size_t i = 0; k == FMT_OK && i < s->n_cols; i++) {
 		fmt_field f = { .name = names[i] };
 		char zone[64];
@@ -320,7 +343,7 @@ static fmt_kind infer(fmt_table *t, csv_state *s, char **names, fmt_err *e)
 				k = fmt_fail(e, FMT_USAGE, "--schema names column '%s', which the file does not have", key);
 	}
 	free(inf);
-	t->n_rows = rows;
+	t->n_rows = s->rows = rows;
 	return k;
 }
 
@@ -420,13 +443,15 @@ static fmt_kind csv_open(fmt_table *t, fmt_err *e)
 	t->format_state = s;
 	s->delim = o->delimiter ? o->delimiter : ',';
 	s->null_value = o->null_value;
+	s->limit = UINT64_MAX;
+	s->threads = t->opts && t->opts->threads > 1 ? t->opts->threads : 1;
 	s->batch_rows = t->opts && t->opts->batch_rows ? t->opts->batch_rows : DEFAULT_BATCH;
 	if ((k = fmt_text_in_init(&s->in, &t->source, e)) != FMT_OK)
 		return k;
-	rewind_to(s, 0, 1);
+	fmt_csv_state_seek(s, 0, 1);
 	if (!o->delimiter && (k = detect_delimiter(s, e)) != FMT_OK)
 		return k;
-	if ((k = next_record(s, &got, e)) != FMT_OK)
+	if ((k = fmt_csv_next_record(s, &got, e)) != FMT_OK)
 		return k;
 	if (!got)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "no header row (the file is empty)");
@@ -448,7 +473,7 @@ static fmt_kind csv_open(fmt_table *t, fmt_err *e)
 	}
 	if (k == FMT_OK) {
 		if (o->no_header)
-			rewind_to(s, 0, 1);
+			fmt_csv_state_seek(s, 0, 1);
 		s->data_off = s->in.next_off - (s->in.end - s->in.start);
 		s->data_line = s->line;
 		k = infer(t, s, names, e);
@@ -457,7 +482,7 @@ static fmt_kind csv_open(fmt_table *t, fmt_err *e)
 		free(names[i]);
 	free(names);
 	if (k == FMT_OK) {
-		rewind_to(s, s->data_off, s->data_line);
+		fmt_csv_state_seek(s, s->data_off, s->data_line);
 		s->cols = calloc(s->n_cols ? s->n_cols : 1, sizeof *s->cols);
 		if (!s->cols)
 			k = fmt_fail(e, FMT_IO, "out of memory");
@@ -589,12 +614,11 @@ static fmt_kind put_value(csv_state *s, size_t i, const fmt_field *f, col_builde
 	}
 }
 
-/* One record onto the column builders (fmt_text_row_fn). */
-static fmt_kind csv_row(void *ctx, const fmt_schema *schema, int *got, fmt_err *e)
+fmt_kind fmt_csv_row(void *ctx, const fmt_schema *schema, int *got, fmt_err *e)
 {
 	csv_state *s = ctx;
 	fmt_kind k;
-	if ((k = next_record(s, got, e)) != FMT_OK || !*got)
+	if ((k = fmt_csv_next_record(s, got, e)) != FMT_OK || !*got)
 		return k;
 	if ((k = count_check(s, e)) != FMT_OK)
 		return k;
@@ -606,7 +630,9 @@ static fmt_kind csv_row(void *ctx, const fmt_schema *schema, int *got, fmt_err *
 static fmt_kind csv_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 {
 	csv_state *s = t->format_state;
-	return fmt_text_next_batch(csv_row, s, s->batch_rows, s->cols, &t->schema, b, done, e);
+	if (s->par)
+		return fmt_csv_par_next(s, &t->schema, b, done, e);
+	return fmt_text_next_batch(fmt_csv_row, s, s->batch_rows, s->cols, &t->schema, b, done, e);
 }
 
 static void csv_close(fmt_table *t)
@@ -614,12 +640,8 @@ static void csv_close(fmt_table *t)
 	csv_state *s = t->format_state;
 	if (!s)
 		return;
-	for (size_t i = 0; s->cols && i < s->n_cols; i++)
-		fmt_cb_free(&s->cols[i]);
-	free(s->cols);
-	fmt_text_in_free(&s->in);
-	free(s->fields);
-	fmt_sb_free(&s->rec);
+	fmt_csv_par_free(s);
+	fmt_csv_state_free(s);
 	free(s);
 	t->format_state = NULL;
 }
@@ -630,7 +652,7 @@ static void csv_close(fmt_table *t)
  * line break, or when it is empty and quote_empty is set. */
 static void put_field(fmt_sb *line, const char *p, size_t n, char delim, int quote_empty)
 {
-	int quote = n == 0 ? quote_empty : special_byte(p, n, delim) < n;
+	int quote = n == 0 ? quote_empty : fmt_csv_special_byte(p, n, delim) < n;
 	if (!quote) {
 		fmt_sb_add(line, p, n);
 		return;
@@ -650,7 +672,8 @@ static void put_field(fmt_sb *line, const char *p, size_t n, char delim, int quo
 typedef struct csv_out {
 	const fmt_schema *s;
 	char delim;
-	unsigned char *plain; /* per column: numbers or booleans, written without a quoting check */
+	unsigned char *plain; /* per column: numbers, booleans, dates or timestamps, written without
+			       * a quoting check */
 	fmt_sb cell;
 } csv_out;
 
@@ -713,9 +736,12 @@ static fmt_kind csv_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, 
 			       d == '.' || d == '-' || d == '+';
 	if (!(o.plain = calloc(s->n_fields ? s->n_fields : 1, 1)))
 		return fmt_fail(e, FMT_IO, "out of memory");
+	/* dates and timestamps: digits, '-', ':', 'T', '.' and 'Z' */
+	int delim_in_times = (d >= '0' && d <= '9') || d == '-' || d == ':' || d == 'T' || d == '.' || d == 'Z';
 	for (size_t i = 0; i < s->n_fields; i++) {
 		fmt_ctype t = s->fields[i].type;
 		o.plain[i] = !delim_in_numbers && t >= FMT_C_BOOL && t <= FMT_C_F64; /* enum order */
+		o.plain[i] |= !delim_in_times && (t == FMT_C_DATE32 || t == FMT_C_TIMESTAMP);
 		if (i)
 			fmt_sb_put(&head, &d, 1);
 		put_field(&head, s->fields[i].name, strlen(s->fields[i].name), d, 1);

@@ -28,6 +28,11 @@ typedef struct pq_state {
 	pq_cursor *cursors;      /* one per leaf; open for the leaves of converted fields */
 	long *leaf_of;           /* per field: its leaf, -1 for nested or not used */
 	uint64_t batch_rows, batch_max;
+	fmt_range_test_fn skip_test; /* --where pushed down (skip_blocks), or NULL */
+	void *skip_ctx;
+	uint8_t range_fixed[16];   /* a statistics range: two fixed-width values, */
+	int32_t range_offsets[3];  /* or two byte strings' offsets */
+	fmt_sb range_bytes;        /* and bytes */
 } pq_state;
 
 typedef struct pq_opts {
@@ -70,6 +75,7 @@ static void pq_close(fmt_table *t)
 	close_group(s);
 	free(s->cursors);
 	free(s->leaf_of);
+	fmt_sb_free(&s->range_bytes);
 	fmt_pq_meta_free(&s->m);
 	free(s);
 	t->format_state = NULL;
@@ -87,6 +93,8 @@ static fmt_kind pq_open(fmt_table *t, fmt_err *e)
 	s->size = t->source.size;
 	if (k == FMT_OK)
 		k = fmt_pq_meta_read(s->data, s->size, &s->m, &t->schema, e);
+	if (k == FMT_OK)
+		k = fmt_pq_arrow_schema_apply(&t->schema, e);
 	if (k == FMT_OK && (!(s->cursors = calloc(s->m.n_leaves ? s->m.n_leaves : 1, sizeof *s->cursors)) ||
 			    !(s->leaf_of = malloc((t->schema.n_fields ? t->schema.n_fields : 1) * sizeof *s->leaf_of))))
 		k = fmt_fail(e, FMT_IO, "out of memory");
@@ -139,6 +147,121 @@ static void columns_used(fmt_table *t, const size_t *keep, size_t n)
 	}
 }
 
+/* ---- skipping row groups by their statistics ---- */
+
+/* An integer statistic of a leaf (INT32 or INT64, by the field's signedness) into the field's
+ * width at out; 0 when it has another size or does not fit. */
+static int stat_integer(const pq_leaf *l, const fmt_field *f, const uint8_t *p, uint32_t n, uint8_t *out)
+{
+	int is_unsigned = f->type >= FMT_C_U8 && f->type <= FMT_C_U64;
+	size_t width = fmt_ctype_width(f->type);
+	uint64_t u;
+	if (l->ptype == PT_INT32 && n == 4)
+		u = is_unsigned ? fmt_rd_u32(p) : (uint64_t)(int64_t)(int32_t)fmt_rd_u32(p);
+	else if (l->ptype == PT_INT64 && n == 8)
+		u = fmt_rd_u64(p);
+	else
+		return 0;
+	if (width < 8) {
+		unsigned bits = (unsigned)width * 8;
+		int64_t v = (int64_t)u;
+		if (is_unsigned ? u >> bits != 0 : (v < -((int64_t)1 << (bits - 1)) || v >= ((int64_t)1 << (bits - 1))))
+			return 0;
+	}
+	for (size_t i = 0; i < width; i++)
+		out[i] = (uint8_t)(u >> (8 * i));
+	return 1;
+}
+
+static int stat_is_nan(fmt_ctype t, const uint8_t *p)
+{
+	if (t == FMT_C_F16)
+		return (fmt_rd_u16(p) & 0x7fff) > 0x7c00;
+	if (t == FMT_C_F32)
+		return (fmt_rd_u32(p) & 0x7fffffffu) > 0x7f800000u;
+	return (fmt_rd_u64(p) & 0x7fffffffffffffffu) > 0x7ff0000000000000u;
+}
+
+/* Two fixed-width statistics (least, greatest) of field f as rows 0 and 1 in s->range_fixed. */
+static int stat_fixed(pq_state *s, const pq_leaf *l, const fmt_field *f, const pq_stats *st)
+{
+	size_t width = fmt_ctype_width(f->type);
+	if (f->type >= FMT_C_F16 && f->type <= FMT_C_F64) {
+		if (st->min_len != width || st->max_len != width)
+			return 0;
+		memcpy(s->range_fixed, st->min, width);
+		memcpy(s->range_fixed + width, st->max, width);
+		return !stat_is_nan(f->type, st->min) && !stat_is_nan(f->type, st->max);
+	}
+	return stat_integer(l, f, st->min, st->min_len, s->range_fixed) &&
+	       stat_integer(l, f, st->max, st->max_len, s->range_fixed + width);
+}
+
+/* Row group g's statistics of field f (leaf l) into r: has_range when they are there, new style,
+ * and values of f's type. */
+static void stat_range(pq_state *s, const pq_leaf *l, const fmt_field *f, const pq_chunk *c, uint64_t rows,
+		       fmt_col_range *r)
+{
+	const pq_stats *st = &c->stats;
+	memset(r, 0, sizeof *r);
+	r->field = f;
+	r->nulls = st->null_count;
+	r->rows = rows;
+	if (!st->min || !st->max || st->legacy || l->conv == CONV_INT96_NS)
+		return;
+	switch (f->type) {
+	case FMT_C_BOOL:
+		if (st->min_len != 1 || st->max_len != 1)
+			return;
+		s->range_fixed[0] = (uint8_t)((st->min[0] & 1) | (st->max[0] & 1) << 1);
+		r->minmax.values = s->range_fixed;
+		r->minmax.values_len = 1;
+		break;
+	case FMT_C_UTF8: case FMT_C_BINARY:
+		s->range_bytes.len = 0;
+		fmt_sb_put(&s->range_bytes, (const char *)st->min, st->min_len);
+		fmt_sb_put(&s->range_bytes, (const char *)st->max, st->max_len);
+		if (s->range_bytes.oom || (uint64_t)st->min_len + st->max_len > INT32_MAX)
+			return;
+		s->range_offsets[0] = 0;
+		s->range_offsets[1] = (int32_t)st->min_len;
+		s->range_offsets[2] = (int32_t)(st->min_len + st->max_len);
+		r->minmax.offsets = s->range_offsets;
+		r->minmax.values = s->range_bytes.p ? (const uint8_t *)s->range_bytes.p : s->range_fixed;
+		r->minmax.values_len = s->range_bytes.len;
+		break;
+	default:
+		if (f->type == FMT_C_LARGE_UTF8 || f->type >= FMT_C_FIXED_SIZE_LIST || !stat_fixed(s, l, f, st))
+			return;
+		r->minmax.values = s->range_fixed;
+		r->minmax.values_len = 2 * fmt_ctype_width(f->type);
+	}
+	r->has_range = 1;
+}
+
+/* Whether the --where tests let a row of group g through, as its statistics show. */
+static int group_may_pass(const fmt_table *t, pq_state *s, size_t g)
+{
+	const pq_rowgroup *rg = &s->m.groups[g];
+	for (size_t i = 0; i < t->schema.n_fields; i++) {
+		long l = s->leaf_of[i];
+		fmt_col_range r;
+		if (l < 0 || t->schema.fields[i].type == FMT_C_OTHER)
+			continue;
+		stat_range(s, &s->m.leaves[l], &t->schema.fields[i], &rg->chunks[l], (uint64_t)rg->num_rows, &r);
+		if (!s->skip_test(s->skip_ctx, i, &r))
+			return 0;
+	}
+	return 1;
+}
+
+static void skip_blocks(fmt_table *t, fmt_range_test_fn test, void *ctx)
+{
+	pq_state *s = t->format_state;
+	s->skip_test = test;
+	s->skip_ctx = ctx;
+}
+
 static fmt_kind pq_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 {
 	pq_state *s = t->format_state;
@@ -152,6 +275,10 @@ static fmt_kind pq_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 		if (s->group >= s->m.n_groups) {
 			*done = 1;
 			return FMT_OK;
+		}
+		if (s->skip_test && !group_may_pass(t, s, s->group)) {
+			s->group++;
+			continue;
 		}
 		fmt_kind k = open_group(t, s, s->group, e);
 		if (k != FMT_OK)
@@ -416,4 +543,5 @@ const fmt_table_driver fmt_table_driver_parquet = {
 	.describe = describe,
 	.options = &pq_options,
 	.columns_used = columns_used,
+	.skip_blocks = skip_blocks,
 };

@@ -60,6 +60,7 @@ typedef struct pq_stats {
 	uint32_t min_len, max_len;
 	int64_t null_count;         /* -1 when absent */
 	int64_t distinct_count;     /* -1 when absent */
+	int legacy;                 /* min and max from the deprecated fields (signed byte order) */
 } pq_stats;
 
 typedef struct pq_chunk {
@@ -170,6 +171,16 @@ void fmt_pq_cursor_free(pq_cursor *c);
 fmt_kind fmt_pq_cursor_take(pq_cursor *c, const fmt_field *f, uint64_t n, fmt_column *col, fmt_batch *b, fmt_err *e);
 /* Every page of the chunk read and decoded (fmt-verify); *pages counts them. */
 fmt_kind fmt_pq_cursor_check_all(pq_cursor *c, uint64_t *pages, fmt_err *e);
+
+/* ---- Arrow's schema (pq_arrow.c) ---- */
+
+#define FMT_PQ_ARROW_SCHEMA "ARROW:schema"
+/* The ARROW:schema value (malloc'd) for s when a timestamp column has a zone Parquet cannot
+ * name (other than UTC), else *out = NULL. */
+fmt_kind fmt_pq_arrow_schema_value(const fmt_schema *s, char **out, fmt_err *e);
+/* Take the zones of an ARROW:schema key of s's metadata over its UTC-adjusted timestamps (a
+ * malformed one is ignored: the values stay UTC) and drop the key. */
+fmt_kind fmt_pq_arrow_schema_apply(fmt_schema *s, fmt_err *e);
 
 /* ---- writing ---- */
 fmt_kind fmt_pq_write(fmt_table *in, fmt_sink *k, int codec, int level, uint64_t group_rows, fmt_err *e);

@@ -441,6 +441,7 @@ static int read_stats(tc_in *r, int type, pq_stats *st)
 	if (!st->min && !st->max && old_min && old_max) {
 		st->min = old_min, st->min_len = old_min_len;
 		st->max = old_max, st->max_len = old_max_len;
+		st->legacy = 1;
 	}
 	return f;
 }

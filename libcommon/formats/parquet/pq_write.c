@@ -673,10 +673,22 @@ static void put_element(fmt_sb *o, const colw *c)
 	fmt_pq_tw_stop(o);
 }
 
+static void put_key_value(fmt_sb *o, const char *key, const char *value)
+{
+	int16_t kl = 0;
+	fmt_pq_tw_bin(o, &kl, 1, key, strlen(key));
+	fmt_pq_tw_bin(o, &kl, 2, value, strlen(value));
+	fmt_pq_tw_stop(o);
+}
+
 static fmt_kind write_footer(writer *w, fmt_err *e)
 {
 	fmt_sb o = { 0 };
 	int16_t last = 0;
+	char *arrow_schema;
+	fmt_kind k = fmt_pq_arrow_schema_value(w->s, &arrow_schema, e);
+	if (k != FMT_OK)
+		return k;
 	fmt_pq_tw_i32(&o, &last, 1, 1);
 	fmt_pq_tw_field(&o, &last, 2, TC_LIST);
 	fmt_pq_tw_list(&o, TC_STRUCT, (uint32_t)w->n + 1);
@@ -690,21 +702,20 @@ static fmt_kind write_footer(writer *w, fmt_err *e)
 	fmt_pq_tw_field(&o, &last, 4, TC_LIST);
 	fmt_pq_tw_list(&o, TC_STRUCT, w->n_groups);
 	fmt_sb_put(&o, w->groups.p, w->groups.len);
-	size_t n_kv = 0;
+	size_t n_kv = arrow_schema != NULL;
 	for (size_t i = 0; i < w->s->n_meta; i++)
-		n_kv += strcmp(w->s->meta[i].key, "ARROW:schema") != 0;
+		n_kv += strcmp(w->s->meta[i].key, FMT_PQ_ARROW_SCHEMA) != 0;
 	if (n_kv) {
 		fmt_pq_tw_field(&o, &last, 5, TC_LIST);
 		fmt_pq_tw_list(&o, TC_STRUCT, (uint32_t)n_kv);
 		for (size_t i = 0; i < w->s->n_meta; i++) {
 			/* Arrow's own schema would describe the file pyarrow wrote, not this one */
-			if (strcmp(w->s->meta[i].key, "ARROW:schema") == 0)
+			if (strcmp(w->s->meta[i].key, FMT_PQ_ARROW_SCHEMA) == 0)
 				continue;
-			int16_t kl = 0;
-			fmt_pq_tw_bin(&o, &kl, 1, w->s->meta[i].key, strlen(w->s->meta[i].key));
-			fmt_pq_tw_bin(&o, &kl, 2, w->s->meta[i].value, strlen(w->s->meta[i].value));
-			fmt_pq_tw_stop(&o);
+			put_key_value(&o, w->s->meta[i].key, w->s->meta[i].value);
 		}
+		if (arrow_schema)
+			put_key_value(&o, FMT_PQ_ARROW_SCHEMA, arrow_schema);
 	}
 	const char *by = "fmtkit version " FMTKIT_VERSION;
 	fmt_pq_tw_bin(&o, &last, 6, by, strlen(by));
@@ -720,10 +731,11 @@ static fmt_kind write_footer(writer *w, fmt_err *e)
 	uint8_t tail[8];
 	fmt_wr_u32(tail, (uint32_t)o.len);
 	memcpy(tail + 4, "PAR1", 4);
-	fmt_kind k = o.oom || o.len > UINT32_MAX ? oom(e) : put(w, o.p, o.len, e);
+	k = o.oom || o.len > UINT32_MAX ? oom(e) : put(w, o.p, o.len, e);
 	if (k == FMT_OK)
 		k = put(w, tail, 8, e);
 	fmt_sb_free(&o);
+	free(arrow_schema);
 	return k;
 }
 

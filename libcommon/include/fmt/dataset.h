@@ -45,6 +45,7 @@ enum { FMT_ALD_ENCRYPTED = 0x01, FMT_ALD_SIGNED = 0x02, FMT_ALD_STREAMING = 0x04
 typedef struct fmt_dataset_opts {
 	const fmt_drvopt_sets *options; /* NULL: every driver's defaults */
 	uint64_t batch_rows;       /* rows per batch produced by text readers; 0: 65536 */
+	int threads;               /* -T: threads a reader may parse on; 0 or 1: the calling one */
 } fmt_dataset_opts;
 
 /* Dataset type names ("image_classification") and ids (§2.1). */

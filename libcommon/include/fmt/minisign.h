@@ -194,5 +194,8 @@ int fmt_ed25519_verify(const uint8_t pk[FMT_MS_PK], const void *msg, size_t n, c
 void fmt_base64(const uint8_t *bin, size_t n, char *out, size_t out_len);
 /* Decode exactly n bytes from text[0..len) (padding required, nothing else); 0 on success. */
 int fmt_unbase64(const char *text, size_t len, uint8_t *out, size_t n);
+/* Decode standard Base64 with padding of any length from text[0..len) into out (room for
+ * len/4*3 bytes); *got: the bytes decoded. 0 on success. */
+int fmt_base64_decode(const char *text, size_t len, uint8_t *out, size_t *got);
 
 #endif

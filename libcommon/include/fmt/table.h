@@ -100,6 +100,19 @@ typedef struct fmt_table {
 /* What reading a table's rows needs besides its bytes (fmt_table_secret). */
 enum { FMT_SECRET_NONE = 0, FMT_SECRET_PASSWORD = 1, FMT_SECRET_IDENTITY = 2 };
 
+/* The statistics of one column over a block of rows (a Parquet row group): its least and
+ * greatest values as rows 0 and 1 of minmax when has_range (NaN left out, as writers do), its
+ * null count (-1: unknown) and the block's rows. */
+typedef struct fmt_col_range {
+	const fmt_field *field;
+	int has_range;
+	fmt_column minmax;
+	int64_t nulls;
+	uint64_t rows;
+} fmt_col_range;
+/* 0 when no row of the block can pass the row tests on column col, as its range shows. */
+typedef int (*fmt_range_test_fn)(void *ctx, size_t col, const fmt_col_range *r);
+
 typedef struct fmt_table_driver {
 	const char *name;            /* "csv", "ald", ... as shown to users */
 	const char *extension;       /* ".csv": the output extension it answers to */
@@ -147,6 +160,10 @@ typedef struct fmt_table_driver {
 	/* Only the columns keep[0..n) of its schema (ascending) will be used (--include/--exclude):
 	 * next may leave the others empty instead of reading them. NULL: it reads every column. */
 	void (*columns_used)(fmt_table *t, const size_t *keep, size_t n);
+	/* --where pushed to the reader: next skips, unread, each block of rows (row group) of which
+	 * test says for some column that no row can pass; ctx lives as long as the table is read.
+	 * NULL: every row is read. */
+	void (*skip_blocks)(fmt_table *t, fmt_range_test_fn test, void *ctx);
 } fmt_table_driver;
 
 /* Types */

@@ -44,6 +44,9 @@ typedef struct fmt_tv_infer {
 
 void fmt_tv_infer_init(fmt_tv_infer *t);
 void fmt_tv_infer_add(fmt_tv_infer *t, const char *s, size_t n);
+/* Into t, the inference of the values that follow t's (later, as one pass over both would
+ * have seen them: the same answer, whatever the split). */
+void fmt_tv_infer_merge(fmt_tv_infer *t, const fmt_tv_infer *later);
 /* The inferred field type: bool, int64, uint64 (every value an integer, none negative, one
  * above int64), float64 (numbers, one of them written with a fraction or an exponent: each is
  * then read as a float, as 0.1 is), timestamp (zoned: UTC, or zone-less: every value alike),

@@ -2,11 +2,17 @@
 #ifndef FMT_THREAD_H
 #define FMT_THREAD_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include "fmt/err.h"
 
 typedef struct fmt_pool fmt_pool;
 typedef void (*fmt_task_fn)(void *ctx, size_t index);
+
+/* Start fn(arg) on a thread that blocks every signal: a SIGTERM is handled by the thread that
+ * owns the files (the atomic sinks' cleanup). stack: its size in bytes, 0 for the default. 0 on
+ * success, as pthread_create. */
+int fmt_thread_start(pthread_t *thread, size_t stack, void *(*fn)(void *), void *arg);
 
 /* threads <= 1 makes a pool that runs every task on the calling thread. */
 fmt_kind fmt_pool_create(fmt_pool **pool, int threads, fmt_err *e);

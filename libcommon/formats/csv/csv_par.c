@@ -1,0 +1,455 @@
+/* The CSV reader on several threads (-T). The inference pass splits the rows into one chunk a
+ * thread at record boundaries: the quotes before a nominal split point say whether it lies in a
+ * quoted field (a well-formed file toggles its quote state at every quote, "" included), and the
+ * first line feed after it outside quotes ends a record. Each chunk is parsed and inferred on its
+ * own; the chunks are merged in order, each checked to start where the one before really ended
+ * (a malformed quote misleads the count: from the first chunk that does not, one thread reads
+ * the rest), so types, row counts and the first error are those of one pass. Along the way a
+ * checkpoint every CSV_CHECKPOINT_ROWS rows says where a record starts: the batches of the second
+ * pass (the same rows per batch whatever -T) are parsed ahead on threads of their own while the
+ * caller writes the ones before, each from the checkpoint before its first row, and handed out in
+ * order. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/thread.h"
+#include "csv_internal.h"
+
+#define MIN_CHUNK (64u << 10)   /* smaller files are read on one thread */
+#define SCAN_BLOCK (1u << 20)
+
+typedef struct par_slot {
+	fmt_batch b;
+	int ready;                 /* parsed (b, or k and e) */
+	int done;                  /* no rows were left (not expected: the first pass counted them) */
+	fmt_kind k;
+	fmt_err e;
+} par_slot;
+
+/* The batches are parsed ahead by -T - 1 threads of their own (the caller's writes meanwhile),
+ * at most one per thread ahead of the one handed out: each into the slot of its number. Memory
+ * is what bounds it (a 48 MiB address space holds -T 2 and the .ald writer: table-memory.bats);
+ * the threads need little stack. */
+#define SLOTS_PER_THREAD 1
+#define BATCH_THREAD_STACK (1u << 20)
+
+struct csv_par {
+	fmt_pool *pool;            /* the inference pass */
+	csv_checkpoints cps;       /* rows counted from the first data row, ascending */
+	/* the batches */
+	const csv_state *proto;
+	const fmt_schema *schema;
+	uint64_t n_batches;
+	pthread_t *threads;
+	csv_state *workers;        /* one per thread */
+	size_t n_threads, n_started;
+	par_slot *slots;
+	size_t n_slots;
+	uint64_t next_parse, next_take; /* batch numbers */
+	int stop, synced;          /* synced: lock and the conditions exist */
+	pthread_mutex_t lock;
+	pthread_cond_t work, ready;
+};
+
+/* ---- the inference pass ---- */
+
+typedef struct chunk {
+	uint64_t from, to;         /* nominal range; then [start, end) as found */
+	uint64_t quotes, lfs;      /* in [from, to) */
+	uint64_t start, start_line; /* the first record boundary after from (chunk 0: from) */
+	uint64_t lfs_to_start;     /* line feeds in [from, start) */
+	uint64_t end, end_line;    /* where its parse ended */
+	int parity;                /* quotes before from, mod 2 */
+	uint64_t rows;
+	fmt_tv_infer *inf;
+	csv_checkpoints cps;
+	fmt_kind k;
+	fmt_err e;
+} chunk;
+
+typedef struct infer_job {
+	csv_state *s;
+	chunk *c;
+	size_t n;
+	char **bufs;               /* a scan block per chunk */
+} infer_job;
+
+static void count_task(void *ctx, size_t i)
+{
+	infer_job *j = ctx;
+	chunk *c = &j->c[i];
+	for (uint64_t off = c->from; off < c->to && c->k == FMT_OK;) {
+		size_t n = c->to - off < SCAN_BLOCK ? (size_t)(c->to - off) : SCAN_BLOCK;
+		c->k = fmt_source_read(j->s->in.src, off, j->bufs[i], n, &c->e);
+		if (c->k != FMT_OK)
+			break;
+		c->quotes += fmt_csv_count_byte(j->bufs[i], n, '"');
+		c->lfs += fmt_csv_count_byte(j->bufs[i], n, '\n');
+		off += n;
+	}
+}
+
+/* The first record boundary after from (entered with the quote state parity): just past the
+ * first line feed outside quotes, or the end of the file. */
+static void boundary_task(void *ctx, size_t i)
+{
+	infer_job *j = ctx;
+	chunk *c = &j->c[i];
+	uint64_t size = j->s->in.src->size, off = c->from;
+	int quoted = c->parity;
+	c->start = size;
+	if (i == 0) {
+		c->start = c->from;
+		return;
+	}
+	while (off < size && c->k == FMT_OK) {
+		size_t n = size - off < SCAN_BLOCK ? (size_t)(size - off) : SCAN_BLOCK;
+		const char *p = j->bufs[i];
+		if ((c->k = fmt_source_read(j->s->in.src, off, j->bufs[i], n, &c->e)) != FMT_OK)
+			return;
+		for (size_t at = 0; (at += fmt_csv_special_byte(p + at, n - at, '"')) < n; at++) {
+			if (p[at] == '"') {
+				quoted = !quoted;
+			} else if (p[at] == '\n') {
+				c->lfs_to_start++;
+				if (!quoted) {
+					c->start = off + at + 1;
+					return;
+				}
+			}
+		}
+		off += n;
+	}
+}
+
+static void parse_task(void *ctx, size_t i)
+{
+	infer_job *j = ctx;
+	chunk *c = &j->c[i];
+	csv_state w;
+	if (c->k != FMT_OK)
+		return;
+	if ((c->k = fmt_csv_state_clone(&w, j->s, c->start, c->start_line, &c->e)) == FMT_OK) {
+		w.limit = i + 1 < j->n ? j->c[i + 1].start : UINT64_MAX;
+		c->k = fmt_csv_infer_range(&w, c->inf, &c->rows, &c->cps, &c->e);
+		c->end = fmt_csv_state_offset(&w);
+		c->end_line = w.line;
+	}
+	fmt_csv_state_free(&w);
+}
+
+/* c's checkpoints onto the table's, its rows counted from first_row. */
+static int add_checkpoints(csv_checkpoints *all, const csv_checkpoints *c, uint64_t first_row)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (!fmt_csv_checkpoint_add(all, first_row + c->v[i].row, c->v[i].off, c->v[i].line))
+			return 0;
+	return 1;
+}
+
+/* One thread from off (line) to the end: after a chunk that did not end where the next began. */
+static fmt_kind read_rest(csv_state *s, uint64_t off, uint64_t line, fmt_tv_infer *inf, uint64_t *rows,
+			  csv_checkpoints *all, fmt_err *e)
+{
+	csv_state w;
+	csv_checkpoints cps = { 0 };
+	uint64_t first_row = *rows;
+	fmt_tv_infer *part = calloc(s->n_cols ? s->n_cols : 1, sizeof *part);
+	fmt_kind k = part ? fmt_csv_state_clone(&w, s, off, line, e) : fmt_fail(e, FMT_IO, "out of memory");
+	if (!part)
+		return k;
+	for (size_t i = 0; i < s->n_cols; i++)
+		fmt_tv_infer_init(&part[i]);
+	if (k == FMT_OK)
+		k = fmt_csv_infer_range(&w, part, rows, &cps, e);
+	fmt_csv_state_free(&w);
+	for (size_t i = 0; k == FMT_OK && i < s->n_cols; i++)
+		fmt_tv_infer_merge(&inf[i], &part[i]);
+	if (k == FMT_OK && !add_checkpoints(all, &cps, first_row))
+		k = fmt_fail(e, FMT_IO, "out of memory");
+	free(cps.v);
+	free(part);
+	return k;
+}
+
+/* The chunks in order into inf, rows and the checkpoints. */
+static fmt_kind merge_chunks(csv_state *s, chunk *c, size_t n, fmt_tv_infer *inf, uint64_t *rows, fmt_err *e)
+{
+	uint64_t off = s->data_off, line = s->data_line;
+	for (size_t i = 0; i < n; i++) {
+		if (c[i].start != off || c[i].start_line != line)
+			return read_rest(s, off, line, inf, rows, &s->par->cps, e);
+		if (c[i].k != FMT_OK) {
+			*e = c[i].e;
+			return c[i].k;
+		}
+		for (size_t col = 0; col < s->n_cols; col++)
+			fmt_tv_infer_merge(&inf[col], &c[i].inf[col]);
+		if (!add_checkpoints(&s->par->cps, &c[i].cps, *rows))
+			return fmt_fail(e, FMT_IO, "out of memory");
+		*rows += c[i].rows;
+		off = c[i].end;
+		line = c[i].end_line;
+	}
+	return FMT_OK;
+}
+
+int fmt_csv_par_wanted(const csv_state *s)
+{
+	const fmt_source *src = s->in.src;
+	return s->threads > 1 && !src->sequential && !src->observe && src->size > s->data_off &&
+	       src->size - s->data_off >= 2 * (uint64_t)MIN_CHUNK;
+}
+
+static size_t chunk_count(const csv_state *s)
+{
+	uint64_t most = (s->in.src->size - s->data_off) / MIN_CHUNK;
+	return (uint64_t)s->threads < most ? (size_t)s->threads : (size_t)most;
+}
+
+static fmt_kind setup_chunks(infer_job *j, fmt_err *e)
+{
+	csv_state *s = j->s;
+	uint64_t bytes = s->in.src->size - s->data_off;
+	for (size_t i = 0; i < j->n; i++) {
+		chunk *c = &j->c[i];
+		c->from = s->data_off + bytes / j->n * i;
+		c->to = i + 1 < j->n ? s->data_off + bytes / j->n * (i + 1) : s->in.src->size;
+		c->inf = calloc(s->n_cols ? s->n_cols : 1, sizeof *c->inf);
+		j->bufs[i] = malloc(SCAN_BLOCK);
+		if (!c->inf || !j->bufs[i])
+			return fmt_fail(e, FMT_IO, "out of memory");
+		for (size_t col = 0; col < s->n_cols; col++)
+			fmt_tv_infer_init(&c->inf[col]);
+	}
+	return FMT_OK;
+}
+
+/* The first error of the chunks' scans, in file order. */
+static fmt_kind chunk_error(const infer_job *j, fmt_err *e)
+{
+	for (size_t i = 0; i < j->n; i++)
+		if (j->c[i].k != FMT_OK) {
+			*e = j->c[i].e;
+			return j->c[i].k;
+		}
+	return FMT_OK;
+}
+
+/* Quote parity and line of each chunk's start from the counts before it. */
+static void place_starts(infer_job *j)
+{
+	uint64_t quotes = 0, lfs = 0;
+	for (size_t i = 0; i < j->n; i++) {
+		j->c[i].parity = (int)(quotes & 1);
+		j->c[i].start_line = j->s->data_line + lfs;
+		quotes += j->c[i].quotes;
+		lfs += j->c[i].lfs;
+	}
+}
+
+static void free_job(infer_job *j)
+{
+	for (size_t i = 0; i < j->n; i++) {
+		free(j->c[i].inf);
+		free(j->c[i].cps.v);
+		if (j->bufs)
+			free(j->bufs[i]);
+	}
+	free(j->c);
+	free(j->bufs);
+}
+
+fmt_kind fmt_csv_par_infer(csv_state *s, fmt_tv_infer *inf, uint64_t *rows, fmt_err *e)
+{
+	infer_job j = { s, NULL, chunk_count(s), NULL };
+	fmt_kind k;
+	if (!(s->par = calloc(1, sizeof *s->par)))
+		return fmt_fail(e, FMT_IO, "out of memory");
+	if ((k = fmt_pool_create(&s->par->pool, s->threads, e)) != FMT_OK)
+		return k;
+	j.c = calloc(j.n, sizeof *j.c);
+	j.bufs = calloc(j.n, sizeof *j.bufs);
+	k = j.c && j.bufs ? setup_chunks(&j, e) : fmt_fail(e, FMT_IO, "out of memory");
+	if (k == FMT_OK) {
+		fmt_pool_run(s->par->pool, j.n, count_task, &j);
+		k = chunk_error(&j, e);
+	}
+	if (k == FMT_OK) {
+		place_starts(&j);
+		fmt_pool_run(s->par->pool, j.n, boundary_task, &j);
+		k = chunk_error(&j, e);
+	}
+	if (k == FMT_OK) {
+		for (size_t i = 0; i < j.n; i++)
+			j.c[i].start_line += j.c[i].lfs_to_start;
+		for (size_t i = 0; i < j.n; i++) {
+			free(j.bufs[i]);
+			j.bufs[i] = NULL;
+		}
+		fmt_pool_run(s->par->pool, j.n, parse_task, &j);
+		k = merge_chunks(s, j.c, j.n, inf, rows, e);
+	}
+	free_job(&j);
+	fmt_pool_destroy(s->par->pool); /* its threads are not needed for the batches */
+	s->par->pool = NULL;
+	return k;
+}
+
+/* ---- the batches ---- */
+
+/* The last checkpoint at or before row. */
+static const csv_checkpoint *checkpoint_before(const csv_checkpoints *cps, uint64_t row)
+{
+	size_t lo = 0, hi = cps->n;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (cps->v[mid].row <= row)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return &cps->v[lo];
+}
+
+/* Batch j into slot, parsed by w from the checkpoint before its first row. */
+static void parse_batch(struct csv_par *p, csv_state *w, uint64_t j, par_slot *slot)
+{
+	uint64_t row = j * p->proto->batch_rows;
+	const csv_checkpoint *cp = checkpoint_before(&p->cps, row);
+	int got = 1;
+	slot->done = 0;
+	slot->k = fmt_batch_init(&slot->b, p->schema->n_fields, &slot->e);
+	if (slot->k != FMT_OK)
+		return;
+	fmt_csv_state_seek(w, cp->off, cp->line);
+	for (uint64_t skip = row - cp->row; slot->k == FMT_OK && skip > 0 && got; skip--)
+		slot->k = fmt_csv_next_record(w, &got, &slot->e);
+	if (slot->k == FMT_OK)
+		slot->k = fmt_text_next_batch(fmt_csv_row, w, p->proto->batch_rows, w->cols, p->schema, &slot->b, &slot->done,
+					      &slot->e);
+}
+
+static void *batch_thread(void *arg)
+{
+	csv_state *w = arg;
+	struct csv_par *p = w->par;
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		while (!p->stop && (p->next_parse >= p->n_batches || p->next_parse - p->next_take >= p->n_slots))
+			pthread_cond_wait(&p->work, &p->lock);
+		if (p->stop)
+			break;
+		uint64_t j = p->next_parse++;
+		par_slot *slot = &p->slots[j % p->n_slots];
+		pthread_mutex_unlock(&p->lock);
+		parse_batch(p, w, j, slot);
+		pthread_mutex_lock(&p->lock);
+		slot->ready = 1;
+		pthread_cond_broadcast(&p->ready);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+static fmt_kind start_threads(csv_state *s, const fmt_schema *schema, fmt_err *e)
+{
+	struct csv_par *p = s->par;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->work, NULL);
+	pthread_cond_init(&p->ready, NULL);
+	p->synced = 1;
+	p->proto = s;
+	p->schema = schema;
+	p->n_batches = s->rows / s->batch_rows + (s->rows % s->batch_rows != 0);
+	p->n_threads = (size_t)s->threads - 1; /* and the caller's, which writes */
+	p->n_slots = SLOTS_PER_THREAD * p->n_threads;
+	p->slots = calloc(p->n_slots, sizeof *p->slots);
+	p->workers = calloc(p->n_threads, sizeof *p->workers);
+	p->threads = calloc(p->n_threads, sizeof *p->threads);
+	if (!p->slots || !p->workers || !p->threads)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; i < p->n_threads; i++) {
+		csv_state *w = &p->workers[i];
+		fmt_kind k = fmt_csv_state_clone(w, s, s->data_off, s->data_line, e);
+		w->par = p; /* the thread's way to the queue */
+		if (k == FMT_OK && !(w->cols = calloc(w->n_cols ? w->n_cols : 1, sizeof *w->cols)))
+			k = fmt_fail(e, FMT_IO, "out of memory");
+		if (k != FMT_OK)
+			return k;
+	}
+	for (size_t i = 0; i < p->n_threads; i++) {
+		if (fmt_thread_start(&p->threads[i], BATCH_THREAD_STACK, batch_thread, &p->workers[i]) != 0)
+			break;
+		p->n_started++;
+	}
+	if (p->n_started < p->n_threads)
+		return fmt_fail(e, FMT_IO, "cannot start worker thread %zu", p->n_started + 1);
+	return FMT_OK;
+}
+
+fmt_kind fmt_csv_par_next(csv_state *s, const fmt_schema *schema, fmt_batch *b, int *done, fmt_err *e)
+{
+	struct csv_par *p = s->par;
+	fmt_kind k;
+	*done = 0;
+	if (!p->slots && (k = start_threads(s, schema, e)) != FMT_OK)
+		return k;
+	if (p->next_take >= p->n_batches) {
+		*done = 1;
+		return FMT_OK;
+	}
+	par_slot *slot = &p->slots[p->next_take % p->n_slots];
+	pthread_mutex_lock(&p->lock);
+	while (!slot->ready)
+		pthread_cond_wait(&p->ready, &p->lock);
+	pthread_mutex_unlock(&p->lock);
+	if (slot->k != FMT_OK) {
+		*e = slot->e;
+		return slot->k; /* the batches after it are never asked for */
+	}
+	if (slot->done) {
+		*done = 1;
+		return FMT_OK;
+	}
+	fmt_batch_free(b);
+	*b = slot->b;
+	memset(&slot->b, 0, sizeof slot->b);
+	pthread_mutex_lock(&p->lock);
+	slot->ready = 0;
+	p->next_take++;
+	pthread_cond_broadcast(&p->work);
+	pthread_mutex_unlock(&p->lock);
+	return FMT_OK;
+}
+
+void fmt_csv_par_free(csv_state *s)
+{
+	struct csv_par *p = s->par;
+	if (!p)
+		return;
+	fmt_pool_destroy(p->pool);
+	if (p->n_started) {
+		pthread_mutex_lock(&p->lock);
+		p->stop = 1;
+		pthread_cond_broadcast(&p->work);
+		pthread_mutex_unlock(&p->lock);
+		for (size_t i = 0; i < p->n_started; i++)
+			pthread_join(p->threads[i], NULL);
+	}
+	if (p->synced) {
+		pthread_mutex_destroy(&p->lock);
+		pthread_cond_destroy(&p->work);
+		pthread_cond_destroy(&p->ready);
+	}
+	for (size_t i = 0; p->slots && i < p->n_slots; i++)
+		fmt_batch_free(&p->slots[i].b);
+	for (size_t i = 0; p->workers && i < p->n_threads; i++)
+		fmt_csv_state_free(&p->workers[i]);
+	free(p->slots);
+	free(p->workers);
+	free(p->threads);
+	free(p->cps.v);
+	free(p);
+	s->par = NULL;
+}

@@ -1,0 +1,160 @@
+/* The CSV byte scans: where the next delimiter, quote or line break is, and the counts of
+ * quotes and line feeds in a block (the parallel reader's chunk edges). A portable loop and
+ * SSE2/AVX2 ones, chosen once at run time; every one gives the same answers.
+ * FMTKIT_CSV_SCAN=portable|sse2|avx2 in the environment caps the choice (tests). */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include "csv_internal.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+/* Eight bytes at a time: a byte of w equal to c gives w ^ c*0x0101.. a zero byte, which
+ * (x - 0x0101..) & ~x & 0x8080.. detects. */
+static size_t special_portable(const char *p, size_t n, char delim)
+{
+	const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+	const uint64_t d = ones * (unsigned char)delim, dq = ones * '"', lf = ones * '\n', cr = ones * '\r';
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w, x;
+		memcpy(&w, p + i, 8);
+		x = ((w ^ d) - ones) & ~(w ^ d);
+		x |= ((w ^ dq) - ones) & ~(w ^ dq);
+		x |= ((w ^ lf) - ones) & ~(w ^ lf);
+		x |= ((w ^ cr) - ones) & ~(w ^ cr);
+		if (x & highs)
+			break;
+	}
+	for (; i < n; i++) {
+		char c = p[i];
+		if (c == delim || c == '"' || c == '\n' || c == '\r')
+			break;
+	}
+	return i;
+}
+
+static size_t count_byte_portable(const char *p, size_t n, char c)
+{
+	size_t count = 0;
+	for (size_t i = 0; i < n; i++)
+		count += p[i] == c;
+	return count;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse2")))
+static size_t special_sse2(const char *p, size_t n, char delim)
+{
+	const __m128i d = _mm_set1_epi8(delim), dq = _mm_set1_epi8('"'), lf = _mm_set1_epi8('\n'),
+		      cr = _mm_set1_epi8('\r');
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m128i w = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+		__m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(w, d), _mm_cmpeq_epi8(w, dq)),
+					   _mm_or_si128(_mm_cmpeq_epi8(w, lf), _mm_cmpeq_epi8(w, cr)));
+		unsigned mask = (unsigned)_mm_movemask_epi8(hit);
+		if (mask)
+			return i + (size_t)__builtin_ctz(mask);
+	}
+	return i + special_portable(p + i, n - i, delim);
+}
+
+__attribute__((target("avx2")))
+static size_t special_avx2(const char *p, size_t n, char delim)
+{
+	const __m256i d = _mm256_set1_epi8(delim), dq = _mm256_set1_epi8('"'), lf = _mm256_set1_epi8('\n'),
+		      cr = _mm256_set1_epi8('\r');
+	size_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m256i w = _mm256_loadu_si256((const __m256i *)(const void *)(p + i));
+		__m256i hit = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(w, d), _mm256_cmpeq_epi8(w, dq)),
+					      _mm256_or_si256(_mm256_cmpeq_epi8(w, lf), _mm256_cmpeq_epi8(w, cr)));
+		unsigned mask = (unsigned)_mm256_movemask_epi8(hit);
+		if (mask)
+			return i + (size_t)__builtin_ctz(mask);
+	}
+	return i + special_sse2(p + i, n - i, delim);
+}
+
+__attribute__((target("sse2")))
+static size_t count_byte_sse2(const char *p, size_t n, char c)
+{
+	const __m128i want = _mm_set1_epi8(c);
+	size_t i = 0, count = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m128i w = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+		count += (size_t)__builtin_popcount((unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(w, want)));
+	}
+	return count + count_byte_portable(p + i, n - i, c);
+}
+
+__attribute__((target("avx2,popcnt")))
+static size_t count_byte_avx2(const char *p, size_t n, char c)
+{
+	const __m256i want = _mm256_set1_epi8(c);
+	size_t i = 0, count = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m256i w = _mm256_loadu_si256((const __m256i *)(const void *)(p + i));
+		count += (size_t)__builtin_popcount((unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(w, want)));
+	}
+	return count + count_byte_sse2(p + i, n - i, c);
+}
+#endif
+
+/* 0 portable, 1 SSE2, 2 AVX2: what the CPU has, capped by FMTKIT_CSV_SCAN; -1 until known.
+ * Threads racing on the first call all store the same answer. */
+static atomic_int scan_level = -1;
+
+static int detect_level(void)
+{
+	int cap = 2;
+	const char *want = getenv("FMTKIT_CSV_SCAN");
+	if (want && !strcmp(want, "portable"))
+		cap = 0;
+	else if (want && !strcmp(want, "sse2"))
+		cap = 1;
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	int have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt") ? 2 : 1;
+#else
+	int have = 0;
+#endif
+	return have < cap ? have : cap;
+}
+
+static int level(void)
+{
+	int l = atomic_load_explicit(&scan_level, memory_order_relaxed);
+	if (l < 0) {
+		l = detect_level();
+		atomic_store_explicit(&scan_level, l, memory_order_relaxed);
+	}
+	return l;
+}
+
+size_t fmt_csv_special_byte(const char *p, size_t n, char delim)
+{
+#if defined(__x86_64__)
+	switch (level()) {
+	case 2: return special_avx2(p, n, delim);
+	case 1: return special_sse2(p, n, delim);
+	default: break;
+	}
+#endif
+	return special_portable(p, n, delim);
+}
+
+size_t fmt_csv_count_byte(const char *p, size_t n, char c)
+{
+#if defined(__x86_64__)
+	switch (level()) {
+	case 2: return count_byte_avx2(p, n, c);
+	case 1: return count_byte_sse2(p, n, c);
+	default: break;
+	}
+#endif
+	return count_byte_portable(p, n, c);
+}

@@ -1,0 +1,139 @@
+#!/usr/bin/env bats
+# CSV read on several threads (-T) and with each byte scan (FMTKIT_CSV_SCAN): the same types,
+# rows, bytes and first error as one thread with the portable scan, whatever the split points hit
+# (quoted line feeds, CRLF, empty lines, doubled quotes) and on malformed files.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	load helpers
+	EDGES="$BATS_FILE_TMPDIR/edges.csv"
+	BAD="$BATS_FILE_TMPDIR/bad.csv"
+	export EDGES BAD
+	# 150,000 rows: three batches of 65,536 rows, several chunks per thread count
+	/usr/bin/python3 "$REPO_ROOT/scripts/gen/csv-chunk-edges" "$EDGES" 150000
+	/usr/bin/python3 "$REPO_ROOT/scripts/gen/csv-chunk-edges" "$BAD" 150000 bad >"$BATS_FILE_TMPDIR/bad.line"
+}
+
+setup() {
+	load helpers
+	cd "$BATS_TEST_TMPDIR"
+}
+
+@test "the split points of -T 2, 3, 5 and 8 fall inside quoted fields of the test file" {
+	run /usr/bin/python3 "$REPO_ROOT/scripts/gen/csv-chunk-edges" --inside "$EDGES" 2 3 5 8
+	assert_success
+	[ "$output" -ge 2 ] || fail "only $output split points inside quotes"
+}
+
+@test "-T 1, 2, 3, 5, 8: the same schema, rows and output bytes (CSV, .ald, Parquet, JSON Lines)" {
+	run fmt-inspect "$EDGES"
+	assert_success
+	assert_line "rows: 150000"
+	assert_line "  id  int64  not null"
+	assert_line "  x  float64"
+	assert_line "  flag  bool"
+	assert_line "  when  timestamp[s]  not null"
+	assert_line "  text  utf8  not null"
+	for ext in csv ald parquet jsonl; do
+		FMTKIT_CSV_SCAN=portable fmt-convert -q -T 1 "$EDGES" "one.$ext"
+		for t in 2 3 5 8; do
+			fmt-convert -q -T "$t" "$EDGES" "t$t.$ext"
+			cmp "one.$ext" "t$t.$ext" || fail "-T $t gives other $ext bytes"
+		done
+	done
+	# the text survives: the JSON Lines read back as CSV give the CSV fmt-convert wrote
+	fmt-convert -q -T 3 one.jsonl back.csv
+	cmp one.csv back.csv
+	run fmt-convert -q -T 1 one.csv again.csv
+	assert_success
+	cmp one.csv again.csv
+}
+
+@test "each byte scan (portable, SSE2, AVX2 where the CPU has it) gives the same bytes" {
+	FMTKIT_CSV_SCAN=portable fmt-convert -q -T 1 "$EDGES" portable.csv
+	for scan in sse2 avx2; do
+		for t in 1 4; do
+			FMTKIT_CSV_SCAN=$scan fmt-convert -q -T "$t" "$EDGES" "$scan-$t.csv"
+			cmp portable.csv "$scan-$t.csv" || fail "$scan -T $t differs"
+		done
+	done
+	# writing: fields that need quotes are found by the same scan
+	for scan in portable sse2 avx2; do
+		FMTKIT_CSV_SCAN=$scan fmt-convert -q -T 2 portable.csv "w-$scan.csv"
+	done
+	cmp w-portable.csv w-sse2.csv
+	cmp w-portable.csv w-avx2.csv
+	cmp portable.csv w-avx2.csv
+}
+
+@test "a stray quote two thirds in: exit 4, the same message for every -T, nothing written" {
+	line=$(cat "$BATS_FILE_TMPDIR/bad.line")
+	for t in 1 2 3 5 8; do
+		run fmt-convert -T "$t" "$BAD" "out$t.ald"
+		assert_failure 4
+		assert_output "fmt-convert: error: $BAD: line $line, column 5: a quote inside an unquoted field"
+		nothing_written "out$t.ald"
+	done
+}
+
+@test "an unclosed quote followed by thousands of records: the same error for every -T" {
+	{
+		echo "a,b"
+		seq 20000 | sed 's/.*/&,t&/'
+		echo '1,"unclosed'
+		seq 20000 | sed 's/.*/&,u&/'
+	} >u.csv
+	for t in 1 2 4 7; do
+		run fmt-convert -T "$t" u.csv "u$t.jsonl"
+		assert_failure 4
+		assert_output "fmt-convert: error: u.csv: line 20002, column 2: a quoted field is not closed"
+		nothing_written "u$t.jsonl"
+	done
+}
+
+@test "one quoted field of 200,000 lines across every split point: the same rows for every -T" {
+	{
+		echo "a,b"
+		seq 20000 | sed 's/.*/&,t&/'
+		echo '1,"clo'
+		seq 200000 | sed 's/^/u/'
+		echo 'sed"'
+		seq 20000 | sed 's/.*/&,t&/'
+	} >v.csv
+	fmt-convert -q -T 1 v.csv v1.jsonl
+	run fmt-inspect v.csv
+	assert_line "rows: 40001"
+	for t in 2 4 7; do
+		fmt-convert -q -T "$t" v.csv "v$t.jsonl"
+		cmp v1.jsonl "v$t.jsonl" || fail "-T $t differs"
+	done
+	run sed -n 20001p v1.jsonl
+	assert_output --partial '{"a":1,"b":"clo\nu1\nu2\n'
+}
+
+@test "a value not of its --schema type in the third batch: the same error for every -T, nothing written" {
+	{
+		echo "n,x"
+		seq 200000 | sed 's/.*/&,&/'
+	} >big.csv
+	sed -i '150001s/.*/150000,abc/' big.csv
+	printf '{"x": "int32"}' >schema.json
+	for t in 1 2 3 8; do
+		run fmt-convert --schema schema.json -T "$t" big.csv "o$t.parquet"
+		assert_failure 4
+		assert_output 'fmt-convert: error: big.csv: line 150001, column 2: "abc" is not an int32'
+		nothing_written "o$t.parquet"
+	done
+}
+
+@test "reading stops early (--rows) with batches parsed ahead: the same rows, no hang" {
+	cp "$EDGES" e.csv
+	fmt-convert -q -T 1 --rows 70000:70010 e.csv one.jsonl
+	for t in 2 5; do
+		run timeout 60 fmt-convert -q -T "$t" --rows 70000:70010 e.csv "t$t.jsonl"
+		assert_success
+		cmp one.jsonl "t$t.jsonl"
+	done
+	assert_equal "$(wc -l <one.jsonl)" 10
+}
