@@ -20,7 +20,8 @@ static uint32_t shift_rne(uint32_t v, unsigned shift)
 	return kept + ((rest > half) | ((rest == half) & kept & 1));
 }
 
-uint16_t fmt_f32_to_f16(float f)
+/* Inlined into the row loop: a call per value cost more than the conversion. */
+static inline uint16_t f32_to_f16(float f)
 {
 	uint32_t u = fmt_f32_bits(f);
 	uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
@@ -43,6 +44,11 @@ uint16_t fmt_f32_to_f16(float f)
 	if (shift > 24)
 		return sign;                          /* below 2^-25: rounds to ±0 */
 	return sign | (uint16_t)shift_rne(significand, shift);
+}
+
+uint16_t fmt_f32_to_f16(float f)
+{
+	return f32_to_f16(f);
 }
 
 float fmt_f16_to_f32(uint16_t h)
@@ -78,7 +84,7 @@ float fmt_bf16_to_f32(uint16_t h)
 void fmt_f32_to_f16_row_portable(const float *src, uint16_t *dst, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		dst[i] = fmt_f32_to_f16(src[i]);
+		dst[i] = f32_to_f16(src[i]);
 }
 
 void fmt_f16_to_f32_row_portable(const uint16_t *src, float *dst, size_t n)

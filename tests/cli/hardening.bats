@@ -28,22 +28,30 @@ snapshot() {
 	(cd "$1" && find . -printf '%y %p %s\n' | sort && find . -type f -exec sha256sum {} + | sort)
 }
 
-# json_of EXPR: EXPR, a Python expression of d (the JSON document in $output), printed as compact
-# JSON (strings and numbers as jq -c prints them). For the outputs of tens of megabytes here: jq
-# takes four times Python's CPU time to parse them.
+# json_of EXPR [OUT]: EXPR, a Python expression of d (the JSON document in the file OUT, or in
+# $output), printed as compact JSON (strings and numbers as jq -c prints them). For the outputs of
+# tens of megabytes here: jq takes four times Python's CPU time to parse them.
 json_of() {
 	/usr/bin/python3 -c 'import json, sys
-d = json.loads(sys.stdin.read())
-print(json.dumps(eval(sys.argv[1]), separators=(",", ":"), ensure_ascii=False))' "$1" <<<"$output"
+d = json.load(open(sys.argv[2]))
+print(json.dumps(eval(sys.argv[1]), separators=(",", ":"), ensure_ascii=False))' "$1" "${2:-/dev/stdin}" <<<"$output"
 }
 
 # run_bounded FILE CMD...: run CMD under ulimit -v = 16 x FILE's size + 64 MB (issue 8, item 3).
 run_bounded() {
-	local file=$1
-	shift
+	run_bounded_to - "$@"
+}
+
+# run_bounded_to OUT FILE CMD...: run_bounded with CMD's standard output in the file OUT instead
+# of $output (tens of megabytes that bash would copy and split into lines, seconds of CPU); OUT -
+# is $output.
+run_bounded_to() {
+	local out=$1 file=$2
+	shift 2
 	asan_build && skip "sanitizer build: address-space limit not applicable"
 	local kb=$(( (16 * $(stat -c %s "$file") + 64 * 1048576) / 1024 ))
-	run --separate-stderr bash -c 'ulimit -v "$1"; shift; exec "$@"' _ "$kb" "$@"
+	run --separate-stderr bash -c 'ulimit -v "$1"; out=$2; shift 2; [ "$out" = - ] && exec "$@"; exec "$@" >"$out"' \
+		_ "$kb" "$out" "$@"
 }
 
 @test "memory: GGUF U8 array of 2^23 items, inspect and verify within 16x + 64 MB" {
@@ -54,13 +62,13 @@ run_bounded() {
 	assert_equal "$(jq -c '.metadata["hostile.array"][-1]' <<<"$output")" '{"truncated":8388608}'
 	run_bounded "$f" fmt-verify "$f"
 	assert_success
-	run_bounded "$f" fmt-inspect --metadata --full "$f"
+	run_bounded_to full.txt "$f" fmt-inspect --metadata --full "$f"
 	assert_success
-	assert_equal "$(/usr/bin/python3 -c 'import sys; print(sys.stdin.read().count("0, "))' <<<"$output")" 8388607
+	assert_equal "$(/usr/bin/python3 -c 'import sys; print(open(sys.argv[1]).read().count("0, "))' full.txt)" 8388607
 	# Every item as JSON: streamed, never a tree.
-	run_bounded "$f" fmt-inspect --json --metadata --full "$f"
+	run_bounded_to full.json "$f" fmt-inspect --json --metadata --full "$f"
 	assert_success
-	assert_equal "$(json_of 'len(d["metadata"]["hostile.array"])')" 8388608
+	assert_equal "$(json_of 'len(d["metadata"]["hostile.array"])' full.json)" 8388608
 }
 
 @test "memory: .apsim record of 3 million zeros, inspect and verify within 16x + 64 MB" {
@@ -75,15 +83,15 @@ run_bounded() {
 
 @test "memory: safetensors header of 250000 empty tensors, inspect --json and verify within 16x + 64 MB" {
 	f=$HOSTILE/memory/st-million.safetensors
-	run_bounded "$f" fmt-inspect --json "$f"
+	run_bounded_to st.json "$f" fmt-inspect --json "$f"
 	assert_success
-	assert_equal "$(json_of '[d["tensor_count"], len(d["tensors"]), d["tensors"][-1]["name"]]')" '[250000,250000,"t0249999"]'
+	assert_equal "$(json_of '[d["tensor_count"], len(d["tensors"]), d["tensors"][-1]["name"]]' st.json)" '[250000,250000,"t0249999"]'
 	run_bounded "$f" fmt-verify "$f"
 	assert_success
 	f=$HOSTILE/memory/st-million-meta.safetensors
-	run_bounded "$f" fmt-inspect --json --metadata "$f"
+	run_bounded_to meta.json "$f" fmt-inspect --json --metadata "$f"
 	assert_success
-	assert_equal "$(json_of 'len(d["metadata"]["note"])')" 15000000
+	assert_equal "$(json_of 'len(d["metadata"]["note"])' meta.json)" 15000000
 }
 
 @test "memory: .apsim units object of a million entries naming no tensor, refused (exit 4) within 16x + 64 MB" {

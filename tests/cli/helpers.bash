@@ -1,5 +1,9 @@
 # Shared set-up for the bats suites: the tools under test, the repository, scratch space.
-REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+# (bats makes BATS_TEST_DIRNAME absolute, as cd && pwd would: no subshell in every test)
+case $BATS_TEST_DIRNAME in
+*/tests/cli) REPO_ROOT=${BATS_TEST_DIRNAME%/tests/cli} ;;
+*) REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd) ;;
+esac
 FMTKIT_BIN=${FMTKIT_BIN:-$REPO_ROOT/build/bin}
 # tests/cli/python/python3 is /usr/bin/python3, Debian's, with the packages scripts/install-deps
 # installs: a python3 first on PATH that is a version manager's shim (pyenv: a bash script that
