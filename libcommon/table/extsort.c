@@ -112,14 +112,8 @@ static fmt_kind spill(fmt_extsort *s, fmt_err *e)
 	fmt_kind k = sort_arena(s, e);
 	if (k != FMT_OK)
 		return k;
-	if (s->n_runs == s->cap_runs) {
-		size_t cap = s->cap_runs ? 2 * s->cap_runs : 8;
-		run *r = realloc(s->runs, cap * sizeof *r);
-		if (!r)
-			return fmt_fail(e, FMT_IO, "out of memory");
-		s->runs = r;
-		s->cap_runs = cap;
-	}
+	if (fmt_grow_array(&s->runs, &s->cap_runs, s->n_runs + 1, sizeof *s->runs, 8))
+		return fmt_fail(e, FMT_IO, "out of memory");
 	FILE *f = temp_file(e);
 	if (!f)
 		return e->kind;
@@ -159,14 +153,8 @@ fmt_kind fmt_extsort_add(fmt_extsort *s, const void *key, size_t klen, const voi
 		s->arena = p;
 		s->cap = cap;
 	}
-	if (s->n_recs == s->cap_recs) {
-		size_t cap = s->cap_recs ? 2 * s->cap_recs : 1024;
-		size_t *o = realloc(s->offs, cap * sizeof *o);
-		if (!o)
-			return fmt_fail(e, FMT_IO, "out of memory");
-		s->offs = o;
-		s->cap_recs = cap;
-	}
+	if (fmt_grow_array(&s->offs, &s->cap_recs, s->n_recs + 1, sizeof *s->offs, 1024))
+		return fmt_fail(e, FMT_IO, "out of memory");
 	uint8_t *r = s->arena + s->len;
 	fmt_wr_u32(r, (uint32_t)klen);
 	fmt_wr_u32(r + 4, (uint32_t)plen);

@@ -95,14 +95,8 @@ static size_t stratum_of(fmt_split_plan *p, const fmt_schema *s, const fmt_batch
 		return p->index[i] - 1;
 	if (!add)
 		return SIZE_MAX;
-	if (p->n_strata == p->cap_strata) {
-		size_t cap = p->cap_strata ? 2 * p->cap_strata : 64;
-		stratum *n = realloc(p->strata, cap * sizeof *n);
-		if (!n)
-			return SIZE_MAX - 1;
-		p->strata = n;
-		p->cap_strata = cap;
-	}
+	if (fmt_grow_array(&p->strata, &p->cap_strata, p->n_strata + 1, sizeof *p->strata, 64))
+		return SIZE_MAX - 1;
 	p->strata[p->n_strata++] = (stratum){ h.low64, h.high64, 0 };
 	p->index[i] = p->n_strata;
 	if (2 * p->n_strata > p->cap_index && grow_index(p) != 0)

@@ -75,17 +75,9 @@ static void mark_piece(void *ctx, size_t i)
 static fmt_kind pieces_add(wm_column *c, const struct wm_piece *p, size_t n, fmt_err *e)
 {
 	pthread_mutex_lock(&c->lock);
-	if (c->n_pieces + n > c->cap_pieces) {
-		size_t cap = c->cap_pieces ? 2 * c->cap_pieces : 16;
-		while (cap < c->n_pieces + n)
-			cap *= 2;
-		void *q = realloc(c->pieces, cap * sizeof *c->pieces);
-		if (!q) {
-			pthread_mutex_unlock(&c->lock);
-			return fmt_fail(e, FMT_IO, "out of memory");
-		}
-		c->pieces = q;
-		c->cap_pieces = cap;
+	if (fmt_grow_array(&c->pieces, &c->cap_pieces, c->n_pieces + n, sizeof *c->pieces, 16)) {
+		pthread_mutex_unlock(&c->lock);
+		return fmt_fail(e, FMT_IO, "out of memory");
 	}
 	memcpy(c->pieces + c->n_pieces, p, n * sizeof *p);
 	c->n_pieces += n;

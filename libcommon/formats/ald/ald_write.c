@@ -73,14 +73,8 @@ static fmt_kind add_chunk(writer *w, fmt_err *e)
 {
 	if (w->chunk_stored > UINT32_MAX || w->chunk_raw > UINT32_MAX)
 		return fmt_fail(e, FMT_UNSUPPORTED, "a chunk above 4 GiB does not fit the chunk index (use a smaller --chunk-rows)");
-	if (w->n_chunks == w->cap_chunks) {
-		size_t cap = w->cap_chunks ? 2 * w->cap_chunks : 64;
-		ald_chunk *p = realloc(w->chunks, cap * sizeof *p);
-		if (!p)
-			return fmt_fail(e, FMT_IO, "out of memory");
-		w->chunks = p;
-		w->cap_chunks = cap;
-	}
+	if (fmt_grow_array(&w->chunks, &w->cap_chunks, w->n_chunks + 1, sizeof *w->chunks, 64))
+		return fmt_fail(e, FMT_IO, "out of memory");
 	ald_chunk *c = &w->chunks[w->n_chunks];
 	c->row_offset = w->rows - w->chunk_rows;
 	c->num_rows = (uint32_t)w->chunk_rows;

@@ -271,14 +271,8 @@ static int forced_type(const char *name, fmt_field *f, int zoned, char *zone_buf
 
 int fmt_csv_checkpoint_add(csv_checkpoints *cps, uint64_t row, uint64_t off, uint64_t line)
 {
-	if (cps->n == cps->cap) {
-		size_t cap = cps->cap ? 2 * cps->cap : 64;
-		csv_checkpoint *p = realloc(cps->v, cap * sizeof *p);
-		if (!p)
-			return 0;
-		cps->v = p;
-		cps->cap = cap;
-	}
+	if (fmt_grow_array(&cps->v, &cps->cap, cps->n + 1, sizeof *cps->v, 64))
+		return 0;
 	cps->v[cps->n++] = (csv_checkpoint){ row, off, line };
 	return 1;
 }

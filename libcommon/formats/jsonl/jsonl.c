@@ -54,14 +54,8 @@ static fmt_kind refill(jsonl_state *s, fmt_err *e)
 
 static fmt_kind big_add(jsonl_state *s, size_t member, uint64_t value, fmt_err *e)
 {
-	if (s->n_big == s->cap_big) {
-		size_t cap = s->cap_big ? 2 * s->cap_big : 8;
-		big_int *p = realloc(s->big, cap * sizeof *p);
-		if (!p)
-			return fmt_fail(e, FMT_IO, "out of memory");
-		s->big = p;
-		s->cap_big = cap;
-	}
+	if (fmt_grow_array(&s->big, &s->cap_big, s->n_big + 1, sizeof *s->big, 8))
+		return fmt_fail(e, FMT_IO, "out of memory");
 	s->big[s->n_big++] = (big_int){ member, value, NULL };
 	return FMT_OK;
 }

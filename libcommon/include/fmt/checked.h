@@ -4,6 +4,8 @@
 #define FMT_CHECKED_H
 
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 static inline int fmt_add_u64(uint64_t a, uint64_t b, uint64_t *out)
 {
@@ -22,6 +24,29 @@ static inline int fmt_align_up_u64(uint64_t x, uint64_t align, uint64_t *out)
 	if (__builtin_add_overflow(x, align - 1, &t))
 		return 1;
 	*out = t & ~(align - 1);
+	return 0;
+}
+
+/* Room for need elements of elem bytes in a grow-by-doubling array: arrayp is the address of
+ * the array's pointer (a T **), *cap its capacity in elements, first the capacity of an empty
+ * one. Doubles until need fits; the array is untouched on failure. 0 on success, 1 when the
+ * size overflows or realloc fails. */
+static inline int fmt_grow_array(void *arrayp, size_t *cap, size_t need, size_t elem, size_t first)
+{
+	if (need <= *cap)
+		return 0;
+	size_t c = *cap ? *cap : first, bytes;
+	while (c < need)
+		if (__builtin_mul_overflow(c, 2, &c))
+			return 1;
+	if (__builtin_mul_overflow(c, elem, &bytes))
+		return 1;
+	void *old, *p;
+	memcpy(&old, arrayp, sizeof old);
+	if (!(p = realloc(old, bytes)))
+		return 1;
+	memcpy(arrayp, &p, sizeof p);
+	*cap = c;
 	return 0;
 }
 
