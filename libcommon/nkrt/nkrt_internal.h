@@ -12,6 +12,9 @@ uint64_t fmt_nk_uib_stage(const nk_layer *l);
 
 /* The layers (float_ops.c, int8_ops.c) the engine plans and runs. */
 void fmt_nk_float_layer(nk_engine *en, uint32_t i, const float *x, float *y);
+/* Float layer i in the arithmetic of upstream's calibration run (calib_ops.c): what the
+ * activation ranges of fmt-convert --dtype int8 come from. */
+void fmt_nk_calib_layer(nk_engine *en, uint32_t i, const float *x, float *y);
 void fmt_nk_int8_layer(nk_engine *en, uint32_t i, const int8_t *x, int8_t *y, int32_t *cur_zp, float *cur_scale);
 fmt_kind fmt_nk_int8_plan(nk_engine *en, fmt_err *e);
 uint64_t fmt_nk_float_scratch(const nk_model *nm, const nk_layer *l);

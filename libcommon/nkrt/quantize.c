@@ -27,8 +27,9 @@ static uint64_t first_nonfinite_f32(const float *v, uint64_t n)
 	return n;
 }
 
-/* One calibration input through the float network, layer by layer, each quantized operation's
- * output widening its range; the network's output into y. */
+/* One calibration input through the float network in the calibration arithmetic, layer by
+ * layer, each quantized operation's output widening its range; then the network's output as
+ * the runtime computes it (what the int8 network is measured against) into y. */
 static fmt_kind calibrate_one(nk_engine *en, const float *x, size_t index, nk_range *ranges, float *y, fmt_err *e)
 {
 	const nk_model *nm = en->nm;
@@ -37,7 +38,7 @@ static fmt_kind calibrate_one(nk_engine *en, const float *x, size_t index, nk_ra
 	for (uint32_t i = 0; i < nm->n_layers; i++) {
 		const nk_layer *l = &nm->layers[i];
 		uint64_t n = nk_shape_count(l->out);
-		fmt_nk_float_layer(en, i, cur, next);
+		fmt_nk_calib_layer(en, i, cur, next);
 		uint64_t bad = first_nonfinite_f32(next, n);
 		if (bad < n)
 			return fmt_fail(e, FMT_INVALID_FORMAT, "calibration input %zu: layer %u (%s) gives a value that is "
@@ -49,7 +50,7 @@ static fmt_kind calibrate_one(nk_engine *en, const float *x, size_t index, nk_ra
 		cur = next;
 		next = t;
 	}
-	memcpy(y, cur, nm->output_count * sizeof(float));
+	memcpy(y, fmt_nk_run_float(en, x), nm->output_count * sizeof(float));
 	return FMT_OK;
 }
 

@@ -5,27 +5,39 @@
 #include <stdlib.h>
 #include "fmt/io.h"
 #include "fmt/nk.h"
+#include "fmt/nkrt.h"
 #include "unit.h"
+
+/* The .nk bytes (aligned, owned) of a float network of one layer l with weights w of dims
+ * wdims (rank wrank) and biases b, over input_shape; *n their size. */
+static uint32_t *one_layer_net(uint8_t network, const uint32_t input_shape[3], const nk_spec_layer *l,
+			       uint8_t wrank, const uint32_t wdims[4], const float *w, const float *b, size_t *n)
+{
+	nk_spec s = { .network = network, .input_shape = { input_shape[0], input_shape[1], input_shape[2] } };
+	fmt_err e;
+	uint32_t bdims[4] = { l->units };
+	CHECK_EQ_U64(fmt_nk_spec_add_layer(&s, l, &e), FMT_OK);
+	nk_spec_tensor wt = fmt_nk_spec_tensor(wrank, wdims), bt = fmt_nk_spec_tensor(1, bdims);
+	memcpy(wt.data, w, wt.count * sizeof(float));
+	memcpy(bt.data, b, bt.count * sizeof(float));
+	CHECK_EQ_U64(fmt_nk_spec_add_pair(&s, &wt, &bt, &e), FMT_OK);
+	uint8_t *out;
+	CHECK_EQ_U64(fmt_nk_write_bytes(&s, &out, n, &e), FMT_OK);
+	uint32_t *bytes = calloc(*n / 4 + 1, 4);
+	memcpy(bytes, out, *n);
+	free(out);
+	fmt_nk_spec_free(&s);
+	return bytes;
+}
 
 /* A float MLP 2 -> 3 (one dense of act) parsed into *nm from *bytes (aligned, owned). */
 static void mlp_2_3(unsigned act, const float w[6], const float b[3], nk_model *nm, uint32_t **bytes)
 {
-	nk_spec s = { .network = NK_MLP, .input_shape = { 1, 2 } };
-	fmt_err e;
+	static const uint32_t input[3] = { 1, 2 }, wdims[4] = { 3, 2 };
 	nk_spec_layer l = { .kind = NK_DENSE, .units = 3, .act = (uint8_t)act, .alpha = 0.01f };
-	uint32_t wdims[4] = { 3, 2 }, bdims[4] = { 3 };
-	CHECK_EQ_U64(fmt_nk_spec_add_layer(&s, &l, &e), FMT_OK);
-	nk_spec_tensor wt = fmt_nk_spec_tensor(2, wdims), bt = fmt_nk_spec_tensor(1, bdims);
-	memcpy(wt.data, w, 6 * sizeof(float));
-	memcpy(bt.data, b, 3 * sizeof(float));
-	CHECK_EQ_U64(fmt_nk_spec_add_pair(&s, &wt, &bt, &e), FMT_OK);
-	uint8_t *out;
 	size_t n;
-	CHECK_EQ_U64(fmt_nk_write_bytes(&s, &out, &n, &e), FMT_OK);
-	*bytes = calloc(n / 4 + 1, 4);
-	memcpy(*bytes, out, n);
-	free(out);
-	fmt_nk_spec_free(&s);
+	fmt_err e;
+	*bytes = one_layer_net(NK_MLP, input, &l, 2, wdims, w, b, &n);
 	CHECK_EQ_U64(fmt_nk_parse(nm, *bytes, n, &e), FMT_OK);
 }
 
@@ -110,9 +122,10 @@ static char *fixture(const char *path, size_t *n)
 
 TEST(nk_quant_upstream_bytes_from_its_activation_scales)
 {
-	/* Upstream's mnist_cnn_dw_int8.nk was calibrated on MNIST training images fmtkit does not
-	 * have; given ranges that make its activation scales, the float twin quantizes to its bytes:
-	 * all of them up to its test block, but for the tests flags. */
+	/* Upstream's mnist_cnn_dw_int8.nk was calibrated on MNIST training images (the interop
+	 * test nk_mnist_quant calibrates on them); given ranges that make its activation scales,
+	 * the float twin quantizes to its bytes: all of them up to its test block, but for the
+	 * tests flags. */
 	size_t nf, n8, nq;
 	char *f = fixture("tests/data/fixtures/nk/mnist_cnn_dw.nk", &nf);
 	char *u = fixture("tests/data/fixtures/nk/mnist_cnn_dw_int8.nk", &n8);
@@ -138,4 +151,53 @@ TEST(nk_quant_upstream_bytes_from_its_activation_scales)
 	fmt_nk_free(&up);
 	free(f);
 	free(u);
+}
+
+/* The output scale fmt_nk_quantize gives the one-layer network net[0..n) calibrated on the
+ * one input x. */
+static float calibrated_out_scale(const uint32_t *net, size_t n, const double *x, size_t count)
+{
+	nk_embed_case c = { .name = "x", .name_len = 1, .label = -1, .values = x, .n = count };
+	nk_embed_set cal = { .cases = &c, .n = 1 };
+	nk_quant_report r;
+	uint8_t *q;
+	size_t nq;
+	nk_model m;
+	fmt_err e;
+	fmt_kind k = fmt_nk_quantize(net, n, &cal, &q, &nq, &r, &e);
+	CHECK_STR(k == FMT_OK ? "" : e.msg, "");
+	if (k != FMT_OK)
+		return NAN;
+	CHECK_EQ_U64(fmt_nk_parse(&m, q, nq, &e), FMT_OK);
+	float scale = m.quant[0].out_scale;
+	fmt_nk_free(&m);
+	free(q);
+	return scale;
+}
+
+TEST(nk_quant_calibration_arithmetic_is_upstreams)
+{
+	/* Upstream's calibration adds each convolution product rounded to float32 to a float32 sum:
+	 * 1, then round(x1 w1) = 2^-24 (x1 w1 is a little over it) and 2^-24, each a tie that leaves
+	 * 1. Fused multiply-adds give 1 + 2^-22, a double sum 1 + 2^-23: other output scales. */
+	static const uint32_t img[3] = { 1, 1, 3 }, cdims[4] = { 1, 1, 1, 3 };
+	const float cw[3] = { 1, 0x1p-24f * (1 - 0x1p-11f + 0x1p-22f), 0x1p-24f }, cb[1] = { 0 };
+	const double cx[3] = { 1, 1 + 0x1p-11, 1 };
+	nk_spec_layer conv = { .kind = NK_CONV2D, .kh = 1, .kw = 1, .stride = 1, .units = 1, .alpha = 0.01f };
+	size_t n;
+	uint32_t *net = one_layer_net(NK_CNN, img, &conv, 4, cdims, cw, cb, &n);
+	CHECK(fmaf(1, cw[2], fmaf((float)cx[1], cw[1], 1.0f)) == 1 + 0x1p-22f);
+	CHECK((float)(1.0 + (double)(float)cx[1] * cw[1] + 0x1p-24) == 1 + 0x1p-23f);
+	CHECK((float)(1 / 255.0) != (float)((1 + 0x1p-23) / 255.0));
+	CHECK(calibrated_out_scale(net, n, cx, 3) == (float)(1 / 255.0));
+	free(net);
+	/* and sums a dense layer's products exactly (in double): 1 + 2^-24 + 2^-24 is 1 + 2^-23,
+	 * where float32 in order (each a tie to 1) gives 1 */
+	static const uint32_t row[3] = { 1, 3 }, ddims[4] = { 1, 3 };
+	const float dw[3] = { 1, 1, 1 }, db[1] = { 0 };
+	const double dx[3] = { 1, 0x1p-24, 0x1p-24 };
+	nk_spec_layer dense = { .kind = NK_DENSE, .units = 1, .alpha = 0.01f };
+	net = one_layer_net(NK_MLP, row, &dense, 2, ddims, dw, db, &n);
+	CHECK(calibrated_out_scale(net, n, dx, 3) == (float)((1 + 0x1p-23) / 255.0));
+	free(net);
 }
