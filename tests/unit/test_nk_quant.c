@@ -201,3 +201,28 @@ TEST(nk_quant_calibration_arithmetic_is_upstreams)
 	CHECK(calibrated_out_scale(net, n, dx, 3) == (float)((1 + 0x1p-23) / 255.0));
 	free(net);
 }
+
+TEST(nk_quant_signed_range_as_upstreams_tflite_reference)
+{
+	/* The one signed range upstream shows: the logits of mnist_cnn_dw on x_train[:128] span
+	 * -22.999523 .. 24.670221 (this calibration arithmetic), and the TFLite file upstream
+	 * aligned its int8 MNIST networks with (benchmark/tflm/generated/
+	 * mnist_cnn_dw_int8_tflite_quant.json, the last op's output) has scale 0.18694018 and zero
+	 * point -5 for them: what (hi - lo) / 255 and -128 - round(lo / scale) give. */
+	static const float w[6] = { 1, 0, 0, 1, 1, 1 }, b[3] = { 0, 0, 0 };
+	nk_model nm, nq;
+	uint32_t *fb;
+	mlp_2_3(NK_ACT_NONE, w, b, &nm, &fb);
+	nk_range in = { 0, 1 }, out = { -0x1.6ffe0cp+4f, 0x1.8ab93ap+4f };
+	uint8_t *q;
+	size_t n;
+	fmt_err e;
+	CHECK_EQ_U64(fmt_nk_write_int8(&nm, in, &out, &q, &n, &e), FMT_OK);
+	CHECK_EQ_U64(fmt_nk_parse(&nq, q, n, &e), FMT_OK);
+	CHECK(nq.quant[0].out_scale == 0.18694017827510834f);
+	CHECK_EQ_U64((uint64_t)(int64_t)nq.quant[0].out_zp, (uint64_t)(int64_t)-5);
+	fmt_nk_free(&nq);
+	free(q);
+	fmt_nk_free(&nm);
+	free(fb);
+}
