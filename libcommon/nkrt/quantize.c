@@ -11,12 +11,16 @@ static int op_layer(const nk_layer *l)
 	return l->kind == NK_DENSE || l->kind == NK_CONV2D || l->kind == NK_DEPTHWISE;
 }
 
+/* v is finite (checked first): plain comparisons, not fminf/fmaxf's library calls. */
 static void widen(nk_range *r, const float *v, uint64_t n)
 {
+	float lo = r->lo, hi = r->hi;
 	for (uint64_t i = 0; i < n; i++) {
-		r->lo = fminf(r->lo, v[i]);
-		r->hi = fmaxf(r->hi, v[i]);
+		lo = v[i] < lo ? v[i] : lo;
+		hi = v[i] > hi ? v[i] : hi;
 	}
+	r->lo = lo;
+	r->hi = hi;
 }
 
 static uint64_t first_nonfinite_f32(const float *v, uint64_t n)
