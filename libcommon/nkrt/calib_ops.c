@@ -25,8 +25,12 @@ static long tap(uint32_t o, uint32_t k, const nk_layer *l, uint32_t pad, uint32_
 	return at >= 0 && at < (long)n ? at : -1;
 }
 
-/* One output pixel (oy, ox), channel oc, of a convolution: weights [O, kh, kw, C]. */
-static float conv_at(const nk_layer *l, const float *x, const float *w, float bias, uint32_t oy, uint32_t ox)
+/* One output (oy, ox) of a convolution over its window: bias, then at each tap (ky, kx) in
+ * the input n products x[pixel * C + c] w[(ky * kw + kx) * wstep + c], c < n, in order. A
+ * conv2d's channel o: w its [kh, kw, C] weights, n = wstep = C; a depthwise's channel c: x and
+ * w offset to channel c's, n = wstep = 1. */
+static float window_sum(const nk_layer *l, const float *x, const float *w, uint32_t wstep, uint32_t n, float bias,
+			uint32_t oy, uint32_t ox)
 {
 	float acc = bias;
 	for (uint32_t ky = 0; ky < l->kh; ky++) {
@@ -36,8 +40,8 @@ static float conv_at(const nk_layer *l, const float *x, const float *w, float bi
 			if (ix < 0)
 				continue;
 			const float *px = x + ((uint64_t)iy * l->in.w + (uint64_t)ix) * l->in.c;
-			const float *pw = w + ((uint64_t)ky * l->kw + kx) * l->in.c;
-			for (uint32_t c = 0; c < l->in.c; c++) {
+			const float *pw = w + ((uint64_t)ky * l->kw + kx) * wstep;
+			for (uint32_t c = 0; c < n; c++) {
 				float product = px[c] * pw[c];
 				acc = acc + product;
 			}
@@ -46,33 +50,16 @@ static float conv_at(const nk_layer *l, const float *x, const float *w, float bi
 	return acc;
 }
 
-/* One output pixel, channel c, of a depthwise convolution: weights [C, kh, kw]. */
-static float depthwise_at(const nk_layer *l, const float *x, const float *w, float bias, uint32_t c, uint32_t oy,
-			  uint32_t ox)
-{
-	float acc = bias;
-	for (uint32_t ky = 0; ky < l->kh; ky++) {
-		long iy = tap(oy, ky, l, l->pad_t, l->in.h);
-		for (uint32_t kx = 0; iy >= 0 && kx < l->kw; kx++) {
-			long ix = tap(ox, kx, l, l->pad_l, l->in.w);
-			if (ix < 0)
-				continue;
-			uint64_t at = ((uint64_t)iy * l->in.w + (uint64_t)ix) * l->in.c + c;
-			float product = x[at] * w[((uint64_t)c * l->kh + ky) * l->kw + kx];
-			acc = acc + product;
-		}
-	}
-	return acc;
-}
-
+/* Convolution weights [O, kh, kw, C], depthwise [C, kh, kw]. */
 static void convolve(const nk_layer *l, const float *x, float *y, const float *w, const float *b)
 {
-	uint64_t taps = (uint64_t)l->kh * l->kw * l->in.c;
+	int dw = l->kind == NK_DEPTHWISE;
+	uint64_t taps = (uint64_t)l->kh * l->kw * (dw ? 1 : l->in.c);
 	for (uint32_t oy = 0; oy < l->out.h; oy++)
 		for (uint32_t ox = 0; ox < l->out.w; ox++, y += l->out.c)
 			for (uint32_t o = 0; o < l->out.c; o++)
-				y[o] = clamp(l->kind == NK_DEPTHWISE ? depthwise_at(l, x, w, b[o], o, oy, ox)
-								     : conv_at(l, x, w + o * taps, b[o], oy, ox),
+				y[o] = clamp(dw ? window_sum(l, x + o, w + o * taps, 1, 1, b[o], oy, ox)
+						: window_sum(l, x, w + o * taps, l->in.c, l->in.c, b[o], oy, ox),
 					     l->act);
 }
 

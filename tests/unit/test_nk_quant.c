@@ -226,3 +226,34 @@ TEST(nk_quant_signed_range_as_upstreams_tflite_reference)
 	fmt_nk_free(&nm);
 	free(fb);
 }
+
+TEST(nk_quant_calibration_windows_with_padding_and_stride)
+{
+	/* 3x3 windows, stride 2, padding 1 over a 3x3x2 input (channel 0: 1..9, channel 1: ten
+	 * times it), in integers (exact in any order): the largest outputs, 374 for the conv2d
+	 * (weights 1..9 on channel 0, 1 on channel 1) and 1860 for the depthwise (channel 1's 9..1),
+	 * make the output scales. */
+	static const uint32_t img[3] = { 3, 3, 2 }, cdims[4] = { 1, 3, 3, 2 }, ddims[4] = { 2, 3, 3 };
+	double x[18];
+	float cw[18], dw[18];
+	const float b[2] = { 0, 0 };
+	for (int i = 0; i < 9; i++) {
+		x[2 * i] = i + 1;
+		x[2 * i + 1] = 10 * (i + 1);
+		cw[2 * i] = (float)(i + 1);
+		cw[2 * i + 1] = 1;
+		dw[i] = (float)(i + 1);
+		dw[9 + i] = (float)(9 - i);
+	}
+	nk_spec_layer l = { .kind = NK_CONV2D, .kh = 3, .kw = 3, .stride = 2, .pad_t = 1, .pad_l = 1, .pad_b = 1,
+			    .pad_r = 1, .units = 1, .alpha = 0.01f };
+	size_t n;
+	uint32_t *net = one_layer_net(NK_CNN, img, &l, 4, cdims, cw, b, &n);
+	CHECK(calibrated_out_scale(net, n, x, 18) == (float)(374 / 255.0));
+	free(net);
+	l.kind = NK_DEPTHWISE;
+	l.units = 2;
+	net = one_layer_net(NK_CNN, img, &l, 3, ddims, dw, b, &n);
+	CHECK(calibrated_out_scale(net, n, x, 18) == (float)(1860 / 255.0));
+	free(net);
+}
