@@ -4,11 +4,26 @@
 #include "fmt/checked.h"
 #include "fmt/builder.h"
 
+/* The validity bitmap exists only from the first null on (a column without nulls has none):
+ * until then every row is valid, and the first null writes the bits of the rows before it. */
 static void set_valid(col_builder *b, int valid)
 {
 	uint64_t i = b->rows;
+	if (!b->nulls) {
+		if (valid)
+			return;
+		size_t full = (size_t)(i / 8);
+		char *at = fmt_sb_reserve(&b->validity, full + 1);
+		if (!at)
+			return;
+		memset(at, 0xff, full);
+		at[full] = (char)((1u << (i % 8)) - 1);
+		fmt_sb_commit(&b->validity, full + 1);
+		b->nulls++;
+		return;
+	}
 	if (i % 8 == 0)
-		fmt_sb_put(&b->validity, "", 1);
+		fmt_sb_add(&b->validity, "", 1);
 	if (b->validity.oom)
 		return;
 	if (valid)
@@ -30,10 +45,10 @@ static void end_offset(col_builder *b, const fmt_field *f)
 	uint8_t o[8];
 	if (f->type == FMT_C_LARGE_UTF8) {
 		fmt_wr_u64(o, b->values.len);
-		fmt_sb_put(&b->offsets, (const char *)o, 8);
+		fmt_sb_add(&b->offsets, (const char *)o, 8);
 	} else {
 		fmt_wr_u32(o, (uint32_t)b->values.len);
-		fmt_sb_put(&b->offsets, (const char *)o, 4);
+		fmt_sb_add(&b->offsets, (const char *)o, 4);
 	}
 }
 
@@ -64,7 +79,7 @@ void fmt_cb_bool(col_builder *b, int v)
 {
 	set_valid(b, 1);
 	if (b->rows % 8 == 0)
-		fmt_sb_put(&b->values, "", 1);
+		fmt_sb_add(&b->values, "", 1);
 	if (v && !b->values.oom)
 		b->values.p[b->rows / 8] |= (char)(1u << (b->rows % 8));
 	b->rows++;
@@ -73,7 +88,7 @@ void fmt_cb_bool(col_builder *b, int v)
 void fmt_cb_fixed(col_builder *b, const void *le_bytes, size_t n)
 {
 	set_valid(b, 1);
-	fmt_sb_put(&b->values, le_bytes, n);
+	fmt_sb_add(&b->values, le_bytes, n);
 	b->rows++;
 }
 
@@ -81,7 +96,7 @@ void fmt_cb_bytes(col_builder *b, const fmt_field *f, const void *p, size_t n)
 {
 	set_valid(b, 1);
 	start_offsets(b, f);
-	fmt_sb_put(&b->values, p, n);
+	fmt_sb_add(&b->values, p, n);
 	end_offset(b, f);
 	b->rows++;
 }
