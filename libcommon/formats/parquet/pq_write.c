@@ -4,6 +4,8 @@
  * statistics; the footer last (schema with logical types, key/value metadata). */
 #include <stdlib.h>
 #include <string.h>
+/* inlined: the dictionary hashes short values, where a call costs more than the hash */
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 #include <zlib.h>
 #include "fmt/checked.h"
