@@ -1,7 +1,8 @@
 /* The CSV byte scans: where the next delimiter, quote or line break is, and the counts of
  * quotes and line feeds in a block (the parallel reader's chunk edges). A portable loop and
- * SSE2/AVX2 ones, chosen once at run time; every one gives the same answers.
- * FMTKIT_CSV_SCAN=portable|sse2|avx2 in the environment caps the choice (tests). */
+ * SSE2/AVX2 ones (and AVX-512 for the 64-byte block masks), chosen once at run time; every one
+ * gives the same answers. FMTKIT_CSV_SCAN=portable|sse2|avx2|avx512 in the environment caps the
+ * choice (tests). */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,6 +180,7 @@ static int detect_level(void)
 		cap = 1;
 	else if (want && !strcmp(want, "avx2"))
 		cap = 2;
+	/* "avx512" (or anything else): what the CPU has */
 #if defined(__x86_64__)
 	__builtin_cpu_init();
 	int have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt") ? 2 : 1;
