@@ -139,3 +139,39 @@ EOF
 	assert_output "fmt-convert: error: badint.csv: line 3, column 1: \"1234567a9\" is not an int64"
 	nothing_written bad.parquet
 }
+
+@test "Parquet string statistics taken from the dictionary: one that stays on, one over 1 MiB, one of distinct values" {
+	# s: 720-byte values each twice (the dictionary passes 1 MiB), t: 30 values (it stays on),
+	# u: all distinct (it goes off after 4,096)
+	/usr/bin/python3 -c '
+import random
+r = random.Random(5)
+print("s,t,u")
+for i in range(6000):
+    k = (i // 2) % 2400
+    print(f"{(chr(97 + k % 26) + str(k).zfill(5)) * 120},w{r.randint(0, 29)},u{i * 7919 % 6007}x")
+' >dict.csv
+	fmt-convert -q dict.csv dict.parquet
+	run fmt-inspect dict.parquet
+	assert_success
+	printf '%s\n' "$output" | /usr/bin/python3 -c '
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+stats, col = {}, None
+for line in sys.stdin:
+    s = line.strip()
+    if line.startswith("      ") and not line.startswith("       ") and s.endswith(":"):
+        col = s[:-1]
+    elif col and s.split(":")[0] in ("encodings", "min", "max"):
+        stats.setdefault(col, {})[s.split(":")[0]] = s.split(": ", 1)[1]
+want_dict = {"s": False, "t": True, "u": False}
+for name in "stu":
+    vals = [r[name] for r in rows]
+    got = stats[name]
+    if (got["min"], got["max"]) != (min(vals), max(vals)):
+        sys.exit(f"{name}: {got}")
+    if ("RLE_DICTIONARY" in got["encodings"]) != want_dict[name]:
+        sys.exit(f"{name}: encodings {got}")
+print("ok")
+' dict.csv
+}

@@ -368,6 +368,15 @@ static int64_t dict_index(dict *d, const uint8_t *p, size_t n, int is_bytes)
 
 /* ---- gathering rows ---- */
 
+/* A byte-array column's statistics while its dictionary is on are those of the entries (every
+ * value is one): taken from them when the dictionary goes off or the chunk is written, not per
+ * value. */
+static void stat_dict_entries(colw *c)
+{
+	for (uint32_t i = 0; i < c->d.n; i++)
+		stat_bytes(c, (const uint8_t *)c->d.plain.p + c->d.pos[i], c->d.lens[i]);
+}
+
 /* Value p[0..n) into the dictionary while it is on: its index into c->idx. */
 static fmt_kind add_to_dict(colw *c, const uint8_t *p, size_t n, fmt_err *e)
 {
@@ -396,12 +405,17 @@ static fmt_kind add_value(colw *c, const uint8_t *p, size_t n, fmt_err *e)
 		fmt_wr_u32(l, (uint32_t)n);
 		fmt_sb_add(&c->plain, (const char *)l, 4);
 		c->vpos[c->values] = c->plain.len;
-		stat_bytes(c, p, n);
 	} else {
 		stat_fixed(c, p);
 	}
 	fmt_sb_add(&c->plain, (const char *)p, n);
+	int dict_was_on = c->d.on;
 	fmt_kind k = add_to_dict(c, p, n, e);
+	if (c->is_bytes && !c->d.on) {
+		if (dict_was_on)
+			stat_dict_entries(c);
+		stat_bytes(c, p, n);
+	}
 	c->values++;
 	return k != FMT_OK ? k : c->plain.oom ? oom(e) : FMT_OK;
 }
@@ -605,6 +619,8 @@ static fmt_kind write_chunk(writer *w, colw *c, fmt_err *e)
 {
 	c->start = w->off;
 	c->comp_total = c->uncomp_total = 0;
+	if (c->is_bytes && c->d.on)
+		stat_dict_entries(c);
 	c->used_dict = dict_pays(c);
 	fmt_kind k = FMT_OK;
 	if (c->used_dict)
