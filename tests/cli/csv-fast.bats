@@ -21,6 +21,18 @@ setup() {
 	cd "$BATS_TEST_TMPDIR"
 }
 
+# stats_check CSV TSV PYTHON: PYTHON run with rows (the CSV's, as dicts) and stats
+# (stats[column][key] from parquet_stats's TSV); it exits non-zero on a mismatch
+stats_check() {
+	/usr/bin/python3 -c "import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline='')))
+stats = {}
+for line in open(sys.argv[2]):
+    col, key, value = line.rstrip('\n').split('\t')
+    stats.setdefault(col, {})[key] = value
+$3" "$1" "$2"
+}
+
 # parquet_stats FILE: "column<TAB>key<TAB>value" for each column chunk's encodings, null_count,
 # min and max as fmt-inspect prints them
 parquet_stats() {
@@ -62,13 +74,7 @@ parquet_stats() {
 	cmp a.parquet b.parquet
 	# each column's null count, min and max against Python's reading of the CSV
 	parquet_stats a.parquet >stats.tsv
-	/usr/bin/python3 -c '
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1], newline="")))
-stats = {}
-for line in open(sys.argv[2]):
-    col, key, value = line.rstrip("\n").split("\t")
-    stats.setdefault(col, {})[key] = value
+	stats_check "$BLOCKS" stats.tsv '
 for name, conv in (("id", int), ("n", int), ("m", int), ("x", float)):
     vals = [conv(r[name]) for r in rows if r[name] != ""]
     got = stats[name]
@@ -76,7 +82,7 @@ for name, conv in (("id", int), ("n", int), ("m", int), ("x", float)):
     have = (got["null_count"], conv(got["min"]), conv(got["max"]))
     if have != want:
         sys.exit(f"{name}: {have} != {want}")
-' "$BLOCKS" stats.tsv
+'
 }
 
 @test "Parquet statistics of a float column without nulls: NaN skipped, a zero minimum -0.0 and a zero maximum 0.0" {
@@ -151,13 +157,7 @@ for i in range(6000):
 ' >dict.csv
 	fmt-convert -q dict.csv dict.parquet
 	parquet_stats dict.parquet >stats.tsv
-	/usr/bin/python3 -c '
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1], newline="")))
-stats = {}
-for line in open(sys.argv[2]):
-    col, key, value = line.rstrip("\n").split("\t")
-    stats.setdefault(col, {})[key] = value
+	stats_check dict.csv stats.tsv '
 want_dict = {"s": False, "t": True, "u": False}
 for name in "stu":
     vals = [r[name] for r in rows]
@@ -166,5 +166,5 @@ for name in "stu":
         sys.exit(f"{name}: {got}")
     if ("RLE_DICTIONARY" in got["encodings"]) != want_dict[name]:
         sys.exit(f"{name}: encodings {got}")
-' dict.csv stats.tsv
+'
 }
