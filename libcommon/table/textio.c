@@ -61,6 +61,8 @@ fmt_kind fmt_text_next_batch(fmt_text_row_fn row, void *ctx, uint64_t batch_rows
 	int got = 1;
 	fmt_kind k = FMT_OK;
 	*done = 0;
+	for (size_t i = 0; i < s->n_fields; i++)
+		fmt_cb_prepare(&cols[i]);
 	while (rows < batch_rows && (k = row(ctx, s, &got, e)) == FMT_OK && got)
 		rows++;
 	if (k != FMT_OK)

@@ -21,6 +21,41 @@ int fmt_tv_bool(const char *s, size_t n, int *v)
 	return 0;
 }
 
+/* Whether s[0..8) are all digits, without a branch per byte. */
+static inline int all_digits8(uint64_t x)
+{
+	return (x & 0xF0F0F0F0F0F0F0F0u) == 0x3030303030303030u &&
+	       ((x + 0x0606060606060606u) & 0xF0F0F0F0F0F0F0F0u) == 0x3030303030303030u;
+}
+
+static inline uint64_t load8(const char *s)
+{
+	uint64_t x;
+	memcpy(&x, s, 8);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	x = __builtin_bswap64(x);
+#endif
+	return x;
+}
+
+/* The value of eight digits (the first in the lowest byte): pairs, then fours, then all. */
+static inline uint64_t value8(uint64_t x)
+{
+	x = (x & 0x0F0F0F0F0F0F0F0Fu) * 2561 >> 8;
+	x = (x & 0x00FF00FF00FF00FFu) * 6553601 >> 16;
+	return (x & 0x0000FFFF0000FFFFu) * 42949672960001u >> 32;
+}
+
+/* s[0..8) as digits into *v when they all are. */
+static inline int take8(const char *s, uint64_t *v)
+{
+	uint64_t x = load8(s);
+	if (!all_digits8(x))
+		return 0;
+	*v = value8(x);
+	return 1;
+}
+
 int fmt_tv_int64(const char *s, size_t n, int64_t *v)
 {
 	size_t i = 0;
@@ -32,6 +67,9 @@ int fmt_tv_int64(const char *s, size_t n, int64_t *v)
 	}
 	if (i == n || n - i > 19)
 		return 0;
+	/* at most 19 digits: acc stays below 10^19 < 2^64 */
+	for (uint64_t d8; n - i >= 8 && take8(s + i, &d8); i += 8)
+		acc = acc * 100000000u + d8;
 	for (; i < n; i++) {
 		if (s[i] < '0' || s[i] > '9')
 			return 0;
@@ -70,16 +108,27 @@ static int float_fast(const char *s, size_t n, double *v)
 	size_t i = 0;
 	int neg = 0, digits = 0, frac = 0, exp = 0, any = 0;
 	uint64_t m = 0;
+	uint64_t d8;
 	if (i < n && (s[i] == '-' || s[i] == '+'))
 		neg = s[i++] == '-';
-	for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, any = 1)
+	for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, any = 1) {
+		/* past the leading zeros, eight digits at once while 19 are not exceeded */
+		while (m && digits <= 11 && n - i >= 8 && take8(s + i, &d8))
+			m = m * 100000000u + d8, digits += 8, i += 8;
+		if (i == n || s[i] < '0' || s[i] > '9')
+			break;
 		if (m || s[i] != '0') {
 			m = m * 10 + (uint64_t)(s[i] - '0');
 			if (++digits > 19)
 				return 0;
 		}
+	}
 	if (i < n && s[i] == '.')
 		for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++, any = 1) {
+			while (m && digits <= 11 && n - i >= 8 && take8(s + i, &d8))
+				m = m * 100000000u + d8, digits += 8, frac += 8, i += 8;
+			if (i == n || s[i] < '0' || s[i] > '9')
+				break;
 			frac++;
 			if (m || s[i] != '0') {
 				m = m * 10 + (uint64_t)(s[i] - '0');
@@ -152,10 +201,14 @@ static int float_syntax(const char *s, size_t n)
 	size_t i = 0, digits_seen = 0, exp_digits = 0;
 	if (i < n && (s[i] == '+' || s[i] == '-'))
 		i++;
+	while (n - i >= 8 && all_digits8(load8(s + i)))
+		i += 8, digits_seen += 8;
 	while (i < n && s[i] >= '0' && s[i] <= '9')
 		i++, digits_seen++;
 	if (i < n && s[i] == '.') {
 		i++;
+		while (n - i >= 8 && all_digits8(load8(s + i)))
+			i += 8, digits_seen += 8;
 		while (i < n && s[i] >= '0' && s[i] <= '9')
 			i++, digits_seen++;
 	}

@@ -38,6 +38,7 @@ static const csv_opts *csv_opts_of(const fmt_drvopt_sets *s)
 
 static fmt_kind refill(csv_state *s, fmt_err *e)
 {
+	s->scan_at = s->scan_end = 0;
 	return fmt_text_in_refill(&s->in, s->line, "a record longer than 64 MiB", e);
 }
 
@@ -45,6 +46,27 @@ void fmt_csv_state_seek(csv_state *s, uint64_t off, uint64_t line)
 {
 	fmt_text_in_seek(&s->in, off);
 	s->line = line;
+	s->scan_at = s->scan_end = 0;
+}
+
+/* fmt_csv_special_byte from pos to the end of the buffer, a 64-byte mask at a time: fields are
+ * short, and one mask serves the several that start in it. */
+static size_t next_special(csv_state *s, size_t pos)
+{
+	for (;;) {
+		if (pos >= s->scan_at && pos < s->scan_end) {
+			uint64_t m = s->scan_mask >> (pos - s->scan_at);
+			if (m)
+				return pos + (size_t)__builtin_ctzll(m);
+			pos = s->scan_end;
+		}
+		if (pos >= s->in.end)
+			return s->in.end;
+		size_t n = s->in.end - pos < 64 ? s->in.end - pos : 64;
+		s->scan_mask = fmt_csv_special_mask(s->in.buf + pos, n, s->delim);
+		s->scan_at = pos;
+		s->scan_end = pos + n;
+	}
 }
 
 uint64_t fmt_csv_state_offset(const csv_state *s)
@@ -166,7 +188,7 @@ restart:
 		} else {
 			/* in place: buf moves only in refill, which starts the record again */
 			off = pos;
-			pos += fmt_csv_special_byte(s->in.buf + pos, s->in.end - pos, s->delim);
+			pos = next_special(s, pos);
 			if (pos < s->in.end && s->in.buf[pos] == '"')
 				return syntax(s, line, column, "a quote inside an unquoted field", e);
 			if (pos == s->in.end && !s->in.eof)

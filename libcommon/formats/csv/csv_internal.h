@@ -34,6 +34,9 @@ typedef struct csv_state {
 	int threads;               /* -T */
 	uint64_t rows;             /* data rows, as the first pass counted them */
 	struct csv_par *par;       /* the parallel reader's batches, NULL when reading on one thread */
+	/* the special bytes of in.buf[scan_at, scan_end) (at most 64): valid until the buffer moves */
+	size_t scan_at, scan_end;
+	uint64_t scan_mask;
 } csv_state;
 
 /* A record boundary every CSV_CHECKPOINT_ROWS rows: where a worker starts a batch. */
@@ -45,6 +48,8 @@ typedef struct csv_checkpoint {
 
 /* The index of the first byte of p[0..n) that is delim, a quote or a line break; n when none. */
 size_t fmt_csv_special_byte(const char *p, size_t n, char delim);
+/* Bit i set when p[i] is delim, a quote or a line break, for the first min(n, 64) bytes. */
+uint64_t fmt_csv_special_mask(const char *p, size_t n, char delim);
 /* How many bytes of p[0..n) equal c. */
 size_t fmt_csv_count_byte(const char *p, size_t n, char c);
 

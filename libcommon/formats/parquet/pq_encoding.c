@@ -164,11 +164,18 @@ static void put_packed(fmt_sb *o, const uint32_t *v, size_t count, int width)
 	if (!dst)
 		return;
 	memset(dst, 0, bytes);
-	uint64_t bit = 0;
-	for (size_t i = 0; i < count; i++, bit += (uint64_t)width)
-		for (int k = 0; k < width; k++)
-			if (v[i] >> k & 1)
-				dst[(bit + (uint64_t)k) >> 3] |= (uint8_t)(1u << ((bit + (uint64_t)k) & 7));
+	/* LSB first: the values' low width bits through a 64-bit window, whole bytes out */
+	uint64_t acc = 0, mask = width >= 32 ? UINT32_MAX : ((uint64_t)1 << width) - 1;
+	int held = 0;
+	uint8_t *at = dst;
+	for (size_t i = 0; i < count; i++) {
+		acc |= ((uint64_t)v[i] & mask) << held;
+		held += width;
+		for (; held >= 8; held -= 8, acc >>= 8)
+			*at++ = (uint8_t)acc;
+	}
+	if (held)
+		*at = (uint8_t)acc;
 	fmt_sb_commit(o, bytes);
 }
 

@@ -4,6 +4,8 @@
  * statistics; the footer last (schema with logical types, key/value metadata). */
 #include <stdlib.h>
 #include <string.h>
+/* inlined: the dictionary hashes short values, where a call costs more than the hash */
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 #include <zlib.h>
 #include "fmt/checked.h"
@@ -206,14 +208,73 @@ static int cmp_bytes(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
 
 static void stat_bytes(colw *c, const uint8_t *p, size_t n)
 {
-	if (!c->has_minmax || cmp_bytes(p, n, (const uint8_t *)c->smin.p, c->smin.len) < 0) {
+	/* below the minimum is not above the maximum, nor is the minimum itself */
+	int vs_min = c->has_minmax ? cmp_bytes(p, n, (const uint8_t *)c->smin.p, c->smin.len) : -1;
+	if (vs_min < 0) {
 		c->smin.len = 0;
 		fmt_sb_put(&c->smin, (const char *)p, n);
 	}
-	if (!c->has_minmax || cmp_bytes(p, n, (const uint8_t *)c->smax.p, c->smax.len) > 0) {
+	if (!c->has_minmax || (vs_min > 0 && cmp_bytes(p, n, (const uint8_t *)c->smax.p, c->smax.len) > 0)) {
 		c->smax.len = 0;
 		fmt_sb_put(&c->smax, (const char *)p, n);
 	}
+	c->has_minmax = 1;
+}
+
+/* A key whose unsigned order is the order of the PLAIN value at p (not NaN), or 0 with *none
+ * set when the type keeps no statistics (f16). */
+static inline uint64_t order_key(fmt_ctype type, int width, const uint8_t *p, int *none)
+{
+	const uint64_t sign64 = (uint64_t)1 << 63;
+	switch (type) {
+	case FMT_C_F16: *none = 1; return 0;
+	case FMT_C_BOOL: return p[0];
+	case FMT_C_U8: case FMT_C_U16: case FMT_C_U32: return fmt_rd_u32(p);
+	case FMT_C_U64: return fmt_rd_u64(p);
+	case FMT_C_F32: {
+		uint32_t b = fmt_rd_u32(p);
+		return b >> 31 ? ~b : b | 0x80000000u;
+	}
+	case FMT_C_F64: {
+		uint64_t b = fmt_rd_u64(p);
+		return b >> 63 ? ~b : b | sign64;
+	}
+	default:
+		return width == 4 ? fmt_rd_u32(p) ^ 0x80000000u : fmt_rd_u64(p) ^ sign64;
+	}
+}
+
+/* stat_fixed over count PLAIN values at p, in one pass. -0 and +0 (equal as numbers) get
+ * distinct keys here where stat_fixed keeps the first seen, which put_stats makes the same bytes
+ * (a zero minimum is written -0, a zero maximum +0). */
+static void stat_run(colw *c, const uint8_t *p, size_t count)
+{
+	fmt_ctype type = c->f->type;
+	size_t w = (size_t)c->width;
+	int none = 0, is_float = type == FMT_C_F32 || type == FMT_C_F64;
+	const uint8_t *lo = NULL, *hi = NULL;
+	uint64_t klo = 0, khi = 0;
+	order_key(type, c->width, p, &none);
+	if (none || count == 0)
+		return;
+	if (c->has_minmax) {
+		lo = c->min, hi = c->max;
+		klo = order_key(type, c->width, lo, &none);
+		khi = order_key(type, c->width, hi, &none);
+	}
+	for (size_t i = 0; i < count; i++, p += w) {
+		if (is_float && is_nan(c, p))
+			continue;
+		uint64_t k = order_key(type, c->width, p, &none);
+		if (!lo || k < klo)
+			lo = p, klo = k;
+		if (!hi || k > khi)
+			hi = p, khi = k;
+	}
+	if (!lo)
+		return;
+	memmove(c->min, lo, w);
+	memmove(c->max, hi, w);
 	c->has_minmax = 1;
 }
 
@@ -307,22 +368,18 @@ static int64_t dict_index(dict *d, const uint8_t *p, size_t n, int is_bytes)
 
 /* ---- gathering rows ---- */
 
-static fmt_kind add_value(colw *c, const uint8_t *p, size_t n, fmt_err *e)
+/* A byte-array column's statistics while its dictionary is on are those of the entries (every
+ * value is one): taken from them when the dictionary goes off or the chunk is written, not per
+ * value. */
+static void stat_dict_entries(colw *c)
 {
-	if (c->is_bytes) {
-		if (n > INT32_MAX)
-			return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': a value over 2 GiB", c->f->name);
-		if (grow((void **)&c->vpos, &c->vpos_cap, c->values + 2, sizeof *c->vpos))
-			return oom(e);
-		uint8_t l[4];
-		fmt_wr_u32(l, (uint32_t)n);
-		fmt_sb_put(&c->plain, (const char *)l, 4);
-		c->vpos[c->values] = c->plain.len;
-		stat_bytes(c, p, n);
-	} else {
-		stat_fixed(c, p);
-	}
-	fmt_sb_add(&c->plain, (const char *)p, n);
+	for (uint32_t i = 0; i < c->d.n; i++)
+		stat_bytes(c, (const uint8_t *)c->d.plain.p + c->d.pos[i], c->d.lens[i]);
+}
+
+/* Value p[0..n) into the dictionary while it is on: its index into c->idx. */
+static fmt_kind add_to_dict(colw *c, const uint8_t *p, size_t n, fmt_err *e)
+{
 	/* mostly distinct values: a dictionary will not pay, stop hashing them */
 	if (c->d.on && c->values >= 4096 && c->d.n > c->values / 4 * 3)
 		dict_off(&c->d);
@@ -334,14 +391,75 @@ static fmt_kind add_value(colw *c, const uint8_t *p, size_t n, fmt_err *e)
 			c->idx[c->values] = (uint32_t)i;
 		}
 	}
+	return FMT_OK;
+}
+
+static fmt_kind add_value(colw *c, const uint8_t *p, size_t n, fmt_err *e)
+{
+	if (c->is_bytes) {
+		if (n > INT32_MAX)
+			return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': a value over 2 GiB", c->f->name);
+		if (grow((void **)&c->vpos, &c->vpos_cap, c->values + 2, sizeof *c->vpos))
+			return oom(e);
+		uint8_t l[4];
+		fmt_wr_u32(l, (uint32_t)n);
+		fmt_sb_add(&c->plain, (const char *)l, 4);
+		c->vpos[c->values] = c->plain.len;
+	} else {
+		stat_fixed(c, p);
+	}
+	fmt_sb_add(&c->plain, (const char *)p, n);
+	int dict_was_on = c->d.on;
+	fmt_kind k = add_to_dict(c, p, n, e);
+	if (c->is_bytes && !c->d.on) {
+		if (dict_was_on)
+			stat_dict_entries(c);
+		stat_bytes(c, p, n);
+	}
 	c->values++;
-	return c->plain.oom ? oom(e) : FMT_OK;
+	return k != FMT_OK ? k : c->plain.oom ? oom(e) : FMT_OK;
+}
+
+/* Whether the column's values are their PLAIN bytes as they are (same width, no conversion). */
+static int plain_as_is(const colw *c)
+{
+	if (c->is_bytes || c->ptype == PT_BOOLEAN)
+		return 0;
+	if (c->f->type == FMT_C_TIMESTAMP)
+		return c->f->unit != FMT_TU_S;
+	return fmt_ctype_width(c->f->type) == (size_t)c->width;
+}
+
+/* add_rows for a column without nulls whose values are already PLAIN: one copy, statistics in
+ * one pass, the dictionary while it is on. */
+static fmt_kind add_plain_run(colw *c, const fmt_column *col, uint64_t from, uint64_t count, fmt_err *e)
+{
+	size_t w = (size_t)c->width, bytes = (size_t)count * w;
+	const uint8_t *src = col->values + (size_t)from * w;
+	memset(c->defs + c->rows, 1, (size_t)count);
+	c->rows += count;
+	char *at = fmt_sb_reserve(&c->plain, bytes);
+	if (!at)
+		return oom(e);
+	memcpy(at, src, bytes);
+	fmt_sb_commit(&c->plain, bytes);
+	stat_run(c, src, (size_t)count);
+	for (uint64_t i = 0; i < count && c->d.on; i++) {
+		fmt_kind k = add_to_dict(c, src + i * w, w, e);
+		if (k != FMT_OK)
+			return k;
+		c->values++;
+	}
+	c->values = c->plain.len / w;
+	return FMT_OK;
 }
 
 static fmt_kind add_rows(colw *c, const fmt_column *col, uint64_t from, uint64_t count, fmt_err *e)
 {
 	if (grow((void **)&c->defs, &c->defs_cap, c->rows + count, 1))
 		return oom(e);
+	if (!col->validity && plain_as_is(c))
+		return add_plain_run(c, col, from, count, e);
 	for (uint64_t r = from; r < from + count; r++) {
 		int def = !fmt_column_is_null(col, r);
 		c->defs[c->rows++] = (uint8_t)def;
@@ -377,20 +495,21 @@ static fmt_kind put(writer *w, const void *p, size_t n, fmt_err *e)
 	return k;
 }
 
-/* A page: its header (type-specific struct by the caller in sub), then its compressed body. */
-static fmt_kind emit_page(writer *w, colw *c, int type, const fmt_sb *sub, int16_t sub_id, fmt_err *e)
+/* A page: its header (type-specific struct by the caller in sub), then its body compressed. */
+static fmt_kind emit_body(writer *w, colw *c, int type, const fmt_sb *sub, int16_t sub_id, const char *body,
+			  size_t body_len, fmt_err *e)
 {
 	w->comp.len = 0;
-	fmt_kind k = fmt_pq_compress(w->codec, w->level, (const uint8_t *)w->page.p, w->page.len, &w->comp, e);
+	fmt_kind k = fmt_pq_compress(w->codec, w->level, (const uint8_t *)body, body_len, &w->comp, e);
 	if (k != FMT_OK)
 		return k;
-	if (w->page.len > INT32_MAX || w->comp.len > INT32_MAX)
+	if (body_len > INT32_MAX || w->comp.len > INT32_MAX)
 		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': a page over 2 GiB; use fewer --row-group-rows",
 				c->f->name);
 	int16_t last = 0;
 	w->hdr.len = 0;
 	fmt_pq_tw_i32(&w->hdr, &last, 1, type);
-	fmt_pq_tw_i32(&w->hdr, &last, 2, (int32_t)w->page.len);
+	fmt_pq_tw_i32(&w->hdr, &last, 2, (int32_t)body_len);
 	fmt_pq_tw_i32(&w->hdr, &last, 3, (int32_t)w->comp.len);
 	fmt_pq_tw_i32(&w->hdr, &last, 4, (int32_t)crc32(0, (const Bytef *)w->comp.p, (uInt)w->comp.len));
 	fmt_pq_tw_field(&w->hdr, &last, sub_id, TC_STRUCT);
@@ -399,9 +518,15 @@ static fmt_kind emit_page(writer *w, colw *c, int type, const fmt_sb *sub, int16
 	if (w->hdr.oom || w->comp.oom)
 		return oom(e);
 	c->comp_total += w->hdr.len + w->comp.len;
-	c->uncomp_total += w->hdr.len + w->page.len;
+	c->uncomp_total += w->hdr.len + body_len;
 	k = put(w, w->hdr.p, w->hdr.len, e);
 	return k == FMT_OK ? put(w, w->comp.p, w->comp.len, e) : k;
+}
+
+/* emit_body of the page built in w->page. */
+static fmt_kind emit_page(writer *w, colw *c, int type, const fmt_sb *sub, int16_t sub_id, fmt_err *e)
+{
+	return emit_body(w, c, type, sub, sub_id, w->page.p, w->page.len, e);
 }
 
 static fmt_kind write_dict_page(writer *w, colw *c, fmt_err *e)
@@ -437,6 +562,8 @@ static fmt_kind write_data_page(writer *w, colw *c, uint64_t r0, uint64_t r1, ui
 		fmt_wr_u32((uint8_t *)w->page.p + at, (uint32_t)(w->page.len - at - 4));
 	}
 	int enc = ENC_PLAIN;
+	const char *body = NULL;  /* the page's bytes in place, not copied to w->page */
+	size_t body_len = 0;
 	if (c->used_dict) {
 		enc = ENC_RLE_DICTIONARY;
 		int width = fmt_pq_bit_width(c->d.n ? c->d.n - 1 : 0);
@@ -456,9 +583,13 @@ static fmt_kind write_data_page(writer *w, colw *c, uint64_t r0, uint64_t r1, ui
 		fmt_sb_commit(&w->page, bytes);
 	} else if (c->is_bytes) {
 		size_t a = v0 ? (size_t)c->vpos[v0] - 4 : 0, z = v1 < c->values ? (size_t)c->vpos[v1] - 4 : c->plain.len;
-		fmt_sb_put(&w->page, c->plain.p + a, z - a);
+		body = c->plain.p + a, body_len = z - a;
 	} else {
-		fmt_sb_put(&w->page, c->plain.p + v0 * (size_t)c->width, vals * (size_t)c->width);
+		body = c->plain.p + v0 * (size_t)c->width, body_len = vals * (size_t)c->width;
+	}
+	if (body && w->page.len) {
+		fmt_sb_put(&w->page, body, body_len);
+		body = NULL;
 	}
 	if (w->page.oom)
 		return oom(e);
@@ -469,7 +600,8 @@ static fmt_kind write_data_page(writer *w, colw *c, uint64_t r0, uint64_t r1, ui
 	fmt_pq_tw_i32(&sub, &last, 3, ENC_RLE);
 	fmt_pq_tw_i32(&sub, &last, 4, ENC_RLE);
 	fmt_pq_tw_stop(&sub);
-	fmt_kind k = sub.oom ? oom(e) : emit_page(w, c, PAGE_DATA, &sub, 5, e);
+	fmt_kind k = sub.oom ? oom(e) : body ? emit_body(w, c, PAGE_DATA, &sub, 5, body, body_len, e)
+		: emit_page(w, c, PAGE_DATA, &sub, 5, e);
 	fmt_sb_free(&sub);
 	return k;
 }
@@ -487,6 +619,8 @@ static fmt_kind write_chunk(writer *w, colw *c, fmt_err *e)
 {
 	c->start = w->off;
 	c->comp_total = c->uncomp_total = 0;
+	if (c->is_bytes && c->d.on)
+		stat_dict_entries(c);
 	c->used_dict = dict_pays(c);
 	fmt_kind k = FMT_OK;
 	if (c->used_dict)
