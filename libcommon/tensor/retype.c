@@ -191,7 +191,7 @@ static fmt_kind retype_read(const fmt_model *m, const fmt_tensor *t, uint64_t of
 	job.n_elems = n / block_bytes * to->block_elems;
 	pthread_mutex_init(&job.lock, NULL);
 	size_t tasks = (size_t)((job.n_elems + c->task_elems - 1) / c->task_elems);
-	if (c->pool)
+	if (c->pool && !fmt_tensor_reads_in_parallel())   /* a parallel writer's thread: its range only */
 		fmt_pool_run(c->pool, tasks, convert_task, &job);
 	else
 		for (size_t i = 0; i < tasks; i++)
@@ -250,6 +250,7 @@ static fmt_kind add_retyped(fmt_model *out, const fmt_model *in, const fmt_tenso
 		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': block size too large to convert", src->name);
 	}
 	t.reader = retype_read;
+	t.reader_any_range = !src->reader || src->reader_any_range;
 	t.reader_ctx = c;
 	t.free_ctx = free;
 	k = fmt_model_add_tensor(out, &t, NULL, e);
