@@ -552,11 +552,11 @@ static fmt_kind place_range(const fmt_model *m, const fmt_tensor *t, uint64_t of
 {
 	if (t->data)
 		return fmt_sink_write_at(k, at, t->data + off, n, e);
-	uint8_t *buf = malloc(n);
+	uint8_t *buf = fmt_scratch_take(n);
 	fmt_kind r = buf ? fmt_tensor_read(m, t, off, buf, n, e) : out_of_memory_for(t, e);
 	if (r == FMT_OK)
 		r = fmt_sink_write_at(k, at, buf, n, e);
-	free(buf);
+	fmt_scratch_give(buf);
 	return r;
 }
 

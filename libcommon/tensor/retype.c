@@ -7,6 +7,7 @@
 #include "fmt/overflow.h"
 #include "fmt/quant.h"
 #include "fmt/retype.h"
+#include "fmt/thread.h"
 
 /* Elements converted per task: big enough to amortise scheduling, small enough that the
  * per-task buffers (float32 values and input bytes) stay well under a megabyte. */
@@ -161,8 +162,8 @@ static void convert_task(void *arg, size_t index)
 	fmt_err e;
 	fmt_err_clear(&e);
 	const int direct = reads_as_values(c->src->dtype);
-	float *values = malloc((size_t)n * sizeof(float));
-	uint8_t *raw = direct ? (uint8_t *)values : malloc(in_bytes ? in_bytes : 1);
+	float *values = fmt_scratch_take((size_t)n * sizeof(float));   /* (many a second: kept buffers) */
+	uint8_t *raw = direct ? (uint8_t *)values : fmt_scratch_take(in_bytes ? in_bytes : 1);
 	fmt_kind k = values && raw ? FMT_OK : fmt_fail(&e, FMT_IO, "out of memory converting '%s'", c->src->name);
 	if (k == FMT_OK)
 		k = fmt_tensor_read(c->in, c->src, bytes_of(c->src->dtype, elem), raw, in_bytes, &e);
@@ -172,9 +173,9 @@ static void convert_task(void *arg, size_t index)
 		k = encode_values(c, values, job->dst + bytes_of(c->to, start), n, elem, &e);
 	if (k != FMT_OK)
 		record_error(job, &e);
-	free(values);
+	fmt_scratch_give(values);
 	if (!direct)
-		free(raw);
+		fmt_scratch_give(raw);
 }
 
 static fmt_kind retype_read(const fmt_model *m, const fmt_tensor *t, uint64_t off, uint8_t *dst,
