@@ -16,25 +16,22 @@ setup_file() {
 	# small.weight [4, 2304] (one piece). nan.safetensors: big.weight with NaN at elements
 	# 1000000 (Q8_0 piece 4) and 300001 (piece 1), and small.weight with +Inf at element 0.
 	python3 - "$TQ" <<'EOF'
-import array, json, math, struct, sys
-def st(path, tensors):
-    h, data, off = {}, b"", 0
-    for name, shape, vals in tensors:
-        b = array.array("f", vals).tobytes()
-        h[name] = {"dtype": "F32", "shape": shape, "data_offsets": [off, off + len(b)]}
-        data += b
-        off += len(b)
-    t = json.dumps(h, separators=(",", ":")).encode()
-    t += b" " * (-len(t) % 8)
-    open(path, "wb").write(struct.pack("<Q", len(t)) + t + data)
+import json, struct, sys
+import numpy as np
 # values of every magnitude a block sees: a sine scaled per row, an outlier every 97 elements
-big = [math.sin(i * 0.731) * (1 + i // 2304 % 13) * (9.0 if i % 97 == 0 else 1.0) for i in range(520 * 2304)]
-small = [math.cos(i * 0.173) / 7 for i in range(4 * 2304)]
-d = sys.argv[1]
-st(d + "/two.safetensors", [("big.weight", [520, 2304], big), ("small.weight", [4, 2304], small)])
-big[1000000] = big[300001] = float("nan")
-small[0] = float("inf")
-st(d + "/nan.safetensors", [("big.weight", [520, 2304], big), ("small.weight", [4, 2304], small)])
+i = np.arange(520 * 2304)
+big = (np.sin(i * 0.731) * (1 + i // 2304 % 13) * np.where(i % 97 == 0, 9.0, 1.0)).astype("<f4")
+small = (np.cos(np.arange(4 * 2304) * 0.173) / 7).astype("<f4")
+def write(path):
+    header = json.dumps({"big.weight": {"dtype": "F32", "shape": [520, 2304], "data_offsets": [0, big.nbytes]},
+                         "small.weight": {"dtype": "F32", "shape": [4, 2304],
+                                          "data_offsets": [big.nbytes, big.nbytes + small.nbytes]}}).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(header)) + header + big.tobytes() + small.tobytes())
+write(sys.argv[1] + "/two.safetensors")
+big[[1000000, 300001]] = np.nan
+small[0] = np.inf
+write(sys.argv[1] + "/nan.safetensors")
 EOF
 	fmt-convert -q --dtype f32 "$TQ/two.safetensors" "$TQ/two.gguf"
 }
