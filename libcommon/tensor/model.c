@@ -8,6 +8,7 @@
 #include "fmt/checked.h"
 #include "fmt/half.h"
 #include "fmt/model.h"
+#include "fmt/retype.h"
 #include "fmt/thread.h"
 
 void fmt_model_init(fmt_model *m)
@@ -500,7 +501,7 @@ int fmt_tensor_reads_in_parallel(void)
 
 /* Tensors written by several threads, each piece to its own place in the file. A piece is a
  * whole tensor, or PIECE bytes of a tensor that may be read in any range on any thread (plain
- * bytes, reader_any_range): so one big tensor keeps every thread busy, and the threads take the
+ * bytes and conversions of them: fmt_tensor_reads_any_range): so one big tensor keeps every thread busy, and the threads take the
  * pieces in file order, hand nothing to each other and wait for nothing but the last piece
  * (small, so that the others wait little; a quarter of STREAM_CHUNK: about 1.8 MiB of F32 input
  * for 256 KiB of Q4_0, within L2). */
@@ -521,7 +522,7 @@ typedef struct parallel_job {
 
 static int cut_in_pieces(const fmt_tensor *t)
 {
-	return !t->reader || t->reader_any_range;
+	return fmt_tensor_reads_any_range(t);
 }
 
 static size_t pieces_of(const fmt_tensor *t)

@@ -251,7 +251,6 @@ static fmt_kind add_retyped(fmt_model *out, const fmt_model *in, const fmt_tenso
 		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': block size too large to convert", src->name);
 	}
 	t.reader = retype_read;
-	t.reader_any_range = !src->reader || src->reader_any_range;
 	t.reader_ctx = c;
 	t.free_ctx = free;
 	k = fmt_model_add_tensor(out, &t, NULL, e);
@@ -304,6 +303,13 @@ fmt_kind fmt_tensor_find_overflow(const fmt_model *in, const fmt_tensor *src, fm
 	free(values);
 	free(raw);
 	return k;
+}
+
+int fmt_tensor_reads_any_range(const fmt_tensor *t)
+{
+	while (t->reader == retype_read)
+		t = ((const retype_ctx *)t->reader_ctx)->src;
+	return !t->reader;
 }
 
 const fmt_tensor *fmt_tensor_same_bytes(const fmt_model **m, const fmt_tensor *t)

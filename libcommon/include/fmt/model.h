@@ -64,8 +64,6 @@ typedef struct fmt_tensor {
 	void *reader_ctx;
 	void (*free_ctx)(void *ctx);   /* frees reader_ctx with the model; may be NULL */
 	uint64_t chunk_align;          /* reader ranges are multiples of this many bytes (0 = 1) */
-	int reader_any_range;          /* the reader keeps no stream state: several threads may read
-					* ranges of it at once, in any order (a parallel writer cuts it) */
 	/* Format-specific position for reporting (safetensors data_offsets begin, GGUF offset). */
 	uint64_t file_offset;
 	uint64_t stored_bytes;         /* bytes in the file when compressed there; 0 = nbytes */
@@ -201,7 +199,7 @@ fmt_kind fmt_model_place_tensors(const fmt_model *m, const fmt_tensor *tensors, 
 				 fmt_sink *k, int threads, int *done, fmt_err *e);
 
 /* 1 on a thread that a parallel writer (fmt_model_write_tensors) runs: each such thread reads
- * its own tensor, or its own range of a tensor with reader_any_range, so readers should not
+ * its own tensor, or its own range of one (fmt_tensor_reads_any_range), so readers should not
  * decode other tensors ahead nor hand their work to a pool. */
 int fmt_tensor_reads_in_parallel(void);
 
