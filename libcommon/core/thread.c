@@ -1,6 +1,8 @@
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include "fmt/thread.h"
 
 struct fmt_pool {
@@ -143,4 +145,74 @@ void fmt_pool_run(fmt_pool *p, size_t n, fmt_task_fn fn, void *ctx)
 		pthread_cond_wait(&p->done, &p->lock);
 	pthread_mutex_unlock(&p->lock);
 	pthread_mutex_unlock(&p->run);
+}
+
+/* A few freed task buffers, kept for the next task. Each buffer starts with a header that holds
+ * its capacity (SCRATCH_HEADER bytes, so that the buffer keeps malloc's alignment). */
+#define SCRATCH_SLOTS 4
+#define SCRATCH_HEADER 64
+#define SCRATCH_KEEP_MAX (4u << 20)   /* larger buffers go back to malloc */
+
+static pthread_mutex_t scratch_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *scratch_kept[SCRATCH_SLOTS];
+
+static size_t scratch_cap(const void *block)
+{
+	size_t cap;
+	memcpy(&cap, block, sizeof cap);
+	return cap;
+}
+
+void *fmt_scratch_take(size_t n)
+{
+	void *best = NULL;
+	int at = -1;
+	pthread_mutex_lock(&scratch_lock);
+	for (int i = 0; i < SCRATCH_SLOTS; i++)   /* the smallest kept buffer that holds n */
+		if (scratch_kept[i] && scratch_cap(scratch_kept[i]) >= n &&
+		    (!best || scratch_cap(scratch_kept[i]) < scratch_cap(best))) {
+			best = scratch_kept[i];
+			at = i;
+		}
+	if (at >= 0)
+		scratch_kept[at] = NULL;
+	pthread_mutex_unlock(&scratch_lock);
+	if (!best) {
+		if (n > SIZE_MAX - SCRATCH_HEADER || !(best = malloc(n + SCRATCH_HEADER)))
+			return NULL;
+		memcpy(best, &n, sizeof n);
+	}
+	return (char *)best + SCRATCH_HEADER;
+}
+
+/* The slot a buffer of cap bytes goes to: an empty one, else the one with the smallest buffer
+ * if that is smaller; -1 for none. Called with scratch_lock held. */
+static int scratch_slot_for(size_t cap)
+{
+	int smallest = 0;
+	for (int i = 0; i < SCRATCH_SLOTS; i++) {
+		if (!scratch_kept[i])
+			return i;
+		if (scratch_cap(scratch_kept[i]) < scratch_cap(scratch_kept[smallest]))
+			smallest = i;
+	}
+	return scratch_cap(scratch_kept[smallest]) < cap ? smallest : -1;
+}
+
+void fmt_scratch_give(void *p)
+{
+	if (!p)
+		return;
+	void *block = (char *)p - SCRATCH_HEADER;
+	if (scratch_cap(block) <= SCRATCH_KEEP_MAX) {
+		pthread_mutex_lock(&scratch_lock);
+		int at = scratch_slot_for(scratch_cap(block));
+		if (at >= 0) {
+			void *out = scratch_kept[at];
+			scratch_kept[at] = block;
+			block = out;
+		}
+		pthread_mutex_unlock(&scratch_lock);
+	}
+	free(block);
 }

@@ -7,6 +7,7 @@
 #include "fmt/overflow.h"
 #include "fmt/quant.h"
 #include "fmt/retype.h"
+#include "fmt/thread.h"
 
 /* Elements converted per task: big enough to amortise scheduling, small enough that the
  * per-task buffers (float32 values and input bytes) stay well under a megabyte. */
@@ -161,8 +162,8 @@ static void convert_task(void *arg, size_t index)
 	fmt_err e;
 	fmt_err_clear(&e);
 	const int direct = reads_as_values(c->src->dtype);
-	float *values = malloc((size_t)n * sizeof(float));
-	uint8_t *raw = direct ? (uint8_t *)values : malloc(in_bytes ? in_bytes : 1);
+	float *values = fmt_scratch_take((size_t)n * sizeof(float));   /* (many a second: kept buffers) */
+	uint8_t *raw = direct ? (uint8_t *)values : fmt_scratch_take(in_bytes ? in_bytes : 1);
 	fmt_kind k = values && raw ? FMT_OK : fmt_fail(&e, FMT_IO, "out of memory converting '%s'", c->src->name);
 	if (k == FMT_OK)
 		k = fmt_tensor_read(c->in, c->src, bytes_of(c->src->dtype, elem), raw, in_bytes, &e);
@@ -172,9 +173,9 @@ static void convert_task(void *arg, size_t index)
 		k = encode_values(c, values, job->dst + bytes_of(c->to, start), n, elem, &e);
 	if (k != FMT_OK)
 		record_error(job, &e);
-	free(values);
+	fmt_scratch_give(values);
 	if (!direct)
-		free(raw);
+		fmt_scratch_give(raw);
 }
 
 static fmt_kind retype_read(const fmt_model *m, const fmt_tensor *t, uint64_t off, uint8_t *dst,
@@ -191,7 +192,7 @@ static fmt_kind retype_read(const fmt_model *m, const fmt_tensor *t, uint64_t of
 	job.n_elems = n / block_bytes * to->block_elems;
 	pthread_mutex_init(&job.lock, NULL);
 	size_t tasks = (size_t)((job.n_elems + c->task_elems - 1) / c->task_elems);
-	if (c->pool)
+	if (c->pool && !fmt_tensor_reads_in_parallel())   /* a parallel writer's thread: its range only */
 		fmt_pool_run(c->pool, tasks, convert_task, &job);
 	else
 		for (size_t i = 0; i < tasks; i++)
@@ -302,6 +303,13 @@ fmt_kind fmt_tensor_find_overflow(const fmt_model *in, const fmt_tensor *src, fm
 	free(values);
 	free(raw);
 	return k;
+}
+
+int fmt_tensor_reads_any_range(const fmt_tensor *t)
+{
+	while (t->reader == retype_read)
+		t = ((const retype_ctx *)t->reader_ctx)->src;
+	return !t->reader;
 }
 
 const fmt_tensor *fmt_tensor_same_bytes(const fmt_model **m, const fmt_tensor *t)

@@ -8,6 +8,7 @@
 #include "fmt/meter.h"
 #include "fmt/out.h"
 #include "fmt/strbuf.h"
+#include "fmt/thread.h"
 #include "unit.h"
 
 TEST(err_kinds_are_exit_codes)
@@ -452,4 +453,39 @@ TEST(meter_tells_its_follower_until_unfollowed)
 	CHECK_EQ_U64(seen.planned, 100);
 	CHECK_EQ_U64(seen.calls, 4);
 	CHECK_EQ_U64(other.calls, 0);
+}
+
+TEST(scratch_buffers_are_kept_and_reused)
+{
+	/* hold what earlier tests left kept (any kept buffer holds a byte), so that none is */
+	void *held[4];
+	for (int i = 0; i < 4; i++)
+		CHECK((held[i] = fmt_scratch_take(1)) != NULL);
+	/* a buffer given back is the next one taken for a size it holds, on any thread */
+	unsigned char *a = fmt_scratch_take(300000);
+	CHECK(a != NULL);
+	memset(a, 0x5a, 300000);
+	fmt_scratch_give(a);
+	unsigned char *b = fmt_scratch_take(1000);
+	CHECK(b == a);
+	CHECK(b[999] == 0x5a);   /* kept, not freed and not cleared */
+	/* one too small for the size asked is not taken: a new buffer */
+	unsigned char *c = fmt_scratch_take(300001);
+	CHECK(c != NULL && c != a);
+	memset(c, 1, 300001);
+	fmt_scratch_give(b);
+	fmt_scratch_give(c);
+	/* the smallest kept buffer that holds the size */
+	CHECK(fmt_scratch_take(200000) == a);
+	CHECK(fmt_scratch_take(200000) == c);
+	fmt_scratch_give(a);
+	fmt_scratch_give(c);
+	fmt_scratch_give(NULL);
+	/* larger than what is kept: freed (a new block each time; ASan checks the free) */
+	unsigned char *big = fmt_scratch_take((size_t)8 << 20);
+	CHECK(big != NULL);
+	big[((size_t)8 << 20) - 1] = 1;
+	fmt_scratch_give(big);
+	for (int i = 0; i < 4; i++)
+		fmt_scratch_give(held[i]);
 }

@@ -158,7 +158,7 @@ typedef struct fmt_sink {
 	uint8_t *buf;
 	size_t buf_len;
 	uint64_t written;
-	uint64_t handed;         /* bytes handed to the kernel (writeback starts at each 16 MiB) */
+	uint64_t handed;         /* bytes handed to the kernel (writeback starts at each MiB) */
 	int keep_mode;           /* finish gives the file mode, not what creat() would give */
 	mode_t mode;
 } fmt_sink;

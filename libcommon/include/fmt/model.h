@@ -199,7 +199,8 @@ fmt_kind fmt_model_place_tensors(const fmt_model *m, const fmt_tensor *tensors, 
 				 fmt_sink *k, int threads, int *done, fmt_err *e);
 
 /* 1 on a thread that a parallel writer (fmt_model_write_tensors) runs: each such thread reads
- * its own tensor, so readers should not decode other tensors ahead. */
+ * its own tensor, or its own range of one (fmt_tensor_reads_any_range), so readers should not
+ * decode other tensors ahead nor hand their work to a pool. */
 int fmt_tensor_reads_in_parallel(void);
 
 /* Write all of a tensor's bytes to k in bounded chunks (about 4 MiB): what every writer uses. */

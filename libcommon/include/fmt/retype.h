@@ -45,4 +45,10 @@ fmt_kind fmt_model_add_retyped_weighted(fmt_model *out, const fmt_model *in, con
  * input file (fmt_tensor_each_mapped_chunk). */
 const fmt_tensor *fmt_tensor_same_bytes(const fmt_model **m, const fmt_tensor *t);
 
+/* 1 when t's bytes can be read in any range, by several threads at once and in any order: plain
+ * bytes (a file's or in memory) and conversions of them, whose readers keep no state between
+ * reads (a parallel writer then cuts t in pieces). 0 for other readers (a compressed stream, a
+ * watermark's marking, which also keep statistics in read order). */
+int fmt_tensor_reads_any_range(const fmt_tensor *t);
+
 #endif
