@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """An independent fmtkit-ss/2 and fmtkit-ss/1 extractor, written from man/fmtkit-watermark.7 alone
 (Python's hmac and hashlib, ChaCha20 in numpy from RFC 8439), checked against fmt-watermark: the
-embedded values (within one float32 rounding), the decoded payload, the byte scores and prove's
-p-value, on a marked model (either scheme), an attacked copy (noise, scaling, half the tensors
-renamed), a GGUF F16 copy and the unmarked model."""
+embedded values (fmtkit-ss/2's bit for bit, fmtkit-ss/1's within one float32 rounding), the decoded
+payload, the byte scores and prove's p-value, on a marked model (either scheme), an attacked copy
+(noise, scaling, half the tensors renamed), a GGUF F16 copy and the unmarked model; and the
+distortion bound (RMS change <= 1 % of each tensor's std) on heavy-tailed and hostile tensors."""
 import hashlib
 import hmac
 import json
@@ -339,6 +340,39 @@ def embedded_values(d):
         moved = int((got[name][1].ravel() != a.ravel()).sum())
         assert 0 < moved <= RUN * marked_runs(KEY, a.size)[1], (name, moved)   # a run per group at most
         same_values(got1[name][1].ravel(), embed1(KEY, pay, a.ravel(), 0.03), name)
+
+
+@suite.test
+def distortion_any_values(d):
+    """heavy tails (Student-t 1, 2, 3), an outlier in the first group's marked run, mostly zeros,
+    a constant, mean >> std, NaN and inf at the default strength: embed's values bit for bit, and
+    every tensor's RMS change at most 1 % of its std (finite values, measured here)"""
+    r = np.random.default_rng(17)
+    n = 140000
+    out = r.normal(0, 0.02, n)
+    out[RUN * int(marked_runs(KEY, n)[0][0]) + 100] = 1e4
+    odd = r.normal(-2, 1, n)
+    odd[::1009] = np.nan
+    odd[3::2003] = np.inf
+    heavy = {"t1": r.standard_t(1, n), "t2": r.standard_t(2, n), "t3": 0.02 * r.standard_t(3, n), "outlier": out,
+             "sparse": np.where(r.uniform(size=n) < 0.99, 0, r.normal(0, 1, n)), "constant": np.full(n, -3.0),
+             "offset": 1000 + r.normal(0, 1e-3, n), "nonfinite": odd}
+    heavy = {k: v.astype(np.float32) for k, v in heavy.items()}
+    src, dst = os.path.join(d, "heavy.safetensors"), os.path.join(d, "heavy-marked.safetensors")
+    write_safetensors(src, heavy)
+    key = files(d)[3]
+    run("fmt-watermark", "embed", "-q", "--key", key, "--buyer", BUYER, src, dst)
+    got = read_safetensors(dst)
+    pay = payload(KEY, BUYER)
+    for name, a in heavy.items():
+        b = got[name][1]
+        want = embed2(KEY, pay, a)
+        assert np.array_equal(b.view(np.uint32), want.view(np.uint32)), (name, int((b != want).sum()))
+        fin = np.isfinite(a)
+        x, y = a[fin].astype(np.float64), b[fin].astype(np.float64)
+        ratio = np.sqrt(((y - x) ** 2).mean()) / x.std() if x.std() > 0 else 0.0
+        assert ratio <= 0.01, (name, ratio)
+        assert (ratio > 0.0099) == (name not in ("constant", "offset")), (name, ratio)
 
 
 @suite.test
