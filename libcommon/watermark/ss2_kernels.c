@@ -23,80 +23,40 @@ static double lanes_tree(const double l[LANES])
 	       (((l[8] + l[9]) + (l[10] + l[11])) + ((l[12] + l[13]) + (l[14] + l[15])));
 }
 
-/* One run of the portable loop: the lanes' partial sums in float32 added to d1, d2. */
-static void run32_portable(const uint8_t *p, size_t len, float c, double d1[SLANES], double d2[SLANES], uint64_t *fin)
-{
-	float a1[SLANES] = { 0 }, a2[SLANES] = { 0 };
-	for (size_t i = 0; i < len; i++) {
-		float v;
-		memcpy(&v, p + 4 * i, 4);
-		if (!isfinite(v))
-			continue;
-		float d = v - c;
-		float sq = d * d;
-		a1[i % SLANES] += d;
-		a2[i % SLANES] += sq;
-		(*fin)++;
+/* One run of the portable loop: the lanes' partial sums in the tensor's type T (float32 or
+ * double) added to d1, d2. */
+#define RUN_PORTABLE(name, T)                                                                       \
+	static void name(const uint8_t *p, size_t len, T c, double d1[SLANES], double d2[SLANES], uint64_t *fin) \
+	{                                                                                           \
+		T a1[SLANES] = { 0 }, a2[SLANES] = { 0 };                                           \
+		for (size_t i = 0; i < len; i++) {                                                  \
+			T v;                                                                        \
+			memcpy(&v, p + sizeof v * i, sizeof v);                                     \
+			if (!isfinite(v))                                                           \
+				continue;                                                           \
+			T d = v - c;                                                                \
+			T sq = d * d;                                                               \
+			a1[i % SLANES] += d;                                                        \
+			a2[i % SLANES] += sq;                                                       \
+			(*fin)++;                                                                   \
+		}                                                                                   \
+		for (int l = 0; l < SLANES; l++) {                                                  \
+			d1[l] += (double)a1[l];                                                     \
+			d2[l] += (double)a2[l];                                                     \
+		}                                                                                   \
 	}
-	for (int l = 0; l < SLANES; l++) {
-		d1[l] += (double)a1[l];
-		d2[l] += (double)a2[l];
-	}
-}
+RUN_PORTABLE(run32_portable, float)
+RUN_PORTABLE(run64, double)
 
-static void run64(const uint8_t *p, size_t len, double c, double d1[SLANES], double d2[SLANES], uint64_t *fin)
-{
-	double a1[SLANES] = { 0 }, a2[SLANES] = { 0 };
-	for (size_t i = 0; i < len; i++) {
-		double v;
-		memcpy(&v, p + 8 * i, 8);
-		if (!isfinite(v))
-			continue;
-		double d = v - c;
-		double sq = d * d;
-		a1[i % SLANES] += d;
-		a2[i % SLANES] += sq;
-		(*fin)++;
-	}
-	for (int l = 0; l < SLANES; l++) {
-		d1[l] += a1[l];
-		d2[l] += a2[l];
-	}
-}
-
-/* The value of the tensor's type next to f toward v (f != v; f may be infinite): the
- * order-preserving integer image of the bits, moved by one. */
-static inline float step_toward_f32(float f, float v)
-{
-	int32_t i, k;
-	memcpy(&i, &f, 4);
-	k = i >= 0 ? i : INT32_MIN - i;
-	k += f > v ? -1 : 1;
-	i = k >= 0 ? k : INT32_MIN - k;
-	memcpy(&f, &i, 4);
-	return f;
-}
-
-static inline double step_toward_f64(double f, double v)
-{
-	int64_t i, k;
-	memcpy(&i, &f, 8);
-	k = i >= 0 ? i : INT64_MIN - i;
-	k += f > v ? -1 : 1;
-	i = k >= 0 ? k : INT64_MIN - k;
-	memcpy(&f, &i, 8);
-	return f;
-}
-
-/* v + delta (exact) rounded to the type toward v: the nearest value, moved back by one step when
- * it lies beyond v + delta, decided exactly (s + e is v + delta: Knuth's TwoSum). */
+/* v + delta (exact) rounded to the type toward v: the nearest value, moved back by one step toward
+ * v when it lies beyond v + delta, decided exactly (s + e is v + delta: Knuth's TwoSum). */
 static inline double round_toward32(double v, double delta)
 {
 	double s = v + delta, z = s - v, e = (v - (s - z)) + (delta - z);
 	float f = (float)s;
 	double beyond = ((double)f - s) - e;   /* f - (v + delta); its sign is exact */
 	if (delta > 0 ? beyond > 0 : beyond < 0)
-		f = step_toward_f32(f, (float)v);
+		f = nextafterf(f, (float)v);
 	return f;
 }
 
@@ -106,7 +66,7 @@ static inline double round_toward64(double v, double delta)
 	if (isinf(s))
 		return copysign(DBL_MAX, s);
 	if (delta > 0 ? e < 0 : e > 0)
-		s = step_toward_f64(s, v);
+		s = nextafter(s, v);
 	return s;
 }
 
