@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sodium.h>
 #include "fmt/watermark.h"
+#include "ss_internal.h"
 
 #define BUYER_LABEL "fmtkit-wm/1 buyer"
 #define PRF_LABEL "fmtkit-wm/1 prf"
@@ -639,6 +640,15 @@ static size_t vote32_vector(const fmt_wm_params *prm, const uint8_t *p, size_t n
 }
 #endif
 
+int fmt_wm_vector_isa(void)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	return vector_isa();
+#else
+	return 0;
+#endif
+}
+
 int fmt_wm_use_simd(int level)
 {
 	int was = simd_wanted;
@@ -664,20 +674,26 @@ void fmt_wm_embed(const fmt_wm_params *prm, uint8_t *p, size_t n, int width, fmt
 	} else {
 		embed_scalar(prm, p, 0, n, 8, &s);
 	}
-	d->values += n;
-	d->finite += s.finite;
-	d->eligible += s.eligible;
-	d->selected += s.selected;
-	d->marked += s.marked;
-	d->max_rel = s.max_rel;
-	d->sum0 += lanes_total(s.sum0);
-	d->sumsq0 += lanes_total(s.sumsq0);
-	d->sum_d += lanes_total(s.sum_d);
-	d->sumsq1 += lanes_total(s.sumsq1);
+	fmt_wm_dist piece = { .values = n, .finite = s.finite, .eligible = s.eligible, .selected = s.selected,
+			      .marked = s.marked, .max_rel = s.max_rel, .sum0 = lanes_total(s.sum0),
+			      .sumsq0 = lanes_total(s.sumsq0), .sum_d = lanes_total(s.sum_d),
+			      .sumsq1 = lanes_total(s.sumsq1) };
+	if (piece.finite) {
+		double q = piece.sumsq0 - piece.sum0 * piece.sum0 / (double)piece.finite;
+		piece.q0 = q > 0 ? q : 0;
+	}
+	fmt_wm_dist_merge(d, &piece);
 }
 
 void fmt_wm_dist_merge(fmt_wm_dist *into, const fmt_wm_dist *piece)
 {
+	double na = (double)into->finite, nb = (double)piece->finite;
+	if (na > 0 && nb > 0) {
+		double gap = piece->sum0 / nb - into->sum0 / na;
+		into->q0 += piece->q0 + gap * gap * (na * nb / (na + nb));
+	} else {
+		into->q0 += piece->q0;
+	}
 	into->values += piece->values;
 	into->eligible += piece->eligible;
 	into->selected += piece->selected;
@@ -696,8 +712,7 @@ double fmt_wm_dist_rms_rel(const fmt_wm_dist *d)
 {
 	if (d->finite == 0)
 		return 0;
-	double n = (double)d->finite, mean0 = d->sum0 / n, var0 = d->sumsq0 / n - mean0 * mean0;
-	return var0 > 0 ? sqrt(d->sumsq_d / n / var0) : 0;
+	return d->q0 > 0 ? sqrt(d->sumsq_d / d->q0) : 0;
 }
 
 void fmt_wm_dist_moments(const fmt_wm_dist *d, double *mean_rel, double *std_rel)

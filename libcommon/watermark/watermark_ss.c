@@ -1,9 +1,11 @@
 /* The fmtkit-ss/1 spread-spectrum watermark (fmt/watermark_ss.h; specified in man/fmt-watermark.1). */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sodium.h>
 #include "fmt/watermark_ss.h"
+#include "ss_internal.h"
 
 #define STREAM_LABEL "fmtkit-ss/1 stream"
 #define GRID 32                         /* prove's p-value: scores in steps of 1/32 */
@@ -200,8 +202,8 @@ static void mark_block_f32(uint8_t *p, size_t n, const double *delta, const uint
 	d->sumsq1 += 2 * (svd[0] + svd[1]) + sdd[0] + sdd[1];
 }
 
-void fmt_ss_embed(const fmt_ss_params *prm, uint8_t *p, uint64_t nelems, uint64_t first, size_t n, int width,
-		  fmt_wm_dist *d)
+static void ss1_embed_block(const fmt_ss_params *prm, uint8_t *p, uint64_t nelems, uint64_t first, size_t n,
+			    int width, fmt_wm_dist *d)
 {
 	uint16_t *r = malloc((n ? n : 1) * sizeof *r);
 	double *delta = malloc(2 * FMT_SS_GROUPS * sizeof *delta);
@@ -230,10 +232,19 @@ void fmt_ss_embed(const fmt_ss_params *prm, uint8_t *p, uint64_t nelems, uint64_
 	/* the original values' sum and sum of squares, from the block's mean and std */
 	double fin = (double)(d->finite - before), sumsq = fin * (std * std + mean * mean);
 	d->sum0 += fin * mean;
+	d->q0 += fin * std * std;
 	d->sumsq0 += sumsq;
 	d->sumsq1 += sumsq;
 	free(r);
 	free(delta);
+}
+
+void fmt_ss_embed(const fmt_ss_params *prm, uint8_t *p, uint64_t nelems, uint64_t first, size_t n, int width,
+		  fmt_wm_dist *d)
+{
+	fmt_wm_dist block = { 0 };
+	ss1_embed_block(prm, p, nelems, first, n, width, &block);
+	fmt_wm_dist_merge(d, &block);
 }
 
 #define ACC_LOOP(V)                                                                        \
@@ -492,7 +503,7 @@ static void run_sums_compute(run_sums *rs, size_t n)
 		if (isfinite(v)) {                                                                \
 			double x = v - m;                                                         \
 			uint16_t r = rs->r[i + k];                                                \
-			rs->c[r & (FMT_SS_GROUPS - 1)] += r & FMT_SS_GROUPS ? -x : x;             \
+			rs->c[r & (FMT_SS_GROUPS - 1)] += x * (1 - 2 * (double)((r >> 11) & 1)); \
 			rs->per_byte[(r >> 8) & (FMT_SS_BYTES - 1)]++;                            \
 			d##k += x * x;                                                            \
 		}                                                                                 \
@@ -528,122 +539,155 @@ static int run_scores(const run_sums *rs, double score[FMT_SS_BYTES][256])
 	return 1;
 }
 
-/* strength x the run's std x sqrt(group / run) x this: the tensor's RMS change is strength x the
- * RMS of its marked runs' stds weighted by their groups (at most strength x the std those runs
- * estimate), here kept below strength x the tensor's own std: by 3 standard errors of a normal
- * sample's std (1 / sqrt(2 n) for n = 512 x groups values) when the runs are a sample, and by 2^-16
- * so that rounding to the tensor's type does not carry it over. */
-static double ss2_margin(uint64_t nelems)
+/* The budget (man/fmtkit-watermark.7, "THE GROUP'S SPREAD"): a marked run carries its group's
+ * share of strength^2 x the tensor's sum of squared deviations, bounded from below by the group's
+ * own, q_g (the law of total variance), which is in turn bounded from below from the float32 sums:
+ * their rounding is at most 98 x 2^-24 S2, and SLACK takes off 2^-14 S2. MU keeps the amplitude's
+ * own roundings from carrying the energy over; rounding toward v keeps each change within its
+ * delta. So the tensor's RMS change is at most strength x (1 - 2^-16) x its std, whatever its
+ * values are. */
+#define SS2_MU (1 - 0x1p-16)
+#define SS2_SLACK 0x1p-14
+#define SS2_TINY 0x1p-100          /* below this S2 the float32 squares may underflow: no mark */
+
+/* c: 0 when the marked run's mean is small beside its spread (16 R1^2 <= n R2: the sums then
+ * need no subtraction), else that mean rounded to the tensor's type. */
+static double ss2_shift(const fmt_ss2_spread *run, int width)
 {
-	uint64_t groups = (runs_of(nelems) + FMT_SS2_GROUP - 1) / FMT_SS2_GROUP;
-	double sample = runs_of(nelems) > 1 ? 3 / sqrt(2.0 * FMT_SS2_RUN * (double)groups) : 0;
-	return (1 - sample) * (1 - 0x1p-16);
+	if (run->n == 0 || !isfinite(run->s1) || !isfinite(run->s2) ||
+	    16 * (run->s1 * run->s1) <= (double)run->n * run->s2)
+		return 0;
+	double m = run->s1 / (double)run->n;
+	return width == 4 ? (double)(float)m : m;
 }
 
-/* v' = round(v + s_i x sign_b x d_j) over a run's finite values (sign_b: +-amp per byte). */
-static inline __attribute__((always_inline)) void mark_run(const run_sums *rs, uint8_t *at, size_t len,
-							   const int width, const double sign[FMT_SS_BYTES],
-							   const int8_t *d, change *c)
+/* q_g, in this order of operations (every implementation finds the same bits); 0 for a group
+ * without spread, or whose sums overflowed. */
+static double ss2_budget(const fmt_ss2_spread *g)
 {
-	double sd0 = 0, sd1 = 0, sdd0 = 0, sdd1 = 0, svd0 = 0, svd1 = 0;
-	uint64_t finite = 0, marked = 0;
-#define ONE(i, k)                                                                                 \
-	{                                                                                         \
-		double v = rs->v[i], v1;                                                          \
-		if (isfinite(v)) {                                                                \
-			unsigned j = rs->r[i] & (FMT_SS_GROUPS - 1);                              \
-			double delta = (rs->r[i] & FMT_SS_GROUPS ? -sign[j >> 8] : sign[j >> 8]) * d[j]; \
-			if (width == 4) {                                                         \
-				float f = (float)(v + delta);                                     \
-				memcpy(at + 4 * (i), &f, 4);                                      \
-				v1 = f;                                                           \
-			} else {                                                                  \
-				v1 = v + delta;                                                   \
-				memcpy(at + 8 * (i), &v1, 8);                                     \
-			}                                                                         \
-			double diff = v1 - v;                                                     \
-			sd##k += diff;                                                            \
-			sdd##k += diff * diff;                                                    \
-			svd##k += v * diff;                                                       \
-			finite++;                                                                 \
-			marked += v1 != v;                                                        \
-		}                                                                                 \
-	}
-	size_t i = 0;
-	for (; i + 2 <= len; i += 2) {
-		ONE(i, 0)
-		ONE(i + 1, 1)
-	}
-	if (i < len)
-		ONE(i, 0)
-#undef ONE
-	c->d = sd0 + sd1;
-	c->dd = sdd0 + sdd1;
-	c->vd = svd0 + svd1;
-	c->finite = finite;
-	c->marked = marked;
+	if (g->n == 0 || !isfinite(g->s1) || !isfinite(g->s2) || !(g->s2 >= SS2_TINY))
+		return 0;
+	double q = (g->s2 - g->s2 * SS2_SLACK) - g->s1 * g->s1 / (double)g->n;
+	return q > 0 ? q : 0;
 }
 
-void fmt_ss2_embed(const fmt_ss_params *prm, uint8_t *p, uint64_t nelems, uint64_t first, size_t n,
-		   int width, fmt_wm_dist *d)
+/* The report's moments of the original values: the group's exact count, sum and (estimated,
+ * without the slack) sum of squared deviations. */
+static void ss2_dist_group(fmt_wm_dist *d, const fmt_ss2_spread *g, double c)
 {
-	d->values += n;
-	if (n == 0)
+	if (g->n == 0)
 		return;
-	run_sums sums, *rs = &sums;    /* 22 KiB: on the stack, not a malloc per group */
+	double n = (double)g->n, mean = c + g->s1 / n, q = g->s2 - g->s1 * g->s1 / n;
+	q = q > 0 ? q : 0;
+	d->finite += g->n;
+	d->eligible += g->n;
+	d->sum0 += n * mean;
+	d->q0 += q;
+	d->sumsq0 += q + n * mean * mean;
+	d->sumsq1 += q + n * mean * mean;
+}
+
+/* The marked run as embed sees it: its values (as doubles), keystream, and per payload byte the
+ * count of finite values and their lean sum_i d_j s_i (v_i - m) = sum_x d_x c_x (m: the run's
+ * mean), whose sign is the direction. */
+typedef struct ss2_run {
+	double v[FMT_SS2_RUN], delta[FMT_SS2_RUN], lean[FMT_SS_BYTES];
+	uint16_t r[FMT_SS2_RUN];
+	uint32_t per_byte[FMT_SS_BYTES];
+} ss2_run;
+
+static void ss2_lean(const fmt_ss_params *prm, ss2_run *run, size_t len)
+{
+	double s0 = 0, s1 = 0, n0 = 0, n1 = 0;
+	for (size_t i = 0; i + 1 < len; i += 2) {
+		int ok0 = isfinite(run->v[i]) != 0, ok1 = isfinite(run->v[i + 1]) != 0;
+		s0 += ok0 ? run->v[i] : 0;
+		s1 += ok1 ? run->v[i + 1] : 0;
+		n0 += ok0;
+		n1 += ok1;
+	}
+	if (len % 2 && isfinite(run->v[len - 1])) {
+		s0 += run->v[len - 1];
+		n0 += 1;
+	}
+	double m = n0 + n1 > 0 ? (s0 + s1) / (n0 + n1) : 0;
+	memset(run->lean, 0, sizeof run->lean);
+	memset(run->per_byte, 0, sizeof run->per_byte);
+	for (size_t i = 0; i < len; i++) {
+		if (!isfinite(run->v[i]))
+			continue;
+		unsigned j = run->r[i] & (FMT_SS_GROUPS - 1);
+		double s = 1 - 2 * (double)((run->r[i] >> 11) & 1);   /* no branch: the bit is a coin */
+		run->lean[j >> 8] += (run->v[i] - m) * (prm->d[j] * s);
+		run->per_byte[j >> 8]++;
+	}
+}
+
+/* delta_i = s_i x e_b x A_b x d_j: along the code word where the run's values lean to it
+ * already, else against it; the buyer-hash bytes (what prove weighs) twice the CRC bytes'
+ * amplitude. */
+static void ss2_deltas(const fmt_ss_params *prm, ss2_run *run, size_t len, double amp)
+{
+	double sign[FMT_SS_BYTES];
+	for (unsigned b = 0; b < FMT_SS_BYTES; b++) {
+		double a = b < FMT_SS_RANKED_BYTES ? 2 * amp : amp;
+		sign[b] = run->lean[b] >= 0 ? a : -a;
+	}
+	for (size_t i = 0; i < len; i++) {
+		unsigned j = run->r[i] & (FMT_SS_GROUPS - 1);
+		double s = 1 - 2 * (double)((run->r[i] >> 11) & 1);
+		run->delta[i] = sign[j >> 8] * prm->d[j] * s;
+	}
+}
+
+static void ss2_embed_group(const fmt_ss_params *prm, uint8_t *p, uint64_t nelems, uint64_t first, size_t n,
+			    int width, fmt_wm_dist *d)
+{
+	ss2_run rn, *rs = &rn;          /* 13 KiB: on the stack, not a malloc per group */
 	uint64_t run = fmt_ss2_marked_run(prm->sk, nelems, first / FMT_SS_BLOCK);
 	uint64_t lo = run * FMT_SS2_RUN, len = run_len(nelems, run);
 	uint8_t *at = p + (lo - first) * (uint64_t)width;
+	fmt_ss2_spread rsp, group;
+	fmt_ss2_spread_of(at, (size_t)len, width, 0, &rsp);
+	double c = ss2_shift(&rsp, width);
+	fmt_ss2_spread_of(p, n, width, c, &group);
+	ss2_dist_group(d, &group, c);
+	double budget = ss2_budget(&group);
+	if (budget <= 0)
+		return;
 	if (width == 4)
 		for (size_t i = 0; i < len; i++)
 			rs->v[i] = load_value(at, i, 4);
 	else
 		memcpy(rs->v, at, (size_t)len * 8);
 	fmt_ss_stream(prm->sk, nelems, lo, (size_t)len, rs->r);
-	run_sums_compute(rs, (size_t)len);
-	/* the run's moments: the amplitude follows its std; the report's moments of the tensor are
-	 * estimated from the marked runs, each standing for its group (the rest is not read) */
-	double count = rs->count, sum = rs->sum, sumsq = rs->sumsq, q = rs->q, stand = (double)n / (double)len;
-	d->finite += (uint64_t)llround(count * stand);
-	d->eligible += (uint64_t)llround(count * stand);
-	d->sum0 += sum * stand;
-	d->sumsq0 += sumsq * stand;
-	d->sumsq1 += sumsq * stand;
-	double amp = count > 0 && q > 0 ? prm->strength * ss2_margin(nelems) * sqrt(q / count * stand) : 0;
-	/* the buyer-hash bytes (what prove weighs) twice the CRC bytes' amplitude, the run's energy
-	 * the same: sum_b n_b a_b^2 = count amp^2 */
+	ss2_lean(prm, rs, (size_t)len);
+	/* E = sum_b n_b w_b^2: the run's energy sum_b n_b (w_b amp)^2 = strength^2 mu^2 q_g */
 	double energy = 0;
 	for (unsigned b = 0; b < FMT_SS_BYTES; b++)
 		energy += rs->per_byte[b] * (b < FMT_SS_RANKED_BYTES ? 4.0 : 1.0);
-	if (energy > 0)
-		amp *= sqrt(count / energy);
-	/* per byte: along the code word where the run's values lean to it already, else against it */
-	double sign[FMT_SS_BYTES];
-	for (unsigned b = 0; b < FMT_SS_BYTES; b++) {
-		const int8_t *word = prm->d + 256 * b;
-		const double *cb = rs->c + 256 * b;
-		double l0 = 0, l1 = 0, l2 = 0, l3 = 0;
-		for (unsigned x = 0; x < 256; x += 4) {
-			l0 += word[x] * cb[x];
-			l1 += word[x + 1] * cb[x + 1];
-			l2 += word[x + 2] * cb[x + 2];
-			l3 += word[x + 3] * cb[x + 3];
-		}
-		double a = b < FMT_SS_RANKED_BYTES ? 2 * amp : amp;
-		sign[b] = (l0 + l1) + (l2 + l3) >= 0 ? a : -a;
-	}
-	change c = { 0, 0, 0, 0, 0 };
-	if (width == 4)
-		mark_run(rs, at, (size_t)len, 4, sign, prm->d, &c);
-	else
-		mark_run(rs, at, (size_t)len, 8, sign, prm->d, &c);
-	double sd = c.d, sdd = c.dd, svd = c.vd;
-	uint64_t selected = c.finite, marked = c.marked;
-	d->selected += selected;
-	d->marked += marked;
-	d->sum_d += sd;
-	d->sumsq_d += sdd;
-	d->sumsq1 += 2 * svd + sdd;
+	if (energy <= 0)
+		return;
+	double amp = (prm->strength * SS2_MU) * sqrt(budget / energy);
+	if (!(amp > 0))
+		return;
+	ss2_deltas(prm, rs, (size_t)len, amp);
+	fmt_ss2_change ch;
+	fmt_ss2_mark_of(at, rs->delta, (size_t)len, width, &ch);
+	d->selected += ch.finite;
+	d->marked += ch.marked;
+	d->sum_d += ch.d;
+	d->sumsq_d += ch.dd;
+	d->sumsq1 += 2 * ch.vd + ch.dd;
+}
+
+void fmt_ss2_embed(const fmt_ss_params *prm, uint8_t *p, uint64_t nelems, uint64_t first, size_t n,
+		   int width, fmt_wm_dist *d)
+{
+	fmt_wm_dist group = { .values = n };
+	if (n)
+		ss2_embed_group(prm, p, nelems, first, n, width, &group);
+	fmt_wm_dist_merge(d, &group);
 }
 
 static void acc_run(const uint8_t sk[32], fmt_ss2_acc *a, run_sums *rs, uint64_t nelems, uint64_t run)

@@ -194,7 +194,7 @@ def main():
         rows, dist = robustness(t, params)
         n = sum(x.size for _, x in model(params, 1))
         goal = 1e-12 if n >= 10_000_000 else 1e-9
-        print("float32 model, %d parameters in 5 tensors; fmtkit-ss/2 RMS change %.5f of the std (max over tensors)"
+        print("float32 model, %d parameters in 5 tensors; fmtkit-ss/2 RMS change %.7f of the std (max over tensors)"
               % (n, dist))
         print("  %-36s %-6s %5s %6s %11s  %s" % ("attack", "scheme", "bits", "valid", "p", "verdict"))
         for scheme, name, bits, valid, p, verdict in rows:

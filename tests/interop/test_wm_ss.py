@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """An independent fmtkit-ss/2 and fmtkit-ss/1 extractor, written from man/fmtkit-watermark.7 alone
 (Python's hmac and hashlib, ChaCha20 in numpy from RFC 8439), checked against fmt-watermark: the
-embedded values (within one float32 rounding), the decoded payload, the byte scores and prove's
-p-value, on a marked model (either scheme), an attacked copy (noise, scaling, half the tensors
-renamed), a GGUF F16 copy and the unmarked model."""
+embedded values (fmtkit-ss/2's bit for bit, fmtkit-ss/1's within one float32 rounding), the decoded
+payload, the byte scores and prove's p-value, on a marked model (either scheme), an attacked copy
+(noise, scaling, half the tensors renamed), a GGUF F16 copy and the unmarked model; and the
+distortion bound (RMS change <= 1 % of each tensor's std) on heavy-tailed and hostile tensors."""
 import hashlib
 import hmac
 import json
@@ -127,7 +128,7 @@ def scores1(key, tensors):
     return np.stack([HADAMARD @ y[256 * b:256 * b + 256] / 16 for b in range(8)])
 
 
-# fmtkit-ss/2: runs of 1024, groups of 64 runs, one marked run per group
+# fmtkit-ss/2: runs of 512, groups of 128 runs, one marked run per group
 RUN, GROUP = 512, 128
 
 
@@ -147,31 +148,86 @@ def run_sums(v, j, s):
     return v.size, float(((v - m) ** 2).sum()), np.bincount(j, s * (v - m), 2048), float((v * v).sum())
 
 
+def spread(v, c):
+    """THE GROUP'S SPREAD for a float32 slice starting on a run boundary: (n, S1, S2), the sums in
+    the page's order: lane i mod 32, per run of 512 a float32 partial sum of d = v - c and of
+    d x d (each rounded to float32), added to the lane's double sum; the 32 lanes as a tree."""
+    v = v.astype(np.float32)
+    pad = -v.size % RUN
+    v = np.concatenate([v, np.full(pad, np.nan, np.float32)])
+    ok = np.isfinite(v)
+    d = np.where(ok, v - np.float32(c), np.float32(0)).astype(np.float32).reshape(-1, RUN // 32, 32)
+    sq = (d * d).astype(np.float32)
+    a1, a2 = np.zeros((d.shape[0], 32), np.float32), np.zeros((d.shape[0], 32), np.float32)
+    for t in range(RUN // 32):   # in order within each lane
+        a1 = a1 + d[:, t, :]
+        a2 = a2 + sq[:, t, :]
+    l1 = np.cumsum(a1.astype(np.float64), axis=0)[-1]   # runs added in order
+    l2 = np.cumsum(a2.astype(np.float64), axis=0)[-1]
+
+    def tree(x):
+        while x.size > 1:
+            x = x[0::2] + x[1::2]
+        return float(x[0])
+    return int(ok.sum()), tree(l1[:16]) + tree(l1[16:]), tree(l2[:16]) + tree(l2[16:])
+
+
+def shift(run):
+    """c: 0 when 16 R1^2 <= n R2, else the run's mean rounded to float32."""
+    n, r1, r2 = spread(run, 0)
+    if n == 0 or not np.isfinite(r1) or not np.isfinite(r2) or 16 * (r1 * r1) <= n * r2:
+        return 0.0
+    return float(np.float32(r1 / n))
+
+
+def budget(g, c):
+    """q_g = (S2 - S2 x 2^-14) - S1 x S1 / n, a lower bound of the group's sum of squares."""
+    n, s1, s2 = spread(g, c)
+    if n == 0 or not np.isfinite(s1) or not np.isfinite(s2) or not s2 >= 2.0 ** -100:
+        return 0.0
+    return max((s2 - s2 * 2.0 ** -14) - s1 * s1 / n, 0.0)
+
+
+def round_toward(delta, x_hi, x_lo):
+    """x = x_hi + x_lo = v + delta (exact) rounded to float32 toward v."""
+    f = x_hi.astype(np.float32)
+    beyond = (f.astype(np.float64) - x_hi) - x_lo     # f - x, its sign exact
+    up = delta > 0
+    over = np.where(up, beyond > 0, beyond < 0)
+    back = np.nextafter(f, np.where(up, -np.inf, np.inf).astype(np.float32))
+    return np.where(over, back, f)
+
+
 def embed2(key, pay, v, alpha=0.01):
     """What fmt-watermark embed should write for one float32 tensor (flat)."""
-    v = v.astype(np.float64).ravel()
+    v32 = v.astype(np.float32).ravel()
+    v = v32.astype(np.float64)
     n = v.size
     j, s = positions(key, n, 2)
     d = codeword(pay)
     runs, groups = marked_runs(key, n)
-    mu = (1 - 2.0 ** -16) * ((1 - 3 / np.sqrt(2 * RUN * groups)) if (n + RUN - 1) // RUN > 1 else 1)
-    out = v.copy()
+    mu = 1 - 2.0 ** -16
+    out = v32.copy()
+    w = np.array([2.0] * 6 + [1.0] * 2)
     for k in runs:
         lo, hi = RUN * k, min(RUN * (k + 1), n)
-        size_g = min(RUN * GROUP, n - RUN * GROUP * (k // GROUP))
-        cnt, q, c, _ = run_sums(v[lo:hi], j[lo:hi], s[lo:hi])
-        if cnt == 0:
+        g0, g1 = RUN * GROUP * (k // GROUP), min(RUN * GROUP * (k // GROUP + 1), n)
+        q = budget(v32[g0:g1], shift(v32[lo:hi]))
+        ok = np.isfinite(v[lo:hi])
+        cnt, _, c, _ = run_sums(v[lo:hi], j[lo:hi], s[lo:hi])
+        per_byte = np.bincount(j[lo:hi][ok] >> 8, minlength=8)
+        energy = float((per_byte * w * w).sum())
+        if q <= 0 or energy <= 0:
             continue
+        a = (alpha * mu) * np.sqrt(q / energy)
         e = np.where((d * c).reshape(8, 256).sum(axis=1) >= 0, 1.0, -1.0)
-        a = alpha * mu * np.sqrt(q / cnt) * np.sqrt(size_g / (hi - lo))
         jj = j[lo:hi]
-        # the 6 buyer-hash bytes twice the 2 CRC bytes' amplitude, the run's energy a^2 per value
-        per_byte = np.bincount(jj[np.isfinite(v[lo:hi])] >> 8, minlength=8)
-        w = np.array([2.0] * 6 + [1.0] * 2)
-        a = a * w * np.sqrt(cnt / (per_byte * w * w).sum())
-        new = v[lo:hi] + a[jj >> 8] * e[jj >> 8] * s[lo:hi] * d[jj]
-        out[lo:hi] = np.where(np.isfinite(v[lo:hi]), new, v[lo:hi])
-    return out.astype(np.float32)
+        delta = (a * w * e)[jj >> 8] * d[jj] * s[lo:hi]
+        x_hi = v[lo:hi] + delta                          # TwoSum: x_hi + x_lo = v + delta exactly
+        z = x_hi - v[lo:hi]
+        x_lo = (v[lo:hi] - (x_hi - z)) + (delta - z)
+        out[lo:hi] = np.where(ok, round_toward(delta, x_hi, x_lo), v32[lo:hi])
+    return out
 
 
 def scores2(key, tensors):
@@ -272,17 +328,51 @@ def same_values(got, want, name):
 
 @suite.test
 def embedded_values(d):
-    """embed's values: fmtkit-ss/2's marked runs, everything else as it was; fmtkit-ss/1's
-    v + alpha x block std x s_i x d_j; within one float32 rounding"""
+    """embed's values: fmtkit-ss/2's marked runs bit for bit, everything else as it was;
+    fmtkit-ss/1's v + alpha x block std x s_i x d_j within one float32 rounding"""
     _, out, out1, _ = files(d)
     got, got1 = read_safetensors(out), read_safetensors(out1)
     pay = payload(KEY, BUYER)
     for name, a in MODEL.items():
         want = embed2(KEY, pay, a.ravel(), 0.03)
-        same_values(got[name][1].ravel(), want, name)
+        assert np.array_equal(got[name][1].ravel().view(np.uint32), want.view(np.uint32)), \
+            (name, int((got[name][1].ravel() != want).sum()))
         moved = int((got[name][1].ravel() != a.ravel()).sum())
         assert 0 < moved <= RUN * marked_runs(KEY, a.size)[1], (name, moved)   # a run per group at most
         same_values(got1[name][1].ravel(), embed1(KEY, pay, a.ravel(), 0.03), name)
+
+
+@suite.test
+def distortion_any_values(d):
+    """heavy tails (Student-t 1, 2, 3), an outlier in the first group's marked run, mostly zeros,
+    a constant, mean >> std, NaN and inf at the default strength: embed's values bit for bit, and
+    every tensor's RMS change at most 1 % of its std (finite values, measured here)"""
+    r = np.random.default_rng(17)
+    n = 140000
+    out = r.normal(0, 0.02, n)
+    out[RUN * int(marked_runs(KEY, n)[0][0]) + 100] = 1e4
+    odd = r.normal(-2, 1, n)
+    odd[::1009] = np.nan
+    odd[3::2003] = np.inf
+    heavy = {"t1": r.standard_t(1, n), "t2": r.standard_t(2, n), "t3": 0.02 * r.standard_t(3, n), "outlier": out,
+             "sparse": np.where(r.uniform(size=n) < 0.99, 0, r.normal(0, 1, n)), "constant": np.full(n, -3.0),
+             "offset": 1000 + r.normal(0, 1e-3, n), "nonfinite": odd}
+    heavy = {k: v.astype(np.float32) for k, v in heavy.items()}
+    src, dst = os.path.join(d, "heavy.safetensors"), os.path.join(d, "heavy-marked.safetensors")
+    write_safetensors(src, heavy)
+    key = files(d)[3]
+    run("fmt-watermark", "embed", "-q", "--key", key, "--buyer", BUYER, src, dst)
+    got = read_safetensors(dst)
+    pay = payload(KEY, BUYER)
+    for name, a in heavy.items():
+        b = got[name][1]
+        want = embed2(KEY, pay, a)
+        assert np.array_equal(b.view(np.uint32), want.view(np.uint32)), (name, int((b != want).sum()))
+        fin = np.isfinite(a)
+        x, y = a[fin].astype(np.float64), b[fin].astype(np.float64)
+        ratio = np.sqrt(((y - x) ** 2).mean()) / x.std() if x.std() > 0 else 0.0
+        assert ratio <= 0.01, (name, ratio)
+        assert (ratio > 0.0099) == (name not in ("constant", "offset")), (name, ratio)
 
 
 @suite.test

@@ -193,3 +193,126 @@ TEST(ss2_embed_then_detect)
 	CHECK(fmt_ss_decode(score, &ties) == payload && ties == 0);
 	CHECK(fmt_ss_score_p(score, payload) == ldexp(1, -48));
 }
+
+/* The tensor's RMS change over its std, over the finite values, in long double (two passes). */
+static long double rms_over_std(const float *before, const float *after, size_t n)
+{
+	long double sum = 0, fin = 0, q = 0, dd = 0;
+	for (size_t i = 0; i < n; i++)
+		if (isfinite(before[i])) {
+			sum += before[i];
+			fin += 1;
+		}
+	long double m = sum / fin;
+	for (size_t i = 0; i < n; i++)
+		if (isfinite(before[i])) {
+			long double x = (long double)before[i] - m, d = (long double)after[i] - before[i];
+			q += x * x;
+			dd += d * d;
+		}
+	return q > 0 ? sqrtl(dd / q) : 0;
+}
+
+static void ss2_embed_tensor(const fmt_ss_params *prm, float *v, uint64_t n, fmt_wm_dist *d)
+{
+	for (uint64_t first = 0; first < n; first += FMT_SS_BLOCK)
+		fmt_ss2_embed(prm, (uint8_t *)(v + first), n, first,
+			      (size_t)(n - first < FMT_SS_BLOCK ? n - first : FMT_SS_BLOCK), 4, d);
+}
+
+/* The distortion bound where the old amplitude (strength x the marked run's std x sqrt(128))
+ * broke it: each group's marked run holds an outlier 10^4 times the other values' spread, so
+ * the run stands for a group far wider than the group is (11 % of the std there). Every tensor,
+ * of any values: RMS change <= strength x std, measured in long double; a constant tensor does
+ * not move. */
+TEST(ss2_rms_change_within_strength_for_any_values)
+{
+	enum { N = 3 * 65536 + 777 };
+	static float orig[N], v[N];
+	fmt_ss_params prm = { .strength = 0.01, .version = 2 };
+	for (int i = 0; i < 32; i++)
+		prm.sk[i] = (uint8_t)(7 * i + 1);
+	fmt_ss_codeword(0x0123456789abcdefull, prm.d);
+	for (int kind = 0; kind < 5; kind++) {
+		rng_state = 88172645463325252ull + (uint64_t)kind;
+		for (size_t i = 0; i < N; i++) {
+			double x = normal();
+			switch (kind) {
+			case 0: x *= 0.02; break;                                   /* normal */
+			case 1: x = x / fabs(normal()); break;                       /* Cauchy-like */
+			case 2: x = 1000 + 1e-3 * x; break;                          /* mean >> std */
+			case 3: x = uniform01() < 0.99 ? 0 : x; break;               /* mostly zeros */
+			default: x = 0.5; break;                                     /* constant */
+			}
+			orig[i] = v[i] = (float)x;
+		}
+		if (kind == 0)   /* an outlier in every marked run */
+			for (uint64_t g = 0; g * FMT_SS_BLOCK < N; g++) {
+				uint64_t run = fmt_ss2_marked_run(prm.sk, N, g);
+				orig[run * FMT_SS2_RUN + 3] = v[run * FMT_SS2_RUN + 3] = 200;
+			}
+		fmt_wm_dist d = { 0 };
+		ss2_embed_tensor(&prm, v, N, &d);
+		long double r = rms_over_std(orig, v, N);
+		CHECK(r <= 0.01L);
+		/* all of the budget but its slack; at 1000 +- 1e-3 the changes are a few float32 steps,
+		 * and rounding toward the original value keeps less of them */
+		CHECK(r > (kind == 2 ? 0.0095L : kind < 4 ? 0.00999L : -1));
+		if (kind == 4)
+			CHECK(memcmp(orig, v, sizeof v) == 0 && d.marked == 0);
+		CHECK(fabs(fmt_wm_dist_rms_rel(&d) - (double)r) <= 1e-6);
+	}
+}
+
+/* AVX-512, AVX2 and the portable loops: the same bytes and the same report sums, on values of
+ * every kind (NaN, infinities, subnormals, zeros of either sign, 1e30 whose float32 squares
+ * overflow: no mark there), shifted means (the subtraction path) and tails shorter than a run. */
+TEST(ss2_vector_loops_equal_portable_loops)
+{
+	enum { N = 2 * 65536 + 1000 };
+	static float in[N], vec[N], port[N];
+	static double in64[N / 4], vec64[N / 4], port64[N / 4];
+	fmt_ss_params prm = { .strength = 0.03, .version = 2 };
+	for (int i = 0; i < 32; i++)
+		prm.sk[i] = (uint8_t)(5 * i + 3);
+	fmt_ss_codeword(0x1122334455667788ull, prm.d);
+	rng_state = 1234567ull;
+	for (size_t i = 0; i < N; i++) {
+		double x = normal();
+		uint64_t pick = rng_state % 1000;
+		in[i] = (float)(i < 65536 ? 0.02 * x : i < 131072 ? 7 + x : x);
+		if (pick == 1)
+			in[i] = NAN;
+		else if (pick == 2)
+			in[i] = (pick & 1) ? INFINITY : -INFINITY;
+		else if (pick == 3)
+			in[i] = 1e-40f;
+		else if (pick == 4)
+			in[i] = -0.0f;
+		if (i >= 131072 && i < 131072 + 600)
+			in[i] = 1e30f;
+	}
+	for (size_t i = 0; i < N / 4; i++)
+		in64[i] = (double)in[i] * 1.5;
+	for (int level = 2; level >= 1; level--) {
+		fmt_wm_dist dv = { 0 }, dp = { 0 };
+		memcpy(vec, in, sizeof in);
+		memcpy(port, in, sizeof in);
+		fmt_wm_use_simd(level);
+		ss2_embed_tensor(&prm, vec, N, &dv);
+		fmt_wm_use_simd(0);
+		ss2_embed_tensor(&prm, port, N, &dp);
+		fmt_wm_use_simd(2);
+		CHECK(memcmp(vec, port, sizeof vec) == 0);
+		CHECK(memcmp(&dv, &dp, sizeof dv) == 0);
+		CHECK(dv.marked > 1000 && dv.marked < 3 * FMT_SS2_RUN);   /* not the overflowing group */
+	}
+	fmt_wm_dist a = { 0 }, b = { 0 };
+	memcpy(vec64, in64, sizeof in64);
+	memcpy(port64, in64, sizeof in64);
+	fmt_ss2_embed(&prm, (uint8_t *)vec64, N / 4, 0, N / 4, 8, &a);
+	fmt_wm_use_simd(0);
+	fmt_ss2_embed(&prm, (uint8_t *)port64, N / 4, 0, N / 4, 8, &b);
+	fmt_wm_use_simd(2);
+	CHECK(memcmp(vec64, port64, sizeof vec64) == 0 && memcmp(&a, &b, sizeof a) == 0 && a.marked > 400);
+}

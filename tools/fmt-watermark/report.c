@@ -96,7 +96,7 @@ static void embed_table(FILE *f, const wm_result *r, int rms)
 }
 
 /* fmtkit-ss: per tensor the RMS change relative to the tensor's std (the distortion budget; for
- * fmtkit-ss/2 the std its marked runs estimate). */
+ * fmtkit-ss/2 the std from its groups' float32 sums). */
 static int report_embed_ss(FILE *f, const char *input, const char *output, const wm_opts *o,
 			   const fmt_wm_params *prm, const uint8_t hash[32], const wm_result *r, const fmt_wm_dist *total)
 {

@@ -115,10 +115,12 @@ typedef struct fmt_wm_dist {
 	uint64_t finite;             /* values in the mean and std */
 	double max_rel;              /* max |v' - v| / |v| */
 	double sum0, sumsq0;         /* of the original finite values */
+	double q0;                   /* their sum of squared deviations from their mean */
 	double sum_d, sumsq1;        /* sum of v' - v; sum of v'^2 */
 	double sumsq_d;              /* sum of (v' - v)^2 */
 } fmt_wm_dist;
 
+/* Sums add; q0 adds with the pieces' means' spread (Chan, Golub and LeVeque's update). */
 void fmt_wm_dist_merge(fmt_wm_dist *into, const fmt_wm_dist *piece);
 /* Change of the mean relative to max(|mean|, std), and relative change of the (population)
  * std; 0 when undefined. */

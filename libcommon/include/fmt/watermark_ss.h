@@ -95,10 +95,12 @@ double fmt_ss_score_p(const double score[FMT_SS_BYTES][256], uint64_t payload);
  * bits move along the Hadamard code word or against it, whichever the run's own values already
  * lean to (the sign of their correlation with it), and the detector scores each run and byte by
  * the absolute value of the correlation, so the original weights add to the evidence instead of
- * hiding it. The amplitude is strength x the run's std x sqrt(group / run), so the tensor's RMS
- * change is strength x the RMS of its marked runs' stds (weighted by their groups), an estimate of
- * strength x its std from 1/128 of its weights. Element positions and signs
- * come from the keystream of fmt_ss_stream under the fmtkit-ss/2 stream key. */
+ * hiding it. A marked run's energy (sum of squared changes) is strength^2 x a lower bound of its
+ * group's sum of squared deviations from the group's mean, computed from every value of the group
+ * in a fixed float32 order, and every change is rounded toward the original value: the tensor's
+ * RMS change is at most strength x its standard deviation, whatever the values (the law of total
+ * variance). Element positions and signs come from the keystream of fmt_ss_stream under the
+ * fmtkit-ss/2 stream key. */
 #define FMT_SS2_RUN 512
 #define FMT_SS2_GROUP 128
 _Static_assert(FMT_SS2_RUN * FMT_SS2_GROUP == FMT_SS_BLOCK, "a group is a block");
@@ -109,9 +111,8 @@ void fmt_ss2_stream_key(const fmt_wm_key *key, uint8_t sk[32]);
 uint64_t fmt_ss2_marked_run(const uint8_t sk[32], uint64_t nelems, uint64_t group);
 /* Mark one group in place: n little-endian float32 (width 4) or float64 (8) values at p, the
  * elements [first, first + n) of a tensor of nelems, first a multiple of FMT_SS_BLOCK and
- * n = min(FMT_SS_BLOCK, nelems - first). d counts every value,
- * and gets the marked run's moments (finite, sum0, sumsq0: the std the report relates the RMS
- * change to is the marked runs') and changes; the other values are not read. */
+ * n = min(FMT_SS_BLOCK, nelems - first). d gets the group's moments (every finite value is
+ * read) and the marked run's changes. */
 void fmt_ss2_embed(const fmt_ss_params *prm, uint8_t *p, uint64_t nelems, uint64_t first, size_t n,
 		   int width, fmt_wm_dist *d);
 
