@@ -255,11 +255,12 @@ PY
 		assert_success
 		[ "$(echo "$dry" | head -1)" = "$(echo "$output" | head -1 | sed "s/ -> real\.\([a-z]*\) (\([a-z]*\)): / -> $out (\2; dry run, nothing written): /")" ]
 		diff <(echo "$dry" | sed 1d) <(echo "$output" | sed 1d)
+		dry_figures=$(jq -cS 'del(.output, .format, .dry_run)' <<<"$dry_json")
 		for t in 1 2; do
 			for o in "real.${out##*.}" "$other"; do
 				run --separate-stderr fmt-watermark embed --scheme qim -f -j -T $t -c none --key seller.key --buyer alice "$in" "$o"
 				assert_success
-				[ "$(echo "$output" | jq -cS 'del(.output, .format, .dry_run)')" = "$(echo "$dry_json" | jq -cS 'del(.output, .format, .dry_run)')" ]
+				[ "$(jq -cS 'del(.output, .format, .dry_run)' <<<"$output")" = "$dry_figures" ]
 			done
 		done
 	done
