@@ -83,9 +83,15 @@ def f32_text(x):
 
 
 def write_csv(path, names, cols):
+    cols = [np.asarray(c, dtype=np.float32) for c in cols]
     with open(path, "w") as f:
         f.write(",".join(names) + "\n")
-        texts = [[f32_text(v) for v in np.asarray(c, dtype=np.float32).tolist()] for c in cols]
+        if all(np.isfinite(c).all() for c in cols):
+            # every cell f32_text's "%.9g", formatted in one call rather than one call per value
+            row = ",".join(["%.9g"] * len(cols)) + "\n"
+            f.write((row * len(cols[0])) % tuple(np.column_stack(cols).ravel().tolist()))
+            return
+        texts = [[f32_text(v) for v in c.tolist()] for c in cols]
         for row in zip(*texts):
             f.write(",".join(row) + "\n")
 
@@ -94,7 +100,8 @@ def read_csv(path):
     with open(path) as f:
         names = f.readline().rstrip("\n").split(",")
         rows = [line.rstrip("\n").split(",") for line in f]
-    cols = [np.array([np.float32(r[i]) for r in rows], dtype=np.float32) for i in range(len(names))]
+    # numpy parses each text as np.float32(text) would, in one call per column
+    cols = [np.array([r[i] for r in rows], dtype=np.float32) for i in range(len(names))]
     return names, cols
 
 
@@ -182,7 +189,8 @@ def dataset_table(t, copies, clean_buyers):
         attacked["column subset"] = ([names[j] for j in pick], [mcols[j] for j in pick])
         attacked["noise"] = (names, [(c + rng.normal(0, 1, c.size) * 1e-5 * np.abs(c)).astype(np.float32)
                                      for c in mcols])
-        attacked["rounding"] = (names, [np.array([np.float32("%.6g" % v) for v in c], dtype=np.float32)
+        # each value as np.float32("%.6g" % v), the texts made by one format call per column
+        attacked["rounding"] = (names, [np.array((("%.6g\n" * c.size) % tuple(c.tolist())).split(), dtype=np.float32)
                                         for c in mcols])
         perm = rng.permutation(ROWS)
         attacked["row shuffling"] = (names, [c[perm] for c in mcols])

@@ -4,15 +4,13 @@
 # secret given (--secret-file). Exact exit status and message; one test per case.
 
 bats_require_minimum_version 1.5.0
+# at file level, not in setup(): the same functions for every test, ~12 ms less CPU per test
+load helpers
 
 setup_file() {
-	load helpers
 	export CASES="$BATS_FILE_TMPDIR/cases"
 	"$REPO_ROOT/scripts/gen/apsim-fixtures" "$CASES" >/dev/null
-}
-
-setup() {
-	load helpers
+	verify_cases "$CASES"
 }
 
 # check_key_case DIR FILE SECRET: fmt-verify --secret-file (a file holding SECRET) on DIR/FILE
@@ -37,81 +35,81 @@ check_key_case() {
 }
 
 @test "good-example-signed.apsim: exit 0" {
-	check_case "$CASES" good-example-signed.apsim
+	check_verified "$CASES" good-example-signed.apsim
 }
 
 @test "good-example-unsigned.apsim: exit 0" {
-	check_case "$CASES" good-example-unsigned.apsim
+	check_verified "$CASES" good-example-unsigned.apsim
 }
 
 @test "good-all-formats.apsim: exit 0" {
-	check_case "$CASES" good-all-formats.apsim
+	check_verified "$CASES" good-all-formats.apsim
 }
 
 @test "good-extra-key.apsim: exit 0" {
-	check_case "$CASES" good-extra-key.apsim
+	check_verified "$CASES" good-extra-key.apsim
 }
 
 @test "version-2.apsim: exit 5" {
-	check_case "$CASES" version-2.apsim
+	check_verified "$CASES" version-2.apsim
 }
 
 @test "missing-apsi.apsim: exit 4" {
-	check_case "$CASES" missing-apsi.apsim
+	check_verified "$CASES" missing-apsi.apsim
 }
 
 @test "missing-metadata.apsim: exit 4" {
-	check_case "$CASES" missing-metadata.apsim
+	check_verified "$CASES" missing-metadata.apsim
 }
 
 @test "sha256-uppercase.apsim: exit 4" {
-	check_case "$CASES" sha256-uppercase.apsim
+	check_verified "$CASES" sha256-uppercase.apsim
 }
 
 @test "sha256-wrong.apsim: exit 6" {
-	check_case "$CASES" sha256-wrong.apsim
+	check_verified "$CASES" sha256-wrong.apsim
 }
 
 @test "data-flipped.apsim: exit 6" {
-	check_case "$CASES" data-flipped.apsim
+	check_verified "$CASES" data-flipped.apsim
 }
 
 @test "units-unknown-tensor.apsim: exit 4" {
-	check_case "$CASES" units-unknown-tensor.apsim
+	check_verified "$CASES" units-unknown-tensor.apsim
 }
 
 @test "units-six-dims.apsim: exit 4" {
-	check_case "$CASES" units-six-dims.apsim
+	check_verified "$CASES" units-six-dims.apsim
 }
 
 @test "units-out-of-range.apsim: exit 4" {
-	check_case "$CASES" units-out-of-range.apsim
+	check_verified "$CASES" units-out-of-range.apsim
 }
 
 @test "units-on-scales.apsim: exit 4" {
-	check_case "$CASES" units-on-scales.apsim
+	check_verified "$CASES" units-on-scales.apsim
 }
 
 @test "units-duplicate.apsim: exit 4" {
-	check_case "$CASES" units-duplicate.apsim
+	check_verified "$CASES" units-duplicate.apsim
 }
 
 @test "units-deep.apsim: exit 4" {
-	check_case "$CASES" units-deep.apsim
+	check_verified "$CASES" units-deep.apsim
 }
 
 @test "units-not-json.apsim: exit 4" {
-	check_case "$CASES" units-not-json.apsim
+	check_verified "$CASES" units-not-json.apsim
 }
 
 @test "metadata-not-object.apsim: exit 4" {
-	check_case "$CASES" metadata-not-object.apsim
+	check_verified "$CASES" metadata-not-object.apsim
 }
 
 @test "the user metadata record is checked by jansson's rules without a tree (issue 8)" {
 	for f in metadata-real-overflow metadata-int-overflow metadata-duplicate metadata-deep metadata-trailing \
 		metadata-lone-surrogate metadata-underflow-ok; do
-		check_case "$CASES" $f.apsim
+		check_verified "$CASES" $f.apsim
 	done
 	run fmt-inspect --json --metadata "$CASES/metadata-underflow-ok.apsim"
 	assert_success
@@ -119,91 +117,91 @@ check_key_case() {
 }
 
 @test "units-not-string.apsim: exit 4" {
-	check_case "$CASES" units-not-string.apsim
+	check_verified "$CASES" units-not-string.apsim
 }
 
 @test "qtensor-bad-format.apsim: exit 4" {
-	check_case "$CASES" qtensor-bad-format.apsim
+	check_verified "$CASES" qtensor-bad-format.apsim
 }
 
 @test "qtensor-wrong-packing.apsim: exit 4" {
-	check_case "$CASES" qtensor-wrong-packing.apsim
+	check_verified "$CASES" qtensor-wrong-packing.apsim
 }
 
 @test "qtensor-not-divisible.apsim: exit 4" {
-	check_case "$CASES" qtensor-not-divisible.apsim
+	check_verified "$CASES" qtensor-not-divisible.apsim
 }
 
 @test "qtensor-unknown-member.apsim: exit 4" {
-	check_case "$CASES" qtensor-unknown-member.apsim
+	check_verified "$CASES" qtensor-unknown-member.apsim
 }
 
 @test "qtensor-missing-member.apsim: exit 4" {
-	check_case "$CASES" qtensor-missing-member.apsim
+	check_verified "$CASES" qtensor-missing-member.apsim
 }
 
 @test "qtensor-codes-dtype.apsim: exit 4" {
-	check_case "$CASES" qtensor-codes-dtype.apsim
+	check_verified "$CASES" qtensor-codes-dtype.apsim
 }
 
 @test "qtensor-no-scales.apsim: exit 4" {
-	check_case "$CASES" qtensor-no-scales.apsim
+	check_verified "$CASES" qtensor-no-scales.apsim
 }
 
 @test "qtensor-axis-mismatch.apsim: exit 4" {
-	check_case "$CASES" qtensor-axis-mismatch.apsim
+	check_verified "$CASES" qtensor-axis-mismatch.apsim
 }
 
 @test "scale-nan.apsim: exit 4" {
-	check_case "$CASES" scale-nan.apsim
+	check_verified "$CASES" scale-nan.apsim
 }
 
 @test "shard-zero.apsim: exit 4" {
-	check_case "$CASES" shard-zero.apsim
+	check_verified "$CASES" shard-zero.apsim
 }
 
 @test "signature-syntax.apsim: exit 4" {
-	check_case "$CASES" signature-syntax.apsim
+	check_verified "$CASES" signature-syntax.apsim
 }
 
 @test "padding-tab.apsim: exit 4" {
-	check_case "$CASES" padding-tab.apsim
+	check_verified "$CASES" padding-tab.apsim
 }
 
 @test "format-other.apsim: exit 0" {
-	check_case "$CASES" format-other.apsim
+	check_verified "$CASES" format-other.apsim
 }
 
 @test "set-good/model.apsim.index.json: exit 0" {
-	check_case "$CASES" set-good/model.apsim.index.json
+	check_verified "$CASES" set-good/model.apsim.index.json
 }
 
 @test "set-missing-shard/model.apsim.index.json: exit 9" {
-	check_case "$CASES" set-missing-shard/model.apsim.index.json
+	check_verified "$CASES" set-missing-shard/model.apsim.index.json
 }
 
 @test "set-foreign-shard/model.apsim.index.json: exit 6" {
-	check_case "$CASES" set-foreign-shard/model.apsim.index.json
+	check_verified "$CASES" set-foreign-shard/model.apsim.index.json
 }
 
 @test "set-weight-map/model.apsim.index.json: exit 9" {
-	check_case "$CASES" set-weight-map/model.apsim.index.json
+	check_verified "$CASES" set-weight-map/model.apsim.index.json
 }
 
 @test "set-total-size/model.apsim.index.json: exit 9" {
-	check_case "$CASES" set-total-size/model.apsim.index.json
+	check_verified "$CASES" set-total-size/model.apsim.index.json
 }
 
 @test "set-units-differ/model.apsim.index.json: exit 9" {
-	check_case "$CASES" set-units-differ/model.apsim.index.json
+	check_verified "$CASES" set-units-differ/model.apsim.index.json
 }
 
 @test "set-shard-twice/model.apsim.index.json: exit 9" {
-	check_case "$CASES" set-shard-twice/model.apsim.index.json
+	check_verified "$CASES" set-shard-twice/model.apsim.index.json
 }
 
 @test "set-traversal/model.apsim.index.json: exit 4" {
-	check_case "$CASES" set-traversal/model.apsim.index.json
+	check_verified "$CASES" set-traversal/model.apsim.index.json
 }
 
 @test "good-example-signed.apsim with secret 'team secret': exit 0" {

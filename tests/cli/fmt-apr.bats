@@ -6,9 +6,10 @@
 # to and from GGUF, and the option errors.
 
 bats_require_minimum_version 1.5.0
+# at file level, not in setup(): the same functions for every test, ~12 ms less CPU per test
+load helpers
 
 setup() {
-	load helpers
 	cd "$BATS_TEST_TMPDIR"
 	make_samples
 	TINY="$SAMPLES/tiny.safetensors"
@@ -419,14 +420,15 @@ for at in range(0, len(data) - 16, 97):
     b = bytearray(data); b[at] ^= 0x20
     open(os.path.join(sys.argv[1], "%d.apr" % at), "wb").write(b)
 PY
-		for f in v-$c/*.apr; do
+		# a child bash runs the ~800 conversions: the same checks without bats' trap on every command
+		bash -c 'for f in "$@"; do
 			for T in 1 2; do
 				code=0
 				fmt-convert -T $T "$f" out.safetensors >/dev/null 2>&1 || code=$?
-				[ "$code" -eq 6 ] || [ "$code" -eq 4 ] || [ "$code" -eq 5 ] || { echo "$f, -T $T: exit $code"; false; }
-				[ ! -e out.safetensors ]
+				[ "$code" -eq 6 ] || [ "$code" -eq 4 ] || [ "$code" -eq 5 ] || { echo "$f, -T $T: exit $code"; exit 1; }
+				[ ! -e out.safetensors ] || { echo "$f, -T $T: out.safetensors written"; exit 1; }
 			done
-		done
+		done' _ v-$c/*.apr
 		fmt-convert -T 1 t.apr one.safetensors
 		fmt-convert -T 2 t.apr two.safetensors
 		cmp one.safetensors two.safetensors

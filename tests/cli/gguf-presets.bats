@@ -8,9 +8,10 @@
 # scripts/llama-src) reads fmt-convert's output for the comparison.
 
 bats_require_minimum_version 1.5.0
+# at file level, not in setup(): the same functions for every test, ~12 ms less CPU per test
+load helpers
 
 setup_file() {
-	load helpers
 	export LQ="$REPO_ROOT/tests/data/llama-quantize"
 	export PM="$BATS_FILE_TMPDIR/presets"
 	mkdir -p "$PM"
@@ -28,7 +29,6 @@ setup_file() {
 }
 
 setup() {
-	load helpers
 	cd "$BATS_TEST_TMPDIR"
 }
 

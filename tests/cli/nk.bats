@@ -12,6 +12,7 @@ setup_file() {
 	NK="$BATS_FILE_TMPDIR/nk"
 	export NK
 	"$REPO_ROOT/scripts/gen/nk-malformed" "$NK"
+	verify_cases "$NK"
 	WORK="$BATS_FILE_TMPDIR/work"
 	export WORK
 	"$REPO_ROOT/scripts/gen/nk-work" "$WORK"
@@ -23,207 +24,207 @@ setup() {
 
 # ---- loader: one case per rule ----
 @test "nk loader: spec_16_1" {
-	check_case "$NK" spec_16_1.nk
+	check_verified "$NK" spec_16_1.nk
 }
 
 @test "nk loader: cnn" {
-	check_case "$NK" cnn.nk
+	check_verified "$NK" cnn.nk
 }
 
 @test "nk loader: cnn_tests" {
-	check_case "$NK" cnn_tests.nk
+	check_verified "$NK" cnn_tests.nk
 }
 
 @test "nk loader: cnn_failing_test" {
-	check_case "$NK" cnn_failing_test.nk
+	check_verified "$NK" cnn_failing_test.nk
 }
 
 @test "nk loader: cnn_some_failing" {
-	check_case "$NK" cnn_some_failing.nk
+	check_verified "$NK" cnn_some_failing.nk
 }
 
 @test "nk loader: bad_magic" {
-	check_case "$NK" bad_magic.nk
+	check_verified "$NK" bad_magic.nk
 }
 
 @test "nk loader: version_2" {
-	check_case "$NK" version_2.nk
+	check_verified "$NK" version_2.nk
 }
 
 @test "nk loader: version_5" {
-	check_case "$NK" version_5.nk
+	check_verified "$NK" version_5.nk
 }
 
 @test "nk loader: network_kind_3" {
-	check_case "$NK" network_kind_3.nk
+	check_verified "$NK" network_kind_3.nk
 }
 
 @test "nk loader: truncated_header" {
-	check_case "$NK" truncated_header.nk
+	check_verified "$NK" truncated_header.nk
 }
 
 @test "nk loader: zero_layers" {
-	check_case "$NK" zero_layers.nk
+	check_verified "$NK" zero_layers.nk
 }
 
 @test "nk loader: too_many_layers" {
-	check_case "$NK" too_many_layers.nk
+	check_verified "$NK" too_many_layers.nk
 }
 
 @test "nk loader: too_many_tensors" {
-	check_case "$NK" too_many_tensors.nk
+	check_verified "$NK" too_many_tensors.nk
 }
 
 @test "nk loader: pair_counts_differ" {
-	check_case "$NK" pair_counts_differ.nk
+	check_verified "$NK" pair_counts_differ.nk
 }
 
 @test "nk loader: input_rank_0" {
-	check_case "$NK" input_rank_0.nk
+	check_verified "$NK" input_rank_0.nk
 }
 
 @test "nk loader: input_rank_disagrees" {
-	check_case "$NK" input_rank_disagrees.nk
+	check_verified "$NK" input_rank_disagrees.nk
 }
 
 @test "nk loader: input_shape_zero" {
-	check_case "$NK" input_shape_zero.nk
+	check_verified "$NK" input_shape_zero.nk
 }
 
 @test "nk loader: quant_flag_v3" {
-	check_case "$NK" quant_flag_v3.nk
+	check_verified "$NK" quant_flag_v3.nk
 }
 
 @test "nk loader: unknown_kind" {
-	check_case "$NK" unknown_kind.nk
+	check_verified "$NK" unknown_kind.nk
 }
 
 @test "nk loader: truncated_records" {
-	check_case "$NK" truncated_records.nk
+	check_verified "$NK" truncated_records.nk
 }
 
 @test "nk loader: bad_rank" {
-	check_case "$NK" bad_rank.nk
+	check_verified "$NK" bad_rank.nk
 }
 
 @test "nk loader: bad_dtype" {
-	check_case "$NK" bad_dtype.nk
+	check_verified "$NK" bad_dtype.nk
 }
 
 @test "nk loader: int8_dtype_in_float_model" {
-	check_case "$NK" int8_dtype_in_float_model.nk
+	check_verified "$NK" int8_dtype_in_float_model.nk
 }
 
 @test "nk loader: dims_disagree" {
-	check_case "$NK" dims_disagree.nk
+	check_verified "$NK" dims_disagree.nk
 }
 
 @test "nk loader: truncated_catalog" {
-	check_case "$NK" truncated_catalog.nk
+	check_verified "$NK" truncated_catalog.nk
 }
 
 @test "nk loader: extra_bytes" {
-	check_case "$NK" extra_bytes.nk
+	check_verified "$NK" extra_bytes.nk
 }
 
 @test "nk loader: truncated_payload" {
-	check_case "$NK" truncated_payload.nk
+	check_verified "$NK" truncated_payload.nk
 }
 
 @test "nk loader: weights_bytes_unaligned" {
-	check_case "$NK" weights_bytes_unaligned.nk
+	check_verified "$NK" weights_bytes_unaligned.nk
 }
 
 @test "nk loader: weights_bytes_too_small" {
-	check_case "$NK" weights_bytes_too_small.nk
+	check_verified "$NK" weights_bytes_too_small.nk
 }
 
 @test "nk loader: tcas_bad_magic" {
-	check_case "$NK" tcas_bad_magic.nk
+	check_verified "$NK" tcas_bad_magic.nk
 }
 
 @test "nk loader: tcas_zero_cases" {
-	check_case "$NK" tcas_zero_cases.nk
+	check_verified "$NK" tcas_zero_cases.nk
 }
 
 @test "nk loader: tcas_17_cases" {
-	check_case "$NK" tcas_17_cases.nk
+	check_verified "$NK" tcas_17_cases.nk
 }
 
 @test "nk loader: tcas_name_len_0" {
-	check_case "$NK" tcas_name_len_0.nk
+	check_verified "$NK" tcas_name_len_0.nk
 }
 
 @test "nk loader: tcas_input_count_huge" {
-	check_case "$NK" tcas_input_count_huge.nk
+	check_verified "$NK" tcas_input_count_huge.nk
 }
 
 @test "nk loader: tcas_truncated" {
-	check_case "$NK" tcas_truncated.nk
+	check_verified "$NK" tcas_truncated.nk
 }
 
 @test "nk loader: tcas_missing" {
-	check_case "$NK" tcas_missing.nk
+	check_verified "$NK" tcas_missing.nk
 }
 
 @test "nk loader: conv_channel_mismatch" {
-	check_case "$NK" conv_channel_mismatch.nk
+	check_verified "$NK" conv_channel_mismatch.nk
 }
 
 @test "nk loader: depthwise_channel_mismatch" {
-	check_case "$NK" depthwise_channel_mismatch.nk
+	check_verified "$NK" depthwise_channel_mismatch.nk
 }
 
 @test "nk loader: zero_stride" {
-	check_case "$NK" zero_stride.nk
+	check_verified "$NK" zero_stride.nk
 }
 
 @test "nk loader: kernel_too_large" {
-	check_case "$NK" kernel_too_large.nk
+	check_verified "$NK" kernel_too_large.nk
 }
 
 @test "nk loader: dense_without_flatten" {
-	check_case "$NK" dense_without_flatten.nk
+	check_verified "$NK" dense_without_flatten.nk
 }
 
 @test "nk loader: weight_count_mismatch" {
-	check_case "$NK" weight_count_mismatch.nk
+	check_verified "$NK" weight_count_mismatch.nk
 }
 
 @test "nk loader: missing_pairs" {
-	check_case "$NK" missing_pairs.nk
+	check_verified "$NK" missing_pairs.nk
 }
 
 @test "nk loader: unused_pairs" {
-	check_case "$NK" unused_pairs.nk
+	check_verified "$NK" unused_pairs.nk
 }
 
 @test "nk loader: tap_id_4" {
-	check_case "$NK" tap_id_4.nk
+	check_verified "$NK" tap_id_4.nk
 }
 
 @test "nk loader: huge_arena" {
-	check_case "$NK" huge_arena.nk
+	check_verified "$NK" huge_arena.nk
 }
 
 @test "nk loader: input_too_large" {
-	check_case "$NK" input_too_large.nk
+	check_verified "$NK" input_too_large.nk
 }
 
 @test "nk loader: pafpn_without_taps" {
-	check_case "$NK" pafpn_without_taps.nk
+	check_verified "$NK" pafpn_without_taps.nk
 }
 
 @test "nk loader: head_too_many_convs" {
-	check_case "$NK" head_too_many_convs.nk
+	check_verified "$NK" head_too_many_convs.nk
 }
 
 # §9: a decoupled head holds 4 + 2n pairs (the spec's formula says 3 + 2n; its own list, and
 # upstream's loader, have stem, 2n convs and three predictions); the PAFPN 11 + 3(4 + 2n).
 @test "nk loader: yolox_decoupled_head takes 4 + 2n pairs, 3 + 2n is refused (n = 0, 1, 2)" {
 	for n in 0 1 2; do
-		check_case "$NK" "head_${n}_convs_$((4 + 2 * n))_pairs.nk"
-		check_case "$NK" "head_${n}_convs_$((3 + 2 * n))_pairs.nk"
+		check_verified "$NK" "head_${n}_convs_$((4 + 2 * n))_pairs.nk"
+		check_verified "$NK" "head_${n}_convs_$((3 + 2 * n))_pairs.nk"
 	done
 	run nk-run --json --random 1 "$NK/head_1_convs_6_pairs.nk"
 	assert_success
@@ -231,8 +232,8 @@ setup() {
 }
 
 @test "nk loader: yolox_pafpn_multiscale takes 11 + 3(4 + 2n) pairs, 11 + 3(3 + 2n) is refused" {
-	check_case "$NK" pafpn_1_conv_2_plus_29_pairs.nk
-	check_case "$NK" pafpn_1_conv_2_plus_26_pairs.nk
+	check_verified "$NK" pafpn_1_conv_2_plus_29_pairs.nk
+	check_verified "$NK" pafpn_1_conv_2_plus_26_pairs.nk
 	run nk-run --json --random 1 "$NK/pafpn_1_conv_2_plus_29_pairs.nk"
 	assert_success
 	# (16 + 4 + 1) * H5 * W5 cells of 5 + classes values
@@ -240,43 +241,43 @@ setup() {
 }
 
 @test "nk loader: uib_even_kernel_residual" {
-	check_case "$NK" uib_even_kernel_residual.nk
+	check_verified "$NK" uib_even_kernel_residual.nk
 }
 
 @test "nk loader: mlp_with_conv" {
-	check_case "$NK" mlp_with_conv.nk
+	check_verified "$NK" mlp_with_conv.nk
 }
 
 @test "nk loader: int8_cnn" {
-	check_case "$NK" int8_cnn.nk
+	check_verified "$NK" int8_cnn.nk
 }
 
 @test "nk loader: quan_bad_magic" {
-	check_case "$NK" quan_bad_magic.nk
+	check_verified "$NK" quan_bad_magic.nk
 }
 
 @test "nk loader: quan_count_mismatch" {
-	check_case "$NK" quan_count_mismatch.nk
+	check_verified "$NK" quan_count_mismatch.nk
 }
 
 @test "nk loader: quan_scales_truncated" {
-	check_case "$NK" quan_scales_truncated.nk
+	check_verified "$NK" quan_scales_truncated.nk
 }
 
 @test "nk loader: int8_zero_output_scale" {
-	check_case "$NK" int8_zero_output_scale.nk
+	check_verified "$NK" int8_zero_output_scale.nk
 }
 
 @test "nk loader: int8_bias_dtype_float" {
-	check_case "$NK" int8_bias_dtype_float.nk
+	check_verified "$NK" int8_bias_dtype_float.nk
 }
 
 @test "nk loader: int8_batchnorm" {
-	check_case "$NK" int8_batchnorm.nk
+	check_verified "$NK" int8_batchnorm.nk
 }
 
 @test "nk loader: int8_asymmetric_padding" {
-	check_case "$NK" int8_asymmetric_padding.nk
+	check_verified "$NK" int8_asymmetric_padding.nk
 }
 
 @test "nk loader: the messages name the layer in nk-run too, and a bad magic is named" {
