@@ -45,22 +45,44 @@ check_case() {
 	fi
 }
 
-# The data of tensor NAME of FILE as lowercase hex. Offsets come from fmt-inspect --json; the
-# GGUF data section is found from the end of the file (the last tensor is padded to 32 bytes,
-# specs/gguf.md §7), the safetensors one from the header length.
+# The data of tensor NAME of FILE as lowercase hex. Offsets come from fmt-inspect --json (one jq
+# for all of them); the GGUF data section is found from the end of the file (the last tensor is
+# padded to 32 bytes, specs/gguf.md §7), the safetensors one from the header length.
 tensor_hex() {
-	local file=$1 name=$2 json off len start
+	local file=$1 name=$2 json fields format off len start
 	json=$(fmt-inspect --json "$file") || return 1
-	off=$(jq --arg n "$name" '.tensors[] | select(.name == $n) | .offset' <<<"$json")
-	len=$(jq --arg n "$name" '.tensors[] | select(.name == $n) | .bytes' <<<"$json")
-	[ -n "$off" ] && [ -n "$len" ] || return 1
-	if [ "$(jq -r .format <<<"$json")" = gguf ]; then
-		start=$(jq '.file_bytes - (.tensors[-1].offset + ((.tensors[-1].bytes + 31) / 32 | floor) * 32)' <<<"$json")
+	fields=$(jq -r --arg n "$name" '[.format,
+		([.tensors[] | select(.name == $n)] | if length == 1 then .[0].offset, .[0].bytes else "-", "-" end),
+		(if .format == "gguf" then .file_bytes - (.tensors[-1].offset + ((.tensors[-1].bytes + 31) / 32 | floor) * 32)
+		 else "-" end)] | map(tostring) | join(" ")' <<<"$json") || return 1
+	read -r format off len start <<<"$fields"
+	[ "$off" != - ] && [ "$len" != - ] || return 1
+	if [ "$format" = gguf ]; then
 		[ $((start % 32)) -eq 0 ] || return 1
 	else
 		start=$((8 + $(od -An -t u8 -N 8 "$file")))
 	fi
-	xxd -p -s $((start + off)) -l "$len" "$file" | tr -d '\n'
+	xxd -p -c 0 -s $((start + off)) -l "$len" "$file"
+}
+
+# Every tensor of FILE as "NAME<TAB>HEX" lines, in the file's order: one fmt-inspect and one jq
+# for the offsets (as tensor_hex finds them), an xxd per tensor.
+tensors_hex() {
+	local file=$1 json start name off len
+	json=$(fmt-inspect --json "$file") || return 1
+	start=$(jq -r 'if .format == "gguf" then .file_bytes - (.tensors[-1].offset + ((.tensors[-1].bytes + 31) / 32 | floor) * 32)
+		else "-" end, (.tensors[] | "\(.name)\t\(.offset)\t\(.bytes)")' <<<"$json") || return 1
+	{
+		read -r start
+		if [ "$start" = - ]; then
+			start=$((8 + $(od -An -t u8 -N 8 "$file")))
+		else
+			[ $((start % 32)) -eq 0 ] || return 1
+		fi
+		while IFS=$'\t' read -r name off len; do
+			printf '%s\t%s\n' "$name" "$(xxd -p -c 0 -s $((start + off)) -l "$len" "$file")"
+		done
+	} <<<"$start"
 }
 
 # Sanitizer builds (make asan) reserve terabytes of address space and count shadow memory in
