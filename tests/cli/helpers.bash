@@ -85,6 +85,20 @@ tensors_hex() {
 	} <<<"$start"
 }
 
+# untraced CMD...: CMD without bats' DEBUG trap, which runs for every command of a test (about
+# 0.1 ms each: a loop of a few thousand commands pays more for it than for its work). Only the
+# line bats reports for a failure changes: the untraced line, not the one inside CMD (say what
+# failed in fail's message). errexit holds inside CMD as around it.
+untraced() {
+	local debug_trap status
+	debug_trap=$(trap -p DEBUG)
+	trap - DEBUG
+	"$@"
+	status=$?
+	eval "$debug_trap"
+	return "$status"
+}
+
 # Sanitizer builds (make asan) reserve terabytes of address space and count shadow memory in
 # their RSS: an address-space limit or an RSS bound cannot apply to them.
 asan_build() {
