@@ -192,6 +192,23 @@ Trusted comment: from minisign"
 	assert_failure
 }
 
+# count_flips: the loop of the .minisig byte-flip test over v.tsv and $EXITS: each variant's exit
+# as expected; accepted and refused counted (in the test's variables).
+count_flips() {
+	while IFS=$'\t' read -r name i byte status; do
+		if ((i >= prefix && i < line1 - 1 && byte != 0)); then
+			# the untrusted comment is not signed, in minisign's design: accepted by both
+			# (a NUL byte is not text: refused by both)
+			[ "$status" -eq 0 ] || fail "byte $i of the untrusted comment: exit $status"
+			minisign -Vq -p k.pub -m "$name" || fail "minisign refused byte $i of the comment"
+			accepted=$((accepted + 1))
+			continue
+		fi
+		[ "$status" -eq 7 ] || [ "$status" -eq 4 ] || fail "$name (byte $i): exit $status"
+		refused=$((refused + 1))
+	done < <(paste <(cut -f1-3 v.tsv) <(cut -f2 "$EXITS"))
+}
+
 @test "every single-byte change of a .minisig is refused (7 or 4), except in the untrusted comment text" {
 	fmt_pair k
 	fmt-sign sign -s k.key model.bin
@@ -216,18 +233,7 @@ with open("v.tsv", "w") as tsv:
             tsv.write("%s\t%d\t%d\n" % (name, i, b[i]))
 PY
 	exits_of fmt-sign verify -j -p k.pub -- $(cut -f1 v.tsv)
-	while IFS=$'\t' read -r name i byte status; do
-		if ((i >= prefix && i < line1 - 1 && byte != 0)); then
-			# the untrusted comment is not signed, in minisign's design: accepted by both
-			# (a NUL byte is not text: refused by both)
-			[ "$status" -eq 0 ] || fail "byte $i of the untrusted comment: exit $status"
-			minisign -Vq -p k.pub -m "$name" || fail "minisign refused byte $i of the comment"
-			accepted=$((accepted + 1))
-			continue
-		fi
-		[ "$status" -eq 7 ] || [ "$status" -eq 4 ] || fail "$name (byte $i): exit $status"
-		refused=$((refused + 1))
-	done < <(paste <(cut -f1-3 v.tsv) <(cut -f2 "$EXITS"))
+	untraced count_flips
 	[ $((refused + accepted)) -eq $((2 * size)) ]
 	[ "$refused" -ge $((2 * (size - (line1 - 1 - prefix)))) ]
 	# a truncated file, an extra line, an empty file: malformed (4)

@@ -117,7 +117,18 @@ PY
 # Every case of cases.tsv whose input matches GLOB, each one fmt-convert run; LAYOUT (optional)
 # converts the input first (an APR input made from it) and reads the cases through that file.
 run_cases() {
-	local glob=$1 layout=${2:-} in w want src n=0 status fails
+	local glob=$1 layout=${2:-} fails
+	untraced convert_cases "$glob" "$layout"
+	fails=$(check_runs runs.tsv) || fail "check_runs failed: $fails"
+	[ -z "$fails" ] || fail "$fails"
+	echo "$n cases"
+}
+
+# convert_cases GLOB LAYOUT: the fmt-convert runs of run_cases, recorded in runs.tsv; their
+# number in $n.
+convert_cases() {
+	local glob=$1 layout=$2 in w want src status
+	n=0
 	: >runs.tsv
 	while IFS=$'\t' read -r in w want; do
 		# shellcheck disable=SC2053
@@ -135,9 +146,6 @@ run_cases() {
 		printf '%s\t%s\t%s\t%s\t%s\n' "$src" "$w" "$want" "$status" "$n" >>runs.tsv
 	done <"$MM/cases.tsv"
 	[ "$n" -gt 0 ] || fail "no case matches $glob"
-	fails=$(check_runs runs.tsv) || fail "check_runs failed: $fails"
-	[ -z "$fails" ] || fail "$fails"
-	echo "$n cases"
 }
 
 @test "matrix: each GGUF metadata value kind to every writer (same value, or exit 5 naming the key)" {
