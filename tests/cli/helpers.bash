@@ -204,3 +204,14 @@ nothing_written() {
 usage_error() {
 	printf '%s: error: %s\nTry '"'"'%s --help'"'"'.' "$1" "$2" "$1"
 }
+
+# Under make (make check, make cli: MAKELEVEL is set) every test runs without bats' DEBUG trap
+# (see untraced): 10-25 ms of CPU less a test. A failure still fails with its message (fail's,
+# the assertion's), but bats can no longer say at which line: run the file with bats directly,
+# or set FMTKIT_BATS_TRACE=1, to have it. (The stale traces are cleared so that no wrong line
+# is named.)
+if [ -n "${MAKELEVEL:-}" ] && [ -z "${FMTKIT_BATS_TRACE:-}" ] && [ "${BATS_TRACE_LEVEL:-0}" -eq 0 ]; then
+	trap - DEBUG
+	BATS_DEBUG_LAST_STACK_TRACE=()
+	BATS_DEBUG_LASTLAST_STACK_TRACE=()
+fi
