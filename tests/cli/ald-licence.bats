@@ -41,20 +41,25 @@ PY
 	assert_success
 	assert_output "licensed d.ald until 2999-01-01T00:00:00Z, signed by seller key $(fmt-sign key-id -p s.pub)"
 	l=$(licence d.ald)
-	[ "$(jq .flags <<<"$l")" = 10 ] # SIGNED | LICENSED: the seller signs the file too
-	[ "$(jq -r .licensee <<<"$l")" = "$(printf %s acme@example.com | sha256sum | cut -d' ' -f1)" ]
-	[ "$(jq .expires <<<"$l")" = 32472144000 ]
-	[ "$(jq .lflags <<<"$l")" = 3 ] # SEATS_ENFORCED | EXPIRATION_ENFORCED
-	[ "$(jq .seats <<<"$l")" = 5 ]
-	[ "$(jq .queries <<<"$l")" = 0 ]
-	[ "$(jq '.len - 75 - .n' <<<"$l")" = 0 ]
-	[ "$(jq .crc_ok <<<"$l")" = true ]
-	id=$(jq -r .id <<<"$l")
+	# one jq for the fields: flags SIGNED | LICENSED (the seller signs the file too), the
+	# licensee's SHA-256, expiry, SEATS_ENFORCED | EXPIRATION_ENFORCED, seats, queries, the
+	# block's length (75 + the terms), the CRC; then the id, the issue time and the terms
+	mapfile -t f < <(jq -r '.flags, .licensee, .expires, .lflags, .seats, .queries, (.len - 75 - .n), .crc_ok,
+		.id, .issued, .terms' <<<"$l")
+	assert_equal "$(printf '%s\n' "${f[@]:0:8}")" "10
+$(printf %s acme@example.com | sha256sum | cut -d' ' -f1)
+32472144000
+3
+5
+0
+0
+true"
+	id=${f[8]}
 	[ "${id:12:1}" = 4 ] && [[ "${id:16:1}" == [89ab] ]]
 	now=$(date +%s)
-	[ $((now - $(jq .issued <<<"$l"))) -lt 60 ]
+	[ $((now - f[9])) -lt 60 ]
 	key=$(sed -n 2p s.pub)
-	terms=$(jq -r .terms <<<"$l")
+	terms=${f[10]}
 	[ "${terms%%,\"seller_sig\":*}" = "{\"fmtkit_licence\":1,\"terms\":{\"use\":\"research\",\"redistribute\":false},\"seller_key\":\"$key\"" ]
 	[ "$(jq -r .seller_sig <<<"$terms" | base64 -d | wc -c)" = 64 ]
 	run --separate-stderr fmt-convert d.ald - --to csv

@@ -18,11 +18,16 @@ setup() {
 	printf 'id,name,score,ok,when\n1,ann,0.5,true,2024-02-29T12:00:00Z\n2,"b, c",,false,\n3,"say ""hi""",-1e-07,,1969-12-31T23:59:59.999Z\n' >in.csv
 }
 
-# The field of fmt-inspect --json FILE at jq path P.
+# The fields of fmt-inspect --json FILE at the dotted paths P... (a list index is a number), as
+# JSON, one line each (one fmt-inspect and one Python for all of them).
 jq_field() {
-	fmt-inspect --json "$1" | /usr/bin/python3 -c 'import json,sys; v=json.load(sys.stdin)
-for k in sys.argv[1].split("."): v=v[int(k)] if isinstance(v,list) else v[k]
-print(json.dumps(v))' "$2"
+	local file=$1
+	shift
+	fmt-inspect --json "$file" | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin)
+for p in sys.argv[1:]:
+    v = d
+    for k in p.split("."): v=v[int(k)] if isinstance(v,list) else v[k]
+    print(json.dumps(v))' "$@"
 }
 
 # The payload bytes of an .ald (header sizes, no encryption, no chunk index).
@@ -72,10 +77,10 @@ sys.stdout.buffer.write(f[32+m+s:32+m+s+p])' "$1"
 @test "default .ald: standard CRC, card as a map with the payload's SHA-256" {
 	run fmt-convert --compression none in.csv out.ald
 	assert_success
-	[ "$(jq_field out.ald ald.crc)" = '"ieee"' ]
-	[ "$(jq_field out.ald ald.card_form)" = '"map"' ]
 	want=$(payload out.ald | sha256sum | cut -d' ' -f1)
-	[ "$(jq_field out.ald ald.card.sha256)" = "\"$want\"" ]
+	assert_equal "$(jq_field out.ald ald.crc ald.card_form ald.card.sha256)" '"ieee"
+"map"
+"'"$want"'"'
 	# the CRC trailer is zlib's crc32 of everything before it
 	/usr/bin/python3 -c 'import sys,zlib,struct; f=open(sys.argv[1],"rb").read()
 assert struct.unpack("<I",f[-4:])[0]==zlib.crc32(f[:-4])' out.ald
@@ -147,12 +152,13 @@ f[-4:]=struct.pack("<I",zlib.crc32(bytes(f[:-4]))); open(p,"wb").write(f)' $f
 	assert_output --partial "the payload is encrypted with a password: give --password-file"
 	[ ! -e out.csv ]
 	f="$ALD_CASES/signed-licensed.ald"
-	[ "$(jq_field "$f" ald.header.flags)" = '["signed", "licensed"]' ]
-	[ "$(jq_field "$f" ald.signature_public_key)" = '"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"' ]
-	[ "$(jq_field "$f" ald.license.license_id)" = '"00010203-0405-0607-0809-0a0b0c0d0e0f"' ]
-	[ "$(jq_field "$f" ald.license.expires_at)" = 4102444800 ]
-	[ "$(jq_field "$f" ald.license.seat_limit)" = 5 ]
-	[ "$(jq_field "$f" ald.license.terms)" = '"{\"seats\":\"10\"}"' ]
+	assert_equal "$(jq_field "$f" ald.header.flags ald.signature_public_key ald.license.license_id \
+		ald.license.expires_at ald.license.seat_limit ald.license.terms)" '["signed", "licensed"]
+"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+"00010203-0405-0607-0809-0a0b0c0d0e0f"
+4102444800
+5
+"{\"seats\":\"10\"}"'
 	# the licensed file's rows still convert (signatures are checked in a later issue)
 	run fmt-convert "$f" - --to csv
 	assert_success
@@ -160,9 +166,9 @@ f[-4:]=struct.pack("<I",zlib.crc32(bytes(f[:-4]))); open(p,"wb").write(f)' $f
 }
 
 @test "metadata: upstream's 8-element array and a map are read; unknown dataset type prints its number" {
-	[ "$(jq_field "$ALD_CASES/good-array8-card.ald" ald.card.name)" = '"iris"' ]
-	[ "$(jq_field "$ALD_CASES/good-array8-card.ald" ald.card.tags)" = '["ml"]' ]
-	[ "$(jq_field "$ALD_CASES/good-array8-card.ald" ald.card.created_at)" = '"2025-01-01T00:00:00Z"' ]
+	assert_equal "$(jq_field "$ALD_CASES/good-array8-card.ald" ald.card.name ald.card.tags ald.card.created_at)" '"iris"
+["ml"]
+"2025-01-01T00:00:00Z"'
 	[ "$(jq_field "$ALD_CASES/good-map-card.ald" ald.card.tags)" = '["a", "b"]' ]
 	[ "$(jq_field "$ALD_CASES/unknown-type.ald" ald.header.dataset_type)" = 119 ]
 }
@@ -316,19 +322,22 @@ assert [struct.pack("<d", float(a)) for a in src] == [struct.pack("<d", float(b)
 	EOF
 	run fmt-convert --type image_classification --card card.json in.csv out.ald
 	assert_success
-	[ "$(jq_field out.ald ald.header.dataset_type)" = '"image_classification"' ]
-	[ "$(jq_field out.ald ald.header.dataset_type_id)" = 32 ]
-	[ "$(jq_field out.ald ald.card.name)" = '"tiny"' ]
-	[ "$(jq_field out.ald ald.card.tags)" = '["demo", "csv"]' ]
-	[ "$(jq_field out.ald ald.card.sources.0.url)" = '"https://example.org"' ]
-	[ "$(jq_field out.ald ald.card.compliance.pii_status)" = '"none"' ]
-	[ "$(jq_field out.ald ald.card.sha256 | wc -c)" = 67 ]
+	mapfile -t fields < <(jq_field out.ald ald.header.dataset_type ald.header.dataset_type_id ald.card.name \
+		ald.card.tags ald.card.sources.0.url ald.card.compliance.pii_status ald.card.sha256)
+	assert_equal "$(printf '%s\n' "${fields[@]:0:6}")" '"image_classification"
+32
+"tiny"
+["demo", "csv"]
+"https://example.org"
+"none"'
+	# the digest: 64 hex digits in quotes
+	[ "$(wc -c <<<"${fields[6]}")" = 67 ]
 	# --compat alimentar: the 7-element array, upstream's CRC
 	run fmt-convert --compat alimentar --card card.json in.csv compat.ald
 	assert_success
-	[ "$(jq_field compat.ald ald.card_form)" = '"array"' ]
-	[ "$(jq_field compat.ald ald.card.name)" = '"tiny"' ]
-	[ "$(jq_field compat.ald ald.crc)" = '"alimentar-0.2"' ]
+	assert_equal "$(jq_field compat.ald ald.card_form ald.card.name ald.crc)" '"array"
+"tiny"
+"alimentar-0.2"'
 	[ "$(head -c 33 compat.ald | tail -c 1 | xxd -p)" = 97 ]
 	run fmt-convert --type nosuch in.csv x.ald
 	assert_failure 2
@@ -354,9 +363,9 @@ assert [struct.pack("<d", float(a)) for a in src] == [struct.pack("<d", float(b)
 	{ echo "n,s"; for i in $(seq 1 100); do echo "$i,row$i"; done; } >long.csv
 	run fmt-convert --chunk-rows 30 long.csv s.ald
 	assert_success
-	[ "$(jq_field s.ald ald.header.flags)" = '["streaming"]' ]
-	[ "$(jq_field s.ald ald.chunks.3.row_offset)" = 90 ]
-	[ "$(jq_field s.ald ald.chunks.3.num_rows)" = 10 ]
+	assert_equal "$(jq_field s.ald ald.header.flags ald.chunks.3.row_offset ald.chunks.3.num_rows)" '["streaming"]
+90
+10'
 	fmt-convert s.ald back.csv
 	cmp long.csv back.csv
 	# damage the last chunk: --head 2 (first chunk only) still works, reading everything fails

@@ -8,15 +8,29 @@ bats_require_minimum_version 1.5.0
 # Every tool of the tree (tools/NAME/main.c).
 TOOLS=($(cd "$BATS_TEST_DIRNAME/../../tools" && ls -d */ | tr -d /))
 
+# Each tool's --help and each page rendered (render_page), once for the file, in $BATS_FILE_TMPDIR.
+setup_file() {
+	load helpers
+	local tool page
+	for tool in "${TOOLS[@]}"; do
+		[ -x "$FMTKIT_BIN/$tool" ] || continue
+		"$FMTKIT_BIN/$tool" --help >"$BATS_FILE_TMPDIR/$tool.help" || echo "$?" >"$BATS_FILE_TMPDIR/$tool.help.status"
+	done
+	for page in "$REPO_ROOT"/man/*.[1-9]; do
+		groff -man -Tutf8 -rHY=0 -rLL=250n -P-c "$page" 2>/dev/null | col -bx >"$BATS_FILE_TMPDIR/${page##*/}.txt"
+	done
+}
+
 setup() {
 	load helpers
 }
 
-# The tool's --help output (fails the test when the tool is not built).
+# The tool's --help output (fails the test when the tool is not built), as setup_file kept it.
 help_of() {
 	local tool=$1
 	[ -x "$FMTKIT_BIN/$tool" ] || fail "$FMTKIT_BIN/$tool is not built (run make)"
-	"$FMTKIT_BIN/$tool" --help || fail "$tool --help exited with $?"
+	[ ! -e "$BATS_FILE_TMPDIR/$tool.help.status" ] || fail "$tool --help exited with $(cat "$BATS_FILE_TMPDIR/$tool.help.status")"
+	cat "$BATS_FILE_TMPDIR/$tool.help"
 }
 
 # Long options of the option lines of --help ("  -j, --json   ..." / "      --tree   ..."), one a line.
@@ -29,9 +43,23 @@ short_options_of() {
 	help_of "$1" | sed -nE 's/^ +(-[A-Za-z0-9]), +--.*/\1/p'
 }
 
-# The page rendered as plain text, wide and without hyphenation, so that options are whole words.
+# The page rendered as plain text, wide and without hyphenation, so that options are whole words
+# (rendered by setup_file: groff -man -Tutf8 -rHY=0 -rLL=250n -P-c PAGE | col -bx).
 render_page() {
-	groff -man -Tutf8 -rHY=0 -rLL=250n -P-c "$1" 2>/dev/null | col -bx
+	cat "$BATS_FILE_TMPDIR/${1##*/}.txt"
+}
+
+# grep_lines ERE TEXT: whether a line of TEXT matches ERE (grep -qE, without a process). ERE must
+# not match across lines: with ^ and $ at the ends of TEXT only, its ^ and $ are also tried
+# right after and before each newline.
+grep_lines() {
+	local re=$1 line
+	[[ $2 =~ $re ]] && return 0
+	[[ $re == *'^'* || $re == *'$'* ]] || return 1
+	while IFS= read -r line; do
+		[[ $line =~ $re ]] && return 0
+	done <<<"$2"
+	return 1
 }
 
 # The OPTIONS section of a rendered page.
@@ -98,7 +126,8 @@ options_section() {
 		section=$(options_section "$REPO_ROOT/man/$tool.1")
 		[ -n "$section" ] || fail "$tool.1: empty OPTIONS section"
 		for opt in "${opts[@]}"; do
-			grep -qE -- "(^|[^a-z-])$opt([^a-z0-9-]|$)" <<<"$section" ||
+			# grep -E on each line: in the whole text a newline is one of the characters around
+			grep_lines "(^|[^a-z-])$opt([^a-z0-9-]|$)" "$section" ||
 				fail "$tool.1 does not document $opt in OPTIONS"
 		done
 	done
@@ -186,16 +215,19 @@ options_section() {
 		head -n 1 "$file" | grep -qx "#compdef $tool" || fail "$file does not start with '#compdef $tool'"
 		mapfile -t opts < <(long_options_of "$tool")
 		[ "${#opts[@]}" -ge 7 ] || fail "$tool --help: parsed only ${#opts[@]} long options"
+		spec=$(<"$file")
+		declare -A listed=()
 		for opt in "${opts[@]}"; do
+			listed[$opt]=1
 			# _arguments specs: '--opt[desc]', '--opt=[desc]:..', {-x,--opt}'[desc]', {-t+,--opt=}
-			grep -qE -- "(^|[^a-z-])$opt(=?\[|=?\}|,)" "$file" ||
+			grep_lines "(^|[^a-z-])$opt(=?\[|=?\}|,)" "$spec" ||
 				fail "$file has no _arguments spec for $opt"
 		done
 		# and no option the tool does not have
 		while read -r opt; do
-			printf '%s\n' "${opts[@]}" | grep -qx -- "$opt" ||
-				fail "$file completes $opt, which $tool --help does not list"
+			[ -n "${listed[$opt]:-}" ] || fail "$file completes $opt, which $tool --help does not list"
 		done < <(grep -oE -- "(^|[ '{,])--[a-z][a-z0-9-]*(=?\[|=?\}|,)" "$file" | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u)
+		unset listed
 		if command -v zsh >/dev/null; then
 			run zsh -n "$file"
 			assert_success

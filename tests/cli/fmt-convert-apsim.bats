@@ -46,23 +46,10 @@ open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + data)
 PY
 }
 
-# The data of tensor NAME of a GGUF FILE as hex. Offsets come from fmt-inspect --json; the data
-# section is found from the end of the file (the last tensor is padded to 32 bytes).
-gguf_tensor_hex() {
-	local file=$1 name=$2 json off len start
-	json=$(fmt-inspect --json "$file") || return 1
-	off=$(jq --arg n "$name" '.tensors[] | select(.name == $n) | .offset' <<<"$json")
-	len=$(jq --arg n "$name" '.tensors[] | select(.name == $n) | .bytes' <<<"$json")
-	[ -n "$off" ] && [ -n "$len" ] || return 1
-	start=$(jq '.file_bytes - (.tensors[-1].offset + ((.tensors[-1].bytes + 31) / 32 | floor) * 32)' <<<"$json")
-	[ $((start % 32)) -eq 0 ] || return 1
-	xxd -p -s $((start + off)) -l "$len" "$file" | tr -d '\n'
-}
-
-# check_compressed ORIG.safetensors X.apsim DECODED.safetensors FORMAT: every value of DECODED
+# check_compressed ORIG.safetensors X.apsim DECODED.safetensors FORMAT [X DECODED FORMAT]...: every value of DECODED
 # (X decoded to F32) is within half a quantization step of ORIG, the step being the gap of the
 # format's code grid around x/scale times the element's scale (bf16: half an ulp of x), and
-# every scale is max|x| / qmax over its block (specs/apsim.md §4). Prints the element count.
+# every scale is max|x| / qmax over its block (specs/apsim.md §4). Prints "FORMAT COUNT" (elements checked) for each.
 check_compressed() {
 	/usr/bin/python3 - "$@" <<'PY'
 import json, struct, sys
@@ -95,13 +82,20 @@ GRID = {"int8": np.arange(-127, 128, dtype=np.float64), "int4": np.arange(-8, 8,
         "fp8": fp_grid(4, 3, 7, 448), "fp6": fp_grid(3, 2, 3, 28), "fp4": fp_grid(2, 1, 1, 6)}
 QMAX = {"int8": 127, "int4": 7, "fp8": 448, "fp6": 28, "fp4": 6}
 
-_, orig = load(sys.argv[1])
-ameta, ap = load(sys.argv[2])
-_, dec = load(sys.argv[3])
-fmt = sys.argv[4]
-qts = json.loads(ameta["qtensors"])
-count = 0
-for name in sorted(dec):
+def check(orig, apsim, decoded, fmt):
+    ameta, ap = load(apsim)
+    _, dec = load(decoded)
+    qts = json.loads(ameta["qtensors"])
+    count = 0
+    for name in sorted(dec):
+        try:
+            check_tensor(orig, ap, dec, qts, name, fmt)
+        except SystemExit as e:
+            sys.exit("--dtype %s: %s" % (fmt, e.code))
+        count += f32(orig[name]).size
+    return count
+
+def check_tensor(orig, ap, dec, qts, name, fmt):
     q = qts[name]
     if q["format"] != fmt:
         sys.exit("%s: format %s, expected %s" % (name, q["format"], fmt))
@@ -131,8 +125,11 @@ for name in sorted(dec):
         k = int(np.argmax(err - bound))
         sys.exit("%s: element %d: %r decoded as %r, error %g > half step %g"
                  % (name, k, x.flat[k], y.flat[k], err.flat[k], bound.flat[k]))
-    count += x.size
-print(count)
+
+_, orig = load(sys.argv[1])
+args = sys.argv[2:]
+for k in range(0, len(args), 3):
+    print(args[k + 2], check(orig, *args[k:k + 3]))
 PY
 }
 
@@ -170,9 +167,9 @@ import numpy as np
 codes = np.array([[127, -64], [0, 127]], np.float32)
 scales = np.array([[2 / 127], [0.25 / 127]], np.float32)
 print((codes * scales).astype("<f4").tobytes().hex())')
-	assert_equal "$(gguf_tensor_hex out.gguf layers.0.q)" "$want"
-	assert_equal "$(gguf_tensor_hex out.gguf mass)" "0000803f00000040"
-	assert_equal "$(gguf_tensor_hex out.gguf layers.0.W)" "0000803f000000c00000003f00008040"
+	assert_equal "$(tensor_hex out.gguf layers.0.q)" "$want"
+	assert_equal "$(tensor_hex out.gguf mass)" "0000803f00000040"
+	assert_equal "$(tensor_hex out.gguf layers.0.W)" "0000803f000000c00000003f00008040"
 }
 
 @test "expansion warnings name every expanded tensor; -j counts them" {
@@ -245,32 +242,34 @@ print((codes * scales).astype("<f4").tobytes().hex())')
 		assert_success
 		run --separate-stderr fmt-convert -j "$q.gguf" "$q.apsim"
 		assert_success
-		assert_equal "$(jq -c "[.tensors[] | select(.from == \"$Q\") | [.to, .note]] | unique" <<<"$output")" \
-			"[[\"$fmt\",\"lossless\"]]"
-		assert_equal "$(jq "[.tensors[] | select(.from == \"$Q\")] | length" <<<"$output")" 3
-		assert_equal "$(jq '.expanded' <<<"$output")" 0
-		desc=$(fmt-inspect --json "$q.apsim" | jq -c '.format_info.qtensors["blk.0.ffn.weight"]')
-		assert_equal "$(jq -c '[.format, .scale_shape, .shape]' <<<"$desc")" "[\"$fmt\",[2,3],[2,96]]"
+		assert_equal "$(jq -c "([.tensors[] | select(.from == \"$Q\") | [.to, .note]] | unique),
+			([.tensors[] | select(.from == \"$Q\")] | length), .expanded" <<<"$output")" \
+			"[[\"$fmt\",\"lossless\"]]
+3
+0"
+		assert_equal "$(fmt-inspect --json "$q.apsim" | jq -c '.format_info.qtensors["blk.0.ffn.weight"] | [.format, .scale_shape, .shape]')" \
+			"[\"$fmt\",[2,3],[2,96]]"
 		run fmt-verify "$q.apsim"
 		assert_success
 		run --separate-stderr fmt-convert -j "$q.apsim" "$q-back.gguf"
 		assert_success
 		assert_equal "$(jq -c "[.tensors[] | select(.from == \"$fmt\") | [.to, .note]] | unique" <<<"$output")" \
 			"[[\"$Q\",\"lossless\"]]"
-		a=$(fmt-inspect --json "$q.gguf")
-		b=$(fmt-inspect --json "$q-back.gguf")
-		assert_equal "$(jq -c '[.tensors[] | [.name, .dtype, .shape]] | sort' <<<"$b")" \
-			"$(jq -c '[.tensors[] | [.name, .dtype, .shape]] | sort' <<<"$a")"
-		for name in $(jq -r '.tensors[].name' <<<"$a"); do
-			x=$(gguf_tensor_hex "$q.gguf" "$name")
-			y=$(gguf_tensor_hex "$q-back.gguf" "$name")
-			[ -n "$x" ] && [ "$x" = "$y" ] || fail "$q: tensor $name differs after GGUF -> .apsim -> GGUF"
-		done
+		# the same tensors (name, dtype, shape), each with the same bytes
+		assert_equal "$(fmt-inspect --json "$q-back.gguf" | jq -c '[.tensors[] | [.name, .dtype, .shape]] | sort')" \
+			"$(fmt-inspect --json "$q.gguf" | jq -c '[.tensors[] | [.name, .dtype, .shape]] | sort')"
+		x=$(tensors_hex "$q.gguf")
+		y=$(tensors_hex "$q-back.gguf")
+		x=$(sort <<<"$x")
+		y=$(sort <<<"$y")
+		[ "$(grep -c $'^[^\t]\+\t[0-9a-f]\+$' <<<"$x")" -eq 5 ] || fail "$q.gguf: not 5 tensors with data: $x"
+		[ "$x" = "$y" ] || fail "$q: tensors differ after GGUF -> .apsim -> GGUF: $(diff <(echo "$x") <(echo "$y"))"
 	done
 }
 
 @test "every compressed --dtype verifies and decodes within the format's step" {
 	make_model m.safetensors
+	local checks=() want=
 	for d in int8 int4 fp8 fp6 fp4 bf16; do
 		run --separate-stderr fmt-convert -j --dtype "$d" m.safetensors "m-$d.apsim"
 		assert_success
@@ -280,10 +279,13 @@ print((codes * scales).astype("<f4").tobytes().hex())')
 		assert_output --partial "m-$d.apsim: ok (apsim, "
 		run fmt-convert -q "m-$d.apsim" "m-$d.safetensors"
 		assert_success
-		run check_compressed m.safetensors "m-$d.apsim" "m-$d.safetensors" "$d"
-		[ "$status" -eq 0 ] || fail "--dtype $d: $output"
-		assert_output 688
+		checks+=("m-$d.apsim" "m-$d.safetensors" "$d")
+		want+="$d 688"$'\n'
 	done
+	# the decoded values of every format, one Python
+	run check_compressed m.safetensors "${checks[@]}"
+	[ "$status" -eq 0 ] || fail "$output"
+	assert_output "${want%$'\n'}"
 	# bf16 has no scales; the others one __qscale per tensor
 	run fmt-inspect --json m-bf16.apsim
 	assert_equal "$(jq '.tensor_count' <<<"$output")" 5

@@ -61,6 +61,15 @@ assert_nothing_written() {
 	assert_no_temp_files
 }
 
+# The bytes of an ASCII string as lowercase hex (xxd -p's), without a process.
+ascii_hex() {
+	local s=$1 i hex=
+	for ((i = 0; i < ${#s}; i++)); do
+		printf -v hex '%s%02x' "$hex" "'${s:i:1}"
+	done
+	echo "$hex"
+}
+
 # Metadata value and type of KEY in FILE, as "VALUE TYPE" (values compact JSON).
 meta_of() {
 	fmt-inspect --json "$1" | jq -c --arg k "$2" '[.metadata[$k], .metadata_types[$k]]'
@@ -101,22 +110,22 @@ meta_of() {
 	assert_success
 	[ -z "$output" ]
 	[ -z "$stderr" ]
-	fmt-inspect --json out.gguf > out.json
-	[ "$(jq -r .format out.json)" = gguf ]
-	[ "$(jq .version out.json)" = 3 ]
-	[ "$(jq .tensor_count out.json)" = 5 ]
-	[ "$(jq .parameter_count out.json)" = 27 ]
-	# tensor order is kept; a 0-D safetensors tensor is written with n_dims 1 (C writer, §6)
-	[ "$(jq -c '[.tensors[] | [.name, .dtype, .shape, .offset, .bytes]]' out.json)" = \
-		'[["step","I64",[1],0,8],["layers.0.bias","F32",[4],32,16],["layers.0.weight","F16",[4,3],64,24],["layers.1.bias","F32",[2],96,8],["layers.1.weight","F16",[2,4],128,16]]' ]
-	# general.file_type 1 (MOSTLY_F16): the default --dtype; nothing quantized, so no
-	# general.quantization_version
-	[ "$(jq -c .metadata out.json)" = '{"format":"pt","general.file_type":1}' ]
-	[ "$(jq -c .metadata_types out.json)" = '{"format":"str","general.file_type":"u32"}' ]
-	[ "$(jq -r .format_info.file_type out.json)" = MOSTLY_F16 ]
-	# 24-byte header + KV "format" (8+6 + 4 + 8+2) + KV "general.file_type" (8+17 + 4 + 4)
-	# + 5 infos = 321, padded to 32 = 352; data 160
-	[ "$(jq .file_bytes out.json)" = 512 ]
+	# format, version, tensor and parameter counts; tensor order is kept; a 0-D safetensors
+	# tensor is written with n_dims 1 (C writer, §6); general.file_type 1 (MOSTLY_F16): the
+	# default --dtype; nothing quantized, so no general.quantization_version; 24-byte header +
+	# KV "format" (8+6 + 4 + 8+2) + KV "general.file_type" (8+17 + 4 + 4) + 5 infos = 321,
+	# padded to 32 = 352; data 160: 512 bytes
+	assert_equal "$(fmt-inspect --json out.gguf | jq -c '.format, .version, .tensor_count, .parameter_count,
+		[.tensors[] | [.name, .dtype, .shape, .offset, .bytes]], .metadata, .metadata_types,
+		.format_info.file_type, .file_bytes')" '"gguf"
+3
+5
+27
+[["step","I64",[1],0,8],["layers.0.bias","F32",[4],32,16],["layers.0.weight","F16",[4,3],64,24],["layers.1.bias","F32",[2],96,8],["layers.1.weight","F16",[2,4],128,16]]
+{"format":"pt","general.file_type":1}
+{"format":"str","general.file_type":"u32"}
+"MOSTLY_F16"
+512'
 	run fmt-verify out.gguf
 	assert_success
 }
@@ -348,9 +357,11 @@ check_block() {
 	cmp a.gguf d.gguf
 	fmt-convert b.safetensors e.safetensors
 	cmp b.safetensors e.safetensors
-	for t in step layers.0.bias layers.0.weight layers.1.bias layers.1.weight; do
-		assert_equal "$(tensor_hex b.safetensors "$t")" "$(tensor_hex "$SAMPLES/tiny.safetensors" "$t")"
-	done
+	# every tensor's bytes (names and order too)
+	b=$(tensors_hex b.safetensors)
+	tiny=$(tensors_hex "$SAMPLES/tiny.safetensors")
+	[ "$(cut -f1 <<<"$tiny" | tr '\n' ' ')" = "step layers.0.bias layers.0.weight layers.1.bias layers.1.weight " ]
+	assert_equal "$b" "$tiny"
 }
 
 @test "round trips with --dtype f32: every float tensor F32, GGUF -> safetensors -> GGUF identical" {
@@ -407,31 +418,31 @@ check_block() {
 		--set a.i8:i8=-128 --set a.u16:u16=65535 --set a.i64:i64=-9007199254740993 --set a.f64:f64=0.1 \
 		--set plain=x=y --set format=gguf "$SAMPLES/tiny.safetensors" out.gguf
 	assert_success
-	fmt-inspect --json out.gguf > out.json
-	[ "$(jq -c '.metadata | keys_unsorted' out.json)" = \
-		'["format","general.file_type","a.u32","a.i32","a.f32","a.bool","a.off","a.str","a.u64","a.i8","a.u16","a.i64","a.f64","plain"]' ]
-	[ "$(jq -c '[.metadata_types[]]' out.json)" = \
-		'["str","u32","u32","i32","f32","bool","bool","str","u64","i8","u16","i64","f64","str"]' ]
-	[ "$(jq -c '[.metadata["format","a.u32","a.i32","a.bool","a.off","a.str","a.u64","a.i8","a.u16","plain"]]' out.json)" = \
-		'["gguf",4096,-5,true,false,"hi",4294967296000,-128,65535,"x=y"]' ]
-	[ "$(meta_of out.gguf a.f32)" = '[0.10000000149011612,"f32"]' ]
-	[ "$(meta_of out.gguf a.f64)" = '[0.1,"f64"]' ]
+	# keys in order, types, values; the f32 and f64 values with their types (meta_of's form)
+	assert_equal "$(fmt-inspect --json out.gguf | jq -c '(.metadata | keys_unsorted), [.metadata_types[]],
+		[.metadata["format","a.u32","a.i32","a.bool","a.off","a.str","a.u64","a.i8","a.u16","plain"]],
+		(["a.f32", "a.f64"][] as $k | [.metadata[$k], .metadata_types[$k]])')" \
+		'["format","general.file_type","a.u32","a.i32","a.f32","a.bool","a.off","a.str","a.u64","a.i8","a.u16","a.i64","a.f64","plain"]
+["str","u32","u32","i32","f32","bool","bool","str","u64","i8","u16","i64","f64","str"]
+["gguf",4096,-5,true,false,"hi",4294967296000,-128,65535,"x=y"]
+[0.10000000149011612,"f32"]
+[0.1,"f64"]'
 	# exact bytes: key, type id (GGUF value types: 4 UINT32, 5 INT32, 6 FLOAT32, 7 BOOL,
 	# 10 UINT64, 11 INT64), value
-	hex=$(xxd -p out.gguf | tr -d '\n')
-	[[ $hex == *"$(printf 'a.u32' | xxd -p)0400000000100000"* ]]
-	[[ $hex == *"$(printf 'a.i32' | xxd -p)05000000fbffffff"* ]]
-	[[ $hex == *"$(printf 'a.f32' | xxd -p)06000000cdcccc3d"* ]]
-	[[ $hex == *"$(printf 'a.bool' | xxd -p)0700000001"* ]]
-	[[ $hex == *"$(printf 'a.u64' | xxd -p)0a00000000000000e8030000"* ]]
-	[[ $hex == *"$(printf 'a.i64' | xxd -p)0b000000ffffffffffffdfff"* ]]
+	hex=$(xxd -p -c 0 out.gguf)
+	[[ $hex == *"$(ascii_hex 'a.u32')0400000000100000"* ]]
+	[[ $hex == *"$(ascii_hex 'a.i32')05000000fbffffff"* ]]
+	[[ $hex == *"$(ascii_hex 'a.f32')06000000cdcccc3d"* ]]
+	[[ $hex == *"$(ascii_hex 'a.bool')0700000001"* ]]
+	[[ $hex == *"$(ascii_hex 'a.u64')0a00000000000000e8030000"* ]]
+	[[ $hex == *"$(ascii_hex 'a.i64')0b000000ffffffffffffdfff"* ]]
 }
 
 @test "--set u64 holds the full range (checked in the file's bytes)" {
 	fmt-convert --set big:u64=18446744073709551615 "$SAMPLES/tiny.safetensors" out.gguf
-	hex=$(xxd -p out.gguf | tr -d '\n')
+	hex=$(xxd -p -c 0 out.gguf)
 	# key length 3, "big", type 10, value
-	[[ $hex == *"0300000000000000$(printf big | xxd -p)0a000000ffffffffffffffff"* ]]
+	[[ $hex == *"0300000000000000$(ascii_hex big)0a000000ffffffffffffffff"* ]]
 	# fmt-inspect --json shows a u64 above 2^63 as an exact decimal string
 	[ "$(meta_of out.gguf big)" = '["18446744073709551615","u64"]' ]
 }
@@ -780,21 +791,25 @@ print(len(q) // 18, bad)' q4.bin "$FX/big.f32" y.f32
 	assert_success
 	fmt-convert "$SAMPLES/tiny.safetensors" single.gguf
 	fmt-inspect --json sharded.gguf > s.json
-	[ "$(jq .tensor_count s.json)" = 5 ]
-	[ "$(jq .files s.json)" = 1 ]
-	[ "$(jq -c '[.tensors[].name] | sort' s.json)" = '["layers.0.bias","layers.0.weight","layers.1.bias","layers.1.weight","step"]' ]
-	[ "$(jq -c .metadata s.json)" = '{"format":"pt","general.file_type":1}' ]
-	for t in step layers.0.bias layers.0.weight layers.1.bias layers.1.weight; do
-		[ "$(jq -c --arg t "$t" '.tensors[] | select(.name == $t) | [.dtype, .shape, .bytes]' s.json)" = \
-			"$(fmt-inspect --json single.gguf | jq -c --arg t "$t" '.tensors[] | select(.name == $t) | [.dtype, .shape, .bytes]')" ]
-		assert_equal "$(tensor_hex sharded.gguf "$t")" "$(tensor_hex single.gguf "$t")"
-	done
+	fmt-inspect --json single.gguf > one.json
+	assert_equal "$(jq -c '.tensor_count, .files, ([.tensors[].name] | sort), .metadata' s.json)" '5
+1
+["layers.0.bias","layers.0.weight","layers.1.bias","layers.1.weight","step"]
+{"format":"pt","general.file_type":1}'
+	# each tensor: the same dtype, shape, size and bytes as converting the one file
+	assert_equal "$(jq -c '[.tensors[] | [.name, .dtype, .shape, .bytes]] | sort' s.json)" \
+		"$(jq -c '[.tensors[] | [.name, .dtype, .shape, .bytes]] | sort' one.json)"
+	sharded=$(tensors_hex sharded.gguf)
+	single=$(tensors_hex single.gguf)
+	[ "$(wc -l <<<"$single")" -eq 5 ]
+	assert_equal "$(sort <<<"$sharded")" "$(sort <<<"$single")"
 	# and back to one safetensors file
 	fmt-convert "$SAMPLES/sharded/model.safetensors.index.json" one.safetensors
 	[ "$(fmt-inspect --json one.safetensors | jq .files)" = 1 ]
-	for t in step layers.0.bias layers.0.weight layers.1.bias layers.1.weight; do
-		assert_equal "$(tensor_hex one.safetensors "$t")" "$(tensor_hex "$SAMPLES/tiny.safetensors" "$t")"
-	done
+	one=$(tensors_hex one.safetensors)
+	tiny=$(tensors_hex "$SAMPLES/tiny.safetensors")
+	[ "$(wc -l <<<"$tiny")" -eq 5 ]
+	assert_equal "$(sort <<<"$one")" "$(sort <<<"$tiny")"
 }
 
 @test "OUTPUT - writes to standard output the same bytes as a file" {

@@ -65,19 +65,22 @@ setup() {
 	assert_success
 	[ "$(echo "$output" | wc -l)" -eq 1 ]
 	echo "$output" > out.json
-	[ "$(jq -r .format out.json)" = safetensors ]
-	[ "$(jq .version out.json)" = null ]
-	[ "$(jq .tensor_count out.json)" = 5 ]
-	[ "$(jq .parameter_count out.json)" = 27 ]
-	[ "$(jq .file_bytes out.json)" = 468 ]
-	[ "$(jq .data_bytes out.json)" = 92 ]
-	[ "$(jq -c .dtypes.F32 out.json)" = '{"tensors":2,"bytes":64}' ]
-	[ "$(jq -c .dtypes.BF16 out.json)" = '{"tensors":1,"bytes":4}' ]
-	[ "$(jq -r .metadata.format out.json)" = pt ]
-	[ "$(jq -r .metadata_types.format out.json)" = str ]
-	[ "$(jq -r '[.tensors[].name] | join(",")' out.json)" = "step,layers.0.bias,layers.0.weight,layers.1.bias,layers.1.weight" ]
-	[ "$(jq -c '.tensors[2]' out.json)" = '{"name":"layers.0.weight","dtype":"F32","shape":[4,3],"offset":24,"bytes":48}' ]
-	[ "$(jq -c '.tensors[0].shape' out.json)" = '[]' ]
+	# one jq for every field: a line each
+	assert_equal "$(jq -c '.format, .version, .tensor_count, .parameter_count, .file_bytes, .data_bytes,
+		.dtypes.F32, .dtypes.BF16, .metadata.format, .metadata_types.format,
+		([.tensors[].name] | join(",")), .tensors[2], .tensors[0].shape' out.json)" '"safetensors"
+null
+5
+27
+468
+92
+{"tensors":2,"bytes":64}
+{"tensors":1,"bytes":4}
+"pt"
+"str"
+"step,layers.0.bias,layers.0.weight,layers.1.bias,layers.1.weight"
+{"name":"layers.0.weight","dtype":"F32","shape":[4,3],"offset":24,"bytes":48}
+[]'
 }
 
 @test "--json over several files: one line per file, in order" {
@@ -127,9 +130,11 @@ setup() {
 	run fmt-inspect --json --tensor layers.0.bias --stats "$SAMPLES/tiny.safetensors"
 	assert_success
 	echo "$output" > s.json
-	[ "$(jq -c '.stats | [.count,.nan,.inf,.min,.max,.mean]' s.json)" = '[4,0,0,-0.25,0.5,0.09375]' ]
-	[ "$(jq '.stats.std * 1e9 | round' s.json)" = "$(jq -n '(0.0732421875 | sqrt) * 1e9 | round')" ]
-	[ "$(jq -c '.stats.first' s.json)" = '[0.5,-0.25,0.125,0]' ]
+	# the std to 1e-9: (.stats.std * 1e9 | round) equals that of sqrt(0.0732421875)
+	assert_equal "$(jq -c '(.stats | [.count,.nan,.inf,.min,.max,.mean]),
+		((.stats.std * 1e9 | round) == ((0.0732421875 | sqrt) * 1e9 | round)), .stats.first' s.json)" '[4,0,0,-0.25,0.5,0.09375]
+true
+[0.5,-0.25,0.125,0]'
 }
 
 @test "--stats decodes BF16 and F16 tensors" {
@@ -145,12 +150,13 @@ setup() {
 	run fmt-inspect --json "$SAMPLES/sharded/model.safetensors.index.json"
 	assert_success
 	echo "$output" > o.json
-	[ "$(jq -r .format o.json)" = safetensors-index ]
-	[ "$(jq .tensor_count o.json)" = 5 ]
-	[ "$(jq .parameter_count o.json)" = 27 ]
-	[ "$(jq .data_bytes o.json)" = 92 ]
-	[ "$(jq -r '.tensors[] | select(.name=="step") | .file' o.json)" = model-00002-of-00002.safetensors ]
-	[ "$(jq -r '.tensors[] | select(.name=="layers.0.bias") | .file' o.json)" = model-00001-of-00002.safetensors ]
+	assert_equal "$(jq -r '.format, .tensor_count, .parameter_count, .data_bytes,
+		(.tensors[] | select(.name=="step") | .file), (.tensors[] | select(.name=="layers.0.bias") | .file)' o.json)" 'safetensors-index
+5
+27
+92
+model-00002-of-00002.safetensors
+model-00001-of-00002.safetensors'
 }
 
 @test "standard input is read with -" {
@@ -221,19 +227,21 @@ PY
 	run fmt-inspect --json --metadata m.gguf
 	assert_success
 	echo "$output" > o.json
-	[ "$(jq -r '.metadata["general.architecture"]' o.json)" = llama ]
-	[ "$(jq -r '.metadata_types["llama.block_count"]' o.json)" = u32 ]
-	[ "$(jq -r '.metadata_types["tokenizer.ggml.tokens"]' o.json)" = "array[str]" ]
-	[ "$(jq -c '.metadata["tokenizer.ggml.tokens"] | length' o.json)" = 17 ]
-	[ "$(jq -c '.metadata["tokenizer.ggml.tokens"][16]' o.json)" = '{"truncated":20}' ]
+	assert_equal "$(jq -c '.metadata["general.architecture"], .metadata_types["llama.block_count"],
+		.metadata_types["tokenizer.ggml.tokens"], (.metadata["tokenizer.ggml.tokens"] | length),
+		.metadata["tokenizer.ggml.tokens"][16]' o.json)" '"llama"
+"u32"
+"array[str]"
+17
+{"truncated":20}'
 	run fmt-inspect --json --metadata --full m.gguf
 	[ "$(echo "$output" | jq -c '.metadata["tokenizer.ggml.tokens"] | [length, .[19]]')" = '[20,"t19"]' ]
 	run fmt-inspect --metadata m.gguf
 	assert_line --partial 'tokenizer.ggml.tokens (array of str) = ["t0", "t1",'
 	assert_line --partial '"t15", ... (20 items)]'
 	run fmt-inspect --json m.gguf
-	[ "$(echo "$output" | jq .version)" = 3 ]
-	[ "$(echo "$output" | jq -r .format)" = gguf ]
+	assert_equal "$(jq -r '.version, .format' <<<"$output")" "3
+gguf"
 }
 
 @test "GGUF split set: the first shard opens the whole set as one model" {
@@ -241,9 +249,10 @@ PY
 	run fmt-inspect --json gen/split-00001-of-00003.gguf
 	assert_success
 	echo "$output" > o.json
-	[ "$(jq .files o.json)" = 3 ]
-	[ "$(jq '[.tensors[].file] | unique | length' o.json)" = 3 ]
-	[ "$(jq '[.metadata | keys[] | select(startswith("split."))] | length' o.json)" = 0 ]
+	assert_equal "$(jq '.files, ([.tensors[].file] | unique | length),
+		([.metadata | keys[] | select(startswith("split."))] | length)' o.json)" "3
+3
+0"
 	run fmt-verify gen/split-00001-of-00003.gguf
 	assert_success
 	assert_output --regexp '^gen/split-00001-of-00003.gguf: ok \(gguf, [0-9]+ tensors, 3 files, [0-9]+ bytes\)$'

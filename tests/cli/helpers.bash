@@ -45,22 +45,58 @@ check_case() {
 	fi
 }
 
-# The data of tensor NAME of FILE as lowercase hex. Offsets come from fmt-inspect --json; the
-# GGUF data section is found from the end of the file (the last tensor is padded to 32 bytes,
-# specs/gguf.md §7), the safetensors one from the header length.
+# The data of tensor NAME of FILE as lowercase hex. Offsets come from fmt-inspect --json (one jq
+# for all of them); the GGUF data section is found from the end of the file (the last tensor is
+# padded to 32 bytes, specs/gguf.md §7), the safetensors one from the header length.
 tensor_hex() {
-	local file=$1 name=$2 json off len start
+	local file=$1 name=$2 json fields format off len start
 	json=$(fmt-inspect --json "$file") || return 1
-	off=$(jq --arg n "$name" '.tensors[] | select(.name == $n) | .offset' <<<"$json")
-	len=$(jq --arg n "$name" '.tensors[] | select(.name == $n) | .bytes' <<<"$json")
-	[ -n "$off" ] && [ -n "$len" ] || return 1
-	if [ "$(jq -r .format <<<"$json")" = gguf ]; then
-		start=$(jq '.file_bytes - (.tensors[-1].offset + ((.tensors[-1].bytes + 31) / 32 | floor) * 32)' <<<"$json")
+	fields=$(jq -r --arg n "$name" '[.format,
+		([.tensors[] | select(.name == $n)] | if length == 1 then .[0].offset, .[0].bytes else "-", "-" end),
+		(if .format == "gguf" then .file_bytes - (.tensors[-1].offset + ((.tensors[-1].bytes + 31) / 32 | floor) * 32)
+		 else "-" end)] | map(tostring) | join(" ")' <<<"$json") || return 1
+	read -r format off len start <<<"$fields"
+	[ "$off" != - ] && [ "$len" != - ] || return 1
+	if [ "$format" = gguf ]; then
 		[ $((start % 32)) -eq 0 ] || return 1
 	else
 		start=$((8 + $(od -An -t u8 -N 8 "$file")))
 	fi
-	xxd -p -s $((start + off)) -l "$len" "$file" | tr -d '\n'
+	xxd -p -c 0 -s $((start + off)) -l "$len" "$file"
+}
+
+# Every tensor of FILE as "NAME<TAB>HEX" lines, in the file's order: one fmt-inspect and one jq
+# for the offsets (as tensor_hex finds them), an xxd per tensor.
+tensors_hex() {
+	local file=$1 json start name off len
+	json=$(fmt-inspect --json "$file") || return 1
+	start=$(jq -r 'if .format == "gguf" then .file_bytes - (.tensors[-1].offset + ((.tensors[-1].bytes + 31) / 32 | floor) * 32)
+		else "-" end, (.tensors[] | "\(.name)\t\(.offset)\t\(.bytes)")' <<<"$json") || return 1
+	{
+		read -r start
+		if [ "$start" = - ]; then
+			start=$((8 + $(od -An -t u8 -N 8 "$file")))
+		else
+			[ $((start % 32)) -eq 0 ] || return 1
+		fi
+		while IFS=$'\t' read -r name off len; do
+			printf '%s\t%s\n' "$name" "$(xxd -p -c 0 -s $((start + off)) -l "$len" "$file")"
+		done
+	} <<<"$start"
+}
+
+# untraced CMD...: CMD without bats' DEBUG trap, which runs for every command of a test (about
+# 0.1 ms each: a loop of a few thousand commands pays more for it than for its work). Only the
+# line bats reports for a failure changes: the untraced line, not the one inside CMD (say what
+# failed in fail's message). errexit holds inside CMD as around it.
+untraced() {
+	local debug_trap status
+	debug_trap=$(trap -p DEBUG)
+	trap - DEBUG
+	"$@"
+	status=$?
+	eval "$debug_trap"
+	return "$status"
 }
 
 # Sanitizer builds (make asan) reserve terabytes of address space and count shadow memory in
@@ -211,3 +247,25 @@ check_verified() {
 		[ -z "$output" ] || fail "stdout not empty: $output"
 	fi
 }
+
+# Under make (make check, make cli: MAKELEVEL is set) every test runs without bats' DEBUG trap
+# (see untraced): 10-25 ms of CPU less a test. A failure still fails with its message (fail's,
+# the assertion's), but bats can no longer say at which line: run the file with bats directly,
+# or set FMTKIT_BATS_TRACE=1, to have it. (The stale traces are cleared so that no wrong line
+# is named.)
+if [ -n "${MAKELEVEL:-}" ] && [ -z "${FMTKIT_BATS_TRACE:-}" ] && [ "${BATS_TRACE_LEVEL:-0}" -eq 0 ]; then
+	trap - DEBUG
+	BATS_DEBUG_LAST_STACK_TRACE=()
+	BATS_DEBUG_LASTLAST_STACK_TRACE=()
+	# Loaded at the top of a file, before bats sets its traps for the test: drop the DEBUG trap
+	# right after bats sets it.
+	if declare -F bats_setup_tracing >/dev/null && ! declare -F fmtkit_bats_setup_tracing >/dev/null; then
+		eval "fmtkit_bats_setup_tracing() $(declare -f bats_setup_tracing | tail -n +2)"
+		bats_setup_tracing() {
+			fmtkit_bats_setup_tracing
+			trap - DEBUG
+			BATS_DEBUG_LAST_STACK_TRACE=()
+			BATS_DEBUG_LASTLAST_STACK_TRACE=()
+		}
+	fi
+fi

@@ -17,125 +17,119 @@ setup_file() {
 setup() {
 	load helpers
 	cd "$BATS_TEST_TMPDIR"
-	declare -gA INPUT_VALUES=()
-	# The reader of meta_value and drop_warning: one Python process per test, not one per file.
-	# A line "MODE<TAB>FILE" asks for fmt-inspect --json FILE's t.v (MODE value) or its number of
-	# non-string metadata values (MODE drops).
-	coproc META { /usr/bin/python3 -u -c '
-import json, subprocess, sys
-for line in sys.stdin:
-    mode, path = line.rstrip("\n").split("\t", 1)
-    r = subprocess.run(["fmt-inspect", "--json", path], stdout=subprocess.PIPE)
-    try:
-        d = json.loads(r.stdout)
-        if mode == "drops":
-            print(sum(1 for t in d["metadata_types"].values() if t != "str"))
-        else:
-            print(json.dumps(d["metadata"].get("t.v", "<absent>")), d["metadata_types"].get("t.v"))
-    except Exception:
-        print("<no value: %s>" % path)' 3>&-; }
 }
 
-teardown() {
-	exec {META[1]}>&-
-	wait "$META_PID" || true
-}
-
-# meta_ask MODE FILE: the reader's answer for FILE, in $answer (no subshell: a case runs
-# hundreds of times).
-meta_ask() {
-	printf '%s\t%s\n' "$1" "$2" >&"${META[1]}"
-	IFS= read -r answer <&"${META[0]}" || answer="<no value: $2>"
-}
-
-# The value of t.v in FILE as exact JSON (integers beyond 2^53 kept), then its type, in $value;
-# when fmt-inspect --json FILE cannot say, "<no value: FILE>", which no other file's value
-# equals. An input's value is asked once (it is converted to every writer).
-meta_value() {
-	local file=$1 answer
-	if [ "${2:-}" = input ] && [ -n "${INPUT_VALUES[$file]:-}" ]; then
-		value=${INPUT_VALUES[$file]}
-		return
-	fi
-	meta_ask value "$file"
-	value=$answer
-	[ "${2:-}" != input ] || INPUT_VALUES[$file]=$value
-}
-
-# The arguments of fmt-convert after the input for each writer, in $args.
+# The arguments of fmt-convert after the input for each writer, in $args: the output is
+# out$2.EXT, one name per case (nothing to remove between cases).
 writer_args() {
 	case $1 in
-	safetensors) args=(out.safetensors) ;;
-	gguf) args=(--dtype keep out.gguf) ;;
-	apsim) args=(out.apsim) ;;
-	apr-seed) args=(out.apr) ;;
-	apr-aprender) args=(--apr-layout aprender out.apr) ;;
+	safetensors) args=("out$2.safetensors") ;;
+	gguf) args=(--dtype keep "out$2.gguf") ;;
+	apsim) args=("out$2.apsim") ;;
+	apr-seed) args=("out$2.apr") ;;
+	apr-aprender) args=(--apr-layout aprender "out$2.apr") ;;
 	esac
 }
 
-# The warning a conversion of IN to safetensors gives, in $warn: one per non-string key (none:
-# empty).
-drop_warning() {
-	local n answer
-	meta_ask drops "$1"
-	n=$answer
-	warn=
-	if [ "$n" -ne 0 ]; then
-		printf -v warn 'fmt-convert: warning: %d metadata entr%s dropped: the target holds only string values' \
-			"$n" "$([ "$n" -eq 1 ] && echo y || echo ies)"
-	fi
+# check_runs RUNS: what differs from each case of RUNS (lines "INPUT<TAB>WRITER<TAB>EXPECTED<TAB>
+# EXIT<TAB>N": fmt-convert INPUT to out$N.*, its stdout in $N.stdout, its stderr in $N.stderr) on
+# stdout, nothing when every case holds. One fmt-inspect --json reads every input and output; a
+# value is t.v as exact JSON (integers beyond 2^53 kept) and its type, "<no value: FILE>" when
+# fmt-inspect cannot say, which no other file's value equals.
+#   same     exit 0; stderr empty, or for safetensors the drop warning (one per non-string key
+#            of the input); t.v reads back as the input's (GGUF to GGUF: also its type; the JSON
+#            formats hold JSON's types)
+#   refused  exit 5; stderr names t.v; stdout empty; no out$N.* written
+#   dropped  exit 0; stderr the drop warning; t.v absent
+check_runs() {
+	/usr/bin/python3 - "$1" <<'PY'
+import glob, json, subprocess, sys
+runs = [line.rstrip("\n").split("\t") for line in open(sys.argv[1])]
+outs = {n: glob.glob("out%s.*" % n) for _, _, _, _, n in runs}
+files = sorted({r[0] for r in runs} | {f for fs in outs.values() for f in fs})
+inspect = subprocess.run(["fmt-inspect", "--json"] + files, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+records = {}
+for line in inspect.stdout.decode().splitlines():
+    d = json.loads(line)
+    records[d["file"]] = d
+def value(path):
+    try:
+        d = records[path]
+        return json.dumps(d["metadata"].get("t.v", "<absent>")) + " " + str(d["metadata_types"].get("t.v"))
+    except Exception:
+        return "<no value: %s>" % path
+def drop_warning(path):
+    try:
+        n = sum(1 for t in records[path]["metadata_types"].values() if t != "str")
+    except Exception:
+        return "<no drop count: %s>" % path
+    if n == 0:
+        return ""
+    return "fmt-convert: warning: %d metadata entr%s dropped: the target holds only string values" % (
+        n, "y" if n == 1 else "ies")
+# what $(...) and read -d '' give: stdout without its final newlines, stderr without the blanks
+# around it
+def text(path, strip):
+    t = open(path, "rb").read().decode("utf-8", "replace")
+    return t.rstrip("\n") if strip == "out" else t.strip(" \t\n")
+fails = []
+for src, w, want, status, n in runs:
+    status = int(status)
+    out = " ".join(outs[n])
+    stdout, stderr = text(n + ".stdout", "out"), text(n + ".stderr", "err")
+    warn = drop_warning(src) if w == "safetensors" else ""
+    case = "%s -> %s" % (src, w)
+    if want == "same":
+        if status != 0:
+            fails.append("%s: exit %d (%s), expected the same value" % (case, status, stderr)); continue
+        if stderr != warn:
+            fails.append("%s: stderr: %s" % (case, stderr)); continue
+        vin, vout = value(src), value(out)
+        if w == "gguf" and src.endswith(".gguf"):
+            same = vin == vout
+        else:
+            same = vin.rsplit(" ", 1)[0] == vout.rsplit(" ", 1)[0]
+        if not same:
+            fails.append("%s: %s became %s" % (case, vin, vout))
+    elif want == "refused":
+        if status != 5:
+            fails.append("%s: exit %d (%s), expected 5" % (case, status, stderr)); continue
+        if not (stderr.startswith("fmt-convert: error: ") and "'t.v'" in stderr[len("fmt-convert: error: "):]):
+            fails.append("%s: stderr does not name t.v: %s" % (case, stderr))
+        if stdout:
+            fails.append("%s: stdout: %s" % (case, stdout))
+        if out:
+            fails.append("%s: %s written" % (case, out))
+    elif want == "dropped":
+        if status != 0:
+            fails.append("%s: exit %d (%s), expected a drop" % (case, status, stderr)); continue
+        if not (warn and stderr == warn):
+            fails.append("%s: stderr: %s (expected: %s)" % (case, stderr, warn))
+        vout = value(out)
+        if vout != '"<absent>" None':
+            fails.append("%s: t.v is %s" % (case, vout))
+    else:
+        fails.append("%s: unknown expectation %s" % (case, want))
+print("\n".join(fails))
+PY
 }
 
-# matrix_case INPUT WRITER EXPECTED: appends what differs to $fails, nothing when the case holds.
-# It runs in the test's shell (a subshell per case would cost a fork each): every command's
-# failure is handled here.
-matrix_case() {
-	local in=$1 w=$2 want=$3 out vin vout warn="" args value outs status output stderr
-	outs=(out.*)
-	[ ! -e "${outs[0]}" ] || rm -f "${outs[@]}"
-	[ "$w" != safetensors ] || drop_warning "$in"
-	writer_args "$w"
-	# what `run --separate-stderr` gives, without its mktemp
-	output=$(fmt-convert "$in" "${args[@]}" 2>stderr.txt) && status=0 || status=$?
-	read -d '' -r stderr <stderr.txt || true
-	outs=(out.*)
-	out=
-	[ ! -e "${outs[0]}" ] || out=${outs[*]}
-	case $want in
-	same)
-		[ "$status" -eq 0 ] || { fails+="$in -> $w: exit $status ($stderr), expected the same value"; return; }
-		[ "$stderr" = "$warn" ] || { fails+="$in -> $w: stderr: $stderr"; return; }
-		meta_value "$in" input
-		vin=$value
-		meta_value "$out"
-		vout=$value
-		# GGUF to GGUF keeps the type too; the JSON formats hold JSON's types
-		if [ "$w" = gguf ] && [[ "$in" == *.gguf ]]; then
-			[ "$vin" = "$vout" ] || fails+="$in -> $w: $vin became $vout"
-		else
-			[ "${vin% *}" = "${vout% *}" ] || fails+="$in -> $w: $vin became $vout"
-		fi
-		;;
-	refused)
-		[ "$status" -eq 5 ] || { fails+="$in -> $w: exit $status ($stderr), expected 5"; return; }
-		[[ "$stderr" == "fmt-convert: error: "*"'t.v'"* ]] || fails+="$in -> $w: stderr does not name t.v: $stderr"
-		[ -z "$output" ] || fails+="$in -> $w: stdout: $output"
-		[ -z "$out" ] || fails+="$in -> $w: $out written"
-		;;
-	dropped)
-		[ "$status" -eq 0 ] || { fails+="$in -> $w: exit $status ($stderr), expected a drop"; return; }
-		[ -n "$warn" ] && [ "$stderr" = "$warn" ] || fails+="$in -> $w: stderr: $stderr (expected: $warn)"
-		meta_value "$out"
-		vout=$value
-		[ "$vout" = '"<absent>" None' ] || fails+="$in -> $w: t.v is $vout"
-		;;
-	esac
-}
-
-# Every case of cases.tsv whose input matches GLOB; REWRITE (optional) converts the input first
-# (an APR input made from it) and reads the cases through that file.
+# Every case of cases.tsv whose input matches GLOB, each one fmt-convert run; LAYOUT (optional)
+# converts the input first (an APR input made from it) and reads the cases through that file.
 run_cases() {
-	local glob=$1 layout=${2:-} in w want src fails="" n=0
+	local glob=$1 layout=${2:-} fails
+	untraced convert_cases "$glob" "$layout"
+	fails=$(check_runs runs.tsv) || fail "check_runs failed: $fails"
+	[ -z "$fails" ] || fail "$fails"
+	echo "$n cases"
+}
+
+# convert_cases GLOB LAYOUT: the fmt-convert runs of run_cases, recorded in runs.tsv; their
+# number in $n.
+convert_cases() {
+	local glob=$1 layout=$2 in w want src status
+	n=0
+	: >runs.tsv
 	while IFS=$'\t' read -r in w want; do
 		# shellcheck disable=SC2053
 		[[ "$in" == $glob ]] || continue
@@ -146,12 +140,12 @@ run_cases() {
 			[ -e "$src" ] || fmt-convert --apr-layout "$layout" "$MM/$in" "$src" ||
 				fail "$in: cannot make the $layout input"
 		fi
-		matrix_case "$src" "$w" "$want"
 		n=$((n + 1))
+		writer_args "$w" "$n"
+		fmt-convert "$src" "${args[@]}" >"$n.stdout" 2>"$n.stderr" && status=0 || status=$?
+		printf '%s\t%s\t%s\t%s\t%s\n' "$src" "$w" "$want" "$status" "$n" >>runs.tsv
 	done <"$MM/cases.tsv"
 	[ "$n" -gt 0 ] || fail "no case matches $glob"
-	[ -z "$fails" ] || fail "$fails"
-	echo "$n cases"
 }
 
 @test "matrix: each GGUF metadata value kind to every writer (same value, or exit 5 naming the key)" {

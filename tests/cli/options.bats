@@ -71,7 +71,7 @@ assert_same_set() {
 	[ -z "$missing$extra" ] || fail "$what: missing [${missing% }], not in the table [${extra% }]"
 }
 
-@test "every tool has a table with the options CONVENTIONS.md gives every tool" {
+check_conventions_options() {
 	[ "${#TOOLS[@]}" -ge 5 ] || fail "found only ${#TOOLS[@]} tools"
 	for tool in "${TOOLS[@]}"; do
 		words=$(table_words "$tool")
@@ -83,26 +83,49 @@ assert_same_set() {
 	done
 }
 
-@test "--help lists exactly the options of the table" {
+@test "every tool has a table with the options CONVENTIONS.md gives every tool" {
+	untraced check_conventions_options
+}
+
+check_help_lists_table() {
 	for tool in "${TOOLS[@]}"; do
 		assert_same_set "$tool --help" "$(table_words "$tool")" "$(help_words "$tool")"
 	done
 }
 
-@test "the manual page documents exactly the options of the table, with their value names" {
+@test "--help lists exactly the options of the table" {
+	untraced check_help_lists_table
+}
+
+# tag_names LONG VALUE: a line of $tags (the man_tags lines) that has --LONG followed by a blank,
+# a quote or its end also has the word VALUE (grep -E | grep -qE, in the shell).
+tag_names() {
+	local tag re_long="--$1( |\"|$)" re_value="(^|[^A-Za-z])$2([^A-Za-z]|$)"
+	for tag in "${tags[@]}"; do
+		# (the glob first: bash compiles a regular expression at each =~)
+		[[ $tag == *"--$1"* && $tag =~ $re_long && $tag =~ $re_value ]] && return 0
+	done
+	return 1
+}
+
+check_man_documents_table() {
 	for tool in "${TOOLS[@]}"; do
 		assert_same_set "man/$tool.1 OPTIONS" "$(table_words "$tool")" "$(man_words "$tool")"
 		# "--threads N" in the table: the tag of --threads names N too
-		tags=$(man_tags "$tool")
+		mapfile -t tags < <(man_tags "$tool")
 		while IFS=$'\t' read -r long arg; do
 			value=${arg%%[!A-Z]*}
-			grep -E -- "--$long( |\"|$)" <<<"$tags" | grep -qE "(^|[^A-Za-z])$value([^A-Za-z]|$)" ||
+			tag_names "$long" "$value" ||
 				fail "man/$tool.1: the tag of --$long does not name its value $value"
 		done < <(dump_of "$tool" | awk -F '\t' '$1 == "option" && $4 != "-" { print $2 "\t" $4 }')
 	done
 }
 
-@test "the bash completion offers exactly the options of the table, per subcommand" {
+@test "the manual page documents exactly the options of the table, with their value names" {
+	untraced check_man_documents_table
+}
+
+check_bash_completion_table() {
 	for tool in "${TOOLS[@]}"; do
 		run bash_complete "$tool" -
 		assert_success
@@ -115,7 +138,11 @@ assert_same_set() {
 	done
 }
 
-@test "the zsh completion has a spec for exactly the options of the table" {
+@test "the bash completion offers exactly the options of the table, per subcommand" {
+	untraced check_bash_completion_table
+}
+
+check_zsh_spec_table() {
 	for tool in "${TOOLS[@]}"; do
 		head -n 1 "$COMPLETIONS/zsh/_$tool" | grep -qx "#compdef $tool" || fail "_$tool: no #compdef line"
 		assert_same_set "zsh completion of $tool" "$(table_longs "$tool")" "$(zsh_longs "$tool")"
@@ -125,14 +152,28 @@ assert_same_set() {
 	done
 }
 
+@test "the zsh completion has a spec for exactly the options of the table" {
+	untraced check_zsh_spec_table
+}
+
 @test "every zsh completion loads with compinit: sourced it registers itself, autoloaded it completes" {
 	command -v zsh >/dev/null || fail "zsh is not installed (scripts/install-deps installs it)"
+	# one zsh, one compinit: before each file is sourced its tool has no completion, after it
+	# the file's function (a file that registered another tool would show as that tool's "before")
+	local args=() want=
 	for tool in "${TOOLS[@]}"; do
-		run zsh -f -c 'autoload -U compinit; compinit -u -D; source "$1" && print -r -- "$_comps[$2]"' \
-			zsh "$COMPLETIONS/zsh/_$tool" "$tool"
-		assert_success
-		assert_output "_$tool"
+		args+=("$COMPLETIONS/zsh/_$tool" "$tool")
+		want+="$tool: [] [_$tool]"$'\n'
 	done
+	run zsh -f -c 'autoload -U compinit; compinit -u -D
+		while (( $# )); do
+			before=$_comps[$2]
+			source "$1" || exit 1
+			print -r -- "$2: [$before] [$_comps[$2]]"
+			shift 2
+		done' zsh "${args[@]}"
+	assert_success
+	assert_output "${want%$'\n'}"
 }
 
 # Lines of the generated zsh completion of $1 that must be there exactly (standard input).
@@ -198,7 +239,7 @@ listed_longs() {
 	assert_same_set "zsh: fmt-shard split --max-size 1MB --max-" "" "$(listed_longs "${LISTINGS[3]}")"
 }
 
-@test "every option of the table is accepted; others are refused with exit 2" {
+check_options_accepted() {
 	for tool in "${TOOLS[@]}"; do
 		# No operands: each run stops at a usage check after the options were parsed, before
 		# any work (a value of 1 is valid for every numeric option).
@@ -222,9 +263,13 @@ Try '$tool --help'."
 	done
 }
 
+@test "every option of the table is accepted; others are refused with exit 2" {
+	untraced check_options_accepted
+}
+
 # Issue 19 item 10: keeping only the last of two values (a second --encrypt-to) drops the
 # first silently, so the runner refuses it before any option acts, whatever the values.
-@test "every option that takes one value is refused given twice (exit 2, named); repeatable ones and flags repeat" {
+check_given_twice() {
 	for tool in "${TOOLS[@]}"; do
 		while IFS=$'\t' read -r long short arg repeat; do
 			[ "$arg" != - ] || continue
@@ -257,6 +302,10 @@ Try 'fmt-shard --help'."
 	assert_failure 2
 	assert_equal "$stderr" "fmt-verify: error: --secret-file given after --key-secret-file, the same option (it takes one value)
 Try 'fmt-verify --help'."
+}
+
+@test "every option that takes one value is refused given twice (exit 2, named); repeatable ones and flags repeat" {
+	untraced check_given_twice
 }
 
 @test "options that take no value refuse one, options that take one demand it; ambiguous abbreviations" {
@@ -294,12 +343,16 @@ Try 'fmt-sign --help'."
 Try 'fmt-shard --help'."
 }
 
-@test "--help lists each subcommand the table has" {
+check_help_subcommands() {
 	for tool in "${TOOLS[@]}"; do
 		for cmd in $(subcommands_of "$tool"); do
 			"$FMTKIT_BIN/$tool" --help | grep -qE "^  $cmd +[a-z]" || fail "$tool --help does not list $cmd"
 		done
 	done
+}
+
+@test "--help lists each subcommand the table has" {
+	untraced check_help_subcommands
 }
 
 # Run a command with its standard output on /dev/full (run itself captures stdout).
@@ -341,7 +394,7 @@ to_full() {
 
 # The long options zsh lists after "TOOL [SUBCOMMAND] --" and a tab (listed_longs), all the lines
 # typed into one zsh.
-@test "zsh, interactively, offers exactly the table's options (per subcommand) and the formats" {
+check_zsh_listings_table() {
 	command -v zsh >/dev/null || fail "zsh is not installed (scripts/install-deps installs it)"
 	local lines=() i=0
 	declare -A cmds
@@ -367,4 +420,8 @@ to_full() {
 	for name in $("$FMTKIT_BIN/fmt-inspect" --dump-options | awk -F '\t' '$2 == "format" { print $6 }'); do
 		grep -qE -- "(^| )$name( |$)" <<<"$listed" || fail "zsh does not offer --format $name: $listed"
 	done
+}
+
+@test "zsh, interactively, offers exactly the table's options (per subcommand) and the formats" {
+	untraced check_zsh_listings_table
 }

@@ -27,6 +27,11 @@ with open(sys.argv[1], "w") as f:
                         for i in range(n)))
         row += n
 PY
+	# what several tests read, made once: the .ald with zstd (z.ald) and without compression
+	# (n.ald), and z.ald back as CSV (z.csv)
+	fmt-convert -q "$DATA/t.csv" "$DATA/z.ald"
+	fmt-convert -q --compression none "$DATA/t.csv" "$DATA/n.ald"
+	fmt-convert -q "$DATA/z.ald" "$DATA/z.csv"
 }
 
 setup() {
@@ -55,6 +60,7 @@ peak_rss_under_32m() {
 	# -T 2 whatever the machine: the bound is 32 MiB + a batch and a stack per thread
 	bounded - fmt-convert -q -T 2 "$DATA/t.csv" z.ald
 	assert_success
+	cmp z.ald "$DATA/z.ald"
 	raw=$(fmt-inspect --json z.ald | jq .ald.header.uncompressed_size)
 	size=$(stat -c %s z.ald)
 	echo "payload $raw bytes, file $size bytes" >&3
@@ -70,36 +76,33 @@ peak_rss_under_32m() {
 }
 
 @test "reading a 50 MB mapped .ald (no compression) to CSV, Arrow, --stats and fmt-verify: peak RSS under 32 MiB" {
-	fmt-convert -q --compression none "$DATA/t.csv" n.ald
-	size=$(stat -c %s n.ald)
+	n=$DATA/n.ald
+	size=$(stat -c %s "$n")
 	[ "$size" -gt $((40 * 1048576)) ] || fail "n.ald is only $size bytes"
-	peak_rss_under_32m fmt-convert -q n.ald n.csv
-	peak_rss_under_32m fmt-convert -q n.ald n.arrow
-	peak_rss_under_32m fmt-inspect --stats n.ald
-	peak_rss_under_32m fmt-verify n.ald
-	fmt-convert -q "$DATA/t.csv" z.ald
-	fmt-convert -q z.ald z.csv
-	cmp n.csv z.csv
+	peak_rss_under_32m fmt-convert -q "$n" n.csv
+	peak_rss_under_32m fmt-convert -q "$n" n.arrow
+	peak_rss_under_32m fmt-inspect --stats "$n"
+	peak_rss_under_32m fmt-verify "$n"
+	cmp n.csv "$DATA/z.csv"
 }
 
 @test "reading an 80 MB Arrow IPC file and stream (mapped) to CSV and .ald: peak RSS under 32 MiB" {
-	fmt-convert -q "$DATA/t.csv" z.ald
-	fmt-convert -q z.ald t.arrow
-	fmt-convert -q z.ald t.arrows
+	fmt-convert -q "$DATA/z.ald" t.arrow
+	fmt-convert -q "$DATA/z.ald" t.arrows
 	size=$(stat -c %s t.arrow)
 	[ "$size" -gt $((64 * 1048576)) ] || fail "t.arrow is only $size bytes"
-	fmt-convert -q z.ald want.csv
+	want=$DATA/z.csv
 	for f in t.arrow t.arrows; do
 		peak_rss_under_32m fmt-convert -q -f $f got.csv
-		cmp want.csv got.csv
+		cmp "$want" got.csv
 		peak_rss_under_32m fmt-convert -q -f $f got.ald
 	done
 	fmt-convert -q got.ald again.csv
-	cmp want.csv again.csv
+	cmp "$want" again.csv
 }
 
 @test "a damaged byte of the mapped .ald is still a CRC mismatch (exit 6), nothing written" {
-	fmt-convert -q --compression none "$DATA/t.csv" n.ald
+	cp "$DATA/n.ald" n.ald
 	/usr/bin/python3 -c 'import sys; f = open(sys.argv[1], "r+b"); f.seek(30 << 20); b = f.read(1); f.seek(30 << 20); f.write(bytes([b[0] ^ 0x55]))' n.ald
 	run --separate-stderr fmt-convert -q n.ald out.csv
 	assert_equal "$status" 6
