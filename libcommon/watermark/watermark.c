@@ -33,6 +33,7 @@ struct fmt_wm_key {
 	pthread_mutex_t lock;     /* held while entries are filled */
 	unsigned filled[2];       /* entries filled of table32, table64 */
 	int complete[2];          /* all filled: no lock needed (read atomically) */
+	size_t scanned[2];        /* values looked at one by one: at a quarter of the anchors, all are filled */
 };
 
 static void hmac(const uint8_t k[FMT_WM_KEY_LEN], const char *label, const void *msg, size_t n,
@@ -165,7 +166,10 @@ fmt_wm_pos fmt_wm_position(const fmt_wm_key *key, uint64_t anchor, int width, do
 /* The selection tables are filled lazily, one anchor at a time, as values arrive: a small model
  * costs a SipHash per anchor it uses, not 2^17 + 2^20 of them; a call with many values fills a
  * whole table at once. Each entry is computed once, under the key's lock, before the loops read it;
- * UNKNOWN (never a real entry: those are NOT_SELECTED or below 128) marks the ones still to do. */
+ * UNKNOWN (never a real entry: those are NOT_SELECTED or below 128) marks the ones still to do.
+ * Once the values looked at one by one reach a quarter of a table's size, it is filled whole: a
+ * large model pays one table, and no lock, as before. (A vector loop's 4-byte gather also reads
+ * the 3 entries after its own, which another thread may be filling: it masks them off.) */
 #define UNKNOWN 0xFE
 
 static unsigned anchors_of(int width)
@@ -223,11 +227,12 @@ static void fill_entries(const fmt_wm_key *ckey, const uint8_t *p, size_t n, int
 	int shift = MANT(width) - 8;   /* the index: sign, exponent and 8 mantissa bits */
 	pthread_mutex_lock(&key->lock);
 	const uint8_t *t = width == 4 ? key->table32 : key->table64;
-	if (n >= anchors / 4) {
+	if (n >= anchors / 4 - key->scanned[w]) {   /* scanned stays below a quarter of anchors */
 		for (unsigned i = 0; i < anchors; i++)
 			if (t[i] == UNKNOWN)
 				fill_entry(key, i, width);
 	} else {
+		key->scanned[w] += n;
 		for (size_t v = 0; v < n; v++) {
 			unsigned i = (unsigned)(fmt_wm_load_bits(p + v * (size_t)width, width) >> shift);
 			if (t[i] == UNKNOWN)
@@ -261,6 +266,7 @@ static fmt_kind key_prepare(fmt_wm_key *key, double density, uint64_t payload)
 		key->density = density;
 		key->filled[0] = key->filled[1] = 0;
 		key->complete[0] = key->complete[1] = 0;
+		key->scanned[0] = key->scanned[1] = 0;
 		key->carry_payload = payload;
 	}
 	if (key->carry_payload != payload) {
