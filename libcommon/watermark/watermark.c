@@ -3,9 +3,10 @@
  * the integer significand (r's fraction is its low 23 − s or 52 − s bits), which gives the
  * same values bit for bit (tests/unit/test_watermark.c checks it against the double formula)
  * and is several times faster. The PRF depends on the anchor only, and a float32 has 2^17
- * anchors (2^20 for float64): the selection of every anchor is computed once per key and
- * density into a table, so a value costs a lookup, not a SipHash. */
+ * anchors (2^20 for float64): the selection of every anchor is computed at most once per key
+ * and density into a table, so a value costs a lookup, not a SipHash. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sodium.h>
@@ -21,14 +22,18 @@
 struct fmt_wm_key {
 	uint8_t k[FMT_WM_KEY_LEN];
 	uint8_t prf[16];
-	/* Selection tables for one density (entry: NOT_SELECTED or mask << 6 | bit), built on
-	 * first use by fmt_wm_key_prepare. */
+	/* Selection tables for one density (entry: NOT_SELECTED or mask << 6 | bit), allocated by
+	 * fmt_wm_params_prepare and filled by fill_entries as values need them. */
 	double density;
 	uint8_t *table32, *table64;
 	/* For embedding float32 under one payload: per anchor, the bit it carries (0 or 1) or
-	 * NOT_SELECTED; built by fmt_wm_params_prepare for carry_payload at density. */
+	 * NOT_SELECTED; filled with table32 for carry_payload at density. */
 	uint8_t *carry32;
 	uint64_t carry_payload;
+	pthread_mutex_t lock;     /* held while entries are filled */
+	unsigned filled[2];       /* entries filled of table32, table64 */
+	int complete[2];          /* all filled: no lock needed (read atomically) */
+	size_t scanned[2];        /* values looked at one by one: at a quarter of the anchors, all are filled */
 };
 
 static void hmac(const uint8_t k[FMT_WM_KEY_LEN], const char *label, const void *msg, size_t n,
@@ -52,6 +57,10 @@ fmt_kind fmt_wm_key_new(const uint8_t k[FMT_WM_KEY_LEN], fmt_wm_key **out, fmt_e
 	if (!key)
 		return fmt_fail(e, FMT_IO, "out of memory for the watermark key");
 	memset(key, 0, sizeof *key);
+	if (pthread_mutex_init(&key->lock, NULL) != 0) {
+		sodium_free(key);
+		return fmt_fail(e, FMT_IO, "cannot create the watermark key's lock");
+	}
 	memcpy(key->k, k, FMT_WM_KEY_LEN);
 	uint8_t mac[32];
 	hmac(k, PRF_LABEL, NULL, 0, mac);
@@ -68,6 +77,7 @@ void fmt_wm_key_free(fmt_wm_key *key)
 	free(key->table32);
 	free(key->table64);
 	free(key->carry32);
+	pthread_mutex_destroy(&key->lock);
 	sodium_free(key);
 }
 
@@ -153,67 +163,123 @@ fmt_wm_pos fmt_wm_position(const fmt_wm_key *key, uint64_t anchor, int width, do
 	return p;
 }
 
-/* The table of every anchor of a width (indexed by the anchor's top bits). */
-static uint8_t *build_table(const fmt_wm_key *key, int width, double density)
+/* The selection tables are filled lazily, one anchor at a time, as values arrive: a small model
+ * costs a SipHash per anchor it uses, not 2^17 + 2^20 of them; a call with many values fills a
+ * whole table at once. Each entry is computed once, under the key's lock, before the loops read it;
+ * UNKNOWN (never a real entry: those are NOT_SELECTED or below 128) marks the ones still to do.
+ * Once the values looked at one by one reach a quarter of a table's size, it is filled whole: a
+ * large model pays one table, and no lock, as before. (A vector loop's 4-byte gather also reads
+ * the 3 entries after its own, which another thread may be filling: it masks them off.) */
+#define UNKNOWN 0xFE
+
+static unsigned anchors_of(int width)
 {
-	unsigned n = width == 4 ? ANCHORS32 : ANCHORS64;
-	int shift = MANT(width) - 8;
-	uint8_t *t = calloc(n + 3, 1);   /* + 3: a 4-byte gather of the last entry stays inside */
-	if (!t)
-		return NULL;
-	for (unsigned i = 0; i < n; i++) {
-		uint64_t anchor = (uint64_t)i << shift;
-		if (!fmt_wm_eligible(anchor, width)) {
-			t[i] = NOT_SELECTED;
-			continue;
-		}
-		fmt_wm_pos p = fmt_wm_position(key, anchor, width, density);
-		t[i] = p.selected ? (uint8_t)(p.mask << 6 | (int)p.bit) : NOT_SELECTED;
+	return width == 4 ? ANCHORS32 : ANCHORS64;
+}
+
+/* Table entry i of a width: NOT_SELECTED or mask << 6 | bit. */
+static uint8_t anchor_entry(const fmt_wm_key *key, unsigned i, int width, double density)
+{
+	uint64_t anchor = (uint64_t)i << (MANT(width) - 8);
+	if (!fmt_wm_eligible(anchor, width))
+		return NOT_SELECTED;
+	fmt_wm_pos p = fmt_wm_position(key, anchor, width, density);
+	return p.selected ? (uint8_t)(p.mask << 6 | (int)p.bit) : NOT_SELECTED;
+}
+
+/* The bit a float32 anchor with table entry t carries under payload (0 or 1), or NOT_SELECTED. */
+static uint8_t carry_entry(uint8_t t, uint64_t payload)
+{
+	return t == NOT_SELECTED || t == UNKNOWN ? NOT_SELECTED
+	       : (uint8_t)(fmt_wm_payload_bit(payload, t & 63) ^ (t >> 6 & 1));
+}
+
+/* A table of UNKNOWN entries; + 3 bytes past the end that a 4-byte gather of the last entry reads. */
+static uint8_t *unknown_table(int width)
+{
+	unsigned n = anchors_of(width);
+	uint8_t *t = malloc(n + 3);
+	if (t) {
+		memset(t, UNKNOWN, n);
+		memset(t + n, width == 4 ? 0 : NOT_SELECTED, 3);
 	}
 	return t;
 }
 
-/* The selection tables for density; call before sharing the key between threads. */
-static fmt_kind key_prepare(fmt_wm_key *key, double density)
+/* Entry i computed; the caller holds the lock. */
+static void fill_entry(fmt_wm_key *key, unsigned i, int width)
 {
-	if (key->table32 && key->density == density)
-		return FMT_OK;
-	free(key->table32);
-	free(key->table64);
-	free(key->carry32);
-	key->carry32 = NULL;
-	key->table32 = build_table(key, 4, density);
-	key->table64 = build_table(key, 8, density);
-	key->density = density;
-	if (key->table32 && key->table64)
-		return FMT_OK;
-	free(key->table32);
-	free(key->table64);
-	key->table32 = key->table64 = NULL;
-	return FMT_IO;
+	uint8_t *t = width == 4 ? key->table32 : key->table64;
+	t[i] = anchor_entry(key, i, width, key->density);
+	if (width == 4)
+		key->carry32[i] = carry_entry(t[i], key->carry_payload);
+	key->filled[width == 8]++;
 }
 
-/* The float32 table of the bit each anchor carries under payload (what the vector loops look
- * up: one gather instead of a gather and the payload bit's arithmetic). */
-static fmt_kind carry_prepare(fmt_wm_key *key, uint64_t payload)
+/* Every entry the n values at p look up is computed when this returns (thread-safe). */
+static void fill_entries(const fmt_wm_key *ckey, const uint8_t *p, size_t n, int width)
 {
-	if (key->carry32 && key->carry_payload == payload)
-		return FMT_OK;
-	if (!key->carry32 && !(key->carry32 = malloc(ANCHORS32 + 3)))   /* + 3: as the selection table */
-		return FMT_IO;
-	for (unsigned i = 0; i < ANCHORS32 + 3; i++) {
-		uint8_t t = key->table32[i];
-		key->carry32[i] = t == NOT_SELECTED || i >= ANCHORS32 ? NOT_SELECTED
-				  : (uint8_t)(fmt_wm_payload_bit(payload, t & 63) ^ (t >> 6 & 1));
+	fmt_wm_key *key = (fmt_wm_key *)ckey;   /* a cache: the key's selections do not change */
+	int w = width == 8;
+	if (__atomic_load_n(&key->complete[w], __ATOMIC_ACQUIRE))
+		return;
+	unsigned anchors = anchors_of(width);
+	int shift = MANT(width) - 8;   /* the index: sign, exponent and 8 mantissa bits */
+	pthread_mutex_lock(&key->lock);
+	const uint8_t *t = width == 4 ? key->table32 : key->table64;
+	if (n >= anchors / 4 - key->scanned[w]) {   /* scanned stays below a quarter of anchors */
+		for (unsigned i = 0; i < anchors; i++)
+			if (t[i] == UNKNOWN)
+				fill_entry(key, i, width);
+	} else {
+		key->scanned[w] += n;
+		for (size_t v = 0; v < n; v++) {
+			unsigned i = (unsigned)(fmt_wm_load_bits(p + v * (size_t)width, width) >> shift);
+			if (t[i] == UNKNOWN)
+				fill_entry(key, i, width);
+		}
 	}
-	key->carry_payload = payload;
+	if (key->filled[w] == anchors)
+		__atomic_store_n(&key->complete[w], 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&key->lock);
+}
+
+/* The key's tables for density (emptied when it changes) and its float32 table of the bits
+ * carried under payload; call before sharing the key between threads. */
+static fmt_kind key_prepare(fmt_wm_key *key, double density, uint64_t payload)
+{
+	if (!key->table32 || key->density != density) {
+		free(key->table32);
+		free(key->table64);
+		free(key->carry32);
+		key->table32 = unknown_table(4);
+		key->table64 = unknown_table(8);
+		key->carry32 = unknown_table(4);
+		if (!key->table32 || !key->table64 || !key->carry32) {
+			free(key->table32);
+			free(key->table64);
+			free(key->carry32);
+			key->table32 = key->table64 = key->carry32 = NULL;
+			return FMT_IO;
+		}
+		memset(key->carry32 + ANCHORS32, NOT_SELECTED, 3);
+		key->density = density;
+		key->filled[0] = key->filled[1] = 0;
+		key->complete[0] = key->complete[1] = 0;
+		key->scanned[0] = key->scanned[1] = 0;
+		key->carry_payload = payload;
+	}
+	if (key->carry_payload != payload) {
+		for (unsigned i = 0; i < ANCHORS32; i++)
+			key->carry32[i] = carry_entry(key->table32[i], payload);
+		key->carry_payload = payload;
+	}
 	return FMT_OK;
 }
 
 fmt_kind fmt_wm_params_prepare(fmt_wm_params *prm, fmt_err *e)
 {
-	fmt_wm_key *key = (fmt_wm_key *)prm->key;
-	if (key_prepare(key, prm->density) != FMT_OK || carry_prepare(key, prm->payload) != FMT_OK)
+	if (key_prepare((fmt_wm_key *)prm->key, prm->density, prm->payload) != FMT_OK)
 		return fmt_fail(e, FMT_IO, "out of memory for the watermark selection tables");
 	return FMT_OK;
 }
@@ -669,6 +735,7 @@ void fmt_wm_embed(const fmt_wm_params *prm, uint8_t *p, size_t n, int width, fmt
 	lane_sums s;
 	memset(&s, 0, sizeof s);
 	s.max_rel = d->max_rel;
+	fill_entries(prm->key, p, n, width);
 	if (width == 4) {
 		embed_scalar(prm, p, embed32_vector(prm, p, n, &s), n, 4, &s);
 	} else {
@@ -750,6 +817,7 @@ static inline __attribute__((always_inline)) void vote_loop(const fmt_wm_params 
 void fmt_wm_vote(const fmt_wm_params *prm, const uint8_t *p, size_t n, int width, fmt_wm_votes *v)
 {
 	uint64_t total[FMT_WM_BITS] = { 0 }, ones[FMT_WM_BITS] = { 0 };
+	fill_entries(prm->key, p, n, width);
 	if (width == 4) {
 		vote_loop(prm, p, vote32_vector(prm, p, n, total, ones), n, 4, total, ones);
 	} else {

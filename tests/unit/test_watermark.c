@@ -2,7 +2,9 @@
  * independent Python reference scripts/watermark/wmref.py (its SipHash-2-4 is checked there
  * against the reference vector of the SipHash paper). */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include "fmt/watermark.h"
 #include "unit.h"
 
@@ -339,6 +341,113 @@ TEST(wm_vector_loops_equal_portable_loops_and_formula)
 	free(vec);
 	free(port);
 	fmt_wm_key_free(key);
+}
+
+/* The selection tables fill as values need them: votes on a few values match the per-value
+ * formula, and what a key gives does not depend on what it saw before (a few float32 and float64
+ * values, then calls that fill whole tables, against a fresh key given the same in another order). */
+static void wm_values(double *y, float *x, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		y[i] = (double)(int64_t)(rng() % 2000001 - 1000000) * 0x1p-30;
+		x[i] = (float)((double)(rng() % 2000001) / 1e5 - 10.0);
+	}
+}
+
+static void embed_both(const fmt_wm_params *prm, uint8_t *x, uint8_t *y, size_t n, fmt_wm_dist *d)
+{
+	fmt_wm_embed(prm, x, n, 4, d);
+	fmt_wm_embed(prm, y, n, 8, d);
+}
+
+TEST(wm_lazy_tables_same_selection)
+{
+	const size_t few = 300, many = (size_t)1 << 18;   /* many: a quarter of the float64 anchors */
+	double *y = malloc(many * 8), *y1 = malloc(many * 8), *y2 = malloc(many * 8);
+	float *x = malloc(many * 4), *x1 = malloc(many * 4), *x2 = malloc(many * 4);
+	wm_values(y, x, many);
+	fmt_wm_key *key = test_key();
+	fmt_wm_params prm = { .key = key, .payload = 0x0123456789abcdefull, .density = 0.5, .strength = 12 };
+	fmt_err e;
+	CHECK(fmt_wm_params_prepare(&prm, &e) == FMT_OK);
+	fmt_wm_votes v = { 0 }, ref = { 0 };
+	fmt_wm_vote(&prm, (const uint8_t *)y, few, 8, &v);
+	for (size_t i = 0; i < few; i++) {
+		uint64_t bits;
+		memcpy(&bits, &y[i], 8);
+		fmt_wm_pos pos = fmt_wm_position(key, fmt_wm_anchor(bits, 8), 8, prm.density);
+		if (!fmt_wm_eligible(bits, 8) || !pos.selected)
+			continue;
+		ref.total[pos.bit]++;
+		ref.ones[pos.bit] += (uint64_t)(fmt_wm_qim_read(bits, 8, prm.strength) ^ pos.mask);
+	}
+	CHECK(fmt_wm_votes_n(&ref) > few / 4 && memcmp(&v, &ref, sizeof v) == 0);
+	/* a few values, then all; against all, then the few */
+	fmt_wm_dist d1 = { 0 }, d2 = { 0 }, few1 = { 0 }, few2 = { 0 };
+	memcpy(x1, x, many * 4), memcpy(y1, y, many * 8), memcpy(x2, x, many * 4), memcpy(y2, y, many * 8);
+	embed_both(&prm, (uint8_t *)(x1 + many - few), (uint8_t *)(y1 + many - few), few, &few1);
+	embed_both(&prm, (uint8_t *)x1, (uint8_t *)y1, many - few, &d1);
+	fmt_wm_key *fresh = test_key();
+	fmt_wm_params prm2 = prm;
+	prm2.key = fresh;
+	CHECK(fmt_wm_params_prepare(&prm2, &e) == FMT_OK);
+	embed_both(&prm2, (uint8_t *)x2, (uint8_t *)y2, many - few, &d2);
+	embed_both(&prm2, (uint8_t *)(x2 + many - few), (uint8_t *)(y2 + many - few), few, &few2);
+	CHECK(memcmp(x1, x2, many * 4) == 0 && memcmp(y1, y2, many * 8) == 0);
+	CHECK(memcmp(&d1, &d2, sizeof d1) == 0 && memcmp(&few1, &few2, sizeof few1) == 0);
+	CHECK(few1.marked > 0 && d1.marked > many / 4);
+	free(x), free(x1), free(x2), free(y), free(y1), free(y2);
+	fmt_wm_key_free(key);
+	fmt_wm_key_free(fresh);
+}
+
+/* Threads sharing a key fill its tables at the same time: the same bytes as one thread. */
+#define WM_THREADS 4
+#define WM_SLICE 2000
+typedef struct wm_slice {
+	const fmt_wm_params *prm;
+	double *y;
+	float *x;
+	fmt_wm_dist d;
+} wm_slice;
+
+static void *embed_slice(void *arg)
+{
+	wm_slice *s = arg;
+	embed_both(s->prm, (uint8_t *)s->x, (uint8_t *)s->y, WM_SLICE, &s->d);
+	return NULL;
+}
+
+TEST(wm_lazy_tables_threads)
+{
+	const size_t n = WM_THREADS * WM_SLICE;
+	double *y = malloc(n * 8), *y1 = malloc(n * 8);
+	float *x = malloc(n * 4), *x1 = malloc(n * 4);
+	wm_values(y, x, n);
+	memcpy(x1, x, n * 4), memcpy(y1, y, n * 8);
+	fmt_err e;
+	fmt_wm_key *shared = test_key(), *alone = test_key();
+	fmt_wm_params prm = { .key = shared, .payload = 0xfedcba9876543210ull, .density = 0.5, .strength = 12 };
+	fmt_wm_params prm1 = prm;
+	prm1.key = alone;
+	CHECK(fmt_wm_params_prepare(&prm, &e) == FMT_OK && fmt_wm_params_prepare(&prm1, &e) == FMT_OK);
+	wm_slice slices[WM_THREADS];
+	pthread_t th[WM_THREADS];
+	for (int t = 0; t < WM_THREADS; t++) {
+		slices[t] = (wm_slice){ .prm = &prm, .y = y + t * WM_SLICE, .x = x + t * WM_SLICE };
+		CHECK(pthread_create(&th[t], NULL, embed_slice, &slices[t]) == 0);
+	}
+	for (int t = 0; t < WM_THREADS; t++)
+		pthread_join(th[t], NULL);
+	for (int t = 0; t < WM_THREADS; t++) {
+		wm_slice one = { .prm = &prm1, .y = y1 + t * WM_SLICE, .x = x1 + t * WM_SLICE };
+		embed_slice(&one);
+		CHECK(one.d.marked > 0 && memcmp(&one.d, &slices[t].d, sizeof one.d) == 0);
+	}
+	CHECK(memcmp(x, x1, n * 4) == 0 && memcmp(y, y1, n * 8) == 0);
+	free(x), free(x1), free(y), free(y1);
+	fmt_wm_key_free(shared);
+	fmt_wm_key_free(alone);
 }
 
 TEST(wm_binomial_tail_log_space)

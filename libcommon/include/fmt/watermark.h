@@ -128,9 +128,10 @@ void fmt_wm_dist_moments(const fmt_wm_dist *d, double *mean_rel, double *std_rel
 /* RMS of v' - v relative to the original values' (population) std; 0 when undefined. */
 double fmt_wm_dist_rms_rel(const fmt_wm_dist *d);
 
-/* Build the key's selection tables for prm->density and its float32 table of the bits carried
- * under prm->payload (once, with the payload set; before threads share the key). Embedding under
- * a payload the key was not prepared for gives the same bytes by the portable loop, slower. */
+/* Set the key up for prm->density and prm->payload (once, with the payload set; before threads
+ * share the key): its selection tables then fill as embedding and votes need them, thread-safely.
+ * Embedding under a payload the key was not prepared for gives the same bytes by the portable
+ * loop, slower. */
 fmt_kind fmt_wm_params_prepare(fmt_wm_params *prm, fmt_err *e);
 
 /* Mark n little-endian values of width 4 or 8 at p in place. */
