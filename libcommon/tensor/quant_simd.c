@@ -264,6 +264,110 @@ static LEGACY int q8_0_avx2(const float *x, uint8_t *dst)
 	_mm256_storeu_si256((__m256i *)(void *)(dst + 2), b);
 	return 1;
 }
+
+/* The element of x equal to m that comes first: the portable searches keep the first of equal
+ * candidates, which only differs from m in the sign of a zero. */
+static LEGACY float first_equal_avx2(const float *x, const __m256 v[4], float m)
+{
+	const __m256 target = _mm256_set1_ps(m);
+	uint32_t hits = 0;
+	for (int k = 0; k < 4; ++k)
+		hits |= (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(v[k], target, _CMP_EQ_OQ)) << (8 * k);
+	return x[__builtin_ctz(hits)];
+}
+
+/* Low nibbles of codes j | j + 16 << 4 at qs, and the fifth bits (bit j of u32 qh) at qh_at:
+ * pack_5bit of quant.c. */
+static LEGACY void pack5_avx2(const __m256i q[4], uint8_t *qh_at, uint8_t *qs)
+{
+	const __m256i nib = _mm256_set1_epi32(0x0F);
+	const __m256i lo = _mm256_or_si256(_mm256_and_si256(q[0], nib), _mm256_slli_epi32(_mm256_and_si256(q[2], nib), 4));
+	const __m256i hi = _mm256_or_si256(_mm256_and_si256(q[1], nib), _mm256_slli_epi32(_mm256_and_si256(q[3], nib), 4));
+	_mm_storeu_si128((__m128i *)(void *)qs, bytes16_avx2(lo, hi));
+	uint32_t qh = 0;
+	for (int k = 0; k < 4; ++k)
+		qh |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_slli_epi32(q[k], 27))) << (8 * k);
+	fmt_wr_u32(qh_at, qh);
+}
+
+/* Q5_0 (q5_0_block of quant.c), the same answers as q4_0_avx2. */
+static LEGACY int q5_0_avx2(const float *x, uint8_t *dst)
+{
+	__m256 v[4], a[4];
+	if (!load32_avx2(x, v))
+		return 0;
+	const float amax = absmax32_avx2(v, a);
+	const float max = amax > 0.0f ? first_equal_avx2(x, a, amax) : 0.0f;
+	uint16_t h;
+	float id;
+	const int scaled = scale_and_inverse(max / -16.0f, &h, &id);
+	if (scaled != 1)
+		return scaled;
+	fmt_wr_u16(dst, h);
+	const __m256 vid = _mm256_set1_ps(id), half = _mm256_set1_ps(16.5f);
+	__m256i q[4];
+	for (int k = 0; k < 4; ++k)  /* x/d + 16.5 lies in [0, 32.5]: truncation and a clamp */
+		q[k] = _mm256_min_epi32(_mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(v[k], vid), half)),
+					_mm256_set1_epi32(31));
+	pack5_avx2(q, dst + 2, dst + 6);
+	return 1;
+}
+
+/* Q4_1 and Q5_1 (q4_1_block, q5_1_block of quant.c): the codes (x - min)/d + 0.5 truncated,
+ * clamped to clamp (Q4_1) or not (clamp 0, Q5_1); answers as q4_0_avx2. */
+static LEGACY int affine32_avx2(const float *x, float top, int clamp, uint8_t *dst, __m256i q[4])
+{
+	__m256 v[4];
+	if (!load32_avx2(x, v))
+		return 0;
+	__m256 lo = _mm256_min_ps(_mm256_min_ps(v[0], v[1]), _mm256_min_ps(v[2], v[3]));
+	__m256 hi = _mm256_max_ps(_mm256_max_ps(v[0], v[1]), _mm256_max_ps(v[2], v[3]));
+	__m128 l = _mm_min_ps(_mm256_castps256_ps128(lo), _mm256_extractf128_ps(lo, 1));
+	__m128 m = _mm_max_ps(_mm256_castps256_ps128(hi), _mm256_extractf128_ps(hi, 1));
+	l = _mm_min_ps(l, _mm_movehl_ps(l, l));
+	m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+	float min = _mm_cvtss_f32(_mm_min_ss(l, _mm_movehdup_ps(l)));
+	float max = _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+	if (min == 0.0f)  /* which zero: the first, as the portable search */
+		min = first_equal_avx2(x, v, min);
+	if (max == 0.0f)
+		max = first_equal_avx2(x, v, max);
+	uint16_t h;
+	float id;
+	const int scaled = scale_and_inverse((max - min) / top, &h, &id);
+	if (scaled != 1)
+		return scaled;
+	fmt_wr_u16(dst, h);
+	fmt_wr_u16(dst + 2, fmt_f32_to_f16(min));
+	const __m256 vid = _mm256_set1_ps(id), vmin = _mm256_set1_ps(min), half = _mm256_set1_ps(0.5f);
+	for (int k = 0; k < 4; ++k) {  /* (x - min)/d + 0.5 lies in [0.5, top + 0.5] */
+		q[k] = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(v[k], vmin), vid), half));
+		if (clamp)
+			q[k] = _mm256_min_epi32(q[k], _mm256_set1_epi32(clamp));
+	}
+	return 1;
+}
+
+static LEGACY int q4_1_avx2(const float *x, uint8_t *dst)
+{
+	__m256i q[4];
+	const int done = affine32_avx2(x, 15.0f, 15, dst, q);
+	if (done == 1) {
+		const __m256i lo = _mm256_or_si256(q[0], _mm256_slli_epi32(q[2], 4));
+		const __m256i hi = _mm256_or_si256(q[1], _mm256_slli_epi32(q[3], 4));
+		_mm_storeu_si128((__m128i *)(void *)(dst + 4), bytes16_avx2(lo, hi));
+	}
+	return done;
+}
+
+static LEGACY int q5_1_avx2(const float *x, uint8_t *dst)
+{
+	__m256i q[4];
+	const int done = affine32_avx2(x, 31.0f, 0, dst, q);
+	if (done == 1)
+		pack5_avx2(q, dst + 4, dst + 8);
+	return done;
+}
 #endif
 
 /* -1: not chosen yet; else 0 portable, 1 AVX2, 2 AVX-512. */
@@ -389,6 +493,20 @@ static __attribute__((target("avx2"))) uint64_t q8_0_run_avx2(const float *x, ui
 		b++;
 	return b;
 }
+
+/* The blocks of the run of (x, dst) that kernel writes, up to the first it leaves to the
+ * portable code. */
+#define LEGACY_RUN(name, kernel, bytes)                                                          \
+	static __attribute__((target("avx2"))) uint64_t name(const float *x, uint8_t *dst, uint64_t nblocks) \
+	{                                                                                        \
+		uint64_t b = 0;                                                                  \
+		while (b < nblocks && kernel(x + 32 * b, dst + (bytes) * b) == 1)                \
+			b++;                                                                     \
+		return b;                                                                        \
+	}
+LEGACY_RUN(q5_0_run_avx2, q5_0_avx2, 22)
+LEGACY_RUN(q4_1_run_avx2, q4_1_avx2, 20)
+LEGACY_RUN(q5_1_run_avx2, q5_1_avx2, 24)
 #endif
 
 uint64_t fmt_legacy_blocks_lanes(fmt_dtype t, const float *x, uint8_t *dst, uint64_t nblocks)
@@ -399,6 +517,12 @@ uint64_t fmt_legacy_blocks_lanes(fmt_dtype t, const float *x, uint8_t *dst, uint
 			return q4_0_run_avx2(x, dst, nblocks);
 		if (t == FMT_DT_Q8_0)
 			return q8_0_run_avx2(x, dst, nblocks);
+		if (t == FMT_DT_Q5_0)
+			return q5_0_run_avx2(x, dst, nblocks);
+		if (t == FMT_DT_Q4_1)
+			return q4_1_run_avx2(x, dst, nblocks);
+		if (t == FMT_DT_Q5_1)
+			return q5_1_run_avx2(x, dst, nblocks);
 	}
 #else
 	(void)t, (void)x, (void)dst, (void)nblocks;
