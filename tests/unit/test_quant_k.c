@@ -263,3 +263,76 @@ TEST(quant_k_row_fallback)
 	CHECK(fmt_quantize_row_fallback(FMT_DT_Q4_1, 100) == FMT_DT_F16);
 	CHECK(fmt_quantize_row_fallback(FMT_DT_Q5_0, 64) == FMT_DT_Q5_0);
 }
+
+/* ---- the legacy block kernels (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1): each SIMD level against the
+ * portable code on blocks that stress the edges (signed zeros in either order, one huge value,
+ * subnormals, constant and negative-only blocks, exact rounding ties, overflows) ---- */
+
+#define LEGACY_CASES 16
+
+/* Block `which` of the edge cases, 32 values. */
+static void legacy_edge_block(int which, float *x)
+{
+	for (int j = 0; j < 32; j++) {
+		switch (which) {
+		case 0: x[j] = 0.0f; break;
+		case 1: x[j] = -0.0f; break;
+		case 2: x[j] = j % 2 ? 0.0f : -0.0f; break;              /* -0 first */
+		case 3: x[j] = j % 2 ? -0.0f : 0.0f; break;              /* +0 first */
+		case 4: x[j] = j == 13 ? 30000.0f : 0.001f * (float)j; break;
+		case 5: x[j] = (float)(j + 1) * 1e-45f; break;             /* subnormals: 1/d overflows */
+		case 6: x[j] = (float)(j + 1) * 1.2e-38f; break;           /* tiny normals */
+		case 7: x[j] = 0.75f; break;
+		case 8: x[j] = -0.25f; break;
+		case 9: x[j] = -1.0f - 0.125f * (float)j; break;           /* negative only */
+		case 10: x[j] = 0.5f * (float)(j % 16) - 4.0f; break;      /* ties on the code grid */
+		case 11: x[j] = j == 31 ? -7.5f : (j == 0 ? 7.5f : 0.0f); break; /* extremes at the ends */
+		case 12: x[j] = j == 5 ? 1e10f : 1.0f; break;              /* F16 scale overflows */
+		case 13: x[j] = j % 2 ? 3e38f : -3e38f; break;             /* max - min overflows */
+		case 14: x[j] = j < 16 ? -0.0f : 2.0f; break;              /* min is -0 of a zero half */
+		default: x[j] = j % 3 == 0 ? 4.0f : -4.0f; break;          /* equal +-4 */
+		}
+	}
+}
+
+static void check_legacy_level(fmt_dtype t, int level)
+{
+	float x[32 * LEGACY_CASES];
+	uint8_t want[34 * LEGACY_CASES], got[34 * LEGACY_CASES];
+	const uint64_t bb = fmt_dtype_get(t)->block_bits / 8;
+	for (int c = 0; c < LEGACY_CASES; c++) {
+		legacy_edge_block(c, x + 32 * c);
+		for (int s = 0; s < 2; s++) {  /* alone, and in a run after the case before */
+			const float *row = x + 32 * (c - s);
+			if (c - s < 0)
+				continue;
+			int redo[2] = { -1, -1 };
+			fmt_kind k[2];
+			for (int pass = 0; pass < 2; pass++) {
+				fmt_err e;
+				fmt_err_clear(&e);
+				memset(pass ? got : want, 0xA5, sizeof want);
+				const int was = fmt_quant_use_simd(pass ? level : 0);
+				k[pass] = fmt_quantize_fused(t, row, pass ? got : want, 32 * (uint64_t)(s + 1), 0, &redo[pass], &e);
+				fmt_quant_use_simd(was);
+			}
+			char m[128];
+			snprintf(m, sizeof m, "%s edge block %d (run of %d) at SIMD level %d differs from portable",
+				 fmt_dtype_name(t), c, s + 1, level);
+			if (k[0] != k[1] || redo[0] != redo[1] || memcmp(want, got, bb * (uint64_t)(s + 1)) != 0)
+				unit_fail(__FILE__, __LINE__, m);
+		}
+	}
+}
+
+static void check_legacy_levels(fmt_dtype t)
+{
+	for (int level = 1; level <= 2; level++)
+		check_legacy_level(t, level);
+}
+
+TEST(quant_legacy_simd_edges_q8_0) { check_legacy_levels(FMT_DT_Q8_0); }
+TEST(quant_legacy_simd_edges_q4_0) { check_legacy_levels(FMT_DT_Q4_0); }
+TEST(quant_legacy_simd_edges_q4_1) { check_legacy_levels(FMT_DT_Q4_1); }
+TEST(quant_legacy_simd_edges_q5_0) { check_legacy_levels(FMT_DT_Q5_0); }
+TEST(quant_legacy_simd_edges_q5_1) { check_legacy_levels(FMT_DT_Q5_1); }
