@@ -50,6 +50,8 @@ int fmt_quant_simd_level(void);
 int fmt_qkx2_lanes(int ngroups, int n, int nmax, const float *x, const float *weights, uint8_t *L, float *scales,
 		   float *mins, float rmin, float rdelta, int nstep, int use_mad);
 int fmt_qx_lanes(int ngroups, int n, int nmax, const float *x, const float *qw, int8_t *L, float *scales);
+/* make_q3_quants (weights x^2) likewise: the groups done, from the first. */
+int fmt_q3_lanes(int ngroups, int n, int nmax, const float *x, int8_t *L, float *scales);
 int fmt_iq4_lanes(int ngroups, const float *x, const float *weight, int tries, float *scales);
 
 /* Element-wise codes with SIMD lanes, 1 when done (n a multiple of the lanes), else 0 and the

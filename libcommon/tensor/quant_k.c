@@ -435,8 +435,9 @@ static void quantize_q3_k_block(const float *x, uint8_t *y)
 	float scales[QK_K / 16];
 	uint8_t *sc = y + 96;
 	float max_scale = 0, amax = 0;
-	for (int j = 0; j < QK_K / 16; ++j) {
+	for (int j = fmt_q3_lanes(QK_K / 16, 16, 4, x, L, scales); j < QK_K / 16; ++j)
 		scales[j] = make_q3_quants(16, 4, x + 16 * j, L + 16 * j);
+	for (int j = 0; j < QK_K / 16; ++j) {
 		const float scale = fabsf(scales[j]);
 		if (scale > amax) {
 			amax = scale;

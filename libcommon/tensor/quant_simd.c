@@ -460,6 +460,23 @@ int fmt_qx_lanes(int ngroups, int n, int nmax, const float *x, const float *qw, 
 	return done;
 }
 
+int fmt_q3_lanes(int ngroups, int n, int nmax, const float *x, int8_t *L, float *scales)
+{
+	int done = 0;
+#ifdef QUANT_SIMD
+	for (int w; n <= 32 && (w = lanes_for(ngroups - done)) > 0; done += w) {
+		const size_t at = (size_t)done * (size_t)n;
+		if (w == 16)
+			q3_avx512(n, nmax, x + at, L + at, scales + done);
+		else
+			q3_avx2(n, nmax, x + at, L + at, scales + done);
+	}
+#else
+	(void)n, (void)nmax, (void)x, (void)L, (void)scales, (void)ngroups;
+#endif
+	return done;
+}
+
 int fmt_iq4_lanes(int ngroups, const float *x, const float *weight, int tries, float *scales)
 {
 	int done = 0;
