@@ -202,41 +202,7 @@ static int scale_and_inverse(float d, uint16_t *h, float *id)
 	return (fmt_f32_bits(*id) & 0x7F800000u) == 0x7F800000u ? -1 : 1;
 }
 
-/* Q4_0 (q4_0_block of quant.c): 1 when written, 0 when the block has an infinite or NaN
- * element or its F16 scale overflows (nothing useful written), -1 when 1/d overflows (a block
- * of subnormals: the portable code does it). */
-static LEGACY int q4_0_avx2(const float *x, uint8_t *dst)
-{
-	__m256 v[4], a[4];
-	if (!load32_avx2(x, v))
-		return 0;
-	const float amax = absmax32_avx2(v, a);
-	float max = 0.0f;  /* all zero: the scalar search keeps its +0 */
-	if (amax > 0.0f) {
-		const __m256 target = _mm256_set1_ps(amax);
-		uint32_t hits = 0;
-		for (int k = 0; k < 4; ++k)
-			hits |= (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(a[k], target, _CMP_EQ_OQ)) << (8 * k);
-		max = x[__builtin_ctz(hits)];
-	}
-	uint16_t h;
-	float id;
-	const int scaled = scale_and_inverse(max / -8.0f, &h, &id);
-	if (scaled != 1)
-		return scaled;
-	fmt_wr_u16(dst, h);
-	const __m256 vid = _mm256_set1_ps(id), half = _mm256_set1_ps(8.5f);
-	__m256i q[4];
-	for (int k = 0; k < 4; ++k)
-		q[k] = _mm256_min_epi32(_mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(v[k], vid), half)),
-					_mm256_set1_epi32(15));
-	const __m256i lo = _mm256_or_si256(q[0], _mm256_slli_epi32(q[2], 4));
-	const __m256i hi = _mm256_or_si256(q[1], _mm256_slli_epi32(q[3], 4));
-	_mm_storeu_si128((__m128i *)(void *)(dst + 2), bytes16_avx2(lo, hi));
-	return 1;
-}
-
-/* Q8_0 (q8_0_block of quant.c), the same answers as q4_0_avx2. */
+/* Q8_0 (q8_0_block of quant.c), the same answers as signed32_avx2 below. */
 static LEGACY int q8_0_avx2(const float *x, uint8_t *dst)
 {
 	__m256 v[4], a[4];
@@ -276,6 +242,14 @@ static LEGACY float first_equal_avx2(const float *x, const __m256 v[4], float m)
 	return x[__builtin_ctz(hits)];
 }
 
+/* Codes 0..15 of j and j + 16 as the nibbles of byte j. */
+static LEGACY void nibbles_avx2(const __m256i q[4], uint8_t *qs)
+{
+	const __m256i lo = _mm256_or_si256(q[0], _mm256_slli_epi32(q[2], 4));
+	const __m256i hi = _mm256_or_si256(q[1], _mm256_slli_epi32(q[3], 4));
+	_mm_storeu_si128((__m128i *)(void *)qs, bytes16_avx2(lo, hi));
+}
+
 /* Low nibbles of codes j | j + 16 << 4 at qs, and the fifth bits (bit j of u32 qh) at qh_at:
  * pack_5bit of quant.c. */
 static LEGACY void pack5_avx2(const __m256i q[4], uint8_t *qh_at, uint8_t *qs)
@@ -290,31 +264,33 @@ static LEGACY void pack5_avx2(const __m256i q[4], uint8_t *qh_at, uint8_t *qs)
 	fmt_wr_u32(qh_at, qh);
 }
 
-/* Q5_0 (q5_0_block of quant.c), the same answers as q4_0_avx2. */
-static LEGACY int q5_0_avx2(const float *x, uint8_t *dst)
+/* Q4_0 and Q5_0 (q4_0_block, q5_0_block of quant.c): d = the first element of largest
+ * magnitude / -half_range, codes MIN(top, x/d + half_range + 0.5) (that sum lies in
+ * [0, 2 half_range + 0.5]: a truncation and a clamp). 1 when the scale is written, 0 when the
+ * block has an infinite or NaN element or its F16 scale overflows (nothing useful written), -1
+ * when 1/d overflows (a block of subnormals: the portable code does these). */
+static LEGACY int signed32_avx2(const float *x, float half_range, int top, uint8_t *dst, __m256i q[4])
 {
 	__m256 v[4], a[4];
 	if (!load32_avx2(x, v))
 		return 0;
 	const float amax = absmax32_avx2(v, a);
-	const float max = amax > 0.0f ? first_equal_avx2(x, a, amax) : 0.0f;
+	const float max = amax > 0.0f ? first_equal_avx2(x, a, amax) : 0.0f;  /* all zero: +0 */
 	uint16_t h;
 	float id;
-	const int scaled = scale_and_inverse(max / -16.0f, &h, &id);
+	const int scaled = scale_and_inverse(max / -half_range, &h, &id);
 	if (scaled != 1)
 		return scaled;
 	fmt_wr_u16(dst, h);
-	const __m256 vid = _mm256_set1_ps(id), half = _mm256_set1_ps(16.5f);
-	__m256i q[4];
-	for (int k = 0; k < 4; ++k)  /* x/d + 16.5 lies in [0, 32.5]: truncation and a clamp */
-		q[k] = _mm256_min_epi32(_mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(v[k], vid), half)),
-					_mm256_set1_epi32(31));
-	pack5_avx2(q, dst + 2, dst + 6);
+	const __m256 vid = _mm256_set1_ps(id), add = _mm256_set1_ps(half_range + 0.5f);
+	for (int k = 0; k < 4; ++k)
+		q[k] = _mm256_min_epi32(_mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(v[k], vid), add)),
+					_mm256_set1_epi32(top));
 	return 1;
 }
 
 /* Q4_1 and Q5_1 (q4_1_block, q5_1_block of quant.c): the codes (x - min)/d + 0.5 truncated,
- * clamped to clamp (Q4_1) or not (clamp 0, Q5_1); answers as q4_0_avx2. */
+ * clamped to clamp (Q4_1) or not (clamp 0, Q5_1); answers as signed32_avx2. */
 static LEGACY int affine32_avx2(const float *x, float top, int clamp, uint8_t *dst, __m256i q[4])
 {
 	__m256 v[4];
@@ -348,25 +324,25 @@ static LEGACY int affine32_avx2(const float *x, float top, int clamp, uint8_t *d
 	return 1;
 }
 
-static LEGACY int q4_1_avx2(const float *x, uint8_t *dst)
+/* One block of Q4_0, Q5_0, Q4_1 or Q5_1 (t), the answers of signed32_avx2. */
+static LEGACY int nibble_block_avx2(fmt_dtype t, const float *x, uint8_t *dst)
 {
 	__m256i q[4];
-	const int done = affine32_avx2(x, 15.0f, 15, dst, q);
-	if (done == 1) {
-		const __m256i lo = _mm256_or_si256(q[0], _mm256_slli_epi32(q[2], 4));
-		const __m256i hi = _mm256_or_si256(q[1], _mm256_slli_epi32(q[3], 4));
-		_mm_storeu_si128((__m128i *)(void *)(dst + 4), bytes16_avx2(lo, hi));
-	}
-	return done;
-}
-
-static LEGACY int q5_1_avx2(const float *x, uint8_t *dst)
-{
-	__m256i q[4];
-	const int done = affine32_avx2(x, 31.0f, 0, dst, q);
-	if (done == 1)
-		pack5_avx2(q, dst + 4, dst + 8);
-	return done;
+	const int with_min = t == FMT_DT_Q4_1 || t == FMT_DT_Q5_1, five_bits = t == FMT_DT_Q5_0 || t == FMT_DT_Q5_1;
+	const float top = five_bits ? 31.0f : 15.0f;
+	int done;
+	if (with_min)
+		done = affine32_avx2(x, top, five_bits ? 0 : 15, dst, q);
+	else
+		done = signed32_avx2(x, five_bits ? 16.0f : 8.0f, (int)top, dst, q);
+	if (done != 1)
+		return done;
+	uint8_t *codes = dst + (with_min ? 4 : 2);
+	if (five_bits)
+		pack5_avx2(q, codes, codes + 4);
+	else
+		nibbles_avx2(q, codes);
+	return 1;
 }
 #endif
 
@@ -495,14 +471,6 @@ int fmt_iq4_lanes(int ngroups, const float *x, const float *weight, int tries, f
 }
 
 #ifdef QUANT_SIMD
-static __attribute__((target("avx2"))) uint64_t q4_0_run_avx2(const float *x, uint8_t *dst, uint64_t nblocks)
-{
-	uint64_t b = 0;
-	while (b < nblocks && q4_0_avx2(x + 32 * b, dst + 18 * b) == 1)
-		b++;
-	return b;
-}
-
 static __attribute__((target("avx2"))) uint64_t q8_0_run_avx2(const float *x, uint8_t *dst, uint64_t nblocks)
 {
 	uint64_t b = 0;
@@ -511,35 +479,26 @@ static __attribute__((target("avx2"))) uint64_t q8_0_run_avx2(const float *x, ui
 	return b;
 }
 
-/* The blocks of the run of (x, dst) that kernel writes, up to the first it leaves to the
- * portable code. */
-#define LEGACY_RUN(name, kernel, bytes)                                                          \
-	static __attribute__((target("avx2"))) uint64_t name(const float *x, uint8_t *dst, uint64_t nblocks) \
-	{                                                                                        \
-		uint64_t b = 0;                                                                  \
-		while (b < nblocks && kernel(x + 32 * b, dst + (bytes) * b) == 1)                \
-			b++;                                                                     \
-		return b;                                                                        \
-	}
-LEGACY_RUN(q5_0_run_avx2, q5_0_avx2, 22)
-LEGACY_RUN(q4_1_run_avx2, q4_1_avx2, 20)
-LEGACY_RUN(q5_1_run_avx2, q5_1_avx2, 24)
+/* The blocks of the run of (x, dst) of Q4_0, Q5_0, Q4_1 or Q5_1 (blocks of `bytes`) that the
+ * kernel writes, up to the first it leaves to the portable code. */
+static __attribute__((target("avx2"))) uint64_t nibble_run_avx2(fmt_dtype t, uint64_t bytes, const float *x, uint8_t *dst,
+								 uint64_t nblocks)
+{
+	uint64_t b = 0;
+	while (b < nblocks && nibble_block_avx2(t, x + 32 * b, dst + bytes * b) == 1)
+		b++;
+	return b;
+}
 #endif
 
 uint64_t fmt_legacy_blocks_lanes(fmt_dtype t, const float *x, uint8_t *dst, uint64_t nblocks)
 {
 #ifdef QUANT_SIMD
 	if (fmt_quant_simd_level() >= 1) {
-		if (t == FMT_DT_Q4_0)
-			return q4_0_run_avx2(x, dst, nblocks);
 		if (t == FMT_DT_Q8_0)
 			return q8_0_run_avx2(x, dst, nblocks);
-		if (t == FMT_DT_Q5_0)
-			return q5_0_run_avx2(x, dst, nblocks);
-		if (t == FMT_DT_Q4_1)
-			return q4_1_run_avx2(x, dst, nblocks);
-		if (t == FMT_DT_Q5_1)
-			return q5_1_run_avx2(x, dst, nblocks);
+		if (t == FMT_DT_Q4_0 || t == FMT_DT_Q5_0 || t == FMT_DT_Q4_1 || t == FMT_DT_Q5_1)
+			return nibble_run_avx2(t, fmt_dtype_get(t)->block_bits / 8, x, dst, nblocks);
 	}
 #else
 	(void)t, (void)x, (void)dst, (void)nblocks;
