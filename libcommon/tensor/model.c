@@ -403,28 +403,6 @@ fmt_kind fmt_tensor_each_chunk(const fmt_model *m, const fmt_tensor *t, fmt_chun
 	return r;
 }
 
-fmt_kind fmt_tensor_each_mapped_chunk(const fmt_model *m, const fmt_tensor *t, fmt_chunk_fn fn, void *ctx,
-				      fmt_err *e)
-{
-	fmt_source *s = NULL;
-	if (t->data || t->reader || t->nbytes == 0 || tensor_source(m, t, &s, e) != FMT_OK || s->sequential)
-		return fmt_tensor_each_chunk(m, t, fn, ctx, e);
-	const uint8_t *bytes;
-	fmt_err ignored;
-	if (fmt_source_view(s, t->offset, t->nbytes, &bytes, &ignored) != FMT_OK)
-		return fmt_tensor_each_chunk(m, t, fn, ctx, e);   /* no room to map: read instead */
-	uint64_t chunk = stream_chunk(t), page = (uint64_t)sysconf(_SC_PAGESIZE);
-	fmt_kind r = FMT_OK;
-	for (uint64_t off = 0; r == FMT_OK && off < t->nbytes; off += chunk) {
-		size_t n = (size_t)(t->nbytes - off < chunk ? t->nbytes - off : chunk);
-		r = fn(ctx, bytes + off, n, e);
-		/* from a page back, so that the page the last piece ended in goes too */
-		uint64_t from = off > page ? off - page : 0;
-		fmt_source_drop(s, bytes + from, (size_t)(off + n - from));
-	}
-	return r;
-}
-
 static fmt_kind write_chunk(void *sink, const uint8_t *bytes, size_t n, fmt_err *e)
 {
 	return fmt_sink_write(sink, bytes, n, e);

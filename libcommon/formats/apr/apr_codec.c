@@ -280,9 +280,12 @@ fmt_kind fmt_apr_compress_tensor(const fmt_model *m, const fmt_tensor *t, apr_co
 	frame_writer w = { .codec = codec, .o = o, .total = t->nbytes };
 	fmt_kind k = codec == APR_CODEC_ZSTD ? zstd_begin(&w, t, level, workers, e) : lz4_begin(&w, t, level, e);
 	if (k == FMT_OK) {
+		/* Read into one reused buffer, not through the input's mapping: copying 1 GB of page
+		 * cache out of a mapping cost 0.58 s CPU on the 2-core bench VM (a fault per fresh
+		 * page), pread into a reused buffer and copying 0.13 s. */
 		const fmt_model *from = m;
 		const fmt_tensor *bytes = fmt_tensor_same_bytes(&from, t);
-		k = fmt_tensor_each_mapped_chunk(from, bytes, frame_chunk, &w, e);
+		k = fmt_tensor_each_chunk(from, bytes, frame_chunk, &w, e);
 	}
 	if (k == FMT_OK)
 		k = frame_end(&w, e);

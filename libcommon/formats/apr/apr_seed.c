@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 #include "fmt/checked.h"
 #include "fmt/shardset.h"
@@ -882,36 +881,16 @@ static fmt_kind write_streaming(const fmt_model *m, fmt_sink *k, seed_plan *p, c
 }
 
 /* Compressed into a file: segments first (sizes learnt on the way), the index patched in,
- * then the checksum over what the file holds. */
-#define READBACK_WINDOW (4u << 20)
-
-/* The bytes just written are in the page cache: hash them through short mappings, a window at a
- * time (no copy, and resident memory stays flat); returns how far it got (0 if it cannot map). */
-static uint64_t hash_mapped(int fd, uint64_t n, XXH3_state_t *h)
-{
-	uint64_t off = 0;
-	while (off < n) {
-		size_t len = n - off < READBACK_WINDOW ? (size_t)(n - off) : READBACK_WINDOW;
-		void *p = mmap(NULL, len, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, (off_t)off);
-		if (p == MAP_FAILED)
-			break;
-		apr_xxh3_update(h, p, len);
-		munmap(p, len);
-		off += len;
-	}
-	return off;
-}
-
+ * then the checksum over what the file holds. The bytes just written are in the page cache:
+ * read back in VERIFY_CHUNK pieces into one reused buffer (1 GB: 0.07 s CPU from an ext4
+ * file's cache on the 2-core bench VM; through 4 MiB mappings 0.36 s, a fault per fresh page). */
 static fmt_kind hash_written(fmt_sink *k, uint64_t n, XXH3_state_t *h, fmt_err *e)
 {
-	uint64_t mapped = hash_mapped(k->fd, n, h);
-	if (mapped == n)
-		return FMT_OK;
 	uint8_t *buf = malloc(VERIFY_CHUNK);
 	if (!buf)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	fmt_kind r = FMT_OK;
-	for (uint64_t off = mapped; r == FMT_OK && off < n;) {
+	for (uint64_t off = 0; r == FMT_OK && off < n;) {
 		size_t part = n - off < VERIFY_CHUNK ? (size_t)(n - off) : VERIFY_CHUNK;
 		ssize_t got = pread(k->fd, buf, part, (off_t)off);
 		if (got < 0 && errno == EINTR)

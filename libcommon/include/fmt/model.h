@@ -176,13 +176,6 @@ typedef fmt_kind (*fmt_chunk_fn)(void *ctx, const uint8_t *bytes, size_t n, fmt_
 fmt_kind fmt_tensor_each_chunk(const fmt_model *m, const fmt_tensor *t, fmt_chunk_fn fn, void *ctx,
 			       fmt_err *e);
 
-/* The same, but the pieces of a tensor that is a plain slice of a file come straight from the
- * file's mapping (no copy) and each piece's pages are dropped once fn returns, so resident memory
- * stays flat: for a consumer that copies the bytes anyway (a compressor's input buffer). Other
- * tensors, or a file that cannot be mapped, go as fmt_tensor_each_chunk. */
-fmt_kind fmt_tensor_each_mapped_chunk(const fmt_model *m, const fmt_tensor *t, fmt_chunk_fn fn, void *ctx,
-				      fmt_err *e);
-
 /* Write the tensors order[0..n) back to back from k's current end, in bounded chunks. Tensors
  * of a sequential input are read in fmt_model_read_order and placed with fmt_sink_write_at
  * when that differs from order (a file output only). With threads > 1 and a file output (and

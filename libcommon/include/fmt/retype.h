@@ -41,8 +41,8 @@ fmt_kind fmt_model_add_retyped_weighted(fmt_model *out, const fmt_model *in, con
 					fmt_pool *pool, fmt_err *e);
 
 /* The tensor whose bytes t's are unchanged (t itself, or the source of a retype to the same
- * dtype, followed down), with its model in *m: a writer can then take them straight from the
- * input file (fmt_tensor_each_mapped_chunk). */
+ * dtype, followed down), with its model in *m: a writer can then read them straight from the
+ * input file, not through the conversion's copy. */
 const fmt_tensor *fmt_tensor_same_bytes(const fmt_model **m, const fmt_tensor *t);
 
 /* 1 when t's bytes can be read in any range, by several threads at once and in any order: plain
