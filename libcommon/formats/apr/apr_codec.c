@@ -1,10 +1,12 @@
 /* APR tensor segments: the hashed output every APR writer goes through, and per-tensor LZ4 and
  * zstd frames (specs/apr.md A.4), compressed while streaming and decompressed on demand. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <lz4frame.h>
 #include <zlib.h>
+#define ZSTD_STATIC_LINKING_ONLY   /* ZSTD_getFrameProgression */
 #include <zstd.h>
 #include "fmt/checked.h"
 #include "fmt/retype.h"
@@ -166,6 +168,8 @@ typedef struct frame_writer {
 	size_t cap, held;              /* held: zstd's output in buf not yet emitted */
 	uint64_t stored;
 	uint64_t fed, total;           /* input bytes given so far, and in all */
+	int workers;                   /* zstd runs jobs on threads of its own */
+	uint64_t loaded;               /* input bytes zstd took in (jobs of APR_ZSTD_JOB are cut from them) */
 } frame_writer;
 
 static fmt_kind emit(frame_writer *w, const void *p, size_t n, fmt_err *e)
@@ -177,14 +181,58 @@ static fmt_kind emit(frame_writer *w, const void *p, size_t n, fmt_err *e)
 /* zstd's output is emitted in pieces a file sink writes as they are, not copied into its buffer */
 #define APR_ZSTD_EMIT FMT_SINK_PIECE
 
+/* A full job that no worker took yet: zstd cuts a job from every APR_ZSTD_JOB bytes it takes in,
+ * and counts the jobs it handed out. */
+static int job_waiting(const frame_writer *w)
+{
+	return w->workers && ZSTD_getFrameProgression(w->z).currentJobID < w->loaded / APR_ZSTD_JOB;
+}
+
+/* Given input while a job waits for a worker and every earlier job is out, zstd retries handing
+ * it over in a loop (POOL_tryAdd) until the worker that finished is back in its pool: at -T 1 on
+ * the loaded 2-core VM 0.4-0.65 s CPU per GB in pthread_mutex_lock/unlock, 120k tries for 1k
+ * jobs, and the worker may be waiting for this very CPU. So while a job waits zstd gets no input
+ * (it then hands the job over, waits for output, or returns at once) and this thread yields
+ * between the tries. Bounded: past it, zstd's own loop. */
+#define HANDOVER_TRIES 256
+
+static fmt_kind zstd_handover(frame_writer *w, fmt_err *e)
+{
+	for (int i = 0; i < HANDOVER_TRIES && job_waiting(w); i++) {
+		ZSTD_inBuffer none = { NULL, 0, 0 };
+		ZSTD_outBuffer out = { w->buf, w->cap, w->held };
+		size_t left = ZSTD_compressStream2(w->z, &out, &none, ZSTD_e_continue);
+		if (ZSTD_isError(left))
+			return fmt_fail(e, FMT_INTERNAL, "zstd: %s", ZSTD_getErrorName(left));
+		int output = out.pos != w->held;
+		w->held = out.pos;
+		if (w->held == w->cap) {
+			fmt_kind k = emit(w, w->buf, w->held, e);
+			w->held = 0;
+			if (k != FMT_OK)
+				return k;
+		}
+		if (!output)
+			sched_yield();
+	}
+	return FMT_OK;
+}
+
 static fmt_kind zstd_feed(frame_writer *w, const uint8_t *p, size_t n, ZSTD_EndDirective end, fmt_err *e)
 {
 	ZSTD_inBuffer in = { p, n, 0 };
 	for (;;) {
+		if (in.pos < in.size) {
+			fmt_kind k = zstd_handover(w, e);
+			if (k != FMT_OK)
+				return k;
+		}
 		ZSTD_outBuffer out = { w->buf, w->cap, w->held };
+		size_t before = in.pos;
 		size_t left = ZSTD_compressStream2(w->z, &out, &in, end);
 		if (ZSTD_isError(left))
 			return fmt_fail(e, FMT_INTERNAL, "zstd: %s", ZSTD_getErrorName(left));
+		w->loaded += in.pos - before;
 		int done = end == ZSTD_e_end ? left == 0 : in.pos == in.size;
 		w->held = out.pos;
 		if (w->held == w->cap || (done && end == ZSTD_e_end)) {
@@ -240,8 +288,8 @@ static fmt_kind zstd_begin(frame_writer *w, const fmt_tensor *t, int level, int 
 		return fmt_fail(e, FMT_USAGE, "zstd level %d is not accepted", level);
 	/* A libzstd built without threads refuses workers: its frames are then the single-threaded
 	 * ones, still the same for any -T. */
-	if (!ZSTD_isError(ZSTD_CCtx_setParameter(w->z, ZSTD_c_nbWorkers, workers > 1 ? workers : 1)) &&
-	    ZSTD_isError(ZSTD_CCtx_setParameter(w->z, ZSTD_c_jobSize, (int)APR_ZSTD_JOB)))
+	w->workers = !ZSTD_isError(ZSTD_CCtx_setParameter(w->z, ZSTD_c_nbWorkers, workers > 1 ? workers : 1));
+	if (w->workers && ZSTD_isError(ZSTD_CCtx_setParameter(w->z, ZSTD_c_jobSize, (int)APR_ZSTD_JOB)))
 		return fmt_fail(e, FMT_INTERNAL, "zstd refuses a job size of %u bytes", APR_ZSTD_JOB);
 	return FMT_OK;
 }
