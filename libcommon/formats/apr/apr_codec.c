@@ -185,7 +185,8 @@ static fmt_kind emit(frame_writer *w, const void *p, size_t n, fmt_err *e)
  * and counts the jobs it handed out. */
 static int job_waiting(const frame_writer *w)
 {
-	return w->workers && ZSTD_getFrameProgression(w->z).currentJobID < w->loaded / APR_ZSTD_JOB;
+	uint64_t cut = w->loaded / APR_ZSTD_JOB;
+	return w->workers && cut > 0 && ZSTD_getFrameProgression(w->z).currentJobID < cut;
 }
 
 /* Given input while a job waits for a worker and every earlier job is out, zstd retries handing
