@@ -1,6 +1,10 @@
 /* Writing .ald: header and card patched once the payload is known, the payload compressed as
  * it is produced (bounded memory), STREAMING chunks spilled to a temporary file until the index
- * that precedes them is complete, and the CRC-32 trailer read back over the whole file. */
+ * that precedes them is complete, and the CRC-32 trailer read back over the whole file. On two
+ * threads or more the payload's IPC bytes are hashed, compressed and written on a thread of
+ * their own while the caller encodes the next batch: the same bytes in the same order into the
+ * one compression stream, so the file is the same for any -T. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,10 +13,23 @@
 #include "fmt/checked.h"
 #include "fmt/crypto.h"
 #include "fmt/dataset.h"
+#include "fmt/thread.h"
 #include "compress.h"
 #include "ald_internal.h"
 
 #define HEADER 32
+#define PIPE_STACK (1u << 20)
+
+/* The payload thread: one buffer of IPC bytes at a time (the caller fills the other). */
+typedef struct pipe_state {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	fmt_sb job;                /* bytes being hashed, compressed and written */
+	int busy, stop;
+	fmt_kind k;                /* the first failure, e */
+	fmt_err e;
+} pipe_state;
 
 typedef struct writer {
 	const ald_opts *o;
@@ -31,6 +48,7 @@ typedef struct writer {
 	int ipc_open;
 	fmt_sb sb;
 	const struct fmt_ed25519_secret *sign; /* the signature block's key, or NULL */
+	pipe_state *pipe;          /* NULL: the payload is compressed on the calling thread */
 } writer;
 
 static fmt_kind emit(void *ctx, const uint8_t *p, size_t n, fmt_err *e)
@@ -45,16 +63,126 @@ static fmt_kind emit(void *ctx, const uint8_t *p, size_t n, fmt_err *e)
 	return FMT_OK;
 }
 
-/* Uncompressed IPC bytes in w->sb: hash, count, compress, and empty the buffer. */
+static fmt_kind hash_and_compress(writer *w, const fmt_sb *sb, fmt_err *e)
+{
+	fmt_kind k = fmt_sha256_update(&w->sha, sb->p, sb->len, e);
+	if (k == FMT_OK)
+		k = fmt_compressor_feed(&w->comp, (const uint8_t *)sb->p, sb->len, e);
+	return k;
+}
+
+static void *pipe_thread(void *arg)
+{
+	writer *w = arg;
+	pipe_state *p = w->pipe;
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		while (!p->busy && !p->stop)
+			pthread_cond_wait(&p->cond, &p->lock);
+		if (!p->busy)
+			break;
+		int failed = p->k != FMT_OK;
+		pthread_mutex_unlock(&p->lock);
+		fmt_err e;
+		fmt_kind k = failed ? FMT_OK : hash_and_compress(w, &p->job, &e);
+		pthread_mutex_lock(&p->lock);
+		if (k != FMT_OK) {
+			p->k = k;
+			p->e = e;
+		}
+		p->busy = 0;
+		pthread_cond_broadcast(&p->cond);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+/* Wait for the thread's buffer to be done (the payload thread holds the locked mutex). */
+static fmt_kind pipe_wait_locked(pipe_state *p, fmt_err *e)
+{
+	while (p->busy)
+		pthread_cond_wait(&p->cond, &p->lock);
+	if (p->k != FMT_OK)
+		*e = p->e;
+	return p->k;
+}
+
+/* Everything handed over is compressed and written: the compressor, the sink and the counts
+ * it updates are the caller's again. */
+static fmt_kind pipe_sync(writer *w, fmt_err *e)
+{
+	if (!w->pipe)
+		return FMT_OK;
+	pthread_mutex_lock(&w->pipe->lock);
+	fmt_kind k = pipe_wait_locked(w->pipe, e);
+	pthread_mutex_unlock(&w->pipe->lock);
+	return k;
+}
+
+/* The payload thread, when there are threads to spare; without one (it could not start) the
+ * caller compresses. */
+static fmt_kind pipe_start(writer *w, int threads, fmt_err *e)
+{
+	if (threads < 2)
+		return FMT_OK;
+	pipe_state *p = calloc(1, sizeof *p);
+	if (!p)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	w->pipe = p;
+	if (fmt_thread_start(&p->thread, PIPE_STACK, pipe_thread, w) != 0) {
+		w->pipe = NULL;
+		pthread_cond_destroy(&p->cond);
+		pthread_mutex_destroy(&p->lock);
+		free(p);
+	}
+	return FMT_OK;
+}
+
+static void pipe_stop(writer *w)
+{
+	pipe_state *p = w->pipe;
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stop = 1;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	pthread_join(p->thread, NULL);
+	pthread_cond_destroy(&p->cond);
+	pthread_mutex_destroy(&p->lock);
+	fmt_sb_free(&p->job);
+	free(p);
+	w->pipe = NULL;
+}
+
+/* Hand w->sb to the payload thread and take its finished buffer (kept allocated) to fill next. */
+static fmt_kind pipe_hand(writer *w, fmt_err *e)
+{
+	pipe_state *p = w->pipe;
+	pthread_mutex_lock(&p->lock);
+	fmt_kind k = pipe_wait_locked(p, e);
+	if (k == FMT_OK) {
+		fmt_sb done = p->job;
+		p->job = w->sb;
+		w->sb = done;
+		p->busy = 1;
+		pthread_cond_broadcast(&p->cond);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return k;
+}
+
+/* Uncompressed IPC bytes in w->sb: hash, count, compress (here or on the payload thread), and
+ * empty the buffer. */
 static fmt_kind drain(writer *w, fmt_err *e)
 {
 	if (w->sb.oom)
 		return fmt_fail(e, FMT_IO, "out of memory");
-	fmt_kind k = fmt_sha256_update(&w->sha, w->sb.p, w->sb.len, e);
-	if (k == FMT_OK)
-		k = fmt_compressor_feed(&w->comp, (const uint8_t *)w->sb.p, w->sb.len, e);
 	w->raw += w->sb.len;
 	w->chunk_raw += w->sb.len;
+	fmt_kind k = w->pipe ? pipe_hand(w, e) : hash_and_compress(w, &w->sb, e);
 	w->sb.len = 0;
 	return k;
 }
@@ -91,6 +219,8 @@ static fmt_kind stream_end(writer *w, fmt_err *e)
 	fmt_kind k = fmt_ipc_writer_end(&w->ipc, &w->sb, e);
 	if (k == FMT_OK)
 		k = drain(w, e);
+	if (k == FMT_OK)
+		k = pipe_sync(w, e);
 	if (k == FMT_OK)
 		k = fmt_compressor_end(&w->comp, e);
 	if (k == FMT_OK && w->spill)
@@ -288,10 +418,12 @@ static fmt_kind write_ald(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, 
 			r = fmt_fail(e, FMT_IO, "cannot create a temporary file for the chunks");
 			goto out;
 		}
-	} else if ((encrypting && (r = fmt_sink_write(k, enc.header, enc.header_len, e)) != FMT_OK) ||
-		   (r = stream_begin(&w, e)) != FMT_OK) {
+	} else if (encrypting && (r = fmt_sink_write(k, enc.header, enc.header_len, e)) != FMT_OK) {
 		goto out;
 	}
+	if ((r = pipe_start(&w, wo ? wo->threads : 1, e)) != FMT_OK ||
+	    (!w.spill && (r = stream_begin(&w, e)) != FMT_OK))
+		goto out;
 	for (;;) {
 		fmt_batch b;
 		int done;
@@ -318,6 +450,7 @@ static fmt_kind write_ald(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, 
 	if (r == FMT_OK)
 		r = finish(&w, meta_len, (uint16_t)block.len, flags, e);
 out:
+	pipe_stop(&w);
 	if (w.ipc_open)
 		fmt_ipc_writer_free(&w.ipc);
 	if (w.spill)

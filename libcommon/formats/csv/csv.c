@@ -102,7 +102,7 @@ void fmt_csv_state_free(csv_state *s)
 	fmt_sb_free(&s->rec);
 }
 
-static fmt_kind add_field(csv_state *s, size_t off, size_t len, int quoted, fmt_err *e)
+static fmt_kind add_field(csv_state *s, size_t off, size_t len, int quoted, int in_rec, fmt_err *e)
 {
 	if (s->n_fields == s->cap_fields) {
 		size_t cap = s->cap_fields ? 2 * s->cap_fields : 64;
@@ -115,7 +115,7 @@ static fmt_kind add_field(csv_state *s, size_t off, size_t len, int quoted, fmt_
 		s->fields = p;
 		s->cap_fields = cap;
 	}
-	s->fields[s->n_fields++] = (field_ref){ off, len, quoted };
+	s->fields[s->n_fields++] = (field_ref){ off, len, quoted, in_rec };
 	return FMT_OK;
 }
 
@@ -123,6 +123,30 @@ static fmt_kind syntax(csv_state *s, uint64_t line, size_t column, const char *w
 {
 	(void)s;
 	return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu, column %zu: %s", (unsigned long long)line, column, what);
+}
+
+/* The line feeds in p[0..n): quoted runs are mostly short and without one. */
+static uint64_t count_lf(const char *p, size_t n)
+{
+	uint64_t lines = 0;
+	for (const char *lf = memchr(p, '\n', n); lf; lf = memchr(lf + 1, '\n', (size_t)(p + n - lf - 1)))
+		lines++;
+	return lines;
+}
+
+/* A quoted field without a doubled quote (the usual one) is read in place: from pos (past the
+ * opening quote) to the closing quote. 1 when it is one (*end at its closing quote), 0 when it
+ * needs unescaping or more data first. */
+static int quoted_in_place(const csv_state *s, size_t pos, size_t *end)
+{
+	const char *q = memchr(s->in.buf + pos, '"', s->in.end - pos);
+	if (!q)
+		return 0;
+	size_t at = (size_t)(q - s->in.buf);
+	if (at + 1 < s->in.end ? s->in.buf[at + 1] == '"' : !s->in.eof)
+		return 0;
+	*end = at;
+	return 1;
 }
 
 /* The next record into s->fields (*got = 0 at the end of the data). Empty lines are skipped. */
@@ -146,11 +170,19 @@ restart:
 		goto restart;
 	}
 	for (;;) {
-		size_t column = s->n_fields + 1, off = s->rec.len, len;
-		int quoted = 0;
-		if (pos < s->in.end && s->in.buf[pos] == '"') {
-			uint64_t qline = line;
+		size_t column = s->n_fields + 1, off = s->rec.len, len, close;
+		int quoted = 0, in_rec = 0;
+		if (pos < s->in.end && s->in.buf[pos] == '"' && quoted_in_place(s, pos + 1, &close)) {
 			quoted = 1;
+			off = pos + 1;
+			len = close - off;
+			line += count_lf(s->in.buf + off, len);
+			pos = close + 1;
+			if (pos < s->in.end && s->in.buf[pos] != s->delim && s->in.buf[pos] != '\n' && s->in.buf[pos] != '\r')
+				return syntax(s, line, column, "characters after a closing quote", e);
+		} else if (pos < s->in.end && s->in.buf[pos] == '"') {
+			uint64_t qline = line;
+			quoted = in_rec = 1;
 			pos++;
 			for (;;) {
 				if (pos == s->in.end) {
@@ -173,11 +205,7 @@ restart:
 				/* a run up to the next quote in one copy */
 				const char *q = memchr(s->in.buf + pos, '"', s->in.end - pos);
 				size_t run = q ? (size_t)(q - (s->in.buf + pos)) : s->in.end - pos;
-				/* line feeds in it: runs are mostly short and without one */
-				const char *run_end = s->in.buf + pos + run;
-				for (const char *lf = memchr(s->in.buf + pos, '\n', run); lf;
-				     lf = memchr(lf + 1, '\n', (size_t)(run_end - lf - 1)))
-					line++;
+				line += count_lf(s->in.buf + pos, run);
 				fmt_sb_put(&s->rec, s->in.buf + pos, run);
 				pos += run;
 				(void)c;
@@ -195,7 +223,7 @@ restart:
 				goto more;
 			len = pos - off;
 		}
-		if ((k = add_field(s, off, len, quoted, e)) != FMT_OK)
+		if ((k = add_field(s, off, len, quoted, in_rec, e)) != FMT_OK)
 			return k;
 		if (pos < s->in.end && s->in.buf[pos] == s->delim) {
 			pos++;
@@ -231,7 +259,7 @@ more:
 static const char *field_ptr(const csv_state *s, size_t i)
 {
 	const field_ref *f = &s->fields[i];
-	return !f->quoted ? s->in.buf + f->off : s->rec.p ? s->rec.p + f->off : "";
+	return !f->in_rec ? s->in.buf + f->off : s->rec.p ? s->rec.p + f->off : "";
 }
 
 static int is_null(const csv_state *s, size_t i)

@@ -12,7 +12,8 @@
 
 typedef struct field_ref {
 	size_t off, len;
-	int quoted;            /* unescaped into rec; otherwise read in place in buf */
+	int quoted;            /* was in quotes (never null) */
+	int in_rec;            /* unescaped into rec (it had a doubled quote); otherwise read in place in buf */
 } field_ref;
 
 struct csv_par;

@@ -30,11 +30,20 @@ static inline void fmt_sb_commit(fmt_sb *b, size_t n)
 static inline void fmt_sb_add(fmt_sb *b, const char *s, size_t n)
 {
 	if (b->cap - b->len > n && !b->oom) {
-		if (n <= 16)
-			for (size_t i = 0; i < n; i++) /* short pieces: no call */
-				b->p[b->len + i] = s[i];
-		else
-			memcpy(b->p + b->len, s, n);
+		char *at = b->p + b->len;
+		/* short pieces without a call: two overlapping words, the first and the last */
+		if (n >= 8 && n <= 16) {
+			memcpy(at, s, 8);
+			memcpy(at + n - 8, s + n - 8, 8);
+		} else if (n >= 4 && n < 8) {
+			memcpy(at, s, 4);
+			memcpy(at + n - 4, s + n - 4, 4);
+		} else if (n < 4) {
+			for (size_t i = 0; i < n; i++)
+				at[i] = s[i];
+		} else {
+			memcpy(at, s, n);
+		}
 		b->len += n;
 		b->p[b->len] = '\0';
 		return;
