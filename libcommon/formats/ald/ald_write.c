@@ -97,7 +97,7 @@ static void *pipe_thread(void *arg)
 	return NULL;
 }
 
-/* Wait for the thread's buffer to be done (the payload thread holds the locked mutex). */
+/* Wait for the thread's buffer to be done (the caller holds p->lock). */
 static fmt_kind pipe_wait_locked(pipe_state *p, fmt_err *e)
 {
 	while (p->busy)

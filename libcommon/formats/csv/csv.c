@@ -178,8 +178,6 @@ restart:
 			len = close - off;
 			line += count_lf(s->in.buf + off, len);
 			pos = close + 1;
-			if (pos < s->in.end && s->in.buf[pos] != s->delim && s->in.buf[pos] != '\n' && s->in.buf[pos] != '\r')
-				return syntax(s, line, column, "characters after a closing quote", e);
 		} else if (pos < s->in.end && s->in.buf[pos] == '"') {
 			uint64_t qline = line;
 			quoted = in_rec = 1;
@@ -208,10 +206,7 @@ restart:
 				line += count_lf(s->in.buf + pos, run);
 				fmt_sb_put(&s->rec, s->in.buf + pos, run);
 				pos += run;
-				(void)c;
 			}
-			if (pos < s->in.end && s->in.buf[pos] != s->delim && s->in.buf[pos] != '\n' && s->in.buf[pos] != '\r')
-				return syntax(s, line, column, "characters after a closing quote", e);
 			len = s->rec.len - off;
 		} else {
 			/* in place: buf moves only in refill, which starts the record again */
@@ -223,6 +218,9 @@ restart:
 				goto more;
 			len = pos - off;
 		}
+		if (quoted && pos < s->in.end && s->in.buf[pos] != s->delim && s->in.buf[pos] != '\n' &&
+		    s->in.buf[pos] != '\r')
+			return syntax(s, line, column, "characters after a closing quote", e);
 		if ((k = add_field(s, off, len, quoted, in_rec, e)) != FMT_OK)
 			return k;
 		if (pos < s->in.end && s->in.buf[pos] == s->delim) {
