@@ -147,72 +147,84 @@ void fmt_pool_run(fmt_pool *p, size_t n, fmt_task_fn fn, void *ctx)
 	pthread_mutex_unlock(&p->run);
 }
 
-/* A few freed task buffers, kept for the next task. Each buffer starts with a header that holds
- * its capacity (SCRATCH_HEADER bytes, so that the buffer keeps malloc's alignment). */
-#define SCRATCH_SLOTS 4
-#define SCRATCH_HEADER 64
-#define SCRATCH_KEEP_MAX (4u << 20)   /* larger buffers go back to malloc */
+/* Each kept buffer starts with a header that holds its capacity (FMT_KEEP_HEADER bytes, so that
+ * the buffer keeps malloc's alignment). */
+#define FMT_KEEP_HEADER 64
 
-static pthread_mutex_t scratch_lock = PTHREAD_MUTEX_INITIALIZER;
-static void *scratch_kept[SCRATCH_SLOTS];
-
-static size_t scratch_cap(const void *block)
+static size_t keep_cap(const void *block)
 {
 	size_t cap;
 	memcpy(&cap, block, sizeof cap);
 	return cap;
 }
 
-void *fmt_scratch_take(size_t n)
+void *fmt_keep_take(fmt_keep *k, size_t n)
 {
 	void *best = NULL;
 	int at = -1;
-	pthread_mutex_lock(&scratch_lock);
-	for (int i = 0; i < SCRATCH_SLOTS; i++)   /* the smallest kept buffer that holds n */
-		if (scratch_kept[i] && scratch_cap(scratch_kept[i]) >= n &&
-		    (!best || scratch_cap(scratch_kept[i]) < scratch_cap(best))) {
-			best = scratch_kept[i];
+	pthread_mutex_lock(&k->lock);
+	for (int i = 0; i < k->slots; i++)   /* the smallest kept buffer that holds n */
+		if (k->kept[i] && keep_cap(k->kept[i]) >= n && (!best || keep_cap(k->kept[i]) < keep_cap(best))) {
+			best = k->kept[i];
 			at = i;
 		}
-	if (at >= 0)
-		scratch_kept[at] = NULL;
-	pthread_mutex_unlock(&scratch_lock);
+	if (at >= 0) {
+		k->kept[at] = NULL;
+		k->bytes -= keep_cap(best);
+	}
+	pthread_mutex_unlock(&k->lock);
 	if (!best) {
-		if (n > SIZE_MAX - SCRATCH_HEADER || !(best = malloc(n + SCRATCH_HEADER)))
+		if (n > SIZE_MAX - FMT_KEEP_HEADER || !(best = malloc(n + FMT_KEEP_HEADER)))
 			return NULL;
 		memcpy(best, &n, sizeof n);
 	}
-	return (char *)best + SCRATCH_HEADER;
+	return (char *)best + FMT_KEEP_HEADER;
 }
 
 /* The slot a buffer of cap bytes goes to: an empty one, else the one with the smallest buffer
- * if that is smaller; -1 for none. Called with scratch_lock held. */
-static int scratch_slot_for(size_t cap)
+ * if that is smaller; -1 for none. Called with k->lock held. */
+static int keep_slot_for(const fmt_keep *k, size_t cap)
 {
 	int smallest = 0;
-	for (int i = 0; i < SCRATCH_SLOTS; i++) {
-		if (!scratch_kept[i])
+	for (int i = 0; i < k->slots; i++) {
+		if (!k->kept[i])
 			return i;
-		if (scratch_cap(scratch_kept[i]) < scratch_cap(scratch_kept[smallest]))
+		if (keep_cap(k->kept[i]) < keep_cap(k->kept[smallest]))
 			smallest = i;
 	}
-	return scratch_cap(scratch_kept[smallest]) < cap ? smallest : -1;
+	return keep_cap(k->kept[smallest]) < cap ? smallest : -1;
+}
+
+void fmt_keep_give(fmt_keep *k, void *p)
+{
+	if (!p)
+		return;
+	void *block = (char *)p - FMT_KEEP_HEADER;
+	size_t cap = keep_cap(block);
+	if (cap <= k->keep_max) {
+		pthread_mutex_lock(&k->lock);
+		int at = keep_slot_for(k, cap);
+		size_t out = at >= 0 && k->kept[at] ? keep_cap(k->kept[at]) : 0;
+		if (at >= 0 && k->bytes - out + cap <= k->bytes_max) {
+			void *old = k->kept[at];
+			k->kept[at] = block;
+			k->bytes = k->bytes - out + cap;
+			block = old;
+		}
+		pthread_mutex_unlock(&k->lock);
+	}
+	free(block);
+}
+
+/* A few freed task buffers, kept for the next task. */
+static fmt_keep scratch = FMT_KEEP_INIT(4, 4u << 20, 16u << 20);
+
+void *fmt_scratch_take(size_t n)
+{
+	return fmt_keep_take(&scratch, n);
 }
 
 void fmt_scratch_give(void *p)
 {
-	if (!p)
-		return;
-	void *block = (char *)p - SCRATCH_HEADER;
-	if (scratch_cap(block) <= SCRATCH_KEEP_MAX) {
-		pthread_mutex_lock(&scratch_lock);
-		int at = scratch_slot_for(scratch_cap(block));
-		if (at >= 0) {
-			void *out = scratch_kept[at];
-			scratch_kept[at] = block;
-			block = out;
-		}
-		pthread_mutex_unlock(&scratch_lock);
-	}
-	free(block);
+	fmt_keep_give(&scratch, p);
 }

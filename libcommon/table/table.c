@@ -1,11 +1,13 @@
 /* Schemas, record batches and their checks: what every table driver produces and every tool
  * reads (fmt/table.h). */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/checked.h"
 #include "fmt/encrypt.h"
 #include "fmt/out.h"
 #include "fmt/table.h"
+#include "fmt/thread.h"
 
 static const struct { const char *name; size_t width; } ctypes[] = {
 	[FMT_C_BOOL] = { "bool", 0 },
@@ -225,10 +227,35 @@ fmt_kind fmt_batch_init(fmt_batch *b, size_t n_columns, fmt_err *e)
 	return FMT_OK;
 }
 
+/* The batch buffers kept for the next batches: a few batches of a reader's columns. */
+static fmt_keep batch_keep = FMT_KEEP_INIT(FMT_KEEP_SLOTS_MAX, 8u << 20, 48u << 20);
+
+void *fmt_batch_buffer(size_t n)
+{
+	/* sizes rounded up, so that a kept buffer holds the next batch's slightly larger column */
+	size_t step = n >= (1u << 20) ? (size_t)1 << 16 : (size_t)1 << 12;
+	return fmt_keep_take(&batch_keep, n > SIZE_MAX - step ? n : (n + step - 1) & ~(step - 1));
+}
+
+void fmt_batch_buffer_free(void *p)
+{
+	fmt_keep_give(&batch_keep, p);
+}
+
+/* An owned pointer with its lowest bit set (malloc's alignment leaves it clear) is a kept
+ * buffer: it goes back to batch_keep. */
+static void owned_free(void *p)
+{
+	if ((uintptr_t)p & 1)
+		fmt_batch_buffer_free((char *)p - 1);
+	else
+		free(p);
+}
+
 void fmt_batch_free(fmt_batch *b)
 {
 	for (size_t i = 0; i < b->n_owned; i++)
-		free(b->owned[i]);
+		owned_free(b->owned[i]);
 	free(b->owned);
 	free(b->columns);
 	memset(b, 0, sizeof *b);
@@ -237,11 +264,16 @@ void fmt_batch_free(fmt_batch *b)
 fmt_kind fmt_batch_own(fmt_batch *b, void *p, fmt_err *e)
 {
 	if (grow((void **)&b->owned, b->n_owned, &b->cap_owned, sizeof *b->owned, e) != FMT_OK) {
-		free(p);
+		owned_free(p);
 		return e->kind;
 	}
 	b->owned[b->n_owned++] = p;
 	return FMT_OK;
+}
+
+fmt_kind fmt_batch_own_buffer(fmt_batch *b, void *p, fmt_err *e)
+{
+	return fmt_batch_own(b, p ? (char *)p + 1 : NULL, e);
 }
 
 static int bit(const uint8_t *bits, uint64_t i)

@@ -379,3 +379,34 @@ open("bad2.parquet", "wb").write(b[:at] + junk + b"A" * (n - len(junk)) + b[at +
 		assert_equal "$(cat "$f.jsonl")" '{"id":1,"t":"2024-03-01T11:00:00Z"}'
 	done
 }
+
+@test "pages larger than what is read ahead, and many small ones, read back byte for byte at every -T" {
+	# strings of 100000 to 300000 bytes (pages far past the 64 KiB read ahead and 4 KiB header
+	# guess), then 30000 short rows in row groups of 7000 (pages of one chunk read together)
+	/usr/bin/python3 -c '
+import random
+r = random.Random(5)
+with open("big.csv", "w") as f:
+    f.write("id,s,x\n")
+    for i in range(6):
+        f.write("%d,%s,%d.5\n" % (i, "".join(r.choice("abcdefgh") for _ in range(100000 * (1 + i % 3))), i))
+with open("many.csv", "w") as f:
+    f.write("id,s,x\n")
+    for i in range(30000):
+        f.write("%d,w%d,%d.25\n" % (i, r.randrange(10 ** 6), i % 97))'
+	for c in none snappy zstd; do
+		fmt-convert -q -c "$c" big.csv "big-$c.parquet"
+		fmt-convert -q -c "$c" --row-group-rows 7000 many.csv "many-$c.parquet"
+		for t in 1 2 3; do
+			fmt-convert -q -T "$t" "big-$c.parquet" "big-$c-$t.csv"
+			cmp big.csv "big-$c-$t.csv" || fail "big $c -T $t"
+			fmt-convert -q -T "$t" "many-$c.parquet" "many-$c-$t.csv"
+			cmp many.csv "many-$c-$t.csv" || fail "many $c -T $t"
+		done
+		run fmt-verify "big-$c.parquet"
+		assert_success
+	done
+	run fmt-inspect --head 2 big-none.parquet
+	assert_success
+	assert_equal "$(fmt-inspect --json --head 1 many-snappy.parquet | jq -c '.head')" '[{"id":0,"s":"w'"$(sed -n 2p many.csv | cut -d, -f2 | cut -c2-)"'","x":0.25}]'
+}

@@ -455,6 +455,36 @@ TEST(meter_tells_its_follower_until_unfollowed)
 	CHECK_EQ_U64(other.calls, 0);
 }
 
+TEST(keeper_keeps_the_largest_buffers_within_its_bytes)
+{
+	fmt_keep k = FMT_KEEP_INIT(2, 1000, 1500);
+	unsigned char *a = fmt_keep_take(&k, 600), *b = fmt_keep_take(&k, 800), *c = fmt_keep_take(&k, 700);
+	unsigned char *big = fmt_keep_take(&k, 1001);
+	CHECK(a && b && c && big);
+	fmt_keep_give(&k, big);                 /* over keep_max: freed */
+	CHECK_EQ_U64(k.bytes, 0);
+	fmt_keep_give(&k, a);
+	fmt_keep_give(&k, b);                   /* 1400 bytes kept */
+	CHECK_EQ_U64(k.bytes, 1400);
+	fmt_keep_give(&k, c);                   /* would take the place of a: 1500 bytes, kept */
+	CHECK_EQ_U64(k.bytes, 1500);
+	CHECK(fmt_keep_take(&k, 650) == c);     /* a was freed: c and b are what is kept */
+	CHECK_EQ_U64(k.bytes, 800);
+	CHECK(fmt_keep_take(&k, 1) == b);
+	CHECK_EQ_U64(k.bytes, 0);
+	fmt_keep_give(&k, b);
+	fmt_keep_give(&k, c);
+	unsigned char *d = fmt_keep_take(&k, 900);  /* none holds 900: a new one */
+	CHECK(d != NULL && d != b && d != c);
+	fmt_keep_give(&k, d);                   /* 2400 bytes would be over 1500: d freed */
+	CHECK_EQ_U64(k.bytes, 1500);
+	fmt_keep none = FMT_KEEP_INIT(0, 0, 0); /* keeps nothing: frees what it is given */
+	fmt_keep_give(&none, fmt_keep_take(&k, 1));
+	fmt_keep_give(&none, fmt_keep_take(&k, 1));
+	CHECK_EQ_U64(k.bytes, 0);
+	CHECK_EQ_U64(none.bytes, 0);
+}
+
 TEST(scratch_buffers_are_kept_and_reused)
 {
 	/* hold what earlier tests left kept (any kept buffer holds a byte), so that none is */

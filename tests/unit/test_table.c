@@ -3,6 +3,7 @@
  * comma-separated rows (an empty field is null). Registered at run time, it is chosen by the same
  * probe as the model drivers, read in batches of two rows, and written back. */
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include "conformance.h"
 #include "unit.h"
@@ -153,6 +154,27 @@ static void one_column(fmt_schema *s, fmt_batch *b, fmt_ctype type, int nullable
 	CHECK(fmt_schema_add_field(s, &f, &e) == FMT_OK);
 	CHECK(fmt_batch_init(b, 1, &e) == FMT_OK);
 	b->n_rows = 3;
+}
+
+TEST(batch_buffers_come_back_for_the_next_batch)
+{
+	fmt_err e;
+	fmt_batch b;
+	CHECK(fmt_batch_init(&b, 1, &e) == FMT_OK);
+	/* a size no earlier test kept a buffer of */
+	unsigned char *p = fmt_batch_buffer(3000000), *q = fmt_batch_buffer(5);
+	CHECK(p != NULL && q != NULL);
+	memset(p, 0x7e, 3000000);
+	CHECK(fmt_batch_own_buffer(&b, p, &e) == FMT_OK);
+	CHECK(fmt_batch_own(&b, malloc(10), &e) == FMT_OK);   /* a plain one beside it: freed */
+	CHECK(fmt_batch_own_buffer(&b, q, &e) == FMT_OK);
+	fmt_batch_free(&b);
+	/* the freed batch's buffer is the next one of a size it holds, not cleared */
+	unsigned char *r = fmt_batch_buffer(2999999);
+	CHECK(r == p);
+	CHECK(r[2999998] == 0x7e);
+	fmt_batch_buffer_free(r);
+	fmt_batch_buffer_free(NULL);
 }
 
 TEST(batch_check_refuses_broken_offsets_and_counts)

@@ -5,8 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 #include "fmt/checked.h"
 #include "fmt/dataset.h"
 #include "fmt/half.h"
@@ -20,12 +18,12 @@
 
 typedef struct pq_state {
 	pq_meta m;
-	const uint8_t *data;
-	uint64_t size;
+	pq_file f;
 	size_t group;            /* the row group being read */
 	uint64_t group_left;     /* its rows not handed out yet */
 	int group_open;
-	pq_cursor *cursors;      /* one per leaf; open for the leaves of converted fields */
+	pq_cursor *cursors;      /* one per leaf; open for the leaves of converted fields (their
+				  * buffers kept from one row group to the next) */
 	long *leaf_of;           /* per field: its leaf, -1 for nested or not used */
 	uint64_t batch_rows, batch_max;
 	fmt_range_test_fn skip_test; /* --where pushed down (skip_blocks), or NULL */
@@ -46,25 +44,7 @@ static int probe(const uint8_t *head, size_t n, uint64_t size)
 
 static void close_group(pq_state *s)
 {
-	for (size_t i = 0; s->cursors && i < s->m.n_leaves; i++)
-		fmt_pq_cursor_free(&s->cursors[i]);
 	s->group_open = 0;
-}
-
-/* A row group read: its pages of the file mapping are dropped from memory (a later read maps
- * them again), so that reading a large file keeps one row group resident, not the file. */
-static void release_group(const fmt_table *t, const pq_state *s, size_t g)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	if (!t->source.map || page <= 0 || g >= s->m.n_groups)
-		return;
-	for (size_t i = 0; i < s->m.n_leaves; i++) {
-		const pq_chunk *c = &s->m.groups[g].chunks[i];
-		uintptr_t a = ((uintptr_t)(s->data + c->start) + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
-		uintptr_t z = (uintptr_t)(s->data + c->end) & ~((uintptr_t)page - 1);
-		if (z > a)
-			madvise((void *)a, z - a, MADV_DONTNEED);
-	}
 }
 
 static void pq_close(fmt_table *t)
@@ -72,7 +52,8 @@ static void pq_close(fmt_table *t)
 	pq_state *s = t->format_state;
 	if (!s)
 		return;
-	close_group(s);
+	for (size_t i = 0; s->cursors && i < s->m.n_leaves; i++)
+		fmt_pq_cursor_free(&s->cursors[i]);
 	free(s->cursors);
 	free(s->leaf_of);
 	fmt_sb_free(&s->range_bytes);
@@ -87,12 +68,15 @@ static fmt_kind pq_open(fmt_table *t, fmt_err *e)
 	if (!s)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	t->format_state = s;
-	fmt_kind k = fmt_source_view(&t->source, 0, t->source.size, &s->data, e);
+	fmt_kind k = FMT_OK;
+	s->f.src = &t->source;
+	s->f.size = t->source.size;
+	if (t->source.buf || t->source.sequential) /* in memory (a stream: its head, if it is all) */
+		k = fmt_source_view(&t->source, 0, t->source.size, &s->f.data, e);
 	if (k == FMT_OK && t->source.size > SIZE_MAX)
 		k = fmt_fail(e, FMT_IO, "file too large to map");
-	s->size = t->source.size;
 	if (k == FMT_OK)
-		k = fmt_pq_meta_read(s->data, s->size, &s->m, &t->schema, e);
+		k = fmt_pq_meta_read(&s->f, &s->m, &t->schema, e);
 	if (k == FMT_OK)
 		k = fmt_pq_arrow_schema_apply(&t->schema, e);
 	if (k == FMT_OK && (!(s->cursors = calloc(s->m.n_leaves ? s->m.n_leaves : 1, sizeof *s->cursors)) ||
@@ -122,7 +106,7 @@ static fmt_kind open_group(fmt_table *t, pq_state *s, size_t g, fmt_err *e)
 		long l = s->leaf_of[i];
 		if (l < 0 || t->schema.fields[i].type == FMT_C_OTHER)
 			continue;
-		fmt_kind k = fmt_pq_cursor_open(&s->cursors[l], &s->m.leaves[l], &s->m.groups[g].chunks[l], s->data, 0, 0, e);
+		fmt_kind k = fmt_pq_cursor_open(&s->cursors[l], &s->m.leaves[l], &s->m.groups[g].chunks[l], &s->f, 0, 0, e);
 		if (k != FMT_OK)
 			return k;
 		if (s->m.groups[g].chunks[l].num_values != s->m.groups[g].num_rows)
@@ -269,7 +253,6 @@ static fmt_kind pq_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 	while (!s->group_open || s->group_left == 0) {
 		if (s->group_open) {
 			close_group(s);
-			release_group(t, s, s->group);
 			s->group++;
 		}
 		if (s->group >= s->m.n_groups) {
@@ -308,23 +291,21 @@ static fmt_kind pq_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 static fmt_kind pq_verify(fmt_table *t, const fmt_verify_opts *o, fmt_err *e)
 {
 	pq_state *s = t->format_state;
-	for (size_t g = 0; g < s->m.n_groups; release_group(t, s, g), g++)
-		for (size_t l = 0; l < s->m.n_leaves; l++) {
-			pq_cursor c;
+	pq_cursor c = { 0 };        /* its buffers serve every chunk */
+	fmt_kind k = FMT_OK;
+	for (size_t g = 0; k == FMT_OK && g < s->m.n_groups; g++)
+		for (size_t l = 0; k == FMT_OK && l < s->m.n_leaves; l++) {
 			uint64_t pages = 0;
 			const pq_leaf *leaf = &s->m.leaves[l];
-			fmt_kind k = fmt_pq_cursor_open(&c, leaf, &s->m.groups[g].chunks[l], s->data, 1,
-						    leaf->max_rep > 0, e);
+			k = fmt_pq_cursor_open(&c, leaf, &s->m.groups[g].chunks[l], &s->f, 1, leaf->max_rep > 0, e);
 			c.walk_only = o == NULL;
 			if (k == FMT_OK)
 				k = fmt_pq_cursor_check_all(&c, &pages, e);
-			fmt_pq_cursor_free(&c);
-			if (k != FMT_OK) {
+			if (k != FMT_OK)
 				fmt_err_prefix(e, "row group %zu", g);
-				return k;
-			}
 		}
-	return FMT_OK;
+	fmt_pq_cursor_free(&c);
+	return k;
 }
 
 /* ---- fmt-inspect ---- */

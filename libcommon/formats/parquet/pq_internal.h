@@ -102,8 +102,20 @@ typedef struct pq_meta {
 	uint32_t footer_len;
 } pq_meta;
 
-/* Parse the footer of the file's bytes d[0..n) into m and the fields of s. */
-fmt_kind fmt_pq_meta_read(const uint8_t *d, uint64_t n, pq_meta *m, fmt_schema *s, fmt_err *e);
+/* The file being read: its bytes in memory (a buffer, a stream's head), or a regular file
+ * whose bytes are read (pread) into buffers the reader reuses, never mapped: on this kind of
+ * machine touching a mapping's pages costs more than copying them. */
+typedef struct pq_file {
+	fmt_source *src;
+	const uint8_t *data;        /* the whole file, or NULL: read from src */
+	uint64_t size;
+} pq_file;
+
+/* n bytes at off into dst (a range past the end is InvalidFormat). */
+fmt_kind fmt_pq_file_read(const pq_file *f, uint64_t off, void *dst, size_t n, fmt_err *e);
+
+/* Parse the footer of the file into m and the fields of s. */
+fmt_kind fmt_pq_meta_read(const pq_file *f, pq_meta *m, fmt_schema *s, fmt_err *e);
 void fmt_pq_meta_free(pq_meta *m);
 
 const char *fmt_pq_codec_name(int codec);
@@ -135,19 +147,29 @@ typedef struct pq_span { const uint8_t *p; uint32_t n; } pq_span;
 typedef struct pq_cursor {
 	const pq_leaf *leaf;
 	const pq_chunk *chunk;
-	const uint8_t *base;        /* the chunk's bytes */
-	uint64_t pos, len;          /* the next page header at base + pos */
+	const pq_file *file;
+	uint64_t pos, len;          /* the next page header at chunk byte pos, of len */
+	/* chunk bytes [win_off, win_off + win_len) at win: the whole chunk in memory, or what was
+	 * last read of it into rbuf */
+	const uint8_t *win;
+	uint64_t win_off, win_len;
+	uint8_t *rbuf;
+	size_t rbuf_cap;
 	/* the dictionary */
+	int has_dict;
 	uint8_t *dict_buf;          /* decompressed dictionary page */
-	uint8_t *dict_vals;         /* fixed-width dictionary values */
+	size_t dict_cap;
+	const uint8_t *dict_fixed;  /* fixed-width dictionary values (in dict_buf) */
 	pq_span *dict_spans;        /* byte-array dictionary values */
+	size_t dict_spans_cap;
 	uint32_t dict_n;
 	/* the current data page */
 	uint8_t *page_buf;          /* decompressed page */
 	size_t page_cap;
 	uint8_t *defs;              /* definition level per value of the page (NULL: all defined) */
 	size_t defs_cap;
-	uint8_t *vals;              /* the page's defined values, fixed width */
+	const uint8_t *fixed;       /* the page's defined values, fixed width: in the page or vals */
+	uint8_t *vals;              /* decoded fixed-width values */
 	size_t vals_cap;
 	pq_span *spans;             /* the page's defined values, byte arrays */
 	size_t spans_cap;
@@ -158,13 +180,16 @@ typedef struct pq_cursor {
 	uint64_t page_values, page_at;   /* values of the page, the next one */
 	uint64_t page_defined_at;        /* the next defined value */
 	uint64_t values_seen;            /* of the chunk */
+	uint64_t bytes_taken, rows_taken; /* string bytes and rows of the last take: the next one's guess */
 	int width;                  /* bytes of a fixed-width physical value */
 	int verify_crc;
 	int headers_only;           /* decompress pages, decode nothing (nested leaves in fmt-verify) */
 	int walk_only;              /* page headers and CRCs only: what a reader checks before it reads */
 } pq_cursor;
 
-fmt_kind fmt_pq_cursor_open(pq_cursor *c, const pq_leaf *leaf, const pq_chunk *chunk, const uint8_t *file,
+/* c zeroed, or a cursor opened before: its buffers are kept for this chunk (fmt_pq_cursor_free
+ * frees them). */
+fmt_kind fmt_pq_cursor_open(pq_cursor *c, const pq_leaf *leaf, const pq_chunk *chunk, const pq_file *file,
 			int verify_crc, int headers_only, fmt_err *e);
 void fmt_pq_cursor_free(pq_cursor *c);
 /* n rows of the column into col (buffers owned by b), converted as f says. */

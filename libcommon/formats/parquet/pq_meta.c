@@ -655,24 +655,44 @@ static fmt_kind read_file_meta(tc_in *r, pq_meta *m, fmt_schema *s, uint64_t dat
 	return FMT_OK;
 }
 
-fmt_kind fmt_pq_meta_read(const uint8_t *d, uint64_t n, pq_meta *m, fmt_schema *s, fmt_err *e)
+fmt_kind fmt_pq_file_read(const pq_file *f, uint64_t off, void *dst, size_t n, fmt_err *e)
 {
+	if (f->data) {
+		if (off > f->size || n > f->size - off)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "truncated: %zu bytes at offset %llu run past the end of the "
+					"file (%llu bytes)", n, (unsigned long long)off, (unsigned long long)f->size);
+		memcpy(dst, f->data + off, n);
+		return FMT_OK;
+	}
+	return fmt_source_read(f->src, off, dst, n, e);
+}
+
+fmt_kind fmt_pq_meta_read(const pq_file *f, pq_meta *m, fmt_schema *s, fmt_err *e)
+{
+	uint64_t n = f->size;
+	uint8_t head[4], tail[8];
 	memset(m, 0, sizeof *m);
-	if (n < 12 || memcmp(d, "PAR1", 4) != 0 || memcmp(d + n - 4, "PAR1", 4) != 0) {
-		if (n >= 8 && memcmp(d + n - 4, "PARE", 4) == 0)
+	fmt_kind k = n < 12 ? FMT_OK : fmt_pq_file_read(f, 0, head, 4, e);
+	if (k == FMT_OK && n >= 8)
+		k = fmt_pq_file_read(f, n - 8, tail, 8, e);
+	if (k != FMT_OK)
+		return k;
+	if (n < 12 || memcmp(head, "PAR1", 4) != 0 || memcmp(tail + 4, "PAR1", 4) != 0) {
+		if (n >= 8 && memcmp(tail + 4, "PARE", 4) == 0)
 			return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: encrypted footers (PARE) are not supported");
 		return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: no PAR1 magic at both ends (truncated?)");
 	}
-	uint32_t len = fmt_rd_u32(d + n - 8);
+	uint32_t len = fmt_rd_u32(tail);
 	if (len == 0 || len > n - 12 || len > MAX_FOOTER)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: footer length %u does not fit the file (%llu bytes)",
 				len, (unsigned long long)n);
 	if (!(m->footer = malloc(len)))
 		return oom(e);
-	memcpy(m->footer, d + n - 8 - len, len);
 	m->footer_len = len;
+	if ((k = fmt_pq_file_read(f, n - 8 - len, m->footer, len, e)) != FMT_OK)
+		return k;
 	tc_in r = { m->footer, m->footer + len, 0 };
-	fmt_kind k = read_file_meta(&r, m, s, n - 8 - len, e);
+	k = read_file_meta(&r, m, s, n - 8 - len, e);
 	if (k == FMT_OK && m->n_groups == 0 && m->num_rows != 0)
 		k = bad(e, "rows without row groups");
 	return k;

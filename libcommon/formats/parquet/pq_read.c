@@ -1,6 +1,7 @@
-/* Reading one column chunk: its pages one after another (dictionary, data v1 and v2), each
- * decompressed into a buffer the cursor reuses, its definition levels and values decoded, and
- * the rows handed out in the column's Arrow layout. */
+/* Reading one column chunk: its pages one after another (dictionary, data v1 and v2), each read
+ * from the file and decompressed into buffers the cursor reuses (from one chunk to the next),
+ * its definition levels and values decoded, and the rows handed out in the column's Arrow
+ * layout. */
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -11,6 +12,10 @@
 /* A page holding more values than this is refused (its levels would take this many bytes). */
 #define MAX_PAGE_VALUES (1u << 24)
 #define MAX_PAGE_BYTES (1u << 28)
+/* Bytes read past a page, so that the next page header is usually read with it. */
+#define READ_AHEAD (64u << 10)
+/* The bytes a page header is first looked for in (more when it is longer). */
+#define HEADER_GUESS (4u << 10)
 
 static fmt_kind oom(fmt_err *e)
 {
@@ -49,28 +54,37 @@ static int physical_width(const pq_leaf *l)
 	}
 }
 
-fmt_kind fmt_pq_cursor_open(pq_cursor *c, const pq_leaf *leaf, const pq_chunk *chunk, const uint8_t *file,
+fmt_kind fmt_pq_cursor_open(pq_cursor *c, const pq_leaf *leaf, const pq_chunk *chunk, const pq_file *file,
 			int verify_crc, int headers_only, fmt_err *e)
 {
+	pq_cursor kept = *c;
 	memset(c, 0, sizeof *c);
+#define KEEP(buf, cap) (c->buf = kept.buf, c->cap = kept.cap)
+	KEEP(rbuf, rbuf_cap), KEEP(dict_buf, dict_cap), KEEP(dict_spans, dict_spans_cap), KEEP(page_buf, page_cap);
+	KEEP(defs, defs_cap), KEEP(vals, vals_cap), KEEP(spans, spans_cap), KEEP(scratch, scratch_cap);
+	KEEP(idx, idx_cap);
+#undef KEEP
 	c->headers_only = headers_only;
 	c->leaf = leaf;
 	c->chunk = chunk;
-	c->base = file + chunk->start;
+	c->file = file;
 	c->len = chunk->end - chunk->start;
+	if (file->data) {           /* the whole chunk is at hand */
+		c->win = file->data + chunk->start;
+		c->win_len = c->len;
+	}
 	c->width = physical_width(leaf);
 	c->verify_crc = verify_crc;
 	if (leaf->max_rep > 0 && !headers_only)
 		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s' is nested (repeated); fmtkit reads flat columns",
 				leaf->path);
-	(void)e;
 	return FMT_OK;
 }
 
 void fmt_pq_cursor_free(pq_cursor *c)
 {
+	free(c->rbuf);
 	free(c->dict_buf);
-	free(c->dict_vals);
 	free(c->dict_spans);
 	free(c->page_buf);
 	free(c->defs);
@@ -79,6 +93,31 @@ void fmt_pq_cursor_free(pq_cursor *c)
 	free(c->scratch);
 	free(c->idx);
 	memset(c, 0, sizeof *c);
+}
+
+/* Chunk bytes [pos, pos + n) (n <= len - pos) in the window: read from the file when they are
+ * not there, with up to READ_AHEAD bytes after them; what the window holds of them is kept. */
+static fmt_kind window(pq_cursor *c, uint64_t pos, uint64_t n, fmt_err *e)
+{
+	if (pos >= c->win_off && n <= c->win_len && pos - c->win_off <= c->win_len - n)
+		return FMT_OK;
+	uint64_t end = c->len - pos - n < READ_AHEAD ? c->len : pos + n + READ_AHEAD, kept = 0;
+	if (end - pos > SIZE_MAX)
+		return oom(e);
+	if (pos >= c->win_off && pos - c->win_off < c->win_len) {
+		kept = c->win_len - (pos - c->win_off);
+		memmove(c->rbuf, c->rbuf + (pos - c->win_off), (size_t)kept);
+	}
+	c->win_len = 0;
+	if (grow((void **)&c->rbuf, &c->rbuf_cap, (size_t)(end - pos)))
+		return oom(e);
+	fmt_kind k = fmt_pq_file_read(c->file, c->chunk->start + pos + kept, c->rbuf + kept, (size_t)(end - pos - kept), e);
+	if (k != FMT_OK)
+		return k;
+	c->win = c->rbuf;
+	c->win_off = pos;
+	c->win_len = end - pos;
+	return FMT_OK;
 }
 
 /* ---- the page header ---- */
@@ -211,22 +250,22 @@ static fmt_kind decode_plain(pq_cursor *c, const uint8_t *d, size_t len, size_t 
 		fmt_kind k = need_vals(c, n, e);
 		for (size_t i = 0; k == FMT_OK && i < n; i++)
 			c->vals[i] = d[i >> 3] >> (i & 7) & 1;
+		c->fixed = c->vals;
 		return k;
 	}
 	uint64_t need;
 	if (fmt_mul_u64(n, (uint64_t)c->width, &need) || need > len)
 		return bad_page(c, e, "PLAIN values run past the page");
-	fmt_kind k = need_vals(c, (size_t)need, e);
-	if (k == FMT_OK)
-		memcpy(c->vals, d, (size_t)need);
-	if (k == FMT_OK && c->leaf->ptype == PT_FLBA && (k = need_spans(c, n, e)) == FMT_OK)
-		fixed_spans(c->vals, c->width, c->spans, n);
+	c->fixed = d;               /* taken from where they lie */
+	fmt_kind k = FMT_OK;
+	if (c->leaf->ptype == PT_FLBA && (k = need_spans(c, n, e)) == FMT_OK)
+		fixed_spans(d, c->width, c->spans, n);
 	return k;
 }
 
 static fmt_kind decode_dict_indices(pq_cursor *c, const uint8_t *d, size_t len, size_t n, fmt_err *e)
 {
-	if (!c->dict_buf && !c->dict_n)
+	if (!c->has_dict)
 		return bad_page(c, e, "dictionary-encoded page without a dictionary page");
 	if (len < 1 || d[0] > 32)
 		return bad_page(c, e, "dictionary index width");
@@ -251,13 +290,14 @@ static fmt_kind decode_dict_indices(pq_cursor *c, const uint8_t *d, size_t len, 
 		return k;
 	if (w == 4)
 		for (size_t i = 0; i < n; i++)
-			memcpy(c->vals + i * 4, c->dict_vals + (size_t)c->idx[i] * 4, 4);
+			memcpy(c->vals + i * 4, c->dict_fixed + (size_t)c->idx[i] * 4, 4);
 	else if (w == 8)
 		for (size_t i = 0; i < n; i++)
-			memcpy(c->vals + i * 8, c->dict_vals + (size_t)c->idx[i] * 8, 8);
+			memcpy(c->vals + i * 8, c->dict_fixed + (size_t)c->idx[i] * 8, 8);
 	else
 		for (size_t i = 0; i < n; i++)
-			memcpy(c->vals + i * w, c->dict_vals + (size_t)c->idx[i] * w, w);
+			memcpy(c->vals + i * w, c->dict_fixed + (size_t)c->idx[i] * w, w);
+	c->fixed = c->vals;
 	return FMT_OK;
 }
 
@@ -270,6 +310,7 @@ static fmt_kind decode_rle_bools(pq_cursor *c, const uint8_t *d, size_t len, siz
 		k = bad_page(c, e, "malformed RLE booleans");
 	for (size_t i = 0; k == FMT_OK && i < n; i++)
 		c->vals[i] = (uint8_t)c->idx[i];
+	c->fixed = c->vals;
 	return k;
 }
 
@@ -282,6 +323,7 @@ static fmt_kind decode_delta(pq_cursor *c, const uint8_t *d, size_t len, size_t 
 	fmt_kind k = need_vals(c, n * (size_t)c->width, e);
 	if (k == FMT_OK && fmt_pq_delta_decode(d, len, is64, c->vals, n, &used))
 		k = bad_page(c, e, "malformed DELTA_BINARY_PACKED values");
+	c->fixed = c->vals;
 	return k;
 }
 
@@ -364,6 +406,7 @@ static fmt_kind decode_delta_byte_array(pq_cursor *c, const uint8_t *d, size_t l
 				return bad_page(c, e, "a DELTA_BYTE_ARRAY value of the wrong fixed length");
 		if ((k = need_vals(c, n * (size_t)c->width, e)) == FMT_OK)
 			memcpy(c->vals, c->scratch, n * (size_t)c->width);
+		c->fixed = c->vals;
 	}
 	return k;
 }
@@ -380,6 +423,7 @@ static fmt_kind decode_byte_stream_split(pq_cursor *c, const uint8_t *d, size_t 
 	for (size_t b = 0; k == FMT_OK && b < w; b++)
 		for (size_t i = 0; i < n; i++)
 			c->vals[i * w + b] = d[b * n + i];
+	c->fixed = c->vals;
 	if (k == FMT_OK && c->leaf->ptype == PT_FLBA && (k = need_spans(c, n, e)) == FMT_OK)
 		fixed_spans(c->vals, c->width, c->spans, n);
 	return k;
@@ -408,7 +452,7 @@ static fmt_kind decode_values(pq_cursor *c, int enc, const uint8_t *d, size_t le
 
 static fmt_kind load_dictionary(pq_cursor *c, const page_hdr *h, const uint8_t *raw, fmt_err *e)
 {
-	if (c->dict_buf || c->values_seen)
+	if (c->has_dict || c->values_seen)
 		return bad_page(c, e, "a dictionary page that is not the chunk's first page");
 	if (c->leaf->ptype == PT_BOOLEAN)
 		return bad_page(c, e, "a dictionary of booleans");
@@ -417,8 +461,9 @@ static fmt_kind load_dictionary(pq_cursor *c, const page_hdr *h, const uint8_t *
 	if (h->encoding != ENC_PLAIN && h->encoding != ENC_PLAIN_DICTIONARY)
 		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': dictionary encoding %s", c->leaf->path,
 				fmt_pq_encoding_name(h->encoding));
-	if (!(c->dict_buf = malloc(h->uncompressed ? (size_t)h->uncompressed : 1)))
+	if (grow((void **)&c->dict_buf, &c->dict_cap, h->uncompressed ? (size_t)h->uncompressed : 1))
 		return oom(e);
+	c->has_dict = 1;
 	fmt_kind k = fmt_pq_decompress(c->chunk->codec, raw, (size_t)h->compressed, c->dict_buf, (size_t)h->uncompressed, e);
 	if (k != FMT_OK)
 		return k;
@@ -428,17 +473,16 @@ static fmt_kind load_dictionary(pq_cursor *c, const page_hdr *h, const uint8_t *
 	k = decode_plain(c, c->dict_buf, (size_t)h->uncompressed, n, e);
 	if (k != FMT_OK)
 		return k;
-	/* the decoded values move to the dictionary's own buffers */
+	/* the byte arrays' spans move to the dictionary's; fixed-width values stay in dict_buf */
 	if (c->leaf->ptype == PT_BYTE_ARRAY || c->leaf->ptype == PT_FLBA) {
+		pq_span *spans = c->dict_spans;
+		size_t cap = c->dict_spans_cap;
 		c->dict_spans = c->spans;
-		c->spans = NULL;
-		c->spans_cap = 0;
+		c->dict_spans_cap = c->spans_cap;
+		c->spans = spans;
+		c->spans_cap = cap;
 	}
-	if (c->leaf->ptype != PT_BYTE_ARRAY) {
-		c->dict_vals = c->vals;
-		c->vals = NULL;
-		c->vals_cap = 0;
-	}
+	c->dict_fixed = c->fixed;
 	c->dict_n = (uint32_t)n;
 	return FMT_OK;
 }
@@ -545,6 +589,28 @@ static fmt_kind load_data(pq_cursor *c, const page_hdr *h, const uint8_t *raw, f
 	return decode_values(c, h->encoding, values, vlen, (size_t)defined, e);
 }
 
+/* The header of the page at c->pos into h, *len: its bytes (looked for in more of the chunk
+ * while it runs past what was read). */
+static fmt_kind page_header(pq_cursor *c, page_hdr *h, uint64_t *len, fmt_err *e)
+{
+	uint64_t left = c->len - c->pos, want = left < HEADER_GUESS ? left : HEADER_GUESS;
+	for (;;) {
+		fmt_kind k = window(c, c->pos, want, e);
+		if (k != FMT_OK)
+			return k;
+		const uint8_t *p = c->win + (c->pos - c->win_off);
+		uint64_t avail = c->win_len - (c->pos - c->win_off);
+		tc_in r = { p, p + avail, 0 };
+		if (read_header(&r, h) == 0) {
+			*len = (uint64_t)(r.p - p);
+			return FMT_OK;
+		}
+		if (avail >= left)
+			return bad_page(c, e, "malformed page header");
+		want = avail < left / 2 ? avail * 2 : left;
+	}
+}
+
 /* The next page (dictionary pages are taken on the way); *none: the chunk's bytes are over. */
 static fmt_kind next_page(pq_cursor *c, int *none, fmt_err *e)
 {
@@ -554,20 +620,25 @@ static fmt_kind next_page(pq_cursor *c, int *none, fmt_err *e)
 			*none = 1;
 			return FMT_OK;
 		}
-		tc_in r = { c->base + c->pos, c->base + c->len, 0 };
 		page_hdr h;
-		if (read_header(&r, &h))
-			return bad_page(c, e, "malformed page header");
-		uint64_t hdr_len = (uint64_t)(r.p - (c->base + c->pos));
+		uint64_t hdr_len = 0;
+		fmt_kind k = page_header(c, &h, &hdr_len, e);
+		if (k != FMT_OK)
+			return k;
 		if ((uint64_t)h.compressed > c->len - c->pos - hdr_len)
 			return bad_page(c, e, "a page runs past its column chunk");
 		if ((uint64_t)h.uncompressed > MAX_PAGE_BYTES)
 			return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': a page of %d bytes uncompressed",
 					c->leaf->path, h.uncompressed);
-		const uint8_t *raw = r.p;
+		int check_crc = c->verify_crc && h.has_crc;
+		const uint8_t *raw = NULL;
+		if (check_crc || !c->walk_only) {   /* a walk without CRCs reads the headers only */
+			if ((k = window(c, c->pos, hdr_len + (uint64_t)h.compressed, e)) != FMT_OK)
+				return k;
+			raw = c->win + (c->pos - c->win_off) + hdr_len;
+		}
 		c->pos += hdr_len + (uint64_t)h.compressed;
-		if (c->verify_crc && h.has_crc &&
-		    (uint32_t)crc32(0, raw, (uInt)h.compressed) != (uint32_t)h.crc)
+		if (check_crc && (uint32_t)crc32(0, raw, (uInt)h.compressed) != (uint32_t)h.crc)
 			return fmt_fail(e, FMT_CHECKSUM, "Parquet: column '%s': page CRC differs", c->leaf->path);
 		if (c->walk_only && (h.type == PAGE_DATA || h.type == PAGE_DATA_V2)) {
 			if (h.num_values < 0 || (uint64_t)h.num_values > (uint64_t)c->chunk->num_values - c->values_seen)
@@ -579,7 +650,7 @@ static fmt_kind next_page(pq_cursor *c, int *none, fmt_err *e)
 		if (c->walk_only)
 			continue;
 		if (h.type == PAGE_DICTIONARY) {
-			fmt_kind k = load_dictionary(c, &h, raw, e);
+			k = load_dictionary(c, &h, raw, e);
 			if (k != FMT_OK)
 				return k;
 			continue;
@@ -614,6 +685,7 @@ static void convert_value(const pq_cursor *c, const uint8_t *p, uint8_t *out, si
 	memcpy(out, p, ow);         /* little-endian: the low bytes of a wider integer */
 }
 
+/* A column being filled: its buffers from fmt_batch_buffer. */
 typedef struct out_col {
 	uint8_t *validity, *values;
 	int32_t *offsets;
@@ -622,25 +694,59 @@ typedef struct out_col {
 	uint64_t nulls;
 } out_col;
 
+static void out_free(out_col *o)
+{
+	fmt_batch_buffer_free(o->validity);
+	fmt_batch_buffer_free(o->values);
+	fmt_batch_buffer_free(o->offsets);
+	fmt_batch_buffer_free(o->bytes);
+}
+
+/* Room for need string bytes (a larger buffer, the bytes so far copied over). */
+static int out_bytes(out_col *o, size_t need)
+{
+	if (need <= o->bytes_cap)
+		return 0;
+	size_t cap = o->bytes_cap + o->bytes_cap / 2 > need ? o->bytes_cap + o->bytes_cap / 2 : need;
+	uint8_t *p = fmt_batch_buffer(cap);
+	if (!p)
+		return -1;
+	if (o->bytes_len)
+		memcpy(p, o->bytes, o->bytes_len);
+	fmt_batch_buffer_free(o->bytes);
+	o->bytes = p;
+	o->bytes_cap = cap;
+	return 0;
+}
+
 static fmt_kind take_strings(pq_cursor *c, out_col *o, uint64_t row, uint64_t k, fmt_err *e)
 {
+	const uint8_t *defs = c->leaf->max_def > 0 ? c->defs + c->page_at : NULL;
+	const pq_span *s = c->spans + c->page_defined_at;
+	uint64_t total = o->bytes_len, defined = 0;
+	for (uint64_t i = 0; i < k; i++)
+		if (!defs || defs[i])
+			total += s[defined++].n;
+	if (total > INT32_MAX)
+		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': over 2 GiB of strings in one batch",
+				c->leaf->path);
+	if (out_bytes(o, (size_t)total + 1))
+		return oom(e);
+	uint8_t *dst = o->bytes + o->bytes_len;
+	int32_t *off = o->offsets + row + 1;
 	for (uint64_t i = 0; i < k; i++) {
-		int def = c->leaf->max_def == 0 || c->defs[c->page_at + i];
-		if (def) {
-			const pq_span *s = &c->spans[c->page_defined_at++];
-			if (s->n > INT32_MAX - o->bytes_len)
-				return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': over 2 GiB of strings in one batch",
-						c->leaf->path);
-			if (grow((void **)&o->bytes, &o->bytes_cap, o->bytes_len + s->n + 1))
-				return oom(e);
-			memcpy(o->bytes + o->bytes_len, s->p, s->n);
-			o->bytes_len += s->n;
+		if (!defs || defs[i]) {
+			memcpy(dst, s->p, s->n);
+			dst += s->n;
+			s++;
 		} else {
 			set_bit(o->validity, row + i, 0);
 			o->nulls++;
 		}
-		o->offsets[row + i + 1] = (int32_t)o->bytes_len;
+		off[i] = (int32_t)(dst - o->bytes);
 	}
+	o->bytes_len = (size_t)total;
+	c->page_defined_at += defined;
 	return FMT_OK;
 }
 
@@ -650,7 +756,7 @@ static void take_fixed(pq_cursor *c, const fmt_field *f, out_col *o, uint64_t ro
 	if (f->type == FMT_C_BOOL) {
 		for (uint64_t i = 0; i < k; i++) {
 			int def = c->leaf->max_def == 0 || c->defs[c->page_at + i];
-			int v = def ? c->vals[c->page_defined_at++] : 0;
+			int v = def ? c->fixed[c->page_defined_at++] : 0;
 			set_bit(o->values, row + i, v);
 			if (!def) {
 				set_bit(o->validity, row + i, 0);
@@ -660,14 +766,14 @@ static void take_fixed(pq_cursor *c, const fmt_field *f, out_col *o, uint64_t ro
 		return;
 	}
 	if (c->leaf->max_def == 0 && ow == pw && c->leaf->conv == CONV_PLAIN) {
-		memcpy(o->values + row * ow, c->vals + c->page_defined_at * pw, k * ow);
+		memcpy(o->values + row * ow, c->fixed + c->page_defined_at * pw, k * ow);
 		c->page_defined_at += k;
 		return;
 	}
 	for (uint64_t i = 0; i < k; i++) {
 		uint8_t *out = o->values + (row + i) * ow;
 		if (c->leaf->max_def == 0 || c->defs[c->page_at + i]) {
-			convert_value(c, c->vals + c->page_defined_at++ * pw, out, ow);
+			convert_value(c, c->fixed + c->page_defined_at++ * pw, out, ow);
 		} else {
 			memset(out, 0, ow);
 			set_bit(o->validity, row + i, 0);
@@ -681,26 +787,38 @@ static int is_string(fmt_ctype t)
 	return t == FMT_C_UTF8 || t == FMT_C_BINARY;
 }
 
+/* The buffers of n rows of f: a bitmap's last byte cleared past its rows, as calloc gave it. */
+static fmt_kind out_open(pq_cursor *c, const fmt_field *f, uint64_t n, out_col *o, fmt_err *e)
+{
+	size_t bitmap = (size_t)((n + 7) / 8);
+	if (c->leaf->max_def > 0) {
+		if (!(o->validity = fmt_batch_buffer(bitmap ? bitmap : 1)))
+			return oom(e);
+		memset(o->validity, 0xff, bitmap);
+	}
+	if (is_string(f->type)) {
+		/* as many bytes a row as the last batch had, and a little more */
+		uint64_t guess = c->rows_taken ? c->bytes_taken / c->rows_taken * n + n / 8 + 64 : 4096;
+		if (!(o->offsets = fmt_batch_buffer(((size_t)n + 1) * sizeof(int32_t))) ||
+		    out_bytes(o, guess < (1u << 30) ? (size_t)guess : 1u << 30))
+			return oom(e);
+		o->offsets[0] = 0;
+		return FMT_OK;
+	}
+	size_t bytes = f->type == FMT_C_BOOL ? bitmap : (size_t)n * fmt_ctype_width(f->type);
+	if (!(o->values = fmt_batch_buffer(bytes ? bytes : 1)))
+		return oom(e);
+	if (f->type == FMT_C_BOOL)
+		memset(o->values, 0, bitmap);
+	return FMT_OK;
+}
+
 fmt_kind fmt_pq_cursor_take(pq_cursor *c, const fmt_field *f, uint64_t n, fmt_column *col, fmt_batch *b, fmt_err *e)
 {
 	out_col o = { 0 };
 	size_t bitmap = (size_t)((n + 7) / 8);
 	int strings = is_string(f->type);
-	fmt_kind k = FMT_OK;
-	if (c->leaf->max_def > 0 && !(o.validity = malloc(bitmap ? bitmap : 1)))
-		return oom(e);
-	if (o.validity)
-		memset(o.validity, 0xff, bitmap);
-	if (strings) {
-		o.offsets = malloc(((size_t)n + 1) * sizeof(int32_t));
-		if (o.offsets)
-			o.offsets[0] = 0;
-	} else {
-		size_t bytes = f->type == FMT_C_BOOL ? bitmap : (size_t)n * fmt_ctype_width(f->type);
-		o.values = calloc(bytes ? bytes : 1, 1);
-	}
-	if (strings ? !o.offsets : !o.values)
-		k = oom(e);
+	fmt_kind k = out_open(c, f, n, &o, e);
 	for (uint64_t row = 0; k == FMT_OK && row < n;) {
 		if (c->page_at == c->page_values) {
 			int none;
@@ -722,22 +840,19 @@ fmt_kind fmt_pq_cursor_take(pq_cursor *c, const fmt_field *f, uint64_t n, fmt_co
 		c->page_at += take;
 		row += take;
 	}
-	if (k == FMT_OK && strings && !o.bytes && !(o.bytes = malloc(1)))
-		k = oom(e);
 	if (k != FMT_OK) {
-		free(o.validity);
-		free(o.values);
-		free(o.offsets);
-		free(o.bytes);
+		out_free(&o);
 		return k;
 	}
 	col->null_count = o.nulls;
 	if (o.nulls == 0) {
-		free(o.validity);
+		fmt_batch_buffer_free(o.validity);
 		o.validity = NULL;
 	}
 	col->validity = o.validity;
 	if (strings) {
+		c->bytes_taken = o.bytes_len;
+		c->rows_taken = n;
 		col->offsets = o.offsets;
 		col->values = o.bytes;
 		col->values_len = o.bytes_len;
@@ -745,18 +860,19 @@ fmt_kind fmt_pq_cursor_take(pq_cursor *c, const fmt_field *f, uint64_t n, fmt_co
 		col->values = o.values;
 		col->values_len = f->type == FMT_C_BOOL ? bitmap : (uint64_t)n * fmt_ctype_width(f->type);
 	}
-	if (o.validity && (k = fmt_batch_own(b, o.validity, e)) != FMT_OK) {
-		free(o.values), free(o.offsets), free(o.bytes);
+	if (o.validity && (k = fmt_batch_own_buffer(b, o.validity, e)) != FMT_OK) {
+		o.validity = NULL;
+		out_free(&o);
 		return k;
 	}
 	if (strings) {
-		if ((k = fmt_batch_own(b, o.offsets, e)) != FMT_OK) {
-			free(o.bytes);
+		if ((k = fmt_batch_own_buffer(b, o.offsets, e)) != FMT_OK) {
+			fmt_batch_buffer_free(o.bytes);
 			return k;
 		}
-		return fmt_batch_own(b, o.bytes, e);
+		return fmt_batch_own_buffer(b, o.bytes, e);
 	}
-	return fmt_batch_own(b, o.values, e);
+	return fmt_batch_own_buffer(b, o.values, e);
 }
 
 fmt_kind fmt_pq_cursor_check_all(pq_cursor *c, uint64_t *pages, fmt_err *e)

@@ -196,6 +196,13 @@ fmt_kind fmt_batch_init(fmt_batch *b, size_t n_columns, fmt_err *e);
 void fmt_batch_free(fmt_batch *b);
 /* Hand p (malloc'd) to the batch, which frees it; on failure p is freed here. */
 fmt_kind fmt_batch_own(fmt_batch *b, void *p, fmt_err *e);
+/* A buffer of n bytes for a column that a reader fills batch after batch (NULL: out of memory).
+ * Handed to a batch with fmt_batch_own_buffer, it is kept for a next one when the batch is freed
+ * (on any thread), not given back to malloc, whose big blocks fault their pages in afresh each
+ * time; fmt_batch_buffer_free gives back one that no batch took. */
+void *fmt_batch_buffer(size_t n);
+void fmt_batch_buffer_free(void *p);
+fmt_kind fmt_batch_own_buffer(fmt_batch *b, void *p, fmt_err *e);
 /* Every buffer of every column fits the rows and types the schema says (offsets start at 0,
  * never decrease and stay within values_len; strings are UTF-8; null_count matches the bitmap;
  * no nulls in a non-nullable field). fmt_table_next runs it on every batch a driver gives. */

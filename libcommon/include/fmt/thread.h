@@ -31,4 +31,17 @@ void fmt_pool_run(fmt_pool *pool, size_t n, fmt_task_fn fn, void *ctx);
 void *fmt_scratch_take(size_t n);
 void fmt_scratch_give(void *p);
 
+/* The same for any use: a keeper holds up to slots freed buffers (the largest ones, each of at
+ * most keep_max bytes, bytes_max in all) for the next take of a size one of them holds. */
+#define FMT_KEEP_SLOTS_MAX 32
+typedef struct fmt_keep {
+	pthread_mutex_t lock;
+	int slots;                         /* at most FMT_KEEP_SLOTS_MAX */
+	size_t keep_max, bytes_max, bytes; /* bytes: what is kept now */
+	void *kept[FMT_KEEP_SLOTS_MAX];
+} fmt_keep;
+#define FMT_KEEP_INIT(slots, keep_max, bytes_max) { PTHREAD_MUTEX_INITIALIZER, (slots), (keep_max), (bytes_max), 0, { 0 } }
+void *fmt_keep_take(fmt_keep *k, size_t n);   /* NULL: out of memory */
+void fmt_keep_give(fmt_keep *k, void *p);     /* p from fmt_keep_take of k, or NULL */
+
 #endif
