@@ -410,3 +410,38 @@ with open("many.csv", "w") as f:
 	assert_success
 	assert_equal "$(fmt-inspect --json --head 1 many-snappy.parquet | jq -c '.head')" '[{"id":0,"s":"w'"$(sed -n 2p many.csv | cut -d, -f2 | cut -c2-)"'","x":0.25}]'
 }
+
+@test "a damaged page: the first damaged row group is told at every -T (CRC before anything is written, or the page itself without it)" {
+	/usr/bin/python3 -c '
+with open("rows.csv", "w") as f:
+    f.write("id,s\n")
+    for i in range(30000):
+        f.write("%d,v%d\n" % (i, i * 7919 % 100003))'
+	fmt-convert -q --row-group-rows 2000 rows.csv rows.parquet
+	# the middle byte of column s's chunk in row groups 3 and 9 flipped
+	off3=$(fmt-inspect --json rows.parquet | jq '.parquet.row_groups["3"].columns.s | .offset + (.compressed_bytes / 2 | floor)')
+	off9=$(fmt-inspect --json rows.parquet | jq '.parquet.row_groups["9"].columns.s | .offset + (.compressed_bytes / 2 | floor)')
+	/usr/bin/python3 -c '
+import sys
+b = bytearray(open("rows.parquet", "rb").read())
+for o in sys.argv[1:]:
+    b[int(o)] ^= 0xff
+open("bad.parquet", "wb").write(b)' "$off3" "$off9"
+	for t in 1 2 3; do
+		run fmt-convert -q -T "$t" bad.parquet out.csv
+		assert_failure 6
+		assert_output "fmt-convert: error: bad.parquet: row group 3: Parquet: column 's': page CRC differs"
+		[ ! -e out.csv ]
+		run fmt-verify -T "$t" bad.parquet
+		assert_failure 6
+		assert_output "fmt-verify: error: bad.parquet: row group 3: Parquet: column 's': page CRC differs"
+		fmt-convert -q -T "$t" rows.parquet "rows-$t.csv"
+		cmp rows.csv "rows-$t.csv"
+	done
+	for t in 1 2 3; do
+		run fmt-convert -q -T "$t" --no-verify bad.parquet out.csv
+		assert_failure 4
+		assert_output "fmt-convert: error: bad.parquet: Parquet: a SNAPPY page is malformed"
+		[ ! -e out.csv ]
+	done
+}

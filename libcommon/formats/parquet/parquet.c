@@ -1,7 +1,10 @@
 /* Apache Parquet (.parquet) as a table driver: the footer read at open, the rows a row group at
  * a time through one cursor per column (pages decoded as the rows are asked for, so the first
  * batches touch only the first pages), fmt-inspect's facts from the footer, fmt-verify's check
- * of every page, and the writer (fmt_pq_write.c). */
+ * of every page, and the writer (fmt_pq_write.c). On -T 2 and more, the batches after the first
+ * are decoded a batch ahead on a thread of their own (their columns on a pool from -T 3), while
+ * the caller uses the one before. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,12 +12,29 @@
 #include "fmt/dataset.h"
 #include "fmt/half.h"
 #include "fmt/registry.h"
+#include "fmt/thread.h"
 #include "pq_internal.h"
 
 /* The first batch is small and each next one twice as big, up to BATCH_MAX: --head reads
  * the first pages only; a conversion gets full-sized batches at once. */
 #define BATCH_FIRST 1024
 #define BATCH_MAX 65536
+
+/* The batch after the one the caller has, decoded on a thread of its own (-T 2 and more). */
+typedef struct pq_ahead {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int started, stop;
+	int full;                /* batch, kind, done and err hold the next outcome */
+	int over;                /* the thread gave its last outcome (the end, or an error) */
+	fmt_batch batch;
+	fmt_kind kind;
+	int done;
+	fmt_err err;
+	fmt_pool *pool;          /* the columns of a batch (-T 3 and more), or NULL */
+	struct pq_take *takes;   /* per field: a column's outcome on the pool */
+} pq_ahead;
 
 typedef struct pq_state {
 	pq_meta m;
@@ -31,6 +51,12 @@ typedef struct pq_state {
 	uint8_t range_fixed[16];   /* a statistics range: two fixed-width values, */
 	int32_t range_offsets[3];  /* or two byte strings' offsets */
 	fmt_sb range_bytes;        /* and bytes */
+	const fmt_field *fields;   /* the driver's schema (what next is called with: a view over the
+				    * table may have put another in t->schema since) */
+	size_t n_fields;
+	int threads;
+	uint64_t batches;          /* handed out */
+	pq_ahead ahead;
 } pq_state;
 
 typedef struct pq_opts {
@@ -47,11 +73,14 @@ static void close_group(pq_state *s)
 	s->group_open = 0;
 }
 
+static void ahead_stop(pq_state *s);
+
 static void pq_close(fmt_table *t)
 {
 	pq_state *s = t->format_state;
 	if (!s)
 		return;
+	ahead_stop(s);
 	for (size_t i = 0; s->cursors && i < s->m.n_leaves; i++)
 		fmt_pq_cursor_free(&s->cursors[i]);
 	free(s->cursors);
@@ -96,15 +125,16 @@ static fmt_kind pq_open(fmt_table *t, fmt_err *e)
 	t->n_rows = (uint64_t)s->m.num_rows;
 	s->batch_rows = BATCH_FIRST;
 	s->batch_max = t->opts && t->opts->batch_rows ? t->opts->batch_rows : BATCH_MAX;
+	s->threads = t->opts && t->opts->threads > 1 ? t->opts->threads : 1;
 	return FMT_OK;
 }
 
 /* The cursors of row group g for the fields this build converts. */
-static fmt_kind open_group(fmt_table *t, pq_state *s, size_t g, fmt_err *e)
+static fmt_kind open_group(pq_state *s, size_t g, fmt_err *e)
 {
-	for (size_t i = 0; i < t->schema.n_fields; i++) {
+	for (size_t i = 0; i < s->n_fields; i++) {
 		long l = s->leaf_of[i];
-		if (l < 0 || t->schema.fields[i].type == FMT_C_OTHER)
+		if (l < 0 || s->fields[i].type == FMT_C_OTHER)
 			continue;
 		fmt_kind k = fmt_pq_cursor_open(&s->cursors[l], &s->m.leaves[l], &s->m.groups[g].chunks[l], &s->f, 0, 0, e);
 		if (k != FMT_OK)
@@ -224,15 +254,15 @@ static void stat_range(pq_state *s, const pq_leaf *l, const fmt_field *f, const 
 }
 
 /* Whether the --where tests let a row of group g through, as its statistics show. */
-static int group_may_pass(const fmt_table *t, pq_state *s, size_t g)
+static int group_may_pass(pq_state *s, size_t g)
 {
 	const pq_rowgroup *rg = &s->m.groups[g];
-	for (size_t i = 0; i < t->schema.n_fields; i++) {
+	for (size_t i = 0; i < s->n_fields; i++) {
 		long l = s->leaf_of[i];
 		fmt_col_range r;
-		if (l < 0 || t->schema.fields[i].type == FMT_C_OTHER)
+		if (l < 0 || s->fields[i].type == FMT_C_OTHER)
 			continue;
-		stat_range(s, &s->m.leaves[l], &t->schema.fields[i], &rg->chunks[l], (uint64_t)rg->num_rows, &r);
+		stat_range(s, &s->m.leaves[l], &s->fields[i], &rg->chunks[l], (uint64_t)rg->num_rows, &r);
 		if (!s->skip_test(s->skip_ctx, i, &r))
 			return 0;
 	}
@@ -246,9 +276,54 @@ static void skip_blocks(fmt_table *t, fmt_range_test_fn test, void *ctx)
 	s->skip_ctx = ctx;
 }
 
-static fmt_kind pq_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
+/* A column's outcome, taken on the pool: its buffers in own until they join the batch. */
+typedef struct pq_take {
+	fmt_batch own;
+	fmt_kind kind;
+	fmt_err err;
+} pq_take;
+
+typedef struct take_job {
+	pq_state *s;
+	fmt_batch *b;
+	uint64_t n;
+} take_job;
+
+static void take_task(void *ctx, size_t i)
 {
-	pq_state *s = t->format_state;
+	take_job *j = ctx;
+	pq_take *t = &j->s->ahead.takes[i];
+	long l = j->s->leaf_of[i];
+	memset(&t->own, 0, sizeof t->own);
+	t->kind = FMT_OK;
+	if (l >= 0 && j->s->fields[i].type != FMT_C_OTHER)
+		t->kind = fmt_pq_cursor_take(&j->s->cursors[l], &j->s->fields[i], j->n, &j->b->columns[i], &t->own, &t->err);
+}
+
+/* n rows of every field on the pool; the first failing field's error, as one after another. */
+static fmt_kind take_on_pool(pq_state *s, fmt_batch *b, uint64_t n, fmt_err *e)
+{
+	take_job j = { s, b, n };
+	fmt_kind k = FMT_OK;
+	fmt_pool_run(s->ahead.pool, s->n_fields, take_task, &j);
+	for (size_t i = 0; i < s->n_fields; i++) {
+		pq_take *t = &s->ahead.takes[i];
+		if (k == FMT_OK && t->kind != FMT_OK) {
+			k = t->kind;
+			*e = t->err;
+		}
+		for (size_t o = 0; o < t->own.n_owned; o++) {
+			fmt_kind r = fmt_batch_own(b, t->own.owned[o], k == FMT_OK ? e : &t->err);
+			k = k == FMT_OK ? r : k;
+		}
+		free(t->own.owned);
+	}
+	return k;
+}
+
+/* The next batch into b (whose columns are the driver's fields). */
+static fmt_kind next_batch(pq_state *s, fmt_batch *b, int *done, fmt_err *e)
+{
 	*done = 0;
 	while (!s->group_open || s->group_left == 0) {
 		if (s->group_open) {
@@ -259,11 +334,11 @@ static fmt_kind pq_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 			*done = 1;
 			return FMT_OK;
 		}
-		if (s->skip_test && !group_may_pass(t, s, s->group)) {
+		if (s->skip_test && !group_may_pass(s, s->group)) {
 			s->group++;
 			continue;
 		}
-		fmt_kind k = open_group(t, s, s->group, e);
+		fmt_kind k = open_group(s, s->group, e);
 		if (k != FMT_OK)
 			return k;
 	}
@@ -271,11 +346,16 @@ static fmt_kind pq_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 	if (s->batch_rows < s->batch_max)
 		s->batch_rows = s->batch_rows * 2 < s->batch_max ? s->batch_rows * 2 : s->batch_max;
 	b->n_rows = n;
-	for (size_t i = 0; i < t->schema.n_fields; i++) {
+	if (s->ahead.pool) {
+		fmt_kind k = take_on_pool(s, b, n, e);
+		if (k != FMT_OK)
+			return k;
+	}
+	for (size_t i = 0; !s->ahead.pool && i < s->n_fields; i++) {
 		long l = s->leaf_of[i];
-		if (l < 0 || t->schema.fields[i].type == FMT_C_OTHER)
+		if (l < 0 || s->fields[i].type == FMT_C_OTHER)
 			continue; /* not converted: refused by the batch check unless deselected */
-		fmt_kind k = fmt_pq_cursor_take(&s->cursors[l], &t->schema.fields[i], n, &b->columns[i], b, e);
+		fmt_kind k = fmt_pq_cursor_take(&s->cursors[l], &s->fields[i], n, &b->columns[i], b, e);
 		if (k != FMT_OK)
 			return k;
 	}
@@ -283,27 +363,231 @@ static fmt_kind pq_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 	return FMT_OK;
 }
 
+static void *ahead_main(void *arg)
+{
+	pq_state *s = arg;
+	pq_ahead *a = &s->ahead;
+	pthread_mutex_lock(&a->lock);
+	while (!a->stop) {
+		if (a->full) {
+			pthread_cond_wait(&a->cond, &a->lock);
+			continue;
+		}
+		pthread_mutex_unlock(&a->lock);
+		fmt_batch b;
+		fmt_err err;
+		int done = 0;
+		fmt_err_clear(&err);
+		fmt_kind k = fmt_batch_init(&b, s->n_fields, &err);
+		if (k == FMT_OK)
+			k = next_batch(s, &b, &done, &err);
+		pthread_mutex_lock(&a->lock);
+		a->batch = b;
+		a->kind = k;
+		a->done = done;
+		a->err = err;
+		a->full = 1;
+		pthread_cond_broadcast(&a->cond);
+		if (k != FMT_OK || done)
+			break;
+	}
+	pthread_mutex_unlock(&a->lock);
+	return NULL;
+}
+
+/* The thread that decodes ahead (and its pool from -T 3); 0 when it cannot start (the caller
+ * then decodes, as on one thread). */
+static int ahead_start(pq_state *s)
+{
+	pq_ahead *a = &s->ahead;
+	fmt_err ignored;
+	if (s->threads > 2 && s->n_fields > 1) {
+		a->takes = calloc(s->n_fields, sizeof *a->takes);
+		if (!a->takes || fmt_pool_create(&a->pool, s->threads - 1, &ignored) != FMT_OK) {
+			free(a->takes);
+			a->takes = NULL;
+			a->pool = NULL;
+		}
+	}
+	pthread_mutex_init(&a->lock, NULL);
+	pthread_cond_init(&a->cond, NULL);
+	a->started = fmt_thread_start(&a->thread, 0, ahead_main, s) == 0;
+	if (!a->started) {
+		pthread_mutex_destroy(&a->lock);
+		pthread_cond_destroy(&a->cond);
+		if (a->pool)
+			fmt_pool_destroy(a->pool);
+		free(a->takes);
+		memset(a, 0, sizeof *a);
+	}
+	return a->started;
+}
+
+static void ahead_stop(pq_state *s)
+{
+	pq_ahead *a = &s->ahead;
+	if (!a->started)
+		return;
+	pthread_mutex_lock(&a->lock);
+	a->stop = 1;
+	pthread_cond_broadcast(&a->cond);
+	pthread_mutex_unlock(&a->lock);
+	pthread_join(a->thread, NULL);
+	if (a->full)
+		fmt_batch_free(&a->batch);
+	pthread_mutex_destroy(&a->lock);
+	pthread_cond_destroy(&a->cond);
+	if (a->pool)
+		fmt_pool_destroy(a->pool);
+	free(a->takes);
+	memset(a, 0, sizeof *a);
+}
+
+/* The batch the thread decoded into b; the thread goes on to the next. After the last outcome
+ * (the end or an error), the same again. */
+static fmt_kind ahead_take(pq_state *s, fmt_batch *b, int *done, fmt_err *e)
+{
+	pq_ahead *a = &s->ahead;
+	pthread_mutex_lock(&a->lock);
+	while (!a->full && !a->over)
+		pthread_cond_wait(&a->cond, &a->lock);
+	fmt_kind k = a->kind;
+	*done = a->done;
+	if (k != FMT_OK)
+		*e = a->err;
+	if (a->full) {
+		fmt_batch next = a->batch;
+		a->full = 0;
+		a->over = k != FMT_OK || *done;
+		pthread_cond_broadcast(&a->cond);
+		pthread_mutex_unlock(&a->lock);
+		if (k == FMT_OK && !*done) {
+			fmt_batch_free(b);
+			*b = next;
+		} else {
+			fmt_batch_free(&next);
+		}
+		return k;
+	}
+	pthread_mutex_unlock(&a->lock);
+	return k;
+}
+
+static fmt_kind pq_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
+{
+	pq_state *s = t->format_state;
+	if (s->ahead.started)
+		return ahead_take(s, b, done, e);
+	s->fields = t->schema.fields;
+	s->n_fields = t->schema.n_fields;
+	/* the first batch on the caller's thread: --head reads it and stops */
+	if (s->threads > 1 && s->batches > 0 && ahead_start(s))
+		return ahead_take(s, b, done, e);
+	fmt_kind k = next_batch(s, b, done, e);
+	s->batches++;
+	return k;
+}
+
 /* ---- fmt-verify: every page of every column chunk ---- */
 
 /* With o (fmt-verify): every page header, CRC, decompression and decoding. Without (a tool
  * about to read the rows, or fmt-inspect's summary): the page headers, their CRCs and value
  * counts, which reading then decodes once. */
+/* Row group g's chunks, in order, through cursor c. */
+static fmt_kind verify_group(pq_state *s, size_t g, pq_cursor *c, int walk_only, fmt_err *e)
+{
+	for (size_t l = 0; l < s->m.n_leaves; l++) {
+		uint64_t pages = 0;
+		const pq_leaf *leaf = &s->m.leaves[l];
+		fmt_kind k = fmt_pq_cursor_open(c, leaf, &s->m.groups[g].chunks[l], &s->f, 1, leaf->max_rep > 0, e);
+		c->walk_only = walk_only;
+		if (k == FMT_OK)
+			k = fmt_pq_cursor_check_all(c, &pages, e);
+		if (k != FMT_OK) {
+			fmt_err_prefix(e, "row group %zu", g);
+			return k;
+		}
+	}
+	return FMT_OK;
+}
+
+/* The row groups checked on a pool: each with a cursor no other task uses meanwhile; the
+ * first failing group's error, as one after another would find it. */
+typedef struct verify_job {
+	pq_state *s;
+	int walk_only;
+	pthread_mutex_t lock;
+	pq_cursor *cursors;
+	int *busy;
+	size_t n_cursors;
+	size_t failed;           /* the first failing group so far (n_groups: none) */
+	fmt_kind kind;
+	fmt_err err;
+} verify_job;
+
+static void verify_task(void *ctx, size_t g)
+{
+	verify_job *j = ctx;
+	size_t at = 0;
+	pthread_mutex_lock(&j->lock);
+	if (g > j->failed) {       /* an earlier group failed: its error is the one told */
+		pthread_mutex_unlock(&j->lock);
+		return;
+	}
+	while (j->busy[at])
+		at++;
+	j->busy[at] = 1;
+	pthread_mutex_unlock(&j->lock);
+	fmt_err e;
+	fmt_kind k = verify_group(j->s, g, &j->cursors[at], j->walk_only, &e);
+	pthread_mutex_lock(&j->lock);
+	j->busy[at] = 0;
+	if (k != FMT_OK && g < j->failed) {
+		j->failed = g;
+		j->kind = k;
+		j->err = e;
+	}
+	pthread_mutex_unlock(&j->lock);
+}
+
+static fmt_kind verify_on_pool(pq_state *s, int threads, int walk_only, fmt_err *e)
+{
+	verify_job j = { .s = s, .walk_only = walk_only, .failed = s->m.n_groups, .kind = FMT_OK };
+	fmt_pool *pool;
+	fmt_err ignored;
+	fmt_kind k = fmt_pool_create(&pool, threads, &ignored);
+	if (k != FMT_OK && (k = fmt_pool_create(&pool, 1, e)) != FMT_OK) /* then on this thread */
+		return k;
+	j.n_cursors = (size_t)fmt_pool_threads(pool);
+	j.cursors = calloc(j.n_cursors, sizeof *j.cursors);
+	j.busy = calloc(j.n_cursors, sizeof *j.busy);
+	if (!j.cursors || !j.busy) {
+		k = fmt_fail(e, FMT_IO, "out of memory");
+	} else {
+		pthread_mutex_init(&j.lock, NULL);
+		fmt_pool_run(pool, s->m.n_groups, verify_task, &j);
+		pthread_mutex_destroy(&j.lock);
+		if ((k = j.kind) != FMT_OK)
+			*e = j.err;
+	}
+	fmt_pool_destroy(pool);
+	for (size_t i = 0; j.cursors && i < j.n_cursors; i++)
+		fmt_pq_cursor_free(&j.cursors[i]);
+	free(j.cursors);
+	free(j.busy);
+	return k;
+}
+
 static fmt_kind pq_verify(fmt_table *t, const fmt_verify_opts *o, fmt_err *e)
 {
 	pq_state *s = t->format_state;
+	int threads = o ? o->threads : s->threads;
+	if (threads > 1 && s->m.n_groups > 1)
+		return verify_on_pool(s, threads < (int)s->m.n_groups ? threads : (int)s->m.n_groups, o == NULL, e);
 	pq_cursor c = { 0 };        /* its buffers serve every chunk */
 	fmt_kind k = FMT_OK;
 	for (size_t g = 0; k == FMT_OK && g < s->m.n_groups; g++)
-		for (size_t l = 0; k == FMT_OK && l < s->m.n_leaves; l++) {
-			uint64_t pages = 0;
-			const pq_leaf *leaf = &s->m.leaves[l];
-			k = fmt_pq_cursor_open(&c, leaf, &s->m.groups[g].chunks[l], &s->f, 1, leaf->max_rep > 0, e);
-			c.walk_only = o == NULL;
-			if (k == FMT_OK)
-				k = fmt_pq_cursor_check_all(&c, &pages, e);
-			if (k != FMT_OK)
-				fmt_err_prefix(e, "row group %zu", g);
-		}
+		k = verify_group(s, g, &c, o == NULL, e);
 	fmt_pq_cursor_free(&c);
 	return k;
 }
