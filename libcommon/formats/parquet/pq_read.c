@@ -12,7 +12,8 @@
 /* A page holding more values than this is refused (its levels would take this many bytes). */
 #define MAX_PAGE_VALUES (1u << 24)
 #define MAX_PAGE_BYTES (1u << 28)
-/* Bytes read past a page, so that the next page header is usually read with it. */
+/* Bytes read past a page, so that the next page header is usually read with it: as many as
+ * were read of the chunk before, up to this (the first batches read no more than they use). */
 #define READ_AHEAD (64u << 10)
 /* The bytes a page header is first looked for in (more when it is longer). */
 #define HEADER_GUESS (4u << 10)
@@ -96,12 +97,13 @@ void fmt_pq_cursor_free(pq_cursor *c)
 }
 
 /* Chunk bytes [pos, pos + n) (n <= len - pos) in the window: read from the file when they are
- * not there, with up to READ_AHEAD bytes after them; what the window holds of them is kept. */
+ * not there, with some bytes after them (READ_AHEAD); what the window holds of them is kept. */
 static fmt_kind window(pq_cursor *c, uint64_t pos, uint64_t n, fmt_err *e)
 {
 	if (pos >= c->win_off && n <= c->win_len && pos - c->win_off <= c->win_len - n)
 		return FMT_OK;
-	uint64_t end = c->len - pos - n < READ_AHEAD ? c->len : pos + n + READ_AHEAD, kept = 0;
+	uint64_t ahead = pos < READ_AHEAD ? pos : READ_AHEAD, kept = 0;
+	uint64_t end = c->len - pos - n < ahead ? c->len : pos + n + ahead;
 	if (end - pos > SIZE_MAX)
 		return oom(e);
 	if (pos >= c->win_off && pos - c->win_off < c->win_len) {
