@@ -799,8 +799,9 @@ static fmt_kind out_open(pq_cursor *c, const fmt_field *f, uint64_t n, out_col *
 		memset(o->validity, 0xff, bitmap);
 	}
 	if (is_string(f->type)) {
-		/* as many bytes a row as the last batch had, and a little more */
-		uint64_t guess = c->rows_taken ? c->bytes_taken / c->rows_taken * n + n / 8 + 64 : 4096;
+		/* as many bytes a row as the last batch had, and an eighth more */
+		uint64_t like = c->rows_taken && n <= UINT32_MAX ? c->bytes_taken * n / c->rows_taken : 4096;
+		uint64_t guess = like + like / 8 + 64;
 		if (!(o->offsets = fmt_batch_buffer(((size_t)n + 1) * sizeof(int32_t))) ||
 		    out_bytes(o, guess < (1u << 30) ? (size_t)guess : 1u << 30))
 			return oom(e);
