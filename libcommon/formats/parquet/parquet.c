@@ -295,6 +295,7 @@ static void take_task(void *ctx, size_t i)
 	pq_take *t = &j->s->ahead.takes[i];
 	long l = j->s->leaf_of[i];
 	memset(&t->own, 0, sizeof t->own);
+	fmt_err_clear(&t->err);
 	t->kind = FMT_OK;
 	if (l >= 0 && j->s->fields[i].type != FMT_C_OTHER)
 		t->kind = fmt_pq_cursor_take(&j->s->cursors[l], &j->s->fields[i], j->n, &j->b->columns[i], &t->own, &t->err);
@@ -539,6 +540,7 @@ static void verify_task(void *ctx, size_t g)
 	j->busy[at] = 1;
 	pthread_mutex_unlock(&j->lock);
 	fmt_err e;
+	fmt_err_clear(&e);
 	fmt_kind k = verify_group(j->s, g, &j->cursors[at], j->walk_only, &e);
 	pthread_mutex_lock(&j->lock);
 	j->busy[at] = 0;
