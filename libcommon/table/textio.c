@@ -1,7 +1,9 @@
 /* The reading and writing loops of the text table drivers (textio.h). */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/textio.h"
+#include "fmt/thread.h"
 
 fmt_kind fmt_text_in_init(fmt_text_in *in, fmt_source *src, fmt_err *e)
 {
@@ -77,22 +79,22 @@ fmt_kind fmt_text_next_batch(fmt_text_row_fn row, void *ctx, uint64_t batch_rows
 	return k;
 }
 
-fmt_kind fmt_text_write(fmt_table *in, fmt_sink *k, const char *head, size_t head_len,
-			fmt_text_put_row_fn put_row, void *ctx, fmt_err *e)
+/* One thread: rows into one buffer, written out whenever it passes FMT_TEXT_BLOCK. */
+static fmt_kind write_serial(fmt_table *in, fmt_sink *k, fmt_text_put_row_fn put_row, const void *ctx, fmt_sb *line,
+			     fmt_err *e)
 {
-	fmt_sb line = { 0 };
+	fmt_sb scratch = { 0 };
 	fmt_kind r = FMT_OK;
-	fmt_sb_put(&line, head, head_len);
 	for (;;) {
 		fmt_batch b;
 		int done;
-		if (line.oom) {
+		if (line->oom) {
 			r = fmt_fail(e, FMT_IO, "out of memory");
 			break;
 		}
-		if (line.len && (r = fmt_sink_write(k, line.p, line.len, e)) != FMT_OK)
+		if (line->len && (r = fmt_sink_write(k, line->p, line->len, e)) != FMT_OK)
 			break;
-		line.len = 0;
+		line->len = 0;
 		if ((r = fmt_table_next(in, &b, &done, e)) != FMT_OK)
 			break;
 		if (done) {
@@ -100,16 +102,226 @@ fmt_kind fmt_text_write(fmt_table *in, fmt_sink *k, const char *head, size_t hea
 			break;
 		}
 		for (uint64_t row = 0; row < b.n_rows && r == FMT_OK; row++) {
-			if (!put_row(ctx, &b, row, &line) || line.oom)
+			if (!put_row(ctx, &b, row, line, &scratch) || line->oom)
 				r = fmt_fail(e, FMT_IO, "out of memory");
-			else if (line.len >= FMT_TEXT_BLOCK) {
-				r = fmt_sink_write(k, line.p, line.len, e);
-				line.len = 0;
+			else if (line->len >= FMT_TEXT_BLOCK) {
+				r = fmt_sink_write(k, line->p, line->len, e);
+				line->len = 0;
 			}
 		}
 		fmt_batch_free(&b);
 		if (r != FMT_OK)
 			break;
+	}
+	fmt_sb_free(&scratch);
+	return r;
+}
+
+/* Several threads: the caller reads a batch and cuts its rows into chunks of about CHUNK_TEXT
+ * bytes of text, each formatted into a slot of a ring by whichever thread takes it (the caller
+ * too, when it has nothing else to do); whoever finishes the chunk next in order writes the
+ * slots that are ready, in order, one writer at a time. A reader's batch may point into memory
+ * its next batch reuses, so every chunk of a batch is formatted before the next is read. */
+enum { CHUNK_TEXT = 256u << 10, SLOTS_PER_THREAD = 4, FIRST_CHUNK_ROWS = 256 };
+enum { SLOT_FREE, SLOT_QUEUED, SLOT_DONE };
+
+typedef struct text_slot {
+	fmt_sb text, scratch;
+	uint64_t row0, row1;
+	int state, ok;
+} text_slot;
+
+typedef struct text_par {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;     /* a chunk queued, formatted or written, or stop */
+	fmt_text_put_row_fn put_row;
+	const void *ctx;
+	fmt_sink *sink;
+	const fmt_batch *batch;  /* the one the queued chunks are of */
+	text_slot *slots;
+	size_t n_slots;
+	uint64_t queued, taken, formatted, written; /* chunk counts, in sequence order */
+	uint64_t text_bytes, text_rows;             /* of the chunks formatted: the next chunk's size */
+	int writing, stop;
+	fmt_kind r;              /* the first failure (formatting or writing), with its message */
+	fmt_err e;
+} text_par;
+
+static void fail_locked(text_par *p, fmt_kind r, const fmt_err *e)
+{
+	if (p->r == FMT_OK) {
+		p->r = r;
+		p->e = *e;
+	}
+}
+
+/* Write the ready slots in order; with the lock held (released around each write). */
+static void write_ready_locked(text_par *p)
+{
+	if (p->writing)
+		return; /* that thread looks again after each write */
+	p->writing = 1;
+	while (p->r == FMT_OK && p->written < p->taken &&
+	       p->slots[p->written % p->n_slots].state == SLOT_DONE) {
+		text_slot *s = &p->slots[p->written % p->n_slots];
+		fmt_err e;
+		fmt_kind r = FMT_OK;
+		pthread_mutex_unlock(&p->lock);
+		if (!s->ok)
+			r = fmt_fail(&e, FMT_IO, "out of memory");
+		else if (s->text.len)
+			r = fmt_sink_write(p->sink, s->text.p, s->text.len, &e);
+		s->text.len = 0;
+		pthread_mutex_lock(&p->lock);
+		if (r != FMT_OK)
+			fail_locked(p, r, &e);
+		s->state = SLOT_FREE;
+		p->written++;
+		pthread_cond_broadcast(&p->cond);
+	}
+	p->writing = 0;
+}
+
+/* Take the next queued chunk, format it and write what is ready; with the lock held. */
+static void format_one_locked(text_par *p)
+{
+	text_slot *s = &p->slots[p->taken++ % p->n_slots];
+	const fmt_batch *b = p->batch;
+	pthread_mutex_unlock(&p->lock);
+	int ok = 1;
+	s->text.len = 0;
+	for (uint64_t row = s->row0; row < s->row1 && ok; row++)
+		ok = p->put_row(p->ctx, b, row, &s->text, &s->scratch) && !s->text.oom;
+	pthread_mutex_lock(&p->lock);
+	s->ok = ok;
+	s->state = SLOT_DONE;
+	p->formatted++;
+	p->text_bytes += s->text.len;
+	p->text_rows += s->row1 - s->row0;
+	pthread_cond_broadcast(&p->cond);
+	write_ready_locked(p);
+}
+
+static void *format_worker(void *arg)
+{
+	text_par *p = arg;
+	pthread_mutex_lock(&p->lock);
+	while (!p->stop) {
+		if (p->taken < p->queued && p->r == FMT_OK)
+			format_one_locked(p);
+		else
+			pthread_cond_wait(&p->cond, &p->lock);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+/* Queue the rows of b in chunks, helping while no slot is free, and return once all of them
+ * are formatted (b may be freed then); with the lock held. */
+static void format_batch_locked(text_par *p, const fmt_batch *b)
+{
+	p->batch = b;
+	for (uint64_t row = 0; row < b->n_rows && p->r == FMT_OK;) {
+		text_slot *s = &p->slots[p->queued % p->n_slots];
+		if (s->state != SLOT_FREE) {
+			if (p->taken < p->queued)
+				format_one_locked(p);
+			else
+				pthread_cond_wait(&p->cond, &p->lock);
+			continue;
+		}
+		uint64_t per_row = p->text_rows ? p->text_bytes / p->text_rows : 0;
+		uint64_t n = per_row ? CHUNK_TEXT / (per_row + 1) + 1 : FIRST_CHUNK_ROWS;
+		if (n > b->n_rows - row)
+			n = b->n_rows - row;
+		s->row0 = row;
+		s->row1 = row += n;
+		s->state = SLOT_QUEUED;
+		p->queued++;
+		pthread_cond_broadcast(&p->cond);
+	}
+	while (p->formatted < p->taken || (p->taken < p->queued && p->r == FMT_OK)) {
+		if (p->taken < p->queued && p->r == FMT_OK)
+			format_one_locked(p);
+		else
+			pthread_cond_wait(&p->cond, &p->lock);
+	}
+}
+
+static fmt_kind write_parallel(fmt_table *in, fmt_sink *k, fmt_text_put_row_fn put_row, const void *ctx,
+			       int threads, fmt_err *e)
+{
+	text_par p = { .put_row = put_row, .ctx = ctx, .sink = k };
+	size_t n_workers = (size_t)threads - 1, started = 0;
+	pthread_t *workers = calloc(n_workers, sizeof *workers);
+	p.n_slots = SLOTS_PER_THREAD * (size_t)threads;
+	p.slots = calloc(p.n_slots, sizeof *p.slots);
+	if (!workers || !p.slots) {
+		free(workers);
+		free(p.slots);
+		return fmt_fail(e, FMT_IO, "out of memory");
+	}
+	pthread_mutex_init(&p.lock, NULL);
+	pthread_cond_init(&p.cond, NULL);
+	/* a worker that cannot be started leaves its share to the others and the caller */
+	while (started < n_workers && fmt_thread_start(&workers[started], 0, format_worker, &p) == 0)
+		started++;
+	fmt_kind r = FMT_OK;
+	for (;;) {
+		fmt_batch b;
+		int done;
+		if ((r = fmt_table_next(in, &b, &done, e)) != FMT_OK)
+			break;
+		if (done) {
+			fmt_batch_free(&b);
+			break;
+		}
+		pthread_mutex_lock(&p.lock);
+		format_batch_locked(&p, &b);
+		p.batch = NULL;
+		int failed = p.r != FMT_OK;
+		pthread_mutex_unlock(&p.lock);
+		fmt_batch_free(&b);
+		if (failed)
+			break;
+	}
+	pthread_mutex_lock(&p.lock);
+	while (p.r == FMT_OK && p.written < p.queued)
+		pthread_cond_wait(&p.cond, &p.lock);
+	p.stop = 1;
+	pthread_cond_broadcast(&p.cond);
+	pthread_mutex_unlock(&p.lock);
+	for (size_t i = 0; i < started; i++)
+		pthread_join(workers[i], NULL);
+	if (r == FMT_OK && p.r != FMT_OK) {
+		r = p.r;
+		*e = p.e;
+	}
+	for (size_t i = 0; i < p.n_slots; i++) {
+		fmt_sb_free(&p.slots[i].text);
+		fmt_sb_free(&p.slots[i].scratch);
+	}
+	pthread_cond_destroy(&p.cond);
+	pthread_mutex_destroy(&p.lock);
+	free(p.slots);
+	free(workers);
+	return r;
+}
+
+fmt_kind fmt_text_write(fmt_table *in, fmt_sink *k, const char *head, size_t head_len,
+			fmt_text_put_row_fn put_row, const void *ctx, int threads, fmt_err *e)
+{
+	fmt_sb line = { 0 };
+	fmt_kind r;
+	fmt_sb_put(&line, head, head_len);
+	if (threads <= 1) {
+		r = write_serial(in, k, put_row, ctx, &line, e);
+	} else if (line.oom) {
+		r = fmt_fail(e, FMT_IO, "out of memory");
+	} else {
+		r = line.len ? fmt_sink_write(k, line.p, line.len, e) : FMT_OK;
+		if (r == FMT_OK)
+			r = write_parallel(in, k, put_row, ctx, threads, e);
 	}
 	fmt_sb_free(&line);
 	return r;
