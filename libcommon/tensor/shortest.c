@@ -157,7 +157,7 @@ static size_t put_decimal(char *buf, int negative, uint64_t f, int e)
 	int x10 = e + n - 1; /* the exponent of the leading digit */
 	if (x10 >= -4 && x10 < n) {
 		if (x10 < 0) {
-			memcpy(p, "0.0000", (size_t)(1 - x10));
+			memcpy(p, "0.000000", 8); /* "0." and -x10 - 1 zeros; the digits go over the rest */
 			p = fmt_put_digits(p + 1 - x10, f, n);
 		} else if (n > x10 + 1) {
 			/* the digits one right, then the integer part back over the gap for the point */

@@ -702,8 +702,13 @@ static unsigned short_field_specials(const char *p, size_t n, char delim)
 	if (n >= 8) {
 		memcpy(&w0, p, 8);
 		memcpy(&w1, p + n - 8, 8);
+	} else if (n >= 4) { /* two overlapping four-byte loads: a byte seen twice changes nothing */
+		uint32_t a, b;
+		memcpy(&a, p, 4);
+		memcpy(&b, p + n - 4, 4);
+		w0 = a | (uint64_t)b << 32;
 	} else {
-		memcpy(&w0, p, n);
+		w0 = (unsigned char)p[0] | (unsigned)(unsigned char)p[n / 2] << 8 | (unsigned)(unsigned char)p[n - 1] << 16;
 	}
 #define ZERO_BYTE(v) (((v) - ones) & ~(v) & highs)
 	q = ZERO_BYTE(w0 ^ dq) | ZERO_BYTE(w1 ^ dq);
@@ -807,9 +812,14 @@ static int csv_put_row(const void *ctx, const fmt_batch *b, uint64_t row, fmt_sb
 			line->len += fmt_shortest_f64(d, at);
 			break;
 		}
-		case CSV_I64:
-			line->len += fmt_i64_text((int64_t)fmt_rd_u64(c->values + 8 * row), at);
+		case CSV_I64: {
+			int64_t v = (int64_t)fmt_rd_u64(c->values + 8 * row);
+			uint64_t m = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+			*at = '-';
+			at += v < 0;
+			line->len = (size_t)(fmt_put_digits(at, m, fmt_digit_count(m)) - line->p);
 			break;
+		}
 		case CSV_BOOL:
 			if ((c->values[row >> 3] >> (row & 7)) & 1)
 				memcpy(at, "true", 5), line->len += 4;
