@@ -46,15 +46,16 @@ static uint64_t scale_round_odd(uint64_t g1, uint64_t g0, uint64_t cp)
 	return whole | (((mid & MASK63) + MASK63) >> 63);
 }
 
+static const uint64_t pow10_u64[] = { 1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u,
+				      100000000u, 1000000000u, 10000000000u, 100000000000u,
+				      1000000000000u, 10000000000000u, 100000000000000u,
+				      1000000000000000u, 10000000000000000u, 100000000000000000u };
+
 /* The decimal printf's "%.Pg" writes for the scaled value (s its integer part, vb in quarters
  * rounded to odd) rounded to len(s) - j digits: the nearer multiple of 10^j, a tie to even. */
 static uint64_t rounded(uint64_t s, uint64_t vb, int j)
 {
-	static const uint64_t pow10[] = { 1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u,
-					  100000000u, 1000000000u, 10000000000u, 100000000000u,
-					  1000000000000u, 10000000000000u, 100000000000000u,
-					  1000000000000000u, 10000000000000000u, 100000000000000000u };
-	uint64_t m = pow10[j], lo = s / m * m, mid = (lo << 2) + (m << 1);
+	uint64_t m = pow10_u64[j], lo = s / m * m, mid = (lo << 2) + (m << 1);
 	return vb < mid || (vb == mid && !((lo / m) & 1)) ? lo : lo + m;
 }
 
@@ -160,12 +161,11 @@ static size_t put_decimal(char *buf, int negative, uint64_t f, int e)
 			memcpy(p, "0.000000", 8); /* "0." and -x10 - 1 zeros; the digits go over the rest */
 			p = fmt_put_digits(p + 1 - x10, f, n);
 		} else if (n > x10 + 1) {
-			/* the digits one right, then the integer part back over the gap for the point */
-			fmt_put_digits(p + 1, f, n);
-			for (int i = 0; i <= x10; i++)
-				p[i] = p[i + 1];
-			p[x10 + 1] = '.';
-			p += n + 1;
+			/* the integer part and the fraction apart, the point between */
+			uint64_t m = pow10_u64[n - x10 - 1], ip = f / m;
+			p = fmt_put_digits(p, ip, x10 + 1);
+			*p++ = '.';
+			p = fmt_put_digits(p, f - ip * m, n - x10 - 1);
 		} else {
 			p = fmt_put_digits(p, f, n);
 		}
