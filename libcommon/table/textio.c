@@ -128,8 +128,11 @@ static fmt_kind write_serial(fmt_table *in, fmt_sink *k, fmt_text_put_row_fn put
 enum { CHUNK_TEXT = 256u << 10, SLOTS_PER_THREAD = 4, FIRST_CHUNK_ROWS = 256, COPY_MAX = 16u << 20 };
 enum { SLOT_FREE, SLOT_BUSY, SLOT_DONE };
 
+/* one cache line or more each: two threads appending to neighbouring slots would otherwise
+ * write the same line at every byte count (JSON Lines on two threads: 60 % more CPU) */
 typedef struct text_slot {
-	fmt_sb text, scratch;
+	_Alignas(64) fmt_sb text;
+	fmt_sb scratch;
 	int state, ok;
 } text_slot;
 
@@ -324,7 +327,9 @@ static fmt_kind write_parallel(fmt_table *in, fmt_sink *k, fmt_text_put_row_fn p
 	size_t n_workers = (size_t)threads - 1, started = 0;
 	pthread_t *workers = calloc(n_workers, sizeof *workers);
 	p.n_slots = SLOTS_PER_THREAD * (size_t)threads;
-	p.slots = calloc(p.n_slots, sizeof *p.slots);
+	p.slots = aligned_alloc(_Alignof(text_slot), p.n_slots * sizeof *p.slots);
+	if (p.slots)
+		memset(p.slots, 0, p.n_slots * sizeof *p.slots);
 	if (!workers || !p.slots) {
 		free(workers);
 		free(p.slots);
