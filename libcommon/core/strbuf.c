@@ -58,24 +58,9 @@ const char fmt_digit_pairs[201] = "000102030405060708091011121314151617181920212
 
 size_t fmt_u64_text(uint64_t v, char *buf)
 {
-	size_t n = 1;
-	for (uint64_t x = v; x >= 10; x /= 10)
-		n++;
-	char *p = buf + n;
-	*p = '\0';
-	while (v >= 100) {
-		unsigned d = (unsigned)(v % 100);
-		v /= 100;
-		*--p = fmt_digit_pairs[2 * d + 1];
-		*--p = fmt_digit_pairs[2 * d];
-	}
-	if (v >= 10) {
-		*--p = fmt_digit_pairs[2 * v + 1];
-		*--p = fmt_digit_pairs[2 * v];
-	} else {
-		*--p = (char)('0' + v);
-	}
-	return n;
+	int n = fmt_digit_count(v);
+	*fmt_put_digits(buf, v, n) = '\0';
+	return (size_t)n;
 }
 
 size_t fmt_i64_text(int64_t v, char *buf)

@@ -46,15 +46,16 @@ static uint64_t scale_round_odd(uint64_t g1, uint64_t g0, uint64_t cp)
 	return whole | (((mid & MASK63) + MASK63) >> 63);
 }
 
+static const uint64_t pow10_u64[] = { 1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u,
+				      100000000u, 1000000000u, 10000000000u, 100000000000u,
+				      1000000000000u, 10000000000000u, 100000000000000u,
+				      1000000000000000u, 10000000000000000u, 100000000000000000u };
+
 /* The decimal printf's "%.Pg" writes for the scaled value (s its integer part, vb in quarters
  * rounded to odd) rounded to len(s) - j digits: the nearer multiple of 10^j, a tie to even. */
 static uint64_t rounded(uint64_t s, uint64_t vb, int j)
 {
-	static const uint64_t pow10[] = { 1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u,
-					  100000000u, 1000000000u, 10000000000u, 100000000000u,
-					  1000000000000u, 10000000000000u, 100000000000000u,
-					  1000000000000000u, 10000000000000000u, 100000000000000000u };
-	uint64_t m = pow10[j], lo = s / m * m, mid = (lo << 2) + (m << 1);
+	uint64_t m = pow10_u64[j], lo = s / m * m, mid = (lo << 2) + (m << 1);
 	return vb < mid || (vb == mid && !((lo / m) & 1)) ? lo : lo + m;
 }
 
@@ -125,51 +126,6 @@ static int to_decimal(uint64_t c, int q, int asym, int max_digits, uint64_t *f, 
 	return 1;
 }
 
-/* the n decimal digits of f (n its exact length, at most 20) at p: in eight-digit pieces of
- * 32-bit arithmetic, two digits a step */
-static void put_8(char *p, uint32_t v)
-{
-	for (int i = 6; i >= 0; i -= 2) {
-		uint32_t d = v % 100;
-		v /= 100;
-		p[i] = fmt_digit_pairs[2 * d];
-		p[i + 1] = fmt_digit_pairs[2 * d + 1];
-	}
-}
-
-static char *put_digits(char *p, uint64_t f, int n)
-{
-	int i = n;
-	while (i >= 8 && f >= 100000000u) {
-		i -= 8;
-		put_8(p + i, (uint32_t)(f % 100000000u));
-		f /= 100000000u;
-	}
-	uint32_t v = (uint32_t)f; /* the leading i digits */
-	while (i >= 2) {
-		uint32_t d = v % 100;
-		v /= 100;
-		i -= 2;
-		p[i] = fmt_digit_pairs[2 * d];
-		p[i + 1] = fmt_digit_pairs[2 * d + 1];
-	}
-	if (i)
-		p[0] = (char)('0' + v);
-	return p + n;
-}
-
-static int digit_count(uint64_t f)
-{
-	static const uint64_t pow10[] = { 1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u,
-					  100000000u, 1000000000u, 10000000000u, 100000000000u,
-					  1000000000000u, 10000000000000u, 100000000000000u,
-					  1000000000000000u, 10000000000000000u, 100000000000000000u,
-					  1000000000000000000u, 10000000000000000000u };
-	/* floor(log10 2^bits) from the bit length, then one comparison */
-	int n = ((64 - __builtin_clzll(f | 1)) * 1233) >> 12;
-	return n + (n < 20 && f >= pow10[n]);
-}
-
 /* f 10^e in printf's %.Pg layout with P the digit count of f once its trailing zeros go. */
 static size_t put_decimal(char *buf, int negative, uint64_t f, int e)
 {
@@ -181,42 +137,54 @@ static size_t put_decimal(char *buf, int negative, uint64_t f, int e)
 		*p = '\0';
 		return (size_t)(p - buf);
 	}
-	while (f % 10 == 0) {
+	/* the scaled value carries up to 16 trailing zeros: eight at a time first */
+	while (f % 100000000u == 0) {
+		f /= 100000000u;
+		e += 8;
+	}
+	if (f % 10000 == 0) {
+		f /= 10000;
+		e += 4;
+	}
+	if (f % 100 == 0) {
+		f /= 100;
+		e += 2;
+	}
+	if (f % 10 == 0) {
 		f /= 10;
 		e++;
 	}
-	int n = digit_count(f);
+	int n = fmt_digit_count(f);
 	int x10 = e + n - 1; /* the exponent of the leading digit */
 	if (x10 >= -4 && x10 < n) {
 		if (x10 < 0) {
-			memcpy(p, "0.0000", (size_t)(1 - x10));
-			p = put_digits(p + 1 - x10, f, n);
+			memcpy(p, "0.000000", 8); /* "0." and -x10 - 1 zeros; the digits go over the rest */
+			p = fmt_put_digits(p + 1 - x10, f, n);
+		} else if (n > x10 + 1) {
+			/* the integer part and the fraction apart, the point between */
+			uint64_t m = pow10_u64[n - x10 - 1], ip = f / m;
+			p = fmt_put_digits(p, ip, x10 + 1);
+			*p++ = '.';
+			p = fmt_put_digits(p, f - ip * m, n - x10 - 1);
 		} else {
-			/* the digits in place, then the fraction moved one right for the point */
-			put_digits(p, f, n);
-			if (n > x10 + 1) {
-				memmove(p + x10 + 2, p + x10 + 1, (size_t)(n - x10 - 1));
-				p[x10 + 1] = '.';
-				p++;
-			}
-			p += n;
+			p = fmt_put_digits(p, f, n);
 		}
 	} else {
-		char digits[24];
-		put_digits(digits, f, n);
-		*p++ = digits[0];
+		fmt_put_digits(p + 1, f, n);
+		p[0] = p[1];
 		if (n > 1) {
-			*p++ = '.';
-			memcpy(p, digits + 1, (size_t)n - 1);
-			p += n - 1;
+			p[1] = '.';
+			p += n + 1;
+		} else {
+			p++;
 		}
 		*p++ = 'e';
 		*p++ = x10 < 0 ? '-' : '+';
 		unsigned a = (unsigned)(x10 < 0 ? -x10 : x10);
 		if (a >= 100)
 			*p++ = (char)('0' + a / 100);
-		*p++ = (char)('0' + a / 10 % 10);
-		*p++ = (char)('0' + a % 10);
+		memcpy(p, fmt_digit_pairs + 2 * (a % 100), 2);
+		p += 2;
 	}
 	*p = '\0';
 	return (size_t)(p - buf);

@@ -137,3 +137,42 @@ setup() {
 	done
 	assert_equal "$(wc -l <one.jsonl)" 10
 }
+
+@test "writing CSV and JSON Lines on -T 1, 2, 3, 8: the exact text of edge values (int64 ends, -0, subnormals, 2^53+1, short and long fields to quote)" {
+	printf '%s\n' 'i,x,s' '-9223372036854775808,0,a' '9223372036854775807,-0.0,"a,b"' '0,5e-324,"say ""hi"""' \
+		'1,1.7976931348623157e+308,"x' 'y"' '-1,2.2250738585072009e-308,0123456789abcdef' \
+		'12,9007199254740993,"0123456789abcdef,"' '7,0.000123,"ab""' 'c"' >e.csv
+	printf '%s\n' 'i,x,s' '-9223372036854775808,0,a' '9223372036854775807,-0,"a,b"' '0,5e-324,"say ""hi"""' \
+		'1,1.7976931348623157e+308,"x' 'y"' '-1,2.225073858507201e-308,0123456789abcdef' \
+		'12,9007199254740992,"0123456789abcdef,"' '7,0.000123,"ab""' 'c"' >want.csv
+	printf '%s\n' '{"i":-9223372036854775808,"x":0,"s":"a"}' '{"i":9223372036854775807,"x":-0,"s":"a,b"}' \
+		'{"i":0,"x":5e-324,"s":"say \"hi\""}' '{"i":1,"x":1.7976931348623157e+308,"s":"x\ny"}' \
+		'{"i":-1,"x":2.225073858507201e-308,"s":"0123456789abcdef"}' \
+		'{"i":12,"x":9007199254740992,"s":"0123456789abcdef,"}' '{"i":7,"x":0.000123,"s":"ab\"\nc"}' >want.jsonl
+	fmt-convert -q e.csv e.ald
+	for t in 1 2 3 8; do
+		fmt-convert -q -T "$t" e.ald "t$t.csv"
+		cmp want.csv "t$t.csv" || fail "-T $t: other CSV text"
+		fmt-convert -q -T "$t" e.ald "t$t.jsonl"
+		cmp want.jsonl "t$t.jsonl" || fail "-T $t: other JSON Lines text"
+	done
+}
+
+@test "writing CSV and JSON Lines from .ald and Arrow (several batches) on -T 2, 3, 8: the bytes of -T 1; a failed write: exit 3, the same message" {
+	fmt-convert -q -T 1 "$EDGES" e.ald
+	fmt-convert -q -T 1 e.ald e.arrow
+	for in in e.ald e.arrow; do
+		for ext in csv jsonl; do
+			fmt-convert -q -T 1 "$in" "$in-one.$ext"
+			for t in 2 3 8; do
+				fmt-convert -q -T "$t" "$in" "$in-t$t.$ext"
+				cmp "$in-one.$ext" "$in-t$t.$ext" || fail "$in -T $t gives other $ext bytes"
+			done
+		done
+	done
+	for t in 1 2 3; do
+		run bash -c "fmt-convert -T $t --to csv e.ald - >/dev/full"
+		assert_failure 3
+		assert_output "fmt-convert: error: -: write: No space left on device"
+	done
+}

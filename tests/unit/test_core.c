@@ -417,6 +417,28 @@ TEST(integer_text)
 		fmt_i64_text(v, b);
 		CHECK_STR(b, want);
 	}
+	/* each length's edges (the digit count's table and the eight-digit pieces) */
+	uint64_t p10 = 1;
+	for (int k = 0; k < 20; k++, p10 *= 10) {
+		uint64_t vs[] = { p10 - 1, p10, p10 + 1, p10 * 2 - 1, p10 + p10 / 2 };
+		for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++) {
+			char want[24];
+			int n = snprintf(want, sizeof want, "%llu", (unsigned long long)vs[i]);
+			CHECK_EQ_U64(fmt_u64_text(vs[i], b), (uint64_t)n);
+			CHECK_STR(b, want);
+			CHECK_EQ_U64((uint64_t)fmt_digit_count(vs[i]), (uint64_t)n);
+		}
+	}
+	CHECK_EQ_U64((uint64_t)fmt_digit_count(0), 1);
+	CHECK_EQ_U64((uint64_t)fmt_digit_count(UINT64_MAX), 20);
+	/* exactly n digits, zero-padded */
+	CHECK(fmt_put_digits(b, 42, 5) == b + 5 && memcmp(b, "00042", 5) == 0);
+	CHECK(fmt_put_digits(b, 0, 9) == b + 9 && memcmp(b, "000000000", 9) == 0);
+	CHECK(fmt_put_digits(b, 12345678901234567890u, 20) == b + 20 && memcmp(b, "12345678901234567890", 20) == 0);
+	CHECK_EQ_U64(fmt_i64_text(-1, b), 2);
+	CHECK_STR(b, "-1");
+	CHECK_EQ_U64(fmt_i64_text(0, b), 1);
+	CHECK_STR(b, "0");
 }
 
 typedef struct meter_seen {

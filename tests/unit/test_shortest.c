@@ -172,6 +172,53 @@ TEST(shortest_special_values)
 	CHECK_STR(b, "-inf");
 }
 
+/* The edges of the text's layouts and of the digit generation: zeros, subnormals, the largest
+ * values, 2^53 and its neighbours, every power of ten in the table's range and the integers
+ * around the fixed/exponent switch (up to sixteen trailing zeros of the scaled value go). */
+TEST(shortest_edges)
+{
+	char b[FMT_SHORTEST_MAX];
+	static const struct { double v; const char *text; } cases[] = {
+		{ 0.0, "0" }, { -0.0, "-0" },
+		{ 4.9406564584124654e-324, "5e-324" }, { -4.9406564584124654e-324, "-5e-324" },
+		{ 2.2250738585072009e-308, "2.225073858507201e-308" }, /* largest subnormal */
+		{ 1.0e-310, "1e-310" },
+		{ -DBL_MAX, "-1.7976931348623157e+308" },
+		{ 9007199254740991.0, "9007199254740991" }, { 9007199254740992.0, "9007199254740992" },
+		{ 9007199254740994.0, "9007199254740994" }, { -9007199254740991.0, "-9007199254740991" },
+		{ 18446744073709551616.0, "1.8446744073709552e+19" }, { 9223372036854775808.0, "9.223372036854776e+18" },
+		{ -9223372036854775808.0, "-9.223372036854776e+18" },
+		{ 1e15, "1e+15" }, { 123456789012345.0, "123456789012345" }, { 1234567890123456.0, "1234567890123456" },
+		{ 12345678901234567.0, "12345678901234568" }, { 1e-4, "0.0001" }, { 1.5e-7, "1.5e-07" },
+		{ 733.458, "733.458" }, { 0.001, "0.001" }, { 1000.5, "1000.5" }, { 10.0, "1e+01" },
+		{ 99.99, "99.99" }, { 1e100, "1e+100" }, { 1e-100, "1e-100" }, { 1.7e308, "1.7e+308" },
+		{ 0.1257302210933933, "0.1257302210933933" }, { -0.1321048632913019, "-0.1321048632913019" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		CHECK_EQ_U64(fmt_shortest_f64(cases[i].v, b), strlen(cases[i].text));
+		CHECK_STR(b, cases[i].text);
+	}
+	for (int k = -323; k <= 308; k++) {
+		char t[32];
+		snprintf(t, sizeof t, "1e%d", k);
+		same_f64(strtod(t, NULL));
+		snprintf(t, sizeof t, "7.25e%d", k);
+		same_f64(strtod(t, NULL));
+	}
+	for (double v = 1; v < 1e17; v *= 10) {
+		same_f64(v - 1);
+		same_f64(v + 1);
+		same_f64(v * 1.5);
+	}
+	for (int e = -1074; e <= 1023; e += 7) {
+		same_f64(ldexp(1, e));
+		same_f64(-ldexp(1, e));
+	}
+	static const float fcases[] = { 0.0f, -0.0f, 1e-45f, FLT_MIN, FLT_MAX, 16777217.0f, 0.1f, 1e10f };
+	for (size_t i = 0; i < sizeof fcases / sizeof fcases[0]; i++)
+		same_f32(fcases[i]);
+}
+
 TEST(shortest_f64_structured)
 {
 	mismatches = 0;

@@ -259,10 +259,43 @@ fmt_kind fmt_dstream_fill(fmt_dstream *d, size_t need, fmt_err *e)
 	return FMT_OK;
 }
 
+/* Decompress up to n bytes straight into dst while the window is empty: a large read (a
+ * batch's column) then skips the copy through the window. */
+static fmt_kind produce_to(fmt_dstream *d, uint8_t *dst, size_t n, size_t *got, fmt_err *e)
+{
+	uint8_t *buf = d->buf;
+	size_t cap = d->cap;
+	d->buf = dst;
+	d->cap = n;
+	d->start = d->end = 0;
+	fmt_kind k = produce(d, e);
+	*got = d->end;
+	d->buf = buf;
+	d->cap = cap;
+	d->start = d->end = 0;
+	return k;
+}
+
 fmt_kind fmt_dstream_read(fmt_dstream *d, uint8_t *dst, uint64_t n, fmt_err *e)
 {
 	while (n) {
 		size_t piece = n < (1u << 20) ? (size_t)n : 1u << 20;
+		if (dst && piece >= (64u << 10) && !d->done) {
+			/* what the window holds first, then the rest without it */
+			size_t got = fmt_dstream_avail(d) < piece ? fmt_dstream_avail(d) : piece;
+			fmt_kind k = FMT_OK;
+			if (got) {
+				memcpy(dst, fmt_dstream_data(d), got);
+				fmt_dstream_consume(d, got);
+			} else {
+				k = produce_to(d, dst, piece, &got, e);
+			}
+			if (k != FMT_OK)
+				return k;
+			dst += got;
+			n -= got;
+			continue;
+		}
 		fmt_kind k = fmt_dstream_fill(d, piece, e);
 		if (k != FMT_OK)
 			return k;

@@ -690,16 +690,55 @@ static void csv_close(fmt_table *t)
 
 /* ---- writing ---- */
 
+/* For a field of at most 16 bytes: bit 0 set when it holds the delimiter, a quote or a line
+ * break (it needs quotes), bit 1 when it holds a quote (one to double). Two overlapping
+ * eight-byte words (one zero-padded below eight; a zero byte matches none of the four), each
+ * byte equal to c detected as a zero byte of w ^ c*0x0101.. */
+static unsigned short_field_specials(const char *p, size_t n, char delim)
+{
+	const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+	const uint64_t d = ones * (unsigned char)delim, dq = ones * '"', lf = ones * '\n', cr = ones * '\r';
+	uint64_t w0 = 0, w1 = 0, q, x;
+	if (n >= 8) {
+		memcpy(&w0, p, 8);
+		memcpy(&w1, p + n - 8, 8);
+	} else if (n >= 4) { /* two overlapping four-byte loads: a byte seen twice changes nothing */
+		uint32_t a, b;
+		memcpy(&a, p, 4);
+		memcpy(&b, p + n - 4, 4);
+		w0 = a | (uint64_t)b << 32;
+	} else {
+		w0 = (unsigned char)p[0] | (unsigned)(unsigned char)p[n / 2] << 8 | (unsigned)(unsigned char)p[n - 1] << 16;
+	}
+#define ZERO_BYTE(v) (((v) - ones) & ~(v) & highs)
+	q = ZERO_BYTE(w0 ^ dq) | ZERO_BYTE(w1 ^ dq);
+	x = q | ZERO_BYTE(w0 ^ d) | ZERO_BYTE(w1 ^ d) | ZERO_BYTE(w0 ^ lf) | ZERO_BYTE(w1 ^ lf) |
+	    ZERO_BYTE(w0 ^ cr) | ZERO_BYTE(w1 ^ cr);
+#undef ZERO_BYTE
+	return (x != 0) | (unsigned)(q != 0) << 1;
+}
+
 /* p as one CSV field: quoted (inner quotes doubled) when it holds the delimiter, a quote or a
  * line break, or when it is empty and quote_empty is set. */
 static void put_field(fmt_sb *line, const char *p, size_t n, char delim, int quote_empty)
 {
-	int quote = n == 0 ? quote_empty : fmt_csv_special_byte(p, n, delim) < n;
-	if (!quote) {
+	unsigned sp;
+	if (n == 0)
+		sp = quote_empty ? 1 : 0;
+	else if (n <= 16)
+		sp = short_field_specials(p, n, delim);
+	else
+		sp = fmt_csv_special_byte(p, n, delim) < n ? 3 : 0; /* 3: look for quotes */
+	if (!sp) {
 		fmt_sb_add(line, p, n);
 		return;
 	}
 	fmt_sb_add(line, "\"", 1);
+	if (!(sp & 2)) {
+		fmt_sb_add(line, p, n);
+		fmt_sb_add(line, "\"", 1);
+		return;
+	}
 	for (const char *end = p + n; p < end;) {
 		const char *q = memchr(p, '"', (size_t)(end - p));
 		size_t run = q ? (size_t)(q - p) + 1 : (size_t)(end - p);
@@ -711,60 +750,103 @@ static void put_field(fmt_sb *line, const char *p, size_t n, char delim, int quo
 	fmt_sb_add(line, "\"", 1);
 }
 
+/* How csv_put_row writes a column: decided once per schema, not per cell. */
+enum csv_kind {
+	CSV_F64,    /* shortest text, no quoting check */
+	CSV_I64,
+	CSV_BOOL,
+	CSV_PLAIN,  /* fmt_cell_text without a quoting check: other numbers, dates, timestamps */
+	CSV_UTF8,   /* the bytes, quoted when needed */
+	CSV_LARGE_UTF8,
+	CSV_OTHER   /* fmt_cell_text, quoted when needed */
+};
+
 typedef struct csv_out {
 	const fmt_schema *s;
 	char delim;
-	unsigned char *plain; /* per column: numbers, booleans, dates or timestamps, written without
-			       * a quoting check */
-	fmt_sb cell;
+	unsigned char *kind; /* enum csv_kind per column */
 } csv_out;
 
-/* One row as a CSV line (fmt_text_put_row_fn). */
-static int csv_put_row(void *ctx, const fmt_batch *b, uint64_t row, fmt_sb *line)
+static int null_at(const fmt_column *c, uint64_t row)
 {
-	csv_out *o = ctx;
+	return c->validity && !((c->validity[row >> 3] >> (row & 7)) & 1);
+}
+
+static void put_text(fmt_sb *line, const fmt_column *c, int large, uint64_t row, char delim)
+{
+	uint64_t a, z;
+	if (large) {
+		int64_t v[2];
+		memcpy(v, (const uint8_t *)c->offsets + row * 8, 16);
+		a = (uint64_t)v[0];
+		z = (uint64_t)v[1];
+	} else {
+		int32_t v[2];
+		memcpy(v, (const uint8_t *)c->offsets + row * 4, 8);
+		a = (uint64_t)(int64_t)v[0];
+		z = (uint64_t)(int64_t)v[1];
+	}
+	/* fmt_table_next checked the offsets: in order and inside the values */
+	put_field(line, (const char *)c->values + a, (size_t)(z - a), delim, 1);
+}
+
+/* One row as a CSV line (fmt_text_put_row_fn). */
+static int csv_put_row(const void *ctx, const fmt_batch *b, uint64_t row, fmt_sb *line, fmt_sb *cell)
+{
+	const csv_out *o = ctx;
 	const fmt_schema *s = o->s;
 	for (size_t i = 0; i < s->n_fields; i++) {
-		const fmt_field *f = &s->fields[i];
 		const fmt_column *c = &b->columns[i];
+		char *at = fmt_sb_reserve(line, FMT_SHORTEST_MAX + 1);
+		if (!at)
+			return 0;
 		if (i)
-			fmt_sb_add(line, &o->delim, 1);
-		if (fmt_column_is_null(c, row))
+			*at++ = o->delim, line->len++;
+		if (null_at(c, row))
 			continue;
-		if (o->plain[i]) {
-			char *at = fmt_sb_reserve(line, FMT_SHORTEST_MAX);
-			if (!at)
-				return 0;
-			if (f->type == FMT_C_F64) {
-				uint64_t u = fmt_rd_u64(c->values + 8 * row);
-				double d;
-				memcpy(&d, &u, sizeof d);
-				fmt_sb_commit(line, fmt_shortest_f64(d, at));
-			} else if (f->type == FMT_C_I64) {
-				fmt_sb_commit(line, fmt_i64_text((int64_t)fmt_rd_u64(c->values + 8 * row), at));
-			} else {
-				fmt_cell_text(f, c, row, line);
-			}
-		} else if (f->type == FMT_C_UTF8 || f->type == FMT_C_LARGE_UTF8) {
-			const uint8_t *v;
-			size_t n;
-			fmt_column_bytes(c, f->type, row, &v, &n);
-			put_field(line, (const char *)v, n, o->delim, 1);
-		} else {
-			o->cell.len = 0;
-			fmt_cell_text(f, c, row, &o->cell);
-			put_field(line, o->cell.p ? o->cell.p : "", o->cell.len, o->delim, 1);
+		switch (o->kind[i]) {
+		case CSV_F64: {
+			uint64_t u = fmt_rd_u64(c->values + 8 * row);
+			double d;
+			memcpy(&d, &u, sizeof d);
+			line->len += fmt_shortest_f64(d, at);
+			break;
+		}
+		case CSV_I64: {
+			int64_t v = (int64_t)fmt_rd_u64(c->values + 8 * row);
+			uint64_t m = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+			*at = '-';
+			at += v < 0;
+			line->len = (size_t)(fmt_put_digits(at, m, fmt_digit_count(m)) - line->p);
+			break;
+		}
+		case CSV_BOOL:
+			if ((c->values[row >> 3] >> (row & 7)) & 1)
+				memcpy(at, "true", 5), line->len += 4;
+			else
+				memcpy(at, "false", 6), line->len += 5;
+			break;
+		case CSV_PLAIN:
+			fmt_cell_text(&s->fields[i], c, row, line);
+			break;
+		case CSV_UTF8: case CSV_LARGE_UTF8:
+			put_text(line, c, o->kind[i] == CSV_LARGE_UTF8, row, o->delim);
+			break;
+		default:
+			cell->len = 0;
+			fmt_cell_text(&s->fields[i], c, row, cell);
+			put_field(line, cell->p ? cell->p : "", cell->len, o->delim, 1);
 		}
 	}
 	fmt_sb_add(line, "\n", 1);
-	return !o->cell.oom;
+	return !cell->oom && !line->oom;
 }
 
 static fmt_kind csv_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt_err *e)
 {
 	const fmt_schema *s = &in->schema;
 	const csv_opts *opts = csv_opts_of(wo ? wo->options : NULL);
-	csv_out o = { s, opts->delimiter ? opts->delimiter : ',', NULL, { 0 } };
+	csv_out o = { s, opts->delimiter ? opts->delimiter : ',', NULL };
 	fmt_sb head = { 0 };
 	fmt_kind r;
 	const fmt_field *u = fmt_schema_unsupported(s);
@@ -776,22 +858,25 @@ static fmt_kind csv_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, 
 	char d = o.delim;
 	int delim_in_numbers = (d >= '0' && d <= '9') || (d >= 'a' && d <= 'z') || (d >= 'A' && d <= 'Z') ||
 			       d == '.' || d == '-' || d == '+';
-	if (!(o.plain = calloc(s->n_fields ? s->n_fields : 1, 1)))
+	if (!(o.kind = calloc(s->n_fields ? s->n_fields : 1, 1)))
 		return fmt_fail(e, FMT_IO, "out of memory");
 	/* dates and timestamps: digits, '-', ':', 'T', '.' and 'Z' */
 	int delim_in_times = (d >= '0' && d <= '9') || d == '-' || d == ':' || d == 'T' || d == '.' || d == 'Z';
 	for (size_t i = 0; i < s->n_fields; i++) {
 		fmt_ctype t = s->fields[i].type;
-		o.plain[i] = !delim_in_numbers && t >= FMT_C_BOOL && t <= FMT_C_F64; /* enum order */
-		o.plain[i] |= !delim_in_times && (t == FMT_C_DATE32 || t == FMT_C_TIMESTAMP);
+		int plain = !delim_in_numbers && t >= FMT_C_BOOL && t <= FMT_C_F64; /* enum order */
+		plain |= !delim_in_times && (t == FMT_C_DATE32 || t == FMT_C_TIMESTAMP);
+		o.kind[i] = t == FMT_C_UTF8 ? CSV_UTF8 : t == FMT_C_LARGE_UTF8 ? CSV_LARGE_UTF8
+			  : !plain ? CSV_OTHER : t == FMT_C_F64 ? CSV_F64 : t == FMT_C_I64 ? CSV_I64
+			  : t == FMT_C_BOOL ? CSV_BOOL : CSV_PLAIN;
 		if (i)
 			fmt_sb_put(&head, &d, 1);
 		put_field(&head, s->fields[i].name, strlen(s->fields[i].name), d, 1);
 	}
 	fmt_sb_put(&head, "\n", 1);
-	r = head.oom ? fmt_fail(e, FMT_IO, "out of memory") : fmt_text_write(in, k, head.p, head.len, csv_put_row, &o, e);
-	free(o.plain);
-	fmt_sb_free(&o.cell);
+	r = head.oom ? fmt_fail(e, FMT_IO, "out of memory")
+		     : fmt_text_write(in, k, head.p, head.len, csv_put_row, &o, wo ? wo->threads : 1, e);
+	free(o.kind);
 	fmt_sb_free(&head);
 	return r;
 }

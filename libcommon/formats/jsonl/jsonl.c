@@ -483,31 +483,22 @@ static void jsonl_close(fmt_table *t)
 
 /* ---- writing ---- */
 
-typedef struct jsonl_out {
-	const fmt_schema *s;
-	fmt_sb cell;
-} jsonl_out;
-
 /* One row as a JSON object line (fmt_text_put_row_fn). */
-static int jsonl_put_row(void *ctx, const fmt_batch *b, uint64_t row, fmt_sb *line)
+static int jsonl_put_row(const void *ctx, const fmt_batch *b, uint64_t row, fmt_sb *line, fmt_sb *scratch)
 {
-	jsonl_out *o = ctx;
-	fmt_row_json_text(o->s, b, row, line, &o->cell);
+	const fmt_schema *s = ctx;
+	fmt_row_json_text(s, b, row, line, scratch);
 	fmt_sb_put(line, "\n", 1);
-	return !o->cell.oom;
+	return !scratch->oom;
 }
 
 static fmt_kind jsonl_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt_err *e)
 {
-	(void)wo;
-	jsonl_out o = { &in->schema, { 0 } };
 	const fmt_field *u = fmt_schema_unsupported(&in->schema);
 	if (u)
 		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
 				u->name, u->type_name);
-	fmt_kind r = fmt_text_write(in, k, "", 0, jsonl_put_row, &o, e);
-	fmt_sb_free(&o.cell);
-	return r;
+	return fmt_text_write(in, k, "", 0, jsonl_put_row, &in->schema, wo ? wo->threads : 1, e);
 }
 
 static int can_hold(const fmt_field *f)

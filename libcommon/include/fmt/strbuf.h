@@ -51,10 +51,52 @@ static inline void fmt_sb_add(fmt_sb *b, const char *s, size_t n)
 	fmt_sb_put(b, s, n);
 }
 void fmt_sb_puts(fmt_sb *b, const char *s);
-void fmt_sb_u64(fmt_sb *b, uint64_t v);
-void fmt_sb_i64(fmt_sb *b, int64_t v);
 /* "00" "01" ... "99": two decimal digits per lookup */
 extern const char fmt_digit_pairs[201];
+void fmt_sb_u64(fmt_sb *b, uint64_t v);
+void fmt_sb_i64(fmt_sb *b, int64_t v);
+/* The number of decimal digits of v (1 for 0). */
+static inline int fmt_digit_count(uint64_t v)
+{
+	static const uint64_t pow10[] = { 1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u,
+					  100000000u, 1000000000u, 10000000000u, 100000000000u,
+					  1000000000000u, 10000000000000u, 100000000000000u,
+					  1000000000000000u, 10000000000000000u, 100000000000000000u,
+					  1000000000000000000u, 10000000000000000000u };
+	/* floor(log10 2^bits) from the bit length, then one comparison (v | 1: 0 has a digit;
+	 * the powers of ten above 1 are even, so the others compare the same) */
+	int n = ((64 - __builtin_clzll(v | 1)) * 1233) >> 12;
+	return n + (n < 20 && (v | 1) >= pow10[n]);
+}
+/* v < 10^8 as exactly eight digits at p: two four-digit halves, so the divisions of one do not
+ * wait for the other's */
+static inline void fmt_put_8_digits(char *p, uint32_t v)
+{
+	uint32_t hi = v / 10000, lo = v % 10000;
+	memcpy(p, fmt_digit_pairs + 2 * (hi / 100), 2);
+	memcpy(p + 2, fmt_digit_pairs + 2 * (hi % 100), 2);
+	memcpy(p + 4, fmt_digit_pairs + 2 * (lo / 100), 2);
+	memcpy(p + 6, fmt_digit_pairs + 2 * (lo % 100), 2);
+}
+/* v < 10^n as exactly n digits at p (leading zeros when v has fewer), n <= 20; returns p + n. */
+static inline char *fmt_put_digits(char *p, uint64_t v, int n)
+{
+	int i = n;
+	while (i >= 8) {
+		i -= 8;
+		fmt_put_8_digits(p + i, (uint32_t)(v % 100000000u));
+		v /= 100000000u;
+	}
+	uint32_t w = (uint32_t)v; /* the leading i < 8 digits */
+	while (i >= 2) {
+		i -= 2;
+		memcpy(p + i, fmt_digit_pairs + 2 * (w % 100), 2);
+		w /= 100;
+	}
+	if (i)
+		p[0] = (char)('0' + w);
+	return p + n;
+}
 /* v in decimal into buf (at least 21 bytes), NUL-terminated; returns the length. */
 size_t fmt_u64_text(uint64_t v, char *buf);
 size_t fmt_i64_text(int64_t v, char *buf);

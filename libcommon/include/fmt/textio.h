@@ -36,11 +36,15 @@ typedef fmt_kind (*fmt_text_row_fn)(void *ctx, const fmt_schema *s, int *got, fm
 fmt_kind fmt_text_next_batch(fmt_text_row_fn row, void *ctx, uint64_t batch_rows, col_builder *cols,
 			     const fmt_schema *s, fmt_batch *b, int *done, fmt_err *e);
 
-/* Appends row of b as text (its line end included) to line; 0 when out of memory. */
-typedef int (*fmt_text_put_row_fn)(void *ctx, const fmt_batch *b, uint64_t row, fmt_sb *line);
+/* Appends row of b as text (its line end included) to line; scratch: the caller's, for a
+ * cell's text on the way; 0 when out of memory. Called from several threads at once with the
+ * same ctx (read only) and each thread's own line and scratch. */
+typedef int (*fmt_text_put_row_fn)(const void *ctx, const fmt_batch *b, uint64_t row, fmt_sb *line,
+				   fmt_sb *scratch);
 /* head (a header line, may be empty), then every row of every batch of in, through k in blocks
- * of about FMT_TEXT_BLOCK bytes. */
+ * of about FMT_TEXT_BLOCK bytes (a quarter of that with threads >= 2: the rows formatted on
+ * that many threads, the text the same). */
 fmt_kind fmt_text_write(fmt_table *in, fmt_sink *k, const char *head, size_t head_len,
-			fmt_text_put_row_fn put_row, void *ctx, fmt_err *e);
+			fmt_text_put_row_fn put_row, const void *ctx, int threads, fmt_err *e);
 
 #endif
