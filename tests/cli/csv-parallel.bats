@@ -138,7 +138,7 @@ setup() {
 	assert_equal "$(wc -l <one.jsonl)" 10
 }
 
-@test "batches end every 65,536 rows and after each record reaching a multiple of 2 MiB of text: the same on -T 1, 2, 3" {
+@test "batches end every 65,536 rows (at most 262,144 / columns) and after each record reaching a multiple of 2 MiB of text: the same on -T 1, 2, 3" {
 	# 20-byte rows: a cut at 65,536 rows and at each 2 MiB (row 104,858, 209,716): 6 batches of
 	# 65536, 39322, 65536, 39322, 65536, 24748 rows (rows alone: 5)
 	awk 'BEGIN { print "id,t"; for (i = 0; i < 300000; i++) printf "%08d,%010d\n", i, i }' >short.csv
@@ -146,11 +146,16 @@ setup() {
 	/usr/bin/python3 -c '
 import sys
 sys.stdout.write("id,t\n" + "".join(f"{i}," + "x" * (98 - len(str(i))) + "\n" for i in range(70000)))' >long.csv
-	for f in short long; do
+	# 300 columns, all but the first empty (null): 873 rows a batch, 4 batches of 3,000 rows (rows alone: 1)
+	/usr/bin/python3 -c '
+import sys
+sys.stdout.write(",".join(f"c{i}" for i in range(300)) + "\n" + "".join(f"{i}" + "," * 299 + "\n" for i in range(3000)))' >many.csv
+	declare -A want=([short]=6 [long]=4 [many]=4)
+	for f in short long many; do
 		for t in 1 2 3; do
 			fmt-convert -q -T $t $f.csv $f-$t.arrow
 			run fmt-inspect --json $f-$t.arrow
-			assert_equal "$(jq .arrow.record_batches <<<"$output")" "$([ $f = short ] && echo 6 || echo 4)"
+			assert_equal "$(jq .arrow.record_batches <<<"$output")" "${want[$f]}"
 		done
 		cmp $f-1.arrow $f-2.arrow
 		cmp $f-1.arrow $f-3.arrow

@@ -109,6 +109,25 @@ PY
 	assert_equal "$(jq .rows <<<"$output")" "$(($(wc -l <wide.csv) - 1))"
 }
 
+@test "a CSV of 200 columns, all but one empty (1-byte fields, 4- and 8-byte values) -> .ald: peak RSS within 32 MiB + threads x 1 MiB at -T 1, 2, 3, the same bytes" {
+	# 65536 rows a batch were 52 MB of columns here; at most 262,144 / columns rows: 2 MiB
+	/usr/bin/python3 -c '
+import sys
+with open(sys.argv[1], "w") as f:
+    f.write(",".join(f"c{i}" for i in range(200)) + "\n")
+    for j in range(0, 80000, 10000):
+        f.write("".join(f"{i}" + "," * 199 + "\n" for i in range(j, j + 10000)))' sparse.csv
+	for t in 1 2 3; do
+		rss=$(/usr/bin/time -f '%M' fmt-convert -q -T $t sparse.csv $t.ald 2>&1 >/dev/null | tail -n 1)
+		echo "-T $t: peak RSS $rss KiB" >&3
+		asan_build || [ "$rss" -le $(((32 + t) * 1024)) ] || fail "-T $t: peak RSS $rss KiB, over $((32 + t)) MiB"
+	done
+	cmp 1.ald 2.ald
+	cmp 1.ald 3.ald
+	run fmt-inspect --json 1.ald
+	assert_equal "$(jq .rows <<<"$output")" 80000
+}
+
 @test "reading a 50 MB mapped .ald (no compression) to CSV, Arrow, --stats and fmt-verify: peak RSS under 32 MiB" {
 	n=$DATA/n.ald
 	size=$(stat -c %s "$n")

@@ -510,6 +510,9 @@ static fmt_kind csv_open(fmt_table *t, fmt_err *e)
 	if (!got)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "no header row (the file is empty)");
 	s->n_cols = s->n_fields;
+	uint64_t most_rows = CSV_BATCH_BYTES / 8 / (s->n_cols ? s->n_cols : 1); /* 8-byte values of 1-byte fields */
+	if (s->batch_rows > most_rows)
+		s->batch_rows = most_rows ? most_rows : 1;
 	names = calloc(s->n_cols, sizeof *names);
 	if (!names)
 		return fmt_fail(e, FMT_IO, "out of memory");

@@ -53,8 +53,10 @@ typedef struct csv_checkpoint {
 /* Batches are bounded in bytes as well as rows, the same on every -T: one ends after each record
  * that reaches a multiple of CSV_BATCH_BYTES past the first data byte, and batch_rows rows after
  * such a cut. A rule of the record's own offsets, so the chunks of the parallel inference pass
- * find the cuts each on its own. A batch holds about CSV_BATCH_BYTES of text and its columns
- * (the chunk of the memory rule, issue 26) whatever the width of a row. */
+ * find the cuts each on its own. batch_rows is at most CSV_BATCH_BYTES / 8 / columns, since a
+ * field of one byte (an empty one: null) takes 8 in an int64 column: a batch holds at most
+ * about CSV_BATCH_BYTES of text and twice that of columns (the chunk of the memory rule, issue
+ * 26) whatever the width of a row. */
 #define CSV_BATCH_SHIFT 21
 #define CSV_BATCH_BYTES ((uint64_t)1 << CSV_BATCH_SHIFT)
 
