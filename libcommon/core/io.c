@@ -884,6 +884,8 @@ fmt_kind fmt_sink_write(fmt_sink *k, const void *data, size_t n, fmt_err *e)
 	k->written += n;
 	if (write_hook)
 		write_hook(write_hook_ctx, n);
+	if (k->tap)
+		k->tap(k->tap_ctx, p, n);
 	if (k->buf_len == 0 && n >= SINK_BUF_SIZE)
 		return write_all(k, p, n, e);
 	if (k->buf_len + n <= SINK_BUF_SIZE) {
@@ -899,6 +901,14 @@ fmt_kind fmt_sink_write(fmt_sink *k, const void *data, size_t n, fmt_err *e)
 	memcpy(k->buf, p, n);
 	k->buf_len = n;
 	return FMT_OK;
+}
+
+void fmt_sink_tap(fmt_sink *k, void (*tap)(void *ctx, const void *p, size_t n), void *ctx)
+{
+	k->tap = tap;
+	k->tap_ctx = ctx;
+	k->tap_from = k->written;
+	k->tap_missed = 0;
 }
 
 fmt_kind fmt_sink_zeros(fmt_sink *k, uint64_t n, fmt_err *e)
@@ -954,6 +964,8 @@ fmt_kind fmt_sink_pwrite(fmt_sink *k, uint64_t off, const void *data, size_t n, 
 	if (fmt_add_u64(off, n, &end) || end > k->written)
 		return fmt_fail(e, FMT_INTERNAL, "patch at %llu past the %llu bytes written",
 				(unsigned long long)off, (unsigned long long)k->written);
+	if (k->tap && end > k->tap_from)
+		k->tap_missed = 1;
 	return flush_and_pwrite(k, off, data, n, e);
 }
 
@@ -970,6 +982,7 @@ fmt_kind fmt_sink_write_at(fmt_sink *k, uint64_t off, const void *data, size_t n
 	pthread_mutex_lock(&placing);
 	if (write_hook)
 		write_hook(write_hook_ctx, n);
+	k->tap_missed = 1;
 	fmt_kind r = sink_flush(k, e);
 	pthread_mutex_unlock(&placing);
 	if (r == FMT_OK)
@@ -1015,6 +1028,7 @@ fmt_kind fmt_sink_copy_range(fmt_sink *k, int fd, uint64_t off, uint64_t n, fmt_
 	if (r != FMT_OK)
 		return r;
 	k->written = end;
+	k->tap_missed = 1;
 	if (write_hook)
 		write_hook(write_hook_ctx, n);
 	loff_t in = (loff_t)off;

@@ -195,3 +195,30 @@ f[-4:]=struct.pack("<I",zlib.crc32(bytes(f[:-4]))); open(sys.argv[1],"wb").write
 	assert_success
 	assert_line --index 2 --partial "7   b, c"
 }
+
+@test "the CRC-32 trailer kept while writing (the header and card read back) is zlib's CRC of every byte before it, on every layout and -T" {
+	/usr/bin/python3 -c '
+import sys
+sys.stdout.write("id,x,t\n" + "".join(f"{i},{i * 0.25},\"row {i % 977}\"\n" for i in range(300000)))' >big.csv
+	printf 'secret words\n' >pw.txt
+	for t in 1 2; do
+		fmt-convert -q -T $t big.csv z$t.ald
+		fmt-convert -q -T $t --compression none big.csv n$t.ald
+		fmt-convert -q -T $t --compression lz4 big.csv l$t.ald
+		fmt-convert -q -T $t --chunk-rows 50000 big.csv s$t.ald
+		fmt-convert -q -T $t --trueno-native in.csv t$t.ald
+		fmt-convert -q -T $t --encrypt-password-file pw.txt big.csv e$t.ald
+	done
+	for f in z1 z2 n1 n2 l1 l2 s1 s2 t1 t2 e1 e2; do
+		run /usr/bin/python3 -c '
+import sys, zlib
+d = open(sys.argv[1], "rb").read()
+print(zlib.crc32(d[:-4]) == int.from_bytes(d[-4:], "little"))' $f.ald
+		assert_output True
+	done
+	for f in z n l s t; do
+		cmp ${f}1.ald ${f}2.ald
+	done
+	run fmt-verify z1.ald s1.ald
+	assert_success
+}

@@ -10,7 +10,7 @@ setup_file() {
 	EDGES="$BATS_FILE_TMPDIR/edges.csv"
 	BAD="$BATS_FILE_TMPDIR/bad.csv"
 	export EDGES BAD
-	# 150,000 rows: three batches of 65,536 rows, several chunks per thread count
+	# 150,000 rows (8 MB): batches cut at each 2 MiB of text, several chunks per thread count
 	/usr/bin/python3 "$REPO_ROOT/scripts/gen/csv-chunk-edges" "$EDGES" 150000
 	/usr/bin/python3 "$REPO_ROOT/scripts/gen/csv-chunk-edges" "$BAD" 150000 bad >"$BATS_FILE_TMPDIR/bad.line"
 }
@@ -174,5 +174,27 @@ setup() {
 		run bash -c "fmt-convert -T $t --to csv e.ald - >/dev/full"
 		assert_failure 3
 		assert_output "fmt-convert: error: -: write: No space left on device"
+
+@test "batches end every 65,536 rows (at most 262,144 / columns) and after each record reaching a multiple of 2 MiB of text: the same on -T 1, 2, 3" {
+	# 20-byte rows: a cut at 65,536 rows and at each 2 MiB (row 104,858, 209,716): 6 batches of
+	# 65536, 39322, 65536, 39322, 65536, 24748 rows (rows alone: 5)
+	awk 'BEGIN { print "id,t"; for (i = 0; i < 300000; i++) printf "%08d,%010d\n", i, i }' >short.csv
+	# 100-byte rows: a cut at each 2 MiB only (rows 20,972, 41,944, 62,915): 4 batches (rows alone: 2)
+	/usr/bin/python3 -c '
+import sys
+sys.stdout.write("id,t\n" + "".join(f"{i}," + "x" * (98 - len(str(i))) + "\n" for i in range(70000)))' >long.csv
+	# 300 columns, all but the first empty (null): 873 rows a batch, 4 batches of 3,000 rows (rows alone: 1)
+	/usr/bin/python3 -c '
+import sys
+sys.stdout.write(",".join(f"c{i}" for i in range(300)) + "\n" + "".join(f"{i}" + "," * 299 + "\n" for i in range(3000)))' >many.csv
+	declare -A want=([short]=6 [long]=4 [many]=4)
+	for f in short long many; do
+		for t in 1 2 3; do
+			fmt-convert -q -T $t $f.csv $f-$t.arrow
+			run fmt-inspect --json $f-$t.arrow
+			assert_equal "$(jq .arrow.record_batches <<<"$output")" "${want[$f]}"
+		done
+		cmp $f-1.arrow $f-2.arrow
+		cmp $f-1.arrow $f-3.arrow
 	done
 }

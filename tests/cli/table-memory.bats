@@ -4,7 +4,8 @@
 # Arrow under one of the .ald's size (it is mapped) + 48 MiB, less than the decompressed payload,
 # so neither side ever holds the data whole; and the readers of a mapped .ald or Arrow IPC file
 # larger than 32 MiB keep their peak RSS (/usr/bin/time %M, file pages included) under 32 MiB:
-# the pages they have passed leave the process. Sanitizer builds: neither bound.
+# the pages they have passed leave the process; a wide CSV's batches are bounded in bytes (peak
+# RSS within 32 MiB + threads x 1 MiB). Sanitizer builds: neither bound.
 
 bats_require_minimum_version 1.5.0
 
@@ -73,6 +74,58 @@ peak_rss_under_32m() {
 	cmp back.csv again.csv
 	run fmt-inspect --json z.ald
 	assert_equal "$(jq .rows <<<"$output")" "$(($(wc -l <"$DATA/t.csv") - 1))"
+}
+
+@test "a wide CSV (7 columns, 70-byte rows) -> .ald: peak RSS within 32 MiB + threads x 1 MiB at -T 1, 2, 3, -T 2 in 48 MiB of address space, the same bytes" {
+	# Issue 24: a batch bounded in rows only held 65536 rows (4.5 MB here) in each of the slots,
+	# IPC buffers and builders in flight: 36 MiB at -T 2. Cut by bytes as well, it holds about 2 MiB.
+	/usr/bin/python3 - wide.csv <<'PY'
+import sys
+import numpy as np
+rng = np.random.default_rng(7)
+words = np.array(["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"])
+with open(sys.argv[1], "w") as f:
+    f.write("id,x,y,count,flag,label,text\n")
+    row = 0
+    while f.tell() < 40 << 20:
+        n = 100000
+        x, y, c = rng.standard_normal(n), rng.random(n) * 1000, rng.integers(0, 1 << 40, n)
+        flag, w1, w2 = rng.random(n) < 0.5, words[rng.integers(0, 10, n)], words[rng.integers(0, 10, n)]
+        f.write("".join(f"{row + i},{x[i]!r},{y[i]:.3f},{c[i]},{'true' if flag[i] else 'false'},{w1[i]},\"{w1[i]} {w2[i]}, {i % 977}\"\n"
+                        for i in range(n)))
+        row += n
+PY
+	for t in 1 2 3; do
+		rss=$(/usr/bin/time -f '%M' fmt-convert -q -T $t wide.csv $t.ald 2>&1 >/dev/null | tail -n 1)
+		echo "-T $t: peak RSS $rss KiB" >&3
+		asan_build || [ "$rss" -le $(((32 + t) * 1024)) ] || fail "-T $t: peak RSS $rss KiB, over $((32 + t)) MiB"
+	done
+	cmp 1.ald 2.ald
+	cmp 1.ald 3.ald
+	bounded - fmt-convert -q -T 2 wide.csv bounded.ald
+	assert_success
+	cmp 1.ald bounded.ald
+	run fmt-inspect --json 1.ald
+	assert_equal "$(jq .rows <<<"$output")" "$(($(wc -l <wide.csv) - 1))"
+}
+
+@test "a CSV of 200 columns, all but one empty (1-byte fields, 4- and 8-byte values) -> .ald: peak RSS within 32 MiB + threads x 1 MiB at -T 1, 2, 3, the same bytes" {
+	# 65536 rows a batch were 52 MB of columns here; at most 262,144 / columns rows: 2 MiB
+	/usr/bin/python3 -c '
+import sys
+with open(sys.argv[1], "w") as f:
+    f.write(",".join(f"c{i}" for i in range(200)) + "\n")
+    for j in range(0, 80000, 10000):
+        f.write("".join(f"{i}" + "," * 199 + "\n" for i in range(j, j + 10000)))' sparse.csv
+	for t in 1 2 3; do
+		rss=$(/usr/bin/time -f '%M' fmt-convert -q -T $t sparse.csv $t.ald 2>&1 >/dev/null | tail -n 1)
+		echo "-T $t: peak RSS $rss KiB" >&3
+		asan_build || [ "$rss" -le $(((32 + t) * 1024)) ] || fail "-T $t: peak RSS $rss KiB, over $((32 + t)) MiB"
+	done
+	cmp 1.ald 2.ald
+	cmp 1.ald 3.ald
+	run fmt-inspect --json 1.ald
+	assert_equal "$(jq .rows <<<"$output")" 80000
 }
 
 @test "reading a 50 MB mapped .ald (no compression) to CSV, Arrow, --stats and fmt-verify: peak RSS under 32 MiB" {

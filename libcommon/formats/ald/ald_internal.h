@@ -98,8 +98,12 @@ int fmt_ald_secret_needed(const ald_state *s);
 /* ---- ald_rewrite.c ---- */
 
 /* The trailer: the CRC-32 (standard, or alimentar's with upstream) of everything k holds, read
- * back from the file, appended to it. */
-fmt_kind fmt_ald_sink_append_crc(fmt_sink *k, int upstream, fmt_err *e);
+ * back from the file, appended to it. tail, when not NULL, is the standard CRC-32 of what k's
+ * tap saw (fmt_sink_tap): unless a write bypassed the tap, only the bytes before it are read
+ * back, and the two CRCs combined. */
+fmt_kind fmt_ald_sink_append_crc(fmt_sink *k, int upstream, const uint32_t *tail, fmt_err *e);
+/* A tap (fmt_sink_tap) keeping the standard CRC-32 of what is appended in *(uint32_t *)ctx. */
+void fmt_ald_crc_tap(void *ctx, const void *p, size_t n);
 
 /* 1 when the file's CRC is alimentar 0.2's variant (rewrites keep the variant they found). */
 static inline int fmt_ald_crc_is_upstream(const ald_state *s)

@@ -1,13 +1,14 @@
-/* Rewriting an .ald: the CRC-32 trailer read back over what a sink holds, the §6 signature block
- * appended to it, and the in-place rewrites of signing and licensing (the file reopened,
- * checked, written beside itself and renamed over it). Below the writer, the signature and the
- * licence code, which call it; it calls none of them. */
+/* Rewriting an .ald: the CRC-32 trailer read back over what a sink holds (or over what precedes
+ * its tap), the §6 signature block appended to it, and the in-place rewrites of signing and
+ * licensing (the file reopened, checked, written beside itself and renamed over it). Below the
+ * writer, the signature and the licence code, which call it; it calls none of them. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <zlib.h>
 #include "fmt/checked.h"
 #include "fmt/dataset.h"
 #include "fmt/minisign.h"
@@ -15,9 +16,17 @@
 
 #define SIG_BLOCK 96
 
-fmt_kind fmt_ald_sink_append_crc(fmt_sink *k, int upstream, fmt_err *e)
+void fmt_ald_crc_tap(void *ctx, const void *p, size_t n)
+{
+	uint32_t *crc = ctx;
+	*crc = fmt_crc32_ieee(*crc, p, n);
+}
+
+fmt_kind fmt_ald_sink_append_crc(fmt_sink *k, int upstream, const uint32_t *tail, fmt_err *e)
 {
 	enum { CHUNK = 1 << 20 };
+	int tapped = tail && !upstream && k->tap && !k->tap_missed && k->written - k->tap_from <= INT64_MAX;
+	uint64_t upto = tapped ? k->tap_from : k->written;
 	fmt_kind r = fmt_sink_pwrite(k, 0, "", 0, e); /* flushes, for the read-back */
 	if (r != FMT_OK)
 		return r;
@@ -26,8 +35,8 @@ fmt_kind fmt_ald_sink_append_crc(fmt_sink *k, int upstream, fmt_err *e)
 		return fmt_fail(e, FMT_IO, "out of memory for the CRC read-back");
 	uint64_t off = 0;
 	uint32_t c = 0;
-	while (r == FMT_OK && off < k->written) {
-		size_t want = k->written - off < CHUNK ? (size_t)(k->written - off) : CHUNK;
+	while (r == FMT_OK && off < upto) {
+		size_t want = upto - off < CHUNK ? (size_t)(upto - off) : CHUNK;
 		ssize_t got = pread(k->fd, buf, want, (off_t)off);
 		if (got <= 0) {
 			r = fmt_fail(e, FMT_IO, "cannot read back the output for its CRC");
@@ -39,6 +48,8 @@ fmt_kind fmt_ald_sink_append_crc(fmt_sink *k, int upstream, fmt_err *e)
 	free(buf);
 	if (r != FMT_OK)
 		return r;
+	if (tapped)
+		c = (uint32_t)crc32_combine(c, *tail, (z_off_t)(k->written - k->tap_from));
 	uint8_t crc_le[4];
 	fmt_wr_u32(crc_le, c);
 	return fmt_sink_write(k, crc_le, 4, e);
@@ -53,7 +64,7 @@ fmt_kind fmt_ald_rewrite_in_place(const char *path, const ald_state *s, fmt_ald_
 		return r;
 	r = body(s, &k, ctx, e);
 	if (r == FMT_OK)
-		r = fmt_ald_sink_append_crc(&k, fmt_ald_crc_is_upstream(s), e);
+		r = fmt_ald_sink_append_crc(&k, fmt_ald_crc_is_upstream(s), NULL, e);
 	if (r == FMT_OK)
 		return fmt_sink_commit(&k, e);
 	fmt_sink_abort(&k);

@@ -1,6 +1,7 @@
 /* Writing .ald: header and card patched once the payload is known, the payload compressed as
  * it is produced (bounded memory), STREAMING chunks spilled to a temporary file until the index
- * that precedes them is complete, and the CRC-32 trailer read back over the whole file. On two
+ * that precedes them is complete, and the CRC-32 trailer kept over the bytes after the card as
+ * they are written (the sink's tap), combined with the header's and card's read back. On two
  * threads or more the payload's IPC bytes are hashed, compressed and written on a thread of
  * their own while the caller encodes the next batch: the same bytes in the same order into the
  * one compression stream, so the file is the same for any -T. */
@@ -39,6 +40,7 @@ typedef struct writer {
 	FILE *spill;               /* STREAMING: chunk bytes until the index is written */
 	fmt_compressor comp;
 	fmt_sha256 sha;
+	uint32_t crc;              /* of the bytes after the card (the sink's tap) */
 	uint64_t stored, raw, rows;
 	/* STREAMING */
 	ald_chunk *chunks;
@@ -353,7 +355,7 @@ static fmt_kind finish(writer *w, size_t meta_len, uint16_t schema_len,
 	}
 	if (w->sign && (k = fmt_ald_append_signature(w->k, w->sign, e)) != FMT_OK)
 		return k;
-	return fmt_ald_sink_append_crc(w->k, o->compat_alimentar, e);
+	return fmt_ald_sink_append_crc(w->k, o->compat_alimentar, &w->crc, e);
 }
 
 static fmt_kind write_ald(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, json_t *carried_card, fmt_err *e)
@@ -401,8 +403,11 @@ static fmt_kind write_ald(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, 
 		goto out;
 	if ((r = fmt_compressor_init(&w.comp, o->compression, emit, &w, e)) != FMT_OK)
 		goto out;
-	if ((r = fmt_sink_zeros(k, HEADER, e)) != FMT_OK || (r = fmt_sink_write(k, meta, meta_len, e)) != FMT_OK ||
-	    (r = fmt_sink_write(k, block.p, block.len, e)) != FMT_OK)
+	if ((r = fmt_sink_zeros(k, HEADER, e)) != FMT_OK || (r = fmt_sink_write(k, meta, meta_len, e)) != FMT_OK)
+		goto out;
+	if (!o->compat_alimentar) /* the CRC of what follows the header and card, patched last */
+		fmt_sink_tap(k, fmt_ald_crc_tap, &w.crc);
+	if ((r = fmt_sink_write(k, block.p, block.len, e)) != FMT_OK)
 		goto out;
 	if (o->trueno_native) { /* the arrays and an uncompressed payload of the other columns */
 		flags |= FMT_ALD_TRUENO_NATIVE;
@@ -451,6 +456,7 @@ static fmt_kind write_ald(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, 
 		r = finish(&w, meta_len, (uint16_t)block.len, flags, e);
 out:
 	pipe_stop(&w);
+	fmt_sink_tap(k, NULL, NULL);
 	if (w.ipc_open)
 		fmt_ipc_writer_free(&w.ipc);
 	if (w.spill)

@@ -74,6 +74,12 @@ uint64_t fmt_csv_state_offset(const csv_state *s)
 	return s->in.next_off - (s->in.end - s->in.start);
 }
 
+int fmt_csv_record_cuts(const csv_state *s)
+{
+	uint64_t from = s->rec_off - s->data_off, to = fmt_csv_state_offset(s) - s->data_off;
+	return from >> CSV_BATCH_SHIFT != to >> CSV_BATCH_SHIFT;
+}
+
 fmt_kind fmt_csv_state_clone(csv_state *w, const csv_state *proto, uint64_t off, uint64_t line, fmt_err *e)
 {
 	memset(w, 0, sizeof *w);
@@ -81,6 +87,7 @@ fmt_kind fmt_csv_state_clone(csv_state *w, const csv_state *proto, uint64_t off,
 	w->null_value = proto->null_value;
 	w->n_cols = proto->n_cols;
 	w->batch_rows = proto->batch_rows;
+	w->data_off = proto->data_off;
 	w->limit = UINT64_MAX;
 	w->threads = 1;
 	fmt_kind k = fmt_text_in_init(&w->in, proto->in.src, e);
@@ -158,6 +165,7 @@ restart:
 	s->n_fields = 0;
 	s->rec.len = 0;
 	s->rec_line = s->line;
+	s->rec_off = fmt_csv_state_offset(s);
 	size_t pos = s->in.start;
 	uint64_t line = s->line;
 	if (fmt_csv_state_offset(s) >= s->limit)
@@ -317,11 +325,11 @@ static int forced_type(const char *name, fmt_field *f, int zoned, char *zone_buf
 	return 0;
 }
 
-int fmt_csv_checkpoint_add(csv_checkpoints *cps, uint64_t row, uint64_t off, uint64_t line)
+int fmt_csv_checkpoint_add(csv_checkpoints *cps, uint64_t row, uint64_t off, uint64_t line, int cut)
 {
 	if (fmt_grow_array(&cps->v, &cps->cap, cps->n + 1, sizeof *cps->v, 64))
 		return 0;
-	cps->v[cps->n++] = (csv_checkpoint){ row, off, line };
+	cps->v[cps->n++] = (csv_checkpoint){ row, off, line, cut };
 	return 1;
 }
 
@@ -331,13 +339,17 @@ fmt_kind fmt_csv_infer_range(csv_state *s, fmt_tv_infer *inf, uint64_t *rows, cs
 	uint64_t local = 0;
 	int got = 1;
 	for (;;) {
-		if (cps && local % CSV_CHECKPOINT_ROWS == 0 && !fmt_csv_checkpoint_add(cps, local, fmt_csv_state_offset(s), s->line))
+		if (cps && local % CSV_CHECKPOINT_ROWS == 0 &&
+		    !fmt_csv_checkpoint_add(cps, local, fmt_csv_state_offset(s), s->line, 0))
 			return fmt_fail(e, FMT_IO, "out of memory");
 		if ((k = fmt_csv_next_record(s, &got, e)) != FMT_OK || !got)
 			break;
 		if ((k = count_check(s, e)) != FMT_OK)
 			break;
 		local++;
+		if (cps && fmt_csv_record_cuts(s) &&
+		    !fmt_csv_checkpoint_add(cps, local, fmt_csv_state_offset(s), s->line, 1))
+			return fmt_fail(e, FMT_IO, "out of memory");
 		for (size_t i = 0; i < s->n_cols; i++) {
 			if (is_null(s, i))
 				inf[i].nulls = 1;
@@ -498,6 +510,9 @@ static fmt_kind csv_open(fmt_table *t, fmt_err *e)
 	if (!got)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "no header row (the file is empty)");
 	s->n_cols = s->n_fields;
+	uint64_t most_rows = CSV_BATCH_BYTES / 8 / (s->n_cols ? s->n_cols : 1); /* 8-byte values of 1-byte fields */
+	if (s->batch_rows > most_rows)
+		s->batch_rows = most_rows ? most_rows : 1;
 	names = calloc(s->n_cols, sizeof *names);
 	if (!names)
 		return fmt_fail(e, FMT_IO, "out of memory");
@@ -669,12 +684,27 @@ fmt_kind fmt_csv_row(void *ctx, const fmt_schema *schema, int *got, fmt_err *e)
 	return k;
 }
 
+/* fmt_csv_row until a record ends the batch (the row after it says there are none). */
+static fmt_kind row_until_cut(void *ctx, const fmt_schema *schema, int *got, fmt_err *e)
+{
+	csv_state *s = ctx;
+	if (s->cut) {
+		*got = 0;
+		return FMT_OK;
+	}
+	fmt_kind k = fmt_csv_row(ctx, schema, got, e);
+	if (k == FMT_OK && *got)
+		s->cut = fmt_csv_record_cuts(s);
+	return k;
+}
+
 static fmt_kind csv_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 {
 	csv_state *s = t->format_state;
 	if (s->par)
 		return fmt_csv_par_next(s, &t->schema, b, done, e);
-	return fmt_text_next_batch(fmt_csv_row, s, s->batch_rows, s->cols, &t->schema, b, done, e);
+	s->cut = 0; /* a batch that ended at batch_rows on a cutting record */
+	return fmt_text_next_batch(row_until_cut, s, s->batch_rows, s->cols, &t->schema, b, done, e);
 }
 
 static void csv_close(fmt_table *t)

@@ -29,8 +29,10 @@ typedef struct csv_state {
 	field_ref *fields;
 	size_t n_fields, cap_fields;
 	uint64_t rec_line;
+	uint64_t rec_off;          /* where the current record starts (past any empty lines) */
 	size_t n_cols;
 	uint64_t batch_rows;
+	int cut;                   /* the record just read ends a batch (fmt_csv_record_cuts) */
 	col_builder *cols;
 	int threads;               /* -T */
 	uint64_t rows;             /* data rows, as the first pass counted them */
@@ -45,7 +47,18 @@ typedef struct csv_state {
 
 typedef struct csv_checkpoint {
 	uint64_t row, off, line;
+	int cut;                   /* a batch starts here (fmt_csv_record_cuts said so of the record before) */
 } csv_checkpoint;
+
+/* Batches are bounded in bytes as well as rows, the same on every -T: one ends after each record
+ * that reaches a multiple of CSV_BATCH_BYTES past the first data byte, and batch_rows rows after
+ * such a cut. A rule of the record's own offsets, so the chunks of the parallel inference pass
+ * find the cuts each on its own. batch_rows is at most CSV_BATCH_BYTES / 8 / columns, since a
+ * field of one byte (an empty one: null) takes 8 in an int64 column: a batch holds at most
+ * about CSV_BATCH_BYTES of text and twice that of columns (the chunk of the memory rule, issue
+ * 26) whatever the width of a row. */
+#define CSV_BATCH_SHIFT 21
+#define CSV_BATCH_BYTES ((uint64_t)1 << CSV_BATCH_SHIFT)
 
 /* The index of the first byte of p[0..n) that is delim, a quote or a line break; n when none. */
 size_t fmt_csv_special_byte(const char *p, size_t n, char delim);
@@ -61,19 +74,22 @@ void fmt_csv_state_free(csv_state *s);
 void fmt_csv_state_seek(csv_state *s, uint64_t off, uint64_t line);
 /* The offset of the next unread byte. */
 uint64_t fmt_csv_state_offset(const csv_state *s);
+/* Whether the record just read ends a batch: a multiple of CSV_BATCH_BYTES past data_off lies
+ * after its first byte and at or before its end. */
+int fmt_csv_record_cuts(const csv_state *s);
 fmt_kind fmt_csv_next_record(csv_state *s, int *got, fmt_err *e);
 /* One record onto s->cols (fmt_text_row_fn). */
 fmt_kind fmt_csv_row(void *ctx, const fmt_schema *schema, int *got, fmt_err *e);
 
 /* The records from s's position to its limit into the per-column inferences inf[n_cols] and
- * *rows (added to), with a checkpoint every CSV_CHECKPOINT_ROWS records onto cps when not NULL
- * (rows counted from 0 at the start). */
+ * *rows (added to), with a checkpoint every CSV_CHECKPOINT_ROWS records and one (cut) after each
+ * record that ends a batch onto cps when not NULL (rows counted from 0 at the start). */
 typedef struct csv_checkpoints {
 	csv_checkpoint *v;
 	size_t n, cap;
 } csv_checkpoints;
 fmt_kind fmt_csv_infer_range(csv_state *s, fmt_tv_infer *inf, uint64_t *rows, csv_checkpoints *cps, fmt_err *e);
-int fmt_csv_checkpoint_add(csv_checkpoints *cps, uint64_t row, uint64_t off, uint64_t line);
+int fmt_csv_checkpoint_add(csv_checkpoints *cps, uint64_t row, uint64_t off, uint64_t line, int cut);
 
 /* The inference pass on s->threads threads: chunks of the file split at record boundaries,
  * inferred each on its own and merged in order; the same answers and the same first error as

@@ -5,13 +5,14 @@
  * own; the chunks are merged in order, each checked to start where the one before really ended
  * (a malformed quote misleads the count: from the first chunk that does not, one thread reads
  * the rest), so types, row counts and the first error are those of one pass. Along the way a
- * checkpoint every CSV_CHECKPOINT_ROWS rows says where a record starts: the batches of the second
- * pass (the same rows per batch whatever -T) are parsed ahead on threads of their own while the
- * caller writes the ones before, each from the checkpoint before its first row, and handed out in
- * order. */
+ * checkpoint every CSV_CHECKPOINT_ROWS rows says where a record starts, and one after each record
+ * that ends a batch (fmt_csv_record_cuts): the batches of the second pass (the rows one thread
+ * would put in each) are parsed ahead on threads of their own while the caller writes the ones
+ * before, each from the checkpoint before its first row, and handed out in order. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fmt/checked.h"
 #include "fmt/thread.h"
 #include "csv_internal.h"
 
@@ -39,6 +40,7 @@ struct csv_par {
 	/* the batches */
 	const csv_state *proto;
 	const fmt_schema *schema;
+	uint64_t *starts;          /* batch j: rows [starts[j], starts[j + 1]) */
 	uint64_t n_batches;
 	pthread_t *threads;
 	csv_state *workers;        /* one per thread */
@@ -142,7 +144,7 @@ static void parse_task(void *ctx, size_t i)
 static int add_checkpoints(csv_checkpoints *all, const csv_checkpoints *c, uint64_t first_row)
 {
 	for (size_t i = 0; i < c->n; i++)
-		if (!fmt_csv_checkpoint_add(all, first_row + c->v[i].row, c->v[i].off, c->v[i].line))
+		if (!fmt_csv_checkpoint_add(all, first_row + c->v[i].row, c->v[i].off, c->v[i].line, c->v[i].cut))
 			return 0;
 	return 1;
 }
@@ -312,10 +314,35 @@ static const csv_checkpoint *checkpoint_before(const csv_checkpoints *cps, uint6
 	return &cps->v[lo];
 }
 
+/* The first row of each batch, the cuts fmt_csv_record_cuts made and batch_rows after each, as
+ * one thread reading in order would make them, and the end of the rows. */
+static fmt_kind batch_starts(struct csv_par *p, uint64_t rows, uint64_t batch_rows, fmt_err *e)
+{
+	size_t cap = 0, n = 0;
+	uint64_t at = 0;
+	for (size_t i = 0;; i++) {
+		uint64_t cut = i < p->cps.n ? p->cps.v[i].row : rows;
+		if (i < p->cps.n && (!p->cps.v[i].cut || cut >= rows || cut == at))
+			continue;
+		for (; at < cut; at = cut - at > batch_rows ? at + batch_rows : cut) {
+			if (fmt_grow_array(&p->starts, &cap, n + 2, sizeof *p->starts, 64))
+				return fmt_fail(e, FMT_IO, "out of memory");
+			p->starts[n++] = at;
+		}
+		if (i >= p->cps.n)
+			break;
+	}
+	if (fmt_grow_array(&p->starts, &cap, n + 1, sizeof *p->starts, 64))
+		return fmt_fail(e, FMT_IO, "out of memory");
+	p->starts[n] = rows;
+	p->n_batches = n;
+	return FMT_OK;
+}
+
 /* Batch j into slot, parsed by w from the checkpoint before its first row. */
 static void parse_batch(struct csv_par *p, csv_state *w, uint64_t j, par_slot *slot)
 {
-	uint64_t row = j * p->proto->batch_rows;
+	uint64_t row = p->starts[j];
 	const csv_checkpoint *cp = checkpoint_before(&p->cps, row);
 	int got = 1;
 	slot->done = 0;
@@ -326,8 +353,8 @@ static void parse_batch(struct csv_par *p, csv_state *w, uint64_t j, par_slot *s
 	for (uint64_t skip = row - cp->row; slot->k == FMT_OK && skip > 0 && got; skip--)
 		slot->k = fmt_csv_next_record(w, &got, &slot->e);
 	if (slot->k == FMT_OK)
-		slot->k = fmt_text_next_batch(fmt_csv_row, w, p->proto->batch_rows, w->cols, p->schema, &slot->b, &slot->done,
-					      &slot->e);
+		slot->k = fmt_text_next_batch(fmt_csv_row, w, p->starts[j + 1] - row, w->cols, p->schema, &slot->b,
+					      &slot->done, &slot->e);
 }
 
 static void *batch_thread(void *arg)
@@ -361,7 +388,9 @@ static fmt_kind start_threads(csv_state *s, const fmt_schema *schema, fmt_err *e
 	p->synced = 1;
 	p->proto = s;
 	p->schema = schema;
-	p->n_batches = s->rows / s->batch_rows + (s->rows % s->batch_rows != 0);
+	fmt_kind r = batch_starts(p, s->rows, s->batch_rows, e);
+	if (r != FMT_OK)
+		return r;
 	p->n_threads = (size_t)s->threads - 1; /* and the caller's, which writes */
 	p->n_slots = SLOTS_PER_THREAD * p->n_threads;
 	p->slots = calloc(p->n_slots, sizeof *p->slots);
@@ -447,6 +476,7 @@ void fmt_csv_par_free(csv_state *s)
 	for (size_t i = 0; p->workers && i < p->n_threads; i++)
 		fmt_csv_state_free(&p->workers[i]);
 	free(p->slots);
+	free(p->starts);
 	free(p->workers);
 	free(p->threads);
 	free(p->cps.v);

@@ -161,6 +161,11 @@ typedef struct fmt_sink {
 	uint64_t handed;         /* bytes handed to the kernel (writeback starts at each MiB) */
 	int keep_mode;           /* finish gives the file mode, not what creat() would give */
 	mode_t mode;
+	/* fmt_sink_tap */
+	void (*tap)(void *ctx, const void *p, size_t n);
+	void *tap_ctx;
+	uint64_t tap_from;
+	int tap_missed;
 } fmt_sink;
 
 #define FMT_SINK_FORCE 1u /* overwrite an existing destination */
@@ -181,6 +186,11 @@ fmt_kind fmt_sink_write_at(fmt_sink *k, uint64_t off, const void *data, size_t n
 /* Append n bytes of the file fd from offset off (copy_file_range: the kernel copies them, or
  * shares their blocks where the file system can; read and write where it cannot). Files only. */
 fmt_kind fmt_sink_copy_range(fmt_sink *k, int fd, uint64_t off, uint64_t n, fmt_err *e);
+/* From here on (tap_from: the bytes written so far) tap sees every byte fmt_sink_write appends,
+ * in order, as it is written (a checksum of what follows a header patched later, without
+ * reading the file back). tap_missed is set when a write bypasses it: a patch at or past
+ * tap_from, fmt_sink_write_at or fmt_sink_copy_range. */
+void fmt_sink_tap(fmt_sink *k, void (*tap)(void *ctx, const void *p, size_t n), void *ctx);
 fmt_kind fmt_sink_commit(fmt_sink *k, fmt_err *e);
 void fmt_sink_abort(fmt_sink *k);
 /* The finished file gets these permission bits (a file replaced in place keeps its own) instead
