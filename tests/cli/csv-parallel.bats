@@ -174,6 +174,7 @@ setup() {
 		run bash -c "fmt-convert -T $t --to csv e.ald - >/dev/full"
 		assert_failure 3
 		assert_output "fmt-convert: error: -: write: No space left on device"
+	done
 }
 
 @test "batches end every 65,536 rows (at most 262,144 / columns) and after each record reaching a multiple of 2 MiB of text: the same on -T 1, 2, 3" {
