@@ -410,18 +410,13 @@ static fmt_kind write_parallel(fmt_table *in, fmt_sink *k, fmt_text_put_row_fn p
 	return r;
 }
 
-/* Off until the crash of the parallel path on a column selection of a Parquet input
- * (fmt-convert -T 2 --exclude 'p*' tests/data/parquet/decimal-list.parquet: csv.c null_at on a
- * worker) is understood: the closing note of stop 34 says more. */
-static const int format_on_threads = 0;
-
 fmt_kind fmt_text_write(fmt_table *in, fmt_sink *k, const char *head, size_t head_len,
 			fmt_text_put_row_fn put_row, const void *ctx, int threads, fmt_err *e)
 {
 	fmt_sb line = { 0 };
 	fmt_kind r;
 	fmt_sb_put(&line, head, head_len);
-	if (threads <= 1 || !format_on_threads) {
+	if (threads <= 1) {
 		r = write_serial(in, k, put_row, ctx, &line, e);
 	} else if (line.oom) {
 		r = fmt_fail(e, FMT_IO, "out of memory");

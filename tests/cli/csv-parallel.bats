@@ -200,3 +200,21 @@ sys.stdout.write(",".join(f"c{i}" for i in range(300)) + "\n" + "".join(f"{i}" +
 		cmp $f-1.arrow $f-3.arrow
 	done
 }
+
+@test "a column selection (--exclude) written as CSV and JSON Lines on -T 2, 3, 8: the bytes of -T 1 (the view swaps its schema while the next batch is read)" {
+	fmt-convert -q -T 1 "$EDGES" e.parquet
+	for in in "$EDGES" e.parquet; do
+		for to in csv jsonl; do
+			run fmt-convert -q -f -T 1 --exclude x --exclude when "$in" "one.$to"
+			assert_success
+			for t in 2 3 8; do
+				run fmt-convert -q -f -T $t --exclude x --exclude when "$in" "many.$to"
+				assert_success
+				cmp one.$to many.$to
+			done
+		done
+		assert_equal "$(head -n 1 one.csv)" "id,flag,note,text"
+		assert_equal "$(head -n 1 one.jsonl)" '{"id":0,"flag":true,"note":null,"text":"d\nz;\n\n0"}'
+		assert_equal "$(wc -l <one.jsonl)" 150000
+	done
+}

@@ -874,7 +874,8 @@ static int csv_put_row(const void *ctx, const fmt_batch *b, uint64_t row, fmt_sb
 
 static fmt_kind csv_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt_err *e)
 {
-	const fmt_schema *s = &in->schema;
+	const fmt_schema cols = in->schema; /* not &in->schema: fmt_text_write's note */
+	const fmt_schema *s = &cols;
 	const csv_opts *opts = csv_opts_of(wo ? wo->options : NULL);
 	csv_out o = { s, opts->delimiter ? opts->delimiter : ',', NULL };
 	fmt_sb head = { 0 };

@@ -39,7 +39,7 @@ struct csv_par {
 	csv_checkpoints cps;       /* rows counted from the first data row, ascending */
 	/* the batches */
 	const csv_state *proto;
-	const fmt_schema *schema;
+	fmt_schema schema;         /* a copy: a column selection swaps t->schema while threads parse */
 	uint64_t *starts;          /* batch j: rows [starts[j], starts[j + 1]) */
 	uint64_t n_batches;
 	pthread_t *threads;
@@ -346,14 +346,14 @@ static void parse_batch(struct csv_par *p, csv_state *w, uint64_t j, par_slot *s
 	const csv_checkpoint *cp = checkpoint_before(&p->cps, row);
 	int got = 1;
 	slot->done = 0;
-	slot->k = fmt_batch_init(&slot->b, p->schema->n_fields, &slot->e);
+	slot->k = fmt_batch_init(&slot->b, p->schema.n_fields, &slot->e);
 	if (slot->k != FMT_OK)
 		return;
 	fmt_csv_state_seek(w, cp->off, cp->line);
 	for (uint64_t skip = row - cp->row; slot->k == FMT_OK && skip > 0 && got; skip--)
 		slot->k = fmt_csv_next_record(w, &got, &slot->e);
 	if (slot->k == FMT_OK)
-		slot->k = fmt_text_next_batch(fmt_csv_row, w, p->starts[j + 1] - row, w->cols, p->schema, &slot->b,
+		slot->k = fmt_text_next_batch(fmt_csv_row, w, p->starts[j + 1] - row, w->cols, &p->schema, &slot->b,
 					      &slot->done, &slot->e);
 }
 
@@ -387,7 +387,7 @@ static fmt_kind start_threads(csv_state *s, const fmt_schema *schema, fmt_err *e
 	pthread_cond_init(&p->ready, NULL);
 	p->synced = 1;
 	p->proto = s;
-	p->schema = schema;
+	p->schema = *schema;
 	fmt_kind r = batch_starts(p, s->rows, s->batch_rows, e);
 	if (r != FMT_OK)
 		return r;

@@ -498,7 +498,8 @@ static fmt_kind jsonl_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo
 	if (u)
 		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
 				u->name, u->type_name);
-	return fmt_text_write(in, k, "", 0, jsonl_put_row, &in->schema, wo ? wo->threads : 1, e);
+	const fmt_schema cols = in->schema; /* not &in->schema: fmt_text_write's note */
+	return fmt_text_write(in, k, "", 0, jsonl_put_row, &cols, wo ? wo->threads : 1, e);
 }
 
 static int can_hold(const fmt_field *f)
