@@ -396,6 +396,17 @@ static void *ahead_main(void *arg)
 	return NULL;
 }
 
+/* What ahead_start set up, the thread joined or never started. */
+static void ahead_release(pq_ahead *a)
+{
+	pthread_mutex_destroy(&a->lock);
+	pthread_cond_destroy(&a->cond);
+	if (a->pool)
+		fmt_pool_destroy(a->pool);
+	free(a->takes);
+	memset(a, 0, sizeof *a);
+}
+
 /* The thread that decodes ahead (and its pool from -T 3); 0 when it cannot start (the caller
  * then decodes, as on one thread). */
 static int ahead_start(pq_state *s)
@@ -413,14 +424,8 @@ static int ahead_start(pq_state *s)
 	pthread_mutex_init(&a->lock, NULL);
 	pthread_cond_init(&a->cond, NULL);
 	a->started = fmt_thread_start(&a->thread, 0, ahead_main, s) == 0;
-	if (!a->started) {
-		pthread_mutex_destroy(&a->lock);
-		pthread_cond_destroy(&a->cond);
-		if (a->pool)
-			fmt_pool_destroy(a->pool);
-		free(a->takes);
-		memset(a, 0, sizeof *a);
-	}
+	if (!a->started)
+		ahead_release(a);
 	return a->started;
 }
 
@@ -436,12 +441,7 @@ static void ahead_stop(pq_state *s)
 	pthread_join(a->thread, NULL);
 	if (a->full)
 		fmt_batch_free(&a->batch);
-	pthread_mutex_destroy(&a->lock);
-	pthread_cond_destroy(&a->cond);
-	if (a->pool)
-		fmt_pool_destroy(a->pool);
-	free(a->takes);
-	memset(a, 0, sizeof *a);
+	ahead_release(a);
 }
 
 /* The batch the thread decoded into b; the thread goes on to the next. After the last outcome
