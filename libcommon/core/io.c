@@ -784,6 +784,15 @@ static char *dir_of(const char *path)
 	return strndup(path, (size_t)(slash - path));
 }
 
+fmt_kind fmt_sink_may_create(const char *path, unsigned flags, fmt_err *e)
+{
+	struct stat st;
+	if (strcmp(path, "-") == 0 || (flags & FMT_SINK_FORCE) || lstat(path, &st) != 0)
+		return FMT_OK;
+	fmt_err_file(e, path);
+	return fmt_fail(e, FMT_USAGE, "output exists (use --force to overwrite)");
+}
+
 fmt_kind fmt_sink_open(fmt_sink *k, const char *path, unsigned flags, fmt_err *e)
 {
 	memset(k, 0, sizeof *k);
@@ -794,11 +803,9 @@ fmt_kind fmt_sink_open(fmt_sink *k, const char *path, unsigned flags, fmt_err *e
 		k->is_stdout = 1;
 		k->fd = STDOUT_FILENO;
 	} else {
-		struct stat st;
-		if (!(flags & FMT_SINK_FORCE) && lstat(path, &st) == 0) {
-			fmt_err_file(e, path);
-			return fmt_fail(e, FMT_USAGE, "output exists (use --force to overwrite)");
-		}
+		fmt_kind r = fmt_sink_may_create(path, flags, e);
+		if (r != FMT_OK)
+			return r;
 		char *dir = dir_of(path);
 		k->path = strdup(path);
 		if (!dir || !k->path || asprintf(&k->tmp_path, "%s/.fmtkit-tmp-XXXXXX", dir) < 0) {

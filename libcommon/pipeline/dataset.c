@@ -107,6 +107,8 @@ static fmt_kind convert_table(const char *input, const char *output, const fmt_c
 	fmt_dataset_opts d = { .options = o->options, .threads = o->threads };
 	fmt_table t;
 	fmt_kind k = fmt_check_distinct(input, output, e);
+	if (k == FMT_OK && !o->dry_run) /* before the input is read (a CSV's types, a file's check) */
+		k = fmt_sink_may_create(output, o->force ? FMT_SINK_FORCE : 0, e);
 	if (k == FMT_OK && o->options)
 		k = fmt_drvopt_load(o->options, e);
 	if (k == FMT_OK)

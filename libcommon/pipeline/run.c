@@ -256,6 +256,9 @@ fmt_kind fmt_pipeline_run(const char *input, const char *output, const fmt_conve
 	verify_when when = VERIFY_BEFORE;
 	memset(&plan, 0, sizeof plan);
 	fmt_kind k = fmt_check_distinct(input, output, e);
+	/* Before the input is checked (a hash of every byte); a set's names are checked by its writer. */
+	if (k == FMT_OK && !o->dry_run && !o->shard_given && !o->to->default_shard_bytes)
+		k = fmt_sink_may_create(output, o->force ? FMT_SINK_FORCE : 0, e);
 	if (k == FMT_OK && o->options)   /* what the drivers' options name (GGUF: --imatrix) */
 		k = fmt_drvopt_load(o->options, e);
 	if (k == FMT_OK)

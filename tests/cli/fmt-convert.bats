@@ -719,6 +719,32 @@ check_block() {
 	assert_no_temp_files
 }
 
+@test "an existing output is refused before the input is read: a damaged input gives exit 2, not 4" {
+	# The input's check (a hash of every byte, a CSV's type inference) used to run first, so a
+	# forgotten -f cost a full read of the input and a damaged one answered with its damage.
+	head -c 100 "$SAMPLES/tiny.safetensors" > cut.safetensors
+	run fmt-convert cut.safetensors fresh.gguf
+	assert_failure 4
+	echo precious > out.gguf
+	run --separate-stderr fmt-convert cut.safetensors out.gguf
+	[ "$status" -eq 2 ]
+	[ "$stderr" = "fmt-convert: error: out.gguf: output exists (use --force to overwrite)" ]
+	printf 'a,b\n1,2\n' > t.csv
+	fmt-convert t.csv t.ald
+	head -c 60 t.ald > cut.ald
+	run fmt-convert cut.ald fresh.csv
+	assert_failure 4
+	echo precious > out.csv
+	run --separate-stderr fmt-convert cut.ald out.csv
+	[ "$status" -eq 2 ]
+	[ "$stderr" = "fmt-convert: error: out.csv: output exists (use --force to overwrite)" ]
+	[ "$(cat out.gguf out.csv)" = "$(printf 'precious\nprecious')" ]
+	# --dry-run writes nothing: an existing output is no obstacle to it
+	run fmt-convert --dry-run "$SAMPLES/tiny.safetensors" out.gguf
+	assert_success
+	assert_no_temp_files
+}
+
 @test "output = input (same path, ./path, symlink, hard link) is refused even with -f" {
 	cp "$SAMPLES/tiny.safetensors" in.safetensors
 	ln -s in.safetensors sym.safetensors
