@@ -128,6 +128,29 @@ with open(sys.argv[1], "w") as f:
 	assert_equal "$(jq .rows <<<"$output")" 80000
 }
 
+@test "JSON Lines of 330-byte lines -> .ald: peak RSS within 32 MiB + threads x 1 MiB at -T 1, 2, 3, the same bytes, every row" {
+	# The JSON Lines reader cut batches by rows only: 65536 lines (21 MB of text here) a batch,
+	# 60-70 MB peak RSS. It now cuts by bytes as the CSV reader does (fmt_text_record_cuts).
+	/usr/bin/python3 -c '
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for j in range(0, 130000, 10000):
+        f.write("".join(json.dumps({"id": i, "x": i * 0.25, "text": ("%d " % (i * 7919 % 100003)) * 60}) + "\n"
+                        for i in range(j, j + 10000)))' wide.jsonl
+	for t in 1 2 3; do
+		rss=$(/usr/bin/time -f '%M' fmt-convert -q -T $t wide.jsonl $t.ald 2>&1 >/dev/null | tail -n 1)
+		echo "-T $t: peak RSS $rss KiB" >&3
+		asan_build || [ "$rss" -le $(((32 + t) * 1024)) ] || fail "-T $t: peak RSS $rss KiB, over $((32 + t)) MiB"
+	done
+	cmp 1.ald 2.ald
+	cmp 1.ald 3.ald
+	fmt-convert -q 1.ald back.jsonl
+	run fmt-inspect --json 1.ald
+	assert_equal "$(jq .rows <<<"$output")" 130000
+	assert_equal "$(sed -n 129999p back.jsonl | jq -c .)" "$(sed -n 129999p wide.jsonl | jq -c .)"
+	cmp <(jq -c . back.jsonl | md5sum) <(jq -c . wide.jsonl | md5sum)
+}
+
 @test "reading a 50 MB mapped .ald (no compression) to CSV, Arrow, --stats and fmt-verify: peak RSS under 32 MiB" {
 	n=$DATA/n.ald
 	size=$(stat -c %s "$n")

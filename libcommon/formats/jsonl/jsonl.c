@@ -45,6 +45,8 @@ typedef struct jsonl_state {
 	size_t n_cols;
 	uint64_t batch_rows;
 	col_builder *build;
+	uint64_t rec_off;          /* where the last object's line starts */
+	int cut;                   /* that line ends the batch (fmt_text_record_cuts) */
 } jsonl_state;
 
 static fmt_kind refill(jsonl_state *s, fmt_err *e)
@@ -153,6 +155,7 @@ static fmt_kind next_object(jsonl_state *s, json_t **obj, fmt_err *e)
 			return FMT_OK;
 		size_t len = nl ? (size_t)(nl - (s->in.buf + s->in.start)) : s->in.end - s->in.start;
 		const char *p = s->in.buf + s->in.start;
+		s->rec_off = fmt_text_in_offset(&s->in);
 		s->in.start += len + (nl != NULL);
 		uint64_t line = s->line++;
 		size_t a = 0;
@@ -363,6 +366,7 @@ static fmt_kind jsonl_open(fmt_table *t, fmt_err *e)
 	t->n_rows = rows;
 	fmt_text_in_seek(&s->in, 0);
 	s->line = 1;
+	s->batch_rows = fmt_text_batch_rows(s->batch_rows, s->n_cols);
 	s->build = calloc(s->n_cols, sizeof *s->build);
 	return s->build ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
 }
@@ -457,10 +461,25 @@ static fmt_kind jsonl_row(void *ctx, const fmt_schema *schema, int *got, fmt_err
 	return k;
 }
 
+/* jsonl_row until a line ends the batch (the row after it says there are none). */
+static fmt_kind row_until_cut(void *ctx, const fmt_schema *schema, int *got, fmt_err *e)
+{
+	jsonl_state *s = ctx;
+	if (s->cut) {
+		*got = 0;
+		return FMT_OK;
+	}
+	fmt_kind k = jsonl_row(ctx, schema, got, e);
+	if (k == FMT_OK && *got)
+		s->cut = fmt_text_record_cuts(s->rec_off, fmt_text_in_offset(&s->in));
+	return k;
+}
+
 static fmt_kind jsonl_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 {
 	jsonl_state *s = t->format_state;
-	return fmt_text_next_batch(jsonl_row, s, s->batch_rows, s->build, &t->schema, b, done, e);
+	s->cut = 0; /* a batch that ended at batch_rows on a cutting line */
+	return fmt_text_next_batch(row_until_cut, s, s->batch_rows, s->build, &t->schema, b, done, e);
 }
 
 static void jsonl_close(fmt_table *t)

@@ -28,6 +28,24 @@ fmt_kind fmt_text_in_init(fmt_text_in *in, fmt_source *src, fmt_err *e);
 fmt_kind fmt_text_in_refill(fmt_text_in *in, uint64_t line, const char *too_long, fmt_err *e);
 /* Continue reading at byte off of the source (the buffer's contents are dropped). */
 void fmt_text_in_seek(fmt_text_in *in, uint64_t off);
+/* The source offset of the first byte not yet consumed. */
+uint64_t fmt_text_in_offset(const fmt_text_in *in);
+
+/* Batches of text input are bounded in bytes as well as rows (the chunk of the memory rule,
+ * issue 26): one ends after each record that reaches a multiple of FMT_TEXT_BATCH_BYTES past the
+ * first data byte, a rule of the record's own offsets that a parallel reader's chunks apply each
+ * on its own; and it holds at most fmt_text_batch_rows rows, since a field of one byte (an empty
+ * one: null) takes 8 in an int64 column. A batch then holds at most about FMT_TEXT_BATCH_BYTES of
+ * text and twice that of columns, whatever the width of a row. */
+#define FMT_TEXT_BATCH_SHIFT 21
+#define FMT_TEXT_BATCH_BYTES ((uint64_t)1 << FMT_TEXT_BATCH_SHIFT)
+/* Whether the record at [from, to) (offsets past the first data byte) ends a batch. */
+static inline int fmt_text_record_cuts(uint64_t from, uint64_t to)
+{
+	return from >> FMT_TEXT_BATCH_SHIFT != to >> FMT_TEXT_BATCH_SHIFT;
+}
+/* wanted rows a batch, or fewer for columns columns. */
+uint64_t fmt_text_batch_rows(uint64_t wanted, size_t columns);
 void fmt_text_in_free(fmt_text_in *in);
 
 /* Appends the next row's values (of schema s) to the builders; *got = 0 at the end of the rows. */
