@@ -723,22 +723,19 @@ check_block() {
 	# The input's check (a hash of every byte, a CSV's type inference) used to run first, so a
 	# forgotten -f cost a full read of the input and a damaged one answered with its damage.
 	head -c 100 "$SAMPLES/tiny.safetensors" > cut.safetensors
-	run fmt-convert cut.safetensors fresh.gguf
-	assert_failure 4
-	echo precious > out.gguf
-	run --separate-stderr fmt-convert cut.safetensors out.gguf
-	[ "$status" -eq 2 ]
-	[ "$stderr" = "fmt-convert: error: out.gguf: output exists (use --force to overwrite)" ]
 	printf 'a,b\n1,2\n' > t.csv
 	fmt-convert t.csv t.ald
 	head -c 60 t.ald > cut.ald
-	run fmt-convert cut.ald fresh.csv
-	assert_failure 4
-	echo precious > out.csv
-	run --separate-stderr fmt-convert cut.ald out.csv
-	[ "$status" -eq 2 ]
-	[ "$stderr" = "fmt-convert: error: out.csv: output exists (use --force to overwrite)" ]
-	[ "$(cat out.gguf out.csv)" = "$(printf 'precious\nprecious')" ]
+	for pair in cut.safetensors:gguf cut.ald:csv; do
+		input=${pair%:*} out=out.${pair#*:}
+		run fmt-convert "$input" "fresh.${pair#*:}"
+		assert_failure 4
+		echo precious > "$out"
+		run --separate-stderr fmt-convert "$input" "$out"
+		[ "$status" -eq 2 ]
+		[ "$stderr" = "fmt-convert: error: $out: output exists (use --force to overwrite)" ]
+		[ "$(cat "$out")" = precious ]
+	done
 	# --dry-run writes nothing: an existing output is no obstacle to it
 	run fmt-convert --dry-run "$SAMPLES/tiny.safetensors" out.gguf
 	assert_success

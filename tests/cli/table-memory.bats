@@ -49,6 +49,19 @@ bounded() {
 	run --separate-stderr bash -c "$(limit_as "$kb") "'exec "$@"' _ "$@"
 }
 
+# to_ald_within_bound INPUT: INPUT -> 1.ald, 2.ald, 3.ald at -T 1, 2, 3, each with a peak RSS
+# within 32 MiB + threads x 1 MiB, all three the same bytes.
+to_ald_within_bound() {
+	local t rss
+	for t in 1 2 3; do
+		rss=$(/usr/bin/time -f '%M' fmt-convert -q -T $t "$1" $t.ald 2>&1 >/dev/null | tail -n 1)
+		echo "-T $t: peak RSS $rss KiB" >&3
+		asan_build || [ "$rss" -le $(((32 + t) * 1024)) ] || fail "-T $t: peak RSS $rss KiB, over $((32 + t)) MiB"
+	done
+	cmp 1.ald 2.ald
+	cmp 1.ald 3.ald
+}
+
 # peak_rss_under_32m CMD...: CMD succeeds with a max RSS under 32 MiB.
 peak_rss_under_32m() {
 	local rss
@@ -95,13 +108,7 @@ with open(sys.argv[1], "w") as f:
                         for i in range(n)))
         row += n
 PY
-	for t in 1 2 3; do
-		rss=$(/usr/bin/time -f '%M' fmt-convert -q -T $t wide.csv $t.ald 2>&1 >/dev/null | tail -n 1)
-		echo "-T $t: peak RSS $rss KiB" >&3
-		asan_build || [ "$rss" -le $(((32 + t) * 1024)) ] || fail "-T $t: peak RSS $rss KiB, over $((32 + t)) MiB"
-	done
-	cmp 1.ald 2.ald
-	cmp 1.ald 3.ald
+	to_ald_within_bound wide.csv
 	bounded - fmt-convert -q -T 2 wide.csv bounded.ald
 	assert_success
 	cmp 1.ald bounded.ald
@@ -117,13 +124,7 @@ with open(sys.argv[1], "w") as f:
     f.write(",".join(f"c{i}" for i in range(200)) + "\n")
     for j in range(0, 80000, 10000):
         f.write("".join(f"{i}" + "," * 199 + "\n" for i in range(j, j + 10000)))' sparse.csv
-	for t in 1 2 3; do
-		rss=$(/usr/bin/time -f '%M' fmt-convert -q -T $t sparse.csv $t.ald 2>&1 >/dev/null | tail -n 1)
-		echo "-T $t: peak RSS $rss KiB" >&3
-		asan_build || [ "$rss" -le $(((32 + t) * 1024)) ] || fail "-T $t: peak RSS $rss KiB, over $((32 + t)) MiB"
-	done
-	cmp 1.ald 2.ald
-	cmp 1.ald 3.ald
+	to_ald_within_bound sparse.csv
 	run fmt-inspect --json 1.ald
 	assert_equal "$(jq .rows <<<"$output")" 80000
 }
@@ -137,13 +138,7 @@ with open(sys.argv[1], "w") as f:
     for j in range(0, 130000, 10000):
         f.write("".join(json.dumps({"id": i, "x": i * 0.25, "text": ("%d " % (i * 7919 % 100003)) * 60}) + "\n"
                         for i in range(j, j + 10000)))' wide.jsonl
-	for t in 1 2 3; do
-		rss=$(/usr/bin/time -f '%M' fmt-convert -q -T $t wide.jsonl $t.ald 2>&1 >/dev/null | tail -n 1)
-		echo "-T $t: peak RSS $rss KiB" >&3
-		asan_build || [ "$rss" -le $(((32 + t) * 1024)) ] || fail "-T $t: peak RSS $rss KiB, over $((32 + t)) MiB"
-	done
-	cmp 1.ald 2.ald
-	cmp 1.ald 3.ald
+	to_ald_within_bound wide.jsonl
 	fmt-convert -q 1.ald back.jsonl
 	run fmt-inspect --json 1.ald
 	assert_equal "$(jq .rows <<<"$output")" 130000
