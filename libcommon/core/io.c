@@ -803,9 +803,8 @@ fmt_kind fmt_sink_open(fmt_sink *k, const char *path, unsigned flags, fmt_err *e
 		k->is_stdout = 1;
 		k->fd = STDOUT_FILENO;
 	} else {
-		fmt_kind r = fmt_sink_may_create(path, flags, e);
-		if (r != FMT_OK)
-			return r;
+		if (fmt_sink_may_create(path, flags, e) != FMT_OK)
+			return e->kind;
 		char *dir = dir_of(path);
 		k->path = strdup(path);
 		if (!dir || !k->path || asprintf(&k->tmp_path, "%s/.fmtkit-tmp-XXXXXX", dir) < 0) {

@@ -68,8 +68,8 @@ void fmt_text_in_free(fmt_text_in *in)
 	in->buf = NULL;
 }
 
-fmt_kind fmt_text_next_batch(fmt_text_row_fn row, void *ctx, uint64_t batch_rows, col_builder *cols,
-			     const fmt_schema *s, fmt_batch *b, int *done, fmt_err *e)
+fmt_kind fmt_text_next_batch(fmt_text_row_fn row, fmt_text_cuts_fn cuts, void *ctx, uint64_t batch_rows,
+			     col_builder *cols, const fmt_schema *s, fmt_batch *b, int *done, fmt_err *e)
 {
 	uint64_t rows = 0;
 	int got = 1;
@@ -77,8 +77,11 @@ fmt_kind fmt_text_next_batch(fmt_text_row_fn row, void *ctx, uint64_t batch_rows
 	*done = 0;
 	for (size_t i = 0; i < s->n_fields; i++)
 		fmt_cb_prepare(&cols[i]);
-	while (rows < batch_rows && (k = row(ctx, s, &got, e)) == FMT_OK && got)
+	while (rows < batch_rows && (k = row(ctx, s, &got, e)) == FMT_OK && got) {
 		rows++;
+		if (cuts && cuts(ctx))
+			break;
+	}
 	if (k != FMT_OK)
 		return k;
 	if (rows == 0) {

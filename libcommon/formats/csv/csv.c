@@ -71,13 +71,12 @@ static size_t next_special(csv_state *s, size_t pos)
 
 uint64_t fmt_csv_state_offset(const csv_state *s)
 {
-	return s->in.next_off - (s->in.end - s->in.start);
+	return fmt_text_in_offset(&s->in);
 }
 
 int fmt_csv_record_cuts(const csv_state *s)
 {
-	uint64_t from = s->rec_off - s->data_off, to = fmt_csv_state_offset(s) - s->data_off;
-	return from >> CSV_BATCH_SHIFT != to >> CSV_BATCH_SHIFT;
+	return fmt_text_record_cuts(s->rec_off - s->data_off, fmt_csv_state_offset(s) - s->data_off);
 }
 
 fmt_kind fmt_csv_state_clone(csv_state *w, const csv_state *proto, uint64_t off, uint64_t line, fmt_err *e)
@@ -510,9 +509,7 @@ static fmt_kind csv_open(fmt_table *t, fmt_err *e)
 	if (!got)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "no header row (the file is empty)");
 	s->n_cols = s->n_fields;
-	uint64_t most_rows = CSV_BATCH_BYTES / 8 / (s->n_cols ? s->n_cols : 1); /* 8-byte values of 1-byte fields */
-	if (s->batch_rows > most_rows)
-		s->batch_rows = most_rows ? most_rows : 1;
+	s->batch_rows = fmt_text_batch_rows(s->batch_rows, s->n_cols);
 	names = calloc(s->n_cols, sizeof *names);
 	if (!names)
 		return fmt_fail(e, FMT_IO, "out of memory");
@@ -684,18 +681,10 @@ fmt_kind fmt_csv_row(void *ctx, const fmt_schema *schema, int *got, fmt_err *e)
 	return k;
 }
 
-/* fmt_csv_row until a record ends the batch (the row after it says there are none). */
-static fmt_kind row_until_cut(void *ctx, const fmt_schema *schema, int *got, fmt_err *e)
+/* fmt_csv_record_cuts as a fmt_text_cuts_fn. */
+static int record_cuts(const void *ctx)
 {
-	csv_state *s = ctx;
-	if (s->cut) {
-		*got = 0;
-		return FMT_OK;
-	}
-	fmt_kind k = fmt_csv_row(ctx, schema, got, e);
-	if (k == FMT_OK && *got)
-		s->cut = fmt_csv_record_cuts(s);
-	return k;
+	return fmt_csv_record_cuts(ctx);
 }
 
 static fmt_kind csv_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
@@ -703,8 +692,7 @@ static fmt_kind csv_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 	csv_state *s = t->format_state;
 	if (s->par)
 		return fmt_csv_par_next(s, &t->schema, b, done, e);
-	s->cut = 0; /* a batch that ended at batch_rows on a cutting record */
-	return fmt_text_next_batch(row_until_cut, s, s->batch_rows, s->cols, &t->schema, b, done, e);
+	return fmt_text_next_batch(fmt_csv_row, record_cuts, s, s->batch_rows, s->cols, &t->schema, b, done, e);
 }
 
 static void csv_close(fmt_table *t)

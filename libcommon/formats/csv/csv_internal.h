@@ -32,7 +32,6 @@ typedef struct csv_state {
 	uint64_t rec_off;          /* where the current record starts (past any empty lines) */
 	size_t n_cols;
 	uint64_t batch_rows;
-	int cut;                   /* the record just read ends a batch (fmt_csv_record_cuts) */
 	col_builder *cols;
 	int threads;               /* -T */
 	uint64_t rows;             /* data rows, as the first pass counted them */
@@ -50,15 +49,9 @@ typedef struct csv_checkpoint {
 	int cut;                   /* a batch starts here (fmt_csv_record_cuts said so of the record before) */
 } csv_checkpoint;
 
-/* Batches are bounded in bytes as well as rows, the same on every -T: one ends after each record
- * that reaches a multiple of CSV_BATCH_BYTES past the first data byte, and batch_rows rows after
- * such a cut. A rule of the record's own offsets, so the chunks of the parallel inference pass
- * find the cuts each on its own. batch_rows is at most CSV_BATCH_BYTES / 8 / columns, since a
- * field of one byte (an empty one: null) takes 8 in an int64 column: a batch holds at most
- * about CSV_BATCH_BYTES of text and twice that of columns (the chunk of the memory rule, issue
- * 26) whatever the width of a row. */
-#define CSV_BATCH_SHIFT 21
-#define CSV_BATCH_BYTES ((uint64_t)1 << CSV_BATCH_SHIFT)
+/* Batches are bounded in bytes as well as rows, the same on every -T (fmt/textio.h's rule, offsets
+ * counted from the first data byte), so the chunks of the parallel inference pass find the cuts
+ * each on its own. */
 
 /* The index of the first byte of p[0..n) that is delim, a quote or a line break; n when none. */
 size_t fmt_csv_special_byte(const char *p, size_t n, char delim);
@@ -74,7 +67,7 @@ void fmt_csv_state_free(csv_state *s);
 void fmt_csv_state_seek(csv_state *s, uint64_t off, uint64_t line);
 /* The offset of the next unread byte. */
 uint64_t fmt_csv_state_offset(const csv_state *s);
-/* Whether the record just read ends a batch: a multiple of CSV_BATCH_BYTES past data_off lies
+/* Whether the record just read ends a batch: a multiple of FMT_TEXT_BATCH_BYTES past data_off lies
  * after its first byte and at or before its end. */
 int fmt_csv_record_cuts(const csv_state *s);
 fmt_kind fmt_csv_next_record(csv_state *s, int *got, fmt_err *e);

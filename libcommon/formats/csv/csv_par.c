@@ -353,7 +353,7 @@ static void parse_batch(struct csv_par *p, csv_state *w, uint64_t j, par_slot *s
 	for (uint64_t skip = row - cp->row; slot->k == FMT_OK && skip > 0 && got; skip--)
 		slot->k = fmt_csv_next_record(w, &got, &slot->e);
 	if (slot->k == FMT_OK)
-		slot->k = fmt_text_next_batch(fmt_csv_row, w, p->starts[j + 1] - row, w->cols, &p->schema, &slot->b,
+		slot->k = fmt_text_next_batch(fmt_csv_row, NULL, w, p->starts[j + 1] - row, w->cols, &p->schema, &slot->b,
 					      &slot->done, &slot->e);
 }
 

@@ -46,7 +46,6 @@ typedef struct jsonl_state {
 	uint64_t batch_rows;
 	col_builder *build;
 	uint64_t rec_off;          /* where the last object's line starts */
-	int cut;                   /* that line ends the batch (fmt_text_record_cuts) */
 } jsonl_state;
 
 static fmt_kind refill(jsonl_state *s, fmt_err *e)
@@ -461,25 +460,17 @@ static fmt_kind jsonl_row(void *ctx, const fmt_schema *schema, int *got, fmt_err
 	return k;
 }
 
-/* jsonl_row until a line ends the batch (the row after it says there are none). */
-static fmt_kind row_until_cut(void *ctx, const fmt_schema *schema, int *got, fmt_err *e)
+/* Whether the last object's line ends its batch (fmt_text_cuts_fn). */
+static int line_cuts(const void *ctx)
 {
-	jsonl_state *s = ctx;
-	if (s->cut) {
-		*got = 0;
-		return FMT_OK;
-	}
-	fmt_kind k = jsonl_row(ctx, schema, got, e);
-	if (k == FMT_OK && *got)
-		s->cut = fmt_text_record_cuts(s->rec_off, fmt_text_in_offset(&s->in));
-	return k;
+	const jsonl_state *s = ctx;
+	return fmt_text_record_cuts(s->rec_off, fmt_text_in_offset(&s->in));
 }
 
 static fmt_kind jsonl_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 {
 	jsonl_state *s = t->format_state;
-	s->cut = 0; /* a batch that ended at batch_rows on a cutting line */
-	return fmt_text_next_batch(row_until_cut, s, s->batch_rows, s->build, &t->schema, b, done, e);
+	return fmt_text_next_batch(jsonl_row, line_cuts, s, s->batch_rows, s->build, &t->schema, b, done, e);
 }
 
 static void jsonl_close(fmt_table *t)

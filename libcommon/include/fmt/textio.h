@@ -50,9 +50,12 @@ void fmt_text_in_free(fmt_text_in *in);
 
 /* Appends the next row's values (of schema s) to the builders; *got = 0 at the end of the rows. */
 typedef fmt_kind (*fmt_text_row_fn)(void *ctx, const fmt_schema *s, int *got, fmt_err *e);
-/* Up to batch_rows rows from row() into b (*done set, b empty, when there are none left). */
-fmt_kind fmt_text_next_batch(fmt_text_row_fn row, void *ctx, uint64_t batch_rows, col_builder *cols,
-			     const fmt_schema *s, fmt_batch *b, int *done, fmt_err *e);
+/* Whether the row row() just gave ends its batch (fmt_text_record_cuts of its record). */
+typedef int (*fmt_text_cuts_fn)(const void *ctx);
+/* Up to batch_rows rows from row() into b, fewer when cuts (may be NULL) says a row ends the
+ * batch (*done set, b empty, when there are none left). */
+fmt_kind fmt_text_next_batch(fmt_text_row_fn row, fmt_text_cuts_fn cuts, void *ctx, uint64_t batch_rows,
+			     col_builder *cols, const fmt_schema *s, fmt_batch *b, int *done, fmt_err *e);
 
 /* Appends row of b as text (its line end included) to line; scratch: the caller's, for a
  * cell's text on the way; 0 when out of memory. Called from several threads at once with the
