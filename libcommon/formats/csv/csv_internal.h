@@ -49,10 +49,6 @@ typedef struct csv_checkpoint {
 	int cut;                   /* a batch starts here (fmt_csv_record_cuts said so of the record before) */
 } csv_checkpoint;
 
-/* Batches are bounded in bytes as well as rows, the same on every -T (fmt/textio.h's rule, offsets
- * counted from the first data byte), so the chunks of the parallel inference pass find the cuts
- * each on its own. */
-
 /* The index of the first byte of p[0..n) that is delim, a quote or a line break; n when none. */
 size_t fmt_csv_special_byte(const char *p, size_t n, char delim);
 /* Bit i set when p[i] is delim, a quote or a line break, for the first min(n, 64) bytes. */
@@ -68,7 +64,8 @@ void fmt_csv_state_seek(csv_state *s, uint64_t off, uint64_t line);
 /* The offset of the next unread byte. */
 uint64_t fmt_csv_state_offset(const csv_state *s);
 /* Whether the record just read ends a batch: a multiple of FMT_TEXT_BATCH_BYTES past data_off lies
- * after its first byte and at or before its end. */
+ * after its first byte and at or before its end (fmt/textio.h's rule, the same on every -T: the
+ * chunks of the parallel inference pass find the cuts each on its own). */
 int fmt_csv_record_cuts(const csv_state *s);
 fmt_kind fmt_csv_next_record(csv_state *s, int *got, fmt_err *e);
 /* One record onto s->cols (fmt_text_row_fn). */
