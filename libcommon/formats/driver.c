@@ -150,6 +150,13 @@ fmt_kind fmt_table_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_err
 	return k;
 }
 
+fmt_kind fmt_table_verify_as_read(fmt_table *t, fmt_err *e)
+{
+	if (!t->driver->verify_as_read)
+		return fmt_fail(e, FMT_UNSUPPORTED, "%s files are verified before they are read", t->driver->name);
+	return t->driver->verify_as_read(t, e);
+}
+
 fmt_kind fmt_model_verify_as_read(fmt_model *m, fmt_err *e)
 {
 	if (!m->driver || !m->driver->verify_as_read)

@@ -101,6 +101,31 @@ fmt_kind fmt_pipeline_dataset(const char *input, const char *output, const fmt_c
 	return r;
 }
 
+/* Whether t is checked by the reads of its rows (one pass over it, not two) instead of before:
+ * into a file, which is renamed into place only once the check has passed (standard output
+ * would hold rows by then), with nothing between the reader and the writer (a hook, a wrapper
+ * that may stop reading early) and nothing to decrypt first; when its driver can. */
+static int verify_as_read(fmt_table *t, const char *output, const fmt_convert_opts *o)
+{
+	fmt_err ignored;
+	if (o->no_verify || o->dry_run || strcmp(output, "-") == 0 || o->table_hook || fmt_rowops_any(&o->rows) ||
+	    o->n_include || o->n_exclude || o->n_renames || fmt_table_secret(t) != FMT_SECRET_NONE)
+		return 0;
+	return fmt_table_verify_as_read(t, &ignored) == FMT_OK;
+}
+
+/* A failure of a table checked as it is read may come from damage (a flipped byte misreads as
+ * a malformed batch): the check then, whose failure is reported as it was when it came first. */
+static fmt_kind damage_first(fmt_table *t, fmt_kind k, fmt_err *e)
+{
+	fmt_err check;
+	fmt_err_clear(&check);
+	if (fmt_table_verify(t, NULL, &check) == FMT_OK)
+		return k;
+	*e = check;
+	return check.kind;
+}
+
 static fmt_kind convert_table(const char *input, const char *output, const fmt_convert_opts *o,
 			      const fmt_keyset *write_keys, fmt_decrypt_keys *dk, fmt_keyset *read_keys, fmt_err *e)
 {
@@ -117,7 +142,8 @@ static fmt_kind convert_table(const char *input, const char *output, const fmt_c
 		fmt_drvopt_unload(o->options);
 		return k;
 	}
-	if (!o->no_verify)
+	int as_read = verify_as_read(&t, output, o);
+	if (!o->no_verify && !as_read)
 		k = fmt_table_verify(&t, NULL, e);
 	if (k == FMT_OK) /* after the check: a damaged file is reported as damaged */
 		k = check_options_used(&t, o, e);
@@ -156,6 +182,8 @@ static fmt_kind convert_table(const char *input, const char *output, const fmt_c
 		k = fmt_sink_open(&sink, output, wo.sink_flags, e);
 		if (k == FMT_OK) {
 			k = o->table_to->write(&t, &sink, &wo, e);
+			if (k == FMT_OK && as_read) /* made by the reads: what they did not reach */
+				k = fmt_table_verify(&t, NULL, e);
 			if (k == FMT_OK)
 				k = fmt_sink_commit(&sink, e);
 			else
@@ -165,6 +193,8 @@ static fmt_kind convert_table(const char *input, const char *output, const fmt_c
 		if (k == FMT_OK && (o->verbose || o->json) && !(o->json && strcmp(output, "-") == 0))
 			report(input, output, &t, o, 0);
 	}
+	if (k != FMT_OK && as_read)
+		k = damage_first(&t, k, e);
 	if (k != FMT_OK && !e->file[0])
 		fmt_err_file(e, input);
 	fmt_table_free(&t);

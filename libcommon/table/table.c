@@ -510,6 +510,7 @@ void fmt_table_wrap_put(fmt_table *t, fmt_table_wrap *w, void *state,
 	/* the inner driver's hooks take its own state, not the wrapper's */
 	w->d.columns_used = NULL;
 	w->d.skip_blocks = NULL;
+	w->d.verify_as_read = NULL;
 	if (close)
 		w->d.close = close;
 	w->inner = t->driver;

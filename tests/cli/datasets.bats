@@ -115,6 +115,51 @@ assert struct.unpack("<I",f[-4:])[0]==zlib.crc32(f[:-4])' out.ald
 	[ "$(cat out.csv)" = "$(printf 'x\n1\n2\n2')" ]
 }
 
+# A byte flipped in a payload of many batches: when the output is a file, the CRC is made by the
+# reads of the payload (one pass), and the rows written before the end (the whole of them when
+# the byte is in a value of an uncompressed payload) never reach OUT (its temporary file is
+# removed); to standard output the check comes first. Either way the exit status and the message
+# are those of the check made before anything is read (--dry-run).
+@test "a flipped payload byte: exit 6 and the CRC message, no output file or temporary left, -T 1 and 2" {
+	/usr/bin/python3 -c 'import sys
+w = sys.stdout.write
+w("id,x,name\n")
+for i in range(120000): w("%d,%r,n%d\n" % (i, i / 7, i % 13))' >big.csv
+	fmt-convert big.csv zstd.ald
+	fmt-convert -c none big.csv none.ald
+	mkdir o
+	for flip in "zstd middle" "zstd end" "none middle"; do
+		set -- $flip
+		/usr/bin/python3 -c 'import struct, sys, zlib
+f = bytearray(open(sys.argv[1] + ".ald", "rb").read())
+m, p, s = struct.unpack_from("<I", f, 8)[0], struct.unpack_from("<I", f, 12)[0], struct.unpack_from("<H", f, 22)[0]
+f[32 + m + s + (p // 2 if sys.argv[2] == "middle" else p - 20)] ^= 0x01
+open("bad.ald", "wb").write(f)
+print("CRC-32 mismatch: stored %08x, computed %08x (standard)" % (struct.unpack("<I", f[-4:])[0], zlib.crc32(f[:-4])))' "$1" "$2" >want
+		run --separate-stderr fmt-convert --dry-run bad.ald out.csv
+		assert_failure 6
+		local before=$stderr
+		[[ "$before" == "fmt-convert: error: bad.ald: $(cat want) and "* ]] || fail "$flip: $before"
+		for to in out.csv out.jsonl out.arrow out.parquet out.ald; do
+			for t in 1 2; do
+				run --separate-stderr fmt-convert -T "$t" bad.ald "o/$to"
+				assert_failure 6
+				[ "$stderr" = "$before" ] || fail "$flip, $to, -T $t: $stderr"
+				[ -z "$output" ]
+				[ -z "$(ls -A o)" ] || fail "$flip, $to, -T $t: left $(ls -A o)"
+			done
+		done
+		run --separate-stderr fmt-convert --to csv bad.ald -
+		assert_failure 6
+		[ "$stderr" = "$before" ]
+		[ -z "$output" ]
+	done
+	# undamaged, the same rows as when checked first
+	fmt-convert -T 1 zstd.ald a.csv
+	fmt-convert --to csv zstd.ald - >b.csv
+	cmp a.csv b.csv
+}
+
 @test "fmt-verify checks the card's payload SHA-256 (exit 6 when the CRC was recomputed over a wrong one)" {
 	fmt-convert --chunk-rows 2 in.csv s.ald
 	fmt-convert in.csv p.ald

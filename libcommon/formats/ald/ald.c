@@ -236,8 +236,12 @@ static fmt_kind ald_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 	if (s->flags & FMT_ALD_TRUENO_NATIVE)
 		return fmt_ald_native_next(s, b, done, e);
 	if (!(s->flags & FMT_ALD_STREAMING))
-		return fmt_ald_next_plain(s, &t->schema, b, done, e);
-	return fmt_ald_next_streaming(s, &t->schema, b, done, e);
+		k = fmt_ald_next_plain(s, &t->schema, b, done, e);
+	else
+		k = fmt_ald_next_streaming(s, &t->schema, b, done, e);
+	if (k == FMT_OK && *done && s->crc_as_read)
+		k = fmt_ald_crc_as_read_end(s, e);
+	return k;
 }
 
 /* The CRC before anything else; with o (fmt-verify: every layer) also the card's digest of
@@ -262,6 +266,11 @@ static fmt_kind ald_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_er
 	if (k == FMT_OK && o)
 		k = fmt_ald_check_digest(s, e);
 	return k;
+}
+
+static fmt_kind ald_verify_as_read(fmt_table *t, fmt_err *e)
+{
+	return fmt_ald_crc_as_read(t->format_state, e);
 }
 
 static void hex_id(const uint8_t *b, size_t n, char *out)
@@ -465,6 +474,7 @@ const fmt_table_driver fmt_table_driver_ald = {
 	.open = ald_open,
 	.next = ald_next,
 	.verify = ald_verify,
+	.verify_as_read = ald_verify_as_read,
 	.write = fmt_ald_write,
 	.close = ald_close,
 	.describe = fmt_ald_describe,

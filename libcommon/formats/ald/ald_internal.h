@@ -75,6 +75,11 @@ typedef struct ald_state {
 	struct ald_native *native; /* TRUENO_NATIVE: the array index (ald_native.c) */
 	int upstream_streaming;    /* alimentar's separate streaming layout (ald_upstream.c) */
 	int chunk_codec;           /* how chunks are compressed when not as the id says; 0: as it says */
+	/* verify_as_read: the standard CRC-32 of [0, crc_pos), made as the payload is read;
+	 * crc_lost when a read did not follow on (the whole file is then checked at the end) */
+	int crc_as_read, crc_lost;
+	uint32_t crc_run;
+	uint64_t crc_pos;
 } ald_state;
 
 /* Encryption (ald_crypt.c): the header and cipher of a payload being written. */
@@ -155,6 +160,14 @@ int fmt_ald_is_upstream_streaming(const uint8_t *head, size_t n);
 fmt_kind fmt_ald_upstream_parse(fmt_table *t, ald_state *s, fmt_err *e);
 /* ---- ald_check.c ---- */
 fmt_kind fmt_ald_check_crc(ald_state *s, fmt_err *e);
+/* The CRC made by the reads of the payload instead (one pass over the file, not two): the
+ * bytes before the payload now; UnsupportedVersion for an encrypted or TRUENO_NATIVE payload
+ * and alimentar's streaming layout (check them first). fmt_ald_crc_as_read_end at the payload's
+ * end checks the rest and the CRC as fmt_ald_check_crc does. */
+fmt_kind fmt_ald_crc_as_read(ald_state *s, fmt_err *e);
+fmt_kind fmt_ald_crc_as_read_end(ald_state *s, fmt_err *e);
+/* What part_stream sets as a payload window's observer while the CRC is made as it is read. */
+void fmt_ald_crc_observe(void *ctx, const uint8_t *p, size_t n);
 /* Every part of the payload decompressed and its size checked against the header or chunk
  * index, and the card's sha256 against it (skipped while it is encrypted). */
 fmt_kind fmt_ald_check_digest(ald_state *s, fmt_err *e);

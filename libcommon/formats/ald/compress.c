@@ -218,6 +218,10 @@ static fmt_kind produce(fmt_dstream *d, fmt_err *e)
 	if (left < room_left)
 		room_left = (size_t)left + 1;
 	fmt_kind k = produce_into(d, room_left, e);
+	if (d->observe && d->src_pos > d->observed) { /* while those bytes are still in the cache */
+		d->observe(d->observe_ctx, d->src + d->observed, d->src_pos - d->observed);
+		d->observed = d->src_pos;
+	}
 	if (d->mapped && (d->src_pos - d->dropped >= DROP_STEP || d->done)) {
 		fmt_source_drop(d->mapped, d->src + d->dropped, d->src_pos - d->dropped);
 		d->dropped = d->src_pos;

@@ -35,6 +35,9 @@ typedef struct fmt_dstream {
 	int done;              /* the frame (or the data) ended */
 	const fmt_source *mapped; /* src lies in its mapping (or NULL): the pages passed are dropped */
 	size_t dropped;        /* src bytes dropped so far */
+	fmt_source_observer observe; /* or NULL: shown each src byte once, in order, as it is used */
+	void *observe_ctx;
+	size_t observed;       /* src bytes shown so far */
 } fmt_dstream;
 
 fmt_kind fmt_dstream_init(fmt_dstream *d, int id, const uint8_t *src, size_t n, uint64_t limit, fmt_err *e);

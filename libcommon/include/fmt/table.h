@@ -128,6 +128,11 @@ typedef struct fmt_table_driver {
 	fmt_kind (*next)(fmt_table *t, fmt_batch *b, int *done, fmt_err *e);
 	/* Integrity beyond open (CRC, digests, signatures); NULL when open checks everything. */
 	fmt_kind (*verify)(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e);
+	/* Optional: make what verify checks without o (the conversions' check) as next reads the
+	 * rows, in one pass, rather than before: called before the first next, whose last call
+	 * (*done) then fails as verify would; verify after it finds the check made, or makes what
+	 * the reads did not. UnsupportedVersion when this table cannot (verify first then). */
+	fmt_kind (*verify_as_read)(fmt_table *t, fmt_err *e);
 	/* Write every batch of in (pulled with fmt_table_next) to k. NULL for read-only formats. */
 	fmt_kind (*write)(fmt_table *in, fmt_sink *k, const struct fmt_write_opts *o, fmt_err *e);
 	/* Which column types the format can hold (1/0); NULL = all of them. */
@@ -235,6 +240,10 @@ fmt_kind fmt_table_each_batch(fmt_table *t, fmt_kind (*fn)(void *ctx, const fmt_
  * (unless o->signed_elsewhere: a detached signature was checked). In formats/driver.c, beside
  * fmt_model_verify: it asks fmt/registry.h's verify options and capabilities. */
 fmt_kind fmt_table_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e);
+/* The driver's verify_as_read: ok, then every batch, then fmt_table_verify (o NULL), before
+ * anything read is let out (a temporary file renamed into place after); UnsupportedVersion
+ * when the driver or this table cannot (then verify before reading). */
+fmt_kind fmt_table_verify_as_read(fmt_table *t, fmt_err *e);
 /* FMT_SECRET_* that reading t's rows still needs. */
 int fmt_table_secret(const fmt_table *t);
 /* Give t the keys that decrypt it (t->keys = ks); when it needs a password that ks lacks, ask
