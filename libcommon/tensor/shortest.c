@@ -161,11 +161,21 @@ static size_t put_decimal(char *buf, int negative, uint64_t f, int e)
 			memcpy(p, "0.000000", 8); /* "0." and -x10 - 1 zeros; the digits go over the rest */
 			p = fmt_put_digits(p + 1 - x10, f, n);
 		} else if (n > x10 + 1) {
-			/* the integer part and the fraction apart, the point between */
-			uint64_t m = pow10_u64[n - x10 - 1], ip = f / m;
-			p = fmt_put_digits(p, ip, x10 + 1);
-			*p++ = '.';
-			p = fmt_put_digits(p, f - ip * m, n - x10 - 1);
+			/* the digits, then the fraction's one place on for the point (no division by a
+			 * power of ten that varies): eight or sixteen bytes moved, inside buf either
+			 * way (the point is at most 17 bytes in; at most 9 when sixteen) */
+			char *point = p + x10 + 1;
+			uint64_t w[2];
+			fmt_put_digits(p, f, n);
+			if (n - x10 - 1 <= 8) {
+				memcpy(w, point, 8);
+				memcpy(point + 1, w, 8);
+			} else {
+				memcpy(w, point, 16);
+				memcpy(point + 1, w, 16);
+			}
+			*point = '.';
+			p += n + 1;
 		} else {
 			p = fmt_put_digits(p, f, n);
 		}
@@ -228,10 +238,35 @@ static size_t shortest(uint64_t bits, int mbits, int ebits, char *buf)
 	return put_decimal(buf, negative, f, e);
 }
 
-size_t fmt_shortest_f64(double v, char *buf)
+/* A value of at most six decimals (508.17, -3.5, 0.000125: prices, measures, rounded data):
+ * a 10^6 (a = |v| < 2^28) then lies within 0.05 of an integer m, the nearest, whose m / 10^6 (one
+ * correctly rounded division) reads back as a. v's rounding interval, under 10^-7 wide there,
+ * holds no other decimal as short (two would be 10^-6 apart, or 10^-7 across a power of ten):
+ * m 10^-6 is what the full method finds. */
+static int six_decimals(double a, uint64_t *m)
+{
+	double x = a * 1e6, r = (x + 0x1p52) - 0x1p52; /* round to nearest: x < 2^48 */
+	if (r / 1e6 != a)
+		return 0;
+	*m = (uint64_t)r;
+	return 1;
+}
+
+size_t fmt_shortest_f64_schubfach(double v, char *buf)
 {
 	uint64_t bits;
 	memcpy(&bits, &v, sizeof bits);
+	return shortest(bits, 52, 11, buf);
+}
+
+size_t fmt_shortest_f64(double v, char *buf)
+{
+	uint64_t bits, m;
+	double a = fabs(v);
+	memcpy(&bits, &v, sizeof bits);
+	/* not a power of two (frac 0: printf_rule's asymmetric interval), NaN or infinite */
+	if (a < 0x1p28 && (bits & (((uint64_t)1 << 52) - 1)) && six_decimals(a, &m))
+		return put_decimal(buf, (int)(bits >> 63), m, -6);
 	return shortest(bits, 52, 11, buf);
 }
 

@@ -269,6 +269,66 @@ TEST(shortest_f64_random)
 	CHECK_EQ_U64(mismatches, 0);
 }
 
+/* fmt_shortest_f64's fast path (values of at most six decimals below 2^28) against the full
+ * method, fmt_shortest_f64_schubfach, byte for byte: edges (zeros, subnormals, powers of two,
+ * 2^28 and around it, NaN and infinities), every decimal of 0 to 8 places from integers of each
+ * size with their neighbours, and random values and bit patterns. */
+static int fast_mismatches;
+
+static void same_as_full(double v)
+{
+	char fast[FMT_SHORTEST_MAX], full[FMT_SHORTEST_MAX];
+	size_t n = fmt_shortest_f64(v, fast), m = fmt_shortest_f64_schubfach(v, full);
+	if (n != m || strcmp(fast, full)) {
+		if (fast_mismatches++ < 10)
+			CHECK_STR(fast, full);
+		else
+			unit_current_failed = 1;
+	}
+}
+
+static void same_as_full_around(double v)
+{
+	same_as_full(v);
+	same_as_full(-v);
+	same_as_full(nextafter(v, 0));
+	same_as_full(nextafter(v, INFINITY));
+}
+
+TEST(shortest_fast_path_as_full)
+{
+	static const double edges[] = { 0.0, -0.0, 5e-324, 2.2250738585072009e-308, 2.2250738585072014e-308, 1e-7,
+					1e-6, 5e-7, 1.5e-6, 0.1, 0.2, 0.3, 0.015625, 0.5, 1.0, 123456.789, 1e15, 1e16,
+					9007199254740993.0, 268435456.0, 268435455.999999, 268435455.5, 134217727.999999,
+					99999.999999, 999999.999999, 9.999999, 0.999999, 0.000001, 0.0000015, 1e-5,
+					733.458, 508.17, 1e22, DBL_MAX, DBL_MIN };
+	fast_mismatches = 0;
+	for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++)
+		same_as_full_around(edges[i]);
+	same_as_full(NAN);
+	same_as_full(-NAN);
+	same_as_full(INFINITY);
+	same_as_full(-INFINITY);
+	for (int e = -1074; e <= 1023; e++) /* powers of two (the asymmetric intervals) */
+		same_as_full_around(ldexp(1.0, e));
+	static const double pow10[] = { 1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8 };
+	for (int places = 0; places <= 8; places++) /* short decimals at every scale of the path */
+		for (int64_t i = -30000; i <= 30000; i++) {
+			same_as_full_around((double)i / pow10[places]);
+			same_as_full_around((double)(i * 9973 + 268000000) / pow10[places]);
+		}
+	rng_state = 0x0123456789ABCDEFu;
+	for (int i = 0; i < 1000000; i++) {
+		uint64_t r = rng_next();
+		int places = (int)(r % 9);
+		double m = (double)(rng_next() >> (11 + r % 40)); /* integers of 13 to 53 bits */
+		same_as_full_around(m / pow10[places]);
+		same_as_full(fmt_bits_f64(rng_next()));
+		same_as_full((double)(rng_next() >> 11) * 0x1p-53 * 0x1p29);
+	}
+	CHECK_EQ_U64(fast_mismatches, 0);
+}
+
 TEST(shortest_f32)
 {
 	mismatches = 0;

@@ -16,6 +16,9 @@
 /* Write v to buf (at least FMT_SHORTEST_MAX bytes), NUL-terminated; returns its length. */
 size_t fmt_shortest_f64(double v, char *buf);
 size_t fmt_shortest_f32(float v, char *buf);
+/* fmt_shortest_f64 without its fast path for values of at most six decimals: the same text
+ * (the tests compare the two). */
+size_t fmt_shortest_f64_schubfach(double v, char *buf);
 
 /* The other direction: m 10^e10 correctly rounded to a double, from the same table (one
  * 64x128-bit product; the approximation's error band decides the rounding except in cases
