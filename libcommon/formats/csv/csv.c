@@ -751,12 +751,17 @@ static void put_field(fmt_sb *line, const char *p, size_t n, char delim, int quo
 		fmt_sb_add(line, p, n);
 		return;
 	}
-	fmt_sb_add(line, "\"", 1);
-	if (!(sp & 2)) {
-		fmt_sb_add(line, p, n);
-		fmt_sb_add(line, "\"", 1);
+	if (!(sp & 2)) { /* quoted as it is: one reservation */
+		char *at = fmt_sb_reserve(line, n + 2);
+		if (!at)
+			return;
+		at[0] = '"';
+		fmt_copy_short(at + 1, p, n);
+		at[n + 1] = '"';
+		fmt_sb_commit(line, n + 2);
 		return;
 	}
+	fmt_sb_add(line, "\"", 1);
 	for (const char *end = p + n; p < end;) {
 		const char *q = memchr(p, '"', (size_t)(end - p));
 		size_t run = q ? (size_t)(q - p) + 1 : (size_t)(end - p);
@@ -813,11 +818,18 @@ static int csv_put_row(const void *ctx, const fmt_batch *b, uint64_t row, fmt_sb
 {
 	const csv_out *o = ctx;
 	const fmt_schema *s = o->s;
+	/* one reservation for the numbers of the row (FMT_SHORTEST_MAX + 1 bytes each at most),
+	 * made again after a text, which takes its own room and may move the buffer */
+	size_t room = 0;
 	for (size_t i = 0; i < s->n_fields; i++) {
 		const fmt_column *c = &b->columns[i];
-		char *at = fmt_sb_reserve(line, FMT_SHORTEST_MAX + 1);
-		if (!at)
-			return 0;
+		if (room < FMT_SHORTEST_MAX + 1) {
+			if (!fmt_sb_reserve(line, (s->n_fields - i) * (FMT_SHORTEST_MAX + 1)))
+				return 0;
+			room = (s->n_fields - i) * (FMT_SHORTEST_MAX + 1);
+		}
+		room -= FMT_SHORTEST_MAX + 1;
+		char *at = line->p + line->len;
 		if (i)
 			*at++ = o->delim, line->len++;
 		if (null_at(c, row))
@@ -846,14 +858,17 @@ static int csv_put_row(const void *ctx, const fmt_batch *b, uint64_t row, fmt_sb
 			break;
 		case CSV_PLAIN:
 			fmt_cell_text(&s->fields[i], c, row, line);
+			room = 0;
 			break;
 		case CSV_UTF8: case CSV_LARGE_UTF8:
 			put_text(line, c, o->kind[i] == CSV_LARGE_UTF8, row, o->delim);
+			room = 0;
 			break;
 		default:
 			cell->len = 0;
 			fmt_cell_text(&s->fields[i], c, row, cell);
 			put_field(line, cell->p ? cell->p : "", cell->len, o->delim, 1);
+			room = 0;
 		}
 	}
 	fmt_sb_add(line, "\n", 1);

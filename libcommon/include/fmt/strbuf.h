@@ -26,24 +26,28 @@ static inline void fmt_sb_commit(fmt_sb *b, size_t n)
 	b->len += n;
 	b->p[b->len] = '\0';
 }
+/* memcpy(at, s, n) with short pieces without a call: two overlapping words, the first and the
+ * last. */
+static inline void fmt_copy_short(char *at, const char *s, size_t n)
+{
+	if (n >= 8 && n <= 16) {
+		memcpy(at, s, 8);
+		memcpy(at + n - 8, s + n - 8, 8);
+	} else if (n >= 4 && n < 8) {
+		memcpy(at, s, 4);
+		memcpy(at + n - 4, s + n - 4, 4);
+	} else if (n < 4) {
+		for (size_t i = 0; i < n; i++)
+			at[i] = s[i];
+	} else {
+		memcpy(at, s, n);
+	}
+}
 /* fmt_sb_put with the common case (room left) inline, for writers that append per cell. */
 static inline void fmt_sb_add(fmt_sb *b, const char *s, size_t n)
 {
 	if (b->cap - b->len > n && !b->oom) {
-		char *at = b->p + b->len;
-		/* short pieces without a call: two overlapping words, the first and the last */
-		if (n >= 8 && n <= 16) {
-			memcpy(at, s, 8);
-			memcpy(at + n - 8, s + n - 8, 8);
-		} else if (n >= 4 && n < 8) {
-			memcpy(at, s, 4);
-			memcpy(at + n - 4, s + n - 4, 4);
-		} else if (n < 4) {
-			for (size_t i = 0; i < n; i++)
-				at[i] = s[i];
-		} else {
-			memcpy(at, s, n);
-		}
+		fmt_copy_short(b->p + b->len, s, n);
 		b->len += n;
 		b->p[b->len] = '\0';
 		return;
