@@ -56,6 +56,50 @@ static inline int take8(const char *s, uint64_t *v)
 	return 1;
 }
 
+static inline uint64_t load4(const char *s)
+{
+	uint32_t x;
+	memcpy(&x, s, 4);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	x = __builtin_bswap32(x);
+#endif
+	return x;
+}
+
+/* s[0..n), 1 <= n <= 8, as the last n bytes of a word whose first 8 - n bytes are '0' (the
+ * first byte lowest, as load8): value8 of it is the value of the n digits. Reads only s[0..n),
+ * with two overlapping four-byte loads from four bytes on. */
+static inline uint64_t load_padded(const char *s, size_t n)
+{
+	const uint64_t zeros = 0x3030303030303030u;
+	if (n == 8)
+		return load8(s);
+	uint64_t x = zeros >> (8 * n);
+	if (n >= 4)
+		return x | load4(s + n - 4) << 32 | load4(s) << (8 * (8 - n));
+	for (size_t k = 0; k < n; k++)
+		x |= (uint64_t)(unsigned char)s[k] << (8 * (8 - n + k));
+	return x;
+}
+
+/* The value of the digits s[0..n), 1 <= n <= 19 (below 10^19 < 2^64), eight at a time: the
+ * first (n - 1) % 8 + 1 padded to eight, then whole words. 0 when one is not a digit. */
+static inline int digits_value(const char *s, size_t n, uint64_t *v)
+{
+	size_t i = (n - 1) % 8 + 1;
+	uint64_t x = load_padded(s, i), acc;
+	if (!all_digits8(x))
+		return 0;
+	for (acc = value8(x); i < n; i += 8) {
+		x = load8(s + i);
+		if (!all_digits8(x))
+			return 0;
+		acc = acc * 100000000u + value8(x);
+	}
+	*v = acc;
+	return 1;
+}
+
 int fmt_tv_int64(const char *s, size_t n, int64_t *v)
 {
 	size_t i = 0;
@@ -65,16 +109,8 @@ int fmt_tv_int64(const char *s, size_t n, int64_t *v)
 		neg = s[0] == '-';
 		i = 1;
 	}
-	if (i == n || n - i > 19)
+	if (i == n || n - i > 19 || !digits_value(s + i, n - i, &acc))
 		return 0;
-	/* at most 19 digits: acc stays below 10^19 < 2^64 */
-	for (uint64_t d8; n - i >= 8 && take8(s + i, &d8); i += 8)
-		acc = acc * 100000000u + d8;
-	for (; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return 0;
-		acc = acc * 10 + (uint64_t)(s[i] - '0');
-	}
 	if (acc > (uint64_t)INT64_MAX + (uint64_t)neg)
 		return 0;
 	*v = neg ? (int64_t)(0 - acc) : (int64_t)acc;
