@@ -380,7 +380,37 @@ static int integer_literal(const char *s, size_t n)
 	return 1;
 }
 
+/* Whether s leaves t as it is, for the columns whose type is as good as settled: booleans,
+ * integers that no timestamp or boolean can be, numbers with a fraction seen. */
+static inline int changes_nothing(const fmt_tv_infer *t, const char *s, size_t n)
+{
+	int b;
+	int64_t i;
+	switch (t->can) {
+	case TV_BOOL:
+		return fmt_tv_bool(s, n, &b);
+	case TV_FLOAT:
+		return t->real && float_syntax(s, n) == 1;
+	case TV_INT | TV_FLOAT:
+		return fmt_tv_int64(s, n, &i);
+	case TV_INT | TV_UINT | TV_FLOAT:
+		return fmt_tv_int64(s, n, &i) && s[0] != '-';
+	default:
+		return 0;
+	}
+}
+
+static void infer_add_slow(fmt_tv_infer *t, const char *s, size_t n);
+
 void fmt_tv_infer_add(fmt_tv_infer *t, const char *s, size_t n)
+{
+	if (changes_nothing(t, s, n))
+		t->seen = 1;
+	else
+		infer_add_slow(t, s, n);
+}
+
+__attribute__((noinline)) static void infer_add_slow(fmt_tv_infer *t, const char *s, size_t n)
 {
 	int b;
 	int64_t i = 0;
