@@ -394,8 +394,23 @@ static fmt_kind add_to_dict(colw *c, const uint8_t *p, size_t n, fmt_err *e)
 	return FMT_OK;
 }
 
+/* A byte array's add_to_dict, then its statistics once the dictionary is off (those of the
+ * entries when it just went off). */
+static fmt_kind dict_or_stat_bytes(colw *c, const uint8_t *p, size_t n, fmt_err *e)
+{
+	int dict_was_on = c->d.on;
+	fmt_kind k = add_to_dict(c, p, n, e);
+	if (!c->d.on) {
+		if (dict_was_on)
+			stat_dict_entries(c);
+		stat_bytes(c, p, n);
+	}
+	return k;
+}
+
 static fmt_kind add_value(colw *c, const uint8_t *p, size_t n, fmt_err *e)
 {
+	fmt_kind k;
 	if (c->is_bytes) {
 		if (n > INT32_MAX)
 			return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': a value over 2 GiB", c->f->name);
@@ -405,19 +420,84 @@ static fmt_kind add_value(colw *c, const uint8_t *p, size_t n, fmt_err *e)
 		fmt_wr_u32(l, (uint32_t)n);
 		fmt_sb_add(&c->plain, (const char *)l, 4);
 		c->vpos[c->values] = c->plain.len;
+		fmt_sb_add(&c->plain, (const char *)p, n);
+		k = dict_or_stat_bytes(c, p, n, e);
 	} else {
 		stat_fixed(c, p);
-	}
-	fmt_sb_add(&c->plain, (const char *)p, n);
-	int dict_was_on = c->d.on;
-	fmt_kind k = add_to_dict(c, p, n, e);
-	if (c->is_bytes && !c->d.on) {
-		if (dict_was_on)
-			stat_dict_entries(c);
-		stat_bytes(c, p, n);
+		fmt_sb_add(&c->plain, (const char *)p, n);
+		k = add_to_dict(c, p, n, e);
 	}
 	c->values++;
 	return k != FMT_OK ? k : c->plain.oom ? oom(e) : FMT_OK;
+}
+
+/* Offset i of a utf8, binary (32 bits) or large_utf8 (64 bits) column; fmt_table_next checked
+ * them: in order and inside the values. */
+static inline uint64_t offset_of(const fmt_column *col, int large, uint64_t i)
+{
+	if (large)
+		return fmt_rd_u64((const uint8_t *)col->offsets + i * 8);
+	return fmt_rd_u32((const uint8_t *)col->offsets + i * 4);
+}
+
+/* add_rows for a byte-array column without nulls (values under 2 GiB): room for the run at
+ * once, each value's length and bytes copied in place, then add_value's dictionary and
+ * statistics steps. */
+static fmt_kind add_bytes_run(colw *c, const fmt_column *col, uint64_t from, uint64_t count, fmt_err *e)
+{
+	int large = c->f->type == FMT_C_LARGE_UTF8;
+	uint64_t bytes;
+	if (fmt_mul_u64(count, 4, &bytes) ||
+	    fmt_add_u64(bytes, offset_of(col, large, from + count) - offset_of(col, large, from), &bytes) ||
+	    bytes > SIZE_MAX - 1)
+		return oom(e);
+	if (grow((void **)&c->vpos, &c->vpos_cap, c->values + count + 1, sizeof *c->vpos) ||
+	    !fmt_sb_reserve(&c->plain, (size_t)bytes))
+		return oom(e);
+	memset(c->defs + c->rows, 1, (size_t)count);
+	c->rows += count;
+	for (uint64_t r = from, a = offset_of(col, large, from); r < from + count; r++) {
+		uint64_t z = offset_of(col, large, r + 1);
+		size_t n = (size_t)(z - a);
+		const uint8_t *p = col->values + a;
+		uint8_t *at = (uint8_t *)c->plain.p + c->plain.len;
+		fmt_wr_u32(at, (uint32_t)n);
+		memcpy(at + 4, p, n);
+		c->plain.len += 4 + n;
+		c->vpos[c->values] = c->plain.len - n;
+		fmt_kind k = dict_or_stat_bytes(c, p, n, e);
+		if (k != FMT_OK)
+			return k;
+		c->values++;
+		a = z;
+	}
+	c->plain.p[c->plain.len] = '\0';
+	return FMT_OK;
+}
+
+/* add_rows for a boolean column without nulls: one byte a value, the minimum and maximum from
+ * whether a false and a true were seen. */
+static void add_bool_run(colw *c, const fmt_column *col, uint64_t from, uint64_t count)
+{
+	unsigned seen = 0; /* bit v: v seen */
+	uint8_t *at = (uint8_t *)c->plain.p + c->plain.len;
+	for (uint64_t r = from; r < from + count; r++) {
+		uint8_t v = (uint8_t)(col->values[r >> 3] >> (r & 7) & 1);
+		*at++ = v;
+		seen |= 1u << v;
+	}
+	fmt_sb_commit(&c->plain, (size_t)count);
+	memset(c->defs + c->rows, 1, (size_t)count);
+	c->rows += count;
+	c->values += count;
+	if (!seen)
+		return;
+	uint8_t lo = !(seen & 1), hi = (seen & 2) != 0;
+	if (!c->has_minmax || lo < c->min[0])
+		c->min[0] = lo;
+	if (!c->has_minmax || hi > c->max[0])
+		c->max[0] = hi;
+	c->has_minmax = 1;
 }
 
 /* Whether the column's values are their PLAIN bytes as they are (same width, no conversion). */
@@ -460,6 +540,16 @@ static fmt_kind add_rows(colw *c, const fmt_column *col, uint64_t from, uint64_t
 		return oom(e);
 	if (!col->validity && plain_as_is(c))
 		return add_plain_run(c, col, from, count, e);
+	fmt_ctype t = c->f->type;
+	if (!col->validity && (t == FMT_C_UTF8 || t == FMT_C_LARGE_UTF8 || t == FMT_C_BINARY) &&
+	    offset_of(col, t == FMT_C_LARGE_UTF8, from + count) - offset_of(col, t == FMT_C_LARGE_UTF8, from) <= INT32_MAX)
+		return add_bytes_run(c, col, from, count, e);
+	if (!col->validity && c->ptype == PT_BOOLEAN) {
+		if (!fmt_sb_reserve(&c->plain, (size_t)count))
+			return oom(e);
+		add_bool_run(c, col, from, count);
+		return FMT_OK;
+	}
 	for (uint64_t r = from; r < from + count; r++) {
 		int def = !fmt_column_is_null(col, r);
 		c->defs[c->rows++] = (uint8_t)def;
