@@ -132,15 +132,51 @@ int fmt_tv_uint64(const char *s, size_t n, uint64_t *v)
 	return 1;
 }
 
-/* [+-]digits[.digits][e[+-]digits] with at most 19 significant digits, without strtod:
- * Clinger's exact case first (at most 15 digits, so the integer m they make is exact in a
- * double, and |decimal exponent| <= 22, so 10^|e| is exact: m * 10^e or m / 10^-e is one
- * correctly rounded operation), else the tabled powers of ten of fmt_decimal_f64. 0 when the
- * text is not that simple or the value not clear-cut; strtod decides then. */
-static int float_fast(const char *s, size_t n, double *v)
+/* The exponent at s[*i..n) when one starts there ([eE][+-]digits, at most 4 digits) into *exp,
+ * *i past it; 0 when it is malformed or longer. */
+static int exponent(const char *s, size_t n, size_t *i, int *exp)
 {
+	int eneg = 0, ed = 0;
+	*exp = 0;
+	if (*i == n || (s[*i] != 'e' && s[*i] != 'E'))
+		return 1;
+	if (++*i < n && (s[*i] == '-' || s[*i] == '+'))
+		eneg = s[(*i)++] == '-';
+	for (; *i < n && s[*i] >= '0' && s[*i] <= '9'; ++*i)
+		if (++ed > 4)
+			return 0;
+		else
+			*exp = *exp * 10 + (s[*i] - '0');
+	if (eneg)
+		*exp = -*exp;
+	return ed != 0;
+}
+
+/* m * 10^exp (negated when neg), m of digits significant digits: Clinger's exact case first (at
+ * most 15 digits, so m is exact in a double, and |exp| <= 22, so 10^|exp| is exact: m * 10^exp
+ * or m / 10^-exp is one correctly rounded operation), else the tabled powers of ten of
+ * fmt_decimal_f64 (0 when the value is not clear-cut). */
+static int decimal_value(uint64_t m, int digits, int exp, int neg, double *v)
+{
+#if FLT_EVAL_METHOD == 0
 	static const double pow10[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
 					1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
+	if (digits <= 15 && exp >= -22 && exp <= 22) {
+		double d = (double)m;
+		d = exp < 0 ? d / pow10[-exp] : d * pow10[exp];
+		*v = neg ? -d : d;
+		return 1;
+	}
+#else
+	(void)digits;
+#endif
+	return fmt_decimal_f64(m, exp, neg, v);
+}
+
+/* float_fast for more than 19 digits, leading zeros skipped one by one: at most 19 significant
+ * digits. */
+static int float_long(const char *s, size_t n, double *v)
+{
 	size_t i = 0;
 	int neg = 0, digits = 0, frac = 0, exp = 0, any = 0;
 	uint64_t m = 0;
@@ -172,35 +208,45 @@ static int float_fast(const char *s, size_t n, double *v)
 					return 0;
 			}
 		}
-	if (!any)
+	if (!any || !exponent(s, n, &i, &exp) || i != n)
 		return 0;
-	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-		int eneg = 0, ed = 0;
+	return decimal_value(m, digits, exp - frac, neg, v);
+}
+
+/* The digits from s[*i] on onto *m (which wraps past 19 digits), eight at once while there
+ * are eight; how many. */
+static inline size_t digit_run(const char *s, size_t n, size_t *i, uint64_t *m)
+{
+	size_t from = *i;
+	for (uint64_t d8; n - *i >= 8 && take8(s + *i, &d8); *i += 8)
+		*m = *m * 100000000u + d8;
+	for (; *i < n && s[*i] >= '0' && s[*i] <= '9'; ++*i)
+		*m = *m * 10 + (uint64_t)(s[*i] - '0');
+	return *i - from;
+}
+
+/* [+-]digits[.digits][e[+-]digits] with at most 19 significant digits, without strtod: the
+ * digits eight at a time while there are eight, at most 19 of them with the leading zeros (else
+ * float_long), then decimal_value. 0 when the text is not that simple or the value not
+ * clear-cut; strtod decides then. */
+static int float_fast(const char *s, size_t n, double *v)
+{
+	size_t i = 0, digits;
+	int neg = 0, exp;
+	uint64_t m = 0;
+	if (i < n && (s[i] == '-' || s[i] == '+'))
+		neg = s[i++] == '-';
+	digits = digit_run(s, n, &i, &m);
+	size_t frac = 0;
+	if (i < n && s[i] == '.') {
 		i++;
-		if (i < n && (s[i] == '-' || s[i] == '+'))
-			eneg = s[i++] == '-';
-		for (; i < n && s[i] >= '0' && s[i] <= '9'; i++)
-			if (++ed > 4)
-				return 0;
-			else
-				exp = exp * 10 + (s[i] - '0');
-		if (!ed)
-			return 0;
-		if (eneg)
-			exp = -exp;
+		frac = digit_run(s, n, &i, &m);
 	}
-	if (i != n)
+	if (digits + frac == 0 || !exponent(s, n, &i, &exp) || i != n)
 		return 0;
-	exp -= frac;
-#if FLT_EVAL_METHOD == 0
-	if (digits <= 15 && exp >= -22 && exp <= 22) {
-		double d = (double)m;
-		d = exp < 0 ? d / pow10[-exp] : d * pow10[exp];
-		*v = neg ? -d : d;
-		return 1;
-	}
-#endif
-	return fmt_decimal_f64(m, exp, neg, v);
+	if (digits + frac > 19)
+		return float_long(s, n, v);
+	return decimal_value(m, m ? fmt_digit_count(m) : 0, exp - (int)frac, neg, v);
 }
 
 int fmt_tv_float(const char *s, size_t n, double *v)
