@@ -169,19 +169,24 @@ static int cmp_fixed(const colw *c, const uint8_t *a, const uint8_t *b)
 	}
 }
 
-static int is_nan(const colw *c, const uint8_t *v)
+static inline int nan_as(fmt_ctype type, const uint8_t *v)
 {
-	if (c->f->type == FMT_C_F32) {
+	if (type == FMT_C_F32) {
 		float x;
 		memcpy(&x, v, 4);
 		return x != x;
 	}
-	if (c->f->type == FMT_C_F64) {
+	if (type == FMT_C_F64) {
 		double x;
 		memcpy(&x, v, 8);
 		return x != x;
 	}
 	return 0;
+}
+
+static int is_nan(const colw *c, const uint8_t *v)
+{
+	return nan_as(c->f->type, v);
 }
 
 static void stat_fixed(colw *c, const uint8_t *v)
@@ -246,26 +251,27 @@ static inline uint64_t order_key(fmt_ctype type, int width, const uint8_t *p, in
 
 /* stat_fixed over count PLAIN values at p, in one pass. -0 and +0 (equal as numbers) get
  * distinct keys here where stat_fixed keeps the first seen, which put_stats makes the same bytes
- * (a zero minimum is written -0, a zero maximum +0). */
-static void stat_run(colw *c, const uint8_t *p, size_t count)
+ * (a zero minimum is written -0, a zero maximum +0). Inlined with type and width constant for
+ * the common types: the loop then has no switch. */
+static inline __attribute__((always_inline)) void stat_run_as(colw *c, const uint8_t *p, size_t count,
+							       fmt_ctype type, int width)
 {
-	fmt_ctype type = c->f->type;
-	size_t w = (size_t)c->width;
+	size_t w = (size_t)width;
 	int none = 0, is_float = type == FMT_C_F32 || type == FMT_C_F64;
 	const uint8_t *lo = NULL, *hi = NULL;
 	uint64_t klo = 0, khi = 0;
-	order_key(type, c->width, p, &none);
+	order_key(type, width, p, &none);
 	if (none || count == 0)
 		return;
 	if (c->has_minmax) {
 		lo = c->min, hi = c->max;
-		klo = order_key(type, c->width, lo, &none);
-		khi = order_key(type, c->width, hi, &none);
+		klo = order_key(type, width, lo, &none);
+		khi = order_key(type, width, hi, &none);
 	}
 	for (size_t i = 0; i < count; i++, p += w) {
-		if (is_float && is_nan(c, p))
+		if (is_float && nan_as(type, p))
 			continue;
-		uint64_t k = order_key(type, c->width, p, &none);
+		uint64_t k = order_key(type, width, p, &none);
 		if (!lo || k < klo)
 			lo = p, klo = k;
 		if (!hi || k > khi)
@@ -276,6 +282,16 @@ static void stat_run(colw *c, const uint8_t *p, size_t count)
 	memmove(c->min, lo, w);
 	memmove(c->max, hi, w);
 	c->has_minmax = 1;
+}
+
+static void stat_run(colw *c, const uint8_t *p, size_t count)
+{
+	switch (c->f->type) {
+	case FMT_C_F64: stat_run_as(c, p, count, FMT_C_F64, 8); break;
+	case FMT_C_I64: stat_run_as(c, p, count, FMT_C_I64, 8); break;
+	case FMT_C_TIMESTAMP: stat_run_as(c, p, count, FMT_C_TIMESTAMP, 8); break;
+	default: stat_run_as(c, p, count, c->f->type, c->width);
+	}
 }
 
 /* ---- the dictionary ---- */
@@ -718,9 +734,12 @@ static fmt_kind write_chunk(writer *w, colw *c, fmt_err *e)
 	c->data_off = w->off;
 	uint64_t r = 0, v = 0;
 	do {
-		uint64_t r1 = c->rows - r > PAGE_ROWS ? r + PAGE_ROWS : c->rows, v1 = v;
-		for (uint64_t i = r; i < r1; i++)
-			v1 += c->defs[i];
+		uint64_t r1 = c->rows - r > PAGE_ROWS ? r + PAGE_ROWS : c->rows, v1 = v + (r1 - r);
+		if (c->nulls) { /* else every row holds a value */
+			v1 = v;
+			for (uint64_t i = r; i < r1; i++)
+				v1 += c->defs[i];
+		}
 		if (k == FMT_OK)
 			k = write_data_page(w, c, r, r1, v, v1, e);
 		r = r1, v = v1;
