@@ -82,6 +82,18 @@ static inline uint64_t load_padded(const char *s, size_t n)
 	return x;
 }
 
+/* Whether s[0..n), 1 <= n, are all digits, eight at a time as digits_value reads them. */
+static inline int all_digits(const char *s, size_t n)
+{
+	size_t i = (n - 1) % 8 + 1;
+	if (!all_digits8(load_padded(s, i)))
+		return 0;
+	for (; i < n; i += 8)
+		if (!all_digits8(load8(s + i)))
+			return 0;
+	return 1;
+}
+
 /* The value of the digits s[0..n), 1 <= n <= 19 (below 10^19 < 2^64), eight at a time: the
  * first (n - 1) % 8 + 1 padded to eight, then whole words. 0 when one is not a digit. */
 static inline int digits_value(const char *s, size_t n, uint64_t *v)
@@ -431,16 +443,17 @@ static int integer_literal(const char *s, size_t n)
 static inline int changes_nothing(const fmt_tv_infer *t, const char *s, size_t n)
 {
 	int b;
-	int64_t i;
+	size_t neg;
 	switch (t->can) {
 	case TV_BOOL:
 		return fmt_tv_bool(s, n, &b);
 	case TV_FLOAT:
 		return t->real && float_syntax(s, n) == 1;
-	case TV_INT | TV_FLOAT:
-		return fmt_tv_int64(s, n, &i);
+	case TV_INT | TV_FLOAT: /* [-]digits, at most 18 (below 10^18: an int64 whatever they are) */
+		neg = n && s[0] == '-';
+		return n > neg && n - neg <= 18 && all_digits(s + neg, n - neg);
 	case TV_INT | TV_UINT | TV_FLOAT:
-		return fmt_tv_int64(s, n, &i) && s[0] != '-';
+		return n && n <= 18 && all_digits(s, n);
 	default:
 		return 0;
 	}
