@@ -146,7 +146,7 @@ int fmt_tv_uint64(const char *s, size_t n, uint64_t *v)
 
 /* The exponent at s[*i..n) when one starts there ([eE][+-]digits, at most 4 digits) into *exp,
  * *i past it; 0 when it is malformed or longer. */
-static int exponent(const char *s, size_t n, size_t *i, int *exp)
+static inline int exponent(const char *s, size_t n, size_t *i, int *exp)
 {
 	int eneg = 0, ed = 0;
 	*exp = 0;
@@ -168,7 +168,7 @@ static int exponent(const char *s, size_t n, size_t *i, int *exp)
  * most 15 digits, so m is exact in a double, and |exp| <= 22, so 10^|exp| is exact: m * 10^exp
  * or m / 10^-exp is one correctly rounded operation), else the tabled powers of ten of
  * fmt_decimal_f64 (0 when the value is not clear-cut). */
-static int decimal_value(uint64_t m, int digits, int exp, int neg, double *v)
+static inline int decimal_value(uint64_t m, int digits, int exp, int neg, double *v)
 {
 #if FLT_EVAL_METHOD == 0
 	static const double pow10[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
