@@ -290,7 +290,7 @@ int fmt_tv_float(const char *s, size_t n, double *v)
 /* Whether s is a plain decimal float by its syntax alone ([+-] digits [. digits] [e [+-]
  * digits], at least one digit); 1 yes, 0 no, -1 when only strtod can tell (nan, inf, an
  * exponent that could overflow). Type inference calls this instead of converting. */
-static int float_syntax(const char *s, size_t n)
+static inline __attribute__((always_inline)) int float_syntax(const char *s, size_t n)
 {
 	size_t i = 0, digits_seen = 0, exp_digits = 0;
 	if (i < n && (s[i] == '+' || s[i] == '-'))
