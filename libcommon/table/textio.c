@@ -44,11 +44,6 @@ fmt_kind fmt_text_in_refill(fmt_text_in *in, uint64_t line, const char *too_long
 	return FMT_OK;
 }
 
-uint64_t fmt_text_in_offset(const fmt_text_in *in)
-{
-	return in->next_off - (in->end - in->start);
-}
-
 uint64_t fmt_text_batch_rows(uint64_t wanted, size_t columns)
 {
 	uint64_t most = FMT_TEXT_BATCH_BYTES / 8 / (columns ? columns : 1);

@@ -56,6 +56,62 @@ static inline int take8(const char *s, uint64_t *v)
 	return 1;
 }
 
+static inline uint64_t load4(const char *s)
+{
+	uint32_t x;
+	memcpy(&x, s, 4);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	x = __builtin_bswap32(x);
+#endif
+	return x;
+}
+
+/* s[0..n), 1 <= n <= 8, as the last n bytes of a word whose first 8 - n bytes are '0' (the
+ * first byte lowest, as load8): value8 of it is the value of the n digits. Reads only s[0..n),
+ * with two overlapping four-byte loads from four bytes on. */
+static inline uint64_t load_padded(const char *s, size_t n)
+{
+	const uint64_t zeros = 0x3030303030303030u;
+	if (n == 8)
+		return load8(s);
+	uint64_t x = zeros >> (8 * n);
+	if (n >= 4)
+		return x | load4(s + n - 4) << 32 | load4(s) << (8 * (8 - n));
+	for (size_t k = 0; k < n; k++)
+		x |= (uint64_t)(unsigned char)s[k] << (8 * (8 - n + k));
+	return x;
+}
+
+/* Whether s[0..n), 1 <= n, are all digits, eight at a time as digits_value reads them. */
+static inline int all_digits(const char *s, size_t n)
+{
+	size_t i = (n - 1) % 8 + 1;
+	if (!all_digits8(load_padded(s, i)))
+		return 0;
+	for (; i < n; i += 8)
+		if (!all_digits8(load8(s + i)))
+			return 0;
+	return 1;
+}
+
+/* The value of the digits s[0..n), 1 <= n <= 19 (below 10^19 < 2^64), eight at a time: the
+ * first (n - 1) % 8 + 1 padded to eight, then whole words. 0 when one is not a digit. */
+static inline int digits_value(const char *s, size_t n, uint64_t *v)
+{
+	size_t i = (n - 1) % 8 + 1;
+	uint64_t x = load_padded(s, i), acc;
+	if (!all_digits8(x))
+		return 0;
+	for (acc = value8(x); i < n; i += 8) {
+		x = load8(s + i);
+		if (!all_digits8(x))
+			return 0;
+		acc = acc * 100000000u + value8(x);
+	}
+	*v = acc;
+	return 1;
+}
+
 int fmt_tv_int64(const char *s, size_t n, int64_t *v)
 {
 	size_t i = 0;
@@ -65,16 +121,8 @@ int fmt_tv_int64(const char *s, size_t n, int64_t *v)
 		neg = s[0] == '-';
 		i = 1;
 	}
-	if (i == n || n - i > 19)
+	if (i == n || n - i > 19 || !digits_value(s + i, n - i, &acc))
 		return 0;
-	/* at most 19 digits: acc stays below 10^19 < 2^64 */
-	for (uint64_t d8; n - i >= 8 && take8(s + i, &d8); i += 8)
-		acc = acc * 100000000u + d8;
-	for (; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return 0;
-		acc = acc * 10 + (uint64_t)(s[i] - '0');
-	}
 	if (acc > (uint64_t)INT64_MAX + (uint64_t)neg)
 		return 0;
 	*v = neg ? (int64_t)(0 - acc) : (int64_t)acc;
@@ -96,15 +144,51 @@ int fmt_tv_uint64(const char *s, size_t n, uint64_t *v)
 	return 1;
 }
 
-/* [+-]digits[.digits][e[+-]digits] with at most 19 significant digits, without strtod:
- * Clinger's exact case first (at most 15 digits, so the integer m they make is exact in a
- * double, and |decimal exponent| <= 22, so 10^|e| is exact: m * 10^e or m / 10^-e is one
- * correctly rounded operation), else the tabled powers of ten of fmt_decimal_f64. 0 when the
- * text is not that simple or the value not clear-cut; strtod decides then. */
-static int float_fast(const char *s, size_t n, double *v)
+/* The exponent at s[*i..n) when one starts there ([eE][+-]digits, at most 4 digits) into *exp,
+ * *i past it; 0 when it is malformed or longer. */
+static inline int exponent(const char *s, size_t n, size_t *i, int *exp)
 {
+	int eneg = 0, ed = 0;
+	*exp = 0;
+	if (*i == n || (s[*i] != 'e' && s[*i] != 'E'))
+		return 1;
+	if (++*i < n && (s[*i] == '-' || s[*i] == '+'))
+		eneg = s[(*i)++] == '-';
+	for (; *i < n && s[*i] >= '0' && s[*i] <= '9'; ++*i)
+		if (++ed > 4)
+			return 0;
+		else
+			*exp = *exp * 10 + (s[*i] - '0');
+	if (eneg)
+		*exp = -*exp;
+	return ed != 0;
+}
+
+/* m * 10^exp (negated when neg), m of digits significant digits: Clinger's exact case first (at
+ * most 15 digits, so m is exact in a double, and |exp| <= 22, so 10^|exp| is exact: m * 10^exp
+ * or m / 10^-exp is one correctly rounded operation), else the tabled powers of ten of
+ * fmt_decimal_f64 (0 when the value is not clear-cut). */
+static inline int decimal_value(uint64_t m, int digits, int exp, int neg, double *v)
+{
+#if FLT_EVAL_METHOD == 0
 	static const double pow10[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
 					1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
+	if (digits <= 15 && exp >= -22 && exp <= 22) {
+		double d = (double)m;
+		d = exp < 0 ? d / pow10[-exp] : d * pow10[exp];
+		*v = neg ? -d : d;
+		return 1;
+	}
+#else
+	(void)digits;
+#endif
+	return fmt_decimal_f64(m, exp, neg, v);
+}
+
+/* float_fast for more than 19 digits, leading zeros skipped one by one: at most 19 significant
+ * digits. */
+static int float_long(const char *s, size_t n, double *v)
+{
 	size_t i = 0;
 	int neg = 0, digits = 0, frac = 0, exp = 0, any = 0;
 	uint64_t m = 0;
@@ -136,35 +220,45 @@ static int float_fast(const char *s, size_t n, double *v)
 					return 0;
 			}
 		}
-	if (!any)
+	if (!any || !exponent(s, n, &i, &exp) || i != n)
 		return 0;
-	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-		int eneg = 0, ed = 0;
+	return decimal_value(m, digits, exp - frac, neg, v);
+}
+
+/* The digits from s[*i] on onto *m (which wraps past 19 digits), eight at once while there
+ * are eight; how many. */
+static inline size_t digit_run(const char *s, size_t n, size_t *i, uint64_t *m)
+{
+	size_t from = *i;
+	for (uint64_t d8; n - *i >= 8 && take8(s + *i, &d8); *i += 8)
+		*m = *m * 100000000u + d8;
+	for (; *i < n && s[*i] >= '0' && s[*i] <= '9'; ++*i)
+		*m = *m * 10 + (uint64_t)(s[*i] - '0');
+	return *i - from;
+}
+
+/* [+-]digits[.digits][e[+-]digits] with at most 19 significant digits, without strtod: the
+ * digits eight at a time while there are eight, at most 19 of them with the leading zeros (else
+ * float_long), then decimal_value. 0 when the text is not that simple or the value not
+ * clear-cut; strtod decides then. */
+static int float_fast(const char *s, size_t n, double *v)
+{
+	size_t i = 0, digits;
+	int neg = 0, exp;
+	uint64_t m = 0;
+	if (i < n && (s[i] == '-' || s[i] == '+'))
+		neg = s[i++] == '-';
+	digits = digit_run(s, n, &i, &m);
+	size_t frac = 0;
+	if (i < n && s[i] == '.') {
 		i++;
-		if (i < n && (s[i] == '-' || s[i] == '+'))
-			eneg = s[i++] == '-';
-		for (; i < n && s[i] >= '0' && s[i] <= '9'; i++)
-			if (++ed > 4)
-				return 0;
-			else
-				exp = exp * 10 + (s[i] - '0');
-		if (!ed)
-			return 0;
-		if (eneg)
-			exp = -exp;
+		frac = digit_run(s, n, &i, &m);
 	}
-	if (i != n)
+	if (digits + frac == 0 || !exponent(s, n, &i, &exp) || i != n)
 		return 0;
-	exp -= frac;
-#if FLT_EVAL_METHOD == 0
-	if (digits <= 15 && exp >= -22 && exp <= 22) {
-		double d = (double)m;
-		d = exp < 0 ? d / pow10[-exp] : d * pow10[exp];
-		*v = neg ? -d : d;
-		return 1;
-	}
-#endif
-	return fmt_decimal_f64(m, exp, neg, v);
+	if (digits + frac > 19)
+		return float_long(s, n, v);
+	return decimal_value(m, m ? fmt_digit_count(m) : 0, exp - (int)frac, neg, v);
 }
 
 int fmt_tv_float(const char *s, size_t n, double *v)
@@ -196,7 +290,7 @@ int fmt_tv_float(const char *s, size_t n, double *v)
 /* Whether s is a plain decimal float by its syntax alone ([+-] digits [. digits] [e [+-]
  * digits], at least one digit); 1 yes, 0 no, -1 when only strtod can tell (nan, inf, an
  * exponent that could overflow). Type inference calls this instead of converting. */
-static int float_syntax(const char *s, size_t n)
+static inline __attribute__((always_inline)) int float_syntax(const char *s, size_t n)
 {
 	size_t i = 0, digits_seen = 0, exp_digits = 0;
 	if (i < n && (s[i] == '+' || s[i] == '-'))
@@ -344,7 +438,38 @@ static int integer_literal(const char *s, size_t n)
 	return 1;
 }
 
+/* Whether s leaves t as it is, for the columns whose type is as good as settled: booleans,
+ * integers that no timestamp or boolean can be, numbers with a fraction seen. */
+static inline int changes_nothing(const fmt_tv_infer *t, const char *s, size_t n)
+{
+	int b;
+	size_t neg;
+	switch (t->can) {
+	case TV_BOOL:
+		return fmt_tv_bool(s, n, &b);
+	case TV_FLOAT:
+		return t->real && float_syntax(s, n) == 1;
+	case TV_INT | TV_FLOAT: /* [-]digits, at most 18 (below 10^18: an int64 whatever they are) */
+		neg = n && s[0] == '-';
+		return n > neg && n - neg <= 18 && all_digits(s + neg, n - neg);
+	case TV_INT | TV_UINT | TV_FLOAT:
+		return n && n <= 18 && all_digits(s, n);
+	default:
+		return 0;
+	}
+}
+
+static void infer_add_slow(fmt_tv_infer *t, const char *s, size_t n);
+
 void fmt_tv_infer_add(fmt_tv_infer *t, const char *s, size_t n)
+{
+	if (changes_nothing(t, s, n))
+		t->seen = 1;
+	else
+		infer_add_slow(t, s, n);
+}
+
+__attribute__((noinline)) static void infer_add_slow(fmt_tv_infer *t, const char *s, size_t n)
 {
 	int b;
 	int64_t i = 0;

@@ -169,19 +169,24 @@ static int cmp_fixed(const colw *c, const uint8_t *a, const uint8_t *b)
 	}
 }
 
-static int is_nan(const colw *c, const uint8_t *v)
+static inline int nan_as(fmt_ctype type, const uint8_t *v)
 {
-	if (c->f->type == FMT_C_F32) {
+	if (type == FMT_C_F32) {
 		float x;
 		memcpy(&x, v, 4);
 		return x != x;
 	}
-	if (c->f->type == FMT_C_F64) {
+	if (type == FMT_C_F64) {
 		double x;
 		memcpy(&x, v, 8);
 		return x != x;
 	}
 	return 0;
+}
+
+static int is_nan(const colw *c, const uint8_t *v)
+{
+	return nan_as(c->f->type, v);
 }
 
 static void stat_fixed(colw *c, const uint8_t *v)
@@ -202,6 +207,8 @@ static void stat_fixed(colw *c, const uint8_t *v)
 
 static int cmp_bytes(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
 {
+	if (an && bn && a[0] != b[0]) /* mostly so: no call */
+		return a[0] < b[0] ? -1 : 1;
 	int r = memcmp(a, b, an < bn ? an : bn);
 	return r ? r : an < bn ? -1 : an > bn;
 }
@@ -246,26 +253,27 @@ static inline uint64_t order_key(fmt_ctype type, int width, const uint8_t *p, in
 
 /* stat_fixed over count PLAIN values at p, in one pass. -0 and +0 (equal as numbers) get
  * distinct keys here where stat_fixed keeps the first seen, which put_stats makes the same bytes
- * (a zero minimum is written -0, a zero maximum +0). */
-static void stat_run(colw *c, const uint8_t *p, size_t count)
+ * (a zero minimum is written -0, a zero maximum +0). Inlined with type and width constant for
+ * the common types: the loop then has no switch. */
+static inline __attribute__((always_inline)) void stat_run_as(colw *c, const uint8_t *p, size_t count,
+							       fmt_ctype type, int width)
 {
-	fmt_ctype type = c->f->type;
-	size_t w = (size_t)c->width;
+	size_t w = (size_t)width;
 	int none = 0, is_float = type == FMT_C_F32 || type == FMT_C_F64;
 	const uint8_t *lo = NULL, *hi = NULL;
 	uint64_t klo = 0, khi = 0;
-	order_key(type, c->width, p, &none);
+	order_key(type, width, p, &none);
 	if (none || count == 0)
 		return;
 	if (c->has_minmax) {
 		lo = c->min, hi = c->max;
-		klo = order_key(type, c->width, lo, &none);
-		khi = order_key(type, c->width, hi, &none);
+		klo = order_key(type, width, lo, &none);
+		khi = order_key(type, width, hi, &none);
 	}
 	for (size_t i = 0; i < count; i++, p += w) {
-		if (is_float && is_nan(c, p))
+		if (is_float && nan_as(type, p))
 			continue;
-		uint64_t k = order_key(type, c->width, p, &none);
+		uint64_t k = order_key(type, width, p, &none);
 		if (!lo || k < klo)
 			lo = p, klo = k;
 		if (!hi || k > khi)
@@ -276,6 +284,16 @@ static void stat_run(colw *c, const uint8_t *p, size_t count)
 	memmove(c->min, lo, w);
 	memmove(c->max, hi, w);
 	c->has_minmax = 1;
+}
+
+static void stat_run(colw *c, const uint8_t *p, size_t count)
+{
+	switch (c->f->type) {
+	case FMT_C_F64: stat_run_as(c, p, count, FMT_C_F64, 8); break;
+	case FMT_C_I64: stat_run_as(c, p, count, FMT_C_I64, 8); break;
+	case FMT_C_TIMESTAMP: stat_run_as(c, p, count, FMT_C_TIMESTAMP, 8); break;
+	default: stat_run_as(c, p, count, c->f->type, c->width);
+	}
 }
 
 /* ---- the dictionary ---- */
@@ -317,6 +335,16 @@ static int dict_grow_slots(dict *d)
 	return 0;
 }
 
+/* Whether a[0..n) == b[0..n): up to 16 bytes by two overlapping loads, no call. */
+static inline int same_bytes(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	if (n >= 8 && n <= 16)
+		return fmt_rd_u64(a) == fmt_rd_u64(b) && fmt_rd_u64(a + n - 8) == fmt_rd_u64(b + n - 8);
+	if (n >= 4 && n < 8)
+		return fmt_rd_u32(a) == fmt_rd_u32(b) && fmt_rd_u32(a + n - 4) == fmt_rd_u32(b + n - 4);
+	return memcmp(a, b, n) == 0;
+}
+
 /* The index of value p[0..n) in the dictionary, added when new; -1: the dictionary is off
  * (too big) or out of memory (then off too: PLAIN is always written). */
 static int64_t dict_index(dict *d, const uint8_t *p, size_t n, int is_bytes)
@@ -329,8 +357,7 @@ static int64_t dict_index(dict *d, const uint8_t *p, size_t n, int is_bytes)
 	for (; d->slots[h]; h = (h + 1) & mask) {
 		uint32_t i = d->slots[h] - 1;
 		const char *q = d->plain.p + d->pos[i];
-		if (d->lens[i] == n && (n == 8 ? fmt_rd_u64((const uint8_t *)q) == fmt_rd_u64(p) :
-					n == 4 ? fmt_rd_u32((const uint8_t *)q) == fmt_rd_u32(p) : memcmp(q, p, n) == 0))
+		if (d->lens[i] == n && same_bytes((const uint8_t *)q, p, n))
 			return i;
 	}
 	if (d->plain.len + n + 4 > DICT_MAX_BYTES || d->n == UINT32_MAX - 1) {
@@ -394,8 +421,23 @@ static fmt_kind add_to_dict(colw *c, const uint8_t *p, size_t n, fmt_err *e)
 	return FMT_OK;
 }
 
+/* A byte array's add_to_dict, then its statistics once the dictionary is off (those of the
+ * entries when it just went off). */
+static fmt_kind dict_or_stat_bytes(colw *c, const uint8_t *p, size_t n, fmt_err *e)
+{
+	int dict_was_on = c->d.on;
+	fmt_kind k = add_to_dict(c, p, n, e);
+	if (!c->d.on) {
+		if (dict_was_on)
+			stat_dict_entries(c);
+		stat_bytes(c, p, n);
+	}
+	return k;
+}
+
 static fmt_kind add_value(colw *c, const uint8_t *p, size_t n, fmt_err *e)
 {
+	fmt_kind k;
 	if (c->is_bytes) {
 		if (n > INT32_MAX)
 			return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': a value over 2 GiB", c->f->name);
@@ -405,19 +447,84 @@ static fmt_kind add_value(colw *c, const uint8_t *p, size_t n, fmt_err *e)
 		fmt_wr_u32(l, (uint32_t)n);
 		fmt_sb_add(&c->plain, (const char *)l, 4);
 		c->vpos[c->values] = c->plain.len;
+		fmt_sb_add(&c->plain, (const char *)p, n);
+		k = dict_or_stat_bytes(c, p, n, e);
 	} else {
 		stat_fixed(c, p);
-	}
-	fmt_sb_add(&c->plain, (const char *)p, n);
-	int dict_was_on = c->d.on;
-	fmt_kind k = add_to_dict(c, p, n, e);
-	if (c->is_bytes && !c->d.on) {
-		if (dict_was_on)
-			stat_dict_entries(c);
-		stat_bytes(c, p, n);
+		fmt_sb_add(&c->plain, (const char *)p, n);
+		k = add_to_dict(c, p, n, e);
 	}
 	c->values++;
 	return k != FMT_OK ? k : c->plain.oom ? oom(e) : FMT_OK;
+}
+
+/* Offset i of a utf8, binary (32 bits) or large_utf8 (64 bits) column; fmt_table_next checked
+ * them: in order and inside the values. */
+static inline uint64_t offset_of(const fmt_column *col, int large, uint64_t i)
+{
+	if (large)
+		return fmt_rd_u64((const uint8_t *)col->offsets + i * 8);
+	return fmt_rd_u32((const uint8_t *)col->offsets + i * 4);
+}
+
+/* add_rows for a byte-array column without nulls (values under 2 GiB): room for the run at
+ * once, each value's length and bytes copied in place, then add_value's dictionary and
+ * statistics steps. */
+static fmt_kind add_bytes_run(colw *c, const fmt_column *col, uint64_t from, uint64_t count, fmt_err *e)
+{
+	int large = c->f->type == FMT_C_LARGE_UTF8;
+	uint64_t bytes;
+	if (fmt_mul_u64(count, 4, &bytes) ||
+	    fmt_add_u64(bytes, offset_of(col, large, from + count) - offset_of(col, large, from), &bytes) ||
+	    bytes > SIZE_MAX - 1)
+		return oom(e);
+	if (grow((void **)&c->vpos, &c->vpos_cap, c->values + count + 1, sizeof *c->vpos) ||
+	    !fmt_sb_reserve(&c->plain, (size_t)bytes))
+		return oom(e);
+	memset(c->defs + c->rows, 1, (size_t)count);
+	c->rows += count;
+	for (uint64_t r = from, a = offset_of(col, large, from); r < from + count; r++) {
+		uint64_t z = offset_of(col, large, r + 1);
+		size_t n = (size_t)(z - a);
+		const uint8_t *p = col->values + a;
+		uint8_t *at = (uint8_t *)c->plain.p + c->plain.len;
+		fmt_wr_u32(at, (uint32_t)n);
+		memcpy(at + 4, p, n);
+		c->plain.len += 4 + n;
+		c->vpos[c->values] = c->plain.len - n;
+		fmt_kind k = dict_or_stat_bytes(c, p, n, e);
+		if (k != FMT_OK)
+			return k;
+		c->values++;
+		a = z;
+	}
+	c->plain.p[c->plain.len] = '\0';
+	return FMT_OK;
+}
+
+/* add_rows for a boolean column without nulls: one byte a value, the minimum and maximum from
+ * whether a false and a true were seen. */
+static void add_bool_run(colw *c, const fmt_column *col, uint64_t from, uint64_t count)
+{
+	unsigned seen = 0; /* bit v: v seen */
+	uint8_t *at = (uint8_t *)c->plain.p + c->plain.len;
+	for (uint64_t r = from; r < from + count; r++) {
+		uint8_t v = (uint8_t)(col->values[r >> 3] >> (r & 7) & 1);
+		*at++ = v;
+		seen |= 1u << v;
+	}
+	fmt_sb_commit(&c->plain, (size_t)count);
+	memset(c->defs + c->rows, 1, (size_t)count);
+	c->rows += count;
+	c->values += count;
+	if (!seen)
+		return;
+	uint8_t lo = !(seen & 1), hi = (seen & 2) != 0;
+	if (!c->has_minmax || lo < c->min[0])
+		c->min[0] = lo;
+	if (!c->has_minmax || hi > c->max[0])
+		c->max[0] = hi;
+	c->has_minmax = 1;
 }
 
 /* Whether the column's values are their PLAIN bytes as they are (same width, no conversion). */
@@ -460,6 +567,16 @@ static fmt_kind add_rows(colw *c, const fmt_column *col, uint64_t from, uint64_t
 		return oom(e);
 	if (!col->validity && plain_as_is(c))
 		return add_plain_run(c, col, from, count, e);
+	fmt_ctype t = c->f->type;
+	if (!col->validity && (t == FMT_C_UTF8 || t == FMT_C_LARGE_UTF8 || t == FMT_C_BINARY) &&
+	    offset_of(col, t == FMT_C_LARGE_UTF8, from + count) - offset_of(col, t == FMT_C_LARGE_UTF8, from) <= INT32_MAX)
+		return add_bytes_run(c, col, from, count, e);
+	if (!col->validity && c->ptype == PT_BOOLEAN) {
+		if (!fmt_sb_reserve(&c->plain, (size_t)count))
+			return oom(e);
+		add_bool_run(c, col, from, count);
+		return FMT_OK;
+	}
 	for (uint64_t r = from; r < from + count; r++) {
 		int def = !fmt_column_is_null(col, r);
 		c->defs[c->rows++] = (uint8_t)def;
@@ -628,9 +745,12 @@ static fmt_kind write_chunk(writer *w, colw *c, fmt_err *e)
 	c->data_off = w->off;
 	uint64_t r = 0, v = 0;
 	do {
-		uint64_t r1 = c->rows - r > PAGE_ROWS ? r + PAGE_ROWS : c->rows, v1 = v;
-		for (uint64_t i = r; i < r1; i++)
-			v1 += c->defs[i];
+		uint64_t r1 = c->rows - r > PAGE_ROWS ? r + PAGE_ROWS : c->rows, v1 = v + (r1 - r);
+		if (c->nulls) { /* else every row holds a value */
+			v1 = v;
+			for (uint64_t i = r; i < r1; i++)
+				v1 += c->defs[i];
+		}
 		if (k == FMT_OK)
 			k = write_data_page(w, c, r, r1, v, v1, e);
 		r = r1, v = v1;

@@ -28,8 +28,11 @@ fmt_kind fmt_text_in_init(fmt_text_in *in, fmt_source *src, fmt_err *e);
 fmt_kind fmt_text_in_refill(fmt_text_in *in, uint64_t line, const char *too_long, fmt_err *e);
 /* Continue reading at byte off of the source (the buffer's contents are dropped). */
 void fmt_text_in_seek(fmt_text_in *in, uint64_t off);
-/* The source offset of the first byte not yet consumed. */
-uint64_t fmt_text_in_offset(const fmt_text_in *in);
+/* The source offset of the first byte not yet consumed (inline: the readers ask per record). */
+static inline uint64_t fmt_text_in_offset(const fmt_text_in *in)
+{
+	return in->next_off - (in->end - in->start);
+}
 
 /* Batches of text input are bounded in bytes as well as rows (the chunk of the memory rule,
  * issue 26): one ends after each record that reaches a multiple of FMT_TEXT_BATCH_BYTES past the
