@@ -2,9 +2,9 @@
  * it is produced (bounded memory), STREAMING chunks spilled to a temporary file until the index
  * that precedes them is complete, and the CRC-32 trailer kept over the bytes after the card as
  * they are written (the sink's tap), combined with the header's and card's read back. On two
- * threads or more the payload's IPC bytes are hashed, compressed and written on a thread of
- * their own while the caller encodes the next batch: the same bytes in the same order into the
- * one compression stream, so the file is the same for any -T. */
+ * threads or more the payload's IPC bytes are compressed and written on a thread of their own
+ * while the caller hashes them and encodes the next batch: the same bytes in the same order into
+ * the one compression stream, so the file is the same for any -T. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,12 +21,12 @@
 #define HEADER 32
 #define PIPE_STACK (1u << 20)
 
-/* The payload thread: one buffer of IPC bytes at a time (the caller fills the other). */
+/* The payload thread: one buffer of IPC bytes at a time (the caller fills and hashes the other). */
 typedef struct pipe_state {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	fmt_sb job;                /* bytes being hashed, compressed and written */
+	fmt_sb job;                /* bytes being compressed and written */
 	int busy, stop;
 	fmt_kind k;                /* the first failure, e */
 	fmt_err e;
@@ -86,7 +86,7 @@ static void *pipe_thread(void *arg)
 		int failed = p->k != FMT_OK;
 		pthread_mutex_unlock(&p->lock);
 		fmt_err e;
-		fmt_kind k = failed ? FMT_OK : hash_and_compress(w, &p->job, &e);
+		fmt_kind k = failed ? FMT_OK : fmt_compressor_feed(&w->comp, (const uint8_t *)p->job.p, p->job.len, &e);
 		pthread_mutex_lock(&p->lock);
 		if (k != FMT_OK) {
 			p->k = k;
@@ -184,7 +184,14 @@ static fmt_kind drain(writer *w, fmt_err *e)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	w->raw += w->sb.len;
 	w->chunk_raw += w->sb.len;
-	fmt_kind k = w->pipe ? pipe_hand(w, e) : hash_and_compress(w, &w->sb, e);
+	fmt_kind k;
+	if (w->pipe) { /* the hash here: compressing alone keeps the payload thread the busier one */
+		k = fmt_sha256_update(&w->sha, w->sb.p, w->sb.len, e);
+		if (k == FMT_OK)
+			k = pipe_hand(w, e);
+	} else {
+		k = hash_and_compress(w, &w->sb, e);
+	}
 	w->sb.len = 0;
 	return k;
 }
