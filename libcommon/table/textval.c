@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/cell.h"
+#include "fmt/checked.h"
 #include "fmt/shortest.h"
 #include "fmt/textval.h"
 
@@ -28,14 +29,10 @@ static inline int all_digits8(uint64_t x)
 	       ((x + 0x0606060606060606u) & 0xF0F0F0F0F0F0F0F0u) == 0x3030303030303030u;
 }
 
+/* s[0..8) with s[0] in the lowest byte (one load: gcc merges fmt_rd_u64's bytes). */
 static inline uint64_t load8(const char *s)
 {
-	uint64_t x;
-	memcpy(&x, s, 8);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	x = __builtin_bswap64(x);
-#endif
-	return x;
+	return fmt_rd_u64((const uint8_t *)s);
 }
 
 /* The value of eight digits (the first in the lowest byte): pairs, then fours, then all. */
@@ -58,12 +55,7 @@ static inline int take8(const char *s, uint64_t *v)
 
 static inline uint64_t load4(const char *s)
 {
-	uint32_t x;
-	memcpy(&x, s, 4);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	x = __builtin_bswap32(x);
-#endif
-	return x;
+	return fmt_rd_u32((const uint8_t *)s);
 }
 
 /* s[0..n), 1 <= n <= 8, as the last n bytes of a word whose first 8 - n bytes are '0' (the
