@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -494,6 +495,19 @@ static int check_once(const fmt_cli_tool *t, int argc, char **argv, const struct
 	return r;
 }
 
+/* Blocks up to 4 MiB (twice a text batch's column buffers) from the heaps, and up to 4 MiB
+ * free at a heap's top kept, so that a freed block is used again instead of handed back and
+ * the next batch's buffers faulted in again page by page: glibc raises its thresholds only to
+ * the size of a block freed, and a column buffer that outgrew the last batch's was mapped anew
+ * each time. A 256 MB CSV -> CSV: 49,700 page faults at -T 1 and 21,800 at -T 2 before, 1,600
+ * and 3,300 with this; -> Parquet at -T 2 32,900 -> 6,000 (a fault costs ~20 us on a VM); the
+ * price, Parquet -> .ald's peak RSS 35.4 -> 37.0 MB. 32 MiB (glibc's largest) kept more: 39 MB. */
+static void keep_freed_blocks(void)
+{
+	(void)mallopt(M_MMAP_THRESHOLD, 4 << 20);
+	(void)mallopt(M_TRIM_THRESHOLD, 4 << 20);
+}
+
 int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_cli *cli)
 {
 	struct option longs[MAX_OPTIONS];
@@ -503,6 +517,7 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 	fmt_err_clear(&e);
 	memset(cli, 0, sizeof *cli);
 	cli->command = -1;
+	keep_freed_blocks();
 	if (build_getopt(t, longs, shorts) != 0) {
 		fmt_fail(&e, FMT_INTERNAL, "more than %d options in the table", MAX_OPTIONS - 2 - (int)N_APPENDED);
 		fmt_report_error(stderr, t->name, NULL, &e, 0);
