@@ -15,6 +15,9 @@ setup() {
 		run ldd "$FMTKIT_BIN/$t"
 		assert_success
 		refute_output --regexp 'libarchive|libcrypto|libxml2|libicu|libsnappy|libstdc'
+		# the small libraries come from their archives (LINK_STATIC, the default)
+		refute_output --regexp 'libzstd|liblz4|libsodium|libjansson|libmsgpackc|libz\.so|libprotobuf-c'
+		assert_equal "$(grep -c '=>' <<<"$output")" 3   # libxxhash, libm, libc
 		run env LD_DEBUG=files "$FMTKIT_BIN/$t" --version
 		assert_success
 		refute_output --regexp 'file=lib(archive|crypto|xml2|icu|snappy|stdc)'
