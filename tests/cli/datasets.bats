@@ -359,6 +359,40 @@ assert [struct.pack("<d", float(a)) for a in src] == [struct.pack("<d", float(b)
 	assert_output --partial "--compression takes none, zstd, zstd-max or lz4"
 }
 
+@test "--compression zstd: the payload is independent frames of 1 MiB of IPC each, the same at any -T; zstd and python-zstandard read it" {
+	awk 'BEGIN { print "id,name,score"; for (i = 0; i < 200000; i++) printf "%d,row %d of many,%d.%d\n", i, i * 7919 % 100003, i % 977, i % 10 }' >big.csv
+	fmt-convert --compression none big.csv none.ald
+	payload none.ald >raw.ipc
+	for t in 1 2 3; do
+		fmt-convert -T $t big.csv t$t.ald
+	done
+	cmp t1.ald t2.ald
+	cmp t1.ald t3.ald
+	payload t1.ald | zstd -dq | cmp - raw.ipc
+	payload t1.ald >z.bin
+	run /usr/bin/python3 -c 'import sys, zstandard
+buf, out, sizes = open("z.bin", "rb").read(), [], []
+while buf:
+    d = zstandard.ZstdDecompressor().decompressobj()
+    part = d.decompress(buf)
+    out.append(part)
+    sizes.append(len(part))
+    buf = d.unused_data
+assert b"".join(out) == open("raw.ipc", "rb").read()
+print(len(sizes), set(sizes[:-1]), 0 < sizes[-1] <= 1 << 20)'
+	assert_success
+	raw=$(stat -c %s raw.ipc)
+	assert_output "$(( (raw + 1048575) / 1048576 )) {1048576} True"
+	[ "$raw" -gt $((3 << 20)) ]
+	run fmt-verify t1.ald
+	assert_success
+	# zstd-max keeps one frame
+	fmt-convert --compression zstd-max big.csv max.ald
+	payload max.ald >m.bin
+	run /usr/bin/python3 -c 'import zstandard; d = zstandard.ZstdDecompressor().decompressobj(); d.decompress(open("m.bin", "rb").read()); print(len(d.unused_data))'
+	assert_output 0
+}
+
 @test "--type and --card: dataset type by name, card fields, card checks" {
 	cat >card.json <<-'EOF'
 	{"name": "tiny", "version": "1.0.0", "license": "MIT", "tags": ["demo", "csv"],

@@ -20,6 +20,8 @@
 
 #define HEADER 32
 #define PIPE_STACK (1u << 20)
+/* The payload's zstd frames (level 3) each compress this much of the IPC stream. */
+#define ALD_ZSTD_FRAME_INPUT (1u << 20)
 
 /* The payload thread: one buffer of IPC bytes at a time (the caller fills and hashes the other). */
 typedef struct pipe_state {
@@ -409,6 +411,11 @@ static fmt_kind write_ald(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, 
 	if ((r = fmt_sha256_init(&w.sha, e)) != FMT_OK)
 		goto out;
 	if ((r = fmt_compressor_init(&w.comp, o->compression, emit, &w, e)) != FMT_OK)
+		goto out;
+	/* zstd-max keeps one frame (the ratio is what it is asked for); STREAMING chunks are one
+	 * frame each (specs/ald.md §11) */
+	if (o->compression == FMT_ALD_ZSTD && !o->chunk_rows &&
+	    (r = fmt_compressor_split_frames(&w.comp, ALD_ZSTD_FRAME_INPUT, e)) != FMT_OK)
 		goto out;
 	if ((r = fmt_sink_zeros(k, HEADER, e)) != FMT_OK || (r = fmt_sink_write(k, meta, meta_len, e)) != FMT_OK)
 		goto out;

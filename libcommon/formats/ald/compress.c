@@ -1,4 +1,5 @@
-/* zstd (streaming API) and LZ4 frame (lz4frame) for the .ald payload. */
+/* zstd (one streaming frame, or independent frames of a fixed input size) and LZ4 frame
+ * (lz4frame) for the .ald payload. */
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
@@ -60,6 +61,71 @@ fmt_kind fmt_compressor_init(fmt_compressor *c, int id, fmt_emit_fn emit, void *
 	return FMT_OK;
 }
 
+fmt_kind fmt_compressor_split_frames(fmt_compressor *c, size_t input_per_frame, fmt_err *e)
+{
+	if (c->id != 1 && c->id != 2)
+		return FMT_OK;
+	size_t cap = ZSTD_compressBound(input_per_frame);
+	uint8_t *out = malloc(cap), *in = malloc(input_per_frame);
+	if (!out || !in) {
+		free(out);
+		free(in);
+		return oom(e);
+	}
+	free(c->buf);
+	c->buf = out;
+	c->cap = cap;
+	c->in = in;
+	c->frame = input_per_frame;
+	return FMT_OK;
+}
+
+static fmt_kind emit_frame(fmt_compressor *c, const uint8_t *p, size_t n, fmt_err *e)
+{
+	size_t w = ZSTD_compress2(c->zc, c->buf, c->cap, p, n);
+	if (ZSTD_isError(w))
+		return fmt_fail(e, FMT_INTERNAL, "zstd: %s", ZSTD_getErrorName(w));
+	c->frames++;
+	return c->emit(c->ctx, c->buf, w, e);
+}
+
+/* Whole frames straight from p while nothing is gathered; a partial one into c->in. */
+static fmt_kind feed_frames(fmt_compressor *c, const uint8_t *p, size_t n, fmt_err *e)
+{
+	while (n) {
+		fmt_kind k = FMT_OK;
+		if (c->in_len == 0 && n >= c->frame) {
+			k = emit_frame(c, p, c->frame, e);
+			p += c->frame;
+			n -= c->frame;
+		} else {
+			size_t take = c->frame - c->in_len < n ? c->frame - c->in_len : n;
+			memcpy(c->in + c->in_len, p, take);
+			c->in_len += take;
+			p += take;
+			n -= take;
+			if (c->in_len == c->frame) {
+				c->in_len = 0;
+				k = emit_frame(c, c->in, c->frame, e);
+			}
+		}
+		if (k != FMT_OK)
+			return k;
+	}
+	return FMT_OK;
+}
+
+/* The last (or only) frame: even empty data is one frame. */
+static fmt_kind end_frames(fmt_compressor *c, fmt_err *e)
+{
+	fmt_kind k = FMT_OK;
+	if (c->in_len || c->frames == 0)
+		k = emit_frame(c, c->in, c->in_len, e);
+	c->in_len = 0;
+	c->frames = 0;
+	return k;
+}
+
 static const LZ4F_preferences_t lz4_prefs = {
 	.frameInfo = { .blockSizeID = LZ4F_max64KB, .blockMode = LZ4F_blockIndependent },
 };
@@ -93,6 +159,8 @@ fmt_kind fmt_compressor_feed(fmt_compressor *c, const uint8_t *p, size_t n, fmt_
 		}
 		return FMT_OK;
 	}
+	if (c->frame)
+		return feed_frames(c, p, n, e);
 	ZSTD_inBuffer in = { p, n, 0 };
 	while (in.pos < in.size) {
 		ZSTD_outBuffer o = { c->buf, c->cap, 0 };
@@ -119,6 +187,8 @@ fmt_kind fmt_compressor_end(fmt_compressor *c, fmt_err *e)
 		c->lz_started = 0;
 		return c->emit(c->ctx, c->buf, w, e);
 	}
+	if (c->frame)
+		return end_frames(c, e);
 	size_t r;
 	do {
 		ZSTD_inBuffer in = { NULL, 0, 0 };
@@ -138,6 +208,7 @@ void fmt_compressor_free(fmt_compressor *c)
 	if (c->lz)
 		LZ4F_freeCompressionContext(c->lz);
 	free(c->buf);
+	free(c->in);
 	memset(c, 0, sizeof *c);
 }
 
