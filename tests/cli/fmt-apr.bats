@@ -181,6 +181,29 @@ PY
 	cmp back.safetensors want.safetensors
 }
 
+# frame FILE NAME: the stored bytes of tensor NAME in the seed file FILE, as hex of their SHA-256
+frame_sha() {
+	$CHECK "$1" | jq -r --arg n "$2" '.tensors[] | select(.name == $n) | "\(.offset) \(.stored)"' | {
+		read -r off len
+		tail -c +$((off + 1)) "$1" | head -c "$len" | sha256sum | cut -d' ' -f1
+	}
+}
+
+@test "the zstd context kept from one tensor to the next writes the frames a fresh one writes (-T 1 and 2)" {
+	make_job_model m.safetensors
+	for T in 1 2; do
+		fmt-convert -f -T $T -c zstd m.safetensors all.apr
+		for n in a.exact b.odd c.one_job; do
+			fmt-convert -f -T $T -c zstd --include "$n" m.safetensors one.apr
+			[ "$(frame_sha all.apr $n)" = "$(frame_sha one.apr $n)" ]
+			[ "$(frame_sha one.apr $n)" != "$(printf '' | sha256sum | cut -d' ' -f1)" ]
+		done
+	done
+	# a frame, not an empty string: the first large tensor is over 1 MiB stored
+	run jq -r '.tensors[] | select(.name == "a.exact") | .stored > 1000000' <($CHECK all.apr)
+	assert_output true
+}
+
 @test "a zstd .apr writer holds a few 1 MiB jobs per thread, not whole tensors: peak RSS under 32 MiB at -T 2 for 48 MiB of tensors" {
 	/usr/bin/python3 - big.safetensors <<'PY'
 import json, struct, sys

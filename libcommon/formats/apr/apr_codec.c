@@ -276,9 +276,16 @@ static fmt_kind frame_chunk(void *ctx, const uint8_t *p, size_t n, fmt_err *e)
 	return FMT_OK;
 }
 
-static fmt_kind zstd_begin(frame_writer *w, const fmt_tensor *t, int level, int workers, fmt_err *e)
+static fmt_kind zstd_begin(frame_writer *w, const fmt_tensor *t, int level, int workers, void **keep, fmt_err *e)
 {
-	w->z = ZSTD_createCCtx();
+	if (keep && *keep) {
+		w->z = *keep;
+		ZSTD_CCtx_reset(w->z, ZSTD_reset_session_only);
+	} else {
+		w->z = ZSTD_createCCtx();
+		if (keep)
+			*keep = w->z;
+	}
 	w->cap = APR_ZSTD_EMIT;
 	w->buf = malloc(w->cap);
 	if (!w->z || !w->buf)
@@ -324,10 +331,10 @@ static fmt_kind frame_end(frame_writer *w, fmt_err *e)
 }
 
 fmt_kind fmt_apr_compress_tensor(const fmt_model *m, const fmt_tensor *t, apr_codec codec, int level, int workers,
-			     apr_out *o, uint64_t *stored, fmt_err *e)
+			     void **keep, apr_out *o, uint64_t *stored, fmt_err *e)
 {
 	frame_writer w = { .codec = codec, .o = o, .total = t->nbytes };
-	fmt_kind k = codec == APR_CODEC_ZSTD ? zstd_begin(&w, t, level, workers, e) : lz4_begin(&w, t, level, e);
+	fmt_kind k = codec == APR_CODEC_ZSTD ? zstd_begin(&w, t, level, workers, keep, e) : lz4_begin(&w, t, level, e);
 	if (k == FMT_OK) {
 		/* Read into one reused buffer, not through the input's mapping: copying 1 GB of page
 		 * cache out of a mapping cost 0.58 s CPU on the 2-core bench VM (a fault per fresh
@@ -339,10 +346,17 @@ fmt_kind fmt_apr_compress_tensor(const fmt_model *m, const fmt_tensor *t, apr_co
 	if (k == FMT_OK)
 		k = frame_end(&w, e);
 	*stored = w.stored;
-	ZSTD_freeCCtx(w.z);
+	if (!keep)
+		ZSTD_freeCCtx(w.z);
 	LZ4F_freeCompressionContext(w.l);
 	free(w.buf);
 	return k;
+}
+
+void fmt_apr_compress_done(void **keep)
+{
+	ZSTD_freeCCtx(*keep);
+	*keep = NULL;
 }
 
 /* ---- decompression on demand ---- */

@@ -616,10 +616,12 @@ typedef struct seed_plan {
 	size_t meta_len;
 	uint64_t index_offset, index_bytes, data_offset;
 	uint64_t *rel, *size;          /* per tensor */
+	void *zstd;                    /* the zstd context of the tensors compressed in turn */
 } seed_plan;
 
 static void plan_free(seed_plan *p)
 {
+	fmt_apr_compress_done(&p->zstd);
 	free(p->meta);
 	free(p->rel);
 	free(p->size);
@@ -767,7 +769,7 @@ static void pack_task(void *ctx, size_t j)
 	packing *pk = ctx;
 	apr_out mem = { .mem = &pk->buf[j] };
 	fmt_err_clear(&pk->err[j]);
-	pk->kind[j] = fmt_apr_compress_tensor(pk->m, &pk->m->tensors[pk->first + j], pk->o->codec, pk->o->level, 1, &mem,
+	pk->kind[j] = fmt_apr_compress_tensor(pk->m, &pk->m->tensors[pk->first + j], pk->o->codec, pk->o->level, 1, NULL, &mem,
 					  &pk->stored[j], &pk->err[j]);
 }
 
@@ -793,7 +795,7 @@ static fmt_kind emit_one(const fmt_model *m, seed_plan *p, const apr_seed_opts *
 	} else if (k == FMT_OK && o->codec == APR_CODEC_NONE) {
 		k = fmt_tensor_each_chunk(m, t, out_chunk, out, e);
 	} else if (k == FMT_OK) {
-		k = fmt_apr_compress_tensor(m, t, o->codec, o->level, o->threads, out, &stored, e);
+		k = fmt_apr_compress_tensor(m, t, o->codec, o->level, o->threads, &p->zstd, out, &stored, e);
 	}
 	if (k == FMT_OK && check && stored != p->size[i])
 		k = fmt_fail(e, FMT_INTERNAL, "tensor '%s' compressed differently in two passes", t->name);
