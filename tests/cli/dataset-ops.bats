@@ -210,18 +210,9 @@ EOF
 @test "fmt-shard split of a dataset: SIGTERM while the set is written leaves no file" {
 	seq 1 5000 | awk 'BEGIN { print "id,v" } { print $1 "," $1 * 3 }' >big.csv
 	mkdir out
-	FMTKIT_TEST_STOP_AT_SINK=2 fmt-shard split big.csv --fractions 0.8,0.2 -o out 3>&- &
-	pid=$!
-	for i in $(seq 1 1000); do
-		[ "$(sed 's/.*) //' /proc/$pid/stat 2>/dev/null | cut -d' ' -f1)" = T ] && break
-		sleep 0.01
-	done
-	[ "$(sed 's/.*) //' /proc/$pid/stat | cut -d' ' -f1)" = T ] || { kill -KILL $pid; fail "did not stop"; }
-	kill -TERM $pid
-	kill -CONT $pid
-	status=0
-	wait $pid || status=$?
-	[ "$status" -ne 0 ]
+	stop_at_output 2 fmt-shard split big.csv --fractions 0.8,0.2 -o out
+	term_stopped
+	[ "$status" -eq 143 ]
 	run ls -A out
 	assert_output ""
 }

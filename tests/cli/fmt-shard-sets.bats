@@ -20,31 +20,17 @@ setup() {
 	cd "$BATS_TEST_TMPDIR"
 }
 
-# The state of the process PID: R, S, T (stopped)...
-proc_state() {
-	sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1
-}
-
 # term_at_sink N DIR CMD...: run CMD with the test hook FMTKIT_TEST_STOP_AT_SINK=N (see
 # libcommon/include/fmt/io.h: the process stops itself with SIGSTOP right after its Nth output
 # has created its temporary file), wait until it has stopped, count the temporary files in DIR
 # into $temps_at_stop, send SIGTERM then SIGCONT, and put CMD's exit status in $status.
 term_at_sink() {
-	local n=$1 dir=$2 pid i
+	local n=$1 dir=$2
 	shift 2
-	FMTKIT_TEST_STOP_AT_SINK=$n "$@" 3>&- &
-	pid=$!
-	for i in $(seq 1 1000); do
-		[ "$(proc_state $pid)" = T ] && break
-		sleep 0.01
-	done
-	[ "$(proc_state $pid)" = T ] || { kill -KILL $pid; fail "the command did not stop at its output $n"; }
+	stop_at_output "$n" "$@"
 	temps_at_stop=$(find "$dir" -maxdepth 1 -name '.fmtkit-tmp-*' | wc -l)
 	staged_at_stop=$(find "$dir" -mindepth 2 -maxdepth 2 -path '*/.fmtkit-unpack-*/*' | wc -l)
-	kill -TERM $pid
-	kill -CONT $pid
-	status=0
-	wait $pid || status=$?
+	term_stopped
 }
 
 # What a directory holds, hidden files included, one name a line.

@@ -477,19 +477,9 @@ no_temp_left() {
 
 @test "--in-place is atomic: killed mid-write, the file is as it was and no temporary file stays" {
 	cp "$LT/tiny.gguf" m.gguf
-	FMTKIT_TEST_STOP_AT_SINK=1 fmt-convert --in-place --set general.name=x m.gguf 3>&- &
-	pid=$!
-	# the process stops itself (SIGSTOP) once its temporary file exists (fmt/io.h)
-	for _ in $(seq 1 1000); do
-		[ "$(sed 's/.*) //' /proc/$pid/stat | cut -d' ' -f1)" = T ] && break
-		sleep 0.01
-	done
-	[ "$(sed 's/.*) //' /proc/$pid/stat | cut -d' ' -f1)" = T ] || { kill -KILL $pid; fail "no stop"; }
+	stop_at_output 1 fmt-convert --in-place --set general.name=x m.gguf
 	assert_equal "$(find . -maxdepth 1 -name '.fmtkit-tmp-*' | wc -l)" 1
-	kill -TERM $pid
-	kill -CONT $pid
-	status=0
-	wait $pid || status=$?
+	term_stopped
 	assert_equal "$status" 143
 	cmp m.gguf "$LT/tiny.gguf"
 	no_temp_left

@@ -200,20 +200,9 @@ run_bounded_to() {
 # its Nth output file exists, fmt/io.h), wait for the stop, run the caller's at_stop, then send
 # SIGTERM and SIGCONT; the exit status in $status.
 stop_at() {
-	local n=$1 pid i
-	shift
-	FMTKIT_TEST_STOP_AT_SINK=$n "$@" 2>/dev/null 3>&- &
-	pid=$!
-	for i in $(seq 1 1000); do
-		[ "$(sed 's/.*) //' /proc/$pid/stat 2>/dev/null | cut -d' ' -f1)" = T ] && break
-		sleep 0.01
-	done
-	[ "$(sed 's/.*) //' /proc/$pid/stat 2>/dev/null | cut -d' ' -f1)" = T ] || { kill -KILL $pid; fail "no stop"; }
+	stop_at_output "$@" 2>/dev/null
 	at_stop
-	kill -TERM $pid
-	kill -CONT $pid
-	status=0
-	wait $pid || status=$?
+	term_stopped
 }
 
 @test "keyed bundle: SIGTERM during the check leaves nothing in TMPDIR; the directory was private" {

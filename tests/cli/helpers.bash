@@ -251,3 +251,36 @@ if [ -n "${MAKELEVEL:-}" ] && [ -z "${FMTKIT_BATS_TRACE:-}" ] && [ "${BATS_TRACE
 		}
 	fi
 fi
+
+# stop_at_output N CMD...: run CMD in the background with FMTKIT_TEST_STOP_AT_SINK=N (it stops
+# itself with SIGSTOP right after its Nth output has created its temporary file, fmt/io.h) and
+# wait until it has stopped; its pid in $stopped_pid. CMD runs in a session of its own: in the
+# test's process group, a stopped process is sent SIGHUP (exit 129, not the 143 of SIGTERM) by
+# the kernel when another process's exit leaves that group orphaned, which make -j running other
+# suites beside it from a detached shell can do.
+stop_at_output() {
+	local n=$1 i
+	shift
+	FMTKIT_TEST_STOP_AT_SINK=$n setsid "$@" 3>&- &
+	stopped_pid=$!
+	for i in $(seq 1 1000); do
+		[ "$(proc_state_of $stopped_pid)" = T ] && return 0
+		sleep 0.01
+	done
+	kill -KILL $stopped_pid
+	fail "the command did not stop at its output $n: $*"
+}
+
+# term_stopped: SIGTERM, then SIGCONT, to the process stop_at_output stopped; its exit status in
+# $status.
+term_stopped() {
+	kill -TERM $stopped_pid
+	kill -CONT $stopped_pid
+	status=0
+	wait $stopped_pid || status=$?
+}
+
+# The state of the process PID: R, S, T (stopped)...
+proc_state_of() {
+	sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1
+}
