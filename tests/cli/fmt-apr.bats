@@ -181,7 +181,7 @@ PY
 	cmp back.safetensors want.safetensors
 }
 
-# frame FILE NAME: the stored bytes of tensor NAME in the seed file FILE, as hex of their SHA-256
+# frame_sha FILE NAME: the SHA-256 (hex) of tensor NAME's stored bytes in the seed file FILE
 frame_sha() {
 	$CHECK "$1" | jq -r --arg n "$2" '.tensors[] | select(.name == $n) | "\(.offset) \(.stored)"' | {
 		read -r off len

@@ -85,7 +85,7 @@ static fmt_kind emit_frame(fmt_compressor *c, const uint8_t *p, size_t n, fmt_er
 	size_t w = ZSTD_compress2(c->zc, c->buf, c->cap, p, n);
 	if (ZSTD_isError(w))
 		return fmt_fail(e, FMT_INTERNAL, "zstd: %s", ZSTD_getErrorName(w));
-	c->frames++;
+	c->framed = 1;
 	return c->emit(c->ctx, c->buf, w, e);
 }
 
@@ -119,10 +119,10 @@ static fmt_kind feed_frames(fmt_compressor *c, const uint8_t *p, size_t n, fmt_e
 static fmt_kind end_frames(fmt_compressor *c, fmt_err *e)
 {
 	fmt_kind k = FMT_OK;
-	if (c->in_len || c->frames == 0)
+	if (c->in_len || !c->framed)
 		k = emit_frame(c, c->in, c->in_len, e);
 	c->in_len = 0;
-	c->frames = 0;
+	c->framed = 0;
 	return k;
 }
 

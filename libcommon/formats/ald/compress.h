@@ -67,7 +67,7 @@ typedef struct fmt_compressor {
 	size_t frame;          /* zstd input bytes per frame, or 0: the data as one streaming frame */
 	uint8_t *in;           /* the frame being gathered (when the input comes in smaller pieces) */
 	size_t in_len;
-	uint64_t frames;       /* frames emitted since the data began */
+	int framed;            /* a frame was emitted since the data began */
 } fmt_compressor;
 
 fmt_kind fmt_compressor_init(fmt_compressor *c, int id, fmt_emit_fn emit, void *ctx, fmt_err *e);
@@ -75,8 +75,9 @@ fmt_kind fmt_compressor_init(fmt_compressor *c, int id, fmt_emit_fn emit, void *
  * input_per_frame input bytes each (the last one shorter), each in one call on contiguous input.
  * That is faster than one streaming frame, whose window wraps around its buffer every few MiB and
  * sends the match finder down its slower two-segment path (a fifth of its time), and at 1 MiB it
- * costs no size: level 3's window is 2 MiB, and a frame's parameters fit its known size. The frames depend only on the data and the size, not on how
- * the data is fed. Any zstd decoder reads the concatenation (RFC 8878 §3). */
+ * costs no size: level 3's window is 2 MiB, and a frame's parameters fit its known size. The
+ * frames depend only on the data and the size, not on how the data is fed. Any zstd decoder
+ * reads the concatenation (RFC 8878 §3). */
 fmt_kind fmt_compressor_split_frames(fmt_compressor *c, size_t input_per_frame, fmt_err *e);
 fmt_kind fmt_compressor_feed(fmt_compressor *c, const uint8_t *p, size_t n, fmt_err *e);
 /* Flush the frame's end; the compressor can start a new frame after (one per chunk). */
