@@ -126,10 +126,13 @@ static fmt_kind damage_first(fmt_table *t, fmt_kind k, fmt_err *e)
 	return check.kind;
 }
 
-static fmt_kind convert_table(const char *input, const char *output, const fmt_convert_opts *o,
-			      const fmt_keyset *write_keys, fmt_decrypt_keys *dk, fmt_keyset *read_keys, fmt_err *e)
+/* One conversion; sample: the reader may type the columns from the first rows (*sampled then
+ * says whether it did). */
+static fmt_kind convert_once(const char *input, const char *output, const fmt_convert_opts *o,
+			     const fmt_keyset *write_keys, fmt_decrypt_keys *dk, fmt_keyset *read_keys, int sample,
+			     int *sampled, fmt_err *e)
 {
-	fmt_dataset_opts d = { .options = o->options, .threads = o->threads };
+	fmt_dataset_opts d = { .options = o->options, .threads = o->threads, .sample_types = sample };
 	fmt_table t;
 	fmt_kind k = fmt_check_distinct(input, output, e);
 	if (k == FMT_OK && !o->dry_run) /* before the input is read (a CSV's types, a file's check) */
@@ -197,7 +200,32 @@ static fmt_kind convert_table(const char *input, const char *output, const fmt_c
 		k = damage_first(&t, k, e);
 	if (k != FMT_OK && !e->file[0])
 		fmt_err_file(e, input);
+	*sampled = t.types_sampled;
 	fmt_table_free(&t);
 	fmt_drvopt_unload(o->options);
+	return k;
+}
+
+/* Whether the reader may type the columns from the first rows and check the others as it reads
+ * them (one pass over a CSV instead of two): the output is a file, renamed into place only once
+ * every row is read, nothing stands between the reader and the writer, and the input can be
+ * opened again: when a read fails, the conversion starts again with every row typed first, so
+ * that its output or its error is the one of two passes. */
+static int may_sample_types(const char *input, const char *output, const fmt_convert_opts *o)
+{
+	return !o->dry_run && strcmp(output, "-") != 0 && strcmp(input, "-") != 0 && !o->table_hook &&
+	       !fmt_rowops_any(&o->rows) && !o->n_include && !o->n_exclude && !o->n_renames;
+}
+
+static fmt_kind convert_table(const char *input, const char *output, const fmt_convert_opts *o,
+			      const fmt_keyset *write_keys, fmt_decrypt_keys *dk, fmt_keyset *read_keys, fmt_err *e)
+{
+	int sampled = 0;
+	fmt_kind k = convert_once(input, output, o, write_keys, dk, read_keys, may_sample_types(input, output, o),
+				  &sampled, e);
+	if (k != FMT_OK && sampled) {
+		fmt_err_clear(e);
+		k = convert_once(input, output, o, write_keys, dk, read_keys, 0, &sampled, e);
+	}
 	return k;
 }

@@ -17,6 +17,9 @@
 
 #define MAX_COLUMNS 100000
 #define DEFAULT_BATCH 65536
+/* The rows that type the columns when a conversion lets the reader check the types as it reads
+ * (fmt_dataset_opts.sample_types): about 20,000 rows of 100 bytes, DuckDB's sample. */
+#define CSV_SAMPLE_BYTES (2u << 20)
 
 /* The values of the CSV options (csv_options, at the driver). */
 typedef struct csv_opts {
@@ -105,6 +108,8 @@ void fmt_csv_state_free(csv_state *s)
 	fmt_text_in_free(&s->in);
 	free(s->fields);
 	s->fields = NULL;
+	free(s->sample);
+	s->sample = NULL;
 	fmt_sb_free(&s->rec);
 }
 
@@ -362,18 +367,51 @@ fmt_kind fmt_csv_infer_range(csv_state *s, fmt_tv_infer *inf, uint64_t *rows, cs
 	return k;
 }
 
+/* Whether the types may come from the first rows only: the caller starts again when a read
+ * fails (fmt_dataset_opts.sample_types), the file can be read again, and no --schema names
+ * types (a forced timestamp takes its zone from the inference). */
+static int may_sample(const fmt_table *t, const csv_state *s, const csv_opts *o)
+{
+	return t->opts && t->opts->sample_types && !o->schema && !s->in.src->sequential && !s->in.src->observe;
+}
+
+/* The inference of the rows in the first CSV_SAMPLE_BYTES; *sampled = 1 when rows follow them.
+ * When the record after them is malformed, the rest is inferred as well (*sampled = 0), so that
+ * the error is the one a whole pass reports. */
+static fmt_kind infer_sample(csv_state *s, fmt_tv_infer *inf, uint64_t *rows, int *sampled, fmt_err *e)
+{
+	fmt_err peek_err;
+	int more = 0;
+	*sampled = 0;
+	s->limit = s->data_off + CSV_SAMPLE_BYTES;
+	fmt_kind k = fmt_csv_infer_range(s, inf, rows, NULL, e);
+	s->limit = UINT64_MAX;
+	if (k != FMT_OK)
+		return k;
+	uint64_t off = fmt_csv_state_offset(s), line = s->line;
+	if (fmt_csv_next_record(s, &more, &peek_err) == FMT_OK) {
+		*sampled = more;
+		return FMT_OK;
+	}
+	fmt_csv_state_seek(s, off, line);
+	return fmt_csv_infer_range(s, inf, rows, NULL, e);
+}
+
 static fmt_kind infer(fmt_table *t, csv_state *s, char **names, fmt_err *e)
 {
 	const csv_opts *o = csv_opts_of(t->opts ? t->opts->options : NULL);
 	fmt_tv_infer *inf = calloc(s->n_cols ? s->n_cols : 1, sizeof *inf);
 	fmt_kind k = FMT_OK;
 	uint64_t rows = 0;
+	int sampled = 0;
 	if (!inf)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	for (size_t i = 0; i < s->n_cols; i++)
 		fmt_tv_infer_init(&inf[i]);
 	if (fmt_csv_par_wanted(s))
 		k = fmt_csv_par_infer(s, inf, &rows, e);
+	else if (may_sample(t, s, o))
+		k = infer_sample(s, inf, &rows, &sampled, e);
 	else
 		k = fmt_csv_infer_range(s, inf, &rows, NULL, e);
 	for (size_t i = 0; k == FMT_OK && i < s->n_cols; i++) {
@@ -394,6 +432,11 @@ static fmt_kind infer(fmt_table *t, csv_state *s, char **names, fmt_err *e)
 		json_object_foreach((json_t *)o->schema, key, v)
 			if (fmt_schema_find(&t->schema, key) < 0 && k == FMT_OK)
 				k = fmt_fail(e, FMT_USAGE, "--schema names column '%s', which the file does not have", key);
+	}
+	if (k == FMT_OK && sampled) { /* the reads check the rest */
+		s->sample = inf;
+		t->types_sampled = 1;
+		return k;
 	}
 	free(inf);
 	t->n_rows = s->rows = rows;
@@ -704,6 +747,56 @@ static inline fmt_kind put_cell(csv_state *s, size_t i, const fmt_field *f, col_
 	}
 }
 
+/* Whether a value that parses as f's type leaves inf, the column's inference, as it is: a
+ * boolean, an integer or a number with a fraction seen (fmt_tv_infer_add keeps BOOL, INT and
+ * UINT possible for the values that parse as them, and FLOAT for any value fmt_tv_float reads:
+ * the text that float_syntax turns down has no float reading either), or text that nothing but
+ * text is possible for. */
+static int type_settled(const fmt_tv_infer *inf, const fmt_field *f)
+{
+	return f->type == FMT_C_BOOL || f->type == FMT_C_I64 || f->type == FMT_C_U64 || f->type == FMT_C_F64 ||
+	       (inf->seen && !inf->can);
+}
+
+/* The record just read into the inference that goes on after the sample: a null in a column
+ * that had none fails at once (the schema says not nullable), a value that the column's type
+ * cannot hold fails as put_cell parses it. */
+static fmt_kind sample_record(csv_state *s, const fmt_schema *schema, fmt_err *e)
+{
+	for (size_t i = 0; i < s->n_cols; i++) {
+		fmt_tv_infer *inf = &s->sample[i];
+		if (is_null(s, i)) {
+			if (!schema->fields[i].nullable)
+				return fmt_fail(e, FMT_SCHEMA, "line %llu, column %zu: a null in a column whose first rows had none",
+						(unsigned long long)s->rec_line, i + 1);
+		} else if (!type_settled(inf, &schema->fields[i])) {
+			if (inf->can)
+				fmt_tv_infer_add(inf, field_ptr(s, i), s->fields[i].len);
+			else
+				inf->seen = 1;
+		}
+	}
+	s->rows_read++;
+	return FMT_OK;
+}
+
+/* At the end of a sampled read: the schema a whole pass infers is the one given (else the
+ * caller starts again), and the rows are counted. */
+static fmt_kind sample_held(fmt_table *t, csv_state *s, fmt_err *e)
+{
+	for (size_t i = 0; i < s->n_cols; i++) {
+		const fmt_field *had = &t->schema.fields[i];
+		fmt_field all = { .name = had->name };
+		fmt_tv_infer_field(&s->sample[i], &all);
+		if (all.type != had->type || all.nullable != had->nullable ||
+		    (all.type == FMT_C_TIMESTAMP && (all.unit != had->unit || !all.timezone != !had->timezone)))
+			return fmt_fail(e, FMT_SCHEMA, "column '%s': the type inferred from the first rows does not hold for every row",
+					had->name);
+	}
+	t->n_rows = s->rows = s->rows_read;
+	return FMT_OK;
+}
+
 fmt_kind fmt_csv_row(void *ctx, const fmt_schema *schema, int *got, fmt_err *e)
 {
 	csv_state *s = ctx;
@@ -711,6 +804,8 @@ fmt_kind fmt_csv_row(void *ctx, const fmt_schema *schema, int *got, fmt_err *e)
 	if ((k = fmt_csv_next_record(s, got, e)) != FMT_OK || !*got)
 		return k;
 	if ((k = count_check(s, e)) != FMT_OK)
+		return k;
+	if (s->sample && (k = sample_record(s, schema, e)) != FMT_OK)
 		return k;
 	for (size_t i = 0; i < s->n_cols && k == FMT_OK; i++)
 		k = put_cell(s, i, &schema->fields[i], &s->cols[i], e);
@@ -728,7 +823,10 @@ static fmt_kind csv_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 	csv_state *s = t->format_state;
 	if (s->par)
 		return fmt_csv_par_next(s, &t->schema, b, done, e);
-	return fmt_text_next_batch(fmt_csv_row, record_cuts, s, s->batch_rows, s->cols, &t->schema, b, done, e);
+	fmt_kind k = fmt_text_next_batch(fmt_csv_row, record_cuts, s, s->batch_rows, s->cols, &t->schema, b, done, e);
+	if (k == FMT_OK && *done && s->sample)
+		k = sample_held(t, s, e);
+	return k;
 }
 
 static void csv_close(fmt_table *t)

@@ -36,6 +36,12 @@ typedef struct csv_state {
 	int threads;               /* -T */
 	uint64_t rows;             /* data rows, as the first pass counted them */
 	struct csv_par *par;       /* the parallel reader's batches, NULL when reading on one thread */
+	/* The types came from the first CSV_SAMPLE_BYTES of rows (fmt_dataset_opts.sample_types):
+	 * the inference of every column goes on as the rows are read, and the read fails at the
+	 * first row that contradicts the schema or at the end when the whole file infers another.
+	 * NULL: every row was inferred before the first was read. */
+	fmt_tv_infer *sample;
+	uint64_t rows_read;        /* with sample: the rows read so far */
 	/* the special bytes of in.buf[scan_at, scan_end) (at most 64): valid until the buffer moves */
 	size_t scan_at, scan_end;
 	uint64_t scan_mask;

@@ -46,6 +46,10 @@ typedef struct fmt_dataset_opts {
 	const fmt_drvopt_sets *options; /* NULL: every driver's defaults */
 	uint64_t batch_rows;       /* rows per batch produced by text readers; 0: 65536 */
 	int threads;               /* -T: threads a reader may parse on; 0 or 1: the calling one */
+	int sample_types;          /* the caller reads the table once, start to end, and starts again
+				    * without this when a read fails while fmt_table.types_sampled is
+				    * set: a reader that infers types may infer them from the first rows
+				    * only and check them as it reads the rest */
 } fmt_dataset_opts;
 
 /* Dataset type names ("image_classification") and ids (§2.1). */

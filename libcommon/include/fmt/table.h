@@ -95,6 +95,9 @@ typedef struct fmt_table {
 				      * has expired (the gate then says so in rows_note). Set after open. */
 	int rows_gated;              /* fmt_table_rows_gate passed */
 	char rows_note[160];         /* what the gate let through ("" for nothing): a tool warns */
+	int types_sampled;           /* the schema was inferred from the first rows only
+				      * (fmt_dataset_opts.sample_types): a failure of any read may
+				      * come from a row that contradicts it; n_rows is known at the end */
 } fmt_table;
 
 /* What reading a table's rows needs besides its bytes (fmt_table_secret). */

@@ -1,0 +1,152 @@
+#!/usr/bin/env bats
+# One pass over a CSV (issue 24): a conversion into a file on one thread types the columns from
+# the first 2 MiB of rows and checks the types against every row as it converts them. A row that
+# contradicts them (a fraction in an integer column, a null in a column that had none, a value in
+# a column empty until then, a finer timestamp), or any error, starts the conversion again with
+# every row typed first: the output, or the error, is always the one of two passes (-T 2 infers
+# over the whole file on two threads first, a second reference).
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	load helpers
+	BASE="$BATS_FILE_TMPDIR/base.csv"
+	export BASE
+	# about 8 MB, 150,000 rows: four times the sample
+	/usr/bin/python3 - "$BASE" <<'PY'
+import sys
+with open(sys.argv[1], "w") as f:
+    f.write("id,x,flag,label,when,opt\n")
+    for i in range(150000):
+        label = f'"w{i % 97} ""q{i % 5}"""' if i % 2 else f"w{i % 97}"
+        f.write(f"{i},{i * 0.25 - 7:.2f},{'true' if i % 3 else 'false'},{label},"
+                f"2024-05-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:{i % 59:02d}.{i % 1000:03d},\n")
+PY
+}
+
+setup() {
+	load helpers
+	cd "$BATS_TEST_TMPDIR"
+}
+
+# read_bytes CMD...: run CMD (it must succeed) and print the bytes it read (rchar: a reaped
+# child's reads count in its parent's /proc/PID/io)
+read_bytes() {
+	local me=$BASHPID before after
+	before=$(awk '/^rchar:/ { print $2 }' "/proc/$me/io")
+	"$@" >/dev/null || return 1
+	after=$(awk '/^rchar:/ { print $2 }' "/proc/$me/io")
+	echo $((after - before))
+}
+
+# field_type FILE COLUMN: "type nullable unit" of COLUMN as fmt-inspect --json reports it
+field_type() {
+	fmt-inspect --json "$1" | jq -r --arg c "$2" \
+		'.schema.fields[] | select(.name == $c) | "\(.type) \(.nullable) \(.unit // "-")"'
+}
+
+# with_last_row CSV ROW: CSV with ROW appended as the last record, into variant.csv
+with_last_row() {
+	cp "$1" variant.csv
+	printf '%s\n' "$2" >>variant.csv
+}
+
+# one_and_two EXT: variant.csv converted on one thread into one.EXT and on two into two.EXT:
+# the same bytes
+one_and_two() {
+	fmt-convert -T 1 variant.csv "one.$1"
+	fmt-convert -T 2 variant.csv "two.$1"
+	cmp "one.$1" "two.$1"
+}
+
+@test "one pass: an 8 MB CSV is read once (plus the 2 MiB sample), with the bytes of two passes" {
+	local size bytes
+	size=$(stat -c %s "$BASE")
+	bytes=$(read_bytes fmt-convert -T 1 "$BASE" one.ald)
+	# one pass: size + the 2 MiB sample (in 1 MiB reads) + the probe; two passes: 2 x size
+	[ "$bytes" -ge "$size" ]
+	[ "$bytes" -lt $((size * 3 / 2)) ]
+	fmt-convert -T 2 "$BASE" two.ald
+	cmp one.ald two.ald
+	for to in parquet arrow jsonl; do
+		fmt-convert -T 1 "$BASE" "one.$to"
+		fmt-convert -T 2 "$BASE" "two.$to"
+		cmp "one.$to" "two.$to"
+	done
+	[ "$(field_type one.ald id)" = "int64 false -" ]
+	[ "$(field_type one.ald when)" = "timestamp false ms" ]
+	[ "$(field_type one.ald opt)" = "utf8 true -" ]
+}
+
+@test "one pass: the report counts the rows at the end (--json rows)" {
+	run -0 fmt-convert -T 1 --json "$BASE" out.parquet
+	[ "$(jq -r .rows <<<"$output")" = 150000 ]
+	[ "$(jq -r '.schema.fields[0].type' <<<"$output")" = int64 ]
+}
+
+@test "one pass: a fraction after the sample makes an integer column float64, as two passes do" {
+	local size bytes
+	with_last_row "$BASE" '1.5,1.00,true,w,2024-05-01T00:00:00.000,'
+	size=$(stat -c %s variant.csv)
+	bytes=$(read_bytes fmt-convert -T 1 variant.csv one.ald)
+	# started again: the part read before the contradiction, then two whole passes
+	[ "$bytes" -ge $((3 * size)) ]
+	fmt-convert -T 2 variant.csv two.ald
+	cmp one.ald two.ald
+	[ "$(field_type one.ald id)" = "float64 false -" ]
+	run -0 fmt-convert -T 1 --json variant.csv one.parquet
+	[ "$(jq -r .rows <<<"$output")" = 150001 ]
+	fmt-convert -T 2 variant.csv two.parquet
+	cmp one.parquet two.parquet
+}
+
+@test "one pass: a null after the sample makes the column nullable" {
+	with_last_row "$BASE" '150000,,true,w,2024-05-01T00:00:00.000,'
+	one_and_two ald
+	[ "$(field_type one.ald x)" = "float64 true -" ]
+}
+
+@test "one pass: values in a column empty for the whole sample are typed, not kept as text" {
+	with_last_row "$BASE" '150000,1.00,true,w,2024-05-01T00:00:00.000,42'
+	one_and_two arrow
+	[ "$(field_type one.arrow opt)" = "int64 true -" ]
+}
+
+@test "one pass: a finer timestamp after the sample changes the unit (no value truncated)" {
+	with_last_row "$BASE" '150000,1.00,true,w,2024-05-01T00:00:00.123456,'
+	one_and_two ald
+	[ "$(field_type one.ald when)" = "timestamp false us" ]
+	fmt-convert one.ald back.csv
+	[ "$(tail -n 1 back.csv)" = '150000,1,true,w,2024-05-01T00:00:00.123456,' ]
+}
+
+@test "one pass: a malformed record after the sample fails as two passes do, and leaves no output" {
+	with_last_row "$BASE" '150000,1.00,true'
+	run -4 fmt-convert -T 1 variant.csv one.ald
+	[ "$output" = "fmt-convert: error: variant.csv: line 150002, column 4: 3 fields, the header has 6" ]
+	[ ! -e one.ald ]
+	run -4 fmt-convert -T 2 variant.csv two.ald
+	[ "$output" = "fmt-convert: error: variant.csv: line 150002, column 4: 3 fields, the header has 6" ]
+	# a quote in the first record past the sample (read to see whether rows follow): the error of
+	# the whole pass
+	/usr/bin/python3 -c "import sys
+d = open(sys.argv[1], 'rb').read()
+cut = d.index(b'\n', 2 * 1048576 + 1) + 1
+open('cut.csv', 'wb').write(d[:cut] + b'1,2,tr\"ue,w,x,\n' + d[cut:])" "$BASE"
+	run -4 fmt-convert -T 1 cut.csv one.ald
+	[[ "$output" == *"column 3: a quote inside an unquoted field"* ]]
+	[ ! -e one.ald ]
+}
+
+@test "one pass: a value that breaks a --schema type is the same error on one thread and two" {
+	with_last_row "$BASE" '150000,1.00,maybe,w,2024-05-01T00:00:00.000,'
+	printf '{"flag": "bool"}\n' >schema.json
+	run -4 fmt-convert -T 1 --schema schema.json variant.csv one.ald
+	[ "$output" = 'fmt-convert: error: variant.csv: line 150002, column 3: "maybe" is not a bool' ]
+	run -4 fmt-convert -T 2 --schema schema.json variant.csv two.ald
+	[ "$output" = 'fmt-convert: error: variant.csv: line 150002, column 3: "maybe" is not a bool' ]
+	[ ! -e one.ald ] && [ ! -e two.ald ]
+	# without --schema the column becomes text
+	fmt-convert -T 1 variant.csv one.ald
+	[ "$(field_type one.ald flag)" = "utf8 false -" ]
+}
