@@ -1,4 +1,5 @@
 /* Unit tests for libcommon/core: errors, sizes, escaping, sources and the atomic sink. */
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -243,6 +244,69 @@ TEST(sink_large_writes_bypass_buffer)
 	CHECK(fmt_read_file(path, n - 1, &back, &len, &e) == FMT_INVALID_FORMAT);
 	free(data);
 	unlink(path);
+	rmdir(dir);
+}
+
+/* Two threads placing 1 MiB pieces of a 40 MiB file at once (as fmt_model_write_tensors
+ * does): the first to pass 16 MiB starts the sink's flusher, once; commit stops it and the file
+ * holds every byte; abort stops it too and leaves nothing. */
+typedef struct placer {
+	fmt_sink *k;
+	const uint8_t *data;
+	size_t first, pieces;      /* pieces first, first + 2, ... */
+	fmt_kind r;
+} placer;
+
+static void *place_every_other(void *arg)
+{
+	placer *p = arg;
+	fmt_err e;
+	p->r = FMT_OK;
+	for (size_t i = p->first; i < p->pieces && p->r == FMT_OK; i += 2)
+		p->r = fmt_sink_write_at(p->k, (uint64_t)i << 20, p->data + (i << 20), 1u << 20, &e);
+	return NULL;
+}
+
+static fmt_kind place_in_two_threads(fmt_sink *k, const uint8_t *data, size_t pieces)
+{
+	placer a = { k, data, 0, pieces, FMT_OK }, b = { k, data, 1, pieces, FMT_OK };
+	pthread_t t;
+	if (pthread_create(&t, NULL, place_every_other, &a) != 0)
+		return FMT_IO;
+	place_every_other(&b);
+	pthread_join(t, NULL);
+	return a.r != FMT_OK ? a.r : b.r;
+}
+
+TEST(sink_flushes_as_it_goes_and_stops_flushing_at_commit_or_abort)
+{
+	char *dir = unit_tmp_dir(), path[128];
+	snprintf(path, sizeof path, "%s/flushed", dir);
+	size_t n = 40u << 20;
+	uint8_t *data = malloc(n);
+	for (size_t i = 0; i < n; i++)
+		data[i] = (uint8_t)(i * 131 + i / 4093);
+	fmt_sink k;
+	fmt_err e;
+	CHECK(fmt_sink_open(&k, path, 0, &e) == FMT_OK);
+	CHECK(k.flusher == NULL);
+	CHECK(place_in_two_threads(&k, data, n >> 20) == FMT_OK);
+	CHECK(k.flusher != NULL);
+	CHECK(fmt_sink_commit(&k, &e) == FMT_OK);
+	CHECK(k.flusher == NULL);
+	char *back;
+	size_t len;
+	CHECK(fmt_read_file(path, n, &back, &len, &e) == FMT_OK);
+	CHECK(len == n && memcmp(back, data, n) == 0);
+	free(back);
+	unlink(path);
+	CHECK(fmt_sink_open(&k, path, 0, &e) == FMT_OK);
+	CHECK(place_in_two_threads(&k, data, 20) == FMT_OK);
+	CHECK(k.flusher != NULL);
+	fmt_sink_abort(&k);
+	CHECK(k.flusher == NULL);
+	CHECK(unit_dir_entries(dir) == 0);
+	free(data);
 	rmdir(dir);
 }
 

@@ -159,6 +159,7 @@ typedef struct fmt_sink {
 	size_t buf_len;
 	uint64_t written;
 	uint64_t handed;         /* bytes handed to the kernel (writeback starts at each MiB) */
+	struct fmt_sink_flusher *flusher; /* asks the disk to keep each 16 MiB written; NULL: none yet */
 	int keep_mode;           /* finish gives the file mode, not what creat() would give */
 	mode_t mode;
 	/* fmt_sink_tap */
