@@ -132,7 +132,8 @@ static fmt_kind convert_once(const char *input, const char *output, const fmt_co
 			     const fmt_keyset *write_keys, fmt_decrypt_keys *dk, fmt_keyset *read_keys, int sample,
 			     int *sampled, fmt_err *e)
 {
-	fmt_dataset_opts d = { .options = o->options, .threads = o->threads, .sample_types = sample };
+	fmt_dataset_opts d = { .options = o->options, .threads = o->threads,
+			       .sample_bytes = sample ? FMT_TYPE_SAMPLE_BYTES : 0 };
 	fmt_table t;
 	fmt_kind k = fmt_check_distinct(input, output, e);
 	if (k == FMT_OK && !o->dry_run) /* before the input is read (a CSV's types, a file's check) */

@@ -125,8 +125,15 @@ fmt_kind fmt_table_open(fmt_table *t, const char *path, const fmt_table_driver *
 fmt_kind fmt_table_open_memory(fmt_table *t, const char *name, const void *data, size_t n,
 			       const fmt_table_driver *forced, fmt_err *e)
 {
+	return fmt_table_open_memory_opts(t, name, data, n, forced, NULL, e);
+}
+
+fmt_kind fmt_table_open_memory_opts(fmt_table *t, const char *name, const void *data, size_t n,
+				    const fmt_table_driver *forced, const struct fmt_dataset_opts *o, fmt_err *e)
+{
 	fmt_source src;
 	fmt_table_init(t);
+	t->opts = o;
 	fmt_kind k = fmt_source_from_memory(&src, name, data, n, e);
 	return k == FMT_OK ? open_source_as_table(t, &src, name, forced, e) : k;
 }

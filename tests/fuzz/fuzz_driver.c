@@ -10,12 +10,14 @@
  * one. A table (.ald container and card, Arrow IPC stream and file and their flatbuffers,
  * encryption header and payload, licence block, CSV, JSON Lines) is opened forced to the driver;
  * every batch a reader gives is checked (fmt_table_next), then written back as an
- * Arrow stream and read again. */
+ * Arrow stream and read again; read again letting the reader type columns from a 64-byte
+ * sample, it gives the same schema and rows or fails having sampled. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <jansson.h>
 #include "fmt/arrow.h"
 #include "fmt/cell.h"
 #include "fmt/dataset.h"
@@ -199,6 +201,64 @@ static void read_table(const fmt_table_driver *d, const uint8_t *data, size_t si
 	fmt_table_free(&t);
 }
 
+/* Every row of the input opened as a table with o, as JSON text after its schema's, onto out;
+ * 0 when opening or a read failed (*sampled: the reader had typed the columns from a sample). */
+static int table_text(const fmt_table_driver *d, const uint8_t *data, size_t size, const fmt_dataset_opts *o,
+		      fmt_sb *out, int *sampled)
+{
+	fmt_table t;
+	fmt_err e;
+	*sampled = 0;
+	if (fmt_table_open_memory_opts(&t, "fuzz", data, size, d, o, &e) != FMT_OK)
+		return 0;
+	t.allow_expired = 1;
+	json_t *schema = fmt_schema_json(&t.schema);
+	char *text = schema ? json_dumps(schema, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	if (text)
+		fmt_sb_put(out, text, strlen(text));
+	free(text);
+	json_decref(schema);
+	fmt_sb scratch = { 0 };
+	int ok = 1;
+	for (;;) {
+		fmt_batch b;
+		int done;
+		int failed = fmt_table_next(&t, &b, &done, &e) != FMT_OK;
+		if (failed || done) {
+			ok = !failed;
+			fmt_batch_free(&b);
+			break;
+		}
+		for (uint64_t r = 0; r < b.n_rows; r++) {
+			fmt_sb_put(out, "\n", 1);
+			fmt_row_json_text(&t.schema, &b, r, out, &scratch);
+		}
+		fmt_batch_free(&b);
+	}
+	fmt_sb_free(&scratch);
+	*sampled = t.types_sampled;
+	fmt_table_free(&t);
+	return ok;
+}
+
+/* A reader let type the columns from a sample (as conversions let it: fmt_dataset_opts.
+ * sample_bytes, here 64 bytes) either fails having sampled (the conversion then starts again
+ * without the sample), or gives what it gives when it infers from every row first: the same
+ * schema and rows, or the same failure. */
+static void sampled_as_whole(const fmt_table_driver *d, const uint8_t *data, size_t size)
+{
+	const fmt_dataset_opts whole = { 0 }, sample = { .sample_bytes = 64 };
+	fmt_sb a = { 0 }, b = { 0 };
+	int sampled_a, sampled_b;
+	int ok_a = table_text(d, data, size, &whole, &a, &sampled_a);
+	int ok_b = table_text(d, data, size, &sample, &b, &sampled_b);
+	if (sampled_a || (ok_b && (!ok_a || a.len != b.len || memcmp(a.p, b.p, a.len) != 0)) ||
+	    (!ok_b && !sampled_b && ok_a))
+		abort();
+	fmt_sb_free(&a);
+	fmt_sb_free(&b);
+}
+
 /* The longest driver name an input may start with. */
 #define NAME_MAX_LEN 32
 
@@ -221,7 +281,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		read_model(model, file, file_size);
 		read_model(NULL, file, file_size);
 	}
-	if (table)
+	if (table) {
 		read_table(table, file, file_size);
+		sampled_as_whole(table, file, file_size);
+	}
 	return 0;
 }

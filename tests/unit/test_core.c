@@ -222,14 +222,21 @@ TEST(sink_copy_range_appends_file_bytes)
 	rmdir(dir);
 }
 
+/* n bytes of a pattern that repeats only every 4093 x 256 bytes (NULL: out of memory). */
+static uint8_t *patterned(size_t n)
+{
+	uint8_t *data = malloc(n);
+	for (size_t i = 0; data && i < n; i++)
+		data[i] = (uint8_t)(i * 131 + i / 4093);
+	return data;
+}
+
 TEST(sink_large_writes_bypass_buffer)
 {
 	char *dir = unit_tmp_dir(), path[128];
 	snprintf(path, sizeof path, "%s/big", dir);
 	size_t n = 3u << 20;
-	uint8_t *data = malloc(n);
-	for (size_t i = 0; i < n; i++)
-		data[i] = (uint8_t)(i * 31);
+	uint8_t *data = patterned(n);
 	fmt_sink k;
 	fmt_err e;
 	CHECK(fmt_sink_open(&k, path, 0, &e) == FMT_OK);
@@ -283,9 +290,7 @@ TEST(sink_flushes_as_it_goes_and_stops_flushing_at_commit_or_abort)
 	char *dir = unit_tmp_dir(), path[128];
 	snprintf(path, sizeof path, "%s/flushed", dir);
 	size_t n = 40u << 20;
-	uint8_t *data = malloc(n);
-	for (size_t i = 0; i < n; i++)
-		data[i] = (uint8_t)(i * 131 + i / 4093);
+	uint8_t *data = patterned(n);
 	fmt_sink k;
 	fmt_err e;
 	CHECK(fmt_sink_open(&k, path, 0, &e) == FMT_OK);

@@ -17,9 +17,6 @@
 
 #define MAX_COLUMNS 100000
 #define DEFAULT_BATCH 65536
-/* The rows that type the columns when a conversion lets the reader check the types as it reads
- * (fmt_dataset_opts.sample_types): about 20,000 rows of 100 bytes, DuckDB's sample. */
-#define CSV_SAMPLE_BYTES (2u << 20)
 
 /* The values of the CSV options (csv_options, at the driver). */
 typedef struct csv_opts {
@@ -368,22 +365,23 @@ fmt_kind fmt_csv_infer_range(csv_state *s, fmt_tv_infer *inf, uint64_t *rows, cs
 }
 
 /* Whether the types may come from the first rows only: the caller starts again when a read
- * fails (fmt_dataset_opts.sample_types), the file can be read again, and no --schema names
+ * fails (fmt_dataset_opts.sample_bytes), the file can be read again, and no --schema names
  * types (a forced timestamp takes its zone from the inference). */
 static int may_sample(const fmt_table *t, const csv_state *s, const csv_opts *o)
 {
-	return t->opts && t->opts->sample_types && !o->schema && !s->in.src->sequential && !s->in.src->observe;
+	return t->opts && t->opts->sample_bytes && !o->schema && !s->in.src->sequential && !s->in.src->observe;
 }
 
-/* The inference of the rows in the first CSV_SAMPLE_BYTES; *sampled = 1 when rows follow them.
+/* The inference of the rows in the first sample bytes; *sampled = 1 when rows follow them.
  * When the record after them is malformed, the rest is inferred as well (*sampled = 0), so that
  * the error is the one a whole pass reports. */
-static fmt_kind infer_sample(csv_state *s, fmt_tv_infer *inf, uint64_t *rows, int *sampled, fmt_err *e)
+static fmt_kind infer_sample(csv_state *s, uint64_t sample, fmt_tv_infer *inf, uint64_t *rows, int *sampled,
+			     fmt_err *e)
 {
 	fmt_err peek_err;
 	int more = 0;
 	*sampled = 0;
-	s->limit = s->data_off + CSV_SAMPLE_BYTES;
+	s->limit = fmt_add_u64(s->data_off, sample, &s->limit) ? UINT64_MAX : s->limit;
 	fmt_kind k = fmt_csv_infer_range(s, inf, rows, NULL, e);
 	s->limit = UINT64_MAX;
 	if (k != FMT_OK)
@@ -411,7 +409,7 @@ static fmt_kind infer(fmt_table *t, csv_state *s, char **names, fmt_err *e)
 	if (fmt_csv_par_wanted(s))
 		k = fmt_csv_par_infer(s, inf, &rows, e);
 	else if (may_sample(t, s, o))
-		k = infer_sample(s, inf, &rows, &sampled, e);
+		k = infer_sample(s, t->opts->sample_bytes, inf, &rows, &sampled, e);
 	else
 		k = fmt_csv_infer_range(s, inf, &rows, NULL, e);
 	for (size_t i = 0; k == FMT_OK && i < s->n_cols; i++) {

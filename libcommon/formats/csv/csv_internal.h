@@ -36,7 +36,7 @@ typedef struct csv_state {
 	int threads;               /* -T */
 	uint64_t rows;             /* data rows, as the first pass counted them */
 	struct csv_par *par;       /* the parallel reader's batches, NULL when reading on one thread */
-	/* The types came from the first CSV_SAMPLE_BYTES of rows (fmt_dataset_opts.sample_types):
+	/* The types came from the first rows (fmt_dataset_opts.sample_bytes):
 	 * the inference of every column goes on as the rows are read, and the read fails at the
 	 * first row that contradicts the schema or at the end when the whole file infers another.
 	 * NULL: every row was inferred before the first was read. */

@@ -46,11 +46,15 @@ typedef struct fmt_dataset_opts {
 	const fmt_drvopt_sets *options; /* NULL: every driver's defaults */
 	uint64_t batch_rows;       /* rows per batch produced by text readers; 0: 65536 */
 	int threads;               /* -T: threads a reader may parse on; 0 or 1: the calling one */
-	int sample_types;          /* the caller reads the table once, start to end, and starts again
-				    * without this when a read fails while fmt_table.types_sampled is
-				    * set: a reader that infers types may infer them from the first rows
-				    * only and check them as it reads the rest */
+	uint64_t sample_bytes;     /* not 0: the caller reads the table once, start to end, and starts
+				    * again without this when a read fails while fmt_table.types_sampled
+				    * is set: a reader that infers types may infer them from the rows in
+				    * the first sample_bytes bytes and check them as it reads the rest */
 } fmt_dataset_opts;
+
+/* The sample a conversion lets a reader type the columns from: about 20,000 rows of 100 bytes,
+ * DuckDB's sample. */
+#define FMT_TYPE_SAMPLE_BYTES (2u << 20)
 
 /* Dataset type names ("image_classification") and ids (§2.1). */
 const char *fmt_ald_type_name(uint16_t id);    /* NULL when unknown */

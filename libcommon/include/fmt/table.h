@@ -96,7 +96,7 @@ typedef struct fmt_table {
 	int rows_gated;              /* fmt_table_rows_gate passed */
 	char rows_note[160];         /* what the gate let through ("" for nothing): a tool warns */
 	int types_sampled;           /* the schema was inferred from the first rows only
-				      * (fmt_dataset_opts.sample_types): a failure of any read may
+				      * (fmt_dataset_opts.sample_bytes): a failure of any read may
 				      * come from a row that contradicts it; n_rows is known at the end */
 } fmt_table;
 
@@ -316,6 +316,8 @@ fmt_kind fmt_table_open_opts(fmt_table *t, const char *path, const fmt_table_dri
 			     const struct fmt_dataset_opts *o, fmt_err *e);
 fmt_kind fmt_table_open_memory(fmt_table *t, const char *name, const void *data, size_t n,
 			       const fmt_table_driver *forced, fmt_err *e);
+fmt_kind fmt_table_open_memory_opts(fmt_table *t, const char *name, const void *data, size_t n,
+				    const fmt_table_driver *forced, const struct fmt_dataset_opts *o, fmt_err *e);
 
 /* Open path (or "-") as whatever it is: one probe over the model and the table drivers, the
  * best score wins (models first on equal scores). forced names a driver of either kind (NULL:
