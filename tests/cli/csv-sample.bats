@@ -1,17 +1,19 @@
 #!/usr/bin/env bats
-# One pass over a CSV (issue 24): a conversion into a file on one thread types the columns from
-# the first 2 MiB of rows and checks the types against every row as it converts them. A row that
-# contradicts them (a fraction in an integer column, a null in a column that had none, a value in
-# a column empty until then, a finer timestamp), or any error, starts the conversion again with
-# every row typed first: the output, or the error, is always the one of two passes (-T 2 infers
-# over the whole file on two threads first, a second reference).
+# One pass over a CSV or JSON Lines file (issue 24): a conversion into a file on one thread types
+# the columns from the first 2 MiB of rows and checks the types against every row as it converts
+# them. A row that contradicts them (a fraction in an integer column, a null in a column that had
+# none, a value in a column empty until then, a finer timestamp, a key the sample did not have),
+# or any error, starts the conversion again with every row typed first: the output, or the
+# error, is always the one of two passes (for CSV, -T 2 infers over the whole file on two threads
+# first; for both, a conversion to standard output infers first, a second reference).
 
 bats_require_minimum_version 1.5.0
 
 setup_file() {
 	load helpers
 	BASE="$BATS_FILE_TMPDIR/base.csv"
-	export BASE
+	JBASE="$BATS_FILE_TMPDIR/base.jsonl"
+	export BASE JBASE
 	# about 8 MB, 150,000 rows: four times the sample
 	/usr/bin/python3 - "$BASE" <<'PY'
 import sys
@@ -21,6 +23,15 @@ with open(sys.argv[1], "w") as f:
         label = f'"w{i % 97} ""q{i % 5}"""' if i % 2 else f"w{i % 97}"
         f.write(f"{i},{i * 0.25 - 7:.2f},{'true' if i % 3 else 'false'},{label},"
                 f"2024-05-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:{i % 59:02d}.{i % 1000:03d},\n")
+PY
+	# about 9 MB, 100,000 objects
+	/usr/bin/python3 - "$JBASE" <<'PY'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for i in range(100000):
+        f.write(json.dumps({"id": i, "x": i * 0.25 - 7, "flag": i % 3 == 0, "label": f"w{i % 97}",
+                            "when": f"2024-05-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:00.{i % 1000:03d}",
+                            "v": [i, i % 7]}) + "\n")
 PY
 }
 
@@ -149,4 +160,49 @@ open('cut.csv', 'wb').write(d[:cut] + b'1,2,tr\"ue,w,x,\n' + d[cut:])" "$BASE"
 	# without --schema the column becomes text
 	fmt-convert -T 1 variant.csv one.ald
 	[ "$(field_type one.ald flag)" = "utf8 false -" ]
+}
+
+# jsonl_one_and_exact ROW: JBASE with ROW as the last object, converted on one thread into
+# one.ald and one.csv, and to standard output as CSV (every object typed first): the same text
+jsonl_one_and_exact() {
+	cp "$JBASE" variant.jsonl
+	[ -z "$1" ] || printf '%s\n' "$1" >>variant.jsonl
+	fmt-convert -T 1 -f variant.jsonl one.ald
+	fmt-convert -T 1 -f variant.jsonl one.csv
+	fmt-convert -T 1 --to csv variant.jsonl - >exact.csv
+	cmp one.csv exact.csv
+}
+
+@test "one pass, JSON Lines: a 9 MB file is read once, and converts as the whole-file inference does" {
+	local size bytes
+	size=$(stat -c %s "$JBASE")
+	bytes=$(read_bytes fmt-convert -T 1 "$JBASE" once.arrow)
+	[ "$bytes" -ge "$size" ]
+	[ "$bytes" -lt $((size * 3 / 2)) ]
+	jsonl_one_and_exact ""
+	[ "$(field_type one.ald id)" = "int64 false -" ]
+	[ "$(field_type one.ald v)" = "fixed_size_list false -" ]
+	[ "$(field_type one.ald when)" = "timestamp false ms" ]
+}
+
+@test "one pass, JSON Lines: a key the sample did not have becomes a column, as two passes make it" {
+	local size bytes
+	jsonl_one_and_exact '{"id": 100000, "x": 1.5, "flag": true, "label": "w", "when": "2024-05-01T00:00:00.000", "v": [1, 2], "late": "new"}'
+	[ "$(field_type one.ald late)" = "utf8 true -" ]
+	[ "$(head -n 1 one.csv)" = "id,x,flag,label,when,v,late" ]
+	[ "$(tail -n 1 one.csv)" = '100000,1.5,true,w,2024-05-01T00:00:00,"[1,2]",new' ]
+	size=$(stat -c %s variant.jsonl)
+	bytes=$(read_bytes fmt-convert -T 1 variant.jsonl again.ald)
+	[ "$bytes" -ge $((3 * size)) ]
+	cmp one.ald again.ald
+}
+
+@test "one pass, JSON Lines: a fraction, a missing key or a list of another length after the sample" {
+	jsonl_one_and_exact '{"id": 0.5, "x": 1.5, "flag": true, "label": "w", "when": "2024-05-01T00:00:00.000", "v": [1, 2]}'
+	[ "$(field_type one.ald id)" = "float64 false -" ]
+	jsonl_one_and_exact '{"id": 100000, "flag": true, "label": "w", "when": "2024-05-01T00:00:00.000", "v": [1, 2]}'
+	[ "$(field_type one.ald x)" = "float64 true -" ]
+	jsonl_one_and_exact '{"id": 100000, "x": 1.5, "flag": true, "label": "w", "when": "2024-05-01T00:00:00.000", "v": [1, 2, 3]}'
+	[ "$(field_type one.ald v)" = "utf8 false -" ]
+	[ "$(tail -n 1 one.csv)" = '100000,1.5,true,w,2024-05-01T00:00:00,"[1,2,3]"' ]
 }

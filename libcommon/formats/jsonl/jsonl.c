@@ -1,5 +1,7 @@
 /* JSON Lines as a table driver: one object per line; columns are the keys in the order first
- * seen, types inferred over the whole file (a first pass), missing keys and null as nulls. */
+ * seen, types inferred over the whole file (a first pass; or over the first objects only, and
+ * checked as the rest are read, when fmt_dataset_opts.sample_bytes lets it), missing keys and
+ * null as nulls. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +48,11 @@ typedef struct jsonl_state {
 	uint64_t batch_rows;
 	col_builder *build;
 	uint64_t rec_off;          /* where the last object's line starts */
+	/* The types came from the first objects only (fmt_dataset_opts.sample_bytes): cols[]
+	 * infer again over every object as it is read, a key the sample did not have fails at
+	 * once, and at the end the schema of the whole file must be the one given. */
+	int sampled;
+	uint64_t rows_read;
 } jsonl_state;
 
 static fmt_kind refill(jsonl_state *s, fmt_err *e)
@@ -185,11 +192,19 @@ static fmt_kind next_object(jsonl_state *s, json_t **obj, fmt_err *e)
 	}
 }
 
-static jcol *column(jsonl_state *s, const char *name, fmt_err *e)
+static jcol *column_named(const jsonl_state *s, const char *name)
 {
 	for (size_t i = 0; i < s->n_cols; i++)
 		if (!strcmp(s->cols[i].name, name))
 			return &s->cols[i];
+	return NULL;
+}
+
+static jcol *column(jsonl_state *s, const char *name, fmt_err *e)
+{
+	jcol *known = column_named(s, name);
+	if (known)
+		return known;
 	if (s->n_cols >= MAX_COLUMNS) {
 		fmt_fail(e, FMT_INVALID_FORMAT, "more than %d distinct keys", MAX_COLUMNS);
 		return NULL;
@@ -321,6 +336,29 @@ static int probe(const uint8_t *head, size_t n, uint64_t size)
 	return head[k] == '{' ? 70 : 0;
 }
 
+/* What the reads infer again from the first object on (after a sample). */
+static void jcol_restart(jcol *c)
+{
+	c->kinds = 0;
+	c->negative = 0;
+	fmt_tv_infer_init(&c->str);
+	c->list_len = -2;
+	c->list_real = c->list_bad = 0;
+	c->rows_seen = 0;
+}
+
+/* Whether f is the field a whole pass infers for c over rows objects. */
+static int field_held(const jcol *c, uint64_t rows, const fmt_field *f)
+{
+	fmt_field all = { 0 };
+	jcol_field(c, rows, &all);
+	if (all.type != f->type || all.nullable != f->nullable)
+		return 0;
+	if (all.type == FMT_C_TIMESTAMP)
+		return all.unit == f->unit && !all.timezone == !f->timezone;
+	return all.type != FMT_C_FIXED_SIZE_LIST || (all.list_size == f->list_size && all.elem == f->elem);
+}
+
 static fmt_kind jsonl_open(fmt_table *t, fmt_err *e)
 {
 	const fmt_dataset_opts *o = t->opts;
@@ -331,6 +369,8 @@ static fmt_kind jsonl_open(fmt_table *t, fmt_err *e)
 	s->line = 1;
 	s->batch_rows = o && o->batch_rows ? o->batch_rows : DEFAULT_BATCH;
 	uint64_t rows = 0;
+	/* the types may come from the objects whose lines start in the first sample bytes */
+	uint64_t sample = o && !t->source.sequential && !t->source.observe ? o->sample_bytes : 0;
 	fmt_kind k;
 	if ((k = fmt_text_in_init(&s->in, &t->source, e)) != FMT_OK)
 		return k;
@@ -342,6 +382,11 @@ static fmt_kind jsonl_open(fmt_table *t, fmt_err *e)
 			return k;
 		if (!obj)
 			break;
+		if (sample && s->rec_off >= sample) {
+			json_decref(obj);
+			s->sampled = 1;
+			break;
+		}
 		rows++;
 		json_object_foreach(obj, key, v) {
 			jcol *c = column(s, key, e);
@@ -361,8 +406,11 @@ static fmt_kind jsonl_open(fmt_table *t, fmt_err *e)
 		jcol_field(&s->cols[i], rows, &f);
 		if ((k = fmt_schema_add_field(&t->schema, &f, e)) != FMT_OK)
 			return k;
+		if (s->sampled)
+			jcol_restart(&s->cols[i]);
 	}
-	t->n_rows = rows;
+	t->n_rows = s->sampled ? FMT_ROWS_UNKNOWN : rows;
+	t->types_sampled = s->sampled;
 	fmt_text_in_seek(&s->in, 0);
 	s->line = 1;
 	s->batch_rows = fmt_text_batch_rows(s->batch_rows, s->n_cols);
@@ -447,6 +495,30 @@ static fmt_kind put(jsonl_state *s, const fmt_field *f, json_t *v, col_builder *
 	}
 }
 
+/* After a sample: obj into the inference that goes on; a key the sample did not have fails. */
+static fmt_kind sample_object(jsonl_state *s, json_t *obj, fmt_err *e)
+{
+	const char *key;
+	json_t *v;
+	size_t known = 0;
+	for (size_t i = 0; i < s->n_cols; i++) {
+		jcol *c = &s->cols[i];
+		if ((v = json_object_get(obj, c->name)) != NULL) {
+			c->rows_seen++;
+			observe(s, c, v);
+			known++;
+		}
+	}
+	s->rows_read++;
+	if (known == json_object_size(obj))
+		return FMT_OK;
+	json_object_foreach(obj, key, v)
+		if (!column_named(s, key))
+			break;
+	return fmt_fail(e, FMT_SCHEMA, "line %llu: key \"%s\", which the first objects did not have",
+			(unsigned long long)s->line - 1, key);
+}
+
 /* One object onto the column builders (fmt_text_row_fn). */
 static fmt_kind jsonl_row(void *ctx, const fmt_schema *schema, int *got, fmt_err *e)
 {
@@ -454,6 +526,8 @@ static fmt_kind jsonl_row(void *ctx, const fmt_schema *schema, int *got, fmt_err
 	json_t *obj;
 	fmt_kind k = next_object(s, &obj, e);
 	*got = obj != NULL;
+	if (obj && s->sampled)
+		k = sample_object(s, obj, e);
 	for (size_t i = 0; obj && i < s->n_cols && k == FMT_OK; i++)
 		k = put(s, &schema->fields[i], json_object_get(obj, s->cols[i].name), &s->build[i], e);
 	json_decref(obj);
@@ -470,7 +544,15 @@ static int line_cuts(const void *ctx)
 static fmt_kind jsonl_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 {
 	jsonl_state *s = t->format_state;
-	return fmt_text_next_batch(jsonl_row, line_cuts, s, s->batch_rows, s->build, &t->schema, b, done, e);
+	fmt_kind k = fmt_text_next_batch(jsonl_row, line_cuts, s, s->batch_rows, s->build, &t->schema, b, done, e);
+	if (k != FMT_OK || !*done || !s->sampled)
+		return k;
+	for (size_t i = 0; i < s->n_cols; i++)
+		if (!field_held(&s->cols[i], s->rows_read, &t->schema.fields[i]))
+			return fmt_fail(e, FMT_SCHEMA, "key \"%s\": the type inferred from the first objects does not hold for every object",
+					s->cols[i].name);
+	t->n_rows = s->rows_read;
+	return FMT_OK;
 }
 
 static void jsonl_close(fmt_table *t)
