@@ -206,3 +206,11 @@ jsonl_one_and_exact() {
 	[ "$(field_type one.ald v)" = "utf8 false -" ]
 	[ "$(tail -n 1 one.csv)" = '100000,1.5,true,w,2024-05-01T00:00:00,"[1,2,3]"' ]
 }
+
+@test "one pass, JSON Lines: a file whose first 2 MiB hold no key yet is typed from the objects after" {
+	{ head -c 3000000 /dev/zero | tr '\0' '\n'; printf '{}\n{"a": 1}\n{"a": 2, "b": "x"}\n'; } >blank.jsonl
+	run -0 fmt-convert -T 1 --json --from jsonl blank.jsonl out.arrow
+	[ "$(jq -r .rows <<<"$output")" = 3 ]
+	[ "$(field_type out.arrow a)" = "int64 true -" ]
+	[ "$(field_type out.arrow b)" = "utf8 true -" ]
+}

@@ -382,7 +382,7 @@ static fmt_kind jsonl_open(fmt_table *t, fmt_err *e)
 			return k;
 		if (!obj)
 			break;
-		if (sample && s->rec_off >= sample) {
+		if (sample && s->n_cols && s->rec_off >= sample) { /* past the sample, with a column */
 			json_decref(obj);
 			s->sampled = 1;
 			break;
