@@ -37,6 +37,19 @@ const fmt_field *fmt_schema_unsupported(const fmt_schema *s)
 	return NULL;
 }
 
+fmt_kind fmt_field_expect(const fmt_field *a, const fmt_field *b, fmt_err *e)
+{
+	char ta[256], tb[256];
+	fmt_field_type_name(a, ta, sizeof ta);
+	fmt_field_type_name(b, tb, sizeof tb);
+	if (strcmp(ta, tb) != 0)
+		return fmt_fail(e, FMT_SCHEMA, "field \"%s\" has type %s, expected %s", a->name, tb, ta);
+	if (a->nullable != b->nullable)
+		return fmt_fail(e, FMT_SCHEMA, "field \"%s\" is %snullable, expected %snullable",
+				a->name, b->nullable ? "" : "not ", a->nullable ? "" : "not ");
+	return FMT_OK;
+}
+
 fmt_kind fmt_schema_expect(const fmt_schema *want, const fmt_schema *got, fmt_err *e)
 {
 	if (want->n_fields != got->n_fields)
@@ -44,17 +57,12 @@ fmt_kind fmt_schema_expect(const fmt_schema *want, const fmt_schema *got, fmt_er
 				want->n_fields);
 	for (size_t i = 0; i < want->n_fields; i++) {
 		const fmt_field *a = &want->fields[i], *b = &got->fields[i];
-		char ta[256], tb[256];
-		fmt_field_type_name(a, ta, sizeof ta);
-		fmt_field_type_name(b, tb, sizeof tb);
 		if (strcmp(a->name, b->name) != 0)
 			return fmt_fail(e, FMT_SCHEMA, "field %zu is named \"%s\", expected \"%s\"", i,
 					b->name, a->name);
-		if (strcmp(ta, tb) != 0)
-			return fmt_fail(e, FMT_SCHEMA, "field \"%s\" has type %s, expected %s", a->name, tb, ta);
-		if (a->nullable != b->nullable)
-			return fmt_fail(e, FMT_SCHEMA, "field \"%s\" is %snullable, expected %snullable",
-					a->name, b->nullable ? "" : "not ", a->nullable ? "" : "not ");
+		fmt_kind k = fmt_field_expect(a, b, e);
+		if (k != FMT_OK)
+			return k;
 	}
 	return FMT_OK;
 }

@@ -783,13 +783,11 @@ static fmt_kind sample_record(csv_state *s, const fmt_schema *schema, fmt_err *e
 static fmt_kind sample_held(fmt_table *t, csv_state *s, fmt_err *e)
 {
 	for (size_t i = 0; i < s->n_cols; i++) {
-		const fmt_field *had = &t->schema.fields[i];
-		fmt_field all = { .name = had->name };
+		fmt_field all = { .name = t->schema.fields[i].name };
 		fmt_tv_infer_field(&s->sample[i], &all);
-		if (all.type != had->type || all.nullable != had->nullable ||
-		    (all.type == FMT_C_TIMESTAMP && (all.unit != had->unit || !all.timezone != !had->timezone)))
-			return fmt_fail(e, FMT_SCHEMA, "column '%s': the type inferred from the first rows does not hold for every row",
-					had->name);
+		fmt_kind k = fmt_field_expect(&t->schema.fields[i], &all, e);
+		if (k != FMT_OK)
+			return k;
 	}
 	t->n_rows = s->rows = s->rows_read;
 	return FMT_OK;

@@ -347,18 +347,6 @@ static void jcol_restart(jcol *c)
 	c->rows_seen = 0;
 }
 
-/* Whether f is the field a whole pass infers for c over rows objects. */
-static int field_held(const jcol *c, uint64_t rows, const fmt_field *f)
-{
-	fmt_field all = { 0 };
-	jcol_field(c, rows, &all);
-	if (all.type != f->type || all.nullable != f->nullable)
-		return 0;
-	if (all.type == FMT_C_TIMESTAMP)
-		return all.unit == f->unit && !all.timezone == !f->timezone;
-	return all.type != FMT_C_FIXED_SIZE_LIST || (all.list_size == f->list_size && all.elem == f->elem);
-}
-
 static fmt_kind jsonl_open(fmt_table *t, fmt_err *e)
 {
 	const fmt_dataset_opts *o = t->opts;
@@ -547,10 +535,12 @@ static fmt_kind jsonl_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 	fmt_kind k = fmt_text_next_batch(jsonl_row, line_cuts, s, s->batch_rows, s->build, &t->schema, b, done, e);
 	if (k != FMT_OK || !*done || !s->sampled)
 		return k;
-	for (size_t i = 0; i < s->n_cols; i++)
-		if (!field_held(&s->cols[i], s->rows_read, &t->schema.fields[i]))
-			return fmt_fail(e, FMT_SCHEMA, "key \"%s\": the type inferred from the first objects does not hold for every object",
-					s->cols[i].name);
+	for (size_t i = 0; i < s->n_cols; i++) { /* the schema of the whole file is the one given */
+		fmt_field all = { 0 };
+		jcol_field(&s->cols[i], s->rows_read, &all);
+		if ((k = fmt_field_expect(&t->schema.fields[i], &all, e)) != FMT_OK)
+			return k;
+	}
 	t->n_rows = s->rows_read;
 	return FMT_OK;
 }

@@ -196,6 +196,8 @@ json_t *fmt_schema_json(const fmt_schema *s);
 void fmt_field_type_name(const fmt_field *f, char *buf, size_t n);
 /* The first field whose type this build cannot convert, or NULL. */
 const fmt_field *fmt_schema_unsupported(const fmt_schema *s);
+/* SchemaMismatch when got's type (with its unit, zone, list size) or nullability is not want's. */
+fmt_kind fmt_field_expect(const fmt_field *want, const fmt_field *got, fmt_err *e);
 /* SchemaMismatch naming the first difference (field count, name, type, nullability). */
 fmt_kind fmt_schema_expect(const fmt_schema *want, const fmt_schema *got, fmt_err *e);
 
