@@ -138,7 +138,11 @@ SH
 	chmod +x fake-convert
 	# (--default-signal: a make started in the background of a script inherits SIGINT ignored)
 	run setsid -w env --default-signal=INT -u MAKELEVEL -u MAKEFLAGS -u MFLAGS -u MAKEOVERRIDES make --no-print-directory -j2 -f "$MK" BIN="$FMTKIT_BIN" SHARD_TENSORS=2 FMT_CONVERT="$PWD/fake-convert"
-	[ "$status" -eq 130 ] || fail "make: exit $status: $output"
+	# make dies of the SIGINT (130), unless its main loop reaped the interrupted child just
+	# before its signal handler ran: the handler's own wait then finds no child and make stops
+	# with "wait: No child processes" (2). A race in GNU make 4.3, seen once in 15 runs; it
+	# deleted the target either way, which is what this test is about.
+	[ "$status" -eq 130 ] || [ "$status" -eq 2 ] || fail "make: exit $status: $output"
 	assert_line "make: *** Deleting file 'dist/model.q8_0.gguf'"
 	[ ! -e dist/model.q8_0.gguf ]
 	[ ! -e dist/model.shards.mk ]
