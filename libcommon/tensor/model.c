@@ -477,6 +477,16 @@ int fmt_tensor_reads_in_parallel(void)
 	return in_parallel_writer;
 }
 
+fmt_kind fmt_tensor_read_own_range(const fmt_model *m, const fmt_tensor *t, uint64_t off, uint8_t *dst, size_t n,
+				   fmt_err *e)
+{
+	int was = in_parallel_writer;
+	in_parallel_writer = 1;
+	fmt_kind k = fmt_tensor_read(m, t, off, dst, n, e);
+	in_parallel_writer = was;
+	return k;
+}
+
 /* Tensors written by several threads, each piece to its own place in the file. A piece is a
  * whole tensor, or PIECE bytes of a tensor that may be read in any range on any thread (plain
  * bytes and conversions of them: fmt_tensor_reads_any_range): so one big tensor keeps every thread busy, and the threads take the

@@ -181,6 +181,55 @@ PY
 	cmp back.safetensors want.safetensors
 }
 
+# A tensor of two 1 MiB jobs made so that the second job's first match is a repeat of offset 1
+# (a run after 128 KiB of random bytes), while the job before ended on matches at offset 3: the
+# decoder's repeat offsets at the job boundary are the first job's, so the second job must not
+# use the initial ones its fresh context has (without ZSTD_invalidateRepCodes it decodes wrong
+# from byte 1179660). Also 3 MiB of zeros (three jobs of nothing but repeats).
+make_repeat_model() {
+	/usr/bin/python3 - "$1" <<'PY'
+import json, random, struct, sys
+r = random.Random(5)
+rand = lambda n: bytes(r.getrandbits(8) for _ in range(n))
+job0 = rand((1 << 20) - 90020) + b"abc" * 30000 + rand(20)
+job1 = rand(131072 + 10) + b"A" * 60000 + rand((1 << 20) - 131072 - 60010)
+t = {"r.repeat": job0 + job1, "z.zeros": bytes(3 << 20)}
+hdr, data = {}, b""
+for n in sorted(t):
+    hdr[n] = {"dtype": "F32", "shape": [len(t[n]) // 4], "data_offsets": [len(data), len(data) + len(t[n])]}
+    data += t[n]
+h = json.dumps(hdr).encode()
+h += b" " * (-len(h) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + data)
+PY
+}
+
+@test "a zstd frame's jobs are independent: a job that would reuse the repeat offsets of the job before decodes right (-T 1 and 2)" {
+	make_repeat_model m.safetensors
+	fmt-convert m.safetensors raw.apr
+	$CHECK raw.apr | jq -c '[.tensors[] | {name, raw, sha256}]' >raw.json
+	for T in 1 2; do
+		fmt-convert -T $T -c zstd m.safetensors t$T.apr
+		$CHECK t$T.apr | jq -c '[.tensors[] | {name, raw, sha256}]' >z$T.json
+		cmp raw.json z$T.json
+	done
+	cmp t1.apr t2.apr
+	# from a compressed input (its tensors read front to back, gathered into jobs): the same frames
+	fmt-convert -T 2 -c zstd t1.apr again.apr
+	cmp again.apr t1.apr
+	fmt-convert t2.apr back.safetensors
+	fmt-convert raw.apr want.safetensors
+	cmp back.safetensors want.safetensors
+	# each frame ends with an empty last block (raw, size 0: bytes 01 00 00); the zeros compress
+	for n in r.repeat z.zeros; do
+		read -r off len < <($CHECK t1.apr | jq -r --arg n "$n" '.tensors[] | select(.name == $n) | "\(.offset) \(.stored)"')
+		run od -An -tx1 -j $((off + len - 3)) -N 3 t1.apr
+		assert_output " 01 00 00"
+	done
+	run jq -r '.tensors[] | select(.name == "z.zeros") | .stored < 1000' <($CHECK t1.apr)
+	assert_output true
+}
+
 # frame_sha FILE NAME: the SHA-256 (hex) of tensor NAME's stored bytes in the seed file FILE
 frame_sha() {
 	$CHECK "$1" | jq -r --arg n "$2" '.tensors[] | select(.name == $n) | "\(.offset) \(.stored)"' | {

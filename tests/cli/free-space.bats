@@ -96,6 +96,11 @@ NEED_16G="the output needs at least 17179869184 bytes, its file system has 41943
 		assert_equal "$stderr" "fmt-convert: error: small/out.apr: write: No space left on device"
 		assert_equal "$(ls -A small)" ""
 	done
+	# the same with the frame's jobs compressed and written by two threads
+	run --separate-stderr fmt-convert -T 2 -c zstd r.safetensors small/out.apr
+	assert_equal "$status" 3
+	assert_equal "$stderr" "fmt-convert: error: small/out.apr: write: No space left on device"
+	assert_equal "$(ls -A small)" ""
 	# the same from a pipe
 	run --separate-stderr bash -c 'fmt-convert -c zstd - small/out.apr < r.safetensors'
 	assert_equal "$status" 3

@@ -6,7 +6,6 @@
 #include <string.h>
 #include <lz4frame.h>
 #include <zlib.h>
-#define ZSTD_STATIC_LINKING_ONLY   /* ZSTD_getFrameProgression */
 #include <zstd.h>
 #include "fmt/checked.h"
 #include "fmt/retype.h"
@@ -159,92 +158,19 @@ void fmt_apr_window_free(fmt_apr_window *w)
 
 /* ---- compression ---- */
 
+/* An LZ4 frame, streamed. */
 typedef struct frame_writer {
-	apr_codec codec;
 	apr_out *o;
-	ZSTD_CCtx *z;
 	LZ4F_cctx *l;
 	uint8_t *buf;
-	size_t cap, held;              /* held: zstd's output in buf not yet emitted */
+	size_t cap;
 	uint64_t stored;
-	uint64_t fed, total;           /* input bytes given so far, and in all */
-	int workers;                   /* zstd runs jobs on threads of its own */
-	uint64_t loaded;               /* input bytes zstd took in (jobs of APR_ZSTD_JOB are cut from them) */
 } frame_writer;
 
 static fmt_kind emit(frame_writer *w, const void *p, size_t n, fmt_err *e)
 {
 	w->stored += n;
 	return fmt_apr_out_write(w->o, p, n, e);
-}
-
-/* zstd's output is emitted in pieces a file sink writes as they are, not copied into its buffer */
-#define APR_ZSTD_EMIT FMT_SINK_PIECE
-
-/* A full job that no worker took yet: zstd cuts a job from every APR_ZSTD_JOB bytes it takes in,
- * and counts the jobs it handed out. */
-static int job_waiting(const frame_writer *w)
-{
-	uint64_t cut = w->loaded / APR_ZSTD_JOB;
-	return w->workers && cut > 0 && ZSTD_getFrameProgression(w->z).currentJobID < cut;
-}
-
-/* Given input while a job waits for a worker and every earlier job is out, zstd retries handing
- * it over in a loop (POOL_tryAdd) until the worker that finished is back in its pool: at -T 1 on
- * the loaded 2-core VM 0.4-0.65 s CPU per GB in pthread_mutex_lock/unlock, 120k tries for 1k
- * jobs, and the worker may be waiting for this very CPU. So while a job waits zstd gets no input
- * (it then hands the job over, waits for output, or returns at once) and this thread yields
- * between the tries. Bounded: past it, zstd's own loop. */
-#define HANDOVER_TRIES 256
-
-static fmt_kind zstd_handover(frame_writer *w, fmt_err *e)
-{
-	for (int i = 0; i < HANDOVER_TRIES && job_waiting(w); i++) {
-		ZSTD_inBuffer none = { NULL, 0, 0 };
-		ZSTD_outBuffer out = { w->buf, w->cap, w->held };
-		size_t left = ZSTD_compressStream2(w->z, &out, &none, ZSTD_e_continue);
-		if (ZSTD_isError(left))
-			return fmt_fail(e, FMT_INTERNAL, "zstd: %s", ZSTD_getErrorName(left));
-		int output = out.pos != w->held;
-		w->held = out.pos;
-		if (w->held == w->cap) {
-			fmt_kind k = emit(w, w->buf, w->held, e);
-			w->held = 0;
-			if (k != FMT_OK)
-				return k;
-		}
-		if (!output)
-			sched_yield();
-	}
-	return FMT_OK;
-}
-
-static fmt_kind zstd_feed(frame_writer *w, const uint8_t *p, size_t n, ZSTD_EndDirective end, fmt_err *e)
-{
-	ZSTD_inBuffer in = { p, n, 0 };
-	for (;;) {
-		if (in.pos < in.size) {
-			fmt_kind k = zstd_handover(w, e);
-			if (k != FMT_OK)
-				return k;
-		}
-		ZSTD_outBuffer out = { w->buf, w->cap, w->held };
-		size_t before = in.pos;
-		size_t left = ZSTD_compressStream2(w->z, &out, &in, end);
-		if (ZSTD_isError(left))
-			return fmt_fail(e, FMT_INTERNAL, "zstd: %s", ZSTD_getErrorName(left));
-		w->loaded += in.pos - before;
-		int done = end == ZSTD_e_end ? left == 0 : in.pos == in.size;
-		w->held = out.pos;
-		if (w->held == w->cap || (done && end == ZSTD_e_end)) {
-			fmt_kind k = emit(w, w->buf, w->held, e);
-			w->held = 0;
-			if (k != FMT_OK)
-				return k;
-		}
-		if (done)
-			return FMT_OK;
-	}
 }
 
 static fmt_kind lz4_fail(size_t r, fmt_err *e)
@@ -257,12 +183,6 @@ static fmt_kind lz4_fail(size_t r, fmt_err *e)
 static fmt_kind frame_chunk(void *ctx, const uint8_t *p, size_t n, fmt_err *e)
 {
 	frame_writer *w = ctx;
-	/* The last bytes come with the end: with zstd's workers, an end given apart from them
-	 * closes the frame with an empty block or not depending on whether the last job had
-	 * started, which is a matter of timing. */
-	w->fed += n;
-	if (w->codec == APR_CODEC_ZSTD)
-		return zstd_feed(w, p, n, w->fed == w->total ? ZSTD_e_end : ZSTD_e_continue, e);
 	/* The output buffer is sized for LZ4_PIECE input bytes at a time. */
 	for (size_t off = 0; off < n; off += LZ4_PIECE) {
 		size_t part = n - off < LZ4_PIECE ? n - off : LZ4_PIECE;
@@ -273,32 +193,6 @@ static fmt_kind frame_chunk(void *ctx, const uint8_t *p, size_t n, fmt_err *e)
 		if (k != FMT_OK)
 			return k;
 	}
-	return FMT_OK;
-}
-
-static fmt_kind zstd_begin(frame_writer *w, const fmt_tensor *t, int level, int workers, void **keep, fmt_err *e)
-{
-	if (keep && *keep) {
-		w->z = *keep;
-		ZSTD_CCtx_reset(w->z, ZSTD_reset_session_only);
-	} else {
-		w->z = ZSTD_createCCtx();
-		if (keep)
-			*keep = w->z;
-	}
-	w->cap = APR_ZSTD_EMIT;
-	w->buf = malloc(w->cap);
-	if (!w->z || !w->buf)
-		return fmt_fail(e, FMT_IO, "out of memory");
-	if (ZSTD_isError(ZSTD_CCtx_setParameter(w->z, ZSTD_c_compressionLevel, level)) ||
-	    ZSTD_isError(ZSTD_CCtx_setParameter(w->z, ZSTD_c_contentSizeFlag, 1)) ||
-	    ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(w->z, t->nbytes)))
-		return fmt_fail(e, FMT_USAGE, "zstd level %d is not accepted", level);
-	/* A libzstd built without threads refuses workers: its frames are then the single-threaded
-	 * ones, still the same for any -T. */
-	w->workers = !ZSTD_isError(ZSTD_CCtx_setParameter(w->z, ZSTD_c_nbWorkers, workers > 1 ? workers : 1));
-	if (w->workers && ZSTD_isError(ZSTD_CCtx_setParameter(w->z, ZSTD_c_jobSize, (int)APR_ZSTD_JOB)))
-		return fmt_fail(e, FMT_INTERNAL, "zstd refuses a job size of %u bytes", APR_ZSTD_JOB);
 	return FMT_OK;
 }
 
@@ -322,41 +216,33 @@ static fmt_kind lz4_begin(frame_writer *w, const fmt_tensor *t, int level, fmt_e
 	return LZ4F_isError(r) ? lz4_fail(r, e) : emit(w, w->buf, r, e);
 }
 
-static fmt_kind frame_end(frame_writer *w, fmt_err *e)
+static fmt_kind lz4_frame(const fmt_model *m, const fmt_tensor *t, int level, apr_out *o, uint64_t *stored,
+			  fmt_err *e)
 {
-	if (w->codec == APR_CODEC_ZSTD)
-		return w->total ? FMT_OK : zstd_feed(w, NULL, 0, ZSTD_e_end, e);
-	size_t r = LZ4F_compressEnd(w->l, w->buf, w->cap, NULL);
-	return LZ4F_isError(r) ? lz4_fail(r, e) : emit(w, w->buf, r, e);
-}
-
-fmt_kind fmt_apr_compress_tensor(const fmt_model *m, const fmt_tensor *t, apr_codec codec, int level, int workers,
-			     void **keep, apr_out *o, uint64_t *stored, fmt_err *e)
-{
-	frame_writer w = { .codec = codec, .o = o, .total = t->nbytes };
-	fmt_kind k = codec == APR_CODEC_ZSTD ? zstd_begin(&w, t, level, workers, keep, e) : lz4_begin(&w, t, level, e);
+	frame_writer w = { .o = o };
+	fmt_kind k = lz4_begin(&w, t, level, e);
 	if (k == FMT_OK) {
-		/* Read into one reused buffer, not through the input's mapping: copying 1 GB of page
-		 * cache out of a mapping cost 0.58 s CPU on the 2-core bench VM (a fault per fresh
-		 * page), pread into a reused buffer and copying 0.13 s. */
+		/* Read into one reused buffer, not through the input's mapping (see fmt_apr_zstd_frame). */
 		const fmt_model *from = m;
 		const fmt_tensor *bytes = fmt_tensor_same_bytes(&from, t);
 		k = fmt_tensor_each_chunk(from, bytes, frame_chunk, &w, e);
 	}
-	if (k == FMT_OK)
-		k = frame_end(&w, e);
+	if (k == FMT_OK) {
+		size_t r = LZ4F_compressEnd(w.l, w.buf, w.cap, NULL);
+		k = LZ4F_isError(r) ? lz4_fail(r, e) : emit(&w, w.buf, r, e);
+	}
 	*stored = w.stored;
-	if (!keep)
-		ZSTD_freeCCtx(w.z);
 	LZ4F_freeCompressionContext(w.l);
 	free(w.buf);
 	return k;
 }
 
-void fmt_apr_compress_done(void **keep)
+fmt_kind fmt_apr_compress_tensor(const fmt_model *m, const fmt_tensor *t, apr_codec codec, int level, fmt_pool *pool,
+				 apr_zjobs **keep, apr_out *o, uint64_t *stored, fmt_err *e)
 {
-	ZSTD_freeCCtx(*keep);
-	*keep = NULL;
+	if (codec == APR_CODEC_ZSTD)
+		return fmt_apr_zstd_frame(m, t, level, pool, keep, o, stored, e);
+	return lz4_frame(m, t, level, o, stored, e);
 }
 
 /* ---- decompression on demand ---- */

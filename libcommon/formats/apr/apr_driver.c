@@ -132,7 +132,6 @@ fmt_kind fmt_apr_seed_opts_from(const fmt_model *m, const fmt_write_opts *o, apr
 		so->codec = st->flags & APR_F_LZ4 ? APR_CODEC_LZ4 : st->flags & APR_F_ZSTD ? APR_CODEC_ZSTD : APR_CODEC_NONE;
 	if (so->codec == APR_CODEC_ZSTD && so->level == 0)
 		so->level = 3;
-	so->threads = o->threads;
 	return so->codec != APR_CODEC_NONE && o->threads > 1 ? fmt_pool_create(&so->pool, o->threads, e) : FMT_OK;
 }
 

@@ -112,7 +112,6 @@ typedef struct apr_seed_opts {
 	apr_codec codec;
 	int level;
 	fmt_pool *pool;                /* compress this many small tensors at once (NULL: one) */
-	int threads;                   /* threads compressing one large tensor (zstd) */
 	int stamp;                     /* "writer" key (0 only to reproduce the spec's example) */
 	uint64_t shard_index, shard_count, tensors_total; /* shard_count 0: not a shard */
 } apr_seed_opts;
@@ -213,17 +212,19 @@ fmt_kind fmt_apr_out_zeros(apr_out *o, uint64_t n, fmt_err *e);
 fmt_kind fmt_apr_out_pad(apr_out *o, fmt_err *e);   /* zeros up to a multiple of 64 */
 
 /* Compress all of t's bytes as one frame into o; *stored = bytes written. A zstd frame is
- * compressed in jobs of APR_ZSTD_JOB input bytes on `workers` threads of zstd's own (at least
- * one): its bytes depend on the job size, never on the number of workers, and memory is a few
- * jobs per worker whatever the tensor's size. */
+ * compressed in independent jobs of APR_ZSTD_JOB input bytes (apr_zjobs.c), on the threads of
+ * pool when given (NULL: this thread): its bytes depend on the job size, never on the number of
+ * threads, and memory is two jobs per thread whatever the tensor's size. */
 #define APR_ZSTD_JOB (1u << 20)
-/* keep: NULL, or where a zstd context is kept from one tensor to the next (free it with
- * fmt_apr_compress_done): its workers, job buffers and tables are then made once, not per
- * tensor (201 tensors of a 1 GB model: 158k page faults, a third of the CPU on the 2-core VM).
- * The frames are the same either way. */
-fmt_kind fmt_apr_compress_tensor(const fmt_model *m, const fmt_tensor *t, apr_codec codec, int level, int workers,
-			     void **keep, apr_out *o, uint64_t *stored, fmt_err *e);
-void fmt_apr_compress_done(void **keep);
+/* keep: NULL, or where the zstd jobs' contexts and buffers are kept from one tensor to the next
+ * (free them with fmt_apr_zjobs_free): made once, not per tensor (201 tensors of a 1 GB model:
+ * 158k page faults, a third of the CPU on the 2-core VM). The frames are the same either way. */
+typedef struct apr_zjobs apr_zjobs;
+fmt_kind fmt_apr_compress_tensor(const fmt_model *m, const fmt_tensor *t, apr_codec codec, int level, fmt_pool *pool,
+				 apr_zjobs **keep, apr_out *o, uint64_t *stored, fmt_err *e);
+fmt_kind fmt_apr_zstd_frame(const fmt_model *m, const fmt_tensor *t, int level, fmt_pool *pool, apr_zjobs **keep,
+			    apr_out *o, uint64_t *stored, fmt_err *e);
+void fmt_apr_zjobs_free(apr_zjobs **jobs);
 
 static inline uint64_t apr_align64(uint64_t x)
 {

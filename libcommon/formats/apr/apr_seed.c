@@ -616,12 +616,12 @@ typedef struct seed_plan {
 	size_t meta_len;
 	uint64_t index_offset, index_bytes, data_offset;
 	uint64_t *rel, *size;          /* per tensor */
-	void *zstd;                    /* the zstd context of the tensors compressed in turn */
+	apr_zjobs *zstd;               /* the zstd jobs' contexts, kept from tensor to tensor */
 } seed_plan;
 
 static void plan_free(seed_plan *p)
 {
-	fmt_apr_compress_done(&p->zstd);
+	fmt_apr_zjobs_free(&p->zstd);
 	free(p->meta);
 	free(p->rel);
 	free(p->size);
@@ -752,7 +752,6 @@ static fmt_kind out_chunk(void *ctx, const uint8_t *bytes, size_t n, fmt_err *e)
 	return fmt_apr_out_write(ctx, bytes, n, e);
 }
 
-/* Every segment; with a codec, sizes are recorded (or, when check, compared with the plan). */
 /* Tensors [first, first + n) compressed into memory, one per pool thread. */
 typedef struct packing {
 	const fmt_model *m;
@@ -769,7 +768,7 @@ static void pack_task(void *ctx, size_t j)
 	packing *pk = ctx;
 	apr_out mem = { .mem = &pk->buf[j] };
 	fmt_err_clear(&pk->err[j]);
-	pk->kind[j] = fmt_apr_compress_tensor(pk->m, &pk->m->tensors[pk->first + j], pk->o->codec, pk->o->level, 1, NULL, &mem,
+	pk->kind[j] = fmt_apr_compress_tensor(pk->m, &pk->m->tensors[pk->first + j], pk->o->codec, pk->o->level, NULL, NULL, &mem,
 					  &pk->stored[j], &pk->err[j]);
 }
 
@@ -795,7 +794,7 @@ static fmt_kind emit_one(const fmt_model *m, seed_plan *p, const apr_seed_opts *
 	} else if (k == FMT_OK && o->codec == APR_CODEC_NONE) {
 		k = fmt_tensor_each_chunk(m, t, out_chunk, out, e);
 	} else if (k == FMT_OK) {
-		k = fmt_apr_compress_tensor(m, t, o->codec, o->level, o->threads, &p->zstd, out, &stored, e);
+		k = fmt_apr_compress_tensor(m, t, o->codec, o->level, o->pool, &p->zstd, out, &stored, e);
 	}
 	if (k == FMT_OK && check && stored != p->size[i])
 		k = fmt_fail(e, FMT_INTERNAL, "tensor '%s' compressed differently in two passes", t->name);
@@ -806,7 +805,7 @@ static fmt_kind emit_one(const fmt_model *m, seed_plan *p, const apr_seed_opts *
 
 /* How many tensors from i on are compressed at once: consecutive small ones, up to one per pool
  * thread, so that memory holds at most that many small frames; a large tensor goes alone,
- * streamed (zstd spreads its jobs over the threads). */
+ * streamed (a zstd frame's jobs spread over the threads). */
 static size_t pack_count(const fmt_model *m, const apr_seed_opts *o, size_t i)
 {
 	size_t most = o->codec == APR_CODEC_NONE || !o->pool ? 1 : (size_t)fmt_pool_threads(o->pool);

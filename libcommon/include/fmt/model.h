@@ -195,6 +195,10 @@ fmt_kind fmt_model_place_tensors(const fmt_model *m, const fmt_tensor *tensors, 
  * its own tensor, or its own range of one (fmt_tensor_reads_any_range), so readers should not
  * decode other tensors ahead nor hand their work to a pool. */
 int fmt_tensor_reads_in_parallel(void);
+/* fmt_tensor_read by one of several threads that each read their own range of t (a tensor that
+ * reads any range: fmt_tensor_reads_any_range), as a parallel writer's threads do. */
+fmt_kind fmt_tensor_read_own_range(const fmt_model *m, const fmt_tensor *t, uint64_t off, uint8_t *dst, size_t n,
+				   fmt_err *e);
 
 /* Write all of a tensor's bytes to k in bounded chunks (about 4 MiB): what every writer uses. */
 fmt_kind fmt_tensor_write_to(const fmt_model *m, const fmt_tensor *t, fmt_sink *k, fmt_err *e);
