@@ -3,8 +3,9 @@
  * (zstdmt_compress.c) with no overlap between jobs: each job is compressed by a context begun
  * afresh with the frame's parameters; the first job's output starts with the frame header, the
  * others' header is dropped and their repeat offsets invalidated (a decoder's come from the
- * previous job, which this context never saw); an empty last block ends the frame. The bytes
- * depend on the job size and level only, never on the number of threads.
+ * previous job, which this context never saw); the last job ends the frame. The bytes depend
+ * on the job size and level only, never on the number of threads, and a tensor of one job is
+ * the frame zstd makes on one thread.
  *
  * Debian's libzstd.a is built without threads (ZSTD_c_nbWorkers refused), so zstd could not
  * spread a frame over threads itself; the functions used here are its buffer-less block API
@@ -119,10 +120,13 @@ static fmt_kind zstd_fail(size_t r, fmt_err *e)
 	return fmt_fail(e, FMT_INTERNAL, "zstd: %s", ZSTD_getErrorName(r));
 }
 
-/* Job j of the frame, src[0..n), into s->out. */
+/* Job j of the frame, src[0..n), into s->out. The last job ends the frame (its last block
+ * says so), and is begun with its own size pledged: ZSTD_compressEnd checks that the context
+ * took in what was pledged (the parameters are the frame's all the same). */
 static fmt_kind compress_job(const zframe *f, zslot *s, size_t j, const uint8_t *src, size_t n, fmt_err *e)
 {
-	size_t r = ZSTD_compressBegin_advanced(s->z, NULL, 0, f->params, f->t->nbytes);
+	const int last = j + 1 == f->n_jobs;
+	size_t r = ZSTD_compressBegin_advanced(s->z, NULL, 0, f->params, j > 0 && last ? n : f->t->nbytes);
 	size_t head = ZSTD_isError(r) ? r : ZSTD_compressContinue(s->z, s->out, JOB_OUT_CAP, src, 0);
 	if (ZSTD_isError(head))
 		return zstd_fail(head, e);
@@ -130,7 +134,8 @@ static fmt_kind compress_job(const zframe *f, zslot *s, size_t j, const uint8_t 
 		head = 0;
 		ZSTD_invalidateRepCodes(s->z);
 	}
-	r = ZSTD_compressContinue(s->z, s->out + head, JOB_OUT_CAP - head, src, n);
+	r = last ? ZSTD_compressEnd(s->z, s->out + head, JOB_OUT_CAP - head, src, n)
+		 : ZSTD_compressContinue(s->z, s->out + head, JOB_OUT_CAP - head, src, n);
 	if (ZSTD_isError(r))
 		return zstd_fail(r, e);
 	s->out_len = head + r;
@@ -141,13 +146,6 @@ static fmt_kind emit(zframe *f, const void *p, size_t n, fmt_err *e)
 {
 	f->stored += n;
 	return fmt_apr_out_write(f->o, p, n, e);
-}
-
-/* The block that ends the frame: empty, raw, last (block header: last = 1, type 0, size 0). */
-static fmt_kind emit_end(zframe *f, fmt_err *e)
-{
-	static const uint8_t last_empty[3] = { 1, 0, 0 };
-	return emit(f, last_empty, sizeof last_empty, e);
 }
 
 /* Job j read from the tensor (any range) into s and compressed. */
@@ -328,8 +326,6 @@ fmt_kind fmt_apr_zstd_frame(const fmt_model *m, const fmt_tensor *t, int level, 
 		f.jobs = *jobs;
 		k = threads > 1 ? frame_on_pool(&f, pool, e) : frame_in_turn(&f, any_range, e);
 	}
-	if (k == FMT_OK)
-		k = emit_end(&f, e);
 	fmt_apr_zjobs_free(&own);
 	*stored = f.stored;
 	return k;
