@@ -84,8 +84,10 @@ static fmt_kind zjobs_ready(apr_zjobs **jobs, size_t n, fmt_err *e)
 		s->z = ZSTD_createCCtx();
 		s->in = malloc(APR_ZSTD_JOB);
 		s->out = malloc(JOB_OUT_CAP);
-		if (!s->z || !s->in || !s->out)
+		if (!s->z || !s->in || !s->out) {
+			free_slots(z);   /* none half-made is kept for the next tensor */
 			return fmt_fail(e, FMT_IO, "out of memory");
+		}
 	}
 	return FMT_OK;
 }
