@@ -1,7 +1,6 @@
 /* APR tensor segments: the hashed output every APR writer goes through, and per-tensor LZ4 and
  * zstd frames (specs/apr.md A.4), compressed while streaming and decompressed on demand. */
 #include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <lz4frame.h>

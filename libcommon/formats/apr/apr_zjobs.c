@@ -30,14 +30,12 @@ void ZSTD_invalidateRepCodes(ZSTD_CCtx *cctx);
 /* Slots per thread: a thread compresses the next job while the one before waits to be written. */
 #define SLOTS_PER_THREAD 2
 
-enum { SLOT_FREE, SLOT_BUSY, SLOT_DONE };
-
 typedef struct zslot {
 	ZSTD_CCtx *z;
 	uint8_t *in;                   /* the job's input, read or gathered */
 	uint8_t *out;
 	size_t out_len;
-	int state;
+	int done;                      /* compressed, not yet written (the job: see job_task) */
 } zslot;
 
 struct apr_zjobs {
@@ -239,7 +237,7 @@ static void write_ready_locked(zframe *f)
 	for (;;) {
 		size_t j = f->written;
 		zslot *s = &f->jobs->slots[j % f->jobs->n_slots];
-		if (j >= f->n_jobs || j >= f->failed_at || s->state != SLOT_DONE)
+		if (j >= f->n_jobs || j >= f->failed_at || !s->done)
 			break;
 		fmt_err e;
 		fmt_err_clear(&e);
@@ -250,7 +248,7 @@ static void write_ready_locked(zframe *f)
 			fail_locked(f, j, k, &e);
 			break;
 		}
-		s->state = SLOT_FREE;
+		s->done = 0;
 		f->written++;
 		pthread_cond_broadcast(&f->cond);
 	}
@@ -272,13 +270,12 @@ static void job_task(void *ctx, size_t j)
 		pthread_mutex_unlock(&f->lock);
 		return;
 	}
-	s->state = SLOT_BUSY;
 	pthread_mutex_unlock(&f->lock);
 	fmt_err e;
 	fmt_err_clear(&e);
 	fmt_kind k = read_and_compress(f, s, j, &e);
 	pthread_mutex_lock(&f->lock);
-	s->state = SLOT_DONE;
+	s->done = 1;
 	if (k != FMT_OK)
 		fail_locked(f, j, k, &e);
 	pthread_cond_broadcast(&f->cond);
@@ -293,7 +290,7 @@ static fmt_kind frame_on_pool(zframe *f, fmt_pool *pool, fmt_err *e)
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_cond_init(&f->cond, NULL);
 	for (size_t i = 0; i < f->jobs->n_slots; i++)
-		f->jobs->slots[i].state = SLOT_FREE;
+		f->jobs->slots[i].done = 0;
 	fmt_pool_run(pool, f->n_jobs, job_task, f);
 	pthread_cond_destroy(&f->cond);
 	pthread_mutex_destroy(&f->lock);
