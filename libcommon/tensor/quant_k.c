@@ -393,18 +393,18 @@ static void q3_codes(const float *x, uint8_t *y, int8_t *L)
 	for (int j = 0; j < QK_K / 16; ++j) {
 		const int8_t s = (int8_t)(q3_stored_scale(sc, j) - 32);
 		const float d = d_all * (float)s;
-		if (!d)
+		if (!d || fmt_affine_codes_lanes(16, x + 16 * j, 0.f, d, -4, 3, 4, (uint8_t *)L + 16 * j))
 			continue;
 		for (int ii = 0; ii < 16; ++ii)
 			L[16 * j + ii] = (int8_t)(clamp_int(nearest_int(x[16 * j + ii] / d), -4, 3) + 4);
 	}
-	/* the third bit of element j: bit j/32 of hmask[j % 32] */
+	/* the third bit of element j: bit j/32 of hmask[j % 32]. Every code is in [0, 8) (here or
+	 * from the search), so the bit is bit 2 of the code: no branch, which on real weights
+	 * would go either way at random */
 	memset(hmask, 0, QK_K / 8);
 	for (int j = 0; j < QK_K; ++j) {
-		if (L[j] > 3) {
-			hmask[j % 32] = (uint8_t)(hmask[j % 32] | (1u << (j / 32)));
-			L[j] = (int8_t)(L[j] - 4);
-		}
+		hmask[j % 32] = (uint8_t)(hmask[j % 32] | ((L[j] >> 2) << (j / 32)));
+		L[j] = (int8_t)(L[j] & 3);
 	}
 	pack_2bit((const uint8_t *)L, qs);
 }
@@ -661,26 +661,18 @@ static void q4_k_pack(const uint8_t *L, uint8_t *y)
 			q[l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 4));
 }
 
+/* Codes in [0, 32): the fifth bit (bit 4) goes to qh without a branch, which on real weights
+ * would go either way at random. */
 static void q5_k_pack(const uint8_t *L, uint8_t *y)
 {
 	uint8_t *qh = y + 16, *ql = y + 48;
 	memset(qh, 0, QK_K / 8);
-	uint8_t m1 = 1, m2 = 2;
-	for (int n = 0; n < QK_K; n += 64, ql += 32) {
+	for (int n = 0, shift = 0; n < QK_K; n += 64, ql += 32, shift += 2) {
 		for (int j = 0; j < 32; ++j) {
-			int l1 = L[n + j], l2 = L[n + j + 32];
-			if (l1 > 15) {
-				l1 -= 16;
-				qh[j] |= m1;
-			}
-			if (l2 > 15) {
-				l2 -= 16;
-				qh[j] |= m2;
-			}
-			ql[j] = (uint8_t)(l1 | (l2 << 4));
+			const int l1 = L[n + j], l2 = L[n + j + 32];
+			qh[j] = (uint8_t)(qh[j] | ((l1 >> 4) << shift) | ((l2 >> 4) << (shift + 1)));
+			ql[j] = (uint8_t)((l1 & 15) | ((l2 & 15) << 4));
 		}
-		m1 = (uint8_t)(m1 << 2);
-		m2 = (uint8_t)(m2 << 2);
 	}
 }
 
