@@ -31,28 +31,41 @@ void ZSTD_invalidateRepCodes(ZSTD_CCtx *cctx);
 #define SLOTS_PER_THREAD 2
 
 typedef struct zslot {
-	ZSTD_CCtx *z;
 	uint8_t *in;                   /* the job's input, read or gathered */
 	uint8_t *out;
 	size_t out_len;
 	int done;                      /* compressed, not yet written (the job: see job_task) */
 } zslot;
 
+/* A compression context stays with the thread that used it last: its match-finder tables (about
+ * 1 MiB at level 3) are then still in that core's cache for the next job. When contexts went
+ * with the slots, a thread took its jobs' slots' contexts in turn and the match finder cost 2.4x
+ * its one-thread CPU (perf: ZSTD_compressBlock_doubleFast). */
+typedef struct zctx {
+	ZSTD_CCtx *z;
+	pthread_t owner;
+	int owned, busy;
+} zctx;
+
 struct apr_zjobs {
-	size_t n_slots;
+	size_t n_slots, n_ctx;
 	zslot *slots;
+	zctx *ctx;
 };
 
 static void free_slots(apr_zjobs *jobs)
 {
 	for (size_t i = 0; i < jobs->n_slots; i++) {
-		ZSTD_freeCCtx(jobs->slots[i].z);
 		free(jobs->slots[i].in);
 		free(jobs->slots[i].out);
 	}
+	for (size_t i = 0; i < jobs->n_ctx; i++)
+		ZSTD_freeCCtx(jobs->ctx[i].z);
 	free(jobs->slots);
+	free(jobs->ctx);
 	jobs->slots = NULL;
-	jobs->n_slots = 0;
+	jobs->ctx = NULL;
+	jobs->n_slots = jobs->n_ctx = 0;
 }
 
 void fmt_apr_zjobs_free(apr_zjobs **jobs)
@@ -64,30 +77,61 @@ void fmt_apr_zjobs_free(apr_zjobs **jobs)
 	}
 }
 
-/* *jobs with at least n slots (contexts and buffers made once, kept from one tensor to the next). */
-static fmt_kind zjobs_ready(apr_zjobs **jobs, size_t n, fmt_err *e)
+/* *jobs with a context per thread and SLOTS_PER_THREAD slots per thread (made once, kept from
+ * one tensor to the next). */
+static fmt_kind zjobs_ready(apr_zjobs **jobs, int threads, fmt_err *e)
 {
 	if (!*jobs && !(*jobs = calloc(1, sizeof **jobs)))
 		return fmt_fail(e, FMT_IO, "out of memory");
 	apr_zjobs *z = *jobs;
-	if (z->n_slots >= n)
+	const size_t n_ctx = (size_t)threads, n = threads > 1 ? n_ctx * SLOTS_PER_THREAD : 1;
+	if (z->n_slots >= n && z->n_ctx >= n_ctx)
 		return FMT_OK;
 	free_slots(z);
 	z->slots = calloc(n, sizeof *z->slots);
-	if (!z->slots)
+	z->ctx = calloc(n_ctx, sizeof *z->ctx);
+	if (!z->slots || !z->ctx) {
+		free_slots(z);
 		return fmt_fail(e, FMT_IO, "out of memory");
+	}
 	z->n_slots = n;
+	z->n_ctx = n_ctx;
+	int made = 1;
 	for (size_t i = 0; i < n; i++) {
 		zslot *s = &z->slots[i];
-		s->z = ZSTD_createCCtx();
-		s->in = malloc(APR_ZSTD_JOB);
-		s->out = malloc(JOB_OUT_CAP);
-		if (!s->z || !s->in || !s->out) {
-			free_slots(z);   /* none half-made is kept for the next tensor */
-			return fmt_fail(e, FMT_IO, "out of memory");
-		}
+		made &= (s->in = malloc(APR_ZSTD_JOB)) != NULL;
+		made &= (s->out = malloc(JOB_OUT_CAP)) != NULL;
+	}
+	for (size_t i = 0; i < n_ctx; i++)
+		made &= (z->ctx[i].z = ZSTD_createCCtx()) != NULL;
+	if (!made) {
+		free_slots(z);   /* none half-made is kept for the next tensor */
+		return fmt_fail(e, FMT_IO, "out of memory");
 	}
 	return FMT_OK;
+}
+
+/* The calling thread's context, or else one no running job holds (there is one: a context per
+ * thread), made the caller's. Under the frame's lock. */
+static zctx *take_ctx_locked(apr_zjobs *jobs)
+{
+	const pthread_t self = pthread_self();
+	zctx *free_one = NULL;
+	for (size_t i = 0; i < jobs->n_ctx; i++) {
+		zctx *c = &jobs->ctx[i];
+		if (c->busy)
+			continue;
+		if (c->owned && pthread_equal(c->owner, self)) {
+			free_one = c;
+			break;
+		}
+		if (!free_one || (free_one->owned && !c->owned))
+			free_one = c;   /* an unowned one rather than another thread's */
+	}
+	free_one->busy = 1;
+	free_one->owner = self;
+	free_one->owned = 1;
+	return free_one;
 }
 
 /* One tensor's frame. */
@@ -123,19 +167,20 @@ static fmt_kind zstd_fail(size_t r, fmt_err *e)
 /* Job j of the frame, src[0..n), into s->out. The last job ends the frame (its last block
  * says so), and is begun with its own size pledged: ZSTD_compressEnd checks that the context
  * took in what was pledged (the parameters are the frame's all the same). */
-static fmt_kind compress_job(const zframe *f, zslot *s, size_t j, const uint8_t *src, size_t n, fmt_err *e)
+static fmt_kind compress_job(const zframe *f, ZSTD_CCtx *z, zslot *s, size_t j, const uint8_t *src, size_t n,
+			     fmt_err *e)
 {
 	const int last = j + 1 == f->n_jobs;
-	size_t r = ZSTD_compressBegin_advanced(s->z, NULL, 0, f->params, j > 0 && last ? n : f->t->nbytes);
-	size_t head = ZSTD_isError(r) ? r : ZSTD_compressContinue(s->z, s->out, JOB_OUT_CAP, src, 0);
+	size_t r = ZSTD_compressBegin_advanced(z, NULL, 0, f->params, j > 0 && last ? n : f->t->nbytes);
+	size_t head = ZSTD_isError(r) ? r : ZSTD_compressContinue(z, s->out, JOB_OUT_CAP, src, 0);
 	if (ZSTD_isError(head))
 		return zstd_fail(head, e);
 	if (j > 0) {
 		head = 0;
-		ZSTD_invalidateRepCodes(s->z);
+		ZSTD_invalidateRepCodes(z);
 	}
-	r = last ? ZSTD_compressEnd(s->z, s->out + head, JOB_OUT_CAP - head, src, n)
-		 : ZSTD_compressContinue(s->z, s->out + head, JOB_OUT_CAP - head, src, n);
+	r = last ? ZSTD_compressEnd(z, s->out + head, JOB_OUT_CAP - head, src, n)
+		 : ZSTD_compressContinue(z, s->out + head, JOB_OUT_CAP - head, src, n);
 	if (ZSTD_isError(r))
 		return zstd_fail(r, e);
 	s->out_len = head + r;
@@ -149,7 +194,7 @@ static fmt_kind emit(zframe *f, const void *p, size_t n, fmt_err *e)
 }
 
 /* Job j read from the tensor (any range) into s and compressed. */
-static fmt_kind read_and_compress(zframe *f, zslot *s, size_t j, fmt_err *e)
+static fmt_kind read_and_compress(zframe *f, ZSTD_CCtx *z, zslot *s, size_t j, fmt_err *e)
 {
 	size_t n = job_bytes(f, j);
 	const uint8_t *src = s->in;
@@ -160,7 +205,7 @@ static fmt_kind read_and_compress(zframe *f, zslot *s, size_t j, fmt_err *e)
 		if (k != FMT_OK)
 			return k;
 	}
-	return compress_job(f, s, j, src, n, e);
+	return compress_job(f, z, s, j, src, n, e);
 }
 
 /* ---- one thread ---- */
@@ -173,7 +218,7 @@ typedef struct gather {
 
 static fmt_kind compress_held(gather *g, fmt_err *e)
 {
-	fmt_kind k = compress_job(g->f, g->s, g->job++, g->s->in, g->held, e);
+	fmt_kind k = compress_job(g->f, g->f->jobs->ctx[0].z, g->s, g->job++, g->s->in, g->held, e);
 	g->held = 0;
 	return k == FMT_OK ? emit(g->f, g->s->out, g->s->out_len, e) : k;
 }
@@ -207,7 +252,7 @@ static fmt_kind frame_in_turn(zframe *f, int any_range, fmt_err *e)
 	}
 	fmt_kind k = FMT_OK;
 	for (size_t j = 0; j < f->n_jobs && k == FMT_OK; j++) {
-		k = read_and_compress(f, s, j, e);
+		k = read_and_compress(f, f->jobs->ctx[0].z, s, j, e);
 		if (k == FMT_OK)
 			k = emit(f, s->out, s->out_len, e);
 	}
@@ -270,11 +315,13 @@ static void job_task(void *ctx, size_t j)
 		pthread_mutex_unlock(&f->lock);
 		return;
 	}
+	zctx *c = take_ctx_locked(f->jobs);
 	pthread_mutex_unlock(&f->lock);
 	fmt_err e;
 	fmt_err_clear(&e);
-	fmt_kind k = read_and_compress(f, s, j, &e);
+	fmt_kind k = read_and_compress(f, c->z, s, j, &e);
 	pthread_mutex_lock(&f->lock);
+	c->busy = 0;
 	s->done = 1;
 	if (k != FMT_OK)
 		fail_locked(f, j, k, &e);
@@ -320,7 +367,7 @@ fmt_kind fmt_apr_zstd_frame(const fmt_model *m, const fmt_tensor *t, int level, 
 	int threads = pool && any_range && f.n_jobs > 1 ? fmt_pool_threads(pool) : 1;
 	apr_zjobs *own = NULL;
 	apr_zjobs **jobs = keep ? keep : &own;
-	fmt_kind k = zjobs_ready(jobs, threads > 1 ? (size_t)threads * SLOTS_PER_THREAD : 1, e);
+	fmt_kind k = zjobs_ready(jobs, threads, e);
 	if (k == FMT_OK) {
 		f.jobs = *jobs;
 		k = threads > 1 ? frame_on_pool(&f, pool, e) : frame_in_turn(&f, any_range, e);
