@@ -111,8 +111,9 @@ static fmt_kind zjobs_ready(apr_zjobs **jobs, int threads, fmt_err *e)
 	return FMT_OK;
 }
 
-/* The calling thread's context, or else one no running job holds (there is one: a context per
- * thread), made the caller's. Under the frame's lock. */
+/* The calling thread's context, or else one no running job holds, made the caller's; NULL when
+ * every one is held (not while the pool runs at most a job per context). Under the frame's
+ * lock. */
 static zctx *take_ctx_locked(apr_zjobs *jobs)
 {
 	const pthread_t self = pthread_self();
@@ -128,6 +129,8 @@ static zctx *take_ctx_locked(apr_zjobs *jobs)
 		if (!free_one || (free_one->owned && !c->owned))
 			free_one = c;   /* an unowned one rather than another thread's */
 	}
+	if (!free_one)
+		return NULL;
 	free_one->busy = 1;
 	free_one->owner = self;
 	free_one->owned = 1;
@@ -315,7 +318,9 @@ static void job_task(void *ctx, size_t j)
 		pthread_mutex_unlock(&f->lock);
 		return;
 	}
-	zctx *c = take_ctx_locked(f->jobs);
+	zctx *c;
+	while (!(c = take_ctx_locked(f->jobs)))
+		pthread_cond_wait(&f->cond, &f->lock);   /* a job's end frees one and broadcasts */
 	pthread_mutex_unlock(&f->lock);
 	fmt_err e;
 	fmt_err_clear(&e);
