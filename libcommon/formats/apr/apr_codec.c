@@ -163,14 +163,7 @@ typedef struct frame_writer {
 	LZ4F_cctx *l;
 	uint8_t *buf;
 	size_t cap;
-	uint64_t stored;
 } frame_writer;
-
-static fmt_kind emit(frame_writer *w, const void *p, size_t n, fmt_err *e)
-{
-	w->stored += n;
-	return fmt_apr_out_write(w->o, p, n, e);
-}
 
 static fmt_kind lz4_fail(size_t r, fmt_err *e)
 {
@@ -188,7 +181,7 @@ static fmt_kind frame_chunk(void *ctx, const uint8_t *p, size_t n, fmt_err *e)
 		size_t r = LZ4F_compressUpdate(w->l, w->buf, w->cap, p + off, part, NULL);
 		if (LZ4F_isError(r))
 			return lz4_fail(r, e);
-		fmt_kind k = emit(w, w->buf, r, e);
+		fmt_kind k = fmt_apr_out_write(w->o, w->buf, r, e);
 		if (k != FMT_OK)
 			return k;
 	}
@@ -212,11 +205,10 @@ static fmt_kind lz4_begin(frame_writer *w, const fmt_tensor *t, int level, fmt_e
 	if (!w->buf)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	r = LZ4F_compressBegin(w->l, w->buf, w->cap, &prefs);
-	return LZ4F_isError(r) ? lz4_fail(r, e) : emit(w, w->buf, r, e);
+	return LZ4F_isError(r) ? lz4_fail(r, e) : fmt_apr_out_write(w->o, w->buf, r, e);
 }
 
-static fmt_kind lz4_frame(const fmt_model *m, const fmt_tensor *t, int level, apr_out *o, uint64_t *stored,
-			  fmt_err *e)
+static fmt_kind lz4_frame(const fmt_model *m, const fmt_tensor *t, int level, apr_out *o, fmt_err *e)
 {
 	frame_writer w = { .o = o };
 	fmt_kind k = lz4_begin(&w, t, level, e);
@@ -228,9 +220,8 @@ static fmt_kind lz4_frame(const fmt_model *m, const fmt_tensor *t, int level, ap
 	}
 	if (k == FMT_OK) {
 		size_t r = LZ4F_compressEnd(w.l, w.buf, w.cap, NULL);
-		k = LZ4F_isError(r) ? lz4_fail(r, e) : emit(&w, w.buf, r, e);
+		k = LZ4F_isError(r) ? lz4_fail(r, e) : fmt_apr_out_write(o, w.buf, r, e);
 	}
-	*stored = w.stored;
 	LZ4F_freeCompressionContext(w.l);
 	free(w.buf);
 	return k;
@@ -239,9 +230,11 @@ static fmt_kind lz4_frame(const fmt_model *m, const fmt_tensor *t, int level, ap
 fmt_kind fmt_apr_compress_tensor(const fmt_model *m, const fmt_tensor *t, apr_codec codec, int level, fmt_pool *pool,
 				 apr_zjobs **keep, apr_out *o, uint64_t *stored, fmt_err *e)
 {
-	if (codec == APR_CODEC_ZSTD)
-		return fmt_apr_zstd_frame(m, t, level, pool, keep, o, stored, e);
-	return lz4_frame(m, t, level, o, stored, e);
+	const uint64_t start = o->pos;   /* what fmt_apr_out_write adds up */
+	fmt_kind k = codec == APR_CODEC_ZSTD ? fmt_apr_zstd_frame(m, t, level, pool, keep, o, e)
+					     : lz4_frame(m, t, level, o, e);
+	*stored = o->pos - start;
+	return k;
 }
 
 /* ---- decompression on demand ---- */

@@ -223,7 +223,7 @@ typedef struct apr_zjobs apr_zjobs;
 fmt_kind fmt_apr_compress_tensor(const fmt_model *m, const fmt_tensor *t, apr_codec codec, int level, fmt_pool *pool,
 				 apr_zjobs **keep, apr_out *o, uint64_t *stored, fmt_err *e);
 fmt_kind fmt_apr_zstd_frame(const fmt_model *m, const fmt_tensor *t, int level, fmt_pool *pool, apr_zjobs **keep,
-			    apr_out *o, uint64_t *stored, fmt_err *e);
+			    apr_out *o, fmt_err *e);
 void fmt_apr_zjobs_free(apr_zjobs **jobs);
 
 static inline uint64_t apr_align64(uint64_t x)

@@ -145,7 +145,6 @@ typedef struct zframe {
 	size_t n_jobs;                 /* at least 1: an empty tensor's frame is its header */
 	apr_zjobs *jobs;
 	apr_out *o;
-	uint64_t stored;
 	/* threads */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;           /* a slot written, or a failure */
@@ -190,12 +189,6 @@ static fmt_kind compress_job(const zframe *f, ZSTD_CCtx *z, zslot *s, size_t j, 
 	return FMT_OK;
 }
 
-static fmt_kind emit(zframe *f, const void *p, size_t n, fmt_err *e)
-{
-	f->stored += n;
-	return fmt_apr_out_write(f->o, p, n, e);
-}
-
 /* Job j read from the tensor (any range) into s and compressed. */
 static fmt_kind read_and_compress(zframe *f, ZSTD_CCtx *z, zslot *s, size_t j, fmt_err *e)
 {
@@ -223,7 +216,7 @@ static fmt_kind compress_held(gather *g, fmt_err *e)
 {
 	fmt_kind k = compress_job(g->f, g->f->jobs->ctx[0].z, g->s, g->job++, g->s->in, g->held, e);
 	g->held = 0;
-	return k == FMT_OK ? emit(g->f, g->s->out, g->s->out_len, e) : k;
+	return k == FMT_OK ? fmt_apr_out_write(g->f->o, g->s->out, g->s->out_len, e) : k;
 }
 
 /* A streamed tensor's chunks gathered into jobs. */
@@ -257,7 +250,7 @@ static fmt_kind frame_in_turn(zframe *f, int any_range, fmt_err *e)
 	for (size_t j = 0; j < f->n_jobs && k == FMT_OK; j++) {
 		k = read_and_compress(f, f->jobs->ctx[0].z, s, j, e);
 		if (k == FMT_OK)
-			k = emit(f, s->out, s->out_len, e);
+			k = fmt_apr_out_write(f->o, s->out, s->out_len, e);
 	}
 	return k;
 }
@@ -290,7 +283,7 @@ static void write_ready_locked(zframe *f)
 		fmt_err e;
 		fmt_err_clear(&e);
 		pthread_mutex_unlock(&f->lock);
-		fmt_kind k = emit(f, s->out, s->out_len, &e);
+		fmt_kind k = fmt_apr_out_write(f->o, s->out, s->out_len, &e);
 		pthread_mutex_lock(&f->lock);
 		if (k != FMT_OK) {
 			fail_locked(f, j, k, &e);
@@ -352,9 +345,8 @@ static fmt_kind frame_on_pool(zframe *f, fmt_pool *pool, fmt_err *e)
 }
 
 fmt_kind fmt_apr_zstd_frame(const fmt_model *m, const fmt_tensor *t, int level, fmt_pool *pool, apr_zjobs **keep,
-			    apr_out *o, uint64_t *stored, fmt_err *e)
+			    apr_out *o, fmt_err *e)
 {
-	*stored = 0;
 	if (level < 1 || level > ZSTD_maxCLevel())
 		return fmt_fail(e, FMT_USAGE, "zstd level %d is not accepted", level);
 	/* Read straight from the input file when the tensor's bytes are unchanged, into the job's
@@ -378,6 +370,5 @@ fmt_kind fmt_apr_zstd_frame(const fmt_model *m, const fmt_tensor *t, int level, 
 		k = threads > 1 ? frame_on_pool(&f, pool, e) : frame_in_turn(&f, any_range, e);
 	}
 	fmt_apr_zjobs_free(&own);
-	*stored = f.stored;
 	return k;
 }
