@@ -2,7 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
+#include "fmt/xxh3.h"
 #include "fmt/cell.h"
 #include "fmt/quality.h"
 #include "fmt/rowops.h"

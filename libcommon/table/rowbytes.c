@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
+#include "fmt/xxh3.h"
 #include "fmt/checked.h"
 #include "fmt/half.h"
 #include "fmt/rowops.h"

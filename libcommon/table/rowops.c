@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <xxhash.h>
+#include "fmt/xxh3.h"
 #include "fmt/cell.h"
 #include "fmt/checked.h"
 #include "fmt/extsort.h"

@@ -7,7 +7,7 @@
  * number. Every pass over the same input draws the same parts. */
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
+#include "fmt/xxh3.h"
 #include "fmt/checked.h"
 #include "fmt/rowops.h"
 #include "rows_internal.h"

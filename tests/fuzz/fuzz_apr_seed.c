@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
+#include "fmt/xxh3.h"
 #include "fmt/checked.h"
 #include "fmt/registry.h"
 

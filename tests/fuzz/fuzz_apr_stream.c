@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
-#include <xxhash.h>
+#include "fmt/xxh3.h"
 #include <zlib.h>
 #include "fmt/checked.h"
 #include "fmt/io.h"

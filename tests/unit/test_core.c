@@ -10,6 +10,7 @@
 #include "fmt/out.h"
 #include "fmt/strbuf.h"
 #include "fmt/thread.h"
+#include "fmt/xxh3.h"
 #include "unit.h"
 
 TEST(err_kinds_are_exit_codes)
@@ -609,4 +610,40 @@ TEST(scratch_buffers_are_kept_and_reused)
 	fmt_scratch_give(big);
 	for (int i = 0; i < 4; i++)
 		fmt_scratch_give(held[i]);
+}
+
+/* XXH3-64 (core/xxh3.c) against xxhsum -H3 of the same bytes, through every vector unit this CPU
+ * has, fed whole and in uneven pieces that cross the 64-byte stripes and 1 KiB blocks. */
+static uint64_t xxh3_pieces(const uint8_t *p, size_t n, size_t piece, int level)
+{
+	XXH3_state_t *h = XXH3_createState();
+	CHECK(h && XXH3_64bits_reset(h) == XXH_OK);
+	for (size_t at = 0; at < n; at += piece)
+		CHECK(fmt_xxh3_update_level(h, p + at, n - at < piece ? n - at : piece, level) == XXH_OK);
+	uint64_t d = XXH3_64bits_digest(h);
+	XXH3_freeState(h);
+	return d;
+}
+
+TEST(xxh3_every_vector_unit_matches_xxhsum)
+{
+	enum { N = 100003 };
+	static uint8_t p[N];
+	for (uint64_t i = 0; i < N; i++)
+		p[i] = (uint8_t)(((i * i * 31 + i * 7 + 3) >> 3) & 255);
+	/* xxhsum -H3 of these bytes: all 100003, the first 200, none */
+	const uint64_t whole = 0x13f3976104289c67ull, first200 = 0x1ee42f783232f6ebull, empty = 0x2d06800538d394c2ull;
+	CHECK_EQ_U64(XXH3_64bits(p, N), whole);
+	CHECK_EQ_U64(XXH3_64bits(p, 200), first200);
+	CHECK_EQ_U64(XXH3_64bits(p, 0), empty);
+	const size_t pieces[] = { N, 1, 63, 64, 1000, 1024, 4097 };
+	for (int level = 0; level <= fmt_xxh3_level(); level++)
+		for (size_t i = 0; i < sizeof pieces / sizeof pieces[0]; i++) {
+			CHECK_EQ_U64(xxh3_pieces(p, N, pieces[i], level), whole);
+			CHECK_EQ_U64(xxh3_pieces(p, 200, pieces[i], level), first200);
+		}
+	XXH3_state_t *h = XXH3_createState();
+	CHECK(h && XXH3_64bits_reset(h) == XXH_OK && fmt_xxh3_update(h, p, N) == XXH_OK);
+	CHECK_EQ_U64(XXH3_64bits_digest(h), whole);
+	XXH3_freeState(h);
 }

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
+#include "fmt/xxh3.h"
 #include "fmt/arrow.h"
 #include "fmt/cell.h"
 #include "fmt/checked.h"

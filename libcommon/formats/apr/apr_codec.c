@@ -17,7 +17,7 @@ fmt_kind fmt_apr_out_write(apr_out *o, const void *p, size_t n, fmt_err *e)
 {
 	if (n == 0)
 		return FMT_OK;
-	if (o->xxh && apr_xxh3_update(o->xxh, p, n) != XXH_OK)
+	if (o->xxh && fmt_xxh3_update(o->xxh, p, n) != XXH_OK)
 		return fmt_fail(e, FMT_INTERNAL, "XXH3 update failed");
 	if (o->crc_on) {
 		const uint8_t *b = p;

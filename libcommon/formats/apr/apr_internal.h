@@ -6,15 +6,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
-#include <xxhash.h>
-#if defined(__x86_64__)
-#include <xxh_x86dispatch.h>
-/* libxxhash's run-time dispatched XXH3 (AVX2/AVX-512 where the CPU has them, the same digest):
- * its plain XXH3_64bits_update is built for baseline SSE2 and hashes at about half the speed. */
-#define apr_xxh3_update XXH3_64bits_update_dispatch
-#else
-#define apr_xxh3_update XXH3_64bits_update
-#endif
+#include "fmt/xxh3.h"
 #include <jansson.h>
 #include "fmt/model.h"
 #include <pthread.h>

@@ -60,7 +60,7 @@ static fmt_kind xxh3_source(fmt_source *s, uint64_t n, uint64_t *out, fmt_err *e
 		size_t part = n - off < VERIFY_CHUNK ? (size_t)(n - off) : VERIFY_CHUNK;
 		k = fmt_source_read(s, off, buf, part, e);
 		if (k == FMT_OK)
-			apr_xxh3_update(h, buf, part);
+			fmt_xxh3_update(h, buf, part);
 		off += part;
 	}
 	if (k == FMT_OK)
@@ -481,7 +481,7 @@ static fmt_kind open_set(fmt_model *m, apr_state *st, json_t *meta, fmt_err *e)
 
 static void xxh_observe(void *ctx, const uint8_t *p, size_t n)
 {
-	apr_xxh3_update(ctx, p, n);
+	fmt_xxh3_update(ctx, p, n);
 }
 
 fmt_kind fmt_apr_seed_open(fmt_model *m, apr_state *st, fmt_err *e)
@@ -522,7 +522,7 @@ static fmt_kind check_frames(fmt_model *m, fmt_err *e)
 
 static void xxh_hash(void *ctx, const uint8_t *p, size_t n)
 {
-	apr_xxh3_update(ctx, p, n);
+	fmt_xxh3_update(ctx, p, n);
 }
 
 /* A stream: every byte has gone through the hash but the footer's, read last. */
@@ -899,7 +899,7 @@ static fmt_kind hash_written(fmt_sink *k, uint64_t n, XXH3_state_t *h, fmt_err *
 		if (got <= 0)
 			r = fmt_fail(e, FMT_IO, "cannot read back the output to checksum it");
 		else {
-			apr_xxh3_update(h, buf, (size_t)got);
+			fmt_xxh3_update(h, buf, (size_t)got);
 			off += (uint64_t)got;
 		}
 	}
