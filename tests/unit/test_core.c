@@ -256,8 +256,8 @@ TEST(sink_large_writes_bypass_buffer)
 }
 
 /* Two threads placing 1 MiB pieces of a 40 MiB file at once (as fmt_model_write_tensors
- * does): the first to pass 16 MiB starts the sink's flusher, once; commit stops it and the file
- * holds every byte; abort stops it too and leaves nothing. */
+ * does): the first to pass 4 MiB starts the sink's flusher, once (a 3 MiB file has none);
+ * commit stops it and the file holds every byte; abort stops it too and leaves nothing. */
 typedef struct placer {
 	fmt_sink *k;
 	const uint8_t *data;
@@ -305,6 +305,13 @@ TEST(sink_flushes_as_it_goes_and_stops_flushing_at_commit_or_abort)
 	CHECK(fmt_read_file(path, n, &back, &len, &e) == FMT_OK);
 	CHECK(len == n && memcmp(back, data, n) == 0);
 	free(back);
+	unlink(path);
+	CHECK(fmt_sink_open(&k, path, 0, &e) == FMT_OK);
+	CHECK(place_in_two_threads(&k, data, 3) == FMT_OK);
+	CHECK(k.flusher == NULL);
+	CHECK(place_in_two_threads(&k, data, 2) == FMT_OK);   /* pieces 0-1 again: 5 MiB handed */
+	CHECK(k.flusher != NULL);
+	CHECK(fmt_sink_commit(&k, &e) == FMT_OK);
 	unlink(path);
 	CHECK(fmt_sink_open(&k, path, 0, &e) == FMT_OK);
 	CHECK(place_in_two_threads(&k, data, 20) == FMT_OK);
