@@ -1,10 +1,10 @@
 /* XXH3 from libxxhash's header, compiled into libcommon (core/xxh3.c) under the fmt_ prefix
  * instead of linked from libxxhash.so: a tool then maps one shared library fewer at start-up
- * (fmt-verify --version: libc and libm, 1.7 ms of CPU instead of 2.5). Include this rather than
- * <xxhash.h> (nothing links libxxhash): the names below are libxxhash's (XXH3_64bits,
- * XXH3_createState...), renamed to fmt_XXH3_... by XXH_NAMESPACE. A file may instead define
- * XXH_INLINE_ALL before <xxhash.h> for static copies of its own (the Parquet writer's
- * dictionary hashes short values inline). */
+ * (fmt-verify --version maps libc and libm: 2.63 ms a run against 3.11, perf stat -r 300).
+ * Include this rather than <xxhash.h> (nothing links libxxhash): the names below are
+ * libxxhash's (XXH3_64bits, XXH3_createState...), renamed to fmt_XXH3_... by XXH_NAMESPACE. A
+ * file may instead define XXH_INLINE_ALL before <xxhash.h> for static copies of its own (the
+ * Parquet writer's dictionary hashes short values inline). */
 #ifndef FMT_XXH3_H
 #define FMT_XXH3_H
 
