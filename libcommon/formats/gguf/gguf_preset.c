@@ -45,6 +45,29 @@ static const preset *preset_named(const char *name)
 	return NULL;
 }
 
+/* llama-quantize's other type names (tools/quantize/quantize.cpp at the pinned commit): types
+ * whose quantizers fmtkit does not have (the IQ1/IQ2/IQ3 ones search grids under an importance
+ * matrix; TQ* are ternary, Q1_0/Q2_0 and MXFP4_MOE newer), and COPY, which is --dtype keep. */
+static const char *const unwritten_presets[] = {
+	"Q1_0", "Q2_0", "MXFP4_MOE", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M", "IQ1_S", "IQ1_M", "TQ1_0",
+	"TQ2_0", "Q2_K_S", "IQ3_XXS", "IQ3_S", "IQ3_M", "IQ3_XS", "COPY",
+};
+
+/* FMT_USAGE naming what to ask instead when name is one of unwritten_presets; FMT_OK if not. */
+static fmt_kind refuse_unwritten(const char *name, fmt_err *e)
+{
+	for (size_t i = 0; name && i < sizeof unwritten_presets / sizeof unwritten_presets[0]; i++) {
+		if (strcasecmp(unwritten_presets[i], name) != 0)
+			continue;
+		if (strcasecmp(name, "COPY") == 0)
+			return fmt_fail(e, FMT_USAGE, "--dtype %s: llama-quantize's COPY is --dtype keep here", name);
+		return fmt_fail(e, FMT_USAGE, "--dtype %s: fmtkit does not write llama-quantize's %s; it writes "
+				"Q2_K, Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL, "
+				"IQ4_XS, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0", name, unwritten_presets[i]);
+	}
+	return FMT_OK;
+}
+
 int fmt_gguf_preset_ftype(const char *name, uint32_t *ftype)
 {
 	const preset *p = preset_named(name);
@@ -486,6 +509,8 @@ fmt_kind fmt_gguf_mix_dtypes(const fmt_model *m, const fmt_model *meta, const ch
 	const preset *p = preset_named(name);
 	char asked[64];
 	*mix = NULL;
+	if (!p && refuse_unwritten(name, e) != FMT_OK)
+		return FMT_USAGE;
 	if (!p && !fmt_gguf_quant_opts_given(o))
 		return FMT_OK;
 	if (!p)
