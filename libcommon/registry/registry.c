@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include "fmt/registry.h"
 #include "fmt/strbuf.h"
 #include "fmt/table.h"
@@ -293,6 +294,25 @@ void fmt_driver_arch_words(char *buf, size_t n)
 		for (const char *const *a = models[i]->archs; a && *a && used < n; a++)
 			if (!has_word(buf, *a))
 				used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? " " : "", *a);
+}
+
+size_t fmt_driver_dtype_mixes(fmt_drvopt_value *out, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; models[i]; i++) {
+		if (!models[i]->write || !models[i]->dtype_mixes)
+			continue;
+		fmt_drvopt_value own[64];
+		size_t got = models[i]->dtype_mixes(own, sizeof own / sizeof own[0]);
+		for (size_t j = 0; j < got && n < max; j++) {
+			size_t k = 0;
+			while (k < n && strcasecmp(out[k].word, own[j].word) != 0)
+				k++;
+			if (k == n)
+				out[n++] = own[j];
+		}
+	}
+	return n;
 }
 
 /* ---- questions about every model driver ---- */

@@ -208,6 +208,18 @@ options_section() {
 	[ -z "$stderr" ]
 }
 
+@test "bash completion offers llama-quantize's presets after --dtype" {
+	run bash_complete fmt-convert --dtype Q4_K
+	assert_success
+	assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "Q4_K_M Q4_K_S "
+	run bash_complete fmt-convert --dtype Q
+	assert_success
+	assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "Q3_K_L Q3_K_M Q3_K_S Q4_K_M Q4_K_S Q5_K_M Q5_K_S "
+	run bash_complete fmt-convert --dtype iq
+	assert_success
+	assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "iq4_nl iq4_xs "
+}
+
 @test "every long option of --help is in the zsh completion" {
 	for tool in "${TOOLS[@]}"; do
 		file=$(completion_file zsh "$tool")

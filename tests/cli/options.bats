@@ -186,7 +186,7 @@ assert_zsh_lines() {
 
 @test "zsh completion: described values, registry values and exclusion groups come from the tables" {
 	assert_zsh_lines fmt-convert <<'ZSH'
-    '--dtype=[f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs (GGUF; any case), int8, int4, fp8, fp6, fp4 (.apsim compressed tensors) or keep (default: f16 for GGUF, keep otherwise)]:TYPE:((f32\:"float32" f16\:"IEEE half precision" bf16\:"bfloat16" q8_0\:"8-bit blocks of 32" q4_0\:"4-bit blocks of 32" q4_1\:"4-bit blocks of 32 with a min" q5_0\:"5-bit blocks of 32" q5_1\:"5-bit blocks of 32 with a min" q2_k\:"2-bit K-quant, super-blocks of 256" q3_k\:"3-bit K-quant, super-blocks of 256" q4_k\:"4-bit K-quant, super-blocks of 256" q5_k\:"5-bit K-quant, super-blocks of 256" q6_k\:"6-bit K-quant, super-blocks of 256" iq4_nl\:"4-bit non-linear blocks of 32" iq4_xs\:"4-bit non-linear, super-blocks of 256" int8\:"int8 codes, per-row scales" int4\:"int4 codes, block-32 scales" fp8\:"FP8 E4M3 codes" fp6\:"FP6 E3M2 codes" fp4\:"FP4 E2M1 codes" keep\:"keep each tensor'\''s dtype"))' \
+    '--dtype=[f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs (GGUF; any case), int8, int4, fp8, fp6, fp4 (.apsim compressed tensors) or keep (default: f16 for GGUF, keep otherwise); for GGUF also llama-quantize'\''s presets (Q4_K_M, Q5_K_S, ...)]:TYPE:((f32\:"float32" f16\:"IEEE half precision" bf16\:"bfloat16" q8_0\:"8-bit blocks of 32" q4_0\:"4-bit blocks of 32" q4_1\:"4-bit blocks of 32 with a min" q5_0\:"5-bit blocks of 32" q5_1\:"5-bit blocks of 32 with a min" q2_k\:"2-bit K-quant, super-blocks of 256" q3_k\:"3-bit K-quant, super-blocks of 256" q4_k\:"4-bit K-quant, super-blocks of 256" q5_k\:"5-bit K-quant, super-blocks of 256" q6_k\:"6-bit K-quant, super-blocks of 256" iq4_nl\:"4-bit non-linear blocks of 32" iq4_xs\:"4-bit non-linear, super-blocks of 256" int8\:"int8 codes, per-row scales" int4\:"int4 codes, block-32 scales" fp8\:"FP8 E4M3 codes" fp6\:"FP6 E3M2 codes" fp4\:"FP4 E2M1 codes" keep\:"keep each tensor'\''s dtype" Q3_K_S\:"llama-quantize'\''s mix, mostly Q3_K" Q3_K_M\:"llama-quantize'\''s mix, mostly Q3_K" Q3_K_L\:"llama-quantize'\''s mix, mostly Q3_K" Q4_K_S\:"llama-quantize'\''s mix, mostly Q4_K" Q4_K_M\:"llama-quantize'\''s mix, mostly Q4_K" Q5_K_S\:"llama-quantize'\''s mix, mostly Q5_K" Q5_K_M\:"llama-quantize'\''s mix, mostly Q5_K"))' \
     '(--hmac-key --secret-file --key-secret-file --secret-env --secret-prompt --sign-key)--secret-prompt[sign with a team secret typed at a prompt]' \
     '--arch=[set general.architecture (GGUF; arch for APR)]:NAME:(llama qwen2 gemma2 phi3 gpt2 mistral)' \
 ZSH
@@ -197,6 +197,10 @@ ZSH
 	# the dump that the lines come from: values with their descriptions, groups, registry words
 	run "$FMTKIT_BIN/fmt-convert" --dump-options
 	assert_line $'value\tkeep\tkeep each tensor\'s dtype'
+	# the GGUF writer's presets follow the dtypes, those that are not a dtype's name
+	assert_line $'value\tQ4_K_M\tllama-quantize\'s mix, mostly Q4_K'
+	assert_line $'value\tQ3_K_L\tllama-quantize\'s mix, mostly Q3_K'
+	refute_line --regexp $'^value\t(Q4_0|Q6_K|IQ4_XS|Q4_K)\t'
 	assert_line --regexp $'^option\tarch\t-\tNAME\twords\tllama qwen2 gemma2 phi3 gpt2 mistral\t-\t0\t0\t'
 	assert_line --regexp $'^option\tsecret-prompt\t-\t-\tnone\t-\t-\t0\t1\t'
 }
@@ -227,8 +231,11 @@ listed_longs() {
 	zsh_listings "fmt-convert --dtype " "fmt-convert --arch " "fmt-shard split --max-" \
 		"fmt-shard split --max-size 1MB --max-"
 	listed=${LISTINGS[0]}
-	grep -qE -- '^keep +-- keep each tensor.s dtype$' <<<"$listed" || fail "no described keep: $listed"
-	grep -qE -- '^q8_0 +-- 8-bit blocks of 32$' <<<"$listed" || fail "no described q8_0: $listed"
+	# (zsh pads each line to the widest and puts values of one description on one line)
+	grep -qE -- '^keep +-- keep each tensor.s dtype *$' <<<"$listed" || fail "no described keep: $listed"
+	grep -qE -- '^q8_0 +-- 8-bit blocks of 32 *$' <<<"$listed" || fail "no described q8_0: $listed"
+	grep -qE -- "^(Q4_K_[MS] +){2}-- llama-quantize's mix, mostly Q4_K *\$" <<<"$listed" ||
+		fail "no described Q4_K_M and Q4_K_S: $listed"
 	listed=${LISTINGS[1]}
 	for arch in llama qwen2 gemma2; do
 		grep -qE -- "(^| )$arch( |$)" <<<"$listed" || fail "zsh does not offer --arch $arch: $listed"

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "fmt/format_options.h"
 #include "convert.h"
 
@@ -45,14 +46,36 @@ static const fmt_cli_value dtypes[] = {
 	{ NULL, NULL }
 };
 
+/* What --dtype offers: dtypes[], then the writers' mixes of dtypes that are not one of them
+ * (GGUF: Q4_K_M...; its Q4_0 and q4_k are the dtypes' names), filled by convert_tool. */
+static fmt_cli_value dtype_values[sizeof dtypes / sizeof dtypes[0] + 32];
+
+static void list_dtype_values(void)
+{
+	size_t n = 0;
+	for (; dtypes[n].word; n++)
+		dtype_values[n] = dtypes[n];
+	fmt_drvopt_value mixes[32];
+	size_t n_mixes = fmt_driver_dtype_mixes(mixes, sizeof mixes / sizeof mixes[0]);
+	for (size_t i = 0; i < n_mixes && n + 1 < sizeof dtype_values / sizeof dtype_values[0]; i++) {
+		size_t k = 0;
+		while (dtypes[k].word && strcasecmp(dtypes[k].word, mixes[i].word) != 0)
+			k++;
+		if (!dtypes[k].word)
+			dtype_values[n++] = (fmt_cli_value){ mixes[i].word, mixes[i].help };
+	}
+	dtype_values[n] = (fmt_cli_value){ NULL, NULL };
+}
+
 static const fmt_cli_option own_options[] = {
 	{ FMT_CLI_OPT("to", OPT_TO, "FORMAT", "the output format (default: from OUTPUT's extension):"),
 	  .complete = FMT_COMPLETE_FORMAT },
 	{ FMT_CLI_OPT("dtype", OPT_DTYPE, "TYPE", "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k,\n"
 		      "q4_k, q5_k, q6_k, iq4_nl, iq4_xs (GGUF; any case), int8,\n"
 		      "int4, fp8, fp6, fp4 (.apsim compressed tensors) or keep\n"
-		      "(default: f16 for GGUF, keep otherwise)"),
-	  .complete = FMT_COMPLETE_WORDS, .values = dtypes },
+		      "(default: f16 for GGUF, keep otherwise); for GGUF also\n"
+		      "llama-quantize's presets (Q4_K_M, Q5_K_S, ...)"),
+	  .complete = FMT_COMPLETE_WORDS, .values = dtype_values },
 	{ FMT_CLI_OPT("compression", 'c', "CODEC", "what the output format offers: .apr (seed layout, one frame\n"
 		      "per tensor; default none): none, lz4[:1-12], zstd[:1-19],\n"
 		      "zstd-max; .ald payload: none, zstd (default), zstd-max, lz4;\n"
@@ -438,6 +461,7 @@ static int own_option(const char *name)
 const fmt_cli_tool *convert_tool(convert_args *a)
 {
 	size_t n = 0;
+	list_dtype_values();
 	a->o.sets = a->sets;
 	a->o.include = a->include;
 	a->o.exclude = a->exclude;

@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <inttypes.h>
 #include <regex.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -43,6 +44,17 @@ static const preset *preset_named(const char *name)
 		if (strcasecmp(presets[i].name, name) == 0)
 			return &presets[i];
 	return NULL;
+}
+
+size_t fmt_gguf_dtype_mixes(fmt_drvopt_value *out, size_t max)
+{
+	static char helps[sizeof presets / sizeof presets[0]][48];
+	size_t n = 0;
+	for (size_t i = 0; i < sizeof presets / sizeof presets[0] && n < max; i++) {
+		snprintf(helps[i], sizeof helps[i], "llama-quantize's mix, mostly %s", fmt_dtype_name(presets[i].base));
+		out[n++] = (fmt_drvopt_value){ presets[i].name, helps[i] };
+	}
+	return n;
 }
 
 /* llama-quantize's other type names (tools/quantize/quantize.cpp at the pinned commit): types

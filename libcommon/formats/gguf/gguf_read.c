@@ -676,6 +676,7 @@ const fmt_driver fmt_driver_gguf = {
 	.choose_dtype = fmt_gguf_choose_dtype,
 	.default_dtype = "f16",
 	.mix_dtypes = fmt_gguf_mix_dtypes,
+	.dtype_mixes = fmt_gguf_dtype_mixes,
 	.options = &fmt_gguf_quant_options,
 	.arch_key = "general.architecture",
 	.archs = gguf_archs,

@@ -140,6 +140,10 @@ extern const fmt_drvopts fmt_gguf_quant_options;
 /* 1 if any of q's options is given (q may be NULL). */
 int fmt_gguf_quant_opts_given(const fmt_gguf_quant_opts *q);
 
+/* The driver's dtype_mixes (fmt/registry.h): llama-quantize's preset names, each with the
+ * dtype most of its tensors get. */
+size_t fmt_gguf_dtype_mixes(fmt_drvopt_value *out, size_t max);
+
 /* The llama_ftype of llama-quantize's preset name (any case: Q4_K_M 15, Q4_K 15), or 0. */
 int fmt_gguf_preset_ftype(const char *name, uint32_t *ftype);
 

@@ -121,6 +121,9 @@ typedef struct fmt_driver {
 	 * gets it) and entries[i] says what m->tensors[i] becomes. NULL hook: the format has none. */
 	fmt_kind (*mix_dtypes)(const fmt_model *m, const fmt_model *meta, const char *name, const void *options,
 			       struct fmt_mix_entry *entries, const char **mix, fmt_err *e);
+	/* The names mix_dtypes takes, each with what it gives, into out[0..max): how many (what
+	 * --help and the completions offer for --dtype). NULL: none. */
+	size_t (*dtype_mixes)(fmt_drvopt_value *out, size_t max);
 	int compresses;               /* the writer compresses tensor data (fmt_write_opts.codec) */
 	/* Reads a sequential source (a pipe, fmt/io.h) front to back: open reads header, metadata
 	 * and index only; tensors are read in file order (fmt_tensor.seq_pos) and verify, called
@@ -234,6 +237,9 @@ const fmt_driver *fmt_driver_with(unsigned caps);
 const fmt_driver *fmt_driver_holding(fmt_dtype t);
 /* "llama qwen2 ...": the architectures the drivers know (fmt_driver.archs), once each. */
 void fmt_driver_arch_words(char *buf, size_t n);
+/* The writers' dtype mixes (fmt_driver.dtype_mixes: GGUF's Q4_K_M...) into out[0..max), once
+ * each (names compared in any case): how many. */
+size_t fmt_driver_dtype_mixes(fmt_drvopt_value *out, size_t max);
 /* "safetensors, gguf or apsim": the writable single-file formats, for messages. */
 void fmt_driver_writer_names(char *buf, size_t n);
 
