@@ -127,6 +127,15 @@ void fmt_sb_free(fmt_sb *b)
 	memset(b, 0, sizeof *b);
 }
 
+void fmt_join_words(const char *const *words, size_t n, const char *last, char *buf, size_t size)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && used < size; i++)
+		used += (size_t)snprintf(buf + used, size - used, "%s%s", i == 0 ? "" : i + 1 == n ? last : ", ",
+					 words[i]);
+}
+
 int fmt_ends_with(const char *s, const char *suffix)
 {
 	size_t n = strlen(s), m = strlen(suffix);

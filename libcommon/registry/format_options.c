@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "fmt/format_options.h"
+#include "fmt/strbuf.h"
 
 #define MAX_OWNERS 64
 
@@ -35,15 +36,6 @@ static const fmt_drvopt *declared(const fmt_drvopts *of, const char *name)
 }
 
 /* "a", "a sep b", "a, b sep c": words[0..n) joined into buf. */
-static void join(const char *const *words, size_t n, const char *sep, char *buf, size_t size)
-{
-	size_t used = 0;
-	buf[0] = '\0';
-	for (size_t i = 0; i < n && used < size; i++)
-		used += (size_t)snprintf(buf + used, size - used, "%s%s", i == 0 ? "" : i + 1 == n ? sep : ", ",
-					 words[i]);
-}
-
 size_t fmt_format_options(fmt_format_option *out, size_t max)
 {
 	owner ow[MAX_OWNERS];
@@ -64,7 +56,7 @@ size_t fmt_format_options(fmt_format_option *out, size_t max)
 		for (size_t i = 0; i < n_ow; i++)
 			if (declared(ow[i].of, out[k].opt->name))
 				names[count++] = ow[i].name;
-		join(names, count, " and ", out[k].owners, sizeof out[k].owners);
+		fmt_join_words(names, count, " and ", out[k].owners, sizeof out[k].owners);
 	}
 	return n;
 }
@@ -102,7 +94,7 @@ static void table_users(const char *name, char *buf, size_t size)
 				list[n] = words[n];
 				n++;
 			}
-	join(list, n, " or ", buf, size);
+	fmt_join_words(list, n, " or ", buf, size);
 }
 
 /* The first given option (in the order given per driver) that keep() says no use of, or NULL. */
@@ -155,6 +147,6 @@ fmt_kind fmt_model_options_check(const fmt_drvopt_sets *s, const fmt_driver *out
 	for (const fmt_driver *const *d = fmt_drivers(); *d && n < MAX_OWNERS; d++)
 		if (uses((*d)->options, name, FMT_DRVOPT_WRITE) && (*d)->extension)
 			exts[n++] = (*d)->extension;
-	join(exts, n, " or ", list, sizeof list);
+	fmt_join_words(exts, n, " or ", list, sizeof list);
 	return fmt_fail(e, FMT_USAGE, "--%s needs %s output", name, list);
 }

@@ -12,6 +12,7 @@
 #include <strings.h>
 #include "fmt/gguf.h"
 #include "fmt/quant.h"
+#include "fmt/strbuf.h"
 
 /* llama_ftype values (llama.h) of the presets. */
 enum {
@@ -24,23 +25,28 @@ typedef struct preset {
 	const char *name;
 	int ftype;
 	fmt_dtype base;     /* llama_ftype_get_default_type */
+	int alias;          /* another name of a preset above it (not listed in messages) */
 } preset;
 
-/* llama-quantize's names; Q3_K, Q4_K and Q5_K are its aliases of the _M mixes. */
+/* llama-quantize's names, in the order messages list them; Q3_K, Q4_K and Q5_K are its aliases
+ * of the _M mixes. */
 static const preset presets[] = {
-	{ "Q4_0", FT_Q4_0, FMT_DT_Q4_0 }, { "Q4_1", FT_Q4_1, FMT_DT_Q4_1 }, { "Q5_0", FT_Q5_0, FMT_DT_Q5_0 },
-	{ "Q5_1", FT_Q5_1, FMT_DT_Q5_1 }, { "Q8_0", FT_Q8_0, FMT_DT_Q8_0 }, { "Q2_K", FT_Q2_K, FMT_DT_Q2_K },
-	{ "Q3_K_S", FT_Q3_K_S, FMT_DT_Q3_K }, { "Q3_K_M", FT_Q3_K_M, FMT_DT_Q3_K },
-	{ "Q3_K_L", FT_Q3_K_L, FMT_DT_Q3_K }, { "Q4_K_S", FT_Q4_K_S, FMT_DT_Q4_K },
-	{ "Q4_K_M", FT_Q4_K_M, FMT_DT_Q4_K }, { "Q5_K_S", FT_Q5_K_S, FMT_DT_Q5_K },
-	{ "Q5_K_M", FT_Q5_K_M, FMT_DT_Q5_K }, { "Q6_K", FT_Q6_K, FMT_DT_Q6_K },
-	{ "IQ4_NL", FT_IQ4_NL, FMT_DT_IQ4_NL }, { "IQ4_XS", FT_IQ4_XS, FMT_DT_IQ4_XS },
-	{ "Q3_K", FT_Q3_K_M, FMT_DT_Q3_K }, { "Q4_K", FT_Q4_K_M, FMT_DT_Q4_K }, { "Q5_K", FT_Q5_K_M, FMT_DT_Q5_K },
+	{ "Q2_K", FT_Q2_K, FMT_DT_Q2_K, 0 }, { "Q3_K_S", FT_Q3_K_S, FMT_DT_Q3_K, 0 },
+	{ "Q3_K_M", FT_Q3_K_M, FMT_DT_Q3_K, 0 }, { "Q3_K_L", FT_Q3_K_L, FMT_DT_Q3_K, 0 },
+	{ "Q4_K_S", FT_Q4_K_S, FMT_DT_Q4_K, 0 }, { "Q4_K_M", FT_Q4_K_M, FMT_DT_Q4_K, 0 },
+	{ "Q5_K_S", FT_Q5_K_S, FMT_DT_Q5_K, 0 }, { "Q5_K_M", FT_Q5_K_M, FMT_DT_Q5_K, 0 },
+	{ "Q6_K", FT_Q6_K, FMT_DT_Q6_K, 0 }, { "IQ4_NL", FT_IQ4_NL, FMT_DT_IQ4_NL, 0 },
+	{ "IQ4_XS", FT_IQ4_XS, FMT_DT_IQ4_XS, 0 }, { "Q4_0", FT_Q4_0, FMT_DT_Q4_0, 0 },
+	{ "Q4_1", FT_Q4_1, FMT_DT_Q4_1, 0 }, { "Q5_0", FT_Q5_0, FMT_DT_Q5_0, 0 },
+	{ "Q5_1", FT_Q5_1, FMT_DT_Q5_1, 0 }, { "Q8_0", FT_Q8_0, FMT_DT_Q8_0, 0 },
+	{ "Q3_K", FT_Q3_K_M, FMT_DT_Q3_K, 1 }, { "Q4_K", FT_Q4_K_M, FMT_DT_Q4_K, 1 },
+	{ "Q5_K", FT_Q5_K_M, FMT_DT_Q5_K, 1 },
 };
+#define N_PRESETS (sizeof presets / sizeof presets[0])
 
 static const preset *preset_named(const char *name)
 {
-	for (size_t i = 0; name && i < sizeof presets / sizeof presets[0]; i++)
+	for (size_t i = 0; name && i < N_PRESETS; i++)
 		if (strcasecmp(presets[i].name, name) == 0)
 			return &presets[i];
 	return NULL;
@@ -48,9 +54,9 @@ static const preset *preset_named(const char *name)
 
 size_t fmt_gguf_dtype_mixes(fmt_drvopt_value *out, size_t max)
 {
-	static char helps[sizeof presets / sizeof presets[0]][48];
+	static char helps[N_PRESETS][48];
 	size_t n = 0;
-	for (size_t i = 0; i < sizeof presets / sizeof presets[0] && n < max; i++) {
+	for (size_t i = 0; i < N_PRESETS && n < max; i++) {
 		snprintf(helps[i], sizeof helps[i], "llama-quantize's mix, mostly %s", fmt_dtype_name(presets[i].base));
 		out[n++] = (fmt_drvopt_value){ presets[i].name, helps[i] };
 	}
@@ -59,23 +65,32 @@ size_t fmt_gguf_dtype_mixes(fmt_drvopt_value *out, size_t max)
 
 /* llama-quantize's other type names (tools/quantize/quantize.cpp at the pinned commit): types
  * whose quantizers fmtkit does not have (the IQ1/IQ2/IQ3 ones search grids under an importance
- * matrix; TQ* are ternary, Q1_0/Q2_0 and MXFP4_MOE newer), and COPY, which is --dtype keep. */
+ * matrix; TQ* are ternary, Q1_0/Q2_0 and MXFP4_MOE newer). */
 static const char *const unwritten_presets[] = {
 	"Q1_0", "Q2_0", "MXFP4_MOE", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M", "IQ1_S", "IQ1_M", "TQ1_0",
-	"TQ2_0", "Q2_K_S", "IQ3_XXS", "IQ3_S", "IQ3_M", "IQ3_XS", "COPY",
+	"TQ2_0", "Q2_K_S", "IQ3_XXS", "IQ3_S", "IQ3_M", "IQ3_XS",
 };
 
-/* FMT_USAGE naming what to ask instead when name is one of unwritten_presets; FMT_OK if not. */
+/* FMT_USAGE naming what to ask instead when name is one of unwritten_presets or llama-quantize's
+ * COPY (--dtype keep here); FMT_OK if not. */
 static fmt_kind refuse_unwritten(const char *name, fmt_err *e)
 {
-	for (size_t i = 0; name && i < sizeof unwritten_presets / sizeof unwritten_presets[0]; i++) {
+	if (!name)
+		return FMT_OK;
+	if (strcasecmp(name, "COPY") == 0)
+		return fmt_fail(e, FMT_USAGE, "--dtype %s: llama-quantize's COPY is --dtype keep here", name);
+	for (size_t i = 0; i < sizeof unwritten_presets / sizeof unwritten_presets[0]; i++) {
 		if (strcasecmp(unwritten_presets[i], name) != 0)
 			continue;
-		if (strcasecmp(name, "COPY") == 0)
-			return fmt_fail(e, FMT_USAGE, "--dtype %s: llama-quantize's COPY is --dtype keep here", name);
-		return fmt_fail(e, FMT_USAGE, "--dtype %s: fmtkit does not write llama-quantize's %s; it writes "
-				"Q2_K, Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL, "
-				"IQ4_XS, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0", name, unwritten_presets[i]);
+		const char *names[N_PRESETS];
+		char written[256];
+		size_t n = 0;
+		for (size_t j = 0; j < N_PRESETS; j++)
+			if (!presets[j].alias)
+				names[n++] = presets[j].name;
+		fmt_join_words(names, n, " and ", written, sizeof written);
+		return fmt_fail(e, FMT_USAGE, "--dtype %s: fmtkit does not write llama-quantize's %s; it writes %s",
+				name, unwritten_presets[i], written);
 	}
 	return FMT_OK;
 }

@@ -108,6 +108,10 @@ size_t fmt_i64_text(int64_t v, char *buf);
 void fmt_sb_json_str(fmt_sb *b, const char *s, size_t n);
 void fmt_sb_free(fmt_sb *b);
 
+/* words[0..n) as "a, b and c" into buf (size bytes, cut short if it must): last is what goes
+ * before the last word (" and ", " or "). */
+void fmt_join_words(const char *const *words, size_t n, const char *last, char *buf, size_t size);
+
 /* 1 when s ends with suffix (a file name with its extension). */
 int fmt_ends_with(const char *s, const char *suffix);
 
