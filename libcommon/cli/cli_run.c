@@ -10,6 +10,7 @@
 #include "fmt/cli.h"
 #include "fmt/out.h"
 #include "fmt/report.h"
+#include "fmt/strbuf.h"
 
 #define MAX_OPTIONS 128  /* fmt-convert: its own, and every driver's options */
 #define HELP_LEFT_MAX 26 /* wider option columns put their text after two spaces */
@@ -57,20 +58,15 @@ static size_t command_count(const fmt_cli_tool *t)
 }
 
 /* "a, b or c" from the names of the commands in mask (all when mask is 0). */
-static void command_list(const fmt_cli_tool *t, unsigned mask, const char *last_sep, char *buf,
+static void command_list(const fmt_cli_tool *t, unsigned mask, const char *sep, const char *last, char *buf,
 			 size_t n)
 {
-	size_t n_cmds = command_count(t), used = 0, listed = 0, total = 0;
-	for (size_t i = 0; i < n_cmds; i++)
-		total += !mask || (mask >> i & 1);
-	buf[0] = '\0';
-	for (size_t i = 0; i < n_cmds && used < n; i++) {
-		if (mask && !(mask >> i & 1))
-			continue;
-		const char *sep = listed == 0 ? "" : listed + 1 == total ? last_sep : ", ";
-		used += (size_t)snprintf(buf + used, n - used, "%s%s", sep, t->commands[i].name);
-		listed++;
-	}
+	const char *names[sizeof mask * 8];
+	size_t listed = 0;
+	for (size_t i = 0; i < command_count(t) && i < sizeof names / sizeof *names; i++)
+		if (!mask || (mask >> i & 1))
+			names[listed++] = t->commands[i].name;
+	fmt_join_sep(names, listed, sep, last, buf, n);
 }
 
 static void format_names(const fmt_cli_tool *t, char *buf, size_t n)
@@ -281,9 +277,7 @@ static void dump_options(const fmt_cli_tool *t, FILE *f)
 		dump_field(f, complete_name(o->complete), strlen(complete_name(o->complete)));
 		value_words(t, o, words, sizeof words);
 		dump_field(f, words, strlen(words));
-		command_list(t, o->commands, ",", cmds, sizeof cmds);
-		for (char *p = cmds; (p = strstr(p, ", ")) != NULL;)
-			memmove(p + 1, p + 2, strlen(p + 2) + 1);
+		command_list(t, o->commands, ",", ",", cmds, sizeof cmds);
 		dump_field(f, cmds, o->commands ? strlen(cmds) : 0);
 		dump_field(f, o->flags & FMT_CLI_REPEAT ? "1" : "0", 1);
 		fprintf(f, "\t%u\t", o->group);
@@ -370,7 +364,7 @@ static int check_command_options(const fmt_cli_tool *t, const unsigned char *giv
 		if (!given[i] || !o->commands || (o->commands >> cli->command & 1))
 			continue;
 		char owners[NAMES_MAX], msg[NAMES_MAX + 128];
-		command_list(t, o->commands, " and ", owners, sizeof owners);
+		command_list(t, o->commands, ", ", " and ", owners, sizeof owners);
 		snprintf(msg, sizeof msg, "--%s belongs to %s, not %s", o->name, owners,
 			 t->commands[cli->command].name);
 		return fmt_cli_usage_error(t, msg);
@@ -381,7 +375,7 @@ static int check_command_options(const fmt_cli_tool *t, const unsigned char *giv
 static int find_command(const fmt_cli_tool *t, fmt_cli *cli)
 {
 	char names[NAMES_MAX], msg[NAMES_MAX + 128];
-	command_list(t, 0, " or ", names, sizeof names);
+	command_list(t, 0, ", ", " or ", names, sizeof names);
 	if (cli->n_operands == 0) {
 		snprintf(msg, sizeof msg, "no subcommand (%s)", names);
 		return fmt_cli_usage_error(t, msg);

@@ -127,13 +127,18 @@ void fmt_sb_free(fmt_sb *b)
 	memset(b, 0, sizeof *b);
 }
 
-void fmt_join_words(const char *const *words, size_t n, const char *last, char *buf, size_t size)
+void fmt_join_sep(const char *const *words, size_t n, const char *sep, const char *last, char *buf, size_t size)
 {
 	size_t used = 0;
 	buf[0] = '\0';
 	for (size_t i = 0; i < n && used < size; i++)
-		used += (size_t)snprintf(buf + used, size - used, "%s%s", i == 0 ? "" : i + 1 == n ? last : ", ",
+		used += (size_t)snprintf(buf + used, size - used, "%s%s", i == 0 ? "" : i + 1 == n ? last : sep,
 					 words[i]);
+}
+
+void fmt_join_words(const char *const *words, size_t n, const char *last, char *buf, size_t size)
+{
+	fmt_join_sep(words, n, ", ", last, buf, size);
 }
 
 int fmt_ends_with(const char *s, const char *suffix)

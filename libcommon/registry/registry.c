@@ -220,22 +220,16 @@ static int compresses(fmt_format f)
 
 /* The names of the formats of kinds that pass keep, in registry order: "a, b, c", or with
  * last = " or ", "a, b or c". */
+#define LISTED_MAX 64   /* formats named in one list (the registry holds fewer) */
 static void list_names(char *buf, size_t n, unsigned kinds, int (*keep)(fmt_format), const char *last)
 {
+	const char *names[LISTED_MAX];
+	size_t count = 0;
 	fmt_format f;
-	size_t used = 0, count = 0, total = 0;
 	EACH_FORMAT(f, i)
-		total += (kind_of(f) & kinds) && keep(f);
-	buf[0] = '\0';
-	EACH_FORMAT(f, i) {
-		if (used >= n)
-			break;
-		if (!(kind_of(f) & kinds) || !keep(f))
-			continue;
-		const char *sep = count == 0 ? "" : count + 1 == total ? last : ", ";
-		used += (size_t)snprintf(buf + used, n - used, "%s%s", sep, fmt_format_name(f));
-		count++;
-	}
+		if ((kind_of(f) & kinds) && keep(f) && count < LISTED_MAX)
+			names[count++] = fmt_format_name(f);
+	fmt_join_words(names, count, last, buf, n);
 }
 
 void fmt_driver_names(char *buf, size_t n)

@@ -465,6 +465,24 @@ TEST(sequential_source_from_memory_with_a_small_head)
 	free(data);
 }
 
+TEST(join_words_and_lists)
+{
+	const char *const w[] = { "gguf", "apr", "safetensors" };
+	char b[64], small[8];
+	fmt_join_words(w, 3, " or ", b, sizeof b);
+	CHECK_STR(b, "gguf, apr or safetensors");
+	fmt_join_words(w, 2, " and ", b, sizeof b);
+	CHECK_STR(b, "gguf and apr");
+	fmt_join_words(w, 1, " and ", b, sizeof b);
+	CHECK_STR(b, "gguf");
+	fmt_join_words(w, 0, " and ", b, sizeof b);
+	CHECK_STR(b, "");
+	fmt_join_sep(w, 3, ",", ",", b, sizeof b);
+	CHECK_STR(b, "gguf,apr,safetensors");
+	fmt_join_words(w, 3, " or ", small, sizeof small);   /* cut short, still a string */
+	CHECK_STR(small, "gguf, a");
+}
+
 TEST(integer_text)
 {
 	char b[24];

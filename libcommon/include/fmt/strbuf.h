@@ -111,6 +111,8 @@ void fmt_sb_free(fmt_sb *b);
 /* words[0..n) as "a, b and c" into buf (size bytes, cut short if it must): last is what goes
  * before the last word (" and ", " or "). */
 void fmt_join_words(const char *const *words, size_t n, const char *last, char *buf, size_t size);
+/* The same with sep between the others ("a,b,c": sep and last ","). */
+void fmt_join_sep(const char *const *words, size_t n, const char *sep, const char *last, char *buf, size_t size);
 
 /* 1 when s ends with suffix (a file name with its extension). */
 int fmt_ends_with(const char *s, const char *suffix);
