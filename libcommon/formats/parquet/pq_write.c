@@ -698,6 +698,8 @@ static fmt_kind write_data_page(writer *w, colw *c, uint64_t r0, uint64_t r1, ui
 		for (size_t i = 0; i < vals; i++)
 			dst[i >> 3] |= (uint8_t)(c->plain.p[v0 + i] << (i & 7));
 		fmt_sb_commit(&w->page, bytes);
+	} else if (!c->plain.p) {
+		/* no value held (an empty or all-null column): the page is its levels */
 	} else if (c->is_bytes) {
 		size_t a = v0 ? (size_t)c->vpos[v0] - 4 : 0, z = v1 < c->values ? (size_t)c->vpos[v1] - 4 : c->plain.len;
 		body = c->plain.p + a, body_len = z - a;
