@@ -237,15 +237,7 @@ enum { SWEEP_CHUNK = 4096, SWEEP_BLOCKS = 512, BLOCK_INPUTS = 1 << 23 };
 
 /* Sanitizer builds (make asan) run about 10x slower: there every block is still visited but
  * only one chunk in SWEEP_STRIDE. The normal build sweeps every input. */
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
-#define SWEEP_SAMPLED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define SWEEP_SAMPLED 1
-#endif
-#ifdef SWEEP_SAMPLED
+#ifdef UNIT_SANITIZED
 #define SWEEP_STRIDE 64u
 #else
 #define SWEEP_STRIDE 1u

@@ -303,9 +303,9 @@ static void check_legacy_level(fmt_dtype t, int level)
 	for (int c = 0; c < LEGACY_CASES; c++) {
 		legacy_edge_block(c, x + 32 * c);
 		for (int s = 0; s < 2; s++) {  /* alone, and in a run after the case before */
-			const float *row = x + 32 * (c - s);
 			if (c - s < 0)
 				continue;
+			const float *row = x + 32 * (c - s);
 			int redo[2] = { -1, -1 };
 			fmt_kind k[2];
 			for (int pass = 0; pass < 2; pass++) {
