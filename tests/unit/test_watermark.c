@@ -568,4 +568,11 @@ TEST(wm_registry_lookup)
 	CHECK(strstr(e.msg, "registry line 1") != NULL);
 	const char *dup = "{\"buyer\":\"x\",\"buyer\":\"y\",\"buyer_hash\":\"0000000000000000000000000000000000000000000000000000000000000000\"}";
 	CHECK(fmt_wm_registry_find(dup, strlen(dup), "0", &buyer, &e) == FMT_INVALID_FORMAT);
+	/* a match, then a bad line: the error, and no buyer left allocated (found by fuzz_wm_registry) */
+	char later_bad[512];
+	snprintf(later_bad, sizeof later_bad, "%s%s", text, bad);
+	buyer = (char *)1;
+	CHECK(fmt_wm_registry_find(later_bad, strlen(later_bad), "c879b5a7cda6", &buyer, &e) == FMT_INVALID_FORMAT);
+	CHECK(buyer == NULL);
+	CHECK(strstr(e.msg, "registry line 4") != NULL);
 }

@@ -226,8 +226,8 @@ typedef struct fmt_wm_entropy_result {
 void fmt_wm_entropy_finish(const fmt_wm_entropy *s, fmt_wm_entropy_result *r);
 
 /* The buyers registry (JSON Lines of {"buyer": ID, "buyer_hash": HEX64, ...}): the first buyer
- * whose hash starts with prefix (lowercase hex) into *buyer (malloc'd; NULL when none). Every
- * line is checked: a malformed one is InvalidFormat naming its number. */
+ * whose hash starts with prefix (lowercase hex) into *buyer (malloc'd; NULL when none, and on
+ * any error). Every line is checked: a malformed one is InvalidFormat naming its number. */
 fmt_kind fmt_wm_registry_find(const char *text, size_t n, const char *prefix, char **buyer, fmt_err *e);
 
 /* Kolmogorov's limiting distribution: P[K > x] (the KS p-value of sqrt(n) D, with Stephens'
