@@ -35,7 +35,6 @@ static const fmt_drvopt *declared(const fmt_drvopts *of, const char *name)
 	return NULL;
 }
 
-/* "a", "a sep b", "a, b sep c": words[0..n) joined into buf. */
 size_t fmt_format_options(fmt_format_option *out, size_t max)
 {
 	owner ow[MAX_OWNERS];

@@ -259,10 +259,11 @@ void fmt_table_driver_names(char *buf, size_t n)
 
 void fmt_table_driver_words(char *buf, size_t n)
 {
-	size_t used = 0;
-	buf[0] = '\0';
-	for (const fmt_table_driver *const *d = fmt_table_drivers(); *d && used < n; d++)
-		used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? " " : "", (*d)->name);
+	const char *names[LISTED_MAX];
+	size_t count = 0;
+	for (const fmt_table_driver *const *d = fmt_table_drivers(); *d && count < LISTED_MAX; d++)
+		names[count++] = (*d)->name;
+	fmt_join_sep(names, count, " ", " ", buf, n);
 }
 
 void fmt_driver_signing_names(char *buf, size_t n)
