@@ -271,24 +271,23 @@ void fmt_driver_signing_names(char *buf, size_t n)
 	list_names(buf, n, FMT_FORMAT_MODEL, signs_in_place, ", ");
 }
 
-/* Is word one of the space-separated words of list? */
-static int has_word(const char *list, const char *word)
+static int listed(const char *const *names, size_t count, const char *name)
 {
-	size_t len = strlen(word);
-	for (const char *p = list; (p = strstr(p, word)) != NULL; p += len)
-		if ((p == list || p[-1] == ' ') && (p[len] == ' ' || p[len] == '\0'))
+	for (size_t i = 0; i < count; i++)
+		if (strcmp(names[i], name) == 0)
 			return 1;
 	return 0;
 }
 
 void fmt_driver_arch_words(char *buf, size_t n)
 {
-	size_t used = 0;
-	buf[0] = '\0';
+	const char *names[LISTED_MAX];
+	size_t count = 0;
 	for (size_t i = 0; models[i]; i++)
-		for (const char *const *a = models[i]->archs; a && *a && used < n; a++)
-			if (!has_word(buf, *a))
-				used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? " " : "", *a);
+		for (const char *const *a = models[i]->archs; a && *a && count < LISTED_MAX; a++)
+			if (!listed(names, count, *a))
+				names[count++] = *a;
+	fmt_join_sep(names, count, " ", " ", buf, n);
 }
 
 size_t fmt_driver_dtype_mixes(fmt_drvopt_value *out, size_t max)

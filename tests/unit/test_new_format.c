@@ -41,6 +41,29 @@ TEST(new_format_is_known_to_the_registry_once_registered)
 	CHECK(strstr(e.msg, "dummy") != NULL);
 }
 
+/* How many times word stands as a space-separated word in list. */
+static int word_count(const char *list, const char *word)
+{
+	int n = 0;
+	size_t len = strlen(word);
+	for (const char *p = list; (p = strstr(p, word)) != NULL; p += len)
+		n += (p == list || p[-1] == ' ') && (p[len] == ' ' || p[len] == '\0');
+	return n;
+}
+
+/* The completion words of --arch: every architecture a driver names, once, however many name it. */
+TEST(arch_words_name_each_architecture_once)
+{
+	char words[1024];
+	int archs = 0;
+	fmt_driver_arch_words(words, sizeof words);
+	for (const fmt_driver *const *d = fmt_drivers(); *d; d++)
+		for (const char *const *a = (*d)->archs; a && *a; a++, archs++)
+			CHECK(word_count(words, *a) == 1);
+	CHECK(archs > 0);
+	CHECK(words[0] != ' ' && words[strlen(words) - 1] != ' ' && !strstr(words, "  "));
+}
+
 TEST(new_format_converts_through_the_neutral_model)
 {
 	register_dummy();
