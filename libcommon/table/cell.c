@@ -61,10 +61,16 @@ int64_t fmt_days_from_civil(int64_t y, unsigned m, unsigned d)
 	return era * 146097 + (int64_t)doe - 719468;
 }
 
-static int64_t floor_div(int64_t a, int64_t b)
+/* a = q b + r with 0 <= r < b (b > 0), without forming q b: near INT64_MIN it does not fit. */
+static int64_t floor_div_mod(int64_t a, int64_t b, int64_t *r)
 {
 	int64_t q = a / b;
-	return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+	*r = a % b;
+	if (*r < 0) {
+		*r += b;
+		q--;
+	}
+	return q;
 }
 
 /* v as exactly n decimal digits at p (v < 10^n). */
@@ -103,8 +109,8 @@ static void put_timestamp(fmt_sb *b, int64_t v, fmt_time_unit unit, const char *
 {
 	static const int64_t per_sec[] = { 1, 1000, 1000000, 1000000000 };
 	static const int digits[] = { 0, 3, 6, 9 };
-	int64_t ps = per_sec[unit], secs = floor_div(v, ps), frac = v - secs * ps;
-	int64_t days = floor_div(secs, 86400), sod = secs - days * 86400;
+	int64_t frac, sod;
+	int64_t secs = floor_div_mod(v, per_sec[unit], &frac), days = floor_div_mod(secs, 86400, &sod);
 	char buf[80];
 	size_t n = date_text(buf, 40, days);
 	buf[n] = 'T';

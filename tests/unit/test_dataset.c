@@ -138,6 +138,30 @@ static void timestamp_by_printf(int64_t v, fmt_time_unit unit, int zoned, char *
 	snprintf(out + at, n - at, "%s", zoned ? "Z" : "");
 }
 
+/* The first and last timestamps of each unit (found by fuzz_driver: the seconds of INT64_MIN
+ * microseconds, times 10^6, do not fit in an int64, which the remainder was computed from). */
+TEST(cell_text_of_timestamps_at_the_ends_of_int64)
+{
+	static const char *const want[4][2] = {
+		{ "-292277022657-01-27T08:29:52", "292277026596-12-04T15:30:07" },
+		{ "-292275055-05-16T16:47:04.192", "292278994-08-17T07:12:55.807" },
+		{ "-290308-12-21T19:59:05.224192", "294247-01-10T04:00:54.775807" },
+		{ "1677-09-21T00:12:43.145224192", "2262-04-11T23:47:16.854775807" },
+	};
+	for (int unit = FMT_TU_S; unit <= FMT_TU_NS; unit++)
+		for (int end = 0; end < 2; end++) {
+			uint8_t le[8];
+			fmt_wr_u64(le, end ? (uint64_t)INT64_MAX : (uint64_t)INT64_MIN);
+			fmt_field f = { .name = "t", .type = FMT_C_TIMESTAMP, .unit = (fmt_time_unit)unit };
+			fmt_column c = { .values = le, .values_len = 8 };
+			fmt_sb got = { 0 };
+			fmt_cell_text(&f, &c, 0, &got);
+			fmt_sb_put(&got, "", 1);
+			CHECK_STR(got.p, want[unit][end]);
+			fmt_sb_free(&got);
+		}
+}
+
 TEST(cell_text_of_dates_and_timestamps_as_printf_wrote_them)
 {
 	static const int64_t edges[] = { 0, 1, -1, 999, -999, 86399, 86400, -86400, 253402300799LL, 253402300800LL,
