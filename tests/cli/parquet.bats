@@ -445,3 +445,19 @@ open("bad.parquet", "wb").write(b)' "$off3" "$off9"
 		[ ! -e out.csv ]
 	done
 }
+
+@test "the first timestamp of a unit as text: INT64_MIN microseconds (a row of a fuzzed DuckDB file)" {
+	# timestamp-int64-min.parquet: row 98 of what fuzz_driver made of types-v1-none.parquet, taken
+	# with --where 'id = 98'; its seconds times 10^6 do not fit in an int64 (UBSan caught the
+	# fraction computed from them; make asan runs this test under it)
+	run fmt-convert -q "$DATA/timestamp-int64-min.parquet" t.csv
+	assert_success
+	assert_equal "$(cat t.csv)" "id,tstz
+98,-290308-12-21T19:59:05.224192Z"
+	run fmt-inspect --head 1 --json "$DATA/timestamp-int64-min.parquet"
+	assert_success
+	assert_output --partial '"head":[{"id":98,"tstz":"-290308-12-21T19:59:05.224192Z"}]'
+	run fmt-inspect "$DATA/timestamp-int64-min.parquet"
+	assert_success
+	assert_output --partial "max: -9223372036854775808"
+}
