@@ -157,7 +157,7 @@ twin() {
 		fi
 		rm -f out.nk
 	done <"$HOSTILE/cases.tsv"
-	[ "$(wc -l <"$HOSTILE/cases.tsv")" -eq 33 ]
+	[ "$(wc -l <"$HOSTILE/cases.tsv")" -eq 34 ]
 }
 
 @test "a model of tensors only cannot become a .nk file (exit 5)" {

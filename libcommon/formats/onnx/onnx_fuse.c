@@ -381,8 +381,11 @@ static int match_convnext(mapper *m, int add_i, const char *main, const char *sk
 	if (dwt.data)
 		memcpy(dwt.data, dw.w->f32, dw.w->count * sizeof(float));
 	const FmtOnnx__NodeProto *dwn = m->nodes[dw.conv];
-	if (fmt_onnx_bias(m, dwn, fmt_onnx_init_of(m, fmt_onnx_input(dwn, 2)), c, &dwb) != FMT_OK ||
-	    put_pair(m, b, dwt, dwb) != FMT_OK || put_vector(m, b, ln_w, ln_b, c) != FMT_OK ||
+	if (fmt_onnx_bias(m, dwn, fmt_onnx_init_of(m, fmt_onnx_input(dwn, 2)), c, &dwb) != FMT_OK) {
+		free(dwt.data);   /* put_pair takes it only with its bias */
+		return -1;
+	}
+	if (put_pair(m, b, dwt, dwb) != FMT_OK || put_vector(m, b, ln_w, ln_b, c) != FMT_OK ||
 	    put_pointwise(m, b, &fc1) != FMT_OK || put_vector(m, b, gamma, beta, 4 * c) != FMT_OK ||
 	    put_pointwise(m, b, &fc2) != FMT_OK)
 		return -1;
