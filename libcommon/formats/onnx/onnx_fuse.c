@@ -376,15 +376,15 @@ static int match_convnext(mapper *m, int add_i, const char *main, const char *sk
 	b->kind = NK_CONVNEXT;
 	b->in_c = b->out_c = c;
 	b->layer = (nk_spec_layer){ .kind = NK_CONVNEXT, .units = c, .eps = fmt_onnx_attr_float(ln, "epsilon", 1e-5f) };
+	/* the bias first, as put_conv_bn asks: put_pair owns the weight only once both exist */
+	const FmtOnnx__NodeProto *dwn = m->nodes[dw.conv];
+	nk_spec_tensor dwb;
+	if (fmt_onnx_bias(m, dwn, fmt_onnx_init_of(m, fmt_onnx_input(dwn, 2)), c, &dwb) != FMT_OK)
+		return -1;
 	uint32_t dw_dims[4] = { c, 7, 7 };
-	nk_spec_tensor dwt = fmt_nk_spec_tensor(3, dw_dims), dwb;
+	nk_spec_tensor dwt = fmt_nk_spec_tensor(3, dw_dims);
 	if (dwt.data)
 		memcpy(dwt.data, dw.w->f32, dw.w->count * sizeof(float));
-	const FmtOnnx__NodeProto *dwn = m->nodes[dw.conv];
-	if (fmt_onnx_bias(m, dwn, fmt_onnx_init_of(m, fmt_onnx_input(dwn, 2)), c, &dwb) != FMT_OK) {
-		free(dwt.data);   /* put_pair takes it only with its bias */
-		return -1;
-	}
 	if (put_pair(m, b, dwt, dwb) != FMT_OK || put_vector(m, b, ln_w, ln_b, c) != FMT_OK ||
 	    put_pointwise(m, b, &fc1) != FMT_OK || put_vector(m, b, gamma, beta, 4 * c) != FMT_OK ||
 	    put_pointwise(m, b, &fc2) != FMT_OK)
