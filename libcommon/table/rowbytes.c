@@ -134,6 +134,96 @@ int fmt_row_key(const fmt_field *f, const fmt_column *c, uint64_t row, int desc,
 	}
 }
 
+/* ---- values against a block's statistics ---- */
+
+/* memcmp order, the shorter first on a common prefix (the order of Parquet's byte arrays). */
+static int bytes_cmp(const uint8_t *a, size_t na, const uint8_t *b, size_t nb)
+{
+	size_t n = na < nb ? na : nb;
+	int cmp = n ? memcmp(a, b, n) : 0;
+	return cmp ? cmp : na < nb ? -1 : na > nb;
+}
+
+/* The first defined row of [0, n) whose value (W bytes, read by GET as a T) is below LO or
+ * above HI; n when none. One loop per type: a verify runs it over every value of a file. */
+#define FIRST_OUTSIDE(T, W, GET, LO, HI)                                                           \
+	do {                                                                                     \
+		const uint8_t *at = c->values;                                                   \
+		for (uint64_t row = 0; row < n; row++, at += (W)) {                               \
+			T v_ = GET(at);                                                          \
+			if ((v_ < (LO) || v_ > (HI)) && is_defined(c, row))                      \
+				return row;                                                      \
+		}                                                                                \
+		return n;                                                                        \
+	} while (0)
+
+static int is_defined(const fmt_column *c, uint64_t row)
+{
+	return !c->validity || bit(c->validity, row);
+}
+
+static int8_t get_i8(const uint8_t *p) { return (int8_t)p[0]; }
+static int16_t get_i16(const uint8_t *p) { return (int16_t)fmt_rd_u16(p); }
+static int32_t get_i32(const uint8_t *p) { return (int32_t)fmt_rd_u32(p); }
+static int64_t get_i64(const uint8_t *p) { return (int64_t)fmt_rd_u64(p); }
+static uint8_t get_u8(const uint8_t *p) { return p[0]; }
+static float get_f32(const uint8_t *p) { return fmt_bits_f32(fmt_rd_u32(p)); }
+static double get_f64(const uint8_t *p) { return fmt_bits_f64(fmt_rd_u64(p)); }
+static float get_f16(const uint8_t *p) { return fmt_f16_to_f32(fmt_rd_u16(p)); }
+
+static uint64_t first_bytes_outside(fmt_ctype t, const fmt_column *m, const fmt_column *c, uint64_t n)
+{
+	const uint8_t *lo, *hi;
+	size_t nlo, nhi;
+	const int32_t *off = c->offsets;
+	fmt_column_bytes(m, t, 0, &lo, &nlo);
+	fmt_column_bytes(m, t, 1, &hi, &nhi);
+	for (uint64_t row = 0; row < n; row++) {
+		const uint8_t *p = c->values + off[row];
+		size_t len = (size_t)(off[row + 1] - off[row]);
+		/* the first bytes differ in most values: no call for them */
+		int above_lo = len && nlo && p[0] != lo[0] ? p[0] > lo[0] : bytes_cmp(lo, nlo, p, len) <= 0;
+		int below_hi = len && nhi && p[0] != hi[0] ? p[0] < hi[0] : bytes_cmp(p, len, hi, nhi) <= 0;
+		if (!(above_lo && below_hi) && is_defined(c, row))
+			return row;
+	}
+	return n;
+}
+
+uint64_t fmt_range_first_outside(const fmt_col_range *r, const fmt_column *c, uint64_t n)
+{
+	const fmt_column *m = &r->minmax;
+	const uint8_t *b = m->values;
+	fmt_ctype t = r->field->type;
+	if (!r->has_range)
+		return n;
+	switch (t) {
+	case FMT_C_BOOL:
+		for (uint64_t row = 0; row < n; row++) {
+			int v = fmt_column_bool(c, row);
+			if ((v < fmt_column_bool(m, 0) || v > fmt_column_bool(m, 1)) && is_defined(c, row))
+				return row;
+		}
+		return n;
+	case FMT_C_UTF8: case FMT_C_BINARY:
+		return first_bytes_outside(t, m, c, n);
+	case FMT_C_I8: FIRST_OUTSIDE(int8_t, 1, get_i8, get_i8(b), get_i8(b + 1));
+	case FMT_C_I16: FIRST_OUTSIDE(int16_t, 2, get_i16, get_i16(b), get_i16(b + 2));
+	case FMT_C_I32: case FMT_C_DATE32: FIRST_OUTSIDE(int32_t, 4, get_i32, get_i32(b), get_i32(b + 4));
+	case FMT_C_I64: case FMT_C_TIMESTAMP: FIRST_OUTSIDE(int64_t, 8, get_i64, get_i64(b), get_i64(b + 8));
+	case FMT_C_U8: FIRST_OUTSIDE(uint8_t, 1, get_u8, get_u8(b), get_u8(b + 1));
+	case FMT_C_U16: FIRST_OUTSIDE(uint16_t, 2, fmt_rd_u16, fmt_rd_u16(b), fmt_rd_u16(b + 2));
+	case FMT_C_U32: FIRST_OUTSIDE(uint32_t, 4, fmt_rd_u32, fmt_rd_u32(b), fmt_rd_u32(b + 4));
+	case FMT_C_U64: FIRST_OUTSIDE(uint64_t, 8, fmt_rd_u64, fmt_rd_u64(b), fmt_rd_u64(b + 8));
+	/* NaN compares false both ways: within; -0 == 0 */
+	case FMT_C_F16: FIRST_OUTSIDE(float, 2, get_f16, get_f16(b), get_f16(b + 2));
+	case FMT_C_F32: FIRST_OUTSIDE(float, 4, get_f32, get_f32(b), get_f32(b + 4));
+	case FMT_C_F64: FIRST_OUTSIDE(double, 8, get_f64, get_f64(b), get_f64(b + 8));
+	default:
+		return n;
+	}
+}
+
 void fmt_row_keys(const fmt_schema *s, const fmt_batch *b, uint64_t row, const size_t *cols, size_t n, fmt_sb *out)
 {
 	for (size_t i = 0; i < n; i++)

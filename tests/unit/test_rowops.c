@@ -206,6 +206,65 @@ TEST(row_key_orders_values_as_the_values)
 	fmt_sb_free(&b);
 }
 
+/* A range of two values of type t at m (fixed width) or of two strings (offsets mo). */
+static fmt_col_range range_of(const fmt_field *f, const void *m, const int32_t *mo)
+{
+	fmt_col_range r = { .field = f, .has_range = 1, .nulls = -1 };
+	r.minmax.values = m;
+	r.minmax.offsets = mo;
+	return r;
+}
+
+TEST(range_first_outside_finds_the_first_value_beyond_the_bounds)
+{
+	/* int64 in [-5, 3]: row 3 (4) is the first outside; a null (row 1, value 99) is not */
+	int64_t iv[5] = { -5, 99, 3, 4, -6 }, ib[2] = { -5, 3 };
+	uint8_t valid = 0x1d;       /* rows 0, 2, 3, 4 */
+	fmt_field fi = { .name = "i", .type = FMT_C_I64 };
+	fmt_column ci = { .values = (const uint8_t *)iv, .values_len = 40, .validity = &valid, .null_count = 1 };
+	fmt_col_range r = range_of(&fi, ib, NULL);
+	CHECK_EQ_U64(fmt_range_first_outside(&r, &ci, 5), 3);
+	CHECK_EQ_U64(fmt_range_first_outside(&r, &ci, 3), 3);  /* none within the first 3 */
+	r.has_range = 0;
+	CHECK_EQ_U64(fmt_range_first_outside(&r, &ci, 5), 5);
+	/* uint64 above INT64_MAX: unsigned order */
+	uint64_t uv[2] = { UINT64_MAX - 1, 1 }, ub[2] = { 2, UINT64_MAX };
+	fmt_field fu = { .name = "u", .type = FMT_C_U64 };
+	fmt_column cu = { .values = (const uint8_t *)uv, .values_len = 16 };
+	r = range_of(&fu, ub, NULL);
+	CHECK_EQ_U64(fmt_range_first_outside(&r, &cu, 2), 1);
+	/* doubles in [-0, 0]: 0 and -0 are within, NaN is within (a range leaves it out), 1e-300 not */
+	double dv[4] = { 0.0, -0.0, NAN, 1e-300 }, db[2] = { 0.0, -0.0 };
+	fmt_field fd = { .name = "d", .type = FMT_C_F64 };
+	fmt_column cd = { .values = (const uint8_t *)dv, .values_len = 32 };
+	r = range_of(&fd, db, NULL);
+	CHECK_EQ_U64(fmt_range_first_outside(&r, &cd, 4), 3);
+	/* FLOAT16 in [-2, 1]: 65504 (row 1) is outside */
+	uint16_t hv[2] = { 0xC000, 0x7BFF }, hb[2] = { 0xC000, 0x3C00 };
+	fmt_field fh = { .name = "h", .type = FMT_C_F16 };
+	fmt_column ch = { .values = (const uint8_t *)hv, .values_len = 4 };
+	r = range_of(&fh, hb, NULL);
+	CHECK_EQ_U64(fmt_range_first_outside(&r, &ch, 2), 1);
+	/* strings in ["app", "bb"] (truncated bounds): "apple" and "b" within; "ap" (a prefix of
+	 * the least: shorter first) and "bba" and "\xc3\xa9" (unsigned bytes) outside */
+	const char sb[] = "appbb", sv[] = "appleb" "ap" "bba" "\xc3\xa9";
+	int32_t sbo[3] = { 0, 3, 5 }, svo[6] = { 0, 5, 6, 8, 11, 13 };
+	fmt_field fs = { .name = "s", .type = FMT_C_UTF8 };
+	fmt_column cs = { .values = (const uint8_t *)sv, .values_len = 13, .offsets = svo };
+	r = range_of(&fs, sb, sbo);
+	CHECK_EQ_U64(fmt_range_first_outside(&r, &cs, 2), 2);
+	CHECK_EQ_U64(fmt_range_first_outside(&r, &cs, 5), 2);
+	int32_t svo2[3] = { 8, 11, 13 };  /* "bba", "\xc3\xa9" */
+	cs.offsets = svo2;
+	CHECK_EQ_U64(fmt_range_first_outside(&r, &cs, 2), 0);
+	/* booleans in [true, true]: the false at row 1 */
+	uint8_t bv = 0x1, bb = 0x3;
+	fmt_field fb = { .name = "b", .type = FMT_C_BOOL };
+	fmt_column cb = { .values = &bv, .values_len = 1 };
+	r = range_of(&fb, &bb, NULL);
+	CHECK_EQ_U64(fmt_range_first_outside(&r, &cb, 2), 1);
+}
+
 TEST(split_counts_are_exact_by_largest_remainders)
 {
 	uint64_t c[3];

@@ -60,6 +60,12 @@ fmt_kind fmt_sample_parse(const char *s, uint64_t *n, double *fraction, fmt_err 
  * order (FMT_C_OTHER). */
 int fmt_row_key(const fmt_field *f, const fmt_column *c, uint64_t row, int desc, fmt_sb *out);
 
+/* The first of rows [0, n) of column c (of r's field) whose value lies outside r's least and
+ * greatest values, n when none does or r has no range. Nulls and NaN lie within (a range leaves
+ * NaN out), -0 = 0, and byte strings compare as memcmp, the shorter first on a common prefix (so
+ * a truncated Parquet bound still holds the values it bounds). */
+uint64_t fmt_range_first_outside(const fmt_col_range *r, const fmt_column *c, uint64_t n);
+
 /* Splits: fractions (each > 0, sum 1) of a table's rows, exactly (largest remainders), each
  * stratum (the values of one column) split alone when stratify is given; which rows go where
  * is drawn from seed, the same for the same input and seed. Counting reads the table t once
