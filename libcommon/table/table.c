@@ -324,7 +324,8 @@ static int ascii_only(const uint8_t *p, size_t n)
 	return !(acc & 0x8080808080808080u);
 }
 
-static fmt_kind check_offsets(const fmt_field *f, const fmt_column *c, uint64_t rows, fmt_err *e)
+/* Rows are named in messages counted from base (the batch's first row in its table). */
+static fmt_kind check_offsets(const fmt_field *f, const fmt_column *c, uint64_t rows, uint64_t base, fmt_err *e)
 {
 	if (!c->offsets)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "column '%s': no offsets", f->name);
@@ -338,7 +339,7 @@ static fmt_kind check_offsets(const fmt_field *f, const fmt_column *c, uint64_t 
 		uint64_t o = offset_at(c->offsets, f->type, i);
 		if (o < prev || o == UINT64_MAX)
 			return fmt_fail(e, FMT_INVALID_FORMAT, "column '%s': offset %llu of row %llu goes backwards",
-					f->name, (unsigned long long)o, (unsigned long long)(i - 1));
+					f->name, (unsigned long long)o, (unsigned long long)(base + i - 1));
 		prev = o;
 	}
 	if (prev > c->values_len)
@@ -351,7 +352,7 @@ static fmt_kind check_offsets(const fmt_field *f, const fmt_column *c, uint64_t 
 			uint64_t a = offset_at(c->offsets, f->type, i), z = offset_at(c->offsets, f->type, i + 1);
 			if (!fmt_column_is_null(c, i) && !fmt_utf8_valid((const char *)c->values + a, (size_t)(z - a)))
 				return fmt_fail(e, FMT_INVALID_FORMAT, "column '%s': row %llu is not valid UTF-8",
-						f->name, (unsigned long long)i);
+						f->name, (unsigned long long)(base + i));
 		}
 	}
 	return FMT_OK;
@@ -376,7 +377,7 @@ static fmt_kind check_values(const fmt_field *f, const fmt_column *c, uint64_t r
 	return FMT_OK;
 }
 
-static fmt_kind check_column(const fmt_field *f, const fmt_column *c, uint64_t rows, fmt_err *e)
+static fmt_kind check_column(const fmt_field *f, const fmt_column *c, uint64_t rows, uint64_t base, fmt_err *e)
 {
 	uint64_t nulls = c->validity ? count_zero_bits(c->validity, rows) : 0;
 	if (nulls != c->null_count)
@@ -385,10 +386,15 @@ static fmt_kind check_column(const fmt_field *f, const fmt_column *c, uint64_t r
 	if (nulls && !f->nullable)
 		return fmt_fail(e, FMT_SCHEMA, "column '%s' is not nullable but has %llu nulls", f->name,
 				(unsigned long long)nulls);
-	return has_offsets(f->type) ? check_offsets(f, c, rows, e) : check_values(f, c, rows, e);
+	return has_offsets(f->type) ? check_offsets(f, c, rows, base, e) : check_values(f, c, rows, e);
 }
 
 fmt_kind fmt_batch_check(const fmt_schema *s, const fmt_batch *b, fmt_err *e)
+{
+	return fmt_batch_check_from(s, b, 0, e);
+}
+
+fmt_kind fmt_batch_check_from(const fmt_schema *s, const fmt_batch *b, uint64_t first_row, fmt_err *e)
 {
 	if (b->n_columns != s->n_fields)
 		return fmt_fail(e, FMT_SCHEMA, "a batch has %zu columns, the schema %zu", b->n_columns,
@@ -397,7 +403,7 @@ fmt_kind fmt_batch_check(const fmt_schema *s, const fmt_batch *b, fmt_err *e)
 		if (s->fields[i].type == FMT_C_OTHER)
 			return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
 					s->fields[i].name, s->fields[i].type_name ? s->fields[i].type_name : "other");
-		else if (check_column(&s->fields[i], &b->columns[i], b->n_rows, e) != FMT_OK)
+		else if (check_column(&s->fields[i], &b->columns[i], b->n_rows, first_row, e) != FMT_OK)
 			return e->kind;
 	return FMT_OK;
 }

@@ -126,6 +126,44 @@ EOF2
 	assert_equal "$stderr" "fmt-verify: error: $CASES/bad-dict-index.parquet: row group 0: Parquet: column 'd': a dictionary index past the dictionary"
 }
 
+@test "fmt-verify holds every value to its chunk's statistics (which --where skips row groups by) and to what a reader checks: exit 4 naming the row" {
+	# true statistics of every kind of column (strings, booleans, FLOAT16, int64 with a null)
+	run fmt-verify -T 1 "$CASES/stats.parquet"
+	assert_success
+	# byte-string bounds wider than the values, as a writer that truncates them writes: they hold
+	run fmt-verify "$CASES/stats-bounds.parquet"
+	assert_success
+	for t in 1 2; do
+		while IFS='|' read -r file msg; do
+			run --separate-stderr fmt-verify -T "$t" "$CASES/$file"
+			[ "$status" -eq 4 ] || fail "$file -T $t: exit $status: $stderr"
+			assert_equal "$stderr" "fmt-verify: error: $CASES/$file: $msg"
+		done <<'EOF2'
+bad-stats-max.parquet|row group 0: Parquet: column 'd': row 2 holds 9, outside the statistics (min 7, max 8)
+bad-stats-min.parquet|row group 0: Parquet: column 's': row 0 holds apple, outside the statistics (min applf, max band)
+bad-stats-half.parquet|row group 0: Parquet: column 'h': row 3 holds 6.55e+04, outside the statistics (min -2, max 1)
+bad-stats-nulls.parquet|row group 0: Parquet: column 'b': the pages hold 2 nulls, the statistics say 1
+bad-stats-group.parquet|row group 1: Parquet: column 'd': row 7 holds 9, outside the statistics (min 7, max 8)
+bad-utf8.parquet|row group 0: column 's': row 2 is not valid UTF-8
+bad-utf8-group.parquet|row group 1: column 's': row 7 is not valid UTF-8
+EOF2
+	done
+	# each value is checked as a reader checks it (a reader refuses the same file)
+	run --separate-stderr fmt-convert -q "$CASES/bad-utf8.parquet" out.csv
+	assert_failure 4
+	assert_equal "$stderr" "fmt-convert: error: $CASES/bad-utf8.parquet: column 's': row 2 is not valid UTF-8"
+	run fmt-verify --json "$CASES/bad-stats-nulls.parquet"
+	assert_failure 4
+	assert_output --partial '"ok":false,"exit":4,"error":"InvalidFormat"'
+	# why it matters: a reader that trusts the lying max skips the row group (as DuckDB does)
+	run fmt-convert -q --where 'd > 8' "$CASES/stats.parquet" true.csv
+	assert_success
+	assert_equal "$(cat true.csv)" "$(printf 's,b,h,t,d\napply,false,0.5,1969-12-31T00:00:00,9')"
+	run fmt-convert -q --where 'd > 8' "$CASES/bad-stats-max.parquet" lie.csv
+	assert_success
+	assert_equal "$(cat lie.csv)" "s,b,h,t,d"
+}
+
 @test "a decimal and a nested (list) column: named, refused with exit 5 naming the column, taken when excluded" {
 	run fmt-inspect --schema "$DATA/decimal-list.parquet"
 	assert_output "$(printf 'schema (3 columns):\n  id  int32\n  price  decimal128(10, 2)  (not converted by fmtkit)\n  pair  list  (not converted by fmtkit)')"

@@ -8,10 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fmt/cell.h"
 #include "fmt/checked.h"
 #include "fmt/dataset.h"
 #include "fmt/half.h"
 #include "fmt/registry.h"
+#include "fmt/rowops.h"
 #include "fmt/thread.h"
 #include "pq_internal.h"
 
@@ -36,6 +38,13 @@ typedef struct pq_ahead {
 	struct pq_take *takes;   /* per field: a column's outcome on the pool */
 } pq_ahead;
 
+/* The memory behind a fmt_col_range made of a column chunk's statistics. */
+typedef struct pq_range {
+	uint8_t fixed[16];         /* two fixed-width values, */
+	int32_t offsets[3];        /* or two byte strings' offsets */
+	fmt_sb bytes;              /* and bytes */
+} pq_range;
+
 typedef struct pq_state {
 	pq_meta m;
 	pq_file f;
@@ -48,9 +57,7 @@ typedef struct pq_state {
 	uint64_t batch_rows, batch_max;
 	fmt_range_test_fn skip_test; /* --where pushed down (skip_blocks), or NULL */
 	void *skip_ctx;
-	uint8_t range_fixed[16];   /* a statistics range: two fixed-width values, */
-	int32_t range_offsets[3];  /* or two byte strings' offsets */
-	fmt_sb range_bytes;        /* and bytes */
+	pq_range range;            /* a row group's statistics for skip_test */
 	const fmt_field *fields;   /* the driver's schema (what next is called with: a view over the
 				    * table may have put another in t->schema since) */
 	size_t n_fields;
@@ -85,7 +92,7 @@ static void pq_close(fmt_table *t)
 		fmt_pq_cursor_free(&s->cursors[i]);
 	free(s->cursors);
 	free(s->leaf_of);
-	fmt_sb_free(&s->range_bytes);
+	fmt_sb_free(&s->range.bytes);
 	fmt_pq_meta_free(&s->m);
 	free(s);
 	t->format_state = NULL;
@@ -129,6 +136,16 @@ static fmt_kind pq_open(fmt_table *t, fmt_err *e)
 	return FMT_OK;
 }
 
+/* A leaf of a field (not nested) has one value per row. */
+static fmt_kind chunk_holds_the_rows(const pq_state *s, size_t g, size_t l, fmt_err *e)
+{
+	const pq_rowgroup *rg = &s->m.groups[g];
+	if (rg->chunks[l].num_values == rg->num_rows)
+		return FMT_OK;
+	return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s' holds %lld values in a row group of %lld rows",
+			s->m.leaves[l].path, (long long)rg->chunks[l].num_values, (long long)rg->num_rows);
+}
+
 /* The cursors of row group g for the fields this build converts. */
 static fmt_kind open_group(pq_state *s, size_t g, fmt_err *e)
 {
@@ -137,12 +154,10 @@ static fmt_kind open_group(pq_state *s, size_t g, fmt_err *e)
 		if (l < 0 || s->fields[i].type == FMT_C_OTHER)
 			continue;
 		fmt_kind k = fmt_pq_cursor_open(&s->cursors[l], &s->m.leaves[l], &s->m.groups[g].chunks[l], &s->f, 0, 0, e);
+		if (k == FMT_OK)
+			k = chunk_holds_the_rows(s, g, (size_t)l, e);
 		if (k != FMT_OK)
 			return k;
-		if (s->m.groups[g].chunks[l].num_values != s->m.groups[g].num_rows)
-			return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s' holds %lld values in a row group of "
-					"%lld rows", s->m.leaves[l].path, (long long)s->m.groups[g].chunks[l].num_values,
-					(long long)s->m.groups[g].num_rows);
 	}
 	s->group_open = 1;
 	s->group_left = (uint64_t)s->m.groups[g].num_rows;
@@ -196,24 +211,24 @@ static int stat_is_nan(fmt_ctype t, const uint8_t *p)
 	return (fmt_rd_u64(p) & 0x7fffffffffffffffu) > 0x7ff0000000000000u;
 }
 
-/* Two fixed-width statistics (least, greatest) of field f as rows 0 and 1 in s->range_fixed. */
-static int stat_fixed(pq_state *s, const pq_leaf *l, const fmt_field *f, const pq_stats *st)
+/* Two fixed-width statistics (least, greatest) of field f as rows 0 and 1 in m->fixed. */
+static int stat_fixed(pq_range *m, const pq_leaf *l, const fmt_field *f, const pq_stats *st)
 {
 	size_t width = fmt_ctype_width(f->type);
 	if (f->type >= FMT_C_F16 && f->type <= FMT_C_F64) {
 		if (st->min_len != width || st->max_len != width)
 			return 0;
-		memcpy(s->range_fixed, st->min, width);
-		memcpy(s->range_fixed + width, st->max, width);
+		memcpy(m->fixed, st->min, width);
+		memcpy(m->fixed + width, st->max, width);
 		return !stat_is_nan(f->type, st->min) && !stat_is_nan(f->type, st->max);
 	}
-	return stat_integer(l, f, st->min, st->min_len, s->range_fixed) &&
-	       stat_integer(l, f, st->max, st->max_len, s->range_fixed + width);
+	return stat_integer(l, f, st->min, st->min_len, m->fixed) &&
+	       stat_integer(l, f, st->max, st->max_len, m->fixed + width);
 }
 
-/* Row group g's statistics of field f (leaf l) into r: has_range when they are there, new style,
- * and values of f's type. */
-static void stat_range(pq_state *s, const pq_leaf *l, const fmt_field *f, const pq_chunk *c, uint64_t rows,
+/* A chunk's statistics of field f (leaf l) into r, its values in m: has_range when they are
+ * there, new style, and values of f's type. */
+static void stat_range(pq_range *m, const pq_leaf *l, const fmt_field *f, const pq_chunk *c, uint64_t rows,
 		       fmt_col_range *r)
 {
 	const pq_stats *st = &c->stats;
@@ -227,27 +242,27 @@ static void stat_range(pq_state *s, const pq_leaf *l, const fmt_field *f, const 
 	case FMT_C_BOOL:
 		if (st->min_len != 1 || st->max_len != 1)
 			return;
-		s->range_fixed[0] = (uint8_t)((st->min[0] & 1) | (st->max[0] & 1) << 1);
-		r->minmax.values = s->range_fixed;
+		m->fixed[0] = (uint8_t)((st->min[0] & 1) | (st->max[0] & 1) << 1);
+		r->minmax.values = m->fixed;
 		r->minmax.values_len = 1;
 		break;
 	case FMT_C_UTF8: case FMT_C_BINARY:
-		s->range_bytes.len = 0;
-		fmt_sb_put(&s->range_bytes, (const char *)st->min, st->min_len);
-		fmt_sb_put(&s->range_bytes, (const char *)st->max, st->max_len);
-		if (s->range_bytes.oom || (uint64_t)st->min_len + st->max_len > INT32_MAX)
+		m->bytes.len = 0;
+		fmt_sb_put(&m->bytes, (const char *)st->min, st->min_len);
+		fmt_sb_put(&m->bytes, (const char *)st->max, st->max_len);
+		if (m->bytes.oom || (uint64_t)st->min_len + st->max_len > INT32_MAX)
 			return;
-		s->range_offsets[0] = 0;
-		s->range_offsets[1] = (int32_t)st->min_len;
-		s->range_offsets[2] = (int32_t)(st->min_len + st->max_len);
-		r->minmax.offsets = s->range_offsets;
-		r->minmax.values = s->range_bytes.p ? (const uint8_t *)s->range_bytes.p : s->range_fixed;
-		r->minmax.values_len = s->range_bytes.len;
+		m->offsets[0] = 0;
+		m->offsets[1] = (int32_t)st->min_len;
+		m->offsets[2] = (int32_t)(st->min_len + st->max_len);
+		r->minmax.offsets = m->offsets;
+		r->minmax.values = m->bytes.p ? (const uint8_t *)m->bytes.p : m->fixed;
+		r->minmax.values_len = m->bytes.len;
 		break;
 	default:
-		if (f->type == FMT_C_LARGE_UTF8 || f->type >= FMT_C_FIXED_SIZE_LIST || !stat_fixed(s, l, f, st))
+		if (f->type == FMT_C_LARGE_UTF8 || f->type >= FMT_C_FIXED_SIZE_LIST || !stat_fixed(m, l, f, st))
 			return;
-		r->minmax.values = s->range_fixed;
+		r->minmax.values = m->fixed;
 		r->minmax.values_len = 2 * fmt_ctype_width(f->type);
 	}
 	r->has_range = 1;
@@ -262,7 +277,7 @@ static int group_may_pass(pq_state *s, size_t g)
 		fmt_col_range r;
 		if (l < 0 || s->fields[i].type == FMT_C_OTHER)
 			continue;
-		stat_range(s, &s->m.leaves[l], &s->fields[i], &rg->chunks[l], (uint64_t)rg->num_rows, &r);
+		stat_range(&s->range, &s->m.leaves[l], &s->fields[i], &rg->chunks[l], (uint64_t)rg->num_rows, &r);
 		if (!s->skip_test(s->skip_ctx, i, &r))
 			return 0;
 	}
@@ -491,17 +506,83 @@ static fmt_kind pq_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 
 /* ---- fmt-verify: every page of every column chunk ---- */
 
-/* With o (fmt-verify): every page header, CRC, decompression and decoding. Without (a tool
- * about to read the rows, or fmt-inspect's summary): the page headers, their CRCs and value
- * counts, which reading then decodes once. */
-/* Row group g's chunks, in order, through cursor c. */
-static fmt_kind verify_group(pq_state *s, size_t g, pq_cursor *c, int walk_only, fmt_err *e)
+/* With o (fmt-verify): every page header, CRC, decompression and decoding, and the values of
+ * each field against its statistics. Without (a tool about to read the rows, or fmt-inspect's
+ * summary): the page headers, their CRCs and value counts, which reading then decodes once. */
+
+/* Rows taken at a time to be checked against their chunk's statistics. */
+#define CHECK_ROWS 65536
+
+static const char *sb_text(const fmt_sb *b)
+{
+	return b->oom ? "?" : b->p ? b->p : "";
+}
+
+/* Row at of column c, the file's row file_row, lies outside the statistics r. */
+static fmt_kind value_outside(const fmt_col_range *r, const fmt_column *c, uint64_t at, uint64_t file_row,
+			      fmt_err *e)
+{
+	fmt_sb v = { 0 }, lo = { 0 }, hi = { 0 };
+	fmt_cell_text(r->field, c, at, &v);
+	fmt_cell_text(r->field, &r->minmax, 0, &lo);
+	fmt_cell_text(r->field, &r->minmax, 1, &hi);
+	fmt_kind k = fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s': row %llu holds %s, outside the statistics "
+			      "(min %s, max %s)", r->field->name, (unsigned long long)file_row, sb_text(&v),
+			      sb_text(&lo), sb_text(&hi));
+	fmt_sb_free(&v);
+	fmt_sb_free(&lo);
+	fmt_sb_free(&hi);
+	return k;
+}
+
+/* The values of field f (leaf l) in row group g, read through c, against the chunk's statistics,
+ * which --where skips row groups by: every value within its min and max, as many nulls as its
+ * null count, and each piece of rows as a reader checks it. The pages after the rows are left to
+ * fmt_pq_cursor_check_all. */
+static fmt_kind check_chunk_values(const pq_state *s, const fmt_field *f, size_t g, size_t l, pq_cursor *c,
+				   fmt_err *e)
+{
+	const pq_rowgroup *rg = &s->m.groups[g];
+	fmt_schema one = { .fields = (fmt_field *)f, .n_fields = 1 };
+	pq_range m = { 0 };
+	fmt_col_range r;
+	uint64_t rows = (uint64_t)rg->num_rows, nulls = 0;
+	stat_range(&m, &s->m.leaves[l], f, &rg->chunks[l], rows, &r);
+	fmt_kind k = chunk_holds_the_rows(s, g, l, e);
+	for (uint64_t first = 0; k == FMT_OK && first < rows;) {
+		fmt_batch b;
+		uint64_t n = rows - first < CHECK_ROWS ? rows - first : CHECK_ROWS;
+		if ((k = fmt_batch_init(&b, 1, e)) != FMT_OK)
+			break;
+		b.n_rows = n;
+		k = fmt_pq_cursor_take(c, f, n, &b.columns[0], &b, e);
+		if (k == FMT_OK)
+			k = fmt_batch_check_from(&one, &b, rg->first_row + first, e);
+		uint64_t at = k == FMT_OK ? fmt_range_first_outside(&r, &b.columns[0], n) : n;
+		if (at < n)
+			k = value_outside(&r, &b.columns[0], at, rg->first_row + first + at, e);
+		nulls += b.columns[0].null_count;
+		fmt_batch_free(&b);
+		first += n;
+	}
+	if (k == FMT_OK && r.nulls >= 0 && (uint64_t)r.nulls != nulls)
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s': the pages hold %llu nulls, the statistics say "
+			     "%lld", f->name, (unsigned long long)nulls, (long long)r.nulls);
+	fmt_sb_free(&m.bytes);
+	return k;
+}
+
+/* Row group g's chunks, in order, through cursor c; fields: the driver's schema (with o). */
+static fmt_kind verify_group(pq_state *s, const fmt_field *fields, size_t g, pq_cursor *c, int walk_only,
+			     fmt_err *e)
 {
 	for (size_t l = 0; l < s->m.n_leaves; l++) {
 		uint64_t pages = 0;
 		const pq_leaf *leaf = &s->m.leaves[l];
 		fmt_kind k = fmt_pq_cursor_open(c, leaf, &s->m.groups[g].chunks[l], &s->f, 1, leaf->max_rep > 0, e);
 		c->walk_only = walk_only;
+		if (k == FMT_OK && !walk_only && leaf->field >= 0 && fields[leaf->field].type != FMT_C_OTHER)
+			k = check_chunk_values(s, &fields[leaf->field], g, l, c, e);
 		if (k == FMT_OK)
 			k = fmt_pq_cursor_check_all(c, &pages, e);
 		if (k != FMT_OK) {
@@ -516,6 +597,7 @@ static fmt_kind verify_group(pq_state *s, size_t g, pq_cursor *c, int walk_only,
  * first failing group's error, as one after another would find it. */
 typedef struct verify_job {
 	pq_state *s;
+	const fmt_field *fields;
 	int walk_only;
 	pthread_mutex_t lock;
 	pq_cursor *cursors;
@@ -541,7 +623,7 @@ static void verify_task(void *ctx, size_t g)
 	pthread_mutex_unlock(&j->lock);
 	fmt_err e;
 	fmt_err_clear(&e);
-	fmt_kind k = verify_group(j->s, g, &j->cursors[at], j->walk_only, &e);
+	fmt_kind k = verify_group(j->s, j->fields, g, &j->cursors[at], j->walk_only, &e);
 	pthread_mutex_lock(&j->lock);
 	j->busy[at] = 0;
 	if (k != FMT_OK && g < j->failed) {
@@ -552,9 +634,9 @@ static void verify_task(void *ctx, size_t g)
 	pthread_mutex_unlock(&j->lock);
 }
 
-static fmt_kind verify_on_pool(pq_state *s, int threads, int walk_only, fmt_err *e)
+static fmt_kind verify_on_pool(pq_state *s, const fmt_field *fields, int threads, int walk_only, fmt_err *e)
 {
-	verify_job j = { .s = s, .walk_only = walk_only, .failed = s->m.n_groups, .kind = FMT_OK };
+	verify_job j = { .s = s, .fields = fields, .walk_only = walk_only, .failed = s->m.n_groups, .kind = FMT_OK };
 	fmt_pool *pool;
 	fmt_err ignored;
 	fmt_kind k = fmt_pool_create(&pool, threads, &ignored);
@@ -584,12 +666,14 @@ static fmt_kind pq_verify(fmt_table *t, const fmt_verify_opts *o, fmt_err *e)
 {
 	pq_state *s = t->format_state;
 	int threads = o ? o->threads : s->threads;
+	const fmt_field *fields = t->schema.fields;
 	if (threads > 1 && s->m.n_groups > 1)
-		return verify_on_pool(s, threads < (int)s->m.n_groups ? threads : (int)s->m.n_groups, o == NULL, e);
+		return verify_on_pool(s, fields, threads < (int)s->m.n_groups ? threads : (int)s->m.n_groups, o == NULL,
+				      e);
 	pq_cursor c = { 0 };        /* its buffers serve every chunk */
 	fmt_kind k = FMT_OK;
 	for (size_t g = 0; k == FMT_OK && g < s->m.n_groups; g++)
-		k = verify_group(s, g, &c, o == NULL, e);
+		k = verify_group(s, fields, g, &c, o == NULL, e);
 	fmt_pq_cursor_free(&c);
 	return k;
 }

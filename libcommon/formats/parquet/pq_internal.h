@@ -75,6 +75,7 @@ typedef struct pq_chunk {
 
 typedef struct pq_rowgroup {
 	int64_t num_rows;
+	uint64_t first_row;         /* of the file's rows, the group's first */
 	int64_t total_byte_size;
 	pq_chunk *chunks;           /* one per leaf */
 } pq_rowgroup;

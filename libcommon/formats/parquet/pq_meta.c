@@ -646,9 +646,11 @@ static fmt_kind read_file_meta(tc_in *r, pq_meta *m, fmt_schema *s, uint64_t dat
 	if (!has_schema || !has_rows || m->num_rows < 0)
 		return bad(e, "no schema or row count");
 	uint64_t sum = 0;
-	for (size_t i = 0; i < m->n_groups; i++)
+	for (size_t i = 0; i < m->n_groups; i++) {
+		m->groups[i].first_row = sum;
 		if (fmt_add_u64(sum, (uint64_t)m->groups[i].num_rows, &sum))
 			return bad(e, "row counts overflow");
+	}
 	if (sum != (uint64_t)m->num_rows)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: the row groups hold %llu rows, the footer says %lld",
 				(unsigned long long)sum, (long long)m->num_rows);

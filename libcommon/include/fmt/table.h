@@ -217,6 +217,8 @@ fmt_kind fmt_batch_own_buffer(fmt_batch *b, void *p, fmt_err *e);
  * never decrease and stay within values_len; strings are UTF-8; null_count matches the bitmap;
  * no nulls in a non-nullable field). fmt_table_next runs it on every batch a driver gives. */
 fmt_kind fmt_batch_check(const fmt_schema *s, const fmt_batch *b, fmt_err *e);
+/* The same, the rows named in its messages counted from first_row (the batch's in its table). */
+fmt_kind fmt_batch_check_from(const fmt_schema *s, const fmt_batch *b, uint64_t first_row, fmt_err *e);
 /* Rows [start, start + count) of src as dst: fixed-width values point into src (keep it alive),
  * bitmaps and string offsets are copied so that they start at row 0. */
 fmt_kind fmt_batch_slice(const fmt_schema *s, const fmt_batch *src, uint64_t start, uint64_t count,
