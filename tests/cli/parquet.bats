@@ -197,6 +197,13 @@ EOF2
 		'[[-1.25,0.5,0],[7,7,1],[2,2,0]]'
 	assert_equal "$(printf '%s' "$output" | jq -c '[.parquet.row_groups[] | .columns.word | [.min, .max]]')" \
 		'[["apple","apple"],["apple","pear"],["fig","fig"]]'
+	# a uint64 statistic above INT64_MAX: exact, a JSON string as every fmtkit uint64 beyond int64
+	printf 'u\n18446744073709551615\n1\n' >u.csv
+	fmt-convert -q u.csv u.parquet
+	run fmt-inspect --json u.parquet
+	assert_equal "$(printf '%s' "$output" | jq -c '.parquet.row_groups["0"].columns.u | [.min, .max]')" '[1,"18446744073709551615"]'
+	run fmt-inspect u.parquet
+	assert_line --regexp '^ +max: 18446744073709551615$'
 	# a repeated word: dictionary-encoded; distinct integers: PLAIN
 	seq 1 3000 | awk 'BEGIN { print "n,w" } { print $1 "," ($1 % 3 ? "often" : "sometimes") }' >big.csv
 	fmt-convert -q big.csv big.parquet

@@ -12,6 +12,7 @@
 #include "fmt/checked.h"
 #include "fmt/dataset.h"
 #include "fmt/half.h"
+#include "fmt/out.h"
 #include "fmt/registry.h"
 #include "fmt/rowops.h"
 #include "fmt/thread.h"
@@ -697,9 +698,7 @@ static json_t *stat_value(const pq_leaf *l, const fmt_field *f, const uint8_t *p
 	case PT_INT64:
 		if (n != 8)
 			return NULL;
-		if (unsigned_int && fmt_rd_u64(p) > INT64_MAX)
-			return json_real((double)fmt_rd_u64(p));
-		return json_integer((json_int_t)fmt_rd_u64(p));
+		return unsigned_int ? fmt_json_u64(fmt_rd_u64(p)) : json_integer((json_int_t)fmt_rd_u64(p));
 	case PT_FLOAT: {
 		float v;
 		if (n != 4)
