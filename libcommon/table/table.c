@@ -487,6 +487,24 @@ fmt_kind fmt_table_each_batch(fmt_table *t, fmt_kind (*fn)(void *ctx, const fmt_
 	}
 }
 
+static fmt_kind count_rows(void *ctx, const fmt_batch *b, fmt_err *e)
+{
+	(void)e;
+	*(uint64_t *)ctx += b->n_rows;
+	return FMT_OK;
+}
+
+fmt_kind fmt_table_verify_rows(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e)
+{
+	uint64_t rows = 0;
+	if (!o)
+		return FMT_OK;
+	fmt_kind k = fmt_table_each_batch(t, count_rows, &rows, e);
+	if (k == FMT_OK)
+		t->n_rows = rows;
+	return k;
+}
+
 int fmt_table_secret(const fmt_table *t)
 {
 	return t->driver->secret ? t->driver->secret(t) : FMT_SECRET_NONE;

@@ -160,6 +160,53 @@ print("CRC-32 mismatch: stored %08x, computed %08x (standard)" % (struct.unpack(
 	cmp a.csv b.csv
 }
 
+@test "fmt-verify reads every row of CSV, JSON Lines, Arrow IPC and a readable .ald as a reader does: what it passes, the tools read" {
+	printf 's,n\nabcQ,1\nzzzz,2\n' >s.csv
+	fmt-convert -q s.csv s.arrow
+	fmt-convert -q s.csv s.arrows
+	fmt-convert -q s.csv s.jsonl
+	run fmt-verify s.csv s.jsonl s.arrow s.arrows
+	assert_success
+	assert_output "$(printf 's.csv: ok (csv, 2 rows)\ns.jsonl: ok (jsonl, 2 rows)\ns.arrow: ok (arrow, 2 rows)\ns.arrows: ok (arrow-stream, 2 rows)')"
+	run fmt-verify --json s.arrow
+	assert_output '{"file":"s.arrow","ok":true,"format":"arrow","rows":2}'
+	# a string that is not UTF-8 (byte ff in "abcQ"), and string offsets that go backwards
+	# (0 4 8 made 0 9 8): open reads only the schema and the footer; the rows are refused
+	/usr/bin/python3 - <<'PY'
+for src in ("s.csv", "s.arrow", "s.arrows"):
+    b = bytearray(open(src, "rb").read())
+    b[b.index(b"abcQ") + 3] = 0xFF
+    open("utf8-" + src, "wb").write(b)
+for src in ("s.arrow", "s.arrows"):
+    b = open(src, "rb").read()
+    offsets = bytes([0] * 4 + [4, 0, 0, 0, 8, 0, 0, 0])
+    assert b.count(offsets) == 1
+    open("offsets-" + src, "wb").write(b.replace(offsets, bytes([0] * 4 + [9, 0, 0, 0, 8, 0, 0, 0])))
+PY
+	# an .ald whose CRC and card digest were made over such a payload: they hold, the rows do not
+	fmt-convert -q -c none s.csv s.ald
+	/usr/bin/python3 - "$(fmt-inspect --json s.ald | jq .ald.header.payload_size)" <<'PY'
+import hashlib, struct, sys, zlib
+b = bytearray(open("s.ald", "rb").read())
+end = len(b) - 4                       # the payload, then the CRC-32
+start = end - int(sys.argv[1])
+b[b.index(b"abcQ", start) + 3] = 0xFF
+i = b.index(b"sha256") + 8             # the card's hex digest of the (uncompressed) payload
+b[i:i + 64] = hashlib.sha256(b[start:end]).hexdigest().encode()
+b[-4:] = struct.pack("<I", zlib.crc32(bytes(b[:-4])))
+open("utf8-s.ald", "wb").write(b)
+PY
+	for f in utf8-s.csv utf8-s.arrow utf8-s.arrows offsets-s.arrow offsets-s.arrows utf8-s.ald; do
+		case $f in utf8-*) msg="column 's': row 0 is not valid UTF-8" ;; *) msg="column 's': offset 8 of row 1 goes backwards" ;; esac
+		run --separate-stderr fmt-verify "$f"
+		[ "$status" -eq 4 ] || fail "$f: exit $status: $stderr"
+		assert_equal "$stderr" "fmt-verify: error: $f: $msg"
+		run --separate-stderr fmt-convert -q "$f" out.jsonl
+		assert_failure 4
+		assert_equal "$stderr" "fmt-convert: error: $f: $msg"
+	done
+}
+
 @test "fmt-verify checks the card's payload SHA-256 (exit 6 when the CRC was recomputed over a wrong one)" {
 	fmt-convert --chunk-rows 2 in.csv s.ald
 	fmt-convert in.csv p.ald

@@ -245,7 +245,8 @@ static fmt_kind ald_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 }
 
 /* The CRC before anything else; with o (fmt-verify: every layer) also the card's digest of
- * the payload, which needs the payload decompressed (conversions skip it: they read it next). */
+ * the payload, which needs the payload decompressed, and its rows (conversions skip both: they
+ * read the payload next). */
 static fmt_kind ald_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e)
 {
 	ald_state *s = t->format_state;
@@ -265,6 +266,10 @@ static fmt_kind ald_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_er
 		k = fmt_ald_decrypt(s, ks, e);
 	if (k == FMT_OK && o)
 		k = fmt_ald_check_digest(s, e);
+	/* a payload whose digest is right may still hold what no reader takes (a string that is not
+	 * UTF-8, offsets out of order): every row read as the tools read it, when it can be here */
+	if (k == FMT_OK && o && s->payload)
+		k = fmt_table_verify_rows(t, o, e);
 	return k;
 }
 

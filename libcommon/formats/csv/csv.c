@@ -1117,6 +1117,7 @@ const fmt_table_driver fmt_table_driver_csv = {
 	.probe = probe,
 	.open = csv_open,
 	.next = csv_next,
+	.verify = fmt_table_verify_rows,
 	.write = csv_write,
 	.can_hold = can_hold,
 	.close = csv_close,

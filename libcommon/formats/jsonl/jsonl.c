@@ -595,6 +595,7 @@ const fmt_table_driver fmt_table_driver_jsonl = {
 	.probe = probe,
 	.open = jsonl_open,
 	.next = jsonl_next,
+	.verify = fmt_table_verify_rows,
 	.write = jsonl_write,
 	.can_hold = can_hold,
 	.close = jsonl_close,

@@ -247,6 +247,12 @@ fmt_kind fmt_table_each_batch(fmt_table *t, fmt_kind (*fn)(void *ctx, const fmt_
  * (unless o->signed_elsewhere: a detached signature was checked). In formats/driver.c, beside
  * fmt_model_verify: it asks fmt/registry.h's verify options and capabilities. */
 fmt_kind fmt_table_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e);
+/* A driver's verify when its open checks the structure and only reading decodes the values
+ * (CSV, JSON Lines, Arrow IPC): with o (fmt-verify), every row read as a reader reads it (the
+ * driver's decoding and fmt_table_next's checks) and counted into t->n_rows, so that a file
+ * fmt-verify passes is one the tools read; t is then at its end. Without o (a tool about to
+ * read), nothing: the reads check as they go. */
+fmt_kind fmt_table_verify_rows(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e);
 /* The driver's verify_as_read: ok, then every batch, then fmt_table_verify (o NULL), before
  * anything read is let out (a temporary file renamed into place after); UnsupportedVersion
  * when the driver or this table cannot (then verify before reading). */
