@@ -115,15 +115,12 @@ static fmt_kind pull(void *ctx, uint8_t *dst, uint64_t n, fmt_err *e)
 	return fmt_dstream_read(ctx, dst, n, e);
 }
 
-/* Open part i for reading: its Schema message, which must be the schema block's. */
-static fmt_kind part_open(ald_state *s, const fmt_schema *want, uint32_t i, fmt_err *e)
+/* Part i's Schema message, which must be the schema block's (its stream just opened). */
+static fmt_kind part_schema(ald_state *s, const fmt_schema *want, uint32_t i, fmt_err *e)
 {
 	size_t pre, head;
 	int eos;
 	uint64_t body;
-	fmt_ald_part_close(s);
-	s->ds_open = 1;
-	s->part = i;
 	fmt_kind k = part_stream(s, i, &s->ds, &s->plain, e);
 	if (k == FMT_OK)
 		k = message_head(s, &pre, &head, &eos, e);
@@ -140,6 +137,19 @@ static fmt_kind part_open(ald_state *s, const fmt_schema *want, uint32_t i, fmt_
 		return k;
 	if ((k = fmt_schema_expect(want, &s->ipc.schema, e)) != FMT_OK)
 		fmt_err_prefix(e, "payload schema differs from the schema block");
+	return k;
+}
+
+/* Open part i for reading; on failure nothing stays open (a read after the error starts a part
+ * afresh instead of going on in one whose IPC reader was never opened). */
+static fmt_kind part_open(ald_state *s, const fmt_schema *want, uint32_t i, fmt_err *e)
+{
+	fmt_ald_part_close(s);
+	s->ds_open = 1;
+	s->part = i;
+	fmt_kind k = part_schema(s, want, i, e);
+	if (k != FMT_OK)
+		fmt_ald_part_close(s);
 	return k;
 }
 
