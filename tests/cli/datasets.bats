@@ -191,11 +191,20 @@ b = bytearray(open("s.ald", "rb").read())
 end = len(b) - 4                       # the payload, then the CRC-32
 start = end - int(sys.argv[1])
 b[b.index(b"abcQ", start) + 3] = 0xFF
+b[-4:] = struct.pack("<I", zlib.crc32(bytes(b[:-4])))
+open("tampered-s.ald", "wb").write(b)  # the CRC made again, not the card's digest
 i = b.index(b"sha256") + 8             # the card's hex digest of the (uncompressed) payload
+open("digests", "w").write(hashlib.sha256(b[start:end]).hexdigest() + " " + b[i:i + 64].decode() + "\n")
 b[i:i + 64] = hashlib.sha256(b[start:end]).hexdigest().encode()
 b[-4:] = struct.pack("<I", zlib.crc32(bytes(b[:-4])))
 open("utf8-s.ald", "wb").write(b)
 PY
+	# the digest is taken as the rows are read: a payload that is not the card's is told so
+	# (exit 6), even where its rows fail first
+	read -r got card <digests
+	run --separate-stderr fmt-verify tampered-s.ald
+	assert_failure 6
+	assert_equal "$stderr" "fmt-verify: error: tampered-s.ald: payload SHA-256 $got differs from the card's $card"
 	for f in utf8-s.csv utf8-s.arrow utf8-s.arrows offsets-s.arrow offsets-s.arrows utf8-s.ald; do
 		case $f in utf8-*) msg="column 's': row 0 is not valid UTF-8" ;; *) msg="column 's': offset 8 of row 1 goes backwards" ;; esac
 		run --separate-stderr fmt-verify "$f"

@@ -264,12 +264,10 @@ static fmt_kind ald_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_er
 	const fmt_keyset *ks = o && (o->keys.password || o->keys.x25519) ? &o->keys : t->keys;
 	if (k == FMT_OK && o && (s->flags & FMT_ALD_ENCRYPTED) && ks && (ks->password || ks->x25519))
 		k = fmt_ald_decrypt(s, ks, e);
-	if (k == FMT_OK && o)
-		k = fmt_ald_check_digest(s, e);
 	/* a payload whose digest is right may still hold what no reader takes (a string that is not
 	 * UTF-8, offsets out of order): every row read as the tools read it, when it can be here */
-	if (k == FMT_OK && o && s->payload)
-		k = fmt_table_verify_rows(t, o, e);
+	if (k == FMT_OK && o)
+		k = fmt_ald_check_payload_rows(t, s, o, e);
 	return k;
 }
 

@@ -75,6 +75,8 @@ typedef struct ald_state {
 	struct ald_native *native; /* TRUENO_NATIVE: the array index (ald_native.c) */
 	int upstream_streaming;    /* alimentar's separate streaming layout (ald_upstream.c) */
 	int chunk_codec;           /* how chunks are compressed when not as the id says; 0: as it says */
+	struct fmt_sha256 *read_hash; /* or NULL: the parts being read are hashed as they decompress */
+	int read_hash_failed;
 	/* verify_as_read: the standard CRC-32 of [0, crc_pos), made as the payload is read;
 	 * crc_lost when a read did not follow on (the whole file is then checked at the end) */
 	int crc_as_read, crc_lost;
@@ -186,6 +188,12 @@ fmt_kind fmt_ald_next_streaming(ald_state *s, const fmt_schema *want, fmt_batch 
 void fmt_ald_part_close(ald_state *s);
 /* Every part decompressed and its size checked; its SHA-256 against want (hex) unless NULL. */
 fmt_kind fmt_ald_payload_check(ald_state *s, const char *want, fmt_err *e);
+/* fmt-verify's last two checks of a readable payload: the card's digest (fmt_ald_check_digest)
+ * and every row (fmt_table_verify_rows). One decompression serves both when the rows are read
+ * from the payload's start and the card has a digest of it: the digest is taken as the rows
+ * decompress. A row no reader takes in a payload that is not the card's is told as the digest's
+ * mismatch, as the two checks one after the other would tell it. */
+fmt_kind fmt_ald_check_payload_rows(fmt_table *t, ald_state *s, const struct fmt_verify_opts *o, fmt_err *e);
 /* TRUENO_NATIVE (ald_native.c): the array index at *pos (moved to the payload's start), the
  * batches with the arrays' rows in place, the card's digest, the index as JSON, and the writer
  * of the part after the schema block: the index, the arrays and the payload to k, their bytes

@@ -115,6 +115,15 @@ static fmt_kind pull(void *ctx, uint8_t *dst, uint64_t n, fmt_err *e)
 	return fmt_dstream_read(ctx, dst, n, e);
 }
 
+/* fmt_source_observer of a part being read while s->read_hash takes the payload's digest. */
+static void hash_read(void *ctx, const uint8_t *p, size_t n)
+{
+	ald_state *s = ctx;
+	fmt_err ignored;
+	if (fmt_sha256_update(s->read_hash, p, n, &ignored) != FMT_OK)
+		s->read_hash_failed = 1;
+}
+
 /* Part i's Schema message, which must be the schema block's (its stream just opened). */
 static fmt_kind part_schema(ald_state *s, const fmt_schema *want, uint32_t i, fmt_err *e)
 {
@@ -122,6 +131,10 @@ static fmt_kind part_schema(ald_state *s, const fmt_schema *want, uint32_t i, fm
 	int eos;
 	uint64_t body;
 	fmt_kind k = part_stream(s, i, &s->ds, &s->plain, e);
+	if (s->read_hash) {
+		s->ds.on_output = hash_read;
+		s->ds.on_output_ctx = s;
+	}
 	if (k == FMT_OK)
 		k = message_head(s, &pre, &head, &eos, e);
 	if (k == FMT_OK && eos)
@@ -211,12 +224,24 @@ fmt_kind fmt_ald_next_streaming(ald_state *s, const fmt_schema *want, fmt_batch 
 	}
 }
 
+/* The digest h has taken (h is finished) against the card's want (hex). */
+static fmt_kind digest_check(fmt_sha256 *h, const char *want, fmt_err *e)
+{
+	uint8_t digest[FMT_SHA256_LEN];
+	char hex[FMT_SHA256_HEX + 1];
+	fmt_kind k = fmt_sha256_final(h, digest, e);
+	if (k != FMT_OK)
+		return k;
+	fmt_hex(digest, FMT_SHA256_LEN, hex);
+	if (strcmp(hex, want) != 0)
+		return fmt_fail(e, FMT_CHECKSUM, "payload SHA-256 %s differs from the card's %s", hex, want);
+	return FMT_OK;
+}
+
 fmt_kind fmt_ald_payload_check(ald_state *s, const char *want, fmt_err *e)
 {
 	int hash = want != NULL;
 	fmt_sha256 h;
-	uint8_t digest[FMT_SHA256_LEN];
-	char hex[FMT_SHA256_HEX + 1];
 	fmt_kind k = fmt_sha256_init(&h, e);
 	uint32_t parts = (s->flags & FMT_ALD_STREAMING) ? s->n_chunks : 1;
 	for (uint32_t i = 0; k == FMT_OK && i < parts; i++) {
@@ -234,13 +259,44 @@ fmt_kind fmt_ald_payload_check(ald_state *s, const char *want, fmt_err *e)
 		fmt_dstream_free(&ds);
 		free(whole);
 	}
-	if (k == FMT_OK)
-		k = fmt_sha256_final(&h, digest, e);
+	if (k == FMT_OK && hash)
+		k = digest_check(&h, want, e);
 	fmt_sha256_free(&h);
-	if (k != FMT_OK || !hash)
+	return k;
+}
+
+fmt_kind fmt_ald_check_payload_rows(fmt_table *t, ald_state *s, const fmt_verify_opts *o, fmt_err *e)
+{
+	const json_t *card = json_object_get(s->card, "sha256");
+	const char *want = json_is_string(card) ? json_string_value(card) : NULL;
+	/* from the start of a plain or STREAMING payload (not the native arrays, nor alimentar's
+	 * streaming layout, whose card has no digest): nothing read yet */
+	int one_pass = s->payload && want && !(s->flags & FMT_ALD_TRUENO_NATIVE) && !s->upstream_streaming &&
+		       !s->ds_open && !s->payload_done && s->next_chunk == 0;
+	fmt_kind k;
+	if (!one_pass) {
+		k = fmt_ald_check_digest(s, e);
+		return k == FMT_OK && s->payload ? fmt_table_verify_rows(t, o, e) : k;
+	}
+	fmt_sha256 h;
+	if ((k = fmt_sha256_init(&h, e)) != FMT_OK)
 		return k;
-	fmt_hex(digest, FMT_SHA256_LEN, hex);
-	if (strcmp(hex, want) != 0)
-		return fmt_fail(e, FMT_CHECKSUM, "payload SHA-256 %s differs from the card's %s", hex, want);
-	return FMT_OK;
+	s->read_hash = &h;
+	s->read_hash_failed = 0;
+	k = fmt_table_verify_rows(t, o, e);
+	s->read_hash = NULL;
+	if (k == FMT_OK && s->read_hash_failed)
+		k = fmt_fail(e, FMT_IO, "payload SHA-256: out of memory");
+	if (k == FMT_OK) {
+		k = digest_check(&h, want, e);
+	} else {
+		fmt_err d;
+		fmt_err_clear(&d);
+		if (fmt_ald_check_digest(s, &d) == FMT_CHECKSUM) { /* the payload is not the card's */
+			*e = d;
+			k = FMT_CHECKSUM;
+		}
+	}
+	fmt_sha256_free(&h);
+	return k;
 }

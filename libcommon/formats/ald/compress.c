@@ -298,6 +298,8 @@ static fmt_kind produce(fmt_dstream *d, fmt_err *e)
 		d->dropped = d->src_pos;
 	}
 	d->produced += d->end - before;
+	if (d->on_output && d->end > before)
+		d->on_output(d->on_output_ctx, d->buf + before, d->end - before);
 	if (k == FMT_OK && d->produced > d->limit)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "%s decompresses to more than the %llu bytes declared",
 				d->what[0] ? d->what : "the data", (unsigned long long)d->limit);

@@ -38,6 +38,8 @@ typedef struct fmt_dstream {
 	fmt_source_observer observe; /* or NULL: shown each src byte once, in order, as it is used */
 	void *observe_ctx;
 	size_t observed;       /* src bytes shown so far */
+	fmt_source_observer on_output; /* or NULL: shown each decompressed byte once, in order */
+	void *on_output_ctx;
 } fmt_dstream;
 
 fmt_kind fmt_dstream_init(fmt_dstream *d, int id, const uint8_t *src, size_t n, uint64_t limit, fmt_err *e);
