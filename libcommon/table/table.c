@@ -497,7 +497,7 @@ static fmt_kind count_rows(void *ctx, const fmt_batch *b, fmt_err *e)
 fmt_kind fmt_table_verify_rows(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e)
 {
 	uint64_t rows = 0;
-	if (!o)
+	if (!o || fmt_schema_unsupported(&t->schema))
 		return FMT_OK;
 	fmt_kind k = fmt_table_each_batch(t, count_rows, &rows, e);
 	if (k == FMT_OK)

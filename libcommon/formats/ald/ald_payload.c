@@ -272,7 +272,7 @@ fmt_kind fmt_ald_check_payload_rows(fmt_table *t, ald_state *s, const fmt_verify
 	/* from the start of a plain or STREAMING payload (not the native arrays, nor alimentar's
 	 * streaming layout, whose card has no digest): nothing read yet */
 	int one_pass = s->payload && want && !(s->flags & FMT_ALD_TRUENO_NATIVE) && !s->upstream_streaming &&
-		       !s->ds_open && !s->payload_done && s->next_chunk == 0;
+		       !s->ds_open && !s->payload_done && s->next_chunk == 0 && !fmt_schema_unsupported(&t->schema);
 	fmt_kind k;
 	if (!one_pass) {
 		k = fmt_ald_check_digest(s, e);
