@@ -456,7 +456,8 @@ fmt_kind fmt_table_rows_gate(fmt_table *t, fmt_err *e)
 	return k;
 }
 
-fmt_kind fmt_table_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
+/* fmt_table_next, a row its check refuses named counted from first_row. */
+static fmt_kind next_from(fmt_table *t, fmt_batch *b, int *done, uint64_t first_row, fmt_err *e)
 {
 	fmt_kind k = fmt_batch_init(b, t->schema.n_fields, e);
 	if (k == FMT_OK)
@@ -464,12 +465,17 @@ fmt_kind fmt_table_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 	if (k == FMT_OK)
 		k = t->driver->next(t, b, done, e);
 	if (k == FMT_OK && !*done)
-		k = fmt_batch_check(&t->schema, b, e);
+		k = fmt_batch_check_from(&t->schema, b, first_row, e);
 	if (k != FMT_OK) {
 		fmt_err_file(e, t->path);
 		fmt_batch_free(b);
 	}
 	return k;
+}
+
+fmt_kind fmt_table_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
+{
+	return next_from(t, b, done, 0, e);
 }
 
 fmt_kind fmt_table_each_batch(fmt_table *t, fmt_kind (*fn)(void *ctx, const fmt_batch *b, fmt_err *e), void *ctx,
@@ -487,22 +493,24 @@ fmt_kind fmt_table_each_batch(fmt_table *t, fmt_kind (*fn)(void *ctx, const fmt_
 	}
 }
 
-static fmt_kind count_rows(void *ctx, const fmt_batch *b, fmt_err *e)
-{
-	(void)e;
-	*(uint64_t *)ctx += b->n_rows;
-	return FMT_OK;
-}
-
 fmt_kind fmt_table_verify_rows(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e)
 {
 	uint64_t rows = 0;
 	if (!o || fmt_schema_unsupported(&t->schema))
 		return FMT_OK;
-	fmt_kind k = fmt_table_each_batch(t, count_rows, &rows, e);
-	if (k == FMT_OK)
-		t->n_rows = rows;
-	return k;
+	for (;;) {
+		fmt_batch b;
+		int done = 0;
+		fmt_kind k = next_from(t, &b, &done, rows, e); /* rows named from the file's first */
+		if (k != FMT_OK)
+			return k;
+		rows += b.n_rows;
+		fmt_batch_free(&b);
+		if (done) {
+			t->n_rows = rows;
+			return FMT_OK;
+		}
+	}
 }
 
 int fmt_table_secret(const fmt_table *t)

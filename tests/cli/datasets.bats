@@ -170,6 +170,11 @@ print("CRC-32 mismatch: stored %08x, computed %08x (standard)" % (struct.unpack(
 	assert_output "$(printf 's.csv: ok (csv, 2 rows)\ns.jsonl: ok (jsonl, 2 rows)\ns.arrow: ok (arrow, 2 rows)\ns.arrows: ok (arrow-stream, 2 rows)')"
 	run fmt-verify --json s.arrow
 	assert_output '{"file":"s.arrow","ok":true,"format":"arrow","rows":2}'
+	# the row a message names is counted from the file's first, over many batches
+	{ echo s; seq -f 'a%.0f' 1 70000; printf 'b\xff\n'; } >many.csv
+	run --separate-stderr fmt-verify many.csv
+	assert_failure 4
+	assert_equal "$stderr" "fmt-verify: error: many.csv: column 's': row 70000 is not valid UTF-8"
 	# a string that is not UTF-8 (byte ff in "abcQ"), and string offsets that go backwards
 	# (0 4 8 made 0 9 8): open reads only the schema and the footer; the rows are refused
 	/usr/bin/python3 - <<'PY'

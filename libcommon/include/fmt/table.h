@@ -249,8 +249,9 @@ fmt_kind fmt_table_each_batch(fmt_table *t, fmt_kind (*fn)(void *ctx, const fmt_
 fmt_kind fmt_table_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e);
 /* A driver's verify when its open checks the structure and only reading decodes the values
  * (CSV, JSON Lines, Arrow IPC): with o (fmt-verify), every row read as a reader reads it (the
- * driver's decoding and fmt_table_next's checks) and counted into t->n_rows, so that a file
- * fmt-verify passes is one the tools read; t is then at its end. Without o (a tool about to
+ * driver's decoding and fmt_table_next's checks, a row they refuse named counted from the
+ * file's first) and counted into t->n_rows, so that a file fmt-verify passes is one the tools
+ * read; t is then at its end. Without o (a tool about to
  * read), nothing: the reads check as they go; nor when a column has a type this build does not
  * convert (fmt_schema_unsupported): no tool reads those rows, the structure is what is checked. */
 fmt_kind fmt_table_verify_rows(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e);
