@@ -78,9 +78,11 @@ static const fmt_cli_tool tool = {
 		 "or the first GGUF shard): structure, digests, shard sets, signatures; and of\n"
 		 "bundles made by fmt-shard pack, without extracting them; of datasets (.ald:\n"
 		 "CRC-32 in either variant, the card's payload SHA-256, the Ed25519 signature\n"
-		 "block). With Ed25519 keys (-p, -P, --trusted-keys) every FILE must be signed by\n"
-		 "one of them: FILE.minisig beside it, its embedded signature (.apsim, .ald,\n"
-		 "APR v1), or both, each checked; a file with neither is refused (exit 7).\n"
+		 "block; Parquet: every page, and every value within its chunk's statistics;\n"
+		 "and every row of .ald, Parquet, Arrow IPC, CSV and JSON Lines read as the\n"
+		 "tools read it). With Ed25519 keys (-p, -P, --trusted-keys) every FILE must be\n"
+		 "signed by one of them: FILE.minisig beside it, its embedded signature (.apsim,\n"
+		 ".ald, APR v1), or both, each checked; a file with neither is refused (exit 7).\n"
 		 "Prints one line per file: 'ok' or the first failure.",
 	.options = options,
 	.footer = "Exit status (the highest over all files): 0 every check passed, 2 usage,\n"
