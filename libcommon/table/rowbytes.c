@@ -136,40 +136,32 @@ int fmt_row_key(const fmt_field *f, const fmt_column *c, uint64_t row, int desc,
 
 /* ---- values against a block's statistics ---- */
 
-/* memcmp order, the shorter first on a common prefix (the order of Parquet's byte arrays). */
-static int bytes_cmp(const uint8_t *a, size_t na, const uint8_t *b, size_t nb)
+int fmt_bytes_cmp(const uint8_t *a, size_t na, const uint8_t *b, size_t nb)
 {
 	size_t n = na < nb ? na : nb;
 	int cmp = n ? memcmp(a, b, n) : 0;
 	return cmp ? cmp : na < nb ? -1 : na > nb;
 }
 
-/* The first defined row of [0, n) whose value (W bytes, read by GET as a T) is below LO or
- * above HI; n when none. One loop per type: a verify runs it over every value of a file. */
-#define FIRST_OUTSIDE(T, W, GET, LO, HI)                                                           \
-	do {                                                                                     \
-		const uint8_t *at = c->values;                                                   \
-		for (uint64_t row = 0; row < n; row++, at += (W)) {                               \
-			T v_ = GET(at);                                                          \
-			if ((v_ < (LO) || v_ > (HI)) && is_defined(c, row))                      \
-				return row;                                                      \
-		}                                                                                \
-		return n;                                                                        \
-	} while (0)
-
 static int is_defined(const fmt_column *c, uint64_t row)
 {
 	return !c->validity || bit(c->validity, row);
 }
 
-static int8_t get_i8(const uint8_t *p) { return (int8_t)p[0]; }
-static int16_t get_i16(const uint8_t *p) { return (int16_t)fmt_rd_u16(p); }
-static int32_t get_i32(const uint8_t *p) { return (int32_t)fmt_rd_u32(p); }
-static int64_t get_i64(const uint8_t *p) { return (int64_t)fmt_rd_u64(p); }
-static uint8_t get_u8(const uint8_t *p) { return p[0]; }
-static float get_f32(const uint8_t *p) { return fmt_bits_f32(fmt_rd_u32(p)); }
-static double get_f64(const uint8_t *p) { return fmt_bits_f64(fmt_rd_u64(p)); }
-static float get_f16(const uint8_t *p) { return fmt_f16_to_f32(fmt_rd_u16(p)); }
+/* The first defined row of [0, n) whose value (W bytes of type TYPE, read by GET as a T) is
+ * below the range's least (at b) or above its greatest; n when none. One loop per type, TYPE a
+ * constant, so that GET's switch folds away: a verify runs it over every value of a file. */
+#define FIRST_OUTSIDE(T, GET, TYPE, W)                                                           \
+	do {                                                                                     \
+		const T lo_ = GET(TYPE, b), hi_ = GET(TYPE, b + (W));                            \
+		const uint8_t *at = c->values;                                                   \
+		for (uint64_t row = 0; row < n; row++, at += (W)) {                              \
+			T v_ = GET(TYPE, at);                                                    \
+			if ((v_ < lo_ || v_ > hi_) && is_defined(c, row))                        \
+				return row;                                                      \
+		}                                                                                \
+		return n;                                                                        \
+	} while (0)
 
 static uint64_t first_bytes_outside(fmt_ctype t, const fmt_column *m, const fmt_column *c, uint64_t n)
 {
@@ -182,8 +174,8 @@ static uint64_t first_bytes_outside(fmt_ctype t, const fmt_column *m, const fmt_
 		const uint8_t *p = c->values + off[row];
 		size_t len = (size_t)(off[row + 1] - off[row]);
 		/* the first bytes differ in most values: no call for them */
-		int above_lo = len && nlo && p[0] != lo[0] ? p[0] > lo[0] : bytes_cmp(lo, nlo, p, len) <= 0;
-		int below_hi = len && nhi && p[0] != hi[0] ? p[0] < hi[0] : bytes_cmp(p, len, hi, nhi) <= 0;
+		int above_lo = len && nlo && p[0] != lo[0] ? p[0] > lo[0] : fmt_bytes_cmp(lo, nlo, p, len) <= 0;
+		int below_hi = len && nhi && p[0] != hi[0] ? p[0] < hi[0] : fmt_bytes_cmp(p, len, hi, nhi) <= 0;
 		if (!(above_lo && below_hi) && is_defined(c, row))
 			return row;
 	}
@@ -207,18 +199,20 @@ uint64_t fmt_range_first_outside(const fmt_col_range *r, const fmt_column *c, ui
 		return n;
 	case FMT_C_UTF8: case FMT_C_BINARY:
 		return first_bytes_outside(t, m, c, n);
-	case FMT_C_I8: FIRST_OUTSIDE(int8_t, 1, get_i8, get_i8(b), get_i8(b + 1));
-	case FMT_C_I16: FIRST_OUTSIDE(int16_t, 2, get_i16, get_i16(b), get_i16(b + 2));
-	case FMT_C_I32: case FMT_C_DATE32: FIRST_OUTSIDE(int32_t, 4, get_i32, get_i32(b), get_i32(b + 4));
-	case FMT_C_I64: case FMT_C_TIMESTAMP: FIRST_OUTSIDE(int64_t, 8, get_i64, get_i64(b), get_i64(b + 8));
-	case FMT_C_U8: FIRST_OUTSIDE(uint8_t, 1, get_u8, get_u8(b), get_u8(b + 1));
-	case FMT_C_U16: FIRST_OUTSIDE(uint16_t, 2, fmt_rd_u16, fmt_rd_u16(b), fmt_rd_u16(b + 2));
-	case FMT_C_U32: FIRST_OUTSIDE(uint32_t, 4, fmt_rd_u32, fmt_rd_u32(b), fmt_rd_u32(b + 4));
-	case FMT_C_U64: FIRST_OUTSIDE(uint64_t, 8, fmt_rd_u64, fmt_rd_u64(b), fmt_rd_u64(b + 8));
+	case FMT_C_I8: FIRST_OUTSIDE(int64_t, signed_value, FMT_C_I8, 1);
+	case FMT_C_I16: FIRST_OUTSIDE(int64_t, signed_value, FMT_C_I16, 2);
+	case FMT_C_I32: FIRST_OUTSIDE(int64_t, signed_value, FMT_C_I32, 4);
+	case FMT_C_DATE32: FIRST_OUTSIDE(int64_t, signed_value, FMT_C_DATE32, 4);
+	case FMT_C_I64: FIRST_OUTSIDE(int64_t, signed_value, FMT_C_I64, 8);
+	case FMT_C_TIMESTAMP: FIRST_OUTSIDE(int64_t, signed_value, FMT_C_TIMESTAMP, 8);
+	case FMT_C_U8: FIRST_OUTSIDE(uint64_t, unsigned_value, FMT_C_U8, 1);
+	case FMT_C_U16: FIRST_OUTSIDE(uint64_t, unsigned_value, FMT_C_U16, 2);
+	case FMT_C_U32: FIRST_OUTSIDE(uint64_t, unsigned_value, FMT_C_U32, 4);
+	case FMT_C_U64: FIRST_OUTSIDE(uint64_t, unsigned_value, FMT_C_U64, 8);
 	/* NaN compares false both ways: within; -0 == 0 */
-	case FMT_C_F16: FIRST_OUTSIDE(float, 2, get_f16, get_f16(b), get_f16(b + 2));
-	case FMT_C_F32: FIRST_OUTSIDE(float, 4, get_f32, get_f32(b), get_f32(b + 4));
-	case FMT_C_F64: FIRST_OUTSIDE(double, 8, get_f64, get_f64(b), get_f64(b + 8));
+	case FMT_C_F16: FIRST_OUTSIDE(double, float_value, FMT_C_F16, 2);
+	case FMT_C_F32: FIRST_OUTSIDE(double, float_value, FMT_C_F32, 4);
+	case FMT_C_F64: FIRST_OUTSIDE(double, float_value, FMT_C_F64, 8);
 	default:
 		return n;
 	}

@@ -364,12 +364,9 @@ bad:
 
 /* ---- the rows ---- */
 
-/* memcmp order, the shorter first on a common prefix. */
 static int key_cmp(const fmt_sb *a, const fmt_sb *b)
 {
-	size_t n = a->len < b->len ? a->len : b->len;
-	int cmp = n ? memcmp(a->p, b->p, n) : 0;
-	return cmp ? cmp : a->len < b->len ? -1 : a->len > b->len;
+	return fmt_bytes_cmp((const uint8_t *)a->p, a->len, (const uint8_t *)b->p, b->len);
 }
 
 /* Whether a row of a block with range r can pass w (a test on r's column); 1 when unsure.
