@@ -569,6 +569,72 @@ assert c[4]["min"]=="1969-12-31T23:59:59.999Z" and c[4]["max"]=="2024-02-29T12:0
 	assert_failure 2
 }
 
+@test "Arrow IPC: columns of types fmtkit does not convert are stepped over: --exclude reads the others, fmt-verify checks them; broken ones are refused" {
+	# scripts/gen/arrow-unconverted: apache-arrow's null, dictionary, list, struct, map, union,
+	# date64, interval... columns around id, name and score, two batches (and, in the stream,
+	# two dictionary batches before them)
+	local f kind drop=() c
+	for c in nul dict list st d64 lb fsl map dur su du iv tm fsb deep ldict; do drop+=(--exclude "$c"); done
+	for f in unconverted.arrow:arrow unconverted.arrows:arrow-stream; do
+		kind=${f#*:} f=${f%:*}
+		run --separate-stderr fmt-convert --force "$REPO_ROOT/tests/data/arrow/$f" out.csv
+		assert_failure 5
+		assert_equal "$stderr" "fmt-convert: error: $REPO_ROOT/tests/data/arrow/$f: column 'nul' has type null, which fmtkit does not convert"
+		fmt-convert -q --force "${drop[@]}" "$REPO_ROOT/tests/data/arrow/$f" out.csv
+		assert_equal "$(cat out.csv)" "$(printf 'id,name,score\n1,one,0.5\n2,two,1.5\n,three,2.5\n4,,\n1,one,0.5\n2,two,1.5\n,three,2.5\n4,,')"
+		fmt-convert -q --force --include id --include score "$REPO_ROOT/tests/data/arrow/$f" out.jsonl
+		assert_equal "$(head -n 1 out.jsonl)" '{"id":1,"score":0.5}'
+		run fmt-verify "$REPO_ROOT/tests/data/arrow/$f"
+		assert_success
+		assert_output "$REPO_ROOT/tests/data/arrow/$f: ok ($kind, 8 rows)"
+	done
+	cp "$REPO_ROOT/tests/data/arrow/unconverted.arrows" .
+	/usr/bin/python3 - <<'PY'
+import struct
+b = bytes(open("unconverted.arrows", "rb").read())
+u32 = lambda p: struct.unpack_from("<I", b, p)[0]
+def field(t, k):  # the position of table t's field k (a flatbuffer vtable entry), 0 when absent
+    vt = t - struct.unpack_from("<i", b, t)[0]
+    at = struct.unpack_from("<H", b, vt + 4 + 2 * k)[0] if 4 + 2 * k < struct.unpack_from("<H", b, vt)[0] else 0
+    return t + at if at else 0
+def ref(p):
+    return p + u32(p)
+def messages():
+    p = 0
+    while u32(p + 4):
+        root = ref(p + 8)
+        body = struct.unpack_from("<q", b, field(root, 3))[0] if field(root, 3) else 0
+        yield root, b[field(root, 1)]
+        p += 8 + u32(p + 4) + body
+def patched(name, pos, fmt, value):
+    c = bytearray(b)
+    struct.pack_into(fmt, c, pos, value)
+    open(name, "wb").write(c)
+msgs = list(messages())
+schema = ref(field(msgs[0][0], 2))
+nul = ref(ref(field(schema, 1)) + 4 + 4)                  # fields[1], 'nul'
+patched("type99.arrows", field(nul, 2), "<B", 99)         # its type id: none Arrow defines
+batch = ref(field(next(r for r, t in msgs if t == 3), 2))  # the first RecordBatch
+nodes, buffers = ref(field(batch, 1)) + 4, ref(field(batch, 2)) + 4
+patched("rows.arrows", nodes + 16 * 3, "<q", 3)           # node 3, 'list': 3 rows of 4
+patched("buffer.arrows", buffers + 16 * 7, "<q", 1 << 40) # buffer 7, the list's items' values
+PY
+	for c in "rows field \"list\" has 3 rows, the batch 4" "buffer buffer outside the message body"; do
+		f=${c%% *}.arrows
+		run --separate-stderr fmt-verify "$f"
+		[ "$status" -eq 4 ] || fail "$f: exit $status: $stderr"
+		run --separate-stderr fmt-convert -q --force "${drop[@]}" "$f" out.csv
+		assert_failure 4
+		assert_equal "$stderr" "fmt-convert: error: $f: Arrow IPC: ${c#* }"
+	done
+	run --separate-stderr fmt-inspect --schema type99.arrows
+	assert_success
+	assert_line --index 2 "  nul  type id 99  not null  (not converted by fmtkit)"
+	run --separate-stderr fmt-convert -q --force "${drop[@]}" type99.arrows out.csv
+	assert_failure 5
+	assert_equal "$stderr" "fmt-convert: error: type99.arrows: Arrow IPC: column 'nul' (type id 99): fmtkit cannot count its buffers to step over it"
+}
+
 @test "usage: dataset options with a model output, .ald to stdout, an existing output, --dry-run" {
 	run fmt-convert --delimiter ';' in.csv out.safetensors
 	assert_failure 2

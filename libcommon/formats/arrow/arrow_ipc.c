@@ -219,31 +219,119 @@ static fmt_kind decode_field(const fmt_fb_table *ft, fmt_field *f, int depth, fm
 	return FMT_OK;
 }
 
-static fmt_kind decode_schema(const fmt_fb_table *st, fmt_schema *s, fmt_err *e)
+/* ---- what a column takes of a RecordBatch ---- */
+
+/* The field nodes and buffers of one field's column (the columnar format's "Buffer listing for
+ * each layout"; a node per field of its subtree, in pre-order), so that a column this build
+ * does not convert can be stepped over. */
+typedef struct ipc_shape {
+	uint32_t nodes, buffers;
+	uint32_t unions;       /* each takes one buffer more, a validity bitmap, in a V4 message */
+	uint32_t views;        /* each takes as many more as the batch's variadicBufferCounts says */
+	int countable;         /* 0: a type id Arrow does not define, or nesting past MAX_DEPTH */
+} ipc_shape;
+
+#define MAX_DEPTH 64
+#define SHAPE_BUDGET (1u << 20) /* fields visited per schema: children may be shared tables */
+
+/* The buffers of a type's own layout, its children aside; -1 for a type id Arrow lacks. */
+static int own_buffers(uint8_t tt, const fmt_fb_table *ty, ipc_shape *s)
+{
+	int16_t mode = 0;
+	switch (tt) {
+	case TY_NULL: case TY_RUN_END_ENCODED:
+		return 0;
+	case TY_STRUCT: case TY_FIXED_SIZE_LIST:
+		return 1;
+	case TY_INT: case TY_FLOAT: case TY_BOOL: case TY_DECIMAL: case TY_DATE: case TY_TIME:
+	case TY_TIMESTAMP: case TY_INTERVAL: case TY_FIXED_SIZE_BINARY: case TY_DURATION:
+	case TY_LIST: case TY_LARGE_LIST: case TY_MAP:
+		return 2;
+	case TY_BINARY: case TY_UTF8: case TY_LARGE_BINARY: case TY_LARGE_UTF8:
+	case TY_LIST_VIEW: case TY_LARGE_LIST_VIEW:
+		return 3;
+	case TY_BINARY_VIEW: case TY_UTF8_VIEW:
+		s->views++;
+		return 2;
+	case TY_UNION: /* sparse: type ids; dense: type ids and offsets */
+		s->unions++;
+		return fmt_fb_i16(ty, 0, 0, &mode) == 0 && mode == 1 ? 2 : 1;
+	default:
+		return -1;
+	}
+}
+
+static int is_nested(uint8_t tt)
+{
+	return tt == TY_LIST || tt == TY_STRUCT || tt == TY_UNION || tt == TY_FIXED_SIZE_LIST || tt == TY_MAP ||
+	       tt == TY_LARGE_LIST || tt == TY_RUN_END_ENCODED || tt == TY_LIST_VIEW || tt == TY_LARGE_LIST_VIEW;
+}
+
+static void field_shape(const fmt_fb_table *ft, int depth, uint32_t *budget, ipc_shape *s)
+{
+	uint8_t tt = 0;
+	fmt_fb_table ty, dict;
+	size_t at;
+	uint32_t n = 0;
+	if (!s->countable)
+		return;
+	if (depth > MAX_DEPTH || *budget == 0 || fmt_fb_u8(ft, 2, 0, &tt)) {
+		s->countable = 0;
+		return;
+	}
+	--*budget;
+	s->nodes++;
+	int has_type = fmt_fb_table_field(ft, 3, &ty), has_dict = fmt_fb_table_field(ft, 4, &dict);
+	if (has_dict == 1) { /* the batch holds the indices only: validity and values */
+		s->buffers += 2;
+		return;
+	}
+	int own = has_type == 1 && has_dict == 0 ? own_buffers(tt, &ty, s) : -1;
+	if (own < 0 || (is_nested(tt) && fmt_fb_vector(ft, 5, 4, &at, &n) < 0)) {
+		s->countable = 0;
+		return;
+	}
+	s->buffers += (uint32_t)own;
+	for (uint32_t i = 0; is_nested(tt) && i < n && s->countable; i++) {
+		fmt_fb_table ct;
+		if (fmt_fb_vector_table(ft, at, i, &ct))
+			s->countable = 0;
+		else
+			field_shape(&ct, depth + 1, budget, s);
+	}
+}
+
+static fmt_kind decode_schema(const fmt_fb_table *st, fmt_ipc_reader *r, fmt_err *e)
 {
 	int16_t endianness;
 	size_t at;
-	uint32_t n = 0;
+	uint32_t n = 0, budget = SHAPE_BUDGET;
 	if (fmt_fb_i16(st, 0, 0, &endianness))
 		return bad(e, "malformed Schema");
 	if (endianness != 0)
 		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: big-endian data is not supported");
-	int r = fmt_fb_vector(st, 1, 4, &at, &n);
-	if (r < 0)
+	int res = fmt_fb_vector(st, 1, 4, &at, &n);
+	if (res < 0)
 		return bad(e, "malformed Schema fields");
 	if (n > MAX_FIELDS)
 		return bad(e, "more than 100000 fields");
+	if (!(r->shapes = calloc(n ? n : 1, sizeof *r->shapes)))
+		return oom(e);
 	for (uint32_t i = 0; i < n; i++) {
 		fmt_fb_table ft;
 		fmt_field f = { 0 };
+		fmt_fb_table dict;
 		if (fmt_fb_vector_table(st, at, i, &ft))
 			return bad(e, "malformed Schema field");
 		fmt_kind k = decode_field(&ft, &f, 0, e);
 		if (k == FMT_OK)
-			k = fmt_schema_add_field(s, &f, e);
+			k = fmt_schema_add_field(&r->schema, &f, e);
 		field_clear(&f);
 		if (k != FMT_OK)
 			return k;
+		r->shapes[i].countable = 1;
+		field_shape(&ft, 0, &budget, &r->shapes[i]);
+		r->has_dictionary |= fmt_fb_table_field(&ft, 4, &dict) == 1;
 	}
 	return FMT_OK;
 }
@@ -252,6 +340,7 @@ static fmt_kind decode_schema(const fmt_fb_table *st, fmt_schema *s, fmt_err *e)
 
 typedef struct ipc_msg {
 	fmt_fb_table msg;
+	int16_t version;
 	uint8_t type;
 	fmt_fb_table header;
 	const uint8_t *body;
@@ -262,14 +351,13 @@ typedef struct ipc_msg {
 static fmt_kind parse_message(const uint8_t *meta, size_t n, const uint8_t *body, uint64_t avail,
 			      ipc_msg *m, fmt_err *e)
 {
-	int16_t version;
 	int64_t body_len;
-	if (fmt_fb_root(meta, n, &m->msg) || fmt_fb_i16(&m->msg, 0, 0, &version) ||
+	if (fmt_fb_root(meta, n, &m->msg) || fmt_fb_i16(&m->msg, 0, 0, &m->version) ||
 	    fmt_fb_u8(&m->msg, 1, 0, &m->type) || fmt_fb_i64(&m->msg, 3, 0, &body_len))
 		return bad(e, "malformed Message");
-	if (version < META_V4)
+	if (m->version < META_V4)
 		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: metadata version V%d is not supported (V4, V5 are)",
-				version + 1);
+				m->version + 1);
 	if (fmt_fb_table_field(&m->msg, 2, &m->header) != 1)
 		return bad(e, "Message without a header");
 	if (body_len < 0 || (uint64_t)body_len > avail)
@@ -357,6 +445,9 @@ typedef struct buf_use {
 typedef struct walk {
 	const uint8_t *nodes, *buffers;
 	uint32_t n_nodes, n_buffers, node_i, buf_i;
+	const uint8_t *variadic;  /* variadicBufferCounts: one per view-typed field */
+	uint32_t n_variadic, variadic_i;
+	int v4;                   /* a metadata V4 message: a union has a validity bitmap */
 	const uint8_t *body;
 	uint64_t body_len;
 	buf_use *use;
@@ -465,16 +556,54 @@ static fmt_kind take_offsets(walk *w, fmt_batch *b, fmt_column *c, const fmt_fie
 	return FMT_OK;
 }
 
-static fmt_kind decode_column(walk *w, fmt_batch *b, const fmt_field *f, fmt_column *c, fmt_err *e)
+static fmt_kind check_length(uint64_t length, uint64_t rows, const fmt_field *f, fmt_err *e)
 {
-	uint64_t rows = b->n_rows, length, nulls;
-	span vals;
-	fmt_kind k = take_node(w, &length, &nulls, e);
-	if (k != FMT_OK)
-		return k;
 	if (length != rows)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: field \"%s\" has %llu rows, the batch %llu",
 				f->name, (unsigned long long)length, (unsigned long long)rows);
+	return FMT_OK;
+}
+
+/* The column of a field this build does not convert: its nodes and buffers are taken (each
+ * checked within the body), its values left out. */
+static fmt_kind skip_column(walk *w, const ipc_shape *sh, const fmt_field *f, uint64_t rows, fmt_err *e)
+{
+	uint64_t length, nulls, buffers = sh->buffers + (w->v4 ? sh->unions : 0);
+	span s;
+	if (!sh->countable)
+		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: column '%s' (%s): fmtkit cannot count its buffers to step over it",
+				f->name, f->type_name);
+	fmt_kind k = take_node(w, &length, &nulls, e);
+	if (k == FMT_OK)
+		k = check_length(length, rows, f, e);
+	for (uint32_t i = 1; k == FMT_OK && i < sh->nodes; i++)
+		k = take_node(w, &length, &nulls, e);
+	for (uint32_t i = 0; k == FMT_OK && i < sh->views; i++) {
+		if (w->variadic_i >= w->n_variadic)
+			return bad(e, "RecordBatch has fewer variadic buffer counts than the schema needs");
+		int64_t more = (int64_t)fmt_rd_u64(w->variadic + 8 * (size_t)w->variadic_i++);
+		if (more < 0 || (uint64_t)more > w->n_buffers)
+			return bad(e, "variadic buffer count out of range");
+		buffers += (uint64_t)more;
+	}
+	for (uint64_t i = 0; k == FMT_OK && i < buffers; i++)
+		k = take_buffer(w, &s, e);
+	return k;
+}
+
+static fmt_kind decode_column(walk *w, fmt_batch *b, const fmt_field *f, const ipc_shape *sh, fmt_column *c,
+			      fmt_err *e)
+{
+	uint64_t rows = b->n_rows, length, nulls;
+	span vals;
+	*c = (fmt_column){ 0 };
+	if (f->type == FMT_C_OTHER)
+		return skip_column(w, sh, f, rows, e);
+	fmt_kind k = take_node(w, &length, &nulls, e);
+	if (k == FMT_OK)
+		k = check_length(length, rows, f, e);
+	if (k != FMT_OK)
+		return k;
 	c->null_count = nulls;
 	if ((k = take_validity(w, rows, nulls, &c->validity, f->name, e)) != FMT_OK)
 		return k;
@@ -514,11 +643,14 @@ static fmt_kind batch_walk(const ipc_msg *m, walk *w, int64_t *length, fmt_err *
 	const fmt_fb_table *rb = &m->header;
 	size_t nodes_at, bufs_at;
 	fmt_fb_table comp;
-	*w = (walk){ .body = m->body, .body_len = m->body_len };
+	size_t variadic_at;
+	*w = (walk){ .body = m->body, .body_len = m->body_len, .v4 = m->version == META_V4 };
 	if (fmt_fb_i64(rb, 0, 0, length) || *length < 0)
 		return bad(e, "malformed RecordBatch length");
 	if (fmt_fb_vector(rb, 1, 16, &nodes_at, &w->n_nodes) < 0 || fmt_fb_vector(rb, 2, 16, &bufs_at, &w->n_buffers) < 0)
 		return bad(e, "malformed RecordBatch nodes or buffers");
+	if (fmt_fb_vector(rb, 4, 8, &variadic_at, &w->n_variadic) < 0)
+		return bad(e, "malformed RecordBatch variadic buffer counts");
 	int has_comp = fmt_fb_table_field(rb, 3, &comp);
 	if (has_comp < 0)
 		return bad(e, "malformed RecordBatch compression");
@@ -529,29 +661,31 @@ static fmt_kind batch_walk(const ipc_msg *m, walk *w, int64_t *length, fmt_err *
 				codec == 0 ? "lz4_frame" : codec == 1 ? "zstd" : "(unknown codec)");
 	}
 	w->nodes = w->n_nodes ? m->msg.buf + nodes_at : NULL;
+	w->variadic = w->n_variadic ? m->msg.buf + variadic_at : NULL;
 	w->buffers = w->n_buffers ? m->msg.buf + bufs_at : NULL;
 	return FMT_OK;
 }
 
-static fmt_kind decode_columns(const fmt_schema *s, walk *w, int64_t length, fmt_batch *b, fmt_err *e)
+static fmt_kind decode_columns(const fmt_ipc_reader *r, walk *w, int64_t length, fmt_batch *b, fmt_err *e)
 {
+	const fmt_schema *s = &r->schema;
 	if (b->n_columns != s->n_fields)
 		return fmt_fail(e, FMT_INTERNAL, "batch not initialised for the schema");
 	b->n_rows = (uint64_t)length;
 	for (size_t i = 0; i < s->n_fields; i++) {
-		fmt_kind k = decode_column(w, b, &s->fields[i], &b->columns[i], e);
+		fmt_kind k = decode_column(w, b, &s->fields[i], &r->shapes[i], &b->columns[i], e);
 		if (k != FMT_OK)
 			return k;
 	}
 	return FMT_OK;
 }
 
-static fmt_kind decode_batch(const fmt_schema *s, const ipc_msg *m, fmt_batch *b, fmt_err *e)
+static fmt_kind decode_batch(const fmt_ipc_reader *r, const ipc_msg *m, fmt_batch *b, fmt_err *e)
 {
 	walk w;
 	int64_t length;
 	fmt_kind k = batch_walk(m, &w, &length, e);
-	return k != FMT_OK ? k : decode_columns(s, &w, length, b, e);
+	return k != FMT_OK ? k : decode_columns(r, &w, length, b, e);
 }
 
 /* ---- reader ---- */
@@ -589,7 +723,7 @@ static fmt_kind open_file(fmt_ipc_reader *r, fmt_err *e)
 		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: metadata version V%d is not supported", version + 1);
 	if (fmt_fb_table_field(&ft, 1, &st) != 1)
 		return bad(e, "footer without a schema");
-	fmt_kind k = decode_schema(&st, &r->schema, e);
+	fmt_kind k = decode_schema(&st, r, e);
 	if (k != FMT_OK)
 		return k;
 	size_t at;
@@ -607,7 +741,7 @@ static fmt_kind schema_message(fmt_ipc_reader *r, const ipc_msg *m, fmt_err *e)
 {
 	if (m->type != HDR_SCHEMA)
 		return bad(e, "the first message is not a Schema");
-	return decode_schema(&m->header, &r->schema, e);
+	return decode_schema(&m->header, r, e);
 }
 
 fmt_kind fmt_ipc_open(fmt_ipc_reader *r, const uint8_t *data, size_t len, fmt_err *e)
@@ -660,8 +794,8 @@ static fmt_kind next_file_message(fmt_ipc_reader *r, ipc_msg *m, int *end, fmt_e
 	return k;
 }
 
-/* A message the reader can decode: a RecordBatch of a schema it converts. */
-static fmt_kind check_batch_message(const fmt_ipc_reader *r, const ipc_msg *m, fmt_err *e)
+/* A message the reader can decode: a RecordBatch. */
+static fmt_kind check_batch_message(const ipc_msg *m, fmt_err *e)
 {
 	if (m->type == HDR_DICTIONARY)
 		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: dictionary batches are not supported");
@@ -669,11 +803,24 @@ static fmt_kind check_batch_message(const fmt_ipc_reader *r, const ipc_msg *m, f
 		return bad(e, "a second Schema message");
 	if (m->type != HDR_RECORD_BATCH)
 		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: message type %u is not supported", m->type);
-	const fmt_field *u = fmt_schema_unsupported(&r->schema);
-	if (u)
-		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
-				u->name, u->type_name);
 	return FMT_OK;
+}
+
+/* The next message of the file's blocks or the stream, past the dictionary batches of a stream
+ * whose dictionary-encoded columns are stepped over (a file lists them apart). */
+static fmt_kind next_message(fmt_ipc_reader *r, ipc_msg *m, int *end, fmt_err *e)
+{
+	for (;;) {
+		size_t from = r->pos;
+		fmt_kind k = r->is_file ? next_file_message(r, m, end, e)
+					: next_stream_message(r->data, r->len, &r->pos, m, end, e);
+		if (!r->is_file) {
+			r->last_lo = from;
+			r->last_hi = r->pos;
+		}
+		if (k != FMT_OK || *end || m->type != HDR_DICTIONARY || !r->has_dictionary)
+			return k;
+	}
 }
 
 fmt_kind fmt_ipc_next(fmt_ipc_reader *r, fmt_batch *b, int *done, fmt_err *e)
@@ -681,22 +828,16 @@ fmt_kind fmt_ipc_next(fmt_ipc_reader *r, fmt_batch *b, int *done, fmt_err *e)
 	ipc_msg m;
 	int end;
 	*done = 0;
-	size_t from = r->pos;
-	fmt_kind k = r->is_file ? next_file_message(r, &m, &end, e)
-				: next_stream_message(r->data, r->len, &r->pos, &m, &end, e);
-	if (!r->is_file) {
-		r->last_lo = from;
-		r->last_hi = r->pos;
-	}
+	fmt_kind k = next_message(r, &m, &end, e);
 	if (k != FMT_OK)
 		return k;
 	if (end) {
 		*done = 1;
 		return FMT_OK;
 	}
-	if ((k = check_batch_message(r, &m, e)) != FMT_OK)
+	if ((k = check_batch_message(&m, e)) != FMT_OK)
 		return k;
-	k = decode_batch(&r->schema, &m, b, e);
+	k = decode_batch(r, &m, b, e);
 	if (k == FMT_OK)
 		r->batches++;
 	return k;
@@ -705,6 +846,8 @@ fmt_kind fmt_ipc_next(fmt_ipc_reader *r, fmt_batch *b, int *done, fmt_err *e)
 void fmt_ipc_close(fmt_ipc_reader *r)
 {
 	fmt_schema_free(&r->schema);
+	free(r->shapes);
+	r->shapes = NULL;
 	free(r->msg_meta);
 	free(r->msg_body);
 	free(r->msg_bufs);
@@ -802,8 +945,12 @@ fmt_kind fmt_ipc_next_message(fmt_ipc_reader *r, const uint8_t *meta, size_t n, 
 	if (k != FMT_OK)
 		return k;
 	memcpy(r->msg_meta, meta, n);
+	const fmt_field *u = fmt_schema_unsupported(&r->schema);
+	if (u)
+		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
+				u->name, u->type_name);
 	if ((k = parse_message(r->msg_meta, n, NULL, UINT64_MAX, &m, e)) != FMT_OK ||
-	    (k = check_batch_message(r, &m, e)) != FMT_OK || (k = batch_walk(&m, &w, &length, e)) != FMT_OK)
+	    (k = check_batch_message(&m, e)) != FMT_OK || (k = batch_walk(&m, &w, &length, e)) != FMT_OK)
 		return k;
 	/* a field takes at most 4 buffers (a list's validity, its items' validity and values) */
 	uint64_t planned = 4 * (uint64_t)r->schema.n_fields + 1;
@@ -814,7 +961,7 @@ fmt_kind fmt_ipc_next_message(fmt_ipc_reader *r, const uint8_t *meta, size_t n, 
 		return oom(e);
 	w.n_buffers = (uint32_t)planned;
 	uint64_t kept = 0;
-	k = decode_columns(&r->schema, &w, length, b, e);
+	k = decode_columns(r, &w, length, b, e);
 	if (k == FMT_OK)
 		k = pull_body(r, &w, w.use, pull, ctx, &kept, e);
 	free(w.use);
@@ -822,7 +969,7 @@ fmt_kind fmt_ipc_next_message(fmt_ipc_reader *r, const uint8_t *meta, size_t n, 
 		return k;
 	walk d = { .nodes = w.nodes, .n_nodes = w.n_nodes, .buffers = r->msg_bufs, .n_buffers = w.buf_i,
 		   .body = r->msg_body ? r->msg_body : (const uint8_t *)"", .body_len = kept };
-	k = decode_columns(&r->schema, &d, length, b, e);
+	k = decode_columns(r, &d, length, b, e);
 	if (k == FMT_OK)
 		r->batches++;
 	return k;

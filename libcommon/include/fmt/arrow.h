@@ -20,6 +20,8 @@ typedef struct fmt_ipc_reader {
 	uint32_t n_blocks, next_block;
 	size_t blocks_at;      /* file: the footer's record batch blocks */
 	fmt_schema schema;
+	struct ipc_shape *shapes; /* per field: what its column takes of a RecordBatch */
+	int has_dictionary;    /* a field is dictionary-encoded: the stream has dictionary batches */
 	uint64_t batches;      /* read so far */
 	size_t last_lo, last_hi; /* the bytes of data the last message took */
 	/* one message at a time: its metadata, the body bytes its buffers use, their table */
@@ -30,7 +32,10 @@ typedef struct fmt_ipc_reader {
 /* Parse the schema (the first message, or the footer). */
 fmt_kind fmt_ipc_open(fmt_ipc_reader *r, const uint8_t *data, size_t len, fmt_err *e);
 /* The next record batch into b (fmt_batch_init'ed with one column per field): *done = 1 at
- * the end. A schema with a type this build cannot decode is Unsupported naming it. */
+ * the end. A column of a type this build does not convert is stepped over and left empty (no
+ * values, as Parquet's reader leaves one) and dictionary batches are passed by, so that the
+ * other columns can be read; a type whose buffers cannot be counted (a type id Arrow does not
+ * define, nesting deeper than 64) is Unsupported naming it. */
 fmt_kind fmt_ipc_next(fmt_ipc_reader *r, fmt_batch *b, int *done, fmt_err *e);
 void fmt_ipc_close(fmt_ipc_reader *r);
 
@@ -50,7 +55,8 @@ typedef fmt_kind (*fmt_ipc_pull_fn)(void *ctx, uint8_t *dst, uint64_t n, fmt_err
 /* The RecordBatch whose metadata is meta[0..n) (copied first: it need not outlive the call's
  * first pull), its body the next bytes of pull: of each buffer only what the batch's rows use
  * is kept (in r, until the next call or fmt_ipc_close), padding and the rest of an over-long
- * buffer are dropped as they pass. Other messages are errors as in fmt_ipc_next. */
+ * buffer are dropped as they pass. Other messages, and a column of a type this build does not
+ * convert (an .ald holds none), are errors. */
 fmt_kind fmt_ipc_next_message(fmt_ipc_reader *r, const uint8_t *meta, size_t n, fmt_ipc_pull_fn pull, void *ctx,
 			      fmt_batch *b, fmt_err *e);
 /* 1 if the bytes start like an IPC file (ARROW1) or stream (a Schema message). */

@@ -252,8 +252,8 @@ fmt_kind fmt_table_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_err
  * driver's decoding and fmt_table_next's checks, a row they refuse named counted from the
  * file's first) and counted into t->n_rows, so that a file fmt-verify passes is one the tools
  * read; t is then at its end. Without o (a tool about to read), nothing: the reads check as they
- * go; nor when a column has a type this build does not convert (fmt_schema_unsupported): no tool
- * reads those rows, the structure is what is checked. */
+ * go. A column of a type this build does not convert (its reader leaves it empty) is passed by:
+ * the others are what the tools read, with --exclude. */
 fmt_kind fmt_table_verify_rows(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e);
 /* The driver's verify_as_read: ok, then every batch, then fmt_table_verify (o NULL), before
  * anything read is let out (a temporary file renamed into place after); UnsupportedVersion
