@@ -79,7 +79,7 @@ fmt_kind fmt_table_open_source_with(fmt_table *t, fmt_source *src, const char *p
 		fmt_table_free(t);
 		return fmt_fail(e, FMT_IO, "out of memory");
 	}
-	t->driver = d;
+	t->driver = t->reader = d;
 	fmt_kind k = d->open(t, e);
 	if (k == FMT_OK)
 		k = fmt_schema_check(&t->schema, e);

@@ -218,6 +218,7 @@ json_t *fmt_schema_json(const fmt_schema *s)
 fmt_kind fmt_batch_init(fmt_batch *b, size_t n_columns, fmt_err *e)
 {
 	memset(b, 0, sizeof *b);
+	b->first_row = FMT_ROWS_UNKNOWN;
 	if (n_columns == 0)
 		return FMT_OK;
 	b->columns = calloc(n_columns, sizeof *b->columns);
@@ -389,9 +390,14 @@ static fmt_kind check_column(const fmt_field *f, const fmt_column *c, uint64_t r
 	return has_offsets(f->type) ? check_offsets(f, c, rows, base, e) : check_values(f, c, rows, e);
 }
 
+static uint64_t named_from(const fmt_batch *b)
+{
+	return b->first_row == FMT_ROWS_UNKNOWN ? 0 : b->first_row;
+}
+
 fmt_kind fmt_batch_check(const fmt_schema *s, const fmt_batch *b, fmt_err *e)
 {
-	return fmt_batch_check_from(s, b, 0, e);
+	return fmt_batch_check_from(s, b, named_from(b), e);
 }
 
 /* other_ok: a column of a type this build does not convert, left empty by its reader, is passed
@@ -464,16 +470,28 @@ fmt_kind fmt_table_rows_gate(fmt_table *t, fmt_err *e)
 	return k;
 }
 
-/* fmt_table_next, a row its check refuses named counted from first_row. */
-static fmt_kind next_from(fmt_table *t, fmt_batch *b, int *done, uint64_t first_row, int other_ok, fmt_err *e)
+/* d's next batch for t; the reader's are placed in the file, unless it placed them itself. */
+static fmt_kind driver_next(fmt_table *t, const fmt_table_driver *d, fmt_batch *b, int *done, fmt_err *e)
+{
+	fmt_kind k = d->next(t, b, done, e);
+	if (k != FMT_OK || *done || d != t->reader)
+		return k;
+	if (b->first_row == FMT_ROWS_UNKNOWN)
+		b->first_row = t->rows_passed;
+	t->rows_passed = b->first_row + b->n_rows;
+	return FMT_OK;
+}
+
+/* fmt_table_next; other_ok as for check_batch. */
+static fmt_kind next_checked(fmt_table *t, fmt_batch *b, int *done, int other_ok, fmt_err *e)
 {
 	fmt_kind k = fmt_batch_init(b, t->schema.n_fields, e);
 	if (k == FMT_OK)
 		k = fmt_table_rows_gate(t, e);
 	if (k == FMT_OK)
-		k = t->driver->next(t, b, done, e);
+		k = driver_next(t, t->driver, b, done, e);
 	if (k == FMT_OK && !*done)
-		k = check_batch(&t->schema, b, first_row, other_ok, e);
+		k = check_batch(&t->schema, b, named_from(b), other_ok, e);
 	if (k != FMT_OK) {
 		fmt_err_file(e, t->path);
 		fmt_batch_free(b);
@@ -483,7 +501,7 @@ static fmt_kind next_from(fmt_table *t, fmt_batch *b, int *done, uint64_t first_
 
 fmt_kind fmt_table_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 {
-	return next_from(t, b, done, 0, 0, e);
+	return next_checked(t, b, done, 0, e);
 }
 
 fmt_kind fmt_table_each_batch(fmt_table *t, fmt_kind (*fn)(void *ctx, const fmt_batch *b, fmt_err *e), void *ctx,
@@ -509,7 +527,7 @@ fmt_kind fmt_table_verify_rows(fmt_table *t, const struct fmt_verify_opts *o, fm
 	for (;;) {
 		fmt_batch b;
 		int done = 0;
-		fmt_kind k = next_from(t, &b, &done, rows, 1, e); /* rows named from the file's first */
+		fmt_kind k = next_checked(t, &b, &done, 1, e);
 		if (k != FMT_OK)
 			return k;
 		rows += b.n_rows;
@@ -563,7 +581,7 @@ fmt_kind fmt_table_wrap_next(fmt_table *t, fmt_table_wrap *w, fmt_batch *b, int 
 {
 	void *state = t->format_state;
 	t->format_state = w->inner_state;
-	fmt_kind k = w->inner->next(t, b, done, e);
+	fmt_kind k = driver_next(t, w->inner, b, done, e);
 	t->format_state = state;
 	return k;
 }

@@ -46,6 +46,7 @@ static fmt_kind view_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 	swap_schema(t, v);
 	if (k == FMT_OK && !*done) {
 		b->n_rows = whole.n_rows;
+		b->first_row = whole.first_row;
 		for (size_t i = 0; i < t->schema.n_fields; i++)
 			b->columns[i] = whole.columns[v->keep[i]];
 		/* the buffers the columns point into go with them */

@@ -175,6 +175,12 @@ print("CRC-32 mismatch: stored %08x, computed %08x (standard)" % (struct.unpack(
 	run --separate-stderr fmt-verify many.csv
 	assert_failure 4
 	assert_equal "$stderr" "fmt-verify: error: many.csv: column 's': row 70000 is not valid UTF-8"
+	# and so do the tools (batch by batch, on threads, through --where and --include)
+	for args in "" "-T 2" "--where s!=zz" "--include s"; do
+		run --separate-stderr fmt-convert -q --force $args many.csv out.jsonl
+		assert_failure 4
+		assert_equal "$stderr" "fmt-convert: error: many.csv: column 's': row 70000 is not valid UTF-8"
+	done
 	# a string that is not UTF-8 (byte ff in "abcQ"), and string offsets that go backwards
 	# (0 4 8 made 0 9 8): open reads only the schema and the footer; the rows are refused
 	/usr/bin/python3 - <<'PY'

@@ -152,6 +152,17 @@ EOF2
 	run --separate-stderr fmt-convert -q "$CASES/bad-utf8.parquet" out.csv
 	assert_failure 4
 	assert_equal "$stderr" "fmt-convert: error: $CASES/bad-utf8.parquet: column 's': row 2 is not valid UTF-8"
+	# the row named from the file's first, as fmt-verify names it, also when --where skipped
+	# row group 0 by its statistics (bad-utf8-skipped: the same rows, group 1's bounds wider)
+	for args in "-T 1 $CASES/bad-utf8-group.parquet" "-T 2 $CASES/bad-utf8-group.parquet" \
+		"--where s<apple $CASES/bad-utf8-skipped.parquet" "-T 2 --where s<apple $CASES/bad-utf8-skipped.parquet"; do
+		run --separate-stderr fmt-convert -q --force $args out.csv
+		[ "$status" -eq 4 ] || fail "$args: exit $status: $stderr"
+		assert_equal "$stderr" "fmt-convert: error: ${args##* }: column 's': row 7 is not valid UTF-8"
+	done
+	run fmt-convert -q --force --where 's < apple' "$CASES/stats.parquet" out.csv
+	assert_success
+	assert_equal "$(cat out.csv)" "s,b,h,t,d"
 	run fmt-verify --json "$CASES/bad-stats-nulls.parquet"
 	assert_failure 4
 	assert_output --partial '"ok":false,"exit":4,"error":"InvalidFormat"'

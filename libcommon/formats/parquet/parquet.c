@@ -363,6 +363,7 @@ static fmt_kind next_batch(pq_state *s, fmt_batch *b, int *done, fmt_err *e)
 	if (s->batch_rows < s->batch_max)
 		s->batch_rows = s->batch_rows * 2 < s->batch_max ? s->batch_rows * 2 : s->batch_max;
 	b->n_rows = n;
+	b->first_row = s->m.groups[s->group].first_row + ((uint64_t)s->m.groups[s->group].num_rows - s->group_left);
 	if (s->ahead.pool) {
 		fmt_kind k = take_on_pool(s, b, n, e);
 		if (k != FMT_OK)

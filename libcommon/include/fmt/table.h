@@ -63,8 +63,15 @@ typedef struct fmt_column {
 	const uint8_t *elem_validity; /* FIXED_SIZE_LIST: one bit per element; NULL = no nulls */
 } fmt_column;
 
+#define FMT_ROWS_UNKNOWN UINT64_MAX
+
 typedef struct fmt_batch {
 	uint64_t n_rows;
+	uint64_t first_row;          /* the file's row of its first row (messages name rows from
+				      * it): set by a reader that passes rows by (Parquet's row
+				      * groups --where skips), else counted by the table for its
+				      * reader's batches; FMT_ROWS_UNKNOWN (fmt_batch_init) for a
+				      * batch no file row stands behind (sorted, filtered) */
 	fmt_column *columns;         /* one per schema field, in order */
 	size_t n_columns;
 	void **owned;                /* freed with the batch */
@@ -81,6 +88,8 @@ struct fmt_verify_opts;
 
 typedef struct fmt_table {
 	const struct fmt_table_driver *driver;
+	const struct fmt_table_driver *reader; /* the driver that opened it, under any wrapper */
+	uint64_t rows_passed;        /* the reader's rows before its next batch */
 	char *path;                  /* what the user named */
 	fmt_source source;           /* the file, open while the table is */
 	int has_source;
@@ -215,9 +224,10 @@ void fmt_batch_buffer_free(void *p);
 fmt_kind fmt_batch_own_buffer(fmt_batch *b, void *p, fmt_err *e);
 /* Every buffer of every column fits the rows and types the schema says (offsets start at 0,
  * never decrease and stay within values_len; strings are UTF-8; null_count matches the bitmap;
- * no nulls in a non-nullable field). fmt_table_next runs it on every batch a driver gives. */
+ * no nulls in a non-nullable field). fmt_table_next runs it on every batch a driver gives. A
+ * row is named from the batch's first_row when it is known. */
 fmt_kind fmt_batch_check(const fmt_schema *s, const fmt_batch *b, fmt_err *e);
-/* The same, the rows named in its messages counted from first_row (the batch's in its table). */
+/* The same, the rows named in its messages counted from first_row. */
 fmt_kind fmt_batch_check_from(const fmt_schema *s, const fmt_batch *b, uint64_t first_row, fmt_err *e);
 /* Rows [start, start + count) of src as dst: fixed-width values point into src (keep it alive),
  * bitmaps and string offsets are copied so that they start at row 0. */
