@@ -136,13 +136,6 @@ int fmt_row_key(const fmt_field *f, const fmt_column *c, uint64_t row, int desc,
 
 /* ---- values against a block's statistics ---- */
 
-int fmt_bytes_cmp(const uint8_t *a, size_t na, const uint8_t *b, size_t nb)
-{
-	size_t n = na < nb ? na : nb;
-	int cmp = n ? memcmp(a, b, n) : 0;
-	return cmp ? cmp : na < nb ? -1 : na > nb;
-}
-
 static int is_defined(const fmt_column *c, uint64_t row)
 {
 	return !c->validity || bit(c->validity, row);
@@ -173,9 +166,7 @@ static uint64_t first_bytes_outside(fmt_ctype t, const fmt_column *m, const fmt_
 	for (uint64_t row = 0; row < n; row++) {
 		const uint8_t *p = c->values + off[row];
 		size_t len = (size_t)(off[row + 1] - off[row]);
-		/* the first bytes differ in most values: no call for them */
-		int above_lo = len && nlo && p[0] != lo[0] ? p[0] > lo[0] : fmt_bytes_cmp(lo, nlo, p, len) <= 0;
-		int below_hi = len && nhi && p[0] != hi[0] ? p[0] < hi[0] : fmt_bytes_cmp(p, len, hi, nhi) <= 0;
+		int above_lo = fmt_bytes_cmp(lo, nlo, p, len) <= 0, below_hi = fmt_bytes_cmp(p, len, hi, nhi) <= 0;
 		if (!(above_lo && below_hi) && is_defined(c, row))
 			return row;
 	}

@@ -366,7 +366,7 @@ bad:
 
 static int key_cmp(const fmt_sb *a, const fmt_sb *b)
 {
-	return fmt_bytes_cmp((const uint8_t *)a->p, a->len, (const uint8_t *)b->p, b->len);
+	return fmt_bytes_cmp(a->p, a->len, b->p, b->len);
 }
 
 /* Whether a row of a block with range r can pass w (a test on r's column); 1 when unsure.

@@ -31,9 +31,6 @@ fmt_kind fmt_rows_out_decode(fmt_rows_out *o, const uint8_t *p, size_t n, fmt_er
 fmt_kind fmt_rows_out_finish(fmt_rows_out *o, fmt_batch *b, fmt_err *e);
 void fmt_rows_out_free(fmt_rows_out *o);
 
-/* memcmp order, the shorter first on a common prefix (keys; Parquet's byte arrays). */
-int fmt_bytes_cmp(const uint8_t *a, size_t na, const uint8_t *b, size_t nb);
-
 /* The ordered key of the columns cols[0..n) of row, concatenated (fmt_row_key). */
 void fmt_row_keys(const fmt_schema *s, const fmt_batch *b, uint64_t row, const size_t *cols, size_t n, fmt_sb *out);
 

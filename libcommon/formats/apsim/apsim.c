@@ -682,8 +682,7 @@ static int cmp_jkey(const void *pa, const void *pb)
 	const jkey *a = pa, *b = pb;
 	const char *x = a->decoded ? a->decoded : a->p, *y = b->decoded ? b->decoded : b->p;
 	size_t nx = a->decoded ? strlen(a->decoded) : a->n, ny = b->decoded ? strlen(b->decoded) : b->n;
-	int c = memcmp(x, y, nx < ny ? nx : ny);
-	return c ? c : nx < ny ? -1 : nx > ny;
+	return fmt_bytes_cmp(x, nx, y, ny);
 }
 
 static int jw_value(jwalk *w, const char **pp, int depth);

@@ -205,23 +205,15 @@ static void stat_fixed(colw *c, const uint8_t *v)
 		memcpy(c->max, v, (size_t)c->width);
 }
 
-static int cmp_bytes(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
-{
-	if (an && bn && a[0] != b[0]) /* mostly so: no call */
-		return a[0] < b[0] ? -1 : 1;
-	int r = memcmp(a, b, an < bn ? an : bn);
-	return r ? r : an < bn ? -1 : an > bn;
-}
-
 static void stat_bytes(colw *c, const uint8_t *p, size_t n)
 {
 	/* below the minimum is not above the maximum, nor is the minimum itself */
-	int vs_min = c->has_minmax ? cmp_bytes(p, n, (const uint8_t *)c->smin.p, c->smin.len) : -1;
+	int vs_min = c->has_minmax ? fmt_bytes_cmp(p, n, c->smin.p, c->smin.len) : -1;
 	if (vs_min < 0) {
 		c->smin.len = 0;
 		fmt_sb_put(&c->smin, (const char *)p, n);
 	}
-	if (!c->has_minmax || (vs_min > 0 && cmp_bytes(p, n, (const uint8_t *)c->smax.p, c->smax.len) > 0)) {
+	if (!c->has_minmax || (vs_min > 0 && fmt_bytes_cmp(p, n, c->smax.p, c->smax.len) > 0)) {
 		c->smax.len = 0;
 		fmt_sb_put(&c->smax, (const char *)p, n);
 	}

@@ -117,4 +117,16 @@ void fmt_join_sep(const char *const *words, size_t n, const char *sep, const cha
 /* 1 when s ends with suffix (a file name with its extension). */
 int fmt_ends_with(const char *s, const char *suffix);
 
+/* memcmp order, the shorter first on a common prefix (Parquet's byte-array order, sort keys,
+ * JSON object keys); <0, 0, >0. */
+static inline int fmt_bytes_cmp(const void *a, size_t na, const void *b, size_t nb)
+{
+	const unsigned char *x = a, *y = b;
+	size_t n = na < nb ? na : nb;
+	if (n && x[0] != y[0]) /* mostly so: no call */
+		return x[0] < y[0] ? -1 : 1;
+	int cmp = n ? memcmp(x, y, n) : 0;
+	return cmp ? cmp : na < nb ? -1 : na > nb;
+}
+
 #endif
