@@ -560,6 +560,14 @@ fmt_kind fmt_table_unlock(fmt_table *t, struct fmt_decrypt_keys *dk, struct fmt_
 
 /* ---- wrappers ---- */
 
+/* A wrapper's verify: the reader's would be given the wrapper's state. */
+static fmt_kind verify_wrapped(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e)
+{
+	(void)t;
+	(void)o;
+	return fmt_fail(e, FMT_INTERNAL, "a table verified under a wrapper (verify it before --include, --where...)");
+}
+
 void fmt_table_wrap_put(fmt_table *t, fmt_table_wrap *w, void *state,
 			fmt_kind (*next)(fmt_table *, fmt_batch *, int *, fmt_err *), void (*close)(fmt_table *))
 {
@@ -569,6 +577,8 @@ void fmt_table_wrap_put(fmt_table *t, fmt_table_wrap *w, void *state,
 	w->d.columns_used = NULL;
 	w->d.skip_blocks = NULL;
 	w->d.verify_as_read = NULL;
+	if (w->d.verify)
+		w->d.verify = verify_wrapped;
 	if (close)
 		w->d.close = close;
 	w->inner = t->driver;

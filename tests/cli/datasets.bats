@@ -593,6 +593,10 @@ assert c[4]["min"]=="1969-12-31T23:59:59.999Z" and c[4]["max"]=="2024-02-29T12:0
 		run fmt-verify "$REPO_ROOT/tests/data/arrow/$f"
 		assert_success
 		assert_output "$REPO_ROOT/tests/data/arrow/$f: ok ($kind, 8 rows)"
+		run --separate-stderr fmt-inspect --head 3 "$REPO_ROOT/tests/data/arrow/$f"
+		assert_success
+		assert_output "$(printf 'id    name   score\n1     one    0.5\n2     two    1.5\nnull  three  2.5')"
+		assert_equal "$stderr" "fmt-inspect: warning: $REPO_ROOT/tests/data/arrow/$f: 16 columns of a type fmtkit does not convert left out: 'nul' (null), 'dict' (dictionary<utf8>), 'list' (list), 'st' (struct), 'd64' (date64), 'lb' (large_binary) and 10 more"
 	done
 	cp "$REPO_ROOT/tests/data/arrow/unconverted.arrows" .
 	/usr/bin/python3 - <<'PY'

@@ -188,6 +188,17 @@ EOF2
 	run fmt-convert -q --exclude 'p*' "$DATA/decimal-list.parquet" o.csv
 	assert_success
 	assert_equal "$(cat o.csv)" "$(printf 'id\n0\n1\n2\n3\n4')"
+	# fmt-inspect shows the rows of the others, and says which columns it left out
+	local left="fmt-inspect: warning: $DATA/decimal-list.parquet: 2 columns of a type fmtkit does not convert left out: 'price' (decimal128(10, 2)), 'pair' (list)"
+	run --separate-stderr fmt-inspect --head 2 "$DATA/decimal-list.parquet"
+	assert_success
+	assert_output "$(printf 'id\n0\n1')"
+	assert_equal "$stderr" "$left"
+	run --separate-stderr fmt-inspect --json --stats "$DATA/decimal-list.parquet"
+	assert_success
+	assert_output --partial '"columns":[{"name":"id","type":"int32","count":5,"nulls":0,"min":0,"max":4,'
+	run --separate-stderr fmt-inspect -q --head 2 "$DATA/decimal-list.parquet"
+	assert_equal "$stderr" ""
 }
 
 @test "writing: row groups of --row-group-rows, each codec, statistics, dictionary where it pays; CSV back byte for byte" {

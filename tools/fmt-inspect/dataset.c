@@ -523,6 +523,37 @@ static fmt_kind quality(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err 
 	return k;
 }
 
+/* Rows are shown of the columns fmtkit converts: the others are left out, named on standard
+ * error (the first few), instead of refusing the table. */
+static fmt_kind leave_out_unconverted(FILE *out, fmt_table *t, fmt_err *e)
+{
+	enum { NAMED = 6 };
+	const fmt_schema *s = &t->schema;
+	fmt_sb names = { 0 };
+	size_t n = 0;
+	for (size_t i = 0; i < s->n_fields; i++) {
+		if (s->fields[i].type != FMT_C_OTHER || n++ >= NAMED)
+			continue;
+		fmt_sb_puts(&names, n > 1 ? ", '" : "'");
+		fmt_sb_puts(&names, s->fields[i].name);
+		fmt_sb_puts(&names, "' (");
+		fmt_sb_puts(&names, s->fields[i].type_name);
+		fmt_sb_puts(&names, ")");
+	}
+	if (n == 0)
+		return FMT_OK;
+	if (n > NAMED) {
+		fmt_sb_puts(&names, " and ");
+		fmt_sb_u64(&names, n - NAMED);
+		fmt_sb_puts(&names, " more");
+	}
+	if (out && !names.oom)
+		fmt_report_warning(stderr, TOOL, "%s: %zu column%s of a type fmtkit does not convert left out: %s", t->path,
+				   n, n > 1 ? "s" : "", names.p);
+	fmt_sb_free(&names);
+	return fmt_table_select_converted(t, e);
+}
+
 fmt_kind inspect_dataset(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err *e)
 {
 	if (o->tensor || o->model_sections)
@@ -541,9 +572,11 @@ fmt_kind inspect_dataset(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err
 	if (rows && (k = fmt_table_unlock(t, o->dk, o->keys, 1, e)) != FMT_OK)
 		return k;
 	if (o->head_given)
-		return head(out, t, o, e);
+		return (k = leave_out_unconverted(out, t, e)) != FMT_OK ? k : head(out, t, o, e);
 	/* the whole report checks the integrity layers (the CRC of an .ald) and names them */
 	if ((k = fmt_table_verify(t, NULL, e)) != FMT_OK)
+		return k;
+	if (rows && (k = leave_out_unconverted(out, t, e)) != FMT_OK) /* after: verify reads the file's own */
 		return k;
 	if (o->quality)
 		return quality(out, t, o, e);

@@ -305,6 +305,9 @@ int fmt_name_selected(const char *name, const char *const *include, size_t n_inc
  * the patterns and the columns. Nothing to do without patterns. */
 fmt_kind fmt_table_select(fmt_table *t, const char *const *include, size_t n_include,
 			  const char *const *exclude, size_t n_exclude, fmt_err *e);
+/* Keep only t's columns of types fmtkit converts (fmt-inspect showing rows of a table that has
+ * others); none is Unsupported naming the first column. Nothing to do when all are. */
+fmt_kind fmt_table_select_converted(fmt_table *t, fmt_err *e);
 
 /* --rename OLD=NEW (each pair that text): the columns of t named anew, after the selection, in
  * a view (the driver keeps reading its own names). An unknown OLD, a NEW that another column
