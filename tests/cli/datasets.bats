@@ -599,35 +599,14 @@ assert c[4]["min"]=="1969-12-31T23:59:59.999Z" and c[4]["max"]=="2024-02-29T12:0
 		assert_equal "$stderr" "fmt-inspect: warning: $REPO_ROOT/tests/data/arrow/$f: 16 columns of a type fmtkit does not convert left out: 'nul' (null), 'dict' (dictionary<utf8>), 'list' (list), 'st' (struct), 'd64' (date64), 'lb' (large_binary) and 10 more"
 	done
 	cp "$REPO_ROOT/tests/data/arrow/unconverted.arrows" .
-	/usr/bin/python3 - <<'PY'
-import struct
-b = bytes(open("unconverted.arrows", "rb").read())
-u32 = lambda p: struct.unpack_from("<I", b, p)[0]
-def field(t, k):  # the position of table t's field k (a flatbuffer vtable entry), 0 when absent
-    vt = t - struct.unpack_from("<i", b, t)[0]
-    at = struct.unpack_from("<H", b, vt + 4 + 2 * k)[0] if 4 + 2 * k < struct.unpack_from("<H", b, vt)[0] else 0
-    return t + at if at else 0
-def ref(p):
-    return p + u32(p)
-def messages():
-    p = 0
-    while u32(p + 4):
-        root = ref(p + 8)
-        body = struct.unpack_from("<q", b, field(root, 3))[0] if field(root, 3) else 0
-        yield root, b[field(root, 1)]
-        p += 8 + u32(p + 4) + body
-def patched(name, pos, fmt, value):
-    c = bytearray(b)
-    struct.pack_into(fmt, c, pos, value)
-    open(name, "wb").write(c)
-msgs = list(messages())
-schema = ref(field(msgs[0][0], 2))
-nul = ref(ref(field(schema, 1)) + 4 + 4)                  # fields[1], 'nul'
-patched("type99.arrows", field(nul, 2), "<B", 99)         # its type id: none Arrow defines
-batch = ref(field(next(r for r, t in msgs if t == 3), 2))  # the first RecordBatch
-nodes, buffers = ref(field(batch, 1)) + 4, ref(field(batch, 2)) + 4
-patched("rows.arrows", nodes + 16 * 3, "<q", 3)           # node 3, 'list': 3 rows of 4
-patched("buffer.arrows", buffers + 16 * 7, "<q", 1 << 40) # buffer 7, the list's items' values
+	PYTHONPATH="$REPO_ROOT/tests/cli" /usr/bin/python3 - <<'PY'
+from arrow_ipc import Ipc
+ipc = lambda: Ipc("unconverted.arrows")
+nul = ipc().schema_field(1)                               # fields[1], 'nul'
+ipc().put("<B", ipc().field(nul, 2), 99).save("type99.arrows")  # its type id: none Arrow defines
+batch, _ = next(ipc().batches())                          # the first RecordBatch
+ipc().put("<q", ipc().nodes(batch) + 16 * 3, 3).save("rows.arrows")  # node 3, 'list': 3 rows of 4
+ipc().put("<q", ipc().buffers(batch) + 16 * 7, 1 << 40).save("buffer.arrows")  # buffer 7: the list's items' values
 PY
 	for c in "rows field \"list\" has 3 rows, the batch 4" "buffer buffer outside the message body"; do
 		f=${c%% *}.arrows
@@ -643,6 +622,59 @@ PY
 	run --separate-stderr fmt-convert -q --force "${drop[@]}" type99.arrows out.csv
 	assert_failure 5
 	assert_equal "$stderr" "fmt-convert: error: type99.arrows: Arrow IPC: column 'nul' (type id 99): fmtkit cannot count its buffers to step over it"
+}
+
+@test "Arrow IPC: record batches compressed buffer by buffer (LZ4 frame, zstd) are read; a broken buffer or its length is refused" {
+	# scripts/gen/arrow-compressed: apache-arrow's batches of 3000 and 1000 rows (int32 and
+	# strings with nulls, float64, bool, a list), LZ4 frames in the file, zstd in the stream
+	local f
+	for f in lz4.arrow zstd.arrows; do
+		run fmt-verify "$REPO_ROOT/tests/data/arrow/$f"
+		assert_success
+		assert_output --partial ", 4000 rows)"
+		fmt-convert -q --force --exclude list "$REPO_ROOT/tests/data/arrow/$f" "$f.csv"
+	done
+	cmp lz4.arrow.csv zstd.arrows.csv
+	assert_equal "$(sha256sum <lz4.arrow.csv)" "24ed84118021ce90aa4c5cf44cdd46e049ab2020ea5d5e33fecbd7f46e3ec282  -"
+	assert_equal "$(sed -n '2,5p' lz4.arrow.csv)" "$(printf '0,one,0,true\n1,two,0.25,false\n2,three,0.5,false\n,,0.75,true')"
+	assert_equal "$(sed -n '4001p' lz4.arrow.csv)" "999,\"$(printf 'a longer string, repeated: %.0s' 1 2 3 4 5 6 7 8)\",249.75,true"
+	run --separate-stderr fmt-inspect --head 2 "$REPO_ROOT/tests/data/arrow/zstd.arrows"
+	assert_output "$(printf 'id  name  x     ok\n0   one   0     true\n1   two   0.25  false')"
+	# apache-arrow 21 writes a buffer's compressed length where its uncompressed length goes
+	run --separate-stderr fmt-verify "$REPO_ROOT/tests/data/arrow/js-prefix.arrows"
+	assert_failure 4
+	assert_equal "$stderr" "fmt-verify: error: $REPO_ROOT/tests/data/arrow/js-prefix.arrows: Arrow IPC: a compressed buffer decompresses to more than the 33 bytes its length says"
+	cp "$REPO_ROOT/tests/data/arrow/zstd.arrows" "$REPO_ROOT/tests/data/arrow/lz4.arrow" .
+	PYTHONPATH="$REPO_ROOT/tests/cli" /usr/bin/python3 - <<'PY'
+from arrow_ipc import Ipc
+def broken(name, fmt, where, value, source="zstd.arrows"):
+    i = Ipc(source)
+    batch, body = next(i.batches())
+    at = where(i, batch, body)
+    i.put(fmt, at, value).save(name)
+values = lambda i, batch, body: body + 48        # buffer 1, id's values: 12000 bytes
+broken("longer.arrows", "<q", values, 12001)
+broken("negative.arrows", "<q", values, -2)
+broken("huge.arrows", "<q", values, 1 << 40)
+broken("cut.arrows", "<q", lambda i, batch, body: i.buffers(batch) + 16 * 4 + 8, 72)  # buffer 4 cut to 72 of 82 bytes
+broken("codec.arrows", "<B", lambda i, batch, body: i.field(i.ref(i.field(batch, 3)), 0), 7)
+broken("shorter.arrow", "<q", lambda i, batch, body: body + 56, 11999, "lz4.arrow")  # its buffer 1
+broken("cut.arrow", "<q", lambda i, batch, body: i.buffers(batch) + 16 * 4 + 8, 659, "lz4.arrow")  # of 669
+PY
+	local want
+	while IFS='|' read -r f want msg; do
+		run --separate-stderr fmt-convert -q --force --exclude list "$f" out.csv
+		assert_failure "$want"
+		assert_equal "$stderr" "fmt-convert: error: $f: Arrow IPC: $msg"
+	done <<'EOF2'
+longer.arrows|4|a compressed buffer decompresses to 12000 bytes, its length says 12001
+negative.arrows|4|a compressed buffer of a negative length
+huge.arrows|5|a compressed buffer of 1099511627776 bytes (at most 2 GiB)
+cut.arrows|4|a compressed buffer: zstd: Src size is incorrect
+codec.arrows|5|buffer compression codec 7 is not supported (LZ4_FRAME, ZSTD are)
+shorter.arrow|4|a compressed buffer decompresses to more than the 11999 bytes its length says
+cut.arrow|4|a compressed buffer is not one whole LZ4 frame
+EOF2
 }
 
 @test "usage: dataset options with a model output, .ald to stdout, an existing output, --dry-run" {

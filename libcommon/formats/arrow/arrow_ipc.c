@@ -1,8 +1,11 @@
 /* Arrow IPC stream and file formats: Schema, RecordBatch and Message flatbuffers (Schema.fbs,
  * Message.fbs, File.fbs), read with every offset checked and written as arrow-rs writes them. */
+#include <lz4frame.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
+#include <zstd_errors.h>
 #include "fmt/arrow.h"
 #include "fmt/checked.h"
 #include "flatbuf.h"
@@ -15,8 +18,11 @@ enum { TY_NULL = 1, TY_INT, TY_FLOAT, TY_BINARY, TY_UTF8, TY_BOOL, TY_DECIMAL, T
        TY_FIXED_SIZE_LIST, TY_MAP, TY_DURATION, TY_LARGE_BINARY, TY_LARGE_UTF8, TY_LARGE_LIST,
        TY_RUN_END_ENCODED, TY_BINARY_VIEW, TY_UTF8_VIEW, TY_LIST_VIEW, TY_LARGE_LIST_VIEW };
 
+enum { CODEC_NONE = 0, CODEC_LZ4_FRAME, CODEC_ZSTD }; /* BodyCompression's CompressionType + 1 */
+
 #define IPC_ALIGN 64
 #define MAX_FIELDS 100000
+#define MAX_UNCOMPRESSED ((uint64_t)1 << 31) /* a compressed buffer's declared length */
 static const uint8_t file_magic[6] = { 'A', 'R', 'R', 'O', 'W', '1' };
 
 static fmt_kind bad(fmt_err *e, const char *what)
@@ -448,6 +454,8 @@ typedef struct walk {
 	const uint8_t *variadic;  /* variadicBufferCounts: one per view-typed field */
 	uint32_t n_variadic, variadic_i;
 	int v4;                   /* a metadata V4 message: a union has a validity bitmap */
+	int codec;                /* CODEC_*: the buffers are compressed one by one */
+	fmt_batch *own;           /* takes the buffers decompressed */
 	const uint8_t *body;
 	uint64_t body_len;
 	buf_use *use;
@@ -481,6 +489,86 @@ static fmt_kind take_buffer(walk *w, span *s, fmt_err *e)
 	return FMT_OK;
 }
 
+static fmt_kind longer(fmt_err *e, int64_t want)
+{
+	return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: a compressed buffer decompresses to more than the %lld bytes "
+			"its length says", (long long)want);
+}
+
+/* One whole LZ4 frame of exactly want bytes. */
+static fmt_kind unlz4_frame(const uint8_t *src, size_t n, uint8_t *dst, size_t want, size_t *got, fmt_err *e)
+{
+	LZ4F_dctx *dctx;
+	if (LZ4F_isError(LZ4F_createDecompressionContext(&dctx, LZ4F_VERSION)))
+		return oom(e);
+	size_t in = 0, out = 0, r = 1;
+	while (r != 0 && in < n) {
+		size_t src_size = n - in, dst_size = want - out;
+		r = LZ4F_decompress(dctx, dst + out, &dst_size, src + in, &src_size, NULL);
+		if (LZ4F_isError(r) || (src_size == 0 && dst_size == 0))
+			break;
+		in += src_size;
+		out += dst_size;
+	}
+	LZ4F_freeDecompressionContext(dctx);
+	*got = out;
+	if (LZ4F_isError(r))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: a compressed buffer: LZ4 frame: %s", LZ4F_getErrorName(r));
+	if (r != 0 && out == want)
+		return longer(e, (int64_t)want);
+	if (r != 0 || in != n)
+		return bad(e, "a compressed buffer is not one whole LZ4 frame");
+	return FMT_OK;
+}
+
+/* A compressed buffer (BodyCompression, method BUFFER): its uncompressed length (int64; -1: the
+ * bytes follow as they are), then an LZ4 frame or zstd frames of exactly that many bytes,
+ * decompressed into memory the batch owns. */
+static fmt_kind uncompress(walk *w, span *s, fmt_err *e)
+{
+	if (s->len < 8)
+		return bad(e, "a compressed buffer shorter than its length");
+	int64_t want = (int64_t)fmt_rd_u64(s->p);
+	const uint8_t *src = s->p + 8;
+	size_t n = (size_t)s->len - 8, got = 0;
+	if (want == -1) {
+		s->p = src;
+		s->len = n;
+		return FMT_OK;
+	}
+	if (want < 0)
+		return bad(e, "a compressed buffer of a negative length");
+	if ((uint64_t)want > MAX_UNCOMPRESSED)
+		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: a compressed buffer of %lld bytes (at most 2 GiB)",
+				(long long)want);
+	uint8_t *dst = malloc(want ? (size_t)want : 1);
+	if (!dst || fmt_batch_own(w->own, dst, e) != FMT_OK)
+		return dst ? e->kind : oom(e);
+	fmt_kind k = FMT_OK;
+	if (w->codec == CODEC_LZ4_FRAME) {
+		k = unlz4_frame(src, n, dst, (size_t)want, &got, e);
+	} else {
+		got = ZSTD_decompress(dst, (size_t)want, src, n);
+		if (ZSTD_isError(got) && ZSTD_getErrorCode(got) == ZSTD_error_dstSize_tooSmall)
+			k = longer(e, want);
+		else if (ZSTD_isError(got))
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: a compressed buffer: zstd: %s", ZSTD_getErrorName(got));
+	}
+	if (k == FMT_OK && got != (size_t)want)
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: a compressed buffer decompresses to %zu bytes, its length says %lld",
+			     got, (long long)want);
+	s->p = dst;
+	s->len = (uint64_t)want;
+	return k;
+}
+
+/* A buffer whose bytes are read: decompressed when the batch is compressed. */
+static fmt_kind take_data(walk *w, span *s, fmt_err *e)
+{
+	fmt_kind k = take_buffer(w, s, e);
+	return k != FMT_OK || !w->codec || s->len == 0 ? k : uncompress(w, s, e);
+}
+
 static fmt_kind need_bytes(walk *w, const span *s, uint64_t count, uint64_t width, const char *name,
 			   const char *what, fmt_err *e)
 {
@@ -500,7 +588,7 @@ static fmt_kind take_validity(walk *w, uint64_t length, uint64_t nulls, const ui
 			      const char *name, fmt_err *e)
 {
 	span s;
-	fmt_kind k = take_buffer(w, &s, e);
+	fmt_kind k = nulls ? take_data(w, &s, e) : take_buffer(w, &s, e);
 	if (k != FMT_OK)
 		return k;
 	*v = NULL;
@@ -521,7 +609,7 @@ static fmt_kind take_offsets(walk *w, fmt_batch *b, fmt_column *c, const fmt_fie
 	size_t width = large ? 8 : 4;
 	span offs, vals;
 	fmt_kind k;
-	if ((k = take_buffer(w, &offs, e)) != FMT_OK || (k = take_buffer(w, &vals, e)) != FMT_OK)
+	if ((k = take_data(w, &offs, e)) != FMT_OK || (k = take_data(w, &vals, e)) != FMT_OK)
 		return k;
 	c->values = vals.p;
 	c->values_len = vals.len;
@@ -620,14 +708,14 @@ static fmt_kind decode_column(walk *w, fmt_batch *b, const fmt_field *f, const i
 			return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: field \"%s\": fewer list items than rows x size",
 					f->name);
 		if ((k = take_validity(w, items, item_nulls, &c->elem_validity, f->name, e)) != FMT_OK ||
-		    (k = take_buffer(w, &vals, e)) != FMT_OK)
+		    (k = take_data(w, &vals, e)) != FMT_OK)
 			return k;
 		c->values = vals.p;
 		c->values_len = vals.len;
 		return need_bytes(w, &vals, items, fmt_ctype_width(f->elem), f->name, "values", e);
 	}
 	default:
-		if ((k = take_buffer(w, &vals, e)) != FMT_OK)
+		if ((k = take_data(w, &vals, e)) != FMT_OK)
 			return k;
 		c->values = vals.p;
 		c->values_len = vals.len;
@@ -655,10 +743,16 @@ static fmt_kind batch_walk(const ipc_msg *m, walk *w, int64_t *length, fmt_err *
 	if (has_comp < 0)
 		return bad(e, "malformed RecordBatch compression");
 	if (has_comp == 1) {
-		uint8_t codec = 0;
-		fmt_fb_u8(&comp, 0, 0, &codec);
-		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: buffer compression %s is not supported",
-				codec == 0 ? "lz4_frame" : codec == 1 ? "zstd" : "(unknown codec)");
+		uint8_t codec = 0, method = 0;
+		if (fmt_fb_u8(&comp, 0, 0, &codec) || fmt_fb_u8(&comp, 1, 0, &method))
+			return bad(e, "malformed RecordBatch compression");
+		if (codec > 1)
+			return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: buffer compression codec %u is not supported (LZ4_FRAME, ZSTD are)",
+					codec);
+		if (method != 0)
+			return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: body compression method %u is not supported (BUFFER is)",
+					method);
+		w->codec = CODEC_LZ4_FRAME + codec;
 	}
 	w->nodes = w->n_nodes ? m->msg.buf + nodes_at : NULL;
 	w->variadic = w->n_variadic ? m->msg.buf + variadic_at : NULL;
@@ -672,6 +766,7 @@ static fmt_kind decode_columns(const fmt_ipc_reader *r, walk *w, int64_t length,
 	if (b->n_columns != s->n_fields)
 		return fmt_fail(e, FMT_INTERNAL, "batch not initialised for the schema");
 	b->n_rows = (uint64_t)length;
+	w->own = b;
 	for (size_t i = 0; i < s->n_fields; i++) {
 		fmt_kind k = decode_column(w, b, &s->fields[i], &r->shapes[i], &b->columns[i], e);
 		if (k != FMT_OK)
@@ -952,6 +1047,8 @@ fmt_kind fmt_ipc_next_message(fmt_ipc_reader *r, const uint8_t *meta, size_t n, 
 	if ((k = parse_message(r->msg_meta, n, NULL, UINT64_MAX, &m, e)) != FMT_OK ||
 	    (k = check_batch_message(&m, e)) != FMT_OK || (k = batch_walk(&m, &w, &length, e)) != FMT_OK)
 		return k;
+	if (w.codec) /* an .ald's IPC is not compressed: its payload is */
+		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: a compressed record batch in a payload read one message at a time");
 	/* a field takes at most 4 buffers (a list's validity, its items' validity and values) */
 	uint64_t planned = 4 * (uint64_t)r->schema.n_fields + 1;
 	if (w.n_buffers < planned)
