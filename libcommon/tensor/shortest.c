@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "fmt/shortest.h"
 #include "fmt/strbuf.h"
@@ -126,16 +127,16 @@ static int to_decimal(uint64_t c, int q, int asym, int max_digits, uint64_t *f, 
 	return 1;
 }
 
-/* f 10^e in printf's %.Pg layout with P the digit count of f once its trailing zeros go. */
+/* f 10^e laid out as Python's repr lays out a float: positional with a point when the leading
+ * digit's exponent is in [-4, 16) ("100.0", "0.000123"), else "1e+16", "1.5e-05". */
 static size_t put_decimal(char *buf, int negative, uint64_t f, int e)
 {
 	char *p = buf;
 	if (negative)
 		*p++ = '-';
 	if (f == 0) {
-		*p++ = '0';
-		*p = '\0';
-		return (size_t)(p - buf);
+		memcpy(p, "0.0", 4);
+		return (size_t)(p + 3 - buf);
 	}
 	/* the scaled value carries up to 16 trailing zeros: eight at a time first */
 	while (f % 100000000u == 0) {
@@ -156,7 +157,7 @@ static size_t put_decimal(char *buf, int negative, uint64_t f, int e)
 	}
 	int n = fmt_digit_count(f);
 	int x10 = e + n - 1; /* the exponent of the leading digit */
-	if (x10 >= -4 && x10 < n) {
+	if (x10 >= -4 && x10 < 16) {
 		if (x10 < 0) {
 			memcpy(p, "0.000000", 8); /* "0." and -x10 - 1 zeros; the digits go over the rest */
 			p = fmt_put_digits(p + 1 - x10, f, n);
@@ -176,8 +177,12 @@ static size_t put_decimal(char *buf, int negative, uint64_t f, int e)
 			}
 			*point = '.';
 			p += n + 1;
-		} else {
+		} else { /* an integer: its zeros, and a point so that it reads back as a float */
 			p = fmt_put_digits(p, f, n);
+			memset(p, '0', (size_t)(x10 + 1 - n));
+			p += x10 + 1 - n;
+			memcpy(p, ".0", 2);
+			p += 2;
 		}
 	} else {
 		fmt_put_digits(p + 1, f, n);
@@ -198,6 +203,19 @@ static size_t put_decimal(char *buf, int negative, uint64_t f, int e)
 	}
 	*p = '\0';
 	return (size_t)(p - buf);
+}
+
+size_t fmt_digits_text(double v, int p, char *buf)
+{
+	char digits[40];
+	uint64_t f = 0;
+	int n = 0;
+	snprintf(digits, sizeof digits, "%.*e", p - 1, fabs(v));
+	const char *c = digits;
+	for (; *c != 'e'; c++)
+		if (*c != '.')
+			f = 10 * f + (uint64_t)(*c - '0'), n++;
+	return put_decimal(buf, signbit(v) != 0, f, atoi(c + 1) - (n - 1));
 }
 
 static size_t put_special(char *buf, int negative, int nan)
@@ -231,9 +249,9 @@ static size_t shortest(uint64_t bits, int mbits, int ebits, char *buf)
 	if (q <= 0 && -q <= mbits && (c & (((uint64_t)1 << -q) - 1)) == 0)
 		return put_decimal(buf, negative, c >> -q, 0);
 	if (!to_decimal(c, q, frac == 0 && biased > 1, mbits == 52 ? 17 : 9, &f, &e)) {
-		/* a power of two needing 17 digits where the scaled value has 16: printf itself */
+		/* a power of two needing 17 digits where the scaled value has 16: printf's digits */
 		double v = ldexp((double)c, q);
-		return (size_t)snprintf(buf, FMT_SHORTEST_MAX, "%.*g", mbits == 52 ? 17 : 9, negative ? -v : v);
+		return fmt_digits_text(negative ? -v : v, mbits == 52 ? 17 : 9, buf);
 	}
 	return put_decimal(buf, negative, f, e);
 }

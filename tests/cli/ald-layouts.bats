@@ -74,7 +74,7 @@ assert [(x["column"],x["kind"],x["offset"]%64) for x in a["arrays"]]==[(0,"value
 		"payload at 832 (0 mod 64)" \
 		"sha256 of arrays and payload matches the card: True")"
 	# every numeric type is an array (dtype codes 0-10); bool, strings and timestamps stay in the payload
-	printf 'a,b,c,d,e,f\n1,2.5,x,true,7,1.5\n-7,,y,false,65535,-2\n' >t.csv
+	printf 'a,b,c,d,e,f\n1,2.5,x,true,7,1.5\n-7,,y,false,65535,-2.0\n' >t.csv
 	echo '{"a":"int8","b":"float32","e":"uint16","f":"float16"}' >schema.json
 	fmt-convert --schema schema.json --trueno-native t.csv t.ald
 	run layout t.ald

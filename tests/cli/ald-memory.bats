@@ -145,8 +145,8 @@ refused_by_readers() {
 	run --separate-stderr bash -c "$(limit_as $((64 * 1024 + 140 * 1024))) "'exec fmt-inspect --head 2 "$1"' _ "$f"
 	assert_success
 	assert_equal "$output" 'id  name  score  ok     when
-0         0      false  1970-01-01T00:00:00Z
-0         0      false  1970-01-01T00:00:00Z'
+0         0.0    false  1970-01-01T00:00:00Z
+0         0.0    false  1970-01-01T00:00:00Z'
 	run --separate-stderr fmt-verify "$f"
 	assert_success
 	assert_equal "$output" "$f: ok (ald, 4194304 rows, CRC-32 ieee)"

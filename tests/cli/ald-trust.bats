@@ -12,7 +12,7 @@ setup() {
 	cd "$BATS_TEST_TMPDIR"
 	XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/config"
 	export XDG_CONFIG_HOME
-	printf 'id,x\n1,0.5\n2,1.25\n3,-2\n' >in.csv
+	printf 'id,x\n1,0.5\n2,1.25\n3,-2.0\n' >in.csv
 	printf '{"use": "research"}\n' >terms.json
 	fmt-sign keygen -W -p s.pub -s s.key >/dev/null
 	ID=$(fmt-sign key-id -p s.pub)

@@ -132,7 +132,7 @@ read_once() {
 	one_and_two ald
 	[ "$(field_type one.ald when)" = "timestamp false us" ]
 	fmt-convert one.ald back.csv
-	[ "$(tail -n 1 back.csv)" = '150000,1,true,w,2024-05-01T00:00:00.123456,' ]
+	[ "$(tail -n 1 back.csv)" = '150000,1.0,true,w,2024-05-01T00:00:00.123456,' ]
 }
 
 @test "one pass: a malformed record after the sample fails as two passes do, and leaves no output" {

@@ -10,7 +10,7 @@ setup() {
 	load helpers
 	mkdir -p "$BATS_TEST_TMPDIR/work" # bats keeps its own files in BATS_TEST_TMPDIR
 	cd "$BATS_TEST_TMPDIR/work"
-	printf 'id,name,score,grp\n3,cc,0.5,a\n1,aa,,b\n2,bb,1.5,a\n1,aa,,b\n5,,-2,a\n4,dd,0.25,b\n' >in.csv
+	printf 'id,name,score,grp\n3,cc,0.5,a\n1,aa,,b\n2,bb,1.5,a\n1,aa,,b\n5,,-2.0,a\n4,dd,0.25,b\n' >in.csv
 }
 
 # The rows of a table file as CSV on stdout.
@@ -34,7 +34,7 @@ only_these_files() {
 			rm -f "out.$ext"
 			fmt-convert --where 'score is not null' --where 'grp = a' --sort score:desc "$input" "out.$ext"
 			run as_csv "out.$ext"
-			assert_output "$(printf 'id,name,score,grp\n2,bb,1.5,a\n3,cc,0.5,a\n5,,-2,a')"
+			assert_output "$(printf 'id,name,score,grp\n2,bb,1.5,a\n3,cc,0.5,a\n5,,-2.0,a')"
 			rm -f "out.$ext"
 			fmt-convert --sort name --rows 1:4 --exclude grp --rename name=who "$input" "out.$ext"
 			run as_csv "out.$ext"
@@ -64,9 +64,9 @@ only_these_files() {
 
 @test "--sort: descending, nulls last, stable; the same with rows spilled to temporary files" {
 	run fmt-convert --sort score --to csv in.csv -
-	assert_output "$(printf 'id,name,score,grp\n5,,-2,a\n4,dd,0.25,b\n3,cc,0.5,a\n2,bb,1.5,a\n1,aa,,b\n1,aa,,b')"
+	assert_output "$(printf 'id,name,score,grp\n5,,-2.0,a\n4,dd,0.25,b\n3,cc,0.5,a\n2,bb,1.5,a\n1,aa,,b\n1,aa,,b')"
 	run fmt-convert --sort grp:desc --sort id --to csv in.csv -
-	assert_output "$(printf 'id,name,score,grp\n1,aa,,b\n1,aa,,b\n4,dd,0.25,b\n2,bb,1.5,a\n3,cc,0.5,a\n5,,-2,a')"
+	assert_output "$(printf 'id,name,score,grp\n1,aa,,b\n1,aa,,b\n4,dd,0.25,b\n2,bb,1.5,a\n3,cc,0.5,a\n5,,-2.0,a')"
 	fmt-convert --sort name:desc in.csv mem.ald
 	mkdir tmp
 	TMPDIR=$PWD/tmp fmt-convert --sort name:desc --memory 16 in.csv spilled.ald
@@ -74,7 +74,7 @@ only_these_files() {
 	run ls -A tmp
 	assert_output ""
 	run as_csv mem.ald
-	assert_output "$(printf 'id,name,score,grp\n4,dd,0.25,b\n3,cc,0.5,a\n2,bb,1.5,a\n1,aa,,b\n1,aa,,b\n5,,-2,a')"
+	assert_output "$(printf 'id,name,score,grp\n4,dd,0.25,b\n3,cc,0.5,a\n2,bb,1.5,a\n1,aa,,b\n1,aa,,b\n5,,-2.0,a')"
 	# one row per run, 3000 runs, and no more than 100 open files: 64 runs at most are open, merged
 	# into one as they pile up
 	seq 1 3000 | awk 'BEGIN { print "id,v" } { print $1 "," ($1 * 7919) % 3001 }' >many.csv
@@ -89,21 +89,21 @@ only_these_files() {
 
 @test "--dedupe, --dedupe-on, --sample and --shuffle: exact rows, the same for the same seed" {
 	run fmt-convert --dedupe --to csv in.csv -
-	assert_output "$(printf 'id,name,score,grp\n3,cc,0.5,a\n1,aa,,b\n2,bb,1.5,a\n5,,-2,a\n4,dd,0.25,b')"
+	assert_output "$(printf 'id,name,score,grp\n3,cc,0.5,a\n1,aa,,b\n2,bb,1.5,a\n5,,-2.0,a\n4,dd,0.25,b')"
 	run fmt-convert --dedupe-on grp --to jsonl in.csv -
 	assert_output "$(printf '{"id":3,"name":"cc","score":0.5,"grp":"a"}\n{"id":1,"name":"aa","score":null,"grp":"b"}')"
 	run fmt-convert --sample 3 --seed 7 --to csv in.csv -
-	assert_output "$(printf 'id,name,score,grp\n3,cc,0.5,a\n1,aa,,b\n5,,-2,a')"
+	assert_output "$(printf 'id,name,score,grp\n3,cc,0.5,a\n1,aa,,b\n5,,-2.0,a')"
 	run fmt-convert --sample 3 --seed 7 --memory 1 --to csv in.csv -
-	assert_output "$(printf 'id,name,score,grp\n3,cc,0.5,a\n1,aa,,b\n5,,-2,a')"
+	assert_output "$(printf 'id,name,score,grp\n3,cc,0.5,a\n1,aa,,b\n5,,-2.0,a')"
 	run fmt-convert --sample 100 --to csv in.csv -
 	assert_output "$(cat in.csv)"
 	run fmt-convert --shuffle --seed 7 --to csv in.csv -
-	assert_output "$(printf 'id,name,score,grp\n5,,-2,a\n2,bb,1.5,a\n1,aa,,b\n1,aa,,b\n4,dd,0.25,b\n3,cc,0.5,a')"
+	assert_output "$(printf 'id,name,score,grp\n5,,-2.0,a\n2,bb,1.5,a\n1,aa,,b\n1,aa,,b\n4,dd,0.25,b\n3,cc,0.5,a')"
 	run fmt-convert --shuffle --seed 8 --to csv in.csv -
-	assert_output "$(printf 'id,name,score,grp\n5,,-2,a\n3,cc,0.5,a\n1,aa,,b\n1,aa,,b\n2,bb,1.5,a\n4,dd,0.25,b')"
+	assert_output "$(printf 'id,name,score,grp\n5,,-2.0,a\n3,cc,0.5,a\n1,aa,,b\n1,aa,,b\n2,bb,1.5,a\n4,dd,0.25,b')"
 	run fmt-convert --sample 0.5 --seed 7 --to csv in.csv -
-	assert_output "$(printf 'id,name,score,grp\n3,cc,0.5,a\n1,aa,,b\n5,,-2,a')"
+	assert_output "$(printf 'id,name,score,grp\n3,cc,0.5,a\n1,aa,,b\n5,,-2.0,a')"
 }
 
 @test "--dry-run with row options prints the output's schema and writes nothing" {
@@ -164,7 +164,7 @@ EOF
 	run cat sp/train.csv
 	assert_output "$(printf 'id,name,score,grp\n3,cc,0.5,a\n1,aa,,b\n4,dd,0.25,b')"
 	run cat sp/test.csv
-	assert_output "$(printf 'id,name,score,grp\n2,bb,1.5,a\n1,aa,,b\n5,,-2,a')"
+	assert_output "$(printf 'id,name,score,grp\n2,bb,1.5,a\n1,aa,,b\n5,,-2.0,a')"
 	fmt-shard split in.csv --fractions 0.5,0.5 --seed 1 -o again -q
 	cmp sp/train.csv again/train.csv
 	cmp sp/test.csv again/test.csv
@@ -185,7 +185,7 @@ EOF
 	run fmt-shard split in.csv --rows 4 -o parts
 	assert_output "$(printf 'parts/in-00001-of-00002.csv: 4 rows\nparts/in-00002-of-00002.csv: 2 rows')"
 	run cat parts/in-00002-of-00002.csv
-	assert_output "$(printf 'id,name,score,grp\n5,,-2,a\n4,dd,0.25,b')"
+	assert_output "$(printf 'id,name,score,grp\n5,,-2.0,a\n4,dd,0.25,b')"
 	run fmt-shard split in.csv --rows 4 -o other --list
 	assert_output "$(printf 'other/in-00001-of-00002.csv\nother/in-00002-of-00002.csv')"
 	[ ! -e other ]
@@ -204,7 +204,7 @@ EOF
 	assert_output keep
 	fmt-shard split in.csv --fractions 0.5,0.5 -o sets --force -q
 	run cat sets/test.csv
-	assert_output "$(printf 'id,name,score,grp\n1,aa,,b\n5,,-2,a\n4,dd,0.25,b')"
+	assert_output "$(printf 'id,name,score,grp\n1,aa,,b\n5,,-2.0,a\n4,dd,0.25,b')"
 }
 
 @test "fmt-shard split of a dataset: SIGTERM while the set is written leaves no file" {
@@ -250,7 +250,7 @@ EOF
 	assert_success
 	assert_output "all.csv: 6 rows from 2 files"
 	run cat all.csv
-	assert_output "$(printf 'id,name,score,grp\n3,cc,0.5,a\n1,aa,,b\n4,dd,0.25,b\n2,bb,1.5,a\n1,aa,,b\n5,,-2,a')"
+	assert_output "$(printf 'id,name,score,grp\n3,cc,0.5,a\n1,aa,,b\n4,dd,0.25,b\n2,bb,1.5,a\n1,aa,,b\n5,,-2.0,a')"
 	# another format in and out, and a column without nulls in one input only
 	fmt-convert sp/train.csv train.arrow
 	printf 'id,name,score,grp\n9,zz,1.25,c\n' >one.csv

@@ -17,7 +17,7 @@ format_of() {
 	printf 'score\n1.5\n2.25\n-3\n' >a.csv
 	[ "$(format_of a.csv)" = csv ]
 	run fmt-inspect --json --head 5 a.csv
-	assert_output '{"file":"a.csv","format":"csv","rows":3,"head":[{"score":1.5},{"score":2.25},{"score":-3}]}'
+	assert_output '{"file":"a.csv","format":"csv","rows":3,"head":[{"score":1.5},{"score":2.25},{"score":-3.0}]}'
 	printf 'name\n"say ""hi"""\nbob' >b.csv
 	run fmt-inspect --json --head 2 b.csv
 	assert_output '{"file":"b.csv","format":"csv","rows":2,"head":[{"name":"say \"hi\""},{"name":"bob"}]}'
@@ -30,7 +30,7 @@ format_of() {
 	printf '{"a":1,"b":"x, y","c":[1.5,2]}\n' >one.jsonl
 	[ "$(format_of one.jsonl)" = jsonl ]
 	run fmt-inspect --json --head 1 one.jsonl
-	assert_output '{"file":"one.jsonl","format":"jsonl","rows":1,"head":[{"a":1,"b":"x, y","c":[1.5,2]}]}'
+	assert_output '{"file":"one.jsonl","format":"jsonl","rows":1,"head":[{"a":1,"b":"x, y","c":[1.5,2.0]}]}'
 	printf '{"a":true}' >two.jsonl
 	[ "$(format_of two.jsonl)" = jsonl ]
 	fmt-convert two.jsonl two.ald

@@ -8,7 +8,7 @@ bats_require_minimum_version 1.5.0
 setup() {
 	load helpers
 	cd "$BATS_TEST_TMPDIR"
-	printf 'id,name,score,emb_x,emb_y\n1,ann,0.5,1.5,2\n2,"b, c",,3,4.25\n' >in.csv
+	printf 'id,name,score,emb_x,emb_y\n1,ann,0.5,1.5,2.0\n2,"b, c",,3.0,4.25\n' >in.csv
 }
 
 @test "--include/--exclude keep the matching columns in input order, from and to every dataset format" {
@@ -24,7 +24,7 @@ setup() {
 			run fmt-convert --include 'emb_*' --include id --exclude '*_y' "$input" "out.$ext"
 			assert_success
 			run fmt-convert --to csv "out.$ext" -
-			assert_output "$(printf 'id,emb_x\n1,1.5\n2,3')"
+			assert_output "$(printf 'id,emb_x\n1,1.5\n2,3.0')"
 		done
 	done
 }

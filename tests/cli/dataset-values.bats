@@ -58,7 +58,7 @@ schema_of() {
 	printf '{"big": "float64"}' >schema.json
 	fmt-convert --schema schema.json in.csv c.csv
 	run cat c.csv
-	assert_output "$(printf 'big,mixed,f\n1.8446744073709552e+19,-1,0.5\n1,18446744073709551615,1.8446744073709552e+19')"
+	assert_output "$(printf 'big,mixed,f\n1.8446744073709552e+19,-1,0.5\n1.0,18446744073709551615,1.8446744073709552e+19')"
 	printf '{"big": "uint64"}' >schema.json
 	run fmt-convert --schema schema.json in.csv d.csv
 	assert_failure 4

@@ -91,10 +91,10 @@ TEST(rowops_sort_is_stable_with_nulls_last_and_spills_beyond_memory)
 	char got[512], small[512];
 	const char *s1[] = { "score:desc" };
 	run_ops(&(fmt_rowops_opts){ .sort = s1, .n_sort = 1 }, got, sizeof got);
-	CHECK_STR(got, "2|bb|1.5;3|cc|0.5;4|dd|0.25;5||-2;1|aa|;1|aa|;");
+	CHECK_STR(got, "2|bb|1.5;3|cc|0.5;4|dd|0.25;5||-2.0;1|aa|;1|aa|;");
 	const char *s2[] = { "name", "id:desc" };
 	run_ops(&(fmt_rowops_opts){ .sort = s2, .n_sort = 2 }, got, sizeof got);
-	CHECK_STR(got, "1|aa|;1|aa|;2|bb|1.5;3|cc|0.5;4|dd|0.25;5||-2;");
+	CHECK_STR(got, "1|aa|;1|aa|;2|bb|1.5;3|cc|0.5;4|dd|0.25;5||-2.0;");
 	/* the same with a few bytes of memory: one run per row, merged */
 	run_ops(&(fmt_rowops_opts){ .sort = s2, .n_sort = 2, .memory = 1 }, small, sizeof small);
 	CHECK_STR(small, got);
@@ -104,7 +104,7 @@ TEST(rowops_dedupe_rows_range_and_sample_are_reproducible)
 {
 	char got[512], again[512];
 	run_ops(&(fmt_rowops_opts){ .dedupe = 1 }, got, sizeof got);
-	CHECK_STR(got, "3|cc|0.5;1|aa|;2|bb|1.5;5||-2;4|dd|0.25;");
+	CHECK_STR(got, "3|cc|0.5;1|aa|;2|bb|1.5;5||-2.0;4|dd|0.25;");
 	run_ops(&(fmt_rowops_opts){ .dedupe = 1, .has_range = 1, .row_start = 1, .row_end = 3 }, got, sizeof got);
 	CHECK_STR(got, "1|aa|;2|bb|1.5;");
 	run_ops(&(fmt_rowops_opts){ .sample_n = 3, .seed = 9 }, got, sizeof got);

@@ -1,6 +1,7 @@
 /* fmt_shortest_f64 / fmt_shortest_f32 against the definition: the fewest "%.Pg" digits that
  * read back to the value (found by binary search over P with snprintf and strtod: the formatter
- * the tables used before), on special values, subnormals, powers of two and ten, integers, and
+ * the tables used before), laid out as Python's repr lays out a float (layout() below, from
+ * printf's "%.(P-1)e"), on special values, subnormals, powers of two and ten, integers, and
  * millions of random values from a fixed seed. */
 #include <float.h>
 #include <math.h>
@@ -21,6 +22,34 @@ static int f32_reads_back(float v, int p, char *buf, size_t n)
 {
 	snprintf(buf, n, "%.*g", p, (double)v);
 	return (float)strtod(buf, NULL) == v;
+}
+
+/* V's P significant digits ("%.(P-1)e", printf's rounding, as "%.Pg" has them) in Python
+ * repr's layout: positional with a point when the leading digit's exponent is in [-4, 16),
+ * "1.5e-05" otherwise. */
+static void layout(double v, int p, char *buf, size_t n)
+{
+	char e[64], digits[32];
+	snprintf(e, sizeof e, "%.*e", p - 1, fabs(v));
+	int nd = 0, x10 = atoi(strchr(e, 'e') + 1);
+	for (const char *c = e; *c != 'e'; c++)
+		if (*c >= '0' && *c <= '9')
+			digits[nd++] = *c;
+	while (nd > 1 && digits[nd - 1] == '0')
+		nd--;
+	digits[nd] = '\0';
+	const char *sign = signbit(v) ? "-" : "";
+	if (v == 0)
+		snprintf(buf, n, "%s0.0", sign);
+	else if (x10 < -4 || x10 >= 16)
+		snprintf(buf, n, "%s%c%s%.*s%se%c%02d", sign, digits[0], nd > 1 ? "." : "", nd - 1, digits + 1, "",
+			 x10 < 0 ? '-' : '+', abs(x10));
+	else if (x10 < 0)
+		snprintf(buf, n, "%s0.%.*s%s", sign, -x10 - 1, "0000", digits);
+	else if (nd > x10 + 1)
+		snprintf(buf, n, "%s%.*s.%s", sign, x10 + 1, digits, digits + x10 + 1);
+	else
+		snprintf(buf, n, "%s%s%.*s.0", sign, digits, x10 + 1 - nd, "0000000000000000");
 }
 
 /* Reading back holds for every P above the fewest (the (P+1)-digit rounding of V is at least as
@@ -44,7 +73,7 @@ static void reference_f64(double v, char *buf, size_t n)
 		else
 			lo = p + 1;
 	}
-	snprintf(buf, n, "%.*g", lo, v);
+	layout(v, lo, buf, n);
 }
 
 /* the float criterion of the old formatter: the decimal read as double, then narrowed */
@@ -62,21 +91,22 @@ static void reference_f32(float v, char *buf, size_t n)
 		else
 			lo = p + 1;
 	}
-	snprintf(buf, n, "%.*g", lo, (double)v);
+	layout((double)v, lo, buf, n);
 }
 
-/* The significant digits of a "%g"-style TEXT: its mantissa's digits after the leading zeros
- * (1 for a zero). */
+/* The significant digits of TEXT: its mantissa's digits after the leading zeros and before the
+ * trailing ones (1 for a zero). */
 static int significant_digits(const char *text)
 {
-	int digits = 0, leading = 1;
+	int digits = 0, leading = 1, zeros = 0;
 	for (const char *c = text; *c && *c != 'e'; c++) {
 		if (*c < '0' || *c > '9')
 			continue;
 		leading = leading && *c == '0';
 		digits += !leading;
+		zeros = *c == '0' ? zeros + !leading : 0;
 	}
-	return digits ? digits : 1;
+	return digits - zeros ? digits - zeros : 1;
 }
 
 /* What the reference gives for V, in two conversions instead of a search when TEXT (the answer
@@ -88,8 +118,10 @@ static void expected(double v, int is_f32, int max_digits, const char *text, cha
 	if (isfinite(v) && d <= max_digits) {
 		int shorter = d > 1 && (is_f32 ? f32_reads_back((float)v, d - 1, buf, n)
 					       : f64_reads_back(v, d - 1, buf, n));
-		if (!shorter && (is_f32 ? f32_reads_back((float)v, d, buf, n) : f64_reads_back(v, d, buf, n)))
+		if (!shorter && (is_f32 ? f32_reads_back((float)v, d, buf, n) : f64_reads_back(v, d, buf, n))) {
+			layout(is_f32 ? (double)(float)v : v, d, buf, n);
 			return;
+		}
 	}
 	if (is_f32)
 		reference_f32((float)v, buf, n);
@@ -140,11 +172,11 @@ TEST(shortest_special_values)
 {
 	char b[FMT_SHORTEST_MAX];
 	static const struct { double v; const char *text; } cases[] = {
-		{ 0.0, "0" }, { -0.0, "-0" }, { 1.0, "1" }, { -1.5, "-1.5" }, { 0.1, "0.1" },
-		{ 100.0, "1e+02" }, { 123.0, "123" }, { 1200.0, "1.2e+03" }, { 0.0001, "0.0001" },
+		{ 0.0, "0.0" }, { -0.0, "-0.0" }, { 1.0, "1.0" }, { -1.5, "-1.5" }, { 0.1, "0.1" },
+		{ 100.0, "100.0" }, { 123.0, "123.0" }, { 1200.0, "1200.0" }, { 0.0001, "0.0001" },
 		{ 0.00001, "1e-05" }, { 1e22, "1e+22" }, { 1e23, "1e+23" }, { 5e-324, "5e-324" },
 		{ DBL_MAX, "1.7976931348623157e+308" }, { DBL_MIN, "2.2250738585072014e-308" },
-		{ -DBL_MIN, "-2.2250738585072014e-308" }, { 9007199254740993.0, "9007199254740992" },
+		{ -DBL_MIN, "-2.2250738585072014e-308" }, { 9007199254740993.0, "9007199254740992.0" },
 		{ 0.3, "0.3" }, { 2.0 / 3.0, "0.6666666666666666" }, { 1e16, "1e+16" },
 		{ 123456789012345680.0, "1.2345678901234568e+17" }, { 0.000123, "0.000123" },
 	};
@@ -167,7 +199,7 @@ TEST(shortest_special_values)
 	fmt_shortest_f32(FLT_TRUE_MIN, b);
 	CHECK_STR(b, "1e-45");
 	fmt_shortest_f32(16777216.0f, b);
-	CHECK_STR(b, "16777216");
+	CHECK_STR(b, "16777216.0");
 	fmt_shortest_f32(-INFINITY, b);
 	CHECK_STR(b, "-inf");
 }
@@ -179,18 +211,18 @@ TEST(shortest_edges)
 {
 	char b[FMT_SHORTEST_MAX];
 	static const struct { double v; const char *text; } cases[] = {
-		{ 0.0, "0" }, { -0.0, "-0" },
+		{ 0.0, "0.0" }, { -0.0, "-0.0" },
 		{ 4.9406564584124654e-324, "5e-324" }, { -4.9406564584124654e-324, "-5e-324" },
 		{ 2.2250738585072009e-308, "2.225073858507201e-308" }, /* largest subnormal */
 		{ 1.0e-310, "1e-310" },
 		{ -DBL_MAX, "-1.7976931348623157e+308" },
-		{ 9007199254740991.0, "9007199254740991" }, { 9007199254740992.0, "9007199254740992" },
-		{ 9007199254740994.0, "9007199254740994" }, { -9007199254740991.0, "-9007199254740991" },
+		{ 9007199254740991.0, "9007199254740991.0" }, { 9007199254740992.0, "9007199254740992.0" },
+		{ 9007199254740994.0, "9007199254740994.0" }, { -9007199254740991.0, "-9007199254740991.0" },
 		{ 18446744073709551616.0, "1.8446744073709552e+19" }, { 9223372036854775808.0, "9.223372036854776e+18" },
 		{ -9223372036854775808.0, "-9.223372036854776e+18" },
-		{ 1e15, "1e+15" }, { 123456789012345.0, "123456789012345" }, { 1234567890123456.0, "1234567890123456" },
-		{ 12345678901234567.0, "12345678901234568" }, { 1e-4, "0.0001" }, { 1.5e-7, "1.5e-07" },
-		{ 733.458, "733.458" }, { 0.001, "0.001" }, { 1000.5, "1000.5" }, { 10.0, "1e+01" },
+		{ 1e15, "1000000000000000.0" }, { 123456789012345.0, "123456789012345.0" }, { 1234567890123456.0, "1234567890123456.0" },
+		{ 12345678901234567.0, "1.2345678901234568e+16" }, { 1e-4, "0.0001" }, { 1.5e-7, "1.5e-07" },
+		{ 733.458, "733.458" }, { 0.001, "0.001" }, { 1000.5, "1000.5" }, { 10.0, "10.0" },
 		{ 99.99, "99.99" }, { 1e100, "1e+100" }, { 1e-100, "1e-100" }, { 1.7e308, "1.7e+308" },
 		{ 0.1257302210933933, "0.1257302210933933" }, { -0.1321048632913019, "-0.1321048632913019" },
 	};
