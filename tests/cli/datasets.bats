@@ -618,6 +618,10 @@ PY
 		assert_failure 4
 		assert_equal "$stderr" "fmt-convert: error: $f: Arrow IPC: ${c#* }"
 	done
+	# nothing fmtkit converts: nothing to show, the error alone
+	run --separate-stderr fmt-inspect --head 2 "$REPO_ROOT/tests/data/arrow/only-list.arrow"
+	assert_failure 5
+	assert_equal "$stderr" "fmt-inspect: error: $REPO_ROOT/tests/data/arrow/only-list.arrow: no column has a type fmtkit converts (the first: 'list', list)"
 	run --separate-stderr fmt-inspect --schema type99.arrows
 	assert_success
 	assert_line --index 2 "  nul  type id 99  not null  (not converted by fmtkit)"

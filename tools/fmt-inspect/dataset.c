@@ -540,8 +540,10 @@ static fmt_kind leave_out_unconverted(FILE *out, fmt_table *t, fmt_err *e)
 		fmt_sb_puts(&names, s->fields[i].type_name);
 		fmt_sb_puts(&names, ")");
 	}
-	if (n == 0)
-		return FMT_OK;
+	if (n == 0 || n == s->n_fields) { /* nothing left to show: the error alone says so */
+		fmt_sb_free(&names);
+		return n ? fmt_table_select_converted(t, e) : FMT_OK;
+	}
 	if (n > NAMED) {
 		fmt_sb_puts(&names, " and ");
 		fmt_sb_u64(&names, n - NAMED);
