@@ -618,6 +618,10 @@ PY
 		assert_failure 4
 		assert_equal "$stderr" "fmt-convert: error: $f: Arrow IPC: ${c#* }"
 	done
+	# a list nested 70 deep: past the 64 levels whose buffers are counted, the rows are refused
+	run --separate-stderr fmt-convert -q --force --exclude deep "$REPO_ROOT/tests/data/arrow/deep70.arrows" out.csv
+	assert_failure 5
+	assert_equal "$stderr" "fmt-convert: error: $REPO_ROOT/tests/data/arrow/deep70.arrows: Arrow IPC: column 'deep' (list): fmtkit cannot count its buffers to step over it"
 	# nothing fmtkit converts: nothing to show, the error alone
 	run --separate-stderr fmt-inspect --head 2 "$REPO_ROOT/tests/data/arrow/only-list.arrow"
 	assert_failure 5
