@@ -75,6 +75,27 @@ int fmt_drvopt_word(const fmt_drvopt_value *values, const char *name, const char
 	return fmt_fail(e, FMT_USAGE, "--%s takes %s", name, list), -1;
 }
 
+int fmt_codec_name_parse(const char *spec, const fmt_codec_name *codecs, size_t n, int *level)
+{
+	int max_alias = strcmp(spec, "zstd-max") == 0;
+	const char *colon = max_alias ? NULL : strchr(spec, ':');
+	size_t len = max_alias ? 4 : colon ? (size_t)(colon - spec) : strlen(spec);
+	*level = max_alias ? 19 : 0;
+	for (size_t i = 0; i < n; i++) {
+		if (strlen(codecs[i].name) != len || strncmp(codecs[i].name, spec, len) != 0)
+			continue;
+		if (!colon)
+			return (int)i;
+		char *end;
+		long v = strtol(colon + 1, &end, 10);
+		if (!codecs[i].max || !colon[1] || *end || v < 1 || v > codecs[i].max)
+			return -1;
+		*level = (int)v;
+		return (int)i;
+	}
+	return -1;
+}
+
 fmt_kind fmt_drvopt_load_json(const char *path, const char *what, json_t **out, fmt_err *e)
 {
 	char *text;

@@ -329,9 +329,8 @@ const fmt_driver *fmt_driver_holding(fmt_dtype t)
 
 fmt_kind fmt_codec_parse(const fmt_driver *d, const char *spec, fmt_codec *codec, int *level, fmt_err *e)
 {
-	static const struct { const char *name; fmt_codec codec; int max; } codecs[] = {
-		{ "none", FMT_CODEC_NONE, 0 }, { "lz4", FMT_CODEC_LZ4, 12 }, { "zstd", FMT_CODEC_ZSTD, 19 },
-	};
+	static const fmt_codec_name codec_names[] = { { "none", 0 }, { "lz4", 12 }, { "zstd", 19 } };
+	static const fmt_codec codecs[] = { FMT_CODEC_NONE, FMT_CODEC_LZ4, FMT_CODEC_ZSTD };
 	*level = 0;
 	if (!d->compresses) {
 		if (strcmp(spec, "none") == 0) {
@@ -343,24 +342,12 @@ fmt_kind fmt_codec_parse(const fmt_driver *d, const char *spec, fmt_codec *codec
 		return fmt_fail(e, FMT_USAGE, "--compression: %s output is not compressed (only none; formats that "
 				"compress: %s, ald)", d->name, names);
 	}
-	if (strcmp(spec, "zstd-max") == 0) {
-		*codec = FMT_CODEC_ZSTD;
-		*level = 19;
+	int i = fmt_codec_name_parse(spec, codec_names, sizeof codec_names / sizeof codec_names[0], level);
+	if (i >= 0) {
+		*codec = codecs[i];
 		return FMT_OK;
 	}
-	const char *colon = strchr(spec, ':');
-	size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
-	for (size_t i = 0; i < sizeof codecs / sizeof codecs[0]; i++) {
-		if (strlen(codecs[i].name) != n || strncmp(codecs[i].name, spec, n) != 0)
-			continue;
-		char *end;
-		long v = colon ? strtol(colon + 1, &end, 10) : 0;
-		if (colon && (!colon[1] || *end || v < 1 || v > codecs[i].max))
-			break;
-		*codec = codecs[i].codec;
-		*level = (int)v;
-		return FMT_OK;
-	}
+	*level = 0;
 	return fmt_fail(e, FMT_USAGE, "--compression takes none, lz4[:1-12], zstd[:1-19] or zstd-max for %s output",
 			d->name);
 }

@@ -839,29 +839,13 @@ static int parse_group_rows(void *v, const char *arg, fmt_err *e)
 
 static int parse_compression(void *v, const char *arg, fmt_err *e)
 {
-	static const struct { const char *name; int codec, max; } codecs[] = {
-		{ "none", CODEC_NONE, 0 }, { "snappy", CODEC_SNAPPY, 0 }, { "gzip", CODEC_GZIP, 9 },
-		{ "zstd", CODEC_ZSTD, 22 }, { "lz4", CODEC_LZ4_RAW, 0 },
-	};
+	static const fmt_codec_name names[] = { { "none", 0 }, { "snappy", 0 }, { "gzip", 9 }, { "zstd", 22 }, { "lz4", 0 } };
+	static const int codecs[] = { CODEC_NONE, CODEC_SNAPPY, CODEC_GZIP, CODEC_ZSTD, CODEC_LZ4_RAW };
 	pq_write_opts *o = v;
-	const char *colon = strchr(arg, ':');
-	size_t len = colon ? (size_t)(colon - arg) : strlen(arg);
-	for (size_t i = 0; i < sizeof codecs / sizeof codecs[0]; i++) {
-		if (strlen(codecs[i].name) != len || strncmp(arg, codecs[i].name, len) != 0)
-			continue;
-		long level = 0;
-		if (colon) {
-			char *end = NULL;
-			level = codecs[i].max ? strtol(colon + 1, &end, 10) : -1;
-			if (!codecs[i].max || *end || level < 1 || level > codecs[i].max || colon[1] == '\0')
-				break;
-		}
-		o->c = (codec_choice){ codecs[i].codec, (int)level, 1 };
-		return codecs[i].codec == CODEC_NONE ? FMT_DRVOPT_NEUTRAL : FMT_DRVOPT_GIVEN;
-	}
-	if (strcmp(arg, "zstd-max") == 0) {
-		o->c = (codec_choice){ CODEC_ZSTD, 19, 1 };
-		return FMT_DRVOPT_GIVEN;
+	int level, i = fmt_codec_name_parse(arg, names, sizeof names / sizeof names[0], &level);
+	if (i >= 0) {
+		o->c = (codec_choice){ codecs[i], level, 1 };
+		return codecs[i] == CODEC_NONE ? FMT_DRVOPT_NEUTRAL : FMT_DRVOPT_GIVEN;
 	}
 	return fmt_fail(e, FMT_USAGE, "--compression takes none, snappy (default), gzip[:1-9], zstd[:1-22], "
 			"zstd-max or lz4 for Parquet"), -1;

@@ -92,6 +92,15 @@ void fmt_drvopt_sets_free(fmt_drvopt_sets *s);
  * with e filled ("--NAME takes a, b or c"). */
 int fmt_drvopt_word(const fmt_drvopt_value *values, const char *name, const char *arg, fmt_err *e);
 
+/* A compression named NAME or NAME:LEVEL (--compression) among codecs[0..n): the index of NAME,
+ * and in *level the LEVEL, from 1 to the codec's max (0: none given; a codec whose max is 0 takes
+ * none); "zstd-max" is zstd at level 19. -1 for anything else. */
+typedef struct fmt_codec_name {
+	const char *name;
+	int max;
+} fmt_codec_name;
+int fmt_codec_name_parse(const char *spec, const fmt_codec_name *codecs, size_t n, int *level);
+
 /* The JSON object in the file at path, for a load (what: the option, "--schema"); not an
  * object is UsageError naming the file. */
 fmt_kind fmt_drvopt_load_json(const char *path, const char *what, json_t **out, fmt_err *e);
