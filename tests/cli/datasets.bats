@@ -634,7 +634,7 @@ PY
 	assert_equal "$stderr" "fmt-convert: error: type99.arrows: Arrow IPC: column 'nul' (type id 99): fmtkit cannot count its buffers to step over it"
 }
 
-@test "Arrow IPC: record batches compressed buffer by buffer (LZ4 frame, zstd) are read; a broken buffer or its length is refused" {
+@test "Arrow IPC: record batches compressed buffer by buffer (LZ4 frame, zstd) are read and written (-c); a broken buffer or its length is refused" {
 	# scripts/gen/arrow-compressed: apache-arrow's batches of 3000 and 1000 rows (int32 and
 	# strings with nulls, float64, bool, a list), LZ4 frames in the file, zstd in the stream
 	local f
@@ -650,6 +650,46 @@ PY
 	assert_equal "$(sed -n '4001p' lz4.arrow.csv)" "999,\"$(printf 'a longer string, repeated: %.0s' 1 2 3 4 5 6 7 8)\",249.75,true"
 	run --separate-stderr fmt-inspect --head 2 "$REPO_ROOT/tests/data/arrow/zstd.arrows"
 	assert_output "$(printf 'id  name  x     ok\n0   one   0.0   true\n1   two   0.25  false')"
+	# -c writes them: each batch names its codec, a buffer that does not shrink is stored (-1),
+	# and the rows come back byte for byte
+	fmt-convert -q lz4.arrow.csv plain.arrow
+	for c in lz4:arrow zstd:arrows zstd:9:arrow zstd-max:arrows lz4:9:arrow; do
+		fmt-convert -q -c "${c%:*}" lz4.arrow.csv "w.${c##*:}"
+		run fmt-verify "w.${c##*:}"
+		assert_success
+		fmt-convert -q --force "w.${c##*:}" back.csv
+		cmp lz4.arrow.csv back.csv
+		PYTHONPATH="$REPO_ROOT/tests/cli" /usr/bin/python3 - "w.${c##*:}" "${c%%:*}" <<'PY'
+import os, struct, sys
+from arrow_ipc import Ipc
+i = Ipc(sys.argv[1])
+for batch, body in i.batches():
+    comp = i.ref(i.field(batch, 3))
+    codec = i.b[i.field(comp, 0)] if i.field(comp, 0) else 0   # LZ4_FRAME is the default
+    assert codec == {"lz4": 0, "zstd": 1, "zstd-max": 1}[sys.argv[2]], codec
+    lengths = [struct.unpack_from("<qq", i.b, i.buffers(batch) + 16 * k) for k in range(i.u32(i.buffers(batch) - 4))]
+    prefixes = [struct.unpack_from("<q", i.b, body + off)[0] for off, n in lengths if n]
+    assert prefixes and all(p > 0 for p in prefixes), prefixes   # all compressed: lengths
+assert os.path.getsize(sys.argv[1]) < os.path.getsize("plain.arrow") / 3
+PY
+		rm "w.${c##*:}"
+	done
+	# 64 random doubles do not shrink under LZ4: that buffer is stored, its length -1
+	/usr/bin/python3 -c 'import random; random.seed(5); print("r"); [print(repr(random.random())) for _ in range(64)]' >r.csv
+	fmt-convert -q -c lz4 r.csv r.arrow
+	fmt-convert -q r.arrow r-back.csv
+	cmp r.csv r-back.csv
+	PYTHONPATH="$REPO_ROOT/tests/cli" /usr/bin/python3 - <<'PY'
+import struct
+from arrow_ipc import Ipc
+i = Ipc("r.arrow")
+batch, body = next(i.batches())
+off, n = struct.unpack_from("<qq", i.b, i.buffers(batch) + 16)   # buffer 1: the values
+assert n == 8 + 64 * 8 and struct.unpack_from("<q", i.b, body + off)[0] == -1, (n, off)
+PY
+	run --separate-stderr fmt-convert -q -c gzip lz4.arrow.csv w.arrow
+	assert_failure 2
+	assert_equal "${stderr_lines[0]}" "fmt-convert: error: --compression takes none (default), lz4[:1-12], zstd[:1-22] or zstd-max for Arrow IPC"
 	# apache-arrow 21 writes a buffer's compressed length where its uncompressed length goes
 	run --separate-stderr fmt-verify "$REPO_ROOT/tests/data/arrow/js-prefix.arrows"
 	assert_failure 4

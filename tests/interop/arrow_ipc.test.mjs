@@ -4,6 +4,7 @@
 // stream, and the payload of an uncompressed .ald) are read back by it value for value.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as A from "apache-arrow";
@@ -267,3 +268,31 @@ for (const via of ["csv", "jsonl"]) {
 		assert.equal(String(got.getChild("naive").get(0)), String(-100000000000));
 	});
 }
+
+// fmt-convert -c lz4 / -c zstd: record batches compressed buffer by buffer, read by apache-arrow
+// with LZ4-frame and zstd codecs from python3-lz4 and python3-zstandard (apache-arrow brings
+// none): the same table as the uncompressed file, the BodyCompression codec in each batch.
+test("fmt-convert -c lz4 / zstd Arrow IPC: apache-arrow decompresses every buffer to the same table", (t) => {
+	const dir = scratch(t);
+	const python = (code) => (data) => new Uint8Array(execFileSync("/usr/bin/python3", ["-c",
+		`import sys; ${code}; sys.stdout.buffer.write(f(sys.stdin.buffer.read()))`], { input: Buffer.from(data) }));
+	A.compressionRegistry.set(A.CompressionType.LZ4_FRAME, { decode: python("import lz4.frame; f = lz4.frame.decompress") });
+	A.compressionRegistry.set(A.CompressionType.ZSTD, { decode: python("import zstandard; f = zstandard.ZstdDecompressor().decompress") });
+	const csv = join(dir, "in.csv");
+	const lines = ["id,name,x,ok"];
+	for (let i = 0; i < 5000; i++) lines.push(`${i},${i % 5 === 2 ? "" : "name_" + (i % 11)},${i % 9 === 4 ? "" : (i / 8).toFixed(3)},${i % 3 === 0}`);
+	writeFileSync(csv, lines.join("\n") + "\n");
+	const plain = join(dir, "plain.arrow");
+	convert(csv, plain);
+	const rows = (table) => table.toArray().map((r) => JSON.stringify(r.toJSON(), (k, v) => (typeof v === "bigint" ? `${v}n` : v)));
+	const want = rows(A.tableFromIPC(readFileSync(plain)));
+	assert.equal(want.length, 5000);
+	for (const [codec, name] of [["lz4", "c.arrow"], ["zstd", "c.arrows"], ["zstd:19", "d.arrow"]]) {
+		const out = join(dir, name);
+		tool("fmt-convert", ["--quiet", "-c", codec, csv, out]);
+		const bytes = readFileSync(out);
+		assert.ok(bytes.length < readFileSync(plain).length / 2, `${codec}: ${bytes.length} bytes`);
+		const got = A.tableFromIPC(bytes);
+		assert.deepEqual(rows(got), want, codec);
+	}
+});

@@ -80,7 +80,8 @@ static const fmt_cli_option own_options[] = {
 		      "per tensor; default none): none, lz4[:1-12], zstd[:1-19],\n"
 		      "zstd-max; .ald payload: none, zstd (default), zstd-max, lz4;\n"
 		      ".parquet pages: none, snappy (default), gzip[:1-9],\n"
-		      "zstd[:1-22], zstd-max, lz4"),
+		      "zstd[:1-22], zstd-max, lz4; Arrow IPC (.arrow, .arrows)\n"
+		      "buffers: none (default), lz4[:1-12], zstd[:1-22], zstd-max"),
 	  .complete = FMT_COMPLETE_WORDS, .words = "none lz4 zstd zstd:19 zstd-max snappy gzip" },
 	{ FMT_CLI_OPT("compress", OPT_COMPRESS, "CODEC", "the same as --compression"),
 	  .complete = FMT_COMPLETE_WORDS, .words = "none lz4 zstd zstd:19 zstd-max snappy gzip" },

@@ -18,7 +18,6 @@ enum { TY_NULL = 1, TY_INT, TY_FLOAT, TY_BINARY, TY_UTF8, TY_BOOL, TY_DECIMAL, T
        TY_FIXED_SIZE_LIST, TY_MAP, TY_DURATION, TY_LARGE_BINARY, TY_LARGE_UTF8, TY_LARGE_LIST,
        TY_RUN_END_ENCODED, TY_BINARY_VIEW, TY_UTF8_VIEW, TY_LIST_VIEW, TY_LARGE_LIST_VIEW };
 
-enum { CODEC_NONE = 0, CODEC_LZ4_FRAME, CODEC_ZSTD }; /* BodyCompression's CompressionType + 1 */
 
 #define IPC_ALIGN 64
 #define MAX_FIELDS 100000
@@ -454,7 +453,7 @@ typedef struct walk {
 	const uint8_t *variadic;  /* variadicBufferCounts: one per view-typed field */
 	uint32_t n_variadic, variadic_i;
 	int v4;                   /* a metadata V4 message: a union has a validity bitmap */
-	int codec;                /* CODEC_*: the buffers are compressed one by one */
+	int codec;                /* FMT_IPC_*: the buffers are compressed one by one */
 	fmt_batch *own;           /* takes the buffers decompressed */
 	const uint8_t *body;
 	uint64_t body_len;
@@ -545,7 +544,7 @@ static fmt_kind uncompress(walk *w, span *s, fmt_err *e)
 	if (!dst || fmt_batch_own(w->own, dst, e) != FMT_OK)
 		return dst ? e->kind : oom(e);
 	fmt_kind k = FMT_OK;
-	if (w->codec == CODEC_LZ4_FRAME) {
+	if (w->codec == FMT_IPC_LZ4_FRAME) {
 		k = unlz4_frame(src, n, dst, (size_t)want, &got, e);
 	} else {
 		got = ZSTD_decompress(dst, (size_t)want, src, n);
@@ -752,7 +751,7 @@ static fmt_kind batch_walk(const ipc_msg *m, walk *w, int64_t *length, fmt_err *
 		if (method != 0)
 			return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: body compression method %u is not supported (BUFFER is)",
 					method);
-		w->codec = CODEC_LZ4_FRAME + codec;
+		w->codec = FMT_IPC_LZ4_FRAME + codec;
 	}
 	w->nodes = w->n_nodes ? m->msg.buf + nodes_at : NULL;
 	w->variadic = w->n_variadic ? m->msg.buf + variadic_at : NULL;
@@ -1231,7 +1230,7 @@ typedef struct out_buf {
 	enum { OB_BYTES, OB_ONES } kind;
 	const uint8_t *p;
 	uint64_t len;
-	uint64_t base;
+	uint8_t *owned;    /* p's bytes when the writer made them (compressed) */
 } out_buf;
 
 typedef struct batch_plan {
@@ -1242,10 +1241,10 @@ typedef struct batch_plan {
 	uint64_t body;
 } batch_plan;
 
-static void plan_buf(batch_plan *p, int kind, const uint8_t *data, uint64_t len, uint64_t base)
+static void plan_buf(batch_plan *p, int kind, const uint8_t *data, uint64_t len)
 {
 	out_buf *b = &p->bufs[p->n_bufs];
-	*b = (out_buf){ kind, data, len, base };
+	*b = (out_buf){ kind, data, len, NULL };
 	fmt_wr_u64(p->layout + 16 * p->n_bufs, p->body);
 	fmt_wr_u64(p->layout + 16 * p->n_bufs + 8, len);
 	p->n_bufs++;
@@ -1270,9 +1269,9 @@ static uint64_t zero_bits(const uint8_t *bits, uint64_t n)
 static void plan_validity(batch_plan *p, uint64_t n, uint64_t nulls, const uint8_t *v)
 {
 	if (nulls)
-		plan_buf(p, OB_BYTES, v, (n + 7) / 8, 0);
+		plan_buf(p, OB_BYTES, v, (n + 7) / 8);
 	else
-		plan_buf(p, OB_ONES, NULL, (n + 7) / 8, 0);
+		plan_buf(p, OB_ONES, NULL, (n + 7) / 8);
 }
 
 static void plan_column(batch_plan *p, const fmt_field *f, const fmt_column *c, uint64_t n)
@@ -1284,23 +1283,23 @@ static void plan_column(batch_plan *p, const fmt_field *f, const fmt_column *c, 
 		int large = f->type == FMT_C_LARGE_UTF8;
 		const uint8_t *o = c->offsets;
 		uint64_t last = large ? fmt_rd_u64(o + 8 * n) : fmt_rd_u32(o + 4 * n);
-		plan_buf(p, OB_BYTES, o, (n + 1) * (large ? 8 : 4), 0);
-		plan_buf(p, OB_BYTES, c->values, last, 0);
+		plan_buf(p, OB_BYTES, o, (n + 1) * (large ? 8 : 4));
+		plan_buf(p, OB_BYTES, c->values, last);
 		break;
 	}
 	case FMT_C_BOOL:
-		plan_buf(p, OB_BYTES, c->values, (n + 7) / 8, 0);
+		plan_buf(p, OB_BYTES, c->values, (n + 7) / 8);
 		break;
 	case FMT_C_FIXED_SIZE_LIST: {
 		uint64_t items = n * (uint64_t)f->list_size;
 		uint64_t item_nulls = zero_bits(c->elem_validity, items);
 		plan_node(p, items, item_nulls);
 		plan_validity(p, items, item_nulls, c->elem_validity);
-		plan_buf(p, OB_BYTES, c->values, items * fmt_ctype_width(f->elem), 0);
+		plan_buf(p, OB_BYTES, c->values, items * fmt_ctype_width(f->elem));
 		break;
 	}
 	default:
-		plan_buf(p, OB_BYTES, c->values, n * fmt_ctype_width(f->type), 0);
+		plan_buf(p, OB_BYTES, c->values, n * fmt_ctype_width(f->type));
 	}
 }
 
@@ -1318,6 +1317,56 @@ static void write_buf(const out_buf *b, fmt_sb *out)
 		}
 	}
 	sb_zeros(out, (size_t)(((b->len + IPC_ALIGN - 1) & ~(uint64_t)(IPC_ALIGN - 1)) - b->len));
+}
+
+/* b's bytes compressed (an LZ4 frame, or zstd at level) after their length, or stored after -1
+ * where that is not smaller: into memory b owns. */
+static fmt_kind compress_buf(out_buf *b, int codec, int level, fmt_err *e)
+{
+	uint8_t *ones = NULL;
+	const uint8_t *src = b->p;
+	size_t n = (size_t)b->len;
+	if (b->kind == OB_ONES) {
+		if (!(ones = malloc(n)))
+			return oom(e);
+		memset(ones, 0xFF, n);
+		src = ones;
+	}
+	LZ4F_preferences_t prefs = { .compressionLevel = level };
+	size_t cap = codec == FMT_IPC_LZ4_FRAME ? LZ4F_compressFrameBound(n, &prefs) : ZSTD_compressBound(n);
+	uint8_t *out = malloc(8 + (cap > n ? cap : n));
+	if (!out) {
+		free(ones);
+		return oom(e);
+	}
+	size_t got = codec == FMT_IPC_LZ4_FRAME ? LZ4F_compressFrame(out + 8, cap, src, n, &prefs)
+						: ZSTD_compress(out + 8, cap, src, n, level ? level : ZSTD_CLEVEL_DEFAULT);
+	int failed = codec == FMT_IPC_LZ4_FRAME ? LZ4F_isError(got) : ZSTD_isError(got);
+	if (failed || got >= n) { /* stored */
+		fmt_wr_u64(out, UINT64_MAX);
+		memcpy(out + 8, src, n);
+		got = n;
+	} else {
+		fmt_wr_u64(out, n);
+	}
+	free(ones);
+	*b = (out_buf){ OB_BYTES, out, 8 + got, out };
+	return FMT_OK;
+}
+
+/* Every buffer of the plan compressed, and the body laid out again. */
+static fmt_kind compress_plan(batch_plan *p, int codec, int level, fmt_err *e)
+{
+	p->body = 0;
+	for (size_t i = 0; i < p->n_bufs; i++) {
+		fmt_kind k = p->bufs[i].len ? compress_buf(&p->bufs[i], codec, level, e) : FMT_OK;
+		if (k != FMT_OK)
+			return k;
+		fmt_wr_u64(p->layout + 16 * i, p->body);
+		fmt_wr_u64(p->layout + 16 * i + 8, p->bufs[i].len);
+		p->body += (p->bufs[i].len + IPC_ALIGN - 1) & ~(uint64_t)(IPC_ALIGN - 1);
+	}
+	return FMT_OK;
 }
 
 static fmt_kind add_block(fmt_ipc_writer *w, uint64_t off, uint64_t meta, uint64_t body, fmt_err *e)
@@ -1356,13 +1405,23 @@ fmt_kind fmt_ipc_writer_batch(fmt_ipc_writer *w, const fmt_batch *b, fmt_sb *out
 	}
 	for (size_t i = 0; i < s->n_fields; i++)
 		plan_column(&p, &s->fields[i], &b->columns[i], b->n_rows);
+	if (w->codec && (k = compress_plan(&p, w->codec, w->level, e)) != FMT_OK)
+		goto done;
 	fmt_fb_builder_reset(w->fb);
 	fmt_fb_ref bufs = fmt_fb_create_struct_vector(w->fb, p.layout, (uint32_t)p.n_bufs, 16, 8);
 	fmt_fb_ref nodes = fmt_fb_create_struct_vector(w->fb, p.nodes, (uint32_t)p.n_nodes, 16, 8);
+	fmt_fb_ref comp = 0;
+	if (w->codec) { /* BodyCompression: the codec, method BUFFER (the default) */
+		fmt_fb_start_table(w->fb);
+		fmt_fb_slot_u8(w->fb, 0, (uint8_t)(w->codec - FMT_IPC_LZ4_FRAME), 0);
+		comp = fmt_fb_end_table(w->fb);
+	}
 	fmt_fb_start_table(w->fb);
 	fmt_fb_slot_i64(w->fb, 0, (int64_t)b->n_rows, 0);
 	fmt_fb_slot_ref(w->fb, 1, nodes);
 	fmt_fb_slot_ref(w->fb, 2, bufs);
+	if (w->codec)
+		fmt_fb_slot_ref(w->fb, 3, comp);
 	fmt_fb_ref rb = fmt_fb_end_table(w->fb);
 	uint64_t at = w->pos;
 	uint64_t meta = frame_message(w, rb, HDR_RECORD_BATCH, (int64_t)p.body, out, e);
@@ -1378,6 +1437,8 @@ fmt_kind fmt_ipc_writer_batch(fmt_ipc_writer *w, const fmt_batch *b, fmt_sb *out
 	if (k == FMT_OK && out->oom)
 		k = oom(e);
 done:
+	for (size_t i = 0; p.bufs && i < p.n_bufs; i++)
+		free(p.bufs[i].owned);
 	free(p.bufs);
 	free(p.nodes);
 	free(p.layout);

@@ -68,13 +68,45 @@ static void arrow_close(fmt_table *t)
 	t->format_state = NULL;
 }
 
-static fmt_kind write_ipc(fmt_table *in, fmt_sink *k, int file, fmt_err *e)
+/* ---- writing ---- */
+
+typedef struct arrow_write_opts {
+	int codec, level;      /* FMT_IPC_*, 0: the codec's default level */
+} arrow_write_opts;
+
+static int parse_compression(void *v, const char *arg, fmt_err *e)
 {
+	/* in the order of FMT_IPC_UNCOMPRESSED, FMT_IPC_LZ4_FRAME, FMT_IPC_ZSTD */
+	static const fmt_codec_name names[] = { { "none", 0 }, { "lz4", 12 }, { "zstd", 22 } };
+	arrow_write_opts *o = v;
+	int i = fmt_codec_name_parse(arg, names, sizeof names / sizeof names[0], &o->level);
+	if (i < 0)
+		return fmt_fail(e, FMT_USAGE, "--compression takes none (default), lz4[:1-12], zstd[:1-22] or zstd-max "
+				"for Arrow IPC"), -1;
+	o->codec = i;
+	return i == FMT_IPC_UNCOMPRESSED ? FMT_DRVOPT_NEUTRAL : FMT_DRVOPT_GIVEN;
+}
+
+static const fmt_drvopt arrow_option_list[] = {
+	{ "compression", "CODEC", "record batches compressed buffer by buffer: none (default),\nlz4[:1-12] (LZ4 frames), "
+	  "zstd[:1-22], zstd-max", FMT_DRVOPT_WRITE, FMT_DRVOPT_WORDS, "none lz4 zstd zstd-max", .parse = parse_compression },
+	{ .name = NULL }
+};
+
+static const fmt_drvopts arrow_options = { .list = arrow_option_list, .size = sizeof(arrow_write_opts) };
+
+static fmt_kind write_ipc(fmt_table *in, fmt_sink *k, int file, const fmt_write_opts *o, fmt_err *e)
+{
+	const arrow_write_opts *given = fmt_drvopt_values(o ? o->options : NULL, &arrow_options);
 	fmt_ipc_writer w;
 	fmt_sb sb = { 0 };
 	fmt_kind r = fmt_ipc_writer_begin(&w, &in->schema, file, &sb, e);
 	if (r != FMT_OK)
 		return r;
+	if (given) {
+		w.codec = given->codec;
+		w.level = given->level;
+	}
 	for (;;) {
 		fmt_batch b;
 		int done;
@@ -103,14 +135,12 @@ static fmt_kind write_ipc(fmt_table *in, fmt_sink *k, int file, fmt_err *e)
 
 static fmt_kind write_file(fmt_table *in, fmt_sink *k, const fmt_write_opts *o, fmt_err *e)
 {
-	(void)o;
-	return write_ipc(in, k, 1, e);
+	return write_ipc(in, k, 1, o, e);
 }
 
 static fmt_kind write_stream(fmt_table *in, fmt_sink *k, const fmt_write_opts *o, fmt_err *e)
 {
-	(void)o;
-	return write_ipc(in, k, 0, e);
+	return write_ipc(in, k, 0, o, e);
 }
 
 static json_t *describe(const fmt_table *t)
@@ -140,6 +170,7 @@ const fmt_table_driver fmt_table_driver_arrow = {
 	.next = arrow_next,
 	.verify = fmt_table_verify_rows,
 	.write = write_file,
+	.options = &arrow_options,
 	.can_hold = can_hold,
 	.close = arrow_close,
 	.describe = describe,
@@ -153,6 +184,7 @@ const fmt_table_driver fmt_table_driver_arrow_stream = {
 	.next = arrow_next,
 	.verify = fmt_table_verify_rows,
 	.write = write_stream,
+	.options = &arrow_options,
 	.can_hold = can_hold,
 	.close = arrow_close,
 	.describe = describe,

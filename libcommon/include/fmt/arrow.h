@@ -62,12 +62,18 @@ fmt_kind fmt_ipc_next_message(fmt_ipc_reader *r, const uint8_t *meta, size_t n, 
 /* 1 if the bytes start like an IPC file (ARROW1) or stream (a Schema message). */
 int fmt_ipc_probe(const uint8_t *head, size_t n);
 
+/* Record batch compression (BodyCompression's CompressionType + 1). */
+enum { FMT_IPC_UNCOMPRESSED = 0, FMT_IPC_LZ4_FRAME, FMT_IPC_ZSTD };
+
 /* Encodes messages as arrow-rs does (metadata V5, 64-byte alignment, a validity bitmap for
  * every column), appending to a byte buffer the caller drains between calls. */
 typedef struct fmt_ipc_writer {
 	struct fmt_fb_builder *fb;
 	const fmt_schema *schema;
 	int file;              /* IPC file: magic, footer */
+	int codec, level;      /* FMT_IPC_*, set after begin: each buffer compressed (an LZ4 frame
+				* or zstd at level, 0 its default), stored as it is where that is
+				* not smaller, after its uncompressed length (-1: stored) */
 	uint64_t pos;          /* bytes produced so far */
 	uint64_t *blocks;      /* file: offset, metadata length, body length per batch */
 	size_t n_blocks, cap_blocks;
