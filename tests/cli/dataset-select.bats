@@ -189,8 +189,8 @@ EOF
 --no-header|in.ald|o.csv|no-header|csv input
 --null-value NA|in.jsonl|o.ald|null-value|csv input
 --schema s.json|in.jsonl|o.ald|schema|csv input
--c lz4|in.csv|o.csv|compression|ald output or parquet output
---compression zstd|in.ald|o.jsonl|compression|ald output or parquet output
+-c lz4|in.csv|o.csv|compression|ald output, arrow output, arrow-stream output or parquet output
+--compression zstd|in.ald|o.jsonl|compression|ald output, arrow output, arrow-stream output or parquet output
 --type tabular|in.csv|o.arrow|type|ald output
 --card card.json|in.csv|o.jsonl|card|ald output
 --chunk-rows 2|in.jsonl|o.csv|chunk-rows|ald output
