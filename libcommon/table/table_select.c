@@ -104,9 +104,8 @@ static void put_view(fmt_table *t, view *v, size_t *keep, fmt_schema *chosen)
 	fmt_table_wrap_put(t, &v->w, v, view_next, view_close);
 }
 
-/* Keep t's columns keep[0..kept) (taken, freed on failure); kept == 0 fails with none(). */
-static fmt_kind keep_columns(fmt_table *t, size_t *keep, size_t kept, fmt_kind (*none)(void *ctx, fmt_err *e),
-			     void *ctx, fmt_err *e)
+/* Keep t's columns keep[0..kept), kept > 0 (keep taken: freed on failure). */
+static fmt_kind keep_columns(fmt_table *t, size_t *keep, size_t kept, fmt_err *e)
 {
 	view *v = calloc(1, sizeof *v);
 	fmt_schema chosen;
@@ -116,8 +115,6 @@ static fmt_kind keep_columns(fmt_table *t, size_t *keep, size_t kept, fmt_kind (
 		k = fmt_schema_add_field(&chosen, &t->schema.fields[keep[i]], e);
 	for (size_t i = 0; k == FMT_OK && i < t->schema.n_meta; i++)
 		k = fmt_schema_add_meta(&chosen, t->schema.meta[i].key, t->schema.meta[i].value, e);
-	if (k == FMT_OK && kept == 0)
-		k = none(ctx, e);
 	if (k != FMT_OK || kept == t->schema.n_fields) { /* everything: no view needed */
 		fmt_schema_free(&chosen);
 		free(keep);
@@ -128,18 +125,6 @@ static fmt_kind keep_columns(fmt_table *t, size_t *keep, size_t kept, fmt_kind (
 		t->driver->columns_used(t, keep, kept);
 	put_view(t, v, keep, &chosen);
 	return FMT_OK;
-}
-
-typedef struct patterns {
-	const fmt_table *t;
-	const char *const *include, *const *exclude;
-	size_t n_include, n_exclude;
-} patterns;
-
-static fmt_kind none_matched(void *ctx, fmt_err *e)
-{
-	const patterns *p = ctx;
-	return nothing_selected(p->t, p->include, p->n_include, p->exclude, p->n_exclude, e);
 }
 
 fmt_kind fmt_table_select(fmt_table *t, const char *const *include, size_t n_include,
@@ -154,15 +139,11 @@ fmt_kind fmt_table_select(fmt_table *t, const char *const *include, size_t n_inc
 	for (size_t i = 0; i < n; i++)
 		if (fmt_name_selected(t->schema.fields[i].name, include, n_include, exclude, n_exclude))
 			keep[kept++] = i;
-	patterns p = { t, include, exclude, n_include, n_exclude };
-	return keep_columns(t, keep, kept, none_matched, &p, e);
-}
-
-static fmt_kind none_converted(void *ctx, fmt_err *e)
-{
-	const fmt_table *t = ctx;
-	return fmt_fail(e, FMT_UNSUPPORTED, "no column has a type fmtkit converts (the first: '%s', %s)",
-			t->schema.fields[0].name, t->schema.fields[0].type_name);
+	if (kept == 0) {
+		free(keep);
+		return nothing_selected(t, include, n_include, exclude, n_exclude, e);
+	}
+	return keep_columns(t, keep, kept, e);
 }
 
 fmt_kind fmt_table_select_converted(fmt_table *t, fmt_err *e)
@@ -176,7 +157,12 @@ fmt_kind fmt_table_select_converted(fmt_table *t, fmt_err *e)
 	for (size_t i = 0; i < n; i++)
 		if (t->schema.fields[i].type != FMT_C_OTHER)
 			keep[kept++] = i;
-	return keep_columns(t, keep, kept, none_converted, t, e);
+	if (kept == 0) {
+		free(keep);
+		return fmt_fail(e, FMT_UNSUPPORTED, "no column has a type fmtkit converts (the first: '%s', %s)",
+				t->schema.fields[0].name, t->schema.fields[0].type_name);
+	}
+	return keep_columns(t, keep, kept, e);
 }
 
 /* OLD=NEW's two names; 0 when either is empty. */

@@ -18,7 +18,6 @@ enum { TY_NULL = 1, TY_INT, TY_FLOAT, TY_BINARY, TY_UTF8, TY_BOOL, TY_DECIMAL, T
        TY_FIXED_SIZE_LIST, TY_MAP, TY_DURATION, TY_LARGE_BINARY, TY_LARGE_UTF8, TY_LARGE_LIST,
        TY_RUN_END_ENCODED, TY_BINARY_VIEW, TY_UTF8_VIEW, TY_LIST_VIEW, TY_LARGE_LIST_VIEW };
 
-
 #define IPC_ALIGN 64
 #define MAX_FIELDS 100000
 #define MAX_UNCOMPRESSED ((uint64_t)1 << 31) /* a compressed buffer's declared length */
@@ -1241,14 +1240,24 @@ typedef struct batch_plan {
 	uint64_t body;
 } batch_plan;
 
+/* A body buffer of len bytes with its padding to the alignment. */
+static uint64_t padded(uint64_t len)
+{
+	return (len + IPC_ALIGN - 1) & ~(uint64_t)(IPC_ALIGN - 1);
+}
+
+/* Buffer i's Buffer struct: at the body's end so far, which it then extends. */
+static void place_buf(batch_plan *p, size_t i)
+{
+	fmt_wr_u64(p->layout + 16 * i, p->body);
+	fmt_wr_u64(p->layout + 16 * i + 8, p->bufs[i].len);
+	p->body += padded(p->bufs[i].len);
+}
+
 static void plan_buf(batch_plan *p, int kind, const uint8_t *data, uint64_t len)
 {
-	out_buf *b = &p->bufs[p->n_bufs];
-	*b = (out_buf){ kind, data, len, NULL };
-	fmt_wr_u64(p->layout + 16 * p->n_bufs, p->body);
-	fmt_wr_u64(p->layout + 16 * p->n_bufs + 8, len);
-	p->n_bufs++;
-	p->body += (len + IPC_ALIGN - 1) & ~(uint64_t)(IPC_ALIGN - 1);
+	p->bufs[p->n_bufs] = (out_buf){ kind, data, len, NULL };
+	place_buf(p, p->n_bufs++);
 }
 
 static void plan_node(batch_plan *p, uint64_t length, uint64_t nulls)
@@ -1316,7 +1325,7 @@ static void write_buf(const out_buf *b, fmt_sb *out)
 			left -= k;
 		}
 	}
-	sb_zeros(out, (size_t)(((b->len + IPC_ALIGN - 1) & ~(uint64_t)(IPC_ALIGN - 1)) - b->len));
+	sb_zeros(out, (size_t)(padded(b->len) - b->len));
 }
 
 /* b's bytes compressed (an LZ4 frame, or zstd at level) after their length, or stored after -1
@@ -1362,9 +1371,7 @@ static fmt_kind compress_plan(batch_plan *p, int codec, int level, fmt_err *e)
 		fmt_kind k = p->bufs[i].len ? compress_buf(&p->bufs[i], codec, level, e) : FMT_OK;
 		if (k != FMT_OK)
 			return k;
-		fmt_wr_u64(p->layout + 16 * i, p->body);
-		fmt_wr_u64(p->layout + 16 * i + 8, p->bufs[i].len);
-		p->body += (p->bufs[i].len + IPC_ALIGN - 1) & ~(uint64_t)(IPC_ALIGN - 1);
+		place_buf(p, i);
 	}
 	return FMT_OK;
 }
