@@ -504,19 +504,43 @@ fmt_kind fmt_table_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 	return next_checked(t, b, done, 0, e);
 }
 
-fmt_kind fmt_table_each_batch(fmt_table *t, fmt_kind (*fn)(void *ctx, const fmt_batch *b, fmt_err *e), void *ctx,
-			      fmt_err *e)
+/* fmt_table_each_batch; other_ok as for check_batch. */
+static fmt_kind each_checked(fmt_table *t, int other_ok, fmt_kind (*fn)(void *ctx, const fmt_batch *b, fmt_err *e),
+			     void *ctx, fmt_err *e)
 {
 	for (;;) {
 		fmt_batch b;
 		int done = 0;
-		fmt_kind k = fmt_table_next(t, &b, &done, e);
+		fmt_kind k = next_checked(t, &b, &done, other_ok, e);
 		if (k == FMT_OK && !done)
 			k = fn(ctx, &b, e);
-		fmt_batch_free(&b); /* again after fmt_table_next's own error: a no-op */
+		fmt_batch_free(&b); /* again after next_checked's own error: a no-op */
 		if (k != FMT_OK || done)
 			return k;
 	}
+}
+
+fmt_kind fmt_table_each_batch(fmt_table *t, fmt_kind (*fn)(void *ctx, const fmt_batch *b, fmt_err *e), void *ctx,
+			      fmt_err *e)
+{
+	return each_checked(t, 0, fn, ctx, e);
+}
+
+static fmt_kind count_rows(void *rows, const fmt_batch *b, fmt_err *e)
+{
+	(void)e;
+	*(uint64_t *)rows += b->n_rows;
+	return FMT_OK;
+}
+
+fmt_kind fmt_table_count_rows(fmt_table *t, uint64_t *n, fmt_err *e)
+{
+	*n = 0;
+	if (t->n_rows != FMT_ROWS_UNKNOWN) {
+		*n = t->n_rows;
+		return FMT_OK;
+	}
+	return fmt_table_each_batch(t, count_rows, n, e);
 }
 
 fmt_kind fmt_table_verify_rows(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e)
@@ -524,19 +548,10 @@ fmt_kind fmt_table_verify_rows(fmt_table *t, const struct fmt_verify_opts *o, fm
 	uint64_t rows = 0;
 	if (!o)
 		return FMT_OK;
-	for (;;) {
-		fmt_batch b;
-		int done = 0;
-		fmt_kind k = next_checked(t, &b, &done, 1, e);
-		if (k != FMT_OK)
-			return k;
-		rows += b.n_rows;
-		fmt_batch_free(&b);
-		if (done) {
-			t->n_rows = rows;
-			return FMT_OK;
-		}
-	}
+	fmt_kind k = each_checked(t, 1, count_rows, &rows, e);
+	if (k == FMT_OK)
+		t->n_rows = rows;
+	return k;
 }
 
 int fmt_table_secret(const fmt_table *t)

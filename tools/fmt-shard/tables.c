@@ -108,23 +108,6 @@ static fmt_kind plan_files(split_job *j, const char *input, const char *ext, con
 	return k;
 }
 
-static fmt_kind add_rows(void *n, const fmt_batch *b, fmt_err *e)
-{
-	(void)e;
-	*(uint64_t *)n += b->n_rows;
-	return FMT_OK;
-}
-
-static fmt_kind count_rows(fmt_table *t, uint64_t *n, fmt_err *e)
-{
-	*n = 0;
-	if (t->n_rows != FMT_ROWS_UNKNOWN) {
-		*n = t->n_rows;
-		return FMT_OK;
-	}
-	return fmt_table_each_batch(t, add_rows, n, e);
-}
-
 /* One output file: the input opened again, the rows of its part and range, through the
  * input's own writer into a sink that stays a temporary file until the set is complete. */
 static fmt_kind write_file(const char *input, const split_job *j, const out_file *f, const shard_opts *o,
@@ -254,7 +237,7 @@ fmt_kind split_table(const char *input, fmt_table *t, const shard_opts *o, fmt_e
 	if (k == FMT_OK && o->n_fractions)
 		k = fmt_split_plan_count(t, o->fractions, o->n_fractions, o->stratify, o->seed, &j.plan, e);
 	if (k == FMT_OK)
-		k = j.plan ? FMT_OK : count_rows(t, &j.total, e);
+		k = j.plan ? FMT_OK : fmt_table_count_rows(t, &j.total, e);
 	for (size_t p = 0; k == FMT_OK && j.plan && p < j.n_parts; p++)
 		j.total += fmt_split_plan_rows(j.plan, p);
 	if (k == FMT_OK)

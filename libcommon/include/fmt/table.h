@@ -253,6 +253,8 @@ fmt_kind fmt_table_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e);
  * either. */
 fmt_kind fmt_table_each_batch(fmt_table *t, fmt_kind (*fn)(void *ctx, const fmt_batch *b, fmt_err *e), void *ctx,
 			      fmt_err *e);
+/* t's row count: the one its header gives, else every remaining batch read and counted. */
+fmt_kind fmt_table_count_rows(fmt_table *t, uint64_t *n, fmt_err *e);
 /* The driver's verify; a key given for a format without signatures is SignatureInvalid
  * (unless o->signed_elsewhere: a detached signature was checked). In formats/driver.c, beside
  * fmt_model_verify: it asks fmt/registry.h's verify options and capabilities. */
