@@ -10,28 +10,12 @@
 #include "fmt/out.h"
 #include "fmt/shortest.h"
 
-/* binary16: the fewest digits that read back, by a binary search between 1 and 5 (reading back
- * is monotone in the digits: p digits round-trip, then so do p + 1) */
-static size_t shortest_f16(double v, char *text)
-{
-	int lo = 1, hi = 5;
-	while (lo < hi) {
-		int p = (lo + hi) / 2;
-		snprintf(text, FMT_SHORTEST_MAX, "%.*g", p, v);
-		if (fmt_f32_to_f16((float)strtod(text, NULL)) == fmt_f32_to_f16((float)v))
-			hi = p;
-		else
-			lo = p + 1;
-	}
-	return fmt_digits_text(v, lo, text);
-}
-
 void fmt_shortest_double(double v, fmt_ctype type, char *buf, size_t n)
 {
 	char text[FMT_SHORTEST_MAX];
-	size_t len = type == FMT_C_F16 && isfinite(v) ? shortest_f16(v, text)
-		     : type == FMT_C_F32		? fmt_shortest_f32((float)v, text)
-							: fmt_shortest_f64(v, text);
+	size_t len = type == FMT_C_F16	 ? fmt_shortest_f16(fmt_f32_to_f16((float)v), text)
+		     : type == FMT_C_F32 ? fmt_shortest_f32((float)v, text)
+					 : fmt_shortest_f64(v, text);
 	if (n) {
 		len = len < n - 1 ? len : n - 1;
 		memcpy(buf, text, len);

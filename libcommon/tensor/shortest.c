@@ -11,8 +11,6 @@
  * exact (the paper's proof). */
 #include <math.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include "fmt/shortest.h"
 #include "fmt/strbuf.h"
@@ -47,50 +45,10 @@ static uint64_t scale_round_odd(uint64_t g1, uint64_t g0, uint64_t cp)
 	return whole | (((mid & MASK63) + MASK63) >> 63);
 }
 
-static const uint64_t pow10_u64[] = { 1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u,
-				      100000000u, 1000000000u, 10000000000u, 100000000000u,
-				      1000000000000u, 10000000000000u, 100000000000000u,
-				      1000000000000000u, 10000000000000000u, 100000000000000000u };
-
-/* The decimal printf's "%.Pg" writes for the scaled value (s its integer part, vb in quarters
- * rounded to odd) rounded to len(s) - j digits: the nearer multiple of 10^j, a tie to even. */
-static uint64_t rounded(uint64_t s, uint64_t vb, int j)
-{
-	uint64_t m = pow10_u64[j], lo = s / m * m, mid = (lo << 2) + (m << 1);
-	return vb < mid || (vb == mid && !((lo / m) & 1)) ? lo : lo + m;
-}
-
-/* What the tables' text has always been for the asymmetric intervals of powers of two: the
- * fewest digits P, found by binary search over 1..max_digits (17, or 9 for binary32), such that the correctly rounded P-digit
- * decimal reads back (the old snprintf-and-strtod search; with the interval reaching twice as
- * far above as below, a nearer decimal may be outside when a farther one is inside, so the
- * predicate is not monotone there and the search's own path decides). lo4 and hi4 are the
- * inclusive bounds in quarters; 0 when P would exceed the scaled value's digits. */
-static int printf_rule(uint64_t s, uint64_t vb, uint64_t lo4, uint64_t hi4, int max_digits, uint64_t *f)
-{
-	int len = 1, lo = 1, hi = max_digits;
-	for (uint64_t x = s; x >= 10; x /= 10)
-		len++;
-	while (lo < hi) {
-		int p = (lo + hi) / 2;
-		if (p > len)
-			return 0;
-		uint64_t d = rounded(s, vb, len - p);
-		if (lo4 <= d << 2 && d << 2 <= hi4)
-			hi = p;
-		else
-			lo = p + 1;
-	}
-	if (lo > len)
-		return 0;
-	*f = rounded(s, vb, len - lo);
-	return 1;
-}
-
-/* The shortest decimal f 10^e in the rounding interval of c 2^q; asym: c is the smallest
- * normal significand and q is not the least exponent (the interval reaches only 2^q/4 below).
- * 0 when printf's rule needs more digits than the scaled value has (asym only). */
-static int to_decimal(uint64_t c, int q, int asym, int max_digits, uint64_t *f, int *e)
+/* The shortest decimal f 10^e in the rounding interval of c 2^q, the nearest of them to the
+ * value; asym: c is the smallest normal significand and q is not the least exponent (the
+ * interval reaches only 2^q/4 below: the same steps find its shortest, the paper's proof). */
+static void to_decimal(uint64_t c, int q, int asym, uint64_t *f, int *e)
 {
 	uint64_t odd = c & 1, cb = c << 2, cbr = cb + 2, cbl;
 	int k;
@@ -108,23 +66,20 @@ static int to_decimal(uint64_t c, int q, int asym, int max_digits, uint64_t *f, 
 	uint64_t vbr = scale_round_odd(g[0], g[1], cbr << h);
 	uint64_t s = vb >> 2, sp10 = s / 10 * 10, tp10 = sp10 + 10, t = s + 1;
 	*e = k;
-	if (asym)
-		return printf_rule(s, vb, vbl + odd, vbr - odd, max_digits, f);
 	int lower_in = vbl + odd <= sp10 << 2, upper_in = (tp10 << 2) + odd <= vbr;
 	if (lower_in != upper_in) {
 		*f = lower_in ? sp10 : tp10;
-		return 1;
+		return;
 	}
 	lower_in = vbl + odd <= s << 2;
 	upper_in = (t << 2) + odd <= vbr;
 	if (lower_in != upper_in) {
 		*f = lower_in ? s : t;
-		return 1;
+		return;
 	}
 	/* both inside: the nearer; a tie goes to the even one */
 	uint64_t mid = (s + t) << 1;
 	*f = vb < mid || (vb == mid && !(s & 1)) ? s : t;
-	return 1;
 }
 
 /* f 10^e laid out as Python's repr lays out a float: positional with a point when the leading
@@ -205,19 +160,6 @@ static size_t put_decimal(char *buf, int negative, uint64_t f, int e)
 	return (size_t)(p - buf);
 }
 
-size_t fmt_digits_text(double v, int p, char *buf)
-{
-	char digits[40];
-	uint64_t f = 0;
-	int n = 0;
-	snprintf(digits, sizeof digits, "%.*e", p - 1, fabs(v));
-	const char *c = digits;
-	for (; *c != 'e'; c++)
-		if (*c != '.')
-			f = 10 * f + (uint64_t)(*c - '0'), n++;
-	return put_decimal(buf, signbit(v) != 0, f, atoi(c + 1) - (n - 1));
-}
-
 static size_t put_special(char *buf, int negative, int nan)
 {
 	const char *s = nan ? "NaN" : negative ? "-inf" : "inf";
@@ -240,7 +182,7 @@ static size_t shortest(uint64_t bits, int mbits, int ebits, char *buf)
 	if (biased == 0) {
 		if (frac == 0)
 			return put_decimal(buf, negative, 0, 0);
-		to_decimal(frac, q_min, 0, 0, &f, &e);
+		to_decimal(frac, q_min, 0, &f, &e);
 		return put_decimal(buf, negative, f, e);
 	}
 	uint64_t c = frac | (uint64_t)1 << mbits;
@@ -248,11 +190,7 @@ static size_t shortest(uint64_t bits, int mbits, int ebits, char *buf)
 	/* an integer below 2^mbits+1 is its own shortest decimal */
 	if (q <= 0 && -q <= mbits && (c & (((uint64_t)1 << -q) - 1)) == 0)
 		return put_decimal(buf, negative, c >> -q, 0);
-	if (!to_decimal(c, q, frac == 0 && biased > 1, mbits == 52 ? 17 : 9, &f, &e)) {
-		/* a power of two needing 17 digits where the scaled value has 16: printf's digits */
-		double v = ldexp((double)c, q);
-		return fmt_digits_text(negative ? -v : v, mbits == 52 ? 17 : 9, buf);
-	}
+	to_decimal(c, q, frac == 0 && biased > 1, &f, &e);
 	return put_decimal(buf, negative, f, e);
 }
 
@@ -282,7 +220,8 @@ size_t fmt_shortest_f64(double v, char *buf)
 	uint64_t bits, m;
 	double a = fabs(v);
 	memcpy(&bits, &v, sizeof bits);
-	/* not a power of two (frac 0: printf_rule's asymmetric interval), NaN or infinite */
+	/* not a power of two (frac 0: the asymmetric interval, where a shorter decimal may lie
+	 * farther above), NaN or infinite */
 	if (a < 0x1p28 && (bits & (((uint64_t)1 << 52) - 1)) && six_decimals(a, &m))
 		return put_decimal(buf, (int)(bits >> 63), m, -6);
 	return shortest(bits, 52, 11, buf);
@@ -293,6 +232,11 @@ size_t fmt_shortest_f32(float v, char *buf)
 	uint32_t bits;
 	memcpy(&bits, &v, sizeof bits);
 	return shortest(bits, 23, 8, buf);
+}
+
+size_t fmt_shortest_f16(uint16_t bits, char *buf)
+{
+	return shortest(bits, 10, 5, buf);
 }
 
 int fmt_decimal_f64(uint64_t m, int e10, int negative, double *out)

@@ -727,6 +727,37 @@ cut.arrow|4|a compressed buffer is not one whole LZ4 frame
 EOF2
 }
 
+@test "floats: every power of two and random values of float64, float32 and float16 are written as Python's repr (numpy's for the narrower types)" {
+	# a power of two's rounding interval reaches twice as far above as below: its shortest
+	# decimal can be farther than the nearest decimal of as many digits (2^-1074 ... 2^1023)
+	/usr/bin/python3 - <<'PY'
+import random, struct
+import numpy as np
+random.seed(26)
+def write(name, values):
+    open(name, "w").write("v\n" + "".join(v + "\n" for v in values))
+d = [2.0 ** e for e in range(-1074, 1024)]
+d += [struct.unpack("<d", struct.pack("<Q", random.getrandbits(64) & ~(0x7ff << 52) | random.randrange(2047) << 52))[0] for _ in range(20000)]
+write("f64.csv", [repr(v) for v in d] + [repr(-v) for v in d[:2098]])
+f = [np.float32(2.0 ** e) for e in range(-149, 128)]
+f += list(np.frombuffer(np.array([random.getrandbits(32) & ~(0xff << 23) | random.randrange(255) << 23 for _ in range(20000)], dtype=np.uint32).tobytes(), dtype=np.float32))
+write("f32.csv", [repr(v) for v in f] + [repr(-v) for v in f[:277]])
+h = np.arange(0, 0x10000, dtype=np.uint32).astype(np.uint16).view(np.float16)
+write("f16.csv", [repr(v) for v in h if np.isfinite(v)])
+PY
+	assert_equal "$(sed -n '2p;1076p;2099p' f64.csv)" "$(printf '5e-324\n1.0\n8.98846567431158e+307')"
+	local t
+	for t in f64:float64 f32:float32 f16:float16; do
+		echo "{\"v\":\"${t#*:}\"}" >s.json
+		fmt-convert -q --schema s.json ${t%:*}.csv ${t%:*}.ald
+		run fmt-inspect --schema ${t%:*}.ald
+		assert_output "$(printf 'schema (1 columns):\n  v  %s  not null' "${t#*:}")"
+		fmt-convert -q --force ${t%:*}.ald back.csv
+		cmp ${t%:*}.csv back.csv
+	done
+	assert_equal "$(wc -l <f16.csv)" 63489
+}
+
 @test "usage: dataset options with a model output, .ald to stdout, an existing output, --dry-run" {
 	run fmt-convert --delimiter ';' in.csv out.safetensors
 	assert_failure 2

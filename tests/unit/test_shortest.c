@@ -1,8 +1,8 @@
-/* fmt_shortest_f64 / fmt_shortest_f32 against the definition: the fewest "%.Pg" digits that
- * read back to the value (found by binary search over P with snprintf and strtod: the formatter
- * the tables used before), laid out as Python's repr lays out a float (layout() below, from
- * printf's "%.(P-1)e"), on special values, subnormals, powers of two and ten, integers, and
- * millions of random values from a fixed seed. */
+/* fmt_shortest_f64 / fmt_shortest_f32 against the definition of Python's repr: the fewest
+ * digits that read back to the value, of those the nearest (reference() below: snprintf's
+ * correctly rounded digits and strtod / strtof), laid out as Python's repr lays out a float, on
+ * special values, subnormals, powers of two and ten, integers, and millions of random values
+ * from a fixed seed. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -11,38 +11,23 @@
 #include "fmt/textval.h"
 #include "unit.h"
 
-/* "%.Pg" of V into BUF, and whether it reads back to V (as a double, or narrowed to float). */
-static int f64_reads_back(double v, int p, char *buf, size_t n)
+/* Whether TEXT reads back to V (as a double, or as a float: strtof, one rounding). */
+static int reads_back(const char *text, double v, int is_f32)
 {
-	snprintf(buf, n, "%.*g", p, v);
-	return strtod(buf, NULL) == v;
+	return is_f32 ? strtof(text, NULL) == (float)v : strtod(text, NULL) == v;
 }
 
-static int f32_reads_back(float v, int p, char *buf, size_t n)
+/* M 10^E10 (M > 0) in Python repr's layout: positional with a point when the leading digit's
+ * exponent is in [-4, 16), "1.5e-05" otherwise. */
+static void layout(int negative, uint64_t m, int e10, char *buf, size_t n)
 {
-	snprintf(buf, n, "%.*g", p, (double)v);
-	return (float)strtod(buf, NULL) == v;
-}
-
-/* V's P significant digits ("%.(P-1)e", printf's rounding, as "%.Pg" has them) in Python
- * repr's layout: positional with a point when the leading digit's exponent is in [-4, 16),
- * "1.5e-05" otherwise. */
-static void layout(double v, int p, char *buf, size_t n)
-{
-	char e[64], digits[32];
-	snprintf(e, sizeof e, "%.*e", p - 1, fabs(v));
-	int nd = 0, x10 = atoi(strchr(e, 'e') + 1);
-	for (const char *c = e; *c != 'e'; c++)
-		if (*c >= '0' && *c <= '9')
-			digits[nd++] = *c;
-	while (nd > 1 && digits[nd - 1] == '0')
-		nd--;
-	digits[nd] = '\0';
-	const char *sign = signbit(v) ? "-" : "";
-	if (v == 0)
-		snprintf(buf, n, "%s0.0", sign);
-	else if (x10 < -4 || x10 >= 16)
-		snprintf(buf, n, "%s%c%s%.*s%se%c%02d", sign, digits[0], nd > 1 ? "." : "", nd - 1, digits + 1, "",
+	char digits[32];
+	while (m % 10 == 0)
+		m /= 10, e10++;
+	int nd = snprintf(digits, sizeof digits, "%llu", (unsigned long long)m), x10 = e10 + nd - 1;
+	const char *sign = negative ? "-" : "";
+	if (x10 < -4 || x10 >= 16)
+		snprintf(buf, n, "%s%c%s%.*se%c%02d", sign, digits[0], nd > 1 ? "." : "", nd - 1, digits + 1,
 			 x10 < 0 ? '-' : '+', abs(x10));
 	else if (x10 < 0)
 		snprintf(buf, n, "%s0.%.*s%s", sign, -x10 - 1, "0000", digits);
@@ -52,46 +37,55 @@ static void layout(double v, int p, char *buf, size_t n)
 		snprintf(buf, n, "%s%s%.*s.0", sign, digits, x10 + 1 - nd, "0000000000000000");
 }
 
-/* Reading back holds for every P above the fewest (the (P+1)-digit rounding of V is at least as
- * near to V as the P-digit one, which is also a (P+1)-digit decimal); the binary searches below
- * rely on that, and so does the shortcut in expected(). */
-static void reference_f64(double v, char *buf, size_t n)
+/* |V|'s nearest P-digit decimal M 10^E10 (printf's "%.(P-1)e", rounding half to even). */
+static void nearest_digits(double v, int p, uint64_t *m, int *e10)
 {
-	if (isnan(v)) {
-		snprintf(buf, n, "NaN");
-		return;
-	}
-	if (isinf(v)) {
-		snprintf(buf, n, v < 0 ? "-inf" : "inf");
-		return;
-	}
-	int lo = 1, hi = 17;
-	while (lo < hi) {
-		int p = (lo + hi) / 2;
-		if (f64_reads_back(v, p, buf, n))
-			hi = p;
-		else
-			lo = p + 1;
-	}
-	layout(v, lo, buf, n);
+	char e[64];
+	snprintf(e, sizeof e, "%.*e", p - 1, fabs(v));
+	*m = 0;
+	for (const char *c = e; *c != 'e'; c++)
+		if (*c >= '0' && *c <= '9')
+			*m = 10 * *m + (uint64_t)(*c - '0');
+	*e10 = atoi(strchr(e, 'e') + 1) - (p - 1);
 }
 
-/* the float criterion of the old formatter: the decimal read as double, then narrowed */
-static void reference_f32(float v, char *buf, size_t n)
+/* Python's repr of a double (numpy's of a float32) by its definition: the fewest digits P such
+ * that a P-digit decimal reads back, of those the nearest to V. Tried for P = 1, 2, ...: the
+ * nearest P-digit decimal, and when it does not read back its neighbour on V's other side (a
+ * power of two's rounding interval reaches twice as far above V as below, so that neighbour
+ * can be inside when the nearer one is not; no other P-digit decimal can be). */
+static void reference(double v, int is_f32, char *buf, size_t n)
 {
+	char t[64];
 	if (isnan(v) || isinf(v)) {
-		reference_f64(v, buf, n);
+		snprintf(buf, n, isnan(v) ? "NaN" : v < 0 ? "-inf" : "inf");
 		return;
 	}
-	int lo = 1, hi = 9;
-	while (lo < hi) {
-		int p = (lo + hi) / 2;
-		if (f32_reads_back(v, p, buf, n))
-			hi = p;
-		else
-			lo = p + 1;
+	if (v == 0) {
+		snprintf(buf, n, "%s0.0", signbit(v) ? "-" : "");
+		return;
 	}
-	layout((double)v, lo, buf, n);
+	for (int p = 1;; p++) {
+		uint64_t m, pow_p = 1;
+		int e10;
+		for (int i = 1; i < p; i++)
+			pow_p *= 10;
+		nearest_digits(v, p, &m, &e10);
+		snprintf(t, sizeof t, "%llue%d", (unsigned long long)m, e10);
+		if (!reads_back(t, fabs(v), is_f32)) {
+			if (strtod(t, NULL) < fabs(v)) {
+				if (++m == 10 * pow_p)
+					m = pow_p, e10++;
+			} else if (m-- == pow_p) {
+				m = 10 * pow_p - 1, e10--;
+			}
+			snprintf(t, sizeof t, "%llue%d", (unsigned long long)m, e10);
+			if (!reads_back(t, fabs(v), is_f32))
+				continue;
+		}
+		layout(signbit(v) != 0, m, e10, buf, n);
+		return;
+	}
 }
 
 /* The significant digits of TEXT: its mantissa's digits after the leading zeros and before the
@@ -109,24 +103,32 @@ static int significant_digits(const char *text)
 	return digits - zeros ? digits - zeros : 1;
 }
 
-/* What the reference gives for V, in two conversions instead of a search when TEXT (the answer
- * under test) has the right number of digits D: "%.Dg" reads back and "%.(D-1)g" does not, so D
- * is the fewest, the P the binary search finds. Otherwise the search itself. */
-static void expected(double v, int is_f32, int max_digits, const char *text, char *buf, size_t n)
+/* What the reference gives for V, in two conversions instead of its search when V is not a
+ * power of two (its rounding interval symmetric: a P-digit decimal reads back iff the nearest
+ * does, and then every longer nearest does) and TEXT (the answer under test) has the right
+ * number of digits D: the nearest D-digit decimal reads back and the nearest (D-1)-digit one
+ * does not. Otherwise the search itself. */
+static void expected(double v, int is_f32, const char *text, char *buf, size_t n)
 {
-	int d = significant_digits(text);
-	if (isfinite(v) && d <= max_digits) {
-		int shorter = d > 1 && (is_f32 ? f32_reads_back((float)v, d - 1, buf, n)
-					       : f64_reads_back(v, d - 1, buf, n));
-		if (!shorter && (is_f32 ? f32_reads_back((float)v, d, buf, n) : f64_reads_back(v, d, buf, n))) {
-			layout(is_f32 ? (double)(float)v : v, d, buf, n);
+	int d = significant_digits(text), e10;
+	uint64_t m;
+	double significand = frexp(fabs(v), &e10);
+	if (isfinite(v) && v != 0 && significand != 0.5 && d <= (is_f32 ? 9 : 17)) {
+		char t[64];
+		int shorter = 0;
+		if (d > 1) {
+			nearest_digits(v, d - 1, &m, &e10);
+			snprintf(t, sizeof t, "%llue%d", (unsigned long long)m, e10);
+			shorter = reads_back(t, fabs(v), is_f32);
+		}
+		nearest_digits(v, d, &m, &e10);
+		snprintf(t, sizeof t, "%llue%d", (unsigned long long)m, e10);
+		if (!shorter && reads_back(t, fabs(v), is_f32)) {
+			layout(signbit(v) != 0, m, e10, buf, n);
 			return;
 		}
 	}
-	if (is_f32)
-		reference_f32((float)v, buf, n);
-	else
-		reference_f64(v, buf, n);
+	reference(v, is_f32, buf, n);
 }
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15u;
@@ -146,7 +148,7 @@ static void same_f64(double v)
 {
 	char got[FMT_SHORTEST_MAX], want[64];
 	size_t n = fmt_shortest_f64(v, got);
-	expected(v, 0, 17, got, want, sizeof want);
+	expected(v, 0, got, want, sizeof want);
 	if (n != strlen(got) || strcmp(got, want) || (!isnan(v) && strtod(got, NULL) != v)) {
 		if (mismatches++ < 10)
 			CHECK_STR(got, want);
@@ -159,7 +161,7 @@ static void same_f32(float v)
 {
 	char got[FMT_SHORTEST_MAX], want[64];
 	size_t n = fmt_shortest_f32(v, got);
-	expected(v, 1, 9, got, want, sizeof want);
+	expected(v, 1, got, want, sizeof want);
 	if (n != strlen(got) || strcmp(got, want) || (!isnan(v) && strtof(got, NULL) != v)) {
 		if (mismatches++ < 10)
 			CHECK_STR(got, want);
@@ -245,6 +247,31 @@ TEST(shortest_edges)
 	for (int e = -1074; e <= 1023; e += 7) {
 		same_f64(ldexp(1, e));
 		same_f64(-ldexp(1, e));
+	}
+	/* powers of two whose shortest decimal is not the nearest of its length: Python's repr
+	 * (numpy's for float32; printf's "%.Pg" search wrote a digit more) */
+	static const struct { int e; const char *text; } pow2[] = {
+		{ -1017, "7.120236347223045e-307" }, { -957, "8.209073602596753e-289" },
+		{ -808, "5.858190679279809e-244" },
+	};
+	for (size_t i = 0; i < sizeof pow2 / sizeof pow2[0]; i++) {
+		fmt_shortest_f64(ldexp(1, pow2[i].e), b);
+		CHECK_STR(b, pow2[i].text);
+	}
+	static const struct { int e; const char *text; } pow2f[] = {
+		{ -96, "1.2621775e-29" }, { 87, "1.5474251e+26" }, { 90, "1.2379401e+27" },
+	};
+	for (size_t i = 0; i < sizeof pow2f / sizeof pow2f[0]; i++) {
+		fmt_shortest_f32(ldexpf(1, pow2f[i].e), b);
+		CHECK_STR(b, pow2f[i].text);
+	}
+	static const struct { uint16_t bits; const char *text; } halves[] = {
+		{ 0x7bff, "65500.0" }, { 0x0001, "6e-08" }, { 0x0400, "6.104e-05" }, { 0x068e, "0.0001" },
+		{ 0x8000, "-0.0" }, { 0x3c00, "1.0" }, { 0xfc00, "-inf" }, { 0x7e00, "NaN" },
+	};
+	for (size_t i = 0; i < sizeof halves / sizeof halves[0]; i++) {
+		CHECK_EQ_U64(fmt_shortest_f16(halves[i].bits, b), strlen(halves[i].text));
+		CHECK_STR(b, halves[i].text);
 	}
 	static const float fcases[] = { 0.0f, -0.0f, 1e-45f, FLT_MIN, FLT_MAX, 16777217.0f, 0.1f, 1e10f };
 	for (size_t i = 0; i < sizeof fcases / sizeof fcases[0]; i++)
