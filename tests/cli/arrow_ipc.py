@@ -21,15 +21,26 @@ class Ipc:
         at = struct.unpack_from("<H", self.b, vt + 4 + 2 * k)[0] if 4 + 2 * k < struct.unpack_from("<H", self.b, vt)[0] else 0
         return t + at if at else 0
 
-    def messages(self):
-        """(Message table, header type, body position) of each message, in order."""
+    def walk(self):
+        """(start, Message table, header type, body position, end) of each message, in order."""
         p = 8 if self.b[:6] == b"ARROW1" else 0
         while p + 8 <= len(self.b) and self.u32(p) == 0xFFFFFFFF and self.u32(p + 4):
             root = self.ref(p + 8)
             body = p + 8 + self.u32(p + 4)
-            yield root, self.b[self.field(root, 1)], body
             at = self.field(root, 3)
-            p = body + (struct.unpack_from("<q", self.b, at)[0] if at else 0)
+            end = body + (struct.unpack_from("<q", self.b, at)[0] if at else 0)
+            yield p, root, self.b[self.field(root, 1)], body, end
+            p = end
+
+    def messages(self):
+        """(Message table, header type, body position) of each message, in order."""
+        for start, root, kind, body, end in self.walk():
+            yield root, kind, body
+
+    def framed(self):
+        """(start, end, header type) of each message: its bytes, framing and body included."""
+        for start, root, kind, body, end in self.walk():
+            yield start, end, kind
 
     def batches(self):
         """(RecordBatch table, body position) of each record batch."""

@@ -727,6 +727,70 @@ cut.arrow|4|a compressed buffer is not one whole LZ4 frame
 EOF2
 }
 
+@test "fmt-inspect of an Arrow file or stream: its rows, record batches and their codec, from the batches' headers alone" {
+	awk 'BEGIN { print "id,s"; for (i = 0; i < 150000; i++) printf "%d,s%d\n", i, i % 7 }' >r.csv
+	local c
+	for c in none lz4 zstd; do
+		fmt-convert -q -c $c r.csv $c.arrow
+		fmt-convert -q -c $c r.csv $c.arrows
+		run fmt-inspect --json $c.arrow
+		assert_success
+		assert_equal "$(jq -c '[.rows, .arrow]' <<<"$output")" "[150000,{\"ipc\":\"file\",\"record_batches\":3,\"compression\":\"$c\"}]"
+		run fmt-inspect --json $c.arrows
+		assert_equal "$(jq -c '[.rows, .["arrow-stream"]]' <<<"$output")" "[150000,{\"ipc\":\"stream\",\"record_batches\":3,\"compression\":\"$c\"}]"
+	done
+	run fmt-inspect zstd.arrows
+	assert_success
+	assert_output "$(printf 'file: zstd.arrows\nformat: arrow-stream\nrows: 150000\nipc: stream\nrecord_batches: 3\ncompression: zstd\nschema (2 columns):\n  id  int64  not null\n  s  utf8  not null')"
+	# no body is read: with every body byte overwritten (each buffer then says -1, "stored as it
+	# is", 8 bytes short) the report is the same, the rows are refused
+	PYTHONPATH="$REPO_ROOT/tests/cli" /usr/bin/python3 - <<'PY'
+import struct
+from arrow_ipc import Ipc
+def spans(path):
+    """(start, end) of each record batch message and the stream's Schema message's end."""
+    i = Ipc(path)
+    out, schema_end = [], None
+    for start, end, kind in i.framed():
+        if kind == 1:
+            schema_end = end
+        elif kind == 3:
+            out.append((start, end))
+    return i, schema_end, out
+i, _, batches = spans("zstd.arrows")
+for root, kind, body in i.messages():
+    if kind == 3:
+        n = struct.unpack_from("<q", i.b, i.field(root, 3))[0]
+        i.b[body:body + n] = b"\xff" * n
+i.save("bodies.arrows")
+# the first two batches of the plain stream, the last of the zstd one: "mixed"
+a, schema_end, plain = spans("none.arrows")
+b, _, packed = spans("zstd.arrows")
+open("mixed.arrows", "wb").write(a.b[:plain[1][1]] + b.b[packed[2][0]:packed[2][1]] + b"\xff\xff\xff\xff\0\0\0\0")
+# the second batch of the zstd file names codec 7: its header is refused
+z = Ipc("zstd.arrow")
+batch = [bt for bt, body in z.batches()][1]
+z.put("<B", z.field(z.ref(z.field(batch, 3)), 0), 7).save("codec7.arrow")
+PY
+	run fmt-inspect --json bodies.arrows
+	assert_success
+	assert_equal "$(jq -c '[.rows, .["arrow-stream"]]' <<<"$output")" '[150000,{"ipc":"stream","record_batches":3,"compression":"zstd"}]'
+	run --separate-stderr fmt-inspect --head 1 bodies.arrows
+	assert_failure 4
+	assert_equal "$stderr" "fmt-inspect: error: bodies.arrows: Arrow IPC: field \"id\": values buffer too short"
+	run fmt-inspect --json mixed.arrows
+	assert_equal "$(jq -c '[.rows, .["arrow-stream"]]' <<<"$output")" '[150000,{"ipc":"stream","record_batches":3,"compression":"mixed"}]'
+	fmt-convert -q mixed.arrows mixed.csv
+	cmp r.csv mixed.csv
+	# a header the reader refuses: no rows or codec claimed; reading the rows says why
+	run fmt-inspect --json codec7.arrow
+	assert_success
+	assert_equal "$(jq -c '[.rows, .arrow]' <<<"$output")" '[null,{"ipc":"file","record_batches":3}]'
+	run --separate-stderr fmt-inspect --head 65537 codec7.arrow
+	assert_failure 5
+	assert_equal "$stderr" "fmt-inspect: error: codec7.arrow: Arrow IPC: buffer compression codec 7 is not supported (LZ4_FRAME, ZSTD are)"
+}
+
 @test "floats: every power of two and random values of float64, float32 and float16 are written as Python's repr (numpy's for the narrower types)" {
 	# a power of two's rounding interval reaches twice as far above as below: its shortest
 	# decimal can be farther than the nearest decimal of as many digits (2^-1074 ... 2^1023)

@@ -156,10 +156,13 @@ Try 'fmt-inspect --help'." ]
 	[ "$(jq -c '[.rows, (.head | length)]' <<<"$output")" = '[3,3]' ]
 	run fmt-inspect --json --head 0 rows.csv
 	assert_output '{"file":"rows.csv","format":"csv","rows":0,"head":[]}'
-	# the whole report: a number, or absent when only reading every row would tell
+	# the whole report: a number, or absent when the file does not say it (only reading every
+	# row would): an Arrow stream cut inside its batch
 	[ "$(fmt-inspect --json rows.csv | jq -c .rows)" = 3 ]
 	fmt-convert -q rows.csv rows.arrows
-	[ "$(fmt-inspect --json - <rows.arrows | jq -c '[.format, has("rows")]')" = '["arrow-stream",false]' ]
+	[ "$(fmt-inspect --json - <rows.arrows | jq -c '[.format, .rows]')" = '["arrow-stream",3]' ]
+	head -c -20 rows.arrows >cut.arrows
+	[ "$(fmt-inspect --json - <cut.arrows | jq -c '[.format, has("rows")]')" = '["arrow-stream",false]' ]
 }
 
 @test "2>&1 | jq reads the merged streams of a failing run" {

@@ -213,6 +213,7 @@ static int table_text(const fmt_table_driver *d, const uint8_t *data, size_t siz
 	if (fmt_table_open_memory_opts(&t, "fuzz", data, size, d, o, &e) != FMT_OK)
 		return 0;
 	t.allow_expired = 1;
+	uint64_t declared = t.n_rows, rows = 0;
 	json_t *schema = fmt_schema_json(&t.schema);
 	char *text = schema ? json_dumps(schema, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	if (text)
@@ -234,8 +235,12 @@ static int table_text(const fmt_table_driver *d, const uint8_t *data, size_t siz
 			fmt_sb_put(out, "\n", 1);
 			fmt_row_json_text(&t.schema, &b, r, out, &scratch);
 		}
+		rows += b.n_rows;
 		fmt_batch_free(&b);
 	}
+	/* a row count known at open (a header's, a footer's, a scan's) is what reading gives */
+	if (ok && declared != FMT_ROWS_UNKNOWN && rows != declared)
+		abort();
 	fmt_sb_free(&scratch);
 	*sampled = t.types_sampled;
 	fmt_table_free(&t);

@@ -936,6 +936,28 @@ fmt_kind fmt_ipc_next(fmt_ipc_reader *r, fmt_batch *b, int *done, fmt_err *e)
 	return k;
 }
 
+int fmt_ipc_survey_batches(const fmt_ipc_reader *r, fmt_ipc_survey *s)
+{
+	fmt_ipc_reader c = *r; /* its positions move; what it points to is only read */
+	fmt_err e;
+	memset(s, 0, sizeof *s);
+	for (;;) {
+		ipc_msg m;
+		walk w;
+		int64_t length;
+		int end;
+		if (next_message(&c, &m, &end, &e) != FMT_OK)
+			return 0;
+		if (end)
+			return 1;
+		if (check_batch_message(&m, &e) != FMT_OK || batch_walk(&m, &w, &length, &e) != FMT_OK ||
+		    fmt_add_u64(s->rows, (uint64_t)length, &s->rows))
+			return 0;
+		s->batches++;
+		s->by_codec[w.codec]++;
+	}
+}
+
 void fmt_ipc_close(fmt_ipc_reader *r)
 {
 	fmt_schema_free(&r->schema);

@@ -3,11 +3,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/arrow.h"
+#include "fmt/out.h"
 #include "fmt/registry.h"
 
 typedef struct arrow_state {
 	fmt_ipc_reader r;
 	size_t undropped;      /* the mapped file's pages before this left the resident set */
+	fmt_ipc_survey survey; /* the batches' headers, read at open */
+	int surveyed;          /* 0: a header the reading will refuse (it says why) */
 } arrow_state;
 
 static int probe_file(const uint8_t *head, size_t n, uint64_t size)
@@ -41,8 +44,8 @@ static fmt_kind arrow_open(fmt_table *t, fmt_err *e)
 	}
 	for (size_t i = 0; i < s->r.schema.n_fields && k == FMT_OK; i++)
 		k = fmt_schema_add_field(&t->schema, &s->r.schema.fields[i], e);
-	if (s->r.is_file)
-		t->n_rows = FMT_ROWS_UNKNOWN;
+	s->surveyed = fmt_ipc_survey_batches(&s->r, &s->survey);
+	t->n_rows = s->surveyed ? s->survey.rows : FMT_ROWS_UNKNOWN;
 	return k;
 }
 
@@ -143,13 +146,28 @@ static fmt_kind write_stream(fmt_table *in, fmt_sink *k, const fmt_write_opts *o
 	return write_ipc(in, k, 0, o, e);
 }
 
+/* The codec of the record batches as fmt-convert's -c names it, "mixed" when they differ. */
+static const char *batch_codec(const fmt_ipc_survey *s)
+{
+	static const char *const names[] = { "none", "lz4", "zstd" };
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (s->by_codec[i] == s->batches)
+			return names[i];
+	return "mixed";
+}
+
 static json_t *describe(const fmt_table *t)
 {
 	const arrow_state *s = t->format_state;
 	json_t *o = json_object();
 	json_object_set_new(o, "ipc", json_string(s->r.is_file ? "file" : "stream"));
-	if (s->r.is_file)
+	if (s->surveyed) {
+		json_object_set_new(o, "record_batches", fmt_json_u64(s->survey.batches));
+		if (s->survey.batches)
+			json_object_set_new(o, "compression", json_string(batch_codec(&s->survey)));
+	} else if (s->r.is_file) {
 		json_object_set_new(o, "record_batches", json_integer(s->r.n_blocks));
+	}
 	return o;
 }
 

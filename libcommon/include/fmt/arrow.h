@@ -65,6 +65,15 @@ int fmt_ipc_probe(const uint8_t *head, size_t n);
 /* Record batch compression (BodyCompression's CompressionType + 1). */
 enum { FMT_IPC_UNCOMPRESSED = 0, FMT_IPC_LZ4_FRAME, FMT_IPC_ZSTD };
 
+/* What the record batches' headers say, their bodies unread. */
+typedef struct fmt_ipc_survey {
+	uint64_t batches, rows;
+	uint64_t by_codec[3]; /* batches per FMT_IPC_* */
+} fmt_ipc_survey;
+/* Survey the batches of an opened reader (r itself unchanged). 0 when a message is malformed
+ * or of a kind or codec the reader refuses: reading the batches says which, at that batch. */
+int fmt_ipc_survey_batches(const fmt_ipc_reader *r, fmt_ipc_survey *s);
+
 /* Encodes messages as arrow-rs does (metadata V5, 64-byte alignment, a validity bitmap for
  * every column), appending to a byte buffer the caller drains between calls. */
 typedef struct fmt_ipc_writer {
