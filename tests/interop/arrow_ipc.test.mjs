@@ -8,7 +8,7 @@ import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as A from "apache-arrow";
-import { convert, scratch, prng, tool } from "./lib.mjs";
+import { convert, inspectJson, scratch, prng, tool } from "./lib.mjs";
 
 const ROWS = 300; // two batches of 150
 const rnd = prng(12);
@@ -103,6 +103,10 @@ for (const kind of ["stream", "file"]) {
 		assert.equal(table.batches.length, 2);
 		const input = join(dir, kind === "file" ? "js.arrow" : "js.arrows");
 		writeFileSync(input, A.tableToIPC(table, kind));
+		// rows, batches and codec from the batch headers
+		const facts = inspectJson(input);
+		assert.equal(facts.rows, ROWS);
+		assert.deepEqual(facts[kind === "file" ? "arrow" : "arrow-stream"], { ipc: kind, record_batches: 2, compression: "none" });
 		const out = join(dir, "out.jsonl");
 		convert(input, out);
 		const rows = readFileSync(out, "utf8").trimEnd().split("\n").map(parseExact);
@@ -223,6 +227,10 @@ test("types fmtkit does not convert (dictionary, list, struct): inspect names th
 		const r = tool("fmt-inspect", ["--json", "--schema", input]);
 		const types = JSON.parse(r.stdout).schema.fields.map((f) => `${f.name}:${f.type}`);
 		assert.deepEqual(types, ["ok:int32", "dict:dictionary<utf8>", "list:list", "st:struct"]);
+		// the stream's dictionary batch is passed by: one record batch of 3 rows
+		const facts = inspectJson(input);
+		assert.equal(facts.rows, 3);
+		assert.equal(facts[kind === "file" ? "arrow" : "arrow-stream"].record_batches, 1);
 		const c = tool("fmt-convert", ["--force", "--quiet", input, join(dir, "out.csv")], { allowFail: true });
 		assert.equal(c.status, 5);
 		assert.match(c.stderr, /column 'dict' has type dictionary<utf8>, which fmtkit does not convert/);
