@@ -172,7 +172,7 @@ open(sys.argv[1],"wb").write(f)' up/good-zstd.ald
 
 @test "upstream streaming layout: hostile chunk indexes and chunks are exit 4 with their message" {
 	/usr/bin/python3 "$REPO_ROOT/scripts/gen/ald-upstream-streaming" up
-	[ "$(grep -c . up/cases.tsv)" -ge 13 ]
+	[ "$(grep -c . up/cases.tsv)" -eq 15 ]
 	while IFS=$'\t' read -r file code msg; do
 		run --separate-stderr fmt-inspect --head 9 "up/$file"
 		[ "$status" -eq "$code" ] || { echo "$file: exit $status, expected $code: $stderr"; false; }

@@ -822,6 +822,58 @@ PY
 	assert_equal "$(wc -l <f16.csv)" 63489
 }
 
+@test ".ald: row counts of the header or the chunk index that the payload contradicts are exit 4 once the rows are read" {
+	awk 'BEGIN { print "id,s"; for (i = 0; i < 12; i++) printf "%d,s%d\n", i, i }' >t.csv
+	fmt-convert -q --compression none t.csv plain.ald
+	fmt-convert -q t.csv zstd.ald
+	fmt-convert -q --chunk-rows 4 t.csv chunks.ald
+	/usr/bin/python3 - <<'PY'
+import struct, zlib
+def patch(src, dst, edits):
+    d = bytearray(open(src, "rb").read())
+    for fmt, at, v in edits:
+        struct.pack_into(fmt, d, at, v)
+    d[-4:] = struct.pack("<I", zlib.crc32(bytes(d[:-4])))   # the CRC made right again
+    open(dst, "wb").write(d)
+for src in ("plain", "zstd"):
+    patch(src + ".ald", src + "-14.ald", [("<Q", 24, 14)])   # the header's num_rows
+    patch(src + ".ald", src + "-10.ald", [("<Q", 24, 10)])
+d = open("chunks.ald", "rb").read()
+at = 32 + struct.unpack_from("<I", d, 8)[0] + struct.unpack_from("<H", d, 22)[0]
+assert struct.unpack_from("<I", d, at)[0] == 3
+e0, e1 = at + 4, at + 4 + 28   # entries: row offset u64, rows u32, byte offset u64, sizes
+assert struct.unpack_from("<QI", d, e1) == (4, 4)
+patch("chunks.ald", "chunk-3.ald", [("<I", e0 + 8, 3), ("<Q", e1, 3), ("<I", e1 + 8, 5)])
+patch("chunks.ald", "chunk-5.ald", [("<I", e0 + 8, 5), ("<Q", e1, 5), ("<I", e1 + 8, 3)])
+PY
+	local f msg
+	while IFS='|' read -r f msg; do
+		run --separate-stderr fmt-verify "$f"
+		assert_failure 4
+		assert_equal "$stderr" "fmt-verify: error: $f: $msg"
+		run --separate-stderr fmt-convert -q "$f" out.csv
+		assert_failure 4
+		assert_equal "$stderr" "fmt-convert: error: $f: $msg"
+		[ ! -e out.csv ]
+	done <<'EOF2'
+plain-14.ald|the payload holds 12 rows, the header says 14
+zstd-14.ald|the payload holds 12 rows, the header says 14
+plain-10.ald|the payload holds more rows than the 10 the header says
+zstd-10.ald|the payload holds more rows than the 10 the header says
+chunk-3.ald|chunk 0 holds more rows than the 3 its index entry says
+chunk-5.ald|chunk 0 holds 4 rows, its index entry says 5
+EOF2
+	# the header's count is what fmt-inspect reports without reading; the originals pass
+	run fmt-inspect --json plain-14.ald
+	assert_success
+	assert_equal "$(jq .rows <<<"$output")" 14
+	for f in plain zstd chunks; do
+		run fmt-verify $f.ald
+		assert_success
+		assert_output "$f.ald: ok (ald, 12 rows, CRC-32 ieee)"
+	done
+}
+
 @test "usage: dataset options with a model output, .ald to stdout, an existing output, --dry-run" {
 	run fmt-convert --delimiter ';' in.csv out.safetensors
 	assert_failure 2

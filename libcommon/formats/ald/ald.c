@@ -222,6 +222,20 @@ static void ald_close(fmt_table *t)
 	t->format_state = NULL;
 }
 
+/* The rows the payload has given (more now, at_end: all of them) against the header's count,
+ * which fmt-inspect and fmt-shard take as the table's. */
+static fmt_kind payload_rows_check(ald_state *s, uint64_t more, int at_end, fmt_err *e)
+{
+	s->rows_read += more; /* at most the payload's bytes: no overflow */
+	if (s->rows_read > s->num_rows)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "the payload holds more rows than the %llu the header says",
+				(unsigned long long)s->num_rows);
+	if (at_end && s->rows_read != s->num_rows)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "the payload holds %llu rows, the header says %llu",
+				(unsigned long long)s->rows_read, (unsigned long long)s->num_rows);
+	return FMT_OK;
+}
+
 static fmt_kind ald_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 {
 	ald_state *s = t->format_state;
@@ -239,6 +253,8 @@ static fmt_kind ald_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 		k = fmt_ald_next_plain(s, &t->schema, b, done, e);
 	else
 		k = fmt_ald_next_streaming(s, &t->schema, b, done, e);
+	if (k == FMT_OK)
+		k = payload_rows_check(s, *done ? 0 : b->n_rows, *done, e);
 	if (k == FMT_OK && *done && s->crc_as_read)
 		k = fmt_ald_crc_as_read_end(s, e);
 	return k;

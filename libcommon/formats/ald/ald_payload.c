@@ -160,6 +160,7 @@ static fmt_kind part_open(ald_state *s, const fmt_schema *want, uint32_t i, fmt_
 	fmt_ald_part_close(s);
 	s->ds_open = 1;
 	s->part = i;
+	s->part_rows = 0;
 	fmt_kind k = part_schema(s, want, i, e);
 	if (k != FMT_OK)
 		fmt_ald_part_close(s);
@@ -204,6 +205,20 @@ fmt_kind fmt_ald_next_plain(ald_state *s, const fmt_schema *want, fmt_batch *b, 
 	return FMT_OK;
 }
 
+/* The rows the open chunk has given (more now, at_end: all of them) against its index entry's. */
+static fmt_kind chunk_rows_check(ald_state *s, uint64_t more, int at_end, fmt_err *e)
+{
+	uint64_t want = s->chunks[s->part].num_rows;
+	s->part_rows += more; /* at most the payload's bytes: no overflow */
+	if (s->part_rows > want)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "chunk %u holds more rows than the %llu its index entry says", s->part,
+				(unsigned long long)want);
+	if (at_end && s->part_rows != want)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "chunk %u holds %llu rows, its index entry says %llu", s->part,
+				(unsigned long long)s->part_rows, (unsigned long long)want);
+	return FMT_OK;
+}
+
 /* The next batch of a STREAMING payload: chunk after chunk, each checked as it ends. */
 fmt_kind fmt_ald_next_streaming(ald_state *s, const fmt_schema *want, fmt_batch *b, int *done, fmt_err *e)
 {
@@ -217,7 +232,9 @@ fmt_kind fmt_ald_next_streaming(ald_state *s, const fmt_schema *want, fmt_batch 
 			if ((k = part_open(s, want, s->next_chunk++, e)) != FMT_OK)
 				return k;
 		}
-		if ((k = part_next(s, b, done, e)) != FMT_OK || !*done)
+		if ((k = part_next(s, b, done, e)) != FMT_OK)
+			return k;
+		if ((k = chunk_rows_check(s, *done ? 0 : b->n_rows, *done, e)) != FMT_OK || !*done)
 			return k;
 		fmt_ald_part_close(s);
 		*done = 0;
