@@ -226,8 +226,7 @@ static void ald_close(fmt_table *t)
  * which fmt-inspect and fmt-shard take as the table's. */
 static fmt_kind payload_rows_check(ald_state *s, uint64_t more, int at_end, fmt_err *e)
 {
-	s->rows_read += more; /* at most the payload's bytes: no overflow */
-	if (s->rows_read > s->num_rows)
+	if (fmt_add_u64(s->rows_read, more, &s->rows_read) || s->rows_read > s->num_rows)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "the payload holds more rows than the %llu the header says",
 				(unsigned long long)s->num_rows);
 	if (at_end && s->rows_read != s->num_rows)

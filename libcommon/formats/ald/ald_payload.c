@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/arrow.h"
+#include "fmt/checked.h"
 #include "fmt/crypto.h"
 #include "fmt/dataset.h"
 #include "compress.h"
@@ -209,8 +210,7 @@ fmt_kind fmt_ald_next_plain(ald_state *s, const fmt_schema *want, fmt_batch *b, 
 static fmt_kind chunk_rows_check(ald_state *s, uint64_t more, int at_end, fmt_err *e)
 {
 	uint64_t want = s->chunks[s->part].num_rows;
-	s->part_rows += more; /* at most the payload's bytes: no overflow */
-	if (s->part_rows > want)
+	if (fmt_add_u64(s->part_rows, more, &s->part_rows) || s->part_rows > want)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "chunk %u holds more rows than the %llu its index entry says", s->part,
 				(unsigned long long)want);
 	if (at_end && s->part_rows != want)

@@ -44,9 +44,11 @@ static fmt_kind arrow_open(fmt_table *t, fmt_err *e)
 	}
 	for (size_t i = 0; i < s->r.schema.n_fields && k == FMT_OK; i++)
 		k = fmt_schema_add_field(&t->schema, &s->r.schema.fields[i], e);
+	if (k != FMT_OK)
+		return k;
 	s->surveyed = fmt_ipc_survey_batches(&s->r, &s->survey);
 	t->n_rows = s->surveyed ? s->survey.rows : FMT_ROWS_UNKNOWN;
-	return k;
+	return FMT_OK;
 }
 
 static fmt_kind arrow_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
