@@ -622,6 +622,13 @@ PY
 	run --separate-stderr fmt-convert -q --force --exclude deep "$REPO_ROOT/tests/data/arrow/deep70.arrows" out.csv
 	assert_failure 5
 	assert_equal "$stderr" "fmt-convert: error: $REPO_ROOT/tests/data/arrow/deep70.arrows: Arrow IPC: column 'deep' (list): fmtkit cannot count its buffers to step over it"
+	# a stream whose only dictionary is nested (a list of dictionary-encoded strings): its
+	# dictionary batch is passed by too
+	run --separate-stderr fmt-convert -q --exclude ld --to csv "$REPO_ROOT/tests/data/arrow/nested-dict.arrows" -
+	assert_success
+	assert_output "$(printf 'id\n1\n2\n3')"
+	run fmt-inspect --json "$REPO_ROOT/tests/data/arrow/nested-dict.arrows"
+	assert_equal "$(jq -c '[.rows, .["arrow-stream"].record_batches]' <<<"$output")" '[3,1]'
 	# nothing fmtkit converts: nothing to show, the error alone
 	run --separate-stderr fmt-inspect --head 2 "$REPO_ROOT/tests/data/arrow/only-list.arrow"
 	assert_failure 5

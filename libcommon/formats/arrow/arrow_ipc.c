@@ -233,6 +233,8 @@ typedef struct ipc_shape {
 	uint32_t unions;       /* each takes one buffer more, a validity bitmap, in a V4 message */
 	uint32_t views;        /* each takes as many more as the batch's variadicBufferCounts says */
 	int countable;         /* 0: a type id Arrow does not define, or nesting past MAX_DEPTH */
+	int dictionary;        /* a field of the tree is dictionary-encoded: a stream then carries
+				* dictionary batches */
 } ipc_shape;
 
 #define MAX_DEPTH 64
@@ -287,6 +289,7 @@ static void field_shape(const fmt_fb_table *ft, int depth, uint32_t *budget, ipc
 	s->nodes++;
 	int has_type = fmt_fb_table_field(ft, 3, &ty), has_dict = fmt_fb_table_field(ft, 4, &dict);
 	if (has_dict == 1) { /* the batch holds the indices only: validity and values */
+		s->dictionary = 1;
 		s->buffers += 2;
 		return;
 	}
@@ -324,7 +327,6 @@ static fmt_kind decode_schema(const fmt_fb_table *st, fmt_ipc_reader *r, fmt_err
 	for (uint32_t i = 0; i < n; i++) {
 		fmt_fb_table ft;
 		fmt_field f = { 0 };
-		fmt_fb_table dict;
 		if (fmt_fb_vector_table(st, at, i, &ft))
 			return bad(e, "malformed Schema field");
 		fmt_kind k = decode_field(&ft, &f, 0, e);
@@ -335,7 +337,7 @@ static fmt_kind decode_schema(const fmt_fb_table *st, fmt_ipc_reader *r, fmt_err
 			return k;
 		r->shapes[i].countable = 1;
 		field_shape(&ft, 0, &budget, &r->shapes[i]);
-		r->has_dictionary |= fmt_fb_table_field(&ft, 4, &dict) == 1;
+		r->has_dictionary |= r->shapes[i].dictionary;
 	}
 	return FMT_OK;
 }

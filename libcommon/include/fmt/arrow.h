@@ -21,7 +21,8 @@ typedef struct fmt_ipc_reader {
 	size_t blocks_at;      /* file: the footer's record batch blocks */
 	fmt_schema schema;
 	struct ipc_shape *shapes; /* per field: what its column takes of a RecordBatch */
-	int has_dictionary;    /* a field is dictionary-encoded: the stream has dictionary batches */
+	int has_dictionary;    /* a field, or one nested in it, is dictionary-encoded: a stream has
+				* dictionary batches */
 	uint64_t batches;      /* read so far */
 	size_t last_lo, last_hi; /* the bytes of data the last message took */
 	/* one message at a time: its metadata, the body bytes its buffers use, their table */
