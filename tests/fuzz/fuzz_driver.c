@@ -36,13 +36,19 @@ static void no_internal(fmt_kind k)
 }
 
 /* Every tensor's bytes in bounded chunks, as the tools stream them: a tensor may declare far more
- * decoded bytes than the input holds (a compressed frame), which must fail, not be allocated. */
-static void read_all(const fmt_model *m)
+ * decoded bytes than the input holds (a compressed frame), which must fail, not be allocated.
+ * 1 when every tensor was read. */
+static int read_all(const fmt_model *m)
 {
 	fmt_err e;
 	volatile uint8_t sink = 0;
-	for (size_t i = 0; i < m->n_tensors; i++)
-		no_internal(fmt_tensor_each_chunk(m, &m->tensors[i], touch_chunk, (void *)&sink, &e));
+	int all = 1;
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		fmt_kind k = fmt_tensor_each_chunk(m, &m->tensors[i], touch_chunk, (void *)&sink, &e);
+		no_internal(k);
+		all &= k == FMT_OK;
+	}
+	return all;
 }
 
 /* Write m with the driver into a file in /dev/shm (or /tmp) and open it again. */
@@ -118,7 +124,12 @@ static void read_model(const fmt_driver *d, const uint8_t *data, size_t size)
 	static const fmt_ms_public trusted = { .keynum = { 1, 2, 3, 4, 5, 6, 7, 8 } };
 	fmt_verify_opts keyed = { .threads = 1, .keys = { .trusted = &trusted, .n_trusted = 1 } };
 	no_internal(fmt_model_verify(&m, &keyed, &e));
-	read_all(&m);
+	/* as `fmt-verify FILE`: what it passes, the tools read */
+	fmt_verify_opts bare = { .threads = 1 };
+	fmt_kind verified = fmt_model_verify(&m, &bare, &e);
+	no_internal(verified);
+	if (!read_all(&m) && verified == FMT_OK)
+		abort();
 	if (d && d->write)
 		write_and_reopen(d, &m);
 	if (d && d->write_network)
