@@ -103,7 +103,7 @@ float fmt_make_qx_quants(int n, int nmax, const float *x, const float *qw, int8_
 	float iscale = (float)-nmax / max;
 	float sumlx, suml2 = qx_sums(n, nmax, x, qw, iscale, &sumlx);
 	qx_codes(n, nmax, x, iscale, L);
-	float scale = suml2 ? sumlx / suml2 : 0.0f;
+	float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
 	float best = scale * sumlx;
 	for (int is = -9; is <= 9; ++is) {
 		if (is == 0)
@@ -297,7 +297,7 @@ static void q2_codes(const float *x, const uint8_t *sc, float d_all, float dmin_
 {
 	for (int j = 0; j < QK_K / 16; ++j) {
 		const float d = d_all * (float)(sc[j] & 0xF);
-		if (!d)
+		if (d == 0.0f)
 			continue;
 		const float dm = dmin_all * (float)(sc[j] >> 4);
 		if (fmt_affine_codes_lanes(16, x + 16 * j, dm, d, 0, 3, 0, L + 16 * j))
@@ -393,7 +393,7 @@ static void q3_codes(const float *x, uint8_t *y, int8_t *L)
 	for (int j = 0; j < QK_K / 16; ++j) {
 		const int8_t s = (int8_t)(q3_stored_scale(sc, j) - 32);
 		const float d = d_all * (float)s;
-		if (!d || fmt_affine_codes_lanes(16, x + 16 * j, 0.f, d, -4, 3, 4, (uint8_t *)L + 16 * j))
+		if (d == 0.0f || fmt_affine_codes_lanes(16, x + 16 * j, 0.f, d, -4, 3, 4, (uint8_t *)L + 16 * j))
 			continue;
 		for (int ii = 0; ii < 16; ++ii)
 			L[16 * j + ii] = (int8_t)(clamp_int(nearest_int(x[16 * j + ii] / d), -4, 3) + 4);
@@ -445,7 +445,7 @@ static void quantize_q3_k_block(const float *x, uint8_t *y)
 		}
 	}
 	memset(sc, 0, 12);
-	if (max_scale) {
+	if (max_scale != 0.0f) {
 		const float iscale = -32.f / max_scale;
 		for (int j = 0; j < QK_K / 16; ++j) {
 			const int8_t l = (int8_t)nearest_int(iscale * scales[j]);
@@ -568,7 +568,7 @@ static void kx_codes(const float *x, int nmax, const uint8_t *y, uint8_t *L)
 		uint8_t s, m;
 		fmt_k_scale_min(sc, j, &s, &m);
 		const float d = d_all * (float)s;
-		if (!d)
+		if (d == 0.0f)
 			continue;
 		const float dm = dmin_all * (float)m;
 		if (fmt_affine_codes_lanes(32, x + 32 * j, dm, d, 0, nmax, 0, L + 32 * j))
@@ -731,7 +731,7 @@ static void quantize_q6_k_block(const float *x, const float *qw, uint8_t *y)
 	const float d_all = get_half(y + 208);
 	for (int j = 0; j < QK_K / 16; ++j) {
 		const float d = d_all * (float)sc[j];
-		if (!d || fmt_affine_codes_lanes(16, x + 16 * j, 0.f, d, -32, 31, 32, (uint8_t *)L + 16 * j))
+		if (d == 0.0f || fmt_affine_codes_lanes(16, x + 16 * j, 0.f, d, -32, 31, 32, (uint8_t *)L + 16 * j))
 			continue;
 		for (int ii = 0; ii < 16; ++ii)
 			L[16 * j + ii] = (int8_t)(clamp_int(nearest_int(x[16 * j + ii] / d), -32, 31) + 32);
@@ -856,7 +856,7 @@ static void iq4_nl_finish(const float *x, float scale, uint8_t *y)
 {
 	uint8_t L[32];
 	put_half(y, scale);
-	const float id = scale ? 1 / scale : 0;
+	const float id = scale != 0.0f ? 1 / scale : 0;
 	if (!fmt_iq4_codes_lanes(32, x, id, L))
 		for (int j = 0; j < 32; ++j)
 			L[j] = (uint8_t)iq4_best_index(id * x[j]);
@@ -887,11 +887,11 @@ static void iq4_xs_finish(const float *x, const float *scales, uint8_t *y)
 	uint8_t *scales_l = y + 4;
 	const float d = -max_scale / 32;
 	put_half(y, d);
-	const float id = d ? 1 / d : 0.f;
+	const float id = d != 0.0f ? 1 / d : 0.f;
 	for (int ib = 0; ib < QK_K / 32; ++ib) {
 		int l = clamp_int(nearest_int(id * scales[ib]), -32, 31);
 		const float dl = d * (float)l;
-		const float idl = dl ? 1 / dl : 0.f;
+		const float idl = dl != 0.0f ? 1 / dl : 0.f;
 		if (!fmt_iq4_codes_lanes(32, x + 32 * ib, idl, L + 32 * ib))
 			for (int j = 0; j < 32; ++j)
 				L[32 * ib + j] = (uint8_t)iq4_best_index(idl * x[32 * ib + j]);
