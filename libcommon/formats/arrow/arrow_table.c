@@ -79,12 +79,15 @@ typedef struct arrow_write_opts {
 	int codec, level;      /* FMT_IPC_*, 0: the codec's default level */
 } arrow_write_opts;
 
+/* The codecs as -c names them, in the order of FMT_IPC_UNCOMPRESSED, FMT_IPC_LZ4_FRAME,
+ * FMT_IPC_ZSTD, with their highest level. */
+static const fmt_codec_name codec_names[] = { { "none", 0 }, { "lz4", 12 }, { "zstd", 22 } };
+#define N_CODECS (sizeof codec_names / sizeof codec_names[0])
+
 static int parse_compression(void *v, const char *arg, fmt_err *e)
 {
-	/* in the order of FMT_IPC_UNCOMPRESSED, FMT_IPC_LZ4_FRAME, FMT_IPC_ZSTD */
-	static const fmt_codec_name names[] = { { "none", 0 }, { "lz4", 12 }, { "zstd", 22 } };
 	arrow_write_opts *o = v;
-	int i = fmt_codec_name_parse(arg, names, sizeof names / sizeof names[0], &o->level);
+	int i = fmt_codec_name_parse(arg, codec_names, N_CODECS, &o->level);
 	if (i < 0)
 		return fmt_fail(e, FMT_USAGE, "--compression takes none (default), lz4[:1-12], zstd[:1-22] or zstd-max "
 				"for Arrow IPC"), -1;
@@ -151,10 +154,9 @@ static fmt_kind write_stream(fmt_table *in, fmt_sink *k, const fmt_write_opts *o
 /* The codec of the record batches as fmt-convert's -c names it, "mixed" when they differ. */
 static const char *batch_codec(const fmt_ipc_survey *s)
 {
-	static const char *const names[] = { "none", "lz4", "zstd" };
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+	for (size_t i = 0; i < N_CODECS; i++)
 		if (s->by_codec[i] == s->batches)
-			return names[i];
+			return codec_names[i].name;
 	return "mixed";
 }
 

@@ -5,9 +5,9 @@
  * than the nearest of its length), laid out as Python's repr lays out a float, so that the
  * text reads back as a float, never as an integer: "0.1", "123.0", "1200.0", "-0.0",
  * "0.0001", "1e+16", "-3.5e-07", "1e+22". Python's repr of a double, numpy's of a float32 or
- * float16, byte for byte.
- * NaN is written "NaN", infinities "inf" and "-inf". The Schubfach method (R. Giulietti, "The Schubfach way to render doubles", 2020):
- * one 128-bit multiplication by a tabled power of ten (scripts/gen-pow10-table) per bound. */
+ * float16, byte for byte. NaN is written "NaN", infinities "inf" and "-inf". The Schubfach
+ * method (R. Giulietti, "The Schubfach way to render doubles", 2020): one 128-bit
+ * multiplication by a tabled power of ten (scripts/gen-pow10-table) per bound. */
 #ifndef FMT_SHORTEST_H
 #define FMT_SHORTEST_H
 
