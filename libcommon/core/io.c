@@ -788,7 +788,14 @@ static char *dir_of(const char *path)
 fmt_kind fmt_sink_may_create(const char *path, unsigned flags, fmt_err *e)
 {
 	struct stat st;
-	if (strcmp(path, "-") == 0 || (flags & FMT_SINK_FORCE) || lstat(path, &st) != 0)
+	if (strcmp(path, "-") == 0 || lstat(path, &st) != 0)
+		return FMT_OK;
+	/* --force replaces a file; a directory could not be renamed over at the end of the work. */
+	if (S_ISDIR(st.st_mode)) {
+		fmt_err_file(e, path);
+		return fmt_fail(e, FMT_USAGE, "is a directory (expected the output file's name)");
+	}
+	if (flags & FMT_SINK_FORCE)
 		return FMT_OK;
 	fmt_err_file(e, path);
 	return fmt_fail(e, FMT_USAGE, "output exists (use --force to overwrite)");

@@ -2,7 +2,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include "fmt/checked.h"
 #include "fmt/shardset.h"
 
@@ -178,15 +177,10 @@ void fmt_shard_plan_free(fmt_shard_plan *p)
 
 static fmt_kind check_output(const char *path, const fmt_model *in, unsigned sink_flags, fmt_err *e)
 {
-	struct stat st;
 	fmt_kind k = in && in->path ? fmt_check_distinct(in->path, path, e) : FMT_OK;
 	for (size_t i = 0; in && i < in->n_sources && k == FMT_OK; i++)
 		k = fmt_check_distinct(in->sources[i].path, path, e);
-	if (k == FMT_OK && !(sink_flags & FMT_SINK_FORCE) && lstat(path, &st) == 0) {
-		fmt_err_file(e, path);
-		k = fmt_fail(e, FMT_USAGE, "output exists (use --force to overwrite)");
-	}
-	return k;
+	return k == FMT_OK ? fmt_sink_may_create(path, sink_flags, e) : k;
 }
 
 fmt_kind fmt_shard_plan_check_outputs(const fmt_shard_plan *p, const fmt_model *in, unsigned sink_flags,

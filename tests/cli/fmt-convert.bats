@@ -742,6 +742,38 @@ check_block() {
 	assert_no_temp_files
 }
 
+@test "a directory named as the output is refused before the input is read, -f or not (exit 2)" {
+	# It was found out at the end: the whole conversion ran, then the rename failed (exit 3,
+	# "cannot rename the temporary file over: Is a directory").
+	head -c 100 "$SAMPLES/tiny.safetensors" > cut.safetensors
+	printf 'a,b\n1,2\n' > t.csv
+	mkdir -p out.gguf/keep plain
+	touch out.gguf/keep/file
+	for force in "" -f; do
+		for args in "cut.safetensors out.gguf" "cut.safetensors plain" "--to gguf cut.safetensors plain" \
+			"t.csv --to jsonl plain"; do
+			run --separate-stderr fmt-convert $force $args
+			[ "$status" -eq 2 ]
+			[[ "$stderr" == "fmt-convert: error: ${args##* }: is a directory (expected the output file's name)"* ]]
+		done
+	done
+	fmt-shard split "$SAMPLES/tiny.safetensors" --max-tensors 1 -o part >/dev/null
+	fmt-sign keygen --watermark -s wm.key >/dev/null
+	mkdir again-00002-of-00002.safetensors
+	for cmd in "fmt-shard merge part.safetensors.index.json -o plain" "fmt-shard concat t.csv t.csv -o plain" \
+		"fmt-shard split $SAMPLES/tiny.safetensors --max-tensors 3 -o again" \
+		"fmt-watermark embed --key wm.key --buyer b1 $SAMPLES/tiny.safetensors plain"; do
+		for force in "" -f; do
+			run --separate-stderr $cmd $force
+			[ "$status" -eq 2 ]
+			[[ "$stderr" == *": is a directory (expected the output file's name)"* ]]
+		done
+	done
+	[ -f out.gguf/keep/file ] && [ -z "$(ls -A plain)" ] && [ -z "$(ls -A again-00002-of-00002.safetensors)" ]
+	[ ! -e again-00001-of-00002.safetensors ]
+	assert_no_temp_files
+}
+
 @test "output = input (same path, ./path, symlink, hard link) is refused even with -f" {
 	cp "$SAMPLES/tiny.safetensors" in.safetensors
 	ln -s in.safetensors sym.safetensors

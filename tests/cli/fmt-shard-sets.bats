@@ -231,16 +231,28 @@ z.safetensors.index.json: index"
 @test "a commit that fails at the index puts the replaced shards back (exit 3)" {
 	cp "$SAMPLES/tiny.safetensors" m.safetensors
 	fmt-shard split --max-tensors 2 m.safetensors
+	sha256sum m-0000* >before.sum
+	# A directory in the index's place is refused before anything is written (exit 2); one that
+	# appears while the set is committed (the tool stopped after its first rename) makes the
+	# index's rename fail.
+	export FMTKIT_TEST_STOP_IN_COMMIT=1
+	stop_at_output 0 fmt-shard split -f --max-tensors 3 m.safetensors 2>err
+	unset FMTKIT_TEST_STOP_IN_COMMIT
 	rm m.safetensors.index.json
 	mkdir m.safetensors.index.json
-	sha256sum m-0000* >before.sum
-	run fmt-shard split -f --max-tensors 3 m.safetensors
-	assert_failure 3
-	assert_output --partial "m.safetensors.index.json"
+	kill -CONT $stopped_pid
+	status=0
+	wait $stopped_pid || status=$?
+	[ "$status" -eq 3 ]
+	[ "$(cat err)" = "fmt-shard: error: m.safetensors.index.json: cannot replace: Not a directory" ]
 	sha256sum -c --quiet before.sum
 	[ -d m.safetensors.index.json ]
 	[ -z "$(find . -name '.fmtkit-*')" ]
 	[ ! -e m-00001-of-00002.safetensors ]
+	run fmt-shard split -f --max-tensors 3 m.safetensors
+	assert_failure 2
+	assert_output "fmt-shard: error: m.safetensors.index.json: is a directory (expected the output file's name)"
+	sha256sum -c --quiet before.sum
 }
 
 # ---- the cut: one function per format for split, --dry-run and fmt-convert ----

@@ -210,12 +210,19 @@ TEST(sinks_commit_all_or_nothing)
 	fmt_shard_writer_abort(&w);
 	CHECK(file_is(a, "new a"));
 	CHECK_EQ_U64(unit_dir_entries(dir), 2);
-	/* a rename that fails (a directory holds c's name): a and b are put back as they were */
+	/* a directory is refused as an output, --force or not */
 	CHECK(mkdir(c, 0700) == 0);
+	CHECK(fmt_shard_writer_init(&w, 1, FMT_SINK_FORCE, &e) == FMT_OK);
+	CHECK(fmt_shard_writer_add(&w, c, &k, &e) == FMT_USAGE);
+	fmt_shard_writer_abort(&w);
+	CHECK(rmdir(c) == 0);
+	/* a rename that fails (a directory took c's name after its sink opened): a and b are put
+	 * back as they were */
 	CHECK(fmt_shard_writer_init(&w, 3, FMT_SINK_FORCE, &e) == FMT_OK);
 	CHECK(fmt_shard_writer_add(&w, a, &k, &e) == FMT_OK && fmt_sink_write(k, "newer a", 7, &e) == FMT_OK);
 	CHECK(fmt_shard_writer_add(&w, b, &k, &e) == FMT_OK && fmt_sink_write(k, "newer b", 7, &e) == FMT_OK);
 	CHECK(fmt_shard_writer_add(&w, c, &k, &e) == FMT_OK && fmt_sink_write(k, "c", 1, &e) == FMT_OK);
+	CHECK(mkdir(c, 0700) == 0);
 	fmt_err_clear(&e);
 	CHECK(fmt_shard_writer_commit(&w, &e) == FMT_IO);
 	CHECK_STR(e.file, c);
@@ -225,9 +232,11 @@ TEST(sinks_commit_all_or_nothing)
 	CHECK_EQ_U64(unit_dir_entries(dir), 3);                     /* a, b, c: no temporary, nothing moved aside */
 	/* without a file there before, a failed commit removes what it had renamed */
 	unlink(a);
+	CHECK(rmdir(c) == 0);
 	CHECK(fmt_shard_writer_init(&w, 2, FMT_SINK_FORCE, &e) == FMT_OK);
 	CHECK(fmt_shard_writer_add(&w, a, &k, &e) == FMT_OK);
 	CHECK(fmt_shard_writer_add(&w, c, &k, &e) == FMT_OK);
+	CHECK(mkdir(c, 0700) == 0);
 	CHECK(fmt_shard_writer_commit(&w, &e) == FMT_IO);
 	CHECK(access(a, F_OK) != 0);
 	CHECK_EQ_U64(unit_dir_entries(dir), 2);

@@ -127,6 +127,10 @@ static const char *model_target(convert_args *a, const char *output)
 	o->to = a->to_name ? fmt_driver_by_name(a->to_name) : output_driver(output, &o->force_set);
 	if (!o->to || !fmt_driver_writes(o->to)) {
 		char names[512];
+		if (!a->to_name && fmt_sink_may_create(output, FMT_SINK_FORCE, &e) != FMT_OK) {
+			snprintf(a->msg, sizeof a->msg, "%s: %s", output, e.msg);
+			return a->msg;
+		}
 		if (!a->to_name)
 			return "cannot tell the output format from its name; use --to";
 		fmt_writer_names(names, sizeof names);

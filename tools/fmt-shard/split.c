@@ -3,7 +3,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include "fmt/out.h"
 #include "fmt/report.h"
 #include "fmt/progress.h"
@@ -27,17 +26,12 @@ static fmt_kind open_input(fmt_model *m, const char *input, const shard_opts *o,
 /* Refuse an output that is one of the input's files, or (without -f) that exists. */
 static fmt_kind check_output(const fmt_model *m, const char *path, int force, fmt_err *e)
 {
-	struct stat st;
 	for (size_t i = 0; i < m->n_sources; i++) {
 		fmt_kind k = fmt_check_distinct(m->sources[i].path, path, e);
 		if (k != FMT_OK)
 			return k;
 	}
-	if (!force && strcmp(path, "-") != 0 && lstat(path, &st) == 0) {
-		fmt_err_file(e, path);
-		return fmt_fail(e, FMT_USAGE, "output exists (use --force to overwrite)");
-	}
-	return FMT_OK;
+	return fmt_sink_may_create(path, force ? FMT_SINK_FORCE : 0, e);
 }
 
 static void print_plan(const fmt_model *m, const fmt_driver *w, const fmt_shard_plan *p, const char *input,

@@ -5,7 +5,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include "fmt/out.h"
 #include "fmt/report.h"
@@ -136,15 +135,12 @@ static fmt_kind write_file(const char *input, const split_job *j, const out_file
 
 static fmt_kind check_outputs(const split_job *j, const char *input, const shard_opts *o, fmt_err *e)
 {
-	struct stat st;
 	for (size_t i = 0; i < j->n_files; i++) {
 		fmt_kind k = fmt_check_distinct(input, j->files[i].path, e);
+		if (k == FMT_OK)
+			k = fmt_sink_may_create(j->files[i].path, o->force ? FMT_SINK_FORCE : 0, e);
 		if (k != FMT_OK)
 			return k;
-		if (!o->force && lstat(j->files[i].path, &st) == 0) {
-			fmt_err_file(e, j->files[i].path);
-			return fmt_fail(e, FMT_USAGE, "output exists (use --force to overwrite)");
-		}
 	}
 	return FMT_OK;
 }
@@ -333,11 +329,8 @@ fmt_kind merge_tables(const char *input, fmt_table *t, const shard_opts *o, fmt_
 	fmt_sink sink;
 	counter count = { .rows = 0 };
 	fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->common.threads };
-	struct stat st;
-	if (!o->force && strcmp(o->output, "-") != 0 && lstat(o->output, &st) == 0) {
-		fmt_err_file(e, o->output);
-		return fmt_fail(e, FMT_USAGE, "output exists (use --force to overwrite)");
-	}
+	if (fmt_sink_may_create(o->output, wo.sink_flags, e) != FMT_OK)
+		return e->kind;
 	for (size_t i = 0; i < t->schema.n_fields; i++)
 		if (w->can_hold && !w->can_hold(&t->schema.fields[i]))
 			return fmt_fail(e, FMT_UNSUPPORTED, "column '%s': %s cannot hold it", t->schema.fields[i].name,

@@ -343,6 +343,10 @@ fmt_kind wm_embed_target(wm_opts *o, const char *output, fmt_err *e)
 		fmt_writer_names(names, sizeof names);
 		if (o->to_name)
 			return fmt_fail(e, FMT_USAGE, "--to takes %s", names);
+		fmt_err dir;
+		fmt_err_clear(&dir);
+		if (fmt_sink_may_create(output, FMT_SINK_FORCE, &dir) != FMT_OK)
+			return fmt_fail(e, dir.kind, "%s: %s", output, dir.msg);
 		return fmt_fail(e, FMT_USAGE, "cannot tell the output format from OUT's name%s; use --to (%s)",
 				strcmp(output, "-") == 0 ? " (standard output)" : "", names);
 	}

@@ -172,8 +172,8 @@ typedef struct fmt_sink {
 #define FMT_SINK_FORCE 1u /* overwrite an existing destination */
 
 fmt_kind fmt_sink_open(fmt_sink *k, const char *path, unsigned flags, fmt_err *e);
-/* The refusal fmt_sink_open would give an existing path without FMT_SINK_FORCE, for a caller
- * that can say it before reading its input (fmt_sink_open checks again). */
+/* The refusal fmt_sink_open would give an existing path without FMT_SINK_FORCE, or a directory
+ * with it, for a caller that can say it before reading its input (fmt_sink_open checks again). */
 fmt_kind fmt_sink_may_create(const char *path, unsigned flags, fmt_err *e);
 /* Buffered; a piece of FMT_SINK_PIECE bytes or more with nothing buffered before it goes to the
  * file as it is (the size the kernel copies cheapest: larger writes cost it more per byte). */
