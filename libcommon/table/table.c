@@ -154,7 +154,7 @@ fmt_kind fmt_schema_check(const fmt_schema *s, fmt_err *e)
 	for (size_t i = 0; i < s->n_fields; i++) {
 		const fmt_field *f = &s->fields[i];
 		if (!f->name[0])
-			return fmt_fail(e, FMT_INVALID_FORMAT, "column %zu has an empty name", i);
+			return fmt_fail(e, FMT_INVALID_FORMAT, "column %zu has an empty name", i + 1);
 		if (!ctype_known(f->type))
 			return fmt_fail(e, FMT_UNSUPPORTED, "column '%s': unknown type %d", f->name, (int)f->type);
 		for (size_t j = 0; j < i; j++)

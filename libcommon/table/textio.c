@@ -6,6 +6,12 @@
 #include "fmt/textio.h"
 #include "fmt/thread.h"
 
+size_t fmt_text_bom(const uint8_t *p, size_t n)
+{
+	static const uint8_t bom[3] = { 0xEF, 0xBB, 0xBF };
+	return n >= sizeof bom && memcmp(p, bom, sizeof bom) == 0 ? sizeof bom : 0;
+}
+
 fmt_kind fmt_text_in_init(fmt_text_in *in, fmt_source *src, fmt_err *e)
 {
 	memset(in, 0, sizeof *in);
@@ -13,7 +19,12 @@ fmt_kind fmt_text_in_init(fmt_text_in *in, fmt_source *src, fmt_err *e)
 	in->cap = FMT_TEXT_BLOCK;
 	if (!(in->buf = malloc(in->cap)))
 		return fmt_fail(e, FMT_IO, "out of memory");
-	fmt_text_in_seek(in, 0);
+	size_t head;
+	fmt_kind k = fmt_source_read_upto(src, 0, in->buf, 3, &head, e);
+	if (k != FMT_OK)
+		return k;
+	in->text_off = fmt_text_bom((const uint8_t *)in->buf, head);
+	fmt_text_in_seek(in, in->text_off);
 	return FMT_OK;
 }
 

@@ -343,6 +343,60 @@ assert out == [repr(float(a)) for a in src], out'
 	assert_output --partial "--delimiter takes one character"
 }
 
+@test "a UTF-8 byte order mark before CSV or JSON Lines is skipped (DuckDB skips it in CSV: interop dataset_ops)" {
+	# Excel's "CSV UTF-8" starts with one: it became part of the first column's name
+	# ("\ufeffid"), and a JSON Lines file with one was taken for one-column CSV (exit 4).
+	bom=$'\xef\xbb\xbf'
+	printf '%sid;name\r\n1;"a\r\nb"\r\n2;c\r\n' "$bom" >excel.csv
+	printf '%s{"id":1,"name":"a"}\n{"id":2,"name":"c"}\n' "$bom" >ps.jsonl
+	for f in excel.csv ps.jsonl; do
+		run fmt-inspect --json "$f"
+		assert_success
+		[ "$(jq -c '[.format, [.schema.fields[].name], .rows]' <<<"$output")" = "[\"${f#*.}\",[\"id\",\"name\"],2]" ]
+		run fmt-convert --to csv "$f" -
+		assert_success
+		[ "${lines[0]}" = "id,name" ]
+		# from a pipe too
+		run bash -c "cat $f | fmt-convert --to jsonl - - | head -c 9"
+		[ "$output" = '{"id":1,"' ]
+	done
+	run fmt-convert --no-header --to jsonl excel.csv -
+	assert_line --index 0 '{"column_1":"id","column_2":"name"}'
+	# a mark anywhere else is text; a file of the mark alone is empty text
+	printf 'id,name\n1,%sx\n' "$bom" >mid.csv
+	[ "$(fmt-convert --to csv mid.csv - | sed -n 2p)" = "1,${bom}x" ]
+	printf '%s' "$bom" >only.csv
+	run fmt-convert --from csv only.csv out.jsonl
+	assert_failure 4
+	assert_output "fmt-convert: error: only.csv: no header row (the file is empty)"
+	# read on several threads (chunks past the header): the rows of -T 1
+	{ printf '%sn,s\n' "$bom"; seq 1 40000 | sed 's/$/,text/'; } >big.csv
+	fmt-convert -T 1 big.csv t1.jsonl
+	fmt-convert -T 3 big.csv t3.jsonl
+	cmp t1.jsonl t3.jsonl
+	[ "$(head -1 t3.jsonl)" = '{"n":1,"s":"text"}' ] && [ "$(wc -l <t3.jsonl)" -eq 40000 ]
+}
+
+@test "an empty name in a CSV header is named by its position as --no-header names columns (pandas' index)" {
+	# pandas' to_csv writes an empty name over its index column: it was exit 4.
+	printf ',a,b\n0,1,x\n1,2,y\n' >pandas.csv
+	run fmt-convert --to jsonl pandas.csv -
+	assert_success
+	assert_output $'{"column_1":0,"a":1,"b":"x"}\n{"column_1":1,"a":2,"b":"y"}'
+	printf 'a,,b,\n1,2,3,4\n' >gaps.csv
+	run fmt-convert --to csv gaps.csv -
+	assert_output $'a,column_2,b,column_4\n1,2,3,4'
+	printf 'column_2,\n1,2\n' >clash.csv
+	run fmt-convert --to csv clash.csv -
+	assert_failure 4
+	assert_output "fmt-convert: error: clash.csv: column name 'column_2' appears twice"
+	# other formats keep refusing an empty name, counting columns from 1 as CSV's messages do
+	printf '{"a":1,"":2}\n{"a":3,"":4}\n' >empty-key.jsonl
+	run fmt-convert --to csv empty-key.jsonl -
+	assert_failure 4
+	assert_output "fmt-convert: error: empty-key.jsonl: column 2 has an empty name"
+}
+
 @test "--schema forces types; a value that does not fit is exit 4 with line and column" {
 	printf 'a,b,c,d\n1,2.5,2024-01-02,ff00\n-128,,1970-01-01,\n' >t.csv
 	echo '{"a":"int8","b":"float32","c":"date32","d":"binary"}' >s.json

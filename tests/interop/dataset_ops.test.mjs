@@ -206,3 +206,15 @@ test("--where on DuckDB's Parquet of many row groups (skipped by their statistic
 		assert.ok(want.length > 0, sql);
 	}
 });
+
+test("a CSV that starts with a UTF-8 byte order mark (Excel's CSV UTF-8): DuckDB's column names and rows", async (t) => {
+	const { dir, db } = await setup(t);
+	const csv = join(dir, "excel.csv");
+	writeFileSync(csv, "\uFEFF" + inputCsv(200).replaceAll("\n", "\r\n"));
+	const names = (await db.rows(`DESCRIBE SELECT * FROM read_csv('${csv}', header = true)`)).map((r) => r[0]);
+	assert.deepEqual(inspectJson(csv).schema.fields.map((f) => f.name), names);
+	assert.equal(names[0], "id");
+	const want = await db.rows(`SELECT ${COLS} FROM read_csv('${csv}', header = true, columns = ${TYPES}) ORDER BY id`);
+	assert.deepEqual(fmtRows(dir, csv), want);
+	assert.equal(want.length, 200);
+});

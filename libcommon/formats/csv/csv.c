@@ -483,6 +483,8 @@ static int probe(const uint8_t *head, size_t n, uint64_t size)
 	/* text whose first line has a delimiter and whose second line (when the head holds one)
 	 * has as many: a weak claim, any more specific driver wins (other delimiters: --from csv) */
 	size_t first[3] = { 0 }, second[3] = { 0 };
+	size_t bom = fmt_text_bom(head, n);
+	head += bom, n -= bom, size -= bom;
 	if (n == 0 || memchr(head, 0, n) || head[0] == '{' || head[0] == '[') /* JSON, not a header */
 		return 0;
 	const uint8_t *nl = line_delims(head, head + n, first);
@@ -542,7 +544,7 @@ static fmt_kind csv_open(fmt_table *t, fmt_err *e)
 	s->batch_rows = t->opts && t->opts->batch_rows ? t->opts->batch_rows : DEFAULT_BATCH;
 	if ((k = fmt_text_in_init(&s->in, &t->source, e)) != FMT_OK)
 		return k;
-	fmt_csv_state_seek(s, 0, 1);
+	fmt_csv_state_seek(s, s->in.text_off, 1);
 	if (!o->delimiter && (k = detect_delimiter(s, e)) != FMT_OK)
 		return k;
 	if ((k = fmt_csv_next_record(s, &got, e)) != FMT_OK)
@@ -555,7 +557,8 @@ static fmt_kind csv_open(fmt_table *t, fmt_err *e)
 	if (!names)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	for (size_t i = 0; i < s->n_cols && k == FMT_OK; i++) {
-		if (o->no_header) {
+		/* an empty name (pandas' to_csv writes one over its index) as --no-header names it */
+		if (o->no_header || s->fields[i].len == 0) {
 			if (asprintf(&names[i], "column_%zu", i + 1) < 0)
 				names[i] = NULL;
 		} else {
@@ -568,7 +571,7 @@ static fmt_kind csv_open(fmt_table *t, fmt_err *e)
 	}
 	if (k == FMT_OK) {
 		if (o->no_header)
-			fmt_csv_state_seek(s, 0, 1);
+			fmt_csv_state_seek(s, s->in.text_off, 1);
 		s->data_off = s->in.next_off - (s->in.end - s->in.start);
 		s->data_line = s->line;
 		k = infer(t, s, names, e);

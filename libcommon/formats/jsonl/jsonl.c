@@ -312,7 +312,7 @@ static int flat_object(const json_t *v)
  * nested objects is not taken for a dataset. */
 static int probe(const uint8_t *head, size_t n, uint64_t size)
 {
-	size_t i = 0;
+	size_t i = fmt_text_bom(head, n);
 	while (i < n && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t'))
 		i++;
 	if (i == n || head[i] != '{' || memchr(head, 0, n))
@@ -399,7 +399,7 @@ static fmt_kind jsonl_open(fmt_table *t, fmt_err *e)
 	}
 	t->n_rows = s->sampled ? FMT_ROWS_UNKNOWN : rows;
 	t->types_sampled = s->sampled;
-	fmt_text_in_seek(&s->in, 0);
+	fmt_text_in_seek(&s->in, s->in.text_off);
 	s->line = 1;
 	s->batch_rows = fmt_text_batch_rows(s->batch_rows, s->n_cols);
 	s->build = calloc(s->n_cols, sizeof *s->build);

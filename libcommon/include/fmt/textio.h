@@ -19,9 +19,15 @@ typedef struct fmt_text_in {
 	char *buf;
 	size_t cap, start, end; /* buf[start, end) is read and not yet consumed */
 	int eof;                /* nothing left to read past end */
+	uint64_t text_off;      /* where the text begins: past a byte order mark (fmt_text_bom) */
 } fmt_text_in;
 
-/* A reader at the start of src with a first block allocated. */
+/* The length of the UTF-8 byte order mark p starts with (3), or 0. Excel's "CSV UTF-8" and
+ * Windows PowerShell's files start with one. The text drivers skip it: it is no part of the
+ * first column's name (DuckDB's CSV reader skips it too) nor of the first object (RFC 8259 lets
+ * a JSON reader ignore it; DuckDB's and Python's refuse it). */
+size_t fmt_text_bom(const uint8_t *p, size_t n);
+/* A reader at the start of src's text (text_off) with a first block allocated. */
 fmt_kind fmt_text_in_init(fmt_text_in *in, fmt_source *src, fmt_err *e);
 /* Move the unconsumed bytes to the front and read what fits after them; a full buffer doubles,
  * up to FMT_TEXT_MAX_RECORD: past that "line N: too_long" (N = line, the record's first). */
