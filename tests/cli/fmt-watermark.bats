@@ -544,6 +544,35 @@ PY
 	assert_failure 2
 }
 
+@test "embed with nothing to mark (F16 tensors only, integer columns only, no match): exit 5, nothing written, nothing registered" {
+	# It wrote an unmarked copy with exit 0 (a warning in the text report only, none with --json
+	# or -q): a script shipped it to the buyer as a marked one.
+	fmt-convert --dtype f16 m.safetensors half.safetensors
+	printf 'id,n\n1,2\n3,4\n' >ints.csv
+	for scheme in "" "--scheme ss"; do
+		for dry in "" --dry-run; do
+			run --separate-stderr fmt-watermark embed $scheme $dry --key seller.key --buyer a --registry reg.jsonl \
+				half.safetensors o.safetensors
+			[ "$status" -eq 5 ]
+			[ "$stderr" = "fmt-watermark: error: half.safetensors: nothing to mark: no float32 or float64 tensor selected (F16/BF16 tensors have no room for a mark: embed into the float32 model, then convert); nothing written" ]
+			run --separate-stderr fmt-watermark embed $scheme $dry -q --key seller.key --buyer a --tensors 'x*' \
+				m.safetensors o.safetensors
+			[ "$status" -eq 5 ]
+			[ "$stderr" = "fmt-watermark: error: m.safetensors: nothing to mark: no float32 or float64 tensor selected; nothing written" ]
+			[ -z "$scheme" ] || continue   # fmtkit-ss marks models only
+			run --separate-stderr fmt-watermark embed $dry --json --key seller.key --buyer a --registry reg.jsonl \
+				ints.csv o.csv
+			[ "$status" -eq 5 ]
+			[ "$(jq -r '[.exit, .message] | @tsv' <<<"$stderr")" = $'5\tnothing to mark: no float32 or float64 column selected; nothing written' ]
+		done
+	done
+	[ ! -e o.safetensors ] && [ ! -e o.csv ] && [ ! -s reg.jsonl ]
+	[ -z "$(find . -name '.fmtkit-*')" ]
+	# one float32 tensor beside the F16 ones is enough
+	run fmt-watermark embed --key seller.key --buyer a --tensors w m.safetensors o.safetensors
+	assert_success
+}
+
 @test "usage errors and hostile input: exact exit statuses" {
 	run fmt-watermark embed --scheme qim --buyer a m.safetensors o.safetensors
 	assert_failure 2

@@ -233,6 +233,11 @@ static fmt_kind model_hook(fmt_model *out, void *ctx, fmt_err *e)
 		t->reader_ctx = w;
 		t->free_ctx = wrap_free;
 	}
+	/* an output that carries no mark must not pass for a marked copy (exit 0, a warning) */
+	if (c->r->n_cols == 0)
+		return fmt_fail(e, FMT_UNSUPPORTED, "nothing to mark: no float32 or float64 tensor selected%s; nothing written",
+				c->r->n_left ? " (F16/BF16 tensors have no room for a mark: embed into the float32 model, "
+					       "then convert)" : "");
 	return c->o->dry_run ? read_marked(out, e) : FMT_OK;
 }
 
@@ -297,6 +302,8 @@ static fmt_kind table_hook(fmt_table *t, void *ctx, fmt_err *e)
 			return k;
 		c->tw.col_of[f] = (long)c->r->n_cols - 1;
 	}
+	if (c->r->n_cols == 0)
+		return fmt_fail(e, FMT_UNSUPPORTED, "nothing to mark: no float32 or float64 column selected; nothing written");
 	t->driver = &c->tw.d;
 	/* --dry-run: pull (and mark) every batch as a writer would, and drop it */
 	for (int done = !c->o->dry_run; !done;) {

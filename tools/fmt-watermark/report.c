@@ -138,8 +138,7 @@ static int report_embed_ss(FILE *f, const char *input, const char *output, const
 		r->n_cols == 1 ? "" : "s", rms_max);
 	left_alone_line(f, r, "F16/BF16: embed into the float32 model, then convert");
 	if (total->marked == 0)
-		fmt_report_warning(stderr, TOOL, "no value %s marked (no float32/float64 tensor selected)",
-				   o->dry_run ? "would be" : "was");
+		fmt_report_warning(stderr, TOOL, "no value of the selected tensors %s marked", o->dry_run ? "would be" : "was");
 	return 0;
 }
 
@@ -188,8 +187,8 @@ int wm_report_embed(FILE *f, const char *input, const char *output, const wm_opt
 		r->n_cols, kind_word(r), r->n_cols == 1 ? "" : "s", total.max_rel);
 	left_alone_line(f, r, "F16/BF16, no room for a mark");
 	if (total.marked == 0)
-		fmt_report_warning(stderr, TOOL, "no value %s marked (no float32/float64 %s selected)",
-				   o->dry_run ? "would be" : "was", kind_word(r));
+		fmt_report_warning(stderr, TOOL, "no value of the selected %ss %s marked", kind_word(r),
+				   o->dry_run ? "would be" : "was");
 	return 0;
 }
 
