@@ -42,7 +42,7 @@ static void report(const char *input, const char *output, const fmt_table *t, co
 	FILE *f = dry_run ? o->out : o->err;
 	fprintf(f, "%s (%s) -> %s (%s)", input, t->driver->name, output, o->table_to->name);
 	if (t->n_rows != FMT_ROWS_UNKNOWN)
-		fprintf(f, ", %llu rows", (unsigned long long)t->n_rows);
+		fprintf(f, ", %llu row%s", (unsigned long long)t->n_rows, t->n_rows == 1 ? "" : "s");
 	fprintf(f, "\n");
 	print_schema(f, &t->schema);
 }

@@ -876,7 +876,7 @@ PY
 		echo "{\"v\":\"${t#*:}\"}" >s.json
 		fmt-convert -q --schema s.json ${t%:*}.csv ${t%:*}.ald
 		run fmt-inspect --schema ${t%:*}.ald
-		assert_output "$(printf 'schema (1 columns):\n  v  %s  not null' "${t#*:}")"
+		assert_output "$(printf 'schema (1 column):\n  v  %s  not null' "${t#*:}")"
 		fmt-convert -q --force ${t%:*}.ald back.csv
 		cmp ${t%:*}.csv back.csv
 	done

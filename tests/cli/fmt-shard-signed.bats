@@ -44,7 +44,7 @@ sum_sizes() {
 	run --separate-stderr fmt-shard unpack -p k.pub e.tar -C out1
 	assert_success
 	assert_output "out1/e.apsim
-e.tar: 1 files, $(stat -c %s e.apsim) bytes (apsim, ed25519 signature by trusted key $K)"
+e.tar: 1 file, $(stat -c %s e.apsim) bytes (apsim, ed25519 signature by trusted key $K)"
 	cmp e.apsim out1/e.apsim
 	run fmt-shard unpack -q -P "$(tail -n 1 k.pub)" e.tar -C out2
 	assert_success
@@ -141,7 +141,7 @@ m-00003-of-00003.gguf.minisig"
 	assert_success
 	assert_equal "$(jq -c 'has("signatures")' <<<"$output")" false
 	run fmt-verify plain.tar
-	assert_output "plain.tar: ok (bundle of safetensors, 1 files, 468 bytes)"
+	assert_output "plain.tar: ok (bundle of safetensors, 1 file, 468 bytes)"
 }
 
 @test "keyed unpack checks the .minisig members, writes them, and the set verifies with fmt-verify and minisign -V" {

@@ -35,6 +35,15 @@ setup() {
 	assert_success
 	assert_output "tiny.safetensors: ok (safetensors, 5 tensors, 1 file, 468 bytes)"
 	[ -z "$stderr" ]
+	# one of a kind is said in the singular, here and in the other tools' summaries
+	fmt-shard split --max-tensors 1 tiny.safetensors >/dev/null
+	run fmt-verify tiny-00001-of-00005.safetensors
+	assert_output "tiny-00001-of-00005.safetensors: ok (safetensors, 1 tensor, 1 file, $(stat -c %s tiny-00001-of-00005.safetensors) bytes)"
+	printf 'a\n1\n' >one.csv
+	run fmt-inspect one.csv
+	assert_line --index 3 "schema (1 column):"
+	run fmt-convert --dry-run one.csv one.jsonl
+	assert_line --index 0 "one.csv (csv) -> one.jsonl (jsonl), 1 row"
 }
 
 @test "a good shard set: ok for the whole set" {

@@ -249,10 +249,10 @@ stop_at() {
 @test "escapes: the manifest's format is escaped by fmt-verify and fmt-shard unpack -v" {
 	run fmt-verify "$B/escape-format.tar"
 	assert_success
-	assert_output "$B/escape-format.tar: ok (bundle of \\x1b[2J\\x1b]0;owned\\x07\\x1b[31mapsim, 1 files, 796 bytes)"
+	assert_output "$B/escape-format.tar: ok (bundle of \\x1b[2J\\x1b]0;owned\\x07\\x1b[31mapsim, 1 file, 796 bytes)"
 	run fmt-shard unpack -v -C out "$B/escape-format.tar"
 	assert_success
-	assert_line --index 1 "$B/escape-format.tar: 1 files, 796 bytes (\\x1b[2J\\x1b]0;owned\\x07\\x1b[31mapsim)"
+	assert_line --index 1 "$B/escape-format.tar: 1 file, 796 bytes (\\x1b[2J\\x1b]0;owned\\x07\\x1b[31mapsim)"
 }
 
 # Every tool, text and JSON, on every file of scripts/gen/hostile-text: no C0 control but tab and

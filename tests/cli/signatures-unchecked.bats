@@ -87,5 +87,5 @@ unchecked() {
 @test "a bundle with its own FILE.minisig" {
 	fmt-shard pack -q m.safetensors -o b.tar
 	fmt-sign sign -q -s a.key b.tar
-	unchecked b.tar "b.tar: ok (bundle of safetensors, 1 files, 468 bytes" '["minisig"]'
+	unchecked b.tar "b.tar: ok (bundle of safetensors, 1 file, 468 bytes" '["minisig"]'
 }

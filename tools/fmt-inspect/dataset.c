@@ -18,7 +18,7 @@
 
 static void print_schema(FILE *out, const fmt_schema *s)
 {
-	fprintf(out, "schema (%zu columns):\n", s->n_fields);
+	fprintf(out, "schema (%zu column%s):\n", s->n_fields, s->n_fields == 1 ? "" : "s");
 	for (size_t i = 0; i < s->n_fields; i++) {
 		char type[256];
 		fmt_field_type_name(&s->fields[i], type, sizeof type);

@@ -23,7 +23,7 @@ static json_t *members_json(const fmt_bundle_info *b)
 static void print_summary(const fmt_bundle_info *b, const char *bundle)
 {
 	fmt_out_escaped(stdout, bundle, strlen(bundle));
-	printf(": %zu files, %" PRIu64 " bytes (", b->n_members, b->total_bytes);
+	printf(": %zu file%s, %" PRIu64 " bytes (", b->n_members, b->n_members == 1 ? "" : "s", b->total_bytes);
 	fmt_out_escaped(stdout, b->format, strlen(b->format)); /* the manifest's text */
 	fputs(b->zstd ? ", zstd" : "", stdout);
 	fmt_bundle_sigs_text(b, stdout);

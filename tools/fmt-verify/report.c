@@ -26,8 +26,8 @@ void report_ok(const fmt_model *m, const verify_sigs *v, const verify_tests *t, 
 		return;
 	}
 	fmt_out_escaped(stdout, m->path, strlen(m->path));
-	printf(": ok (%s, %zu tensors, %zu file%s, %" PRIu64 " bytes", m->driver->name,
-	       m->n_tensors, m->n_sources, m->n_sources == 1 ? "" : "s", bytes);
+	printf(": ok (%s, %zu tensor%s, %zu file%s, %" PRIu64 " bytes", m->driver->name, m->n_tensors,
+	       m->n_tensors == 1 ? "" : "s", m->n_sources, m->n_sources == 1 ? "" : "s", bytes);
 	sigs_text(v, stdout);
 	if (t && t->ran)
 		printf(", %u embedded test case%s passed", t->passed, t->passed == 1 ? "" : "s");
@@ -123,7 +123,8 @@ void report_bundle_ok(const char *path, const fmt_bundle_info *b, const verify_s
 	fmt_out_escaped(stdout, path, strlen(path));
 	fputs(": ok (bundle of ", stdout); /* the manifest's format is the file's text: escaped */
 	fmt_out_escaped(stdout, b->format ? b->format : "?", strlen(b->format ? b->format : "?"));
-	printf(", %zu files, %" PRIu64 " bytes%s", b->n_members, b->total_bytes, b->zstd ? ", zstd" : "");
+	printf(", %zu file%s, %" PRIu64 " bytes%s", b->n_members, b->n_members == 1 ? "" : "s", b->total_bytes,
+	       b->zstd ? ", zstd" : "");
 	sigs_text(v, stdout);
 	fmt_bundle_sigs_text(b, stdout);
 	fputs(")\n", stdout);
