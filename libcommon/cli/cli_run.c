@@ -177,6 +177,22 @@ void fmt_cli_help(const fmt_cli_tool *t, FILE *f)
 		fprintf(f, "\n%s\n", t->footer);
 }
 
+/* A bad value's message led by the option as it was given (-T, --threads), unless it names an
+ * option itself: "'abc' is not a whole number" did not say of which. */
+static const char *named_option_msg(int long_index, const struct option *longs, int c, const char *msg)
+{
+	static char named[sizeof ((fmt_err *)0)->msg + 64];
+	if (msg[0] == '-')
+		return msg;
+	if (long_index >= 0)
+		snprintf(named, sizeof named, "--%s: %s", longs[long_index].name, msg);
+	else if (c > 0 && c < 128 && isgraph(c))
+		snprintf(named, sizeof named, "-%c: %s", c, msg);
+	else
+		return msg;
+	return named;
+}
+
 /* A common option (getopt_long's c with its value): 1 if it was one, 0 if not, -1 on a bad value. */
 static int common_option(int c, const char *arg, fmt_common_opts *o, fmt_err *e)
 {
@@ -551,7 +567,7 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 			r = t->on_option ? (t->on_option(ctx, c, optarg, &e) < 0 ? -1 : 1)
 					 : (fmt_fail(&e, FMT_USAGE, "unhandled option"), -1);
 		if (r < 0)
-			return exit_now(cli, fmt_cli_usage_error(t, e.msg));
+			return exit_now(cli, fmt_cli_usage_error(t, named_option_msg(long_index, longs, c, e.msg)));
 	}
 	cli->common.no_progress |= cli->common.json; /* stderr carries JSON objects only */
 	cli->operands = argv + optind;

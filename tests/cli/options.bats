@@ -334,6 +334,22 @@ Try 'fmt-sign --help'."
 Try 'fmt-shard --help'."
 }
 
+@test "a bad value is refused naming the option as it was given (-T or --threads)" {
+	# the parsers' messages ("'abc' is not a whole number") did not say which option they meant
+	for pair in "fmt-convert -T abc|-T: 'abc' is not a whole number" \
+		"fmt-convert --threads=abc|--threads: 'abc' is not a whole number" \
+		"fmt-convert --thr 2000|--threads: '2000' is not a whole number from 0 to 1024" \
+		"fmt-shard split --seed -1|--seed: '-1' is not a whole number" \
+		"fmt-shard split --max-size 5XB|--max-size: '5XB': unknown size unit (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)" \
+		"fmt-inspect --head x|--head takes a row count"; do
+		cmd=${pair%%|*} tool=${cmd%% *}
+		run --separate-stderr "$FMTKIT_BIN/$tool" ${cmd#* } in.safetensors out.gguf
+		assert_failure 2
+		assert_equal "$stderr" "$tool: error: ${pair#*|}
+Try '$tool --help'."
+	done
+}
+
 @test "an option of another subcommand is refused, naming where it belongs" {
 	run --separate-stderr "$FMTKIT_BIN/fmt-shard" merge --max-size 1MB x.safetensors -o y.safetensors
 	assert_failure 2
