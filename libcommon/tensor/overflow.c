@@ -171,6 +171,6 @@ fmt_kind fmt_overflow_fail(fmt_err *e, const char *tensor, fmt_dtype to, uint64_
 	case FMT_DT_Q8_0: limit = "a block's largest |x| must stay below 127 x 65520 = 8321040, or its F16 scale is infinite"; break;
 	default: limit = "a block's largest |x| must stay below 8 x 65520 = 524160, or its F16 scale is infinite"; break;
 	}
-	return fmt_fail(e, FMT_INVALID_FORMAT, "tensor '%s': element %llu is %.9g, beyond what %s holds (%s)",
+	return fmt_fail(e, FMT_INVALID_FORMAT, "tensor '%s': element %llu is %.9g, beyond what %s holds (%s; see --overflow)",
 			tensor, (unsigned long long)elem, (double)value, fmt_dtype_name(to), limit);
 }

@@ -210,11 +210,11 @@ nothing_written() {
 # Overflow
 
 @test "refuse (default): exit 4 naming tensor, element and value, nothing written (F16, BF16, Q8_0, Q4_0)" {
-	for c in "f16 big.weight 37 10000000 F16 holds (largest finite value 65504)" \
-		"f16 mid.weight 5 -600000 F16 holds (largest finite value 65504)" \
-		"bf16 huge.weight 40 3.39999995e+38 BF16 holds (largest finite value 3.3895314e+38)" \
-		"q8_0 big.weight 37 10000000 Q8_0 holds (a block's largest |x| must stay below 127 x 65520 = 8321040, or its F16 scale is infinite)" \
-		"q4_0 mid.weight 5 -600000 Q4_0 holds (a block's largest |x| must stay below 8 x 65520 = 524160, or its F16 scale is infinite)"; do
+	for c in "f16 big.weight 37 10000000 F16 holds (largest finite value 65504; see --overflow)" \
+		"f16 mid.weight 5 -600000 F16 holds (largest finite value 65504; see --overflow)" \
+		"bf16 huge.weight 40 3.39999995e+38 BF16 holds (largest finite value 3.3895314e+38; see --overflow)" \
+		"q8_0 big.weight 37 10000000 Q8_0 holds (a block's largest |x| must stay below 127 x 65520 = 8321040, or its F16 scale is infinite; see --overflow)" \
+		"q4_0 mid.weight 5 -600000 Q4_0 holds (a block's largest |x| must stay below 8 x 65520 = 524160, or its F16 scale is infinite; see --overflow)"; do
 		read -r dt name elem value rest <<<"$c"
 		run --separate-stderr fmt-convert --dtype "$dt" --include "$name" "$GF/overflow.safetensors" out.gguf
 		assert_failure 4
@@ -233,7 +233,7 @@ nothing_written() {
 	nothing_written out.safetensors
 	run --separate-stderr fmt-convert --dtype bf16 --include huge.weight "$GF/overflow.safetensors" out.apsim
 	assert_failure 4
-	[ "$stderr" = "fmt-convert: error: $GF/overflow.safetensors: tensor 'huge.weight': element 40 is 3.39999995e+38, beyond what BF16 holds (largest finite value 3.3895314e+38)" ]
+	[ "$stderr" = "fmt-convert: error: $GF/overflow.safetensors: tensor 'huge.weight': element 40 is 3.39999995e+38, beyond what BF16 holds (largest finite value 3.3895314e+38; see --overflow)" ]
 	nothing_written out.apsim
 	# --overflow=refuse is the default, spelled out
 	run fmt-convert --overflow=refuse --dtype f16 "$GF/overflow.safetensors" out.gguf

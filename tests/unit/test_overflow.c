@@ -148,7 +148,7 @@ TEST(overflow_retyped_refuses_or_saturates)
 	fmt_model_init(&o1);
 	CHECK(fmt_model_add_retyped(&o1, &in, &in.tensors[0], "w", FMT_DT_F16, NULL, &e) == FMT_OK);
 	CHECK(fmt_tensor_read(&o1, &o1.tensors[0], 0, out, 256, &e) == FMT_INVALID_FORMAT);
-	CHECK_STR(e.msg, "tensor 'w': element 100 is 1000000, beyond what F16 holds (largest finite value 65504)");
+	CHECK_STR(e.msg, "tensor 'w': element 100 is 1000000, beyond what F16 holds (largest finite value 65504; see --overflow)");
 	fmt_model_init(&o2);
 	CHECK(fmt_model_add_retyped_mode(&o2, &in, &in.tensors[0], "w", FMT_DT_F16, FMT_OVERFLOW_SATURATE, NULL, &e) == FMT_OK);
 	CHECK(fmt_tensor_read(&o2, &o2.tensors[0], 0, out, 256, &e) == FMT_OK);
