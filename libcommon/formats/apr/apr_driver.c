@@ -49,7 +49,7 @@ static fmt_kind apr_open(fmt_model *m, fmt_err *e)
 	if (n < 4)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "truncated: %zu bytes", n);
 	if (fmt_apr_is_tsp(head, n))
-		return fmt_fail(e, FMT_UNSUPPORTED, "an aprender-tsp solver model (16-byte `APR\\0` header, type TSP), "
+		return fmt_fail(e, FMT_UNSUPPORTED, "an aprender-tsp solver model (a 16-byte header: APR, a zero byte, type TSP), "
 				"not an APR model container: it holds no tensors");
 	if (!memcmp(head, MAGIC_SEED, 4))
 		return fmt_apr_seed_open(m, st, e);
