@@ -64,6 +64,7 @@ int fmt_report_usage(FILE *f, const char *tool, const char *msg)
 	return FMT_USAGE;
 }
 
+__attribute__((format(printf, 4, 0)))
 static void report_note(FILE *f, const char *tool, const char *level, const char *format, va_list ap)
 {
 	char msg[FMT_ERR_MSG_MAX];

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include "pipeline_internal.h"
 
+__attribute__((format(printf, 3, 0)))
 static void say(void (*hook)(const fmt_convert_opts *, const char *), const fmt_convert_opts *o,
 		const char *format, va_list ap)
 {

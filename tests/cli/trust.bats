@@ -84,6 +84,20 @@ raw_pk_of() { sed -n 2p "$1" | base64 -d | tail -c 32 | base64 -w0; }
 	assert_equal "$stderr" "fmt-verify: error: set/model.safetensors.index.json: set/model-00002-of-00002.safetensors: signed by key $B, not by the key given (wrong key id)"
 }
 
+@test "a set whose file names hold printf conversions: a tampered shard is 7, named as it is" {
+	# The shard's path was the format of the message's prefix: "%n" in a name crashed fmt-verify
+	# (a segmentation fault) instead of refusing the set.
+	fmt-shard split -q --max-tensors 3 -o 'p%s%s%s%n' "$SAMPLES/tiny.safetensors"
+	fmt-sign sign -q -s a.key p*
+	run fmt-verify -p a.pub 'p%s%s%s%n.safetensors.index.json'
+	assert_success
+	shard='p%s%s%s%n-00002-of-00002.safetensors'
+	printf '\1' | dd of="$shard" bs=1 seek=$(($(stat -c %s "$shard") - 1)) conv=notrunc status=none
+	run --separate-stderr fmt-verify -p a.pub 'p%s%s%s%n.safetensors.index.json'
+	assert_failure 7
+	assert_equal "$stderr" "fmt-verify: error: p%s%s%s%n.safetensors.index.json: p%s%s%s%n-00002-of-00002.safetensors: bad signature by key $A: the file or the signature was altered"
+}
+
 @test "a tampered file or .minisig is 7; a malformed .minisig 4; bad key options 2, 3 or 4" {
 	cp "$SAMPLES/tiny.safetensors" m.safetensors
 	fmt-sign sign -q -s a.key -t "release 1" m.safetensors

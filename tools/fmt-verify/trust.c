@@ -58,7 +58,7 @@ fmt_kind verify_set_detached(const fmt_model *m, const char *path, const fmt_key
 		memset(&shard, 0, sizeof shard);
 		fmt_kind k = verify_detached(file, keys, &shard, e);
 		if (k != FMT_OK)
-			fmt_err_prefix(e, file);
+			fmt_err_prefix(e, "%s", file);
 		if (k == FMT_OK && !shard.detached)
 			k = fmt_fail(e, FMT_SIGNATURE, "%s has no .minisig: the signature of %s does not cover the "
 				     "other files of the set (sign each: fmt-sign sign -s SECKEY FILE...)", file, path);
