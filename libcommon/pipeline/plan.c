@@ -453,7 +453,7 @@ static fmt_kind carry_unit(convert_plan *p, const fmt_model *in, const char *nam
 	fmt_value items[FMT_UNIT_DIMS];
 	for (int i = 0; i < FMT_UNIT_DIMS; i++)
 		items[i] = (fmt_value){ .type = FMT_V_I32, .v.i = dims[i] };
-	fmt_value arr = { .type = FMT_V_ARRAY, .v.arr = { FMT_V_I32, FMT_UNIT_DIMS, items } };
+	fmt_value arr = { .type = FMT_V_ARRAY, .v.arr = { .elem = FMT_V_I32, .count = FMT_UNIT_DIMS, .items = items } };
 	char key[FMT_ERR_MSG_MAX];
 	snprintf(key, sizeof key, UNITS_KEY "%s", name);
 	return fmt_model_add_meta(&p->out, key, &arr, e);
