@@ -20,6 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	fmt_model m;
 	fmt_err e;
+	fmt_err_clear(&e);
 	uint8_t *copy = malloc(size ? size : 1);
 	if (!copy)
 		return 0;

@@ -20,6 +20,7 @@ static void read_some(const fmt_model *m)
 		const uint8_t *bytes;
 		uint8_t *to_free = NULL;
 		fmt_err e;
+		fmt_err_clear(&e);
 		if (t->nbytes > MAX_READ)
 			continue;
 		if (fmt_tensor_load(m, t, &bytes, &to_free, &e) == FMT_OK && t->nbytes && !t->reader)
@@ -32,6 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	fmt_model m;
 	fmt_err e;
+	fmt_err_clear(&e);
 	uint8_t *copy = malloc(size ? size : 1);
 	if (!copy)
 		return 0;

@@ -43,6 +43,7 @@ static int open_stream(fmt_model *m, const uint8_t *data, size_t size, size_t he
 {
 	fmt_source src;
 	fmt_err e;
+	fmt_err_clear(&e);
 	if (fmt_source_stream_memory(&src, "-", data, size, head, chunk, &e) != FMT_OK)
 		return 0;
 	fmt_kind k = fmt_model_open_source(m, &src, "-", head < FMT_PROBE_BYTES ? &fmt_driver_apr : NULL, &e);
@@ -55,6 +56,7 @@ static void convert(const uint8_t *data, size_t size, size_t head, size_t chunk)
 {
 	fmt_model m;
 	fmt_err e;
+	fmt_err_clear(&e);
 	size_t *order = NULL;
 	int moved;
 	volatile uint8_t sink = 0;
@@ -78,6 +80,7 @@ static void inspect_verify(const uint8_t *data, size_t size, size_t head, size_t
 {
 	fmt_model m;
 	fmt_err e;
+	fmt_err_clear(&e);
 	if (!open_stream(&m, data, size, head, chunk))
 		return;
 	json_decref(m.driver->describe ? m.driver->describe(&m) : NULL);

@@ -20,6 +20,7 @@ static void dequantize_all(const fmt_model *m)
 {
 	fmt_model out;
 	fmt_err e;
+	fmt_err_clear(&e);
 	fmt_model_init(&out);
 	for (size_t i = 0; i < m->n_qtensors; i++) {
 		if (fmt_model_add_dequantized(&out, m, &m->qtensors[i], NULL, &e) != FMT_OK)
@@ -42,6 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	fmt_model m;
 	fmt_err e;
+	fmt_err_clear(&e);
 	size_t head = size < FMT_PROBE_BYTES ? size : FMT_PROBE_BYTES;
 	(void)fmt_driver_apsim.probe(data, head, size);
 	(void)fmt_driver_apsim_index.probe(data, head, size);

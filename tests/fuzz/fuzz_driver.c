@@ -41,6 +41,7 @@ static void no_internal(fmt_kind k)
 static int read_all(const fmt_model *m)
 {
 	fmt_err e;
+	fmt_err_clear(&e);
 	volatile uint8_t sink = 0;
 	int all = 1;
 	for (size_t i = 0; i < m->n_tensors; i++) {
@@ -57,6 +58,7 @@ static void write_and_reopen(const fmt_driver *d, const fmt_model *m)
 	char path[160];
 	fmt_sink k;
 	fmt_err e;
+	fmt_err_clear(&e);
 	fmt_model back;
 	snprintf(path, sizeof path, "%s/fmtkit-fuzz-%ld-%s%s", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp",
 		 (long)getpid(), d->name, d->extension ? d->extension : "");
@@ -90,6 +92,7 @@ static void write_networks(const fmt_model *m)
 		char path[160];
 		fmt_sink k;
 		fmt_err e;
+		fmt_err_clear(&e);
 		fmt_model back;
 		snprintf(path, sizeof path, "%s/fmtkit-fuzz-%ld-net%s", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp",
 			 (long)getpid(), (*to)->extension ? (*to)->extension : "");
@@ -115,6 +118,7 @@ static void read_model(const fmt_driver *d, const uint8_t *data, size_t size)
 {
 	fmt_model m;
 	fmt_err e;
+	fmt_err_clear(&e);
 	fmt_kind k = fmt_model_open_memory(&m, NAME, data, size, d, &e);
 	no_internal(k);
 	if (k != FMT_OK)
@@ -144,6 +148,7 @@ static void reread(const fmt_schema *s, const fmt_batch *b)
 	fmt_ipc_reader r;
 	fmt_sb out = { 0 };
 	fmt_err e;
+	fmt_err_clear(&e);
 	if (fmt_ipc_writer_begin(&w, s, 0, &out, &e) != FMT_OK)
 		return;
 	if (fmt_ipc_writer_batch(&w, b, &out, &e) != FMT_OK || fmt_ipc_writer_end(&w, &out, &e) != FMT_OK) {
@@ -170,6 +175,7 @@ static void read_table(const fmt_table_driver *d, const uint8_t *data, size_t si
 	fmt_dataset_opts o = { .batch_rows = 7 };
 	fmt_table t;
 	fmt_err e;
+	fmt_err_clear(&e);
 	/* An X25519 identity (secret 32 x 0x42), so that payloads encrypted to it (corpus files
 	 * *-recipient.ald) are decrypted and read; password mode would cost Argon2 per input. */
 	static uint8_t sk[32];
@@ -220,6 +226,7 @@ static int table_text(const fmt_table_driver *d, const uint8_t *data, size_t siz
 {
 	fmt_table t;
 	fmt_err e;
+	fmt_err_clear(&e);
 	*sampled = 0;
 	if (fmt_table_open_memory_opts(&t, "fuzz", data, size, d, o, &e) != FMT_OK)
 		return 0;
@@ -264,6 +271,7 @@ static int verified_readable(const fmt_table_driver *d, const uint8_t *data, siz
 {
 	fmt_table t;
 	fmt_err e;
+	fmt_err_clear(&e);
 	if (fmt_table_open_memory(&t, "fuzz", data, size, d, &e) != FMT_OK)
 		return 0;
 	t.allow_expired = 1;

@@ -15,6 +15,7 @@ static void decode_some(const fmt_model *m)
 		const uint8_t *bytes;
 		uint8_t *to_free;
 		fmt_err e;
+		fmt_err_clear(&e);
 		if (t->nelems > MAX_DECODE_ELEMS || !fmt_dequant_supported(t->dtype))
 			continue;
 		if (fmt_tensor_load(m, t, &bytes, &to_free, &e) != FMT_OK)
@@ -29,6 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	fmt_model m;
 	fmt_err e;
+	fmt_err_clear(&e);
 	if (fmt_model_open_memory(&m, "fuzz", data, size, &fmt_driver_gguf, &e) == FMT_OK)
 		decode_some(&m);
 	fmt_model_free(&m);

@@ -9,6 +9,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	fmt_err e;
+	fmt_err_clear(&e);
 	fmt_ms_sig *sig = malloc(sizeof *sig);
 	fmt_ms_public pub;
 	fmt_ms_secret sec;

@@ -33,6 +33,7 @@ static void run_model(const nk_model *nm)
 		return;
 	nk_engine en;
 	fmt_err e;
+	fmt_err_clear(&e);
 	if (fmt_nk_engine_init(&en, nm, fmt_nk_kernels_get(), &e) != FMT_OK)
 		return;
 	void *in = calloc(nm->input_count, sizeof(float));
@@ -52,6 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	fmt_model m;
 	fmt_err e;
+	fmt_err_clear(&e);
 	if (fmt_model_open_memory(&m, "fuzz.nk", data, size, &fmt_driver_nk, &e) != FMT_OK)
 		return 0;
 	const nk_model *nm = fmt_nk_model_of(&m);

@@ -17,6 +17,7 @@ static int open_bytes(const uint8_t *data, size_t size, fmt_model *m, fmt_err *e
 static uint8_t *write_bytes(const fmt_model *m, size_t *n)
 {
 	fmt_err e;
+	fmt_err_clear(&e);
 	char *json = NULL;
 	size_t len = 0, *order = NULL;
 	if (fmt_st_header_json(m, &json, &len, &e) != FMT_OK || fmt_st_tensor_order(m, &order, &e) != FMT_OK)
@@ -72,6 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	fmt_model m, again;
 	fmt_err e;
+	fmt_err_clear(&e);
 	size_t head = size < FMT_PROBE_BYTES ? size : FMT_PROBE_BYTES;
 	(void)fmt_driver_safetensors.probe(data, head, size);
 	(void)fmt_driver_st_index.probe(data, head, size);
