@@ -364,7 +364,6 @@ static void print_stats_text(FILE *out, json_t *cols)
 	json_array_foreach(cols, i, c) {
 		const char *key;
 		json_t *v;
-		int first = 1;
 		json_object_foreach(c, key, v) {
 			if (!strcmp(key, "name")) {
 				fmt_out_escaped(out, json_string_value(v), json_string_length(v));
@@ -373,13 +372,12 @@ static void print_stats_text(FILE *out, json_t *cols)
 			}
 			char *text = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY |
 									     JSON_REAL_PRECISION(10));
-			fprintf(out, "%s %s=", first ? "" : "", key);
+			fprintf(out, " %s=", key);
 			if (json_is_string(v))
 				fmt_out_escaped(out, json_string_value(v), json_string_length(v));
 			else if (text)
 				fputs(text, out);
 			free(text);
-			first = 0;
 		}
 		fprintf(out, "\n");
 	}
