@@ -1081,7 +1081,7 @@ fmt_kind fmt_bundle_pack(const char *set_path, const char *bundle_path, unsigned
 		k = manifest_text(&b, &manifest, e);
 	fmt_sink sink;
 	if (k == FMT_OK && (k = fmt_sink_open(&sink, bundle_path, sink_flags, e)) == FMT_OK) {
-		b.zstd = fmt_ends_with(bundle_path, ".zst");
+		b.zstd = fmt_ends_with_nocase(bundle_path, ".zst");
 		k = write_archive(&sink, b.zstd, f, &b, manifest, e);
 		if (k == FMT_OK)
 			k = fmt_sink_commit(&sink, e);

@@ -3,6 +3,7 @@
 #include <string.h>
 #include "fmt/checked.h"
 #include "fmt/out.h"
+#include "fmt/strbuf.h"
 #include "pipeline_internal.h"
 
 /* The output path without its format's extension (or index suffix): the prefix of a set. */
@@ -14,7 +15,7 @@ static char *shard_prefix(const char *output, const fmt_driver *to)
 	const char *suffixes[] = { index_suffix, to->extension };
 	for (size_t i = 0; i < 2; i++) {
 		size_t s = strlen(suffixes[i]);
-		if (n > s && strcmp(output + n - s, suffixes[i]) == 0)
+		if (n > s && fmt_ends_with_nocase(output, suffixes[i]))
 			return strndup(output, n - s);
 	}
 	return strdup(output);

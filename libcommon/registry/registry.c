@@ -109,7 +109,7 @@ fmt_format fmt_format_by_name(const char *name, unsigned kinds)
 {
 	fmt_format f;
 	EACH_FORMAT(f, i)
-		if ((kind_of(f) & kinds) && strcmp(fmt_format_name(f), name) == 0)
+		if ((kind_of(f) & kinds) && strcasecmp(fmt_format_name(f), name) == 0)
 			return f;
 	return (fmt_format){ 0 };
 }
@@ -117,10 +117,10 @@ fmt_format fmt_format_by_name(const char *name, unsigned kinds)
 static int answers_to(fmt_format f, const char *path)
 {
 	const char *ext = f.model ? f.model->extension : f.table->extension;
-	if (ext && fmt_ends_with(path, ext))
+	if (ext && fmt_ends_with_nocase(path, ext))
 		return 1;
 	for (const char *const *x = f.table ? f.table->more_extensions : NULL; x && *x; x++)
-		if (fmt_ends_with(path, *x))
+		if (fmt_ends_with_nocase(path, *x))
 			return 1;
 	return 0;
 }

@@ -704,6 +704,25 @@ check_block() {
 	cmp "$SAMPLES/tiny.safetensors" out.gguf
 }
 
+@test "an extension and a format name in any letter case: MODEL.GGUF, DATA.CSV, --to CSV, --from Csv" {
+	# Files named on Windows or by spreadsheets were "cannot tell the output format" (exit 2).
+	printf 'a,b\n1,2\n' >t.csv
+	fmt-convert "$SAMPLES/tiny.safetensors" MODEL.GGUF
+	fmt-convert "$SAMPLES/tiny.safetensors" model.gguf
+	cmp MODEL.GGUF model.gguf
+	fmt-convert t.csv DATA.JSONL
+	[ "$(cat DATA.JSONL)" = '{"a":1,"b":2}' ]
+	run fmt-convert --from Csv --to CSV t.csv -
+	assert_success
+	assert_output $'a,b\n1,2'
+	# a set named in capitals: its shards and index take the prefix before the extension
+	fmt-convert --shard 40B "$SAMPLES/tiny.safetensors" SET.SAFETENSORS >/dev/null
+	[ "$(ls SET* | tr '\n' ' ')" = "SET-00001-of-00003.safetensors SET-00002-of-00003.safetensors SET-00003-of-00003.safetensors SET.safetensors.index.json " ]
+	fmt-verify -q SET.safetensors.index.json
+	fmt-shard pack SET.safetensors.index.json -o B.TAR.ZST >/dev/null
+	[ "$(head -c 4 B.TAR.ZST | od -An -tx1 | tr -d ' ')" = 28b52ffd ]
+}
+
 @test "an existing output is refused without -f (exit 2, unchanged); -f overwrites" {
 	echo precious > out.gguf
 	run fmt-convert "$SAMPLES/tiny.safetensors" out.gguf

@@ -116,6 +116,8 @@ void fmt_join_sep(const char *const *words, size_t n, const char *sep, const cha
 
 /* 1 when s ends with suffix (a file name with its extension). */
 int fmt_ends_with(const char *s, const char *suffix);
+/* The same in any letter case (an output's extension: DATA.CSV is CSV). */
+int fmt_ends_with_nocase(const char *s, const char *suffix);
 
 /* memcmp order, the shorter first on a common prefix (Parquet's byte-array order, sort keys,
  * JSON object keys); <0, 0, >0. */
