@@ -529,18 +529,14 @@ static fmt_kind prepare_dir(const char *dir, int *created, fmt_err *e)
 
 static fmt_kind refuse_existing(const fmt_bundle_info *b, const char *dir, fmt_err *e)
 {
-	struct stat st;
 	for (size_t i = 0; i < b->n_members; i++) {
 		char *path = join_path(dir, b->members[i].name);
 		if (!path)
 			return fmt_fail(e, FMT_IO, "out of memory");
-		int exists = lstat(path, &st) == 0;
-		if (exists) {
-			fmt_err_file(e, path);
-			free(path);
-			return fmt_fail(e, FMT_USAGE, "output exists (use --force to overwrite)");
-		}
+		fmt_kind k = fmt_sink_may_create(path, 0, e);
 		free(path);
+		if (k != FMT_OK)
+			return k;
 	}
 	return FMT_OK;
 }
