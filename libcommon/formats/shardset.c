@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/checked.h"
+#include "fmt/registry.h"
 #include "fmt/shardset.h"
 
 /* ---- the namer ---- */
@@ -273,11 +274,12 @@ void fmt_shard_writer_abort(fmt_shard_writer *w)
 	memset(w, 0, sizeof *w);
 }
 
-fmt_kind fmt_shard_write_plan(const fmt_shard_plan *p, unsigned sink_flags, fmt_shard_file_fn write_file,
+fmt_kind fmt_shard_write_plan(const fmt_shard_plan *p, const fmt_write_opts *wo, fmt_shard_file_fn write_file,
 			      void *ctx, char ***paths, size_t *n_paths, fmt_err *e)
 {
 	fmt_shard_writer w;
 	fmt_sink *k = NULL;
+	unsigned sink_flags = wo ? wo->sink_flags : 0;
 	size_t n_files = p->n_shards + (p->index != NULL);
 	fmt_kind r = fmt_shard_plan_check_outputs(p, NULL, sink_flags, e);
 	if (r == FMT_OK)
@@ -290,6 +292,8 @@ fmt_kind fmt_shard_write_plan(const fmt_shard_plan *p, unsigned sink_flags, fmt_
 		if ((r = fmt_shard_writer_add(&w, path, &k, e)) == FMT_OK)
 			r = write_file(ctx, i, k, e);
 	}
+	if (r == FMT_OK)
+		r = fmt_write_gate(wo, e);
 	if (r == FMT_OK)
 		r = fmt_shard_writer_commit(&w, e);
 	else if (w.sinks)
@@ -305,7 +309,7 @@ fmt_kind fmt_shard_write_plan(const fmt_shard_plan *p, unsigned sink_flags, fmt_
 }
 
 fmt_kind fmt_shard_write_model(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
-			       unsigned sink_flags, fmt_shard_plan_fn plan_shards, fmt_shard_file_fn write_file,
+			       const fmt_write_opts *wo, fmt_shard_plan_fn plan_shards, fmt_shard_file_fn write_file,
 			       char ***paths, size_t *n_paths, fmt_err *e)
 {
 	fmt_shard_plan p;
@@ -315,7 +319,7 @@ fmt_kind fmt_shard_write_model(const fmt_model *m, const char *prefix, const fmt
 	if (r != FMT_OK)
 		return r;
 	fmt_shard_set set = { m, &p };
-	r = fmt_shard_write_plan(&p, sink_flags, write_file, &set, paths, n_paths, e);
+	r = fmt_shard_write_plan(&p, wo, write_file, &set, paths, n_paths, e);
 	fmt_shard_plan_free(&p);
 	return r;
 }

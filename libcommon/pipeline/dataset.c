@@ -182,12 +182,15 @@ static fmt_kind convert_once(const char *input, const char *output, const fmt_co
 	} else if (k == FMT_OK) {
 		fmt_sink sink;
 		fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->threads,
-				      .keys = *write_keys, .options = o->options };
+				      .keys = *write_keys, .options = o->options,
+				      .before_commit = o->commit_hook, .commit_ctx = o->hook_ctx };
 		k = fmt_sink_open(&sink, output, wo.sink_flags, e);
 		if (k == FMT_OK) {
 			k = o->table_to->write(&t, &sink, &wo, e);
 			if (k == FMT_OK && as_read) /* made by the reads: what they did not reach */
 				k = fmt_table_verify(&t, NULL, e);
+			if (k == FMT_OK)
+				k = fmt_write_gate(&wo, e);
 			if (k == FMT_OK)
 				k = fmt_sink_commit(&sink, e);
 			else

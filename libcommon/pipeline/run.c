@@ -125,6 +125,8 @@ static fmt_kind write_single(convert_plan *p, fmt_model *in, const char *output,
 		k = e->kind;
 	}
 	if (k == FMT_OK)
+		k = fmt_write_gate(wo, e);
+	if (k == FMT_OK)
 		return fmt_sink_commit(&sink, e);
 	fmt_sink_abort(&sink);
 	return k;
@@ -166,7 +168,8 @@ static fmt_kind write_output(convert_plan *p, fmt_model *in, const char *output,
 {
 	fmt_hmac_key key = { 0 };
 	fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->threads,
-			      .options = o->options, .codec = o->codec, .codec_level = o->codec_level };
+			      .options = o->options, .codec = o->codec, .codec_level = o->codec_level,
+			      .before_commit = o->commit_hook, .commit_ctx = o->hook_ctx };
 	fmt_kind k = FMT_OK;
 	if (o->sign || fmt_key_opts_given(&o->key)) {
 		k = fmt_key_from_opts(&o->key, &key, e);

@@ -573,6 +573,57 @@ PY
 	assert_success
 }
 
+@test "embed whose selected values take no mark (zeros, subnormals, inf, NaN; too few for --density): exit 5 at the end, nothing written, nothing registered" {
+	# It wrote the copy unmarked with exit 0 ("marked: 0" in --json, a warning in text).
+	/usr/bin/python3 - <<'PY'
+import json, struct
+import numpy as np
+def safetensors(path, **ts):
+    hdr, off, blob = {}, 0, b""
+    for name, a in ts.items():
+        hdr[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + a.nbytes]}
+        off += a.nbytes
+        blob += a.tobytes()
+    text = json.dumps(hdr).encode()
+    text += b" " * (-len(text) % 8)
+    open(path, "wb").write(struct.pack("<Q", len(text)) + text + blob)
+odd = np.array([0.0, -0.0, 1e-45, np.inf, -np.inf, np.nan] * 1000, "<f4")
+safetensors("z.safetensors", w=np.zeros((64, 64), "<f4"), odd=odd)
+safetensors("one.safetensors", w=np.array([1.5], "<f4"))
+PY
+	printf 'id,x\n' >z.csv
+	for i in $(seq 1 200); do printf '%d,0.0\n' "$i"; done >>z.csv
+	local why='no value of the selected tensors took a mark (a mark needs normal float values: not zero, subnormal, infinite or NaN'
+	for dry in "" --dry-run; do
+		run --separate-stderr fmt-watermark embed $dry --key seller.key --buyer a --registry reg.jsonl \
+			z.safetensors o.safetensors
+		[ "$status" -eq 5 ]
+		[ "$stderr" = "fmt-watermark: error: z.safetensors: nothing marked: $why); nothing written" ]
+		run --separate-stderr fmt-watermark embed $dry -q --scheme qim --key seller.key --buyer a \
+			--registry reg.jsonl z.safetensors o.safetensors
+		[ "$status" -eq 5 ]
+		[ "$stderr" = "fmt-watermark: error: z.safetensors: nothing marked: $why, and enough of them for --density); nothing written" ]
+		# one value, and --density chooses none of it
+		run --separate-stderr fmt-watermark embed $dry --scheme qim --density 0.01 --key seller.key --buyer a \
+			one.safetensors o.safetensors
+		[ "$status" -eq 5 ]
+		run --separate-stderr fmt-watermark embed $dry --json --key seller.key --buyer a --columns x \
+			--registry reg.jsonl z.csv o.csv
+		[ "$status" -eq 5 ]
+		[ "$(jq -r '[.exit, .message] | @tsv' <<<"$stderr")" = $'5\tnothing marked: no value of the selected columns took a mark (a mark needs normal float values: not zero, subnormal, infinite or NaN, and enough of them for --density); nothing written' ]
+	done
+	[ ! -e o.safetensors ] && [ ! -e o.csv ] && [ ! -s reg.jsonl ]
+	[ -z "$(find . -name '.fmtkit-*')" ]
+	# to standard output: what went out is not called marked
+	run --separate-stderr fmt-watermark embed --key seller.key --buyer a --to csv --columns x z.csv -
+	[ "$status" -eq 5 ]
+	[[ "$stderr" == *"); what standard output received is no marked copy" ]]
+	# one marked value is a marked copy
+	run fmt-watermark embed --scheme qim --key seller.key --buyer a one.safetensors o.safetensors
+	assert_success
+	assert_output --partial "total: 1 of 1 values marked in 1 tensor"
+}
+
 @test "usage errors and hostile input: exact exit statuses" {
 	run fmt-watermark embed --scheme qim --buyer a m.safetensors o.safetensors
 	assert_failure 2

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "fmt/io.h"
+#include "fmt/registry.h"
 #include "fmt/shardset.h"
 #include "unit.h"
 
@@ -241,6 +242,47 @@ TEST(sinks_commit_all_or_nothing)
 	CHECK(access(a, F_OK) != 0);
 	CHECK_EQ_U64(unit_dir_entries(dir), 2);
 	rmdir(c);
+	unlink(b);
+	rmdir(dir);
+}
+
+static fmt_kind write_name(void *ctx, size_t i, fmt_sink *k, fmt_err *e)
+{
+	(void)ctx;
+	return fmt_sink_write(k, i ? "second" : "first", i ? 6 : 5, e);
+}
+
+static fmt_kind refuse(void *ctx, fmt_err *e)
+{
+	++*(int *)ctx;
+	return fmt_fail(e, FMT_UNSUPPORTED, "not this one");
+}
+
+/* The write options' gate runs once every file is written and before any is put in place. */
+TEST(write_plan_gate_before_commit)
+{
+	char *dir = unit_tmp_dir(), a[128], b[128];
+	snprintf(a, sizeof a, "%s/s-1", dir);
+	snprintf(b, sizeof b, "%s/s-2", dir);
+	fmt_shard shards[2] = { { .path = a }, { .path = b } };
+	fmt_shard_plan plan = { .shards = shards, .n_shards = 2 };
+	int calls = 0;
+	fmt_write_opts wo = { .before_commit = refuse, .commit_ctx = &calls };
+	char **paths = NULL;
+	size_t n = 0;
+	fmt_err e;
+	fmt_err_clear(&e);
+	CHECK(fmt_shard_write_plan(&plan, &wo, write_name, NULL, &paths, &n, &e) == FMT_UNSUPPORTED);
+	CHECK_STR(e.msg, "not this one");
+	CHECK(calls == 1 && paths == NULL && n == 0);
+	CHECK_EQ_U64(unit_dir_entries(dir), 0);                     /* no file, no temporary */
+	wo.before_commit = NULL;
+	CHECK(fmt_shard_write_plan(&plan, &wo, write_name, NULL, &paths, &n, &e) == FMT_OK);
+	CHECK(n == 2 && file_is(a, "first") && file_is(b, "second"));
+	for (size_t i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+	unlink(a);
 	unlink(b);
 	rmdir(dir);
 }

@@ -25,6 +25,7 @@ typedef struct embed_ctx {
 	const wm_opts *o;
 	const fmt_wm_params *prm;
 	wm_result *r;
+	int to_stdout;               /* OUT is -: perhaps partly written before the marks are counted */
 	/* tables: the wrapped driver (its first member is what t->driver points to) */
 	struct table_wrap { fmt_table_driver d; const fmt_table_driver *inner; struct embed_ctx *ctx;
 			    long *col_of; } tw;
@@ -316,6 +317,33 @@ static fmt_kind table_hook(fmt_table *t, void *ctx, fmt_err *e)
 	return FMT_OK;
 }
 
+static int any_marked(const wm_result *r)
+{
+	for (size_t i = 0; i < r->n_cols; i++) {
+		const wm_column *col = r->cols[i];
+		if (col->dist.marked)
+			return 1;
+		for (size_t j = 0; j < col->n_pieces; j++)
+			if (col->pieces[j].d.marked)
+				return 1;
+	}
+	return 0;
+}
+
+/* Every value read and marked: an output in which none took a mark (the selected values zero,
+ * subnormal or not finite, or too few for --density to choose one) must not pass for a buyer's
+ * marked copy. */
+static fmt_kind marks_made(void *ctx, fmt_err *e)
+{
+	const embed_ctx *c = ctx;
+	if (any_marked(c->r))
+		return FMT_OK;
+	return fmt_fail(e, FMT_UNSUPPORTED, "nothing marked: no value of the selected %s took a mark (a mark needs "
+			"normal float values: not zero, subnormal, infinite or NaN%s); %s",
+			c->r->is_table ? "columns" : "tensors", c->o->ss ? "" : ", and enough of them for --density",
+			c->to_stdout ? "what standard output received is no marked copy" : "nothing written");
+}
+
 static int piece_cmp(const void *a, const void *b)
 {
 	const struct wm_piece *x = a, *y = b;
@@ -389,12 +417,13 @@ static ssize_t write_nowhere(void *cookie, const char *buf, size_t n)
 fmt_kind wm_embed(const char *input, const char *output, const wm_opts *o, const fmt_wm_params *prm,
 		  wm_result *r, fmt_err *e)
 {
-	embed_ctx c = { .o = o, .prm = prm, .r = r };
+	embed_ctx c = { .o = o, .prm = prm, .r = r, .to_stdout = strcmp(output, "-") == 0 };
 	fmt_convert_opts co = { .dtype = "keep", .force = o->force, .threads = o->threads, .dry_run = o->dry_run,
 				.quiet = o->common.quiet, .no_progress = o->common.no_progress,
 				.to = o->to, .table_to = o->table_to, .codec = o->codec, .codec_level = o->codec_level,
 				.options = (fmt_drvopt_sets *)&o->drvopts,
-				.model_hook = model_hook, .table_hook = table_hook, .hook_ctx = &c,
+				.model_hook = model_hook, .table_hook = table_hook, .commit_hook = marks_made,
+				.hook_ctx = &c,
 				.tool = TOOL, .out = stdout, .err = stderr, .allow_expired = o->allow_expired };
 	fmt_cli_pipeline_reports(&co);
 	co.decrypt.ask = fmt_prompt_password; /* an encrypted dataset: its password from the terminal */
@@ -420,6 +449,8 @@ fmt_kind wm_embed(const char *input, const char *output, const wm_opts *o, const
 	r->out_format = o->table_to ? o->table_to->name : o->to->name;
 	if (k == FMT_OK)
 		k = r->is_table ? fmt_pipeline_dataset(input, output, &co, e) : fmt_pipeline_run(input, output, &co, e);
+	if (k == FMT_OK && o->dry_run && (k = marks_made(&c, e)) != FMT_OK) /* what a real run refuses at its end */
+		fmt_err_file(e, input);
 	free(c.tw.col_of);
 	fmt_pool_destroy(c.pool);
 	if (co.sign_secret)

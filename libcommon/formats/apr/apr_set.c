@@ -54,7 +54,7 @@ fmt_kind fmt_apr_write_sharded(const fmt_model *m, const char *prefix, const fmt
 	c.so.shard_count = plan.n_shards;
 	c.so.tensors_total = m->n_tensors;
 	if (k == FMT_OK)
-		k = fmt_shard_write_plan(&plan, o->sink_flags, write_file, &c, paths, n_paths, e);
+		k = fmt_shard_write_plan(&plan, o, write_file, &c, paths, n_paths, e);
 	fmt_pool_destroy(c.so.pool);
 	fmt_shard_plan_free(&plan);
 	return k;

@@ -770,7 +770,7 @@ fmt_kind fmt_apsim_write_sharded(const fmt_model *m, const char *prefix, const f
 	if (r == FMT_OK)
 		r = take_plan(&p, e);
 	if (r == FMT_OK)
-		r = fmt_shard_write_plan(&sp, o ? o->sink_flags : 0, write_set_file, &p, out_paths, n_out, e);
+		r = fmt_shard_write_plan(&sp, o, write_set_file, &p, out_paths, n_out, e);
 	plan_free(&p);
 	fmt_shard_plan_free(&sp);
 	return r;

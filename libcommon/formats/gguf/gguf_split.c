@@ -330,6 +330,6 @@ static fmt_kind write_shard(void *ctx, size_t i, fmt_sink *k, fmt_err *e)
 fmt_kind fmt_gguf_write_sharded(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
 				const fmt_write_opts *o, char ***paths, size_t *n_paths, fmt_err *e)
 {
-	return fmt_shard_write_model(m, prefix, l, o ? o->sink_flags : 0, fmt_gguf_plan_shards, write_shard, paths,
+	return fmt_shard_write_model(m, prefix, l, o, fmt_gguf_plan_shards, write_shard, paths,
 				     n_paths, e);
 }

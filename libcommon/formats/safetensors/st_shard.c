@@ -73,6 +73,6 @@ static fmt_kind write_file(void *ctx, size_t i, fmt_sink *k, fmt_err *e)
 fmt_kind fmt_st_write_sharded(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
 			      const fmt_write_opts *o, char ***out_paths, size_t *n_out, fmt_err *e)
 {
-	return fmt_shard_write_model(m, prefix, l, o ? o->sink_flags : 0, fmt_st_plan_shards, write_file, out_paths,
+	return fmt_shard_write_model(m, prefix, l, o, fmt_st_plan_shards, write_file, out_paths,
 				     n_out, e);
 }

@@ -61,6 +61,8 @@ typedef struct fmt_convert_opts {
 	 * table before its batches are pulled; NULL in fmt-convert. */
 	fmt_kind (*model_hook)(fmt_model *out, void *ctx, fmt_err *e);
 	fmt_kind (*table_hook)(fmt_table *in, void *ctx, fmt_err *e);
+	/* and once the output is written, before it is put in place (an error: nothing is) */
+	fmt_kind (*commit_hook)(void *ctx, fmt_err *e);
 	void *hook_ctx;
 	fmt_decrypt_opts decrypt;    /* --password-file, --password-env, --identity */
 	const char *encrypt_password_file, *encrypt_password_env; /* --encrypt-password-* */

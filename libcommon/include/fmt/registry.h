@@ -33,7 +33,16 @@ typedef struct fmt_write_opts {
 	 * private_for and ignored by every other driver. */
 	const struct fmt_driver *private_for;
 	const void *private_opts;
+	/* Called once every byte is written, before the output is renamed into place (a set's
+	 * before any of its files is): an error leaves nothing on disk. NULL: no gate. */
+	fmt_kind (*before_commit)(void *ctx, fmt_err *e);
+	void *commit_ctx;
 } fmt_write_opts;
+
+static inline fmt_kind fmt_write_gate(const fmt_write_opts *wo, fmt_err *e)
+{
+	return wo && wo->before_commit ? wo->before_commit(wo->commit_ctx, e) : FMT_OK;
+}
 
 /* What verification checks beyond structure. */
 typedef struct fmt_verify_opts {

@@ -117,7 +117,8 @@ fmt_kind fmt_shard_plan_paths(const fmt_shard_plan *p, char ***paths, size_t *n,
  * i = n_shards for it, then commit them all; *paths as fmt_shard_plan_paths. Nothing is left
  * on disk when it fails. */
 typedef fmt_kind (*fmt_shard_file_fn)(void *ctx, size_t i, fmt_sink *k, fmt_err *e);
-fmt_kind fmt_shard_write_plan(const fmt_shard_plan *p, unsigned sink_flags, fmt_shard_file_fn write_file,
+struct fmt_write_opts; /* fmt/registry.h: its sink flags and its gate before the commit (NULL: none) */
+fmt_kind fmt_shard_write_plan(const fmt_shard_plan *p, const struct fmt_write_opts *wo, fmt_shard_file_fn write_file,
 			      void *ctx, char ***paths, size_t *n_paths, fmt_err *e);
 
 /* The whole write_sharded of a format whose files need only the model and its plan: plan m with
@@ -129,7 +130,7 @@ typedef struct fmt_shard_set {
 typedef fmt_kind (*fmt_shard_plan_fn)(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
 				      fmt_shard_plan *p, fmt_err *e);
 fmt_kind fmt_shard_write_model(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
-			       unsigned sink_flags, fmt_shard_plan_fn plan_shards, fmt_shard_file_fn write_file,
+			       const struct fmt_write_opts *wo, fmt_shard_plan_fn plan_shards, fmt_shard_file_fn write_file,
 			       char ***paths, size_t *n_paths, fmt_err *e);
 
 #endif
