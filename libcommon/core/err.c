@@ -10,7 +10,7 @@ void fmt_err_clear(fmt_err *e)
 	e->msg[0] = '\0';
 }
 
-fmt_kind fmt_fail(fmt_err *e, fmt_kind kind, const char *format, ...)
+fmt_kind (fmt_fail)(fmt_err *e, fmt_kind kind, const char *format, ...)
 {
 	va_list ap;
 	e->kind = kind;

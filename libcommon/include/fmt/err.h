@@ -36,6 +36,11 @@ void fmt_err_clear(fmt_err *e);
 /* Fill e (kind and printf-style message) and return kind. The file is left as it is. */
 fmt_kind fmt_fail(fmt_err *e, fmt_kind kind, const char *format, ...)
 	__attribute__((format(printf, 3, 4)));
+#ifdef __clang_analyzer__
+/* The analyzer does not follow a call into another file: without this it takes the paths on
+ * which fmt_fail returned FMT_OK, and reports what they would do. */
+#define fmt_fail(e, kind, ...) (fmt_fail((e), (kind), __VA_ARGS__), (kind))
+#endif
 
 /* Set the file an error concerns, unless a deeper call already named one. */
 void fmt_err_file(fmt_err *e, const char *file);
