@@ -252,7 +252,7 @@ static void place_starts(infer_job *j)
 
 static void free_job(infer_job *j)
 {
-	for (size_t i = 0; i < j->n; i++) {
+	for (size_t i = 0; j->c && i < j->n; i++) { /* j->c NULL: its allocation failed */
 		free(j->c[i].inf);
 		free(j->c[i].cps.v);
 		if (j->bufs)
