@@ -459,11 +459,29 @@ void fmt_table_free(fmt_table *t)
 	fmt_table_init(t);
 }
 
+/* The reader's hooks (rows_gate, secret, decrypt) take its own state, not a wrapper's: a gate
+ * given a wrapper's state read it as the reader's and let the rows of an expired licence by. */
+static const fmt_table_driver *reader_of(const fmt_table *t)
+{
+	return t->reader ? t->reader : t->driver;
+}
+
+static void *enter_reader(fmt_table *t)
+{
+	void *outer = t->format_state;
+	if (t->reader_state)
+		t->format_state = t->reader_state;
+	return outer;
+}
+
 fmt_kind fmt_table_rows_gate(fmt_table *t, fmt_err *e)
 {
-	if (t->rows_gated || !t->driver->rows_gate)
+	const fmt_table_driver *d = reader_of(t);
+	if (t->rows_gated || !d->rows_gate)
 		return FMT_OK;
-	fmt_kind k = t->driver->rows_gate(t, e);
+	void *outer = enter_reader(t);
+	fmt_kind k = d->rows_gate(t, e);
+	t->format_state = outer;
 	if (k != FMT_OK)
 		fmt_err_file(e, t->path);
 	t->rows_gated = k == FMT_OK;
@@ -556,7 +574,12 @@ fmt_kind fmt_table_verify_rows(fmt_table *t, const struct fmt_verify_opts *o, fm
 
 int fmt_table_secret(const fmt_table *t)
 {
-	return t->driver->secret ? t->driver->secret(t) : FMT_SECRET_NONE;
+	const fmt_table_driver *d = reader_of(t);
+	if (!d->secret)
+		return FMT_SECRET_NONE;
+	fmt_table as_read = *t;
+	as_read.format_state = t->reader_state ? t->reader_state : t->format_state;
+	return d->secret(&as_read);
 }
 
 fmt_kind fmt_table_unlock(fmt_table *t, struct fmt_decrypt_keys *dk, struct fmt_keyset *ks, int now,
@@ -566,8 +589,11 @@ fmt_kind fmt_table_unlock(fmt_table *t, struct fmt_decrypt_keys *dk, struct fmt_
 	t->keys = ks;
 	if (fmt_table_secret(t) == FMT_SECRET_PASSWORD && !ks->password && dk)
 		k = fmt_decrypt_keys_prompt(dk, ks, e);
-	if (k == FMT_OK && now && fmt_table_secret(t) != FMT_SECRET_NONE && t->driver->decrypt)
-		k = t->driver->decrypt(t, e);
+	if (k == FMT_OK && now && fmt_table_secret(t) != FMT_SECRET_NONE && reader_of(t)->decrypt) {
+		void *outer = enter_reader(t);
+		k = reader_of(t)->decrypt(t, e);
+		t->format_state = outer;
+	}
 	if (k != FMT_OK)
 		fmt_err_file(e, t->path);
 	return k;
@@ -592,12 +618,18 @@ void fmt_table_wrap_put(fmt_table *t, fmt_table_wrap *w, void *state,
 	w->d.columns_used = NULL;
 	w->d.skip_blocks = NULL;
 	w->d.verify_as_read = NULL;
+	w->d.describe = NULL;       /* the tools describe a table before they wrap it */
+	w->d.rows_gate = NULL;      /* these three: fmt_table_* call the reader's with its state */
+	w->d.secret = NULL;
+	w->d.decrypt = NULL;
 	if (w->d.verify)
 		w->d.verify = verify_wrapped;
 	if (close)
 		w->d.close = close;
 	w->inner = t->driver;
 	w->inner_state = t->format_state;
+	if (!t->reader_state)
+		t->reader_state = t->format_state;
 	t->driver = &w->d;
 	t->format_state = state;
 }

@@ -135,6 +135,18 @@ only_inputs() {
 	assert_equal "$stderr" "fmt-watermark: error: lic.ald: $msg"
 	[ ! -e out.csv ] && [ ! -e out.ald ]
 	rm -f wm.key
+	# fmt-shard: split --rows read the rows through a view whose state the gate took for the
+	# file's own (exit 0, the rows in unlicensed parts); every split, concat and merge stops
+	fmt-convert in.csv fresh.ald
+	for cmd in "split --rows 2 -o parts lic.ald" "split --rows 2 --dry-run -o parts lic.ald" \
+		"split --fractions 0.5,0.5 -o parts lic.ald" "concat fresh.ald lic.ald -o out.csv" \
+		"concat lic.ald fresh.ald -o out.csv" "merge lic.ald -o out.ald"; do
+		run --separate-stderr fmt-shard $cmd
+		[ "$status" -eq 10 ] || fail "$cmd: $status"
+		assert_equal "$stderr" "fmt-shard: error: lic.ald: $msg"
+	done
+	[ ! -e parts ] && [ ! -e out.csv ] && [ ! -e out.ald ]
+	rm fresh.ald
 	cmp lic.ald lic.orig
 	only_inputs
 	# metadata only: still shown, the licence marked expired
@@ -157,6 +169,23 @@ only_inputs() {
 	run --separate-stderr fmt-watermark entropy --allow-expired lic.ald
 	assert_success
 	assert_equal "$stderr" "fmt-watermark: warning: lic.ald: $warn"
+	run --separate-stderr fmt-shard split --allow-expired --rows 2 -o parts lic.ald
+	assert_success
+	assert_equal "$stderr" "fmt-shard: warning: lic.ald: $warn"
+	fmt-shard concat -q parts/lic-00001-of-00002.ald parts/lic-00002-of-00002.ald -o back.csv
+	cmp in.csv back.csv
+	run --separate-stderr fmt-shard concat --allow-expired lic.ald -o back2.csv
+	assert_success
+	assert_equal "$stderr" "fmt-shard: warning: lic.ald: $warn"
+	cmp in.csv back2.csv
+	# a model has no licence
+	/usr/bin/python3 -c "import struct; h = b'{\"t\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}    '; open('m.safetensors', 'wb').write(struct.pack('<Q', len(h)) + h + bytes(8))"
+	run --separate-stderr fmt-shard split --allow-expired --max-tensors 1 m.safetensors
+	assert_failure 2
+	assert_equal "$stderr" "fmt-shard: error: m.safetensors: --fractions, --rows, --seed, --stratify and --allow-expired are for datasets, not models"
+	run --separate-stderr fmt-shard merge --allow-expired m.safetensors -o m2.safetensors
+	assert_failure 2
+	assert_equal "$stderr" "fmt-shard: error: m.safetensors: --allow-expired is for datasets, not models"
 	# fmt-verify reads no rows: the expiry stays its exit 10
 	run --separate-stderr fmt-verify -p s.pub lic.ald
 	assert_failure 10

@@ -240,7 +240,7 @@ EOF
 	cp "$SAMPLES/tiny.safetensors" m.safetensors
 	run --separate-stderr fmt-shard split m.safetensors --fractions 0.5,0.5 -o x
 	assert_failure 2
-	[ "$stderr" = "fmt-shard: error: m.safetensors: --fractions, --rows, --seed and --stratify split datasets, not models" ]
+	[ "$stderr" = "fmt-shard: error: m.safetensors: --fractions, --rows, --seed, --stratify and --allow-expired are for datasets, not models" ]
 	[ ! -e x ]
 }
 

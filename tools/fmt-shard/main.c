@@ -8,7 +8,7 @@
 #include "shard.h"
 
 enum { OPT_MAX_SIZE = FMT_OPT_FIRST_TOOL_OPTION, OPT_MAX_TENSORS, OPT_NO_TFS, OPT_DRY_RUN, OPT_NO_VERIFY, OPT_LIST,
-       OPT_FRACTIONS, OPT_SEED, OPT_STRATIFY, OPT_ROWS };
+       OPT_FRACTIONS, OPT_SEED, OPT_STRATIFY, OPT_ROWS, OPT_ALLOW_EXPIRED };
 
 /* Subcommands, in the order of their bits in fmt_cli_option.commands. */
 enum { CMD_SPLIT, CMD_MERGE, CMD_PACK, CMD_UNPACK, CMD_CONCAT };
@@ -47,6 +47,8 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("stratify", OPT_STRATIFY, "COLUMN", "split --fractions: each value of COLUMN split alone, so\n"
 		      "every part has its share of each"), .commands = ONLY(CMD_SPLIT) },
 	{ FMT_CLI_OPT("rows", OPT_ROWS, "N", "split a dataset: at most N rows per file"), .commands = ONLY(CMD_SPLIT) },
+	{ FMT_CLI_OPT("allow-expired", OPT_ALLOW_EXPIRED, NULL, "datasets: read the rows of an .ald whose licence has\n"
+		      "expired (said on stderr); without it that is exit 10"), .commands = ONLY(CMD_SPLIT) | MERGING },
 	{ FMT_CLI_OPT("no-verify", OPT_NO_VERIFY, NULL, "split, merge: do not verify the input's digests first"),
 	  .commands = ONLY(CMD_SPLIT) | MERGING },
 	{ FMT_CLI_OPT("output", 'o', "PATH", "split: PREFIX (default: INPUT without its extension), or\n"
@@ -106,6 +108,7 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 	case OPT_DRY_RUN: o->dry_run = 1; return 0;
 	case OPT_LIST: o->list = 1; return 0;
 	case OPT_NO_VERIFY: o->no_verify = 1; return 0;
+	case OPT_ALLOW_EXPIRED: o->allow_expired = 1; return 0;
 	case OPT_FRACTIONS: return parse_fractions(arg, o, e);
 	case OPT_SEED:
 		o->seed_given = 1;

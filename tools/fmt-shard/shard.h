@@ -34,6 +34,7 @@ typedef struct shard_opts {
 	int seed_given;
 	const char *stratify;        /* split --stratify COLUMN */
 	uint64_t rows_per_shard;     /* split --rows N (0: not given) */
+	int allow_expired;           /* --allow-expired: read an .ald whose licence expired */
 	const char **inputs;         /* merge/concat: every operand */
 	size_t n_inputs;
 } shard_opts;

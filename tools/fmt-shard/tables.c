@@ -39,6 +39,17 @@ fmt_kind open_table_input(const char *input, fmt_table *t, int *is_table, fmt_er
 	return k;
 }
 
+/* Before a row is read: an .ald whose licence expired stops here (exit 10), or with
+ * --allow-expired is read and a warning says so. */
+static fmt_kind gate_rows(fmt_table *t, const shard_opts *o, fmt_err *e)
+{
+	t->allow_expired = o->allow_expired;
+	fmt_kind k = fmt_table_rows_gate(t, e);
+	if (k == FMT_OK && t->rows_note[0] && !o->common.quiet)
+		fmt_report_warning(stderr, TOOL, "%s: %s", t->path, t->rows_note);
+	return k;
+}
+
 static uint64_t part_rows(const split_job *j, size_t part)
 {
 	return j->plan ? fmt_split_plan_rows(j->plan, part) : j->total;
@@ -119,6 +130,7 @@ static fmt_kind write_file(const char *input, const split_job *j, const out_file
 	fmt_kind k = fmt_table_open(&t, input, NULL, e);
 	if (k != FMT_OK)
 		return k;
+	t.allow_expired = o->allow_expired; /* said once, by split_table */
 	k = fmt_table_rowops(&t, &r, e);
 	if (k == FMT_OK)
 		k = fmt_sink_open(sink, f->path, wo.sink_flags, e);
@@ -230,6 +242,8 @@ fmt_kind split_table(const char *input, fmt_table *t, const shard_opts *o, fmt_e
 		k = fmt_fail(e, FMT_USAGE, "fmt-shard writes the input's format, and %s is read-only", t->driver->name);
 	if (k == FMT_OK && !o->no_verify)
 		k = fmt_table_verify(t, NULL, e);
+	if (k == FMT_OK)
+		k = gate_rows(t, o, e);
 	if (k == FMT_OK && o->n_fractions)
 		k = fmt_split_plan_count(t, o->fractions, o->n_fractions, o->stratify, o->seed, &j.plan, e);
 	if (k == FMT_OK)
@@ -259,9 +273,16 @@ static fmt_kind open_rest(const shard_opts *o, fmt_table **rest, fmt_err *e)
 	if (!*rest)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	for (size_t i = 1; i < o->n_inputs; i++) {
-		fmt_kind k = fmt_table_open(&(*rest)[i - 1], o->inputs[i], NULL, e);
-		if (k == FMT_OK && !o->no_verify && (k = fmt_table_verify(&(*rest)[i - 1], NULL, e)) != FMT_OK)
-			fmt_table_free(&(*rest)[i - 1]);
+		fmt_table *t = &(*rest)[i - 1];
+		fmt_kind k = fmt_table_open(t, o->inputs[i], NULL, e);
+		if (k == FMT_OK) {
+			if (!o->no_verify)
+				k = fmt_table_verify(t, NULL, e);
+			if (k == FMT_OK)
+				k = gate_rows(t, o, e);
+			if (k != FMT_OK)
+				fmt_table_free(t);
+		}
 		if (k != FMT_OK) {
 			for (size_t j = 1; j < i; j++)
 				fmt_table_free(&(*rest)[j - 1]);
@@ -315,6 +336,8 @@ fmt_kind merge_tables(const char *input, fmt_table *t, const shard_opts *o, fmt_
 		k = fmt_check_distinct(o->inputs[i], o->output, e);
 	if (k == FMT_OK && !o->no_verify)
 		k = fmt_table_verify(t, NULL, e);
+	if (k == FMT_OK)
+		k = gate_rows(t, o, e);
 	if (k == FMT_OK)
 		k = open_rest(o, &rest, e);
 	if (k == FMT_OK)

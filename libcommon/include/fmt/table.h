@@ -96,6 +96,8 @@ typedef struct fmt_table {
 	fmt_schema schema;
 	uint64_t n_rows;             /* FMT_ROWS_UNKNOWN when only reading every row tells */
 	void *format_state;          /* driver-private, freed by driver->close */
+	void *reader_state;          /* the reader's format_state once a wrapper's took its place
+				      * (fmt_table_wrap_put); NULL: format_state is the reader's */
 	const struct fmt_dataset_opts *opts; /* reading options (fmt/dataset.h) of
 				      * a conversion; NULL: defaults */
 	const struct fmt_keyset *keys; /* decrypt the rows of an encrypted file with these (its
