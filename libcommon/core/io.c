@@ -698,18 +698,23 @@ static void remove_live_and_reraise(int sig)
 	raise(sig);
 }
 
-static const int cleanup_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
+/* Every signal whose default ends the process and that a user, a shell, a batch scheduler
+ * (SIGXCPU at ulimit -t, SIGUSR1/2 before a kill) or the kernel (SIGXFSZ past ulimit -f) sends. */
+static const int cleanup_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2,
+				       SIGXCPU, SIGXFSZ, SIGVTALRM };
 
 static void install_handlers(void)
 {
 	if (handlers_installed)
 		return;
-	struct sigaction sa;
+	struct sigaction sa, was;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = remove_live_and_reraise;
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < sizeof cleanup_signals / sizeof cleanup_signals[0]; i++)
-		sigaction(cleanup_signals[i], &sa, NULL);
+		/* one the caller ignores (nohup: SIGHUP) stays ignored */
+		if (sigaction(cleanup_signals[i], NULL, &was) == 0 && was.sa_handler != SIG_IGN)
+			sigaction(cleanup_signals[i], &sa, NULL);
 	handlers_installed = 1;
 }
 

@@ -76,6 +76,28 @@ listing() {
 	[ "$(listing .)" = m.safetensors ]
 }
 
+@test "every signal that ends the process removes the temporaries (SIGXCPU, SIGXFSZ, SIGUSR1...); one the caller ignores (nohup) stays ignored" {
+	# SIGINT, SIGTERM, SIGHUP and SIGPIPE did; a batch scheduler's SIGXCPU (ulimit -t), SIGUSR1,
+	# SIGALRM or the kernel's SIGXFSZ (ulimit -f) left every .fmtkit-tmp-* behind.
+	cp "$HOSTILE/many-tensors.safetensors" m.safetensors
+	local sig
+	for sig in ALRM USR1 USR2 XCPU XFSZ VTALRM HUP PIPE; do
+		stop_at_output 3 fmt-convert --dtype keep --shard 64B m.safetensors out.safetensors.index.json
+		[ "$(find . -maxdepth 1 -name '.fmtkit-tmp-*' | wc -l)" -eq 3 ]
+		term_stopped "$sig"
+		[ "$status" -eq $((128 + $(kill -l "$sig"))) ] || fail "SIG$sig: exit $status"
+		[ "$(listing .)" = m.safetensors ] || fail "SIG$sig left: $(listing .)"
+	done
+	# ignored by the caller: nohup's SIGHUP, and SIGINT and SIGQUIT, which a shell without job
+	# control ignores in a background command (stop_at_output runs CMD &)
+	for sig in HUP INT QUIT; do
+		stop_at_output 3 nohup fmt-convert -q -f --dtype keep --shard 64B m.safetensors out.safetensors.index.json
+		term_stopped "$sig"
+		[ "$status" -eq 0 ] || fail "SIG$sig ignored: exit $status"
+		fmt-verify -q out.safetensors.index.json
+	done
+}
+
 @test "SIGTERM during a sharded conversion to .apsim and to GGUF: nothing is left (exit 143)" {
 	cp "$HOSTILE/many-tensors.safetensors" m.safetensors
 	term_at_sink 3 . fmt-convert --shard 128B m.safetensors out.apsim.index.json

@@ -271,10 +271,10 @@ stop_at_output() {
 	fail "the command did not stop at its output $n: $*"
 }
 
-# term_stopped: SIGTERM, then SIGCONT, to the process stop_at_output stopped; its exit status in
-# $status.
+# term_stopped [SIGNAL]: SIGNAL (default TERM), then SIGCONT, to the process stop_at_output
+# stopped; its exit status in $status.
 term_stopped() {
-	kill -TERM $stopped_pid
+	kill -"${1:-TERM}" $stopped_pid
 	kill -CONT $stopped_pid
 	status=0
 	wait $stopped_pid || status=$?
