@@ -573,6 +573,38 @@ PY
 	assert_success
 }
 
+@test "what embed and prove write is never a file they read (IN, --key, --sign-key, --schema) nor OUT: exit 2, -f or not, every file as it was" {
+	# --registry d.csv appended a JSON line to the input, --registry seller.key destroyed the key
+	# (every later use exit 4), prove -f -o c.csv replaced the dataset with the evidence: exit 0.
+	cp d.csv e.csv
+	fmt-watermark embed -q --key seller.key --buyer c e.csv c.csv
+	fmt-sign keygen -W -p s.pub -s s.key >/dev/null
+	printf '{}\n' >reg.jsonl
+	sha256sum d.csv e.csv c.csv seller.key s.key reg.jsonl >sums
+	check() {
+		run --separate-stderr fmt-watermark "$@"
+		[ "$status" -eq 2 ] || fail "$*: exit $status"
+		[ "${lines[*]}" = "" ] || fail "$*: $output"
+		[ "$(head -n 1 <<<"$stderr")" = "fmt-watermark: error: $want" ] || fail "$*: $stderr"
+	}
+	want="--registry names the same file as IN (d.csv)" check embed --key seller.key --buyer a --registry d.csv d.csv a.csv
+	want="--registry names the same file as --key (seller.key)" check embed -f --key seller.key --buyer a --registry seller.key d.csv a.csv
+	want="--registry names the same file as OUT (reg.jsonl)" check embed -f --key seller.key --buyer a --registry reg.jsonl d.csv reg.jsonl
+	want="OUT names the same file as --key (seller.key)" check embed -f --key seller.key --buyer a d.csv seller.key
+	want="OUT names the same file as --sign-key (s.key)" check embed -f --key seller.key --buyer a --sign-key s.key d.csv s.key
+	want="-o names the same file as IN (c.csv)" check prove -f --key seller.key --buyer c -o c.csv c.csv
+	want="-o names the same file as --key (seller.key)" check prove -f --key seller.key --buyer c -o seller.key c.csv
+	want="-o names the same file as --sign-key (s.key)" check prove -f --key seller.key --buyer c --sign-key s.key -o s.key c.csv
+	ln seller.key hard.key
+	want="--registry names the same file as --key (hard.key)" check embed --key hard.key --buyer a --registry seller.key d.csv a.csv
+	sha256sum -c --quiet sums
+	[ ! -e a.csv ]
+	# --dry-run appends nothing: its --registry is not written
+	run fmt-watermark embed --dry-run --key seller.key --buyer a --registry d.csv d.csv a.csv
+	assert_success
+	sha256sum -c --quiet sums
+}
+
 @test "embed whose selected values take no mark (zeros, subnormals, inf, NaN; too few for --density): exit 5 at the end, nothing written, nothing registered" {
 	# It wrote the copy unmarked with exit 0 ("marked: 0" in --json, a warning in text).
 	/usr/bin/python3 - <<'PY'

@@ -260,6 +260,31 @@ static fmt_kind embed_recorded(const char *input, const char *output, const wm_o
 	return k;
 }
 
+/* What embed and prove write (OUT, --registry, the evidence) must not be a file they read (IN,
+ * the keys, --schema) nor each other: -f or not, it would be overwritten or appended to. OUT over
+ * IN is the pipeline's own refusal. */
+static fmt_kind check_written(const wm_opts *o, const fmt_cli *cli, fmt_err *e)
+{
+	enum { N_READ = 5, N_WRITTEN = 3 };
+	const char *read[N_READ] = { cli->operands[0], o->key_file, o->sign_key, o->schema, o->passphrase_file };
+	static const char *read_name[N_READ] = { "IN", "--key", "--sign-key", "--schema", "--passphrase-file" };
+	int embed = cli->command == CMD_EMBED;
+	const char *written[N_WRITTEN] = { embed ? cli->operands[1] : NULL, embed && !o->dry_run ? o->registry : NULL,
+					   cli->command == CMD_PROVE ? o->evidence : NULL };
+	static const char *written_name[N_WRITTEN] = { "OUT", "--registry", "-o" };
+	for (int w = 0; w < N_WRITTEN; w++) {
+		for (int r = 0; written[w] && r < N_READ; r++)
+			if (read[r] && (w || r) && fmt_same_file(written[w], read[r]))
+				return fmt_fail(e, FMT_USAGE, "%s names the same file as %s (%s)", written_name[w],
+						read_name[r], read[r]);
+		for (int v = 0; written[w] && v < w; v++)
+			if (written[v] && fmt_same_file(written[w], written[v]))
+				return fmt_fail(e, FMT_USAGE, "%s names the same file as %s (%s)", written_name[w],
+						written_name[v], written[v]);
+	}
+	return FMT_OK;
+}
+
 int main(int argc, char **argv)
 {
 	static wm_opts o;
@@ -275,6 +300,8 @@ int main(int argc, char **argv)
 	const char *bad = check_usage(&o, &cli);
 	if (bad)
 		return fmt_cli_usage_error(&tool, bad);
+	if (check_written(&o, &cli, &e) != FMT_OK)
+		return fmt_cli_usage_error(&tool, e.msg);
 	if (cli.command == CMD_EMBED && wm_embed_target(&o, cli.operands[1], &e) != FMT_OK)
 		return fmt_cli_usage_error(&tool, e.msg);
 	if (cli.command == CMD_EMBED && (bad = embed_scheme(&o)))
