@@ -144,6 +144,18 @@ static fmt_kind seq_read(fmt_source *s, uint64_t off, uint8_t *dst, size_t n, si
 
 static fmt_kind seq_start(fmt_source *s, size_t head, fmt_err *e);
 
+static const char *stdin_reader;   /* fmt_stdin_claim's: what reads it, NULL: nothing yet */
+static unsigned stdin_flags;
+
+fmt_kind fmt_stdin_claim(const char *as, unsigned flags, fmt_err *e)
+{
+	if (stdin_reader && ((flags | stdin_flags) & FMT_STDIN_ONCE || strcmp(stdin_reader, as) != 0))
+		return fmt_fail(e, FMT_USAGE, "standard input (-) is named twice: as %s and as %s", stdin_reader, as);
+	stdin_reader = as;
+	stdin_flags = flags;
+	return FMT_OK;
+}
+
 /* Open path (a found file: only a regular file, opened without blocking) into s. */
 static fmt_kind source_open(fmt_source *s, const char *path, int found, fmt_err *e)
 {
@@ -154,6 +166,10 @@ static fmt_kind source_open(fmt_source *s, const char *path, int found, fmt_err 
 	if (!s->path)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	int is_stdin = !found && strcmp(path, "-") == 0;
+	if (is_stdin && fmt_stdin_claim("IN", 0, e) != FMT_OK) {
+		fmt_source_close(s);
+		return e->kind;
+	}
 	s->fd = is_stdin ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC | (found ? O_NONBLOCK : 0));
 	if (s->fd < 0) {
 		fmt_kind k = io_fail(e, path, "cannot open");
@@ -606,6 +622,8 @@ fmt_kind fmt_read_small(const char *path, unsigned flags, size_t max, char **out
 {
 	struct stat st;
 	int is_stdin = (flags & FMT_SMALL_NAMED) && strcmp(path, "-") == 0;
+	if (is_stdin && fmt_stdin_claim("a file an option names", FMT_STDIN_ONCE, e) != FMT_OK)
+		return e->kind;
 	int fd = is_stdin ? fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0) : open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return io_fail(e, path, "cannot open");

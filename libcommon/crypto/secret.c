@@ -39,9 +39,15 @@ fmt_kind fmt_secret_from_file(const char *path, fmt_hmac_key *out, fmt_err *e)
 	if (k != FMT_OK)
 		return k;
 	/* A regular file, or a pipe: --secret-file <(pass show team) gives one, through the
-	 * /dev/fd symbolic link (so no O_NOFOLLOW here). The open never blocks: a FIFO nobody
-	 * writes to opens at once and reads as empty, so it is refused instead of hanging. */
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	 * /dev/fd symbolic link (so no O_NOFOLLOW here), and so does - (pass show team | ...).
+	 * The open never blocks: a FIFO nobody writes to opens at once and reads as empty, so it
+	 * is refused instead of hanging. */
+	int is_stdin = strcmp(path, "-") == 0;
+	if (is_stdin && fmt_stdin_claim("a secret file", FMT_STDIN_ONCE, e) != FMT_OK)
+		return e->kind;
+	if (is_stdin && isatty(STDIN_FILENO)) /* typed, it would echo */
+		return fmt_fail(e, FMT_USAGE, "the secret file - is a terminal: pipe the secret in, or use a prompt option");
+	int fd = is_stdin ? fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0) : open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return fmt_fail(e, errno == ENOENT ? FMT_USAGE : FMT_IO, "cannot open the secret file %s: %s",
 				path, strerror(errno));

@@ -224,6 +224,30 @@ sys.stdout.buffer.write(struct.pack("<Q", len(h)) + h + a.tobytes())' >big.safet
 	assert_equal "$output" 5
 }
 
+@test "a password, passphrase or secret file may be - (standard input, piped); - named twice is exit 2" {
+	# 'cannot open the secret file -' (exit 2 or 3) for every one of them, as fmtkit(7) promised
+	printf 'id,x\n1,2\n' >d.csv
+	run bash -c 'printf "pw\n" | fmt-convert --encrypt-password-file - d.csv e.ald'
+	assert_success
+	run --separate-stderr bash -c 'printf "pw\n" | fmt-convert --password-file - e.ald - --to csv'
+	assert_success
+	assert_output "$(cat d.csv)"
+	fmt-sign keygen -p k.pub -s k.key --passphrase-file <(printf 'phrase\n') >/dev/null
+	run bash -c 'printf "phrase\n" | fmt-sign sign -q -s k.key --passphrase-file - d.csv && fmt-sign verify -q -p k.pub d.csv'
+	assert_success
+	fmt-convert m.safetensors m.apsim
+	run bash -c 'printf "team secret\n" | fmt-sign sign -q --secret-file - m.apsim && fmt-verify -q --secret-file <(printf "team secret") m.apsim'
+	assert_success
+	# standard input is one stream: a secret and IN, or two secrets, cannot both be it
+	run --separate-stderr bash -c 'cat e.ald | fmt-convert --password-file - - out.csv'
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: standard input (-) is named twice: as a secret file and as IN"
+	run --separate-stderr bash -c 'printf "pw\n" | fmt-convert --password-file - --schema - e.ald out.csv'
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: standard input (-) is named twice: as a secret file and as a file an option names"
+	[ ! -e out.csv ]
+}
+
 @test "small files are read up to their limit, counting bytes: endless pipes and a large file are refused (exit 4)" {
 	bounded bash -c 'fmt-verify -p <(yes) m.safetensors'
 	assert_equal "$status" 4

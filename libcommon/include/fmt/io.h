@@ -121,6 +121,12 @@ const char *fmt_base_name(const char *path);
 /* The whole file at path as a NUL-terminated heap buffer (*len bytes); more than max bytes is
  * InvalidFormat. */
 fmt_kind fmt_read_small(const char *path, unsigned flags, size_t max, char **out, size_t *len, fmt_err *e);
+/* Standard input (-) is one stream: a command reads it as one thing. as names the reader in
+ * messages ("IN", "a secret file"); once: a reader that cannot share it (a secret is read
+ * once), else the same as may claim it again (an input reopened). UsageError when another
+ * has it: "standard input (-) is named twice: as IN and as a secret file". */
+#define FMT_STDIN_ONCE 1u
+fmt_kind fmt_stdin_claim(const char *as, unsigned flags, fmt_err *e);
 /* fmt_read_small of a file the user named (FMT_SMALL_NAMED). */
 fmt_kind fmt_read_file(const char *path, size_t max, char **out, size_t *len, fmt_err *e);
 /* The two steps of fmt_read_small, for readers that keep the bytes elsewhere (secrets in
