@@ -22,6 +22,8 @@
  * the first pages only; a conversion gets full-sized batches at once. */
 #define BATCH_FIRST 1024
 #define BATCH_MAX 65536
+/* Fewer rows a batch when a row is wider (lists): about this many bytes of a column. */
+#define BATCH_BYTES (64u << 20)
 
 /* The batch after the one the caller has, decoded on a thread of its own (-T 2 and more). */
 typedef struct pq_ahead {
@@ -99,6 +101,66 @@ static void pq_close(fmt_table *t)
 	t->format_state = NULL;
 }
 
+/* The size of list field f (leaf l): the values of its first row that has some, from the
+ * row groups in order; a field of null and empty rows only is one fmtkit does not convert. */
+static fmt_kind find_list_size(pq_state *s, fmt_field *f, size_t l, fmt_err *e)
+{
+	pq_leaf *leaf = &s->m.leaves[l];
+	pq_cursor *c = &s->cursors[l];
+	uint64_t size = 0;
+	int found = 0;
+	for (size_t g = 0; !found && g < s->m.n_groups; g++) {
+		fmt_kind k = fmt_pq_cursor_open(c, leaf, &s->m.groups[g].chunks[l], &s->f, 0, 0, e);
+		if (k != FMT_OK)
+			return k;
+		fmt_pq_cursor_rows(c, s->m.groups[g].first_row, (uint64_t)s->m.groups[g].num_rows);
+		if ((k = fmt_pq_list_size(c, &size, &leaf->size_row, &found, e)) != FMT_OK)
+			return k;
+	}
+	if (found) {
+		f->list_size = (uint32_t)size;
+		return FMT_OK;
+	}
+	char name[80];
+	snprintf(name, sizeof name, "list<%s> of null and empty rows", fmt_ctype_name(f->elem));
+	f->type = FMT_C_OTHER;
+	return (f->type_name = strdup(name)) ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+}
+
+/* The list sizes ARROW:schema did not give (those it gave: told as the type's). */
+static fmt_kind list_sizes(fmt_table *t, pq_state *s, fmt_err *e)
+{
+	for (size_t i = 0; i < t->schema.n_fields; i++) {
+		fmt_field *f = &t->schema.fields[i];
+		long l = s->leaf_of[i];
+		if (f->type != FMT_C_FIXED_SIZE_LIST || l < 0)
+			continue;
+		s->m.leaves[l].size_row = UINT64_MAX;
+		fmt_kind k = f->list_size ? FMT_OK : find_list_size(s, f, (size_t)l, e);
+		if (k != FMT_OK)
+			return k;
+	}
+	return FMT_OK;
+}
+
+/* want rows, or fewer so that a column's batch stays near BATCH_BYTES (at least 1). */
+static uint64_t rows_for(const fmt_field *f, uint64_t want)
+{
+	uint64_t width;
+	fmt_err ignored;
+	if (f->type != FMT_C_FIXED_SIZE_LIST || fmt_field_row_width(f, &width, &ignored) != FMT_OK || width == 0)
+		return want;
+	uint64_t most = BATCH_BYTES / width ? BATCH_BYTES / width : 1;
+	return want < most ? want : most;
+}
+
+static uint64_t rows_for_width(const fmt_schema *sc, uint64_t want)
+{
+	for (size_t i = 0; i < sc->n_fields; i++)
+		want = rows_for(&sc->fields[i], want);
+	return want;
+}
+
 static fmt_kind pq_open(fmt_table *t, fmt_err *e)
 {
 	pq_state *s = calloc(1, sizeof *s);
@@ -125,23 +187,28 @@ static fmt_kind pq_open(fmt_table *t, fmt_err *e)
 		if (s->m.leaves[i].field >= 0)
 			s->leaf_of[s->m.leaves[i].field] = (long)i;
 	if (k == FMT_OK)
+		k = list_sizes(t, s, e);
+	if (k == FMT_OK)
 		k = fmt_schema_check(&t->schema, e);
 	if (k != FMT_OK) {
 		pq_close(t);
 		return k;
 	}
 	t->n_rows = (uint64_t)s->m.num_rows;
-	s->batch_rows = BATCH_FIRST;
 	s->batch_max = t->opts && t->opts->batch_rows ? t->opts->batch_rows : BATCH_MAX;
+	s->batch_max = rows_for_width(&t->schema, s->batch_max);
+	s->batch_rows = BATCH_FIRST < s->batch_max ? BATCH_FIRST : s->batch_max;
 	s->threads = t->opts && t->opts->threads > 1 ? t->opts->threads : 1;
 	return FMT_OK;
 }
 
-/* A leaf of a field (not nested) has one value per row. */
-static fmt_kind chunk_holds_the_rows(const pq_state *s, size_t g, size_t l, fmt_err *e)
+/* A leaf of a field (not nested) has one value per row; a list's, a row is its values (its
+ * cursor counts them). */
+static fmt_kind chunk_holds_the_rows(const pq_state *s, size_t g, size_t l, pq_cursor *c, fmt_err *e)
 {
 	const pq_rowgroup *rg = &s->m.groups[g];
-	if (rg->chunks[l].num_values == rg->num_rows)
+	fmt_pq_cursor_rows(c, rg->first_row, (uint64_t)rg->num_rows);
+	if (rg->chunks[l].num_values == rg->num_rows || s->m.leaves[l].list)
 		return FMT_OK;
 	return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s' holds %lld values in a row group of %lld rows",
 			s->m.leaves[l].path, (long long)rg->chunks[l].num_values, (long long)rg->num_rows);
@@ -156,7 +223,7 @@ static fmt_kind open_group(pq_state *s, size_t g, fmt_err *e)
 			continue;
 		fmt_kind k = fmt_pq_cursor_open(&s->cursors[l], &s->m.leaves[l], &s->m.groups[g].chunks[l], &s->f, 0, 0, e);
 		if (k == FMT_OK)
-			k = chunk_holds_the_rows(s, g, (size_t)l, e);
+			k = chunk_holds_the_rows(s, g, (size_t)l, &s->cursors[l], e);
 		if (k != FMT_OK)
 			return k;
 	}
@@ -235,7 +302,7 @@ static void stat_range(pq_range *m, const pq_leaf *l, const fmt_field *f, const 
 	const pq_stats *st = &c->stats;
 	memset(r, 0, sizeof *r);
 	r->field = f;
-	r->nulls = st->null_count;
+	r->nulls = l->list ? -1 : st->null_count; /* a list leaf's counts null elements and empty lists too */
 	r->rows = rows;
 	if (!st->min || !st->max || st->legacy || l->conv == CONV_INT96_NS)
 		return;
@@ -550,10 +617,10 @@ static fmt_kind check_chunk_values(const pq_state *s, const fmt_field *f, size_t
 	fmt_col_range r;
 	uint64_t rows = (uint64_t)rg->num_rows, nulls = 0;
 	stat_range(&m, &s->m.leaves[l], f, &rg->chunks[l], rows, &r);
-	fmt_kind k = chunk_holds_the_rows(s, g, l, e);
+	fmt_kind k = chunk_holds_the_rows(s, g, l, c, e);
 	for (uint64_t first = 0; k == FMT_OK && first < rows;) {
 		fmt_batch b;
-		uint64_t n = rows - first < CHECK_ROWS ? rows - first : CHECK_ROWS;
+		uint64_t n = rows_for(f, rows - first < CHECK_ROWS ? rows - first : CHECK_ROWS);
 		if ((k = fmt_batch_init(&b, 1, e)) != FMT_OK)
 			break;
 		b.n_rows = n;
@@ -581,7 +648,8 @@ static fmt_kind verify_group(pq_state *s, const fmt_field *fields, size_t g, pq_
 	for (size_t l = 0; l < s->m.n_leaves; l++) {
 		uint64_t pages = 0;
 		const pq_leaf *leaf = &s->m.leaves[l];
-		fmt_kind k = fmt_pq_cursor_open(c, leaf, &s->m.groups[g].chunks[l], &s->f, 1, leaf->max_rep > 0, e);
+		fmt_kind k = fmt_pq_cursor_open(c, leaf, &s->m.groups[g].chunks[l], &s->f, 1, leaf->max_rep > 0 && !leaf->list,
+					       e);
 		c->walk_only = walk_only;
 		if (k == FMT_OK && !walk_only && leaf->field >= 0 && fields[leaf->field].type != FMT_C_OTHER)
 			k = check_chunk_values(s, &fields[leaf->field], g, l, c, e);
@@ -862,7 +930,7 @@ static const fmt_drvopts pq_options = { .list = pq_option_list, .size = sizeof(p
 
 static int can_hold(const fmt_field *f)
 {
-	return f->type != FMT_C_OTHER && f->type != FMT_C_FIXED_SIZE_LIST;
+	return f->type != FMT_C_OTHER;
 }
 
 const fmt_table_driver fmt_table_driver_parquet = {

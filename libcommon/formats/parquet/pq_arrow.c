@@ -1,7 +1,8 @@
 /* Arrow's schema beside Parquet's, as pyarrow keeps it (key/value ARROW:schema: the IPC Schema
  * message, Base64): the zone names of timestamp columns, which Parquet's isAdjustedToUTC only
- * says are instants. Written when a column has a zone other than UTC; read back over the
- * timestamps Parquet marks adjusted to UTC. */
+ * says are instants, and the size of a fixed_size_list, which Parquet's LIST does not hold.
+ * Written when a column has a zone other than UTC or is a fixed_size_list; read back over the
+ * timestamps Parquet marks adjusted to UTC and the lists of the same element type. */
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/arrow.h"
@@ -13,6 +14,20 @@ static int named_zone(const fmt_field *f)
 	return f->type == FMT_C_TIMESTAMP && f->timezone && strcmp(f->timezone, "UTC") != 0;
 }
 
+/* What Parquet alone does not say of f. */
+static int needs_arrow(const fmt_field *f)
+{
+	return named_zone(f) || f->type == FMT_C_FIXED_SIZE_LIST;
+}
+
+/* A's list size over f, a list Parquet read whose size is not known yet, of the same element. */
+static void take_list_size(fmt_field *f, const fmt_field *a)
+{
+	if (f->type == FMT_C_FIXED_SIZE_LIST && f->list_size == 0 && a->type == FMT_C_FIXED_SIZE_LIST &&
+	    a->elem == f->elem && a->list_size >= 1 && a->list_size <= PQ_MAX_LIST)
+		f->list_size = a->list_size;
+}
+
 fmt_kind fmt_pq_arrow_schema_value(const fmt_schema *s, char **out, fmt_err *e)
 {
 	fmt_schema fields;
@@ -22,7 +37,7 @@ fmt_kind fmt_pq_arrow_schema_value(const fmt_schema *s, char **out, fmt_err *e)
 	size_t any = 0;
 	*out = NULL;
 	for (size_t i = 0; i < s->n_fields; i++)
-		any += named_zone(&s->fields[i]);
+		any += needs_arrow(&s->fields[i]);
 	if (!any)
 		return FMT_OK;
 	fmt_schema_init(&fields); /* the columns alone: the metadata travels as key/values already */
@@ -64,6 +79,8 @@ static int take_zones(fmt_schema *s, const char *text, fmt_err *e)
 		for (size_t i = 0; i < s->n_fields; i++) {
 			fmt_field *f = &s->fields[i];
 			const fmt_field *a = &r.schema.fields[i];
+			if (strcmp(a->name, f->name) == 0)
+				take_list_size(f, a);
 			if (!named_zone(a) || f->type != FMT_C_TIMESTAMP || !f->timezone || strcmp(a->name, f->name) != 0)
 				continue;
 			char *zone = strdup(a->timezone);

@@ -80,6 +80,9 @@ typedef struct pq_rowgroup {
 	pq_chunk *chunks;           /* one per leaf */
 } pq_rowgroup;
 
+/* The most values a row of a list column holds (its fixed_size_list's size). */
+#define PQ_MAX_LIST (1u << 20)
+
 /* A leaf column of the schema, and which output field it fills (-1: none, nested). */
 typedef struct pq_leaf {
 	char *path;                 /* "a.b.c" */
@@ -88,6 +91,12 @@ typedef struct pq_leaf {
 	int max_def, max_rep;
 	long field;                 /* index into the table's schema, -1 for a nested leaf */
 	int conv;                   /* CONV_* */
+	/* A list field's one leaf (list != 0): each row a list of its values. Definition levels
+	 * below list_def: a null row; list_def: an empty list; above it and below max_def: a null
+	 * element; max_def: a value. max_rep is 1. */
+	int list, list_def;
+	uint64_t size_row;          /* the file's row the list size was taken from; UINT64_MAX:
+				     * from the type (ARROW:schema's fixed_size_list) */
 	char logical[64];           /* "STRING", "TIMESTAMP(us, UTC)", "DECIMAL(10, 2)", "" */
 } pq_leaf;
 
@@ -167,8 +176,13 @@ typedef struct pq_cursor {
 	/* the current data page */
 	uint8_t *page_buf;          /* decompressed page */
 	size_t page_cap;
-	uint8_t *defs;              /* definition level per value of the page (NULL: all defined) */
+	uint8_t *defs;              /* definition level per value of the page (NULL: all defined):
+				     * 1 defined, 0 null; a list leaf's the levels themselves */
 	size_t defs_cap;
+	uint8_t *reps;              /* a list leaf's repetition level per value of the page */
+	size_t reps_cap;
+	/* a list leaf's rows: the chunk's first in the file, its row group's count, rows begun */
+	uint64_t first_row, group_rows, rows_begun;
 	const uint8_t *fixed;       /* the page's defined values, fixed width: in the page or vals */
 	uint8_t *vals;              /* decoded fixed-width values */
 	size_t vals_cap;
@@ -193,8 +207,20 @@ typedef struct pq_cursor {
 fmt_kind fmt_pq_cursor_open(pq_cursor *c, const pq_leaf *leaf, const pq_chunk *chunk, const pq_file *file,
 			int verify_crc, int headers_only, fmt_err *e);
 void fmt_pq_cursor_free(pq_cursor *c);
+/* The rows of c's chunk (a list leaf's: its first row in the file and its row group's rows). */
+void fmt_pq_cursor_rows(pq_cursor *c, uint64_t first_row, uint64_t rows);
+/* A list leaf's size: the values of the chunk's first row that holds some (*found = 0: none
+ * does), and that row of the file. */
+fmt_kind fmt_pq_list_size(pq_cursor *c, uint64_t *size, uint64_t *row, int *found, fmt_err *e);
 /* n rows of the column into col (buffers owned by b), converted as f says. */
 fmt_kind fmt_pq_cursor_take(pq_cursor *c, const fmt_field *f, uint64_t n, fmt_column *col, fmt_batch *b, fmt_err *e);
+/* The next data page into the cursor (dictionary pages taken on the way); *none: the chunk's
+ * bytes are over. */
+fmt_kind fmt_pq_cursor_next_page(pq_cursor *c, int *none, fmt_err *e);
+/* One defined physical value p as the column's value at out (width ow). */
+void fmt_pq_convert_value(const pq_cursor *c, const uint8_t *p, uint8_t *out, size_t ow);
+/* fmt_pq_cursor_take of a list leaf (pq_list.c): n rows of f's list size each. */
+fmt_kind fmt_pq_list_take(pq_cursor *c, const fmt_field *f, uint64_t n, fmt_column *col, fmt_batch *b, fmt_err *e);
 /* Every page of the chunk read and decoded (fmt-verify); *pages counts them. */
 fmt_kind fmt_pq_cursor_check_all(pq_cursor *c, uint64_t *pages, fmt_err *e);
 

@@ -342,6 +342,83 @@ static void field_clear(fmt_field *f)
 	memset(f, 0, sizeof *f);
 }
 
+static int named(const element *el, const char *name, const char *suffix)
+{
+	size_t n = strlen(name), m = strlen(suffix);
+	return el->name_len == n + m && memcmp(el->name, name, n) == 0 && memcmp(el->name + n, suffix, m) == 0;
+}
+
+/* The shape of a list fmtkit reads, at els[w->at]: a LIST group of a repeated group of one
+ * primitive element (the standard three levels), a LIST group of a repeated primitive, or a
+ * repeated primitive at the top (the older two levels). *leaf: its element's index in els,
+ * *span: the subtree's elements, *list_def: the definition level of an empty list. 0 for
+ * another shape: a list of structs (a repeated group named "array" or "NAME_tuple" is its
+ * element, as the specification's backward-compatibility rules say), of lists, a map. */
+static int list_shape(const walk *w, const char *name, size_t *leaf, size_t *span, int *list_def)
+{
+	const element *top = &w->els[w->at], *mid, *el;
+	*list_def = top->repetition == REP_OPTIONAL;
+	if (top->num_children <= 0) {
+		*leaf = w->at, *span = 1;
+		return top->repetition == REP_REPEATED;
+	}
+	if (top->lt != LT_LIST || top->repetition == REP_REPEATED || top->num_children != 1 || w->n - w->at < 2)
+		return 0;
+	mid = &w->els[w->at + 1];
+	if (mid->repetition != REP_REPEATED)
+		return 0;
+	if (mid->num_children <= 0) {
+		*leaf = w->at + 1, *span = 2;
+		return 1;
+	}
+	if (mid->num_children != 1 || w->n - w->at < 3 || named(mid, "array", "") || named(mid, name, "_tuple"))
+		return 0;
+	el = &w->els[w->at + 2];
+	*leaf = w->at + 2, *span = 3;
+	return el->num_children <= 0 && el->repetition != REP_REPEATED;
+}
+
+/* The list field f (named) at els[w->at] when it has a shape fmtkit reads and a fixed-width
+ * element: its leaf added, *done = 1; else nothing (*done = 0). The list size is left 0 for the
+ * reader to find. */
+static fmt_kind walk_list(walk *w, fmt_field *f, long index, int *done, fmt_err *e)
+{
+	size_t at, span;
+	int list_def;
+	*done = 0;
+	if (!list_shape(w, f->name, &at, &span, &list_def))
+		return FMT_OK;
+	const element *el = &w->els[at];
+	fmt_field elem = { .name = f->name };
+	pq_leaf typed = { 0 };
+	if (!el->has_type || el->name == NULL)
+		return FMT_OK;      /* walk_nested names what is wrong */
+	fmt_kind k = leaf_type(el, &elem, &typed, e);
+	if (k != FMT_OK || fmt_ctype_width(elem.type) == 0) {
+		free(elem.type_name);
+		free(elem.timezone);
+		return k;
+	}
+	f->type = FMT_C_FIXED_SIZE_LIST;
+	f->elem = elem.type;
+	f->unit = elem.unit;
+	f->timezone = elem.timezone;
+	f->nullable = list_def;
+	typed.list = 1;
+	typed.list_def = list_def;
+	char path[1024];
+	size_t used = (size_t)snprintf(path, sizeof path, "%s", f->name);
+	for (size_t i = w->at + 1; i < w->at + span && used < sizeof path; i++)
+		used += (size_t)snprintf(path + used, sizeof path - used, ".%.*s", (int)w->els[i].name_len,
+					 (const char *)w->els[i].name);
+	int max_def = list_def + 1 + (span == 3 && el->repetition == REP_OPTIONAL);
+	if ((k = fmt_schema_add_field(w->s, f, e)) == FMT_OK)
+		k = add_leaf(w, el, path, max_def, 1, index, &typed, e);
+	w->at += span;
+	*done = 1;
+	return k;
+}
+
 /* A top-level field: a primitive column, or a nested one fmtkit names but does not convert. */
 static fmt_kind walk_top(walk *w, fmt_err *e)
 {
@@ -351,7 +428,14 @@ static fmt_kind walk_top(walk *w, fmt_err *e)
 	fmt_field f = { 0 };
 	fmt_kind k = field_name(el, &f, e);
 	long index = (long)w->s->n_fields;
-	if (k == FMT_OK && (el->num_children > 0 || el->repetition == REP_REPEATED)) {
+	int done = 0;
+	if (k == FMT_OK && (el->num_children > 0 || el->repetition == REP_REPEATED))
+		k = walk_list(w, &f, index, &done, e);
+	if (done || k != FMT_OK) {
+		field_clear(&f);
+		return k;
+	}
+	if (el->num_children > 0 || el->repetition == REP_REPEATED) {
 		const char *what = el->lt == LT_LIST || el->repetition == REP_REPEATED ? "list" :
 				   el->lt == LT_MAP ? "map" : "struct";
 		f.nullable = 1;

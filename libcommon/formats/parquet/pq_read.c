@@ -63,7 +63,7 @@ fmt_kind fmt_pq_cursor_open(pq_cursor *c, const pq_leaf *leaf, const pq_chunk *c
 #define KEEP(buf, cap) (c->buf = kept.buf, c->cap = kept.cap)
 	KEEP(rbuf, rbuf_cap), KEEP(dict_buf, dict_cap), KEEP(dict_spans, dict_spans_cap), KEEP(page_buf, page_cap);
 	KEEP(defs, defs_cap), KEEP(vals, vals_cap), KEEP(spans, spans_cap), KEEP(scratch, scratch_cap);
-	KEEP(idx, idx_cap);
+	KEEP(idx, idx_cap), KEEP(reps, reps_cap);
 #undef KEEP
 	c->headers_only = headers_only;
 	c->leaf = leaf;
@@ -76,7 +76,7 @@ fmt_kind fmt_pq_cursor_open(pq_cursor *c, const pq_leaf *leaf, const pq_chunk *c
 	}
 	c->width = physical_width(leaf);
 	c->verify_crc = verify_crc;
-	if (leaf->max_rep > 0 && !headers_only)
+	if (leaf->max_rep > 0 && !headers_only && !(leaf->list && leaf->max_rep == 1))
 		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s' is nested (repeated); fmtkit reads flat columns",
 				leaf->path);
 	return FMT_OK;
@@ -93,7 +93,15 @@ void fmt_pq_cursor_free(pq_cursor *c)
 	free(c->spans);
 	free(c->scratch);
 	free(c->idx);
+	free(c->reps);
 	memset(c, 0, sizeof *c);
+}
+
+void fmt_pq_cursor_rows(pq_cursor *c, uint64_t first_row, uint64_t rows)
+{
+	c->first_row = first_row;
+	c->group_rows = rows;
+	c->rows_begun = 0;
 }
 
 /* Chunk bytes [pos, pos + n) (n <= len - pos) in the window: read from the file when they are
@@ -127,7 +135,7 @@ static fmt_kind window(pq_cursor *c, uint64_t pos, uint64_t n, fmt_err *e)
 typedef struct page_hdr {
 	int32_t type, uncompressed, compressed, crc;
 	int has_crc;
-	int32_t num_values, encoding, def_encoding, num_nulls, num_rows, def_len, rep_len;
+	int32_t num_values, encoding, def_encoding, rep_encoding, num_nulls, num_rows, def_len, rep_len;
 	int is_compressed;
 } page_hdr;
 
@@ -145,6 +153,8 @@ static int read_sub(tc_in *r, int t, page_hdr *h, int v2)
 			err = fmt_pq_tc_i32(r, ft, &h->encoding);
 		else if (!v2 && id == 3)
 			err = fmt_pq_tc_i32(r, ft, &h->def_encoding);
+		else if (!v2 && id == 4)
+			err = fmt_pq_tc_i32(r, ft, &h->rep_encoding);
 		else if (v2 && id == 2)
 			err = fmt_pq_tc_i32(r, ft, &h->num_nulls);
 		else if (v2 && id == 3)
@@ -174,7 +184,7 @@ static int read_header(tc_in *r, page_hdr *h)
 	h->type = -1;
 	h->uncompressed = h->compressed = -1;
 	h->is_compressed = 1;
-	h->def_encoding = ENC_RLE;
+	h->def_encoding = h->rep_encoding = ENC_RLE;
 	while ((f = fmt_pq_tc_field(r, &last, &t, &id)) == 1) {
 		int err;
 		switch (id) {
@@ -489,7 +499,8 @@ static fmt_kind load_dictionary(pq_cursor *c, const page_hdr *h, const uint8_t *
 	return FMT_OK;
 }
 
-/* Definition levels of n values (max 1: flat optional columns) into c->defs; *defined: how many. */
+/* Definition levels of n values into c->defs (a flat column's 1 for a value, 0 for a null; a
+ * list leaf's levels as they are); *defined: how many are values. */
 static fmt_kind decode_defs(pq_cursor *c, const uint8_t *d, size_t len, size_t n, int msb_packed, uint64_t *defined,
 			    fmt_err *e)
 {
@@ -514,11 +525,43 @@ static fmt_kind decode_defs(pq_cursor *c, const uint8_t *d, size_t len, size_t n
 	for (size_t i = 0; i < n; i++) {
 		if (c->idx[i] > (uint32_t)c->leaf->max_def)
 			return bad_page(c, e, "a definition level above the column's maximum");
-		c->defs[i] = (uint8_t)(c->idx[i] == (uint32_t)c->leaf->max_def);
-		count += c->defs[i];
+		int value = c->idx[i] == (uint32_t)c->leaf->max_def;
+		c->defs[i] = c->leaf->list ? (uint8_t)c->idx[i] : (uint8_t)value;
+		count += (uint64_t)value;
 	}
 	*defined = count;
 	return FMT_OK;
+}
+
+/* A list leaf's repetition levels of n values (RLE, len bytes at d) into c->reps. */
+static fmt_kind decode_reps(pq_cursor *c, const uint8_t *d, size_t len, size_t n, fmt_err *e)
+{
+	if (grow((void **)&c->reps, &c->reps_cap, n ? n : 1) || need_idx(c, n, e) != FMT_OK)
+		return oom(e);
+	if (fmt_pq_rle_decode(d, len, fmt_pq_bit_width((uint64_t)c->leaf->max_rep), c->idx, n))
+		return bad_page(c, e, "malformed repetition levels");
+	for (size_t i = 0; i < n; i++) {
+		if (c->idx[i] > (uint32_t)c->leaf->max_rep)
+			return bad_page(c, e, "a repetition level above the column's maximum");
+		c->reps[i] = (uint8_t)c->idx[i];
+	}
+	return FMT_OK;
+}
+
+/* A v1 page's repetition levels (a list leaf's: 4 bytes of length, then RLE) at *d of *len:
+ * decoded, and *d and *len moved past them. */
+static fmt_kind v1_reps(pq_cursor *c, const page_hdr *h, const uint8_t **d, size_t *len, size_t n, fmt_err *e)
+{
+	if (h->rep_encoding != ENC_RLE)
+		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': repetition levels encoded %s", c->leaf->path,
+				fmt_pq_encoding_name(h->rep_encoding));
+	if (*len < 4 || fmt_rd_u32(*d) > *len - 4)
+		return bad_page(c, e, "repetition levels' length");
+	size_t rl = fmt_rd_u32(*d);
+	fmt_kind k = decode_reps(c, *d + 4, rl, n, e);
+	*d += 4 + rl;
+	*len -= 4 + rl;
+	return k;
 }
 
 static fmt_kind load_data(pq_cursor *c, const page_hdr *h, const uint8_t *raw, fmt_err *e)
@@ -560,6 +603,10 @@ static fmt_kind load_data(pq_cursor *c, const page_hdr *h, const uint8_t *raw, f
 	const uint8_t *values;
 	size_t vlen;
 	uint64_t defined = n;
+	if (c->leaf->list && v2 && (k = decode_reps(c, d, (size_t)h->rep_len, n, e)) != FMT_OK)
+		return k;
+	if (c->leaf->list && !v2 && (k = v1_reps(c, h, &d, &ulen, n, e)) != FMT_OK)
+		return k;
 	if (v2) {
 		if (c->leaf->max_def > 0 && (k = decode_defs(c, d + h->rep_len, (size_t)h->def_len, n, 0, &defined, e)) != FMT_OK)
 			return k;
@@ -614,7 +661,7 @@ static fmt_kind page_header(pq_cursor *c, page_hdr *h, uint64_t *len, fmt_err *e
 }
 
 /* The next page (dictionary pages are taken on the way); *none: the chunk's bytes are over. */
-static fmt_kind next_page(pq_cursor *c, int *none, fmt_err *e)
+fmt_kind fmt_pq_cursor_next_page(pq_cursor *c, int *none, fmt_err *e)
 {
 	*none = 0;
 	for (;;) {
@@ -675,7 +722,7 @@ static void set_bit(uint8_t *bits, uint64_t i, int v)
 }
 
 /* One defined physical value p as the column's value at out (width ow). */
-static void convert_value(const pq_cursor *c, const uint8_t *p, uint8_t *out, size_t ow)
+void fmt_pq_convert_value(const pq_cursor *c, const uint8_t *p, uint8_t *out, size_t ow)
 {
 	if (c->leaf->conv == CONV_INT96_NS) {
 		uint64_t nanos = fmt_rd_u64(p);
@@ -775,7 +822,7 @@ static void take_fixed(pq_cursor *c, const fmt_field *f, out_col *o, uint64_t ro
 	for (uint64_t i = 0; i < k; i++) {
 		uint8_t *out = o->values + (row + i) * ow;
 		if (c->leaf->max_def == 0 || c->defs[c->page_at + i]) {
-			convert_value(c, c->fixed + c->page_defined_at++ * pw, out, ow);
+			fmt_pq_convert_value(c, c->fixed + c->page_defined_at++ * pw, out, ow);
 		} else {
 			memset(out, 0, ow);
 			set_bit(o->validity, row + i, 0);
@@ -818,6 +865,8 @@ static fmt_kind out_open(pq_cursor *c, const fmt_field *f, uint64_t n, out_col *
 
 fmt_kind fmt_pq_cursor_take(pq_cursor *c, const fmt_field *f, uint64_t n, fmt_column *col, fmt_batch *b, fmt_err *e)
 {
+	if (c->leaf->list)
+		return fmt_pq_list_take(c, f, n, col, b, e);
 	out_col o = { 0 };
 	size_t bitmap = (size_t)((n + 7) / 8);
 	int strings = is_string(f->type);
@@ -825,7 +874,7 @@ fmt_kind fmt_pq_cursor_take(pq_cursor *c, const fmt_field *f, uint64_t n, fmt_co
 	for (uint64_t row = 0; k == FMT_OK && row < n;) {
 		if (c->page_at == c->page_values) {
 			int none;
-			if ((k = next_page(c, &none, e)) != FMT_OK)
+			if ((k = fmt_pq_cursor_next_page(c, &none, e)) != FMT_OK)
 				break;
 			if (none) {
 				k = bad_page(c, e, "the chunk's pages end before its rows");
@@ -882,7 +931,7 @@ fmt_kind fmt_pq_cursor_check_all(pq_cursor *c, uint64_t *pages, fmt_err *e)
 {
 	for (;;) {
 		int none;
-		fmt_kind k = next_page(c, &none, e);
+		fmt_kind k = fmt_pq_cursor_next_page(c, &none, e);
 		if (k != FMT_OK)
 			return k;
 		if (none)
