@@ -27,10 +27,15 @@ typedef struct dict {
 
 typedef struct colw {
 	const fmt_field *f;
+	fmt_ctype type;             /* the values' type: f's, or a list's element type */
+	uint32_t list_size;         /* a fixed_size_list's values a row; 0: a flat column */
+	int max_def;                /* a list's: 3 (2 when rows are never null) */
+	uint64_t levels;            /* a list's level entries: a row's values, one for a null row */
 	int ptype, width;           /* physical type, bytes of a fixed-width PLAIN value */
 	int is_bytes;               /* BYTE_ARRAY */
 	uint64_t rows, nulls, values;
-	uint8_t *defs;              /* per row: 1 = a value, 0 = null */
+	uint8_t *defs;              /* per row: 1 = a value, 0 = null; a list's: per level entry, its
+				     * definition level (0 null row, max_def - 1 null value) */
 	size_t defs_cap;
 	fmt_sb plain;               /* non-null values, PLAIN (booleans: one byte each) */
 	uint64_t *vpos;             /* byte arrays: where value i starts in plain */
@@ -91,7 +96,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 
 static void physical_of(colw *c)
 {
-	switch (c->f->type) {
+	switch (c->type) {
 	case FMT_C_BOOL: c->ptype = PT_BOOLEAN; c->width = 1; break;
 	case FMT_C_I8: case FMT_C_I16: case FMT_C_I32: case FMT_C_U8: case FMT_C_U16: case FMT_C_U32: case FMT_C_DATE32:
 		c->ptype = PT_INT32; c->width = 4; break;
@@ -110,7 +115,7 @@ static int fixed_value(const colw *c, const fmt_column *col, uint64_t r, uint8_t
 	const uint8_t *p = col->values;
 	int32_t i32;
 	uint32_t u32;
-	switch (c->f->type) {
+	switch (c->type) {
 	case FMT_C_BOOL: out[0] = (uint8_t)(p[r >> 3] >> (r & 7) & 1); return 0;
 	case FMT_C_I8: i32 = (int8_t)p[r]; memcpy(out, &i32, 4); return 0;
 	case FMT_C_I16: { int16_t v; memcpy(&v, p + r * 2, 2); i32 = v; memcpy(out, &i32, 4); return 0; }
@@ -137,7 +142,7 @@ static int fixed_value(const colw *c, const fmt_column *col, uint64_t r, uint8_t
 
 static int cmp_fixed(const colw *c, const uint8_t *a, const uint8_t *b)
 {
-	switch (c->f->type) {
+	switch (c->type) {
 	case FMT_C_U8: case FMT_C_U16: case FMT_C_U32: {
 		uint32_t x = fmt_rd_u32(a), y = fmt_rd_u32(b);
 		return x < y ? -1 : x > y;
@@ -186,12 +191,12 @@ static inline int nan_as(fmt_ctype type, const uint8_t *v)
 
 static int is_nan(const colw *c, const uint8_t *v)
 {
-	return nan_as(c->f->type, v);
+	return nan_as(c->type, v);
 }
 
 static void stat_fixed(colw *c, const uint8_t *v)
 {
-	if (c->f->type == FMT_C_F16 || is_nan(c, v))
+	if (c->type == FMT_C_F16 || is_nan(c, v))
 		return;
 	if (!c->has_minmax) {
 		memcpy(c->min, v, (size_t)c->width);
@@ -280,11 +285,11 @@ static inline __attribute__((always_inline)) void stat_run_as(colw *c, const uin
 
 static void stat_run(colw *c, const uint8_t *p, size_t count)
 {
-	switch (c->f->type) {
+	switch (c->type) {
 	case FMT_C_F64: stat_run_as(c, p, count, FMT_C_F64, 8); break;
 	case FMT_C_I64: stat_run_as(c, p, count, FMT_C_I64, 8); break;
 	case FMT_C_TIMESTAMP: stat_run_as(c, p, count, FMT_C_TIMESTAMP, 8); break;
-	default: stat_run_as(c, p, count, c->f->type, c->width);
+	default: stat_run_as(c, p, count, c->type, c->width);
 	}
 }
 
@@ -464,7 +469,7 @@ static inline uint64_t offset_of(const fmt_column *col, int large, uint64_t i)
  * statistics steps. */
 static fmt_kind add_bytes_run(colw *c, const fmt_column *col, uint64_t from, uint64_t count, fmt_err *e)
 {
-	int large = c->f->type == FMT_C_LARGE_UTF8;
+	int large = c->type == FMT_C_LARGE_UTF8;
 	uint64_t bytes;
 	if (fmt_mul_u64(count, 4, &bytes) ||
 	    fmt_add_u64(bytes, offset_of(col, large, from + count) - offset_of(col, large, from), &bytes) ||
@@ -524,19 +529,16 @@ static int plain_as_is(const colw *c)
 {
 	if (c->is_bytes || c->ptype == PT_BOOLEAN)
 		return 0;
-	if (c->f->type == FMT_C_TIMESTAMP)
+	if (c->type == FMT_C_TIMESTAMP)
 		return c->f->unit != FMT_TU_S;
-	return fmt_ctype_width(c->f->type) == (size_t)c->width;
+	return fmt_ctype_width(c->type) == (size_t)c->width;
 }
 
 /* add_rows for a column without nulls whose values are already PLAIN: one copy, statistics in
  * one pass, the dictionary while it is on. */
-static fmt_kind add_plain_run(colw *c, const fmt_column *col, uint64_t from, uint64_t count, fmt_err *e)
+static fmt_kind add_plain_values(colw *c, const uint8_t *src, uint64_t count, fmt_err *e)
 {
 	size_t w = (size_t)c->width, bytes = (size_t)count * w;
-	const uint8_t *src = col->values + (size_t)from * w;
-	memset(c->defs + c->rows, 1, (size_t)count);
-	c->rows += count;
 	char *at = fmt_sb_reserve(&c->plain, bytes);
 	if (!at)
 		return oom(e);
@@ -553,13 +555,74 @@ static fmt_kind add_plain_run(colw *c, const fmt_column *col, uint64_t from, uin
 	return FMT_OK;
 }
 
+static fmt_kind add_plain_run(colw *c, const fmt_column *col, uint64_t from, uint64_t count, fmt_err *e)
+{
+	memset(c->defs + c->rows, 1, (size_t)count);
+	c->rows += count;
+	return add_plain_values(c, col->values + (size_t)from * (size_t)c->width, count, e);
+}
+
+static int elem_null(const fmt_column *col, uint64_t i)
+{
+	return col->elem_validity && !(col->elem_validity[i >> 3] >> (i & 7) & 1);
+}
+
+/* Row r of a list column that is not null: a level and a value per element. */
+static fmt_kind add_list_row(colw *c, const fmt_column *col, uint64_t r, fmt_err *e)
+{
+	uint64_t first = r * c->list_size;
+	if (!col->elem_validity && plain_as_is(c)) {
+		memset(c->defs + c->levels, c->max_def, c->list_size);
+		c->levels += c->list_size;
+		return add_plain_values(c, col->values + (size_t)first * (size_t)c->width, c->list_size, e);
+	}
+	for (uint64_t i = first; i < first + c->list_size; i++) {
+		uint8_t v[8];
+		int null = elem_null(col, i);
+		c->defs[c->levels++] = (uint8_t)(c->max_def - null);
+		c->nulls += (uint64_t)null;
+		if (null)
+			continue;
+		if (fixed_value(c, col, i, v))
+			return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': a timestamp in seconds that "
+					"milliseconds cannot hold", c->f->name);
+		fmt_kind k = add_value(c, v, (size_t)c->width, e);
+		if (k != FMT_OK)
+			return k;
+	}
+	return FMT_OK;
+}
+
+/* add_rows for a list column: its level entries, its values as a flat column's. */
+static fmt_kind add_list_rows(colw *c, const fmt_column *col, uint64_t from, uint64_t count, fmt_err *e)
+{
+	uint64_t items, need;
+	if (fmt_mul_u64(count, c->list_size, &items) || fmt_add_u64(c->levels, items, &need) || need > SIZE_MAX / 2 ||
+	    grow((void **)&c->defs, &c->defs_cap, (size_t)need, 1))
+		return oom(e);
+	for (uint64_t r = from; r < from + count; r++) {
+		c->rows++;
+		if (fmt_column_is_null(col, r)) {
+			c->defs[c->levels++] = 0;
+			c->nulls++;
+			continue;
+		}
+		fmt_kind k = add_list_row(c, col, r, e);
+		if (k != FMT_OK)
+			return k;
+	}
+	return FMT_OK;
+}
+
 static fmt_kind add_rows(colw *c, const fmt_column *col, uint64_t from, uint64_t count, fmt_err *e)
 {
+	if (c->list_size)
+		return add_list_rows(c, col, from, count, e);
 	if (grow((void **)&c->defs, &c->defs_cap, c->rows + count, 1))
 		return oom(e);
 	if (!col->validity && plain_as_is(c))
 		return add_plain_run(c, col, from, count, e);
-	fmt_ctype t = c->f->type;
+	fmt_ctype t = c->type;
 	if (!col->validity && (t == FMT_C_UTF8 || t == FMT_C_LARGE_UTF8 || t == FMT_C_BINARY) &&
 	    offset_of(col, t == FMT_C_LARGE_UTF8, from + count) - offset_of(col, t == FMT_C_LARGE_UTF8, from) <= INT32_MAX)
 		return add_bytes_run(c, col, from, count, e);
@@ -580,7 +643,7 @@ static fmt_kind add_rows(colw *c, const fmt_column *col, uint64_t from, uint64_t
 		if (c->is_bytes) {
 			const uint8_t *p;
 			size_t n;
-			fmt_column_bytes(col, c->f->type, r, &p, &n);
+			fmt_column_bytes(col, c->type, r, &p, &n);
 			k = add_value(c, p, n, e);
 		} else {
 			uint8_t v[8];
@@ -653,23 +716,57 @@ static fmt_kind write_dict_page(writer *w, colw *c, fmt_err *e)
 	return k;
 }
 
-/* Rows [r0, r1) holding values [v0, v1) as one data page v1. */
+/* n levels of w->levels, RLE of width bits after their length, to the page. */
+static fmt_kind put_levels(writer *w, size_t n, int width, fmt_err *e)
+{
+	size_t at = w->page.len;
+	fmt_sb_put(&w->page, "\0\0\0\0", 4);
+	fmt_pq_rle_encode(&w->page, w->levels, n, width);
+	if (w->page.oom)
+		return oom(e);
+	fmt_wr_u32((uint8_t *)w->page.p + at, (uint32_t)(w->page.len - at - 4));
+	return FMT_OK;
+}
+
+/* A list's repetition levels of entries [l0, l1) (l0 a row's first) into w->levels: 0 where a
+ * row begins (a null row is one entry, another list_size). */
+static void list_reps(writer *w, const colw *c, uint64_t l0, uint64_t l1)
+{
+	uint64_t left = 0;
+	for (uint64_t i = l0; i < l1; i++) {
+		w->levels[i - l0] = left != 0;
+		if (left == 0)
+			left = c->defs[i] == 0 && c->f->nullable ? 1 : c->list_size;
+		left--;
+	}
+}
+
+/* The levels of entries [r0, r1) to the page: a list's repetition then definition levels, a
+ * nullable column's definition levels, none for a required one. */
+static fmt_kind write_levels(writer *w, colw *c, uint64_t r0, size_t rows, fmt_err *e)
+{
+	fmt_kind k = FMT_OK;
+	if (c->list_size) {
+		list_reps(w, c, r0, r0 + rows);
+		k = put_levels(w, rows, 1, e);
+	}
+	if (k != FMT_OK || (!c->f->nullable && !c->list_size))
+		return k;
+	for (size_t i = 0; i < rows; i++)
+		w->levels[i] = c->defs[r0 + i];
+	return put_levels(w, rows, c->list_size ? fmt_pq_bit_width((uint64_t)c->max_def) : 1, e);
+}
+
+/* Level entries (a flat column's rows) [r0, r1) holding values [v0, v1) as one data page v1. */
 static fmt_kind write_data_page(writer *w, colw *c, uint64_t r0, uint64_t r1, uint64_t v0, uint64_t v1, fmt_err *e)
 {
 	w->page.len = 0;
 	size_t rows = (size_t)(r1 - r0), vals = (size_t)(v1 - v0);
 	if (grow((void **)&w->levels, &w->levels_cap, (rows > vals ? rows : vals) + 1, sizeof *w->levels))
 		return oom(e);
-	if (c->f->nullable) {
-		for (size_t i = 0; i < rows; i++)
-			w->levels[i] = c->defs[r0 + i];
-		size_t at = w->page.len;
-		fmt_sb_put(&w->page, "\0\0\0\0", 4);
-		fmt_pq_rle_encode(&w->page, w->levels, rows, 1);
-		if (w->page.oom)
-			return oom(e);
-		fmt_wr_u32((uint8_t *)w->page.p + at, (uint32_t)(w->page.len - at - 4));
-	}
+	fmt_kind lk = write_levels(w, c, r0, rows, e);
+	if (lk != FMT_OK)
+		return lk;
 	int enc = ENC_PLAIN;
 	const char *body = NULL;  /* the page's bytes in place, not copied to w->page */
 	size_t body_len = 0;
@@ -726,6 +823,25 @@ static int dict_pays(const colw *c)
 	return c->d.plain.len + idx_bytes < c->plain.len;
 }
 
+/* A list's data pages, whole rows each: as many as make about PAGE_ROWS values (one at least). */
+static fmt_kind write_list_pages(writer *w, colw *c, fmt_err *e)
+{
+	uint64_t per_page = PAGE_ROWS / c->list_size ? PAGE_ROWS / c->list_size : 1, l = 0, v = 0;
+	fmt_kind k = FMT_OK;
+	do {
+		uint64_t l1 = l, v1 = v;
+		for (uint64_t rows = 0; rows < per_page && l1 < c->levels; rows++) {
+			uint64_t n = c->defs[l1] == 0 && c->f->nullable ? 1 : c->list_size;
+			for (uint64_t i = l1; i < l1 + n; i++)
+				v1 += c->defs[i] == c->max_def;
+			l1 += n;
+		}
+		k = write_data_page(w, c, l, l1, v, v1, e);
+		l = l1, v = v1;
+	} while (k == FMT_OK && l < c->levels);
+	return k;
+}
+
 static fmt_kind write_chunk(writer *w, colw *c, fmt_err *e)
 {
 	c->start = w->off;
@@ -737,6 +853,8 @@ static fmt_kind write_chunk(writer *w, colw *c, fmt_err *e)
 	if (c->used_dict)
 		k = write_dict_page(w, c, e);
 	c->data_off = w->off;
+	if (c->list_size)
+		return k == FMT_OK ? write_list_pages(w, c, e) : k;
 	uint64_t r = 0, v = 0;
 	do {
 		uint64_t r1 = c->rows - r > PAGE_ROWS ? r + PAGE_ROWS : c->rows, v1 = v + (r1 - r);
@@ -763,11 +881,11 @@ static void put_stats(fmt_sb *o, const colw *c)
 		const void *mn = c->is_bytes ? (const void *)c->smin.p : c->min;
 		size_t mxn = c->is_bytes ? c->smax.len : (size_t)c->width, mnn = c->is_bytes ? c->smin.len : (size_t)c->width;
 		uint8_t zmin[8], zmax[8];
-		if (!c->is_bytes && (c->f->type == FMT_C_F32 || c->f->type == FMT_C_F64)) {
+		if (!c->is_bytes && (c->type == FMT_C_F32 || c->type == FMT_C_F64)) {
 			/* the spec's rule for zeros: a minimum of +0 is written -0, a maximum of -0 as +0 */
 			memcpy(zmin, mn, mnn), memcpy(zmax, mx, mxn);
-			double a = c->f->type == FMT_C_F32 ? (double)*(const float *)(const void *)zmin : *(const double *)(const void *)zmin;
-			double b = c->f->type == FMT_C_F32 ? (double)*(const float *)(const void *)zmax : *(const double *)(const void *)zmax;
+			double a = c->type == FMT_C_F32 ? (double)*(const float *)(const void *)zmin : *(const double *)(const void *)zmin;
+			double b = c->type == FMT_C_F32 ? (double)*(const float *)(const void *)zmax : *(const double *)(const void *)zmax;
 			if (a == 0)
 				zmin[mnn - 1] |= 0x80;
 			if (b == 0)
@@ -796,11 +914,17 @@ static void put_column_chunk(fmt_sb *o, const colw *c, int codec)
 	for (int i = 0; i < n; i++)
 		fmt_pq_tw_varint(o, (uint64_t)encs[i] << 1);
 	fmt_pq_tw_field(o, &ml, 3, TC_LIST);
-	fmt_pq_tw_list(o, TC_BINARY, 1);
+	fmt_pq_tw_list(o, TC_BINARY, c->list_size ? 3 : 1);
 	fmt_pq_tw_varint(o, strlen(c->f->name));
 	fmt_sb_puts(o, c->f->name);
+	if (c->list_size) {
+		fmt_pq_tw_varint(o, 4);
+		fmt_sb_puts(o, "list");
+		fmt_pq_tw_varint(o, 7);
+		fmt_sb_puts(o, "element");
+	}
 	fmt_pq_tw_i32(o, &ml, 4, codec);
-	fmt_pq_tw_i64(o, &ml, 5, (int64_t)c->rows);
+	fmt_pq_tw_i64(o, &ml, 5, (int64_t)(c->list_size ? c->levels : c->rows));
 	fmt_pq_tw_i64(o, &ml, 6, (int64_t)c->uncomp_total);
 	fmt_pq_tw_i64(o, &ml, 7, (int64_t)c->comp_total);
 	fmt_pq_tw_i64(o, &ml, 9, (int64_t)c->data_off);
@@ -835,7 +959,7 @@ static void put_row_group(writer *w, uint64_t rows)
 
 static void reset_column(colw *c)
 {
-	c->rows = c->nulls = c->values = 0;
+	c->rows = c->nulls = c->values = c->levels = 0;
 	c->plain.len = 0;
 	c->smin.len = c->smax.len = 0;
 	c->has_minmax = 0;
@@ -862,18 +986,19 @@ static fmt_kind flush_group(writer *w, fmt_err *e)
 	return w->groups.oom ? oom(e) : FMT_OK;
 }
 
-/* The schema element of a column: type, repetition, name, converted and logical types. */
-static void put_element(fmt_sb *o, const colw *c)
+/* The schema element of a column's values: type, repetition, name, converted and logical
+ * types. */
+static void put_leaf(fmt_sb *o, const colw *c, const char *name, int repetition)
 {
 	const fmt_field *f = c->f;
 	int16_t last = 0;
 	fmt_pq_tw_i32(o, &last, 1, c->ptype);
 	if (c->ptype == PT_FLBA)
 		fmt_pq_tw_i32(o, &last, 2, c->width);
-	fmt_pq_tw_i32(o, &last, 3, f->nullable ? REP_OPTIONAL : REP_REQUIRED);
-	fmt_pq_tw_bin(o, &last, 4, f->name, strlen(f->name));
+	fmt_pq_tw_i32(o, &last, 3, repetition);
+	fmt_pq_tw_bin(o, &last, 4, name, strlen(name));
 	int converted = -1, bits = 0, is_signed = 1;
-	switch (f->type) {
+	switch (c->type) {
 	case FMT_C_I8: converted = 15; bits = 8; break;
 	case FMT_C_I16: converted = 16; bits = 16; break;
 	case FMT_C_U8: converted = 11; bits = 8; is_signed = 0; break;
@@ -899,14 +1024,14 @@ static void put_element(fmt_sb *o, const colw *c)
 		fmt_pq_tw_bool(o, &pl, 2, is_signed);
 		fmt_pq_tw_stop(o);
 		fmt_pq_tw_stop(o);
-	} else if (f->type == FMT_C_UTF8 || f->type == FMT_C_LARGE_UTF8 || f->type == FMT_C_DATE32 ||
-		   f->type == FMT_C_F16) {
-		int16_t id = f->type == FMT_C_DATE32 ? 6 : f->type == FMT_C_F16 ? 15 : 1;
+	} else if (c->type == FMT_C_UTF8 || c->type == FMT_C_LARGE_UTF8 || c->type == FMT_C_DATE32 ||
+		   c->type == FMT_C_F16) {
+		int16_t id = c->type == FMT_C_DATE32 ? 6 : c->type == FMT_C_F16 ? 15 : 1;
 		fmt_pq_tw_field(o, &last, 10, TC_STRUCT);
 		fmt_pq_tw_field(o, &ll, id, TC_STRUCT);
 		fmt_pq_tw_stop(o);
 		fmt_pq_tw_stop(o);
-	} else if (f->type == FMT_C_TIMESTAMP) {
+	} else if (c->type == FMT_C_TIMESTAMP) {
 		int16_t ul = 0;
 		fmt_pq_tw_field(o, &last, 10, TC_STRUCT);
 		fmt_pq_tw_field(o, &ll, 8, TC_STRUCT);
@@ -919,6 +1044,37 @@ static void put_element(fmt_sb *o, const colw *c)
 		fmt_pq_tw_stop(o);   /* LogicalType */
 	}
 	fmt_pq_tw_stop(o);
+}
+
+/* A group of one child: its repetition, name, and for a LIST its converted and logical types. */
+static void put_group(fmt_sb *o, const char *name, int repetition, int is_list)
+{
+	int16_t last = 0, ll = 0;
+	fmt_pq_tw_i32(o, &last, 3, repetition);
+	fmt_pq_tw_bin(o, &last, 4, name, strlen(name));
+	fmt_pq_tw_i32(o, &last, 5, 1);
+	if (is_list) {
+		fmt_pq_tw_i32(o, &last, 6, 3);           /* ConvertedType LIST */
+		fmt_pq_tw_field(o, &last, 10, TC_STRUCT);
+		fmt_pq_tw_field(o, &ll, 3, TC_STRUCT);   /* LogicalType LIST: an empty struct */
+		fmt_pq_tw_stop(o);
+		fmt_pq_tw_stop(o);
+	}
+	fmt_pq_tw_stop(o);
+}
+
+/* A column's schema elements: a flat one's leaf, or a list's three levels (a LIST group, its
+ * repeated group "list", an optional "element"), as Arrow and DuckDB write them. */
+static void put_element(fmt_sb *o, const colw *c)
+{
+	int rep = c->f->nullable ? REP_OPTIONAL : REP_REQUIRED;
+	if (!c->list_size) {
+		put_leaf(o, c, c->f->name, rep);
+		return;
+	}
+	put_group(o, c->f->name, rep, 1);
+	put_group(o, "list", REP_REPEATED, 0);
+	put_leaf(o, c, "element", REP_OPTIONAL);
 }
 
 static void put_key_value(fmt_sb *o, const char *key, const char *value)
@@ -939,7 +1095,10 @@ static fmt_kind write_footer(writer *w, fmt_err *e)
 		return k;
 	fmt_pq_tw_i32(&o, &last, 1, 1);
 	fmt_pq_tw_field(&o, &last, 2, TC_LIST);
-	fmt_pq_tw_list(&o, TC_STRUCT, (uint32_t)w->n + 1);
+	size_t lists = 0;
+	for (size_t i = 0; i < w->n; i++)
+		lists += w->cols[i].list_size != 0;
+	fmt_pq_tw_list(&o, TC_STRUCT, (uint32_t)(w->n + 1 + 2 * lists));
 	int16_t rl = 0;
 	fmt_pq_tw_bin(&o, &rl, 4, "schema", 6);
 	fmt_pq_tw_i32(&o, &rl, 5, (int32_t)w->n);
@@ -1032,7 +1191,16 @@ fmt_kind fmt_pq_write(fmt_table *in, fmt_sink *k, int codec, int level, uint64_t
 	if (!(w.cols = calloc(w.n, sizeof *w.cols)))
 		return oom(e);
 	for (size_t i = 0; i < w.n; i++) {
-		w.cols[i].f = &in->schema.fields[i];
+		const fmt_field *f = &in->schema.fields[i];
+		if (f->type == FMT_C_FIXED_SIZE_LIST && f->list_size > PQ_MAX_LIST) {
+			writer_free(&w);
+			return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': lists of %u values (fmtkit writes up to %u "
+					"a row)", f->name, f->list_size, PQ_MAX_LIST);
+		}
+		w.cols[i].f = f;
+		w.cols[i].type = f->type == FMT_C_FIXED_SIZE_LIST ? f->elem : f->type;
+		w.cols[i].list_size = f->type == FMT_C_FIXED_SIZE_LIST ? f->list_size : 0;
+		w.cols[i].max_def = f->nullable ? 3 : 2;
 		physical_of(&w.cols[i]);
 		reset_column(&w.cols[i]);
 	}
