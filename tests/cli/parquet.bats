@@ -528,3 +528,142 @@ open("bad.parquet", "wb").write(b)' "$off3" "$off9"
 	assert_success
 	assert_output --partial "max: -9223372036854775808"
 }
+
+@test "list columns of one length (DuckDB's FLOAT[4], FLOAT[], INTEGER[] with a null row and a null element, DOUBLE[]) read as fixed_size_list, v1 and v2 pages, at every -T" {
+	local want
+	want=$(printf '%s\n' '{"id":0,"emb":[0.0,0.5,0.0,1.25],"f":[0.0,2.5],"l":[0,0,7],"d":[0.0,0.0]}' \
+		'{"id":1,"emb":[1.0,1.5,-1.0,1.25],"f":[0.25,2.5],"l":[1,10,7],"d":[1.5,-1.0]}' \
+		'{"id":2,"emb":[2.0,2.5,-2.0,1.25],"f":[0.5,2.5],"l":null,"d":[3.0,-2.0]}' \
+		'{"id":3,"emb":[3.0,3.5,-3.0,1.25],"f":[0.75,2.5],"l":[3,null,7],"d":[4.5,-3.0]}' \
+		'{"id":4,"emb":[4.0,4.5,-4.0,1.25],"f":[1.0,2.5],"l":[4,40,7],"d":[6.0,-4.0]}')
+	for f in lists-v1 lists-v2; do
+		run fmt-inspect --schema "$DATA/$f.parquet"
+		assert_output "$(printf 'schema (5 columns):\n  id  int32\n  emb  fixed_size_list<float32>[4]\n  f  fixed_size_list<float32>[2]\n  l  fixed_size_list<int32>[3]\n  d  fixed_size_list<float64>[2]')"
+		for t in 1 2 3; do
+			run fmt-convert -q -T "$t" --to jsonl "$DATA/$f.parquet" -
+			assert_success
+			assert_output "$want"
+		done
+		run fmt-verify "$DATA/$f.parquet"
+		assert_output "$DATA/$f.parquet: ok (parquet, 5 rows)"
+		run fmt-inspect --head 2 "$DATA/$f.parquet"
+		assert_output "$(printf '%s\n' 'id  emb                  f           l         d' '0   [0.0,0.5,0.0,1.25]   [0.0,2.5]   [0,0,7]   [0.0,0.0]' \
+			'1   [1.0,1.5,-1.0,1.25]  [0.25,2.5]  [1,10,7]  [1.5,-1.0]')"
+	done
+	fmt-convert -q "$DATA/lists-v1.parquet" o.csv
+	assert_equal "$(sed -n 4,5p o.csv)" "$(printf '%s\n' '2,"[2.0,2.5,-2.0,1.25]","[0.5,2.5]",,"[3.0,-2.0]"' '3,"[3.0,3.5,-3.0,1.25]","[0.75,2.5]","[3,null,7]","[4.5,-3.0]"')"
+	run fmt-inspect --json "$DATA/lists-v2.parquet"
+	assert_equal "$(printf '%s' "$output" | jq -c '.schema.fields[3], .parquet.leaf_columns["l.list.element"]')" \
+		"$(printf '%s\n' '{"name":"l","type":"fixed_size_list","nullable":true,"element":"int32","list_size":3}' '"INT32 INTEGER(32, signed) (repeated)"')"
+}
+
+@test "lists from the specification: three levels with a row that runs on from one v1 page to the next, a top-level repeated int32 (v2 page), a LIST of a repeated int64" {
+	run fmt-inspect --schema "$CASES/list-good.parquet"
+	assert_output "$(printf 'schema (3 columns):\n  emb  fixed_size_list<float32>[3]\n  r  fixed_size_list<int32>[2]  not null\n  p  fixed_size_list<int64>[2]  not null')"
+	for t in 1 3; do
+		run fmt-convert -q -T "$t" --to jsonl "$CASES/list-good.parquet" -
+		assert_success
+		assert_output "$(printf '%s\n' '{"emb":[1.0,2.0,3.0],"r":[0,0],"p":[0,1]}' '{"emb":null,"r":[1,-1],"p":[100,101]}' \
+			'{"emb":[4.0,null,6.0],"r":[2,-2],"p":[200,201]}' '{"emb":[7.0,8.0,9.0],"r":[3,-3],"p":[300,301]}' \
+			'{"emb":[10.0,11.0,12.0],"r":[4,-4],"p":[400,401]}' '{"emb":[-0.5,0.25,1000000.0],"r":[5,-5],"p":[500,501]}')"
+	done
+	run fmt-verify "$CASES/list-good.parquet"
+	assert_success
+	# --head 1 stops inside the first page
+	run fmt-inspect --head 1 "$CASES/list-good.parquet"
+	assert_output "$(printf 'emb            r      p\n[1.0,2.0,3.0]  [0,0]  [0,1]')"
+}
+
+@test "list rows of another length or empty: exit 5 naming the column and the row, nothing written; null and empty rows only: not converted, taken when excluded" {
+	mkdir out
+	while IFS='|' read -r file msg; do
+		for tool in fmt-convert fmt-verify; do
+			local args=("$CASES/$file")
+			[ $tool = fmt-verify ] || args+=(out/o.jsonl)
+			run --separate-stderr $tool -q "${args[@]}"
+			[ "$status" -eq 5 ] || fail "$tool $file: exit $status: $stderr"
+			assert_equal "$stderr" "$tool: error: $CASES/$file: ${msg/@/$([ $tool = fmt-verify ] && echo 'row group 0: ')}"
+		done
+		[ -z "$(ls -A out)" ] || fail "$file: left $(ls -A out)"
+	done <<'EOF2'
+list-lengths.parquet|@column 'l': row 2 has 2 values, the rows before it 3 (fmtkit converts lists of one length)
+list-empty.parquet|@column 'l': row 1 has 0 values, the rows before it 2 (fmtkit converts lists of one length)
+list-empty-first.parquet|@column 'l': row 0 has 0 values, row 1 has 2 (fmtkit converts lists of one length)
+EOF2
+	run fmt-inspect --schema "$CASES/list-null-empty.parquet"
+	assert_output "$(printf 'schema (1 column):\n  l  list<int32> of null and empty rows  (not converted by fmtkit)')"
+	run --separate-stderr fmt-convert -q "$CASES/list-null-empty.parquet" out/o.jsonl
+	assert_failure 5
+	assert_equal "$stderr" "fmt-convert: error: $CASES/list-null-empty.parquet: column 'l' has type list<int32> of null and empty rows, which fmtkit does not convert"
+	# DuckDB's lists file with its INTEGER[] column left out reads the others
+	run fmt-convert -q --exclude l --to jsonl "$DATA/lists-v1.parquet" -
+	assert_line --index 0 '{"id":0,"emb":[0.0,0.5,0.0,1.25],"f":[0.0,2.5],"d":[0.0,0.0]}'
+}
+
+@test "hostile list levels: exact exit 4 and message from fmt-convert and fmt-verify, nothing written" {
+	mkdir out
+	while IFS='|' read -r file msg; do
+		for tool in fmt-convert fmt-verify; do
+			local args=("$CASES/$file")
+			[ $tool = fmt-verify ] || args+=(out/o.csv)
+			run --separate-stderr $tool -q "${args[@]}"
+			[ "$status" -eq 4 ] || fail "$tool $file: exit $status: $stderr"
+			# @: "row group 0: " where fmt-verify names it (the reader finds these as it reads)
+			assert_equal "$stderr" "$tool: error: $CASES/$file: ${msg/@/$([ $tool = fmt-verify ] && echo 'row group 0: ')}"
+		done
+		[ -z "$(ls -A out)" ] || fail "$file: left $(ls -A out)"
+	done <<'EOF2'
+bad-list-rep2.parquet|Parquet: column 'l.list.element': malformed repetition levels
+bad-list-few-levels.parquet|Parquet: column 'l.list.element': malformed repetition levels
+bad-list-first-rep.parquet|Parquet: column 'l.list.element': a repetition level of 1 at the start of the column chunk
+bad-list-null-continued.parquet|@Parquet: column 'l.list.element': a repetition level of 1 in a null or empty list
+bad-list-rows.parquet|@Parquet: column 'l.list.element': the chunk holds more rows than its row group's 2
+bad-list-count.parquet|row group 0: Parquet: column 'l.list.element': the pages hold 4 values, the chunk says 5
+EOF2
+}
+
+@test "ARROW:schema's fixed_size_list gives the list size: rows of nulls only are read, a row of another length is refused naming it" {
+	printf '{"l":[1.5,2]}\n{"l":[3,4]}\n' >a.jsonl
+	fmt-convert -q a.jsonl a.parquet
+	"$REPO_ROOT/scripts/gen/parquet-cases" --arrow-from a.parquet .
+	run fmt-inspect --schema list-arrow-nulls.parquet
+	assert_output "$(printf 'schema (1 column):\n  l  fixed_size_list<float64>[2]')"
+	run fmt-convert -q --to jsonl list-arrow-nulls.parquet -
+	assert_success
+	assert_output "$(printf '{"l":null}\n{"l":null}')"
+	run --separate-stderr fmt-convert -q list-arrow-3.parquet o.jsonl
+	assert_failure 5
+	assert_equal "$stderr" "fmt-convert: error: list-arrow-3.parquet: column 'l': row 0 has 3 values, ARROW:schema's fixed_size_list 2 (fmtkit converts lists of one length)"
+	[ ! -e o.jsonl ]
+}
+
+@test "writing fixed_size_list columns: the standard 3-level LIST with ARROW:schema; .ald -> Parquet -> .ald gives the same values (null rows, null elements, pages and row groups), in each codec" {
+	fmt-convert -q "$DATA/lists-v1.parquet" src.ald
+	fmt-convert -q --to jsonl src.ald want.jsonl
+	for c in none snappy zstd; do
+		run fmt-convert -q -c "$c" --row-group-rows 2 src.ald "o-$c.parquet"
+		assert_success
+		run fmt-verify "o-$c.parquet"
+		assert_success
+		fmt-convert -q "o-$c.parquet" "back-$c.ald"
+		fmt-convert -q --to jsonl "back-$c.ald" "back-$c.jsonl"
+		cmp want.jsonl "back-$c.jsonl" || fail "$c"
+		assert_equal "$(fmt-inspect --schema "back-$c.ald")" "$(fmt-inspect --schema src.ald)"
+	done
+	run fmt-inspect --json o-none.parquet
+	assert_equal "$(printf '%s' "$output" | jq -c '[.parquet.row_group_count, .parquet.leaf_columns["l.list.element"], .parquet.row_groups["1"].columns["l.list.element"].values, .schema.metadata]')" \
+		'[3,"INT32 (repeated)",4,{}]'
+	assert_equal "$(grep -c -a 'ARROW:schema' o-none.parquet)" 1
+	# many rows: pages of whole rows, several row groups, a required list (JSON Lines' lists)
+	/usr/bin/python3 -c '
+for i in range(30000):
+    print("{\"id\":%d,\"v\":[%d.5,%d,-1.25]}" % (i, i, -i))' >big.jsonl
+	fmt-convert -q big.jsonl big.ald
+	fmt-convert -q --row-group-rows 12000 big.ald big.parquet
+	run fmt-inspect --json big.parquet
+	assert_equal "$(printf '%s' "$output" | jq -c '[.parquet.row_group_count, .parquet.leaf_columns["v.list.element"], .schema.fields[1].nullable]')" '[3,"DOUBLE (repeated)",false]'
+	fmt-convert -q --to jsonl big.parquet back.jsonl
+	fmt-convert -q --to jsonl big.ald want-big.jsonl
+	cmp want-big.jsonl back.jsonl
+	assert_equal "$(sed -n 29999p back.jsonl)" '{"id":29998,"v":[29998.5,-29998.0,-1.25]}'
+}

@@ -1,7 +1,7 @@
 // Writes the small DuckDB-made Parquet files of tests/data/parquet/ (the bats tests read them
 // without Node): every type fmtkit converts, with nulls, over two row groups, in each page
-// version and codec, with and without dictionaries; a decimal and a list column for the
-// refusals. Run from tests/interop: node parquet_data.mjs. parquet.test.mjs checks that what
+// version and codec, with and without dictionaries; a decimal column for the refusal, list
+// columns (lists-*.parquet). Run from tests/interop: node parquet_data.mjs. parquet.test.mjs checks that what
 // fmtkit reads from them equals what DuckDB reads.
 import { DuckDBInstance } from "@duckdb/node-api";
 import { join } from "node:path";
@@ -36,6 +36,25 @@ export const FILES = [
 	["types-v1-none.parquet", "compression uncompressed, parquet_version V1", 300],
 ];
 
+// List columns (issue: Hugging Face embeddings): FLOAT[4] (DuckDB's ARRAY), FLOAT[] of one
+// length, INTEGER[] with a null row and a null element, DOUBLE[]; fmtkit reads each as a
+// fixed_size_list. [file, COPY options].
+export const LISTS_SQL = `select i::integer as id,
+  [i::float, i + 0.5, -i, 1.25]::float[4] as emb,
+  [i / 4, 2.5]::float[] as f,
+  case when i = 2 then null else [i, case when i = 3 then null else i * 10 end, 7] end::integer[] as l,
+  [i * 1.5, -i]::double[] as d
+  from range(0, 5) r(i)`;
+export const LIST_FILES = [
+	["lists-v1.parquet", "compression snappy, parquet_version V1"],
+	["lists-v2.parquet", "compression zstd, parquet_version V2"],
+];
+
+export async function writeListFiles(c) {
+	for (const [name, opts] of LIST_FILES)
+		await c.run(`copy (${LISTS_SQL}) to '${join(DATA, name)}' (format parquet, ${opts})`);
+}
+
 export async function duck() {
 	const db = await DuckDBInstance.create(":memory:");
 	const c = await db.connect();
@@ -50,4 +69,5 @@ if (import.meta.url === `file://${process.argv[1]}`) {
 		await c.run(`copy (select * from t where id < ${rows} order by id) to '${join(DATA, name)}' (format parquet, row_group_size 2048, ${opts})`);
 	await c.run(`copy (select i::integer as id, (i / 100.0)::decimal(10, 2) as price, [i, i + 1] as pair
 		from range(0, 5) r(i)) to '${join(DATA, "decimal-list.parquet")}' (format parquet)`);
+	await writeListFiles(c);
 }

@@ -48,12 +48,17 @@ static fmt_kind peek(pq_cursor *c, int *rep, int *def, int *none, fmt_err *e)
 	return FMT_OK;
 }
 
+static fmt_kind too_many_rows(const pq_cursor *c, fmt_err *e)
+{
+	return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s': the chunk holds more rows than its row group's "
+			"%llu", c->leaf->path, (unsigned long long)c->group_rows);
+}
+
 /* A row begins at a value of definition level def: null, empty or with values. */
 static fmt_kind row_begin(pq_cursor *c, row_walk *w, int def, fmt_err *e)
 {
 	if (++c->rows_begun > c->group_rows)
-		return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s': the chunk holds more rows than its row "
-				"group's %llu", c->leaf->path, (unsigned long long)c->group_rows);
+		return too_many_rows(c, e);
 	w->open = 1;
 	w->values = 0;
 	w->kind = def < c->leaf->list_def ? ROW_NULL : def == c->leaf->list_def ? ROW_EMPTY : ROW_VALUES;
@@ -84,13 +89,13 @@ static fmt_kind wrong_length(const pq_cursor *c, const fmt_field *f, const row_w
 		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s': row %llu has over %u values (fmtkit converts lists "
 				"of one length, up to %u)", f->name, row, PQ_MAX_LIST, PQ_MAX_LIST);
 	if (c->leaf->size_row == UINT64_MAX)
-		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s': row %llu has %llu values, its type fixed_size_list "
-				"%u (fmtkit converts lists of one length)", f->name, row, got, f->list_size);
+		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s': row %llu has %llu values, ARROW:schema's "
+				"fixed_size_list %u (fmtkit converts lists of one length)", f->name, row, got, f->list_size);
 	if (c->leaf->size_row < row)
 		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s': row %llu has %llu values, the rows before it %u "
 				"(fmtkit converts lists of one length)", f->name, row, got, f->list_size);
-	return fmt_fail(e, FMT_UNSUPPORTED, "column '%s': row %llu has %llu values, row %llu %u (fmtkit converts "
-			"lists of one length)", f->name, row, got, (unsigned long long)c->leaf->size_row, f->list_size);
+	return fmt_fail(e, FMT_UNSUPPORTED, "column '%s': row %llu has %llu values, row %llu has %u (fmtkit "
+			"converts lists of one length)", f->name, row, got, (unsigned long long)c->leaf->size_row, f->list_size);
 }
 
 /* ---- the list size ---- */
@@ -216,8 +221,8 @@ static fmt_kind list_step(pq_cursor *c, const fmt_field *f, row_walk *w, list_ou
 		*row += (uint64_t)w->open;
 		w->open = 0;
 		if (none || *row == n) {
-			*stop = 1;
-			return FMT_OK;
+			*stop = 1;  /* a row after the row group's last is one too many */
+			return !none && c->rows_begun >= c->group_rows ? too_many_rows(c, e) : FMT_OK;
 		}
 		k = row_begin(c, w, def, e);
 	} else {
