@@ -2,7 +2,8 @@
 // DuckDB writes every type with nulls over several row groups in each codec, page version
 // and with dictionaries on and off, and what fmtkit converts to CSV holds DuckDB's values; the
 // files of tests/data/parquet and their expected CSV hold them too; fmtkit writes Parquet in
-// each codec and DuckDB and hyparquet read its values, types and the .ald card back.
+// each codec and DuckDB and hyparquet read its values, types and the .ald card back; list columns
+// both ways (DuckDB's LISTs read as fixed_size_list, fmtkit's fixed_size_lists written as LISTs).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -10,7 +11,7 @@ import { join } from "node:path";
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from "hyparquet";
 import { tableFromIPC } from "apache-arrow";
 import { convert, inspectJson, scratch, tool } from "./lib.mjs";
-import { DATA, FILES, TYPES_SQL, duck } from "./parquet_data.mjs";
+import { DATA, FILES, LIST_FILES, LISTS_SQL, TYPES_SQL, duck } from "./parquet_data.mjs";
 
 // The columns as DuckDB types them, to read fmtkit's CSV back typed (binary: fmtkit's hex).
 const CSV_TYPES = {
@@ -197,4 +198,78 @@ test("a zoned timestamp keeps its zone in ARROW:schema (apache-arrow reads it th
 	assert.equal(type.getRows()[0][0], "TIMESTAMP WITH TIME ZONE");
 	// and back: fmtkit reads the zone from it
 	assert.equal(inspectJson(join(dir, "z.parquet")).schema.fields[1].timezone, "Europe/Paris");
+});
+
+// List columns: DuckDB's FLOAT[4] (ARRAY), FLOAT[], INTEGER[] with null rows and null elements,
+// DOUBLE[], over several row groups.
+const LISTS_5000 = `select i::integer as id,
+  [i / 3, -i * 0.5, i % 7, 1e-3 * i]::float[4] as emb4,
+  [(i * 7) % 11 / 13.0, i]::float[] as emb,
+  case when i % 9 = 0 then null else [i, case when i % 5 = 0 then null else -i end, i % 3] end::integer[] as l,
+  [i * 1e10, -0.5]::double[] as d
+  from range(0, 5000) r(i)`;
+const LIST_COLS = "id, emb4::float[] as emb4, emb, l, d";
+const LIST_JSON_TYPES = "{'id': 'INTEGER', 'emb4': 'FLOAT[]', 'emb': 'FLOAT[]', 'l': 'INTEGER[]', 'd': 'DOUBLE[]'}";
+
+test("DuckDB-written list columns (FLOAT[4], FLOAT[], INTEGER[] with null rows and elements, DOUBLE[]) in each page version: fmtkit reads fixed_size_lists of DuckDB's values", async (t) => {
+	const dir = scratch(t);
+	const c = await duck();
+	await c.run(`create table t as ${LISTS_5000}`);
+	for (const [version, codec, dict] of [["V1", "snappy", true], ["V2", "zstd", true], ["V1", "uncompressed", false], ["V2", "gzip", false]]) {
+		const pq = join(dir, `${version}-${codec}.parquet`);
+		await c.run(`copy t to '${pq}' (format parquet, row_group_size 2048, compression ${codec}, parquet_version ${version}
+			${dict ? "" : ", dictionary_size_limit 1"})`);
+		const info = inspectJson(pq);
+		assert.ok(info.parquet.row_group_count >= 2);
+		assert.deepEqual(info.schema.fields.slice(1).map((f) => [f.name, f.type, f.element, f.list_size]),
+			[["emb4", "fixed_size_list", "float32", 4], ["emb", "fixed_size_list", "float32", 2],
+			 ["l", "fixed_size_list", "int32", 3], ["d", "fixed_size_list", "float64", 2]]);
+		tool("fmt-verify", [pq]);
+		const out = join(dir, "out.jsonl");
+		convert(pq, out);
+		const d = await difference(c, `select ${LIST_COLS} from t`,
+			`select * from read_json('${out}', format = 'newline_delimited', columns = ${LIST_JSON_TYPES})`);
+		assert.equal(d, 0, `${version} ${codec}: ${d} rows differ`);
+	}
+});
+
+test("fmtkit writes fixed_size_list columns from .ald and Arrow IPC as Parquet LISTs: DuckDB reads the same values, ARROW:schema says fixed_size_list", async (t) => {
+	const dir = scratch(t);
+	const c = await duck();
+	await c.run(`create table t as ${LISTS_5000}`);
+	const src = join(dir, "src.parquet");
+	await c.run(`copy t to '${src}' (format parquet)`);
+	convert(src, join(dir, "src.ald"));
+	convert(join(dir, "src.ald"), join(dir, "src.arrow"));
+	for (const from of ["src.ald", "src.arrow"]) {
+		for (const codec of ["none", "zstd"]) {
+			const out = join(dir, `${from}-${codec}.parquet`);
+			convert(join(dir, from), out, "-c", codec, "--row-group-rows", "1500");
+			assert.equal(inspectJson(out).parquet.row_group_count, 4);
+			const types = await c.runAndReadAll(`describe select * from read_parquet('${out}')`);
+			assert.deepEqual(types.getRows().map((r) => [r[0], r[1]]),
+				[["id", "INTEGER"], ["emb4", "FLOAT[]"], ["emb", "FLOAT[]"], ["l", "INTEGER[]"], ["d", "DOUBLE[]"]]);
+			const d = await difference(c, `select ${LIST_COLS} from t`, `select * from read_parquet('${out}')`);
+			assert.equal(d, 0, `${from} ${codec}: ${d} rows differ`);
+		}
+	}
+	// ARROW:schema: an Arrow IPC Schema message (Base64) naming the list size
+	const kv = await c.runAndReadAll(`select decode(key), value from parquet_kv_metadata('${join(dir, "src.ald-none.parquet")}')
+		where decode(key) = 'ARROW:schema'`);
+	const msg = Buffer.from(Buffer.from(kv.getRows()[0][1].bytes).toString("latin1"), "base64");
+	const stream = Buffer.concat([msg, Buffer.from([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0])]);
+	const emb4 = tableFromIPC(stream).schema.fields[1];
+	assert.equal(emb4.name, "emb4");
+	assert.equal(emb4.type.listSize, 4);
+	// and fmtkit reads its own file back as it was
+	convert(join(dir, "src.ald-zstd.parquet"), join(dir, "back.ald"));
+	convert(join(dir, "back.ald"), join(dir, "back.jsonl"));
+	convert(join(dir, "src.ald"), join(dir, "want.jsonl"));
+	assert.equal(readFileSync(join(dir, "back.jsonl"), "utf8"), readFileSync(join(dir, "want.jsonl"), "utf8"));
+});
+
+test("tests/data/parquet/lists-*.parquet hold LISTS_SQL's values, which parquet.bats asserts fmtkit reads", async () => {
+	const c = await duck();
+	for (const [name] of LIST_FILES)
+		assert.equal(await difference(c, `select * from (${LISTS_SQL})`, `select * from read_parquet('${join(DATA, name)}')`), 0, name);
 });
