@@ -814,6 +814,12 @@ static json_t *encodings_text(uint32_t bits)
 
 static json_t *chunk_json(const pq_leaf *l, const fmt_field *f, const pq_chunk *c)
 {
+	fmt_field elem;             /* a list's statistics are its elements' */
+	if (f && f->type == FMT_C_FIXED_SIZE_LIST) {
+		elem = *f;
+		elem.type = f->elem;
+		f = &elem;
+	}
 	json_t *o = json_object();
 	json_object_set_new(o, "codec", json_string(fmt_pq_codec_name(c->codec)));
 	json_object_set_new(o, "encodings", encodings_text(c->encodings));

@@ -378,8 +378,9 @@ static int list_shape(const walk *w, const char *name, size_t *leaf, size_t *spa
 	return el->num_children <= 0 && el->repetition != REP_REPEATED;
 }
 
-/* The list field f (named) at els[w->at] when it has a shape fmtkit reads and a fixed-width
- * element: its leaf added, *done = 1; else nothing (*done = 0). The list size is left 0 for the
+/* The list field f (named) at els[w->at] when it has a shape fmtkit reads and a numeric
+ * element (an integer, float16, float32, float64; dates and timestamps are not list elements
+ * in fmtkit's other formats either): its leaf added, *done = 1; else nothing (*done = 0). The list size is left 0 for the
  * reader to find. */
 static fmt_kind walk_list(walk *w, fmt_field *f, long index, int *done, fmt_err *e)
 {
@@ -394,7 +395,7 @@ static fmt_kind walk_list(walk *w, fmt_field *f, long index, int *done, fmt_err 
 	if (!el->has_type || el->name == NULL)
 		return FMT_OK;      /* walk_nested names what is wrong */
 	fmt_kind k = leaf_type(el, &elem, &typed, e);
-	if (k != FMT_OK || fmt_ctype_width(elem.type) == 0) {
+	if (k != FMT_OK || elem.type < FMT_C_I8 || elem.type > FMT_C_F64) { /* numbers, as Arrow's */
 		free(elem.type_name);
 		free(elem.timezone);
 		return k;
