@@ -261,6 +261,12 @@ test("fmtkit writes fixed_size_list columns from .ald and Arrow IPC as Parquet L
 	const emb4 = tableFromIPC(stream).schema.fields[1];
 	assert.equal(emb4.name, "emb4");
 	assert.equal(emb4.type.listSize, 4);
+	// a list that is never null (JSON Lines' lists of numbers): a required LIST group
+	writeFileSync(join(dir, "req.jsonl"), '{"v":[1.5,2]}\n{"v":[3,-4.25]}\n');
+	convert(join(dir, "req.jsonl"), join(dir, "req.parquet"));
+	assert.equal(inspectJson(join(dir, "req.parquet")).schema.fields[0].nullable, false);
+	const req = await c.runAndReadAll(`select v from read_parquet('${join(dir, "req.parquet")}')`);
+	assert.deepEqual(req.getRowsJson(), [[[1.5, 2]], [[3, -4.25]]]);
 	// and fmtkit reads its own file back as it was
 	convert(join(dir, "src.ald-zstd.parquet"), join(dir, "back.ald"));
 	convert(join(dir, "back.ald"), join(dir, "back.jsonl"));
