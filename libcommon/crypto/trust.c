@@ -21,6 +21,11 @@ static fmt_kind public_load(const char *path, unsigned flags, fmt_ms_public *pub
 	fmt_kind k = fmt_read_small(path, flags, FMT_MS_FILE_MAX, &text, &len, e);
 	if (k == FMT_OK) {
 		k = fmt_ms_public_parse(text, len, 0, pub, e);
+		uint8_t x25519[32];
+		fmt_err ignored;
+		if (k != FMT_OK && fmt_x25519_public_parse(text, len, x25519, &ignored) == FMT_OK)
+			k = fmt_fail(e, FMT_USAGE, "an X25519 encryption key (fmt-sign keygen --x25519, for --encrypt-to), "
+				     "not an Ed25519 key that signatures are checked with");
 		free(text);
 	}
 	if (k != FMT_OK)
