@@ -300,3 +300,18 @@ PY
 	run fmt-convert --trueno-native in.csv plain.ald
 	assert_success
 }
+
+@test "fmt-shard does not decrypt: split, concat and merge of an encrypted .ald are exit 5 saying so, nothing written" {
+	# It said 'give --password-file or --password-env, or run on a terminal' (exit 8), options
+	# fmt-shard does not have: its parts would be written in the clear.
+	fmt-convert --encrypt-password-file pw.txt in.csv e.ald
+	fmt-convert in.csv plain.ald
+	local msg="e.ald: the rows are encrypted, and fmt-shard writes in the clear: decrypt it first (fmt-convert --password-file FILE or --identity SECKEY), and encrypt the results after"
+	for cmd in "split --rows 2 -o parts e.ald" "split --fractions 0.5,0.5 -o parts e.ald" \
+		"concat plain.ald e.ald -o out.csv" "merge e.ald -o out.ald"; do
+		run --separate-stderr fmt-shard $cmd </dev/null
+		[ "$status" -eq 5 ] || fail "$cmd: exit $status"
+		assert_equal "$stderr" "fmt-shard: error: $msg"
+	done
+	[ ! -e parts ] && [ ! -e out.csv ] && [ ! -e out.ald ]
+}

@@ -312,6 +312,43 @@ PY
 	assert_failure 2
 }
 
+@test "an encrypted .ald: --password-file / --password-env / --identity as fmt-convert takes them, for every subcommand" {
+	# The message said 'give --password-file or --password-env, or run on a terminal', options
+	# fmt-watermark did not have; extract, prove, detect and entropy asked no one at all.
+	printf 'pw\n' >pw.txt
+	chmod 600 pw.txt
+	fmt-convert --encrypt-password-file pw.txt d.csv e.ald
+	fmt-watermark embed -q --key seller.key --buyer alice d.csv plain.ald
+	fmt-watermark embed -q --key seller.key --buyer alice --password-file pw.txt e.ald marked.ald
+	fmt-convert -q marked.ald marked.csv
+	fmt-convert -q plain.ald plain.csv
+	cmp marked.csv plain.csv      # the same marks as from the plain input, written in the clear
+	fmt-convert -q --encrypt-password-file pw.txt marked.ald emarked.ald
+	run fmt-watermark prove --key seller.key --buyer alice --password-file pw.txt emarked.ald
+	assert_success
+	assert_line --index 0 "emarked.ald: match: buyer alice (hash $(/usr/bin/python3 "$WMREF" payload seller.key alice | cut -d' ' -f2 | cut -c1-12))"
+	run env PW=pw fmt-watermark extract --key seller.key --password-env PW emarked.ald
+	assert_success
+	run fmt-watermark detect --password-file pw.txt emarked.ald
+	assert_success
+	run fmt-watermark entropy -j --password-file pw.txt e.ald
+	assert_success
+	[ "$(jq -r '.columns | length' <<<"$output")" -gt 0 ]
+	fmt-sign keygen --x25519 -p bob.pub -s bob.key >/dev/null
+	fmt-convert -q --encrypt-to bob.pub marked.ald tobob.ald
+	run fmt-watermark prove --key seller.key --buyer alice --identity bob.key tobob.ald
+	assert_success
+	# no password and no terminal: exit 8, naming the options it has
+	for cmd in "entropy" "extract --key seller.key" "embed --key seller.key --buyer b"; do
+		run --separate-stderr fmt-watermark $cmd e.ald $([[ $cmd == embed* ]] && echo o.ald) </dev/null
+		assert_failure 8
+		assert_equal "$stderr" "fmt-watermark: error: e.ald: the payload is encrypted with a password: give --password-file or --password-env, or run on a terminal"
+	done
+	run --separate-stderr fmt-watermark entropy --password-file <(printf 'wrong\n') e.ald
+	assert_failure 8
+	[ ! -e o.ald ]
+}
+
 @test "embed --sign-key: OUT signed as fmt-convert --sign-key signs it (.ald, .apsim); other formats exit 2" {
 	fmt-sign keygen -W -p s.pub -s s.key >/dev/null
 	printf 'open sesame\n' >pass.txt

@@ -149,7 +149,8 @@ static const fmt_cli_tool tool = {
 	.footer = "Exit status: 0 ok, 2 usage (or an existing output), 3 I/O error, 4 invalid format\n"
 		  "(also an unsafe bundle member), 5 unsupported, 6 checksum mismatch, 7 signature\n"
 		  "missing, wrong or not covering a member, 9 shard set or bundle members\n"
-		  "inconsistent with the index or manifest, 70 internal error.",
+		  "inconsistent with the index or manifest, 10 an .ald whose licence expired\n"
+		  "(--allow-expired), 70 internal error.",
 	.on_option = on_option,
 };
 

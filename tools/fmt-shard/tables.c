@@ -40,11 +40,17 @@ fmt_kind open_table_input(const char *input, fmt_table *t, int *is_table, fmt_er
 }
 
 /* Before a row is read: an .ald whose licence expired stops here (exit 10), or with
- * --allow-expired is read and a warning says so. */
-static fmt_kind gate_rows(fmt_table *t, const shard_opts *o, fmt_err *e)
+ * --allow-expired is read and a warning says so; an encrypted one is refused (its parts would
+ * be written in the clear). */
+static fmt_kind rows_readable(fmt_table *t, const shard_opts *o, fmt_err *e)
 {
 	t->allow_expired = o->allow_expired;
 	fmt_kind k = fmt_table_rows_gate(t, e);
+	if (k == FMT_OK && fmt_table_secret(t) != FMT_SECRET_NONE) {
+		k = fmt_fail(e, FMT_UNSUPPORTED, "the rows are encrypted, and fmt-shard writes in the clear: decrypt it first "
+			     "(fmt-convert --password-file FILE or --identity SECKEY), and encrypt the results after");
+		fmt_err_file(e, t->path);
+	}
 	if (k == FMT_OK && t->rows_note[0] && !o->common.quiet)
 		fmt_report_warning(stderr, TOOL, "%s: %s", t->path, t->rows_note);
 	return k;
@@ -243,7 +249,7 @@ fmt_kind split_table(const char *input, fmt_table *t, const shard_opts *o, fmt_e
 	if (k == FMT_OK && !o->no_verify)
 		k = fmt_table_verify(t, NULL, e);
 	if (k == FMT_OK)
-		k = gate_rows(t, o, e);
+		k = rows_readable(t, o, e);
 	if (k == FMT_OK && o->n_fractions)
 		k = fmt_split_plan_count(t, o->fractions, o->n_fractions, o->stratify, o->seed, &j.plan, e);
 	if (k == FMT_OK)
@@ -279,7 +285,7 @@ static fmt_kind open_rest(const shard_opts *o, fmt_table **rest, fmt_err *e)
 			if (!o->no_verify)
 				k = fmt_table_verify(t, NULL, e);
 			if (k == FMT_OK)
-				k = gate_rows(t, o, e);
+				k = rows_readable(t, o, e);
 			if (k != FMT_OK)
 				fmt_table_free(t);
 		}
@@ -337,7 +343,7 @@ fmt_kind merge_tables(const char *input, fmt_table *t, const shard_opts *o, fmt_
 	if (k == FMT_OK && !o->no_verify)
 		k = fmt_table_verify(t, NULL, e);
 	if (k == FMT_OK)
-		k = gate_rows(t, o, e);
+		k = rows_readable(t, o, e);
 	if (k == FMT_OK)
 		k = open_rest(o, &rest, e);
 	if (k == FMT_OK)

@@ -4,6 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <sodium.h>
+#include "fmt/cli_keys.h"
+#include "fmt/prompt.h"
 #include "wm.h"
 
 enum { OPT_KEY = FMT_OPT_FIRST_TOOL_OPTION, OPT_BUYER, OPT_DENSITY, OPT_STRENGTH, OPT_COLUMNS, OPT_TENSORS,
@@ -73,6 +75,7 @@ static const fmt_cli_option options[] = {
 	  .commands = ONLY(CMD_EMBED) },
 	{ FMT_CLI_OPT("allow-expired", OPT_ALLOW_EXPIRED, NULL, "read the rows of an .ald whose licence has expired (said\n"
 		      "on stderr); without it that is exit 10") },
+	FMT_CLI_DECRYPT_OPTIONS,
 	{ FMT_CLI_OPT("force", 'f', NULL, "overwrite OUT (embed) or the evidence file (prove)"),
 	  .commands = ONLY(CMD_EMBED) | ONLY(CMD_PROVE) },
 	{ FMT_CLI_OPT("threads", 'T', "N", "worker threads (default: number of cores); same bytes and\n"
@@ -111,6 +114,8 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 {
 	wm_opts *o = ctx;
 	uint64_t v;
+	if (fmt_cli_decrypt_option(id, arg, &o->decrypt))
+		return 0;
 	switch (id) {
 	case OPT_KEY: o->key_file = arg; return 0;
 	case OPT_BUYER:
@@ -337,6 +342,19 @@ int main(int argc, char **argv)
 			return fmt_cli_finish(&tool, &cli, wm_fail(&o, NULL, &e));
 		}
 	}
+	/* the reading subcommands unlock an encrypted dataset themselves; embed's pipeline does */
+	fmt_decrypt_keys dk;
+	fmt_keyset keys = { 0 };
+	int unlocks = cli.command != CMD_EMBED;
+	if (unlocks) {
+		o.decrypt.ask = fmt_prompt_password;
+		if (fmt_decrypt_keys_load(&o.decrypt, &dk, &keys, &e) != FMT_OK) {
+			fmt_wm_key_free(key);
+			return fmt_cli_finish(&tool, &cli, wm_fail(&o, NULL, &e));
+		}
+		o.dk = &dk;
+		o.keys = &keys;
+	}
 	wm_result r;
 	memset(&r, 0, sizeof r);
 	const char *file = cli.operands[0];
@@ -369,6 +387,8 @@ int main(int argc, char **argv)
 	}
 	wm_result_free(&r);
 	fmt_wm_key_free(key);
+	if (unlocks)
+		fmt_decrypt_keys_free(&dk);
 	sodium_memzero(raw, sizeof raw);
 	sodium_memzero(ssp.sk, sizeof ssp.sk);
 	sodium_memzero(ss1_key, sizeof ss1_key);

@@ -451,6 +451,8 @@ static fmt_kind scan_table(const char *path, fmt_table *t, wm_scan_kind kind, co
 	if (k == FMT_OK && t->rows_note[0] && !o->common.quiet)
 		fmt_report_warning(stderr, TOOL, "%s: %s", path, t->rows_note);
 	if (k == FMT_OK)
+		k = fmt_table_unlock(t, o->dk, o->keys, 1, e);
+	if (k == FMT_OK)
 		k = table_columns(t, kind, o, r, col_of, e);
 	if (k == FMT_OK)
 		k = table_pass(t, kind, 0, prm, r, col_of, e);
@@ -460,7 +462,9 @@ static fmt_kind scan_table(const char *path, fmt_table *t, wm_scan_kind kind, co
 		k = fmt_table_open(&t2, path, t->driver, e);
 		if (k == FMT_OK) {
 			t2.allow_expired = o->allow_expired;
-			k = table_pass(&t2, kind, 1, prm, r, col_of, e);
+			k = fmt_table_unlock(&t2, o->dk, o->keys, 1, e);
+			if (k == FMT_OK)
+				k = table_pass(&t2, kind, 1, prm, r, col_of, e);
 			fmt_table_free(&t2);
 		}
 	}

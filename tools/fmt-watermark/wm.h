@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include "fmt/cli.h"
 #include "fmt/crypto.h"
+#include "fmt/encrypt.h"
 #include "fmt/model.h"
 #include "fmt/registry.h"
 #include "fmt/table.h"
@@ -43,6 +44,9 @@ typedef struct wm_opts {
 	int dry_run;                   /* embed --dry-run */
 	const char *schema;            /* embed --schema FILE.json */
 	int allow_expired;             /* --allow-expired: read an .ald whose licence expired */
+	fmt_decrypt_opts decrypt;      /* --password-file, --password-env, --identity */
+	struct fmt_decrypt_keys *dk;   /* extract, prove, detect, entropy: what they loaded (main) */
+	fmt_keyset *keys;
 	/* embed: OUT's format (exactly one set) and its compression (wm_embed_target) */
 	const fmt_driver *to;
 	const fmt_table_driver *table_to;
