@@ -829,7 +829,7 @@ fmt_kind fmt_sink_open(fmt_sink *k, const char *path, unsigned flags, fmt_err *e
 	memset(k, 0, sizeof *k);
 	k->fd = -1;
 	if (strcmp(path, "-") == 0) {
-		if (isatty(STDOUT_FILENO))
+		if (!(flags & FMT_SINK_TEXT) && isatty(STDOUT_FILENO))
 			return fmt_fail(e, FMT_USAGE, "refusing to write binary output to a terminal");
 		k->is_stdout = 1;
 		k->fd = STDOUT_FILENO;

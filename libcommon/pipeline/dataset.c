@@ -181,7 +181,8 @@ static fmt_kind convert_once(const char *input, const char *output, const fmt_co
 		report(input, output, &t, o, 1);
 	} else if (k == FMT_OK) {
 		fmt_sink sink;
-		fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->threads,
+		fmt_write_opts wo = { .sink_flags = (o->force ? FMT_SINK_FORCE : 0) |
+						    (o->table_to->writes_text ? FMT_SINK_TEXT : 0), .threads = o->threads,
 				      .keys = *write_keys, .options = o->options,
 				      .before_commit = o->commit_hook, .commit_ctx = o->hook_ctx };
 		k = fmt_sink_open(&sink, output, wo.sink_flags, e);

@@ -915,11 +915,27 @@ print(len(q) // 18, bad)' q4.bin "$FX/big.f32" y.f32
 	assert_nothing_written a48.gguf
 }
 
-@test "OUTPUT - on a terminal is refused (exit 2)" {
+@test "OUTPUT - on a terminal is refused (exit 2) for a binary format; CSV and JSON Lines are text, shown there" {
 	command -v script >/dev/null || skip "script(1) is not installed"
 	run script -qec "fmt-convert --to gguf '$SAMPLES/tiny.safetensors' -" /dev/null
 	assert_failure 2
 	assert_output --partial "refusing to write binary output to a terminal"
+	printf 'id,name\n1,ann\n' >t.csv
+	for to in ald arrow parquet; do
+		run script -qec "fmt-convert --to $to t.csv -" /dev/null
+		assert_failure 2
+		assert_output --partial "refusing to write binary output to a terminal"
+	done
+	# it was refused too: the README shows 'fmt-convert --to csv data.ald -' printing the rows
+	run script -qec "fmt-convert --to csv t.csv -" /dev/null
+	assert_success
+	assert_output $'id,name\r\n1,ann\r'
+	run script -qec "fmt-convert --to jsonl t.csv -" /dev/null
+	assert_success
+	assert_output $'{"id":1,"name":"ann"}\r'
+	run script -qec "fmt-shard concat t.csv t.csv -o -" /dev/null
+	assert_success
+	assert_output $'id,name\r\n1,ann\r\n1,ann\r'
 }
 
 # ---------------------------------------------------------------------------------------------

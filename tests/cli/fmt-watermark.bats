@@ -205,14 +205,19 @@ PY
 	[ ! -e m.csv ]
 }
 
-@test "embed OUT - on a terminal is refused (exit 2); --dry-run prints there" {
+@test "embed OUT - on a terminal is refused (exit 2) for a binary format, not for CSV and JSON Lines; --dry-run prints there" {
 	command -v script >/dev/null || skip "script(1) is not installed"
 	run script -qec "fmt-watermark embed --scheme qim --key seller.key --buyer alice --to gguf m.safetensors -" /dev/null
 	assert_failure 2
 	assert_output --partial "refusing to write binary output to a terminal"
-	run script -qec "fmt-watermark embed --scheme qim --key seller.key --buyer alice --to csv d.ald -" /dev/null
+	run script -qec "fmt-watermark embed --scheme qim --key seller.key --buyer alice --to ald d.ald -" /dev/null
 	assert_failure 2
 	assert_output --partial "refusing to write binary output to a terminal"
+	# text is for terminals: the rows, then the report
+	run script -qec "fmt-watermark embed --scheme qim --key seller.key --buyer alice --to csv d.ald -" /dev/null
+	assert_success
+	assert_line --index 0 $'a,b,c,id\r'
+	assert_output --partial "values marked in 3 columns"
 	run script -qec "fmt-watermark embed --scheme qim --dry-run --key seller.key --buyer alice --to gguf m.safetensors -" /dev/null
 	assert_success
 	assert_output --partial "m.safetensors -> - (gguf; dry run, nothing written): buyer alice"

@@ -357,7 +357,8 @@ fmt_kind merge_tables(const char *input, fmt_table *t, const shard_opts *o, fmt_
 				t->driver->name);
 	fmt_sink sink;
 	counter count = { .rows = 0 };
-	fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->common.threads };
+	fmt_write_opts wo = { .sink_flags = (o->force ? FMT_SINK_FORCE : 0) | (w->writes_text ? FMT_SINK_TEXT : 0),
+			      .threads = o->common.threads };
 	if (fmt_sink_may_create(o->output, wo.sink_flags, e) != FMT_OK)
 		return e->kind;
 	for (size_t i = 0; i < t->schema.n_fields; i++)

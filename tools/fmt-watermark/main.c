@@ -224,8 +224,6 @@ static const char *check_usage(const wm_opts *o, const fmt_cli *cli)
 		return "--scheme alimentar is upstream's scheme, for extract only";
 	if ((o->passphrase_file || o->passphrase_env) && !o->sign_key)
 		return "--passphrase-file and --passphrase-env unlock --sign-key";
-	if (cli->command == CMD_EMBED && !o->dry_run && strcmp(cli->operands[1], "-") == 0 && isatty(STDOUT_FILENO))
-		return "refusing to write binary output to a terminal (redirect or pipe it)";
 	return NULL;
 }
 
@@ -311,6 +309,9 @@ int main(int argc, char **argv)
 		return fmt_cli_usage_error(&tool, e.msg);
 	if (cli.command == CMD_EMBED && (bad = embed_scheme(&o)))
 		return fmt_cli_usage_error(&tool, bad);
+	if (cli.command == CMD_EMBED && !o.dry_run && strcmp(cli.operands[1], "-") == 0 && isatty(STDOUT_FILENO) &&
+	    !(o.table_to && o.table_to->writes_text))
+		return fmt_cli_usage_error(&tool, "refusing to write binary output to a terminal (redirect or pipe it)");
 	o.input = cli.operands[0];
 	o.records = cli.command == CMD_EMBED && !o.dry_run && strcmp(cli.operands[1], "-") == 0 ? NULL : stdout;
 	fmt_wm_key *key = NULL;

@@ -1116,6 +1116,7 @@ static const fmt_drvopts csv_options = {
 
 const fmt_table_driver fmt_table_driver_csv = {
 	.name = "csv",
+	.writes_text = 1,
 	.extension = ".csv",
 	.probe = probe,
 	.open = csv_open,

@@ -591,6 +591,7 @@ static int can_hold(const fmt_field *f)
 
 const fmt_table_driver fmt_table_driver_jsonl = {
 	.name = "jsonl",
+	.writes_text = 1,
 	.extension = ".jsonl",
 	.probe = probe,
 	.open = jsonl_open,

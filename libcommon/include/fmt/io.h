@@ -176,6 +176,7 @@ typedef struct fmt_sink {
 } fmt_sink;
 
 #define FMT_SINK_FORCE 1u /* overwrite an existing destination */
+#define FMT_SINK_TEXT 2u  /* text (CSV, JSON Lines): standard output may be a terminal */
 
 fmt_kind fmt_sink_open(fmt_sink *k, const char *path, unsigned flags, fmt_err *e);
 /* The refusal fmt_sink_open would give an existing path without FMT_SINK_FORCE, or a directory

@@ -164,6 +164,7 @@ typedef struct fmt_table_driver {
 	fmt_kind (*rows_gate)(fmt_table *t, fmt_err *e);
 	/* The writer encrypts with fmt_write_opts.keys' password or x25519 recipient (pk). */
 	int encrypts;
+	int writes_text;             /* its files are text: standard output may be a terminal */
 	/* Add or replace the licence of the file at path in place, atomically, signed by
 	 * keys->ed25519_secret (fmt-sign license); NULL when the format has no licences. */
 	fmt_kind (*license_in_place)(const char *path, const struct fmt_license_req *l,
