@@ -8,6 +8,12 @@
 #include "fmt/registry.h"
 #include "fmt/table.h"
 
+/* "an ald dataset", "a csv dataset": the article of a format's name. */
+static const char *article(const char *name)
+{
+	return name[0] && strchr("aeiou", name[0]) ? "an" : "a";
+}
+
 /* The format of the first bytes of s among kinds (the best score; a model driver on a tie). None
  * is InvalidFormat naming the formats of kinds. */
 static fmt_format probe(fmt_source *s, unsigned kinds, fmt_err *e)
@@ -17,7 +23,12 @@ static fmt_format probe(fmt_source *s, unsigned kinds, fmt_err *e)
 	if (fmt_source_read(s, 0, head, n, e) != FMT_OK)
 		return (fmt_format){ 0 };
 	fmt_format f = fmt_format_probe(s, head, n, kinds, NULL);
-	if (!f.model && !f.table) {
+	fmt_format other = kinds == FMT_FORMAT_MODEL && !f.model ? fmt_format_probe(s, head, n, FMT_FORMAT_TABLE, NULL)
+								    : (fmt_format){ 0 };
+	if (other.table) {
+		fmt_fail(e, FMT_INVALID_FORMAT, "%s %s dataset, not a model", article(other.table->name),
+			 other.table->name);
+	} else if (!f.model && !f.table) {
 		char names[512];
 		if (kinds == FMT_FORMAT_MODEL)
 			fmt_driver_names(names, sizeof names);
@@ -102,7 +113,7 @@ static fmt_kind open_source_as_table(fmt_table *t, fmt_source *src, const char *
 	if (!f.table) {
 		fmt_source_close(src);
 		fmt_err_file(e, path);
-		return fmt_fail(e, FMT_INVALID_FORMAT, "a %s model, not a dataset", f.model->name);
+		return fmt_fail(e, FMT_INVALID_FORMAT, "%s %s model, not a dataset", article(f.model->name), f.model->name);
 	}
 	return fmt_table_open_source_with(t, src, path, f.table, e);
 }

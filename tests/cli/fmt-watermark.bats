@@ -203,6 +203,14 @@ PY
 	assert_failure 4
 	[[ "$stderr" == *"m.safetensors: a safetensors model, not a dataset"* ]]
 	[ ! -e m.csv ]
+	# ... and back: it said 'unrecognised format (not one of: safetensors, ...)'
+	run --separate-stderr fmt-watermark embed --scheme qim --key seller.key --buyer alice --to gguf d.csv d.gguf
+	assert_failure 4
+	assert_equal "$stderr" "fmt-watermark: error: d.csv: a csv dataset, not a model"
+	run --separate-stderr fmt-convert d.ald d.gguf
+	assert_failure 4
+	assert_equal "$stderr" "fmt-convert: error: d.ald: an ald dataset, not a model"
+	[ ! -e d.gguf ]
 }
 
 @test "embed OUT - on a terminal is refused (exit 2) for a binary format, not for CSV and JSON Lines; --dry-run prints there" {
