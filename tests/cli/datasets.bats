@@ -462,6 +462,10 @@ assert out == [repr(float(a)) for a in src], out'
 	run fmt-convert --from jsonl arr.jsonl out.ald
 	assert_failure 4
 	assert_output --partial "line 2, column 1: not a JSON object"
+	# found by its content too (it was 'unrecognised format (not one of: ...)')
+	run --separate-stderr fmt-convert arr.jsonl out.ald
+	assert_failure 4
+	assert_equal "$stderr" "fmt-convert: error: arr.jsonl: line 2, column 1: not a JSON object"
 	[ ! -e out.ald ]
 }
 

@@ -333,7 +333,9 @@ static int probe(const uint8_t *head, size_t n, uint64_t size)
 		k++;
 	if (k == n)
 		return n < size ? 40 : flat ? 30 : 0;
-	return head[k] == '{' ? 70 : 0;
+	/* a line after the first object that is not one: still JSON Lines (above CSV's scores),
+	 * whose reader names the line, rather than an unrecognised file */
+	return head[k] == '{' ? 70 : 25;
 }
 
 /* What the reads infer again from the first object on (after a sample). */
