@@ -654,7 +654,7 @@ void fmt_plan_print(FILE *out, const convert_plan *p, const char *input, const c
 	fmt_out_escaped(out, input, strlen(input));
 	fputs(" -> ", out);
 	fmt_out_escaped(out, output, strlen(output));
-	fprintf(out, " (%s, %zu tensors)\n", o->to->name, p->n_entries);
+	fprintf(out, " (%s, %zu tensor%s)\n", o->to->name, p->n_entries, p->n_entries == 1 ? "" : "s");
 	for (size_t i = 0; i < p->n_entries; i++) {
 		const plan_entry *pe = &p->entries[i];
 		fputs("  ", out);

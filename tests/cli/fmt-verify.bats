@@ -44,6 +44,14 @@ setup() {
 	assert_line --index 3 "schema (1 column):"
 	run fmt-convert --dry-run one.csv one.jsonl
 	assert_line --index 0 "one.csv (csv) -> one.jsonl (jsonl), 1 row"
+	run fmt-verify one.csv
+	assert_output "one.csv: ok (csv, 1 row)"
+	run fmt-shard concat one.csv -o all.csv
+	assert_output "all.csv: 1 row from 1 file"
+	run fmt-shard merge tiny-00001-of-00005.safetensors -o merged.safetensors
+	assert_output "merged.safetensors: 1 tensor from 1 file"
+	run fmt-convert --dry-run tiny-00001-of-00005.safetensors one.gguf
+	assert_line --index 0 --partial "(gguf, 1 tensor)"
 }
 
 @test "a good shard set: ok for the whole set" {

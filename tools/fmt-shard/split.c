@@ -214,7 +214,8 @@ static void print_merge(const fmt_model *m, const char *input, const char *outpu
 		return;
 	}
 	fmt_out_escaped(stdout, output, strlen(output));
-	printf(": %zu tensors from %zu file%s\n", m->n_tensors, m->n_sources, m->n_sources == 1 ? "" : "s");
+	printf(": %zu tensor%s from %zu file%s\n", m->n_tensors, m->n_tensors == 1 ? "" : "s", m->n_sources,
+	       m->n_sources == 1 ? "" : "s");
 }
 
 fmt_kind cmd_merge(const char *input, const shard_opts *o, fmt_err *e)

@@ -314,7 +314,7 @@ static void print_concat(const fmt_table *t, const shard_opts *o, uint64_t rows)
 		return;
 	}
 	fmt_out_escaped(stdout, o->output, strlen(o->output));
-	printf(": %" PRIu64 " rows from %zu file%s\n", rows, o->n_inputs, o->n_inputs == 1 ? "" : "s");
+	printf(": %" PRIu64 " row%s from %zu file%s\n", rows, rows == 1 ? "" : "s", o->n_inputs, o->n_inputs == 1 ? "" : "s");
 }
 
 /* Counts the rows the writer pulls (a CSV input does not say how many it has). */

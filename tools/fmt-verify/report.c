@@ -66,7 +66,7 @@ void report_table_ok(const fmt_table *t, const verify_sigs *v, const fmt_common_
 		fmt_out_escaped(stdout, t->path, strlen(t->path));
 		printf(": ok (%s", t->driver->name);
 		if (t->n_rows != FMT_ROWS_UNKNOWN)
-			printf(", %" PRIu64 " rows", t->n_rows);
+			printf(", %" PRIu64 " row%s", t->n_rows, t->n_rows == 1 ? "" : "s");
 		if (crc)
 			printf(", CRC-32 %s", crc);
 		if (auth)
