@@ -401,12 +401,18 @@ fmt_time_unit fmt_tv_unit_for_digits(int d)
 	return d == 0 ? FMT_TU_S : d <= 3 ? FMT_TU_MS : d <= 6 ? FMT_TU_US : FMT_TU_NS;
 }
 
+/* A negative second with a fraction is taken as the next second less the rest of it: the
+ * earliest second of int64 nanoseconds (1677-09-21T00:12:43.145224192) has secs * 10^9 below
+ * INT64_MIN though the sum is not. */
 int fmt_tv_to_unit(int64_t secs, uint32_t nanos, fmt_time_unit unit, int64_t *out)
 {
 	static const int64_t per[] = { 1, 1000, 1000000, 1000000000 };
-	int64_t v;
-	if (__builtin_mul_overflow(secs, per[unit], &v) ||
-	    __builtin_add_overflow(v, (int64_t)nanos / (1000000000 / per[unit]), &v))
+	int64_t v, part = (int64_t)nanos / (1000000000 / per[unit]);
+	if (secs < 0 && part > 0) {
+		secs++;
+		part -= per[unit];
+	}
+	if (__builtin_mul_overflow(secs, per[unit], &v) || __builtin_add_overflow(v, part, &v))
 		return 0;
 	*out = v;
 	return 1;

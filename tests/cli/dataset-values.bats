@@ -184,6 +184,34 @@ schema_of() {
 	done
 }
 
+@test "timestamp[ns] from its first to its last nanosecond (INT64_MIN, INT64_MAX); one past either end is exit 4" {
+	# the earliest second: its seconds times 10^9 are below INT64_MIN, the sum with the fraction is not
+	printf 'ts\n1677-09-21T00:12:43.145224192\n1677-09-21T00:12:43.999999999\n2262-04-11T23:47:16.854775807\n' >edge.csv
+	run schema_of edge.csv
+	assert_output '  ts  timestamp[ns]  not null'
+	run fmt-convert edge.csv edge.arrow
+	assert_success
+	fmt-convert edge.arrow back.csv
+	cmp edge.csv back.csv
+	printf '{"ts":"1677-09-21T00:12:43.145224192"}\n{"ts":"2262-04-11T23:47:16.854775807"}\n' >edge.jsonl
+	fmt-convert edge.jsonl edge.parquet
+	run fmt-convert --to jsonl edge.parquet -
+	assert_output "$(cat edge.jsonl)"
+	printf 'ts\n1677-09-21T00:12:43.145224191\n' >low.csv
+	run fmt-convert low.csv low.arrow
+	assert_failure 4
+	assert_output 'fmt-convert: error: low.csv: line 2, column 1: "1677-09-21T00:12:43.145224191" is not a timestamp[ns]'
+	printf 'ts\n2262-04-11T23:47:16.854775808\n' >high.csv
+	run fmt-convert high.csv high.arrow
+	assert_failure 4
+	assert_output 'fmt-convert: error: high.csv: line 2, column 1: "2262-04-11T23:47:16.854775808" is not a timestamp[ns]'
+	printf '{"ts":"1677-09-21T00:12:43.145224191"}\n' >low.jsonl
+	run fmt-convert low.jsonl low.arrow
+	assert_failure 4
+	assert_output 'fmt-convert: error: low.jsonl: line 1: key "ts": timestamp out of range'
+	[ ! -e low.arrow ] && [ ! -e high.arrow ]
+}
+
 @test "JSON Lines: zone-less timestamp strings are zone-less timestamps; zoned ones UTC" {
 	printf '{"a":"2000-01-01 00:02:03.456789","b":"2000-01-01T00:00:00Z"}\n{"a":"2000-01-02T00:00:00","b":"2000-01-01T01:00:00+01:00"}\n' >in.jsonl
 	run schema_of in.jsonl

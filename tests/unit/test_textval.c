@@ -57,6 +57,15 @@ TEST(textval_timestamps)
 	CHECK(!fmt_tv_timestamp_as("1970-01-01T00:00:01.5", 21, &utc, &v));
 	CHECK(fmt_tv_timestamp_as("1970-01-01T00:00:01Z", 20, &utc, &v) && v == 1000000);
 	CHECK(!fmt_tv_timestamp_as("1970-01-01T00:00:01Z", 20, &naive, &v));
+	/* int64 nanoseconds end to end: the first second's secs * 10^9 alone is below INT64_MIN */
+	CHECK(fmt_tv_to_unit(-9223372037, 145224192, FMT_TU_NS, &v) && v == INT64_MIN);
+	CHECK(!fmt_tv_to_unit(-9223372037, 145224191, FMT_TU_NS, &v));
+	CHECK(fmt_tv_to_unit(-9223372037, 999999999, FMT_TU_NS, &v) && v == INT64_MIN + 854775807);
+	CHECK(fmt_tv_to_unit(9223372036, 854775807, FMT_TU_NS, &v) && v == INT64_MAX);
+	CHECK(!fmt_tv_to_unit(9223372036, 854775808, FMT_TU_NS, &v));
+	CHECK(fmt_tv_to_unit(-1, 500000000, FMT_TU_MS, &v) && v == -500);
+	CHECK(fmt_tv_to_unit(-1, 999, FMT_TU_MS, &v) && v == -1000); /* below the unit: truncated as before */
+	CHECK(fmt_tv_to_unit(-9223372036854775807 - 1, 0, FMT_TU_S, &v) && v == INT64_MIN);
 }
 
 /* The type inference makes of the values (NULL-terminated). */
