@@ -425,6 +425,43 @@ assert out == [repr(float(a)) for a in src], out'
 	[ ! -e out3.ald ]
 }
 
+@test "--schema float16, float32: a finite value the type would store as infinity is exit 4; underflow rounds; inf and nan are values" {
+	echo '{"a":"float16"}' >h.json
+	printf 'a\n1.5\n70000\n1e-9\n' >h.csv
+	for out in out.jsonl out.ald out.arrow out.parquet; do
+		run fmt-convert --schema h.json h.csv $out
+		assert_failure 4
+		assert_output 'fmt-convert: error: h.csv: line 3, column 1: "70000" is not a float16'
+		[ ! -e $out ]
+	done
+	printf 'a\n-65520\n' >neg.csv
+	run fmt-convert --schema h.json neg.csv out.jsonl
+	assert_failure 4
+	assert_output 'fmt-convert: error: neg.csv: line 2, column 1: "-65520" is not a float16'
+	# 65519 rounds to the largest float16, 65504 (numpy's repr: 65500.0); 1e-9 to 0, 6e-8 to a subnormal
+	printf 'a\n65519\n-65504\n1e-9\n6e-8\ninf\n-inf\nnan\n' >ok.csv
+	run fmt-convert --schema h.json --to jsonl ok.csv -
+	assert_success
+	assert_output "$(printf '{"a":65500.0}\n{"a":-65500.0}\n{"a":0.0}\n{"a":6e-08}\n{"a":"inf"}\n{"a":"-inf"}\n{"a":"NaN"}')"
+	echo '{"a":"float32"}' >f.json
+	printf 'a\n3.4028235e38\n1e-50\n1e39\n' >f.csv
+	run fmt-convert --schema f.json f.csv out.ald
+	assert_failure 4
+	assert_output 'fmt-convert: error: f.csv: line 4, column 1: "1e39" is not a float32'
+	[ ! -e out.ald ]
+	head -n 3 f.csv >f2.csv
+	run fmt-convert --schema f.json --to jsonl f2.csv -
+	assert_success
+	assert_output "$(printf '{"a":3.4028235e+38}\n{"a":0.0}')"
+	# beyond float64: not a float64 under --schema, and inference keeps the column text
+	printf 'a\n1.5\n1e999\n' >d.csv
+	run fmt-convert --schema <(echo '{"a":"float64"}') d.csv out.jsonl
+	assert_failure 4
+	assert_output 'fmt-convert: error: d.csv: line 3, column 1: "1e999" is not a float64'
+	run fmt-convert --to jsonl d.csv -
+	assert_output "$(printf '{"a":"1.5"}\n{"a":"1e999"}')"
+}
+
 @test "malformed CSV: exit 4 with line and column, nothing written under the output name" {
 	printf 'a,b\n1,2\n3,x"y\n' >bare.csv
 	run fmt-convert bare.csv out.ald

@@ -1,6 +1,7 @@
 /* CSV (RFC 4180) as a table driver: a header row (or none), a delimiter, quoting, type inference
  * over the whole file in a first pass, then batches of rows in a second; both passes read the
  * file in blocks, so memory stays bounded whatever its size. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -629,6 +630,24 @@ static int unhex(const char *p, size_t n, uint8_t *out)
 	return n % 2 == 0;
 }
 
+/* d as a value of the float type t into le; 0 when a finite d would become an infinity (too
+ * large for the type: as an integer too large is, not a value of it). A value too small for
+ * the type rounds to a subnormal or zero, as any value rounds. */
+static int narrow_float(double d, fmt_ctype t, uint8_t le[8])
+{
+	if (t == FMT_C_F64) {
+		fmt_wr_u64(le, fmt_f64_bits(d));
+		return 1;
+	}
+	float x = (float)d;
+	uint16_t h = t == FMT_C_F16 ? fmt_f32_to_f16(x) : 0;
+	if (t == FMT_C_F16)
+		fmt_wr_u16(le, h);
+	else
+		fmt_wr_u32(le, fmt_f32_bits(x));
+	return isinf(d) || !isinf(t == FMT_C_F16 ? fmt_f16_to_f32(h) : x);
+}
+
 /* Field i of the record, parsed as f's type, onto builder b. */
 static fmt_kind put_value(csv_state *s, size_t i, const fmt_field *f, col_builder *b, fmt_err *e)
 {
@@ -662,17 +681,8 @@ static fmt_kind put_value(csv_state *s, size_t i, const fmt_field *f, col_builde
 		return ok ? FMT_OK : bad_value(s, i, f, e);
 	}
 	case FMT_C_F16: case FMT_C_F32: case FMT_C_F64:
-		if (!fmt_tv_float(p, n, &d))
+		if (!fmt_tv_float(p, n, &d) || !narrow_float(d, f->type, le))
 			return bad_value(s, i, f, e);
-		if (f->type == FMT_C_F64) {
-			uint64_t u;
-			memcpy(&u, &d, 8);
-			fmt_wr_u64(le, u);
-		} else if (f->type == FMT_C_F32) {
-			fmt_wr_u32(le, fmt_f32_bits((float)d));
-		} else {
-			fmt_wr_u16(le, fmt_f32_to_f16((float)d));
-		}
 		fmt_cb_fixed(b, le, fmt_ctype_width(f->type));
 		return FMT_OK;
 	case FMT_C_TIMESTAMP:
