@@ -9,6 +9,7 @@
 #include "fmt/half.h"
 #include "fmt/out.h"
 #include "fmt/shortest.h"
+#include "fmt/textval.h"
 
 void fmt_shortest_double(double v, fmt_ctype type, char *buf, size_t n)
 {
@@ -300,12 +301,14 @@ void fmt_cell_json_text(const fmt_field *f, const fmt_column *c, uint64_t row, f
 	case FMT_C_UTF8: case FMT_C_LARGE_UTF8: case FMT_C_BINARY: case FMT_C_DATE32: case FMT_C_TIMESTAMP:
 		fmt_sb_json_str(out, p, scratch->len);
 		return;
-	case FMT_C_F16: case FMT_C_F32: case FMT_C_F64:
-		if (!strcmp(p, "NaN") || !strcmp(p, "inf") || !strcmp(p, "-inf"))
+	case FMT_C_F16: case FMT_C_F32: case FMT_C_F64: {
+		double nonfinite;
+		if (fmt_tv_nonfinite(p, scratch->len, &nonfinite))
 			fmt_sb_json_str(out, p, scratch->len); /* JSON has no NaN or infinity */
 		else
 			fmt_sb_put(out, p, scratch->len);
 		return;
+	}
 	default:
 		fmt_sb_put(out, p, scratch->len); /* integers, true/false, [lists] */
 	}

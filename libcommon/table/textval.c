@@ -279,6 +279,20 @@ int fmt_tv_float(const char *s, size_t n, double *v)
 	return 1;
 }
 
+int fmt_tv_nonfinite(const char *s, size_t n, double *v)
+{
+	static const struct { const char *text; double value; } names[] = {
+		{ "NaN", NAN }, { "inf", INFINITY }, { "-inf", -INFINITY },
+		{ "Infinity", INFINITY }, { "-Infinity", -INFINITY },
+	};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (strlen(names[i].text) == n && memcmp(s, names[i].text, n) == 0) {
+			*v = names[i].value;
+			return 1;
+		}
+	return 0;
+}
+
 /* Whether s is a plain decimal float by its syntax alone ([+-] digits [. digits] [e [+-]
  * digits], at least one digit); 1 yes, 0 no, -1 when only strtod can tell (nan, inf, an
  * exponent that could overflow). Type inference calls this instead of converting. */

@@ -205,6 +205,12 @@ jsonl_one_and_exact() {
 	jsonl_one_and_exact '{"id": 100000, "x": 1.5, "flag": true, "label": "w", "when": "2024-05-01T00:00:00.000", "v": [1, 2, 3]}'
 	[ "$(field_type one.ald v)" = "utf8 false -" ]
 	[ "$(tail -n 1 one.csv)" = '100000,1.5,true,w,2024-05-01T00:00:00,"[1,2,3]"' ]
+	# a NaN as the writer puts it keeps the float column; other text makes it text
+	jsonl_one_and_exact '{"id": 100000, "x": "-inf", "flag": true, "label": "w", "when": "2024-05-01T00:00:00.000", "v": [1, 2]}'
+	[ "$(field_type one.ald x)" = "float64 false -" ]
+	[ "$(tail -n 1 one.csv)" = '100000,-inf,true,w,2024-05-01T00:00:00,"[1,2]"' ]
+	jsonl_one_and_exact '{"id": 100000, "x": "-infinity", "flag": true, "label": "w", "when": "2024-05-01T00:00:00.000", "v": [1, 2]}'
+	[ "$(field_type one.ald x)" = "utf8 false -" ]
 }
 
 @test "one pass, JSON Lines: a file whose first 2 MiB hold no key yet is typed from the objects after" {

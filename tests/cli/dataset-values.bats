@@ -212,6 +212,41 @@ schema_of() {
 	[ ! -e low.arrow ] && [ ! -e high.arrow ]
 }
 
+@test "JSON Lines: NaN and infinities, written as the strings \"NaN\", \"inf\", \"-inf\", read back into a float64 column; such strings among text stay text" {
+	printf 'id,score\n1,1.5\n2,nan\n3,inf\n4,-inf\n5,\n' >s.csv
+	fmt-convert s.csv s.jsonl
+	run cat s.jsonl
+	assert_output "$(printf '{"id":1,"score":1.5}\n{"id":2,"score":"NaN"}\n{"id":3,"score":"inf"}\n{"id":4,"score":"-inf"}\n{"id":5,"score":null}')"
+	run schema_of s.jsonl
+	assert_output "$(printf '  id  int64  not null\n  score  float64')"
+	run fmt-convert --to jsonl s.jsonl -
+	assert_output "$(cat s.jsonl)"
+	fmt-convert s.jsonl back.csv
+	run cat back.csv
+	assert_output "$(printf 'id,score\n1,1.5\n2,NaN\n3,inf\n4,-inf\n5,')"
+	# the same Arrow bytes as from the CSV: NaN 0x7ff8000000000000, +inf and -inf with their signs
+	fmt-convert s.csv a.arrow
+	fmt-convert s.jsonl b.arrow
+	cmp a.arrow b.arrow
+	/usr/bin/python3 -c 'import struct, sys; sys.exit(open("b.arrow", "rb").read().find(struct.pack("<4Q", 0x3ff8000000000000, 0x7ff8000000000000, 0x7ff0000000000000, 0xfff0000000000000)) < 0)'
+	run fmt-shard concat s.csv s.jsonl -o both.csv
+	assert_success
+	assert_output "both.csv: 10 rows from 2 files"
+	# JavaScript's Infinity, -Infinity among integers: float64
+	printf '{"a":1}\n{"a":"-Infinity"}\n{"a":"Infinity"}\n' >js.jsonl
+	run fmt-convert --to csv js.jsonl -
+	assert_output "$(printf 'a\n1.0\n-inf\ninf')"
+	# without a number, or among other strings, they are text
+	printf '{"w":"NaN","v":"inf"}\n{"w":"naan","v":"-inf"}\n' >text.jsonl
+	run schema_of text.jsonl
+	assert_output "$(printf '  w  utf8  not null\n  v  utf8  not null')"
+	run fmt-convert --to jsonl text.jsonl -
+	assert_output "$(cat text.jsonl)"
+	printf '{"w":1.5}\n{"w":"NaN"}\n{"w":"nan"}\n' >other.jsonl
+	run schema_of other.jsonl
+	assert_output '  w  utf8  not null'
+}
+
 @test "JSON Lines: zone-less timestamp strings are zone-less timestamps; zoned ones UTC" {
 	printf '{"a":"2000-01-01 00:02:03.456789","b":"2000-01-01T00:00:00Z"}\n{"a":"2000-01-02T00:00:00","b":"2000-01-01T01:00:00+01:00"}\n' >in.jsonl
 	run schema_of in.jsonl

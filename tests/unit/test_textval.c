@@ -1,5 +1,6 @@
 /* Text values of CSV and JSON Lines (libcommon/table/textval.c): uint64 text, timestamps with and
  * without a zone, and what type inference makes of a column. */
+#include <math.h>
 #include <string.h>
 #include "fmt/textval.h"
 #include "unit.h"
@@ -22,6 +23,27 @@ TEST(textval_uint64)
 	CHECK(!u64_of("+", &v));
 	CHECK(!u64_of("1.0", &v));
 	CHECK(!u64_of("000000000000000000001", &v)); /* 21 characters */
+}
+
+static int nonfinite_of(const char *s, double *v)
+{
+	return fmt_tv_nonfinite(s, strlen(s), v);
+}
+
+TEST(textval_nonfinite)
+{
+	double v = 0;
+	CHECK(nonfinite_of("NaN", &v) && isnan(v) && !signbit(v));
+	CHECK(nonfinite_of("inf", &v) && isinf(v) && v > 0);
+	CHECK(nonfinite_of("-inf", &v) && isinf(v) && v < 0);
+	CHECK(nonfinite_of("Infinity", &v) && isinf(v) && v > 0);
+	CHECK(nonfinite_of("-Infinity", &v) && isinf(v) && v < 0);
+	CHECK(!nonfinite_of("nan", &v));
+	CHECK(!nonfinite_of("+inf", &v));
+	CHECK(!nonfinite_of("in", &v));
+	CHECK(!nonfinite_of("NaN ", &v));
+	CHECK(!nonfinite_of("1.5", &v));
+	CHECK(!fmt_tv_nonfinite("NaNx", 4, &v) && fmt_tv_nonfinite("NaNx", 3, &v));
 }
 
 static int ts_of(const char *s, fmt_tv_time *t)

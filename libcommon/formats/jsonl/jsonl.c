@@ -16,8 +16,10 @@
 #define MAX_COLUMNS 10000
 #define DEFAULT_BATCH 65536
 
-/* J_INT: an integer of int64; J_BIG: one above int64, up to 2^64-1 (jansson holds int64 only) */
-enum { J_NULL = 1, J_BOOL = 2, J_INT = 4, J_REAL = 8, J_STR = 16, J_ARRAY = 32, J_OTHER = 64, J_BIG = 128 };
+/* J_INT: an integer of int64; J_BIG: one above int64, up to 2^64-1 (jansson holds int64 only);
+ * J_NONFINITE: a string naming a NaN or an infinity (fmt_tv_nonfinite), as the writer puts them */
+enum { J_NULL = 1, J_BOOL = 2, J_INT = 4, J_REAL = 8, J_STR = 16, J_ARRAY = 32, J_OTHER = 64, J_BIG = 128,
+       J_NONFINITE = 256 };
 
 typedef struct jcol {
 	char *name;
@@ -230,6 +232,7 @@ static void observe(const jsonl_state *s, jcol *c, json_t *v)
 	size_t i;
 	json_t *x;
 	uint64_t u;
+	double d;
 	switch (json_typeof(v)) {
 	case JSON_NULL: c->kinds |= J_NULL; break;
 	case JSON_TRUE: case JSON_FALSE: c->kinds |= J_BOOL; break;
@@ -243,6 +246,10 @@ static void observe(const jsonl_state *s, jcol *c, json_t *v)
 		break;
 	case JSON_REAL: c->kinds |= J_REAL; break;
 	case JSON_STRING:
+		if (fmt_tv_nonfinite(json_string_value(v), json_string_length(v), &d)) {
+			c->kinds |= J_NONFINITE;
+			break;
+		}
 		c->kinds |= J_STR;
 		fmt_tv_infer_add(&c->str, json_string_value(v), json_string_length(v));
 		break;
@@ -264,9 +271,10 @@ static void observe(const jsonl_state *s, jcol *c, json_t *v)
 }
 
 /* Integers that fit int64 are int64; with one above int64 and none negative, uint64; with a
- * number written with a fraction or an exponent, float64 (each number read as a float).
+ * number written with a fraction or an exponent, or a string naming a NaN or an infinity
+ * among numbers (as the writer puts a float column's), float64 (each number read as a float).
  * Anything else is utf8, which keeps each value's JSON: integers are never rounded to a float
- * unless the column holds floats. */
+ * unless the column holds floats, and those strings alone or among other strings stay text. */
 static void jcol_field(const jcol *c, uint64_t rows, fmt_field *f)
 {
 	unsigned k = c->kinds & ~(unsigned)J_NULL;
@@ -278,7 +286,8 @@ static void jcol_field(const jcol *c, uint64_t rows, fmt_field *f)
 		f->type = FMT_C_I64;
 	else if ((k == J_BIG || k == (J_INT | J_BIG)) && !c->negative)
 		f->type = FMT_C_U64;
-	else if ((k & J_REAL) && !(k & ~(unsigned)(J_INT | J_BIG | J_REAL)))
+	else if ((k & (J_REAL | J_NONFINITE)) && (k & (J_INT | J_BIG | J_REAL)) &&
+		 !(k & ~(unsigned)(J_INT | J_BIG | J_REAL | J_NONFINITE)))
 		f->type = FMT_C_F64;
 	else if (k == J_STR && (c->str.can & TV_TIME)) {
 		f->type = FMT_C_TIMESTAMP;
@@ -438,9 +447,14 @@ static fmt_kind put(jsonl_state *s, const fmt_field *f, json_t *v, col_builder *
 	case FMT_C_I64: case FMT_C_U64:
 		put_u64(b, is_big ? big : (uint64_t)json_integer_value(v));
 		return FMT_OK;
-	case FMT_C_F64:
-		put_f64(b, is_big ? (double)big : json_number_value(v));
+	case FMT_C_F64: {
+		double d = is_big ? (double)big : json_number_value(v);
+		/* any other string (after a sample) fails the check of the whole file's types at the end */
+		if (json_is_string(v))
+			fmt_tv_nonfinite(json_string_value(v), json_string_length(v), &d);
+		put_f64(b, d);
 		return FMT_OK;
+	}
 	case FMT_C_TIMESTAMP: {
 		int64_t out;
 		if (!fmt_tv_timestamp_as(json_string_value(v), json_string_length(v), f, &out))

@@ -12,6 +12,10 @@ int fmt_tv_int64(const char *s, size_t n, int64_t *v);
 /* [+]digits up to 2^64-1. */
 int fmt_tv_uint64(const char *s, size_t n, uint64_t *v);
 int fmt_tv_float(const char *s, size_t n, double *v);
+/* The text of a float that JSON has no number for, as a JSON string holds it: NaN, inf and -inf
+ * (what fmt_shortest_* writes, so what the JSON writers put in a string) and JavaScript's
+ * Infinity and -Infinity. 1 with *v set when s is one of them. */
+int fmt_tv_nonfinite(const char *s, size_t n, double *v);
 
 /* A timestamp as read from text. */
 typedef struct fmt_tv_time {
