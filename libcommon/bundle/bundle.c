@@ -41,7 +41,7 @@
 	X(archive_entry_size) X(archive_entry_size_is_set) X(archive_entry_sparse_count) \
 	X(archive_error_string) X(archive_filter_code) X(archive_read_data) \
 	X(archive_read_data_block) X(archive_read_free) X(archive_read_new) \
-	X(archive_read_next_header) X(archive_read_open_fd) X(archive_read_support_filter_zstd) \
+	X(archive_read_next_header) X(archive_read_open) X(archive_read_open_fd) X(archive_read_support_filter_zstd) \
 	X(archive_read_support_format_tar) X(archive_set_error) X(archive_write_add_filter_zstd) \
 	X(archive_write_close) X(archive_write_data) X(archive_write_free) \
 	X(archive_write_header) X(archive_write_new) X(archive_write_open) \
@@ -236,9 +236,14 @@ static fmt_kind manifest_text(const fmt_bundle_info *b, char **out, fmt_err *e)
 
 /* ---- reading ---- */
 
+/* A bundle read from a file (fd), or from a stream (src: standard input) through read_stream. */
 typedef struct reader {
 	struct archive *a;
 	int fd;
+	fmt_source *src;
+	uint64_t pos;          /* src: the offset of the next read */
+	uint8_t *buf;          /* src: what the last read gave libarchive */
+	fmt_err err;           /* src: its own failure, kept apart from libarchive's */
 } reader;
 
 static void reader_close(reader *r)
@@ -247,21 +252,28 @@ static void reader_close(reader *r)
 		AR(archive_read_free)(r->a);
 	if (r->fd >= 0)
 		close(r->fd);
+	free(r->buf);
 	r->a = NULL;
 	r->fd = -1;
+	r->buf = NULL;
 }
 
-static fmt_kind reader_open(reader *r, const char *path, size_t block, fmt_err *e)
+static la_ssize_t read_stream(struct archive *a, void *ud, const void **out)
 {
-	struct stat st;
-	r->a = NULL;
-	r->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (r->fd < 0)
-		return fmt_fail(e, FMT_IO, "cannot open: %s", strerror(errno));
-	if (fstat(r->fd, &st) != 0 || S_ISDIR(st.st_mode)) {
-		reader_close(r);
-		return fmt_fail(e, FMT_IO, "cannot read: %s", S_ISDIR(st.st_mode) ? "is a directory" : strerror(errno));
+	reader *r = ud;
+	size_t got = 0;
+	if (fmt_source_read_upto(r->src, r->pos, r->buf, READ_BLOCK, &got, &r->err) != FMT_OK) {
+		AR(archive_set_error)(a, EIO, "%s", r->err.msg);
+		return -1;
 	}
+	r->pos += got;
+	*out = r->buf;
+	return (la_ssize_t)got;
+}
+
+/* libarchive for tar and zstd, reading r->fd, or r->src when it is set. */
+static fmt_kind reader_start(reader *r, size_t block, fmt_err *e)
+{
 	fmt_kind loaded = fmt_lazylib_load(&archive_lib, e);
 	if (loaded != FMT_OK) {
 		reader_close(r);
@@ -274,12 +286,39 @@ static fmt_kind reader_open(reader *r, const char *path, size_t block, fmt_err *
 	}
 	AR(archive_read_support_filter_zstd)(r->a);
 	AR(archive_read_support_format_tar)(r->a);
-	if (AR(archive_read_open_fd)(r->a, r->fd, block) != ARCHIVE_OK) {
+	if (r->src && !(r->buf = malloc(READ_BLOCK))) {
+		reader_close(r);
+		return fmt_fail(e, FMT_IO, "out of memory");
+	}
+	if ((r->src ? AR(archive_read_open)(r->a, r, NULL, read_stream, NULL)
+		    : AR(archive_read_open_fd)(r->a, r->fd, block)) != ARCHIVE_OK) {
 		fmt_kind k = fmt_fail(e, FMT_INVALID_FORMAT, "not a tar bundle: %s", AR(archive_error_string)(r->a));
 		reader_close(r);
 		return k;
 	}
 	return FMT_OK;
+}
+
+static fmt_kind reader_open(reader *r, const char *path, size_t block, fmt_err *e)
+{
+	struct stat st;
+	memset(r, 0, sizeof *r);
+	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (r->fd < 0)
+		return fmt_fail(e, FMT_IO, "cannot open: %s", strerror(errno));
+	if (fstat(r->fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+		reader_close(r);
+		return fmt_fail(e, FMT_IO, "cannot read: %s", S_ISDIR(st.st_mode) ? "is a directory" : strerror(errno));
+	}
+	return reader_start(r, block, e);
+}
+
+static fmt_kind reader_open_stream(reader *r, fmt_source *src, fmt_err *e)
+{
+	memset(r, 0, sizeof *r);
+	r->fd = -1;
+	r->src = src;
+	return reader_start(r, READ_BLOCK, e);
 }
 
 /* The next member header; *ent NULL at the end of the archive. */
@@ -483,19 +522,18 @@ static fmt_kind walk_members(reader *r, const fmt_bundle_info *b, extract *x, fm
 	return k;
 }
 
-fmt_kind fmt_bundle_verify(const char *bundle_path, fmt_bundle_info *info, fmt_err *e)
+/* fmt_bundle_verify of the reader r that opening gave (k). */
+static fmt_kind verify_read(reader *r, fmt_kind k, const char *bundle_path, fmt_bundle_info *info, fmt_err *e)
 {
 	fmt_bundle_info b;
-	reader r;
 	memset(&b, 0, sizeof b);
-	fmt_kind k = reader_open(&r, bundle_path, READ_BLOCK, e);
 	if (k == FMT_OK) {
-		k = read_manifest(&r, &b, e);
+		k = read_manifest(r, &b, e);
 		if (k == FMT_OK) {
 			fmt_meter_planned(b.total_bytes);
-			k = walk_members(&r, &b, NULL, e);
+			k = walk_members(r, &b, NULL, e);
 		}
-		reader_close(&r);
+		reader_close(r);
 	}
 	if (k != FMT_OK)
 		fmt_err_file(e, bundle_path);
@@ -504,6 +542,18 @@ fmt_kind fmt_bundle_verify(const char *bundle_path, fmt_bundle_info *info, fmt_e
 	else
 		fmt_bundle_info_free(&b);
 	return k;
+}
+
+fmt_kind fmt_bundle_verify(const char *bundle_path, fmt_bundle_info *info, fmt_err *e)
+{
+	reader r;
+	return verify_read(&r, reader_open(&r, bundle_path, READ_BLOCK, e), bundle_path, info, e);
+}
+
+fmt_kind fmt_bundle_verify_stream(fmt_source *src, fmt_bundle_info *info, fmt_err *e)
+{
+	reader r;
+	return verify_read(&r, reader_open_stream(&r, src, e), src->path, info, e);
 }
 
 /* ---- unpack ---- */
@@ -750,23 +800,22 @@ fmt_kind fmt_bundle_unpack(const char *bundle_path, const char *dir, unsigned fl
 	return k;
 }
 
-fmt_kind fmt_bundle_check_signed(const char *bundle_path, const fmt_verify_opts *vo, fmt_bundle_info *info,
-				 fmt_err *e)
+/* fmt_bundle_check_signed of the reader r that opening gave (k). */
+static fmt_kind check_signed_read(reader *r, fmt_kind k, const char *bundle_path, const fmt_verify_opts *vo,
+				  fmt_bundle_info *info, fmt_err *e)
 {
 	fmt_bundle_info b;
-	reader r;
 	char where[512] = "";
 	const char *tmp = getenv("TMPDIR");
 	memset(&b, 0, sizeof b);
-	fmt_kind k = reader_open(&r, bundle_path, READ_BLOCK, e);
 	if (k == FMT_OK) {
-		k = read_manifest(&r, &b, e);
+		k = read_manifest(r, &b, e);
 		if (k == FMT_OK) {
 			fmt_meter_planned(b.total_bytes); /* hashed while extracted */
 			fmt_meter_planned(b.total_bytes); /* and by the set's verification */
-			k = extract_checked(&r, &b, tmp && *tmp ? tmp : "/tmp", NULL, 0, vo, where, sizeof where, e);
+			k = extract_checked(r, &b, tmp && *tmp ? tmp : "/tmp", NULL, 0, vo, where, sizeof where, e);
 		}
-		reader_close(&r);
+		reader_close(r);
 	}
 	if (k != FMT_OK)
 		name_failure(e, bundle_path, where);
@@ -775,6 +824,20 @@ fmt_kind fmt_bundle_check_signed(const char *bundle_path, const fmt_verify_opts 
 	else
 		fmt_bundle_info_free(&b);
 	return k;
+}
+
+fmt_kind fmt_bundle_check_signed(const char *bundle_path, const fmt_verify_opts *vo, fmt_bundle_info *info,
+				 fmt_err *e)
+{
+	reader r;
+	return check_signed_read(&r, reader_open(&r, bundle_path, READ_BLOCK, e), bundle_path, vo, info, e);
+}
+
+fmt_kind fmt_bundle_check_signed_stream(fmt_source *src, const fmt_verify_opts *vo, fmt_bundle_info *info,
+					fmt_err *e)
+{
+	reader r;
+	return check_signed_read(&r, reader_open_stream(&r, src, e), src->path, vo, info, e);
 }
 
 /* ---- probe ---- */
@@ -793,9 +856,22 @@ static int zstd_tar_starts_with_manifest(const char *path)
 	return yes;
 }
 
+static const uint8_t zstd_magic[4] = { 0x28, 0xB5, 0x2F, 0xFD };
+
+/* A tar whose first member is MANIFEST.json. */
+static int tar_starts_with_manifest(const uint8_t *head, size_t n)
+{
+	return n >= 512 && memcmp(head + 257, "ustar", 5) == 0 &&
+	       memcmp(head, FMT_BUNDLE_MANIFEST, sizeof FMT_BUNDLE_MANIFEST) == 0;
+}
+
+int fmt_bundle_probe_head(const uint8_t *head, size_t n)
+{
+	return (n >= 4 && memcmp(head, zstd_magic, 4) == 0) || tar_starts_with_manifest(head, n);
+}
+
 int fmt_bundle_probe(const char *path)
 {
-	static const uint8_t zstd_magic[4] = { 0x28, 0xB5, 0x2F, 0xFD };
 	uint8_t head[512];
 	size_t n = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -812,8 +888,7 @@ int fmt_bundle_probe(const char *path)
 	close(fd);
 	if (n >= 4 && memcmp(head, zstd_magic, 4) == 0)
 		return zstd_tar_starts_with_manifest(path);
-	return n == sizeof head && memcmp(head + 257, "ustar", 5) == 0 &&
-	       memcmp(head, FMT_BUNDLE_MANIFEST, sizeof FMT_BUNDLE_MANIFEST) == 0;
+	return tar_starts_with_manifest(head, n);
 }
 
 /* ---- pack ---- */

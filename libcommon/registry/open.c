@@ -170,6 +170,27 @@ fmt_kind fmt_license_any_in_place(const char *path, const fmt_license_req *l, co
 
 /* ---- either ---- */
 
+/* src opened as the format forced (NULL: probed among both kinds). */
+static fmt_kind open_any_as(fmt_source *src, const char *path, const fmt_format *forced, fmt_model *m,
+			    fmt_table *t, int *is_table, fmt_err *e)
+{
+	fmt_format f = forced ? *forced : probe(src, FMT_FORMAT_ANY, e);
+	if (!f.model && !f.table) {
+		fmt_source_close(src);
+		fmt_err_file(e, path);
+		return e->kind;
+	}
+	*is_table = f.table != NULL;
+	if (f.table && fmt_source_make_whole(src, e) != FMT_OK) {
+		fmt_source_close(src);
+		fmt_err_file(e, path);
+		return e->kind;
+	}
+	if (f.table)
+		return fmt_table_open_source_with(t, src, path, f.table, e);
+	return fmt_model_open_source(m, src, path, f.model, e);
+}
+
 fmt_kind fmt_open_any(const char *path, const char *forced, fmt_model *m, fmt_table *t,
 		      int *is_table, fmt_err *e)
 {
@@ -184,20 +205,15 @@ fmt_kind fmt_open_any(const char *path, const char *forced, fmt_model *m, fmt_ta
 	fmt_source src;
 	if (fmt_source_open_sequential(&src, path, e) != FMT_OK)
 		return e->kind;
-	if (!forced && !(f = probe(&src, FMT_FORMAT_ANY, e)).model && !f.table) {
-		fmt_source_close(&src);
-		fmt_err_file(e, path);
-		return e->kind;
-	}
-	*is_table = f.table != NULL;
-	if (f.table && fmt_source_make_whole(&src, e) != FMT_OK) {
-		fmt_source_close(&src);
-		fmt_err_file(e, path);
-		return e->kind;
-	}
-	if (f.table)
-		return fmt_table_open_source_with(t, &src, path, f.table, e);
-	return fmt_model_open_source(m, &src, path, f.model, e);
+	return open_any_as(&src, path, forced ? &f : NULL, m, t, is_table, e);
+}
+
+fmt_kind fmt_open_any_source(fmt_source *src, const char *path, fmt_model *m, fmt_table *t, int *is_table,
+			     fmt_err *e)
+{
+	fmt_table_init(t);
+	fmt_model_init(m);
+	return open_any_as(src, path, NULL, m, t, is_table, e);
 }
 
 fmt_kind fmt_sign_any_in_place(const char *path, const fmt_keyset *keys, int threads, fmt_err *e)

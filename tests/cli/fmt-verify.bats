@@ -54,6 +54,36 @@ setup() {
 	assert_line --index 0 --partial "(gguf, 1 tensor)"
 }
 
+@test "a bundle on standard input is verified as the file is (tar and tar.zst, a pipe or a redirect); other formats still are" {
+	cp "$SAMPLES/tiny.safetensors" .
+	fmt-shard pack tiny.safetensors -o b.tar >/dev/null
+	fmt-shard pack tiny.safetensors -o b.tar.zst >/dev/null
+	run --separate-stderr fmt-verify - <b.tar
+	assert_success
+	assert_output "-: ok (bundle of safetensors, 1 file, 468 bytes)"
+	run fmt-verify - < <(cat b.tar.zst)
+	assert_success
+	assert_output "-: ok (bundle of safetensors, 1 file, 468 bytes, zstd)"
+	run fmt-verify --json - <b.tar
+	assert_output '{"file":"-","ok":true,"format":"bundle","contains":"safetensors","files":1,"bytes":468,"zstd":false}'
+	# a member changed: exit 6 as for the file
+	/usr/bin/python3 -c 'b = bytearray(open("b.tar", "rb").read()); b[1536 + 400] ^= 1; open("bad.tar", "wb").write(b)'
+	run fmt-verify bad.tar
+	assert_failure 6
+	run --separate-stderr fmt-verify - < <(cat bad.tar)
+	assert_failure 6
+	assert_equal "$stderr" "$(fmt-verify bad.tar 2>&1 | sed 's/^fmt-verify: error: bad.tar:/fmt-verify: error: -:/')"
+	head -c 1000 b.tar >short.tar
+	run fmt-verify - <short.tar
+	assert_failure 4
+	assert_output --partial "fmt-verify: error: -: not a valid tar bundle"
+	run fmt-verify - < <(cat tiny.safetensors)
+	assert_success
+	assert_output "-: ok (safetensors, 5 tensors, 1 file, 468 bytes)"
+	run fmt-verify - < <(printf 'a\n1\n')
+	assert_output "-: ok (csv, 1 row)"
+}
+
 @test "a good shard set: ok for the whole set" {
 	run fmt-verify set/model.safetensors.index.json
 	assert_success

@@ -156,6 +156,22 @@ TEST(bundle_round_trip_and_determinism)
 	CHECK_EQ_U64(info.zstd, 1);
 	CHECK_EQ_U64(info.total_bytes, 164);
 	fmt_bundle_info_free(&info);
+	/* from a stream: told by its head, read in short reads front to back */
+	CHECK_EQ_U64(fmt_read_file(tar1, 1 << 20, &x, &nx, &e), FMT_OK);
+	CHECK_EQ_U64(fmt_bundle_probe_head((const uint8_t *)x, nx), 1);
+	CHECK_EQ_U64(fmt_bundle_probe_head((const uint8_t *)x, 511), 0);
+	CHECK_EQ_U64(fmt_bundle_probe_head((const uint8_t *)"\x28\xb5\x2f\xfd", 4), 1);
+	fmt_source stream;
+	CHECK_EQ_U64(fmt_source_stream_memory(&stream, "-", x, nx, 512, 100, &e), FMT_OK);
+	CHECK_EQ_U64(fmt_bundle_verify_stream(&stream, &info, &e), FMT_OK);
+	CHECK_EQ_U64(info.total_bytes, 164);
+	fmt_bundle_info_free(&info);
+	fmt_source_close(&stream);
+	x[1536 + 10] ^= 1; /* in the model's data: after the manifest and the model's header */
+	CHECK_EQ_U64(fmt_source_stream_memory(&stream, "-", x, nx, 512, 100, &e), FMT_OK);
+	CHECK_EQ_U64(fmt_bundle_verify_stream(&stream, NULL, &e), FMT_CHECKSUM);
+	fmt_source_close(&stream);
+	free(x);
 	CHECK_EQ_U64(fmt_bundle_unpack(zst, out, 0, NULL, NULL, &e), FMT_OK);
 	CHECK(fmt_read_file(back, 1 << 20, &x, &nx, &e) == FMT_OK && nx == 164);
 	free(x);

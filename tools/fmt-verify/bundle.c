@@ -8,7 +8,7 @@
 #include "fmt/registry.h"
 #include "verify.h"
 
-fmt_kind verify_bundle(const char *path, const fmt_verify_opts *vo, const verify_sigs *v,
+fmt_kind verify_bundle(const char *path, fmt_source *stream, const fmt_verify_opts *vo, const verify_sigs *v,
 		       const fmt_common_opts *o)
 {
 	fmt_bundle_info b = { 0 };
@@ -16,8 +16,12 @@ fmt_kind verify_bundle(const char *path, const fmt_verify_opts *vo, const verify
 	fmt_err_clear(&e);
 	fmt_progress pr;
 	progress_begin(&pr, o);
-	fmt_kind k = fmt_keyset_empty(&vo->keys) ? fmt_bundle_verify(path, &b, &e)
-						  : fmt_bundle_check_signed(path, vo, &b, &e);
+	fmt_kind k;
+	if (fmt_keyset_empty(&vo->keys))
+		k = stream ? fmt_bundle_verify_stream(stream, &b, &e) : fmt_bundle_verify(path, &b, &e);
+	else
+		k = stream ? fmt_bundle_check_signed_stream(stream, vo, &b, &e)
+			   : fmt_bundle_check_signed(path, vo, &b, &e);
 	fmt_progress_end(&pr);
 	if (k == FMT_OK && !o->quiet)
 		report_bundle_ok(path, &b, v, o);

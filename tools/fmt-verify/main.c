@@ -100,7 +100,8 @@ static int detached_applies(const fmt_keyset *keys)
 	return keys->n_trusted || fmt_keyset_empty(keys);
 }
 
-static fmt_kind verify_file(const char *path, const verify_args *a, fmt_verify_opts *vo,
+/* path, or stream (standard input, its head read already) when it is not NULL. */
+static fmt_kind verify_file(const char *path, fmt_source *stream, const verify_args *a, fmt_verify_opts *vo,
 			    const fmt_common_opts *o)
 {
 	fmt_model m;
@@ -116,7 +117,10 @@ static fmt_kind verify_file(const char *path, const verify_args *a, fmt_verify_o
 	fmt_kind k = detached_applies(&vo->keys) ? verify_detached(path, &vo->keys, &v, &e) : FMT_OK;
 	mine.signed_elsewhere = v.detached;
 	if (k == FMT_OK)
-		k = fmt_open_any(path, a->forced, &m, &t, &is_table, &e);
+		k = stream ? fmt_open_any_source(stream, path, &m, &t, &is_table, &e)
+			   : fmt_open_any(path, a->forced, &m, &t, &is_table, &e);
+	else if (stream)
+		fmt_source_close(stream);
 	if (k == FMT_OK && is_table) {
 		if ((k = fmt_table_unlock(&t, a->dk, a->dec_keys, 0, &e)) == FMT_OK)
 			k = fmt_table_verify(&t, &mine, &e);
@@ -144,7 +148,8 @@ static fmt_kind verify_file(const char *path, const verify_args *a, fmt_verify_o
 
 /* A bundle: its own FILE.minisig first, then the members (with it, the set's embedded
  * signature is checked only with an HMAC key; the members' .minisig files always are). */
-static fmt_kind verify_bundle_trusted(const char *path, const fmt_verify_opts *vo, const fmt_common_opts *o)
+static fmt_kind verify_bundle_trusted(const char *path, fmt_source *stream, const fmt_verify_opts *vo,
+				      const fmt_common_opts *o)
 {
 	fmt_err e;
 	verify_sigs v;
@@ -156,7 +161,32 @@ static fmt_kind verify_bundle_trusted(const char *path, const fmt_verify_opts *v
 	}
 	fmt_verify_opts mine = *vo;
 	mine.signed_elsewhere = v.detached;
-	return verify_bundle(path, &mine, &v, o);
+	return verify_bundle(path, stream, &mine, &v, o);
+}
+
+/* Standard input: a bundle (told by its first bytes: it cannot be read twice) or any other
+ * format, read as a stream either way. */
+static fmt_kind verify_stdin(const verify_args *a, fmt_verify_opts *vo, const fmt_common_opts *o)
+{
+	fmt_source src;
+	fmt_err e;
+	uint8_t head[512];
+	size_t n = 0;
+	fmt_err_clear(&e);
+	if (fmt_source_open_sequential(&src, "-", &e) != FMT_OK) {
+		report_failure("-", &e, NULL, o);
+		return e.kind;
+	}
+	if (fmt_source_read_upto(&src, 0, head, sizeof head, &n, &e) != FMT_OK) {
+		fmt_source_close(&src);
+		report_failure("-", &e, NULL, o);
+		return e.kind;
+	}
+	if (!fmt_bundle_probe_head(head, n))
+		return verify_file("-", &src, a, vo, o);
+	fmt_kind k = verify_bundle_trusted("-", &src, vo, o);
+	fmt_source_close(&src);
+	return k;
 }
 
 int main(int argc, char **argv)
@@ -194,9 +224,11 @@ int main(int argc, char **argv)
 	int status = 0;
 	for (int i = 0; i < cli.n_operands; i++) {
 		const char *path = cli.operands[i];
-		int is_bundle = !a.forced && fmt_bundle_probe(path);
-		int code = fmt_kind_exit(is_bundle ? verify_bundle_trusted(path, &vo, &cli.common)
-						   : verify_file(path, &a, &vo, &cli.common));
+		int is_stdin = !a.forced && strcmp(path, "-") == 0;
+		int is_bundle = !a.forced && !is_stdin && fmt_bundle_probe(path);
+		int code = fmt_kind_exit(is_stdin    ? verify_stdin(&a, &vo, &cli.common)
+					 : is_bundle ? verify_bundle_trusted(path, NULL, &vo, &cli.common)
+						     : verify_file(path, NULL, &a, &vo, &cli.common));
 		if (code > status)
 			status = code;
 	}

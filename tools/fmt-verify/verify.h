@@ -57,8 +57,9 @@ void report_failure(const char *path, const fmt_err *e, const verify_tests *t, c
 void report_bundle_ok(const char *path, const fmt_bundle_info *b, const verify_sigs *v, const fmt_common_opts *o);
 
 /* A bundle: the manifest and member digests; with a key also the signatures inside (v: the
- * bundle's own FILE.minisig, checked already). */
-fmt_kind verify_bundle(const char *path, const fmt_verify_opts *vo, const verify_sigs *v,
+ * bundle's own FILE.minisig, checked already). stream: standard input, read from it (else
+ * NULL: path is opened). */
+fmt_kind verify_bundle(const char *path, fmt_source *stream, const fmt_verify_opts *vo, const verify_sigs *v,
 		       const fmt_common_opts *o);
 
 /* --run-tests: the embedded tests of m (read from path), run in process by its format's

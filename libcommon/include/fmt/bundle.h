@@ -22,6 +22,8 @@
 #include "fmt/crypto.h"
 #include "fmt/err.h"
 
+struct fmt_source;
+
 #define FMT_BUNDLE_MANIFEST "MANIFEST.json"
 #define FMT_BUNDLE_MANIFEST_MAX ((size_t)16 << 20) /* largest manifest read */
 #define FMT_BUNDLE_MAX_MEMBERS 10000u
@@ -74,6 +76,9 @@ const char *fmt_bundle_entry(const fmt_bundle_info *b);
  * MANIFEST.json, or a zstd frame (28 B5 2F FD) whose decompressed tar starts with it. 0 for
  * anything else, including unreadable files. Reads only the first block. */
 int fmt_bundle_probe(const char *path);
+/* The same from the first n bytes of a stream, which cannot be read again to look inside a zstd
+ * frame: a zstd frame is taken for a bundle (no other format fmtkit reads starts with one). */
+int fmt_bundle_probe_head(const uint8_t *head, size_t n);
 
 /* Pack the set that set_path opens (a single file, an index, a GGUF first shard: every file of
  * the set is a member) into bundle_path, atomically (FMT_SINK_FORCE overwrites). The files are
@@ -85,6 +90,9 @@ fmt_kind fmt_bundle_pack(const char *set_path, const char *bundle_path, unsigned
 /* Check a bundle without writing anything: every rule above, each member hashed as it streams
  * by. Opens nothing but the bundle. info may be NULL. */
 fmt_kind fmt_bundle_verify(const char *bundle_path, fmt_bundle_info *info, fmt_err *e);
+/* The same from a stream (standard input: fmt_source_open_sequential), read front to back from
+ * its first byte; the source stays open (the caller closes it). */
+fmt_kind fmt_bundle_verify_stream(struct fmt_source *src, fmt_bundle_info *info, fmt_err *e);
 
 struct fmt_verify_opts;
 
@@ -112,5 +120,8 @@ fmt_kind fmt_bundle_unpack(const char *bundle_path, const char *dir, unsigned fl
  * private directory made in $TMPDIR (or /tmp) and removed afterwards, also on signals. */
 fmt_kind fmt_bundle_check_signed(const char *bundle_path, const struct fmt_verify_opts *vo,
 				 fmt_bundle_info *info, fmt_err *e);
+/* The same from a stream, as fmt_bundle_verify_stream. */
+fmt_kind fmt_bundle_check_signed_stream(struct fmt_source *src, const struct fmt_verify_opts *vo,
+					fmt_bundle_info *info, fmt_err *e);
 
 #endif

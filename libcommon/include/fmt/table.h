@@ -356,6 +356,10 @@ fmt_kind fmt_table_open_memory_opts(fmt_table *t, const char *name, const void *
  * that streams, as with fmt_model_open_streaming. */
 fmt_kind fmt_open_any(const char *path, const char *forced, fmt_model *m, fmt_table *t,
 		      int *is_table, fmt_err *e);
+/* The same, probed (no forced driver) from src, a source opened with fmt_source_open_sequential
+ * whose head the caller may have read: it is taken over (closed on failure). */
+fmt_kind fmt_open_any_source(fmt_source *src, const char *path, fmt_model *m, fmt_table *t, int *is_table,
+			     fmt_err *e);
 
 /* "gguf, apsim, ..., csv, ...": every model then table driver's name, for messages and help. */
 void fmt_format_names(char *buf, size_t n);
