@@ -288,6 +288,25 @@ json_t *fmt_cell_json(const fmt_field *f, const fmt_column *c, uint64_t row)
 	}
 }
 
+/* The items of a list's text p[0..n) ("[1.5,NaN,null]": numbers and nulls) as JSON: a NaN or an
+ * infinity as a string, as fmt_cell_json has it. */
+static void list_json_text(fmt_sb *out, const char *p, size_t n)
+{
+	double nonfinite;
+	size_t from = 1;
+	fmt_sb_put(out, "[", 1);
+	for (size_t i = 1; i < n; i++) {
+		if (p[i] != ',' && p[i] != ']')
+			continue;
+		if (fmt_tv_nonfinite(p + from, i - from, &nonfinite))
+			fmt_sb_json_str(out, p + from, i - from);
+		else
+			fmt_sb_put(out, p + from, i - from);
+		fmt_sb_put(out, p + i, 1);
+		from = i + 1;
+	}
+}
+
 void fmt_cell_json_text(const fmt_field *f, const fmt_column *c, uint64_t row, fmt_sb *out, fmt_sb *scratch)
 {
 	if (fmt_column_is_null(c, row)) {
@@ -309,8 +328,11 @@ void fmt_cell_json_text(const fmt_field *f, const fmt_column *c, uint64_t row, f
 			fmt_sb_put(out, p, scratch->len);
 		return;
 	}
+	case FMT_C_FIXED_SIZE_LIST:
+		list_json_text(out, p, scratch->len);
+		return;
 	default:
-		fmt_sb_put(out, p, scratch->len); /* integers, true/false, [lists] */
+		fmt_sb_put(out, p, scratch->len); /* integers, true/false */
 	}
 }
 

@@ -247,6 +247,23 @@ schema_of() {
 	assert_output '  w  utf8  not null'
 }
 
+@test "JSON Lines: a NaN or an infinity in a list of floats is written as a string (JSON has no such number) and read back into the list" {
+	printf '{"v":[1.5,"NaN"],"n":[1,2]}\n{"v":["-inf",2.0],"n":[3,4]}\n' >l.jsonl
+	run schema_of l.jsonl
+	assert_output "$(printf '  v  fixed_size_list<float64>[2]  not null\n  n  fixed_size_list<int64>[2]  not null')"
+	fmt-convert l.jsonl l.arrow
+	run fmt-convert --to jsonl l.arrow -
+	assert_success
+	assert_output "$(cat l.jsonl)"
+	fmt-convert l.arrow back.jsonl
+	fmt-convert back.jsonl back.arrow
+	cmp l.arrow back.arrow
+	# other strings in a list make it text, as before
+	printf '{"v":["NaN","x"]}\n' >s.jsonl
+	run fmt-convert --to jsonl s.jsonl -
+	assert_output '{"v":"[\"NaN\",\"x\"]"}'
+}
+
 @test "JSON Lines: zone-less timestamp strings are zone-less timestamps; zoned ones UTC" {
 	printf '{"a":"2000-01-01 00:02:03.456789","b":"2000-01-01T00:00:00Z"}\n{"a":"2000-01-02T00:00:00","b":"2000-01-01T01:00:00+01:00"}\n' >in.jsonl
 	run schema_of in.jsonl

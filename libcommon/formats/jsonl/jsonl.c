@@ -262,6 +262,8 @@ static void observe(const jsonl_state *s, jcol *c, json_t *v)
 		json_array_foreach(v, i, x) {
 			if (json_is_real(x))
 				c->list_real = 1;
+			else if (json_is_string(x) && fmt_tv_nonfinite(json_string_value(x), json_string_length(x), &d))
+				c->list_real = 1; /* a NaN or an infinity, as the writer puts one in a list */
 			else if (!json_is_integer(x))
 				c->list_bad = 1;
 		}
@@ -469,6 +471,8 @@ static fmt_kind put(jsonl_state *s, const fmt_field *f, json_t *v, col_builder *
 		json_array_foreach(v, i, x) {
 			if (f->elem == FMT_C_F64) {
 				double d = json_number_value(x);
+				if (json_is_string(x))
+					fmt_tv_nonfinite(json_string_value(x), json_string_length(x), &d);
 				uint64_t u;
 				memcpy(&u, &d, 8);
 				fmt_wr_u64(le, u);
