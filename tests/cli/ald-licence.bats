@@ -212,3 +212,15 @@ PY
 	assert_success
 	assert_output --partial "ok "
 }
+
+@test "license refuses a key, passphrase or terms file that is the dataset: exit 2, nothing written" {
+	ln d.ald link.ald
+	sum=$(sha256sum d.ald s.key)
+	run --separate-stderr fmt-sign license --licensee acme --sign-key s.key --terms link.ald d.ald
+	assert_failure 2
+	assert_equal "$stderr" "fmt-sign: error: d.ald: output is the same file as input link.ald"
+	run --separate-stderr fmt-sign license --licensee acme --sign-key s.key s.key
+	assert_failure 2
+	assert_equal "$stderr" "fmt-sign: error: s.key: output is the same file as input s.key"
+	assert_equal "$(sha256sum d.ald s.key)" "$sum"
+}

@@ -434,3 +434,50 @@ PY
 	assert_failure 4
 	[[ "$stderr" != *"${secret:20:40}"* ]] || fail "secret key in the message"
 }
+
+@test "sign refuses an output that is a file it reads (-x FILE, -x SECKEY, a hard link, FILE.minisig an operand, the passphrase file): exit 2, nothing written" {
+	fmt_pair k
+	printf 'pw\n' >pass.txt
+	chmod 600 pass.txt
+	ln model.bin same.bin
+	sums=$(sha256sum model.bin k.key k.pub pass.txt)
+	run --separate-stderr fmt-sign sign -s k.key -x model.bin model.bin
+	assert_failure 2
+	assert_equal "$stderr" "fmt-sign: error: model.bin: output is the same file as input model.bin"
+	run --separate-stderr fmt-sign sign -s k.key -x k.key model.bin
+	assert_failure 2
+	assert_equal "$stderr" "fmt-sign: error: k.key: output is the same file as input k.key"
+	run --separate-stderr fmt-sign sign -s k.key -x same.bin model.bin
+	assert_failure 2
+	assert_equal "$stderr" "fmt-sign: error: same.bin: output is the same file as input model.bin"
+	run --separate-stderr fmt-sign sign -s k.key -x pass.txt --passphrase-file pass.txt model.bin
+	assert_failure 2
+	assert_equal "$stderr" "fmt-sign: error: pass.txt: output is the same file as input pass.txt"
+	# FILE.minisig of one operand is another operand: refused before the first is signed
+	fmt-sign sign -q -s k.key model.bin
+	cp model.bin.minisig sig.before
+	run --separate-stderr fmt-sign sign -s k.key model.bin.minisig model.bin
+	assert_failure 2
+	assert_equal "$stderr" "fmt-sign: error: model.bin.minisig: output is the same file as input model.bin.minisig"
+	cmp model.bin.minisig sig.before
+	[ ! -e model.bin.minisig.minisig ]
+	assert_equal "$(sha256sum model.bin k.key k.pub pass.txt)" "$sums"
+	# the key is still the key
+	fmt-sign sign -q -s k.key -x ok.minisig model.bin
+	fmt-sign verify -q -p k.pub -x ok.minisig model.bin
+}
+
+@test "keygen refuses a key file that is its passphrase file, also with --force: exit 2, nothing written" {
+	printf 'pw\n' >pass.txt
+	chmod 600 pass.txt
+	for force in "" --force; do
+		run --separate-stderr fmt-sign keygen -p pass.txt -s new.key --passphrase-file pass.txt $force
+		assert_failure 2
+		assert_equal "$stderr" "fmt-sign: error: pass.txt: output is the same file as input pass.txt"
+		run --separate-stderr fmt-sign keygen -p new.pub -s pass.txt --passphrase-file pass.txt $force
+		assert_failure 2
+		assert_equal "$stderr" "fmt-sign: error: pass.txt: output is the same file as input pass.txt"
+		assert_equal "$(cat pass.txt)" pw
+		[ ! -e new.key ] && [ ! -e new.pub ] && [ ! -e pass.txt.old ]
+	done
+}

@@ -296,3 +296,12 @@ key_id_of() {
 	run fmt-sign sign a.apsim b.apsim --secret-env FMT_TEAM_SECRET
 	assert_failure 2
 }
+
+@test "sign refuses a --secret-file that is the checkpoint it signs: exit 2, nothing written" {
+	cp "$FIXTURE" m.apsim
+	sum=$(sha256sum m.apsim)
+	run --separate-stderr fmt-sign sign --secret-file m.apsim m.apsim
+	assert_failure 2
+	assert_equal "$stderr" "fmt-sign: error: m.apsim: output is the same file as input m.apsim"
+	assert_equal "$(sha256sum m.apsim)" "$sum"
+}

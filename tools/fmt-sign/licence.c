@@ -44,6 +44,10 @@ int sign_cmd_license(char **files, int n, const sign_opts *o)
 	char *terms = NULL, id[FMT_MS_KEY_ID_HEX], when[32];
 	fmt_pass_opts po = sign_pass_opts(o);
 	fmt_err_clear(&e);
+	const char *inputs[3] = { o->seckey, o->passphrase_file, o->terms_file };
+	for (int i = 0; i < n; i++)
+		if (sign_check_output(files[i], inputs, 3, &e) != FMT_OK)
+			return sign_fail(o, files[i], &e);
 	if (load_terms(o->terms_file, &terms, &e) != FMT_OK)
 		return sign_fail(o, NULL, &e);
 	if (fmt_ms_secret_load(o->seckey, &po, &sec, &e) != FMT_OK) {

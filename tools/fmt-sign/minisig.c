@@ -151,6 +151,15 @@ static int keygen_ed25519(const sign_opts *o, char *pub_path, char *sec_path)
 	return code;
 }
 
+/* Before the keys are made: neither key file may be the passphrase file. */
+static fmt_kind check_pair_paths(const sign_opts *o, const char *pub_path, const char *sec_path, fmt_err *e)
+{
+	const char *inputs[1] = { o->passphrase_file };
+	if (sign_check_output(sec_path, inputs, 1, e) != FMT_OK || sign_check_output(pub_path, inputs, 1, e) != FMT_OK)
+		return e->kind;
+	return FMT_OK;
+}
+
 int sign_cmd_keygen_keypair(const sign_opts *o)
 {
 	fmt_err e;
@@ -165,7 +174,8 @@ int sign_cmd_keygen_keypair(const sign_opts *o)
 		free(pub_path);
 		return sign_fail(o, NULL, &e);
 	}
-	int code = o->x25519 ? keygen_x25519(o, pub_path, sec_path) : keygen_ed25519(o, pub_path, sec_path);
+	int code = check_pair_paths(o, pub_path, sec_path, &e) != FMT_OK ? sign_fail(o, NULL, &e)
+		   : o->x25519 ? keygen_x25519(o, pub_path, sec_path) : keygen_ed25519(o, pub_path, sec_path);
 	free(pub_path);
 	free(sec_path);
 	return code;
@@ -298,6 +308,42 @@ static int report_signed_file(const char *file, const char *sig_path, const char
 	return 0;
 }
 
+/* What sign reads besides its FILEs: the secret key (the default one when -s is not given) and
+ * the passphrase file; *key_file is malloc'd (NULL when no key path can be found). */
+static void secret_inputs(const sign_opts *o, char **key_file, const char *inputs[2])
+{
+	fmt_err e;
+	if (key_path(o->seckey, "ed25519.key", key_file, &e) != FMT_OK)
+		*key_file = NULL;
+	inputs[0] = *key_file;
+	inputs[1] = o->passphrase_file;
+}
+
+/* Before anything is written: no output (FILE.minisig, -x, or FILE itself with --embed) may be
+ * a file the command reads (a FILE operand that is not the output itself, the key, the
+ * passphrase file). */
+static fmt_kind check_sign_outputs(char **files, int n, const sign_opts *o, int embed, fmt_err *e)
+{
+	char *key_file = NULL;
+	const char *inputs[2];
+	secret_inputs(o, &key_file, inputs);
+	fmt_kind k = FMT_OK;
+	for (int i = 0; k == FMT_OK && i < n; i++) {
+		char *out = embed ? files[i] : sig_path_for(files[i], o);
+		if (!out) {
+			k = fmt_fail(e, FMT_INTERNAL, "out of memory");
+			break;
+		}
+		k = sign_check_output(out, inputs, 2, e);
+		for (int j = 0; k == FMT_OK && !embed && j < n; j++)
+			k = sign_check_output(out, (const char *const *)&files[j], 1, e);
+		if (!embed)
+			free(out);
+	}
+	free(key_file);
+	return k;
+}
+
 /* sign -s (FILE.minisig for each FILE) and sign --embed (inside each FILE, in place). */
 static int sign_files(char **files, int n, const sign_opts *o, int embed)
 {
@@ -305,6 +351,8 @@ static int sign_files(char **files, int n, const sign_opts *o, int embed)
 	fmt_ms_secret sec;
 	char id[FMT_MS_KEY_ID_HEX];
 	fmt_err_clear(&e);
+	if (check_sign_outputs(files, n, o, embed, &e) != FMT_OK)
+		return sign_fail(o, NULL, &e);
 	if (load_secret(o, &sec, &e) != FMT_OK)
 		return sign_fail(o, NULL, &e);
 	fmt_ms_key_id(sec.keynum, id);

@@ -17,6 +17,14 @@ int sign_fail(const sign_opts *o, const char *file, const fmt_err *e)
 	return fmt_report_failed(records, TOOL, file, file, e, o->common.json);
 }
 
+fmt_kind sign_check_output(const char *output, const char *const *inputs, size_t n, fmt_err *e)
+{
+	for (size_t i = 0; i < n; i++)
+		if (inputs[i] && fmt_check_distinct(inputs[i], output, e) != FMT_OK)
+			return e->kind;
+	return FMT_OK;
+}
+
 /* Print a JSON object as one line (and free it); 0 or the I/O exit status. */
 static int print_json(json_t *obj)
 {
@@ -118,6 +126,9 @@ int sign_cmd_sign(const char *path, const sign_opts *o)
 	fmt_err e;
 	fmt_hmac_key key;
 	fmt_err_clear(&e);
+	const char *inputs[1] = { o->key.secret_file };
+	if (sign_check_output(path, inputs, 1, &e) != FMT_OK)
+		return sign_fail(o, path, &e);
 	if (fmt_key_from_opts(&o->key, &key, &e) != FMT_OK)
 		return sign_fail(o, NULL, &e);
 	int threads = o->common.threads > 0 ? o->common.threads : fmt_cpu_count();
