@@ -680,6 +680,34 @@ int fmt_same_file(const char *a, const char *b)
 	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+/* path with its directory resolved (realpath) and its name as given (malloc'd); NULL when the
+ * directory cannot be resolved or memory runs out. */
+static char *resolved_dir_path(const char *path)
+{
+	char *dir = fmt_dir_prefix(path);
+	char *real = dir ? realpath(*dir ? dir : ".", NULL) : NULL;
+	char *out = NULL;
+	if (real) {
+		size_t n = strlen(real) + strlen(fmt_base_name(path)) + 2;
+		if ((out = malloc(n)))
+			snprintf(out, n, "%s/%s", real, fmt_base_name(path));
+	}
+	free(dir);
+	free(real);
+	return out;
+}
+
+int fmt_same_path(const char *a, const char *b)
+{
+	if (fmt_same_file(a, b))
+		return 1;
+	char *ra = resolved_dir_path(a), *rb = resolved_dir_path(b);
+	int same = ra && rb && strcmp(ra, rb) == 0;
+	free(ra);
+	free(rb);
+	return same;
+}
+
 fmt_kind fmt_check_distinct(const char *input, const char *output, fmt_err *e)
 {
 	if (fmt_same_file(input, output)) {

@@ -481,3 +481,25 @@ PY
 		[ ! -e new.key ] && [ ! -e new.pub ] && [ ! -e pass.txt.old ]
 	done
 }
+
+@test "keygen refuses -p and -s naming one file (the same name, another spelling, a hard link), also with --force: exit 2, nothing written" {
+	run --separate-stderr fmt-sign keygen -W -p k -s k
+	assert_failure 2
+	assert_equal "$stderr" "fmt-sign: error: k: -s and -p k name the same file; a key pair is two files"
+	run --separate-stderr fmt-sign keygen -W -p k -s ./k --force
+	assert_failure 2
+	assert_equal "$stderr" "fmt-sign: error: ./k: -s and -p k name the same file; a key pair is two files"
+	mkdir d
+	run --separate-stderr fmt-sign keygen --x25519 -p d/../x -s x
+	assert_failure 2
+	assert_equal "$stderr" "fmt-sign: error: x: -s and -p d/../x name the same file; a key pair is two files"
+	[ ! -e k ] && [ ! -e k.old ] && [ ! -e x ] && [ -z "$(ls -A d)" ]
+	fmt_pair a
+	ln a.key h
+	sums=$(sha256sum a.key a.pub)
+	run --separate-stderr fmt-sign keygen -W -p h -s a.key --force
+	assert_failure 2
+	assert_equal "$stderr" "fmt-sign: error: a.key: -s and -p h name the same file; a key pair is two files"
+	assert_equal "$(sha256sum a.key a.pub)" "$sums"
+	[ ! -e h.old ] && [ ! -e a.key.old ]
+}

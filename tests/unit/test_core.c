@@ -183,6 +183,35 @@ TEST(sink_is_atomic_and_refuses_existing)
 	rmdir(dir);
 }
 
+/* fmt_same_path: one file by device and inode when both exist (a hard link), by the resolved
+ * directory and the name when one does not exist yet. */
+TEST(same_path_by_inode_or_resolved_name)
+{
+	char *dir = unit_tmp_dir(), a[128], b[128], hard[128], dotted[160], missing[128];
+	snprintf(a, sizeof a, "%s/a", dir);
+	snprintf(b, sizeof b, "%s/b", dir);
+	snprintf(hard, sizeof hard, "%s/h", dir);
+	snprintf(missing, sizeof missing, "%s/new", dir);
+	snprintf(dotted, sizeof dotted, "%s/./x/../new", dir);
+	FILE *f = fopen(a, "w");
+	CHECK(f && fclose(f) == 0);
+	f = fopen(b, "w");
+	CHECK(f && fclose(f) == 0);
+	CHECK(link(a, hard) == 0);
+	char xdir[140];
+	snprintf(xdir, sizeof xdir, "%s/x", dir);
+	CHECK(mkdir(xdir, 0700) == 0);
+	CHECK(fmt_same_path(a, hard) == 1);
+	CHECK(fmt_same_path(a, b) == 0);
+	CHECK(fmt_same_path(missing, dotted) == 1);
+	CHECK(fmt_same_path(missing, a) == 0);
+	unlink(a);
+	unlink(b);
+	unlink(hard);
+	rmdir(xdir);
+	rmdir(dir);
+}
+
 /* fmt_sink_copy_range: bytes of another file appended after what was written (the buffered
  * bytes first); a source that ends early is an I/O error. */
 TEST(sink_copy_range_appends_file_bytes)

@@ -151,10 +151,15 @@ static int keygen_ed25519(const sign_opts *o, char *pub_path, char *sec_path)
 	return code;
 }
 
-/* Before the keys are made: neither key file may be the passphrase file. */
+/* Before the keys are made: two different files (-p and -s, also through another spelling or
+ * a hard link), neither of them the passphrase file. */
 static fmt_kind check_pair_paths(const sign_opts *o, const char *pub_path, const char *sec_path, fmt_err *e)
 {
 	const char *inputs[1] = { o->passphrase_file };
+	if (fmt_same_path(pub_path, sec_path)) {
+		fmt_err_file(e, sec_path);
+		return fmt_fail(e, FMT_USAGE, "-s and -p %s name the same file; a key pair is two files", pub_path);
+	}
 	if (sign_check_output(sec_path, inputs, 1, e) != FMT_OK || sign_check_output(pub_path, inputs, 1, e) != FMT_OK)
 		return e->kind;
 	return FMT_OK;

@@ -142,6 +142,10 @@ fmt_kind fmt_input_check(const struct stat *st, fmt_err *e);
 
 /* 1 if a and b are the same file (device and inode), 0 if not or if b does not exist. */
 int fmt_same_file(const char *a, const char *b);
+/* 1 if a and b name the same file: the same device and inode when both exist, otherwise the
+ * same directory (resolved: "k", "./k" and "d/../k" are one) and the same name. Two outputs
+ * that do not exist yet are compared this way. */
+int fmt_same_path(const char *a, const char *b);
 
 /* The atomic writer: a temporary file in the destination's directory, renamed over the
  * destination by commit after fsync; removed by abort, on error, and on SIGINT/SIGTERM/SIGHUP/
