@@ -224,3 +224,19 @@ PY
 	assert_equal "$stderr" "fmt-sign: error: s.key: output is the same file as input s.key"
 	assert_equal "$(sha256sum d.ald s.key)" "$sum"
 }
+
+@test "license: an impossible date (2027-02-30, 2027-04-31, 2027-02-29, a leap second) is exit 2 like a malformed one, the file unchanged; 2028-02-29 is a date" {
+	cp d.ald before.ald
+	for day in 2027-02-30 2027-04-31 2027-02-29 2100-02-29 2027-01-01T23:59:60Z 2027-13-01; do
+		run --separate-stderr fmt-sign license --licensee acme --expires "$day" --sign-key s.key d.ald
+		assert_failure 2
+		assert_equal "$stderr" "fmt-sign: error: --expires takes a date, YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ (UTC)
+Try 'fmt-sign --help'."
+		assert_equal "$output" ""
+		cmp d.ald before.ald
+	done
+	run --separate-stderr fmt-sign license --licensee acme --expires 2028-02-29 --sign-key s.key d.ald
+	assert_success
+	assert_equal "$output" "licensed d.ald until 2028-02-29T00:00:00Z, signed by seller key $(sed -n 1p s.pub | awk '{print $NF}')"
+	[ "$(licence d.ald | jq .expires)" = 1835395200 ]
+}

@@ -131,6 +131,14 @@ TEST(licence_utc_dates)
 	fmt_format_utc(0, out);
 	CHECK_STR(out, "1970-01-01T00:00:00Z");
 	CHECK(fmt_parse_utc_date("2027-13-01", &t) != 0);
+	/* impossible days are refused, not moved on to the next month */
+	CHECK(fmt_parse_utc_date("2027-02-30", &t) != 0);
+	CHECK(fmt_parse_utc_date("2027-04-31", &t) != 0);
+	CHECK(fmt_parse_utc_date("2027-02-29", &t) != 0);
+	CHECK(fmt_parse_utc_date("2100-02-29", &t) != 0);
+	CHECK(fmt_parse_utc_date("2027-01-01T23:59:60Z", &t) != 0);
+	CHECK(fmt_parse_utc_date("2028-02-29", &t) == 0 && t == 1835395200u);
+	CHECK(fmt_parse_utc_date("2000-02-29", &t) == 0 && t == 951782400u);
 	CHECK(fmt_parse_utc_date("2027-01-01T00:00:00", &t) != 0); /* UTC only: the Z is required */
 	CHECK(fmt_parse_utc_date("2027-01-01 ", &t) != 0);
 	CHECK(fmt_parse_utc_date("1969-12-31", &t) != 0);

@@ -46,8 +46,12 @@ int fmt_parse_utc_date(const char *s, uint64_t *out)
 		end = strptime(end + 1, "%H:%M:%SZ", &tm);
 	if (!end || *end || tm.tm_year < 70)
 		return -1;
+	/* strptime takes any day up to 31 and timegm moves an impossible date on (2027-02-30 to
+	 * March 2): a date is valid only when it comes back as given. */
+	struct tm given = tm;
 	time_t t = timegm(&tm);
-	if (t < 0)
+	if (t < 0 || tm.tm_year != given.tm_year || tm.tm_mon != given.tm_mon || tm.tm_mday != given.tm_mday ||
+	    tm.tm_hour != given.tm_hour || tm.tm_min != given.tm_min || tm.tm_sec != given.tm_sec)
 		return -1;
 	*out = (uint64_t)t;
 	return 0;
