@@ -225,11 +225,8 @@ fmt_kind fmt_x25519_secret_load(const char *path, fmt_x25519_pair *out, fmt_err 
 	}
 	if (fmt_small_check(fd, 0, "the identity", &st, e) != FMT_OK)
 		goto out;
-	if (st.st_mode & 077) {
-		fmt_fail(e, FMT_USAGE, "the identity is readable by others (mode %04o); chmod 600 it",
-			 (unsigned)(st.st_mode & 07777));
+	if (fmt_key_mode_check(&st, "the identity", e) != FMT_OK)
 		goto out;
-	}
 	text = sodium_malloc(KEY_FILE_MAX);
 	out->sk = sodium_malloc(FMT_X25519_LEN);
 	if (!text || !out->sk) {

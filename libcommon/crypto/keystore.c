@@ -172,15 +172,22 @@ fmt_kind fmt_hmac_keygen(const char *path, int rotate, fmt_hmac_key *out, fmt_er
 	return FMT_OK;
 }
 
+fmt_kind fmt_key_mode_check(const struct stat *st, const char *what, fmt_err *e)
+{
+	if (st->st_mode & 077)
+		return fmt_fail(e, FMT_USAGE, "%s is readable by others (mode %04o); chmod 600 it", what,
+				(unsigned)(st->st_mode & 07777));
+	return FMT_OK;
+}
+
 static fmt_kind check_key_file(int fd, const char *name, fmt_err *e)
 {
 	struct stat st;
 	fmt_kind k = fmt_small_check(fd, 0, "the HMAC key", &st, e);
 	if (k != FMT_OK)
 		return k;
-	if (st.st_mode & 077)
-		return fmt_fail(e, FMT_USAGE, "%s is readable by others (mode %04o); chmod 600 it", name,
-				(unsigned)(st.st_mode & 07777));
+	if (fmt_key_mode_check(&st, name, e) != FMT_OK)
+		return e->kind;
 	if (st.st_size != (off_t)USER_KEY_LEN)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "an HMAC key file holds %u bytes, this one %lld",
 				USER_KEY_LEN, (long long)st.st_size);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "crypto_internal.h"
 #include "fmt/io.h"
@@ -244,6 +245,11 @@ fmt_kind fmt_ms_secret_load(const char *given, const fmt_pass_opts *o, fmt_ms_se
 	int enc = k == FMT_OK ? fmt_ms_secret_encrypted(text.bytes, text.len) : 0;
 	if (k == FMT_OK && enc < 0)
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "not a minisign Ed25519 secret key file");
+	/* Unencrypted, the file is the key: readable by its owner only, as every other key file
+	 * (an encrypted one is protected by its passphrase). A pipe (<(...)) is not checked. */
+	struct stat st;
+	if (k == FMT_OK && enc == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode))
+		k = fmt_key_mode_check(&st, "the secret key", e);
 	if (k == FMT_OK && enc == 1)
 		k = fmt_passphrase(o, 0, &pw, e);
 	void (*notice)(const char *) = k == FMT_OK && enc == 1 && o ? o->notice : NULL; /* scrypt takes seconds */

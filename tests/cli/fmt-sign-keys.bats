@@ -503,3 +503,27 @@ PY
 	assert_equal "$(sha256sum a.key a.pub)" "$sums"
 	[ ! -e h.old ] && [ ! -e a.key.old ]
 }
+
+@test "an unencrypted secret key others may read is refused (exit 2) by sign -s and fmt-convert --sign-key, like every key file; an encrypted one is not checked" {
+	fmt_pair k
+	printf 'id,x\n1,2\n' >d.csv
+	chmod 644 k.key
+	run --separate-stderr fmt-sign sign -s k.key model.bin
+	assert_failure 2
+	assert_equal "$stderr" "fmt-sign: error: k.key: the secret key is readable by others (mode 0644); chmod 600 it"
+	[ ! -e model.bin.minisig ]
+	chmod 640 k.key
+	run --separate-stderr fmt-convert --sign-key k.key d.csv s.ald
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: k.key: the secret key is readable by others (mode 0640); chmod 600 it"
+	[ ! -e s.ald ]
+	chmod 600 k.key
+	fmt-sign sign -q -s k.key model.bin
+	fmt-sign verify -q -p k.pub model.bin
+	# encrypted under a passphrase: the mode is the user's business (CONVENTIONS say nothing)
+	printf 'pw\n' >pass.txt
+	fmt-sign keygen -p e.pub -s e.key --passphrase-file pass.txt >/dev/null
+	chmod 644 e.key
+	fmt-sign sign -q -s e.key --passphrase-file pass.txt -x e.minisig model.bin
+	fmt-sign verify -q -p e.pub -x e.minisig model.bin
+}

@@ -726,7 +726,7 @@ PY
 	cp seller.key open.key && chmod 644 open.key
 	run --separate-stderr fmt-watermark extract --key open.key m.safetensors
 	assert_failure 2
-	[[ "$stderr" == *"can be read by others (mode 644)"* ]]
+	assert_equal "$stderr" "fmt-watermark: error: open.key: the watermark key is readable by others (mode 0644); chmod 600 it"
 	head -c 31 seller.key >short.key && chmod 600 short.key
 	run fmt-watermark extract --key short.key m.safetensors
 	assert_failure 4

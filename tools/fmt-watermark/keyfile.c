@@ -21,9 +21,8 @@ fmt_kind wm_key_load(const char *path, fmt_wm_key **key, uint8_t raw[FMT_WM_KEY_
 				   : fmt_fail(e, FMT_IO, "cannot open the watermark key: %s", strerror(errno));
 	else if (fmt_small_check(fd, 0, "the watermark key", &st, e) != FMT_OK)
 		k = e->kind;
-	else if (st.st_mode & 077)
-		k = fmt_fail(e, FMT_USAGE, "the watermark key can be read by others (mode %03o); chmod 600 it",
-			     (unsigned)(st.st_mode & 0777));
+	else
+		k = fmt_key_mode_check(&st, "the watermark key", e);
 	size_t n = 0;
 	if (k == FMT_OK && (k = fmt_small_read(fd, buf, sizeof buf, &n, e)) == FMT_OK) {
 		if (n != FMT_WM_KEY_LEN)

@@ -96,6 +96,12 @@ fmt_kind fmt_key_file_create(const char *path, const void *bytes, size_t len, in
  * without, an existing key is refused (UsageError). */
 fmt_kind fmt_hmac_keygen(const char *path, int rotate, fmt_hmac_key *out, fmt_err *e);
 
+/* A secret key file (st: its fstat or stat) that its group or others may read or write:
+ * UsageError "WHAT is readable by others (mode 0644); chmod 600 it". Every secret key loader
+ * (HMAC, unencrypted Ed25519, X25519 identity, watermark) asks this. */
+struct stat;
+fmt_kind fmt_key_mode_check(const struct stat *st, const char *what, fmt_err *e);
+
 /* Load the per-user key; a missing file, wrong size or a mode readable by others is refused. */
 fmt_kind fmt_hmac_key_load(const char *path, fmt_hmac_key *out, fmt_err *e);
 
