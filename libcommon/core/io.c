@@ -1116,6 +1116,21 @@ void fmt_sink_set_mode(fmt_sink *k, mode_t mode)
 	k->mode = mode & 07777;
 }
 
+fmt_kind fmt_sink_open_in_place(fmt_sink *k, const char *path, fmt_err *e)
+{
+	struct stat st;
+	char *target = realpath(path, NULL);
+	if (!target || stat(target, &st) != 0) {
+		free(target);
+		return fmt_fail(e, FMT_IO, "cannot resolve %s: %s", path, strerror(errno));
+	}
+	fmt_kind r = fmt_sink_open(k, target, FMT_SINK_FORCE, e);
+	free(target);
+	if (r == FMT_OK)
+		fmt_sink_set_mode(k, st.st_mode);
+	return r;
+}
+
 /* Flush what is buffered, then write n bytes at off. */
 static fmt_kind flush_and_pwrite(fmt_sink *k, uint64_t off, const uint8_t *p, size_t n, fmt_err *e)
 {

@@ -457,3 +457,43 @@ for path in sys.argv[2:]:
         assert probe not in text and probe not in data, path
 PY
 }
+
+# ---- in place: the mode kept, a symbolic link followed (as fmt-convert --in-place) ----
+
+@test "signing and licensing in place keep the file's mode and replace the file a symbolic link names (the link stays)" {
+	fmt-convert -q rows.csv emb.ald
+	fmt-convert -q rows.csv lic.ald
+	fmt-convert -q rows.csv real.ald
+	fmt-convert -q rows.csv licreal.ald
+	fmt-convert -q "$SAMPLES/tiny.safetensors" h.apsim
+	fmt-convert -q --shard 100 "$SAMPLES/tiny.safetensors" set.apsim.index.json
+	chmod 600 emb.ald h.apsim set.apsim.index.json
+	chmod 640 lic.ald
+	fmt-sign keygen -q --hmac
+	fmt-sign sign -q --embed -s a.key emb.ald
+	fmt-sign license -q --licensee acme --sign-key a.key lic.ald
+	fmt-sign sign -q h.apsim
+	fmt-sign sign -q --embed -s a.key set.apsim.index.json
+	assert_equal "$(stat -c '%a %n' emb.ald lic.ald h.apsim set.apsim.index.json | tr '\n' ' ')" \
+		"600 emb.ald 640 lic.ald 600 h.apsim 600 set.apsim.index.json "
+	fmt-verify -q -p a.pub emb.ald
+	fmt-verify -q --hmac-key h.apsim
+	fmt-verify -q -p a.pub set.apsim.index.json
+	[ "$(fmt-inspect -j lic.ald | jq -r .ald.license.licensee_sha256)" = "$(printf acme | sha256sum | cut -c1-64)" ]
+	# through symbolic links: the files they name are signed and licensed, the links stay links
+	ln -s real.ald link.ald
+	ln -s licreal.ald liclink.ald
+	cp h.apsim hreal.apsim
+	ln -s hreal.apsim hlink.apsim
+	fmt-sign sign -q --embed -s a.key link.ald
+	fmt-sign license -q --licensee acme --sign-key a.key liclink.ald
+	fmt-sign sign -q --secret-file a.key hlink.apsim
+	assert_equal "$(readlink link.ald) $(readlink liclink.ald) $(readlink hlink.apsim)" "real.ald licreal.ald hreal.apsim"
+	run --separate-stderr fmt-verify -p a.pub real.ald
+	assert_success
+	assert_output "real.ald: ok (ald, 3 rows, CRC-32 ieee, ed25519 signature by trusted key $A)"
+	cmp <(fmt-inspect -j licreal.ald | jq .ald.license.licensee_sha256) \
+		<(fmt-inspect -j lic.ald | jq .ald.license.licensee_sha256)
+	fmt-verify -q --secret-file a.key hreal.apsim
+	[ -z "$(ls -A | grep '^\.fmtkit-tmp' || true)" ]
+}

@@ -59,7 +59,7 @@ fmt_kind fmt_ald_rewrite_in_place(const char *path, const ald_state *s, fmt_ald_
 				  fmt_err *e)
 {
 	fmt_sink k;
-	fmt_kind r = fmt_sink_open(&k, path, FMT_SINK_FORCE, e);
+	fmt_kind r = fmt_sink_open_in_place(&k, path, e);
 	if (r != FMT_OK)
 		return r;
 	r = body(s, &k, ctx, e);

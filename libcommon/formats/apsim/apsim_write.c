@@ -563,14 +563,14 @@ static fmt_kind write_index_to(fmt_sink *k, char *const *files, const char (*sha
 	return r;
 }
 
-/* The same written atomically to path (signing an index in place). */
-static fmt_kind write_index(const char *path, unsigned flags, char *const *files,
+/* The same written atomically over the index at path (signing it in place). */
+static fmt_kind write_index(const char *path, char *const *files,
 			    const char (*shas)[FMT_SHA256_HEX + 1], size_t n_files,
 			    const char *const *tensors, const char *const *tensor_files, size_t n_t,
 			    uint64_t total, const char *signature, fmt_err *e)
 {
 	fmt_sink k;
-	fmt_kind r = fmt_sink_open(&k, path, flags, e);
+	fmt_kind r = fmt_sink_open_in_place(&k, path, e);
 	if (r != FMT_OK)
 		return r;
 	r = write_index_to(&k, files, shas, n_files, tensors, tensor_files, n_t, total, signature, e);
@@ -807,7 +807,7 @@ static fmt_kind resign_file(fmt_model *m, const fmt_keyset *key, fmt_err *e)
 		r = padded_header(kv, n, ts, begins, f->n_tensors, &head, e);
 	fmt_sink k;
 	if (r == FMT_OK)
-		r = fmt_sink_open(&k, m->path, FMT_SINK_FORCE, e);
+		r = fmt_sink_open_in_place(&k, m->path, e);
 	if (r == FMT_OK) {
 		/* The data is the tensors in file order, without holes (the reader checked): copy them. */
 		r = fmt_sink_write(&k, head.p, head.len, e);
@@ -845,7 +845,7 @@ static fmt_kind resign_index(fmt_model *m, const fmt_keyset *key, fmt_err *e)
 	if (r == FMT_OK)
 		r = fmt_apsim_signature(key, shas, n, sig, e);
 	if (r == FMT_OK)
-		r = write_index(m->path, FMT_SINK_FORCE, st->shard_names, (const char (*)[FMT_SHA256_HEX + 1])st->shard_sha,
+		r = write_index(m->path, st->shard_names, (const char (*)[FMT_SHA256_HEX + 1])st->shard_sha,
 				n, tn, tf, m->n_tensors, st->total_size, sig, e);
 	free(shas);
 	free(tn);

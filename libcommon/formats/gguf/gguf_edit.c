@@ -70,25 +70,16 @@ static fmt_kind write_edited(const fmt_model *m, const fmt_gguf_info *st, const 
 fmt_kind fmt_gguf_edit_meta(const fmt_model *m, const fmt_meta *meta, size_t n_meta, int *data_moved, fmt_err *e)
 {
 	const fmt_gguf_info *st = fmt_gguf_info_of(m);
-	struct stat before;
 	uint32_t align;
 	if (!st || st->n_shards != 1 || m->n_sources != 1 || m->sources[0].fd < 0 || m->sources[0].sequential)
 		return fmt_fail(e, FMT_UNSUPPORTED, "in-place edits take one GGUF file, not a split set or a stream");
 	fmt_kind r = fmt_gguf_check_meta(meta, n_meta, &align, e);
 	if (r != FMT_OK)
 		return r;
-	if (fstat(m->sources[0].fd, &before) != 0)
-		return fmt_fail(e, FMT_IO, "cannot stat %s", m->path);
-	/* through a symbolic link, the file it names is replaced, not the link */
-	char *target = realpath(m->path, NULL);
-	if (!target)
-		return fmt_fail(e, FMT_IO, "cannot resolve %s", m->path);
+	/* through a symbolic link, the file it names is replaced, not the link; it keeps its mode */
 	fmt_sink k;
-	if ((r = fmt_sink_open(&k, target, FMT_SINK_FORCE, e)) != FMT_OK) {
-		free(target);
+	if ((r = fmt_sink_open_in_place(&k, m->path, e)) != FMT_OK)
 		return r;
-	}
-	fmt_sink_set_mode(&k, before.st_mode); /* the file keeps its permission bits */
 	if (align != st->alignment) { /* the tensors are laid out anew */
 		*data_moved = 1;
 		r = fmt_gguf_write_file(m, meta, n_meta, m->tensors, m->n_tensors, align, &k, e);
@@ -103,6 +94,5 @@ fmt_kind fmt_gguf_edit_meta(const fmt_model *m, const fmt_meta *meta, size_t n_m
 		r = fmt_sink_commit(&k, e);
 	else
 		fmt_sink_abort(&k);
-	free(target);
 	return r;
 }

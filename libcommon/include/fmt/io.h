@@ -183,6 +183,10 @@ typedef struct fmt_sink {
 #define FMT_SINK_TEXT 2u  /* text (CSV, JSON Lines): standard output may be a terminal */
 
 fmt_kind fmt_sink_open(fmt_sink *k, const char *path, unsigned flags, fmt_err *e);
+/* A sink that replaces the existing file path in place (an edit, signing or licensing a file):
+ * through a symbolic link the file it names is replaced (the link stays), and the new file
+ * keeps the permission bits of the old one. */
+fmt_kind fmt_sink_open_in_place(fmt_sink *k, const char *path, fmt_err *e);
 /* The refusal fmt_sink_open would give an existing path without FMT_SINK_FORCE, or a directory
  * with it, for a caller that can say it before reading its input (fmt_sink_open checks again). */
 fmt_kind fmt_sink_may_create(const char *path, unsigned flags, fmt_err *e);
