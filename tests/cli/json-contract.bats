@@ -215,7 +215,7 @@ Try 'fmt-inspect --help'." ]
 	contract 0 'ok' fmt-sign keygen --json -W -p b.pub -s b.key
 	contract 2 'null=2:UsageError' fmt-sign keygen --json -W -p b.pub -s b.key
 	contract 3 'ok missing.bin=3:IoError' fmt-sign sign --json -s a.key m.safetensors missing.bin
-	contract 3 'ok n.safetensors=3:IoError' fmt-sign verify --json -p a.pub m.safetensors n.safetensors
+	contract 7 'ok n.safetensors=7:SignatureInvalid' fmt-sign verify --json -p a.pub m.safetensors n.safetensors
 	contract 3 'm.safetensors=3:IoError n.safetensors=3:IoError' fmt-sign sign --json -s nope.key m.safetensors n.safetensors
 	contract 2 'null=2:UsageError' fmt-sign key-id --json --secret-file nope
 	contract 0 'ok' fmt-sign key-id --json -p a.pub

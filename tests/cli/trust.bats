@@ -497,3 +497,43 @@ PY
 	fmt-verify -q --secret-file a.key hreal.apsim
 	[ -z "$(ls -A | grep '^\.fmtkit-tmp' || true)" ]
 }
+
+# ---- fmt-sign verify: the embedded signature when there is no FILE.minisig ----
+
+@test "fmt-sign verify without FILE.minisig: the embedded signature is checked as fmt-verify does; none is 7, as fmt-verify" {
+	fmt-convert -q --sign-key a.key rows.csv s.ald
+	run --separate-stderr fmt-sign verify -p a.pub s.ald
+	assert_success
+	assert_output "Embedded Ed25519 signature verified (key $A)"
+	run --separate-stderr fmt-sign verify --json -p a.pub s.ald
+	assert_success
+	assert_output "{\"file\":\"s.ald\",\"key_id\":\"$A\",\"embedded\":true}"
+	run --separate-stderr fmt-sign verify -p b.pub s.ald
+	assert_failure 7
+	assert_equal "$stderr" "fmt-sign: error: s.ald: signed by Ed25519 public key $(raw_pk_of a.pub), which is not a trusted key (the block embeds the bare key, without a minisign key id)"
+	run fmt-verify -q -p b.pub s.ald
+	assert_failure 7
+	fmt-convert -q --sign-key a.key "$SAMPLES/tiny.safetensors" m.apsim
+	run --separate-stderr fmt-sign verify -p a.pub m.apsim
+	assert_success
+	assert_output "Embedded Ed25519 signature verified (key $A)"
+	# no signature at all: 7, as fmt-verify
+	run --separate-stderr fmt-sign verify -p a.pub rows.csv
+	assert_failure 7
+	assert_equal "$stderr" "fmt-sign: error: rows.csv: not signed: csv files carry no embedded Ed25519 signature and there is no FILE.minisig beside it"
+	run fmt-verify -q -p a.pub rows.csv
+	assert_failure 7
+	fmt-convert -q rows.csv u.ald
+	run --separate-stderr fmt-sign verify -p a.pub u.ald
+	assert_failure 7
+	assert_equal "$stderr" "fmt-sign: error: u.ald: not signed: no signature block (flag bit 1) and no FILE.minisig"
+	printf '\000\001\002\003 no format' >model.bin
+	run --separate-stderr fmt-sign verify -p a.pub model.bin
+	assert_failure 7
+	[[ "$stderr" == "fmt-sign: error: model.bin: not signed: no model.bin.minisig beside it, and no embedded signature can be read (unrecognised format"* ]] || fail "$stderr"
+	# a FILE.minisig beside the file is what is checked, as before
+	fmt-sign sign -q -s b.key s.ald
+	run --separate-stderr fmt-sign verify -p b.pub s.ald
+	assert_success
+	assert_line --index 0 "Signature and comment signature verified"
+}

@@ -20,7 +20,7 @@ static const fmt_cli_command commands[] = {
 	{ "keygen", "create an Ed25519 key pair (minisign's formats), an X25519 pair or the HMAC key" },
 	{ "sign", "with -s: write FILE.minisig for each FILE (--embed: sign .apsim/.ald FILEs in place); with an HMAC key: sign an .apsim FILE in place" },
 	{ "key-id", "print the id of the key the options name" },
-	{ "verify", "check FILE.minisig for each FILE and print its trusted comment" },
+	{ "verify", "check FILE.minisig for each FILE and print its trusted comment (no FILE.minisig: its embedded signature)" },
 	{ "license", "add a signed licence to each .ald FILE" },
 	{ NULL, NULL }
 };
@@ -145,7 +145,7 @@ static const fmt_cli_tool tool = {
 	.footer = "Secrets are never option values: there is no --secret VALUE.\n"
 		  "Exit status: 0 ok, 2 usage (also a key file others can read, no key), 3 I/O error,\n"
 		  "4 invalid format, 5 unsupported version, 6 checksum mismatch (a file changed before\n"
-		  "--embed signs it), 7 signature invalid (wrong key id, bad\n"
+		  "--embed signs it), 7 signature missing or invalid (no signature, wrong key id, bad\n"
 		  "signature, bad global signature, untrusted key), 8 wrong passphrase.",
 	.on_option = on_option,
 };

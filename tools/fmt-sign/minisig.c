@@ -13,6 +13,7 @@
 #include "fmt/io.h"
 #include "fmt/out.h"
 #include "fmt/progress.h"
+#include "fmt/registry.h"
 #include "fmt/table.h"
 #include "fmt/thread.h"
 #include "sign.h"
@@ -387,13 +388,50 @@ int sign_cmd_sign_embed(char **files, int n, const sign_opts *o)
 	return sign_files(files, n, o, 1);
 }
 
+/* No FILE.minisig: the file's embedded Ed25519 signature, checked as fmt-verify checks it (the
+ * whole file verified, the signature by one of the n keys); a file without one, or that
+ * cannot be read as a format that has one, is not signed (SignatureInvalid). */
+static fmt_kind verify_embedded(const char *file, const fmt_ms_public *keys, size_t n, const sign_opts *o,
+				fmt_signer *signer, fmt_err *e)
+{
+	fmt_model m;
+	fmt_table t;
+	int is_table = 0;
+	memset(signer, 0, sizeof *signer);
+	fmt_verify_opts vo = { .threads = o->common.threads > 0 ? o->common.threads : fmt_cpu_count(),
+			       .keys = { .trusted = keys, .n_trusted = n }, .signer = signer };
+	fmt_kind k = fmt_open_any(file, NULL, &m, &t, &is_table, e);
+	if (k != FMT_OK) {
+		char why[FMT_ERR_MSG_MAX];
+		snprintf(why, sizeof why, "%s", e->msg);
+		return fmt_fail(e, FMT_SIGNATURE, "not signed: no %s.minisig beside it, and no embedded signature "
+				"can be read (%s)", file, why);
+	}
+	k = is_table ? fmt_table_verify(&t, &vo, e) : fmt_model_verify(&m, &vo, e);
+	if (is_table)
+		fmt_table_free(&t);
+	else
+		fmt_model_free(&m);
+	if (k == FMT_OK && !(signer->kind && strcmp(signer->kind, "ed25519") == 0))
+		k = fmt_fail(e, FMT_SIGNATURE, "not signed: no %s.minisig beside it and no embedded Ed25519 signature",
+			     file);
+	return k;
+}
+
+/* FILE.minisig (or -x) when there is one, else the embedded signature (signer->kind set). */
 static fmt_kind verify_one(const char *file, const fmt_ms_public *keys, size_t n, const sign_opts *o,
-			   fmt_ms_sig *sig, size_t *which, fmt_err *e)
+			   fmt_ms_sig *sig, size_t *which, fmt_signer *signer, fmt_err *e)
 {
 	char *sig_path = sig_path_for(file, o), *text = NULL;
 	size_t len;
+	struct stat st;
+	memset(signer, 0, sizeof *signer);
 	if (!sig_path)
 		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+	if (!o->sigfile && lstat(sig_path, &st) != 0 && errno == ENOENT) {
+		free(sig_path);
+		return verify_embedded(file, keys, n, o, signer, e);
+	}
 	/* -x names its file; FILE.minisig is found beside FILE: a regular file only. */
 	fmt_kind k = fmt_read_small(sig_path, o->sigfile ? FMT_SMALL_NAMED : 0, FMT_MS_FILE_MAX, &text, &len, e);
 	if (k == FMT_OK) {
@@ -422,6 +460,21 @@ static void print_trusted(const char *s, size_t n)
 	}
 }
 
+/* An embedded signature verified: "Embedded Ed25519 signature verified (key ID)", or the JSON
+ * object {"file", "key_id", "embedded": true}; 0 or the I/O exit status. */
+static int report_embedded(const char *file, const char *id, const sign_opts *o)
+{
+	if (!o->common.json) {
+		printf("Embedded Ed25519 signature verified (key %s)\n", id);
+		return 0;
+	}
+	json_t *obj = json_pack("{s:o, s:s, s:b}", "file", fmt_json_string(file, strlen(file)), "key_id", id,
+				"embedded", 1);
+	int r = obj ? fmt_json_line(stdout, obj) : -1;
+	json_decref(obj);
+	return r == 0 ? 0 : FMT_IO;
+}
+
 int sign_cmd_verify(char **files, int n, const sign_opts *o)
 {
 	fmt_err e;
@@ -444,14 +497,20 @@ int sign_cmd_verify(char **files, int n, const sign_opts *o)
 	for (int i = 0; i < n; i++) {
 		size_t which = 0;
 		char id[FMT_MS_KEY_ID_HEX];
+		fmt_signer signer;
 		fmt_err_clear(&e);
-		if (verify_one(files[i], keys, n_keys, o, sig, &which, &e) != FMT_OK) {
+		if (verify_one(files[i], keys, n_keys, o, sig, &which, &signer, &e) != FMT_OK) {
 			int code = sign_fail(o, files[i], &e);
 			worst = code > worst ? code : worst;
 			continue;
 		}
 		if (o->common.quiet)
 			continue;
+		if (signer.kind) {
+			int code = report_embedded(files[i], signer.key_id, o);
+			worst = code > worst ? code : worst;
+			continue;
+		}
 		fmt_ms_key_id(sig->keynum, id);
 		if (o->common.json) {
 			json_t *obj = json_pack("{s:o, s:s, s:b, s:o}", "file",
