@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/cli.h"
+#include "fmt/io.h"
 #include "fmt/out.h"
 #include "fmt/report.h"
 #include "fmt/strbuf.h"
@@ -562,6 +563,9 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 			return exit_now(cli, fmt_cli_finish(t, cli, 0));
 		}
 		given[index_of(t, c, long_index)] = 1;
+		const fmt_cli_option *opt = option_at(t, index_of(t, c, long_index));
+		if (opt->id == c && opt->complete == FMT_COMPLETE_FILE && optarg && cli->n_files < FMT_CLI_MAX_FILES)
+			cli->files[cli->n_files++] = (fmt_cli_file){ opt->name, optarg };
 		int r = common_option(c, optarg, &cli->common, &e);
 		if (r == 0)
 			r = t->on_option ? (t->on_option(ctx, c, optarg, &e) < 0 ? -1 : 1)
@@ -575,6 +579,15 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 	if (command_count(t) && (find_command(t, cli) || check_command_options(t, given, cli)))
 		return exit_now(cli, FMT_USAGE);
 	return 1;
+}
+
+fmt_kind fmt_cli_check_output(const fmt_cli *cli, const char *what, const char *output, fmt_err *e)
+{
+	for (size_t i = 0; i < cli->n_files; i++)
+		if (fmt_same_file(output, cli->files[i].path))
+			return fmt_fail(e, FMT_USAGE, "%s names the same file as --%s (%s)", what, cli->files[i].option,
+					cli->files[i].path);
+	return FMT_OK;
 }
 
 int fmt_cli_finish(const fmt_cli_tool *t, const fmt_cli *cli, int status)

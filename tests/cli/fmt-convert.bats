@@ -915,6 +915,25 @@ print(len(q) // 18, bad)' q4.bin "$FX/big.f32" y.f32
 	assert_nothing_written a48.gguf
 }
 
+@test "OUT that is a file an option names (--sign-key, --schema: any file option) is refused before anything, -f or not" {
+	# Only IN was compared: 'fmt-convert -f --sign-key k.ald d.csv k.ald' overwrote the secret key
+	# with the dataset it signed.
+	printf 'id,x\n1,2.5\n' >d.csv
+	fmt-sign keygen -W -p k.pub -s k.ald >/dev/null
+	printf '{"x": "float32"}' >s.csv
+	ln s.csv s-link.csv
+	sha256sum k.ald s.csv >sums
+	run --separate-stderr fmt-convert -f --sign-key k.ald d.csv k.ald
+	assert_failure 2
+	assert_equal "$(head -n 1 <<<"$stderr")" "fmt-convert: error: OUT names the same file as --sign-key (k.ald)"
+	run --separate-stderr fmt-convert -f --schema s.csv d.csv s-link.csv
+	assert_failure 2
+	assert_equal "$(head -n 1 <<<"$stderr")" "fmt-convert: error: OUT names the same file as --schema (s.csv)"
+	sha256sum -c --quiet sums
+	run fmt-convert --schema s.csv d.csv out.csv
+	assert_success
+}
+
 @test "OUTPUT - on a terminal is refused (exit 2) for a binary format; CSV and JSON Lines are text, shown there" {
 	command -v script >/dev/null || skip "script(1) is not installed"
 	run script -qec "fmt-convert --to gguf '$SAMPLES/tiny.safetensors' -" /dev/null

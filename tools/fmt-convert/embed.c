@@ -218,6 +218,8 @@ int convert_network(convert_args *a, fmt_cli *cli, const fmt_cli_tool *tool)
 	const char *input = cli->operands[0], *output = cli->operands[1];
 	fmt_err e;
 	fmt_err_clear(&e);
+	if (fmt_cli_check_output(cli, "OUT", output, &e) != FMT_OK)
+		return fmt_cli_usage_error(tool, e.msg);
 	net_result r = { 0 };
 	fmt_kind k = fmt_check_distinct(input, output, &e);
 	if (k == FMT_OK)

@@ -31,6 +31,8 @@ int main(int argc, char **argv)
 	if (bad)
 		return fmt_cli_usage_error(tool, bad);
 	const char *input = cli.operands[0], *output = cli.operands[1];
+	if (fmt_cli_check_output(&cli, "OUT", output, &e) != FMT_OK)
+		return fmt_cli_usage_error(tool, e.msg);
 	convert_take_common(&a.o, &cli.common);
 	if ((bad = convert_output(&a, output)))
 		return fmt_cli_usage_error(tool, bad);

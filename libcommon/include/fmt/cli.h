@@ -169,13 +169,27 @@ typedef struct fmt_cli_tool {
 	int (*on_option)(void *ctx, int id, const char *arg, fmt_err *e);
 } fmt_cli_tool;
 
+/* The files the options given name (FMT_COMPLETE_FILE), the first FMT_CLI_MAX_FILES of them. */
+#define FMT_CLI_MAX_FILES 32
+typedef struct fmt_cli_file {
+	const char *option;    /* its long name */
+	const char *path;
+} fmt_cli_file;
+
 typedef struct fmt_cli {
 	fmt_common_opts common;
 	int command;           /* index in tool->commands; -1 without subcommands */
 	char **operands;       /* the words that are not options, after the subcommand */
 	int n_operands;
 	int exit_code;         /* when fmt_cli_parse returned 0 */
+	fmt_cli_file files[FMT_CLI_MAX_FILES];
+	size_t n_files;
 } fmt_cli;
+
+/* A tool whose options name only files it reads: UsageError when output is one of them (device
+ * and inode), "WHAT names the same file as --sign-key (k.ald)": -f or not, writing it would
+ * destroy what the command reads. */
+fmt_kind fmt_cli_check_output(const fmt_cli *cli, const char *what, const char *output, fmt_err *e);
 
 /* Parse argv (options anywhere, "--" ends them). Returns 1 when the tool should run; 0 when it
  * must exit now with cli->exit_code: after --help, --version, --dump-options (0, or 3 when
