@@ -564,7 +564,8 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 		}
 		given[index_of(t, c, long_index)] = 1;
 		const fmt_cli_option *opt = option_at(t, index_of(t, c, long_index));
-		if (opt->id == c && opt->complete == FMT_COMPLETE_FILE && optarg && cli->n_files < FMT_CLI_MAX_FILES)
+		if (opt->id == c && opt->complete == FMT_COMPLETE_FILE && !(opt->flags & FMT_CLI_OUTPUT_MAY_REPLACE) &&
+		    optarg && cli->n_files < FMT_CLI_MAX_FILES)
 			cli->files[cli->n_files++] = (fmt_cli_file){ opt->name, optarg };
 		int r = common_option(c, optarg, &cli->common, &e);
 		if (r == 0)

@@ -932,6 +932,11 @@ print(len(q) // 18, bad)' q4.bin "$FX/big.f32" y.f32
 	sha256sum -c --quiet sums
 	run fmt-convert --schema s.csv d.csv out.csv
 	assert_success
+	# --metadata-from OUT is read whole before OUT is replaced: rebuilding a file keeps its keys
+	fmt-convert -q --set general.name=kept "$SAMPLES/tiny.safetensors" m.gguf
+	run fmt-convert -f --metadata-from m.gguf "$SAMPLES/tiny.safetensors" m.gguf
+	assert_success
+	[ "$(fmt-inspect --json m.gguf | jq -r '.metadata["general.name"]')" = kept ]
 }
 
 @test "OUTPUT - on a terminal is refused (exit 2) for a binary format; CSV and JSON Lines are text, shown there" {

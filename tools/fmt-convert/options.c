@@ -117,7 +117,7 @@ static const fmt_cli_option own_options[] = {
 	  .complete = FMT_COMPLETE_FILE, .words = "*.json" },
 	{ FMT_CLI_OPT("metadata-from", OPT_METADATA_FROM, "FILE", "copy the metadata keys of another model file (a GGUF\n"
 		      "vocabulary), types kept; not its alignment, split or file type keys"),
-	  .complete = FMT_COMPLETE_FILE, .words = "*.gguf" },
+	  .complete = FMT_COMPLETE_FILE, .words = "*.gguf", .flags = FMT_CLI_OUTPUT_MAY_REPLACE },
 	{ FMT_CLI_OPT("keys", OPT_KEYS, "GLOB", "--metadata-from copies only the keys that match (repeatable)"),
 	  .flags = FMT_CLI_REPEAT },
 	{ FMT_CLI_OPT("unset", OPT_UNSET, "GLOB", "remove the metadata keys that match (repeatable); never a key\n"

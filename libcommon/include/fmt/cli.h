@@ -118,6 +118,9 @@ enum {
 	 * it) before any option acts, since keeping only the last (a second --encrypt-to, -o or
 	 * key) would silently drop the first. A flag may always be repeated (-v -v). */
 	FMT_CLI_REPEAT = 1,
+	/* FMT_COMPLETE_FILE: a file read whole before anything is written, which the output may
+	 * replace on purpose (--metadata-from OUT): fmt_cli_check_output passes it by. */
+	FMT_CLI_OUTPUT_MAY_REPLACE = 2,
 };
 
 /* A value of FMT_COMPLETE_WORDS with what it means (the zsh completion shows both). */
@@ -169,7 +172,8 @@ typedef struct fmt_cli_tool {
 	int (*on_option)(void *ctx, int id, const char *arg, fmt_err *e);
 } fmt_cli_tool;
 
-/* The files the options given name (FMT_COMPLETE_FILE), the first FMT_CLI_MAX_FILES of them. */
+/* The files the options given name (FMT_COMPLETE_FILE but not FMT_CLI_OUTPUT_MAY_REPLACE), the
+ * first FMT_CLI_MAX_FILES of them. */
 #define FMT_CLI_MAX_FILES 32
 typedef struct fmt_cli_file {
 	const char *option;    /* its long name */
