@@ -217,6 +217,8 @@ fmt_kind fmt_x25519_secret_load(const char *path, fmt_x25519_pair *out, fmt_err 
 	fmt_kind k = fmt_crypto_sodium_init(e);
 	if (k != FMT_OK)
 		return k;
+	if (fmt_key_path_check(path, "the identity", e) != FMT_OK)
+		return e->kind;
 	k = FMT_INVALID_FORMAT; /* until the key is read */
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {

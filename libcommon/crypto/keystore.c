@@ -180,6 +180,13 @@ fmt_kind fmt_key_mode_check(const struct stat *st, const char *what, fmt_err *e)
 	return FMT_OK;
 }
 
+fmt_kind fmt_key_path_check(const char *path, const char *what, fmt_err *e)
+{
+	if (strcmp(path, "-") == 0)
+		return fmt_fail(e, FMT_USAGE, "%s is read from a file (its mode is checked), not standard input", what);
+	return FMT_OK;
+}
+
 static fmt_kind check_key_file(int fd, const char *name, fmt_err *e)
 {
 	struct stat st;
@@ -197,6 +204,8 @@ static fmt_kind check_key_file(int fd, const char *name, fmt_err *e)
 fmt_kind fmt_hmac_key_load(const char *path, fmt_hmac_key *out, fmt_err *e)
 {
 	memset(out, 0, sizeof *out);
+	if (fmt_key_path_check(path, "the HMAC key", e) != FMT_OK)
+		return e->kind;
 	/* Non-blocking, so that a FIFO planted at the key path cannot hang the open (it is then
 	 * refused as not a regular file); never through a symbolic link. */
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);

@@ -238,7 +238,8 @@ fmt_kind fmt_ms_secret_load(const char *given, const fmt_pass_opts *o, fmt_ms_se
 	memset(sec, 0, sizeof *sec);
 	fmt_kind k = given ? ((path = strdup(given)) ? FMT_OK : fmt_fail(e, FMT_INTERNAL, "out of memory"))
 			   : fmt_key_file_path("ed25519.key", &path, e);
-	if (k == FMT_OK && access(path, R_OK) != 0)
+	/* - : the key piped in (its mode is not checked, as for <(...)) */
+	if (k == FMT_OK && strcmp(path, "-") != 0 && access(path, R_OK) != 0)
 		k = fmt_fail(e, FMT_IO, "cannot open the secret key: %s", strerror(errno));
 	if (k == FMT_OK)
 		k = fmt_secret_from_file(path, &text, e);

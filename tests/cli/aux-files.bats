@@ -235,6 +235,18 @@ sys.stdout.buffer.write(struct.pack("<Q", len(h)) + h + a.tobytes())' >big.safet
 	fmt-sign keygen -p k.pub -s k.key --passphrase-file <(printf 'phrase\n') >/dev/null
 	run bash -c 'printf "phrase\n" | fmt-sign sign -q -s k.key --passphrase-file - d.csv && fmt-sign verify -q -p k.pub d.csv'
 	assert_success
+	# an Ed25519 secret key may be piped in too (pass show minisign | fmt-sign sign -s - ...); the
+	# key files whose mode is checked may not, and say so (they said 'cannot open ...', exit 3)
+	fmt-sign keygen -W -p w.pub -s w.key >/dev/null
+	rm -f d.csv.minisig
+	run bash -c 'cat w.key | fmt-sign sign -q -s - d.csv && fmt-sign verify -q -p w.pub d.csv'
+	assert_success
+	run --separate-stderr bash -c 'cat w.key | fmt-convert --identity - e.ald out.csv'
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: the identity is read from a file (its mode is checked), not standard input"
+	run --separate-stderr bash -c 'head -c 32 /dev/zero | fmt-watermark extract --key - d.csv'
+	assert_failure 2
+	assert_equal "$stderr" "fmt-watermark: error: the watermark key is read from a file (its mode is checked), not standard input"
 	fmt-convert m.safetensors m.apsim
 	run bash -c 'printf "team secret\n" | fmt-sign sign -q --secret-file - m.apsim && fmt-verify -q --secret-file <(printf "team secret") m.apsim'
 	assert_success

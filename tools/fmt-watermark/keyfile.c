@@ -14,6 +14,8 @@ fmt_kind wm_key_load(const char *path, fmt_wm_key **key, uint8_t raw[FMT_WM_KEY_
 	struct stat st;
 	uint8_t buf[FMT_WM_KEY_LEN + 1];
 	*key = NULL;
+	if (fmt_key_path_check(path, "the watermark key", e) != FMT_OK)
+		return e->kind;
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
 	fmt_kind k = FMT_OK;
 	if (fd < 0)

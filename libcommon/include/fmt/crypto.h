@@ -101,6 +101,9 @@ fmt_kind fmt_hmac_keygen(const char *path, int rotate, fmt_hmac_key *out, fmt_er
  * (HMAC, unencrypted Ed25519, X25519 identity, watermark) asks this. */
 struct stat;
 fmt_kind fmt_key_mode_check(const struct stat *st, const char *what, fmt_err *e);
+/* A key file whose mode is checked is a file: path - is UsageError "WHAT is read from a file
+ * (its mode is checked), not standard input". */
+fmt_kind fmt_key_path_check(const char *path, const char *what, fmt_err *e);
 
 /* Load the per-user key; a missing file, wrong size or a mode readable by others is refused. */
 fmt_kind fmt_hmac_key_load(const char *path, fmt_hmac_key *out, fmt_err *e);
