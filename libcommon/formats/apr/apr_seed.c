@@ -311,10 +311,11 @@ static fmt_kind read_index(fmt_model *m, int src, apr_state *st, fmt_err *e)
 	for (uint64_t i = 0; i < count && k == FMT_OK; i++) {
 		entry en;
 		k = parse_entry(&c, i, &en, name, e);
+		if (k != FMT_OK)
+			break;
 		en.t.file_offset = en.rel;
 		en.t.stored_bytes = en.size;
-		if (k == FMT_OK)
-			k = fmt_model_add_tensor(m, &en.t, NULL, e);
+		k = fmt_model_add_tensor(m, &en.t, NULL, e);
 	}
 	free(name);
 	fmt_apr_window_free(&c.w);

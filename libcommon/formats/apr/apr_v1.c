@@ -260,7 +260,8 @@ fmt_kind fmt_apr_v1_open(fmt_model *m, apr_state *st, fmt_err *e)
 	uint8_t f[4];
 	if (k == FMT_OK)
 		k = fmt_source_read(s, s->size - 4, f, 4, e);
-	st->checksum = fmt_rd_u32(f);
+	if (k == FMT_OK)
+		st->checksum = fmt_rd_u32(f);
 	return k;
 }
 

@@ -153,7 +153,7 @@ static fmt_kind rd_u32(rd *r, uint32_t *v, const char *what)
 {
 	uint8_t b[4];
 	fmt_kind k = rd_bytes(r, b, 4, what);
-	*v = fmt_rd_u32(b);
+	*v = k == FMT_OK ? fmt_rd_u32(b) : 0;
 	return k;
 }
 
@@ -161,7 +161,7 @@ static fmt_kind rd_u64(rd *r, uint64_t *v, const char *what)
 {
 	uint8_t b[8];
 	fmt_kind k = rd_bytes(r, b, 8, what);
-	*v = fmt_rd_u64(b);
+	*v = k == FMT_OK ? fmt_rd_u64(b) : 0;
 	return k;
 }
 
@@ -209,7 +209,7 @@ static fmt_kind rd_scalar(rd *r, uint32_t type, fmt_value *v, const char *key)
 		fmt_kind k = rd_string(r, FMT_GGUF_MAX_STRING, &v->v.str.ptr, &len, "string value");
 		if (k != FMT_OK)
 			fmt_err_prefix(r->e, "key '%s'", key);
-		v->v.str.len = (size_t)len;
+		v->v.str.len = k == FMT_OK ? (size_t)len : 0;
 		return k;
 	}
 	size_t n = fmt_gguf_scalar_size(type);

@@ -353,7 +353,7 @@ static fmt_kind delta_lengths(pq_cursor *c, const uint8_t *d, size_t len, size_t
 
 static fmt_kind delta_length_spans(pq_cursor *c, const uint8_t *d, size_t len, size_t n, fmt_err *e)
 {
-	size_t used;
+	size_t used = 0;
 	fmt_kind k = delta_lengths(c, d, len, n, &used, e);
 	if (k == FMT_OK)
 		k = need_spans(c, n, e);
