@@ -81,17 +81,19 @@ listing() {
 	# SIGALRM or the kernel's SIGXFSZ (ulimit -f) left every .fmtkit-tmp-* behind.
 	cp "$HOSTILE/many-tensors.safetensors" m.safetensors
 	local sig
+	# env sets the dispositions: whatever runs the suite (nohup, a CI runner) may ignore some
 	for sig in ALRM USR1 USR2 XCPU XFSZ VTALRM HUP PIPE; do
-		stop_at_output 3 fmt-convert --dtype keep --shard 64B m.safetensors out.safetensors.index.json
+		stop_at_output 3 env --default-signal fmt-convert --dtype keep --shard 64B m.safetensors \
+			out.safetensors.index.json
 		[ "$(find . -maxdepth 1 -name '.fmtkit-tmp-*' | wc -l)" -eq 3 ]
 		term_stopped "$sig"
 		[ "$status" -eq $((128 + $(kill -l "$sig"))) ] || fail "SIG$sig: exit $status"
 		[ "$(listing .)" = m.safetensors ] || fail "SIG$sig left: $(listing .)"
 	done
-	# ignored by the caller: nohup's SIGHUP, and SIGINT and SIGQUIT, which a shell without job
-	# control ignores in a background command (stop_at_output runs CMD &)
+	# ignored by the caller (nohup: SIGHUP; a shell's background job: SIGINT and SIGQUIT)
 	for sig in HUP INT QUIT; do
-		stop_at_output 3 nohup fmt-convert -q -f --dtype keep --shard 64B m.safetensors out.safetensors.index.json
+		stop_at_output 3 env --ignore-signal=HUP,INT,QUIT fmt-convert -q -f --dtype keep --shard 64B \
+			m.safetensors out.safetensors.index.json
 		term_stopped "$sig"
 		[ "$status" -eq 0 ] || fail "SIG$sig ignored: exit $status"
 		fmt-verify -q out.safetensors.index.json
