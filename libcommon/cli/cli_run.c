@@ -582,6 +582,16 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 	return 1;
 }
 
+FILE *fmt_cli_records(const fmt_common_opts *common)
+{
+	static FILE *nowhere;
+	if (!(common->json && common->quiet))
+		return stdout;
+	if (!nowhere)
+		nowhere = fopen("/dev/null", "we");
+	return nowhere ? nowhere : stdout;
+}
+
 fmt_kind fmt_cli_check_output(const fmt_cli *cli, const char *what, const char *output, fmt_err *e)
 {
 	for (size_t i = 0; i < cli->n_files; i++)

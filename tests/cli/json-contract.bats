@@ -207,6 +207,11 @@ Try 'fmt-inspect --help'." ]
 	[ "$(jq -r 'select(.level == "info") | .message' <<<"$stderr" | head -1)" = 'wrote set-00001-of-00003.apsim' ]
 	# an Ed25519 key that cannot be read: the conversion's record
 	contract 3 'm.safetensors=3:IoError' fmt-convert --json --sign-key nope.key m.safetensors s.apsim
+	# -q: no record, on success or failure (they were printed); the error still on stderr
+	contract 0 '' fmt-convert -q --json m.safetensors q.gguf
+	contract 3 '' fmt-convert -q --json missing.safetensors q2.gguf
+	[ "$(jq -r .error <<<"$stderr")" = IoError ]
+	contract 0 '' fmt-convert -q --json --dry-run m.safetensors q3.gguf
 }
 
 @test "fmt-sign: one record per FILE, or for the operation when it has none" {
@@ -245,6 +250,10 @@ Try 'fmt-inspect --help'." ]
 	contract 3 '' fmt-watermark embed --json --key seller.key --buyer alice --to safetensors missing.safetensors -
 	contract 2 '' fmt-watermark prove --json --key seller.key m.safetensors
 	contract 2 '' fmt-watermark --json nope
+	# -q: no record (embed printed its whole report, a failure its record)
+	contract 0 '' fmt-watermark embed -q --json --key seller.key --buyer bob m.safetensors q.safetensors
+	contract 3 '' fmt-watermark extract -q --json --key seller.key missing.safetensors
+	contract 1 '' fmt-watermark prove -q --json --key seller.key --buyer alice w.safetensors
 }
 
 @test "nk-run: the model's record; --test: its case records, a model that fails its failure record" {

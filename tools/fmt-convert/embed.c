@@ -141,7 +141,7 @@ static json_t *quant_json(const nk_quant_report *q)
 			 "max_abs_error", q->max_abs_error, "max_error_input", (json_int_t)q->worst_input);
 }
 
-static void report_json(const convert_args *a, const char *input, const char *output, const net_result *r)
+static void report_json(const convert_args *a, const char *input, const char *output, const net_result *r, FILE *out)
 {
 	json_t *j = json_pack("{s:o,s:o,s:s}", "input", fmt_json_string(input, strlen(input)), "output",
 			      fmt_json_string(output, strlen(output)), "format", "nk");
@@ -155,7 +155,7 @@ static void report_json(const convert_args *a, const char *input, const char *ou
 		json_object_set_new(j, "tolerance", json_real((double)tolerance_of(a)));
 	}
 	json_object_set_new(j, "bytes", json_integer((json_int_t)r->n));
-	fmt_json_line(stdout, j);
+	fmt_json_line(out, j);
 	json_decref(j);
 }
 
@@ -163,7 +163,7 @@ static void report_ok(const convert_args *a, const char *input, const char *outp
 		      const fmt_common_opts *c)
 {
 	if (c->json) {
-		report_json(a, input, output, r);
+		report_json(a, input, output, r, fmt_cli_records(c));
 		return;
 	}
 	if (c->quiet)

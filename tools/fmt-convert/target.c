@@ -13,7 +13,7 @@
 const char *convert_check_line(convert_args *a, const fmt_cli *cli)
 {
 	fmt_convert_opts *o = &a->o;
-	o->out = stdout;
+	o->out = fmt_cli_records(&cli->common);
 	o->err = stderr;
 	fmt_cli_pipeline_reports(o);
 	o->decrypt.ask = fmt_prompt_password;
@@ -205,7 +205,7 @@ int convert_edit_in_place(convert_args *a, fmt_cli *cli, const fmt_cli_tool *too
 	fmt_convert_opts *o = &a->o;
 	fmt_err e;
 	fmt_err_clear(&e);
-	o->out = stdout;
+	o->out = fmt_cli_records(&cli->common);
 	o->err = stderr;
 	fmt_cli_pipeline_reports(o);
 	o->json = cli->common.json;

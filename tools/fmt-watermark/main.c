@@ -288,6 +288,8 @@ static fmt_kind check_written(const wm_opts *o, const fmt_cli *cli, fmt_err *e)
 	return FMT_OK;
 }
 
+FILE *wm_records;
+
 int main(int argc, char **argv)
 {
 	static wm_opts o;
@@ -313,7 +315,8 @@ int main(int argc, char **argv)
 	    !(o.table_to && o.table_to->writes_text))
 		return fmt_cli_usage_error(&tool, "refusing to write binary output to a terminal (redirect or pipe it)");
 	o.input = cli.operands[0];
-	o.records = cli.command == CMD_EMBED && !o.dry_run && strcmp(cli.operands[1], "-") == 0 ? NULL : stdout;
+	wm_records = fmt_cli_records(&cli.common);
+	o.records = cli.command == CMD_EMBED && !o.dry_run && strcmp(cli.operands[1], "-") == 0 ? NULL : wm_records;
 	fmt_wm_key *key = NULL;
 	uint8_t raw[FMT_WM_KEY_LEN], hash[FMT_WM_HASH_LEN] = { 0 };
 	fmt_wm_params prm = { .density = o.density, .strength = o.strength };

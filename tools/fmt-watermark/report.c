@@ -20,7 +20,7 @@ int wm_fail(const wm_opts *o, const char *file, const fmt_err *e)
 
 static int json_out(json_t *j)
 {
-	int r = j ? fmt_json_line(stdout, j) : -1;
+	int r = j ? fmt_json_line(wm_records, j) : -1;
 	json_decref(j);
 	return r == 0 ? 0 : FMT_IO;
 }
@@ -58,9 +58,13 @@ static void left_alone_line(FILE *f, const wm_result *r, const char *why)
 	fprintf(f, "\n");
 }
 
-/* embed's JSON line on f (standard output, or standard error when OUT goes there). */
-static int embed_json_line(FILE *f, json_t *j)
+/* embed's JSON line on f (standard output, or standard error when OUT goes there); with -q none. */
+static int embed_json_line(const wm_opts *o, FILE *f, json_t *j)
 {
+	if (o->common.quiet) {
+		json_decref(j);
+		return j ? 0 : FMT_IO;
+	}
 	int w = j ? fmt_json_line(f, j) : -1;
 	json_decref(j);
 	return w == 0 ? 0 : FMT_IO;
@@ -125,7 +129,7 @@ static int report_embed_ss(FILE *f, const char *input, const char *output, const
 			"strength", o->ss->strength, "kind", "tensors", "values", fmt_json_u64(total->values),
 			"marked", fmt_json_u64(total->marked), "rms_rel_change_max", rms_max, "tensors", cols,
 			"left_alone", left);
-		return embed_json_line(f, j);
+		return embed_json_line(o, f, j);
 	}
 	if (o->common.quiet)
 		return 0;
@@ -175,7 +179,7 @@ int wm_report_embed(FILE *f, const char *input, const char *output, const wm_opt
 			"values", fmt_json_u64(total.values), "marked", fmt_json_u64(total.marked),
 			"max_rel_change", total.max_rel, r->is_table ? "columns" : "tensors", cols,
 			"left_alone", left);
-		return embed_json_line(f, j);
+		return embed_json_line(o, f, j);
 	}
 	if (o->common.quiet)
 		return 0;

@@ -17,6 +17,9 @@
 #include "fmt/watermark_ss.h"
 
 #define TOOL "fmt-watermark"
+
+/* Where the reports' JSON records go: stdout, or nowhere with -q (fmt_cli_records). */
+extern FILE *wm_records;
 #define WM_MAX_SELECT 256
 
 typedef struct wm_opts {

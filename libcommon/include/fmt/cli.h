@@ -207,6 +207,11 @@ int fmt_cli_usage_error(const fmt_cli_tool *t, const char *msg);
  * pipe), report it (as JSON too with --json) and return at least 3 (FMT_IO), else status. */
 int fmt_cli_finish(const fmt_cli_tool *t, const fmt_cli *cli, int status);
 
+/* Where a tool prints its records: stdout, or with --json and -q nowhere (fmtkit(7): "no record
+ * goes to standard output ... with -q"); a stream that discards when /dev/null cannot be opened
+ * is stdout. */
+FILE *fmt_cli_records(const fmt_common_opts *common);
+
 /* The tool's --help text on f. */
 void fmt_cli_help(const fmt_cli_tool *t, FILE *f);
 
