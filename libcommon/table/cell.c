@@ -174,6 +174,16 @@ double fmt_cell_number(const fmt_field *f, const fmt_column *c, uint64_t row)
 	return elem_number(f->type, c->values + row * w);
 }
 
+int64_t fmt_cell_i64(const fmt_field *f, const fmt_column *c, uint64_t row)
+{
+	return fmt_ctype_width(f->type) == 8 ? (int64_t)fmt_rd_u64(c->values + 8 * row) : (int64_t)fmt_cell_number(f, c, row);
+}
+
+uint64_t fmt_cell_u64(const fmt_field *f, const fmt_column *c, uint64_t row)
+{
+	return f->type == FMT_C_U64 ? fmt_rd_u64(c->values + 8 * row) : (uint64_t)fmt_cell_number(f, c, row);
+}
+
 static int elem_null(const fmt_column *c, uint64_t i)
 {
 	return c->elem_validity && !((c->elem_validity[i >> 3] >> (i & 7)) & 1);

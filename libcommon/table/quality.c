@@ -4,6 +4,7 @@
 #include <string.h>
 #include "fmt/xxh3.h"
 #include "fmt/cell.h"
+#include "fmt/out.h"
 #include "fmt/quality.h"
 #include "fmt/rowops.h"
 #include "rows_internal.h"
@@ -11,15 +12,25 @@
 #define HLL_BITS 14
 #define HLL_REGS (1u << HLL_BITS)
 
+/* A number as its column holds it: quantiles are values of the column. */
+typedef union qnum {
+	double d;
+	int64_t i;
+	uint64_t u;
+} qnum;
+enum { NUM_FLOAT = 1, NUM_SIGNED, NUM_UNSIGNED };
+
 typedef struct col_quality {
 	uint64_t nulls, values;
 	fmt_hash_set exact;          /* distinct values while at most FMT_QUALITY_EXACT */
 	int over;                    /* more than that: the HyperLogLog answers */
 	uint8_t *hll;
-	int numeric;
+	int numeric;                 /* NUM_*, or 0 */
 	uint64_t n;                  /* numbers counted (NaN is not) */
-	double min, max, mean, m2;   /* Welford */
-	double *sample;              /* reservoir of FMT_QUALITY_EXACT */
+	qnum min, max;               /* integers exact (an int64 beyond 2^53 is no double) */
+	qnum shift;                  /* integers: the first value, subtracted exactly before Welford */
+	double mean, m2;             /* Welford, of the values less shift */
+	qnum *sample;                /* reservoir of FMT_QUALITY_EXACT */
 	uint64_t rng;
 } col_quality;
 
@@ -32,9 +43,24 @@ struct fmt_quality {
 	fmt_sb key;
 };
 
-static int is_numeric(fmt_ctype t)
+static int numeric_kind(fmt_ctype t)
 {
-	return (t >= FMT_C_I8 && t <= FMT_C_F64);
+	return t >= FMT_C_I8 && t <= FMT_C_I64 ? NUM_SIGNED : t >= FMT_C_U8 && t <= FMT_C_U64 ? NUM_UNSIGNED
+	       : t >= FMT_C_F16 && t <= FMT_C_F64 ? NUM_FLOAT : 0;
+}
+
+static int qnum_cmp(int kind, qnum a, qnum b)
+{
+	if (kind == NUM_SIGNED)
+		return a.i < b.i ? -1 : a.i > b.i;
+	if (kind == NUM_UNSIGNED)
+		return a.u < b.u ? -1 : a.u > b.u;
+	return a.d < b.d ? -1 : a.d > b.d;
+}
+
+static double qnum_double(int kind, qnum v)
+{
+	return kind == NUM_SIGNED ? (double)v.i : kind == NUM_UNSIGNED ? (double)v.u : v.d;
 }
 
 fmt_kind fmt_quality_new(const fmt_schema *s, fmt_quality **out, fmt_err *e)
@@ -49,7 +75,7 @@ fmt_kind fmt_quality_new(const fmt_schema *s, fmt_quality **out, fmt_err *e)
 	for (size_t i = 0; i < s->n_fields; i++) {
 		col_quality *c = &q->cols[i];
 		q->all[i] = i;
-		c->numeric = is_numeric(s->fields[i].type);
+		c->numeric = numeric_kind(s->fields[i].type);
 		c->hll = calloc(HLL_REGS, 1);
 		c->rng = 0x9e3779b97f4a7c15ull * (i + 1);
 		if (!c->hll || (c->numeric && !(c->sample = malloc(FMT_QUALITY_EXACT * sizeof *c->sample)))) {
@@ -83,25 +109,51 @@ static double hll_estimate(const uint8_t *regs)
 	return est;
 }
 
-static void add_number(col_quality *c, double v)
+/* q less the column's shift, as double: integers far from 0 (2^60 + 1, 2^60 + 3) keep their
+ * differences, which their doubles would round away. */
+static double shifted(const col_quality *c, qnum q)
 {
+	if (c->numeric == NUM_SIGNED)
+		return (double)((__int128)q.i - c->shift.i);
+	if (c->numeric == NUM_UNSIGNED)
+		return (double)((__int128)q.u - (__int128)c->shift.u);
+	return q.d;
+}
+
+static void add_number(col_quality *c, qnum q)
+{
+	if (c->n == 0 && c->numeric != NUM_FLOAT)
+		c->shift = q;
+	double v = shifted(c, q);
 	if (isnan(v))
 		return;
-	if (c->n == 0 || v < c->min)
-		c->min = v;
-	if (c->n == 0 || v > c->max)
-		c->max = v;
+	if (c->n == 0 || qnum_cmp(c->numeric, q, c->min) < 0)
+		c->min = q;
+	if (c->n == 0 || qnum_cmp(c->numeric, q, c->max) > 0)
+		c->max = q;
 	c->n++;
 	double d = v - c->mean;
 	c->mean += d / (double)c->n;
 	c->m2 += d * (v - c->mean);
 	if (c->n <= FMT_QUALITY_EXACT) {
-		c->sample[c->n - 1] = v;
+		c->sample[c->n - 1] = q;
 		return;
 	}
 	uint64_t j = (uint64_t)(((unsigned __int128)fmt_splitmix64(&c->rng) * c->n) >> 64);
 	if (j < FMT_QUALITY_EXACT)
-		c->sample[j] = v;
+		c->sample[j] = q;
+}
+
+static qnum cell_qnum(const fmt_field *f, const fmt_column *col, uint64_t r, int kind)
+{
+	qnum v;
+	if (kind == NUM_SIGNED)
+		v.i = fmt_cell_i64(f, col, r);
+	else if (kind == NUM_UNSIGNED)
+		v.u = fmt_cell_u64(f, col, r);
+	else
+		v.d = fmt_cell_number(f, col, r);
+	return v;
 }
 
 static fmt_kind add_value(fmt_quality *q, size_t i, const fmt_batch *b, uint64_t r, fmt_err *e)
@@ -125,7 +177,7 @@ static fmt_kind add_value(fmt_quality *q, size_t i, const fmt_batch *b, uint64_t
 		fmt_hash_set_free(&c->exact);
 	}
 	if (c->numeric)
-		add_number(c, fmt_cell_number(f, col, r));
+		add_number(c, cell_qnum(f, col, r, c->numeric));
 	return FMT_OK;
 }
 
@@ -146,8 +198,17 @@ fmt_kind fmt_quality_add(fmt_quality *q, const fmt_batch *b, fmt_err *e)
 
 static int compare_doubles(const void *a, const void *b)
 {
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
+	return qnum_cmp(NUM_FLOAT, *(const qnum *)a, *(const qnum *)b);
+}
+
+static int compare_signed(const void *a, const void *b)
+{
+	return qnum_cmp(NUM_SIGNED, *(const qnum *)a, *(const qnum *)b);
+}
+
+static int compare_unsigned(const void *a, const void *b)
+{
+	return qnum_cmp(NUM_UNSIGNED, *(const qnum *)a, *(const qnum *)b);
 }
 
 /* A number as JSON: the shortest text of a float64, integers as integers; infinities as text. */
@@ -164,22 +225,33 @@ static json_t *number_json(double v, int integral)
 	return json_real(strtod(buf, NULL));
 }
 
-static void numeric_json(json_t *o, col_quality *c, fmt_ctype type)
+/* A value of the column: an integer exactly (json_integer, or the u64 helper above 2^63). */
+static json_t *qnum_json(int kind, qnum v)
 {
-	int integral = type != FMT_C_F16 && type != FMT_C_F32 && type != FMT_C_F64;
+	if (kind == NUM_SIGNED)
+		return json_integer((json_int_t)v.i);
+	if (kind == NUM_UNSIGNED)
+		return fmt_json_u64(v.u);
+	return number_json(v.d, 0);
+}
+
+static void numeric_json(json_t *o, col_quality *c)
+{
 	if (c->n == 0)
 		return;
-	json_object_set_new(o, "min", number_json(c->min, integral));
-	json_object_set_new(o, "max", number_json(c->max, integral));
-	json_object_set_new(o, "mean", number_json(c->mean, 0));
+	json_object_set_new(o, "min", qnum_json(c->numeric, c->min));
+	json_object_set_new(o, "max", qnum_json(c->numeric, c->max));
+	json_object_set_new(o, "mean", number_json(c->numeric == NUM_FLOAT ? c->mean
+							       : qnum_double(c->numeric, c->shift) + c->mean, 0));
 	json_object_set_new(o, "std", c->n > 1 ? number_json(sqrt(c->m2 / (double)(c->n - 1)), 0) : json_null());
 	size_t n = c->n < FMT_QUALITY_EXACT ? (size_t)c->n : FMT_QUALITY_EXACT;
-	qsort(c->sample, n, sizeof *c->sample, compare_doubles);
+	qsort(c->sample, n, sizeof *c->sample, c->numeric == NUM_SIGNED ? compare_signed
+					       : c->numeric == NUM_UNSIGNED ? compare_unsigned : compare_doubles);
 	static const struct { const char *name; double p; } qs[] = { { "p1", 0.01 }, { "p50", 0.5 }, { "p99", 0.99 } };
 	for (size_t i = 0; i < 3; i++) { /* nearest rank: the ceil(n p)-th value */
 		double rank = ceil((double)n * qs[i].p);
 		size_t at = rank < 1 ? 0 : (size_t)rank - 1;
-		json_object_set_new(o, qs[i].name, number_json(c->sample[at < n ? at : n - 1], integral));
+		json_object_set_new(o, qs[i].name, qnum_json(c->numeric, c->sample[at < n ? at : n - 1]));
 	}
 	json_object_set_new(o, "quantiles_exact", json_boolean(c->n <= FMT_QUALITY_EXACT));
 }
@@ -204,7 +276,7 @@ static json_t *column_json(fmt_quality *q, size_t i)
 									     c->values == 0)));
 	}
 	if (c->numeric)
-		numeric_json(o, c, f->type);
+		numeric_json(o, c);
 	return o;
 }
 

@@ -299,6 +299,24 @@ EOF
 	[ "$stderr" = "fmt-inspect: error: m.safetensors: --schema, --head and --quality are for datasets, not models" ]
 }
 
+@test "fmt-inspect --quality: integers beyond 2^53 exactly (min, max, quantiles are values of the column), uint64 above 2^63" {
+	# They went through a double: min 9007199254740992.0 and p50 ...996.0, values not in the
+	# column, std 2.449 for 2.0 (as --stats never did).
+	printf 'a\n9007199254740993\n9007199254740995\n9007199254740997\n' >big.csv
+	run fmt-inspect --json --quality big.csv
+	assert_success
+	[[ "$output" == *'"min":9007199254740993,"max":9007199254740997,"mean":9007199254740994.0,"std":2.0,"p1":9007199254740993,"p50":9007199254740995,"p99":9007199254740997,'* ]] || fail "$output"
+	printf 'a\n-9223372036854775808\n9223372036854775807\n0\n' >ends.csv
+	run fmt-inspect --json --quality ends.csv
+	[[ "$output" == *'"min":-9223372036854775808,"max":9223372036854775807,"mean":0.0,'*'"p50":0,'* ]] || fail "$output"
+	printf 'u\n18446744073709551615\n0\n' >u.csv
+	fmt-convert --schema <(printf '{"u": "uint64"}') u.csv u.ald
+	run fmt-inspect --json --quality u.ald
+	[[ "$output" == *'"min":0,"max":"18446744073709551615",'*'"p99":"18446744073709551615",'* ]] || fail "$output"
+	run fmt-inspect --quality big.csv
+	assert_line --index 3 --regexp '^a +int64 +0 +0\.0 +3 +no +9007199254740993 +9007199254740997 '
+}
+
 @test "the README's train/test split example prints what the README shows" {
 	mkdir tour
 	run /usr/bin/python3 "$BATS_TEST_DIRNAME/readme_tour.py" "$REPO_ROOT/README.md" Datasets "$PWD/tour"

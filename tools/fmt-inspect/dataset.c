@@ -268,8 +268,7 @@ static void stats_add(col_stats *st, const fmt_field *f, const fmt_column *c, ui
 	case FMT_C_FIXED_SIZE_LIST: case FMT_C_OTHER:
 		return;
 	case FMT_C_I8: case FMT_C_I16: case FMT_C_I32: case FMT_C_I64: case FMT_C_DATE32: case FMT_C_TIMESTAMP: {
-		size_t w = fmt_ctype_width(f->type);
-		int64_t v = w == 8 ? (int64_t)fmt_rd_u64(c->values + 8 * r) : (int64_t)fmt_cell_number(f, c, r);
+		int64_t v = fmt_cell_i64(f, c, r);
 		if (st->n == 0 || v < st->imin)
 			st->imin = v;
 		if (st->n == 0 || v > st->imax)
@@ -279,7 +278,7 @@ static void stats_add(col_stats *st, const fmt_field *f, const fmt_column *c, ui
 		return;
 	}
 	case FMT_C_U8: case FMT_C_U16: case FMT_C_U32: case FMT_C_U64: {
-		uint64_t v = f->type == FMT_C_U64 ? fmt_rd_u64(c->values + 8 * r) : (uint64_t)fmt_cell_number(f, c, r);
+		uint64_t v = fmt_cell_u64(f, c, r);
 		if (st->n == 0 || v < st->umin)
 			st->umin = v;
 		if (st->n == 0 || v > st->umax)

@@ -19,6 +19,9 @@ void fmt_cell_json_text(const fmt_field *f, const fmt_column *c, uint64_t row, f
 void fmt_row_json_text(const fmt_schema *s, const fmt_batch *b, uint64_t row, fmt_sb *out, fmt_sb *scratch);
 /* A numeric value as double (for statistics); 0 for non-numeric types. */
 double fmt_cell_number(const fmt_field *f, const fmt_column *c, uint64_t row);
+/* A signed integer, date or timestamp value exactly (int64 beyond 2^53 too); an unsigned one. */
+int64_t fmt_cell_i64(const fmt_field *f, const fmt_column *c, uint64_t row);
+uint64_t fmt_cell_u64(const fmt_field *f, const fmt_column *c, uint64_t row);
 /* The shortest decimal that parses back to the same value of type (F16, F32 or F64). */
 void fmt_shortest_double(double v, fmt_ctype type, char *buf, size_t n);
 
