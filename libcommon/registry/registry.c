@@ -141,29 +141,29 @@ static int score_of(fmt_format f, fmt_source *s, const uint8_t *head, size_t n)
 	if (f.table)
 		return f.table->probe(head, n, s->size);
 	int v = f.model->probe(head, n, s->size);
-	return v == 0 && f.model->probe_source ? f.model->probe_source(s) : v;
+	if (v != 0 || !f.model->probe_source)
+		return v;
+	/* a stream is read whole for it only when its head could begin such a file: reading it
+	 * costs its size in memory */
+	fmt_err e;
+	if (s->sequential && !(f.model->probe_wants_source && f.model->probe_wants_source(head, n) &&
+			       fmt_source_make_whole(s, &e) == FMT_OK))
+		return 0;
+	return f.model->probe_source(s);
 }
 
 fmt_format fmt_format_probe(fmt_source *s, const uint8_t *head, size_t n, unsigned kinds, int *best_score)
 {
 	fmt_format f, best = { 0 };
-	int best_v = 0, model_v = 0;
+	int best_v = 0;
 	EACH_FORMAT(f, i) {
 		if (!(kind_of(f) & kinds))
 			continue;
 		int v = score_of(f, s, head, n);
-		if (f.model && v > model_v)
-			model_v = v;
 		if (v > best_v) {
 			best = f;
 			best_v = v;
 		}
-	}
-	if ((kinds & FMT_FORMAT_MODEL) && !model_v && s->sequential) {
-		/* A mark past the head (probe_source): read the whole input and ask again. */
-		fmt_err e;
-		if (fmt_source_make_whole(s, &e) == FMT_OK)
-			return fmt_format_probe(s, head, n, kinds, best_score);
 	}
 	if (best_score)
 		*best_score = best_v;

@@ -36,6 +36,20 @@ PY
 	printf 'other secret' >wrong
 	run fmt-verify late.apsim --secret-file wrong
 	assert_failure 7
+	# from a pipe too: the stream is read whole to find the key
+	run bash -c 'cat late.apsim | fmt-inspect --json - | jq -r .format'
+	assert_success
+	assert_output apsim
+}
+
+@test "a stream no driver knows is refused from its first bytes, not read whole first" {
+	# fmt-inspect - held all of it in memory to ask the .apsim driver for a key further on:
+	# 300 MB of zeros took 297 MB, cat /dev/zero grew without end.
+	run --separate-stderr bash -c 'ulimit -v 200000; head -c 300000000 /dev/zero | fmt-inspect -'
+	assert_failure 4
+	assert_equal "$stderr" "fmt-inspect: error: -: unrecognised format (not one of: safetensors, safetensors-index, gguf, apsim, apsim-index, apr, nk, onnx, ald, arrow, arrow-stream, jsonl, csv, parquet)"
+	run --separate-stderr bash -c 'ulimit -v 200000; timeout 20 cat /dev/zero | timeout 20 fmt-verify -'
+	assert_failure 4
 }
 
 @test "an unrecognised file's message lists every registered format" {

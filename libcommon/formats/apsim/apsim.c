@@ -1339,6 +1339,16 @@ static int ap_probe(const uint8_t *head, size_t n, uint64_t file_size)
 	return ap_probe_header(head + 8, len < n - 8 ? (size_t)len : n - 8);
 }
 
+/* A header longer than the head that begins as JSON: its format key may lie further. */
+static int ap_probe_wants_source(const uint8_t *head, size_t n)
+{
+	if (n < 10)
+		return 0;
+	uint64_t len = fmt_rd_u64(head);
+	size_t i = fmt_json_skip_ws((const char *)head + 8, n - 8, 0);
+	return len > n - 8 && len <= FMT_ST_HEADER_MAX && i < n - 8 && head[8 + i] == '{';
+}
+
 /* The format key past the first FMT_PROBE_BYTES: the whole header is searched. */
 static int ap_probe_source(fmt_source *s)
 {
@@ -1498,6 +1508,7 @@ const fmt_driver fmt_driver_apsim = {
 	.title = ".apsim",
 	.probe = ap_probe,
 	.probe_source = ap_probe_source,
+	.probe_wants_source = ap_probe_wants_source,
 	.open = ap_open,
 	.verify = ap_verify,
 	.caps = FMT_CAP_TYPED_META | FMT_CAP_ENCODED | FMT_CAP_UNITS | FMT_CAP_SIGNATURES | FMT_CAP_ED25519 | FMT_CAP_ED25519_SIGN,

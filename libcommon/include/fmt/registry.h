@@ -98,6 +98,9 @@ typedef struct fmt_driver {
 	/* Optional: confidence from the whole source, for formats whose mark can lie past the
 	 * first bytes; asked (after probe) only when probe said 0. */
 	int (*probe_source)(fmt_source *s);
+	/* With probe_source: whether head could begin such a file whose mark lies further (a
+	 * stream is read whole for probe_source only then, not for any input no driver knows). */
+	int (*probe_wants_source)(const uint8_t *head, size_t n);
 	/* Parse and validate the structure; build the model without touching tensor data. The
 	 * source is already added to m as sources[0]. */
 	fmt_kind (*open)(fmt_model *m, fmt_err *e);
@@ -283,9 +286,9 @@ fmt_format fmt_format_by_name(const char *name, unsigned kinds);
 fmt_format fmt_format_by_extension(const char *path, unsigned kinds);
 /* The format of kinds whose probe scores head (the first n bytes of s) highest, first in
  * registry order on equal scores (so a model driver before a table driver), and its score; a
- * model driver whose probe says 0 is asked its probe_source too, and when no model driver
- * recognises a sequential source it is read whole and asked again. None (score 0) when no
- * driver recognises it. */
+ * model driver whose probe says 0 is asked its probe_source too (a sequential source read
+ * whole for it first, when its probe_wants_source says the head could begin such a file).
+ * None (score 0) when no driver recognises it. */
 fmt_format fmt_format_probe(fmt_source *s, const uint8_t *head, size_t n, unsigned kinds, int *score);
 /* Add a driver of either kind at run time (tests, programs embedding libcommon); at most 8 of
  * each kind. */
