@@ -61,7 +61,7 @@ int fmt_utf8_valid(const char *s, size_t n)
 	return 1;
 }
 
-void fmt_out_escaped(FILE *f, const char *s, size_t n)
+static void escaped(FILE *f, const char *s, size_t n, int in_quotes)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	while (n > 0) {
@@ -76,8 +76,9 @@ void fmt_out_escaped(FILE *f, const char *s, size_t n)
 			fputs("\\t", f);
 		} else if (c == '\r') {
 			fputs("\\r", f);
-		} else if (c == '\\') {
-			fputs("\\\\", f);
+		} else if (c == '\\' || (c == '"' && in_quotes)) {
+			fputc('\\', f);
+			fputc((int)c, f);
 		} else if (c < 0x20 || c == 0x7F) {
 			fprintf(f, "\\x%02x", c);
 		} else if (len == 2 && c == 0xC2 && p[1] < 0xA0) {
@@ -89,6 +90,18 @@ void fmt_out_escaped(FILE *f, const char *s, size_t n)
 		p += len;
 		n -= len;
 	}
+}
+
+void fmt_out_escaped(FILE *f, const char *s, size_t n)
+{
+	escaped(f, s, n, 0);
+}
+
+void fmt_out_quoted(FILE *f, const char *s, size_t n)
+{
+	fputc('"', f);
+	escaped(f, s, n, 1);
+	fputc('"', f);
 }
 
 json_t *fmt_json_string(const char *s, size_t n)

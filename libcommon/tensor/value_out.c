@@ -126,9 +126,7 @@ void fmt_out_value(FILE *f, const fmt_value *v, size_t max_items)
 		fputs(v->v.b ? "true" : "false", f);
 		break;
 	case FMT_V_STR:
-		fputc('"', f);
-		fmt_out_escaped(f, v->v.str.ptr, v->v.str.len);
-		fputc('"', f);
+		fmt_out_quoted(f, v->v.str.ptr, v->v.str.len);
 		break;
 	case FMT_V_ARRAY: {
 		uint64_t shown = v->v.arr.count;

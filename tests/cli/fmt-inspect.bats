@@ -211,6 +211,10 @@ PY
 	assert_line '  evil\x1b[31m (str) = "line1\nline2\x07\u009b"'
 	run fmt-inspect --json --metadata evil.safetensors
 	[ "$(echo "$output" | jq -r '.metadata | keys[0]' | od -An -tx1 | head -1 | tr -d ' ')" = "6576696c1b5b33316d0a" ]
+	# a quote in a value is escaped: it cannot end the value and pose as another key (it did)
+	fmt-convert --set 'general.name=a", b (str) = "c\d' "$SAMPLES/tiny.safetensors" q.gguf
+	run fmt-inspect --metadata q.gguf
+	assert_line '  general.name (str) = "a\", b (str) = \"c\\d"'
 }
 
 @test "the Apsi fixture from the reference project reads as safetensors" {

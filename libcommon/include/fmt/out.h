@@ -13,6 +13,9 @@
 /* Write s (n bytes from a file) to f with control characters as \n, \t, \xHH and invalid UTF-8
  * bytes as \xHH, so that metadata cannot move the cursor or forge lines. */
 void fmt_out_escaped(FILE *f, const char *s, size_t n);
+/* s in double quotes, escaped as above and its own quotes as \": a value cannot end early and
+ * pose as another ("a", b (str) = "c"). */
+void fmt_out_quoted(FILE *f, const char *s, size_t n);
 
 /* 1 if s[0..n) is valid UTF-8 (no overlongs, no surrogates, <= U+10FFFF). */
 int fmt_utf8_valid(const char *s, size_t n);
