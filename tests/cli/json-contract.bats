@@ -272,4 +272,10 @@ Try 'fmt-inspect --help'." ]
 			'["test_mlp.nk",2,true,null,null,null,null]' '["missing.nk",null,null,false,3,null,null]' \
 			'[null,null,null,null,null,3,1]')" ]
 	[ "$stderr" = '{"tool":"nk-run","level":"error","file":"missing.nk","error":"IoError","exit":3,"message":"cannot open: No such file or directory"}' ]
+	# -q: no record, its case records and the run's too (they were printed, the failure's not)
+	contract 0 '' nk-run -q --json --random 1 "$fix/test_mlp.nk"
+	run --separate-stderr nk-run -q --test --json "$fix/test_mlp.nk" missing.nk
+	assert_failure 11
+	assert_output ''
+	[ "$(jq -r .error <<<"$stderr")" = IoError ]
 }

@@ -166,7 +166,7 @@ static int run_tests(char **paths, int n, const nk_run_opts *o)
 		fmt_err_clear(&e);
 		fmt_kind k = load(&L, paths[i], o, &e);
 		if (k == FMT_OK) {
-			k = nk_report_tests(stdout, paths[i], L.nm, &L.en, o, &passed, &failed, &e);
+			k = nk_report_tests(o->out, paths[i], L.nm, &L.en, o, &passed, &failed, &e);
 			unload(&L);
 		} else if (!L.over_limit) {
 			failed++; /* a model that cannot be loaded counts as one failed case (§14) */
@@ -178,7 +178,7 @@ static int run_tests(char **paths, int n, const nk_run_opts *o)
 	}
 	if (o->json) {
 		json_t *j = json_pack("{s:I,s:I}", "passed", (json_int_t)passed, "failed", (json_int_t)failed);
-		fmt_json_line(stdout, j);
+		fmt_json_line(o->out, j);
 		json_decref(j);
 	} else {
 		printf("%u passed, %u failed\n", passed, failed);
@@ -197,11 +197,11 @@ static int run_model(const char *path, const input_opts *in, const nk_run_opts *
 		return report(path, &e, o);
 	k = gather_input(in, L.nm, o->quantize_input, &input, &e);
 	if (k == FMT_OK)
-		k = o->bench ? nk_report_bench(stdout, path, L.nm, &L.en, input, o, &e)
-			     : nk_report_run(stdout, path, L.nm, &L.en, input, o, &e);
+		k = o->bench ? nk_report_bench(o->out, path, L.nm, &L.en, input, o, &e)
+			     : nk_report_run(o->out, path, L.nm, &L.en, input, o, &e);
 	if (k == FMT_OK && o->profile && !o->bench)
-		k = nk_report_bench(stdout, path, L.nm, &L.en, input, &(nk_run_opts){ .json = o->json, .profile = 1, .bench = 1 },
-				    &e);
+		k = nk_report_bench(o->out, path, L.nm, &L.en, input,
+				    &(nk_run_opts){ .json = o->json, .profile = 1, .bench = 1, .out = o->out }, &e);
 	free(input);
 	unload(&L);
 	return k == FMT_OK ? 0 : report(path, &e, o);
@@ -243,6 +243,7 @@ int main(int argc, char **argv)
 	a.o.json = cli.common.json;
 	a.o.quiet = cli.common.quiet;
 	a.o.verbose = cli.common.verbose;
+	a.o.out = fmt_cli_records(&cli.common);
 	const char *why = check_args(&a, cli.n_operands);
 	if (why)
 		return usage_error(why);
