@@ -112,6 +112,17 @@ fmt_kind fmt_meta_copy_from(fmt_model *m, const char *path, const char *const *k
 	return k;
 }
 
+/* A key the format requires (general.architecture) set to "" is as good as unset. */
+static fmt_kind required_not_empty(const fmt_model *m, const fmt_driver *tg, fmt_err *e)
+{
+	for (size_t i = 0; i < m->n_meta; i++)
+		if (in_list(m->meta[i].key, tg->required_keys) && m->meta[i].val.type == FMT_V_STR &&
+		    m->meta[i].val.v.str.len == 0)
+			return fmt_fail(e, FMT_USAGE, "%s is required in %s files: it cannot be empty", m->meta[i].key,
+					tg->title);
+	return FMT_OK;
+}
+
 fmt_kind fmt_meta_apply_user(fmt_model *m, const fmt_convert_opts *o, const fmt_driver *tg, fmt_err *e)
 {
 	int strings_only = !fmt_driver_can(tg, FMT_CAP_TYPED_META);
@@ -126,5 +137,5 @@ fmt_kind fmt_meta_apply_user(fmt_model *m, const fmt_convert_opts *o, const fmt_
 		k = fmt_setkv_apply_file(m, o->set_from, strings_only, e);
 	for (size_t i = 0; k == FMT_OK && i < o->n_sets; i++)
 		k = fmt_setkv_apply(m, o->sets[i], strings_only, e);
-	return k;
+	return k == FMT_OK ? required_not_empty(m, tg, e) : k;
 }

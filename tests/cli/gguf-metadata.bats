@@ -379,6 +379,10 @@ no_temp_left() {
 	run --separate-stderr fmt-convert --dtype keep --unset 'no.such.*' "$LT/tiny.gguf" out.gguf
 	assert_equal "$status" 2
 	assert_equal "$stderr" "fmt-convert: error: $LT/tiny.gguf: --unset no.such.* matches no metadata key"
+	# set to nothing is unset too (it was written, and a preset then said 'needs .block_count')
+	run --separate-stderr fmt-convert --dtype keep --set general.architecture= "$LT/tiny.gguf" out.gguf
+	assert_equal "$status" 2
+	assert_equal "$stderr" "fmt-convert: error: $LT/tiny.gguf: general.architecture is required in GGUF files: it cannot be empty"
 	[ ! -e out.gguf ]
 	no_temp_left
 }
