@@ -466,11 +466,15 @@ static const fmt_table_driver *reader_of(const fmt_table *t)
 	return t->reader ? t->reader : t->driver;
 }
 
+static void *reader_state_of(const fmt_table *t)
+{
+	return t->reader_state ? t->reader_state : t->format_state;
+}
+
 static void *enter_reader(fmt_table *t)
 {
 	void *outer = t->format_state;
-	if (t->reader_state)
-		t->format_state = t->reader_state;
+	t->format_state = reader_state_of(t);
 	return outer;
 }
 
@@ -578,7 +582,7 @@ int fmt_table_secret(const fmt_table *t)
 	if (!d->secret)
 		return FMT_SECRET_NONE;
 	fmt_table as_read = *t;
-	as_read.format_state = t->reader_state ? t->reader_state : t->format_state;
+	as_read.format_state = reader_state_of(t);
 	return d->secret(&as_read);
 }
 
