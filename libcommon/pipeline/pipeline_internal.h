@@ -76,6 +76,9 @@ fmt_kind fmt_meta_apply_user(fmt_model *m, const fmt_convert_opts *o, const fmt_
 void fmt_plan_print(FILE *out, const convert_plan *p, const char *input, const char *output,
 		    const fmt_convert_opts *o);
 void fmt_plan_warn(const convert_plan *p, const fmt_convert_opts *o);
+/* The one of those a dry run gives too: the target's readers would not find the tensors by
+ * their names (fmt_driver.foreign_names). */
+void fmt_plan_warn_names(const convert_plan *p, const fmt_convert_opts *o);
 
 /* A warning, or a --verbose note, through the caller's hook (o->warning, o->info). */
 void fmt_pipeline_warn(const fmt_convert_opts *o, const char *format, ...) __attribute__((format(printf, 2, 3)));

@@ -678,9 +678,17 @@ static void warn_overflow(const plan_entry *pe, const fmt_convert_opts *o)
 			  fmt_overflow_mode_name(mode));
 }
 
+void fmt_plan_warn_names(const convert_plan *p, const fmt_convert_opts *o)
+{
+	char why[FMT_ERR_MSG_MAX];
+	if (o->to->foreign_names && o->to->foreign_names(&p->out, why, sizeof why))
+		fmt_pipeline_warn(o, "%s", why);
+}
+
 void fmt_plan_warn(const convert_plan *p, const fmt_convert_opts *o)
 {
 	char names[FMT_ERR_MSG_MAX / 2];
+	fmt_plan_warn_names(p, o);
 	for (size_t i = 0; i < p->n_entries; i++)
 		if (p->entries[i].overflowed)
 			warn_overflow(&p->entries[i], o);

@@ -297,6 +297,8 @@ fmt_kind fmt_pipeline_run(const char *input, const char *output, const fmt_conve
 		k = o->model_hook(&plan.out, o->hook_ctx, e);
 	if (k == FMT_OK && o->dry_run) {
 		fmt_plan_print(o->out, &plan, input, output, o);
+		if (!o->quiet)
+			fmt_plan_warn_names(&plan, o);
 	} else if (k == FMT_OK) {
 		start_verifier(&plan, &in);
 		k = write_output(&plan, &in, output, o, e);

@@ -204,3 +204,53 @@ listing() {
 	assert_success
 	assert_equal "$(fmt-inspect --json out.gguf | jq '.metadata["general.file_type"]')" 15
 }
+
+# A safetensors file of 2x2 F32 tensors named NAME... (values 1, 2, ...).
+names_model() {
+	local out=$1
+	shift
+	python3 - "$out" "$@" <<'PY'
+import json, struct, sys
+names = sys.argv[2:]
+header = {n: {"dtype": "F32", "shape": [2, 2], "data_offsets": [16 * i, 16 * i + 16]} for i, n in enumerate(names)}
+h = json.dumps(header, separators=(",", ":")).encode()
+h += b" " * (-len(h) % 8)
+data = struct.pack("<%df" % (4 * len(names)), *range(1, 4 * len(names) + 1))
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + data)
+PY
+}
+
+@test "a Hugging Face checkpoint's tensor names into GGUF: kept, with a warning (llama.cpp looks tensors up by its own names), on --dry-run too; none for llama.cpp's names, other formats or -q" {
+	names_model hf.safetensors model.embed_tokens.weight model.layers.0.self_attn.v_proj.weight lm_head.weight
+	local why="tensor names are a Hugging Face checkpoint's ('model.embed_tokens.weight'), not llama.cpp's ('token_embd.weight', 'blk.N.attn_q.weight'): llama.cpp will not find the tensors and a preset sees no tensor roles; names are kept as they are (llama.cpp's convert_hf_to_gguf.py renames them)"
+	run --separate-stderr fmt-convert --arch llama hf.safetensors hf.gguf
+	assert_success
+	assert_equal "$stderr" "fmt-convert: warning: $why"
+	assert_equal "$(fmt-inspect --json hf.gguf | jq -r '[.tensors[].name] | join(" ")')" \
+		"model.embed_tokens.weight model.layers.0.self_attn.v_proj.weight lm_head.weight"
+	run --separate-stderr fmt-convert --dry-run --arch llama hf.safetensors dry.gguf
+	assert_success
+	assert_equal "$stderr" "fmt-convert: warning: $why"
+	nothing_written dry.gguf
+	run --separate-stderr fmt-convert --json -f --arch llama hf.safetensors hf.gguf
+	assert_success
+	assert_equal "$(printf '%s' "$stderr" | jq -r '.level + " " + .message')" "warning $why"
+	run --separate-stderr fmt-convert -q -f --arch llama hf.safetensors hf.gguf
+	assert_success
+	assert_equal "$stderr" ""
+	# GPT-2's names too; not into another format
+	names_model gpt2.safetensors transformer.wte.weight transformer.h.0.attn.c_attn.weight
+	run --separate-stderr fmt-convert --arch gpt2 gpt2.safetensors gpt2.gguf
+	assert_equal "$stderr" "fmt-convert: warning: ${why/model.embed_tokens.weight/transformer.wte.weight}"
+	run --separate-stderr fmt-convert hf.safetensors hf.apr
+	assert_success
+	assert_equal "$stderr" ""
+	# llama.cpp's names, alone or beside others: nothing to say
+	names_model cpp.safetensors token_embd.weight blk.0.attn_v.weight output.weight
+	names_model mixed.safetensors blk.0.attn_v.weight model.layers.0.extra.weight
+	for m in cpp mixed; do
+		run --separate-stderr fmt-convert --arch llama $m.safetensors $m.gguf
+		assert_success
+		assert_equal "$stderr" ""
+	done
+}

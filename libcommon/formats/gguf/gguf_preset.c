@@ -149,6 +149,39 @@ static enum role role_of(const char *name)
 	return ROLE_OTHER;
 }
 
+static int starts_with_any(const char *name, const char *const *prefixes)
+{
+	for (; *prefixes; prefixes++)
+		if (strncmp(name, *prefixes, strlen(*prefixes)) == 0)
+			return 1;
+	return 0;
+}
+
+const char *fmt_gguf_foreign_names(const fmt_model *m, char *why, size_t n)
+{
+	static const char *const llama_cpp[] = { "token_embd.", "blk.", "output.", "output_norm.", NULL };
+	/* transformers' Llama/Mistral/Qwen/Gemma/Phi, GPT-2/Falcon/BLOOM, GPT-NeoX, OPT/BART */
+	static const char *const hugging_face[] = { "model.layers.", "model.embed_tokens.", "model.norm.", "lm_head.",
+						    "transformer.h.", "transformer.wte.", "gpt_neox.",
+						    "model.decoder.", NULL };
+	const char *example = NULL;
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		const char *name = m->tensors[i].name;
+		if (starts_with_any(name, llama_cpp))
+			return NULL;
+		if (!example && starts_with_any(name, hugging_face))
+			example = name;
+	}
+	if (!example)
+		return NULL;
+	snprintf(why, n,
+		 "tensor names are a Hugging Face checkpoint's ('%s'), not llama.cpp's ('token_embd.weight', "
+		 "'blk.N.attn_q.weight'): llama.cpp will not find the tensors and a preset sees no tensor roles; "
+		 "names are kept as they are (llama.cpp's convert_hf_to_gguf.py renames them)",
+		 example);
+	return why;
+}
+
 static int is_attn_v_like(enum role r)
 {
 	return r == ROLE_ATTN_V || r == ROLE_ATTN_QKV || r == ROLE_ATTN_KV_B;

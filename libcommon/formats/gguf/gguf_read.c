@@ -690,6 +690,7 @@ const fmt_driver fmt_driver_gguf = {
 	.default_shard_tensors = FMT_GGUF_SPLIT_TENSORS,
 	.derive_meta = fmt_gguf_set_type_keys,
 	.derived_keys = fmt_gguf_derived_keys,
+	.foreign_names = fmt_gguf_foreign_names,
 	.close = gguf_close,
 	.describe = gguf_describe,
 	.required_keys = gguf_required_keys,

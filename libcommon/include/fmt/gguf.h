@@ -158,6 +158,11 @@ int fmt_gguf_preset_ftype(const char *name, uint32_t *ftype);
 fmt_kind fmt_gguf_mix_dtypes(const fmt_model *m, const fmt_model *meta, const char *name, const void *options,
 			     fmt_mix_entry *entries, const char **mix, fmt_err *e);
 
+/* The driver's foreign_names (fmt/registry.h): m's tensors are named as in a Hugging Face
+ * checkpoint (model.layers.N..., lm_head.weight, transformer.h.N...) and none as llama.cpp
+ * names them (token_embd.weight, blk.N...). */
+const char *fmt_gguf_foreign_names(const fmt_model *m, char *why, size_t n);
+
 /* The two keys above, NULL-terminated (the driver's derived_keys). */
 extern const char *const fmt_gguf_derived_keys[];
 

@@ -184,6 +184,11 @@ typedef struct fmt_driver {
 	/* The keys derive_meta sets, NULL-terminated (or NULL): converters drop them when the
 	 * output is in another format, where they would describe tensors that are not there. */
 	const char *const *derived_keys;
+	/* Why the format's readers would not find m's tensors by their names (GGUF: the names of a
+	 * Hugging Face checkpoint, where llama.cpp looks for its own), written into why[0..n) and
+	 * returned: converters warn, since they keep names as they are. NULL: nothing to say (or no
+	 * hook). */
+	const char *(*foreign_names)(const fmt_model *m, char *why, size_t n);
 
 	void (*close)(fmt_model *m);  /* free format_state; may be NULL */
 	/* Format-specific facts for fmt-inspect (digest, signature, shards...), or NULL. */
