@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/file.h>
 #include <termios.h>
 #include <unistd.h>
 #include "fmt/prompt.h"
@@ -52,6 +53,47 @@ static void prompt_release_signals(void)
 		sigaction(prompt_signals[i], &prompt_old_actions[i], NULL);
 }
 
+/* Prompts take turns on a terminal (make -j signing shards with one passphrase-protected key:
+ * prompts that overlapped split the typed lines between them and restored each other's echo
+ * state). Each holds an exclusive lock on its terminal's device from before it saves the
+ * terminal's state until it has restored it, and over both prompts of a confirmed passphrase.
+ * The device is the one a standard stream of this session's terminal names: a lock on /dev/tty
+ * itself would be one lock for every terminal of the machine. No such stream: no lock. */
+static int terminal_lock_fd = -1;
+static unsigned terminal_lock_depth;
+
+static int open_own_terminal(void)
+{
+	const pid_t session = getsid(0);
+	for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++) {
+		if (!isatty(fd) || tcgetsid(fd) != session)
+			continue;
+		const char *path = ttyname(fd);
+		int dev = path ? open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC) : -1;
+		if (dev >= 0)
+			return dev;
+	}
+	return -1;
+}
+
+static void terminal_lock(void)
+{
+	if (terminal_lock_depth++ > 0)
+		return;
+	terminal_lock_fd = open_own_terminal();
+	while (terminal_lock_fd >= 0 && flock(terminal_lock_fd, LOCK_EX) != 0 && errno == EINTR)
+		;
+}
+
+static void terminal_unlock(void)
+{
+	if (terminal_lock_depth == 0 || --terminal_lock_depth > 0)
+		return;
+	if (terminal_lock_fd >= 0)
+		close(terminal_lock_fd);   /* releases the lock */
+	terminal_lock_fd = -1;
+}
+
 static void write_all(int fd, const char *s)
 {
 	size_t n = strlen(s);
@@ -96,14 +138,19 @@ fmt_kind fmt_secret_from_prompt(const char *prompt, fmt_hmac_key *out, fmt_err *
 	memset(out, 0, sizeof *out);
 	int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
 	struct termios quiet;
+	if (fd >= 0)
+		terminal_lock();
 	if (fd < 0 || tcgetattr(fd, &prompt_saved_termios) != 0) {
-		if (fd >= 0)
+		if (fd >= 0) {
+			terminal_unlock();
 			close(fd);
+		}
 		return fmt_fail(e, FMT_USAGE, "no terminal to prompt on; use --secret-file or --secret-env");
 	}
 	fmt_hmac_key scratch;
 	fmt_kind k = fmt_secret_alloc(PROMPT_MAX, &scratch, e);
 	if (k != FMT_OK) {
+		terminal_unlock();
 		close(fd);
 		return k;
 	}
@@ -113,16 +160,20 @@ fmt_kind fmt_secret_from_prompt(const char *prompt, fmt_hmac_key *out, fmt_err *
 	prompt_interrupted = 0;
 	prompt_tty_fd = fd;
 	prompt_catch_signals();
-	write_all(fd, prompt ? prompt : "Secret: ");
 	size_t len = 0;
-	if (tcsetattr(fd, TCSAFLUSH, &quiet) != 0)
+	/* Echo off (and what was typed before discarded) before the prompt shows: a line sent as
+	 * soon as the prompt appears (expect, a pty driver) is then read, not flushed. */
+	if (tcsetattr(fd, TCSAFLUSH, &quiet) != 0) {
 		k = fmt_fail(e, FMT_IO, "cannot turn off echo on the terminal: %s", strerror(errno));
-	else
+	} else {
+		write_all(fd, prompt ? prompt : "Secret: ");
 		k = read_tty_line(fd, scratch.bytes, PROMPT_MAX, &len, e);
+	}
 	tcsetattr(fd, TCSAFLUSH, &prompt_saved_termios);
 	prompt_tty_fd = -1;
 	prompt_release_signals();
 	write_all(fd, "\n");
+	terminal_unlock();
 	close(fd);
 	if (k == FMT_OK && len == 0)
 		k = fmt_fail(e, FMT_USAGE, "no secret was typed");
@@ -140,16 +191,18 @@ fmt_kind fmt_prompt_passphrase(int confirm, fmt_hmac_key *pw, fmt_err *e)
 		return fmt_fail(e, FMT_USAGE, "no terminal to ask for the passphrase on; use "
 				"--passphrase-file FILE or --passphrase-env NAME%s", confirm ? " (or -W)" : "");
 	close(tty);
+	terminal_lock();
 	fmt_kind k = fmt_secret_from_prompt("Passphrase: ", pw, e);
-	if (k != FMT_OK || !confirm)
-		return k;
-	fmt_hmac_key again;
-	k = fmt_secret_from_prompt("Passphrase (again): ", &again, e);
-	if (k == FMT_OK && (again.len != pw->len || !fmt_ct_equal(again.bytes, pw->bytes, pw->len)))
-		k = fmt_fail(e, FMT_USAGE, "the two passphrases differ");
-	fmt_hmac_key_free(&again);
-	if (k != FMT_OK)
-		fmt_hmac_key_free(pw);
+	if (k == FMT_OK && confirm) {
+		fmt_hmac_key again;
+		k = fmt_secret_from_prompt("Passphrase (again): ", &again, e);
+		if (k == FMT_OK && (again.len != pw->len || !fmt_ct_equal(again.bytes, pw->bytes, pw->len)))
+			k = fmt_fail(e, FMT_USAGE, "the two passphrases differ");
+		fmt_hmac_key_free(&again);
+		if (k != FMT_OK)
+			fmt_hmac_key_free(pw);
+	}
+	terminal_unlock();
 	return k;
 }
 

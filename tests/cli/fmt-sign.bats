@@ -305,3 +305,22 @@ key_id_of() {
 	assert_equal "$stderr" "fmt-sign: error: m.apsim: output is the same file as input m.apsim"
 	assert_equal "$(sha256sum m.apsim)" "$sum"
 }
+
+@test "signing in parallel with one passphrase-protected key at one terminal (make -j): the prompts take turns, nothing typed is echoed, every job signs, echo is on afterwards" {
+	# tests/cli/pty-answer types the passphrase at each prompt as a person would. Prompts that
+	# overlapped split the typed lines between them (exit 8, wrong passphrase) and turned echo
+	# back on for each other (the passphrase shown, the terminal sometimes left at -echo).
+	printf 'pw\n' >pass.txt
+	encrypted_pair rel pass.txt
+	for f in a b c; do head -c 1000 /dev/urandom >$f; done
+	run "$BATS_TEST_DIRNAME/pty-answer" "Passphrase: " pw bash -c \
+		'for f in a b c; do fmt-sign sign -q -s rel.key $f & done; s=0; for j in 1 2 3; do wait -n || s=$?; done; exit $s'
+	assert_success
+	assert_equal "$output" "$(printf 'Passphrase: \nPassphrase: \nPassphrase: \necho on')"
+	for f in a b c; do fmt-sign verify -q -p rel.pub $f; done
+	# one prompt alone: the same
+	run "$BATS_TEST_DIRNAME/pty-answer" "Passphrase: " pw fmt-sign sign -q -s rel.key -x one.minisig a
+	assert_success
+	assert_equal "$output" "$(printf 'Passphrase: \necho on')"
+	fmt-sign verify -q -p rel.pub -x one.minisig a
+}
