@@ -291,9 +291,13 @@ setup() {
 }
 
 @test "nk-run: a valid network whose activations need more than 1 GiB is refused, not attempted" {
-	run --separate-stderr nk-run --random 1 "$NK/huge_arena.nk"
+	run --separate-stderr nk-run --random 1 --max-values 134217728 "$NK/huge_arena.nk"
 	assert_equal "$status" 5
 	[[ "$stderr" == *"activation arena (at most 1073741824)"* ]]
+	# by default its 4096x4096x4 input and output are refused first
+	run --separate-stderr nk-run --random 1 "$NK/huge_arena.nk"
+	assert_equal "$status" 5
+	[[ "$stderr" == *"hold 134217728 values (67108864 in, 67108864 out): above the limit of 4194304 (--max-values raises it)" ]]
 }
 
 # ---- bounded work (issue 19 item 4) ----
@@ -376,6 +380,59 @@ HEAVY_MSG="layer 16 (conv2d): 243798937600 multiply-adds, 244182939044 for the n
 	run --separate-stderr fmt-verify --run-tests --max-work 0 "$FIX/test_mlp.nk"
 	assert_equal "$status" 2
 	assert_equal "${stderr_lines[0]}" "fmt-verify: error: --max-work needs a count of multiply-adds from 1"
+}
+
+# ---- bounded input and output values ----
+
+# rows_nk FILE ROWS: test_mlp.nk (376 bytes, 2 -> 2 -> 2) whose header says ROWS rows (batch).
+rows_nk() {
+	cp "$FIX/test_mlp.nk" "$1"
+	/usr/bin/python3 -c 'import struct, sys; f = open(sys.argv[1], "r+b"); f.seek(12); f.write(struct.pack("<I", int(sys.argv[2])))' "$1" "$2"
+}
+
+VALUES_MSG="the network's input and output hold 66846724 values (33423362 in, 33423362 out): above the limit of 4194304 (--max-values raises it)"
+
+@test "nk-run: a 376-byte MLP of 16711681 rows is refused for its values (exit 5) before anything is allocated; --max-values" {
+	rows_nk rows.nk 16711681
+	[ "$(stat -c %s rows.nk)" -eq 376 ]
+	run fmt-verify rows.nk
+	assert_success
+	# it printed 648 MB in 26 s with 1.7 GB resident: now refused at load, within 100 MB
+	run --separate-stderr bash -c "$(limit_as 100000) timeout 20 nk-run --json --random 1 rows.nk"
+	assert_equal "$status" 5
+	assert_equal "$output" "{\"file\":\"rows.nk\",\"ok\":false,\"exit\":5,\"error\":\"UnsupportedVersion\",\"message\":\"$VALUES_MSG\"}"
+	assert_equal "$stderr" "{\"tool\":\"nk-run\",\"level\":\"error\",\"file\":\"rows.nk\",\"error\":\"UnsupportedVersion\",\"exit\":5,\"message\":\"$VALUES_MSG\"}"
+	for mode in "--random 1" "--raw --random 1" "--bench 1" "--profile" "--input-file /dev/null"; do
+		run --separate-stderr bash -c "$(limit_as 100000) timeout 20 nk-run $mode rows.nk | head -c 100"
+		assert_equal "$output" ""
+		assert_equal "$stderr" "nk-run: error: rows.nk: $VALUES_MSG"
+	done
+	# --test runs no input of the model's size: its cases (2 values) fail, nothing is refused
+	run --separate-stderr bash -c "$(limit_as 1500000) nk-run --test rows.nk"
+	assert_equal "$status" 11
+	assert_equal "${lines[-1]}" "0 passed, 3 failed"
+	# at the limit: 1048576 rows, 2^21 values in and 2^21 out
+	rows_nk at.nk 1048576
+	run bash -c "nk-run --raw --random 1 at.nk | wc -c"
+	assert_success
+	assert_output 8388608
+	rows_nk over.nk 1048577
+	run --separate-stderr nk-run --random 1 over.nk
+	assert_equal "$status" 5
+	assert_equal "$stderr" "nk-run: error: over.nk: the network's input and output hold 4194308 values (2097154 in, 2097154 out): above the limit of 4194304 (--max-values raises it)"
+	run bash -c "nk-run --raw --max-values 4194308 --random 1 over.nk | wc -c"
+	assert_success
+	assert_output 8388616
+	run --separate-stderr nk-run --max-values 3 --input 1,1 "$FIX/test_mlp.nk"
+	assert_equal "$status" 5
+	assert_equal "$stderr" "nk-run: error: $FIX/test_mlp.nk: the network's input and output hold 4 values (2 in, 2 out): above the limit of 3 (--max-values raises it)"
+	run nk-run --max-values 4 --input 1,1 "$FIX/test_mlp.nk"
+	assert_success
+	for bad in 0 -1 abc 18446744073709551616; do
+		run --separate-stderr nk-run --max-values "$bad" --input 1,1 "$FIX/test_mlp.nk"
+		assert_equal "$status" 2
+		assert_equal "${stderr_lines[0]}" "nk-run: error: --max-values needs a count of values from 1"
+	done
 }
 
 @test "fmt-inspect --json: multiply-adds of one run, per layer and in total, for every layer kind" {

@@ -12,7 +12,8 @@
 #define TOOL "nk-run"
 
 enum { OPT_INPUT_FILE = FMT_OPT_FIRST_TOOL_OPTION, OPT_INPUT_JSON, OPT_RANDOM, OPT_QUANTIZE, OPT_TOP, OPT_RAW,
-       OPT_TEST, OPT_BENCH, OPT_PROFILE, OPT_MAX_WORK };
+       OPT_TEST, OPT_BENCH, OPT_PROFILE, OPT_MAX_WORK,
+       OPT_MAX_VALUES };
 
 typedef struct input_opts {
 	const char *list, *file, *json;
@@ -43,6 +44,8 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("profile", OPT_PROFILE, NULL, "per-layer time and output shape (with --bench, or one run)") },
 	{ FMT_CLI_OPT("max-work", OPT_MAX_WORK, "N", "refuse a network above N multiply-adds per run\n"
 		      "(default 17179869184 = 2^34)") },
+	{ FMT_CLI_OPT("max-values", OPT_MAX_VALUES, "N", "refuse a run whose input and output hold more than N\n"
+		      "values together (default 4194304 = 2^22)") },
 	{ FMT_CLI_OPT("quiet", 'q', NULL, "--test: only the summary line") },
 	{ FMT_CLI_OPT("verbose", 'v', NULL, "print upstream's network summary before the output") },
 	{ .name = NULL }
@@ -79,6 +82,10 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 		if (fmt_parse_u64(arg, UINT64_MAX, &a->o.max_work, e) != FMT_OK || a->o.max_work == 0)
 			return fmt_fail(e, FMT_USAGE, "--max-work needs a count of multiply-adds from 1"), -1;
 		return 0;
+	case OPT_MAX_VALUES:
+		if (fmt_parse_u64(arg, UINT64_MAX, &a->o.max_values, e) != FMT_OK || a->o.max_values == 0)
+			return fmt_fail(e, FMT_USAGE, "--max-values needs a count of values from 1"), -1;
+		return 0;
 	}
 	return fmt_fail(e, FMT_USAGE, "unhandled option"), -1;
 }
@@ -90,7 +97,8 @@ static const fmt_cli_tool tool = {
 		 "regression tests, or time it.",
 	.options = options,
 	.footer = "Exit status: 0 ok, 2 usage, 3 I/O error, 4 invalid model or input, 5 unsupported\n"
-		  "version or layer, or more work than --max-work, 11 an embedded test failed.",
+		  "version or layer, or more work than --max-work or values than --max-values,\n"
+		  "11 an embedded test failed.",
 	.on_option = on_option,
 };
 
@@ -98,10 +106,11 @@ typedef struct loaded {
 	fmt_model m;
 	const nk_model *nm;
 	nk_engine en;
-	int over_limit;          /* refused for its work (--max-work), not for what it is */
+	int over_limit;          /* refused for its work (--max-work) or values (--max-values), not for what it is */
 } loaded;
 
-static fmt_kind load(loaded *L, const char *path, const nk_run_opts *o, fmt_err *e)
+/* Open, check (its work; with an input, its values: with_input) and plan path. */
+static fmt_kind load(loaded *L, const char *path, const nk_run_opts *o, int with_input, fmt_err *e)
 {
 	L->over_limit = 0;
 	fmt_kind k = fmt_model_open(&L->m, path, &fmt_driver_nk, e);
@@ -109,6 +118,8 @@ static fmt_kind load(loaded *L, const char *path, const nk_run_opts *o, fmt_err 
 		return k;
 	L->nm = fmt_nk_model_of(&L->m);
 	k = fmt_nk_check_work(L->nm, o->max_work, e);
+	if (k == FMT_OK && with_input)
+		k = fmt_nk_check_values(L->nm, o->max_values, e);
 	L->over_limit = k != FMT_OK;
 	if (k != FMT_OK) {
 		fmt_model_free(&L->m);
@@ -164,7 +175,7 @@ static int run_tests(char **paths, int n, const nk_run_opts *o)
 		loaded L;
 		fmt_err e;
 		fmt_err_clear(&e);
-		fmt_kind k = load(&L, paths[i], o, &e);
+		fmt_kind k = load(&L, paths[i], o, 0, &e);
 		if (k == FMT_OK) {
 			k = nk_report_tests(o->out, paths[i], L.nm, &L.en, o, &passed, &failed, &e);
 			unload(&L);
@@ -192,7 +203,7 @@ static int run_model(const char *path, const input_opts *in, const nk_run_opts *
 	fmt_err e;
 	void *input = NULL;
 	fmt_err_clear(&e);
-	fmt_kind k = load(&L, path, o, &e);
+	fmt_kind k = load(&L, path, o, 1, &e);
 	if (k != FMT_OK)
 		return report(path, &e, o);
 	k = gather_input(in, L.nm, o->quantize_input, &input, &e);
@@ -236,7 +247,7 @@ static const char *check_args(const args *a, int n_models)
 
 int main(int argc, char **argv)
 {
-	args a = { .o.max_work = NK_DEFAULT_MAX_WORK };
+	args a = { .o.max_work = NK_DEFAULT_MAX_WORK, .o.max_values = NK_DEFAULT_MAX_VALUES };
 	fmt_cli cli;
 	if (!fmt_cli_parse(&tool, argc, argv, &a, &cli))
 		return cli.exit_code;

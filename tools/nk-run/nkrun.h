@@ -13,6 +13,7 @@ typedef struct nk_run_opts {
 	uint64_t bench;          /* --bench N: timed runs */
 	int quantize_input;
 	uint64_t max_work;       /* --max-work: multiply-adds a run may take */
+	uint64_t max_values;     /* --max-values: input + output values a run may hold */
 	FILE *out;               /* the reports: stdout, nowhere with -q --json (fmt_cli_records) */
 } nk_run_opts;
 

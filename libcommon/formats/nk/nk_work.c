@@ -104,3 +104,14 @@ fmt_kind fmt_nk_check_work(const nk_model *nm, uint64_t limit, fmt_err *e)
 	}
 	return FMT_OK;
 }
+
+fmt_kind fmt_nk_check_values(const nk_model *nm, uint64_t limit, fmt_err *e)
+{
+	uint64_t sum = sat_add(nm->input_count, nm->output_count);
+	if (sum <= limit)
+		return FMT_OK;
+	return fmt_fail(e, FMT_UNSUPPORTED,
+			"the network's input and output hold %llu values (%llu in, %llu out): above the limit of %llu "
+			"(--max-values raises it)", (unsigned long long)sum, (unsigned long long)nm->input_count,
+			(unsigned long long)nm->output_count, (unsigned long long)limit);
+}

@@ -21,6 +21,8 @@
 #define NK_MAX_QUANT_CHANNELS 2048
 /* The work a run may take by default (nk-run --max-work): 2^34 multiply-adds. */
 #define NK_DEFAULT_MAX_WORK (1ull << 34)
+/* The input and output values a run may hold by default (nk-run --max-values): 2^22. */
+#define NK_DEFAULT_MAX_VALUES (1ull << 22)
 
 #define NK_FLAG_TESTS 0x0001u
 #define NK_FLAG_QUANT 0x0002u
@@ -152,6 +154,10 @@ void fmt_nk_free(nk_model *nm);
  * one multiply-add, every tap of a pooling window one more. Counts saturate at UINT64_MAX.
  * UnsupportedVersion naming the layer at which the running count passes limit. */
 fmt_kind fmt_nk_check_work(const nk_model *nm, uint64_t limit, fmt_err *e);
+/* The values one run reads and writes: input_count + output_count, which a header of a few
+ * bytes sets (an MLP of 16711681 rows in 376 bytes), and which nk-run generates, holds and
+ * prints. UnsupportedVersion above limit. */
+fmt_kind fmt_nk_check_values(const nk_model *nm, uint64_t limit, fmt_err *e);
 /* Fill those counts (fmt_nk_parse does, once the shapes are known). */
 void fmt_nk_count_work(nk_model *nm);
 
