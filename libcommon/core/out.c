@@ -134,6 +134,15 @@ json_t *fmt_json_string(const char *s, size_t n)
 	return j;
 }
 
+json_t *fmt_json_double(double v)
+{
+	if (isnan(v))
+		return json_string("nan");
+	if (isinf(v))
+		return json_string(v > 0 ? "inf" : "-inf");
+	return json_real(v);
+}
+
 json_t *fmt_json_u64(uint64_t v)
 {
 	char text[24];

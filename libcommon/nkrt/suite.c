@@ -16,11 +16,16 @@ double fmt_nk_value_at(const nk_model *nm, const void *out, uint64_t i)
 	return nm->quantized ? (double)((const int8_t *)out)[i] : (double)((const float *)out)[i];
 }
 
+int fmt_nk_ranks_above(double a, double b)
+{
+	return isnan(a) ? !isnan(b) : a > b;
+}
+
 uint64_t fmt_nk_argmax(const nk_model *nm, const void *out, uint64_t n)
 {
 	uint64_t best = 0;
 	for (uint64_t i = 1; i < n; i++)
-		if (fmt_nk_value_at(nm, out, i) > fmt_nk_value_at(nm, out, best) || isnan(fmt_nk_value_at(nm, out, best)))
+		if (fmt_nk_ranks_above(fmt_nk_value_at(nm, out, i), fmt_nk_value_at(nm, out, best)))
 			best = i;
 	return best;
 }

@@ -7,16 +7,6 @@
 #include "fmt/model.h"
 #include "fmt/out.h"
 
-static json_t *json_number(double d)
-{
-	/* JSON has no NaN or Inf: those become strings. */
-	if (isnan(d))
-		return json_string("nan");
-	if (isinf(d))
-		return json_string(d > 0 ? "inf" : "-inf");
-	return json_real(d);
-}
-
 json_t *fmt_json_value(const fmt_value *v, size_t max_items)
 {
 	switch (v->type) {
@@ -25,7 +15,7 @@ json_t *fmt_json_value(const fmt_value *v, size_t max_items)
 	case FMT_V_I8: case FMT_V_I16: case FMT_V_I32: case FMT_V_I64:
 		return json_integer((json_int_t)v->v.i);
 	case FMT_V_F32: case FMT_V_F64:
-		return json_number(v->v.f);
+		return fmt_json_double(v->v.f);
 	case FMT_V_BOOL:
 		return json_boolean(v->v.b);
 	case FMT_V_STR:

@@ -762,6 +762,36 @@ Output: shape=[3, 2] values=[3.5000, 6.5000, 0.5000, 1.5000, 0.5000, -0.5000]"
 	assert_equal "$status" 2
 }
 
+@test "nk-run --json: NaN outputs are \"nan\" (fmtkit(7)); argmax is the first NaN and --top ranks NaN first, as numpy" {
+	/usr/bin/python3 -c '
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import nkgen as g
+g.write_nk("id3.nk", 2, (1, 1, 3), [g.depthwise(1, 1, 1, 3)],
+           [(np.ones((3, 1, 1), dtype=np.float32), np.zeros(3, dtype=np.float32))])' \
+		"$REPO_ROOT/tests/interop"
+	# a 1x1 depthwise convolution of weight 1 per channel: each output is its input.
+	# np.argmax([5, nan, nan]) == 1; descending order with NaN as the largest (np.sort puts it last)
+	run nk-run --json --top 3 id3.nk --input 5,nan,nan
+	assert_success
+	assert_output --partial '"values":[5.0,"nan","nan"],"argmax":1,'
+	assert_equal "$(jq -c '[.values, .argmax, .top]' <<<"$output")" \
+		'[[5,"nan","nan"],1,[{"index":1,"value":"nan"},{"index":2,"value":"nan"},{"index":0,"value":5}]]'
+	run nk-run --json --top 2 id3.nk --input 1,inf,-inf
+	assert_equal "$(jq -c '[.values, .argmax, .top]' <<<"$output")" \
+		'[[1,"inf","-inf"],1,[{"index":1,"value":"inf"},{"index":0,"value":1}]]'
+	run nk-run --json --top 3 id3.nk --input 2,-1,nan
+	assert_equal "$(jq -c '[.argmax, [.top[].index]]' <<<"$output")" '[2,[2,0,1]]'
+	# every output NaN (inf - inf in the second layer of test_mlp.nk): argmax 0, --top lists K
+	run nk-run --json --top 2 "$FIX/test_mlp.nk" --input inf,1
+	assert_equal "$(jq -c '[.values, .argmax, .top]' <<<"$output")" \
+		'[["nan","nan"],0,[{"index":0,"value":"nan"},{"index":1,"value":"nan"}]]'
+	# the text keeps upstream's %.4f
+	run nk-run id3.nk --input 5,nan,-inf
+	assert_line "Output: shape=[1, 1, 3] values=[5.0000, nan, -inf]"
+}
+
 @test "nk-run --raw: little-endian float32 to a pipe, refused on a terminal" {
 	run bash -c "nk-run --raw '$NK/spec_16_1.nk' --input 1,1 | od -An -tx1 | tr -s ' '"
 	assert_success

@@ -33,38 +33,45 @@ static void print_values(FILE *f, const nk_model *nm, const void *v, uint64_t n)
 	fputc(']', f);
 }
 
-static json_t *json_number(double v)
-{
-	return isfinite(v) ? json_real(v) : json_null();
-}
-
 static json_t *json_values(const nk_model *nm, const void *v, uint64_t n)
 {
 	json_t *a = json_array();
 	for (uint64_t i = 0; i < n; i++)
 		json_array_append_new(a, nm->quantized ? json_integer(((const int8_t *)v)[i])
-						       : json_number(((const float *)v)[i]));
+						       : fmt_json_double(((const float *)v)[i]));
 	return a;
 }
 
-/* The K largest outputs, ties by lower index. */
+typedef struct ranked {
+	double v;
+	uint64_t i;
+} ranked;
+
+/* Higher values first (NaN first of all, fmt_nk_ranks_above), ties by lower index. */
+static int cmp_ranked(const void *pa, const void *pb)
+{
+	const ranked *a = pa, *b = pb;
+	if (fmt_nk_ranks_above(a->v, b->v))
+		return -1;
+	if (fmt_nk_ranks_above(b->v, a->v))
+		return 1;
+	return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* The K largest outputs in the order of argmax: NaN above every number, ties by lower index
+ * (the first entry is the argmax). NULL when out of memory. */
 static json_t *json_top(const nk_model *nm, const void *v, uint64_t n, unsigned k)
 {
-	json_t *a = json_array();
-	uint8_t *taken = calloc(n, 1);
-	for (unsigned r = 0; taken && r < k && r < n; r++) {
-		uint64_t best = UINT64_MAX;
-		for (uint64_t i = 0; i < n; i++)
-			if (!taken[i] && !isnan(fmt_nk_value_at(nm, v, i)) &&
-			    (best == UINT64_MAX || fmt_nk_value_at(nm, v, i) > fmt_nk_value_at(nm, v, best)))
-				best = i;
-		if (best == UINT64_MAX)
-			break;
-		taken[best] = 1;
-		json_array_append_new(a, json_pack("{s:I,s:o}", "index", (json_int_t)best, "value",
-						   json_number(fmt_nk_value_at(nm, v, best))));
-	}
-	free(taken);
+	ranked *r = malloc((n ? n : 1) * sizeof *r);
+	json_t *a = r ? json_array() : NULL;
+	for (uint64_t i = 0; a && i < n; i++)
+		r[i] = (ranked){ fmt_nk_value_at(nm, v, i), i };
+	if (a)
+		qsort(r, n, sizeof *r, cmp_ranked);
+	for (uint64_t i = 0; a && i < k && i < n; i++)
+		json_array_append_new(a, json_pack("{s:I,s:o}", "index", (json_int_t)r[i].i, "value",
+						   fmt_json_double(r[i].v)));
+	free(r);
 	return a;
 }
 
@@ -99,7 +106,7 @@ fmt_kind nk_report_run(FILE *out, const char *path, const nk_model *nm, nk_engin
 				      "shape", fmt_nk_shape_json(nm->output), "values", json_values(nm, y, nm->output_count),
 				      "argmax", (json_int_t)fmt_nk_argmax(nm, y, nm->output_count), "time_ms", ms);
 		if (nm->quantized) {
-			json_object_set_new(j, "scale", json_number(en->out_scale));
+			json_object_set_new(j, "scale", fmt_json_double(en->out_scale));
 			json_object_set_new(j, "zero_point", json_integer(en->out_zp));
 		}
 		if (o->top)
@@ -139,7 +146,7 @@ static void print_case(void *ctx, const fmt_test_case *r)
 	if (p->o->json) {
 		json_t *j = json_pack("{s:o,s:I,s:o,s:b,s:o,s:o,s:I,s:I,s:i}", "file", fmt_json_string(p->path, strlen(p->path)),
 				      "case", (json_int_t)r->index, "name", fmt_json_string(r->name, r->name_len), "pass",
-				      r->pass, "max_error", json_number(r->max_error), "tolerance", json_number(r->tolerance),
+				      r->pass, "max_error", fmt_json_double(r->max_error), "tolerance", fmt_json_double(r->tolerance),
 				      "argmax", (json_int_t)r->argmax, "expected_argmax", (json_int_t)r->expected_argmax,
 				      "label", r->label);
 		if (!r->pass)

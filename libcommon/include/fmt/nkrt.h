@@ -88,7 +88,11 @@ void fmt_nk_values_free(nk_values *v);
 const void *fmt_nk_run(nk_engine *en, const void *input);
 /* The output as a double (int8: the code itself). */
 double fmt_nk_value_at(const nk_model *nm, const void *out, uint64_t i);
-/* Lowest index among equal maxima (§14); NaN never wins. */
+/* The order of outputs (argmax, nk-run --top): a ranks above b when a > b, and NaN ranks above
+ * every number (as numpy's argmax and sort take it); equal values (NaNs among them) do not. */
+int fmt_nk_ranks_above(double a, double b);
+/* Lowest index among equal maxima (§14) in that order: the first NaN when there is one (as
+ * np.argmax). */
 uint64_t fmt_nk_argmax(const nk_model *nm, const void *out, uint64_t n);
 
 struct fmt_test_case;

@@ -27,6 +27,9 @@ json_t *fmt_json_string(const char *s, size_t n);
 /* An unsigned 64-bit number: a JSON integer up to 2^63-1, above that a decimal string (JSON
  * readers and jansson hold integers as signed 64-bit or as doubles, which would lose it). */
 json_t *fmt_json_u64(uint64_t v);
+/* A floating-point number: a JSON real when finite, else the string "nan", "inf" or "-inf"
+ * (JSON has no such numbers; fmtkit(7), OUTPUT). */
+json_t *fmt_json_double(double v);
 
 /* One compact JSON object and a newline (JSON Lines); returns 0 or -1 on write failure. */
 int fmt_json_line(FILE *f, json_t *obj);
