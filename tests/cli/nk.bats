@@ -792,6 +792,20 @@ g.write_nk("id3.nk", 2, (1, 1, 3), [g.depthwise(1, 1, 1, 3)],
 	assert_line "Output: shape=[1, 1, 3] values=[5.0000, nan, -inf]"
 }
 
+@test "nk-run --json --profile: one JSON object per run, its profile a member" {
+	run --separate-stderr nk-run --json --profile --random 1 "$FIX/mnist_cnn_dw.nk"
+	assert_success
+	assert_equal "${#lines[@]}" 1
+	assert_equal "$(jq -c '[.shape, (.values | length), .profile.runs, (.profile.layers | length), .profile.layers[1].kind,
+		.profile.layers[1].output_shape, (.profile | has("file"))]' <<<"$output")" '[[1,10],10,1,9,"depthwise_conv2d",[26,26,32],false]'
+	assert_equal "$(jq -c '.profile | keys_unsorted' <<<"$output")" \
+		'["runs","kernels","min_ms","median_ms","p99_ms","inferences_per_second","arena_bytes","layers"]'
+	# --bench --profile: its one record, as before
+	run nk-run --json --bench 2 --profile "$FIX/test_mlp.nk"
+	assert_equal "${#lines[@]}" 1
+	assert_equal "$(jq -c '[.runs, (.layers | length), has("values")]' <<<"$output")" '[2,2,false]'
+}
+
 @test "nk-run --raw: little-endian float32 to a pipe, refused on a terminal" {
 	run bash -c "nk-run --raw '$NK/spec_16_1.nk' --input 1,1 | od -An -tx1 | tr -s ' '"
 	assert_success

@@ -210,9 +210,6 @@ static int run_model(const char *path, const input_opts *in, const nk_run_opts *
 	if (k == FMT_OK)
 		k = o->bench ? nk_report_bench(o->out, path, L.nm, &L.en, input, o, &e)
 			     : nk_report_run(o->out, path, L.nm, &L.en, input, o, &e);
-	if (k == FMT_OK && o->profile && !o->bench)
-		k = nk_report_bench(o->out, path, L.nm, &L.en, input,
-				    &(nk_run_opts){ .json = o->json, .profile = 1, .bench = 1, .out = o->out }, &e);
 	free(input);
 	unload(&L);
 	return k == FMT_OK ? 0 : report(path, &e, o);

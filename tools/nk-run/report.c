@@ -92,6 +92,104 @@ static fmt_kind write_raw(FILE *out, const nk_model *nm, const void *v, fmt_err 
 	return FMT_OK;
 }
 
+/* ---- bench and profile ---- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* What n timed runs after min(n, 10) warm-up runs measured. */
+typedef struct bench {
+	uint64_t n, warm;
+	double min, med, p99, ips;
+	double *layer_sum;       /* per layer, when profiling */
+	uint64_t *layer_min;
+} bench;
+
+static void bench_free(bench *b)
+{
+	free(b->layer_sum);
+	free(b->layer_min);
+}
+
+static fmt_kind measure(nk_engine *en, const void *input, uint64_t n, bench *b, fmt_err *e)
+{
+	uint32_t layers = en->nm->n_layers;
+	uint64_t *t = malloc(n * sizeof *t);
+	*b = (bench){ .n = n, .warm = n < 10 ? n : 10, .layer_sum = calloc(layers, sizeof *b->layer_sum),
+		      .layer_min = malloc(layers * sizeof *b->layer_min) };
+	if (!t || !b->layer_sum || !b->layer_min) {
+		free(t);
+		bench_free(b);
+		return fmt_fail(e, FMT_IO, "out of memory");
+	}
+	for (uint64_t i = 0; i < b->warm; i++)
+		fmt_nk_run(en, input);
+	uint64_t start = fmt_nk_now_ns();
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t t0 = fmt_nk_now_ns();
+		fmt_nk_run(en, input);
+		t[i] = fmt_nk_now_ns() - t0;
+		for (uint32_t l = 0; en->layer_ns && l < layers; l++) {
+			b->layer_sum[l] += (double)en->layer_ns[l];
+			if (i == 0 || en->layer_ns[l] < b->layer_min[l])
+				b->layer_min[l] = en->layer_ns[l];
+		}
+	}
+	double total_s = (double)(fmt_nk_now_ns() - start) / 1e9;
+	qsort(t, n, sizeof *t, cmp_u64);
+	b->min = (double)t[0] / 1e6;
+	b->med = (double)t[(n - 1) / 2] / 1e6;
+	uint64_t p99i = (uint64_t)ceil(0.99 * (double)n) - 1;
+	b->p99 = (double)t[p99i < n ? p99i : n - 1] / 1e6;
+	b->ips = (double)n / total_s;
+	free(t);
+	return FMT_OK;
+}
+
+/* The measures as JSON members of j (and with --profile, "layers"). */
+static void bench_json(json_t *j, const nk_model *nm, const nk_engine *en, const bench *b)
+{
+	json_object_set_new(j, "runs", json_integer((json_int_t)b->n));
+	json_object_set_new(j, "kernels", json_string(fmt_nk_kernels_name(en->k)));
+	json_object_set_new(j, "min_ms", json_real(b->min));
+	json_object_set_new(j, "median_ms", json_real(b->med));
+	json_object_set_new(j, "p99_ms", json_real(b->p99));
+	json_object_set_new(j, "inferences_per_second", fmt_json_double(b->ips));
+	json_object_set_new(j, "arena_bytes", json_integer((json_int_t)en->arena_bytes));
+	if (!en->layer_ns)
+		return;
+	json_t *layers = json_array();
+	for (uint32_t l = 0; l < nm->n_layers; l++)
+		json_array_append_new(layers, json_pack("{s:I,s:s,s:f,s:f,s:o}", "index", (json_int_t)l, "kind",
+							fmt_nk_kind_name(nm->layers[l].kind), "min_ms",
+							(double)b->layer_min[l] / 1e6, "mean_ms",
+							b->layer_sum[l] / (double)b->n / 1e6, "output_shape",
+							fmt_nk_shape_json(nm->layers[l].out)));
+	json_object_set_new(j, "layers", layers);
+}
+
+static void bench_text(FILE *out, const char *path, const nk_model *nm, const nk_engine *en, const bench *b)
+{
+	fputs("model:      ", out);
+	fmt_out_escaped(out, path, strlen(path));
+	fprintf(out, "\nruns:       %llu (after %llu warm-up), kernels %s, arena %zu bytes\n",
+		(unsigned long long)b->n, (unsigned long long)b->warm, fmt_nk_kernels_name(en->k), en->arena_bytes);
+	fprintf(out, "latency:    min %.4f ms, median %.4f ms, p99 %.4f ms\n", b->min, b->med, b->p99);
+	fprintf(out, "throughput: %.1f inferences/s\n", b->ips);
+	if (!en->layer_ns)
+		return;
+	fprintf(out, "layers:     (min and mean time per run)\n");
+	for (uint32_t l = 0; l < nm->n_layers; l++) {
+		fprintf(out, "  [%u] %-24s %9.4f ms %9.4f ms  ", l, fmt_nk_kind_name(nm->layers[l].kind),
+			(double)b->layer_min[l] / 1e6, b->layer_sum[l] / (double)b->n / 1e6);
+		print_shape(out, nm->layers[l].out);
+		fputc('\n', out);
+	}
+}
+
 fmt_kind nk_report_run(FILE *out, const char *path, const nk_model *nm, nk_engine *en, const void *input,
 		       const nk_run_opts *o, fmt_err *e)
 {
@@ -111,6 +209,18 @@ fmt_kind nk_report_run(FILE *out, const char *path, const nk_model *nm, nk_engin
 		}
 		if (o->top)
 			json_object_set_new(j, "top", json_top(nm, y, nm->output_count, o->top));
+		if (o->profile) {
+			bench b;
+			fmt_kind k = measure(en, input, 1, &b, e);
+			if (k != FMT_OK) {
+				json_decref(j);
+				return k;
+			}
+			json_t *p = json_object();
+			bench_json(p, nm, en, &b);
+			json_object_set_new(j, "profile", p);
+			bench_free(&b);
+		}
 		int r = fmt_json_line(out, j);
 		json_decref(j);
 		return r ? fmt_fail(e, FMT_IO, "cannot write to standard output") : FMT_OK;
@@ -128,7 +238,15 @@ fmt_kind nk_report_run(FILE *out, const char *path, const nk_model *nm, nk_engin
 	fputs(" values=", out);
 	print_values(out, nm, y, nm->output_count);
 	fputc('\n', out);
-	return FMT_OK;
+	if (!o->profile)
+		return FMT_OK;
+	bench b;
+	fmt_kind k = measure(en, input, 1, &b, e);
+	if (k == FMT_OK) {
+		bench_text(out, path, nm, en, &b);
+		bench_free(&b);
+	}
+	return k;
 }
 
 /* ---- tests ---- */
@@ -180,84 +298,22 @@ fmt_kind nk_report_tests(FILE *out, const char *path, const nk_model *nm, nk_eng
 	return fmt_nk_test_suite(nm, en, print_case, &p, passed, failed, e);
 }
 
-/* ---- bench ---- */
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 fmt_kind nk_report_bench(FILE *out, const char *path, const nk_model *nm, nk_engine *en, const void *input,
 			 const nk_run_opts *o, fmt_err *e)
 {
-	uint64_t n = o->bench;
-	uint64_t *t = malloc(n * sizeof *t);
-	double *layer_sum = calloc(nm->n_layers, sizeof *layer_sum);
-	uint64_t *layer_min = malloc(nm->n_layers * sizeof *layer_min);
-	if (!t || !layer_sum || !layer_min) {
-		free(t);
-		free(layer_sum);
-		free(layer_min);
-		return fmt_fail(e, FMT_IO, "out of memory");
-	}
-	uint64_t warm = n < 10 ? n : 10;
-	for (uint64_t i = 0; i < warm; i++)
-		fmt_nk_run(en, input);
-	uint64_t start = fmt_nk_now_ns();
-	for (uint64_t i = 0; i < n; i++) {
-		uint64_t t0 = fmt_nk_now_ns();
-		fmt_nk_run(en, input);
-		t[i] = fmt_nk_now_ns() - t0;
-		for (uint32_t l = 0; en->layer_ns && l < nm->n_layers; l++) {
-			layer_sum[l] += (double)en->layer_ns[l];
-			if (i == 0 || en->layer_ns[l] < layer_min[l])
-				layer_min[l] = en->layer_ns[l];
-		}
-	}
-	double total_s = (double)(fmt_nk_now_ns() - start) / 1e9;
-	qsort(t, n, sizeof *t, cmp_u64);
-	double min = (double)t[0] / 1e6, med = (double)t[(n - 1) / 2] / 1e6;
-	uint64_t p99i = (uint64_t)ceil(0.99 * (double)n) - 1;
-	double p99 = (double)t[p99i < n ? p99i : n - 1] / 1e6, ips = (double)n / total_s;
-	fmt_kind k = FMT_OK;
+	bench b;
+	fmt_kind k = measure(en, input, o->bench, &b, e);
+	if (k != FMT_OK)
+		return k;
 	if (o->json) {
-		json_t *j = json_pack("{s:o,s:I,s:s,s:f,s:f,s:f,s:f,s:I}", "file", fmt_json_string(path, strlen(path)),
-				      "runs", (json_int_t)n, "kernels", fmt_nk_kernels_name(en->k), "min_ms", min, "median_ms", med,
-				      "p99_ms", p99, "inferences_per_second", ips, "arena_bytes",
-				      (json_int_t)en->arena_bytes);
-		if (en->layer_ns) {
-			json_t *layers = json_array();
-			for (uint32_t l = 0; l < nm->n_layers; l++)
-				json_array_append_new(layers, json_pack("{s:I,s:s,s:f,s:f,s:o}", "index", (json_int_t)l, "kind",
-									fmt_nk_kind_name(nm->layers[l].kind), "min_ms",
-									(double)layer_min[l] / 1e6, "mean_ms",
-									layer_sum[l] / (double)n / 1e6, "output_shape",
-									fmt_nk_shape_json(nm->layers[l].out)));
-			json_object_set_new(j, "layers", layers);
-		}
+		json_t *j = json_pack("{s:o}", "file", fmt_json_string(path, strlen(path)));
+		bench_json(j, nm, en, &b);
 		if (fmt_json_line(out, j))
 			k = fmt_fail(e, FMT_IO, "cannot write to standard output");
 		json_decref(j);
 	} else {
-		fputs("model:      ", out);
-		fmt_out_escaped(out, path, strlen(path));
-		fprintf(out, "\nruns:       %llu (after %llu warm-up), kernels %s, arena %zu bytes\n",
-			(unsigned long long)n, (unsigned long long)warm, fmt_nk_kernels_name(en->k), en->arena_bytes);
-		fprintf(out, "latency:    min %.4f ms, median %.4f ms, p99 %.4f ms\n", min, med, p99);
-		fprintf(out, "throughput: %.1f inferences/s\n", ips);
-		if (en->layer_ns) {
-			fprintf(out, "layers:     (min and mean time per run)\n");
-			for (uint32_t l = 0; l < nm->n_layers; l++) {
-				fprintf(out, "  [%u] %-24s %9.4f ms %9.4f ms  ", l, fmt_nk_kind_name(nm->layers[l].kind),
-					(double)layer_min[l] / 1e6, layer_sum[l] / (double)n / 1e6);
-				print_shape(out, nm->layers[l].out);
-				fputc('\n', out);
-			}
-		}
+		bench_text(out, path, nm, en, &b);
 	}
-	free(t);
-	free(layer_sum);
-	free(layer_min);
+	bench_free(&b);
 	return k;
 }
