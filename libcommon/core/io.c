@@ -30,6 +30,17 @@ static const char *type_name(mode_t mode)
 	     : S_ISFIFO(mode) ? "a FIFO" : S_ISSOCK(mode) ? "a socket" : "not a regular file";
 }
 
+/* The one refusal of a file of a kind a reader does not take (a device, a directory, a FIFO
+ * found where a file was looked for), whoever reads it (an input FILE, a key, a secret, the file
+ * an option names): it cannot be read as a file, IoError (exit 3) in every tool. what names it
+ * ("the identity"), or NULL. */
+static fmt_kind not_readable(mode_t mode, const char *expected, const char *what, fmt_err *e)
+{
+	if (what)
+		return fmt_fail(e, FMT_IO, "%s is not %s (it is %s)", what, expected, type_name(mode));
+	return fmt_fail(e, FMT_IO, "is %s (expected %s)", type_name(mode), expected);
+}
+
 /* ---- sequential sources ---- */
 
 #define SEQ_BUF (1u << 20)
@@ -183,7 +194,7 @@ static fmt_kind source_open(fmt_source *s, const char *path, int found, fmt_err 
 	}
 	fmt_kind k = fmt_input_check(&st, e);
 	if (k == FMT_OK && found && !S_ISREG(st.st_mode))
-		k = fmt_fail(e, FMT_IO, "is %s (expected a regular file)", type_name(st.st_mode));
+		k = not_readable(st.st_mode, "a regular file", NULL, e);
 	if (k != FMT_OK) {
 		fmt_err_file(e, path);
 		fmt_source_close(s);
@@ -537,7 +548,7 @@ fmt_kind fmt_input_check(const struct stat *st, fmt_err *e)
 		return fmt_fail(e, FMT_IO, "is a directory");
 	/* A device reports no size and may never end (/dev/zero): it is not a model or a dataset. */
 	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
-		return fmt_fail(e, FMT_IO, "is %s (expected a regular file or a pipe)", type_name(st->st_mode));
+		return not_readable(st->st_mode, "a regular file or a pipe", NULL, e);
 	return FMT_OK;
 }
 
@@ -557,10 +568,7 @@ fmt_kind fmt_small_check(int fd, unsigned flags, const char *what, struct stat *
 			return fmt_fail(e, FMT_IO, "fcntl: %s", strerror(errno));
 		return FMT_OK;
 	}
-	const char *expected = named ? "a regular file or a pipe" : "a regular file";
-	if (what)
-		return fmt_fail(e, FMT_USAGE, "%s is not %s (it is %s)", what, expected, type_name(st->st_mode));
-	return fmt_fail(e, FMT_USAGE, "is %s (expected %s)", type_name(st->st_mode), expected);
+	return not_readable(st->st_mode, named ? "a regular file or a pipe" : "a regular file", what, e);
 }
 
 fmt_kind fmt_small_read(int fd, void *buf, size_t cap, size_t *len, fmt_err *e)

@@ -40,14 +40,14 @@ assert_nothing_written() {
 		-e m.safetensors.minisig -e d.csv -e keys "$@")" ""
 }
 
-@test "--trusted-keys DIR: a FIFO x.pub is refused at once, not read (fmt-verify, fmt-sign verify; exit 2)" {
+@test "--trusted-keys DIR: a FIFO x.pub is refused at once, not read (fmt-verify, fmt-sign verify; exit 3)" {
 	mkfifo keys/x.pub
 	bounded fmt-verify --trusted-keys keys m.safetensors
-	assert_equal "$status" 2
+	assert_equal "$status" 3
 	assert_equal "$stderr" "fmt-verify: error: keys/x.pub: is a FIFO (expected a regular file)"
 	assert_equal "$output" ""
 	bounded fmt-sign verify --trusted-keys keys m.safetensors
-	assert_equal "$status" 2
+	assert_equal "$status" 3
 	assert_equal "$stderr" "fmt-sign: error: keys/x.pub: is a FIFO (expected a regular file)"
 	[ -p keys/x.pub ]
 	# without it, the directory is trusted as before
@@ -56,13 +56,13 @@ assert_nothing_written() {
 	assert_success
 }
 
-@test "--trusted-keys DIR: z.pub -> /dev/zero is refused (exit 2) without reading it; a link to a key file works" {
+@test "--trusted-keys DIR: z.pub -> /dev/zero is refused (exit 3) without reading it; a link to a key file works" {
 	ln -s /dev/zero keys/z.pub
 	bounded fmt-verify --trusted-keys keys m.safetensors
-	assert_equal "$status" 2
+	assert_equal "$status" 3
 	assert_equal "$stderr" "fmt-verify: error: keys/z.pub: is a character device (expected a regular file)"
 	bounded fmt-sign verify --trusted-keys keys m.safetensors
-	assert_equal "$status" 2
+	assert_equal "$status" 3
 	assert_equal "$stderr" "fmt-sign: error: keys/z.pub: is a character device (expected a regular file)"
 	rm keys/z.pub
 	mv keys/good.pub real.pub
@@ -72,72 +72,72 @@ assert_nothing_written() {
 	[[ "$output" == *".minisig by trusted key"* ]] || fail "$output"
 }
 
-@test "FILE.minisig found beside FILE: a FIFO or a device there is refused (exit 2), never waited on" {
+@test "FILE.minisig found beside FILE: a FIFO or a device there is refused (exit 3), never waited on" {
 	mv m.safetensors.minisig saved.minisig
 	mkfifo m.safetensors.minisig
 	bounded fmt-verify -p "$PUB" m.safetensors
-	assert_equal "$status" 2
+	assert_equal "$status" 3
 	assert_equal "$stderr" "fmt-verify: error: m.safetensors: m.safetensors.minisig: is a FIFO (expected a regular file)"
 	bounded fmt-sign verify -p "$PUB" m.safetensors
-	assert_equal "$status" 2
+	assert_equal "$status" 3
 	assert_equal "$stderr" "fmt-sign: error: m.safetensors.minisig: is a FIFO (expected a regular file)"
 	rm m.safetensors.minisig
 	ln -s /dev/zero m.safetensors.minisig
 	bounded fmt-verify -p "$PUB" m.safetensors
-	assert_equal "$status" 2
+	assert_equal "$status" 3
 	assert_equal "$stderr" "fmt-verify: error: m.safetensors: m.safetensors.minisig: is a character device (expected a regular file)"
 }
 
-@test "the default public key path holding a FIFO is refused (exit 2)" {
+@test "the default public key path holding a FIFO is refused (exit 3)" {
 	mv "$PUB" saved.pub
 	mkfifo "$PUB"
 	bounded fmt-sign verify m.safetensors
-	assert_equal "$status" 2
+	assert_equal "$status" 3
 	assert_equal "$stderr" "fmt-sign: error: $PUB: is a FIFO (expected a regular file)"
 }
 
-# /dev/zero given to an option that reads a small file: refused as a device, exit 2.
-@test "/dev/zero for -p, -x, --encrypt-to, --card, --schema, --set-from, --terms: exit 2 at once, nothing written" {
+# /dev/zero given to an option that reads a small file: refused as a device, exit 3 (io), as every input that is not a file.
+@test "/dev/zero for -p, -x, --encrypt-to, --card, --schema, --set-from, --terms: exit 3 at once, nothing written" {
 	msg="/dev/zero: is a character device (expected a regular file or a pipe)"
 	bounded fmt-verify -p /dev/zero m.safetensors
-	assert_equal "$status" 2
+	assert_equal "$status" 3
 	assert_equal "$stderr" "fmt-verify: error: $msg"
 	bounded fmt-sign verify -p /dev/zero m.safetensors
-	assert_equal "$status" 2
+	assert_equal "$status" 3
 	assert_equal "$stderr" "fmt-sign: error: $msg"
 	bounded fmt-sign verify -x /dev/zero m.safetensors
-	assert_equal "$status" 2
+	assert_equal "$status" 3
 	assert_equal "$stderr" "fmt-sign: error: $msg"
 	for opt in --encrypt-to --card --schema; do
 		bounded fmt-convert "$opt" /dev/zero d.csv out.ald
-		assert_equal "$status" 2
+		assert_equal "$status" 3
 		assert_equal "$stderr" "fmt-convert: error: $msg"
 	done
 	bounded fmt-convert --set-from /dev/zero m.safetensors out.gguf
-	assert_equal "$status" 2
+	assert_equal "$status" 3
 	assert_equal "$stderr" "fmt-convert: error: $msg"
 	fmt-convert d.csv plain.ald
 	before=$(sha256sum plain.ald)
 	bounded fmt-sign license --terms /dev/zero --licensee acme -s "$SEC" plain.ald
-	assert_equal "$status" 2
+	assert_equal "$status" 3
 	assert_equal "$stderr" "fmt-sign: error: $msg"
 	assert_equal "$(sha256sum plain.ald)" "$before"
 	assert_nothing_written -e plain.ald
 }
 
-@test "/dev/zero for secret, passphrase, password and identity files: exit 2 at once" {
+@test "/dev/zero for secret, passphrase, password and identity files: exit 3 at once" {
 	bounded fmt-verify --secret-file /dev/zero m.safetensors
-	assert_equal "$status" 2
+	assert_equal "$status" 3
 	assert_equal "$stderr" "fmt-verify: error: secret file /dev/zero is not a regular file or a pipe (it is a character device)"
 	bounded fmt-sign sign -s /dev/zero m.safetensors
-	assert_equal "$status" 2
+	assert_equal "$status" 3
 	assert_equal "$stderr" "fmt-sign: error: /dev/zero: secret file /dev/zero is not a regular file or a pipe (it is a character device)"
 	PW=pw fmt-convert --encrypt-password-env PW d.csv e.ald
 	bounded fmt-inspect --password-file /dev/zero e.ald
-	assert_equal "$status" 2
+	assert_equal "$status" 3
 	assert_equal "$stderr" "fmt-inspect: error: secret file /dev/zero is not a regular file or a pipe (it is a character device)"
 	bounded fmt-inspect --identity /dev/zero e.ald
-	assert_equal "$status" 2
+	assert_equal "$status" 3
 	assert_equal "$stderr" "fmt-inspect: error: /dev/zero: the identity is not a regular file (it is a character device)"
 }
 
@@ -146,7 +146,7 @@ assert_nothing_written() {
 	mkdir -p enc/fmtkit
 	encrypted_pair enc/fmtkit/ed25519 pw
 	bounded fmt-sign sign -s enc/fmtkit/ed25519.key --passphrase-file /dev/zero m.safetensors
-	assert_equal "$status" 2
+	assert_equal "$status" 3
 	assert_equal "$stderr" "fmt-sign: error: enc/fmtkit/ed25519.key: secret file /dev/zero is not a regular file or a pipe (it is a character device)"
 	head -c 32 /dev/urandom >wm.key
 	chmod 600 wm.key
@@ -160,19 +160,19 @@ sys.stdout.buffer.write(struct.pack("<Q", len(h)) + h + a.tobytes())' >big.safet
 	run fmt-watermark extract --key wm.key w.safetensors
 	assert_success
 	bounded fmt-watermark extract --key wm.key --registry /dev/zero w.safetensors
-	assert_equal "$status" 2
+	assert_equal "$status" 3
 	assert_equal "$stderr" "fmt-watermark: error: /dev/zero: is a character device (expected a regular file or a pipe)"
 	bounded fmt-watermark extract --key /dev/zero w.safetensors
-	assert_equal "$status" 2
+	assert_equal "$status" 3
 	assert_equal "$stderr" "fmt-watermark: error: /dev/zero: the watermark key is not a regular file (it is a character device)"
 }
 
-@test "nk-run --input-file /dev/zero is refused (exit 2); a pipe and - still work" {
+@test "nk-run --input-file /dev/zero is refused (exit 3); a pipe and - still work" {
 	nk=$REPO_ROOT/tests/data/fixtures/nk/test_mlp.nk
 	n=$(nk-run --json --random 1 "$nk" | jq '.input_shape | reduce .[] as $d (1; . * $d)')
 	[ "$n" -gt 0 ]
 	bounded nk-run --input-file /dev/zero "$nk"
-	assert_equal "$status" 2
+	assert_equal "$status" 3
 	assert_equal "$stderr" "nk-run: error: /dev/zero: is a character device (expected a regular file or a pipe)"
 	values=$(seq -s, 1 "$n" | sed 's/^/[/; s/$/]/')
 	want=$(nk-run --json --input-json "$values" "$nk" | jq -c .values)
@@ -182,6 +182,39 @@ sys.stdout.buffer.write(struct.pack("<Q", len(h)) + h + a.tobytes())' >big.safet
 	run bash -c 'printf "%s" "$1" | nk-run --json --input-file - "$2" | jq -c .values' _ "$values" "$nk"
 	assert_success
 	assert_equal "$output" "$want"
+}
+
+@test "a device as the file of an option (.nk inputs, labels, calibration, imatrix) is exit 3 as the input FILE is, in every tool" {
+	# nk-run --input-file and fmt-convert's .nk options said exit 2, fmt-inspect FILE exit 3
+	nk=$REPO_ROOT/tests/data/fixtures/nk/test_mlp.nk
+	printf '[[1, 2]]' >in.json
+	for dev in /dev/zero /dev/null; do
+		msg="$dev: is a character device (expected a regular file or a pipe)"
+		bounded nk-run --input-file "$dev" "$nk"
+		assert_equal "$status" 3
+		assert_equal "$stderr" "nk-run: error: $msg"
+		bounded nk-run --json --input-file "$dev" "$nk"
+		assert_equal "$status" 3
+		assert_equal "$(jq -c '[.exit, .error]' <<<"$stderr")" '[3,"IoError"]'
+		for args in "--embed-tests $dev" "--embed-tests in.json --labels $dev" "--dtype int8 --calibration $dev"; do
+			bounded fmt-convert $args "$nk" out.nk
+			assert_equal "$status" 3
+			assert_equal "$stderr" "fmt-convert: error: $msg"
+		done
+		bounded fmt-convert --imatrix "$dev" m.safetensors out.gguf
+		assert_equal "$status" 3
+		assert_equal "$stderr" "fmt-convert: error: $msg"
+		bounded fmt-convert --metadata-from "$dev" m.safetensors out.gguf
+		assert_equal "$status" 3
+		bounded fmt-inspect "$dev"
+		assert_equal "$status" 3
+		assert_equal "$stderr" "fmt-inspect: error: $msg"
+		# a directory is refused alike
+		bounded nk-run --input-file keys "$nk"
+		assert_equal "$status" 3
+		assert_equal "$stderr" "nk-run: error: keys: is a directory (expected a regular file or a pipe)"
+	done
+	assert_nothing_written -e in.json
 }
 
 @test "/dev/zero and /dev/null as the input FILE of every reading tool: exit 3, the device named" {

@@ -105,12 +105,12 @@ run_bounded_to() {
 }
 
 # Item 10: a FIFO at a key path is refused at once (timeout would give 124).
-@test "keys: a FIFO as the per-user HMAC key is refused, never waited on (exit 2)" {
+@test "keys: a FIFO as the per-user HMAC key is refused, never waited on (exit 3)" {
 	mkdir -p home/.config/fmtkit
 	mkfifo -m 600 home/.config/fmtkit/hmac.key
 	cp "$REPO_ROOT/tests/data/fixtures/apsim/example-signed-team-secret.apsim" f.apsim
 	run --separate-stderr env HOME="$PWD/home" XDG_CONFIG_HOME= timeout 10 fmt-verify --hmac-key f.apsim
-	assert_equal "$status" 2
+	assert_equal "$status" 3
 	[[ "$stderr" == *"hmac.key: the HMAC key is not a regular file"* ]] || fail "$stderr"
 	[ -p home/.config/fmtkit/hmac.key ] && cmp -s f.apsim "$REPO_ROOT/tests/data/fixtures/apsim/example-signed-team-secret.apsim"
 	assert_equal "$(ls -A home/.config/fmtkit)" hmac.key
@@ -137,7 +137,7 @@ run_bounded_to() {
 	assert_equal "$status" 3
 	mkdir d
 	run --separate-stderr timeout 10 fmt-verify --secret-file d f.apsim
-	assert_equal "$status" 2
+	assert_equal "$status" 3
 	[[ "$stderr" == *"secret file d is not a regular file or a pipe"* ]] || fail "$stderr"
 	run --separate-stderr bash -c 'timeout 10 fmt-verify --secret-file <(printf "team secret\n") f.apsim'
 	assert_success

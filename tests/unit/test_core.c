@@ -123,14 +123,14 @@ TEST(small_files_bounded_and_typed)
 	CHECK_STR(e.msg, "more than 9 bytes (the limit for this file)");
 	CHECK_STR(e.file, path);
 	fmt_err_clear(&e);
-	CHECK(fmt_read_small("/dev/zero", FMT_SMALL_NAMED, 1u << 20, &text, &len, &e) == FMT_USAGE);
+	CHECK(fmt_read_small("/dev/zero", FMT_SMALL_NAMED, 1u << 20, &text, &len, &e) == FMT_IO);
 	CHECK_STR(e.msg, "is a character device (expected a regular file or a pipe)");
 	fmt_err_clear(&e);
-	CHECK(fmt_read_small(dir, 0, 16, &text, &len, &e) == FMT_USAGE);
+	CHECK(fmt_read_small(dir, 0, 16, &text, &len, &e) == FMT_IO);
 	CHECK_STR(e.msg, "is a directory (expected a regular file)");
 	CHECK(mkfifo(fifo, 0600) == 0);
 	fmt_err_clear(&e);
-	CHECK(fmt_read_small(fifo, 0, 16, &text, &len, &e) == FMT_USAGE);
+	CHECK(fmt_read_small(fifo, 0, 16, &text, &len, &e) == FMT_IO);
 	CHECK_STR(e.msg, "is a FIFO (expected a regular file)");
 	/* named, with no writer: opens at once and reads as empty */
 	CHECK(fmt_read_small(fifo, FMT_SMALL_NAMED, 16, &text, &len, &e) == FMT_OK);

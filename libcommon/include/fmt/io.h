@@ -132,7 +132,8 @@ fmt_kind fmt_read_file(const char *path, size_t max, char **out, size_t *len, fm
 /* The two steps of fmt_read_small, for readers that keep the bytes elsewhere (secrets in
  * sodium_malloc memory) or check more (a key file's mode): may fd, opened O_NONBLOCK, be read
  * as a small file (its fstat in *st; what, when not NULL, names it in messages: "the HMAC
- * key")? Then read up to cap bytes of it: *len < cap means the end was reached. */
+ * key")? IoError when not: a device, a directory, a FIFO unless named (as fmt_input_check).
+ * Then read up to cap bytes of it: *len < cap means the end was reached. */
 fmt_kind fmt_small_check(int fd, unsigned flags, const char *what, struct stat *st, fmt_err *e);
 fmt_kind fmt_small_read(int fd, void *buf, size_t cap, size_t *len, fmt_err *e);
 
