@@ -1033,6 +1033,17 @@ static void start_writeback(fmt_sink *k, size_t n)
 		ask_flush(k);
 }
 
+/* A write failed: a reader that closed its end of the pipe ends the process by SIGPIPE,
+ * whichever thread wrote (fmt_thread_broken_pipe); otherwise (SIGPIPE ignored too) an IoError. */
+static fmt_kind write_fail(fmt_err *e, const char *path)
+{
+	if (errno == EPIPE) {
+		fmt_thread_broken_pipe();
+		errno = EPIPE;
+	}
+	return io_fail(e, path, "write");
+}
+
 static fmt_kind write_all(fmt_sink *k, const uint8_t *p, size_t n, fmt_err *e)
 {
 	start_writeback(k, n);
@@ -1041,7 +1052,7 @@ static fmt_kind write_all(fmt_sink *k, const uint8_t *p, size_t n, fmt_err *e)
 		if (put < 0 && errno == EINTR)
 			continue;
 		if (put < 0)
-			return io_fail(e, k->path ? k->path : "-", "write");
+			return write_fail(e, k->path ? k->path : "-");
 		p += put;
 		n -= (size_t)put;
 	}
@@ -1149,7 +1160,7 @@ static fmt_kind flush_and_pwrite(fmt_sink *k, uint64_t off, const uint8_t *p, si
 		if (put < 0 && errno == EINTR)
 			continue;
 		if (put < 0)
-			return io_fail(e, k->path, "write");
+			return write_fail(e, k->path);
 		p += put;
 		n -= (size_t)put;
 		off += (uint64_t)put;

@@ -66,6 +66,16 @@ int fmt_thread_start(pthread_t *thread, size_t stack, void *(*fn)(void *), void 
 	return r;
 }
 
+void fmt_thread_broken_pipe(void)
+{
+	sigset_t pipe_only, old;
+	sigemptyset(&pipe_only);
+	sigaddset(&pipe_only, SIGPIPE);
+	/* the SIGPIPE the failed write raised is pending on this thread: it arrives here */
+	pthread_sigmask(SIG_UNBLOCK, &pipe_only, &old);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 fmt_kind fmt_pool_create(fmt_pool **pool, int threads, fmt_err *e)
 {
 	fmt_pool *p = calloc(1, sizeof *p);

@@ -14,6 +14,13 @@ typedef void (*fmt_task_fn)(void *ctx, size_t index);
  * success, as pthread_create. */
 int fmt_thread_start(pthread_t *thread, size_t stack, void *(*fn)(void *), void *arg);
 
+/* Call when a write failed with EPIPE (the reader of a pipe is gone). On a thread that blocks
+ * SIGPIPE (one fmt_thread_start made), the SIGPIPE the kernel raised for that write waits: it is
+ * taken now, as the main thread takes it at the write, so the process ends the same way whichever
+ * thread wrote (the atomic sinks' handler removes the temporary files, then the process ends by
+ * SIGPIPE, quietly). It returns only when SIGPIPE is ignored (the caller reports the EPIPE). */
+void fmt_thread_broken_pipe(void);
+
 /* threads <= 1 makes a pool that runs every task on the calling thread. */
 fmt_kind fmt_pool_create(fmt_pool **pool, int threads, fmt_err *e);
 void fmt_pool_destroy(fmt_pool *pool);
