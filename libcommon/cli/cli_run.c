@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/cli.h"
+#include "fmt/env.h"
 #include "fmt/io.h"
 #include "fmt/out.h"
 #include "fmt/report.h"
@@ -579,6 +580,10 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 	cli->n_operands = argc - optind;
 	if (command_count(t) && (find_command(t, cli) || check_command_options(t, given, cli)))
 		return exit_now(cli, FMT_USAGE);
+	if (fmt_env_check(&e) != FMT_OK) {
+		fmt_report_error(stderr, t->name, NULL, &e, cli->common.json);
+		return exit_now(cli, FMT_USAGE);
+	}
 	return 1;
 }
 

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fmt/env.h"
 #include "fmt/nkrt.h"
 #include "kernels.h"
 
@@ -123,12 +124,12 @@ const nk_kernels *fmt_nk_kernels_generic(void)
 	return &generic;
 }
 
-/* The widest build this CPU runs; NK_KERNELS=generic, avx2 or avx512 caps it (tests compare
- * them). */
+/* The widest build this CPU runs; NK_KERNELS=generic (portable), avx2 or avx512 caps it (tests
+ * compare them; fmt/env.h). */
 const nk_kernels *fmt_nk_kernels_get(void)
 {
-	const char *force = getenv("NK_KERNELS");
-	if (force && strcmp(force, "generic") == 0)
+	const int force = fmt_env_level(FMT_ENV_NK_KERNELS);
+	if (force == 0)
 		return &generic;
 #ifdef HAVE_X86_BUILDS
 	__builtin_cpu_init();
@@ -136,7 +137,7 @@ const nk_kernels *fmt_nk_kernels_get(void)
 	int has_avx512 = has_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
 			 __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
 	int has_vnni = has_avx512 && __builtin_cpu_supports("avx512vnni");
-	int cap_avx2 = force && strcmp(force, "avx2") == 0, cap_avx512 = force && strcmp(force, "avx512") == 0;
+	int cap_avx2 = force == 1, cap_avx512 = force == 2;
 	if (has_vnni && !cap_avx2 && !cap_avx512) {
 		vnni_has_vbmi = __builtin_cpu_supports("avx512vbmi");
 		return &vnni;

@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fmt/env.h"
 #include "fmt/half.h"
 #include "fmt/checked.h"
 #include "fmt/quant.h"
@@ -350,15 +351,12 @@ static LEGACY int nibble_block_avx2(fmt_dtype t, const float *x, uint8_t *dst)
 static atomic_int chosen_level = -1;
 static atomic_int level_cap = 2;
 
-/* FMTKIT_QUANT_SIMD=portable|avx2 caps the level (tests compare the paths through the tools). */
+/* FMTKIT_QUANT_SIMD=portable|avx2|avx512 caps the level (tests compare the paths through the
+ * tools; fmt/env.h). */
 static int env_cap(void)
 {
-	const char *v = getenv("FMTKIT_QUANT_SIMD");
-	if (!v)
-		return 2;
-	if (strcmp(v, "portable") == 0)
-		return 0;
-	return strcmp(v, "avx2") == 0 ? 1 : 2;
+	const int v = fmt_env_level(FMT_ENV_QUANT_SIMD);
+	return v < 0 ? 2 : v;
 }
 
 static int cpu_level(void)

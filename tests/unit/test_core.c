@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "fmt/cli.h"
+#include "fmt/env.h"
 #include "fmt/io.h"
 #include "fmt/meter.h"
 #include "fmt/out.h"
@@ -700,4 +701,31 @@ TEST(xxh3_every_vector_unit_matches_xxhsum)
 	CHECK(h && XXH3_64bits_reset(h) == XXH_OK && fmt_xxh3_update(h, p, N) == XXH_OK);
 	CHECK_EQ_U64(XXH3_64bits_digest(h), whole);
 	XXH3_freeState(h);
+}
+
+TEST(env_levels_in_any_case_and_unknown_values_refused)
+{
+	const char *saved = getenv("NK_KERNELS");
+	char *keep = saved ? strdup(saved) : NULL;
+	fmt_err e;
+	unsetenv("NK_KERNELS");
+	CHECK(fmt_env_level(FMT_ENV_NK_KERNELS) == -1);
+	setenv("NK_KERNELS", "", 1);
+	CHECK(fmt_env_level(FMT_ENV_NK_KERNELS) == -1);
+	setenv("NK_KERNELS", "Portable", 1);
+	CHECK(fmt_env_level(FMT_ENV_NK_KERNELS) == 0);
+	setenv("NK_KERNELS", "AVX512", 1);
+	CHECK(fmt_env_level(FMT_ENV_NK_KERNELS) == 2);
+	fmt_err_clear(&e);
+	CHECK(fmt_env_check(&e) == FMT_OK);
+	setenv("NK_KERNELS", "avx2 ", 1);
+	CHECK(fmt_env_level(FMT_ENV_NK_KERNELS) == -1);
+	CHECK(fmt_env_check(&e) == FMT_USAGE);
+	CHECK_STR(e.msg, "NK_KERNELS='avx2 ' in the environment: unknown value (expected generic, portable, avx2 or "
+			 "avx512; case ignored)");
+	if (keep)
+		setenv("NK_KERNELS", keep, 1);
+	else
+		unsetenv("NK_KERNELS");
+	free(keep);
 }

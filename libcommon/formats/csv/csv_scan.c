@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fmt/env.h"
 #include "csv_internal.h"
 
 #if defined(__x86_64__)
@@ -172,15 +173,10 @@ static atomic_int scan_level = -1;
 
 static int detect_level(void)
 {
-	int cap = 3;
-	const char *want = getenv("FMTKIT_CSV_SCAN");
-	if (want && !strcmp(want, "portable"))
-		cap = 0;
-	else if (want && !strcmp(want, "sse2"))
-		cap = 1;
-	else if (want && !strcmp(want, "avx2"))
-		cap = 2;
-	/* "avx512" (or anything else): what the CPU has */
+	/* unset (or avx512): what the CPU has */
+	int cap = fmt_env_level(FMT_ENV_CSV_SCAN);
+	if (cap < 0)
+		cap = 3;
 #if defined(__x86_64__)
 	__builtin_cpu_init();
 	int have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt") ? 2 : 1;

@@ -1,0 +1,61 @@
+/* The environment variables that force a code path (fmt/env.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include "fmt/env.h"
+
+#define NAMES_MAX 5
+
+typedef struct env_name {
+	const char *name;
+	int level;
+} env_name;
+
+static const struct {
+	const char *var;
+	env_name names[NAMES_MAX]; /* up to the first NULL name */
+} vars[FMT_ENV_COUNT] = {
+	/* "portable", as the other two call the plain C code */
+	[FMT_ENV_NK_KERNELS] = { "NK_KERNELS", { { "generic", 0 }, { "portable", 0 }, { "avx2", 1 }, { "avx512", 2 } } },
+	[FMT_ENV_QUANT_SIMD] = { "FMTKIT_QUANT_SIMD", { { "portable", 0 }, { "avx2", 1 }, { "avx512", 2 } } },
+	[FMT_ENV_CSV_SCAN] = { "FMTKIT_CSV_SCAN", { { "portable", 0 }, { "sse2", 1 }, { "avx2", 2 }, { "avx512", 3 } } },
+};
+
+/* -1: unset or empty; -2: not one of its names. */
+static int level_of(fmt_env_var var)
+{
+	const char *v = getenv(vars[var].var);
+	if (!v || !*v)
+		return -1;
+	for (int i = 0; i < NAMES_MAX && vars[var].names[i].name; i++)
+		if (strcasecmp(v, vars[var].names[i].name) == 0)
+			return vars[var].names[i].level;
+	return -2;
+}
+
+int fmt_env_level(fmt_env_var var)
+{
+	int level = level_of(var);
+	return level < 0 ? -1 : level;
+}
+
+fmt_kind fmt_env_check(fmt_err *e)
+{
+	for (int var = 0; var < FMT_ENV_COUNT; var++) {
+		if (level_of((fmt_env_var)var) != -2)
+			continue;
+		char names[128] = "";
+		int n = 0;
+		while (n < NAMES_MAX && vars[var].names[n].name)
+			n++;
+		for (int i = 0; i < n; i++) {
+			size_t used = strlen(names);
+			snprintf(names + used, sizeof names - used, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ",
+				 vars[var].names[i].name);
+		}
+		return fmt_fail(e, FMT_USAGE, "%s='%.64s' in the environment: unknown value (expected %s; case ignored)",
+				vars[var].var, getenv(vars[var].var), names);
+	}
+	return FMT_OK;
+}
