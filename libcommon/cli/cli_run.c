@@ -279,7 +279,8 @@ static void dump_text(FILE *f, const char *s)
  *   command NAME HELP
  *   option LONG SHORT ARG COMPLETE WORDS COMMANDS REPEAT GROUP HELP  (HELP on one line; an
  *     option with an ARG and REPEAT 0 is given at most once: check_once)
- *   value WORD HELP  (a described value of the option before it) */
+ *   value WORD COMMANDS HELP  (a described value of the option before it; COMMANDS: the
+ *     subcommands that take it, "-" for all of the option's) */
 static void dump_options(const fmt_cli_tool *t, FILE *f)
 {
 	fprintf(f, "tool\t%s\n", t->name);
@@ -307,7 +308,10 @@ static void dump_options(const fmt_cli_tool *t, FILE *f)
 		}
 		fputc('\n', f);
 		for (size_t v = 0; o->values && o->values[v].word; v++) {
-			fprintf(f, "value\t%s\t", o->values[v].word);
+			command_list(t, o->values[v].commands, ",", ",", cmds, sizeof cmds);
+			fprintf(f, "value\t%s", o->values[v].word);
+			dump_field(f, cmds, o->values[v].commands ? strlen(cmds) : 0);
+			fputc('\t', f);
 			dump_text(f, o->values[v].help);
 			fputc('\n', f);
 		}
@@ -374,17 +378,33 @@ static int exit_now(fmt_cli *cli, int code)
 	return 0;
 }
 
-/* Every option given must belong to the subcommand. */
-static int check_command_options(const fmt_cli_tool *t, const unsigned char *given, fmt_cli *cli)
+/* The value of o that arg names, or NULL. */
+static const fmt_cli_value *value_named(const fmt_cli_option *o, const char *arg)
+{
+	for (size_t v = 0; arg && o->values && o->values[v].word; v++)
+		if (strcmp(arg, o->values[v].word) == 0)
+			return &o->values[v];
+	return NULL;
+}
+
+/* Every option given, and every value given of the table's, must belong to the subcommand. */
+static int check_command_options(const fmt_cli_tool *t, const unsigned char *given,
+				 const fmt_cli_value *const *values, fmt_cli *cli)
 {
 	for (size_t i = 0; i < option_count(t); i++) {
 		const fmt_cli_option *o = option_at(t, i);
-		if (!given[i] || !o->commands || (o->commands >> cli->command & 1))
+		unsigned owner = o->commands;
+		char what[128];
+		snprintf(what, sizeof what, "--%s", o->name);
+		if (given[i] && values[i] && values[i]->commands && (!owner || (owner >> cli->command & 1))) {
+			owner = values[i]->commands;
+			snprintf(what, sizeof what, "--%s %.64s", o->name, values[i]->word);
+		}
+		if (!given[i] || !owner || (owner >> cli->command & 1))
 			continue;
-		char owners[NAMES_MAX], msg[NAMES_MAX + 128];
-		command_list(t, o->commands, ", ", " and ", owners, sizeof owners);
-		snprintf(msg, sizeof msg, "--%s belongs to %s, not %s", o->name, owners,
-			 t->commands[cli->command].name);
+		char owners[NAMES_MAX], msg[NAMES_MAX + 256];
+		command_list(t, owner, ", ", " and ", owners, sizeof owners);
+		snprintf(msg, sizeof msg, "%s belongs to %s, not %s", what, owners, t->commands[cli->command].name);
 		return fmt_cli_usage_error(t, msg);
 	}
 	return 0;
@@ -525,6 +545,7 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 	struct option longs[MAX_OPTIONS];
 	char shorts[2 * MAX_OPTIONS + 2];
 	unsigned char given[MAX_OPTIONS] = { 0 };
+	const fmt_cli_value *values[MAX_OPTIONS] = { 0 }; /* the table's value each option was given */
 	fmt_err e;
 	fmt_err_clear(&e);
 	memset(cli, 0, sizeof *cli);
@@ -565,6 +586,7 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 		}
 		given[index_of(t, c, long_index)] = 1;
 		const fmt_cli_option *opt = option_at(t, index_of(t, c, long_index));
+		values[index_of(t, c, long_index)] = value_named(opt, optarg);
 		if (opt->id == c && opt->complete == FMT_COMPLETE_FILE && !(opt->flags & FMT_CLI_OUTPUT_MAY_REPLACE) &&
 		    optarg && cli->n_files < FMT_CLI_MAX_FILES)
 			cli->files[cli->n_files++] = (fmt_cli_file){ opt->name, optarg };
@@ -578,7 +600,7 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 	cli->common.no_progress |= cli->common.json; /* stderr carries JSON objects only */
 	cli->operands = argv + optind;
 	cli->n_operands = argc - optind;
-	if (command_count(t) && (find_command(t, cli) || check_command_options(t, given, cli)))
+	if (command_count(t) && (find_command(t, cli) || check_command_options(t, given, values, cli)))
 		return exit_now(cli, FMT_USAGE);
 	if (fmt_env_check(&e) != FMT_OK) {
 		fmt_report_error(stderr, t->name, NULL, &e, cli->common.json);

@@ -361,7 +361,7 @@ PY
 	[[ "$stderr" == *"--scheme takes ss, ss1, qim (or fmtkit) or alimentar"* ]]
 	run --separate-stderr fmt-watermark prove --key seller.key --buyer x --scheme alimentar m.safetensors
 	assert_failure 2
-	[[ "$stderr" == *"--scheme alimentar is upstream's scheme, for extract only"* ]]
+	assert_equal "$stderr" "$(usage_error fmt-watermark "--scheme alimentar belongs to extract, not prove")"
 	fmt-convert --schema <(echo '{"a":"float32"}') d.csv d.ald
 	run --separate-stderr fmt-watermark extract --key seller.key --scheme ss d.ald
 	assert_failure 2

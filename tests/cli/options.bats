@@ -196,10 +196,10 @@ ZSH
 ZSH
 	# the dump that the lines come from: values with their descriptions, groups, registry words
 	run "$FMTKIT_BIN/fmt-convert" --dump-options
-	assert_line $'value\tkeep\tkeep each tensor\'s dtype'
+	assert_line $'value\tkeep\t-\tkeep each tensor\'s dtype'
 	# the GGUF writer's presets follow the dtypes, those that are not a dtype's name
-	assert_line $'value\tQ4_K_M\tllama-quantize\'s mix, mostly Q4_K'
-	assert_line $'value\tQ3_K_L\tllama-quantize\'s mix, mostly Q3_K'
+	assert_line $'value\tQ4_K_M\t-\tllama-quantize\'s mix, mostly Q4_K'
+	assert_line $'value\tQ3_K_L\t-\tllama-quantize\'s mix, mostly Q3_K'
 	refute_line --regexp $'^value\t(Q4_0|Q6_K|IQ4_XS|Q4_K)\t'
 	assert_line --regexp $'^option\tarch\t-\tNAME\twords\tllama qwen2 gemma2 phi3 gpt2 mistral\t-\t0\t0\t'
 	assert_line --regexp $'^option\tsecret-prompt\t-\t-\tnone\t-\t-\t0\t1\t'
@@ -447,4 +447,90 @@ check_zsh_listings_table() {
 
 @test "zsh, interactively, offers exactly the table's options (per subcommand) and the formats" {
 	untraced check_zsh_listings_table
+}
+
+# The values of option $2 of tool $1 that the table gives subcommand $3: its described values
+# whose COMMANDS name $3 (or are "-"), else its WORDS.
+table_values() {
+	dump_of "$1" | awk -F '\t' -v opt="$2" -v cmd="$3" '
+		$1 == "option" { this = $2 == opt; if (this) words = $6; next }
+		$1 == "value" && this { described = 1; if ($3 == "-" || index("," $3 ",", "," cmd ",")) print $2 }
+		END { if (!described) { n = split(words, w, " "); for (i = 1; i <= n; i++) print w[i] } }' | sort -u
+}
+
+# Every option with values of every tool, in each subcommand that takes it: the bash completion
+# offers the table's values for that subcommand, zsh too (interactively), and a value the table
+# gives another subcommand only is refused there, as the table says.
+check_values_per_subcommand() {
+	local tool opt cmds cmd subs typed=() want=() i=0
+	for tool in "${TOOLS[@]}"; do
+		subs=$(subcommands_of "$tool")
+		while IFS=$'\t' read -r opt cmds; do
+			for cmd in ${subs:--}; do
+				[ "$cmd" != - ] || cmd=
+				[ "$cmds" = - ] || [[ ",$cmds," == *",$cmd,"* ]] || continue
+				expected=$(table_values "$tool" "$opt" "$cmd")
+				run bash_complete "$tool" ${cmd:+"$cmd"} "--$opt" ""
+				assert_success
+				assert_same_set "bash: $tool $cmd --$opt" "$expected" "$output"
+				typed+=("$tool ${cmd:+$cmd }--$opt ")
+				want+=("$expected")
+				for v in $(comm -13 <(echo "$expected") <(table_values "$tool" "$opt" "")); do
+					run_err "$FMTKIT_BIN/$tool" "$cmd" "--$opt" "$v"
+					[ "$status" -eq 2 ] && [[ $stderr == *"--$opt $v belongs to "*", not $cmd"* ]] ||
+						fail "$tool $cmd --$opt $v (not offered): exit $status: $stderr"
+				done
+			done
+		done < <(dump_of "$tool" | awk -F '\t' '$1 == "option" && ($5 == "words" || $5 == "format") { print $2 "\t" $7 }')
+	done
+	[ "${#typed[@]}" -ge 10 ] || fail "only ${#typed[@]} options with values"
+	zsh_listings "${typed[@]}"
+	for ((i = 0; i < ${#typed[@]}; i++)); do
+		# a described value is listed as "word  -- help" (words of one help share a line),
+		# plain ones side by side; the lines with the tool's name are the typed line's echoes
+		listed=$(grep -v -F -- "${typed[i]%% *}" <<<"${LISTINGS[i]}" | sed 's/ -- .*//' | tr -s ' ' '\n' |
+			grep -E '^[A-Za-z0-9_:.-]+$' | sort -u)
+		# one value is not listed: zsh puts it on the line
+		if [ -z "$listed" ] && [[ ${want[i]} != *$'\n'* ]] && grep -qF -- "${typed[i]}${want[i]}" <<<"${LISTINGS[i]}"; then
+			listed=${want[i]}
+		fi
+		assert_same_set "zsh: ${typed[i]}" "${want[i]}" "$listed"
+	done
+}
+
+@test "the completions offer each option's values (per subcommand) as the table gives them; zstd:19 too in zsh" {
+	command -v zsh >/dev/null || fail "zsh is not installed (scripts/install-deps installs it)"
+	untraced check_values_per_subcommand
+}
+
+@test "fmt-watermark --scheme: every value the completions offer a subcommand is taken there, the others refused" {
+	make_samples
+	fmt-sign keygen -q --watermark -s seller.key
+	printf 'a,b\n' >d.csv
+	seq 1 200 | awk '{ print $1 ".5," $1 * 3 ".25" }' >>d.csv
+	fmt-convert -q --schema <(echo '{"a":"float32","b":"float32"}') d.csv d.ald
+	for cmd in embed extract prove; do
+		run bash_complete fmt-watermark "$cmd" --scheme ""
+		assert_success
+		offered=$output
+		for scheme in ss ss1 qim fmtkit alimentar; do
+			# a model's scheme or a dataset's: taken with one of them (exit 0, or 1 for no mark)
+			taken=
+			for input in "$SAMPLES/tiny.safetensors" d.ald; do
+				case $cmd in
+				embed) args=(-f --buyer x "$input" "out.${input##*.}") ;;
+				prove) args=(--buyer x "$input") ;;
+				*) args=("$input") ;;
+				esac
+				run_err fmt-watermark "$cmd" --key seller.key --scheme "$scheme" "${args[@]}"
+				[ "$status" -eq 2 ] || taken=1
+			done
+			if grep -qx "$scheme" <<<"$offered"; then
+				[ -n "$taken" ] || fail "$cmd --scheme $scheme is offered but refused: $stderr"
+			else
+				[ -z "$taken" ] || fail "$cmd --scheme $scheme is taken but not offered"
+				assert_equal "$stderr" "$(usage_error fmt-watermark "--scheme $scheme belongs to extract, not $cmd")"
+			fi
+		done
+	done
 }

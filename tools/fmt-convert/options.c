@@ -22,28 +22,28 @@ enum { OPT_TO = FMT_OPT_FIRST_TOOL_OPTION, OPT_DTYPE, OPT_ARCH, OPT_SET, OPT_SET
 enum { GROUP_KEY = 1 };
 
 static const fmt_cli_value dtypes[] = {
-	{ "f32", "float32" },
-	{ "f16", "IEEE half precision" },
-	{ "bf16", "bfloat16" },
-	{ "q8_0", "8-bit blocks of 32" },
-	{ "q4_0", "4-bit blocks of 32" },
-	{ "q4_1", "4-bit blocks of 32 with a min" },
-	{ "q5_0", "5-bit blocks of 32" },
-	{ "q5_1", "5-bit blocks of 32 with a min" },
-	{ "q2_k", "2-bit K-quant, super-blocks of 256" },
-	{ "q3_k", "3-bit K-quant, super-blocks of 256" },
-	{ "q4_k", "4-bit K-quant, super-blocks of 256" },
-	{ "q5_k", "5-bit K-quant, super-blocks of 256" },
-	{ "q6_k", "6-bit K-quant, super-blocks of 256" },
-	{ "iq4_nl", "4-bit non-linear blocks of 32" },
-	{ "iq4_xs", "4-bit non-linear, super-blocks of 256" },
-	{ "int8", "int8 codes, per-row scales" },
-	{ "int4", "int4 codes, block-32 scales" },
-	{ "fp8", "FP8 E4M3 codes" },
-	{ "fp6", "FP6 E3M2 codes" },
-	{ "fp4", "FP4 E2M1 codes" },
-	{ "keep", "keep each tensor's dtype" },
-	{ NULL, NULL }
+	{ "f32", "float32", 0 },
+	{ "f16", "IEEE half precision", 0 },
+	{ "bf16", "bfloat16", 0 },
+	{ "q8_0", "8-bit blocks of 32", 0 },
+	{ "q4_0", "4-bit blocks of 32", 0 },
+	{ "q4_1", "4-bit blocks of 32 with a min", 0 },
+	{ "q5_0", "5-bit blocks of 32", 0 },
+	{ "q5_1", "5-bit blocks of 32 with a min", 0 },
+	{ "q2_k", "2-bit K-quant, super-blocks of 256", 0 },
+	{ "q3_k", "3-bit K-quant, super-blocks of 256", 0 },
+	{ "q4_k", "4-bit K-quant, super-blocks of 256", 0 },
+	{ "q5_k", "5-bit K-quant, super-blocks of 256", 0 },
+	{ "q6_k", "6-bit K-quant, super-blocks of 256", 0 },
+	{ "iq4_nl", "4-bit non-linear blocks of 32", 0 },
+	{ "iq4_xs", "4-bit non-linear, super-blocks of 256", 0 },
+	{ "int8", "int8 codes, per-row scales", 0 },
+	{ "int4", "int4 codes, block-32 scales", 0 },
+	{ "fp8", "FP8 E4M3 codes", 0 },
+	{ "fp6", "FP6 E3M2 codes", 0 },
+	{ "fp4", "FP4 E2M1 codes", 0 },
+	{ "keep", "keep each tensor's dtype", 0 },
+	{ NULL, NULL, 0 }
 };
 
 /* What --dtype offers: dtypes[], then the writers' mixes of dtypes that are not one of them
@@ -62,9 +62,9 @@ static void list_dtype_values(void)
 		while (dtypes[k].word && strcasecmp(dtypes[k].word, mixes[i].word) != 0)
 			k++;
 		if (!dtypes[k].word)
-			dtype_values[n++] = (fmt_cli_value){ mixes[i].word, mixes[i].help };
+			dtype_values[n++] = (fmt_cli_value){ mixes[i].word, mixes[i].help, 0 };
 	}
-	dtype_values[n] = (fmt_cli_value){ NULL, NULL };
+	dtype_values[n] = (fmt_cli_value){ NULL, NULL, 0 };
 }
 
 static const fmt_cli_option own_options[] = {
@@ -442,7 +442,7 @@ static fmt_cli_option driver_entry(size_t i)
 {
 	const fmt_drvopt *d = driver_options[i].opt;
 	for (size_t v = 0; d->values && d->values[v].word && v < MAX_VALUES; v++)
-		values[i][v] = (fmt_cli_value){ d->values[v].word, d->values[v].help };
+		values[i][v] = (fmt_cli_value){ d->values[v].word, d->values[v].help, 0 };
 	snprintf(sections[i], sizeof sections[i], "Options for %s", driver_options[i].owners);
 	return (fmt_cli_option){ FMT_CLI_OPT(d->name, OPT_DRIVER_FIRST + (int)i, d->arg, d->help),
 				 .complete = completes[d->complete], .words = d->words,

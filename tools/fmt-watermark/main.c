@@ -17,6 +17,16 @@ enum { CMD_EMBED, CMD_EXTRACT, CMD_PROVE, CMD_DETECT, CMD_ENTROPY };
 #define KEYED (ONLY(CMD_EMBED) | ONLY(CMD_EXTRACT) | ONLY(CMD_PROVE))
 #define READERS (ONLY(CMD_EXTRACT) | ONLY(CMD_PROVE) | ONLY(CMD_DETECT) | ONLY(CMD_ENTROPY))
 
+/* alimentar is read only (extract): the table says so, for the tool and its completions */
+static const fmt_cli_value schemes[] = {
+	{ "ss", "fmtkit-ss/2, spread spectrum (models' default)", 0 },
+	{ "ss1", "fmtkit-ss/1", 0 },
+	{ "qim", "fmtkit-wm/1 (datasets' default)", 0 },
+	{ "fmtkit", "qim", 0 },
+	{ "alimentar", "upstream's LSB scheme (extract only)", ONLY(CMD_EXTRACT) },
+	{ NULL, NULL, 0 }
+};
+
 static const fmt_cli_command commands[] = {
 	{ "embed", "write OUT: IN with BUYER's watermark in its float32/float64 values" },
 	{ "extract", "recover the payload (buyer hash) from FILE with the seller's key" },
@@ -47,7 +57,7 @@ static const fmt_cli_option options[] = {
 		      "qim (fmtkit-wm/1, alias fmtkit: datasets' default) or, for\n"
 		      "extract, alimentar (upstream's LSB scheme); extract and\n"
 		      "prove on a model without it read ss, ss1 and qim in one pass"),
-	  .commands = KEYED, .complete = FMT_COMPLETE_WORDS, .words = "ss ss1 qim fmtkit alimentar" },
+	  .commands = KEYED, .complete = FMT_COMPLETE_WORDS, .values = schemes },
 	{ FMT_CLI_OPT("strength", OPT_SS_STRENGTH, "A", "ss: each tensor's RMS change is A x its std, 0 < A <= 0.5\n"
 		      "(default 0.01: 1 % of the std)"),
 	  .commands = ONLY(CMD_EMBED) },
@@ -220,8 +230,6 @@ static const char *check_usage(const wm_opts *o, const fmt_cli *cli)
 		return "--buyer ID is needed";
 	if (o->n_columns && o->n_tensors)
 		return "--columns (datasets) and --tensors (models) select in different kinds of file: give one";
-	if (o->scheme == WM_SCHEME_ALIMENTAR && cli->command != CMD_EXTRACT)
-		return "--scheme alimentar is upstream's scheme, for extract only";
 	if ((o->passphrase_file || o->passphrase_env) && !o->sign_key)
 		return "--passphrase-file and --passphrase-env unlock --sign-key";
 	return NULL;

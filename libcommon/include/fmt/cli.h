@@ -127,6 +127,9 @@ enum {
 typedef struct fmt_cli_value {
 	const char *word;      /* NULL ends the list */
 	const char *help;
+	/* the subcommands that take it (bit i = commands[i]), among the option's; 0: all of them.
+	 * fmt_cli_parse refuses it in another, and the completions offer it only in these. */
+	unsigned commands;
 } fmt_cli_value;
 
 typedef struct fmt_cli_option {
