@@ -39,7 +39,7 @@ float fmt_k_sigma2(const float *x, float factor);
 float fmt_make_qkx3_quants(int n, int nmax, const float *x, const float *weights, uint8_t *L, float *the_min);
 
 /* The SIMD level the scale searches use: 0 portable C, 1 AVX2, 2 AVX-512 (the widest the CPU
- * runs, capped by FMTKIT_QUANT_SIMD=portable|avx2 and by fmt_quant_use_simd). */
+ * runs, capped by FMTKIT_QUANT_SIMD=portable|avx2|avx512 (fmt/env.h) and by fmt_quant_use_simd). */
 int fmt_quant_simd_level(void);
 
 /* The searches of ngroups consecutive groups of n elements (n <= 32), one SIMD lane per group,

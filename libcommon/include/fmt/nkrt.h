@@ -11,7 +11,8 @@
 
 /* One build of the kernels (portable, AVX2, AVX-512, AVX-512 with VNNI), chosen at start-up. */
 typedef struct nk_kernels nk_kernels;
-/* The kernels for this CPU; NK_KERNELS=generic in the environment forces the portable ones,
+/* The kernels for this CPU; NK_KERNELS=generic (or portable) in the environment forces the
+ * portable ones (fmt/env.h; any case),
  * NK_KERNELS=avx2 or avx512 caps the choice at AVX2 or at AVX-512 without VNNI. */
 const nk_kernels *fmt_nk_kernels_get(void);
 const nk_kernels *fmt_nk_kernels_generic(void);

@@ -72,7 +72,8 @@ fmt_dtype fmt_quantize_row_fallback(fmt_dtype t, uint64_t row_elems);
 
 /* Caps the SIMD the quantizers use (0 portable C, 1 AVX2, 2 AVX-512: the widest the CPU has);
  * returns the previous cap. Every level writes the same bytes; tests compare them. The
- * environment variable FMTKIT_QUANT_SIMD=portable|avx2 sets the same cap for a process. */
+ * environment variable FMTKIT_QUANT_SIMD=portable|avx2|avx512 sets the same cap for a process
+ * (fmt/env.h). */
 int fmt_quant_use_simd(int level);
 
 #endif
