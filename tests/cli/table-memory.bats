@@ -180,3 +180,33 @@ with open(sys.argv[1], "w") as f:
 	[[ "$stderr" == *"CRC-32 mismatch"* ]] || fail "$stderr"
 	[ ! -e out.csv ]
 }
+
+@test "a Parquet row group of 100,000 rows of 64-value lists (51 MB of int64) -> CSV and Arrow: peak RSS within 32 MiB + threads x 1 MiB at -T 1 and 2, every row" {
+	# A list column's batches were cut at 64 MB of it (65536 rows here: 33.5 MB a batch, 50-70 MB
+	# peak RSS), and its levels were decoded through a scratch of 4 bytes a value of the page; a
+	# batch now holds about 1 MiB of list values, the levels one byte a value. (Each row is one of
+	# 97 lists: the Parquet file is small, its rows are not.)
+	/usr/bin/python3 -c '
+import sys
+lists = [",".join(str((i + x) % 97) for x in range(64)) for i in range(97)]
+with open(sys.argv[1], "w") as j, open(sys.argv[2], "w") as c:
+    c.write("id,e\n")
+    for b in range(0, 100000, 10000):
+        j.write("".join("{\"id\":%d,\"e\":[%s]}\n" % (i, lists[i % 97]) for i in range(b, b + 10000)))
+        c.write("".join("%d,\"[%s]\"\n" % (i, lists[i % 97]) for i in range(b, b + 10000)))' l.jsonl want.csv
+	fmt-convert -q --row-group-rows 100000 l.jsonl l.parquet
+	run -0 fmt-inspect --json l.parquet
+	assert_equal "$(jq -c '[.rows, .parquet.row_group_count, (.schema.fields[1] | .type, .list_size)]' <<<"$output")" \
+		'[100000,1,"fixed_size_list",64]'
+	local t rss out
+	for t in 1 2; do
+		for out in got.csv got.arrow; do
+			rss=$(/usr/bin/time -f '%M' fmt-convert -q -f -T $t l.parquet $out 2>&1 >/dev/null | tail -n 1)
+			echo "-T $t -> $out: peak RSS $rss KiB" >&3
+			asan_build || [ "$rss" -le $(((32 + t) * 1024)) ] || fail "-T $t -> $out: peak RSS $rss KiB, over $((32 + t)) MiB"
+		done
+		cmp want.csv got.csv
+		fmt-convert -q -f got.arrow again.csv
+		cmp want.csv again.csv
+	done
+}

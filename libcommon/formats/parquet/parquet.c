@@ -22,8 +22,10 @@
  * the first pages only; a conversion gets full-sized batches at once. */
 #define BATCH_FIRST 1024
 #define BATCH_MAX 65536
-/* Fewer rows a batch when a row is wider (lists): about this many bytes of a column. */
-#define BATCH_BYTES (64u << 20)
+/* Fewer rows a batch when a row is wider (lists): about this many bytes of columns a batch,
+ * the chunk of the memory rule (32 MiB + threads x chunk): a row group of embeddings is read a
+ * piece of this size at a time, each list column's levels one byte a value of its page. */
+#define BATCH_BYTES (1u << 20)
 
 /* The batch after the one the caller has, decoded on a thread of its own (-T 2 and more). */
 typedef struct pq_ahead {
@@ -143,22 +145,38 @@ static fmt_kind list_sizes(fmt_table *t, pq_state *s, fmt_err *e)
 	return FMT_OK;
 }
 
-/* want rows, or fewer so that a column's batch stays near BATCH_BYTES (at least 1). */
-static uint64_t rows_for(const fmt_field *f, uint64_t want)
+/* want rows, or fewer so that rows of width bytes stay near BATCH_BYTES (at least 1). */
+static uint64_t rows_within(uint64_t width, uint64_t want)
 {
-	uint64_t width;
-	fmt_err ignored;
-	if (f->type != FMT_C_FIXED_SIZE_LIST || fmt_field_row_width(f, &width, &ignored) != FMT_OK || width == 0)
-		return want;
-	uint64_t most = BATCH_BYTES / width ? BATCH_BYTES / width : 1;
+	uint64_t most = width ? BATCH_BYTES / width : want;
+	most = most ? most : 1;
 	return want < most ? want : most;
 }
 
+/* The bytes a row of list field f takes (0: f is not a list). */
+static uint64_t list_width(const fmt_field *f)
+{
+	uint64_t width;
+	fmt_err ignored;
+	if (f->type != FMT_C_FIXED_SIZE_LIST || fmt_field_row_width(f, &width, &ignored) != FMT_OK)
+		return 0;
+	return width;
+}
+
+static uint64_t rows_for(const fmt_field *f, uint64_t want)
+{
+	return rows_within(list_width(f), want);
+}
+
+/* want rows, or fewer so that the list columns of a batch together stay near BATCH_BYTES. */
 static uint64_t rows_for_width(const fmt_schema *sc, uint64_t want)
 {
-	for (size_t i = 0; i < sc->n_fields; i++)
-		want = rows_for(&sc->fields[i], want);
-	return want;
+	uint64_t width = 0;
+	for (size_t i = 0; i < sc->n_fields; i++) {
+		uint64_t w = list_width(&sc->fields[i]);
+		width = width > UINT64_MAX - w ? UINT64_MAX : width + w;
+	}
+	return rows_within(width, want);
 }
 
 static fmt_kind pq_open(fmt_table *t, fmt_err *e)

@@ -1,5 +1,6 @@
 /* The RLE/bit-packed hybrid (levels, booleans, dictionary indices) and DELTA_BINARY_PACKED,
  * decoded with every read bounded by the bytes given; the hybrid's encoder for the writer. */
+#include <string.h>
 #include "pq_internal.h"
 
 static int varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
@@ -43,11 +44,20 @@ static inline uint64_t bits_at(const uint8_t *p, uint64_t bit, int width, size_t
 	return v;
 }
 
-int fmt_pq_rle_decode(const uint8_t *p, size_t len, int width, uint32_t *out, size_t n)
+/* Value i of out: a uint32 array, or a uint8 one when out8 (the values then fit width <= 8). */
+static inline void put_value(void *out, int out8, size_t i, uint32_t v)
+{
+	if (out8)
+		((uint8_t *)out)[i] = (uint8_t)v;
+	else
+		((uint32_t *)out)[i] = v;
+}
+
+static int rle_decode(const uint8_t *p, size_t len, int width, void *out, int out8, size_t n)
 {
 	const uint8_t *end = p + len;
 	size_t got = 0;
-	if (width < 0 || width > 32)
+	if (width < 0 || width > (out8 ? 8 : 32))
 		return -1;
 	size_t vbytes = ((size_t)width + 7) / 8;
 	while (got < n) {
@@ -61,7 +71,7 @@ int fmt_pq_rle_decode(const uint8_t *p, size_t len, int width, uint32_t *out, si
 			uint64_t count = groups * 8;
 			size_t take = count < n - got ? (size_t)count : n - got;
 			for (size_t i = 0; i < take; i++)
-				out[got + i] = (uint32_t)bits_at(p, (uint64_t)i * (uint64_t)width, width, (size_t)bytes);
+				put_value(out, out8, got + i, (uint32_t)bits_at(p, (uint64_t)i * (uint64_t)width, width, (size_t)bytes));
 			got += take;
 			p += bytes;
 		} else {
@@ -75,12 +85,25 @@ int fmt_pq_rle_decode(const uint8_t *p, size_t len, int width, uint32_t *out, si
 			if (width < 32 && (v >> width))
 				return -1;
 			size_t take = count < n - got ? (size_t)count : n - got;
-			for (size_t i = 0; i < take; i++)
-				out[got + i] = v;
+			if (out8)
+				memset((uint8_t *)out + got, (int)v, take);
+			else
+				for (size_t i = 0; i < take; i++)
+					((uint32_t *)out)[got + i] = v;
 			got += take;
 		}
 	}
 	return 0;
+}
+
+int fmt_pq_rle_decode(const uint8_t *p, size_t len, int width, uint32_t *out, size_t n)
+{
+	return rle_decode(p, len, width, out, 0, n);
+}
+
+int fmt_pq_rle_decode8(const uint8_t *p, size_t len, int width, uint8_t *out, size_t n)
+{
+	return rle_decode(p, len, width, out, 1, n);
 }
 
 int fmt_pq_delta_decode(const uint8_t *p, size_t len, int is64, void *out, size_t n, size_t *used)

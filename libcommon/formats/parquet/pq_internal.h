@@ -143,6 +143,8 @@ fmt_kind fmt_pq_compress(int codec, int level, const uint8_t *src, size_t n, fmt
 
 /* The RLE/bit-packed hybrid of width bits: n values into out (uint32). */
 int fmt_pq_rle_decode(const uint8_t *p, size_t len, int width, uint32_t *out, size_t n);
+/* The same of width <= 8 into bytes (levels: no scratch of 4 bytes a value beside them). */
+int fmt_pq_rle_decode8(const uint8_t *p, size_t len, int width, uint8_t *out, size_t n);
 /* DELTA_BINARY_PACKED of n values (int32 or int64 by is64) into out; *used: bytes read. */
 int fmt_pq_delta_decode(const uint8_t *p, size_t len, int is64, void *out, size_t n, size_t *used);
 

@@ -505,7 +505,7 @@ static fmt_kind decode_defs(pq_cursor *c, const uint8_t *d, size_t len, size_t n
 			    fmt_err *e)
 {
 	int width = fmt_pq_bit_width((uint64_t)c->leaf->max_def);
-	if (grow((void **)&c->defs, &c->defs_cap, n ? n : 1) || need_idx(c, n, e) != FMT_OK)
+	if (grow((void **)&c->defs, &c->defs_cap, n ? n : 1))
 		return oom(e);
 	if (msb_packed) { /* the deprecated BIT_PACKED: width bits per level, most significant first */
 		if ((uint64_t)n * (uint64_t)width > (uint64_t)len * 8)
@@ -516,17 +516,18 @@ static fmt_kind decode_defs(pq_cursor *c, const uint8_t *d, size_t len, size_t n
 				uint64_t bit = (uint64_t)i * (uint64_t)width + (uint64_t)b;
 				v = v << 1 | (uint32_t)(d[bit >> 3] >> (7 - (bit & 7)) & 1);
 			}
-			c->idx[i] = v;
+			c->defs[i] = (uint8_t)v;
 		}
-	} else if (fmt_pq_rle_decode(d, len, width, c->idx, n)) {
+	} else if (fmt_pq_rle_decode8(d, len, width, c->defs, n)) {
 		return bad_page(c, e, "malformed definition levels");
 	}
 	uint64_t count = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (c->idx[i] > (uint32_t)c->leaf->max_def)
+		if (c->defs[i] > c->leaf->max_def)
 			return bad_page(c, e, "a definition level above the column's maximum");
-		int value = c->idx[i] == (uint32_t)c->leaf->max_def;
-		c->defs[i] = c->leaf->list ? (uint8_t)c->idx[i] : (uint8_t)value;
+		int value = c->defs[i] == c->leaf->max_def;
+		if (!c->leaf->list)
+			c->defs[i] = (uint8_t)value;
 		count += (uint64_t)value;
 	}
 	*defined = count;
@@ -536,15 +537,13 @@ static fmt_kind decode_defs(pq_cursor *c, const uint8_t *d, size_t len, size_t n
 /* A list leaf's repetition levels of n values (RLE, len bytes at d) into c->reps. */
 static fmt_kind decode_reps(pq_cursor *c, const uint8_t *d, size_t len, size_t n, fmt_err *e)
 {
-	if (grow((void **)&c->reps, &c->reps_cap, n ? n : 1) || need_idx(c, n, e) != FMT_OK)
+	if (grow((void **)&c->reps, &c->reps_cap, n ? n : 1))
 		return oom(e);
-	if (fmt_pq_rle_decode(d, len, fmt_pq_bit_width((uint64_t)c->leaf->max_rep), c->idx, n))
+	if (fmt_pq_rle_decode8(d, len, fmt_pq_bit_width((uint64_t)c->leaf->max_rep), c->reps, n))
 		return bad_page(c, e, "malformed repetition levels");
-	for (size_t i = 0; i < n; i++) {
-		if (c->idx[i] > (uint32_t)c->leaf->max_rep)
+	for (size_t i = 0; i < n; i++)
+		if (c->reps[i] > c->leaf->max_rep)
 			return bad_page(c, e, "a repetition level above the column's maximum");
-		c->reps[i] = (uint8_t)c->idx[i];
-	}
 	return FMT_OK;
 }
 
