@@ -175,30 +175,99 @@ EOF2
 	assert_equal "$(cat lie.csv)" "s,b,h,t,d"
 }
 
-@test "a decimal column: named, refused with exit 5 naming the column, taken when excluded; DuckDB's list column of one length is a fixed_size_list" {
+@test "a list of strings: named, refused with exit 5 naming the column, taken when excluded; DuckDB's list column of one length is a fixed_size_list, its DECIMAL(10, 2) text" {
 	run fmt-inspect --schema "$DATA/decimal-list.parquet"
-	assert_output "$(printf 'schema (3 columns):\n  id  int32\n  price  decimal128(10, 2)  (not converted by fmtkit)\n  pair  fixed_size_list<int64>[2]')"
+	assert_output "$(printf 'schema (4 columns):\n  id  int32\n  price  utf8\n  pair  fixed_size_list<int64>[2]\n  tags  list  (not converted by fmtkit)')"
 	run --separate-stderr fmt-convert "$DATA/decimal-list.parquet" o.csv
 	assert_failure 5
-	assert_equal "$stderr" "fmt-convert: error: $DATA/decimal-list.parquet: column 'price' has type decimal128(10, 2), which fmtkit does not convert"
+	assert_equal "$stderr" "fmt-convert: error: $DATA/decimal-list.parquet: column 'tags' has type list, which fmtkit does not convert"
 	[ ! -e o.csv ]
-	run fmt-convert -q --exclude price "$DATA/decimal-list.parquet" o.csv
+	run fmt-convert -q --exclude tags "$DATA/decimal-list.parquet" o.csv
 	assert_success
-	assert_equal "$(cat o.csv)" "$(printf 'id,pair\n0,"[0,1]"\n1,"[1,2]"\n2,"[2,3]"\n3,"[3,4]"\n4,"[4,5]"')"
-	run fmt-convert -q --exclude 'p*' "$DATA/decimal-list.parquet" o2.csv
+	assert_equal "$(cat o.csv)" "$(printf 'id,price,pair\n0,0.00,"[0,1]"\n1,0.01,"[1,2]"\n2,0.02,"[2,3]"\n3,0.03,"[3,4]"\n4,0.04,"[4,5]"')"
+	run fmt-convert -q --exclude 'p*' --exclude tags "$DATA/decimal-list.parquet" o2.csv
 	assert_success
 	assert_equal "$(cat o2.csv)" "$(printf 'id\n0\n1\n2\n3\n4')"
 	# fmt-inspect shows the rows of the others, and says which columns it left out
-	local left="fmt-inspect: warning: $DATA/decimal-list.parquet: 1 column of a type fmtkit does not convert left out: 'price' (decimal128(10, 2))"
+	local left="fmt-inspect: warning: $DATA/decimal-list.parquet: 1 column of a type fmtkit does not convert left out: 'tags' (list)"
 	run --separate-stderr fmt-inspect --head 2 "$DATA/decimal-list.parquet"
 	assert_success
-	assert_output "$(printf 'id  pair\n0   [0,1]\n1   [1,2]')"
+	assert_output "$(printf 'id  price  pair\n0   0.00   [0,1]\n1   0.01   [1,2]')"
 	assert_equal "$stderr" "$left"
 	run --separate-stderr fmt-inspect --json --stats "$DATA/decimal-list.parquet"
 	assert_success
 	assert_output --partial '"columns":[{"name":"id","type":"int32","count":5,"nulls":0,"min":0,"max":4,'
 	run --separate-stderr fmt-inspect -q --head 2 "$DATA/decimal-list.parquet"
 	assert_equal "$stderr" ""
+}
+
+@test "DECIMAL, TIME, UUID and INTERVAL read as utf8 text: DuckDB's file to exact CSV, JSON Lines and Arrow; the other writers' forms; statistics as text" {
+	# DuckDB's values (tests/interop/parquet.test.mjs checks them against DuckDB's): DECIMAL on
+	# INT32, INT64 and FIXED_LEN_BYTE_ARRAY(16) with the widest DECIMAL(38, 10), TIME in us with
+	# 24:00:00, TIMETZ (UTC-adjusted: Z), TIME_NS, UUID, INTERVAL as an ISO 8601 duration
+	run -0 fmt-inspect --schema "$DATA/logical.parquet"
+	assert_output "$(printf 'schema (9 columns):\n  id  int32\n  d4  utf8\n  d18  utf8\n  d38  utf8\n  t  utf8\n  tz  utf8\n  tns  utf8\n  u  utf8\n  iv  utf8')"
+	run -0 fmt-convert --to csv "$DATA/logical.parquet" -
+	assert_output - <<'EOF2'
+id,d4,d18,d38,t,tz,tns,u,iv
+0,-50.0,-99999.000,9999999999999999999999999999.9999999999,00:00:00,05:06:07.500000Z,13:14:15.123456789,0badf00d-0000-4000-8000-fffffffffff0,PT0S
+1,,1134568.891,-9999999999999999999999999999.9999999999,24:00:00,06:07:08.500000Z,13:14:15.123456789,0badf00d-0000-4000-8000-fffff1234567,
+2,-25.3,2369136.782,,,07:08:09.500000Z,13:14:15.123456789,0badf00d-0000-4000-8000-fffff2469134,P1Y2M4DT2H4M6.008S
+3,-13.0,3603704.673,-0.0000000003,23:59:56.999999,,13:14:15.123456789,0badf00d-0000-4000-8000-fffff3703701,P1Y9M6DT3H6M9.012S
+4,-0.6,4838272.564,-0.0000000004,23:59:55.999999,09:10:11.500000Z,,0badf00d-0000-4000-8000-fffff4938268,P2Y4M8DT4H8M12.016S
+5,11.7,6072840.455,-0.0000000005,23:59:54.999999,10:11:12.500000Z,13:14:15.123456789,,P2Y11M10DT5H10M15.020S
+EOF2
+	run -0 fmt-convert --to jsonl "$DATA/logical.parquet" -
+	assert_line --index 1 '{"id":1,"d4":null,"d18":"1134568.891","d38":"-9999999999999999999999999999.9999999999","t":"24:00:00","tz":"06:07:08.500000Z","tns":"13:14:15.123456789","u":"0badf00d-0000-4000-8000-fffff1234567","iv":null}'
+	fmt-convert -q "$DATA/logical.parquet" l.arrow
+	run -0 fmt-inspect --schema l.arrow
+	assert_line '  d38  utf8'
+	fmt-convert -q l.arrow back.csv
+	fmt-convert -q "$DATA/logical.parquet" want.csv
+	cmp want.csv back.csv
+	run -0 fmt-inspect --json "$DATA/logical.parquet"
+	assert_equal "$(jq -c '.parquet.leaf_columns | [.d4, .d38, .tz, .tns, .u, .iv]' <<<"$output")" \
+		'["INT32 DECIMAL(4, 1) (optional)","FIXED_LEN_BYTE_ARRAY DECIMAL(38, 10) (optional)","INT64 TIME(us, UTC) (optional)","INT64 TIME(ns) (optional)","FIXED_LEN_BYTE_ARRAY UUID (optional)","FIXED_LEN_BYTE_ARRAY INTERVAL (optional)"]'
+	assert_equal "$(jq -c '.parquet.row_groups["0"].columns | [.d38.min, .d38.max, .t.max, .u.min]' <<<"$output")" \
+		'["-9999999999999999999999999999.9999999999","9999999999999999999999999999.9999999999","24:00:00","0badf00d-0000-4000-8000-fffff1234567"]'
+	run -0 fmt-verify "$DATA/logical.parquet"
+	# what DuckDB does not write: DECIMAL on BYTE_ARRAY, from the ConvertedType alone, TIME in ms
+	run -0 fmt-convert --to csv "$CASES/text-types.parquet" -
+	assert_output "$(printf 'ba,cv,tms\n12345678901234567890123456.7890,123.45,00:00:00\n-0.0001,-0.05,12:34:56.789\n0.0000,0.00,24:00:00')"
+	run -0 fmt-verify "$CASES/text-types.parquet"
+}
+
+@test "hostile DECIMAL, TIME, UUID and INTERVAL columns: exit 4 (or 5: a DECIMAL wider than fmtkit reads) naming the column, from fmt-convert, fmt-inspect and fmt-verify, nothing written" {
+	mkdir out
+	local tool
+	while IFS='|' read -r file code msg; do
+		for tool in fmt-convert fmt-inspect fmt-verify; do
+			[ "$tool" = fmt-convert ] && set -- -q "$CASES/$file" out/out.csv || set -- "$CASES/$file"
+			run --separate-stderr "$tool" "$@"
+			msg2=$msg
+			case $file:$tool in
+			bad-*-value.*:fmt-inspect)  # a bad value: fmt-inspect's summary reads no rows
+				[ "$status" -eq 0 ] || fail "$tool $file: exit $status: $stderr"
+				continue ;;
+			bad-*-value.*:fmt-verify) msg2="row group 0: $msg" ;;
+			esac
+			[ "$status" -eq "$code" ] || fail "$tool $file: exit $status: $stderr"
+			assert_equal "$stderr" "$tool: error: $CASES/$file: $msg2"
+		done
+		[ -z "$(ls -A out)" ] || fail "$file: left $(ls -A out)"
+	done <<'EOF2'
+bad-decimal-precision.parquet|4|Parquet: column 'x': DECIMAL(10, 2) on INT32 (9 digits at most)
+bad-decimal-scale.parquet|4|Parquet: column 'x': DECIMAL(4, 5) on INT64 (a scale from 0 to the precision)
+bad-decimal-zero.parquet|4|Parquet: column 'x': DECIMAL(0, 0) on BYTE_ARRAY (a precision of 1 digit at least)
+bad-decimal-double.parquet|4|Parquet: column 'x': DECIMAL(10, 2) on DOUBLE
+bad-decimal-flba.parquet|4|Parquet: column 'x': DECIMAL(20, 0) on FIXED_LEN_BYTE_ARRAY(8) (18 digits at most)
+decimal-wide.parquet|5|Parquet: column 'x': DECIMAL(80, 0) has over 76 digits (fmtkit reads decimals of up to 76)
+bad-decimal-value.parquet|4|Parquet: column 'x': row 1 holds a DECIMAL(30, 0) value out of range
+bad-time-unit.parquet|4|Parquet: column 'x': TIME(ms) on INT64 (TIME in ms is INT32, in us or ns INT64)
+bad-time-value.parquet|4|Parquet: column 'x': row 1 holds a TIME(us) value out of range
+bad-uuid.parquet|4|Parquet: column 'x': UUID on FIXED_LEN_BYTE_ARRAY(8) (FIXED_LEN_BYTE_ARRAY(16) expected)
+bad-interval.parquet|4|Parquet: column 'x': INTERVAL on INT64 (FIXED_LEN_BYTE_ARRAY(12) expected)
+EOF2
 }
 
 @test "writing: row groups of --row-group-rows, each codec, statistics, dictionary where it pays; CSV back byte for byte" {

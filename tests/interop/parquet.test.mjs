@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from "hyparquet";
 import { tableFromIPC } from "apache-arrow";
 import { convert, inspectJson, scratch, tool } from "./lib.mjs";
-import { DATA, FILES, LIST_FILES, LISTS_SQL, TYPES_SQL, duck } from "./parquet_data.mjs";
+import { DATA, FILES, LIST_FILES, LISTS_SQL, LOGICAL_SQL, TYPES_SQL, duck } from "./parquet_data.mjs";
 
 // The columns as DuckDB types them, to read fmtkit's CSV back typed (binary: fmtkit's hex).
 const CSV_TYPES = {
@@ -278,4 +278,52 @@ test("tests/data/parquet/lists-*.parquet hold LISTS_SQL's values, which parquet.
 	const c = await duck();
 	for (const [name] of LIST_FILES)
 		assert.equal(await difference(c, `select * from (${LISTS_SQL})`, `select * from read_parquet('${join(DATA, name)}')`), 0, name);
+});
+
+// An INTERVAL as fmt-convert(1) writes it: an ISO 8601 duration of its parts that are not zero,
+// twelve months a year, the milliseconds (Parquet's unit) in hours, minutes and seconds.
+function isoInterval({ months, days, micros }) {
+	const ms = Math.trunc(Number(micros) / 1000), s = Math.trunc(ms / 1000);
+	let out = "P" + (months >= 12 ? `${Math.trunc(months / 12)}Y` : "") + (months % 12 ? `${months % 12}M` : "") +
+		(days ? `${days}D` : "");
+	if (ms || out === "P") {
+		out += "T" + (s >= 3600 ? `${Math.trunc(s / 3600)}H` : "") + (Math.trunc(s / 60) % 60 ? `${Math.trunc(s / 60) % 60}M` : "");
+		if (s % 60 || ms % 1000 || ms === 0)
+			out += `${s % 60}` + (ms % 1000 ? "." + String(ms % 1000).padStart(3, "0") : "") + "S";
+	}
+	return out;
+}
+
+test("DuckDB-written DECIMAL (INT32, INT64, FIXED_LEN_BYTE_ARRAY), TIME, TIMETZ, TIME_NS, UUID and INTERVAL in each page version: fmtkit's text holds DuckDB's values exactly", async (t) => {
+	const dir = scratch(t);
+	const c = await duck();
+	await c.run(`create table t as ${LOGICAL_SQL.replace("range(0, 6)", "range(0, 5000)")}`);
+	const want = new Map((await c.runAndReadAll("select id, iv from t")).getRowObjectsJson().map((r) => [r.id, r.iv]));
+	for (const [version, codec, dict] of [["V1", "snappy", true], ["V2", "zstd", true], ["V1", "uncompressed", false]]) {
+		const pq = join(dir, `${version}-${codec}.parquet`);
+		await c.run(`copy t to '${pq}' (format parquet, row_group_size 2048, compression ${codec}, parquet_version ${version}
+			${dict ? "" : ", dictionary_size_limit 1"})`);
+		assert.ok(inspectJson(pq).parquet.row_group_count >= 2);
+		assert.deepEqual(inspectJson(pq).schema.fields.map((f) => f.type), ["int32", ...Array(8).fill("utf8")]);
+		tool("fmt-verify", [pq]);
+		const out = join(dir, "out.csv");
+		convert(pq, out);
+		const got = `read_csv('${out}', header = true, all_varchar = true, auto_detect = false, delim = ',', quote = '"', escape = '"',
+			columns = {'id': 'VARCHAR', 'd4': 'VARCHAR', 'd18': 'VARCHAR', 'd38': 'VARCHAR', 't': 'VARCHAR', 'tz': 'VARCHAR',
+			'tns': 'VARCHAR', 'u': 'VARCHAR', 'iv': 'VARCHAR'})`;
+		// decimals and UUIDs as DuckDB writes them as text, times as the values DuckDB reads back
+		const d = await difference(c,
+			`select id, d4::varchar, d18::varchar, d38::varchar, t, tz, tns, u::varchar from t`,
+			`select id::integer, d4, d18, d38, t::time, replace(tz, 'Z', '+00')::timetz, tns::time_ns, u from ${got}`);
+		assert.equal(d, 0, `${version} ${codec}: ${d} rows differ`);
+		const ivs = (await c.runAndReadAll(`select id::integer as id, iv from ${got}`)).getRowObjectsJson();
+		assert.equal(ivs.length, 5000);
+		for (const r of ivs)
+			assert.equal(r.iv, want.get(r.id) === null ? null : isoInterval(want.get(r.id)), `row ${r.id}`);
+	}
+});
+
+test("tests/data/parquet/logical.parquet holds LOGICAL_SQL's values, which parquet.bats asserts fmtkit reads as text", async () => {
+	const c = await duck();
+	assert.equal(await difference(c, `select * from (${LOGICAL_SQL})`, `select * from read_parquet('${join(DATA, "logical.parquet")}')`), 0);
 });

@@ -50,6 +50,29 @@ export const LIST_FILES = [
 	["lists-v2.parquet", "compression zstd, parquet_version V2"],
 ];
 
+// The logical types fmtkit reads as text: DECIMAL on INT32, INT64 and a fixed-length array
+// (with the widest values), TIME in us, UTC-adjusted (DuckDB's TIMETZ) and in ns (with
+// 00:00:00 and 24:00:00), UUID and INTERVAL, each with nulls. (TIMETZ's offset is +00: Parquet keeps
+// the instant, not the offset.)
+export const LOGICAL_SQL = `select i::integer as id,
+  case when i = 1 then null else (i % 80 * 12.34 - 50)::decimal(4, 1) end as d4,
+  (i * 1234567.891 - 99999)::decimal(18, 3) as d18,
+  case i when 0 then '9999999999999999999999999999.9999999999'::decimal(38, 10)
+    when 1 then '-9999999999999999999999999999.9999999999'::decimal(38, 10)
+    when 2 then null else (i * -0.0000000001)::decimal(38, 10) end as d38,
+  case i when 0 then '00:00:00'::time when 1 then '24:00:00'::time when 2 then null
+    else '23:59:59.999999'::time - to_seconds(i) end as t,
+  case when i = 3 then null else ('05:06:07.5+00'::timetz + to_seconds(i * 3661)) end as tz,
+  case when i = 4 then null else ('13:14:15.123456789'::time_ns) end as tns,
+  case when i = 5 then null else ('0badf00d-0000-4000-8000-' || lpad((i * 1234567)::varchar, 12, 'f'))::uuid end as u,
+  case i when 0 then interval 0 seconds when 1 then null
+    else to_months(i * 7) + to_days(i * 2) + to_milliseconds(i % 1000 * 3723004) end as iv
+  from range(0, 6) r(i)`;
+
+export async function writeLogicalFile(c) {
+	await c.run(`copy (${LOGICAL_SQL}) to '${join(DATA, "logical.parquet")}' (format parquet)`);
+}
+
 export async function writeListFiles(c) {
 	for (const [name, opts] of LIST_FILES)
 		await c.run(`copy (${LISTS_SQL}) to '${join(DATA, name)}' (format parquet, ${opts})`);
@@ -67,7 +90,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
 	await c.run(`create table t as ${TYPES_SQL}`);
 	for (const [name, opts, rows] of FILES)
 		await c.run(`copy (select * from t where id < ${rows} order by id) to '${join(DATA, name)}' (format parquet, row_group_size 2048, ${opts})`);
-	await c.run(`copy (select i::integer as id, (i / 100.0)::decimal(10, 2) as price, [i, i + 1] as pair
-		from range(0, 5) r(i)) to '${join(DATA, "decimal-list.parquet")}' (format parquet)`);
+	await c.run(`copy (select i::integer as id, (i / 100.0)::decimal(10, 2) as price, [i, i + 1] as pair,
+		['t' || i] as tags from range(0, 5) r(i)) to '${join(DATA, "decimal-list.parquet")}' (format parquet)`);
 	await writeListFiles(c);
+	await writeLogicalFile(c);
 }

@@ -322,8 +322,8 @@ static void stat_range(pq_range *m, const pq_leaf *l, const fmt_field *f, const 
 	r->field = f;
 	r->nulls = l->list ? -1 : st->null_count; /* a list leaf's counts null elements and empty lists too */
 	r->rows = rows;
-	if (!st->min || !st->max || st->legacy || l->conv == CONV_INT96_NS)
-		return;
+	if (!st->min || !st->max || st->legacy || l->conv == CONV_INT96_NS || fmt_pq_is_text(l))
+		return;             /* text: its order is not the values' */
 	switch (f->type) {
 	case FMT_C_BOOL:
 		if (st->min_len != 1 || st->max_len != 1)
@@ -773,6 +773,12 @@ static json_t *stat_value(const pq_leaf *l, const fmt_field *f, const uint8_t *p
 {
 	if (!p)
 		return NULL;
+	if (fmt_pq_is_text(l)) {
+		char text[PQ_TEXT_MAX];
+		size_t need = l->ptype == PT_INT32 ? 4 : l->ptype == PT_INT64 ? 8 : l->ptype == PT_FLBA ? (size_t)l->type_length : 0;
+		int len = (need == 0 || n == need) && n > 0 ? fmt_pq_text(l, p, n, text) : -1;
+		return len < 0 ? NULL : json_stringn(text, (size_t)len);
+	}
 	int unsigned_int = f && (f->type == FMT_C_U8 || f->type == FMT_C_U16 || f->type == FMT_C_U32 ||
 				 f->type == FMT_C_U64);
 	switch (l->ptype) {

@@ -52,8 +52,9 @@ enum { CODEC_NONE = 0, CODEC_SNAPPY = 1, CODEC_GZIP = 2, CODEC_LZO = 3, CODEC_BR
 enum { PAGE_DATA = 0, PAGE_INDEX = 1, PAGE_DICTIONARY = 2, PAGE_DATA_V2 = 3 };
 enum { REP_REQUIRED = 0, REP_OPTIONAL = 1, REP_REPEATED = 2 };
 
-/* How a leaf's values become the column's: what the physical value means. */
-enum { CONV_PLAIN = 0, CONV_INT96_NS, CONV_F16 };
+/* How a leaf's values become the column's: what the physical value means (DECIMAL, TIME,
+ * UUID and INTERVAL: utf8 text, pq_text.c). */
+enum { CONV_PLAIN = 0, CONV_INT96_NS, CONV_F16, CONV_DECIMAL, CONV_TIME, CONV_UUID, CONV_INTERVAL };
 
 typedef struct pq_stats {
 	const uint8_t *min, *max;   /* into the footer; NULL when absent */
@@ -98,6 +99,8 @@ typedef struct pq_leaf {
 	uint64_t size_row;          /* the file's row the list size was taken from; UINT64_MAX:
 				     * from the type (ARROW:schema's fixed_size_list) */
 	char logical[64];           /* "STRING", "TIMESTAMP(us, UTC)", "DECIMAL(10, 2)", "" */
+	int scale;                  /* CONV_DECIMAL: digits after the point */
+	int unit, utc;              /* CONV_TIME: 1 ms, 2 us, 3 ns; adjusted to UTC */
 } pq_leaf;
 
 typedef struct pq_meta {
@@ -225,6 +228,22 @@ void fmt_pq_convert_value(const pq_cursor *c, const uint8_t *p, uint8_t *out, si
 fmt_kind fmt_pq_list_take(pq_cursor *c, const fmt_field *f, uint64_t n, fmt_column *col, fmt_batch *b, fmt_err *e);
 /* Every page of the chunk read and decoded (fmt-verify); *pages counts them. */
 fmt_kind fmt_pq_cursor_check_all(pq_cursor *c, uint64_t *pages, fmt_err *e);
+
+/* ---- values read as text (pq_text.c) ---- */
+
+/* The longest text of a value (a DECIMAL of 76 digits, its sign, point and a leading 0). */
+#define PQ_TEXT_MAX 96
+/* The most digits of a DECIMAL fmtkit reads (Arrow's decimal256), and the most bytes of one. */
+#define PQ_DECIMAL_DIGITS 76
+#define PQ_DECIMAL_BYTES 32
+/* Whether leaf l's values are read as text (DECIMAL, TIME, UUID, INTERVAL). */
+int fmt_pq_is_text(const pq_leaf *l);
+/* The most digits a DECIMAL of a fixed length of bytes holds. */
+int fmt_pq_decimal_digits(int bytes);
+/* The physical value p (n bytes) of leaf l as its text at out (PQ_TEXT_MAX bytes, NUL-ended):
+ * its length, or -1 when it is out of its type's range (a TIME past 24:00:00, a DECIMAL of more
+ * than PQ_DECIMAL_BYTES bytes). */
+int fmt_pq_text(const pq_leaf *l, const uint8_t *p, size_t n, char *out);
 
 /* ---- Arrow's schema (pq_arrow.c) ---- */
 

@@ -22,7 +22,8 @@ static fmt_kind oom(fmt_err *e)
 /* The logical type of a schema element, from LogicalType or the older ConvertedType. */
 enum { LT_NONE = 0, LT_STRING = 1, LT_MAP = 2, LT_LIST = 3, LT_ENUM = 4, LT_DECIMAL = 5, LT_DATE = 6,
        LT_TIME = 7, LT_TIMESTAMP = 8, LT_INTEGER = 10, LT_UNKNOWN = 11, LT_JSON = 12, LT_BSON = 13,
-       LT_UUID = 14, LT_FLOAT16 = 15 };
+       LT_UUID = 14, LT_FLOAT16 = 15,
+       LT_INTERVAL = 100 /* ConvertedType INTERVAL (21) only: LogicalType has none */ };
 
 typedef struct element {
 	int32_t type, type_length, repetition, num_children, converted, scale, precision;
@@ -144,7 +145,7 @@ static void converted_as_logical(element *el)
 		[13] = { LT_INTEGER, 32, 0, 0, 0 }, [14] = { LT_INTEGER, 64, 0, 0, 0 },
 		[15] = { LT_INTEGER, 8, 1, 0, 0 }, [16] = { LT_INTEGER, 16, 1, 0, 0 },
 		[17] = { LT_INTEGER, 32, 1, 0, 0 }, [18] = { LT_INTEGER, 64, 1, 0, 0 },
-		[19] = { LT_JSON, 0, 0, 0, 0 }, [20] = { LT_BSON, 0, 0, 0, 0 },
+		[19] = { LT_JSON, 0, 0, 0, 0 }, [20] = { LT_BSON, 0, 0, 0, 0 }, [21] = { LT_INTERVAL, 0, 0, 0, 0 },
 	};
 	if (el->lt != LT_NONE || !el->has_converted || el->converted < 0 ||
 	    el->converted >= (int32_t)(sizeof map / sizeof map[0]))
@@ -169,22 +170,100 @@ static fmt_kind set_other(fmt_field *f, const char *name, fmt_err *e)
 	return (f->type_name = strdup(name)) ? FMT_OK : oom(e);
 }
 
+/* A leaf whose values are read as text of logical type lt (leaf->logical named): utf8. */
+static fmt_kind as_text(fmt_field *f, pq_leaf *leaf, int conv)
+{
+	f->type = FMT_C_UTF8;
+	leaf->conv = conv;
+	return FMT_OK;
+}
+
+/* A logical type on a physical type it does not apply to, or with parameters out of range. */
+static fmt_kind bad_logical(const element *el, const fmt_field *f, const pq_leaf *leaf, const char *what,
+			    fmt_err *e)
+{
+	char on[48];
+	if (el->type == PT_FLBA)
+		snprintf(on, sizeof on, "FIXED_LEN_BYTE_ARRAY(%d)", el->type_length);
+	else
+		snprintf(on, sizeof on, "%s", fmt_pq_ptype_name(el->type));
+	return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s': %s on %s%s", f->name, leaf->logical, on, what);
+}
+
+/* DECIMAL(precision, scale): exact decimal text, on INT32 (up to 9 digits), INT64 (18), a
+ * fixed-length byte array (as many as its bytes hold) or a byte array. */
+static fmt_kind decimal_type(const element *el, fmt_field *f, pq_leaf *leaf, fmt_err *e)
+{
+	int p = el->lt_precision, most;
+	snprintf(leaf->logical, sizeof leaf->logical, "DECIMAL(%d, %d)", p, el->lt_scale);
+	switch (el->type) {
+	case PT_INT32: most = 9; break;
+	case PT_INT64: most = 18; break;
+	case PT_FLBA: most = fmt_pq_decimal_digits(el->type_length); break;
+	case PT_BYTE_ARRAY: most = INT32_MAX; break;
+	default: return bad_logical(el, f, leaf, "", e);
+	}
+	char why[64];
+	if (p < 1 || p > most || el->lt_scale < 0 || el->lt_scale > p) {
+		if (p < 1)
+			snprintf(why, sizeof why, " (a precision of 1 digit at least)");
+		else if (p > most)
+			snprintf(why, sizeof why, " (%d digits at most)", most);
+		else
+			snprintf(why, sizeof why, " (a scale from 0 to the precision)");
+		return bad_logical(el, f, leaf, why, e);
+	}
+	if (p > PQ_DECIMAL_DIGITS)
+		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': %s has over %d digits (fmtkit reads decimals of "
+				"up to %d)", f->name, leaf->logical, PQ_DECIMAL_DIGITS, PQ_DECIMAL_DIGITS);
+	if (el->type == PT_FLBA && el->type_length > PQ_DECIMAL_BYTES)
+		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': %s in %d bytes (fmtkit reads decimals of up "
+				"to %d bytes)", f->name, leaf->logical, el->type_length, PQ_DECIMAL_BYTES);
+	leaf->scale = el->lt_scale;
+	return as_text(f, leaf, CONV_DECIMAL);
+}
+
+/* The logical types read as text: DECIMAL, TIME (INT32 in ms, INT64 in us or ns), UUID (16
+ * bytes), INTERVAL (12 bytes); *done = 0 for another. */
+static fmt_kind text_type(const element *el, fmt_field *f, pq_leaf *leaf, int *done, fmt_err *e)
+{
+	*done = 1;
+	switch (el->lt) {
+	case LT_DECIMAL:
+		return decimal_type(el, f, leaf, e);
+	case LT_TIME:
+		snprintf(leaf->logical, sizeof leaf->logical, "TIME(%s%s)", unit_name(el->lt_unit), el->lt_utc ? ", UTC" : "");
+		if (el->lt_unit < 1 || el->lt_unit > 3 || (el->type == PT_INT32) != (el->lt_unit == 1) ||
+		    (el->type != PT_INT32 && el->type != PT_INT64))
+			return bad_logical(el, f, leaf, " (TIME in ms is INT32, in us or ns INT64)", e);
+		leaf->unit = el->lt_unit;
+		leaf->utc = el->lt_utc;
+		return as_text(f, leaf, CONV_TIME);
+	case LT_UUID: case LT_INTERVAL: {
+		int uuid = el->lt == LT_UUID, len = uuid ? 16 : 12;
+		snprintf(leaf->logical, sizeof leaf->logical, uuid ? "UUID" : "INTERVAL");
+		if (el->type != PT_FLBA || el->type_length != len) {
+			char why[64];
+			snprintf(why, sizeof why, " (FIXED_LEN_BYTE_ARRAY(%d) expected)", len);
+			return bad_logical(el, f, leaf, why, e);
+		}
+		return as_text(f, leaf, uuid ? CONV_UUID : CONV_INTERVAL);
+	}
+	default:
+		*done = 0;
+		return FMT_OK;
+	}
+}
+
 /* The column type of a primitive leaf, and how its values convert. */
 static fmt_kind leaf_type(const element *el, fmt_field *f, pq_leaf *leaf, fmt_err *e)
 {
 	char buf[64];
+	int done;
 	leaf->conv = CONV_PLAIN;
-	if (el->lt == LT_DECIMAL) {
-		snprintf(buf, sizeof buf, "decimal%d(%d, %d)", el->lt_precision > 38 ? 256 : 128, el->lt_precision,
-			 el->lt_scale);
-		snprintf(leaf->logical, sizeof leaf->logical, "DECIMAL(%d, %d)", el->lt_precision, el->lt_scale);
-		return set_other(f, buf, e);
-	}
-	if (el->lt == LT_TIME) {
-		snprintf(buf, sizeof buf, "%s[%s]", el->lt_unit == 1 ? "time32" : "time64", unit_name(el->lt_unit));
-		snprintf(leaf->logical, sizeof leaf->logical, "TIME(%s)", unit_name(el->lt_unit));
-		return set_other(f, buf, e);
-	}
+	fmt_kind k = text_type(el, f, leaf, &done, e);
+	if (done)
+		return k;
 	switch (el->type) {
 	case PT_BOOLEAN: f->type = FMT_C_BOOL; return FMT_OK;
 	case PT_FLOAT: f->type = FMT_C_F32; return FMT_OK;
@@ -253,8 +332,6 @@ static fmt_kind leaf_type(const element *el, fmt_field *f, pq_leaf *leaf, fmt_er
 			return FMT_OK;
 		}
 		f->type = FMT_C_BINARY;
-		if (el->lt == LT_UUID)
-			snprintf(leaf->logical, sizeof leaf->logical, "UUID");
 		return FMT_OK;
 	default:
 		return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s': physical type %d", f->name, el->type);

@@ -798,6 +798,40 @@ static fmt_kind take_strings(pq_cursor *c, out_col *o, uint64_t row, uint64_t k,
 	return FMT_OK;
 }
 
+/* k values of a leaf read as text (pq_text.c): each defined one's text appended. */
+static fmt_kind take_text(pq_cursor *c, out_col *o, uint64_t row, uint64_t k, fmt_err *e)
+{
+	const uint8_t *defs = c->leaf->max_def > 0 ? c->defs + c->page_at : NULL;
+	char text[PQ_TEXT_MAX];
+	for (uint64_t i = 0; i < k; i++) {
+		if (defs && !defs[i]) {
+			set_bit(o->validity, row + i, 0);
+			o->nulls++;
+			o->offsets[row + i + 1] = (int32_t)o->bytes_len;
+			continue;
+		}
+		const uint8_t *p = c->fixed + c->page_defined_at * (size_t)c->width;
+		size_t n = (size_t)c->width;
+		if (c->leaf->ptype == PT_BYTE_ARRAY)
+			p = c->spans[c->page_defined_at].p, n = c->spans[c->page_defined_at].n;
+		c->page_defined_at++;
+		int len = fmt_pq_text(c->leaf, p, n, text);
+		if (len < 0)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s': row %llu holds a %s value out of range",
+					c->leaf->path, (unsigned long long)(c->first_row + c->values_seen - c->page_values +
+									    c->page_at + i), c->leaf->logical);
+		if (o->bytes_len + (size_t)len > INT32_MAX)
+			return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': over 2 GiB of strings in one batch",
+					c->leaf->path);
+		if (out_bytes(o, o->bytes_len + (size_t)len + 1))
+			return oom(e);
+		memcpy(o->bytes + o->bytes_len, text, (size_t)len);
+		o->bytes_len += (size_t)len;
+		o->offsets[row + i + 1] = (int32_t)o->bytes_len;
+	}
+	return FMT_OK;
+}
+
 static void take_fixed(pq_cursor *c, const fmt_field *f, out_col *o, uint64_t row, uint64_t k)
 {
 	size_t ow = fmt_ctype_width(f->type), pw = (size_t)c->width;
@@ -884,7 +918,9 @@ fmt_kind fmt_pq_cursor_take(pq_cursor *c, const fmt_field *f, uint64_t n, fmt_co
 		uint64_t take = c->page_values - c->page_at;
 		if (take > n - row)
 			take = n - row;
-		if (strings)
+		if (strings && fmt_pq_is_text(c->leaf))
+			k = take_text(c, &o, row, take, e);
+		else if (strings)
 			k = take_strings(c, &o, row, take, e);
 		else
 			take_fixed(c, f, &o, row, take);
