@@ -7,10 +7,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from "hyparquet";
 import { tableFromIPC } from "apache-arrow";
-import { convert, inspectJson, scratch, tool } from "./lib.mjs";
+import { BIN, convert, inspectJson, scratch, tool } from "./lib.mjs";
 import { DATA, FILES, LIST_FILES, LISTS_SQL, LOGICAL_SQL, TYPES_SQL, duck } from "./parquet_data.mjs";
 
 // The columns as DuckDB types them, to read fmtkit's CSV back typed (binary: fmtkit's hex).
@@ -326,4 +327,38 @@ test("DuckDB-written DECIMAL (INT32, INT64, FIXED_LEN_BYTE_ARRAY), TIME, TIMETZ,
 test("tests/data/parquet/logical.parquet holds LOGICAL_SQL's values, which parquet.bats asserts fmtkit reads as text", async () => {
 	const c = await duck();
 	assert.equal(await difference(c, `select * from (${LOGICAL_SQL})`, `select * from read_parquet('${join(DATA, "logical.parquet")}')`), 0);
+});
+
+test("a DuckDB row group of 100,000 rows of FLOAT[64] (one 25 MB page, as DuckDB writes a column chunk) to CSV and Arrow: peak RSS within 32 MiB + threads x 1 MiB + the page as stored and decompressed + its levels, every value", async (t) => {
+	// The page is the reader's unit: held as stored and decompressed, its repetition and
+	// definition levels a byte a value; the batches of rows are about 1 MiB. Before, the levels
+	// went through a scratch of 4 bytes a value and the batches were 65536 rows (16 MB) each.
+	const dir = scratch(t);
+	const c = await duck();
+	const pq = join(dir, "emb.parquet");
+	const elems = Array.from({ length: 64 }, (_, x) => `((hash(i * 64 + ${x}) % 100000) / 1024.0)::float`).join(", ");
+	await c.run(`copy (select i::integer as id, [${elems}]::float[64] as emb from range(0, 100000) r(i))
+		to '${pq}' (format parquet, row_group_size 100000)`);
+	const info = inspectJson(pq);
+	assert.equal(info.parquet.row_group_count, 1);
+	const chunk = info.parquet.row_groups["0"].columns["emb.list.element"];
+	const pageBytes = chunk.compressed_bytes + chunk.uncompressed_bytes + 2 * chunk.values;
+	const sum = Number(await scalar(c, `select sum(list_sum(emb::double[])) from read_parquet('${pq}')`));
+	for (const threads of [1, 2]) {
+		for (const out of ["out.csv", "out.arrow"]) {
+			const r = spawnSync("/usr/bin/time", ["-f", "%M", join(BIN, "fmt-convert"), "-q", "-f", "-T", String(threads), pq, join(dir, out)],
+				{ encoding: "utf8" });
+			assert.equal(r.status, 0, r.stderr);
+			const kib = Number(r.stderr.trim().split("\n").pop());
+			const bound = (32 + threads) * 1024 + pageBytes / 1024;
+			assert.ok(kib <= bound, `-T ${threads} -> ${out}: peak RSS ${kib} KiB, over ${Math.round(bound)} KiB`);
+		}
+		const table = tableFromIPC(readFileSync(join(dir, "out.arrow")));
+		assert.equal(table.numRows, 100000);
+		let got = 0;
+		for (const batch of table.batches)
+			for (const v of batch.getChild("emb").data[0].children[0].values)
+				got += v;
+		assert.ok(Math.abs(got - sum) <= 1e-9 * Math.abs(sum), `sum ${got}, DuckDB's ${sum}`);
+	}
 });
