@@ -810,10 +810,12 @@ static fmt_kind take_text(pq_cursor *c, out_col *o, uint64_t row, uint64_t k, fm
 			o->offsets[row + i + 1] = (int32_t)o->bytes_len;
 			continue;
 		}
-		const uint8_t *p = c->fixed + c->page_defined_at * (size_t)c->width;
+		const uint8_t *p;
 		size_t n = (size_t)c->width;
-		if (c->leaf->ptype == PT_BYTE_ARRAY)
+		if (c->leaf->ptype == PT_BYTE_ARRAY) /* spans only: no fixed-width values */
 			p = c->spans[c->page_defined_at].p, n = c->spans[c->page_defined_at].n;
+		else
+			p = c->fixed + c->page_defined_at * n;
 		c->page_defined_at++;
 		int len = fmt_pq_text(c->leaf, p, n, text);
 		if (len < 0)
