@@ -262,6 +262,24 @@ fmt_kind fmt_source_stream_memory(fmt_source *s, const char *name, const void *d
 	return seq_start(s, head < 1 ? 1 : head > FMT_SOURCE_HEAD ? FMT_SOURCE_HEAD : head, e);
 }
 
+fmt_kind fmt_source_keep(fmt_source *s, size_t n, fmt_err *e)
+{
+	if (!s->sequential || n <= s->head_len)
+		return FMT_OK;
+	if (s->pos != s->head_len)
+		return fmt_fail(e, FMT_INTERNAL, "a stream read past its head cannot be read again");
+	uint8_t *head = realloc(s->head, n);
+	if (!head)
+		return fmt_fail(e, FMT_IO, "out of memory reading %s", s->path);
+	s->head = head;
+	uint64_t got;
+	fmt_kind k = seq_take(s, head + s->head_len, n - s->head_len, &got, e);
+	s->head_len += (size_t)got;     /* what was read is kept, even on an error */
+	if (k != FMT_OK)
+		fmt_err_file(e, s->path);
+	return k;
+}
+
 fmt_kind fmt_source_make_whole(fmt_source *s, fmt_err *e)
 {
 	if (!s->sequential)

@@ -42,6 +42,8 @@ fmt_kind fmt_model_open_source_with(fmt_model *m, fmt_source *src, const char *p
 {
 	m->path = strdup(path);
 	fmt_kind k = m->path ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	if (k == FMT_OK && src->sequential && !d->streams && d->check_head && (k = d->check_head(src, e)) != FMT_OK)
+		fmt_err_file(e, path);
 	if (k == FMT_OK && src->sequential && !d->streams)
 		k = fmt_source_make_whole(src, e);
 	if (k == FMT_OK)

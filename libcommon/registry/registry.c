@@ -143,11 +143,11 @@ static int score_of(fmt_format f, fmt_source *s, const uint8_t *head, size_t n)
 	int v = f.model->probe(head, n, s->size);
 	if (v != 0 || !f.model->probe_source)
 		return v;
-	/* a stream is read whole for it only when its head could begin such a file: reading it
-	 * costs its size in memory */
+	/* a stream keeps the bytes it asks for only when its head could begin such a file: never
+	 * the whole of it, which may not end */
 	fmt_err e;
-	if (s->sequential && !(f.model->probe_wants_source && f.model->probe_wants_source(head, n) &&
-			       fmt_source_make_whole(s, &e) == FMT_OK))
+	size_t want = s->sequential && f.model->probe_wants_source ? f.model->probe_wants_source(head, n) : 0;
+	if (s->sequential && (want == 0 || fmt_source_keep(s, want, &e) != FMT_OK))
 		return 0;
 	return f.model->probe_source(s);
 }

@@ -52,6 +52,20 @@ PY
 	assert_failure 4
 }
 
+@test "a stream that begins as an .apsim or safetensors header is refused from that header, not read whole" {
+	# A declared header length of 5000, then '{' and 2 GB of zeros: the .apsim probe read the
+	# whole stream to look for its format key further on (exit 70 under this limit, or 3), and
+	# safetensors' open read it whole before its header was parsed. Now the probe keeps 8 + 5000
+	# bytes, and the header is checked from them.
+	local head='\x88\x13\x00\x00\x00\x00\x00\x00{'
+	run --separate-stderr bash -c "$(limit_as 200000) { printf '$head'; head -c 2G /dev/zero; } | timeout 60 fmt-inspect -"
+	assert_failure 4
+	assert_equal "$stderr" "fmt-inspect: error: -: header is not valid JSON at byte 1: string or '}' expected"
+	run --separate-stderr bash -c "$(limit_as 200000) { printf '$head'; head -c 2G /dev/zero; } | timeout 60 fmt-verify -"
+	assert_failure 4
+	assert_equal "$stderr" "fmt-verify: error: -: header is not valid JSON at byte 1: string or '}' expected"
+}
+
 @test "an unrecognised file's message lists every registered format" {
 	printf 'not a model' >junk.bin
 	run --separate-stderr fmt-inspect junk.bin

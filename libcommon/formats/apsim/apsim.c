@@ -1339,14 +1339,15 @@ static int ap_probe(const uint8_t *head, size_t n, uint64_t file_size)
 	return ap_probe_header(head + 8, len < n - 8 ? (size_t)len : n - 8);
 }
 
-/* A header longer than the head that begins as JSON: its format key may lie further. */
-static int ap_probe_wants_source(const uint8_t *head, size_t n)
+/* A header longer than the head that begins as JSON: its format key may lie further, in the
+ * 8 + len first bytes (len at most FMT_ST_HEADER_MAX). */
+static size_t ap_probe_wants_source(const uint8_t *head, size_t n)
 {
 	if (n < 10)
 		return 0;
 	uint64_t len = fmt_rd_u64(head);
 	size_t i = fmt_json_skip_ws((const char *)head + 8, n - 8, 0);
-	return len > n - 8 && len <= FMT_ST_HEADER_MAX && i < n - 8 && head[8 + i] == '{';
+	return len > n - 8 && len <= FMT_ST_HEADER_MAX && i < n - 8 && head[8 + i] == '{' ? 8 + (size_t)len : 0;
 }
 
 /* The format key past the first FMT_PROBE_BYTES: the whole header is searched. */

@@ -586,24 +586,31 @@ static fmt_kind check_coverage(uint64_t size, uint64_t header_len, uint64_t data
 	return FMT_OK;
 }
 
+/* The tensors of a parsed header sorted by offsets and checked (check_layout): *sizes (freed
+ * by the caller, also on failure) gets their element counts then their byte sizes. */
+static fmt_kind layout_parsed(st_scan *sc, uint64_t **sizes, uint64_t *data_len, fmt_err *e)
+{
+	if (sc->nt)
+		qsort(sc->t, sc->nt, sizeof *sc->t, cmp_entry_offsets);
+	*data_len = 0;
+	*sizes = malloc(2 * (sc->nt ? sc->nt : 1) * sizeof **sizes);
+	if (!*sizes)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	return check_layout(sc->t, sc->nt, *sizes, *sizes + sc->nt, data_len, e);
+}
+
 static fmt_kind open_parsed(fmt_model *m, int source, int with_meta, uint64_t n, st_scan *sc, fmt_err *e)
 {
 	st_entry *t = sc->t;
 	size_t nt = sc->nt;
-	if (nt)
-		qsort(t, nt, sizeof *t, cmp_entry_offsets);
-	uint64_t *sizes = malloc(2 * (nt ? nt : 1) * sizeof *sizes);
-	uint64_t data_len = 0;
-	if (!sizes)
-		return fmt_fail(e, FMT_IO, "out of memory");
-	uint64_t *nelems = sizes, *nbytes = sizes + nt;
-	fmt_kind k = check_layout(t, nt, nelems, nbytes, &data_len, e);
+	uint64_t *sizes, data_len;
+	fmt_kind k = layout_parsed(sc, &sizes, &data_len, e);
 	if (k == FMT_OK)
 		k = check_coverage(m->sources[source].size, n, data_len, e);
 	if (k == FMT_OK && with_meta && sc->meta)
 		k = add_metadata(m, sc->meta, e);
 	if (k == FMT_OK)
-		k = add_tensors(m, source, 8 + n, t, nt, nelems, nbytes, e);
+		k = add_tensors(m, source, 8 + n, t, nt, sizes, sizes + nt, e);
 	free(sizes);
 	return k;
 }
@@ -621,6 +628,32 @@ fmt_kind fmt_st_open_source(fmt_model *m, int source, int with_meta, fmt_err *e)
 	k = parse_header(h, (size_t)n, &sc, e);
 	if (k == FMT_OK)
 		k = open_parsed(m, source, with_meta, n, &sc, e);
+	scan_free(&sc);
+	free(h);
+	return k;
+}
+
+/* A stream's header, from its first 8 + length bytes: the checks of open up to the layout of
+ * the tensors (their coverage of the file needs its size, known once it is read whole). */
+static fmt_kind st_check_head(fmt_source *s, fmt_err *e)
+{
+	uint8_t raw[8];
+	char *h = NULL;
+	uint64_t n = 0;
+	fmt_kind k = fmt_source_keep(s, 8, e);
+	if (k == FMT_OK && s->head_len >= 8 && fmt_source_read(s, 0, raw, 8, e) == FMT_OK &&
+	    fmt_rd_u64(raw) <= FMT_ST_HEADER_MAX)
+		k = fmt_source_keep(s, 8 + (size_t)fmt_rd_u64(raw), e);
+	if (k != FMT_OK || !s->sequential || s->head_len < 8)
+		return k;     /* a short stream: open says what is wrong */
+	if ((k = read_header(s, &h, &n, e)) != FMT_OK)
+		return k;
+	st_scan sc;
+	uint64_t *sizes = NULL, data_len;
+	k = parse_header(h, (size_t)n, &sc, e);
+	if (k == FMT_OK)
+		k = layout_parsed(&sc, &sizes, &data_len, e);
+	free(sizes);
 	scan_free(&sc);
 	free(h);
 	return k;
@@ -907,6 +940,7 @@ const fmt_driver fmt_driver_safetensors = {
 	.title = "safetensors",
 	.probe = st_probe,
 	.open = st_open,
+	.check_head = st_check_head,
 	.verify = NULL,
 	.set_driver = &fmt_driver_st_index,
 	.write = st_write,

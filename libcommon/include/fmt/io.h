@@ -65,6 +65,11 @@ fmt_kind fmt_source_open_found(fmt_source *s, const char *path, fmt_err *e);
  * when head < FMT_PROBE_BYTES (probing reads that many). */
 fmt_kind fmt_source_stream_memory(fmt_source *s, const char *name, const void *data, size_t n, size_t head,
 				  size_t chunk, fmt_err *e);
+/* Make a sequential source keep its first n bytes (more than it keeps already) for re-reading
+ * and views, reading them now (fewer at the end of the stream); only before it has passed its
+ * head. No-op on other sources. What a probe reads to look further than the head without
+ * holding the whole stream. */
+fmt_kind fmt_source_keep(fmt_source *s, size_t n, fmt_err *e);
 /* Make a sequential source an ordinary one by reading the rest of it into memory (what a reader
  * that needs random access gets); only before it has passed its head. No-op otherwise. */
 fmt_kind fmt_source_make_whole(fmt_source *s, fmt_err *e);

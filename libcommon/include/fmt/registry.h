@@ -98,9 +98,11 @@ typedef struct fmt_driver {
 	/* Optional: confidence from the whole source, for formats whose mark can lie past the
 	 * first bytes; asked (after probe) only when probe said 0. */
 	int (*probe_source)(fmt_source *s);
-	/* With probe_source: whether head could begin such a file whose mark lies further (a
-	 * stream is read whole for probe_source only then, not for any input no driver knows). */
-	int (*probe_wants_source)(const uint8_t *head, size_t n);
+	/* With probe_source: how many first bytes of a file that head begins probe_source needs,
+	 * when head could begin such a file whose mark lies further; 0 when it cannot. A stream
+	 * keeps that many bytes for probe_source (fmt_source_keep), and is asked nothing else: an
+	 * input no driver knows is neither read whole nor held beyond what the probe needs. */
+	size_t (*probe_wants_source)(const uint8_t *head, size_t n);
 	/* Parse and validate the structure; build the model without touching tensor data. The
 	 * source is already added to m as sources[0]. */
 	fmt_kind (*open)(fmt_model *m, fmt_err *e);
@@ -142,6 +144,11 @@ typedef struct fmt_driver {
 	 * after them, reads the rest and checks the checksums the file carries. Other drivers are
 	 * given such an input whole, in memory. */
 	int streams;
+	/* Optional, for a driver that does not stream: check the header of a sequential source
+	 * from its first bytes (fmt_source_keep) before the source is read whole for open, so
+	 * that a stream with a malformed header is refused without reading (and holding) the
+	 * rest of it. What open would say of that header; the rest is checked by open. */
+	fmt_kind (*check_head)(fmt_source *s, fmt_err *e);
 	const char *arch_key;         /* the key naming the architecture, or NULL */
 	/* Architectures its readers know (what --arch suggests), NULL-terminated, or NULL. */
 	const char *const *archs;
@@ -291,8 +298,9 @@ fmt_format fmt_format_by_name(const char *name, unsigned kinds);
 fmt_format fmt_format_by_extension(const char *path, unsigned kinds);
 /* The format of kinds whose probe scores head (the first n bytes of s) highest, first in
  * registry order on equal scores (so a model driver before a table driver), and its score; a
- * model driver whose probe says 0 is asked its probe_source too (a sequential source read
- * whole for it first, when its probe_wants_source says the head could begin such a file).
+ * model driver whose probe says 0 is asked its probe_source too (a sequential source keeping
+ * the first bytes its probe_wants_source asks for, when it says the head could begin such a
+ * file).
  * None (score 0) when no driver recognises it. */
 fmt_format fmt_format_probe(fmt_source *s, const uint8_t *head, size_t n, unsigned kinds, int *score);
 /* Add a driver of either kind at run time (tests, programs embedding libcommon); at most 8 of
