@@ -41,7 +41,7 @@
 	X(archive_entry_size) X(archive_entry_size_is_set) X(archive_entry_sparse_count) \
 	X(archive_error_string) X(archive_filter_code) X(archive_read_data) \
 	X(archive_read_data_block) X(archive_read_free) X(archive_read_new) \
-	X(archive_read_next_header) X(archive_read_open) X(archive_read_open_fd) X(archive_read_support_filter_zstd) \
+	X(archive_read_next_header) X(archive_read_open) X(archive_read_support_filter_zstd) \
 	X(archive_read_support_format_tar) X(archive_set_error) X(archive_write_add_filter_zstd) \
 	X(archive_write_close) X(archive_write_data) X(archive_write_free) \
 	X(archive_write_header) X(archive_write_new) X(archive_write_open) \
@@ -236,14 +236,17 @@ static fmt_kind manifest_text(const fmt_bundle_info *b, char **out, fmt_err *e)
 
 /* ---- reading ---- */
 
-/* A bundle read from a file (fd), or from a stream (src: standard input) through read_stream. */
+/* A bundle read from a file (fd) through read_fd, or from a stream (src: standard input)
+ * through read_stream. A failing read is kept in err, apart from libarchive's errors: it is
+ * IoError, not a malformed bundle (reader_failed). */
 typedef struct reader {
 	struct archive *a;
 	int fd;
 	fmt_source *src;
 	uint64_t pos;          /* src: the offset of the next read */
-	uint8_t *buf;          /* src: what the last read gave libarchive */
-	fmt_err err;           /* src: its own failure, kept apart from libarchive's */
+	uint8_t *buf;          /* what the last read gave libarchive */
+	size_t block;          /* its size */
+	fmt_err err;           /* a read's own failure */
 } reader;
 
 static void reader_close(reader *r)
@@ -262,13 +265,39 @@ static la_ssize_t read_stream(struct archive *a, void *ud, const void **out)
 {
 	reader *r = ud;
 	size_t got = 0;
-	if (fmt_source_read_upto(r->src, r->pos, r->buf, READ_BLOCK, &got, &r->err) != FMT_OK) {
+	if (fmt_source_read_upto(r->src, r->pos, r->buf, r->block, &got, &r->err) != FMT_OK) {
 		AR(archive_set_error)(a, EIO, "%s", r->err.msg);
 		return -1;
 	}
 	r->pos += got;
 	*out = r->buf;
 	return (la_ssize_t)got;
+}
+
+static la_ssize_t read_fd(struct archive *a, void *ud, const void **out)
+{
+	reader *r = ud;
+	ssize_t got;
+	while ((got = read(r->fd, r->buf, r->block)) < 0 && errno == EINTR)
+		;
+	if (got < 0) {
+		fmt_fail(&r->err, FMT_IO, "read: %s", strerror(errno));
+		AR(archive_set_error)(a, EIO, "%s", r->err.msg);
+		return -1;
+	}
+	*out = r->buf;
+	return (la_ssize_t)got;
+}
+
+/* libarchive failed: was it a read (IoError, its message into e)? FMT_OK when it was not: the
+ * bundle itself is malformed. */
+static fmt_kind read_failed(const reader *r, fmt_err *e)
+{
+	if (r->err.kind != FMT_OK) {
+		e->kind = r->err.kind;
+		memcpy(e->msg, r->err.msg, sizeof e->msg);
+	}
+	return r->err.kind;
 }
 
 /* libarchive for tar and zstd, reading r->fd, or r->src when it is set. */
@@ -286,13 +315,14 @@ static fmt_kind reader_start(reader *r, size_t block, fmt_err *e)
 	}
 	AR(archive_read_support_filter_zstd)(r->a);
 	AR(archive_read_support_format_tar)(r->a);
-	if (r->src && !(r->buf = malloc(READ_BLOCK))) {
+	r->block = block;
+	if (!(r->buf = malloc(block))) {
 		reader_close(r);
 		return fmt_fail(e, FMT_IO, "out of memory");
 	}
-	if ((r->src ? AR(archive_read_open)(r->a, r, NULL, read_stream, NULL)
-		    : AR(archive_read_open_fd)(r->a, r->fd, block)) != ARCHIVE_OK) {
-		fmt_kind k = fmt_fail(e, FMT_INVALID_FORMAT, "not a tar bundle: %s", AR(archive_error_string)(r->a));
+	if (AR(archive_read_open)(r->a, r, NULL, r->src ? read_stream : read_fd, NULL) != ARCHIVE_OK) {
+		fmt_kind k = read_failed(r, e) != FMT_OK ? e->kind
+			: fmt_fail(e, FMT_INVALID_FORMAT, "not a tar bundle: %s", AR(archive_error_string)(r->a));
 		reader_close(r);
 		return k;
 	}
@@ -329,6 +359,8 @@ static fmt_kind next_header(reader *r, struct archive_entry **ent, fmt_err *e)
 		*ent = NULL;
 		return FMT_OK;
 	}
+	if (rc != ARCHIVE_OK && read_failed(r, e) != FMT_OK)
+		return e->kind;
 	if (rc != ARCHIVE_OK)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "not a valid tar bundle: %s",
 				AR(archive_error_string)(r->a) ? AR(archive_error_string)(r->a) : "unreadable header");
@@ -386,7 +418,9 @@ static fmt_kind read_manifest(reader *r, fmt_bundle_info *b, fmt_err *e)
 	if (!text)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	la_ssize_t got = AR(archive_read_data)(r->a, text, (size_t)size);
-	if (got != (la_ssize_t)size)
+	if (got != (la_ssize_t)size && read_failed(r, e) != FMT_OK)
+		k = e->kind;
+	else if (got != (la_ssize_t)size)
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "MANIFEST.json is truncated");
 	else
 		k = parse_manifest(text, (size_t)size, b, e);
@@ -423,7 +457,9 @@ static fmt_kind stream_member(reader *r, const fmt_bundle_member *mb, int out, f
 		int ar = AR(archive_read_data_block)(r->a, &buf, &n, &off);
 		if (ar == ARCHIVE_EOF)
 			break;
-		if (ar != ARCHIVE_OK)
+		if (ar != ARCHIVE_OK && read_failed(r, e) != FMT_OK)
+			rc = e->kind;
+		else if (ar != ARCHIVE_OK)
 			rc = fmt_fail(e, FMT_INVALID_FORMAT, "member " NM ": truncated or corrupt data (%s)", mb->name,
 				      AR(archive_error_string)(r->a) ? AR(archive_error_string)(r->a) : "read error");
 		else if (off < 0 || (uint64_t)off != got)

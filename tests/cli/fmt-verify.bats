@@ -84,6 +84,40 @@ setup() {
 	assert_output "-: ok (csv, 1 row)"
 }
 
+# reset_after N FILE CMD...: CMD with standard input a socket that gives the first N bytes of
+# FILE, then fails (ECONNRESET: the other end closes with data it never read): a read error.
+reset_after() {
+	python3 - "$@" <<'PY'
+import socket, subprocess, sys, time
+n, path, cmd = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+mine, theirs = socket.socketpair()
+theirs.send(b'x')
+p = subprocess.Popen(cmd, stdin=theirs)
+theirs.close()
+mine.sendall(open(path, 'rb').read()[:n])
+time.sleep(0.3)
+mine.close()
+sys.exit(p.wait())
+PY
+}
+
+@test "a read error on a bundle on standard input is exit 3 (io), a malformed bundle stays 4" {
+	# It was exit 4, "not a tar bundle: read: Connection reset by peer".
+	cp "$SAMPLES/tiny.safetensors" .
+	fmt-shard pack tiny.safetensors -o b.tar >/dev/null
+	run --separate-stderr reset_after 6000 b.tar fmt-verify -
+	assert_failure 3
+	assert_equal "$stderr" "fmt-verify: error: -: read: Connection reset by peer"
+	run --separate-stderr reset_after 6000 b.tar fmt-verify --json -
+	assert_failure 3
+	assert_equal "$output" '{"file":"-","ok":false,"exit":3,"error":"IoError","message":"read: Connection reset by peer","failed_file":"-"}'
+	# the same bytes, then the end of the stream: a truncated bundle
+	head -c 1000 b.tar >short.tar
+	run --separate-stderr fmt-verify - < <(cat short.tar)
+	assert_failure 4
+	assert_equal "$stderr" "$(fmt-verify short.tar 2>&1 | sed 's/^fmt-verify: error: short.tar:/fmt-verify: error: -:/')"
+}
+
 @test "a good shard set: ok for the whole set" {
 	run fmt-verify set/model.safetensors.index.json
 	assert_success
