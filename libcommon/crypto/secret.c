@@ -34,7 +34,14 @@ static fmt_kind key_from_scratch(const uint8_t *scratch, size_t len, fmt_hmac_ke
 
 fmt_kind fmt_secret_from_file(const char *path, fmt_hmac_key *out, fmt_err *e)
 {
+	struct stat st;
+	return fmt_secret_from_file_st(path, out, &st, e);
+}
+
+fmt_kind fmt_secret_from_file_st(const char *path, fmt_hmac_key *out, struct stat *st, fmt_err *e)
+{
 	memset(out, 0, sizeof *out);
+	memset(st, 0, sizeof *st);
 	fmt_kind k = fmt_crypto_sodium_init(e);
 	if (k != FMT_OK)
 		return k;
@@ -52,9 +59,8 @@ fmt_kind fmt_secret_from_file(const char *path, fmt_hmac_key *out, fmt_err *e)
 		return fmt_fail(e, errno == ENOENT ? FMT_USAGE : FMT_IO, "cannot open the secret file %s: %s",
 				path, strerror(errno));
 	char what[64 + FMT_ERR_FILE_MAX];
-	struct stat st;
 	snprintf(what, sizeof what, "secret file %s", path);
-	k = fmt_small_check(fd, FMT_SMALL_NAMED, what, &st, e);
+	k = fmt_small_check(fd, FMT_SMALL_NAMED, what, st, e);
 	/* One byte more than the cap, so that a full buffer means "too long". */
 	uint8_t *scratch = k == FMT_OK ? sodium_malloc(SECRET_MAX + 1) : NULL;
 	if (k == FMT_OK && !scratch)

@@ -241,15 +241,16 @@ fmt_kind fmt_ms_secret_load(const char *given, const fmt_pass_opts *o, fmt_ms_se
 	/* - : the key piped in (its mode is not checked, as for <(...)) */
 	if (k == FMT_OK && strcmp(path, "-") != 0 && access(path, R_OK) != 0)
 		k = fmt_fail(e, FMT_IO, "cannot open the secret key: %s", strerror(errno));
+	struct stat st;
 	if (k == FMT_OK)
-		k = fmt_secret_from_file(path, &text, e);
+		k = fmt_secret_from_file_st(path, &text, &st, e);
 	int enc = k == FMT_OK ? fmt_ms_secret_encrypted(text.bytes, text.len) : 0;
 	if (k == FMT_OK && enc < 0)
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "not a minisign Ed25519 secret key file");
 	/* Unencrypted, the file is the key: readable by its owner only, as every other key file
-	 * (an encrypted one is protected by its passphrase). A pipe (<(...)) is not checked. */
-	struct stat st;
-	if (k == FMT_OK && enc == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode))
+	 * (an encrypted one is protected by its passphrase), checked on the descriptor that was
+	 * read. A pipe (<(...)) and - (piped in) are not checked. */
+	if (k == FMT_OK && enc == 0 && S_ISREG(st.st_mode) && strcmp(path, "-") != 0)
 		k = fmt_key_mode_check(&st, "the secret key", e);
 	if (k == FMT_OK && enc == 1)
 		k = fmt_passphrase(o, 0, &pw, e);

@@ -3,7 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include "fmt/crypto.h"
 #include "fmt/minisign.h"
 #include "unit.h"
 
@@ -241,4 +243,41 @@ TEST(base64_exact_and_canonical)
 	CHECK(fmt_unbase64("/wA", 3, two, 2) != 0);    /* padding required */
 	CHECK(fmt_unbase64("/wAQ", 4, two, 2) != 0);   /* wrong length */
 	CHECK(fmt_unbase64("/w-Q", 4, out, 3) != 0);   /* not the standard alphabet */
+}
+
+/* An unencrypted secret key file readable by others is refused, its mode taken from the
+ * descriptor that was read (fmt_secret_from_file_st), no longer from a stat of the path after
+ * the read: a file swapped in between went unchecked. */
+TEST(minisign_unencrypted_secret_key_mode)
+{
+	fmt_ms_public pub;
+	fmt_ms_secret sec, back;
+	fmt_hmac_key text;
+	struct stat st;
+	fmt_err e;
+	uint8_t *sec_text;
+	size_t sec_len;
+	fmt_err_clear(&e);
+	CHECK(fmt_ms_keygen(&pub, &sec, &e) == FMT_OK);
+	CHECK(fmt_ms_secret_text(&sec, NULL, 0, &sec_text, &sec_len, &e) == FMT_OK);
+	char path[] = "/tmp/fmt-unit-minisign-key-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	CHECK(write(fd, sec_text, sec_len) == (ssize_t)sec_len);
+	close(fd);
+	CHECK(chmod(path, 0644) == 0);
+	CHECK(fmt_secret_from_file_st(path, &text, &st, &e) == FMT_OK);
+	CHECK(S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0644 && text.len > 0);
+	fmt_hmac_key_free(&text);
+	CHECK(fmt_ms_secret_load(path, NULL, &back, &e) == FMT_USAGE);
+	CHECK_STR(e.msg, "the secret key is readable by others (mode 0644); chmod 600 it");
+	CHECK_STR(e.file, path);
+	CHECK(chmod(path, 0600) == 0);
+	fmt_err_clear(&e);
+	CHECK(fmt_ms_secret_load(path, NULL, &back, &e) == FMT_OK);
+	CHECK(memcmp(back.sk, sec.sk, FMT_MS_SK) == 0);
+	fmt_ms_secret_free(&back);
+	fmt_ms_secret_free(&sec);
+	sodium_free(sec_text);
+	unlink(path);
 }

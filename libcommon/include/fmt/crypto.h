@@ -112,6 +112,9 @@ fmt_kind fmt_hmac_key_load(const char *path, fmt_hmac_key *out, fmt_err *e);
  * an environment variable the user names, or a no-echo prompt on the terminal (the CLI
  * layer's fmt_secret_from_prompt, fmt/prompt.h, which tools hand in as a hook). */
 fmt_kind fmt_secret_from_file(const char *path, fmt_hmac_key *out, fmt_err *e);
+/* The same, giving the fstat of the descriptor that was read in *st (a key file's mode is
+ * checked on what was read, not on whatever the path names afterwards). */
+fmt_kind fmt_secret_from_file_st(const char *path, fmt_hmac_key *out, struct stat *st, fmt_err *e);
 fmt_kind fmt_secret_from_env(const char *name, fmt_hmac_key *out, fmt_err *e);
 /* A secret of len bytes in fresh sodium_malloc memory, for the caller to fill (id "shared"). */
 fmt_kind fmt_secret_alloc(size_t len, fmt_hmac_key *out, fmt_err *e);
