@@ -24,6 +24,16 @@ id_of_pub() {
 fmt_pair() { fmt-sign keygen -W -p "$1.pub" -s "$1.key" >/dev/null; }
 ms_pair() { minisign -G -W -p "$1.pub" -s "$1.key" >/dev/null; }
 
+@test "keygen --json names the kind of key in lowercase, as fmt-verify and sign --embed do" {
+	# It said "kind":"Ed25519" (and "X25519") where the others say "ed25519".
+	run --separate-stderr fmt-sign keygen --json -W -p b.pub -s b.key
+	assert_success
+	assert_equal "$output" "{\"kind\":\"ed25519\",\"key_id\":\"$(id_of_pub b.pub)\",\"public_key\":\"b.pub\",\"secret_key\":\"b.key\"}"
+	run --separate-stderr fmt-sign keygen --x25519 --json -p x.pub -s x.key
+	assert_success
+	assert_equal "$(jq -r .kind <<<"$output")" x25519
+}
+
 @test "keygen -W writes minisign's public and secret key formats at the default paths" {
 	run --separate-stderr fmt-sign keygen -W
 	assert_success

@@ -40,7 +40,9 @@ static fmt_kind passphrase(const sign_opts *o, int confirm, fmt_hmac_key *pw, fm
 	return fmt_passphrase(&po, confirm, pw, e);
 }
 
-static int report_keys(const sign_opts *o, const char *kind, const char *id, const char *pub,
+/* kind: as JSON names it, lowercase as fmt-verify's and sign --embed's ("ed25519"); title: as
+ * the text line does ("Ed25519"). */
+static int report_keys(const sign_opts *o, const char *kind, const char *title, const char *id, const char *pub,
 		       const char *sec)
 {
 	if (o->common.quiet)
@@ -53,7 +55,7 @@ static int report_keys(const sign_opts *o, const char *kind, const char *id, con
 		json_decref(obj);
 		return r == 0 ? 0 : FMT_IO;
 	}
-	printf("created %s key %s\npublic key: ", kind, id);
+	printf("created %s key %s\npublic key: ", title, id);
 	fmt_out_escaped(stdout, pub, strlen(pub));
 	printf("\nsecret key: ");
 	fmt_out_escaped(stdout, sec, strlen(sec));
@@ -105,7 +107,7 @@ static int keygen_x25519(const sign_opts *o, char *pub_path, char *sec_path)
 	int code = k == FMT_OK ? 0 : sign_fail(o, NULL, &e);
 	if (k == FMT_OK) {
 		fmt_x25519_key_id(pair.pk, id);
-		code = report_keys(o, "X25519", id, pub_path, sec_path);
+		code = report_keys(o, "x25519", "X25519", id, pub_path, sec_path);
 	}
 	free(pub);
 	if (sec)
@@ -142,7 +144,7 @@ static int keygen_ed25519(const sign_opts *o, char *pub_path, char *sec_path)
 	int code = k == FMT_OK ? 0 : sign_fail(o, NULL, &e);
 	if (k == FMT_OK) {
 		fmt_ms_key_id(pub.keynum, id);
-		code = report_keys(o, "Ed25519", id, pub_path, sec_path);
+		code = report_keys(o, "ed25519", "Ed25519", id, pub_path, sec_path);
 	}
 	free(pub_text);
 	if (sec_text)
