@@ -166,6 +166,47 @@ raw_pk_of() { sed -n 2p "$1" | base64 -d | tail -c 32 | base64 -w0; }
 	assert_failure 7
 }
 
+@test "fmt-sign verify of a file with both FILE.minisig and an embedded signature checks both: a bad one of either is 7, named" {
+	# It checked FILE.minisig only: a file whose embedded signature was by an untrusted key
+	# passed (fmt-verify -p refused it).
+	fmt-convert -q --sign-key a.key "$SAMPLES/tiny.safetensors" good.apsim      # embedded: a
+	fmt-convert -q --sign-key c.key "$SAMPLES/tiny.safetensors" bademb.apsim    # embedded: c
+	cp good.apsim badmin.apsim
+	fmt-sign sign -q -s a.key good.apsim bademb.apsim
+	fmt-sign sign -q -s c.key badmin.apsim
+	cp good.apsim bothbad.apsim
+	fmt-convert -q -f --sign-key c.key "$SAMPLES/tiny.safetensors" bothbad.apsim
+	fmt-sign sign -q -s b.key bothbad.apsim
+	C=$(fmt-sign key-id -p c.pub)
+	run --separate-stderr fmt-sign verify -p a.pub good.apsim
+	assert_success
+	assert_line --index 0 "Signature and comment signature verified"
+	assert_line --index 2 "Embedded Ed25519 signature verified (key $A)"
+	run --separate-stderr fmt-sign verify -j -p a.pub good.apsim
+	assert_success
+	assert_equal "$(jq -c '[.key_id, .embedded_key_id]' <<<"$output")" "[\"$A\",\"$A\"]"
+	run --separate-stderr fmt-sign verify -p a.pub bademb.apsim
+	assert_failure 7
+	assert_output ""
+	assert_equal "$stderr" "fmt-sign: error: bademb.apsim: the embedded signature (the .minisig is good): signed by Ed25519 key $C, which is not a trusted key"
+	run --separate-stderr fmt-sign verify -p a.pub badmin.apsim
+	assert_failure 7
+	assert_equal "$stderr" "fmt-sign: error: badmin.apsim: signed by key $C, not by the key given (wrong key id)"
+	run --separate-stderr fmt-sign verify -p a.pub bothbad.apsim
+	assert_failure 7
+	assert_equal "$stderr" "fmt-sign: error: bothbad.apsim: signed by key $B, not by the key given (wrong key id)"
+	# fmt-verify agrees
+	run fmt-verify -q -p a.pub bademb.apsim
+	assert_failure 7
+	# a .minisig alone (a file no format reads, or one without an embedded signature) still is enough
+	printf 'bytes\n' >plain.bin
+	fmt-convert -q "$SAMPLES/tiny.safetensors" unsigned.apsim
+	fmt-sign sign -q -s a.key plain.bin unsigned.apsim
+	run --separate-stderr fmt-sign verify -p a.pub plain.bin unsigned.apsim
+	assert_success
+	refute_line --partial "Embedded"
+}
+
 @test ".apsim: the key kind must match the signature kind (7 naming the kind); an unsigned file with a key is 7" {
 	fmt-convert -q --sign-key a.key "$SAMPLES/tiny.safetensors" ed.apsim
 	printf 'team secret' >team.txt
@@ -531,9 +572,15 @@ PY
 	run --separate-stderr fmt-sign verify -p a.pub model.bin
 	assert_failure 7
 	[[ "$stderr" == "fmt-sign: error: model.bin: not signed: no model.bin.minisig beside it, and no embedded signature can be read (unrecognised format"* ]] || fail "$stderr"
-	# a FILE.minisig beside the file is what is checked, as before
+	# a FILE.minisig beside the file is checked, then the embedded signature too (by a: not
+	# trusted with -p b.pub alone)
 	fmt-sign sign -q -s b.key s.ald
 	run --separate-stderr fmt-sign verify -p b.pub s.ald
+	assert_failure 7
+	assert_equal "$stderr" "fmt-sign: error: s.ald: the embedded signature (the .minisig is good): signed by Ed25519 public key $(raw_pk_of a.pub), which is not a trusted key (the block embeds the bare key, without a minisign key id)"
+	mkdir trusted && cp a.pub b.pub trusted/
+	run --separate-stderr fmt-sign verify --trusted-keys trusted s.ald
 	assert_success
 	assert_line --index 0 "Signature and comment signature verified"
+	assert_line --index 2 "Embedded Ed25519 signature verified (key $A)"
 }

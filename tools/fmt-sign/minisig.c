@@ -420,14 +420,42 @@ static fmt_kind verify_embedded(const char *file, const fmt_ms_public *keys, siz
 	return k;
 }
 
-/* FILE.minisig (or -x) when there is one, else the embedded signature (signer->kind set). */
+/* After FILE.minisig verified: the embedded signature of a file that carries one must verify
+ * too (signer->kind set then), as fmt-verify checks both; a file that cannot be read as a
+ * format, or carries none, is signed by FILE.minisig alone. A bad embedded signature is named
+ * as such: FILE.minisig was good. */
+static fmt_kind verify_embedded_too(const char *file, const fmt_ms_public *keys, size_t n, const sign_opts *o,
+				    fmt_signer *signer, fmt_err *e)
+{
+	fmt_model m;
+	fmt_table t;
+	fmt_err none;
+	int is_table = 0;
+	fmt_verify_opts vo = { .threads = o->common.threads > 0 ? o->common.threads : fmt_cpu_count(),
+			       .keys = { .trusted = keys, .n_trusted = n }, .signed_elsewhere = 1, .signer = signer };
+	if (fmt_open_any(file, NULL, &m, &t, &is_table, &none) != FMT_OK)
+		return FMT_OK;
+	fmt_kind k = is_table ? fmt_table_verify(&t, &vo, e) : fmt_model_verify(&m, &vo, e);
+	if (is_table)
+		fmt_table_free(&t);
+	else
+		fmt_model_free(&m);
+	if (k == FMT_SIGNATURE)
+		fmt_err_prefix(e, "the embedded signature (the .minisig is good)");
+	return k;
+}
+
+/* FILE.minisig (or -x) when there is one, then the embedded signature if the file carries one;
+ * else the embedded signature alone. signer->kind is set when an embedded one was checked,
+ * *detached when FILE.minisig (-x) was. */
 static fmt_kind verify_one(const char *file, const fmt_ms_public *keys, size_t n, const sign_opts *o,
-			   fmt_ms_sig *sig, size_t *which, fmt_signer *signer, fmt_err *e)
+			   fmt_ms_sig *sig, size_t *which, fmt_signer *signer, int *detached, fmt_err *e)
 {
 	char *sig_path = sig_path_for(file, o), *text = NULL;
 	size_t len;
 	struct stat st;
 	memset(signer, 0, sizeof *signer);
+	*detached = 0;
 	if (!sig_path)
 		return fmt_fail(e, FMT_INTERNAL, "out of memory");
 	if (!o->sigfile && lstat(sig_path, &st) != 0 && errno == ENOENT) {
@@ -445,6 +473,10 @@ static fmt_kind verify_one(const char *file, const fmt_ms_public *keys, size_t n
 	free(sig_path);
 	if (k == FMT_OK)
 		k = fmt_ms_verify_file(sig, keys, n, file, which, e);
+	if (k == FMT_OK) {
+		*detached = 1;
+		k = verify_embedded_too(file, keys, n, o, signer, e);
+	}
 	return k;
 }
 
@@ -500,15 +532,17 @@ int sign_cmd_verify(char **files, int n, const sign_opts *o)
 		size_t which = 0;
 		char id[FMT_MS_KEY_ID_HEX];
 		fmt_signer signer;
+		int detached;
 		fmt_err_clear(&e);
-		if (verify_one(files[i], keys, n_keys, o, sig, &which, &signer, &e) != FMT_OK) {
+		if (verify_one(files[i], keys, n_keys, o, sig, &which, &signer, &detached, &e) != FMT_OK) {
 			int code = sign_fail(o, files[i], &e);
 			worst = code > worst ? code : worst;
 			continue;
 		}
 		if (o->common.quiet)
 			continue;
-		if (signer.kind) {
+		const char *embedded_id = signer.kind && strcmp(signer.kind, "ed25519") == 0 ? signer.key_id : NULL;
+		if (!detached) {
 			int code = report_embedded(files[i], signer.key_id, o);
 			worst = code > worst ? code : worst;
 			continue;
@@ -519,6 +553,8 @@ int sign_cmd_verify(char **files, int n, const sign_opts *o)
 						fmt_json_string(files[i], strlen(files[i])), "key_id", id,
 						"prehashed", sig->prehashed, "trusted_comment",
 						fmt_json_string(sig->trusted, sig->trusted_len));
+			if (obj && embedded_id)
+				json_object_set_new(obj, "embedded_key_id", json_string(embedded_id));
 			if (!obj || fmt_json_line(stdout, obj) != 0)
 				worst = worst > FMT_IO ? worst : FMT_IO;
 			json_decref(obj);
@@ -526,6 +562,8 @@ int sign_cmd_verify(char **files, int n, const sign_opts *o)
 			printf("Signature and comment signature verified\nTrusted comment: ");
 			print_trusted(sig->trusted, sig->trusted_len);
 			printf("\n");
+			if (embedded_id)
+				report_embedded(files[i], embedded_id, o);
 		}
 	}
 	free(sig);
