@@ -589,7 +589,7 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 		values[index_of(t, c, long_index)] = value_named(opt, optarg);
 		if (opt->id == c && opt->complete == FMT_COMPLETE_FILE && !(opt->flags & FMT_CLI_OUTPUT_MAY_REPLACE) &&
 		    optarg && cli->n_files < FMT_CLI_MAX_FILES)
-			cli->files[cli->n_files++] = (fmt_cli_file){ opt->name, optarg };
+			cli->files[cli->n_files++] = (fmt_cli_file){ opt->name, optarg, (opt->flags & FMT_CLI_WRITTEN) != 0 };
 		int r = common_option(c, optarg, &cli->common, &e);
 		if (r == 0)
 			r = t->on_option ? (t->on_option(ctx, c, optarg, &e) < 0 ? -1 : 1)
@@ -619,13 +619,23 @@ FILE *fmt_cli_records(const fmt_common_opts *common)
 	return nowhere ? nowhere : stdout;
 }
 
-fmt_kind fmt_cli_check_output(const fmt_cli *cli, const char *what, const char *output, fmt_err *e)
+fmt_kind fmt_cli_check_written(const fmt_cli *cli, const char *what, const char *output, const fmt_cli_file *also,
+			       size_t n, fmt_err *e)
 {
+	for (size_t i = 0; i < n; i++)
+		if (also[i].path && fmt_same_file(output, also[i].path))
+			return fmt_fail(e, FMT_USAGE, "%s names the same file as %s (%s)", what, also[i].option,
+					also[i].path);
 	for (size_t i = 0; i < cli->n_files; i++)
-		if (fmt_same_file(output, cli->files[i].path))
+		if (!cli->files[i].written && fmt_same_file(output, cli->files[i].path))
 			return fmt_fail(e, FMT_USAGE, "%s names the same file as --%s (%s)", what, cli->files[i].option,
 					cli->files[i].path);
 	return FMT_OK;
+}
+
+fmt_kind fmt_cli_check_output(const fmt_cli *cli, const char *what, const char *output, fmt_err *e)
+{
+	return fmt_cli_check_written(cli, what, output, NULL, 0, e);
 }
 
 int fmt_cli_finish(const fmt_cli_tool *t, const fmt_cli *cli, int status)

@@ -51,7 +51,8 @@ static const fmt_cli_option options[] = {
 	  .complete = FMT_COMPLETE_TENSOR, .flags = FMT_CLI_REPEAT },
 	{ FMT_CLI_OPT("registry", OPT_REGISTRY, "FILE", "embed: append buyer id and hash (JSON Lines);\n"
 		      "extract: name the buyer from it"),
-	  .commands = ONLY(CMD_EMBED) | ONLY(CMD_EXTRACT), .complete = FMT_COMPLETE_FILE, .words = "*.jsonl" },
+	  .commands = ONLY(CMD_EMBED) | ONLY(CMD_EXTRACT), .complete = FMT_COMPLETE_FILE, .words = "*.jsonl",
+	  .flags = FMT_CLI_WRITTEN },
 	{ FMT_CLI_OPT("scheme", OPT_SCHEME, "NAME", "ss (fmtkit-ss/2, spread spectrum: models' default; extract\n"
 		      "and prove read fmtkit-ss/1 copies too), ss1 (fmtkit-ss/1),\n"
 		      "qim (fmtkit-wm/1, alias fmtkit: datasets' default) or, for\n"
@@ -70,7 +71,8 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("passphrase-env", OPT_PASS_ENV, "NAME", "the signing key's passphrase from variable NAME"),
 	  .commands = ONLY(CMD_PROVE) | ONLY(CMD_EMBED), .complete = FMT_COMPLETE_ENV },
 	{ FMT_CLI_OPT("output", 'o', "FILE", "prove: write the evidence JSON to FILE"),
-	  .commands = ONLY(CMD_PROVE), .complete = FMT_COMPLETE_FILE, .words = "*.json" },
+	  .commands = ONLY(CMD_PROVE), .complete = FMT_COMPLETE_FILE, .words = "*.json",
+	  .flags = FMT_CLI_WRITTEN },
 	{ FMT_CLI_OPT("to", OPT_TO, "FORMAT", "embed: OUT's format (default: from OUT's name; OUT -\n"
 		      "needs it), as fmt-convert --to:"),
 	  .commands = ONLY(CMD_EMBED), .complete = FMT_COMPLETE_FORMAT },
@@ -272,27 +274,19 @@ static fmt_kind embed_recorded(const char *input, const char *output, const wm_o
 }
 
 /* What embed and prove write (OUT, --registry, the evidence) must not be a file they read (IN,
- * the keys, --schema) nor each other: -f or not, it would be overwritten or appended to. OUT over
- * IN is the pipeline's own refusal. */
+ * the files the options name) nor each other: -f or not, it would be overwritten or appended
+ * to. OUT over IN is the pipeline's own refusal. */
 static fmt_kind check_written(const wm_opts *o, const fmt_cli *cli, fmt_err *e)
 {
-	enum { N_READ = 5, N_WRITTEN = 3 };
-	const char *read[N_READ] = { cli->operands[0], o->key_file, o->sign_key, o->schema, o->passphrase_file };
-	static const char *read_name[N_READ] = { "IN", "--key", "--sign-key", "--schema", "--passphrase-file" };
-	int embed = cli->command == CMD_EMBED;
-	const char *written[N_WRITTEN] = { embed ? cli->operands[1] : NULL, embed && !o->dry_run ? o->registry : NULL,
-					   cli->command == CMD_PROVE ? o->evidence : NULL };
-	static const char *written_name[N_WRITTEN] = { "OUT", "--registry", "-o" };
-	for (int w = 0; w < N_WRITTEN; w++) {
-		for (int r = 0; written[w] && r < N_READ; r++)
-			if (read[r] && (w || r) && fmt_same_file(written[w], read[r]))
-				return fmt_fail(e, FMT_USAGE, "%s names the same file as %s (%s)", written_name[w],
-						read_name[r], read[r]);
-		for (int v = 0; written[w] && v < w; v++)
-			if (written[v] && fmt_same_file(written[w], written[v]))
-				return fmt_fail(e, FMT_USAGE, "%s names the same file as %s (%s)", written_name[w],
-						written_name[v], written[v]);
-	}
+	const fmt_cli_file read[2] = { { "IN", cli->operands[0], 0 },
+				       { "OUT", cli->command == CMD_EMBED ? cli->operands[1] : NULL, 1 } };
+	if (cli->command == CMD_EMBED && fmt_cli_check_output(cli, "OUT", cli->operands[1], e) != FMT_OK)
+		return e->kind;
+	if (cli->command == CMD_EMBED && o->registry && !o->dry_run &&
+	    fmt_cli_check_written(cli, "--registry", o->registry, read, 2, e) != FMT_OK)
+		return e->kind;
+	if (cli->command == CMD_PROVE && o->evidence && fmt_cli_check_written(cli, "-o", o->evidence, read, 1, e) != FMT_OK)
+		return e->kind;
 	return FMT_OK;
 }
 

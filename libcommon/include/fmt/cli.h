@@ -121,6 +121,10 @@ enum {
 	/* FMT_COMPLETE_FILE: a file read whole before anything is written, which the output may
 	 * replace on purpose (--metadata-from OUT): fmt_cli_check_output passes it by. */
 	FMT_CLI_OUTPUT_MAY_REPLACE = 2,
+	/* FMT_COMPLETE_FILE: a file the command writes (-o FILE, --registry): recorded in
+	 * fmt_cli.files as written, not among the files read; the tool checks it with
+	 * fmt_cli_check_written when (and by the name) it writes it. */
+	FMT_CLI_WRITTEN = 4,
 };
 
 /* A value of FMT_COMPLETE_WORDS with what it means (the zsh completion shows both). */
@@ -179,8 +183,9 @@ typedef struct fmt_cli_tool {
  * first FMT_CLI_MAX_FILES of them. */
 #define FMT_CLI_MAX_FILES 32
 typedef struct fmt_cli_file {
-	const char *option;    /* its long name */
+	const char *option;    /* its long name; in fmt_cli_check_written's also: how to name it */
 	const char *path;
+	int written;           /* FMT_CLI_WRITTEN: a file the command writes, not one it reads */
 } fmt_cli_file;
 
 typedef struct fmt_cli {
@@ -193,10 +198,15 @@ typedef struct fmt_cli {
 	size_t n_files;
 } fmt_cli;
 
-/* A tool whose options name only files it reads: UsageError when output is one of them (device
- * and inode), "WHAT names the same file as --sign-key (k.ald)": -f or not, writing it would
- * destroy what the command reads. */
+/* UsageError when output, which the command writes, is one of the files the options name that
+ * it reads (device and inode: a hard link too), "WHAT names the same file as --sign-key
+ * (k.ald)": -f or not, writing it would destroy what the command reads. */
 fmt_kind fmt_cli_check_output(const fmt_cli *cli, const char *what, const char *output, fmt_err *e);
+/* The same, checking first the n files of also (named by their .option as given: the operands
+ * the command reads, "IN", and what it writes before output, "OUT"): "--registry names the same
+ * file as OUT (x.csv)". */
+fmt_kind fmt_cli_check_written(const fmt_cli *cli, const char *what, const char *output, const fmt_cli_file *also,
+			       size_t n, fmt_err *e);
 
 /* Parse argv (options anywhere, "--" ends them). Returns 1 when the tool should run; 0 when it
  * must exit now with cli->exit_code: after --help, --version, --dump-options (0, or 3 when
