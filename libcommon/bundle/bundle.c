@@ -796,8 +796,27 @@ static void name_failure(fmt_err *e, const char *bundle_path, const char *where)
 		fmt_err_file(e, bundle_path);
 }
 
+/* No member may land on the bundle, nor on a file guard protects (the key files read). */
+static fmt_kind refuse_read_files(const fmt_bundle_info *b, const char *dir, const char *bundle_path,
+				  fmt_bundle_guard guard, void *ctx, fmt_err *e)
+{
+	fmt_kind k = FMT_OK;
+	for (size_t i = 0; k == FMT_OK && i < b->n_members; i++) {
+		char *path = join_path(dir, b->members[i].name);
+		if (!path)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		if (fmt_same_file(path, bundle_path))
+			k = fmt_fail(e, FMT_USAGE, "member " NM " would replace the bundle itself (%s)", b->members[i].name,
+				     path);
+		else if (guard)
+			k = guard(ctx, path, e);
+		free(path);
+	}
+	return k;
+}
+
 fmt_kind fmt_bundle_unpack(const char *bundle_path, const char *dir, unsigned flags, const fmt_verify_opts *vo,
-			   fmt_bundle_info *info, fmt_err *e)
+			   fmt_bundle_guard guard, void *guard_ctx, fmt_bundle_info *info, fmt_err *e)
 {
 	fmt_bundle_info b;
 	reader r;
@@ -817,6 +836,8 @@ fmt_kind fmt_bundle_unpack(const char *bundle_path, const char *dir, unsigned fl
 		if (vo && !fmt_keyset_empty(&vo->keys))
 			fmt_meter_planned(b.total_bytes); /* and by the set's verification */
 	}
+	if (k == FMT_OK)
+		k = refuse_read_files(&b, dir, bundle_path, guard, guard_ctx, e);
 	if (k == FMT_OK && !(flags & FMT_SINK_FORCE))
 		k = refuse_existing(&b, dir, e);
 	if (k == FMT_OK) {

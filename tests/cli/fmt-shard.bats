@@ -444,6 +444,38 @@ split.count u16 3"
 	cmp out/model.safetensors model.safetensors
 }
 
+@test "unpack -f never replaces the bundle (or a hard link of it) nor a key file the options name: exit 2, every file as it was" {
+	# A member whose destination was the bundle itself, or the -p / --secret-file key, replaced
+	# it with exit 0.
+	fmt-shard pack -q model.safetensors -o one.tar
+	mkdir d1 d2 d3
+	cp one.tar d1/model.safetensors
+	run --separate-stderr fmt-shard unpack -f d1/model.safetensors -C d1
+	assert_failure 2
+	assert_equal "$stderr" "fmt-shard: error: d1/model.safetensors: member 'model.safetensors' would replace the bundle itself (d1/model.safetensors)"
+	cmp one.tar d1/model.safetensors
+	ln one.tar d2/model.safetensors
+	run --separate-stderr fmt-shard unpack -f one.tar -C d2
+	assert_failure 2
+	assert_equal "$stderr" "fmt-shard: error: one.tar: member 'model.safetensors' would replace the bundle itself (d2/model.safetensors)"
+	cmp one.tar d2/model.safetensors
+	fmt-sign keygen -W -p k.pub -s k.key >/dev/null
+	cp k.pub d3/model.safetensors
+	run --separate-stderr fmt-shard unpack -f -p d3/model.safetensors one.tar -C d3
+	assert_failure 2
+	assert_equal "$stderr" "fmt-shard: error: one.tar: d3/model.safetensors names the same file as --pubkey (d3/model.safetensors)"
+	printf 'team\n' >d3/model.safetensors
+	run --separate-stderr fmt-shard unpack -f --secret-file d3/model.safetensors one.tar -C d3
+	assert_failure 2
+	assert_equal "$stderr" "fmt-shard: error: one.tar: d3/model.safetensors names the same file as --secret-file (d3/model.safetensors)"
+	assert_equal "$(cat d3/model.safetensors)" team
+	[ -z "$(ls -A d1 d2 d3 | grep fmtkit || true)" ]
+	# elsewhere, -f still replaces
+	run fmt-shard unpack -q -f one.tar -C d3
+	assert_success
+	cmp d3/model.safetensors model.safetensors
+}
+
 @test "a well-formed bundle from Python's tarfile unpacks" {
 	mkbundle ok.tar ok
 	run fmt-shard unpack ok.tar -C out

@@ -113,7 +113,7 @@ static void expect_refused(const char *dir, const char *tar, fmt_kind want, cons
 	snprintf(out, sizeof out, "%s/out", dir);
 	mkdir(out, 0755);
 	fmt_err_clear(&e);
-	CHECK_EQ_U64(fmt_bundle_unpack(tar, out, 0, NULL, NULL, &e), want);
+	CHECK_EQ_U64(fmt_bundle_unpack(tar, out, 0, NULL, NULL, NULL, NULL, &e), want);
 	CHECK_EQ_U64(unit_dir_entries(out), 0);
 	rmdir(out);
 }
@@ -172,11 +172,11 @@ TEST(bundle_round_trip_and_determinism)
 	CHECK_EQ_U64(fmt_bundle_verify_stream(&stream, NULL, &e), FMT_CHECKSUM);
 	fmt_source_close(&stream);
 	free(x);
-	CHECK_EQ_U64(fmt_bundle_unpack(zst, out, 0, NULL, NULL, &e), FMT_OK);
+	CHECK_EQ_U64(fmt_bundle_unpack(zst, out, 0, NULL, NULL, NULL, NULL, &e), FMT_OK);
 	CHECK(fmt_read_file(back, 1 << 20, &x, &nx, &e) == FMT_OK && nx == 164);
 	free(x);
-	CHECK_EQ_U64(fmt_bundle_unpack(tar1, out, 0, NULL, NULL, &e), FMT_USAGE);
-	CHECK_EQ_U64(fmt_bundle_unpack(tar1, out, FMT_SINK_FORCE, NULL, NULL, &e), FMT_OK);
+	CHECK_EQ_U64(fmt_bundle_unpack(tar1, out, 0, NULL, NULL, NULL, NULL, &e), FMT_USAGE);
+	CHECK_EQ_U64(fmt_bundle_unpack(tar1, out, FMT_SINK_FORCE, NULL, NULL, NULL, NULL, &e), FMT_OK);
 	CHECK_EQ_U64(unit_dir_entries(out), 1);
 	unit_rm_dir(dir);
 }

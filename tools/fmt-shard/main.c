@@ -54,7 +54,7 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("output", 'o', "PATH", "split: PREFIX (default: INPUT without its extension), or\n"
 		      "the directory of a dataset's parts; merge, pack: the file\n"
 		      "to write"),
-	  .commands = ONLY(CMD_SPLIT) | MERGING | ONLY(CMD_PACK), .complete = FMT_COMPLETE_FILE },
+	  .commands = ONLY(CMD_SPLIT) | MERGING | ONLY(CMD_PACK), .complete = FMT_COMPLETE_FILE, .flags = FMT_CLI_WRITTEN },
 	{ FMT_CLI_OPT("directory", 'C', "DIR", "unpack: extract into DIR (default: the current directory)"),
 	  .commands = ONLY(CMD_UNPACK), .complete = FMT_COMPLETE_DIR },
 	{ FMT_CLI_OPT("hmac-key", FMT_OPT_HMAC_KEY, NULL, "unpack: verify the set's signature with the per-user key\n"
@@ -170,6 +170,7 @@ int main(int argc, char **argv)
 	int merging = cli.command == CMD_MERGE || cli.command == CMD_CONCAT;
 	if (cli.n_operands < 1 || (cli.n_operands > 1 && !merging))
 		return fmt_cli_usage_error(&tool, cli.n_operands < 1 ? "no input file" : "too many arguments");
+	o.cli = &cli;
 	o.inputs = (const char **)cli.operands;
 	o.n_inputs = (size_t)cli.n_operands;
 	if (cli.command != CMD_SPLIT && cli.command != CMD_UNPACK && !o.output)

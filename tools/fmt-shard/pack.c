@@ -91,6 +91,13 @@ fmt_kind cmd_pack(const char *input, const shard_opts *o, fmt_err *e)
 	return FMT_OK;
 }
 
+/* A member must not replace a file the options name (a key file, -p PUBKEY): the CLI layer's
+ * check of what is written. */
+static fmt_kind unpack_guard(void *ctx, const char *dest, fmt_err *e)
+{
+	return fmt_cli_check_output(ctx, dest, dest, e);
+}
+
 fmt_kind cmd_unpack(const char *input, const shard_opts *o, fmt_err *e)
 {
 	fmt_bundle_info b;
@@ -101,7 +108,7 @@ fmt_kind cmd_unpack(const char *input, const shard_opts *o, fmt_err *e)
 	if (k == FMT_OK) {
 		fmt_progress pr;
 		progress_begin(&pr, o);
-		k = fmt_bundle_unpack(input, dir, o->force ? FMT_SINK_FORCE : 0, &vo, &b, e);
+		k = fmt_bundle_unpack(input, dir, o->force ? FMT_SINK_FORCE : 0, &vo, unpack_guard, (void *)o->cli, &b, e);
 		fmt_progress_end(&pr);
 	}
 	fmt_check_keys_free(&ck);

@@ -37,6 +37,7 @@ typedef struct shard_opts {
 	int allow_expired;           /* --allow-expired: read an .ald whose licence expired */
 	const char **inputs;         /* merge/concat: every operand */
 	size_t n_inputs;
+	const struct fmt_cli *cli;   /* the files the options name (unpack: what it must not replace) */
 } shard_opts;
 
 /* The driver that writes sets of m's format (m's own driver or its file driver); a usage

@@ -112,9 +112,13 @@ struct fmt_verify_opts;
  * are the members moved into place together; with FMT_SINK_FORCE existing files are replaced
  * by rename and all kept if a move fails; a directory in the way is refused. On any failure or
  * signal nothing is left behind and nothing that existed is changed (dir removed if this call
- * created it). vo may be NULL. */
+ * created it). vo may be NULL. A member whose destination is the bundle itself (device and
+ * inode: a hard link too) is UsageError before anything is written, -f or not; so is one that
+ * guard (when not NULL) refuses: the files the command read besides (its key files). */
+typedef fmt_kind (*fmt_bundle_guard)(void *ctx, const char *dest, fmt_err *e);
 fmt_kind fmt_bundle_unpack(const char *bundle_path, const char *dir, unsigned flags,
-			   const struct fmt_verify_opts *vo, fmt_bundle_info *info, fmt_err *e);
+			   const struct fmt_verify_opts *vo, fmt_bundle_guard guard, void *guard_ctx,
+			   fmt_bundle_info *info, fmt_err *e);
 
 /* Verify the set inside a bundle with the key of vo, by the rules of fmt_bundle_unpack, in a
  * private directory made in $TMPDIR (or /tmp) and removed afterwards, also on signals. */
