@@ -14,7 +14,7 @@
 void fmt_shortest_double(double v, fmt_ctype type, char *buf, size_t n)
 {
 	char text[FMT_SHORTEST_MAX];
-	size_t len = type == FMT_C_F16 ? fmt_shortest_f16(fmt_f32_to_f16((float)v), text)
+	size_t len = type == FMT_C_F16 ? fmt_shortest_f16(fmt_f64_to_f16(v), text)
 		     : type == FMT_C_F32 ? fmt_shortest_f32((float)v, text)
 					 : fmt_shortest_f64(v, text);
 	if (n) {

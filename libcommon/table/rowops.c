@@ -150,7 +150,7 @@ static int literal_value(const fmt_field *f, const char *s, size_t n, uint8_t ra
 		if (!fmt_tv_float(s, n, &d))
 			return 0;
 		if (f->type == FMT_C_F16)
-			fmt_wr_u16(raw, fmt_f32_to_f16((float)d));
+			fmt_wr_u16(raw, fmt_f64_to_f16(d));
 		else if (f->type == FMT_C_F32)
 			fmt_wr_u32(raw, fmt_f32_bits((float)d));
 		else

@@ -51,6 +51,38 @@ uint16_t fmt_f32_to_f16(float f)
 	return f32_to_f16(f);
 }
 
+/* shift_rne for a double's bits (shift in [42, 54]). */
+static uint64_t shift_rne64(uint64_t v, unsigned shift)
+{
+	uint64_t kept = v >> shift;
+	uint64_t rest = v & ((UINT64_C(1) << shift) - 1);
+	uint64_t half = UINT64_C(1) << (shift - 1);
+	return kept + ((rest > half) | ((rest == half) & kept & 1));
+}
+
+/* The rule of f32_to_f16 on the 52 mantissa bits of a double: one rounding, where going
+ * through float32 would round twice (1 + 2^-11 + 2^-40 is 1 as a float, then 1 as a half by
+ * ties-to-even; it is 0x3C01 rounded once). */
+uint16_t fmt_f64_to_f16(double d)
+{
+	uint64_t u = fmt_f64_bits(d);
+	uint16_t sign = (uint16_t)((u >> 48) & 0x8000);
+	uint64_t mag = u & UINT64_C(0x7FFFFFFFFFFFFFFF);
+	if (mag > UINT64_C(0x7FF0000000000000))
+		return sign | 0x7E00;                 /* any NaN: canonical quiet NaN */
+	if (mag >= UINT64_C(0x40EFFE0000000000))
+		return sign | 0x7C00;                 /* >= 65520 rounds to Inf; Inf stays Inf */
+	if (mag >= UINT64_C(0x3F10000000000000))  /* >= 2^-14: normal, exponent 1023 -> 15 */
+		return sign | (uint16_t)shift_rne64(mag - (UINT64_C(1008) << 52), 42);
+	/* f16 subnormal: value * 2^24 = significand * 2^(exp - 1051), rounded to an integer */
+	uint64_t exp = mag >> 52;
+	unsigned shift = (unsigned)(1051 - exp);      /* >= 43 here */
+	if (exp == 0 || shift > 54)
+		return sign;                          /* below 2^-25 (or a double subnormal): ±0 */
+	uint64_t significand = (mag & UINT64_C(0xFFFFFFFFFFFFF)) | (UINT64_C(1) << 52);
+	return sign | (uint16_t)shift_rne64(significand, shift);
+}
+
 float fmt_f16_to_f32(uint16_t h)
 {
 	uint32_t sign = (uint32_t)(h & 0x8000) << 16;

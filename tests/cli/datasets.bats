@@ -462,6 +462,44 @@ assert out == [repr(float(a)) for a in src], out'
 	assert_output "$(printf '{"a":"1.5"}\n{"a":"1e999"}')"
 }
 
+@test "--schema float16: each value rounded once from its decimal text, as numpy's float16(x): 65519.999 is 65504, ties to even, subnormals" {
+	echo '{"a":"float16"}' >h.json
+	# 1.0004882812509095 is above the tie 1 + 2^-11: a float32 step made it the tie, then 1.0
+	printf 'a\n65504\n65519.999\n-65519.999\n65519.99999999\n5.96e-8\n2.98023223876953125e-8\n8.94069671630859375e-8\n1.0004882812509095\n2.98e-8\n' >edge.csv
+	run fmt-convert --schema h.json edge.csv edge.arrow
+	assert_success
+	run env PYTHONPATH="$REPO_ROOT/tests/cli" /usr/bin/python3 - <<'PY'
+import struct, numpy as np
+from arrow_ipc import Ipc
+ipc = Ipc("edge.arrow")
+batch, body = next(ipc.batches())
+off, n = struct.unpack_from("<qq", ipc.b, ipc.buffers(batch) + 16)  # buffer 1: the values
+got = [f"{h:04x}" for h in struct.unpack_from(f"<{n // 2}H", ipc.b, body + off)]
+want = [f"{int(np.float16(float(x)).view(np.uint16)):04x}" for x in open("edge.csv").read().split()[1:]]
+print(" ".join(got))
+print("numpy agrees" if got == want else "numpy: " + " ".join(want))
+PY
+	assert_success
+	assert_output "$(printf '7bff 7bff fbff 7bff 0001 0000 0002 3c01 0000\nnumpy agrees')"
+	run fmt-convert --schema h.json --to jsonl edge.csv -
+	assert_success
+	assert_line -n 1 '{"a":65500.0}'
+	assert_line -n 7 '{"a":1.001}'
+	# a --where value on a float16 column is rounded the same way
+	run fmt-convert --where 'a = 1.0004882812509095' --to jsonl edge.arrow -
+	assert_success
+	assert_output '{"a":1.001}'
+	run fmt-convert --where 'a >= 65519.999' --to jsonl edge.arrow -
+	assert_success
+	assert_output "$(printf '{"a":65500.0}\n{"a":65500.0}\n{"a":65500.0}')"
+	# 65520 is the tie between 65504 and 2^16, which is past float16: infinity, so refused
+	printf 'a\n65520\n' >over.csv
+	run fmt-convert --schema h.json over.csv over.arrow
+	assert_failure 4
+	assert_output 'fmt-convert: error: over.csv: line 2, column 1: "65520" is not a float16'
+	[ ! -e over.arrow ]
+}
+
 @test "malformed CSV: exit 4 with line and column, nothing written under the output name" {
 	printf 'a,b\n1,2\n3,x"y\n' >bare.csv
 	run fmt-convert bare.csv out.ald

@@ -110,6 +110,69 @@ TEST(half_f16_vectors)
 	}
 }
 
+/* float64 -> binary16 by the rule of §10.1, rounded once from the double: ref_f16's grid
+ * rounding with the double's own exponent. */
+static uint16_t ref_f16_of_double(double x)
+{
+	uint16_t sign = signbit(x) ? 0x8000 : 0;
+	if (isnan(x))
+		return sign | 0x7E00;
+	double ax = fabs(x);
+	if (ax >= 65520.0)
+		return sign | 0x7C00;
+	if (ax == 0)
+		return sign;
+	int k = ilogb(ax);
+	if (k < -14)
+		k = -14;
+	int m = k - 10;
+	double steps = round_to_grid(ax, m) * pow2(-m);
+	return (uint16_t)(sign | (uint16_t)((k + 15) * 1024 + (int)steps - 1024));
+}
+
+/* fmt_f64_to_f16 on the vectors where a float32 step rounds differently, and at every half, at
+ * every midpoint between two neighbouring halves and one double either side of it, and on
+ * doubles of every exponent, against ref_f16_of_double. */
+TEST(half_f64_to_f16)
+{
+	static const struct { double d; uint16_t h; } vec[] = {
+		{ 65504.0, 0x7BFF }, { 65519.999, 0x7BFF }, { 65520.0, 0x7C00 }, { -65520.0, 0xFC00 },
+		{ 1.0 + 0x1p-11 + 0x1p-40, 0x3C01 },  /* (float) gives 1 + 2^-11, a tie: 0x3C00 */
+		{ 1.0 + 0x1p-11, 0x3C00 }, { 0x1p-25, 0x0000 }, { 0x1p-25 + 0x1p-60, 0x0001 },
+		{ 3 * 0x1p-25, 0x0002 }, { 5.96e-8, 0x0001 }, { 2.98e-8, 0x0000 }, { 0x1p-14, 0x0400 },
+		{ -0.0, 0x8000 }, { 4.9e-324, 0x0000 }, { INFINITY, 0x7C00 }, { -NAN, 0xFE00 },
+		{ 1e300, 0x7C00 }, { 0.1, 0x2E66 },
+	};
+	for (size_t i = 0; i < sizeof vec / sizeof vec[0]; i++) {
+		CHECK_EQ_U64(fmt_f64_to_f16(vec[i].d), vec[i].h);
+		CHECK_EQ_U64(ref_f16_of_double(vec[i].d), vec[i].h);
+	}
+	CHECK(fmt_f32_to_f16((float)(1.0 + 0x1p-11 + 0x1p-40)) == 0x3C00);
+	uint64_t bad = 0;
+	for (uint32_t h = 0; h < 0x7C00; h++) {
+		double v = fmt_f16_to_f32((uint16_t)h);
+		double next = h == 0x7BFF ? 65520.0 : fmt_f16_to_f32((uint16_t)(h + 1));
+		double mid = (v + next) / 2;
+		double xs[] = { v, mid, nextafter(mid, 0), nextafter(mid, INFINITY) };
+		for (size_t j = 0; j < 4; j++)
+			for (int neg = 0; neg < 2; neg++) {
+				double x = neg ? -xs[j] : xs[j];
+				bad += fmt_f64_to_f16(x) != ref_f16_of_double(x);
+			}
+	}
+	uint64_t state = 0x9E3779B97F4A7C15u;
+	for (int i = 0; i < 4000000; i++) {
+		state ^= state << 13;
+		state ^= state >> 7;
+		state ^= state << 17;
+		/* exponents 2^-30 ... 2^17 mostly, every exponent sometimes */
+		uint64_t u = i % 8 ? (state & 0x800FFFFFFFFFFFFFu) | ((uint64_t)(993 + (state >> 52) % 48) << 52)
+				   : state;
+		bad += fmt_f64_to_f16(fmt_bits_f64(u)) != ref_f16_of_double(fmt_bits_f64(u));
+	}
+	CHECK_EQ_U64(bad, 0);
+}
+
 TEST(half_bf16_vectors)
 {
 	static const uint32_t vec[][2] = {

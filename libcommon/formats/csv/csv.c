@@ -639,13 +639,14 @@ static int narrow_float(double d, fmt_ctype t, uint8_t le[8])
 		fmt_wr_u64(le, fmt_f64_bits(d));
 		return 1;
 	}
-	float x = (float)d;
-	uint16_t h = t == FMT_C_F16 ? fmt_f32_to_f16(x) : 0;
-	if (t == FMT_C_F16)
+	if (t == FMT_C_F16) {
+		uint16_t h = fmt_f64_to_f16(d);      /* rounded once: not through a float */
 		fmt_wr_u16(le, h);
-	else
-		fmt_wr_u32(le, fmt_f32_bits(x));
-	return isinf(d) || !isinf(t == FMT_C_F16 ? fmt_f16_to_f32(h) : x);
+		return isinf(d) || (h & 0x7FFF) != 0x7C00;
+	}
+	float x = (float)d;
+	fmt_wr_u32(le, fmt_f32_bits(x));
+	return isinf(d) || !isinf(x);
 }
 
 /* Field i of the record, parsed as f's type, onto builder b. */

@@ -1,4 +1,5 @@
-/* Exact conversions between float32 and the 16-bit formats (specs/gguf.md §10). */
+/* Exact conversions between float32 and the 16-bit formats (specs/gguf.md §10), and float64
+ * to binary16. */
 #ifndef FMT_HALF_H
 #define FMT_HALF_H
 
@@ -38,6 +39,9 @@ static inline double fmt_bits_f64(uint64_t u)
 
 /* float32 -> binary16, round to nearest even; NaN -> 0x7E00 with the input's sign. */
 uint16_t fmt_f32_to_f16(float f);
+/* float64 -> binary16 by the same rule, rounded once from the double (not through a float32,
+ * which rounds twice: 65519.999 would become 65520.0f, then Inf, instead of 65504). */
+uint16_t fmt_f64_to_f16(double d);
 /* Exact widening; a NaN keeps its sign and payload bit for bit (a signalling NaN stays
  * signalling: 0x7C01 -> 0x7F802000). */
 float fmt_f16_to_f32(uint16_t h);
