@@ -76,31 +76,6 @@ static long find_column(const fmt_schema *s, const char *name, size_t n)
 	return -1;
 }
 
-static int parse_date(const char *s, size_t n, int32_t *days)
-{
-	int64_t y;
-	unsigned m, d, m2, d2;
-	char buf[16];
-	if (n != 10 || s[4] != '-' || s[7] != '-')
-		return 0;
-	memcpy(buf, s, 10);
-	buf[10] = '\0';
-	for (int i = 0; i < 10; i++)
-		if (i != 4 && i != 7 && !isdigit((unsigned char)buf[i]))
-			return 0;
-	y = strtol(buf, NULL, 10);
-	m = (unsigned)strtoul(buf + 5, NULL, 10);
-	d = (unsigned)strtoul(buf + 8, NULL, 10);
-	if (m < 1 || m > 12 || d < 1 || d > 31)
-		return 0;
-	int64_t v = fmt_days_from_civil(y, m, d), y2;
-	fmt_civil_from_days(v, &y2, &m2, &d2);
-	if (y2 != y || m2 != m || d2 != d)
-		return 0;
-	*days = (int32_t)v;
-	return 1;
-}
-
 static int parse_hex(const char *s, size_t n, fmt_sb *out)
 {
 	if (n % 2)
@@ -157,7 +132,7 @@ static int literal_value(const fmt_field *f, const char *s, size_t n, uint8_t ra
 			fmt_wr_u64(raw, fmt_f64_bits(d));
 		return 1;
 	case FMT_C_DATE32:
-		if (!parse_date(s, n, &days))
+		if (!fmt_tv_date(s, n, &days))
 			return 0;
 		fmt_wr_u32(raw, (uint32_t)days);
 		return 1;

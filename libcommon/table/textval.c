@@ -364,19 +364,38 @@ static int zone(const char *s, size_t n, int *east)
 	return len;
 }
 
-int fmt_tv_timestamp(const char *s, size_t n, fmt_tv_time *t)
+/* The 10 bytes at s as YYYY-MM-DD, a day of the proleptic Gregorian calendar (years 0000 to
+ * 9999, February 29 in leap years only), as days since 1970-01-01. */
+static int civil_date(const char *s, int64_t *days)
 {
-	int y, mo, d, h, mi, se, east;
-	size_t i = 19;
-	if (n < 19 || !digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) || s[7] != '-' ||
-	    !digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
-	    !digits(s + 11, 2, &h) || s[13] != ':' || !digits(s + 14, 2, &mi) || s[16] != ':' ||
-	    !digits(s + 17, 2, &se))
-		return 0;
+	int y, mo, d;
 	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-	if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 || se > 60)
+	if (!digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) || s[7] != '-' ||
+	    !digits(s + 8, 2, &d) || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1])
 		return 0;
 	if (mo == 2 && d == 29 && !((y % 4 == 0 && y % 100 != 0) || y % 400 == 0))
+		return 0;
+	*days = fmt_days_from_civil(y, (unsigned)mo, (unsigned)d);
+	return 1;
+}
+
+int fmt_tv_date(const char *s, size_t n, int32_t *days)
+{
+	int64_t v;
+	if (n != 10 || !civil_date(s, &v))
+		return 0;
+	*days = (int32_t)v;  /* within ±2932897: years 0000 to 9999 */
+	return 1;
+}
+
+int fmt_tv_timestamp(const char *s, size_t n, fmt_tv_time *t)
+{
+	int h, mi, se, east;
+	int64_t days;
+	size_t i = 19;
+	if (n < 19 || !civil_date(s, &days) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
+	    !digits(s + 11, 2, &h) || s[13] != ':' || !digits(s + 14, 2, &mi) || s[16] != ':' ||
+	    !digits(s + 17, 2, &se) || h > 23 || mi > 59 || se > 60)
 		return 0;
 	uint32_t frac = 0;
 	int nd = 0;
@@ -395,7 +414,6 @@ int fmt_tv_timestamp(const char *s, size_t n, fmt_tv_time *t)
 	int zlen = zone(s + i, n - i, &east);
 	if (zlen < 0 || i + (size_t)zlen != n)
 		return 0;
-	int64_t days = fmt_days_from_civil(y, (unsigned)mo, (unsigned)d);
 	t->secs = days * 86400 + h * 3600 + mi * 60 + se - east;
 	t->nanos = frac;
 	t->digits = nd;

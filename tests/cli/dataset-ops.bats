@@ -62,6 +62,31 @@ only_these_files() {
 	assert_output "$(printf 'n,s\n10,b')"
 }
 
+@test "a date32 is read by one rule from a CSV under --schema and from a --where value: days of the calendar, years 0000 to 9999" {
+	echo '{"d":"date32"}' >d.json
+	printf 'd\n0000-02-29\n1969-12-31\n2000-02-29\n9999-12-31\n' >good.csv
+	fmt-convert --schema d.json good.csv d.arrow
+	run as_csv d.arrow
+	assert_output "$(printf 'd\n0000-02-29\n1969-12-31\n2000-02-29\n9999-12-31')"
+	run fmt-convert --where 'd = 0000-02-29' --where 'd < 1970-01-01' --to csv d.arrow -
+	assert_output "$(printf 'd\n0000-02-29')"
+	for v in 2000-02-29 1969-12-31 9999-12-31; do
+		run fmt-convert --where "d = $v" --to csv d.arrow -
+		assert_output "$(printf 'd\n%s' $v)"
+	done
+	for v in 1900-02-29 2023-02-29 2024-04-31 2024-13-01 2024-00-10 2024-01-00 2024-1-011 +024-01-01 \
+		2024/01/01 2024-01-1x 10000-01-01 -0001-01-01 2024-01-01T00:00:00; do
+		printf 'd\n%s\n' "$v" >bad.csv
+		run fmt-convert --schema d.json bad.csv out.arrow
+		assert_failure 4
+		assert_output "fmt-convert: error: bad.csv: line 2, column 1: \"$v\" is not a date32"
+		run fmt-convert --where "d = '$v'" --to csv d.arrow -
+		assert_failure 2
+		assert_output "fmt-convert: error: d.arrow: --where 'd = '$v'': '$v' is not a value of column 'd' (date32)"
+	done
+	[ ! -e out.arrow ]
+}
+
 @test "--sort: descending, nulls last, stable; the same with rows spilled to temporary files" {
 	run fmt-convert --sort score --to csv in.csv -
 	assert_output "$(printf 'id,name,score,grp\n5,,-2.0,a\n4,dd,0.25,b\n3,cc,0.5,a\n2,bb,1.5,a\n1,aa,,b\n1,aa,,b')"

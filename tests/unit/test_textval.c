@@ -90,6 +90,30 @@ TEST(textval_timestamps)
 	CHECK(fmt_tv_to_unit(-9223372036854775807 - 1, 0, FMT_TU_S, &v) && v == INT64_MIN);
 }
 
+/* fmt_tv_date, the one date parser of the CSV reader and --where. */
+static int date_of(const char *s, int32_t *days)
+{
+	return fmt_tv_date(s, strlen(s), days);
+}
+
+TEST(textval_dates)
+{
+	int32_t d;
+	CHECK(date_of("1970-01-01", &d) && d == 0);
+	CHECK(date_of("1969-12-31", &d) && d == -1);
+	CHECK(date_of("2000-02-29", &d) && d == 11016);
+	CHECK(date_of("0000-02-29", &d) && d == -719469);  /* year 0 is a leap year: 0000-03-01 is -719468 */
+	CHECK(date_of("0000-01-01", &d) && d == -719528);
+	CHECK(date_of("9999-12-31", &d) && d == 2932896);
+	static const char *const bad[] = {
+		"1900-02-29", "2023-02-29", "2024-02-30", "2024-04-31", "2024-13-01", "2024-00-10",
+		"2024-01-00", "2024-1-011", "+024-01-01", "2024/01/01", "2024-01-1x", " 2024-01-01",
+		"2024-01-01 ", "2024-01-01T00:00:00", "10000-01-01", "-0001-01-01", "",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		CHECK(!date_of(bad[i], &d));
+}
+
 /* The type inference makes of the values (NULL-terminated). */
 static fmt_ctype inferred(const char *const *values, const char **zone)
 {

@@ -599,20 +599,6 @@ static fmt_kind bad_value(const csv_state *s, size_t i, const fmt_field *f, fmt_
 			field_ptr(s, i), type[0] == 'i' ? "an" : "a", type);
 }
 
-static int parse_date(const char *p, size_t n, int32_t *out)
-{
-	fmt_tv_time t;
-	char buf[32];
-	if (n != 10)
-		return 0;
-	memcpy(buf, p, 10);
-	memcpy(buf + 10, "T00:00:00", 10);
-	if (!fmt_tv_timestamp(buf, 19, &t))
-		return 0;
-	*out = (int32_t)(t.secs / 86400);
-	return 1;
-}
-
 static int unhex(const char *p, size_t n, uint8_t *out)
 {
 	for (size_t i = 0; i < n / 2; i++) {
@@ -694,7 +680,7 @@ static fmt_kind put_value(csv_state *s, size_t i, const fmt_field *f, col_builde
 		return FMT_OK;
 	case FMT_C_DATE32: {
 		int32_t days;
-		if (!parse_date(p, n, &days))
+		if (!fmt_tv_date(p, n, &days))
 			return bad_value(s, i, f, e);
 		fmt_wr_u32(le, (uint32_t)days);
 		fmt_cb_fixed(b, le, 4);

@@ -17,6 +17,10 @@ int fmt_tv_float(const char *s, size_t n, double *v);
  * Infinity and -Infinity. 1 with *v set when s is one of them. */
 int fmt_tv_nonfinite(const char *s, size_t n, double *v);
 
+/* YYYY-MM-DD (years 0000 to 9999, a day the month has: February 29 in leap years only) as days
+ * since 1970-01-01: a date32 value, for the CSV reader and --where alike. 1 when it is one. */
+int fmt_tv_date(const char *s, size_t n, int32_t *days);
+
 /* A timestamp as read from text. */
 typedef struct fmt_tv_time {
 	int64_t secs;          /* since the epoch: UTC when zoned, else of the wall clock as if UTC */
@@ -24,8 +28,8 @@ typedef struct fmt_tv_time {
 	int digits;            /* fraction digits written */
 	int zoned;             /* Z or an offset was written */
 } fmt_tv_time;
-/* YYYY-MM-DD, 'T' (or 't', or a space as DuckDB and PostgreSQL write it), hh:mm:ss, an optional
- * fraction of up to 9 digits, then an optional zone: Z, +hh:mm, +hhmm or +hh (or -). RFC 3339
+/* A date as fmt_tv_date reads it, 'T' (or 't', or a space as DuckDB and PostgreSQL write it),
+ * hh:mm:ss, an optional fraction of up to 9 digits, then an optional zone: Z, +hh:mm, +hhmm or +hh (or -). RFC 3339
  * and what the writers (fmtkit's zone-less timestamps, DuckDB) write. 1 when it is one. */
 int fmt_tv_timestamp(const char *s, size_t n, fmt_tv_time *t);
 /* s as a value of the TIMESTAMP field f: a zone written exactly when f has one (a zone-less
