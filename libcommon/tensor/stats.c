@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fmt/checked.h"
 #include "fmt/convert.h"
 #include "fmt/stats.h"
 
@@ -25,7 +26,7 @@ typedef struct pass_summary {
 	double min, max, mean, m2;
 } pass_summary;
 
-static void summarise_pass(fmt_stats *s, const float *x, size_t n, pass_summary *p)
+static void summarise_pass(fmt_stats *s, const double *x, size_t n, pass_summary *p)
 {
 	double sum = 0, lo = INFINITY, hi = -INFINITY;
 	uint64_t count = 0;
@@ -50,7 +51,7 @@ static void summarise_pass(fmt_stats *s, const float *x, size_t n, pass_summary 
 	if (count)
 		for (size_t i = 0; i < n; i++)
 			if (isfinite(x[i])) {
-				double d = (double)x[i] - p->mean;
+				double d = x[i] - p->mean;
 				m2 += d * d;
 			}
 	p->m2 = m2;
@@ -84,10 +85,62 @@ void fmt_stats_add(fmt_stats *s, const float *x, size_t n)
 		take = n;
 	memcpy(s->first + s->n_first, x, take * sizeof *x);
 	s->n_first += take;
+	double wide[PASS_ELEMS];
 	for (size_t done = 0; done < n; done += PASS_ELEMS) {
 		size_t len = n - done < PASS_ELEMS ? n - done : PASS_ELEMS;
+		for (size_t i = 0; i < len; i++)
+			wide[i] = x[done + i];
 		pass_summary p;
-		summarise_pass(s, x + done, len, &p);
+		summarise_pass(s, wide, len, &p);
+		merge_pass(s, &p);
+	}
+}
+
+/* Element i of the integer dtype t at src: int64 bits when signed. */
+static uint64_t int_at(fmt_dtype t, const uint8_t *src, size_t i)
+{
+	switch (t) {
+	case FMT_DT_BOOL: return src[i] != 0;
+	case FMT_DT_U8: return src[i];
+	case FMT_DT_I8: return (uint64_t)(int64_t)(int8_t)src[i];
+	case FMT_DT_U16: return fmt_rd_u16(src + 2 * i);
+	case FMT_DT_I16: return (uint64_t)(int64_t)(int16_t)fmt_rd_u16(src + 2 * i);
+	case FMT_DT_U32: return fmt_rd_u32(src + 4 * i);
+	case FMT_DT_I32: return (uint64_t)(int64_t)(int32_t)fmt_rd_u32(src + 4 * i);
+	default: return fmt_rd_u64(src + 8 * i);  /* U64, I64 */
+	}
+}
+
+static int is_signed_int(fmt_dtype t)
+{
+	return t == FMT_DT_I8 || t == FMT_DT_I16 || t == FMT_DT_I32 || t == FMT_DT_I64;
+}
+
+/* a < b as t's values */
+static int int_less(int is_signed, uint64_t a, uint64_t b)
+{
+	return is_signed ? (int64_t)a < (int64_t)b : a < b;
+}
+
+void fmt_stats_add_int(fmt_stats *s, fmt_dtype t, const uint8_t *src, size_t n)
+{
+	int is_signed = is_signed_int(t);
+	s->int_kind = is_signed ? FMT_STATS_SIGNED : FMT_STATS_UNSIGNED;
+	double wide[PASS_ELEMS];
+	for (size_t done = 0; done < n; done += PASS_ELEMS) {
+		size_t len = n - done < PASS_ELEMS ? n - done : PASS_ELEMS;
+		for (size_t i = 0; i < len; i++) {
+			uint64_t v = int_at(t, src, done + i);
+			if ((s->count == 0 && i == 0) || int_less(is_signed, v, s->imin))
+				s->imin = v;
+			if ((s->count == 0 && i == 0) || int_less(is_signed, s->imax, v))
+				s->imax = v;
+			if (s->n_first < FMT_STATS_FIRST)
+				s->ifirst[s->n_first++] = v;
+			wide[i] = is_signed ? (double)(int64_t)v : (double)v;
+		}
+		pass_summary p;
+		summarise_pass(s, wide, len, &p);
 		merge_pass(s, &p);
 	}
 }
@@ -130,6 +183,11 @@ static fmt_kind stats_of_bytes(const fmt_tensor *t, const uint8_t *bytes, float 
 	uint64_t offset = 0;
 	for (uint64_t done = 0; done < t->nelems; done += chunk_elems) {
 		uint64_t n = t->nelems - done < chunk_elems ? t->nelems - done : chunk_elems;
+		if (info->is_int) {  /* exactly: a float holds integers only up to 2^24 */
+			fmt_stats_add_int(out, t->dtype, bytes + offset, (size_t)n);
+			offset += chunk_bytes;
+			continue;
+		}
 		fmt_kind k = fmt_decode_f32(t->dtype, bytes + offset, n, buf, e);
 		if (k != FMT_OK) {
 			fmt_err_prefix(e, "tensor '%s'", t->name);

@@ -146,6 +146,48 @@ true
 	assert_line "max:    1"
 }
 
+@test "--stats of an integer tensor: min, max and first exact, not through a float (I64, U64, I32)" {
+	/usr/bin/python3 - <<'PY'
+import json, struct
+def st(path, tensors):
+    header, data = {}, b""
+    for name, dtype, fmt, vals in tensors:
+        b = struct.pack("<%d%s" % (len(vals), fmt), *vals)
+        header[name] = {"dtype": dtype, "shape": [len(vals)], "data_offsets": [len(data), len(data) + len(b)]}
+        data += b
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    open(path, "wb").write(struct.pack("<Q", len(h)) + h + data)
+# 70001 values: two chunks of the stats pass, the least and greatest in the second
+big = [9007199254740993 + i for i in range(70000)] + [-9223372036854775808]
+big[69999] = 9223372036854775807
+st("ints.safetensors", [("i64", "I64", "q", [9007199254740993, -3, 16777217]), ("big", "I64", "q", big),
+    ("u64", "U64", "Q", [9007199254740993, 18446744073709551615, 3]),
+    ("i32", "I32", "i", [16777217, -2147483648, 2147483647])])
+PY
+	run fmt-inspect --tensor i64 --stats ints.safetensors
+	assert_success
+	assert_line 'min:    -3'
+	assert_line 'max:    9007199254740993'
+	assert_line 'first:  9007199254740993 -3 16777217'
+	run fmt-inspect --json --tensor i64 --stats ints.safetensors
+	assert_output --partial '"min":-3,"max":9007199254740993,'
+	assert_output --partial '"first":[9007199254740993,-3,16777217]}'
+	run fmt-inspect --json --tensor big --stats ints.safetensors
+	assert_output --partial '"count":70001,"nan":0,"inf":0,"min":-9223372036854775808,"max":9223372036854775807,'
+	assert_output --partial '"first":[9007199254740993,9007199254740994,9007199254740995,9007199254740996,9007199254740997,9007199254740998,9007199254740999,9007199254741000]}'
+	# a U64 above 2^63-1 as a decimal string, as every fmtkit JSON has it
+	run fmt-inspect --json --tensor u64 --stats ints.safetensors
+	assert_output --partial '"min":3,"max":"18446744073709551615",'
+	assert_output --partial '"first":[9007199254740993,"18446744073709551615",3]}'
+	run fmt-inspect --tensor u64 --stats ints.safetensors
+	assert_line 'max:    18446744073709551615'
+	run fmt-inspect --tensor i32 --stats ints.safetensors
+	assert_line 'min:    -2147483648'
+	assert_line 'max:    2147483647'
+	assert_line 'first:  16777217 -2147483648 2147483647'
+}
+
 @test "a sharded index is inspected as one model" {
 	run fmt-inspect --json "$SAMPLES/sharded/model.safetensors.index.json"
 	assert_success

@@ -17,7 +17,7 @@ ARRAYS = {
     # deliberately not in the reference writer's order
     "z.f32": (rng.standard_normal((7, 9)) * 3).astype(np.float32),
     "a.f16": (rng.standard_normal((5, 6)) * 100).astype(np.float16),
-    "m.i64": np.array([0, 1, -1, 2**40, -(2**40), 123456789, 7, -8, 9, 2**24 + 1], dtype=np.int64),
+    "m.i64": np.array([0, 1, -1, 2**40, -(2**40), 123456789, 2**53 + 1, -8, 9, 2**24 + 1], dtype=np.int64),
     "k.bool": rng.random(13) > 0.5,
     "big.f32": rng.uniform(-1e4, 1e4, (32, 64)).astype(np.float32),
 }
@@ -37,12 +37,20 @@ def stats_match_numpy(d):
     src = src_path(d)
     for name, a in ARRAYS.items():
         s = inspect_stats(src, name)
-        # the tools decode every dtype to float32 first (int64 beyond 2^24 rounds there too)
-        v = a.astype(np.float32).astype(np.float64).ravel()
         assert s["shape"] == list(a.shape), (name, s["shape"])
+        if a.dtype.kind in "biu":
+            # integer dtypes: min, max and first are the exact integers, mean and std doubles
+            ints = [int(x) for x in a.ravel()]
+            v = a.astype(np.float64).ravel()
+            assert (s["min"], s["max"]) == (min(ints), max(ints)), (name, s["min"], s["max"])
+            assert all(isinstance(x, int) for x in [s["min"], s["max"]] + s["first"]), (name, s)
+            assert s["first"] == ints[:8], (name, s["first"], ints[:8])
+        else:
+            # float dtypes are decoded to float32
+            v = a.astype(np.float32).astype(np.float64).ravel()
+            assert s["min"] == v.min() and s["max"] == v.max(), (name, s["min"], s["max"], v.min(), v.max())
+            assert np.array_equal(np.array(s["first"], dtype=np.float64), v[:8]), (name, s["first"], v[:8])
         assert s["count"] == v.size and s["nan"] == 0 and s["inf"] == 0, (name, s)
-        assert s["min"] == v.min() and s["max"] == v.max(), (name, s["min"], s["max"], v.min(), v.max())
-        assert np.array_equal(np.array(s["first"], dtype=np.float64), v[:8]), (name, s["first"], v[:8])
         scale = max(1.0, float(np.abs(v).max()))
         assert abs(s["mean"] - v.mean()) <= 1e-12 * scale, (name, s["mean"], v.mean())
         assert abs(s["std"] - v.std()) <= 1e-12 * scale, (name, s["std"], v.std())

@@ -27,6 +27,42 @@ TEST(stats_exact_small)
 	CHECK(s.first[3] == 4 && isnan(s.first[4]) && isinf(s.first[5]));
 }
 
+/* Integer dtypes: exact least, greatest and first values, in pieces and across passes. */
+TEST(stats_int_exact)
+{
+	uint8_t b[8 * 2000];
+	for (int i = 0; i < 2000; i++)
+		fmt_wr_u64(b + 8 * i, (uint64_t)(INT64_C(9007199254740993) + i));
+	fmt_wr_u64(b + 8 * 1500, (uint64_t)INT64_MIN);
+	fmt_wr_u64(b + 8 * 1999, (uint64_t)INT64_MAX);
+	fmt_stats s;
+	fmt_stats_init(&s);
+	fmt_stats_add_int(&s, FMT_DT_I64, b, 3);
+	fmt_stats_add_int(&s, FMT_DT_I64, b + 24, 1997);
+	fmt_stats_finish(&s);
+	CHECK_EQ_U64(s.int_kind, FMT_STATS_SIGNED);
+	CHECK_EQ_U64(s.count, 2000);
+	CHECK((int64_t)s.imin == INT64_MIN && (int64_t)s.imax == INT64_MAX);
+	CHECK_EQ_U64(s.n_first, 8);
+	CHECK_EQ_U64(s.ifirst[0], 9007199254740993u);
+	CHECK_EQ_U64(s.ifirst[7], 9007199254741000u);
+	/* U64 above 2^63 compares unsigned; I8 sign-extends; BOOL is 0 or 1 */
+	fmt_wr_u64(b, UINT64_MAX);
+	fmt_wr_u64(b + 8, 5);
+	fmt_stats_init(&s);
+	fmt_stats_add_int(&s, FMT_DT_U64, b, 2);
+	CHECK(s.int_kind == FMT_STATS_UNSIGNED && s.imin == 5 && s.imax == UINT64_MAX);
+	uint8_t i8[3] = { 0x80, 0x7F, 0xFF };
+	fmt_stats_init(&s);
+	fmt_stats_add_int(&s, FMT_DT_I8, i8, 3);
+	CHECK((int64_t)s.imin == -128 && (int64_t)s.imax == 127 && (int64_t)s.ifirst[2] == -1);
+	fmt_stats_finish(&s);
+	CHECK(s.mean == -2.0 / 3);
+	fmt_stats_init(&s);
+	fmt_stats_add_int(&s, FMT_DT_BOOL, i8, 3);
+	CHECK(s.imin == 1 && s.imax == 1 && s.mean == 1);
+}
+
 TEST(stats_pieces_and_first)
 {
 	float x[20];

@@ -199,6 +199,20 @@ static void text_tensors(FILE *out, const fmt_model *m, const char *only)
 			text_tensor_line(out, m, &m->tensors[i], w, with_file);
 }
 
+/* An integer tensor's exact value (fmt_stats.int_kind). */
+static void put_int(FILE *out, const fmt_stats *s, uint64_t v)
+{
+	if (s->int_kind == FMT_STATS_SIGNED)
+		fprintf(out, "%" PRId64, (int64_t)v);
+	else
+		fprintf(out, "%" PRIu64, v);
+}
+
+static json_t *json_int(const fmt_stats *s, uint64_t v)
+{
+	return s->int_kind == FMT_STATS_SIGNED ? json_integer((json_int_t)(int64_t)v) : fmt_json_u64(v);
+}
+
 static void text_stats(FILE *out, const fmt_tensor *t, const fmt_stats *s)
 {
 	fputs("tensor: ", out);
@@ -207,10 +221,23 @@ static void text_stats(FILE *out, const fmt_tensor *t, const fmt_stats *s)
 	format_shape(shape, sizeof shape, t);
 	fprintf(out, "\ndtype:  %s\nshape:  %s", fmt_dtype_name(t->dtype), shape);
 	fprintf(out, "\ncount:  %" PRIu64 " finite, %" PRIu64 " NaN, %" PRIu64 " Inf\n", s->count, s->nan, s->inf);
-	fprintf(out, "min:    %.9g\nmax:    %.9g\nmean:   %.9g\nstd:    %.9g\nfirst: ", s->min, s->max,
-		s->mean, s->std);
-	for (size_t i = 0; i < s->n_first; i++)
-		fprintf(out, " %.9g", (double)s->first[i]);
+	if (s->int_kind) {
+		fputs("min:    ", out);
+		put_int(out, s, s->imin);
+		fputs("\nmax:    ", out);
+		put_int(out, s, s->imax);
+		fprintf(out, "\nmean:   %.9g\nstd:    %.9g\nfirst: ", s->mean, s->std);
+	} else {
+		fprintf(out, "min:    %.9g\nmax:    %.9g\nmean:   %.9g\nstd:    %.9g\nfirst: ", s->min, s->max,
+			s->mean, s->std);
+	}
+	for (size_t i = 0; i < s->n_first; i++) {
+		fputc(' ', out);
+		if (s->int_kind)
+			put_int(out, s, s->ifirst[i]);
+		else
+			fprintf(out, "%.9g", (double)s->first[i]);
+	}
 	fputc('\n', out);
 }
 
@@ -361,7 +388,7 @@ static json_t *json_stats(const fmt_tensor *t, const fmt_stats *s)
 	json_t *first = json_array();
 	for (size_t i = 0; first && i < s->n_first; i++) {
 		fmt_value v = { .type = FMT_V_F32, .v.f = s->first[i] };
-		json_array_append_new(first, fmt_json_value(&v, 0));
+		json_array_append_new(first, s->int_kind ? json_int(s, s->ifirst[i]) : fmt_json_value(&v, 0));
 	}
 	fmt_value vals[4] = {
 		{ .type = FMT_V_F64, .v.f = s->min }, { .type = FMT_V_F64, .v.f = s->max },
@@ -370,9 +397,10 @@ static json_t *json_stats(const fmt_tensor *t, const fmt_stats *s)
 	return json_pack("{s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
 			 "name", fmt_json_string(t->name, strlen(t->name)), "dtype", fmt_dtype_name(t->dtype),
 			 "shape", json_shape(t), "count", fmt_json_u64(s->count), "nan", fmt_json_u64(s->nan),
-			 "inf", fmt_json_u64(s->inf), "min", fmt_json_value(&vals[0], 0),
-			 "max", fmt_json_value(&vals[1], 0), "mean", fmt_json_value(&vals[2], 0),
-			 "std", fmt_json_value(&vals[3], 0), "first", first);
+			 "inf", fmt_json_u64(s->inf),
+			 "min", s->int_kind ? json_int(s, s->imin) : fmt_json_value(&vals[0], 0),
+			 "max", s->int_kind ? json_int(s, s->imax) : fmt_json_value(&vals[1], 0),
+			 "mean", fmt_json_value(&vals[2], 0), "std", fmt_json_value(&vals[3], 0), "first", first);
 }
 
 /* ---- the report ---- */

@@ -21,13 +21,24 @@ typedef struct fmt_stats {
 	double min, max, mean, m2, std;
 	float first[FMT_STATS_FIRST];
 	size_t n_first;
+	/* An integer tensor (fmt_stats_add_int): FMT_STATS_SIGNED or FMT_STATS_UNSIGNED, and its
+	 * least and greatest values and first values exactly (int64 bits when signed); min, max
+	 * and first above are then unset, mean and m2 come from the values as doubles. */
+	int int_kind;
+	uint64_t imin, imax, ifirst[FMT_STATS_FIRST];
 } fmt_stats;
+
+enum { FMT_STATS_FLOAT = 0, FMT_STATS_SIGNED = 1, FMT_STATS_UNSIGNED = 2 };
 
 void fmt_stats_init(fmt_stats *s);
 void fmt_stats_add(fmt_stats *s, const float *x, size_t n);
+/* n little-endian elements of the plain integer dtype t (BOOL, I8 ... I64, U8 ... U64) at src;
+ * every call on s with the same t. */
+void fmt_stats_add_int(fmt_stats *s, fmt_dtype t, const uint8_t *src, size_t n);
 void fmt_stats_finish(fmt_stats *s);
 
-/* Statistics of every element of t (decoded with fmt_decode_f32), in chunks of at most 64Ki
+/* Statistics of every element of t (decoded with fmt_decode_f32, an integer dtype with
+ * fmt_stats_add_int: exactly), in chunks of at most 64Ki
  * elements on block boundaries, so memory beyond the tensor's bytes stays bounded.
  * Unsupported for a dtype fmt_decode_f32 cannot decode. out is finished on success. */
 fmt_kind fmt_tensor_stats(const fmt_model *m, const fmt_tensor *t, fmt_stats *out, fmt_err *e);
