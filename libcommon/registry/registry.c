@@ -208,6 +208,12 @@ static int writes(fmt_format f)
 	return f.model ? f.model->write != NULL : f.table->write != NULL;
 }
 
+/* writes, and the formats written only from a network (.nk from ONNX) */
+static int makes_files(fmt_format f)
+{
+	return f.model ? fmt_driver_writes(f.model) : f.table->write != NULL;
+}
+
 static int signs_in_place(fmt_format f)
 {
 	return f.model && f.model->sign_in_place;
@@ -250,6 +256,11 @@ void fmt_driver_writer_names(char *buf, size_t n)
 void fmt_writer_names(char *buf, size_t n)
 {
 	list_names(buf, n, FMT_FORMAT_ANY, writes, " or ");
+}
+
+void fmt_output_names(char *buf, size_t n)
+{
+	list_names(buf, n, FMT_FORMAT_ANY, makes_files, " or ");
 }
 
 void fmt_table_driver_names(char *buf, size_t n)

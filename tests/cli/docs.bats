@@ -171,6 +171,65 @@ options_section() {
 	done
 }
 
+# The format names that page PAGE sets in bold (.B, .BR, .RB) in the .TP paragraph of option
+# --OPT, among the names NAMES..., one a line.
+page_formats() {
+	/usr/bin/python3 - "$@" <<'PY'
+import re, shlex, sys
+page, opt, names = sys.argv[1], sys.argv[2], set(sys.argv[3:])
+lines = open(page).read().split("\n")
+start = next(i for i, l in enumerate(lines)          # the tag of its .TP paragraph
+             if i and lines[i - 1] == ".TP" and l.startswith(".B")
+             and re.search(r"\\-\\-%s(\s|\"|$)" % re.escape(opt), l))
+bold = []
+for l in lines[start + 1:]:
+    if l.startswith(".TP") or l.startswith(".SH"):
+        break
+    m = re.match(r"\.(B|BR|RB) (.*)", l)
+    if m:
+        args = shlex.split(m.group(2).replace("\\", "\\\\"), posix=True)
+        args = [a.replace("\\-", "-").replace("\\", "") for a in args]
+        bold += args if m.group(1) == "B" else args[0::2] if m.group(1) == "BR" else args[1::2]
+print("\n".join(sorted(set(bold) & names)))
+PY
+}
+
+@test "every option that takes a format: its page, --help and the bash and zsh completions name exactly the formats the tool takes" {
+	cd "$BATS_TEST_TMPDIR"
+	fmt-sign keygen --watermark -s wm.key -q
+	local -A extra=([fmt-watermark]="--key wm.key --buyer b")
+	# every registered format: fmt-inspect --format's words (drivers.bats checks them)
+	all=$(fmt-inspect --dump-options | awk -F '\t' '$1 == "option" && $2 == "format" { print $6 }')
+	[ "$(wc -w <<<"$all")" -ge 14 ] || fail "fmt-inspect --format lists only: $all"
+	checked=0
+	for tool in "${TOOLS[@]}"; do
+		# option LONG SHORT ARG COMPLETE WORDS COMMANDS ...: those completed as formats or taking a FORMAT
+		while IFS=$'\t' read -r opt cmd words; do
+			[ "$cmd" != - ] || cmd=
+			took=()
+			for name in $all; do
+				run --separate-stderr "$tool" $cmd ${extra[$tool]:-} "--$opt" "$name" missing.in out.bin
+				[[ $stderr == *"--$opt takes"* || $stderr == *"unknown --$opt"* ]] || took+=("$name")
+			done
+			want=$(tr ' ' '\n' <<<"$words" | sort)
+			assert_equal "$(printf '%s\n' "${took[@]}" | sort)" "$want"
+			run page_formats "$REPO_ROOT/man/$tool.1" "$opt" $all
+			assert_success
+			[ "$output" = "$want" ] || fail "$tool.1 --$opt names [$(echo $output)]; $tool takes [$(echo $want)]"
+			run bash_complete "$tool" $cmd "--$opt" ""
+			assert_equal "$(sort <<<"$output")" "$want"
+			# zsh: '--OPT=[HELP]:ARG:(WORDS)' on each of its lines
+			zlines=$(grep -F -- "'--$opt=[" "$(completion_file zsh "$tool")") || fail "_$tool has no --$opt"
+			while IFS= read -r line; do
+				[[ $line == *":($words)'"* ]] || fail "_$tool: --$opt does not complete ($words): $line"
+			done <<<"$zlines"
+			checked=$((checked + 1))
+		done < <("$tool" --dump-options | awk -F '\t' '$1 == "option" && ($5 == "format" || $4 == "FORMAT") { print $2 "\t" $7 "\t" $6 }')
+	done
+	# fmt-convert --to and --from, fmt-inspect and fmt-verify --format, fmt-watermark embed --to
+	[ "$checked" -eq 5 ] || fail "checked $checked options"
+}
+
 @test "bash completion completes file names after the options" {
 	mkdir -p "$BATS_TEST_TMPDIR/models"
 	touch "$BATS_TEST_TMPDIR/models/model.safetensors" "$BATS_TEST_TMPDIR/models/model-q8_0.gguf"

@@ -77,7 +77,7 @@ PY
 	printf 'x' >in.safetensors
 	run --separate-stderr fmt-convert --to nosuch in.safetensors out.x
 	assert_failure 2
-	[[ "$stderr" == "fmt-convert: error: --to takes safetensors, gguf, apsim, apr, ald, arrow, arrow-stream, jsonl, csv or parquet"* ]]
+	[[ "$stderr" == "fmt-convert: error: --to takes safetensors, gguf, apsim, apr, nk, ald, arrow, arrow-stream, jsonl, csv or parquet"* ]]
 }
 
 @test "signing a format without signatures names those that have them" {

@@ -428,7 +428,7 @@ static const fmt_cli_tool tool = {
 		  "values the dtype cannot hold),\n"
 		  "5 unsupported version, type or conversion, 6 checksum mismatch, 8 wrong or\n"
 		  "missing password or key for an encrypted input, 10 the input's licence expired.",
-	.format_names = fmt_writer_names,
+	.format_names = fmt_output_names,
 	.on_option = on_option,
 };
 

@@ -133,7 +133,7 @@ static const char *model_target(convert_args *a, const char *output)
 		}
 		if (!a->to_name)
 			return "cannot tell the output format from its name; use --to";
-		fmt_writer_names(names, sizeof names);
+		fmt_output_names(names, sizeof names);
 		snprintf(a->msg, sizeof a->msg, "--to takes %s", names);
 		return a->msg;
 	}

@@ -370,5 +370,8 @@ void fmt_table_driver_words(char *buf, size_t n);
 /* "safetensors, gguf, ..., csv, jsonl or ald": every format that can be written, model then
  * table drivers, for --to's help and messages (fmt-convert, fmt-watermark embed). */
 void fmt_writer_names(char *buf, size_t n);
+/* fmt_writer_names and the formats made only from a network (fmt_driver_writes: .nk from
+ * ONNX): every name fmt-convert --to takes. */
+void fmt_output_names(char *buf, size_t n);
 
 #endif
