@@ -284,8 +284,9 @@ setup() {
 	run --separate-stderr nk-run --input 1 "$NK/bad_magic.nk"
 	assert_equal "$status" 4
 	[[ "$stderr" == *"not a .nk file (magic is not NKIT)"* ]]
+	# --test: a malformed file is 4 (as fmt-verify --run-tests), still one failed case in the summary
 	run --separate-stderr nk-run --test "$NK/kernel_too_large.nk"
-	assert_equal "$status" 11
+	assert_equal "$status" 4
 	[[ "$stderr" == *"layer 0 (conv2d): kernel height 3 is larger than the padded input"* ]]
 	assert_equal "$output" "0 passed, 1 failed"
 }
@@ -677,6 +678,39 @@ $FIX/convnextv2_atto_block.nk: ok (nk, 10 tensors, 1 file, 1264 bytes, 1 embedde
 	run nk-run --test -q "$FIX/test_mlp.nk"
 	assert_success
 	assert_output "3 passed, 0 failed"
+}
+
+@test "nk-run --test: a file that fails before any case runs exits with its own status (3, 4), not 11, as fmt-verify --run-tests" {
+	make_samples
+	# it still counts as one failed case in the summary (upstream, §14)
+	run --separate-stderr nk-run --test missing.nk
+	assert_equal "$status" 3
+	assert_equal "$stderr" "nk-run: error: missing.nk: cannot open: No such file or directory"
+	assert_equal "$output" "0 passed, 1 failed"
+	run --separate-stderr nk-run --test /dev/zero
+	assert_equal "$status" 3
+	run --separate-stderr nk-run --test "$SAMPLES/tiny.safetensors"
+	assert_equal "$status" 4
+	assert_equal "$stderr" "nk-run: error: $SAMPLES/tiny.safetensors: not a .nk file (magic is not NKIT)"
+	# --json: the process exits with the status its record gives
+	run --separate-stderr nk-run --test --json "$SAMPLES/tiny.safetensors"
+	assert_equal "$status" 4
+	assert_equal "$output" '{"file":"'"$SAMPLES"'/tiny.safetensors","ok":false,"exit":4,"error":"InvalidFormat","message":"not a .nk file (magic is not NKIT)"}
+{"passed":0,"failed":1}'
+	for f in missing.nk /dev/zero "$NK/bad_magic.nk" "$NK/truncated_header.nk"; do
+		run fmt-verify --run-tests "$f"
+		want=$status
+		run nk-run --test "$f"
+		assert_equal "$status" "$want"
+		[ "$want" = 3 ] || [ "$want" = 4 ]
+	done
+	# several files: the highest status; a failed case (11) is above 3 and 4
+	run --separate-stderr nk-run --test missing.nk "$SAMPLES/tiny.safetensors" "$FIX/test_mlp.nk"
+	assert_equal "$status" 4
+	assert_equal "${lines[-1]}" "3 passed, 2 failed"
+	run --separate-stderr nk-run --test --json missing.nk "$NK/cnn_failing_test.nk"
+	assert_equal "$status" 11
+	assert_equal "$(jq -sc '[.[] | [.exit, .pass, .failed]]' <<<"$output")" '[[3,null,null],[null,false,null],[11,null,null],[null,null,2]]'
 }
 
 # ---- nk-run: inputs and outputs ----
