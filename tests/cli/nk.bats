@@ -713,6 +713,33 @@ $FIX/convnextv2_atto_block.nk: ok (nk, 10 tensors, 1 file, 1264 bytes, 1 embedde
 	assert_equal "$(jq -sc '[.[] | [.exit, .pass, .failed]]' <<<"$output")" '[[3,null,null],[null,false,null],[11,null,null],[null,null,2]]'
 }
 
+# nan.nk: errors 0, NaN, 0 against an infinite tolerance; nantol.nk: an error of 1 against a NaN
+# tolerance (a 1x1 depthwise convolution of weight 1: the output is the input)
+nan_cases() {
+	/usr/bin/python3 -c '
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import nkgen as g
+ident = ([g.depthwise(1, 1, 1, 3)], [(np.ones((3, 1, 1), dtype=np.float32), np.zeros(3, dtype=np.float32))])
+g.write_nk("nan.nk", 2, (1, 1, 3), *ident, cases=[("nan out", -1, [5, float("nan"), 1], [5, 0, 1])],
+           tolerance=float("inf"))
+g.write_nk("nantol.nk", 2, (1, 1, 3), *ident, cases=[("off", -1, [5, 1, 1], [5, 0, 1])], tolerance=float("nan"))' \
+		"$REPO_ROOT/tests/interop"
+}
+
+@test "nk-run --test: a NaN error is the case's max_error (it was the last finite one); a NaN tolerance passes no case (§14)" {
+	nan_cases
+	run --separate-stderr nk-run --test --json nan.nk
+	assert_equal "$status" 11
+	assert_line --index 0 '{"file":"nan.nk","case":0,"name":"nan out","pass":false,"max_error":"nan","tolerance":"inf","argmax":1,"expected_argmax":0,"label":-1,"reason":"error above the tolerance"}'
+	run --separate-stderr nk-run --test --json nantol.nk
+	assert_equal "$status" 11
+	assert_line --index 0 '{"file":"nantol.nk","case":0,"name":"off","pass":false,"max_error":1.0,"tolerance":"nan","argmax":0,"expected_argmax":0,"label":-1,"reason":"error above the tolerance"}'
+	run --separate-stderr fmt-verify --run-tests nantol.nk
+	assert_equal "$status" 11
+}
+
 # ---- nk-run: inputs and outputs ----
 
 @test "nk-run: upstream's two lines (§16.1: (1, 1) -> (3.5, 6.5)); -v adds the summary" {
