@@ -740,6 +740,20 @@ g.write_nk("nantol.nk", 2, (1, 1, 3), *ident, cases=[("off", -1, [5, 1, 1], [5, 
 	assert_equal "$status" 11
 }
 
+@test "fmt-verify --run-tests --json and fmt-inspect --json of a .nk: NaN and infinities are \"nan\", \"inf\" (fmtkit(7)), not null" {
+	nan_cases
+	run --separate-stderr fmt-verify --run-tests --json nan.nk
+	assert_equal "$status" 11
+	assert_equal "$(jq -c .tests.failures <<<"$output")" '[{"case":0,"name":"nan out","reason":"error above the tolerance","max_error":"nan","tolerance":"inf","argmax":1,"expected_argmax":0}]'
+	run --separate-stderr fmt-verify --run-tests --json nantol.nk
+	assert_output --partial '"failures":[{"case":0,"name":"off","reason":"error above the tolerance","max_error":1.0,"tolerance":"nan",'
+	run fmt-inspect --json nan.nk
+	assert_success
+	assert_output --partial '"tests":{"offset":144,"count":1,"tolerance":"inf","int8_inputs":false,'
+	run fmt-inspect --json nantol.nk
+	assert_output --partial '"tests":{"offset":144,"count":1,"tolerance":"nan","int8_inputs":false,'
+}
+
 # ---- nk-run: inputs and outputs ----
 
 @test "nk-run: upstream's two lines (§16.1: (1, 1) -> (3.5, 6.5)); -v adds the summary" {

@@ -2,7 +2,6 @@
  * (fmt_model_run_tests: the .nk runtime for .nk files), counted into fmt-verify's report with
  * the failing cases; the messages name the driver's test runner (nk-run), which shows each
  * case. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +20,8 @@ static void count_case(void *ctx, const fmt_test_case *c)
 	t->failed++;
 	json_t *f = json_pack("{s:I,s:o,s:s,s:o,s:o,s:I,s:I}", "case", (json_int_t)c->index, "name",
 			      fmt_json_string(c->name, c->name_len), "reason", c->reason, "max_error",
-			      isfinite(c->max_error) ? json_real(c->max_error) : json_null(), "tolerance",
-			      isfinite(c->tolerance) ? json_real(c->tolerance) : json_null(), "argmax",
+			      fmt_json_double(c->max_error), "tolerance",
+			      fmt_json_double(c->tolerance), "argmax",
 			      (json_int_t)c->argmax, "expected_argmax", (json_int_t)c->expected_argmax);
 	if (f)
 		json_array_append_new(t->failures, f);

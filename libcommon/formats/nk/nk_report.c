@@ -1,5 +1,4 @@
 /* Reports of a parsed .nk model: upstream's "Network Summary" (§15.2) and the JSON form. */
-#include <math.h>
 #include <string.h>
 #include "fmt/io.h"
 #include "fmt/nk.h"
@@ -83,12 +82,6 @@ json_t *fmt_nk_shape_json(nk_shape s)
 	return json_pack("[I,I,I]", (json_int_t)s.h, (json_int_t)s.w, (json_int_t)s.c);
 }
 
-/* JSON has no NaN or infinity: those (from a hostile file) are null. */
-static json_t *num(double v)
-{
-	return isfinite(v) ? json_real(v) : json_null();
-}
-
 static void set_u(json_t *o, const char *k, uint64_t v)
 {
 	json_object_set_new(o, k, json_integer((json_int_t)v));
@@ -128,7 +121,7 @@ static json_t *layer_json(const nk_model *nm, uint32_t i)
 		break;
 	case NK_LAYERNORM: case NK_CONVNEXT:
 		set_u(o, "channels", l->units);
-		json_object_set_new(o, "eps", num(l->eps));
+		json_object_set_new(o, "eps", fmt_json_double(l->eps));
 		break;
 	case NK_UIB:
 		set_u(o, "in_channels", l->in_ch);
@@ -137,7 +130,7 @@ static json_t *layer_json(const nk_model *nm, uint32_t i)
 		set_u(o, "middle_dw_kernel", l->middle_dw);
 		set_u(o, "stride", l->uib_stride);
 		json_object_set_new(o, "middle_dw_downsample", json_boolean(l->middle_down));
-		json_object_set_new(o, "expand_ratio", num(l->expand_ratio));
+		json_object_set_new(o, "expand_ratio", fmt_json_double(l->expand_ratio));
 		set_u(o, "expanded_channels", l->expanded);
 		break;
 	case NK_RESNET:
@@ -166,7 +159,7 @@ static json_t *layer_json(const nk_model *nm, uint32_t i)
 		json_object_set_new(o, "activation", json_string(fmt_nk_act_name(l->act)));
 		set_u(o, "activation_id", l->act);
 		if (l->act == NK_ACT_LEAKY)
-			json_object_set_new(o, "alpha", num(l->alpha));
+			json_object_set_new(o, "alpha", fmt_json_double(l->alpha));
 	}
 	json_object_set_new(o, "input_shape", fmt_nk_shape_json(l->in));
 	json_object_set_new(o, "output_shape", fmt_nk_shape_json(l->out));
@@ -194,13 +187,13 @@ static json_t *quant_json(const nk_model *nm)
 	json_t *recs = json_array();
 	for (uint32_t i = 0; i < nm->n_quant; i++) {
 		const nk_quant *q = &nm->quant[i];
-		json_t *r = json_pack("{s:o,s:i,s:o,s:i,s:o,s:i,s:o,s:i}", "input_scale", num(q->in_scale),
-				      "input_zero_point", q->in_zp, "weight_scale", num(q->w_scale), "weight_zero_point",
-				      q->w_zp, "bias_scale", num(q->b_scale), "bias_zero_point", q->b_zp,
-				      "output_scale", num(q->out_scale), "output_zero_point", q->out_zp);
+		json_t *r = json_pack("{s:o,s:i,s:o,s:i,s:o,s:i,s:o,s:i}", "input_scale", fmt_json_double(q->in_scale),
+				      "input_zero_point", q->in_zp, "weight_scale", fmt_json_double(q->w_scale), "weight_zero_point",
+				      q->w_zp, "bias_scale", fmt_json_double(q->b_scale), "bias_zero_point", q->b_zp,
+				      "output_scale", fmt_json_double(q->out_scale), "output_zero_point", q->out_zp);
 		json_t *cs = json_array();
 		for (uint32_t j = 0; j < q->n_scales; j++)
-			json_array_append_new(cs, num(q->scales[j]));
+			json_array_append_new(cs, fmt_json_double(q->scales[j]));
 		json_object_set_new(r, "channel_scales", cs);
 		json_array_append_new(recs, r);
 	}
@@ -218,7 +211,7 @@ static json_t *tests_json(const nk_model *nm)
 						       (json_int_t)c->n_out));
 	}
 	return json_pack("{s:I,s:I,s:o,s:b,s:o}", "offset", (json_int_t)nm->tcas_offset, "count",
-			 (json_int_t)nm->n_cases, "tolerance", num(nm->tolerance), "int8_inputs",
+			 (json_int_t)nm->n_cases, "tolerance", fmt_json_double(nm->tolerance), "int8_inputs",
 			 (nm->flags & NK_FLAG_INT8_TESTS) != 0, "cases", cases);
 }
 
