@@ -211,14 +211,13 @@ static int compare_unsigned(const void *a, const void *b)
 	return qnum_cmp(NUM_UNSIGNED, *(const qnum *)a, *(const qnum *)b);
 }
 
-/* A number as JSON: the shortest text of a float64, integers as integers; infinities as text. */
+/* A number as JSON: the shortest text of a float64, integers as integers; NaN and infinities as
+ * "nan", "inf", "-inf" (fmtkit(7)). */
 static json_t *number_json(double v, int integral)
 {
 	char buf[64];
-	if (!isfinite(v)) {
-		fmt_shortest_double(v, FMT_C_F64, buf, sizeof buf);
-		return json_string(buf);
-	}
+	if (!isfinite(v))
+		return fmt_json_double(v);
 	if (integral && fabs(v) < 9007199254740992.0)
 		return json_integer((json_int_t)v);
 	fmt_shortest_double(v, FMT_C_F64, buf, sizeof buf);

@@ -690,6 +690,24 @@ assert c[4]["min"]=="1969-12-31T23:59:59.999Z" and c[4]["max"]=="2024-02-29T12:0
 	assert_output --partial "are for datasets, not models"
 }
 
+@test "fmt-inspect --json --stats and --quality: a mean, std or bound that is NaN or infinite is \"nan\", \"inf\", \"-inf\" (fmtkit(7)), not null or \"NaN\"" {
+	printf 'x\n1.5\ninf\n-inf\n' >i.csv
+	fmt-convert i.csv i.ald
+	run fmt-inspect --json --stats i.ald
+	assert_success
+	assert_output '{"file":"i.ald","format":"ald","columns":[{"name":"x","type":"float64","count":3,"nulls":0,"min":"-inf","max":"inf","mean":"nan"}]}'
+	run fmt-inspect --json --quality i.ald
+	assert_success
+	assert_equal "$(jq -c '.columns[0] | [.min, .max, .mean, .std, .p1, .p50, .p99]' <<<"$output")" '["-inf","inf","nan","nan","-inf",1.5,"inf"]'
+	printf 'x\n1\ninf\n' >p.csv
+	fmt-convert p.csv p.ald
+	run fmt-inspect --json --stats p.ald
+	assert_output '{"file":"p.ald","format":"ald","columns":[{"name":"x","type":"float64","count":2,"nulls":0,"min":1.0,"max":"inf","mean":"inf"}]}'
+	# the text is unchanged
+	run fmt-inspect --stats i.ald
+	assert_output "x: type=float64 count=3 nulls=0 min=-inf max=inf mean=nan"
+}
+
 @test "Arrow IPC: file and stream written, read back, --from forces a reader" {
 	fmt-convert in.csv a.arrow
 	fmt-convert in.csv a.arrows

@@ -347,12 +347,12 @@ static json_t *stats_json(const fmt_field *f, const col_stats *st)
 		break;
 	default:
 		fmt_shortest_double(st->min, FMT_C_F64, num, sizeof num);
-		json_object_set_new(o, "min", isfinite(st->min) ? json_real(strtod(num, NULL)) : json_string(num));
+		json_object_set_new(o, "min", isfinite(st->min) ? json_real(strtod(num, NULL)) : fmt_json_double(st->min));
 		fmt_shortest_double(st->max, FMT_C_F64, num, sizeof num);
-		json_object_set_new(o, "max", isfinite(st->max) ? json_real(strtod(num, NULL)) : json_string(num));
+		json_object_set_new(o, "max", isfinite(st->max) ? json_real(strtod(num, NULL)) : fmt_json_double(st->max));
 	}
 	double mean = st->sum / (double)st->n;
-	json_object_set_new(o, "mean", isfinite(mean) ? json_real(mean) : json_null());
+	json_object_set_new(o, "mean", fmt_json_double(mean));
 	return o;
 }
 
