@@ -458,6 +458,23 @@ open("bad.parquet", "wb").write(b)'
 	assert_equal "$(cat sel.csv)" "$(printf 's\ns0000\ns0001\ns0002')"
 }
 
+@test "fmt-inspect --json: a float column statistic that is NaN or infinite is \"nan\", \"inf\" (fmtkit(7)); it was left out" {
+	printf 'x\n1.5\n2.5\n' >f.csv
+	fmt-convert -q -c none f.csv f.parquet
+	# the footer's statistics (the last copies of the two doubles): min NaN, max +inf
+	/usr/bin/python3 -c '
+import struct, sys
+d = bytearray(open("f.parquet", "rb").read())
+for old, new in ((2.5, float("inf")), (1.5, float("nan"))):
+    i = d.rfind(struct.pack("<d", old))
+    d[i:i + 8] = struct.pack("<d", new)
+open("g.parquet", "wb").write(d)'
+	run fmt-inspect --json g.parquet
+	assert_success
+	assert_equal "$(jq -c '.parquet.row_groups["0"].columns.x | [.null_count, .min, .max]' <<<"$output")" '[0,"nan","inf"]'
+	assert_output --partial '"null_count":0,"min":"nan","max":"inf"}'
+}
+
 @test "a timestamp's zone name travels through Parquet (ARROW:schema, as pyarrow keeps it) and back" {
 	printf 'id,t\n1,2024-03-01T12:00:00+01:00\n2,\n3,1999-12-31T23:59:59.5Z\n' >z.csv
 	printf '{"t": "timestamp[ms, Europe/Paris]"}' >zs.json

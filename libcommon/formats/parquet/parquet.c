@@ -768,7 +768,7 @@ static fmt_kind pq_verify(fmt_table *t, const fmt_verify_opts *o, fmt_err *e)
 
 /* ---- fmt-inspect ---- */
 
-/* A statistic's bytes as the value they hold. */
+/* A statistic's bytes as the value they hold (NaN and infinities "nan", "inf", "-inf"). */
 static json_t *stat_value(const pq_leaf *l, const fmt_field *f, const uint8_t *p, uint32_t n)
 {
 	if (!p)
@@ -797,18 +797,18 @@ static json_t *stat_value(const pq_leaf *l, const fmt_field *f, const uint8_t *p
 		if (n != 4)
 			return NULL;
 		memcpy(&v, p, 4);
-		return json_real(v);
+		return fmt_json_double(v);
 	}
 	case PT_DOUBLE: {
 		double v;
 		if (n != 8)
 			return NULL;
 		memcpy(&v, p, 8);
-		return json_real(v);
+		return fmt_json_double(v);
 	}
 	default:
 		if (f && f->type == FMT_C_F16 && n == 2)
-			return json_real(fmt_f16_to_f32(fmt_rd_u16(p)));
+			return fmt_json_double(fmt_f16_to_f32(fmt_rd_u16(p)));
 		if (f && f->type == FMT_C_UTF8) {
 			json_t *v = json_stringn((const char *)p, n);
 			if (v)
