@@ -314,7 +314,7 @@ key_id_of() {
 	encrypted_pair rel pass.txt
 	for f in a b c; do head -c 1000 /dev/urandom >$f; done
 	run "$BATS_TEST_DIRNAME/pty-answer" "Passphrase: " pw bash -c \
-		'for f in a b c; do fmt-sign sign -q -s rel.key $f & done; s=0; for j in 1 2 3; do wait -n || s=$?; done; exit $s'
+		'p=; for f in a b c; do fmt-sign sign -q -s rel.key $f & p="$p $!"; done; s=0; for j in $p; do wait $j || s=$?; done; exit $s'
 	assert_success
 	assert_equal "$output" "$(printf 'Passphrase: \nPassphrase: \nPassphrase: \necho on')"
 	for f in a b c; do fmt-sign verify -q -p rel.pub $f; done
