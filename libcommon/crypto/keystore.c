@@ -288,3 +288,99 @@ fmt_kind fmt_key_file_create(const char *path, const void *bytes, size_t len, in
 	free(old_path);
 	return k;
 }
+
+/* One half of a new pair: a temporary file beside path ("PATH.new", created with O_EXCL, so a
+ * leftover one from a crash is refused rather than followed). */
+typedef struct pair_file {
+	const char *path;
+	const void *bytes;
+	size_t len;
+	mode_t mode;
+	char *tmp, *old;             /* malloc'd; old: where the previous key went (rotate) */
+	int placed;
+} pair_file;
+
+static fmt_kind pair_check(const char *path, int rotate, fmt_err *e)
+{
+	struct stat st;
+	if (lstat(path, &st) != 0)
+		return FMT_OK;
+	if (!rotate)
+		return fmt_fail(e, FMT_USAGE, "%s already exists; --force replaces it and keeps it as "
+				"%s.old", path, path);
+	if (!S_ISREG(st.st_mode))
+		return fmt_fail(e, FMT_USAGE, "the key path is not a regular file; not rotating it");
+	return FMT_OK;
+}
+
+static fmt_kind pair_write_tmp(pair_file *f, fmt_err *e)
+{
+	size_t n = strlen(f->path) + sizeof ".new";
+	f->tmp = malloc(n);
+	if (!f->tmp)
+		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+	snprintf(f->tmp, n, "%s.new", f->path);
+	fmt_kind k = fmt_crypto_make_key_dir(f->path, e);
+	if (k == FMT_OK)
+		k = fmt_crypto_create_key_file(f->tmp, f->bytes, f->len, f->mode, e);
+	if (k == FMT_USAGE)
+		fmt_fail(e, FMT_USAGE, "%s exists (left by an interrupted keygen?); remove it", f->tmp);
+	if (k != FMT_OK) {
+		free(f->tmp);
+		f->tmp = NULL;
+	}
+	return k;
+}
+
+/* Move the previous key aside (rotate) and the new one in; undone by pair_undo. */
+static fmt_kind pair_place(pair_file *f, int rotate, fmt_err *e)
+{
+	fmt_kind k = rotate ? fmt_crypto_keep_old_key(f->path, &f->old, e) : FMT_OK;
+	if (k == FMT_OK && rename(f->tmp, f->path) != 0) {
+		k = fmt_fail(e, FMT_IO, "cannot rename %s to the key file: %s", f->tmp, strerror(errno));
+		if (f->old && rename(f->old, f->path) != 0)
+			fmt_err_prefix(e, "the previous key is now %s", f->old);
+	}
+	f->placed = k == FMT_OK;
+	return k;
+}
+
+static void pair_undo(pair_file *f, fmt_err *e)
+{
+	if (f->tmp && !f->placed)
+		unlink(f->tmp);
+	if (f->placed) {
+		unlink(f->path);
+		if (f->old && rename(f->old, f->path) != 0)
+			fmt_err_prefix(e, "the previous key %s is now %s", f->path, f->old);
+	}
+}
+
+fmt_kind fmt_key_pair_create(const char *pub_path, const void *pub, size_t pub_len,
+			     const char *sec_path, const void *sec, size_t sec_len, int rotate,
+			     const char **failed, fmt_err *e)
+{
+	pair_file f[2] = { { .path = sec_path, .bytes = sec, .len = sec_len, .mode = 0600 },
+			   { .path = pub_path, .bytes = pub, .len = pub_len, .mode = 0644 } };
+	fmt_kind k = FMT_OK;
+	int i, bad = -1;
+	/* Everything that can be checked is checked before anything is written. */
+	for (i = 0; i < 2 && bad < 0; i++)
+		if ((k = pair_check(f[i].path, rotate, e)) != FMT_OK)
+			bad = i;
+	for (i = 0; i < 2 && bad < 0; i++)
+		if ((k = pair_write_tmp(&f[i], e)) != FMT_OK)
+			bad = i;
+	/* The public key first: its rename is the one a protected old .pub makes fail. */
+	for (i = 1; i >= 0 && bad < 0; i--)
+		if ((k = pair_place(&f[i], rotate, e)) != FMT_OK)
+			bad = i;
+	*failed = bad < 0 ? NULL : f[bad].path;
+	for (i = 0; i < 2; i++) {
+		if (k != FMT_OK)
+			pair_undo(&f[i], e);
+		free(f[i].tmp);
+		free(f[i].old);
+	}
+	return k;
+}

@@ -92,6 +92,47 @@ secret key: $DIR/ed25519.key"
 	assert_equal "$(cat target)" target
 }
 
+@test "keygen writes both key files or neither: -p a directory, an immutable .pub or .key with --force (Ed25519 and X25519)" {
+	mkdir pubdir
+	for kind in -W --x25519; do
+		run --separate-stderr fmt-sign keygen $kind -p pubdir -s new.key --force
+		assert_failure 2
+		assert_equal "$stderr" "fmt-sign: error: pubdir: the key path is not a regular file; not rotating it"
+		[ ! -e new.key ]
+		[ "$(ls pubdir)" = "" ]
+	done
+	# a .pub that cannot be moved aside (immutable; root only: chattr), then a .key
+	command -v chattr >/dev/null && [ "$(id -u)" = 0 ] || skip "needs root and chattr"
+	fmt_pair old
+	cp old.pub old.pub.orig
+	cp old.key old.key.orig
+	chattr +i old.pub || skip "this file system has no immutable flag"
+	for kind in -W --x25519; do
+		run --separate-stderr fmt-sign keygen $kind -p old.pub -s k6.key --force
+		chattr -i old.pub 2>/dev/null || true
+		assert_failure 3
+		assert_equal "$stderr" "fmt-sign: error: old.pub: cannot rename the key to old.pub.old: Operation not permitted"
+		[ ! -e k6.key ] && [ ! -e k6.key.new ] && [ ! -e old.pub.new ] && [ ! -e old.pub.old ]
+		cmp old.pub old.pub.orig
+		chattr +i old.pub
+	done
+	chattr -i old.pub
+	chattr +i old.key
+	for kind in -W --x25519; do
+		run --separate-stderr fmt-sign keygen $kind -p new.pub -s old.key --force
+		assert_failure 3
+		assert_equal "$stderr" "fmt-sign: error: old.key: cannot rename the key to old.key.old: Operation not permitted"
+		[ ! -e new.pub ] && [ ! -e new.pub.new ] && [ ! -e old.key.new ]
+		cmp old.key old.key.orig
+	done
+	chattr -i old.key
+	# with --force and both old keys replaceable, both are rotated
+	run fmt-sign keygen -W --force -p old.pub -s old.key
+	assert_success
+	cmp old.pub.old old.pub.orig
+	cmp old.key.old old.key.orig
+}
+
 @test "sign -s writes FILE.minisig that minisign verifies; fmt-sign verify prints the trusted comment as minisign" {
 	fmt_pair k
 	run --separate-stderr fmt-sign sign -s k.key model.bin

@@ -63,29 +63,15 @@ static int report_keys(const sign_opts *o, const char *kind, const char *title, 
 	return 0;
 }
 
-/* Write the secret key file first: a public key without its secret is useless. */
+/* Both files or neither (fmt_key_pair_create). */
 static fmt_kind write_pair(const sign_opts *o, const char *pub_path, const char *pub, size_t pub_len,
 			   const char *sec_path, const uint8_t *sec, size_t sec_len, fmt_err *e)
 {
-	struct stat st;
-	/* Refuse before writing anything: never a new secret key beside an old public one. */
-	const char *paths[2] = { sec_path, pub_path };
-	for (int i = 0; i < 2 && !o->force; i++) {
-		if (lstat(paths[i], &st) != 0)
-			continue;
-		fmt_fail(e, FMT_USAGE, "%s already exists; --force replaces it and keeps it as %s.old",
-			 paths[i], paths[i]);
-		fmt_err_file(e, paths[i]);
-		return FMT_USAGE;
-	}
-	fmt_kind k = fmt_key_file_create(sec_path, sec, sec_len, o->force, 1, e);
-	if (k != FMT_OK) {
-		fmt_err_file(e, sec_path);
-		return k;
-	}
-	k = fmt_key_file_create(pub_path, pub, pub_len, o->force, 0, e);
-	if (k != FMT_OK)
-		fmt_err_file(e, pub_path);
+	const char *failed = NULL;
+	fmt_kind k = fmt_key_pair_create(pub_path, pub, pub_len, sec_path, sec, sec_len, o->force,
+					 &failed, e);
+	if (k != FMT_OK && failed)
+		fmt_err_file(e, failed);
 	return k;
 }
 
