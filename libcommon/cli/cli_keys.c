@@ -30,6 +30,8 @@ int fmt_cli_decrypt_option(int id, const char *arg, fmt_decrypt_opts *o)
 	case FMT_OPT_PASSWORD_FILE: o->password_file = arg; return 1;
 	case FMT_OPT_PASSWORD_ENV: o->password_env = arg; return 1;
 	case FMT_OPT_IDENTITY: o->identity = arg; return 1;
+	case FMT_OPT_PASSPHRASE_FILE: o->passphrase.file = arg; return 1;
+	case FMT_OPT_PASSPHRASE_ENV: o->passphrase.env = arg; return 1;
 	default: return 0;
 	}
 }
@@ -41,4 +43,10 @@ fmt_pass_opts fmt_cli_pass_opts(const char *file, const char *env, const fmt_com
 	if (fmt_progress_wanted(stderr, quiet, common->no_progress))
 		po.notice = fmt_progress_notice;
 	return po;
+}
+
+void fmt_cli_decrypt_prompts(fmt_decrypt_opts *o, const fmt_common_opts *common)
+{
+	o->ask = fmt_prompt_password;
+	o->passphrase = fmt_cli_pass_opts(o->passphrase.file, o->passphrase.env, common);
 }

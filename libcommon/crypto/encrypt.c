@@ -192,23 +192,128 @@ fmt_kind fmt_x25519_public_load(const char *path, uint8_t pk[FMT_X25519_LEN], fm
 	return k;
 }
 
-/* "untrusted comment: ...\n" then base64 of exactly 32 bytes. */
-static fmt_kind parse_secret(const uint8_t *text, size_t n, uint8_t *sk, fmt_err *e)
+/* An encrypted X25519 secret key (man fmt-sign, "X25519 keys"), the bytes under the comment
+ * line: magic, version, Argon2id salt (fmt_argon2id_key's parameters), AES-256-GCM nonce, the
+ * encrypted 32-byte key and its tag. */
+static const uint8_t X25519_ENC_MAGIC[4] = { 'X', '2', '5', 'K' };
+#define X25519_ENC_VERSION 1u
+#define X25519_ENC_SALT 5u
+#define X25519_ENC_NONCE (X25519_ENC_SALT + FMT_ARGON2_SALT)
+#define X25519_ENC_KEY (X25519_ENC_NONCE + FMT_AEAD_NONCE)
+#define X25519_ENC_TAG (X25519_ENC_KEY + FMT_X25519_LEN)
+#define X25519_ENC_LEN (X25519_ENC_TAG + FMT_AEAD_TAG)
+#define X25519_ENC_COMMENT "untrusted comment: fmtkit x25519 secret key, encrypted (Argon2id, AES-256-GCM)"
+
+/* The key of an encrypted file from the passphrase and salt (Argon2id, o's notice while it runs). */
+static fmt_kind enc_key(const fmt_pass_opts *o, const fmt_hmac_key *pw, const uint8_t *salt,
+			uint8_t key[FMT_AEAD_KEY], fmt_err *e)
+{
+	fmt_password view = { pw->bytes, pw->len };
+	if (o && o->notice)
+		o->notice(FMT_PASS_DERIVING);
+	fmt_kind k = fmt_argon2id_key(&view, salt, key, e);
+	if (o && o->notice)
+		o->notice(NULL);
+	return k;
+}
+
+/* AES-256-GCM of the 32 bytes in to out; decrypting, tag is checked, else written. */
+static fmt_kind enc_gcm(const uint8_t key[FMT_AEAD_KEY], const uint8_t *nonce, int decrypt,
+			const uint8_t *in, uint8_t *out, uint8_t *tag, fmt_err *e)
+{
+	fmt_gcm g;
+	fmt_kind k = fmt_gcm_init(&g, key, nonce, decrypt, e);
+	if (k != FMT_OK)
+		return k;
+	k = fmt_gcm_update(&g, in, FMT_X25519_LEN, out, e);
+	if (k == FMT_OK)
+		k = fmt_gcm_final(&g, tag, e);
+	fmt_gcm_free(&g);
+	return k;
+}
+
+fmt_kind fmt_x25519_secret_seal(const fmt_x25519_pair *p, const fmt_pass_opts *o, uint8_t **text,
+				size_t *len, fmt_err *e)
+{
+	fmt_hmac_key pw = { 0 };
+	uint8_t blob[X25519_ENC_LEN], key[FMT_AEAD_KEY];
+	size_t b64 = sodium_base64_ENCODED_LEN(X25519_ENC_LEN, sodium_base64_VARIANT_ORIGINAL);
+	size_t cap = strlen(X25519_ENC_COMMENT) + 1 + b64 + 1;
+	*text = NULL;
+	fmt_kind k = fmt_passphrase(o, 1, &pw, e);
+	memcpy(blob, X25519_ENC_MAGIC, sizeof X25519_ENC_MAGIC);
+	blob[4] = X25519_ENC_VERSION;
+	if (k == FMT_OK)
+		k = fmt_random(blob + X25519_ENC_SALT, FMT_ARGON2_SALT + FMT_AEAD_NONCE, e);
+	if (k == FMT_OK)
+		k = enc_key(o, &pw, blob + X25519_ENC_SALT, key, e);
+	if (k == FMT_OK)
+		k = enc_gcm(key, blob + X25519_ENC_NONCE, 0, p->sk, blob + X25519_ENC_KEY, blob + X25519_ENC_TAG, e);
+	if (k == FMT_OK && !(*text = sodium_malloc(cap)))
+		k = fmt_fail(e, FMT_INTERNAL, "out of secure memory");
+	if (k == FMT_OK) {
+		int n = snprintf((char *)*text, cap, "%s\n", X25519_ENC_COMMENT);
+		fmt_base64(blob, sizeof blob, (char *)*text + n, cap - (size_t)n);
+		*len = strlen((char *)*text);
+		(*text)[(*len)++] = '\n';
+	}
+	fmt_wipe(key, sizeof key);
+	fmt_hmac_key_free(&pw);
+	return k;
+}
+
+/* The encrypted bytes of an X25519 secret key file: its passphrase as o says, then the key. */
+static fmt_kind open_sealed(const uint8_t *blob, size_t n, const fmt_pass_opts *o, uint8_t *sk, fmt_err *e)
+{
+	fmt_hmac_key pw = { 0 };
+	uint8_t key[FMT_AEAD_KEY], tag[FMT_AEAD_TAG];
+	if (blob[4] != X25519_ENC_VERSION)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "an encrypted X25519 secret key of version %u; this "
+				"build reads version %u", blob[4], X25519_ENC_VERSION);
+	if (n != X25519_ENC_LEN)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "an encrypted X25519 secret key holds %u bytes, this "
+				"one %zu (truncated or altered)", (unsigned)X25519_ENC_LEN, n);
+	fmt_kind k = fmt_passphrase(o, 0, &pw, e);
+	if (k == FMT_OK)
+		k = enc_key(o, &pw, blob + X25519_ENC_SALT, key, e);
+	memcpy(tag, blob + X25519_ENC_TAG, sizeof tag);
+	if (k == FMT_OK && enc_gcm(key, blob + X25519_ENC_NONCE, 1, blob + X25519_ENC_KEY, sk, tag, e) != FMT_OK)
+		k = fmt_fail(e, FMT_DECRYPTION, "wrong passphrase for the X25519 secret key (or the key "
+			     "file was altered)");
+	fmt_wipe(key, sizeof key);
+	fmt_hmac_key_free(&pw);
+	return k;
+}
+
+/* "untrusted comment: ...\n" then base64 of exactly 32 bytes (unencrypted), or of an encrypted
+ * key (X25519_ENC_MAGIC...). */
+static fmt_kind parse_secret(const uint8_t *text, size_t n, const fmt_pass_opts *o, uint8_t *sk, fmt_err *e)
 {
 	const uint8_t *nl = memchr(text, '\n', n);
+	uint8_t blob[2 * X25519_ENC_LEN];
 	size_t b64_len, got = 0;
 	if (!nl || (size_t)(nl - text) < strlen(UNTRUSTED) || memcmp(text, UNTRUSTED, strlen(UNTRUSTED)) != 0)
 		goto bad;
 	b64_len = n - (size_t)(nl + 1 - text);
-	if (sodium_base642bin(sk, FMT_X25519_LEN, (const char *)nl + 1, b64_len, "\r\n", &got, NULL,
-			      sodium_base64_VARIANT_ORIGINAL) != 0 || got != FMT_X25519_LEN)
+	if (sodium_base642bin(blob, sizeof blob, (const char *)nl + 1, b64_len, "\r\n", &got, NULL,
+			      sodium_base64_VARIANT_ORIGINAL) != 0)
 		goto bad;
-	return FMT_OK;
+	fmt_kind k = FMT_OK;
+	if (got == FMT_X25519_LEN)
+		memcpy(sk, blob, FMT_X25519_LEN);
+	else if (got > 4 && memcmp(blob, X25519_ENC_MAGIC, sizeof X25519_ENC_MAGIC) == 0)
+		k = open_sealed(blob, got, o, sk, e);
+	else
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "not an X25519 secret key file (%zu bytes under the "
+			     "comment, neither a 32-byte key nor an encrypted one)", got);
+	fmt_wipe(blob, sizeof blob);
+	return k;
 bad:
 	return fmt_fail(e, FMT_INVALID_FORMAT, "not an X25519 secret key file (fmt-sign keygen --x25519 makes one)");
 }
 
-fmt_kind fmt_x25519_secret_load(const char *path, fmt_x25519_pair *out, fmt_err *e)
+fmt_kind fmt_x25519_secret_load(const char *path, const fmt_pass_opts *o, fmt_x25519_pair *out,
+				fmt_err *e)
 {
 	struct stat st;
 	uint8_t *text = NULL;
@@ -241,7 +346,7 @@ fmt_kind fmt_x25519_secret_load(const char *path, fmt_x25519_pair *out, fmt_err 
 		fmt_fail(e, FMT_INVALID_FORMAT, "not an X25519 secret key file (too long)");
 		goto out;
 	}
-	if (parse_secret(text, got, out->sk, e) == FMT_OK) {
+	if (parse_secret(text, got, o, out->sk, e) == FMT_OK) {
 		fmt_x25519_public_of(out->sk, out->pk);
 		k = FMT_OK;
 	}
@@ -272,7 +377,7 @@ fmt_kind fmt_decrypt_keys_load(const fmt_decrypt_opts *o, fmt_decrypt_keys *dk, 
 		k = fmt_password_from_env(o->password_env, &dk->password, e);
 	dk->has_password = k == FMT_OK && (o->password_file || o->password_env);
 	if (k == FMT_OK && o->identity) {
-		k = fmt_x25519_secret_load(o->identity, &dk->identity, e);
+		k = fmt_x25519_secret_load(o->identity, &o->passphrase, &dk->identity, e);
 		dk->has_identity = k == FMT_OK;
 	}
 	if (k != FMT_OK) {

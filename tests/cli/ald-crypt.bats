@@ -60,7 +60,7 @@ false'
 }
 
 @test "recipient mode: the 45-byte header (mode 1, ephemeral key, nonce), --identity decrypts, STREAMING too" {
-	fmt-sign keygen --x25519 -p r.pub -s r.key
+	fmt-sign keygen -W --x25519 -p r.pub -s r.key
 	run --separate-stderr fmt-convert --encrypt-to r.pub in.csv r.ald
 	assert_success
 	l=$(layout r.ald)
@@ -85,7 +85,7 @@ false'
 }
 
 @test "--password-env; .ald to .ald re-encrypts from a password to a recipient" {
-	fmt-sign keygen --x25519 -p r.pub -s r.key
+	fmt-sign keygen -W --x25519 -p r.pub -s r.key
 	fmt-convert --encrypt-password-file pw.txt in.csv e.ald
 	ALD_PW='correct horse battery' run --separate-stderr fmt-convert --password-env ALD_PW e.ald - --to csv
 	assert_success
@@ -98,8 +98,8 @@ false'
 }
 
 @test "wrong password, wrong identity, missing key: exit 8, nothing written, the reason said" {
-	fmt-sign keygen --x25519 -p r.pub -s r.key
-	fmt-sign keygen --x25519 -p o.pub -s o.key
+	fmt-sign keygen -W --x25519 -p r.pub -s r.key
+	fmt-sign keygen -W --x25519 -p o.pub -s o.key
 	fmt-convert --encrypt-password-file pw.txt in.csv e.ald
 	fmt-convert --encrypt-to r.pub in.csv r.ald
 	mkdir out
@@ -153,7 +153,7 @@ false'
 }
 
 @test "secrets never in argv, messages or outputs; the identity must be private" {
-	fmt-sign keygen --x25519 -p r.pub -s r.key
+	fmt-sign keygen -W --x25519 -p r.pub -s r.key
 	fmt-convert --encrypt-password-file pw.txt in.csv e.ald
 	# a slow reader keeps fmt-convert alive while ps looks at every command line
 	(fmt-convert --password-file <(sleep 1; cat pw.txt) e.ald - --to csv >got.csv 2>err.txt; echo $? >rc) &
@@ -174,7 +174,7 @@ false'
 }
 
 @test "usage: two encryption keys, encryption of a CSV or a model, decryption options with a model output" {
-	fmt-sign keygen --x25519 -p r.pub -s r.key
+	fmt-sign keygen -W --x25519 -p r.pub -s r.key
 	run --separate-stderr fmt-convert --encrypt-password-file pw.txt --encrypt-to r.pub in.csv x.ald
 	assert_failure 2
 	assert_equal "$stderr" "fmt-convert: error: give one of --encrypt-password-file, --encrypt-password-env and --encrypt-to"
@@ -196,7 +196,7 @@ false'
 }
 
 @test "hostile: every single-byte change of an encrypted .ald is refused (4 or 6; 8 or 4/5 once the CRC is recomputed)" {
-	fmt-sign keygen --x25519 -p r.pub -s r.key
+	fmt-sign keygen -W --x25519 -p r.pub -s r.key
 	fmt-convert --encrypt-to r.pub in.csv r.ald
 	fmt-convert --encrypt-password-file pw.txt in.csv e.ald
 	run /usr/bin/python3 - "$(command -v fmt-convert)" <<'PY'
@@ -314,4 +314,114 @@ PY
 		assert_equal "$stderr" "fmt-shard: error: $msg"
 	done
 	[ ! -e parts ] && [ ! -e out.csv ] && [ ! -e out.ald ]
+}
+
+# An encrypted X25519 secret key (man fmt-sign, "X25519 keys"): its bytes under the comment line.
+key_blob() { sed -n 2p "$1" | base64 -d; }
+# Write a key file with the comment line of $1 and the bytes of the hex $2.
+put_key() {
+	{ sed -n 1p "$1"; xxd -r -p <<<"$2" | base64 -w0; echo; } >"$3"
+	chmod 600 "$3"
+}
+
+@test "keygen --x25519 encrypts the secret key (Argon2id, AES-256-GCM) as man fmt-sign says; python decrypts it; 0600" {
+	run --separate-stderr fmt-sign keygen --x25519 -p r.pub -s r.key --passphrase-file pw.txt
+	assert_success
+	[ "$(stat -c %a r.key)" = 600 ]
+	assert_equal "$(sed -n 1p r.key)" "untrusted comment: fmtkit x25519 secret key, encrypted (Argon2id, AES-256-GCM)"
+	[ "$(wc -l <r.key)" -eq 2 ]
+	[ "$(key_blob r.key | wc -c)" -eq 81 ]
+	# the layout of the man page, decrypted independently (argon2-cffi, cryptography): the key is
+	# the public key's secret half, and its 32 bytes are nowhere in the file (raw or base64)
+	run /usr/bin/python3 - r.key r.pub pw.txt <<'PY'
+import base64, sys
+from argon2.low_level import hash_secret_raw, Type
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from cryptography.hazmat.primitives import serialization
+text = open(sys.argv[1], "rb").read()
+blob = base64.b64decode(text.split(b"\n")[1])
+assert blob[0:4] == b"X25K" and blob[4] == 1 and len(blob) == 81, blob[:5]
+salt, nonce, ct_tag = blob[5:21], blob[21:33], blob[33:81]
+pw = open(sys.argv[3], "rb").read().rstrip(b"\n")
+key = hash_secret_raw(pw, salt, time_cost=2, memory_cost=19456, parallelism=1, hash_len=32,
+                      type=Type.ID, version=19)
+sk = AESGCM(key).decrypt(nonce, ct_tag, None)
+pk = X25519PrivateKey.from_private_bytes(sk).public_key().public_bytes(
+    serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+assert pk == base64.b64decode(open(sys.argv[2], "rb").read().split(b"\n")[1]), "not the public key's secret"
+assert sk not in text and sk not in blob and base64.b64encode(sk)[:40] not in text, "plain secret in the file"
+print("ok")
+PY
+	assert_success
+	assert_output ok
+	# without a passphrase and no terminal: a usage error, nothing written
+	run --separate-stderr fmt-sign keygen --x25519 -p n.pub -s n.key </dev/null
+	assert_failure 2
+	[ ! -e n.key ] && [ ! -e n.pub ]
+}
+
+@test "an encrypted --identity: fmt-convert, fmt-inspect --head, fmt-verify decrypt with --passphrase-file/-env; wrong passphrase exit 8; -W keys still load" {
+	fmt-sign keygen --x25519 -p r.pub -s r.key --passphrase-file pw.txt >/dev/null
+	fmt-convert --encrypt-to r.pub in.csv r.ald
+	rows=$(printf '{"id":1,"name":"ann"}\n{"id":2,"name":"bob"}\n{"id":3,"name":"cy"}')
+	run --separate-stderr fmt-convert --identity r.key --passphrase-file pw.txt r.ald - --to jsonl
+	assert_success
+	assert_output "$rows"
+	PW='correct horse battery' run --separate-stderr fmt-inspect --head 2 --identity r.key --passphrase-env PW r.ald
+	assert_success
+	assert_output "$(printf 'id  name\n1   ann\n2   bob')"
+	run --separate-stderr fmt-verify --identity r.key --passphrase-file pw.txt r.ald
+	assert_success
+	assert_output "r.ald: ok (ald, 3 rows, CRC-32 ieee, encrypted payload authenticated)"
+	# the wrong passphrase: exit 8, the key file named, nothing written
+	run --separate-stderr fmt-convert --identity r.key --passphrase-file bad.txt r.ald out.csv
+	assert_failure 8
+	assert_equal "$stderr" "fmt-convert: error: r.key: wrong passphrase for the X25519 secret key (or the key file was altered)"
+	[ ! -e out.csv ]
+	run --separate-stderr fmt-inspect --head 2 --identity r.key --passphrase-file bad.txt r.ald
+	assert_failure 8
+	assert_equal "$stderr" "fmt-inspect: error: r.key: wrong passphrase for the X25519 secret key (or the key file was altered)"
+	# no passphrase and no terminal to ask on
+	run --separate-stderr fmt-inspect --head 2 --identity r.key r.ald </dev/null
+	assert_failure 2
+	assert_equal "$stderr" "fmt-inspect: error: r.key: no terminal to ask for the passphrase on; use --passphrase-file FILE or --passphrase-env NAME"
+	# an unencrypted key (-W, the format keygen --x25519 always wrote before) loads without one
+	fmt-sign keygen -W --x25519 -p w.pub -s w.key >/dev/null
+	[ "$(key_blob w.key | wc -c)" -eq 32 ]
+	fmt-convert --encrypt-to w.pub in.csv w.ald
+	run --separate-stderr fmt-convert --identity w.key w.ald - --to jsonl
+	assert_success
+	assert_output "$rows"
+	run --separate-stderr fmt-inspect --head 2 --identity w.key w.ald
+	assert_success
+}
+
+@test "a malformed encrypted X25519 key (truncated, another version, too long, not base64) is exit 4 before any passphrase is asked" {
+	fmt-sign keygen --x25519 -p r.pub -s r.key --passphrase-file pw.txt >/dev/null
+	fmt-convert --encrypt-to r.pub in.csv r.ald
+	hex=$(key_blob r.key | xxd -p -c 200)
+	put_key r.key "${hex:0:120}" short.key
+	put_key r.key "${hex:0:8}02${hex:10}" v2.key
+	put_key r.key "${hex}00" long.key
+	{ sed -n 1p r.key; echo 'WDI1SwE*'; } >bad64.key; chmod 600 bad64.key
+	for k in short v2 long bad64; do
+		case $k in
+		short) msg="short.key: an encrypted X25519 secret key holds 81 bytes, this one 60 (truncated or altered)" ;;
+		v2) msg="v2.key: an encrypted X25519 secret key of version 2; this build reads version 1" ;;
+		long) msg="long.key: an encrypted X25519 secret key holds 81 bytes, this one 82 (truncated or altered)" ;;
+		bad64) msg="bad64.key: not an X25519 secret key file (fmt-sign keygen --x25519 makes one)" ;;
+		esac
+		# no passphrase option and no terminal: the format is refused first
+		run --separate-stderr fmt-convert --identity $k.key r.ald - --to jsonl </dev/null
+		assert_failure 4
+		assert_equal "$stderr" "fmt-convert: error: $msg"
+		run --separate-stderr fmt-inspect --head 1 --identity $k.key --passphrase-file pw.txt r.ald
+		assert_failure 4
+		assert_equal "$stderr" "fmt-inspect: error: $msg"
+	done
+	# a changed byte of the encrypted key or its salt: the tag does not match (exit 8)
+	put_key r.key "${hex:0:20}$(printf %02x $(( (0x${hex:20:2} + 1) % 256 )))${hex:22}" salt.key
+	run --separate-stderr fmt-convert --identity salt.key --passphrase-file pw.txt r.ald - --to jsonl
+	assert_failure 8
 }

@@ -310,7 +310,7 @@ sys.stdout.buffer.write(struct.pack("<Q", len(h)) + h + a.tobytes())' >big.safet
 
 # Item 10: one recipient per file (specs/ald.md §5); every option that takes one value alike.
 @test "--encrypt-to given twice is a usage error (exit 2) naming it; nothing is written" {
-	fmt-sign keygen --x25519 >/dev/null
+	fmt-sign keygen -W --x25519 >/dev/null
 	X=$XDG_CONFIG_HOME/fmtkit/x25519.pub
 	[ -f "$X" ] || X=$(ls "$XDG_CONFIG_HOME"/fmtkit/*x25519*.pub | head -1)
 	run --separate-stderr fmt-convert --encrypt-to "$X" --encrypt-to "$X" d.csv e.ald

@@ -199,7 +199,7 @@ EOF
 EOF2
 	# a key to decrypt an input that is not encrypted
 	printf 'pw' >pw.txt
-	fmt-sign keygen --x25519 -p r.pub -s r.key >/dev/null
+	fmt-sign keygen -W --x25519 -p r.pub -s r.key >/dev/null
 	for opt in '--password-file pw.txt' '--password-env HOME' '--identity r.key'; do
 		# shellcheck disable=SC2086
 		run --separate-stderr fmt-convert $opt in.ald o.csv

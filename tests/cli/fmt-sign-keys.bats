@@ -94,7 +94,7 @@ secret key: $DIR/ed25519.key"
 
 @test "keygen writes both key files or neither: -p a directory, an immutable .pub or .key with --force (Ed25519 and X25519)" {
 	mkdir pubdir
-	for kind in -W --x25519; do
+	for kind in -W "-W --x25519"; do
 		run --separate-stderr fmt-sign keygen $kind -p pubdir -s new.key --force
 		assert_failure 2
 		assert_equal "$stderr" "fmt-sign: error: pubdir: the key path is not a regular file; not rotating it"
@@ -107,7 +107,7 @@ secret key: $DIR/ed25519.key"
 	cp old.pub old.pub.orig
 	cp old.key old.key.orig
 	chattr +i old.pub || skip "this file system has no immutable flag"
-	for kind in -W --x25519; do
+	for kind in -W "-W --x25519"; do
 		run --separate-stderr fmt-sign keygen $kind -p old.pub -s k6.key --force
 		chattr -i old.pub 2>/dev/null || true
 		assert_failure 3
@@ -118,7 +118,7 @@ secret key: $DIR/ed25519.key"
 	done
 	chattr -i old.pub
 	chattr +i old.key
-	for kind in -W --x25519; do
+	for kind in -W "-W --x25519"; do
 		run --separate-stderr fmt-sign keygen $kind -p new.pub -s old.key --force
 		assert_failure 3
 		assert_equal "$stderr" "fmt-sign: error: old.key: cannot rename the key to old.key.old: Operation not permitted"
@@ -346,8 +346,8 @@ PY
 	assert_failure 3
 }
 
-@test "keygen --x25519 writes a 0600 secret and a one-line base64 public key under a comment" {
-	run fmt-sign keygen --x25519
+@test "keygen -W --x25519 writes a 0600 secret and a one-line base64 public key under a comment" {
+	run fmt-sign keygen -W --x25519
 	assert_success
 	pub="$DIR/x25519.pub"
 	[ "$(stat -c %a "$DIR/x25519.key")" = 600 ]
@@ -370,7 +370,7 @@ pk = X25519PrivateKey.from_private_bytes(sk).public_key().public_bytes(
     serialization.Encoding.Raw, serialization.PublicFormat.Raw)
 assert pk == open(sys.argv[2], "rb").read(), "public key does not match the secret key"
 PY
-	run fmt-sign keygen --x25519
+	run fmt-sign keygen -W --x25519
 	assert_failure 2
 }
 
@@ -541,7 +541,7 @@ PY
 	assert_failure 2
 	assert_equal "$stderr" "fmt-sign: error: ./k: -s and -p k name the same file; a key pair is two files"
 	mkdir d
-	run --separate-stderr fmt-sign keygen --x25519 -p d/../x -s x
+	run --separate-stderr fmt-sign keygen -W --x25519 -p d/../x -s x
 	assert_failure 2
 	assert_equal "$stderr" "fmt-sign: error: x: -s and -p d/../x name the same file; a key pair is two files"
 	[ ! -e k ] && [ ! -e k.old ] && [ ! -e x ] && [ -z "$(ls -A d)" ]

@@ -347,10 +347,23 @@ PY
 	run fmt-watermark entropy -j --password-file pw.txt e.ald
 	assert_success
 	[ "$(jq -r '.columns | length' <<<"$output")" -gt 0 ]
-	fmt-sign keygen --x25519 -p bob.pub -s bob.key >/dev/null
+	fmt-sign keygen -W --x25519 -p bob.pub -s bob.key >/dev/null
 	fmt-convert -q --encrypt-to bob.pub marked.ald tobob.ald
 	run fmt-watermark prove --key seller.key --buyer alice --identity bob.key tobob.ald
 	assert_success
+	# an encrypted identity: its passphrase from --passphrase-file / -env in every subcommand
+	fmt-sign keygen --x25519 -p carol.pub -s carol.key --passphrase-file pw.txt >/dev/null
+	fmt-convert -q --encrypt-to carol.pub marked.ald tocarol.ald
+	run fmt-watermark prove --key seller.key --buyer alice --identity carol.key --passphrase-file pw.txt tocarol.ald
+	assert_success
+	assert_line --index 0 --partial "tocarol.ald: match: buyer alice"
+	run env PW=pw fmt-watermark detect --identity carol.key --passphrase-env PW tocarol.ald
+	assert_success
+	run fmt-watermark embed -q --key seller.key --buyer dave --identity carol.key --passphrase-file pw.txt tocarol.ald dave.ald
+	assert_success
+	run --separate-stderr fmt-watermark detect --identity carol.key --passphrase-file bob.pub tocarol.ald
+	assert_failure 8
+	assert_equal "$stderr" "fmt-watermark: error: carol.key: wrong passphrase for the X25519 secret key (or the key file was altered)"
 	# no password and no terminal: exit 8, naming the options it has
 	for cmd in "entropy" "extract --key seller.key" "embed --key seller.key --buyer b"; do
 		run --separate-stderr fmt-watermark $cmd e.ald $([[ $cmd == embed* ]] && echo o.ald) </dev/null

@@ -126,7 +126,7 @@ raw_pk_of() { sed -n 2p "$1" | base64 -d | tail -c 32 | base64 -w0; }
 	assert_equal "$stderr" "fmt-verify: error: no *.pub key file in the trusted keys directory empty"
 	# fmtkit's own encryption key among them (or as -p) is named for what it is: it said 'the
 	# public key is not base64 of 42 bytes' (exit 4)
-	fmt-sign keygen --x25519 -p empty/bob.pub -s bob.key >/dev/null
+	fmt-sign keygen -W --x25519 -p empty/bob.pub -s bob.key >/dev/null
 	for opt in "--trusted-keys empty" "-p empty/bob.pub"; do
 		run --separate-stderr fmt-verify $opt m.safetensors
 		assert_failure 2

@@ -57,7 +57,7 @@ def scratch(d):
         open(paths["csv"], "w").write(CSV)
         open(paths["pw"], "wb").write(PASSWORD + b"\n")  # one trailing newline: not part of it
         run("fmt-convert", "--quiet", paths["csv"], paths["plain"])
-        run("fmt-sign", "keygen", "--x25519", "-p", paths["pub"], "-s", paths["key"])
+        run("fmt-sign", "keygen", "-W", "--x25519", "-p", paths["pub"], "-s", paths["key"])
     return paths
 
 

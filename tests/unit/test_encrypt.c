@@ -96,12 +96,12 @@ TEST(encrypt_identity_files)
 	CHECK(fmt_x25519_secret_text(&p, &text, &n, &e) == FMT_OK);
 	snprintf(path, sizeof path, "%s/id.key", dir);
 	CHECK(fmt_key_file_create(path, text, n, 0, 1, &e) == FMT_OK);
-	CHECK(fmt_x25519_secret_load(path, &q, &e) == FMT_OK);
+	CHECK(fmt_x25519_secret_load(path, NULL, &q, &e) == FMT_OK);
 	CHECK_MEM(q.sk, p.sk, 32);
 	CHECK_MEM(q.pk, p.pk, 32);
 	fmt_x25519_free(&q);
 	chmod(path, 0640);
-	CHECK(fmt_x25519_secret_load(path, &q, &e) == FMT_USAGE);
+	CHECK(fmt_x25519_secret_load(path, NULL, &q, &e) == FMT_USAGE);
 	CHECK(strstr(e.msg, "readable by others") != NULL);
 	char *pub;
 	CHECK(fmt_x25519_public_text(&p, &pub, &n, &e) == FMT_OK);
@@ -110,8 +110,35 @@ TEST(encrypt_identity_files)
 	CHECK(fmt_x25519_public_load(path, pk, &e) == FMT_OK);
 	CHECK_MEM(pk, p.pk, 32);
 	snprintf(path, sizeof path, "%s/missing.key", dir);
-	CHECK(fmt_x25519_secret_load(path, &q, &e) == FMT_USAGE);
+	CHECK(fmt_x25519_secret_load(path, NULL, &q, &e) == FMT_USAGE);
 	free(pub);
+	fmt_x25519_free(&p);
+	sodium_free(text);
+}
+
+TEST(encrypt_identity_sealed)
+{
+	char *dir = unit_tmp_dir(), path[512];
+	fmt_x25519_pair p, q;
+	fmt_err e;
+	uint8_t *text;
+	size_t n;
+	fmt_pass_opts po = { .env = "UNIT_X25519_PW" }, none = { 0 };
+	setenv("UNIT_X25519_PW", "right", 1);
+	CHECK(fmt_x25519_keygen(&p, &e) == FMT_OK);
+	CHECK(fmt_x25519_secret_seal(&p, &po, &text, &n, &e) == FMT_OK);
+	CHECK(memmem(text, n, p.sk, 32) == NULL);
+	snprintf(path, sizeof path, "%s/sealed.key", dir);
+	CHECK(fmt_key_file_create(path, text, n, 0, 1, &e) == FMT_OK);
+	CHECK(fmt_x25519_secret_load(path, &po, &q, &e) == FMT_OK);
+	CHECK_MEM(q.sk, p.sk, 32);
+	CHECK_MEM(q.pk, p.pk, 32);
+	fmt_x25519_free(&q);
+	CHECK(fmt_x25519_secret_load(path, &none, &q, &e) == FMT_USAGE);
+	setenv("UNIT_X25519_PW", "wrong", 1);
+	CHECK(fmt_x25519_secret_load(path, &po, &q, &e) == FMT_DECRYPTION);
+	CHECK(q.sk == NULL);
+	unsetenv("UNIT_X25519_PW");
 	fmt_x25519_free(&p);
 	sodium_free(text);
 }

@@ -101,9 +101,9 @@ static const fmt_cli_option own_options[] = {
 	{ FMT_CLI_OPT("sign-key", OPT_SIGN_KEY, "SECKEY", "sign the output with this Ed25519 secret key (minisign\n"
 		      "format): .apsim ed25519 signature, .ald signature block"),
 	  .complete = FMT_COMPLETE_FILE, .words = "*.key", .group = GROUP_KEY },
-	{ FMT_CLI_OPT("passphrase-file", OPT_PASS_FILE, "FILE", "--sign-key's passphrase from FILE (one final newline removed)"),
+	{ FMT_CLI_OPT("passphrase-file", OPT_PASS_FILE, "FILE", "--sign-key's or --identity's passphrase from FILE\n(one final newline removed)"),
 	  .complete = FMT_COMPLETE_FILE },
-	{ FMT_CLI_OPT("passphrase-env", OPT_PASS_ENV, "NAME", "--sign-key's passphrase from the environment variable NAME"),
+	{ FMT_CLI_OPT("passphrase-env", OPT_PASS_ENV, "NAME", "the same from the environment variable NAME"),
 	  .complete = FMT_COMPLETE_ENV },
 	{ FMT_CLI_OPT("no-verify", OPT_NO_VERIFY, NULL, "do not check the input's digest before converting") },
 	{ FMT_CLI_OPT("arch", OPT_ARCH, "NAME", "set general.architecture (GGUF; arch for APR)"),
@@ -259,8 +259,8 @@ static int general_option(convert_args *a, int id, const char *arg, fmt_err *e)
 	case OPT_EXCLUDE: full = push(o->exclude, &o->n_exclude, arg); break;
 	case OPT_DRY_RUN: o->dry_run = 1; break;
 	case OPT_SIGN_KEY: o->sign_key = arg; break;
-	case OPT_PASS_FILE: o->passphrase.file = arg; break;
-	case OPT_PASS_ENV: o->passphrase.env = arg; break;
+	case OPT_PASS_FILE: o->passphrase.file = o->decrypt.passphrase.file = arg; break;
+	case OPT_PASS_ENV: o->passphrase.env = o->decrypt.passphrase.env = arg; break;
 	case OPT_NO_VERIFY: o->no_verify = 1; break;
 	case 'c':
 	case OPT_COMPRESS:

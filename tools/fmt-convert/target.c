@@ -16,7 +16,7 @@ const char *convert_check_line(convert_args *a, const fmt_cli *cli)
 	o->out = fmt_cli_records(&cli->common);
 	o->err = stderr;
 	fmt_cli_pipeline_reports(o);
-	o->decrypt.ask = fmt_prompt_password;
+	fmt_cli_decrypt_prompts(&o->decrypt, &cli->common);
 	if (a->allow_overflow && a->overflow_given && o->overflow != FMT_OVERFLOW_SATURATE)
 		return "--allow-overflow means --overflow=saturate; it contradicts --overflow=refuse or widen";
 	if (a->allow_overflow)
@@ -27,8 +27,8 @@ const char *convert_check_line(convert_args *a, const fmt_cli *cli)
 		return "need INPUT and OUTPUT";
 	if (o->sign_key && (o->sign || fmt_key_opts_given(&o->key)))
 		return "--sign-key (Ed25519) and --sign or an HMAC key option are different signatures: give one";
-	if ((o->passphrase.file || o->passphrase.env) && !o->sign_key)
-		return "--passphrase-file and --passphrase-env are for --sign-key";
+	if ((o->passphrase.file || o->passphrase.env) && !o->sign_key && !o->decrypt.identity)
+		return "--passphrase-file and --passphrase-env are for --sign-key or --identity";
 	if (o->passphrase.file && o->passphrase.env)
 		return "--passphrase-file and --passphrase-env: give one";
 	return NULL;

@@ -35,6 +35,7 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("head", OPT_HEAD, "N", "datasets: the first N rows (a table, or with --json one\n"
 		      "object per row in \"head\"); decodes only what holds them") },
 	FMT_CLI_DECRYPT_OPTIONS,
+	FMT_CLI_IDENTITY_PASS_OPTIONS,
 	{ FMT_CLI_OPT("allow-expired", OPT_ALLOW_EXPIRED, NULL, ".ald: --head and --stats read the rows although the\n"
 		      "licence has expired (said on stderr); without it that is exit 10") },
 	{ FMT_CLI_OPT("full", OPT_FULL, NULL, "do not abbreviate metadata arrays longer than 16 items;\nwith --json also \"metadata_typed\": every value with its\ntype, as fmt-convert --set-from reads it") },
@@ -131,7 +132,7 @@ int main(int argc, char **argv)
 	fmt_keyset keys = { 0 };
 	fmt_err e;
 	fmt_err_clear(&e);
-	a.decrypt.ask = fmt_prompt_password;
+	fmt_cli_decrypt_prompts(&a.decrypt, &cli.common);
 	fmt_kind k = fmt_decrypt_keys_load(&a.decrypt, &dk, &keys, &e);
 	if (k != FMT_OK)
 		return fmt_cli_finish(&tool, &cli, fmt_report_failed_all(cli.common.quiet ? NULL : stdout, TOOL,

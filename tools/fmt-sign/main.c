@@ -127,7 +127,7 @@ static const fmt_cli_tool tool = {
 	.name = TOOL,
 	.synopsis = "keygen --hmac [--force] [OPTIONS]\n"
 		    "keygen [-p PUBKEY] [-s SECKEY] [-W | --passphrase-file F | --passphrase-env NAME] [--force]\n"
-		    "keygen --x25519 [-p PUBKEY] [-s SECKEY] [--force]\n"
+		    "keygen --x25519 [-p PUBKEY] [-s SECKEY] [-W | --passphrase-file F | --passphrase-env NAME] [--force]\n"
 		    "keygen --watermark [-s KEYFILE] [--force]\n"
 		    "sign -s SECKEY [-x SIGFILE] [-t COMMENT] FILE...\n"
 		    "sign --embed [-s SECKEY] FILE...\n"
@@ -163,8 +163,8 @@ static const char *check_usage(const sign_opts *o, const fmt_cli *cli)
 			return "--hmac, --x25519 and --watermark are different kinds of key: give one";
 		if (o->watermark && o->pubkey)
 			return "a watermark key has no public half: -s names its file";
-		if ((o->hmac || o->x25519 || o->watermark) && (o->no_passphrase || passphrase))
-			return "only Ed25519 secret keys have a passphrase (-W, --passphrase-*)";
+		if ((o->hmac || o->watermark) && (o->no_passphrase || passphrase))
+			return "only Ed25519 and X25519 secret keys have a passphrase (-W, --passphrase-*)";
 		if (o->hmac && (o->pubkey || o->seckey))
 			return "the HMAC key has one place; -p and -s name key pair files";
 		if (o->no_passphrase && passphrase)

@@ -86,8 +86,10 @@ static int keygen_x25519(const sign_opts *o, char *pub_path, char *sec_path)
 	fmt_kind k = fmt_x25519_keygen(&pair, &e);
 	if (k == FMT_OK)
 		k = fmt_x25519_public_text(&pair, &pub, &pub_len, &e);
+	fmt_pass_opts po = sign_pass_opts(o);
 	if (k == FMT_OK)
-		k = fmt_x25519_secret_text(&pair, &sec, &sec_len, &e);
+		k = o->no_passphrase ? fmt_x25519_secret_text(&pair, &sec, &sec_len, &e)
+				     : fmt_x25519_secret_seal(&pair, &po, &sec, &sec_len, &e);
 	if (k == FMT_OK)
 		k = write_pair(o, pub_path, pub, pub_len, sec_path, sec, sec_len, &e);
 	int code = k == FMT_OK ? 0 : sign_fail(o, NULL, &e);

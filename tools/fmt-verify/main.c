@@ -36,6 +36,7 @@ static const fmt_cli_option options[] = {
 	  .complete = FMT_COMPLETE_ENV },
 	{ FMT_CLI_OPT("secret-prompt", FMT_OPT_SECRET_PROMPT, NULL, "check it with a team secret typed at a prompt") },
 	FMT_CLI_DECRYPT_OPTIONS,
+	FMT_CLI_IDENTITY_PASS_OPTIONS,
 	FMT_CLI_TRUST_OPTIONS(0),
 	{ FMT_CLI_OPT("threads", 'T', "N", "digest shards in parallel (default: number of cores)") },
 	{ FMT_CLI_OPT("run-tests", OPT_RUN_TESTS, NULL, "also run embedded regression tests (.nk: nk-run --test);\n"
@@ -212,7 +213,7 @@ int main(int argc, char **argv)
 	}
 	fmt_decrypt_keys dk;
 	fmt_keyset dec_keys = { 0 };
-	a.decrypt.ask = fmt_prompt_password;
+	fmt_cli_decrypt_prompts(&a.decrypt, &cli.common);
 	fmt_kind dkk = fmt_decrypt_keys_load(&a.decrypt, &dk, &dec_keys, &e);
 	if (dkk != FMT_OK) {
 		fmt_check_keys_free(&ck);

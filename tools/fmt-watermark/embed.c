@@ -427,7 +427,7 @@ fmt_kind wm_embed(const char *input, const char *output, const wm_opts *o, const
 				.tool = TOOL, .out = stdout, .err = stderr, .allow_expired = o->allow_expired };
 	fmt_cli_pipeline_reports(&co);
 	co.decrypt = o->decrypt;
-	co.decrypt.ask = fmt_prompt_password; /* without a password file or variable: the terminal */
+	fmt_cli_decrypt_prompts(&co.decrypt, &o->common); /* without a password file or variable: the terminal */
 	FILE *nowhere = NULL;
 	if (o->dry_run) {
 		nowhere = fopencookie(NULL, "w", (cookie_io_functions_t){ .write = write_nowhere });

@@ -66,10 +66,10 @@ static const fmt_cli_option options[] = {
 		      "fmt-convert --sign-key; with this Ed25519 secret key\n"
 		      "(minisign's format, fmt-sign keygen)"),
 	  .commands = ONLY(CMD_PROVE) | ONLY(CMD_EMBED), .complete = FMT_COMPLETE_FILE, .words = "*.key" },
-	{ FMT_CLI_OPT("passphrase-file", OPT_PASS_FILE, "FILE", "the signing key's passphrase from FILE"),
-	  .commands = ONLY(CMD_PROVE) | ONLY(CMD_EMBED), .complete = FMT_COMPLETE_FILE },
-	{ FMT_CLI_OPT("passphrase-env", OPT_PASS_ENV, "NAME", "the signing key's passphrase from variable NAME"),
-	  .commands = ONLY(CMD_PROVE) | ONLY(CMD_EMBED), .complete = FMT_COMPLETE_ENV },
+	{ FMT_CLI_OPT("passphrase-file", OPT_PASS_FILE, "FILE", "the signing key's (and an encrypted\n"
+		      "--identity's) passphrase from FILE"), .complete = FMT_COMPLETE_FILE },
+	{ FMT_CLI_OPT("passphrase-env", OPT_PASS_ENV, "NAME", "the same from variable NAME"),
+	  .complete = FMT_COMPLETE_ENV },
 	{ FMT_CLI_OPT("output", 'o', "FILE", "prove: write the evidence JSON to FILE"),
 	  .commands = ONLY(CMD_PROVE), .complete = FMT_COMPLETE_FILE, .words = "*.json",
 	  .flags = FMT_CLI_WRITTEN },
@@ -173,8 +173,8 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 			return fmt_fail(e, FMT_USAGE, "--strength takes a fraction above 0 and at most 0.5 (e.g. 0.01)"), -1;
 		return 0;
 	case OPT_SIGN_KEY: o->sign_key = arg; return 0;
-	case OPT_PASS_FILE: o->passphrase_file = arg; return 0;
-	case OPT_PASS_ENV: o->passphrase_env = arg; return 0;
+	case OPT_PASS_FILE: o->passphrase_file = o->decrypt.passphrase.file = arg; return 0;
+	case OPT_PASS_ENV: o->passphrase_env = o->decrypt.passphrase.env = arg; return 0;
 	case 'o': o->evidence = arg; return 0;
 	case 'f': o->force = 1; return 0;
 	case OPT_TO: o->to_name = arg; return 0;
@@ -232,8 +232,8 @@ static const char *check_usage(const wm_opts *o, const fmt_cli *cli)
 		return "--buyer ID is needed";
 	if (o->n_columns && o->n_tensors)
 		return "--columns (datasets) and --tensors (models) select in different kinds of file: give one";
-	if ((o->passphrase_file || o->passphrase_env) && !o->sign_key)
-		return "--passphrase-file and --passphrase-env unlock --sign-key";
+	if ((o->passphrase_file || o->passphrase_env) && !o->sign_key && !o->decrypt.identity)
+		return "--passphrase-file and --passphrase-env unlock --sign-key or --identity";
 	return NULL;
 }
 
@@ -353,7 +353,7 @@ int main(int argc, char **argv)
 	fmt_keyset keys = { 0 };
 	int unlocks = cli.command != CMD_EMBED;
 	if (unlocks) {
-		o.decrypt.ask = fmt_prompt_password;
+		fmt_cli_decrypt_prompts(&o.decrypt, &o.common);
 		if (fmt_decrypt_keys_load(&o.decrypt, &dk, &keys, &e) != FMT_OK) {
 			fmt_wm_key_free(key);
 			return fmt_cli_finish(&tool, &cli, wm_fail(&o, NULL, &e));

@@ -33,8 +33,15 @@ int fmt_cli_trust_option(int id, const char *arg, fmt_trust_opts *o);
 /* The decryption options (fmt_decrypt_opts, fmt/encrypt.h): their option ids and their
  * handler, 1 if id was one (call it first thing in on_option). A tool that reads encrypted
  * data sets fmt_decrypt_opts.ask to fmt_prompt_password (fmt/prompt.h). */
-enum { FMT_OPT_PASSWORD_FILE = 0x10C0, FMT_OPT_PASSWORD_ENV, FMT_OPT_IDENTITY };
+enum { FMT_OPT_PASSWORD_FILE = 0x10C0, FMT_OPT_PASSWORD_ENV, FMT_OPT_IDENTITY,
+       FMT_OPT_PASSPHRASE_FILE, FMT_OPT_PASSPHRASE_ENV };
 int fmt_cli_decrypt_option(int id, const char *arg, fmt_decrypt_opts *o);
+
+/* Once the command line is read: the password prompt (fmt_prompt_password) and the identity's
+ * passphrase options (o->passphrase.file / .env, which the tool's --passphrase-file and
+ * --passphrase-env set) with the terminal prompt, as for every secret key (fmt_cli_pass_opts).
+ * Every tool that takes --identity calls it. */
+void fmt_cli_decrypt_prompts(fmt_decrypt_opts *o, const fmt_common_opts *common);
 
 /* Their entries in a tool's option table (fmt/cli.h), the same words in every tool that reads
  * encrypted data:  { FMT_CLI_OPT("head", ...) }, FMT_CLI_DECRYPT_OPTIONS, { FMT_CLI_OPT(...) }, */
@@ -45,6 +52,16 @@ int fmt_cli_decrypt_option(int id, const char *arg, fmt_decrypt_opts *o);
 	  .complete = FMT_COMPLETE_ENV },                                                                 \
 	{ FMT_CLI_OPT("identity", FMT_OPT_IDENTITY, "SECKEY", "the same with the X25519 secret key SECKEY"),           \
 	  .complete = FMT_COMPLETE_FILE, .words = "*.key" }
+
+/* The identity's passphrase options, for a tool that has no other secret key to unlock (one that
+ * has, fmt-convert's --sign-key, copies its own --passphrase-file/-env into
+ * fmt_decrypt_opts.passphrase):  FMT_CLI_DECRYPT_OPTIONS, FMT_CLI_IDENTITY_PASS_OPTIONS, */
+#define FMT_CLI_IDENTITY_PASS_OPTIONS                                                                    \
+	{ FMT_CLI_OPT("passphrase-file", FMT_OPT_PASSPHRASE_FILE, "FILE",                                \
+		      "--identity's passphrase from FILE when it is encrypted\n(default: ask on the terminal)"), \
+	  .complete = FMT_COMPLETE_FILE },                                                              \
+	{ FMT_CLI_OPT("passphrase-env", FMT_OPT_PASSPHRASE_ENV, "NAME",                                  \
+		      "the same with the passphrase in variable NAME"), .complete = FMT_COMPLETE_ENV }
 
 /* A secret key's passphrase options: from file or env, else the terminal prompt
  * (fmt_prompt_passphrase), with the notice "deriving the key from the passphrase…" on stderr

@@ -59,9 +59,18 @@ fmt_kind fmt_gcm_update(fmt_gcm *g, const uint8_t *in, size_t n, uint8_t *out, f
 fmt_kind fmt_gcm_final(fmt_gcm *g, uint8_t tag[FMT_AEAD_TAG], fmt_err *e);
 void fmt_gcm_free(fmt_gcm *g);
 
-/* Key files of `fmt-sign keygen --x25519`. The secret one must not be readable by others. */
+/* Key files of `fmt-sign keygen --x25519`. The secret one must not be readable by others;
+ * it is unencrypted (the 32 bytes in base64) or encrypted under a passphrase (man fmt-sign,
+ * "X25519 keys": Argon2id as fmt_argon2id_key, AES-256-GCM), whose passphrase the loader gets
+ * as o says (fmt_passphrase). A wrong passphrase is DecryptionFailed, a malformed file
+ * InvalidFormat; e names the file. */
 fmt_kind fmt_x25519_public_load(const char *path, uint8_t pk[FMT_X25519_LEN], fmt_err *e);
-fmt_kind fmt_x25519_secret_load(const char *path, fmt_x25519_pair *out, fmt_err *e);
+fmt_kind fmt_x25519_secret_load(const char *path, const fmt_pass_opts *o, fmt_x25519_pair *out,
+				fmt_err *e);
+/* The encrypted secret key file's text (in sodium_malloc memory), the passphrase asked for as
+ * o says (twice at the terminal). */
+fmt_kind fmt_x25519_secret_seal(const fmt_x25519_pair *p, const fmt_pass_opts *o, uint8_t **text,
+				size_t *len, fmt_err *e);
 
 /* The options that name a password or identity for reading encrypted data:
  *   --password-file FILE   --password-env NAME   --identity SECKEY
@@ -74,6 +83,9 @@ typedef struct fmt_decrypt_opts {
 	const char *password_env;
 	const char *identity;
 	fmt_password_ask_fn ask;          /* NULL: never ask */
+	/* The identity's passphrase when it is encrypted: --passphrase-file, --passphrase-env,
+	 * else the terminal (fmt_cli_decrypt_prompts of fmt/cli_keys.h fills it). */
+	fmt_pass_opts passphrase;
 } fmt_decrypt_opts;
 
 /* What they load: the keyset's password and x25519 members point into it. */
