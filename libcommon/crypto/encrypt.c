@@ -268,7 +268,7 @@ static fmt_kind open_sealed(const uint8_t *blob, size_t n, const fmt_pass_opts *
 	fmt_hmac_key pw = { 0 };
 	uint8_t key[FMT_AEAD_KEY], tag[FMT_AEAD_TAG];
 	if (blob[4] != X25519_ENC_VERSION)
-		return fmt_fail(e, FMT_INVALID_FORMAT, "an encrypted X25519 secret key of version %u; this "
+		return fmt_fail(e, FMT_UNSUPPORTED, "an encrypted X25519 secret key of version %u; this "
 				"build reads version %u", blob[4], X25519_ENC_VERSION);
 	if (n != X25519_ENC_LEN)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "an encrypted X25519 secret key holds %u bytes, this "
