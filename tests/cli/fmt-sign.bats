@@ -324,3 +324,20 @@ key_id_of() {
 	assert_equal "$output" "$(printf 'Passphrase: \necho on')"
 	fmt-sign verify -q -p rel.pub -x one.minisig a
 }
+
+@test "verify of a file that cannot be opened or read is exit 3 (io), as fmt-verify says, not 7 (not signed)" {
+	fmt-sign keygen -W -p k.pub -s k.key >/dev/null
+	mkdir d
+	for f in missing.bin d /dev/zero; do
+		run --separate-stderr fmt-sign verify -p k.pub "$f"
+		assert_failure 3
+		run fmt-verify -p k.pub "$f"
+		assert_failure 3
+	done
+	run --separate-stderr fmt-sign verify -p k.pub missing.bin
+	assert_equal "$stderr" "fmt-sign: error: missing.bin: cannot open: No such file or directory"
+	# a file that opens but carries no signature stays 7
+	printf 'a,b\n1,2\n' >t.csv
+	run --separate-stderr fmt-sign verify -p k.pub t.csv
+	assert_failure 7
+}

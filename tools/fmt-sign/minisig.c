@@ -391,6 +391,8 @@ static fmt_kind verify_embedded(const char *file, const fmt_ms_public *keys, siz
 	fmt_verify_opts vo = { .threads = o->common.threads > 0 ? o->common.threads : fmt_cpu_count(),
 			       .keys = { .trusted = keys, .n_trusted = n }, .signer = signer };
 	fmt_kind k = fmt_open_any(file, NULL, &m, &t, &is_table, e);
+	if (k == FMT_IO)   /* the file itself cannot be opened or read: IoError, as fmt-verify says */
+		return k;
 	if (k != FMT_OK) {
 		char why[FMT_ERR_MSG_MAX];
 		snprintf(why, sizeof why, "%s", e->msg);
