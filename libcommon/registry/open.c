@@ -152,15 +152,22 @@ fmt_kind fmt_table_open_memory_opts(fmt_table *t, const char *name, const void *
 fmt_kind fmt_license_any_in_place(const char *path, const fmt_license_req *l, const fmt_keyset *keys,
 				  fmt_err *e)
 {
+	fmt_model m;
 	fmt_table t;
-	fmt_kind k = fmt_table_open(&t, path, NULL, e);
+	int is_table = 0;
+	/* a model too: it is not malformed, it is the wrong kind of file for a licence (UsageError) */
+	fmt_kind k = fmt_open_any(path, NULL, &m, &t, &is_table, e);
 	if (k != FMT_OK)
 		return k;
-	const fmt_table_driver *d = t.driver;
-	fmt_table_free(&t);
-	if (!d->license_in_place) {
+	const fmt_table_driver *d = is_table ? t.driver : NULL;
+	const char *name = is_table ? t.driver->name : m.driver->name;
+	if (is_table)
+		fmt_table_free(&t);
+	else
+		fmt_model_free(&m);
+	if (!d || !d->license_in_place) {
 		fmt_err_file(e, path);
-		return fmt_fail(e, FMT_USAGE, "%s files carry no licence (.ald does)", d->name);
+		return fmt_fail(e, FMT_USAGE, "%s files carry no licence (.ald does)", name);
 	}
 	k = d->license_in_place(path, l, keys, e);
 	if (k != FMT_OK)

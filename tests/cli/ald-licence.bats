@@ -170,6 +170,13 @@ true"
 	run --separate-stderr fmt-sign license --licensee acme --sign-key s.key in.csv
 	assert_failure 2
 	assert_equal "$stderr" "fmt-sign: error: in.csv: csv files carry no licence (.ald does)"
+	# a model likewise (it was exit 4, 'a safetensors model, not a dataset'), left as it was
+	python3 -c 'import struct,sys; h=b"{\"t\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}"; sys.stdout.buffer.write(struct.pack("<Q",len(h))+h+struct.pack("<f",1))' >m.safetensors
+	cp m.safetensors m.before
+	run --separate-stderr fmt-sign license --licensee acme --sign-key s.key m.safetensors
+	assert_failure 2
+	assert_equal "$stderr" "fmt-sign: error: m.safetensors: safetensors files carry no licence (.ald does)"
+	cmp m.safetensors m.before
 	fmt-sign keygen -W -p b.pub -s b.key >/dev/null
 	fmt-convert --sign-key b.key in.csv b.ald
 	cp b.ald before.ald
