@@ -139,7 +139,7 @@ setup() {
 	# the completions' source lists it with its described values
 	run "$NEW/fmt-convert" --dump-options
 	assert_line $'option\tttab-bools\t-\tHOW\twords\twords digits\t-\t0\t0\tbooleans as words (default) or digits'
-	assert_line $'value\tdigits\t1 and 0'
+	assert_line $'value\tdigits\t-\t1 and 0'   # value WORD COMMANDS HELP (- : every subcommand)
 }
 
 @test "the tree with the new format keeps its layers" {
