@@ -336,9 +336,14 @@ static fmt_kind reader_open(reader *r, const char *path, size_t block, fmt_err *
 	r->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (r->fd < 0)
 		return fmt_fail(e, FMT_IO, "cannot open: %s", strerror(errno));
-	if (fstat(r->fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+	if (fstat(r->fd, &st) != 0) {
 		reader_close(r);
-		return fmt_fail(e, FMT_IO, "cannot read: %s", S_ISDIR(st.st_mode) ? "is a directory" : strerror(errno));
+		return fmt_fail(e, FMT_IO, "cannot read: %s", strerror(errno));
+	}
+	fmt_kind k = fmt_input_check(&st, e);   /* a directory or a device (/dev/zero never ends) */
+	if (k != FMT_OK) {
+		reader_close(r);
+		return k;
 	}
 	return reader_start(r, block, e);
 }

@@ -538,3 +538,15 @@ hostile() { # CASE EXIT MESSAGE
 	[ "$status" -eq 4 ] || [ "$status" -eq 9 ]
 	[ -z "$(ls -A out2 2>/dev/null)" ]
 }
+
+@test "unpack of a device or a directory is exit 3 before anything is read, as every tool refuses a device (it read /dev/zero: exit 4 'empty archive')" {
+	mkdir d
+	for f in /dev/zero /dev/null d; do
+		run --separate-stderr timeout 10 fmt-shard unpack "$f" -C out
+		assert_failure 3
+		[ ! -e out ] || fail "unpack of $f made out/"
+	done
+	assert_equal "$stderr" "fmt-shard: error: d: is a directory"
+	run --separate-stderr timeout 10 fmt-shard unpack /dev/zero -C out
+	assert_equal "$stderr" "fmt-shard: error: /dev/zero: is a character device (expected a regular file or a pipe)"
+}
