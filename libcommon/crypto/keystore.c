@@ -269,15 +269,27 @@ fmt_kind fmt_key_from_opts(const fmt_key_opts *o, fmt_hmac_key *out, fmt_err *e)
 	return user_key(out, e);
 }
 
+/* May a new key be put at path: nothing there, or (rotate) a regular file to move aside? */
+static fmt_kind key_path_usable(const char *path, int rotate, fmt_err *e)
+{
+	struct stat st;
+	if (lstat(path, &st) != 0)
+		return FMT_OK;
+	if (!rotate)
+		return fmt_fail(e, FMT_USAGE, "%s already exists; --force replaces it and keeps it as "
+				"%s.old", path, path);
+	if (!S_ISREG(st.st_mode))
+		return fmt_fail(e, FMT_USAGE, "the key path is not a regular file; not rotating it");
+	return FMT_OK;
+}
+
 fmt_kind fmt_key_file_create(const char *path, const void *bytes, size_t len, int rotate,
 			     int secret, fmt_err *e)
 {
 	char *old_path = NULL;
-	struct stat st;
-	if (!rotate && lstat(path, &st) == 0)
-		return fmt_fail(e, FMT_USAGE, "%s already exists; --force replaces it and keeps it as "
-				"%s.old", path, path);
-	fmt_kind k = fmt_crypto_make_key_dir(path, e);
+	fmt_kind k = key_path_usable(path, rotate, e);
+	if (k == FMT_OK)
+		k = fmt_crypto_make_key_dir(path, e);
 	if (k == FMT_OK && rotate)
 		k = fmt_crypto_keep_old_key(path, &old_path, e);
 	if (k == FMT_OK) {
@@ -299,19 +311,6 @@ typedef struct pair_file {
 	char *tmp, *old;             /* malloc'd; old: where the previous key went (rotate) */
 	int placed;
 } pair_file;
-
-static fmt_kind pair_check(const char *path, int rotate, fmt_err *e)
-{
-	struct stat st;
-	if (lstat(path, &st) != 0)
-		return FMT_OK;
-	if (!rotate)
-		return fmt_fail(e, FMT_USAGE, "%s already exists; --force replaces it and keeps it as "
-				"%s.old", path, path);
-	if (!S_ISREG(st.st_mode))
-		return fmt_fail(e, FMT_USAGE, "the key path is not a regular file; not rotating it");
-	return FMT_OK;
-}
 
 static fmt_kind pair_write_tmp(pair_file *f, fmt_err *e)
 {
@@ -366,7 +365,7 @@ fmt_kind fmt_key_pair_create(const char *pub_path, const void *pub, size_t pub_l
 	int i, bad = -1;
 	/* Everything that can be checked is checked before anything is written. */
 	for (i = 0; i < 2 && bad < 0; i++)
-		if ((k = pair_check(f[i].path, rotate, e)) != FMT_OK)
+		if ((k = key_path_usable(f[i].path, rotate, e)) != FMT_OK)
 			bad = i;
 	for (i = 0; i < 2 && bad < 0; i++)
 		if ((k = pair_write_tmp(&f[i], e)) != FMT_OK)
