@@ -70,15 +70,18 @@ static void put_digits(char *p, uint64_t v, int n)
 	}
 }
 
-/* The date of days as YYYY-MM-DD at buf (as printf's "%04d-%02u-%02u": years outside 0..9999
- * with their sign or all their digits); its length. */
+/* The date of days as YYYY-MM-DD at buf; years outside 0000..9999 as ISO 8601 expands them
+ * and fmt_tv_date reads them back: all their digits, and a '-' and at least 4 digits before
+ * 0000 (-0001-01-01). Its length. */
 static size_t date_text(char *buf, size_t size, int64_t days)
 {
 	int64_t y;
 	unsigned m, d;
 	fmt_civil_from_days(days, &y, &m, &d);
-	if (y < 0 || y > 9999)
-		return (size_t)snprintf(buf, size, "%04" PRId64 "-%02u-%02u", y, m, d);
+	if (y < 0)
+		return (size_t)snprintf(buf, size, "-%04" PRId64 "-%02u-%02u", -y, m, d);
+	if (y > 9999)
+		return (size_t)snprintf(buf, size, "%" PRId64 "-%02u-%02u", y, m, d);
 	put_digits(buf, (uint64_t)y, 4);
 	buf[4] = '-';
 	put_digits(buf + 5, m, 2);

@@ -364,27 +364,47 @@ static int zone(const char *s, size_t n, int *east)
 	return len;
 }
 
-/* The 10 bytes at s as YYYY-MM-DD, a day of the proleptic Gregorian calendar (years 0000 to
- * 9999, February 29 in leap years only), as days since 1970-01-01. */
-static int civil_date(const char *s, int64_t *days)
+/* The year at the start of s[0..n): 4 digits, or more without a leading zero (years after
+ * 9999), after a '-' for years before 0000 (ISO 8601's expanded years, as date_text in cell.c
+ * writes them); at most 7 digits, more than a date32 holds. How many bytes it took, 0 when none. */
+static size_t year(const char *s, size_t n, int64_t *y)
 {
-	int y, mo, d;
+	size_t i = n > 0 && s[0] == '-', first = i;
+	int64_t v = 0;
+	for (; i < n && i - first < 8 && s[i] >= '0' && s[i] <= '9'; i++)
+		v = v * 10 + (s[i] - '0');
+	size_t nd = i - first;
+	if (nd < 4 || nd > 7 || (nd > 4 && s[first] == '0') || (first && v == 0))
+		return 0;
+	*y = first ? -v : v;
+	return i;
+}
+
+/* The date at the start of s[0..n) as YYYY-MM-DD (the year as year() reads it), a day of the
+ * proleptic Gregorian calendar (February 29 in leap years only), as days since 1970-01-01; how
+ * many bytes it took, 0 when it is not one. */
+static size_t civil_date(const char *s, size_t n, int64_t *days)
+{
+	int64_t y;
+	int mo, d;
 	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-	if (!digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) || s[7] != '-' ||
-	    !digits(s + 8, 2, &d) || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1])
+	size_t i = year(s, n, &y);
+	if (!i || n - i < 6 || s[i] != '-' || !digits(s + i + 1, 2, &mo) || s[i + 3] != '-' ||
+	    !digits(s + i + 4, 2, &d) || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1])
 		return 0;
 	if (mo == 2 && d == 29 && !((y % 4 == 0 && y % 100 != 0) || y % 400 == 0))
 		return 0;
 	*days = fmt_days_from_civil(y, (unsigned)mo, (unsigned)d);
-	return 1;
+	return i + 6;
 }
 
 int fmt_tv_date(const char *s, size_t n, int32_t *days)
 {
 	int64_t v;
-	if (n != 10 || !civil_date(s, &v))
+	size_t at = civil_date(s, n, &v);
+	if (!at || at != n || v < INT32_MIN || v > INT32_MAX)
 		return 0;
-	*days = (int32_t)v;  /* within ±2932897: years 0000 to 9999 */
+	*days = (int32_t)v;
 	return 1;
 }
 
@@ -392,10 +412,10 @@ int fmt_tv_timestamp(const char *s, size_t n, fmt_tv_time *t)
 {
 	int h, mi, se, east;
 	int64_t days;
-	size_t i = 19;
-	if (n < 19 || !civil_date(s, &days) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
-	    !digits(s + 11, 2, &h) || s[13] != ':' || !digits(s + 14, 2, &mi) || s[16] != ':' ||
-	    !digits(s + 17, 2, &se) || h > 23 || mi > 59 || se > 60)
+	size_t at = civil_date(s, n, &days), i = at + 9;
+	if (!at || n < i || (s[at] != 'T' && s[at] != 't' && s[at] != ' ') ||
+	    !digits(s + at + 1, 2, &h) || s[at + 3] != ':' || !digits(s + at + 4, 2, &mi) ||
+	    s[at + 6] != ':' || !digits(s + at + 7, 2, &se) || h > 23 || mi > 59 || se > 60)
 		return 0;
 	uint32_t frac = 0;
 	int nd = 0;

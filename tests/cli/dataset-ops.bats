@@ -62,7 +62,7 @@ only_these_files() {
 	assert_output "$(printf 'n,s\n10,b')"
 }
 
-@test "a date32 is read by one rule from a CSV under --schema and from a --where value: days of the calendar, years 0000 to 9999" {
+@test "a date32 is read by one rule from a CSV under --schema and from a --where value: days of the calendar, years as ISO 8601 expands them" {
 	echo '{"d":"date32"}' >d.json
 	printf 'd\n0000-02-29\n1969-12-31\n2000-02-29\n9999-12-31\n' >good.csv
 	fmt-convert --schema d.json good.csv d.arrow
@@ -75,7 +75,8 @@ only_these_files() {
 		assert_output "$(printf 'd\n%s' $v)"
 	done
 	for v in 1900-02-29 2023-02-29 2024-04-31 2024-13-01 2024-00-10 2024-01-00 2024-1-011 +024-01-01 \
-		2024/01/01 2024-01-1x 10000-01-01 -0001-01-01 2024-01-01T00:00:00; do
+		2024/01/01 2024-01-1x +10000-01-01 -001-01-01 -0000-01-01 010000-01-01 5881580-07-12 \
+		-5877641-06-22 2024-01-01T00:00:00; do
 		printf 'd\n%s\n' "$v" >bad.csv
 		run fmt-convert --schema d.json bad.csv out.arrow
 		assert_failure 4
@@ -85,6 +86,25 @@ only_these_files() {
 		assert_output "fmt-convert: error: d.arrow: --where 'd = '$v'': '$v' is not a value of column 'd' (date32)"
 	done
 	[ ! -e out.arrow ]
+}
+
+@test "dates and timestamps before year 0000 and after 9999 are written as ISO 8601 expands them and read back" {
+	echo '{"d":"date32"}' >d.json
+	printf 'd\n-0001-12-31\n-0001-01-01\n10000-01-01\n-5877641-06-23\n5881580-07-11\n' >far.csv
+	fmt-convert --schema d.json far.csv d.arrow
+	run as_csv d.arrow
+	assert_output "$(cat far.csv)"
+	run fmt-convert --where 'd > 9999-12-31' --to csv d.arrow -
+	assert_output "$(printf 'd\n10000-01-01\n5881580-07-11')"
+	run fmt-convert --where 'd < -0001-06-01' --to csv d.arrow -
+	assert_output "$(printf 'd\n-0001-01-01\n-5877641-06-23')"
+	# timestamps: written and read by the same rule; the type is inferred from the text
+	printf 't\n-0044-03-15T12:00:00\n12024-01-01T00:00:00.5\n' >ts.csv
+	fmt-convert ts.csv ts.arrow
+	run fmt-inspect --schema ts.arrow
+	assert_output "$(printf 'schema (1 column):\n  t  timestamp[ms]  not null')"
+	run as_csv ts.arrow
+	assert_output "$(printf 't\n-0044-03-15T12:00:00\n12024-01-01T00:00:00.500')"
 }
 
 @test "--sort: descending, nulls last, stable; the same with rows spilled to temporary files" {

@@ -131,8 +131,9 @@ static void timestamp_by_printf(int64_t v, fmt_time_unit unit, int zoned, char *
 	unsigned m, d;
 	size_t at;
 	fmt_civil_from_days(days, &y, &m, &d);
-	at = (size_t)snprintf(out, n, "%04" PRId64 "-%02u-%02uT%02d:%02d:%02d", y, m, d, (int)(sod / 3600),
-			      (int)(sod / 60 % 60), (int)(sod % 60));
+	/* ISO 8601's expanded years: a '-' and at least 4 digits before 0000 */
+	at = (size_t)snprintf(out, n, "%s%04" PRId64 "-%02u-%02uT%02d:%02d:%02d", y < 0 ? "-" : "", y < 0 ? -y : y,
+			      m, d, (int)(sod / 3600), (int)(sod / 60 % 60), (int)(sod % 60));
 	if (digits[unit] && frac)
 		at += (size_t)snprintf(out + at, n - at, ".%0*" PRId64, digits[unit], frac);
 	snprintf(out + at, n - at, "%s", zoned ? "Z" : "");

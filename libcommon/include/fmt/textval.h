@@ -17,8 +17,10 @@ int fmt_tv_float(const char *s, size_t n, double *v);
  * Infinity and -Infinity. 1 with *v set when s is one of them. */
 int fmt_tv_nonfinite(const char *s, size_t n, double *v);
 
-/* YYYY-MM-DD (years 0000 to 9999, a day the month has: February 29 in leap years only) as days
- * since 1970-01-01: a date32 value, for the CSV reader and --where alike. 1 when it is one. */
+/* YYYY-MM-DD (a day the month has: February 29 in leap years only) as days since 1970-01-01: a
+ * date32 value, for the CSV reader and --where alike. Years outside 0000 to 9999 as ISO 8601
+ * expands them and the writers print them: 10000-01-01, -0001-12-31 (at least 4 digits after
+ * the '-'; no '+'; no leading zero in a year of more than 4 digits). 1 when it is one. */
 int fmt_tv_date(const char *s, size_t n, int32_t *days);
 
 /* A timestamp as read from text. */
