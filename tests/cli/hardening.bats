@@ -104,6 +104,39 @@ run_bounded_to() {
 	assert_equal "$status" 4
 }
 
+@test "memory: an Arrow IPC compressed buffer saying 1.5 GB for one row is refused (exit 4) before it is decompressed" {
+	# a zstd frame of 1.5 GB of zeros (about 60 KB) as the string data of one row: the reader
+	# allocated and decompressed what its length said, up to 2 GiB a buffer (audit, 6 Dec)
+	printf 'a,s\n1,x\n' >one.csv
+	fmt-convert -c zstd one.csv one.arrows
+	PYTHONPATH="$REPO_ROOT/tests/cli" /usr/bin/python3 - <<'PY'
+import struct, zstandard
+from arrow_ipc import Ipc
+n = 1500 * 1000 * 1000
+w = zstandard.ZstdCompressor(level=1).compressobj(size=n)
+frame = b"".join(w.compress(bytes(1 << 24)) for _ in range(n >> 24)) + w.compress(bytes(n % (1 << 24))) + w.flush()
+i = Ipc("one.arrows")
+for start, root, kind, body, end in list(i.walk()):
+    if kind != 3:
+        continue
+    bufs = i.buffers(i.ref(i.field(root, 2)))
+    last = bufs + 16 * (i.u32(bufs - 4) - 1)     # the data of column s, the last buffer
+    raw = struct.pack("<q", n) + frame            # its 8-byte length, then the frame
+    i.put("<q", last, end - body).put("<q", last + 8, len(raw))
+    i.put("<q", i.field(root, 3), end - body + len(raw) + (-len(raw) % 8))   # Message.bodyLength
+    i.b[end:end] = raw + bytes(-len(raw) % 8)
+    break
+i.save("bomb.arrows")
+PY
+	local tool
+	for tool in "fmt-convert bomb.arrows out.csv" "fmt-inspect --head 1 bomb.arrows" "fmt-verify bomb.arrows"; do
+		run_bounded bomb.arrows $tool
+		assert_equal "$status" 4
+		assert_equal "$stderr" "${tool%% *}: error: bomb.arrows: Arrow IPC: field \"s\": a compressed buffer says it holds 1500000000 bytes, where the record batch's rows use 17 so far (its buffers may hold 8 times that and 16 MiB)"
+	done
+	[ ! -e out.csv ]
+}
+
 # Item 10: a FIFO at a key path is refused at once (timeout would give 124).
 @test "keys: a FIFO as the per-user HMAC key is refused, never waited on (exit 3)" {
 	mkdir -p home/.config/fmtkit

@@ -455,6 +455,8 @@ typedef struct walk {
 	uint32_t n_variadic, variadic_i;
 	int v4;                   /* a metadata V4 message: a union has a validity bitmap */
 	int codec;                /* FMT_IPC_*: the buffers are compressed one by one */
+	uint64_t batch_need;      /* bytes the rows of the data buffers taken so far use */
+	uint64_t unpacked;        /* bytes their compressed buffers said they hold */
 	fmt_batch *own;           /* takes the buffers decompressed */
 	const uint8_t *body;
 	uint64_t body_len;
@@ -521,10 +523,32 @@ static fmt_kind unlz4_frame(const uint8_t *src, size_t n, uint8_t *dst, size_t w
 	return FMT_OK;
 }
 
+static uint64_t need_of_items(uint64_t count, uint64_t width)
+{
+	uint64_t need;
+	return fmt_mul_u64(count, width, &need) ? UINT64_MAX : need;
+}
+
+/* What a record batch's compressed buffers may say they hold, altogether: 8 times what its rows
+ * use, and 16 MiB. Writers keep more than the rows use (apache-arrow writes a builder's
+ * capacity: 384 bytes of validity for 1000 rows), but a length far beyond it would have the
+ * reader allocate and decompress what no row reads: a 60 KB file saying 2 GiB of zeros for one
+ * row. */
+#define UNPACKED_SLACK ((uint64_t)16 << 20)
+#define UNPACKED_FACTOR 8
+
+static int within_unpacked_budget(walk *w, uint64_t want)
+{
+	uint64_t room;
+	if (fmt_mul_u64(w->batch_need, UNPACKED_FACTOR, &room) || fmt_add_u64(room, UNPACKED_SLACK, &room))
+		room = UINT64_MAX;
+	return fmt_add_u64(w->unpacked, want, &w->unpacked) == 0 && w->unpacked <= room;
+}
+
 /* A compressed buffer (BodyCompression, method BUFFER): its uncompressed length (int64; -1: the
- * bytes follow as they are), then an LZ4 frame or zstd frames of exactly that many bytes,
- * decompressed into memory the batch owns. */
-static fmt_kind uncompress(walk *w, span *s, fmt_err *e)
+ * bytes follow as they are; within the batch's budget), then an LZ4 frame or zstd frames of
+ * exactly that many bytes, decompressed into memory the batch owns. */
+static fmt_kind uncompress(walk *w, span *s, const char *name, fmt_err *e)
 {
 	if (s->len < 8)
 		return bad(e, "a compressed buffer shorter than its length");
@@ -538,6 +562,10 @@ static fmt_kind uncompress(walk *w, span *s, fmt_err *e)
 	}
 	if (want < 0)
 		return bad(e, "a compressed buffer of a negative length");
+	if (!within_unpacked_budget(w, (uint64_t)want))
+		return fmt_fail(e, FMT_INVALID_FORMAT,
+				"Arrow IPC: field \"%s\": a compressed buffer says it holds %lld bytes, where the record batch's rows use %llu so far (its buffers may hold 8 times that and 16 MiB)",
+				name, (long long)want, (unsigned long long)w->batch_need);
 	if ((uint64_t)want > MAX_UNCOMPRESSED)
 		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: a compressed buffer of %lld bytes (at most 2 GiB)",
 				(long long)want);
@@ -562,11 +590,16 @@ static fmt_kind uncompress(walk *w, span *s, fmt_err *e)
 	return k;
 }
 
-/* A buffer whose bytes are read: decompressed when the batch is compressed. */
-static fmt_kind take_data(walk *w, span *s, fmt_err *e)
+/* A buffer whose bytes are read, of which field name's rows use need: decompressed when the
+ * batch is compressed. */
+static fmt_kind take_data(walk *w, span *s, uint64_t need, const char *name, fmt_err *e)
 {
 	fmt_kind k = take_buffer(w, s, e);
-	return k != FMT_OK || !w->codec || s->len == 0 ? k : uncompress(w, s, e);
+	if (k != FMT_OK || !w->codec)
+		return k;
+	if (fmt_add_u64(w->batch_need, need, &w->batch_need))
+		w->batch_need = UINT64_MAX;
+	return s->len == 0 ? k : uncompress(w, s, name, e);
 }
 
 static fmt_kind need_bytes(walk *w, const span *s, uint64_t count, uint64_t width, const char *name,
@@ -588,7 +621,7 @@ static fmt_kind take_validity(walk *w, uint64_t length, uint64_t nulls, const ui
 			      const char *name, fmt_err *e)
 {
 	span s;
-	fmt_kind k = nulls ? take_data(w, &s, e) : take_buffer(w, &s, e);
+	fmt_kind k = nulls ? take_data(w, &s, (length + 7) / 8, name, e) : take_buffer(w, &s, e);
 	if (k != FMT_OK)
 		return k;
 	*v = NULL;
@@ -608,23 +641,33 @@ static fmt_kind take_offsets(walk *w, fmt_batch *b, fmt_column *c, const fmt_fie
 	int large = f->type == FMT_C_LARGE_UTF8;
 	size_t width = large ? 8 : 4;
 	span offs, vals;
-	fmt_kind k;
-	if ((k = take_data(w, &offs, e)) != FMT_OK || (k = take_data(w, &vals, e)) != FMT_OK)
+	int64_t first = 0, last = 0;
+	fmt_kind k = take_data(w, &offs, need_of_items(rows + 1, width), f->name, e);
+	int no_offsets = rows == 0 && offs.len == 0;
+	if (k == FMT_OK && !no_offsets)
+		k = need_bytes(w, &offs, rows + 1, width, f->name, "offsets", e);
+	if (k != FMT_OK)
+		return k;
+	if (!no_offsets && !w->use) {
+		first = large ? (int64_t)fmt_rd_u64(offs.p) : (int32_t)fmt_rd_u32(offs.p);
+		last = large ? (int64_t)fmt_rd_u64(offs.p + width * rows) : (int32_t)fmt_rd_u32(offs.p + width * rows);
+		if (first < 0 || last < first)
+			return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: field \"%s\": offsets outside the data", f->name);
+	}
+	/* the data of the rows: up to the last offset */
+	if ((k = take_data(w, &vals, (uint64_t)last, f->name, e)) != FMT_OK)
 		return k;
 	c->values = vals.p;
 	c->values_len = vals.len;
 	if (w->use)
 		w->use[vals.i] = (buf_use){ .offsets = offs.i + 1, .width = (uint32_t)width, .rows = rows };
-	if (rows == 0 && offs.len == 0) {
+	if (no_offsets) {
 		c->offsets = zero;
 		return FMT_OK;
 	}
-	if ((k = need_bytes(w, &offs, rows + 1, width, f->name, "offsets", e)) != FMT_OK || w->use)
-		return k;
-	int64_t first = large ? (int64_t)fmt_rd_u64(offs.p) : (int32_t)fmt_rd_u32(offs.p);
-	int64_t last = large ? (int64_t)fmt_rd_u64(offs.p + width * rows)
-			     : (int32_t)fmt_rd_u32(offs.p + width * rows);
-	if (first < 0 || last < first || (uint64_t)last > vals.len)
+	if (w->use)
+		return FMT_OK;
+	if ((uint64_t)last > vals.len)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: field \"%s\": offsets outside the data", f->name);
 	c->offsets = offs.p;
 	if (first == 0)
@@ -708,14 +751,15 @@ static fmt_kind decode_column(walk *w, fmt_batch *b, const fmt_field *f, const i
 			return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: field \"%s\": fewer list items than rows x size",
 					f->name);
 		if ((k = take_validity(w, items, item_nulls, &c->elem_validity, f->name, e)) != FMT_OK ||
-		    (k = take_data(w, &vals, e)) != FMT_OK)
+		    (k = take_data(w, &vals, need_of_items(items, fmt_ctype_width(f->elem)), f->name, e)) != FMT_OK)
 			return k;
 		c->values = vals.p;
 		c->values_len = vals.len;
 		return need_bytes(w, &vals, items, fmt_ctype_width(f->elem), f->name, "values", e);
 	}
 	default:
-		if ((k = take_data(w, &vals, e)) != FMT_OK)
+		if ((k = take_data(w, &vals, f->type == FMT_C_BOOL ? (rows + 7) / 8
+				   : need_of_items(rows, fmt_ctype_width(f->type)), f->name, e)) != FMT_OK)
 			return k;
 		c->values = vals.p;
 		c->values_len = vals.len;
