@@ -210,3 +210,43 @@ with open(sys.argv[1], "w") as j, open(sys.argv[2], "w") as c:
 		cmp want.csv again.csv
 	done
 }
+
+@test "a Parquet list column whose chunk is ONE page of 26 MB (as DuckDB writes a FLOAT[64] column), uncompressed and GZIP: read a slice at a time, within 32 MiB + threads x 1 MiB and under ulimit -v 48 MiB, the same CSV at every -T; a damaged page still told" {
+	# The page was held whole, compressed and decompressed, with a byte a value of each level
+	# beside it: 67 MB (none) and 91 MB (GZIP) peak RSS for this file, 134 MB for DuckDB's 51 MB
+	# ZSTD one. Its levels' bytes are now kept and its values read from the codec's stream a
+	# slice (about 1 MiB) at a time.
+	local c t rss out
+	for c in none gzip; do
+		"$REPO_ROOT/scripts/gen/parquet-cases" --big-list $c.parquet 100000 $c
+		for t in 1 2; do
+			for out in $c-$t.csv $c-$t.arrow; do
+				rss=$(/usr/bin/time -f '%M' fmt-convert -q -f -T $t $c.parquet $out 2>&1 >/dev/null | tail -n 1)
+				echo "$c -T $t -> $out: peak RSS $rss KiB" >&3
+				asan_build || [ "$rss" -le $(((32 + t) * 1024)) ] || fail "$c -T $t -> $out: peak RSS $rss KiB"
+			done
+			# the CSV the whole-page reader wrote (random floats, 100,000 rows of 64)
+			assert_equal "$(sha256sum <$c-$t.csv | cut -c1-64)" c27e9118302357738949b4800be8716a727d476a476aa581bcbcc384becb9765
+			fmt-convert -q -f $c-$t.arrow again.csv
+			cmp $c-$t.csv again.csv
+		done
+		peak_rss_under_32m fmt-verify $c.parquet
+		peak_rss_under_32m fmt-inspect --head 2 $c.parquet
+		run --separate-stderr bash -c "$(limit_as $((48 * 1024))) "'exec fmt-convert -q -f -T 2 "$1" ul.csv' _ $c.parquet
+		assert_success
+		cmp ul.csv $c-1.csv
+	done
+	# a byte in the middle of the GZIP page flipped: its CRC before anything is written (the
+	# first rows, which give the list size, are read before the damage), then the stream's error
+	/usr/bin/python3 -c '
+b = bytearray(open("gzip.parquet", "rb").read())
+b[len(b) // 2] ^= 0xff
+open("bad.parquet", "wb").write(b)'
+	run --separate-stderr fmt-convert -q bad.parquet out.csv
+	assert_failure 6
+	assert_equal "$stderr" "fmt-convert: error: bad.parquet: row group 0: Parquet: column 'v.list.element': page CRC differs"
+	run --separate-stderr fmt-convert -q --no-verify bad.parquet out.csv
+	assert_failure 4
+	assert_equal "$stderr" "fmt-convert: error: bad.parquet: Parquet: a GZIP page does not inflate (zlib error -3)"
+	[ ! -e out.csv ]
+}

@@ -119,6 +119,7 @@ static fmt_kind find_list_size(pq_state *s, fmt_field *f, size_t l, fmt_err *e)
 		if ((k = fmt_pq_list_size(c, &size, &leaf->size_row, &found, e)) != FMT_OK)
 			return k;
 	}
+	fmt_pq_cursor_free(c);      /* a page held whole (SNAPPY) is not kept beside the readers' */
 	if (found) {
 		f->list_size = (uint32_t)size;
 		return FMT_OK;

@@ -1,6 +1,8 @@
 /* Page compression: SNAPPY (libsnappy's C API), GZIP (zlib), ZSTD, LZ4_RAW (an LZ4 block) and
  * none. Decompression must give exactly the size the page header says. */
 #include <limits.h>
+#include <stdlib.h>
+#include <string.h>
 #include <lz4.h>
 #include <snappy-c.h>
 #include <zlib.h>
@@ -86,6 +88,193 @@ fmt_kind fmt_pq_decompress(int codec, const uint8_t *src, size_t src_len, uint8_
 		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: codec %s (%d) is not supported (none, SNAPPY, GZIP, ZSTD, "
 				"LZ4_RAW are)", fmt_pq_codec_name(codec), codec);
 	}
+}
+
+/* ---- a page body decompressed as it is read ---- */
+
+/* The compressed bytes read from the file at a time. */
+#define INFLOW_IN (256u << 10)
+
+int fmt_pq_can_stream(int codec)
+{
+	return codec == CODEC_NONE || codec == CODEC_GZIP || codec == CODEC_ZSTD;
+}
+
+static fmt_kind inflow_oom(fmt_err *e)
+{
+	return fmt_fail(e, FMT_IO, "out of memory");
+}
+
+fmt_kind fmt_pq_inflow_open(pq_inflow *s, int codec, const pq_file *f, const uint8_t *mem, uint64_t off, uint64_t clen,
+			    uint64_t ulen, fmt_err *e)
+{
+	s->codec = codec;
+	s->file = f;
+	s->mem = mem;
+	s->off = off;
+	s->in_left = clen;
+	s->inp = NULL;
+	s->in_pos = s->in_len = 0;
+	s->out_size = s->out_left = ulen;
+	s->done = 0;
+	if (codec == CODEC_ZSTD) {
+		if (!s->zstd && !(s->zstd = ZSTD_createDCtx()))
+			return inflow_oom(e);
+		ZSTD_DCtx_reset(s->zstd, ZSTD_reset_session_only);
+	} else if (codec == CODEC_GZIP) {
+		if (!s->gz) {
+			z_stream *z = calloc(1, sizeof *z);
+			if (!z || inflateInit2(z, 15 + 32) != Z_OK) {
+				free(z);
+				return inflow_oom(e);
+			}
+			s->gz = z;
+		} else if (inflateReset(s->gz) != Z_OK) {
+			return fmt_fail(e, FMT_INTERNAL, "zlib inflateReset failed");
+		}
+	} else if (codec != CODEC_NONE) {
+		return fmt_fail(e, FMT_INTERNAL, "Parquet: codec %d read as a stream", codec);
+	} else if (clen != ulen) {
+		return short_page(e, "UNCOMPRESSED", (size_t)clen, (size_t)ulen);
+	}
+	return FMT_OK;
+}
+
+/* More compressed bytes at s->inp when those read are used up (none when there are no more). */
+static fmt_kind inflow_fill(pq_inflow *s, fmt_err *e)
+{
+	if (s->in_pos < s->in_len || s->in_left == 0)
+		return FMT_OK;
+	size_t n = s->in_left < INFLOW_IN ? (size_t)s->in_left : INFLOW_IN;
+	if (s->mem) {
+		s->inp = s->mem;
+		s->mem += n;
+	} else {
+		if (!s->in && !(s->in = malloc(INFLOW_IN)))
+			return inflow_oom(e);
+		fmt_kind k = fmt_pq_file_read(s->file, s->off, s->in, n, e);
+		if (k != FMT_OK)
+			return k;
+		s->inp = s->in;
+	}
+	s->off += n;
+	s->in_left -= n;
+	s->in_pos = 0;
+	s->in_len = n;
+	return FMT_OK;
+}
+
+static int inflow_dry(const pq_inflow *s)
+{
+	return s->in_pos == s->in_len && s->in_left == 0;
+}
+
+/* Up to n decompressed bytes into dst: *got of them (0: the codec's stream gives no more). */
+static fmt_kind inflow_some(pq_inflow *s, uint8_t *dst, size_t n, size_t *got, fmt_err *e)
+{
+	*got = 0;
+	for (;;) {
+		fmt_kind k = inflow_fill(s, e);
+		if (k != FMT_OK)
+			return k;
+		size_t in_before = s->in_pos;
+		if (s->codec == CODEC_NONE) {
+			size_t take = s->in_len - s->in_pos < n ? s->in_len - s->in_pos : n;
+			memcpy(dst, s->inp + s->in_pos, take);
+			s->in_pos += take;
+			*got = take;
+		} else if (s->codec == CODEC_ZSTD) {
+			ZSTD_outBuffer o = { dst, n, 0 };
+			ZSTD_inBuffer i = { s->inp, s->in_len, s->in_pos };
+			size_t r = ZSTD_decompressStream(s->zstd, &o, &i);
+			if (ZSTD_isError(r))
+				return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: a ZSTD page: %s", ZSTD_getErrorName(r));
+			if (r == 0 || o.pos || i.pos != in_before)   /* a call on no input says nothing */
+				s->done = r == 0;
+			s->in_pos = i.pos;
+			*got = o.pos;
+		} else {
+			z_stream *z = s->gz;
+			if (s->done)
+				return FMT_OK;
+			z->next_in = (Bytef *)(s->inp ? s->inp + s->in_pos : NULL);
+			z->avail_in = (uInt)(s->in_len - s->in_pos);
+			z->next_out = dst;
+			z->avail_out = (uInt)(n < UINT_MAX ? n : UINT_MAX);
+			uInt avail = z->avail_out;
+			int r = inflate(z, Z_NO_FLUSH);
+			if (r != Z_OK && r != Z_STREAM_END && r != Z_BUF_ERROR)
+				return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: a GZIP page does not inflate (zlib error %d)", r);
+			s->in_pos = s->in_len - z->avail_in;
+			s->done = r == Z_STREAM_END;
+			*got = avail - z->avail_out;
+			if (r == Z_BUF_ERROR && *got == 0 && inflow_dry(s))
+				return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: a GZIP page does not inflate (zlib error %d)", r);
+		}
+		if (*got || (s->in_pos == in_before && inflow_dry(s)) || (s->done && s->codec == CODEC_GZIP))
+			return FMT_OK;
+		if (s->in_pos == in_before && s->in_pos < s->in_len)  /* no progress: never loop on it */
+			return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: a %s page does not decompress",
+					s->codec == CODEC_ZSTD ? "ZSTD" : "GZIP");
+	}
+}
+
+fmt_kind fmt_pq_inflow_read(pq_inflow *s, uint8_t *dst, size_t n, fmt_err *e)
+{
+	static const char *const names[] = { [CODEC_NONE] = "UNCOMPRESSED", [CODEC_GZIP] = "GZIP", [CODEC_ZSTD] = "ZSTD" };
+	if (n > s->out_left)
+		return fmt_fail(e, FMT_INTERNAL, "Parquet: read past a page's end");
+	while (n) {
+		size_t got;
+		fmt_kind k = inflow_some(s, dst, n, &got, e);
+		if (k != FMT_OK)
+			return k;
+		if (!got)
+			return short_page(e, names[s->codec], (size_t)(s->out_size - s->out_left), (size_t)s->out_size);
+		dst += got;
+		n -= got;
+		s->out_left -= got;
+	}
+	return FMT_OK;
+}
+
+fmt_kind fmt_pq_inflow_end(pq_inflow *s, fmt_err *e)
+{
+	uint8_t rest[4096];
+	while (s->out_left) {
+		size_t n = s->out_left < sizeof rest ? (size_t)s->out_left : sizeof rest;
+		fmt_kind k = fmt_pq_inflow_read(s, rest, n, e);
+		if (k != FMT_OK)
+			return k;
+	}
+	if (s->codec == CODEC_NONE)
+		return FMT_OK;
+	/* the codec's stream ends here: no byte more, and (ZSTD) its frame complete */
+	for (;;) {
+		size_t got;
+		fmt_kind k = inflow_some(s, rest, 1, &got, e);
+		if (k != FMT_OK)
+			return k;
+		if (got)
+			return short_page(e, s->codec == CODEC_ZSTD ? "ZSTD" : "GZIP", (size_t)s->out_size + 1, (size_t)s->out_size);
+		if (s->done && (s->codec == CODEC_GZIP || inflow_dry(s)))
+			return FMT_OK;
+		if (inflow_dry(s))
+			return s->codec == CODEC_ZSTD ?
+			       fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: a ZSTD page ends within its frame") :
+			       fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: a GZIP page does not inflate (zlib error %d)", Z_BUF_ERROR);
+	}
+}
+
+void fmt_pq_inflow_free(pq_inflow *s)
+{
+	ZSTD_freeDCtx(s->zstd);
+	if (s->gz) {
+		inflateEnd(s->gz);
+		free(s->gz);
+	}
+	free(s->in);
+	memset(s, 0, sizeof *s);
 }
 
 static fmt_kind gzip(int level, const uint8_t *src, size_t n, fmt_sb *o, fmt_err *e)

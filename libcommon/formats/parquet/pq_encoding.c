@@ -53,57 +53,90 @@ static inline void put_value(void *out, int out8, size_t i, uint32_t v)
 		((uint32_t *)out)[i] = v;
 }
 
-static int rle_decode(const uint8_t *p, size_t len, int width, void *out, int out8, size_t n)
+void fmt_pq_rle_init(pq_rle *r, const uint8_t *p, size_t len, int width)
 {
-	const uint8_t *end = p + len;
-	size_t got = 0;
-	if (width < 0 || width > (out8 ? 8 : 32))
+	memset(r, 0, sizeof *r);
+	r->p = p;
+	r->end = p + len;
+	r->width = width;
+}
+
+/* The next run's header at r->p, and an RLE run's value or a bit-packed run's bytes. */
+static int rle_run(pq_rle *r, int max_width)
+{
+	uint64_t h;
+	if (r->width < 0 || r->width > max_width || varint(&r->p, r->end, &h))
 		return -1;
-	size_t vbytes = ((size_t)width + 7) / 8;
+	r->at = 0;
+	if (h & 1) {
+		uint64_t groups = h >> 1, bytes;
+		if (groups > (uint64_t)(r->end - r->p) || (bytes = groups * (uint64_t)r->width) > (uint64_t)(r->end - r->p))
+			return -1; /* groups * width fits: groups <= len */
+		r->packed = 1;
+		r->bits = r->p;
+		r->bits_len = (size_t)bytes;
+		r->left = groups * 8;
+		r->p += bytes;
+		return 0;
+	}
+	size_t vbytes = ((size_t)r->width + 7) / 8;
+	if (vbytes > (size_t)(r->end - r->p))
+		return -1;
+	uint32_t v = 0;
+	for (size_t i = 0; i < vbytes; i++)
+		v |= (uint32_t)r->p[i] << (8 * i);
+	r->p += vbytes;
+	if (r->width < 32 && (v >> r->width))
+		return -1;
+	r->packed = 0;
+	r->value = v;
+	r->left = h >> 1;
+	return 0;
+}
+
+static int rle_next(pq_rle *r, void *out, int out8, size_t n)
+{
+	size_t got = 0;
 	while (got < n) {
-		uint64_t h;
-		if (varint(&p, end, &h))
-			return -1;
-		if (h & 1) {
-			uint64_t groups = h >> 1, bytes;
-			if (groups > (uint64_t)(end - p) || (bytes = groups * (uint64_t)width) > (uint64_t)(end - p))
-				return -1; /* groups * width fits: groups <= len */
-			uint64_t count = groups * 8;
-			size_t take = count < n - got ? (size_t)count : n - got;
-			for (size_t i = 0; i < take; i++)
-				put_value(out, out8, got + i, (uint32_t)bits_at(p, (uint64_t)i * (uint64_t)width, width, (size_t)bytes));
-			got += take;
-			p += bytes;
-		} else {
-			uint64_t count = h >> 1;
-			if (vbytes > (size_t)(end - p))
+		if (r->left == 0) {
+			if (rle_run(r, out8 ? 8 : 32))
 				return -1;
-			uint32_t v = 0;
-			for (size_t i = 0; i < vbytes; i++)
-				v |= (uint32_t)p[i] << (8 * i);
-			p += vbytes;
-			if (width < 32 && (v >> width))
-				return -1;
-			size_t take = count < n - got ? (size_t)count : n - got;
-			if (out8)
-				memset((uint8_t *)out + got, (int)v, take);
-			else
-				for (size_t i = 0; i < take; i++)
-					((uint32_t *)out)[got + i] = v;
-			got += take;
+			continue;
 		}
+		size_t take = r->left < n - got ? (size_t)r->left : n - got;
+		if (r->packed)
+			for (size_t i = 0; i < take; i++)
+				put_value(out, out8, got + i, (uint32_t)bits_at(r->bits, (r->at + i) * (uint64_t)r->width,
+										 r->width, r->bits_len));
+		else if (out8)
+			memset((uint8_t *)out + got, (int)r->value, take);
+		else
+			for (size_t i = 0; i < take; i++)
+				((uint32_t *)out)[got + i] = r->value;
+		r->at += take;
+		r->left -= take;
+		got += take;
 	}
 	return 0;
 }
 
+int fmt_pq_rle_next8(pq_rle *r, uint8_t *out, size_t n)
+{
+	return rle_next(r, out, 1, n);
+}
+
 int fmt_pq_rle_decode(const uint8_t *p, size_t len, int width, uint32_t *out, size_t n)
 {
-	return rle_decode(p, len, width, out, 0, n);
+	pq_rle r;
+	fmt_pq_rle_init(&r, p, len, width);
+	return rle_next(&r, out, 0, n);
 }
 
 int fmt_pq_rle_decode8(const uint8_t *p, size_t len, int width, uint8_t *out, size_t n)
 {
-	return rle_decode(p, len, width, out, 1, n);
+	pq_rle r;
+	fmt_pq_rle_init(&r, p, len, width);
+	return rle_next(&r, out, 1, n);
 }
 
 int fmt_pq_delta_decode(const uint8_t *p, size_t len, int is64, void *out, size_t n, size_t *used)

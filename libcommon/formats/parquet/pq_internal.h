@@ -142,12 +142,51 @@ fmt_kind fmt_pq_decompress(int codec, const uint8_t *src, size_t src_len, uint8_
 /* Compress src appended to o; level 0: the codec's default. */
 fmt_kind fmt_pq_compress(int codec, int level, const uint8_t *src, size_t n, fmt_sb *o, fmt_err *e);
 
+/* A page's body decompressed as it is read (ZSTD, GZIP, or none: read as it is), from the file
+ * or from memory: what is held of it is a read's worth of compressed bytes and the codec's
+ * state (ZSTD's window, zlib's 32 KiB). */
+typedef struct pq_inflow {
+	int codec;
+	const pq_file *file;
+	const uint8_t *mem;         /* the compressed bytes not yet taken, in memory; NULL: in the file */
+	uint64_t off, in_left;      /* their offset in the file, and count */
+	const uint8_t *inp;         /* those taken: [in_pos, in_len) not yet decompressed */
+	size_t in_pos, in_len;
+	uint8_t *in;                /* a buffer of them read from the file */
+	uint64_t out_size, out_left; /* the body's size decompressed (its header's), bytes not yet read */
+	int done;                   /* the codec's stream ended */
+	void *zstd, *gz;            /* ZSTD_DCtx, z_stream: kept from one page to the next */
+} pq_inflow;
+/* Whether a codec decompresses as a stream (SNAPPY and LZ4_RAW pages do not: whole). */
+int fmt_pq_can_stream(int codec);
+/* clen compressed bytes at mem, or at off in f, decompressing to ulen. */
+fmt_kind fmt_pq_inflow_open(pq_inflow *s, int codec, const pq_file *f, const uint8_t *mem, uint64_t off, uint64_t clen,
+			    uint64_t ulen, fmt_err *e);
+/* The next n bytes (n <= out_left); fewer there: InvalidFormat. */
+fmt_kind fmt_pq_inflow_read(pq_inflow *s, uint8_t *dst, size_t n, fmt_err *e);
+/* The rest read, and the stream must end there (as whole-page decompression checks). */
+fmt_kind fmt_pq_inflow_end(pq_inflow *s, fmt_err *e);
+void fmt_pq_inflow_free(pq_inflow *s);
+
 /* ---- encodings ---- */
 
 /* The RLE/bit-packed hybrid of width bits: n values into out (uint32). */
 int fmt_pq_rle_decode(const uint8_t *p, size_t len, int width, uint32_t *out, size_t n);
 /* The same of width <= 8 into bytes (levels: no scratch of 4 bytes a value beside them). */
 int fmt_pq_rle_decode8(const uint8_t *p, size_t len, int width, uint8_t *out, size_t n);
+/* The hybrid read a few values at a time: the run being read and where the next one begins. */
+typedef struct pq_rle {
+	const uint8_t *p, *end;     /* the next run's header */
+	int width;
+	int packed;                 /* the run: bit-packed (its bytes at bits), or one value repeated */
+	uint32_t value;
+	const uint8_t *bits;
+	size_t bits_len;
+	uint64_t at, left;          /* values of the run read, and left */
+} pq_rle;
+void fmt_pq_rle_init(pq_rle *r, const uint8_t *p, size_t len, int width);
+/* The next n values (width <= 8) into out; -1: malformed, or the bytes run out. */
+int fmt_pq_rle_next8(pq_rle *r, uint8_t *out, size_t n);
 /* DELTA_BINARY_PACKED of n values (int32 or int64 by is64) into out; *used: bytes read. */
 int fmt_pq_delta_decode(const uint8_t *p, size_t len, int is64, void *out, size_t n, size_t *used);
 
@@ -201,6 +240,15 @@ typedef struct pq_cursor {
 	uint64_t page_defined_at;        /* the next defined value */
 	uint64_t values_seen;            /* of the chunk */
 	uint64_t bytes_taken, rows_taken; /* string bytes and rows of the last take: the next one's guess */
+	/* a data page of PLAIN fixed-width values decoded a slice at a time (page_values: the
+	 * slice's): its levels' bytes (lvl_buf, or in the page's memory) and readers, its body */
+	int sliced;
+	uint64_t slice_left;             /* the page's values after the slice */
+	uint64_t pages_read;             /* data pages begun (not slices) */
+	uint8_t *lvl_buf;
+	size_t lvl_cap;
+	pq_rle rep_rd, def_rd;
+	pq_inflow in;
 	int width;                  /* bytes of a fixed-width physical value */
 	int verify_crc;
 	int headers_only;           /* decompress pages, decode nothing (nested leaves in fmt-verify) */

@@ -63,8 +63,9 @@ fmt_kind fmt_pq_cursor_open(pq_cursor *c, const pq_leaf *leaf, const pq_chunk *c
 #define KEEP(buf, cap) (c->buf = kept.buf, c->cap = kept.cap)
 	KEEP(rbuf, rbuf_cap), KEEP(dict_buf, dict_cap), KEEP(dict_spans, dict_spans_cap), KEEP(page_buf, page_cap);
 	KEEP(defs, defs_cap), KEEP(vals, vals_cap), KEEP(spans, spans_cap), KEEP(scratch, scratch_cap);
-	KEEP(idx, idx_cap), KEEP(reps, reps_cap);
+	KEEP(idx, idx_cap), KEEP(reps, reps_cap), KEEP(lvl_buf, lvl_cap);
 #undef KEEP
+	c->in = kept.in;            /* its buffer and codec states (reset for each page) */
 	c->headers_only = headers_only;
 	c->leaf = leaf;
 	c->chunk = chunk;
@@ -94,6 +95,8 @@ void fmt_pq_cursor_free(pq_cursor *c)
 	free(c->scratch);
 	free(c->idx);
 	free(c->reps);
+	free(c->lvl_buf);
+	fmt_pq_inflow_free(&c->in);
 	memset(c, 0, sizeof *c);
 }
 
@@ -499,6 +502,9 @@ static fmt_kind load_dictionary(pq_cursor *c, const page_hdr *h, const uint8_t *
 	return FMT_OK;
 }
 
+static fmt_kind count_defs(pq_cursor *c, size_t n, uint64_t *defined, fmt_err *e);
+static fmt_kind check_reps(pq_cursor *c, size_t n, fmt_err *e);
+
 /* Definition levels of n values into c->defs (a flat column's 1 for a value, 0 for a null; a
  * list leaf's levels as they are); *defined: how many are values. */
 static fmt_kind decode_defs(pq_cursor *c, const uint8_t *d, size_t len, size_t n, int msb_packed, uint64_t *defined,
@@ -521,6 +527,13 @@ static fmt_kind decode_defs(pq_cursor *c, const uint8_t *d, size_t len, size_t n
 	} else if (fmt_pq_rle_decode8(d, len, width, c->defs, n)) {
 		return bad_page(c, e, "malformed definition levels");
 	}
+	return count_defs(c, n, defined, e);
+}
+
+/* The n definition levels at c->defs checked, a flat column's made 1 for a value and 0 for a
+ * null; *defined: how many are values. */
+static fmt_kind count_defs(pq_cursor *c, size_t n, uint64_t *defined, fmt_err *e)
+{
 	uint64_t count = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (c->defs[i] > c->leaf->max_def)
@@ -541,6 +554,11 @@ static fmt_kind decode_reps(pq_cursor *c, const uint8_t *d, size_t len, size_t n
 		return oom(e);
 	if (fmt_pq_rle_decode8(d, len, fmt_pq_bit_width((uint64_t)c->leaf->max_rep), c->reps, n))
 		return bad_page(c, e, "malformed repetition levels");
+	return check_reps(c, n, e);
+}
+
+static fmt_kind check_reps(pq_cursor *c, size_t n, fmt_err *e)
+{
 	for (size_t i = 0; i < n; i++)
 		if (c->reps[i] > c->leaf->max_rep)
 			return bad_page(c, e, "a repetition level above the column's maximum");
@@ -563,25 +581,37 @@ static fmt_kind v1_reps(pq_cursor *c, const page_hdr *h, const uint8_t **d, size
 	return k;
 }
 
-static fmt_kind load_data(pq_cursor *c, const page_hdr *h, const uint8_t *raw, fmt_err *e)
+/* A data page's value count and (v2) level lengths checked; *levels: a v2 page's levels'
+ * bytes (stored as they are before its body). */
+static fmt_kind data_page_checks(pq_cursor *c, const page_hdr *h, size_t *levels, fmt_err *e)
 {
-	int v2 = h->type == PAGE_DATA_V2;
 	size_t n = (size_t)h->num_values, ulen = (size_t)h->uncompressed, clen = (size_t)h->compressed;
 	if (h->num_values < 0 || n > MAX_PAGE_VALUES)
 		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': a page of %d values (at most %u are read)",
 				c->leaf->path, h->num_values, MAX_PAGE_VALUES);
 	if (n > (uint64_t)c->chunk->num_values - c->values_seen)
 		return bad_page(c, e, "pages hold more values than the chunk");
-	size_t levels = 0;
-	if (v2) {
+	*levels = 0;
+	if (h->type == PAGE_DATA_V2) {
 		if (h->def_len < 0 || h->rep_len < 0 || (size_t)h->def_len + (size_t)h->rep_len > clen ||
 		    (size_t)h->def_len + (size_t)h->rep_len > ulen || h->num_nulls < 0 || h->num_nulls > h->num_values)
 			return bad_page(c, e, "v2 page level lengths");
-		levels = (size_t)h->def_len + (size_t)h->rep_len;
+		*levels = (size_t)h->def_len + (size_t)h->rep_len;
 	}
+	c->pages_read++;
+	return FMT_OK;
+}
+
+static fmt_kind load_data(pq_cursor *c, const page_hdr *h, const uint8_t *raw, fmt_err *e)
+{
+	int v2 = h->type == PAGE_DATA_V2;
+	size_t n = (size_t)h->num_values, ulen = (size_t)h->uncompressed, clen = (size_t)h->compressed;
+	size_t levels;
+	fmt_kind k = data_page_checks(c, h, &levels, e);
+	if (k != FMT_OK)
+		return k;
 	/* a page stored as it is is read where it lies; another is decompressed into page_buf */
 	const uint8_t *d = raw;
-	fmt_kind k = FMT_OK;
 	if (c->chunk->codec == CODEC_NONE || (v2 && !h->is_compressed)) {
 		if (clen != ulen)
 			return bad_page(c, e, "an uncompressed page whose two sizes differ");
@@ -637,6 +667,154 @@ static fmt_kind load_data(pq_cursor *c, const page_hdr *h, const uint8_t *raw, f
 	return decode_values(c, h->encoding, values, vlen, (size_t)defined, e);
 }
 
+/* ---- pages of PLAIN fixed-width values, a slice at a time ----
+ *
+ * Such a page (the common page of numbers and of lists of them, which a writer like DuckDB makes
+ * as large as its column chunk) is not held whole: its body is decompressed as it is read
+ * (ZSTD, GZIP; read from the file as it is when uncompressed), its levels' bytes are kept (their
+ * RLE runs: a few bits a value at most) and read a slice at a time, and each slice's values
+ * (about SLICE_BYTES) are read after them. SNAPPY and LZ4_RAW have no stream: their page is
+ * decompressed whole (the page held compressed and decompressed), then read the same way. */
+#define SLICE_BYTES (1u << 20)
+
+static int sliceable(const pq_cursor *c, const page_hdr *h)
+{
+	if (c->headers_only || h->encoding != ENC_PLAIN || c->width <= 0 || c->leaf->ptype == PT_BOOLEAN)
+		return 0;
+	if (h->type == PAGE_DATA_V2)
+		return 1;
+	return h->type == PAGE_DATA && (c->leaf->max_def == 0 || h->def_encoding == ENC_RLE) &&
+	       (!c->leaf->list || h->rep_encoding == ENC_RLE);
+}
+
+/* The CRC of the page body of n bytes at chunk byte pos, read a slice at a time. */
+static fmt_kind crc_pieces(pq_cursor *c, uint64_t pos, uint64_t n, uint32_t want, fmt_err *e)
+{
+	uLong crc = crc32(0, NULL, 0);
+	while (n) {
+		uint64_t take = n < SLICE_BYTES ? n : SLICE_BYTES;
+		fmt_kind k = window(c, pos, take, e);
+		if (k != FMT_OK)
+			return k;
+		crc = crc32(crc, c->win + (pos - c->win_off), (uInt)take);
+		pos += take;
+		n -= take;
+	}
+	return (uint32_t)crc == want ? FMT_OK :
+	       fmt_fail(e, FMT_CHECKSUM, "Parquet: column '%s': page CRC differs", c->leaf->path);
+}
+
+/* A v1 page's levels of one kind from its body: their length (4 bytes), then that many bytes
+ * appended to c->lvl_buf at *at. */
+static fmt_kind v1_levels_read(pq_cursor *c, size_t *at, size_t *len, const char *what, fmt_err *e)
+{
+	uint8_t l4[4];
+	if (c->in.out_left < 4)
+		return bad_page(c, e, what);
+	fmt_kind k = fmt_pq_inflow_read(&c->in, l4, 4, e);
+	if (k != FMT_OK)
+		return k;
+	*len = fmt_rd_u32(l4);
+	if (*len > c->in.out_left)
+		return bad_page(c, e, what);
+	if (grow((void **)&c->lvl_buf, &c->lvl_cap, *at + *len + 1))
+		return oom(e);
+	k = fmt_pq_inflow_read(&c->in, c->lvl_buf + *at, *len, e);
+	*at += *len;
+	return k;
+}
+
+/* The page's next slice of values: its levels read, its values after them. */
+static fmt_kind next_slice(pq_cursor *c, fmt_err *e)
+{
+	size_t n = SLICE_BYTES / (size_t)c->width;
+	if (n == 0)
+		n = 1;
+	if (n > c->slice_left)
+		n = (size_t)c->slice_left;
+	uint64_t defined = n;
+	if (grow((void **)&c->defs, &c->defs_cap, n ? n : 1) || grow((void **)&c->reps, &c->reps_cap, n ? n : 1))
+		return oom(e);
+	if (c->leaf->list && fmt_pq_rle_next8(&c->rep_rd, c->reps, n))
+		return bad_page(c, e, "malformed repetition levels");
+	fmt_kind k = c->leaf->list ? check_reps(c, n, e) : FMT_OK;
+	if (k != FMT_OK)
+		return k;
+	if (c->leaf->max_def > 0) {
+		if (fmt_pq_rle_next8(&c->def_rd, c->defs, n))
+			return bad_page(c, e, "malformed definition levels");
+		if ((k = count_defs(c, n, &defined, e)) != FMT_OK)
+			return k;
+	}
+	size_t bytes = (size_t)defined * (size_t)c->width;
+	if (bytes > c->in.out_left)
+		return bad_page(c, e, "PLAIN values run past the page");
+	if ((k = need_vals(c, bytes, e)) != FMT_OK || (k = fmt_pq_inflow_read(&c->in, c->vals, bytes, e)) != FMT_OK ||
+	    (k = decode_plain(c, c->vals, bytes, (size_t)defined, e)) != FMT_OK)
+		return k;
+	c->page_values = n;
+	c->page_at = 0;
+	c->page_defined_at = 0;
+	c->values_seen += n;
+	c->slice_left -= n;
+	if (c->slice_left == 0) {
+		c->sliced = 0;
+		return fmt_pq_inflow_end(&c->in, e);
+	}
+	return FMT_OK;
+}
+
+/* The data page h whose body is at chunk byte pos, read as slices. */
+static fmt_kind load_sliced(pq_cursor *c, const page_hdr *h, uint64_t pos, fmt_err *e)
+{
+	int v2 = h->type == PAGE_DATA_V2;
+	size_t levels, clen = (size_t)h->compressed, ulen = (size_t)h->uncompressed;
+	fmt_kind k = data_page_checks(c, h, &levels, e);
+	if (k != FMT_OK)
+		return k;
+	if (grow((void **)&c->lvl_buf, &c->lvl_cap, levels + 1))
+		return oom(e);
+	uint64_t at = c->chunk->start + pos;
+	if (v2 && (k = window(c, pos, levels, e)) != FMT_OK)
+		return k;
+	if (v2)
+		memcpy(c->lvl_buf, c->win + (pos - c->win_off), levels);
+	int codec = c->chunk->codec == CODEC_NONE || (v2 && !h->is_compressed) ? CODEC_NONE : c->chunk->codec;
+	if (codec == CODEC_NONE && clen != ulen)
+		return bad_page(c, e, "an uncompressed page whose two sizes differ");
+	if (fmt_pq_can_stream(codec) && clen > SLICE_BYTES && !c->file->data) {
+		k = fmt_pq_inflow_open(&c->in, codec, c->file, NULL, at + levels, clen - levels, ulen - levels, e);
+	} else if ((k = window(c, pos, clen, e)) != FMT_OK) {
+		return k;
+	} else if (fmt_pq_can_stream(codec)) {  /* at hand: the window holds it (with the next header) */
+		k = fmt_pq_inflow_open(&c->in, codec, NULL, c->win + (pos - c->win_off) + levels, 0, clen - levels,
+				       ulen - levels, e);
+	} else {                    /* decompressed whole, then read from memory */
+		if (grow((void **)&c->page_buf, &c->page_cap, ulen - levels ? ulen - levels : 1))
+			return oom(e);
+		k = fmt_pq_decompress(codec, c->win + (pos - c->win_off) + levels, clen - levels, c->page_buf, ulen - levels, e);
+		if (k == FMT_OK)
+			k = fmt_pq_inflow_open(&c->in, CODEC_NONE, NULL, c->page_buf, 0, ulen - levels, ulen - levels, e);
+	}
+	if (k != FMT_OK)
+		return k;
+	size_t rl = v2 ? (size_t)h->rep_len : 0, dl = v2 ? (size_t)h->def_len : 0, got = v2 ? levels : 0;
+	if (!v2 && c->leaf->list && (k = v1_levels_read(c, &got, &rl, "repetition levels' length", e)) != FMT_OK)
+		return k;
+	if (!v2 && c->leaf->max_def > 0 && (k = v1_levels_read(c, &got, &dl, "definition levels' length", e)) != FMT_OK)
+		return k;
+	fmt_pq_rle_init(&c->rep_rd, c->lvl_buf, rl, fmt_pq_bit_width((uint64_t)c->leaf->max_rep));
+	fmt_pq_rle_init(&c->def_rd, c->lvl_buf + rl, dl, fmt_pq_bit_width((uint64_t)c->leaf->max_def));
+	c->sliced = 1;
+	c->slice_left = (uint64_t)h->num_values;
+	if (c->slice_left == 0) {   /* no value: the page is its levels */
+		c->sliced = 0;
+		c->page_values = c->page_at = 0;
+		return fmt_pq_inflow_end(&c->in, e);
+	}
+	return next_slice(c, e);
+}
+
 /* The header of the page at c->pos into h, *len: its bytes (looked for in more of the chunk
  * while it runs past what was read). */
 static fmt_kind page_header(pq_cursor *c, page_hdr *h, uint64_t *len, fmt_err *e)
@@ -663,6 +841,8 @@ static fmt_kind page_header(pq_cursor *c, page_hdr *h, uint64_t *len, fmt_err *e
 fmt_kind fmt_pq_cursor_next_page(pq_cursor *c, int *none, fmt_err *e)
 {
 	*none = 0;
+	if (c->sliced)
+		return next_slice(c, e);
 	for (;;) {
 		if (c->pos >= c->len) {
 			*none = 1;
@@ -680,12 +860,22 @@ fmt_kind fmt_pq_cursor_next_page(pq_cursor *c, int *none, fmt_err *e)
 					c->leaf->path, h.uncompressed);
 		int check_crc = c->verify_crc && h.has_crc;
 		const uint8_t *raw = NULL;
-		if (check_crc || !c->walk_only) {   /* a walk without CRCs reads the headers only */
+		int sliced = !c->walk_only && sliceable(c, &h);
+		if (sliced || c->walk_only) {  /* the page is not read whole: its CRC a slice at a time */
+			uint64_t body = c->pos + hdr_len;
+			c->pos = body + (uint64_t)h.compressed;
+			if (check_crc && (k = crc_pieces(c, body, (uint64_t)h.compressed, (uint32_t)h.crc, e)) != FMT_OK)
+				return k;
+			if (sliced)
+				return load_sliced(c, &h, body, e);
+			check_crc = 0;
+		}
+		if (!c->walk_only) {        /* a walk reads the headers only (and the CRCs above) */
 			if ((k = window(c, c->pos, hdr_len + (uint64_t)h.compressed, e)) != FMT_OK)
 				return k;
 			raw = c->win + (c->pos - c->win_off) + hdr_len;
+			c->pos += hdr_len + (uint64_t)h.compressed;
 		}
-		c->pos += hdr_len + (uint64_t)h.compressed;
 		if (check_crc && (uint32_t)crc32(0, raw, (uInt)h.compressed) != (uint32_t)h.crc)
 			return fmt_fail(e, FMT_CHECKSUM, "Parquet: column '%s': page CRC differs", c->leaf->path);
 		if (c->walk_only && (h.type == PAGE_DATA || h.type == PAGE_DATA_V2)) {
@@ -693,6 +883,7 @@ fmt_kind fmt_pq_cursor_next_page(pq_cursor *c, int *none, fmt_err *e)
 				return bad_page(c, e, "pages hold more values than the chunk");
 			c->values_seen += (uint64_t)h.num_values;
 			c->page_values = c->page_at = (uint64_t)h.num_values;
+			c->pages_read++;
 			return FMT_OK;
 		}
 		if (c->walk_only)
@@ -966,6 +1157,7 @@ fmt_kind fmt_pq_cursor_take(pq_cursor *c, const fmt_field *f, uint64_t n, fmt_co
 
 fmt_kind fmt_pq_cursor_check_all(pq_cursor *c, uint64_t *pages, fmt_err *e)
 {
+	uint64_t before = c->pages_read;
 	for (;;) {
 		int none;
 		fmt_kind k = fmt_pq_cursor_next_page(c, &none, e);
@@ -973,9 +1165,9 @@ fmt_kind fmt_pq_cursor_check_all(pq_cursor *c, uint64_t *pages, fmt_err *e)
 			return k;
 		if (none)
 			break;
-		++*pages;
 		c->page_at = c->page_values;
 	}
+	*pages += c->pages_read - before;
 	if (c->values_seen != (uint64_t)c->chunk->num_values)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s': the pages hold %llu values, the chunk says "
 				"%lld", c->leaf->path, (unsigned long long)c->values_seen, (long long)c->chunk->num_values);
