@@ -1,5 +1,6 @@
 /* Reading one column chunk: its pages one after another (dictionary, data v1 and v2), each read
  * from the file and decompressed into buffers the cursor reuses (from one chunk to the next),
+ * or, a page of PLAIN fixed-width values, decompressed as a stream and decoded a slice at a time;
  * its definition levels and values decoded, and the rows handed out in the column's Arrow
  * layout. */
 #include <stdlib.h>
@@ -687,7 +688,8 @@ static int sliceable(const pq_cursor *c, const page_hdr *h)
 	       (!c->leaf->list || h->rep_encoding == ENC_RLE);
 }
 
-/* The CRC of the page body of n bytes at chunk byte pos, read a slice at a time. */
+/* The CRC of the page body of n bytes at chunk byte pos, read a slice at a time (none read when
+ * the window holds them). */
 static fmt_kind crc_pieces(pq_cursor *c, uint64_t pos, uint64_t n, uint32_t want, fmt_err *e)
 {
 	uLong crc = crc32(0, NULL, 0);
@@ -858,26 +860,20 @@ fmt_kind fmt_pq_cursor_next_page(pq_cursor *c, int *none, fmt_err *e)
 		if ((uint64_t)h.uncompressed > MAX_PAGE_BYTES)
 			return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': a page of %d bytes uncompressed",
 					c->leaf->path, h.uncompressed);
-		int check_crc = c->verify_crc && h.has_crc;
-		const uint8_t *raw = NULL;
+		/* a page is read whole unless it is walked (headers and CRCs) or read a slice at a time */
 		int sliced = !c->walk_only && sliceable(c, &h);
-		if (sliced || c->walk_only) {  /* the page is not read whole: its CRC a slice at a time */
-			uint64_t body = c->pos + hdr_len;
-			c->pos = body + (uint64_t)h.compressed;
-			if (check_crc && (k = crc_pieces(c, body, (uint64_t)h.compressed, (uint32_t)h.crc, e)) != FMT_OK)
-				return k;
-			if (sliced)
-				return load_sliced(c, &h, body, e);
-			check_crc = 0;
-		}
-		if (!c->walk_only) {        /* a walk reads the headers only (and the CRCs above) */
+		uint64_t body = c->pos + hdr_len;
+		const uint8_t *raw = NULL;
+		if (!c->walk_only && !sliced) {
 			if ((k = window(c, c->pos, hdr_len + (uint64_t)h.compressed, e)) != FMT_OK)
 				return k;
-			raw = c->win + (c->pos - c->win_off) + hdr_len;
-			c->pos += hdr_len + (uint64_t)h.compressed;
+			raw = c->win + (body - c->win_off);
 		}
-		if (check_crc && (uint32_t)crc32(0, raw, (uInt)h.compressed) != (uint32_t)h.crc)
-			return fmt_fail(e, FMT_CHECKSUM, "Parquet: column '%s': page CRC differs", c->leaf->path);
+		c->pos = body + (uint64_t)h.compressed;
+		if (c->verify_crc && h.has_crc && (k = crc_pieces(c, body, (uint64_t)h.compressed, (uint32_t)h.crc, e)) != FMT_OK)
+			return k;
+		if (sliced)
+			return load_sliced(c, &h, body, e);
 		if (c->walk_only && (h.type == PAGE_DATA || h.type == PAGE_DATA_V2)) {
 			if (h.num_values < 0 || (uint64_t)h.num_values > (uint64_t)c->chunk->num_values - c->values_seen)
 				return bad_page(c, e, "pages hold more values than the chunk");
