@@ -745,6 +745,19 @@ PY
 	[ "$(echo "$output" | jq -c .metadata)" = '{"":"x","k":""}' ]
 }
 
+@test "APR v1: NaN and infinite metadata floats are read and shown as fmtkit's JSON spells them (\"nan\", \"inf\", \"-inf\")" {
+	# {"m": [NaN, Inf, -Inf (float64), NaN, 0.5 (float32)], "x": -Inf}
+	make_v1_meta nan.apr "82a16d95cb7ff8000000000000cb7ff0000000000000cbfff0000000000000ca7fc00000ca3f000000a178cbfff0000000000000"
+	run --separate-stderr fmt-inspect --json nan.apr
+	[ "$status" -eq 0 ] || fail "exit $status: $stderr"
+	[ "$(echo "$output" | jq -c .metadata)" = '{"m":"[\"nan\",\"inf\",\"-inf\",\"nan\",0.5]","x":"-inf"}' ]
+	run --separate-stderr fmt-inspect nan.apr
+	[ "$status" -eq 0 ]
+	assert_output --partial 'x (str) = "-inf"'
+	run fmt-verify nan.apr
+	assert_success
+}
+
 @test "APR v1 from a pipe: read up to the size its header describes, no further (an endless stream, 100 MB address space)" {
 	make_v1 v1.apr
 	size=$(stat -c %s v1.apr)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include "fmt/checked.h"
 #include "fmt/minisign.h"
+#include "fmt/out.h"
 #include "apr_internal.h"
 
 #define V1_MAX_UNCOMPRESSED (1ull << 30)
@@ -39,7 +40,7 @@ static json_t *mp_to_json(const msgpack_object *o, int depth)
 		return o->via.u64 <= INT64_MAX ? json_integer((json_int_t)o->via.u64) : json_real((double)o->via.u64);
 	case MSGPACK_OBJECT_NEGATIVE_INTEGER: return json_integer((json_int_t)o->via.i64);
 	case MSGPACK_OBJECT_FLOAT32:
-	case MSGPACK_OBJECT_FLOAT64: return json_real(o->via.f64);
+	case MSGPACK_OBJECT_FLOAT64: return fmt_json_double(o->via.f64);   /* NaN, ±Inf: "nan", "inf", "-inf" */
 	case MSGPACK_OBJECT_STR: return json_stringn_nocheck(mp_bytes(o->via.str.ptr), o->via.str.size);
 	case MSGPACK_OBJECT_BIN: return json_stringn_nocheck(mp_bytes(o->via.bin.ptr), o->via.bin.size);
 	case MSGPACK_OBJECT_ARRAY: {
