@@ -1,6 +1,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+#include "fmt/env.h"
 #include "fmt/io.h"
 #include "fmt/meter.h"
 #include "fmt/out.h"
@@ -18,13 +19,11 @@ int fmt_progress_wanted(FILE *f, int quiet, int no_progress)
 	return !quiet && !no_progress && isatty(fileno(f));
 }
 
-/* Seconds of work before the line appears: FMTKIT_PROGRESS_AFTER, default 1. */
+/* Seconds of work before the line appears: FMTKIT_PROGRESS_AFTER (checked at start by
+ * fmt_env_check), default 1. */
 static double delay_seconds(void)
 {
-	const char *v = getenv("FMTKIT_PROGRESS_AFTER");
-	char *end;
-	double d = v && *v ? strtod(v, &end) : 1.0;
-	return v && *v && (*end || d < 0) ? 1.0 : d;
+	return fmt_env_seconds(FMT_ENV_PROGRESS_AFTER, 1.0);
 }
 
 void fmt_progress_start(fmt_progress *p, FILE *f, const char *label, uint64_t total, int enabled)

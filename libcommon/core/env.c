@@ -1,4 +1,5 @@
-/* The environment variables that force a code path (fmt/env.h). */
+/* The environment variables that force a code path, and FMTKIT_PROGRESS_AFTER (fmt/env.h). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,13 +15,39 @@ typedef struct env_name {
 
 static const struct {
 	const char *var;
-	env_name names[NAMES_MAX]; /* up to the first NULL name */
+	env_name names[NAMES_MAX]; /* up to the first NULL name; none: a number of seconds >= 0 */
 } vars[FMT_ENV_COUNT] = {
 	/* "portable", as the other two call the plain C code */
 	[FMT_ENV_NK_KERNELS] = { "NK_KERNELS", { { "generic", 0 }, { "portable", 0 }, { "avx2", 1 }, { "avx512", 2 } } },
 	[FMT_ENV_QUANT_SIMD] = { "FMTKIT_QUANT_SIMD", { { "portable", 0 }, { "avx2", 1 }, { "avx512", 2 } } },
 	[FMT_ENV_CSV_SCAN] = { "FMTKIT_CSV_SCAN", { { "portable", 0 }, { "sse2", 1 }, { "avx2", 2 }, { "avx512", 3 } } },
+	[FMT_ENV_PROGRESS_AFTER] = { "FMTKIT_PROGRESS_AFTER", { { NULL, 0 } } },
 };
+
+static int takes_seconds(fmt_env_var var)
+{
+	return vars[var].names[0].name == NULL;
+}
+
+/* 1 with *out: a finite decimal number >= 0; 0: unset or empty; -1: anything else. */
+static int seconds_of(fmt_env_var var, double *out)
+{
+	const char *v = getenv(vars[var].var);
+	if (!v || !*v)
+		return 0;
+	char *end;
+	double d = strtod(v, &end);
+	if (end == v || *end || !isfinite(d) || !(d >= 0))
+		return -1;
+	*out = d;
+	return 1;
+}
+
+double fmt_env_seconds(fmt_env_var var, double unset)
+{
+	double d;
+	return seconds_of(var, &d) == 1 ? d : unset;
+}
 
 /* -1: unset or empty; -2: not one of its names. */
 static int level_of(fmt_env_var var)
@@ -28,6 +55,10 @@ static int level_of(fmt_env_var var)
 	const char *v = getenv(vars[var].var);
 	if (!v || !*v)
 		return -1;
+	if (takes_seconds(var)) {
+		double d;
+		return seconds_of(var, &d) < 0 ? -2 : -1;
+	}
 	for (int i = 0; i < NAMES_MAX && vars[var].names[i].name; i++)
 		if (strcasecmp(v, vars[var].names[i].name) == 0)
 			return vars[var].names[i].level;
@@ -45,6 +76,9 @@ fmt_kind fmt_env_check(fmt_err *e)
 	for (int var = 0; var < FMT_ENV_COUNT; var++) {
 		if (level_of((fmt_env_var)var) != -2)
 			continue;
+		if (takes_seconds((fmt_env_var)var))
+			return fmt_fail(e, FMT_USAGE, "%s='%.64s' in the environment: unknown value (expected a number "
+					"of seconds >= 0, such as 0 or 2.5)", vars[var].var, getenv(vars[var].var));
 		char names[128] = "";
 		int n = 0;
 		while (n < NAMES_MAX && vars[var].names[n].name)

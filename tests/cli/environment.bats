@@ -3,7 +3,8 @@
 # FMTKIT_CSV_SCAN; fmtkit(7) ENVIRONMENT): their values in any case, and any other value refused
 # by every tool before it starts (exit 2, naming the variable and its values). An unknown value
 # was silently ignored: NK_KERNELS=portable or AVX2 ran the widest kernels, FMTKIT_QUANT_SIMD=bogus
-# the widest quantizers.
+# the widest quantizers. FMTKIT_PROGRESS_AFTER (a number of seconds) is checked the same way: a
+# value that was not a number silently meant 1 second.
 
 bats_require_minimum_version 1.5.0
 
@@ -48,6 +49,21 @@ kernels_with() {
 	[[ $(jq -r .message <<<"$stderr") == "NK_KERNELS='AVX-512' in the environment: unknown value "* ]]
 }
 
+@test "FMTKIT_PROGRESS_AFTER: a value that is not a number of seconds >= 0 is exit 2, nothing written; numbers are taken" {
+	printf 'a,b\n1,2\n' >d.csv
+	for v in soon 1s -1 nan inf ' '; do
+		run -2 --separate-stderr env FMTKIT_PROGRESS_AFTER="$v" fmt-convert d.csv out.jsonl
+		assert_output ""
+		assert_equal "$stderr" "fmt-convert: error: FMTKIT_PROGRESS_AFTER='$v' in the environment: unknown value (expected a number of seconds >= 0, such as 0 or 2.5)"
+		[ ! -e out.jsonl ]
+	done
+	for v in 0 2.5 1e3 ''; do
+		run env FMTKIT_PROGRESS_AFTER="$v" fmt-convert d.csv out.jsonl
+		[ "$status" -eq 0 ] || fail "FMTKIT_PROGRESS_AFTER='$v': exit $status: $output"
+		rm out.jsonl
+	done
+}
+
 @test "every tool refuses an unknown value before it starts, and accepts the values in any case" {
 	printf 'a,b\n1,2\n' >d.csv
 	fmt-sign keygen -q -W -p k.pub -s k.key
@@ -55,13 +71,13 @@ kernels_with() {
 		"fmt-sign key-id -p k.pub" "fmt-watermark entropy d.csv" "nk-run --random 1 $FIX/test_mlp.nk")
 	for c in "${cmds[@]}"; do
 		tool=${c%% *}
-		for var in NK_KERNELS FMTKIT_QUANT_SIMD FMTKIT_CSV_SCAN; do
+		for var in NK_KERNELS FMTKIT_QUANT_SIMD FMTKIT_CSV_SCAN FMTKIT_PROGRESS_AFTER; do
 			run -2 --separate-stderr env "$var=nope" $c
 			[[ $stderr == "$tool: error: $var='nope' in the environment: unknown value (expected "* ]] ||
 				fail "$var=nope $c: $stderr"
 		done
 		rm -rf parts
-		run env NK_KERNELS=Generic FMTKIT_QUANT_SIMD=AVX2 FMTKIT_CSV_SCAN=Portable $c
+		run env NK_KERNELS=Generic FMTKIT_QUANT_SIMD=AVX2 FMTKIT_CSV_SCAN=Portable FMTKIT_PROGRESS_AFTER=0.5 $c
 		[ "$status" -eq 0 ] || fail "$c with values in mixed case: exit $status: $output"
 		rm -rf parts
 	done
