@@ -124,6 +124,7 @@ static int literal_value(const fmt_field *f, const char *s, size_t n, uint8_t ra
 	case FMT_C_F16: case FMT_C_F32: case FMT_C_F64:
 		if (!fmt_tv_float(s, n, &d))
 			return 0;
+		d = fmt_tv_float_narrowable(s, n, d, f->type);   /* one rounding from the text */
 		if (f->type == FMT_C_F16)
 			fmt_wr_u16(raw, fmt_f64_to_f16(d));
 		else if (f->type == FMT_C_F32)

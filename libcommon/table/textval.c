@@ -1,11 +1,13 @@
 /* Text values: booleans, integers, floats and RFC 3339 timestamps. */
 #include <errno.h>
+#include <fenv.h>
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/cell.h"
 #include "fmt/checked.h"
+#include "fmt/half.h"
 #include "fmt/shortest.h"
 #include "fmt/textval.h"
 
@@ -277,6 +279,54 @@ int fmt_tv_float(const char *s, size_t n, double *v)
 		return 0;
 	*v = d;
 	return 1;
+}
+
+/* |x| as the bits of a float16 or float32 magnitude (rounded to nearest even), and back; the
+ * infinity's bits (and above) stand for the power of two past the largest finite value, where
+ * rounding to nearest starts to give infinity. */
+static uint32_t narrow_mag(fmt_ctype t, double a)
+{
+	return t == FMT_C_F16 ? fmt_f64_to_f16(a) & 0x7FFFu : fmt_f32_bits((float)a);
+}
+
+static double narrow_mag_value(fmt_ctype t, uint32_t mag)
+{
+	if (t == FMT_C_F16)
+		return mag >= 0x7C00u ? 0x1p16 : (double)fmt_f16_to_f32((uint16_t)mag);
+	return mag >= 0x7F800000u ? 0x1p128 : (double)fmt_bits_f32(mag);
+}
+
+/* The sign of x - m, x the decimal s[0..n) (n < 128, as fmt_tv_float read it) and m the float64
+ * nearest it: the float64 above or equal to x is above m when x is, the one below or equal below
+ * m when x is; x == m when both are m. */
+static int decimal_side(const char *s, size_t n, double m)
+{
+	char buf[128];
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	int mode = fegetround();
+	fesetround(FE_UPWARD);
+	double up = strtod(buf, NULL);
+	fesetround(FE_DOWNWARD);
+	double down = strtod(buf, NULL);
+	fesetround(mode);
+	return up > m ? 1 : down < m ? -1 : 0;
+}
+
+double fmt_tv_float_narrowable(const char *s, size_t n, double d, fmt_ctype t)
+{
+	if ((t != FMT_C_F16 && t != FMT_C_F32) || !isfinite(d) || n >= 128)
+		return d;
+	double a = fabs(d);
+	uint32_t mag = narrow_mag(t, a);
+	double r = narrow_mag_value(t, mag);
+	if (r == a)
+		return d;   /* exact */
+	double other = narrow_mag_value(t, a > r ? mag + 1 : mag - 1);
+	if (2 * a != r + other)
+		return d;   /* not halfway: d and the decimal round alike */
+	int side = decimal_side(s, n, d);
+	return side > 0 ? nextafter(d, INFINITY) : side < 0 ? nextafter(d, -INFINITY) : d;
 }
 
 int fmt_tv_nonfinite(const char *s, size_t n, double *v)

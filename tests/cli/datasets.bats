@@ -500,6 +500,33 @@ PY
 	[ ! -e over.arrow ]
 }
 
+@test "--schema float32 and float16: a decimal a hair off a tie of the type, whose nearest float64 is the tie, rounds once from the text" {
+	# float32: 1 + 2^-24 and 1 + 3 * 2^-24 are ties; 1e-32 off them the nearest float64 is the tie
+	# itself, and rounding that again gave ties-to-even (1.0 and 1.0000002) instead of the text's
+	# side (1.0000001 both); the tie exactly still goes to even; 2^128 - 2^103 is the tie between
+	# the largest float32 and overflow, so a decimal just below it is the largest float32
+	echo '{"a":"float32"}' >f.json
+	printf 'a\n1.00000005960464477539062500000001\n1.00000017881393432617187499999999\n1.000000059604644775390625\n-1.00000005960464477539062500000001\n3.4028235677973366e38\n' >f.csv
+	run fmt-convert --schema f.json --to jsonl f.csv -
+	assert_success
+	assert_output "$(printf '{"a":1.0000001}\n{"a":1.0000001}\n{"a":1.0}\n{"a":-1.0000001}\n{"a":3.4028235e+38}')"
+	printf 'a\n340282356779733661637539395458142568448\n' >over.csv
+	run fmt-convert --schema f.json --to jsonl over.csv -
+	assert_failure 4
+	assert_output 'fmt-convert: error: over.csv: line 2, column 1: "340282356779733661637539395458142568448" is not a float32'
+	# float16: the same around 1 + 2^-11 and 1 + 3 * 2^-11 (1.001 is 1.0009765625), and just below 65520
+	echo '{"a":"float16"}' >h.json
+	printf 'a\n1.00048828125000000000001\n1.00146484374999999999999\n1.00048828125\n65519.9999999999999999999\n' >h.csv
+	run fmt-convert --schema h.json --to jsonl h.csv -
+	assert_success
+	assert_output "$(printf '{"a":1.001}\n{"a":1.001}\n{"a":1.0}\n{"a":65500.0}')"
+	# a --where value on the column is rounded the same way
+	fmt-convert --schema f.json f.csv f.arrow
+	run fmt-convert --where 'a = 1.00000005960464477539062500000001' --to jsonl f.arrow -
+	assert_success
+	assert_output "$(printf '{"a":1.0000001}\n{"a":1.0000001}')"
+}
+
 @test "malformed CSV: exit 4 with line and column, nothing written under the output name" {
 	printf 'a,b\n1,2\n3,x"y\n' >bare.csv
 	run fmt-convert bare.csv out.ald

@@ -616,9 +616,10 @@ static int unhex(const char *p, size_t n, uint8_t *out)
 	return n % 2 == 0;
 }
 
-/* d as a value of the float type t into le; 0 when a finite d would become an infinity (too
- * large for the type: as an integer too large is, not a value of it). A value too small for
- * the type rounds to a subnormal or zero, as any value rounds. */
+/* d as a value of the float type t into le (d from fmt_tv_float_narrowable: one rounding from
+ * the text); 0 when a finite d would become an infinity (too large for the type: as an integer
+ * too large is, not a value of it). A value too small for the type rounds to a subnormal or
+ * zero, as any value rounds. */
 static int narrow_float(double d, fmt_ctype t, uint8_t le[8])
 {
 	if (t == FMT_C_F64) {
@@ -668,7 +669,7 @@ static fmt_kind put_value(csv_state *s, size_t i, const fmt_field *f, col_builde
 		return ok ? FMT_OK : bad_value(s, i, f, e);
 	}
 	case FMT_C_F16: case FMT_C_F32: case FMT_C_F64:
-		if (!fmt_tv_float(p, n, &d) || !narrow_float(d, f->type, le))
+		if (!fmt_tv_float(p, n, &d) || !narrow_float(fmt_tv_float_narrowable(p, n, d, f->type), f->type, le))
 			return bad_value(s, i, f, e);
 		fmt_cb_fixed(b, le, fmt_ctype_width(f->type));
 		return FMT_OK;

@@ -12,6 +12,13 @@ int fmt_tv_int64(const char *s, size_t n, int64_t *v);
 /* [+]digits up to 2^64-1. */
 int fmt_tv_uint64(const char *s, size_t n, uint64_t *v);
 int fmt_tv_float(const char *s, size_t n, double *v);
+/* For a float16 or float32 column (t): d, the float64 fmt_tv_float read from s[0..n), made safe
+ * to narrow to t in one rounding. Narrowing d would round twice when d is exactly halfway
+ * between two adjacent values of t (or between t's largest and the overflow threshold) while the
+ * decimal text is not: then the float64 next to d on the text's side (strtod rounded up and down
+ * tells which), so that the narrowing rounds as the decimal does. Otherwise (also for any other
+ * t, a non-finite d, a decimal that is the halfway point exactly: ties to even) d itself. */
+double fmt_tv_float_narrowable(const char *s, size_t n, double d, fmt_ctype t);
 /* The text of a float that JSON has no number for, as a JSON string holds it: NaN, inf and -inf
  * (what fmt_shortest_* writes, so what the JSON writers put in a string) and JavaScript's
  * Infinity and -Infinity. 1 with *v set when s is one of them. */
