@@ -303,24 +303,34 @@ json_t *fmt_cell_json(const fmt_field *f, const fmt_column *c, uint64_t row)
 
 /* The items of a list's text p[0..n) ("[1.5,NaN,null]": numbers and nulls) as JSON: a NaN or an
  * infinity as a string, as fmt_cell_json has it. */
-static void list_json_text(fmt_sb *out, const char *p, size_t n)
+/* A float's shortest text p[0..n) as JSON: a number, or for NaN and the infinities (JSON has no
+ * such numbers) a string spelled as style says. */
+static void float_json_text(fmt_sb *out, const char *p, size_t n, fmt_json_style style)
 {
 	double nonfinite;
+	if (!fmt_tv_nonfinite(p, n, &nonfinite))
+		fmt_sb_put(out, p, n);
+	else if (style == FMT_JSON_REPORT && isnan(nonfinite))
+		fmt_sb_puts(out, "\"nan\"");
+	else
+		fmt_sb_json_str(out, p, n);
+}
+
+static void list_json_text(fmt_sb *out, const char *p, size_t n, fmt_json_style style)
+{
 	size_t from = 1;
 	fmt_sb_put(out, "[", 1);
 	for (size_t i = 1; i < n; i++) {
 		if (p[i] != ',' && p[i] != ']')
 			continue;
-		if (fmt_tv_nonfinite(p + from, i - from, &nonfinite))
-			fmt_sb_json_str(out, p + from, i - from);
-		else
-			fmt_sb_put(out, p + from, i - from);
+		float_json_text(out, p + from, i - from, style);
 		fmt_sb_put(out, p + i, 1);
 		from = i + 1;
 	}
 }
 
-void fmt_cell_json_text(const fmt_field *f, const fmt_column *c, uint64_t row, fmt_sb *out, fmt_sb *scratch)
+void fmt_cell_json_text(const fmt_field *f, const fmt_column *c, uint64_t row, fmt_sb *out, fmt_sb *scratch,
+			fmt_json_style style)
 {
 	if (fmt_column_is_null(c, row)) {
 		fmt_sb_puts(out, "null");
@@ -333,23 +343,19 @@ void fmt_cell_json_text(const fmt_field *f, const fmt_column *c, uint64_t row, f
 	case FMT_C_UTF8: case FMT_C_LARGE_UTF8: case FMT_C_BINARY: case FMT_C_DATE32: case FMT_C_TIMESTAMP:
 		fmt_sb_json_str(out, p, scratch->len);
 		return;
-	case FMT_C_F16: case FMT_C_F32: case FMT_C_F64: {
-		double nonfinite;
-		if (fmt_tv_nonfinite(p, scratch->len, &nonfinite))
-			fmt_sb_json_str(out, p, scratch->len); /* JSON has no NaN or infinity */
-		else
-			fmt_sb_put(out, p, scratch->len);
+	case FMT_C_F16: case FMT_C_F32: case FMT_C_F64:
+		float_json_text(out, p, scratch->len, style);
 		return;
-	}
 	case FMT_C_FIXED_SIZE_LIST:
-		list_json_text(out, p, scratch->len);
+		list_json_text(out, p, scratch->len, style);
 		return;
 	default:
 		fmt_sb_put(out, p, scratch->len); /* integers, true/false */
 	}
 }
 
-void fmt_row_json_text(const fmt_schema *s, const fmt_batch *b, uint64_t row, fmt_sb *out, fmt_sb *scratch)
+void fmt_row_json_text(const fmt_schema *s, const fmt_batch *b, uint64_t row, fmt_sb *out, fmt_sb *scratch,
+		       fmt_json_style style)
 {
 	fmt_sb_put(out, "{", 1);
 	for (size_t i = 0; i < s->n_fields; i++) {
@@ -357,7 +363,7 @@ void fmt_row_json_text(const fmt_schema *s, const fmt_batch *b, uint64_t row, fm
 			fmt_sb_put(out, ",", 1);
 		fmt_sb_json_str(out, s->fields[i].name, strlen(s->fields[i].name));
 		fmt_sb_put(out, ":", 1);
-		fmt_cell_json_text(&s->fields[i], &b->columns[i], row, out, scratch);
+		fmt_cell_json_text(&s->fields[i], &b->columns[i], row, out, scratch, style);
 	}
 	fmt_sb_put(out, "}", 1);
 }

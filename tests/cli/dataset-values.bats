@@ -264,6 +264,21 @@ schema_of() {
 	assert_output '{"v":"[\"NaN\",\"x\"]"}'
 }
 
+@test "fmt-inspect --head --json spells NaN and the infinities as the tools' JSON does (\"nan\", \"inf\", \"-inf\"), JSON Lines data keeps \"NaN\"" {
+	printf 'id,score\n1,1.5\n2,nan\n3,inf\n4,-inf\n5,\n' >s.csv
+	run fmt-inspect --head 5 --json s.csv
+	assert_success
+	assert_output '{"file":"s.csv","format":"csv","rows":5,"head":[{"id":1,"score":1.5},{"id":2,"score":"nan"},{"id":3,"score":"inf"},{"id":4,"score":"-inf"},{"id":5,"score":null}]}'
+	# in a list column too; the same file as JSON Lines data says "NaN"
+	printf '{"v":[1.5,"NaN"]}\n{"v":["-inf",2.0]}\n' >l.jsonl
+	fmt-convert l.jsonl l.arrow
+	run fmt-inspect --head 2 --json l.arrow
+	assert_success
+	assert_output '{"file":"l.arrow","format":"arrow","rows":2,"head":[{"v":[1.5,"nan"]},{"v":["-inf",2.0]}]}'
+	run fmt-convert --to jsonl l.arrow -
+	assert_output "$(cat l.jsonl)"
+}
+
 @test "JSON Lines: zone-less timestamp strings are zone-less timestamps; zoned ones UTC" {
 	printf '{"a":"2000-01-01 00:02:03.456789","b":"2000-01-01T00:00:00Z"}\n{"a":"2000-01-02T00:00:00","b":"2000-01-01T01:00:00+01:00"}\n' >in.jsonl
 	run schema_of in.jsonl

@@ -161,7 +161,7 @@ static fmt_kind head(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err *e)
 			if (o->json) {
 				if (n_rows)
 					fmt_sb_put(&text, ",", 1);
-				fmt_row_json_text(s, &b, r, &text, &scratch);
+				fmt_row_json_text(s, &b, r, &text, &scratch, FMT_JSON_REPORT);
 				continue;
 			}
 			cells[n_rows] = calloc(n_cols ? n_cols : 1, sizeof **cells);

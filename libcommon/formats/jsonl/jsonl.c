@@ -589,7 +589,7 @@ static void jsonl_close(fmt_table *t)
 static int jsonl_put_row(const void *ctx, const fmt_batch *b, uint64_t row, fmt_sb *line, fmt_sb *scratch)
 {
 	const fmt_schema *s = ctx;
-	fmt_row_json_text(s, b, row, line, scratch);
+	fmt_row_json_text(s, b, row, line, scratch, FMT_JSON_DATA);
 	fmt_sb_put(line, "\n", 1);
 	return !scratch->oom;
 }

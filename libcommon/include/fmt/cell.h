@@ -12,11 +12,18 @@
 void fmt_cell_text(const fmt_field *f, const fmt_column *c, uint64_t row, fmt_sb *b);
 /* The value as JSON (json null for a null); NULL when out of memory. */
 json_t *fmt_cell_json(const fmt_field *f, const fmt_column *c, uint64_t row);
+/* How a float that JSON has no number for is spelled. FMT_JSON_DATA: as the JSON Lines writer
+ * puts it in a data file, "NaN", "inf", "-inf" (DuckDB's read_json casts these to DOUBLE; the
+ * README); FMT_JSON_REPORT: as the tools' own JSON reports spell it (fmt_json_double, fmtkit(7)
+ * OUTPUT), "nan", "inf", "-inf". */
+typedef enum fmt_json_style { FMT_JSON_DATA, FMT_JSON_REPORT } fmt_json_style;
 /* The value as JSON text appended to out: numbers in their shortest form (NaN and infinities
- * as strings), null for a null; scratch is working space. */
-void fmt_cell_json_text(const fmt_field *f, const fmt_column *c, uint64_t row, fmt_sb *out, fmt_sb *scratch);
+ * as strings spelled as style says), null for a null; scratch is working space. */
+void fmt_cell_json_text(const fmt_field *f, const fmt_column *c, uint64_t row, fmt_sb *out, fmt_sb *scratch,
+			fmt_json_style style);
 /* Row as one JSON object, keys in schema order. */
-void fmt_row_json_text(const fmt_schema *s, const fmt_batch *b, uint64_t row, fmt_sb *out, fmt_sb *scratch);
+void fmt_row_json_text(const fmt_schema *s, const fmt_batch *b, uint64_t row, fmt_sb *out, fmt_sb *scratch,
+		       fmt_json_style style);
 /* A numeric value as double (for statistics); 0 for non-numeric types. */
 double fmt_cell_number(const fmt_field *f, const fmt_column *c, uint64_t row);
 /* A signed integer, date or timestamp value exactly (int64 beyond 2^53 too); an unsigned one. */
