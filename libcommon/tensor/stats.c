@@ -6,6 +6,7 @@
 #include <string.h>
 #include "fmt/checked.h"
 #include "fmt/convert.h"
+#include "fmt/half.h"
 #include "fmt/stats.h"
 
 /* Small enough to stay in L1 between the two passes. */
@@ -80,16 +81,31 @@ static void merge_pass(fmt_stats *s, const pass_summary *p)
 
 void fmt_stats_add(fmt_stats *s, const float *x, size_t n)
 {
-	size_t take = FMT_STATS_FIRST - s->n_first;
-	if (take > n)
-		take = n;
-	memcpy(s->first + s->n_first, x, take * sizeof *x);
-	s->n_first += take;
 	double wide[PASS_ELEMS];
 	for (size_t done = 0; done < n; done += PASS_ELEMS) {
 		size_t len = n - done < PASS_ELEMS ? n - done : PASS_ELEMS;
-		for (size_t i = 0; i < len; i++)
+		for (size_t i = 0; i < len; i++) {
 			wide[i] = x[done + i];
+			if (s->n_first < FMT_STATS_FIRST)
+				s->first[s->n_first++] = wide[i];
+		}
+		pass_summary p;
+		summarise_pass(s, wide, len, &p);
+		merge_pass(s, &p);
+	}
+}
+
+void fmt_stats_add_f64(fmt_stats *s, const uint8_t *src, size_t n)
+{
+	double wide[PASS_ELEMS];
+	s->f64 = 1;
+	for (size_t done = 0; done < n; done += PASS_ELEMS) {
+		size_t len = n - done < PASS_ELEMS ? n - done : PASS_ELEMS;
+		for (size_t i = 0; i < len; i++) {
+			wide[i] = fmt_bits_f64(fmt_rd_u64(src + 8 * (done + i)));
+			if (s->n_first < FMT_STATS_FIRST)
+				s->first[s->n_first++] = wide[i];
+		}
 		pass_summary p;
 		summarise_pass(s, wide, len, &p);
 		merge_pass(s, &p);
@@ -137,6 +153,8 @@ void fmt_stats_add_int(fmt_stats *s, fmt_dtype t, const uint8_t *src, size_t n)
 				s->imax = v;
 			if (s->n_first < FMT_STATS_FIRST)
 				s->ifirst[s->n_first++] = v;
+			/* signed: v's sign extended to 128 bits; the sum wraps as two's complement */
+			s->isum += is_signed ? (unsigned __int128)(__int128)(int64_t)v : (unsigned __int128)v;
 			wide[i] = is_signed ? (double)(int64_t)v : (double)v;
 		}
 		pass_summary p;
@@ -153,6 +171,45 @@ void fmt_stats_finish(fmt_stats *s)
 		return;
 	}
 	s->std = sqrt(s->m2 / (double)s->count);
+	if (s->int_kind == FMT_STATS_SIGNED && (__int128)s->isum < 0)
+		s->mean = fmt_exact_mean(-s->isum, 1, s->count);
+	else if (s->int_kind)
+		s->mean = fmt_exact_mean(s->isum, 0, s->count);
+}
+
+static int bit_length(unsigned __int128 v)
+{
+	uint64_t hi = (uint64_t)(v >> 64), lo = (uint64_t)v;
+	return hi ? 128 - __builtin_clzll(hi) : lo ? 64 - __builtin_clzll(lo) : 0;
+}
+
+/* A 63-bit m (2^62 <= m < 2^63) times 2^shift, its bits below m's sticky in bit 0 (below the
+ * rounding bit of a double's 53): converting m to double then rounds as the exact value does. */
+double fmt_exact_mean(unsigned __int128 mag, int neg, uint64_t n)
+{
+	if (n == 0)
+		return NAN;
+	unsigned __int128 q = mag / n;
+	uint64_t r = (uint64_t)(mag % n), m;
+	int shift = 0, sticky;
+	if (bit_length(q) > 63) {
+		shift = bit_length(q) - 63;
+		m = (uint64_t)(q >> shift);
+		sticky = (q & (((unsigned __int128)1 << shift) - 1)) != 0 || r != 0;
+	} else {
+		m = (uint64_t)q;
+		/* long division, one more bit of the quotient at a time: at most 64 steps before the
+		 * first 1 (r / n >= 2^-64) and 63 after */
+		while (m < (UINT64_C(1) << 62) && (m || r)) {
+			unsigned __int128 r2 = (unsigned __int128)r << 1;
+			m = m << 1 | (r2 >= n);
+			r = (uint64_t)(r2 >= n ? r2 - n : r2);
+			shift--;
+		}
+		sticky = r != 0;
+	}
+	double v = ldexp((double)(m | (uint64_t)sticky), shift);
+	return neg ? -v : v;
 }
 
 /* The tensor's element and byte counts must agree with its dtype and shape before we walk
@@ -185,6 +242,11 @@ static fmt_kind stats_of_bytes(const fmt_tensor *t, const uint8_t *bytes, float 
 		uint64_t n = t->nelems - done < chunk_elems ? t->nelems - done : chunk_elems;
 		if (info->is_int) {  /* exactly: a float holds integers only up to 2^24 */
 			fmt_stats_add_int(out, t->dtype, bytes + offset, (size_t)n);
+			offset += chunk_bytes;
+			continue;
+		}
+		if (t->dtype == FMT_DT_F64) {  /* in double: a float32 step would make 1e300 Inf */
+			fmt_stats_add_f64(out, bytes + offset, (size_t)n);
 			offset += chunk_bytes;
 			continue;
 		}

@@ -188,6 +188,37 @@ PY
 	assert_line 'first:  16777217 -2147483648 2147483647'
 }
 
+@test "--stats of an F64 tensor in float64 (1e300 is not Inf, 0.1 not 0.10000000149), and integer means from the exact sum" {
+	/usr/bin/python3 - <<'PY'
+import json, struct
+def st(path, tensors):
+    header, data = {}, b""
+    for name, dtype, fmt, vals in tensors:
+        b = struct.pack("<%d%s" % (len(vals), fmt), *vals)
+        header[name] = {"dtype": dtype, "shape": [len(vals)], "data_offsets": [len(data), len(data) + len(b)]}
+        data += b
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    open(path, "wb").write(struct.pack("<Q", len(h)) + h + data)
+st("wide.safetensors", [("f64", "F64", "d", [1e300, 0.1, -2.5e-310, 1.0000000000000002, float("nan")]),
+    ("i64", "I64", "q", [9007199254740993, 9007199254740993, 9007199254740994]),
+    ("u64", "U64", "Q", [15600419082433424441, 16900536854896466293, 11068051555418466131])])
+PY
+	run fmt-inspect --json --tensor f64 --stats wide.safetensors
+	assert_success
+	assert_equal "$(jq -c '.stats | [.count, .nan, .inf, .min == -2.5e-310, .max == 1e300, .mean == 2.5e299,
+		.first[1] == 0.1, .first[3] == 1.0000000000000002, .first[4]]' <<<"$output")" '[4,1,0,true,true,true,true,true,"nan"]'
+	run fmt-inspect --tensor f64 --stats wide.safetensors
+	assert_line 'max:    1.0000000000000001e+300'
+	assert_line 'first:  1.0000000000000001e+300 0.10000000000000001 -2.5000000000000171e-310 1.0000000000000002 nan'
+	# means of the exact sums rounded once (Python: float(Fraction(sum(v), len(v)))); summed as
+	# float64s they were 9007199254740992 and 1.4523002497582785e19
+	run fmt-inspect --json --tensor i64 --stats wide.safetensors
+	[ "$(jq '.stats.mean == 9007199254740994' <<<"$output")" = true ]
+	run fmt-inspect --json --tensor u64 --stats wide.safetensors
+	[ "$(jq '.stats.mean == 1.4523002497582787e19' <<<"$output")" = true ]
+}
+
 @test "a sharded index is inspected as one model" {
 	run fmt-inspect --json "$SAMPLES/sharded/model.safetensors.index.json"
 	assert_success

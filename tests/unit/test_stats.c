@@ -235,3 +235,22 @@ TEST(stats_tensor_errors)
 	CHECK(stats_of(&scalar, &s, &e) == FMT_OK);
 	CHECK_EQ_U64(s.count, 1);
 }
+
+/* fmt_exact_mean: the quotient rounded once, ties to even, the remainder deciding a near-tie. */
+TEST(stats_exact_mean_rounds_once)
+{
+	CHECK(fmt_exact_mean(7, 0, 2) == 3.5);
+	CHECK(fmt_exact_mean(7, 1, 2) == -3.5);
+	CHECK(fmt_exact_mean(1, 0, 3) == 1.0 / 3);
+	CHECK(fmt_exact_mean(0, 0, 5) == 0);
+	CHECK(isnan(fmt_exact_mean(1, 0, 0)));
+	CHECK(fmt_exact_mean(~(unsigned __int128)0, 0, 1) == 0x1p128);
+	/* 2^54 + 2 is halfway between 2^54 and 2^54 + 4: even; a third above it: up */
+	unsigned __int128 tie = ((unsigned __int128)1 << 54) + 2;
+	CHECK(fmt_exact_mean(tie, 0, 1) == 0x1p54);
+	CHECK(fmt_exact_mean(tie * 3 + 1, 0, 3) == 0x1p54 + 4);
+	CHECK(fmt_exact_mean(tie * 3 - 1, 0, 3) == 0x1p54);
+	/* 2^64 values of 2^64 - 1 would sum past 2^128; 3 * (2^64 - 1) / 3 is exact */
+	CHECK(fmt_exact_mean((unsigned __int128)UINT64_MAX * 3, 0, 3) == 0x1p64);
+	CHECK(fmt_exact_mean(1, 0, UINT64_MAX) == 0x1p-64);
+}

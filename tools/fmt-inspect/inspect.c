@@ -228,15 +228,16 @@ static void text_stats(FILE *out, const fmt_tensor *t, const fmt_stats *s)
 		put_int(out, s, s->imax);
 		fprintf(out, "\nmean:   %.9g\nstd:    %.9g\nfirst: ", s->mean, s->std);
 	} else {
-		fprintf(out, "min:    %.9g\nmax:    %.9g\nmean:   %.9g\nstd:    %.9g\nfirst: ", s->min, s->max,
-			s->mean, s->std);
+		int digits = s->f64 ? 17 : 9;   /* enough to read back a float64, a float32 */
+		fprintf(out, "min:    %.*g\nmax:    %.*g\nmean:   %.*g\nstd:    %.*g\nfirst: ", digits, s->min, digits,
+			s->max, digits, s->mean, digits, s->std);
 	}
 	for (size_t i = 0; i < s->n_first; i++) {
 		fputc(' ', out);
 		if (s->int_kind)
 			put_int(out, s, s->ifirst[i]);
 		else
-			fprintf(out, "%.9g", (double)s->first[i]);
+			fprintf(out, "%.*g", s->f64 ? 17 : 9, s->first[i]);
 	}
 	fputc('\n', out);
 }
@@ -387,7 +388,7 @@ static json_t *json_stats(const fmt_tensor *t, const fmt_stats *s)
 {
 	json_t *first = json_array();
 	for (size_t i = 0; first && i < s->n_first; i++) {
-		fmt_value v = { .type = FMT_V_F32, .v.f = s->first[i] };
+		fmt_value v = { .type = s->f64 ? FMT_V_F64 : FMT_V_F32, .v.f = s->first[i] };
 		json_array_append_new(first, s->int_kind ? json_int(s, s->ifirst[i]) : fmt_json_value(&v, 0));
 	}
 	fmt_value vals[4] = {

@@ -15,30 +15,40 @@
  * chunk by chunk with the pairwise update of Chan, Golub and LeVeque: each chunk's own mean and
  * m2 come from two passes over the chunk, so no large sum of squares is ever subtracted.
  * std is the population standard deviation sqrt(m2 / count), set by fmt_stats_finish.
- * first holds the first n_first values as given (NaN and Inf included), for previews. */
+ * first holds the first n_first values as given (NaN and Inf included), for previews: float32
+ * values (fmt_stats_add), or float64 ones (fmt_stats_add_f64, f64 set) kept as they are. */
 typedef struct fmt_stats {
 	uint64_t count, nan, inf;
 	double min, max, mean, m2, std;
-	float first[FMT_STATS_FIRST];
+	double first[FMT_STATS_FIRST];
 	size_t n_first;
+	int f64;
 	/* An integer tensor (fmt_stats_add_int): FMT_STATS_SIGNED or FMT_STATS_UNSIGNED, and its
 	 * least and greatest values and first values exactly (int64 bits when signed); min, max
-	 * and first above are then unset, mean and m2 come from the values as doubles. */
+	 * and first above are then unset; mean is the exact sum isum (two's complement when
+	 * signed) over count, rounded once; m2 comes from the values as doubles. */
 	int int_kind;
 	uint64_t imin, imax, ifirst[FMT_STATS_FIRST];
+	unsigned __int128 isum;
 } fmt_stats;
 
 enum { FMT_STATS_FLOAT = 0, FMT_STATS_SIGNED = 1, FMT_STATS_UNSIGNED = 2 };
 
 void fmt_stats_init(fmt_stats *s);
 void fmt_stats_add(fmt_stats *s, const float *x, size_t n);
+/* n little-endian float64 values at src, in double throughout (none rounded to float32). */
+void fmt_stats_add_f64(fmt_stats *s, const uint8_t *src, size_t n);
 /* n little-endian elements of the plain integer dtype t (BOOL, I8 ... I64, U8 ... U64) at src;
  * every call on s with the same t. */
 void fmt_stats_add_int(fmt_stats *s, fmt_dtype t, const uint8_t *src, size_t n);
 void fmt_stats_finish(fmt_stats *s);
 
-/* Statistics of every element of t (decoded with fmt_decode_f32, an integer dtype with
- * fmt_stats_add_int: exactly), in chunks of at most 64Ki
+/* The quotient mag / n (negated when neg) rounded once to the nearest double, ties to even:
+ * the mean of integers from their exact sum (mag up to 2^128 - 1). NaN when n is 0. */
+double fmt_exact_mean(unsigned __int128 mag, int neg, uint64_t n);
+
+/* Statistics of every element of t (decoded with fmt_decode_f32, F64 with fmt_stats_add_f64 and
+ * an integer dtype with fmt_stats_add_int: exactly), in chunks of at most 64Ki
  * elements on block boundaries, so memory beyond the tensor's bytes stays bounded.
  * Unsupported for a dtype fmt_decode_f32 cannot decode. out is finished on success. */
 fmt_kind fmt_tensor_stats(const fmt_model *m, const fmt_tensor *t, fmt_stats *out, fmt_err *e);
