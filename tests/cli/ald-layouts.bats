@@ -103,7 +103,7 @@ assert [(x["column"],x["kind"],x["offset"]%64) for x in a["arrays"]]==[(0,"value
 	printf 'x;y\n1.5;2\n2.5;3\n' >nums.csv
 	fmt-convert --trueno-native nums.csv nums.ald
 	run fmt-inspect --stats nums.ald
-	assert_output "$(printf 'x: type=float64 count=2 nulls=0 min=1.5 max=2.5 mean=2.0\ny: type=int64 count=2 nulls=0 min=2 max=3 mean=2.5')"
+	assert_output "$(printf 'x: type=float64 count=2 nulls=0 nan=0 min=1.5 max=2.5 mean=2.0\ny: type=int64 count=2 nulls=0 min=2 max=3 mean=2.5')"
 }
 
 @test "hostile array index (offsets, lengths, sizes, dtypes, counts): exact exit and message, nothing written" {

@@ -722,17 +722,40 @@ assert c[4]["min"]=="1969-12-31T23:59:59.999Z" and c[4]["max"]=="2024-02-29T12:0
 	fmt-convert i.csv i.ald
 	run fmt-inspect --json --stats i.ald
 	assert_success
-	assert_output '{"file":"i.ald","format":"ald","columns":[{"name":"x","type":"float64","count":3,"nulls":0,"min":"-inf","max":"inf","mean":"nan"}]}'
+	assert_output '{"file":"i.ald","format":"ald","columns":[{"name":"x","type":"float64","count":3,"nulls":0,"nan":0,"min":"-inf","max":"inf","mean":"nan"}]}'
 	run fmt-inspect --json --quality i.ald
 	assert_success
 	assert_equal "$(jq -c '.columns[0] | [.min, .max, .mean, .std, .p1, .p50, .p99]' <<<"$output")" '["-inf","inf","nan","nan","-inf",1.5,"inf"]'
 	printf 'x\n1\ninf\n' >p.csv
 	fmt-convert p.csv p.ald
 	run fmt-inspect --json --stats p.ald
-	assert_output '{"file":"p.ald","format":"ald","columns":[{"name":"x","type":"float64","count":2,"nulls":0,"min":1.0,"max":"inf","mean":"inf"}]}'
+	assert_output '{"file":"p.ald","format":"ald","columns":[{"name":"x","type":"float64","count":2,"nulls":0,"nan":0,"min":1.0,"max":"inf","mean":"inf"}]}'
 	# the text is unchanged
 	run fmt-inspect --stats i.ald
-	assert_output "x: type=float64 count=3 nulls=0 min=-inf max=inf mean=nan"
+	assert_output "x: type=float64 count=3 nulls=0 nan=0 min=-inf max=inf mean=nan"
+}
+
+@test "fmt-inspect --stats: NaN values are counted in nan and left out of min, max and mean (numpy's nanmean, as --quality); integer means from the exact sum" {
+	# count is the rows (nulls and NaN included); the mean is over count - nulls - nan values
+	printf 'x,i,u\n1.5,9007199254740993,18446744073709551615\nnan,9007199254740993,18446744073709551615\n2.5,9007199254740994,1\ninf,,\n,1,2\nnan,2,3\n' >n.csv
+	for f in n.csv n.ald n.arrow n.parquet n.jsonl; do
+		[ "$f" = n.csv ] || fmt-convert n.csv "$f"
+		run fmt-inspect --json --stats "$f"
+		assert_success
+		[ "$(jq -c '.columns[0] | [.count, .nulls, .nan, .min, .max, .mean]' <<<"$output")" = '[6,1,2,1.5,"inf","inf"]' ] ||
+			fail "$f: $output"
+		# (2^53+1 + 2^53+1 + 2^53+2 + 1 + 2) / 5, and the uint64 sum past 2^64, each rounded once
+		[ "$(jq -c '[.columns[1].mean == 5404319552844597, .columns[2].mean == 7.378697629483821e18]' <<<"$output")" = '[true,true]' ] ||
+			fail "$f: $output"
+	done
+	run fmt-inspect --stats n.csv
+	assert_line --index 0 "x: type=float64 count=6 nulls=1 nan=2 min=1.5 max=inf mean=inf"
+	printf 'x\n1.5\nnan\n2.5\nnan\n' >m.csv
+	run fmt-inspect --json --stats m.csv
+	assert_output '{"file":"m.csv","format":"csv","columns":[{"name":"x","type":"float64","count":4,"nulls":0,"nan":2,"min":1.5,"max":2.5,"mean":2.0}]}'
+	printf 'x\nnan\n' >all.csv
+	run fmt-inspect --json --stats all.csv
+	assert_output '{"file":"all.csv","format":"csv","columns":[{"name":"x","type":"float64","count":1,"nulls":0,"nan":1}]}'
 }
 
 @test "Arrow IPC: file and stream written, read back, --from forces a reader" {

@@ -11,6 +11,7 @@
 #include "fmt/out.h"
 #include "fmt/quality.h"
 #include "fmt/report.h"
+#include "fmt/stats.h"
 #include "inspect.h"
 
 #define DISTINCT_CAP 10000
@@ -216,7 +217,9 @@ static fmt_kind head(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err *e)
 
 typedef struct col_stats {
 	uint64_t count, nulls, n;   /* n: values counted in the numeric aggregates */
+	uint64_t nan;               /* floats: NaN values, left out of n, min, max and mean */
 	double min, max, sum;
+	unsigned __int128 isum;     /* integers: the exact sum (two's complement when signed) */
 	int64_t imin, imax;         /* integers, dates and timestamps: exact */
 	uint64_t umin, umax;
 	uint64_t *hashes;           /* strings: distinct values seen, up to DISTINCT_CAP */
@@ -273,7 +276,7 @@ static void stats_add(col_stats *st, const fmt_field *f, const fmt_column *c, ui
 			st->imin = v;
 		if (st->n == 0 || v > st->imax)
 			st->imax = v;
-		st->sum += (double)v;
+		st->isum += (unsigned __int128)(__int128)v;
 		st->n++;
 		return;
 	}
@@ -283,14 +286,16 @@ static void stats_add(col_stats *st, const fmt_field *f, const fmt_column *c, ui
 			st->umin = v;
 		if (st->n == 0 || v > st->umax)
 			st->umax = v;
-		st->sum += (double)v;
+		st->isum += v;
 		st->n++;
 		return;
 	}
 	default: {
 		double v = fmt_cell_number(f, c, r);
-		if (isnan(v))
+		if (isnan(v)) {   /* numpy's nanmean: infinities are numbers, NaN is none */
+			st->nan++;
 			return;
+		}
 		if (st->n == 0 || v < st->min)
 			st->min = v;
 		if (st->n == 0 || v > st->max)
@@ -323,6 +328,9 @@ static json_t *stats_json(const fmt_field *f, const col_stats *st)
 	json_object_set_new(o, "type", json_string(type));
 	json_object_set_new(o, "count", fmt_json_u64(st->count));
 	json_object_set_new(o, "nulls", fmt_json_u64(st->nulls));
+	if (f->type == FMT_C_F16 || f->type == FMT_C_F32 || f->type == FMT_C_F64) {
+		json_object_set_new(o, "nan", fmt_json_u64(st->nan));
+	}
 	if (!st->n)
 		return o;
 	switch (f->type) {
@@ -351,7 +359,13 @@ static json_t *stats_json(const fmt_field *f, const col_stats *st)
 		fmt_shortest_double(st->max, FMT_C_F64, num, sizeof num);
 		json_object_set_new(o, "max", isfinite(st->max) ? json_real(strtod(num, NULL)) : fmt_json_double(st->max));
 	}
-	double mean = st->sum / (double)st->n;
+	double mean;
+	if (f->type >= FMT_C_I8 && f->type <= FMT_C_I64 && (__int128)st->isum < 0)
+		mean = fmt_exact_mean(-st->isum, 1, st->n);
+	else if (f->type >= FMT_C_I8 && f->type <= FMT_C_U64)
+		mean = fmt_exact_mean(st->isum, 0, st->n);
+	else
+		mean = st->sum / (double)st->n;
 	json_object_set_new(o, "mean", fmt_json_double(mean));
 	return o;
 }
