@@ -862,6 +862,13 @@ static char *dir_of(const char *path)
 	return strndup(path, (size_t)(slash - path));
 }
 
+/* A FIFO or a character device (/dev/null) at an output's path is written into as standard
+ * output is: renaming a file over it (--force) replaced /dev/null itself when run as root. */
+static int is_stream_node(mode_t mode)
+{
+	return S_ISFIFO(mode) || S_ISCHR(mode);
+}
+
 fmt_kind fmt_sink_may_create(const char *path, unsigned flags, fmt_err *e)
 {
 	struct stat st;
@@ -871,6 +878,14 @@ fmt_kind fmt_sink_may_create(const char *path, unsigned flags, fmt_err *e)
 	if (S_ISDIR(st.st_mode)) {
 		fmt_err_file(e, path);
 		return fmt_fail(e, FMT_USAGE, "is a directory (expected the output file's name)");
+	}
+	if (is_stream_node(st.st_mode) && !(flags & FMT_SINK_FILE))
+		return FMT_OK;
+	if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+		fmt_err_file(e, path);
+		return fmt_fail(e, FMT_USAGE, "is %s; %s", type_name(st.st_mode),
+				flags & FMT_SINK_FILE ? "the files of a set are created and renamed into place"
+						      : "only a file, a FIFO or a character device is written");
 	}
 	if (flags & FMT_SINK_FORCE)
 		return FMT_OK;
@@ -882,14 +897,30 @@ fmt_kind fmt_sink_open(fmt_sink *k, const char *path, unsigned flags, fmt_err *e
 {
 	memset(k, 0, sizeof *k);
 	k->fd = -1;
+	struct stat st;
 	if (strcmp(path, "-") == 0) {
 		if (!(flags & FMT_SINK_TEXT) && isatty(STDOUT_FILENO))
 			return fmt_fail(e, FMT_USAGE, "refusing to write binary output to a terminal");
 		k->is_stdout = 1;
 		k->fd = STDOUT_FILENO;
+	} else if (fmt_sink_may_create(path, flags, e) != FMT_OK) {
+		return e->kind;
+	} else if (lstat(path, &st) == 0 && is_stream_node(st.st_mode)) {
+		k->fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+		if (k->fd < 0)
+			return io_fail(e, path, "cannot open");
+		k->is_stdout = 1;
+		k->own_fd = 1;
+		if (!(k->path = strdup(path))) {
+			fmt_sink_abort(k);
+			return fmt_fail(e, FMT_IO, "out of memory");
+		}
+		if (!(flags & FMT_SINK_TEXT) && isatty(k->fd)) {
+			fmt_sink_abort(k);
+			fmt_err_file(e, path);
+			return fmt_fail(e, FMT_USAGE, "refusing to write binary output to a terminal");
+		}
 	} else {
-		if (fmt_sink_may_create(path, flags, e) != FMT_OK)
-			return e->kind;
 		char *dir = dir_of(path);
 		k->path = strdup(path);
 		if (!dir || !k->path || asprintf(&k->tmp_path, "%s/.fmtkit-tmp-XXXXXX", dir) < 0) {
@@ -1331,8 +1362,10 @@ fmt_kind fmt_sink_commit(fmt_sink *k, fmt_err *e)
 	if (r != FMT_OK)
 		return r;
 	if (k->is_stdout) {
+		if (k->own_fd && close(k->fd) != 0)
+			r = io_fail(e, k->path, "close");
 		sink_release(k);
-		return FMT_OK;
+		return r;
 	}
 	if (rename(k->tmp_path, k->path) != 0) {
 		r = io_fail(e, k->path, "cannot rename the temporary file over");
@@ -1441,7 +1474,7 @@ fmt_kind fmt_sinks_commit(fmt_sink *ks, size_t n, fmt_err *e)
 void fmt_sink_abort(fmt_sink *k)
 {
 	(void)stop_flusher(k);
-	if (!k->is_stdout && k->fd >= 0)
+	if ((!k->is_stdout || k->own_fd) && k->fd >= 0)
 		close(k->fd);
 	if (k->tmp_path) {
 		unlink(k->tmp_path);

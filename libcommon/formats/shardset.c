@@ -181,7 +181,7 @@ static fmt_kind check_output(const char *path, const fmt_model *in, unsigned sin
 	fmt_kind k = in && in->path ? fmt_check_distinct(in->path, path, e) : FMT_OK;
 	for (size_t i = 0; in && i < in->n_sources && k == FMT_OK; i++)
 		k = fmt_check_distinct(in->sources[i].path, path, e);
-	return k == FMT_OK ? fmt_sink_may_create(path, sink_flags, e) : k;
+	return k == FMT_OK ? fmt_sink_may_create(path, sink_flags | FMT_SINK_FILE, e) : k;
 }
 
 fmt_kind fmt_shard_plan_check_outputs(const fmt_shard_plan *p, const fmt_model *in, unsigned sink_flags,
@@ -240,7 +240,7 @@ fmt_kind fmt_shard_writer_init(fmt_shard_writer *w, size_t n_files, unsigned sin
 	if (!w->sinks)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	w->cap = n_files;
-	w->sink_flags = sink_flags;
+	w->sink_flags = sink_flags | FMT_SINK_FILE;
 	return FMT_OK;
 }
 

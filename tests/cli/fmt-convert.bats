@@ -1022,3 +1022,39 @@ print(len(q) // 18, bad)' q4.bin "$FX/big.f32" y.f32
 		! grep -aq $'\e\[K' transcript || fail "$flag: something was drawn: $(cat -v transcript)"
 	done
 }
+
+@test "an output path that is a FIFO or a character device is written into, never replaced, even with --force; a set's file there is refused" {
+	printf 'a,s\n1,x\n2,y\n' >in.csv
+	mkfifo out.fifo
+	local f
+	for f in "" --force; do
+		timeout 20 cat out.fifo >got.csv &
+		run timeout 20 fmt-convert $f --to csv in.csv out.fifo
+		assert_success
+		wait
+		cmp in.csv got.csv
+		[ -p out.fifo ]
+	done
+	# a device: root makes one (as /dev/null is; --force used to rename a file over it)
+	if [ "$(id -u)" = 0 ]; then
+		mknod nul c 1 3
+		run fmt-convert --force --to arrow in.csv nul
+		assert_success
+		[ -c nul ]
+		assert_equal "$(stat -c '%t,%T' nul)" "1,3"
+	fi
+	# a block device, a socket: refused
+	/usr/bin/python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind("out.sock")'
+	run --separate-stderr fmt-convert --force --to csv in.csv out.sock
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: out.sock: is a socket; only a file, a FIFO or a character device is written"
+	[ -S out.sock ]
+	# the files of a set are renamed into place: a FIFO where one goes is refused, nothing written
+	mkdir parts
+	mkfifo parts/in-00001-of-00002.csv
+	run --separate-stderr fmt-shard split in.csv --rows 1 -o parts --force
+	assert_failure 2
+	assert_equal "$stderr" "fmt-shard: error: parts/in-00001-of-00002.csv: is a FIFO; the files of a set are created and renamed into place"
+	[ -p parts/in-00001-of-00002.csv ]
+	assert_equal "$(ls parts)" in-00001-of-00002.csv
+}

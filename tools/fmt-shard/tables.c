@@ -139,7 +139,7 @@ static fmt_kind write_file(const char *input, const split_job *j, const out_file
 	t.allow_expired = o->allow_expired; /* said once, by split_table */
 	k = fmt_table_rowops(&t, &r, e);
 	if (k == FMT_OK)
-		k = fmt_sink_open(sink, f->path, wo.sink_flags, e);
+		k = fmt_sink_open(sink, f->path, wo.sink_flags | FMT_SINK_FILE, e);
 	if (k == FMT_OK) {
 		k = t.driver->write(&t, sink, &wo, e);
 		if (k == FMT_OK)
@@ -156,7 +156,7 @@ static fmt_kind check_outputs(const split_job *j, const char *input, const shard
 	for (size_t i = 0; i < j->n_files; i++) {
 		fmt_kind k = fmt_check_distinct(input, j->files[i].path, e);
 		if (k == FMT_OK)
-			k = fmt_sink_may_create(j->files[i].path, o->force ? FMT_SINK_FORCE : 0, e);
+			k = fmt_sink_may_create(j->files[i].path, (o->force ? FMT_SINK_FORCE : 0) | FMT_SINK_FILE, e);
 		if (k != FMT_OK)
 			return k;
 	}

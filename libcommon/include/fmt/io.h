@@ -170,7 +170,8 @@ typedef struct fmt_sink {
 	char *path;
 	char *tmp_path;
 	int fd;
-	int is_stdout;
+	int is_stdout;           /* a stream: standard output, or a FIFO or character device at path */
+	int own_fd;              /* that FIFO or device, opened here */
 	uint8_t *buf;
 	size_t buf_len;
 	uint64_t written;
@@ -187,6 +188,7 @@ typedef struct fmt_sink {
 
 #define FMT_SINK_FORCE 1u /* overwrite an existing destination */
 #define FMT_SINK_TEXT 2u  /* text (CSV, JSON Lines): standard output may be a terminal */
+#define FMT_SINK_FILE 4u  /* a file of a set: a FIFO or a device at its path is refused, not written into */
 
 fmt_kind fmt_sink_open(fmt_sink *k, const char *path, unsigned flags, fmt_err *e);
 /* A sink that replaces the existing file path in place (an edit, signing or licensing a file):
@@ -194,7 +196,9 @@ fmt_kind fmt_sink_open(fmt_sink *k, const char *path, unsigned flags, fmt_err *e
  * keeps the permission bits of the old one. */
 fmt_kind fmt_sink_open_in_place(fmt_sink *k, const char *path, fmt_err *e);
 /* The refusal fmt_sink_open would give an existing path without FMT_SINK_FORCE, or a directory
- * with it, for a caller that can say it before reading its input (fmt_sink_open checks again). */
+ * with it, for a caller that can say it before reading its input (fmt_sink_open checks again).
+ * A FIFO or a character device at path is written into as standard output is (no temporary
+ * file, nothing renamed over it), unless FMT_SINK_FILE; any other kind of file is refused. */
 fmt_kind fmt_sink_may_create(const char *path, unsigned flags, fmt_err *e);
 /* Buffered; a piece of FMT_SINK_PIECE bytes or more with nothing buffered before it goes to the
  * file as it is (the size the kernel copies cheapest: larger writes cost it more per byte). */
