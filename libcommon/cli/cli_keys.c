@@ -1,4 +1,5 @@
 /* The key options' handlers (fmt/cli_keys.h). */
+#include <string.h>
 #include "fmt/cli_keys.h"
 #include "fmt/progress.h"
 #include "fmt/prompt.h"
@@ -34,6 +35,16 @@ int fmt_cli_decrypt_option(int id, const char *arg, fmt_decrypt_opts *o)
 	case FMT_OPT_PASSPHRASE_ENV: o->passphrase.env = arg; return 1;
 	default: return 0;
 	}
+}
+
+const char *fmt_cli_pass_check(const char *file, const char *env, int keys)
+{
+	if (file && env)
+		return "--passphrase-file and --passphrase-env: give one";
+	if (file && strcmp(file, "-") == 0 && keys > 1)
+		return "--passphrase-file - would unlock both --sign-key and --identity, but standard input "
+		       "can be read only once: give the passphrase in a file or with --passphrase-env";
+	return NULL;
 }
 
 fmt_pass_opts fmt_cli_pass_opts(const char *file, const char *env, const fmt_common_opts *common)

@@ -427,3 +427,63 @@ PY
 	run --separate-stderr fmt-convert --identity salt.key --passphrase-file pw.txt r.ald - --to jsonl
 	assert_failure 8
 }
+
+@test "--passphrase-file with --passphrase-env is exit 2 in every tool, with fmt-convert's message, before anything is read or written" {
+	# fmt-inspect, fmt-verify, fmt-watermark and fmt-sign used the file and ignored the
+	# variable (silently, whatever it held); fmt-convert alone refused the pair
+	fmt-sign keygen --x25519 -p r.pub -s r.key --passphrase-file pw.txt >/dev/null
+	fmt-sign keygen -p s.pub -s s.key --passphrase-file pw.txt >/dev/null
+	fmt-sign keygen --watermark -s wm.key >/dev/null
+	fmt-convert --encrypt-to r.pub in.csv r.ald
+	export PW='wrong horse battery'
+	local both="--passphrase-file pw.txt --passphrase-env PW" line tool
+	while read -r line; do
+		tool=${line%% *}
+		run --separate-stderr $line
+		assert_failure 2
+		assert_equal "$stderr" "$tool: error: --passphrase-file and --passphrase-env: give one
+Try '$tool --help'."
+	done <<-EOF
+	fmt-inspect --head 1 --identity r.key $both r.ald
+	fmt-verify --identity r.key $both r.ald
+	fmt-convert --identity r.key $both r.ald out.csv
+	fmt-watermark extract --key wm.key --identity r.key $both r.ald
+	fmt-sign sign -s s.key $both in.csv
+	fmt-sign license --licensee a --sign-key s.key $both r.ald
+	fmt-sign keygen -p n.pub -s n.key $both
+	EOF
+	[ ! -e out.csv ] && [ ! -e in.csv.minisig ] && [ ! -e n.key ] && [ ! -e n.pub ]
+}
+
+@test "--passphrase-file - for both --sign-key and --identity is exit 2 naming both (standard input is read once); one key may take it" {
+	# the second key read standard input again: 'r.key: standard input (-) is named twice: as a
+	# secret file and as a secret file', after the first key had consumed the passphrase
+	fmt-sign keygen --x25519 -p r.pub -s r.key --passphrase-file pw.txt >/dev/null
+	fmt-sign keygen -p s.pub -s s.key --passphrase-file pw.txt >/dev/null
+	fmt-sign keygen --watermark -s wm.key >/dev/null
+	fmt-convert --encrypt-to r.pub in.csv r.ald
+	local msg="--passphrase-file - would unlock both --sign-key and --identity, but standard input can be read only once: give the passphrase in a file or with --passphrase-env" line tool
+	while read -r line; do
+		tool=${line%% *}
+		run --separate-stderr bash -c "cat pw.txt | $line"
+		assert_failure 2
+		assert_equal "$stderr" "$tool: error: $msg
+Try '$tool --help'."
+	done <<-EOF
+	fmt-convert --identity r.key --sign-key s.key --passphrase-file - r.ald out.ald
+	fmt-watermark embed --key wm.key --buyer b --identity r.key --sign-key s.key --passphrase-file - r.ald out.ald
+	fmt-watermark prove --key wm.key --buyer b --identity r.key --sign-key s.key --passphrase-file - r.ald
+	EOF
+	[ ! -e out.ald ]
+	# one key: - is read once
+	run --separate-stderr bash -c 'cat pw.txt | fmt-convert --identity r.key --passphrase-file - r.ald - --to csv'
+	assert_success
+	assert_output "$(cat in.csv)"
+	run --separate-stderr bash -c 'cat pw.txt | fmt-convert -q --sign-key s.key --passphrase-file - in.csv s.ald'
+	assert_success
+	# both keys from one file: each reads it
+	run --separate-stderr fmt-convert -q --identity r.key --sign-key s.key --passphrase-file pw.txt r.ald both.ald
+	assert_success
+	run --separate-stderr fmt-verify -p s.pub both.ald
+	assert_success
+}

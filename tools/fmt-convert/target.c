@@ -29,9 +29,7 @@ const char *convert_check_line(convert_args *a, const fmt_cli *cli)
 		return "--sign-key (Ed25519) and --sign or an HMAC key option are different signatures: give one";
 	if ((o->passphrase.file || o->passphrase.env) && !o->sign_key && !o->decrypt.identity)
 		return "--passphrase-file and --passphrase-env are for --sign-key or --identity";
-	if (o->passphrase.file && o->passphrase.env)
-		return "--passphrase-file and --passphrase-env: give one";
-	return NULL;
+	return fmt_cli_pass_check(o->passphrase.file, o->passphrase.env, !!o->sign_key + !!o->decrypt.identity);
 }
 
 void convert_take_common(fmt_convert_opts *o, const fmt_common_opts *c)

@@ -124,6 +124,9 @@ int main(int argc, char **argv)
 		return cli.exit_code;
 	if (cli.n_operands == 0)
 		return fmt_cli_usage_error(&tool, "no input file");
+	const char *pass_bad = fmt_cli_pass_check(a.decrypt.passphrase.file, a.decrypt.passphrase.env, 1);
+	if (pass_bad)
+		return fmt_cli_usage_error(&tool, pass_bad);
 	a.report.model_sections = a.report.sections != 0;
 	if (!a.report.sections)
 		a.report.sections = SECTION_ALL;

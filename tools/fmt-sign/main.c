@@ -155,6 +155,9 @@ static const char *check_usage(const sign_opts *o, const fmt_cli *cli)
 {
 	int hmac_key = fmt_key_opts_given(&o->key);
 	int passphrase = o->passphrase_file || o->passphrase_env;
+	const char *pass_bad = fmt_cli_pass_check(o->passphrase_file, o->passphrase_env, 1);
+	if (pass_bad)
+		return pass_bad;
 	switch (cli->command) {
 	case CMD_KEYGEN:
 		if (cli->n_operands != 0)

@@ -203,6 +203,9 @@ int main(int argc, char **argv)
 		return fmt_cli_usage_error(&tool, "no input file");
 	if (a.max_work && !a.run_tests)
 		return fmt_cli_usage_error(&tool, "--max-work goes with --run-tests");
+	const char *pass_bad = fmt_cli_pass_check(a.decrypt.passphrase.file, a.decrypt.passphrase.env, 1);
+	if (pass_bad)
+		return fmt_cli_usage_error(&tool, pass_bad);
 	fmt_verify_opts vo = { .threads = cli.common.threads ? cli.common.threads : fmt_cpu_count() };
 	FILE *records = cli.common.quiet ? NULL : stdout;
 	fmt_kind k = fmt_check_keys_load(&a.key, &a.trust, &ck, &vo.keys, &e);

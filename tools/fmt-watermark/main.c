@@ -234,7 +234,7 @@ static const char *check_usage(const wm_opts *o, const fmt_cli *cli)
 		return "--columns (datasets) and --tensors (models) select in different kinds of file: give one";
 	if ((o->passphrase_file || o->passphrase_env) && !o->sign_key && !o->decrypt.identity)
 		return "--passphrase-file and --passphrase-env unlock --sign-key or --identity";
-	return NULL;
+	return fmt_cli_pass_check(o->passphrase_file, o->passphrase_env, !!o->sign_key + !!o->decrypt.identity);
 }
 
 /* embed: models get fmtkit-ss/2 and datasets fmtkit-wm/1 unless --scheme says otherwise; each

@@ -63,6 +63,13 @@ void fmt_cli_decrypt_prompts(fmt_decrypt_opts *o, const fmt_common_opts *common)
 	{ FMT_CLI_OPT("passphrase-env", FMT_OPT_PASSPHRASE_ENV, "NAME",                                  \
 		      "the same with the passphrase in variable NAME"), .complete = FMT_COMPLETE_ENV }
 
+/* The passphrase options once the command line is read (every tool that takes them asks it):
+ * NULL when sound, else the usage message. file, env: --passphrase-file and --passphrase-env
+ * as given; keys: how many secret keys they unlock on this command line (--sign-key and
+ * --identity: 2). Both options is refused (one of them would be ignored), and so is
+ * --passphrase-file - for two keys: standard input can be read once. */
+const char *fmt_cli_pass_check(const char *file, const char *env, int keys);
+
 /* A secret key's passphrase options: from file or env, else the terminal prompt
  * (fmt_prompt_passphrase), with the notice "deriving the key from the passphrase…" on stderr
  * when the tool shows progress there (no --quiet, --json or --no-progress, stderr a terminal). */
