@@ -823,6 +823,17 @@ static void untrack_tmp(char *path)
 		}
 }
 
+int fmt_tmp_track(char *path)
+{
+	install_handlers();
+	return track_tmp(path);
+}
+
+void fmt_tmp_untrack(char *path)
+{
+	untrack_tmp(path);
+}
+
 /* Test hooks (documented in io.h): stop the process with SIGSTOP at the Nth time it reaches
  * the point that variable names, so a test can deliver a signal there deterministically. */
 typedef struct test_stop {

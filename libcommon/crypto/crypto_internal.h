@@ -23,11 +23,6 @@ fmt_kind fmt_crypto_user_key_id(fmt_hmac_key *k, fmt_err *e);
 /* mkdir -p of the directory part of path; directories it creates are 0700. */
 fmt_kind fmt_crypto_make_key_dir(const char *path, fmt_err *e);
 
-/* Create path with O_CREAT|O_EXCL|O_NOFOLLOW, mode (0600 for secrets), and write bytes into it (fsync'd);
- * an existing file is refused (UsageError), a half-written one removed. */
-fmt_kind fmt_crypto_create_key_file(const char *path, const uint8_t *bytes, size_t len, mode_t mode,
-				    fmt_err *e);
-
 /* Rename an existing regular file path to path.old (replacing an older one); *old_path is its
  * new name (malloc'd), or NULL when there was none. */
 fmt_kind fmt_crypto_keep_old_key(const char *path, char **old_path, fmt_err *e);

@@ -84,29 +84,6 @@ static fmt_kind write_all_fd(int fd, const uint8_t *p, size_t n, fmt_err *e)
 	return FMT_OK;
 }
 
-static fmt_kind create_key_file(const char *path, const fmt_hmac_key *key, fmt_err *e)
-{
-	return fmt_crypto_create_key_file(path, key->bytes, key->len, 0600, e);
-}
-
-fmt_kind fmt_crypto_create_key_file(const char *path, const uint8_t *bytes, size_t len, mode_t mode,
-				    fmt_err *e)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-	if (fd < 0 && errno == EEXIST)
-		return fmt_fail(e, FMT_USAGE, "a key file already exists; it was left as it is");
-	if (fd < 0)
-		return fmt_fail(e, FMT_IO, "cannot create the key file: %s", strerror(errno));
-	fmt_kind k = write_all_fd(fd, bytes, len, e);
-	if (k == FMT_OK && fsync(fd) != 0)
-		k = fmt_fail(e, FMT_IO, "fsync: %s", strerror(errno));
-	if (close(fd) != 0 && k == FMT_OK)
-		k = fmt_fail(e, FMT_IO, "close: %s", strerror(errno));
-	if (k != FMT_OK)
-		unlink(path);
-	return k;
-}
-
 /* Rename an existing key to path.old (replacing an older one); *old_path is
  * its new name, or NULL when there was no key. */
 fmt_kind fmt_crypto_keep_old_key(const char *path, char **old_path, fmt_err *e)
@@ -149,20 +126,10 @@ static fmt_kind new_random_key(fmt_hmac_key *key, fmt_err *e)
 fmt_kind fmt_hmac_keygen(const char *path, int rotate, fmt_hmac_key *out, fmt_err *e)
 {
 	fmt_hmac_key key;
-	char *old_path = NULL;
 	memset(out, 0, sizeof *out);
 	fmt_kind k = new_random_key(&key, e);
 	if (k == FMT_OK)
-		k = fmt_crypto_make_key_dir(path, e);
-	if (k == FMT_OK && rotate)
-		k = fmt_crypto_keep_old_key(path, &old_path, e);
-	if (k == FMT_OK) {
-		k = create_key_file(path, &key, e);
-		/* Put the previous key back rather than leave no key at all. */
-		if (k != FMT_OK && old_path && rename(old_path, path) != 0)
-			fmt_err_prefix(e, "the previous key is now %s", old_path);
-	}
-	free(old_path);
+		k = fmt_key_file_create(path, key.bytes, key.len, rotate, 1, e);
 	if (k != FMT_OK) {
 		fmt_hmac_key_free(&key);
 		fmt_err_file(e, path);
@@ -283,36 +250,41 @@ static fmt_kind key_path_usable(const char *path, int rotate, fmt_err *e)
 	return FMT_OK;
 }
 
-fmt_kind fmt_key_file_create(const char *path, const void *bytes, size_t len, int rotate,
-			     int secret, fmt_err *e)
-{
-	char *old_path = NULL;
-	fmt_kind k = key_path_usable(path, rotate, e);
-	if (k == FMT_OK)
-		k = fmt_crypto_make_key_dir(path, e);
-	if (k == FMT_OK && rotate)
-		k = fmt_crypto_keep_old_key(path, &old_path, e);
-	if (k == FMT_OK) {
-		k = fmt_crypto_create_key_file(path, bytes, len, secret ? 0600 : 0644, e);
-		if (k != FMT_OK && old_path && rename(old_path, path) != 0)
-			fmt_err_prefix(e, "the previous key is now %s", old_path);
-	}
-	free(old_path);
-	return k;
-}
-
-/* One half of a new pair: a temporary file beside path ("PATH.new", created with O_EXCL, so a
- * leftover one from a crash is refused rather than followed). */
-typedef struct pair_file {
+/* One new key file: a temporary file beside path ("PATH.new", created with O_EXCL, so a
+ * leftover one from a crash is refused rather than followed), removed on failure and, until it
+ * is renamed to path, on a signal (fmt_tmp_track, as the sinks' temporary files). */
+typedef struct key_file {
 	const char *path;
 	const void *bytes;
 	size_t len;
 	mode_t mode;
 	char *tmp, *old;             /* malloc'd; old: where the previous key went (rotate) */
-	int placed;
-} pair_file;
+	int tracked, placed;
+} key_file;
 
-static fmt_kind pair_write_tmp(pair_file *f, fmt_err *e)
+/* Create f->tmp (O_EXCL, never through a link, its mode) with the bytes, fsync'd. */
+static fmt_kind key_write_tmp_file(key_file *f, fmt_err *e)
+{
+	int fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, f->mode);
+	if (fd < 0 && errno == EEXIST)
+		return fmt_fail(e, FMT_USAGE, "%s exists (left by an interrupted keygen?); remove it", f->tmp);
+	if (fd < 0)
+		return fmt_fail(e, FMT_IO, "cannot create the key file %s: %s", f->tmp, strerror(errno));
+	f->tracked = fmt_tmp_track(f->tmp) == 0;
+	fmt_kind k = f->tracked ? FMT_OK : fmt_fail(e, FMT_INTERNAL, "out of memory");
+	fmt_test_stop_hook();
+	if (k == FMT_OK)
+		k = write_all_fd(fd, f->bytes, f->len, e);
+	if (k == FMT_OK && fsync(fd) != 0)
+		k = fmt_fail(e, FMT_IO, "fsync: %s", strerror(errno));
+	if (close(fd) != 0 && k == FMT_OK)
+		k = fmt_fail(e, FMT_IO, "close: %s", strerror(errno));
+	if (k != FMT_OK)
+		unlink(f->tmp);
+	return k;
+}
+
+static fmt_kind key_write_tmp(key_file *f, fmt_err *e)
 {
 	size_t n = strlen(f->path) + sizeof ".new";
 	f->tmp = malloc(n);
@@ -321,18 +293,16 @@ static fmt_kind pair_write_tmp(pair_file *f, fmt_err *e)
 	snprintf(f->tmp, n, "%s.new", f->path);
 	fmt_kind k = fmt_crypto_make_key_dir(f->path, e);
 	if (k == FMT_OK)
-		k = fmt_crypto_create_key_file(f->tmp, f->bytes, f->len, f->mode, e);
-	if (k == FMT_USAGE)
-		fmt_fail(e, FMT_USAGE, "%s exists (left by an interrupted keygen?); remove it", f->tmp);
-	if (k != FMT_OK) {
+		k = key_write_tmp_file(f, e);
+	if (k != FMT_OK && !f->tracked) { /* (a tracked one is freed once untracked) */
 		free(f->tmp);
 		f->tmp = NULL;
 	}
 	return k;
 }
 
-/* Move the previous key aside (rotate) and the new one in; undone by pair_undo. */
-static fmt_kind pair_place(pair_file *f, int rotate, fmt_err *e)
+/* Move the previous key aside (rotate) and the new one in; undone by key_undo. */
+static fmt_kind key_place(key_file *f, int rotate, fmt_err *e)
 {
 	fmt_kind k = rotate ? fmt_crypto_keep_old_key(f->path, &f->old, e) : FMT_OK;
 	if (k == FMT_OK && rename(f->tmp, f->path) != 0) {
@@ -344,7 +314,7 @@ static fmt_kind pair_place(pair_file *f, int rotate, fmt_err *e)
 	return k;
 }
 
-static void pair_undo(pair_file *f, fmt_err *e)
+static void key_undo(key_file *f, fmt_err *e)
 {
 	if (f->tmp && !f->placed)
 		unlink(f->tmp);
@@ -355,31 +325,47 @@ static void pair_undo(pair_file *f, fmt_err *e)
 	}
 }
 
-fmt_kind fmt_key_pair_create(const char *pub_path, const void *pub, size_t pub_len,
-			     const char *sec_path, const void *sec, size_t sec_len, int rotate,
-			     const char **failed, fmt_err *e)
+/* The n files of f, all or none; *failed: the path the error is about (NULL on success). */
+static fmt_kind key_files_create(key_file *f, int n, int rotate, const char **failed, fmt_err *e)
 {
-	pair_file f[2] = { { .path = sec_path, .bytes = sec, .len = sec_len, .mode = 0600 },
-			   { .path = pub_path, .bytes = pub, .len = pub_len, .mode = 0644 } };
 	fmt_kind k = FMT_OK;
 	int i, bad = -1;
 	/* Everything that can be checked is checked before anything is written. */
-	for (i = 0; i < 2 && bad < 0; i++)
+	for (i = 0; i < n && bad < 0; i++)
 		if ((k = key_path_usable(f[i].path, rotate, e)) != FMT_OK)
 			bad = i;
-	for (i = 0; i < 2 && bad < 0; i++)
-		if ((k = pair_write_tmp(&f[i], e)) != FMT_OK)
+	for (i = 0; i < n && bad < 0; i++)
+		if ((k = key_write_tmp(&f[i], e)) != FMT_OK)
 			bad = i;
-	/* The public key first: its rename is the one a protected old .pub makes fail. */
-	for (i = 1; i >= 0 && bad < 0; i--)
-		if ((k = pair_place(&f[i], rotate, e)) != FMT_OK)
+	/* The last first: a pair's public key, whose rename is the one a protected old .pub makes fail. */
+	for (i = n - 1; i >= 0 && bad < 0; i--)
+		if ((k = key_place(&f[i], rotate, e)) != FMT_OK)
 			bad = i;
 	*failed = bad < 0 ? NULL : f[bad].path;
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < n; i++) {
 		if (k != FMT_OK)
-			pair_undo(&f[i], e);
+			key_undo(&f[i], e);
+		if (f[i].tracked)
+			fmt_tmp_untrack(f[i].tmp);
 		free(f[i].tmp);
 		free(f[i].old);
 	}
 	return k;
+}
+
+fmt_kind fmt_key_file_create(const char *path, const void *bytes, size_t len, int rotate,
+			     int secret, fmt_err *e)
+{
+	key_file f = { .path = path, .bytes = bytes, .len = len, .mode = secret ? 0600 : 0644 };
+	const char *failed;
+	return key_files_create(&f, 1, rotate, &failed, e);
+}
+
+fmt_kind fmt_key_pair_create(const char *pub_path, const void *pub, size_t pub_len,
+			     const char *sec_path, const void *sec, size_t sec_len, int rotate,
+			     const char **failed, fmt_err *e)
+{
+	key_file f[2] = { { .path = sec_path, .bytes = sec, .len = sec_len, .mode = 0600 },
+			  { .path = pub_path, .bytes = pub, .len = pub_len, .mode = 0644 } };
+	return key_files_create(f, 2, rotate, failed, e);
 }

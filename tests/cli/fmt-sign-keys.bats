@@ -578,3 +578,39 @@ PY
 	fmt-sign sign -q -s e.key --passphrase-file pass.txt -x e.minisig model.bin
 	fmt-sign verify -q -p e.pub -x e.minisig model.bin
 }
+
+@test "keygen killed by SIGINT or SIGTERM while its PATH.new files exist removes them and dies of the signal (130, 143); the next keygen works" {
+	# the .new files were left behind, and the next keygen refused: 'k.key.new exists (left by
+	# an interrupted keygen?); remove it'; CONVENTIONS: on any signal the temporary is removed
+	local kind n sig
+	for kind in -W "-W --x25519" "--passphrase-file pass.txt"; do
+		printf 'pw\n' >pass.txt
+		for n in 1 2; do
+			for sig in INT TERM; do
+				# env: a background job's SIGINT is ignored otherwise (and stays ignored)
+				stop_at_output $n env --default-signal fmt-sign keygen $kind -p k.pub -s k.key
+				[ -e k.key.new ] && [ ! -e k.key ] && [ ! -e k.pub ]
+				[ $n = 1 ] || [ -e k.pub.new ]
+				term_stopped $sig
+				[ "$status" -eq $((128 + $(kill -l $sig))) ] || fail "$kind, SIG$sig at output $n: exit $status"
+				! compgen -G 'k.*' >/dev/null || fail "$kind, SIG$sig at output $n left: $(ls)"
+			done
+		done
+		run --separate-stderr fmt-sign keygen $kind -p k.pub -s k.key
+		assert_success
+		rm k.pub k.key
+	done
+	# the watermark key and the HMAC key go through KEY.new the same way
+	stop_at_output 1 env --default-signal fmt-sign keygen --watermark -s w.key
+	[ -e w.key.new ] && [ ! -e w.key ]
+	term_stopped TERM
+	assert_equal "$status" 143
+	[ ! -e w.key.new ] && [ ! -e w.key ]
+	stop_at_output 1 env --default-signal fmt-sign keygen --hmac
+	[ -e "$DIR/hmac.key.new" ]
+	term_stopped INT
+	assert_equal "$status" 130
+	assert_equal "$(ls -A "$DIR")" ""
+	fmt-sign keygen --hmac >/dev/null
+	[ "$(stat -c %a "$DIR/hmac.key")" = 600 ]
+}

@@ -85,21 +85,22 @@ fmt_kind fmt_hmac_key_path(char **path, fmt_err *e);
 /* The same directory for another key file name ("ed25519.pub"). */
 fmt_kind fmt_key_file_path(const char *name, char **path, fmt_err *e);
 
-/* A new key file: the directory made (0700), a previous file kept as PATH.old when rotate
- * (an existing one refused otherwise), path created with O_EXCL|O_NOFOLLOW, mode 0600 for a
- * secret key, 0644 for a public one. */
+/* A new key file: the directory made (0700), written to PATH.new (O_EXCL|O_NOFOLLOW, mode 0600
+ * for a secret key, 0644 for a public one; removed on failure and on a signal, as the atomic
+ * sinks' temporary files), then a previous file kept as PATH.old when rotate (an existing one
+ * refused otherwise) and PATH.new renamed to path. */
 fmt_kind fmt_key_file_create(const char *path, const void *bytes, size_t len, int rotate,
 			     int secret, fmt_err *e);
 /* A new key pair, both files or neither: an existing one refused (UsageError) unless rotate,
  * and with rotate anything but a regular file refused before anything is written; each written
- * to PATH.new (0600 for the secret key, 0644 for the public one), then the previous keys kept
+ * to PATH.new as by fmt_key_file_create (removed on a signal too), then the previous keys kept
  * as PATH.old and the new ones renamed in place; when a step fails, what was done is undone.
  * *failed: the path the error is about (NULL on success). */
 fmt_kind fmt_key_pair_create(const char *pub_path, const void *pub, size_t pub_len,
 			     const char *sec_path, const void *sec, size_t sec_len, int rotate,
 			     const char **failed, fmt_err *e);
 
-/* Create a new per-user key (32 random bytes, the directory 0700, the file 0600 with O_EXCL).
+/* Create a new per-user key (32 random bytes, written by fmt_key_file_create: 0600).
  * With rotate, an existing key is kept as hmac.key.old (replacing an older one) first;
  * without, an existing key is refused (UsageError). */
 fmt_kind fmt_hmac_keygen(const char *path, int rotate, fmt_hmac_key *out, fmt_err *e);

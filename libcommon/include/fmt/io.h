@@ -166,6 +166,13 @@ int fmt_same_path(const char *a, const char *b);
  * until the commit is complete. fmt_test_stop_hook counts one output. */
 void fmt_test_stop_hook(void);
 
+/* A temporary file that is not a sink's (a new key file's PATH.new) removed on the same signals
+ * by the same handler as the sinks' (then the signal is raised again: exit 128 + its number):
+ * fmt_tmp_track once the file is created (path stays allocated until untracked; 0, or -1 when
+ * out of memory), fmt_tmp_untrack once it is renamed or removed. */
+int fmt_tmp_track(char *path);
+void fmt_tmp_untrack(char *path);
+
 typedef struct fmt_sink {
 	char *path;
 	char *tmp_path;
