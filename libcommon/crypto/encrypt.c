@@ -327,7 +327,7 @@ fmt_kind fmt_x25519_secret_load(const char *path, const fmt_pass_opts *o, fmt_x2
 	k = FMT_INVALID_FORMAT; /* until the key is read */
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
-		fmt_fail(e, errno == ENOENT ? FMT_USAGE : FMT_IO, "cannot open the identity: %s", strerror(errno));
+		fmt_fail(e, FMT_IO, "cannot open the identity: %s", strerror(errno));
 		goto out;
 	}
 	if (fmt_small_check(fd, 0, "the identity", &st, e) != FMT_OK)

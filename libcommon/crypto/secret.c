@@ -56,7 +56,7 @@ fmt_kind fmt_secret_from_file_st(const char *path, fmt_hmac_key *out, struct sta
 		return fmt_fail(e, FMT_USAGE, "the secret file - is a terminal: pipe the secret in, or use a prompt option");
 	int fd = is_stdin ? fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0) : open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
-		return fmt_fail(e, errno == ENOENT ? FMT_USAGE : FMT_IO, "cannot open the secret file %s: %s",
+		return fmt_fail(e, FMT_IO, "cannot open the secret file %s: %s",
 				path, strerror(errno));
 	char what[64 + FMT_ERR_FILE_MAX];
 	snprintf(what, sizeof what, "secret file %s", path);

@@ -359,3 +359,43 @@ Try 'fmt-convert --help'."
 	assert_equal "$status" 3
 	assert_equal "$stderr" "fmt-verify: error: $last: is a character device (expected a regular file or a pipe)"
 }
+
+@test "a passphrase, password, secret or identity file that cannot be opened is exit 3 in every tool, as a key or input file is" {
+	# they were exit 2 (usage) when missing, where a missing -s, -p, --key or input is exit 3
+	# ('cannot open', CONVENTIONS); the options themselves stay usage errors when misused
+	printf 'pw\n' >pw.txt
+	fmt-sign keygen -p e.pub -s e.key --passphrase-file pw.txt >/dev/null
+	fmt-sign keygen --x25519 -p r.pub -s r.key --passphrase-file pw.txt >/dev/null
+	fmt-sign keygen --watermark -s wm.key >/dev/null
+	fmt-convert --encrypt-to r.pub d.csv r.ald
+	fmt-convert --encrypt-password-file pw.txt d.csv p.ald
+	fmt-convert m.safetensors m.apsim
+	fmt-shard pack -q m.safetensors -o b.tar
+	local line tool what nofile="nofile: No such file or directory"
+	while IFS='|' read -r what line; do
+		tool=${line%% *}
+		run --separate-stderr $line
+		assert_failure 3
+		assert_equal "$stderr" "$tool: error: $what"
+	done <<-EOF
+	nofile: cannot open the identity: No such file or directory|fmt-convert --identity nofile r.ald out.csv
+	nofile: cannot open the identity: No such file or directory|fmt-inspect --head 1 --identity nofile r.ald
+	nofile: cannot open the identity: No such file or directory|fmt-verify --identity nofile r.ald
+	nofile: cannot open the identity: No such file or directory|fmt-watermark extract --key wm.key --identity nofile r.ald
+	r.key: cannot open the secret file $nofile|fmt-inspect --head 1 --identity r.key --passphrase-file nofile r.ald
+	e.key: cannot open the secret file $nofile|fmt-convert --sign-key e.key --passphrase-file nofile d.csv out.ald
+	e.key: cannot open the secret file $nofile|fmt-sign sign -s e.key --passphrase-file nofile d.csv
+	e.key: cannot open the secret file $nofile|fmt-watermark prove --key wm.key --buyer b --sign-key e.key --passphrase-file nofile m.safetensors
+	cannot open the secret file $nofile|fmt-sign keygen -p n.pub -s n.key --passphrase-file nofile
+	cannot open the secret file $nofile|fmt-convert --password-file nofile p.ald out.csv
+	cannot open the secret file $nofile|fmt-verify --password-file nofile p.ald
+	cannot open the secret file $nofile|fmt-convert --encrypt-password-file nofile d.csv out.ald
+	cannot open the secret file $nofile|fmt-sign sign --secret-file nofile m.apsim
+	cannot open the secret file $nofile|fmt-verify --secret-file nofile m.apsim
+	m.safetensors: cannot open the secret file $nofile|fmt-convert --secret-file nofile m.safetensors out.apsim
+	b.tar: cannot open the secret file $nofile|fmt-shard unpack --secret-file nofile -C outd b.tar
+	nofile: cannot open the secret key: No such file or directory|fmt-sign sign -s nofile d.csv
+	nofile: cannot open the watermark key: No such file or directory|fmt-watermark extract --key nofile d.csv
+	EOF
+	[ ! -e out.csv ] && [ ! -e out.ald ] && [ ! -e out.apsim ] && [ ! -e n.key ] && [ ! -e d.csv.minisig ] && [ ! -e outd ]
+}

@@ -191,7 +191,7 @@ key_id_of() {
 	cmp m.apsim "$FIXTURE"
 }
 
-@test "secrets that are missing or empty are refused (exit 2)" {
+@test "secrets that are missing or empty are refused (exit 2); a secret file that cannot be opened is exit 3" {
 	run fmt-sign key-id --secret-env FMT_TEAM_SECRET
 	assert_failure 2
 	assert_output --partial "FMT_TEAM_SECRET is not set"
@@ -201,8 +201,10 @@ key_id_of() {
 	printf '\n' >empty
 	run fmt-sign key-id --secret-file empty
 	assert_failure 2
-	run fmt-sign key-id --secret-file no-such-file
-	assert_failure 2
+	# 'cannot open', as for every file a tool cannot open (CONVENTIONS): it was exit 2
+	run --separate-stderr fmt-sign key-id --secret-file no-such-file
+	assert_failure 3
+	assert_equal "$stderr" "fmt-sign: error: cannot open the secret file no-such-file: No such file or directory"
 }
 
 @test "--secret-prompt without a terminal is a usage error naming the alternatives" {

@@ -110,7 +110,7 @@ TEST(encrypt_identity_files)
 	CHECK(fmt_x25519_public_load(path, pk, &e) == FMT_OK);
 	CHECK_MEM(pk, p.pk, 32);
 	snprintf(path, sizeof path, "%s/missing.key", dir);
-	CHECK(fmt_x25519_secret_load(path, NULL, &q, &e) == FMT_USAGE);
+	CHECK(fmt_x25519_secret_load(path, NULL, &q, &e) == FMT_IO);
 	free(pub);
 	fmt_x25519_free(&p);
 	sodium_free(text);

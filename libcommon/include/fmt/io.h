@@ -120,7 +120,7 @@ const char *fmt_base_name(const char *path);
  * when the user named the file (FMT_SMALL_NAMED: an option's value), a pipe (<(cmd), a FIFO:
  * the reads wait for its writer) or "-" for standard input (also a terminal: it ends at ^D).
  * Anything else (a device, a directory, a socket, or a pipe found in a directory or beside a
- * file) is UsageError naming what it is. */
+ * file) is IoError naming what it is. */
 #define FMT_SMALL_NAMED 1u
 
 /* The whole file at path as a NUL-terminated heap buffer (*len bytes); more than max bytes is
