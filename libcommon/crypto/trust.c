@@ -247,10 +247,11 @@ fmt_kind fmt_ms_secret_load(const char *given, const fmt_pass_opts *o, fmt_ms_se
 	int enc = k == FMT_OK ? fmt_ms_secret_encrypted(text.bytes, text.len) : 0;
 	if (k == FMT_OK && enc < 0)
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "not a minisign Ed25519 secret key file");
-	/* Unencrypted, the file is the key: readable by its owner only, as every other key file
-	 * (an encrypted one is protected by its passphrase), checked on the descriptor that was
-	 * read. A pipe (<(...)) and - (piped in) are not checked. */
-	if (k == FMT_OK && enc == 0 && S_ISREG(st.st_mode) && strcmp(path, "-") != 0)
+	/* Readable by its owner only, encrypted or not, as every other secret key file (an
+	 * encrypted one readable by others is open to offline guessing of its passphrase),
+	 * checked on the descriptor that was read, before any passphrase is asked. A pipe (<(...))
+	 * and - (piped in) are not checked. */
+	if (k == FMT_OK && S_ISREG(st.st_mode) && strcmp(path, "-") != 0)
 		k = fmt_key_mode_check(&st, "the secret key", e);
 	if (k == FMT_OK && enc == 1)
 		k = fmt_passphrase(o, 0, &pw, e);

@@ -555,7 +555,7 @@ PY
 	[ ! -e h.old ] && [ ! -e a.key.old ]
 }
 
-@test "an unencrypted secret key others may read is refused (exit 2) by sign -s and fmt-convert --sign-key, like every key file; an encrypted one is not checked" {
+@test "a secret key others may read, encrypted or not, Ed25519 or X25519, is refused (exit 2) by sign -s, fmt-convert --sign-key and --identity, like every key file" {
 	fmt_pair k
 	printf 'id,x\n1,2\n' >d.csv
 	chmod 644 k.key
@@ -571,12 +571,35 @@ PY
 	chmod 600 k.key
 	fmt-sign sign -q -s k.key model.bin
 	fmt-sign verify -q -p k.pub model.bin
-	# encrypted under a passphrase: the mode is the user's business (CONVENTIONS say nothing)
+	# encrypted under a passphrase too, as an encrypted X25519 identity already was (it was
+	# signed with): others who can read it can guess its passphrase offline
 	printf 'pw\n' >pass.txt
 	fmt-sign keygen -p e.pub -s e.key --passphrase-file pass.txt >/dev/null
 	chmod 644 e.key
+	run --separate-stderr fmt-sign sign -s e.key --passphrase-file pass.txt -x e.minisig model.bin
+	assert_failure 2
+	assert_equal "$stderr" "fmt-sign: error: e.key: the secret key is readable by others (mode 0644); chmod 600 it"
+	[ ! -e e.minisig ]
+	chmod 604 e.key
+	run --separate-stderr fmt-convert --sign-key e.key --passphrase-file pass.txt d.csv s.ald
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: e.key: the secret key is readable by others (mode 0604); chmod 600 it"
+	[ ! -e s.ald ]
+	chmod 600 e.key
 	fmt-sign sign -q -s e.key --passphrase-file pass.txt -x e.minisig model.bin
 	fmt-sign verify -q -p e.pub -x e.minisig model.bin
+	# X25519 identities, encrypted and not: the same rule, the same words
+	fmt-sign keygen --x25519 -p x.pub -s x.key --passphrase-file pass.txt >/dev/null
+	fmt-sign keygen --x25519 -W -p w.pub -s w.key >/dev/null
+	fmt-convert --encrypt-to x.pub d.csv x.ald
+	fmt-convert --encrypt-to w.pub d.csv w.ald
+	chmod 640 x.key w.key
+	for k in x w; do
+		run --separate-stderr fmt-convert --identity $k.key --passphrase-file pass.txt $k.ald out.csv
+		assert_failure 2
+		assert_equal "$stderr" "fmt-convert: error: $k.key: the identity is readable by others (mode 0640); chmod 600 it"
+	done
+	[ ! -e out.csv ]
 }
 
 @test "keygen killed by SIGINT or SIGTERM while its PATH.new files exist removes them and dies of the signal (130, 143); the next keygen works" {

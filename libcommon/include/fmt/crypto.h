@@ -107,7 +107,7 @@ fmt_kind fmt_hmac_keygen(const char *path, int rotate, fmt_hmac_key *out, fmt_er
 
 /* A secret key file (st: its fstat or stat) that its group or others may read or write:
  * UsageError "WHAT is readable by others (mode 0644); chmod 600 it". Every secret key loader
- * (HMAC, unencrypted Ed25519, X25519 identity, watermark) asks this. */
+ * (HMAC, Ed25519 and X25519 encrypted or not, watermark) asks this, before any passphrase. */
 struct stat;
 fmt_kind fmt_key_mode_check(const struct stat *st, const char *what, fmt_err *e);
 /* A key file whose mode is checked is a file: path - is UsageError "WHAT is read from a file
