@@ -868,14 +868,13 @@ static fmt_kind check_signed_read(reader *r, fmt_kind k, const char *bundle_path
 {
 	fmt_bundle_info b;
 	char where[512] = "";
-	const char *tmp = getenv("TMPDIR");
 	memset(&b, 0, sizeof b);
 	if (k == FMT_OK) {
 		k = read_manifest(r, &b, e);
 		if (k == FMT_OK) {
 			fmt_meter_planned(b.total_bytes); /* hashed while extracted */
 			fmt_meter_planned(b.total_bytes); /* and by the set's verification */
-			k = extract_checked(r, &b, tmp && *tmp ? tmp : "/tmp", NULL, 0, vo, where, sizeof where, e);
+			k = extract_checked(r, &b, fmt_temp_dir(), NULL, 0, vo, where, sizeof where, e);
 		}
 		reader_close(r);
 	}

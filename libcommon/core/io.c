@@ -280,50 +280,133 @@ fmt_kind fmt_source_keep(fmt_source *s, size_t n, fmt_err *e)
 	return k;
 }
 
+const char *fmt_temp_dir(void)
+{
+	const char *dir = getenv("TMPDIR");
+	return dir && *dir ? dir : "/tmp";
+}
+
+/* IoError for a temporary file in dir that could not be made or written. */
+static fmt_kind temp_fail(const char *what, const char *doing, const char *dir, int err, fmt_err *e)
+{
+	const char *env = getenv("TMPDIR");
+	return fmt_fail(e, FMT_IO, "cannot %s %s in %s (%s): %s", doing, what, dir,
+			env && *env ? "TMPDIR" : "TMPDIR is not set; set it to use another directory", strerror(err));
+}
+
+int fmt_temp_fd(const char *what, fmt_err *e)
+{
+	const char *dir = fmt_temp_dir();
+	int fd = -1;
+#ifdef O_TMPFILE
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	/* file systems without O_TMPFILE (EOPNOTSUPP, EISDIR on old kernels) take the other way */
+	if (fd < 0 && errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
+		temp_fail(what, "create", dir, errno, e);
+		return -1;
+	}
+#endif
+	if (fd < 0) {
+		char *path = NULL;
+		if (asprintf(&path, "%s/fmtkit-XXXXXX", dir) < 0) {
+			fmt_fail(e, FMT_IO, "out of memory");
+			return -1;
+		}
+		fd = mkostemp(path, O_CLOEXEC);
+		if (fd < 0)
+			temp_fail(what, "create", dir, errno, e);
+		else
+			unlink(path);
+		free(path);
+	}
+	return fd;
+}
+
+/* All of fd's n bytes at p written (a temporary file: the failure names where it is). */
+static fmt_kind temp_write(int fd, const uint8_t *p, size_t n, const char *what, fmt_err *e)
+{
+	while (n > 0) {
+		ssize_t put = write(fd, p, n);
+		if (put < 0 && errno == EINTR)
+			continue;
+		if (put < 0)
+			return temp_fail(what, "write", fmt_temp_dir(), errno, e);
+		p += put;
+		n -= (size_t)put;
+	}
+	return FMT_OK;
+}
+
+/* fmt_source_make_whole of a source over memory (fmt_source_stream_memory): the rest of it read
+ * into memory. */
+static fmt_kind make_whole_memory(fmt_source *s, fmt_err *e)
+{
+	size_t rest = s->feed_len - s->feed_pos + (s->rlen - s->rpos);
+	if (rest > SIZE_MAX - s->head_len)
+		return fmt_fail(e, FMT_IO, "input too large");
+	uint8_t *buf = malloc(s->head_len + rest + 1);
+	if (!buf)
+		return fmt_fail(e, FMT_IO, "out of memory reading %s", s->path);
+	memcpy(buf, s->head, s->head_len);
+	uint64_t got;
+	fmt_kind k = seq_take(s, buf + s->head_len, rest, &got, e);
+	if (k != FMT_OK) {
+		free(buf);
+		return k;
+	}
+	s->buf = buf;
+	s->size = s->head_len + got;
+	return FMT_OK;
+}
+
+/* fmt_source_make_whole of a stream: its head and the rest of it copied to a temporary file,
+ * which becomes s->fd. */
+static fmt_kind make_whole_spool(fmt_source *s, fmt_err *e)
+{
+	char what[64];
+	snprintf(what, sizeof what, "a copy of %s", strcmp(s->path, "-") == 0 ? "standard input" : "the stream");
+	int fd = fmt_temp_fd(what, e);
+	if (fd < 0)
+		return e->kind;
+	uint8_t *chunk = malloc(SEQ_BUF);
+	fmt_kind k = chunk ? temp_write(fd, s->head, s->head_len, what, e) : fmt_fail(e, FMT_IO, "out of memory");
+	uint64_t size = s->head_len, got = SEQ_BUF;
+	while (k == FMT_OK && got == SEQ_BUF) {
+		k = seq_take(s, chunk, SEQ_BUF, &got, e);
+		if (k == FMT_OK)
+			k = temp_write(fd, chunk, (size_t)got, what, e);
+		size += got;
+	}
+	free(chunk);
+	if (k != FMT_OK) {
+		close(fd);
+		return k;
+	}
+	close(s->fd);
+	s->fd = fd;
+	s->size = size;
+	return FMT_OK;
+}
+
 fmt_kind fmt_source_make_whole(fmt_source *s, fmt_err *e)
 {
 	if (!s->sequential)
 		return FMT_OK;
 	if (s->pos != s->head_len)
 		return fmt_fail(e, FMT_INTERNAL, "a stream read past its head cannot be read again");
-	size_t cap = s->head_len + (s->rlen - s->rpos) + (1u << 16), len = s->head_len;
-	uint8_t *buf = malloc(cap);
-	if (!buf)
-		return fmt_fail(e, FMT_IO, "out of memory reading %s", s->path);
-	memcpy(buf, s->head, s->head_len);
-	for (;;) {
-		if (len == cap) {
-			if (cap > SIZE_MAX / 2) {
-				free(buf);
-				return fmt_fail(e, FMT_IO, "input too large");
-			}
-			uint8_t *bigger = realloc(buf, cap * 2);
-			if (!bigger) {
-				free(buf);
-				return fmt_fail(e, FMT_IO, "out of memory reading %s", s->path);
-			}
-			buf = bigger;
-			cap *= 2;
-		}
-		uint64_t got, want = cap - len;
-		fmt_kind k = seq_take(s, buf + len, want, &got, e);
-		if (k != FMT_OK) {
-			free(buf);
-			fmt_err_file(e, s->path);
-			return k;
-		}
-		len += (size_t)got;
-		if (got < want)
-			break;
+	fmt_kind k = s->feed ? make_whole_memory(s, e) : make_whole_spool(s, e);
+	if (k != FMT_OK) {
+		fmt_err_file(e, s->path);
+		return k;
 	}
 	free(s->head);
 	free(s->rbuf);
 	s->head = s->rbuf = NULL;
 	s->head_len = s->rlen = s->rpos = 0;
-	s->buf = buf;
-	s->size = len;
+	s->feed = NULL;
 	s->sequential = 0;
 	s->observe = NULL;
+	s->pos = 0;
 	return FMT_OK;
 }
 

@@ -37,15 +37,21 @@ int fmt_driver_holds_dtype(const fmt_driver *d, fmt_dtype t)
 
 /* ---- opening with a known driver ---- */
 
+fmt_kind fmt_driver_take_source(const fmt_driver *d, fmt_source *src, int random_access, fmt_err *e)
+{
+	if (!src->sequential || (d->streams && !random_access))
+		return FMT_OK;
+	fmt_kind k = d->check_head ? d->check_head(src, e) : FMT_OK;
+	return k == FMT_OK ? fmt_source_make_whole(src, e) : k;
+}
+
 fmt_kind fmt_model_open_source_with(fmt_model *m, fmt_source *src, const char *path, const fmt_driver *d,
 				    fmt_err *e)
 {
 	m->path = strdup(path);
 	fmt_kind k = m->path ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
-	if (k == FMT_OK && src->sequential && !d->streams && d->check_head && (k = d->check_head(src, e)) != FMT_OK)
+	if (k == FMT_OK && (k = fmt_driver_take_source(d, src, 0, e)) != FMT_OK)
 		fmt_err_file(e, path);
-	if (k == FMT_OK && src->sequential && !d->streams)
-		k = fmt_source_make_whole(src, e);
 	if (k == FMT_OK)
 		k = fmt_model_add_source(m, src, NULL, e);
 	if (k != FMT_OK) {
@@ -67,7 +73,11 @@ fmt_kind fmt_model_open_with(fmt_model *m, const char *path, const fmt_driver *d
 {
 	fmt_source src;
 	fmt_model_init(m);
-	fmt_kind k = fmt_source_open(&src, path, e);
+	fmt_kind k = fmt_source_open_sequential(&src, path, e);
+	if (k == FMT_OK && (k = fmt_driver_take_source(d, &src, 1, e)) != FMT_OK) {
+		fmt_err_file(e, path);
+		fmt_source_close(&src);
+	}
 	return k == FMT_OK ? fmt_model_open_source_with(m, &src, path, d, e) : k;
 }
 

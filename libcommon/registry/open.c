@@ -58,8 +58,15 @@ fmt_kind fmt_model_open(fmt_model *m, const char *path, const fmt_driver *forced
 {
 	fmt_source src;
 	fmt_model_init(m);
-	fmt_kind k = fmt_source_open(&src, path, e);
-	return k == FMT_OK ? fmt_model_open_source(m, &src, path, forced, e) : k;
+	fmt_kind k = fmt_source_open_sequential(&src, path, e);
+	if (k != FMT_OK)
+		return k;
+	const fmt_driver *d = forced ? forced : probe(&src, FMT_FORMAT_MODEL, e).model;
+	if (d && fmt_driver_take_source(d, &src, 1, e) == FMT_OK)
+		return fmt_model_open_source_with(m, &src, path, d, e);
+	fmt_err_file(e, path);
+	fmt_source_close(&src);
+	return e->kind;
 }
 
 fmt_kind fmt_model_open_streaming(fmt_model *m, const char *path, const fmt_driver *forced, fmt_err *e)
@@ -115,6 +122,11 @@ static fmt_kind open_source_as_table(fmt_table *t, fmt_source *src, const char *
 		fmt_err_file(e, path);
 		return fmt_fail(e, FMT_INVALID_FORMAT, "%s %s model, not a dataset", article(f.model->name), f.model->name);
 	}
+	if (fmt_source_make_whole(src, e) != FMT_OK) {
+		fmt_source_close(src);
+		fmt_err_file(e, path);
+		return e->kind;
+	}
 	return fmt_table_open_source_with(t, src, path, f.table, e);
 }
 
@@ -124,7 +136,7 @@ fmt_kind fmt_table_open_opts(fmt_table *t, const char *path, const fmt_table_dri
 	fmt_source src;
 	fmt_table_init(t);
 	t->opts = o;
-	fmt_kind k = fmt_source_open(&src, path, e);
+	fmt_kind k = fmt_source_open_sequential(&src, path, e);
 	return k == FMT_OK ? open_source_as_table(t, &src, path, forced, e) : k;
 }
 

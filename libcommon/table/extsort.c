@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include "fmt/checked.h"
 #include "fmt/extsort.h"
+#include "fmt/io.h"
 
 #define HEAD 16u
 #define MAX_RUNS 64u
@@ -81,15 +82,9 @@ static fmt_kind sort_arena(fmt_extsort *s, fmt_err *e)
 
 static FILE *temp_file(fmt_err *e)
 {
-	const char *dir = getenv("TMPDIR");
-	char path[4096];
-	snprintf(path, sizeof path, "%s/fmtkit-sort-XXXXXX", dir && *dir ? dir : "/tmp");
-	int fd = mkstemp(path);
-	if (fd < 0) {
-		fmt_fail(e, FMT_IO, "cannot create a temporary file in %s", dir && *dir ? dir : "/tmp");
+	int fd = fmt_temp_fd("a sorted run", e);
+	if (fd < 0)
 		return NULL;
-	}
-	unlink(path);
 	FILE *f = fdopen(fd, "w+b");
 	if (!f) {
 		close(fd);

@@ -90,3 +90,72 @@ PY
 	assert_equal "$stderr" "fmt-sign: error: m.gguf: gguf files carry no signature (signed formats: apsim, apsim-index)"
 	cmp m.gguf before.gguf
 }
+
+# big.safetensors: 64 F32 tensors of 8 MiB, 512 MiB (sparse: it takes no room on disk), each
+# tensor beginning with a value of its own.
+make_big_safetensors() {
+	/usr/bin/python3 - big.safetensors <<'PY'
+import json, struct, sys
+n, mb = 64, 8 << 20
+hdr = {f"layer.{i}.weight": {"dtype": "F32", "shape": [mb // 4096, 1024], "data_offsets": [i * mb, (i + 1) * mb]}
+       for i in range(n)}
+h = json.dumps(hdr).encode()
+h += b" " * (-len(h) % 8)
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<Q", len(h)) + h)
+    for i in range(n):
+        f.seek(8 + len(h) + i * mb)
+        f.write(struct.pack("<f", i + 0.5))
+    f.truncate(8 + len(h) + n * mb)
+PY
+}
+
+@test "a 512 MiB safetensors piped in under a 200 MB address-space limit: inspect, verify, convert and split give what the file gives" {
+	# A stream whose format needs random access (safetensors, .apsim, GGUF) was read whole into
+	# memory once its header was valid: each of these was exit 3 'out of memory reading -'. It
+	# now goes to an unlinked temporary file in TMPDIR (left empty) and is read from there.
+	asan_build && skip "sanitizer build: address-space limit not applicable"
+	make_big_safetensors
+	mkdir tmp s-pipe s-file
+	export TMPDIR=$PWD/tmp
+	run --separate-stderr bash -c 'ulimit -v 200000; cat big.safetensors | fmt-inspect --json -'
+	assert_success
+	piped=$output
+	run --separate-stderr bash -c 'ulimit -v 200000; fmt-inspect --json big.safetensors'
+	assert_success
+	assert_equal "$(jq -c 'del(.file)' <<<"$piped")" "$(jq -c 'del(.file)' <<<"$output")"
+	[ "$(jq -r .file <<<"$piped")" = - ]
+	run --separate-stderr bash -c 'ulimit -v 200000; cat big.safetensors | fmt-verify -'
+	assert_success
+	assert_output "-: ok (safetensors, 64 tensors, 1 file, 536877280 bytes)"
+	run --separate-stderr bash -c 'ulimit -v 200000; cat big.safetensors | fmt-convert -q - piped.gguf'
+	assert_success
+	fmt-convert -q big.safetensors file.gguf
+	cmp piped.gguf file.gguf
+	run --separate-stderr bash -c 'ulimit -v 200000; cat big.safetensors | fmt-shard split -q - --max-size 200MB -o s-pipe/m'
+	assert_success
+	fmt-shard split -q big.safetensors --max-size 200MB -o s-file/m
+	diff -r s-pipe s-file
+	assert_equal "$(ls -A tmp)" ""
+}
+
+@test "a piped model copied to TMPDIR: a TMPDIR that cannot take it is exit 3 naming it, and nothing is read whole" {
+	make_big_safetensors
+	mkdir tmp
+	make_late_apsim    # 5796 bytes: more than the 4096 a stream keeps in memory
+	run --separate-stderr bash -c 'cat late.apsim | TMPDIR=$PWD/none fmt-inspect -'
+	assert_failure 3
+	assert_equal "$stderr" "fmt-inspect: error: -: cannot create a copy of standard input in $PWD/none (TMPDIR): No such file or directory"
+	# a full disk (here the file size limit: the same failed write)
+	run --separate-stderr bash -c "trap '' XFSZ; ulimit -f 10240; cat big.safetensors | TMPDIR=\$PWD/tmp fmt-verify -"
+	assert_failure 3
+	assert_equal "$stderr" "fmt-verify: error: -: cannot write a copy of standard input in $PWD/tmp (TMPDIR): File too large"
+	run --separate-stderr bash -c "trap '' XFSZ; ulimit -f 10240; cat big.safetensors | TMPDIR=\$PWD/tmp fmt-convert - out.gguf"
+	assert_failure 3
+	assert_equal "$stderr" "fmt-convert: error: -: cannot write a copy of standard input in $PWD/tmp (TMPDIR): File too large"
+	[ ! -e out.gguf ]
+	assert_equal "$(ls -A tmp)" ""
+	# what no driver knows is refused from its first bytes, before any copy
+	run --separate-stderr bash -c 'head -c 100000 /dev/zero | TMPDIR=$PWD/none fmt-inspect -'
+	assert_failure 4
+}

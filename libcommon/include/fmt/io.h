@@ -70,9 +70,19 @@ fmt_kind fmt_source_stream_memory(fmt_source *s, const char *name, const void *d
  * head. No-op on other sources. What a probe reads to look further than the head without
  * holding the whole stream. */
 fmt_kind fmt_source_keep(fmt_source *s, size_t n, fmt_err *e);
-/* Make a sequential source an ordinary one by reading the rest of it into memory (what a reader
- * that needs random access gets); only before it has passed its head. No-op otherwise. */
+/* Make a sequential source an ordinary one (what a reader that needs random access gets): the
+ * rest of the stream is copied to an unlinked temporary file (fmt_temp_fd) that the source then
+ * reads as a file, so that memory stays bounded whatever the stream's size; only before it has
+ * passed its head. No-op otherwise. A copy that cannot be written (disk full) is IoError naming
+ * the directory and TMPDIR. A source over memory (fmt_source_stream_memory) stays in memory. */
 fmt_kind fmt_source_make_whole(fmt_source *s, fmt_err *e);
+/* The directory temporary files go to: $TMPDIR when set and not empty, else /tmp. */
+const char *fmt_temp_dir(void);
+/* A new temporary file in fmt_temp_dir(), open for reading and writing, that no name reaches
+ * (O_TMPFILE, else mkstemp and unlink): it is gone when its descriptor is closed, also when the
+ * process is killed. what names its use in messages ("a sorted run"). -1 with IoError in e
+ * naming the directory and TMPDIR. */
+int fmt_temp_fd(const char *what, fmt_err *e);
 /* Observe every byte the sequential source passes from now on, after being shown the bytes it
  * has passed already (only while those are all in its head: else UnsupportedVersion); fn NULL
  * stops observing. On a file, bytes are observed from offset 0 as reads reach them (pos says

@@ -323,11 +323,12 @@ const fmt_driver *fmt_driver_probe(fmt_source *s, const uint8_t *head, size_t n,
 
 /* Open path (or "-"): probe the first bytes, choose a driver (or use forced when not NULL),
  * open. On failure m is freed and e says why; an unrecognised file is InvalidFormat. A pipe is
- * read whole into memory. */
+ * probed from its first bytes, then copied to a temporary file (fmt_driver_take_source): the
+ * model reads it at random, as a file. */
 fmt_kind fmt_model_open(fmt_model *m, const char *path, const fmt_driver *forced, fmt_err *e);
 
 /* The same, but a pipe stays a sequential source when the driver streams
- * (fmt_model_sequential): for callers that read the tensors once in fmt_model_read_order and
+ * (fmt_model_sequential; a driver that does not gets the temporary file): for callers that read the tensors once in fmt_model_read_order and
  * call fmt_model_verify after them. */
 fmt_kind fmt_model_open_streaming(fmt_model *m, const char *path, const fmt_driver *forced, fmt_err *e);
 
@@ -345,6 +346,12 @@ fmt_kind fmt_sign_in_place(const char *path, const fmt_keyset *keys, int threads
 
 /* ---- what drivers share (libcommon/formats/driver.c): nothing there chooses a driver ---- */
 
+/* Make the sequential source src (a pipe, standard input) ready for d, whose probe chose it:
+ * when d does not stream, or the caller reads at random (random_access: fmt_model_open), its
+ * header is checked from its first bytes (check_head) and the stream is then copied to an
+ * unlinked temporary file that src reads from (fmt_source_make_whole), so that no stream is
+ * held in memory. Nothing to do for other sources, or for a driver that streams. */
+fmt_kind fmt_driver_take_source(const fmt_driver *d, fmt_source *src, int random_access, fmt_err *e);
 /* Open with d, which the caller chose (no probe): path, or src, which the model takes (closed
  * on failure). On failure m is freed and e names path. */
 fmt_kind fmt_model_open_with(fmt_model *m, const char *path, const fmt_driver *d, fmt_err *e);
