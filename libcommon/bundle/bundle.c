@@ -39,7 +39,7 @@
 	X(archive_entry_set_gid) X(archive_entry_set_mtime) X(archive_entry_set_pathname) \
 	X(archive_entry_set_perm) X(archive_entry_set_size) X(archive_entry_set_uid) \
 	X(archive_entry_size) X(archive_entry_size_is_set) X(archive_entry_sparse_count) \
-	X(archive_error_string) X(archive_filter_code) X(archive_read_data) \
+	X(archive_error_string) X(archive_filter_bytes) X(archive_filter_code) X(archive_read_data) \
 	X(archive_read_data_block) X(archive_read_free) X(archive_read_new) \
 	X(archive_read_next_header) X(archive_read_open) X(archive_read_support_filter_zstd) \
 	X(archive_read_support_format_tar) X(archive_set_error) X(archive_write_add_filter_zstd) \
@@ -246,6 +246,9 @@ typedef struct reader {
 	uint64_t pos;          /* src: the offset of the next read */
 	uint8_t *buf;          /* what the last read gave libarchive */
 	size_t block;          /* its size */
+	size_t members;        /* member headers read so far */
+	char last[256];        /* the last one's name (messages) */
+	uint64_t members_end;  /* the tar offset where the last member's padded data ends */
 	fmt_err err;           /* a read's own failure */
 } reader;
 
@@ -356,19 +359,43 @@ static fmt_kind reader_open_stream(reader *r, fmt_source *src, fmt_err *e)
 	return reader_start(r, READ_BLOCK, e);
 }
 
-/* The next member header; *ent NULL at the end of the archive. */
+#define TAR_BLOCK 512u
+
+/* The end of an archive that has members: libarchive ends at the end of the data as at the
+ * end-of-archive marker, two zero blocks after the last member (it consumes them), so the tar
+ * offset it reached tells them apart. Without the marker, a bundle cut at a member boundary
+ * (its last members and the marker lost, or only the marker) would pass for whole. */
+static fmt_kind check_end_marker(reader *r, fmt_err *e)
+{
+	la_int64_t at = AR(archive_filter_bytes)(r->a, 0);
+	if (r->members == 0 || (at >= 0 && (uint64_t)at >= r->members_end + 2 * TAR_BLOCK))
+		return FMT_OK;
+	return fmt_fail(e, FMT_INVALID_FORMAT, "truncated: the bundle ends after member " NM " without the "
+			"end-of-archive marker (two zero blocks of 512 bytes)", r->last);
+}
+
+/* The next member header; *ent NULL at the (marked) end of the archive. */
 static fmt_kind next_header(reader *r, struct archive_entry **ent, fmt_err *e)
 {
 	int rc = AR(archive_read_next_header)(r->a, ent);
 	if (rc == ARCHIVE_EOF) {
 		*ent = NULL;
-		return FMT_OK;
+		return check_end_marker(r, e);
 	}
 	if (rc != ARCHIVE_OK && read_failed(r, e) != FMT_OK)
 		return e->kind;
 	if (rc != ARCHIVE_OK)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "not a valid tar bundle: %s",
 				AR(archive_error_string)(r->a) ? AR(archive_error_string)(r->a) : "unreadable header");
+	/* the data follows the header libarchive has just consumed, padded to a whole block */
+	la_int64_t at = AR(archive_filter_bytes)(r->a, 0), size = AR(archive_entry_size)(*ent);
+	uint64_t end = 0;
+	if (at >= 0 && size >= 0 && !fmt_add_u64((uint64_t)at, (uint64_t)size, &end) &&
+	    !fmt_add_u64(end, (TAR_BLOCK - end % TAR_BLOCK) % TAR_BLOCK, &end))
+		r->members_end = end;
+	r->members++;
+	const char *name = AR(archive_entry_pathname)(*ent);
+	snprintf(r->last, sizeof r->last, "%s", name ? name : "");
 	return FMT_OK;
 }
 

@@ -539,6 +539,45 @@ hostile() { # CASE EXIT MESSAGE
 	[ -z "$(ls -A out2 2>/dev/null)" ]
 }
 
+@test "a bundle cut at a member boundary (no end-of-archive marker) is exit 4 in fmt-verify and unpack, also .tar.zst and from a pipe; nothing written" {
+	# libarchive ends at the end of the data as it does at the two zero blocks that end a tar:
+	# fmt-verify passed such a bundle (exit 0) and fmt-shard unpack wrote its members.
+	fmt-shard split -q --max-tensors 2 model.safetensors
+	fmt-shard pack -q model.safetensors.index.json -o set.tar
+	# cut.tar: up to the end of the last member; lone.tar: one zero block of the two;
+	# first.tar: up to the end of the first shard (the other members and the marker lost)
+	/usr/bin/python3 - set.tar <<'PY'
+import sys, tarfile
+data = open(sys.argv[1], "rb").read()
+ends = [m.offset_data + (m.size + 511) // 512 * 512 for m in tarfile.open(sys.argv[1]).getmembers()]
+open("cut.tar", "wb").write(data[:ends[-1]])
+open("lone.tar", "wb").write(data[:ends[-1] + 512])
+open("first.tar", "wb").write(data[:ends[1]])
+PY
+	zstd -q -c cut.tar >cut.tar.zst
+	msg="truncated: the bundle ends after member 'model.safetensors.index.json' without the end-of-archive marker (two zero blocks of 512 bytes)"
+	for b in cut.tar lone.tar cut.tar.zst; do
+		run --separate-stderr fmt-verify "$b"
+		assert_failure 4
+		assert_equal "$stderr" "fmt-verify: error: $b: $msg"
+		run --separate-stderr fmt-shard unpack "$b" -C out
+		assert_failure 4
+		assert_equal "$stderr" "fmt-shard: error: $b: $msg"
+		[ ! -e out ]
+	done
+	run --separate-stderr bash -c 'cat cut.tar | fmt-verify -'
+	assert_failure 4
+	assert_equal "$stderr" "fmt-verify: error: -: $msg"
+	mkdir out
+	run --separate-stderr fmt-shard unpack first.tar -C out
+	assert_failure 4
+	assert_equal "$stderr" "fmt-shard: error: first.tar: truncated: the bundle ends after member 'model-00001-of-00003.safetensors' without the end-of-archive marker (two zero blocks of 512 bytes)"
+	[ -z "$(ls -A out)" ]
+	# the whole bundle still passes
+	run fmt-verify set.tar
+	assert_success
+}
+
 @test "unpack of a device or a directory is exit 3 before anything is read, as every tool refuses a device (it read /dev/zero: exit 4 'empty archive')" {
 	mkdir d
 	for f in /dev/zero /dev/null d; do
