@@ -133,6 +133,27 @@ fmt_kind fmt_trust_load(const fmt_trust_opts *o, int default_key, fmt_trust_list
 	return k;
 }
 
+fmt_kind fmt_trust_guard_dest(const fmt_trust_opts *o, const char *dest, fmt_err *e)
+{
+	char *dir = fmt_dir_prefix(dest), *own = NULL;
+	if (!dir)
+		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+	fmt_err ignored;        /* no HOME: no per-user key directory to protect */
+	if (fmt_key_file_path("", &own, &ignored) != FMT_OK)
+		own = NULL;
+	const char *here = dir[0] ? dir : ".";
+	fmt_kind k = FMT_OK;
+	if (o && o->trusted_dir && fmt_same_file(here, o->trusted_dir))
+		k = fmt_fail(e, FMT_USAGE, "%s would be written into the trusted keys directory %s (--trusted-keys): "
+			     "a file there could become a trusted key", dest, o->trusted_dir);
+	else if (own && fmt_same_file(here, own))
+		k = fmt_fail(e, FMT_USAGE, "%s would be written into the per-user key directory %s: a file there "
+			     "could become a trusted key", dest, own);
+	free(own);
+	free(dir);
+	return k;
+}
+
 void fmt_trust_free(fmt_trust_list *t)
 {
 	free(t->keys);

@@ -476,6 +476,55 @@ split.count u16 3"
 	cmp d3/model.safetensors model.safetensors
 }
 
+@test "unpack never writes into a trusted keys directory (--trusted-keys DIR, the per-user key directory): exit 2, nothing written" {
+	# A bundle signed by a trusted key could plant a key file there: unpacked with
+	# --trusted-keys keys -C keys, its planted.pub (covered by its own .minisig) became a key
+	# that every later check with --trusted-keys keys trusts; unpacked without key options into
+	# $XDG_CONFIG_HOME/fmtkit, an ed25519.pub that fmt-sign verify trusts by default.
+	export XDG_CONFIG_HOME=$PWD/cfg
+	fmt-sign keygen -W -p good.pub -s good.key >/dev/null
+	fmt-sign keygen -W -p evil.pub -s evil.key >/dev/null
+	cp evil.pub planted.pub
+	cp evil.pub ed25519.pub
+	for f in model.safetensors planted.pub ed25519.pub; do fmt-sign sign -q -s good.key "$f" </dev/null; done
+	/usr/bin/python3 - <<'PY'
+import hashlib, io, json, tarfile
+def bundle(out, names):
+    files = {n: open(n, "rb").read() for n in names}
+    manifest = json.dumps({"files": {n: {"sha256": hashlib.sha256(d).hexdigest(), "size": len(d)}
+                                     for n, d in files.items()}, "fmtkit": "0.1.0", "format": "safetensors"},
+                          separators=(",", ":"), sort_keys=True).encode()
+    with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as t:
+        for name, data in [("MANIFEST.json", manifest)] + sorted(files.items()):
+            ti = tarfile.TarInfo(name)
+            ti.size, ti.mtime, ti.mode = len(data), 0, 0o644
+            t.addfile(ti, io.BytesIO(data))
+bundle("plant.tar", ["model.safetensors", "model.safetensors.minisig", "planted.pub", "planted.pub.minisig"])
+bundle("default.tar", ["model.safetensors", "ed25519.pub"])
+PY
+	mkdir keys
+	cp good.pub keys/
+	run --separate-stderr fmt-shard unpack --trusted-keys keys plant.tar -C keys
+	assert_failure 2
+	assert_equal "$stderr" "fmt-shard: error: plant.tar: keys/model.safetensors would be written into the trusted keys directory keys (--trusted-keys): a file there could become a trusted key"
+	[ "$(ls -A keys)" = good.pub ]
+	# the same directory by another name, and with -f
+	run --separate-stderr fmt-shard unpack -f --trusted-keys keys plant.tar -C ./keys/
+	assert_failure 2
+	[ "$(ls -A keys)" = good.pub ]
+	mkdir -p cfg/fmtkit
+	run --separate-stderr fmt-shard unpack default.tar -C cfg/fmtkit
+	assert_failure 2
+	assert_equal "$stderr" "fmt-shard: error: default.tar: cfg/fmtkit/ed25519.pub would be written into the per-user key directory $PWD/cfg/fmtkit/: a file there could become a trusted key"
+	[ -z "$(ls -A cfg/fmtkit)" ]
+	# elsewhere both unpack
+	run fmt-shard unpack -q --trusted-keys keys plant.tar -C out
+	assert_success
+	cmp out/planted.pub evil.pub
+	run fmt-shard unpack -q default.tar -C out2
+	assert_success
+}
+
 @test "a well-formed bundle from Python's tarfile unpacks" {
 	mkbundle ok.tar ok
 	run fmt-shard unpack ok.tar -C out

@@ -92,10 +92,13 @@ fmt_kind cmd_pack(const char *input, const shard_opts *o, fmt_err *e)
 }
 
 /* A member must not replace a file the options name (a key file, -p PUBKEY): the CLI layer's
- * check of what is written. */
+ * check of what is written; nor land where keys are trusted from (--trusted-keys DIR, the
+ * per-user key directory). */
 static fmt_kind unpack_guard(void *ctx, const char *dest, fmt_err *e)
 {
-	return fmt_cli_check_output(ctx, dest, dest, e);
+	const shard_opts *o = ctx;
+	fmt_kind k = fmt_cli_check_output(o->cli, dest, dest, e);
+	return k == FMT_OK ? fmt_trust_guard_dest(&o->trust, dest, e) : k;
 }
 
 fmt_kind cmd_unpack(const char *input, const shard_opts *o, fmt_err *e)
@@ -108,7 +111,7 @@ fmt_kind cmd_unpack(const char *input, const shard_opts *o, fmt_err *e)
 	if (k == FMT_OK) {
 		fmt_progress pr;
 		progress_begin(&pr, o);
-		k = fmt_bundle_unpack(input, dir, o->force ? FMT_SINK_FORCE : 0, &vo, unpack_guard, (void *)o->cli, &b, e);
+		k = fmt_bundle_unpack(input, dir, o->force ? FMT_SINK_FORCE : 0, &vo, unpack_guard, (void *)o, &b, e);
 		fmt_progress_end(&pr);
 	}
 	fmt_check_keys_free(&ck);

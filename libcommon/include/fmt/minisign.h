@@ -136,6 +136,12 @@ int fmt_trust_opts_given(const fmt_trust_opts *o);
  * A directory without any *.pub is a usage error (nothing would be trusted). */
 fmt_kind fmt_trust_load(const fmt_trust_opts *o, int default_key, fmt_trust_list *out, fmt_err *e);
 void fmt_trust_free(fmt_trust_list *t);
+/* UsageError when a file written at dest (an unpacked member) would land in a directory whose
+ * key files are trusted: o's --trusted-keys DIR, or the per-user key directory
+ * ($XDG_CONFIG_HOME/fmtkit, whose ed25519.pub fmt-sign verify trusts by default and whose
+ * hmac.key --hmac-key reads), so that what is written can never plant a key. The directories
+ * are compared by device and inode; one that does not exist holds nothing to protect. */
+fmt_kind fmt_trust_guard_dest(const fmt_trust_opts *o, const char *dest, fmt_err *e);
 
 /* The keys a check uses (fmt-verify, fmt-shard unpack): the HMAC key the key options name
  * and the Ed25519 keys the trust options name, pointed at from ks (neither given: ks empty).
