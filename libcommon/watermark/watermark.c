@@ -877,9 +877,14 @@ unsigned fmt_wm_votes_bits_agree(const fmt_wm_votes *v, uint64_t payload)
 }
 
 /* ln C(n, k) 2^-n */
+static double log_choose(uint64_t n, uint64_t k)
+{
+	return lgamma((double)n + 1) - lgamma((double)k + 1) - lgamma((double)(n - k) + 1);
+}
+
 static double log_pmf(uint64_t n, uint64_t k)
 {
-	return lgamma((double)n + 1) - lgamma((double)k + 1) - lgamma((double)(n - k) + 1) - (double)n * M_LN2;
+	return log_choose(n, k) - (double)n * M_LN2;
 }
 
 /* The terms of a tail relative to its first, summed until they stop counting. */
@@ -920,39 +925,106 @@ void fmt_wm_alim_add(fmt_wm_alim_col *c, int bit)
 	c->n++;
 }
 
-int fmt_wm_alim_decide(const fmt_wm_alim_col *cols, size_t n_cols, const uint8_t key[32], uint8_t hash[32],
-		       uint64_t *matches, uint64_t *total, double *confidence)
+/* P[X = j], X ~ Hypergeometric(n, k, d), in log; lo <= j <= min(k, d). */
+static double hyper_log_pmf(uint64_t n, uint64_t k, uint64_t d, uint64_t j)
+{
+	return log_choose(k, j) + log_choose(n - k, d - j) - log_choose(n, d);
+}
+
+/* As fmt_wm_binom_log_sf: the terms of a tail relative to its first, summed while they count. */
+double fmt_wm_hypergeom_log_sf(uint64_t n, uint64_t k, uint64_t d, uint64_t x)
+{
+	if (k > n || d > n)
+		return NAN;
+	uint64_t lo = d > n - k ? d - (n - k) : 0, hi = k < d ? k : d;
+	if (x <= lo)
+		return 0;
+	if (x > hi)
+		return -INFINITY;
+	double rest = (double)(n - k) - (double)d;      /* n - k - d, may be negative */
+	if ((double)x * (double)n > (double)k * (double)d) {
+		/* upper tail from x: h(j+1)/h(j) = (k - j)(d - j) / ((j + 1)(n - k - d + j + 1)) */
+		double sum = 1, term = 1;
+		for (uint64_t j = x; j < hi; j++) {
+			term *= (double)(k - j) * (double)(d - j) / ((double)(j + 1) * (rest + (double)j + 1));
+			sum += term;
+			if (term < sum * 1e-17)
+				break;
+		}
+		return hyper_log_pmf(n, k, d, x) + log(sum);
+	}
+	/* 1 - P[X <= x - 1], the lower tail summed down from x - 1 */
+	double sum = 1, term = 1;
+	for (uint64_t j = x - 1; j > lo; j--) {
+		term *= (double)j * (rest + (double)j) / ((double)(k - j + 1) * (double)(d - j + 1));
+		sum += term;
+		if (term < sum * 1e-17)
+			break;
+	}
+	double lower = exp(hyper_log_pmf(n, k, d, x - 1) + log(sum));
+	return log1p(-(lower < 1 ? lower : 1));
+}
+
+int fmt_wm_alim_decide(const fmt_wm_alim_col *cols, size_t n_cols, const uint8_t key[32], fmt_wm_alim_result *res)
 {
 	uint8_t first[256];
 	uint64_t n = 0;
-	*matches = *total = 0;
-	*confidence = 0;
-	memset(hash, 0, 32);
+	memset(res, 0, sizeof *res);
 	for (size_t c = 0; c < n_cols; c++) {
 		for (uint64_t i = 0; i < cols[c].n && i < 256 && n + i < 256; i++)
 			first[n + i] = cols[c].first[i];
 		n += cols[c].n;
 	}
+	res->bits = n;
 	if (n < 256)
 		return -1;
 	for (int j = 0; j < 32; j++) {
 		uint8_t b = 0;
 		for (int t = 0; t < 8; t++)
 			b = (uint8_t)(b | first[8 * j + t] << t);
-		hash[j] = b ^ key[j];
+		res->hash[j] = b ^ key[j];
 	}
-	uint64_t start = 0, m = 0;
+	/* upstream: each bit against the pattern bit of its index mod 256 in the whole string; the
+	 * test: against the pattern bit of its row mod 256 in its column, where upstream embeds it */
+	uint64_t start = 0, m = 0, tm = 0, ones = 0, pattern_ones = 0, both = 0;
 	for (size_t c = 0; c < n_cols; c++) {
-		for (unsigned ph = 0; ph < 256; ph++)
-			m += cols[c].cnt[ph][first[(start + ph) & 255]];
+		for (unsigned ph = 0; ph < 256; ph++) {
+			const uint64_t *cnt = cols[c].cnt[ph];
+			int b = first[ph];
+			m += cnt[first[(start + ph) & 255]];
+			tm += cnt[b];
+			ones += cnt[1];
+			if (b) {
+				pattern_ones += cnt[0] + cnt[1];
+				both += cnt[1];
+			}
+		}
 		start += cols[c].n;
 	}
-	*matches = m;
-	*total = n < 1024 ? n : 1024;
-	double ratio = (double)m / (double)*total;
-	double conf = 2 * (ratio - 0.5);
-	*confidence = conf < 0 ? 0 : conf > 1 ? 1 : conf;
-	return *confidence >= 0.80;
+	res->matches = m;
+	res->total = n < 1024 ? n : 1024;
+	double conf = 2 * ((double)m / (double)res->total - 0.5);
+	res->confidence = conf < 0 ? 0 : conf > 1 ? 1 : conf;
+	res->accepted = res->confidence >= 0.80;
+	/* the first 256 bits chose the pattern: out of the test (the first column's row r, r < 256,
+	 * is its own pattern bit and matches by construction) */
+	uint64_t g = 0;
+	for (size_t c = 0; c < n_cols && g < 256; c++)
+		for (uint64_t r = 0; r < cols[c].n && g < 256; r++, g++) {
+			int bit = first[g], b = first[r];
+			tm -= bit == b;
+			ones -= (uint64_t)bit;
+			if (b) {
+				pattern_ones--;
+				both -= (uint64_t)bit;
+			}
+		}
+	res->tested = n - 256;
+	res->tested_matches = tm;
+	res->tested_ones = ones;
+	res->pattern_ones = pattern_ones;
+	res->log_p = fmt_wm_hypergeom_log_sf(res->tested, ones, pattern_ones, both);
+	return res->log_p < log(FMT_WM_MATCH_P);
 }
 
 void fmt_wm_lattice_add(fmt_wm_lattice *l, const uint8_t *p, size_t n, int width)

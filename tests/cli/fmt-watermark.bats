@@ -596,7 +596,23 @@ PY
 	run fmt-watermark extract --scheme alimentar --key seller.key alim.ald -j
 	assert_success
 	[ "$(echo "$output" | jq -r .buyer_hash)" = "$(cat buyer.hex)" ]
-	[ "$(echo "$output" | jq -c '[.matches, .total, .confidence]')" = '[600,600,1]' ]
+	# upstream's figures, then fmtkit's test: the 344 bits after the first 256 all repeat the
+	# pattern; p = 1 / C(344, ones) exactly (all ones where the pattern has them)
+	[ "$(echo "$output" | jq -c '[.valid, .matches, .total, .confidence, .upstream_accepted]')" = '[true,600,600,1,true]' ]
+	[ "$(echo "$output" | jq -c '[.bits, .tested_bits, .tested_matches, .tested_match_rate]')" = '[600,344,344,1]' ]
+	ones=$(echo "$output" | jq .tested_ones)
+	[ "$(echo "$output" | jq .tested_pattern_ones)" = "$ones" ]
+	/usr/bin/python3 -c '
+import json, math, sys
+j = json.loads(sys.argv[1])
+want = -math.log10(math.comb(344, int(sys.argv[2])))
+assert abs(j["log10_p_value"] - want) < 1e-9 * abs(want) and want < -90, (j, want)
+assert abs(j["p_value"] / 10 ** want - 1) < 1e-9, j' "$output" "$ones"
+	run fmt-watermark extract --scheme alimentar --key seller.key alim.ald
+	assert_success
+	assert_line --index 0 "alim.ald: alimentar watermark, buyer hash $(cat buyer.hex)"
+	assert_line --index 1 --regexp '^  after the first 256 bits: 344 of 344 match the pattern at their row mod 256 \(100\.0 %\); p = [0-9.]+e-[0-9]+ that as many would by chance \(found: p < 1e-9\)$'
+	assert_line --index 2 "  upstream's figures: confidence 100.0 %, matches 600, total 600, accepted (matches counts all 600 bits, the first 256 by construction; total stops at 1024)"
 	# fewer than 256 float values: nothing (exit 1)
 	head -101 alim.csv >few.csv
 	fmt-convert --schema alim-schema.json few.csv few.ald
@@ -605,6 +621,81 @@ PY
 	assert_output "few.ald: no alimentar watermark (fewer than 256 float values)"
 	run fmt-watermark extract --scheme alimentar --key seller.key m.safetensors
 	assert_failure 2
+}
+
+@test "extract --scheme alimentar on clean data: exit 1, no hash; upstream's 100 % and 'N of 1024' shown as upstream's, beside the test it fails" {
+	# It said exit 0 "alimentar watermark, buyer hash ... (confidence 100.0 %, 4748 of 1024 bits
+	# match)" for d.ald, never watermarked: upstream counts the first 256 bits, which chose the
+	# candidate, as matches and caps the total at 1024 (specs/ald.md §13). fmtkit's test reads the
+	# 8744 bits after the first 256; the p-value is checked against an exact hypergeometric tail.
+	run fmt-watermark extract --scheme alimentar --key seller.key d.ald -j
+	assert_failure 1
+	[ "$(echo "$output" | jq -c '[.valid, .buyer_hash, .matches, .total, .confidence, .upstream_accepted]')" = '[false,null,4748,1024,1,true]' ]
+	[ "$(echo "$output" | jq -c '[.bits, .tested_bits, .tested_matches, .tested_ones, .tested_pattern_ones]')" = '[9000,8744,4412,4335,4057]' ]
+	[ "$(echo "$output" | jq -c '[.tested_match_rate, .p_value, .log10_p_value] | map(. * 1e6 | round)')" = '[504575,217938,-661667]' ]
+	/usr/bin/python3 -c '
+import json, math, sys
+from fractions import Fraction
+j = json.loads(sys.argv[1])
+n, ones, pat, m = j["tested_bits"], j["tested_ones"], j["tested_pattern_ones"], j["tested_matches"]
+x = (m - n + pat + ones) // 2       # ones where the pattern has ones
+p = Fraction(sum(math.comb(ones, k) * math.comb(n - ones, pat - k) for k in range(x, min(ones, pat) + 1)), math.comb(n, pat))
+assert abs(j["p_value"] / float(p) - 1) < 1e-9, (j, float(p))' "$output"
+	run fmt-watermark extract --scheme alimentar --key seller.key d.ald
+	assert_failure 1
+	assert_output "d.ald: no alimentar watermark (the bits after the first 256 do not repeat the candidate's pattern)
+  after the first 256 bits: 4412 of 8744 match the pattern at their row mod 256 (50.5 %); p = 0.218 that as many would by chance (found: p < 1e-9)
+  upstream's figures: confidence 100.0 %, matches 4748, total 1024, accepted (matches counts all 9000 bits, the first 256 by construction; total stops at 1024)"
+	# integers stored as floats: every LSB 0, every bit "matches" (a Binomial(n, 1/2) test would
+	# say p = 2^-1744), and upstream's candidate is the key itself; nothing to show, no hash
+	echo x,y >ints.csv
+	for i in $(seq 0 1999); do echo "$((i % 37)).0,$i"; done >>ints.csv
+	echo '{"x":"float32","y":"int32"}' >ints.json
+	fmt-convert --schema ints.json ints.csv ints.ald
+	run fmt-watermark extract --scheme alimentar --key seller.key ints.ald
+	assert_failure 1
+	assert_line --index 0 "ints.ald: no alimentar watermark (too few bits after the first 256, or too few of them 1 or 0, to show one at p < 1e-9)"
+	assert_line --index 1 "  after the first 256 bits: 1744 of 1744 match the pattern at their row mod 256 (100.0 %); p = 1 that as many would by chance (found: p < 1e-9)"
+	refute_output --partial 000102030405060708090a0b0c0d0e0f
+	run fmt-watermark extract --scheme alimentar --key seller.key ints.ald -j
+	assert_failure 1
+	[ "$(echo "$output" | jq -c '[.valid, .buyer_hash, .confidence, .upstream_accepted, .tested_bits, .tested_matches, .tested_ones, .p_value]')" = '[false,null,1,true,1744,1744,0,1]' ]
+}
+
+@test "extract --scheme alimentar finds upstream's mark in every float column, each marked from row 0 as upstream does" {
+	# upstream compares the second column's row r with pattern bit (300 + r) mod 256 and rejects
+	# its own two-column mark; the test reads each column from its row 0
+	/usr/bin/python3 - <<'PY'
+import numpy as np
+key = bytes(range(32))
+buyer = bytes((5 * i + 1) & 255 for i in range(32))
+w = bytes(a ^ b for a, b in zip(buyer, key))
+bits = [(w[j // 8] >> (j % 8)) & 1 for j in range(256)]
+rng = np.random.default_rng(4)
+cols = []
+for n in (300, 300):
+    u = rng.normal(0, 1, n).astype(np.float32).view(np.uint32).copy()
+    for i in range(n):
+        u[i] = (u[i] & ~np.uint32(1)) | np.uint32(bits[i % 256])
+    cols.append(u.view(np.float32))
+with open("two.csv", "w") as f:
+    f.write("x,y\n")
+    for a, b in zip(*cols):
+        f.write(np.format_float_scientific(a, unique=True) + "," + np.format_float_scientific(b, unique=True) + "\n")
+open("buyer.hex", "w").write(buyer.hex())
+PY
+	echo '{"x":"float32","y":"float32"}' >two.json
+	fmt-convert --schema two.json two.csv two.ald
+	run fmt-watermark extract --scheme alimentar --key seller.key two.ald -j
+	assert_success
+	[ "$(echo "$output" | jq -r .buyer_hash)" = "$(cat buyer.hex)" ]
+	[ "$(echo "$output" | jq -c '[.valid, .upstream_accepted, .bits, .tested_bits, .tested_matches, .tested_match_rate, (.log10_p_value < -100)]')" = '[true,false,600,344,344,1,true]' ]
+	# the old binaries said exit 1 "no alimentar watermark (confidence ... < 80 %)"
+	run fmt-watermark extract --scheme alimentar --key seller.key two.ald
+	assert_success
+	assert_line --index 0 "two.ald: alimentar watermark, buyer hash $(cat buyer.hex)"
+	assert_line --index 2 --partial "upstream's figures: "
+	assert_line --index 2 --partial ", rejected (matches counts all 600 bits"
 }
 
 @test "embed with nothing to mark (F16 tensors only, integer columns only, no match): exit 5, nothing written, nothing registered" {

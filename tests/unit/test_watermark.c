@@ -472,7 +472,7 @@ TEST(wm_binomial_tail_log_space)
 
 TEST(wm_alimentar_extraction)
 {
-	uint8_t key[32], buyer[32], hash[32];
+	uint8_t key[32], buyer[32];
 	for (int i = 0; i < 32; i++) {
 		key[i] = (uint8_t)(0xA5 ^ i);
 		buyer[i] = (uint8_t)(i * 7);
@@ -496,20 +496,64 @@ TEST(wm_alimentar_extraction)
 	uint64_t want = 0;
 	for (size_t r = 0; r < 1000; r++)
 		want += all[r] == all[r % 256];
-	uint64_t m, t;
-	double conf;
-	/* the second column's phases are offset by 300 mod 256: upstream's own quirk rejects it */
-	int got = fmt_wm_alim_decide(cols, 2, key, hash, &m, &t, &conf);
-	CHECK_MEM(hash, buyer, 32);
-	CHECK_EQ_U64(m, want);
-	CHECK_EQ_U64(t, 1000);
-	CHECK(fabs(conf - (2.0 * (double)want / 1000 - 1)) < 1e-12);
-	CHECK(got == (conf >= 0.8));
-	CHECK(fmt_wm_alim_decide(cols, 1, key, hash, &m, &t, &conf) == 1 && m == 300 && t == 300);
+	fmt_wm_alim_result res;
+	/* the second column's phases are offset by 300 mod 256 in upstream's count: upstream's own
+	 * quirk rejects it */
+	int got = fmt_wm_alim_decide(cols, 2, key, &res);
+	CHECK_MEM(res.hash, buyer, 32);
+	CHECK_EQ_U64(res.bits, 1000);
+	CHECK_EQ_U64(res.matches, want);
+	CHECK_EQ_U64(res.total, 1000);
+	CHECK(fabs(res.confidence - (2.0 * (double)want / 1000 - 1)) < 1e-12);
+	CHECK(res.accepted == (res.confidence >= 0.8));
+	CHECK(!res.accepted && want < 1000);
+	/* the test reads each column's row r against pattern bit r mod 256, as upstream embeds: all
+	 * 744 bits after the first 256 match */
+	CHECK_EQ_U64(res.tested, 744);
+	CHECK_EQ_U64(res.tested_matches, 744);
+	CHECK(got == 1 && res.log_p < log(1e-9));
+	CHECK(fmt_wm_alim_decide(cols, 1, key, &res) == 1 && res.matches == 300 && res.total == 300 &&
+	      res.tested == 44 && res.tested_matches == 44);
+	/* N > 1024: upstream counts matches over every bit against a total of 1024 (here about 1600 of
+	 * 1024 is "confidence 100 %") */
+	fmt_wm_alim_col big = { 0 };
+	uint64_t s = 12345;
+	for (int i = 0; i < 3000; i++) {
+		s = s * 6364136223846793005u + 1442695040888963407u;
+		fmt_wm_alim_add(&big, (int)(s >> 63));
+	}
+	got = fmt_wm_alim_decide(&big, 1, key, &res);
+	CHECK(res.matches > res.total && res.total == 1024 && res.accepted);
+	CHECK(got == 0 && res.tested == 2744 && res.confidence == 1 && res.log_p > log(1e-3));
+	/* LSBs all 0 (integers stored as floats): every bit matches, upstream says 100 %, and
+	 * Binomial(n, 1/2) would say p = 2^-n; in random order they would match as well: p = 1 */
+	fmt_wm_alim_col zeros = { 0 };
+	for (int i = 0; i < 5000; i++)
+		fmt_wm_alim_add(&zeros, 0);
+	CHECK(fmt_wm_alim_decide(&zeros, 1, key, &res) == 0 && res.confidence == 1 && res.accepted &&
+	      res.tested_matches == 4744 && res.log_p == 0);
 	fmt_wm_alim_col few = { 0 };
 	for (int i = 0; i < 255; i++)
 		fmt_wm_alim_add(&few, 1);
-	CHECK(fmt_wm_alim_decide(&few, 1, key, hash, &m, &t, &conf) == -1);
+	CHECK(fmt_wm_alim_decide(&few, 1, key, &res) == -1);
+}
+
+TEST(wm_hypergeom_tail)
+{
+	/* n = 10, k = 4 successes, d = 5 draws: P[X >= 3] = (C(4,3) C(6,2) + C(4,4) C(6,1)) / C(10,5) */
+	CHECK(fabs(fmt_wm_hypergeom_log_sf(10, 4, 5, 3) - log(66.0 / 252)) < 1e-12);
+	/* P[X >= 1] = 1 - C(6,5) / C(10,5], from the lower tail */
+	CHECK(fabs(fmt_wm_hypergeom_log_sf(10, 4, 5, 1) - log(1 - 6.0 / 252)) < 1e-12);
+	CHECK(fmt_wm_hypergeom_log_sf(10, 4, 5, 0) == 0);
+	CHECK(isinf(fmt_wm_hypergeom_log_sf(10, 4, 5, 5)));
+	/* n < k + d: X >= k + d - n always */
+	CHECK(fmt_wm_hypergeom_log_sf(10, 8, 5, 3) == 0);
+	CHECK(fabs(fmt_wm_hypergeom_log_sf(10, 8, 5, 5) - log(56.0 / 252)) < 1e-12);
+	/* far tail without underflow: all 500000 ones drawn in 500000 of 1000000 */
+	double l = fmt_wm_hypergeom_log_sf(1000000, 500000, 500000, 500000);
+	CHECK(isfinite(l) && l < -600000 && l > -700000);
+	/* near the mean: about 1/2 */
+	CHECK(fabs(exp(fmt_wm_hypergeom_log_sf(1000000, 500000, 500000, 250000)) - 0.5) < 1e-2);
 }
 
 TEST(wm_lattice_counts)

@@ -447,39 +447,66 @@ int wm_report_extract(const char *path, const wm_opts *o, const wm_result *r)
 	return status;
 }
 
+/* "p = 0.42", or as a power of 10 where p underflows a double */
+static void print_p(double ln_p)
+{
+	if (ln_p > -700)
+		printf("p = %.3g", exp(ln_p));
+	else
+		printf("p = 10^%.1f", log10_p(ln_p));
+}
+
+/* Upstream's scheme (specs/ald.md §13): its matches, total, confidence and verdict as upstream
+ * computes them, for parity; the verdict and exit status from the bits after the first 256
+ * (fmt_wm_alim_decide), since upstream accepts a candidate in almost any clean file. The
+ * candidate is printed only when found: it is the first 256 LSBs XOR the key (LSBs all 0: the
+ * key itself). */
 int wm_report_alimentar(const char *path, const wm_opts *o, const uint8_t raw[32], const wm_result *r)
 {
 	fmt_wm_alim_col *cols = calloc(r->n_cols ? r->n_cols : 1, sizeof *cols);
-	if (!cols) {
-		fmt_err e;
-		fmt_fail(&e, FMT_IO, "out of memory");
-		return wm_fail(o, path, &e);
-	}
+	if (!cols)
+		return out_of_memory(path, o);
 	for (size_t i = 0; i < r->n_cols; i++)
 		cols[i] = *r->cols[i]->alim;
-	uint8_t hash[32];
-	uint64_t matches, total;
-	double conf;
-	int got = fmt_wm_alim_decide(cols, r->n_cols, raw, hash, &matches, &total, &conf);
+	fmt_wm_alim_result a;
+	int got = fmt_wm_alim_decide(cols, r->n_cols, raw, &a);
 	free(cols);
 	char hex[65];
-	fmt_hex(hash, 32, hex);
+	fmt_hex(a.hash, 32, hex);
+	double rate = a.tested ? (double)a.tested_matches / (double)a.tested : 0;
 	if (o->common.json) {
-		json_t *j = json_pack("{s:o, s:s, s:b, s:o, s:o, s:f}", "file", jstr(path), "scheme", "alimentar",
-				      "valid", got == 1, "matches", fmt_json_u64(matches), "total", fmt_json_u64(total),
-				      "confidence", conf);
+		json_t *j = json_pack("{s:o, s:s, s:b, s:o, s:o, s:f, s:b, s:o, s:o, s:o, s:o, s:o, s:f, s:f, s:f}",
+			"file", jstr(path), "scheme", "alimentar", "valid", got == 1,
+			"matches", fmt_json_u64(a.matches), "total", fmt_json_u64(a.total), "confidence", a.confidence,
+			"upstream_accepted", a.accepted, "bits", fmt_json_u64(a.bits), "tested_bits", fmt_json_u64(a.tested),
+			"tested_matches", fmt_json_u64(a.tested_matches), "tested_ones", fmt_json_u64(a.tested_ones),
+			"tested_pattern_ones", fmt_json_u64(a.pattern_ones), "tested_match_rate", rate,
+			"p_value", exp(a.log_p), "log10_p_value", log10_p(a.log_p));
 		json_object_set_new(j, "buyer_hash", got == 1 ? json_string(hex) : json_null());
 		int w = json_out(j);
 		return w ? w : got == 1 ? 0 : FMT_NEGATIVE;
 	}
 	out_name(path);
-	if (got == 1)
-		printf(": alimentar watermark, buyer hash %s (confidence %.1f %%, %llu of %llu bits match)\n", hex,
-		       100 * conf, (unsigned long long)matches, (unsigned long long)total);
-	else if (got == 0)
-		printf(": no alimentar watermark (confidence %.1f %% < 80 %%)\n", 100 * conf);
-	else
+	if (got < 0) {
 		printf(": no alimentar watermark (fewer than 256 float values)\n");
+		return FMT_NEGATIVE;
+	}
+	/* the smallest p these bits allow: as many matches as their ones and the pattern's allow */
+	uint64_t most = a.tested_ones < a.pattern_ones ? a.tested_ones : a.pattern_ones;
+	if (got == 1)
+		printf(": alimentar watermark, buyer hash %s\n", hex);
+	else if (fmt_wm_hypergeom_log_sf(a.tested, a.tested_ones, a.pattern_ones, most) >= log(FMT_WM_MATCH_P))
+		printf(": no alimentar watermark (too few bits after the first 256, or too few of them 1 or 0, to show "
+		       "one at p < 1e%d)\n", (int)lround(log10(FMT_WM_MATCH_P)));
+	else
+		printf(": no alimentar watermark (the bits after the first 256 do not repeat the candidate's pattern)\n");
+	printf("  after the first 256 bits: %llu of %llu match the pattern at their row mod 256 (%.1f %%); ",
+	       (unsigned long long)a.tested_matches, (unsigned long long)a.tested, 100 * rate);
+	print_p(a.log_p);
+	printf(" that as many would by chance (found: p < 1e%d)\n", (int)lround(log10(FMT_WM_MATCH_P)));
+	printf("  upstream's figures: confidence %.1f %%, matches %llu, total %llu, %s (matches counts all %llu bits, "
+	       "the first 256 by construction; total stops at 1024)\n", 100 * a.confidence, (unsigned long long)a.matches,
+	       (unsigned long long)a.total, a.accepted ? "accepted" : "rejected", (unsigned long long)a.bits);
 	return got == 1 ? 0 : FMT_NEGATIVE;
 }
 

@@ -175,11 +175,32 @@ typedef struct fmt_wm_alim_col {
 	uint64_t cnt[256][2];        /* bits by (index mod 256, value) */
 } fmt_wm_alim_col;
 void fmt_wm_alim_add(fmt_wm_alim_col *c, int bit);
-/* Candidate buyer hash (first 256 bits packed LSB-first, XOR key), matches, total and
- * confidence as upstream computes them. Returns 1 when a candidate is accepted (confidence >=
- * 0.80), 0 when not, -1 when fewer than 256 bits were seen. */
-int fmt_wm_alim_decide(const fmt_wm_alim_col *cols, size_t n_cols, const uint8_t key[32], uint8_t hash[32],
-		       uint64_t *matches, uint64_t *total, double *confidence);
+/* Upstream's extraction, and the test fmtkit decides by (specs/ald.md §13 and its project
+ * note). Upstream: the candidate buyer hash is the first 256 bits packed LSB-first XOR the key;
+ * matches counts, over all N bits, those equal to the candidate's pattern bit (index mod 256 in
+ * the whole string), total = min(N, 1024), confidence = clamp(2 (matches / total - 0.5), 0, 1),
+ * accepted at 0.80. The first 256 bits match by construction, and matches is not bounded by
+ * total, so clean data is accepted. The test: only the bits after the first 256 (tested), those
+ * of them equal to the pattern bit of their row mod 256 in their column (tested_matches; where
+ * upstream embeds it), and ln p = ln P[at least that many] if those bits were in random order
+ * (hypergeometric, given how many of them are 1 and how many have pattern bit 1): near 0 for
+ * columns whose LSBs are all 0 (integers stored as floats), which a Binomial(n, 1/2) test would
+ * accuse. */
+typedef struct fmt_wm_alim_result {
+	uint8_t hash[32];            /* the candidate */
+	uint64_t bits;               /* N */
+	uint64_t matches, total;     /* upstream's */
+	double confidence;           /* upstream's */
+	int accepted;                /* upstream's verdict: confidence >= 0.80 */
+	uint64_t tested, tested_matches, tested_ones, pattern_ones;
+	double log_p;
+} fmt_wm_alim_result;
+/* Returns -1 (nothing computed) when fewer than 256 bits were seen, else 1 when the test is
+ * significant (log_p < ln FMT_WM_MATCH_P), 0 when not. */
+int fmt_wm_alim_decide(const fmt_wm_alim_col *cols, size_t n_cols, const uint8_t key[32], fmt_wm_alim_result *res);
+
+/* ln P[X >= x] for X ~ Hypergeometric(population n, k successes, d draws), no underflow. */
+double fmt_wm_hypergeom_log_sf(uint64_t n, uint64_t k, uint64_t d, uint64_t x);
 
 /* The key-less lattice test (§4 detect). */
 typedef struct fmt_wm_lattice {
