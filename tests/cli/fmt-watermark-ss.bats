@@ -215,6 +215,48 @@ nonfinite 1021 0.99995"
 	assert_output --partial "marked.safetensors: no watermark detected"
 }
 
+@test "extract on a model too small for it (1.2 M weights): exit 1 says so and points at prove, and at the buyer the registry names for the 6 hash bytes" {
+	# extract found no watermark in acme's copy while prove matched, and said only "no valid
+	# watermark (fmtkit-ss/2: 0 of 8 bytes tied, CRC mismatch)": the CRC bytes, at half the
+	# amplitude, are the first to fail on a small model (README's table)
+	/usr/bin/python3 - <<'PY'
+import json, struct
+import numpy as np
+rng = np.random.default_rng(11)
+shapes = [("l0.w", (512, 1024)), ("l1.w", (512, 512)), ("l2.w", (256, 1024)), ("l3.w", (512, 256)), ("l4.w", (256, 256))]
+hdr, off, blob = {}, 0, b""
+for name, sh in shapes:
+    a = rng.normal(0, 0.02, sh).astype("<f4")
+    hdr[name] = {"dtype": "F32", "shape": list(sh), "data_offsets": [off, off + a.nbytes]}
+    off += a.nbytes
+    blob += a.tobytes()
+t = json.dumps(hdr).encode()
+t += b" " * (-len(t) % 8)
+open("small.safetensors", "wb").write(struct.pack("<Q", len(t)) + t + blob)
+PY
+	fmt-watermark embed -q --key seller.key --buyer acme --registry small.jsonl small.safetensors acme.safetensors
+	run fmt-watermark prove --key seller.key --buyer acme acme.safetensors
+	assert_success
+	run fmt-watermark extract --key seller.key --registry small.jsonl acme.safetensors
+	assert_failure 1
+	assert_output "acme.safetensors: no valid watermark (fmtkit-ss/2: 0 of 8 bytes tied, CRC mismatch)
+  fmtkit-ss/2: 9728 values in 5 tensors; byte scores min 5.4, mean 7.1 (runner-up max 6.2)
+  a model this small may be below extract's reach (9728 values at the mark's places; copies of 10 M weights, about 78000, always decoded in tests): the 2 CRC bytes take half the amplitude; prove --buyer ID tests one buyer without them
+  the 6 hash bytes decode as 9004f2d8b9c7, buyer acme in the registry, not confirmed by the CRC: check with prove --buyer acme"
+	run fmt-watermark extract -j --key seller.key --registry small.jsonl acme.safetensors
+	assert_failure 1
+	[ "$(echo "$output" | jq -c '[.valid, .buyer_hash_prefix, .buyer, .registry_lead]')" = '[false,null,null,"acme"]' ]
+	# the unmarked model: the same hint, no lead
+	run fmt-watermark extract --key seller.key --registry small.jsonl small.safetensors
+	assert_failure 1
+	assert_line --index 2 --partial "  a model this small may be below extract's reach (9728 values"
+	refute_output --partial "in the registry"
+	# a payload that decodes gets no hint (this file's model, as small, marked at --strength 0.03)
+	run fmt-watermark extract --key seller.key marked.safetensors
+	assert_success
+	refute_output --partial "below extract's reach"
+}
+
 @test "F16 and BF16 round trips, and the F16 GGUF itself" {
 	for t in f16 bf16; do
 		fmt-convert --dtype "$t" marked.safetensors "$t.safetensors"
