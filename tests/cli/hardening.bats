@@ -137,6 +137,93 @@ PY
 	[ ! -e out.csv ]
 }
 
+# The tree budget (fmt/tree_budget.h, fmtkit(7) SAFETY): a JSON or MessagePack document of n bytes
+# may hold at most (32 MiB + 8 n) / cost values, cost 64 for a jansson tree, 128 for MessagePack
+# made JSON and for APR metadata; counted before any tree is built. Files from scripts/gen/hostile-trees.
+@test "memory: .ald MessagePack card at the tree budget's edge read within 16x + 64 MB, one item more refused (exit 4)" {
+	printf 'a,b\n1,2\n' >d.csv
+	fmt-convert d.csv d.ald
+	"$REPO_ROOT/scripts/gen/hostile-trees" ald-card d.ald 279617 edge.ald
+	"$REPO_ROOT/scripts/gen/hostile-trees" ald-card d.ald 279618 over.ald
+	run_bounded edge.ald fmt-verify edge.ald
+	assert_success
+	run_bounded edge.ald fmt-inspect --json edge.ald
+	assert_success
+	assert_equal "$(json_of 'len(json.loads(d["schema"]["metadata"]["ald:card"])["tags"])')" 279617
+	for tool in fmt-verify fmt-inspect; do
+		run_bounded over.ald $tool over.ald
+		assert_equal "$status" 4
+		assert_equal "$stderr" "$tool: error: over.ald: the metadata holds more than 279620 values, the most 279629 bytes may hold (fmtkit(7), SAFETY)"
+	done
+	run_bounded over.ald fmt-convert over.ald out.csv
+	assert_equal "$status" 4
+	[ ! -e out.csv ]
+}
+
+@test "memory: APR v1 MessagePack metadata of a million items refused (exit 4) within 16x + 64 MB" {
+	"$REPO_ROOT/scripts/gen/hostile-trees" apr-v1 1000000 v1.apr
+	for tool in fmt-verify fmt-inspect; do
+		run_bounded v1.apr $tool v1.apr
+		assert_equal "$status" 4
+		assert_equal "$stderr" "$tool: error: v1.apr: v1 metadata holds more than 324647 values, the most 1000050 bytes may hold (fmtkit(7), SAFETY)"
+	done
+}
+
+@test "memory: APR v2 JSON metadata of a million items refused (exit 4) within 16x + 64 MB" {
+	"$REPO_ROOT/scripts/gen/hostile-trees" apr-v2 1000000 v2.apr
+	for tool in fmt-verify fmt-inspect; do
+		run_bounded v2.apr $tool v2.apr
+		assert_equal "$status" 4
+		assert_equal "$stderr" "$tool: error: v2.apr: the metadata holds more than 387144 values, the most 2000010 bytes may hold (fmtkit(7), SAFETY)"
+	done
+}
+
+@test "memory: safetensors shape, __metadata__ and index of a million items refused (exit 4) within 16x + 64 MB" {
+	"$REPO_ROOT/scripts/gen/hostile-trees" st-shape 1000000 shape.safetensors
+	"$REPO_ROOT/scripts/gen/hostile-trees" st-meta 1000000 meta.safetensors
+	"$REPO_ROOT/scripts/gen/hostile-trees" st-index 1000000 model.safetensors.index.json
+	run_bounded shape.safetensors fmt-verify shape.safetensors
+	assert_equal "$status" 4
+	assert_equal "$stderr" "fmt-verify: error: shape.safetensors: the header's member at byte 5 holds more than 774293 values, the most 2000046 bytes may hold (fmtkit(7), SAFETY)"
+	run_bounded meta.safetensors fmt-inspect --json meta.safetensors
+	assert_equal "$status" 4
+	[[ "$stderr" == *'"message":"the header'"'"'s member at byte 16 holds more than 774288 values, the most 2000007 bytes may hold (fmtkit(7), SAFETY)"'* ]] || fail "$stderr"
+	run_bounded model.safetensors.index.json fmt-verify model.safetensors.index.json
+	assert_equal "$status" 4
+	assert_equal "$stderr" "fmt-verify: error: model.safetensors.index.json: the index holds more than 774293 values, the most 2000040 bytes may hold (fmtkit(7), SAFETY)"
+}
+
+@test "memory: JSON Lines line at the tree budget's edge converted within 16x + 64 MB, one item more refused (exit 4)" {
+	"$REPO_ROOT/scripts/gen/hostile-trees" jsonl 699047 edge.jsonl
+	"$REPO_ROOT/scripts/gen/hostile-trees" jsonl 699048 over.jsonl
+	run_bounded edge.jsonl fmt-convert edge.jsonl edge.csv
+	assert_success
+	assert_equal "$(head -c 8 edge.csv)" $'a\n1\n"[0,'
+	run_bounded over.jsonl fmt-convert over.jsonl over.csv
+	assert_equal "$status" 4
+	assert_equal "$stderr" "fmt-convert: error: over.jsonl: line 2 holds more than 699050 values, the most 1398103 bytes may hold (fmtkit(7), SAFETY)"
+	[ ! -e over.csv ]
+}
+
+# An allocation that fails is exit 3 'out of memory', never exit 4 as if the file were malformed:
+# documents within the budget, under a 20 MB address space (the tools start in about 8).
+@test "memory: running out of memory reading a tree is exit 3 'out of memory', not a malformed file" {
+	asan_build && skip "sanitizer build: address-space limit not applicable"
+	printf 'a,b\n1,2\n' >d.csv
+	fmt-convert d.csv d.ald
+	"$REPO_ROOT/scripts/gen/hostile-trees" ald-card d.ald 250000 c.ald
+	"$REPO_ROOT/scripts/gen/hostile-trees" apr-v1 250000 v1.apr
+	"$REPO_ROOT/scripts/gen/hostile-trees" st-meta 600000 m.safetensors
+	"$REPO_ROOT/scripts/gen/hostile-trees" st-index 600000 model.safetensors.index.json
+	"$REPO_ROOT/scripts/gen/hostile-trees" jsonl 600000 l.jsonl
+	for f in c.ald:'the metadata' v1.apr:'v1 metadata' m.safetensors:'the header' \
+		model.safetensors.index.json:'the index' l.jsonl:'line 2'; do
+		run --separate-stderr bash -c 'ulimit -v 20000; exec fmt-verify "$1"' _ "${f%%:*}"
+		assert_equal "$status" 3
+		assert_equal "$stderr" "fmt-verify: error: ${f%%:*}: out of memory reading ${f#*:}"
+	done
+}
+
 # Item 10: a FIFO at a key path is refused at once (timeout would give 124).
 @test "keys: a FIFO as the per-user HMAC key is refused, never waited on (exit 3)" {
 	mkdir -p home/.config/fmtkit

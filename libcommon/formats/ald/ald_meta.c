@@ -1,5 +1,6 @@
 /* The dataset card as MessagePack (msgpack-c): the project's map, upstream's positional array;
  * dataset type and compression names; the two CRC-32 variants. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include <zlib.h>
 #include "fmt/dataset.h"
 #include "fmt/out.h"
+#include "fmt/tree_budget.h"
 
 static const struct { uint16_t id; const char *name; } dataset_types[] = {
 	{ 0x0001, "tabular" }, { 0x0002, "time_series" }, { 0x0003, "graph" }, { 0x0004, "spatial" },
@@ -357,11 +359,13 @@ static json_t *to_json(const msgpack_object *o, int depth)
 
 /* Walk one MessagePack value at *p before msgpack-c sees it: every declared array or map
  * count must fit the bytes left (each item takes at least one byte), so a 5-byte header cannot
- * make the unpacker reserve gigabytes. 0 when sane. */
-static int sane(const uint8_t *d, size_t len, size_t *p, int depth)
+ * make the unpacker reserve gigabytes; *values counts the values for the tree budget. 0 when
+ * sane. */
+static int sane(const uint8_t *d, size_t len, size_t *p, int depth, uint64_t *values)
 {
 	if (depth > CARD_MAX_DEPTH || *p >= len)
 		return -1;
+	++*values;
 	uint8_t t = d[(*p)++];
 	uint64_t items = 0, skip = 0;
 	size_t left = len - *p;
@@ -410,7 +414,7 @@ static int sane(const uint8_t *d, size_t len, size_t *p, int depth)
 	if (items > left)
 		return -1;
 	for (uint64_t i = 0; i < items; i++)
-		if (sane(d, len, p, depth + 1))
+		if (sane(d, len, p, depth + 1, values))
 			return -1;
 	return 0;
 }
@@ -418,22 +422,30 @@ static int sane(const uint8_t *d, size_t len, size_t *p, int depth)
 fmt_kind fmt_card_decode(const uint8_t *data, size_t len, json_t **card, const char **form, fmt_err *e)
 {
 	size_t at = 0;
+	uint64_t values = 0;
 	*card = NULL;
-	if (sane(data, len, &at, 0))
+	if (sane(data, len, &at, 0, &values))
 		return fmt_fail(e, FMT_INVALID_FORMAT, "metadata is not well-formed MessagePack (or nested deeper than %d)",
 				CARD_MAX_DEPTH);
+	fmt_kind kb = fmt_tree_check("the metadata", values, len, FMT_TREE_COST_MSGPACK, e);
+	if (kb != FMT_OK)
+		return kb;
 	msgpack_unpacked u;
 	size_t off = 0;
 	msgpack_unpacked_init(&u);
 	msgpack_unpack_return r = msgpack_unpack_next(&u, (const char *)data, len, &off);
 	fmt_kind k = FMT_OK;
 	*card = NULL;
-	if (r != MSGPACK_UNPACK_SUCCESS && r != MSGPACK_UNPACK_EXTRA_BYTES) {
+	if (r == MSGPACK_UNPACK_NOMEM_ERROR) {
+		k = fmt_fail_nomem(e, "the metadata");
+	} else if (r != MSGPACK_UNPACK_SUCCESS && r != MSGPACK_UNPACK_EXTRA_BYTES) {
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "metadata is not MessagePack");
 	} else if (u.data.type == MSGPACK_OBJECT_MAP) {
 		*form = "map";
+		errno = 0;   /* ENOMEM after a NULL: memory ran out, the card may be fine */
 		if (!(*card = to_json(&u.data, 0)))
-			k = fmt_fail(e, FMT_INVALID_FORMAT, "metadata map has non-string keys or is nested too deep");
+			k = errno == ENOMEM ? fmt_fail_nomem(e, "the metadata")
+			  : fmt_fail(e, FMT_INVALID_FORMAT, "metadata map has non-string keys or is nested too deep");
 	} else if (u.data.type == MSGPACK_OBJECT_ARRAY) {
 		uint32_t n = u.data.via.array.size;
 		*form = "array";
@@ -450,9 +462,11 @@ fmt_kind fmt_card_decode(const uint8_t *data, size_t len, json_t **card, const c
 					k = fmt_fail(e, FMT_INVALID_FORMAT, "metadata element %u (%s) has the wrong type",
 						     i, array_keys[i]);
 				} else if (x->type != MSGPACK_OBJECT_NIL) {
+					errno = 0;
 					json_t *v = to_json(x, 0);
 					if (!v)
-						k = fmt_fail(e, FMT_INVALID_FORMAT, "metadata element %u is malformed", i);
+						k = errno == ENOMEM ? fmt_fail_nomem(e, "the metadata")
+						  : fmt_fail(e, FMT_INVALID_FORMAT, "metadata element %u is malformed", i);
 					else
 						json_object_set_new(*card, array_keys[i], v);
 				}

@@ -9,6 +9,7 @@
 #include <zstd.h>
 #include "fmt/checked.h"
 #include "fmt/half.h"
+#include "fmt/tree_budget.h"
 #include "apr_internal.h"
 
 #define AP_MAX_NAME 256                /* aprender's writer cuts longer names */
@@ -346,6 +347,10 @@ static int metadata_in_place(fmt_source *s, const uint8_t *h)
 	fmt_err e;
 	if (n == 0 || fmt_add_u64(off, n, &end) || end > s->size || fmt_apr_read_grow(s, off, n, &text, &e) != FMT_OK)
 		return 0;
+	if (fmt_json_budget("the metadata", (const char *)text, (size_t)n, FMT_TREE_COST_JSON, &e) != FMT_OK) {
+		free(text);
+		return 0;
+	}
 	json_t *j = json_loadb((const char *)text, (size_t)n, 0, NULL);
 	int ok = json_is_object(j);
 	json_decref(j);

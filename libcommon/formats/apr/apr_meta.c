@@ -9,6 +9,7 @@
 #include "fmt/version.h"
 #include "fmt/out.h"
 #include "fmt/strbuf.h"
+#include "fmt/tree_budget.h"
 #include "apr_internal.h"
 
 /* Values as the reference writer (serde_json) lays them out; its readers stop at 2^63-1. */
@@ -104,7 +105,12 @@ fmt_kind fmt_apr_meta_read(fmt_model *m, const char *text, size_t n, apr_layout 
 		       fmt_err *e)
 {
 	json_error_t jerr;
+	fmt_kind kb = fmt_json_budget("the metadata", text, n, FMT_TREE_COST_JSON_TYPED, e);
+	if (kb != FMT_OK)
+		return kb;
 	json_t *root = json_loadb(text, n, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root && fmt_json_nomem(&jerr))
+		return fmt_fail_nomem(e, "the metadata");
 	if (!root)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "metadata is not valid JSON (%s at byte %d)", jerr.text,
 				jerr.position);

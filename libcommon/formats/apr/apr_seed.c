@@ -8,6 +8,7 @@
 #include "fmt/checked.h"
 #include "fmt/shardset.h"
 #include "fmt/strbuf.h"
+#include "fmt/tree_budget.h"
 #include "apr_internal.h"
 
 static const uint8_t SEED_MAGIC[4] = { 'A', 'P', 'R', 0x02 };
@@ -377,8 +378,11 @@ static fmt_kind open_front(fmt_model *m, int src, apr_state *st, int with_meta, 
 		k = fmt_apr_read_grow(s, APR_SEED_HEADER, st->metadata_size, &meta, e);
 	if (k == FMT_OK && with_meta)
 		k = fmt_apr_meta_read(m, (const char *)meta, (size_t)st->metadata_size, APR_SEED, raw, e);
-	else if (k == FMT_OK && !(*raw = json_loadb((const char *)meta, (size_t)st->metadata_size, JSON_REJECT_DUPLICATES, &jerr)))
-		k = fmt_fail(e, FMT_INVALID_FORMAT, "metadata is not valid JSON (%s at byte %d)", jerr.text, jerr.position);
+	else if (k == FMT_OK && (k = fmt_json_budget("the metadata", (const char *)meta, (size_t)st->metadata_size,
+						     FMT_TREE_COST_JSON, e)) == FMT_OK &&
+		 !(*raw = json_loadb((const char *)meta, (size_t)st->metadata_size, JSON_REJECT_DUPLICATES, &jerr)))
+		k = fmt_json_nomem(&jerr) ? fmt_fail_nomem(e, "the metadata")
+		  : fmt_fail(e, FMT_INVALID_FORMAT, "metadata is not valid JSON (%s at byte %d)", jerr.text, jerr.position);
 	if (k == FMT_OK && !json_is_object(*raw))
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "metadata is not a JSON object");
 	free(meta);

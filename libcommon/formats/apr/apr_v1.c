@@ -1,6 +1,7 @@
 /* APR v1 (`APRN`, specs/apr.md Part B §16): aprender's classic single-model files. The payload
  * is a bincode serialisation of a Rust struct, so fmtkit shows the framing and metadata and
  * checks the CRC32 trailer, but hands out no tensors. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <msgpack.h>
@@ -10,6 +11,7 @@
 #include "fmt/minisign.h"
 #include "fmt/out.h"
 #include "apr_internal.h"
+#include "fmt/tree_budget.h"
 
 #define V1_MAX_UNCOMPRESSED (1ull << 30)
 #define V1_SIGNATURE 96u               /* Ed25519 signature (64) and public key (32) */
@@ -81,12 +83,14 @@ static json_t *mp_to_json(const msgpack_object *o, int depth)
 /* Every MessagePack array, map, string, binary and extension in p[0..n) declares no more than
  * the bytes left can hold (an entry takes at least one byte), and p holds exactly one value:
  * msgpack-c allocates by the declared counts before it reads the items, so this walk comes
- * first. FMT_OK, or InvalidFormat naming the first claim that does not fit. */
+ * first. FMT_OK, or InvalidFormat naming the first claim that does not fit, or more values
+ * than the tree budget (fmt/tree_budget.h) allows. */
 static fmt_kind mp_check(const uint8_t *p, size_t n, fmt_err *e)
 {
 	uint64_t left[V1_MAX_DEPTH + 1] = { 1 };   /* items still to come in each open container */
 	int depth = 0;
 	size_t at = 0;
+	uint64_t values = 0;
 	while (depth >= 0) {
 		if (left[depth] == 0) {
 			depth--;
@@ -97,6 +101,7 @@ static fmt_kind mp_check(const uint8_t *p, size_t n, fmt_err *e)
 					"its %zu bytes", n);
 		size_t where = at;
 		uint8_t b = p[at++];
+		values++;
 		uint64_t skip = 0, items = 0, count = 0;
 		size_t len_bytes = 0;
 		const char *what = NULL;
@@ -158,7 +163,7 @@ static fmt_kind mp_check(const uint8_t *p, size_t n, fmt_err *e)
 	if (at != n)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: %zu byte%s follow%s its MessagePack value", n - at,
 				n - at == 1 ? "" : "s", n - at == 1 ? "s" : "");
-	return FMT_OK;
+	return fmt_tree_check("v1 metadata", values, n, FMT_TREE_COST_MSGPACK, e);
 }
 
 static fmt_kind read_metadata(fmt_model *m, apr_state *st, const uint8_t *p, size_t n, fmt_err *e)
@@ -170,15 +175,21 @@ static fmt_kind read_metadata(fmt_model *m, apr_state *st, const uint8_t *p, siz
 		return k;
 	msgpack_unpacked_init(&u);
 	msgpack_unpack_return r = msgpack_unpack_next(&u, (const char *)p, n, &off);
-	if (r != MSGPACK_UNPACK_SUCCESS || off != n || u.data.type != MSGPACK_OBJECT_MAP)
+	if (r == MSGPACK_UNPACK_NOMEM_ERROR)
+		k = fmt_fail_nomem(e, "v1 metadata");
+	else if (r != MSGPACK_UNPACK_SUCCESS || off != n || u.data.type != MSGPACK_OBJECT_MAP)
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata is not one MessagePack map of %zu bytes", n);
+	errno = 0;   /* ENOMEM after a NULL: memory ran out, the metadata may be fine */
 	json_t *j = k == FMT_OK ? mp_to_json(&u.data, 0) : NULL;
 	if (k == FMT_OK && !j)
-		k = fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: a map key that is not a string, or nesting too deep");
+		k = errno == ENOMEM ? fmt_fail_nomem(e, "v1 metadata")
+		  : fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: a map key that is not a string, or nesting too deep");
 	msgpack_unpacked_destroy(&u);
+	errno = 0;
 	char *text = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 	if (k == FMT_OK && !text)
-		k = fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata holds strings that are not UTF-8");
+		k = errno == ENOMEM ? fmt_fail_nomem(e, "v1 metadata")
+		  : fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata holds strings that are not UTF-8");
 	if (k == FMT_OK)
 		k = fmt_apr_meta_read(m, text, strlen(text), APR_V1, NULL, e);
 	free(text);

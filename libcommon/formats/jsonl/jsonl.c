@@ -12,6 +12,7 @@
 #include "fmt/builder.h"
 #include "fmt/textio.h"
 #include "fmt/textval.h"
+#include "fmt/tree_budget.h"
 
 #define MAX_COLUMNS 10000
 #define DEFAULT_BATCH 65536
@@ -172,6 +173,11 @@ static fmt_kind next_object(jsonl_state *s, json_t **obj, fmt_err *e)
 		if (a == len)
 			continue;
 		json_error_t je;
+		char what[40];
+		snprintf(what, sizeof what, "line %llu", (unsigned long long)line);
+		fmt_kind kb = fmt_json_budget(what, p, len, FMT_TREE_COST_JSON, e);
+		if (kb != FMT_OK)
+			return kb;
 		json_t *v = json_loadb(p, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
 		s->n_big = 0;
 		if (!v && strncmp(je.text, "too big ", 8) == 0) {
@@ -180,6 +186,8 @@ static fmt_kind next_object(jsonl_state *s, json_t **obj, fmt_err *e)
 				return k;
 			v = json_loadb(p, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
 		}
+		if (!v && fmt_json_nomem(&je))
+			return fmt_fail_nomem(e, what);
 		if (!v)
 			return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu, column %d: %s", (unsigned long long)line,
 					je.column, je.text);

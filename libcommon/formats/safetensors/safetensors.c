@@ -29,6 +29,7 @@
 #include "fmt/out.h"
 #include "fmt/safetensors.h"
 #include "fmt/strbuf.h"
+#include "fmt/tree_budget.h"
 
 /* Names from files are cut in messages (the message buffer is bounded; the tool escapes). */
 #define NM "'%.200s'"
@@ -340,9 +341,17 @@ static fmt_kind bad_json(size_t at, const char *what, fmt_err *e)
 static fmt_kind parse_span(const st_scan *sc, size_t from, size_t to, size_t flags, json_t **out, fmt_err *e)
 {
 	json_error_t je;
+	char what[64];
+	snprintf(what, sizeof what, "the header's member at byte %zu", from);
+	*out = NULL;
+	fmt_kind k = fmt_json_budget(what, sc->h + from, to - from, FMT_TREE_COST_JSON, e);
+	if (k != FMT_OK)
+		return k;
 	*out = json_loadb(sc->h + from, to - from, JSON_REJECT_DUPLICATES | flags, &je);
 	if (*out)
 		return FMT_OK;
+	if (fmt_json_nomem(&je))
+		return fmt_fail_nomem(e, "the header");
 	je.position += (int)from;
 	if (strncmp(je.text, "duplicate object key", 20) == 0)
 		return fail_duplicate(sc->h, sc->n, &je, e);

@@ -16,6 +16,7 @@
 #include "fmt/json_text.h"
 #include "fmt/out.h"
 #include "fmt/safetensors.h"
+#include "fmt/tree_budget.h"
 
 #define NM "'%.200s'"
 
@@ -110,11 +111,15 @@ fmt_kind fmt_st_index_parse(const char *json, size_t len, fmt_st_index *ix, fmt_
 {
 	json_error_t je;
 	memset(ix, 0, sizeof *ix);
+	fmt_kind k = fmt_json_budget("the index", json, len, FMT_TREE_COST_JSON, e);
+	if (k != FMT_OK)
+		return k;
 	json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
+	if (!root && fmt_json_nomem(&je))
+		return fmt_fail_nomem(e, "the index");
 	if (!root)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "index is not valid JSON at byte %d: %s", je.position,
 				je.text);
-	fmt_kind k = FMT_OK;
 	if (!json_is_object(root))
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "index is not a JSON object");
 	if (k == FMT_OK)

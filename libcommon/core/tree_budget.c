@@ -1,0 +1,48 @@
+/* The memory budget of trees built from a file's bytes (fmt/tree_budget.h). */
+#include "fmt/tree_budget.h"
+#include "fmt/json_text.h"
+
+uint64_t fmt_tree_max_values(size_t n, unsigned cost)
+{
+	uint64_t per = (uint64_t)n > (UINT64_MAX - FMT_TREE_BASE_BYTES) / FMT_TREE_BYTES_PER_BYTE
+			       ? UINT64_MAX
+			       : FMT_TREE_BASE_BYTES + FMT_TREE_BYTES_PER_BYTE * (uint64_t)n;
+	return per / (cost ? cost : 1);
+}
+
+fmt_kind fmt_tree_check(const char *what, uint64_t values, size_t n, unsigned cost, fmt_err *e)
+{
+	uint64_t max = fmt_tree_max_values(n, cost);
+	if (values <= max)
+		return FMT_OK;
+	return fmt_fail(e, FMT_INVALID_FORMAT, "%s holds more than %llu values, the most %zu bytes may hold "
+			"(fmtkit(7), SAFETY)", what, (unsigned long long)max, n);
+}
+
+uint64_t fmt_json_values(const char *s, size_t n)
+{
+	uint64_t values = 1;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (c == '"')
+			i = fmt_json_string_end(s, n, i, 0, NULL);
+		else
+			values += c == '[' || c == '{' || c == ',' || c == ':';
+	}
+	return values;
+}
+
+fmt_kind fmt_json_budget(const char *what, const char *s, size_t n, unsigned cost, fmt_err *e)
+{
+	return fmt_tree_check(what, fmt_json_values(s, n), n, cost, e);
+}
+
+int fmt_json_nomem(const json_error_t *je)
+{
+	return json_error_code(je) == json_error_out_of_memory || je->text[0] == '\0';
+}
+
+fmt_kind fmt_fail_nomem(fmt_err *e, const char *what)
+{
+	return fmt_fail(e, FMT_IO, "out of memory reading %s", what);
+}
