@@ -11,6 +11,7 @@
 #include "fmt/out.h"
 #include "fmt/strbuf.h"
 #include "fmt/thread.h"
+#include "fmt/tree_budget.h"
 #include "fmt/xxh3.h"
 #include "unit.h"
 
@@ -728,4 +729,22 @@ TEST(env_levels_in_any_case_and_unknown_values_refused)
 	else
 		unsetenv("NK_KERNELS");
 	free(keep);
+}
+
+TEST(tree_budget_counts_json_values)
+{
+	fmt_err e;
+	const char *s = "{\"a\":[0,1,{}],\"b:[,{\":\"x\\\",\"}";
+	CHECK(fmt_json_values("0", 1) == 1);
+	CHECK(fmt_json_values("[]", 2) == 2);
+	/* one plus { : [ , , { , : outside strings: the brackets, commas and colons inside the strings
+	 * "b:[,{" and "x\"," do not count */
+	CHECK(fmt_json_values(s, strlen(s)) == 9);
+	CHECK(fmt_json_values("\"[,,,", 5) == 1);   /* an unterminated string: nothing after it counts */
+	CHECK(fmt_tree_max_values(0, 64) == (32u << 20) / 64);
+	CHECK(fmt_tree_max_values(64, 128) == ((32u << 20) + 512) / 128);
+	CHECK(fmt_tree_max_values(SIZE_MAX, 64) == UINT64_MAX / 64);
+	CHECK(fmt_tree_check("x", (32u << 20) / 64, 0, 64, &e) == FMT_OK);
+	CHECK(fmt_tree_check("x", (32u << 20) / 64 + 1, 0, 64, &e) == FMT_INVALID_FORMAT);
+	CHECK(strcmp(e.msg, "x holds more than 524288 values, the most 0 bytes may hold (fmtkit(7), SAFETY)") == 0);
 }
