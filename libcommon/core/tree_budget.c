@@ -27,7 +27,7 @@ uint64_t fmt_json_values(const char *s, size_t n)
 		if (c == '"')
 			i = fmt_json_string_end(s, n, i, 0, NULL);
 		else
-			values += c == '[' || c == '{' || c == ',' || c == ':';
+			values += c == '{' ? FMT_TREE_OBJECT_VALUES : c == '[' ? FMT_TREE_ARRAY_VALUES : c == ',' || c == ':';
 	}
 	return values;
 }

@@ -139,21 +139,22 @@ PY
 
 # The tree budget (fmt/tree_budget.h, fmtkit(7) SAFETY): a JSON or MessagePack document of n bytes
 # may hold at most (32 MiB + 8 n) / cost values, cost 64 for a jansson tree, 128 for MessagePack
-# made JSON and for APR metadata; counted before any tree is built. Files from scripts/gen/hostile-trees.
+# made JSON and for APR metadata, an object counting as 4 values and an array as 2; counted before
+# any tree is built. Files from scripts/gen/hostile-trees.
 @test "memory: .ald MessagePack card at the tree budget's edge read within 16x + 64 MB, one item more refused (exit 4)" {
 	printf 'a,b\n1,2\n' >d.csv
 	fmt-convert d.csv d.ald
-	"$REPO_ROOT/scripts/gen/hostile-trees" ald-card d.ald 279617 edge.ald
-	"$REPO_ROOT/scripts/gen/hostile-trees" ald-card d.ald 279618 over.ald
+	"$REPO_ROOT/scripts/gen/hostile-trees" ald-card d.ald 279613 edge.ald
+	"$REPO_ROOT/scripts/gen/hostile-trees" ald-card d.ald 279614 over.ald
 	run_bounded edge.ald fmt-verify edge.ald
 	assert_success
 	run_bounded edge.ald fmt-inspect --json edge.ald
 	assert_success
-	assert_equal "$(json_of 'len(json.loads(d["schema"]["metadata"]["ald:card"])["tags"])')" 279617
+	assert_equal "$(json_of 'len(json.loads(d["schema"]["metadata"]["ald:card"])["tags"])')" 279613
 	for tool in fmt-verify fmt-inspect; do
 		run_bounded over.ald $tool over.ald
 		assert_equal "$status" 4
-		assert_equal "$stderr" "$tool: error: over.ald: the metadata holds more than 279620 values, the most 279629 bytes may hold (fmtkit(7), SAFETY)"
+		assert_equal "$stderr" "$tool: error: over.ald: the metadata holds more than 279620 values, the most 279625 bytes may hold (fmtkit(7), SAFETY)"
 	done
 	run_bounded over.ald fmt-convert over.ald out.csv
 	assert_equal "$status" 4
@@ -194,14 +195,14 @@ PY
 }
 
 @test "memory: JSON Lines line at the tree budget's edge converted within 16x + 64 MB, one item more refused (exit 4)" {
-	"$REPO_ROOT/scripts/gen/hostile-trees" jsonl 699047 edge.jsonl
-	"$REPO_ROOT/scripts/gen/hostile-trees" jsonl 699048 over.jsonl
+	"$REPO_ROOT/scripts/gen/hostile-trees" jsonl 699042 edge.jsonl
+	"$REPO_ROOT/scripts/gen/hostile-trees" jsonl 699043 over.jsonl
 	run_bounded edge.jsonl fmt-convert edge.jsonl edge.csv
 	assert_success
 	assert_equal "$(head -c 8 edge.csv)" $'a\n1\n"[0,'
 	run_bounded over.jsonl fmt-convert over.jsonl over.csv
 	assert_equal "$status" 4
-	assert_equal "$stderr" "fmt-convert: error: over.jsonl: line 2 holds more than 699050 values, the most 1398103 bytes may hold (fmtkit(7), SAFETY)"
+	assert_equal "$stderr" "fmt-convert: error: over.jsonl: line 2 holds more than 699049 values, the most 1398093 bytes may hold (fmtkit(7), SAFETY)"
 	[ ! -e over.csv ]
 }
 

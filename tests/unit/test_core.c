@@ -736,10 +736,10 @@ TEST(tree_budget_counts_json_values)
 	fmt_err e;
 	const char *s = "{\"a\":[0,1,{}],\"b:[,{\":\"x\\\",\"}";
 	CHECK(fmt_json_values("0", 1) == 1);
-	CHECK(fmt_json_values("[]", 2) == 2);
-	/* one plus { : [ , , { , : outside strings: the brackets, commas and colons inside the strings
-	 * "b:[,{" and "x\"," do not count */
-	CHECK(fmt_json_values(s, strlen(s)) == 9);
+	CHECK(fmt_json_values("[]", 2) == 1 + FMT_TREE_ARRAY_VALUES);
+	/* one plus { : [ , , { , : outside strings (two objects, one array, five , and :): the
+	 * brackets, commas and colons inside the strings "b:[,{" and "x\"," do not count */
+	CHECK(fmt_json_values(s, strlen(s)) == 1 + 2 * FMT_TREE_OBJECT_VALUES + FMT_TREE_ARRAY_VALUES + 5);
 	CHECK(fmt_json_values("\"[,,,", 5) == 1);   /* an unterminated string: nothing after it counts */
 	CHECK(fmt_tree_max_values(0, 64) == (32u << 20) / 64);
 	CHECK(fmt_tree_max_values(64, 128) == ((32u << 20) + 512) / 128);

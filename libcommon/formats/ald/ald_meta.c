@@ -413,6 +413,10 @@ static int sane(const uint8_t *d, size_t len, size_t *p, int depth, uint64_t *va
 	}
 	if (items > left)
 		return -1;
+	if ((t & 0xf0) == 0x80 || t == 0xde || t == 0xdf)
+		*values += FMT_TREE_OBJECT_VALUES - 1;
+	else if ((t & 0xf0) == 0x90 || t == 0xdc || t == 0xdd)
+		*values += FMT_TREE_ARRAY_VALUES - 1;
 	for (uint64_t i = 0; i < items; i++)
 		if (sane(d, len, p, depth + 1, values))
 			return -1;

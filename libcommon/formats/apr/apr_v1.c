@@ -153,6 +153,10 @@ static fmt_kind mp_check(const uint8_t *p, size_t n, fmt_err *e)
 					"follow%s", what, where, (unsigned long long)skip, n - at, n - at == 1 ? "s" : "");
 		at += (size_t)skip;
 		left[depth]--;
+		if (what && !strcmp(what, "a map"))
+			values += FMT_TREE_OBJECT_VALUES - 1;
+		else if (what && !strcmp(what, "an array"))
+			values += FMT_TREE_ARRAY_VALUES - 1;
 		if (items == 0)
 			continue;
 		if (depth == V1_MAX_DEPTH)     /* msgpack-c's limit too */

@@ -23,6 +23,10 @@
  * 120, APR metadata); MessagePack unpacked by msgpack-c and then made a jansson tree (about 85,
  * .ald cards and APR v1 metadata). */
 #define FMT_TREE_COST_JSON 64u
+/* ...and a container counts as more than one value: an empty jansson object takes about 230
+ * bytes (its hash table), an empty array about 130. */
+#define FMT_TREE_OBJECT_VALUES 4u
+#define FMT_TREE_ARRAY_VALUES 2u
 #define FMT_TREE_COST_JSON_TYPED 128u
 #define FMT_TREE_COST_MSGPACK 128u
 
@@ -34,7 +38,8 @@ uint64_t fmt_tree_max_values(size_t n, unsigned cost);
 fmt_kind fmt_tree_check(const char *what, uint64_t values, size_t n, unsigned cost, fmt_err *e);
 
 /* An upper bound on the values (object keys included) of the JSON text s[0..n), well formed or
- * not: one plus the '[', '{', ',' and ':' outside strings. No allocation. */
+ * not: one, plus one for each ',' and ':' outside strings, FMT_TREE_OBJECT_VALUES for each '{'
+ * and FMT_TREE_ARRAY_VALUES for each '['. No allocation. */
 uint64_t fmt_json_values(const char *s, size_t n);
 
 /* fmt_tree_check of s[0..n) as JSON text, before json_loadb. */
