@@ -37,23 +37,6 @@ d = json.load(open(sys.argv[2]))
 print(json.dumps(eval(sys.argv[1]), separators=(",", ":"), ensure_ascii=False))' "$1" "${2:-/dev/stdin}" <<<"$output"
 }
 
-# run_bounded FILE CMD...: run CMD under ulimit -v = 16 x FILE's size + 64 MB (issue 8, item 3).
-run_bounded() {
-	run_bounded_to - "$@"
-}
-
-# run_bounded_to OUT FILE CMD...: run_bounded with CMD's standard output in the file OUT instead
-# of $output (tens of megabytes that bash would copy and split into lines, seconds of CPU); OUT -
-# is $output.
-run_bounded_to() {
-	local out=$1 file=$2
-	shift 2
-	asan_build && skip "sanitizer build: address-space limit not applicable"
-	local kb=$(( (16 * $(stat -c %s "$file") + 64 * 1048576) / 1024 ))
-	run --separate-stderr bash -c 'ulimit -v "$1"; out=$2; shift 2; [ "$out" = - ] && exec "$@"; exec "$@" >"$out"' \
-		_ "$kb" "$out" "$@"
-}
-
 @test "memory: GGUF U8 array of 2^23 items, inspect and verify within 16x + 64 MB" {
 	f=$HOSTILE/memory/gguf-u8-array.gguf
 	run_bounded "$f" fmt-inspect --json --metadata "$f"

@@ -92,6 +92,23 @@ limit_as() {
 	asan_build || echo "ulimit -v $1;"
 }
 
+# run_bounded FILE CMD...: run CMD under ulimit -v = 16 x FILE's size + 64 MB (issue 8, item 3).
+run_bounded() {
+	run_bounded_to - "$@"
+}
+
+# run_bounded_to OUT FILE CMD...: run_bounded with CMD's standard output in the file OUT instead
+# of $output (tens of megabytes that bash would copy and split into lines, seconds of CPU); OUT -
+# is $output.
+run_bounded_to() {
+	local out=$1 file=$2
+	shift 2
+	asan_build && skip "sanitizer build: address-space limit not applicable"
+	local kb=$(( (16 * $(stat -c %s "$file") + 64 * 1048576) / 1024 ))
+	run --separate-stderr bash -c 'ulimit -v "$1"; out=$2; shift 2; [ "$out" = - ] && exec "$@"; exec "$@" >"$out"' \
+		_ "$kb" "$out" "$@"
+}
+
 # Byte-flip tests check every variant of a file through ONE run of a tool that takes several
 # FILEs and prints one JSON record per FILE (fmt-verify -j, fmt-sign verify -j), not a process
 # per variant.
