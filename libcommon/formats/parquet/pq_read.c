@@ -466,6 +466,23 @@ static fmt_kind decode_values(pq_cursor *c, int enc, const uint8_t *d, size_t le
 
 /* ---- pages ---- */
 
+/* A writer builds a chunk's dictionary from its values: no more entries than the chunk has values.
+ * One that writes a dictionary it was given (pyarrow's DictionaryArray, fastparquet's pandas
+ * Categorical) may hold entries no value uses; such a dictionary is read when what it takes
+ * decoded (its bytes, and a span of 16 bytes an entry of byte arrays) is within 16 times its
+ * chunk's bytes in the file. Past both, it is refused before anything is decompressed: the
+ * entries of a small page of repeated bytes (2^24 empty strings: 64 KB as GZIP, 320 MB read). */
+static fmt_kind dictionary_fits(const pq_cursor *c, const page_hdr *h, fmt_err *e)
+{
+	uint64_t n = (uint64_t)h->num_values, spans = c->leaf->ptype == PT_BYTE_ARRAY ? n * sizeof(pq_span) : 0;
+	uint64_t decoded = (uint64_t)h->uncompressed + spans, stored = c->chunk->end - c->chunk->start;
+	if (n <= (uint64_t)c->chunk->num_values || stored >= UINT64_MAX / 16 || decoded <= 16 * stored)
+		return FMT_OK;
+	return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s': a dictionary of %llu entries for a chunk of %lld "
+			"values (%llu bytes decoded from a chunk of %llu)", c->leaf->path, (unsigned long long)n,
+			(long long)c->chunk->num_values, (unsigned long long)decoded, (unsigned long long)stored);
+}
+
 static fmt_kind load_dictionary(pq_cursor *c, const page_hdr *h, const uint8_t *raw, fmt_err *e)
 {
 	if (c->has_dict || c->values_seen)
@@ -477,10 +494,13 @@ static fmt_kind load_dictionary(pq_cursor *c, const page_hdr *h, const uint8_t *
 	if (h->encoding != ENC_PLAIN && h->encoding != ENC_PLAIN_DICTIONARY)
 		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': dictionary encoding %s", c->leaf->path,
 				fmt_pq_encoding_name(h->encoding));
+	fmt_kind k = dictionary_fits(c, h, e);
+	if (k != FMT_OK)
+		return k;
 	if (grow((void **)&c->dict_buf, &c->dict_cap, h->uncompressed ? (size_t)h->uncompressed : 1))
 		return oom(e);
 	c->has_dict = 1;
-	fmt_kind k = fmt_pq_decompress(c->chunk->codec, raw, (size_t)h->compressed, c->dict_buf, (size_t)h->uncompressed, e);
+	k = fmt_pq_decompress(c->chunk->codec, raw, (size_t)h->compressed, c->dict_buf, (size_t)h->uncompressed, e);
 	if (k != FMT_OK)
 		return k;
 	size_t n = (size_t)h->num_values;
@@ -582,6 +602,53 @@ static fmt_kind v1_reps(pq_cursor *c, const page_hdr *h, const uint8_t **d, size
 	return k;
 }
 
+/* The most bytes n values take in the RLE/bit-packed hybrid of width bits, the worst a writer
+ * does (a run of one value each: its header and the value) with room for headers of 5 bytes. */
+static uint64_t rle_most(uint64_t n, int width)
+{
+	return n * (5 + ((uint64_t)width + 7) / 8) + 16;
+}
+
+/* The most bytes the values of page h (n of them, nulls included) take in its encoding, the
+ * levels apart; UINT64_MAX: no bound from n (byte arrays, the DELTA encodings). */
+static uint64_t values_most(const pq_cursor *c, const page_hdr *h, uint64_t n)
+{
+	switch (h->encoding) {
+	case ENC_PLAIN:
+		if (c->leaf->ptype == PT_BOOLEAN)
+			return (n + 7) / 8;
+		return c->width > 0 ? n * (uint64_t)c->width : UINT64_MAX;
+	case ENC_PLAIN_DICTIONARY: case ENC_RLE_DICTIONARY: return 1 + rle_most(n, 32);
+	case ENC_RLE: return 4 + rle_most(n, 1);
+	case ENC_BYTE_STREAM_SPLIT: return c->width > 0 ? n * (uint64_t)c->width : UINT64_MAX;
+	default: return UINT64_MAX;
+	}
+}
+
+/* A page whose size uncompressed is more than its values and levels can take (a value followed
+ * by 256 MiB of zeros, a few hundred KB compressed) is refused before it is decompressed. */
+static fmt_kind page_size_fits(const pq_cursor *c, const page_hdr *h, fmt_err *e)
+{
+	uint64_t n = (uint64_t)h->num_values, most = values_most(c, h, n);
+	int rw = fmt_pq_bit_width((uint64_t)c->leaf->max_rep), dw = fmt_pq_bit_width((uint64_t)c->leaf->max_def);
+	if (most == UINT64_MAX)
+		return FMT_OK;
+	if (h->type == PAGE_DATA_V2) {
+		most += (uint64_t)h->rep_len + (uint64_t)h->def_len;
+		if ((c->leaf->max_rep > 0 && (uint64_t)h->rep_len > rle_most(n, rw)) ||
+		    (c->leaf->max_def > 0 && (uint64_t)h->def_len > rle_most(n, dw)))
+			most = 0;           /* levels longer than they can be */
+	} else {
+		most += c->leaf->max_rep > 0 ? 4 + rle_most(n, rw) : 0;
+		most += c->leaf->max_def > 0 ? 4 + rle_most(n, dw) : 0;
+	}
+	if ((uint64_t)h->uncompressed <= most + 64)
+		return FMT_OK;
+	return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s': a %s page of %d values says %d bytes uncompressed "
+			"(its values and levels take at most %llu)", c->leaf->path,
+			fmt_pq_encoding_name(h->encoding), h->num_values, h->uncompressed, (unsigned long long)most + 64);
+}
+
 /* A data page's value count and (v2) level lengths checked; *levels: a v2 page's levels'
  * bytes (stored as they are before its body). */
 static fmt_kind data_page_checks(pq_cursor *c, const page_hdr *h, size_t *levels, fmt_err *e)
@@ -599,6 +666,9 @@ static fmt_kind data_page_checks(pq_cursor *c, const page_hdr *h, size_t *levels
 			return bad_page(c, e, "v2 page level lengths");
 		*levels = (size_t)h->def_len + (size_t)h->rep_len;
 	}
+	fmt_kind k = page_size_fits(c, h, e);
+	if (k != FMT_OK)
+		return k;
 	c->pages_read++;
 	return FMT_OK;
 }

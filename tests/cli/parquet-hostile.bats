@@ -1,0 +1,58 @@
+#!/usr/bin/env bats
+# Parquet files whose pages say far more bytes, or dictionaries far more entries, than their
+# values use (audit finding 2): a few KB that made every reader decompress and hold hundreds of MB
+# and exit 0. scripts/gen/parquet-hostile writes them, and a real dictionary with entries no value
+# uses beside them. Each reader runs under run_bounded (16 x the file + 64 MB of address space).
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	load helpers
+	"$REPO_ROOT/scripts/gen/parquet-hostile" "$BATS_FILE_TMPDIR/h"
+}
+
+setup() {
+	load helpers
+	cd "$BATS_TEST_TMPDIR"
+	H="$BATS_FILE_TMPDIR/h"
+}
+
+# bounded_refusal FILE MESSAGE: fmt-convert, fmt-inspect --head 1 and fmt-verify of FILE, each
+# within the memory rule: exit 4 with MESSAGE (fmt-verify's after "row group 0: "), nothing written.
+bounded_refusal() {
+	local f=$1 msg=$2 tool
+	cp "$f" .
+	f=${f##*/}
+	for tool in "fmt-convert $f out.csv" "fmt-inspect --head 1 $f" "fmt-verify $f"; do
+		run_bounded "$f" $tool
+		assert_equal "$status" 4
+		if [ "${tool%% *}" = fmt-verify ]; then
+			assert_equal "$stderr" "fmt-verify: error: $f: row group 0: $msg"
+		else
+			assert_equal "$stderr" "${tool%% *}: error: $f: $msg"
+		fi
+	done
+	[ ! -e out.csv ]
+}
+
+@test "parquet hostile: a dictionary of 2^22 empty strings for a chunk of 1 value is refused (exit 4) within the memory rule" {
+	bounded_refusal "$H/dict-bomb.parquet" "Parquet: column 'c': a dictionary of 4194304 entries for a chunk of 1 values (83886080 bytes decoded from a chunk of 16389)"
+}
+
+@test "parquet hostile: a dictionary with entries no value uses (pyarrow's DictionaryArray) is still read" {
+	f=$H/dict-unused.parquet
+	run_bounded "$f" fmt-convert "$f" out.csv
+	assert_success
+	assert_equal "$(cat out.csv)" "$(printf 'c\ncat0007\ncat0000\ncat0999')"
+	run_bounded "$f" fmt-verify "$f"
+	assert_success
+	assert_equal "$output" "$f: ok (parquet, 3 rows)"
+}
+
+@test "parquet hostile: a PLAIN INT64 page of 1 value and 16 MiB of zeros (GZIP, read as a stream) is refused (exit 4)" {
+	bounded_refusal "$H/plain-bomb.parquet" "Parquet: column 'c': a PLAIN page of 1 values says 16777216 bytes uncompressed (its values and levels take at most 72)"
+}
+
+@test "parquet hostile: a page of 1 dictionary index and 128 MiB of zeros (a page read whole) is refused (exit 4) within the memory rule" {
+	bounded_refusal "$H/indices-bomb.parquet" "Parquet: column 'c': a RLE_DICTIONARY page of 1 values says 134217731 bytes uncompressed (its values and levels take at most 90)"
+}
