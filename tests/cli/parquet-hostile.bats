@@ -56,3 +56,11 @@ bounded_refusal() {
 @test "parquet hostile: a page of 1 dictionary index and 128 MiB of zeros (a page read whole) is refused (exit 4) within the memory rule" {
 	bounded_refusal "$H/indices-bomb.parquet" "Parquet: column 'c': a RLE_DICTIONARY page of 1 values says 134217731 bytes uncompressed (its values and levels take at most 90)"
 }
+
+@test "parquet hostile: a ZSTD page of 8 bytes whose frame asks for a 128 MiB window is refused (exit 4), not allocated" {
+	f=$H/zstd-window.parquet
+	run --separate-stderr fmt-inspect --head 1 "$f"
+	assert_equal "$status" 4
+	assert_equal "$stderr" "fmt-inspect: error: $f: Parquet: a ZSTD page of 8 bytes asks for a window of more than 16 MiB"
+	bounded_refusal "$f" "Parquet: a ZSTD page of 8 bytes asks for a window of more than 16 MiB"
+}

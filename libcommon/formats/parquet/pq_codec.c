@@ -7,6 +7,7 @@
 #include <snappy-c.h>
 #include <zlib.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 #include "fmt/lazylib.h"
 #include "pq_internal.h"
 
@@ -94,6 +95,10 @@ fmt_kind fmt_pq_decompress(int codec, const uint8_t *src, size_t src_len, uint8_
 
 /* The compressed bytes read from the file at a time. */
 #define INFLOW_IN (256u << 10)
+/* The least window (log2) a ZSTD page may ask for, whatever its size. */
+#define ZSTD_MIN_WINDOW_LOG 24
+/* zstd's default limit (ZSTD_WINDOWLOG_LIMIT_DEFAULT, in its static API only). */
+#define ZSTD_MAX_WINDOW_LOG 27
 
 int fmt_pq_can_stream(int codec)
 {
@@ -103,6 +108,17 @@ int fmt_pq_can_stream(int codec)
 static fmt_kind inflow_oom(fmt_err *e)
 {
 	return fmt_fail(e, FMT_IO, "out of memory");
+}
+
+/* The largest window (log2) a ZSTD page of ulen bytes may ask for, which the decoder allocates:
+ * no more than the page needs, and 16 MiB at least (a writer that streams a frame without its size
+ * asks its level's window: 2^21 to 2^23 up to level 19), within zstd's default limit (2^27). */
+static int zstd_window_log(uint64_t ulen)
+{
+	int wlog = ZSTD_MIN_WINDOW_LOG;
+	while (wlog < ZSTD_MAX_WINDOW_LOG && (1ull << wlog) < ulen)
+		wlog++;
+	return wlog;
 }
 
 fmt_kind fmt_pq_inflow_open(pq_inflow *s, int codec, const pq_file *f, const uint8_t *mem, uint64_t off, uint64_t clen,
@@ -121,6 +137,9 @@ fmt_kind fmt_pq_inflow_open(pq_inflow *s, int codec, const pq_file *f, const uin
 		if (!s->zstd && !(s->zstd = ZSTD_createDCtx()))
 			return inflow_oom(e);
 		ZSTD_DCtx_reset(s->zstd, ZSTD_reset_session_only);
+		int wlog = zstd_window_log(ulen);
+		if (ZSTD_isError(ZSTD_DCtx_setParameter(s->zstd, ZSTD_d_windowLogMax, wlog)))
+			return fmt_fail(e, FMT_INTERNAL, "zstd: windowLogMax %d refused", wlog);
 	} else if (codec == CODEC_GZIP) {
 		if (!s->gz) {
 			z_stream *z = calloc(1, sizeof *z);
@@ -187,6 +206,10 @@ static fmt_kind inflow_some(pq_inflow *s, uint8_t *dst, size_t n, size_t *got, f
 			ZSTD_outBuffer o = { dst, n, 0 };
 			ZSTD_inBuffer i = { s->inp, s->in_len, s->in_pos };
 			size_t r = ZSTD_decompressStream(s->zstd, &o, &i);
+			if (ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge)
+				return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: a ZSTD page of %llu bytes asks for a window "
+						"of more than %d MiB", (unsigned long long)s->out_size,
+						1 << (zstd_window_log(s->out_size) - 20));
 			if (ZSTD_isError(r))
 				return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: a ZSTD page: %s", ZSTD_getErrorName(r));
 			if (r == 0 || o.pos || i.pos != in_before)   /* a call on no input says nothing */
