@@ -64,3 +64,13 @@ bounded_refusal() {
 	assert_equal "$stderr" "fmt-inspect: error: $f: Parquet: a ZSTD page of 8 bytes asks for a window of more than 16 MiB"
 	bounded_refusal "$f" "Parquet: a ZSTD page of 8 bytes asks for a window of more than 16 MiB"
 }
+
+@test "parquet hostile: a footer of 8 MB that lists 8,000,000 row groups is refused (exit 4) before they are allocated (256 MB)" {
+	f=$H/many-groups.parquet
+	local tool
+	for tool in "fmt-inspect" "fmt-verify"; do
+		run_bounded "$f" $tool "$f"
+		assert_equal "$status" 4
+		assert_equal "$stderr" "$tool: error: $f: Parquet: malformed footer (8000000 row groups of 1 columns listed in 8000000 bytes)"
+	done
+}

@@ -8,6 +8,10 @@
 
 #define MAX_SCHEMA_ELEMENTS 100000
 #define MAX_FOOTER (256u << 20)
+/* The fewest footer bytes a row group (its columns' list and rows) and a column chunk (its
+ * offset and metadata) take: their structs are allocated as their lists' counts say. */
+#define MIN_GROUP_BYTES 5
+#define MIN_CHUNK_BYTES 8
 
 static fmt_kind bad(fmt_err *e, const char *what)
 {
@@ -703,6 +707,8 @@ static fmt_kind read_group(tc_in *r, int type, pq_meta *m, pq_rowgroup *g, uint6
 			if (n != m->n_leaves)
 				return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: a row group has %u columns, the schema %zu",
 						n, m->n_leaves);
+			if ((uint64_t)n * MIN_CHUNK_BYTES > (uint64_t)(r->end - r->p))
+				return bad(e, "row group columns run past the footer");
 			if (!(g->chunks = calloc(n ? n : 1, sizeof *g->chunks)))
 				return oom(e);
 			for (uint32_t i = 0; i < n && k == FMT_OK; i++)
@@ -729,6 +735,10 @@ static fmt_kind read_groups(tc_in *r, int type, pq_meta *m, uint64_t data_end, f
 	uint32_t n;
 	if (m->groups || fmt_pq_tc_list(r, type, &elem, &n) || elem != TC_STRUCT)
 		return bad(e, "row groups");
+	/* each is allocated before it is read: no more than the footer's bytes can hold */
+	if ((uint64_t)n * (MIN_GROUP_BYTES + MIN_CHUNK_BYTES * (uint64_t)m->n_leaves) > (uint64_t)(r->end - r->p))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: malformed footer (%u row groups of %zu columns listed in "
+				"%zu bytes)", n, m->n_leaves, (size_t)(r->end - r->p));
 	if (!(m->groups = calloc(n ? n : 1, sizeof *m->groups)))
 		return oom(e);
 	for (uint32_t i = 0; i < n; i++) {
