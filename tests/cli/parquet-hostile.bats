@@ -74,3 +74,7 @@ bounded_refusal() {
 		assert_equal "$stderr" "$tool: error: $f: Parquet: malformed footer (8000000 row groups of 1 columns listed in 8000000 bytes)"
 	done
 }
+
+@test "parquet hostile: a DELTA_BYTE_ARRAY page of 142 bytes whose prefixes rebuild 128 MiB is refused (exit 4) within the memory rule" {
+	bounded_refusal "$H/delta-prefix.parquet" "Parquet: column 'c': a DELTA_BYTE_ARRAY page of 142 bytes rebuilds 134217728 bytes of values (at most 64 MiB and 16 times the page)"
+}

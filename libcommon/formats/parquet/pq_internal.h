@@ -236,6 +236,7 @@ typedef struct pq_cursor {
 	size_t scratch_cap;
 	uint32_t *idx;              /* dictionary indices */
 	size_t idx_cap;
+	uint64_t page_stored;            /* bytes of the page in the file (its header's compressed size) */
 	uint64_t page_values, page_at;   /* values of the page, the next one */
 	uint64_t page_defined_at;        /* the next defined value */
 	uint64_t values_seen;            /* of the chunk */

@@ -13,6 +13,8 @@
 /* A page holding more values than this is refused (its levels would take this many bytes). */
 #define MAX_PAGE_VALUES (1u << 24)
 #define MAX_PAGE_BYTES (1u << 28)
+/* The bytes a DELTA_BYTE_ARRAY page's values may rebuild to beyond 16 times its stored bytes. */
+#define DELTA_BUDGET (64u << 20)
 /* Bytes read past a page, so that the next page header is usually read with it: as many as
  * were read of the chunk before, up to this (the first batches read no more than they use). */
 #define READ_AHEAD (64u << 10)
@@ -401,6 +403,12 @@ static fmt_kind decode_delta_byte_array(pq_cursor *c, const uint8_t *d, size_t l
 		if (prev > UINT32_MAX || fmt_add_u64(total, prev, &total) || total > MAX_PAGE_BYTES)
 			k = bad_page(c, e, "DELTA_BYTE_ARRAY values too long");
 	}
+	/* the values are rebuilt whole: from a few bytes repeated through prefixes, no more than the
+	 * page's bytes in the file allow (DELTA_BUDGET and 16 times them) */
+	if (k == FMT_OK && total > DELTA_BUDGET && (total - DELTA_BUDGET) / 16 > c->page_stored)
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s': a DELTA_BYTE_ARRAY page of %llu bytes rebuilds "
+			     "%llu bytes of values (at most %u MiB and 16 times the page)", c->leaf->path,
+			     (unsigned long long)c->page_stored, (unsigned long long)total, DELTA_BUDGET >> 20);
 	if (k == FMT_OK && grow((void **)&c->scratch, &c->scratch_cap, total ? total : 1))
 		k = oom(e);
 	size_t at = 0;
@@ -681,6 +689,7 @@ static fmt_kind load_data(pq_cursor *c, const page_hdr *h, const uint8_t *raw, f
 	fmt_kind k = data_page_checks(c, h, &levels, e);
 	if (k != FMT_OK)
 		return k;
+	c->page_stored = clen;
 	/* a page stored as it is is read where it lies; another is decompressed into page_buf */
 	const uint8_t *d = raw;
 	if (c->chunk->codec == CODEC_NONE || (v2 && !h->is_compressed)) {
