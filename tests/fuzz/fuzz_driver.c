@@ -206,7 +206,7 @@ static void read_table(const fmt_table_driver *d, const uint8_t *data, size_t si
 		}
 		fmt_sb cell = { 0 }, scratch = { 0 };
 		for (uint64_t r = 0; r < b.n_rows && r < 16; r++)
-			fmt_row_json_text(&t.schema, &b, r, &cell, &scratch);
+			fmt_row_json_text(&t.schema, &b, r, &cell, &scratch, FMT_JSON_DATA);
 		fmt_sb_free(&cell);
 		fmt_sb_free(&scratch);
 		reread(&t.schema, &b);
@@ -251,7 +251,7 @@ static int table_text(const fmt_table_driver *d, const uint8_t *data, size_t siz
 		}
 		for (uint64_t r = 0; r < b.n_rows; r++) {
 			fmt_sb_put(out, "\n", 1);
-			fmt_row_json_text(&t.schema, &b, r, out, &scratch);
+			fmt_row_json_text(&t.schema, &b, r, out, &scratch, FMT_JSON_DATA);
 		}
 		rows += b.n_rows;
 		fmt_batch_free(&b);
