@@ -49,9 +49,11 @@ function jsTable(c, from, to) {
 
 const hex = (u8) => Array.from(u8, (b) => b.toString(16).padStart(2, "0")).join("");
 const pad = (n, w) => String(n).padStart(w, "0");
+// ISO 8601's expanded years, as fmt-convert(1) writes them: a '-' and at least 4 digits before 0000
+const year = (y) => (y < 0 ? "-" + pad(-y, 4) : pad(y, 4));
 function rfc3339(ms, unitDigits, zoned) {
 	const d = new Date(Number(ms));
-	const base = `${pad(d.getUTCFullYear(), 4)}-${pad(d.getUTCMonth() + 1, 2)}-${pad(d.getUTCDate(), 2)}` +
+	const base = `${year(d.getUTCFullYear())}-${pad(d.getUTCMonth() + 1, 2)}-${pad(d.getUTCDate(), 2)}` +
 		`T${pad(d.getUTCHours(), 2)}:${pad(d.getUTCMinutes(), 2)}:${pad(d.getUTCSeconds(), 2)}`;
 	const frac = ((Number(ms) % 1000) + 1000) % 1000;
 	return base + (unitDigits && frac ? "." + pad(frac, 3) : "") + (zoned ? "Z" : "");
