@@ -463,16 +463,8 @@ static fmt_kind read_manifest(reader *r, fmt_bundle_info *b, fmt_err *e)
 
 static fmt_kind write_fd(int fd, const uint8_t *p, size_t n, const char *name, fmt_err *e)
 {
-	while (n > 0) {
-		ssize_t put = write(fd, p, n);
-		if (put < 0 && errno == EINTR)
-			continue;
-		if (put < 0)
-			return fmt_fail(e, FMT_IO, "member " NM ": write: %s", name, strerror(errno));
-		p += put;
-		n -= (size_t)put;
-	}
-	return FMT_OK;
+	int failed = fmt_fd_write_all(fd, p, n);
+	return failed ? fmt_fail(e, FMT_IO, "member " NM ": write: %s", name, strerror(failed)) : FMT_OK;
 }
 
 /* Stream one member's data through SHA-256 (and into out when extracting, out >= 0), then

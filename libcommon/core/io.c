@@ -322,19 +322,26 @@ int fmt_temp_fd(const char *what, fmt_err *e)
 	return fd;
 }
 
-/* All of fd's n bytes at p written (a temporary file: the failure names where it is). */
-static fmt_kind temp_write(int fd, const uint8_t *p, size_t n, const char *what, fmt_err *e)
+int fmt_fd_write_all(int fd, const void *p, size_t n)
 {
+	const uint8_t *at = p;
 	while (n > 0) {
-		ssize_t put = write(fd, p, n);
+		ssize_t put = write(fd, at, n);
 		if (put < 0 && errno == EINTR)
 			continue;
 		if (put < 0)
-			return temp_fail(what, "write", fmt_temp_dir(), errno, e);
-		p += put;
+			return errno;
+		at += put;
 		n -= (size_t)put;
 	}
-	return FMT_OK;
+	return 0;
+}
+
+/* All of fd's n bytes at p written (a temporary file: the failure names where it is). */
+static fmt_kind temp_write(int fd, const uint8_t *p, size_t n, const char *what, fmt_err *e)
+{
+	int failed = fmt_fd_write_all(fd, p, n);
+	return failed ? temp_fail(what, "write", fmt_temp_dir(), failed, e) : FMT_OK;
 }
 
 /* fmt_source_make_whole of a source over memory (fmt_source_stream_memory): the rest of it read

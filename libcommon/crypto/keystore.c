@@ -72,16 +72,8 @@ fmt_kind fmt_crypto_make_key_dir(const char *path, fmt_err *e)
 
 static fmt_kind write_all_fd(int fd, const uint8_t *p, size_t n, fmt_err *e)
 {
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return fmt_fail(e, FMT_IO, "write: %s", strerror(errno));
-		p += w;
-		n -= (size_t)w;
-	}
-	return FMT_OK;
+	int failed = fmt_fd_write_all(fd, p, n);
+	return failed ? fmt_fail(e, FMT_IO, "write: %s", strerror(failed)) : FMT_OK;
 }
 
 /* Rename an existing key to path.old (replacing an older one); *old_path is

@@ -78,6 +78,9 @@ fmt_kind fmt_source_keep(fmt_source *s, size_t n, fmt_err *e);
 fmt_kind fmt_source_make_whole(fmt_source *s, fmt_err *e);
 /* The directory temporary files go to: $TMPDIR when set and not empty, else /tmp. */
 const char *fmt_temp_dir(void);
+/* All n bytes at p written to fd (a file, a pipe), through EINTR and short writes: 0, or the
+ * errno of the write that failed. */
+int fmt_fd_write_all(int fd, const void *p, size_t n);
 /* A new temporary file in fmt_temp_dir(), open for reading and writing, that no name reaches
  * (O_TMPFILE, else mkstemp and unlink): it is gone when its descriptor is closed, also when the
  * process is killed. what names its use in messages ("a sorted run"). -1 with IoError in e
