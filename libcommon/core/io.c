@@ -322,6 +322,19 @@ int fmt_temp_fd(const char *what, fmt_err *e)
 	return fd;
 }
 
+FILE *fmt_temp_file(const char *what, fmt_err *e)
+{
+	int fd = fmt_temp_fd(what, e);
+	if (fd < 0)
+		return NULL;
+	FILE *f = fdopen(fd, "w+b");
+	if (!f) {
+		temp_fail(what, "open", fmt_temp_dir(), errno, e);
+		close(fd);
+	}
+	return f;
+}
+
 int fmt_fd_write_all(int fd, const void *p, size_t n)
 {
 	const uint8_t *at = p;

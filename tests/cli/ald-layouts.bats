@@ -222,3 +222,23 @@ print(zlib.crc32(d[:-4]) == int.from_bytes(d[-4:], "little"))' $f.ald
 	run fmt-verify z1.ald s1.ald
 	assert_success
 }
+
+@test "the .ald writers' temporary files go to TMPDIR: chunks (--chunk-rows) and --trueno-native columns; one that cannot be made is exit 3 naming it" {
+	printf 'a,b\n1,2\n3,4\n' >t.csv
+	mkdir tmp
+	TMPDIR=$PWD/tmp fmt-convert --chunk-rows 1 t.csv chunked.ald
+	TMPDIR=$PWD/tmp fmt-convert --trueno-native t.csv native.ald
+	run fmt-convert --to csv chunked.ald -
+	assert_output "$(cat t.csv)"
+	run fmt-convert --to csv native.ald -
+	assert_output "$(cat t.csv)"
+	assert_equal "$(ls -A tmp)" ""
+	# tmpfile() took /tmp whatever TMPDIR said
+	run --separate-stderr env TMPDIR=$PWD/none fmt-convert --chunk-rows 1 t.csv c2.ald
+	assert_failure 3
+	assert_equal "$stderr" "fmt-convert: error: t.csv: cannot create a temporary file for the chunks in $PWD/none (TMPDIR): No such file or directory"
+	run --separate-stderr env TMPDIR=$PWD/none fmt-convert --trueno-native t.csv n2.ald
+	assert_failure 3
+	assert_equal "$stderr" "fmt-convert: error: t.csv: cannot create a temporary file for a column in $PWD/none (TMPDIR): No such file or directory"
+	[ ! -e c2.ald ] && [ ! -e n2.ald ]
+}

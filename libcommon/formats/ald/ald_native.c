@@ -526,8 +526,8 @@ static fmt_kind plan_columns(nwriter *w, fmt_err *e)
 		c->field = i;
 		c->dtype = (uint8_t)dt;
 		c->width = fmt_ctype_width(s->fields[i].type);
-		if (!(c->spill = tmpfile()))
-			return fmt_fail(e, FMT_IO, "cannot create a temporary file for column '%s'", s->fields[i].name);
+		if (!(c->spill = fmt_temp_file("a temporary file for a column", e)))
+			return e->kind;
 	}
 	return FMT_OK;
 }
@@ -537,8 +537,8 @@ static fmt_kind write_all(nwriter *w, fmt_err *e)
 	fmt_kind k;
 	if ((k = plan_columns(w, e)) != FMT_OK)
 		return k;
-	if (!(w->payload = tmpfile()))
-		return fmt_fail(e, FMT_IO, "cannot create a temporary file for the payload");
+	if (!(w->payload = fmt_temp_file("a temporary file for the payload", e)))
+		return e->kind;
 	if ((k = fmt_ipc_writer_begin(&w->ipc, &w->rest, 0, &w->sb, e)) != FMT_OK)
 		return k;
 	w->ipc_open = 1;

@@ -432,9 +432,9 @@ static fmt_kind write_ald(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, 
 		goto out;
 	}
 	if (flags & FMT_ALD_STREAMING) {
-		w.spill = tmpfile();
+		w.spill = fmt_temp_file("a temporary file for the chunks", e);
 		if (!w.spill) {
-			r = fmt_fail(e, FMT_IO, "cannot create a temporary file for the chunks");
+			r = e->kind;
 			goto out;
 		}
 	} else if (encrypting && (r = fmt_sink_write(k, enc.header, enc.header_len, e)) != FMT_OK) {

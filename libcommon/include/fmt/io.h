@@ -86,6 +86,8 @@ int fmt_fd_write_all(int fd, const void *p, size_t n);
  * process is killed. what names its use in messages ("a sorted run"). -1 with IoError in e
  * naming the directory and TMPDIR. */
 int fmt_temp_fd(const char *what, fmt_err *e);
+/* fmt_temp_fd as a stdio stream ("w+b"); NULL with IoError in e. */
+FILE *fmt_temp_file(const char *what, fmt_err *e);
 /* Observe every byte the sequential source passes from now on, after being shown the bytes it
  * has passed already (only while those are all in its head: else UnsupportedVersion); fn NULL
  * stops observing. On a file, bytes are observed from offset 0 as reads reach them (pos says
