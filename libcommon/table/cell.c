@@ -243,66 +243,6 @@ void fmt_cell_text(const fmt_field *f, const fmt_column *c, uint64_t row, fmt_sb
 	}
 }
 
-static json_t *number_json(fmt_ctype t, const uint8_t *p)
-{
-	switch (t) {
-	case FMT_C_I8: case FMT_C_I16: case FMT_C_I32:
-		return json_integer((json_int_t)elem_number(t, p));
-	case FMT_C_I64:
-		return json_integer((json_int_t)(int64_t)fmt_rd_u64(p));
-	case FMT_C_U8: case FMT_C_U16: case FMT_C_U32:
-		return json_integer((json_int_t)elem_number(t, p));
-	case FMT_C_U64:
-		return fmt_json_u64(fmt_rd_u64(p));
-	default: {
-		double v = elem_number(t, p);
-		if (!isfinite(v)) {
-			char buf[16];
-			fmt_shortest_double(v, FMT_C_F64, buf, sizeof buf);
-			return json_string(buf);
-		}
-		return json_real(v);
-	}
-	}
-}
-
-json_t *fmt_cell_json(const fmt_field *f, const fmt_column *c, uint64_t row)
-{
-	const uint8_t *p;
-	size_t n;
-	if (fmt_column_is_null(c, row))
-		return json_null();
-	switch (f->type) {
-	case FMT_C_BOOL:
-		return json_boolean(fmt_column_bool(c, row));
-	case FMT_C_UTF8: case FMT_C_LARGE_UTF8:
-		fmt_column_bytes(c, f->type, row, &p, &n);
-		return json_stringn((const char *)p, n);
-	case FMT_C_FIXED_SIZE_LIST: {
-		json_t *a = json_array();
-		size_t ew = fmt_ctype_width(f->elem);
-		for (uint32_t i = 0; a && i < f->list_size; i++) {
-			uint64_t at = row * f->list_size + i;
-			json_array_append_new(a, elem_null(c, at) ? json_null() : number_json(f->elem, c->values + at * ew));
-		}
-		return a;
-	}
-	case FMT_C_BINARY: case FMT_C_DATE32: case FMT_C_TIMESTAMP: {
-		fmt_sb b = { 0 };
-		fmt_cell_text(f, c, row, &b);
-		json_t *s = b.oom ? NULL : json_stringn(b.p ? b.p : "", b.len);
-		fmt_sb_free(&b);
-		return s;
-	}
-	case FMT_C_OTHER:
-		return json_null();
-	default:
-		return number_json(f->type, c->values + row * fmt_ctype_width(f->type));
-	}
-}
-
-/* The items of a list's text p[0..n) ("[1.5,NaN,null]": numbers and nulls) as JSON: a NaN or an
- * infinity as a string, as fmt_cell_json has it. */
 /* A float's shortest text p[0..n) as JSON: a number, or for NaN and the infinities (JSON has no
  * such numbers) a string spelled as style says. */
 static void float_json_text(fmt_sb *out, const char *p, size_t n, fmt_json_style style)

@@ -4,14 +4,11 @@
 #ifndef FMT_CELL_H
 #define FMT_CELL_H
 
-#include <jansson.h>
 #include "fmt/strbuf.h"
 #include "fmt/table.h"
 
 /* Append row's value (nothing for a null) to b. */
 void fmt_cell_text(const fmt_field *f, const fmt_column *c, uint64_t row, fmt_sb *b);
-/* The value as JSON (json null for a null); NULL when out of memory. */
-json_t *fmt_cell_json(const fmt_field *f, const fmt_column *c, uint64_t row);
 /* How a float that JSON has no number for is spelled. FMT_JSON_DATA: as the JSON Lines writer
  * puts it in a data file, "NaN", "inf", "-inf" (DuckDB's read_json casts these to DOUBLE; the
  * README); FMT_JSON_REPORT: as the tools' own JSON reports spell it (fmt_json_double, fmtkit(7)
