@@ -132,7 +132,7 @@ contract() {
 	# a per-file usage error is that file's record; the others are still reported
 	contract 2 'm.safetensors=2:UsageError ok' fmt-inspect --json --schema m.safetensors rows.csv
 	# an error before any file is opened: each input its record
-	contract 2 'a.ald=2:UsageError b.ald=2:UsageError' fmt-inspect --json --password-file nope.txt a.ald b.ald
+	contract 3 'a.ald=3:IoError b.ald=3:IoError' fmt-inspect --json --password-file nope.txt a.ald b.ald
 	# refused command lines: JSON once --json is among the options, wherever it is
 	contract 2 '' fmt-inspect --bogus --json m.safetensors
 	contract 2 '' fmt-inspect m.safetensors --head x -j
@@ -179,7 +179,7 @@ Try 'fmt-inspect --help'." ]
 	contract 0 'ok ok' fmt-verify --json m.safetensors m.apsim
 	contract 4 'ok junk.bin=4:InvalidFormat missing=3:IoError' fmt-verify --json m.apsim junk.bin missing
 	[ "$(jq -r 'select(.ok == false) | .failed_file' <<<"$output" | paste -sd' ')" = 'junk.bin missing' ]
-	contract 2 'm.apsim=2:UsageError junk.bin=2:UsageError' fmt-verify --json --secret-file nope m.apsim junk.bin
+	contract 3 'm.apsim=3:IoError junk.bin=3:IoError' fmt-verify --json --secret-file nope m.apsim junk.bin
 	contract 3 'm.apsim=3:IoError' fmt-verify --json -p nope.pub m.apsim
 	contract 2 '' fmt-verify --json
 	contract 2 '' fmt-verify --json --format nope m.apsim
@@ -222,7 +222,7 @@ Try 'fmt-inspect --help'." ]
 	contract 3 'ok missing.bin=3:IoError' fmt-sign sign --json -s a.key m.safetensors missing.bin
 	contract 7 'ok n.safetensors=7:SignatureInvalid' fmt-sign verify --json -p a.pub m.safetensors n.safetensors
 	contract 3 'm.safetensors=3:IoError n.safetensors=3:IoError' fmt-sign sign --json -s nope.key m.safetensors n.safetensors
-	contract 2 'null=2:UsageError' fmt-sign key-id --json --secret-file nope
+	contract 3 'null=3:IoError' fmt-sign key-id --json --secret-file nope
 	contract 0 'ok' fmt-sign key-id --json -p a.pub
 	contract 2 '' fmt-sign --json
 	contract 2 '' fmt-sign sign --json
