@@ -1007,6 +1007,11 @@ fmt_kind fmt_sink_may_create(const char *path, unsigned flags, fmt_err *e)
 	return fmt_fail(e, FMT_USAGE, "output exists (use --force to overwrite)");
 }
 
+const char *fmt_sink_stream_name(const fmt_sink *k)
+{
+	return k->own_fd ? "a FIFO or device" : "standard output";
+}
+
 fmt_kind fmt_sink_open(fmt_sink *k, const char *path, unsigned flags, fmt_err *e)
 {
 	memset(k, 0, sizeof *k);
@@ -1335,7 +1340,7 @@ fmt_kind fmt_sink_pwrite(fmt_sink *k, uint64_t off, const void *data, size_t n, 
 {
 	uint64_t end;
 	if (k->is_stdout)
-		return fmt_fail(e, FMT_USAGE, "this format cannot be streamed to standard output");
+		return fmt_fail(e, FMT_USAGE, "this format cannot be streamed to %s", fmt_sink_stream_name(k));
 	if (fmt_add_u64(off, n, &end) || end > k->written)
 		return fmt_fail(e, FMT_INTERNAL, "patch at %llu past the %llu bytes written",
 				(unsigned long long)off, (unsigned long long)k->written);
@@ -1348,7 +1353,7 @@ fmt_kind fmt_sink_write_at(fmt_sink *k, uint64_t off, const void *data, size_t n
 {
 	uint64_t end;
 	if (k->is_stdout)
-		return fmt_fail(e, FMT_USAGE, "this output cannot be written in this order to standard output");
+		return fmt_fail(e, FMT_USAGE, "this output cannot be written in this order to %s", fmt_sink_stream_name(k));
 	if (fmt_add_u64(off, n, &end) || end > INT64_MAX)
 		return fmt_fail(e, FMT_INTERNAL, "write at %llu past the largest file", (unsigned long long)off);
 	/* Several threads may place bytes at once (fmt_model_write_tensors): the buffer, the hook
@@ -1395,7 +1400,7 @@ fmt_kind fmt_sink_copy_range(fmt_sink *k, int fd, uint64_t off, uint64_t n, fmt_
 {
 	uint64_t end;
 	if (k->is_stdout)
-		return fmt_fail(e, FMT_USAGE, "this output cannot be written to standard output");
+		return fmt_fail(e, FMT_USAGE, "this output cannot be written to %s", fmt_sink_stream_name(k));
 	if (fmt_add_u64(off, n, &end) || end > INT64_MAX || fmt_add_u64(k->written, n, &end) || end > INT64_MAX)
 		return fmt_fail(e, FMT_INTERNAL, "copy of %llu bytes at %llu past the largest file",
 				(unsigned long long)n, (unsigned long long)off);

@@ -682,7 +682,7 @@ fmt_kind fmt_model_write_tensors(const fmt_model *m, const size_t *order, size_t
 	if (k->is_stdout) {
 		free(ro);
 		return fmt_fail(e, FMT_UNSUPPORTED, "the input is read front to back and its tensors come in another order "
-				"than this format stores them: write to a file, not to standard output");
+				"than this format stores them: write to a file, not to %s", fmt_sink_stream_name(k));
 	}
 	uint64_t *at = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *at), end = k->written;
 	if (!at)

@@ -1043,6 +1043,13 @@ print(len(q) // 18, bad)' q4.bin "$FX/big.f32" y.f32
 		[ -c nul ]
 		assert_equal "$(stat -c '%t,%T' nul)" "1,3"
 	fi
+	# a format that completes its header last cannot go there: said as for standard output
+	timeout 20 cat out.fifo >/dev/null &
+	run --separate-stderr timeout 20 fmt-convert --to ald in.csv out.fifo
+	wait
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: in.csv: .ald cannot be written to a FIFO or device (its header is completed last)"
+	[ -p out.fifo ]
 	# a block device, a socket: refused
 	/usr/bin/python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind("out.sock")'
 	run --separate-stderr fmt-convert --force --to csv in.csv out.sock

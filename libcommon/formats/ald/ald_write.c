@@ -385,7 +385,8 @@ static fmt_kind write_ald(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, 
 		"0000000000000000000000000000000000000000000000000000000000000000";
 	fmt_kind r;
 	if (k->is_stdout)
-		return fmt_fail(e, FMT_USAGE, ".ald cannot be written to standard output (its header is completed last)");
+		return fmt_fail(e, FMT_USAGE, ".ald cannot be written to %s (its header is completed last)",
+				fmt_sink_stream_name(k));
 	if ((r = fmt_ald_native_check_opts(o, e)) != FMT_OK)
 		return r;
 	const fmt_field *u = fmt_schema_unsupported(&in->schema);

@@ -213,6 +213,9 @@ typedef struct fmt_sink {
 #define FMT_SINK_FILE 4u  /* a file of a set: a FIFO or a device at its path is refused, not written into */
 
 fmt_kind fmt_sink_open(fmt_sink *k, const char *path, unsigned flags, fmt_err *e);
+/* What a stream sink writes to, for messages: "standard output", or "a FIFO or device" (one at
+ * the output's path). */
+const char *fmt_sink_stream_name(const fmt_sink *k);
 /* A sink that replaces the existing file path in place (an edit, signing or licensing a file):
  * through a symbolic link the file it names is replaced (the link stays), and the new file
  * keeps the permission bits of the old one. */
