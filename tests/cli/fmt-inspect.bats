@@ -147,17 +147,8 @@ true
 }
 
 @test "--stats of an integer tensor: min, max and first exact, not through a float (I64, U64, I32)" {
-	/usr/bin/python3 - <<'PY'
-import json, struct
-def st(path, tensors):
-    header, data = {}, b""
-    for name, dtype, fmt, vals in tensors:
-        b = struct.pack("<%d%s" % (len(vals), fmt), *vals)
-        header[name] = {"dtype": dtype, "shape": [len(vals)], "data_offsets": [len(data), len(data) + len(b)]}
-        data += b
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    open(path, "wb").write(struct.pack("<Q", len(h)) + h + data)
+	PYTHONPATH="$REPO_ROOT/tests/cli" /usr/bin/python3 - <<'PY'
+from st_file import st
 # 70001 values: two chunks of the stats pass, the least and greatest in the second
 big = [9007199254740993 + i for i in range(70000)] + [-9223372036854775808]
 big[69999] = 9223372036854775807
@@ -189,17 +180,8 @@ PY
 }
 
 @test "--stats of an F64 tensor in float64 (1e300 is not Inf, 0.1 not 0.10000000149), and integer means from the exact sum" {
-	/usr/bin/python3 - <<'PY'
-import json, struct
-def st(path, tensors):
-    header, data = {}, b""
-    for name, dtype, fmt, vals in tensors:
-        b = struct.pack("<%d%s" % (len(vals), fmt), *vals)
-        header[name] = {"dtype": dtype, "shape": [len(vals)], "data_offsets": [len(data), len(data) + len(b)]}
-        data += b
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    open(path, "wb").write(struct.pack("<Q", len(h)) + h + data)
+	PYTHONPATH="$REPO_ROOT/tests/cli" /usr/bin/python3 - <<'PY'
+from st_file import st
 st("wide.safetensors", [("f64", "F64", "d", [1e300, 0.1, -2.5e-310, 1.0000000000000002, float("nan")]),
     ("i64", "I64", "q", [9007199254740993, 9007199254740993, 9007199254740994]),
     ("u64", "U64", "Q", [15600419082433424441, 16900536854896466293, 11068051555418466131])])
