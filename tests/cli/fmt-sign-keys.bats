@@ -637,3 +637,23 @@ PY
 	fmt-sign keygen --hmac >/dev/null
 	[ "$(stat -c %a "$DIR/hmac.key")" = 600 ]
 }
+
+@test "a secret key piped in (-s -) is not judged by the mode of a file named - in the directory" {
+	# The mode of an unencrypted key was checked by a stat of its path after the read: for -
+	# that was a file named - in the current directory, not what was piped in (76487f02).
+	fmt_pair k
+	printf 'a file named -\n' >./-
+	chmod 644 ./-
+	run --separate-stderr fmt-sign sign -s - model.bin <k.key
+	assert_success
+	assert_equal "$output" "signed model.bin with key $(id_of_pub k.pub): model.bin.minisig"
+	run minisign -V -p k.pub -m model.bin
+	assert_success
+	# a key file of mode 0644 given by its name is still refused
+	cp k.key open.key
+	chmod 644 open.key
+	run --separate-stderr fmt-sign sign -s open.key -x other.minisig model.bin
+	assert_failure 2
+	assert_equal "$stderr" "fmt-sign: error: open.key: the secret key is readable by others (mode 0644); chmod 600 it"
+	[ ! -e other.minisig ]
+}
