@@ -94,6 +94,27 @@ fmt_value fmt_value_str(const char *s, size_t len)
 	return v;
 }
 
+/* A packed string array: count + 1 offsets (the last one the end of the strings), then the
+ * strings, each NUL-terminated. */
+static uint64_t *strs_offs(const fmt_value *a)
+{
+	return (uint64_t *)(void *)a->v.arr.packed;
+}
+
+static char *strs_base(const fmt_value *a)
+{
+	return (char *)a->v.arr.packed + (a->v.arr.count + 1) * sizeof(uint64_t);
+}
+
+static fmt_kind copy_strs(fmt_value *dst, const fmt_value *src, fmt_err *e)
+{
+	uint64_t n = src->v.arr.count, bytes = strs_offs(src)[n];
+	fmt_kind k = fmt_value_strs(dst, n, bytes - n, e);
+	if (k == FMT_OK)
+		memcpy(dst->v.arr.packed, src->v.arr.packed, (size_t)((n + 1) * sizeof(uint64_t) + bytes));
+	return k;
+}
+
 fmt_kind fmt_value_copy(fmt_value *dst, const fmt_value *src, fmt_err *e)
 {
 	*dst = *src;
@@ -106,6 +127,8 @@ fmt_kind fmt_value_copy(fmt_value *dst, const fmt_value *src, fmt_err *e)
 		dst->v.arr.items = NULL;
 		dst->v.arr.packed = NULL;
 		dst->v.arr.count = 0;
+		if (src->v.arr.packed && src->v.arr.elem == FMT_V_STR)
+			return copy_strs(dst, src, e);
 		if (src->v.arr.packed)
 			return fmt_value_packed(dst, src->v.arr.elem, n, src->v.arr.packed, e);
 		if (n == 0)
@@ -739,6 +762,13 @@ fmt_value fmt_array_item(const fmt_value *a, uint64_t i)
 	memset(&v, 0, sizeof v);
 	if (!a->v.arr.packed)
 		return a->v.arr.items[i];
+	if (a->v.arr.elem == FMT_V_STR) {
+		const uint64_t *offs = strs_offs(a);
+		v.type = FMT_V_STR;
+		v.v.str.ptr = strs_base(a) + offs[i];
+		v.v.str.len = (size_t)(offs[i + 1] - offs[i] - 1);
+		return v;
+	}
 	const uint8_t *p = a->v.arr.packed + i * fmt_vtype_size(a->v.arr.elem);
 	v.type = a->v.arr.elem;
 	switch (v.type) {
@@ -780,4 +810,31 @@ fmt_kind fmt_value_packed(fmt_value *out, fmt_vtype elem, uint64_t count, const 
 		memcpy(out->v.arr.packed, bytes, (size_t)n);
 	out->v.arr.count = count;
 	return FMT_OK;
+}
+
+fmt_kind fmt_value_strs(fmt_value *out, uint64_t count, uint64_t bytes, fmt_err *e)
+{
+	uint64_t offs, n;
+	memset(out, 0, sizeof *out);
+	out->type = FMT_V_ARRAY;
+	out->v.arr.elem = FMT_V_STR;
+	if (fmt_add_u64(count, 1, &offs) || fmt_mul_u64(offs, sizeof(uint64_t), &offs) ||
+	    fmt_add_u64(offs, bytes, &n) || fmt_add_u64(n, count, &n) || n > SIZE_MAX)
+		return fmt_fail(e, FMT_IO, "out of memory for %llu strings", (unsigned long long)count);
+	out->v.arr.packed = malloc((size_t)n);
+	if (!out->v.arr.packed)
+		return fmt_fail(e, FMT_IO, "out of memory for %llu strings (%llu bytes)",
+				(unsigned long long)count, (unsigned long long)n);
+	out->v.arr.count = count;
+	strs_offs(out)[0] = 0;
+	return FMT_OK;
+}
+
+char *fmt_value_strs_put(fmt_value *a, uint64_t i, size_t len)
+{
+	uint64_t *offs = strs_offs(a);
+	char *p = strs_base(a) + offs[i];
+	p[len] = '\0';
+	offs[i + 1] = offs[i] + len + 1;
+	return p;
 }

@@ -54,6 +54,24 @@ print(json.dumps(eval(sys.argv[1]), separators=(",", ":"), ensure_ascii=False))'
 	assert_equal "$(json_of 'len(d["metadata"]["hostile.array"])' full.json)" 8388608
 }
 
+@test "memory: GGUF array of 2^22 empty strings, inspect, verify and convert within 2x + 64 MB" {
+	# each string was a 40-byte value and a malloc of its own: 298 MB for this 32 MB file (audit 8)
+	"$REPO_ROOT/scripts/gen/hostile-memory" full 1 gguf-str-array.gguf
+	f=full/gguf-str-array.gguf
+	run_bounded_times 2 - "$f" fmt-verify "$f"
+	assert_success
+	run_bounded_times 2 - "$f" fmt-inspect --json --metadata "$f"
+	assert_success
+	assert_equal "$(jq -c '[.metadata_types["hostile.strings"], .metadata["hostile.strings"][0], .metadata["hostile.strings"][-1]]' <<<"$output")" \
+		'["array[str]","",{"truncated":4194304}]'
+	run_bounded_times 2 full.json "$f" fmt-inspect --json --metadata --full "$f"
+	assert_success
+	assert_equal "$(json_of 'len(d["metadata"]["hostile.strings"])' full.json)" 4194304
+	run_bounded_times 2 - "$f" fmt-convert -q -T 1 "$f" copy.gguf
+	assert_success
+	cmp "$f" copy.gguf
+}
+
 @test "memory: .apsim record of 3 million zeros, inspect and verify within 16x + 64 MB" {
 	f=$HOSTILE/memory/apsim-zeros.apsim
 	run_bounded "$f" fmt-verify "$f"

@@ -101,10 +101,16 @@ run_bounded() {
 # of $output (tens of megabytes that bash would copy and split into lines, seconds of CPU); OUT -
 # is $output.
 run_bounded_to() {
-	local out=$1 file=$2
-	shift 2
+	run_bounded_times 16 "$@"
+}
+
+# run_bounded_times N OUT FILE CMD...: run_bounded_to with N x FILE's size + 64 MB: a tighter
+# bound for what is held packed (N 2: a GGUF array of strings).
+run_bounded_times() {
+	local times=$1 out=$2 file=$3
+	shift 3
 	asan_build && skip "sanitizer build: address-space limit not applicable"
-	local kb=$(( (16 * $(stat -c %s "$file") + 64 * 1048576) / 1024 ))
+	local kb=$(( (times * $(stat -c %s "$file") + 64 * 1048576) / 1024 ))
 	run --separate-stderr bash -c 'ulimit -v "$1"; out=$2; shift 2; [ "$out" = - ] && exec "$@"; exec "$@" >"$out"' \
 		_ "$kb" "$out" "$@"
 }

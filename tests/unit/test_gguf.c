@@ -213,7 +213,7 @@ TEST(gguf_roundtrip_value_types)
 	fmt_value items[3];
 	items[0] = fmt_value_str("a", 1);
 	items[1] = fmt_value_str("", 0);
-	items[2] = fmt_value_str("xyz", 3);
+	items[2] = fmt_value_str("x\0z", 3);
 	memset(&v, 0, sizeof v);
 	v.type = FMT_V_ARRAY;
 	v.v.arr.elem = FMT_V_STR;
@@ -282,6 +282,20 @@ TEST(gguf_roundtrip_value_types)
 			CHECK(a->v.u == b->v.u);
 		}
 	}
+	/* strings read back packed in one buffer (audit 8), bytes and lengths kept, also in a copy */
+	const fmt_value *strs = fmt_model_get_meta(&r, "t.strs");
+	CHECK(strs && strs->v.arr.packed && !strs->v.arr.items && strs->v.arr.count == 3);
+	fmt_value copy;
+	CHECK(strs && fmt_value_copy(&copy, strs, &e) == FMT_OK);
+	for (int c = 0; strs && c < 2; c++) {
+		const fmt_value *a = c ? &copy : strs;
+		fmt_value s0 = fmt_array_item(a, 0), s1 = fmt_array_item(a, 1), s2 = fmt_array_item(a, 2);
+		CHECK(s0.type == FMT_V_STR && s0.v.str.len == 1 && strcmp(s0.v.str.ptr, "a") == 0);
+		CHECK(s1.type == FMT_V_STR && s1.v.str.len == 0 && s1.v.str.ptr[0] == '\0');
+		CHECK(s2.type == FMT_V_STR && s2.v.str.len == 3 && memcmp(s2.v.str.ptr, "x\0z", 4) == 0);
+	}
+	if (strs)
+		fmt_value_free(&copy);
 	CHECK_EQ_U64(r.n_tensors, 3);
 	if (r.n_tensors == 3) {
 		CHECK(r.tensors[0].ndim == 1 && r.tensors[0].shape[0] == 6);

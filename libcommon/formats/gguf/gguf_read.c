@@ -19,8 +19,10 @@
  *    tensor and trailing bytes are accepted (as llama.cpp's mmap loader). A file without the pad
  *    after the infos cannot be told apart from one whose data merely starts later; it is
  *    rejected only when a tensor then runs past the end of the file.
- *  - metadata arrays may hold 2^25 items in all (each item becomes a 32-byte fmt_value, so this
- *    bounds memory to about 1 GiB whatever the file claims; real tokenizers use < 2^21);
+ *  - metadata arrays may hold 2^25 items in all (real tokenizers use < 2^21). Scalar and string
+ *    items are held packed, about their bytes in the file; an item of an array of arrays
+ *    becomes a 40-byte fmt_value (12 bytes in the file at least), so memory stays below
+ *    about 1.3 GiB whatever the file claims;
  *  - element counts are checked products (< 2^63) and byte sizes are bounded by the file size,
  *    closing the two gaps of Appendix A ({2^32,2^31,2,1} and Q8_0 ne[0] = 2^62). */
 #include <stdlib.h>
@@ -165,11 +167,10 @@ static fmt_kind rd_u64(rd *r, uint64_t *v, const char *what)
 	return k;
 }
 
-/* A length-prefixed string of at most cap bytes, returned NUL-terminated (malloc'd). */
-static fmt_kind rd_string(rd *r, uint64_t cap, char **out, uint64_t *len, const char *what)
+/* The length of a string of at most cap bytes whose bytes are all in the file. */
+static fmt_kind rd_strlen(rd *r, uint64_t cap, uint64_t *len, const char *what)
 {
 	uint64_t n;
-	*out = NULL;
 	fmt_kind k = rd_u64(r, &n, what);
 	if (k != FMT_OK)
 		return k;
@@ -182,6 +183,18 @@ static fmt_kind rd_string(rd *r, uint64_t cap, char **out, uint64_t *len, const 
 				"truncated: %s at offset %llu has length %llu, only %llu bytes left", what,
 				(unsigned long long)(r->pos - 8), (unsigned long long)n,
 				(unsigned long long)rd_left(r));
+	*len = n;
+	return FMT_OK;
+}
+
+/* A length-prefixed string of at most cap bytes, returned NUL-terminated (malloc'd). */
+static fmt_kind rd_string(rd *r, uint64_t cap, char **out, uint64_t *len, const char *what)
+{
+	uint64_t n;
+	*out = NULL;
+	fmt_kind k = rd_strlen(r, cap, &n, what);
+	if (k != FMT_OK)
+		return k;
 	char *s = malloc((size_t)n + 1);
 	if (!s)
 		return fmt_fail(r->e, FMT_IO, "out of memory reading %s (%llu bytes)", what,
@@ -265,6 +278,30 @@ static fmt_kind rd_packed(rd *r, fmt_value *v, const char *key, uint64_t count)
 	return FMT_OK;
 }
 
+/* The strings of an array, packed in one buffer (fmt_value_strs): a first pass over their
+ * lengths (checked as rd_string checks them) sizes it, a second reads the bytes into it. */
+static fmt_kind rd_strs(rd *r, fmt_value *v, const char *key, uint64_t count)
+{
+	uint64_t start = r->pos, bytes = 0, len, i;
+	fmt_kind k = FMT_OK;
+	for (i = 0; i < count && k == FMT_OK; i++)
+		if ((k = rd_strlen(r, FMT_GGUF_MAX_STRING, &len, "string value")) == FMT_OK) {
+			r->pos += len; /* in the file: rd_strlen checked it */
+			bytes += len;  /* at most the file's size */
+		}
+	if (k == FMT_OK && fmt_value_strs(v, count, bytes, r->e) != FMT_OK)
+		return fmt_fail(r->e, FMT_IO, "key '%s': out of memory for %llu array items", key,
+				(unsigned long long)count);
+	for (r->pos = start, i = 0; i < count && k == FMT_OK; i++)
+		if ((k = rd_u64(r, &len, "string value")) == FMT_OK)
+			k = rd_bytes(r, fmt_value_strs_put(v, i, (size_t)len), len, "string value");
+	if (k != FMT_OK) {
+		fmt_err_prefix(r->e, "key '%s'", key);
+		fmt_err_prefix(r->e, "item %llu", (unsigned long long)(i - 1));
+	}
+	return k;
+}
+
 static fmt_kind rd_array(rd *r, fmt_value *v, const char *key, unsigned depth)
 {
 	uint32_t elem;
@@ -299,6 +336,8 @@ static fmt_kind rd_array(rd *r, fmt_value *v, const char *key, unsigned depth)
 	v->v.arr.elem = (fmt_vtype)elem;
 	if (elem != FMT_V_STR && elem != FMT_V_ARRAY)
 		return rd_packed(r, v, key, count);
+	if (elem == FMT_V_STR)
+		return rd_strs(r, v, key, count);
 	if (count == 0)
 		return FMT_OK;
 	v->v.arr.items = calloc((size_t)count, sizeof(fmt_value));

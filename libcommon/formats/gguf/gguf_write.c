@@ -106,10 +106,12 @@ static fmt_kind put_array(gw *w, const fmt_value *v)
 	if ((k = put_u32(w, (uint32_t)v->v.arr.elem)) != FMT_OK ||
 	    (k = put_u64(w, v->v.arr.count)) != FMT_OK)
 		return k;
-	if (v->v.arr.packed) /* already GGUF's little-endian item encoding */
+	if (v->v.arr.packed && v->v.arr.elem != FMT_V_STR) /* already GGUF's little-endian item encoding */
 		return put(w, v->v.arr.packed, (size_t)v->v.arr.count * fmt_gguf_scalar_size(v->v.arr.elem));
-	for (uint64_t i = 0; i < v->v.arr.count && k == FMT_OK; i++)
-		k = v->v.arr.elem == FMT_V_ARRAY ? put_array(w, &v->v.arr.items[i]) : put_scalar(w, &v->v.arr.items[i]);
+	for (uint64_t i = 0; i < v->v.arr.count && k == FMT_OK; i++) {
+		fmt_value it = fmt_array_item(v, i);
+		k = v->v.arr.elem == FMT_V_ARRAY ? put_array(w, &it) : put_scalar(w, &it);
+	}
 	return k;
 }
 
@@ -140,15 +142,15 @@ static fmt_kind check_value_at(const char *key, const fmt_value *v, unsigned dep
 	if (v->v.arr.count > FMT_GGUF_MAX_STRING)
 		return fmt_fail(e, FMT_UNSUPPORTED, "key '%s': array of %llu items exceeds the GGUF limit", key,
 				(unsigned long long)v->v.arr.count);
-	if (v->v.arr.packed)
-		return v->v.arr.elem != FMT_V_STR && v->v.arr.elem != FMT_V_ARRAY
-			       ? FMT_OK
-			       : fmt_fail(e, FMT_INTERNAL, "key '%s': packed array of %s", key,
-					  fmt_vtype_name(v->v.arr.elem));
-	if (v->v.arr.count && !v->v.arr.items)
+	if (v->v.arr.packed && v->v.arr.elem == FMT_V_ARRAY)
+		return fmt_fail(e, FMT_INTERNAL, "key '%s': packed array of %s", key, fmt_vtype_name(v->v.arr.elem));
+	if (v->v.arr.packed && v->v.arr.elem != FMT_V_STR)
+		return FMT_OK;
+	if (v->v.arr.count && !v->v.arr.items && !v->v.arr.packed)
 		return fmt_fail(e, FMT_INTERNAL, "key '%s': array without items", key);
 	for (uint64_t i = 0; i < v->v.arr.count; i++) {
-		const fmt_value *it = &v->v.arr.items[i];
+		fmt_value item = fmt_array_item(v, i);
+		const fmt_value *it = &item;
 		if (it->type != v->v.arr.elem)
 			return fmt_fail(e, FMT_INTERNAL, "key '%s': item %llu is %s in an array of %s", key,
 					(unsigned long long)i, fmt_vtype_name(it->type), fmt_vtype_name(v->v.arr.elem));

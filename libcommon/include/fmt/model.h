@@ -30,7 +30,10 @@ typedef struct fmt_value {
 		struct { char *ptr; size_t len; } str;  /* bytes as stored; NUL-terminated copy */
 		/* Scalar elements (U8..F64, BOOL) may be held packed: count little-endian items of
 		 * fmt_vtype_size(elem) bytes each (F32 as its bits), items NULL; a hostile 2^25-item
-		 * array then costs its own bytes, not 32 per item. Read items with fmt_array_item. */
+		 * array then costs its own bytes, not 32 per item. STR elements too: count + 1
+		 * uint64_t offsets, then every string NUL-terminated (fmt_value_strs); 2^25 empty
+		 * strings cost 9 bytes each, not a fmt_value and a malloc. Read items with
+		 * fmt_array_item. */
 		struct { fmt_vtype elem; uint64_t count; struct fmt_value *items; uint8_t *packed; } arr;
 	} v;
 } fmt_value;
@@ -222,6 +225,12 @@ size_t fmt_vtype_size(fmt_vtype t);
 fmt_value fmt_array_item(const fmt_value *a, uint64_t i);
 /* An array of count scalars of type elem taking a copy of their packed bytes. */
 fmt_kind fmt_value_packed(fmt_value *out, fmt_vtype elem, uint64_t count, const void *bytes, fmt_err *e);
+/* A packed array of count strings of bytes bytes in all (NULs not counted), to be filled in
+ * order by fmt_value_strs_put; items not yet put must not be read. */
+fmt_kind fmt_value_strs(fmt_value *out, uint64_t count, uint64_t bytes, fmt_err *e);
+/* Item i of a packed string array as len bytes (items 0..i-1 put, the room fmt_value_strs
+ * gave not exceeded): where to write them; their NUL is written. */
+char *fmt_value_strs_put(fmt_value *a, uint64_t i, size_t len);
 
 /* A JSON value as a metadata value: strings, integers (I64), reals (F64) and booleans as they
  * are; an array of one kind of scalar (integers and reals together as F64) or of arrays, a
