@@ -72,6 +72,41 @@ print(json.dumps(eval(sys.argv[1]), separators=(",", ":"), ensure_ascii=False))'
 	cmp "$f" copy.gguf
 }
 
+@test "memory: GGUF of 100,000 empty tensors (3.6 MB) refused (exit 4): more than 65536 tensors need 1 KiB of file each" {
+	# each tensor costs about 1 KB in a conversion: 85 MB converting this file to safetensors (audit 8)
+	"$REPO_ROOT/scripts/gen/hostile-memory" full 1 gguf-empty-tensors.gguf
+	f=full/gguf-empty-tensors.gguf
+	msg="tensor_count 100000 in a file of 3630144 bytes: more than 65536 tensors need 1024 bytes of the file each"
+	for cmd in "fmt-verify" "fmt-inspect --json"; do
+		run_bounded_times 2 - "$f" $cmd "$f"
+		assert_equal "$status" 4
+		[[ "$stderr" == *"$msg"* ]] || fail "$cmd: $stderr"
+	done
+	run_bounded_times 2 - "$f" fmt-convert -q -T 1 "$f" out.safetensors
+	assert_equal "$status" 4
+	assert_equal "$stderr" "fmt-convert: error: $f: $msg"
+	[ ! -e out.safetensors ]
+	# nor is such a file written: 65537 empty tensors are refused (exit 5), 65536 are written
+	/usr/bin/python3 - <<'PY'
+import struct
+def st(n, path):
+    h = ",".join('"t%05d":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}' % i for i in range(n)).encode()
+    h = b"{" + h + b"}"
+    h += b" " * (-len(h) % 8)
+    open(path, "wb").write(struct.pack("<Q", len(h)) + h)
+st(65537, "many.safetensors")
+st(65536, "most.safetensors")
+PY
+	run --separate-stderr fmt-convert -q many.safetensors many.gguf
+	assert_equal "$status" 5
+	assert_equal "$stderr" "fmt-convert: error: many.safetensors: 65537 tensors in a GGUF file of 2490432 bytes: more than 65536 tensors need 1024 bytes of the file each (fmtkit's readers refuse it otherwise)"
+	[ ! -e many.gguf ]
+	run --separate-stderr fmt-convert -q most.safetensors most.gguf
+	assert_success
+	run --separate-stderr fmt-verify most.gguf
+	assert_success
+}
+
 @test "memory: .apsim record of 3 million zeros, inspect and verify within 16x + 64 MB" {
 	f=$HOSTILE/memory/apsim-zeros.apsim
 	run_bounded "$f" fmt-verify "$f"

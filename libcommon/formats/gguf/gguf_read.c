@@ -23,6 +23,9 @@
  *    items are held packed, about their bytes in the file; an item of an array of arrays
  *    becomes a 40-byte fmt_value (12 bytes in the file at least), so memory stays below
  *    about 1.3 GiB whatever the file claims;
+ *  - a file may hold up to FMT_GGUF_FREE_TENSORS (65536) tensors, more only if it has
+ *    FMT_GGUF_TENSOR_BYTES (1 KiB) a tensor: a tensor costs about 1 KB of memory in a
+ *    conversion (model, converted model, plan), 35 bytes in the file when it is empty;
  *  - element counts are checked products (< 2^63) and byte sizes are bounded by the file size,
  *    closing the two gaps of Appendix A ({2^32,2^31,2,1} and Q8_0 ne[0] = 2^62). */
 #include <stdlib.h>
@@ -602,6 +605,11 @@ static fmt_kind rd_header(rd *r, gguf_file_info *info, uint64_t *n_tensors, uint
 				"kv_count %llu and tensor_count %llu cannot fit in the %llu bytes after the header",
 				(unsigned long long)*n_kv, (unsigned long long)*n_tensors,
 				(unsigned long long)rd_left(r));
+	if (*n_tensors > FMT_GGUF_FREE_TENSORS && *n_tensors > r->s->size / FMT_GGUF_TENSOR_BYTES)
+		return fmt_fail(r->e, FMT_INVALID_FORMAT,
+				"tensor_count %llu in a file of %llu bytes: more than %u tensors need %u bytes of "
+				"the file each", (unsigned long long)*n_tensors, (unsigned long long)r->s->size,
+				FMT_GGUF_FREE_TENSORS, FMT_GGUF_TENSOR_BYTES);
 	return FMT_OK;
 }
 

@@ -15,7 +15,8 @@
 #include "fmt/strbuf.h"
 #include "gguf_internal.h"
 
-/* Where the bytes go: the sink k, or (k NULL) the memory buffer mem. */
+/* Where the bytes go: the sink k, or (k NULL) the memory buffer mem, or (both NULL) nowhere:
+ * pos counts them. */
 typedef struct gw {
 	fmt_sink *k;
 	fmt_sb *mem;
@@ -28,6 +29,8 @@ static fmt_kind put(gw *w, const void *p, size_t n)
 	w->pos += n;
 	if (w->k)
 		return fmt_sink_write(w->k, p, n, w->e);
+	if (!w->mem)
+		return FMT_OK;
 	fmt_sb_put(w->mem, p, n);
 	return w->mem->oom ? fmt_fail(w->e, FMT_IO, "out of memory") : FMT_OK;
 }
@@ -357,6 +360,46 @@ static fmt_kind put_tensor_data(gw *w, const fmt_model *src, const fmt_tensor *t
 	return FMT_OK;
 }
 
+/* Header, metadata, tensor infos and the pad before the data. */
+static fmt_kind put_head(gw *w, const fmt_meta *meta, size_t n_meta, const fmt_tensor *tensors, size_t n_tensors,
+			 uint32_t align, int append_align)
+{
+	uint8_t header[24];
+	memcpy(header, "GGUF", 4);
+	fmt_wr_u32(header + 4, 3);
+	fmt_wr_u64(header + 8, n_tensors);
+	fmt_wr_u64(header + 16, n_meta + (size_t)append_align);
+	fmt_kind r = put(w, header, sizeof header);
+	if (r == FMT_OK)
+		r = put_metadata(w, meta, n_meta, align, append_align);
+	if (r == FMT_OK)
+		r = put_tensor_infos(w, tensors, n_tensors, align);
+	if (r == FMT_OK)
+		r = put_pad(w, align);
+	return r;
+}
+
+/* The readers' rule on many tensors (FMT_GGUF_FREE_TENSORS): a file they would refuse is not
+ * written. Its size is counted by a pass that writes nothing. */
+static fmt_kind check_tensor_room(const fmt_meta *meta, size_t n_meta, const fmt_tensor *tensors, size_t n,
+				  uint32_t align, int append_align, fmt_err *e)
+{
+	if (n <= FMT_GGUF_FREE_TENSORS)
+		return FMT_OK;
+	gw c = { .e = e };
+	fmt_kind r = put_head(&c, meta, n_meta, tensors, n, align, append_align);
+	uint64_t size = c.pos, padded;
+	for (size_t i = 0; r == FMT_OK && i < n; i++)
+		if (fmt_align_up_u64(tensors[i].nbytes, align, &padded) || fmt_add_u64(size, padded, &size))
+			return FMT_OK; /* more than any count of tensors needs */
+	if (r != FMT_OK || size / FMT_GGUF_TENSOR_BYTES >= n)
+		return r;
+	return fmt_fail(e, FMT_UNSUPPORTED,
+			"%zu tensors in a GGUF file of %llu bytes: more than %u tensors need %u bytes of the "
+			"file each (fmtkit's readers refuse it otherwise)", n, (unsigned long long)size,
+			FMT_GGUF_FREE_TENSORS, FMT_GGUF_TENSOR_BYTES);
+}
+
 static fmt_kind write_file(const fmt_model *src, const fmt_meta *meta, size_t n_meta, const fmt_tensor *tensors,
 			   size_t n_tensors, uint32_t align_request, int threads, fmt_sink *k, fmt_err *e)
 {
@@ -372,20 +415,11 @@ static fmt_kind write_file(const fmt_model *src, const fmt_meta *meta, size_t n_
 	for (size_t i = 0; i < n_meta; i++)
 		have_key |= strcmp(meta[i].key, "general.alignment") == 0;
 	int append_align = !have_key && align != FMT_GGUF_DEFAULT_ALIGNMENT;
+	if ((r = check_tensor_room(meta, n_meta, tensors, n_tensors, align, append_align, e)) != FMT_OK)
+		return r;
 
 	gw w = { .k = k, .pos = 0, .e = e };
-	uint8_t header[24];
-	memcpy(header, "GGUF", 4);
-	fmt_wr_u32(header + 4, 3);
-	fmt_wr_u64(header + 8, n_tensors);
-	fmt_wr_u64(header + 16, n_meta + (size_t)append_align);
-	r = put(&w, header, sizeof header);
-	if (r == FMT_OK)
-		r = put_metadata(&w, meta, n_meta, align, append_align);
-	if (r == FMT_OK)
-		r = put_tensor_infos(&w, tensors, n_tensors, align);
-	if (r == FMT_OK)
-		r = put_pad(&w, align);
+	r = put_head(&w, meta, n_meta, tensors, n_tensors, align, append_align);
 	if (r == FMT_OK)
 		r = put_tensor_data(&w, src, tensors, n_tensors, align, threads);
 	return r;

@@ -16,6 +16,11 @@
 #define FMT_GGUF_MAX_STRING (1ull << 30)   /* string and array-count cap, as the reference */
 #define FMT_GGUF_MAX_ARRAY_ITEMS (1ull << 25) /* items in all metadata arrays of one file */
 #define FMT_GGUF_MAX_NESTING 8u               /* arrays of arrays: levels below the outer one */
+/* Tensors of one file: up to FMT_GGUF_FREE_TENSORS whatever its size, more only in a file of at
+ * least FMT_GGUF_TENSOR_BYTES a tensor (every tensor costs about 1 KB in memory, 35 bytes in
+ * the file when it is empty; a model's tensors hold data). */
+#define FMT_GGUF_FREE_TENSORS 65536u
+#define FMT_GGUF_TENSOR_BYTES 1024u
 #define FMT_GGUF_MAX_KEY 65535u            /* key length cap (spec) */
 #define FMT_GGUF_MAX_NAME 63u              /* tensor names are < 64 bytes */
 #define FMT_GGUF_SPLIT_TENSORS 128u        /* gguf-split's default tensors per shard */
