@@ -606,6 +606,7 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 		fmt_report_error(stderr, t->name, NULL, &e, cli->common.json);
 		return exit_now(cli, FMT_USAGE);
 	}
+	fmt_cli_catch_truncation(t->name, cli->common.json);
 	return 1;
 }
 

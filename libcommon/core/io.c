@@ -15,6 +15,29 @@
 #include "fmt/io.h"
 #include "fmt/thread.h"
 
+/* Test hooks (documented in io.h): stop the process with SIGSTOP at the Nth time it reaches
+ * the point that variable names, so a test can deliver a signal there deterministically. */
+typedef struct test_stop {
+	const char *var;
+	long reached, stop_at;         /* stop_at -1: the variable not read yet */
+} test_stop;
+
+static test_stop stop_at_sink = { "FMTKIT_TEST_STOP_AT_SINK", 0, -1 };
+static test_stop stop_in_commit = { "FMTKIT_TEST_STOP_IN_COMMIT", 0, -1 };
+static test_stop stop_at_map = { "FMTKIT_TEST_STOP_AT_MAP", 0, -1 };
+
+static void test_stop_hook(test_stop *t)
+{
+	if (t->stop_at < 0) {
+		const char *v = getenv(t->var);
+		t->stop_at = v ? strtol(v, NULL, 10) : 0;
+		if (t->stop_at < 0)
+			t->stop_at = 0;
+	}
+	if (t->stop_at > 0 && ++t->reached == t->stop_at)
+		raise(SIGSTOP);
+}
+
 /* ---- sources ---- */
 
 static fmt_kind io_fail(fmt_err *e, const char *path, const char *what)
@@ -471,10 +494,78 @@ fmt_kind fmt_source_from_memory(fmt_source *s, const char *name, const void *dat
 	return FMT_OK;
 }
 
+/* ---- mappings a SIGBUS is reported for ----
+ * A mapped file that another process truncates raises SIGBUS at the first access past its new
+ * end. The mappings of sources are listed here with a note (fmt_map_notes) for the handler of
+ * the CLI layer to write: a fixed table, slots claimed and released with atomic operations, so
+ * that the handler (fmt_map_note_at: loads and compares only) sees a consistent table whatever
+ * thread it interrupts. A mapping that finds no free slot is simply not listed: a SIGBUS in it
+ * kills the process as before. */
+#define WATCHED_MAPS 64
+typedef struct watched_map {
+	_Atomic(const uint8_t *) start;  /* NULL: a free slot */
+	_Atomic size_t len;
+	_Atomic(char *) note;
+} watched_map;
+static watched_map watched_maps[WATCHED_MAPS];
+static char *(*_Atomic map_note_fn)(const char *path);
+
+void fmt_map_notes(char *(*note)(const char *path))
+{
+	atomic_store(&map_note_fn, note);
+}
+
+void fmt_map_watch(const void *p, size_t len, const char *path)
+{
+	char *(*fn)(const char *) = atomic_load(&map_note_fn);
+	char *note = fn ? fn(path) : NULL;
+	if (!note)
+		return;
+	for (size_t i = 0; i < WATCHED_MAPS; i++) {
+		const uint8_t *expected = NULL;
+		watched_map *w = &watched_maps[i];
+		/* a free slot has len 0 (matches nothing) until its note is set */
+		if (atomic_compare_exchange_strong(&w->start, &expected, (const uint8_t *)p)) {
+			atomic_store(&w->note, note);
+			atomic_store(&w->len, len);
+			return;
+		}
+	}
+	free(note);
+}
+
+void fmt_map_unwatch(const void *p)
+{
+	for (size_t i = 0; i < WATCHED_MAPS; i++) {
+		watched_map *w = &watched_maps[i];
+		if (atomic_load(&w->start) != p)
+			continue;
+		atomic_store(&w->len, 0);
+		char *note = atomic_exchange(&w->note, NULL);
+		atomic_store(&w->start, NULL);
+		free(note);
+		return;
+	}
+}
+
+const char *fmt_map_note_at(const void *addr)
+{
+	const uint8_t *a = addr;
+	for (size_t i = 0; i < WATCHED_MAPS; i++) {
+		const uint8_t *start = atomic_load(&watched_maps[i].start);
+		size_t len = atomic_load(&watched_maps[i].len);
+		if (start && a >= start && (size_t)(a - start) < len)
+			return atomic_load(&watched_maps[i].note);
+	}
+	return NULL;
+}
+
 void fmt_source_close(fmt_source *s)
 {
-	if (s->map)
+	if (s->map) {
+		fmt_map_unwatch(s->map);
 		munmap(s->map, (size_t)s->size);
+	}
 	if (s->fd >= 0)
 		close(s->fd);
 	free(s->buf);
@@ -622,6 +713,9 @@ fmt_kind fmt_source_view(fmt_source *s, uint64_t off, uint64_t n, const uint8_t 
 		void *none = NULL;
 		if (!__atomic_compare_exchange_n(&s->map, &none, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 			munmap(p, (size_t)s->size);
+		else
+			fmt_map_watch(p, (size_t)s->size, s->path);
+		test_stop_hook(&stop_at_map);
 	}
 	*out = (const uint8_t *)s->map + off;
 	return FMT_OK;
@@ -861,7 +955,7 @@ typedef struct live_block {
 static live_block live_first;
 static volatile sig_atomic_t handlers_installed;
 
-static void remove_live_and_reraise(int sig)
+void fmt_tmp_remove_all(void)
 {
 	for (live_block *b = &live_first; b; b = atomic_load(&b->next))
 		for (int i = 0; i < LIVE_BLOCK_SLOTS; i++) {
@@ -869,6 +963,11 @@ static void remove_live_and_reraise(int sig)
 			if (path)
 				unlink(path);
 		}
+}
+
+static void remove_live_and_reraise(int sig)
+{
+	fmt_tmp_remove_all();
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -935,28 +1034,6 @@ int fmt_tmp_track(char *path)
 void fmt_tmp_untrack(char *path)
 {
 	untrack_tmp(path);
-}
-
-/* Test hooks (documented in io.h): stop the process with SIGSTOP at the Nth time it reaches
- * the point that variable names, so a test can deliver a signal there deterministically. */
-typedef struct test_stop {
-	const char *var;
-	long reached, stop_at;         /* stop_at -1: the variable not read yet */
-} test_stop;
-
-static test_stop stop_at_sink = { "FMTKIT_TEST_STOP_AT_SINK", 0, -1 };
-static test_stop stop_in_commit = { "FMTKIT_TEST_STOP_IN_COMMIT", 0, -1 };
-
-static void test_stop_hook(test_stop *t)
-{
-	if (t->stop_at < 0) {
-		const char *v = getenv(t->var);
-		t->stop_at = v ? strtol(v, NULL, 10) : 0;
-		if (t->stop_at < 0)
-			t->stop_at = 0;
-	}
-	if (t->stop_at > 0 && ++t->reached == t->stop_at)
-		raise(SIGSTOP);
 }
 
 void fmt_test_stop_hook(void)

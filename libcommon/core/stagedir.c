@@ -29,12 +29,17 @@ static void remove_files(const fmt_stagedir *s)
 	rmdir(s->path);
 }
 
-static void on_signal(int sig)
+void fmt_stagedir_remove_live(void)
 {
 	fmt_stagedir *s = live;
 	live = NULL;
 	if (s)
 		remove_files(s);
+}
+
+static void on_signal(int sig)
+{
+	fmt_stagedir_remove_live();
 	for (size_t i = 0; i < N_WATCHED; i++) {
 		if (watched[i] != sig || !installed[i])
 			continue;

@@ -59,6 +59,9 @@ int fmt_thread_start(pthread_t *thread, size_t stack, void *(*fn)(void *), void 
 	if (r != 0)
 		return r;
 	sigfillset(&all);
+	/* A SIGBUS the thread's own access raises (a mapped input truncated) must reach its handler:
+	 * blocked, the kernel kills the process with it instead (fmt_cli_catch_truncation). */
+	sigdelset(&all, SIGBUS);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	r = pthread_create(thread, &attr, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

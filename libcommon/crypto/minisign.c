@@ -470,11 +470,14 @@ static int verify_legacy(const fmt_ms_sig *sig, const fmt_ms_public *pub, const 
 			return -1;
 		}
 		msg = map;
+		fmt_map_watch(map, n, path);
 	}
 	close(fd);
 	int r = crypto_sign_verify_detached(sig->sig, msg, n, pub->pk) == 0 ? 1 : 0;
-	if (map)
+	if (map) {
+		fmt_map_unwatch(map);
 		munmap(map, n);
+	}
 	return r;
 }
 

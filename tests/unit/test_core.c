@@ -13,6 +13,7 @@
 #include "fmt/thread.h"
 #include "fmt/tree_budget.h"
 #include "fmt/xxh3.h"
+#include "helpers.h"
 #include "unit.h"
 
 TEST(err_kinds_are_exit_codes)
@@ -747,4 +748,61 @@ TEST(tree_budget_counts_json_values)
 	CHECK(fmt_tree_check("x", (32u << 20) / 64, 0, 64, &e) == FMT_OK);
 	CHECK(fmt_tree_check("x", (32u << 20) / 64 + 1, 0, 64, &e) == FMT_INVALID_FORMAT);
 	CHECK(strcmp(e.msg, "x holds more than 524288 values, the most 0 bytes may hold (fmtkit(7), SAFETY)") == 0);
+}
+
+/* ---- a mapped input truncated (fmt_cli_catch_truncation) ---- */
+
+static void *touch_past_end(void *arg)
+{
+	const volatile uint8_t *p = arg;
+	return (void *)(uintptr_t)p[40000];
+}
+
+/* In a child: a 64 KiB file viewed (mapped), truncated to 4 KiB, then read past its new end on
+ * a thread fmt_thread_start made (it blocks the other signals): the SIGBUS reaches the handler,
+ * which writes the note and exits 3; a temporary file that a sink holds is removed. */
+TEST(truncated_mapping_is_io_error_on_any_thread)
+{
+	char dir[64], path[96], out[96], err[96];
+	CHECK(unit_scratch_dir(dir) != NULL);
+	snprintf(path, sizeof path, "%s/in.bin", dir);
+	snprintf(out, sizeof out, "%s/out.bin", dir);
+	snprintf(err, sizeof err, "%s/err", dir);
+	static uint8_t zeros[65536];
+	FILE *f = fopen(path, "wb");
+	CHECK(f && fwrite(zeros, 1, sizeof zeros, f) == sizeof zeros && fclose(f) == 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int efd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (efd < 0 || dup2(efd, STDERR_FILENO) < 0)
+			_exit(90);
+		fmt_cli_catch_truncation("unit", 0);
+		fmt_source s;
+		fmt_sink k;
+		fmt_err e;
+		const uint8_t *p;
+		if (fmt_sink_open(&k, out, 0, &e) != FMT_OK || fmt_source_open(&s, path, &e) != FMT_OK ||
+		    fmt_source_view(&s, 0, s.size, &p, &e) != FMT_OK || truncate(path, 4096) != 0)
+			_exit(91);
+		pthread_t t;
+		if (fmt_thread_start(&t, 0, touch_past_end, (void *)p) != 0)
+			_exit(92);
+		pthread_join(t, NULL);
+		_exit(93);
+	}
+	int st = 0;
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3);
+	size_t n = 0;
+	uint8_t *text = unit_read_file(err, 4096, &n);
+	char want[256];
+	snprintf(want, sizeof want,
+		 "unit: error: %s: the file changed size while being read (truncated by another process?)\n", path);
+	CHECK(text && n == strlen(want) && memcmp(text, want, n) == 0);
+	free(text);
+	/* in.bin and err only: the sink's temporary file is gone */
+	char ls[160];
+	snprintf(ls, sizeof ls, "test $(ls -A %s | wc -l) -eq 2", dir);
+	CHECK(system(ls) == 0);
+	unit_rm_dir(dir);
 }

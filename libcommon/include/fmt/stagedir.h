@@ -42,4 +42,8 @@ fmt_kind fmt_stagedir_commit(fmt_stagedir *s, const char *dest_dir, int replace,
 /* Remove the files and the directory, and stop watching signals (also after a commit). */
 void fmt_stagedir_remove(fmt_stagedir *s);
 
+/* Remove the live staging directory's files and the directory, as the handler of the signals
+ * above does (async-signal-safe: for the SIGBUS handler of the CLI layer). */
+void fmt_stagedir_remove_live(void);
+
 #endif

@@ -9,9 +9,10 @@
 typedef struct fmt_pool fmt_pool;
 typedef void (*fmt_task_fn)(void *ctx, size_t index);
 
-/* Start fn(arg) on a thread that blocks every signal: a SIGTERM is handled by the thread that
- * owns the files (the atomic sinks' cleanup). stack: its size in bytes, 0 for the default. 0 on
- * success, as pthread_create. */
+/* Start fn(arg) on a thread that blocks every signal but SIGBUS (its own faults:
+ * fmt_cli_catch_truncation, fmt/cli.h): a SIGTERM is handled by the thread that owns the files
+ * (the atomic sinks' cleanup). stack: its size in bytes, 0 for the default. 0 on success, as
+ * pthread_create. */
 int fmt_thread_start(pthread_t *thread, size_t stack, void *(*fn)(void *), void *arg);
 
 /* Call when a write failed with EPIPE (the reader of a pipe is gone). On a thread that blocks
