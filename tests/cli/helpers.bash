@@ -282,22 +282,39 @@ fi
 # the kernel when another process's exit leaves that group orphaned, which make -j running other
 # suites beside it from a detached shell can do.
 stop_at_output() {
-	local n=$1 i
-	shift
-	FMTKIT_TEST_STOP_AT_SINK=$n setsid "$@" 3>&- &
+	stop_at_hook FMTKIT_TEST_STOP_AT_SINK "its output" "$@"
+}
+
+# stop_at_map N CMD...: the same with FMTKIT_TEST_STOP_AT_MAP=N: CMD stops right after it has
+# mapped its Nth input file into memory (fmt/io.h).
+stop_at_map() {
+	stop_at_hook FMTKIT_TEST_STOP_AT_MAP "the mapping of input" "$@"
+}
+
+# stop_at_hook VAR WHAT N CMD...: run CMD with VAR=N, as stop_at_output says.
+stop_at_hook() {
+	local var=$1 what=$2 n=$3 i
+	shift 3
+	env "$var=$n" setsid "$@" 3>&- &
 	stopped_pid=$!
 	for i in $(seq 1 1000); do
 		[ "$(proc_state_of $stopped_pid)" = T ] && return 0
 		sleep 0.01
 	done
 	kill -KILL $stopped_pid
-	fail "the command did not stop at its output $n: $*"
+	fail "the command did not stop at $what $n: $*"
 }
 
 # term_stopped [SIGNAL]: SIGNAL (default TERM), then SIGCONT, to the process stop_at_output
 # stopped; its exit status in $status.
 term_stopped() {
 	kill -"${1:-TERM}" $stopped_pid
+	cont_stopped
+}
+
+# cont_stopped: SIGCONT to the process stop_at_output or stop_at_map stopped; its exit status in
+# $status.
+cont_stopped() {
 	kill -CONT $stopped_pid
 	status=0
 	wait $stopped_pid || status=$?
