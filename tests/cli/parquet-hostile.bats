@@ -61,8 +61,8 @@ bounded_refusal() {
 	f=$H/zstd-window.parquet
 	run --separate-stderr fmt-inspect --head 1 "$f"
 	assert_equal "$status" 4
-	assert_equal "$stderr" "fmt-inspect: error: $f: Parquet: a ZSTD page of 8 bytes asks for a window of more than 16 MiB"
-	bounded_refusal "$f" "Parquet: a ZSTD page of 8 bytes asks for a window of more than 16 MiB"
+	assert_equal "$stderr" "fmt-inspect: error: $f: Parquet: column 'c': a ZSTD page of 8 bytes asks for a window of more than 16 MiB"
+	bounded_refusal "$f" "Parquet: column 'c': a ZSTD page of 8 bytes asks for a window of more than 16 MiB"
 }
 
 @test "parquet hostile: a footer of 8 MB that lists 8,000,000 row groups is refused (exit 4) before they are allocated (256 MB)" {
@@ -77,4 +77,24 @@ bounded_refusal() {
 
 @test "parquet hostile: a DELTA_BYTE_ARRAY page of 142 bytes whose prefixes rebuild 128 MiB is refused (exit 4) within the memory rule" {
 	bounded_refusal "$H/delta-prefix.parquet" "Parquet: column 'c': a DELTA_BYTE_ARRAY page of 142 bytes rebuilds 134217728 bytes of values (at most 64 MiB and 16 times the page)"
+}
+
+@test "parquet hostile: a page that does not decompress (GZIP, ZSTD) names its column" {
+	local f
+	for f in gzip-bad zstd-bad; do
+		cp "$H/$f.parquet" .
+	done
+	run --separate-stderr fmt-convert gzip-bad.parquet out.csv
+	assert_equal "$status" 4
+	assert_equal "$stderr" "fmt-convert: error: gzip-bad.parquet: Parquet: column 'c': a GZIP page does not inflate (zlib error -3)"
+	run --separate-stderr fmt-verify gzip-bad.parquet
+	assert_equal "$status" 4
+	assert_equal "$stderr" "fmt-verify: error: gzip-bad.parquet: row group 0: Parquet: column 'c': a GZIP page does not inflate (zlib error -3)"
+	run --separate-stderr fmt-inspect --head 1 zstd-bad.parquet
+	assert_equal "$status" 4
+	assert_equal "$stderr" "fmt-inspect: error: zstd-bad.parquet: Parquet: column 'c': a ZSTD page: Data corruption detected"
+	run --separate-stderr fmt-verify zstd-bad.parquet
+	assert_equal "$status" 4
+	assert_equal "$stderr" "fmt-verify: error: zstd-bad.parquet: row group 0: Parquet: column 'c': a ZSTD page: Data corruption detected"
+	[ ! -e out.csv ]
 }

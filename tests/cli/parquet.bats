@@ -594,7 +594,7 @@ open("bad.parquet", "wb").write(b)' "$off3" "$off9"
 	for t in 1 2 3; do
 		run fmt-convert -q -T "$t" --no-verify bad.parquet out.csv
 		assert_failure 4
-		assert_output "fmt-convert: error: bad.parquet: Parquet: a SNAPPY page is malformed"
+		assert_output "fmt-convert: error: bad.parquet: Parquet: column 's': a SNAPPY page is malformed"
 		[ ! -e out.csv ]
 	done
 }

@@ -253,6 +253,6 @@ open("bad.parquet", "wb").write(b)'
 	assert_equal "$stderr" "fmt-convert: error: bad.parquet: row group 0: Parquet: column 'v.list.element': page CRC differs"
 	run --separate-stderr fmt-convert -q --no-verify bad.parquet out.csv
 	assert_failure 4
-	assert_equal "$stderr" "fmt-convert: error: bad.parquet: Parquet: a GZIP page does not inflate (zlib error -3)"
+	assert_equal "$stderr" "fmt-convert: error: bad.parquet: Parquet: column 'v.list.element': a GZIP page does not inflate (zlib error -3)"
 	[ ! -e out.csv ]
 }

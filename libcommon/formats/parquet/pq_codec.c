@@ -1,6 +1,8 @@
 /* Page compression: SNAPPY (libsnappy's C API), GZIP (zlib), ZSTD, LZ4_RAW (an LZ4 block) and
  * none. Decompression must give exactly the size the page header says. */
 #include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <lz4.h>
@@ -22,17 +24,30 @@ static fmt_lazylib snappy_lib = { "libsnappy.so.1", snappy_names, snappy_fns.slo
 				  sizeof snappy_names / sizeof snappy_names[0], 0 };
 #define SN(f) snappy_fns.fn.f
 
-static fmt_kind short_page(fmt_err *e, const char *codec, size_t got, size_t want)
+/* A page of column col that does not decompress: "Parquet: column 'COL': a ZSTD page ...", as the
+ * reader's other messages name it. */
+static fmt_kind __attribute__((format(printf, 4, 5))) page_fail(const char *col, fmt_err *e, fmt_kind kind,
+								 const char *format, ...)
 {
-	return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: a %s page decompresses to %zu bytes, the header says %zu",
-			codec, got, want);
+	char what[FMT_ERR_MSG_MAX];
+	va_list ap;
+	va_start(ap, format);
+	vsnprintf(what, sizeof what, format, ap);
+	va_end(ap);
+	return fmt_fail(e, kind, "Parquet: column '%s': %s", col, what);
 }
 
-static fmt_kind gunzip(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, fmt_err *e)
+static fmt_kind short_page(const char *col, fmt_err *e, const char *codec, size_t got, size_t want)
+{
+	return page_fail(col, e, FMT_INVALID_FORMAT, "a %s page decompresses to %zu bytes, the header says %zu", codec, got,
+			 want);
+}
+
+static fmt_kind gunzip(const char *col, const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, fmt_err *e)
 {
 	z_stream z = { 0 };
 	if (src_len > UINT_MAX || dst_len > UINT_MAX)
-		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: a GZIP page over 4 GiB");
+		return page_fail(col, e, FMT_UNSUPPORTED, "a GZIP page over 4 GiB");
 	if (inflateInit2(&z, 15 + 32) != Z_OK)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	z.next_in = (Bytef *)src;
@@ -43,17 +58,18 @@ static fmt_kind gunzip(const uint8_t *src, size_t src_len, uint8_t *dst, size_t 
 	size_t got = dst_len - z.avail_out;
 	inflateEnd(&z);
 	if (r != Z_STREAM_END)
-		return r == Z_BUF_ERROR && z.avail_out == 0 ? short_page(e, "GZIP", dst_len + 1, dst_len) :
-		       fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: a GZIP page does not inflate (zlib error %d)", r);
-	return got == dst_len ? FMT_OK : short_page(e, "GZIP", got, dst_len);
+		return r == Z_BUF_ERROR && z.avail_out == 0 ? short_page(col, e, "GZIP", dst_len + 1, dst_len) :
+		       page_fail(col, e, FMT_INVALID_FORMAT, "a GZIP page does not inflate (zlib error %d)", r);
+	return got == dst_len ? FMT_OK : short_page(col, e, "GZIP", got, dst_len);
 }
 
-fmt_kind fmt_pq_decompress(int codec, const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, fmt_err *e)
+fmt_kind fmt_pq_decompress(const char *col, int codec, const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len,
+			   fmt_err *e)
 {
 	switch (codec) {
 	case CODEC_NONE:
 		if (src_len != dst_len)
-			return short_page(e, "UNCOMPRESSED", src_len, dst_len);
+			return short_page(col, e, "UNCOMPRESSED", src_len, dst_len);
 		memcpy(dst, src, src_len);
 		return FMT_OK;
 	case CODEC_SNAPPY: {
@@ -62,28 +78,28 @@ fmt_kind fmt_pq_decompress(int codec, const uint8_t *src, size_t src_len, uint8_
 		if (loaded != FMT_OK)
 			return loaded;
 		if (SN(snappy_uncompressed_length)((const char *)src, src_len, &n) != SNAPPY_OK)
-			return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: a SNAPPY page is malformed");
+			return page_fail(col, e, FMT_INVALID_FORMAT, "a SNAPPY page is malformed");
 		if (n != dst_len)
-			return short_page(e, "SNAPPY", n, dst_len);
+			return short_page(col, e, "SNAPPY", n, dst_len);
 		if (SN(snappy_uncompress)((const char *)src, src_len, (char *)dst, &n) != SNAPPY_OK || n != dst_len)
-			return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: a SNAPPY page is malformed");
+			return page_fail(col, e, FMT_INVALID_FORMAT, "a SNAPPY page is malformed");
 		return FMT_OK;
 	}
 	case CODEC_GZIP:
-		return gunzip(src, src_len, dst, dst_len, e);
+		return gunzip(col, src, src_len, dst, dst_len, e);
 	case CODEC_ZSTD: {
 		size_t n = ZSTD_decompress(dst, dst_len, src, src_len);
 		if (ZSTD_isError(n))
-			return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: a ZSTD page: %s", ZSTD_getErrorName(n));
-		return n == dst_len ? FMT_OK : short_page(e, "ZSTD", n, dst_len);
+			return page_fail(col, e, FMT_INVALID_FORMAT, "a ZSTD page: %s", ZSTD_getErrorName(n));
+		return n == dst_len ? FMT_OK : short_page(col, e, "ZSTD", n, dst_len);
 	}
 	case CODEC_LZ4_RAW: {
 		if (src_len > INT_MAX || dst_len > INT_MAX)
-			return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: an LZ4_RAW page over 2 GiB");
+			return page_fail(col, e, FMT_UNSUPPORTED, "an LZ4_RAW page over 2 GiB");
 		int n = LZ4_decompress_safe((const char *)src, (char *)dst, (int)src_len, (int)dst_len);
 		if (n < 0)
-			return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: an LZ4_RAW page is malformed");
-		return (size_t)n == dst_len ? FMT_OK : short_page(e, "LZ4_RAW", (size_t)n, dst_len);
+			return page_fail(col, e, FMT_INVALID_FORMAT, "an LZ4_RAW page is malformed");
+		return (size_t)n == dst_len ? FMT_OK : short_page(col, e, "LZ4_RAW", (size_t)n, dst_len);
 	}
 	default:
 		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: codec %s (%d) is not supported (none, SNAPPY, GZIP, ZSTD, "
@@ -121,10 +137,11 @@ static int zstd_window_log(uint64_t ulen)
 	return wlog;
 }
 
-fmt_kind fmt_pq_inflow_open(pq_inflow *s, int codec, const pq_file *f, const uint8_t *mem, uint64_t off, uint64_t clen,
-			    uint64_t ulen, fmt_err *e)
+fmt_kind fmt_pq_inflow_open(pq_inflow *s, const char *col, int codec, const pq_file *f, const uint8_t *mem,
+			    uint64_t off, uint64_t clen, uint64_t ulen, fmt_err *e)
 {
 	s->codec = codec;
+	s->col = col;
 	s->file = f;
 	s->mem = mem;
 	s->off = off;
@@ -154,7 +171,7 @@ fmt_kind fmt_pq_inflow_open(pq_inflow *s, int codec, const pq_file *f, const uin
 	} else if (codec != CODEC_NONE) {
 		return fmt_fail(e, FMT_INTERNAL, "Parquet: codec %d read as a stream", codec);
 	} else if (clen != ulen) {
-		return short_page(e, "UNCOMPRESSED", (size_t)clen, (size_t)ulen);
+		return short_page(col, e, "UNCOMPRESSED", (size_t)clen, (size_t)ulen);
 	}
 	return FMT_OK;
 }
@@ -207,11 +224,11 @@ static fmt_kind inflow_some(pq_inflow *s, uint8_t *dst, size_t n, size_t *got, f
 			ZSTD_inBuffer i = { s->inp, s->in_len, s->in_pos };
 			size_t r = ZSTD_decompressStream(s->zstd, &o, &i);
 			if (ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge)
-				return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: a ZSTD page of %llu bytes asks for a window "
-						"of more than %d MiB", (unsigned long long)s->out_size,
-						1 << (zstd_window_log(s->out_size) - 20));
+				return page_fail(s->col, e, FMT_INVALID_FORMAT, "a ZSTD page of %llu bytes asks for a window "
+						 "of more than %d MiB", (unsigned long long)s->out_size,
+						 1 << (zstd_window_log(s->out_size) - 20));
 			if (ZSTD_isError(r))
-				return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: a ZSTD page: %s", ZSTD_getErrorName(r));
+				return page_fail(s->col, e, FMT_INVALID_FORMAT, "a ZSTD page: %s", ZSTD_getErrorName(r));
 			if (r == 0 || o.pos || i.pos != in_before)   /* a call on no input says nothing */
 				s->done = r == 0;
 			s->in_pos = i.pos;
@@ -227,18 +244,18 @@ static fmt_kind inflow_some(pq_inflow *s, uint8_t *dst, size_t n, size_t *got, f
 			uInt avail = z->avail_out;
 			int r = inflate(z, Z_NO_FLUSH);
 			if (r != Z_OK && r != Z_STREAM_END && r != Z_BUF_ERROR)
-				return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: a GZIP page does not inflate (zlib error %d)", r);
+				return page_fail(s->col, e, FMT_INVALID_FORMAT, "a GZIP page does not inflate (zlib error %d)", r);
 			s->in_pos = s->in_len - z->avail_in;
 			s->done = r == Z_STREAM_END;
 			*got = avail - z->avail_out;
 			if (r == Z_BUF_ERROR && *got == 0 && inflow_dry(s))
-				return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: a GZIP page does not inflate (zlib error %d)", r);
+				return page_fail(s->col, e, FMT_INVALID_FORMAT, "a GZIP page does not inflate (zlib error %d)", r);
 		}
 		if (*got || (s->in_pos == in_before && inflow_dry(s)) || (s->done && s->codec == CODEC_GZIP))
 			return FMT_OK;
 		if (s->in_pos == in_before && s->in_pos < s->in_len)  /* no progress: never loop on it */
-			return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: a %s page does not decompress",
-					s->codec == CODEC_ZSTD ? "ZSTD" : "GZIP");
+			return page_fail(s->col, e, FMT_INVALID_FORMAT, "a %s page does not decompress",
+					 s->codec == CODEC_ZSTD ? "ZSTD" : "GZIP");
 	}
 }
 
@@ -253,7 +270,7 @@ fmt_kind fmt_pq_inflow_read(pq_inflow *s, uint8_t *dst, size_t n, fmt_err *e)
 		if (k != FMT_OK)
 			return k;
 		if (!got)
-			return short_page(e, names[s->codec], (size_t)(s->out_size - s->out_left), (size_t)s->out_size);
+			return short_page(s->col, e, names[s->codec], (size_t)(s->out_size - s->out_left), (size_t)s->out_size);
 		dst += got;
 		n -= got;
 		s->out_left -= got;
@@ -279,13 +296,14 @@ fmt_kind fmt_pq_inflow_end(pq_inflow *s, fmt_err *e)
 		if (k != FMT_OK)
 			return k;
 		if (got)
-			return short_page(e, s->codec == CODEC_ZSTD ? "ZSTD" : "GZIP", (size_t)s->out_size + 1, (size_t)s->out_size);
+			return short_page(s->col, e, s->codec == CODEC_ZSTD ? "ZSTD" : "GZIP", (size_t)s->out_size + 1,
+					  (size_t)s->out_size);
 		if (s->done && (s->codec == CODEC_GZIP || inflow_dry(s)))
 			return FMT_OK;
 		if (inflow_dry(s))
 			return s->codec == CODEC_ZSTD ?
-			       fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: a ZSTD page ends within its frame") :
-			       fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: a GZIP page does not inflate (zlib error %d)", Z_BUF_ERROR);
+			       page_fail(s->col, e, FMT_INVALID_FORMAT, "a ZSTD page ends within its frame") :
+			       page_fail(s->col, e, FMT_INVALID_FORMAT, "a GZIP page does not inflate (zlib error %d)", Z_BUF_ERROR);
 	}
 }
 

@@ -137,8 +137,10 @@ const char *fmt_pq_ptype_name(int t);
 
 /* ---- codecs ---- */
 
-/* Decompress src into dst of exactly dst_len bytes (the page header's uncompressed size). */
-fmt_kind fmt_pq_decompress(int codec, const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, fmt_err *e);
+/* Decompress src, a page of column col, into dst of exactly dst_len bytes (the page header's
+ * uncompressed size); a message names col. */
+fmt_kind fmt_pq_decompress(const char *col, int codec, const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len,
+			   fmt_err *e);
 /* Compress src appended to o; level 0: the codec's default. */
 fmt_kind fmt_pq_compress(int codec, int level, const uint8_t *src, size_t n, fmt_sb *o, fmt_err *e);
 
@@ -147,6 +149,7 @@ fmt_kind fmt_pq_compress(int codec, int level, const uint8_t *src, size_t n, fmt
  * state (ZSTD's window, zlib's 32 KiB). */
 typedef struct pq_inflow {
 	int codec;
+	const char *col;            /* the column its messages name */
 	const pq_file *file;
 	const uint8_t *mem;         /* the compressed bytes not yet taken, in memory; NULL: in the file */
 	uint64_t off, in_left;      /* their offset in the file, and count */
@@ -160,8 +163,8 @@ typedef struct pq_inflow {
 /* Whether a codec decompresses as a stream (SNAPPY and LZ4_RAW pages do not: whole). */
 int fmt_pq_can_stream(int codec);
 /* clen compressed bytes at mem, or at off in f, decompressing to ulen. */
-fmt_kind fmt_pq_inflow_open(pq_inflow *s, int codec, const pq_file *f, const uint8_t *mem, uint64_t off, uint64_t clen,
-			    uint64_t ulen, fmt_err *e);
+fmt_kind fmt_pq_inflow_open(pq_inflow *s, const char *col, int codec, const pq_file *f, const uint8_t *mem,
+			    uint64_t off, uint64_t clen, uint64_t ulen, fmt_err *e);
 /* The next n bytes (n <= out_left); fewer there: InvalidFormat. */
 fmt_kind fmt_pq_inflow_read(pq_inflow *s, uint8_t *dst, size_t n, fmt_err *e);
 /* The rest read, and the stream must end there (as whole-page decompression checks). */

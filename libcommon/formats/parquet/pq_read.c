@@ -508,7 +508,8 @@ static fmt_kind load_dictionary(pq_cursor *c, const page_hdr *h, const uint8_t *
 	if (grow((void **)&c->dict_buf, &c->dict_cap, h->uncompressed ? (size_t)h->uncompressed : 1))
 		return oom(e);
 	c->has_dict = 1;
-	k = fmt_pq_decompress(c->chunk->codec, raw, (size_t)h->compressed, c->dict_buf, (size_t)h->uncompressed, e);
+	k = fmt_pq_decompress(c->leaf->path, c->chunk->codec, raw, (size_t)h->compressed, c->dict_buf,
+			      (size_t)h->uncompressed, e);
 	if (k != FMT_OK)
 		return k;
 	size_t n = (size_t)h->num_values;
@@ -699,7 +700,8 @@ static fmt_kind load_data(pq_cursor *c, const page_hdr *h, const uint8_t *raw, f
 		if (grow((void **)&c->page_buf, &c->page_cap, ulen ? ulen : 1))
 			return oom(e);
 		memcpy(c->page_buf, raw, levels);
-		k = fmt_pq_decompress(c->chunk->codec, raw + levels, clen - levels, c->page_buf + levels, ulen - levels, e);
+		k = fmt_pq_decompress(c->leaf->path, c->chunk->codec, raw + levels, clen - levels, c->page_buf + levels,
+				      ulen - levels, e);
 		d = c->page_buf;
 	}
 	if (k != FMT_OK)
@@ -864,18 +866,21 @@ static fmt_kind load_sliced(pq_cursor *c, const page_hdr *h, uint64_t pos, fmt_e
 	if (codec == CODEC_NONE && clen != ulen)
 		return bad_page(c, e, "an uncompressed page whose two sizes differ");
 	if (fmt_pq_can_stream(codec) && clen > SLICE_BYTES && !c->file->data) {
-		k = fmt_pq_inflow_open(&c->in, codec, c->file, NULL, at + levels, clen - levels, ulen - levels, e);
+		k = fmt_pq_inflow_open(&c->in, c->leaf->path, codec, c->file, NULL, at + levels, clen - levels,
+				       ulen - levels, e);
 	} else if ((k = window(c, pos, clen, e)) != FMT_OK) {
 		return k;
 	} else if (fmt_pq_can_stream(codec)) {  /* at hand: the window holds it (with the next header) */
-		k = fmt_pq_inflow_open(&c->in, codec, NULL, c->win + (pos - c->win_off) + levels, 0, clen - levels,
-				       ulen - levels, e);
+		k = fmt_pq_inflow_open(&c->in, c->leaf->path, codec, NULL, c->win + (pos - c->win_off) + levels, 0,
+				       clen - levels, ulen - levels, e);
 	} else {                    /* decompressed whole, then read from memory */
 		if (grow((void **)&c->page_buf, &c->page_cap, ulen - levels ? ulen - levels : 1))
 			return oom(e);
-		k = fmt_pq_decompress(codec, c->win + (pos - c->win_off) + levels, clen - levels, c->page_buf, ulen - levels, e);
+		k = fmt_pq_decompress(c->leaf->path, codec, c->win + (pos - c->win_off) + levels, clen - levels,
+				      c->page_buf, ulen - levels, e);
 		if (k == FMT_OK)
-			k = fmt_pq_inflow_open(&c->in, CODEC_NONE, NULL, c->page_buf, 0, ulen - levels, ulen - levels, e);
+			k = fmt_pq_inflow_open(&c->in, c->leaf->path, CODEC_NONE, NULL, c->page_buf, 0, ulen - levels,
+					       ulen - levels, e);
 	}
 	if (k != FMT_OK)
 		return k;
