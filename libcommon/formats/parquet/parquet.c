@@ -59,6 +59,7 @@ typedef struct pq_state {
 	pq_cursor *cursors;      /* one per leaf; open for the leaves of converted fields (their
 				  * buffers kept from one row group to the next) */
 	long *leaf_of;           /* per field: its leaf, -1 for nested or not used */
+	pq_budget budget;        /* what the open row group's cursors hold decoded */
 	uint64_t batch_rows, batch_max;
 	fmt_range_test_fn skip_test; /* --where pushed down (skip_blocks), or NULL */
 	void *skip_ctx;
@@ -112,7 +113,8 @@ static fmt_kind find_list_size(pq_state *s, fmt_field *f, size_t l, fmt_err *e)
 	uint64_t size = 0;
 	int found = 0;
 	for (size_t g = 0; !found && g < s->m.n_groups; g++) {
-		fmt_kind k = fmt_pq_cursor_open(c, leaf, &s->m.groups[g].chunks[l], &s->f, 0, 0, e);
+		fmt_pq_budget_open(&s->budget, &s->m, g);
+		fmt_kind k = fmt_pq_cursor_open(c, leaf, &s->m.groups[g].chunks[l], &s->f, &s->budget, 0, 0, e);
 		if (k != FMT_OK)
 			return k;
 		fmt_pq_cursor_rows(c, s->m.groups[g].first_row, (uint64_t)s->m.groups[g].num_rows);
@@ -233,14 +235,29 @@ static fmt_kind chunk_holds_the_rows(const pq_state *s, size_t g, size_t l, pq_c
 			s->m.leaves[l].path, (long long)rg->chunks[l].num_values, (long long)rg->num_rows);
 }
 
+/* Buffers kept from the row groups before, when they hold more than half of what budget b allows:
+ * freed (each group's columns are charged for what they need; what earlier groups' needed is
+ * not kept beyond that). */
+static void keep_within(pq_cursor *cursors, size_t n, const pq_budget *b)
+{
+	uint64_t kept = 0;
+	for (size_t i = 0; i < n; i++)
+		kept += fmt_pq_cursor_kept(&cursors[i]);
+	for (size_t i = 0; kept > b->limit / 2 && i < n; i++)
+		fmt_pq_cursor_free(&cursors[i]);
+}
+
 /* The cursors of row group g for the fields this build converts. */
 static fmt_kind open_group(pq_state *s, size_t g, fmt_err *e)
 {
+	fmt_pq_budget_open(&s->budget, &s->m, g);
+	keep_within(s->cursors, s->m.n_leaves, &s->budget);
 	for (size_t i = 0; i < s->n_fields; i++) {
 		long l = s->leaf_of[i];
 		if (l < 0 || s->fields[i].type == FMT_C_OTHER)
 			continue;
-		fmt_kind k = fmt_pq_cursor_open(&s->cursors[l], &s->m.leaves[l], &s->m.groups[g].chunks[l], &s->f, 0, 0, e);
+		fmt_kind k = fmt_pq_cursor_open(&s->cursors[l], &s->m.leaves[l], &s->m.groups[g].chunks[l], &s->f,
+					       &s->budget, 0, 0, e);
 		if (k == FMT_OK)
 			k = chunk_holds_the_rows(s, g, (size_t)l, &s->cursors[l], e);
 		if (k != FMT_OK)
@@ -664,18 +681,22 @@ static fmt_kind check_chunk_values(const pq_state *s, const fmt_field *f, size_t
 static fmt_kind verify_group(pq_state *s, const fmt_field *fields, size_t g, pq_cursor *c, int walk_only,
 			     fmt_err *e)
 {
+	pq_budget budget;           /* its columns' charges add up as a reader's would */
+	fmt_pq_budget_open(&budget, &s->m, g);
+	keep_within(c, 1, &budget);
 	for (size_t l = 0; l < s->m.n_leaves; l++) {
 		uint64_t pages = 0;
 		const pq_leaf *leaf = &s->m.leaves[l];
-		fmt_kind k = fmt_pq_cursor_open(c, leaf, &s->m.groups[g].chunks[l], &s->f, 1, leaf->max_rep > 0 && !leaf->list,
-					       e);
+		fmt_kind k = fmt_pq_cursor_open(c, leaf, &s->m.groups[g].chunks[l], &s->f, &budget, 1,
+					       leaf->max_rep > 0 && !leaf->list, e);
 		c->walk_only = walk_only;
 		if (k == FMT_OK && !walk_only && leaf->field >= 0 && fields[leaf->field].type != FMT_C_OTHER)
 			k = check_chunk_values(s, &fields[leaf->field], g, l, c, e);
 		if (k == FMT_OK)
 			k = fmt_pq_cursor_check_all(c, &pages, e);
 		if (k != FMT_OK) {
-			fmt_err_prefix(e, "row group %zu", g);
+			if (!budget.over)   /* its message names the group */
+				fmt_err_prefix(e, "row group %zu", g);
 			return k;
 		}
 	}

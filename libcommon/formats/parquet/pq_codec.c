@@ -318,6 +318,12 @@ void fmt_pq_inflow_free(pq_inflow *s)
 	memset(s, 0, sizeof *s);
 }
 
+uint64_t fmt_pq_inflow_bytes(const pq_inflow *s)
+{
+	/* zlib's inflate state: its 32 KiB window and about 7 KiB of tables */
+	return (s->in ? INFLOW_IN : 0) + (s->zstd ? ZSTD_sizeof_DCtx(s->zstd) : 0) + (s->gz ? 40u << 10 : 0);
+}
+
 static fmt_kind gzip(int level, const uint8_t *src, size_t n, fmt_sb *o, fmt_err *e)
 {
 	z_stream z = { 0 };

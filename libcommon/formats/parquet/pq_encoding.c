@@ -125,6 +125,11 @@ int fmt_pq_rle_next8(pq_rle *r, uint8_t *out, size_t n)
 	return rle_next(r, out, 1, n);
 }
 
+int fmt_pq_rle_next32(pq_rle *r, uint32_t *out, size_t n)
+{
+	return rle_next(r, out, 0, n);
+}
+
 int fmt_pq_rle_decode(const uint8_t *p, size_t len, int width, uint32_t *out, size_t n)
 {
 	pq_rle r;

@@ -170,6 +170,8 @@ fmt_kind fmt_pq_inflow_read(pq_inflow *s, uint8_t *dst, size_t n, fmt_err *e);
 /* The rest read, and the stream must end there (as whole-page decompression checks). */
 fmt_kind fmt_pq_inflow_end(pq_inflow *s, fmt_err *e);
 void fmt_pq_inflow_free(pq_inflow *s);
+/* The bytes s holds: its buffer and the codec's state. */
+uint64_t fmt_pq_inflow_bytes(const pq_inflow *s);
 
 /* ---- encodings ---- */
 
@@ -190,6 +192,8 @@ typedef struct pq_rle {
 void fmt_pq_rle_init(pq_rle *r, const uint8_t *p, size_t len, int width);
 /* The next n values (width <= 8) into out; -1: malformed, or the bytes run out. */
 int fmt_pq_rle_next8(pq_rle *r, uint8_t *out, size_t n);
+/* The next n values (width <= 32) into out. */
+int fmt_pq_rle_next32(pq_rle *r, uint32_t *out, size_t n);
 /* DELTA_BINARY_PACKED of n values (int32 or int64 by is64) into out; *used: bytes read. */
 int fmt_pq_delta_decode(const uint8_t *p, size_t len, int is64, void *out, size_t n, size_t *used);
 
@@ -197,6 +201,27 @@ void fmt_pq_rle_encode(fmt_sb *o, const uint32_t *v, size_t n, int width);
 int fmt_pq_bit_width(uint64_t max);
 
 /* ---- reading ---- */
+
+/* What the cursors of one row group's columns may hold decoded together (fmtkit(7), SAFETY):
+ * PQ_BUDGET_BASE, PQ_BUDGET_PER_BYTE times the group's bytes in the file, and PQ_BUDGET_PER_ROW
+ * a row of its first PQ_BUDGET_ROWS (rows cost a file next to nothing: a run of one value). */
+#define PQ_BUDGET_BASE (32u << 20)
+#define PQ_BUDGET_PER_BYTE 16u
+#define PQ_BUDGET_PER_ROW 64u
+#define PQ_BUDGET_ROWS (1u << 20)
+typedef struct pq_budget {
+	size_t group;
+	uint64_t stored, rows;      /* the group's bytes in the file, its rows */
+	uint64_t limit;
+	uint64_t held;              /* charged so far (atomic: columns decode on threads of their own) */
+	int over;                   /* a charge passed the limit (its message names the group) */
+} pq_budget;
+/* b for row group g of m, nothing charged. */
+void fmt_pq_budget_open(pq_budget *b, const pq_meta *m, size_t g);
+
+/* A cursor's buffers, each charged with the most its chunk has needed of it. */
+enum { B_RBUF, B_DICT, B_DICT_SPANS, B_PAGE, B_DEFS, B_VALS, B_SPANS, B_SCRATCH, B_IDX, B_REPS, B_LVL, B_CODEC,
+       PQ_BUFFERS };
 
 /* A span of one BYTE_ARRAY value. */
 typedef struct pq_span { const uint8_t *p; uint32_t n; } pq_span;
@@ -234,6 +259,7 @@ typedef struct pq_cursor {
 	uint8_t *vals;              /* decoded fixed-width values */
 	size_t vals_cap;
 	pq_span *spans;             /* the page's defined values, byte arrays */
+	int by_index;               /* ... unless they are the dictionary's spans at idx */
 	size_t spans_cap;
 	uint8_t *scratch;           /* rebuilt strings (DELTA_BYTE_ARRAY) */
 	size_t scratch_cap;
@@ -244,26 +270,33 @@ typedef struct pq_cursor {
 	uint64_t page_defined_at;        /* the next defined value */
 	uint64_t values_seen;            /* of the chunk */
 	uint64_t bytes_taken, rows_taken; /* string bytes and rows of the last take: the next one's guess */
-	/* a data page of PLAIN fixed-width values decoded a slice at a time (page_values: the
-	 * slice's): its levels' bytes (lvl_buf, or in the page's memory) and readers, its body */
+	/* a data page of PLAIN fixed-width values or of dictionary indices decoded a slice at a time
+	 * (page_values: the slice's): its levels' bytes (lvl_buf, or in the page's memory) and
+	 * readers, its body */
 	int sliced;
 	uint64_t slice_left;             /* the page's values after the slice */
 	uint64_t pages_read;             /* data pages begun (not slices) */
 	uint8_t *lvl_buf;
 	size_t lvl_cap;
 	pq_rle rep_rd, def_rd;
+	int dict_page;                   /* its values dictionary indices (kept after the levels) */
+	pq_rle idx_rd;
 	pq_inflow in;
 	int width;                  /* bytes of a fixed-width physical value */
 	int verify_crc;
 	int headers_only;           /* decompress pages, decode nothing (nested leaves in fmt-verify) */
 	int walk_only;              /* page headers and CRCs only: what a reader checks before it reads */
+	pq_budget *budget;          /* its row group's, or NULL */
+	uint64_t peak[PQ_BUFFERS];  /* charged to it for this chunk */
 } pq_cursor;
 
 /* c zeroed, or a cursor opened before: its buffers are kept for this chunk (fmt_pq_cursor_free
  * frees them). */
 fmt_kind fmt_pq_cursor_open(pq_cursor *c, const pq_leaf *leaf, const pq_chunk *chunk, const pq_file *file,
-			int verify_crc, int headers_only, fmt_err *e);
+			pq_budget *budget, int verify_crc, int headers_only, fmt_err *e);
 void fmt_pq_cursor_free(pq_cursor *c);
+/* The bytes c's buffers hold (kept from its chunks before). */
+uint64_t fmt_pq_cursor_kept(const pq_cursor *c);
 /* The rows of c's chunk (a list leaf's: its first row in the file and its row group's rows). */
 void fmt_pq_cursor_rows(pq_cursor *c, uint64_t first_row, uint64_t rows);
 /* A list leaf's size: the values of the chunk's first row that holds some (*found = 0: none

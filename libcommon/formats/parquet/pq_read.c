@@ -1,8 +1,8 @@
 /* Reading one column chunk: its pages one after another (dictionary, data v1 and v2), each read
  * from the file and decompressed into buffers the cursor reuses (from one chunk to the next),
- * or, a page of PLAIN fixed-width values, decompressed as a stream and decoded a slice at a time;
- * its definition levels and values decoded, and the rows handed out in the column's Arrow
- * layout. */
+ * or, a page of PLAIN fixed-width values or of dictionary indices, decompressed as a stream and
+ * decoded a slice at a time; its definition levels and values decoded, and the rows handed out in
+ * the column's Arrow layout. What a row group's cursors hold is charged to its budget. */
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -46,6 +46,70 @@ static int grow(void **p, size_t *cap, size_t need)
 	return 0;
 }
 
+/* ---- what a row group's columns hold decoded (fmtkit(7), SAFETY) ----
+ *
+ * Each buffer of a cursor is charged, before it grows, with the most it has needed for its chunk;
+ * the charges of a row group's chunks add up in the group's budget (shared by the cursors of its
+ * columns, which may decode on threads of their own). A chunk is held to its own rules too, but
+ * only the budget keeps many columns, each within those, from holding their sum. */
+
+void fmt_pq_budget_open(pq_budget *b, const pq_meta *m, size_t g)
+{
+	const pq_rowgroup *rg = &m->groups[g];
+	uint64_t stored = 0;
+	for (size_t l = 0; l < m->n_leaves; l++)
+		stored += rg->chunks[l].end - rg->chunks[l].start; /* within the file: no overflow */
+	b->group = g;
+	b->stored = stored;
+	b->rows = rg->num_rows > 0 ? (uint64_t)rg->num_rows : 0;
+	/* stored <= the file's size < 2^63: no overflow */
+	b->limit = PQ_BUDGET_BASE + PQ_BUDGET_PER_BYTE * stored +
+		   PQ_BUDGET_PER_ROW * (b->rows < PQ_BUDGET_ROWS ? b->rows : PQ_BUDGET_ROWS);
+	b->held = 0;
+	b->over = 0;
+}
+
+/* need bytes of c's buffer which charged to c's budget: refused when the group's charges pass its
+ * limit (nothing allocated yet). */
+static fmt_kind charge(pq_cursor *c, int which, uint64_t need, fmt_err *e)
+{
+	if (need <= c->peak[which])
+		return FMT_OK;
+	uint64_t more = need - c->peak[which];
+	c->peak[which] = need;
+	pq_budget *b = c->budget;
+	if (!b || __atomic_add_fetch(&b->held, more, __ATOMIC_RELAXED) <= b->limit)
+		return FMT_OK;
+	__atomic_store_n(&b->over, 1, __ATOMIC_RELAXED);
+	return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: row group %zu: its columns would hold more than %llu bytes "
+			"decoded, at column '%s' (at most %u MiB, %u times its %llu bytes in the file and %u bytes a row "
+			"of its %llu, up to %u rows: fmtkit(7), SAFETY)", b->group, (unsigned long long)b->limit,
+			c->leaf->path, PQ_BUDGET_BASE >> 20, PQ_BUDGET_PER_BYTE, (unsigned long long)b->stored,
+			PQ_BUDGET_PER_ROW, (unsigned long long)b->rows, PQ_BUDGET_ROWS);
+}
+
+/* Room for need bytes in c's buffer which (*p of *cap): charged, then grown. */
+static fmt_kind room(pq_cursor *c, int which, void **p, size_t *cap, size_t need, fmt_err *e)
+{
+	fmt_kind k = charge(c, which, need, e);
+	if (k != FMT_OK)
+		return k;
+	return grow(p, cap, need) ? oom(e) : FMT_OK;
+}
+#define ROOM(c, which, buf, cap, need, e) room((c), (which), (void **)&(c)->buf, &(c)->cap, (need), (e))
+
+/* The codec's state (a ZSTD window, allocated by the decoder as a frame asks: charged once made). */
+static fmt_kind charge_codec(pq_cursor *c, fmt_err *e)
+{
+	return charge(c, B_CODEC, fmt_pq_inflow_bytes(&c->in), e);
+}
+
+uint64_t fmt_pq_cursor_kept(const pq_cursor *c)
+{
+	return (uint64_t)c->rbuf_cap + c->dict_cap + c->dict_spans_cap + c->page_cap + c->defs_cap + c->vals_cap +
+	       c->spans_cap + c->scratch_cap + c->idx_cap + c->reps_cap + c->lvl_cap + fmt_pq_inflow_bytes(&c->in);
+}
+
 static int physical_width(const pq_leaf *l)
 {
 	switch (l->ptype) {
@@ -59,7 +123,7 @@ static int physical_width(const pq_leaf *l)
 }
 
 fmt_kind fmt_pq_cursor_open(pq_cursor *c, const pq_leaf *leaf, const pq_chunk *chunk, const pq_file *file,
-			int verify_crc, int headers_only, fmt_err *e)
+			pq_budget *budget, int verify_crc, int headers_only, fmt_err *e)
 {
 	pq_cursor kept = *c;
 	memset(c, 0, sizeof *c);
@@ -70,6 +134,7 @@ fmt_kind fmt_pq_cursor_open(pq_cursor *c, const pq_leaf *leaf, const pq_chunk *c
 #undef KEEP
 	c->in = kept.in;            /* its buffer and codec states (reset for each page) */
 	c->headers_only = headers_only;
+	c->budget = budget;
 	c->leaf = leaf;
 	c->chunk = chunk;
 	c->file = file;
@@ -125,9 +190,10 @@ static fmt_kind window(pq_cursor *c, uint64_t pos, uint64_t n, fmt_err *e)
 		memmove(c->rbuf, c->rbuf + (pos - c->win_off), (size_t)kept);
 	}
 	c->win_len = 0;
-	if (grow((void **)&c->rbuf, &c->rbuf_cap, (size_t)(end - pos)))
-		return oom(e);
-	fmt_kind k = fmt_pq_file_read(c->file, c->chunk->start + pos + kept, c->rbuf + kept, (size_t)(end - pos - kept), e);
+	fmt_kind k = ROOM(c, B_RBUF, rbuf, rbuf_cap, (size_t)(end - pos), e);
+	if (k != FMT_OK)
+		return k;
+	k = fmt_pq_file_read(c->file, c->chunk->start + pos + kept, c->rbuf + kept, (size_t)(end - pos - kept), e);
 	if (k != FMT_OK)
 		return k;
 	c->win = c->rbuf;
@@ -243,17 +309,17 @@ static void fixed_spans(const uint8_t *d, int w, pq_span *out, size_t n)
 
 static fmt_kind need_spans(pq_cursor *c, size_t n, fmt_err *e)
 {
-	return grow((void **)&c->spans, &c->spans_cap, (n ? n : 1) * sizeof(pq_span)) ? oom(e) : FMT_OK;
+	return ROOM(c, B_SPANS, spans, spans_cap, (n ? n : 1) * sizeof(pq_span), e);
 }
 
 static fmt_kind need_vals(pq_cursor *c, size_t bytes, fmt_err *e)
 {
-	return grow((void **)&c->vals, &c->vals_cap, bytes ? bytes : 1) ? oom(e) : FMT_OK;
+	return ROOM(c, B_VALS, vals, vals_cap, bytes ? bytes : 1, e);
 }
 
 static fmt_kind need_idx(pq_cursor *c, size_t n, fmt_err *e)
 {
-	return grow((void **)&c->idx, &c->idx_cap, (n ? n : 1) * sizeof(uint32_t)) ? oom(e) : FMT_OK;
+	return ROOM(c, B_IDX, idx, idx_cap, (n ? n : 1) * sizeof(uint32_t), e);
 }
 
 static fmt_kind decode_plain(pq_cursor *c, const uint8_t *d, size_t len, size_t n, fmt_err *e)
@@ -281,6 +347,8 @@ static fmt_kind decode_plain(pq_cursor *c, const uint8_t *d, size_t len, size_t 
 	return k;
 }
 
+static fmt_kind dict_values(pq_cursor *c, size_t n, fmt_err *e);
+
 static fmt_kind decode_dict_indices(pq_cursor *c, const uint8_t *d, size_t len, size_t n, fmt_err *e)
 {
 	if (!c->has_dict)
@@ -292,19 +360,23 @@ static fmt_kind decode_dict_indices(pq_cursor *c, const uint8_t *d, size_t len, 
 		return k;
 	if (fmt_pq_rle_decode(d + 1, len - 1, d[0], c->idx, n))
 		return bad_page(c, e, "malformed dictionary indices");
+	return dict_values(c, n, e);
+}
+
+/* The n dictionary indices at c->idx as the values they stand for: byte arrays read through
+ * them (no span a value), fixed-width values copied out. */
+static fmt_kind dict_values(pq_cursor *c, size_t n, fmt_err *e)
+{
 	for (size_t i = 0; i < n; i++)
 		if (c->idx[i] >= c->dict_n)
 			return bad_page(c, e, "a dictionary index past the dictionary");
-	if (c->leaf->ptype == PT_BYTE_ARRAY || c->leaf->ptype == PT_FLBA) {
-		if ((k = need_spans(c, n, e)) != FMT_OK)
-			return k;
-		for (size_t i = 0; i < n; i++)
-			c->spans[i] = c->dict_spans[c->idx[i]];
-		if (c->leaf->ptype == PT_BYTE_ARRAY)
-			return FMT_OK;
+	if (c->leaf->ptype == PT_BYTE_ARRAY) {
+		c->by_index = 1;
+		return FMT_OK;
 	}
 	size_t w = (size_t)c->width;
-	if ((k = need_vals(c, n * w, e)) != FMT_OK)
+	fmt_kind k = need_vals(c, n * w, e);
+	if (k != FMT_OK)
 		return k;
 	if (w == 4)
 		for (size_t i = 0; i < n; i++)
@@ -409,8 +481,8 @@ static fmt_kind decode_delta_byte_array(pq_cursor *c, const uint8_t *d, size_t l
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s': a DELTA_BYTE_ARRAY page of %llu bytes rebuilds "
 			     "%llu bytes of values (at most %u MiB and 16 times the page)", c->leaf->path,
 			     (unsigned long long)c->page_stored, (unsigned long long)total, DELTA_BUDGET >> 20);
-	if (k == FMT_OK && grow((void **)&c->scratch, &c->scratch_cap, total ? total : 1))
-		k = oom(e);
+	if (k == FMT_OK)
+		k = ROOM(c, B_SCRATCH, scratch, scratch_cap, total ? (size_t)total : 1, e);
 	size_t at = 0;
 	const uint8_t *before = NULL;
 	for (size_t i = 0; k == FMT_OK && i < n; i++) {
@@ -455,6 +527,7 @@ static fmt_kind decode_byte_stream_split(pq_cursor *c, const uint8_t *d, size_t 
 
 static fmt_kind decode_values(pq_cursor *c, int enc, const uint8_t *d, size_t len, size_t n, fmt_err *e)
 {
+	c->by_index = 0;
 	switch (enc) {
 	case ENC_PLAIN: return decode_plain(c, d, len, n, e);
 	case ENC_PLAIN_DICTIONARY: case ENC_RLE_DICTIONARY: return decode_dict_indices(c, d, len, n, e);
@@ -505,8 +578,8 @@ static fmt_kind load_dictionary(pq_cursor *c, const page_hdr *h, const uint8_t *
 	fmt_kind k = dictionary_fits(c, h, e);
 	if (k != FMT_OK)
 		return k;
-	if (grow((void **)&c->dict_buf, &c->dict_cap, h->uncompressed ? (size_t)h->uncompressed : 1))
-		return oom(e);
+	if ((k = ROOM(c, B_DICT, dict_buf, dict_cap, h->uncompressed ? (size_t)h->uncompressed : 1, e)) != FMT_OK)
+		return k;
 	c->has_dict = 1;
 	k = fmt_pq_decompress(c->leaf->path, c->chunk->codec, raw, (size_t)h->compressed, c->dict_buf,
 			      (size_t)h->uncompressed, e);
@@ -522,10 +595,13 @@ static fmt_kind load_dictionary(pq_cursor *c, const page_hdr *h, const uint8_t *
 	if (c->leaf->ptype == PT_BYTE_ARRAY || c->leaf->ptype == PT_FLBA) {
 		pq_span *spans = c->dict_spans;
 		size_t cap = c->dict_spans_cap;
+		uint64_t peak = c->peak[B_DICT_SPANS];
 		c->dict_spans = c->spans;
 		c->dict_spans_cap = c->spans_cap;
+		c->peak[B_DICT_SPANS] = c->peak[B_SPANS];
 		c->spans = spans;
 		c->spans_cap = cap;
+		c->peak[B_SPANS] = peak;
 	}
 	c->dict_fixed = c->fixed;
 	c->dict_n = (uint32_t)n;
@@ -541,8 +617,9 @@ static fmt_kind decode_defs(pq_cursor *c, const uint8_t *d, size_t len, size_t n
 			    fmt_err *e)
 {
 	int width = fmt_pq_bit_width((uint64_t)c->leaf->max_def);
-	if (grow((void **)&c->defs, &c->defs_cap, n ? n : 1))
-		return oom(e);
+	fmt_kind k = ROOM(c, B_DEFS, defs, defs_cap, n ? n : 1, e);
+	if (k != FMT_OK)
+		return k;
 	if (msb_packed) { /* the deprecated BIT_PACKED: width bits per level, most significant first */
 		if ((uint64_t)n * (uint64_t)width > (uint64_t)len * 8)
 			return bad_page(c, e, "BIT_PACKED definition levels run past the page");
@@ -580,8 +657,9 @@ static fmt_kind count_defs(pq_cursor *c, size_t n, uint64_t *defined, fmt_err *e
 /* A list leaf's repetition levels of n values (RLE, len bytes at d) into c->reps. */
 static fmt_kind decode_reps(pq_cursor *c, const uint8_t *d, size_t len, size_t n, fmt_err *e)
 {
-	if (grow((void **)&c->reps, &c->reps_cap, n ? n : 1))
-		return oom(e);
+	fmt_kind k = ROOM(c, B_REPS, reps, reps_cap, n ? n : 1, e);
+	if (k != FMT_OK)
+		return k;
 	if (fmt_pq_rle_decode8(d, len, fmt_pq_bit_width((uint64_t)c->leaf->max_rep), c->reps, n))
 		return bad_page(c, e, "malformed repetition levels");
 	return check_reps(c, n, e);
@@ -697,8 +775,8 @@ static fmt_kind load_data(pq_cursor *c, const page_hdr *h, const uint8_t *raw, f
 		if (clen != ulen)
 			return bad_page(c, e, "an uncompressed page whose two sizes differ");
 	} else {
-		if (grow((void **)&c->page_buf, &c->page_cap, ulen ? ulen : 1))
-			return oom(e);
+		if ((k = ROOM(c, B_PAGE, page_buf, page_cap, ulen ? ulen : 1, e)) != FMT_OK)
+			return k;
 		memcpy(c->page_buf, raw, levels);
 		k = fmt_pq_decompress(c->leaf->path, c->chunk->codec, raw + levels, clen - levels, c->page_buf + levels,
 				      ulen - levels, e);
@@ -749,19 +827,30 @@ static fmt_kind load_data(pq_cursor *c, const page_hdr *h, const uint8_t *raw, f
 	return decode_values(c, h->encoding, values, vlen, (size_t)defined, e);
 }
 
-/* ---- pages of PLAIN fixed-width values, a slice at a time ----
+/* ---- pages of PLAIN fixed-width values and of dictionary indices, a slice at a time ----
  *
- * Such a page (the common page of numbers and of lists of them, which a writer like DuckDB makes
- * as large as its column chunk) is not held whole: its body is decompressed as it is read
- * (ZSTD, GZIP; read from the file as it is when uncompressed), its levels' bytes are kept (their
- * RLE runs: a few bits a value at most) and read a slice at a time, and each slice's values
- * (about SLICE_BYTES) are read after them. SNAPPY and LZ4_RAW have no stream: their page is
- * decompressed whole (the page held compressed and decompressed), then read the same way. */
+ * Such a page (the common page of numbers and of lists of them, and of dictionary-encoded
+ * columns, which a writer like DuckDB makes as large as its column chunk) is not held whole: its
+ * body is decompressed as it is read (ZSTD, GZIP; read from the file as it is when uncompressed),
+ * its levels' bytes are kept (their RLE runs: a few bits a value at most) and read a slice at a
+ * time, and each slice's values (about SLICE_BYTES) are read after them; dictionary indices are
+ * kept as stored after the levels (a few bits a value too) and read SLICE_INDICES at a time.
+ * SNAPPY and LZ4_RAW have no stream: their page is decompressed whole (the page held compressed
+ * and decompressed), then read the same way. PLAIN strings are not: one value may be the page. */
 #define SLICE_BYTES (1u << 20)
+/* The values of a slice of dictionary indices: what each column holds of them (4 bytes an index,
+ * and its value decoded). */
+#define SLICE_INDICES 1024u
+
+static int is_dict_page(const page_hdr *h)
+{
+	return h->encoding == ENC_RLE_DICTIONARY || h->encoding == ENC_PLAIN_DICTIONARY;
+}
 
 static int sliceable(const pq_cursor *c, const page_hdr *h)
 {
-	if (c->headers_only || h->encoding != ENC_PLAIN || c->width <= 0 || c->leaf->ptype == PT_BOOLEAN)
+	if (c->headers_only || c->leaf->ptype == PT_BOOLEAN ||
+	    !(is_dict_page(h) || (h->encoding == ENC_PLAIN && c->width > 0)))
 		return 0;
 	if (h->type == PAGE_DATA_V2)
 		return 1;
@@ -800,8 +889,8 @@ static fmt_kind v1_levels_read(pq_cursor *c, size_t *at, size_t *len, const char
 	*len = fmt_rd_u32(l4);
 	if (*len > c->in.out_left)
 		return bad_page(c, e, what);
-	if (grow((void **)&c->lvl_buf, &c->lvl_cap, *at + *len + 1))
-		return oom(e);
+	if ((k = ROOM(c, B_LVL, lvl_buf, lvl_cap, *at + *len + 1, e)) != FMT_OK)
+		return k;
 	k = fmt_pq_inflow_read(&c->in, c->lvl_buf + *at, *len, e);
 	*at += *len;
 	return k;
@@ -810,18 +899,20 @@ static fmt_kind v1_levels_read(pq_cursor *c, size_t *at, size_t *len, const char
 /* The page's next slice of values: its levels read, its values after them. */
 static fmt_kind next_slice(pq_cursor *c, fmt_err *e)
 {
-	size_t n = SLICE_BYTES / (size_t)c->width;
+	size_t n = c->dict_page ? SLICE_INDICES : SLICE_BYTES / (size_t)c->width;
 	if (n == 0)
 		n = 1;
 	if (n > c->slice_left)
 		n = (size_t)c->slice_left;
 	uint64_t defined = n;
-	if (grow((void **)&c->defs, &c->defs_cap, n ? n : 1) || grow((void **)&c->reps, &c->reps_cap, n ? n : 1))
-		return oom(e);
+	fmt_kind k = ROOM(c, B_DEFS, defs, defs_cap, n ? n : 1, e);
+	if (k == FMT_OK && c->leaf->list)
+		k = ROOM(c, B_REPS, reps, reps_cap, n ? n : 1, e);
+	if (k != FMT_OK)
+		return k;
 	if (c->leaf->list && fmt_pq_rle_next8(&c->rep_rd, c->reps, n))
 		return bad_page(c, e, "malformed repetition levels");
-	fmt_kind k = c->leaf->list ? check_reps(c, n, e) : FMT_OK;
-	if (k != FMT_OK)
+	if (c->leaf->list && (k = check_reps(c, n, e)) != FMT_OK)
 		return k;
 	if (c->leaf->max_def > 0) {
 		if (fmt_pq_rle_next8(&c->def_rd, c->defs, n))
@@ -829,11 +920,23 @@ static fmt_kind next_slice(pq_cursor *c, fmt_err *e)
 		if ((k = count_defs(c, n, &defined, e)) != FMT_OK)
 			return k;
 	}
-	size_t bytes = (size_t)defined * (size_t)c->width;
-	if (bytes > c->in.out_left)
-		return bad_page(c, e, "PLAIN values run past the page");
-	if ((k = need_vals(c, bytes, e)) != FMT_OK || (k = fmt_pq_inflow_read(&c->in, c->vals, bytes, e)) != FMT_OK ||
-	    (k = decode_plain(c, c->vals, bytes, (size_t)defined, e)) != FMT_OK)
+	c->by_index = 0;
+	if (c->dict_page) {         /* the indices of the slice's values */
+		if ((k = need_idx(c, (size_t)defined, e)) != FMT_OK)
+			return k;
+		if (fmt_pq_rle_next32(&c->idx_rd, c->idx, (size_t)defined))
+			return bad_page(c, e, "malformed dictionary indices");
+		if ((k = dict_values(c, (size_t)defined, e)) != FMT_OK)
+			return k;
+	} else {
+		size_t bytes = (size_t)defined * (size_t)c->width;
+		if (bytes > c->in.out_left)
+			return bad_page(c, e, "PLAIN values run past the page");
+		if ((k = need_vals(c, bytes, e)) != FMT_OK || (k = fmt_pq_inflow_read(&c->in, c->vals, bytes, e)) != FMT_OK ||
+		    (k = decode_plain(c, c->vals, bytes, (size_t)defined, e)) != FMT_OK)
+			return k;
+	}
+	if ((k = charge_codec(c, e)) != FMT_OK)
 		return k;
 	c->page_values = n;
 	c->page_at = 0;
@@ -842,8 +945,26 @@ static fmt_kind next_slice(pq_cursor *c, fmt_err *e)
 	c->slice_left -= n;
 	if (c->slice_left == 0) {
 		c->sliced = 0;
-		return fmt_pq_inflow_end(&c->in, e);
+		return c->dict_page ? FMT_OK : fmt_pq_inflow_end(&c->in, e);  /* indices: read to its end */
 	}
+	return FMT_OK;
+}
+
+/* A dictionary-encoded page's indices (its body after the levels, which the levels' *got bytes
+ * of c->lvl_buf hold): kept after them, the stream read to its end, and their reader set. */
+static fmt_kind dict_indices_read(pq_cursor *c, size_t got, fmt_err *e)
+{
+	size_t len = (size_t)c->in.out_left;
+	if (!c->has_dict)
+		return bad_page(c, e, "dictionary-encoded page without a dictionary page");
+	fmt_kind k = ROOM(c, B_LVL, lvl_buf, lvl_cap, got + len + 1, e);
+	if (k == FMT_OK && (k = fmt_pq_inflow_read(&c->in, c->lvl_buf + got, len, e)) == FMT_OK)
+		k = fmt_pq_inflow_end(&c->in, e);
+	if (k != FMT_OK)
+		return k;
+	if (len < 1 || c->lvl_buf[got] > 32)
+		return bad_page(c, e, "dictionary index width");
+	fmt_pq_rle_init(&c->idx_rd, c->lvl_buf + got + 1, len - 1, c->lvl_buf[got]);
 	return FMT_OK;
 }
 
@@ -855,8 +976,8 @@ static fmt_kind load_sliced(pq_cursor *c, const page_hdr *h, uint64_t pos, fmt_e
 	fmt_kind k = data_page_checks(c, h, &levels, e);
 	if (k != FMT_OK)
 		return k;
-	if (grow((void **)&c->lvl_buf, &c->lvl_cap, levels + 1))
-		return oom(e);
+	if ((k = ROOM(c, B_LVL, lvl_buf, lvl_cap, levels + 1, e)) != FMT_OK)
+		return k;
 	uint64_t at = c->chunk->start + pos;
 	if (v2 && (k = window(c, pos, levels, e)) != FMT_OK)
 		return k;
@@ -874,8 +995,8 @@ static fmt_kind load_sliced(pq_cursor *c, const page_hdr *h, uint64_t pos, fmt_e
 		k = fmt_pq_inflow_open(&c->in, c->leaf->path, codec, NULL, c->win + (pos - c->win_off) + levels, 0,
 				       clen - levels, ulen - levels, e);
 	} else {                    /* decompressed whole, then read from memory */
-		if (grow((void **)&c->page_buf, &c->page_cap, ulen - levels ? ulen - levels : 1))
-			return oom(e);
+		if ((k = ROOM(c, B_PAGE, page_buf, page_cap, ulen - levels ? ulen - levels : 1, e)) != FMT_OK)
+			return k;
 		k = fmt_pq_decompress(c->leaf->path, codec, c->win + (pos - c->win_off) + levels, clen - levels,
 				      c->page_buf, ulen - levels, e);
 		if (k == FMT_OK)
@@ -889,6 +1010,9 @@ static fmt_kind load_sliced(pq_cursor *c, const page_hdr *h, uint64_t pos, fmt_e
 		return k;
 	if (!v2 && c->leaf->max_def > 0 && (k = v1_levels_read(c, &got, &dl, "definition levels' length", e)) != FMT_OK)
 		return k;
+	c->dict_page = is_dict_page(h);
+	if (c->dict_page && (k = dict_indices_read(c, got, e)) != FMT_OK)
+		return k;
 	fmt_pq_rle_init(&c->rep_rd, c->lvl_buf, rl, fmt_pq_bit_width((uint64_t)c->leaf->max_rep));
 	fmt_pq_rle_init(&c->def_rd, c->lvl_buf + rl, dl, fmt_pq_bit_width((uint64_t)c->leaf->max_def));
 	c->sliced = 1;
@@ -896,7 +1020,7 @@ static fmt_kind load_sliced(pq_cursor *c, const page_hdr *h, uint64_t pos, fmt_e
 	if (c->slice_left == 0) {   /* no value: the page is its levels */
 		c->sliced = 0;
 		c->page_values = c->page_at = 0;
-		return fmt_pq_inflow_end(&c->in, e);
+		return c->dict_page ? FMT_OK : fmt_pq_inflow_end(&c->in, e);
 	}
 	return next_slice(c, e);
 }
@@ -1038,14 +1162,19 @@ static int out_bytes(out_col *o, size_t need)
 	return 0;
 }
 
+/* The page's defined byte array j (of the page's, or of the dictionary through its index). */
+static pq_span span_of(const pq_cursor *c, uint64_t j)
+{
+	return c->by_index ? c->dict_spans[c->idx[j]] : c->spans[j];
+}
+
 static fmt_kind take_strings(pq_cursor *c, out_col *o, uint64_t row, uint64_t k, fmt_err *e)
 {
 	const uint8_t *defs = c->leaf->max_def > 0 ? c->defs + c->page_at : NULL;
-	const pq_span *s = c->spans + c->page_defined_at;
-	uint64_t total = o->bytes_len, defined = 0;
+	uint64_t total = o->bytes_len, defined = 0, at = c->page_defined_at;
 	for (uint64_t i = 0; i < k; i++)
 		if (!defs || defs[i])
-			total += s[defined++].n;
+			total += span_of(c, at + defined++).n;
 	if (total > INT32_MAX)
 		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': over 2 GiB of strings in one batch",
 				c->leaf->path);
@@ -1055,9 +1184,9 @@ static fmt_kind take_strings(pq_cursor *c, out_col *o, uint64_t row, uint64_t k,
 	int32_t *off = o->offsets + row + 1;
 	for (uint64_t i = 0; i < k; i++) {
 		if (!defs || defs[i]) {
-			memcpy(dst, s->p, s->n);
-			dst += s->n;
-			s++;
+			pq_span s = span_of(c, at++);
+			memcpy(dst, s.p, s.n);
+			dst += s.n;
 		} else {
 			set_bit(o->validity, row + i, 0);
 			o->nulls++;
@@ -1083,8 +1212,10 @@ static fmt_kind take_text(pq_cursor *c, out_col *o, uint64_t row, uint64_t k, fm
 		}
 		const uint8_t *p;
 		size_t n = (size_t)c->width;
-		if (c->leaf->ptype == PT_BYTE_ARRAY) /* spans only: no fixed-width values */
-			p = c->spans[c->page_defined_at].p, n = c->spans[c->page_defined_at].n;
+		if (c->leaf->ptype == PT_BYTE_ARRAY) { /* spans only: no fixed-width values */
+			pq_span s = span_of(c, c->page_defined_at);
+			p = s.p, n = s.n;
+		}
 		else
 			p = c->fixed + c->page_defined_at * n;
 		c->page_defined_at++;
