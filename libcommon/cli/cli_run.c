@@ -540,6 +540,28 @@ static void keep_freed_blocks(void)
 	(void)mallopt(M_TRIM_THRESHOLD, 4 << 20);
 }
 
+/* An empty path names no file: open("") fails with ENOENT, and the message built on it named
+ * nothing ("fmt-convert: error: cannot open: No such file or directory", exit 3). Every operand
+ * is a file (or "-"), as are the values of the options that complete files or directories. */
+#define EMPTY_PATH "'': empty path"
+
+static int empty_operand(const fmt_cli_tool *t, const fmt_cli *cli)
+{
+	for (int i = 0; i < cli->n_operands; i++) {
+		if (cli->operands[i][0] == '\0') {
+			char msg[64];
+			snprintf(msg, sizeof msg, EMPTY_PATH " (file argument %d)", i + 1);
+			return fmt_cli_usage_error(t, msg);
+		}
+	}
+	return 0;
+}
+
+static int names_a_path(const fmt_cli_option *o)
+{
+	return o->complete == FMT_COMPLETE_FILE || o->complete == FMT_COMPLETE_DIR;
+}
+
 int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_cli *cli)
 {
 	struct option longs[MAX_OPTIONS];
@@ -590,7 +612,9 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 		if (opt->id == c && opt->complete == FMT_COMPLETE_FILE && !(opt->flags & FMT_CLI_OUTPUT_MAY_REPLACE) &&
 		    optarg && cli->n_files < FMT_CLI_MAX_FILES)
 			cli->files[cli->n_files++] = (fmt_cli_file){ opt->name, optarg, (opt->flags & FMT_CLI_WRITTEN) != 0 };
-		int r = common_option(c, optarg, &cli->common, &e);
+		int r = opt->id == c && names_a_path(opt) && optarg && optarg[0] == '\0'
+				? (fmt_fail(&e, FMT_USAGE, EMPTY_PATH), -1)
+				: common_option(c, optarg, &cli->common, &e);
 		if (r == 0)
 			r = t->on_option ? (t->on_option(ctx, c, optarg, &e) < 0 ? -1 : 1)
 					 : (fmt_fail(&e, FMT_USAGE, "unhandled option"), -1);
@@ -601,6 +625,8 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 	cli->operands = argv + optind;
 	cli->n_operands = argc - optind;
 	if (command_count(t) && (find_command(t, cli) || check_command_options(t, given, values, cli)))
+		return exit_now(cli, FMT_USAGE);
+	if (empty_operand(t, cli))
 		return exit_now(cli, FMT_USAGE);
 	if (fmt_env_check(&e) != FMT_OK) {
 		fmt_report_error(stderr, t->name, NULL, &e, cli->common.json);

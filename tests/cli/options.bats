@@ -350,6 +350,41 @@ Try '$tool --help'."
 	done
 }
 
+# An empty path named nothing: `fmt-convert '' out.gguf` said "fmt-convert: error: cannot open: No
+# such file or directory" (exit 3). The runner refuses it in every operand (all are files) and
+# in every option whose value is a file or directory, before anything is opened.
+check_empty_paths() {
+	run --separate-stderr "$FMTKIT_BIN/fmt-convert" '' out.gguf
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: '': empty path (file argument 1)
+Try 'fmt-convert --help'."
+	run --separate-stderr "$FMTKIT_BIN/fmt-convert" in.safetensors ''
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: '': empty path (file argument 2)
+Try 'fmt-convert --help'."
+	run --separate-stderr "$FMTKIT_BIN/fmt-convert" --json '' out.gguf
+	assert_failure 2
+	assert_equal "$stderr" '{"tool":"fmt-convert","level":"error","file":null,"error":"UsageError","exit":2,"message":"'"''"': empty path (file argument 1)"}'
+	for tool in "${TOOLS[@]}"; do
+		cmd=$(dump_of "$tool" | awk -F '\t' '$1 == "command" { print $2; exit }')
+		run_err "$FMTKIT_BIN/$tool" $cmd ''
+		[ "$status" -eq 2 ] || fail "$tool $cmd '': exit $status, expected 2"
+		assert_equal "$stderr" "$tool: error: '': empty path (file argument 1)
+Try '$tool --help'."
+		while IFS=$'\t' read -r long cmds; do
+			[ "$cmds" = - ] && cmds=$cmd
+			run_err "$FMTKIT_BIN/$tool" ${cmds%%,*} "--$long" '' x
+			[ "$status" -eq 2 ] || fail "$tool ${cmds%%,*} --$long '': exit $status, expected 2"
+			assert_equal "$stderr" "$tool: error: --$long: '': empty path
+Try '$tool --help'."
+		done < <(dump_of "$tool" | awk -F '\t' '$1 == "option" && ($5 == "file" || $5 == "dir") { print $2 "\t" $7 }')
+	done
+}
+
+@test "an empty path is refused in every tool, as an operand or an option's file (exit 2, named)" {
+	untraced check_empty_paths
+}
+
 @test "an option of another subcommand is refused, naming where it belongs" {
 	run --separate-stderr "$FMTKIT_BIN/fmt-shard" merge --max-size 1MB x.safetensors -o y.safetensors
 	assert_failure 2
