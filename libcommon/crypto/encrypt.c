@@ -263,7 +263,8 @@ fmt_kind fmt_x25519_secret_seal(const fmt_x25519_pair *p, const fmt_pass_opts *o
 }
 
 /* The encrypted bytes of an X25519 secret key file: its passphrase as o says, then the key. */
-static fmt_kind open_sealed(const uint8_t *blob, size_t n, const fmt_pass_opts *o, uint8_t *sk, fmt_err *e)
+static fmt_kind open_sealed(const uint8_t *blob, size_t n, const fmt_pass_opts *o, uint8_t *sk, int *theirs,
+			    fmt_err *e)
 {
 	fmt_hmac_key pw = { 0 };
 	uint8_t key[FMT_AEAD_KEY], tag[FMT_AEAD_TAG];
@@ -273,7 +274,7 @@ static fmt_kind open_sealed(const uint8_t *blob, size_t n, const fmt_pass_opts *
 	if (n != X25519_ENC_LEN)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "an encrypted X25519 secret key holds %u bytes, this "
 				"one %zu (truncated or altered)", (unsigned)X25519_ENC_LEN, n);
-	fmt_kind k = fmt_passphrase(o, 0, &pw, e);
+	fmt_kind k = fmt_key_passphrase(o, &pw, theirs, e);
 	if (k == FMT_OK)
 		k = enc_key(o, &pw, blob + X25519_ENC_SALT, key, e);
 	memcpy(tag, blob + X25519_ENC_TAG, sizeof tag);
@@ -287,7 +288,8 @@ static fmt_kind open_sealed(const uint8_t *blob, size_t n, const fmt_pass_opts *
 
 /* "untrusted comment: ...\n" then base64 of exactly 32 bytes (unencrypted), or of an encrypted
  * key (X25519_ENC_MAGIC...). */
-static fmt_kind parse_secret(const uint8_t *text, size_t n, const fmt_pass_opts *o, uint8_t *sk, fmt_err *e)
+static fmt_kind parse_secret(const uint8_t *text, size_t n, const fmt_pass_opts *o, uint8_t *sk, int *theirs,
+			     fmt_err *e)
 {
 	const uint8_t *nl = memchr(text, '\n', n);
 	uint8_t blob[2 * X25519_ENC_LEN];
@@ -302,7 +304,7 @@ static fmt_kind parse_secret(const uint8_t *text, size_t n, const fmt_pass_opts 
 	if (got == FMT_X25519_LEN)
 		memcpy(sk, blob, FMT_X25519_LEN);
 	else if (got > 4 && memcmp(blob, X25519_ENC_MAGIC, sizeof X25519_ENC_MAGIC) == 0)
-		k = open_sealed(blob, got, o, sk, e);
+		k = open_sealed(blob, got, o, sk, theirs, e);
 	else
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "not an X25519 secret key file (%zu bytes under the "
 			     "comment, neither a 32-byte key nor an encrypted one)", got);
@@ -318,6 +320,7 @@ fmt_kind fmt_x25519_secret_load(const char *path, const fmt_pass_opts *o, fmt_x2
 	struct stat st;
 	uint8_t *text = NULL;
 	size_t got = 0;
+	int theirs = 0; /* the passphrase's file or variable failed */
 	memset(out, 0, sizeof *out);
 	fmt_kind k = fmt_crypto_sodium_init(e);
 	if (k != FMT_OK)
@@ -346,7 +349,7 @@ fmt_kind fmt_x25519_secret_load(const char *path, const fmt_pass_opts *o, fmt_x2
 		fmt_fail(e, FMT_INVALID_FORMAT, "not an X25519 secret key file (too long)");
 		goto out;
 	}
-	if (parse_secret(text, got, o, out->sk, e) == FMT_OK) {
+	if (parse_secret(text, got, o, out->sk, &theirs, e) == FMT_OK) {
 		fmt_x25519_public_of(out->sk, out->pk);
 		k = FMT_OK;
 	}
@@ -357,7 +360,8 @@ out:
 		sodium_free(text);
 	if (k != FMT_OK) {
 		fmt_x25519_free(out);
-		fmt_err_file(e, path);
+		if (!theirs)
+			fmt_err_file(e, path);
 		return e->kind;
 	}
 	return FMT_OK;

@@ -252,10 +252,18 @@ fmt_kind fmt_passphrase(const fmt_pass_opts *o, int confirm, fmt_hmac_key *pw, f
 			"--passphrase-file FILE or --passphrase-env NAME");
 }
 
+fmt_kind fmt_key_passphrase(const fmt_pass_opts *o, fmt_hmac_key *pw, int *theirs, fmt_err *e)
+{
+	fmt_kind k = fmt_passphrase(o, 0, pw, e);
+	*theirs = k != FMT_OK && o && (o->file || o->env);
+	return k;
+}
+
 fmt_kind fmt_ms_secret_load(const char *given, const fmt_pass_opts *o, fmt_ms_secret *sec, fmt_err *e)
 {
 	fmt_hmac_key text = { 0 }, pw = { 0 };
 	char *path = NULL;
+	int theirs = 0;
 	memset(sec, 0, sizeof *sec);
 	fmt_kind k = given ? ((path = strdup(given)) ? FMT_OK : fmt_fail(e, FMT_INTERNAL, "out of memory"))
 			   : fmt_key_file_path("ed25519.key", &path, e);
@@ -275,7 +283,7 @@ fmt_kind fmt_ms_secret_load(const char *given, const fmt_pass_opts *o, fmt_ms_se
 	if (k == FMT_OK && S_ISREG(st.st_mode) && strcmp(path, "-") != 0)
 		k = fmt_key_mode_check(&st, "the secret key", e);
 	if (k == FMT_OK && enc == 1)
-		k = fmt_passphrase(o, 0, &pw, e);
+		k = fmt_key_passphrase(o, &pw, &theirs, e);
 	void (*notice)(const char *) = k == FMT_OK && enc == 1 && o ? o->notice : NULL; /* scrypt takes seconds */
 	if (notice)
 		notice(FMT_PASS_DERIVING);
@@ -285,7 +293,7 @@ fmt_kind fmt_ms_secret_load(const char *given, const fmt_pass_opts *o, fmt_ms_se
 		notice(NULL);
 	fmt_hmac_key_free(&pw);
 	fmt_hmac_key_free(&text);
-	if (k != FMT_OK && path)
+	if (k != FMT_OK && path && !theirs)
 		fmt_err_file(e, path);
 	free(path);
 	return k;

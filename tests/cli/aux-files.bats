@@ -147,7 +147,7 @@ assert_nothing_written() {
 	encrypted_pair enc/fmtkit/ed25519 pw
 	bounded fmt-sign sign -s enc/fmtkit/ed25519.key --passphrase-file /dev/zero m.safetensors
 	assert_equal "$status" 3
-	assert_equal "$stderr" "fmt-sign: error: enc/fmtkit/ed25519.key: secret file /dev/zero is not a regular file or a pipe (it is a character device)"
+	assert_equal "$stderr" "fmt-sign: error: secret file /dev/zero is not a regular file or a pipe (it is a character device)"
 	head -c 32 /dev/urandom >wm.key
 	chmod 600 wm.key
 	/usr/bin/python3 -c '
@@ -363,12 +363,15 @@ Try 'fmt-convert --help'."
 @test "a passphrase, password, secret or identity file that cannot be opened is exit 3 in every tool, as a key or input file is" {
 	# they were exit 2 (usage) when missing, where a missing -s, -p, --key or input is exit 3
 	# ('cannot open', CONVENTIONS); the options themselves stay usage errors when misused
+	# A passphrase file of a key (-s, --sign-key, --identity) was named as the key file:
+	# "e.key: cannot open the secret file nofile"; it is the passphrase's, as --secret-file's is
 	printf 'pw\n' >pw.txt
 	fmt-sign keygen -p e.pub -s e.key --passphrase-file pw.txt >/dev/null
 	fmt-sign keygen --x25519 -p r.pub -s r.key --passphrase-file pw.txt >/dev/null
 	fmt-sign keygen --watermark -s wm.key >/dev/null
 	fmt-convert --encrypt-to r.pub d.csv r.ald
 	fmt-convert --encrypt-password-file pw.txt d.csv p.ald
+	fmt-convert d.csv d.ald
 	fmt-convert m.safetensors m.apsim
 	fmt-shard pack -q m.safetensors -o b.tar
 	local line tool what nofile="nofile: No such file or directory"
@@ -382,10 +385,15 @@ Try 'fmt-convert --help'."
 	nofile: cannot open the identity: No such file or directory|fmt-inspect --head 1 --identity nofile r.ald
 	nofile: cannot open the identity: No such file or directory|fmt-verify --identity nofile r.ald
 	nofile: cannot open the identity: No such file or directory|fmt-watermark extract --key wm.key --identity nofile r.ald
-	r.key: cannot open the secret file $nofile|fmt-inspect --head 1 --identity r.key --passphrase-file nofile r.ald
-	e.key: cannot open the secret file $nofile|fmt-convert --sign-key e.key --passphrase-file nofile d.csv out.ald
-	e.key: cannot open the secret file $nofile|fmt-sign sign -s e.key --passphrase-file nofile d.csv
-	e.key: cannot open the secret file $nofile|fmt-watermark prove --key wm.key --buyer b --sign-key e.key --passphrase-file nofile m.safetensors
+	cannot open the secret file $nofile|fmt-inspect --head 1 --identity r.key --passphrase-file nofile r.ald
+	cannot open the secret file $nofile|fmt-convert --sign-key e.key --passphrase-file nofile d.csv out.ald
+	cannot open the secret file $nofile|fmt-sign sign -s e.key --passphrase-file nofile d.csv
+	cannot open the secret file $nofile|fmt-watermark prove --key wm.key --buyer b --sign-key e.key --passphrase-file nofile m.safetensors
+	cannot open the secret file $nofile|fmt-verify --identity r.key --passphrase-file nofile r.ald
+	cannot open the secret file $nofile|fmt-convert --identity r.key --passphrase-file nofile r.ald out.csv
+	cannot open the secret file $nofile|fmt-watermark extract --key wm.key --identity r.key --passphrase-file nofile r.ald
+	cannot open the secret file $nofile|fmt-sign key-id -s e.key --passphrase-file nofile
+	cannot open the secret file $nofile|fmt-sign license --sign-key e.key --passphrase-file nofile --licensee bob d.ald
 	cannot open the secret file $nofile|fmt-sign keygen -p n.pub -s n.key --passphrase-file nofile
 	cannot open the secret file $nofile|fmt-convert --password-file nofile p.ald out.csv
 	cannot open the secret file $nofile|fmt-verify --password-file nofile p.ald

@@ -182,6 +182,11 @@ typedef struct fmt_pass_opts {
 
 fmt_kind fmt_passphrase(const fmt_pass_opts *o, int confirm, fmt_hmac_key *pw, fmt_err *e);
 
+/* fmt_passphrase for a secret key file being read: *theirs is 1 when it failed in the
+ * passphrase's file or variable, which its message names; the loader then leaves the key
+ * file's name off the error ("ed.key: cannot open the secret file /nonexistent" was wrong). */
+fmt_kind fmt_key_passphrase(const fmt_pass_opts *o, fmt_hmac_key *pw, int *theirs, fmt_err *e);
+
 /* Load a minisign secret key file (path NULL: $XDG_CONFIG_HOME/fmtkit/ed25519.key), asking for
  * its passphrase as o says when it is encrypted. A wrong passphrase is FMT_DECRYPTION; e names
  * the file on failure. */
