@@ -169,8 +169,8 @@ fmt_kind fmt_hmac_key_load(const char *path, fmt_hmac_key *out, fmt_err *e)
 	 * refused as not a regular file); never through a symbolic link. */
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
-		if (errno == ENOENT)
-			fmt_fail(e, FMT_USAGE, "no HMAC key here; " KEYGEN_HINT);
+		if (errno == ENOENT) /* cannot open: I/O, as a missing ed25519.key */
+			fmt_fail(e, FMT_IO, "no HMAC key here; " KEYGEN_HINT);
 		else if (errno == ELOOP)
 			fmt_fail(e, FMT_USAGE, "the HMAC key is a symbolic link (refused: key files are opened only as regular files)");
 		else

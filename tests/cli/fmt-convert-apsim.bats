@@ -323,10 +323,10 @@ print((codes * scales).astype("<f4").tobytes().hex())')
 	[ ! -e out.safetensors ] && [ ! -e out.gguf ]
 }
 
-@test "--sign without a per-user key: exit 2 naming fmt-sign keygen --hmac, nothing written" {
+@test "--sign without a per-user key: exit 3 naming fmt-sign keygen --hmac, nothing written" {
 	make_model m.safetensors
 	run --separate-stderr fmt-convert --sign m.safetensors out.apsim
-	assert_failure 2
+	assert_failure 3
 	[[ "$stderr" == *'fmt-sign keygen --hmac'* ]] || fail "stderr: $stderr"
 	[ ! -e out.apsim ]
 	[ -z "$(ls -A . | grep fmtkit-tmp)" ]

@@ -168,13 +168,13 @@ key_id_of() {
 	assert_output --partial "32 bytes"
 }
 
-@test "no key option and no key file: exit 2 naming fmt-sign keygen --hmac" {
+@test "no key option and no key file: exit 3 (cannot open) naming fmt-sign keygen --hmac" {
 	run --separate-stderr fmt-sign key-id
-	assert_failure 2
+	assert_failure 3
 	[[ "$stderr" == *'fmt-sign keygen --hmac'* ]]
 	cp "$FIXTURE" m.apsim
 	run --separate-stderr fmt-sign sign m.apsim
-	assert_failure 2
+	assert_failure 3
 	[[ "$stderr" == *'fmt-sign keygen --hmac'* ]]
 	cmp m.apsim "$FIXTURE"
 }

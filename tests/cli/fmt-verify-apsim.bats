@@ -86,10 +86,21 @@ tar_member_offset() {
 	assert_equal "$stderr" "fmt-verify: error: fixture.apsim: signed with key 'shared', but the key given is '$id'"
 }
 
-@test "--hmac-key without a key file: exit 2 naming fmt-sign keygen --hmac" {
+@test "--hmac-key without a key file: exit 3 (cannot open, as a missing ed25519.key) naming fmt-sign keygen --hmac" {
+	# it was exit 2 (usage) where a missing default ed25519.key is 3
+	local nokey="error: $XDG_CONFIG_HOME/fmtkit/hmac.key: no HMAC key here; create one with \`fmt-sign keygen --hmac\`"
 	run --separate-stderr fmt-verify --hmac-key fixture.apsim
-	assert_failure 2
-	[[ "$stderr" == *'fmt-sign keygen --hmac'* ]] || fail "stderr: $stderr"
+	assert_failure 3
+	assert_equal "$stderr" "fmt-verify: $nokey"
+	run --separate-stderr fmt-sign sign fixture.apsim
+	assert_failure 3
+	assert_equal "$stderr" "fmt-sign: $nokey"
+	run --separate-stderr fmt-verify -j --hmac-key fixture.apsim
+	assert_failure 3
+	assert_equal "$(jq -r '.error + " " + (.exit | tostring)' <<<"$stderr")" "IoError 3"
+	run --separate-stderr fmt-sign sign --embed fixture.apsim
+	assert_failure 3
+	assert_equal "$stderr" "fmt-sign: error: $XDG_CONFIG_HOME/fmtkit/ed25519.key: cannot open the secret key: No such file or directory"
 }
 
 @test "an unsigned .apsim with a key: exit 7 'not signed'; without a key: ok" {

@@ -273,7 +273,7 @@ TEST(crypto_key_load_refusals)
 	mkdir(path, 0700);
 	snprintf(path, sizeof path, "%s/fmtkit/hmac.key", config_dir);
 	fmt_err_clear(&e);
-	CHECK(fmt_hmac_key_load(path, &k, &e) == FMT_USAGE); /* missing */
+	CHECK(fmt_hmac_key_load(path, &k, &e) == FMT_IO); /* missing: cannot open */
 	CHECK(strstr(e.msg, "fmt-sign keygen --hmac") != NULL);
 	write_file(path, bytes, 32, 0644);
 	fmt_err_clear(&e);
