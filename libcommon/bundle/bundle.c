@@ -39,7 +39,7 @@
 	X(archive_entry_set_gid) X(archive_entry_set_mtime) X(archive_entry_set_pathname) \
 	X(archive_entry_set_perm) X(archive_entry_set_size) X(archive_entry_set_uid) \
 	X(archive_entry_size) X(archive_entry_size_is_set) X(archive_entry_sparse_count) \
-	X(archive_error_string) X(archive_filter_bytes) X(archive_filter_code) X(archive_read_data) \
+	X(archive_errno) X(archive_error_string) X(archive_filter_bytes) X(archive_filter_code) X(archive_read_data) \
 	X(archive_read_data_block) X(archive_read_free) X(archive_read_new) \
 	X(archive_read_next_header) X(archive_read_open) X(archive_read_support_filter_zstd) \
 	X(archive_read_support_format_tar) X(archive_set_error) X(archive_write_add_filter_zstd) \
@@ -249,6 +249,8 @@ typedef struct reader {
 	size_t members;        /* member headers read so far */
 	char last[256];        /* the last one's name (messages) */
 	uint64_t members_end;  /* the tar offset where the last member's padded data ends */
+	int eof;               /* a read gave libarchive the end of the input */
+	int cut;               /* bundle_failed said it is cut short */
 	fmt_err err;           /* a read's own failure */
 } reader;
 
@@ -273,6 +275,7 @@ static la_ssize_t read_stream(struct archive *a, void *ud, const void **out)
 		return -1;
 	}
 	r->pos += got;
+	r->eof |= got == 0;
 	*out = r->buf;
 	return (la_ssize_t)got;
 }
@@ -288,6 +291,7 @@ static la_ssize_t read_fd(struct archive *a, void *ud, const void **out)
 		AR(archive_set_error)(a, EIO, "%s", r->err.msg);
 		return -1;
 	}
+	r->eof |= got == 0;
 	*out = r->buf;
 	return (la_ssize_t)got;
 }
@@ -301,6 +305,39 @@ static fmt_kind read_failed(const reader *r, fmt_err *e)
 		memcpy(e->msg, r->err.msg, sizeof e->msg);
 	}
 	return r->err.kind;
+}
+
+static const char *archive_why(const reader *r)
+{
+	const char *why = AR(archive_error_string)(r->a);
+	return why ? why : "unreadable";
+}
+
+/* libarchive failed on the bundle's bytes after it had asked past their end: the zstd data or
+ * the tar ended inside a frame, header or member, so the bundle is cut short. Not when nothing
+ * was read as a member yet and the data that is there is no tar at all (a whole zstd frame of
+ * something else: "Unrecognized archive format"). A .tar.zst cut inside its compressed data said
+ * "unrecognised format" (the probe found no member) or "not a tar bundle: Truncated zstd input". */
+static int cut_short(const reader *r)
+{
+	/* EILSEQ: libarchive's ARCHIVE_ERRNO_FILE_FORMAT on Linux (archive_platform.h, not installed) */
+	return r->eof && (r->members > 0 || AR(archive_errno)(r->a) != EILSEQ);
+}
+
+/* "truncated: the bundle ends before its first member", "... inside member 'x'" (with
+ * libarchive's reason), or else fmt's message for a malformed bundle. */
+static fmt_kind bundle_failed(reader *r, const char *member, const char *malformed, fmt_err *e)
+{
+	if (!(r->cut = cut_short(r)))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "%s: %s", malformed, archive_why(r));
+	if (member)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "truncated: the bundle ends inside member " NM " (%s)", member,
+				archive_why(r));
+	if (r->members)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "truncated: the bundle ends after member " NM ", inside the "
+				"next header or the end-of-archive marker (%s)", r->last, archive_why(r));
+	return fmt_fail(e, FMT_INVALID_FORMAT, "truncated: the bundle ends before its first member (%s)",
+			archive_why(r));
 }
 
 /* libarchive for tar and zstd, reading r->fd, or r->src when it is set. */
@@ -324,8 +361,7 @@ static fmt_kind reader_start(reader *r, size_t block, fmt_err *e)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	}
 	if (AR(archive_read_open)(r->a, r, NULL, r->src ? read_stream : read_fd, NULL) != ARCHIVE_OK) {
-		fmt_kind k = read_failed(r, e) != FMT_OK ? e->kind
-			: fmt_fail(e, FMT_INVALID_FORMAT, "not a tar bundle: %s", AR(archive_error_string)(r->a));
+		fmt_kind k = read_failed(r, e) != FMT_OK ? e->kind : bundle_failed(r, NULL, "not a tar bundle", e);
 		reader_close(r);
 		return k;
 	}
@@ -385,8 +421,7 @@ static fmt_kind next_header(reader *r, struct archive_entry **ent, fmt_err *e)
 	if (rc != ARCHIVE_OK && read_failed(r, e) != FMT_OK)
 		return e->kind;
 	if (rc != ARCHIVE_OK)
-		return fmt_fail(e, FMT_INVALID_FORMAT, "not a valid tar bundle: %s",
-				AR(archive_error_string)(r->a) ? AR(archive_error_string)(r->a) : "unreadable header");
+		return bundle_failed(r, NULL, "not a valid tar bundle", e);
 	/* the data follows the header libarchive has just consumed, padded to a whole block */
 	la_int64_t at = AR(archive_filter_bytes)(r->a, 0), size = AR(archive_entry_size)(*ent);
 	uint64_t end = 0;
@@ -483,9 +518,10 @@ static fmt_kind stream_member(reader *r, const fmt_bundle_member *mb, int out, f
 			break;
 		if (ar != ARCHIVE_OK && read_failed(r, e) != FMT_OK)
 			rc = e->kind;
+		else if (ar != ARCHIVE_OK && cut_short(r))
+			rc = bundle_failed(r, mb->name, NULL, e);
 		else if (ar != ARCHIVE_OK)
-			rc = fmt_fail(e, FMT_INVALID_FORMAT, "member " NM ": truncated or corrupt data (%s)", mb->name,
-				      AR(archive_error_string)(r->a) ? AR(archive_error_string)(r->a) : "read error");
+			rc = fmt_fail(e, FMT_INVALID_FORMAT, "member " NM ": corrupt data (%s)", mb->name, archive_why(r));
 		else if (off < 0 || (uint64_t)off != got)
 			rc = fmt_fail(e, FMT_INVALID_FORMAT, "member " NM ": data out of order", mb->name);
 		else if (fmt_add_u64(got, n, &got) || got > mb->size)
@@ -928,10 +964,11 @@ static int zstd_tar_starts_with_manifest(const char *path)
 	fmt_err e;
 	struct archive_entry *ent;
 	int yes = 0;
-	if (reader_open(&r, path, PROBE_BLOCK, &e) != FMT_OK)
-		return 0;
-	if (next_header(&r, &ent, &e) == FMT_OK && ent && AR(archive_entry_pathname)(ent))
+	fmt_kind k = reader_open(&r, path, PROBE_BLOCK, &e);
+	if (k == FMT_OK && (k = next_header(&r, &ent, &e)) == FMT_OK && ent && AR(archive_entry_pathname)(ent))
 		yes = strcmp(AR(archive_entry_pathname)(ent), FMT_BUNDLE_MANIFEST) == 0;
+	/* zstd data cut before the first member: a bundle cut short, which reading it says */
+	yes |= k == FMT_INVALID_FORMAT && r.cut;
 	reader_close(&r);
 	return yes;
 }

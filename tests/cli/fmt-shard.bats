@@ -627,6 +627,45 @@ PY
 	assert_success
 }
 
+@test "a .tar.zst cut inside its compressed data says truncated (exit 4), before the first member or inside one; nothing written" {
+	# cut before a member could be decoded it was "unrecognised format" (fmt-verify FILE) or
+	# "not a tar bundle: Truncated zstd input" (a pipe, unpack)
+	/usr/bin/python3 -c '
+import json, struct, sys
+import numpy as np
+a = np.random.default_rng(7).normal(0, 1, (256, 512)).astype("<f4")
+h = json.dumps({"w": {"dtype": "F32", "shape": [256, 512], "data_offsets": [0, a.nbytes]}}).encode()
+sys.stdout.buffer.write(struct.pack("<Q", len(h)) + h + a.tobytes())' >big.safetensors
+	fmt-shard pack -q big.safetensors -o big.tar.zst
+	head -c 20 big.tar.zst >head.tar.zst
+	head -c $(($(stat -c %s big.tar.zst) * 6 / 10)) big.tar.zst >mid.tar.zst
+	local first="truncated: the bundle ends before its first member (Truncated zstd input)"
+	local inside="truncated: the bundle ends inside member 'big.safetensors' (Truncated zstd input)"
+	for pair in "head.tar.zst|$first" "mid.tar.zst|$inside"; do
+		b=${pair%%|*}
+		run --separate-stderr fmt-verify "$b"
+		assert_failure 4
+		assert_equal "$stderr" "fmt-verify: error: $b: ${pair#*|}"
+		run --separate-stderr bash -c 'fmt-verify - <"$1"' _ "$b"
+		assert_failure 4
+		assert_equal "$stderr" "fmt-verify: error: -: ${pair#*|}"
+		run --separate-stderr fmt-shard unpack "$b" -C out
+		assert_failure 4
+		assert_equal "$stderr" "fmt-shard: error: $b: ${pair#*|}"
+		[ ! -e out ]
+	done
+	# a whole zstd frame of something that is not a tar is still not a bundle
+	printf 'hello' | zstd -q -c >hello.zst
+	run --separate-stderr fmt-verify hello.zst
+	assert_failure 4
+	[[ $stderr == "fmt-verify: error: hello.zst: unrecognised format "* ]] || fail "$stderr"
+	run --separate-stderr bash -c 'fmt-verify - <hello.zst'
+	assert_failure 4
+	assert_equal "$stderr" "fmt-verify: error: -: not a tar bundle: Unrecognized archive format"
+	run fmt-verify big.tar.zst
+	assert_success
+}
+
 @test "unpack of a device or a directory is exit 3 before anything is read, as every tool refuses a device (it read /dev/zero: exit 4 'empty archive')" {
 	mkdir d
 	for f in /dev/zero /dev/null d; do
