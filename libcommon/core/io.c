@@ -68,10 +68,15 @@ static fmt_kind not_readable(mode_t mode, const char *expected, const char *what
 
 #define SEQ_BUF (1u << 20)
 
+static const char *stream_name(const fmt_source *s)
+{
+	return strcmp(s->path, "-") == 0 ? "standard input" : "the stream";
+}
+
 static fmt_kind seq_truncated(fmt_source *s, uint64_t want, fmt_err *e)
 {
 	return fmt_fail(e, FMT_INVALID_FORMAT, "truncated: %s ends at byte %llu, %llu more bytes were expected",
-			strcmp(s->path, "-") == 0 ? "standard input" : "the stream", (unsigned long long)s->pos,
+			stream_name(s), (unsigned long long)s->pos,
 			(unsigned long long)want);
 }
 
@@ -407,7 +412,7 @@ static fmt_kind make_whole_memory(fmt_source *s, fmt_err *e)
 static fmt_kind make_whole_spool(fmt_source *s, fmt_err *e)
 {
 	char what[64];
-	snprintf(what, sizeof what, "a copy of %s", strcmp(s->path, "-") == 0 ? "standard input" : "the stream");
+	snprintf(what, sizeof what, "a copy of %s", stream_name(s));
 	int fd = fmt_temp_fd(what, e);
 	if (fd < 0)
 		return e->kind;
@@ -732,10 +737,57 @@ void fmt_source_drop(const fmt_source *s, const void *p, size_t n)
 		(void)madvise((void *)start, end - start, MADV_DONTNEED);
 }
 
+/* A stream that holds a text of at most max bytes: read into memory up to max + 1 bytes (one
+ * more says it is over the limit, and the rest is never read), then the source's bytes, an
+ * ordinary source as a short stream is. It was copied whole to a temporary file first (a
+ * stream of gigabytes piped to a tool that wants a 64 MiB index filled the disk before the
+ * limit said no). */
+static fmt_kind read_text_stream(fmt_source *s, size_t max, fmt_err *e)
+{
+	if (s->pos != s->head_len)
+		return fmt_fail(e, FMT_INTERNAL, "a stream read past its head cannot be read again");
+	size_t len = 0, cap = 0, got = 1, want = max < SIZE_MAX - 1 ? max + 1 : max;
+	uint8_t *buf = NULL;
+	fmt_kind k = FMT_OK;
+	while (k == FMT_OK && got > 0 && len < want) {
+		if (len == cap) {
+			size_t next = cap ? (cap > want / 2 ? want : 2 * cap) : (s->head_len + SEQ_BUF < want ? s->head_len + SEQ_BUF : want);
+			uint8_t *p = realloc(buf, next + 1);
+			if (!p) {
+				k = fmt_fail(e, FMT_IO, "out of memory reading %s", s->path);
+				break;
+			}
+			buf = p;
+			cap = next;
+		}
+		k = fmt_source_read_upto(s, len, buf + len, cap - len, &got, e);
+		len += got;
+	}
+	if (k == FMT_OK && len > max)
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "%s is more than the %zu-byte limit", stream_name(s), max);
+	if (k != FMT_OK) {
+		free(buf);
+		return k;
+	}
+	free(s->head);
+	free(s->rbuf);
+	s->head = s->rbuf = NULL;
+	s->head_len = s->rlen = s->rpos = 0;
+	s->buf = buf ? buf : (uint8_t *)calloc(1, 1);
+	if (!s->buf)
+		return fmt_fail(e, FMT_IO, "out of memory reading %s", s->path);
+	s->size = len;
+	s->feed = NULL;
+	s->sequential = 0;
+	s->observe = NULL;
+	s->pos = 0;
+	return FMT_OK;
+}
+
 fmt_kind fmt_source_read_text(fmt_source *s, size_t max, char **text, fmt_err *e)
 {
 	if (s->sequential) {
-		fmt_kind k = fmt_source_make_whole(s, e);
+		fmt_kind k = read_text_stream(s, max, e);
 		if (k != FMT_OK)
 			return k;
 	}

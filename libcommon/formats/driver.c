@@ -39,7 +39,7 @@ int fmt_driver_holds_dtype(const fmt_driver *d, fmt_dtype t)
 
 fmt_kind fmt_driver_take_source(const fmt_driver *d, fmt_source *src, int random_access, fmt_err *e)
 {
-	if (!src->sequential || (d->streams && !random_access))
+	if (!src->sequential || ((d->streams || d->text_max) && !random_access))
 		return FMT_OK;
 	fmt_kind k = d->check_head ? d->check_head(src, e) : FMT_OK;
 	return k == FMT_OK ? fmt_source_make_whole(src, e) : k;

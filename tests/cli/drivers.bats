@@ -66,6 +66,28 @@ PY
 	assert_equal "$stderr" "fmt-verify: error: -: header is not valid JSON at byte 1: string or '}' expected"
 }
 
+@test "a JSON index on standard input is read up to its 64 MiB limit + 1 byte, not copied whole first (exit 4)" {
+	# fmt_source_read_text took a stream whole (a copy in TMPDIR) before it checked the limit:
+	# 1 GiB after an index's opening brace was copied (1 GiB of disk, seconds), or, with no
+	# TMPDIR to copy it to, exit 3. Now no copy: it stops at 67108865 bytes.
+	make_samples
+	fmt-shard split -q --max-tensors 2 "$SAMPLES/tiny.safetensors" -o m
+	local tool cmd
+	for tool in fmt-inspect fmt-verify; do
+		cmd="{ cat m.safetensors.index.json; head -c 1G /dev/zero; } | TMPDIR=\$PWD/none timeout 20 $tool -"
+		run --separate-stderr bash -c "$cmd"
+		assert_failure 4
+		assert_equal "$stderr" "$tool: error: -: standard input is more than the 67108864-byte limit"
+	done
+	# an index within the limit on a pipe reads as the file does, and needs no TMPDIR
+	run bash -c 'cat m.safetensors.index.json | TMPDIR=$PWD/none fmt-inspect --json -'
+	assert_success
+	assert_equal "$output" "$(fmt-inspect --json m.safetensors.index.json | sed 's/"file":"m.safetensors.index.json"/"file":"-"/')"
+	run bash -c 'cat m.safetensors.index.json | TMPDIR=$PWD/none fmt-verify -'
+	assert_success
+	assert_output "-: ok (safetensors-index, 5 tensors, 4 files, 883 bytes)"
+}
+
 @test "an unrecognised file's message lists every registered format" {
 	printf 'not a model' >junk.bin
 	run --separate-stderr fmt-inspect junk.bin

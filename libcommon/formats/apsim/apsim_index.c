@@ -458,6 +458,7 @@ const fmt_driver fmt_driver_apsim_index = {
 	.title = ".apsim",
 	.probe = ai_probe,
 	.open = ai_open,
+	.text_max = FMT_ST_INDEX_MAX,
 	.verify = ai_verify,
 	.caps = FMT_CAP_TYPED_META | FMT_CAP_ENCODED | FMT_CAP_UNITS | FMT_CAP_SIGNATURES | FMT_CAP_ED25519 | FMT_CAP_ED25519_SIGN,
 	.file_driver = &fmt_driver_apsim,

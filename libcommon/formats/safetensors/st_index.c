@@ -406,6 +406,7 @@ const fmt_driver fmt_driver_st_index = {
 	.title = "safetensors",
 	.probe = ix_probe,
 	.open = ix_open,
+	.text_max = FMT_ST_INDEX_MAX,
 	.verify = NULL,
 	.file_driver = &fmt_driver_safetensors,
 	.write = NULL,

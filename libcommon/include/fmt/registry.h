@@ -144,6 +144,11 @@ typedef struct fmt_driver {
 	 * after them, reads the rest and checks the checksums the file carries. Other drivers are
 	 * given such an input whole, in memory. */
 	int streams;
+	/* A format that is one text, read whole by open with fmt_source_read_text under this
+	 * limit (a JSON index): a sequential source is left to open, which reads it into memory
+	 * up to the limit + 1 byte, instead of being copied whole to a temporary file first (a
+	 * huge stream filled the disk before the limit was checked). 0: not such a format. */
+	size_t text_max;
 	/* Optional, for a driver that does not stream: check the header of a sequential source
 	 * from its first bytes (fmt_source_keep) before the source is read whole for open, so
 	 * that a stream with a malformed header is refused without reading (and holding) the
