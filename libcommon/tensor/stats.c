@@ -24,8 +24,18 @@ void fmt_stats_init(fmt_stats *s)
 
 typedef struct pass_summary {
 	uint64_t count;
-	double min, max, mean, m2;
+	double min, max, mean, m2;  /* m2 in units of 2^(2 exp) */
+	int exp;
 } pass_summary;
+
+/* The binary exponent of the largest magnitude among lo..hi: |v| / 2^exp < 1. */
+static int scale_exp(double lo, double hi)
+{
+	int exp = 0;
+	double big = fabs(lo) > fabs(hi) ? fabs(lo) : fabs(hi);
+	(void)frexp(big, &exp);
+	return exp;
+}
 
 static void summarise_pass(fmt_stats *s, const double *x, size_t n, pass_summary *p)
 {
@@ -39,7 +49,6 @@ static void summarise_pass(fmt_stats *s, const double *x, size_t n, pass_summary
 			s->inf++;
 		} else {
 			count++;
-			sum += v;
 			lo = v < lo ? v : lo;
 			hi = v > hi ? v : hi;
 		}
@@ -47,14 +56,19 @@ static void summarise_pass(fmt_stats *s, const double *x, size_t n, pass_summary
 	p->count = count;
 	p->min = lo;
 	p->max = hi;
-	p->mean = count ? sum / (double)count : 0;
-	double m2 = 0;
+	p->exp = count ? scale_exp(lo, hi) : 0;
+	if (count)
+		for (size_t i = 0; i < n; i++)
+			if (isfinite(x[i]))
+				sum += ldexp(x[i], -p->exp);
+	double mean = count ? sum / (double)count : 0, m2 = 0;
 	if (count)
 		for (size_t i = 0; i < n; i++)
 			if (isfinite(x[i])) {
-				double d = x[i] - p->mean;
+				double d = ldexp(x[i], -p->exp) - mean;
 				m2 += d * d;
 			}
+	p->mean = ldexp(mean, p->exp);
 	p->m2 = m2;
 }
 
@@ -68,12 +82,16 @@ static void merge_pass(fmt_stats *s, const pass_summary *p)
 		s->max = p->max;
 		s->mean = p->mean;
 		s->m2 = p->m2;
+		s->exp = p->exp;
 		return;
 	}
+	/* both in units of the larger magnitude's 2^exp */
+	int exp = p->exp > s->exp ? p->exp : s->exp;
 	double na = (double)s->count, nb = (double)p->count, n = na + nb;
-	double delta = p->mean - s->mean;
-	s->mean += delta * (nb / n);
-	s->m2 += p->m2 + delta * delta * (na * nb / n);
+	double mean = ldexp(s->mean, -exp), delta = ldexp(p->mean, -exp) - mean;
+	s->mean = ldexp(mean + delta * (nb / n), exp);
+	s->m2 = ldexp(s->m2, 2 * (s->exp - exp)) + (ldexp(p->m2, 2 * (p->exp - exp)) + delta * delta * (na * nb / n));
+	s->exp = exp;
 	s->count += p->count;
 	s->min = p->min < s->min ? p->min : s->min;
 	s->max = p->max > s->max ? p->max : s->max;
@@ -170,7 +188,9 @@ void fmt_stats_finish(fmt_stats *s)
 		s->m2 = 0;
 		return;
 	}
-	s->std = sqrt(s->m2 / (double)s->count);
+	s->std = ldexp(sqrt(s->m2 / (double)s->count), s->exp);
+	s->m2 = ldexp(s->m2, 2 * s->exp);   /* unscaled: inf past ~1e154, where std is not */
+	s->exp = 0;
 	if (s->int_kind == FMT_STATS_SIGNED && (__int128)s->isum < 0)
 		s->mean = fmt_exact_mean(-s->isum, 1, s->count);
 	else if (s->int_kind)

@@ -201,6 +201,25 @@ PY
 	[ "$(jq '.stats.mean == 1.4523002497582787e19' <<<"$output")" = true ]
 }
 
+@test "--stats: the standard deviation of values up to DBL_MAX and FLT_MAX is finite and right" {
+	# the squares of values over ~1e154 overflowed: std "inf" (and the mean of three DBL_MAX)
+	PYTHONPATH="$REPO_ROOT/tests/cli" /usr/bin/python3 - <<'PY'
+import sys
+from st_file import st
+M, F = sys.float_info.max, 3.4028234663852886e38
+st("huge.safetensors", [("max64", "F64", "d", [M, -M, M, -M]), ("e200", "F64", "d", [1e200, 3e200]),
+    ("same", "F64", "d", [M, M, M]), ("max32", "F32", "f", [F, -F, F, -F])])
+PY
+	local t want
+	for pair in "max64|[4,0,1.7976931348623157e+308]" "e200|[2,2e+200,1e+200]" \
+		"same|[3,1.7976931348623157e+308,0]" "max32|[4,0,3.4028234663852886e+38]"; do
+		t=${pair%%|*} want=${pair#*|}
+		run fmt-inspect --json --tensor "$t" --stats huge.safetensors
+		assert_success
+		assert_equal "$(jq -c '.stats | [.count, .mean, .std]' <<<"$output")" "$want"
+	done
+}
+
 @test "a sharded index is inspected as one model" {
 	run fmt-inspect --json "$SAMPLES/sharded/model.safetensors.index.json"
 	assert_success

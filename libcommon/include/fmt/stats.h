@@ -14,12 +14,18 @@
  * are NaN. mean and m2 (sum of squared deviations from the mean) are kept in double and merged
  * chunk by chunk with the pairwise update of Chan, Golub and LeVeque: each chunk's own mean and
  * m2 come from two passes over the chunk, so no large sum of squares is ever subtracted.
- * std is the population standard deviation sqrt(m2 / count), set by fmt_stats_finish.
+ * Both are computed on the values scaled by 2^-exp, exp the binary exponent of the largest
+ * magnitude seen (m2 is kept so, in units of 2^(2 exp), until fmt_stats_finish gives it
+ * unscaled, which may then be inf): a power of two scales exactly, so
+ * the results are the same bits as unscaled, and values up to DBL_MAX neither overflow a sum
+ * nor a square (the sum of squares of values over ~1e154 was inf, so was std).
+ * std is the population standard deviation sqrt(m2 / count) 2^exp, set by fmt_stats_finish.
  * first holds the first n_first values as given (NaN and Inf included), for previews: float32
  * values (fmt_stats_add), or float64 ones (fmt_stats_add_f64, f64 set) kept as they are. */
 typedef struct fmt_stats {
 	uint64_t count, nan, inf;
 	double min, max, mean, m2, std;
+	int exp;
 	double first[FMT_STATS_FIRST];
 	size_t n_first;
 	int f64;
