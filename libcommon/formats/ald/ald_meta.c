@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <zlib.h>
 #include "fmt/dataset.h"
+#include "fmt/msgpack_json.h"
 #include "fmt/out.h"
 #include "fmt/tree_budget.h"
 
@@ -308,54 +309,9 @@ fmt_kind fmt_card_encode(const json_t *card, const char *sha256_hex, int compat,
 
 #define CARD_MAX_DEPTH 16
 
-static json_t *to_json(const msgpack_object *o, int depth)
-{
-	json_t *v = NULL;
-	if (depth > CARD_MAX_DEPTH)
-		return NULL;
-	switch (o->type) {
-	case MSGPACK_OBJECT_NIL: return json_null();
-	case MSGPACK_OBJECT_BOOLEAN: return json_boolean(o->via.boolean);
-	case MSGPACK_OBJECT_POSITIVE_INTEGER:
-		return fmt_json_u64(o->via.u64);
-	case MSGPACK_OBJECT_NEGATIVE_INTEGER: return json_integer(o->via.i64);
-	case MSGPACK_OBJECT_FLOAT32: case MSGPACK_OBJECT_FLOAT64: return json_real(o->via.f64);
-	case MSGPACK_OBJECT_STR: return fmt_json_string(o->via.str.ptr, o->via.str.size);
-	case MSGPACK_OBJECT_BIN: return fmt_json_string(o->via.bin.ptr, o->via.bin.size);
-	case MSGPACK_OBJECT_ARRAY:
-		v = json_array();
-		for (uint32_t i = 0; v && i < o->via.array.size; i++) {
-			json_t *x = to_json(&o->via.array.ptr[i], depth + 1);
-			if (!x || json_array_append_new(v, x)) {
-				json_decref(v);
-				return NULL;
-			}
-		}
-		return v;
-	case MSGPACK_OBJECT_MAP:
-		v = json_object();
-		for (uint32_t i = 0; v && i < o->via.map.size; i++) {
-			const msgpack_object_kv *kv = &o->via.map.ptr[i];
-			char key[256];
-			if (kv->key.type != MSGPACK_OBJECT_STR || kv->key.via.str.size >= sizeof key ||
-			    (kv->key.via.str.size && memchr(kv->key.via.str.ptr, 0, kv->key.via.str.size))) {
-				json_decref(v);
-				return NULL;
-			}
-			if (kv->key.via.str.size) /* an empty key's ptr may be NULL */
-				memcpy(key, kv->key.via.str.ptr, kv->key.via.str.size);
-			key[kv->key.via.str.size] = '\0';
-			json_t *x = to_json(&kv->val, depth + 1);
-			if (!x || json_object_set_new(v, key, x)) {
-				json_decref(v);
-				return NULL;
-			}
-		}
-		return v;
-	default:
-		return NULL;
-	}
-}
+/* Cards are re-packed from JSON by the tools: no NaN (jansson holds none), integers over
+ * INT64_MAX as decimal strings, invalid UTF-8 as U+FFFD, keys under 256 bytes without NUL. */
+static const fmt_mp_json_opts card_json = { .max_depth = CARD_MAX_DEPTH, .flags = FMT_MPJ_STRICT_KEYS };
 
 /* Walk one MessagePack value at *p before msgpack-c sees it: every declared array or map
  * count must fit the bytes left (each item takes at least one byte), so a 5-byte header cannot
@@ -447,7 +403,7 @@ fmt_kind fmt_card_decode(const uint8_t *data, size_t len, json_t **card, const c
 	} else if (u.data.type == MSGPACK_OBJECT_MAP) {
 		*form = "map";
 		errno = 0;   /* ENOMEM after a NULL: memory ran out, the card may be fine */
-		if (!(*card = to_json(&u.data, 0)))
+		if (!(*card = fmt_mp_to_json(&u.data, &card_json)))
 			k = errno == ENOMEM ? fmt_fail_nomem(e, "the metadata")
 			  : fmt_fail(e, FMT_INVALID_FORMAT, "metadata map has non-string keys or is nested too deep");
 	} else if (u.data.type == MSGPACK_OBJECT_ARRAY) {
@@ -467,7 +423,7 @@ fmt_kind fmt_card_decode(const uint8_t *data, size_t len, json_t **card, const c
 						     i, array_keys[i]);
 				} else if (x->type != MSGPACK_OBJECT_NIL) {
 					errno = 0;
-					json_t *v = to_json(x, 0);
+					json_t *v = fmt_mp_to_json(x, &card_json);
 					if (!v)
 						k = errno == ENOMEM ? fmt_fail_nomem(e, "the metadata")
 						  : fmt_fail(e, FMT_INVALID_FORMAT, "metadata element %u is malformed", i);

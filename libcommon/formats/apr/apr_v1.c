@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include "fmt/checked.h"
 #include "fmt/minisign.h"
+#include "fmt/msgpack_json.h"
 #include "fmt/out.h"
 #include "apr_internal.h"
 #include "fmt/tree_budget.h"
@@ -25,60 +26,10 @@ static int known_model_type(uint16_t t)
 
 /* ---- MessagePack metadata as JSON ---- */
 
-/* msgpack-c gives an empty string or binary a NULL pointer. */
-static const char *mp_bytes(const char *p)
-{
-	return p ? p : "";
-}
-
-static json_t *mp_to_json(const msgpack_object *o, int depth)
-{
-	if (depth > V1_MAX_DEPTH)
-		return NULL;
-	switch (o->type) {
-	case MSGPACK_OBJECT_NIL: return json_null();
-	case MSGPACK_OBJECT_BOOLEAN: return json_boolean(o->via.boolean);
-	case MSGPACK_OBJECT_POSITIVE_INTEGER:
-		return o->via.u64 <= INT64_MAX ? json_integer((json_int_t)o->via.u64) : json_real((double)o->via.u64);
-	case MSGPACK_OBJECT_NEGATIVE_INTEGER: return json_integer((json_int_t)o->via.i64);
-	case MSGPACK_OBJECT_FLOAT32:
-	case MSGPACK_OBJECT_FLOAT64: return fmt_json_double(o->via.f64);   /* NaN, ±Inf: "nan", "inf", "-inf" */
-	case MSGPACK_OBJECT_STR: return json_stringn_nocheck(mp_bytes(o->via.str.ptr), o->via.str.size);
-	case MSGPACK_OBJECT_BIN: return json_stringn_nocheck(mp_bytes(o->via.bin.ptr), o->via.bin.size);
-	case MSGPACK_OBJECT_ARRAY: {
-		json_t *a = json_array();
-		for (uint32_t i = 0; a && i < o->via.array.size; i++) {
-			json_t *x = mp_to_json(&o->via.array.ptr[i], depth + 1);
-			if (!x || json_array_append_new(a, x) != 0) {
-				json_decref(a);
-				return NULL;
-			}
-		}
-		return a;
-	}
-	case MSGPACK_OBJECT_MAP: {
-		json_t *m = json_object();
-		for (uint32_t i = 0; m && i < o->via.map.size; i++) {
-			const msgpack_object_kv *kv = &o->via.map.ptr[i];
-			if (kv->key.type != MSGPACK_OBJECT_STR) {
-				json_decref(m);
-				return NULL;
-			}
-			char *key = strndup(mp_bytes(kv->key.via.str.ptr), kv->key.via.str.size);
-			json_t *x = mp_to_json(&kv->val, depth + 1);
-			if (!key || !x || json_object_set_new(m, key, x) != 0) {
-				free(key);
-				json_decref(m);
-				return NULL;
-			}
-			free(key);
-		}
-		return m;
-	}
-	default:
-		return NULL;
-	}
-}
+/* As upstream's JSON view: NaN/Inf as fmtkit spells them, integers over INT64_MAX as reals,
+ * strings as their bytes (json_dumps refuses what is not UTF-8), any string key. */
+static const fmt_mp_json_opts v1_json = { .max_depth = V1_MAX_DEPTH,
+					  .flags = FMT_MPJ_NONFINITE_TEXT | FMT_MPJ_BIG_AS_REAL | FMT_MPJ_RAW_STRINGS };
 
 /* Every MessagePack array, map, string, binary and extension in p[0..n) declares no more than
  * the bytes left can hold (an entry takes at least one byte), and p holds exactly one value:
@@ -184,7 +135,7 @@ static fmt_kind read_metadata(fmt_model *m, apr_state *st, const uint8_t *p, siz
 	else if (r != MSGPACK_UNPACK_SUCCESS || off != n || u.data.type != MSGPACK_OBJECT_MAP)
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata is not one MessagePack map of %zu bytes", n);
 	errno = 0;   /* ENOMEM after a NULL: memory ran out, the metadata may be fine */
-	json_t *j = k == FMT_OK ? mp_to_json(&u.data, 0) : NULL;
+	json_t *j = k == FMT_OK ? fmt_mp_to_json(&u.data, &v1_json) : NULL;
 	if (k == FMT_OK && !j)
 		k = errno == ENOMEM ? fmt_fail_nomem(e, "v1 metadata")
 		  : fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: a map key that is not a string, or nesting too deep");

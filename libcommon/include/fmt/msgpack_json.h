@@ -1,0 +1,35 @@
+/* MessagePack values (msgpack-c objects) as jansson values: the one converter of the formats
+ * that keep metadata as MessagePack and show it as JSON (.ald cards, APR v1 metadata). Where
+ * they differ, opts says which rule holds, so that each keeps its output byte for byte. */
+#ifndef FMT_MSGPACK_JSON_H
+#define FMT_MSGPACK_JSON_H
+
+#include <jansson.h>
+#include <msgpack.h>
+
+enum {
+	/* A float NaN or ±Inf as "nan", "inf", "-inf" (fmt_json_double), not a failure (jansson
+	 * holds no NaN). */
+	FMT_MPJ_NONFINITE_TEXT = 1,
+	/* A positive integer over INT64_MAX as a JSON real, not as its decimal string
+	 * (fmt_json_u64). */
+	FMT_MPJ_BIG_AS_REAL = 2,
+	/* Strings and binaries as their bytes are, not with invalid UTF-8 as U+FFFD
+	 * (fmt_json_string). */
+	FMT_MPJ_RAW_STRINGS = 4,
+	/* A map key of 256 bytes or more, or holding a NUL, fails; otherwise a key is cut at its
+	 * first NUL. */
+	FMT_MPJ_STRICT_KEYS = 8,
+};
+
+typedef struct fmt_mp_json_opts {
+	int max_depth;       /* containers nested deeper than this fail */
+	unsigned flags;      /* FMT_MPJ_* */
+} fmt_mp_json_opts;
+
+/* o as a new JSON value, or NULL: a map key that is not a string, nesting past max_depth, a
+ * value the flags refuse (or an extension), or memory ran out (errno ENOMEM then: set errno
+ * to 0 before the call to tell). */
+json_t *fmt_mp_to_json(const msgpack_object *o, const fmt_mp_json_opts *opts);
+
+#endif

@@ -1,0 +1,115 @@
+/* fmt/msgpack_json.h: the one MessagePack -> JSON converter under the two formats' rules
+ * (APR v1 metadata, .ald cards), on the values where those rules differ. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/msgpack_json.h"
+#include "unit.h"
+
+static const fmt_mp_json_opts apr_rules = { .max_depth = 32,
+					    .flags = FMT_MPJ_NONFINITE_TEXT | FMT_MPJ_BIG_AS_REAL | FMT_MPJ_RAW_STRINGS };
+static const fmt_mp_json_opts card_rules = { .max_depth = 16, .flags = FMT_MPJ_STRICT_KEYS };
+
+/* The JSON text of the MessagePack value sb holds under opts, or "NULL" (into out). */
+static void as_json(const msgpack_sbuffer *sb, const fmt_mp_json_opts *opts, char *out, size_t n)
+{
+	msgpack_unpacked u;
+	size_t off = 0;
+	msgpack_unpacked_init(&u);
+	CHECK(msgpack_unpack_next(&u, sb->data, sb->size, &off) == MSGPACK_UNPACK_SUCCESS);
+	json_t *j = fmt_mp_to_json(&u.data, opts);
+	char *text = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY) : NULL;
+	snprintf(out, n, "%s", j ? (text ? text : "UNDUMPABLE") : "NULL");
+	free(text);
+	json_decref(j);
+	msgpack_unpacked_destroy(&u);
+}
+
+static void pack_key(msgpack_packer *pk, const char *s, size_t n)
+{
+	msgpack_pack_str(pk, n);
+	msgpack_pack_str_body(pk, s, n);
+}
+
+TEST(msgpack_json_rules)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	char got[1024];
+	/* common ground: both give the same text */
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 5);
+	pack_key(&pk, "a", 1), msgpack_pack_int64(&pk, -3);
+	pack_key(&pk, "b", 1), msgpack_pack_double(&pk, 0.5);
+	pack_key(&pk, "c", 1), msgpack_pack_array(&pk, 2), msgpack_pack_nil(&pk), msgpack_pack_true(&pk);
+	pack_key(&pk, "", 0), pack_key(&pk, "", 0);
+	pack_key(&pk, "e", 1), msgpack_pack_bin(&pk, 2), msgpack_pack_bin_body(&pk, "hi", 2);
+	as_json(&sb, &apr_rules, got, sizeof got);
+	CHECK_STR(got, "{\"a\":-3,\"b\":0.5,\"c\":[null,true],\"\":\"\",\"e\":\"hi\"}");
+	as_json(&sb, &card_rules, got, sizeof got);
+	CHECK_STR(got, "{\"a\":-3,\"b\":0.5,\"c\":[null,true],\"\":\"\",\"e\":\"hi\"}");
+	msgpack_sbuffer_destroy(&sb);
+
+	/* NaN: "nan" for APR, refused for a card */
+	msgpack_sbuffer_init(&sb);
+	msgpack_pack_double(&pk, NAN);
+	as_json(&sb, &apr_rules, got, sizeof got);
+	CHECK_STR(got, "\"nan\"");
+	as_json(&sb, &card_rules, got, sizeof got);
+	CHECK_STR(got, "NULL");
+	msgpack_sbuffer_destroy(&sb);
+
+	/* 2^64-1: a real for APR, its decimal string in a card */
+	msgpack_sbuffer_init(&sb);
+	msgpack_pack_uint64(&pk, UINT64_MAX);
+	as_json(&sb, &apr_rules, got, sizeof got);
+	CHECK_STR(got, "1.8446744073709552e19");
+	as_json(&sb, &card_rules, got, sizeof got);
+	CHECK_STR(got, "\"18446744073709551615\"");
+	msgpack_sbuffer_destroy(&sb);
+
+	/* invalid UTF-8: raw for APR (json_dumps then refuses it), U+FFFD in a card */
+	msgpack_sbuffer_init(&sb);
+	pack_key(&pk, "a\xff", 2);
+	as_json(&sb, &apr_rules, got, sizeof got);
+	CHECK_STR(got, "UNDUMPABLE");
+	as_json(&sb, &card_rules, got, sizeof got);
+	CHECK_STR(got, "\"a\xEF\xBF\xBD\"");
+	msgpack_sbuffer_destroy(&sb);
+
+	/* a key holding a NUL: cut there for APR, refused in a card; a 256-byte key likewise */
+	char longkey[256];
+	memset(longkey, 'k', sizeof longkey);
+	msgpack_sbuffer_init(&sb);
+	msgpack_pack_map(&pk, 1), pack_key(&pk, "x\0y", 3), msgpack_pack_true(&pk);
+	as_json(&sb, &apr_rules, got, sizeof got);
+	CHECK_STR(got, "{\"x\":true}");
+	as_json(&sb, &card_rules, got, sizeof got);
+	CHECK_STR(got, "NULL");
+	msgpack_sbuffer_destroy(&sb);
+	msgpack_sbuffer_init(&sb);
+	msgpack_pack_map(&pk, 1), pack_key(&pk, longkey, 256), msgpack_pack_true(&pk);
+	as_json(&sb, &card_rules, got, sizeof got);
+	CHECK_STR(got, "NULL");
+	as_json(&sb, &apr_rules, got, sizeof got);
+	CHECK(strlen(got) == 256 + 9);
+	msgpack_sbuffer_destroy(&sb);
+
+	/* a key that is not a string, and nesting past the depth: NULL in both */
+	msgpack_sbuffer_init(&sb);
+	msgpack_pack_map(&pk, 1), msgpack_pack_int(&pk, 1), msgpack_pack_true(&pk);
+	as_json(&sb, &apr_rules, got, sizeof got);
+	CHECK_STR(got, "NULL");
+	msgpack_sbuffer_destroy(&sb);
+	msgpack_sbuffer_init(&sb);
+	for (int i = 0; i < 18; i++)
+		msgpack_pack_array(&pk, 1);
+	msgpack_pack_nil(&pk);
+	as_json(&sb, &card_rules, got, sizeof got);
+	CHECK_STR(got, "NULL");
+	as_json(&sb, &apr_rules, got, sizeof got);
+	CHECK_STR(got, "[[[[[[[[[[[[[[[[[[null]]]]]]]]]]]]]]]]]]");
+	msgpack_sbuffer_destroy(&sb);
+}
