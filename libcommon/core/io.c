@@ -436,17 +436,17 @@ static fmt_kind make_whole_spool(fmt_source *s, fmt_err *e)
 	return FMT_OK;
 }
 
-fmt_kind fmt_source_make_whole(fmt_source *s, fmt_err *e)
+/* A stream can be made whole only while no read has gone past its head. */
+static fmt_kind stream_rewindable(const fmt_source *s, fmt_err *e)
 {
-	if (!s->sequential)
-		return FMT_OK;
-	if (s->pos != s->head_len)
-		return fmt_fail(e, FMT_INTERNAL, "a stream read past its head cannot be read again");
-	fmt_kind k = s->feed ? make_whole_memory(s, e) : make_whole_spool(s, e);
-	if (k != FMT_OK) {
-		fmt_err_file(e, s->path);
-		return k;
-	}
+	return s->pos == s->head_len ? FMT_OK
+				     : fmt_fail(e, FMT_INTERNAL, "a stream read past its head cannot be read again");
+}
+
+/* s, whose bytes a make_whole strategy has put in s->buf or s->fd (and s->size), reads as a
+ * whole source from now on: its stream state goes. */
+static void stream_made_whole(fmt_source *s)
+{
 	free(s->head);
 	free(s->rbuf);
 	s->head = s->rbuf = NULL;
@@ -455,6 +455,20 @@ fmt_kind fmt_source_make_whole(fmt_source *s, fmt_err *e)
 	s->sequential = 0;
 	s->observe = NULL;
 	s->pos = 0;
+}
+
+fmt_kind fmt_source_make_whole(fmt_source *s, fmt_err *e)
+{
+	if (!s->sequential)
+		return FMT_OK;
+	fmt_kind k = stream_rewindable(s, e);
+	if (k == FMT_OK)
+		k = s->feed ? make_whole_memory(s, e) : make_whole_spool(s, e);
+	if (k != FMT_OK) {
+		fmt_err_file(e, s->path);
+		return k;
+	}
+	stream_made_whole(s);
 	return FMT_OK;
 }
 
@@ -744,11 +758,9 @@ void fmt_source_drop(const fmt_source *s, const void *p, size_t n)
  * limit said no). */
 static fmt_kind read_text_stream(fmt_source *s, size_t max, fmt_err *e)
 {
-	if (s->pos != s->head_len)
-		return fmt_fail(e, FMT_INTERNAL, "a stream read past its head cannot be read again");
 	size_t len = 0, cap = 0, got = 1, want = max < SIZE_MAX - 1 ? max + 1 : max;
 	uint8_t *buf = NULL;
-	fmt_kind k = FMT_OK;
+	fmt_kind k = stream_rewindable(s, e);
 	while (k == FMT_OK && got > 0 && len < want) {
 		if (len == cap) {
 			size_t next = cap ? (cap > want / 2 ? want : 2 * cap) : (s->head_len + SEQ_BUF < want ? s->head_len + SEQ_BUF : want);
@@ -765,22 +777,15 @@ static fmt_kind read_text_stream(fmt_source *s, size_t max, fmt_err *e)
 	}
 	if (k == FMT_OK && len > max)
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "%s is more than the %zu-byte limit", stream_name(s), max);
+	if (k == FMT_OK && !buf && !(buf = calloc(1, 1)))
+		k = fmt_fail(e, FMT_IO, "out of memory reading %s", s->path);
 	if (k != FMT_OK) {
 		free(buf);
 		return k;
 	}
-	free(s->head);
-	free(s->rbuf);
-	s->head = s->rbuf = NULL;
-	s->head_len = s->rlen = s->rpos = 0;
-	s->buf = buf ? buf : (uint8_t *)calloc(1, 1);
-	if (!s->buf)
-		return fmt_fail(e, FMT_IO, "out of memory reading %s", s->path);
+	stream_made_whole(s);
+	s->buf = buf;
 	s->size = len;
-	s->feed = NULL;
-	s->sequential = 0;
-	s->observe = NULL;
-	s->pos = 0;
 	return FMT_OK;
 }
 
