@@ -339,6 +339,24 @@ static int ambiguous(const fmt_cli_tool *t, const char *prefix, size_t len, char
 	return 1;
 }
 
+/* A long option that is not one, a typing error away from one: "did you mean '--dtype'?". */
+static int near_option(const fmt_cli_tool *t, const char *typed, size_t len, char *msg, size_t n)
+{
+	char word[64];
+	if (len >= sizeof word)
+		return 0;
+	memcpy(word, typed, len);
+	word[len] = '\0';
+	fmt_nearest near;
+	fmt_nearest_init(&near, word);
+	for (size_t i = 0; i < option_count(t); i++)
+		fmt_nearest_offer(&near, option_at(t, i)->name);
+	const char *best = fmt_nearest_best(&near);
+	if (best)
+		snprintf(msg, n, "unknown option '--%s' (did you mean '--%s'?)", word, best);
+	return best != NULL;
+}
+
 /* A getopt failure (c is '?' or ':') as a message naming the word the user typed. */
 static void describe_bad_option(const fmt_cli_tool *t, int c, const char *word, char *msg, size_t n)
 {
@@ -356,6 +374,8 @@ static void describe_bad_option(const fmt_cli_tool *t, int c, const char *word, 
 	else if (optopt && !is_long)
 		snprintf(msg, n, "unknown option '-%c'", optopt);
 	else if (is_long && ambiguous(t, word + 2, (size_t)len - 2, msg, n))
+		return;
+	else if (is_long && near_option(t, word + 2, (size_t)len - 2, msg, n))
 		return;
 	else
 		snprintf(msg, n, "unknown option '%.*s'", word ? len : 0, word ? word : "");
@@ -426,7 +446,15 @@ static int find_command(const fmt_cli_tool *t, fmt_cli *cli)
 			return 0;
 		}
 	}
-	snprintf(msg, sizeof msg, "unknown subcommand '%.64s' (use %s)", cli->operands[0], names);
+	fmt_nearest near;
+	fmt_nearest_init(&near, cli->operands[0]);
+	for (size_t i = 0; i < command_count(t); i++)
+		fmt_nearest_offer(&near, t->commands[i].name);
+	if (fmt_nearest_best(&near))
+		snprintf(msg, sizeof msg, "unknown subcommand '%.64s' (did you mean '%s'? use %s)", cli->operands[0],
+			 fmt_nearest_best(&near), names);
+	else
+		snprintf(msg, sizeof msg, "unknown subcommand '%.64s' (use %s)", cli->operands[0], names);
 	return fmt_cli_usage_error(t, msg);
 }
 

@@ -1,3 +1,4 @@
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,4 +153,83 @@ int fmt_ends_with_nocase(const char *s, const char *suffix)
 {
 	size_t n = strlen(s), m = strlen(suffix);
 	return n >= m && strcasecmp(s + n - m, suffix) == 0;
+}
+
+/* ---- the name a user meant ---- */
+
+#define NEAR_MAX 64   /* longer words are not compared */
+
+/* s lower-cased without '_' and '-' into out (NEAR_MAX bytes): its length, or -1 if too long. */
+static int near_form(const char *s, char *out)
+{
+	int n = 0;
+	for (; *s; s++) {
+		if (*s == '_' || *s == '-')
+			continue;
+		if (n == NEAR_MAX)
+			return -1;
+		out[n++] = (char)tolower((unsigned char)*s);
+	}
+	return n;
+}
+
+/* Edits (insert, delete, substitute, swap two neighbours) from a[0..na) to b[0..nb). */
+static int edit_distance(const char *a, int na, const char *b, int nb)
+{
+	int d[NEAR_MAX + 1][NEAR_MAX + 1];
+	for (int i = 0; i <= na; i++)
+		d[i][0] = i;
+	for (int j = 0; j <= nb; j++)
+		d[0][j] = j;
+	for (int i = 1; i <= na; i++) {
+		for (int j = 1; j <= nb; j++) {
+			int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < best)
+				best = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < best)
+				best = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+				best = d[i - 2][j - 2] + 1;
+			d[i][j] = best;
+		}
+	}
+	return d[na][nb];
+}
+
+void fmt_nearest_init(fmt_nearest *n, const char *typed)
+{
+	*n = (fmt_nearest){ .typed = typed, .best_distance = 3 };
+}
+
+void fmt_nearest_offer(fmt_nearest *n, const char *name)
+{
+	char a[NEAR_MAX], b[NEAR_MAX];
+	int na = near_form(n->typed, a), nb = near_form(name, b);
+	n->exact |= strcmp(n->typed, name) == 0;
+	if (na <= 0 || nb <= 0 || n->exact)
+		return;
+	int d = edit_distance(a, na, b, nb), longer = na > nb ? na : nb;
+	if (d > (longer >= 6 ? 2 : 1) || d > n->best_distance)
+		return;
+	if (d == n->best_distance && n->best) {
+		n->tied |= strcasecmp(n->best, name) != 0;
+		return;
+	}
+	n->best = name;
+	n->best_distance = d;
+	n->tied = 0;
+}
+
+const char *fmt_nearest_best(const fmt_nearest *n)
+{
+	return n->tied || n->exact ? NULL : n->best;
+}
+
+const char *fmt_not_word(char *buf, size_t size, const char *typed, const char *best)
+{
+	if (best)
+		snprintf(buf, size, "not '%.64s'; did you mean '%s'?", typed, best);
+	else
+		snprintf(buf, size, "not '%.64s'", typed);
+	return buf;
 }

@@ -515,6 +515,46 @@ TEST(join_words_and_lists)
 	CHECK_STR(small, "gguf, a");
 }
 
+/* best of names[0..n) for typed, or NULL */
+static const char *nearest_of(const char *typed, const char *const *names, size_t n)
+{
+	static fmt_nearest near;
+	fmt_nearest_init(&near, typed);
+	for (size_t i = 0; i < n; i++)
+		fmt_nearest_offer(&near, names[i]);
+	return fmt_nearest_best(&near);
+}
+
+TEST(nearest_name_for_did_you_mean)
+{
+	const char *const dtypes[] = { "q8_0", "q4_0", "q4_1", "Q4_K_M", "Q4_K_S", "keep" };
+	const char *const tools[] = { "keygen", "sign", "key-id", "verify", "license" };
+	const char *const formats[] = { "safetensors", "gguf", "apr", "nk", "parquet" };
+	CHECK_STR(nearest_of("q4km", dtypes, 6), "Q4_K_M");        /* case and '_' ignored */
+	CHECK_STR(nearest_of("Q4-K-S", dtypes, 6), "Q4_K_S");
+	CHECK_STR(nearest_of("q8", dtypes, 6), "q8_0");            /* one letter dropped */
+	CHECK(nearest_of("q4_2", dtypes, 6) == NULL);             /* q4_0 and q4_1 as near: no guess */
+	CHECK(nearest_of("Q4_K_X", dtypes, 6) == NULL);
+	CHECK(nearest_of("q8_0", dtypes, 6) == NULL);             /* a name itself is no typo */
+	CHECK_STR(nearest_of("keygn", tools, 5), "keygen");
+	CHECK_STR(nearest_of("sgin", tools, 5), "sign");           /* two letters swapped */
+	CHECK_STR(nearest_of("lisence", tools, 5), "license");     /* two changes in 7 letters */
+	CHECK_STR(nearest_of("vrfy", tools, 5), "verify");         /* two letters dropped from six */
+	CHECK(nearest_of("kgn", tools, 5) == NULL);               /* three: too far */
+	CHECK(nearest_of("sg", tools, 5) == NULL);                /* two changes to a four-letter name */
+	CHECK(nearest_of("bogus", tools, 5) == NULL);
+	CHECK_STR(nearest_of("ggfu", formats, 5), "gguf");
+	CHECK_STR(nearest_of("SafeTensor", formats, 5), "safetensors");
+	CHECK(nearest_of("", formats, 5) == NULL);
+	char word[300];
+	memset(word, 'a', sizeof word - 1);
+	word[sizeof word - 1] = '\0';
+	CHECK(nearest_of(word, formats, 5) == NULL);              /* longer than compared */
+	char b[128];
+	CHECK_STR(fmt_not_word(b, sizeof b, "ggfu", "gguf"), "not 'ggfu'; did you mean 'gguf'?");
+	CHECK_STR(fmt_not_word(b, sizeof b, "xyz", NULL), "not 'xyz'");
+}
+
 TEST(integer_text)
 {
 	char b[24];

@@ -114,6 +114,25 @@ void fmt_join_words(const char *const *words, size_t n, const char *last, char *
 /* The same with sep between the others ("a,b,c": sep and last ","). */
 void fmt_join_sep(const char *const *words, size_t n, const char *sep, const char *last, char *buf, size_t size);
 
+/* The word a user most likely meant by one that is not a name ("did you mean 'keygen'?"):
+ * offer every name, then ask. A name is near when it is the same with letter case, '_' and '-'
+ * ignored (q4km: Q4_K_M), or a letter added, dropped, changed or two swapped away (in the same
+ * comparison; two for words of six letters or more). The nearest wins; NULL when none is near,
+ * two different names are as near, or typed is one of them. typed and the names must outlive
+ * the fmt_nearest. */
+typedef struct fmt_nearest {
+	const char *typed;
+	const char *best;
+	int best_distance, tied;
+	int exact;            /* typed is one of the names: no typo */
+} fmt_nearest;
+void fmt_nearest_init(fmt_nearest *n, const char *typed);
+void fmt_nearest_offer(fmt_nearest *n, const char *name);
+const char *fmt_nearest_best(const fmt_nearest *n);
+/* "not 'typed'", or "not 'typed'; did you mean 'best'?" (best NULL: the first), into buf: the
+ * end of a message listing what a word may be. Returns buf. */
+const char *fmt_not_word(char *buf, size_t size, const char *typed, const char *best);
+
 /* 1 when s ends with suffix (a file name with its extension). */
 int fmt_ends_with(const char *s, const char *suffix);
 /* The same in any letter case (an output's extension: DATA.CSV is CSV). */
