@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/drvopt.h"
+#include "fmt/strbuf.h"
 #include "fmt/io.h"
 
 static fmt_drvopt_set *set_of(const fmt_drvopt_sets *s, const fmt_drvopts *of)
@@ -63,16 +64,21 @@ void fmt_drvopt_sets_free(fmt_drvopt_sets *s)
 
 int fmt_drvopt_word(const fmt_drvopt_value *values, const char *name, const char *arg, fmt_err *e)
 {
-	char list[256];
+	char list[256], not_word[160];
 	size_t n = 0, used = 0;
-	for (; values[n].word; n++)
+	fmt_nearest near;
+	fmt_nearest_init(&near, arg);
+	for (; values[n].word; n++) {
 		if (strcmp(values[n].word, arg) == 0)
 			return (int)n;
+		fmt_nearest_offer(&near, values[n].word);
+	}
 	list[0] = '\0';
 	for (size_t i = 0; i < n && used < sizeof list; i++)
 		used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i == 0 ? "" : i + 1 == n ? " or " : ", ",
 					 values[i].word);
-	return fmt_fail(e, FMT_USAGE, "--%s takes %s", name, list), -1;
+	return fmt_fail(e, FMT_USAGE, "--%s takes %s (%s)", name, list,
+			fmt_not_word(not_word, sizeof not_word, arg, fmt_nearest_best(&near))), -1;
 }
 
 int fmt_codec_name_parse(const char *spec, const fmt_codec_name *codecs, size_t n, int *level)

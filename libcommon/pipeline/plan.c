@@ -8,6 +8,7 @@
 #include "fmt/qtensor.h"
 #include "fmt/quant.h"
 #include "fmt/retype.h"
+#include "fmt/strbuf.h"
 #include "fmt/table.h"
 #include "pipeline_internal.h"
 
@@ -67,6 +68,52 @@ static int keep(wanted w)
 	return w.plain == FMT_DT_INVALID && w.qformat < 0;
 }
 
+#define MIXES_MAX 64
+
+/* A --dtype that names nothing the target takes: another format's mix of dtypes (GGUF's
+ * Q4_K_M for safetensors output), or a word to list the names for, with the one the user
+ * likely meant. names: n entries of `stride` bytes, each starting with a name. */
+static fmt_kind unknown_dtype(const target *tg, const char *name, const char *const *names, size_t n,
+			      size_t stride, fmt_err *e)
+{
+	fmt_drvopt_value mixes[MIXES_MAX], own[MIXES_MAX];
+	size_t n_mixes = fmt_driver_dtype_mixes(mixes, MIXES_MAX), n_own = 0;
+	const fmt_driver *mixer = fmt_driver_with_mix(name);
+	if (mixer && mixer != tg->d)
+		return fmt_fail(e, FMT_USAGE, "--dtype %s needs %s output (a preset of its dtypes; %s has none)", name,
+				mixer->title, tg->d->title);
+	fmt_nearest near;
+	fmt_nearest_init(&near, name);
+	for (size_t i = 0; i < n; i++)
+		fmt_nearest_offer(&near, *(const char *const *)((const char *)names + i * stride));
+	for (int f = FMT_Q_INT8; f <= FMT_Q_BF16; f++)
+		fmt_nearest_offer(&near, fmt_qformat_name((fmt_qformat)f));
+	fmt_nearest_offer(&near, "keep");
+	for (size_t i = 0; i < n_mixes; i++)
+		fmt_nearest_offer(&near, mixes[i].word);
+	char own_list[512] = "", not_word[160];
+	if (tg->d->dtype_mixes) {   /* those that are not a dtype's name too */
+		const char *words[MIXES_MAX];
+		size_t n_words = 0;
+		n_own = tg->d->dtype_mixes(own, MIXES_MAX);
+		for (size_t i = 0; i < n_own; i++) {
+			size_t k = 0;
+			while (k < n && strcasecmp(*(const char *const *)((const char *)names + k * stride), own[i].word) != 0)
+				k++;
+			if (k == n)
+				words[n_words++] = own[i].word;
+		}
+		size_t used = (size_t)snprintf(own_list, sizeof own_list, ", or for %s output the presets ", tg->d->title);
+		if (n_words && used < sizeof own_list)
+			fmt_join_words(words, n_words, " or ", own_list + used, sizeof own_list - used);
+		else
+			own_list[0] = '\0';
+	}
+	return fmt_fail(e, FMT_USAGE, "--dtype takes f32, f16, bf16, q8_0, q4_0, int8, int4, fp8, fp6, fp4 "
+			"or keep, or the ggml types q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, "
+			"iq4_xs%s (%s)", own_list, fmt_not_word(not_word, sizeof not_word, name, fmt_nearest_best(&near)));
+}
+
 static fmt_kind parse_wanted(const fmt_convert_opts *o, const target *tg, wanted *w, fmt_err *e)
 {
 	static const struct { const char *name; fmt_dtype dtype; } plain[] = {
@@ -100,9 +147,7 @@ static fmt_kind parse_wanted(const fmt_convert_opts *o, const target *tg, wanted
 		w->plain = plain[i].dtype;
 		return FMT_OK;
 	}
-	return fmt_fail(e, FMT_USAGE, "--dtype takes f32, f16, bf16, q8_0, q4_0, int8, int4, fp8, fp6, fp4 "
-			"or keep, or the ggml types q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, "
-			"iq4_xs (not '%s')", name);
+	return unknown_dtype(tg, name, &plain[0].name, sizeof plain / sizeof plain[0], sizeof plain[0], e);
 }
 
 static int is_block(fmt_dtype t)

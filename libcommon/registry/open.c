@@ -6,6 +6,7 @@
 #include <string.h>
 #include "fmt/dataset.h"
 #include "fmt/registry.h"
+#include "fmt/strbuf.h"
 #include "fmt/table.h"
 
 /* "an ald dataset", "a csv dataset": the article of a format's name. */
@@ -218,8 +219,10 @@ fmt_kind fmt_open_any(const char *path, const char *forced, fmt_model *m, fmt_ta
 	fmt_model_init(m);
 	if (forced && !f.model && !f.table) {
 		char names[512];
+		const char *near = fmt_format_nearest(forced);
 		fmt_format_names(names, sizeof names);
-		return fmt_fail(e, FMT_USAGE, "unknown format '%s' (one of: %s)", forced, names);
+		return fmt_fail(e, FMT_USAGE, "unknown format '%s' (one of: %s)%s%s%s", forced, names,
+				near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
 	}
 	fmt_source src;
 	if (fmt_source_open_sequential(&src, path, e) != FMT_OK)

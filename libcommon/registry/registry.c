@@ -263,6 +263,32 @@ void fmt_output_names(char *buf, size_t n)
 	list_names(buf, n, FMT_FORMAT_ANY, makes_files, " or ");
 }
 
+static const char *nearest_name(const char *typed, int (*keep)(fmt_format))
+{
+	fmt_nearest near;
+	fmt_format f;
+	fmt_nearest_init(&near, typed);
+	EACH_FORMAT(f, i)
+		if (keep(f))
+			fmt_nearest_offer(&near, fmt_format_name(f));
+	return fmt_nearest_best(&near);
+}
+
+const char *fmt_format_nearest(const char *typed)
+{
+	return nearest_name(typed, any_format);
+}
+
+const char *fmt_writer_nearest(const char *typed)
+{
+	return nearest_name(typed, writes);
+}
+
+const char *fmt_output_nearest(const char *typed)
+{
+	return nearest_name(typed, makes_files);
+}
+
 void fmt_table_driver_names(char *buf, size_t n)
 {
 	list_names(buf, n, FMT_FORMAT_TABLE, any_format, " or ");
@@ -318,6 +344,20 @@ size_t fmt_driver_dtype_mixes(fmt_drvopt_value *out, size_t max)
 		}
 	}
 	return n;
+}
+
+const fmt_driver *fmt_driver_with_mix(const char *name)
+{
+	for (size_t i = 0; models[i]; i++) {
+		if (!models[i]->write || !models[i]->dtype_mixes)
+			continue;
+		fmt_drvopt_value own[64];
+		size_t got = models[i]->dtype_mixes(own, sizeof own / sizeof own[0]);
+		for (size_t j = 0; j < got; j++)
+			if (strcasecmp(own[j].word, name) == 0)
+				return models[i];
+	}
+	return NULL;
 }
 
 /* ---- questions about every model driver ---- */

@@ -1111,7 +1111,7 @@ EOF2
 	printf 'a,b\n1,2\n' >in.csv
 	run --separate-stderr fmt-convert --from parquet-ish in.csv out.ald
 	assert_failure 2
-	assert_equal "${stderr_lines[0]}" "fmt-convert: error: --from takes ald, arrow, arrow-stream, jsonl, csv or parquet"
+	assert_equal "${stderr_lines[0]}" "fmt-convert: error: --from takes ald, arrow, arrow-stream, jsonl, csv or parquet (not 'parquet-ish')"
 	[ ! -e out.ald ]
 	run fmt-convert --from csv in.csv out.jsonl
 	assert_success

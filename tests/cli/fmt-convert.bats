@@ -695,7 +695,7 @@ check_block() {
 	assert_failure 2
 	run fmt-convert --to onnx "$SAMPLES/tiny.safetensors" out.gguf
 	assert_failure 2
-	assert_line --index 0 "fmt-convert: error: --to takes safetensors, gguf, apsim, apr, nk, ald, arrow, arrow-stream, jsonl, csv or parquet"
+	assert_line --index 0 "fmt-convert: error: --to takes safetensors, gguf, apsim, apr, nk, ald, arrow, arrow-stream, jsonl, csv or parquet (not 'onnx')"
 	assert_nothing_written out.gguf
 	# --to wins over the extension
 	run fmt-convert --to safetensors "$SAMPLES/tiny.safetensors" out.gguf

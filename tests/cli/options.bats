@@ -569,3 +569,53 @@ check_values_per_subcommand() {
 		done
 	done
 }
+
+@test "a word one typing error from a name: the error says which name was likely meant (exit 2, nothing written)" {
+	make_samples
+	# an option, a subcommand
+	run --separate-stderr fmt-convert --dtpe q8_0 "$SAMPLES/tiny.safetensors" out.gguf
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: unknown option '--dtpe' (did you mean '--dtype'?)
+Try 'fmt-convert --help'."
+	run --separate-stderr fmt-sign keygn
+	assert_failure 2
+	assert_equal "$stderr" "fmt-sign: error: unknown subcommand 'keygn' (did you mean 'keygen'? use keygen, sign, key-id, verify or license)
+Try 'fmt-sign --help'."
+	run --separate-stderr fmt-shard splitt x
+	assert_failure 2
+	assert_equal "$stderr" "fmt-shard: error: unknown subcommand 'splitt' (did you mean 'split'? use split, merge, pack, unpack or concat)
+Try 'fmt-shard --help'."
+	# a format name: --to, --format
+	run --separate-stderr fmt-convert --to safetensor "$SAMPLES/tiny.safetensors" out.st
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: --to takes safetensors, gguf, apsim, apr, nk, ald, arrow, arrow-stream, jsonl, csv or parquet (not 'safetensor'; did you mean 'safetensors'?)
+Try 'fmt-convert --help'."
+	run --separate-stderr fmt-inspect --format ggfu "$SAMPLES/tiny.safetensors"
+	assert_failure 2
+	assert_equal "$stderr" "fmt-inspect: error: --format takes safetensors, safetensors-index, gguf, apsim, apsim-index, apr, nk, onnx, ald, arrow, arrow-stream, jsonl, csv, parquet (not 'ggfu'; did you mean 'gguf'?)
+Try 'fmt-inspect --help'."
+	run --separate-stderr fmt-verify --format GGUF2 "$SAMPLES/tiny.safetensors"
+	assert_failure 2
+	assert_equal "$stderr" "fmt-verify: error: --format takes safetensors, safetensors-index, gguf, apsim, apsim-index, apr, nk, onnx, ald, arrow, arrow-stream, jsonl, csv, parquet (not 'GGUF2'; did you mean 'gguf'?)
+Try 'fmt-verify --help'."
+	# --dtype: llama-quantize's preset spelled without underscores; the presets listed for GGUF
+	run --separate-stderr fmt-convert --dtype q4km "$SAMPLES/tiny.safetensors" out.gguf
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: $SAMPLES/tiny.safetensors: --dtype takes f32, f16, bf16, q8_0, q4_0, int8, int4, fp8, fp6, fp4 or keep, or the ggml types q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, or for GGUF output the presets Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S or Q5_K_M (not 'q4km'; did you mean 'Q4_K_M'?)"
+	run --separate-stderr fmt-convert --dtype q8 "$SAMPLES/tiny.safetensors" out.safetensors
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: $SAMPLES/tiny.safetensors: --dtype takes f32, f16, bf16, q8_0, q4_0, int8, int4, fp8, fp6, fp4 or keep, or the ggml types q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs (not 'q8'; did you mean 'q8_0'?)"
+	# a preset of another format's output says which format has it
+	run --separate-stderr fmt-convert --dtype Q4_K_M "$SAMPLES/tiny.safetensors" out.safetensors
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: $SAMPLES/tiny.safetensors: --dtype Q4_K_M needs GGUF output (a preset of its dtypes; safetensors has none)"
+	# two names as near, or none near: no guess
+	run --separate-stderr fmt-convert --dtype Q4_K_X "$SAMPLES/tiny.safetensors" out.safetensors
+	assert_failure 2
+	[[ $stderr == *"(not 'Q4_K_X')" ]] || fail "a guess between Q4_K_S and Q4_K_M: $stderr"
+	run --separate-stderr fmt-sign bogus
+	assert_failure 2
+	assert_equal "$stderr" "fmt-sign: error: unknown subcommand 'bogus' (use keygen, sign, key-id, verify or license)
+Try 'fmt-sign --help'."
+	[ -z "$(ls -A | grep -v '^separate-stderr-')" ] || fail "written: $(ls -A)"
+}

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <strings.h>
 #include "fmt/format_options.h"
+#include "fmt/strbuf.h"
+#include "fmt/table.h"
 #include "convert.h"
 
 enum { OPT_TO = FMT_OPT_FIRST_TOOL_OPTION, OPT_DTYPE, OPT_ARCH, OPT_SET, OPT_SET_FROM, OPT_INCLUDE,
@@ -349,9 +351,14 @@ static int dataset_option(convert_args *a, int id, const char *arg, fmt_err *e)
 	switch (id) {
 	case OPT_FROM:
 		if (!(o->table_from = fmt_table_driver_by_name(arg))) {
-			char names[256];
+			char names[256], not_word[160];
+			fmt_nearest near;
+			fmt_nearest_init(&near, arg);
+			for (const fmt_table_driver *const *d = fmt_table_drivers(); *d; d++)
+				fmt_nearest_offer(&near, (*d)->name);
 			fmt_table_driver_names(names, sizeof names);
-			return fmt_fail(e, FMT_USAGE, "--from takes %s", names), -1;
+			return fmt_fail(e, FMT_USAGE, "--from takes %s (%s)", names,
+					fmt_not_word(not_word, sizeof not_word, arg, fmt_nearest_best(&near))), -1;
 		}
 		return 0;
 	case OPT_ENC_PW_FILE: o->encrypt_password_file = arg; return 0;

@@ -8,6 +8,8 @@
 #include "fmt/progress.h"
 #include "fmt/prompt.h"
 #include "fmt/report.h"
+#include "fmt/strbuf.h"
+#include "fmt/table.h"
 #include "convert.h"
 
 const char *convert_check_line(convert_args *a, const fmt_cli *cli)
@@ -131,8 +133,10 @@ static const char *model_target(convert_args *a, const char *output)
 		}
 		if (!a->to_name)
 			return "cannot tell the output format from its name; use --to";
+		char not_word[160];
 		fmt_output_names(names, sizeof names);
-		snprintf(a->msg, sizeof a->msg, "--to takes %s", names);
+		snprintf(a->msg, sizeof a->msg, "--to takes %s (%s)", names,
+			 fmt_not_word(not_word, sizeof not_word, a->to_name, fmt_output_nearest(a->to_name)));
 		return a->msg;
 	}
 	if (fmt_model_options_check(&a->drvopts, o->to, &e) != FMT_OK ||

@@ -14,6 +14,8 @@
 #include "fmt/progress.h"
 #include "fmt/prompt.h"
 #include "fmt/report.h"
+#include "fmt/strbuf.h"
+#include "fmt/table.h"
 #include "fmt/thread.h"
 #include "wm.h"
 
@@ -376,8 +378,10 @@ fmt_kind wm_embed_target(wm_opts *o, const char *output, fmt_err *e)
 	if (!o->table_to && !o->to) {
 		char names[512];
 		fmt_writer_names(names, sizeof names);
+		char not_word[160];
 		if (o->to_name)
-			return fmt_fail(e, FMT_USAGE, "--to takes %s", names);
+			return fmt_fail(e, FMT_USAGE, "--to takes %s (%s)", names,
+					fmt_not_word(not_word, sizeof not_word, o->to_name, fmt_writer_nearest(o->to_name)));
 		fmt_err dir;
 		fmt_err_clear(&dir);
 		if (fmt_sink_may_create(output, FMT_SINK_FORCE, &dir) != FMT_OK)

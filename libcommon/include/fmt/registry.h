@@ -269,6 +269,8 @@ void fmt_driver_arch_words(char *buf, size_t n);
 /* The writers' dtype mixes (fmt_driver.dtype_mixes: GGUF's Q4_K_M...) into out[0..max), once
  * each (names compared in any case): how many. */
 size_t fmt_driver_dtype_mixes(fmt_drvopt_value *out, size_t max);
+/* The writer whose dtype mixes include name (any letter case), or NULL. */
+const fmt_driver *fmt_driver_with_mix(const char *name);
 /* "safetensors, gguf or apsim": the writable single-file formats, for messages. */
 void fmt_driver_writer_names(char *buf, size_t n);
 
