@@ -256,3 +256,31 @@ open("bad.parquet", "wb").write(b)'
 	assert_equal "$stderr" "fmt-convert: error: bad.parquet: Parquet: column 'v.list.element': a GZIP page does not inflate (zlib error -3)"
 	[ ! -e out.csv ]
 }
+
+@test "a Parquet file of 1000 BIGINT columns (70,000 constant rows, 100 KB) -> .ald and Arrow: batches of about 8 MiB, not 65536 rows whatever the columns; peak RSS under 128 MiB at -T 1 and 2; a file of 16 columns keeps its batches of 65536 rows" {
+	# A batch was 65536 rows whatever the row's width (after 1024, 2048...: here 32768 rows of
+	# 8000 bytes, 262 MB): 569 and 744 MiB peak RSS to .ald at -T 1 and 2. A batch is now about
+	# 8 MiB of the columns' values (1048 rows here); what stays is the 1000 columns' cursors.
+	"$REPO_ROOT/scripts/gen/parquet-cases" --wide w.parquet 1000 70000
+	local t rss
+	for t in 1 2; do
+		rss=$(/usr/bin/time -f '%M' fmt-convert -q -T $t w.parquet $t.ald 2>&1 >/dev/null | tail -n 1)
+		echo "-T $t -> .ald: peak RSS $rss KiB" >&3
+		asan_build || [ "$rss" -le $((128 * 1024)) ] || fail "-T $t: peak RSS $rss KiB, over 128 MiB"
+	done
+	cmp 1.ald 2.ald
+	run -0 fmt-verify 1.ald
+	assert_equal "$output" "1.ald: ok (ald, 70000 rows, CRC-32 ieee)"
+	# every row and column: column i holds i
+	run -0 fmt-convert -q --include c0 --include c999 1.ald - --to csv
+	assert_equal "$(sort <<<"$output" | uniq -c | awk '{ print $1, $2 }' | tr '\n' ' ')" "70000 0,999 1 c0,c999 "
+	# the batches are the output's record batches: 1024 rows, then 1048 (8 MiB / 8000 bytes)
+	fmt-convert -q w.parquet w.arrow
+	run -0 fmt-inspect --json w.arrow
+	assert_equal "$(jq -c '[.rows, .arrow.record_batches]' <<<"$output")" '[70000,67]'
+	# 16 columns of 8 bytes (8 MiB in 65536 rows): as before, 1024, 2048 ... 65536 rows
+	"$REPO_ROOT/scripts/gen/parquet-cases" --wide n.parquet 16 140000
+	fmt-convert -q n.parquet n.arrow
+	run -0 fmt-inspect --json n.arrow
+	assert_equal "$(jq -c '[.rows, .arrow.record_batches]' <<<"$output")" '[140000,8]'
+}

@@ -26,6 +26,12 @@
  * the chunk of the memory rule (32 MiB + threads x chunk): a row group of embeddings is read a
  * piece of this size at a time, each list column's levels one byte a value of its page. */
 #define BATCH_BYTES (1u << 20)
+/* And fewer rows a batch when the row is wide (many columns): about this many bytes of the
+ * columns read together a batch (a string's offset and a bool's byte counted; a string's bytes
+ * are not known before it is read). 1000 BIGINT columns held 512 MiB a batch of BATCH_MAX rows;
+ * a file of up to 16 columns of 8 bytes keeps BATCH_MAX rows (and so the record batches that
+ * fmt-convert writes of them to Arrow IPC or .ald). */
+#define BATCH_ALL_BYTES (8u << 20)
 
 /* The batch after the one the caller has, decoded on a thread of its own (-T 2 and more). */
 typedef struct pq_ahead {
@@ -148,10 +154,10 @@ static fmt_kind list_sizes(fmt_table *t, pq_state *s, fmt_err *e)
 	return FMT_OK;
 }
 
-/* want rows, or fewer so that rows of width bytes stay near BATCH_BYTES (at least 1). */
-static uint64_t rows_within(uint64_t width, uint64_t want)
+/* want rows, or fewer so that rows of width bytes stay near bytes (at least 1). */
+static uint64_t rows_within(uint64_t width, uint64_t bytes, uint64_t want)
 {
-	uint64_t most = width ? BATCH_BYTES / width : want;
+	uint64_t most = width ? bytes / width : want;
 	most = most ? most : 1;
 	return want < most ? want : most;
 }
@@ -166,20 +172,40 @@ static uint64_t list_width(const fmt_field *f)
 	return width;
 }
 
-static uint64_t rows_for(const fmt_field *f, uint64_t want)
+/* The bytes a row of field f takes in a batch: its values (a list's too), a string's offset, a
+ * bool's byte (0: f is not converted). */
+static uint64_t value_width(const fmt_field *f)
 {
-	return rows_within(list_width(f), want);
+	switch (f->type) {
+	case FMT_C_OTHER: return 0;
+	case FMT_C_BOOL: return 1;
+	case FMT_C_UTF8: case FMT_C_BINARY: return 4;
+	case FMT_C_LARGE_UTF8: return 8;
+	case FMT_C_FIXED_SIZE_LIST: return list_width(f);
+	default: return fmt_ctype_width(f->type);
+	}
 }
 
-/* want rows, or fewer so that the list columns of a batch together stay near BATCH_BYTES. */
-static uint64_t rows_for_width(const fmt_schema *sc, uint64_t want)
+static uint64_t rows_for(const fmt_field *f, uint64_t want)
 {
-	uint64_t width = 0;
+	return rows_within(list_width(f), BATCH_BYTES, want);
+}
+
+/* The rows of s's batches: what t's options ask (BATCH_MAX), or fewer so that the list columns of
+ * a batch together stay near BATCH_BYTES and the columns read (leaf_of) near BATCH_ALL_BYTES; the
+ * first batch BATCH_FIRST rows at most. */
+static void batch_sizes(pq_state *s, const fmt_table *t)
+{
+	const fmt_schema *sc = &t->schema;
+	uint64_t lists = 0, all = 0;
 	for (size_t i = 0; i < sc->n_fields; i++) {
-		uint64_t w = list_width(&sc->fields[i]);
-		width = width > UINT64_MAX - w ? UINT64_MAX : width + w;
+		uint64_t w = list_width(&sc->fields[i]), v = s->leaf_of[i] >= 0 ? value_width(&sc->fields[i]) : 0;
+		lists = lists > UINT64_MAX - w ? UINT64_MAX : lists + w;
+		all = all > UINT64_MAX - v ? UINT64_MAX : all + v;
 	}
-	return rows_within(width, want);
+	uint64_t want = t->opts && t->opts->batch_rows ? t->opts->batch_rows : BATCH_MAX;
+	s->batch_max = rows_within(all, BATCH_ALL_BYTES, rows_within(lists, BATCH_BYTES, want));
+	s->batch_rows = BATCH_FIRST < s->batch_max ? BATCH_FIRST : s->batch_max;
 }
 
 static fmt_kind pq_open(fmt_table *t, fmt_err *e)
@@ -216,9 +242,7 @@ static fmt_kind pq_open(fmt_table *t, fmt_err *e)
 		return k;
 	}
 	t->n_rows = (uint64_t)s->m.num_rows;
-	s->batch_max = t->opts && t->opts->batch_rows ? t->opts->batch_rows : BATCH_MAX;
-	s->batch_max = rows_for_width(&t->schema, s->batch_max);
-	s->batch_rows = BATCH_FIRST < s->batch_max ? BATCH_FIRST : s->batch_max;
+	batch_sizes(s, t);
 	s->threads = t->opts && t->opts->threads > 1 ? t->opts->threads : 1;
 	return FMT_OK;
 }
@@ -278,6 +302,7 @@ static void columns_used(fmt_table *t, const size_t *keep, size_t n)
 		else
 			s->leaf_of[i] = -1;
 	}
+	batch_sizes(s, t);
 }
 
 /* ---- skipping row groups by their statistics ---- */
