@@ -111,3 +111,19 @@ bounded_refusal() {
 	# (the old reader: out of memory under the rule, and 101 MB for fmt-verify without it)
 	bounded_refusal "$H/plain-string.parquet" "Parquet: row group 0: its columns would hold more than 34337968 bytes decoded, at column 'c' (at most 32 MiB, 16 times its 48967 bytes in the file and 64 bytes a row of its 1, up to 1048576 rows: fmtkit(7), SAFETY)" same
 }
+
+@test "parquet hostile: a DELTA_BYTE_ARRAY page's prefix lengths are charged to the row group's budget (4,900,000 empty strings, 548 bytes: exit 4)" {
+	# Its values' lengths (4 bytes a value) and spans (16) take 98 MB, within the budget of
+	# 100670400 bytes; the prefix lengths (4 bytes a value) were allocated beside them uncharged:
+	# fmt-convert and fmt-verify said ok at 118 MiB peak RSS. (What the budget allows is more
+	# than run_bounded's 64 MB: these run unbounded.)
+	local tool
+	cp "$H/delta-empty.parquet" .
+	for tool in "fmt-convert delta-empty.parquet out.csv" "fmt-inspect --head 1 delta-empty.parquet" \
+		    "fmt-verify delta-empty.parquet"; do
+		run --separate-stderr $tool
+		assert_equal "$status" 4
+		assert_equal "$stderr" "${tool%% *}: error: delta-empty.parquet: Parquet: row group 0: its columns would hold more than 100670400 bytes decoded, at column 'c' (at most 32 MiB, 16 times its 444 bytes in the file and 64 bytes a row of its 4900000, up to 1048576 rows: fmtkit(7), SAFETY)"
+	done
+	[ ! -e out.csv ]
+}

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include "fmt/decode_budget.h"
 #include "fmt/err.h"
 #include "fmt/strbuf.h"
 #include "fmt/table.h"
@@ -205,10 +206,10 @@ int fmt_pq_bit_width(uint64_t max);
 /* What the cursors of one row group's columns may hold decoded together (fmtkit(7), SAFETY):
  * PQ_BUDGET_BASE, PQ_BUDGET_PER_BYTE times the group's bytes in the file, and PQ_BUDGET_PER_ROW
  * a row of its first PQ_BUDGET_ROWS (rows cost a file next to nothing: a run of one value). */
-#define PQ_BUDGET_BASE (32u << 20)
-#define PQ_BUDGET_PER_BYTE 16u
-#define PQ_BUDGET_PER_ROW 64u
-#define PQ_BUDGET_ROWS (1u << 20)
+#define PQ_BUDGET_BASE FMT_DECODE_BASE
+#define PQ_BUDGET_PER_BYTE FMT_DECODE_PER_BYTE
+#define PQ_BUDGET_PER_ROW FMT_DECODE_PER_ROW
+#define PQ_BUDGET_ROWS FMT_DECODE_ROWS
 typedef struct pq_budget {
 	size_t group;
 	uint64_t stored, rows;      /* the group's bytes in the file, its rows */
@@ -220,7 +221,7 @@ typedef struct pq_budget {
 void fmt_pq_budget_open(pq_budget *b, const pq_meta *m, size_t g);
 
 /* A cursor's buffers, each charged with the most its chunk has needed of it. */
-enum { B_RBUF, B_DICT, B_DICT_SPANS, B_PAGE, B_DEFS, B_VALS, B_SPANS, B_SCRATCH, B_IDX, B_REPS, B_LVL, B_CODEC,
+enum { B_RBUF, B_DICT, B_DICT_SPANS, B_PAGE, B_DEFS, B_VALS, B_SPANS, B_SCRATCH, B_IDX, B_PREFIX, B_REPS, B_LVL, B_CODEC,
        PQ_BUFFERS };
 
 /* A span of one BYTE_ARRAY value. */
@@ -265,6 +266,8 @@ typedef struct pq_cursor {
 	size_t scratch_cap;
 	uint32_t *idx;              /* dictionary indices */
 	size_t idx_cap;
+	uint32_t *prefix;           /* a DELTA_BYTE_ARRAY page's prefix lengths */
+	size_t prefix_cap;
 	uint64_t page_stored;            /* bytes of the page in the file (its header's compressed size) */
 	uint64_t page_values, page_at;   /* values of the page, the next one */
 	uint64_t page_defined_at;        /* the next defined value */

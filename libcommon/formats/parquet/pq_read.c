@@ -62,9 +62,7 @@ void fmt_pq_budget_open(pq_budget *b, const pq_meta *m, size_t g)
 	b->group = g;
 	b->stored = stored;
 	b->rows = rg->num_rows > 0 ? (uint64_t)rg->num_rows : 0;
-	/* stored <= the file's size < 2^63: no overflow */
-	b->limit = PQ_BUDGET_BASE + PQ_BUDGET_PER_BYTE * stored +
-		   PQ_BUDGET_PER_ROW * (b->rows < PQ_BUDGET_ROWS ? b->rows : PQ_BUDGET_ROWS);
+	b->limit = fmt_decode_budget(stored, b->rows);
 	b->held = 0;
 	b->over = 0;
 }
@@ -107,7 +105,7 @@ static fmt_kind charge_codec(pq_cursor *c, fmt_err *e)
 uint64_t fmt_pq_cursor_kept(const pq_cursor *c)
 {
 	return (uint64_t)c->rbuf_cap + c->dict_cap + c->dict_spans_cap + c->page_cap + c->defs_cap + c->vals_cap +
-	       c->spans_cap + c->scratch_cap + c->idx_cap + c->reps_cap + c->lvl_cap + fmt_pq_inflow_bytes(&c->in);
+	       c->spans_cap + c->scratch_cap + c->idx_cap + c->prefix_cap + c->reps_cap + c->lvl_cap + fmt_pq_inflow_bytes(&c->in);
 }
 
 static int physical_width(const pq_leaf *l)
@@ -130,7 +128,7 @@ fmt_kind fmt_pq_cursor_open(pq_cursor *c, const pq_leaf *leaf, const pq_chunk *c
 #define KEEP(buf, cap) (c->buf = kept.buf, c->cap = kept.cap)
 	KEEP(rbuf, rbuf_cap), KEEP(dict_buf, dict_cap), KEEP(dict_spans, dict_spans_cap), KEEP(page_buf, page_cap);
 	KEEP(defs, defs_cap), KEEP(vals, vals_cap), KEEP(spans, spans_cap), KEEP(scratch, scratch_cap);
-	KEEP(idx, idx_cap), KEEP(reps, reps_cap), KEEP(lvl_buf, lvl_cap);
+	KEEP(idx, idx_cap), KEEP(prefix, prefix_cap), KEEP(reps, reps_cap), KEEP(lvl_buf, lvl_cap);
 #undef KEEP
 	c->in = kept.in;            /* its buffer and codec states (reset for each page) */
 	c->headers_only = headers_only;
@@ -162,6 +160,7 @@ void fmt_pq_cursor_free(pq_cursor *c)
 	free(c->spans);
 	free(c->scratch);
 	free(c->idx);
+	free(c->prefix);
 	free(c->reps);
 	free(c->lvl_buf);
 	fmt_pq_inflow_free(&c->in);
@@ -462,9 +461,9 @@ static fmt_kind decode_delta_byte_array(pq_cursor *c, const uint8_t *d, size_t l
 	fmt_kind k = delta_lengths(c, d, len, n, &used, e);
 	if (k != FMT_OK)
 		return k;
-	uint32_t *prefix = malloc((n ? n : 1) * sizeof *prefix);
-	if (!prefix)
-		return oom(e);
+	if ((k = ROOM(c, B_PREFIX, prefix, prefix_cap, (n ? n : 1) * sizeof *c->prefix, e)) != FMT_OK)
+		return k;
+	uint32_t *prefix = c->prefix;
 	memcpy(prefix, c->idx, n * sizeof *prefix);
 	k = delta_length_spans(c, d + used, len - used, n, e);
 	uint64_t total = 0, prev = 0;
@@ -495,7 +494,6 @@ static fmt_kind decode_delta_byte_array(pq_cursor *c, const uint8_t *d, size_t l
 		before = dst;
 		at += l;
 	}
-	free(prefix);
 	if (k == FMT_OK && c->leaf->ptype == PT_FLBA) {
 		for (size_t i = 0; i < n; i++)
 			if (c->spans[i].n != (uint32_t)c->width)
