@@ -173,6 +173,46 @@ PY
 	[ ! -e out.csv ]
 }
 
+@test "memory: an Arrow IPC batch that truly holds 20,000,000 rows of zeros (5 KB of zstd) is refused (exit 4) by the batch's budget before it is decompressed" {
+	# Its one buffer says what its rows use (160 MB), within the 8 x rows + 16 MiB rule above, and
+	# the batch is decompressed whole: fmt-convert and fmt-verify said ok at 162 MiB peak RSS (exit
+	# 3 under run_bounded). A batch now holds at most the budget of a Parquet row group.
+	printf 'a\n1\n' >one.csv
+	fmt-convert -c zstd one.csv one.arrows
+	PYTHONPATH="$REPO_ROOT/tests/cli" /usr/bin/python3 - <<'PY'
+import struct, zstandard
+from arrow_ipc import Ipc
+rows = 20 * 1000 * 1000
+n = 8 * rows
+w = zstandard.ZstdCompressor(level=1).compressobj(size=n)
+frame = b"".join(w.compress(bytes(1 << 24)) for _ in range(n >> 24)) + w.compress(bytes(n % (1 << 24))) + w.flush()
+i = Ipc("one.arrows")
+for start, root, kind, body, end in list(i.walk()):
+    if kind != 3:
+        continue
+    rb = i.ref(i.field(root, 2))
+    i.put("<q", i.field(rb, 0), rows).put("<q", i.nodes(rb), rows)   # RecordBatch.length, a's field node
+    bufs = i.buffers(rb)
+    last = bufs + 16 * (i.u32(bufs - 4) - 1)     # the values of column a, the last buffer
+    raw = struct.pack("<q", n) + frame            # its 8-byte length, then the frame
+    i.put("<q", last, end - body).put("<q", last + 8, len(raw))
+    i.put("<q", i.field(root, 3), end - body + len(raw) + (-len(raw) % 8))   # Message.bodyLength
+    i.b[end:end] = raw + bytes(-len(raw) % 8)
+    open("body", "w").write("%d" % (end - body + len(raw) + (-len(raw) % 8)))
+    break
+i.save("rows.arrows")
+PY
+	# the body's bytes (about 5 KB, as the zstd library compresses) set the budget
+	local tool body=$(cat body)
+	local limit=$((32 * 1048576 + 16 * body + 64 * 1048576))
+	for tool in "fmt-convert rows.arrows out.csv" "fmt-inspect --head 1 rows.arrows" "fmt-verify rows.arrows"; do
+		run_bounded rows.arrows $tool
+		assert_equal "$status" 4
+		assert_equal "$stderr" "${tool%% *}: error: rows.arrows: Arrow IPC: record batch 0: its buffers would hold more than $limit bytes decompressed, at field \"a\" (at most 32 MiB, 16 times its $body bytes in the file and 64 bytes a row of its 20000000, up to 1048576 rows: fmtkit(7), SAFETY)"
+	done
+	[ ! -e out.csv ]
+}
+
 # The tree budget (fmt/tree_budget.h, fmtkit(7) SAFETY): a JSON or MessagePack document of n bytes
 # may hold at most (32 MiB + 8 n) / cost values, cost 64 for a jansson tree, 128 for MessagePack
 # made JSON and for APR metadata, an object counting as 4 values and an array as 2; counted before

@@ -8,6 +8,7 @@
 #include <zstd_errors.h>
 #include "fmt/arrow.h"
 #include "fmt/checked.h"
+#include "fmt/decode_budget.h"
 #include "flatbuf.h"
 
 /* Message.fbs / Schema.fbs numbering. */
@@ -457,6 +458,7 @@ typedef struct walk {
 	int codec;                /* FMT_IPC_*: the buffers are compressed one by one */
 	uint64_t batch_need;      /* bytes the rows of the data buffers taken so far use */
 	uint64_t unpacked;        /* bytes their compressed buffers said they hold */
+	uint64_t batch, rows;     /* the record batch's number in the file (from 0) and its rows */
 	fmt_batch *own;           /* takes the buffers decompressed */
 	const uint8_t *body;
 	uint64_t body_len;
@@ -545,6 +547,22 @@ static int within_unpacked_budget(walk *w, uint64_t want)
 	return fmt_add_u64(w->unpacked, want, &w->unpacked) == 0 && w->unpacked <= room;
 }
 
+/* The batch is decompressed whole: what its buffers hold decompressed together is held to the
+ * memory budget of a unit of a columnar file (fmt/decode_budget.h: its body's bytes and its rows),
+ * as a Parquet row group's columns are, so that rows its buffers truly hold, a few KB of ZSTD
+ * each, cannot take gigabytes. w->unpacked counts want already (within_unpacked_budget). */
+static fmt_kind within_decode_budget(const walk *w, const char *name, fmt_err *e)
+{
+	uint64_t limit = fmt_decode_budget(w->body_len, w->rows);
+	if (w->unpacked <= limit)
+		return FMT_OK;
+	return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: record batch %llu: its buffers would hold more than %llu "
+			"bytes decompressed, at field \"%s\" (at most %u MiB, %u times its %llu bytes in the file and "
+			"%u bytes a row of its %llu, up to %u rows: fmtkit(7), SAFETY)", (unsigned long long)w->batch,
+			(unsigned long long)limit, name, FMT_DECODE_BASE >> 20, FMT_DECODE_PER_BYTE,
+			(unsigned long long)w->body_len, FMT_DECODE_PER_ROW, (unsigned long long)w->rows, FMT_DECODE_ROWS);
+}
+
 /* A compressed buffer (BodyCompression, method BUFFER): its uncompressed length (int64; -1: the
  * bytes follow as they are; within the batch's budget), then an LZ4 frame or zstd frames of
  * exactly that many bytes, decompressed into memory the batch owns. */
@@ -566,13 +584,15 @@ static fmt_kind uncompress(walk *w, span *s, const char *name, fmt_err *e)
 		return fmt_fail(e, FMT_INVALID_FORMAT,
 				"Arrow IPC: field \"%s\": a compressed buffer says it holds %lld bytes, where the record batch's rows use %llu so far (its buffers may hold 8 times that and 16 MiB)",
 				name, (long long)want, (unsigned long long)w->batch_need);
+	fmt_kind k = within_decode_budget(w, name, e);
+	if (k != FMT_OK)
+		return k;
 	if ((uint64_t)want > MAX_UNCOMPRESSED)
 		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: a compressed buffer of %lld bytes (at most 2 GiB)",
 				(long long)want);
 	uint8_t *dst = malloc(want ? (size_t)want : 1);
 	if (!dst || fmt_batch_own(w->own, dst, e) != FMT_OK)
 		return dst ? e->kind : oom(e);
-	fmt_kind k = FMT_OK;
 	if (w->codec == FMT_IPC_LZ4_FRAME) {
 		k = unlz4_frame(src, n, dst, (size_t)want, &got, e);
 	} else {
@@ -779,6 +799,7 @@ static fmt_kind batch_walk(const ipc_msg *m, walk *w, int64_t *length, fmt_err *
 	*w = (walk){ .body = m->body, .body_len = m->body_len, .v4 = m->version == META_V4 };
 	if (fmt_fb_i64(rb, 0, 0, length) || *length < 0)
 		return bad(e, "malformed RecordBatch length");
+	w->rows = (uint64_t)*length;
 	if (fmt_fb_vector(rb, 1, 16, &nodes_at, &w->n_nodes) < 0 || fmt_fb_vector(rb, 2, 16, &bufs_at, &w->n_buffers) < 0)
 		return bad(e, "malformed RecordBatch nodes or buffers");
 	if (fmt_fb_vector(rb, 4, 8, &variadic_at, &w->n_variadic) < 0)
@@ -824,6 +845,7 @@ static fmt_kind decode_batch(const fmt_ipc_reader *r, const ipc_msg *m, fmt_batc
 	walk w;
 	int64_t length;
 	fmt_kind k = batch_walk(m, &w, &length, e);
+	w.batch = r->batches;
 	return k != FMT_OK ? k : decode_columns(r, &w, length, b, e);
 }
 
