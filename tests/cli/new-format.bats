@@ -124,7 +124,7 @@ setup() {
 	# a bad value: the driver's own message, exit 2, nothing written
 	run --separate-stderr "$NEW/fmt-convert" --ttab-bools yes in.csv x.ttab
 	assert_failure 2
-	[ "$(printf '%s\n' "$stderr" | head -n 1)" = "fmt-convert: error: --ttab-bools takes words or digits" ] || fail "$stderr"
+	[ "$(printf '%s\n' "$stderr" | head -n 1)" = "fmt-convert: error: --ttab-bools takes words or digits (not 'yes')" ] || fail "$stderr"
 	[ ! -e x.ttab ]
 	# where neither side's format uses it: refused, naming who does
 	run --separate-stderr "$NEW/fmt-convert" --ttab-bools digits in.csv x.csv
