@@ -101,6 +101,38 @@ json_t *fmt_json_failure(const char *file, const fmt_err *e)
 			 fmt_json_string(e->msg, strlen(e->msg)));
 }
 
+static struct {
+	FILE *out;
+	const char *input;
+	fmt_record_fn record;
+} current;
+
+void fmt_report_input(FILE *out, const char *input, fmt_record_fn record)
+{
+	current.out = out;
+	current.input = input;
+	current.record = record ? record : fmt_json_failure;
+}
+
+char *fmt_report_record_line(const fmt_err *e, int *fd)
+{
+	if (!current.input || !current.out || !report_as_json)
+		return NULL;
+	json_t *r = current.record(current.input, e);
+	char *text = NULL;
+	size_t n = 0;
+	FILE *f = r ? open_memstream(&text, &n) : NULL;
+	int ok = f && fmt_json_line(f, r) == 0;
+	json_decref(r);
+	if (f && fclose(f) != 0)
+		ok = 0;
+	if (!ok || fflush(current.out) != 0 || (*fd = fileno(current.out)) < 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
 static void failure_record(FILE *out, const char *input, const fmt_err *e)
 {
 	json_t *r = fmt_json_failure(input, e);

@@ -513,69 +513,96 @@ fmt_kind fmt_source_from_memory(fmt_source *s, const char *name, const void *dat
 	return FMT_OK;
 }
 
+/* The block after the one whose next link is *next, in a chain of fixed blocks that a signal
+ * handler walks with atomic loads only: linked here (size bytes, zeroed) when there is none yet,
+ * NULL when out of memory. Blocks are never freed, so a handler never reads freed memory. */
+static void *chain_next(_Atomic(void *) *next, size_t size)
+{
+	void *b = atomic_load(next);
+	if (b)
+		return b;
+	void *fresh = calloc(1, size);
+	if (!fresh)
+		return NULL;
+	if (atomic_compare_exchange_strong(next, &b, fresh))
+		return fresh;
+	free(fresh); /* another thread linked one: use it */
+	return b;
+}
+
 /* ---- mappings a SIGBUS is reported for ----
  * A mapped file that another process truncates raises SIGBUS at the first access past its new
  * end. The mappings of sources are listed here with a note (fmt_map_notes) for the handler of
- * the CLI layer to write: a fixed table, slots claimed and released with atomic operations, so
+ * the CLI layer to write: slots in blocks of 64 linked as more mappings are live at once (a
+ * merge of 100 Arrow files maps all of them), claimed and released with atomic operations, so
  * that the handler (fmt_map_note_at: loads and compares only) sees a consistent table whatever
- * thread it interrupts. A mapping that finds no free slot is simply not listed: a SIGBUS in it
- * kills the process as before. */
-#define WATCHED_MAPS 64
+ * thread it interrupts. A mapping is not listed only when no block can be allocated: a SIGBUS
+ * in it kills the process as before. */
+#define WATCH_BLOCK_SLOTS 64
 typedef struct watched_map {
 	_Atomic(const uint8_t *) start;  /* NULL: a free slot */
-	_Atomic size_t len;
-	_Atomic(char *) note;
+	_Atomic size_t len;              /* 0 (matches nothing) until the note is set */
+	_Atomic(void *) note;
 } watched_map;
-static watched_map watched_maps[WATCHED_MAPS];
-static char *(*_Atomic map_note_fn)(const char *path);
+typedef struct watch_block {
+	watched_map slot[WATCH_BLOCK_SLOTS];
+	_Atomic(void *) next;            /* the next watch_block */
+} watch_block;
+static watch_block watch_first;
+static void *(*_Atomic map_note_fn)(const char *path);
 
-void fmt_map_notes(char *(*note)(const char *path))
+void fmt_map_notes(void *(*note)(const char *path))
 {
 	atomic_store(&map_note_fn, note);
 }
 
 void fmt_map_watch(const void *p, size_t len, const char *path)
 {
-	char *(*fn)(const char *) = atomic_load(&map_note_fn);
-	char *note = fn ? fn(path) : NULL;
+	void *(*fn)(const char *) = atomic_load(&map_note_fn);
+	void *note = fn ? fn(path) : NULL;
 	if (!note)
 		return;
-	for (size_t i = 0; i < WATCHED_MAPS; i++) {
-		const uint8_t *expected = NULL;
-		watched_map *w = &watched_maps[i];
-		/* a free slot has len 0 (matches nothing) until its note is set */
-		if (atomic_compare_exchange_strong(&w->start, &expected, (const uint8_t *)p)) {
-			atomic_store(&w->note, note);
-			atomic_store(&w->len, len);
-			return;
+	for (watch_block *b = &watch_first; b; b = chain_next(&b->next, sizeof *b))
+		for (size_t i = 0; i < WATCH_BLOCK_SLOTS; i++) {
+			const uint8_t *expected = NULL;
+			watched_map *w = &b->slot[i];
+			if (atomic_compare_exchange_strong(&w->start, &expected, (const uint8_t *)p)) {
+				atomic_store(&w->note, note);
+				atomic_store(&w->len, len);
+				return;
+			}
 		}
-	}
 	free(note);
 }
 
 void fmt_map_unwatch(const void *p)
 {
-	for (size_t i = 0; i < WATCHED_MAPS; i++) {
-		watched_map *w = &watched_maps[i];
-		if (atomic_load(&w->start) != p)
-			continue;
-		atomic_store(&w->len, 0);
-		char *note = atomic_exchange(&w->note, NULL);
-		atomic_store(&w->start, NULL);
-		free(note);
-		return;
-	}
+	for (watch_block *b = &watch_first; b; b = atomic_load(&b->next))
+		for (size_t i = 0; i < WATCH_BLOCK_SLOTS; i++) {
+			watched_map *w = &b->slot[i];
+			if (atomic_load(&w->start) != p)
+				continue;
+			atomic_store(&w->len, 0);
+			void *note = atomic_exchange(&w->note, NULL);
+			atomic_store(&w->start, NULL);
+			free(note);
+			return;
+		}
 }
 
-const char *fmt_map_note_at(const void *addr)
+const void *fmt_map_note_at(const void *addr)
 {
 	const uint8_t *a = addr;
-	for (size_t i = 0; i < WATCHED_MAPS; i++) {
-		const uint8_t *start = atomic_load(&watched_maps[i].start);
-		size_t len = atomic_load(&watched_maps[i].len);
-		if (start && a >= start && (size_t)(a - start) < len)
-			return atomic_load(&watched_maps[i].note);
-	}
+	for (const watch_block *b = &watch_first; b; b = atomic_load(&b->next))
+		for (size_t i = 0; i < WATCH_BLOCK_SLOTS; i++) {
+			const watched_map *w = &b->slot[i];
+			const uint8_t *start = atomic_load(&w->start);
+			size_t len = atomic_load(&w->len);
+			void *note = atomic_load(&w->note);
+			/* start read again: the slot was not released and claimed anew meanwhile */
+			if (start && a >= start && (size_t)(a - start) < len && atomic_load(&w->start) == start)
+				return note;
+		}
 	return NULL;
 }
 
@@ -679,7 +706,7 @@ static fmt_kind read_at(fmt_source *s, uint64_t off, void *dst, size_t n, fmt_er
 		if (got < 0)
 			return io_fail(e, s->path, "read");
 		if (got == 0)
-			return fmt_fail(e, FMT_IO, "file shrank while being read");
+			return fmt_fail(e, FMT_IO, FMT_MSG_SHRANK);
 		p += got;
 		n -= (size_t)got;
 		off += (uint64_t)got;
@@ -1007,7 +1034,7 @@ fmt_kind fmt_check_distinct(const char *input, const char *output, fmt_err *e)
 #define LIVE_BLOCK_SLOTS 64
 typedef struct live_block {
 	_Atomic(char *) slot[LIVE_BLOCK_SLOTS];
-	_Atomic(struct live_block *) next;
+	_Atomic(void *) next;            /* the next live_block (chain_next) */
 } live_block;
 static live_block live_first;
 static volatile sig_atomic_t handlers_installed;
@@ -1052,24 +1079,13 @@ static void install_handlers(void)
 /* Track path for removal on a signal; 0, or -1 when out of memory. */
 static int track_tmp(char *path)
 {
-	for (live_block *b = &live_first;;) {
+	for (live_block *b = &live_first; b; b = chain_next(&b->next, sizeof *b))
 		for (int i = 0; i < LIVE_BLOCK_SLOTS; i++) {
 			char *expected = NULL;
 			if (atomic_compare_exchange_strong(&b->slot[i], &expected, path))
 				return 0;
 		}
-		live_block *next = atomic_load(&b->next);
-		if (!next) {
-			live_block *fresh = calloc(1, sizeof *fresh);
-			if (!fresh)
-				return -1;
-			if (atomic_compare_exchange_strong(&b->next, &next, fresh))
-				next = fresh;
-			else
-				free(fresh); /* another thread linked one: use it */
-		}
-		b = next;
-	}
+	return -1;
 }
 
 static void untrack_tmp(char *path)

@@ -183,7 +183,7 @@ fmt_kind fmt_hmac_key_load(const char *path, fmt_hmac_key *out, fmt_err *e)
 		k = fmt_crypto_key_alloc(USER_KEY_LEN, out, e);
 	size_t got = 0;
 	if (k == FMT_OK && (k = fmt_small_read(fd, out->bytes, out->len, &got, e)) == FMT_OK && got != out->len)
-		k = fmt_fail(e, FMT_INVALID_FORMAT, "the key file shrank while being read");
+		k = fmt_fail(e, FMT_IO, FMT_MSG_SHRANK);
 	if (k == FMT_OK)
 		k = fmt_crypto_user_key_id(out, e);
 	close(fd);

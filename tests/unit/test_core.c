@@ -798,6 +798,35 @@ static void *touch_past_end(void *arg)
 	return (void *)(uintptr_t)p[40000];
 }
 
+static void *note_copy(const char *path)
+{
+	return strdup(path);
+}
+
+/* More mappings than a block of slots holds (a merge of 100 Arrow files maps them all): each
+ * is listed with its own note, and none after fmt_map_unwatch. */
+TEST(map_watch_lists_any_number_of_mappings)
+{
+	enum { N = 200 };
+	static uint8_t ranges[N][16];
+	char name[16];
+	fmt_map_notes(note_copy);
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof name, "f%d", i);
+		fmt_map_watch(ranges[i], sizeof ranges[i], name);
+	}
+	fmt_map_notes(NULL);
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof name, "f%d", i);
+		const char *note = fmt_map_note_at(&ranges[i][15]);
+		CHECK(note && strcmp(note, name) == 0);
+	}
+	for (int i = 0; i < N; i++)
+		fmt_map_unwatch(ranges[i]);
+	for (int i = 0; i < N; i++)
+		CHECK(fmt_map_note_at(ranges[i]) == NULL);
+}
+
 /* In a child: a 64 KiB file viewed (mapped), truncated to 4 KiB, then read past its new end on
  * a thread fmt_thread_start made (it blocks the other signals): the SIGBUS reaches the handler,
  * which writes the note and exits 3; a temporary file that a sink holds is removed. */
@@ -837,7 +866,7 @@ TEST(truncated_mapping_is_io_error_on_any_thread)
 	uint8_t *text = unit_read_file(err, 4096, &n);
 	char want[256];
 	snprintf(want, sizeof want,
-		 "unit: error: %s: the file changed size while being read (truncated by another process?)\n", path);
+		 "unit: error: %s: " FMT_MSG_SHRANK "\n", path);
 	CHECK(text && n == strlen(want) && memcmp(text, want, n) == 0);
 	free(text);
 	/* in.bin and err only: the sink's temporary file is gone */

@@ -221,6 +221,8 @@ int convert_network(convert_args *a, fmt_cli *cli, const fmt_cli_tool *tool)
 	if (fmt_cli_check_output(cli, "OUT", output, &e) != FMT_OK)
 		return fmt_cli_usage_error(tool, e.msg);
 	net_result r = { 0 };
+	FILE *records = cli->common.quiet ? NULL : stdout;
+	fmt_report_input(records, input, NULL);
 	fmt_kind k = fmt_check_distinct(input, output, &e);
 	if (k == FMT_OK)
 		k = make(a, input, output, &r, &e);
@@ -229,7 +231,7 @@ int convert_network(convert_args *a, fmt_cli *cli, const fmt_cli_tool *tool)
 	if (k == FMT_OK)
 		report_ok(a, input, output, &r, &cli->common);
 	else
-		fmt_report_failed(cli->common.quiet ? NULL : stdout, TOOL, input, NULL, &e, cli->common.json);
+		fmt_report_failed(records, TOOL, input, NULL, &e, cli->common.json);
 	free(r.bytes);
 	return fmt_cli_finish(tool, cli, fmt_kind_exit(k));
 }

@@ -6,12 +6,12 @@
 #include "fmt/report.h"
 #include "convert.h"
 
-/* The conversion failed: its error, and with --json its record on stdout unless stdout carries
- * the output's bytes. */
-static void report_failed(const char *input, const char *output, const fmt_convert_opts *o, const fmt_err *e)
+/* Where the record of a conversion that failed goes: stdout with --json, unless it carries the
+ * output's bytes (NULL then). */
+static FILE *records(const char *output, const fmt_convert_opts *o)
 {
 	int data_on_stdout = strcmp(output, "-") == 0 && !o->dry_run;
-	fmt_report_failed(data_on_stdout ? NULL : o->out, TOOL, input, NULL, e, o->json);
+	return data_on_stdout ? NULL : o->out;
 }
 
 int main(int argc, char **argv)
@@ -39,9 +39,10 @@ int main(int argc, char **argv)
 	fmt_kind k = convert_load_sign_key(&a.o, &e);
 	if (k == FMT_OK && (bad = convert_kind_checks(&a, output)))
 		return fmt_cli_usage_error(tool, bad);
+	fmt_report_input(records(output, &a.o), input, NULL);
 	if (k == FMT_OK)
 		k = a.o.to ? fmt_pipeline_run(input, output, &a.o, &e) : fmt_pipeline_dataset(input, output, &a.o, &e);
 	if (k != FMT_OK)
-		report_failed(input, output, &a.o, &e);
+		fmt_report_failed(records(output, &a.o), TOOL, input, NULL, &e, a.o.json);
 	return fmt_cli_finish(tool, &cli, fmt_kind_exit(k));
 }

@@ -108,6 +108,7 @@ static fmt_kind inspect_file(const char *path, const char *forced, const inspect
 	int is_table = 0;
 	FILE *out = common->quiet ? NULL : stdout;
 	fmt_err_clear(&e);
+	fmt_report_input(out, path, NULL);
 	fmt_kind k = fmt_open_any(path, forced, &m, &t, &is_table, &e);
 	if (k == FMT_OK && is_table) {
 		k = inspect_dataset(out, &t, o, &e);

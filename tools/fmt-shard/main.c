@@ -181,10 +181,12 @@ int main(int argc, char **argv)
 	if (!o.common.threads)
 		o.common.threads = fmt_cpu_count();
 	const char *input = cli.operands[0];
-	fmt_kind k = run[cli.command](input, &o, &e);
 	/* one record for the operation, named by its input; none when stdout carries the output */
 	int quiet_stdout = o.common.quiet || (o.output && strcmp(o.output, "-") == 0);
+	FILE *records = quiet_stdout ? NULL : stdout;
+	fmt_report_input(records, input, NULL);
+	fmt_kind k = run[cli.command](input, &o, &e);
 	if (k != FMT_OK)
-		fmt_report_failed(quiet_stdout ? NULL : stdout, TOOL, input, input, &e, o.common.json);
+		fmt_report_failed(records, TOOL, input, input, &e, o.common.json);
 	return fmt_cli_finish(&tool, &cli, fmt_kind_exit(k));
 }

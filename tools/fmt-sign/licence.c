@@ -66,6 +66,7 @@ int sign_cmd_license(char **files, int n, const sign_opts *o)
 	int worst = 0;
 	for (int i = 0; i < n; i++) {
 		fmt_err_clear(&e);
+		sign_input(o, files[i]);
 		if (fmt_license_any_in_place(files[i], &l, &keys, &e) != FMT_OK) {
 			int code = sign_fail(o, files[i], &e);
 			worst = code > worst ? code : worst;

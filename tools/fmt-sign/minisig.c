@@ -358,6 +358,7 @@ static int sign_files(char **files, int n, const sign_opts *o, int embed)
 	for (int i = 0; i < n; i++) {
 		char *sig_path = NULL;
 		fmt_err_clear(&e);
+		sign_input(o, files[i]);
 		fmt_kind k = embed ? fmt_sign_any_in_place(files[i], &keys, threads, &e)
 				   : sign_one(files[i], &sec, o, &sig_path, &e);
 		int code = k != FMT_OK ? sign_fail(o, files[i], &e) : report_signed_file(files[i], sig_path, id, o);
@@ -524,6 +525,7 @@ int sign_cmd_verify(char **files, int n, const sign_opts *o)
 		fmt_signer signer;
 		int detached;
 		fmt_err_clear(&e);
+		sign_input(o, files[i]);
 		if (verify_one(files[i], keys, n_keys, o, sig, &which, &signer, &detached, &e) != FMT_OK) {
 			int code = sign_fail(o, files[i], &e);
 			worst = code > worst ? code : worst;

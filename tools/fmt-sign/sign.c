@@ -9,9 +9,19 @@
 #include "fmt/table.h"
 #include "sign.h"
 
+static FILE *sign_records(const sign_opts *o)
+{
+	return o->common.quiet ? NULL : stdout;
+}
+
+void sign_input(const sign_opts *o, const char *file)
+{
+	fmt_report_input(sign_records(o), file, NULL);
+}
+
 int sign_fail(const sign_opts *o, const char *file, const fmt_err *e)
 {
-	FILE *records = o->common.quiet ? NULL : stdout;
+	FILE *records = sign_records(o);
 	if (!file)
 		return fmt_report_failed_all(records, TOOL, o->files, o->n_files, e, o->common.json);
 	return fmt_report_failed(records, TOOL, file, file, e, o->common.json);

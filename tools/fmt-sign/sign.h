@@ -38,6 +38,8 @@ typedef struct sign_opts {
  * when file is NULL (before any file was opened) of each FILE operand, or of the operation
  * (file null) when there are none. Returns the exit status. */
 int sign_fail(const sign_opts *o, const char *file, const fmt_err *e);
+/* file is the input read now: its record if a signal ends the process (fmt_report_input). */
+void sign_input(const sign_opts *o, const char *file);
 /* Refuse (UsageError, before anything is written) an output that is the same file (device and
  * inode) as one of the n files the command reads; NULL entries are skipped. */
 fmt_kind sign_check_output(const char *output, const char *const *inputs, size_t n, fmt_err *e);

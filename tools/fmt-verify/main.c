@@ -238,6 +238,7 @@ int main(int argc, char **argv)
 	int status = 0;
 	for (int i = 0; i < cli.n_operands; i++) {
 		const char *path = cli.operands[i];
+		fmt_report_input(records, path, failure_json);
 		int is_stdin = !a.forced && strcmp(path, "-") == 0;
 		int is_bundle = !a.forced && !is_stdin && fmt_bundle_probe(path);
 		int code = fmt_kind_exit(is_stdin    ? verify_stdin(&a, &vo, &cli.common)

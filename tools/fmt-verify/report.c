@@ -88,12 +88,19 @@ void report_table_ok(const fmt_table *t, const verify_sigs *v, const fmt_common_
 	json_decref(facts);
 }
 
+json_t *failure_json(const char *path, const fmt_err *e)
+{
+	json_t *j = fmt_json_failure(path, e);
+	const char *where = e->file[0] ? e->file : path;
+	if (j)
+		json_object_set_new(j, "failed_file", fmt_json_string(where, strlen(where)));
+	return j;
+}
+
 void report_failure(const char *path, const fmt_err *e, const verify_tests *t, const fmt_common_opts *o)
 {
-	json_t *j = o->json && !o->quiet ? fmt_json_failure(path, e) : NULL;
+	json_t *j = o->json && !o->quiet ? failure_json(path, e) : NULL;
 	if (j) {
-		const char *where = e->file[0] ? e->file : path;
-		json_object_set_new(j, "failed_file", fmt_json_string(where, strlen(where)));
 		if (t && t->ran)
 			json_object_set_new(j, "tests", tests_json(t));
 		fmt_json_line(stdout, j);

@@ -52,6 +52,8 @@ void progress_begin(fmt_progress *p, const fmt_common_opts *o);
 void report_ok(const fmt_model *m, const verify_sigs *v, const verify_tests *t, const fmt_common_opts *o);
 /* A dataset: format, rows and the checksum kind its driver names. */
 void report_table_ok(const fmt_table *t, const verify_sigs *v, const fmt_common_opts *o);
+/* The failure record of path: fmt_json_failure with failed_file, where e was found. */
+json_t *failure_json(const char *path, const fmt_err *e);
 void report_failure(const char *path, const fmt_err *e, const verify_tests *t, const fmt_common_opts *o);
 /* A bundle; v: its own FILE.minisig. */
 void report_bundle_ok(const char *path, const fmt_bundle_info *b, const verify_sigs *v, const fmt_common_opts *o);

@@ -6,6 +6,7 @@
 #include <sodium.h>
 #include "fmt/cli_keys.h"
 #include "fmt/prompt.h"
+#include "fmt/report.h"
 #include "wm.h"
 
 enum { OPT_KEY = FMT_OPT_FIRST_TOOL_OPTION, OPT_BUYER, OPT_DENSITY, OPT_STRENGTH, OPT_COLUMNS, OPT_TENSORS,
@@ -319,6 +320,7 @@ int main(int argc, char **argv)
 	o.input = cli.operands[0];
 	wm_records = fmt_cli_records(&cli.common);
 	o.records = cli.command == CMD_EMBED && !o.dry_run && strcmp(cli.operands[1], "-") == 0 ? NULL : wm_records;
+	fmt_report_input(o.records, o.input, NULL);
 	fmt_wm_key *key = NULL;
 	uint8_t raw[FMT_WM_KEY_LEN], hash[FMT_WM_HASH_LEN] = { 0 };
 	fmt_wm_params prm = { .density = o.density, .strength = o.strength };

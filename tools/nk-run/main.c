@@ -110,9 +110,16 @@ typedef struct loaded {
 	int unplanned;           /* a valid model the engine could not plan (its arena, --profile) */
 } loaded;
 
+/* Where the failure records of models go (NULL: none). */
+static FILE *records(const nk_run_opts *o)
+{
+	return o->quiet ? NULL : stdout;
+}
+
 /* Open, check (its work; with an input, its values: with_input) and plan path. */
 static fmt_kind load(loaded *L, const char *path, const nk_run_opts *o, int with_input, fmt_err *e)
 {
+	fmt_report_input(records(o), path, NULL);
 	L->over_limit = L->unplanned = 0;
 	fmt_kind k = fmt_model_open(&L->m, path, &fmt_driver_nk, e);
 	if (k != FMT_OK)
@@ -166,7 +173,7 @@ static fmt_kind gather_input(const input_opts *in, const nk_model *nm, int quant
 /* A model that failed: its error, and with --json its failure record on stdout. */
 static int report(const char *path, const fmt_err *e, const nk_run_opts *o)
 {
-	return fmt_report_failed(o->quiet ? NULL : stdout, TOOL, path, e->file[0] ? NULL : path, e, o->json);
+	return fmt_report_failed(records(o), TOOL, path, e->file[0] ? NULL : path, e, o->json);
 }
 
 static int run_tests(char **paths, int n, const nk_run_opts *o)

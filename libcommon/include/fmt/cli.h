@@ -227,10 +227,11 @@ FILE *fmt_cli_records(const fmt_common_opts *common);
 
 /* An input file that another process truncates while the tool reads it through a mapping
  * (fmt_source_view, fmt/io.h) raises SIGBUS: instead of dying of it (exit 135, no message,
- * temporary outputs left behind), the tool reports "TOOL: error: FILE: the file changed size
- * while being read (truncated by another process?)" (as JSON with json), removes its temporary
- * files (fmt_tmp_remove_all, fmt_stagedir_remove_live) and exits 3. fmt_cli_parse sets this up
- * before the tool runs. */
+ * temporary outputs left behind), the tool reports "TOOL: error: FILE: " FMT_MSG_SHRANK (as
+ * JSON with json, and then the input's failure record first, as fmt_report_failed would: the
+ * tool names its input with fmt_report_input, fmt/report.h), removes its temporary files
+ * (fmt_tmp_remove_all, fmt_stagedir_remove_live) and exits 3: the inputs after it are not read.
+ * fmt_cli_parse sets this up before the tool runs. */
 void fmt_cli_catch_truncation(const char *tool, int json);
 
 /* The tool's --help text on f. */

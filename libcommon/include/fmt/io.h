@@ -194,18 +194,24 @@ void fmt_tmp_remove_all(void);
 /* A file mapped into memory that another process truncates raises SIGBUS at the first access
  * past its new end. Mappings of input files (fmt_source_view's, and any other mmap of a file
  * the tool reads) are listed with fmt_map_watch (path: the file, as messages name it) until
- * fmt_map_unwatch, before munmap; a fixed number of them (more are not listed). Each is listed
- * with a note, the text that note(path) returned (malloc'd, freed at fmt_map_unwatch) when a
- * note function has been set with fmt_map_notes (the CLI layer sets one: the error message);
+ * fmt_map_unwatch, before munmap; any number of them (blocks of slots are linked as needed;
+ * only when one cannot be allocated is a mapping not listed). Each is listed with a note,
+ * what note(path) returned (one malloc'd block, freed at fmt_map_unwatch) when a note
+ * function has been set with fmt_map_notes (the CLI layer sets one: the messages to write);
  * without one nothing is listed. fmt_map_note_at(addr) is the note of the mapping that holds
  * addr, or NULL: async-signal-safe, for the SIGBUS handler.
  *
  * Test hook: with FMTKIT_TEST_STOP_AT_MAP=N the process stops itself (SIGSTOP) right after
  * fmt_source_view has mapped the Nth file, so that a test can truncate it, then SIGCONT. */
-void fmt_map_notes(char *(*note)(const char *path));
+void fmt_map_notes(void *(*note)(const char *path));
 void fmt_map_watch(const void *p, size_t len, const char *path);
 void fmt_map_unwatch(const void *p);
-const char *fmt_map_note_at(const void *addr);
+const void *fmt_map_note_at(const void *addr);
+
+/* What a file that ends before the bytes a tool reads from it were read is, whether read(2)
+ * found its end early or an access to its mapping raised SIGBUS (the same event: another process
+ * truncated or rewrote it meanwhile; exit status 3). */
+#define FMT_MSG_SHRANK "the file shrank while being read (truncated by another process?)"
 
 typedef struct fmt_sink {
 	char *path;

@@ -38,6 +38,20 @@ json_t *fmt_json_failure(const char *file, const fmt_err *e);
  * data, or -q). Returns e's exit status. */
 int fmt_report_failed(FILE *out, const char *tool, const char *input, const char *where, const fmt_err *e,
 		      int json);
+/* A failure record as a tool builds it: fmt_json_failure and its own members (the input's name,
+ * e->file where the error was found when set). */
+typedef json_t *(*fmt_record_fn)(const char *input, const fmt_err *e);
+/* The input the tool is about to read (call it before each), for a failure that is reported
+ * outside the tool's own flow: an input truncated under its mapping is reported from the SIGBUS
+ * handler (fmt_cli_catch_truncation, fmt/cli.h), with the record made in advance. out and input
+ * are fmt_report_failed's (out NULL: no record), record builds it (NULL: fmt_json_failure).
+ * Holds until the next call; input and out must live as long. */
+void fmt_report_input(FILE *out, const char *input, fmt_record_fn record);
+/* The failure record of e for that input, as the JSON line fmt_report_failed would write, and
+ * in *fd the descriptor of its stream; NULL when none is due (no input given, out NULL, not
+ * JSON, out of memory). out is flushed first: what the tool wrote there before is out before
+ * the record is written with write(2). */
+char *fmt_report_record_line(const fmt_err *e, int *fd);
 /* An error before any of the n inputs was opened (a key that cannot be read): the error once
  * on stderr, then with json each input's failure record on out (one with file null when
  * there are none). Returns e's exit status. */
