@@ -1,10 +1,11 @@
 #!/usr/bin/env bats
 # An input file truncated by another process while a tool reads it through a mapping: the access
 # past the new end raised SIGBUS and the tool died of it (exit 135, no message, its temporary
-# output left in the output directory). Now: "FILE: the file changed size while being read
-# (truncated by another process?)", exit 3, nothing left. The test hooks stop the tool at a known
-# point (its first output created: FMTKIT_TEST_STOP_AT_SINK; its first input mapped:
-# FMTKIT_TEST_STOP_AT_MAP), the test truncates the input there and lets the tool go on.
+# output left in the output directory). Now: "FILE: the file shrank while being read (truncated
+# by another process?)", as when read(2) finds the file's end early, exit 3, nothing left, and
+# with --json the input's failure record on stdout as for any other failure. The test hooks stop
+# the tool at a known point (its first output created: FMTKIT_TEST_STOP_AT_SINK; its Nth input
+# mapped: FMTKIT_TEST_STOP_AT_MAP), the test truncates the input there and lets the tool go on.
 
 bats_require_minimum_version 1.5.0
 load helpers
@@ -20,6 +21,35 @@ st(sys.argv[2], [("a", "F32", "f", [float(i % 1000) for i in range(1 << 18)])])'
 		"$REPO_ROOT/tests/cli" "$BATS_FILE_TMPDIR/m.safetensors"
 	head -c 32 /dev/urandom >"$BATS_FILE_TMPDIR/wm.key"
 	chmod 600 "$BATS_FILE_TMPDIR/wm.key"
+	# 100 Arrow files of 300 rows (5.7 KB each): more than the 64 mappings of a block
+	seq 1 300 | awk 'BEGIN { print "x,y" } { printf "%d,%.3f\n", $1, $1 * 0.37 }' >"$BATS_FILE_TMPDIR/p.csv"
+	mkdir "$BATS_FILE_TMPDIR/parts"
+	fmt-convert "$BATS_FILE_TMPDIR/p.csv" "$BATS_FILE_TMPDIR/parts/p001.arrow"
+	for i in $(seq -w 2 100); do cp "$BATS_FILE_TMPDIR/parts/p001.arrow" "$BATS_FILE_TMPDIR/parts/p$i.arrow"; done
+	# an ONNX model (839 KB) and an .nk network (870 KB), both mapped whole
+	cp "$REPO_ROOT/tests/data/fixtures/nk/mnist_cnn_dw.onnx" "$BATS_FILE_TMPDIR/m.onnx"
+	cp "$REPO_ROOT/tests/data/fixtures/nk/mnist_cnn_dw.nk" "$BATS_FILE_TMPDIR/m.nk"
+	# an APR v1 file with a 64 KiB payload (fmt-apr.bats's make_v1), mapped whole by open and verify
+	/usr/bin/python3 - "$BATS_FILE_TMPDIR/m.apr" <<'PY'
+import struct, sys, zlib
+import msgpack
+meta = msgpack.packb({"created_at": "1700000000", "aprender_version": "0.25.0", "model_name": "lr"})
+payload = bytes(i % 251 for i in range(1 << 16))
+hdr = b"APRN" + bytes([1, 0]) + struct.pack("<HIII", 1, len(meta), len(payload), len(payload)) + bytes([0, 0, 80]) + bytes(9)
+body = hdr + meta + payload
+open(sys.argv[1], "wb").write(body + struct.pack("<I", zlib.crc32(body)))
+PY
+	# an .apsim file whose header (6.7 KB) names its format past the first 4096 bytes: the probe
+	# maps the file to search the whole header
+	/usr/bin/python3 - "$REPO_ROOT/tests/data/fixtures/apsim/example-signed-team-secret.apsim" \
+		"$BATS_FILE_TMPDIR/m.apsim" <<'PY'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = b[8:8 + n].replace(b'{"__metadata__":{', b'{"__metadata__":{"apad":"' + b"p" * 6000 + b'",', 1)
+assert h.index(b'"format":"apsi-model"') > 4096
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(h)) + h + b[8 + n:])
+PY
 }
 
 setup() {
@@ -27,27 +57,28 @@ setup() {
 	mkdir out
 }
 
-MSG='the file changed size while being read (truncated by another process?)'
+MSG='the file shrank while being read (truncated by another process?)'
 
-# truncated_at_output IN CMD...: copy the sample IN here, run CMD until its output exists, cut IN to
-# 8 KiB, let CMD go on; its exit status in $status, its stderr in err.
-truncated_at_output() {
-	cp "$BATS_FILE_TMPDIR/$1" "$1"
-	local in=$1
-	shift
-	stop_at_output 1 "$@" 2>err
-	truncate -s 8192 "$in"
+# cut_while STOP N IN SIZE CMD...: copy the sample IN here (when there is one), run CMD until STOP (stop_at_output:
+# its Nth output exists; stop_at_map: it has mapped its Nth input), cut IN to SIZE bytes, let CMD
+# go on; its exit status in $status, its stdout in stdout, its stderr in err.
+cut_while() {
+	local stop=$1 n=$2 in=$3 size=$4
+	shift 4
+	[ ! -e "$BATS_FILE_TMPDIR/$in" ] || cp "$BATS_FILE_TMPDIR/$in" "$in"
+	"$stop" "$n" "$@" >stdout 2>err
+	truncate -s "$size" "$in"
 	cont_stopped
 }
 
-# truncated_at_map IN CMD...: the same, stopping CMD once it has mapped IN.
+# truncated_at_output IN CMD...: cut IN to 8 KiB once CMD has created its output.
+truncated_at_output() {
+	cut_while stop_at_output 1 "$1" 8192 "${@:2}"
+}
+
+# truncated_at_map IN CMD...: cut IN to 8 KiB once CMD has mapped it.
 truncated_at_map() {
-	cp "$BATS_FILE_TMPDIR/$1" "$1"
-	local in=$1
-	shift
-	stop_at_map 1 "$@" 2>err
-	truncate -s 8192 "$in"
-	cont_stopped
+	cut_while stop_at_map 1 "$1" 8192 "${@:2}"
 }
 
 @test "fmt-convert: an Arrow input truncated while mapped: exit 3, the message, no temporary file" {
@@ -57,10 +88,11 @@ truncated_at_map() {
 	assert_equal "$(ls -A out)" ""
 }
 
-@test "fmt-convert --json: the error object on stderr, exit 3, no temporary file" {
+@test "fmt-convert --json: the failure record on stdout, the error object on stderr, exit 3, no temporary file" {
 	truncated_at_output d.ald fmt-convert --json d.ald out/d.arrow
 	assert_equal "$status" 3
 	assert_equal "$(cat err)" '{"tool":"fmt-convert","level":"error","file":"d.ald","error":"IoError","exit":3,"message":"'"$MSG"'"}'
+	assert_equal "$(cat stdout)" '{"file":"d.ald","ok":false,"exit":3,"error":"IoError","message":"'"$MSG"'"}'
 	assert_equal "$(ls -A out)" ""
 }
 
@@ -90,4 +122,100 @@ truncated_at_map() {
 	cont_stopped
 	assert_equal "$status" 135
 	assert_equal "$(cat err)" ""
+}
+
+# --json: what any other failure of an input gives on stdout (the record before it stays; the
+# tool ends there, so the files after it get none)
+@test "fmt-verify --json: the truncated file's failure record follows the records before it on stdout" {
+	cp "$BATS_FILE_TMPDIR/d.ald" a.ald
+	cp "$BATS_FILE_TMPDIR/d.ald" b.ald
+	# a.ald is the first file mapped, d.ald the second
+	cut_while stop_at_map 2 d.ald 8192 fmt-verify --json a.ald d.ald b.ald
+	assert_equal "$status" 3
+	assert_equal "$(cat stdout)" '{"file":"a.ald","ok":true,"format":"ald","rows":100000,"crc":"ieee"}
+{"file":"d.ald","ok":false,"exit":3,"error":"IoError","message":"'"$MSG"'","failed_file":"d.ald"}'
+	assert_equal "$(cat err)" '{"tool":"fmt-verify","level":"error","file":"d.ald","error":"IoError","exit":3,"message":"'"$MSG"'"}'
+	# the record of an input that cannot be read, for comparison: the same members
+	run --separate-stderr fmt-verify --json missing.ald
+	assert_equal "$output" '{"file":"missing.ald","ok":false,"exit":3,"error":"IoError","message":"cannot open: No such file or directory","failed_file":"missing.ald"}'
+}
+
+@test "fmt-inspect --json -q: no record on stdout, the error object on stderr" {
+	truncated_at_map d.arrow fmt-inspect --json -q --stats d.arrow
+	assert_equal "$status" 3
+	assert_equal "$(cat stdout)" ""
+	assert_equal "$(cat err)" '{"tool":"fmt-inspect","level":"error","file":"d.arrow","error":"IoError","exit":3,"message":"'"$MSG"'"}'
+}
+
+# More than 64 files mapped at once: fmt-shard concat keeps every input open (and mapped) while
+# it writes; a SIGBUS in the 100th was not reported (exit 135, the output's temporary left).
+@test "fmt-shard concat of 100 Arrow files, the last cut once the output exists: exit 3, the message, the record, nothing left" {
+	cp "$BATS_FILE_TMPDIR"/parts/p*.arrow .
+	cut_while stop_at_output 1 p100.arrow 0 fmt-shard concat --json p*.arrow -o out/all.arrow
+	assert_equal "$status" 3
+	assert_equal "$(cat err)" '{"tool":"fmt-shard","level":"error","file":"p100.arrow","error":"IoError","exit":3,"message":"'"$MSG"'"}'
+	assert_equal "$(cat stdout)" '{"file":"p001.arrow","ok":false,"exit":3,"error":"IoError","message":"'"$MSG"'"}'
+	assert_equal "$(ls -A out)" ""
+}
+
+@test "fmt-shard concat of 100 Arrow files, the 100th cut once mapped: exit 3 and the message" {
+	cp "$BATS_FILE_TMPDIR"/parts/p*.arrow .
+	cut_while stop_at_map 100 p100.arrow 0 fmt-shard concat p*.arrow -o out/all.arrow
+	assert_equal "$status" 3
+	assert_equal "$(cat err)" "fmt-shard: error: p100.arrow: $MSG"
+	assert_equal "$(ls -A out)" ""
+}
+
+# The other inputs read through a mapping: ONNX and .nk files (mapped whole), APR v1 files, the
+# header of an .apsim file that the format probe searches.
+@test "ONNX: fmt-inspect, fmt-verify and fmt-convert (import to .nk) of a model truncated while mapped: exit 3, the message" {
+	for cmd in "fmt-inspect m.onnx" "fmt-verify m.onnx" "fmt-convert m.onnx out/m.nk"; do
+		truncated_at_map m.onnx $cmd
+		assert_equal "$status" 3
+		assert_equal "$(cat err)" "${cmd%% *}: error: m.onnx: $MSG"
+		assert_equal "$(cat stdout)" ""
+		assert_equal "$(ls -A out)" ""
+	done
+}
+
+@test ".nk: nk-run, fmt-inspect and fmt-verify of a network truncated while mapped: exit 3, the message" {
+	for cmd in "nk-run --random 1 m.nk" "fmt-inspect m.nk" "fmt-verify m.nk"; do
+		truncated_at_map m.nk $cmd
+		assert_equal "$status" 3
+		assert_equal "$(cat err)" "${cmd%% *}: error: m.nk: $MSG"
+		assert_equal "$(cat stdout)" ""
+	done
+	assert_equal "$(ls -A)" "err
+m.nk
+out
+stdout"
+}
+
+@test "APR v1: fmt-verify and fmt-inspect of a file truncated while mapped: exit 3, the message" {
+	for cmd in "fmt-verify m.apr" "fmt-inspect m.apr"; do
+		truncated_at_map m.apr $cmd
+		assert_equal "$status" 3
+		assert_equal "$(cat err)" "${cmd%% *}: error: m.apr: $MSG"
+		assert_equal "$(cat stdout)" ""
+	done
+}
+
+@test ".apsim: a header truncated while the probe searches it (mapped): exit 3, the message" {
+	# cut to 100 bytes: the header's second page (from byte 4096) is past the end
+	for cmd in "fmt-inspect m.apsim" "fmt-verify m.apsim"; do
+		cut_while stop_at_map 1 m.apsim 100 $cmd
+		assert_equal "$status" 3
+		assert_equal "$(cat err)" "${cmd%% *}: error: m.apsim: $MSG"
+		assert_equal "$(cat stdout)" ""
+	done
+}
+
+# The same event read with read(2) (safetensors tensors are read, not mapped, by a conversion):
+# the same words
+@test "fmt-convert --json: a safetensors input truncated while read: exit 3, the same words, the record, nothing left" {
+	truncated_at_output m.safetensors fmt-convert --json m.safetensors out/m.gguf
+	assert_equal "$status" 3
+	assert_equal "$(cat stdout)" '{"file":"m.safetensors","ok":false,"exit":3,"error":"IoError","message":"tensor '"'a'"': '"$MSG"'"}'
+	assert_equal "$(cat err)" '{"tool":"fmt-convert","level":"error","file":"m.safetensors","error":"IoError","exit":3,"message":"tensor '"'a'"': '"$MSG"'"}'
+	assert_equal "$(ls -A out)" ""
 }
