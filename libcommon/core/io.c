@@ -1536,7 +1536,7 @@ static fmt_kind copy_by_reads(fmt_sink *k, int fd, uint64_t off, uint64_t n, fmt
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0)
-			return got < 0 ? io_fail(e, k->path, "read") : fmt_fail(e, FMT_IO, "the input ended early");
+			return got < 0 ? io_fail(e, k->path, "read") : fmt_fail(e, FMT_IO, FMT_MSG_SHRANK);
 		fmt_kind r = write_all(k, k->buf, (size_t)got, e);
 		if (r != FMT_OK)
 			return r;
@@ -1570,7 +1570,7 @@ fmt_kind fmt_sink_copy_range(fmt_sink *k, int fd, uint64_t off, uint64_t n, fmt_
 		if (got < 0 && (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL))
 			return copy_by_reads(k, fd, (uint64_t)in, n, e);
 		if (got <= 0)
-			return got < 0 ? io_fail(e, k->path, "copy") : fmt_fail(e, FMT_IO, "the input ended early");
+			return got < 0 ? io_fail(e, k->path, "copy") : fmt_fail(e, FMT_IO, FMT_MSG_SHRANK);
 		n -= (uint64_t)got;
 	}
 	return FMT_OK;

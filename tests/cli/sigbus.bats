@@ -219,3 +219,14 @@ stdout"
 	assert_equal "$(cat err)" '{"tool":"fmt-convert","level":"error","file":"m.safetensors","error":"IoError","exit":3,"message":"tensor '"'a'"': '"$MSG"'"}'
 	assert_equal "$(ls -A out)" ""
 }
+
+@test "fmt-convert --in-place: a GGUF truncated while its data is copied: exit 3, the same words, no temporary file" {
+	fmt-convert "$BATS_FILE_TMPDIR/m.safetensors" m.gguf
+	cut_while stop_at_output 1 m.gguf 8192 fmt-convert --in-place --set general.name=x m.gguf
+	assert_equal "$status" 3
+	assert_equal "$(cat err)" "fmt-convert: error: m.gguf: $MSG"
+	assert_equal "$(ls -A)" "err
+m.gguf
+out
+stdout"
+}
