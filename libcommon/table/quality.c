@@ -7,6 +7,7 @@
 #include "fmt/out.h"
 #include "fmt/quality.h"
 #include "fmt/rowops.h"
+#include "fmt/stats.h"
 #include "rows_internal.h"
 
 #define HLL_BITS 14
@@ -29,7 +30,7 @@ typedef struct col_quality {
 	uint64_t n;                  /* numbers counted (NaN is not) */
 	qnum min, max;               /* integers exact (an int64 beyond 2^53 is no double) */
 	qnum shift;                  /* integers: the first value, subtracted exactly before Welford */
-	double mean, m2;             /* Welford, of the values less shift */
+	fmt_running run;             /* Welford, of the values less shift (scaled: finite up to DBL_MAX) */
 	qnum *sample;                /* reservoir of FMT_QUALITY_EXACT */
 	uint64_t rng;
 } col_quality;
@@ -132,9 +133,7 @@ static void add_number(col_quality *c, qnum q)
 	if (c->n == 0 || qnum_cmp(c->numeric, q, c->max) > 0)
 		c->max = q;
 	c->n++;
-	double d = v - c->mean;
-	c->mean += d / (double)c->n;
-	c->m2 += d * (v - c->mean);
+	fmt_running_add(&c->run, v);
 	if (c->n <= FMT_QUALITY_EXACT) {
 		c->sample[c->n - 1] = q;
 		return;
@@ -240,9 +239,9 @@ static void numeric_json(json_t *o, col_quality *c)
 		return;
 	json_object_set_new(o, "min", qnum_json(c->numeric, c->min));
 	json_object_set_new(o, "max", qnum_json(c->numeric, c->max));
-	json_object_set_new(o, "mean", number_json(c->numeric == NUM_FLOAT ? c->mean
-							       : qnum_double(c->numeric, c->shift) + c->mean, 0));
-	json_object_set_new(o, "std", c->n > 1 ? number_json(sqrt(c->m2 / (double)(c->n - 1)), 0) : json_null());
+	double mean = fmt_running_mean(&c->run);
+	json_object_set_new(o, "mean", number_json(c->numeric == NUM_FLOAT ? mean : qnum_double(c->numeric, c->shift) + mean, 0));
+	json_object_set_new(o, "std", c->n > 1 ? number_json(fmt_running_std(&c->run, 1), 0) : json_null());
 	size_t n = c->n < FMT_QUALITY_EXACT ? (size_t)c->n : FMT_QUALITY_EXACT;
 	qsort(c->sample, n, sizeof *c->sample, c->numeric == NUM_SIGNED ? compare_signed
 					       : c->numeric == NUM_UNSIGNED ? compare_unsigned : compare_doubles);

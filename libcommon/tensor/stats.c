@@ -207,6 +207,87 @@ void fmt_stats_finish(fmt_stats *s)
 		s->mean = fmt_exact_mean(s->isum, 0, s->count);
 }
 
+/* v in r's units, r rescaled first when |v| is past its 2^exp (or is its first nonzero). */
+static double running_scaled(fmt_running *r, double v)
+{
+	if (v != 0 && (!r->scaled || fabs(v) >= r->limit)) {
+		int exp = 0;
+		(void)frexp(v, &exp);
+		if (r->scaled) {
+			r->sum = ldexp(r->sum, r->exp - exp);
+			r->mean = ldexp(r->mean, r->exp - exp);
+			r->m2 = ldexp(r->m2, 2 * (r->exp - exp));
+		}
+		r->exp = exp;
+		r->scaled = 1;
+		r->factor = exp > DBL_MIN_EXP - 2 ? ldexp(1.0, -exp) : 0;
+		r->limit = ldexp(1.0, exp);
+	}
+	return r->scaled ? scaled(v, r->exp, r->factor) : v;
+}
+
+/* 1 when v is an infinity, counted */
+static int running_inf(fmt_running *r, double v)
+{
+	if (!isinf(v))
+		return 0;
+	if (v > 0)
+		r->pos_inf++;
+	else
+		r->neg_inf++;
+	return 1;
+}
+
+void fmt_running_add(fmt_running *r, double v)
+{
+	if (running_inf(r, v))
+		return;
+	double x = running_scaled(r, v), d = x - r->mean;
+	r->n++;
+	r->mean += d / (double)r->n;
+	r->m2 += d * (x - r->mean);
+}
+
+void fmt_running_add_sum(fmt_running *r, double v)
+{
+	if (running_inf(r, v))
+		return;
+	r->sum += running_scaled(r, v);
+	r->n++;
+}
+
+/* NaN, ±inf when r holds infinities (or nothing), else 0 */
+static double running_special(const fmt_running *r)
+{
+	if (r->pos_inf && r->neg_inf)
+		return NAN;
+	return r->pos_inf ? INFINITY : r->neg_inf ? -INFINITY : r->n ? 0 : NAN;
+}
+
+static double running_unscaled(const fmt_running *r, double x)
+{
+	return r->scaled ? ldexp(x, r->exp) : x;
+}
+
+double fmt_running_mean(const fmt_running *r)
+{
+	double special = running_special(r);
+	return special != 0 ? special : running_unscaled(r, r->mean);
+}
+
+double fmt_running_sum_mean(const fmt_running *r)
+{
+	double special = running_special(r);
+	return special != 0 ? special : running_unscaled(r, r->sum / (double)r->n);
+}
+
+double fmt_running_std(const fmt_running *r, uint64_t ddof)
+{
+	if (r->pos_inf || r->neg_inf || r->n <= ddof)
+		return NAN;
+	return running_unscaled(r, sqrt(r->m2 / (double)(r->n - ddof)));
+}
+
 static int bit_length(unsigned __int128 v)
 {
 	uint64_t hi = (uint64_t)(v >> 64), lo = (uint64_t)v;

@@ -735,6 +735,38 @@ assert c[4]["min"]=="1969-12-31T23:59:59.999Z" and c[4]["max"]=="2024-02-29T12:0
 	assert_output "x: type=float64 count=3 nulls=0 nan=0 min=-inf max=inf mean=nan"
 }
 
+@test "fmt-inspect --quality and --stats: mean and std of floats up to DBL_MAX are finite and right (old: std \"inf\", mean \"-inf\" or \"inf\")" {
+	# the squares (and sums) overflowed past ~1e154; the exact figures are from the fractions
+	# module: mean 1e308 / 3 - 0 (the two 1e300 cancel), std 5.773502691896258e307
+	printf 'x\n1e300\n-1e300\n1e308\n' >big.csv
+	printf '{"x":1e300}\n{"x":-1e300}\n{"x":1e308}\n' >big.jsonl
+	for f in big.csv big.jsonl; do
+		run fmt-inspect --json --quality "$f"
+		assert_success
+		[ "$(jq -c '.columns[0] | [.mean == 3.333333333333333e307, .std == 5.773502691896258e307]' <<<"$output")" = '[true,true]' ] ||
+			fail "$f: $output"
+		run fmt-inspect --json --stats "$f"
+		[ "$(jq -c '.columns[0].mean == 3.333333333333333e307' <<<"$output")" = true ] || fail "$f: $output"
+	done
+	run fmt-inspect --quality big.csv
+	assert_line --index 3 --regexp '^x +float64 .* 3\.33333e307 +5\.7735e307 '
+	# DBL_MAX, DBL_MAX, -DBL_MAX: the mean is DBL_MAX / 3; the sample std, 2.0758e308, is past DBL_MAX
+	printf 'x\n1.7976931348623157e308\n1.7976931348623157e308\n-1.7976931348623157e308\n' >max.csv
+	run fmt-inspect --json --stats max.csv
+	[ "$(jq -c '.columns[0].mean == 5.992310449541053e307' <<<"$output")" = true ] || fail "$output"
+	run fmt-inspect --json --quality max.csv
+	[ "$(jq -c '.columns[0] | [.mean > 5.99231044954105e307 and .mean < 5.99231044954106e307, .std]' <<<"$output")" = '[true,"inf"]' ] ||
+		fail "$output"
+	# values far below 1: their squares no longer underflow to a std of 0
+	printf 'x\n1e-200\n3e-200\n' >small.csv
+	run fmt-inspect --json --quality small.csv
+	[ "$(jq -c '.columns[0] | [.mean == 2e-200, .std == 1.414213562373095e-200]' <<<"$output")" = '[true,true]' ] || fail "$output"
+	# an infinity makes the mean infinite whatever the order (old: 1, inf, 2 gave "nan")
+	printf 'x\n1\ninf\n2\n' >inf.csv
+	run fmt-inspect --json --quality inf.csv
+	assert_equal "$(jq -c '.columns[0] | [.mean, .std]' <<<"$output")" '["inf","nan"]'
+}
+
 @test "fmt-inspect --stats: NaN values are counted in nan and left out of min, max and mean (numpy's nanmean, as --quality); integer means from the exact sum" {
 	# count is the rows (nulls and NaN included); the mean is over count - nulls - nan values
 	printf 'x,i,u\n1.5,9007199254740993,18446744073709551615\nnan,9007199254740993,18446744073709551615\n2.5,9007199254740994,1\ninf,,\n,1,2\nnan,2,3\n' >n.csv

@@ -254,3 +254,43 @@ TEST(stats_exact_mean_rounds_once)
 	CHECK(fmt_exact_mean((unsigned __int128)UINT64_MAX * 3, 0, 3) == 0x1p64);
 	CHECK(fmt_exact_mean(1, 0, UINT64_MAX) == 0x1p-64);
 }
+
+/* fmt_running: the plain running sum and Welford update's bits on ordinary values (values of
+ * many magnitudes, so exp grows several times), finite figures up to DBL_MAX, infinities. */
+TEST(running_scaled_same_bits_and_finite)
+{
+	fmt_running r = { 0 }, s = { 0 };
+	double mean = 0, m2 = 0, sum = 0;
+	uint64_t n = 0;
+	for (int i = 0; i < 5000; i++) {
+		double v = ldexp((double)((i * 7919) % 1000) - 499.5, (i % 97) - 48) + 0.1 * i;
+		double d = v - mean;
+		n++;
+		mean += d / (double)n;
+		m2 += d * (v - mean);
+		sum += v;
+		fmt_running_add(&r, v);
+		fmt_running_add_sum(&s, v);
+	}
+	CHECK(fmt_running_mean(&r) == mean);
+	CHECK(fmt_running_std(&r, 1) == sqrt(m2 / (double)(n - 1)));
+	CHECK(fmt_running_sum_mean(&s) == sum / (double)n);
+	fmt_running big = { 0 }, bigs = { 0 };
+	const double xs[] = { 1e300, -1e300, 1e308 };
+	for (int i = 0; i < 3; i++) {
+		fmt_running_add(&big, xs[i]);
+		fmt_running_add_sum(&bigs, xs[i]);
+	}
+	CHECK(fmt_running_mean(&big) == 1e308 / 3);
+	CHECK(fmt_running_sum_mean(&bigs) == 1e308 / 3);
+	CHECK(fmt_running_std(&big, 1) == 5.773502691896258e307);
+	CHECK(isnan(fmt_running_std(&big, 3)));
+	fmt_running none = { 0 }, inf = { 0 };
+	CHECK(isnan(fmt_running_mean(&none)) && isnan(fmt_running_sum_mean(&none)));
+	fmt_running_add(&inf, 1);
+	fmt_running_add(&inf, INFINITY);
+	fmt_running_add(&inf, 2);
+	CHECK(fmt_running_mean(&inf) == INFINITY && isnan(fmt_running_std(&inf, 1)));
+	fmt_running_add(&inf, -INFINITY);
+	CHECK(isnan(fmt_running_mean(&inf)));
+}

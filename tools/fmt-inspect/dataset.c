@@ -218,7 +218,8 @@ static fmt_kind head(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err *e)
 typedef struct col_stats {
 	uint64_t count, nulls, n;   /* n: values counted in the numeric aggregates */
 	uint64_t nan;               /* floats: NaN values, left out of n, min, max and mean */
-	double min, max, sum;
+	double min, max;
+	fmt_running run;            /* floats: their sum, scaled (finite up to DBL_MAX) */
 	unsigned __int128 isum;     /* integers: the exact sum (two's complement when signed) */
 	int64_t imin, imax;         /* integers, dates and timestamps: exact */
 	uint64_t umin, umax;
@@ -300,7 +301,7 @@ static void stats_add(col_stats *st, const fmt_field *f, const fmt_column *c, ui
 			st->min = v;
 		if (st->n == 0 || v > st->max)
 			st->max = v;
-		st->sum += v;
+		fmt_running_add_sum(&st->run, v);
 		st->n++;
 	}
 	}
@@ -365,7 +366,7 @@ static json_t *stats_json(const fmt_field *f, const col_stats *st)
 	else if (f->type >= FMT_C_I8 && f->type <= FMT_C_U64)
 		mean = fmt_exact_mean(st->isum, 0, st->n);
 	else
-		mean = st->sum / (double)st->n;
+		mean = fmt_running_sum_mean(&st->run);
 	json_object_set_new(o, "mean", fmt_json_double(mean));
 	return o;
 }

@@ -3,9 +3,9 @@
  * HyperLogLog estimate (2^14 registers: standard error 1.04/128 = 0.81 %); constant columns;
  * duplicate rows (rows equal in every column, by a 128-bit hash of each distinct row: 32 bytes
  * of memory per distinct row); for numeric columns min, max, mean, sample standard deviation
- * (Welford) and the quantiles p1, p50, p99: exact up to FMT_QUALITY_EXACT values, then from a
- * uniform reservoir sample of that many values, whose quantile ranks are off by at most 0.64 %
- * of the rows with probability 99 % (Dvoretzky-Kiefer-Wolfowitz: sqrt(ln(2/0.01) / (2 x 65536))).
+ * (Welford, scaled: fmt_running in fmt/stats.h) and the quantiles p1, p50, p99: exact up to
+ * FMT_QUALITY_EXACT values, then from a uniform reservoir sample of that many values, whose
+ * quantile ranks are off by at most 0.64 % of the rows with probability 99 % (Dvoretzky-Kiefer-Wolfowitz: sqrt(ln(2/0.01) / (2 x 65536))).
  * Quantiles are discrete, by nearest rank: the ceil(n x p)-th of the sorted values, as DuckDB's
  * quantile_disc. Part of libcommon/table. */
 #ifndef FMT_QUALITY_H

@@ -49,6 +49,31 @@ void fmt_stats_add_f64(fmt_stats *s, const uint8_t *src, size_t n);
 void fmt_stats_add_int(fmt_stats *s, fmt_dtype t, const uint8_t *src, size_t n);
 void fmt_stats_finish(fmt_stats *s);
 
+/* A mean and spread of doubles given one at a time (a table's column), scaled as fmt_stats is:
+ * sum, Welford's mean and m2 (sum of squared deviations) are kept in units of 2^exp and
+ * 2^(2 exp), exp the binary exponent of the largest finite magnitude so far, and rescaled
+ * (exactly, a power of two) when a larger one comes. So the results are the same bits as the
+ * plain running sum and Welford update give wherever those neither overflow nor underflow,
+ * and stay finite up to DBL_MAX (the plain m2 of 1e300 and -1e300 is inf). ±Inf are counted
+ * aside; the caller leaves NaN out. Zeroed is empty. */
+typedef struct fmt_running {
+	uint64_t n, pos_inf, neg_inf;   /* n: finite values */
+	double sum, mean, m2;
+	int exp, scaled;                /* scaled: exp is set (a nonzero value came) */
+	double factor, limit;           /* 2^-exp (0 past DBL_MAX), 2^exp */
+} fmt_running;
+
+/* v into the Welford mean and m2 (fmt_running_mean, fmt_running_std). */
+void fmt_running_add(fmt_running *r, double v);
+/* v into the sum alone (fmt_running_sum_mean): cheaper, for a mean as sum / count. */
+void fmt_running_add_sum(fmt_running *r, double v);
+/* Welford's mean; with infinities +inf, -inf or (both) NaN; NaN when there is no value. */
+double fmt_running_mean(const fmt_running *r);
+/* The sum over the count, rounded as the plain sum / count; infinities and none as above. */
+double fmt_running_sum_mean(const fmt_running *r);
+/* sqrt(m2 / (count - ddof)): NaN with an infinity, or when count <= ddof. */
+double fmt_running_std(const fmt_running *r, uint64_t ddof);
+
 /* The quotient mag / n (negated when neg) rounded once to the nearest double, ties to even:
  * the mean of integers from their exact sum (mag up to 2^128 - 1). NaN when n is 0. */
 double fmt_exact_mean(unsigned __int128 mag, int neg, uint64_t n);
