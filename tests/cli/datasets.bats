@@ -717,6 +717,66 @@ assert c[4]["min"]=="1969-12-31T23:59:59.999Z" and c[4]["max"]=="2024-02-29T12:0
 	assert_output --partial "are for datasets, not models"
 }
 
+# SRC.ald with its card replaced by the MessagePack of the Python expression CARD (card: the
+# original's), header size and CRC-32 redone, as DST.
+recard() {
+	/usr/bin/python3 - "$@" <<'PY'
+import msgpack, struct, sys, zlib
+src, dst, expr = sys.argv[1:4]
+f = open(src, "rb").read()
+meta = struct.unpack_from("<I", f, 8)[0]
+nan, inf = float("nan"), float("inf")
+m = msgpack.packb(eval(expr, {"card": msgpack.unpackb(f[32:32 + meta]), "nan": nan, "inf": inf}))
+h = bytearray(f[:32])
+struct.pack_into("<I", h, 8, len(m))
+body = bytes(h) + m + f[32 + meta:-4]
+open(dst, "wb").write(body + struct.pack("<I", zlib.crc32(body)))
+PY
+}
+
+@test ".ald card with NaN and infinite floats: read as \"nan\", \"inf\", \"-inf\" (as APR v1), re-packed from JSON only with --card (old: exit 4 'non-string keys')" {
+	fmt-convert in.csv d.ald
+	recard d.ald n.ald 'dict(card, compliance={"gdpr": True, "score": nan, "range": [0.5, inf, -inf]})'
+	run --separate-stderr fmt-inspect --json n.ald
+	assert_success
+	assert_equal "$(jq -c '[.ald.card.compliance, .schema.metadata["ald:card_nonfinite"]]' <<<"$output")" \
+		'[{"gdpr":true,"score":"nan","range":[0.5,"inf","-inf"]},"/compliance/score"]'
+	run fmt-inspect n.ald
+	assert_success
+	assert_line '    score: nan'
+	run fmt-verify n.ald
+	assert_success
+	assert_output "n.ald: ok (ald, 3 rows, CRC-32 ieee)"
+	# its JSON (ald:card) has the floats as strings: re-packed, they would come back strings
+	run fmt-convert n.ald o.ald
+	assert_failure 5
+	assert_output "fmt-convert: error: n.ald: the input's card holds a NaN or infinite float at /compliance/score, which its JSON (ald:card) can only keep as a string: not carried into a new .ald (fmt-convert --card FILE gives it another card)"
+	[ ! -e o.ald ]
+	printf '{"name": "other"}\n' >c.json
+	run fmt-convert --card c.json n.ald o.ald
+	assert_success
+	assert_equal "$(jq -c '.ald.card | del(.sha256)' < <(fmt-inspect --json o.ald))" '{"name":"other"}'
+	# through Parquet the mark travels with the card
+	fmt-convert n.ald n.parquet
+	run fmt-convert n.parquet p.ald
+	assert_failure 5
+	assert_output --partial "n.parquet: the input's card holds a NaN or infinite float at /compliance/score"
+	# a licence leaves the card's bytes as they are
+	XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/config" fmt-sign keygen -W -p s.pub -s s.key >/dev/null
+	cp n.ald l.ald
+	XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/config" fmt-sign license -q --licensee acme --expires 2999-01-01 --sign-key s.key l.ald
+	meta=$(od -An -t u4 -j 8 -N 4 n.ald)
+	cmp <(tail -c +33 n.ald | head -c "$meta") <(tail -c +33 l.ald | head -c "$meta")
+	run fmt-inspect --json l.ald
+	assert_equal "$(jq -c '[.ald.card.compliance.score, .ald.license.expires]' <<<"$output")" '["nan","2999-01-01T00:00:00Z"]'
+	# upstream's positional card: a NaN among the tags
+	recard d.ald a.ald '["n", None, None, ["t", nan], None, None, None]'
+	run --separate-stderr fmt-inspect --json a.ald
+	assert_success
+	assert_equal "$(jq -c '[.ald.card_form, .ald.card.tags, .schema.metadata["ald:card_nonfinite"]]' <<<"$output")" \
+		'["array",["t","nan"],"/tags/1"]'
+}
+
 @test "fmt-inspect --json --stats and --quality: a mean, std or bound that is NaN or infinite is \"nan\", \"inf\", \"-inf\" (fmtkit(7)), not null or \"NaN\"" {
 	printf 'x\n1.5\ninf\n-inf\n' >i.csv
 	fmt-convert i.csv i.ald

@@ -137,7 +137,7 @@ fmt_kind fmt_ald_parse(fmt_table *t, ald_state *s, fmt_err *e)
 		return fmt_fail(e, FMT_UNSUPPORTED, "compression id %u (0-3 are defined)", s->compression);
 	if ((uint64_t)HEADER + s->meta_size > s->crc_off)
 		return bad(e, "metadata runs past the end of the file");
-	if ((k = fmt_card_decode(d + HEADER, s->meta_size, &s->card, &s->card_form, e)) != FMT_OK)
+	if ((k = fmt_card_decode(d + HEADER, s->meta_size, &s->card, &s->card_form, &s->card_nonfinite, e)) != FMT_OK)
 		return k;
 	s->schema_start = HEADER + (uint64_t)s->meta_size;
 	if (s->schema_start + s->schema_size > s->crc_off)
@@ -191,6 +191,8 @@ static fmt_kind card_as_meta(fmt_table *t, const ald_state *s, fmt_err *e)
 		return FMT_OK;
 	fmt_kind k = fmt_schema_add_meta(&t->schema, FMT_ALD_CARD_KEY, text, e);
 	free(text);
+	if (k == FMT_OK && s->card_nonfinite)
+		k = fmt_schema_add_meta(&t->schema, FMT_ALD_CARD_NONFINITE_KEY, s->card_nonfinite, e);
 	return k;
 }
 
@@ -218,6 +220,7 @@ static void ald_close(fmt_table *t)
 	free(s->chunks);
 	fmt_ald_native_free(s);
 	json_decref(s->card);
+	free(s->card_nonfinite);
 	free(s);
 	t->format_state = NULL;
 }

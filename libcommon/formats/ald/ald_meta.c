@@ -1,6 +1,7 @@
 /* The dataset card as MessagePack (msgpack-c): the project's map, upstream's positional array;
  * dataset type and compression names; the two CRC-32 variants. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "fmt/dataset.h"
 #include "fmt/msgpack_json.h"
 #include "fmt/out.h"
+#include "fmt/strbuf.h"
 #include "fmt/tree_budget.h"
 
 static const struct { uint16_t id; const char *name; } dataset_types[] = {
@@ -309,9 +311,64 @@ fmt_kind fmt_card_encode(const json_t *card, const char *sha256_hex, int compat,
 
 #define CARD_MAX_DEPTH 16
 
-/* Cards are re-packed from JSON by the tools: no NaN (jansson holds none), integers over
- * INT64_MAX as decimal strings, invalid UTF-8 as U+FFFD, keys under 256 bytes without NUL. */
-static const fmt_mp_json_opts card_json = { .max_depth = CARD_MAX_DEPTH, .flags = FMT_MPJ_STRICT_KEYS };
+/* Cards are re-packed from JSON by the tools: NaN and infinities as "nan", "inf", "-inf" (as
+ * APR v1 metadata; jansson holds no NaN, and fmt_card_decode says where they are), integers
+ * over INT64_MAX as decimal strings, invalid UTF-8 as U+FFFD, keys under 256 bytes without
+ * NUL. */
+static const fmt_mp_json_opts card_json = { .max_depth = CARD_MAX_DEPTH,
+					    .flags = FMT_MPJ_STRICT_KEYS | FMT_MPJ_NONFINITE_TEXT };
+
+/* A JSON pointer (RFC 6901) segment: "/" and s with "~" as "~0", "/" as "~1". */
+static void pointer_add(fmt_sb *b, const char *s, size_t n)
+{
+	fmt_sb_put(b, "/", 1);
+	for (size_t i = 0; i < n; i++)
+		fmt_sb_put(b, s[i] == '~' ? "~0" : s[i] == '/' ? "~1" : s + i, s[i] == '~' || s[i] == '/' ? 2 : 1);
+}
+
+static void pointer_cut(fmt_sb *b, size_t len)
+{
+	b->len = len;
+	if (b->p)
+		b->p[len] = '\0';
+}
+
+/* 1 when o (converted with card_json: string keys) holds a NaN or infinite float; path (o's
+ * pointer) is then extended to the first one's. */
+static int nonfinite_in(const msgpack_object *o, fmt_sb *path)
+{
+	size_t at = path->len;
+	if (o->type == MSGPACK_OBJECT_FLOAT32 || o->type == MSGPACK_OBJECT_FLOAT64)
+		return !isfinite(o->via.f64);
+	if (o->type == MSGPACK_OBJECT_ARRAY)
+		for (uint32_t i = 0; i < o->via.array.size; i++) {
+			char num[16];
+			pointer_add(path, num, (size_t)snprintf(num, sizeof num, "%u", i));
+			if (nonfinite_in(&o->via.array.ptr[i], path))
+				return 1;
+			pointer_cut(path, at);
+		}
+	if (o->type == MSGPACK_OBJECT_MAP)
+		for (uint32_t i = 0; i < o->via.map.size; i++) {
+			const msgpack_object *k = &o->via.map.ptr[i].key;
+			pointer_add(path, k->via.str.ptr ? k->via.str.ptr : "", k->via.str.size);
+			if (nonfinite_in(&o->via.map.ptr[i].val, path))
+				return 1;
+			pointer_cut(path, at);
+		}
+	return 0;
+}
+
+/* The pointer of the first NaN or infinite float under o (at path) into *out (to free), or
+ * leave *out alone. Out of memory: FMT_IO. */
+static fmt_kind note_nonfinite(const msgpack_object *o, fmt_sb *path, char **out, fmt_err *e)
+{
+	if (*out || !nonfinite_in(o, path))
+		return FMT_OK;
+	if (path->oom || !(*out = strdup(path->p)))
+		return fmt_fail_nomem(e, "the metadata");
+	return FMT_OK;
+}
 
 /* Walk one MessagePack value at *p before msgpack-c sees it: every declared array or map
  * count must fit the bytes left (each item takes at least one byte), so a 5-byte header cannot
@@ -379,8 +436,11 @@ static int sane(const uint8_t *d, size_t len, size_t *p, int depth, uint64_t *va
 	return 0;
 }
 
-fmt_kind fmt_card_decode(const uint8_t *data, size_t len, json_t **card, const char **form, fmt_err *e)
+fmt_kind fmt_card_decode(const uint8_t *data, size_t len, json_t **card, const char **form, char **nonfinite,
+			 fmt_err *e)
 {
+	fmt_sb path = { 0 };
+	*nonfinite = NULL;
 	size_t at = 0;
 	uint64_t values = 0;
 	*card = NULL;
@@ -406,6 +466,8 @@ fmt_kind fmt_card_decode(const uint8_t *data, size_t len, json_t **card, const c
 		if (!(*card = fmt_mp_to_json(&u.data, &card_json)))
 			k = errno == ENOMEM ? fmt_fail_nomem(e, "the metadata")
 			  : fmt_fail(e, FMT_INVALID_FORMAT, "metadata map has non-string keys or is nested too deep");
+		else
+			k = note_nonfinite(&u.data, &path, nonfinite, e);
 	} else if (u.data.type == MSGPACK_OBJECT_ARRAY) {
 		uint32_t n = u.data.via.array.size;
 		*form = "array";
@@ -429,6 +491,10 @@ fmt_kind fmt_card_decode(const uint8_t *data, size_t len, json_t **card, const c
 						  : fmt_fail(e, FMT_INVALID_FORMAT, "metadata element %u is malformed", i);
 					else
 						json_object_set_new(*card, array_keys[i], v);
+					pointer_cut(&path, 0);
+					pointer_add(&path, array_keys[i], strlen(array_keys[i]));
+					if (v && k == FMT_OK)
+						k = note_nonfinite(x, &path, nonfinite, e);
 				}
 			}
 		}
@@ -438,7 +504,10 @@ fmt_kind fmt_card_decode(const uint8_t *data, size_t len, json_t **card, const c
 	if (k != FMT_OK) {
 		json_decref(*card);
 		*card = NULL;
+		free(*nonfinite);
+		*nonfinite = NULL;
 	}
+	fmt_sb_free(&path);
 	msgpack_unpacked_destroy(&u);
 	return k;
 }

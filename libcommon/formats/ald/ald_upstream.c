@@ -152,7 +152,7 @@ fmt_kind fmt_ald_upstream_parse(fmt_table *t, ald_state *s, fmt_err *e)
 		s->chunk_codec = FMT_LZ4_SIZE_PREFIXED_BLOCK;
 	if ((uint64_t)HEADER + s->meta_size > size)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "metadata runs past the end of the file");
-	if ((k = fmt_card_decode(d + HEADER, s->meta_size, &s->card, &s->card_form, e)) != FMT_OK)
+	if ((k = fmt_card_decode(d + HEADER, s->meta_size, &s->card, &s->card_form, &s->card_nonfinite, e)) != FMT_OK)
 		return k;
 	s->schema_start = HEADER + (uint64_t)s->meta_size;
 	if (schema_size > UINT16_MAX || s->schema_start + schema_size > size)

@@ -367,12 +367,27 @@ static fmt_kind finish(writer *w, size_t meta_len, uint16_t schema_len,
 	return fmt_ald_sink_append_crc(w->k, o->compat_alimentar, &w->crc, e);
 }
 
+/* Where the input's card held a NaN or infinite float (FMT_ALD_CARD_NONFINITE_KEY), or NULL. */
+static const char *carried_nonfinite(const fmt_schema *s)
+{
+	for (size_t i = 0; i < s->n_meta; i++)
+		if (strcmp(s->meta[i].key, FMT_ALD_CARD_NONFINITE_KEY) == 0)
+			return s->meta[i].value;
+	return NULL;
+}
+
 static fmt_kind write_ald(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, json_t *carried_card, fmt_err *e)
 {
 	ald_enc enc;
 	int encrypting = 0;
 	ald_opts opts;
 	fmt_ald_opts_of(wo, &opts);
+	const char *nonfinite = carried_nonfinite(&in->schema);
+	if (!opts.card && carried_card && nonfinite)
+		return fmt_fail(e, FMT_UNSUPPORTED, "the input's card holds a NaN or infinite float at %.200s, which "
+				"its JSON (%s) can only keep as a string: not carried into a new .ald (fmt-convert --card FILE "
+				"gives it another card)",
+				nonfinite, FMT_ALD_CARD_KEY);
 	if (!opts.card)
 		opts.card = carried_card;
 	writer w = { .o = &opts, .schema = &in->schema, .k = k, .sign = wo ? wo->keys.ed25519_secret : NULL };

@@ -76,12 +76,19 @@ uint32_t fmt_crc32_alimentar(uint32_t crc, const void *data, size_t n);
  * key or value of the wrong kind is UsageError naming it. */
 fmt_kind fmt_card_encode(const json_t *card, const char *sha256_hex, int compat, uint8_t **out,
 			 size_t *len, fmt_err *e);
-/* Decode a map or upstream's 7/8-element array into a JSON object; *form = "map" or "array". */
-fmt_kind fmt_card_decode(const uint8_t *data, size_t len, json_t **card, const char **form, fmt_err *e);
+/* Decode a map or upstream's 7/8-element array into a JSON object; *form = "map" or "array".
+ * A NaN or infinite float is the string "nan", "inf" or "-inf" there (fmtkit(7)); *nonfinite is
+ * then the JSON pointer of the first in the card ("/compliance/score", to free), else NULL. */
+fmt_kind fmt_card_decode(const uint8_t *data, size_t len, json_t **card, const char **form, char **nonfinite,
+			 fmt_err *e);
 /* The schema metadata key that carries an .ald card (JSON, without its sha256) through formats
  * with key/value metadata (Parquet): the .ald reader sets it, the .ald writer takes it when no
  * --card is given. */
 #define FMT_ALD_CARD_KEY "ald:card"
+/* Set beside it when the card holds a NaN or infinite float, which its JSON has only as a
+ * string: the JSON pointer of the first. The .ald writer then refuses to take the card (a
+ * float would come back a string). */
+#define FMT_ALD_CARD_NONFINITE_KEY "ald:card_nonfinite"
 /* Check a card given by the user (--card FILE): known keys, right kinds, no sha256. */
 fmt_kind fmt_card_check(const json_t *card, fmt_err *e);
 
