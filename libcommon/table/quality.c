@@ -30,6 +30,7 @@ typedef struct col_quality {
 	uint64_t n;                  /* numbers counted (NaN is not) */
 	qnum min, max;               /* integers exact (an int64 beyond 2^53 is no double) */
 	qnum shift;                  /* integers: the first value, subtracted exactly before Welford */
+	unsigned __int128 isum;      /* integers: their exact sum (two's complement when signed), for the mean */
 	fmt_running run;             /* Welford, of the values less shift (scaled: finite up to DBL_MAX) */
 	qnum *sample;                /* reservoir of FMT_QUALITY_EXACT */
 	uint64_t rng;
@@ -57,11 +58,6 @@ static int qnum_cmp(int kind, qnum a, qnum b)
 	if (kind == NUM_UNSIGNED)
 		return a.u < b.u ? -1 : a.u > b.u;
 	return a.d < b.d ? -1 : a.d > b.d;
-}
-
-static double qnum_double(int kind, qnum v)
-{
-	return kind == NUM_SIGNED ? (double)v.i : kind == NUM_UNSIGNED ? (double)v.u : v.d;
 }
 
 fmt_kind fmt_quality_new(const fmt_schema *s, fmt_quality **out, fmt_err *e)
@@ -134,6 +130,7 @@ static void add_number(col_quality *c, qnum q)
 		c->max = q;
 	c->n++;
 	fmt_running_add(&c->run, v);
+	c->isum += c->numeric == NUM_SIGNED ? (unsigned __int128)(__int128)q.i : c->numeric == NUM_UNSIGNED ? q.u : 0;
 	if (c->n <= FMT_QUALITY_EXACT) {
 		c->sample[c->n - 1] = q;
 		return;
@@ -239,8 +236,8 @@ static void numeric_json(json_t *o, col_quality *c)
 		return;
 	json_object_set_new(o, "min", qnum_json(c->numeric, c->min));
 	json_object_set_new(o, "max", qnum_json(c->numeric, c->max));
-	double mean = fmt_running_mean(&c->run);
-	json_object_set_new(o, "mean", number_json(c->numeric == NUM_FLOAT ? mean : qnum_double(c->numeric, c->shift) + mean, 0));
+	double mean = c->numeric == NUM_FLOAT ? fmt_running_mean(&c->run) : fmt_int_sum_mean(c->isum, c->numeric == NUM_SIGNED, c->n);
+	json_object_set_new(o, "mean", number_json(mean, 0));
 	json_object_set_new(o, "std", c->n > 1 ? number_json(fmt_running_std(&c->run, 1), 0) : json_null());
 	size_t n = c->n < FMT_QUALITY_EXACT ? (size_t)c->n : FMT_QUALITY_EXACT;
 	qsort(c->sample, n, sizeof *c->sample, c->numeric == NUM_SIGNED ? compare_signed

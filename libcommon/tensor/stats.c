@@ -201,10 +201,8 @@ void fmt_stats_finish(fmt_stats *s)
 	s->std = ldexp(sqrt(s->m2 / (double)s->count), s->exp);
 	s->m2 = ldexp(s->m2, 2 * s->exp);   /* unscaled: inf past ~1e154, where std is not */
 	s->exp = 0;
-	if (s->int_kind == FMT_STATS_SIGNED && (__int128)s->isum < 0)
-		s->mean = fmt_exact_mean(-s->isum, 1, s->count);
-	else if (s->int_kind)
-		s->mean = fmt_exact_mean(s->isum, 0, s->count);
+	if (s->int_kind)
+		s->mean = fmt_int_sum_mean(s->isum, s->int_kind == FMT_STATS_SIGNED, s->count);
 }
 
 /* v in r's units, r rescaled first when |v| is past its 2^exp (or is its first nonzero). */
@@ -321,6 +319,11 @@ double fmt_exact_mean(unsigned __int128 mag, int neg, uint64_t n)
 	}
 	double v = ldexp((double)(m | (uint64_t)sticky), shift);
 	return neg ? -v : v;
+}
+
+double fmt_int_sum_mean(unsigned __int128 sum, int is_signed, uint64_t n)
+{
+	return is_signed && (__int128)sum < 0 ? fmt_exact_mean(-sum, 1, n) : fmt_exact_mean(sum, 0, n);
 }
 
 /* The tensor's element and byte counts must agree with its dtype and shape before we walk

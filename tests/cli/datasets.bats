@@ -827,6 +827,25 @@ PY
 	assert_equal "$(jq -c '.columns[0] | [.mean, .std]' <<<"$output")" '["inf","nan"]'
 }
 
+@test "fmt-inspect --quality: an int64 or uint64 column's mean is its exact sum over the count, rounded once, as --stats' (old: through float64)" {
+	# 2^62 + 511, + 515, + 511: the mean 2^62 + 512.33 rounds to 2^62 + 1024 (float64s are 1024
+	# apart there); the first value as a float64 (2^62) plus the mean of the differences gave 2^62
+	printf 'i,u\n4611686018427388415,18446744073709550591\n4611686018427388419,18446744073709551615\n4611686018427388415,9223372036854775808\n' >big.csv
+	for f in big.csv big.ald big.parquet; do
+		[ "$f" = big.csv ] || fmt-convert big.csv "$f"
+		run fmt-inspect --json --quality "$f"
+		assert_success
+		# float(Fraction(sum, 3)) of each column
+		[ "$(jq -c '[.columns[].mean] == [4611686018427388928, 15372286728091291648]' <<<"$output")" = true ] || fail "$f: $output"
+		run fmt-inspect --json --stats "$f"
+		[ "$(jq -c '[.columns[].mean] == [4611686018427388928, 15372286728091291648]' <<<"$output")" = true ] || fail "$f: $output"
+	done
+	# and the small means of ordinary data, rounded once: 1, 2, 2 is 5/3 (old: 1.6666666666666665)
+	printf 'x\n1\n2\n2\n' >s.csv
+	run fmt-inspect --json --quality s.csv
+	[ "$(jq -c '.columns[0].mean == 1.6666666666666667' <<<"$output")" = true ] || fail "$output"
+}
+
 @test "fmt-inspect --stats: NaN values are counted in nan and left out of min, max and mean (numpy's nanmean, as --quality); integer means from the exact sum" {
 	# count is the rows (nulls and NaN included); the mean is over count - nulls - nan values
 	printf 'x,i,u\n1.5,9007199254740993,18446744073709551615\nnan,9007199254740993,18446744073709551615\n2.5,9007199254740994,1\ninf,,\n,1,2\nnan,2,3\n' >n.csv

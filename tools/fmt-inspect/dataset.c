@@ -361,10 +361,8 @@ static json_t *stats_json(const fmt_field *f, const col_stats *st)
 		json_object_set_new(o, "max", isfinite(st->max) ? json_real(strtod(num, NULL)) : fmt_json_double(st->max));
 	}
 	double mean;
-	if (f->type >= FMT_C_I8 && f->type <= FMT_C_I64 && (__int128)st->isum < 0)
-		mean = fmt_exact_mean(-st->isum, 1, st->n);
-	else if (f->type >= FMT_C_I8 && f->type <= FMT_C_U64)
-		mean = fmt_exact_mean(st->isum, 0, st->n);
+	if (f->type >= FMT_C_I8 && f->type <= FMT_C_U64)
+		mean = fmt_int_sum_mean(st->isum, f->type <= FMT_C_I64, st->n);
 	else
 		mean = fmt_running_sum_mean(&st->run);
 	json_object_set_new(o, "mean", fmt_json_double(mean));

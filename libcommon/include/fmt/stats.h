@@ -77,6 +77,8 @@ double fmt_running_std(const fmt_running *r, uint64_t ddof);
 /* The quotient mag / n (negated when neg) rounded once to the nearest double, ties to even:
  * the mean of integers from their exact sum (mag up to 2^128 - 1). NaN when n is 0. */
 double fmt_exact_mean(unsigned __int128 mag, int neg, uint64_t n);
+/* The mean of n integers from their exact sum (two's complement when is_signed), rounded once. */
+double fmt_int_sum_mean(unsigned __int128 sum, int is_signed, uint64_t n);
 
 /* Statistics of every element of t (decoded with fmt_decode_f32, F64 with fmt_stats_add_f64 and
  * an integer dtype with fmt_stats_add_int: exactly), in chunks of at most 64Ki
