@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/msgpack_json.h"
+#include "fmt/tree_budget.h"
 #include "unit.h"
 
 static const fmt_mp_json_opts apr_rules = { .max_depth = 32,
@@ -115,4 +116,38 @@ TEST(msgpack_json_rules)
 	as_json(&sb, &apr_rules, got, sizeof got);
 	CHECK_STR(got, "[[[[[[[[[[[[[[[[[[null]]]]]]]]]]]]]]]]]]");
 	msgpack_sbuffer_destroy(&sb);
+}
+
+/* fmt_mp_check, the walk before msgpack-c, under each format's rules: the depth (a container
+ * with items at max_depth fails, an empty one there does not), bytes after the value (refused
+ * when whole), the tree-budget count, and the first claim past the bytes named. */
+TEST(mp_check_depth_whole_and_claims)
+{
+	static const fmt_mp_check_opts v1 = { .what = "v1 metadata", .max_depth = 32, .whole = 1 };
+	static const fmt_mp_check_opts card = { .what = "metadata", .max_depth = 16 };
+	uint8_t b[64];
+	uint64_t values;
+	fmt_err e;
+	memset(b, 0x91, 16);   /* 16 arrays of one item, then nil: values at depth 16 */
+	b[16] = 0xc0;
+	CHECK(fmt_mp_check(b, 17, &card, &values, &e) == FMT_OK);
+	CHECK_EQ_U64(values, 17 + 16 * (FMT_TREE_ARRAY_VALUES - 1));
+	b[16] = 0x90;          /* an empty array there: still no value at depth 17 */
+	CHECK(fmt_mp_check(b, 17, &card, &values, &e) == FMT_OK);
+	b[16] = 0x91, b[17] = 0xc0;
+	CHECK(fmt_mp_check(b, 18, &card, &values, &e) == FMT_INVALID_FORMAT);
+	CHECK_STR(e.msg, "metadata: an array at byte 16 is nested more than 16 deep");
+	CHECK(fmt_mp_check(b, 18, &v1, &values, &e) == FMT_OK);
+	/* bytes after the value: fine for a card (msgpack-c reads the first), not for v1 */
+	b[0] = 0xc3;
+	CHECK(fmt_mp_check(b, 3, &card, &values, &e) == FMT_OK);
+	CHECK_EQ_U64(values, 1);
+	CHECK(fmt_mp_check(b, 3, &v1, &values, &e) == FMT_INVALID_FORMAT);
+	CHECK_STR(e.msg, "v1 metadata: 2 bytes follow its MessagePack value");
+	/* a map16 claiming 65535 entries in 3 bytes */
+	const uint8_t big[] = { 0xde, 0xff, 0xff, 0xc0, 0xc0, 0xc0 };
+	CHECK(fmt_mp_check(big, sizeof big, &v1, &values, &e) == FMT_INVALID_FORMAT);
+	CHECK_STR(e.msg, "v1 metadata: a map at byte 0 claims 65535 entries, only 3 bytes follow");
+	CHECK(fmt_mp_check((const uint8_t *)"\xc1", 1, &card, &values, &e) == FMT_INVALID_FORMAT);
+	CHECK_STR(e.msg, "metadata: byte 0 (0xc1) is not a MessagePack type");
 }

@@ -370,81 +370,16 @@ static fmt_kind note_nonfinite(const msgpack_object *o, fmt_sb *path, char **out
 	return FMT_OK;
 }
 
-/* Walk one MessagePack value at *p before msgpack-c sees it: every declared array or map
- * count must fit the bytes left (each item takes at least one byte), so a 5-byte header cannot
- * make the unpacker reserve gigabytes; *values counts the values for the tree budget. 0 when
- * sane. */
-static int sane(const uint8_t *d, size_t len, size_t *p, int depth, uint64_t *values)
-{
-	if (depth > CARD_MAX_DEPTH || *p >= len)
-		return -1;
-	++*values;
-	uint8_t t = d[(*p)++];
-	uint64_t items = 0, skip = 0;
-	size_t left = len - *p;
-#define NEED(n) do { if (left < (n)) return -1; } while (0)
-#define BE(n) be(d + *p, n)
-	if (t <= 0x7f || t >= 0xe0 || t == 0xc0 || t == 0xc2 || t == 0xc3)
-		return 0;
-	if ((t & 0xf0) == 0x80) items = 2u * (t & 0x0f);
-	else if ((t & 0xf0) == 0x90) items = t & 0x0f;
-	else if ((t & 0xe0) == 0xa0) skip = t & 0x1f;
-	else {
-		static const uint8_t fixed[] = { [0xca - 0xc4] = 4, [0xcb - 0xc4] = 8, [0xcc - 0xc4] = 1,
-			[0xcd - 0xc4] = 2, [0xce - 0xc4] = 4, [0xcf - 0xc4] = 8, [0xd0 - 0xc4] = 1,
-			[0xd1 - 0xc4] = 2, [0xd2 - 0xc4] = 4, [0xd3 - 0xc4] = 8, [0xd4 - 0xc4] = 2,
-			[0xd5 - 0xc4] = 3, [0xd6 - 0xc4] = 5, [0xd7 - 0xc4] = 9, [0xd8 - 0xc4] = 17 };
-		uint64_t n = 0;
-		size_t w = 0;
-		switch (t) {
-		case 0xc4: case 0xd9: case 0xc7: w = 1; break;
-		case 0xc5: case 0xda: case 0xc8: case 0xdc: case 0xde: w = 2; break;
-		case 0xc6: case 0xdb: case 0xc9: case 0xdd: case 0xdf: w = 4; break;
-		default:
-			if (t < 0xc4 || t > 0xd8 || !fixed[t - 0xc4])
-				return -1;
-			NEED(fixed[t - 0xc4]);
-			*p += fixed[t - 0xc4];
-			return 0;
-		}
-		NEED(w);
-		for (size_t i = 0; i < w; i++)
-			n = n << 8 | d[*p + i];
-		*p += w;
-		left -= w;
-		if (t == 0xdc || t == 0xdd) items = n;
-		else if (t == 0xde || t == 0xdf) items = 2 * n;
-		else skip = n + (t >= 0xc7 && t <= 0xc9); /* ext: the type byte */
-	}
-#undef NEED
-#undef BE
-	if (skip) {
-		if (left < skip)
-			return -1;
-		*p += skip;
-		return 0;
-	}
-	if (items > left)
-		return -1;
-	if ((t & 0xf0) == 0x80 || t == 0xde || t == 0xdf)
-		*values += FMT_TREE_OBJECT_VALUES - 1;
-	else if ((t & 0xf0) == 0x90 || t == 0xdc || t == 0xdd)
-		*values += FMT_TREE_ARRAY_VALUES - 1;
-	for (uint64_t i = 0; i < items; i++)
-		if (sane(d, len, p, depth + 1, values))
-			return -1;
-	return 0;
-}
-
 fmt_kind fmt_card_decode(const uint8_t *data, size_t len, json_t **card, const char **form, char **nonfinite,
 			 fmt_err *e)
 {
 	fmt_sb path = { 0 };
 	*nonfinite = NULL;
-	size_t at = 0;
 	uint64_t values = 0;
 	*card = NULL;
-	if (sane(data, len, &at, 0, &values))
+	/* the walk's own messages (byte offsets) are not a card's: one for all */
+	static const fmt_mp_check_opts card_check = { .what = "metadata", .max_depth = CARD_MAX_DEPTH };
+	if (fmt_mp_check(data, len, &card_check, &values, e) != FMT_OK)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "metadata is not well-formed MessagePack (or nested deeper than %d)",
 				CARD_MAX_DEPTH);
 	fmt_kind kb = fmt_tree_check("the metadata", values, len, FMT_TREE_COST_MSGPACK, e);

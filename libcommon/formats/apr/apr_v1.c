@@ -31,94 +31,14 @@ static int known_model_type(uint16_t t)
 static const fmt_mp_json_opts v1_json = { .max_depth = V1_MAX_DEPTH,
 					  .flags = FMT_MPJ_NONFINITE_TEXT | FMT_MPJ_BIG_AS_REAL | FMT_MPJ_RAW_STRINGS };
 
-/* Every MessagePack array, map, string, binary and extension in p[0..n) declares no more than
- * the bytes left can hold (an entry takes at least one byte), and p holds exactly one value:
- * msgpack-c allocates by the declared counts before it reads the items, so this walk comes
- * first. FMT_OK, or InvalidFormat naming the first claim that does not fit, or more values
- * than the tree budget (fmt/tree_budget.h) allows. */
+/* The pre-walk of the metadata (fmt_mp_check under v1's rules), then the tree budget. */
 static fmt_kind mp_check(const uint8_t *p, size_t n, fmt_err *e)
 {
-	uint64_t left[V1_MAX_DEPTH + 1] = { 1 };   /* items still to come in each open container */
-	int depth = 0;
-	size_t at = 0;
-	uint64_t values = 0;
-	while (depth >= 0) {
-		if (left[depth] == 0) {
-			depth--;
-			continue;
-		}
-		if (at >= n)
-			return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: truncated: the MessagePack value runs past "
-					"its %zu bytes", n);
-		size_t where = at;
-		uint8_t b = p[at++];
-		values++;
-		uint64_t skip = 0, items = 0, count = 0;
-		size_t len_bytes = 0;
-		const char *what = NULL;
-		if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3)
-			;
-		else if (b >= 0x80 && b <= 0x8f)
-			count = b & 0x0f, items = 2 * count, what = "a map";
-		else if (b >= 0x90 && b <= 0x9f)
-			count = items = b & 0x0f, what = "an array";
-		else if (b >= 0xa0 && b <= 0xbf)
-			count = skip = b & 0x1f, what = "a string";
-		else if (b >= 0xcc && b <= 0xd3)
-			skip = 1u << ((b - 0xcc) & 3), what = "a number";
-		else if (b == 0xca || b == 0xcb)
-			skip = b == 0xca ? 4 : 8, what = "a float";
-		else if (b >= 0xd4 && b <= 0xd8)
-			skip = 1 + (1u << (b - 0xd4)), count = skip - 1, what = "an extension";
-		else if (b == 0xc4 || b == 0xd9 || b == 0xc7)
-			len_bytes = 1;
-		else if (b == 0xc5 || b == 0xda || b == 0xc8 || b == 0xdc || b == 0xde)
-			len_bytes = 2;
-		else if (b == 0xc6 || b == 0xdb || b == 0xc9 || b == 0xdd || b == 0xdf)
-			len_bytes = 4;
-		else
-			return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: byte %zu (0x%02x) is not a MessagePack type",
-					where, b);
-		if (len_bytes) {
-			what = b == 0xdc || b == 0xdd ? "an array" : b == 0xde || b == 0xdf ? "a map"
-			     : b >= 0xd9 && b <= 0xdb ? "a string" : b >= 0xc4 && b <= 0xc6 ? "a binary" : "an extension";
-			if (n - at < len_bytes)
-				return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: the length of %s at byte %zu runs past "
-						"its %zu bytes", what, where, n);
-			for (size_t i = 0; i < len_bytes; i++)
-				count = count << 8 | p[at + i];
-			at += len_bytes;
-			if (b == 0xdc || b == 0xdd)
-				items = count;
-			else if (b == 0xde || b == 0xdf)
-				items = 2 * count;
-			else
-				skip = count + (b >= 0xc7 && b <= 0xc9);   /* an extension's type byte */
-		}
-		if (items > n - at)
-			return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: %s at byte %zu claims %llu %s, only %zu byte%s "
-					"follow%s", what, where, (unsigned long long)count, items == count ? "items" : "entries",
-					n - at, n - at == 1 ? "" : "s", n - at == 1 ? "s" : "");
-		if (skip > n - at)
-			return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: %s at byte %zu needs %llu bytes, only %zu "
-					"follow%s", what, where, (unsigned long long)skip, n - at, n - at == 1 ? "s" : "");
-		at += (size_t)skip;
-		left[depth]--;
-		if (what && !strcmp(what, "a map"))
-			values += FMT_TREE_OBJECT_VALUES - 1;
-		else if (what && !strcmp(what, "an array"))
-			values += FMT_TREE_ARRAY_VALUES - 1;
-		if (items == 0)
-			continue;
-		if (depth == V1_MAX_DEPTH)     /* msgpack-c's limit too */
-			return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: %s at byte %zu is nested more than %d deep",
-					what, where, V1_MAX_DEPTH);
-		left[++depth] = items;
-	}
-	if (at != n)
-		return fmt_fail(e, FMT_INVALID_FORMAT, "v1 metadata: %zu byte%s follow%s its MessagePack value", n - at,
-				n - at == 1 ? "" : "s", n - at == 1 ? "s" : "");
-	return fmt_tree_check("v1 metadata", values, n, FMT_TREE_COST_MSGPACK, e);
+	/* one value, the whole of the metadata; 32 deep is msgpack-c's limit too */
+	static const fmt_mp_check_opts rules = { .what = "v1 metadata", .max_depth = V1_MAX_DEPTH, .whole = 1 };
+	uint64_t values;
+	fmt_kind k = fmt_mp_check(p, n, &rules, &values, e);
+	return k != FMT_OK ? k : fmt_tree_check("v1 metadata", values, n, FMT_TREE_COST_MSGPACK, e);
 }
 
 static fmt_kind read_metadata(fmt_model *m, apr_state *st, const uint8_t *p, size_t n, fmt_err *e)
