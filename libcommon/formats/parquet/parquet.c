@@ -282,6 +282,7 @@ static fmt_kind open_group(pq_state *s, size_t g, fmt_err *e)
 			continue;
 		fmt_kind k = fmt_pq_cursor_open(&s->cursors[l], &s->m.leaves[l], &s->m.groups[g].chunks[l], &s->f,
 					       &s->budget, 0, 0, e);
+		s->cursors[l].slice_max = s->batch_max;
 		if (k == FMT_OK)
 			k = chunk_holds_the_rows(s, g, (size_t)l, &s->cursors[l], e);
 		if (k != FMT_OK)
@@ -715,6 +716,7 @@ static fmt_kind verify_group(pq_state *s, const fmt_field *fields, size_t g, pq_
 		fmt_kind k = fmt_pq_cursor_open(c, leaf, &s->m.groups[g].chunks[l], &s->f, &budget, 1,
 					       leaf->max_rep > 0 && !leaf->list, e);
 		c->walk_only = walk_only;
+		c->slice_max = s->batch_max;   /* as the reader's cursors */
 		if (k == FMT_OK && !walk_only && leaf->field >= 0 && fields[leaf->field].type != FMT_C_OTHER)
 			k = check_chunk_values(s, &fields[leaf->field], g, l, c, e);
 		if (k == FMT_OK)

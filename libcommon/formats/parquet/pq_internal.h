@@ -278,6 +278,9 @@ typedef struct pq_cursor {
 	 * readers, its body */
 	int sliced;
 	uint64_t slice_left;             /* the page's values after the slice */
+	uint64_t slice_max;              /* values a slice holds at most, 0: SLICE_BYTES or SLICE_INDICES
+					  * worth (set after open: a batch's rows, so that the slices of
+					  * a wide table's columns hold about a batch between them) */
 	uint64_t pages_read;             /* data pages begun (not slices) */
 	uint8_t *lvl_buf;
 	size_t lvl_cap;

@@ -201,6 +201,24 @@ static fmt_kind window(pq_cursor *c, uint64_t pos, uint64_t n, fmt_err *e)
 	return FMT_OK;
 }
 
+/* The window's buffer, once what it holds is used (a page decompressed whole) and it is large:
+ * freed, so that a row group's columns do not each keep their last page twice (compressed here,
+ * decompressed in page_buf: 400 SNAPPY pages of 1 MB, as DuckDB writes 400 DOUBLE columns, held
+ * 0.8 GB). Its charge stays: the next window grows it again within it. */
+#define WINDOW_KEPT (256u << 10)
+
+static void drop_window(pq_cursor *c)
+{
+	if (c->file->data || c->rbuf_cap <= WINDOW_KEPT)
+		return;
+	free(c->rbuf);
+	c->rbuf = NULL;
+	c->rbuf_cap = 0;
+	c->win = NULL;
+	c->win_off = 0;
+	c->win_len = 0;
+}
+
 /* ---- the page header ---- */
 
 typedef struct page_hdr {
@@ -898,6 +916,8 @@ static fmt_kind v1_levels_read(pq_cursor *c, size_t *at, size_t *len, const char
 static fmt_kind next_slice(pq_cursor *c, fmt_err *e)
 {
 	size_t n = c->dict_page ? SLICE_INDICES : SLICE_BYTES / (size_t)c->width;
+	if (c->slice_max && n > c->slice_max)
+		n = (size_t)c->slice_max;
 	if (n == 0)
 		n = 1;
 	if (n > c->slice_left)
@@ -997,6 +1017,7 @@ static fmt_kind load_sliced(pq_cursor *c, const page_hdr *h, uint64_t pos, fmt_e
 			return k;
 		k = fmt_pq_decompress(c->leaf->path, codec, c->win + (pos - c->win_off) + levels, clen - levels,
 				      c->page_buf, ulen - levels, e);
+		drop_window(c);
 		if (k == FMT_OK)
 			k = fmt_pq_inflow_open(&c->in, c->leaf->path, CODEC_NONE, NULL, c->page_buf, 0, ulen - levels,
 					       ulen - levels, e);
