@@ -556,11 +556,10 @@ static fmt_kind within_decode_budget(const walk *w, const char *name, fmt_err *e
 	uint64_t limit = fmt_decode_budget(w->body_len, w->rows);
 	if (w->unpacked <= limit)
 		return FMT_OK;
+	char rule[160];
 	return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: record batch %llu: its buffers would hold more than %llu "
-			"bytes decompressed, at field \"%s\" (at most %u MiB, %u times its %llu bytes in the file and "
-			"%u bytes a row of its %llu, up to %u rows: fmtkit(7), SAFETY)", (unsigned long long)w->batch,
-			(unsigned long long)limit, name, FMT_DECODE_BASE >> 20, FMT_DECODE_PER_BYTE,
-			(unsigned long long)w->body_len, FMT_DECODE_PER_ROW, (unsigned long long)w->rows, FMT_DECODE_ROWS);
+			"bytes decompressed, at field \"%s\" (%s)", (unsigned long long)w->batch, (unsigned long long)limit,
+			name, fmt_decode_budget_rule(rule, sizeof rule, w->body_len, w->rows));
 }
 
 /* A compressed buffer (BodyCompression, method BUFFER): its uncompressed length (int64; -1: the

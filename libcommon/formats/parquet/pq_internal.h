@@ -203,13 +203,8 @@ int fmt_pq_bit_width(uint64_t max);
 
 /* ---- reading ---- */
 
-/* What the cursors of one row group's columns may hold decoded together (fmtkit(7), SAFETY):
- * PQ_BUDGET_BASE, PQ_BUDGET_PER_BYTE times the group's bytes in the file, and PQ_BUDGET_PER_ROW
- * a row of its first PQ_BUDGET_ROWS (rows cost a file next to nothing: a run of one value). */
-#define PQ_BUDGET_BASE FMT_DECODE_BASE
-#define PQ_BUDGET_PER_BYTE FMT_DECODE_PER_BYTE
-#define PQ_BUDGET_PER_ROW FMT_DECODE_PER_ROW
-#define PQ_BUDGET_ROWS FMT_DECODE_ROWS
+/* What the cursors of one row group's columns may hold decoded together: fmt_decode_budget of
+ * the group's bytes in the file and its rows (fmt/decode_budget.h). */
 typedef struct pq_budget {
 	size_t group;
 	uint64_t stored, rows;      /* the group's bytes in the file, its rows */

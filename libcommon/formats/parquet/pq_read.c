@@ -79,11 +79,10 @@ static fmt_kind charge(pq_cursor *c, int which, uint64_t need, fmt_err *e)
 	if (!b || __atomic_add_fetch(&b->held, more, __ATOMIC_RELAXED) <= b->limit)
 		return FMT_OK;
 	__atomic_store_n(&b->over, 1, __ATOMIC_RELAXED);
+	char rule[160];
 	return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: row group %zu: its columns would hold more than %llu bytes "
-			"decoded, at column '%s' (at most %u MiB, %u times its %llu bytes in the file and %u bytes a row "
-			"of its %llu, up to %u rows: fmtkit(7), SAFETY)", b->group, (unsigned long long)b->limit,
-			c->leaf->path, PQ_BUDGET_BASE >> 20, PQ_BUDGET_PER_BYTE, (unsigned long long)b->stored,
-			PQ_BUDGET_PER_ROW, (unsigned long long)b->rows, PQ_BUDGET_ROWS);
+			"decoded, at column '%s' (%s)", b->group, (unsigned long long)b->limit, c->leaf->path,
+			fmt_decode_budget_rule(rule, sizeof rule, b->stored, b->rows));
 }
 
 /* Room for need bytes in c's buffer which (*p of *cap): charged, then grown. */
