@@ -68,24 +68,41 @@ static int keep(wanted w)
 	return w.plain == FMT_DT_INVALID && w.qformat < 0;
 }
 
+/* --dtype's plain dtypes. */
+static const struct { const char *name; fmt_dtype dtype; } plain[] = {
+	{ "f32", FMT_DT_F32 }, { "f16", FMT_DT_F16 }, { "bf16", FMT_DT_BF16 },
+	{ "q8_0", FMT_DT_Q8_0 }, { "q4_0", FMT_DT_Q4_0 }, { "q4_1", FMT_DT_Q4_1 },
+	{ "q5_0", FMT_DT_Q5_0 }, { "q5_1", FMT_DT_Q5_1 }, { "q2_k", FMT_DT_Q2_K },
+	{ "q3_k", FMT_DT_Q3_K }, { "q4_k", FMT_DT_Q4_K }, { "q5_k", FMT_DT_Q5_K },
+	{ "q6_k", FMT_DT_Q6_K }, { "iq4_nl", FMT_DT_IQ4_NL }, { "iq4_xs", FMT_DT_IQ4_XS },
+};
+#define N_PLAIN (sizeof plain / sizeof plain[0])
+
+static int is_plain_name(const char *name)
+{
+	for (size_t i = 0; i < N_PLAIN; i++)
+		if (strcasecmp(plain[i].name, name) == 0)
+			return 1;
+	return 0;
+}
+
 #define MIXES_MAX 64
 
 /* A --dtype that names nothing the target takes: another format's mix of dtypes (GGUF's
  * Q4_K_M for safetensors output), or a word to list the names for, with the one the user
- * likely meant. names: n entries of `stride` bytes, each starting with a name. */
-static fmt_kind unknown_dtype(const target *tg, const char *name, const char *const *names, size_t n,
-			      size_t stride, fmt_err *e)
+ * likely meant. */
+static fmt_kind unknown_dtype(const target *tg, const char *name, fmt_err *e)
 {
 	fmt_drvopt_value mixes[MIXES_MAX], own[MIXES_MAX];
-	size_t n_mixes = fmt_driver_dtype_mixes(mixes, MIXES_MAX), n_own = 0;
+	size_t n_mixes = fmt_driver_dtype_mixes(mixes, MIXES_MAX);
 	const fmt_driver *mixer = fmt_driver_with_mix(name);
 	if (mixer && mixer != tg->d)
 		return fmt_fail(e, FMT_USAGE, "--dtype %s needs %s output (a preset of its dtypes; %s has none)", name,
 				mixer->title, tg->d->title);
 	fmt_nearest near;
 	fmt_nearest_init(&near, name);
-	for (size_t i = 0; i < n; i++)
-		fmt_nearest_offer(&near, *(const char *const *)((const char *)names + i * stride));
+	for (size_t i = 0; i < N_PLAIN; i++)
+		fmt_nearest_offer(&near, plain[i].name);
 	for (int f = FMT_Q_INT8; f <= FMT_Q_BF16; f++)
 		fmt_nearest_offer(&near, fmt_qformat_name((fmt_qformat)f));
 	fmt_nearest_offer(&near, "keep");
@@ -94,15 +111,10 @@ static fmt_kind unknown_dtype(const target *tg, const char *name, const char *co
 	char own_list[512] = "", not_word[160];
 	if (tg->d->dtype_mixes) {   /* those that are not a dtype's name too */
 		const char *words[MIXES_MAX];
-		size_t n_words = 0;
-		n_own = tg->d->dtype_mixes(own, MIXES_MAX);
-		for (size_t i = 0; i < n_own; i++) {
-			size_t k = 0;
-			while (k < n && strcasecmp(*(const char *const *)((const char *)names + k * stride), own[i].word) != 0)
-				k++;
-			if (k == n)
+		size_t n_words = 0, n_own = tg->d->dtype_mixes(own, MIXES_MAX);
+		for (size_t i = 0; i < n_own; i++)
+			if (!is_plain_name(own[i].word))
 				words[n_words++] = own[i].word;
-		}
 		size_t used = (size_t)snprintf(own_list, sizeof own_list, ", or for %s output the presets ", tg->d->title);
 		if (n_words && used < sizeof own_list)
 			fmt_join_words(words, n_words, " or ", own_list + used, sizeof own_list - used);
@@ -116,13 +128,6 @@ static fmt_kind unknown_dtype(const target *tg, const char *name, const char *co
 
 static fmt_kind parse_wanted(const fmt_convert_opts *o, const target *tg, wanted *w, fmt_err *e)
 {
-	static const struct { const char *name; fmt_dtype dtype; } plain[] = {
-		{ "f32", FMT_DT_F32 }, { "f16", FMT_DT_F16 }, { "bf16", FMT_DT_BF16 },
-		{ "q8_0", FMT_DT_Q8_0 }, { "q4_0", FMT_DT_Q4_0 }, { "q4_1", FMT_DT_Q4_1 },
-		{ "q5_0", FMT_DT_Q5_0 }, { "q5_1", FMT_DT_Q5_1 }, { "q2_k", FMT_DT_Q2_K },
-		{ "q3_k", FMT_DT_Q3_K }, { "q4_k", FMT_DT_Q4_K }, { "q5_k", FMT_DT_Q5_K },
-		{ "q6_k", FMT_DT_Q6_K }, { "iq4_nl", FMT_DT_IQ4_NL }, { "iq4_xs", FMT_DT_IQ4_XS },
-	};
 	const char *name = o->dtype ? o->dtype : tg->default_dtype ? tg->default_dtype : "keep";
 	fmt_qformat qf;
 	w->plain = FMT_DT_INVALID;
@@ -138,7 +143,7 @@ static fmt_kind parse_wanted(const fmt_convert_opts *o, const target *tg, wanted
 		w->qformat = (int)qf;
 		return FMT_OK;
 	}
-	for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
+	for (size_t i = 0; i < N_PLAIN; i++) {
 		if (strcasecmp(name, plain[i].name) != 0)
 			continue;
 		if (!holds(tg, plain[i].dtype))
@@ -147,7 +152,7 @@ static fmt_kind parse_wanted(const fmt_convert_opts *o, const target *tg, wanted
 		w->plain = plain[i].dtype;
 		return FMT_OK;
 	}
-	return unknown_dtype(tg, name, &plain[0].name, sizeof plain / sizeof plain[0], sizeof plain[0], e);
+	return unknown_dtype(tg, name, e);
 }
 
 static int is_block(fmt_dtype t)

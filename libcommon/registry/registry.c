@@ -263,30 +263,36 @@ void fmt_output_names(char *buf, size_t n)
 	list_names(buf, n, FMT_FORMAT_ANY, makes_files, " or ");
 }
 
-static const char *nearest_name(const char *typed, int (*keep)(fmt_format))
+/* The name list_names(kinds, keep) would list that typed most likely meant, or NULL. */
+static const char *nearest_name(const char *typed, unsigned kinds, int (*keep)(fmt_format))
 {
 	fmt_nearest near;
 	fmt_format f;
 	fmt_nearest_init(&near, typed);
 	EACH_FORMAT(f, i)
-		if (keep(f))
+		if ((kind_of(f) & kinds) && keep(f))
 			fmt_nearest_offer(&near, fmt_format_name(f));
 	return fmt_nearest_best(&near);
 }
 
 const char *fmt_format_nearest(const char *typed)
 {
-	return nearest_name(typed, any_format);
+	return nearest_name(typed, FMT_FORMAT_ANY, any_format);
 }
 
 const char *fmt_writer_nearest(const char *typed)
 {
-	return nearest_name(typed, writes);
+	return nearest_name(typed, FMT_FORMAT_ANY, writes);
 }
 
 const char *fmt_output_nearest(const char *typed)
 {
-	return nearest_name(typed, makes_files);
+	return nearest_name(typed, FMT_FORMAT_ANY, makes_files);
+}
+
+const char *fmt_table_driver_nearest(const char *typed)
+{
+	return nearest_name(typed, FMT_FORMAT_TABLE, any_format);
 }
 
 void fmt_table_driver_names(char *buf, size_t n)

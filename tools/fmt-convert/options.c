@@ -352,13 +352,9 @@ static int dataset_option(convert_args *a, int id, const char *arg, fmt_err *e)
 	case OPT_FROM:
 		if (!(o->table_from = fmt_table_driver_by_name(arg))) {
 			char names[256], not_word[160];
-			fmt_nearest near;
-			fmt_nearest_init(&near, arg);
-			for (const fmt_table_driver *const *d = fmt_table_drivers(); *d; d++)
-				fmt_nearest_offer(&near, (*d)->name);
 			fmt_table_driver_names(names, sizeof names);
 			return fmt_fail(e, FMT_USAGE, "--from takes %s (%s)", names,
-					fmt_not_word(not_word, sizeof not_word, arg, fmt_nearest_best(&near))), -1;
+					fmt_not_word(not_word, sizeof not_word, arg, fmt_table_driver_nearest(arg))), -1;
 		}
 		return 0;
 	case OPT_ENC_PW_FILE: o->encrypt_password_file = arg; return 0;

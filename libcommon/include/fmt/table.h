@@ -374,10 +374,11 @@ void fmt_writer_names(char *buf, size_t n);
  * ONNX): every name fmt-convert --to takes. */
 void fmt_output_names(char *buf, size_t n);
 /* The name of those lists that typed most likely meant, for "did you mean": fmt_nearest
- * (fmt/strbuf.h) over fmt_format_names', fmt_writer_names' and fmt_output_names' formats. NULL:
- * none is near. */
+ * (fmt/strbuf.h) over fmt_format_names', fmt_writer_names', fmt_output_names' and
+ * fmt_table_driver_names' formats. NULL: none is near. */
 const char *fmt_format_nearest(const char *typed);
 const char *fmt_writer_nearest(const char *typed);
 const char *fmt_output_nearest(const char *typed);
+const char *fmt_table_driver_nearest(const char *typed);
 
 #endif
