@@ -1037,7 +1037,6 @@ typedef struct live_block {
 	_Atomic(void *) next;            /* the next live_block (chain_next) */
 } live_block;
 static live_block live_first;
-static volatile sig_atomic_t handlers_installed;
 
 void fmt_tmp_remove_all(void)
 {
@@ -1061,19 +1060,22 @@ static void remove_live_and_reraise(int sig)
 static const int cleanup_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2,
 				       SIGXCPU, SIGXFSZ, SIGVTALRM };
 
+/* Called at every temporary: a signal a prompt handled the last time (fmt/prompt.h: its handler
+ * lasts while the user types) is taken once it is back at its default. */
 static void install_handlers(void)
 {
-	if (handlers_installed)
-		return;
 	struct sigaction sa, was;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = remove_live_and_reraise;
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < sizeof cleanup_signals / sizeof cleanup_signals[0]; i++)
-		/* one the caller ignores (nohup: SIGHUP) stays ignored */
-		if (sigaction(cleanup_signals[i], NULL, &was) == 0 && was.sa_handler != SIG_IGN)
+		/* only a signal that would end the process as it is: one the caller ignores (nohup:
+		 * SIGHUP) stays ignored, and one it handles stays its own (this handler would end the
+		 * process instead: libFuzzer's SIGALRM, its unit timer, killed the fuzz targets once
+		 * they had written a file) */
+		if (sigaction(cleanup_signals[i], NULL, &was) == 0 && !(was.sa_flags & SA_SIGINFO) &&
+		    was.sa_handler == SIG_DFL)
 			sigaction(cleanup_signals[i], &sa, NULL);
-	handlers_installed = 1;
 }
 
 /* Track path for removal on a signal; 0, or -1 when out of memory. */

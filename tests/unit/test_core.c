@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <signal.h>
 #include <unistd.h>
 #include "fmt/cli.h"
 #include "fmt/env.h"
@@ -825,6 +826,42 @@ TEST(map_watch_lists_any_number_of_mappings)
 		fmt_map_unwatch(ranges[i]);
 	for (int i = 0; i < N; i++)
 		CHECK(fmt_map_note_at(ranges[i]) == NULL);
+}
+
+static volatile sig_atomic_t alarm_seen;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	alarm_seen = 1;
+}
+
+/* In a child: a signal the program handles itself stays its own once a temporary file is
+ * tracked (the cleanup handler takes only signals at their default), and one at its default
+ * still removes the file and ends the process with that signal. */
+TEST(tmp_cleanup_leaves_handled_signals_alone)
+{
+	char dir[64], path[96];
+	CHECK(unit_scratch_dir(dir) != NULL);
+	snprintf(path, sizeof path, "%s/part.tmp", dir);
+	pid_t pid = fork();
+	if (pid == 0) {
+		signal(SIGALRM, on_alarm);
+		char *p = strdup(path);
+		FILE *f = p ? fopen(p, "w") : NULL;
+		if (!f || fclose(f) != 0 || fmt_tmp_track(p) != 0)
+			_exit(91);
+		raise(SIGALRM);
+		if (!alarm_seen || access(p, F_OK) != 0)
+			_exit(92);
+		raise(SIGUSR1);
+		_exit(93);
+	}
+	int st = 0;
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGUSR1);
+	CHECK(access(path, F_OK) != 0);
+	unit_rm_dir(dir);
 }
 
 /* In a child: a 64 KiB file viewed (mapped), truncated to 4 KiB, then read past its new end on
