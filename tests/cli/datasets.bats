@@ -777,6 +777,33 @@ PY
 		'["array",["t","nan"],"/tags/1"]'
 }
 
+@test ".ald card with a number where a string belongs: fmt-convert to .ald is the input's error, exit 4, one message (old: exit 2 'metadata: : card:')" {
+	fmt-convert in.csv d.ald
+	recard d.ald v.ald 'dict(card, version=1.5)'
+	run fmt-verify v.ald
+	assert_success
+	run fmt-convert v.ald o.ald
+	assert_failure 4
+	assert_output "fmt-convert: error: v.ald: the input's card: \"version\" must be a string"
+	[ ! -e o.ald ]
+	run --separate-stderr fmt-convert --json v.ald o.ald
+	assert_failure 4
+	assert_equal "$stderr" '{"tool":"fmt-convert","level":"error","file":"v.ald","error":"InvalidFormat","exit":4,"message":"the input'"'"'s card: \"version\" must be a string"}'
+	# through Parquet, the same
+	fmt-convert v.ald v.parquet
+	run fmt-convert v.parquet p.ald
+	assert_failure 4
+	assert_output "fmt-convert: error: v.parquet: the input's card: \"version\" must be a string"
+	# --card replaces it; a --card file with the same fault stays a usage error
+	printf '{"name": "other"}\n' >c.json
+	run fmt-convert --card c.json v.ald o.ald
+	assert_success
+	printf '{"version": 1.5}\n' >b.json
+	run fmt-convert --card b.json d.ald o2.ald
+	assert_failure 2
+	assert_output "fmt-convert: error: b.json: card: \"version\" must be a string"
+}
+
 @test "fmt-inspect --json --stats and --quality: a mean, std or bound that is NaN or infinite is \"nan\", \"inf\", \"-inf\" (fmtkit(7)), not null or \"NaN\"" {
 	printf 'x\n1.5\ninf\n-inf\n' >i.csv
 	fmt-convert i.csv i.ald

@@ -141,69 +141,87 @@ static int known_key(const char *key)
 	return 0;
 }
 
+/* Whose card is checked: what the messages call it, and the kind a wrong one is. */
+typedef struct card_subject {
+	const char *what;
+	fmt_kind kind;
+} card_subject;
+
 static fmt_kind check_str_map(const json_t *v, const char *key, const char *const *allowed, size_t n,
-			      fmt_err *e)
+			      const card_subject *c, fmt_err *e)
 {
 	const char *k;
 	json_t *x;
 	if (!json_is_object(v))
-		return fmt_fail(e, FMT_USAGE, "card: every item of \"%s\" must be an object", key);
+		return fmt_fail(e, c->kind, "%s: every item of \"%s\" must be an object", c->what, key);
 	json_object_foreach((json_t *)v, k, x) {
 		size_t i = 0;
 		while (i < n && strcmp(allowed[i], k))
 			i++;
 		if (i == n)
-			return fmt_fail(e, FMT_USAGE, "card: \"%s\" items have no key \"%s\"", key, k);
+			return fmt_fail(e, c->kind, "%s: \"%s\" items have no key \"%s\"", c->what, key, k);
 		if (!json_is_string(x) && !json_is_null(x))
-			return fmt_fail(e, FMT_USAGE, "card: \"%s\".\"%s\" must be a string", key, k);
+			return fmt_fail(e, c->kind, "%s: \"%s\".\"%s\" must be a string", c->what, key, k);
 	}
 	return FMT_OK;
 }
 
-fmt_kind fmt_card_check(const json_t *card, fmt_err *e)
+static fmt_kind card_check(const json_t *card, const card_subject *c, fmt_err *e)
 {
 	static const char *const source_keys[] = { "name", "url", "license" };
 	static const char *const column_keys[] = { "name", "description", "dtype", "values", "missing" };
 	const char *key;
 	json_t *v;
 	if (!json_is_object(card))
-		return fmt_fail(e, FMT_USAGE, "card: must be a JSON object");
+		return fmt_fail(e, c->kind, "%s: must be a JSON object", c->what);
 	json_object_foreach((json_t *)card, key, v) {
 		if (!known_key(key))
-			return fmt_fail(e, FMT_USAGE, "card: unknown key \"%s\"", key);
+			return fmt_fail(e, c->kind, "%s: unknown key \"%s\"", c->what, key);
 		if (!strcmp(key, "sha256"))
-			return fmt_fail(e, FMT_USAGE, "card: \"sha256\" is filled in by the writer");
+			return fmt_fail(e, c->kind, "%s: \"sha256\" is filled in by the writer", c->what);
 		size_t i;
 		json_t *x;
 		switch (key_kind(key)) {
 		case K_STR:
 			if (!json_is_string(v) && !json_is_null(v))
-				return fmt_fail(e, FMT_USAGE, "card: \"%s\" must be a string", key);
+				return fmt_fail(e, c->kind, "%s: \"%s\" must be a string", c->what, key);
 			break;
 		case K_STR_LIST:
 			if (!json_is_array(v))
-				return fmt_fail(e, FMT_USAGE, "card: \"%s\" must be an array of strings", key);
+				return fmt_fail(e, c->kind, "%s: \"%s\" must be an array of strings", c->what, key);
 			json_array_foreach(v, i, x)
 				if (!json_is_string(x))
-					return fmt_fail(e, FMT_USAGE, "card: \"%s\" must be an array of strings", key);
+					return fmt_fail(e, c->kind, "%s: \"%s\" must be an array of strings", c->what, key);
 			break;
 		case K_SOURCES: case K_COLUMNS:
 			if (!json_is_array(v))
-				return fmt_fail(e, FMT_USAGE, "card: \"%s\" must be an array of objects", key);
+				return fmt_fail(e, c->kind, "%s: \"%s\" must be an array of objects", c->what, key);
 			json_array_foreach(v, i, x) {
-				fmt_kind k = key_kind(key) == K_SOURCES ? check_str_map(x, key, source_keys, 3, e)
-									 : check_str_map(x, key, column_keys, 5, e);
+				fmt_kind k = key_kind(key) == K_SOURCES ? check_str_map(x, key, source_keys, 3, c, e)
+									 : check_str_map(x, key, column_keys, 5, c, e);
 				if (k != FMT_OK)
 					return k;
 			}
 			break;
 		case K_OBJECT:
 			if (!json_is_object(v))
-				return fmt_fail(e, FMT_USAGE, "card: \"%s\" must be an object", key);
+				return fmt_fail(e, c->kind, "%s: \"%s\" must be an object", c->what, key);
 			break;
 		}
 	}
 	return FMT_OK;
+}
+
+fmt_kind fmt_card_check(const json_t *card, fmt_err *e)
+{
+	static const card_subject given = { "card", FMT_USAGE };
+	return card_check(card, &given, e);
+}
+
+fmt_kind fmt_card_check_carried(const json_t *card, fmt_err *e)
+{
+	static const card_subject carried = { "the input's card", FMT_INVALID_FORMAT };
+	return card_check(card, &carried, e);
 }
 
 static void pack_str(msgpack_packer *pk, const char *s)

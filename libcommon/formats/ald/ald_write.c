@@ -512,13 +512,12 @@ static fmt_kind carried_card(const fmt_schema *s, json_t **card, fmt_err *e)
 			continue;
 		json_error_t je;
 		*card = json_loads(s->meta[i].value, JSON_REJECT_DUPLICATES, &je);
-		fmt_kind k = *card && json_is_object(*card) ? fmt_card_check(*card, e) :
+		fmt_kind k = *card && json_is_object(*card) ? fmt_card_check_carried(*card, e) :
 			     fmt_fail(e, FMT_INVALID_FORMAT, "the card in the input's %s metadata is not a JSON object",
 				      FMT_ALD_CARD_KEY);
 		if (k != FMT_OK) {
 			json_decref(*card);
 			*card = NULL;
-			fmt_err_prefix(e, "the input's %s metadata: ", FMT_ALD_CARD_KEY);
 		}
 		return k;
 	}
@@ -527,8 +526,10 @@ static fmt_kind carried_card(const fmt_schema *s, json_t **card, fmt_err *e)
 
 fmt_kind fmt_ald_write(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, fmt_err *e)
 {
-	json_t *card;
-	fmt_kind r = carried_card(&in->schema, &card, e);
+	json_t *card = NULL;
+	ald_opts given;
+	fmt_ald_opts_of(wo, &given);
+	fmt_kind r = given.card ? FMT_OK : carried_card(&in->schema, &card, e); /* --card replaces it unread */
 	if (r == FMT_OK)
 		r = write_ald(in, k, wo, card, e);
 	json_decref(card);

@@ -91,5 +91,8 @@ fmt_kind fmt_card_decode(const uint8_t *data, size_t len, json_t **card, const c
 #define FMT_ALD_CARD_NONFINITE_KEY "ald:card_nonfinite"
 /* Check a card given by the user (--card FILE): known keys, right kinds, no sha256. */
 fmt_kind fmt_card_check(const json_t *card, fmt_err *e);
+/* The same for the card an input carries (FMT_ALD_CARD_KEY) into a new .ald: a wrong one is the
+ * input's fault, InvalidFormat "the input's card: ...". */
+fmt_kind fmt_card_check_carried(const json_t *card, fmt_err *e);
 
 #endif
