@@ -750,7 +750,7 @@ PY
 	# its JSON (ald:card) has the floats as strings: re-packed, they would come back strings
 	run fmt-convert n.ald o.ald
 	assert_failure 5
-	assert_output "fmt-convert: error: n.ald: the input's card holds a NaN or infinite float at /compliance/score, which its JSON (ald:card) can only keep as a string: not carried into a new .ald (fmt-convert --card FILE gives it another card)"
+	assert_output "fmt-convert: error: n.ald: the input's card holds a NaN or infinite float at /compliance/score, which its JSON (ald:card) can only keep as a string: not carried into a new .ald (--card FILE gives it another card)"
 	[ ! -e o.ald ]
 	printf '{"name": "other"}\n' >c.json
 	run fmt-convert --card c.json n.ald o.ald
@@ -802,6 +802,40 @@ PY
 	run fmt-convert --card b.json d.ald o2.ald
 	assert_failure 2
 	assert_output "fmt-convert: error: b.json: card: \"version\" must be a string"
+}
+
+@test "fmt-shard split/merge --card FILE: the .ald parts take that card, so an input whose card holds a NaN can be split (old: exit 5 naming fmt-convert, no --card)" {
+	printf 'id\n1\n2\n3\n4\n' >r.csv
+	fmt-convert r.csv d.ald
+	recard d.ald n.ald 'dict(card, name="n", compliance={"score": nan})'
+	run fmt-shard split n.ald --rows 2 -o parts
+	assert_failure 5
+	assert_output "fmt-shard: error: n.ald: the input's card holds a NaN or infinite float at /compliance/score, which its JSON (ald:card) can only keep as a string: not carried into a new .ald (--card FILE gives it another card)"
+	[ ! -e parts ]
+	printf '{"name": "other", "tags": ["a"]}\n' >c.json
+	run fmt-shard split n.ald --rows 2 -o parts --card c.json
+	assert_success
+	assert_output $'parts/n-00001-of-00002.ald: 2 rows\nparts/n-00002-of-00002.ald: 2 rows'
+	for f in parts/*.ald; do
+		assert_equal "$(fmt-inspect --json "$f" | jq -c '.ald.card | del(.sha256)')" '{"name":"other","tags":["a"]}'
+	done
+	# concat: {} writes an empty card
+	echo '{}' >e.json
+	run fmt-shard concat n.ald d.ald -o m.ald --card e.json
+	assert_success
+	assert_equal "$(fmt-inspect --json m.ald | jq -c '.ald.card | keys')" '["sha256"]'
+	# a bad card file is a usage error naming it; CSV parts have no card; models neither
+	printf '{"version": 1.5}\n' >b.json
+	run fmt-shard split n.ald --rows 2 -o p2 --card b.json
+	assert_failure 2
+	assert_output 'fmt-shard: error: b.json: card: "version" must be a string'
+	run fmt-shard split r.csv --rows 2 -o p3 --card c.json
+	assert_failure 2
+	assert_output "fmt-shard: error: r.csv: --card has no use with csv input and csv output (it is for ald output)"
+	[ ! -e p2 ] && [ ! -e p3 ]
+	run fmt-shard split --card c.json "$REPO_ROOT/tests/data/conformance/safetensors-index/model-00001-of-00002.safetensors" -o mm
+	assert_failure 2
+	assert_output --partial ": --card is for datasets, not models"
 }
 
 @test "fmt-inspect --json --stats and --quality: a mean, std or bound that is NaN or infinite is \"nan\", \"inf\", \"-inf\" (fmtkit(7)), not null or \"NaN\"" {

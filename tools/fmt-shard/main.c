@@ -3,12 +3,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/cli_keys.h"
+#include "fmt/format_options.h"
 #include "fmt/out.h"
 #include "fmt/report.h"
 #include "shard.h"
 
 enum { OPT_MAX_SIZE = FMT_OPT_FIRST_TOOL_OPTION, OPT_MAX_TENSORS, OPT_NO_TFS, OPT_DRY_RUN, OPT_NO_VERIFY, OPT_LIST,
-       OPT_FRACTIONS, OPT_SEED, OPT_STRATIFY, OPT_ROWS, OPT_ALLOW_EXPIRED };
+       OPT_FRACTIONS, OPT_SEED, OPT_STRATIFY, OPT_ROWS, OPT_ALLOW_EXPIRED, OPT_CARD };
 
 /* Subcommands, in the order of their bits in fmt_cli_option.commands. */
 enum { CMD_SPLIT, CMD_MERGE, CMD_PACK, CMD_UNPACK, CMD_CONCAT };
@@ -49,6 +50,9 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("rows", OPT_ROWS, "N", "split a dataset: at most N rows per file"), .commands = ONLY(CMD_SPLIT) },
 	{ FMT_CLI_OPT("allow-expired", OPT_ALLOW_EXPIRED, NULL, "datasets: read the rows of an .ald whose licence has\n"
 		      "expired (said on stderr); without it that is exit 10"), .commands = ONLY(CMD_SPLIT) | MERGING },
+	{ FMT_CLI_OPT("card", OPT_CARD, "FILE", "datasets: write each .ald with the card in FILE (JSON, as\n"
+		      "fmt-convert --card takes) instead of the input's"),
+	  .commands = ONLY(CMD_SPLIT) | MERGING, .complete = FMT_COMPLETE_FILE },
 	{ FMT_CLI_OPT("no-verify", OPT_NO_VERIFY, NULL, "split, merge: do not verify the input's digests first"),
 	  .commands = ONLY(CMD_SPLIT) | MERGING },
 	{ FMT_CLI_OPT("output", 'o', "PATH", "split: PREFIX (default: INPUT without its extension), or\n"
@@ -114,6 +118,9 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 		o->seed_given = 1;
 		return fmt_parse_u64(arg, UINT64_MAX, &o->seed, e) == FMT_OK ? 0 : -1;
 	case OPT_STRATIFY: o->stratify = arg; return 0;
+	case OPT_CARD:
+		o->card_given = 1;
+		return fmt_format_option_parse(&o->drvopts, "card", FMT_FOPT_TABLES, arg, e);
 	case OPT_ROWS:
 		if (fmt_parse_u64(arg, UINT64_MAX, &o->rows_per_shard, e) != FMT_OK)
 			return -1;
@@ -185,7 +192,10 @@ int main(int argc, char **argv)
 	int quiet_stdout = o.common.quiet || (o.output && strcmp(o.output, "-") == 0);
 	FILE *records = quiet_stdout ? NULL : stdout;
 	fmt_report_input(records, input, NULL);
-	fmt_kind k = run[cli.command](input, &o, &e);
+	fmt_kind k = fmt_drvopt_load(&o.drvopts, &e); /* --card's file */
+	if (k == FMT_OK)
+		k = run[cli.command](input, &o, &e);
+	fmt_drvopt_sets_free(&o.drvopts);
 	if (k != FMT_OK)
 		fmt_report_failed(records, TOOL, input, input, &e, o.common.json);
 	return fmt_cli_finish(&tool, &cli, fmt_kind_exit(k));

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include "fmt/cli.h"
 #include "fmt/crypto.h"
+#include "fmt/drvopt.h"
 #include "fmt/minisign.h"
 #include "fmt/err.h"
 #include "fmt/model.h"
@@ -35,6 +36,8 @@ typedef struct shard_opts {
 	const char *stratify;        /* split --stratify COLUMN */
 	uint64_t rows_per_shard;     /* split --rows N (0: not given) */
 	int allow_expired;           /* --allow-expired: read an .ald whose licence expired */
+	int card_given;              /* --card FILE, parsed (and loaded) into drvopts for the writer */
+	fmt_drvopt_sets drvopts;
 	const char **inputs;         /* merge/concat: every operand */
 	size_t n_inputs;
 	const struct fmt_cli *cli;   /* the files the options name (unpack: what it must not replace) */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "fmt/format_options.h"
 #include "fmt/out.h"
 #include "fmt/report.h"
 #include "fmt/rowops.h"
@@ -132,7 +133,8 @@ static fmt_kind write_file(const char *input, const split_job *j, const out_file
 	fmt_table t;
 	fmt_rowops_opts r = { .split = j->plan, .split_part = f->part, .has_range = o->rows_per_shard != 0,
 			      .row_start = f->start, .row_end = f->end };
-	fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->common.threads };
+	fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->common.threads,
+			      .options = &o->drvopts };
 	fmt_kind k = fmt_table_open(&t, input, NULL, e);
 	if (k != FMT_OK)
 		return k;
@@ -246,6 +248,8 @@ fmt_kind split_table(const char *input, fmt_table *t, const shard_opts *o, fmt_e
 		k = fmt_fail(e, FMT_USAGE, "splitting a dataset reads it once per output file: give a file, not standard input");
 	if (k == FMT_OK && !t->driver->write)
 		k = fmt_fail(e, FMT_USAGE, "fmt-shard writes the input's format, and %s is read-only", t->driver->name);
+	if (k == FMT_OK)
+		k = fmt_table_options_check(&o->drvopts, t->driver, t->driver, e);
 	if (k == FMT_OK && !o->no_verify)
 		k = fmt_table_verify(t, NULL, e);
 	if (k == FMT_OK)
@@ -355,10 +359,12 @@ fmt_kind merge_tables(const char *input, fmt_table *t, const shard_opts *o, fmt_
 	if (!w->write)
 		return fmt_fail(e, FMT_USAGE, "cannot tell the output's format from %s (and %s is read-only)", o->output,
 				t->driver->name);
+	if ((k = fmt_table_options_check(&o->drvopts, t->driver, w, e)) != FMT_OK)
+		return k;
 	fmt_sink sink;
 	counter count = { .rows = 0 };
 	fmt_write_opts wo = { .sink_flags = (o->force ? FMT_SINK_FORCE : 0) | (w->writes_text ? FMT_SINK_TEXT : 0),
-			      .threads = o->common.threads };
+			      .threads = o->common.threads, .options = &o->drvopts };
 	if (fmt_sink_may_create(o->output, wo.sink_flags, e) != FMT_OK)
 		return e->kind;
 	for (size_t i = 0; i < t->schema.n_fields; i++)

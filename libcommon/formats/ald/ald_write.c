@@ -385,7 +385,7 @@ static fmt_kind write_ald(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, 
 	const char *nonfinite = carried_nonfinite(&in->schema);
 	if (!opts.card && carried_card && nonfinite)
 		return fmt_fail(e, FMT_UNSUPPORTED, "the input's card holds a NaN or infinite float at %.200s, which "
-				"its JSON (%s) can only keep as a string: not carried into a new .ald (fmt-convert --card FILE "
+				"its JSON (%s) can only keep as a string: not carried into a new .ald (--card FILE "
 				"gives it another card)",
 				nonfinite, FMT_ALD_CARD_KEY);
 	if (!opts.card)
