@@ -183,7 +183,11 @@ void fmt_stats_add_int(fmt_stats *s, fmt_dtype t, const uint8_t *src, size_t n)
 				s->ifirst[s->n_first++] = v;
 			/* signed: v's sign extended to 128 bits; the sum wraps as two's complement */
 			s->isum += is_signed ? (unsigned __int128)(__int128)(int64_t)v : (unsigned __int128)v;
-			wide[i] = is_signed ? (double)(int64_t)v : (double)v;
+			/* the spread from the tensor's first value, exact in 128 bits and rounded once:
+			 * values near 2^62 as doubles are 1024 apart, which made std that coarse */
+			__int128 d = is_signed ? (__int128)(int64_t)v - (__int128)(int64_t)s->ifirst[0]
+					       : (__int128)v - (__int128)s->ifirst[0];
+			wide[i] = (double)d;
 		}
 		pass_summary p;
 		summarise_pass(s, wide, len, &p);

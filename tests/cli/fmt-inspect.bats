@@ -179,6 +179,29 @@ PY
 	assert_line 'first:  16777217 -2147483648 2147483647'
 }
 
+@test "--stats of an I64 or U64 tensor: std of values near 2^62 and 2^64 from their exact differences (old: std 0 where it is 3.56)" {
+	PYTHONPATH="$REPO_ROOT/tests/cli" /usr/bin/python3 - <<'PY'
+from st_file import st
+off = [0, 1, 2, 3, 5, 7, 11]
+st("near.safetensors", [("i64", "I64", "q", [2**62 + o for o in off]), ("neg", "I64", "q", [-2**63 + o for o in off]),
+    ("u64", "U64", "Q", [2**64 - 20 + o for o in off]),
+    ("long", "I64", "q", [2**62 + i % 7 for i in range(70001)])])
+PY
+	# the true std (Python's fractions: sqrt of the exact variance) is 3.562846832382836 for the
+	# three, 2.000017856348876 for the 70001 values (two chunks, many passes)
+	for t in i64 neg u64; do
+		run fmt-inspect --tensor $t --stats near.safetensors
+		assert_success
+		assert_line 'std:    3.56284683'
+		run fmt-inspect --json --tensor $t --stats near.safetensors
+		assert_equal "$(jq '.stats.std - 3.562846832382836 | fabs < 1e-12' <<<"$output")" true
+	done
+	run fmt-inspect --tensor long --stats near.safetensors
+	assert_line 'std:    2.00001786'
+	run fmt-inspect --json --tensor long --stats near.safetensors
+	assert_equal "$(jq '.stats.std - 2.000017856348876 | fabs < 1e-12' <<<"$output")" true
+}
+
 @test "--stats of an F64 tensor in float64 (1e300 is not Inf, 0.1 not 0.10000000149), and integer means from the exact sum" {
 	PYTHONPATH="$REPO_ROOT/tests/cli" /usr/bin/python3 - <<'PY'
 from st_file import st

@@ -32,7 +32,9 @@ typedef struct fmt_stats {
 	/* An integer tensor (fmt_stats_add_int): FMT_STATS_SIGNED or FMT_STATS_UNSIGNED, and its
 	 * least and greatest values and first values exactly (int64 bits when signed); min, max
 	 * and first above are then unset; mean is the exact sum isum (two's complement when
-	 * signed) over count, rounded once; m2 comes from the values as doubles. */
+	 * signed) over count, rounded once; m2 (and so std) from each value's difference from the
+	 * first (ifirst[0]), exact in 128 bits and then a double, so a spread of a few units among
+	 * values near 2^63 is not lost to their rounding. */
 	int int_kind;
 	uint64_t imin, imax, ifirst[FMT_STATS_FIRST];
 	unsigned __int128 isum;
