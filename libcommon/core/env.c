@@ -15,7 +15,7 @@ typedef struct env_name {
 
 static const struct {
 	const char *var;
-	env_name names[NAMES_MAX]; /* up to the first NULL name; none: a number of seconds >= 0 */
+	env_name names[NAMES_MAX]; /* up to the first NULL name; none: a decimal number of seconds >= 0 */
 } vars[FMT_ENV_COUNT] = {
 	/* "portable", as the other two call the plain C code */
 	[FMT_ENV_NK_KERNELS] = { "NK_KERNELS", { { "generic", 0 }, { "portable", 0 }, { "avx2", 1 }, { "avx512", 2 } } },
@@ -29,15 +29,43 @@ static int takes_seconds(fmt_env_var var)
 	return vars[var].names[0].name == NULL;
 }
 
+/* The length of the run of decimal digits at s. */
+static size_t digits(const char *s)
+{
+	size_t n = 0;
+	while (s[n] >= '0' && s[n] <= '9')
+		n++;
+	return n;
+}
+
+/* 1 when v is all a decimal number as fmtkit(7) has it: digits, an optional fraction, an
+ * optional exponent (0, 2.5, .5, 1e3); no sign, space, hex, nan or inf, which strtod takes. */
+static int is_decimal(const char *v)
+{
+	size_t whole = digits(v), frac = 0;
+	v += whole;
+	if (*v == '.')
+		frac = digits(++v), v += frac;
+	if (whole + frac == 0)
+		return 0;
+	if (*v == 'e' || *v == 'E') {
+		v += v[1] == '+' || v[1] == '-' ? 2 : 1;
+		size_t exp = digits(v);
+		if (exp == 0)
+			return 0;
+		v += exp;
+	}
+	return *v == '\0';
+}
+
 /* 1 with *out: a finite decimal number >= 0; 0: unset or empty; -1: anything else. */
 static int seconds_of(fmt_env_var var, double *out)
 {
 	const char *v = getenv(vars[var].var);
 	if (!v || !*v)
 		return 0;
-	char *end;
-	double d = strtod(v, &end);
-	if (end == v || *end || !isfinite(d) || !(d >= 0))
+	double d = is_decimal(v) ? strtod(v, NULL) : NAN;
+	if (!isfinite(d))
 		return -1;
 	*out = d;
 	return 1;
@@ -77,8 +105,8 @@ fmt_kind fmt_env_check(fmt_err *e)
 		if (level_of((fmt_env_var)var) != -2)
 			continue;
 		if (takes_seconds((fmt_env_var)var))
-			return fmt_fail(e, FMT_USAGE, "%s='%.64s' in the environment: unknown value (expected a number "
-					"of seconds >= 0, such as 0 or 2.5)", vars[var].var, getenv(vars[var].var));
+			return fmt_fail(e, FMT_USAGE, "%s='%.64s' in the environment: unknown value (expected a decimal "
+					"number of seconds >= 0, such as 0 or 2.5)", vars[var].var, getenv(vars[var].var));
 		char names[128] = "";
 		int n = 0;
 		while (n < NAMES_MAX && vars[var].names[n].name)

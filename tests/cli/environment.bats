@@ -49,15 +49,16 @@ kernels_with() {
 	[[ $(jq -r .message <<<"$stderr") == "NK_KERNELS='AVX-512' in the environment: unknown value "* ]]
 }
 
-@test "FMTKIT_PROGRESS_AFTER: a value that is not a number of seconds >= 0 is exit 2, nothing written; numbers are taken" {
+@test "FMTKIT_PROGRESS_AFTER: a value that is not a decimal number of seconds >= 0 (hex, spaces, a sign) is exit 2, nothing written; numbers are taken" {
 	printf 'a,b\n1,2\n' >d.csv
-	for v in soon 1s -1 nan inf ' '; do
+	# hexadecimal, spaces and signs too, which strtod takes (old: 0x10 was 16 seconds, ' 1' one)
+	for v in soon 1s -1 nan inf ' ' 0x10 ' 1' '1 ' +1 -0 1e 1e999 . .e1 0x1p3 infinity; do
 		run -2 --separate-stderr env FMTKIT_PROGRESS_AFTER="$v" fmt-convert d.csv out.jsonl
 		assert_output ""
-		assert_equal "$stderr" "fmt-convert: error: FMTKIT_PROGRESS_AFTER='$v' in the environment: unknown value (expected a number of seconds >= 0, such as 0 or 2.5)"
+		assert_equal "$stderr" "fmt-convert: error: FMTKIT_PROGRESS_AFTER='$v' in the environment: unknown value (expected a decimal number of seconds >= 0, such as 0 or 2.5)"
 		[ ! -e out.jsonl ]
 	done
-	for v in 0 2.5 1e3 ''; do
+	for v in 0 2.5 1e3 .5 5. 1E-2 0010 ''; do
 		run env FMTKIT_PROGRESS_AFTER="$v" fmt-convert d.csv out.jsonl
 		[ "$status" -eq 0 ] || fail "FMTKIT_PROGRESS_AFTER='$v': exit $status: $output"
 		rm out.jsonl
