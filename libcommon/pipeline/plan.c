@@ -155,6 +155,26 @@ static fmt_kind parse_wanted(const fmt_convert_opts *o, const target *tg, wanted
 	return unknown_dtype(tg, name, e);
 }
 
+fmt_kind fmt_pipeline_check_dtype(const fmt_convert_opts *o, fmt_err *e)
+{
+	target tg;
+	wanted w;
+	if (!o->dtype || fmt_driver_with_mix(o->dtype) == o->to)
+		return FMT_OK;
+	profile_of(o->to, &tg);
+	if (tg.mix_dtypes) { /* a name the driver refuses itself (llama-quantize's COPY, IQ2_XXS) */
+		fmt_model none;
+		fmt_mix_entry entry;
+		const char *mix = NULL;
+		fmt_model_init(&none);
+		fmt_kind k = tg.mix_dtypes(&none, &none, o->dtype, NULL, &entry, &mix, e);
+		fmt_model_free(&none);
+		if (k != FMT_OK)
+			return k;
+	}
+	return parse_wanted(o, &tg, &w, e);
+}
+
 static int is_block(fmt_dtype t)
 {
 	return fmt_dtype_get(t)->block_elems > 1;

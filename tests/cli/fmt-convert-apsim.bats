@@ -317,7 +317,8 @@ print((codes * scales).astype("<f4").tobytes().hex())')
 	make_model m.safetensors
 	run --separate-stderr fmt-convert --dtype int8 m.safetensors out.safetensors
 	assert_failure 2
-	assert_equal "$stderr" "fmt-convert: error: m.safetensors: --dtype int8 needs .apsim output (safetensors cannot hold it)"
+	assert_equal "$stderr" "fmt-convert: error: --dtype int8 needs .apsim output (safetensors cannot hold it)
+Try 'fmt-convert --help'."
 	run fmt-convert --dtype fp4 m.safetensors out.gguf
 	assert_failure 2
 	[ ! -e out.safetensors ] && [ ! -e out.gguf ]

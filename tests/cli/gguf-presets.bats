@@ -177,21 +177,25 @@ listing() {
 	for name in Q1_0 Q2_0 MXFP4_MOE IQ2_XXS IQ2_XS IQ2_S IQ2_M IQ1_S IQ1_M TQ1_0 TQ2_0 Q2_K_S IQ3_XXS IQ3_S IQ3_M IQ3_XS; do
 		run --separate-stderr fmt-convert --dtype "$name" "$PM/b.gguf" out.gguf
 		assert_failure 2
-		assert_equal "$stderr" "fmt-convert: error: $PM/b.gguf: --dtype $name: fmtkit does not write llama-quantize's $name; $what"
+		assert_equal "$stderr" "fmt-convert: error: --dtype $name: fmtkit does not write llama-quantize's $name; $what
+Try 'fmt-convert --help'."
 		nothing_written out.gguf
 	done
 	# in any case, as llama-quantize reads them; --dry-run refuses the same
 	run --separate-stderr fmt-convert --dry-run --dtype iq2_xxs "$PM/b.gguf" out.gguf
 	assert_failure 2
-	assert_equal "$stderr" "fmt-convert: error: $PM/b.gguf: --dtype iq2_xxs: fmtkit does not write llama-quantize's IQ2_XXS; $what"
+	assert_equal "$stderr" "fmt-convert: error: --dtype iq2_xxs: fmtkit does not write llama-quantize's IQ2_XXS; $what
+Try 'fmt-convert --help'."
 	run --separate-stderr fmt-convert --dtype COPY "$PM/b.gguf" out.gguf
 	assert_failure 2
-	assert_equal "$stderr" "fmt-convert: error: $PM/b.gguf: --dtype COPY: llama-quantize's COPY is --dtype keep here"
+	assert_equal "$stderr" "fmt-convert: error: --dtype COPY: llama-quantize's COPY is --dtype keep here
+Try 'fmt-convert --help'."
 	nothing_written out.gguf
 	# a name that is no llama-quantize type keeps the general message
 	run --separate-stderr fmt-convert --dtype Q9_K "$PM/b.gguf" out.gguf
 	assert_failure 2
-	assert_equal "$stderr" "fmt-convert: error: $PM/b.gguf: --dtype takes f32, f16, bf16, q8_0, q4_0, int8, int4, fp8, fp6, fp4 or keep, or the ggml types q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, or for GGUF output the presets Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S or Q5_K_M (not 'Q9_K')"
+	assert_equal "$stderr" "fmt-convert: error: --dtype takes f32, f16, bf16, q8_0, q4_0, int8, int4, fp8, fp6, fp4 or keep, or the ggml types q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, or for GGUF output the presets Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S or Q5_K_M (not 'Q9_K')
+Try 'fmt-convert --help'."
 }
 
 @test "requantizing a quantized model with a preset: refused without --allow-requantize (exit 2, nothing written)" {

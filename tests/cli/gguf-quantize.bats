@@ -218,11 +218,13 @@ Try 'fmt-convert --help'."
 @test "an unknown --dtype lists the ggml types" {
 	run --separate-stderr fmt-convert --dtype q4_k_q "$KQ/kq.safetensors" out.gguf
 	assert_failure 2
-	assert_equal "$stderr" "fmt-convert: error: $KQ/kq.safetensors: --dtype takes f32, f16, bf16, q8_0, q4_0, int8, int4, fp8, fp6, fp4 or keep, or the ggml types q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, or for GGUF output the presets Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S or Q5_K_M (not 'q4_k_q')"
+	assert_equal "$stderr" "fmt-convert: error: --dtype takes f32, f16, bf16, q8_0, q4_0, int8, int4, fp8, fp6, fp4 or keep, or the ggml types q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, or for GGUF output the presets Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S or Q5_K_M (not 'q4_k_q')
+Try 'fmt-convert --help'."
 	# the new types need GGUF output
 	run --separate-stderr fmt-convert --dtype q4_k "$KQ/kq.safetensors" out.safetensors
 	assert_failure 2
-	assert_equal "$stderr" "fmt-convert: error: $KQ/kq.safetensors: --dtype q4_k needs GGUF output (safetensors cannot hold it)"
+	assert_equal "$stderr" "fmt-convert: error: --dtype q4_k needs GGUF output (safetensors cannot hold it)
+Try 'fmt-convert --help'."
 	nothing_written out.safetensors
 }
 

@@ -84,7 +84,8 @@ setup() {
 	make_samples
 	run --separate-stderr "$NEW/fmt-convert" --dtype q8_0 "$SAMPLES/tiny.safetensors" m.dmy
 	assert_failure 2
-	[[ "$stderr" == *"--dtype q8_0 needs GGUF output (dummy cannot hold it)" ]]
+	assert_equal "$stderr" "fmt-convert: error: --dtype q8_0 needs GGUF output (dummy cannot hold it)
+Try 'fmt-convert --help'."
 }
 
 @test "the tools convert datasets to and from the new table format and inspect it" {

@@ -601,21 +601,57 @@ Try 'fmt-verify --help'."
 	# --dtype: llama-quantize's preset spelled without underscores; the presets listed for GGUF
 	run --separate-stderr fmt-convert --dtype q4km "$SAMPLES/tiny.safetensors" out.gguf
 	assert_failure 2
-	assert_equal "$stderr" "fmt-convert: error: $SAMPLES/tiny.safetensors: --dtype takes f32, f16, bf16, q8_0, q4_0, int8, int4, fp8, fp6, fp4 or keep, or the ggml types q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, or for GGUF output the presets Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S or Q5_K_M (not 'q4km'; did you mean 'Q4_K_M'?)"
+	assert_equal "$stderr" "fmt-convert: error: --dtype takes f32, f16, bf16, q8_0, q4_0, int8, int4, fp8, fp6, fp4 or keep, or the ggml types q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, or for GGUF output the presets Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S or Q5_K_M (not 'q4km'; did you mean 'Q4_K_M'?)
+Try 'fmt-convert --help'."
 	run --separate-stderr fmt-convert --dtype q8 "$SAMPLES/tiny.safetensors" out.safetensors
 	assert_failure 2
-	assert_equal "$stderr" "fmt-convert: error: $SAMPLES/tiny.safetensors: --dtype takes f32, f16, bf16, q8_0, q4_0, int8, int4, fp8, fp6, fp4 or keep, or the ggml types q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs (not 'q8'; did you mean 'q8_0'?)"
+	assert_equal "$stderr" "fmt-convert: error: --dtype takes f32, f16, bf16, q8_0, q4_0, int8, int4, fp8, fp6, fp4 or keep, or the ggml types q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs (not 'q8'; did you mean 'q8_0'?)
+Try 'fmt-convert --help'."
 	# a preset of another format's output says which format has it
 	run --separate-stderr fmt-convert --dtype Q4_K_M "$SAMPLES/tiny.safetensors" out.safetensors
 	assert_failure 2
-	assert_equal "$stderr" "fmt-convert: error: $SAMPLES/tiny.safetensors: --dtype Q4_K_M needs GGUF output (a preset of its dtypes; safetensors has none)"
+	assert_equal "$stderr" "fmt-convert: error: --dtype Q4_K_M needs GGUF output (a preset of its dtypes; safetensors has none)
+Try 'fmt-convert --help'."
 	# two names as near, or none near: no guess
 	run --separate-stderr fmt-convert --dtype Q4_K_X "$SAMPLES/tiny.safetensors" out.safetensors
 	assert_failure 2
-	[[ $stderr == *"(not 'Q4_K_X')" ]] || fail "a guess between Q4_K_S and Q4_K_M: $stderr"
+	[[ $stderr == *"(not 'Q4_K_X')"$'\n'"Try 'fmt-convert --help'." ]] || fail "a guess between Q4_K_S and Q4_K_M: $stderr"
 	run --separate-stderr fmt-sign bogus
 	assert_failure 2
 	assert_equal "$stderr" "fmt-sign: error: unknown subcommand 'bogus' (use keygen, sign, key-id, verify or license)
 Try 'fmt-sign --help'."
 	[ -z "$(ls -A | grep -v '^separate-stderr-')" ] || fail "written: $(ls -A)"
+}
+
+@test "fmt-convert: a bad --dtype is a usage error before any file is looked at, not the input's (old: 'output exists' first; 'IN: --dtype takes')" {
+	make_samples
+	: >exists.gguf
+	: >exists.safetensors
+	run --separate-stderr fmt-convert --dtype q8 "$SAMPLES/tiny.safetensors" exists.gguf
+	assert_failure 2
+	assert_output ""
+	[[ $stderr == "fmt-convert: error: --dtype takes f32, f16, "*" (not 'q8'; did you mean 'q8_0'?)
+Try 'fmt-convert --help'." ]] || fail "$stderr"
+	[ ! -s exists.gguf ]
+	run --separate-stderr fmt-convert --dtype q4_k "$SAMPLES/tiny.safetensors" exists.safetensors
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: --dtype q4_k needs GGUF output (safetensors cannot hold it)
+Try 'fmt-convert --help'."
+	# GGUF's own refusals come first too; an input that does not exist is not opened
+	run --separate-stderr fmt-convert --dtype IQ2_XXS nothing.safetensors exists.gguf
+	assert_failure 2
+	[[ $stderr == "fmt-convert: error: --dtype IQ2_XXS: fmtkit does not write llama-quantize's IQ2_XXS; it writes "* ]] || fail "$stderr"
+	# with --json: the error object with no file, and no failure record on stdout
+	run --separate-stderr fmt-convert --json --dtype q8 "$SAMPLES/tiny.safetensors" exists.gguf
+	assert_failure 2
+	assert_output ""
+	assert_equal "$(jq -c '[.file, .error, .exit]' <<<"$stderr")" '[null,"UsageError",2]'
+	# a good --dtype still meets the existing output: exit 2 naming it
+	run --separate-stderr fmt-convert --dtype q8_0 "$SAMPLES/tiny.safetensors" exists.gguf
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: exists.gguf: output exists (use --force to overwrite)"
+	# a preset of the output's own format is left to the plan, which asks the input
+	run fmt-convert --dtype Q4_K_M "$SAMPLES/tiny.safetensors" p.gguf
+	assert_failure 2
+	assert_output --partial "tiny.safetensors: --dtype Q4_K_M needs the model's general.architecture"
 }

@@ -149,6 +149,10 @@ static const char *model_target(convert_args *a, const char *output)
 			 "not --dtype %s alone", o->to->title, o->dtype);
 		return a->msg;
 	}
+	if (fmt_pipeline_check_dtype(o, &e) != FMT_OK) { /* before any file: a usage error, not the input's */
+		snprintf(a->msg, sizeof a->msg, "%s", e.msg);
+		return a->msg;
+	}
 	if (o->sign && !fmt_key_opts_given(&o->key))
 		o->key.hmac_key = 1;
 	return NULL;

@@ -83,6 +83,11 @@ typedef struct fmt_convert_opts {
 /* Convert a dataset (o->table_to set) from input to output. */
 fmt_kind fmt_pipeline_dataset(const char *input, const char *output, const fmt_convert_opts *o, fmt_err *e);
 
+/* o->dtype (when given) checked against o->to before any file is opened: a name no dtype, mix
+ * or preset of the target has is UsageError ("--dtype takes ..."), as the plan would say; a
+ * mix of o->to (GGUF's Q4_K_M) is left to the plan, which asks the input. */
+fmt_kind fmt_pipeline_check_dtype(const fmt_convert_opts *o, fmt_err *e);
+
 /* Convert input to output as o says; returns the error kind (e names the file). */
 fmt_kind fmt_pipeline_run(const char *input, const char *output, const fmt_convert_opts *o, fmt_err *e);
 
