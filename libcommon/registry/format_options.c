@@ -72,6 +72,15 @@ int fmt_format_option_parse(fmt_drvopt_sets *s, const char *name, unsigned kinds
 	return 0;
 }
 
+int fmt_table_option_parse_for(fmt_drvopt_sets *s, const fmt_table_driver *out, const char *name, const char *arg,
+			       fmt_err *e)
+{
+	const fmt_drvopt *o = out->options ? declared(out->options, name) : NULL;
+	if (o)
+		return fmt_drvopt_parse(s, out->options, (size_t)(o - out->options->list), arg, e);
+	return fmt_format_option_parse(s, name, FMT_FOPT_TABLES, arg, e);
+}
+
 /* d declares name for use (FMT_DRVOPT_READ or _WRITE). */
 static int uses(const fmt_drvopts *of, const char *name, unsigned use)
 {

@@ -622,6 +622,63 @@ print(len(sizes), set(sizes[:-1]), 0 < sizes[-1] <= 1 << 20)'
 	assert_output 0
 }
 
+@test "the dataset type is carried: .ald -> .ald, fmt-shard split, and through Parquet; --type replaces it" {
+	fmt-convert --type text_corpus in.csv t.ald
+	fmt-convert t.ald again.ald
+	assert_equal "$(jq_field again.ald ald.header.dataset_type ald.header.dataset_type_id schema.metadata)" '"text_corpus"
+16
+{"ald:dataset_type": "text_corpus"}'
+	fmt-shard split t.ald --rows 2 -o parts
+	assert_equal "$(jq_field parts/t-00001-of-00002.ald ald.header.dataset_type)" '"text_corpus"'
+	assert_equal "$(jq_field parts/t-00002-of-00002.ald ald.header.dataset_type)" '"text_corpus"'
+	fmt-convert t.ald t.parquet
+	fmt-convert t.parquet back.ald
+	assert_equal "$(jq_field back.ald ald.header.dataset_type)" '"text_corpus"'
+	run fmt-convert --type graph t.ald graph.ald
+	assert_success
+	assert_equal "$(jq_field graph.ald ald.header.dataset_type)" '"graph"'
+	# tabular, the default, is not written into the metadata
+	fmt-convert in.csv tab.ald
+	assert_equal "$(jq_field tab.ald ald.header.dataset_type schema.metadata)" '"tabular"
+{}'
+	# a name no dataset type has, in the input's metadata: the input is at fault
+	/usr/bin/python3 -c 'import sys; b = open("t.parquet", "rb").read(); assert b.count(b"text_corpus") == 1
+open("bad.parquet", "wb").write(b.replace(b"text_corpus", b"text_c0rpus"))'
+	run fmt-convert bad.parquet bad.ald
+	assert_failure 4
+	assert_output "fmt-convert: error: bad.parquet: the input's ald:dataset_type metadata names no dataset type: 'text_c0rpus'"
+	[ ! -e bad.ald ]
+	run fmt-convert --type tabular bad.parquet ok.ald
+	assert_success
+}
+
+@test "fmt-shard -c CODEC: the parts' compression (default: the format's, not the input's); refused where nothing is compressed" {
+	fmt-convert -c lz4 in.csv l.ald
+	fmt-shard split l.ald --rows 2 -o def
+	assert_equal "$(jq_field def/l-00001-of-00002.ald ald.header.compression)" '"zstd"'
+	fmt-shard split l.ald --rows 2 -o lz -c lz4
+	assert_equal "$(jq_field lz/l-00001-of-00002.ald ald.header.compression)" '"lz4"'
+	assert_equal "$(jq_field lz/l-00002-of-00002.ald ald.header.compression)" '"lz4"'
+	fmt-shard merge lz/l-00001-of-00002.ald lz/l-00002-of-00002.ald -o m.parquet --compression gzip
+	assert_equal "$(fmt-inspect --json m.parquet | jq -r '[.. | objects | .codec? // empty] | unique | join(",")')" GZIP
+	fmt-shard concat lz/l-00001-of-00002.ald lz/l-00002-of-00002.ald -o m.arrow -c zstd
+	assert_equal "$(fmt-inspect --json m.arrow | jq -r .arrow.compression)" zstd
+	fmt-convert m.arrow back.csv
+	cmp back.csv <(fmt-convert l.ald - --to csv)
+	run fmt-shard split l.ald --rows 2 -o bad -c brotli
+	assert_failure 2
+	assert_output "fmt-shard: error: l.ald: --compression takes none, zstd, zstd-max or lz4 for a dataset"
+	run fmt-shard split in.csv --rows 2 -o csv -c lz4
+	assert_failure 2
+	assert_output "fmt-shard: error: in.csv: --compression has no use with csv input and csv output (it is for ald output, arrow output, arrow-stream output or parquet output)"
+	[ ! -e csv ]
+	printf '{"t": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}' >h.json
+	/usr/bin/python3 -c 'import struct; h = open("h.json", "rb").read(); open("m.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + bytes(4))'
+	run fmt-shard split m.safetensors -c lz4
+	assert_failure 2
+	assert_output "fmt-shard: error: m.safetensors: --compression is for datasets, not models"
+}
+
 @test "--type and --card: dataset type by name, card fields, card checks" {
 	cat >card.json <<-'EOF'
 	{"name": "tiny", "version": "1.0.0", "license": "MIT", "tags": ["demo", "csv"],

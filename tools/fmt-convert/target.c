@@ -75,18 +75,6 @@ static void table_extensions(char *buf, size_t n)
 	}
 }
 
-/* -c for a dataset output: its values are the output driver's when it declares the option
- * (.ald and Parquet take different codecs); otherwise every table driver's that declares it, so
- * that the option's check names who uses it. 0, or -1 with e filled. */
-static int compression_for_output(convert_args *a, const char *arg, fmt_err *e)
-{
-	const fmt_drvopts *of = a->o.table_to->options;
-	for (size_t i = 0; of && of->list[i].name; i++)
-		if (strcmp(of->list[i].name, "compression") == 0)
-			return fmt_drvopt_parse(&a->drvopts, of, i, arg, e);
-	return fmt_format_option_parse(&a->drvopts, "compression", FMT_FOPT_TABLES, arg, e);
-}
-
 /* A dataset output: no model option; -c for the table drivers that take it. */
 static const char *dataset_target(convert_args *a)
 {
@@ -102,7 +90,7 @@ static const char *dataset_target(convert_args *a)
 		return "--seed is for --sample and --shuffle";
 	if (o->rows.memory && !o->rows.sample_n && !o->rows.shuffle && !o->rows.n_sort)
 		return "--memory is for --sort, --shuffle and --sample N";
-	if (o->compression && compression_for_output(a, o->compression, &e)) {
+	if (o->compression && fmt_table_option_parse_for(&a->drvopts, o->table_to, "compression", o->compression, &e)) {
 		snprintf(a->msg, sizeof a->msg, "%s", e.msg);
 		return a->msg;
 	}

@@ -53,6 +53,10 @@ static const fmt_cli_option options[] = {
 	{ FMT_CLI_OPT("card", OPT_CARD, "FILE", "datasets: write each .ald with the card in FILE (JSON, as\n"
 		      "fmt-convert --card takes) instead of the input's"),
 	  .commands = ONLY(CMD_SPLIT) | MERGING, .complete = FMT_COMPLETE_FILE },
+	{ FMT_CLI_OPT("compression", 'c', "CODEC", "datasets: compress the parts (.ald, Arrow IPC, Parquet) with\n"
+		      "CODEC, as fmt-convert --compression takes it (default: the\n"
+		      "format's, not the input's)"),
+	  .commands = ONLY(CMD_SPLIT) | MERGING },
 	{ FMT_CLI_OPT("no-verify", OPT_NO_VERIFY, NULL, "split, merge: do not verify the input's digests first"),
 	  .commands = ONLY(CMD_SPLIT) | MERGING },
 	{ FMT_CLI_OPT("output", 'o', "PATH", "split: PREFIX (default: INPUT without its extension), or\n"
@@ -119,8 +123,12 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 		return fmt_parse_u64(arg, UINT64_MAX, &o->seed, e) == FMT_OK ? 0 : -1;
 	case OPT_STRATIFY: o->stratify = arg; return 0;
 	case OPT_CARD:
-		o->card_given = 1;
-		return fmt_format_option_parse(&o->drvopts, "card", FMT_FOPT_TABLES, arg, e);
+		o->writer_option = o->writer_option ? o->writer_option : "--card";
+		return fmt_format_option_parse(o->drvopts, "card", FMT_FOPT_TABLES, arg, e);
+	case 'c':
+		o->writer_option = o->writer_option ? o->writer_option : "--compression";
+		o->compression = arg;
+		return 0;
 	case OPT_ROWS:
 		if (fmt_parse_u64(arg, UINT64_MAX, &o->rows_per_shard, e) != FMT_OK)
 			return -1;
@@ -168,7 +176,8 @@ static fmt_kind (*const run[])(const char *input, const shard_opts *o, fmt_err *
 
 int main(int argc, char **argv)
 {
-	shard_opts o = { 0 };
+	fmt_drvopt_sets drvopts = { 0 };
+	shard_opts o = { .drvopts = &drvopts };
 	fmt_cli cli;
 	fmt_err e;
 	fmt_err_clear(&e);
@@ -192,10 +201,10 @@ int main(int argc, char **argv)
 	int quiet_stdout = o.common.quiet || (o.output && strcmp(o.output, "-") == 0);
 	FILE *records = quiet_stdout ? NULL : stdout;
 	fmt_report_input(records, input, NULL);
-	fmt_kind k = fmt_drvopt_load(&o.drvopts, &e); /* --card's file */
+	fmt_kind k = fmt_drvopt_load(o.drvopts, &e); /* --card's file */
 	if (k == FMT_OK)
 		k = run[cli.command](input, &o, &e);
-	fmt_drvopt_sets_free(&o.drvopts);
+	fmt_drvopt_sets_free(o.drvopts);
 	if (k != FMT_OK)
 		fmt_report_failed(records, TOOL, input, input, &e, o.common.json);
 	return fmt_cli_finish(&tool, &cli, fmt_kind_exit(k));

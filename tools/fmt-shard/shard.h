@@ -36,8 +36,10 @@ typedef struct shard_opts {
 	const char *stratify;        /* split --stratify COLUMN */
 	uint64_t rows_per_shard;     /* split --rows N (0: not given) */
 	int allow_expired;           /* --allow-expired: read an .ald whose licence expired */
-	int card_given;              /* --card FILE, parsed (and loaded) into drvopts for the writer */
-	fmt_drvopt_sets drvopts;
+	const char *writer_option;   /* the first of --card FILE and --compression CODEC given, for the
+				      * writer; datasets only */
+	const char *compression;     /* -c CODEC: parsed into drvopts once the output's format is known */
+	fmt_drvopt_sets *drvopts;    /* the drivers' options (--card parsed and loaded) */
 	const char **inputs;         /* merge/concat: every operand */
 	size_t n_inputs;
 	const struct fmt_cli *cli;   /* the files the options name (unpack: what it must not replace) */

@@ -166,8 +166,8 @@ fmt_kind cmd_split(const char *input, const shard_opts *o, fmt_err *e)
 	if (o->n_fractions || o->rows_per_shard || o->stratify || o->seed_given || o->allow_expired)
 		return fmt_fail(e, FMT_USAGE, "--fractions, --rows, --seed, --stratify and --allow-expired are for "
 				"datasets, not models");
-	if (o->card_given)
-		return fmt_fail(e, FMT_USAGE, "--card is for datasets, not models");
+	if (o->writer_option)
+		return fmt_fail(e, FMT_USAGE, "%s is for datasets, not models", o->writer_option);
 	fmt_model m;
 	const fmt_driver *w;
 	fmt_shard_limits lim;
@@ -228,8 +228,8 @@ fmt_kind cmd_merge(const char *input, const shard_opts *o, fmt_err *e)
 		return k;
 	if (o->n_inputs > 1)
 		return fmt_fail(e, FMT_USAGE, "merge takes one INDEX_OR_SHARD of a model (several files: datasets)");
-	if (o->allow_expired || o->card_given)
-		return fmt_fail(e, FMT_USAGE, "%s is for datasets, not models", o->card_given ? "--card" : "--allow-expired");
+	if (o->allow_expired || o->writer_option)
+		return fmt_fail(e, FMT_USAGE, "%s is for datasets, not models", o->writer_option ? o->writer_option : "--allow-expired");
 	fmt_model m;
 	const fmt_driver *w;
 	fmt_sink sink;

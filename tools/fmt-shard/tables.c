@@ -125,6 +125,15 @@ static fmt_kind plan_files(split_job *j, const char *input, const char *ext, con
 	return k;
 }
 
+/* -c for the output's writer, then the check that every option given has a use. */
+static fmt_kind writer_options(const shard_opts *o, const fmt_table_driver *in, const fmt_table_driver *out,
+			       fmt_err *e)
+{
+	if (o->compression && fmt_table_option_parse_for(o->drvopts, out, "compression", o->compression, e) < 0)
+		return e->kind;
+	return fmt_table_options_check(o->drvopts, in, out, e);
+}
+
 /* One output file: the input opened again, the rows of its part and range, through the
  * input's own writer into a sink that stays a temporary file until the set is complete. */
 static fmt_kind write_file(const char *input, const split_job *j, const out_file *f, const shard_opts *o,
@@ -134,7 +143,7 @@ static fmt_kind write_file(const char *input, const split_job *j, const out_file
 	fmt_rowops_opts r = { .split = j->plan, .split_part = f->part, .has_range = o->rows_per_shard != 0,
 			      .row_start = f->start, .row_end = f->end };
 	fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->common.threads,
-			      .options = &o->drvopts };
+			      .options = o->drvopts };
 	fmt_kind k = fmt_table_open(&t, input, NULL, e);
 	if (k != FMT_OK)
 		return k;
@@ -249,7 +258,7 @@ fmt_kind split_table(const char *input, fmt_table *t, const shard_opts *o, fmt_e
 	if (k == FMT_OK && !t->driver->write)
 		k = fmt_fail(e, FMT_USAGE, "fmt-shard writes the input's format, and %s is read-only", t->driver->name);
 	if (k == FMT_OK)
-		k = fmt_table_options_check(&o->drvopts, t->driver, t->driver, e);
+		k = writer_options(o, t->driver, t->driver, e);
 	if (k == FMT_OK && !o->no_verify)
 		k = fmt_table_verify(t, NULL, e);
 	if (k == FMT_OK)
@@ -359,12 +368,12 @@ fmt_kind merge_tables(const char *input, fmt_table *t, const shard_opts *o, fmt_
 	if (!w->write)
 		return fmt_fail(e, FMT_USAGE, "cannot tell the output's format from %s (and %s is read-only)", o->output,
 				t->driver->name);
-	if ((k = fmt_table_options_check(&o->drvopts, t->driver, w, e)) != FMT_OK)
+	if ((k = writer_options(o, t->driver, w, e)) != FMT_OK)
 		return k;
 	fmt_sink sink;
 	counter count = { .rows = 0 };
 	fmt_write_opts wo = { .sink_flags = (o->force ? FMT_SINK_FORCE : 0) | (w->writes_text ? FMT_SINK_TEXT : 0),
-			      .threads = o->common.threads, .options = &o->drvopts };
+			      .threads = o->common.threads, .options = o->drvopts };
 	if (fmt_sink_may_create(o->output, wo.sink_flags, e) != FMT_OK)
 		return e->kind;
 	for (size_t i = 0; i < t->schema.n_fields; i++)

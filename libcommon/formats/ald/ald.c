@@ -196,6 +196,14 @@ static fmt_kind card_as_meta(fmt_table *t, const ald_state *s, fmt_err *e)
 	return k;
 }
 
+/* A dataset type other than tabular, by name, as the schema's FMT_ALD_TYPE_KEY metadata (as
+ * the card: a new .ald takes it back). A type fmtkit has no name for is not carried. */
+static fmt_kind type_as_meta(fmt_table *t, const ald_state *s, fmt_err *e)
+{
+	const char *name = fmt_ald_type_name(s->type);
+	return s->type == 1 || !name ? FMT_OK : fmt_schema_add_meta(&t->schema, FMT_ALD_TYPE_KEY, name, e);
+}
+
 static fmt_kind ald_open(fmt_table *t, fmt_err *e)
 {
 	ald_state *s = calloc(1, sizeof *s);
@@ -203,7 +211,9 @@ static fmt_kind ald_open(fmt_table *t, fmt_err *e)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	t->format_state = s;
 	fmt_kind k = fmt_ald_parse(t, s, e);
-	return k == FMT_OK ? card_as_meta(t, s, e) : k;
+	if (k == FMT_OK)
+		k = card_as_meta(t, s, e);
+	return k == FMT_OK ? type_as_meta(t, s, e) : k;
 }
 
 static void ald_close(fmt_table *t)
@@ -471,7 +481,7 @@ static void free_card(void *v)
 static const fmt_drvopt ald_option_list[] = {
 	{ "compression", "CODEC", "payload compression: none, zstd (default), zstd-max, lz4", FMT_DRVOPT_WRITE,
 	  FMT_DRVOPT_WORDS, "none zstd zstd-max lz4", .parse = parse_compression },
-	{ "type", "NAME", "dataset type (default tabular)", FMT_DRVOPT_WRITE, FMT_DRVOPT_WORDS,
+	{ "type", "NAME", "dataset type (default: the input's, else tabular)", FMT_DRVOPT_WRITE, FMT_DRVOPT_WORDS,
 	  .words_from = type_words, .parse = parse_type },
 	{ "card", "FILE", "dataset card (JSON: name, version, license, tags, ...)", FMT_DRVOPT_WRITE,
 	  FMT_DRVOPT_FILE, "*.json", .parse = parse_card },

@@ -367,13 +367,27 @@ static fmt_kind finish(writer *w, size_t meta_len, uint16_t schema_len,
 	return fmt_ald_sink_append_crc(w->k, o->compat_alimentar, &w->crc, e);
 }
 
-/* Where the input's card held a NaN or infinite float (FMT_ALD_CARD_NONFINITE_KEY), or NULL. */
-static const char *carried_nonfinite(const fmt_schema *s)
+/* The value of the input's metadata key, or NULL. */
+static const char *carried(const fmt_schema *s, const char *key)
 {
 	for (size_t i = 0; i < s->n_meta; i++)
-		if (strcmp(s->meta[i].key, FMT_ALD_CARD_NONFINITE_KEY) == 0)
+		if (strcmp(s->meta[i].key, key) == 0)
 			return s->meta[i].value;
 	return NULL;
+}
+
+/* The dataset type the input carries (FMT_ALD_TYPE_KEY) into opts when no --type is given. */
+static fmt_kind carried_type(const fmt_schema *s, ald_opts *opts, fmt_err *e)
+{
+	const char *name = carried(s, FMT_ALD_TYPE_KEY);
+	if (opts->dataset_type || !name)
+		return FMT_OK;
+	int id = fmt_ald_type_by_name(name);
+	if (id < 0)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "the input's %s metadata names no dataset type: '%.64s'",
+				FMT_ALD_TYPE_KEY, name);
+	opts->dataset_type = (uint16_t)id;
+	return FMT_OK;
 }
 
 static fmt_kind write_ald(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, json_t *carried_card, fmt_err *e)
@@ -382,7 +396,10 @@ static fmt_kind write_ald(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, 
 	int encrypting = 0;
 	ald_opts opts;
 	fmt_ald_opts_of(wo, &opts);
-	const char *nonfinite = carried_nonfinite(&in->schema);
+	fmt_kind tk = carried_type(&in->schema, &opts, e);
+	if (tk != FMT_OK)
+		return tk;
+	const char *nonfinite = carried(&in->schema, FMT_ALD_CARD_NONFINITE_KEY);
 	if (!opts.card && carried_card && nonfinite)
 		return fmt_fail(e, FMT_UNSUPPORTED, "the input's card holds a NaN or infinite float at %.200s, which "
 				"its JSON (%s) can only keep as a string: not carried into a new .ald (--card FILE "

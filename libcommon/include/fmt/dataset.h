@@ -85,6 +85,9 @@ fmt_kind fmt_card_decode(const uint8_t *data, size_t len, json_t **card, const c
  * with key/value metadata (Parquet): the .ald reader sets it, the .ald writer takes it when no
  * --card is given. */
 #define FMT_ALD_CARD_KEY "ald:card"
+/* The dataset type of an .ald that is not tabular, by name ("text_corpus"), carried the same way:
+ * the .ald writer takes it when no --type is given. */
+#define FMT_ALD_TYPE_KEY "ald:dataset_type"
 /* Set beside it when the card holds a NaN or infinite float, which its JSON has only as a
  * string: the JSON pointer of the first. The .ald writer then refuses to take the card (a
  * float would come back a string). */

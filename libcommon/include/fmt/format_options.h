@@ -27,6 +27,12 @@ size_t fmt_format_options(fmt_format_option *out, size_t max);
  * declares is taken as not given. */
 int fmt_format_option_parse(fmt_drvopt_sets *s, const char *name, unsigned kinds, const char *arg, fmt_err *e);
 
+/* An option of the writer of a known dataset output (-c: .ald and Parquet take different codecs):
+ * parsed into out's values when out declares name, else into every table driver's that does, so
+ * that fmt_table_options_check names who uses it. 0, or -1 with e filled. */
+int fmt_table_option_parse_for(fmt_drvopt_sets *s, const fmt_table_driver *out, const char *name, const char *arg,
+			       fmt_err *e);
+
 /* A dataset conversion's given option that neither in reads nor out writes: UsageError
  * naming it and who uses it. */
 fmt_kind fmt_table_options_check(const fmt_drvopt_sets *s, const fmt_table_driver *in,
