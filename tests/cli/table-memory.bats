@@ -194,7 +194,8 @@ with open(sys.argv[1], "w") as j, open(sys.argv[2], "w") as c:
     for b in range(0, 100000, 10000):
         j.write("".join("{\"id\":%d,\"e\":[%s]}\n" % (i, lists[i % 97]) for i in range(b, b + 10000)))
         c.write("".join("%d,\"[%s]\"\n" % (i, lists[i % 97]) for i in range(b, b + 10000)))' l.jsonl want.csv
-	fmt-convert -q --row-group-rows 100000 l.jsonl l.parquet
+	# one group of all the rows: the 51 MB of values, not the writer's 12 MiB
+	fmt-convert -q --row-group-rows 100000 --row-group-bytes 0 l.jsonl l.parquet
 	run -0 fmt-inspect --json l.parquet
 	assert_equal "$(jq -c '[.rows, .parquet.row_group_count, (.schema.fields[1] | .type, .list_size)]' <<<"$output")" \
 		'[100000,1,"fixed_size_list",64]'
@@ -309,4 +310,43 @@ open("bad.parquet", "wb").write(b)'
 	assert_equal "$(wc -l <w.csv)" 1025
 	assert_equal "$(sed -n 1025p w.csv | cut -d, -f1,2,2800)" "0,1,2799"
 	run -0 fmt-verify w.parquet
+}
+
+@test "a CSV of 400 DOUBLE columns of 10,000 distinct rows -> Parquet: row groups end at --row-group-bytes (12 MiB held), peak RSS within 32 MiB + threads x 1 MiB at -T 1 and 2 (was about 120 and 130 MiB), the same bytes, every value; 0 lifts the bound; a table of 4 columns keeps its groups of 122880 rows" {
+	# The writer held a whole row group of 122880 rows before writing it: here all 10,000 rows,
+	# with each column's dictionary of its first 4096 (distinct) values. Now a group ends when
+	# what it holds reaches 12 MiB, and with many columns a dictionary of distinct values is
+	# given up after fewer values (12 MiB / 192 / 400 = 163).
+	/usr/bin/python3 - w.csv <<'PY'
+import sys
+with open(sys.argv[1], "w") as f:
+    f.write(",".join(f"c{c}" for c in range(400)) + "\n")
+    for r in range(10000):
+        f.write(",".join(f"{r}.{c:03d}" for c in range(400)) + "\n")
+PY
+	local t rss
+	for t in 1 2; do
+		rss=$(/usr/bin/time -f '%M' fmt-convert -q -T $t w.csv $t.parquet 2>&1 >/dev/null | tail -n 1)
+		echo "-T $t -> Parquet: peak RSS $rss KiB" >&3
+		asan_build || [ "$rss" -le $(((32 + t) * 1024)) ] || fail "-T $t: peak RSS $rss KiB, over $((32 + t)) MiB"
+	done
+	cmp 1.parquet 2.parquet
+	# 3,495 rows of 400 x (8 bytes + a byte of levels) = 12,582,000 bytes: as near 12 MiB as a row goes
+	run -0 fmt-inspect --json 1.parquet
+	assert_equal "$(jq -c '[.rows, [.parquet.row_groups[] | .rows]]' <<<"$output")" '[10000,[3495,3495,3010]]'
+	# every value: back to CSV, as the CSV itself converts
+	fmt-convert -q 1.parquet back.csv
+	fmt-convert -q w.csv direct.csv
+	cmp back.csv direct.csv
+	run -0 fmt-convert -q --row-group-bytes 0 w.csv whole.parquet
+	run -0 fmt-inspect --json whole.parquet
+	assert_equal "$(jq -c '[.parquet.row_groups[] | .rows]' <<<"$output")" '[10000]'
+	run -2 fmt-convert -q --row-group-bytes 12MiB w.csv bad.parquet
+	assert_equal "${lines[0]}" "fmt-convert: error: --row-group-bytes takes a byte count (0: no bound)"
+	# 4 columns of 122880 rows hold 7.8 MB: cut at their rows, the bytes of no bound
+	fmt-convert -q "$DATA/t.csv" t.parquet
+	fmt-convert -q --row-group-bytes 0 "$DATA/t.csv" t0.parquet
+	cmp t.parquet t0.parquet
+	run -0 fmt-inspect --json t.parquet
+	assert_equal "$(jq -c '[.parquet.row_groups[] | .rows] | .[0:-1] | unique' <<<"$output")" '[122880]'
 }

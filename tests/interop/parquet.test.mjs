@@ -365,3 +365,30 @@ test("a DuckDB row group of 100,000 rows of FLOAT[64] (one 25 MB page, as DuckDB
 		}
 	}
 });
+
+test("a CSV of 500 DOUBLE columns (distinct values) -> Parquet: row groups cut at --row-group-bytes (12 MiB held), peak RSS within 32 MiB + threads x 1 MiB at -T 1 and 2; DuckDB reads every row and the same sums", async (t) => {
+	// The writer held a whole row group of 122880 rows: here all 12,000 rows of 500 columns with
+	// their dictionaries: 136 MiB peak RSS at -T 1. It now ends a group when it holds 12 MiB.
+	const dir = scratch(t);
+	const c = await duck();
+	const cols = Array.from({ length: 500 }, (_, x) => `((hash(i * 500 + ${x}) % 1000000) / 64.0)::double as c${x}`).join(", ");
+	const csv = join(dir, "wide.csv");
+	await c.run(`copy (select ${cols} from range(0, 12000) r(i)) to '${csv}' (header true)`);
+	const sums = Array.from({ length: 500 }, (_, x) => `sum(c${x})`).join(" + ");
+	const want = Number(await scalar(c, `select ${sums} from read_csv('${csv}')`));
+	for (const threads of [1, 2]) {
+		const out = join(dir, `wide-${threads}.parquet`);
+		const r = spawnSync("/usr/bin/time", ["-f", "%M", join(BIN, "fmt-convert"), "-q", "-f", "-T", String(threads), csv, out],
+			{ encoding: "utf8" });
+		assert.equal(r.status, 0, r.stderr);
+		const kib = Number(r.stderr.trim().split("\n").pop());
+		assert.ok(kib <= (32 + threads) * 1024, `-T ${threads}: peak RSS ${kib} KiB, over ${32 + threads} MiB`);
+		const info = inspectJson(out);
+		assert.equal(info.rows, 12000);
+		assert.ok(info.parquet.row_group_count >= 4, `${info.parquet.row_group_count} row groups`);
+		assert.equal(Number(await scalar(c, `select count(*) from read_parquet('${out}')`)), 12000);
+		assert.equal(Number(await scalar(c, `select ${sums} from read_parquet('${out}')`)), want, `-T ${threads}`);
+		assert.equal(Number(await scalar(c, `select count(distinct row_group_id) from parquet_metadata('${out}')`)),
+			info.parquet.row_group_count);
+	}
+});

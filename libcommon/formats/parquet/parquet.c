@@ -4,6 +4,7 @@
  * of every page, and the writer (fmt_pq_write.c). On -T 2 and more, the batches after the first
  * are decoded a batch ahead on a thread of their own (their columns on a pool from -T 3), while
  * the caller uses the one before. */
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +81,8 @@ typedef struct pq_state {
 
 typedef struct pq_opts {
 	uint64_t group_rows;
+	uint64_t group_bytes;
+	int group_bytes_given;
 } pq_opts;
 
 static int probe(const uint8_t *head, size_t n, uint64_t size)
@@ -971,7 +974,8 @@ static fmt_kind pq_write_table(fmt_table *in, fmt_sink *k, const fmt_write_opts 
 	int codec = given && given->c.given ? given->c.codec : CODEC_SNAPPY;
 	int level = given && given->c.given ? given->c.level : 0;
 	uint64_t rows = given && given->o.group_rows ? given->o.group_rows : 122880;
-	return fmt_pq_write(in, k, codec, level, rows, e);
+	uint64_t bytes = given && given->o.group_bytes_given ? given->o.group_bytes : PQ_GROUP_BYTES;
+	return fmt_pq_write(in, k, codec, level, rows, bytes, e);
 }
 
 static int parse_group_rows(void *v, const char *arg, fmt_err *e)
@@ -981,6 +985,17 @@ static int parse_group_rows(void *v, const char *arg, fmt_err *e)
 	if (n == 0 || *end || n > INT32_MAX)
 		return fmt_fail(e, FMT_USAGE, "--row-group-rows takes a row count from 1 to 2147483647"), -1;
 	((pq_write_opts *)v)->o.group_rows = n;
+	return FMT_DRVOPT_GIVEN;
+}
+
+static int parse_group_bytes(void *v, const char *arg, fmt_err *e)
+{
+	char *end = NULL;
+	unsigned long long n = *arg >= '0' && *arg <= '9' ? strtoull(arg, &end, 10) : ULLONG_MAX;
+	if (n == ULLONG_MAX || *end)
+		return fmt_fail(e, FMT_USAGE, "--row-group-bytes takes a byte count (0: no bound)"), -1;
+	((pq_write_opts *)v)->o.group_bytes = n;
+	((pq_write_opts *)v)->o.group_bytes_given = 1;
 	return FMT_DRVOPT_GIVEN;
 }
 
@@ -1002,6 +1017,8 @@ static const fmt_drvopt pq_option_list[] = {
 	{ "compression", "CODEC", "page compression: none, snappy (default), gzip[:1-9],\nzstd[:1-22], zstd-max, lz4 (LZ4_RAW)",
 	  FMT_DRVOPT_WRITE, FMT_DRVOPT_WORDS, "none snappy gzip zstd zstd-max lz4", .parse = parse_compression },
 	{ "row-group-rows", "N", "rows per row group (default 122880)", FMT_DRVOPT_WRITE, .parse = parse_group_rows },
+	{ "row-group-bytes", "N", "a row group ends when the writer holds N bytes for it\n(default 12582912, 12 MiB; 0: no bound)",
+	  FMT_DRVOPT_WRITE, .parse = parse_group_bytes },
 	{ .name = NULL }
 };
 

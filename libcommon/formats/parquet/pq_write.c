@@ -1,4 +1,5 @@
-/* Writing Parquet: the rows of a table gathered a row group at a time (bounded memory), each
+/* Writing Parquet: the rows of a table gathered a row group at a time (bounded memory: a group
+ * ends at its rows or at its bound of bytes held, whichever comes first), each
  * column chunk as an optional dictionary page and data pages v1 of at most PAGE_ROWS rows,
  * dictionary-encoded when that is smaller than PLAIN, compressed, with min/max/null count
  * statistics; the footer last (schema with logical types, key/value metadata). */
@@ -42,7 +43,10 @@ typedef struct colw {
 	size_t vpos_cap;
 	uint32_t *idx;              /* dictionary index of each value */
 	size_t idx_cap;
+	uint64_t idx_n;             /* ... of the values before the dictionary went off */
 	dict d;
+	uint64_t dict_probe;        /* values seen before a dictionary of mostly distinct ones is
+				     * given up */
 	uint8_t min[8], max[8];     /* fixed-width statistics */
 	fmt_sb smin, smax;          /* byte-array statistics */
 	int has_minmax;
@@ -81,7 +85,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 {
 	if (need <= *cap)
 		return 0;
-	size_t n = *cap ? *cap : 1024;
+	size_t n = *cap ? *cap : 64;
 	while (n < need)
 		n *= 2;
 	void *q = realloc(*p, n * elem);
@@ -315,7 +319,7 @@ static void dict_reset(dict *d, int on)
 
 static int dict_grow_slots(dict *d)
 {
-	size_t n = d->n_slots ? d->n_slots * 2 : 1024;
+	size_t n = d->n_slots ? d->n_slots * 2 : 64;
 	uint32_t *s = calloc(n, sizeof *s);
 	if (!s)
 		return -1;
@@ -362,7 +366,7 @@ static int64_t dict_index(dict *d, const uint8_t *p, size_t n, int is_bytes)
 		return -1;
 	}
 	if (d->n == d->cap) {
-		uint32_t cap = d->cap ? d->cap * 2 : 256;
+		uint32_t cap = d->cap ? d->cap * 2 : 16;
 		uint64_t *pos = realloc(d->pos, cap * sizeof *pos);
 		if (pos)
 			d->pos = pos;
@@ -401,18 +405,27 @@ static void stat_dict_entries(colw *c)
 		stat_bytes(c, (const uint8_t *)c->d.plain.p + c->d.pos[i], c->d.lens[i]);
 }
 
+/* The dictionary off and freed, a byte array's statistics taken from its entries first. */
+static void give_up_dict(colw *c)
+{
+	if (c->is_bytes && c->d.on)
+		stat_dict_entries(c);
+	dict_reset(&c->d, 0);
+}
+
 /* Value p[0..n) into the dictionary while it is on: its index into c->idx. */
 static fmt_kind add_to_dict(colw *c, const uint8_t *p, size_t n, fmt_err *e)
 {
 	/* mostly distinct values: a dictionary will not pay, stop hashing them */
-	if (c->d.on && c->values >= 4096 && c->d.n > c->values / 4 * 3)
-		dict_off(&c->d);
+	if (c->d.on && c->values >= c->dict_probe && c->d.n > c->values / 4 * 3)
+		give_up_dict(c);
 	if (c->d.on) {
 		int64_t i = dict_index(&c->d, p, n, c->is_bytes);
 		if (i >= 0) {
 			if (grow((void **)&c->idx, &c->idx_cap, c->values + 1, sizeof *c->idx))
 				return oom(e);
 			c->idx[c->values] = (uint32_t)i;
+			c->idx_n = c->values + 1;
 		}
 	}
 	return FMT_OK;
@@ -959,7 +972,7 @@ static void put_row_group(writer *w, uint64_t rows)
 
 static void reset_column(colw *c)
 {
-	c->rows = c->nulls = c->values = c->levels = 0;
+	c->rows = c->nulls = c->values = c->levels = c->idx_n = 0;
 	c->plain.len = 0;
 	c->smin.len = c->smax.len = 0;
 	c->has_minmax = 0;
@@ -977,7 +990,8 @@ static fmt_kind flush_group(writer *w, fmt_err *e)
 			return k;
 	}
 	if (w->n_groups == INT16_MAX)
-		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: more than 32767 row groups; use more --row-group-rows");
+		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: more than 32767 row groups; use more --row-group-rows or "
+				"--row-group-bytes");
 	put_row_group(w, rows);
 	w->n_groups++;
 	w->total_rows += rows;
@@ -1159,18 +1173,113 @@ static void writer_free(writer *w)
 	fmt_sb_free(&w->page), fmt_sb_free(&w->comp), fmt_sb_free(&w->hdr), fmt_sb_free(&w->groups);
 }
 
-static fmt_kind add_batch(writer *w, const fmt_batch *b, uint64_t group_rows, fmt_err *e)
+/* ---- the row group's bound in bytes ---- */
+
+/* What column c holds for the open row group: its levels, values (and where byte arrays
+ * start), dictionary indices and dictionary (entries, where each starts and its length, the
+ * hash slots). */
+static uint64_t column_held(const colw *c)
+{
+	uint64_t n = (c->list_size ? c->levels : c->rows) + c->plain.len + c->idx_n * 4;
+	if (c->is_bytes)
+		n += c->values * 8;
+	return n + c->d.plain.len + (uint64_t)c->d.n * 12 + c->d.n_slots * 4;
+}
+
+static uint64_t group_held(const writer *w)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < w->n; i++)
+		n += column_held(&w->cols[i]);
+	return n;
+}
+
+/* What a row from position at of b on adds, about: its levels and values (byte arrays: their
+ * mean length in the rest of b, their length and where each starts), and while a dictionary is
+ * on, its index and a new entry (the value, where it starts and its length, two hash slots). */
+static uint64_t row_cost(const writer *w, const fmt_batch *b, uint64_t at)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < w->n; i++) {
+		const colw *c = &w->cols[i];
+		uint64_t each = (uint64_t)c->width, per = c->list_size ? c->list_size : 1;
+		if (c->is_bytes) {
+			int large = c->type == FMT_C_LARGE_UTF8;
+			const fmt_column *col = &b->columns[i];
+			each = 12 + (offset_of(col, large, b->n_rows) - offset_of(col, large, at)) / (b->n_rows - at);
+		}
+		n += per * (1 + each + (c->d.on ? 4 + each + 20 : 0));
+	}
+	return n;
+}
+
+/* The rows of b from at on to add before the row group is checked against its bound of bytes:
+ * half of what the bound leaves, at the group's mean bytes a row (or row_cost's when more),
+ * one at least. */
+static uint64_t rows_within(const writer *w, const fmt_batch *b, uint64_t at, uint64_t bound)
+{
+	uint64_t held = group_held(w), rows = w->cols[0].rows, per = row_cost(w, b, at);
+	if (rows && held / rows > per)
+		per = held / rows;
+	uint64_t n = held < bound ? (bound - held) / per / 2 : 0;
+	return n ? n : 1;
+}
+
+/* A dictionary given up to make room: give_up_dict, and the values' indices freed. */
+static void drop_dict(colw *c)
+{
+	give_up_dict(c);
+	free(c->idx);
+	c->idx = NULL;
+	c->idx_cap = c->idx_n = 0;
+}
+
+/* The dictionaries of the row group that do not pay so far (or went off already) dropped;
+ * whether any was. */
+static int drop_dicts(writer *w)
+{
+	int any = 0;
+	for (size_t i = 0; i < w->n; i++) {
+		colw *c = &w->cols[i];
+		if ((c->d.on && !dict_pays(c)) || (!c->d.on && (c->d.n || c->idx_n))) {
+			drop_dict(c);
+			any = 1;
+		}
+	}
+	return any;
+}
+
+/* Whether the row group holds its bound of bytes, or as near as another row (at its mean) would
+ * pass it, once the dictionaries that do not pay are dropped: a table of many columns of
+ * distinct values would otherwise end its groups at a few hundred rows, its dictionaries
+ * holding 4 times its values. */
+static int group_full(writer *w, uint64_t bound)
+{
+	uint64_t rows = w->cols[0].rows, held = group_held(w);
+	if (!rows || held + held / rows < bound)
+		return 0;
+	if (!drop_dicts(w))
+		return 1;
+	held = group_held(w);
+	return held + held / rows >= bound;
+}
+
+static fmt_kind add_batch(writer *w, const fmt_batch *b, uint64_t group_rows, uint64_t group_bytes, fmt_err *e)
 {
 	uint64_t at = 0;
 	while (at < b->n_rows) {
 		uint64_t room = group_rows - w->cols[0].rows, take = b->n_rows - at < room ? b->n_rows - at : room;
+		if (group_bytes) {
+			uint64_t fit = rows_within(w, b, at, group_bytes);
+			take = take < fit ? take : fit;
+		}
 		for (size_t i = 0; i < w->n; i++) {
 			fmt_kind k = add_rows(&w->cols[i], &b->columns[i], at, take, e);
 			if (k != FMT_OK)
 				return k;
 		}
 		at += take;
-		if (w->cols[0].rows == group_rows) {
+		if (w->cols[0].rows == group_rows || (group_bytes && group_full(w, group_bytes))) {
 			fmt_kind k = flush_group(w, e);
 			if (k != FMT_OK)
 				return k;
@@ -1179,7 +1288,8 @@ static fmt_kind add_batch(writer *w, const fmt_batch *b, uint64_t group_rows, fm
 	return FMT_OK;
 }
 
-fmt_kind fmt_pq_write(fmt_table *in, fmt_sink *k, int codec, int level, uint64_t group_rows, fmt_err *e)
+fmt_kind fmt_pq_write(fmt_table *in, fmt_sink *k, int codec, int level, uint64_t group_rows, uint64_t group_bytes,
+		      fmt_err *e)
 {
 	writer w = { .k = k, .s = &in->schema, .n = in->schema.n_fields, .codec = codec, .level = level };
 	const fmt_field *u = fmt_schema_unsupported(&in->schema);
@@ -1190,6 +1300,12 @@ fmt_kind fmt_pq_write(fmt_table *in, fmt_sink *k, int codec, int level, uint64_t
 		return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: a table without columns");
 	if (!(w.cols = calloc(w.n, sizeof *w.cols)))
 		return oom(e);
+	/* A dictionary of mostly distinct values is given up after 4096 values, or fewer when the
+	 * columns' dictionaries would hold more than a quarter of the row group's bound of bytes by
+	 * then (about 48 bytes an entry of 8: the value, where it starts, its length, hash slots),
+	 * 16 at least: a narrow table's (up to 16 columns at the default bound) as before */
+	uint64_t probe = group_bytes ? group_bytes / 4 / 48 / w.n : 4096;
+	probe = probe > 4096 ? 4096 : probe < 16 ? 16 : probe;
 	for (size_t i = 0; i < w.n; i++) {
 		const fmt_field *f = &in->schema.fields[i];
 		if (f->type == FMT_C_FIXED_SIZE_LIST && f->list_size > PQ_MAX_LIST) {
@@ -1201,6 +1317,7 @@ fmt_kind fmt_pq_write(fmt_table *in, fmt_sink *k, int codec, int level, uint64_t
 		w.cols[i].type = f->type == FMT_C_FIXED_SIZE_LIST ? f->elem : f->type;
 		w.cols[i].list_size = f->type == FMT_C_FIXED_SIZE_LIST ? f->list_size : 0;
 		w.cols[i].max_def = f->nullable ? 3 : 2;
+		w.cols[i].dict_probe = probe;
 		physical_of(&w.cols[i]);
 		reset_column(&w.cols[i]);
 	}
@@ -1211,7 +1328,7 @@ fmt_kind fmt_pq_write(fmt_table *in, fmt_sink *k, int codec, int level, uint64_t
 		if ((r = fmt_table_next(in, &b, &done, e)) != FMT_OK)
 			break;
 		if (!done)
-			r = add_batch(&w, &b, group_rows, e);
+			r = add_batch(&w, &b, group_rows, group_bytes, e);
 		fmt_batch_free(&b);
 		if (done)
 			break;
