@@ -35,7 +35,7 @@ static int grow(void **p, size_t *cap, size_t need)
 {
 	if (need <= *cap)
 		return 0;
-	size_t n = *cap ? *cap : 4096;
+	size_t n = *cap ? *cap : 64;
 	while (n < need)
 		n = n > SIZE_MAX / 2 ? need : n * 2;
 	void *q = realloc(*p, n);
