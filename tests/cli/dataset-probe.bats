@@ -37,6 +37,25 @@ format_of() {
 	[ "$(fmt-inspect --json two.ald | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["rows"])')" = 1 ]
 }
 
+@test "a CSV whose header line is longer than the probe's 4 KiB is CSV (3,000 columns); one long line of prose is not" {
+	/usr/bin/python3 -c 'import sys
+names = ["column_%d" % i for i in range(3000)]
+spaced = ["First Name %d" % i for i in range(600)]
+open("wide.csv", "w").write(",".join(names) + "\n" + ",".join(str(i) for i in range(3000)) + "\n")
+open("spaced.csv", "w").write(",".join(spaced) + "\n" + ",".join("x" for i in range(600)) + "\n")
+open("prose.txt", "w").write("A paragraph, kept on one line, with a comma here and there, as prose has them. " * 80 + "\n")'
+	[ "$(format_of wide.csv)" = csv ]
+	[ "$(format_of spaced.csv)" = csv ]
+	run fmt-inspect --json --head 1 wide.csv
+	assert_success
+	[ "$(jq -r '.head[0].column_2999' <<<"$output")" = 2999 ]
+	fmt-convert wide.csv wide.arrow
+	[ "$(fmt-inspect --json wide.arrow | jq '.schema.fields | length')" = 3000 ]
+	run --separate-stderr fmt-inspect prose.txt
+	assert_failure 4
+	[[ "$stderr" == *"prose.txt: unrecognised format"* ]]
+}
+
 @test "no false positives: documents, prose, header-only and binary files are not datasets" {
 	printf '{"model":{"layers":12},"name":"x"}\n' >config.json      # nested object: a document
 	printf '{}\n' >empty.json
