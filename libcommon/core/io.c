@@ -698,6 +698,19 @@ static fmt_kind read_at(fmt_source *s, uint64_t off, void *dst, size_t n, fmt_er
 		memcpy(dst, (s->buf ? s->buf : (const uint8_t *)s->map) + off, n);
 		return FMT_OK;
 	}
+	return fmt_source_pread(s, off, dst, n, e);
+}
+
+uint64_t fmt_source_mapped_at(const fmt_source *s, const void *p, size_t n)
+{
+	const uint8_t *map = s->map, *from = p;
+	if (!map || s->fd < 0 || from < map || from > map + s->size || n > (size_t)(map + s->size - from))
+		return UINT64_MAX;
+	return (uint64_t)(from - map);
+}
+
+fmt_kind fmt_source_pread(const fmt_source *s, uint64_t off, void *dst, size_t n, fmt_err *e)
+{
 	uint8_t *p = dst;
 	while (n > 0) {
 		ssize_t got = pread(s->fd, p, n, (off_t)off);

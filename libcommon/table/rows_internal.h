@@ -8,6 +8,10 @@
 #include "fmt/strbuf.h"
 #include "fmt/table.h"
 
+/* The batch that fmt_batch_slicer shares among its slices, each owning a reference (the pointer
+ * + 2 in its owned list, as fmt_batch_free tells): released, freed with the last. */
+void fmt_batch_share_release(void *share);
+
 /* A row of b appended to out as bytes: per column a flag (0 null, 1 value) and the value
  * (fixed-width bytes; a u64 length and the bytes; a fixed-size list's bytes and one flag per
  * element). A column of type FMT_C_OTHER is stored as a null. */

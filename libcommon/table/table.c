@@ -8,6 +8,7 @@
 #include "fmt/out.h"
 #include "fmt/table.h"
 #include "fmt/thread.h"
+#include "rows_internal.h"
 
 static const struct { const char *name; size_t width; } ctypes[] = {
 	[FMT_C_BOOL] = { "bool", 0 },
@@ -244,11 +245,13 @@ void fmt_batch_buffer_free(void *p)
 }
 
 /* An owned pointer with its lowest bit set (malloc's alignment leaves it clear) is a kept
- * buffer: it goes back to batch_keep. */
+ * buffer: it goes back to batch_keep; with its second bit set, a share of a sliced batch. */
 static void owned_free(void *p)
 {
 	if ((uintptr_t)p & 1)
 		fmt_batch_buffer_free((char *)p - 1);
+	else if ((uintptr_t)p & 2)
+		fmt_batch_share_release((char *)p - 2);
 	else
 		free(p);
 }

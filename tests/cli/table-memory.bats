@@ -368,3 +368,57 @@ PY
 	assert_equal "$(wc -l <1.csv)" 1025
 	assert_equal "$(cut -d, -f1,1400,2800 1.csv | sort | uniq -c | awk '{ print $1, $2 }' | tr '\n' ' ')" "1024 0,1399,2799 1 c0,c1399,c2799 "
 }
+
+# peak_kib CMD...: CMD's peak RSS in KiB (it must succeed).
+peak_kib() {
+	/usr/bin/time -f '%M' "$@" 2>&1 >/dev/null | tail -n 1
+}
+
+@test "ONE record batch of 106 MB (Arrow IPC file and stream, .ald) -> CSV, JSON Lines, .ald, Parquet, Arrow in slices of about 2 MiB: peak RSS within 32 MiB + threads x 2 MiB (Parquet: its writer's memory for small batches + 8 MiB), every row" {
+	# Issue 26: a record batch was handed on as stored: 110 MB peak RSS to CSV and 218 MB to .ald
+	# here (old binaries; the 256 MB batch of the issue: 254 MB and 514 MB). scripts/gen/arrow-one-batch
+	# writes 500,000 rows of 24 int64 columns (c1 with nulls) and a utf8 one (s0, with nulls) as
+	# one batch into templates fmt-convert made; the expected CSV comes from awk.
+	local cols=24 rows=500000 in out t rss base
+	awk -v C=$cols 'BEGIN { h = ""; for (c = 0; c < C; c++) h = h "c" c ","; print h "s0"
+		for (r = 0; r < 3; r++) { l = ""; for (c = 0; c < C; c++) l = l ((c == 1 && r == 0) ? "" : r) ","; print l (r ? "x" : "") } }' >tpl.csv
+	for in in arrow arrows ald; do
+		fmt-convert -q tpl.csv tpl.$in
+		/usr/bin/python3 "$REPO_ROOT/scripts/gen/arrow-one-batch" tpl.$in one.$in $rows
+		run -0 fmt-inspect --json one.$in
+		assert_equal "$(jq -c '[.rows, .arrow.record_batches // 1]' <<<"$output")" "[$rows,1]"
+	done
+	awk -v C=$((cols + 1)) -v R=$rows 'BEGIN { h = ""; for (c = 0; c < C - 1; c++) h = h "c" c ","; print h "s0"
+		for (r = 0; r < R; r++) { l = ""; for (c = 0; c < C - 1; c++) l = l ((c == 1 && r % 5 == 0) ? "" : r * C + c) ","
+			s = ""; if (r % 11) { s = "s"; for (k = 0; k < r % 7; k++) s = s r }; print l s } }' >want.csv
+	# the same rows in small batches (the CSV reader's): what the writers take for them
+	fmt-convert -q want.csv small.arrow
+	fmt-convert -q want.csv want.jsonl
+	base=$(peak_kib fmt-convert -q -T 2 small.arrow base.parquet)
+	for in in arrow arrows ald; do
+		for out in csv jsonl ald parquet arrow; do
+			for t in 1 2; do
+				[ $t = 1 ] && [ $out != csv ] && [ $out != ald ] && continue
+				rss=$(peak_kib fmt-convert -q -T $t one.$in $in-$t.$out)
+				echo "one.$in -> $out -T $t: peak RSS $rss KiB" >&3
+				bound=$(((32 + 2 * t) * 1024))
+				[ $out = parquet ] && bound=$((base + 8 * 1024))
+				asan_build || [ "$rss" -le $bound ] || fail "one.$in -> $out -T $t: peak RSS $rss KiB, over $bound"
+			done
+		done
+		cmp want.csv $in-1.csv
+		cmp want.csv $in-2.csv
+		cmp want.jsonl $in-2.jsonl
+		cmp $in-1.ald $in-2.ald
+		for out in ald parquet arrow; do
+			fmt-convert -q $in-2.$out back-$in-$out.csv
+			cmp want.csv back-$in-$out.csv
+		done
+	done
+	cmp arrow-2.arrow arrows-2.arrow
+	cmp arrow-2.arrow ald-2.arrow
+	cmp arrow-2.ald ald-2.ald
+	# the slices are the output's record batches: 51, of 9,552 to 10,048 rows (multiples of 8)
+	run -0 fmt-inspect --json arrow-2.arrow
+	assert_equal "$(jq -c '[.rows, .arrow.record_batches]' <<<"$output")" "[$rows,51]"
+}

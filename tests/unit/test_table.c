@@ -2,6 +2,7 @@
  * "ttab", a text format of a magic line, a line of name:type[?] columns (? = nullable) and
  * comma-separated rows (an empty field is null). Registered at run time, it is chosen by the same
  * probe as the model drivers, read in batches of two rows, and written back. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -291,4 +292,123 @@ TEST(table_ttab_passes_the_conformance_suite)
 	conform_table_driver(&ttab_driver, path);
 	unlink(path);
 	rmdir(dir);
+}
+
+/* A batch of 1,000,000 rows (about 36 MB: bool, int32, utf8, large_utf8 and a fixed-size list
+ * of 3 float32, all with nulls) handed on in slices: each a multiple of 8 rows but the last, about
+ * FMT_SLICE_BYTES, checked (null counts from the cut bitmaps, string offsets from
+ * 0), and every value the batch's own. */
+TEST(batch_slicer_cuts_a_big_batch_at_byte_boundaries_every_value_kept)
+{
+	enum { N = 1000000 };
+	static const fmt_ctype types[] = { FMT_C_BOOL, FMT_C_I32, FMT_C_UTF8, FMT_C_LARGE_UTF8, FMT_C_FIXED_SIZE_LIST };
+	fmt_schema s;
+	fmt_batch b, part;
+	fmt_err e;
+	fmt_schema_init(&s);
+	for (size_t i = 0; i < 5; i++) {
+		char name[8];
+		snprintf(name, sizeof name, "c%zu", i);
+		fmt_field f = { .name = name, .type = types[i], .nullable = 1, .elem = FMT_C_F32, .list_size = 3 };
+		CHECK(fmt_schema_add_field(&s, &f, &e) == FMT_OK);
+	}
+	uint8_t *valid = calloc(N / 8 + 1, 1), *bools = calloc(N / 8 + 1, 1), *elem_valid = calloc(3 * N / 8 + 1, 1);
+	int32_t *ints = malloc(4 * (size_t)N), *off32 = malloc(4 * ((size_t)N + 1));
+	int64_t *off64 = malloc(8 * ((size_t)N + 1));
+	float *floats = malloc(12 * (size_t)N);
+	char *text = malloc(8 * (size_t)N);
+	uint64_t nulls = 0, elem_nulls = 0, len = 0;
+	off32[0] = 0;
+	off64[0] = 0;
+	for (uint64_t r = 0; r < N; r++) {
+		int is_null = r % 7 == 3;
+		if (!is_null)
+			valid[r / 8] |= (uint8_t)(1u << (r % 8));
+		nulls += (uint64_t)is_null;
+		if (r % 3 == 0)
+			bools[r / 8] |= (uint8_t)(1u << (r % 8));
+		ints[r] = (int32_t)(r * 2654435761u);
+		len += (uint64_t)snprintf(text + len, 8, "%llu", (unsigned long long)(r % (1 + r % 10000)));
+		off32[r + 1] = (int32_t)len;
+		off64[r + 1] = (int64_t)len;
+		for (uint64_t k = 0; k < 3; k++) {
+			floats[3 * r + k] = (float)r + (float)k / 4;
+			if ((3 * r + k) % 5 != 1)
+				elem_valid[(3 * r + k) / 8] |= (uint8_t)(1u << ((3 * r + k) % 8));
+			else
+				elem_nulls++;
+		}
+	}
+	CHECK(fmt_batch_init(&b, 5, &e) == FMT_OK);
+	b.n_rows = N;
+	b.columns[0] = (fmt_column){ .null_count = nulls, .validity = valid, .values = bools, .values_len = N / 8 + 1 };
+	b.columns[1] = (fmt_column){ .null_count = nulls, .validity = valid, .values = (const uint8_t *)ints, .values_len = 4 * (uint64_t)N };
+	b.columns[2] = (fmt_column){ .null_count = nulls, .validity = valid, .offsets = off32, .values = (const uint8_t *)text, .values_len = len };
+	b.columns[3] = (fmt_column){ .null_count = nulls, .validity = valid, .offsets = off64, .values = (const uint8_t *)text, .values_len = len };
+	b.columns[4] = (fmt_column){ .null_count = nulls, .validity = valid, .values = (const uint8_t *)floats, .values_len = 12 * (uint64_t)N,
+				     .elem_validity = elem_valid };
+	CHECK(fmt_batch_check(&s, &b, &e) == FMT_OK);
+	fmt_batch_slicer sl = { 0 };
+	CHECK(fmt_batch_slicer_take(&sl, &s, NULL, &b, &e) == FMT_OK);
+	uint64_t at = 0, slices = 0, bad = 0, seen_nulls = 0, seen_elem_nulls = 0;
+	int got = 1;
+	part = b;
+	while (got) {
+		slices++;
+		CHECK(fmt_batch_check_from(&s, &part, at, &e) == FMT_OK);
+		CHECK(part.n_rows > 0 && (part.n_rows % 8 == 0 || at + part.n_rows == N));
+		/* about 36 MB in 18 slices of about 2 MB (FMT_SLICE_BYTES) */
+		CHECK(part.n_rows < N / 16);
+		for (uint64_t i = 0; i < part.n_rows; i++) {
+			uint64_t r = at + i;
+			const uint8_t *p;
+			size_t n;
+			int is_null = fmt_column_is_null(&part.columns[0], i);
+			seen_nulls += (uint64_t)is_null;
+			bad += is_null != (r % 7 == 3) || fmt_column_is_null(&part.columns[4], i) != is_null;
+			bad += fmt_column_bool(&part.columns[0], i) != (r % 3 == 0);
+			bad += ((const int32_t *)part.columns[1].values)[i] != ints[r];
+			fmt_column_bytes(&part.columns[2], FMT_C_UTF8, i, &p, &n);
+			bad += n != (size_t)(off32[r + 1] - off32[r]) || memcmp(p, text + off32[r], n) != 0;
+			fmt_column_bytes(&part.columns[3], FMT_C_LARGE_UTF8, i, &p, &n);
+			bad += n != (size_t)(off64[r + 1] - off64[r]) || memcmp(p, text + off64[r], n) != 0;
+			bad += memcmp(part.columns[4].values + 12 * i, floats + 3 * r, 12) != 0;
+			for (uint64_t k = 0; k < 3; k++) {
+				const uint8_t *ev = part.columns[4].elem_validity;
+				int elem_null = ev && !((ev[(3 * i + k) / 8] >> ((3 * i + k) % 8)) & 1);
+				seen_elem_nulls += (uint64_t)elem_null;
+			}
+		}
+		at += part.n_rows;
+		fmt_batch_free(&part);
+		CHECK(fmt_batch_init(&part, 5, &e) == FMT_OK);
+		CHECK(fmt_batch_slicer_next(&sl, &s, NULL, &part, &got, &e) == FMT_OK);
+	}
+	fmt_batch_free(&part);
+	CHECK(at == N);
+	CHECK(slices == 18);
+	CHECK(bad == 0);
+	CHECK(seen_nulls == nulls);
+	CHECK(seen_elem_nulls == elem_nulls);
+	CHECK(sl.whole == NULL);
+	/* a batch of at most FMT_SLICE_OVER is left as it is */
+	CHECK(fmt_batch_init(&b, 5, &e) == FMT_OK);
+	b.n_rows = 1000;
+	b.columns[0] = (fmt_column){ .values = bools, .values_len = 125 };
+	b.columns[1] = (fmt_column){ .values = (const uint8_t *)ints, .values_len = 4000 };
+	b.columns[2] = (fmt_column){ .offsets = off32, .values = (const uint8_t *)text, .values_len = len };
+	b.columns[3] = (fmt_column){ .offsets = off64, .values = (const uint8_t *)text, .values_len = len };
+	b.columns[4] = (fmt_column){ .values = (const uint8_t *)floats, .values_len = 12000 };
+	CHECK(fmt_batch_slicer_take(&sl, &s, NULL, &b, &e) == FMT_OK);
+	CHECK(sl.whole == NULL && b.n_rows == 1000 && b.columns[1].values == (const uint8_t *)ints);
+	fmt_batch_free(&b);
+	fmt_schema_free(&s);
+	free(valid);
+	free(bools);
+	free(elem_valid);
+	free(ints);
+	free(off32);
+	free(off64);
+	free(floats);
+	free(text);
 }

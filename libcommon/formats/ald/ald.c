@@ -221,6 +221,7 @@ static void ald_close(fmt_table *t)
 	ald_state *s = t->format_state;
 	if (!s)
 		return;
+	fmt_batch_slicer_free(&s->slicer);
 	fmt_ald_part_close(s);
 	free(s->plain);
 	if (s->decrypted) {
@@ -248,28 +249,41 @@ static fmt_kind payload_rows_check(ald_state *s, uint64_t more, int at_end, fmt_
 	return FMT_OK;
 }
 
+/* Where the buffers of the batch read last lie that are read from a file: a body kept in a
+ * temporary file (fmt_ipc_next_message), else the file's mapping (the native layout's arrays). */
+static const fmt_source *batch_source(const ald_state *s)
+{
+	return s->ipc_open && s->ipc.spilled ? &s->ipc.spill : s->source;
+}
+
 static fmt_kind ald_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 {
 	ald_state *s = t->format_state;
-	fmt_kind k;
+	int sliced;
 	*done = 0;
+	fmt_kind k = fmt_batch_slicer_next(&s->slicer, &t->schema, batch_source(s), b, &sliced, e);
+	if (k != FMT_OK || sliced)
+		return k;
 	if ((s->flags & FMT_ALD_ENCRYPTED) && (k = fmt_ald_decrypt(s, t->keys, e)) != FMT_OK)
 		return k;
 	const fmt_field *u = fmt_schema_unsupported(&t->schema);
 	if (u)
 		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s' has type %s, which fmtkit does not convert",
 				u->name, u->type_name);
-	if (s->flags & FMT_ALD_TRUENO_NATIVE)
-		return fmt_ald_native_next(s, b, done, e);
-	if (!(s->flags & FMT_ALD_STREAMING))
-		k = fmt_ald_next_plain(s, &t->schema, b, done, e);
-	else
-		k = fmt_ald_next_streaming(s, &t->schema, b, done, e);
-	if (k == FMT_OK)
-		k = payload_rows_check(s, *done ? 0 : b->n_rows, *done, e);
-	if (k == FMT_OK && *done && s->crc_as_read)
-		k = fmt_ald_crc_as_read_end(s, e);
-	return k;
+	if (s->flags & FMT_ALD_TRUENO_NATIVE) {
+		k = fmt_ald_native_next(s, b, done, e);
+	} else {
+		if (!(s->flags & FMT_ALD_STREAMING))
+			k = fmt_ald_next_plain(s, &t->schema, b, done, e);
+		else
+			k = fmt_ald_next_streaming(s, &t->schema, b, done, e);
+		if (k == FMT_OK)
+			k = payload_rows_check(s, *done ? 0 : b->n_rows, *done, e);
+		if (k == FMT_OK && *done && s->crc_as_read)
+			k = fmt_ald_crc_as_read_end(s, e);
+	}
+	/* a big record batch goes on in slices */
+	return k == FMT_OK && !*done ? fmt_batch_slicer_take(&s->slicer, &t->schema, batch_source(s), b, e) : k;
 }
 
 /* The CRC before anything else; with o (fmt-verify: every layer) also the card's digest of

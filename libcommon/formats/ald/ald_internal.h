@@ -74,6 +74,7 @@ typedef struct ald_state {
 	uint64_t rows_read, part_rows; /* rows given so far: of the payload, of the open chunk */
 	fmt_dstream ds;
 	int ds_open;
+	fmt_batch_slicer slicer;   /* a record batch over FMT_SLICE_OVER, handed on in slices */
 	struct ald_native *native; /* TRUENO_NATIVE: the array index (ald_native.c) */
 	int upstream_streaming;    /* alimentar's separate streaming layout (ald_upstream.c) */
 	int chunk_codec;           /* how chunks are compressed when not as the id says; 0: as it says */

@@ -1,11 +1,14 @@
 /* Arrow IPC stream and file formats: Schema, RecordBatch and Message flatbuffers (Schema.fbs,
  * Message.fbs, File.fbs), read with every offset checked and written as arrow-rs writes them. */
+#include <errno.h>
 #include <lz4frame.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
 #include <zstd_errors.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include "fmt/arrow.h"
 #include "fmt/checked.h"
 #include "fmt/decode_budget.h"
@@ -460,6 +463,7 @@ typedef struct walk {
 	uint64_t unpacked;        /* bytes their compressed buffers said they hold */
 	uint64_t batch, rows;     /* the record batch's number in the file (from 0) and its rows */
 	fmt_batch *own;           /* takes the buffers decompressed */
+	const fmt_source *source; /* whose mapping a compressed buffer leaves once decompressed */
 	const uint8_t *body;
 	uint64_t body_len;
 	buf_use *use;
@@ -604,6 +608,8 @@ static fmt_kind uncompress(walk *w, span *s, const char *name, fmt_err *e)
 	if (k == FMT_OK && got != (size_t)want)
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: a compressed buffer decompresses to %zu bytes, its length says %lld",
 			     got, (long long)want);
+	if (w->source)
+		fmt_source_drop(w->source, s->p, (size_t)s->len);
 	s->p = dst;
 	s->len = (uint64_t)want;
 	return k;
@@ -845,6 +851,7 @@ static fmt_kind decode_batch(const fmt_ipc_reader *r, const ipc_msg *m, fmt_batc
 	int64_t length;
 	fmt_kind k = batch_walk(m, &w, &length, e);
 	w.batch = r->batches;
+	w.source = r->source;
 	return k != FMT_OK ? k : decode_columns(r, &w, length, b, e);
 }
 
@@ -1025,6 +1032,16 @@ int fmt_ipc_survey_batches(const fmt_ipc_reader *r, fmt_ipc_survey *s)
 	}
 }
 
+/* The last spilled body's mapping goes. */
+static void unmap_spill(fmt_ipc_reader *r)
+{
+	if (r->spill.map)
+		munmap(r->spill.map, (size_t)r->spill.size);
+	r->spill.map = NULL;
+	r->spill.size = 0;
+	r->spilled = 0;
+}
+
 void fmt_ipc_close(fmt_ipc_reader *r)
 {
 	fmt_schema_free(&r->schema);
@@ -1035,6 +1052,10 @@ void fmt_ipc_close(fmt_ipc_reader *r)
 	free(r->msg_bufs);
 	r->msg_meta = r->msg_body = r->msg_bufs = NULL;
 	r->msg_meta_cap = r->msg_body_cap = r->msg_bufs_cap = 0;
+	unmap_spill(r);
+	if (r->spill_open)
+		close(r->spill.fd);
+	r->spill_open = 0;
 }
 
 /* ---- one message at a time (a forward-only source: a decompressing window) ---- */
@@ -1070,51 +1091,138 @@ static fmt_kind grow(uint8_t **p, size_t *cap, uint64_t n, fmt_err *e)
 	return FMT_OK;
 }
 
-/* What a string column's data buffer uses: up to its last offset, when the offsets kept are
- * whole and in order (when they are not, decoding says so and nothing is needed here). */
-static uint64_t data_use(const fmt_ipc_reader *r, const buf_use *u, const uint8_t *bufs, uint64_t len)
+#define SPILL_BOUNCE ((size_t)1 << 20)
+
+static fmt_kind spill_fail(fmt_err *e, int err)
+{
+	return fmt_fail(e, FMT_IO, "cannot write a temporary file for a record batch in %s: %s", fmt_temp_dir(),
+			strerror(err));
+}
+
+/* n bytes at offset at of the kept body (in r->msg_body, or the spill file) into dst. */
+static fmt_kind kept_read(const fmt_ipc_reader *r, uint64_t at, uint8_t *dst, size_t n, fmt_err *e)
+{
+	if (r->spilled)
+		return fmt_source_pread(&r->spill, at, dst, n, e);
+	memcpy(dst, r->msg_body + at, n);
+	return FMT_OK;
+}
+
+/* The next n bytes of pull kept at offset at: into r->msg_body, or through it (1 MiB at a time)
+ * into the spill file. */
+static fmt_kind keep(fmt_ipc_reader *r, fmt_ipc_pull_fn pull, void *ctx, uint64_t at, uint64_t n, fmt_err *e)
+{
+	if (!r->spilled) {
+		fmt_kind k = grow(&r->msg_body, &r->msg_body_cap, at + n ? at + n : 1, e);
+		return k == FMT_OK ? pull(ctx, r->msg_body + at, n, e) : k;
+	}
+	fmt_kind k = grow(&r->msg_body, &r->msg_body_cap, SPILL_BOUNCE, e);
+	while (k == FMT_OK && n > 0) {
+		size_t part = n < SPILL_BOUNCE ? (size_t)n : SPILL_BOUNCE, done = 0;
+		if ((k = pull(ctx, r->msg_body, part, e)) != FMT_OK)
+			return k;
+		while (done < part) {
+			ssize_t put = pwrite(r->spill.fd, r->msg_body + done, part - done, (off_t)(at + done));
+			if (put < 0 && errno == EINTR)
+				continue;
+			if (put <= 0)
+				return spill_fail(e, put < 0 ? errno : ENOSPC);
+			done += (size_t)put;
+		}
+		at += part;
+		n -= part;
+	}
+	return k;
+}
+
+/* What a string column's data buffer uses (*use): up to its last offset, when the offsets kept
+ * are whole and in order (when they are not, decoding says so and nothing is needed here). */
+static fmt_kind data_use(const fmt_ipc_reader *r, const buf_use *u, const uint8_t *bufs, uint64_t len,
+			 uint64_t *use, fmt_err *e)
 {
 	const uint8_t *o = bufs + 16 * (size_t)(u->offsets - 1);
 	uint64_t at = fmt_rd_u64(o), kept = fmt_rd_u64(o + 8), need;
+	uint8_t p[16];
+	*use = 0;
 	if (fmt_mul_u64(u->rows + 1, u->width, &need) || kept < need)
-		return 0;
-	const uint8_t *p = r->msg_body + at;
+		return FMT_OK;
+	fmt_kind k = kept_read(r, at, p, u->width, e);
+	if (k == FMT_OK)
+		k = kept_read(r, at + u->width * u->rows, p + 8, u->width, e);
+	if (k != FMT_OK)
+		return k;
 	int64_t first = u->width == 8 ? (int64_t)fmt_rd_u64(p) : (int32_t)fmt_rd_u32(p);
-	int64_t last = u->width == 8 ? (int64_t)fmt_rd_u64(p + 8 * u->rows) : (int32_t)fmt_rd_u32(p + 4 * u->rows);
-	if (first < 0 || last < first)
-		return 0;
-	return (uint64_t)last < len ? (uint64_t)last : len;
+	int64_t last = u->width == 8 ? (int64_t)fmt_rd_u64(p + 8) : (int32_t)fmt_rd_u32(p + 8);
+	if (first >= 0 && last >= first)
+		*use = (uint64_t)last < len ? (uint64_t)last : len;
+	return FMT_OK;
 }
 
-/* Take the body from pull in order: of each buffer the bytes its rows use go to r->msg_body
- * (8-byte aligned), the rest is dropped; r->msg_bufs gets the buffers as they are kept. */
+/* Whether the buffers may keep more than FMT_IPC_SPILL_MIN bytes: then the spill file is made
+ * ready (once a reader) and r->spilled set. */
+static fmt_kind spill_if_big(fmt_ipc_reader *r, const walk *w, const buf_use *use, fmt_err *e)
+{
+	uint64_t most = 0;
+	for (uint32_t i = 0; i < w->buf_i && most <= FMT_IPC_SPILL_MIN; i++)
+		most += use[i].offsets ? fmt_rd_u64(w->buffers + 16 * (size_t)i + 8) : use[i].bytes;
+	if (most <= FMT_IPC_SPILL_MIN)
+		return FMT_OK;
+	if (!r->spill_open) {
+		memset(&r->spill, 0, sizeof r->spill);
+		r->spill.path = (char *)"a temporary file for a record batch";
+		if ((r->spill.fd = fmt_temp_fd(r->spill.path, e)) < 0)
+			return e->kind;
+		r->spill_open = 1;
+	}
+	r->spilled = 1;
+	return FMT_OK;
+}
+
+/* Take the body from pull in order: of each buffer the bytes its rows use are kept (8-byte
+ * aligned: keep), the rest is dropped; r->msg_bufs gets the buffers as they are kept. */
 static fmt_kind pull_body(fmt_ipc_reader *r, const walk *w, const buf_use *use, fmt_ipc_pull_fn pull,
 			  void *ctx, uint64_t *kept, fmt_err *e)
 {
 	uint64_t cursor = 0, out = 0;
 	fmt_kind k = grow(&r->msg_bufs, &r->msg_bufs_cap, 16 * (uint64_t)(w->buf_i ? w->buf_i : 1), e);
+	if (k == FMT_OK)
+		k = spill_if_big(r, w, use, e);
 	for (uint32_t i = 0; k == FMT_OK && i < w->buf_i; i++) {
 		const uint8_t *p = w->buffers + 16 * (size_t)i;
-		uint64_t off = fmt_rd_u64(p), len = fmt_rd_u64(p + 8);
-		uint64_t keep = use[i].offsets ? data_use(r, &use[i], r->msg_bufs, len) : use[i].bytes;
+		uint64_t off = fmt_rd_u64(p), len = fmt_rd_u64(p + 8), n = use[i].bytes;
 		out = (out + 7) & ~(uint64_t)7;
+		if (use[i].offsets && (k = data_use(r, &use[i], r->msg_bufs, len, &n, e)) != FMT_OK)
+			return k;
 		fmt_wr_u64(r->msg_bufs + 16 * (size_t)i, len ? out : 0);
-		fmt_wr_u64(r->msg_bufs + 16 * (size_t)i + 8, len ? keep : 0);
+		fmt_wr_u64(r->msg_bufs + 16 * (size_t)i + 8, len ? n : 0);
 		if (len == 0)
 			continue;
 		if (off < cursor)
 			return bad(e, "buffers out of order or overlapping in the message body");
-		if ((k = pull(ctx, NULL, off - cursor, e)) != FMT_OK || (k = grow(&r->msg_body, &r->msg_body_cap,
-		    out + keep ? out + keep : 1, e)) != FMT_OK || (k = pull(ctx, r->msg_body + out, keep, e)) != FMT_OK)
+		if ((k = pull(ctx, NULL, off - cursor, e)) != FMT_OK || (k = keep(r, pull, ctx, out, n, e)) != FMT_OK)
 			return k;
-		k = pull(ctx, NULL, len - keep, e);
-		out += keep;
+		k = pull(ctx, NULL, len - n, e);
+		out += n;
 		cursor = off + len;
 	}
 	if (k == FMT_OK)
 		k = pull(ctx, NULL, w->body_len - cursor, e);
 	*kept = out;
 	return k;
+}
+
+/* The spilled body of kept bytes mapped, as the batch's body (*body). */
+static fmt_kind map_spill(fmt_ipc_reader *r, uint64_t kept, const uint8_t **body, fmt_err *e)
+{
+	if (kept > SIZE_MAX)
+		return oom(e);
+	void *p = kept ? mmap(NULL, (size_t)kept, PROT_READ, MAP_SHARED, r->spill.fd, 0) : NULL;
+	if (p == MAP_FAILED)
+		return fmt_fail(e, FMT_IO, "cannot map a temporary file for a record batch: %s", strerror(errno));
+	r->spill.map = p;
+	r->spill.size = kept;
+	*body = p ? p : (const uint8_t *)"";
+	return FMT_OK;
 }
 
 fmt_kind fmt_ipc_next_message(fmt_ipc_reader *r, const uint8_t *meta, size_t n, fmt_ipc_pull_fn pull, void *ctx,
@@ -1145,15 +1253,23 @@ fmt_kind fmt_ipc_next_message(fmt_ipc_reader *r, const uint8_t *meta, size_t n, 
 		return oom(e);
 	w.n_buffers = (uint32_t)planned;
 	uint64_t kept = 0;
+	const uint8_t *body = NULL;
+	unmap_spill(r);
 	k = decode_columns(r, &w, length, b, e);
 	if (k == FMT_OK)
 		k = pull_body(r, &w, w.use, pull, ctx, &kept, e);
 	free(w.use);
+	if (k == FMT_OK && r->spilled)
+		k = map_spill(r, kept, &body, e);
+	else if (k == FMT_OK)
+		body = r->msg_body ? r->msg_body : (const uint8_t *)"";
 	if (k != FMT_OK)
 		return k;
 	walk d = { .nodes = w.nodes, .n_nodes = w.n_nodes, .buffers = r->msg_bufs, .n_buffers = w.buf_i,
-		   .body = r->msg_body ? r->msg_body : (const uint8_t *)"", .body_len = kept };
+		   .body = body, .body_len = kept };
 	k = decode_columns(r, &d, length, b, e);
+	if (r->spilled) /* what decoding read (string offsets) leaves the resident set */
+		fmt_source_drop(&r->spill, r->spill.map, (size_t)kept);
 	if (k == FMT_OK)
 		r->batches++;
 	return k;

@@ -11,6 +11,7 @@ typedef struct arrow_state {
 	size_t undropped;      /* the mapped file's pages before this left the resident set */
 	fmt_ipc_survey survey; /* the batches' headers, read at open */
 	int surveyed;          /* 0: a header the reading will refuse (it says why) */
+	fmt_batch_slicer slicer; /* a record batch over FMT_SLICE_OVER, handed on in slices */
 } arrow_state;
 
 static int probe_file(const uint8_t *head, size_t n, uint64_t size)
@@ -42,6 +43,7 @@ static fmt_kind arrow_open(fmt_table *t, fmt_err *e)
 		t->format_state = NULL;
 		return k;
 	}
+	s->r.source = &t->source;
 	for (size_t i = 0; i < s->r.schema.n_fields && k == FMT_OK; i++)
 		k = fmt_schema_add_field(&t->schema, &s->r.schema.fields[i], e);
 	if (k != FMT_OK)
@@ -54,19 +56,33 @@ static fmt_kind arrow_open(fmt_table *t, fmt_err *e)
 static fmt_kind arrow_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 {
 	arrow_state *s = t->format_state;
+	int sliced;
+	*done = 0;
+	fmt_kind k = fmt_batch_slicer_next(&s->slicer, &s->r.schema, &t->source, b, &sliced, e);
+	if (k != FMT_OK || sliced)
+		return k;
 	/* The last batch is done with: its message's pages (and the partial page before them,
 	 * within 64 KiB) leave the resident set, so that reading holds a batch, not the file. */
 	size_t lo = s->r.last_lo < s->undropped ? s->r.last_lo : s->undropped;
 	if (s->r.last_hi > lo)
 		fmt_source_drop(&t->source, s->r.data + lo, s->r.last_hi - lo);
 	s->undropped = s->r.last_hi > (64u << 10) ? s->r.last_hi - (64u << 10) : 0;
-	return fmt_ipc_next(&s->r, b, done, e);
+	k = fmt_ipc_next(&s->r, b, done, e);
+	if (k != FMT_OK || *done)
+		return k;
+	/* a big record batch goes on in slices read from the file, none of its pages mapped but
+	 * those its decoding touched, which leave now */
+	k = fmt_batch_slicer_take(&s->slicer, &s->r.schema, &t->source, b, e);
+	if (k == FMT_OK && s->slicer.whole)
+		fmt_source_drop(&t->source, s->r.data + s->r.last_lo, s->r.last_hi - s->r.last_lo);
+	return k;
 }
 
 static void arrow_close(fmt_table *t)
 {
 	arrow_state *s = t->format_state;
 	if (s) {
+		fmt_batch_slicer_free(&s->slicer);
 		fmt_ipc_close(&s->r);
 		free(s);
 	}

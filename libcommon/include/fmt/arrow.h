@@ -25,9 +25,15 @@ typedef struct fmt_ipc_reader {
 				* dictionary batches */
 	uint64_t batches;      /* read so far */
 	size_t last_lo, last_hi; /* the bytes of data the last message took */
+	const fmt_source *source; /* data's, when set: each compressed buffer's pages leave the
+				   * resident set once it is decompressed (fmt_source_drop) */
 	/* one message at a time: its metadata, the body bytes its buffers use, their table */
 	uint8_t *msg_meta, *msg_body, *msg_bufs;
 	size_t msg_meta_cap, msg_body_cap, msg_bufs_cap;
+	/* a body that may keep more than FMT_IPC_SPILL_MIN bytes: kept in an unlinked temporary
+	 * file (spill.fd, open when spill_open), mapped (spill.map) while its batch is read */
+	fmt_source spill;
+	int spill_open, spilled;
 } fmt_ipc_reader;
 
 /* Parse the schema (the first message, or the footer). */
@@ -56,8 +62,12 @@ typedef fmt_kind (*fmt_ipc_pull_fn)(void *ctx, uint8_t *dst, uint64_t n, fmt_err
 /* The RecordBatch whose metadata is meta[0..n) (copied first: it need not outlive the call's
  * first pull), its body the next bytes of pull: of each buffer only what the batch's rows use
  * is kept (in r, until the next call or fmt_ipc_close), padding and the rest of an over-long
- * buffer are dropped as they pass. Other messages, and a column of a type this build does not
- * convert (an .ald holds none), are errors. */
+ * buffer are dropped as they pass. A body whose buffers may keep more than FMT_IPC_SPILL_MIN
+ * bytes is kept in a temporary file ($TMPDIR), mapped: r->spilled, and the batch's buffers lie in
+ * r->spill's mapping, whose pages its decoding touched have left the resident set again (the
+ * memory rule, issue 26: fmt_batch_slicer reads slices of it from the file). Other messages, and
+ * a column of a type this build does not convert (an .ald holds none), are errors. */
+#define FMT_IPC_SPILL_MIN ((uint64_t)16 << 20)
 fmt_kind fmt_ipc_next_message(fmt_ipc_reader *r, const uint8_t *meta, size_t n, fmt_ipc_pull_fn pull, void *ctx,
 			      fmt_batch *b, fmt_err *e);
 /* 1 if the bytes start like an IPC file (ARROW1) or stream (a Schema message). */

@@ -102,6 +102,13 @@ fmt_kind fmt_source_read_upto(fmt_source *s, uint64_t off, void *dst, size_t n, 
 /* Copy n bytes at off into dst; an out-of-range request is InvalidFormat ("truncated"). */
 fmt_kind fmt_source_read(fmt_source *s, uint64_t off, void *dst, size_t n, fmt_err *e);
 
+/* Where [p, p + n) lies in s's mapping (its file offset), or UINT64_MAX when it does not. */
+uint64_t fmt_source_mapped_at(const fmt_source *s, const void *p, size_t n);
+/* Copy n bytes at off of a regular file's source into dst with pread, mapped or not: from the page
+ * cache, so that a mapped file's pages are not mapped into the process (on Linux 6.18 a fault maps
+ * a page's whole folio, up to 2 MiB, into the resident set). */
+fmt_kind fmt_source_pread(const fmt_source *s, uint64_t off, void *dst, size_t n, fmt_err *e);
+
 /* A pointer to n bytes at off, valid until fmt_source_close (maps the file on first use). A
  * sequential source gives views of its head only (UnsupportedVersion past it). */
 fmt_kind fmt_source_view(fmt_source *s, uint64_t off, uint64_t n, const uint8_t **out, fmt_err *e);

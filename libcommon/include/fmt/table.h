@@ -237,6 +237,33 @@ fmt_kind fmt_batch_check_from(const fmt_schema *s, const fmt_batch *b, uint64_t 
 fmt_kind fmt_batch_slice(const fmt_schema *s, const fmt_batch *src, uint64_t start, uint64_t count,
 			 fmt_batch *dst, fmt_err *e);
 
+/* A batch too big to hand on whole (issue 26: one record batch of an Arrow IPC file or an .ald
+ * may hold gigabytes) goes to the consumers in row slices: one of more than FMT_SLICE_OVER bytes
+ * (its values, offsets, string bytes and bitmaps) in slices of about FMT_SLICE_BYTES (a single
+ * row may be more), each a whole multiple of 8 rows but the last, so that bitmaps are cut at byte
+ * boundaries. How many slices and where they cut depends on the batch alone (its rows' bytes), so
+ * that an output is the same bytes whatever reads it; a batch of at most FMT_SLICE_OVER (the
+ * batches fmtkit's readers make, and so the record batches it writes) is handed on as it is. What
+ * a slice takes from the mapping of src (when given) is read from the file into buffers the slice
+ * owns (fmt_source_pread), so that the pages of the batch are never mapped: a batch's columns lie
+ * far apart in the file, and a fault maps a page's whole folio. */
+#define FMT_SLICE_OVER ((uint64_t)8 << 20)
+#define FMT_SLICE_BYTES ((uint64_t)2 << 20)
+typedef struct fmt_batch_slicer {
+	void *whole;           /* the batch being sliced, which its slices share (freed with the
+				* last of them); NULL: none */
+	uint64_t at, target;   /* its next row; the bytes a slice aims at */
+} fmt_batch_slicer;
+/* In a driver's next, b just read (checked or not) and not empty: when it holds more than
+ * FMT_SLICE_OVER, sl takes it and b becomes its first slice. */
+fmt_kind fmt_batch_slicer_take(fmt_batch_slicer *sl, const fmt_schema *s, const fmt_source *src, fmt_batch *b,
+			       fmt_err *e);
+/* In a driver's next, b as fmt_table_next gives it (initialised, empty): the next slice of the
+ * batch sl holds into b, *got = 1; *got = 0 when sl holds none (then b is untouched). */
+fmt_kind fmt_batch_slicer_next(fmt_batch_slicer *sl, const fmt_schema *s, const fmt_source *src, fmt_batch *b,
+			       int *got, fmt_err *e);
+void fmt_batch_slicer_free(fmt_batch_slicer *sl);
+
 /* Row accessors on a checked batch. */
 int fmt_column_is_null(const fmt_column *c, uint64_t row);
 int fmt_column_bool(const fmt_column *c, uint64_t row);
