@@ -134,18 +134,6 @@ void fmt_batch_share_release(void *p)
 	}
 }
 
-static uint64_t sat_add(uint64_t a, uint64_t b)
-{
-	uint64_t r;
-	return fmt_add_u64(a, b, &r) ? UINT64_MAX : r;
-}
-
-static uint64_t sat_mul(uint64_t a, uint64_t b)
-{
-	uint64_t r;
-	return fmt_mul_u64(a, b, &r) ? UINT64_MAX : r;
-}
-
 /* The bytes of rows [a, b) of column c: its values, offsets, string bytes and bitmaps. */
 static uint64_t rows_bytes(const fmt_field *f, const fmt_column *c, uint64_t a, uint64_t b)
 {
@@ -159,14 +147,15 @@ static uint64_t rows_bytes(const fmt_field *f, const fmt_column *c, uint64_t a, 
 		return bits + 4 * n + (fmt_rd_u32((const uint8_t *)c->offsets + 4 * b) -
 				       fmt_rd_u32((const uint8_t *)c->offsets + 4 * a));
 	case FMT_C_LARGE_UTF8:
-		return sat_add(bits + 8 * n, fmt_rd_u64((const uint8_t *)c->offsets + 8 * b) -
+		return fmt_sat_add_u64(bits + 8 * n, fmt_rd_u64((const uint8_t *)c->offsets + 8 * b) -
 				       fmt_rd_u64((const uint8_t *)c->offsets + 8 * a));
 	case FMT_C_FIXED_SIZE_LIST: {
-		uint64_t items = sat_mul(n, f->list_size);
-		return sat_add(bits + (c->elem_validity ? items / 8 + 1 : 0), sat_mul(items, fmt_ctype_width(f->elem)));
+		uint64_t items = fmt_sat_mul_u64(n, f->list_size);
+		return fmt_sat_add_u64(bits + (c->elem_validity ? items / 8 + 1 : 0),
+				       fmt_sat_mul_u64(items, fmt_ctype_width(f->elem)));
 	}
 	default:
-		return bits + sat_mul(n, fmt_ctype_width(f->type));
+		return bits + fmt_sat_mul_u64(n, fmt_ctype_width(f->type));
 	}
 }
 
@@ -174,7 +163,7 @@ static uint64_t batch_bytes(const fmt_schema *s, const fmt_batch *b, uint64_t fr
 {
 	uint64_t sum = 0;
 	for (size_t i = 0; i < s->n_fields; i++)
-		sum = sat_add(sum, rows_bytes(&s->fields[i], &b->columns[i], from, to));
+		sum = fmt_sat_add_u64(sum, rows_bytes(&s->fields[i], &b->columns[i], from, to));
 	return sum;
 }
 

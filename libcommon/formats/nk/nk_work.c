@@ -8,18 +8,6 @@
 #include "fmt/checked.h"
 #include "fmt/nk.h"
 
-static uint64_t sat_mul(uint64_t a, uint64_t b)
-{
-	uint64_t r;
-	return fmt_mul_u64(a, b, &r) ? UINT64_MAX : r;
-}
-
-static uint64_t sat_add(uint64_t a, uint64_t b)
-{
-	uint64_t r;
-	return fmt_add_u64(a, b, &r) ? UINT64_MAX : r;
-}
-
 static uint64_t positions(nk_shape s)
 {
 	return (uint64_t)s.h * s.w;
@@ -30,7 +18,7 @@ static uint64_t pairs_at(const nk_model *nm, uint32_t first, uint32_t n, uint64_
 {
 	uint64_t sum = 0;
 	for (uint32_t p = first; p < first + n; p++)
-		sum = sat_add(sum, sat_mul(nm->weights[p].count, at));
+		sum = fmt_sat_add_u64(sum, fmt_sat_mul_u64(nm->weights[p].count, at));
 	return sum;
 }
 
@@ -39,7 +27,7 @@ static uint64_t pairs_at(const nk_model *nm, uint32_t first, uint32_t n, uint64_
 static uint64_t uib_work(const nk_model *nm, const nk_layer *l)
 {
 	uint32_t per_op = nm->quantized ? 1 : 2, before_middle = (l->start_dw ? per_op : 0) + per_op;
-	return sat_add(pairs_at(nm, l->first_pair, before_middle, positions(l->uib_start)),
+	return fmt_sat_add_u64(pairs_at(nm, l->first_pair, before_middle, positions(l->uib_start)),
 		       pairs_at(nm, l->first_pair + before_middle, l->n_pairs - before_middle, positions(l->out)));
 }
 
@@ -52,9 +40,9 @@ static uint64_t pafpn_work(const nk_model *nm, const nk_layer *l)
 	uint64_t area = positions(l->in), sum = 0;
 	uint32_t p = l->first_pair, per_head = 4 + 2 * l->convs;
 	for (uint32_t i = 0; i < 11; i++)
-		sum = sat_add(sum, pairs_at(nm, p + i, 1, sat_mul(area, scale_of_pair[i])));
+		sum = fmt_sat_add_u64(sum, pairs_at(nm, p + i, 1, fmt_sat_mul_u64(area, scale_of_pair[i])));
 	for (uint32_t h = 0; h < 3; h++)
-		sum = sat_add(sum, pairs_at(nm, p + 11 + h * per_head, per_head, sat_mul(area, scale_of_head[h])));
+		sum = fmt_sat_add_u64(sum, pairs_at(nm, p + 11 + h * per_head, per_head, fmt_sat_mul_u64(area, scale_of_head[h])));
 	return sum;
 }
 
@@ -63,7 +51,7 @@ static uint64_t layer_work(const nk_model *nm, const nk_layer *l)
 	switch (l->kind) {
 	case NK_DENSE: return pairs_at(nm, l->first_pair, l->n_pairs, l->in.h); /* h: an MLP's rows */
 	case NK_MAXPOOL: case NK_AVGPOOL:
-		return sat_mul(sat_mul(l->kh, l->kw), nk_shape_count(l->out));
+		return fmt_sat_mul_u64(fmt_sat_mul_u64(l->kh, l->kw), nk_shape_count(l->out));
 	case NK_FLATTEN: case NK_FEATURE_TAP: return 0;
 	case NK_UIB: return uib_work(nm, l);
 	case NK_PAFPN: return pafpn_work(nm, l);
@@ -77,7 +65,7 @@ void fmt_nk_count_work(nk_model *nm)
 	nm->work = 0;
 	for (uint32_t i = 0; i < nm->n_layers; i++) {
 		nm->layers[i].work = layer_work(nm, &nm->layers[i]);
-		nm->work = sat_add(nm->work, nm->layers[i].work);
+		nm->work = fmt_sat_add_u64(nm->work, nm->layers[i].work);
 	}
 }
 
@@ -91,7 +79,7 @@ fmt_kind fmt_nk_check_work(const nk_model *nm, uint64_t limit, fmt_err *e)
 	uint64_t sum = 0;
 	for (uint32_t i = 0; i < nm->n_layers; i++) {
 		const nk_layer *l = &nm->layers[i];
-		sum = sat_add(sum, l->work);
+		sum = fmt_sat_add_u64(sum, l->work);
 		if (sum <= limit)
 			continue;
 		char layer[32], total[32];
@@ -107,7 +95,7 @@ fmt_kind fmt_nk_check_work(const nk_model *nm, uint64_t limit, fmt_err *e)
 
 fmt_kind fmt_nk_check_values(const nk_model *nm, uint64_t limit, fmt_err *e)
 {
-	uint64_t sum = sat_add(nm->input_count, nm->output_count);
+	uint64_t sum = fmt_sat_add_u64(nm->input_count, nm->output_count);
 	if (sum <= limit)
 		return FMT_OK;
 	return fmt_fail(e, FMT_UNSUPPORTED,

@@ -17,6 +17,20 @@ static inline int fmt_mul_u64(uint64_t a, uint64_t b, uint64_t *out)
 	return __builtin_mul_overflow(a, b, out);
 }
 
+/* a + b and a x b, UINT64_MAX when they overflow: for counts that only bound something (a
+ * budget, a cost), where "too many" is the answer either way. */
+static inline uint64_t fmt_sat_add_u64(uint64_t a, uint64_t b)
+{
+	uint64_t r;
+	return fmt_add_u64(a, b, &r) ? UINT64_MAX : r;
+}
+
+static inline uint64_t fmt_sat_mul_u64(uint64_t a, uint64_t b)
+{
+	uint64_t r;
+	return fmt_mul_u64(a, b, &r) ? UINT64_MAX : r;
+}
+
 /* Round x up to a multiple of align (a power of two). */
 static inline int fmt_align_up_u64(uint64_t x, uint64_t align, uint64_t *out)
 {
