@@ -655,3 +655,14 @@ Try 'fmt-convert --help'."
 	assert_failure 2
 	assert_output --partial "tiny.safetensors: --dtype Q4_K_M needs the model's general.architecture"
 }
+
+@test "fmt-convert: usage errors come before --sign-key's key is read (its passphrase would be asked first; old: the key's error)" {
+	make_samples
+	run --separate-stderr fmt-convert --sign-key missing.key --dtype q8 "$SAMPLES/tiny.safetensors" out.apsim
+	assert_failure 2
+	[[ $stderr == "fmt-convert: error: --dtype takes "*"(not 'q8'; did you mean "* ]] || fail "$stderr"
+	run --separate-stderr fmt-convert --sign-key missing.key --dtype f16 "$SAMPLES/tiny.safetensors" out.apsim
+	assert_failure 3
+	assert_equal "$stderr" "fmt-convert: error: missing.key: cannot open the secret key: No such file or directory"
+	[ ! -e out.apsim ]
+}

@@ -36,9 +36,10 @@ int main(int argc, char **argv)
 	convert_take_common(&a.o, &cli.common);
 	if ((bad = convert_output(&a, output)))
 		return fmt_cli_usage_error(tool, bad);
-	fmt_kind k = convert_load_sign_key(&a.o, &e);
-	if (k == FMT_OK && (bad = convert_kind_checks(&a, output)))
+	/* every usage check before the key, whose passphrase may be asked for */
+	if ((bad = convert_kind_checks(&a, output)))
 		return fmt_cli_usage_error(tool, bad);
+	fmt_kind k = convert_load_sign_key(&a.o, &e);
 	fmt_report_input(records(output, &a.o), input, NULL);
 	if (k == FMT_OK)
 		k = a.o.to ? fmt_pipeline_run(input, output, &a.o, &e) : fmt_pipeline_dataset(input, output, &a.o, &e);
