@@ -701,12 +701,16 @@ static fmt_kind read_at(fmt_source *s, uint64_t off, void *dst, size_t n, fmt_er
 	return fmt_source_pread(s, off, dst, n, e);
 }
 
+/* Whether [p, p + n) lies in s's mapping. */
+static int in_mapping(const fmt_source *s, const uint8_t *from, size_t n)
+{
+	const uint8_t *map = s->map;
+	return map && from >= map && from <= map + s->size && n <= (size_t)(map + s->size - from);
+}
+
 uint64_t fmt_source_mapped_at(const fmt_source *s, const void *p, size_t n)
 {
-	const uint8_t *map = s->map, *from = p;
-	if (!map || s->fd < 0 || from < map || from > map + s->size || n > (size_t)(map + s->size - from))
-		return UINT64_MAX;
-	return (uint64_t)(from - map);
+	return s->fd >= 0 && in_mapping(s, p, n) ? (uint64_t)((const uint8_t *)p - (const uint8_t *)s->map) : UINT64_MAX;
 }
 
 fmt_kind fmt_source_pread(const fmt_source *s, uint64_t off, void *dst, size_t n, fmt_err *e)
@@ -782,8 +786,8 @@ fmt_kind fmt_source_view(fmt_source *s, uint64_t off, uint64_t n, const uint8_t 
 
 void fmt_source_drop(const fmt_source *s, const void *p, size_t n)
 {
-	const uint8_t *map = s->map, *from = p;
-	if (!map || from < map || from > map + s->size || n > (size_t)(map + s->size - from))
+	const uint8_t *from = p;
+	if (!in_mapping(s, from, n))
 		return;
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t start = ((uintptr_t)from + page - 1) & ~(page - 1), end = ((uintptr_t)from + n) & ~(page - 1);
