@@ -234,8 +234,10 @@ static fmt_keep batch_keep = FMT_KEEP_INIT(FMT_KEEP_SLOTS_MAX, 8u << 20, 48u << 
 
 void *fmt_batch_buffer(size_t n)
 {
-	/* sizes rounded up, so that a kept buffer holds the next batch's slightly larger column */
-	size_t step = n >= (1u << 20) ? (size_t)1 << 16 : (size_t)1 << 12;
+	/* sizes rounded up, so that a kept buffer holds the next batch's slightly larger column; a
+	 * small one (below 64 KiB) to 64 bytes only: a batch of 4000 columns of 2 KiB each took
+	 * twice its bytes rounded to 4 KiB (and such buffers are malloc's, never kept for long) */
+	size_t step = n >= (1u << 20) ? (size_t)1 << 16 : n >= (1u << 16) ? (size_t)1 << 12 : 64;
 	return fmt_keep_take(&batch_keep, n > SIZE_MAX - step ? n : (n + step - 1) & ~(step - 1));
 }
 

@@ -145,7 +145,8 @@ static fmt_kind write_serial(fmt_table *in, fmt_sink *k, fmt_text_put_row_fn put
  * next slot of a ring; whoever finishes the chunk next in order writes the slots that are
  * ready, in order, one writer at a time. Memory: SLOTS_PER_THREAD * threads slots of text, and
  * a batch twice (the reader's and the copy). */
-enum { CHUNK_TEXT = 256u << 10, SLOTS_PER_THREAD = 4, FIRST_CHUNK_ROWS = 256, COPY_MAX = 16u << 20 };
+enum { CHUNK_TEXT = 256u << 10, SLOTS_PER_THREAD = 4, FIRST_CHUNK_ROWS = 256, FIRST_COLUMN_BYTES = 4,
+       COPY_MAX = 16u << 20 };
 enum { SLOT_FREE, SLOT_BUSY, SLOT_DONE };
 
 /* one cache line or more each: two threads appending to neighbouring slots would otherwise
@@ -216,13 +217,22 @@ static int can_take(const text_par *p)
 	       p->slots[p->taken % p->n_slots].state == SLOT_FREE;
 }
 
+/* The rows of a chunk before the text's bytes a row are known: FIRST_CHUNK_ROWS, fewer when a row
+ * has many columns (FIRST_COLUMN_BYTES each at least): 256 rows of 4000 columns were 5 MB of
+ * text, and each slot that took them kept 8 MB. */
+static uint64_t first_chunk_rows(const fmt_batch *b)
+{
+	uint64_t least = (uint64_t)b->n_columns * FIRST_COLUMN_BYTES, n = least ? CHUNK_TEXT / least + 1 : FIRST_CHUNK_ROWS;
+	return n < FIRST_CHUNK_ROWS ? n : FIRST_CHUNK_ROWS;
+}
+
 /* Take the next chunk of the batch, format it and write what is ready; with the lock held. */
 static void format_one_locked(text_par *p)
 {
 	text_slot *s = &p->slots[p->taken++ % p->n_slots];
 	const fmt_batch *b = p->batch;
 	uint64_t per_row = p->text_rows ? p->text_bytes / p->text_rows : 0;
-	uint64_t row0 = p->next_row, n = per_row ? CHUNK_TEXT / (per_row + 1) + 1 : FIRST_CHUNK_ROWS;
+	uint64_t row0 = p->next_row, n = per_row ? CHUNK_TEXT / (per_row + 1) + 1 : first_chunk_rows(b);
 	if (n > b->n_rows - row0)
 		n = b->n_rows - row0;
 	p->next_row += n;

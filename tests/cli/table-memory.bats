@@ -351,15 +351,16 @@ PY
 	assert_equal "$(jq -c '[.parquet.row_groups[] | .rows] | .[0:-1] | unique' <<<"$output")" '[122880]'
 }
 
-@test "a Parquet row group of 2,800 constant BIGINT columns of 1,024 rows -> CSV: peak RSS under 48 MiB at -T 1 and 88 MiB at -T 2 (was 85 and 122 MiB), every value" {
+@test "a Parquet row group of 2,800 constant BIGINT columns of 1,024 rows -> CSV: peak RSS within 32 MiB + threads x 8 MiB (a batch) at -T 1 and 2 (was 85 and 122 MiB, then 38 and 73), every value" {
 	# Each buffer of a column's cursor (the read window, the dictionary, the slice's values,
 	# indices and levels...) was allocated 4 KiB at least, whatever the chunk needed: about 24 KiB
 	# a column beside its data (a dictionary of one entry, a page of a few bytes). They now start
-	# at what is needed.
+	# at what is needed, a slice holds 64 values of a table this wide, and a batch's columns share
+	# blocks of 1 MiB (see the test of 4,000 columns below).
 	"$REPO_ROOT/scripts/gen/parquet-cases" --wide w.parquet 2800 1024
 	local t rss bound
 	for t in 1 2; do
-		bound=$((t == 1 ? 48 : 88))
+		bound=$((32 + 8 * t))
 		rss=$(/usr/bin/time -f '%M' fmt-convert -q -T $t w.parquet $t.csv 2>&1 >/dev/null | tail -n 1)
 		echo "-T $t -> CSV: peak RSS $rss KiB" >&3
 		asan_build || [ "$rss" -le $((bound * 1024)) ] || fail "-T $t: peak RSS $rss KiB, over $bound MiB"
@@ -422,3 +423,28 @@ peak_kib() {
 	run -0 fmt-inspect --json arrow-2.arrow
 	assert_equal "$(jq -c '[.rows, .arrow.record_batches]' <<<"$output")" "[$rows,51]"
 }
+
+@test "a Parquet row group of 4,000 constant BIGINT columns of 16,384 rows (430 KB) -> CSV: peak RSS within 32 MiB + threads x 8 MiB (a batch of 262 rows) at -T 1, 2, 3 (was 53, 102, 130 MiB), the same CSV at each" {
+	# Where it went (valgrind massif, old binary, -T 1): 27 MB in the columns' cursors (a slice
+	# of a batch's 262 values: their dictionary values 4 KiB, indices 2 KiB and levels 512 bytes
+	# a column), 16.6 MB a batch (each column's 2 KiB rounded to a buffer of 4 KiB), 3.4 MB the
+	# cursors themselves; at -T 2 a batch decoded ahead, the CSV writer's copy and its text slots
+	# (the first chunk of 256 rows of 20 KB each), and 4,000 buffers a batch scattered over the
+	# threads' malloc arenas. Now a slice holds 64 values (2 MiB of slices together), the columns
+	# of a batch share blocks of 1 MiB, and the writer's first chunk is 16 rows of this width.
+	"$REPO_ROOT/scripts/gen/parquet-cases" --wide w.parquet 4000 16384
+	local t rss
+	for t in 1 2 3; do
+		rss=$(peak_kib fmt-convert -q -T $t w.parquet $t.csv)
+		echo "-T $t -> CSV: peak RSS $rss KiB" >&3
+		asan_build || [ "$rss" -le $(((32 + 8 * t) * 1024)) ] || fail "-T $t: peak RSS $rss KiB, over $((32 + 8 * t)) MiB"
+	done
+	cmp 1.csv 2.csv
+	cmp 1.csv 3.csv
+	# column i holds i in every row
+	assert_equal "$(wc -l <1.csv)" 16385
+	assert_equal "$(tail -n +2 1.csv | sort -u | wc -l)" 1
+	assert_equal "$(sed -n 16385p 1.csv | tr , '\n' | awk '$1 != NR - 1' | wc -l)" 0
+	assert_equal "$(sed -n 2p 1.csv | cut -d, -f1,2,4000)" "0,1,3999"
+}
+

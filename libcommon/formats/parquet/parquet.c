@@ -33,6 +33,13 @@
  * a file of up to 16 columns of 8 bytes keeps BATCH_MAX rows (and so the record batches that
  * fmt-convert writes of them to Arrow IPC or .ald). */
 #define BATCH_ALL_BYTES (8u << 20)
+/* The values a column's slice (pq_read.c) holds at most: a batch's rows, or fewer when many
+ * columns are read, so that their slices together (a value's bytes, its dictionary index and
+ * level: about SLICE_VALUE_BYTES) stay near SLICES_ALL_BYTES; SLICE_LEAST at least (each slice
+ * costs its set-up). The slices of 4000 BIGINT columns of a batch of 262 rows held 28 MB. */
+#define SLICES_ALL_BYTES (2u << 20)
+#define SLICE_VALUE_BYTES 16u
+#define SLICE_LEAST 64u
 
 /* The batch after the one the caller has, decoded on a thread of its own (-T 2 and more). */
 typedef struct pq_ahead {
@@ -68,12 +75,15 @@ typedef struct pq_state {
 	long *leaf_of;           /* per field: its leaf, -1 for nested or not used */
 	pq_budget budget;        /* what the open row group's cursors hold decoded */
 	uint64_t batch_rows, batch_max;
+	uint64_t slice_max;      /* a flat column's slice: values at most (SLICES_ALL_BYTES) */
 	fmt_range_test_fn skip_test; /* --where pushed down (skip_blocks), or NULL */
 	void *skip_ctx;
 	pq_range range;            /* a row group's statistics for skip_test */
 	const fmt_field *fields;   /* the driver's schema (what next is called with: a view over the
 				    * table may have put another in t->schema since) */
 	size_t n_fields;
+	uint8_t **block_mem;       /* per field: its memory in a block of the batch being read, or
+				    * NULL: buffers of its own */
 	int threads;
 	uint64_t batches;          /* handed out */
 	pq_ahead ahead;
@@ -107,6 +117,7 @@ static void pq_close(fmt_table *t)
 		fmt_pq_cursor_free(&s->cursors[i]);
 	free(s->cursors);
 	free(s->leaf_of);
+	free(s->block_mem);
 	fmt_sb_free(&s->range.bytes);
 	fmt_pq_meta_free(&s->m);
 	free(s);
@@ -200,15 +211,25 @@ static uint64_t rows_for(const fmt_field *f, uint64_t want)
 static void batch_sizes(pq_state *s, const fmt_table *t)
 {
 	const fmt_schema *sc = &t->schema;
-	uint64_t lists = 0, all = 0;
+	uint64_t lists = 0, all = 0, read = 0;
 	for (size_t i = 0; i < sc->n_fields; i++) {
 		uint64_t w = list_width(&sc->fields[i]), v = s->leaf_of[i] >= 0 ? value_width(&sc->fields[i]) : 0;
-		lists = lists > UINT64_MAX - w ? UINT64_MAX : lists + w;
-		all = all > UINT64_MAX - v ? UINT64_MAX : all + v;
+		lists = fmt_sat_add_u64(lists, w);
+		all = fmt_sat_add_u64(all, v);
+		read += v != 0;
 	}
 	uint64_t want = t->opts && t->opts->batch_rows ? t->opts->batch_rows : BATCH_MAX;
 	s->batch_max = rows_within(all, BATCH_ALL_BYTES, rows_within(lists, BATCH_BYTES, want));
 	s->batch_rows = BATCH_FIRST < s->batch_max ? BATCH_FIRST : s->batch_max;
+	s->slice_max = rows_within(fmt_sat_mul_u64(read, SLICE_VALUE_BYTES), SLICES_ALL_BYTES, s->batch_max);
+	if (s->slice_max < SLICE_LEAST && s->batch_max > SLICE_LEAST)
+		s->slice_max = SLICE_LEAST;
+}
+
+/* The values a slice of leaf l's cursor holds at most (a list leaf's: a batch's rows). */
+static uint64_t slice_max_of(const pq_state *s, size_t l)
+{
+	return s->m.leaves[l].list ? s->batch_max : s->slice_max;
 }
 
 static fmt_kind pq_open(fmt_table *t, fmt_err *e)
@@ -285,7 +306,7 @@ static fmt_kind open_group(pq_state *s, size_t g, fmt_err *e)
 			continue;
 		fmt_kind k = fmt_pq_cursor_open(&s->cursors[l], &s->m.leaves[l], &s->m.groups[g].chunks[l], &s->f,
 					       &s->budget, 0, 0, e);
-		s->cursors[l].slice_max = s->batch_max;
+		s->cursors[l].slice_max = slice_max_of(s, (size_t)l);
 		if (k == FMT_OK)
 			k = chunk_holds_the_rows(s, g, (size_t)l, &s->cursors[l], e);
 		if (k != FMT_OK)
@@ -446,7 +467,8 @@ static void take_task(void *ctx, size_t i)
 	fmt_err_clear(&t->err);
 	t->kind = FMT_OK;
 	if (l >= 0 && j->s->fields[i].type != FMT_C_OTHER)
-		t->kind = fmt_pq_cursor_take(&j->s->cursors[l], &j->s->fields[i], j->n, &j->b->columns[i], &t->own, &t->err);
+		t->kind = fmt_pq_cursor_take_into(&j->s->cursors[l], &j->s->fields[i], j->n, j->s->block_mem[i],
+						  &j->b->columns[i], &t->own, &t->err);
 }
 
 /* n rows of every field on the pool; the first failing field's error, as one after another. */
@@ -468,6 +490,59 @@ static fmt_kind take_on_pool(pq_state *s, fmt_batch *b, uint64_t n, fmt_err *e)
 		free(t->own.owned);
 	}
 	return k;
+}
+
+/* A batch's fixed-width columns of fewer bytes than BLOCK_COLUMN_MAX (bitmap and values) share
+ * blocks of about BLOCK_BYTES that the batch owns (batch buffers of that size are kept for the
+ * next batches, not given back to the system): a table of 4000 columns took 4000 buffers of
+ * 2 KiB a batch, scattered over the malloc arenas of the threads that made them (10 MB more
+ * peak RSS at -T 2). A column of more has its buffers, as a narrow table's always did. */
+#define BLOCK_COLUMN_MAX (64u << 10)
+#define BLOCK_BYTES (1u << 20)
+
+/* The bytes field i of a batch of n rows takes in a block (0: none). */
+static uint64_t block_bytes(const pq_state *s, size_t i, uint64_t n)
+{
+	long l = s->leaf_of[i];
+	uint64_t need = l < 0 || s->fields[i].type == FMT_C_OTHER ? 0 : fmt_pq_take_bytes(&s->cursors[l], &s->fields[i], n);
+	return need < BLOCK_COLUMN_MAX ? need : 0;
+}
+
+/* A block of total bytes for the fields [from, to) of a batch of n rows, owned by b. */
+static fmt_kind give_block(pq_state *s, fmt_batch *b, uint64_t n, size_t from, size_t to, uint64_t total, fmt_err *e)
+{
+	if (total == 0)
+		return FMT_OK;
+	uint8_t *block = fmt_batch_buffer((size_t)total);
+	if (!block)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	fmt_kind k = fmt_batch_own_buffer(b, block, e);
+	for (size_t i = from; k == FMT_OK && i < to; i++) {
+		uint64_t need = block_bytes(s, i, n);
+		s->block_mem[i] = need ? block : NULL;
+		block += need;
+	}
+	return k;
+}
+
+/* s->block_mem for a batch of n rows into b. */
+static fmt_kind batch_blocks(pq_state *s, fmt_batch *b, uint64_t n, fmt_err *e)
+{
+	size_t from = 0;
+	uint64_t total = 0;
+	for (size_t i = 0; i < s->n_fields; i++) {
+		uint64_t need = block_bytes(s, i, n);
+		s->block_mem[i] = NULL;
+		if (need && total + need > BLOCK_BYTES) {
+			fmt_kind k = give_block(s, b, n, from, i, total, e);
+			if (k != FMT_OK)
+				return k;
+			from = i;
+			total = 0;
+		}
+		total += need;      /* below BLOCK_BYTES + BLOCK_COLUMN_MAX */
+	}
+	return give_block(s, b, n, from, s->n_fields, total, e);
 }
 
 /* The next batch into b (whose columns are the driver's fields). */
@@ -496,6 +571,9 @@ static fmt_kind next_batch(pq_state *s, fmt_batch *b, int *done, fmt_err *e)
 		s->batch_rows = s->batch_rows * 2 < s->batch_max ? s->batch_rows * 2 : s->batch_max;
 	b->n_rows = n;
 	b->first_row = s->m.groups[s->group].first_row + ((uint64_t)s->m.groups[s->group].num_rows - s->group_left);
+	fmt_kind bk = batch_blocks(s, b, n, e);
+	if (bk != FMT_OK)
+		return bk;
 	if (s->ahead.pool) {
 		fmt_kind k = take_on_pool(s, b, n, e);
 		if (k != FMT_OK)
@@ -505,7 +583,8 @@ static fmt_kind next_batch(pq_state *s, fmt_batch *b, int *done, fmt_err *e)
 		long l = s->leaf_of[i];
 		if (l < 0 || s->fields[i].type == FMT_C_OTHER)
 			continue; /* not converted: refused by the batch check unless deselected */
-		fmt_kind k = fmt_pq_cursor_take(&s->cursors[l], &s->fields[i], n, &b->columns[i], b, e);
+		fmt_kind k = fmt_pq_cursor_take_into(&s->cursors[l], &s->fields[i], n, s->block_mem[i],
+						     &b->columns[i], b, e);
 		if (k != FMT_OK)
 			return k;
 	}
@@ -630,6 +709,8 @@ static fmt_kind pq_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 		return ahead_take(s, b, done, e);
 	s->fields = t->schema.fields;
 	s->n_fields = t->schema.n_fields;
+	if (!s->block_mem && !(s->block_mem = calloc(s->n_fields ? s->n_fields : 1, sizeof *s->block_mem)))
+		return fmt_fail(e, FMT_IO, "out of memory");
 	/* the first batch on the caller's thread: --head reads it and stops */
 	if (s->threads > 1 && s->batches > 0 && ahead_start(s))
 		return ahead_take(s, b, done, e);
@@ -719,7 +800,7 @@ static fmt_kind verify_group(pq_state *s, const fmt_field *fields, size_t g, pq_
 		fmt_kind k = fmt_pq_cursor_open(c, leaf, &s->m.groups[g].chunks[l], &s->f, &budget, 1,
 					       leaf->max_rep > 0 && !leaf->list, e);
 		c->walk_only = walk_only;
-		c->slice_max = s->batch_max;   /* as the reader's cursors */
+		c->slice_max = slice_max_of(s, l);   /* as the reader's cursors */
 		if (k == FMT_OK && !walk_only && leaf->field >= 0 && fields[leaf->field].type != FMT_C_OTHER)
 			k = check_chunk_values(s, &fields[leaf->field], g, l, c, e);
 		if (k == FMT_OK)

@@ -305,6 +305,13 @@ void fmt_pq_cursor_rows(pq_cursor *c, uint64_t first_row, uint64_t rows);
 fmt_kind fmt_pq_list_size(pq_cursor *c, uint64_t *size, uint64_t *row, int *found, fmt_err *e);
 /* n rows of the column into col (buffers owned by b), converted as f says. */
 fmt_kind fmt_pq_cursor_take(pq_cursor *c, const fmt_field *f, uint64_t n, fmt_column *col, fmt_batch *b, fmt_err *e);
+/* The bytes n rows of f take in a block shared by a batch's columns (their bitmap and values,
+ * each at a multiple of 64 bytes): 0 for a column whose buffers are its own (strings, lists). */
+uint64_t fmt_pq_take_bytes(const pq_cursor *c, const fmt_field *f, uint64_t n);
+/* fmt_pq_cursor_take into mem (fmt_pq_take_bytes of it, which the batch owns), or, NULL or a
+ * column of its own buffers, into buffers b then owns. */
+fmt_kind fmt_pq_cursor_take_into(pq_cursor *c, const fmt_field *f, uint64_t n, uint8_t *mem, fmt_column *col,
+				 fmt_batch *b, fmt_err *e);
 /* The next data page into the cursor (dictionary pages taken on the way); *none: the chunk's
  * bytes are over. */
 fmt_kind fmt_pq_cursor_next_page(pq_cursor *c, int *none, fmt_err *e);

@@ -1291,14 +1291,32 @@ static int is_string(fmt_ctype t)
 	return t == FMT_C_UTF8 || t == FMT_C_BINARY;
 }
 
-/* The buffers of n rows of f: a bitmap's last byte cleared past its rows, as calloc gave it. */
-static fmt_kind out_open(pq_cursor *c, const fmt_field *f, uint64_t n, out_col *o, fmt_err *e)
+/* Bytes rounded up to a multiple of 64 (a cache line). */
+static uint64_t line_up(uint64_t n)
+{
+	return (n + 63) & ~(uint64_t)63;
+}
+
+uint64_t fmt_pq_take_bytes(const pq_cursor *c, const fmt_field *f, uint64_t n)
+{
+	if (c->leaf->list || is_string(f->type) || f->type == FMT_C_OTHER || f->type == FMT_C_LARGE_UTF8 ||
+	    f->type == FMT_C_FIXED_SIZE_LIST)
+		return 0;
+	uint64_t bitmap = (n + 7) / 8, values = f->type == FMT_C_BOOL ? bitmap : n * fmt_ctype_width(f->type);
+	return (c->leaf->max_def > 0 ? line_up(bitmap ? bitmap : 1) : 0) + line_up(values ? values : 1);
+}
+
+/* The buffers of n rows of f (in mem, of fmt_pq_take_bytes, when it is not NULL): a bitmap's
+ * last byte cleared past its rows, as calloc gave it. */
+static fmt_kind out_open(pq_cursor *c, const fmt_field *f, uint64_t n, uint8_t *mem, out_col *o, fmt_err *e)
 {
 	size_t bitmap = (size_t)((n + 7) / 8);
 	if (c->leaf->max_def > 0) {
-		if (!(o->validity = fmt_batch_buffer(bitmap ? bitmap : 1)))
+		o->validity = mem ? mem : fmt_batch_buffer(bitmap ? bitmap : 1);
+		if (!o->validity)
 			return oom(e);
 		memset(o->validity, 0xff, bitmap);
+		mem = mem ? mem + line_up(bitmap ? bitmap : 1) : NULL;
 	}
 	if (is_string(f->type)) {
 		/* as many bytes a row as the last batch had, and an eighth more */
@@ -1311,7 +1329,7 @@ static fmt_kind out_open(pq_cursor *c, const fmt_field *f, uint64_t n, out_col *
 		return FMT_OK;
 	}
 	size_t bytes = f->type == FMT_C_BOOL ? bitmap : (size_t)n * fmt_ctype_width(f->type);
-	if (!(o->values = fmt_batch_buffer(bytes ? bytes : 1)))
+	if (!(o->values = mem ? mem : fmt_batch_buffer(bytes ? bytes : 1)))
 		return oom(e);
 	if (f->type == FMT_C_BOOL)
 		memset(o->values, 0, bitmap);
@@ -1320,12 +1338,19 @@ static fmt_kind out_open(pq_cursor *c, const fmt_field *f, uint64_t n, out_col *
 
 fmt_kind fmt_pq_cursor_take(pq_cursor *c, const fmt_field *f, uint64_t n, fmt_column *col, fmt_batch *b, fmt_err *e)
 {
+	return fmt_pq_cursor_take_into(c, f, n, NULL, col, b, e);
+}
+
+fmt_kind fmt_pq_cursor_take_into(pq_cursor *c, const fmt_field *f, uint64_t n, uint8_t *mem, fmt_column *col,
+				 fmt_batch *b, fmt_err *e)
+{
 	if (c->leaf->list)
 		return fmt_pq_list_take(c, f, n, col, b, e);
 	out_col o = { 0 };
 	size_t bitmap = (size_t)((n + 7) / 8);
 	int strings = is_string(f->type);
-	fmt_kind k = out_open(c, f, n, &o, e);
+	mem = fmt_pq_take_bytes(c, f, n) ? mem : NULL;
+	fmt_kind k = out_open(c, f, n, mem, &o, e);
 	for (uint64_t row = 0; k == FMT_OK && row < n;) {
 		if (c->page_at == c->page_values) {
 			int none;
@@ -1350,12 +1375,14 @@ fmt_kind fmt_pq_cursor_take(pq_cursor *c, const fmt_field *f, uint64_t n, fmt_co
 		row += take;
 	}
 	if (k != FMT_OK) {
-		out_free(&o);
+		if (!mem)
+			out_free(&o);
 		return k;
 	}
 	col->null_count = o.nulls;
 	if (o.nulls == 0) {
-		fmt_batch_buffer_free(o.validity);
+		if (!mem)
+			fmt_batch_buffer_free(o.validity);
 		o.validity = NULL;
 	}
 	col->validity = o.validity;
@@ -1369,6 +1396,8 @@ fmt_kind fmt_pq_cursor_take(pq_cursor *c, const fmt_field *f, uint64_t n, fmt_co
 		col->values = o.values;
 		col->values_len = f->type == FMT_C_BOOL ? bitmap : (uint64_t)n * fmt_ctype_width(f->type);
 	}
+	if (mem)                    /* the block is the batch's */
+		return FMT_OK;
 	if (o.validity && (k = fmt_batch_own_buffer(b, o.validity, e)) != FMT_OK) {
 		o.validity = NULL;
 		out_free(&o);
