@@ -3,6 +3,7 @@
  * column chunk as an optional dictionary page and data pages v1 of at most PAGE_ROWS rows,
  * dictionary-encoded when that is smaller than PLAIN, compressed, with min/max/null count
  * statistics; the footer last (schema with logical types, key/value metadata). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 /* inlined: the dictionary hashes short values, where a call costs more than the hash */
@@ -10,11 +11,18 @@
 #include <xxhash.h>
 #include <zlib.h>
 #include "fmt/checked.h"
+#include "fmt/io.h"
 #include "fmt/version.h"
 #include "pq_internal.h"
 
 #define PAGE_ROWS 20000
 #define DICT_MAX_BYTES (1u << 20)
+/* The footer's RowGroup structs held in memory at most: more go to a temporary file, read back
+ * into the footer at the end. A table of 4000 columns ends its row groups (12 MiB held) every
+ * 220 rows, 263 KB of structs each: 150 MB of footer for 122,880 rows, held twice at the end. */
+#define GROUPS_HELD (256u << 10)
+/* The bytes the footer's structs are copied from that file at a time. */
+#define GROUPS_READ (256u << 10)
 
 typedef struct dict {
 	uint32_t *slots;            /* index + 1 of the entry, 0 for empty */
@@ -71,7 +79,9 @@ typedef struct writer {
 	fmt_sb page, comp, hdr;     /* scratch */
 	uint32_t *levels;
 	size_t levels_cap;
-	fmt_sb groups;              /* the footer's RowGroup structs, as written */
+	fmt_sb groups;              /* the footer's RowGroup structs, as written (those after the spilled) */
+	FILE *spill;                /* the structs before them, or NULL */
+	uint64_t spilled;           /* their bytes */
 	uint32_t n_groups;
 	uint64_t total_rows;
 } writer;
@@ -979,6 +989,39 @@ static void reset_column(colw *c)
 	dict_reset(&c->d, c->ptype != PT_BOOLEAN);
 }
 
+/* The RowGroup structs held so far to the spill file (made at the first). */
+static fmt_kind spill_groups(writer *w, fmt_err *e)
+{
+	if (!w->spill && !(w->spill = fmt_temp_file("the footer's row groups", e)))
+		return e->kind;
+	if (fwrite(w->groups.p, 1, w->groups.len, w->spill) != w->groups.len)
+		return fmt_fail(e, FMT_IO, "cannot write the footer's row groups to a temporary file in %s",
+				fmt_temp_dir());
+	w->spilled += w->groups.len;
+	w->groups.len = 0;
+	return FMT_OK;
+}
+
+/* The spilled structs, then those held, to the output. */
+static fmt_kind put_groups(writer *w, fmt_err *e)
+{
+	fmt_kind k = FMT_OK;
+	if (w->spill && (fflush(w->spill) != 0 || fseek(w->spill, 0, SEEK_SET) != 0))
+		k = fmt_fail(e, FMT_IO, "cannot read the footer's row groups back from a temporary file");
+	for (uint64_t left = w->spilled; k == FMT_OK && left;) {
+		size_t n = left < GROUPS_READ ? (size_t)left : GROUPS_READ;
+		w->comp.len = 0;
+		char *p = fmt_sb_reserve(&w->comp, n);
+		if (!p)
+			return oom(e);
+		if (fread(p, 1, n, w->spill) != n)
+			return fmt_fail(e, FMT_IO, "cannot read the footer's row groups back from a temporary file");
+		k = put(w, p, n, e);
+		left -= n;
+	}
+	return k == FMT_OK ? put(w, w->groups.p, w->groups.len, e) : k;
+}
+
 static fmt_kind flush_group(writer *w, fmt_err *e)
 {
 	uint64_t rows = w->n ? w->cols[0].rows : 0;
@@ -997,7 +1040,9 @@ static fmt_kind flush_group(writer *w, fmt_err *e)
 	w->total_rows += rows;
 	for (size_t i = 0; i < w->n; i++)
 		reset_column(&w->cols[i]);
-	return w->groups.oom ? oom(e) : FMT_OK;
+	if (w->groups.oom)
+		return oom(e);
+	return w->groups.len >= GROUPS_HELD ? spill_groups(w, e) : FMT_OK;
 }
 
 /* The schema element of a column's values: type, repetition, name, converted and logical
@@ -1122,7 +1167,7 @@ static fmt_kind write_footer(writer *w, fmt_err *e)
 	fmt_pq_tw_i64(&o, &last, 3, (int64_t)w->total_rows);
 	fmt_pq_tw_field(&o, &last, 4, TC_LIST);
 	fmt_pq_tw_list(&o, TC_STRUCT, w->n_groups);
-	fmt_sb_put(&o, w->groups.p, w->groups.len);
+	size_t head = o.len;        /* the row groups' structs come after these bytes */
 	size_t n_kv = arrow_schema != NULL;
 	for (size_t i = 0; i < w->s->n_meta; i++)
 		n_kv += strcmp(w->s->meta[i].key, FMT_PQ_ARROW_SCHEMA) != 0;
@@ -1150,9 +1195,19 @@ static fmt_kind write_footer(writer *w, fmt_err *e)
 	}
 	fmt_pq_tw_stop(&o);
 	uint8_t tail[8];
-	fmt_wr_u32(tail, (uint32_t)o.len);
+	uint64_t len = (uint64_t)o.len + w->spilled + w->groups.len;
+	fmt_wr_u32(tail, (uint32_t)len);
 	memcpy(tail + 4, "PAR1", 4);
-	k = o.oom || o.len > UINT32_MAX ? oom(e) : put(w, o.p, o.len, e);
+	if (o.oom)
+		k = oom(e);
+	else if (len > UINT32_MAX)
+		k = fmt_fail(e, FMT_UNSUPPORTED, "Parquet: a footer over 4 GiB; use more --row-group-bytes");
+	else
+		k = put(w, o.p, head, e);
+	if (k == FMT_OK)
+		k = put_groups(w, e);
+	if (k == FMT_OK)
+		k = put(w, o.p + head, o.len - head, e);
 	if (k == FMT_OK)
 		k = put(w, tail, 8, e);
 	fmt_sb_free(&o);
@@ -1171,6 +1226,8 @@ static void writer_free(writer *w)
 	free(w->cols);
 	free(w->levels);
 	fmt_sb_free(&w->page), fmt_sb_free(&w->comp), fmt_sb_free(&w->hdr), fmt_sb_free(&w->groups);
+	if (w->spill)
+		fclose(w->spill);
 }
 
 /* ---- the row group's bound in bytes ---- */
