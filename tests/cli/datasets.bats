@@ -838,7 +838,7 @@ PY
 	fmt-convert in.csv d.ald
 	recard d.ald v.ald 'dict(card, version=1.5)'
 	run fmt-verify v.ald
-	assert_success
+	assert_failure 4
 	run fmt-convert v.ald o.ald
 	assert_failure 4
 	assert_output "fmt-convert: error: v.ald: the input's card: \"version\" must be a string"
@@ -859,6 +859,82 @@ PY
 	run fmt-convert --card b.json d.ald o2.ald
 	assert_failure 2
 	assert_output "fmt-convert: error: b.json: card: \"version\" must be a string"
+}
+
+@test ".ald card of the wrong kinds: fmt-verify exit 4 and fmt-inspect a warning, as fmt-convert refuses it (old: verify and inspect said ok, exit 0)" {
+	fmt-convert in.csv d.ald
+	recard d.ald v.ald 'dict(card, version=1.5)'
+	run --separate-stderr fmt-verify v.ald
+	assert_failure 4
+	assert_output ''
+	assert_equal "$stderr" 'fmt-verify: error: v.ald: the card: "version" must be a string'
+	run --separate-stderr fmt-verify --json v.ald
+	assert_failure 4
+	assert_equal "$output" '{"file":"v.ald","ok":false,"exit":4,"error":"InvalidFormat","message":"the card: \"version\" must be a string","failed_file":"v.ald"}'
+	# inspect shows the file (exit 0), with the problem as a warning; the JSON report keeps it
+	run --separate-stderr fmt-inspect v.ald
+	assert_success
+	assert_equal "$stderr" 'fmt-inspect: warning: v.ald: the card: "version" must be a string'
+	assert_line '  version: 1.5'
+	refute_line --partial 'warnings'
+	run --separate-stderr fmt-inspect --json v.ald
+	assert_success
+	assert_equal "$stderr" '{"tool":"fmt-inspect","level":"warning","file":null,"message":"v.ald: the card: \"version\" must be a string"}'
+	assert_equal "$(jq -c '[.ald.card.version, .ald.warnings]' <<<"$output")" '[1.5,["the card: \"version\" must be a string"]]'
+	# a good card: no warning, no "warnings" key
+	run --separate-stderr fmt-inspect --json d.ald
+	assert_equal "$stderr" ''
+	assert_equal "$(jq -c '.ald | has("warnings")' <<<"$output")" false
+	# upstream's positional card: a tag that is not a string, the same three answers
+	recard d.ald a.ald '["n", None, None, ["t", 7], None, None, None]'
+	run fmt-verify a.ald
+	assert_failure 4
+	assert_output 'fmt-verify: error: a.ald: the card: "tags" must be an array of strings'
+	run --separate-stderr fmt-inspect a.ald
+	assert_success
+	assert_equal "$stderr" 'fmt-inspect: warning: a.ald: the card: "tags" must be an array of strings'
+	run fmt-convert a.ald o.ald
+	assert_failure 4
+	assert_output "fmt-convert: error: a.ald: the input's card: \"tags\" must be an array of strings"
+	# a CRC that fails is still exit 6, before the card
+	cp v.ald c.ald
+	printf 'X' | dd of=c.ald bs=1 seek=$(( $(stat -c %s c.ald) - 1 )) conv=notrunc 2>/dev/null
+	run fmt-verify c.ald
+	assert_failure 6
+}
+
+@test ".ald card with keys fmtkit does not know (upstream's reader ignores them): fmt-verify ok, fmt-convert and fmt-shard carry them as they are (old: exit 4 'unknown key')" {
+	fmt-convert in.csv d.ald
+	recard d.ald u.ald 'dict(card, name="u", homepage="https://example.org/u", extra={"n": 1}, sources=[{"name": "a", "mirror": "m"}])'
+	run --separate-stderr fmt-verify u.ald
+	assert_success
+	assert_equal "$stderr" ''
+	run --separate-stderr fmt-inspect u.ald
+	assert_success
+	assert_equal "$stderr" ''
+	run fmt-convert u.ald o.ald
+	assert_success
+	assert_equal "$(fmt-inspect --json o.ald | jq -c '.ald.card | del(.sha256)')" \
+		'{"name":"u","sources":[{"name":"a","mirror":"m"}],"homepage":"https://example.org/u","extra":{"n":1}}'
+	run fmt-verify o.ald
+	assert_success
+	# through Parquet, and split by fmt-shard
+	fmt-convert u.ald u.parquet
+	fmt-convert u.parquet p.ald
+	assert_equal "$(fmt-inspect --json p.ald | jq -c '.ald.card | del(.sha256)')" \
+		'{"name":"u","sources":[{"name":"a","mirror":"m"}],"homepage":"https://example.org/u","extra":{"n":1}}'
+	fmt-shard split u.ald --rows 2 -o parts
+	assert_equal "$(fmt-inspect --json parts/u-00002-of-00002.ald | jq -c '.ald.card.homepage')" '"https://example.org/u"'
+	# a known key of the wrong kind next to them is still refused; a --card file with an
+	# unknown key stays a usage error (a typo)
+	recard d.ald w.ald 'dict(card, homepage="h", sources=[{"name": 5}])'
+	run fmt-convert w.ald o2.ald
+	assert_failure 4
+	assert_output "fmt-convert: error: w.ald: the input's card: \"sources\".\"name\" must be a string"
+	printf '{"homepage": "h"}\n' >c.json
+	run fmt-convert --card c.json d.ald o3.ald
+	assert_failure 2
+	assert_output 'fmt-convert: error: c.json: card: unknown key "homepage"'
 }
 
 @test "fmt-shard split/merge --card FILE: the .ald parts take that card, so an input whose card holds a NaN can be split (old: exit 5 naming fmt-convert, no --card)" {

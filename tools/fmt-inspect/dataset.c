@@ -53,11 +53,26 @@ static void print_facts(FILE *out, json_t *o, int depth)
 	}
 }
 
+/* The format's "warnings" (what fmt-verify would refuse, shown anyway) on stderr; the text
+ * report leaves them out, the JSON one keeps them. */
+static void warn_facts(const fmt_table *t, json_t *facts, int keep)
+{
+	size_t i;
+	json_t *w;
+	json_array_foreach(json_object_get(facts, "warnings"), i, w)
+		if (json_is_string(w))
+			fmt_report_warning(stderr, TOOL, "%s: %s", t->path, json_string_value(w));
+	if (!keep)
+		json_object_del(facts, "warnings");
+}
+
 static fmt_kind summary(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err *e)
 {
 	json_t *facts = t->driver->describe ? t->driver->describe(t) : json_object();
 	if (!facts)
 		return fmt_fail(e, FMT_IO, "out of memory");
+	if (out)
+		warn_facts(t, facts, o->json);
 	if (o->json) {
 		json_t *r = json_object();
 		json_object_set_new(r, "file", fmt_json_string(t->path, strlen(t->path)));

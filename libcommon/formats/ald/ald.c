@@ -302,6 +302,10 @@ static fmt_kind ald_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_er
 	}
 	if (k == FMT_OK && o)
 		k = fmt_ald_check_license(s, o, t->path, e);
+	/* a card whose known keys have the wrong kinds (a number for "version"): upstream's reader
+	 * refuses it, and no .ald is written with it (fmt-inspect shows it with a warning) */
+	if (k == FMT_OK && o && s->card)
+		k = fmt_card_check_stored(s->card, e);
 	/* fmt-verify authenticates an encrypted payload when it has the key, then checks its digest */
 	const fmt_keyset *ks = o && (o->keys.password || o->keys.x25519) ? &o->keys : t->keys;
 	if (k == FMT_OK && o && (s->flags & FMT_ALD_ENCRYPTED) && ks && (ks->password || ks->x25519))
@@ -336,6 +340,18 @@ static json_t *flags_json(uint8_t flags)
 	return a;
 }
 
+/* What fmt-verify refuses in the card, as describe's "warnings" (fmt-inspect shows them). */
+static void card_warning(json_t *o, const json_t *card)
+{
+	fmt_err e;
+	fmt_err_clear(&e);
+	if (!card || fmt_card_check_stored(card, &e) == FMT_OK)
+		return;
+	json_t *w = json_array();
+	json_array_append_new(w, json_string(e.msg));
+	json_object_set_new(o, "warnings", w);
+}
+
 json_t *fmt_ald_describe(const fmt_table *t)
 {
 	const ald_state *s = t->format_state;
@@ -356,6 +372,7 @@ json_t *fmt_ald_describe(const fmt_table *t)
 	json_object_set_new(o, "header", h);
 	json_object_set_new(o, "card", json_deep_copy(s->card));
 	json_object_set_new(o, "card_form", json_string(s->card_form));
+	card_warning(o, s->card);
 	json_object_set_new(o, "crc", s->crc_kind && !s->upstream_streaming ? json_string(s->crc_kind) : json_null());
 	json_object_set_new(o, "layout", json_string(s->upstream_streaming ? "alimentar-streaming" : "standard"));
 	if (s->flags & FMT_ALD_STREAMING) {

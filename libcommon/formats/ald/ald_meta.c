@@ -141,10 +141,13 @@ static int known_key(const char *key)
 	return 0;
 }
 
-/* Whose card is checked: what the messages call it, and the kind a wrong one is. */
+/* Whose card is checked: what the messages call it, the kind a wrong one is, and whether a key
+ * the card table does not know is refused (a --card file: a typo) or kept as it is (a file's
+ * card: upstream's reader ignores such keys, a later writer may add some). */
 typedef struct card_subject {
 	const char *what;
 	fmt_kind kind;
+	int strict;
 } card_subject;
 
 static fmt_kind check_str_map(const json_t *v, const char *key, const char *const *allowed, size_t n,
@@ -158,9 +161,9 @@ static fmt_kind check_str_map(const json_t *v, const char *key, const char *cons
 		size_t i = 0;
 		while (i < n && strcmp(allowed[i], k))
 			i++;
-		if (i == n)
+		if (i == n && c->strict)
 			return fmt_fail(e, c->kind, "%s: \"%s\" items have no key \"%s\"", c->what, key, k);
-		if (!json_is_string(x) && !json_is_null(x))
+		if (i < n && !json_is_string(x) && !json_is_null(x))
 			return fmt_fail(e, c->kind, "%s: \"%s\".\"%s\" must be a string", c->what, key, k);
 	}
 	return FMT_OK;
@@ -175,9 +178,12 @@ static fmt_kind card_check(const json_t *card, const card_subject *c, fmt_err *e
 	if (!json_is_object(card))
 		return fmt_fail(e, c->kind, "%s: must be a JSON object", c->what);
 	json_object_foreach((json_t *)card, key, v) {
-		if (!known_key(key))
-			return fmt_fail(e, c->kind, "%s: unknown key \"%s\"", c->what, key);
-		if (!strcmp(key, "sha256"))
+		if (!known_key(key)) {
+			if (c->strict)
+				return fmt_fail(e, c->kind, "%s: unknown key \"%s\"", c->what, key);
+			continue;
+		}
+		if (!strcmp(key, "sha256") && c->strict)
 			return fmt_fail(e, c->kind, "%s: \"sha256\" is filled in by the writer", c->what);
 		size_t i;
 		json_t *x;
@@ -214,14 +220,20 @@ static fmt_kind card_check(const json_t *card, const card_subject *c, fmt_err *e
 
 fmt_kind fmt_card_check(const json_t *card, fmt_err *e)
 {
-	static const card_subject given = { "card", FMT_USAGE };
+	static const card_subject given = { "card", FMT_USAGE, 1 };
 	return card_check(card, &given, e);
 }
 
 fmt_kind fmt_card_check_carried(const json_t *card, fmt_err *e)
 {
-	static const card_subject carried = { "the input's card", FMT_INVALID_FORMAT };
+	static const card_subject carried = { "the input's card", FMT_INVALID_FORMAT, 0 };
 	return card_check(card, &carried, e);
+}
+
+fmt_kind fmt_card_check_stored(const json_t *card, fmt_err *e)
+{
+	static const card_subject stored = { "the card", FMT_INVALID_FORMAT, 0 };
+	return card_check(card, &stored, e);
 }
 
 static void pack_str(msgpack_packer *pk, const char *s)
@@ -270,6 +282,29 @@ static void pack_opt_str(msgpack_packer *pk, const json_t *v)
 		msgpack_pack_nil(pk);
 }
 
+/* The keys of a carried card that the card table does not know (a --card file has none): after
+ * the known ones, in the card's order, as they are. */
+static size_t count_unknown_keys(const json_t *card)
+{
+	const char *key;
+	json_t *v;
+	size_t n = 0;
+	json_object_foreach((json_t *)card, key, v)
+		n += !known_key(key);
+	return n;
+}
+
+static void pack_unknown_keys(msgpack_packer *pk, const json_t *card)
+{
+	const char *key;
+	json_t *v;
+	json_object_foreach((json_t *)card, key, v)
+		if (!known_key(key)) {
+			pack_str(pk, key);
+			pack_json(pk, v);
+		}
+}
+
 fmt_kind fmt_card_encode(const json_t *card, const char *sha256_hex, int compat, uint8_t **out,
 			 size_t *len, fmt_err *e)
 {
@@ -303,7 +338,7 @@ fmt_kind fmt_card_encode(const json_t *card, const char *sha256_hex, int compat,
 		size_t n = 0;
 		for (size_t i = 0; i < N_MAP_KEYS; i++)
 			n += (!strcmp(map_keys[i], "sha256") && sha256_hex) || json_object_get(card, map_keys[i]);
-		msgpack_pack_map(&pk, n);
+		msgpack_pack_map(&pk, n + count_unknown_keys(card));
 		for (size_t i = 0; i < N_MAP_KEYS; i++) {
 			const json_t *v = json_object_get(card, map_keys[i]);
 			if (!strcmp(map_keys[i], "sha256") && sha256_hex) {
@@ -314,6 +349,7 @@ fmt_kind fmt_card_encode(const json_t *card, const char *sha256_hex, int compat,
 				pack_json(&pk, v);
 			}
 		}
+		pack_unknown_keys(&pk, card);
 	}
 	json_decref(empty);
 	if (!sb.data) {

@@ -95,7 +95,12 @@ fmt_kind fmt_card_decode(const uint8_t *data, size_t len, json_t **card, const c
 /* Check a card given by the user (--card FILE): known keys, right kinds, no sha256. */
 fmt_kind fmt_card_check(const json_t *card, fmt_err *e);
 /* The same for the card an input carries (FMT_ALD_CARD_KEY) into a new .ald: a wrong one is the
- * input's fault, InvalidFormat "the input's card: ...". */
+ * input's fault, InvalidFormat "the input's card: ...". A key the card table does not know is
+ * kept as it is (upstream's reader ignores such keys), and so is an unknown key of a "sources"
+ * or "columns" item; the keys it knows must have their kinds. */
 fmt_kind fmt_card_check_carried(const json_t *card, fmt_err *e);
+/* The same for the card of a file as read (fmt-verify; fmt-inspect warns): InvalidFormat
+ * "the card: ...", its sha256 allowed. */
+fmt_kind fmt_card_check_stored(const json_t *card, fmt_err *e);
 
 #endif
