@@ -797,7 +797,7 @@ PY
 	run --separate-stderr fmt-inspect --json n.ald
 	assert_success
 	assert_equal "$(jq -c '[.ald.card.compliance, .schema.metadata["ald:card_nonfinite"]]' <<<"$output")" \
-		'[{"gdpr":true,"score":"nan","range":[0.5,"inf","-inf"]},"/compliance/score"]'
+		'[{"gdpr":true,"score":"nan","range":[0.5,"inf","-inf"]},"{\"count\":3,\"at\":[\"/compliance/score\",\"/compliance/range/1\",\"/compliance/range/2\"]}"]'
 	run fmt-inspect n.ald
 	assert_success
 	assert_line '    score: nan'
@@ -807,7 +807,7 @@ PY
 	# its JSON (ald:card) has the floats as strings: re-packed, they would come back strings
 	run fmt-convert n.ald o.ald
 	assert_failure 5
-	assert_output "fmt-convert: error: n.ald: the input's card holds a NaN or infinite float at /compliance/score, which its JSON (ald:card) can only keep as a string: not carried into a new .ald (--card FILE gives it another card)"
+	assert_output "fmt-convert: error: n.ald: the input's card holds 3 NaN or infinite floats, at /compliance/score, /compliance/range/1 and /compliance/range/2, which its JSON (ald:card) can only keep as strings: not carried into a new .ald (--card FILE gives it another card)"
 	[ ! -e o.ald ]
 	printf '{"name": "other"}\n' >c.json
 	run fmt-convert --card c.json n.ald o.ald
@@ -817,7 +817,7 @@ PY
 	fmt-convert n.ald n.parquet
 	run fmt-convert n.parquet p.ald
 	assert_failure 5
-	assert_output --partial "n.parquet: the input's card holds a NaN or infinite float at /compliance/score"
+	assert_output --partial "n.parquet: the input's card holds 3 NaN or infinite floats, at /compliance/score, /compliance/range/1 and /compliance/range/2, "
 	# a licence leaves the card's bytes as they are
 	XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/config" fmt-sign keygen -W -p s.pub -s s.key >/dev/null
 	cp n.ald l.ald
@@ -831,7 +831,26 @@ PY
 	run --separate-stderr fmt-inspect --json a.ald
 	assert_success
 	assert_equal "$(jq -c '[.ald.card_form, .ald.card.tags, .schema.metadata["ald:card_nonfinite"]]' <<<"$output")" \
-		'["array",["t","nan"],"/tags/1"]'
+		'["array",["t","nan"],"{\"count\":1,\"at\":[\"/tags/1\"]}"]'
+}
+
+@test ".ald card with many NaN floats: ald:card_nonfinite counts them all and names the first 32, fmt-convert names the first 4 (old: only the first, so a string \"nan\" after it could not be told from a float)" {
+	fmt-convert in.csv d.ald
+	recard d.ald n.ald 'dict(card, compliance={"v": [nan] * 40, "note": "nan"})'
+	run --separate-stderr fmt-inspect --json n.ald
+	assert_success
+	assert_equal "$(jq -c '.schema.metadata["ald:card_nonfinite"] | fromjson | [.count, (.at | length), .at[0], .at[31], (.at | index("/compliance/note"))]' <<<"$output")" \
+		'[40,32,"/compliance/v/0","/compliance/v/31",null]'
+	run fmt-convert n.ald o.ald
+	assert_failure 5
+	assert_output "fmt-convert: error: n.ald: the input's card holds 40 NaN or infinite floats, at /compliance/v/0, /compliance/v/1, /compliance/v/2, /compliance/v/3 and 36 more, which its JSON (ald:card) can only keep as strings: not carried into a new .ald (--card FILE gives it another card)"
+	[ ! -e o.ald ]
+	# a string "nan" is a string: nothing marked, the card is carried
+	recard d.ald s.ald 'dict(card, compliance={"note": "nan"})'
+	run --separate-stderr fmt-inspect --json s.ald
+	assert_equal "$(jq -c '.schema.metadata["ald:card_nonfinite"]' <<<"$output")" null
+	fmt-convert s.ald o.ald
+	assert_equal "$(fmt-inspect --json o.ald | jq -c .ald.card.compliance)" '{"note":"nan"}'
 }
 
 @test ".ald card with a number where a string belongs: fmt-convert to .ald is the input's error, exit 4, one message (old: exit 2 'metadata: : card:')" {

@@ -47,7 +47,7 @@ typedef struct ald_state {
 	uint64_t num_rows;
 	json_t *card;
 	const char *card_form;     /* "map" or "array" */
-	char *card_nonfinite;      /* the JSON pointer of its first NaN or infinite float, or NULL */
+	char *card_nonfinite;      /* where its NaN and infinite floats are (fmt_card_decode), or NULL */
 	const char *crc_kind;      /* after the CRC check: "ieee" or "alimentar-0.2" */
 	uint64_t schema_start, enc_start, payload_start, payload_end, crc_off;
 	ald_chunk *chunks;

@@ -387,58 +387,87 @@ static void pointer_cut(fmt_sb *b, size_t len)
 		b->p[len] = '\0';
 }
 
-/* 1 when o (converted with card_json: string keys) holds a NaN or infinite float; path (o's
- * pointer) is then extended to the first one's. */
-static int nonfinite_in(const msgpack_object *o, fmt_sb *path)
+/* The NaN and infinite floats of a card: the JSON pointers of the first FMT_CARD_NONFINITE_MAX
+ * (a JSON array of strings), and how many there are. */
+typedef struct nonfinite_list {
+	json_t *at;
+	uint64_t count;
+	int oom;
+} nonfinite_list;
+
+static void nonfinite_add(nonfinite_list *l, const fmt_sb *path)
+{
+	l->count++;
+	if (json_array_size(l->at) >= FMT_CARD_NONFINITE_MAX)
+		return;
+	if (path->oom || !path->p || json_array_append_new(l->at, json_string(path->p)) != 0)
+		l->oom = 1;
+}
+
+/* Every NaN or infinite float under o (converted with card_json: string keys; at path) into l. */
+static void nonfinite_in(const msgpack_object *o, fmt_sb *path, nonfinite_list *l)
 {
 	size_t at = path->len;
-	if (o->type == MSGPACK_OBJECT_FLOAT32 || o->type == MSGPACK_OBJECT_FLOAT64)
-		return !isfinite(o->via.f64);
+	if ((o->type == MSGPACK_OBJECT_FLOAT32 || o->type == MSGPACK_OBJECT_FLOAT64) && !isfinite(o->via.f64))
+		nonfinite_add(l, path);
 	if (o->type == MSGPACK_OBJECT_ARRAY)
 		for (uint32_t i = 0; i < o->via.array.size; i++) {
 			char num[16];
 			pointer_add(path, num, (size_t)snprintf(num, sizeof num, "%u", i));
-			if (nonfinite_in(&o->via.array.ptr[i], path))
-				return 1;
+			nonfinite_in(&o->via.array.ptr[i], path, l);
 			pointer_cut(path, at);
 		}
 	if (o->type == MSGPACK_OBJECT_MAP)
 		for (uint32_t i = 0; i < o->via.map.size; i++) {
 			const msgpack_object *k = &o->via.map.ptr[i].key;
 			pointer_add(path, k->via.str.ptr ? k->via.str.ptr : "", k->via.str.size);
-			if (nonfinite_in(&o->via.map.ptr[i].val, path))
-				return 1;
+			nonfinite_in(&o->via.map.ptr[i].val, path, l);
 			pointer_cut(path, at);
 		}
-	return 0;
 }
 
-/* The pointer of the first NaN or infinite float under o (at path) into *out (to free), or
- * leave *out alone. Out of memory: FMT_IO. */
-static fmt_kind note_nonfinite(const msgpack_object *o, fmt_sb *path, char **out, fmt_err *e)
+/* The NaN and infinite floats under o (at path) into l. Out of memory: FMT_IO. */
+static fmt_kind note_nonfinite(const msgpack_object *o, fmt_sb *path, nonfinite_list *l, fmt_err *e)
 {
-	if (*out || !nonfinite_in(o, path))
+	nonfinite_in(o, path, l);
+	return l->oom ? fmt_fail_nomem(e, "the metadata") : FMT_OK;
+}
+
+/* l as *out, {"count":N,"at":[the first FMT_CARD_NONFINITE_MAX pointers]}, or NULL when the
+ * card has none. */
+static fmt_kind nonfinite_text(const nonfinite_list *l, char **out, fmt_err *e)
+{
+	*out = NULL;
+	if (!l->count)
 		return FMT_OK;
-	if (path->oom || !(*out = strdup(path->p)))
-		return fmt_fail_nomem(e, "the metadata");
-	return FMT_OK;
+	json_t *v = json_pack("{s:I,s:O}", "count", (json_int_t)l->count, "at", l->at);
+	*out = v ? json_dumps(v, JSON_COMPACT) : NULL;
+	json_decref(v);
+	return *out ? FMT_OK : fmt_fail_nomem(e, "the metadata");
 }
 
 fmt_kind fmt_card_decode(const uint8_t *data, size_t len, json_t **card, const char **form, char **nonfinite,
 			 fmt_err *e)
 {
 	fmt_sb path = { 0 };
+	nonfinite_list nf = { .at = json_array() };
 	*nonfinite = NULL;
+	if (!nf.at)
+		return fmt_fail_nomem(e, "the metadata");
 	uint64_t values = 0;
 	*card = NULL;
 	/* the walk's own messages (byte offsets) are not a card's: one for all */
 	static const fmt_mp_check_opts card_check = { .what = "metadata", .max_depth = CARD_MAX_DEPTH };
-	if (fmt_mp_check(data, len, &card_check, &values, e) != FMT_OK)
+	if (fmt_mp_check(data, len, &card_check, &values, e) != FMT_OK) {
+		json_decref(nf.at);
 		return fmt_fail(e, FMT_INVALID_FORMAT, "metadata is not well-formed MessagePack (or nested deeper than %d)",
 				CARD_MAX_DEPTH);
+	}
 	fmt_kind kb = fmt_tree_check("the metadata", values, len, FMT_TREE_COST_MSGPACK, e);
-	if (kb != FMT_OK)
+	if (kb != FMT_OK) {
+		json_decref(nf.at);
 		return kb;
+	}
 	msgpack_unpacked u;
 	size_t off = 0;
 	msgpack_unpacked_init(&u);
@@ -456,7 +485,7 @@ fmt_kind fmt_card_decode(const uint8_t *data, size_t len, json_t **card, const c
 			k = errno == ENOMEM ? fmt_fail_nomem(e, "the metadata")
 			  : fmt_fail(e, FMT_INVALID_FORMAT, "metadata map has non-string keys or is nested too deep");
 		else
-			k = note_nonfinite(&u.data, &path, nonfinite, e);
+			k = note_nonfinite(&u.data, &path, &nf, e);
 	} else if (u.data.type == MSGPACK_OBJECT_ARRAY) {
 		uint32_t n = u.data.via.array.size;
 		*form = "array";
@@ -483,13 +512,15 @@ fmt_kind fmt_card_decode(const uint8_t *data, size_t len, json_t **card, const c
 					pointer_cut(&path, 0);
 					pointer_add(&path, array_keys[i], strlen(array_keys[i]));
 					if (v && k == FMT_OK)
-						k = note_nonfinite(x, &path, nonfinite, e);
+						k = note_nonfinite(x, &path, &nf, e);
 				}
 			}
 		}
 	} else {
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "metadata is neither a map nor an array");
 	}
+	if (k == FMT_OK)
+		k = nonfinite_text(&nf, nonfinite, e);
 	if (k != FMT_OK) {
 		json_decref(*card);
 		*card = NULL;
@@ -497,6 +528,7 @@ fmt_kind fmt_card_decode(const uint8_t *data, size_t len, json_t **card, const c
 		*nonfinite = NULL;
 	}
 	fmt_sb_free(&path);
+	json_decref(nf.at);
 	msgpack_unpacked_destroy(&u);
 	return k;
 }

@@ -390,6 +390,54 @@ static fmt_kind carried_type(const fmt_schema *s, ald_opts *opts, fmt_err *e)
 	return FMT_OK;
 }
 
+/* "/a, /b, /c, /d and 5 more" of the pointers in nonfinite (FMT_ALD_CARD_NONFINITE_KEY's
+ * {"count","at"}) into b; *count how many. A value that is no such object (a bare pointer, as
+ * fmtkit 0.x wrote it there) is taken as one pointer. */
+static void nonfinite_where(const char *nonfinite, fmt_sb *b, uint64_t *count)
+{
+	enum { SHOWN = 4 };
+	json_t *v = json_loads(nonfinite, 0, NULL), *at = json_object_get(v, "at"), *x;
+	json_int_t n = json_integer_value(json_object_get(v, "count"));
+	size_t i, shown = json_array_size(at) < SHOWN ? json_array_size(at) : SHOWN;
+	if (!json_is_array(at) || n < (json_int_t)json_array_size(at) || !shown) {
+		json_decref(v);
+		*count = 1;
+		fmt_sb_put(b, nonfinite, strnlen(nonfinite, 200));
+		return;
+	}
+	*count = (uint64_t)n;
+	json_array_foreach(at, i, x) {
+		if (i == shown)
+			break;
+		if (i)
+			fmt_sb_puts(b, i + 1 == *count ? " and " : ", ");
+		const char *p = json_is_string(x) ? json_string_value(x) : "?";
+		fmt_sb_put(b, p, strnlen(p, 200));
+	}
+	if (*count > shown) {
+		fmt_sb_puts(b, " and ");
+		fmt_sb_u64(b, *count - shown);
+		fmt_sb_puts(b, " more");
+	}
+	json_decref(v);
+}
+
+static fmt_kind refuse_nonfinite(const char *nonfinite, fmt_err *e)
+{
+	fmt_sb where = { 0 };
+	uint64_t n;
+	nonfinite_where(nonfinite, &where, &n);
+	fmt_kind k = n == 1 ? fmt_fail(e, FMT_UNSUPPORTED, "the input's card holds a NaN or infinite float at %s, which its "
+				       "JSON (%s) can only keep as a string: not carried into a new .ald (--card FILE "
+				       "gives it another card)", where.p ? where.p : "?", FMT_ALD_CARD_KEY)
+			    : fmt_fail(e, FMT_UNSUPPORTED, "the input's card holds %llu NaN or infinite floats, at %s, which "
+				       "its JSON (%s) can only keep as strings: not carried into a new .ald (--card "
+				       "FILE gives it another card)", (unsigned long long)n, where.p ? where.p : "?",
+				       FMT_ALD_CARD_KEY);
+	fmt_sb_free(&where);
+	return k;
+}
+
 static fmt_kind write_ald(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, json_t *carried_card, fmt_err *e)
 {
 	ald_enc enc;
@@ -401,10 +449,7 @@ static fmt_kind write_ald(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, 
 		return tk;
 	const char *nonfinite = carried(&in->schema, FMT_ALD_CARD_NONFINITE_KEY);
 	if (!opts.card && carried_card && nonfinite)
-		return fmt_fail(e, FMT_UNSUPPORTED, "the input's card holds a NaN or infinite float at %.200s, which "
-				"its JSON (%s) can only keep as a string: not carried into a new .ald (--card FILE "
-				"gives it another card)",
-				nonfinite, FMT_ALD_CARD_KEY);
+		return refuse_nonfinite(nonfinite, e);
 	if (!opts.card)
 		opts.card = carried_card;
 	writer w = { .o = &opts, .schema = &in->schema, .k = k, .sign = wo ? wo->keys.ed25519_secret : NULL };

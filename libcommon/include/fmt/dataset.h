@@ -78,7 +78,9 @@ fmt_kind fmt_card_encode(const json_t *card, const char *sha256_hex, int compat,
 			 size_t *len, fmt_err *e);
 /* Decode a map or upstream's 7/8-element array into a JSON object; *form = "map" or "array".
  * A NaN or infinite float is the string "nan", "inf" or "-inf" there (fmtkit(7)); *nonfinite is
- * then the JSON pointer of the first in the card ("/compliance/score", to free), else NULL. */
+ * then (to free) how many the card has and the JSON pointers of the first
+ * FMT_CARD_NONFINITE_MAX, as JSON: {"count":2,"at":["/compliance/score","/tags/1"]}; else NULL. */
+#define FMT_CARD_NONFINITE_MAX 32
 fmt_kind fmt_card_decode(const uint8_t *data, size_t len, json_t **card, const char **form, char **nonfinite,
 			 fmt_err *e);
 /* The schema metadata key that carries an .ald card (JSON, without its sha256) through formats
@@ -89,8 +91,9 @@ fmt_kind fmt_card_decode(const uint8_t *data, size_t len, json_t **card, const c
  * the .ald writer takes it when no --type is given. */
 #define FMT_ALD_TYPE_KEY "ald:dataset_type"
 /* Set beside it when the card holds a NaN or infinite float, which its JSON has only as a
- * string: the JSON pointer of the first. The .ald writer then refuses to take the card (a
- * float would come back a string). */
+ * string: fmt_card_decode's *nonfinite (where they are, so that a string "nan" of the card is
+ * told from a float). The .ald writer then refuses to take the card (a float would come back a
+ * string), naming them. */
 #define FMT_ALD_CARD_NONFINITE_KEY "ald:card_nonfinite"
 /* Check a card given by the user (--card FILE): known keys, right kinds, no sha256. */
 fmt_kind fmt_card_check(const json_t *card, fmt_err *e);
