@@ -259,6 +259,32 @@ split.count u16 3"
 	cmp merged.gguf converted.gguf
 }
 
+@test "merge of a model set to an output named as another format's file is exit 2, nothing written (old: GGUF bytes in merged.safetensors, exit 0)" {
+	make_gguf
+	fmt-shard split --max-tensors 2 model.gguf -o model
+	run --separate-stderr fmt-shard merge model-00001-of-00003.gguf -o merged.safetensors
+	assert_failure 2
+	assert_output ''
+	assert_equal "$stderr" "fmt-shard: error: model-00001-of-00003.gguf: merge writes the set's format (gguf), not the safetensors that an output named *.safetensors would be: name it *.gguf, or convert with fmt-convert"
+	[ ! -e merged.safetensors ]
+	# a dataset's name, and a set's index name for one file, the same
+	run fmt-shard merge model-00001-of-00003.gguf -o merged.csv
+	assert_failure 2
+	assert_output "fmt-shard: error: model-00001-of-00003.gguf: merge writes the set's format (gguf), not the csv that an output named *.csv would be: name it *.gguf, or convert with fmt-convert"
+	fmt-shard split --max-tensors 2 model.safetensors -o st
+	run fmt-shard merge st.safetensors.index.json -o whole.safetensors.index.json
+	assert_failure 2
+	assert_output "fmt-shard: error: st.safetensors.index.json: merge writes the set's format (safetensors), not the safetensors-index that an output named *.safetensors.index.json would be: name it *.safetensors, or convert with fmt-convert"
+	[ ! -e merged.csv ] && [ ! -e whole.safetensors.index.json ]
+	# the set's own extension, or a name no format claims, as before
+	fmt-shard merge model-00001-of-00003.gguf -o merged.gguf
+	fmt-shard merge model-00001-of-00003.gguf -o merged.bin
+	cmp merged.gguf merged.bin
+	# fmt-convert is the way to another format
+	fmt-convert model-00001-of-00003.gguf converted.safetensors
+	assert_equal "$(fmt-inspect --json converted.safetensors | jq -r .format)" safetensors
+}
+
 @test "issue 20 item 4: any GGUF shard opens the whole set in merge, convert, inspect and verify" {
 	fmt-convert --to gguf --dtype keep --arch llama model.safetensors model.gguf
 	fmt-shard split -q --max-tensors 2 model.gguf

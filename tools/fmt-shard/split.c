@@ -202,6 +202,20 @@ fmt_kind cmd_split(const char *input, const shard_opts *o, fmt_err *e)
 	return k;
 }
 
+/* merge writes the set's own format (w): an output named as another format's file (a
+ * model.safetensors of a GGUF set, an index name) is refused, not written in w under that
+ * name. A name no format claims is the user's choice. */
+static fmt_kind check_output_named(const fmt_driver *w, const char *path, fmt_err *e)
+{
+	fmt_format f = fmt_format_by_extension(path, FMT_FORMAT_ANY);
+	const char *named = f.model ? f.model->name : f.table ? f.table->name : NULL;
+	const char *ext = f.model ? f.model->extension : f.table ? f.table->extension : NULL;
+	if (!named || f.model == w)
+		return FMT_OK;
+	return fmt_fail(e, FMT_USAGE, "merge writes the set's format (%s), not the %s that an output named *%s would "
+			"be: name it *%s, or convert with fmt-convert", w->name, named, ext, w->extension);
+}
+
 static void print_merge(const fmt_model *m, const char *input, const char *output, const shard_opts *o)
 {
 	if (o->common.quiet || strcmp(output, "-") == 0)
@@ -239,6 +253,8 @@ fmt_kind cmd_merge(const char *input, const shard_opts *o, fmt_err *e)
 	fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->common.threads };
 	if (!w->write)
 		k = fmt_fail(e, FMT_INTERNAL, "no writer for %s", w->name);
+	if (k == FMT_OK)
+		k = check_output_named(w, o->output, e);
 	if (k == FMT_OK)
 		k = check_output(&m, o->output, o->force, e);
 	if (k == FMT_OK)
