@@ -130,6 +130,49 @@ PY
 	assert_line "left alone (F16/BF16, no room for a mark): h"
 }
 
+@test "embed --card FILE: an .ald whose card cannot be carried (a NaN: exit 5, which names --card) is marked with another card (old: no --card, exit 2 'unknown option')" {
+	/usr/bin/python3 - <<'PY2'
+import msgpack, struct, zlib
+f = open("d.ald", "rb").read()
+meta = struct.unpack_from("<I", f, 8)[0]
+card = msgpack.unpackb(f[32:32 + meta])
+for name, extra in (("n.ald", {"compliance": {"score": float("nan")}}), ("v.ald", {"version": 1.5})):
+    m = msgpack.packb(dict(card, name="orig", **extra))
+    h = bytearray(f[:32])
+    struct.pack_into("<I", h, 8, len(m))
+    body = bytes(h) + m + f[32 + meta:-4]
+    open(name, "wb").write(body + struct.pack("<I", zlib.crc32(body)))
+PY2
+	run fmt-watermark embed --scheme qim --key seller.key --buyer alice n.ald o.ald
+	assert_failure 5
+	assert_output "fmt-watermark: error: n.ald: the input's card holds a NaN or infinite float at /compliance/score, which its JSON (ald:card) can only keep as a string: not carried into a new .ald (--card FILE gives it another card)"
+	run fmt-watermark embed --scheme qim --key seller.key --buyer alice v.ald o.ald
+	assert_failure 4
+	assert_output "fmt-watermark: error: v.ald: the input's card: \"version\" must be a string"
+	[ ! -e o.ald ]
+	printf '{"name": "sold", "tags": ["alice"]}\n' >c.json
+	for in in n.ald v.ald; do
+		run fmt-watermark embed -q --scheme qim --key seller.key --buyer alice --card c.json "$in" "o-$in"
+		assert_success
+		assert_equal "$(fmt-inspect --json "o-$in" | jq -c '.ald.card | del(.sha256)')" '{"name":"sold","tags":["alice"]}'
+		fmt-verify "o-$in"
+		run fmt-watermark prove --scheme qim --key seller.key --buyer alice "o-$in"
+		assert_success
+	done
+	# an .ald output only; a bad card file is exit 2 naming it
+	run fmt-watermark embed --scheme qim --key seller.key --buyer alice --card c.json n.ald o.csv
+	assert_failure 2
+	assert_output "fmt-watermark: error: n.ald: --card has no use with ald input and csv output (it is for ald output)"
+	run fmt-watermark embed --scheme qim --key seller.key --buyer alice --card c.json m.safetensors o.safetensors
+	assert_failure 2
+	assert_line --index 0 "fmt-watermark: error: --card gives an .ald's dataset card: OUT must be a dataset too"
+	printf '{"version": 1.5}\n' >b.json
+	run fmt-watermark embed --scheme qim --key seller.key --buyer alice --card b.json n.ald o.ald
+	assert_failure 2
+	assert_output 'fmt-watermark: error: b.json: card: "version" must be a string'
+	[ ! -e o.ald ] && [ ! -e o.csv ] && [ ! -e o.safetensors ]
+}
+
 @test "embed writes the same bytes for any -T, models and datasets" {
 	fmt-watermark embed --scheme qim -q -T 1 --key seller.key --buyer alice m.safetensors t1.safetensors
 	fmt-watermark embed --scheme qim -q -T 4 --key seller.key --buyer alice m.safetensors t4.safetensors

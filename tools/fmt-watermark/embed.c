@@ -391,6 +391,8 @@ fmt_kind wm_embed_target(wm_opts *o, const char *output, fmt_err *e)
 	}
 	if (o->schema && !o->table_to)
 		return fmt_fail(e, FMT_USAGE, "--schema gives a dataset's column types: OUT must be a dataset too");
+	if (o->card && !o->table_to)
+		return fmt_fail(e, FMT_USAGE, "--card gives an .ald's dataset card: OUT must be a dataset too");
 	if (o->n_tensors && o->table_to)
 		return fmt_fail(e, FMT_USAGE, "--tensors selects a model's tensors, and OUT is a dataset "
 				"(select its columns with --columns)");
@@ -405,6 +407,8 @@ fmt_kind wm_embed_target(wm_opts *o, const char *output, fmt_err *e)
 		if (o->compression && fmt_format_option_parse(&o->drvopts, "compression", FMT_FOPT_TABLES, o->compression, e))
 			return e->kind;
 		if (o->schema && fmt_format_option_parse(&o->drvopts, "schema", FMT_FOPT_TABLES, o->schema, e))
+			return e->kind;
+		if (o->card && fmt_format_option_parse(&o->drvopts, "card", FMT_FOPT_TABLES, o->card, e))
 			return e->kind;
 		return FMT_OK;
 	}

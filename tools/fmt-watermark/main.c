@@ -11,7 +11,7 @@
 
 enum { OPT_KEY = FMT_OPT_FIRST_TOOL_OPTION, OPT_BUYER, OPT_DENSITY, OPT_STRENGTH, OPT_COLUMNS, OPT_TENSORS,
        OPT_REGISTRY, OPT_SIGN_KEY, OPT_SCHEME, OPT_PASS_FILE, OPT_PASS_ENV, OPT_TO, OPT_DRY_RUN, OPT_SCHEMA,
-       OPT_ALLOW_EXPIRED, OPT_SS_STRENGTH };
+       OPT_ALLOW_EXPIRED, OPT_SS_STRENGTH, OPT_CARD };
 
 enum { CMD_EMBED, CMD_EXTRACT, CMD_PROVE, CMD_DETECT, CMD_ENTROPY };
 #define ONLY(c) (1u << (c))
@@ -82,6 +82,9 @@ static const fmt_cli_option options[] = {
 	  .commands = ONLY(CMD_EMBED), .complete = FMT_COMPLETE_WORDS, .words = "none lz4 zstd zstd:19 zstd-max" },
 	{ FMT_CLI_OPT("schema", OPT_SCHEMA, "FILE", "embed: a CSV IN's column types, as fmt-convert\n"
 		      "--schema: {\"column\": \"float32\", ...}"),
+	  .commands = ONLY(CMD_EMBED), .complete = FMT_COMPLETE_FILE, .words = "*.json" },
+	{ FMT_CLI_OPT("card", OPT_CARD, "FILE", "embed: an .ald OUT's dataset card, as fmt-convert --card\n"
+		      "(default: IN's)"),
 	  .commands = ONLY(CMD_EMBED), .complete = FMT_COMPLETE_FILE, .words = "*.json" },
 	{ FMT_CLI_OPT("dry-run", OPT_DRY_RUN, NULL, "embed: read IN and print what embedding would do (the same\n"
 		      "table); write nothing, append nothing to --registry"),
@@ -182,6 +185,7 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 	case 'c': o->compression = arg; return 0;
 	case OPT_DRY_RUN: o->dry_run = 1; return 0;
 	case OPT_SCHEMA: o->schema = arg; return 0;
+	case OPT_CARD: o->card = arg; return 0;
 	case OPT_ALLOW_EXPIRED: o->allow_expired = 1; return 0;
 	}
 	return fmt_fail(e, FMT_USAGE, "unhandled option"), -1;
@@ -191,7 +195,7 @@ static const fmt_cli_tool tool = {
 	.name = TOOL,
 	.synopsis = "embed --key K --buyer ID [--scheme ss|ss1|qim] [--strength A] [--density G] [--strength-bits S]\n"
 		    "      [--columns LIST | --tensors GLOB]\n"
-		    "      [--registry FILE] [--schema FILE] [--to FORMAT] [-c CODEC] [--sign-key SECKEY]\n"
+		    "      [--registry FILE] [--schema FILE] [--card FILE] [--to FORMAT] [-c CODEC] [--sign-key SECKEY]\n"
 		    "      [--dry-run] [-T N] IN OUT\n"
 		    "extract --key K [--registry FILE] [--scheme ss|ss1|qim|alimentar] FILE\n"
 		    "prove --key K --buyer ID [--scheme ss|ss1|qim] [--sign-key SECKEY] [-o EVIDENCE.json] FILE\n"

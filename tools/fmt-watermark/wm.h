@@ -46,6 +46,7 @@ typedef struct wm_opts {
 	const char *compression;       /* embed -c CODEC, as given */
 	int dry_run;                   /* embed --dry-run */
 	const char *schema;            /* embed --schema FILE.json */
+	const char *card;              /* embed: --card FILE, an .ald OUT's card */
 	int allow_expired;             /* --allow-expired: read an .ald whose licence expired */
 	fmt_decrypt_opts decrypt;      /* --password-file, --password-env, --identity */
 	struct fmt_decrypt_keys *dk;   /* extract, prove, detect, entropy: what they loaded (main) */
