@@ -226,6 +226,26 @@ EOF
 	done
 }
 
+@test "fmt-shard split --stratify: a part that comes out empty though its fraction is not is a warning (old: an empty test.csv without a word)" {
+	# a column of distinct values: each value one row, and that row goes to the first part
+	printf 'id,x\n1,a\n2,b\n3,c\n4,d\n' >u.csv
+	run --separate-stderr fmt-shard split u.csv --fractions 0.5,0.5 --stratify id -o st
+	assert_success
+	assert_output "$(printf 'st/train.csv: 4 rows (train)\nst/test.csv: 0 rows (test)')"
+	assert_equal "$stderr" "fmt-shard: warning: u.csv: part 'test' gets no row, though its fraction of the 4 rows is 2: --stratify id splits the rows of each of its 4 values alone, in whole rows, and no value has rows enough to give it one"
+	run --separate-stderr fmt-shard split u.csv --fractions 0.5,0.5 --stratify id -o st2 --json --dry-run
+	assert_success
+	assert_equal "$stderr" '{"tool":"fmt-shard","level":"warning","file":null,"message":"u.csv: part '"'"'test'"'"' gets no row, though its fraction of the 4 rows is 2: --stratify id splits the rows of each of its 4 values alone, in whole rows, and no value has rows enough to give it one"}'
+	# -q: no warning; a split whose every part has rows: none
+	run --separate-stderr fmt-shard split u.csv --fractions 0.5,0.5 --stratify id -o st3 -q
+	assert_success
+	assert_equal "$stderr" ''
+	run --separate-stderr fmt-shard split in.csv --fractions 0.5,0.5 --stratify grp -o st4
+	assert_success
+	assert_equal "$stderr" ''
+	assert_output "$(printf 'st4/train.csv: 4 rows (train)\nst4/test.csv: 2 rows (test)')"
+}
+
 @test "fmt-shard split --rows N alone, --list and --dry-run write nothing, an existing file stops the set" {
 	run fmt-shard split in.csv --rows 4 -o parts
 	assert_output "$(printf 'parts/in-00001-of-00002.csv: 4 rows\nparts/in-00002-of-00002.csv: 2 rows')"
