@@ -309,6 +309,23 @@ EOF
 	[ ! -e x ]
 }
 
+@test "fmt-shard merge/concat of datasets to an output named as a model format's file is exit 2, nothing written (old: CSV rows in m.gguf, exit 0)" {
+	run --separate-stderr fmt-shard concat in.csv in.csv -o m.gguf
+	assert_failure 2
+	assert_output ''
+	assert_equal "$stderr" "fmt-shard: error: in.csv: merge of datasets writes a dataset, not the gguf model that an output named *.gguf would be: name it *.csv (the first input's format) or by another dataset format"
+	fmt-convert in.csv in.ald
+	run fmt-shard merge in.ald in.ald -o m.safetensors.index.json
+	assert_failure 2
+	assert_output "fmt-shard: error: in.ald: merge of datasets writes a dataset, not the safetensors-index model that an output named *.safetensors.index.json would be: name it *.ald (the first input's format) or by another dataset format"
+	[ ! -e m.gguf ] && [ ! -e m.safetensors.index.json ]
+	# a dataset format's name converts; a name no format claims keeps the first input's format
+	fmt-shard concat -q in.csv in.csv -o m.parquet
+	assert_equal "$(fmt-inspect --json m.parquet | jq -c '[.format, .rows]')" '["parquet",12]'
+	fmt-shard concat -q in.csv in.csv -o m.bin
+	assert_equal "$(fmt-inspect --json m.bin | jq -c '[.format, .rows]')" '["csv",12]'
+}
+
 @test "fmt-shard merge and concat: datasets one after another; another schema is exit 9 naming the column" {
 	fmt-shard split in.csv --fractions 0.5,0.5 --seed 1 -o sp -q
 	run fmt-shard concat sp/train.csv sp/test.csv -o all.csv

@@ -363,11 +363,23 @@ static fmt_kind counter_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 	return k;
 }
 
+/* The output of a merge of datasets is named by a dataset format's extension or by none (then
+ * the first input's format): a model format's name (m.gguf) would hold a dataset. */
+static fmt_kind check_merge_output_name(const fmt_table *t, const char *output, fmt_err *e)
+{
+	fmt_format f = fmt_format_by_extension(output, FMT_FORMAT_ANY);
+	if (!f.model)
+		return FMT_OK;
+	return fmt_fail(e, FMT_USAGE, "merge of datasets writes a dataset, not the %s model that an output named *%s "
+			"would be: name it *%s (the first input's format) or by another dataset format", f.model->name,
+			f.model->extension, t->driver->extension ? t->driver->extension : "");
+}
+
 fmt_kind merge_tables(const char *input, fmt_table *t, const shard_opts *o, fmt_err *e)
 {
 	fmt_table *rest = NULL;
 	const fmt_table_driver *w = fmt_table_driver_by_extension(o->output);
-	fmt_kind k = FMT_OK;
+	fmt_kind k = check_merge_output_name(t, o->output, e);
 	(void)input; /* o->inputs[0] */
 	for (size_t i = 0; k == FMT_OK && i < o->n_inputs; i++)
 		k = fmt_check_distinct(o->inputs[i], o->output, e);
