@@ -400,7 +400,7 @@ static void nonfinite_add(nonfinite_list *l, const fmt_sb *path)
 	l->count++;
 	if (json_array_size(l->at) >= FMT_CARD_NONFINITE_MAX)
 		return;
-	if (path->oom || !path->p || json_array_append_new(l->at, json_string(path->p)) != 0)
+	if (path->oom || json_array_append_new(l->at, json_string(path->p ? path->p : "")) != 0)
 		l->oom = 1;
 }
 

@@ -152,7 +152,9 @@ typedef struct fmt_table_driver {
 	/* Which column types the format can hold (1/0); NULL = all of them. */
 	int (*can_hold)(const fmt_field *f);
 	void (*close)(fmt_table *t);  /* free format_state; may be NULL */
-	/* Format-specific facts for fmt-inspect (card, compression, CRC...), or NULL. */
+	/* Format-specific facts for fmt-inspect (card, compression, CRC...), or NULL. A member
+	 * "warnings" (an array of strings, absent when empty) says what fmt-verify refuses but
+	 * fmt-inspect shows anyway: fmt-inspect prints each as a warning. */
 	json_t *(*describe)(const fmt_table *t);
 	/* FMT_SECRET_*: what the rows still need (an encrypted payload), or NULL: nothing. */
 	int (*secret)(const fmt_table *t);
