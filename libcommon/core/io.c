@@ -385,6 +385,63 @@ static fmt_kind temp_write(int fd, const uint8_t *p, size_t n, const char *what,
 	return failed ? temp_fail(what, "write", fmt_temp_dir(), failed, e) : FMT_OK;
 }
 
+/* ---- spill files ---- */
+
+fmt_kind fmt_spill_open(fmt_source *s, const char *what, fmt_err *e)
+{
+	memset(s, 0, sizeof *s);
+	s->path = (char *)what;
+	s->fd = fmt_temp_fd(what, e);
+	return s->fd < 0 ? e->kind : FMT_OK;
+}
+
+fmt_kind fmt_spill_write(const fmt_source *s, uint64_t at, const void *p, size_t n, fmt_err *e)
+{
+	const uint8_t *from = p;
+	while (n > 0) {
+		ssize_t put = pwrite(s->fd, from, n, (off_t)at);
+		if (put < 0 && errno == EINTR)
+			continue;
+		if (put <= 0)
+			return temp_fail(s->path, "write", fmt_temp_dir(), put < 0 ? errno : ENOSPC, e);
+		from += put;
+		at += (uint64_t)put;
+		n -= (size_t)put;
+	}
+	return FMT_OK;
+}
+
+fmt_kind fmt_spill_map(fmt_source *s, uint64_t n, const uint8_t **p, fmt_err *e)
+{
+	fmt_spill_unmap(s);
+	if (n > SIZE_MAX)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	void *m = n ? mmap(NULL, (size_t)n, PROT_READ, MAP_SHARED, s->fd, 0) : NULL;
+	if (m == MAP_FAILED)
+		return fmt_fail(e, FMT_IO, "cannot map %s: %s", s->path, strerror(errno));
+	s->map = m;
+	s->size = n;
+	*p = m ? m : (const uint8_t *)"";
+	return FMT_OK;
+}
+
+void fmt_spill_unmap(fmt_source *s)
+{
+	if (s->map)
+		munmap(s->map, (size_t)s->size);
+	s->map = NULL;
+	s->size = 0;
+}
+
+void fmt_spill_close(fmt_source *s)
+{
+	fmt_spill_unmap(s);
+	if (s->path && s->fd >= 0)
+		close(s->fd);
+	memset(s, 0, sizeof *s);
+	s->fd = -1;
+}
+
 /* fmt_source_make_whole of a source over memory (fmt_source_stream_memory): the rest of it read
  * into memory. */
 static fmt_kind make_whole_memory(fmt_source *s, fmt_err *e)

@@ -1,4 +1,5 @@
 /* Unit tests for libcommon/core: errors, sizes, escaping, sources and the atomic sink. */
+#include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -103,6 +104,48 @@ TEST(source_reads_and_bounds)
 	CHECK(fmt_source_open(&s, dir, &e) == FMT_IO);
 	unlink(path);
 	rmdir(dir);
+}
+
+/* A spill file: written at offsets, mapped as a source (pread and drop work on it), mapped
+ * again larger, nothing left in TMPDIR; one TMPDIR cannot take is IoError naming it. */
+TEST(spill_file_written_mapped_and_gone)
+{
+	char *dir = strdup(unit_tmp_dir()), missing[160];
+	const char *old = getenv("TMPDIR");
+	char *saved = old ? strdup(old) : NULL;
+	fmt_source s, never;
+	fmt_err e;
+	const uint8_t *p = NULL;
+	uint8_t buf[4];
+	setenv("TMPDIR", dir, 1);
+	CHECK(fmt_spill_open(&s, "a spill for a test", &e) == FMT_OK);
+	CHECK(fmt_spill_write(&s, 4, "4567", 4, &e) == FMT_OK);
+	CHECK(fmt_spill_write(&s, 0, "0123", 4, &e) == FMT_OK);
+	CHECK(fmt_spill_map(&s, 6, &p, &e) == FMT_OK && memcmp(p, "012345", 6) == 0);
+	CHECK_EQ_U64(fmt_source_mapped_at(&s, p + 2, 3), 2);
+	fmt_source_drop(&s, p, 6);
+	CHECK(memcmp(p, "012345", 6) == 0); /* dropped pages come back from the file */
+	CHECK(fmt_source_pread(&s, 5, buf, 3, &e) == FMT_OK && memcmp(buf, "567", 3) == 0);
+	CHECK(fmt_spill_map(&s, 8, &p, &e) == FMT_OK && memcmp(p, "01234567", 8) == 0);
+	CHECK(fmt_spill_map(&s, 0, &p, &e) == FMT_OK && s.map == NULL && *p == '\0');
+	CHECK(unit_dir_entries(dir) == 0);
+	fmt_spill_close(&s);
+	fmt_spill_close(&s); /* closed already: nothing */
+	memset(&never, 0, sizeof never);
+	fmt_spill_close(&never); /* never opened: nothing (fd 0 is not closed) */
+	CHECK(fcntl(0, F_GETFD) != -1 || errno != EBADF);
+	snprintf(missing, sizeof missing, "%s/none", dir);
+	setenv("TMPDIR", missing, 1);
+	CHECK(fmt_spill_open(&s, "a spill for a test", &e) == FMT_IO);
+	CHECK(strstr(e.msg, "cannot create a spill for a test in ") != NULL && strstr(e.msg, "/none (TMPDIR)") != NULL);
+	fmt_spill_close(&s);
+	if (saved)
+		setenv("TMPDIR", saved, 1);
+	else
+		unsetenv("TMPDIR");
+	free(saved);
+	rmdir(dir);
+	free(dir);
 }
 
 /* Small files: read by counting bytes up to the limit; a FIFO or a device is refused unless the

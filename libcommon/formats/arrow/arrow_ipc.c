@@ -1035,10 +1035,7 @@ int fmt_ipc_survey_batches(const fmt_ipc_reader *r, fmt_ipc_survey *s)
 /* The last spilled body's mapping goes. */
 static void unmap_spill(fmt_ipc_reader *r)
 {
-	if (r->spill.map)
-		munmap(r->spill.map, (size_t)r->spill.size);
-	r->spill.map = NULL;
-	r->spill.size = 0;
+	fmt_spill_unmap(&r->spill);
 	r->spilled = 0;
 }
 
@@ -1054,7 +1051,7 @@ void fmt_ipc_close(fmt_ipc_reader *r)
 	r->msg_meta_cap = r->msg_body_cap = r->msg_bufs_cap = 0;
 	unmap_spill(r);
 	if (r->spill_open)
-		close(r->spill.fd);
+		fmt_spill_close(&r->spill);
 	r->spill_open = 0;
 }
 
@@ -1093,12 +1090,6 @@ static fmt_kind grow(uint8_t **p, size_t *cap, uint64_t n, fmt_err *e)
 
 #define SPILL_BOUNCE ((size_t)1 << 20)
 
-static fmt_kind spill_fail(fmt_err *e, int err)
-{
-	return fmt_fail(e, FMT_IO, "cannot write a temporary file for a record batch in %s: %s", fmt_temp_dir(),
-			strerror(err));
-}
-
 /* n bytes at offset at of the kept body (in r->msg_body, or the spill file) into dst. */
 static fmt_kind kept_read(const fmt_ipc_reader *r, uint64_t at, uint8_t *dst, size_t n, fmt_err *e)
 {
@@ -1118,17 +1109,10 @@ static fmt_kind keep(fmt_ipc_reader *r, fmt_ipc_pull_fn pull, void *ctx, uint64_
 	}
 	fmt_kind k = grow(&r->msg_body, &r->msg_body_cap, SPILL_BOUNCE, e);
 	while (k == FMT_OK && n > 0) {
-		size_t part = n < SPILL_BOUNCE ? (size_t)n : SPILL_BOUNCE, done = 0;
-		if ((k = pull(ctx, r->msg_body, part, e)) != FMT_OK)
+		size_t part = n < SPILL_BOUNCE ? (size_t)n : SPILL_BOUNCE;
+		if ((k = pull(ctx, r->msg_body, part, e)) != FMT_OK ||
+		    (k = fmt_spill_write(&r->spill, at, r->msg_body, part, e)) != FMT_OK)
 			return k;
-		while (done < part) {
-			ssize_t put = pwrite(r->spill.fd, r->msg_body + done, part - done, (off_t)(at + done));
-			if (put < 0 && errno == EINTR)
-				continue;
-			if (put <= 0)
-				return spill_fail(e, put < 0 ? errno : ENOSPC);
-			done += (size_t)put;
-		}
 		at += part;
 		n -= part;
 	}
@@ -1168,10 +1152,9 @@ static fmt_kind spill_if_big(fmt_ipc_reader *r, const walk *w, const buf_use *us
 	if (most <= FMT_IPC_SPILL_MIN)
 		return FMT_OK;
 	if (!r->spill_open) {
-		memset(&r->spill, 0, sizeof r->spill);
-		r->spill.path = (char *)"a temporary file for a record batch";
-		if ((r->spill.fd = fmt_temp_fd(r->spill.path, e)) < 0)
-			return e->kind;
+		fmt_kind k = fmt_spill_open(&r->spill, "a temporary file for a record batch", e);
+		if (k != FMT_OK)
+			return k;
 		r->spill_open = 1;
 	}
 	r->spilled = 1;
@@ -1211,20 +1194,6 @@ static fmt_kind pull_body(fmt_ipc_reader *r, const walk *w, const buf_use *use, 
 	return k;
 }
 
-/* The spilled body of kept bytes mapped, as the batch's body (*body). */
-static fmt_kind map_spill(fmt_ipc_reader *r, uint64_t kept, const uint8_t **body, fmt_err *e)
-{
-	if (kept > SIZE_MAX)
-		return oom(e);
-	void *p = kept ? mmap(NULL, (size_t)kept, PROT_READ, MAP_SHARED, r->spill.fd, 0) : NULL;
-	if (p == MAP_FAILED)
-		return fmt_fail(e, FMT_IO, "cannot map a temporary file for a record batch: %s", strerror(errno));
-	r->spill.map = p;
-	r->spill.size = kept;
-	*body = p ? p : (const uint8_t *)"";
-	return FMT_OK;
-}
-
 fmt_kind fmt_ipc_next_message(fmt_ipc_reader *r, const uint8_t *meta, size_t n, fmt_ipc_pull_fn pull, void *ctx,
 			      fmt_batch *b, fmt_err *e)
 {
@@ -1260,7 +1229,7 @@ fmt_kind fmt_ipc_next_message(fmt_ipc_reader *r, const uint8_t *meta, size_t n, 
 		k = pull_body(r, &w, w.use, pull, ctx, &kept, e);
 	free(w.use);
 	if (k == FMT_OK && r->spilled)
-		k = map_spill(r, kept, &body, e);
+		k = fmt_spill_map(&r->spill, kept, &body, e); /* the kept bytes as the batch's body */
 	else if (k == FMT_OK)
 		body = r->msg_body ? r->msg_body : (const uint8_t *)"";
 	if (k != FMT_OK)

@@ -88,6 +88,20 @@ int fmt_fd_write_all(int fd, const void *p, size_t n);
 int fmt_temp_fd(const char *what, fmt_err *e);
 /* fmt_temp_fd as a stdio stream ("w+b"); NULL with IoError in e. */
 FILE *fmt_temp_file(const char *what, fmt_err *e);
+/* A spill file: bytes too many to hold in memory (a record batch's body, a decrypted payload),
+ * written to an unlinked temporary file (fmt_temp_fd) and then read through a read-only mapping
+ * as a source, so that fmt_source_drop and fmt_source_pread work on it as on a mapped input.
+ * fmt_spill_open makes the file (s->path is what, not copied: a string that outlives s; never
+ * fmt_source_close such a source, fmt_spill_close it); fmt_spill_write puts n bytes at offset at
+ * (IoError naming the directory and TMPDIR: disk full); fmt_spill_map maps its first n bytes
+ * (*p; "" when n is 0), replacing an earlier mapping; fmt_spill_unmap drops the mapping (the
+ * file stays open for reuse); fmt_spill_close closes the file (gone then); on a zeroed source,
+ * or one closed already, it does nothing. */
+fmt_kind fmt_spill_open(fmt_source *s, const char *what, fmt_err *e);
+fmt_kind fmt_spill_write(const fmt_source *s, uint64_t at, const void *p, size_t n, fmt_err *e);
+fmt_kind fmt_spill_map(fmt_source *s, uint64_t n, const uint8_t **p, fmt_err *e);
+void fmt_spill_unmap(fmt_source *s);
+void fmt_spill_close(fmt_source *s);
 /* Observe every byte the sequential source passes from now on, after being shown the bytes it
  * has passed already (only while those are all in its head: else UnsupportedVersion); fn NULL
  * stops observing. On a file, bytes are observed from offset 0 as reads reach them (pos says
