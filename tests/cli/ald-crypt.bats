@@ -487,3 +487,126 @@ Try '$tool --help'."
 	run --separate-stderr fmt-verify -p s.pub both.ald
 	assert_success
 }
+
+# within_32m CMD...: CMD succeeds (stdout in out.txt, stderr in err.txt) with a peak RSS
+# (/usr/bin/time %M) under 32 MiB (sanitizer builds: no bound).
+within_32m() {
+	local rc=0
+	/usr/bin/time -o rss.txt -f %M "$@" >out.txt 2>err.txt || rc=$?
+	[ "$rc" -eq 0 ] || fail "exit $rc: $*: $(cat err.txt)"
+	echo "peak RSS $(tail -n 1 rss.txt) KiB: $*" >&3
+	asan_build || [ "$(tail -n 1 rss.txt)" -lt 32768 ] || fail "peak RSS $(tail -n 1 rss.txt) KiB: $*"
+}
+
+# A copy of .ald $1 as $2 with byte $3 of its payload (from its start; negative: from its end)
+# xor $4, and the CRC made again, so that only the tag can tell.
+flip_payload() {
+	/usr/bin/python3 - "$@" <<'PY'
+import struct, sys, zlib
+src, dst, at, x = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4], 0)
+f = bytearray(open(src, "rb").read())
+meta, pay = struct.unpack_from("<II", f, 8)
+enc = 32 + meta + struct.unpack_from("<H", f, 22)[0]
+start = enc + (29 if f[enc] == 0 else 45)
+f[start + at if at >= 0 else start + pay + at] ^= x
+body = bytes(f[:-4])
+open(dst, "wb").write(body + struct.pack("<I", zlib.crc32(body) & 0xFFFFFFFF))
+PY
+}
+
+# Issue 26: the payload was decrypted whole into memory (on the old binaries 140 MiB peak RSS for
+# a 65 MB payload, 2 GiB for a 1 GB one: the plaintext and the file's pages). A payload of more
+# than 8 MiB is now decrypted a MiB at a time into an unlinked temporary file in $TMPDIR, its tag
+# checked at the end, and only then read from there, as an unencrypted payload is read from the
+# file, pages dropped behind.
+@test "issue 26: a 40 MB encrypted payload (recipient; password and STREAMING) is read by fmt-convert, fmt-inspect --head and --stats, fmt-verify with peak RSS under 32 MiB, the rows those of the unencrypted file, no temporary file left" {
+	fmt-sign keygen -W --x25519 -p r.pub -s r.key >/dev/null
+	{ echo id; seq 1 5000000; } >big.csv
+	fmt-convert -q --compression none big.csv plain.ald
+	fmt-convert -q --compression none --encrypt-to r.pub big.csv r.ald
+	fmt-convert -q --compression none --chunk-rows 1000000 --encrypt-password-file pw.txt big.csv s.ald
+	[ "$(layout r.ald | jq .payload_size)" -gt $((36 * 1048576)) ] || fail "the payload fits the bound: the test proves nothing"
+	fmt-inspect --head 3 plain.ald >head.want
+	fmt-inspect --stats plain.ald >stats.want
+	mkdir tmp
+	export TMPDIR=$PWD/tmp
+	local keys f
+	for f in r.ald s.ald; do
+		keys="--identity r.key"
+		[ $f = r.ald ] || keys="--password-file pw.txt"
+		within_32m fmt-convert -q $keys $f got.csv
+		cmp big.csv got.csv
+		rm got.csv
+		within_32m fmt-inspect --head 3 $keys $f
+		cmp head.want out.txt
+		within_32m fmt-inspect --stats $keys $f
+		cmp stats.want out.txt
+		within_32m fmt-verify $keys $f
+		assert_equal "$(cat out.txt)" "$f: ok (ald, 5000000 rows, CRC-32 ieee, encrypted payload authenticated)"
+	done
+	# .ald to .ald, decrypted and encrypted again: the same rows
+	within_32m fmt-convert -q --identity r.key --encrypt-password-file pw.txt r.ald again.ald
+	within_32m fmt-convert -q --password-file pw.txt again.ald - --to csv
+	cmp big.csv out.txt
+	assert_equal "$(ls -A tmp)" ""
+}
+
+@test "issue 26: a big encrypted payload that fails (wrong password, a ciphertext or tag byte flipped, the tag cut, the file cut) is the error and exit status it was, nothing written; a TMPDIR that cannot take the plaintext is exit 3; a payload of at most 8 MiB needs none" {
+	{ echo id; seq 1 2000000; } >big.csv
+	fmt-convert -q --compression none --encrypt-password-file pw.txt big.csv e.ald
+	pay=$(layout e.ald | jq .payload_size)
+	[ "$pay" -gt $((8 * 1048576)) ] || fail "payload of $pay bytes: decrypted in memory"
+	mkdir tmp out
+	export TMPDIR=$PWD/tmp
+	local auth="authentication failed: wrong password or key, or the encrypted payload was altered" f
+	flip_payload e.ald mid.ald $((pay / 2)) 0x01
+	flip_payload e.ald first.ald 0 0x80
+	flip_payload e.ald tag.ald -1 0x01
+	# the tag cut off: payload_size 16 less, the ciphertext's last 16 bytes read as the tag
+	/usr/bin/python3 - e.ald cut-tag.ald <<'PY'
+import struct, sys, zlib
+f = bytearray(open(sys.argv[1], "rb").read())
+pay = struct.unpack_from("<I", f, 12)[0]
+struct.pack_into("<I", f, 12, pay - 16)
+body = bytes(f[:-20])
+open(sys.argv[2], "wb").write(body + struct.pack("<I", zlib.crc32(body) & 0xFFFFFFFF))
+PY
+	for f in e.ald mid.ald first.ald tag.ald cut-tag.ald; do
+		pw=pw.txt
+		[ $f != e.ald ] || pw=bad.txt
+		run --separate-stderr fmt-convert --password-file $pw $f out/x.csv
+		assert_failure 8
+		assert_equal "$stderr" "fmt-convert: error: $f: $auth"
+		run --separate-stderr fmt-convert --password-file $pw $f - --to csv
+		assert_failure 8
+		assert_output ""
+		run --separate-stderr fmt-inspect --head 2 --password-file $pw $f
+		assert_failure 8
+		assert_equal "$stderr" "fmt-inspect: error: $f: $auth"
+		assert_output ""
+		run --separate-stderr fmt-verify --password-file $pw $f
+		assert_failure 8
+		assert_equal "$stderr" "fmt-verify: error: $f: $auth"
+	done
+	# a byte flipped and the CRC left: the CRC says so first (exit 6)
+	/usr/bin/python3 -c 'import sys; f = bytearray(open("e.ald", "rb").read()); f[len(f) // 2] ^= 1; open("crc.ald", "wb").write(f)'
+	run --separate-stderr fmt-convert --password-file pw.txt crc.ald out/x.csv
+	assert_failure 6
+	[[ "$stderr" == "fmt-convert: error: crc.ald: CRC-32 mismatch: stored "* ]] || fail "$stderr"
+	# the file cut inside the payload
+	head -c $(( $(stat -c %s e.ald) / 2 )) e.ald >short.ald
+	run --separate-stderr fmt-convert --password-file pw.txt short.ald out/x.csv
+	assert_failure 4
+	assert_equal "$stderr" "fmt-convert: error: short.ald: payload runs past the CRC"
+	assert_equal "$(ls -A out) $(ls -A tmp)" " "
+	# where the plaintext would go cannot be written: exit 3 naming it, nothing written
+	TMPDIR=$PWD/none run --separate-stderr fmt-convert --password-file pw.txt e.ald out/x.csv
+	assert_failure 3
+	assert_equal "$stderr" "fmt-convert: error: e.ald: cannot create a temporary file for the decrypted payload in $PWD/none (TMPDIR): No such file or directory"
+	assert_equal "$(ls -A out)" ""
+	# a payload of at most 8 MiB is decrypted in memory
+	fmt-convert -q --encrypt-password-file pw.txt in.csv small.ald
+	TMPDIR=$PWD/none run --separate-stderr fmt-convert --password-file pw.txt small.ald - --to csv
+	assert_success
+	assert_output "$(cat in.csv)"
+}

@@ -228,6 +228,7 @@ static void ald_close(fmt_table *t)
 		fmt_wipe(s->decrypted, s->payload_len);
 		free(s->decrypted);
 	}
+	fmt_spill_close(&s->dec);
 	free(s->chunks);
 	fmt_ald_native_free(s);
 	json_decref(s->card);

@@ -1,7 +1,10 @@
 /* .ald payload encryption (specs/ald.md §5): the encryption header after the schema block
  * (password mode 0x00: salt and nonce; recipient mode 0x01: ephemeral X25519 key and nonce), the
  * payload as AES-256-GCM ciphertext with the tag appended, no associated data. Reading
- * decrypts the whole stored payload and checks the tag before a byte of it is used. */
+ * decrypts the whole stored payload and checks the tag before a byte of it is used: into memory
+ * up to DECRYPT_IN_MEMORY bytes, else into an unlinked temporary file (fmt_spill_open) that the
+ * payload is then read from as from the file's mapping, so that memory stays bounded whatever the
+ * payload's size (the memory rule, issue 26). */
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/dataset.h"
@@ -10,6 +13,10 @@
 
 #define HKDF_INFO "ald-v1-encrypt"
 #define ENC_BLOCK (64u * 1024u)
+/* A decrypted payload of at most this many bytes is kept in memory (no temporary file for a
+ * small one); a larger one goes to a spill file, DECRYPT_PIECE bytes at a time. */
+#define DECRYPT_IN_MEMORY ((uint64_t)8 << 20)
+#define DECRYPT_PIECE ((uint64_t)1 << 20)
 
 /* The AES key of a header: Argon2id of the password, or HKDF of the X25519 agreement. */
 static fmt_kind derive_key(uint8_t mode, const uint8_t *param, const uint8_t *secret_x25519,
@@ -46,12 +53,42 @@ int fmt_ald_secret_needed(const ald_state *s)
 	return s->enc_mode == 0 ? FMT_SECRET_PASSWORD : FMT_SECRET_IDENTITY;
 }
 
+/* The n bytes of ciphertext at the payload's start through g, a piece at a time: into plain, or
+ * (plain NULL) into the spill file sp through a bounce buffer that is wiped after. The pieces end
+ * at file offsets that are multiples of DECRYPT_PIECE, so that each piece's pages (all but the
+ * payload's first) leave the resident set once it is passed. */
+static fmt_kind decrypt_pieces(ald_state *s, fmt_gcm *g, uint64_t n, uint8_t *plain, const fmt_source *sp,
+			       fmt_err *e)
+{
+	uint8_t *bounce = plain ? NULL : malloc(DECRYPT_PIECE);
+	if (!plain && !bounce)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	fmt_kind k = FMT_OK;
+	uint64_t at = 0;
+	while (k == FMT_OK && at < n) {
+		uint64_t room = DECRYPT_PIECE - (s->payload_start + at) % DECRYPT_PIECE;
+		size_t part = (size_t)(n - at < room ? n - at : room);
+		const uint8_t *src = s->file + s->payload_start + at;
+		k = fmt_gcm_update(g, src, part, plain ? plain + at : bounce, e);
+		if (k == FMT_OK && !plain)
+			k = fmt_spill_write(sp, at, bounce, part, e);
+		fmt_source_drop(s->source, src, part);
+		at += part;
+	}
+	if (bounce) {
+		fmt_wipe(bounce, DECRYPT_PIECE);
+		free(bounce);
+	}
+	return k;
+}
+
 fmt_kind fmt_ald_decrypt(ald_state *s, const fmt_keyset *ks, fmt_err *e)
 {
 	const uint8_t *h = s->file + s->enc_start;
 	const uint8_t *nonce = h + (s->enc_mode == 0 ? 1 + FMT_ARGON2_SALT : 1 + FMT_X25519_LEN);
 	uint8_t key[FMT_AEAD_KEY];
 	fmt_gcm g = { 0 };
+	uint8_t *plain = NULL;
 	if (s->payload)
 		return FMT_OK;
 	if (s->enc_mode > 1)
@@ -69,15 +106,16 @@ fmt_kind fmt_ald_decrypt(ald_state *s, const fmt_keyset *ks, fmt_err *e)
 	if (s->enc_mode == 1 && !canonical_u(h + 1))
 		return fmt_fail(e, FMT_INVALID_FORMAT, "the ephemeral X25519 key is not in canonical form (below 2^255-19)");
 	size_t n = s->payload_size - FMT_AEAD_TAG;
-	uint8_t *plain = malloc(n ? n : 1);
-	if (!plain)
-		return fmt_fail(e, FMT_IO, "out of memory for the %zu-byte payload", n);
 	fmt_kind k = derive_key(s->enc_mode, h + 1, s->enc_mode ? ks->x25519->sk : NULL, ks->password, key, e);
 	if (k == FMT_OK)
 		k = fmt_gcm_init(&g, key, nonce, 1, e);
 	fmt_wipe(key, sizeof key);
+	if (k == FMT_OK && n <= DECRYPT_IN_MEMORY && !(plain = malloc(n ? n : 1)))
+		k = fmt_fail(e, FMT_IO, "out of memory for the %zu-byte payload", n);
+	if (k == FMT_OK && !plain)
+		k = fmt_spill_open(&s->dec, "a temporary file for the decrypted payload", e);
 	if (k == FMT_OK)
-		k = fmt_gcm_update(&g, s->file + s->payload_start, n, plain, e);
+		k = decrypt_pieces(s, &g, n, plain, &s->dec, e);
 	if (k == FMT_OK) {
 		uint8_t tag[FMT_AEAD_TAG];
 		memcpy(tag, s->file + s->payload_start + n, FMT_AEAD_TAG);
@@ -86,13 +124,19 @@ fmt_kind fmt_ald_decrypt(ald_state *s, const fmt_keyset *ks, fmt_err *e)
 	fmt_gcm_free(&g);
 	if (k == FMT_OK && (s->flags & FMT_ALD_STREAMING) && s->chunk_bytes != n)
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "chunk sizes do not add up to the decrypted payload size");
+	/* authenticated: only now is the spill file mapped, and s->payload set */
+	const uint8_t *mapped = NULL;
+	if (k == FMT_OK && !plain)
+		k = fmt_spill_map(&s->dec, n, &mapped, e);
 	if (k != FMT_OK) {
-		fmt_wipe(plain, n);
+		if (plain)
+			fmt_wipe(plain, n);
 		free(plain);
+		fmt_spill_close(&s->dec);
 		return k;
 	}
 	s->decrypted = plain;
-	s->payload = plain;
+	s->payload = plain ? plain : mapped;
 	s->payload_len = n;
 	return FMT_OK;
 }

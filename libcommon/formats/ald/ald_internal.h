@@ -61,7 +61,8 @@ typedef struct ald_state {
 	uint32_t query_limit;
 	const uint8_t *payload;    /* the stored payload, decrypted (NULL until then) */
 	uint64_t payload_len;
-	uint8_t *decrypted;        /* owned: the decrypted payload */
+	uint8_t *decrypted;        /* owned: the decrypted payload when held in memory, or NULL */
+	fmt_source dec;            /* or a spill file (fmt_spill_open) holding it, mapped; zeroed if not */
 	char lic_seller[FMT_MS_KEY_ID_HEX]; /* the seller's key id when seller_sig verified */
 	const char *lic_status;    /* seller_sig: "trusted", "not checked", "absent"; NULL before */
 	const uint8_t *terms;
@@ -104,6 +105,12 @@ void fmt_ald_enc_free(ald_enc *c);
 fmt_kind fmt_ald_decrypt(ald_state *s, const fmt_keyset *ks, fmt_err *e);
 /* FMT_SECRET_*: what reading the rows still needs. */
 int fmt_ald_secret_needed(const ald_state *s);
+/* The source whose mapping holds s->payload (its pages are dropped as they are passed): the spill
+ * file of a decrypted payload, else the file. */
+static inline const fmt_source *fmt_ald_payload_source(const ald_state *s)
+{
+	return s->dec.path ? &s->dec : s->source;
+}
 
 /* ---- ald_rewrite.c ---- */
 

@@ -68,7 +68,7 @@ static fmt_kind part_stream(ald_state *s, uint32_t i, fmt_dstream *d, uint8_t **
 		len = n;
 	}
 	fmt_kind k = fmt_dstream_init(d, id, src, (size_t)len, declared, e);
-	d->mapped = s->source;
+	d->mapped = fmt_ald_payload_source(s);
 	if (s->crc_as_read && src == s->payload + off) {
 		d->observe = fmt_ald_crc_observe;
 		d->observe_ctx = s;
