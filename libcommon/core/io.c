@@ -413,9 +413,13 @@ fmt_kind fmt_spill_write(const fmt_source *s, uint64_t at, const void *p, size_t
 
 fmt_kind fmt_spill_map(fmt_source *s, uint64_t n, const uint8_t **p, fmt_err *e)
 {
+	struct stat st;
 	fmt_spill_unmap(s);
-	if (n > SIZE_MAX)
+	if (n > SIZE_MAX || n > (uint64_t)INT64_MAX)
 		return fmt_fail(e, FMT_IO, "out of memory");
+	/* a file shorter than n grows (sparse) to it: bytes not written yet read as zeros */
+	if (n && (fstat(s->fd, &st) != 0 || ((uint64_t)st.st_size < n && ftruncate(s->fd, (off_t)n) != 0)))
+		return temp_fail(s->path, "write", fmt_temp_dir(), errno, e);
 	void *m = n ? mmap(NULL, (size_t)n, PROT_READ, MAP_SHARED, s->fd, 0) : NULL;
 	if (m == MAP_FAILED)
 		return fmt_fail(e, FMT_IO, "cannot map %s: %s", s->path, strerror(errno));

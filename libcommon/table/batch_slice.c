@@ -305,21 +305,37 @@ static fmt_kind next_slice(fmt_batch_slicer *sl, const fmt_schema *s, const fmt_
 	return FMT_OK;
 }
 
-fmt_kind fmt_batch_slicer_take(fmt_batch_slicer *sl, const fmt_schema *s, const fmt_source *src, fmt_batch *b,
-			       fmt_err *e)
+/* sl takes b, whose slices aim at target bytes, and b becomes the first. */
+static fmt_kind take(fmt_batch_slicer *sl, const fmt_schema *s, const fmt_source *src, fmt_batch *b, uint64_t target,
+		     fmt_err *e)
 {
-	uint64_t total = b->n_rows > 8 ? batch_bytes(s, b, 0, b->n_rows) : 0;
-	if (total <= FMT_SLICE_OVER)
-		return FMT_OK;
 	share *sh = malloc(sizeof *sh);
 	if (!sh)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	atomic_init(&sh->refs, 1);
 	sh->b = *b;
 	memset(b, 0, sizeof *b);
-	uint64_t slices = (total + FMT_SLICE_BYTES - 1) / FMT_SLICE_BYTES;
-	*sl = (fmt_batch_slicer){ .whole = sh, .target = (total + slices - 1) / slices };
+	*sl = (fmt_batch_slicer){ .whole = sh, .target = target };
 	return next_slice(sl, s, src, b, e);
+}
+
+fmt_kind fmt_batch_slicer_take(fmt_batch_slicer *sl, const fmt_schema *s, const fmt_source *src, fmt_batch *b,
+			       fmt_err *e)
+{
+	uint64_t total = b->n_rows > 8 ? batch_bytes(s, b, 0, b->n_rows) : 0;
+	if (total <= FMT_SLICE_OVER)
+		return FMT_OK;
+	uint64_t slices = (total + FMT_SLICE_BYTES - 1) / FMT_SLICE_BYTES;
+	return take(sl, s, src, b, (total + slices - 1) / slices, e);
+}
+
+fmt_kind fmt_batch_slicer_take_out_of(fmt_batch_slicer *sl, const fmt_schema *s, const fmt_source *src,
+				      fmt_batch *b, fmt_err *e)
+{
+	uint64_t total = b->n_rows > 8 ? batch_bytes(s, b, 0, b->n_rows) : 0;
+	if (total > FMT_SLICE_OVER)
+		return fmt_batch_slicer_take(sl, s, src, b, e);
+	return b->n_rows ? take(sl, s, src, b, UINT64_MAX, e) : FMT_OK;
 }
 
 fmt_kind fmt_batch_slicer_next(fmt_batch_slicer *sl, const fmt_schema *s, const fmt_source *src, fmt_batch *b,

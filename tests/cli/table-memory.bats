@@ -476,3 +476,74 @@ peak_kib() {
 	[[ "$stderr" == *"$BATS_TEST_TMPDIR/none"* ]] || fail "$stderr"
 	[ ! -e out.parquet ]
 }
+
+@test "ONE record batch of 51 MB compressed buffer by buffer (zstd, LZ4 frame; Arrow IPC file and stream) -> CSV and .ald, --stats, --head, fmt-verify: decompressed a piece at a time into a temporary file, peak RSS within 32 MiB + threads x 2 MiB, the rows and bytes those of the uncompressed batch; lengths that lie are exit 4 as before" {
+	# Issue 26: a compressed batch was decompressed whole (this one: 60-70 MiB peak RSS with the
+	# old binaries; 256 MB of zstd: 255 MiB). Its buffers now go through the reader's spill file,
+	# each decompressed a MiB at a time (a one-shot zstd frame of a large buffer has its level's
+	# window, 512 KiB at level 1), then it is sliced from there as an .ald batch is.
+	local cols=16 rows=400000 in t rss bound
+	awk -v C=$cols 'BEGIN { h = ""; for (c = 0; c < C; c++) h = h (c ? "," : "") "c" c; print h
+		for (r = 0; r < 3; r++) { l = ""; for (c = 0; c < C; c++) l = l (c ? "," : "") ((c == 1 && r == 0) ? "" : r); print l } }' >tpl.csv
+	fmt-convert -q tpl.csv tpl.arrow
+	fmt-convert -q -c zstd tpl.csv tplz.arrow
+	fmt-convert -q -c lz4 tpl.csv tpll.arrow
+	fmt-convert -q -c zstd tpl.csv tplz.arrows
+	/usr/bin/python3 "$REPO_ROOT/scripts/gen/arrow-one-batch" tpl.arrow one.arrow $rows
+	/usr/bin/python3 "$REPO_ROOT/scripts/gen/arrow-one-batch" tplz.arrow onez.arrow $rows zstd
+	/usr/bin/python3 "$REPO_ROOT/scripts/gen/arrow-one-batch" tpll.arrow onel.arrow $rows lz4
+	/usr/bin/python3 "$REPO_ROOT/scripts/gen/arrow-one-batch" tplz.arrows onez.arrows $rows zstd
+	run -0 fmt-inspect --json onez.arrows
+	assert_equal "$(jq -c '[.rows, .["arrow-stream"].record_batches, .["arrow-stream"].compression]' <<<"$output")" "[$rows,1,\"zstd\"]"
+	# what the uncompressed batch gives (the path of the test above)
+	fmt-convert -q one.arrow want.csv
+	fmt-convert -q -T 2 one.arrow want.ald
+	for in in onez.arrow onel.arrow onez.arrows; do
+		for t in 1 2; do
+			rss=$(peak_kib fmt-convert -q -T $t $in got-$t.csv)
+			bound=$(((32 + 2 * t) * 1024))
+			echo "$in -> csv -T $t: peak RSS $rss KiB" >&3
+			asan_build || [ "$rss" -le $bound ] || fail "$in -> csv -T $t: peak RSS $rss KiB, over $bound"
+			cmp want.csv got-$t.csv
+		done
+		rss=$(peak_kib fmt-convert -q -T 2 $in got.ald)
+		echo "$in -> ald -T 2: peak RSS $rss KiB" >&3
+		asan_build || [ "$rss" -le $((36 * 1024)) ] || fail "$in -> ald: peak RSS $rss KiB"
+		cmp want.ald got.ald
+		for cmd in "fmt-inspect --stats" "fmt-verify" "fmt-inspect --head 2"; do
+			rss=$(peak_kib $cmd $in)
+			echo "$cmd $in: peak RSS $rss KiB" >&3
+			asan_build || [ "$rss" -lt 32768 ] || fail "$cmd $in: peak RSS $rss KiB"
+		done
+		rm got-*.csv got.ald
+	done
+	run -0 fmt-verify onez.arrow
+	assert_equal "$output" "onez.arrow: ok (arrow, $rows rows)"
+	# the first buffer's length (c0's values, the body's first bytes) made 8 more, then 8 fewer
+	# than its frame holds: the messages of the whole-batch decompression
+	/usr/bin/python3 - onez.arrow <<'PY'
+import struct, sys
+f = bytearray(open(sys.argv[1], "rb").read())
+p = 8                                   # ARROW1 and padding
+for _ in range(2):                      # the Schema message, then the RecordBatch's metadata
+    n = struct.unpack_from("<I", f, p + 4)[0]
+    p += 8 + n
+want = struct.unpack_from("<q", f, p)[0]
+assert want == 8 * 400000, want
+for name, delta in (("more.arrow", 8), ("less.arrow", -8)):
+    g = bytearray(f)
+    struct.pack_into("<q", g, p, want + delta)
+    open(name, "wb").write(g)
+PY
+	run --separate-stderr fmt-convert -q more.arrow out.csv
+	assert_failure 4
+	assert_equal "$stderr" "fmt-convert: error: more.arrow: Arrow IPC: a compressed buffer decompresses to 3200000 bytes, its length says 3200008"
+	run --separate-stderr fmt-convert -q less.arrow out.csv
+	assert_failure 4
+	assert_equal "$stderr" "fmt-convert: error: less.arrow: Arrow IPC: a compressed buffer decompresses to more than the 3199992 bytes its length says"
+	# the batch needs the temporary file: a TMPDIR that cannot take it is exit 3 naming it
+	TMPDIR=$PWD/none run --separate-stderr fmt-convert -q onez.arrow out.csv
+	assert_failure 3
+	assert_equal "$stderr" "fmt-convert: error: onez.arrow: cannot create a temporary file for a record batch in $PWD/none (TMPDIR): No such file or directory"
+	[ ! -e out.csv ]
+}

@@ -412,3 +412,46 @@ TEST(batch_slicer_cuts_a_big_batch_at_byte_boundaries_every_value_kept)
 	free(floats);
 	free(text);
 }
+
+/* A small batch whose buffers lie in a spill file's mapping (which the next read unmaps) is not
+ * handed on as it is: fmt_batch_slicer_take_out_of makes it one slice of all its rows, read out
+ * of the mapping into buffers the slice owns, valid after the spill is gone. */
+TEST(batch_slicer_takes_a_small_batch_out_of_a_spill)
+{
+	fmt_schema s;
+	fmt_batch b;
+	fmt_err e;
+	fmt_source sp;
+	const uint8_t *map;
+	const int64_t vals[3] = { 7, -1, 42 };
+	const int32_t offs[4] = { 0, 2, 2, 5 };
+	fmt_schema_init(&s);
+	fmt_field f0 = { .name = "x", .type = FMT_C_I64 }, f1 = { .name = "s", .type = FMT_C_UTF8 };
+	CHECK(fmt_schema_add_field(&s, &f0, &e) == FMT_OK && fmt_schema_add_field(&s, &f1, &e) == FMT_OK);
+	CHECK(fmt_spill_open(&sp, "a spill for a test", &e) == FMT_OK);
+	CHECK(fmt_spill_write(&sp, 0, vals, sizeof vals, &e) == FMT_OK);
+	CHECK(fmt_spill_write(&sp, 24, offs, sizeof offs, &e) == FMT_OK);
+	CHECK(fmt_spill_write(&sp, 40, "abcde", 5, &e) == FMT_OK);
+	CHECK(fmt_spill_map(&sp, 45, &map, &e) == FMT_OK);
+	CHECK(fmt_batch_init(&b, 2, &e) == FMT_OK);
+	b.n_rows = 3;
+	b.columns[0] = (fmt_column){ .values = map, .values_len = 24 };
+	b.columns[1] = (fmt_column){ .offsets = map + 24, .values = map + 40, .values_len = 5 };
+	fmt_batch_slicer sl = { 0 };
+	CHECK(fmt_batch_slicer_take_out_of(&sl, &s, &sp, &b, &e) == FMT_OK);
+	CHECK(sl.whole == NULL && b.n_rows == 3); /* one slice, the last */
+	CHECK(b.columns[0].values != map && b.columns[1].values != map + 40);
+	fmt_spill_close(&sp);
+	const uint8_t *p;
+	size_t n;
+	CHECK(memcmp(b.columns[0].values, vals, sizeof vals) == 0);
+	fmt_column_bytes(&b.columns[1], FMT_C_UTF8, 2, &p, &n);
+	CHECK(n == 3 && memcmp(p, "cde", 3) == 0);
+	CHECK(fmt_batch_check(&s, &b, &e) == FMT_OK);
+	fmt_batch_free(&b);
+	/* no rows: nothing to read, left as it is */
+	CHECK(fmt_batch_init(&b, 2, &e) == FMT_OK);
+	CHECK(fmt_batch_slicer_take_out_of(&sl, &s, &sp, &b, &e) == FMT_OK && sl.whole == NULL && b.n_rows == 0);
+	fmt_batch_free(&b);
+	fmt_schema_free(&s);
+}

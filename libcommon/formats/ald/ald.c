@@ -283,8 +283,12 @@ static fmt_kind ald_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 		if (k == FMT_OK && *done && s->crc_as_read)
 			k = fmt_ald_crc_as_read_end(s, e);
 	}
-	/* a big record batch goes on in slices */
-	return k == FMT_OK && !*done ? fmt_batch_slicer_take(&s->slicer, &t->schema, batch_source(s), b, e) : k;
+	/* a big record batch goes on in slices; one in the spill file never whole (the next read unmaps it) */
+	if (k != FMT_OK || *done)
+		return k;
+	if (s->ipc_open && s->ipc.spilled)
+		return fmt_batch_slicer_take_out_of(&s->slicer, &t->schema, batch_source(s), b, e);
+	return fmt_batch_slicer_take(&s->slicer, &t->schema, batch_source(s), b, e);
 }
 
 /* The CRC before anything else; with o (fmt-verify: every layer) also the card's digest of

@@ -464,6 +464,10 @@ typedef struct walk {
 	uint64_t batch, rows;     /* the record batch's number in the file (from 0) and its rows */
 	fmt_batch *own;           /* takes the buffers decompressed */
 	const fmt_source *source; /* whose mapping a compressed buffer leaves once decompressed */
+	const fmt_source *spill;  /* or NULL: a big batch's buffers decompress into this spill file
+				   * (mapped), a piece at a time, at spill_at on (unpack_to_spill) */
+	uint64_t spill_at;
+	uint8_t *bounce;
 	const uint8_t *body;
 	uint64_t body_len;
 	buf_use *use;
@@ -566,6 +570,100 @@ static fmt_kind within_decode_budget(const walk *w, const char *name, fmt_err *e
 			name, fmt_decode_budget_rule(rule, sizeof rule, w->body_len, w->rows));
 }
 
+#define SPILL_BOUNCE ((size_t)1 << 20)
+
+/* The n bytes at p, decompressed so far (*done of them), to the spill file at w->spill_at +
+ * *done; more than want in all is the error a one-shot decompression into want bytes gives. */
+static fmt_kind spill_out(walk *w, const uint8_t *p, size_t n, uint64_t want, uint64_t *done, fmt_err *e)
+{
+	if (n > want - *done)
+		return longer(e, (int64_t)want);
+	fmt_kind k = n ? fmt_spill_write(w->spill, w->spill_at + *done, p, n, e) : FMT_OK;
+	*done += n;
+	return k;
+}
+
+/* zstd frames of want bytes in all, decompressed a piece at a time into the spill file: memory is
+ * the frames' window (a large buffer compressed in one call has the level's: 512 KiB at level 1,
+ * 8 MiB at 19), not the buffer. Any window is taken, as the one-shot decompression takes it. */
+static fmt_kind unzstd_to_spill(walk *w, const uint8_t *src, size_t n, uint64_t want, uint64_t *got, fmt_err *e)
+{
+	ZSTD_DCtx *dctx = ZSTD_createDCtx();
+	if (!dctx)
+		return oom(e);
+	ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, ZSTD_dParam_getBounds(ZSTD_d_windowLogMax).upperBound);
+	ZSTD_inBuffer in = { src, n, 0 };
+	size_t r = 1;
+	fmt_kind k = FMT_OK;
+	int full = 1;
+	while (k == FMT_OK && (in.pos < in.size || full)) {
+		ZSTD_outBuffer out = { w->bounce, SPILL_BOUNCE, 0 };
+		size_t before = in.pos;
+		r = ZSTD_decompressStream(dctx, &out, &in);
+		if (ZSTD_isError(r))
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: a compressed buffer: zstd: %s", ZSTD_getErrorName(r));
+		else
+			k = spill_out(w, w->bounce, out.pos, want, got, e);
+		full = out.pos == out.size;
+		if (k == FMT_OK && !full && in.pos == before && in.pos < in.size)
+			break; /* no progress: cannot happen with input left, but never loop */
+	}
+	ZSTD_freeDCtx(dctx);
+	if (k == FMT_OK && r != 0) /* the input ends inside a frame */
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: a compressed buffer: zstd: %s",
+			     ZSTD_getErrorName((size_t)0 - (size_t)ZSTD_error_srcSize_wrong));
+	return k;
+}
+
+/* One whole LZ4 frame of want bytes, decompressed a piece at a time into the spill file (memory:
+ * a block, at most 4 MiB), with unlz4_frame's errors. */
+static fmt_kind unlz4_to_spill(walk *w, const uint8_t *src, size_t n, uint64_t want, uint64_t *got, fmt_err *e)
+{
+	LZ4F_dctx *dctx;
+	if (LZ4F_isError(LZ4F_createDecompressionContext(&dctx, LZ4F_VERSION)))
+		return oom(e);
+	size_t in = 0, r = 1;
+	fmt_kind k = FMT_OK;
+	while (k == FMT_OK && r != 0 && in < n) {
+		size_t src_size = n - in, dst_size = SPILL_BOUNCE;
+		r = LZ4F_decompress(dctx, w->bounce, &dst_size, src + in, &src_size, NULL);
+		if (LZ4F_isError(r) || (src_size == 0 && dst_size == 0))
+			break;
+		in += src_size;
+		k = spill_out(w, w->bounce, dst_size, want, got, e);
+	}
+	/* what a full output buffer leaves to flush */
+	while (k == FMT_OK && !LZ4F_isError(r) && r != 0 && in == n) {
+		size_t src_size = 0, dst_size = SPILL_BOUNCE;
+		r = LZ4F_decompress(dctx, w->bounce, &dst_size, src + in, &src_size, NULL);
+		if (LZ4F_isError(r) || dst_size == 0)
+			break;
+		k = spill_out(w, w->bounce, dst_size, want, got, e);
+	}
+	LZ4F_freeDecompressionContext(dctx);
+	if (k != FMT_OK)
+		return k;
+	if (LZ4F_isError(r))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: a compressed buffer: LZ4 frame: %s", LZ4F_getErrorName(r));
+	if (r != 0 || in != n)
+		return bad(e, "a compressed buffer is not one whole LZ4 frame");
+	return FMT_OK;
+}
+
+/* A compressed buffer's frames into the spill file at w->spill_at (8-byte aligned after it): its
+ * bytes then lie in the spill's mapping at *dst. */
+static fmt_kind unpack_to_spill(walk *w, const uint8_t *src, size_t n, uint64_t want, const uint8_t **dst,
+				size_t *got, fmt_err *e)
+{
+	uint64_t done = 0;
+	fmt_kind k = w->codec == FMT_IPC_LZ4_FRAME ? unlz4_to_spill(w, src, n, want, &done, e)
+						    : unzstd_to_spill(w, src, n, want, &done, e);
+	*got = (size_t)done;
+	*dst = (const uint8_t *)w->spill->map + w->spill_at;
+	w->spill_at += (want + 7) & ~(uint64_t)7;
+	return k;
+}
+
 /* A compressed buffer (BodyCompression, method BUFFER): its uncompressed length (int64; -1: the
  * bytes follow as they are; within the batch's budget), then an LZ4 frame or zstd frames of
  * exactly that many bytes, decompressed into memory the batch owns. */
@@ -593,10 +691,13 @@ static fmt_kind uncompress(walk *w, span *s, const char *name, fmt_err *e)
 	if ((uint64_t)want > MAX_UNCOMPRESSED)
 		return fmt_fail(e, FMT_UNSUPPORTED, "Arrow IPC: a compressed buffer of %lld bytes (at most 2 GiB)",
 				(long long)want);
-	uint8_t *dst = malloc(want ? (size_t)want : 1);
-	if (!dst || fmt_batch_own(w->own, dst, e) != FMT_OK)
+	const uint8_t *out = NULL;
+	uint8_t *dst = NULL;
+	if (w->spill && (uint64_t)want <= w->spill->size - w->spill_at) {
+		k = unpack_to_spill(w, src, n, (uint64_t)want, &out, &got, e);
+	} else if (!(dst = malloc(want ? (size_t)want : 1)) || fmt_batch_own(w->own, dst, e) != FMT_OK) {
 		return dst ? e->kind : oom(e);
-	if (w->codec == FMT_IPC_LZ4_FRAME) {
+	} else if (w->codec == FMT_IPC_LZ4_FRAME) {
 		k = unlz4_frame(src, n, dst, (size_t)want, &got, e);
 	} else {
 		got = ZSTD_decompress(dst, (size_t)want, src, n);
@@ -610,7 +711,7 @@ static fmt_kind uncompress(walk *w, span *s, const char *name, fmt_err *e)
 			     got, (long long)want);
 	if (w->source)
 		fmt_source_drop(w->source, s->p, (size_t)s->len);
-	s->p = dst;
+	s->p = dst ? dst : out;
 	s->len = (uint64_t)want;
 	return k;
 }
@@ -845,14 +946,79 @@ static fmt_kind decode_columns(const fmt_ipc_reader *r, walk *w, int64_t length,
 	return FMT_OK;
 }
 
-static fmt_kind decode_batch(const fmt_ipc_reader *r, const ipc_msg *m, fmt_batch *b, fmt_err *e)
+static void unmap_spill(fmt_ipc_reader *r);
+
+/* What a compressed batch's buffers say they hold decompressed, each 8-byte aligned (buffers the
+ * walk will refuse count for nothing). The lengths are read with pread where they lie in the
+ * source's mapping: a fault would map each buffer's first folio (up to 2 MiB) until it is
+ * decompressed. */
+static uint64_t unpacked_total(const walk *w)
+{
+	uint64_t total = 0;
+	for (uint32_t i = 0; i < w->n_buffers; i++) {
+		const uint8_t *p = w->buffers + 16 * (size_t)i;
+		int64_t off = (int64_t)fmt_rd_u64(p), len = (int64_t)fmt_rd_u64(p + 8);
+		if (off < 0 || len < 8 || (uint64_t)off > w->body_len || (uint64_t)len > w->body_len - (uint64_t)off)
+			continue;
+		uint8_t head[8];
+		uint64_t at = w->source ? fmt_source_mapped_at(w->source, w->body + off, 8) : UINT64_MAX;
+		fmt_err ignored;
+		if (at == UINT64_MAX)
+			memcpy(head, w->body + off, 8);
+		else if (fmt_source_pread(w->source, at, head, 8, &ignored) != FMT_OK)
+			continue;
+		int64_t want = (int64_t)fmt_rd_u64(head);
+		if (want > 0 && (uint64_t)want <= MAX_UNCOMPRESSED)
+			total = fmt_sat_add_u64(total, ((uint64_t)want + 7) & ~(uint64_t)7);
+	}
+	return total;
+}
+
+/* A compressed batch of a table's file whose buffers say they hold more than FMT_IPC_SPILL_MIN
+ * decompressed (within the decode budget, which a larger one fails as before) is decompressed
+ * a piece at a time into the reader's spill file, mapped: r->spilled, and the memory it takes is
+ * a frame's window and a MiB, not the batch (the memory rule, issue 26). */
+static fmt_kind spill_compressed(fmt_ipc_reader *r, walk *w, fmt_err *e)
+{
+	uint64_t total = r->source ? unpacked_total(w) : 0;
+	const uint8_t *map;
+	if (total <= FMT_IPC_SPILL_MIN || total > fmt_decode_budget(w->body_len, w->rows))
+		return FMT_OK;
+	if (!r->spill_open) {
+		fmt_kind k = fmt_spill_open(&r->spill, "a temporary file for a record batch", e);
+		if (k != FMT_OK)
+			return k;
+		r->spill_open = 1;
+	}
+	fmt_kind k = fmt_spill_map(&r->spill, total, &map, e);
+	if (k == FMT_OK && !(w->bounce = malloc(SPILL_BOUNCE)))
+		k = oom(e);
+	if (k != FMT_OK)
+		return k;
+	r->spilled = 1;
+	w->spill = &r->spill;
+	return FMT_OK;
+}
+
+static fmt_kind decode_batch(fmt_ipc_reader *r, const ipc_msg *m, fmt_batch *b, fmt_err *e)
 {
 	walk w;
 	int64_t length;
+	unmap_spill(r);
 	fmt_kind k = batch_walk(m, &w, &length, e);
 	w.batch = r->batches;
 	w.source = r->source;
-	return k != FMT_OK ? k : decode_columns(r, &w, length, b, e);
+	w.spill = NULL;
+	w.spill_at = 0;
+	w.bounce = NULL;
+	if (k == FMT_OK && w.codec)
+		k = spill_compressed(r, &w, e);
+	if (k == FMT_OK)
+		k = decode_columns(r, &w, length, b, e);
+	free(w.bounce);
+	if (r->spilled) /* what decoding read (string offsets) leaves the resident set */
+		fmt_source_drop(&r->spill, r->spill.map, (size_t)r->spill.size);
+	return k;
 }
 
 /* ---- reader ---- */
@@ -1087,8 +1253,6 @@ static fmt_kind grow(uint8_t **p, size_t *cap, uint64_t n, fmt_err *e)
 	*cap = (size_t)n;
 	return FMT_OK;
 }
-
-#define SPILL_BOUNCE ((size_t)1 << 20)
 
 /* n bytes at offset at of the kept body (in r->msg_body, or the spill file) into dst. */
 static fmt_kind kept_read(const fmt_ipc_reader *r, uint64_t at, uint8_t *dst, size_t n, fmt_err *e)

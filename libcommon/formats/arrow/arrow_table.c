@@ -53,12 +53,19 @@ static fmt_kind arrow_open(fmt_table *t, fmt_err *e)
 	return FMT_OK;
 }
 
+/* Where the buffers of the batch read last lie that are read from a file: a compressed batch's
+ * spill file (fmt_ipc_next), else the file's mapping. */
+static const fmt_source *batch_source(const fmt_table *t, const arrow_state *s)
+{
+	return s->r.spilled ? &s->r.spill : &t->source;
+}
+
 static fmt_kind arrow_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 {
 	arrow_state *s = t->format_state;
 	int sliced;
 	*done = 0;
-	fmt_kind k = fmt_batch_slicer_next(&s->slicer, &s->r.schema, &t->source, b, &sliced, e);
+	fmt_kind k = fmt_batch_slicer_next(&s->slicer, &s->r.schema, batch_source(t, s), b, &sliced, e);
 	if (k != FMT_OK || sliced)
 		return k;
 	/* The last batch is done with: its message's pages (and the partial page before them,
@@ -72,7 +79,10 @@ static fmt_kind arrow_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 		return k;
 	/* a big record batch goes on in slices read from the file, none of its pages mapped but
 	 * those its decoding touched, which leave now */
-	k = fmt_batch_slicer_take(&s->slicer, &s->r.schema, &t->source, b, e);
+	if (s->r.spilled) /* its buffers in the spill file, which the next read unmaps */
+		k = fmt_batch_slicer_take_out_of(&s->slicer, &s->r.schema, batch_source(t, s), b, e);
+	else
+		k = fmt_batch_slicer_take(&s->slicer, &s->r.schema, &t->source, b, e);
 	if (k == FMT_OK && s->slicer.whole)
 		fmt_source_drop(&t->source, s->r.data + s->r.last_lo, s->r.last_hi - s->r.last_lo);
 	return k;

@@ -30,8 +30,10 @@ typedef struct fmt_ipc_reader {
 	/* one message at a time: its metadata, the body bytes its buffers use, their table */
 	uint8_t *msg_meta, *msg_body, *msg_bufs;
 	size_t msg_meta_cap, msg_body_cap, msg_bufs_cap;
-	/* a body that may keep more than FMT_IPC_SPILL_MIN bytes: kept in an unlinked temporary
-	 * file (spill.fd, open when spill_open), mapped (spill.map) while its batch is read */
+	/* a body that may keep more than FMT_IPC_SPILL_MIN bytes, or (fmt_ipc_next, a table's
+	 * reader: source set) a compressed batch whose buffers say they hold more decompressed:
+	 * kept in an unlinked temporary file (spill.fd, open when spill_open), mapped (spill.map)
+	 * while its batch is read (spilled) */
 	fmt_source spill;
 	int spill_open, spilled;
 } fmt_ipc_reader;
@@ -42,7 +44,10 @@ fmt_kind fmt_ipc_open(fmt_ipc_reader *r, const uint8_t *data, size_t len, fmt_er
  * the end. A column of a type this build does not convert is stepped over and left empty (no
  * values, as Parquet's reader leaves one) and dictionary batches are passed by, so that the
  * other columns can be read; a type whose buffers cannot be counted (a type id Arrow does not
- * define, nesting deeper than 64) is Unsupported naming it. */
+ * define, nesting deeper than 64) is Unsupported naming it. A batch compressed buffer by buffer
+ * whose buffers say they hold more than FMT_IPC_SPILL_MIN decompressed (within the decode budget)
+ * is decompressed a piece at a time into r->spill when r->source is set: r->spilled, its buffers
+ * in the spill's mapping until the next call (slice it out: fmt_batch_slicer_take_out_of). */
 fmt_kind fmt_ipc_next(fmt_ipc_reader *r, fmt_batch *b, int *done, fmt_err *e);
 void fmt_ipc_close(fmt_ipc_reader *r);
 

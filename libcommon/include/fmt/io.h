@@ -94,7 +94,8 @@ FILE *fmt_temp_file(const char *what, fmt_err *e);
  * fmt_spill_open makes the file (s->path is what, not copied: a string that outlives s; never
  * fmt_source_close such a source, fmt_spill_close it); fmt_spill_write puts n bytes at offset at
  * (IoError naming the directory and TMPDIR: disk full); fmt_spill_map maps its first n bytes
- * (*p; "" when n is 0), replacing an earlier mapping; fmt_spill_unmap drops the mapping (the
+ * (*p; "" when n is 0), replacing an earlier mapping, the file grown (sparse) to n bytes when it
+ * is shorter, so that bytes written after through fmt_spill_write are read there; fmt_spill_unmap drops the mapping (the
  * file stays open for reuse); fmt_spill_close closes the file (gone then); on a zeroed source,
  * or one closed already, it does nothing. */
 fmt_kind fmt_spill_open(fmt_source *s, const char *what, fmt_err *e);

@@ -260,6 +260,12 @@ typedef struct fmt_batch_slicer {
  * FMT_SLICE_OVER, sl takes it and b becomes its first slice. */
 fmt_kind fmt_batch_slicer_take(fmt_batch_slicer *sl, const fmt_schema *s, const fmt_source *src, fmt_batch *b,
 			       fmt_err *e);
+/* The same for a batch whose buffers lie in the mapping of src, a spill file that the next read
+ * unmaps: a batch the slicer would hand on whole becomes one slice of all its rows, read out of
+ * the mapping into buffers it owns (at most FMT_SLICE_OVER of them, or 8 rows), so that no batch
+ * handed on points into it. */
+fmt_kind fmt_batch_slicer_take_out_of(fmt_batch_slicer *sl, const fmt_schema *s, const fmt_source *src,
+				      fmt_batch *b, fmt_err *e);
 /* In a driver's next, b as fmt_table_next gives it (initialised, empty): the next slice of the
  * batch sl holds into b, *got = 1; *got = 0 when sl holds none (then b is untouched). */
 fmt_kind fmt_batch_slicer_next(fmt_batch_slicer *sl, const fmt_schema *s, const fmt_source *src, fmt_batch *b,
