@@ -974,6 +974,16 @@ static uint64_t unpacked_total(const walk *w)
 	return total;
 }
 
+/* The reader's spill file, made at its first use. */
+static fmt_kind spill_ready(fmt_ipc_reader *r, fmt_err *e)
+{
+	if (r->spill_open)
+		return FMT_OK;
+	fmt_kind k = fmt_spill_open(&r->spill, "a temporary file for a record batch", e);
+	r->spill_open = k == FMT_OK;
+	return k;
+}
+
 /* A compressed batch of a table's file whose buffers say they hold more than FMT_IPC_SPILL_MIN
  * decompressed (within the decode budget, which a larger one fails as before) is decompressed
  * a piece at a time into the reader's spill file, mapped: r->spilled, and the memory it takes is
@@ -984,13 +994,10 @@ static fmt_kind spill_compressed(fmt_ipc_reader *r, walk *w, fmt_err *e)
 	const uint8_t *map;
 	if (total <= FMT_IPC_SPILL_MIN || total > fmt_decode_budget(w->body_len, w->rows))
 		return FMT_OK;
-	if (!r->spill_open) {
-		fmt_kind k = fmt_spill_open(&r->spill, "a temporary file for a record batch", e);
-		if (k != FMT_OK)
-			return k;
-		r->spill_open = 1;
-	}
-	fmt_kind k = fmt_spill_map(&r->spill, total, &map, e);
+	fmt_kind k = spill_ready(r, e);
+	if (k != FMT_OK)
+		return k;
+	k = fmt_spill_map(&r->spill, total, &map, e);
 	if (k == FMT_OK && !(w->bounce = malloc(SPILL_BOUNCE)))
 		k = oom(e);
 	if (k != FMT_OK)
@@ -1315,12 +1322,9 @@ static fmt_kind spill_if_big(fmt_ipc_reader *r, const walk *w, const buf_use *us
 		most += use[i].offsets ? fmt_rd_u64(w->buffers + 16 * (size_t)i + 8) : use[i].bytes;
 	if (most <= FMT_IPC_SPILL_MIN)
 		return FMT_OK;
-	if (!r->spill_open) {
-		fmt_kind k = fmt_spill_open(&r->spill, "a temporary file for a record batch", e);
-		if (k != FMT_OK)
-			return k;
-		r->spill_open = 1;
-	}
+	fmt_kind k = spill_ready(r, e);
+	if (k != FMT_OK)
+		return k;
 	r->spilled = 1;
 	return FMT_OK;
 }
