@@ -247,3 +247,51 @@ Try 'fmt-sign --help'."
 	assert_equal "$output" "licensed d.ald until 2028-02-29T00:00:00Z, signed by seller key $(sed -n 1p s.pub | awk '{print $NF}')"
 	[ "$(licence d.ald | jq .expires)" = 1835395200 ]
 }
+
+@test "sign --embed and license refuse an .ald fmt-verify refuses (card of the wrong kind, rows the header contradicts), with its exit status and message; the file unchanged (old: signed, exit 0)" {
+	/usr/bin/python3 - <<'PY'
+import msgpack, struct, zlib
+f = open("d.ald", "rb").read()
+def crc(body):
+    return bytes(body) + struct.pack("<I", zlib.crc32(bytes(body)))
+meta = struct.unpack_from("<I", f, 8)[0]
+card = msgpack.unpackb(f[32:32 + meta])
+card["version"] = 1.5
+m = msgpack.packb(card)
+h = bytearray(f[:32])
+struct.pack_into("<I", h, 8, len(m))
+open("v.ald", "wb").write(crc(bytes(h) + m + f[32 + meta:-4]))
+d = bytearray(f[:-4])
+struct.pack_into("<Q", d, 24, 5)   # the header's num_rows: 5, the payload holds 3
+open("n.ald", "wb").write(crc(d))
+PY
+	local f msg
+	while IFS='|' read -r f msg; do
+		cp "$f" before.ald
+		run --separate-stderr fmt-verify "$f"
+		assert_failure 4
+		assert_equal "$stderr" "fmt-verify: error: $f: $msg"
+		run --separate-stderr fmt-sign sign --embed -s s.key "$f"
+		assert_failure 4
+		assert_equal "$stderr" "fmt-sign: error: $f: $msg"
+		assert_equal "$output" ""
+		run --separate-stderr fmt-sign license --licensee acme --sign-key s.key "$f"
+		assert_failure 4
+		assert_equal "$stderr" "fmt-sign: error: $f: $msg"
+		run --separate-stderr fmt-sign license --json --licensee acme --sign-key s.key "$f"
+		assert_failure 4
+		assert_equal "$output" "$(jq -nc --arg f "$f" --arg m "$msg" '{file:$f,ok:false,exit:4,error:"InvalidFormat",message:$m}')"
+		cmp "$f" before.ald
+	done <<'EOF2'
+v.ald|the card: "version" must be a string
+n.ald|the payload holds 3 rows, the header says 5
+EOF2
+	# an expired licence is what license renews: it does not stop it (fmt-verify says 10 before)
+	fmt-sign license -q --licensee acme --expires 2001-01-01 --sign-key s.key d.ald 2>/dev/null
+	run fmt-verify d.ald
+	assert_failure 10
+	run --separate-stderr fmt-sign license --licensee acme --expires 2999-01-01 --sign-key s.key d.ald
+	assert_success
+	run fmt-verify -p s.pub d.ald
+	assert_success
+}

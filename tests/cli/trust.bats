@@ -338,14 +338,25 @@ PY
 	run --separate-stderr fmt-verify -p a.pub l.ald
 	assert_failure 7
 	assert_equal "$stderr" "fmt-verify: error: l.ald: the licence carries no seller signature, which it must when trusted keys are given: the .ald signature does not cover the licence block, so nothing vouches for its expiry, limits and terms"
+	# fmt-verify refuses it without keys too (a signed file): so it is not re-signed, with
+	# fmt-verify's status and message (it was: re-signed, exit 0)
 	cp l.ald l.orig
-	run fmt-sign sign -q --embed -s a.key l.ald
+	run --separate-stderr fmt-sign sign -q --embed -s a.key l.ald
+	assert_failure 7
+	assert_equal "$stderr" "fmt-sign: error: l.ald: the licence carries no seller signature, which it must in a signed file: the .ald signature does not cover the licence block, so nothing vouches for its expiry, limits and terms"
+	cmp l.ald l.orig
+	# a licence fmt-sign issued (seller signature over the file's signature): the same key
+	# re-signs it unchanged; another key is refused
+	fmt-sign sign -q --embed -s a.key u.ald
+	fmt-sign license -q --licensee acme --sign-key a.key u.ald
+	cp u.ald u.orig
+	run fmt-sign sign -q --embed -s a.key u.ald
 	assert_success
-	cmp l.ald l.orig
-	run --separate-stderr fmt-sign sign --embed -s b.key l.ald
+	cmp u.ald u.orig
+	run --separate-stderr fmt-sign sign --embed -s b.key u.ald
 	assert_failure 2
-	assert_equal "$stderr" "fmt-sign: error: l.ald: the licence block's seller signature covers the file's signature: signing would invalidate it (sign the dataset before issuing its licence)"
-	cmp l.ald l.orig
+	assert_equal "$stderr" "fmt-sign: error: u.ald: the licence block's seller signature covers the file's signature: signing would invalidate it (sign the dataset before issuing its licence)"
+	cmp u.ald u.orig
 }
 
 # ---- APR v1 ----

@@ -134,12 +134,13 @@ static inline int fmt_ald_crc_is_upstream(const ald_state *s)
 typedef fmt_kind (*fmt_ald_body_fn)(const ald_state *s, fmt_sink *k, const void *ctx, fmt_err *e);
 fmt_kind fmt_ald_rewrite_in_place(const char *path, const ald_state *s, fmt_ald_body_fn body, const void *ctx,
 				  fmt_err *e);
-/* Reopen path with d (the .ald driver: the code above passes it down), check its CRC and payload
- * digest (nothing damaged is rewritten), then check (NULL: none) whether it may be rewritten, and
- * rewrite it in place with body; ctx goes to both. */
+/* Reopen path with d (the .ald driver: the code above passes it down), verify it as fmt-verify
+ * does without keys (nothing it refuses is signed or licensed; with licence_replaced the old
+ * licence is not checked, also when expired), then check (NULL: none) whether it may be
+ * rewritten, and rewrite it in place with body; ctx goes to both. */
 typedef fmt_kind (*fmt_ald_check_fn)(const ald_state *s, const void *ctx, fmt_err *e);
-fmt_kind fmt_ald_rewrite_checked(const fmt_table_driver *d, const char *path, fmt_ald_check_fn check,
-				 fmt_ald_body_fn body, const void *ctx, fmt_err *e);
+fmt_kind fmt_ald_rewrite_checked(const fmt_table_driver *d, const char *path, int licence_replaced,
+				 fmt_ald_check_fn check, fmt_ald_body_fn body, const void *ctx, fmt_err *e);
 /* Sign the k->written bytes written so far (the file up to the payload end) and append the
  * 96-byte block (§6). */
 struct fmt_ed25519_secret;

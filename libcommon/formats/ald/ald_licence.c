@@ -218,7 +218,7 @@ fmt_kind fmt_ald_license_with(const fmt_table_driver *d, const char *path, const
 	if (!keys || !keys->ed25519_secret)
 		return fmt_fail(e, FMT_USAGE, "a licence is signed by the seller: give --sign-key SECKEY (Ed25519)");
 	/* An old licence may have expired: renewing it is what this is for. */
-	return fmt_ald_rewrite_checked(d, path, NULL, write_licensed, &(licence_job){ l, keys->ed25519_secret }, e);
+	return fmt_ald_rewrite_checked(d, path, 1, NULL, write_licensed, &(licence_job){ l, keys->ed25519_secret }, e);
 }
 
 /* seller_sig of the licence, when its terms are the project's JSON; *present = 0 otherwise. */

@@ -105,18 +105,19 @@ fmt_kind fmt_ald_append_signature(fmt_sink *k, const fmt_ms_secret *sec, fmt_err
 	return r;
 }
 
-fmt_kind fmt_ald_rewrite_checked(const fmt_table_driver *d, const char *path, fmt_ald_check_fn check,
-				 fmt_ald_body_fn body, const void *ctx, fmt_err *e)
+fmt_kind fmt_ald_rewrite_checked(const fmt_table_driver *d, const char *path, int licence_replaced,
+				 fmt_ald_check_fn check, fmt_ald_body_fn body, const void *ctx, fmt_err *e)
 {
 	fmt_table t;
 	fmt_kind r = fmt_table_open_with(&t, path, d, e);
 	if (r != FMT_OK)
 		return r;
-	/* Never rewrite what is already damaged: CRC and payload digest first. */
+	/* Never sign or license what fmt-verify refuses: its checks first (no keys: the signature is
+	 * not checked, it is what is replaced; nor is a licence that is replaced, expired or not). */
 	ald_state *s = t.format_state;
-	r = fmt_ald_check_crc(s, e);
-	if (r == FMT_OK)
-		r = fmt_ald_check_digest(s, e);
+	const fmt_verify_opts vo = { .threads = 1, .licence_replaced = licence_replaced };
+	t.allow_expired = licence_replaced;
+	r = fmt_table_verify(&t, &vo, e);
 	if (r == FMT_OK && check)
 		r = check(s, ctx, e);
 	if (r == FMT_OK)

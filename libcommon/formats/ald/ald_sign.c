@@ -79,7 +79,7 @@ fmt_kind fmt_ald_sign_with(const fmt_table_driver *d, const char *path, const fm
 		return fmt_fail(e, FMT_USAGE, ".ald datasets are signed with Ed25519 keys (fmt-sign sign --embed "
 				"-s SECKEY), not HMAC keys");
 	/* The licence is the seller's, checked by fmt-verify: licence_allows keeps it as it is. */
-	return fmt_ald_rewrite_checked(d, path, sign_allowed, write_signed, keys->ed25519_secret, e);
+	return fmt_ald_rewrite_checked(d, path, 0, sign_allowed, write_signed, keys->ed25519_secret, e);
 }
 
 json_t *fmt_ald_signer_b64(const ald_state *s)

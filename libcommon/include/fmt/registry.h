@@ -56,6 +56,9 @@ typedef struct fmt_verify_opts {
 	int signed_elsewhere;
 	/* When not NULL, filled with who signed what the driver checked (fmt_signer). */
 	fmt_signer *signer;
+	/* The caller replaces the licence next (fmt-sign license): the old licence's seller
+	 * signature and expiry are not checked (renewing an expired licence is allowed). */
+	int licence_replaced;
 } fmt_verify_opts;
 
 #define FMT_PROBE_BYTES 4096
