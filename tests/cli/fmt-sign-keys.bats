@@ -28,7 +28,7 @@ ms_pair() { minisign -G -W -p "$1.pub" -s "$1.key" >/dev/null; }
 	# It said "kind":"Ed25519" (and "X25519") where the others say "ed25519".
 	run --separate-stderr fmt-sign keygen --json -W -p b.pub -s b.key
 	assert_success
-	assert_equal "$output" "{\"kind\":\"ed25519\",\"key_id\":\"$(id_of_pub b.pub)\",\"public_key\":\"b.pub\",\"secret_key\":\"b.key\"}"
+	assert_equal "$output" "{\"ok\":true,\"kind\":\"ed25519\",\"key_id\":\"$(id_of_pub b.pub)\",\"public_key\":\"b.pub\",\"secret_key\":\"b.key\"}"
 	run --separate-stderr fmt-sign keygen --x25519 -W --json -p x.pub -s x.key
 	assert_success
 	assert_equal "$(jq -r .kind <<<"$output")" x25519

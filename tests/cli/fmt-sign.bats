@@ -134,7 +134,7 @@ key_id_of() {
 	assert_output "$(key_id_of "$KEY")"
 	run fmt-sign key-id --hmac-key --json
 	assert_success
-	assert_output "{\"key_id\":\"$(key_id_of "$KEY")\"}"
+	assert_output "{\"ok\":true,\"key_id\":\"$(key_id_of "$KEY")\"}"
 	printf 'team secret\n' >secret
 	run fmt-sign key-id --secret-file secret
 	assert_success

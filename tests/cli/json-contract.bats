@@ -217,13 +217,34 @@ Try 'fmt-inspect --help'." ]
 @test "fmt-sign: one record per FILE, or for the operation when it has none" {
 	fmt-sign keygen -q -W -p a.pub -s a.key
 	cp m.safetensors n.safetensors
+	fmt-convert -q m.safetensors m.apsim
+	fmt-convert -q rows.csv d.ald
 	contract 0 'ok' fmt-sign keygen --json -W -p b.pub -s b.key
 	contract 2 'null=2:UsageError' fmt-sign keygen --json -W -p b.pub -s b.key
 	contract 3 'ok missing.bin=3:IoError' fmt-sign sign --json -s a.key m.safetensors missing.bin
+	# a success is "ok":true, as a failure is "ok":false (jq 'select(.ok)'; it had no "ok")
+	[ "$(jq -c '[.file, .ok]' <<<"$output" | paste -sd' ')" = '["m.safetensors",true] ["missing.bin",false]' ]
 	contract 7 'ok n.safetensors=7:SignatureInvalid' fmt-sign verify --json -p a.pub m.safetensors n.safetensors
+	[ "$(jq -c '[.file, .ok]' <<<"$output" | paste -sd' ')" = '["m.safetensors",true] ["n.safetensors",false]' ]
 	contract 3 'm.safetensors=3:IoError n.safetensors=3:IoError' fmt-sign sign --json -s nope.key m.safetensors n.safetensors
 	contract 3 'null=3:IoError' fmt-sign key-id --json --secret-file nope
 	contract 0 'ok' fmt-sign key-id --json -p a.pub
+	[ "$(jq -c .ok <<<"$output")" = true ]
+	local cmd
+	while IFS= read -r cmd; do
+		run --separate-stderr $cmd
+		assert_success
+		[ "$(jq -c .ok <<<"$output")" = true ] || fail "$cmd: $output"
+	done <<'EOF2'
+fmt-sign keygen --json -W -p c.pub -s c.key
+fmt-sign keygen --json --hmac
+fmt-sign keygen --json --watermark -s w.key
+fmt-sign key-id --json --hmac-key
+fmt-sign sign --json --hmac-key m.apsim
+fmt-sign sign --json --embed -s a.key d.ald
+fmt-sign verify --json -p a.pub d.ald
+fmt-sign license --json --licensee acme --sign-key a.key d.ald
+EOF2
 	contract 2 '' fmt-sign --json
 	contract 2 '' fmt-sign sign --json
 	contract 2 '' fmt-sign nope --json

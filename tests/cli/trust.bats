@@ -291,7 +291,7 @@ raw_pk_of() { sed -n 2p "$1" | base64 -d | tail -c 32 | base64 -w0; }
 	# re-signing replaces the block (no second one), with the new key
 	run --separate-stderr fmt-sign sign --embed -j -s b.key u.ald
 	assert_success
-	assert_output "{\"file\":\"u.ald\",\"kind\":\"ed25519\",\"key_id\":\"$B\"}"
+	assert_output "{\"file\":\"u.ald\",\"ok\":true,\"kind\":\"ed25519\",\"key_id\":\"$B\"}"
 	[ "$(stat -c %s u.ald)" -eq $((size + 96)) ]
 	run fmt-verify -q -p b.pub u.ald
 	assert_success
@@ -559,7 +559,7 @@ PY
 	assert_output "Embedded Ed25519 signature verified (key $A)"
 	run --separate-stderr fmt-sign verify --json -p a.pub s.ald
 	assert_success
-	assert_output "{\"file\":\"s.ald\",\"key_id\":\"$A\",\"embedded\":true}"
+	assert_output "{\"file\":\"s.ald\",\"ok\":true,\"key_id\":\"$A\",\"embedded\":true}"
 	run --separate-stderr fmt-sign verify -p b.pub s.ald
 	assert_failure 7
 	assert_equal "$stderr" "fmt-sign: error: s.ald: signed by Ed25519 public key $(raw_pk_of a.pub), which is not a trusted key (the block embeds the bare key, without a minisign key id)"

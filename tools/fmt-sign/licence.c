@@ -75,7 +75,7 @@ int sign_cmd_license(char **files, int n, const sign_opts *o)
 		if (o->common.quiet)
 			continue;
 		if (o->common.json) {
-			json_t *obj = json_pack("{s:o, s:s, s:I, s:i}", "file", fmt_json_string(files[i], strlen(files[i])),
+			json_t *obj = json_pack("{s:o, s:b, s:s, s:I, s:i}", "file", fmt_json_string(files[i], strlen(files[i])), "ok", 1,
 						"seller_key_id", id, "expires_at", (json_int_t)l.expires_at, "seat_limit",
 						(int)l.seats);
 			if (!obj || fmt_json_line(stdout, obj) != 0)

@@ -48,7 +48,7 @@ static int report_keys(const sign_opts *o, const char *kind, const char *title, 
 	if (o->common.quiet)
 		return 0;
 	if (o->common.json) {
-		json_t *obj = json_pack("{s:s, s:s, s:o, s:o}", "kind", kind, "key_id", id,
+		json_t *obj = json_pack("{s:b, s:s, s:s, s:o, s:o}", "ok", 1, "kind", kind, "key_id", id,
 					"public_key", fmt_json_string(pub, strlen(pub)),
 					"secret_key", fmt_json_string(sec, strlen(sec)));
 		int r = obj ? fmt_json_line(stdout, obj) : -1;
@@ -209,7 +209,7 @@ int sign_cmd_key_id_ed25519(const sign_opts *o)
 	if (o->common.quiet)
 		return 0;
 	if (o->common.json)
-		printf("{\"key_id\":\"%s\"}\n", id);
+		printf("{\"ok\":true,\"key_id\":\"%s\"}\n", id);
 	else
 		printf("%s\n", id);
 	return 0;
@@ -284,9 +284,9 @@ static int report_signed_file(const char *file, const char *sig_path, const char
 	if (o->common.quiet)
 		return 0;
 	if (o->common.json) {
-		json_t *obj = sig_path ? json_pack("{s:o, s:o, s:s}", "file", fmt_json_string(file, strlen(file)),
+		json_t *obj = sig_path ? json_pack("{s:o, s:b, s:o, s:s}", "file", fmt_json_string(file, strlen(file)), "ok", 1,
 						   "signature", fmt_json_string(sig_path, strlen(sig_path)), "key_id", id)
-				       : json_pack("{s:o, s:s, s:s}", "file", fmt_json_string(file, strlen(file)),
+				       : json_pack("{s:o, s:b, s:s, s:s}", "file", fmt_json_string(file, strlen(file)), "ok", 1,
 						   "kind", "ed25519", "key_id", id);
 		int r = obj ? fmt_json_line(stdout, obj) : -1;
 		json_decref(obj);
@@ -486,14 +486,14 @@ static void print_trusted(const char *s, size_t n)
 }
 
 /* An embedded signature verified: "Embedded Ed25519 signature verified (key ID)", or the JSON
- * object {"file", "key_id", "embedded": true}; 0 or the I/O exit status. */
+ * object {"file", "ok": true, "key_id", "embedded": true}; 0 or the I/O exit status. */
 static int report_embedded(const char *file, const char *id, const sign_opts *o)
 {
 	if (!o->common.json) {
 		printf("Embedded Ed25519 signature verified (key %s)\n", id);
 		return 0;
 	}
-	json_t *obj = json_pack("{s:o, s:s, s:b}", "file", fmt_json_string(file, strlen(file)), "key_id", id,
+	json_t *obj = json_pack("{s:o, s:b, s:s, s:b}", "file", fmt_json_string(file, strlen(file)), "ok", 1, "key_id", id,
 				"embedded", 1);
 	int r = obj ? fmt_json_line(stdout, obj) : -1;
 	json_decref(obj);
@@ -541,8 +541,8 @@ int sign_cmd_verify(char **files, int n, const sign_opts *o)
 		}
 		fmt_ms_key_id(sig->keynum, id);
 		if (o->common.json) {
-			json_t *obj = json_pack("{s:o, s:s, s:b, s:o}", "file",
-						fmt_json_string(files[i], strlen(files[i])), "key_id", id,
+			json_t *obj = json_pack("{s:o, s:b, s:s, s:b, s:o}", "file",
+						fmt_json_string(files[i], strlen(files[i])), "ok", 1, "key_id", id,
 						"prehashed", sig->prehashed, "trusted_comment",
 						fmt_json_string(sig->trusted, sig->trusted_len));
 			if (obj && embedded_id)

@@ -46,7 +46,7 @@ static int print_json(json_t *obj)
 static int report_created(const char *path, const fmt_hmac_key *key, int rotated, int json)
 {
 	if (json)
-		return print_json(json_pack("{s:s, s:o, s:b}", "key_id", key->id, "path",
+		return print_json(json_pack("{s:b, s:s, s:o, s:b}", "ok", 1, "key_id", key->id, "path",
 					    fmt_json_string(path, strlen(path)), "rotated", rotated));
 	printf("created HMAC key %s in ", key->id);
 	fmt_out_escaped(stdout, path, strlen(path));
@@ -117,7 +117,7 @@ static int report_signed(const char *path, const fmt_hmac_key *key, const sign_o
 	}
 	int code = 0;
 	if (o->common.json) {
-		json_t *obj = json_pack("{s:o, s:s, s:s}", "file", fmt_json_string(path, strlen(path)),
+		json_t *obj = json_pack("{s:o, s:b, s:s, s:s}", "file", fmt_json_string(path, strlen(path)), "ok", 1,
 					"key_id", key->id, "signature", sig);
 		code = print_json(obj);
 	} else {
@@ -161,7 +161,7 @@ int sign_cmd_key_id(const sign_opts *o)
 		return sign_fail(o, NULL, &e);
 	int code = 0;
 	if (o->common.json && !o->common.quiet)
-		code = print_json(json_pack("{s:s}", "key_id", key.id));
+		code = print_json(json_pack("{s:b, s:s}", "ok", 1, "key_id", key.id));
 	else if (!o->common.quiet)
 		printf("%s\n", key.id);
 	fmt_hmac_key_free(&key);

@@ -38,7 +38,7 @@ int sign_cmd_keygen_watermark(const sign_opts *o)
 	fmt_hex(digest, 8, id);
 	int status = 0;
 	if (o->common.json) {
-		json_t *r = json_pack("{s:s, s:s, s:o}", "kind", "watermark", "key_id", id, "path",
+		json_t *r = json_pack("{s:b, s:s, s:s, s:o}", "ok", 1, "kind", "watermark", "key_id", id, "path",
 				      fmt_json_string(path, strlen(path)));
 		status = r && fmt_json_line(stdout, r) == 0 ? 0 : FMT_IO;
 		json_decref(r);
