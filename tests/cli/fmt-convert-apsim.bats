@@ -345,7 +345,7 @@ Try 'fmt-convert --help'."
 	assert_equal "$(jq -c '[.format_info.signed, .format_info.key_id]' <<<"$output")" "[true,\"$id\"]"
 	run fmt-verify --hmac-key out.apsim
 	assert_success
-	assert_output --regexp '^out\.apsim: ok \(apsim, 5 tensors, 1 file, [0-9]+ bytes\)$'
+	assert_output --regexp "^out\\.apsim: ok \\(apsim, 5 tensors, 1 file, [0-9]+ bytes, hmac-sha256 signature by trusted key $id\\)\$"
 	run --separate-stderr fmt-verify --secret-file other.secret out.apsim
 	assert_failure 7
 	assert_equal "$stderr" "fmt-verify: error: out.apsim: signed with key '$id', but the key given is 'shared'"

@@ -47,7 +47,7 @@ tar_member_offset() {
 @test "the fixture with --secret-file holding the team secret: ok" {
 	run --separate-stderr fmt-verify --secret-file team.secret fixture.apsim
 	assert_success
-	assert_output "fixture.apsim: ok (apsim, 4 tensors, 1 file, 796 bytes)"
+	assert_output "fixture.apsim: ok (apsim, 4 tensors, 1 file, 796 bytes, hmac-sha256 signature by trusted key shared)"
 	[ -z "$stderr" ]
 	run fmt-verify --key-secret-file team.secret fixture.apsim
 	assert_success
@@ -63,7 +63,7 @@ tar_member_offset() {
 	export APSI_TEAM='team secret'
 	run --separate-stderr fmt-verify --secret-env APSI_TEAM -j fixture.apsim
 	assert_success
-	assert_output '{"file":"fixture.apsim","ok":true,"format":"apsim","files":1,"tensors":4,"bytes":796}'
+	assert_output '{"file":"fixture.apsim","ok":true,"format":"apsim","files":1,"tensors":4,"bytes":796,"signatures":[{"kind":"hmac-sha256","key_id":"shared","trusted":true}]}'
 	[ -z "$stderr" ]
 }
 
@@ -126,7 +126,7 @@ tar_member_offset() {
 	# several files: every one reported, the highest status
 	run --separate-stderr fmt-verify --secret-file team.secret fixture.apsim plain.safetensors
 	assert_failure 7
-	assert_output "fixture.apsim: ok (apsim, 4 tensors, 1 file, 796 bytes)"
+	assert_output "fixture.apsim: ok (apsim, 4 tensors, 1 file, 796 bytes, hmac-sha256 signature by trusted key shared)"
 }
 
 @test "two key options: usage error (exit 2)" {

@@ -68,10 +68,10 @@ fmt_kind verify_set_detached(const fmt_model *m, const char *path, const fmt_key
 	return FMT_OK;
 }
 
-/* Ed25519 signatures only: HMAC checks keep the report they always had. */
+/* An embedded signature the driver checked, of either kind (Ed25519 or HMAC-SHA256). */
 static int reported(const fmt_signer *s)
 {
-	return s->kind && strcmp(s->kind, "ed25519") == 0;
+	return s->kind != NULL;
 }
 
 int sigs_any(const verify_sigs *v)
@@ -105,7 +105,7 @@ void sigs_text(const verify_sigs *v, FILE *out)
 	if (v->detached)
 		fprintf(out, ", .minisig by trusted key %s", v->detached_id);
 	if (reported(&v->signer))
-		fprintf(out, ", ed25519 signature by trusted key %s", v->signer.key_id);
+		fprintf(out, ", %s signature by trusted key %s", v->signer.kind, v->signer.key_id);
 	if (v->detached_unchecked || v->signer.unchecked)
 		fprintf(out, ", signed (not checked: no key given)");
 }
