@@ -337,7 +337,8 @@ EOF
 	fmt-convert sp/train.csv train.arrow
 	printf 'id,name,score,grp\n9,zz,1.25,c\n' >one.csv
 	run fmt-shard merge train.arrow one.csv -o m.jsonl --json
-	assert_output '{"inputs":["train.arrow","one.csv"],"format":"arrow","output":"m.jsonl","rows":4}'
+	# "format" is what was written, as a model merge's (it was the first input's: "arrow")
+	assert_output '{"inputs":["train.arrow","one.csv"],"format":"jsonl","output":"m.jsonl","rows":4}'
 	run cat m.jsonl
 	assert_output "$(printf '{"id":3,"name":"cc","score":0.5,"grp":"a"}\n{"id":1,"name":"aa","score":null,"grp":"b"}\n{"id":4,"name":"dd","score":0.25,"grp":"b"}\n{"id":9,"name":"zz","score":1.25,"grp":"c"}')"
 	printf 'id,name,score,grp\n9,zz,x,c\n' >bad.csv

@@ -330,7 +330,8 @@ static fmt_kind open_rest(const shard_opts *o, fmt_table **rest, fmt_err *e)
 	return FMT_OK;
 }
 
-static void print_concat(const fmt_table *t, const shard_opts *o, uint64_t rows)
+/* w: the format written ("format" says it, as a model merge's does). */
+static void print_concat(const fmt_table_driver *w, const shard_opts *o, uint64_t rows)
 {
 	if (o->common.quiet || strcmp(o->output, "-") == 0)
 		return;
@@ -338,7 +339,7 @@ static void print_concat(const fmt_table *t, const shard_opts *o, uint64_t rows)
 		json_t *in = json_array();
 		for (size_t i = 0; i < o->n_inputs; i++)
 			json_array_append_new(in, fmt_json_string(o->inputs[i], strlen(o->inputs[i])));
-		json_t *j = json_pack("{s:o,s:s,s:o,s:o}", "inputs", in, "format", t->driver->name, "output",
+		json_t *j = json_pack("{s:o,s:s,s:o,s:o}", "inputs", in, "format", w->name, "output",
 				      fmt_json_string(o->output, strlen(o->output)), "rows", fmt_json_u64(rows));
 		fmt_json_line(stdout, j);
 		json_decref(j);
@@ -421,6 +422,6 @@ fmt_kind merge_tables(const char *input, fmt_table *t, const shard_opts *o, fmt_
 			fmt_sink_abort(&sink);
 	}
 	if (k == FMT_OK)
-		print_concat(t, o, count.rows);
+		print_concat(w, o, count.rows);
 	return k;
 }
