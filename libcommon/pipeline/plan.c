@@ -755,10 +755,28 @@ void fmt_plan_warn_names(const convert_plan *p, const fmt_convert_opts *o)
 		fmt_pipeline_warn(o, "%s", why);
 }
 
+/* --dtype of a plain dtype that no tensor got (a q4_0 whose blocks no row divides into, 1-D
+ * tensors that stay F32): the writing succeeds, so say it once. */
+static void warn_dtype_unused(const convert_plan *p, const fmt_convert_opts *o)
+{
+	size_t k = 0;
+	while (o->dtype && k < N_PLAIN && strcasecmp(plain[k].name, o->dtype) != 0)
+		k++;
+	if (!o->dtype || k == N_PLAIN || !p->n_entries)
+		return;
+	for (size_t i = 0; i < p->n_entries; i++)
+		if (strcasecmp(p->entries[i].to, o->dtype) == 0)
+			return;
+	fmt_pipeline_warn(o, "--dtype %s: none of the %zu tensor%s became %s (rows that do not divide into its "
+			  "blocks, or tensors the target keeps in another type): --dry-run lists each one's dtype "
+			  "and why", o->dtype, p->n_entries, p->n_entries == 1 ? "" : "s", fmt_dtype_name(plain[k].dtype));
+}
+
 void fmt_plan_warn(const convert_plan *p, const fmt_convert_opts *o)
 {
 	char names[FMT_ERR_MSG_MAX / 2];
 	fmt_plan_warn_names(p, o);
+	warn_dtype_unused(p, o);
 	for (size_t i = 0; i < p->n_entries; i++)
 		if (p->entries[i].overflowed)
 			warn_overflow(&p->entries[i], o);

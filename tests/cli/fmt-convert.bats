@@ -185,6 +185,33 @@ meta_of() {
 	[ "$(fmt-inspect --json tiny.gguf | jq -c '[.tensors[].dtype]')" = '["I64","F32","F16","F32","F16"]' ]
 }
 
+@test "--dtype q4_0 that no tensor can take: a warning with the count, pointing to --dry-run; none with -q, or when one tensor took it (old: F16/F32 without a word)" {
+	local warn='--dtype q4_0: none of the 5 tensors became Q4_0 (rows that do not divide into its blocks, or tensors the target keeps in another type): --dry-run lists each one'"'"'s dtype and why'
+	run --separate-stderr fmt-convert --dtype q4_0 "$SAMPLES/tiny.safetensors" tiny.gguf
+	assert_success
+	assert_equal "$stderr" "fmt-convert: warning: $warn"
+	assert_equal "$output" ''
+	run --separate-stderr fmt-convert --json --dtype q4_0 "$SAMPLES/tiny.safetensors" tiny2.gguf
+	assert_success
+	assert_equal "$stderr" "$(jq -nc --arg m "$warn" '{tool:"fmt-convert",level:"warning",file:null,message:$m}')"
+	# the bytes are what they were: the warning changes nothing written
+	cmp tiny.gguf tiny2.gguf
+	run --separate-stderr fmt-convert -q --dtype q4_0 "$SAMPLES/tiny.safetensors" tiny3.gguf
+	assert_success
+	assert_equal "$stderr" ''
+	# --dry-run is the plan itself: no warning
+	run --separate-stderr fmt-convert --dry-run --dtype q4_0 "$SAMPLES/tiny.safetensors" tiny4.gguf
+	assert_success
+	assert_equal "$stderr" ''
+	# one tensor of four became Q4_0: no warning; f16 that some tensors took: none
+	run --separate-stderr fmt-convert --dtype q4_0 "$FX/big.safetensors" big.gguf
+	assert_success
+	assert_equal "$stderr" ''
+	run --separate-stderr fmt-convert --dtype f16 "$SAMPLES/tiny.safetensors" f16.gguf
+	assert_success
+	assert_equal "$stderr" ''
+}
+
 @test "an integer tensor the target cannot hold (U8 -> GGUF) is exit 5, nothing written" {
 	python3 -c '
 import json, struct
