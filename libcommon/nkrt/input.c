@@ -1,6 +1,7 @@
 /* Where nk-run's input comes from: upstream's --input syntax, a file (raw little-endian float32
  * or int8, or a JSON array), --input-json, or a reproducible random tensor; and how an int8
  * model takes it (integers, or floats quantized with the model's input scale). */
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -24,7 +25,27 @@ static fmt_kind grow(double **vals, size_t *cap, size_t n, fmt_err *e)
 	return FMT_OK;
 }
 
-/* §15.3: numbers (C strtof syntax) separated by runs of ',' and ' '; 1..16384 of them. */
+/* One --input number: decimal (sign, digits, fraction, exponent) or inf, infinity, nan, as
+ * upstream's Rust parse takes them; hexadecimal (strtof's 0x1p1), leading spaces, and a finite
+ * number beyond float32's range (1e999, which strtof makes infinite) are UsageError. */
+static fmt_kind parse_value(const char *token, float *v, fmt_err *e)
+{
+	char *end;
+	const char *digits = token + (*token == '+' || *token == '-');
+	errno = 0;
+	*v = strtof(token, &end);
+	if (end == token || *end || !(isdigit((unsigned char)*digits) || *digits == '.' || isalpha((unsigned char)*digits)))
+		return fmt_fail(e, FMT_USAGE, "Invalid --input values: '%s' is not a number", token);
+	if (strpbrk(token, "xX"))
+		return fmt_fail(e, FMT_USAGE, "Invalid --input values: '%s' is not a decimal number (hexadecimal is "
+				"not taken)", token);
+	if (errno == ERANGE && isinf(*v))
+		return fmt_fail(e, FMT_USAGE, "Invalid --input values: '%s' is beyond float32's range "
+				"(largest 3.4028235e+38)", token);
+	return FMT_OK;
+}
+
+/* §15.3: numbers separated by runs of ',' and ' '; 1..16384 of them (parse_value). */
 fmt_kind fmt_nk_parse_value_list(const char *text, nk_values *out, fmt_err *e)
 {
 	size_t cap = 0;
@@ -41,11 +62,10 @@ fmt_kind fmt_nk_parse_value_list(const char *text, nk_values *out, fmt_err *e)
 			return fmt_fail(e, FMT_USAGE, "Invalid --input values: %.40s...", p);
 		memcpy(token, p, len);
 		token[len] = '\0';
-		char *end;
-		errno = 0;
-		float v = strtof(token, &end);
-		if (end == token || *end)
-			return fmt_fail(e, FMT_USAGE, "Invalid --input values: '%s' is not a number", token);
+		float v = 0;
+		fmt_kind pk = parse_value(token, &v, e);
+		if (pk != FMT_OK)
+			return pk;
 		if (out->n >= NK_MAX_CASE_VALUES)
 			return fmt_fail(e, FMT_USAGE, "Invalid --input values: more than %u numbers", NK_MAX_CASE_VALUES);
 		fmt_kind k = grow(&out->v, &cap, out->n, e);

@@ -738,6 +738,14 @@ g.write_nk("nantol.nk", 2, (1, 1, 3), *ident, cases=[("off", -1, [5, 1, 1], [5, 
 	assert_line --index 0 '{"file":"nantol.nk","case":0,"name":"off","pass":false,"max_error":1.0,"tolerance":"nan","argmax":0,"expected_argmax":0,"label":-1,"reason":"error above the tolerance"}'
 	run --separate-stderr fmt-verify --run-tests nantol.nk
 	assert_equal "$status" 11
+	# text: NaN as the project's text writes it (it was printf's "nan")
+	run --separate-stderr nk-run --test nan.nk nantol.nk
+	assert_equal "$status" 11
+	assert_output "nan.nk: 1 case, tolerance inf
+FAIL nan out: error above the tolerance (max error NaN, tolerance inf, argmax 1)
+nantol.nk: 1 case, tolerance NaN
+FAIL off: error above the tolerance (max error 1, tolerance NaN, argmax 0)
+0 passed, 2 failed"
 }
 
 @test "fmt-verify --run-tests --json and fmt-inspect --json of a .nk: NaN and infinities are \"nan\", \"inf\" (fmtkit(7)), not null" {
@@ -768,10 +776,37 @@ Output: shape=[1, 2] values=[3.5000, 6.5000]"
 	assert_line --partial "Output: shape=[7, 6, 2] values=["
 }
 
-@test "nk-run --input: separators are runs of ',' and ' ', numbers as strtof reads them" {
-	run nk-run "$NK/spec_16_1.nk" --input " ,1e0  0x1p1,, "
+@test "nk-run --input: separators are runs of ',' and ' ', decimal numbers (inf, nan too) as upstream's parse reads them" {
+	run nk-run "$NK/spec_16_1.nk" --input " ,1e0  +2.0e0,, "
 	assert_success
 	assert_line "Output: shape=[1, 2] values=[5.5000, 10.5000]"
+	# hexadecimal (strtof's, which upstream refuses) and numbers beyond float32 (strtof: inf)
+	# are usage errors naming the value (they were read as 16, 2 and inf)
+	local v msg
+	while IFS='|' read -r v msg; do
+		run --separate-stderr nk-run "$NK/spec_16_1.nk" --input "1,$v"
+		assert_equal "$status" 2
+		assert_equal "$stderr" "nk-run: error: $NK/spec_16_1.nk: Invalid --input values: '$v' $msg"
+		assert_equal "$output" ""
+	done <<'EOF2'
+0x10|is not a decimal number (hexadecimal is not taken)
+0x1p1|is not a decimal number (hexadecimal is not taken)
+-0X1|is not a decimal number (hexadecimal is not taken)
+1e999|is beyond float32's range (largest 3.4028235e+38)
+-1e39|is beyond float32's range (largest 3.4028235e+38)
+EOF2
+	# inf, nan, a value that rounds to 0: numbers, printed as the project prints them (NaN,
+	# not printf's -nan)
+	run --separate-stderr nk-run "$NK/spec_16_1.nk" --input "1e-50,inf"
+	assert_success
+	assert_output "Input: shape=[1, 2] values=[0.0000, inf]
+Output: shape=[1, 2] values=[inf, inf]"
+	run --separate-stderr nk-run "$NK/spec_16_1.nk" --input "-nan,NaN"
+	assert_success
+	assert_output "Input: shape=[1, 2] values=[NaN, NaN]
+Output: shape=[1, 2] values=[NaN, NaN]"
+	run --separate-stderr nk-run --json "$NK/spec_16_1.nk" --input "-nan,1"
+	assert_equal "$(jq -c .values <<<"$output")" '["nan","nan"]'
 	run --separate-stderr nk-run "$NK/spec_16_1.nk" --input 1,x
 	assert_equal "$status" 2
 	[[ "$stderr" == *"Invalid --input values: 'x' is not a number"* ]]
@@ -862,9 +897,10 @@ g.write_nk("id3.nk", 2, (1, 1, 3), [g.depthwise(1, 1, 1, 3)],
 	run nk-run --json --top 2 "$FIX/test_mlp.nk" --input inf,1
 	assert_equal "$(jq -c '[.values, .argmax, .top]' <<<"$output")" \
 		'[["nan","nan"],0,[{"index":0,"value":"nan"},{"index":1,"value":"nan"}]]'
-	# the text keeps upstream's %.4f
+	# the text keeps upstream's %.4f; NaN is "NaN" as the project's text (and Rust's {:.4}) writes
+	# it, not printf's "nan" or "-nan"
 	run nk-run id3.nk --input 5,nan,-inf
-	assert_line "Output: shape=[1, 1, 3] values=[5.0000, nan, -inf]"
+	assert_line "Output: shape=[1, 1, 3] values=[5.0000, NaN, -inf]"
 }
 
 @test "nk-run --json --profile: one JSON object per run, its profile a member" {

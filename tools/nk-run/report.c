@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include "fmt/out.h"
 #include "fmt/registry.h"
+#include "fmt/shortest.h"
 #include "nkrun.h"
 
 static void print_shape(FILE *f, nk_shape s)
@@ -19,6 +20,20 @@ static void print_shape(FILE *f, nk_shape s)
 		fprintf(f, "[%u, %u, %u]", s.h, s.w, s.c);
 }
 
+/* A float with prec digits, as %.*f (fixed) or %.*g, NaN and the infinities as the project's
+ * text writes them (fmt_shortest_f64: "NaN", "inf", "-inf"; printf says "-nan" for a NaN with
+ * its sign bit set). */
+static void print_float(FILE *f, double v, int prec, int fixed)
+{
+	char text[FMT_SHORTEST_MAX];
+	if (isfinite(v)) {
+		fprintf(f, fixed ? "%.*f" : "%.*g", prec, v);
+		return;
+	}
+	fmt_shortest_f64(v, text);
+	fputs(text, f);
+}
+
 static void print_values(FILE *f, const nk_model *nm, const void *v, uint64_t n)
 {
 	fputc('[', f);
@@ -28,7 +43,7 @@ static void print_values(FILE *f, const nk_model *nm, const void *v, uint64_t n)
 		if (nm->quantized)
 			fprintf(f, "%d", ((const int8_t *)v)[i]);
 		else
-			fprintf(f, "%.4f", (double)((const float *)v)[i]);
+			print_float(f, (double)((const float *)v)[i], 4, 1);
 	}
 	fputc(']', f);
 }
@@ -279,8 +294,11 @@ static void print_case(void *ctx, const fmt_test_case *r)
 	fmt_out_escaped(out, r->name, r->name_len);
 	if (!r->pass)
 		fprintf(out, ": %s", r->reason);
-	fprintf(out, " (max error %.3g, tolerance %.3g, argmax %llu", r->max_error, r->tolerance,
-		(unsigned long long)r->argmax);
+	fputs(" (max error ", out);
+	print_float(out, r->max_error, 3, 0);
+	fputs(", tolerance ", out);
+	print_float(out, r->tolerance, 3, 0);
+	fprintf(out, ", argmax %llu", (unsigned long long)r->argmax);
 	if (r->argmax_only || r->label >= 0)
 		fprintf(out, ", expected %llu", (unsigned long long)r->expected_argmax);
 	fputs(")\n", out);
@@ -291,8 +309,9 @@ fmt_kind nk_report_tests(FILE *out, const char *path, const nk_model *nm, nk_eng
 {
 	if ((nm->flags & NK_FLAG_TESTS) && !o->json && !o->quiet) {
 		fmt_out_escaped(out, path, strlen(path));
-		fprintf(out, ": %u case%s, tolerance %g%s\n", nm->n_cases, nm->n_cases == 1 ? "" : "s",
-			(double)nm->tolerance, nm->quantized ? " (int8: argmax only)" : "");
+		fprintf(out, ": %u case%s, tolerance ", nm->n_cases, nm->n_cases == 1 ? "" : "s");
+		print_float(out, (double)nm->tolerance, 6, 0);
+		fprintf(out, "%s\n", nm->quantized ? " (int8: argmax only)" : "");
 	}
 	case_printer p = { out, path, o };
 	return fmt_nk_test_suite(nm, en, print_case, &p, passed, failed, e);
