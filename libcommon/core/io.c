@@ -363,6 +363,25 @@ FILE *fmt_temp_file(const char *what, fmt_err *e)
 	return f;
 }
 
+fmt_kind fmt_temp_file_replay(FILE *f, const char *what, fmt_kind (*put)(void *ctx, const void *p, size_t n, fmt_err *e),
+			      void *ctx, fmt_err *e)
+{
+	enum { REPLAY_PIECE = 1u << 20 };
+	if (fflush(f) != 0 || fseek(f, 0, SEEK_SET) != 0)
+		return fmt_fail(e, FMT_IO, "cannot read back %s", what);
+	uint8_t *buf = malloc(REPLAY_PIECE);
+	if (!buf)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	fmt_kind k = FMT_OK;
+	size_t n;
+	while (k == FMT_OK && (n = fread(buf, 1, REPLAY_PIECE, f)) > 0)
+		k = put(ctx, buf, n, e);
+	if (k == FMT_OK && ferror(f))
+		k = fmt_fail(e, FMT_IO, "cannot read back %s", what);
+	free(buf);
+	return k;
+}
+
 int fmt_fd_write_all(int fd, const void *p, size_t n)
 {
 	const uint8_t *at = p;

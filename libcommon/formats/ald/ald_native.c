@@ -413,21 +413,17 @@ static fmt_kind add_batch(nwriter *w, const fmt_batch *b, fmt_err *e)
 	return k;
 }
 
-/* n bytes of f (rewound) to the sink and the digest. */
+static fmt_kind put_hashed(void *ctx, const void *p, size_t n, fmt_err *e)
+{
+	nwriter *w = ctx;
+	fmt_kind k = fmt_sha256_update(w->sha, p, n, e);
+	return k == FMT_OK ? fmt_sink_write(w->k, p, n, e) : k;
+}
+
+/* What f holds to the sink and the digest. */
 static fmt_kind copy_out(nwriter *w, FILE *f, fmt_err *e)
 {
-	static uint8_t buf[1 << 20];
-	size_t n;
-	if (fflush(f) != 0 || fseek(f, 0, SEEK_SET) != 0)
-		return fmt_fail(e, FMT_IO, "cannot read back a temporary file");
-	while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
-		fmt_kind k = fmt_sha256_update(w->sha, buf, n, e);
-		if (k == FMT_OK)
-			k = fmt_sink_write(w->k, buf, n, e);
-		if (k != FMT_OK)
-			return k;
-	}
-	return ferror(f) ? fmt_fail(e, FMT_IO, "cannot read back a temporary file") : FMT_OK;
+	return fmt_temp_file_replay(f, "a temporary file", put_hashed, w, e);
 }
 
 static fmt_kind put(nwriter *w, const void *p, size_t n, int hash, fmt_err *e)

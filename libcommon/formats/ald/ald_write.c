@@ -293,18 +293,15 @@ static fmt_kind schema_block(const fmt_schema *s, fmt_sb *out, fmt_err *e)
 	return k;
 }
 
+static fmt_kind put_spilled(void *ctx, const void *p, size_t n, fmt_err *e)
+{
+	writer *w = ctx;
+	return w->enc ? fmt_ald_enc_write(w->enc, w->k, p, n, e) : fmt_sink_write(w->k, p, n, e);
+}
+
 static fmt_kind copy_spill(writer *w, fmt_err *e)
 {
-	uint8_t buf[1 << 16];
-	size_t n;
-	if (fflush(w->spill) != 0 || fseek(w->spill, 0, SEEK_SET) != 0)
-		return fmt_fail(e, FMT_IO, "cannot read the temporary chunk file");
-	while ((n = fread(buf, 1, sizeof buf, w->spill)) > 0) {
-		fmt_kind k = w->enc ? fmt_ald_enc_write(w->enc, w->k, buf, n, e) : fmt_sink_write(w->k, buf, n, e);
-		if (k != FMT_OK)
-			return k;
-	}
-	return ferror(w->spill) ? fmt_fail(e, FMT_IO, "cannot read the temporary chunk file") : FMT_OK;
+	return fmt_temp_file_replay(w->spill, "the temporary chunk file", put_spilled, w, e);
 }
 
 static fmt_kind write_index(writer *w, fmt_err *e)

@@ -21,8 +21,6 @@
  * into the footer at the end. A table of 4000 columns ends its row groups (12 MiB held) every
  * 220 rows, 263 KB of structs each: 150 MB of footer for 122,880 rows, held twice at the end. */
 #define GROUPS_HELD (256u << 10)
-/* The bytes the footer's structs are copied from that file at a time. */
-#define GROUPS_READ (256u << 10)
 
 typedef struct dict {
 	uint32_t *slots;            /* index + 1 of the entry, 0 for empty */
@@ -1002,23 +1000,17 @@ static fmt_kind spill_groups(writer *w, fmt_err *e)
 	return FMT_OK;
 }
 
+static fmt_kind put_replayed(void *ctx, const void *p, size_t n, fmt_err *e)
+{
+	return put(ctx, p, n, e);
+}
+
 /* The spilled structs, then those held, to the output. */
 static fmt_kind put_groups(writer *w, fmt_err *e)
 {
-	fmt_kind k = FMT_OK;
-	if (w->spill && (fflush(w->spill) != 0 || fseek(w->spill, 0, SEEK_SET) != 0))
-		k = fmt_fail(e, FMT_IO, "cannot read the footer's row groups back from a temporary file");
-	for (uint64_t left = w->spilled; k == FMT_OK && left;) {
-		size_t n = left < GROUPS_READ ? (size_t)left : GROUPS_READ;
-		w->comp.len = 0;
-		char *p = fmt_sb_reserve(&w->comp, n);
-		if (!p)
-			return oom(e);
-		if (fread(p, 1, n, w->spill) != n)
-			return fmt_fail(e, FMT_IO, "cannot read the footer's row groups back from a temporary file");
-		k = put(w, p, n, e);
-		left -= n;
-	}
+	fmt_kind k = w->spill ? fmt_temp_file_replay(w->spill, "the footer's row groups from a temporary file",
+						     put_replayed, w, e)
+			      : FMT_OK;
 	return k == FMT_OK ? put(w, w->groups.p, w->groups.len, e) : k;
 }
 

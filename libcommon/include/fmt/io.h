@@ -88,6 +88,10 @@ int fmt_fd_write_all(int fd, const void *p, size_t n);
 int fmt_temp_fd(const char *what, fmt_err *e);
 /* fmt_temp_fd as a stdio stream ("w+b"); NULL with IoError in e. */
 FILE *fmt_temp_file(const char *what, fmt_err *e);
+/* What f (a fmt_temp_file) holds, read back from its start and handed to put(ctx, ...) a piece
+ * at a time; IoError "cannot read back WHAT" when it cannot be read, else put's first failure. */
+fmt_kind fmt_temp_file_replay(FILE *f, const char *what, fmt_kind (*put)(void *ctx, const void *p, size_t n, fmt_err *e),
+			      void *ctx, fmt_err *e);
 /* A spill file: bytes too many to hold in memory (a record batch's body, a decrypted payload),
  * written to an unlinked temporary file (fmt_temp_fd) and then read through a read-only mapping
  * as a source, so that fmt_source_drop and fmt_source_pread work on it as on a mapped input.
