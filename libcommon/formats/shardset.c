@@ -5,6 +5,7 @@
 #include "fmt/checked.h"
 #include "fmt/registry.h"
 #include "fmt/shardset.h"
+#include "fmt/strbuf.h"
 
 /* ---- the namer ---- */
 
@@ -14,6 +15,27 @@ char *fmt_shard_file_name(const char *prefix, size_t no, size_t count, const cha
 	if (asprintf(&p, "%s-%05zu-of-%05zu.%s", prefix, no, count, ext) < 0)
 		return NULL;
 	return p;
+}
+
+/* The suffixes a set's output name may end with: the writer's extension and its index name,
+ * and those of its single-file driver (".safetensors" for the index driver). */
+char *fmt_shard_prefix(const char *output, const fmt_driver *w)
+{
+	size_t n = strlen(output);
+	const fmt_driver *ds[2] = { w, w->file_driver };
+	for (size_t d = 0; d < 2; d++) {
+		char index_suffix[64];
+		if (!ds[d] || !ds[d]->extension)
+			continue;
+		snprintf(index_suffix, sizeof index_suffix, "%s.index.json", ds[d]->extension);
+		const char *suffixes[] = { index_suffix, ds[d]->extension };
+		for (size_t i = 0; i < 2; i++) {
+			size_t s = strlen(suffixes[i]);
+			if (n > s && output[n - s - 1] != '/' && fmt_ends_with_nocase(output, suffixes[i]))
+				return strndup(output, n - s);
+		}
+	}
+	return strdup(output);
 }
 
 size_t fmt_shard_name_suffix(const char *name, size_t n, unsigned *no, unsigned *count)

@@ -3,23 +3,9 @@
 #include <string.h>
 #include "fmt/checked.h"
 #include "fmt/out.h"
+#include "fmt/shardset.h"
 #include "fmt/strbuf.h"
 #include "pipeline_internal.h"
-
-/* The output path without its format's extension (or index suffix): the prefix of a set. */
-static char *shard_prefix(const char *output, const fmt_driver *to)
-{
-	char index_suffix[64];
-	size_t n = strlen(output);
-	snprintf(index_suffix, sizeof index_suffix, "%s.index.json", to->extension);
-	const char *suffixes[] = { index_suffix, to->extension };
-	for (size_t i = 0; i < 2; i++) {
-		size_t s = strlen(suffixes[i]);
-		if (n > s && fmt_ends_with_nocase(output, suffixes[i]))
-			return strndup(output, n - s);
-	}
-	return strdup(output);
-}
 
 static uint64_t data_bytes(const fmt_model *m)
 {
@@ -141,7 +127,7 @@ static fmt_kind write_set(const convert_plan *p, const fmt_model *in, const char
 	size_t n = 0;
 	fmt_shard_limits lim = { .max_bytes = limit };
 	fmt_shard_plan plan;
-	char *prefix = shard_prefix(output, o->to);
+	char *prefix = fmt_shard_prefix(output, o->to);
 	if (!prefix)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	fmt_kind k = o->to->plan_shards(&p->out, prefix, &lim, &plan, e);

@@ -703,3 +703,36 @@ sys.stdout.buffer.write(struct.pack("<Q", len(h)) + h + a.tobytes())' >big.safet
 	run --separate-stderr timeout 10 fmt-shard unpack /dev/zero -C out
 	assert_equal "$stderr" "fmt-shard: error: /dev/zero: is a character device (expected a regular file or a pipe)"
 }
+
+@test "split -o NAME.EXT names the set NAME-0000i-of-0000N.EXT (old: NAME.EXT-0000i-of-0000N.EXT), as fmt-convert --shard does" {
+	make_gguf
+	run fmt-shard split --list --max-tensors 2 model.gguf -o out.gguf
+	assert_success
+	assert_output "out-00001-of-00003.gguf
+out-00002-of-00003.gguf
+out-00003-of-00003.gguf"
+	fmt-shard split -q --max-tensors 2 model.gguf -o out.GGUF
+	fmt-shard split -q --max-tensors 2 model.gguf -o same
+	for i in 1 2 3; do cmp out-0000$i-of-00003.gguf same-0000$i-of-00003.gguf; done
+	[ ! -e out.GGUF-00001-of-00003.gguf ]
+	# the index name and the file name of a safetensors set both give the prefix
+	run fmt-shard split --list --max-tensors 2 model.safetensors -o st.safetensors
+	assert_success
+	assert_output "st-00001-of-00003.safetensors
+st-00002-of-00003.safetensors
+st-00003-of-00003.safetensors
+st.safetensors.index.json"
+	run fmt-shard split --list --max-tensors 2 model.safetensors -o st.safetensors.index.json
+	assert_output "st-00001-of-00003.safetensors
+st-00002-of-00003.safetensors
+st-00003-of-00003.safetensors
+st.safetensors.index.json"
+	# another extension, or the extension alone, is part of the prefix
+	run fmt-shard split --list --max-tensors 2 model.gguf -o out.bin
+	assert_line --index 0 out.bin-00001-of-00003.gguf
+	run fmt-shard split --list --max-tensors 2 model.gguf -o sub/.gguf
+	assert_line --index 0 sub/.gguf-00001-of-00003.gguf
+	# fmt-convert names a set the same way
+	fmt-convert -q --to gguf --dtype keep --shard 1 model.safetensors conv.gguf
+	[ -e conv-00005-of-00005.gguf ] && [ ! -e conv.gguf ]
+}

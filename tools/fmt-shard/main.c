@@ -59,7 +59,8 @@ static const fmt_cli_option options[] = {
 	  .commands = ONLY(CMD_SPLIT) | MERGING },
 	{ FMT_CLI_OPT("no-verify", OPT_NO_VERIFY, NULL, "split, merge: do not verify the input's digests first"),
 	  .commands = ONLY(CMD_SPLIT) | MERGING },
-	{ FMT_CLI_OPT("output", 'o', "PATH", "split: PREFIX (default: INPUT without its extension), or\n"
+	{ FMT_CLI_OPT("output", 'o', "PATH", "split: PREFIX, without the set's extension if it has it\n"
+		      "(default: INPUT without its extension), or\n"
 		      "the directory of a dataset's parts; merge, pack: the file\n"
 		      "to write"),
 	  .commands = ONLY(CMD_SPLIT) | MERGING | ONLY(CMD_PACK), .complete = FMT_COMPLETE_FILE, .flags = FMT_CLI_WRITTEN },

@@ -178,7 +178,7 @@ fmt_kind cmd_split(const char *input, const shard_opts *o, fmt_err *e)
 	k = open_input(&m, input, o, write, &w, e);
 	if (k != FMT_OK)
 		return k;
-	char *prefix = o->output ? strdup(o->output) : default_prefix(input);
+	char *prefix = o->output ? fmt_shard_prefix(o->output, w) : default_prefix(input);
 	if (!prefix)
 		k = fmt_fail(e, FMT_IO, "out of memory");
 	if (k == FMT_OK)

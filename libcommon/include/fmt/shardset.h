@@ -94,6 +94,11 @@ fmt_kind fmt_shard_view(const fmt_model *m, const fmt_shard *s, fmt_model *view,
 char *fmt_shard_file_name(const char *prefix, size_t no, size_t count, const char *ext);
 size_t fmt_shard_name_suffix(const char *name, size_t n, unsigned *no, unsigned *count);
 
+/* The prefix of a set named by an output path: the path without the writer's extension or
+ * index name (or its single-file driver's: "out.safetensors" and "out.safetensors.index.json"
+ * give "out"), else the path as it is (malloc'd; NULL when out of memory). */
+char *fmt_shard_prefix(const char *output, const struct fmt_driver *w);
+
 /* The files of one set being written; see the top of this header. */
 typedef struct fmt_shard_writer {
 	fmt_sink *sinks;
