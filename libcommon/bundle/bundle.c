@@ -1338,9 +1338,10 @@ void fmt_bundle_sigs_text(const fmt_bundle_info *b, FILE *out)
 	else if (minisigs)
 		fprintf(out, ", .minisig of %zu %s (not checked: no %skey given)", minisigs, members,
 			b->keyed ? "Ed25519 " : "");
+	char by[48];
 	for (size_t i = 0; i < b->n_sigs; i++)
 		if (b->sigs[i].sig == SIZE_MAX)
-			fprintf(out, ", %s signature by trusted key %s", b->sigs[i].kind, b->sigs[i].key_id);
+			fprintf(out, ", %s signature by %s", b->sigs[i].kind, fmt_signer_name(b->sigs[i].key_id, by, sizeof by));
 }
 
 const char *fmt_bundle_entry(const fmt_bundle_info *b)

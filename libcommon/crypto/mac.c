@@ -1,5 +1,6 @@
 /* HMAC-SHA256 and constant-time comparison (libsodium), and the key record's memory. */
 #include <sodium.h>
+#include <stdio.h>
 #include <string.h>
 #include "crypto_internal.h"
 
@@ -52,6 +53,14 @@ void fmt_hmac_key_free(fmt_hmac_key *k)
 	k->bytes = NULL;
 	k->len = 0;
 	k->id[0] = '\0';
+}
+
+const char *fmt_signer_name(const char *key_id, char *buf, size_t size)
+{
+	if (!strcmp(key_id, "shared"))
+		return "the shared secret";
+	snprintf(buf, size, "trusted key %s", key_id);
+	return buf;
 }
 
 int fmt_keyset_empty(const fmt_keyset *ks)

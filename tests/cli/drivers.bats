@@ -29,7 +29,7 @@ PY
 	printf 'team secret' >secret
 	run --separate-stderr fmt-verify late.apsim --secret-file secret
 	assert_success
-	assert_output "late.apsim: ok (apsim, 4 tensors, 1 file, 5796 bytes, hmac-sha256 signature by trusted key shared)"
+	assert_output "late.apsim: ok (apsim, 4 tensors, 1 file, 5796 bytes, hmac-sha256 signature by the shared secret)"
 	run fmt-inspect --json late.apsim
 	assert_success
 	[ "$(printf '%s' "$output" | jq -r .format)" = apsim ]

@@ -47,7 +47,7 @@ tar_member_offset() {
 @test "the fixture with --secret-file holding the team secret: ok" {
 	run --separate-stderr fmt-verify --secret-file team.secret fixture.apsim
 	assert_success
-	assert_output "fixture.apsim: ok (apsim, 4 tensors, 1 file, 796 bytes, hmac-sha256 signature by trusted key shared)"
+	assert_output "fixture.apsim: ok (apsim, 4 tensors, 1 file, 796 bytes, hmac-sha256 signature by the shared secret)"
 	[ -z "$stderr" ]
 	run fmt-verify --key-secret-file team.secret fixture.apsim
 	assert_success
@@ -126,7 +126,7 @@ tar_member_offset() {
 	# several files: every one reported, the highest status
 	run --separate-stderr fmt-verify --secret-file team.secret fixture.apsim plain.safetensors
 	assert_failure 7
-	assert_output "fixture.apsim: ok (apsim, 4 tensors, 1 file, 796 bytes, hmac-sha256 signature by trusted key shared)"
+	assert_output "fixture.apsim: ok (apsim, 4 tensors, 1 file, 796 bytes, hmac-sha256 signature by the shared secret)"
 }
 
 @test "two key options: usage error (exit 2)" {

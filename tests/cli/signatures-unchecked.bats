@@ -54,7 +54,7 @@ unchecked() {
 	# the key still checks it: exit 0 with it, 7 with another
 	run fmt-verify --secret-file team.secret h.apsim
 	assert_success
-	assert_output "h.apsim: ok (apsim, 5 tensors, 1 file, $(stat -c %s h.apsim) bytes, hmac-sha256 signature by trusted key shared)"
+	assert_output "h.apsim: ok (apsim, 5 tensors, 1 file, $(stat -c %s h.apsim) bytes, hmac-sha256 signature by the shared secret)"
 	printf 'other\n' >other.secret
 	run fmt-verify --secret-file other.secret h.apsim
 	assert_failure 7

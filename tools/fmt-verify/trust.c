@@ -104,8 +104,9 @@ void sigs_text(const verify_sigs *v, FILE *out)
 {
 	if (v->detached)
 		fprintf(out, ", .minisig by trusted key %s", v->detached_id);
+	char by[48];
 	if (reported(&v->signer))
-		fprintf(out, ", %s signature by trusted key %s", v->signer.kind, v->signer.key_id);
+		fprintf(out, ", %s signature by %s", v->signer.kind, fmt_signer_name(v->signer.key_id, by, sizeof by));
 	if (v->detached_unchecked || v->signer.unchecked)
 		fprintf(out, ", signed (not checked: no key given)");
 }

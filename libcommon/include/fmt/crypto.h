@@ -76,6 +76,10 @@ typedef struct fmt_signer {
 	const char *unchecked;
 } fmt_signer;
 
+/* Who made a checked signature, for an ok line: "trusted key ID", or "the shared secret" for a
+ * team secret's HMAC (its key id is "shared"). */
+const char *fmt_signer_name(const char *key_id, char *buf, size_t size);
+
 /* 1 if ks holds no key at all (NULL counts as empty). */
 int fmt_keyset_empty(const fmt_keyset *ks);
 
