@@ -126,6 +126,27 @@ static fmt_kind damage_first(fmt_table *t, fmt_kind k, fmt_err *e)
 	return check.kind;
 }
 
+/* What the writer leaves out of the output (fmt_write_opts.warning), said once the output is in
+ * place: not for a conversion that failed or is started again (sampled types). */
+#define WRITE_WARNINGS_MAX 4
+typedef struct write_warnings {
+	char msg[WRITE_WARNINGS_MAX][FMT_ERR_MSG_MAX];
+	size_t n;
+} write_warnings;
+
+static void keep_warning(void *ctx, const char *msg)
+{
+	write_warnings *w = ctx;
+	if (w->n < WRITE_WARNINGS_MAX)
+		snprintf(w->msg[w->n++], sizeof w->msg[0], "%s", msg);
+}
+
+static void say_warnings(const write_warnings *w, const char *output, const fmt_convert_opts *o)
+{
+	for (size_t i = 0; i < w->n && !o->quiet; i++)
+		fmt_pipeline_warn(o, "%s: %s", output, w->msg[i]);
+}
+
 /* One conversion; sample: the reader may type the columns from the first rows (*sampled then
  * says whether it did). */
 static fmt_kind convert_once(const char *input, const char *output, const fmt_convert_opts *o,
@@ -181,10 +202,12 @@ static fmt_kind convert_once(const char *input, const char *output, const fmt_co
 		report(input, output, &t, o, 1);
 	} else if (k == FMT_OK) {
 		fmt_sink sink;
+		write_warnings warnings = { .n = 0 };
 		fmt_write_opts wo = { .sink_flags = (o->force ? FMT_SINK_FORCE : 0) |
 						    (o->table_to->writes_text ? FMT_SINK_TEXT : 0), .threads = o->threads,
 				      .keys = *write_keys, .options = o->options,
-				      .before_commit = o->commit_hook, .commit_ctx = o->hook_ctx };
+				      .before_commit = o->commit_hook, .commit_ctx = o->hook_ctx,
+				      .warning = keep_warning, .warning_ctx = &warnings };
 		k = fmt_sink_open(&sink, output, wo.sink_flags, e);
 		if (k == FMT_OK) {
 			k = o->table_to->write(&t, &sink, &wo, e);
@@ -196,6 +219,8 @@ static fmt_kind convert_once(const char *input, const char *output, const fmt_co
 				k = fmt_sink_commit(&sink, e);
 			else
 				fmt_sink_abort(&sink);
+			if (k == FMT_OK)
+				say_warnings(&warnings, output, o);
 		}
 		/* with --json the report goes to o->out: not when that holds the data (as for models) */
 		if (k == FMT_OK && (o->verbose || o->json) && !(o->json && strcmp(output, "-") == 0))

@@ -1441,3 +1441,59 @@ EOF2
 	assert_success
 	assert_equal "$(cat out.jsonl)" '{"a":1,"b":2}'
 }
+
+@test "--compat alimentar: the card keys its positional array has no place for are named in a warning, exit 0; -q silent; --json a warning object (old: dropped without a word)" {
+	local fields="alimentar's card array holds only name, version, license, tags, description, citation and created_at"
+	cat >card.json <<-'EOF2'
+	{"name": "tiny", "version": "1.0.0", "license": "MIT", "tags": ["demo"], "intended_uses": [],
+	 "sources": [{"name": "hand", "url": "https://example.org"}],
+	 "columns": [{"name": "id", "description": "row id"}], "compliance": {"pii_status": "none"}}
+	EOF2
+	run --separate-stderr fmt-convert --compat alimentar --card card.json in.csv c.ald
+	assert_success
+	assert_output ''
+	assert_equal "$stderr" "fmt-convert: warning: c.ald: --compat alimentar: the card's \"sources\", \"columns\" and \"compliance\" are left out ($fields)"
+	# the bytes are those written before: only the warning is new (an empty list is no loss)
+	assert_equal "$(jq_field c.ald ald.card_form ald.card.name)" '"array"
+"tiny"'
+	run --separate-stderr fmt-convert --json --compat alimentar --card card.json in.csv c2.ald
+	assert_success
+	assert_equal "$(jq -c '[.output, .rows]' <<<"$output")" '["c2.ald",3]'
+	assert_equal "$stderr" "$(jq -nc --arg m "c2.ald: --compat alimentar: the card's \"sources\", \"columns\" and \"compliance\" are left out ($fields)" \
+		'{tool:"fmt-convert",level:"warning",file:null,message:$m}')"
+	cmp c.ald c2.ald
+	run --separate-stderr fmt-convert -q --compat alimentar --card card.json in.csv c3.ald
+	assert_success
+	assert_equal "$stderr" ''
+	cmp c.ald c3.ald
+	# a card the array holds whole, or none: no warning
+	printf '{"name": "n", "tags": ["a"], "citation": "c", "created_at": "2024-01-01"}\n' >fits.json
+	run --separate-stderr fmt-convert --compat alimentar --card fits.json in.csv f.ald
+	assert_success
+	assert_equal "$stderr" ''
+	run --separate-stderr fmt-convert --compat alimentar in.csv n.ald
+	assert_success
+	assert_equal "$stderr" ''
+	# the card carried from an .ald input (in its order; an unknown key too), seven keys: five
+	# named and the count
+	fmt-convert --card card.json in.csv d.ald
+	recard d.ald u.ald 'dict(card, homepage="h", limitations=["l"], query_protocol="p", query_pub_key="k")'
+	run --separate-stderr fmt-convert --compat alimentar u.ald u2.ald
+	assert_success
+	assert_equal "$stderr" "fmt-convert: warning: u2.ald: --compat alimentar: the card's \"sources\", \"columns\", \"compliance\", \"homepage\", \"limitations\" and 2 more are left out ($fields)"
+	# one key: "is"; a conversion started again (-T 1 types a CSV from its first 2 MiB, a later
+	# row says otherwise: the writer had begun) warns once
+	printf '{"name": "one", "sources": [{"name": "s"}]}\n' >one.json
+	{ echo 'a'; seq 1 400000; echo 'x'; } >big.csv
+	run --separate-stderr fmt-convert -T 1 --compat alimentar --card one.json big.csv b.ald
+	assert_success
+	assert_equal "$stderr" "fmt-convert: warning: b.ald: --compat alimentar: the card's \"sources\" is left out ($fields)"
+	assert_equal "$(jq_field b.ald ald.card.name schema.fields.0.type)" '"one"
+"utf8"'
+	# a conversion that fails (in a row after the writer began) says nothing of it
+	{ echo 'a'; seq 1 400000; echo '"x'; } >bad.csv
+	run --separate-stderr fmt-convert -T 1 --compat alimentar --card one.json bad.csv bad.ald
+	assert_failure 4
+	assert_equal "$stderr" 'fmt-convert: error: bad.csv: line 400002, column 1: a quoted field is not closed'
+	[ ! -e bad.ald ]
+}

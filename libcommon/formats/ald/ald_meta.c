@@ -305,6 +305,39 @@ static void pack_unknown_keys(msgpack_packer *pk, const json_t *card)
 		}
 }
 
+/* A key of card that the positional array leaves out (fmt_card_array_dropped), holding something. */
+static int array_drops(const char *key, const json_t *v)
+{
+	for (size_t i = 0; i < 8; i++) /* the positional fields and sha256 */
+		if (!strcmp(array_keys[i], key))
+			return 0;
+	return !json_is_null(v) && !((json_is_array(v) && !json_array_size(v)) ||
+				     (json_is_object(v) && !json_object_size(v)));
+}
+
+size_t fmt_card_array_dropped(const json_t *card, char *buf, size_t size)
+{
+	const char *key;
+	json_t *v;
+	size_t n = 0, used = 0;
+	json_object_foreach((json_t *)card, key, v)
+		n += (size_t)array_drops(key, v);
+	size_t named = n <= FMT_CARD_DROPPED_NAMED ? n : FMT_CARD_DROPPED_NAMED - 1, i = 0;
+	if (size)
+		buf[0] = '\0';
+	json_object_foreach((json_t *)card, key, v) {
+		if (!array_drops(key, v) || i == named)
+			continue;
+		const char *sep = i == 0 ? "" : i + 1 == n ? " and " : ", ";
+		used += (size_t)snprintf(buf + used, used < size ? size - used : 0, "%s\"%.64s\"", sep, key);
+		used = used < size ? used : size;
+		i++;
+	}
+	if (named < n)
+		snprintf(buf + used, used < size ? size - used : 0, " and %zu more", n - named);
+	return n;
+}
+
 fmt_kind fmt_card_encode(const json_t *card, const char *sha256_hex, int compat, uint8_t **out,
 			 size_t *len, fmt_err *e)
 {

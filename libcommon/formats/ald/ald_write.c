@@ -435,6 +435,18 @@ static fmt_kind refuse_nonfinite(const char *nonfinite, fmt_err *e)
 	return k;
 }
 
+/* --compat alimentar: the card keys its positional array leaves out, told to the caller. */
+static void warn_dropped(const json_t *card, const fmt_write_opts *wo)
+{
+	char names[FMT_ERR_MSG_MAX / 2], msg[FMT_ERR_MSG_MAX];
+	size_t n = card && wo && wo->warning ? fmt_card_array_dropped(card, names, sizeof names) : 0;
+	if (!n)
+		return;
+	snprintf(msg, sizeof msg, "--compat alimentar: the card's %s %s left out (alimentar's card array holds only "
+		 "name, version, license, tags, description, citation and created_at)", names, n == 1 ? "is" : "are");
+	wo->warning(wo->warning_ctx, msg);
+}
+
 static fmt_kind write_ald(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, json_t *carried_card, fmt_err *e)
 {
 	ald_enc enc;
@@ -481,6 +493,8 @@ static fmt_kind write_ald(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, 
 	if ((r = fmt_card_encode(o->card, o->compat_alimentar ? NULL : zero_hex, o->compat_alimentar, &meta,
 				 &meta_len, e)) != FMT_OK)
 		return r;
+	if (o->compat_alimentar)
+		warn_dropped(o->card, wo);
 	if ((r = schema_block(&in->schema, &block, e)) != FMT_OK)
 		goto out;
 	if ((r = fmt_sha256_init(&w.sha, e)) != FMT_OK)

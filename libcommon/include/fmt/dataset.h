@@ -76,6 +76,14 @@ uint32_t fmt_crc32_alimentar(uint32_t crc, const void *data, size_t n);
  * key or value of the wrong kind is UsageError naming it. */
 fmt_kind fmt_card_encode(const json_t *card, const char *sha256_hex, int compat, uint8_t **out,
 			 size_t *len, fmt_err *e);
+/* The keys of card that upstream's positional array has no place for, which the compat
+ * encoding leaves out (sources, columns, compliance, query_*, keys the card table does not
+ * know...; not sha256, the writer's, nor a key whose value is null or an empty array or
+ * object: nothing of it is lost), quoted, into buf ("\"sources\", \"columns\" and
+ * \"compliance\"", the first FMT_CARD_DROPPED_NAMED and "N more" past them; cut to size);
+ * returns how many there are. */
+#define FMT_CARD_DROPPED_NAMED 6
+size_t fmt_card_array_dropped(const json_t *card, char *buf, size_t size);
 /* Decode a map or upstream's 7/8-element array into a JSON object; *form = "map" or "array".
  * A NaN or infinite float is the string "nan", "inf" or "-inf" there (fmtkit(7)); *nonfinite is
  * then (to free) how many the card has and the JSON pointers of the first

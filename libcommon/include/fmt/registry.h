@@ -37,6 +37,11 @@ typedef struct fmt_write_opts {
 	 * before any of its files is): an error leaves nothing on disk. NULL: no gate. */
 	fmt_kind (*before_commit)(void *ctx, fmt_err *e);
 	void *commit_ctx;
+	/* Called with what a writer leaves out of a file it still writes (the card keys an .ald
+	 * written with --compat alimentar has no place for), one message a call: the caller warns
+	 * (once the output is in place). NULL: nothing is said. */
+	void (*warning)(void *ctx, const char *msg);
+	void *warning_ctx;
 } fmt_write_opts;
 
 static inline fmt_kind fmt_write_gate(const fmt_write_opts *wo, fmt_err *e)
