@@ -37,6 +37,24 @@ format_of() {
 	[ "$(fmt-inspect --json two.ald | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["rows"])')" = 1 ]
 }
 
+@test "a one-line JSON Lines file whose record holds an object (or objects in a list) is JSON Lines, with or without a final newline (old: unrecognised format)" {
+	printf '{"id":1,"meta":{"source":"web","tags":["a"]},"text":"hi"}\n' >nested.jsonl
+	[ "$(format_of nested.jsonl)" = jsonl ]
+	run fmt-inspect --json --head 1 nested.jsonl
+	assert_success
+	assert_output '{"file":"nested.jsonl","format":"jsonl","rows":1,"head":[{"id":1,"meta":"{\"source\":\"web\",\"tags\":[\"a\"]}","text":"hi"}]}'
+	printf '{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}],"ok":{"v":true}}' >chat.jsonl
+	[ "$(format_of chat.jsonl)" = jsonl ]
+	fmt-convert chat.jsonl chat.ald
+	[ "$(fmt-inspect --json chat.ald | jq -c '[.rows, [.schema.fields[] | .name + ":" + .type]]')" = '[1,["messages:utf8","ok:utf8"]]' ]
+	# the same as --from jsonl says
+	fmt-convert --from jsonl chat.jsonl forced.ald
+	cmp chat.ald forced.ald
+	# a JSON object (a config) written on one line is the same bytes as such a record: a dataset
+	printf '{"model":{"layers":12},"name":"x"}\n' >config.json
+	[ "$(format_of config.json)" = jsonl ]
+}
+
 @test "a CSV whose header line is longer than the probe's 4 KiB is CSV (3,000 columns); one long line of prose is not" {
 	/usr/bin/python3 -c 'import sys
 names = ["column_%d" % i for i in range(3000)]
@@ -57,7 +75,8 @@ open("prose.txt", "w").write("A paragraph, kept on one line, with a comma here a
 }
 
 @test "no false positives: documents, prose, header-only and binary files are not datasets" {
-	printf '{"model":{"layers":12},"name":"x"}\n' >config.json      # nested object: a document
+	printf '{\n  "model": {"layers": 12},\n  "name": "x"\n}\n' >config.json  # a document over several lines
+	printf '[{"a":1},{"a":2}]\n' >array.json                         # a top-level array
 	printf '{}\n' >empty.json
 	printf 'not a model' >junk.bin                                 # no line end
 	printf 'x\n' >header-only.csv                                  # no record
@@ -65,7 +84,7 @@ open("prose.txt", "w").write("A paragraph, kept on one line, with a comma here a
 	printf '[1,2]\n[3,4]\n' >arrays.txt
 	printf 'a\001b\nc\n' >control.bin
 	printf 'ab\000\ncd\n' >nul.bin
-	for f in config.json empty.json junk.bin header-only.csv readme.md arrays.txt control.bin nul.bin; do
+	for f in config.json array.json empty.json junk.bin header-only.csv readme.md arrays.txt control.bin nul.bin; do
 		run --separate-stderr fmt-inspect "$f"
 		[ "$status" -eq 4 ] || { echo "$f: exit $status: $output"; false; }
 		[[ "$stderr" == *"$f: unrecognised format"* ]] || { echo "$f: $stderr"; false; }

@@ -311,24 +311,14 @@ static void jcol_field(const jcol *c, uint64_t rows, fmt_field *f)
 		f->type = FMT_C_UTF8;
 }
 
-/* A flat object (no object values: a row, not a document such as an index or a config): what
- * a file of one JSON Lines row holds. */
-static int flat_object(const json_t *v)
-{
-	const char *key;
-	json_t *value;
-	if (!json_is_object(v) || json_object_size(v) == 0)
-		return 0;
-	json_object_foreach((json_t *)v, key, value)
-		if (json_is_object(value))
-			return 0;
-	return 1;
-}
-
 /* A complete JSON object on the first line and another object starting the second: below the
  * index drivers, above a safetensors length that happens to be followed by '{'. A whole file
- * of one line holding one flat object is a one-row dataset (30); a one-line document with
- * nested objects is not taken for a dataset. */
+ * of one line holding one non-empty object is a one-row dataset (30), whatever its values
+ * (nested objects and lists too, as a record of chat messages has them): one JSON object is a
+ * JSON Lines file of one record (DuckDB's read_json reads it so). The JSON documents fmtkit
+ * reads keep their drivers (the safetensors and .apsim indexes score higher, also on one
+ * line); a document written over several lines ("{" alone on the first), a top-level array or
+ * an empty object is not taken for a dataset. */
 static int probe(const uint8_t *head, size_t n, uint64_t size)
 {
 	size_t i = fmt_text_bom(head, n);
@@ -343,7 +333,7 @@ static int probe(const uint8_t *head, size_t n, uint64_t size)
 	/* integers as reals: the shape is what counts, and one above int64 must not fail it */
 	json_t *v = json_loadb((const char *)head + i, (size_t)(line_end - (head + i)),
 			       JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, NULL);
-	int ok = json_is_object(v), flat = flat_object(v);
+	int ok = json_is_object(v), empty = json_object_size(v) == 0;
 	json_decref(v);
 	if (!ok)
 		return 0;
@@ -351,7 +341,7 @@ static int probe(const uint8_t *head, size_t n, uint64_t size)
 	while (k < n && (head[k] == ' ' || head[k] == '\n' || head[k] == '\r' || head[k] == '\t'))
 		k++;
 	if (k == n)
-		return n < size ? 40 : flat ? 30 : 0;
+		return n < size ? 40 : empty ? 0 : 30;
 	/* a line after the first object that is not one: still JSON Lines (above CSV's scores),
 	 * whose reader names the line, rather than an unrecognised file */
 	return head[k] == '{' ? 70 : 25;
