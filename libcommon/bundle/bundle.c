@@ -61,6 +61,7 @@ void fmt_bundle_info_free(fmt_bundle_info *b)
 		free(b->members[i].name);
 	free(b->members);
 	free(b->format);
+	free(b->fmtkit);
 	free(b->sigs);
 	memset(b, 0, sizeof *b);
 }
@@ -187,6 +188,9 @@ static fmt_kind parse_manifest_json(json_t *root, fmt_bundle_info *b, fmt_err *e
 	b->members = calloc(n ? n : 1, sizeof *b->members);
 	b->format = strdup(json_string_value(format));
 	if (!b->members || !b->format)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	json_t *packer = json_object_get(root, "fmtkit");
+	if (json_is_string(packer) && !(b->fmtkit = strdup(json_string_value(packer))))
 		return fmt_fail(e, FMT_IO, "out of memory");
 	const char *name;
 	json_t *v;
@@ -502,11 +506,25 @@ static fmt_kind write_fd(int fd, const uint8_t *p, size_t n, const char *name, f
 	return failed ? fmt_fail(e, FMT_IO, "member " NM ": write: %s", name, strerror(failed)) : FMT_OK;
 }
 
+/* The first bytes of a member, kept as they stream by for the probe of its format. */
+typedef struct member_head {
+	uint8_t p[FMT_PROBE_BYTES];
+	size_t n;
+} member_head;
+
+static void head_add(member_head *h, const void *buf, size_t n)
+{
+	size_t take = n < sizeof h->p - h->n ? n : sizeof h->p - h->n;
+	memcpy(h->p + h->n, buf, take);
+	h->n += take;
+}
+
 /* Stream one member's data through SHA-256 (and into out when extracting, out >= 0), then
- * compare. */
-static fmt_kind stream_member(reader *r, const fmt_bundle_member *mb, int out, fmt_err *e)
+ * compare; mb->format from its first bytes. */
+static fmt_kind stream_member(reader *r, fmt_bundle_member *mb, int out, fmt_err *e)
 {
 	fmt_sha256 h;
+	member_head head = { .n = 0 };
 	uint64_t got = 0;
 	fmt_kind rc = fmt_sha256_init(&h, e);
 	while (rc == FMT_OK) {
@@ -529,6 +547,8 @@ static fmt_kind stream_member(reader *r, const fmt_bundle_member *mb, int out, f
 				      mb->name, (unsigned long long)mb->size);
 		if (rc == FMT_OK)
 			rc = fmt_sha256_update(&h, buf, n, e);
+		if (rc == FMT_OK)
+			head_add(&head, buf, n);
 		if (rc == FMT_OK && out >= 0)
 			rc = write_fd(out, buf, n, mb->name, e);
 	}
@@ -546,6 +566,7 @@ static fmt_kind stream_member(reader *r, const fmt_bundle_member *mb, int out, f
 	if (strcmp(hex, mb->sha256) != 0)
 		return fmt_fail(e, FMT_CHECKSUM, "member " NM ": SHA-256 %s differs from the manifest's %s", mb->name,
 				hex, mb->sha256);
+	mb->format = fmt_format_name(fmt_format_probe_head(head.p, head.n, mb->size, FMT_FORMAT_ANY, NULL));
 	return FMT_OK;
 }
 
@@ -556,7 +577,7 @@ typedef struct extract {
 	int sync;
 } extract;
 
-static fmt_kind extract_member(reader *r, const fmt_bundle_member *mb, size_t i, extract *x, fmt_err *e)
+static fmt_kind extract_member(reader *r, fmt_bundle_member *mb, size_t i, extract *x, fmt_err *e)
 {
 	int fd = fmt_stagedir_create_file(x->stage, i, e);
 	if (fd < 0)
@@ -579,7 +600,7 @@ static char *join_path(const char *dir, const char *name)
 }
 
 /* Every member after the manifest: checked, matched to the manifest, hashed (and written). */
-static fmt_kind walk_members(reader *r, const fmt_bundle_info *b, extract *x, fmt_err *e)
+static fmt_kind walk_members(reader *r, fmt_bundle_info *b, extract *x, fmt_err *e)
 {
 	unsigned char *seen = calloc(b->n_members ? b->n_members : 1, 1);
 	fmt_kind k = seen ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");

@@ -134,14 +134,14 @@ fmt_format fmt_format_by_extension(const char *path, unsigned kinds)
 	return (fmt_format){ 0 };
 }
 
-/* How sure f is that s (head: its first n bytes) is its format: a model driver whose probe says
- * 0 is asked its probe_source too. */
-static int score_of(fmt_format f, fmt_source *s, const uint8_t *head, size_t n)
+/* How sure f is that s (head: its first n bytes; size bytes in all) is its format: a model
+ * driver whose probe says 0 is asked its probe_source too, when there is a source s. */
+static int score_of(fmt_format f, fmt_source *s, const uint8_t *head, size_t n, uint64_t size)
 {
 	if (f.table)
-		return f.table->probe(head, n, s->size);
-	int v = f.model->probe(head, n, s->size);
-	if (v != 0 || !f.model->probe_source)
+		return f.table->probe(head, n, size);
+	int v = f.model->probe(head, n, size);
+	if (v != 0 || !f.model->probe_source || !s)
 		return v;
 	/* a stream keeps the bytes it asks for only when its head could begin such a file: never
 	 * the whole of it, which may not end */
@@ -152,14 +152,15 @@ static int score_of(fmt_format f, fmt_source *s, const uint8_t *head, size_t n)
 	return f.model->probe_source(s);
 }
 
-fmt_format fmt_format_probe(fmt_source *s, const uint8_t *head, size_t n, unsigned kinds, int *best_score)
+static fmt_format best_probe(fmt_source *s, const uint8_t *head, size_t n, uint64_t size, unsigned kinds,
+			     int *best_score)
 {
 	fmt_format f, best = { 0 };
 	int best_v = 0;
 	EACH_FORMAT(f, i) {
 		if (!(kind_of(f) & kinds))
 			continue;
-		int v = score_of(f, s, head, n);
+		int v = score_of(f, s, head, n, size);
 		if (v > best_v) {
 			best = f;
 			best_v = v;
@@ -168,6 +169,16 @@ fmt_format fmt_format_probe(fmt_source *s, const uint8_t *head, size_t n, unsign
 	if (best_score)
 		*best_score = best_v;
 	return best;
+}
+
+fmt_format fmt_format_probe(fmt_source *s, const uint8_t *head, size_t n, unsigned kinds, int *best_score)
+{
+	return best_probe(s, head, n, s->size, kinds, best_score);
+}
+
+fmt_format fmt_format_probe_head(const uint8_t *head, size_t n, uint64_t size, unsigned kinds, int *best_score)
+{
+	return best_probe(NULL, head, n, size, kinds, best_score);
 }
 
 const fmt_driver *fmt_driver_by_name(const char *name)

@@ -377,3 +377,146 @@ gguf"
 		assert_equal "$output" ""
 	done
 }
+
+# retar IN OUT INDEX SIZE: IN with the ustar size field of its INDEX-th header (0: the first)
+# set to SIZE (octal when it fits 11 digits, else base-256) and the header checksum redone.
+retar() {
+	/usr/bin/python3 - "$@" <<'PY'
+import sys
+src, dst, index, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+b = bytearray(open(src, "rb").read())
+off, seen = 0, 0
+while True:
+    h = b[off:off + 512]
+    n = int(h[124:135].decode().strip("\0 ") or "0", 8)
+    if seen == index:
+        break
+    off += 512 + (n + 511) // 512 * 512
+    seen += 1
+b[off + 124:off + 136] = (b"%011o\0" % size) if size < 8 ** 11 else bytes([0x80]) + size.to_bytes(11, "big")
+b[off + 148:off + 156] = b" " * 8
+b[off + 148:off + 156] = b"%06o\0 " % sum(b[off:off + 512])
+open(dst, "wb").write(bytes(b))
+PY
+}
+
+@test "a tar bundle (fmt-shard pack): the manifest's format and packer, each member's name, size, format and SHA-256; text, --json, zstd, standard input (old: unrecognised format, exit 4)" {
+	local sha=($(sha256sum "$SAMPLES"/sharded/*))
+	fmt-shard pack "$SAMPLES/sharded/model.safetensors.index.json" -o set.tar >/dev/null
+	run --separate-stderr fmt-inspect set.tar
+	assert_success
+	assert_equal "$stderr" ''
+	assert_output "file:       set.tar
+format:     bundle (tar)
+contains:   safetensors-index
+packed by:  fmtkit 0.1.0
+members:    3, 855 bytes
+  NAME                              BYTES  FORMAT             SHA256
+  model-00001-of-00002.safetensors    316  safetensors        ${sha[0]}
+  model-00002-of-00002.safetensors    192  safetensors        ${sha[2]}
+  model.safetensors.index.json        347  safetensors-index  ${sha[4]}"
+	run --separate-stderr fmt-inspect --json set.tar
+	assert_success
+	assert_equal "$output" '{"file":"set.tar","format":"bundle","contains":"safetensors-index","zstd":false,"fmtkit":"0.1.0","files":3,"bytes":855,"members":[{"name":"model-00001-of-00002.safetensors","bytes":316,"format":"safetensors","sha256":"'"${sha[0]}"'"},{"name":"model-00002-of-00002.safetensors","bytes":192,"format":"safetensors","sha256":"'"${sha[2]}"'"},{"name":"model.safetensors.index.json","bytes":347,"format":"safetensors-index","sha256":"'"${sha[4]}"'"}]}'
+	# the keys fmt-verify's record of it has, with the same values
+	assert_equal "$(jq -c '[.format, .contains, .files, .bytes, .zstd]' <<<"$output")" \
+		"$(fmt-verify --json set.tar | jq -c '[.format, .contains, .files, .bytes, .zstd]')"
+	# zstd, a signature member (its format: none), and from standard input
+	fmt-sign keygen -W -p k.pub -s k.key >/dev/null
+	cp "$SAMPLES/tiny.safetensors" .
+	fmt-sign sign -s k.key tiny.safetensors >/dev/null
+	fmt-shard pack tiny.safetensors -o one.tar.zst >/dev/null
+	run --separate-stderr fmt-inspect - <one.tar.zst
+	assert_success
+	assert_line --index 1 'format:     bundle (tar, zstd)'
+	assert_line --index 4 "members:    2, $((468 + $(stat -c %s tiny.safetensors.minisig))) bytes, .minisig of 1 member (not checked: no key given)"
+	assert_line --index 7 --regexp '^  tiny\.safetensors\.minisig  +[0-9]+  -            [0-9a-f]{64}$'
+	run --separate-stderr fmt-inspect --json one.tar.zst
+	assert_success
+	assert_equal "$(jq -c '[.zstd, [.members[] | [.name, .format]], .signatures]' <<<"$output")" \
+		'[true,[["tiny.safetensors","safetensors"],["tiny.safetensors.minisig",null]],[{"file":"tiny.safetensors","kind":"minisig","signature":"tiny.safetensors.minisig","checked":false}]]'
+	# -q: checked, nothing printed; a report narrowed to tensors or rows is a usage error
+	run fmt-inspect -q set.tar
+	assert_success
+	assert_output ''
+	for opt in --tensors '--tensor step' --schema '--head 1'; do
+		# shellcheck disable=SC2086
+		run --separate-stderr fmt-inspect $opt set.tar
+		assert_failure 2
+		assert_equal "$stderr" 'fmt-inspect: error: set.tar: --tensors, --metadata, --tree, --tensor, --stats, --schema, --head and --quality are for a model file or a dataset, not a bundle (fmt-shard unpack extracts its members)'
+	done
+	# a model or a dataset is reported as before
+	run fmt-inspect --json tiny.safetensors
+	assert_success
+	assert_equal "$(jq -r .format <<<"$output")" safetensors
+}
+
+@test "hostile bundles: cut short 4, unsafe member names 4, a size field of 8 GiB or 2^62 (no allocation) 4 or 6, a flipped byte 6, an unlisted member 9; a JSON failure record each" {
+	fmt-shard pack "$SAMPLES/tiny.safetensors" -o t.tar >/dev/null
+	# cut inside the member: 4, the reader's words
+	head -c 1700 t.tar >cut.tar
+	run --separate-stderr fmt-inspect cut.tar
+	assert_failure 4
+	assert_output ''
+	assert_equal "$stderr" "fmt-inspect: error: cut.tar: truncated: the bundle ends inside member 'tiny.safetensors' (Truncated tar archive)"
+	run --separate-stderr fmt-inspect --json cut.tar
+	assert_failure 4
+	assert_equal "$(jq -c '[.file, .ok, .exit, .error]' <<<"$output")" '["cut.tar",false,4,"InvalidFormat"]'
+	# MANIFEST.json's size field says 8 GiB - 1, then 2^62: refused before any allocation
+	retar t.tar big-manifest.tar 0 $((8 ** 11 - 1))
+	run --separate-stderr fmt-inspect big-manifest.tar
+	assert_failure 4
+	assert_equal "$stderr" 'fmt-inspect: error: big-manifest.tar: MANIFEST.json is 8589934591 bytes (at most 16777216)'
+	retar t.tar huge-manifest.tar 0 $((1 << 62))
+	run --separate-stderr fmt-inspect huge-manifest.tar
+	assert_failure 4
+	assert_equal "$stderr" 'fmt-inspect: error: huge-manifest.tar: MANIFEST.json is 4611686018427387904 bytes (at most 16777216)'
+	# a member's size field unlike the manifest's: 6; as the manifest too, the data is not there: 4
+	retar t.tar huge-member.tar 1 $((1 << 62))
+	run --separate-stderr fmt-inspect huge-member.tar
+	assert_failure 6
+	assert_equal "$stderr" "fmt-inspect: error: huge-member.tar: member 'tiny.safetensors' is 4611686018427387904 bytes, the manifest says 468"
+	# path traversal and other unsafe names, links: 4 naming the member, before any data
+	mkbundle() {
+		/usr/bin/python3 - "$1" "$2" <<'PY'
+import hashlib, io, json, sys, tarfile
+out, name = sys.argv[1], sys.argv[2]
+data = b"x"
+listed = {"a.bin": b"first\n"}
+manifest = json.dumps({"files": {n: {"sha256": hashlib.sha256(d).hexdigest(), "size": len(d)} for n, d in listed.items()},
+                       "fmtkit": "0.1.0", "format": "safetensors"}, separators=(",", ":"), sort_keys=True).encode()
+with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as t:
+    for n, d, kind in (("MANIFEST.json", manifest, tarfile.REGTYPE), ("a.bin", listed["a.bin"], tarfile.REGTYPE),
+                       (name, data, tarfile.SYMTYPE if name == "link.bin" else tarfile.REGTYPE)):
+        ti = tarfile.TarInfo(n)
+        ti.type, ti.mtime, ti.mode = kind, 0, 0o644
+        ti.size = len(d) if kind == tarfile.REGTYPE else 0
+        if kind == tarfile.SYMTYPE:
+            ti.linkname = "/etc/passwd"
+        t.addfile(ti, io.BytesIO(d) if ti.size else None)
+PY
+	}
+	while IFS='|' read -r name why; do
+		mkbundle bad.tar "$name"
+		run --separate-stderr fmt-inspect bad.tar
+		[ "$status" -eq 4 ] || fail "$name: exit $status ($stderr)"
+		assert_equal "$stderr" "fmt-inspect: error: bad.tar: member '$name' $why"
+		assert_output ''
+	done <<'EOF2'
+../evil.bin|has a '..' component
+/tmp/evil.bin|is an absolute path
+sub/evil.bin|is a path with a directory (members are plain file names)
+link.bin|is a symbolic link (bundles hold regular files only)
+EOF2
+	# a member the manifest does not list: 9; a flipped byte: 6
+	mkbundle extra.tar c.bin
+	run --separate-stderr fmt-inspect --json extra.tar
+	assert_failure 9
+	assert_equal "$output" '{"file":"extra.tar","ok":false,"exit":9,"error":"SchemaMismatch","message":"member '"'"'c.bin'"'"' is not listed in MANIFEST.json"}'
+	cp t.tar flip.tar
+	printf 'X' | dd of=flip.tar bs=1 seek=1700 conv=notrunc 2>/dev/null
+	run --separate-stderr fmt-inspect flip.tar
+	assert_failure 6
+	assert_output ''
+	[[ "$stderr" == "fmt-inspect: error: flip.tar: member 'tiny.safetensors': SHA-256 "*" differs from the manifest's "* ]]
+}

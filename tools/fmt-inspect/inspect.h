@@ -41,6 +41,11 @@ fmt_kind inspect_report(FILE *out, const fmt_model *m, const inspect_opts *o, fm
 /* Print the report for a dataset (facts, schema; --schema, --head, --stats). */
 fmt_kind inspect_dataset(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err *e);
 
+/* Print the report for the bundle at path (fmt-shard pack), read from stream when not NULL
+ * (standard input, its first bytes read: fmt_bundle_verify_stream); checked as fmt-verify
+ * checks it (a failure is returned, nothing printed). out NULL: check only (-q). */
+fmt_kind inspect_bundle(FILE *out, const char *path, fmt_source *stream, const inspect_opts *o, fmt_err *e);
+
 /* The parameter tree from dotted tensor names. */
 void tree_print_text(FILE *out, const fmt_model *m);
 json_t *tree_json(const fmt_model *m);

@@ -2,6 +2,7 @@
  * as text or JSON Lines. */
 #include <stdio.h>
 #include <string.h>
+#include "fmt/bundle.h"
 #include "fmt/cli.h"
 #include "fmt/cli_keys.h"
 #include "fmt/encrypt.h"
@@ -88,8 +89,9 @@ static const fmt_cli_tool tool = {
 	.synopsis = "[OPTIONS] FILE...",
 	.about = "Show the format, tensors and metadata of model files (safetensors, sharded\n"
 		 "safetensors index, GGUF, .apsim), and the facts, schema and rows of datasets\n"
-		 "(.ald, Arrow IPC, CSV, JSON Lines). Reads only the headers unless --stats is given\n"
-		 "(an .ald's whole report also checks its CRC; --schema and --head do not).",
+		 "(.ald, Arrow IPC, CSV, JSON Lines), and the members of tar bundles (fmt-shard pack).\n"
+		 "Reads only the headers unless --stats is given (an .ald's whole report also checks\n"
+		 "its CRC; --schema and --head do not; a bundle is checked as fmt-verify checks it).",
 	.options = options,
 	.footer = "FILE may be - for standard input. Exit status: 0 ok, 2 usage, 3 I/O error,\n"
 		  "4 invalid format, 5 unsupported version or type, 6 checksum mismatch, 8 wrong or\n"
@@ -99,18 +101,61 @@ static const fmt_cli_tool tool = {
 	.on_option = on_option,
 };
 
+/* Standard input opened, its first bytes read: *bundle says whether they begin a bundle
+ * (it cannot be read twice: a zstd frame is taken for one, as fmt-verify takes it). */
+static fmt_kind stdin_head(fmt_source *src, int *bundle, fmt_err *e)
+{
+	uint8_t head[512];
+	size_t n = 0;
+	if (fmt_source_open_sequential(src, "-", e) != FMT_OK)
+		return e->kind;
+	if (fmt_source_read_upto(src, 0, head, sizeof head, &n, e) != FMT_OK) {
+		fmt_source_close(src);
+		return e->kind;
+	}
+	*bundle = fmt_bundle_probe_head(head, n);
+	return FMT_OK;
+}
+
+/* path as a bundle, a model or a dataset (a bundle found by content, as fmt-verify finds it;
+ * --format names a model or table format, never a bundle). */
+static fmt_kind open_input(const char *path, const char *forced, fmt_model *m, fmt_table *t, int *is_table,
+			   fmt_source *bundle_stdin, int *bundle, fmt_err *e)
+{
+	*bundle = 0;
+	if (forced)
+		return fmt_open_any(path, forced, m, t, is_table, e);
+	if (strcmp(path, "-") != 0) {
+		*bundle = fmt_bundle_probe(path);
+		return *bundle ? FMT_OK : fmt_open_any(path, NULL, m, t, is_table, e);
+	}
+	fmt_source src;
+	fmt_kind k = stdin_head(&src, bundle, e);
+	if (k == FMT_OK && *bundle)
+		*bundle_stdin = src;
+	else if (k == FMT_OK)
+		k = fmt_open_any_source(&src, path, m, t, is_table, e);
+	return k;
+}
+
 static fmt_kind inspect_file(const char *path, const char *forced, const inspect_opts *o,
 			     const fmt_common_opts *common)
 {
 	fmt_model m;
 	fmt_table t;
+	fmt_source src;
 	fmt_err e;
-	int is_table = 0;
+	int is_table = 0, bundle = 0;
 	FILE *out = common->quiet ? NULL : stdout;
 	fmt_err_clear(&e);
 	fmt_report_input(out, path, NULL);
-	fmt_kind k = fmt_open_any(path, forced, &m, &t, &is_table, &e);
-	if (k == FMT_OK && is_table) {
+	fmt_kind k = open_input(path, forced, &m, &t, &is_table, &src, &bundle, &e);
+	if (k == FMT_OK && bundle) {
+		int on_stdin = strcmp(path, "-") == 0;
+		k = inspect_bundle(out, path, on_stdin ? &src : NULL, o, &e);
+		if (on_stdin)
+			fmt_source_close(&src);
+	} else if (k == FMT_OK && is_table) {
 		k = inspect_dataset(out, &t, o, &e);
 		fmt_table_free(&t);
 	} else if (k == FMT_OK) {

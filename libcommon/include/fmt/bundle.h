@@ -32,6 +32,9 @@ typedef struct fmt_bundle_member {
 	char *name;                          /* plain file name */
 	uint64_t size;
 	char sha256[FMT_SHA256_HEX + 1];     /* lowercase hex */
+	/* The format its first bytes are (fmt_format_probe_head: a driver's name), once its data
+	 * was read (verify, unpack); NULL when no driver recognises them. */
+	const char *format;
 } fmt_bundle_member;
 
 /* A signature the bundle holds: a detached FILE.minisig member beside the member FILE it signs,
@@ -51,6 +54,7 @@ typedef struct fmt_bundle_info {
 	size_t n_sigs;
 	int keyed;                           /* checked with a key (fmt_bundle_check_signed, unpack) */
 	char *format;                        /* the manifest's "format": a driver name */
+	char *fmtkit;                        /* its "fmtkit": the packer's version; NULL when absent */
 	fmt_bundle_member *members;          /* sorted by name; the manifest itself not included */
 	size_t n_members;
 	uint64_t total_bytes;                /* sum of the member sizes */

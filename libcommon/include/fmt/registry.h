@@ -318,6 +318,10 @@ fmt_format fmt_format_by_extension(const char *path, unsigned kinds);
  * file).
  * None (score 0) when no driver recognises it. */
 fmt_format fmt_format_probe(fmt_source *s, const uint8_t *head, size_t n, unsigned kinds, int *score);
+/* The same from the first n bytes alone of data size bytes long, that cannot be read again (a
+ * member streaming out of a tar bundle): no probe_source is asked (an .apsim whose format key
+ * lies past the first FMT_PROBE_BYTES is not recognised). */
+fmt_format fmt_format_probe_head(const uint8_t *head, size_t n, uint64_t size, unsigned kinds, int *score);
 /* Add a driver of either kind at run time (tests, programs embedding libcommon); at most 8 of
  * each kind. */
 fmt_kind fmt_format_register(fmt_format f, fmt_err *e);
