@@ -492,7 +492,7 @@ static fmt_kind write_ald(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, 
 	}
 	if ((r = fmt_card_encode(o->card, o->compat_alimentar ? NULL : zero_hex, o->compat_alimentar, &meta,
 				 &meta_len, e)) != FMT_OK)
-		return r;
+		goto out;
 	if (o->compat_alimentar)
 		warn_dropped(o->card, wo);
 	if ((r = schema_block(&in->schema, &block, e)) != FMT_OK)
