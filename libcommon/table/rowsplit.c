@@ -1,8 +1,9 @@
 /* Splits of a table's rows into parts (fmt-shard split --fractions) and tables read one after
  * another (fmt-shard merge of datasets): fmt/rowops.h.
  *
- * A split is drawn without replacement: each stratum's counts per part are fixed first (largest
- * remainders), then its rows, in file order, go to part j with probability (rows part j still
+ * A split is drawn without replacement: each part's rows are fixed first as for the whole input
+ * (largest remainders), then each stratum's rows per part (fmt_split_allocate, so that the parts
+ * keep those totals), then each stratum's rows, in file order, go to part j with probability (rows part j still
  * needs) / (rows the stratum still has), from a generator seeded by the seed and the stratum's
  * number. Every pass over the same input draws the same parts. */
 #include <stdlib.h>
@@ -50,6 +51,163 @@ void fmt_split_counts(uint64_t n, const double *fractions, size_t k, uint64_t *c
 		rest[best] = -1;
 		given++;
 	}
+}
+
+/* ---- the strata x parts table of counts ---- */
+
+typedef struct cell {
+	uint64_t rem;                /* (stratum's rows x part's rows) mod all rows */
+	size_t at;                   /* stratum x k + part */
+} cell;
+
+typedef struct alloc {
+	const uint64_t *rows, *part_rows;
+	uint64_t total;
+	size_t n_strata, k;
+	uint64_t *row_need, part_need[MAX_PARTS]; /* rows still to round up */
+	uint8_t *up;                 /* n_strata x k: this cell rounded up */
+} alloc;
+
+/* The remainder of a cell's ideal share, rows x part's rows / total, in 1/total rows. */
+static uint64_t rem_of(const alloc *a, size_t s, size_t j)
+{
+	return (uint64_t)((unsigned __int128)a->rows[s] * a->part_rows[j] % a->total);
+}
+
+/* A cell that can still be rounded up: it has a remainder and is not up yet. */
+static int can_go_up(const alloc *a, size_t s, size_t j)
+{
+	return !a->up[s * a->k + j] && rem_of(a, s, j) != 0;
+}
+
+/* The largest remainder first; on a tie the earlier stratum, then the earlier part. */
+static int by_remainder(const void *x, const void *y)
+{
+	const cell *c = x, *d = y;
+	if (c->rem != d->rem)
+		return c->rem > d->rem ? -1 : 1;
+	return (c->at > d->at) - (c->at < d->at);
+}
+
+/* Each part j reached from stratum from_row[j], by a cell taken from part from_part[j] (SIZE_MAX:
+ * a stratum that still needs a row): the path's cells flipped, one row less needed at each end. */
+static void flip_path(alloc *a, const size_t *from_row, const size_t *from_part, size_t j)
+{
+	a->part_need[j]--;
+	for (;;) {
+		size_t s = from_row[j], back = from_part[j];
+		a->up[s * a->k + j] = 1;
+		if (back == SIZE_MAX) {
+			a->row_need[s]--;
+			return;
+		}
+		a->up[s * a->k + back] = 0;
+		j = back;
+	}
+}
+
+/* One more cell rounded up where the largest remainders alone got stuck: a breadth-first search
+ * from the strata that still need a row to a part that still needs one, over cells that can go
+ * up and, back from a part, cells that are up (each part's column scanned once). -1: no path. */
+static int augment(alloc *a)
+{
+	size_t from_row[MAX_PARTS], from_part[MAX_PARTS], queue[MAX_PARTS], n_queue = 0;
+	int seen[MAX_PARTS] = { 0 };
+	for (size_t s = 0; s < a->n_strata; s++)
+		for (size_t j = 0; a->row_need[s] && j < a->k; j++)
+			if (!seen[j] && can_go_up(a, s, j)) {
+				seen[j] = 1;
+				from_row[j] = s;
+				from_part[j] = SIZE_MAX;
+				queue[n_queue++] = j;
+			}
+	for (size_t q = 0; q < n_queue; q++) {
+		size_t j = queue[q];
+		if (a->part_need[j]) {
+			flip_path(a, from_row, from_part, j);
+			return 0;
+		}
+		for (size_t s = 0; s < a->n_strata; s++)
+			for (size_t j2 = 0; a->up[s * a->k + j] && j2 < a->k; j2++)
+				if (!seen[j2] && can_go_up(a, s, j2)) {
+					seen[j2] = 1;
+					from_row[j2] = s;
+					from_part[j2] = j;
+					queue[n_queue++] = j2;
+				}
+	}
+	return -1;
+}
+
+/* Every cell rounded down, the rows each stratum and each part still need, and the cells that
+ * have a remainder; 0, or -1 when the counts do not add up to the same total. */
+static int round_down(alloc *a, uint64_t *counts, cell *cells, size_t *n_cells)
+{
+	uint64_t sum = 0;
+	for (size_t j = 0; j < a->k; j++) {
+		a->part_need[j] = a->part_rows[j];
+		sum += a->part_rows[j];
+	}
+	if (sum != a->total)
+		return -1;
+	*n_cells = 0;
+	for (size_t s = 0; s < a->n_strata; s++) {
+		a->row_need[s] = a->rows[s];
+		for (size_t j = 0; j < a->k; j++) {
+			size_t at = s * a->k + j;
+			counts[at] = (uint64_t)((unsigned __int128)a->rows[s] * a->part_rows[j] / a->total);
+			a->row_need[s] -= counts[at];
+			a->part_need[j] -= counts[at];
+			if (rem_of(a, s, j))
+				cells[(*n_cells)++] = (cell){ rem_of(a, s, j), at };
+		}
+	}
+	return 0;
+}
+
+fmt_kind fmt_split_allocate(const uint64_t *rows, size_t n_strata, const uint64_t *part_rows, size_t k,
+			    uint64_t *counts, fmt_err *e)
+{
+	alloc a = { rows, part_rows, 0, n_strata, k, NULL, { 0 }, NULL };
+	for (size_t s = 0; s < n_strata; s++)
+		if (fmt_add_u64(a.total, rows[s], &a.total))
+			return fmt_fail(e, FMT_INTERNAL, "split: the strata's rows overflow");
+	if (k > MAX_PARTS)
+		return fmt_fail(e, FMT_INTERNAL, "split: %zu parts", k);
+	if (a.total == 0) {
+		memset(counts, 0, n_strata * k * sizeof *counts);
+		return FMT_OK;
+	}
+	size_t n_cells = 0, left = 0;
+	a.row_need = malloc((n_strata + 1) * sizeof *a.row_need);
+	a.up = calloc(n_strata * k + 1, 1);
+	cell *cells = malloc((n_strata * k + 1) * sizeof *cells);
+	fmt_kind r = a.row_need && a.up && cells ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	if (r == FMT_OK && round_down(&a, counts, cells, &n_cells) != 0)
+		r = fmt_fail(e, FMT_INTERNAL, "split: the parts' rows are not the strata's");
+	if (r == FMT_OK) {
+		qsort(cells, n_cells, sizeof *cells, by_remainder);
+		for (size_t i = 0; i < n_cells; i++) {
+			size_t s = cells[i].at / k, j = cells[i].at % k;
+			if (a.row_need[s] && a.part_need[j]) {
+				a.up[cells[i].at] = 1;
+				a.row_need[s]--;
+				a.part_need[j]--;
+			}
+		}
+		for (size_t j = 0; j < k; j++)
+			left += a.part_need[j];
+		for (; left && augment(&a) == 0; left--)
+			;
+		if (left)
+			r = fmt_fail(e, FMT_INTERNAL, "split: no rounding of the strata gives the parts' rows");
+	}
+	for (size_t i = 0; r == FMT_OK && i < n_strata * k; i++)
+		counts[i] += a.up[i];
+	free(a.row_need);
+	free(a.up);
+	free(cells);
+	return r;
 }
 
 static size_t slot_of(const fmt_split_plan *p, uint64_t lo, uint64_t hi)
@@ -138,6 +296,24 @@ static fmt_kind check_fractions(const double *fractions, size_t k, fmt_err *e)
 	return FMT_OK;
 }
 
+/* Each stratum's counts per part: the parts' totals those of the whole (fmt_split_counts), each
+ * stratum spread over them by fmt_split_allocate. */
+static fmt_kind allocate_plan(fmt_split_plan *p, fmt_err *e)
+{
+	uint64_t total = 0, part_rows[MAX_PARTS];
+	uint64_t *rows = malloc((p->n_strata + 1) * sizeof *rows);
+	if (!rows)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t s = 0; s < p->n_strata; s++) {
+		rows[s] = p->strata[s].rows;
+		total += rows[s];
+	}
+	fmt_split_counts(total, p->fractions, p->k, part_rows);
+	fmt_kind k = fmt_split_allocate(rows, p->n_strata, part_rows, p->k, p->counts, e);
+	free(rows);
+	return k;
+}
+
 fmt_kind fmt_split_plan_count(fmt_table *t, const double *fractions, size_t n_fractions, const char *stratify,
 			      uint64_t seed, fmt_split_plan **plan, fmt_err *e)
 {
@@ -174,8 +350,8 @@ fmt_kind fmt_split_plan_count(fmt_table *t, const double *fractions, size_t n_fr
 	p->counts = k == FMT_OK ? calloc(p->n_strata * p->k + 1, sizeof *p->counts) : NULL;
 	if (k == FMT_OK && !p->counts)
 		k = fmt_fail(e, FMT_IO, "out of memory");
-	for (size_t s = 0; k == FMT_OK && s < p->n_strata; s++)
-		fmt_split_counts(p->strata[s].rows, p->fractions, p->k, p->counts + s * p->k);
+	if (k == FMT_OK)
+		k = allocate_plan(p, e);
 	fmt_sb_free(&key);
 	if (k != FMT_OK) {
 		fmt_split_plan_free(p);

@@ -226,24 +226,55 @@ EOF
 	done
 }
 
-@test "fmt-shard split --stratify: a part that comes out empty though its fraction is not is a warning (old: an empty test.csv without a word)" {
-	# a column of distinct values: each value one row, and that row goes to the first part
+# Rows of each value of column 2 in a CSV part: "VALUE:COUNT" on one line, by value.
+per_value() {
+	tail -n +2 "$1" | cut -d, -f2 | sort | uniq -c | awk '{print $2 ":" $1}' | paste -sd ' '
+}
+
+@test "fmt-shard split --stratify: the parts keep their unstratified sizes, each value spread by largest remainders (old: every value's remainder to the first part, 4/2 for two values of 3)" {
+	# two values of 3 rows at 0.5/0.5: 3 and 3, a 2/1, b 1/2 (the tie to the first value)
+	run --separate-stderr fmt-shard split in.csv --fractions 0.5,0.5 --stratify grp -o st
+	assert_success
+	assert_equal "$stderr" ''
+	assert_output "$(printf 'st/train.csv: 3 rows (train)\nst/test.csv: 3 rows (test)')"
+	assert_equal "$(per_value <(cut -d, -f1,4 st/train.csv))" "a:2 b:1"
+	assert_equal "$(per_value <(cut -d, -f1,4 st/test.csv))" "a:1 b:2"
+	diff <(tail -n +2 in.csv | sort) <(tail -q -n +2 st/train.csv st/test.csv | sort)
+	# values of 7, 5 and 1 rows at 0.8/0.1/0.1: 11/1/1 as unstratified; a 6/1/0, b 4/0/1, c 1/0/0
+	{ echo id,g; for i in 1 2 3 4 5 6 7; do echo "$i,a"; done; for i in 8 9 10 11 12; do echo "$i,b"; done; echo 13,c; } >v.csv
+	run fmt-shard split v.csv --fractions 0.8,0.1,0.1 -o plain --dry-run
+	assert_output "$(printf 'plain/train.csv: 11 rows (train)\nplain/validation.csv: 1 row (validation)\nplain/test.csv: 1 row (test)')"
+	run fmt-shard split v.csv --fractions 0.8,0.1,0.1 --stratify g -o v3
+	assert_success
+	assert_output "$(printf 'v3/train.csv: 11 rows (train)\nv3/validation.csv: 1 row (validation)\nv3/test.csv: 1 row (test)')"
+	assert_equal "$(per_value v3/train.csv) | $(per_value v3/validation.csv) | $(per_value v3/test.csv)" "a:6 b:4 c:1 | a:1 | b:1"
+	# another seed: other rows, the same counts
+	run fmt-shard split v.csv --fractions 0.8,0.1,0.1 --stratify g --seed 9 -o v9 -q
+	assert_equal "$(per_value v9/train.csv) | $(per_value v9/validation.csv) | $(per_value v9/test.csv)" "a:6 b:4 c:1 | a:1 | b:1"
+	fmt-shard split v.csv --fractions 0.8,0.1,0.1 --stratify g --seed 9 -o again -q
+	for p in train validation test; do cmp "v9/$p.csv" "again/$p.csv"; done
+	# a value of one row: 4/4/1 at 0.5/0.5 is 5/4 (the tie of the whole to train), a 2/2, b 2/2, c 1/0
+	{ echo id,g; for i in 1 2 3 4; do echo "$i,a"; done; for i in 5 6 7 8; do echo "$i,b"; done; echo 9,c; } >w.csv
+	run fmt-shard split w.csv --fractions 0.5,0.5 --stratify g -o w2 --json
+	assert_success
+	assert_output '{"input":"w.csv","format":"csv","dry_run":false,"rows":9,"files":[{"file":"w2/train.csv","part":"train","rows":5},{"file":"w2/test.csv","part":"test","rows":4}],"seed":0,"strata":3}'
+	assert_equal "$(per_value w2/train.csv) | $(per_value w2/test.csv)" "a:2 b:2 c:1 | a:2 b:2"
+}
+
+@test "fmt-shard split --stratify: a column of distinct values still gives each part its share, without a warning (old: 4/0 and a warning)" {
 	printf 'id,x\n1,a\n2,b\n3,c\n4,d\n' >u.csv
 	run --separate-stderr fmt-shard split u.csv --fractions 0.5,0.5 --stratify id -o st
 	assert_success
-	assert_output "$(printf 'st/train.csv: 4 rows (train)\nst/test.csv: 0 rows (test)')"
-	assert_equal "$stderr" "fmt-shard: warning: u.csv: part 'test' gets no row, though its fraction of the 4 rows is 2: --stratify id splits the rows of each of its 4 values alone, in whole rows, and no value has rows enough to give it one"
-	run --separate-stderr fmt-shard split u.csv --fractions 0.5,0.5 --stratify id -o st2 --json --dry-run
-	assert_success
-	assert_equal "$stderr" '{"tool":"fmt-shard","level":"warning","file":null,"message":"u.csv: part '"'"'test'"'"' gets no row, though its fraction of the 4 rows is 2: --stratify id splits the rows of each of its 4 values alone, in whole rows, and no value has rows enough to give it one"}'
-	# -q: no warning; a split whose every part has rows: none
-	run --separate-stderr fmt-shard split u.csv --fractions 0.5,0.5 --stratify id -o st3 -q
-	assert_success
 	assert_equal "$stderr" ''
-	run --separate-stderr fmt-shard split in.csv --fractions 0.5,0.5 --stratify grp -o st4
-	assert_success
-	assert_equal "$stderr" ''
-	assert_output "$(printf 'st4/train.csv: 4 rows (train)\nst4/test.csv: 2 rows (test)')"
+	assert_output "$(printf 'st/train.csv: 2 rows (train)\nst/test.csv: 2 rows (test)')"
+	# one row each: the first values to train (the tie to the earlier value), the rest to test
+	run cat st/train.csv st/test.csv
+	assert_output "$(printf 'id,x\n1,a\n2,b\nid,x\n3,c\n4,d')"
+	# fractions that add up to less than 1 are refused, nothing written
+	run --separate-stderr fmt-shard split u.csv --fractions 0.5,0.4 --stratify id -o less
+	assert_failure 2
+	assert_equal "$stderr" "fmt-shard: error: u.csv: --fractions add up to 0.9, not 1"
+	[ ! -e less ]
 }
 
 @test "fmt-shard split --rows N alone, --list and --dry-run write nothing, an existing file stops the set" {

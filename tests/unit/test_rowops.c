@@ -276,6 +276,78 @@ TEST(split_counts_are_exact_by_largest_remainders)
 	CHECK(c[0] + c[1] + c[2] == 2 && c[0] == 1);
 }
 
+/* A small generator for random shapes (xorshift64). */
+static uint64_t next_random(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x >> 8;
+}
+
+/* fmt_split_allocate on one shape: each part its total, each stratum its rows, each cell its
+ * ideal share rounded down or up; 0 when all hold. */
+static int allocation_holds(const uint64_t *rows, size_t n, const uint64_t *parts, size_t k, uint64_t *counts)
+{
+	fmt_err e;
+	uint64_t total = 0, got[16] = { 0 };
+	if (fmt_split_allocate(rows, n, parts, k, counts, &e) != FMT_OK)
+		return -1;
+	for (size_t s = 0; s < n; s++)
+		total += rows[s];
+	for (size_t s = 0; s < n; s++) {
+		uint64_t sum = 0;
+		for (size_t j = 0; j < k; j++) {
+			uint64_t c = counts[s * k + j], lo = total ? rows[s] * parts[j] / total : 0;
+			int exact = total == 0 || rows[s] * parts[j] % total == 0;
+			if (c != lo && (exact || c != lo + 1))
+				return -2;
+			sum += c;
+			got[j] += c;
+		}
+		if (sum != rows[s])
+			return -3;
+	}
+	for (size_t j = 0; j < k; j++)
+		if (got[j] != parts[j])
+			return -4;
+	return 0;
+}
+
+TEST(split_allocation_keeps_the_part_totals_and_splits_each_stratum_evenly)
+{
+	uint64_t c[64];
+	/* two strata of 3 at 0.5/0.5: 2/1 and 1/2 (was 2/1 and 2/1: 4/2), the tie to the first stratum */
+	CHECK(allocation_holds((uint64_t[]){ 3, 3 }, 2, (uint64_t[]){ 3, 3 }, 2, c) == 0);
+	CHECK(c[0] == 2 && c[1] == 1 && c[2] == 1 && c[3] == 2);
+	/* 7/5/1 at 0.8/0.1/0.1 of 13: parts 11/1/1, the largest remainders first */
+	CHECK(allocation_holds((uint64_t[]){ 7, 5, 1 }, 3, (uint64_t[]){ 11, 1, 1 }, 3, c) == 0);
+	CHECK(c[0] == 6 && c[1] == 1 && c[2] == 0 && c[3] == 4 && c[4] == 0 && c[5] == 1 && c[6] == 1);
+	/* distinct values, one row each: 2 and 2 */
+	CHECK(allocation_holds((uint64_t[]){ 1, 1, 1, 1 }, 4, (uint64_t[]){ 2, 2 }, 2, c) == 0);
+	CHECK(c[0] == 1 && c[2] == 1 && c[5] == 1 && c[7] == 1);
+	/* no rows; totals that differ */
+	CHECK(allocation_holds((uint64_t[]){ 0 }, 1, (uint64_t[]){ 0, 0 }, 2, c) == 0);
+	fmt_err e;
+	CHECK(fmt_split_allocate((uint64_t[]){ 3, 3 }, 2, (uint64_t[]){ 3, 2 }, 2, c, &e) == FMT_INTERNAL);
+	/* many random shapes: up to 8 strata of up to 12 rows, 2 to 6 parts of random totals */
+	uint64_t seed = 7;
+	for (int round = 0; round < 20000; round++) {
+		uint64_t rows[8], parts[6] = { 0 }, total = 0;
+		size_t n = 1 + next_random(&seed) % 8, k = 2 + next_random(&seed) % 5;
+		for (size_t s = 0; s < n; s++)
+			total += rows[s] = next_random(&seed) % 13;
+		for (uint64_t r = 0; r < total; r++)
+			parts[next_random(&seed) % k]++;
+		int got = allocation_holds(rows, n, parts, k, c);
+		if (got != 0)
+			fprintf(stderr, "round %d: %d\n", round, got);
+		CHECK(got == 0);
+		if (got != 0)
+			break;
+	}
+}
+
 TEST(split_parts_are_disjoint_cover_the_input_and_repeat)
 {
 	fmt_err e;

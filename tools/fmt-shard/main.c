@@ -45,8 +45,8 @@ static const fmt_cli_option options[] = {
 	  .commands = ONLY(CMD_SPLIT) },
 	{ FMT_CLI_OPT("seed", OPT_SEED, "S", "split --fractions: which rows go where (default 0): the same\n"
 		      "seed and input, the same split"), .commands = ONLY(CMD_SPLIT) },
-	{ FMT_CLI_OPT("stratify", OPT_STRATIFY, "COLUMN", "split --fractions: each value of COLUMN split alone, so\n"
-		      "every part has its share of each"), .commands = ONLY(CMD_SPLIT) },
+	{ FMT_CLI_OPT("stratify", OPT_STRATIFY, "COLUMN", "split --fractions: the rows of each value of COLUMN\n"
+		      "spread over the parts in proportion, the parts' sizes kept"), .commands = ONLY(CMD_SPLIT) },
 	{ FMT_CLI_OPT("rows", OPT_ROWS, "N", "split a dataset: at most N rows per file"), .commands = ONLY(CMD_SPLIT) },
 	{ FMT_CLI_OPT("allow-expired", OPT_ALLOW_EXPIRED, NULL, "datasets: read the rows of an .ald whose licence has\n"
 		      "expired (said on stderr); without it that is exit 10"), .commands = ONLY(CMD_SPLIT) | MERGING },

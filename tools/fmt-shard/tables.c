@@ -249,22 +249,6 @@ static fmt_kind check_split_options(const shard_opts *o, fmt_err *e)
 	return FMT_OK;
 }
 
-/* --stratify splits each value's rows alone, so a part can come out empty though its fraction of
- * the whole is not (values of one row each all go to the first part): said, not silently written. */
-static void warn_empty_parts(const char *input, const split_job *j, const shard_opts *o)
-{
-	uint64_t share[16];
-	if (!j->plan || !o->stratify || o->common.quiet)
-		return;
-	fmt_split_counts(j->total, o->fractions, j->n_parts, share);
-	for (size_t p = 0; p < j->n_parts; p++)
-		if (fmt_split_plan_rows(j->plan, p) == 0 && share[p] > 0)
-			fmt_report_warning(stderr, TOOL, "%s: part '%s' gets no row, though its fraction of the %" PRIu64
-					   " rows is %" PRIu64 ": --stratify %s splits the rows of each of its %zu values "
-					   "alone, in whole rows, and no value has rows enough to give it one", input,
-					   j->part_names[p], j->total, share[p], o->stratify, fmt_split_plan_strata(j->plan));
-}
-
 fmt_kind split_table(const char *input, fmt_table *t, const shard_opts *o, fmt_err *e)
 {
 	split_job j = { .n_parts = o->n_fractions ? o->n_fractions : 1 };
@@ -289,8 +273,6 @@ fmt_kind split_table(const char *input, fmt_table *t, const shard_opts *o, fmt_e
 		k = plan_files(&j, input, t->driver->extension ? t->driver->extension : "", o, e);
 	if (k == FMT_OK)
 		k = check_outputs(&j, input, o, e);
-	if (k == FMT_OK)
-		warn_empty_parts(input, &j, o);
 	if (k == FMT_OK && !o->dry_run && !o->list)
 		k = write_set(input, &j, o, e);
 	if (k == FMT_OK)

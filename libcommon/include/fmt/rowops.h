@@ -67,7 +67,8 @@ int fmt_row_key(const fmt_field *f, const fmt_column *c, uint64_t row, int desc,
 uint64_t fmt_range_first_outside(const fmt_col_range *r, const fmt_column *c, uint64_t n);
 
 /* Splits: fractions (each > 0, sum 1) of a table's rows, exactly (largest remainders), each
- * stratum (the values of one column) split alone when stratify is given; which rows go where
+ * stratum (the values of one column) spread over the parts in proportion when stratify is given
+ * (fmt_split_allocate); which rows go where
  * is drawn from seed, the same for the same input and seed. Counting reads the table t once
  * (it is then at its end). */
 fmt_kind fmt_split_plan_count(fmt_table *t, const double *fractions, size_t n_fractions, const char *stratify,
@@ -78,6 +79,15 @@ size_t fmt_split_plan_strata(const fmt_split_plan *p);
 void fmt_split_plan_free(fmt_split_plan *p);
 /* Counts of n rows by fractions, largest remainders, ties to the earlier part. */
 void fmt_split_counts(uint64_t n, const double *fractions, size_t k, uint64_t *counts);
+/* counts (n_strata x k, stratum-major): rows[s] of each stratum spread over k parts whose totals
+ * are part_rows (adding up to the rows), as scikit-learn's stratified splits do: each cell is its
+ * ideal share rows[s] x part_rows[j] / all rows rounded down or up, so every part gets exactly
+ * part_rows[j] and every stratum exactly rows[s]; the largest remainders are rounded up first, on
+ * a tie the earlier stratum, then the earlier part; where that leaves a stratum and a part short,
+ * cells are moved along an augmenting path (such a rounding always exists). Deterministic.
+ * FMT_IO out of memory; FMT_INTERNAL when the totals differ. */
+fmt_kind fmt_split_allocate(const uint64_t *rows, size_t n_strata, const uint64_t *part_rows, size_t k,
+			    uint64_t *counts, fmt_err *e);
 
 /* Tables one after another: t's batches then each of rest's (schemas checked equal first:
  * SchemaMismatch naming the first column that differs and the file; a column nullable in
