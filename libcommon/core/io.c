@@ -363,11 +363,30 @@ FILE *fmt_temp_file(const char *what, fmt_err *e)
 	return f;
 }
 
+fmt_kind fmt_temp_file_write(FILE *f, const char *what, const void *p, size_t n, fmt_err *e)
+{
+	errno = 0;
+	if (n && fwrite(p, 1, n, f) != n)
+		return temp_fail(what, "write", fmt_temp_dir(), errno ? errno : ENOSPC, e);
+	return FMT_OK;
+}
+
+fmt_kind fmt_temp_file_flush(FILE *f, const char *what, fmt_err *e)
+{
+	errno = 0;
+	if (fflush(f) != 0)
+		return temp_fail(what, "write", fmt_temp_dir(), errno ? errno : ENOSPC, e);
+	return FMT_OK;
+}
+
 fmt_kind fmt_temp_file_replay(FILE *f, const char *what, fmt_kind (*put)(void *ctx, const void *p, size_t n, fmt_err *e),
 			      void *ctx, fmt_err *e)
 {
 	enum { REPLAY_PIECE = 1u << 20 };
-	if (fflush(f) != 0 || fseek(f, 0, SEEK_SET) != 0)
+	fmt_kind flushed = fmt_temp_file_flush(f, what, e);
+	if (flushed != FMT_OK)
+		return flushed;
+	if (fseek(f, 0, SEEK_SET) != 0)
 		return fmt_fail(e, FMT_IO, "cannot read back %s", what);
 	uint8_t *buf = malloc(REPLAY_PIECE);
 	if (!buf)

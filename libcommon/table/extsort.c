@@ -113,14 +113,14 @@ static fmt_kind spill(fmt_extsort *s, fmt_err *e)
 	if (!f)
 		return e->kind;
 	s->runs[s->n_runs++] = (run){ .f = f };
-	for (size_t i = 0; i < s->n_recs; i++) {
+	for (size_t i = 0; k == FMT_OK && i < s->n_recs; i++) {
 		const uint8_t *r = s->sorted[i];
-		size_t n = HEAD + (size_t)key_len(r) + payload_len(r);
-		if (fwrite(r, 1, n, f) != n)
-			return fmt_fail(e, FMT_IO, "cannot write a temporary file (disk full?)");
+		k = fmt_temp_file_write(f, "a sorted run", r, HEAD + (size_t)key_len(r) + payload_len(r), e);
 	}
-	if (fflush(f) != 0)
-		return fmt_fail(e, FMT_IO, "cannot write a temporary file (disk full?)");
+	if (k == FMT_OK)
+		k = fmt_temp_file_flush(f, "a sorted run", e);
+	if (k != FMT_OK)
+		return k;
 	s->len = s->n_recs = 0;
 	return FMT_OK;
 }
@@ -298,11 +298,10 @@ static fmt_kind merge_runs(fmt_extsort *s, fmt_err *e)
 		if ((k = fmt_extsort_next(s, &key, &kl, &payload, &pl, &done, e)) != FMT_OK || done)
 			break;
 		const uint8_t *rec = key - HEAD;
-		if (fwrite(rec, 1, HEAD + kl + pl, out) != HEAD + kl + pl)
-			k = fmt_fail(e, FMT_IO, "cannot write a temporary file (disk full?)");
+		k = fmt_temp_file_write(out, "a sorted run", rec, HEAD + kl + pl, e);
 	}
-	if (k == FMT_OK && fflush(out) != 0)
-		k = fmt_fail(e, FMT_IO, "cannot write a temporary file (disk full?)");
+	if (k == FMT_OK)
+		k = fmt_temp_file_flush(out, "a sorted run", e);
 	for (size_t i = 0; i < s->n_runs; i++) {
 		fclose(s->runs[i].f);
 		free(s->runs[i].rec);

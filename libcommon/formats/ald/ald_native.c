@@ -337,18 +337,14 @@ typedef struct nwriter {
 	fmt_sha256 *sha;           /* the caller's: the bytes from the first array on */
 } nwriter;
 
-static fmt_kind spill_write(FILE *f, const void *p, size_t n, fmt_err *e)
-{
-	if (n && fwrite(p, 1, n, f) != n)
-		return fmt_fail(e, FMT_IO, "cannot write a temporary file (disk full?)");
-	return FMT_OK;
-}
+#define PAYLOAD_SPILL "a temporary file for the payload"
+#define COLUMN_SPILL "a temporary file for a column"
 
 static fmt_kind drain_payload(nwriter *w, fmt_err *e)
 {
 	if (w->sb.oom)
 		return fmt_fail(e, FMT_IO, "out of memory");
-	fmt_kind k = spill_write(w->payload, w->sb.p, w->sb.len, e);
+	fmt_kind k = fmt_temp_file_write(w->payload, PAYLOAD_SPILL, w->sb.p, w->sb.len, e);
 	w->payload_len += w->sb.len;
 	w->sb.len = 0;
 	return k;
@@ -397,7 +393,7 @@ static fmt_kind add_batch(nwriter *w, const fmt_batch *b, fmt_err *e)
 	for (size_t i = 0; i < w->n_cols && k == FMT_OK; i++) {
 		wcol *c = &w->cols[i];
 		const fmt_column *col = &b->columns[c->field];
-		k = spill_write(c->spill, col->values, (size_t)(b->n_rows * c->width), e);
+		k = fmt_temp_file_write(c->spill, COLUMN_SPILL, col->values, (size_t)(b->n_rows * c->width), e);
 		if (k == FMT_OK)
 			k = add_validity(c, col, w->rows, b->n_rows, e);
 	}
@@ -522,7 +518,7 @@ static fmt_kind plan_columns(nwriter *w, fmt_err *e)
 		c->field = i;
 		c->dtype = (uint8_t)dt;
 		c->width = fmt_ctype_width(s->fields[i].type);
-		if (!(c->spill = fmt_temp_file("a temporary file for a column", e)))
+		if (!(c->spill = fmt_temp_file(COLUMN_SPILL, e)))
 			return e->kind;
 	}
 	return FMT_OK;
@@ -533,7 +529,7 @@ static fmt_kind write_all(nwriter *w, fmt_err *e)
 	fmt_kind k;
 	if ((k = plan_columns(w, e)) != FMT_OK)
 		return k;
-	if (!(w->payload = fmt_temp_file("a temporary file for the payload", e)))
+	if (!(w->payload = fmt_temp_file(PAYLOAD_SPILL, e)))
 		return e->kind;
 	if ((k = fmt_ipc_writer_begin(&w->ipc, &w->rest, 0, &w->sb, e)) != FMT_OK)
 		return k;

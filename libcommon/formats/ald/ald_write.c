@@ -55,6 +55,8 @@ typedef struct writer {
 	pipe_state *pipe;          /* NULL: the payload is compressed on the calling thread */
 } writer;
 
+#define CHUNK_SPILL "a temporary file for the chunks"
+
 static fmt_kind emit(void *ctx, const uint8_t *p, size_t n, fmt_err *e)
 {
 	writer *w = ctx;
@@ -62,9 +64,7 @@ static fmt_kind emit(void *ctx, const uint8_t *p, size_t n, fmt_err *e)
 	w->chunk_stored += n;
 	if (!w->spill)
 		return w->enc ? fmt_ald_enc_write(w->enc, w->k, p, n, e) : fmt_sink_write(w->k, p, n, e);
-	if (fwrite(p, 1, n, w->spill) != n)
-		return fmt_fail(e, FMT_IO, "cannot write the temporary chunk file");
-	return FMT_OK;
+	return fmt_temp_file_write(w->spill, CHUNK_SPILL, p, n, e);
 }
 
 static fmt_kind hash_and_compress(writer *w, const fmt_sb *sb, fmt_err *e)
@@ -301,7 +301,7 @@ static fmt_kind put_spilled(void *ctx, const void *p, size_t n, fmt_err *e)
 
 static fmt_kind copy_spill(writer *w, fmt_err *e)
 {
-	return fmt_temp_file_replay(w->spill, "the temporary chunk file", put_spilled, w, e);
+	return fmt_temp_file_replay(w->spill, CHUNK_SPILL, put_spilled, w, e);
 }
 
 static fmt_kind write_index(writer *w, fmt_err *e)
@@ -521,7 +521,7 @@ static fmt_kind write_ald(fmt_table *in, fmt_sink *k, const fmt_write_opts *wo, 
 		goto out;
 	}
 	if (flags & FMT_ALD_STREAMING) {
-		w.spill = fmt_temp_file("a temporary file for the chunks", e);
+		w.spill = fmt_temp_file(CHUNK_SPILL, e);
 		if (!w.spill) {
 			r = e->kind;
 			goto out;

@@ -987,14 +987,16 @@ static void reset_column(colw *c)
 	dict_reset(&c->d, c->ptype != PT_BOOLEAN);
 }
 
+#define GROUPS_SPILL "a temporary file for the footer's row groups"
+
 /* The RowGroup structs held so far to the spill file (made at the first). */
 static fmt_kind spill_groups(writer *w, fmt_err *e)
 {
-	if (!w->spill && !(w->spill = fmt_temp_file("the footer's row groups", e)))
+	if (!w->spill && !(w->spill = fmt_temp_file(GROUPS_SPILL, e)))
 		return e->kind;
-	if (fwrite(w->groups.p, 1, w->groups.len, w->spill) != w->groups.len)
-		return fmt_fail(e, FMT_IO, "cannot write the footer's row groups to a temporary file in %s",
-				fmt_temp_dir());
+	fmt_kind k = fmt_temp_file_write(w->spill, GROUPS_SPILL, w->groups.p, w->groups.len, e);
+	if (k != FMT_OK)
+		return k;
 	w->spilled += w->groups.len;
 	w->groups.len = 0;
 	return FMT_OK;
@@ -1008,7 +1010,7 @@ static fmt_kind put_replayed(void *ctx, const void *p, size_t n, fmt_err *e)
 /* The spilled structs, then those held, to the output. */
 static fmt_kind put_groups(writer *w, fmt_err *e)
 {
-	fmt_kind k = w->spill ? fmt_temp_file_replay(w->spill, "the footer's row groups from a temporary file",
+	fmt_kind k = w->spill ? fmt_temp_file_replay(w->spill, GROUPS_SPILL,
 						     put_replayed, w, e)
 			      : FMT_OK;
 	return k == FMT_OK ? put(w, w->groups.p, w->groups.len, e) : k;

@@ -88,8 +88,14 @@ int fmt_fd_write_all(int fd, const void *p, size_t n);
 int fmt_temp_fd(const char *what, fmt_err *e);
 /* fmt_temp_fd as a stdio stream ("w+b"); NULL with IoError in e. */
 FILE *fmt_temp_file(const char *what, fmt_err *e);
+/* n bytes at p written to f (a fmt_temp_file) / f's buffered bytes flushed: IoError "cannot
+ * write WHAT in DIR (TMPDIR): ERROR" (disk full, file too large) when they cannot be. */
+fmt_kind fmt_temp_file_write(FILE *f, const char *what, const void *p, size_t n, fmt_err *e);
+fmt_kind fmt_temp_file_flush(FILE *f, const char *what, fmt_err *e);
 /* What f (a fmt_temp_file) holds, read back from its start and handed to put(ctx, ...) a piece
- * at a time; IoError "cannot read back WHAT" when it cannot be read, else put's first failure. */
+ * at a time; its buffered bytes flushed first (fmt_temp_file_flush's IoError when they cannot
+ * be: disk full); IoError "cannot read back WHAT" when it cannot be read, else put's first
+ * failure. */
 fmt_kind fmt_temp_file_replay(FILE *f, const char *what, fmt_kind (*put)(void *ctx, const void *p, size_t n, fmt_err *e),
 			      void *ctx, fmt_err *e);
 /* A spill file: bytes too many to hold in memory (a record batch's body, a decrypted payload),
