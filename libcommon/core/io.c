@@ -1471,6 +1471,12 @@ static void start_writeback(fmt_sink *k, size_t n)
 
 /* A write failed: a reader that closed its end of the pipe ends the process by SIGPIPE,
  * whichever thread wrote (fmt_thread_broken_pipe); otherwise (SIGPIPE ignored too) an IoError. */
+/* The output as messages name it: as the user gave it (an in-place sink writes the resolved path). */
+static const char *sink_name(const fmt_sink *k)
+{
+	return k->name ? k->name : k->path;
+}
+
 static fmt_kind write_fail(fmt_err *e, const char *path)
 {
 	if (errno == EPIPE) {
@@ -1488,7 +1494,7 @@ static fmt_kind write_all(fmt_sink *k, const uint8_t *p, size_t n, fmt_err *e)
 		if (put < 0 && errno == EINTR)
 			continue;
 		if (put < 0)
-			return write_fail(e, k->path ? k->path : "-");
+			return write_fail(e, k->path ? sink_name(k) : "-");
 		p += put;
 		n -= (size_t)put;
 	}
@@ -1581,6 +1587,10 @@ fmt_kind fmt_sink_open_in_place(fmt_sink *k, const char *path, fmt_err *e)
 	}
 	fmt_kind r = fmt_sink_open(k, target, FMT_SINK_FORCE, e);
 	free(target);
+	if (r == FMT_OK && strcmp(path, k->path) != 0 && !(k->name = strdup(path))) {
+		fmt_sink_abort(k);
+		return fmt_fail(e, FMT_IO, "out of memory");
+	}
 	if (r == FMT_OK)
 		fmt_sink_set_mode(k, st.st_mode);
 	return r;
@@ -1596,7 +1606,7 @@ static fmt_kind flush_and_pwrite(fmt_sink *k, uint64_t off, const uint8_t *p, si
 		if (put < 0 && errno == EINTR)
 			continue;
 		if (put < 0)
-			return write_fail(e, k->path);
+			return write_fail(e, sink_name(k));
 		p += put;
 		n -= (size_t)put;
 		off += (uint64_t)put;
@@ -1639,7 +1649,7 @@ fmt_kind fmt_sink_write_at(fmt_sink *k, uint64_t off, const void *data, size_t n
 	if (r == FMT_OK && end > k->written) {
 		k->written = end;
 		if (lseek(k->fd, (off_t)end, SEEK_SET) < 0)
-			r = io_fail(e, k->path, "seek");
+			r = io_fail(e, sink_name(k), "seek");
 	}
 	pthread_mutex_unlock(&placing);
 	return r;
@@ -1654,7 +1664,7 @@ static fmt_kind copy_by_reads(fmt_sink *k, int fd, uint64_t off, uint64_t n, fmt
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0)
-			return got < 0 ? io_fail(e, k->path, "read") : fmt_fail(e, FMT_IO, FMT_MSG_SHRANK);
+			return got < 0 ? io_fail(e, sink_name(k), "read") : fmt_fail(e, FMT_IO, FMT_MSG_SHRANK);
 		fmt_kind r = write_all(k, k->buf, (size_t)got, e);
 		if (r != FMT_OK)
 			return r;
@@ -1688,7 +1698,7 @@ fmt_kind fmt_sink_copy_range(fmt_sink *k, int fd, uint64_t off, uint64_t n, fmt_
 		if (got < 0 && (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL))
 			return copy_by_reads(k, fd, (uint64_t)in, n, e);
 		if (got <= 0)
-			return got < 0 ? io_fail(e, k->path, "copy") : fmt_fail(e, FMT_IO, FMT_MSG_SHRANK);
+			return got < 0 ? io_fail(e, sink_name(k), "copy") : fmt_fail(e, FMT_IO, FMT_MSG_SHRANK);
 		n -= (uint64_t)got;
 	}
 	return FMT_OK;
@@ -1715,14 +1725,14 @@ fmt_kind fmt_sink_finish(fmt_sink *k, fmt_err *e)
 	int flush_error = stop_flusher(k);
 	if (r == FMT_OK && flush_error) {
 		errno = flush_error;
-		r = io_fail(e, k->path, "fsync");
+		r = io_fail(e, sink_name(k), "fsync");
 	}
 	if (r == FMT_OK && fsync(k->fd) != 0)
-		r = io_fail(e, k->path, "fsync");
+		r = io_fail(e, sink_name(k), "fsync");
 	if (r == FMT_OK && fchmod(k->fd, k->keep_mode ? k->mode : creation_mode()) != 0)
-		r = io_fail(e, k->path, "chmod");
+		r = io_fail(e, sink_name(k), "chmod");
 	if (close(k->fd) != 0 && r == FMT_OK)
-		r = io_fail(e, k->path, "close");
+		r = io_fail(e, sink_name(k), "close");
 	k->fd = -1;
 	free(k->buf);
 	k->buf = NULL;
@@ -1738,6 +1748,7 @@ static void sink_release(fmt_sink *k)
 		untrack_tmp(k->tmp_path);
 	free(k->tmp_path);
 	free(k->path);
+	free(k->name);
 	free(k->buf);
 	memset(k, 0, sizeof *k);
 	k->fd = -1;
@@ -1750,12 +1761,12 @@ fmt_kind fmt_sink_commit(fmt_sink *k, fmt_err *e)
 		return r;
 	if (k->is_stdout) {
 		if (k->own_fd && close(k->fd) != 0)
-			r = io_fail(e, k->path, "close");
+			r = io_fail(e, sink_name(k), "close");
 		sink_release(k);
 		return r;
 	}
 	if (rename(k->tmp_path, k->path) != 0) {
-		r = io_fail(e, k->path, "cannot rename the temporary file over");
+		r = io_fail(e, sink_name(k), "cannot rename the temporary file over");
 		fmt_sink_abort(k);
 		return r;
 	}
@@ -1869,6 +1880,7 @@ void fmt_sink_abort(fmt_sink *k)
 	}
 	free(k->tmp_path);
 	free(k->path);
+	free(k->name);
 	free(k->buf);
 	memset(k, 0, sizeof *k);
 	k->fd = -1;

@@ -219,17 +219,35 @@ nothing_new() {
 	assert_equal "$stderr" "fmt-sign: error: rows.csv.minisig: write: File too large"
 	assert_equal "$(cat rows.csv.minisig)" OLD
 	nothing_new k2.pub rows.csv.minisig
-	# .ald signed and licensed in place: the file as it was
+	# .ald signed and licensed in place, an .apsim signed in place (Ed25519, HMAC): the file as it
+	# was, named as given (old: its resolved path, $PWD/rows.ald)
 	cp --remove-destination "$BATS_FILE_TMPDIR/rows.ald" rows.ald
 	run --separate-stderr limited 2048 fmt-sign sign --embed -s k.key rows.ald
 	assert_equal "$status" 3
-	assert_equal "$stderr" "fmt-sign: error: $PWD/rows.ald: write: File too large"
+	assert_equal "$stderr" "fmt-sign: error: rows.ald: write: File too large"
 	cmp rows.ald "$BATS_FILE_TMPDIR/rows.ald"
 	run --separate-stderr limited 2048 fmt-sign license --licensee bob -s k.key rows.ald
 	assert_equal "$status" 3
-	assert_equal "$stderr" "fmt-sign: error: $PWD/rows.ald: write: File too large"
+	assert_equal "$stderr" "fmt-sign: error: rows.ald: write: File too large"
 	cmp rows.ald "$BATS_FILE_TMPDIR/rows.ald"
-	nothing_new k2.pub rows.csv.minisig
+	fmt-convert -q m.safetensors m.apsim
+	cp m.apsim was.apsim
+	head -c 32 /dev/urandom >team.secret
+	run --separate-stderr limited 2048 fmt-sign sign --embed -s k.key m.apsim
+	assert_equal "$status" 3
+	assert_equal "$stderr" "fmt-sign: error: m.apsim: write: File too large"
+	cmp m.apsim was.apsim
+	run --separate-stderr limited 2048 fmt-sign sign m.apsim --secret-file team.secret
+	assert_equal "$status" 3
+	assert_equal "$stderr" "fmt-sign: error: m.apsim: write: File too large"
+	cmp m.apsim was.apsim
+	# through a symbolic link: the link's name
+	ln -s m.apsim link.apsim
+	run --separate-stderr limited 2048 fmt-sign sign link.apsim --secret-file team.secret
+	assert_equal "$status" 3
+	assert_equal "$stderr" "fmt-sign: error: link.apsim: write: File too large"
+	cmp m.apsim was.apsim
+	nothing_new k2.pub rows.csv.minisig m.apsim was.apsim team.secret link.apsim
 }
 
 @test "fmt-watermark embed on a full disk: exit 3 naming the output, no registry line; a registry that cannot take the line removes the output" {

@@ -247,6 +247,7 @@ const void *fmt_map_note_at(const void *addr);
 
 typedef struct fmt_sink {
 	char *path;
+	char *name;              /* what messages name when not path (in place: the path as given), or NULL */
 	char *tmp_path;
 	int fd;
 	int is_stdout;           /* a stream: standard output, or a FIFO or character device at path */
