@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <signal.h>
 #include <unistd.h>
@@ -104,6 +105,47 @@ TEST(source_reads_and_bounds)
 	CHECK(fmt_source_open(&s, dir, &e) == FMT_IO);
 	unlink(path);
 	rmdir(dir);
+}
+
+static fmt_kind replay_put(void *ctx, const void *p, size_t n, fmt_err *e)
+{
+	(void)e;
+	fmt_sb_put(ctx, p, n);
+	return FMT_OK;
+}
+
+/* A temporary stdio file on a full disk (RLIMIT_FSIZE 0, SIGXFSZ ignored: write() fails with
+ * EFBIG): a write that stays in stdio's buffer succeeds, its flush on replay is the IoError
+ * naming what, the directory and the error (was: 'cannot read back'); one past the buffer fails
+ * at once. Under no limit the bytes come back. */
+TEST(temp_file_writes_on_a_full_disk_are_io_errors_naming_the_directory)
+{
+	struct rlimit old, none = { 0, 0 };
+	fmt_err e;
+	fmt_sb back = { 0 };
+	static uint8_t big[1 << 16];
+	void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+	CHECK(getrlimit(RLIMIT_FSIZE, &old) == 0);
+	FILE *f = fmt_temp_file("a test spill", &e);
+	CHECK(f != NULL);
+	none.rlim_max = old.rlim_max;
+	CHECK(setrlimit(RLIMIT_FSIZE, &none) == 0);
+	CHECK(fmt_temp_file_write(f, "a test spill", "abc", 3, &e) == FMT_OK);
+	fmt_kind k = fmt_temp_file_replay(f, "a test spill", replay_put, &back, &e);
+	fmt_kind k_big = fmt_temp_file_write(f, "a test spill", big, sizeof big, &e);
+	CHECK(setrlimit(RLIMIT_FSIZE, &old) == 0);
+	signal(SIGXFSZ, was);
+	CHECK(k == FMT_IO && k_big == FMT_IO);
+	CHECK(strstr(e.msg, "cannot write a test spill in ") != NULL && strstr(e.msg, "File too large") != NULL);
+	CHECK_EQ_U64(back.len, 0);
+	fclose(f);
+	f = fmt_temp_file("a test spill", &e);
+	CHECK(f != NULL);
+	CHECK(fmt_temp_file_write(f, "a test spill", "abc", 3, &e) == FMT_OK);
+	CHECK(fmt_temp_file_replay(f, "a test spill", replay_put, &back, &e) == FMT_OK);
+	CHECK(back.len == 3 && memcmp(back.p, "abc", 3) == 0);
+	fclose(f);
+	fmt_sb_free(&back);
 }
 
 /* A spill file: written at offsets, mapped as a source (pread and drop work on it), mapped
