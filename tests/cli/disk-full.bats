@@ -88,6 +88,15 @@ nothing_new() {
 	assert_equal "$stderr" "fmt-convert: error: out.gguf: write: File too large"
 	assert_equal "$(cat out.gguf)" OLD
 	nothing_new out.gguf
+	# a GGUF's metadata edited in place: the file as it was, named as given (old: its resolved path)
+	fmt-convert -q -f m.safetensors out.gguf
+	cp out.gguf was.gguf
+	run --separate-stderr limited 1024 fmt-convert --in-place --set general.name=x out.gguf
+	assert_equal "$status" 3
+	assert_equal "$stderr" "fmt-convert: error: out.gguf: copy: File too large"
+	cmp out.gguf was.gguf
+	nothing_new out.gguf was.gguf
+	rm out.gguf was.gguf
 	# a shard set: no shard and no index left
 	mkdir o
 	run --separate-stderr limited 1500 fmt-convert --shard 3MB m.safetensors o/m.safetensors
@@ -115,7 +124,7 @@ nothing_new() {
 	nothing_new out.jsonl
 }
 
-@test "fmt-convert spills to TMPDIR on a full disk: exit 3 naming what and the directory (old: 'cannot write a temporary file (disk full?)' for sorted runs and TRUENO_NATIVE columns, 'cannot write the temporary chunk file' for STREAMING chunks, no error text for the Parquet footer)" {
+@test "fmt-convert spills to TMPDIR on a full disk: exit 3 naming what and the directory (old: 'cannot write a temporary file (disk full?)' for sorted runs and TRUENO_NATIVE columns, 'cannot write the temporary chunk file' for STREAMING chunks, the Parquet footer's without the error)" {
 	# the decrypted payload of an encrypted .ald above 8 MiB; a compressed Arrow batch above 16 MiB
 	run --separate-stderr limited 4096 fmt-convert --password-file pw.txt --rows 0:3 enc.ald out.csv
 	assert_equal "$status" 3
