@@ -65,7 +65,9 @@ typedef struct alloc {
 	uint64_t total;
 	size_t n_strata, k;
 	uint64_t *row_need, part_need[MAX_PARTS]; /* rows still to round up */
-	uint8_t *up;                 /* n_strata x k: this cell rounded up */
+	uint16_t *up;                /* per stratum: the parts whose cell is rounded up (a bit each) */
+	uint16_t *has_rem;           /* per stratum: the parts whose cell has a remainder */
+	size_t needy;                /* no stratum before it still needs a row */
 } alloc;
 
 /* The remainder of a cell's ideal share, rows x part's rows / total, in 1/total rows. */
@@ -74,10 +76,10 @@ static uint64_t rem_of(const alloc *a, size_t s, size_t j)
 	return (uint64_t)((unsigned __int128)a->rows[s] * a->part_rows[j] % a->total);
 }
 
-/* A cell that can still be rounded up: it has a remainder and is not up yet. */
-static int can_go_up(const alloc *a, size_t s, size_t j)
+/* The parts whose cell of stratum s can still be rounded up: a remainder, not up yet. */
+static unsigned can_go_up(const alloc *a, size_t s)
 {
-	return !a->up[s * a->k + j] && rem_of(a, s, j) != 0;
+	return (unsigned)(a->has_rem[s] & ~a->up[s]);
 }
 
 /* The largest remainder first; on a tie the earlier stratum, then the earlier part. */
@@ -89,52 +91,60 @@ static int by_remainder(const void *x, const void *y)
 	return (c->at > d->at) - (c->at < d->at);
 }
 
-/* Each part j reached from stratum from_row[j], by a cell taken from part from_part[j] (SIZE_MAX:
- * a stratum that still needs a row): the path's cells flipped, one row less needed at each end. */
+/* Each part j reached from stratum from_row[j], by a cell taken from part from_part[j] (k: from
+ * the stratum that needs a row): the path's cells flipped, one row less needed at each end. */
 static void flip_path(alloc *a, const size_t *from_row, const size_t *from_part, size_t j)
 {
 	a->part_need[j]--;
 	for (;;) {
 		size_t s = from_row[j], back = from_part[j];
-		a->up[s * a->k + j] = 1;
-		if (back == SIZE_MAX) {
+		a->up[s] = (uint16_t)(a->up[s] | 1u << j);
+		if (back == a->k) {
 			a->row_need[s]--;
 			return;
 		}
-		a->up[s * a->k + back] = 0;
+		a->up[s] = (uint16_t)(a->up[s] & ~(1u << back));
 		j = back;
 	}
 }
 
 /* One more cell rounded up where the largest remainders alone got stuck: a breadth-first search
- * from the strata that still need a row to a part that still needs one, over cells that can go
- * up and, back from a part, cells that are up (each part's column scanned once). -1: no path. */
+ * over the parts from the first stratum that still needs a row to a part that still needs one,
+ * through cells that can go up and, back from a part, cells that are up (moved to another part
+ * of their stratum). -1: no path. */
 static int augment(alloc *a)
 {
 	size_t from_row[MAX_PARTS], from_part[MAX_PARTS], queue[MAX_PARTS], n_queue = 0;
-	int seen[MAX_PARTS] = { 0 };
-	for (size_t s = 0; s < a->n_strata; s++)
-		for (size_t j = 0; a->row_need[s] && j < a->k; j++)
-			if (!seen[j] && can_go_up(a, s, j)) {
-				seen[j] = 1;
-				from_row[j] = s;
-				from_part[j] = SIZE_MAX;
-				queue[n_queue++] = j;
-			}
+	unsigned seen = 0, all = (1u << a->k) - 1;
+	while (a->needy < a->n_strata && !a->row_need[a->needy])
+		a->needy++;
+	if (a->needy == a->n_strata)
+		return -1;
+	for (size_t s = a->needy, j = 0; j < a->k; j++)
+		if (can_go_up(a, s) >> j & 1) {
+			seen |= 1u << j;
+			from_row[j] = s;
+			from_part[j] = a->k;
+			queue[n_queue++] = j;
+		}
 	for (size_t q = 0; q < n_queue; q++) {
 		size_t j = queue[q];
 		if (a->part_need[j]) {
 			flip_path(a, from_row, from_part, j);
 			return 0;
 		}
-		for (size_t s = 0; s < a->n_strata; s++)
-			for (size_t j2 = 0; a->up[s * a->k + j] && j2 < a->k; j2++)
-				if (!seen[j2] && can_go_up(a, s, j2)) {
-					seen[j2] = 1;
+		for (size_t s = 0; s < a->n_strata && seen != all; s++) {
+			unsigned fresh = can_go_up(a, s) & ~seen;
+			if (!(a->up[s] >> j & 1) || !fresh)
+				continue;
+			for (size_t j2 = 0; j2 < a->k; j2++)
+				if (fresh >> j2 & 1) {
+					seen |= 1u << j2;
 					from_row[j2] = s;
 					from_part[j2] = j;
 					queue[n_queue++] = j2;
 				}
+		}
 	}
 	return -1;
 }
@@ -158,8 +168,10 @@ static int round_down(alloc *a, uint64_t *counts, cell *cells, size_t *n_cells)
 			counts[at] = (uint64_t)((unsigned __int128)a->rows[s] * a->part_rows[j] / a->total);
 			a->row_need[s] -= counts[at];
 			a->part_need[j] -= counts[at];
-			if (rem_of(a, s, j))
+			if (rem_of(a, s, j)) {
 				cells[(*n_cells)++] = (cell){ rem_of(a, s, j), at };
+				a->has_rem[s] = (uint16_t)(a->has_rem[s] | 1u << j);
+			}
 		}
 	}
 	return 0;
@@ -168,7 +180,7 @@ static int round_down(alloc *a, uint64_t *counts, cell *cells, size_t *n_cells)
 fmt_kind fmt_split_allocate(const uint64_t *rows, size_t n_strata, const uint64_t *part_rows, size_t k,
 			    uint64_t *counts, fmt_err *e)
 {
-	alloc a = { rows, part_rows, 0, n_strata, k, NULL, { 0 }, NULL };
+	alloc a = { rows, part_rows, 0, n_strata, k, NULL, { 0 }, NULL, NULL, 0 };
 	for (size_t s = 0; s < n_strata; s++)
 		if (fmt_add_u64(a.total, rows[s], &a.total))
 			return fmt_fail(e, FMT_INTERNAL, "split: the strata's rows overflow");
@@ -180,9 +192,10 @@ fmt_kind fmt_split_allocate(const uint64_t *rows, size_t n_strata, const uint64_
 	}
 	size_t n_cells = 0, left = 0;
 	a.row_need = malloc((n_strata + 1) * sizeof *a.row_need);
-	a.up = calloc(n_strata * k + 1, 1);
+	a.up = calloc(n_strata + 1, sizeof *a.up);
+	a.has_rem = calloc(n_strata + 1, sizeof *a.has_rem);
 	cell *cells = malloc((n_strata * k + 1) * sizeof *cells);
-	fmt_kind r = a.row_need && a.up && cells ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	fmt_kind r = a.row_need && a.up && a.has_rem && cells ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
 	if (r == FMT_OK && round_down(&a, counts, cells, &n_cells) != 0)
 		r = fmt_fail(e, FMT_INTERNAL, "split: the parts' rows are not the strata's");
 	if (r == FMT_OK) {
@@ -190,7 +203,7 @@ fmt_kind fmt_split_allocate(const uint64_t *rows, size_t n_strata, const uint64_
 		for (size_t i = 0; i < n_cells; i++) {
 			size_t s = cells[i].at / k, j = cells[i].at % k;
 			if (a.row_need[s] && a.part_need[j]) {
-				a.up[cells[i].at] = 1;
+				a.up[s] = (uint16_t)(a.up[s] | 1u << j);
 				a.row_need[s]--;
 				a.part_need[j]--;
 			}
@@ -203,9 +216,10 @@ fmt_kind fmt_split_allocate(const uint64_t *rows, size_t n_strata, const uint64_
 			r = fmt_fail(e, FMT_INTERNAL, "split: no rounding of the strata gives the parts' rows");
 	}
 	for (size_t i = 0; r == FMT_OK && i < n_strata * k; i++)
-		counts[i] += a.up[i];
+		counts[i] += a.up[i / k] >> (i % k) & 1;
 	free(a.row_need);
 	free(a.up);
+	free(a.has_rem);
 	free(cells);
 	return r;
 }
