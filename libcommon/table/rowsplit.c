@@ -68,6 +68,7 @@ typedef struct alloc {
 	uint16_t *up;                /* per stratum: the parts whose cell is rounded up (a bit each) */
 	uint16_t *has_rem;           /* per stratum: the parts whose cell has a remainder */
 	size_t needy;                /* no stratum before it still needs a row */
+	size_t cursor[MAX_PARTS];    /* where augment's scan from each part last found a stratum */
 } alloc;
 
 /* The remainder of a cell's ideal share, rows x part's rows / total, in 1/total rows. */
@@ -111,7 +112,9 @@ static void flip_path(alloc *a, const size_t *from_row, const size_t *from_part,
 /* One more cell rounded up where the largest remainders alone got stuck: a breadth-first search
  * over the parts from the first stratum that still needs a row to a part that still needs one,
  * through cells that can go up and, back from a part, cells that are up (moved to another part
- * of their stratum). -1: no path. */
+ * of their stratum). Each part's scan of the strata starts where its last one found a stratum
+ * and goes round once: the strata before it that were of no use mostly still are, so that many
+ * augmentations do not each rescan them. -1: no path. */
 static int augment(alloc *a)
 {
 	size_t from_row[MAX_PARTS], from_part[MAX_PARTS], queue[MAX_PARTS], n_queue = 0;
@@ -133,10 +136,11 @@ static int augment(alloc *a)
 			flip_path(a, from_row, from_part, j);
 			return 0;
 		}
-		for (size_t s = 0; s < a->n_strata && seen != all; s++) {
+		for (size_t i = 0, s = a->cursor[j]; i < a->n_strata && seen != all; i++, s = s + 1 == a->n_strata ? 0 : s + 1) {
 			unsigned fresh = can_go_up(a, s) & ~seen;
 			if (!(a->up[s] >> j & 1) || !fresh)
 				continue;
+			a->cursor[j] = s;
 			for (size_t j2 = 0; j2 < a->k; j2++)
 				if (fresh >> j2 & 1) {
 					seen |= 1u << j2;
@@ -180,7 +184,7 @@ static int round_down(alloc *a, uint64_t *counts, cell *cells, size_t *n_cells)
 fmt_kind fmt_split_allocate(const uint64_t *rows, size_t n_strata, const uint64_t *part_rows, size_t k,
 			    uint64_t *counts, fmt_err *e)
 {
-	alloc a = { rows, part_rows, 0, n_strata, k, NULL, { 0 }, NULL, NULL, 0 };
+	alloc a = { rows, part_rows, 0, n_strata, k, NULL, { 0 }, NULL, NULL, 0, { 0 } };
 	for (size_t s = 0; s < n_strata; s++)
 		if (fmt_add_u64(a.total, rows[s], &a.total))
 			return fmt_fail(e, FMT_INTERNAL, "split: the strata's rows overflow");
