@@ -44,7 +44,10 @@ typedef struct colw {
 	uint8_t *defs;              /* per row: 1 = a value, 0 = null; a list's: per level entry, its
 				     * definition level (0 null row, max_def - 1 null value) */
 	size_t defs_cap;
-	fmt_sb plain;               /* non-null values, PLAIN (booleans: one byte each) */
+	fmt_sb plain;               /* non-null values, PLAIN (booleans: one byte each); empty while
+				     * in_dict */
+	int in_dict;                /* a fixed-width column's values are only in the dictionary (d,
+				     * idx), not in plain: while its dictionary is on */
 	uint64_t *vpos;             /* byte arrays: where value i starts in plain */
 	size_t vpos_cap;
 	uint32_t *idx;              /* dictionary index of each value */
@@ -413,11 +416,37 @@ static void stat_dict_entries(colw *c)
 		stat_bytes(c, (const uint8_t *)c->d.plain.p + c->d.pos[i], c->d.lens[i]);
 }
 
-/* The dictionary off and freed, a byte array's statistics taken from its entries first. */
+/* The bytes of the PLAIN values held: plain's, or what it would hold while the values are only
+ * in the dictionary (the row group's bound counts them so, as when they were copied). */
+static uint64_t plain_len(const colw *c)
+{
+	return c->in_dict ? c->values * (uint64_t)c->width : c->plain.len;
+}
+
+/* A fixed-width column's values out of the dictionary into plain (PLAIN, each its entry's
+ * bytes), for when the dictionary goes off or is not used: the column holds only the
+ * dictionary and its indices until then. Out of memory sets plain.oom. */
+static void values_out_of_dict(colw *c)
+{
+	if (!c->in_dict)
+		return;
+	c->in_dict = 0;
+	size_t w = (size_t)c->width;
+	char *at = fmt_sb_reserve(&c->plain, (size_t)c->values * w);
+	if (!at)
+		return;
+	for (uint64_t i = 0; i < c->values; i++)
+		memcpy(at + i * w, c->d.plain.p + c->d.pos[c->idx[i]], w);
+	fmt_sb_commit(&c->plain, (size_t)c->values * w);
+}
+
+/* The dictionary off and freed, a byte array's statistics taken from its entries first, a
+ * fixed-width column's values out of it. */
 static void give_up_dict(colw *c)
 {
 	if (c->is_bytes && c->d.on)
 		stat_dict_entries(c);
+	values_out_of_dict(c);
 	dict_reset(&c->d, 0);
 }
 
@@ -434,9 +463,11 @@ static fmt_kind add_to_dict(colw *c, const uint8_t *p, size_t n, fmt_err *e)
 				return oom(e);
 			c->idx[c->values] = (uint32_t)i;
 			c->idx_n = c->values + 1;
+		} else {
+			values_out_of_dict(c);
 		}
 	}
-	return FMT_OK;
+	return c->plain.oom ? oom(e) : FMT_OK;
 }
 
 /* A byte array's add_to_dict, then its statistics once the dictionary is off (those of the
@@ -469,8 +500,9 @@ static fmt_kind add_value(colw *c, const uint8_t *p, size_t n, fmt_err *e)
 		k = dict_or_stat_bytes(c, p, n, e);
 	} else {
 		stat_fixed(c, p);
-		fmt_sb_add(&c->plain, (const char *)p, n);
 		k = add_to_dict(c, p, n, e);
+		if (!c->in_dict)
+			fmt_sb_add(&c->plain, (const char *)p, n);
 	}
 	c->values++;
 	return k != FMT_OK ? k : c->plain.oom ? oom(e) : FMT_OK;
@@ -555,24 +587,31 @@ static int plain_as_is(const colw *c)
 	return fmt_ctype_width(c->type) == (size_t)c->width;
 }
 
-/* add_rows for a column without nulls whose values are already PLAIN: one copy, statistics in
- * one pass, the dictionary while it is on. */
+/* add_rows for a column without nulls whose values are already PLAIN: statistics in one pass,
+ * the dictionary while it is on, then the values it did not take in one copy. */
 static fmt_kind add_plain_values(colw *c, const uint8_t *src, uint64_t count, fmt_err *e)
 {
-	size_t w = (size_t)c->width, bytes = (size_t)count * w;
-	char *at = fmt_sb_reserve(&c->plain, bytes);
-	if (!at)
-		return oom(e);
-	memcpy(at, src, bytes);
-	fmt_sb_commit(&c->plain, bytes);
+	size_t w = (size_t)c->width;
 	stat_run(c, src, (size_t)count);
-	for (uint64_t i = 0; i < count && c->d.on; i++) {
+	uint64_t i = 0;
+	while (i < count && c->in_dict) {
 		fmt_kind k = add_to_dict(c, src + i * w, w, e);
 		if (k != FMT_OK)
 			return k;
+		if (!c->in_dict)
+			break;  /* value i went to no dictionary */
 		c->values++;
+		i++;
 	}
-	c->values = c->plain.len / w;
+	if (i == count)
+		return FMT_OK;
+	size_t bytes = (size_t)(count - i) * w;
+	char *at = fmt_sb_reserve(&c->plain, bytes);
+	if (!at)
+		return oom(e);
+	memcpy(at, src + i * w, bytes);
+	fmt_sb_commit(&c->plain, bytes);
+	c->values += count - i;
 	return FMT_OK;
 }
 
@@ -841,7 +880,7 @@ static int dict_pays(const colw *c)
 	if (!c->d.on || c->values == 0 || c->ptype == PT_BOOLEAN)
 		return 0;
 	uint64_t idx_bytes = c->values * (uint64_t)fmt_pq_bit_width(c->d.n) / 8 + 16;
-	return c->d.plain.len + idx_bytes < c->plain.len;
+	return c->d.plain.len + idx_bytes < plain_len(c);
 }
 
 /* A list's data pages, whole rows each: as many as make about PAGE_ROWS values (one at least). */
@@ -870,7 +909,9 @@ static fmt_kind write_chunk(writer *w, colw *c, fmt_err *e)
 	if (c->is_bytes && c->d.on)
 		stat_dict_entries(c);
 	c->used_dict = dict_pays(c);
-	fmt_kind k = FMT_OK;
+	if (!c->used_dict)
+		values_out_of_dict(c);
+	fmt_kind k = c->plain.oom ? oom(e) : FMT_OK;
 	if (c->used_dict)
 		k = write_dict_page(w, c, e);
 	c->data_off = w->off;
@@ -985,6 +1026,7 @@ static void reset_column(colw *c)
 	c->smin.len = c->smax.len = 0;
 	c->has_minmax = 0;
 	dict_reset(&c->d, c->ptype != PT_BOOLEAN);
+	c->in_dict = c->d.on && !c->is_bytes;
 }
 
 #define GROUPS_SPILL "a temporary file for the footer's row groups"
@@ -1231,7 +1273,7 @@ static void writer_free(writer *w)
  * hash slots). */
 static uint64_t column_held(const colw *c)
 {
-	uint64_t n = (c->list_size ? c->levels : c->rows) + c->plain.len + c->idx_n * 4;
+	uint64_t n = (c->list_size ? c->levels : c->rows) + plain_len(c) + c->idx_n * 4;
 	if (c->is_bytes)
 		n += c->values * 8;
 	return n + c->d.plain.len + (uint64_t)c->d.n * 12 + c->d.n_slots * 4;
