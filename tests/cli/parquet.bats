@@ -305,6 +305,33 @@ EOF2
 	cmp big.csv big2.csv
 }
 
+@test "writing: a number column held as dictionary indices only, put back as PLAIN where its dictionary is given up (mostly distinct after the first values; 1 MiB of entries; with nulls), at each -T: CSV back byte for byte, the same bytes" {
+	# While a number column's dictionary is on, its values are held only as the dictionary and an
+	# index a value, and counted as their PLAIN bytes; given up, they are written back as PLAIN
+	# from the dictionary. h: each value twice, its dictionary full (1 MiB, 131072 entries) at
+	# row 262144; d: distinct, given up after 4096 values; m: 3 values with nulls; q: every third
+	# distinct with nulls.
+	awk 'BEGIN { print "h,d,m,q"; for (r = 0; r < 300000; r++)
+		printf "%d,%d,%s,%s\n", int(r / 2) - 7, r * 7, (r % 5 ? r % 3 - 1 : ""), (r % 9 ? int(r / 3) : "") }' >in.csv
+	local t
+	for t in 1 2 3; do
+		fmt-convert -q -T $t --row-group-rows 1000000 --row-group-bytes 0 in.csv $t.parquet
+		fmt-convert -q -f $t.parquet back.csv
+		cmp in.csv back.csv
+	done
+	cmp 1.parquet 2.parquet
+	cmp 1.parquet 3.parquet
+	run -0 fmt-inspect --json 1.parquet
+	assert_equal "$(jq -c '.parquet.row_groups["0"].columns | [.h, .d, .m, .q] | map([.encodings, .min, .max, .null_count])' <<<"$output")" \
+		'[["PLAIN, RLE",-7,149992,0],["PLAIN, RLE",0,2099993,0],["PLAIN, RLE, RLE_DICTIONARY",-1,1,60000],["PLAIN, RLE, RLE_DICTIONARY",0,99999,33334]]'
+	# the bound of bytes counts the indexed values as PLAIN: the same groups as before
+	fmt-convert -q in.csv g.parquet
+	run -0 fmt-inspect --json g.parquet
+	assert_equal "$(jq -c '[.parquet.row_groups[] | .rows]' <<<"$output")" '[122880,122880,54240]'
+	fmt-convert -q -f g.parquet back.csv
+	cmp in.csv back.csv
+}
+
 @test "every column type fmtkit writes reads back the same (Parquet -> Parquet -> CSV)" {
 	fmt-convert -q -c gzip --row-group-rows 700 "$DATA/types-v2-zstd.parquet" w.parquet
 	fmt-convert -q w.parquet w.csv
