@@ -392,3 +392,67 @@ test("a CSV of 500 DOUBLE columns (distinct values) -> Parquet: row groups cut a
 			info.parquet.row_group_count);
 	}
 });
+
+test("fmtkit writes 4,000 constant BIGINT columns (DuckDB's file) as Parquet within 32 MiB + threads x 8 MiB at -T 1, 2 and 3, the same bytes at each: DuckDB reads every value", async (t) => {
+	// The writer held a dictionary-encoded column's values twice, as PLAIN and as indices: 45, 54
+	// and 62 MiB here. It now holds the indices only, until a dictionary is given up.
+	const dir = scratch(t);
+	const c = await duck();
+	const n = 4000, rows = 16384;
+	const src = join(dir, "wide.parquet");
+	const cols = Array.from({ length: n }, (_, x) => `${x}::bigint as c${x}`).join(", ");
+	await c.run(`copy (select ${cols} from range(0, ${rows})) to '${src}' (format parquet)`);
+	let first;
+	for (const threads of [1, 2, 3]) {
+		const out = join(dir, `wide-${threads}.parquet`);
+		const r = spawnSync("/usr/bin/time", ["-f", "%M", join(BIN, "fmt-convert"), "-q", "-f", "-T", String(threads), src, out],
+			{ encoding: "utf8" });
+		assert.equal(r.status, 0, r.stderr);
+		const kib = Number(r.stderr.trim().split("\n").pop());
+		assert.ok(kib <= (32 + 8 * threads) * 1024, `-T ${threads}: peak RSS ${kib} KiB, over ${32 + 8 * threads} MiB`);
+		const bytes = readFileSync(out);
+		if (first)
+			assert.ok(bytes.equals(first), `-T ${threads}: not the bytes of -T 1`);
+		first ??= bytes;
+	}
+	const out = join(dir, "wide-1.parquet");
+	const info = inspectJson(out);
+	assert.equal(info.rows, rows);
+	assert.equal(Number(await scalar(c, `select count(distinct row_group_id) from parquet_metadata('${out}')`)),
+		info.parquet.row_group_count);
+	assert.ok(info.parquet.row_group_count > 50, `${info.parquet.row_group_count} row groups`);
+	assert.equal(Number(await scalar(c, `select count(*) from read_parquet('${out}')`)), rows);
+	// every value: column cX holds X in every row
+	const r = await c.runAndReadAll(`select count(*), count(*) filter (where v <> substr(k, 2)::bigint)
+		from (unpivot (select * from read_parquet('${out}')) on columns(*) into name k value v)`);
+	assert.deepEqual(r.getRows()[0].map(Number), [n * rows, 0]);
+});
+
+test("fmtkit writes 900 columns whose dictionaries pay, are given up after a few values, or do not pay at the row group's end (DuckDB's file): DuckDB reads the sums and distinct counts of its own", async (t) => {
+	// A number column's values are held as dictionary indices while its dictionary is on, and
+	// put back as PLAIN when it is given up (mostly distinct values, or dropped to make room in
+	// the group) or not used (dictionary and indices larger than PLAIN).
+	const dir = scratch(t);
+	const c = await duck();
+	const n = 900, rows = 20000;
+	const src = join(dir, "mixed.parquet");
+	const kinds = [(x) => `(i % 50 + ${x})::bigint`, (x) => `(hash(i * 1000 + ${x}) % 1000000)::bigint`,
+		(x) => `(i * 7 // 10 + ${x})::integer`];
+	const cols = Array.from({ length: n }, (_, x) => `${kinds[x % 3](x)} as c${x}`).join(", ");
+	await c.run(`copy (select ${cols} from range(0, ${rows}) r(i)) to '${src}' (format parquet)`);
+	const agg = (f) => `select ${Array.from({ length: n }, (_, x) => `sum(c${x})::hugeint * ${x + 1}`).join(" + ")},
+		${Array.from({ length: n }, (_, x) => `count(distinct c${x})`).join(" + ")} from read_parquet('${f}')`;
+	const want = (await c.runAndReadAll(agg(src))).getRows()[0].map(String);
+	for (const threads of [1, 2]) {
+		const out = join(dir, `mixed-${threads}.parquet`);
+		convert(src, out, "-T", String(threads));
+		const info = inspectJson(out);
+		assert.equal(info.rows, rows);
+		assert.ok(info.parquet.row_group_count >= 2, `${info.parquet.row_group_count} row groups`);
+		const got = (await c.runAndReadAll(agg(out))).getRows()[0].map(String);
+		assert.deepEqual(got, want, `-T ${threads}`);
+		// dictionary-encoded chunks and PLAIN ones both
+		const encs = (await c.runAndReadAll(`select distinct encodings from parquet_metadata('${out}')`)).getRows().map(String).sort();
+		assert.ok(encs.length >= 2, `encodings: ${encs}`);
+	}
+});
