@@ -205,10 +205,25 @@ static int inflow_dry(const pq_inflow *s)
 	return s->in_pos == s->in_len && s->in_left == 0;
 }
 
+/* A read of at least this many bytes of a page stored as it is in a file goes straight to its
+ * destination, not through the inflow's buffer (which is then never made for a page read in
+ * slices: a row group's columns do not each hold INFLOW_IN). */
+#define INFLOW_DIRECT (4u << 10)
+
 /* Up to n decompressed bytes into dst: *got of them (0: the codec's stream gives no more). */
 static fmt_kind inflow_some(pq_inflow *s, uint8_t *dst, size_t n, size_t *got, fmt_err *e)
 {
 	*got = 0;
+	if (s->codec == CODEC_NONE && !s->mem && s->in_pos == s->in_len && n >= INFLOW_DIRECT && s->in_left) {
+		size_t take = s->in_left < n ? (size_t)s->in_left : n;
+		fmt_kind k = fmt_pq_file_read(s->file, s->off, dst, take, e);
+		if (k != FMT_OK)
+			return k;
+		s->off += take;
+		s->in_left -= take;
+		*got = take;
+		return FMT_OK;
+	}
 	for (;;) {
 		fmt_kind k = inflow_fill(s, e);
 		if (k != FMT_OK)

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include "fmt/decode_budget.h"
 #include "fmt/err.h"
+#include "fmt/io.h"
 #include "fmt/strbuf.h"
 #include "fmt/table.h"
 
@@ -244,6 +245,14 @@ typedef struct pq_cursor {
 	/* the current data page */
 	uint8_t *page_buf;          /* decompressed page */
 	size_t page_cap;
+	/* a large page decompressed whole (SNAPPY, LZ4_RAW) and read a slice at a time: written to
+	 * an unlinked temporary file (made at the first such page, spill_open) and read from there,
+	 * so that a row group's columns do not each hold theirs for the batches it spans */
+	fmt_source spill;
+	pq_file spill_file;
+	int spill_open;
+	uint64_t page_held;         /* the bytes of such a page it reads from page_buf (counted in
+				     * the process's pages held: see read_decompressed) */
 	uint8_t *defs;              /* definition level per value of the page (NULL: all defined):
 				     * 1 defined, 0 null; a list leaf's the levels themselves */
 	size_t defs_cap;

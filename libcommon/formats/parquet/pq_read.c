@@ -10,6 +10,19 @@
 #include "fmt/half.h"
 #include "pq_internal.h"
 
+/* The cursors' spill files open in the process, and the bytes of pages decompressed whole they
+ * read from memory (read_decompressed); atomic. */
+static unsigned spill_files;
+static uint64_t pages_held;
+
+/* c's page decompressed whole no longer counted as held. */
+static void release_page(pq_cursor *c)
+{
+	if (c->page_held)
+		__atomic_sub_fetch(&pages_held, c->page_held, __ATOMIC_RELAXED);
+	c->page_held = 0;
+}
+
 /* A page holding more values than this is refused (its levels would take this many bytes). */
 #define MAX_PAGE_VALUES (1u << 24)
 #define MAX_PAGE_BYTES (1u << 28)
@@ -130,6 +143,9 @@ fmt_kind fmt_pq_cursor_open(pq_cursor *c, const pq_leaf *leaf, const pq_chunk *c
 	KEEP(idx, idx_cap), KEEP(prefix, prefix_cap), KEEP(reps, reps_cap), KEEP(lvl_buf, lvl_cap);
 #undef KEEP
 	c->in = kept.in;            /* its buffer and codec states (reset for each page) */
+	c->spill = kept.spill;
+	c->spill_open = kept.spill_open;
+	release_page(&kept);
 	c->headers_only = headers_only;
 	c->budget = budget;
 	c->leaf = leaf;
@@ -163,6 +179,11 @@ void fmt_pq_cursor_free(pq_cursor *c)
 	free(c->reps);
 	free(c->lvl_buf);
 	fmt_pq_inflow_free(&c->in);
+	release_page(c);
+	if (c->spill_open) {
+		fmt_spill_close(&c->spill);
+		__atomic_sub_fetch(&spill_files, 1, __ATOMIC_RELAXED);
+	}
 	memset(c, 0, sizeof *c);
 }
 
@@ -985,6 +1006,49 @@ static fmt_kind dict_indices_read(pq_cursor *c, size_t got, fmt_err *e)
 	return FMT_OK;
 }
 
+/* A page's body of n bytes decompressed whole in page_buf, to be read a slice at a time: from
+ * there, or from the cursor's spill file (page_buf freed) when it is larger than SPILL_PAGE and
+ * other cursors hold pages so read already, PAGES_HELD with it: a row group's columns would
+ * each hold theirs for the batches it spans (a file of one column, or fmt-verify's one cursor
+ * at a time, spills nothing). A spill file that cannot be made or written (no TMPDIR, disk
+ * full, no descriptor left) leaves the page in memory, as before; so do the columns past
+ * SPILL_FILES with spill files open in the process, which leave descriptors for the rest (a
+ * sink's temporary file, the writer's). */
+#define SPILL_PAGE (256u << 10)
+#define PAGES_HELD (1u << 20)
+#define SPILL_FILES 256
+
+static void open_spill(pq_cursor *c)
+{
+	fmt_err ignored = { 0 };
+	if (__atomic_add_fetch(&spill_files, 1, __ATOMIC_RELAXED) <= SPILL_FILES &&
+	    fmt_spill_open(&c->spill, "a temporary file for decompressed Parquet pages", &ignored) == FMT_OK)
+		c->spill_open = 1;
+	else
+		__atomic_sub_fetch(&spill_files, 1, __ATOMIC_RELAXED);
+}
+
+static fmt_kind read_decompressed(pq_cursor *c, size_t n, fmt_err *e)
+{
+	fmt_err ignored = { 0 };
+	release_page(c);
+	uint64_t others = __atomic_load_n(&pages_held, __ATOMIC_RELAXED);
+	int spill = n > SPILL_PAGE && !c->headers_only && others && others + n > PAGES_HELD;
+	if (spill && !c->spill_open)
+		open_spill(c);
+	if (!spill || !c->spill_open || fmt_spill_write(&c->spill, 0, c->page_buf, n, &ignored) != FMT_OK) {
+		c->page_held = n;
+		__atomic_add_fetch(&pages_held, n, __ATOMIC_RELAXED);
+		return fmt_pq_inflow_open(&c->in, c->leaf->path, CODEC_NONE, NULL, c->page_buf, 0, n, n, e);
+	}
+	c->spill.size = n;
+	c->spill_file = (pq_file){ .src = &c->spill, .data = NULL, .size = n };
+	free(c->page_buf);
+	c->page_buf = NULL;
+	c->page_cap = 0;
+	return fmt_pq_inflow_open(&c->in, c->leaf->path, CODEC_NONE, &c->spill_file, NULL, 0, n, n, e);
+}
+
 /* The data page h whose body is at chunk byte pos, read as slices. */
 static fmt_kind load_sliced(pq_cursor *c, const page_hdr *h, uint64_t pos, fmt_err *e)
 {
@@ -1011,15 +1075,14 @@ static fmt_kind load_sliced(pq_cursor *c, const page_hdr *h, uint64_t pos, fmt_e
 	} else if (fmt_pq_can_stream(codec)) {  /* at hand: the window holds it (with the next header) */
 		k = fmt_pq_inflow_open(&c->in, c->leaf->path, codec, NULL, c->win + (pos - c->win_off) + levels, 0,
 				       clen - levels, ulen - levels, e);
-	} else {                    /* decompressed whole, then read from memory */
+	} else {                    /* decompressed whole, then read from memory or the spill file */
 		if ((k = ROOM(c, B_PAGE, page_buf, page_cap, ulen - levels ? ulen - levels : 1, e)) != FMT_OK)
 			return k;
 		k = fmt_pq_decompress(c->leaf->path, codec, c->win + (pos - c->win_off) + levels, clen - levels,
 				      c->page_buf, ulen - levels, e);
 		drop_window(c);
 		if (k == FMT_OK)
-			k = fmt_pq_inflow_open(&c->in, c->leaf->path, CODEC_NONE, NULL, c->page_buf, 0, ulen - levels,
-					       ulen - levels, e);
+			k = read_decompressed(c, ulen - levels, e);
 	}
 	if (k != FMT_OK)
 		return k;
