@@ -111,6 +111,7 @@ fmt_kind fmt_pq_decompress(const char *col, int codec, const uint8_t *src, size_
 
 /* The compressed bytes read from the file at a time. */
 #define INFLOW_IN (256u << 10)
+#define INFLOW_NONE_IN (16u << 10)
 /* The least window (log2) a ZSTD page may ask for, whatever its size. */
 #define ZSTD_MIN_WINDOW_LOG 24
 /* zstd's default limit (ZSTD_WINDOWLOG_LIMIT_DEFAULT, in its static API only). */
@@ -181,13 +182,20 @@ static fmt_kind inflow_fill(pq_inflow *s, fmt_err *e)
 {
 	if (s->in_pos < s->in_len || s->in_left == 0)
 		return FMT_OK;
-	size_t n = s->in_left < INFLOW_IN ? (size_t)s->in_left : INFLOW_IN;
+	/* a page stored as it is: only its small reads (levels) come here (inflow_some) */
+	size_t cap = s->codec == CODEC_NONE && !s->mem ? INFLOW_NONE_IN : INFLOW_IN;
+	size_t n = s->in_left < cap ? (size_t)s->in_left : cap;
 	if (s->mem) {
 		s->inp = s->mem;
 		s->mem += n;
 	} else {
-		if (!s->in && !(s->in = malloc(INFLOW_IN)))
-			return inflow_oom(e);
+		if (s->in_cap < n) {
+			uint8_t *in = realloc(s->in, cap);
+			if (!in)
+				return inflow_oom(e);
+			s->in = in;
+			s->in_cap = cap;
+		}
 		fmt_kind k = fmt_pq_file_read(s->file, s->off, s->in, n, e);
 		if (k != FMT_OK)
 			return k;
@@ -336,7 +344,7 @@ void fmt_pq_inflow_free(pq_inflow *s)
 uint64_t fmt_pq_inflow_bytes(const pq_inflow *s)
 {
 	/* zlib's inflate state: its 32 KiB window and about 7 KiB of tables */
-	return (s->in ? INFLOW_IN : 0) + (s->zstd ? ZSTD_sizeof_DCtx(s->zstd) : 0) + (s->gz ? 40u << 10 : 0);
+	return s->in_cap + (s->zstd ? ZSTD_sizeof_DCtx(s->zstd) : 0) + (s->gz ? 40u << 10 : 0);
 }
 
 static fmt_kind gzip(int level, const uint8_t *src, size_t n, fmt_sb *o, fmt_err *e)

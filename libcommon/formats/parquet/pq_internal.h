@@ -158,6 +158,7 @@ typedef struct pq_inflow {
 	const uint8_t *inp;         /* those taken: [in_pos, in_len) not yet decompressed */
 	size_t in_pos, in_len;
 	uint8_t *in;                /* a buffer of them read from the file */
+	size_t in_cap;              /* its bytes */
 	uint64_t out_size, out_left; /* the body's size decompressed (its header's), bytes not yet read */
 	int done;                   /* the codec's stream ended */
 	void *zstd, *gz;            /* ZSTD_DCtx, z_stream: kept from one page to the next */
