@@ -467,6 +467,11 @@ fmt_kind fmt_spill_map(fmt_source *s, uint64_t n, const uint8_t **p, fmt_err *e)
 	return FMT_OK;
 }
 
+void fmt_spill_set_length(fmt_source *s, uint64_t n)
+{
+	s->size = n;
+}
+
 void fmt_spill_unmap(fmt_source *s)
 {
 	if (s->map)
@@ -1469,14 +1474,14 @@ static void start_writeback(fmt_sink *k, size_t n)
 		ask_flush(k);
 }
 
-/* A write failed: a reader that closed its end of the pipe ends the process by SIGPIPE,
- * whichever thread wrote (fmt_thread_broken_pipe); otherwise (SIGPIPE ignored too) an IoError. */
 /* The output as messages name it: as the user gave it (an in-place sink writes the resolved path). */
 static const char *sink_name(const fmt_sink *k)
 {
 	return k->name ? k->name : k->path;
 }
 
+/* A write failed: a reader that closed its end of the pipe ends the process by SIGPIPE,
+ * whichever thread wrote (fmt_thread_broken_pipe); otherwise (SIGPIPE ignored too) an IoError. */
 static fmt_kind write_fail(fmt_err *e, const char *path)
 {
 	if (errno == EPIPE) {

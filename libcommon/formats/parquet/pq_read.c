@@ -1041,7 +1041,7 @@ static fmt_kind read_decompressed(pq_cursor *c, size_t n, fmt_err *e)
 		__atomic_add_fetch(&pages_held, n, __ATOMIC_RELAXED);
 		return fmt_pq_inflow_open(&c->in, c->leaf->path, CODEC_NONE, NULL, c->page_buf, 0, n, n, e);
 	}
-	c->spill.size = n;
+	fmt_spill_set_length(&c->spill, n);
 	c->spill_file = (pq_file){ .src = &c->spill, .data = NULL, .size = n };
 	free(c->page_buf);
 	c->page_buf = NULL;

@@ -111,6 +111,8 @@ fmt_kind fmt_temp_file_replay(FILE *f, const char *what, fmt_kind (*put)(void *c
 fmt_kind fmt_spill_open(fmt_source *s, const char *what, fmt_err *e);
 fmt_kind fmt_spill_write(const fmt_source *s, uint64_t at, const void *p, size_t n, fmt_err *e);
 fmt_kind fmt_spill_map(fmt_source *s, uint64_t n, const uint8_t **p, fmt_err *e);
+/* An unmapped spill file read through fmt_source_read (pread): its first n bytes are readable. */
+void fmt_spill_set_length(fmt_source *s, uint64_t n);
 void fmt_spill_unmap(fmt_source *s);
 void fmt_spill_close(fmt_source *s);
 /* Observe every byte the sequential source passes from now on, after being shown the bytes it
