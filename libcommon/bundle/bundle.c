@@ -1003,6 +1003,20 @@ static int tar_starts_with_manifest(const uint8_t *head, size_t n)
 	       memcmp(head, FMT_BUNDLE_MANIFEST, sizeof FMT_BUNDLE_MANIFEST) == 0;
 }
 
+fmt_kind fmt_bundle_open_stdin(fmt_source *src, int *is_bundle, fmt_err *e)
+{
+	uint8_t head[512];
+	size_t n = 0;
+	if (fmt_source_open_sequential(src, "-", e) != FMT_OK)
+		return e->kind;
+	if (fmt_source_read_upto(src, 0, head, sizeof head, &n, e) != FMT_OK) {
+		fmt_source_close(src);
+		return e->kind;
+	}
+	*is_bundle = fmt_bundle_probe_head(head, n);
+	return FMT_OK;
+}
+
 int fmt_bundle_probe_head(const uint8_t *head, size_t n)
 {
 	return (n >= 4 && memcmp(head, zstd_magic, 4) == 0) || tar_starts_with_manifest(head, n);

@@ -101,22 +101,6 @@ static const fmt_cli_tool tool = {
 	.on_option = on_option,
 };
 
-/* Standard input opened, its first bytes read: *bundle says whether they begin a bundle
- * (it cannot be read twice: a zstd frame is taken for one, as fmt-verify takes it). */
-static fmt_kind stdin_head(fmt_source *src, int *bundle, fmt_err *e)
-{
-	uint8_t head[512];
-	size_t n = 0;
-	if (fmt_source_open_sequential(src, "-", e) != FMT_OK)
-		return e->kind;
-	if (fmt_source_read_upto(src, 0, head, sizeof head, &n, e) != FMT_OK) {
-		fmt_source_close(src);
-		return e->kind;
-	}
-	*bundle = fmt_bundle_probe_head(head, n);
-	return FMT_OK;
-}
-
 /* path as a bundle, a model or a dataset (a bundle found by content, as fmt-verify finds it;
  * --format names a model or table format, never a bundle). */
 static fmt_kind open_input(const char *path, const char *forced, fmt_model *m, fmt_table *t, int *is_table,
@@ -130,7 +114,7 @@ static fmt_kind open_input(const char *path, const char *forced, fmt_model *m, f
 		return *bundle ? FMT_OK : fmt_open_any(path, NULL, m, t, is_table, e);
 	}
 	fmt_source src;
-	fmt_kind k = stdin_head(&src, bundle, e);
+	fmt_kind k = fmt_bundle_open_stdin(&src, bundle, e);
 	if (k == FMT_OK && *bundle)
 		*bundle_stdin = src;
 	else if (k == FMT_OK)

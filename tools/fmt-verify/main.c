@@ -181,19 +181,13 @@ static fmt_kind verify_stdin(const verify_args *a, fmt_verify_opts *vo, const fm
 {
 	fmt_source src;
 	fmt_err e;
-	uint8_t head[512];
-	size_t n = 0;
+	int bundle = 0;
 	fmt_err_clear(&e);
-	if (fmt_source_open_sequential(&src, "-", &e) != FMT_OK) {
+	if (fmt_bundle_open_stdin(&src, &bundle, &e) != FMT_OK) {
 		report_failure("-", &e, NULL, o);
 		return e.kind;
 	}
-	if (fmt_source_read_upto(&src, 0, head, sizeof head, &n, &e) != FMT_OK) {
-		fmt_source_close(&src);
-		report_failure("-", &e, NULL, o);
-		return e.kind;
-	}
-	if (!fmt_bundle_probe_head(head, n))
+	if (!bundle)
 		return verify_file("-", &src, a, vo, o);
 	fmt_kind k = verify_bundle_trusted("-", &src, vo, o);
 	fmt_source_close(&src);

@@ -83,6 +83,9 @@ int fmt_bundle_probe(const char *path);
 /* The same from the first n bytes of a stream, which cannot be read again to look inside a zstd
  * frame: a zstd frame is taken for a bundle (no other format fmtkit reads starts with one). */
 int fmt_bundle_probe_head(const uint8_t *head, size_t n);
+/* Standard input opened as a sequential source and its first bytes probed: *is_bundle says
+ * whether they begin one (the bytes stay readable from the source). On failure src is closed. */
+fmt_kind fmt_bundle_open_stdin(fmt_source *src, int *is_bundle, fmt_err *e);
 
 /* Pack the set that set_path opens (a single file, an index, a GGUF first shard: every file of
  * the set is a member) into bundle_path, atomically (FMT_SINK_FORCE overwrites). The files are
