@@ -291,6 +291,17 @@ const char *fmt_format_nearest(const char *typed)
 	return nearest_name(typed, FMT_FORMAT_ANY, any_format);
 }
 
+fmt_kind fmt_format_option_check(const char *typed, fmt_err *e)
+{
+	fmt_format f = fmt_format_by_name(typed, FMT_FORMAT_ANY);
+	if (f.model || f.table)
+		return FMT_OK;
+	char names[512], not_word[160];
+	fmt_format_names(names, sizeof names);
+	return fmt_fail(e, FMT_USAGE, "--format takes %s (%s)", names,
+			fmt_not_word(not_word, sizeof not_word, typed, fmt_format_nearest(typed)));
+}
+
 const char *fmt_writer_nearest(const char *typed)
 {
 	return nearest_name(typed, FMT_FORMAT_ANY, writes);

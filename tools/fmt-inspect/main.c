@@ -48,14 +48,6 @@ static const fmt_cli_option options[] = {
 	{ .name = NULL }
 };
 
-static void unknown_format(const char *name, fmt_err *e)
-{
-	char names[512], not_word[160];
-	fmt_format_names(names, sizeof names);
-	fmt_fail(e, FMT_USAGE, "--format takes %s (%s)", names,
-		 fmt_not_word(not_word, sizeof not_word, name, fmt_format_nearest(name)));
-}
-
 static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 {
 	inspect_args *a = ctx;
@@ -70,8 +62,7 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 	case OPT_FULL: a->report.full = 1; return 0;
 	case OPT_FORMAT:
 		a->forced = arg;
-		return fmt_driver_by_name(arg) || fmt_table_driver_by_name(arg) ? 0
-			: (unknown_format(arg, e), -1);
+		return fmt_format_option_check(arg, e) == FMT_OK ? 0 : -1;
 	case OPT_SCHEMA: a->report.schema = 1; return 0;
 	case OPT_QUALITY: a->report.quality = 1; return 0;
 	case OPT_ALLOW_EXPIRED: a->report.allow_expired = 1; return 0;

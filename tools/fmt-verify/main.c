@@ -52,14 +52,6 @@ static const fmt_cli_option options[] = {
 	{ .name = NULL }
 };
 
-static void unknown_format(const char *name, fmt_err *e)
-{
-	char names[512], not_word[160];
-	fmt_format_names(names, sizeof names);
-	fmt_fail(e, FMT_USAGE, "--format takes %s (%s)", names,
-		 fmt_not_word(not_word, sizeof not_word, name, fmt_format_nearest(name)));
-}
-
 static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 {
 	verify_args *a = ctx;
@@ -76,8 +68,7 @@ static int on_option(void *ctx, int id, const char *arg, fmt_err *e)
 	}
 	if (id == OPT_FORMAT) {
 		a->forced = arg;
-		return fmt_driver_by_name(arg) || fmt_table_driver_by_name(arg) ? 0
-			: (unknown_format(arg, e), -1);
+		return fmt_format_option_check(arg, e) == FMT_OK ? 0 : -1;
 	}
 	return fmt_fail(e, FMT_USAGE, "unhandled option"), -1;
 }

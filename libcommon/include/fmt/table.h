@@ -415,5 +415,8 @@ const char *fmt_format_nearest(const char *typed);
 const char *fmt_writer_nearest(const char *typed);
 const char *fmt_output_nearest(const char *typed);
 const char *fmt_table_driver_nearest(const char *typed);
+/* FMT_OK when typed names a format (any of fmt_format_names'); otherwise FMT_USAGE, "--format
+ * takes ... (not 'x'; did you mean 'y'?)": the --format option of fmt-inspect and fmt-verify. */
+fmt_kind fmt_format_option_check(const char *typed, fmt_err *e);
 
 #endif
