@@ -20,8 +20,12 @@ void fmt_crypto_strip_newline(const uint8_t *bytes, size_t *len);
 /* The key id of a per-user key: the first 16 hex digits of SHA-256(K). */
 fmt_kind fmt_crypto_user_key_id(fmt_hmac_key *k, fmt_err *e);
 
-/* mkdir -p of the directory part of path; directories it creates are 0700. */
-fmt_kind fmt_crypto_make_key_dir(const char *path, fmt_err *e);
+/* mkdir -p of the directory part of path; directories it creates are 0700. *made: the first
+ * (shallowest) directory it created (malloc'd, also when it fails later), or NULL. */
+fmt_kind fmt_crypto_make_key_dir(const char *path, char **made, fmt_err *e);
+/* Undo fmt_crypto_make_key_dir: rmdir the directories of path from the deepest up to made
+ * (nothing when made is NULL); a directory that is not empty stays, and what is above it. */
+void fmt_crypto_remove_key_dir(const char *path, const char *made);
 
 /* Rename an existing regular file path to path.old (replacing an older one); *old_path is its
  * new name (malloc'd), or NULL when there was none. */

@@ -44,9 +44,12 @@ fmt_kind fmt_key_file_path(const char *name, char **path, fmt_err *e)
 	return FMT_OK;
 }
 
-/* mkdir -p of the directory part of path; directories it creates are 0700. */
-fmt_kind fmt_crypto_make_key_dir(const char *path, fmt_err *e)
+/* mkdir -p of the directory part of path; directories it creates are 0700. *made: the first
+ * (shallowest) directory it created, malloc'd, also when a later mkdir fails (every directory
+ * below it on the way to path was created too), NULL when it created none. */
+fmt_kind fmt_crypto_make_key_dir(const char *path, char **made, fmt_err *e)
 {
+	*made = NULL;
 	char *dir = strdup(path);
 	if (!dir)
 		return fmt_fail(e, FMT_INTERNAL, "out of memory");
@@ -59,8 +62,12 @@ fmt_kind fmt_crypto_make_key_dir(const char *path, fmt_err *e)
 				continue;
 			char was = *p;
 			*p = '\0';
-			if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+			if (mkdir(dir, 0700) == 0) {
+				if (!*made && !(*made = strdup(dir)))
+					k = fmt_fail(e, FMT_INTERNAL, "out of memory");
+			} else if (errno != EEXIST) {
 				k = fmt_fail(e, FMT_IO, "cannot create the directory %s: %s", dir, strerror(errno));
+			}
 			*p = was;
 			if (was == '\0')
 				break;
@@ -68,6 +75,22 @@ fmt_kind fmt_crypto_make_key_dir(const char *path, fmt_err *e)
 	}
 	free(dir);
 	return k;
+}
+
+void fmt_crypto_remove_key_dir(const char *path, const char *made)
+{
+	char *dir = made ? strdup(path) : NULL;
+	if (!dir)
+		return;
+	size_t top = strlen(made);
+	char *slash;
+	/* rmdir removes only an empty directory: one that something else put a file in stays. */
+	while ((slash = strrchr(dir, '/')) && slash != dir) {
+		*slash = '\0';
+		if (strlen(dir) < top || rmdir(dir) != 0)
+			break;
+	}
+	free(dir);
 }
 
 static fmt_kind write_all_fd(int fd, const uint8_t *p, size_t n, fmt_err *e)
@@ -251,6 +274,7 @@ typedef struct key_file {
 	size_t len;
 	mode_t mode;
 	char *tmp, *old;             /* malloc'd; old: where the previous key went (rotate) */
+	char *made;                  /* malloc'd: the first directory made for it (removed on failure) */
 	int tracked, placed;
 } key_file;
 
@@ -283,7 +307,7 @@ static fmt_kind key_write_tmp(key_file *f, fmt_err *e)
 	if (!f->tmp)
 		return fmt_fail(e, FMT_INTERNAL, "out of memory");
 	snprintf(f->tmp, n, "%s.new", f->path);
-	fmt_kind k = fmt_crypto_make_key_dir(f->path, e);
+	fmt_kind k = fmt_crypto_make_key_dir(f->path, &f->made, e);
 	if (k == FMT_OK)
 		k = key_write_tmp_file(f, e);
 	if (k != FMT_OK && !f->tracked) { /* (a tracked one is freed once untracked) */
@@ -341,6 +365,13 @@ static fmt_kind key_files_create(key_file *f, int n, int rotate, const char **fa
 			fmt_tmp_untrack(f[i].tmp);
 		free(f[i].tmp);
 		free(f[i].old);
+	}
+	/* The directories made for them, the last made first (a pair's public key may lie below
+	 * the directory made for its secret key). */
+	for (i = n - 1; i >= 0; i--) {
+		if (k != FMT_OK)
+			fmt_crypto_remove_key_dir(f[i].path, f[i].made);
+		free(f[i].made);
 	}
 	return k;
 }

@@ -259,6 +259,55 @@ nothing_new() {
 	nothing_new k2.pub rows.csv.minisig m.apsim was.apsim team.secret link.apsim
 }
 
+@test "fmt-sign keygen on a full disk removes the key directories it made, and only those: exit 3 naming the file" {
+	export XDG_CONFIG_HOME=$PWD/cfg
+	# every kind of key into the key directory it makes ($XDG_CONFIG_HOME/fmtkit)
+	while IFS='|' read -r args name; do
+		run --separate-stderr limited 0 fmt-sign keygen $args
+		assert_equal "$status" 3
+		assert_equal "$stderr" "fmt-sign: error: $PWD/cfg/fmtkit/$name: write: File too large"
+		assert_equal "$output" ""
+		nothing_new
+	done <<'EOF'
+--hmac|hmac.key
+-W|ed25519.key
+--x25519 -W|x25519.key
+--watermark|watermark.key
+EOF
+	run --separate-stderr limited 0 fmt-sign keygen --hmac --json
+	assert_equal "$status" 3
+	assert_equal "$stderr" '{"tool":"fmt-sign","level":"error","file":"'"$PWD"'/cfg/fmtkit/hmac.key","error":"IoError","exit":3,"message":"write: File too large"}'
+	nothing_new
+	# a directory that was there stays (with what is in it); the one made in it goes
+	mkdir cfg
+	run --separate-stderr limited 0 fmt-sign keygen --hmac
+	assert_equal "$status" 3
+	assert_equal "$(ls -A cfg)" ""
+	mkdir cfg/fmtkit
+	echo keep >cfg/fmtkit/notes
+	run --separate-stderr limited 0 fmt-sign keygen --watermark
+	assert_equal "$status" 3
+	assert_equal "$(ls -A cfg/fmtkit)" notes
+	rm -r cfg
+	nothing_new
+	# paths given: the directories of both files, nested either way and spelt with //
+	for pair in "-p a/b/k.pub -s a/k.key" "-p a/k.pub -s a//b/c/k.key" "-p p/k.pub -s s/k.key"; do
+		run --separate-stderr limited 0 fmt-sign keygen -W $pair
+		assert_equal "$status" 3
+		nothing_new
+	done
+	run --separate-stderr limited 0 fmt-sign keygen --watermark -s w/x/w.key
+	assert_equal "$status" 3
+	assert_equal "$stderr" "fmt-sign: error: w/x/w.key: write: File too large"
+	nothing_new
+	# the secret key written (in a directory made for it), the public key's directory impossible
+	touch plain
+	run --separate-stderr fmt-sign keygen -W -s new/k.key -p plain/x/k.pub
+	assert_equal "$status" 3
+	assert_equal "$stderr" "fmt-sign: error: plain/x/k.pub: cannot create the directory plain/x: Not a directory"
+	nothing_new plain
+}
+
 @test "fmt-watermark embed on a full disk: exit 3 naming the output, no registry line; a registry that cannot take the line removes the output" {
 	/usr/bin/python3 -c 'import sys; sys.stdout.buffer.write(bytes(range(32)))' >seller.key
 	chmod 600 seller.key

@@ -92,13 +92,15 @@ fmt_kind fmt_key_file_path(const char *name, char **path, fmt_err *e);
 /* A new key file: the directory made (0700), written to PATH.new (O_EXCL|O_NOFOLLOW, mode 0600
  * for a secret key, 0644 for a public one; removed on failure and on a signal, as the atomic
  * sinks' temporary files), then a previous file kept as PATH.old when rotate (an existing one
- * refused otherwise) and PATH.new renamed to path. */
+ * refused otherwise) and PATH.new renamed to path. On failure the directories it made are
+ * removed again (only those, and only while empty). */
 fmt_kind fmt_key_file_create(const char *path, const void *bytes, size_t len, int rotate,
 			     int secret, fmt_err *e);
 /* A new key pair, both files or neither: an existing one refused (UsageError) unless rotate,
  * and with rotate anything but a regular file refused before anything is written; each written
  * to PATH.new as by fmt_key_file_create (removed on a signal too), then the previous keys kept
- * as PATH.old and the new ones renamed in place; when a step fails, what was done is undone.
+ * as PATH.old and the new ones renamed in place; when a step fails, what was done is undone
+ * (the directories made for them removed too).
  * *failed: the path the error is about (NULL on success). */
 fmt_kind fmt_key_pair_create(const char *pub_path, const void *pub, size_t pub_len,
 			     const char *sec_path, const void *sec, size_t sec_len, int rotate,
