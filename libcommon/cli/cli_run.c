@@ -704,10 +704,7 @@ int fmt_cli_finish(const fmt_cli_tool *t, const fmt_cli *cli, int status)
 		return status;
 	fmt_err e;
 	fmt_err_clear(&e);
-	if (saved != 0)
-		fmt_fail(&e, FMT_IO, "cannot write to standard output: %s", strerror(saved));
-	else
-		fmt_fail(&e, FMT_IO, "cannot write to standard output");
+	fmt_stdout_fail(&e, saved);
 	fmt_report_error(stderr, t->name, NULL, &e, cli->common.json);
 	return status > FMT_IO ? status : FMT_IO;
 }

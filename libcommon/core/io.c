@@ -1481,14 +1481,22 @@ static const char *sink_name(const fmt_sink *k)
 }
 
 /* A write failed: a reader that closed its end of the pipe ends the process by SIGPIPE,
- * whichever thread wrote (fmt_thread_broken_pipe); otherwise (SIGPIPE ignored too) an IoError. */
+ * whichever thread wrote (fmt_thread_broken_pipe); otherwise (SIGPIPE ignored too) an IoError
+ * about path, or about standard output when path is NULL (fmt_stdout_fail). */
 static fmt_kind write_fail(fmt_err *e, const char *path)
 {
 	if (errno == EPIPE) {
 		fmt_thread_broken_pipe();
 		errno = EPIPE;
 	}
-	return io_fail(e, path, "write");
+	return path ? io_fail(e, path, "write") : fmt_stdout_fail(e, errno);
+}
+
+fmt_kind fmt_stdout_fail(fmt_err *e, int err)
+{
+	if (err)
+		return fmt_fail(e, FMT_IO, "cannot write to standard output: %s", strerror(err));
+	return fmt_fail(e, FMT_IO, "cannot write to standard output");
 }
 
 static fmt_kind write_all(fmt_sink *k, const uint8_t *p, size_t n, fmt_err *e)
@@ -1499,7 +1507,7 @@ static fmt_kind write_all(fmt_sink *k, const uint8_t *p, size_t n, fmt_err *e)
 		if (put < 0 && errno == EINTR)
 			continue;
 		if (put < 0)
-			return write_fail(e, k->path ? sink_name(k) : "-");
+			return write_fail(e, k->path ? sink_name(k) : NULL);
 		p += put;
 		n -= (size_t)put;
 	}

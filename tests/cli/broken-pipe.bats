@@ -93,7 +93,7 @@ to_gone() {
 	for t in 1 2; do
 		for i in 1 2 3 4 5; do
 			run -3 to_gone fmt-convert -T $t --to csv "$D/big.csv" -
-			assert_output "fmt-convert: error: -: write: Broken pipe"
+			assert_output "fmt-convert: error: $D/big.csv: cannot write to standard output: Broken pipe"
 		done
 	done
 	trap - PIPE

@@ -173,7 +173,7 @@ setup() {
 	for t in 1 2 3; do
 		run bash -c "fmt-convert -T $t --to csv e.ald - >/dev/full"
 		assert_failure 3
-		assert_output "fmt-convert: error: -: write: No space left on device"
+		assert_output "fmt-convert: error: e.ald: cannot write to standard output: No space left on device"
 	done
 }
 

@@ -335,23 +335,40 @@ EOF
 	nothing_new seller.key reg.jsonl small.csv
 }
 
-@test "standard output on a full device (/dev/full): exit 3, 'write: No space left on device'" {
+@test "standard output on a full device (/dev/full): exit 3, 'cannot write to standard output: No space left on device' in every tool" {
 	[ -w /dev/full ] || skip "no /dev/full"
 	/usr/bin/python3 -c 'import sys; sys.stdout.buffer.write(bytes(range(32)))' >seller.key
 	chmod 600 seller.key
-	while IFS='|' read -r tool args; do
+	fmt-convert -q "$REPO_ROOT/tests/data/fixtures/nk/test_mlp.onnx" mlp.nk
+	# standard output is named so, as standard input is, never "-" (old: "-: write: ..."); the
+	# FILE part is the input being written out, none for a report written at the end
+	while IFS='|' read -r tool args file; do
 		run --separate-stderr bash -c "$tool $args >/dev/full"
 		assert_equal "$status" 3
-		assert_equal "$stderr" "$tool: error: -: write: No space left on device"
+		assert_equal "$stderr" "$tool: error: ${file:+$file: }cannot write to standard output: No space left on device"
 	done <<'EOF'
-fmt-convert|--to csv rows.ald -
-fmt-convert|--to parquet rows.csv -
-fmt-convert|--to gguf m.safetensors -
-fmt-convert|--to csv --password-file pw.txt enc.ald -
-fmt-shard|merge set/m.safetensors.index.json -o -
-fmt-shard|concat rows.csv rows.csv -o -
-fmt-shard|pack set/m.safetensors.index.json -o -
-fmt-watermark|embed --key seller.key --buyer alice --to safetensors m.safetensors -
+fmt-convert|--to csv rows.ald -|rows.ald
+fmt-convert|--to parquet rows.csv -|rows.csv
+fmt-convert|--to gguf m.safetensors -|m.safetensors
+fmt-convert|--to csv --password-file pw.txt enc.ald -|enc.ald
+fmt-convert|-T 2 --to jsonl rows.csv -|rows.csv
+fmt-convert|--to csv - - <rows.csv|-
+fmt-shard|merge set/m.safetensors.index.json -o -|set/m.safetensors.index.json
+fmt-shard|concat rows.csv rows.csv -o -|rows.csv
+fmt-shard|pack set/m.safetensors.index.json -o -|set/m.safetensors.index.json
+fmt-watermark|embed --key seller.key --buyer alice --to safetensors m.safetensors -|m.safetensors
+fmt-inspect|m.safetensors|
+fmt-inspect|--head 100000 rows.csv|
+fmt-verify|m.tar|
+fmt-sign|key-id -p k.pub|
+fmt-sign|sign -s k.key -x - rows.csv|rows.csv
+nk-run|--raw --random 1 mlp.nk|
 EOF
-	nothing_new seller.key
+	run --separate-stderr bash -c "fmt-convert --json --to csv rows.ald - >/dev/full"
+	assert_equal "$status" 3
+	assert_equal "$stderr" '{"tool":"fmt-convert","level":"error","file":"rows.ald","error":"IoError","exit":3,"message":"cannot write to standard output: No space left on device"}'
+	run --separate-stderr bash -c "fmt-inspect --json m.safetensors >/dev/full"
+	assert_equal "$status" 3
+	assert_equal "$stderr" '{"tool":"fmt-inspect","level":"error","file":null,"error":"IoError","exit":3,"message":"cannot write to standard output: No space left on device"}'
+	nothing_new seller.key mlp.nk
 }

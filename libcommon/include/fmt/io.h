@@ -273,6 +273,10 @@ typedef struct fmt_sink {
 #define FMT_SINK_FILE 4u  /* a file of a set: a FIFO or a device at its path is refused, not written into */
 
 fmt_kind fmt_sink_open(fmt_sink *k, const char *path, unsigned flags, fmt_err *e);
+/* A write to standard output failed with errno err (0: unknown): IoError "cannot write to
+ * standard output: ERR" about no file. Every tool names standard output so (as "standard
+ * input" for reads), never "-", which names standard input as a FILE. */
+fmt_kind fmt_stdout_fail(fmt_err *e, int err);
 /* What a stream sink writes to, for messages: "standard output", or "a FIFO or device" (one at
  * the output's path). */
 const char *fmt_sink_stream_name(const fmt_sink *k);
