@@ -506,26 +506,14 @@ static fmt_kind write_fd(int fd, const uint8_t *p, size_t n, const char *name, f
 	return failed ? fmt_fail(e, FMT_IO, "member " NM ": write: %s", name, strerror(failed)) : FMT_OK;
 }
 
-/* The first bytes of a member, kept as they stream by for the probe of its format. */
-typedef struct member_head {
-	uint8_t p[FMT_PROBE_BYTES];
-	size_t n;
-} member_head;
-
-static void head_add(member_head *h, const void *buf, size_t n)
-{
-	size_t take = n < sizeof h->p - h->n ? n : sizeof h->p - h->n;
-	memcpy(h->p + h->n, buf, take);
-	h->n += take;
-}
-
 /* Stream one member's data through SHA-256 (and into out when extracting, out >= 0), then
  * compare; mb->format from its first bytes. */
 static fmt_kind stream_member(reader *r, fmt_bundle_member *mb, int out, fmt_err *e)
 {
 	fmt_sha256 h;
-	member_head head = { .n = 0 };
+	fmt_probe_stream head;
 	uint64_t got = 0;
+	fmt_probe_stream_init(&head, mb->size);
 	fmt_kind rc = fmt_sha256_init(&h, e);
 	while (rc == FMT_OK) {
 		const void *buf;
@@ -548,7 +536,7 @@ static fmt_kind stream_member(reader *r, fmt_bundle_member *mb, int out, fmt_err
 		if (rc == FMT_OK)
 			rc = fmt_sha256_update(&h, buf, n, e);
 		if (rc == FMT_OK)
-			head_add(&head, buf, n);
+			rc = fmt_probe_stream_add(&head, buf, n, e);
 		if (rc == FMT_OK && out >= 0)
 			rc = write_fd(out, buf, n, mb->name, e);
 	}
@@ -557,17 +545,18 @@ static fmt_kind stream_member(reader *r, fmt_bundle_member *mb, int out, fmt_err
 	if (rc == FMT_OK)
 		rc = fmt_sha256_final(&h, digest, e);
 	fmt_sha256_free(&h);
-	if (rc != FMT_OK)
-		return rc;
-	if (got != mb->size)
-		return fmt_fail(e, FMT_CHECKSUM, "member " NM " holds %llu bytes, the manifest says %llu", mb->name,
-				(unsigned long long)got, (unsigned long long)mb->size);
-	fmt_hex(digest, sizeof digest, hex);
-	if (strcmp(hex, mb->sha256) != 0)
-		return fmt_fail(e, FMT_CHECKSUM, "member " NM ": SHA-256 %s differs from the manifest's %s", mb->name,
-				hex, mb->sha256);
-	mb->format = fmt_format_name(fmt_format_probe_head(head.p, head.n, mb->size, FMT_FORMAT_ANY, NULL));
-	return FMT_OK;
+	if (rc == FMT_OK && got != mb->size)
+		rc = fmt_fail(e, FMT_CHECKSUM, "member " NM " holds %llu bytes, the manifest says %llu", mb->name,
+			      (unsigned long long)got, (unsigned long long)mb->size);
+	if (rc == FMT_OK)
+		fmt_hex(digest, sizeof digest, hex);
+	if (rc == FMT_OK && strcmp(hex, mb->sha256) != 0)
+		rc = fmt_fail(e, FMT_CHECKSUM, "member " NM ": SHA-256 %s differs from the manifest's %s", mb->name,
+			      hex, mb->sha256);
+	if (rc == FMT_OK)
+		mb->format = fmt_format_name(fmt_probe_stream_format(&head, FMT_FORMAT_ANY, NULL));
+	fmt_probe_stream_free(&head);
+	return rc;
 }
 
 /* Extraction: every member into the staging directory (whose names are the manifest's, in

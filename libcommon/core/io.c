@@ -617,6 +617,17 @@ fmt_kind fmt_source_from_memory(fmt_source *s, const char *name, const void *dat
 	return FMT_OK;
 }
 
+fmt_kind fmt_source_adopt_memory(fmt_source *s, const char *name, void *data, size_t n, fmt_err *e)
+{
+	memset(s, 0, sizeof *s);
+	s->fd = -1;
+	if (!(s->path = strdup(name)))
+		return fmt_fail(e, FMT_IO, "out of memory");
+	s->buf = data;
+	s->size = n;
+	return FMT_OK;
+}
+
 /* The block after the one whose next link is *next, in a chain of fixed blocks that a signal
  * handler walks with atomic loads only: linked here (size bytes, zeroed) when there is none yet,
  * NULL when out of memory. Blocks are never freed, so a handler never reads freed memory. */

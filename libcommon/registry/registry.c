@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include "fmt/io.h"
 #include "fmt/registry.h"
 #include "fmt/strbuf.h"
 #include "fmt/table.h"
@@ -179,6 +180,81 @@ fmt_format fmt_format_probe(fmt_source *s, const uint8_t *head, size_t n, unsign
 fmt_format fmt_format_probe_head(const uint8_t *head, size_t n, uint64_t size, unsigned kinds, int *best_score)
 {
 	return best_probe(NULL, head, n, size, kinds, best_score);
+}
+
+void fmt_probe_stream_init(fmt_probe_stream *ps, uint64_t size)
+{
+	memset(ps, 0, sizeof *ps);
+	ps->size = size;
+	ps->want = size < FMT_PROBE_BYTES ? (size_t)size : FMT_PROBE_BYTES;
+}
+
+void fmt_probe_stream_free(fmt_probe_stream *ps)
+{
+	free(ps->kept);
+	ps->kept = NULL;
+	ps->n = 0;
+}
+
+/* How many first bytes the model drivers whose probe says 0 to head want for their
+ * probe_source (probe_wants_source), at most size; n when none wants more. */
+static size_t head_wants(const uint8_t *head, size_t n, uint64_t size)
+{
+	fmt_format f;
+	size_t most = n;
+	EACH_FORMAT(f, i) {
+		if (!f.model || !f.model->probe_source || !f.model->probe_wants_source || f.model->probe(head, n, size))
+			continue;
+		size_t w = f.model->probe_wants_source(head, n);
+		if (w > most)
+			most = w;
+	}
+	return most < size ? most : (size_t)size;
+}
+
+fmt_kind fmt_probe_stream_add(fmt_probe_stream *ps, const void *bytes, size_t n, fmt_err *e)
+{
+	const uint8_t *p = bytes;
+	while (n > 0 && ps->n < ps->want) {
+		if (!ps->kept && !(ps->kept = malloc(ps->want)))
+			return fmt_fail(e, FMT_IO, "out of memory");
+		size_t take = n < ps->want - ps->n ? n : ps->want - ps->n;
+		memcpy(ps->kept + ps->n, p, take);
+		ps->n += take;
+		p += take;
+		n -= take;
+		if (ps->n < ps->want || ps->asked)
+			continue;
+		/* the first FMT_PROBE_BYTES are in: may a driver's mark lie further? */
+		ps->asked = 1;
+		size_t more = head_wants(ps->kept, ps->n, ps->size);
+		uint8_t *grown = more > ps->want ? realloc(ps->kept, more) : ps->kept;
+		if (!grown)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		ps->kept = grown;
+		ps->want = more;
+	}
+	return FMT_OK;
+}
+
+fmt_format fmt_probe_stream_format(fmt_probe_stream *ps, unsigned kinds, int *best_score)
+{
+	static const uint8_t none[1];
+	size_t head = ps->n < FMT_PROBE_BYTES ? ps->n : FMT_PROBE_BYTES;
+	fmt_format f;
+	fmt_source s;
+	fmt_err e;
+	if (ps->n <= FMT_PROBE_BYTES || fmt_source_adopt_memory(&s, "member", ps->kept, ps->n, &e) != FMT_OK) {
+		f = best_probe(NULL, ps->kept ? ps->kept : none, head, ps->size, kinds, best_score);
+		fmt_probe_stream_free(ps);
+		return f;
+	}
+	/* probe_source reads the bytes kept, a source of their length (its mark lies within) */
+	ps->kept = NULL;
+	ps->n = 0;
+	f = best_probe(&s, s.buf, head, ps->size, kinds, best_score);
+	fmt_source_close(&s);
+	return f;
 }
 
 const fmt_driver *fmt_driver_by_name(const char *name)

@@ -451,6 +451,40 @@ members:    3, 855 bytes
 	assert_equal "$(jq -r .format <<<"$output")" safetensors
 }
 
+@test "a bundle member whose format mark lies past its first 4 KiB (an .apsim with a long header) is named as the file is: apsim, not safetensors (old)" {
+	# an .apsim whose header (6.7 KB) names its format past byte 4096 (as sigbus.bats's), and a
+	# safetensors file with a header as long: each member's format is what fmt-inspect says of it
+	/usr/bin/python3 - "$REPO_ROOT/tests/data/fixtures/apsim/example-signed-team-secret.apsim" \
+		"$SAMPLES/tiny.safetensors" <<'PY'
+import struct, sys
+for src, dst in ((sys.argv[1], "long.apsim"), (sys.argv[2], "long.safetensors")):
+    b = open(src, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = b[8:8 + n]
+    h = h.replace(b'{"__metadata__":{', b'{"__metadata__":{"apad":"' + b"p" * 6000 + b'",', 1) if b"__metadata__" in h \
+        else b'{"__metadata__":{"apad":"' + b"p" * 6000 + b'"},' + h[1:]
+    h += b" " * (-len(h) % 8)
+    assert len(h) > 4096
+    open(dst, "wb").write(struct.pack("<Q", len(h)) + h + b[8 + n:])
+PY
+	[ "$(grep -abo '"format":"apsi-model"' long.apsim | cut -d: -f1)" -gt 4096 ]
+	for f in long.apsim long.safetensors; do
+		want=$(fmt-inspect --json "$f" | jq -r .format)
+		sha=$(sha256sum "$f" | cut -d' ' -f1)
+		size=$(stat -c %s "$f")
+		fmt-shard pack "$f" -o "$f.tar" >/dev/null
+		fmt-shard pack "$f" -o "$f.tar.zst" >/dev/null
+		run --separate-stderr fmt-inspect --json "$f.tar"
+		assert_success
+		assert_equal "$(jq -c .members <<<"$output")" '[{"name":"'"$f"'","bytes":'"$size"',"format":"'"$want"'","sha256":"'"$sha"'"}]'
+		run --separate-stderr fmt-inspect - <"$f.tar.zst"
+		assert_success
+		assert_equal "$(tail -n 1 <<<"$output" | tr -s ' ')" " $f $size $want $sha"
+	done
+	assert_equal "$(fmt-inspect --json long.apsim.tar | jq -r '.members[0].format')" apsim
+	assert_equal "$(fmt-inspect --json long.safetensors.tar | jq -r '.members[0].format')" safetensors
+}
+
 @test "hostile bundles: cut short 4, unsafe member names 4, a size field of 8 GiB or 2^62 (no allocation) 4 or 6, a flipped byte 6, an unlisted member 9; a JSON failure record each" {
 	fmt-shard pack "$SAMPLES/tiny.safetensors" -o t.tar >/dev/null
 	# cut inside the member: 4, the reader's words

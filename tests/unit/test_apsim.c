@@ -705,3 +705,70 @@ TEST(apsim_probe_scores)
 	}
 	free(fix);
 }
+
+/* The format of bytes fed to a fmt_probe_stream chunk bytes at a time; *kept: how many it held. */
+static const char *streamed_format(const uint8_t *p, size_t n, size_t chunk, size_t *kept)
+{
+	fmt_probe_stream ps;
+	fmt_err e;
+	fmt_probe_stream_init(&ps, n);
+	for (size_t at = 0; at < n; at += chunk)
+		CHECK(fmt_probe_stream_add(&ps, p + at, chunk < n - at ? chunk : n - at, &e) == FMT_OK);
+	*kept = ps.n;
+	return fmt_format_name(fmt_probe_stream_format(&ps, FMT_FORMAT_ANY, NULL));
+}
+
+/* A bundle member is named by what streams by once (fmt_probe_stream): an .apsim whose format
+ * key lies past the first 4 KiB as fmt_format_probe names the file, the header kept and no more;
+ * a header that claims more than the data is kept only up to the data's end. */
+TEST(apsim_probe_stream_long_header)
+{
+	size_t n = 0;
+	uint8_t *fix = unit_read_file(FIXTURE, 1 << 20, &n);
+	CHECK(fix != NULL && n > 8);
+	if (!fix)
+		return;
+	uint64_t len = fmt_rd_u64(fix);
+	const char pad[] = "{\"__metadata__\":{\"apad\":\"";
+	size_t pad_n = 6000, grow = sizeof pad - 1 - 17 + pad_n + 2, hlen = (size_t)len + grow, total = n + grow;
+	uint8_t *b = malloc(total);
+	CHECK(b != NULL && memcmp(fix + 8, pad, 17) == 0);
+	if (!b) {
+		free(fix);
+		return;
+	}
+	/* {"__metadata__":{"apad":"ppp…", then the rest of the fixture's header and data */
+	fmt_wr_u64(b, hlen);
+	memcpy(b + 8, pad, sizeof pad - 1);
+	memset(b + 8 + sizeof pad - 1, 'p', pad_n);
+	memcpy(b + 8 + sizeof pad - 1 + pad_n, "\",", 2);
+	memcpy(b + 8 + sizeof pad - 1 + pad_n + 2, fix + 8 + 17, n - 8 - 17);
+	CHECK(8 + sizeof pad - 1 + pad_n + 2 + n - 8 - 17 == total);
+	CHECK(memmem(b, FMT_PROBE_BYTES, "\"format\":\"apsi-model\"", 21) == NULL);
+	fmt_source s;
+	fmt_err e;
+	CHECK(fmt_source_from_memory(&s, "long.apsim", b, total, &e) == FMT_OK);
+	CHECK(strcmp(fmt_format_name(fmt_format_probe(&s, b, FMT_PROBE_BYTES, FMT_FORMAT_ANY, NULL)), "apsim") == 0);
+	fmt_source_close(&s);
+	size_t chunks[] = { 1, 7, 4095, 4096, 4097, 65536 }, kept;
+	for (size_t i = 0; i < sizeof chunks / sizeof *chunks; i++) {
+		CHECK(strcmp(streamed_format(b, total, chunks[i], &kept), "apsim") == 0);
+		CHECK(kept == 8 + hlen);
+	}
+	/* only the first 4 KiB: the safetensors-shaped head is all there is to go by */
+	CHECK(strcmp(fmt_format_name(fmt_format_probe_head(b, FMT_PROBE_BYTES, total, FMT_FORMAT_ANY, NULL)),
+		     "safetensors") == 0);
+	/* a header length past the end: kept to the end, not to the length; no format key found */
+	fmt_wr_u64(b, 99999999);
+	CHECK(strcmp(streamed_format(b, total, 4096, &kept), "safetensors") == 0);
+	CHECK(kept == total);
+	/* a head no driver wants more of: 4 KiB kept */
+	memset(b, 'x', total);
+	(void)streamed_format(b, total, 100, &kept);
+	CHECK(kept == FMT_PROBE_BYTES);
+	/* less than 4 KiB, and nothing */
+	CHECK(strcmp(streamed_format(fix, 100, 3, &kept), "apsim") == 0 && kept == 100); /* its key is in them */
+	CHECK(streamed_format(fix, 0, 1, &kept) == NULL && kept == 0);
+	free(b);
+	free(fix);
+}

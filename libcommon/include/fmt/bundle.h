@@ -32,7 +32,7 @@ typedef struct fmt_bundle_member {
 	char *name;                          /* plain file name */
 	uint64_t size;
 	char sha256[FMT_SHA256_HEX + 1];     /* lowercase hex */
-	/* The format its first bytes are (fmt_format_probe_head: a driver's name), once its data
+	/* The format of its data (fmt_probe_stream: a driver's name, as of the file), once its data
 	 * was read (verify, unpack); NULL when no driver recognises them. */
 	const char *format;
 } fmt_bundle_member;

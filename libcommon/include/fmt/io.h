@@ -47,6 +47,9 @@ typedef struct fmt_source {
 fmt_kind fmt_source_open(fmt_source *s, const char *path, fmt_err *e);
 /* A source over a copy of n bytes in memory, named name (fuzzing, and data already in hand). */
 fmt_kind fmt_source_from_memory(fmt_source *s, const char *name, const void *data, size_t n, fmt_err *e);
+/* The same over the n malloc'd bytes at data themselves, not a copy: once it succeeds the
+ * source owns them (fmt_source_close frees them); when it fails they are still the caller's. */
+fmt_kind fmt_source_adopt_memory(fmt_source *s, const char *name, void *data, size_t n, fmt_err *e);
 void fmt_source_close(fmt_source *s);
 
 /* Open path like fmt_source_open, except that a pipe or stdin becomes a sequential source (an

@@ -318,10 +318,29 @@ fmt_format fmt_format_by_extension(const char *path, unsigned kinds);
  * file).
  * None (score 0) when no driver recognises it. */
 fmt_format fmt_format_probe(fmt_source *s, const uint8_t *head, size_t n, unsigned kinds, int *score);
-/* The same from the first n bytes alone of data size bytes long, that cannot be read again (a
- * member streaming out of a tar bundle): no probe_source is asked (an .apsim whose format key
- * lies past the first FMT_PROBE_BYTES is not recognised). */
+/* The same from the first n bytes alone of data size bytes long, that cannot be read again: no
+ * probe_source is asked (an .apsim whose format key lies past the first FMT_PROBE_BYTES is not
+ * recognised; fmt_probe_stream is what recognises it). */
 fmt_format fmt_format_probe_head(const uint8_t *head, size_t n, uint64_t size, unsigned kinds, int *score);
+
+/* The format of data that streams by once, size bytes in all (a member of a tar bundle, hashed
+ * as it is read): its first FMT_PROBE_BYTES are kept, and then, when a model driver's probe says
+ * 0 but its probe_wants_source says the mark may lie further (an .apsim header longer than
+ * them), as many first bytes as it asks for (at most size), so that its probe_source is asked on
+ * them as on a file's; nothing more is ever held. */
+typedef struct fmt_probe_stream {
+	uint8_t *kept;     /* malloc'd: the first n bytes */
+	size_t n, want;    /* want: how many are kept (FMT_PROBE_BYTES until a driver asks more) */
+	uint64_t size;
+	int asked;         /* the drivers were asked whether they want more */
+} fmt_probe_stream;
+void fmt_probe_stream_init(fmt_probe_stream *ps, uint64_t size);
+/* The next n bytes of the data; IoError only when more bytes to keep cannot be allocated. */
+fmt_kind fmt_probe_stream_add(fmt_probe_stream *ps, const void *bytes, size_t n, fmt_err *e);
+/* The format as fmt_format_probe finds it on the file (none when no driver knows the data);
+ * frees the bytes kept (ps is as after fmt_probe_stream_free). */
+fmt_format fmt_probe_stream_format(fmt_probe_stream *ps, unsigned kinds, int *score);
+void fmt_probe_stream_free(fmt_probe_stream *ps);
 /* Add a driver of either kind at run time (tests, programs embedding libcommon); at most 8 of
  * each kind. */
 fmt_kind fmt_format_register(fmt_format f, fmt_err *e);
