@@ -418,6 +418,11 @@ static fmt_kind check_end_marker(reader *r, fmt_err *e)
 static fmt_kind next_header(reader *r, struct archive_entry **ent, fmt_err *e)
 {
 	int rc = AR(archive_read_next_header)(r->a, ent);
+	/* a warning (a name not in the locale's charset) on a first member that is not the
+	 * manifest: a tar that is no bundle, which read_manifest says (and the probe takes for a tar) */
+	const char *first = rc == ARCHIVE_WARN && r->members == 0 && *ent ? AR(archive_entry_pathname)(*ent) : NULL;
+	if (rc == ARCHIVE_WARN && r->members == 0 && *ent && (!first || strcmp(first, FMT_BUNDLE_MANIFEST) != 0))
+		rc = ARCHIVE_OK;
 	if (rc == ARCHIVE_EOF) {
 		*ent = NULL;
 		return check_end_marker(r, e);
@@ -477,10 +482,14 @@ static fmt_kind read_manifest(reader *r, fmt_bundle_info *b, fmt_err *e)
 		return k;
 	if (!ent)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "empty archive (expected MANIFEST.json first)");
+	/* any other first member (a directory "./" too): a tar, but not one fmt-shard pack made */
+	name = AR(archive_entry_pathname)(ent);
+	if (!name || strcmp(name, FMT_BUNDLE_MANIFEST) != 0)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "a tar archive, not an fmtkit bundle: its first member is " NM
+				", not MANIFEST.json (`tar -tvf` lists its members, `tar -xf` extracts them; "
+				"`fmt-shard pack` makes a bundle)", name ? name : "");
 	if ((k = check_entry(ent, &name, e)) != FMT_OK)
 		return k;
-	if (strcmp(name, FMT_BUNDLE_MANIFEST) != 0)
-		return fmt_fail(e, FMT_INVALID_FORMAT, "first member is " NM " (expected MANIFEST.json)", name);
 	int64_t size = AR(archive_entry_size)(ent);
 	if ((uint64_t)size > FMT_BUNDLE_MANIFEST_MAX)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "MANIFEST.json is %lld bytes (at most %zu)", (long long)size,
@@ -968,28 +977,29 @@ fmt_kind fmt_bundle_check_signed_stream(fmt_source *src, const fmt_verify_opts *
 
 /* ---- probe ---- */
 
-static int zstd_tar_starts_with_manifest(const char *path)
+/* Whether libarchive reads a member header from r (k: how opening it went), then r closed: a
+ * tar, a bundle or not (reading it as a bundle says which), also one cut inside its first header
+ * (a bundle cut short, which reading it says). Data that is no tar (its header checksum wrong)
+ * is not. */
+static int reads_tar(reader *r, fmt_kind k)
 {
-	reader r;
 	fmt_err e;
 	struct archive_entry *ent;
 	int yes = 0;
-	fmt_kind k = reader_open(&r, path, PROBE_BLOCK, &e);
-	if (k == FMT_OK && (k = next_header(&r, &ent, &e)) == FMT_OK && ent && AR(archive_entry_pathname)(ent))
-		yes = strcmp(AR(archive_entry_pathname)(ent), FMT_BUNDLE_MANIFEST) == 0;
-	/* zstd data cut before the first member: a bundle cut short, which reading it says */
-	yes |= k == FMT_INVALID_FORMAT && r.cut;
-	reader_close(&r);
+	if (k == FMT_OK && (k = next_header(r, &ent, &e)) == FMT_OK)
+		yes = ent != NULL;
+	yes |= k == FMT_INVALID_FORMAT && r->cut;
+	reader_close(r);
 	return yes;
 }
 
 static const uint8_t zstd_magic[4] = { 0x28, 0xB5, 0x2F, 0xFD };
 
-/* A tar whose first member is MANIFEST.json. */
-static int tar_starts_with_manifest(const uint8_t *head, size_t n)
+/* A zstd frame, or a tar's mark (POSIX "ustar\0" or GNU "ustar " at offset 257), which libarchive
+ * then confirms (reads_tar): no format that fmtkit reads begins so. */
+static int may_be_tar(const uint8_t *head, size_t n)
 {
-	return n >= 512 && memcmp(head + 257, "ustar", 5) == 0 &&
-	       memcmp(head, FMT_BUNDLE_MANIFEST, sizeof FMT_BUNDLE_MANIFEST) == 0;
+	return (n >= 4 && memcmp(head, zstd_magic, 4) == 0) || (n >= 512 && memcmp(head + 257, "ustar", 5) == 0);
 }
 
 fmt_kind fmt_bundle_open_stdin(fmt_source *src, int *is_bundle, fmt_err *e)
@@ -1008,7 +1018,16 @@ fmt_kind fmt_bundle_open_stdin(fmt_source *src, int *is_bundle, fmt_err *e)
 
 int fmt_bundle_probe_head(const uint8_t *head, size_t n)
 {
-	return (n >= 4 && memcmp(head, zstd_magic, 4) == 0) || tar_starts_with_manifest(head, n);
+	if (n >= 4 && memcmp(head, zstd_magic, 4) == 0)
+		return 1;
+	fmt_source src;
+	fmt_err e;
+	reader r;
+	if (!may_be_tar(head, n) || fmt_source_from_memory(&src, "-", head, n, &e) != FMT_OK)
+		return 0;
+	int yes = reads_tar(&r, reader_open_stream(&r, &src, &e));
+	fmt_source_close(&src);
+	return yes;
 }
 
 int fmt_bundle_probe(const char *path)
@@ -1027,9 +1046,9 @@ int fmt_bundle_probe(const char *path)
 		n += (size_t)got;
 	}
 	close(fd);
-	if (n >= 4 && memcmp(head, zstd_magic, 4) == 0)
-		return zstd_tar_starts_with_manifest(path);
-	return tar_starts_with_manifest(head, n);
+	reader r;
+	fmt_err e;
+	return may_be_tar(head, n) && reads_tar(&r, reader_open(&r, path, PROBE_BLOCK, &e));
 }
 
 /* ---- pack ---- */

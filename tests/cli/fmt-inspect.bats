@@ -485,6 +485,51 @@ PY
 	assert_equal "$(fmt-inspect --json long.safetensors.tar | jq -r '.members[0].format')" safetensors
 }
 
+@test "a plain tar (no MANIFEST.json first) is named so, with what to do: exit 4, for fmt-inspect, fmt-verify and fmt-shard unpack, file or standard input, .tar or .tar.zst (old: unrecognised format)" {
+	cp "$SAMPLES/tiny.safetensors" .
+	printf 'a,b\n1,2\n' >t.csv
+	tar -cf plain.tar tiny.safetensors t.csv
+	zstd -q -c plain.tar >plain.tar.zst
+	mkdir d && cp t.csv d/ && tar -cf dot.tar -C d .
+	local why='not MANIFEST.json (`tar -tvf` lists its members, `tar -xf` extracts them; `fmt-shard pack` makes a bundle)'
+	for pair in "plain.tar|tiny.safetensors" "plain.tar.zst|tiny.safetensors" "dot.tar|./"; do
+		f=${pair%|*}
+		msg="a tar archive, not an fmtkit bundle: its first member is '${pair#*|}', $why"
+		for tool in fmt-inspect fmt-verify; do
+			run --separate-stderr "$tool" "$f"
+			assert_failure 4
+			assert_equal "$output" ""
+			assert_equal "$stderr" "$tool: error: $f: $msg"
+			run --separate-stderr bash -c '"$1" - <"$2"' _ "$tool" "$f"
+			assert_failure 4
+			assert_equal "$stderr" "$tool: error: -: $msg"
+		done
+		mkdir out
+		run --separate-stderr fmt-shard unpack "$f" -C out
+		assert_failure 4
+		assert_equal "$stderr" "fmt-shard: error: $f: $msg"
+		assert_equal "$(ls -A out)" ""
+		rmdir out
+	done
+	# --json: the failure record on stdout, the error object on stderr
+	msg="a tar archive, not an fmtkit bundle: its first member is 'tiny.safetensors', $why"
+	run --separate-stderr fmt-inspect --json plain.tar
+	assert_failure 4
+	assert_equal "$output" "$(jq -cn --arg m "$msg" '{file:"plain.tar",ok:false,exit:4,error:"InvalidFormat",message:$m}')"
+	assert_equal "$stderr" "$(jq -cn --arg m "$msg" '{tool:"fmt-inspect",level:"error",file:"plain.tar",error:"InvalidFormat",exit:4,message:$m}')"
+	run --separate-stderr fmt-verify --json plain.tar
+	assert_failure 4
+	assert_equal "$stderr" "$(jq -cn --arg m "$msg" '{tool:"fmt-verify",level:"error",file:"plain.tar",error:"InvalidFormat",exit:4,message:$m}')"
+	# "ustar" at byte 257 of a file that is no tar (its header checksum wrong): still what it is
+	{ printf 'word\n'; printf 'x%.0s' $(seq 252); printf 'ustard\n'; seq 60; } >ustar.csv
+	assert_equal "$(dd if=ustar.csv bs=1 skip=257 count=5 2>/dev/null)" ustar
+	run fmt-verify ustar.csv
+	assert_success
+	assert_output "ustar.csv: ok (csv, 61 rows)"
+	run bash -c 'fmt-inspect --json - <ustar.csv | jq -r .format'
+	assert_output csv
+}
+
 @test "hostile bundles: cut short 4, unsafe member names 4, a size field of 8 GiB or 2^62 (no allocation) 4 or 6, a flipped byte 6, an unlisted member 9; a JSON failure record each" {
 	fmt-shard pack "$SAMPLES/tiny.safetensors" -o t.tar >/dev/null
 	# cut inside the member: 4, the reader's words

@@ -579,7 +579,7 @@ hostile() { # CASE EXIT MESSAGE
 	hostile fifo 4 "FIFO"
 	hostile directory 4 "is a directory"
 	hostile duplicate 4 "duplicate member 'a.bin'"
-	hostile manifest-late 4 "expected MANIFEST.json"
+	hostile manifest-late 4 "a tar archive, not an fmtkit bundle: its first member is 'a.bin', not MANIFEST.json"
 }
 
 @test "hostile bundles: member set differs from the manifest (exit 9)" {

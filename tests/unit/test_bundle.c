@@ -218,9 +218,21 @@ TEST(bundle_hostile_members)
 	expect_refused(dir, tar, FMT_CHECKSUM, "SHA-256");
 	make_tar(tar, manifest, "second member!\n", NULL);
 	expect_refused(dir, tar, FMT_CHECKSUM, "bytes");
+	/* a tar without the manifest first: read as a bundle (the probe takes any tar), which says
+	 * what it is */
 	make_tar(tar, NULL, NULL, NULL);
-	expect_refused(dir, tar, FMT_INVALID_FORMAT, "expected MANIFEST.json");
-	CHECK_EQ_U64(fmt_bundle_probe(tar), 0);
+	expect_refused(dir, tar, FMT_INVALID_FORMAT, "a tar archive, not an fmtkit bundle: its first member is 'a.bin', not MANIFEST.json");
+	CHECK_EQ_U64(fmt_bundle_probe(tar), 1);
+	size_t n = 0;
+	uint8_t *head = unit_read_file(tar, 512, &n);
+	CHECK(head != NULL && n == 512);
+	if (head) {
+		CHECK_EQ_U64(fmt_bundle_probe_head(head, n), 1);
+		CHECK_EQ_U64(fmt_bundle_probe_head(head, 511), 0);
+		head[148] ^= 1; /* its header checksum wrong: "ustar" at 257 alone is not a tar */
+		CHECK_EQ_U64(fmt_bundle_probe_head(head, n), 0);
+	}
+	free(head);
 	unit_rm_dir(dir);
 }
 

@@ -76,8 +76,9 @@ void fmt_bundle_sigs_text(const fmt_bundle_info *b, FILE *out);
  * answers to (the index, or the first GGUF shard: members are sorted), or NULL. */
 const char *fmt_bundle_entry(const fmt_bundle_info *b);
 
-/* 1 if path looks like a bundle: a tar ("ustar" at offset 257) whose first member is
- * MANIFEST.json, or a zstd frame (28 B5 2F FD) whose decompressed tar starts with it. 0 for
+/* 1 if path is to be read as a bundle: a tar ("ustar" at offset 257), or a zstd frame (28 B5 2F
+ * FD) whose data begins a tar; a tar whose first member is not MANIFEST.json is then
+ * InvalidFormat "a tar archive, not an fmtkit bundle: ..." (not "unrecognised format"). 0 for
  * anything else, including unreadable files. Reads only the first block. */
 int fmt_bundle_probe(const char *path);
 /* The same from the first n bytes of a stream, which cannot be read again to look inside a zstd
