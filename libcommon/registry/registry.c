@@ -177,11 +177,6 @@ fmt_format fmt_format_probe(fmt_source *s, const uint8_t *head, size_t n, unsign
 	return best_probe(s, head, n, s->size, kinds, best_score);
 }
 
-fmt_format fmt_format_probe_head(const uint8_t *head, size_t n, uint64_t size, unsigned kinds, int *best_score)
-{
-	return best_probe(NULL, head, n, size, kinds, best_score);
-}
-
 void fmt_probe_stream_init(fmt_probe_stream *ps, uint64_t size)
 {
 	memset(ps, 0, sizeof *ps);

@@ -318,11 +318,6 @@ fmt_format fmt_format_by_extension(const char *path, unsigned kinds);
  * file).
  * None (score 0) when no driver recognises it. */
 fmt_format fmt_format_probe(fmt_source *s, const uint8_t *head, size_t n, unsigned kinds, int *score);
-/* The same from the first n bytes alone of data size bytes long, that cannot be read again: no
- * probe_source is asked (an .apsim whose format key lies past the first FMT_PROBE_BYTES is not
- * recognised; fmt_probe_stream is what recognises it). */
-fmt_format fmt_format_probe_head(const uint8_t *head, size_t n, uint64_t size, unsigned kinds, int *score);
-
 /* The format of data that streams by once, size bytes in all (a member of a tar bundle, hashed
  * as it is read): its first FMT_PROBE_BYTES are kept, and then, when a model driver's probe says
  * 0 but its probe_wants_source says the mark may lie further (an .apsim header longer than
