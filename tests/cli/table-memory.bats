@@ -458,6 +458,37 @@ peak_kib() {
 	assert_equal "$(sed -n 2p 1.csv | cut -d, -f1,2,4000)" "0,1,3999"
 }
 
+@test "fmtkit's own Parquet of 4,000 distinct BIGINT columns (row groups of 349 rows, a page of 2.8 KB a chunk), SNAPPY, LZ4_RAW and uncompressed -> CSV: peak RSS within 32 MiB + threads x 8 MiB at -T 1, 2 and 3 (was 48, 64 and 73 MiB), every value; without a TMPDIR, the same CSV" {
+	# A batch of this width is 262 rows, so each column's page spans two batches, and between
+	# them every column held its page decompressed whole (4 KiB each) and its read window (2 KiB):
+	# 25 MB for 4,000 columns (53 and 70 MiB peak RSS at -T 1 and 2 for 3,000 rows). Now, once
+	# the columns hold more than 1 MiB of such pages and windows, a column whose batch is over
+	# puts the rest of its page in one temporary file its reader shares (an uncompressed page is
+	# read on from the file) and frees the page and the window.
+	/usr/bin/python3 - d.csv <<'PY'
+import sys
+with open(sys.argv[1], "w") as f:
+    f.write(",".join(f"c{c}" for c in range(4000)) + "\n")
+    for r in range(1000):
+        f.write(",".join(str(r * 4000 + c) for c in range(4000)) + "\n")
+PY
+	local codec t rss
+	for codec in snappy lz4 none; do
+		fmt-convert -q -f -c $codec d.csv d.parquet
+		run -0 fmt-inspect --json d.parquet
+		assert_equal "$(jq -c '[.rows, [.parquet.row_groups[] | .rows]]' <<<"$output")" '[1000,[349,349,302]]'
+		for t in 1 2 3; do
+			rss=$(peak_kib fmt-convert -q -f -T $t d.parquet $t.csv)
+			echo "$codec -T $t -> CSV: peak RSS $rss KiB" >&3
+			asan_build || [ "$rss" -le $(((32 + 8 * t) * 1024)) ] || fail "$codec -T $t: peak RSS $rss KiB, over $((32 + 8 * t)) MiB"
+			cmp d.csv $t.csv
+		done
+		# no temporary file can be made: the pages stay in memory, as before
+		env TMPDIR="$BATS_TEST_TMPDIR/none" fmt-convert -q -f -T 2 d.parquet none.csv
+		cmp d.csv none.csv
+	done
+}
+
 @test "4,000 BIGINT columns of 16,384 rows -> Parquet: 75 row groups whose 19.7 MB of footer structs go through a temporary file, peak RSS within 32 MiB + threads x 8 MiB at -T 1, 2 and 3 (was 115 and 128 MiB, then 45, 54 and 62), the same bytes; an unwritable TMPDIR is exit 3" {
 	# The writer ends a row group of 4,000 columns every 104-220 rows (12 MiB held), and each
 	# group's RowGroup struct (4,000 ColumnChunks, 263 KB) was held to the end for the footer,

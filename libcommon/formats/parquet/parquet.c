@@ -74,6 +74,7 @@ typedef struct pq_state {
 				  * buffers kept from one row group to the next) */
 	long *leaf_of;           /* per field: its leaf, -1 for nested or not used */
 	pq_budget budget;        /* what the open row group's cursors hold decoded */
+	pq_spill spill;          /* what a batch leaves of the cursors' pages (pq_read.c, put_aside) */
 	uint64_t batch_rows, batch_max;
 	uint64_t slice_max;      /* a flat column's slice: values at most (SLICES_ALL_BYTES) */
 	fmt_range_test_fn skip_test; /* --where pushed down (skip_blocks), or NULL */
@@ -118,6 +119,7 @@ static void pq_close(fmt_table *t)
 	free(s->cursors);
 	free(s->leaf_of);
 	free(s->block_mem);
+	fmt_pq_spill_free(&s->spill);
 	fmt_sb_free(&s->range.bytes);
 	fmt_pq_meta_free(&s->m);
 	free(s);
@@ -238,6 +240,7 @@ static fmt_kind pq_open(fmt_table *t, fmt_err *e)
 	if (!s)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	t->format_state = s;
+	fmt_pq_spill_init(&s->spill);
 	fmt_kind k = FMT_OK;
 	s->f.src = &t->source;
 	s->f.size = t->source.size;
@@ -300,6 +303,7 @@ static fmt_kind open_group(pq_state *s, size_t g, fmt_err *e)
 {
 	fmt_pq_budget_open(&s->budget, &s->m, g);
 	keep_within(s->cursors, s->m.n_leaves, &s->budget);
+	fmt_pq_spill_rewind(&s->spill); /* what the group before put there is read */
 	for (size_t i = 0; i < s->n_fields; i++) {
 		long l = s->leaf_of[i];
 		if (l < 0 || s->fields[i].type == FMT_C_OTHER)
@@ -307,6 +311,7 @@ static fmt_kind open_group(pq_state *s, size_t g, fmt_err *e)
 		fmt_kind k = fmt_pq_cursor_open(&s->cursors[l], &s->m.leaves[l], &s->m.groups[g].chunks[l], &s->f,
 					       &s->budget, 0, 0, e);
 		s->cursors[l].slice_max = slice_max_of(s, (size_t)l);
+		s->cursors[l].shared = &s->spill;
 		if (k == FMT_OK)
 			k = chunk_holds_the_rows(s, g, (size_t)l, &s->cursors[l], e);
 		if (k != FMT_OK)

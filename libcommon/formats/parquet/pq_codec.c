@@ -151,6 +151,7 @@ fmt_kind fmt_pq_inflow_open(pq_inflow *s, const char *col, int codec, const pq_f
 	s->in_pos = s->in_len = 0;
 	s->out_size = s->out_left = ulen;
 	s->done = 0;
+	s->direct = 0;
 	if (codec == CODEC_ZSTD) {
 		if (!s->zstd && !(s->zstd = ZSTD_createDCtx()))
 			return inflow_oom(e);
@@ -222,7 +223,8 @@ static int inflow_dry(const pq_inflow *s)
 static fmt_kind inflow_some(pq_inflow *s, uint8_t *dst, size_t n, size_t *got, fmt_err *e)
 {
 	*got = 0;
-	if (s->codec == CODEC_NONE && !s->mem && s->in_pos == s->in_len && n >= INFLOW_DIRECT && s->in_left) {
+	if (s->codec == CODEC_NONE && !s->mem && s->in_pos == s->in_len && (n >= INFLOW_DIRECT || s->direct) &&
+	    s->in_left) {
 		size_t take = s->in_left < n ? (size_t)s->in_left : n;
 		fmt_kind k = fmt_pq_file_read(s->file, s->off, dst, take, e);
 		if (k != FMT_OK)
@@ -339,6 +341,28 @@ void fmt_pq_inflow_free(pq_inflow *s)
 	}
 	free(s->in);
 	memset(s, 0, sizeof *s);
+}
+
+int fmt_pq_inflow_in_memory(const pq_inflow *s)
+{
+	return s->mem && (s->in_left || s->in_pos < s->in_len);
+}
+
+const uint8_t *fmt_pq_inflow_unread(const pq_inflow *s)
+{
+	/* the bytes taken from memory and not read, then those not taken: one run */
+	return s->in_pos < s->in_len ? s->inp + s->in_pos : s->mem;
+}
+
+void fmt_pq_inflow_move(pq_inflow *s, const pq_file *f, uint64_t off)
+{
+	s->file = f;
+	s->mem = NULL;
+	s->off = off;
+	s->in_left = s->out_left;
+	s->inp = NULL;
+	s->in_pos = s->in_len = 0;
+	s->direct = 1;
 }
 
 uint64_t fmt_pq_inflow_bytes(const pq_inflow *s)

@@ -3,6 +3,7 @@
 #ifndef FMT_PQ_INTERNAL_H
 #define FMT_PQ_INTERNAL_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stddef.h>
 #include "fmt/decode_budget.h"
@@ -113,8 +114,9 @@ typedef struct pq_meta {
 	pq_rowgroup *groups;
 	size_t n_groups;
 	char *created_by;
-	uint8_t *footer;            /* a copy of the footer (stats point into it) */
-	uint32_t footer_len;
+	uint8_t *footer;            /* the chunks' statistics' bytes, copied from the footer (stats
+				     * point into it) */
+	uint32_t footer_len;        /* the footer's bytes in the file */
 } pq_meta;
 
 /* The file being read: its bytes in memory (a buffer, a stream's head), or a regular file
@@ -161,6 +163,8 @@ typedef struct pq_inflow {
 	size_t in_cap;              /* its bytes */
 	uint64_t out_size, out_left; /* the body's size decompressed (its header's), bytes not yet read */
 	int done;                   /* the codec's stream ended */
+	int direct;                 /* a page stored as it is, read from the file straight into each
+				     * destination whatever its size (fmt_pq_inflow_move) */
 	void *zstd, *gz;            /* ZSTD_DCtx, z_stream: kept from one page to the next */
 } pq_inflow;
 /* Whether a codec decompresses as a stream (SNAPPY and LZ4_RAW pages do not: whole). */
@@ -175,6 +179,13 @@ fmt_kind fmt_pq_inflow_end(pq_inflow *s, fmt_err *e);
 void fmt_pq_inflow_free(pq_inflow *s);
 /* The bytes s holds: its buffer and the codec's state. */
 uint64_t fmt_pq_inflow_bytes(const pq_inflow *s);
+/* Whether what s has yet to read is in memory (fmt_pq_inflow_open's mem). */
+int fmt_pq_inflow_in_memory(const pq_inflow *s);
+/* A page stored as it is (CODEC_NONE) and read from memory: where its bytes not yet read (out_left
+ * of them) begin, and, once they are also at off in f, s reading them from there, straight into
+ * each destination (no buffer of its own). */
+const uint8_t *fmt_pq_inflow_unread(const pq_inflow *s);
+void fmt_pq_inflow_move(pq_inflow *s, const pq_file *f, uint64_t off);
 
 /* ---- encodings ---- */
 
@@ -217,6 +228,27 @@ typedef struct pq_budget {
 /* b for row group g of m, nothing charged. */
 void fmt_pq_budget_open(pq_budget *b, const pq_meta *m, size_t g);
 
+/* A spill file that a reader's cursors share (pq_read.c, put_aside): the rest of a page each
+ * decompressed whole, which a batch left unread, until the next batch reads it. Made at its first
+ * use; each row group's bytes written from its start again (fmt_pq_spill_rewind). */
+typedef struct pq_spill {
+	fmt_source src;
+	pq_file file;               /* src as the cursors read it */
+	int state;                  /* 0 not made yet, 1 open, -1 cannot be made (the pages stay in memory) */
+	uint64_t at;                /* the bytes written since the rewind (atomic: cursors take on threads) */
+	pthread_mutex_t lock;       /* the making of the file */
+} pq_spill;
+void fmt_pq_spill_init(pq_spill *s);
+void fmt_pq_spill_rewind(pq_spill *s);
+void fmt_pq_spill_free(pq_spill *s);
+
+/* A cursor's own spill file (a large page decompressed whole, pq_read.c) and the file it is read
+ * as: allocated only by the cursors that make one. */
+typedef struct pq_page_spill {
+	fmt_source src;
+	pq_file file;
+} pq_page_spill;
+
 /* A cursor's buffers, each charged with the most its chunk has needed of it. */
 enum { B_RBUF, B_DICT, B_DICT_SPANS, B_PAGE, B_DEFS, B_VALS, B_SPANS, B_SCRATCH, B_IDX, B_PREFIX, B_REPS, B_LVL, B_CODEC,
        PQ_BUFFERS };
@@ -247,13 +279,15 @@ typedef struct pq_cursor {
 	uint8_t *page_buf;          /* decompressed page */
 	size_t page_cap;
 	/* a large page decompressed whole (SNAPPY, LZ4_RAW) and read a slice at a time: written to
-	 * an unlinked temporary file (made at the first such page, spill_open) and read from there,
+	 * an unlinked temporary file (made at the first such page; NULL before) and read from there,
 	 * so that a row group's columns do not each hold theirs for the batches it spans */
-	fmt_source spill;
-	pq_file spill_file;
-	int spill_open;
+	struct pq_page_spill *spill;
 	uint64_t page_held;         /* the bytes of such a page it reads from page_buf (counted in
 				     * the process's pages held: see read_decompressed) */
+	int whole;                  /* the page was read whole (load_data): its values may lie in
+				     * the window */
+	pq_spill *shared;           /* its reader's spill file for what a batch leaves of such a page,
+				     * or NULL (put_aside) */
 	uint8_t *defs;              /* definition level per value of the page (NULL: all defined):
 				     * 1 defined, 0 null; a list leaf's the levels themselves */
 	size_t defs_cap;

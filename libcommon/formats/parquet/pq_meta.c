@@ -841,6 +841,39 @@ fmt_kind fmt_pq_file_read(const pq_file *f, uint64_t off, void *dst, size_t n, f
 	return fmt_source_read(f->src, off, dst, n, e);
 }
 
+/* The chunks' statistics copied out of the footer into a block of their own bytes (no more than
+ * the footer's), which m->footer then is: a wide file's footer is mostly what is parsed already
+ * (a path and encodings a chunk: 2.3 MB for 9 row groups of 4000 columns, 0.6 MB of statistics). */
+static fmt_kind keep_stats_only(pq_meta *m, fmt_err *e)
+{
+	size_t total = 0;
+	for (size_t g = 0; g < m->n_groups; g++)
+		for (size_t l = 0; l < m->n_leaves; l++) {
+			const pq_stats *st = &m->groups[g].chunks[l].stats;
+			total += (st->min ? st->min_len : 0) + (st->max ? st->max_len : 0);
+		}
+	uint8_t *block = malloc(total ? total : 1), *at = block;
+	if (!block)
+		return oom(e);
+	for (size_t g = 0; g < m->n_groups; g++)
+		for (size_t l = 0; l < m->n_leaves; l++) {
+			pq_stats *st = &m->groups[g].chunks[l].stats;
+			if (st->min) {
+				memcpy(at, st->min, st->min_len);
+				st->min = at;
+				at += st->min_len;
+			}
+			if (st->max) {
+				memcpy(at, st->max, st->max_len);
+				st->max = at;
+				at += st->max_len;
+			}
+		}
+	free(m->footer);
+	m->footer = block;
+	return FMT_OK;
+}
+
 fmt_kind fmt_pq_meta_read(const pq_file *f, pq_meta *m, fmt_schema *s, fmt_err *e)
 {
 	uint64_t n = f->size;
@@ -869,7 +902,7 @@ fmt_kind fmt_pq_meta_read(const pq_file *f, pq_meta *m, fmt_schema *s, fmt_err *
 	k = read_file_meta(&r, m, s, n - 8 - len, e);
 	if (k == FMT_OK && m->n_groups == 0 && m->num_rows != 0)
 		k = bad(e, "rows without row groups");
-	return k;
+	return k == FMT_OK ? keep_stats_only(m, e) : k;
 }
 
 void fmt_pq_meta_free(pq_meta *m)

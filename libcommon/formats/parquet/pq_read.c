@@ -10,10 +10,10 @@
 #include "fmt/half.h"
 #include "pq_internal.h"
 
-/* The cursors' spill files open in the process, and the bytes of pages decompressed whole they
- * read from memory (read_decompressed); atomic. */
+/* The cursors' spill files open in the process, the bytes of pages decompressed whole they
+ * read from memory (read_decompressed), and the bytes of their windows (rbuf); atomic. */
 static unsigned spill_files;
-static uint64_t pages_held;
+static uint64_t pages_held, windows_held;
 
 /* c's page decompressed whole no longer counted as held. */
 static void release_page(pq_cursor *c)
@@ -144,7 +144,6 @@ fmt_kind fmt_pq_cursor_open(pq_cursor *c, const pq_leaf *leaf, const pq_chunk *c
 #undef KEEP
 	c->in = kept.in;            /* its buffer and codec states (reset for each page) */
 	c->spill = kept.spill;
-	c->spill_open = kept.spill_open;
 	release_page(&kept);
 	c->headers_only = headers_only;
 	c->budget = budget;
@@ -166,6 +165,7 @@ fmt_kind fmt_pq_cursor_open(pq_cursor *c, const pq_leaf *leaf, const pq_chunk *c
 
 void fmt_pq_cursor_free(pq_cursor *c)
 {
+	__atomic_sub_fetch(&windows_held, c->rbuf_cap, __ATOMIC_RELAXED);
 	free(c->rbuf);
 	free(c->dict_buf);
 	free(c->dict_spans);
@@ -180,8 +180,9 @@ void fmt_pq_cursor_free(pq_cursor *c)
 	free(c->lvl_buf);
 	fmt_pq_inflow_free(&c->in);
 	release_page(c);
-	if (c->spill_open) {
-		fmt_spill_close(&c->spill);
+	if (c->spill) {
+		fmt_spill_close(&c->spill->src);
+		free(c->spill);
 		__atomic_sub_fetch(&spill_files, 1, __ATOMIC_RELAXED);
 	}
 	memset(c, 0, sizeof *c);
@@ -209,7 +210,9 @@ static fmt_kind window(pq_cursor *c, uint64_t pos, uint64_t n, fmt_err *e)
 		memmove(c->rbuf, c->rbuf + (pos - c->win_off), (size_t)kept);
 	}
 	c->win_len = 0;
+	size_t before = c->rbuf_cap;
 	fmt_kind k = ROOM(c, B_RBUF, rbuf, rbuf_cap, (size_t)(end - pos), e);
+	__atomic_add_fetch(&windows_held, c->rbuf_cap - before, __ATOMIC_RELAXED);
 	if (k != FMT_OK)
 		return k;
 	k = fmt_pq_file_read(c->file, c->chunk->start + pos + kept, c->rbuf + kept, (size_t)(end - pos - kept), e);
@@ -227,16 +230,22 @@ static fmt_kind window(pq_cursor *c, uint64_t pos, uint64_t n, fmt_err *e)
  * 0.8 GB). Its charge stays: the next window grows it again within it. */
 #define WINDOW_KEPT (256u << 10)
 
-static void drop_window(pq_cursor *c)
+static void free_window(pq_cursor *c)
 {
-	if (c->file->data || c->rbuf_cap <= WINDOW_KEPT)
-		return;
+	__atomic_sub_fetch(&windows_held, c->rbuf_cap, __ATOMIC_RELAXED);
 	free(c->rbuf);
 	c->rbuf = NULL;
 	c->rbuf_cap = 0;
 	c->win = NULL;
 	c->win_off = 0;
 	c->win_len = 0;
+}
+
+static void drop_window(pq_cursor *c)
+{
+	if (c->file->data || c->rbuf_cap <= WINDOW_KEPT)
+		return;
+	free_window(c);
 }
 
 /* ---- the page header ---- */
@@ -804,6 +813,8 @@ static fmt_kind load_data(pq_cursor *c, const page_hdr *h, const uint8_t *raw, f
 	fmt_kind k = data_page_checks(c, h, &levels, e);
 	if (k != FMT_OK)
 		return k;
+	release_page(c);            /* page_buf holds this page now, read whole */
+	c->whole = 1;
 	c->page_stored = clen;
 	/* a page stored as it is is read where it lies; another is decompressed into page_buf */
 	const uint8_t *d = raw;
@@ -1021,11 +1032,14 @@ static fmt_kind dict_indices_read(pq_cursor *c, size_t got, fmt_err *e)
 static void open_spill(pq_cursor *c)
 {
 	fmt_err ignored = { 0 };
-	if (__atomic_add_fetch(&spill_files, 1, __ATOMIC_RELAXED) <= SPILL_FILES &&
-	    fmt_spill_open(&c->spill, "a temporary file for decompressed Parquet pages", &ignored) == FMT_OK)
-		c->spill_open = 1;
-	else
-		__atomic_sub_fetch(&spill_files, 1, __ATOMIC_RELAXED);
+	pq_page_spill *sp = NULL;
+	if (__atomic_add_fetch(&spill_files, 1, __ATOMIC_RELAXED) <= SPILL_FILES && (sp = malloc(sizeof *sp)) &&
+	    fmt_spill_open(&sp->src, "a temporary file for decompressed Parquet pages", &ignored) == FMT_OK) {
+		c->spill = sp;
+		return;
+	}
+	free(sp);
+	__atomic_sub_fetch(&spill_files, 1, __ATOMIC_RELAXED);
 }
 
 static fmt_kind read_decompressed(pq_cursor *c, size_t n, fmt_err *e)
@@ -1034,19 +1048,113 @@ static fmt_kind read_decompressed(pq_cursor *c, size_t n, fmt_err *e)
 	release_page(c);
 	uint64_t others = __atomic_load_n(&pages_held, __ATOMIC_RELAXED);
 	int spill = n > SPILL_PAGE && !c->headers_only && others && others + n > PAGES_HELD;
-	if (spill && !c->spill_open)
+	if (spill && !c->spill)
 		open_spill(c);
-	if (!spill || !c->spill_open || fmt_spill_write(&c->spill, 0, c->page_buf, n, &ignored) != FMT_OK) {
+	if (!spill || !c->spill || fmt_spill_write(&c->spill->src, 0, c->page_buf, n, &ignored) != FMT_OK) {
 		c->page_held = n;
 		__atomic_add_fetch(&pages_held, n, __ATOMIC_RELAXED);
 		return fmt_pq_inflow_open(&c->in, c->leaf->path, CODEC_NONE, NULL, c->page_buf, 0, n, n, e);
 	}
-	fmt_spill_set_length(&c->spill, n);
-	c->spill_file = (pq_file){ .src = &c->spill, .data = NULL, .size = n };
+	fmt_spill_set_length(&c->spill->src, n);
+	c->spill->file = (pq_file){ .src = &c->spill->src, .data = NULL, .size = n };
 	free(c->page_buf);
 	c->page_buf = NULL;
 	c->page_cap = 0;
-	return fmt_pq_inflow_open(&c->in, c->leaf->path, CODEC_NONE, &c->spill_file, NULL, 0, n, n, e);
+	return fmt_pq_inflow_open(&c->in, c->leaf->path, CODEC_NONE, &c->spill->file, NULL, 0, n, n, e);
+}
+
+/* ---- what a batch leaves of a page, put aside until the next one ----
+ *
+ * A cursor's page is read a slice at a time over the batches its rows span; between them, each
+ * column of a row group would hold what its page has left (a wide table's 4000 columns, their
+ * 3 KB SNAPPY pages decompressed whole and their windows: 25 MB). Once the process's cursors hold
+ * more than HELD_BETWEEN of such pages and windows, a column whose batch is over puts its page's
+ * rest in its reader's spill file (one for all its columns: no descriptor a column) and frees the
+ * page; a page stored as it is is read on from the file; a window nothing reads any more is freed.
+ * So a row group's columns hold about HELD_BETWEEN between batches, whatever their count and the
+ * size of their pages. Below it (a narrow table) nothing changes. A spill file that cannot be
+ * made or written (no TMPDIR, disk full) leaves the rest in memory, as before. */
+#define HELD_BETWEEN (256u << 10)
+
+void fmt_pq_spill_init(pq_spill *s)
+{
+	memset(s, 0, sizeof *s);
+	s->src.fd = -1;
+	pthread_mutex_init(&s->lock, NULL);
+}
+
+void fmt_pq_spill_rewind(pq_spill *s)
+{
+	__atomic_store_n(&s->at, 0, __ATOMIC_RELAXED);
+}
+
+void fmt_pq_spill_free(pq_spill *s)
+{
+	if (s->state == 1)
+		fmt_spill_close(&s->src);
+	pthread_mutex_destroy(&s->lock);
+	memset(s, 0, sizeof *s);
+}
+
+/* Whether s is open: made at the first call (-1 for good when it cannot be). */
+static int spill_ready(pq_spill *s)
+{
+	int state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+	if (state)
+		return state > 0;
+	pthread_mutex_lock(&s->lock);
+	if (!s->state) {
+		fmt_err ignored = { 0 };
+		int ok = fmt_spill_open(&s->src, "a temporary file for decompressed Parquet pages", &ignored) == FMT_OK;
+		if (ok) {           /* read where written: any offset a cursor was given */
+			fmt_spill_set_length(&s->src, UINT64_MAX);
+			s->file = (pq_file){ .src = &s->src, .data = NULL, .size = UINT64_MAX };
+		}
+		__atomic_store_n(&s->state, ok ? 1 : -1, __ATOMIC_RELEASE);
+	}
+	state = s->state;
+	pthread_mutex_unlock(&s->lock);
+	return state > 0;
+}
+
+/* The page's rest (out_left bytes) written to c's reader's spill file and read from there;
+ * -1: kept in memory. */
+static int spill_rest(pq_cursor *c)
+{
+	fmt_err ignored = { 0 };
+	uint64_t n = c->in.out_left, at;
+	if (!spill_ready(c->shared))
+		return -1;
+	at = __atomic_fetch_add(&c->shared->at, n, __ATOMIC_RELAXED);
+	if (fmt_spill_write(&c->shared->src, at, fmt_pq_inflow_unread(&c->in), (size_t)n, &ignored) != FMT_OK)
+		return -1;
+	fmt_pq_inflow_move(&c->in, &c->shared->file, at);
+	return 0;
+}
+
+/* c's batch is over: what it holds until the next put aside, when the process's cursors hold
+ * more than HELD_BETWEEN. */
+static void put_aside(pq_cursor *c)
+{
+	if (!c->shared || __atomic_load_n(&pages_held, __ATOMIC_RELAXED) +
+	    __atomic_load_n(&windows_held, __ATOMIC_RELAXED) <= HELD_BETWEEN)
+		return;
+	if (c->page_held) {         /* a page decompressed whole, read from page_buf */
+		if (c->sliced && c->in.out_left && spill_rest(c))
+			return;
+		release_page(c);
+		free(c->page_buf);
+		c->page_buf = NULL;
+		c->page_cap = 0;
+	} else if (c->sliced && c->in.codec == CODEC_NONE && fmt_pq_inflow_in_memory(&c->in) && !c->file->data) {
+		/* a page stored as it is, read from the window: read on from the file */
+		fmt_pq_inflow_move(&c->in, c->file, c->chunk->start + c->win_off +
+				   (uint64_t)(fmt_pq_inflow_unread(&c->in) - c->win));
+	}
+	/* the window is read from: by the page's stream, or where a page read whole lies */
+	int reading = c->sliced ? fmt_pq_inflow_in_memory(&c->in) : c->whole && c->page_at < c->page_values;
+	if (!c->file->data && c->rbuf && !reading)
+		free_window(c);
 }
 
 /* The data page h whose body is at chunk byte pos, read as slices. */
@@ -1057,6 +1165,8 @@ static fmt_kind load_sliced(pq_cursor *c, const page_hdr *h, uint64_t pos, fmt_e
 	fmt_kind k = data_page_checks(c, h, &levels, e);
 	if (k != FMT_OK)
 		return k;
+	release_page(c);
+	c->whole = 0;
 	if ((k = ROOM(c, B_LVL, lvl_buf, lvl_cap, levels + 1, e)) != FMT_OK)
 		return k;
 	uint64_t at = c->chunk->start + pos;
@@ -1404,11 +1514,21 @@ fmt_kind fmt_pq_cursor_take(pq_cursor *c, const fmt_field *f, uint64_t n, fmt_co
 	return fmt_pq_cursor_take_into(c, f, n, NULL, col, b, e);
 }
 
+static fmt_kind take_flat(pq_cursor *c, const fmt_field *f, uint64_t n, uint8_t *mem, fmt_column *col, fmt_batch *b,
+			  fmt_err *e);
+
 fmt_kind fmt_pq_cursor_take_into(pq_cursor *c, const fmt_field *f, uint64_t n, uint8_t *mem, fmt_column *col,
 				 fmt_batch *b, fmt_err *e)
 {
-	if (c->leaf->list)
-		return fmt_pq_list_take(c, f, n, col, b, e);
+	fmt_kind k = c->leaf->list ? fmt_pq_list_take(c, f, n, col, b, e) : take_flat(c, f, n, mem, col, b, e);
+	if (k == FMT_OK)
+		put_aside(c);
+	return k;
+}
+
+static fmt_kind take_flat(pq_cursor *c, const fmt_field *f, uint64_t n, uint8_t *mem, fmt_column *col, fmt_batch *b,
+			  fmt_err *e)
+{
 	out_col o = { 0 };
 	size_t bitmap = (size_t)((n + 7) / 8);
 	int strings = is_string(f->type);
