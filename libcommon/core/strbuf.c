@@ -49,6 +49,26 @@ char *fmt_sb_reserve_slow(fmt_sb *b, size_t n)
 	return grow(b, n) ? b->p + b->len : NULL;
 }
 
+char *fmt_sb_reserve_tight(fmt_sb *b, size_t n)
+{
+	if (b->oom || n > SIZE_MAX - b->len - 1) {
+		b->oom = 1;
+		return NULL;
+	}
+	size_t need = b->len + n + 1, more = b->cap > SIZE_MAX / 2 ? need : b->cap + b->cap / 8;
+	if (need > b->cap) {
+		size_t cap = need > more ? need : more;
+		char *p = realloc(b->p, cap);
+		if (!p) {
+			b->oom = 1;
+			return NULL;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	return b->p + b->len;
+}
+
 void fmt_sb_puts(fmt_sb *b, const char *s)
 {
 	fmt_sb_put(b, s, strlen(s));

@@ -107,6 +107,23 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
+/* grow by an eighth at least rather than doubling: for a buffer every column holds (a wide
+ * table's 4,000 columns), so that they hold near what they use. */
+static int grow_tight(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap + *cap / 8 > need ? *cap + *cap / 8 : need;
+	if (n > SIZE_MAX / elem)
+		return -1;
+	void *q = realloc(*p, n * elem);
+	if (!q)
+		return -1;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
 /* ---- the physical layout of each column type ---- */
 
 static void physical_of(colw *c)
@@ -432,7 +449,7 @@ static void values_out_of_dict(colw *c)
 		return;
 	c->in_dict = 0;
 	size_t w = (size_t)c->width;
-	char *at = fmt_sb_reserve(&c->plain, (size_t)c->values * w);
+	char *at = fmt_sb_reserve_tight(&c->plain, (size_t)c->values * w);
 	if (!at)
 		return;
 	for (uint64_t i = 0; i < c->values; i++)
@@ -448,6 +465,9 @@ static void give_up_dict(colw *c)
 		stat_dict_entries(c);
 	values_out_of_dict(c);
 	dict_reset(&c->d, 0);
+	free(c->idx);               /* no page of indices: idx_n stays counted (column_held) */
+	c->idx = NULL;
+	c->idx_cap = 0;
 }
 
 /* Value p[0..n) into the dictionary while it is on: its index into c->idx. */
@@ -606,7 +626,7 @@ static fmt_kind add_plain_values(colw *c, const uint8_t *src, uint64_t count, fm
 	if (i == count)
 		return FMT_OK;
 	size_t bytes = (size_t)(count - i) * w;
-	char *at = fmt_sb_reserve(&c->plain, bytes);
+	char *at = fmt_sb_reserve_tight(&c->plain, bytes);
 	if (!at)
 		return oom(e);
 	memcpy(at, src + i * w, bytes);
@@ -678,7 +698,7 @@ static fmt_kind add_rows(colw *c, const fmt_column *col, uint64_t from, uint64_t
 {
 	if (c->list_size)
 		return add_list_rows(c, col, from, count, e);
-	if (grow((void **)&c->defs, &c->defs_cap, c->rows + count, 1))
+	if (grow_tight((void **)&c->defs, &c->defs_cap, c->rows + count, 1))
 		return oom(e);
 	if (!col->validity && plain_as_is(c))
 		return add_plain_run(c, col, from, count, e);
@@ -1251,14 +1271,22 @@ static fmt_kind write_footer(writer *w, fmt_err *e)
 	return k;
 }
 
-static void writer_free(writer *w)
+/* The columns' buffers of values (their schema stays, for the footer). */
+static void columns_free(writer *w)
 {
 	for (size_t i = 0; w->cols && i < w->n; i++) {
 		colw *c = &w->cols[i];
 		free(c->defs), free(c->vpos), free(c->idx);
+		c->defs = NULL, c->vpos = NULL, c->idx = NULL;
+		c->defs_cap = c->vpos_cap = c->idx_cap = 0;
 		fmt_sb_free(&c->plain), fmt_sb_free(&c->smin), fmt_sb_free(&c->smax);
 		dict_reset(&c->d, 0);
 	}
+}
+
+static void writer_free(writer *w)
+{
+	columns_free(w);
 	free(w->cols);
 	free(w->levels);
 	fmt_sb_free(&w->page), fmt_sb_free(&w->comp), fmt_sb_free(&w->hdr), fmt_sb_free(&w->groups);
@@ -1318,13 +1346,11 @@ static uint64_t rows_within(const writer *w, const fmt_batch *b, uint64_t at, ui
 	return n ? n : 1;
 }
 
-/* A dictionary given up to make room: give_up_dict, and the values' indices freed. */
+/* A dictionary given up to make room: give_up_dict, and the values' indices no longer counted. */
 static void drop_dict(colw *c)
 {
 	give_up_dict(c);
-	free(c->idx);
-	c->idx = NULL;
-	c->idx_cap = c->idx_n = 0;
+	c->idx_n = 0;
 }
 
 /* The dictionaries of the row group that do not pay so far (or went off already) dropped;
@@ -1428,6 +1454,7 @@ fmt_kind fmt_pq_write(fmt_table *in, fmt_sink *k, int codec, int level, uint64_t
 	}
 	if (r == FMT_OK)
 		r = flush_group(&w, e);
+	columns_free(&w);           /* not held beside the footer */
 	if (r == FMT_OK)
 		r = write_footer(&w, e);
 	writer_free(&w);

@@ -21,6 +21,9 @@ static inline char *fmt_sb_reserve(fmt_sb *b, size_t n)
 {
 	return !b->oom && b->cap - b->len > n ? b->p + b->len : fmt_sb_reserve_slow(b, n);
 }
+/* fmt_sb_reserve for a buffer held among many (a wide table's columns): when it must grow, by an
+ * eighth at least rather than doubling, so that what they hold is near what they use. */
+char *fmt_sb_reserve_tight(fmt_sb *b, size_t n);
 static inline void fmt_sb_commit(fmt_sb *b, size_t n)
 {
 	b->len += n;
