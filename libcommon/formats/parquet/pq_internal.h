@@ -69,10 +69,10 @@ typedef struct pq_stats {
 
 typedef struct pq_chunk {
 	int codec;
+	uint32_t encodings;         /* bit per encoding id (< 32) */
 	int64_t num_values;
 	int64_t total_compressed, total_uncompressed;
 	int64_t data_page_offset, dict_page_offset; /* dict: -1 when absent */
-	uint32_t encodings;         /* bit per encoding id (< 32) */
 	pq_stats stats;
 	uint64_t start, end;        /* the chunk's bytes in the file, checked */
 } pq_chunk;
