@@ -257,9 +257,12 @@ static fmt_kind key_path_usable(const char *path, int rotate, fmt_err *e)
 	struct stat st;
 	if (lstat(path, &st) != 0)
 		return FMT_OK;
-	if (!rotate)
-		return fmt_fail(e, FMT_USAGE, "%s already exists; --force replaces it and keeps it as "
-				"%s.old", path, path);
+	/* e->file names path (the callers put it there): the message does not name it again */
+	if (!rotate) {
+		const char *base = strrchr(path, '/');
+		return fmt_fail(e, FMT_USAGE, "already exists; --force replaces it and keeps the old one as %s.old",
+				base ? base + 1 : path);
+	}
 	if (!S_ISREG(st.st_mode))
 		return fmt_fail(e, FMT_USAGE, "the key path is not a regular file; not rotating it");
 	return FMT_OK;

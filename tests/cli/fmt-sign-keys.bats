@@ -71,13 +71,13 @@ secret key: $DIR/ed25519.key"
 	cp k.pub k.pub.orig
 	run --separate-stderr fmt-sign keygen -W -p k.pub -s k.key
 	assert_failure 2
-	assert_equal "$stderr" "fmt-sign: error: k.key: k.key already exists; --force replaces it and keeps it as k.key.old"
+	assert_equal "$stderr" "fmt-sign: error: k.key: already exists; --force replaces it and keeps the old one as k.key.old"
 	cmp k.key k.key.orig
 	cmp k.pub k.pub.orig
 	# an existing public key alone also stops keygen before a secret key is written
 	run --separate-stderr fmt-sign keygen -W -p k.pub -s new.key
 	assert_failure 2
-	assert_equal "$stderr" "fmt-sign: error: k.pub: k.pub already exists; --force replaces it and keeps it as k.pub.old"
+	assert_equal "$stderr" "fmt-sign: error: k.pub: already exists; --force replaces it and keeps the old one as k.pub.old"
 	[ ! -e new.key ]
 	run fmt-sign keygen -W --force -p k.pub -s k.key
 	assert_success
@@ -90,6 +90,29 @@ secret key: $DIR/ed25519.key"
 	run fmt-sign keygen -W --force -p l.pub -s link.key
 	assert_failure 2
 	assert_equal "$(cat target)" target
+}
+
+@test "an existing key is named once, as FILE, for every kind of key, also with --json (old: 'PATH: PATH already exists; ... as PATH.old')" {
+	fmt-sign keygen -W >/dev/null
+	fmt-sign keygen --x25519 -W >/dev/null
+	fmt-sign keygen --watermark >/dev/null
+	for name in ed25519 x25519 watermark; do
+		case $name in
+		ed25519) args=(-W) ;;
+		x25519) args=(--x25519 -W) ;;
+		watermark) args=(--watermark) ;;
+		esac
+		before=$(ls -A "$DIR")
+		run --separate-stderr fmt-sign keygen "${args[@]}"
+		assert_failure 2
+		assert_equal "$output" ""
+		assert_equal "$stderr" "fmt-sign: error: $DIR/$name.key: already exists; --force replaces it and keeps the old one as $name.key.old"
+		run --separate-stderr fmt-sign --json keygen "${args[@]}"
+		assert_failure 2
+		assert_equal "$stderr" "$(jq -cn --arg f "$DIR/$name.key" --arg m "already exists; --force replaces it and keeps the old one as $name.key.old" \
+			'{tool:"fmt-sign",level:"error",file:$f,error:"UsageError",exit:2,message:$m}')"
+		assert_equal "$(ls -A "$DIR")" "$before"
+	done
 }
 
 @test "keygen writes both key files or neither: -p a directory, an immutable .pub or .key with --force (Ed25519 and X25519)" {
