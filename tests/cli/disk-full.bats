@@ -364,6 +364,29 @@ fmt-sign|key-id -p k.pub|
 fmt-sign|sign -s k.key -x - rows.csv|rows.csv
 nk-run|--raw --random 1 mlp.nk|
 EOF
+	# with --json the same, as exactly one error object: a failure record on stdout would fail
+	# again there and be reported a second time at the end of the run (old: fmt-sign sign -x -
+	# printed a second object with "file":null)
+	while IFS='|' read -r tool args file; do
+		run --separate-stderr bash -c "$tool --json $args >/dev/full"
+		[ "$status" = 3 ] || fail "$tool --json $args: exit $status: $stderr"
+		assert_equal "$stderr" "$(jq -cn --arg t "$tool" --arg f "$file" '{tool:$t,level:"error",file:(if $f == "" then null else $f end),
+			error:"IoError",exit:3,message:"cannot write to standard output: No space left on device"}')"
+	done <<'EOF'
+fmt-convert|--to csv rows.ald -|rows.ald
+fmt-convert|--to gguf m.safetensors -|m.safetensors
+fmt-convert|--to csv - - <rows.csv|-
+fmt-shard|merge set/m.safetensors.index.json -o -|set/m.safetensors.index.json
+fmt-shard|concat rows.csv rows.csv -o -|rows.csv
+fmt-shard|pack set/m.safetensors.index.json -o -|set/m.safetensors.index.json
+fmt-watermark|embed --key seller.key --buyer alice --to safetensors m.safetensors -|m.safetensors
+fmt-inspect|m.safetensors|
+fmt-verify|m.tar|
+fmt-sign|key-id -p k.pub|
+fmt-sign|sign -s k.key -x - rows.csv|rows.csv
+fmt-sign|sign -s k.key -x - m.tar|m.tar
+nk-run|--random 1 mlp.nk|
+EOF
 	run --separate-stderr bash -c "fmt-convert --json --to csv rows.ald - >/dev/full"
 	assert_equal "$status" 3
 	assert_equal "$stderr" '{"tool":"fmt-convert","level":"error","file":"rows.ald","error":"IoError","exit":3,"message":"cannot write to standard output: No space left on device"}'

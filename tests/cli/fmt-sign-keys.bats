@@ -208,6 +208,21 @@ Trusted comment: ${tc#trusted comment: }"
 	[[ "$stderr" == *"s-00002-of-00002.safetensors: bad signature by key"* ]] || fail "$stderr"
 }
 
+@test "sign -x - writes the signature alone to standard output, with or without --json: minisign and fmt-sign verify it (old: a 'signed' line or a JSON record after it, refused as 'exactly four lines')" {
+	fmt_pair k
+	for json in "" --json; do
+		run --separate-stderr bash -c 'fmt-sign $1 sign -s k.key -x - model.bin >out.minisig' _ "$json"
+		assert_success
+		assert_equal "$stderr" ""
+		assert_equal "$(wc -l <out.minisig)" 4
+		[[ "$(sed -n 3p out.minisig)" == "trusted comment: timestamp:"*$'\tfile:model.bin\thashed' ]]
+		run fmt-sign verify -p k.pub -x out.minisig model.bin
+		assert_success
+		run minisign -V -p k.pub -x out.minisig -m model.bin
+		assert_success
+	done
+}
+
 @test "fmt-sign verifies minisign's prehashed and legacy signatures with minisign's keys" {
 	ms_pair m
 	minisign -S -s m.key -m model.bin -t "from minisign"

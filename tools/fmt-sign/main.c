@@ -231,6 +231,7 @@ int main(int argc, char **argv)
 	if (bad)
 		return fmt_cli_usage_error(&tool, bad);
 	int ed = o.seckey || o.pubkey || o.pubkey_b64;
+	o.sig_on_stdout = cli.command == CMD_SIGN && o.sigfile && strcmp(o.sigfile, "-") == 0;
 	int status;
 	switch (cli.command) {
 	case CMD_KEYGEN:

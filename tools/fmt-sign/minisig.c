@@ -281,7 +281,7 @@ static fmt_kind sign_one(const char *file, const fmt_ms_secret *sec, const sign_
  * ID (embedded)", or its JSON object; 0 or the I/O exit status. */
 static int report_signed_file(const char *file, const char *sig_path, const char *id, const sign_opts *o)
 {
-	if (o->common.quiet)
+	if (o->common.quiet || o->sig_on_stdout)
 		return 0;
 	if (o->common.json) {
 		json_t *obj = sig_path ? json_pack("{s:o, s:b, s:o, s:s}", "file", fmt_json_string(file, strlen(file)), "ok", 1,

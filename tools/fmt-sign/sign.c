@@ -11,7 +11,9 @@
 
 static FILE *sign_records(const sign_opts *o)
 {
-	return o->common.quiet ? NULL : stdout;
+	/* not on standard output when it carries the signature: a failure record written there too
+	 * would fail again on a full device, and the end-of-run check would report it a second time */
+	return o->common.quiet || o->sig_on_stdout ? NULL : stdout;
 }
 
 void sign_input(const sign_opts *o, const char *file)

@@ -21,6 +21,8 @@ typedef struct sign_opts {
 	const char *pubkey_b64;      /* -P BASE64 */
 	const char *seckey;          /* -s FILE */
 	const char *sigfile;         /* -x FILE */
+	int sig_on_stdout;           /* sign -x -: standard output carries the signature, so no
+				      * report goes there (no record, no "signed" line) */
 	const char *trusted_comment; /* -t TEXT */
 	const char *trusted_dir;     /* --trusted-keys DIR */
 	const char *passphrase_file;
