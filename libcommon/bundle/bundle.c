@@ -391,12 +391,17 @@ static fmt_kind reader_open(reader *r, const char *path, size_t block, fmt_err *
 	return reader_start(r, block, e);
 }
 
-static fmt_kind reader_open_stream(reader *r, fmt_source *src, fmt_err *e)
+static fmt_kind reader_open_source(reader *r, fmt_source *src, size_t block, fmt_err *e)
 {
 	memset(r, 0, sizeof *r);
 	r->fd = -1;
 	r->src = src;
-	return reader_start(r, READ_BLOCK, e);
+	return reader_start(r, block, e);
+}
+
+static fmt_kind reader_open_stream(reader *r, fmt_source *src, fmt_err *e)
+{
+	return reader_open_source(r, src, READ_BLOCK, e);
 }
 
 #define TAR_BLOCK 512u
@@ -473,6 +478,15 @@ static fmt_kind check_entry(struct archive_entry *ent, const char **name_out, fm
 	return FMT_OK;
 }
 
+/* A first member other than the manifest (a directory "./" too): a tar, but not one fmt-shard
+ * pack made. */
+static fmt_kind not_a_bundle(const char *name, fmt_err *e)
+{
+	return fmt_fail(e, FMT_INVALID_FORMAT, "a tar archive, not an fmtkit bundle: its first member is " NM
+			", not MANIFEST.json (`tar -tvf` lists its members, `tar -xf` extracts them; "
+			"`fmt-shard pack` makes a bundle)", name ? name : "");
+}
+
 static fmt_kind read_manifest(reader *r, fmt_bundle_info *b, fmt_err *e)
 {
 	struct archive_entry *ent;
@@ -482,12 +496,9 @@ static fmt_kind read_manifest(reader *r, fmt_bundle_info *b, fmt_err *e)
 		return k;
 	if (!ent)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "empty archive (expected MANIFEST.json first)");
-	/* any other first member (a directory "./" too): a tar, but not one fmt-shard pack made */
 	name = AR(archive_entry_pathname)(ent);
 	if (!name || strcmp(name, FMT_BUNDLE_MANIFEST) != 0)
-		return fmt_fail(e, FMT_INVALID_FORMAT, "a tar archive, not an fmtkit bundle: its first member is " NM
-				", not MANIFEST.json (`tar -tvf` lists its members, `tar -xf` extracts them; "
-				"`fmt-shard pack` makes a bundle)", name ? name : "");
+		return not_a_bundle(name, e);
 	if ((k = check_entry(ent, &name, e)) != FMT_OK)
 		return k;
 	int64_t size = AR(archive_entry_size)(ent);
@@ -1049,6 +1060,30 @@ int fmt_bundle_probe(const char *path)
 	reader r;
 	fmt_err e;
 	return may_be_tar(head, n) && reads_tar(&r, reader_open(&r, path, PROBE_BLOCK, &e));
+}
+
+int fmt_bundle_explain(fmt_source *s, const uint8_t *head, size_t n, fmt_err *e)
+{
+	reader r;
+	struct archive_entry *ent = NULL;
+	fmt_err why;
+	if (!may_be_tar(head, n))
+		return 0;
+	fmt_kind k = reader_open_source(&r, s, PROBE_BLOCK, &why);
+	if (k != FMT_OK)
+		return 0;
+	if (next_header(&r, &ent, &why) == FMT_OK && ent) {
+		const char *name = AR(archive_entry_pathname)(ent);
+		if (!name || strcmp(name, FMT_BUNDLE_MANIFEST) != 0)
+			k = not_a_bundle(name, e);
+		else
+			k = fmt_fail(e, FMT_INVALID_FORMAT, "an fmtkit bundle (tar%s), which this tool does not read: "
+				     "`fmt-shard unpack` extracts its files; fmt-inspect and fmt-verify read it as it is, "
+				     "`fmt-sign sign -s` signs it whole (a detached .minisig, which fmt-verify -p checks)",
+				     AR(archive_filter_code)(r.a, 0) == ARCHIVE_FILTER_ZSTD ? ", zstd" : "");
+	}
+	reader_close(&r);
+	return k != FMT_OK;
 }
 
 /* ---- pack ---- */

@@ -7,10 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fmt/bundle.h"
 #include "fmt/cli.h"
 #include "fmt/env.h"
 #include "fmt/io.h"
 #include "fmt/out.h"
+#include "fmt/registry.h"
 #include "fmt/report.h"
 #include "fmt/strbuf.h"
 
@@ -601,6 +603,7 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 	memset(cli, 0, sizeof *cli);
 	cli->command = -1;
 	keep_freed_blocks();
+	fmt_format_set_unrecognised(fmt_bundle_explain); /* a tar is named so, also by tools that read none */
 	if (build_getopt(t, longs, shorts) != 0) {
 		fmt_fail(&e, FMT_INTERNAL, "more than %d options in the table", MAX_OPTIONS - 2 - (int)N_APPENDED);
 		fmt_report_error(stderr, t->name, NULL, &e, 0);

@@ -15,6 +15,13 @@ static const char *article(const char *name)
 	return name[0] && strchr("aeiou", name[0]) ? "an" : "a";
 }
 
+static fmt_unrecognised_fn unrecognised;
+
+void fmt_format_set_unrecognised(fmt_unrecognised_fn fn)
+{
+	unrecognised = fn;
+}
+
 /* The format of the first bytes of s among kinds (the best score; a model driver on a tie). None
  * is InvalidFormat naming the formats of kinds. */
 static fmt_format probe(fmt_source *s, unsigned kinds, fmt_err *e)
@@ -29,7 +36,7 @@ static fmt_format probe(fmt_source *s, unsigned kinds, fmt_err *e)
 	if (other.table) {
 		fmt_fail(e, FMT_INVALID_FORMAT, "%s %s dataset, not a model", article(other.table->name),
 			 other.table->name);
-	} else if (!f.model && !f.table) {
+	} else if (!f.model && !f.table && !(unrecognised && unrecognised(s, head, n, e))) {
 		char names[512];
 		if (kinds == FMT_FORMAT_MODEL)
 			fmt_driver_names(names, sizeof names);

@@ -530,6 +530,52 @@ PY
 	assert_output csv
 }
 
+@test "tools that read no bundle (fmt-convert, fmt-sign, fmt-watermark) name a bundle and a plain tar, file or standard input, text and --json: exit 4 (old: unrecognised format)" {
+	export XDG_CONFIG_HOME=$PWD/cfg
+	cp "$SAMPLES/tiny.safetensors" .
+	printf 'a,b\n1,2\n' >t.csv
+	tar -cf plain.tar tiny.safetensors t.csv
+	fmt-shard pack tiny.safetensors -o b.tar >/dev/null
+	fmt-shard pack tiny.safetensors -o b.tar.zst >/dev/null
+	fmt-sign keygen -q -W && fmt-sign keygen -q --hmac && fmt-sign keygen -q --watermark
+	local what='which this tool does not read: `fmt-shard unpack` extracts its files; fmt-inspect and fmt-verify read it as it is, `fmt-sign sign -s` signs it whole (a detached .minisig, which fmt-verify -p checks)'
+	local plain="a tar archive, not an fmtkit bundle: its first member is 'tiny.safetensors', not MANIFEST.json (\`tar -tvf\` lists its members, \`tar -xf\` extracts them; \`fmt-shard pack\` makes a bundle)"
+	for pair in "b.tar|an fmtkit bundle (tar), $what" "b.tar.zst|an fmtkit bundle (tar, zstd), $what" "plain.tar|$plain"; do
+		f=${pair%%|*}
+		msg=${pair#*|}
+		while IFS='|' read -r tool args; do
+			run --separate-stderr bash -c "$tool $args" _ "$f"
+			assert_failure 4
+			assert_equal "$output" ""
+			assert_equal "$stderr" "$tool: error: $f: $msg"
+		done <<'EOF'
+fmt-convert|"$1" out.gguf
+fmt-convert|--to csv "$1" out.csv
+fmt-sign|sign --embed "$1"
+fmt-sign|sign --hmac-key "$1"
+fmt-watermark|embed --key cfg/fmtkit/watermark.key --buyer b --registry r.jsonl "$1" out.safetensors
+EOF
+		run --separate-stderr bash -c 'fmt-convert --to csv - - <"$1"' _ "$f"
+		assert_failure 4
+		assert_equal "$stderr" "fmt-convert: error: -: $msg"
+		run --separate-stderr fmt-sign --json sign --embed "$f"
+		assert_failure 4
+		assert_equal "$output" "$(jq -cn --arg f "$f" --arg m "$msg" '{file:$f,ok:false,exit:4,error:"InvalidFormat",message:$m}')"
+		assert_equal "$stderr" "$(jq -cn --arg f "$f" --arg m "$msg" '{tool:"fmt-sign",level:"error",file:$f,error:"InvalidFormat",exit:4,message:$m}')"
+		# fmt-sign verify without FILE.minisig: not signed (7), and why
+		run --separate-stderr fmt-sign verify -p cfg/fmtkit/ed25519.pub "$f"
+		assert_failure 7
+		assert_equal "$stderr" "fmt-sign: error: $f: not signed: no $f.minisig beside it, and no embedded signature can be read ($msg)"
+		[ ! -e out.gguf ] && [ ! -e out.csv ] && [ ! -e out.safetensors ]
+	done
+	# what the message offers works: a detached signature of the bundle, checked by fmt-verify -p
+	run fmt-sign sign -s cfg/fmtkit/ed25519.key b.tar.zst
+	assert_success
+	run fmt-verify -p cfg/fmtkit/ed25519.pub b.tar.zst
+	assert_success
+	assert_output --partial "b.tar.zst: ok (bundle of safetensors, 1 file, 468 bytes, zstd, .minisig by trusted key"
+}
+
 @test "hostile bundles: cut short 4, unsafe member names 4, a size field of 8 GiB or 2^62 (no allocation) 4 or 6, a flipped byte 6, an unlisted member 9; a JSON failure record each" {
 	fmt-shard pack "$SAMPLES/tiny.safetensors" -o t.tar >/dev/null
 	# cut inside the member: 4, the reader's words

@@ -87,6 +87,11 @@ int fmt_bundle_probe_head(const uint8_t *head, size_t n);
 /* Standard input opened as a sequential source and its first bytes probed: *is_bundle says
  * whether they begin one (the bytes stay readable from the source). On failure src is closed. */
 fmt_kind fmt_bundle_open_stdin(fmt_source *src, int *is_bundle, fmt_err *e);
+/* Data no format reads (s, whose first n bytes are head), told for what it is when it is a tar
+ * (fmt_unrecognised_fn, fmt/registry.h): InvalidFormat in e and 1 for a bundle ("an fmtkit
+ * bundle ...", with what reads it) and for a tar that is none (the words reading it as a bundle
+ * gives); 0 otherwise. Reads s from its start, at most until its first member header. */
+int fmt_bundle_explain(struct fmt_source *s, const uint8_t *head, size_t n, fmt_err *e);
 
 /* Pack the set that set_path opens (a single file, an index, a GGUF first shard: every file of
  * the set is a member) into bundle_path, atomically (FMT_SINK_FORCE overwrites). The files are

@@ -318,6 +318,12 @@ fmt_format fmt_format_by_extension(const char *path, unsigned kinds);
  * file).
  * None (score 0) when no driver recognises it. */
 fmt_format fmt_format_probe(fmt_source *s, const uint8_t *head, size_t n, unsigned kinds, int *score);
+/* What the opener (fmt_model_open, fmt_table_open, fmt_open_any...) says of data no driver
+ * reads, when a layer above knows more than "unrecognised format" (fmt_bundle_explain, set by
+ * fmt_cli_parse: a tar bundle, a plain tar): fn gets the source, its first n bytes, and fills e
+ * and returns 1, or returns 0 for the plain message. Set once, at start-up; NULL unsets it. */
+typedef int (*fmt_unrecognised_fn)(fmt_source *s, const uint8_t *head, size_t n, fmt_err *e);
+void fmt_format_set_unrecognised(fmt_unrecognised_fn fn);
 /* The format of data that streams by once, size bytes in all (a member of a tar bundle, hashed
  * as it is read): its first FMT_PROBE_BYTES are kept, and then, when a model driver's probe says
  * 0 but its probe_wants_source says the mark may lie further (an .apsim header longer than
