@@ -255,6 +255,8 @@ typedef struct reader {
 	uint64_t members_end;  /* the tar offset where the last member's padded data ends */
 	int eof;               /* a read gave libarchive the end of the input */
 	int cut;               /* bundle_failed said it is cut short */
+	int reads;             /* reads given to libarchive so far */
+	int gzip;              /* the first one began with gzip's magic */
 	fmt_err err;           /* a read's own failure */
 } reader;
 
@@ -270,6 +272,28 @@ static void reader_close(reader *r)
 	r->buf = NULL;
 }
 
+static const uint8_t gzip_magic[2] = { 0x1F, 0x8B };
+
+static int is_gzip(const uint8_t *head, size_t n)
+{
+	return n >= 2 && memcmp(head, gzip_magic, 2) == 0;
+}
+
+/* gzip data (a .tar.gz, or anything gzip'd): fmtkit reads none, bundles are plain or zstd tars. */
+static fmt_kind gzip_file(fmt_err *e)
+{
+	return fmt_fail(e, FMT_INVALID_FORMAT, "a gzip-compressed file, which fmtkit does not read: `gzip -dc` "
+			"decompresses it (fmtkit's bundles are tars, plain or zstd-compressed, as `fmt-shard pack` "
+			"makes them)");
+}
+
+/* The first bytes handed to libarchive: gzip's magic? (what a bundle reader says of a .tar.gz) */
+static void note_first_read(reader *r, size_t got)
+{
+	if (r->reads++ == 0)
+		r->gzip = is_gzip(r->buf, got);
+}
+
 static la_ssize_t read_stream(struct archive *a, void *ud, const void **out)
 {
 	reader *r = ud;
@@ -280,6 +304,7 @@ static la_ssize_t read_stream(struct archive *a, void *ud, const void **out)
 	}
 	r->pos += got;
 	r->eof |= got == 0;
+	note_first_read(r, got);
 	*out = r->buf;
 	return (la_ssize_t)got;
 }
@@ -296,6 +321,7 @@ static la_ssize_t read_fd(struct archive *a, void *ud, const void **out)
 		return -1;
 	}
 	r->eof |= got == 0;
+	note_first_read(r, (size_t)got);
 	*out = r->buf;
 	return (la_ssize_t)got;
 }
@@ -365,7 +391,9 @@ static fmt_kind reader_start(reader *r, size_t block, fmt_err *e)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	}
 	if (AR(archive_read_open)(r->a, r, NULL, r->src ? read_stream : read_fd, NULL) != ARCHIVE_OK) {
-		fmt_kind k = read_failed(r, e) != FMT_OK ? e->kind : bundle_failed(r, NULL, "not a tar bundle", e);
+		fmt_kind k = read_failed(r, e) != FMT_OK ? e->kind
+			     : r->gzip		     ? gzip_file(e)
+						     : bundle_failed(r, NULL, "not a tar bundle", e);
 		reader_close(r);
 		return k;
 	}
@@ -1067,6 +1095,10 @@ int fmt_bundle_explain(fmt_source *s, const uint8_t *head, size_t n, fmt_err *e)
 	reader r;
 	struct archive_entry *ent = NULL;
 	fmt_err why;
+	if (is_gzip(head, n)) {
+		gzip_file(e);
+		return 1;
+	}
 	if (!may_be_tar(head, n))
 		return 0;
 	fmt_kind k = reader_open_source(&r, s, PROBE_BLOCK, &why);

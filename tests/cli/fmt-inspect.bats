@@ -576,6 +576,45 @@ EOF
 	assert_output --partial "b.tar.zst: ok (bundle of safetensors, 1 file, 468 bytes, zstd, .minisig by trusted key"
 }
 
+@test "gzip data (a bundle, a plain tar or a CSV, gzip'd) is named so in every tool, file or standard input, text and --json: exit 4, nothing unpacked (old: unrecognised format, 'not a tar bundle: Unrecognized archive format')" {
+	cp "$SAMPLES/tiny.safetensors" .
+	printf 'a,b\n1,2\n' >t.csv
+	tar -cf plain.tar tiny.safetensors t.csv
+	fmt-shard pack tiny.safetensors -o b.tar >/dev/null
+	gzip -k b.tar plain.tar t.csv
+	local msg='a gzip-compressed file, which fmtkit does not read: `gzip -dc` decompresses it (fmtkit'"'"'s bundles are tars, plain or zstd-compressed, as `fmt-shard pack` makes them)'
+	mkdir out
+	for f in b.tar.gz plain.tar.gz t.csv.gz; do
+		while IFS='|' read -r tool args; do
+			run --separate-stderr bash -c "$tool $args" _ "$f"
+			assert_failure 4
+			assert_equal "$output" ""
+			assert_equal "$stderr" "$tool: error: $f: $msg"
+		done <<'EOF'
+fmt-inspect|"$1"
+fmt-verify|"$1"
+fmt-shard|unpack "$1" -C out
+fmt-convert|"$1" out.gguf
+fmt-convert|--to csv "$1" out.csv
+EOF
+		for tool in fmt-inspect fmt-verify; do
+			run --separate-stderr bash -c '"$1" - <"$2"' _ "$tool" "$f"
+			assert_failure 4
+			assert_equal "$stderr" "$tool: error: -: $msg"
+		done
+		assert_equal "$(ls -A out)" ""
+		[ ! -e out.gguf ] && [ ! -e out.csv ]
+	done
+	run --separate-stderr fmt-verify --json b.tar.gz
+	assert_failure 4
+	assert_equal "$output" "$(jq -cn --arg m "$msg" '{file:"b.tar.gz",ok:false,exit:4,error:"InvalidFormat",message:$m,failed_file:"b.tar.gz"}')"
+	assert_equal "$stderr" "$(jq -cn --arg m "$msg" '{tool:"fmt-verify",level:"error",file:"b.tar.gz",error:"InvalidFormat",exit:4,message:$m}')"
+	# what the message says works: decompressed, the bundle verifies (from standard input too)
+	run bash -c 'gzip -dc b.tar.gz | fmt-verify -'
+	assert_success
+	assert_output "-: ok (bundle of safetensors, 1 file, 468 bytes)"
+}
+
 @test "hostile bundles: cut short 4, unsafe member names 4, a size field of 8 GiB or 2^62 (no allocation) 4 or 6, a flipped byte 6, an unlisted member 9; a JSON failure record each" {
 	fmt-shard pack "$SAMPLES/tiny.safetensors" -o t.tar >/dev/null
 	# cut inside the member: 4, the reader's words

@@ -90,7 +90,8 @@ fmt_kind fmt_bundle_open_stdin(fmt_source *src, int *is_bundle, fmt_err *e);
 /* Data no format reads (s, whose first n bytes are head), told for what it is when it is a tar
  * (fmt_unrecognised_fn, fmt/registry.h): InvalidFormat in e and 1 for a bundle ("an fmtkit
  * bundle ...", with what reads it) and for a tar that is none (the words reading it as a bundle
- * gives); 0 otherwise. Reads s from its start, at most until its first member header. */
+ * gives), and for gzip data ("a gzip-compressed file, which fmtkit does not read": bundles are
+ * plain or zstd tars); 0 otherwise. Reads s from its start, at most until its first member header. */
 int fmt_bundle_explain(struct fmt_source *s, const uint8_t *head, size_t n, fmt_err *e);
 
 /* Pack the set that set_path opens (a single file, an index, a GGUF first shard: every file of
