@@ -257,6 +257,7 @@ typedef struct reader {
 	int cut;               /* bundle_failed said it is cut short */
 	int reads;             /* reads given to libarchive so far */
 	int gzip;              /* the first one began with gzip's magic */
+	int zstd;              /* ... with zstd's */
 	fmt_err err;           /* a read's own failure */
 } reader;
 
@@ -287,11 +288,28 @@ static fmt_kind gzip_file(fmt_err *e)
 			"makes them)");
 }
 
-/* The first bytes handed to libarchive: gzip's magic? (what a bundle reader says of a .tar.gz) */
+static const uint8_t zstd_magic[4] = { 0x28, 0xB5, 0x2F, 0xFD };
+
+static int is_zstd(const uint8_t *head, size_t n)
+{
+	return n >= 4 && memcmp(head, zstd_magic, 4) == 0;
+}
+
+/* A whole zstd frame of something else than a tar (a .csv.zst). */
+static fmt_kind zstd_not_tar(fmt_err *e)
+{
+	return fmt_fail(e, FMT_INVALID_FORMAT, "zstd-compressed data that is no tar, which fmtkit does not read: "
+			"`zstd -dc` decompresses it (a .csv.zst, say: `zstd -dc F | fmt-convert --from csv - OUT`)");
+}
+
+/* The first bytes handed to libarchive: gzip's or zstd's magic? (what a bundle reader says of a
+ * .tar.gz, or of zstd data that is no tar) */
 static void note_first_read(reader *r, size_t got)
 {
-	if (r->reads++ == 0)
+	if (r->reads++ == 0) {
 		r->gzip = is_gzip(r->buf, got);
+		r->zstd = is_zstd(r->buf, got);
+	}
 }
 
 static la_ssize_t read_stream(struct archive *a, void *ud, const void **out)
@@ -393,6 +411,7 @@ static fmt_kind reader_start(reader *r, size_t block, fmt_err *e)
 	if (AR(archive_read_open)(r->a, r, NULL, r->src ? read_stream : read_fd, NULL) != ARCHIVE_OK) {
 		fmt_kind k = read_failed(r, e) != FMT_OK ? e->kind
 			     : r->gzip		     ? gzip_file(e)
+			     : r->zstd && !cut_short(r) ? zstd_not_tar(e)
 						     : bundle_failed(r, NULL, "not a tar bundle", e);
 		reader_close(r);
 		return k;
@@ -1032,13 +1051,11 @@ static int reads_tar(reader *r, fmt_kind k)
 	return yes;
 }
 
-static const uint8_t zstd_magic[4] = { 0x28, 0xB5, 0x2F, 0xFD };
-
 /* A zstd frame, or a tar's mark (POSIX "ustar\0" or GNU "ustar " at offset 257), which libarchive
  * then confirms (reads_tar): no format that fmtkit reads begins so. */
 static int may_be_tar(const uint8_t *head, size_t n)
 {
-	return (n >= 4 && memcmp(head, zstd_magic, 4) == 0) || (n >= 512 && memcmp(head + 257, "ustar", 5) == 0);
+	return is_zstd(head, n) || (n >= 512 && memcmp(head + 257, "ustar", 5) == 0);
 }
 
 fmt_kind fmt_bundle_open_stdin(fmt_source *src, int *is_bundle, fmt_err *e)
@@ -1057,7 +1074,7 @@ fmt_kind fmt_bundle_open_stdin(fmt_source *src, int *is_bundle, fmt_err *e)
 
 int fmt_bundle_probe_head(const uint8_t *head, size_t n)
 {
-	if (n >= 4 && memcmp(head, zstd_magic, 4) == 0)
+	if (is_zstd(head, n))
 		return 1;
 	fmt_source src;
 	fmt_err e;
@@ -1101,21 +1118,28 @@ int fmt_bundle_explain(fmt_source *s, const uint8_t *head, size_t n, fmt_err *e)
 	}
 	if (!may_be_tar(head, n))
 		return 0;
-	fmt_kind k = reader_open_source(&r, s, PROBE_BLOCK, &why);
-	if (k != FMT_OK)
-		return 0;
-	if (next_header(&r, &ent, &why) == FMT_OK && ent) {
+	fmt_kind read = reader_open_source(&r, s, PROBE_BLOCK, &why);
+	if (read == FMT_OK)
+		read = next_header(&r, &ent, &why);
+	int said = 1;
+	if (read == FMT_OK && ent) {
 		const char *name = AR(archive_entry_pathname)(ent);
 		if (!name || strcmp(name, FMT_BUNDLE_MANIFEST) != 0)
-			k = not_a_bundle(name, e);
+			not_a_bundle(name, e);
 		else
-			k = fmt_fail(e, FMT_INVALID_FORMAT, "an fmtkit bundle (tar%s), which this tool does not read: "
-				     "`fmt-shard unpack` extracts its files; fmt-inspect and fmt-verify read it as it is, "
-				     "`fmt-sign sign -s` signs it whole (a detached .minisig, which fmt-verify -p checks)",
-				     AR(archive_filter_code)(r.a, 0) == ARCHIVE_FILTER_ZSTD ? ", zstd" : "");
+			fmt_fail(e, FMT_INVALID_FORMAT, "an fmtkit bundle (tar%s), which this tool does not read: "
+				 "`fmt-shard unpack` extracts its files; fmt-inspect and fmt-verify read it as it is, "
+				 "`fmt-sign sign -s` signs it whole (a detached .minisig, which fmt-verify -p checks)",
+				 AR(archive_filter_code)(r.a, 0) == ARCHIVE_FILTER_ZSTD ? ", zstd" : "");
+	} else if (read == FMT_INVALID_FORMAT && r.cut) {
+		*e = why;   /* "truncated: the bundle ends before its first member (...)", as fmt-inspect says */
+	} else if (read == FMT_INVALID_FORMAT && is_zstd(head, n)) {
+		zstd_not_tar(e);
+	} else {
+		said = 0;
 	}
 	reader_close(&r);
-	return k != FMT_OK;
+	return said;
 }
 
 /* ---- pack ---- */

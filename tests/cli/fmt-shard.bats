@@ -680,14 +680,30 @@ sys.stdout.buffer.write(struct.pack("<Q", len(h)) + h + a.tobytes())' >big.safet
 		assert_equal "$stderr" "fmt-shard: error: $b: ${pair#*|}"
 		[ ! -e out ]
 	done
-	# a whole zstd frame of something that is not a tar is still not a bundle
-	printf 'hello' | zstd -q -c >hello.zst
-	run --separate-stderr fmt-verify hello.zst
+	# a whole zstd frame of something that is not a tar is still not a bundle, and says what it
+	# is, file or standard input, in every tool (old: 'unrecognised format (not one of: ...)' for
+	# a file, 'not a tar bundle: Unrecognized archive format' for standard input)
+	printf 'a,b\n1,2\n' | zstd -q -c >hello.zst
+	local zst="zstd-compressed data that is no tar, which fmtkit does not read: \`zstd -dc\` decompresses it (a .csv.zst, say: \`zstd -dc F | fmt-convert --from csv - OUT\`)"
+	for tool in fmt-verify fmt-inspect; do
+		run --separate-stderr "$tool" hello.zst
+		assert_failure 4
+		assert_equal "$stderr" "$tool: error: hello.zst: $zst"
+		run --separate-stderr bash -c "$tool - <hello.zst"
+		assert_failure 4
+		assert_equal "$stderr" "$tool: error: -: $zst"
+	done
+	run --separate-stderr fmt-convert hello.zst out.parquet
 	assert_failure 4
-	[[ $stderr == "fmt-verify: error: hello.zst: unrecognised format "* ]] || fail "$stderr"
-	run --separate-stderr bash -c 'fmt-verify - <hello.zst'
+	assert_equal "$stderr" "fmt-convert: error: hello.zst: $zst"
+	run --separate-stderr fmt-shard unpack hello.zst -C out
 	assert_failure 4
-	assert_equal "$stderr" "fmt-verify: error: -: not a tar bundle: Unrecognized archive format"
+	assert_equal "$stderr" "fmt-shard: error: hello.zst: $zst"
+	[ ! -e out ] && [ ! -e out.parquet ]
+	# ... and the way round it works
+	run bash -c 'zstd -dc hello.zst | fmt-convert -q --from csv - out.parquet && fmt-convert --to csv out.parquet -'
+	assert_success
+	assert_output $'a,b\n1,2'
 	run fmt-verify big.tar.zst
 	assert_success
 }
