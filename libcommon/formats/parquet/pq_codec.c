@@ -371,6 +371,48 @@ uint64_t fmt_pq_inflow_bytes(const pq_inflow *s)
 	return s->in_cap + (s->zstd ? ZSTD_sizeof_DCtx(s->zstd) : 0) + (s->gz ? 40u << 10 : 0);
 }
 
+/* Whether each ZSTD frame of the clen bytes at src asks for no more window than a stream of ulen
+ * bytes allows (fmt_pq_inflow_open's windowLogMax; a frame decompressed in one pass, as a whole page
+ * into room for all of it is, is not held to it): 0 too when a frame is not one zstd reads. The
+ * frame header (RFC 8878, 3.1.1.1): its descriptor after the magic number, then, unless the frame
+ * is a single segment, the window descriptor (exponent and mantissa). */
+static int zstd_windows_fit(const uint8_t *src, size_t clen, uint64_t ulen)
+{
+	uint64_t most = 1ull << zstd_window_log(ulen);
+	while (clen) {
+		size_t f = ZSTD_findFrameCompressedSize(src, clen);
+		if (ZSTD_isError(f) || f > clen || f < 5)
+			return 0;
+		uint32_t magic = (uint32_t)src[0] | (uint32_t)src[1] << 8 | (uint32_t)src[2] << 16 | (uint32_t)src[3] << 24;
+		if ((magic & 0xFFFFFFF0u) != 0x184D2A50u) {     /* not a skippable frame */
+			if (magic != 0xFD2FB528u)
+				return 0;
+			if (!(src[4] & 0x20)) {                 /* a window descriptor */
+				if (f < 6)
+					return 0;
+				uint64_t base = 1ull << (10 + (src[5] >> 3));
+				if (base + base / 8 * (src[5] & 7) > most)
+					return 0;
+			}
+		}
+		src += f;
+		clen -= f;
+	}
+	return 1;
+}
+
+int fmt_pq_inflow_whole(const char *col, int codec, const uint8_t *src, size_t clen, uint8_t *dst, size_t ulen)
+{
+	fmt_err ignored = { 0 };
+	pq_inflow s = { 0 };
+	if ((codec != CODEC_ZSTD && codec != CODEC_GZIP) || (codec == CODEC_ZSTD && !zstd_windows_fit(src, clen, ulen)))
+		return -1;
+	int ok = fmt_pq_inflow_open(&s, col, codec, NULL, src, 0, clen, ulen, &ignored) == FMT_OK &&
+		 fmt_pq_inflow_read(&s, dst, ulen, &ignored) == FMT_OK && fmt_pq_inflow_end(&s, &ignored) == FMT_OK;
+	fmt_pq_inflow_free(&s);
+	return ok ? 0 : -1;
+}
+
 static fmt_kind gzip(int level, const uint8_t *src, size_t n, fmt_sb *o, fmt_err *e)
 {
 	z_stream z = { 0 };

@@ -176,6 +176,12 @@ fmt_kind fmt_pq_inflow_open(pq_inflow *s, const char *col, int codec, const pq_f
 fmt_kind fmt_pq_inflow_read(pq_inflow *s, uint8_t *dst, size_t n, fmt_err *e);
 /* The rest read, and the stream must end there (as whole-page decompression checks). */
 fmt_kind fmt_pq_inflow_end(pq_inflow *s, fmt_err *e);
+/* A ZSTD or GZIP page's body of clen bytes at src (col's) into dst of exactly ulen bytes, as a stream
+ * of them would give it (fmt_pq_inflow_read of all, fmt_pq_inflow_end: the same code and checks),
+ * through a codec state made for it and freed: 0, or -1 when such a stream would fail or might (a
+ * ZSTD frame asks for a larger window than a stream allows): read it as a stream then, whose
+ * message says what is wrong where it always did. */
+int fmt_pq_inflow_whole(const char *col, int codec, const uint8_t *src, size_t clen, uint8_t *dst, size_t ulen);
 void fmt_pq_inflow_free(pq_inflow *s);
 /* The bytes s holds: its buffer and the codec's state. */
 uint64_t fmt_pq_inflow_bytes(const pq_inflow *s);

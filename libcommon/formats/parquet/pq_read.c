@@ -1157,6 +1157,23 @@ static void put_aside(pq_cursor *c)
 		free_window(c);
 }
 
+/* A small ZSTD or GZIP page (a wide table's: 4,000 columns of 2.8 KB pages) is decompressed whole
+ * and read as a SNAPPY page is (read_decompressed, put_aside), not streamed through a codec state
+ * of its column's own: the codec's state (a ZSTD context of about 95 KB and its buffers, zlib's
+ * 40 KiB) is larger than the page, and a row group's columns each held theirs between batches
+ * (its budget refused fmtkit's own ZSTD files of 350 columns and more). A larger page is streamed
+ * as before: its state is less than the page. */
+#define SMALL_PAGE (64u << 10)
+
+/* The n bytes of a ZSTD or GZIP page's body (clen bytes at src) into page_buf (grown, not charged):
+ * fmt_pq_inflow_whole's 0 or -1. */
+static int decompress_small(pq_cursor *c, int codec, const uint8_t *src, size_t clen, size_t n)
+{
+	if (grow((void **)&c->page_buf, &c->page_cap, n ? n : 1))
+		return -1;
+	return fmt_pq_inflow_whole(c->leaf->path, codec, src, clen, c->page_buf, n);
+}
+
 /* The data page h whose body is at chunk byte pos, read as slices. */
 static fmt_kind load_sliced(pq_cursor *c, const page_hdr *h, uint64_t pos, fmt_err *e)
 {
@@ -1183,8 +1200,16 @@ static fmt_kind load_sliced(pq_cursor *c, const page_hdr *h, uint64_t pos, fmt_e
 	} else if ((k = window(c, pos, clen, e)) != FMT_OK) {
 		return k;
 	} else if (fmt_pq_can_stream(codec)) {  /* at hand: the window holds it (with the next header) */
-		k = fmt_pq_inflow_open(&c->in, c->leaf->path, codec, NULL, c->win + (pos - c->win_off) + levels, 0,
-				       clen - levels, ulen - levels, e);
+		const uint8_t *src = c->win + (pos - c->win_off) + levels;
+		if (codec != CODEC_NONE && ulen - levels <= SMALL_PAGE && decompress_small(c, codec, src, clen - levels,
+											ulen - levels) == 0) {
+			drop_window(c);
+			k = charge(c, B_PAGE, ulen - levels ? ulen - levels : 1, e);
+			if (k == FMT_OK)
+				k = read_decompressed(c, ulen - levels, e);
+		} else {
+			k = fmt_pq_inflow_open(&c->in, c->leaf->path, codec, NULL, src, 0, clen - levels, ulen - levels, e);
+		}
 	} else {                    /* decompressed whole, then read from memory or the spill file */
 		if ((k = ROOM(c, B_PAGE, page_buf, page_cap, ulen - levels ? ulen - levels : 1, e)) != FMT_OK)
 			return k;
