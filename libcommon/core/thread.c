@@ -160,39 +160,15 @@ void fmt_pool_run(fmt_pool *p, size_t n, fmt_task_fn fn, void *ctx)
 	pthread_mutex_unlock(&p->run);
 }
 
-/* Each kept buffer starts with a header that holds its capacity and the thread that gave it back
- * (FMT_KEEP_HEADER bytes, so that the buffer keeps malloc's alignment). */
+/* Each kept buffer starts with a header that holds its capacity (FMT_KEEP_HEADER bytes, so that
+ * the buffer keeps malloc's alignment). */
 #define FMT_KEEP_HEADER 64
-typedef struct keep_head {
-	size_t cap;
-	pthread_t giver;
-} keep_head;
-_Static_assert(sizeof(keep_head) <= FMT_KEEP_HEADER, "a kept buffer's header");
 
 static size_t keep_cap(const void *block)
 {
-	keep_head h;
-	memcpy(&h, block, sizeof h);
-	return h.cap;
-}
-
-/* 1 when block was given back by the calling thread: its lines are likely still in this core's
- * cache, where another thread's would be fetched from the other core's. */
-static int kept_by_self(const void *block)
-{
-	keep_head h;
-	memcpy(&h, block, sizeof h);
-	return pthread_equal(h.giver, pthread_self());
-}
-
-/* Whether kept buffer c serves a take better than b (NULL: none yet): the caller's own first,
- * then the smaller. */
-static int keep_better(const void *c, const void *b)
-{
-	if (!b)
-		return 1;
-	int own_c = kept_by_self(c), own_b = kept_by_self(b);
-	return own_c != own_b ? own_c : keep_cap(c) < keep_cap(b);
+	size_t cap;
+	memcpy(&cap, block, sizeof cap);
+	return cap;
 }
 
 void *fmt_keep_take(fmt_keep *k, size_t n)
@@ -200,8 +176,8 @@ void *fmt_keep_take(fmt_keep *k, size_t n)
 	void *best = NULL;
 	int at = -1;
 	pthread_mutex_lock(&k->lock);
-	for (int i = 0; i < k->slots; i++)   /* a kept buffer that holds n, the caller's, the smallest */
-		if (k->kept[i] && keep_cap(k->kept[i]) >= n && keep_better(k->kept[i], best)) {
+	for (int i = 0; i < k->slots; i++)   /* the smallest kept buffer that holds n */
+		if (k->kept[i] && keep_cap(k->kept[i]) >= n && (!best || keep_cap(k->kept[i]) < keep_cap(best))) {
 			best = k->kept[i];
 			at = i;
 		}
@@ -213,7 +189,7 @@ void *fmt_keep_take(fmt_keep *k, size_t n)
 	if (!best) {
 		if (n > SIZE_MAX - FMT_KEEP_HEADER || !(best = malloc(n + FMT_KEEP_HEADER)))
 			return NULL;
-		memcpy(best, &(keep_head){ .cap = n }, sizeof(keep_head));
+		memcpy(best, &n, sizeof n);
 	}
 	return (char *)best + FMT_KEEP_HEADER;
 }
@@ -238,7 +214,6 @@ void fmt_keep_give(fmt_keep *k, void *p)
 		return;
 	void *block = (char *)p - FMT_KEEP_HEADER;
 	size_t cap = keep_cap(block);
-	memcpy(block, &(keep_head){ .cap = cap, .giver = pthread_self() }, sizeof(keep_head));
 	if (cap <= k->keep_max) {
 		pthread_mutex_lock(&k->lock);
 		int at = keep_slot_for(k, cap);

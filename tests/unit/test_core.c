@@ -760,44 +760,6 @@ TEST(keeper_keeps_the_largest_buffers_within_its_bytes)
 	CHECK_EQ_U64(none.bytes, 0);
 }
 
-typedef struct keep_round {
-	fmt_keep *k;
-	size_t n;
-	void *buf;
-} keep_round;
-
-static void *take_and_give_back(void *arg)
-{
-	keep_round *r = arg;
-	r->buf = fmt_keep_take(r->k, r->n);
-	fmt_keep_give(r->k, r->buf);
-	return NULL;
-}
-
-TEST(keeper_hands_a_thread_back_its_own_buffer_first)
-{
-	fmt_keep k = FMT_KEEP_INIT(4, 1u << 20, 4u << 20);
-	unsigned char *mine = fmt_keep_take(&k, 3000);
-	CHECK(mine != NULL);
-	keep_round other = { .k = &k, .n = 2000 };   /* smaller, given back by another thread */
-	pthread_t t;
-	CHECK(pthread_create(&t, NULL, take_and_give_back, &other) == 0);
-	pthread_join(t, NULL);
-	CHECK(other.buf != NULL && other.buf != (void *)mine);
-	fmt_keep_give(&k, mine);
-	CHECK_EQ_U64(k.bytes, 5000);
-	CHECK(fmt_keep_take(&k, 1000) == mine);          /* its own, though the other is smaller */
-	CHECK(fmt_keep_take(&k, 1000) == other.buf);     /* then what there is */
-	CHECK_EQ_U64(k.bytes, 0);
-	fmt_keep_give(&k, mine);
-	fmt_keep_give(&k, other.buf);                    /* given back by this thread: both its own now */
-	CHECK(fmt_keep_take(&k, 1000) == other.buf);     /* the smaller of its own */
-	fmt_keep_give(&k, other.buf);
-	fmt_keep_give(&(fmt_keep)FMT_KEEP_INIT(0, 0, 0), fmt_keep_take(&k, 1));
-	fmt_keep_give(&(fmt_keep)FMT_KEEP_INIT(0, 0, 0), fmt_keep_take(&k, 1));
-	CHECK_EQ_U64(k.bytes, 0);
-}
-
 TEST(scratch_buffers_are_kept_and_reused)
 {
 	/* hold what earlier tests left kept (any kept buffer holds a byte), so that none is */

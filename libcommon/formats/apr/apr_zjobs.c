@@ -34,27 +34,23 @@ typedef struct zslot {
 	uint8_t *in;                   /* the job's input, read or gathered */
 	uint8_t *out;
 	size_t out_len;
-	size_t job;                    /* the job it holds while its claim is busy */
-	int done;                      /* compressed, not yet written */
+	int done;                      /* compressed, not yet written (the job: see job_task) */
 } zslot;
 
-/* Who last used a context or a slot, and whether a job holds it now. A compression context stays
- * with the thread that used it last: its match-finder tables (about 1 MiB at level 3) are then
- * still in that core's cache for the next job. When contexts went with the slots, a thread took
- * its jobs' slots' contexts in turn and the match finder cost 2.4x its one-thread CPU (perf:
- * ZSTD_compressBlock_doubleFast). Slots stay with their thread too: a slot taken in turn (job j
- * in slot j % n) had its input read on one core into lines the other core had written last. */
-typedef struct claim {
+/* A compression context stays with the thread that used it last: its match-finder tables (about
+ * 1 MiB at level 3) are then still in that core's cache for the next job. When contexts went
+ * with the slots, a thread took its jobs' slots' contexts in turn and the match finder cost 2.4x
+ * its one-thread CPU (perf: ZSTD_compressBlock_doubleFast). */
+typedef struct zctx {
+	ZSTD_CCtx *z;
 	pthread_t owner;
 	int owned, busy;
-} claim;
+} zctx;
 
 struct apr_zjobs {
 	size_t n_slots, n_ctx;
 	zslot *slots;
-	claim *slot_claims;
-	ZSTD_CCtx **ctx;
-	claim *ctx_claims;
+	zctx *ctx;
 };
 
 static void free_slots(apr_zjobs *jobs)
@@ -64,15 +60,11 @@ static void free_slots(apr_zjobs *jobs)
 		free(jobs->slots[i].out);
 	}
 	for (size_t i = 0; i < jobs->n_ctx; i++)
-		ZSTD_freeCCtx(jobs->ctx[i]);
+		ZSTD_freeCCtx(jobs->ctx[i].z);
 	free(jobs->slots);
-	free(jobs->slot_claims);
 	free(jobs->ctx);
-	free(jobs->ctx_claims);
 	jobs->slots = NULL;
-	jobs->slot_claims = NULL;
 	jobs->ctx = NULL;
-	jobs->ctx_claims = NULL;
 	jobs->n_slots = jobs->n_ctx = 0;
 }
 
@@ -97,10 +89,8 @@ static fmt_kind zjobs_ready(apr_zjobs **jobs, int threads, fmt_err *e)
 		return FMT_OK;
 	free_slots(z);
 	z->slots = calloc(n, sizeof *z->slots);
-	z->slot_claims = calloc(n, sizeof *z->slot_claims);
 	z->ctx = calloc(n_ctx, sizeof *z->ctx);
-	z->ctx_claims = calloc(n_ctx, sizeof *z->ctx_claims);
-	if (!z->slots || !z->slot_claims || !z->ctx || !z->ctx_claims) {
+	if (!z->slots || !z->ctx) {
 		free_slots(z);
 		return fmt_fail(e, FMT_IO, "out of memory");
 	}
@@ -113,7 +103,7 @@ static fmt_kind zjobs_ready(apr_zjobs **jobs, int threads, fmt_err *e)
 		made &= (s->out = malloc(JOB_OUT_CAP)) != NULL;
 	}
 	for (size_t i = 0; i < n_ctx; i++)
-		made &= (z->ctx[i] = ZSTD_createCCtx()) != NULL;
+		made &= (z->ctx[i].z = ZSTD_createCCtx()) != NULL;
 	if (!made) {
 		free_slots(z);   /* none half-made is kept for the next tensor */
 		return fmt_fail(e, FMT_IO, "out of memory");
@@ -121,26 +111,30 @@ static fmt_kind zjobs_ready(apr_zjobs **jobs, int threads, fmt_err *e)
 	return FMT_OK;
 }
 
-/* Of claims[0..n), one the calling thread had, or else one no job holds, made the caller's and
- * busy; SIZE_MAX when every one is busy. Under the frame's lock. */
-static size_t take_claim_locked(claim *claims, size_t n)
+/* The calling thread's context, or else one no running job holds, made the caller's; NULL when
+ * every one is held (not while the pool runs at most a job per context). Under the frame's
+ * lock. */
+static zctx *take_ctx_locked(apr_zjobs *jobs)
 {
 	const pthread_t self = pthread_self();
-	size_t pick = SIZE_MAX;
-	for (size_t i = 0; i < n; i++) {
-		const claim *c = &claims[i];
+	zctx *free_one = NULL;
+	for (size_t i = 0; i < jobs->n_ctx; i++) {
+		zctx *c = &jobs->ctx[i];
 		if (c->busy)
 			continue;
 		if (c->owned && pthread_equal(c->owner, self)) {
-			pick = i;
+			free_one = c;
 			break;
 		}
-		if (pick == SIZE_MAX || (claims[pick].owned && !c->owned))
-			pick = i;   /* an unowned one rather than another thread's */
+		if (!free_one || (free_one->owned && !c->owned))
+			free_one = c;   /* an unowned one rather than another thread's */
 	}
-	if (pick != SIZE_MAX)
-		claims[pick] = (claim){ .owner = self, .owned = 1, .busy = 1 };
-	return pick;
+	if (!free_one)
+		return NULL;
+	free_one->busy = 1;
+	free_one->owner = self;
+	free_one->owned = 1;
+	return free_one;
 }
 
 /* One tensor's frame. */
@@ -220,7 +214,7 @@ typedef struct gather {
 
 static fmt_kind compress_held(gather *g, fmt_err *e)
 {
-	fmt_kind k = compress_job(g->f, g->f->jobs->ctx[0], g->s, g->job++, g->s->in, g->held, e);
+	fmt_kind k = compress_job(g->f, g->f->jobs->ctx[0].z, g->s, g->job++, g->s->in, g->held, e);
 	g->held = 0;
 	return k == FMT_OK ? fmt_apr_out_write(g->f->o, g->s->out, g->s->out_len, e) : k;
 }
@@ -254,7 +248,7 @@ static fmt_kind frame_in_turn(zframe *f, int any_range, fmt_err *e)
 	}
 	fmt_kind k = FMT_OK;
 	for (size_t j = 0; j < f->n_jobs && k == FMT_OK; j++) {
-		k = read_and_compress(f, f->jobs->ctx[0], s, j, e);
+		k = read_and_compress(f, f->jobs->ctx[0].z, s, j, e);
 		if (k == FMT_OK)
 			k = fmt_apr_out_write(f->o, s->out, s->out_len, e);
 	}
@@ -274,15 +268,6 @@ static void fail_locked(zframe *f, size_t j, fmt_kind k, const fmt_err *e)
 	pthread_cond_broadcast(&f->cond);
 }
 
-/* The slot that holds job j compressed, or NULL. */
-static zslot *done_slot_locked(const apr_zjobs *jobs, size_t j)
-{
-	for (size_t i = 0; i < jobs->n_slots; i++)
-		if (jobs->slot_claims[i].busy && jobs->slots[i].job == j && jobs->slots[i].done)
-			return &jobs->slots[i];
-	return NULL;
-}
-
 /* Write the compressed jobs that are next in order; one thread at a time, the lock released
  * around each write. */
 static void write_ready_locked(zframe *f)
@@ -292,8 +277,8 @@ static void write_ready_locked(zframe *f)
 	f->writing = 1;
 	for (;;) {
 		size_t j = f->written;
-		zslot *s = j < f->n_jobs && j < f->failed_at ? done_slot_locked(f->jobs, j) : NULL;
-		if (!s)
+		zslot *s = &f->jobs->slots[j % f->jobs->n_slots];
+		if (j >= f->n_jobs || j >= f->failed_at || !s->done)
 			break;
 		fmt_err e;
 		fmt_err_clear(&e);
@@ -305,41 +290,36 @@ static void write_ready_locked(zframe *f)
 			break;
 		}
 		s->done = 0;
-		f->jobs->slot_claims[s - f->jobs->slots].busy = 0;
 		f->written++;
 		pthread_cond_broadcast(&f->cond);
 	}
 	f->writing = 0;
 }
 
-/* Job j on a pool thread, once it is among the n_slots jobs from the first not yet written.
- * Not merely once a slot is free: the jobs are handed out in order, but a thread that took job
- * j may reach the lock after others took every slot for later jobs, which would then wait for j
- * for ever. Inside that window the unwritten jobs other than j hold at most n_slots - 1 slots,
- * so one is free for j. */
+/* Job j on a pool thread: into slot j % n_slots once the job before in that slot, j - n_slots,
+ * is written. (Not merely once the slot is free: the thread that took job j - n_slots may not
+ * have reached the slot yet, and the slot is then free but not j's.) */
 static void job_task(void *ctx, size_t j)
 {
 	zframe *f = ctx;
-	apr_zjobs *jobs = f->jobs;
+	const size_t n_slots = f->jobs->n_slots;
+	zslot *s = &f->jobs->slots[j % n_slots];
 	pthread_mutex_lock(&f->lock);
-	while (f->failed_at > j && j >= f->written + jobs->n_slots)
+	while (f->failed_at > j && j >= f->written + n_slots)
 		pthread_cond_wait(&f->cond, &f->lock);
 	if (f->failed_at < j) {   /* an earlier job failed: its error is the one to report */
 		pthread_mutex_unlock(&f->lock);
 		return;
 	}
-	zslot *s = &jobs->slots[take_claim_locked(jobs->slot_claims, jobs->n_slots)];
-	s->job = j;
-	s->done = 0;
-	size_t c;
-	while ((c = take_claim_locked(jobs->ctx_claims, jobs->n_ctx)) == SIZE_MAX)
+	zctx *c;
+	while (!(c = take_ctx_locked(f->jobs)))
 		pthread_cond_wait(&f->cond, &f->lock);   /* a job's end frees one and broadcasts */
 	pthread_mutex_unlock(&f->lock);
 	fmt_err e;
 	fmt_err_clear(&e);
-	fmt_kind k = read_and_compress(f, jobs->ctx[c], s, j, &e);
+	fmt_kind k = read_and_compress(f, c->z, s, j, &e);
 	pthread_mutex_lock(&f->lock);
-	jobs->ctx_claims[c].busy = 0;
+	c->busy = 0;
 	s->done = 1;
 	if (k != FMT_OK)
 		fail_locked(f, j, k, &e);
@@ -354,10 +334,8 @@ static fmt_kind frame_on_pool(zframe *f, fmt_pool *pool, fmt_err *e)
 	f->kind = FMT_OK;
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_cond_init(&f->cond, NULL);
-	for (size_t i = 0; i < f->jobs->n_slots; i++) {
+	for (size_t i = 0; i < f->jobs->n_slots; i++)
 		f->jobs->slots[i].done = 0;
-		f->jobs->slot_claims[i].busy = 0;   /* a failed frame's left (its owners kept) */
-	}
 	fmt_pool_run(pool, f->n_jobs, job_task, f);
 	pthread_cond_destroy(&f->cond);
 	pthread_mutex_destroy(&f->lock);

@@ -40,8 +40,7 @@ void *fmt_scratch_take(size_t n);
 void fmt_scratch_give(void *p);
 
 /* The same for any use: a keeper holds up to slots freed buffers (the largest ones, each of at
- * most keep_max bytes, bytes_max in all) for the next take of a size one of them holds: one the
- * taking thread gave back if there is one (still in its core's cache), else the smallest. */
+ * most keep_max bytes, bytes_max in all) for the next take of a size one of them holds. */
 #define FMT_KEEP_SLOTS_MAX 32
 typedef struct fmt_keep {
 	pthread_mutex_t lock;
