@@ -278,6 +278,20 @@ EOF
 	assert_equal "$status" 3
 	assert_equal "$stderr" '{"tool":"fmt-sign","level":"error","file":"'"$PWD"'/cfg/fmtkit/hmac.key","error":"IoError","exit":3,"message":"write: File too large"}'
 	nothing_new
+	# the stdout record is the operation's, "file":null, every kind, as fmt-sign(1) says (old:
+	# the key's path for --hmac and --watermark); the error on stderr names the key file
+	while IFS='|' read -r args name; do
+		run --separate-stderr limited 0 fmt-sign --json keygen $args
+		assert_equal "$status" 3
+		assert_equal "$output" '{"file":null,"ok":false,"exit":3,"error":"IoError","message":"write: File too large"}'
+		assert_equal "$(jq -r .file <<<"$stderr")" "$PWD/cfg/fmtkit/$name"
+		nothing_new
+	done <<'EOF'
+--hmac|hmac.key
+-W|ed25519.key
+--x25519 -W|x25519.key
+--watermark|watermark.key
+EOF
 	# a directory that was there stays (with what is in it); the one made in it goes
 	mkdir cfg
 	run --separate-stderr limited 0 fmt-sign keygen --hmac

@@ -29,6 +29,12 @@ int sign_fail(const sign_opts *o, const char *file, const fmt_err *e)
 	return fmt_report_failed(records, TOOL, file, file, e, o->common.json);
 }
 
+int sign_keygen_fail(const sign_opts *o, const char *path, fmt_err *e)
+{
+	fmt_err_file(e, path);
+	return sign_fail(o, NULL, e);
+}
+
 fmt_kind sign_check_output(const char *output, const char *const *inputs, size_t n, fmt_err *e)
 {
 	for (size_t i = 0; i < n; i++)
@@ -74,12 +80,12 @@ int sign_cmd_keygen(const sign_opts *o)
 	if (exists && !o->force) {
 		fmt_fail(&e, FMT_USAGE, "an HMAC key already exists; --force rotates it and keeps the "
 			 "old one as hmac.key.old");
-		int code = sign_fail(o, path, &e);
+		int code = sign_keygen_fail(o, path, &e);
 		free(path);
 		return code;
 	}
 	if (fmt_hmac_keygen(path, o->force, &key, &e) != FMT_OK) {
-		int code = sign_fail(o, path, &e);
+		int code = sign_keygen_fail(o, path, &e);
 		free(path);
 		return code;
 	}

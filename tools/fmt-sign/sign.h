@@ -40,6 +40,9 @@ typedef struct sign_opts {
  * when file is NULL (before any file was opened) of each FILE operand, or of the operation
  * (file null) when there are none. Returns the exit status. */
 int sign_fail(const sign_opts *o, const char *file, const fmt_err *e);
+/* A keygen that failed on the key file path: the error names it, the record is the operation's
+ * ("file":null, as fmt-sign(1) has it for keygen and key-id). */
+int sign_keygen_fail(const sign_opts *o, const char *path, fmt_err *e);
 /* file is the input read now: its record if a signal ends the process (fmt_report_input). */
 void sign_input(const sign_opts *o, const char *file);
 /* Refuse (UsageError, before anything is written) an output that is the same file (device and

@@ -30,7 +30,7 @@ int sign_cmd_keygen_watermark(const sign_opts *o)
 		k = fmt_sha256_buf(key, 32, digest, &e);
 	sodium_free(key);
 	if (k != FMT_OK) {
-		int code = sign_fail(o, path, &e);
+		int code = sign_keygen_fail(o, path, &e);
 		free(path);
 		return code;
 	}
