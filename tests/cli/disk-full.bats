@@ -261,26 +261,15 @@ nothing_new() {
 
 @test "fmt-sign keygen on a full disk removes the key directories it made, and only those: exit 3 naming the file" {
 	export XDG_CONFIG_HOME=$PWD/cfg
-	# every kind of key into the key directory it makes ($XDG_CONFIG_HOME/fmtkit)
+	# every kind of key into the key directory it makes ($XDG_CONFIG_HOME/fmtkit); with --json the
+	# stdout record is the operation's, "file":null, as fmt-sign(1) says (old: the key's path for
+	# --hmac and --watermark), and the error on stderr names the key file
 	while IFS='|' read -r args name; do
 		run --separate-stderr limited 0 fmt-sign keygen $args
 		assert_equal "$status" 3
 		assert_equal "$stderr" "fmt-sign: error: $PWD/cfg/fmtkit/$name: write: File too large"
 		assert_equal "$output" ""
 		nothing_new
-	done <<'EOF'
---hmac|hmac.key
--W|ed25519.key
---x25519 -W|x25519.key
---watermark|watermark.key
-EOF
-	run --separate-stderr limited 0 fmt-sign keygen --hmac --json
-	assert_equal "$status" 3
-	assert_equal "$stderr" '{"tool":"fmt-sign","level":"error","file":"'"$PWD"'/cfg/fmtkit/hmac.key","error":"IoError","exit":3,"message":"write: File too large"}'
-	nothing_new
-	# the stdout record is the operation's, "file":null, every kind, as fmt-sign(1) says (old:
-	# the key's path for --hmac and --watermark); the error on stderr names the key file
-	while IFS='|' read -r args name; do
 		run --separate-stderr limited 0 fmt-sign --json keygen $args
 		assert_equal "$status" 3
 		assert_equal "$output" '{"file":null,"ok":false,"exit":3,"error":"IoError","message":"write: File too large"}'
@@ -292,6 +281,10 @@ EOF
 --x25519 -W|x25519.key
 --watermark|watermark.key
 EOF
+	run --separate-stderr limited 0 fmt-sign keygen --hmac --json
+	assert_equal "$status" 3
+	assert_equal "$stderr" '{"tool":"fmt-sign","level":"error","file":"'"$PWD"'/cfg/fmtkit/hmac.key","error":"IoError","exit":3,"message":"write: File too large"}'
+	nothing_new
 	# a directory that was there stays (with what is in it); the one made in it goes
 	mkdir cfg
 	run --separate-stderr limited 0 fmt-sign keygen --hmac
