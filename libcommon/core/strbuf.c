@@ -5,8 +5,9 @@
 #include <strings.h>
 #include "fmt/strbuf.h"
 
-/* Capacity for n more bytes and the NUL; 0 (and oom set) when that cannot be had. */
-static int grow(fmt_sb *b, size_t n)
+/* Capacity for n more bytes and the NUL, doubling from 256, or when tight by an eighth at least
+ * (fmt_sb_reserve_tight); 0 (and oom set) when that cannot be had. */
+static int grow_as(fmt_sb *b, size_t n, int tight)
 {
 	if (b->oom)
 		return 0;
@@ -15,8 +16,10 @@ static int grow(fmt_sb *b, size_t n)
 		return 0;
 	}
 	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap < b->len + n + 1) {
+		size_t cap = b->cap ? b->cap : 256, need = b->len + n + 1;
+		if (tight)
+			cap = b->cap > SIZE_MAX / 2 || b->cap + b->cap / 8 < need ? need : b->cap + b->cap / 8;
+		while (cap < need) {
 			if (cap > SIZE_MAX / 2) {
 				b->oom = 1;
 				return 0;
@@ -36,7 +39,7 @@ static int grow(fmt_sb *b, size_t n)
 
 void fmt_sb_put(fmt_sb *b, const char *s, size_t n)
 {
-	if (!grow(b, n))
+	if (!grow_as(b, n, 0))
 		return;
 	if (n)
 		memcpy(b->p + b->len, s, n);
@@ -46,27 +49,12 @@ void fmt_sb_put(fmt_sb *b, const char *s, size_t n)
 
 char *fmt_sb_reserve_slow(fmt_sb *b, size_t n)
 {
-	return grow(b, n) ? b->p + b->len : NULL;
+	return grow_as(b, n, 0) ? b->p + b->len : NULL;
 }
 
 char *fmt_sb_reserve_tight(fmt_sb *b, size_t n)
 {
-	if (b->oom || n > SIZE_MAX - b->len - 1) {
-		b->oom = 1;
-		return NULL;
-	}
-	size_t need = b->len + n + 1, more = b->cap > SIZE_MAX / 2 ? need : b->cap + b->cap / 8;
-	if (need > b->cap) {
-		size_t cap = need > more ? need : more;
-		char *p = realloc(b->p, cap);
-		if (!p) {
-			b->oom = 1;
-			return NULL;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	return b->p + b->len;
+	return grow_as(b, n, 1) ? b->p + b->len : NULL;
 }
 
 void fmt_sb_puts(fmt_sb *b, const char *s)

@@ -92,28 +92,18 @@ static fmt_kind oom(fmt_err *e)
 	return fmt_fail(e, FMT_IO, "out of memory");
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
+/* Room for need elements of elem bytes at *p (*cap of them now): doubling from 64, or when tight
+ * by an eighth at least, for a buffer every column holds (a wide table's 4,000 columns), so that
+ * they hold near what they use. -1: out of memory. */
+static int grow_as(void **p, size_t *cap, size_t need, size_t elem, int tight)
 {
 	if (need <= *cap)
 		return 0;
 	size_t n = *cap ? *cap : 64;
+	if (tight)
+		n = *cap + *cap / 8 > need ? *cap + *cap / 8 : need;
 	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * elem);
-	if (!q)
-		return -1;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
-/* grow by an eighth at least rather than doubling: for a buffer every column holds (a wide
- * table's 4,000 columns), so that they hold near what they use. */
-static int grow_tight(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap + *cap / 8 > need ? *cap + *cap / 8 : need;
+		n = n > SIZE_MAX / 2 ? need : n * 2;
 	if (n > SIZE_MAX / elem)
 		return -1;
 	void *q = realloc(*p, n * elem);
@@ -479,7 +469,7 @@ static fmt_kind add_to_dict(colw *c, const uint8_t *p, size_t n, fmt_err *e)
 	if (c->d.on) {
 		int64_t i = dict_index(&c->d, p, n, c->is_bytes);
 		if (i >= 0) {
-			if (grow((void **)&c->idx, &c->idx_cap, c->values + 1, sizeof *c->idx))
+			if (grow_as((void **)&c->idx, &c->idx_cap, c->values + 1, sizeof *c->idx, 0))
 				return oom(e);
 			c->idx[c->values] = (uint32_t)i;
 			c->idx_n = c->values + 1;
@@ -510,7 +500,7 @@ static fmt_kind add_value(colw *c, const uint8_t *p, size_t n, fmt_err *e)
 	if (c->is_bytes) {
 		if (n > INT32_MAX)
 			return fmt_fail(e, FMT_UNSUPPORTED, "Parquet: column '%s': a value over 2 GiB", c->f->name);
-		if (grow((void **)&c->vpos, &c->vpos_cap, c->values + 2, sizeof *c->vpos))
+		if (grow_as((void **)&c->vpos, &c->vpos_cap, c->values + 2, sizeof *c->vpos, 0))
 			return oom(e);
 		uint8_t l[4];
 		fmt_wr_u32(l, (uint32_t)n);
@@ -548,7 +538,7 @@ static fmt_kind add_bytes_run(colw *c, const fmt_column *col, uint64_t from, uin
 	    fmt_add_u64(bytes, offset_of(col, large, from + count) - offset_of(col, large, from), &bytes) ||
 	    bytes > SIZE_MAX - 1)
 		return oom(e);
-	if (grow((void **)&c->vpos, &c->vpos_cap, c->values + count + 1, sizeof *c->vpos) ||
+	if (grow_as((void **)&c->vpos, &c->vpos_cap, c->values + count + 1, sizeof *c->vpos, 0) ||
 	    !fmt_sb_reserve(&c->plain, (size_t)bytes))
 		return oom(e);
 	memset(c->defs + c->rows, 1, (size_t)count);
@@ -678,7 +668,7 @@ static fmt_kind add_list_rows(colw *c, const fmt_column *col, uint64_t from, uin
 {
 	uint64_t items, need;
 	if (fmt_mul_u64(count, c->list_size, &items) || fmt_add_u64(c->levels, items, &need) || need > SIZE_MAX / 2 ||
-	    grow((void **)&c->defs, &c->defs_cap, (size_t)need, 1))
+	    grow_as((void **)&c->defs, &c->defs_cap, (size_t)need, 1, 0))
 		return oom(e);
 	for (uint64_t r = from; r < from + count; r++) {
 		c->rows++;
@@ -698,7 +688,7 @@ static fmt_kind add_rows(colw *c, const fmt_column *col, uint64_t from, uint64_t
 {
 	if (c->list_size)
 		return add_list_rows(c, col, from, count, e);
-	if (grow_tight((void **)&c->defs, &c->defs_cap, c->rows + count, 1))
+	if (grow_as((void **)&c->defs, &c->defs_cap, c->rows + count, 1, 1))
 		return oom(e);
 	if (!col->validity && plain_as_is(c))
 		return add_plain_run(c, col, from, count, e);
@@ -842,7 +832,7 @@ static fmt_kind write_data_page(writer *w, colw *c, uint64_t r0, uint64_t r1, ui
 {
 	w->page.len = 0;
 	size_t rows = (size_t)(r1 - r0), vals = (size_t)(v1 - v0);
-	if (grow((void **)&w->levels, &w->levels_cap, (rows > vals ? rows : vals) + 1, sizeof *w->levels))
+	if (grow_as((void **)&w->levels, &w->levels_cap, (rows > vals ? rows : vals) + 1, sizeof *w->levels, 0))
 		return oom(e);
 	fmt_kind lk = write_levels(w, c, r0, rows, e);
 	if (lk != FMT_OK)
