@@ -24,36 +24,35 @@ void fmt_gguf_imatrix_free(fmt_gguf_imatrix *im)
 		free(im->entries[i].values);
 	}
 	free(im->entries);
+	fmt_nameset_free(&im->names);
 	memset(im, 0, sizeof *im);
 }
 
 const fmt_gguf_imatrix_entry *fmt_gguf_imatrix_find(const fmt_gguf_imatrix *im, const char *name)
 {
-	for (size_t i = 0; im && i < im->n; i++)
-		if (strcmp(im->entries[i].name, name) == 0)
-			return &im->entries[i];
-	return NULL;
+	long i = im ? fmt_nameset_find(&im->names, name) : -1;
+	return i >= 0 ? &im->entries[i] : NULL;
 }
 
 static fmt_kind add_entry(fmt_gguf_imatrix *im, const char *name, size_t name_len, uint64_t n, fmt_err *e)
 {
 	char *copy = malloc(name_len + 1);
 	float *values = malloc((size_t)(n ? n : 1) * sizeof *values);
-	fmt_gguf_imatrix_entry *grown = realloc(im->entries, (im->n + 1) * sizeof *grown);
-	if (grown)
-		im->entries = grown;
-	if (!copy || !values || !grown) {
-		free(copy);
-		free(values);
-		return fmt_fail(e, FMT_IO, "out of memory");
+	int added = -1;
+	if (copy) {
+		memcpy(copy, name, name_len);
+		copy[name_len] = '\0';
 	}
-	memcpy(copy, name, name_len);
-	copy[name_len] = '\0';
-	if (fmt_gguf_imatrix_find(im, copy)) {
-		fmt_fail(e, FMT_INVALID_FORMAT, "entry '%s' appears twice", copy);
+	if (copy && values && !fmt_grow_array(&im->entries, &im->cap, im->n + 1, sizeof *im->entries, 64))
+		added = fmt_nameset_add(&im->names, copy);
+	if (added != 1) {
+		if (added == 0)
+			fmt_fail(e, FMT_INVALID_FORMAT, "entry '%s' appears twice", copy);
+		else
+			fmt_fail(e, FMT_IO, "out of memory");
 		free(copy);
 		free(values);
-		return FMT_INVALID_FORMAT;
+		return e->kind;
 	}
 	im->entries[im->n++] = (fmt_gguf_imatrix_entry){ .name = copy, .values = values, .n = n };
 	return FMT_OK;
@@ -130,12 +129,20 @@ static size_t stem_len(const char *name, const char *suffix)
 	return n > s && strcmp(name + n - s, suffix) == 0 ? n - s : 0;
 }
 
-static const fmt_tensor *partner(const fmt_model *m, const char *stem, size_t len, const char *suffix)
+/* *out: the tensor named stem[0..len) + suffix, or NULL. tensors: m's names. */
+static fmt_kind partner(const fmt_model *m, const fmt_nameset *tensors, const char *stem, size_t len,
+			const char *suffix, const fmt_tensor **out, fmt_err *e)
 {
-	for (size_t i = 0; i < m->n_tensors; i++)
-		if (stem_len(m->tensors[i].name, suffix) == len && strncmp(m->tensors[i].name, stem, len) == 0)
-			return &m->tensors[i];
-	return NULL;
+	size_t n = strlen(suffix);
+	char *name = malloc(len + n + 1);
+	if (!name)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	memcpy(name, stem, len);
+	memcpy(name + len, suffix, n + 1);
+	long i = fmt_nameset_find(tensors, name);
+	free(name);
+	*out = i >= 0 ? &m->tensors[i] : NULL;
+	return FMT_OK;
 }
 
 static fmt_kind read_f32s(const fmt_model *m, const fmt_tensor *t, float **out, fmt_err *e)
@@ -152,11 +159,13 @@ static fmt_kind read_f32s(const fmt_model *m, const fmt_tensor *t, float **out, 
 }
 
 /* sums / count per expert (a count of 0: weights 1), counts rounded as lround does. */
-static fmt_kind gguf_entry(fmt_gguf_imatrix *im, const fmt_model *m, const fmt_tensor *sums, size_t len,
-			   fmt_err *e)
+static fmt_kind gguf_entry(fmt_gguf_imatrix *im, const fmt_model *m, const fmt_nameset *tensors,
+			   const fmt_tensor *sums, size_t len, fmt_err *e)
 {
-	const fmt_tensor *counts = partner(m, sums->name, len, ".counts");
+	const fmt_tensor *counts;
 	float *s = NULL, *c = NULL;
+	if (partner(m, tensors, sums->name, len, ".counts", &counts, e) != FMT_OK)
+		return e->kind;
 	if (!counts)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "'%.*s' has in_sum2 but no counts", (int)len, sums->name);
 	if (counts->nelems == 0 || sums->nelems % counts->nelems != 0)
@@ -179,6 +188,21 @@ static fmt_kind gguf_entry(fmt_gguf_imatrix *im, const fmt_model *m, const fmt_t
 	return k;
 }
 
+/* t as an entry when it holds sums; counts without their sums are refused. */
+static fmt_kind tensor_entry(fmt_gguf_imatrix *im, const fmt_model *m, const fmt_nameset *tensors,
+			     const fmt_tensor *t, fmt_err *e)
+{
+	const fmt_tensor *sums;
+	size_t len = stem_len(t->name, ".in_sum2");
+	if (len)
+		return gguf_entry(im, m, tensors, t, len, e);
+	if (!(len = stem_len(t->name, ".counts")))
+		return FMT_OK;
+	if (partner(m, tensors, t->name, len, ".in_sum2", &sums, e) != FMT_OK)
+		return e->kind;
+	return sums ? FMT_OK : fmt_fail(e, FMT_INVALID_FORMAT, "'%.*s' has counts but no in_sum2", (int)len, t->name);
+}
+
 static fmt_kind load_gguf(fmt_gguf_imatrix *im, const char *path, const uint8_t *data, size_t size, fmt_err *e)
 {
 	fmt_model m;
@@ -195,15 +219,15 @@ static fmt_kind load_gguf(fmt_gguf_imatrix *im, const char *path, const uint8_t 
 			     "imatrix.chunk_size: not an importance matrix");
 	if (k == FMT_OK && chunks->type == FMT_V_U32)
 		im->chunks = (int64_t)chunks->v.u;
-	for (size_t i = 0; k == FMT_OK && i < m.n_tensors; i++) {
-		size_t len = stem_len(m.tensors[i].name, ".in_sum2");
-		if (len)
-			k = gguf_entry(im, &m, &m.tensors[i], len, e);
-		else if ((len = stem_len(m.tensors[i].name, ".counts")) && !partner(&m, m.tensors[i].name, len, ".in_sum2"))
-			k = fmt_fail(e, FMT_INVALID_FORMAT, "'%.*s' has counts but no in_sum2", (int)len, m.tensors[i].name);
-	}
+	fmt_nameset tensors = { 0 };   /* the reader refused a name given twice */
+	for (size_t i = 0; k == FMT_OK && i < m.n_tensors; i++)
+		if (fmt_nameset_add(&tensors, m.tensors[i].name) < 0)
+			k = fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; k == FMT_OK && i < m.n_tensors; i++)
+		k = tensor_entry(im, &m, &tensors, &m.tensors[i], e);
 	if (k == FMT_OK && im->n == 0)
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "no in_sum2 and counts tensors: no data");
+	fmt_nameset_free(&tensors);
 	fmt_model_free(&m);
 	return k;
 }
@@ -219,9 +243,19 @@ static fmt_kind check_finite(const fmt_gguf_imatrix *im, fmt_err *e)
 	return FMT_OK;
 }
 
+/* names indexed again after entries moved */
+static fmt_kind index_names(fmt_gguf_imatrix *im, fmt_err *e)
+{
+	fmt_nameset_free(&im->names);
+	for (size_t i = 0; i < im->n; i++)
+		if (fmt_nameset_add(&im->names, im->entries[i].name) < 0)
+			return fmt_fail(e, FMT_IO, "out of memory");
+	return FMT_OK;
+}
+
 /* --exclude-weights drops the entries whose name holds one of its strings, then
  * --include-weights keeps only those whose name holds one of its. */
-static void select_entries(fmt_gguf_imatrix *im, const fmt_gguf_quant_opts *o)
+static fmt_kind select_entries(fmt_gguf_imatrix *im, const fmt_gguf_quant_opts *o, fmt_err *e)
 {
 	size_t kept = 0;
 	for (size_t i = 0; i < im->n; i++) {
@@ -239,6 +273,7 @@ static void select_entries(fmt_gguf_imatrix *im, const fmt_gguf_quant_opts *o)
 		}
 	}
 	im->n = kept;
+	return index_names(im, e);
 }
 
 fmt_kind fmt_gguf_imatrix_parse(fmt_gguf_imatrix *im, const char *name, const uint8_t *data, size_t size,
@@ -271,7 +306,7 @@ fmt_kind fmt_gguf_imatrix_load(fmt_gguf_imatrix *im, const char *path, const fmt
 			fmt_err_file(e, path);
 		}
 	}
-	if (k == FMT_OK)
-		select_entries(im, o);
+	if (k == FMT_OK && (k = select_entries(im, o, e)) != FMT_OK)
+		fmt_gguf_imatrix_free(im);
 	return k;
 }

@@ -6,16 +6,6 @@
 #include <stddef.h>
 #include "fmt/gguf.h"
 
-/* A set of borrowed strings, to find duplicate keys and tensor names in O(1). */
-typedef struct gguf_nameset {
-	const char **slots;
-	size_t cap, used;
-} gguf_nameset;
-
-/* 1 if name was new (and is now in the set), 0 if already present, -1 on out of memory. */
-int fmt_gguf_nameset_add(gguf_nameset *s, const char *name);
-void fmt_gguf_nameset_free(gguf_nameset *s);
-
 /* Bytes of one value of a scalar type, 0 for STRING/ARRAY/unknown. */
 size_t fmt_gguf_scalar_size(uint32_t type);
 

@@ -43,57 +43,6 @@
 
 /* ---- helpers shared with the writer ---- */
 
-static uint64_t hash_name(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 1099511628211ull;
-	return h;
-}
-
-static int nameset_grow(gguf_nameset *s)
-{
-	size_t cap = s->cap ? s->cap * 2 : 64;
-	if (cap > SIZE_MAX / sizeof *s->slots)
-		return -1;
-	const char **slots = calloc(cap, sizeof *slots);
-	if (!slots)
-		return -1;
-	for (size_t i = 0; i < s->cap; i++) {
-		if (!s->slots[i])
-			continue;
-		size_t j = (size_t)hash_name(s->slots[i]) & (cap - 1);
-		while (slots[j])
-			j = (j + 1) & (cap - 1);
-		slots[j] = s->slots[i];
-	}
-	free(s->slots);
-	s->slots = slots;
-	s->cap = cap;
-	return 0;
-}
-
-int fmt_gguf_nameset_add(gguf_nameset *s, const char *name)
-{
-	if ((s->used + 1) * 2 > s->cap && nameset_grow(s) != 0)
-		return -1;
-	size_t j = (size_t)hash_name(name) & (s->cap - 1);
-	while (s->slots[j]) {
-		if (strcmp(s->slots[j], name) == 0)
-			return 0;
-		j = (j + 1) & (s->cap - 1);
-	}
-	s->slots[j] = name;
-	s->used++;
-	return 1;
-}
-
-void fmt_gguf_nameset_free(gguf_nameset *s)
-{
-	free(s->slots);
-	memset(s, 0, sizeof *s);
-}
-
 size_t fmt_gguf_scalar_size(uint32_t type)
 {
 	switch (type) {
@@ -405,7 +354,7 @@ static fmt_kind add_meta_owned(fmt_model *m, char *key, fmt_value *v, fmt_err *e
 
 static fmt_kind rd_metadata(rd *r, uint64_t kv_count, fmt_model *dst, uint32_t *align)
 {
-	gguf_nameset seen = { 0 };
+	fmt_nameset seen = { 0 };
 	fmt_kind k = FMT_OK;
 	for (uint64_t i = 0; i < kv_count && k == FMT_OK; i++) {
 		char *key;
@@ -436,13 +385,13 @@ static fmt_kind rd_metadata(rd *r, uint64_t kv_count, fmt_model *dst, uint32_t *
 		if (k != FMT_OK)
 			break;
 		const char *stored = dst->meta[dst->n_meta - 1].key;
-		int added = fmt_gguf_nameset_add(&seen, stored);
+		int added = fmt_nameset_add(&seen, stored);
 		if (added < 0)
 			k = fmt_fail(r->e, FMT_IO, "out of memory");
 		else if (added == 0)
 			k = fmt_fail(r->e, FMT_INVALID_FORMAT, "duplicate key '%s'", stored);
 	}
-	fmt_gguf_nameset_free(&seen);
+	fmt_nameset_free(&seen);
 	return k;
 }
 
@@ -516,7 +465,7 @@ static fmt_kind rd_tensor_shape(rd *r, const char *name, fmt_tensor *t)
 
 static fmt_kind rd_tensor_infos(rd *r, uint64_t count, fmt_model *dst, int src, uint32_t align)
 {
-	gguf_nameset seen = { 0 };
+	fmt_nameset seen = { 0 };
 	uint64_t expected = 0;
 	fmt_kind k = FMT_OK;
 	for (uint64_t i = 0; i < count && k == FMT_OK; i++) {
@@ -550,7 +499,7 @@ static fmt_kind rd_tensor_infos(rd *r, uint64_t count, fmt_model *dst, int src, 
 			fmt_tensor *stored;
 			k = fmt_model_add_tensor(dst, &t, &stored, r->e);
 			if (k == FMT_OK) {
-				int added = fmt_gguf_nameset_add(&seen, stored->name);
+				int added = fmt_nameset_add(&seen, stored->name);
 				if (added < 0)
 					k = fmt_fail(r->e, FMT_IO, "out of memory");
 				else if (added == 0)
@@ -559,7 +508,7 @@ static fmt_kind rd_tensor_infos(rd *r, uint64_t count, fmt_model *dst, int src, 
 		}
 		free(name);
 	}
-	fmt_gguf_nameset_free(&seen);
+	fmt_nameset_free(&seen);
 	return k;
 }
 

@@ -109,10 +109,10 @@ static fmt_kind load_shard(fmt_model *m, const char *path, int64_t no, int64_t c
 
 static fmt_kind check_names_across(const fmt_model *m, fmt_err *e)
 {
-	gguf_nameset seen = { 0 };
+	fmt_nameset seen = { 0 };
 	fmt_kind k = FMT_OK;
 	for (size_t i = 0; i < m->n_tensors && k == FMT_OK; i++) {
-		int added = fmt_gguf_nameset_add(&seen, m->tensors[i].name);
+		int added = fmt_nameset_add(&seen, m->tensors[i].name);
 		if (added < 0) {
 			k = fmt_fail(e, FMT_IO, "out of memory");
 		} else if (added == 0) {
@@ -120,7 +120,7 @@ static fmt_kind check_names_across(const fmt_model *m, fmt_err *e)
 			k = fmt_fail(e, FMT_SCHEMA, "tensor '%s' appears in more than one shard", m->tensors[i].name);
 		}
 	}
-	fmt_gguf_nameset_free(&seen);
+	fmt_nameset_free(&seen);
 	return k;
 }
 

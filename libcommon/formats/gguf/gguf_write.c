@@ -184,7 +184,7 @@ static int key_chars_ok(const char *key, size_t len)
 
 static fmt_kind check_metadata(const fmt_meta *meta, size_t n, fmt_err *e)
 {
-	gguf_nameset seen = { 0 };
+	fmt_nameset seen = { 0 };
 	fmt_kind k = FMT_OK;
 	for (size_t i = 0; i < n && k == FMT_OK; i++) {
 		const char *key = meta[i].key;
@@ -198,14 +198,14 @@ static fmt_kind check_metadata(const fmt_meta *meta, size_t n, fmt_err *e)
 		else if ((k = check_value(key, &meta[i].val, e)) != FMT_OK)
 			break;
 		else {
-			int added = fmt_gguf_nameset_add(&seen, key);
+			int added = fmt_nameset_add(&seen, key);
 			if (added < 0)
 				k = fmt_fail(e, FMT_IO, "out of memory");
 			else if (added == 0)
 				k = fmt_fail(e, FMT_INVALID_FORMAT, "duplicate metadata key '%s'", key);
 		}
 	}
-	fmt_gguf_nameset_free(&seen);
+	fmt_nameset_free(&seen);
 	return k;
 }
 
@@ -244,19 +244,19 @@ static fmt_kind check_tensor(const fmt_tensor *t, int *type_id, fmt_err *e)
 
 static fmt_kind check_tensors(const fmt_tensor *tensors, size_t n, fmt_err *e)
 {
-	gguf_nameset seen = { 0 };
+	fmt_nameset seen = { 0 };
 	fmt_kind k = FMT_OK;
 	for (size_t i = 0; i < n && k == FMT_OK; i++) {
 		int id;
 		if ((k = check_tensor(&tensors[i], &id, e)) != FMT_OK)
 			break;
-		int added = fmt_gguf_nameset_add(&seen, tensors[i].name);
+		int added = fmt_nameset_add(&seen, tensors[i].name);
 		if (added < 0)
 			k = fmt_fail(e, FMT_IO, "out of memory");
 		else if (added == 0)
 			k = fmt_fail(e, FMT_INVALID_FORMAT, "duplicate tensor name '%s'", tensors[i].name);
 	}
-	fmt_gguf_nameset_free(&seen);
+	fmt_nameset_free(&seen);
 	return k;
 }
 

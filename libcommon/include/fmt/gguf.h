@@ -7,6 +7,7 @@
 #include "fmt/err.h"
 #include "fmt/io.h"
 #include "fmt/model.h"
+#include "fmt/nameset.h"
 #include "fmt/registry.h"
 
 #define FMT_GGUF_DEFAULT_ALIGNMENT 32u
@@ -125,7 +126,8 @@ typedef struct fmt_gguf_imatrix_entry {
 
 typedef struct fmt_gguf_imatrix {
 	fmt_gguf_imatrix_entry *entries;
-	size_t n;
+	size_t n, cap;
+	fmt_nameset names;           /* entries[i].name -> i */
 	int legacy;                  /* from a .dat file */
 	int64_t chunks;              /* chunks it was computed on (0: not said) */
 } fmt_gguf_imatrix;

@@ -1,0 +1,64 @@
+/* A set of borrowed strings (fmt/nameset.h): open addressing, FNV-1a, at most half full. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fmt/nameset.h"
+
+static uint64_t hash_name(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ull;
+	return h;
+}
+
+/* The slot that holds name, or the free one where it would go. */
+static size_t slot_of(const fmt_nameset_slot *slots, size_t cap, const char *name)
+{
+	size_t j = (size_t)hash_name(name) & (cap - 1);
+	while (slots[j].name && strcmp(slots[j].name, name) != 0)
+		j = (j + 1) & (cap - 1);
+	return j;
+}
+
+static int grow(fmt_nameset *s)
+{
+	size_t cap = s->cap ? s->cap * 2 : 64;
+	if (cap > SIZE_MAX / sizeof *s->slots)
+		return -1;
+	fmt_nameset_slot *slots = calloc(cap, sizeof *slots);
+	if (!slots)
+		return -1;
+	for (size_t i = 0; i < s->cap; i++)
+		if (s->slots[i].name)
+			slots[slot_of(slots, cap, s->slots[i].name)] = s->slots[i];
+	free(s->slots);
+	s->slots = slots;
+	s->cap = cap;
+	return 0;
+}
+
+int fmt_nameset_add(fmt_nameset *s, const char *name)
+{
+	if ((s->used + 1) * 2 > s->cap && grow(s) != 0)
+		return -1;
+	size_t j = slot_of(s->slots, s->cap, name);
+	if (s->slots[j].name)
+		return 0;
+	s->slots[j] = (fmt_nameset_slot){ name, s->used++ };
+	return 1;
+}
+
+long fmt_nameset_find(const fmt_nameset *s, const char *name)
+{
+	if (!s->cap)
+		return -1;
+	const fmt_nameset_slot *slot = &s->slots[slot_of(s->slots, s->cap, name)];
+	return slot->name ? (long)slot->ordinal : -1;
+}
+
+void fmt_nameset_free(fmt_nameset *s)
+{
+	free(s->slots);
+	memset(s, 0, sizeof *s);
+}
