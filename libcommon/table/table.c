@@ -5,6 +5,7 @@
 #include <string.h>
 #include "fmt/checked.h"
 #include "fmt/encrypt.h"
+#include "fmt/nameset.h"
 #include "fmt/out.h"
 #include "fmt/table.h"
 #include "fmt/thread.h"
@@ -150,26 +151,35 @@ static int list_elem_ok(fmt_ctype t)
 	return ctype_known(t) && fmt_ctype_width(t) > 0;
 }
 
+static fmt_kind field_check(const fmt_field *f, size_t i, fmt_nameset *seen, fmt_err *e)
+{
+	if (!f->name[0])
+		return fmt_fail(e, FMT_INVALID_FORMAT, "column %zu has an empty name", i + 1);
+	if (!ctype_known(f->type))
+		return fmt_fail(e, FMT_UNSUPPORTED, "column '%s': unknown type %d", f->name, (int)f->type);
+	int added = fmt_nameset_add(seen, f->name);
+	if (added < 0)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	if (!added)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "column name '%s' appears twice", f->name);
+	if (f->type == FMT_C_TIMESTAMP && (unsigned)f->unit > FMT_TU_NS)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "column '%s': unknown time unit %d", f->name, (int)f->unit);
+	if (f->type == FMT_C_FIXED_SIZE_LIST && (!list_elem_ok(f->elem) || f->list_size == 0))
+		return fmt_fail(e, FMT_UNSUPPORTED,
+				"column '%s': a fixed_size_list needs a fixed-width element type and a size >= 1", f->name);
+	return FMT_OK;
+}
+
 fmt_kind fmt_schema_check(const fmt_schema *s, fmt_err *e)
 {
-	for (size_t i = 0; i < s->n_fields; i++) {
-		const fmt_field *f = &s->fields[i];
-		if (!f->name[0])
-			return fmt_fail(e, FMT_INVALID_FORMAT, "column %zu has an empty name", i + 1);
-		if (!ctype_known(f->type))
-			return fmt_fail(e, FMT_UNSUPPORTED, "column '%s': unknown type %d", f->name, (int)f->type);
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(s->fields[j].name, f->name) == 0)
-				return fmt_fail(e, FMT_INVALID_FORMAT, "column name '%s' appears twice", f->name);
-		if (f->type == FMT_C_TIMESTAMP && (unsigned)f->unit > FMT_TU_NS)
-			return fmt_fail(e, FMT_INVALID_FORMAT, "column '%s': unknown time unit %d", f->name,
-					(int)f->unit);
-		if (f->type == FMT_C_FIXED_SIZE_LIST && (!list_elem_ok(f->elem) || f->list_size == 0))
-			return fmt_fail(e, FMT_UNSUPPORTED,
-					"column '%s': a fixed_size_list needs a fixed-width element type and a size >= 1",
-					f->name);
-	}
-	return FMT_OK;
+	fmt_nameset seen = { 0 };
+	fmt_kind k = FMT_OK;
+	if (s->n_fields > FMT_TABLE_MAX_COLUMNS)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "%zu columns: more than %d", s->n_fields, FMT_TABLE_MAX_COLUMNS);
+	for (size_t i = 0; i < s->n_fields && k == FMT_OK; i++)
+		k = field_check(&s->fields[i], i, &seen, e);
+	fmt_nameset_free(&seen);
+	return k;
 }
 
 static const char *unit_name(fmt_time_unit u)

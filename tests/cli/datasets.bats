@@ -377,6 +377,42 @@ assert out == [repr(float(a)) for a in src], out'
 	[ "$(head -1 t3.jsonl)" = '{"n":1,"s":"text"}' ] && [ "$(wc -l <t3.jsonl)" -eq 40000 ]
 }
 
+@test "a table of up to 100,000 columns goes through CSV, Parquet and JSON Lines and back; 100,001 is refused" {
+	# CSV refused 65,537 columns and more with 'more than 100000 fields' (its field list grew
+	# by doubling past the limit), the Parquet reader refused fmtkit's own 100,000-column file
+	# ('malformed footer (schema list)': the root element counted as a column), JSON Lines took
+	# 10,000 keys; names were checked pair by pair (a 65,536-column CSV took 7 s to open).
+	python3 -c '
+import sys
+n = int(sys.argv[1])
+print(",".join("c%d" % i for i in range(n)))
+print(",".join(str(i % 10) for i in range(n)))' 100000 >wide.csv
+	run timeout 60 fmt-convert -q wide.csv wide.parquet
+	assert_success
+	run timeout 60 fmt-convert -q wide.parquet back.csv
+	assert_success
+	cmp wide.csv back.csv
+	run timeout 60 fmt-inspect --json wide.parquet
+	assert_success
+	assert_equal "$(jq '.schema.fields | length' <<<"$output")" 100000
+	# JSON Lines took 10,000 keys at most, each looked up key by key
+	run timeout 60 fmt-convert -q wide.parquet wide.jsonl
+	assert_success
+	run timeout 60 fmt-convert -q wide.jsonl back2.csv
+	assert_success
+	cmp wide.csv back2.csv
+	python3 -c 'print(",".join("c%d" % i for i in range(100001)))' >wider.csv
+	run --separate-stderr fmt-convert -q wider.csv out.parquet
+	assert_failure 4
+	assert_equal "$stderr" "fmt-convert: error: wider.csv: line 1: more than 100000 fields"
+	[ ! -e out.parquet ]
+	python3 -c 'import json; print(json.dumps({"c%d" % i: i for i in range(100001)}))' >wider.jsonl
+	run --separate-stderr fmt-convert -q wider.jsonl out.parquet
+	assert_failure 4
+	assert_equal "$stderr" "fmt-convert: error: wider.jsonl: more than 100000 distinct keys"
+	[ ! -e out.parquet ]
+}
+
 @test "an empty name in a CSV header is named by its position as --no-header names columns (pandas' index)" {
 	# pandas' to_csv writes an empty name over its index column: it was exit 4.
 	printf ',a,b\n0,1,x\n1,2,y\n' >pandas.csv

@@ -23,7 +23,7 @@ enum { TY_NULL = 1, TY_INT, TY_FLOAT, TY_BINARY, TY_UTF8, TY_BOOL, TY_DECIMAL, T
        TY_RUN_END_ENCODED, TY_BINARY_VIEW, TY_UTF8_VIEW, TY_LIST_VIEW, TY_LARGE_LIST_VIEW };
 
 #define IPC_ALIGN 64
-#define MAX_FIELDS 100000
+#define MAX_FIELDS FMT_TABLE_MAX_COLUMNS
 #define MAX_UNCOMPRESSED ((uint64_t)1 << 31) /* a compressed buffer's declared length */
 static const uint8_t file_magic[6] = { 'A', 'R', 'R', 'O', 'W', '1' };
 
@@ -325,7 +325,7 @@ static fmt_kind decode_schema(const fmt_fb_table *st, fmt_ipc_reader *r, fmt_err
 	if (res < 0)
 		return bad(e, "malformed Schema fields");
 	if (n > MAX_FIELDS)
-		return bad(e, "more than 100000 fields");
+		return fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: more than %d fields", MAX_FIELDS);
 	if (!(r->shapes = calloc(n ? n : 1, sizeof *r->shapes)))
 		return oom(e);
 	for (uint32_t i = 0; i < n; i++) {

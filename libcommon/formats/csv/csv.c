@@ -16,7 +16,7 @@
 #include "fmt/textval.h"
 #include "csv_internal.h"
 
-#define MAX_COLUMNS 100000
+#define MAX_COLUMNS FMT_TABLE_MAX_COLUMNS
 #define DEFAULT_BATCH 65536
 
 /* The values of the CSV options (csv_options, at the driver). */
@@ -113,11 +113,13 @@ void fmt_csv_state_free(csv_state *s)
 
 static fmt_kind add_field(csv_state *s, size_t off, size_t len, int quoted, int in_rec, fmt_err *e)
 {
+	if (s->n_fields == MAX_COLUMNS)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu: more than %d fields", (unsigned long long)s->rec_line,
+				MAX_COLUMNS);
 	if (s->n_fields == s->cap_fields) {
 		size_t cap = s->cap_fields ? 2 * s->cap_fields : 64;
-		if (cap > MAX_COLUMNS + 1)
-			return fmt_fail(e, FMT_INVALID_FORMAT, "line %llu: more than %d fields",
-					(unsigned long long)s->rec_line, MAX_COLUMNS);
+		if (cap > MAX_COLUMNS)
+			cap = MAX_COLUMNS;
 		field_ref *p = realloc(s->fields, cap * sizeof *p);
 		if (!p)
 			return fmt_fail(e, FMT_IO, "out of memory");

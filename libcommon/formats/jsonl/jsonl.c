@@ -8,13 +8,14 @@
 #include "fmt/cell.h"
 #include "fmt/checked.h"
 #include "fmt/dataset.h"
+#include "fmt/nameset.h"
 #include "fmt/registry.h"
 #include "fmt/builder.h"
 #include "fmt/textio.h"
 #include "fmt/textval.h"
 #include "fmt/tree_budget.h"
 
-#define MAX_COLUMNS 10000
+#define MAX_COLUMNS FMT_TABLE_MAX_COLUMNS
 #define DEFAULT_BATCH 65536
 
 /* J_INT: an integer of int64; J_BIG: one above int64, up to 2^64-1 (jansson holds int64 only);
@@ -47,7 +48,8 @@ typedef struct jsonl_state {
 	big_int *big;
 	size_t n_big, cap_big;
 	jcol *cols;
-	size_t n_cols;
+	size_t n_cols, cap_cols;
+	fmt_nameset names;         /* cols[i].name -> i */
 	uint64_t batch_rows;
 	col_builder *build;
 	uint64_t rec_off;          /* where the last object's line starts */
@@ -204,10 +206,8 @@ static fmt_kind next_object(jsonl_state *s, json_t **obj, fmt_err *e)
 
 static jcol *column_named(const jsonl_state *s, const char *name)
 {
-	for (size_t i = 0; i < s->n_cols; i++)
-		if (!strcmp(s->cols[i].name, name))
-			return &s->cols[i];
-	return NULL;
+	long i = fmt_nameset_find(&s->names, name);
+	return i >= 0 ? &s->cols[i] : NULL;
 }
 
 static jcol *column(jsonl_state *s, const char *name, fmt_err *e)
@@ -219,20 +219,19 @@ static jcol *column(jsonl_state *s, const char *name, fmt_err *e)
 		fmt_fail(e, FMT_INVALID_FORMAT, "more than %d distinct keys", MAX_COLUMNS);
 		return NULL;
 	}
-	jcol *p = realloc(s->cols, (s->n_cols + 1) * sizeof *p);
-	if (!p) {
+	char *copy = strdup(name);
+	if (!copy || fmt_grow_array(&s->cols, &s->cap_cols, s->n_cols + 1, sizeof *s->cols, 16) ||
+	    fmt_nameset_add(&s->names, copy) < 0) {
+		free(copy);
 		fmt_fail(e, FMT_IO, "out of memory");
 		return NULL;
 	}
-	s->cols = p;
 	jcol *c = &s->cols[s->n_cols++];
 	memset(c, 0, sizeof *c);
-	c->name = strdup(name);
+	c->name = copy;
 	c->list_len = -2;
 	fmt_tv_infer_init(&c->str);
-	if (!c->name)
-		fmt_fail(e, FMT_IO, "out of memory");
-	return c->name ? c : NULL;
+	return c;
 }
 
 static void observe(const jsonl_state *s, jcol *c, json_t *v)
@@ -573,6 +572,7 @@ static void jsonl_close(fmt_table *t)
 		if (s->build)
 			fmt_cb_free(&s->build[i]);
 	}
+	fmt_nameset_free(&s->names);
 	free(s->cols);
 	free(s->build);
 	free(s->big);

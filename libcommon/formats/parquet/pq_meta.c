@@ -6,7 +6,9 @@
 #include "fmt/checked.h"
 #include "pq_internal.h"
 
-#define MAX_SCHEMA_ELEMENTS 100000
+/* the root and FMT_TABLE_MAX_COLUMNS columns of up to three elements each (a LIST: its group,
+ * the repeated group and the element); fmt_schema_check counts the columns */
+#define MAX_SCHEMA_ELEMENTS (1 + 3 * FMT_TABLE_MAX_COLUMNS)
 #define MAX_FOOTER (256u << 20)
 /* The fewest footer bytes a row group (its columns' list and rows) and a column chunk (its
  * offset and metadata) take: their structs are allocated as their lists' counts say. */
@@ -548,8 +550,10 @@ static fmt_kind read_schema(tc_in *r, int type, pq_meta *m, fmt_schema *s, fmt_e
 {
 	int elem;
 	uint32_t n;
-	if (fmt_pq_tc_list(r, type, &elem, &n) || elem != TC_STRUCT || n == 0 || n > MAX_SCHEMA_ELEMENTS)
+	if (fmt_pq_tc_list(r, type, &elem, &n) || elem != TC_STRUCT || n == 0)
 		return bad(e, "schema list");
+	if (n > MAX_SCHEMA_ELEMENTS)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: %u schema elements: more than %d", n, MAX_SCHEMA_ELEMENTS);
 	walk w = { .n = n, .m = m, .s = s };
 	if (!(w.els = calloc(n, sizeof *w.els)))
 		return oom(e);

@@ -201,7 +201,11 @@ void fmt_schema_free(fmt_schema *s);
 fmt_kind fmt_schema_add_field(fmt_schema *s, const fmt_field *f, fmt_err *e);
 fmt_kind fmt_schema_add_meta(fmt_schema *s, const char *key, const char *value, fmt_err *e);
 long fmt_schema_find(const fmt_schema *s, const char *name); /* field index, -1 if none */
-/* Names unique and non-empty, list and timestamp parameters valid. */
+/* The most columns a table may have: every reader refuses more (fmt_schema_check), so that
+ * what one format's writer makes another's reader takes. */
+#define FMT_TABLE_MAX_COLUMNS 100000
+/* At most FMT_TABLE_MAX_COLUMNS columns, names unique and non-empty, list and timestamp
+ * parameters valid. */
 fmt_kind fmt_schema_check(const fmt_schema *s, fmt_err *e);
 /* The schema as JSON: {"fields":[{"name":..,"type":..,"nullable":..,...}],"metadata":{...}}. */
 json_t *fmt_schema_json(const fmt_schema *s);
