@@ -4,19 +4,24 @@
 #include <string.h>
 #include "fmt/nameset.h"
 
-static uint64_t hash_name(const char *s)
+static uint64_t hash_name(const char *s, size_t len)
 {
 	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 1099511628211ull;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
 	return h;
 }
 
-/* The slot that holds name, or the free one where it would go. */
-static size_t slot_of(const fmt_nameset_slot *slots, size_t cap, const char *name)
+static int same_name(const char *held, const char *name, size_t len)
 {
-	size_t j = (size_t)hash_name(name) & (cap - 1);
-	while (slots[j].name && strcmp(slots[j].name, name) != 0)
+	return strncmp(held, name, len) == 0 && held[len] == '\0';
+}
+
+/* The slot that holds name[0..len), or the free one where it would go. */
+static size_t slot_of(const fmt_nameset_slot *slots, size_t cap, const char *name, size_t len)
+{
+	size_t j = (size_t)hash_name(name, len) & (cap - 1);
+	while (slots[j].name && !same_name(slots[j].name, name, len))
 		j = (j + 1) & (cap - 1);
 	return j;
 }
@@ -31,7 +36,7 @@ static int grow(fmt_nameset *s)
 		return -1;
 	for (size_t i = 0; i < s->cap; i++)
 		if (s->slots[i].name)
-			slots[slot_of(slots, cap, s->slots[i].name)] = s->slots[i];
+			slots[slot_of(slots, cap, s->slots[i].name, strlen(s->slots[i].name))] = s->slots[i];
 	free(s->slots);
 	s->slots = slots;
 	s->cap = cap;
@@ -42,19 +47,24 @@ int fmt_nameset_add(fmt_nameset *s, const char *name)
 {
 	if ((s->used + 1) * 2 > s->cap && grow(s) != 0)
 		return -1;
-	size_t j = slot_of(s->slots, s->cap, name);
+	size_t j = slot_of(s->slots, s->cap, name, strlen(name));
 	if (s->slots[j].name)
 		return 0;
 	s->slots[j] = (fmt_nameset_slot){ name, s->used++ };
 	return 1;
 }
 
-long fmt_nameset_find(const fmt_nameset *s, const char *name)
+long fmt_nameset_find_prefix(const fmt_nameset *s, const char *name, size_t len)
 {
 	if (!s->cap)
 		return -1;
-	const fmt_nameset_slot *slot = &s->slots[slot_of(s->slots, s->cap, name)];
+	const fmt_nameset_slot *slot = &s->slots[slot_of(s->slots, s->cap, name, len)];
 	return slot->name ? (long)slot->ordinal : -1;
+}
+
+long fmt_nameset_find(const fmt_nameset *s, const char *name)
+{
+	return fmt_nameset_find_prefix(s, name, strlen(name));
 }
 
 void fmt_nameset_free(fmt_nameset *s)

@@ -228,6 +228,7 @@ fmt_kind fmt_shard_view(const fmt_model *m, const fmt_shard *s, fmt_model *view,
 		(*tensors)[i] = m->tensors[s->members[i]];
 	view->tensors = *tensors;
 	view->n_tensors = view->cap_tensors = s->count;
+	view->tensor_names = (fmt_nameset){ 0 };   /* the model's: not the view's to use or free */
 	return FMT_OK;
 }
 

@@ -2,6 +2,7 @@
  * GLOB, --metadata-from FILE [--keys GLOB], --set-from FILE.json, --set KEY[:TYPE]=VALUE. Used by
  * conversions (plan.c) and by in-place edits (edit.c). */
 #include <fnmatch.h>
+#include <stdlib.h>
 #include <string.h>
 #include "fmt/table.h"
 #include "pipeline_internal.h"
@@ -44,6 +45,17 @@ static fmt_kind set_arch(fmt_model *m, const fmt_driver *tg, const char *arch, f
 	return k;
 }
 
+typedef struct glob_list {
+	const char *const *globs;
+	size_t n;
+} glob_list;
+
+static int matches_a_glob(const char *key, const void *ctx)
+{
+	const glob_list *g = ctx;
+	return fmt_name_selected(key, g->globs, g->n, NULL, 0);
+}
+
 fmt_kind fmt_meta_unset(fmt_model *m, const fmt_driver *tg, const char *const *globs, size_t n, fmt_err *e)
 {
 	for (size_t g = 0; g < n; g++) {
@@ -59,9 +71,8 @@ fmt_kind fmt_meta_unset(fmt_model *m, const fmt_driver *tg, const char *const *g
 		if (!matched)
 			return fmt_fail(e, FMT_USAGE, "--unset %s matches no metadata key", globs[g]);
 	}
-	for (size_t i = m->n_meta; i-- > 0;)
-		if (fmt_name_selected(m->meta[i].key, globs, n, NULL, 0))
-			fmt_model_remove_meta(m, m->meta[i].key);
+	glob_list g = { globs, n };
+	fmt_model_remove_metas(m, matches_a_glob, &g);
 	return FMT_OK;
 }
 
@@ -72,9 +83,11 @@ static int describes_its_file(const fmt_driver *d, const char *key)
 	return in_list(key, d->layout_keys) || in_list(key, d->derived_keys);
 }
 
-static fmt_kind copy_keys(fmt_model *m, const fmt_model *src, const char *path, const char *const *keys,
-			  size_t n_keys, int strings_only, fmt_err *e)
+/* The keys of src that --keys chooses (all when none is given) and that the output can hold. */
+static fmt_kind keys_to_copy(const fmt_model *src, const char *path, const char *const *keys, size_t n_keys,
+			     int strings_only, const fmt_meta **chosen, size_t *n, fmt_err *e)
 {
+	*n = 0;
 	for (size_t i = 0; i < src->n_meta; i++) {
 		const fmt_meta *mm = &src->meta[i];
 		if (describes_its_file(src->driver, mm->key) || !fmt_name_selected(mm->key, keys, n_keys, NULL, 0))
@@ -83,10 +96,23 @@ static fmt_kind copy_keys(fmt_model *m, const fmt_model *src, const char *path, 
 			return fmt_fail(e, FMT_USAGE, "--metadata-from %s: %s is %s %s; the output's metadata holds "
 					"strings only (choose keys with --keys)", path, mm->key,
 					mm->val.type == FMT_V_ARRAY ? "an" : "a", fmt_vtype_name(mm->val.type));
-		fmt_kind k = fmt_setkv_put(m, mm->key, &mm->val, e);
-		if (k != FMT_OK)
-			return k;
+		chosen[(*n)++] = mm;
 	}
+	return FMT_OK;
+}
+
+static fmt_kind copy_keys(fmt_model *m, const fmt_model *src, const char *path, const char *const *keys,
+			  size_t n_keys, int strings_only, fmt_err *e)
+{
+	size_t n = 0;
+	const fmt_meta **chosen = malloc((src->n_meta ? src->n_meta : 1) * sizeof *chosen);
+	fmt_kind k = chosen ? keys_to_copy(src, path, keys, n_keys, strings_only, chosen, &n, e)
+			    : fmt_fail(e, FMT_IO, "out of memory");
+	if (k == FMT_OK)
+		k = fmt_model_put_metas(m, chosen, n, e);
+	free(chosen);
+	if (k != FMT_OK)
+		return k;
 	for (size_t g = 0; g < n_keys; g++) {
 		size_t matched = 0;
 		for (size_t i = 0; i < src->n_meta; i++)

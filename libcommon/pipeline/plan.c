@@ -219,21 +219,6 @@ static int selected(const char *name, const fmt_convert_opts *o)
 	return fmt_name_selected(name, o->include, o->n_include, o->exclude, o->n_exclude);
 }
 
-/* The scales tensor of an encoded tensor is handled with its codes, not on its own. */
-static int is_scales_of_qtensor(const fmt_model *m, const char *name)
-{
-	for (size_t i = 0; i < m->n_qtensors; i++) {
-		const fmt_qtensor *q = &m->qtensors[i];
-		char *dflt = q->scales || q->format == FMT_Q_BF16 ? NULL : fmt_qtensor_scales_name(q->name);
-		const char *sname = q->scales ? q->scales : dflt;
-		int is = sname && strcmp(sname, name) == 0;
-		free(dflt);
-		if (is)
-			return 1;
-	}
-	return 0;
-}
-
 /* Append " --OPTION 'PATTERN'" for each of the n patterns whose bit in pick is set (all when
  * pick is NULL) to buf. */
 static void patterns_text(char *buf, size_t size, const char *option, const char **patterns, size_t n,
@@ -254,7 +239,7 @@ static size_t unmatched_patterns(const fmt_model *in, const char **list, size_t 
 	for (size_t i = 0; i < n; i++) {
 		unmatched[i] = 1;
 		for (size_t t = 0; t < in->n_tensors && unmatched[i]; t++)
-			if (!is_scales_of_qtensor(in, in->tensors[t].name) && fnmatch(list[i], in->tensors[t].name, 0) == 0)
+			if (!fmt_qtensor_is_scales(in, in->tensors[t].name) && fnmatch(list[i], in->tensors[t].name, 0) == 0)
 				unmatched[i] = 0;
 		count += unmatched[i];
 	}
@@ -278,7 +263,7 @@ static fmt_kind check_selection(const fmt_model *in, const fmt_convert_opts *o, 
 	patterns_text(text, sizeof text, "exclude", o->exclude, o->n_exclude, n_bad ? bad + o->n_include : NULL);
 	free(bad);
 	for (size_t t = 0; t < in->n_tensors; t++) {
-		if (is_scales_of_qtensor(in, in->tensors[t].name))
+		if (fmt_qtensor_is_scales(in, in->tensors[t].name))
 			continue;
 		tensors++;
 		chosen += selected(in->tensors[t].name, o);
@@ -648,7 +633,7 @@ fmt_kind fmt_plan_build(convert_plan *p, const fmt_model *in, const fmt_convert_
 	}
 	for (size_t i = 0; i < in->n_tensors && k == FMT_OK; i++) {
 		const fmt_tensor *t = &in->tensors[i];
-		if (is_scales_of_qtensor(in, t->name))
+		if (fmt_qtensor_is_scales(in, t->name))   /* handled with its codes, not on its own */
 			continue;
 		if (!selected(t->name, o)) {
 			p->excluded++;

@@ -396,6 +396,27 @@ static json_t *record_keys(json_t *root)
 	return root;
 }
 
+/* The members of keys as values (kv[0..*n), keys borrowed from the JSON; each[i] = &kv[i]). */
+static fmt_kind values_of(json_t *keys, int strings_only, fmt_meta *kv, const fmt_meta **each, size_t *n, fmt_err *e)
+{
+	const char *key;
+	json_t *val;
+	json_object_foreach(keys, key, val) {
+		fmt_value v;
+		fmt_kind k = json_to_value(key, val, &v, e);
+		if (k == FMT_OK && strings_only && v.type != FMT_V_STR) {
+			fmt_value_free(&v);
+			k = fmt_fail(e, FMT_USAGE, "--set-from %s: safetensors metadata holds strings only", key);
+		}
+		if (k != FMT_OK)
+			return k;
+		kv[*n] = (fmt_meta){ .key = (char *)key, .val = v };
+		each[*n] = &kv[*n];
+		(*n)++;
+	}
+	return FMT_OK;
+}
+
 fmt_kind fmt_setkv_apply_file(fmt_model *m, const char *path, int strings_only, fmt_err *e)
 {
 	char *text;
@@ -411,19 +432,17 @@ fmt_kind fmt_setkv_apply_file(fmt_model *m, const char *path, int strings_only, 
 		return fmt_fail(e, FMT_USAGE, "--set-from %s: not a JSON object (%s, line %d)", path,
 				root ? "another JSON value" : jerr.text, jerr.line);
 	}
-	const char *key;
-	json_t *val, *keys = record_keys(root);
-	json_object_foreach(keys, key, val) {
-		fmt_value v;
-		k = json_to_value(key, val, &v, e);
-		if (k == FMT_OK && strings_only && v.type != FMT_V_STR)
-			k = fmt_fail(e, FMT_USAGE, "--set-from %s: safetensors metadata holds strings only", key);
-		if (k == FMT_OK)
-			k = fmt_setkv_put(m, key, &v, e);
-		fmt_value_free(&v);
-		if (k != FMT_OK)
-			break;
-	}
+	json_t *keys = record_keys(root);
+	size_t n = 0, most = json_object_size(keys);
+	fmt_meta *kv = calloc(most ? most : 1, sizeof *kv);
+	const fmt_meta **each = malloc((most ? most : 1) * sizeof *each);
+	k = kv && each ? values_of(keys, strings_only, kv, each, &n, e) : fmt_fail(e, FMT_IO, "out of memory");
+	if (k == FMT_OK)   /* at once: one at a time, each key was looked for among all */
+		k = fmt_model_put_metas(m, each, n, e);
+	for (size_t i = 0; i < n; i++)
+		fmt_value_free(&kv[i].val);
+	free(kv);
+	free(each);
 	json_decref(root);
 	return k;
 }

@@ -52,6 +52,9 @@ void fmt_model_free(fmt_model *m)
 		free(m->qtensors[i].name);
 		free(m->qtensors[i].scales);
 	}
+	fmt_nameset_free(&m->tensor_names);
+	fmt_nameset_free(&m->qtensor_names);
+	fmt_nameset_free(&m->qtensor_scales);
 	free(m->units);
 	free(m->qtensors);
 	free(m->meta);
@@ -167,20 +170,64 @@ fmt_kind fmt_model_add_meta(fmt_model *m, const char *key, const fmt_value *val,
 	return FMT_OK;
 }
 
+static fmt_kind replace_value(fmt_meta *slot, const fmt_value *val, fmt_err *e)
+{
+	fmt_value copy;
+	fmt_kind k = fmt_value_copy(&copy, val, e);
+	if (k != FMT_OK)
+		return k;
+	fmt_value_free(&slot->val);
+	slot->val = copy;
+	return FMT_OK;
+}
+
 fmt_kind fmt_model_put_meta(fmt_model *m, const char *key, const fmt_value *val, fmt_err *e)
 {
-	for (size_t i = 0; i < m->n_meta; i++) {
-		if (strcmp(m->meta[i].key, key) != 0)
-			continue;
-		fmt_value copy;
-		fmt_kind k = fmt_value_copy(&copy, val, e);
-		if (k != FMT_OK)
-			return k;
-		fmt_value_free(&m->meta[i].val);
-		m->meta[i].val = copy;
-		return FMT_OK;
-	}
+	for (size_t i = 0; i < m->n_meta; i++)
+		if (strcmp(m->meta[i].key, key) == 0)
+			return replace_value(&m->meta[i], val, e);
 	return fmt_model_add_meta(m, key, val, e);
+}
+
+/* keys: m's keys -> index. 0 when it cannot be (out of memory, or a key twice in m). */
+static int index_meta(const fmt_model *m, fmt_nameset *keys)
+{
+	for (size_t i = 0; i < m->n_meta; i++)
+		if (fmt_nameset_add(keys, m->meta[i].key) != 1)
+			return 0;
+	return 1;
+}
+
+fmt_kind fmt_model_put_metas(fmt_model *m, const fmt_meta *const *kv, size_t n, fmt_err *e)
+{
+	fmt_nameset keys = { 0 };
+	fmt_kind k = FMT_OK;
+	int indexed = index_meta(m, &keys);
+	for (size_t i = 0; i < n && k == FMT_OK; i++) {
+		long at = indexed ? fmt_nameset_find(&keys, kv[i]->key) : -1;
+		if (at >= 0)
+			k = replace_value(&m->meta[at], &kv[i]->val, e);
+		else if (!indexed)
+			k = fmt_model_put_meta(m, kv[i]->key, &kv[i]->val, e);
+		else if ((k = fmt_model_add_meta(m, kv[i]->key, &kv[i]->val, e)) == FMT_OK)
+			indexed = fmt_nameset_add(&keys, m->meta[m->n_meta - 1].key) == 1;
+	}
+	fmt_nameset_free(&keys);
+	return k;
+}
+
+void fmt_model_remove_metas(fmt_model *m, int (*drop)(const char *key, const void *ctx), const void *ctx)
+{
+	size_t kept = 0;
+	for (size_t i = 0; i < m->n_meta; i++) {
+		if (!drop(m->meta[i].key, ctx)) {
+			m->meta[kept++] = m->meta[i];
+			continue;
+		}
+		free(m->meta[i].key);
+		fmt_value_free(&m->meta[i].val);
+	}
+	m->n_meta = kept;
 }
 
 void fmt_model_remove_meta(fmt_model *m, const char *key)
@@ -211,16 +258,41 @@ fmt_kind fmt_model_add_tensor(fmt_model *m, const fmt_tensor *t, fmt_tensor **ou
 	fmt_tensor *slot = &m->tensors[m->n_tensors];
 	*slot = *t;
 	slot->name = strdup(t->name);
-	if (!slot->name)
+	if (!slot->name || fmt_nameset_add(&m->tensor_names, slot->name) < 0) {
+		free(slot->name);
 		return fmt_fail(e, FMT_IO, "out of memory");
+	}
 	m->n_tensors++;
 	if (out)
 		*out = slot;
 	return FMT_OK;
 }
 
+/* The index of the element named name among n, through names when it holds them all (every
+ * one added by the model's functions, none twice); -1: none; -2: look them over. A view of
+ * the model's tensors in another order (fmt_shard_view, a reordered array) holds the same
+ * names: a miss is one, a hit is checked. */
+static long indexed(const fmt_nameset *names, size_t n, const char *name, const char *(*name_of)(const void *, size_t),
+		    const void *list)
+{
+	if (names->used != n)
+		return -2;
+	long i = fmt_nameset_find(names, name);
+	if (i < 0)
+		return -1;
+	return (size_t)i < n && strcmp(name_of(list, (size_t)i), name) == 0 ? i : -2;
+}
+
+static const char *tensor_name_at(const void *list, size_t i)
+{
+	return ((const fmt_tensor *)list)[i].name;
+}
+
 const fmt_tensor *fmt_model_find_tensor(const fmt_model *m, const char *name)
 {
+	long at = indexed(&m->tensor_names, m->n_tensors, name, tensor_name_at, m->tensors);
+	if (at != -2)
+		return at >= 0 ? &m->tensors[at] : NULL;
 	for (size_t i = 0; i < m->n_tensors; i++)
 		if (strcmp(m->tensors[i].name, name) == 0)
 			return &m->tensors[i];
@@ -256,7 +328,8 @@ fmt_kind fmt_model_add_qtensor(fmt_model *m, const fmt_qtensor *q, fmt_err *e)
 	*slot = *q;
 	slot->name = strdup(q->name);
 	slot->scales = q->scales ? strdup(q->scales) : NULL;
-	if (!slot->name || (q->scales && !slot->scales)) {
+	if (!slot->name || (q->scales && !slot->scales) || fmt_nameset_add(&m->qtensor_names, slot->name) < 0 ||
+	    (slot->scales && fmt_nameset_add(&m->qtensor_scales, slot->scales) < 0)) {
 		free(slot->name);
 		free(slot->scales);
 		return fmt_fail(e, FMT_IO, "out of memory");
@@ -265,8 +338,16 @@ fmt_kind fmt_model_add_qtensor(fmt_model *m, const fmt_qtensor *q, fmt_err *e)
 	return FMT_OK;
 }
 
+static const char *qtensor_name_at(const void *list, size_t i)
+{
+	return ((const fmt_qtensor *)list)[i].name;
+}
+
 const fmt_qtensor *fmt_model_find_qtensor(const fmt_model *m, const char *name)
 {
+	long at = indexed(&m->qtensor_names, m->n_qtensors, name, qtensor_name_at, m->qtensors);
+	if (at != -2)
+		return at >= 0 ? &m->qtensors[at] : NULL;
 	for (size_t i = 0; i < m->n_qtensors; i++)
 		if (strcmp(m->qtensors[i].name, name) == 0)
 			return &m->qtensors[i];

@@ -722,6 +722,18 @@ char *fmt_qtensor_scales_name(const char *name)
 	return s;
 }
 
+int fmt_qtensor_is_scales(const fmt_model *m, const char *name)
+{
+	if (fmt_nameset_find(&m->qtensor_scales, name) >= 0)
+		return 1;
+	size_t n = strlen(name), sl = sizeof QSCALE_SUFFIX - 1;
+	if (n <= sl || strcmp(name + n - sl, QSCALE_SUFFIX) != 0)
+		return 0;
+	long i = fmt_nameset_find_prefix(&m->qtensor_names, name, n - sl);
+	const fmt_qtensor *q = i >= 0 && (size_t)i < m->n_qtensors ? &m->qtensors[i] : NULL;
+	return q && !q->scales && q->format != FMT_Q_BF16;
+}
+
 int fmt_qtensor_canonical(const fmt_qtensor *q)
 {
 	if (q->zero_point != 0)

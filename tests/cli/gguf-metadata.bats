@@ -370,6 +370,40 @@ no_temp_left() {
 	[ "$(jq -c '.metadata["llama.block_count"]' re.json)" = 3 ]
 }
 
+@test "--unset, --metadata-from and --set-from of 200,000 keys: one pass each, the keys in their order" {
+	# Each key unset was looked for and moved down separately, and each key copied or set was
+	# looked for among all the output's keys: a 4.7 MB GGUF of 200,000 keys kept either busy
+	# for minutes. The keys: k.0 ... k.199999, each a u32 of its number.
+	/usr/bin/python3 - keys.gguf <<-'EOF'
+		import struct, sys
+		parts = []
+		for i in range(200000):
+		    k = b"k.%d" % i
+		    parts.append(struct.pack("<Q", len(k)) + k + struct.pack("<II", 4, i))
+		d = b"GGUF" + struct.pack("<IQQ", 3, 0, 200000) + b"".join(parts)
+		open(sys.argv[1], "wb").write(d + b"\0" * (-len(d) % 32))
+	EOF
+	run timeout 60 fmt-convert -q --unset 'k.1*' keys.gguf unset.gguf
+	assert_success
+	fmt-inspect --json unset.gguf > unset.json
+	# k.1 and k.10 ... k.199999 (111,111 keys) gone; the others in their order
+	assert_equal "$(jq '.metadata | length' unset.json)" 88889
+	assert_equal "$(jq -c '.metadata | keys_unsorted | .[0:3] + .[-2:]' unset.json)" '["k.0","k.2","k.3","k.99998","k.99999"]'
+	# copied onto a file that holds some of them: those replaced in place, the rest appended
+	run timeout 60 fmt-convert -q --metadata-from keys.gguf --keys 'k.*' unset.gguf copied.gguf
+	assert_success
+	fmt-inspect --json copied.gguf > copied.json
+	assert_equal "$(jq '.metadata | length' copied.json)" 200000
+	assert_equal "$(jq -c '.metadata | keys_unsorted | .[0:2] + .[88888:88890] + .[-1:]' copied.json)" \
+		'["k.0","k.2","k.99999","k.1","k.199999"]'
+	assert_equal "$(jq -c '[.metadata["k.1"], .metadata["k.199999"], .metadata["k.5"]]' copied.json)" '[1,199999,5]'
+	# the same keys from --set-from JSON (u32 values, as llama.cpp's counts): the same file
+	/usr/bin/python3 -c 'import json; print(json.dumps({"k.%d" % i: i for i in range(200000)}))' >keys.json
+	run timeout 60 fmt-convert -q --set-from keys.json unset.gguf set.gguf
+	assert_success
+	cmp copied.gguf set.gguf
+}
+
 @test "--unset of a key the format requires, or of nothing: exit 2 naming it, nothing written" {
 	for glob in general.architecture 'general.*' '*'; do
 		run --separate-stderr fmt-convert --dtype keep --unset "$glob" "$LT/tiny.gguf" out.gguf

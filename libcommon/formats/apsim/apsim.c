@@ -440,6 +440,7 @@ void fmt_apsim_file_free(apsim_file *f)
 	for (size_t i = 0; i < f->n_units; i++)
 		free(f->unit_list[i].tensor);
 	free(f->unit_list);
+	fmt_nameset_free(&f->q_names);
 	for (size_t i = 0; i < f->n_q; i++) {
 		free(f->q_list[i].name);
 		free(f->q_list[i].scales);
@@ -958,6 +959,11 @@ static int parse_dims(const json_t *a, int8_t dims[FMT_UNIT_DIMS])
 
 static const fmt_tensor *find_in_file(const fmt_model *m, const apsim_file *f, const char *name)
 {
+	const fmt_tensor *t = fmt_model_find_tensor(m, name);
+	size_t at = t ? (size_t)(t - m->tensors) : 0;
+	if (!t || (at >= f->first_tensor && at - f->first_tensor < f->n_tensors))
+		return t;
+	/* the name is another shard's too (which the set's check refuses): this file's, if any */
 	for (size_t i = 0; i < f->n_tensors; i++)
 		if (strcmp(m->tensors[f->first_tensor + i].name, name) == 0)
 			return &m->tensors[f->first_tensor + i];
@@ -1060,7 +1066,8 @@ static fmt_kind parse_qtensors(const fmt_model *m, apsim_file *f, fmt_err *e)
 			free(sname);
 		if (k != FMT_OK)
 			return k;
-		if (!(q.name = strdup(name))) {
+		if (!(q.name = strdup(name)) || fmt_nameset_add(&f->q_names, q.name) < 0) {
+			free(q.name);
 			free(q.scales);
 			return fmt_fail(e, FMT_IO, "out of memory");
 		}
@@ -1075,10 +1082,7 @@ static int is_scales_of_qtensor(const apsim_file *f, const char *name)
 	size_t n = strlen(name), sl = sizeof APSIM_QSCALE - 1;
 	if (n <= sl || strcmp(name + n - sl, APSIM_QSCALE) != 0)
 		return 0;
-	for (size_t i = 0; i < f->n_q; i++)
-		if (strlen(f->q_list[i].name) == n - sl && memcmp(f->q_list[i].name, name, n - sl) == 0)
-			return 1;
-	return 0;
+	return fmt_nameset_find_prefix(&f->q_names, name, n - sl) >= 0;
 }
 
 static fmt_kind check_unit_names(const fmt_model *m, const apsim_file *f, fmt_err *e)

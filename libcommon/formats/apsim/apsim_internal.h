@@ -37,6 +37,7 @@ typedef struct apsim_file {
 	size_t n_units;
 	fmt_qtensor *q_list;         /* parsed descriptors (names owned) */
 	size_t n_q;
+	fmt_nameset q_names;         /* q_list[i].name -> i */
 	uint64_t header_len, data_len;
 	size_t first_tensor, n_tensors; /* this file's tensors in m->tensors */
 } apsim_file;

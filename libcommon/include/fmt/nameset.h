@@ -22,6 +22,8 @@ typedef struct fmt_nameset {
 int fmt_nameset_add(fmt_nameset *s, const char *name);
 /* The ordinal of name, or -1 when it is not in the set. */
 long fmt_nameset_find(const fmt_nameset *s, const char *name);
+/* The same for the name made of name's first len bytes. */
+long fmt_nameset_find_prefix(const fmt_nameset *s, const char *name, size_t len);
 void fmt_nameset_free(fmt_nameset *s);
 
 #endif

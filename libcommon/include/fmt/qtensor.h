@@ -21,6 +21,10 @@ fmt_kind fmt_qtensor_plan(const fmt_tensor *t, fmt_qformat f, fmt_qtensor *out, 
  * checkpoints store them (malloc'd; NULL when out of memory). */
 char *fmt_qtensor_scales_name(const char *name);
 
+/* 1 when name is the scales tensor of one of m's compressed tensors (named by its q->scales,
+ * or by default, fmt_qtensor_scales_name, when that is NULL and it has scales), else 0. */
+int fmt_qtensor_is_scales(const fmt_model *m, const char *name);
+
 /* 1 when q has the form every encoded-tensor writer stores: no zero point, scales named by
  * fmt_qtensor_scales_name (or NULL, meaning that; none for BF16). Others are decoded before
  * writing. */
