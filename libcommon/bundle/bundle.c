@@ -348,10 +348,8 @@ static la_ssize_t read_fd(struct archive *a, void *ud, const void **out)
  * bundle itself is malformed. */
 static fmt_kind read_failed(const reader *r, fmt_err *e)
 {
-	if (r->err.kind != FMT_OK) {
-		e->kind = r->err.kind;
-		memcpy(e->msg, r->err.msg, sizeof e->msg);
-	}
+	if (r->err.kind != FMT_OK)
+		fmt_fail(e, r->err.kind, "%s", r->err.msg);
 	return r->err.kind;
 }
 
@@ -736,16 +734,12 @@ static fmt_kind prepare_dir(const char *dir, int *created, fmt_err *e)
 	struct stat st;
 	*created = 0;
 	if (stat(dir, &st) == 0) {
-		if (!S_ISDIR(st.st_mode)) {
-			fmt_err_file(e, dir);
-			return fmt_fail(e, FMT_IO, "not a directory");
-		}
+		if (!S_ISDIR(st.st_mode))
+			return fmt_fail_file(e, FMT_IO, dir, "not a directory");
 		return FMT_OK;
 	}
-	if (errno != ENOENT || mkdir(dir, 0777) != 0) {
-		fmt_err_file(e, dir);
-		return fmt_fail(e, FMT_IO, "cannot create the directory: %s", strerror(errno));
-	}
+	if (errno != ENOENT || mkdir(dir, 0777) != 0)
+		return fmt_fail_file(e, FMT_IO, dir, "cannot create the directory: %s", strerror(errno));
 	*created = 1;
 	return FMT_OK;
 }

@@ -115,9 +115,8 @@ fmt_kind fmt_drvopt_load_json(const char *path, const char *what, json_t **out, 
 	if (!*out || !json_is_object(*out)) {
 		json_decref(*out);
 		*out = NULL;
-		fmt_err_file(e, path);
-		return fmt_fail(e, FMT_USAGE, "%s: not a JSON object (line %d: %s)", what, je.line,
-				*je.text ? je.text : "an object is expected");
+		return fmt_fail_file(e, FMT_USAGE, path, "%s: not a JSON object (line %d: %s)", what, je.line,
+				     *je.text ? je.text : "an object is expected");
 	}
 	return FMT_OK;
 }

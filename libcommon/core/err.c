@@ -10,12 +10,31 @@ void fmt_err_clear(fmt_err *e)
 	e->msg[0] = '\0';
 }
 
+/* A new record: kind, the file (none when NULL) and the message; nothing of the one before. */
+static fmt_kind fail_v(fmt_err *e, fmt_kind kind, const char *file, const char *format, va_list ap)
+{
+	e->kind = kind;
+	e->file[0] = '\0';
+	if (file)
+		snprintf(e->file, sizeof e->file, "%s", file);
+	vsnprintf(e->msg, sizeof e->msg, format, ap);
+	return kind;
+}
+
 fmt_kind (fmt_fail)(fmt_err *e, fmt_kind kind, const char *format, ...)
 {
 	va_list ap;
-	e->kind = kind;
 	va_start(ap, format);
-	vsnprintf(e->msg, sizeof e->msg, format, ap);
+	fail_v(e, kind, NULL, format, ap);
+	va_end(ap);
+	return kind;
+}
+
+fmt_kind (fmt_fail_file)(fmt_err *e, fmt_kind kind, const char *file, const char *format, ...)
+{
+	va_list ap;
+	va_start(ap, format);
+	fail_v(e, kind, file, format, ap);
 	va_end(ap);
 	return kind;
 }

@@ -42,8 +42,7 @@ static void test_stop_hook(test_stop *t)
 
 static fmt_kind io_fail(fmt_err *e, const char *path, const char *what)
 {
-	fmt_err_file(e, path);
-	return fmt_fail(e, FMT_IO, "%s: %s", what, strerror(errno));
+	return fmt_fail_file(e, FMT_IO, path, "%s: %s", what, strerror(errno));
 }
 
 /* What a file that is not a regular file is, for messages. */
@@ -1149,10 +1148,8 @@ int fmt_same_path(const char *a, const char *b)
 
 fmt_kind fmt_check_distinct(const char *input, const char *output, fmt_err *e)
 {
-	if (fmt_same_file(input, output)) {
-		fmt_err_file(e, output);
-		return fmt_fail(e, FMT_USAGE, "output is the same file as input %s", input);
-	}
+	if (fmt_same_file(input, output))
+		return fmt_fail_file(e, FMT_USAGE, output, "output is the same file as input %s", input);
 	return FMT_OK;
 }
 
@@ -1273,22 +1270,18 @@ fmt_kind fmt_sink_may_create(const char *path, unsigned flags, fmt_err *e)
 	if (strcmp(path, "-") == 0 || lstat(path, &st) != 0)
 		return FMT_OK;
 	/* --force replaces a file; a directory could not be renamed over at the end of the work. */
-	if (S_ISDIR(st.st_mode)) {
-		fmt_err_file(e, path);
-		return fmt_fail(e, FMT_USAGE, "is a directory (expected the output file's name)");
-	}
+	if (S_ISDIR(st.st_mode))
+		return fmt_fail_file(e, FMT_USAGE, path, "is a directory (expected the output file's name)");
 	if (is_stream_node(st.st_mode) && !(flags & FMT_SINK_FILE))
 		return FMT_OK;
 	if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
-		fmt_err_file(e, path);
-		return fmt_fail(e, FMT_USAGE, "is %s; %s", type_name(st.st_mode),
+		return fmt_fail_file(e, FMT_USAGE, path, "is %s; %s", type_name(st.st_mode),
 				flags & FMT_SINK_FILE ? "the files of a set are created and renamed into place"
 						      : "only a file, a FIFO or a character device is written");
 	}
 	if (flags & FMT_SINK_FORCE)
 		return FMT_OK;
-	fmt_err_file(e, path);
-	return fmt_fail(e, FMT_USAGE, "output exists (use --force to overwrite)");
+	return fmt_fail_file(e, FMT_USAGE, path, "output exists (use --force to overwrite)");
 }
 
 const char *fmt_sink_stream_name(const fmt_sink *k)
@@ -1320,8 +1313,7 @@ fmt_kind fmt_sink_open(fmt_sink *k, const char *path, unsigned flags, fmt_err *e
 		}
 		if (!(flags & FMT_SINK_TEXT) && isatty(k->fd)) {
 			fmt_sink_abort(k);
-			fmt_err_file(e, path);
-			return fmt_fail(e, FMT_USAGE, "refusing to write binary output to a terminal");
+			return fmt_fail_file(e, FMT_USAGE, path, "refusing to write binary output to a terminal");
 		}
 	} else {
 		char *dir = dir_of(path);
@@ -1925,9 +1917,8 @@ static fmt_kind check_room(int fd, const char *path, uint64_t need, fmt_err *e)
 		free_bytes = UINT64_MAX;
 	if (need <= free_bytes)
 		return FMT_OK;
-	fmt_err_file(e, path);
-	return fmt_fail(e, FMT_IO, "not enough free space: the output needs at least %llu bytes, its file system has "
-			"%llu free", (unsigned long long)need, (unsigned long long)free_bytes);
+	return fmt_fail_file(e, FMT_IO, path, "not enough free space: the output needs at least %llu bytes, its file "
+			     "system has %llu free", (unsigned long long)need, (unsigned long long)free_bytes);
 }
 
 fmt_kind fmt_sink_check_room(const fmt_sink *k, uint64_t need, fmt_err *e)

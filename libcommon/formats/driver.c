@@ -120,12 +120,11 @@ fmt_kind fmt_model_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
 	int hmac_unusable = o->keys.hmac && !fmt_driver_can(m->driver, FMT_CAP_SIGNATURES);
 	int ed_unusable = o->keys.n_trusted && !fmt_driver_can(m->driver, FMT_CAP_ED25519);
 	if (hmac_unusable || (ed_unusable && !o->signed_elsewhere)) {
-		fmt_err_file(e, m->path);
 		if (hmac_unusable)
-			return fmt_fail(e, FMT_SIGNATURE, "a key was given but %s files carry no signature",
-					m->driver->name);
-		return fmt_fail(e, FMT_SIGNATURE, "not signed: %s files carry no embedded Ed25519 signature "
-				"and there is no FILE.minisig beside it", m->driver->name);
+			return fmt_fail_file(e, FMT_SIGNATURE, m->path, "a key was given but %s files carry no "
+					     "signature", m->driver->name);
+		return fmt_fail_file(e, FMT_SIGNATURE, m->path, "not signed: %s files carry no embedded Ed25519 "
+				     "signature and there is no FILE.minisig beside it", m->driver->name);
 	}
 	fmt_verify_opts plain;
 	if (ed_unusable) { /* checked by FILE.minisig: the driver checks the rest */
@@ -145,12 +144,11 @@ fmt_kind fmt_table_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_err
 {
 	fmt_verify_opts plain;
 	if (o && !fmt_keyset_empty(&o->keys) && !(t->driver->caps & FMT_CAP_ED25519)) {
-		if (!o->signed_elsewhere || o->keys.hmac) {
-			fmt_err_file(e, t->path);
-			return fmt_fail(e, FMT_SIGNATURE, o->keys.hmac ? "a key was given but %s files carry no signature"
-					: "not signed: %s files carry no embedded Ed25519 signature and there is no "
-					"FILE.minisig beside it", t->driver->name);
-		}
+		if (!o->signed_elsewhere || o->keys.hmac)
+			return fmt_fail_file(e, FMT_SIGNATURE, t->path,
+					     o->keys.hmac ? "a key was given but %s files carry no signature"
+					     : "not signed: %s files carry no embedded Ed25519 signature and there is no "
+					       "FILE.minisig beside it", t->driver->name);
 		plain = (fmt_verify_opts){ .threads = o->threads, .reads_follow = o->reads_follow };
 		o = &plain;
 	}

@@ -105,8 +105,8 @@ fmt_kind fmt_sign_in_place(const char *path, const fmt_keyset *keys, int threads
 	if (!d->sign_in_place) {
 		char names[256];
 		fmt_driver_signing_names(names, sizeof names);
-		fmt_err_file(e, path);
-		return fmt_fail(e, FMT_USAGE, "%s files carry no signature (signed formats: %s)", d->name, names);
+		return fmt_fail_file(e, FMT_USAGE, path, "%s files carry no signature (signed formats: %s)", d->name,
+				     names);
 	}
 	k = d->sign_in_place(path, keys, threads, e);
 	if (k != FMT_OK)
@@ -127,8 +127,8 @@ static fmt_kind open_source_as_table(fmt_table *t, fmt_source *src, const char *
 	}
 	if (!f.table) {
 		fmt_source_close(src);
-		fmt_err_file(e, path);
-		return fmt_fail(e, FMT_INVALID_FORMAT, "%s %s model, not a dataset", article(f.model->name), f.model->name);
+		return fmt_fail_file(e, FMT_INVALID_FORMAT, path, "%s %s model, not a dataset", article(f.model->name),
+				     f.model->name);
 	}
 	if (fmt_source_make_whole(src, e) != FMT_OK) {
 		fmt_source_close(src);
@@ -185,10 +185,8 @@ fmt_kind fmt_license_any_in_place(const char *path, const fmt_license_req *l, co
 		fmt_table_free(&t);
 	else
 		fmt_model_free(&m);
-	if (!d || !d->license_in_place) {
-		fmt_err_file(e, path);
-		return fmt_fail(e, FMT_USAGE, "%s files carry no licence (.ald does)", name);
-	}
+	if (!d || !d->license_in_place)
+		return fmt_fail_file(e, FMT_USAGE, path, "%s files carry no licence (.ald does)", name);
 	k = d->license_in_place(path, l, keys, e);
 	if (k != FMT_OK)
 		fmt_err_file(e, path);
@@ -259,11 +257,9 @@ fmt_kind fmt_sign_any_in_place(const char *path, const fmt_keyset *keys, int thr
 	}
 	const fmt_table_driver *d = t.driver;
 	fmt_table_free(&t);
-	if (!d->sign_in_place) {
-		fmt_err_file(e, path);
-		return fmt_fail(e, FMT_USAGE, "%s files carry no embedded signature (sign them with a detached "
-				".minisig: fmt-sign sign -s SECKEY without --embed)", d->name);
-	}
+	if (!d->sign_in_place)
+		return fmt_fail_file(e, FMT_USAGE, path, "%s files carry no embedded signature (sign them with a "
+				     "detached .minisig: fmt-sign sign -s SECKEY without --embed)", d->name);
 	k = d->sign_in_place(path, keys, threads, e);
 	if (k != FMT_OK)
 		fmt_err_file(e, path);

@@ -424,10 +424,7 @@ static fmt_kind write_parallel(fmt_table *in, fmt_sink *k, fmt_text_put_row_fn p
 	fmt_scratch_give(held_mem);
 	if (r == FMT_OK && p.r != FMT_OK) {
 		r = p.r;
-		e->kind = p.e.kind;
-		memcpy(e->msg, p.e.msg, sizeof e->msg);
-		if (p.e.file[0])
-			memcpy(e->file, p.e.file, sizeof e->file);
+		*e = p.e; /* the whole record: a fresh one (write_ready_locked's) */
 	}
 	for (size_t i = 0; i < p.n_slots; i++) {
 		fmt_sb_free(&p.slots[i].text);

@@ -40,6 +40,33 @@ TEST(err_prefix_and_file)
 	CHECK_STR(e.file, "a");
 }
 
+/* A record used again: the second failure is a new error, not the first one's file with the
+ * second one's message (fmt_err_file only names a file when none is set). */
+TEST(err_fail_starts_a_clean_record)
+{
+	fmt_err e;
+	fmt_err_clear(&e);
+	fmt_fail(&e, FMT_IO, "cannot open");
+	fmt_err_file(&e, "first.gguf");
+	CHECK_EQ_U64(fmt_fail(&e, FMT_INVALID_FORMAT, "bad magic"), FMT_INVALID_FORMAT);
+	CHECK_STR(e.file, "");
+	fmt_err_file(&e, "second.gguf");
+	CHECK_STR(e.file, "second.gguf");
+	CHECK_STR(e.msg, "bad magic");
+	/* the same with the file given at once, over a stale one */
+	CHECK_EQ_U64(fmt_fail_file(&e, FMT_USAGE, "third.gguf", "output exists (%s)", "x"), FMT_USAGE);
+	CHECK_STR(e.file, "third.gguf");
+	CHECK_STR(e.msg, "output exists (x)");
+	CHECK_EQ_U64(e.kind, FMT_USAGE);
+	fmt_fail_file(&e, FMT_IO, NULL, "full");
+	CHECK_STR(e.file, "");
+	/* what adds to an error keeps its file */
+	fmt_err_file(&e, "fourth.gguf");
+	fmt_err_prefix(&e, "tensor 'w'");
+	CHECK_STR(e.file, "fourth.gguf");
+	CHECK_STR(e.msg, "tensor 'w': full");
+}
+
 TEST(parse_size_units)
 {
 	fmt_err e;

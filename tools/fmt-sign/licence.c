@@ -28,9 +28,8 @@ static fmt_kind load_terms(const char *path, char **out, fmt_err *e)
 	free(text);
 	if (!json_is_object(j)) {
 		json_decref(j);
-		fmt_err_file(e, path);
-		return fmt_fail(e, FMT_USAGE, "--terms: not a JSON object (line %d: %s)", je.line,
-				j ? "an object is expected" : je.text);
+		return fmt_fail_file(e, FMT_USAGE, path, "--terms: not a JSON object (line %d: %s)", je.line,
+				     j ? "an object is expected" : je.text);
 	}
 	*out = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(j);

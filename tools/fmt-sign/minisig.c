@@ -148,8 +148,8 @@ static fmt_kind check_pair_paths(const sign_opts *o, const char *pub_path, const
 {
 	const char *inputs[1] = { o->passphrase_file };
 	if (fmt_same_path(pub_path, sec_path)) {
-		fmt_err_file(e, sec_path);
-		return fmt_fail(e, FMT_USAGE, "-s and -p %s name the same file; a key pair is two files", pub_path);
+		return fmt_fail_file(e, FMT_USAGE, sec_path, "-s and -p %s name the same file; a key pair is two files",
+				     pub_path);
 	}
 	if (sign_check_output(sec_path, inputs, 1, e) != FMT_OK || sign_check_output(pub_path, inputs, 1, e) != FMT_OK)
 		return e->kind;

@@ -46,14 +46,13 @@ static char *registry_line(const char *buyer, const uint8_t hash[32], uint64_t p
 static fmt_kind refuse(const char *path, int err, fmt_err *e)
 {
 	struct stat st;
-	fmt_err_file(e, path);
 	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
-		return fmt_fail(e, FMT_IO, "the registry is a symbolic link (it must be a regular file)");
+		return fmt_fail_file(e, FMT_IO, path, "the registry is a symbolic link (it must be a regular file)");
 	if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
-		return fmt_fail(e, FMT_IO, "the registry is a directory (it must be a regular file)");
+		return fmt_fail_file(e, FMT_IO, path, "the registry is a directory (it must be a regular file)");
 	if (err == 0 || err == ENXIO || (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)))
-		return fmt_fail(e, FMT_IO, "the registry is not a regular file (a FIFO, device or socket)");
-	return fmt_fail(e, FMT_IO, "cannot open the registry: %s", strerror(err));
+		return fmt_fail_file(e, FMT_IO, path, "the registry is not a regular file (a FIFO, device or socket)");
+	return fmt_fail_file(e, FMT_IO, path, "cannot open the registry: %s", strerror(err));
 }
 
 /* Open path for appending without following a symbolic link or waiting on a FIFO; create it
@@ -110,9 +109,8 @@ fmt_kind wm_registry_commit(wm_registry *r, fmt_err *e)
 		return FMT_OK;
 	}
 	int uncut = ftruncate(r->fd, r->size) != 0;
-	fmt_err_file(e, r->path);
-	return fmt_fail(e, FMT_IO, "cannot append to the registry: %s%s", strerror(err),
-			uncut ? " (and it could not be cut back to its size)" : "");
+	return fmt_fail_file(e, FMT_IO, r->path, "cannot append to the registry: %s%s", strerror(err),
+			     uncut ? " (and it could not be cut back to its size)" : "");
 }
 
 void wm_registry_close(wm_registry *r)

@@ -78,9 +78,8 @@ static fmt_kind load_shard(fmt_model *m, const char *path, int64_t no, int64_t c
 	if (k != FMT_OK) {
 		char why[FMT_ERR_MSG_MAX];
 		snprintf(why, sizeof why, "%s", e->msg);
-		fmt_err_file(e, path);
-		return fmt_fail(e, FMT_SCHEMA, "shard %lld of %lld is missing (%s)", (long long)no,
-				(long long)count, why);
+		return fmt_fail_file(e, FMT_SCHEMA, path, "shard %lld of %lld is missing (%s)", (long long)no,
+				     (long long)count, why);
 	}
 	if ((k = fmt_model_add_source(m, &s, &idx, e)) != FMT_OK) {
 		fmt_source_close(&s);
@@ -116,8 +115,8 @@ static fmt_kind check_names_across(const fmt_model *m, fmt_err *e)
 		if (added < 0) {
 			k = fmt_fail(e, FMT_IO, "out of memory");
 		} else if (added == 0) {
-			fmt_err_file(e, m->sources[m->tensors[i].source].path);
-			k = fmt_fail(e, FMT_SCHEMA, "tensor '%s' appears in more than one shard", m->tensors[i].name);
+			k = fmt_fail_file(e, FMT_SCHEMA, m->sources[m->tensors[i].source].path,
+					  "tensor '%s' appears in more than one shard", m->tensors[i].name);
 		}
 	}
 	fmt_nameset_free(&seen);

@@ -532,11 +532,8 @@ static fmt_kind parse_header(const char *h, size_t n, st_scan *sc, fmt_err *e)
 		k = scan_members(sc, e);
 	if (k == FMT_OK)
 		k = reject_duplicate_names(sc, e);
-	if (k == FMT_OK && sc->has_bad) {
-		e->kind = sc->bad.kind;
-		memcpy(e->msg, sc->bad.msg, sizeof e->msg);
-		k = e->kind;
-	}
+	if (k == FMT_OK && sc->has_bad)
+		k = fmt_fail(e, sc->bad.kind, "%s", sc->bad.msg);
 	return k;
 }
 

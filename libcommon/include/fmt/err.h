@@ -33,16 +33,23 @@ typedef struct fmt_err {
 
 void fmt_err_clear(fmt_err *e);
 
-/* Fill e (kind and printf-style message) and return kind. The file is left as it is. */
+/* A new error: fill e (kind and printf-style message) and return kind. Nothing of what e held
+ * before is kept: its file is cleared (fmt_err_file names it afterwards), so that a record used
+ * again after one failure does not name the first failure's file. */
 fmt_kind fmt_fail(fmt_err *e, fmt_kind kind, const char *format, ...)
 	__attribute__((format(printf, 3, 4)));
+/* The same, about file (none when NULL). */
+fmt_kind fmt_fail_file(fmt_err *e, fmt_kind kind, const char *file, const char *format, ...)
+	__attribute__((format(printf, 4, 5)));
 #ifdef __clang_analyzer__
 /* The analyzer does not follow a call into another file: without this it takes the paths on
  * which fmt_fail returned FMT_OK, and reports what they would do. */
 #define fmt_fail(e, kind, ...) (fmt_fail((e), (kind), __VA_ARGS__), (kind))
+#define fmt_fail_file(e, kind, file, ...) (fmt_fail_file((e), (kind), (file), __VA_ARGS__), (kind))
 #endif
 
-/* Set the file an error concerns, unless a deeper call already named one. */
+/* Set the file an error concerns, unless a deeper call already named one (adds to the error
+ * that is there: call it after fmt_fail, which starts a new one). */
 void fmt_err_file(fmt_err *e, const char *file);
 
 /* Prefix the existing message with context: "context: old message". */
