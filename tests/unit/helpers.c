@@ -9,7 +9,7 @@ void unit_add_tensor(fmt_model *m, const char *name, fmt_dtype dt, int nd, const
 		     const void *data, uint64_t nbytes)
 {
 	fmt_tensor t;
-	fmt_err e;
+	fmt_err e = { 0 };
 	memset(&t, 0, sizeof t);
 	t.name = (char *)name;
 	t.dtype = dt;
@@ -29,14 +29,14 @@ void unit_add_sized_tensor(fmt_model *m, const char *name, fmt_dtype dt, int nd,
 			   const void *data)
 {
 	uint64_t nelems = 0, nbytes = 0;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_dtype_nbytes(dt, shape, nd, &nelems, &nbytes, &e) == FMT_OK);
 	unit_add_tensor(m, name, dt, nd, shape, data, nbytes);
 }
 
 void unit_add_str_meta(fmt_model *m, const char *key, const char *s)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_value v = fmt_value_str(s, strlen(s));
 	CHECK(fmt_model_add_meta(m, key, &v, &e) == FMT_OK);
 	fmt_value_free(&v);

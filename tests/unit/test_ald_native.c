@@ -33,7 +33,7 @@ static void rss_kib(long *anon, long *file)
 static void make_stream(fmt_sb *out)
 {
 	fmt_schema s;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_schema_init(&s);
 	fmt_field f = { .name = "x", .type = FMT_C_F64 };
 	CHECK(fmt_schema_add_field(&s, &f, &e) == FMT_OK);
@@ -58,7 +58,7 @@ static void write_native(const char *path)
 	fmt_write_opts wo = { .options = &sets };
 	fmt_table src;
 	fmt_sink k;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_format_option_parse(&sets, "compression", FMT_FOPT_TABLES, "none", &e) == 0);
 	CHECK(fmt_format_option_parse(&sets, "trueno-native", FMT_FOPT_TABLES, NULL, &e) == 0);
 	make_stream(&stream);
@@ -78,7 +78,7 @@ TEST(ald_trueno_native_reads_in_place)
 	write_native(path);
 
 	fmt_table t;
-	fmt_err e;
+	fmt_err e = { 0 };
 	const uint8_t *base;
 	long anon0, file0, anon1, file1;
 	CHECK(fmt_table_open(&t, path, NULL, &e) == FMT_OK);

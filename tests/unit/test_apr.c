@@ -20,7 +20,7 @@ extern const fmt_driver fmt_driver_apr;
 
 static void apr_meta_num(fmt_model *m, const char *key, fmt_vtype t, uint64_t u)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_value v;
 	memset(&v, 0, sizeof v);
 	v.type = t;
@@ -35,7 +35,7 @@ static uint8_t *apr_write_mem(const fmt_model *m, wmode mode, apr_codec codec, s
 {
 	char path[] = "/tmp/fmt-apr-unit-XXXXXX";
 	int fd = mkstemp(path);
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_sink k;
 	uint8_t *buf = NULL;
 	*n = 0;
@@ -65,7 +65,7 @@ static uint8_t *apr_write_mem(const fmt_model *m, wmode mode, apr_codec codec, s
 static fmt_kind apr_check_bytes(const uint8_t *p, size_t n)
 {
 	fmt_model m;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_kind k = fmt_model_open_memory(&m, "mem.apr", p, n, NULL, &e);
 	if (k != FMT_OK)
 		return k;
@@ -152,7 +152,7 @@ TEST(apr_seed_worked_example_a10)
 TEST(apr_seed_reads_a10)
 {
 	fmt_model m, back;
-	fmt_err e;
+	fmt_err e = { 0 };
 	size_t n;
 	fmt_kind k;
 	a10_model(&m);
@@ -208,7 +208,7 @@ static void every_dtype_model(fmt_model *m)
 	unit_add_str_meta(m, "general.architecture", "llama");
 	apr_meta_num(m, "llama.block_count", FMT_V_U32, 32);
 	unit_add_str_meta(m, "note", "x\ty \xc3\xa9");
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_value v = { .type = FMT_V_F32, .v.f = 1e-5f };
 	CHECK(fmt_model_add_meta(m, "llama.attention.layer_norm_rms_epsilon", &v, &e) == FMT_OK);
 	v = (fmt_value){ .type = FMT_V_BOOL, .v.b = 1 };
@@ -233,7 +233,7 @@ static int same_value(const fmt_value *a, const fmt_value *b)
 static void round_trip(apr_codec codec)
 {
 	fmt_model m, back;
-	fmt_err e;
+	fmt_err e = { 0 };
 	size_t n;
 	fmt_kind k;
 	every_dtype_model(&m);
@@ -288,7 +288,7 @@ TEST(apr_meta_floats_like_serde)
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		fmt_model m;
-		fmt_err e;
+		fmt_err e = { 0 };
 		char *text;
 		size_t len, want_len;
 		char want[96];
@@ -307,7 +307,7 @@ TEST(apr_meta_floats_like_serde)
 TEST(apr_meta_keys_translate)
 {
 	fmt_model m;
-	fmt_err e;
+	fmt_err e = { 0 };
 	char *text;
 	size_t len;
 	every_dtype_model(&m);
@@ -328,7 +328,7 @@ TEST(apr_meta_keys_translate)
 TEST(apr_fmt003_wrong_magic)
 {
 	fmt_model m, bad;
-	fmt_err e;
+	fmt_err e = { 0 };
 	size_t n;
 	fmt_kind k;
 	a10_model(&m);
@@ -436,7 +436,7 @@ TEST(apr_aprender_worked_example_s20)
 	CHECK_EQ_U64(crc32(0, want, 320), 0xC4B0C69Cu);
 	/* and our reader takes it */
 	fmt_model back;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_model_open_memory(&back, "s20.apr", want, sizeof want, NULL, &e) == FMT_OK);
 	CHECK(fmt_model_verify(&back, NULL, &e) == FMT_OK);
 	const fmt_value *mt = fmt_model_get_meta(&back, "model_type");
@@ -498,7 +498,7 @@ TEST(apr_aprender_hazards_avoided)
 	static const int32_t ints[2] = { 1, 2 };
 	static const uint64_t s2[1] = { 2 };
 	fmt_model m;
-	fmt_err e;
+	fmt_err e = { 0 };
 	size_t n;
 	fmt_kind k;
 	fmt_model_init(&m);
@@ -540,7 +540,7 @@ TEST(apr_tsp_files_refused)
 					     "tests/data/fixtures/apr/tsp-eil51-aco.apr" };
 	for (size_t i = 0; i < 3; i++) {
 		fmt_model m;
-		fmt_err e;
+		fmt_err e = { 0 };
 		size_t n;
 		uint8_t *p = read_fixture(files[i], &n);
 		CHECK_EQ_U64(n, 77);
@@ -585,7 +585,7 @@ TEST(apr_v1_inspect_and_verify)
 	uint8_t buf[256];
 	size_t n = make_v1(buf, 0);
 	fmt_model m;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_model_open_memory(&m, "v1.apr", buf, n, NULL, &e) == FMT_OK);
 	CHECK_EQ_U64(m.version, 1);
 	CHECK_EQ_U64(m.n_tensors, 0);
@@ -626,7 +626,7 @@ TEST(apr_seed_bad_frame_with_good_checksum)
 		fmt_model_free(&m);
 		CHECK(k == FMT_OK && bytes && apr_check_bytes(bytes, n) == FMT_OK);
 		fmt_model probe;
-		fmt_err e;
+		fmt_err e = { 0 };
 		CHECK(fmt_model_open_memory(&probe, "f.apr", bytes, n, NULL, &e) == FMT_OK);
 		uint64_t frame = ((const apr_state *)probe.format_state)->data_offset;
 		fmt_model_free(&probe);

@@ -49,7 +49,7 @@ static const float ex_mass[2] = { 1.0f, 2.0f };
 /* The model of §8. */
 static void example_model(fmt_model *m)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	static const uint64_t s22[2] = { 2, 2 }, s21[2] = { 2, 1 }, s2[1] = { 2 };
 	ex_scales[0] = 2.0f / 127.0f;
 	ex_scales[1] = 0.25f / 127.0f;
@@ -115,7 +115,7 @@ TEST(apsim_writer_reproduces_fixture)
 	char path[256];
 	snprintf(path, sizeof path, "%s/ex.apsim", dir);
 	fmt_model m;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_hmac_key key = shared_key(team_secret_bytes);
 	example_model(&m);
 	CHECK(write_model(&m, path, &key, &e) == FMT_OK);
@@ -140,7 +140,7 @@ TEST(apsim_writer_reproduces_fixture)
 TEST(apsim_fixture_reads_and_verifies)
 {
 	fmt_model m;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_hmac_key good = shared_key(team_secret_bytes), bad = shared_key(other_secret_bytes);
 	CHECK(fmt_model_open(&m, FIXTURE, NULL, &e) == FMT_OK);
 	CHECK(m.driver == &fmt_driver_apsim);
@@ -241,7 +241,7 @@ TEST(apsim_fixture_every_byte_flip_detected)
 	size_t sig_hex_at = sig_at + 19;
 	for (size_t i = 0; i < n; i++) {
 		fix[i] ^= 0x01;
-		fmt_err e;
+		fmt_err e = { 0 };
 		fmt_kind k = ap_write_file(path, fix, n) == 0 ? open_verify(path, &key, &e) : FMT_INTERNAL;
 		fix[i] ^= 0x01;
 		counts[k < 16 ? k : 15]++;
@@ -396,7 +396,7 @@ TEST(apsim_malformed_metadata)
 		copy[759] = '\t';
 		CHECK(ap_write_file(path, copy, n) == 0);
 		fmt_model m;
-		fmt_err e;
+		fmt_err e = { 0 };
 		CHECK(fmt_model_open(&m, path, NULL, &e) == FMT_INVALID_FORMAT);
 		CHECK(strstr(e.msg, "padding") != NULL);
 	}
@@ -410,7 +410,7 @@ TEST(apsim_nan_scale_refused)
 	char path[256];
 	snprintf(path, sizeof path, "%s/nan.apsim", dir);
 	fmt_model m, r;
-	fmt_err e;
+	fmt_err e = { 0 };
 	example_model(&m);
 	float saved = ex_scales[1];
 	uint32_t nan_bits = 0x7FC00000u;
@@ -439,7 +439,7 @@ TEST(apsim_metadata_types_round_trip)
 	char path[256];
 	snprintf(path, sizeof path, "%s/meta.apsim", dir);
 	fmt_model m, r;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_model_init(&m);
 	static const float x[2] = { 1, 2 };
 	static const uint64_t s2[1] = { 2 };
@@ -496,7 +496,7 @@ TEST(apsim_metadata_types_round_trip)
 
 static void big_model(fmt_model *m, float *data, size_t n_per)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_model_init(m);
 	static const char *names[4] = { "a", "b", "c", "d" };
 	uint64_t shape[1] = { n_per };
@@ -519,7 +519,7 @@ TEST(apsim_sharded_set)
 	snprintf(index, sizeof index, "%s.apsim.index.json", prefix);
 	float data[4 * 64];
 	fmt_model m;
-	fmt_err e;
+	fmt_err e = { 0 };
 	big_model(&m, data, 64);
 	/* Quantize "b" to int8 (codes + scales stay together). */
 	fmt_model q;
@@ -640,7 +640,7 @@ TEST(apsim_fixture_read_write_identical)
 	char path[256];
 	snprintf(path, sizeof path, "%s/again.apsim", dir);
 	fmt_model m;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_hmac_key key = shared_key(team_secret_bytes);
 	CHECK(fmt_model_open(&m, FIXTURE, NULL, &e) == FMT_OK);
 	CHECK(write_model(&m, path, &key, &e) == FMT_OK);
@@ -656,7 +656,7 @@ TEST(apsim_sign_in_place_gives_fixture)
 	char path[256];
 	snprintf(path, sizeof path, "%s/ex.apsim", dir);
 	fmt_model m;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_hmac_key key = shared_key(team_secret_bytes);
 	example_model(&m);
 	CHECK(write_model(&m, path, NULL, &e) == FMT_OK);
@@ -669,7 +669,7 @@ TEST(apsim_sign_in_place_gives_fixture)
 TEST(apsim_index_parse)
 {
 	fmt_apsim_index ix;
-	fmt_err e;
+	fmt_err e = { 0 };
 	static const char good[] =
 		"{\"metadata\":{\"format\":\"apsi-model\",\"shard_sha256\":{\"m-00001-of-00001.apsim\":"
 		"\"de62918515ac057f52f228fd1902cb2e978d097059f89a33556a482517639801\"},\"total_size\":36},"
@@ -710,7 +710,7 @@ TEST(apsim_probe_scores)
 static const char *streamed_format(const uint8_t *p, size_t n, size_t chunk, size_t *kept)
 {
 	fmt_probe_stream ps;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_probe_stream_init(&ps, n);
 	for (size_t at = 0; at < n; at += chunk)
 		CHECK(fmt_probe_stream_add(&ps, p + at, chunk < n - at ? chunk : n - at, &e) == FMT_OK);
@@ -746,7 +746,7 @@ TEST(apsim_probe_stream_long_header)
 	CHECK(8 + sizeof pad - 1 + pad_n + 2 + n - 8 - 17 == total);
 	CHECK(memmem(b, FMT_PROBE_BYTES, "\"format\":\"apsi-model\"", 21) == NULL);
 	fmt_source s;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_source_from_memory(&s, "long.apsim", b, total, &e) == FMT_OK);
 	CHECK(strcmp(fmt_format_name(fmt_format_probe(&s, b, FMT_PROBE_BYTES, FMT_FORMAT_ANY, NULL)), "apsim") == 0);
 	fmt_source_close(&s);

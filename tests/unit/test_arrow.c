@@ -8,7 +8,7 @@
 static uint8_t *read_fixture(const char *path, size_t *n)
 {
 	char *data;
-	fmt_err e;
+	fmt_err e = { 0 };
 	if (fmt_read_file(path, 1 << 20, &data, n, &e) != FMT_OK)
 		return NULL;
 	return (uint8_t *)data;
@@ -29,7 +29,7 @@ TEST(arrow_ipc_writes_spec_example_stream)
 	fmt_batch b = { .n_rows = 3, .columns = &c, .n_columns = 1 };
 	fmt_ipc_writer w;
 	fmt_sb out = { 0 };
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_ipc_writer_begin(&w, &s, 0, &out, &e) == FMT_OK);
 	CHECK_EQ_U64(out.len, 128);
 	CHECK(fmt_ipc_writer_batch(&w, &b, &out, &e) == FMT_OK);
@@ -47,7 +47,7 @@ TEST(arrow_ipc_reads_spec_example_stream)
 	if (!file)
 		return;
 	fmt_ipc_reader r;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_batch b;
 	int done;
 	CHECK(fmt_ipc_open(&r, file + 0xB0, 456, &e) == FMT_OK);
@@ -96,7 +96,7 @@ TEST(arrow_ipc_round_trip_all_types)
 	for (int file = 0; file < 2; file++) {
 		fmt_ipc_writer w;
 		fmt_sb out = { 0 };
-		fmt_err e;
+		fmt_err e = { 0 };
 		CHECK(fmt_ipc_writer_begin(&w, &s, file, &out, &e) == FMT_OK);
 		CHECK(fmt_ipc_writer_batch(&w, &b, &out, &e) == FMT_OK);
 		CHECK(fmt_ipc_writer_batch(&w, &b, &out, &e) == FMT_OK);
@@ -141,7 +141,7 @@ TEST(arrow_ipc_round_trip_all_types)
 static int read_all(const uint8_t *data, size_t n)
 {
 	fmt_ipc_reader r;
-	fmt_err e;
+	fmt_err e = { 0 };
 	if (fmt_ipc_open(&r, data, n, &e) != FMT_OK)
 		return 0;
 	int ok = 1, done = 0;

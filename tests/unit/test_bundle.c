@@ -76,7 +76,7 @@ static void manifest_for(char *out, size_t cap, int extra)
 	for (int i = 0; i < 2 + extra; i++) {
 		uint8_t d[FMT_SHA256_LEN];
 		char hex[FMT_SHA256_HEX + 1];
-		fmt_err e;
+		fmt_err e = { 0 };
 		fmt_sha256_buf(datas[i], strlen(datas[i]), d, &e);
 		fmt_hex(d, sizeof d, hex);
 		len += (size_t)snprintf(out + len, cap - len, "%s\"%s\":{\"sha256\":\"%s\",\"size\":%zu}", i ? "," : "",
@@ -188,7 +188,7 @@ TEST(bundle_hostile_members)
 	snprintf(tar, sizeof tar, "%s/b.tar", dir);
 	manifest_for(manifest, sizeof manifest, 0);
 	manifest_for(extra_manifest, sizeof extra_manifest, 1);
-	fmt_err e;
+	fmt_err e = { 0 };
 	make_tar(tar, manifest, NULL, NULL);
 	CHECK_EQ_U64(fmt_bundle_verify(tar, NULL, &e), FMT_OK);
 	CHECK_EQ_U64(fmt_bundle_probe(tar), 1);
@@ -263,7 +263,7 @@ TEST(bundle_malformed_manifests)
 	expect_refused(dir, tar, FMT_INVALID_FORMAT, NULL);
 	CHECK(write_bytes(tar, "", 0) == 0);
 	expect_refused(dir, tar, FMT_INVALID_FORMAT, NULL);
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK_EQ_U64(fmt_bundle_verify(dir, NULL, &e), FMT_IO);
 	CHECK_EQ_U64(fmt_bundle_verify("/nonexistent/b.tar", NULL, &e), FMT_IO);
 	unit_rm_dir(dir);

@@ -31,7 +31,7 @@ static void conform_fail(const char *driver, const char *format, ...)
 static uint8_t *read_whole(const char *path, size_t *n)
 {
 	char *text = NULL;
-	fmt_err e;
+	fmt_err e = { 0 };
 	if (fmt_read_file(path, MAX_SAMPLE, &text, n, &e) != FMT_OK)
 		return NULL;
 	return (uint8_t *)text;
@@ -92,7 +92,7 @@ static const uint16_t h_data[4] = { 0x3c00, 0xc000, 0x3800, 0x0000 }; /* f16 1, 
  * metadata key where the format holds them. */
 static void tiny_model(const fmt_driver *d, fmt_model *m)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_model_init(m);
 	unit_add_tensor(m, "layer.weight", FMT_DT_F32, 2, (const uint64_t[]){ 2, 3 }, w_data, sizeof w_data);
 	unit_add_tensor(m, "layer.bias", FMT_DT_F32, 1, (const uint64_t[]){ 3 }, b_data, sizeof b_data);
@@ -147,7 +147,7 @@ static int tensor_bytes_equal(const fmt_model *a, const fmt_tensor *ta, const fm
 {
 	const uint8_t *pa, *pb;
 	uint8_t *fa = NULL, *fb = NULL;
-	fmt_err e;
+	fmt_err e = { 0 };
 	int same = fmt_tensor_load(a, ta, &pa, &fa, &e) == FMT_OK && fmt_tensor_load(b, tb, &pb, &fb, &e) == FMT_OK &&
 		   ta->nbytes == tb->nbytes && memcmp(pa, pb, (size_t)ta->nbytes) == 0;
 	free(fa);
@@ -194,7 +194,7 @@ static void hostile_variants(const char *name, const void *d, variant_opener ope
 			     const uint8_t *bytes, size_t n)
 {
 	uint8_t *copy = malloc(n ? n : 1);
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(copy != NULL);
 	for (size_t cut = 0; copy && cut < n; cut++) {
 		if (open(path, bytes, cut, d, &e) == FMT_INTERNAL || open(path, bytes, cut, NULL, &e) == FMT_INTERNAL) {
@@ -247,7 +247,7 @@ static void model_round_trip(const fmt_driver *d, const fmt_model *m)
 	if (!w || !w->write)
 		return;
 	char dir_buf[64], *dir = unit_scratch_dir(dir_buf), path[256], why[512];
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_model back;
 	CHECK(dir != NULL);
 	snprintf(path, sizeof path, "%s/back%s", dir, w->extension);
@@ -284,7 +284,7 @@ static void model_set_round_trip(const fmt_driver *d, const fmt_model *m)
 	fmt_shard_plan plan;
 	char **paths = NULL;
 	size_t n = 0;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(dir != NULL);
 	snprintf(prefix, sizeof prefix, "%s/set", dir);
 	if (w->plan_shards(m, prefix, &lim, &plan, &e) != FMT_OK) {
@@ -325,7 +325,7 @@ static void model_set_round_trip(const fmt_driver *d, const fmt_model *m)
 void conform_model_driver(const fmt_driver *d, const char *path)
 {
 	fmt_model m;
-	fmt_err e;
+	fmt_err e = { 0 };
 	size_t n = 0;
 	uint8_t *bytes = read_whole(path, &n);
 	if (!bytes) {
@@ -362,7 +362,7 @@ int conform_model_sample(const fmt_driver *d, const char *dir, char *path, size_
 	if (!d->write || !dir)
 		return 0;
 	fmt_model m;
-	fmt_err e;
+	fmt_err e = { 0 };
 	tiny_model(d, &m);
 	sample_path(dir, d->extension, path, size);
 	fmt_kind k = write_model(d, &m, path, &e);
@@ -412,7 +412,7 @@ static void put_value(fmt_sb *out, const fmt_field *f, const fmt_column *c, uint
 		put_hex(out, p, n);
 	} else {
 		uint64_t w = 0;
-		fmt_err e;
+		fmt_err e = { 0 };
 		if (fmt_field_row_width(f, &w, &e) == FMT_OK)
 			put_hex(out, c->values + row * w, (size_t)w);
 	}
@@ -482,7 +482,7 @@ static void table_round_trip(const fmt_table_driver *d, const char *path, const 
 {
 	char dir_buf[64], *dir = unit_scratch_dir(dir_buf), out[256];
 	fmt_table t, back;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(dir != NULL);
 	snprintf(out, sizeof out, "%s/back%s", dir, d->extension ? d->extension : "");
 	fmt_kind r = fmt_table_open(&t, path, d, &e);
@@ -509,7 +509,7 @@ static void table_round_trip(const fmt_table_driver *d, const char *path, const 
 void conform_table_driver(const fmt_table_driver *d, const char *path)
 {
 	fmt_table t;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_sb text = { 0 };
 	size_t n = 0;
 	uint8_t *bytes = read_whole(path, &n);
@@ -570,7 +570,7 @@ static void mem_table(fmt_table *t, int *given)
 		{ .name = "id", .type = FMT_C_I64 }, { .name = "x", .type = FMT_C_F64, .nullable = 1 },
 		{ .name = "name", .type = FMT_C_UTF8, .nullable = 1 }, { .name = "ok", .type = FMT_C_BOOL },
 	};
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_table_init(t);
 	for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
 		CHECK(fmt_schema_add_field(&t->schema, &fields[i], &e) == FMT_OK);
@@ -587,7 +587,7 @@ static int table_sample(const fmt_table_driver *d, const char *dir, char *path, 
 	if (!d->write || !dir)
 		return 0;
 	fmt_table t;
-	fmt_err e;
+	fmt_err e = { 0 };
 	int given;
 	mem_table(&t, &given);
 	sample_path(dir, d->extension, path, size);
@@ -619,7 +619,7 @@ TEST(conformance_memory_table_is_what_samples_are_made_of)
 {
 	fmt_table t;
 	fmt_sb text = { 0 };
-	fmt_err e;
+	fmt_err e = { 0 };
 	int given;
 	mem_table(&t, &given);
 	CHECK(table_text(&t, &text, &e) == FMT_OK);

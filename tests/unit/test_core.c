@@ -69,7 +69,7 @@ TEST(err_fail_starts_a_clean_record)
 
 TEST(parse_size_units)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	uint64_t v = 0;
 	CHECK(fmt_parse_size("4GB", &v, &e) == FMT_OK && v == 4000000000ULL);
 	CHECK(fmt_parse_size("500MB", &v, &e) == FMT_OK && v == 500000000ULL);
@@ -119,7 +119,7 @@ TEST(source_reads_and_bounds)
 	fwrite("0123456789", 1, 10, f);
 	fclose(f);
 	fmt_source s;
-	fmt_err e;
+	fmt_err e = { 0 };
 	uint8_t buf[4];
 	const uint8_t *view;
 	CHECK(fmt_source_open(&s, path, &e) == FMT_OK);
@@ -148,7 +148,7 @@ static fmt_kind replay_put(void *ctx, const void *p, size_t n, fmt_err *e)
 TEST(temp_file_writes_on_a_full_disk_are_io_errors_naming_the_directory)
 {
 	struct rlimit old, none = { 0, 0 };
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_sb back = { 0 };
 	static uint8_t big[1 << 16];
 	void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
@@ -183,7 +183,7 @@ TEST(spill_file_written_mapped_and_gone)
 	const char *old = getenv("TMPDIR");
 	char *saved = old ? strdup(old) : NULL;
 	fmt_source s, never;
-	fmt_err e;
+	fmt_err e = { 0 };
 	const uint8_t *p = NULL;
 	uint8_t buf[4];
 	setenv("TMPDIR", dir, 1);
@@ -268,7 +268,7 @@ TEST(sink_is_atomic_and_refuses_existing)
 	char *dir = unit_tmp_dir(), path[128];
 	snprintf(path, sizeof path, "%s/out.bin", dir);
 	fmt_sink k;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_sink_open(&k, path, 0, &e) == FMT_OK);
 	CHECK(fmt_sink_write(&k, "abc", 3, &e) == FMT_OK);
 	CHECK(fmt_sink_zeros(&k, 5, &e) == FMT_OK);
@@ -343,7 +343,7 @@ TEST(sink_copy_range_appends_file_bytes)
 	CHECK(f && fwrite(data, 1, n, f) == n && fclose(f) == 0);
 	int fd = open(src, O_RDONLY);
 	fmt_sink k;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_sink_open(&k, path, 0, &e) == FMT_OK);
 	CHECK(fmt_sink_write(&k, "head", 4, &e) == FMT_OK);
 	CHECK(fmt_sink_copy_range(&k, fd, 100, n - 100, &e) == FMT_OK);
@@ -384,7 +384,7 @@ TEST(sink_large_writes_bypass_buffer)
 	size_t n = 3u << 20;
 	uint8_t *data = patterned(n);
 	fmt_sink k;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_sink_open(&k, path, 0, &e) == FMT_OK);
 	CHECK(fmt_sink_write(&k, data, 10, &e) == FMT_OK);
 	CHECK(fmt_sink_write(&k, data + 10, n - 10, &e) == FMT_OK);
@@ -413,7 +413,7 @@ typedef struct placer {
 static void *place_every_other(void *arg)
 {
 	placer *p = arg;
-	fmt_err e;
+	fmt_err e = { 0 };
 	p->r = FMT_OK;
 	for (size_t i = p->first; i < p->pieces && p->r == FMT_OK; i += 2)
 		p->r = fmt_sink_write_at(p->k, (uint64_t)i << 20, p->data + (i << 20), 1u << 20, &e);
@@ -438,7 +438,7 @@ TEST(sink_flushes_as_it_goes_and_stops_flushing_at_commit_or_abort)
 	size_t n = 40u << 20;
 	uint8_t *data = patterned(n);
 	fmt_sink k;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_sink_open(&k, path, 0, &e) == FMT_OK);
 	CHECK(k.flusher == NULL);
 	CHECK(place_in_two_threads(&k, data, n >> 20) == FMT_OK);
@@ -524,7 +524,7 @@ TEST(sequential_source_reads_forward_and_observes_every_byte)
 	pid_t pid = pipe_of(total, path, sizeof path, &rfd);
 	CHECK(pid > 0);
 	fmt_source s;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_source_open_sequential(&s, path, &e) == FMT_OK);
 	close(rfd);
 	CHECK(s.sequential);
@@ -564,7 +564,7 @@ TEST(sequential_source_small_or_made_whole)
 	char path[64];
 	int rfd;
 	fmt_source s;
-	fmt_err e;
+	fmt_err e = { 0 };
 	pid_t pid = pipe_of(100, path, sizeof path, &rfd);
 	CHECK(fmt_source_open_sequential(&s, path, &e) == FMT_OK);
 	close(rfd);
@@ -590,7 +590,7 @@ TEST(sequential_source_from_memory_with_a_small_head)
 	for (size_t i = 0; i < N; i++)
 		data[i] = pattern_byte(i);
 	fmt_source s;
-	fmt_err e;
+	fmt_err e = { 0 };
 	counted c = { 0, 0 };
 	CHECK(fmt_source_stream_memory(&s, "-", data, N, 64, 7, &e) == FMT_OK);
 	CHECK(s.sequential && s.head_len == 64 && s.size == FMT_SIZE_UNKNOWN);
@@ -862,7 +862,7 @@ TEST(env_levels_in_any_case_and_unknown_values_refused)
 {
 	const char *saved = getenv("NK_KERNELS");
 	char *keep = saved ? strdup(saved) : NULL;
-	fmt_err e;
+	fmt_err e = { 0 };
 	unsetenv("NK_KERNELS");
 	CHECK(fmt_env_level(FMT_ENV_NK_KERNELS) == -1);
 	setenv("NK_KERNELS", "", 1);
@@ -887,7 +887,7 @@ TEST(env_levels_in_any_case_and_unknown_values_refused)
 
 TEST(tree_budget_counts_json_values)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	const char *s = "{\"a\":[0,1,{}],\"b:[,{\":\"x\\\",\"}";
 	CHECK(fmt_json_values("0", 1) == 1);
 	CHECK(fmt_json_values("[]", 2) == 1 + FMT_TREE_ARRAY_VALUES);
@@ -997,7 +997,7 @@ TEST(truncated_mapping_is_io_error_on_any_thread)
 		fmt_cli_catch_truncation("unit", 0);
 		fmt_source s;
 		fmt_sink k;
-		fmt_err e;
+		fmt_err e = { 0 };
 		const uint8_t *p;
 		if (fmt_sink_open(&k, out, 0, &e) != FMT_OK || fmt_source_open(&s, path, &e) != FMT_OK ||
 		    fmt_source_view(&s, 0, s.size, &p, &e) != FMT_OK || truncate(path, 4096) != 0)

@@ -309,7 +309,7 @@ TEST(crypto_secret_file)
 {
 	char path[256];
 	fmt_hmac_key k;
-	fmt_err e;
+	fmt_err e = { 0 };
 	config_begin();
 	snprintf(path, sizeof path, "%s/fmtkit", config_dir);
 	mkdir(path, 0700);

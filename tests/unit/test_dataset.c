@@ -30,7 +30,7 @@ TEST(ald_card_upstream_array_bytes_of_spec_3)
 				  "\"created_at\":\"2025-01-01T00:00:00Z\"}", 0, &je);
 	uint8_t *out;
 	size_t n;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_card_encode(card, NULL, 1, &out, &n, &e) == FMT_OK);
 	CHECK_EQ_U64(n, sizeof want);
 	CHECK(n == sizeof want && memcmp(out, want, n) == 0);

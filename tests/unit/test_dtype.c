@@ -95,7 +95,7 @@ static fmt_kind nbytes_of(fmt_dtype t, const uint64_t *shape, int ndim, uint64_t
 
 TEST(dtype_nbytes)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	uint64_t ne, nb;
 	CHECK(nbytes_of(FMT_DT_F32, NULL, 0, &ne, &nb, &e) == FMT_OK);
 	CHECK_EQ_U64(ne, 1);
@@ -135,7 +135,7 @@ TEST(dtype_nbytes)
 
 TEST(dtype_nbytes_errors)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	uint64_t ne, nb;
 	uint64_t s460[] = { 460 };
 	CHECK(nbytes_of(FMT_DT_Q8_0, s460, 1, &ne, &nb, &e) == FMT_INVALID_FORMAT);

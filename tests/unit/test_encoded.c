@@ -15,7 +15,7 @@ static const float row_scales[2] = { 0.5f, 2.0f };
 /* w: int8 codes [2, 4], one scale per row in "w.scale", zero point 3 (as a .nk driver builds). */
 static void nk_style_model(fmt_model *m, int32_t zero_point)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_model_init(m);
 	unit_add_tensor(m, "w", FMT_DT_I8, 2, (const uint64_t[]){ 2, 4 }, codes, sizeof codes);
 	unit_add_tensor(m, "w.scale", FMT_DT_F32, 2, (const uint64_t[]){ 2, 1 }, row_scales, sizeof row_scales);
@@ -27,7 +27,7 @@ static void nk_style_model(fmt_model *m, int32_t zero_point)
 TEST(encoded_tensor_decodes_with_named_scales_and_zero_point)
 {
 	fmt_model m, out;
-	fmt_err e;
+	fmt_err e = { 0 };
 	nk_style_model(&m, 3);
 	CHECK_STR(m.qtensors[0].scales, "w.scale");
 	fmt_model_init(&out);
@@ -49,7 +49,7 @@ TEST(encoded_tensor_decodes_with_named_scales_and_zero_point)
 TEST(encoded_tensor_zero_point_rules)
 {
 	fmt_model m;
-	fmt_err e;
+	fmt_err e = { 0 };
 	nk_style_model(&m, 3);
 	fmt_qtensor q = m.qtensors[0];
 	const fmt_tensor *c = fmt_model_find_tensor(&m, "w"), *s = fmt_model_find_tensor(&m, "w.scale");
@@ -81,7 +81,7 @@ TEST(encoded_tensor_writers_refuse_what_they_cannot_hold)
 	snprintf(path, sizeof path, "%s/w.apsim", dir);
 	fmt_model m;
 	fmt_sink k;
-	fmt_err e;
+	fmt_err e = { 0 };
 	nk_style_model(&m, 3);
 	CHECK(fmt_sink_open(&k, path, FMT_SINK_FORCE, &e) == FMT_OK);
 	CHECK(fmt_driver_apsim.write(&m, &k, NULL, &e) == FMT_UNSUPPORTED);
@@ -97,7 +97,7 @@ TEST(encoded_tensor_quantizers_name_their_scales)
 	static const float vals[64] = { 1.0f, -2.0f, 3.0f };
 	fmt_model in, out;
 	fmt_qtensor plan;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_model_init(&in);
 	fmt_model_init(&out);
 	unit_add_tensor(&in, "v", FMT_DT_F32, 1, (const uint64_t[]){ 64 }, vals, sizeof vals);

@@ -17,7 +17,7 @@ TEST(encrypt_argon2id_vector_5_2)
 	uint8_t salt[16], key[32], want[32];
 	char pw_text[] = "password";
 	fmt_password pw = { (uint8_t *)pw_text, 8 };
-	fmt_err e;
+	fmt_err e = { 0 };
 	for (int i = 0; i < 16; i++)
 		salt[i] = (uint8_t)i;
 	unhex("39903a34cd393876436e671cd690dfe8ab9ce7b13459a7e04ec0e4f0694ddb0d", want);
@@ -28,7 +28,7 @@ TEST(encrypt_argon2id_vector_5_2)
 TEST(encrypt_hkdf_vector_5_3)
 {
 	uint8_t ikm[32], out[32], want[32];
-	fmt_err e;
+	fmt_err e = { 0 };
 	memset(ikm, 0x01, sizeof ikm);
 	unhex("a7280deb53817d5140e4b20754d7bba3103c75b3224015a55ed0be2e38b06de9", want);
 	CHECK(fmt_hkdf_sha256(NULL, 0, ikm, 32, "ald-v1-encrypt", out, 32, &e) == FMT_OK);
@@ -45,7 +45,7 @@ TEST(encrypt_aes256gcm_test_case_14)
 {
 	uint8_t key[32] = { 0 }, nonce[12] = { 0 }, plain[16] = { 0 }, buf[16], tag[16], want_c[16], want_t[16];
 	fmt_gcm g;
-	fmt_err e;
+	fmt_err e = { 0 };
 	unhex("cea7403d4d606b6e074ec5d3baf39d18", want_c);
 	unhex("d0d1c8a799996bf0265b98b5d48ab919", want_t);
 	CHECK(fmt_gcm_init(&g, key, nonce, 0, &e) == FMT_OK);
@@ -72,7 +72,7 @@ TEST(encrypt_aes256gcm_test_case_14)
 TEST(encrypt_x25519_rfc7748)
 {
 	uint8_t a[32], b_pub[32], a_pub[32], shared[32], want[32], want_a_pub[32], zero[32] = { 0 };
-	fmt_err e;
+	fmt_err e = { 0 };
 	unhex("77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a", a);
 	unhex("8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a", want_a_pub);
 	unhex("de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f", b_pub);
@@ -88,7 +88,7 @@ TEST(encrypt_identity_files)
 {
 	char *dir = unit_tmp_dir(), path[512];
 	fmt_x25519_pair p, q;
-	fmt_err e;
+	fmt_err e = { 0 };
 	uint8_t *text;
 	size_t n;
 	uint8_t pk[32];
@@ -120,7 +120,7 @@ TEST(encrypt_identity_sealed)
 {
 	char *dir = unit_tmp_dir(), path[512];
 	fmt_x25519_pair p, q;
-	fmt_err e;
+	fmt_err e = { 0 };
 	uint8_t *text;
 	size_t n;
 	fmt_pass_opts po = { .env = "UNIT_X25519_PW" }, none = { 0 };

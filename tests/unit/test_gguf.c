@@ -98,7 +98,7 @@ static fmt_kind write_model(const fmt_model *m, const char *path, uint32_t align
 
 static void example_model(fmt_model *m)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_model_init(m);
 	fmt_value v = fmt_value_str("llama", 5);
 	CHECK(fmt_model_add_meta(m, "general.architecture", &v, &e) == FMT_OK);
@@ -110,7 +110,7 @@ static void example_model(fmt_model *m)
 TEST(gguf_write_spec_example_bytes)
 {
 	fmt_model m;
-	fmt_err e;
+	fmt_err e = { 0 };
 	size_t n = 0;
 	example_model(&m);
 	const char *path = tmp_path("example.gguf");
@@ -125,7 +125,7 @@ TEST(gguf_write_spec_example_bytes)
 TEST(gguf_write_empty_file)
 {
 	fmt_model m;
-	fmt_err e;
+	fmt_err e = { 0 };
 	size_t n = 0;
 	fmt_model_init(&m);
 	const char *path = tmp_path("empty.gguf");
@@ -182,7 +182,7 @@ TEST(gguf_read_spec_example)
 TEST(gguf_roundtrip_value_types)
 {
 	fmt_model m, r;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_model_init(&m);
 	fmt_value v;
 	struct { const char *key; fmt_vtype type; uint64_t u; int64_t i; double f; } sc[] = {
@@ -311,7 +311,7 @@ TEST(gguf_roundtrip_value_types)
 TEST(gguf_write_refusals)
 {
 	fmt_model m;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_sink k;
 	const uint64_t shape5[5] = { 1, 1, 1, 2, 3 }, shape1[1] = { 6 };
 	fmt_model_init(&m);
@@ -392,7 +392,7 @@ TEST(gguf_malformed_catalogue)
 TEST(gguf_split_roundtrip)
 {
 	fmt_model m, r;
-	fmt_err e;
+	fmt_err e = { 0 };
 	char **paths;
 	size_t n_paths;
 	example_model(&m);
@@ -475,7 +475,7 @@ TEST(gguf_split_roundtrip)
 TEST(gguf_write_alignment_key)
 {
 	fmt_model m, r;
-	fmt_err e;
+	fmt_err e = { 0 };
 	example_model(&m);
 	fmt_value v;
 	memset(&v, 0, sizeof v);
@@ -505,7 +505,7 @@ TEST(gguf_write_alignment_key)
 
 static void add_shaped(fmt_model *m, const char *name, fmt_dtype t, uint64_t nrows, uint64_t cols)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_tensor x;
 	memset(&x, 0, sizeof x);
 	x.name = (char *)name;
@@ -521,7 +521,7 @@ static void add_shaped(fmt_model *m, const char *name, fmt_dtype t, uint64_t nro
 TEST(gguf_file_type_keys)
 {
 	fmt_model m;
-	fmt_err e;
+	fmt_err e = { 0 };
 	uint32_t ft;
 	fmt_model_init(&m);
 	add_shaped(&m, "big.f32", FMT_DT_F32, 0, 100000); /* 1-D: not a weight */

@@ -127,7 +127,7 @@ TEST(mp_check_depth_whole_and_claims)
 	static const fmt_mp_check_opts card = { .what = "metadata", .max_depth = 16 };
 	uint8_t b[64];
 	uint64_t values;
-	fmt_err e;
+	fmt_err e = { 0 };
 	memset(b, 0x91, 16);   /* 16 arrays of one item, then nil: values at depth 16 */
 	b[16] = 0xc0;
 	CHECK(fmt_mp_check(b, 17, &card, &values, &e) == FMT_OK);

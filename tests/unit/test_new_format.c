@@ -12,7 +12,7 @@ extern const fmt_driver fmt_driver_dummy;
 
 static void register_dummy(void)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	if (!fmt_driver_by_name("dummy"))
 		CHECK(fmt_driver_register(&fmt_driver_dummy, &e) == FMT_OK);
 }
@@ -20,7 +20,7 @@ static void register_dummy(void)
 TEST(new_format_is_known_to_the_registry_once_registered)
 {
 	char names[512];
-	fmt_err e;
+	fmt_err e = { 0 };
 	register_dummy();
 	CHECK(fmt_driver_by_name("dummy") == &fmt_driver_dummy);
 	CHECK(fmt_driver_by_extension("out/model.dmy") == &fmt_driver_dummy);
@@ -75,7 +75,7 @@ TEST(new_format_converts_through_the_neutral_model)
 	static const float w[6] = { 1, 2, 3, 4, 5, 6 };
 	fmt_model m, in, back;
 	fmt_sink k;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_model_init(&m);
 	fmt_tensor t = { .name = "w", .dtype = FMT_DT_F32, .ndim = 2, .shape = { 2, 3 }, .nelems = 6,
 			 .nbytes = sizeof w, .source = -1, .data = (const uint8_t *)w };

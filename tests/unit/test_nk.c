@@ -29,7 +29,7 @@ static fmt_kind parse(nk_model *nm, const uint8_t *bytes, size_t n, uint32_t **b
 TEST(nk_example_16_1)
 {
 	nk_model nm;
-	fmt_err e;
+	fmt_err e = { 0 };
 	uint32_t *buf;
 	CHECK_EQ_U64(parse(&nm, unit_nk_example, sizeof unit_nk_example, &buf, &e), FMT_OK);
 	CHECK_EQ_U64(nm.version, 3);
@@ -55,7 +55,7 @@ TEST(nk_example_truncated_everywhere)
 	/* every prefix of the file is refused with InvalidFormat, never accepted */
 	for (size_t n = 0; n < sizeof unit_nk_example; n++) {
 		nk_model nm;
-		fmt_err e;
+		fmt_err e = { 0 };
 		uint32_t *buf;
 		fmt_kind k = parse(&nm, unit_nk_example, n, &buf, &e);
 		CHECK_EQ_U64(k, FMT_INVALID_FORMAT);
@@ -109,7 +109,7 @@ TEST(nk_depthwise_width_byte)
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		nk_model nm;
-		fmt_err e;
+		fmt_err e = { 0 };
 		uint32_t *buf;
 		fmt_kind k = depthwise_file(cases[i].kh, cases[i].b, cases[i].count, &nm, &buf, &e);
 		CHECK_EQ_U64(k, FMT_OK);
@@ -126,7 +126,7 @@ TEST(nk_depthwise_width_byte)
 TEST(nk_errors_name_the_layer)
 {
 	nk_model nm;
-	fmt_err e;
+	fmt_err e = { 0 };
 	uint32_t *buf;
 	/* 3x3 kernel, 2 channels, but 17 weights: no decoding fits */
 	CHECK_EQ_U64(depthwise_file(3, 3, 17, &nm, &buf, &e), FMT_INVALID_FORMAT);
@@ -153,7 +153,7 @@ TEST(nk_work_saturates)
 	CHECK_EQ_U64(layers[1].work, UINT64_MAX);
 	CHECK_EQ_U64(layers[2].work, 4);
 	CHECK_EQ_U64(nm.work, UINT64_MAX);
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK_EQ_U64(fmt_nk_check_work(&nm, UINT64_MAX - 1, &e), FMT_UNSUPPORTED);
 	CHECK_STR(e.msg, "layer 1 (max_pool2d): more than 18446744073709551614 multiply-adds, more than "
 		  "18446744073709551614 for the network up to it: above the work limit of 18446744073709551614 "

@@ -14,7 +14,7 @@ static uint32_t *one_layer_net(uint8_t network, const uint32_t input_shape[3], c
 			       uint8_t wrank, const uint32_t wdims[4], const float *w, const float *b, size_t *n)
 {
 	nk_spec s = { .network = network, .input_shape = { input_shape[0], input_shape[1], input_shape[2] } };
-	fmt_err e;
+	fmt_err e = { 0 };
 	uint32_t bdims[4] = { l->units };
 	CHECK_EQ_U64(fmt_nk_spec_add_layer(&s, l, &e), FMT_OK);
 	nk_spec_tensor wt = fmt_nk_spec_tensor(wrank, wdims), bt = fmt_nk_spec_tensor(1, bdims);
@@ -36,7 +36,7 @@ static void mlp_2_3(unsigned act, const float w[6], const float b[3], nk_model *
 	static const uint32_t input[3] = { 1, 2 }, wdims[4] = { 3, 2 };
 	nk_spec_layer l = { .kind = NK_DENSE, .units = 3, .act = (uint8_t)act, .alpha = 0.01f };
 	size_t n;
-	fmt_err e;
+	fmt_err e = { 0 };
 	*bytes = one_layer_net(NK_MLP, input, &l, 2, wdims, w, b, &n);
 	CHECK_EQ_U64(fmt_nk_parse(nm, *bytes, n, &e), FMT_OK);
 }
@@ -52,7 +52,7 @@ TEST(nk_quant_mlp_codes_scales_and_params)
 	nk_range in = { -1, 3 }, out = { -2, 6 };
 	uint8_t *q;
 	size_t n;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK_EQ_U64(fmt_nk_write_int8(&nm, in, &out, &q, &n, &e), FMT_OK);
 	CHECK_EQ_U64(fmt_nk_parse(&nq, q, n, &e), FMT_OK);
 	CHECK_EQ_U64(nq.version, 4);
@@ -95,7 +95,7 @@ TEST(nk_quant_biases_and_refusals)
 	nk_range in = { 0, 255 }, out = { 0, 1 };
 	uint8_t *q = NULL;
 	size_t n = 0;
-	fmt_err e;
+	fmt_err e = { 0 };
 	/* input scale 1, weight scales 1/127: 1e30 does not fit int32 */
 	CHECK_EQ_U64(fmt_nk_write_int8(&nm, in, &out, &q, &n, &e), FMT_INVALID_FORMAT);
 	CHECK_STR(e.msg, "weight tensor 0: bias 2 at scale 0.00787402 does not fit int32");
@@ -116,7 +116,7 @@ TEST(nk_quant_biases_and_refusals)
 static char *fixture(const char *path, size_t *n)
 {
 	char *d = NULL;
-	fmt_err e;
+	fmt_err e = { 0 };
 	return fmt_read_file(path, 1u << 24, &d, n, &e) == FMT_OK ? d : NULL;
 }
 
@@ -131,7 +131,7 @@ TEST(nk_quant_upstream_bytes_from_its_activation_scales)
 	char *u = fixture("tests/data/fixtures/nk/mnist_cnn_dw_int8.nk", &n8);
 	CHECK(f && u);
 	nk_model nm, up;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK_EQ_U64(fmt_nk_parse(&nm, f, nf, &e), FMT_OK);
 	CHECK_EQ_U64(fmt_nk_parse(&up, u, n8, &e), FMT_OK);
 	nk_range out[6], in = { 0, 1 };   /* pixels: scale 1/255, zero point -128 */
@@ -163,7 +163,7 @@ static float calibrated_out_scale(const uint32_t *net, size_t n, const double *x
 	uint8_t *q;
 	size_t nq;
 	nk_model m;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_kind k = fmt_nk_quantize(net, n, &cal, &q, &nq, &r, &e);
 	CHECK_STR(k == FMT_OK ? "" : e.msg, "");
 	if (k != FMT_OK)
@@ -216,7 +216,7 @@ TEST(nk_quant_signed_range_as_upstreams_tflite_reference)
 	nk_range in = { 0, 1 }, out = { -0x1.6ffe0cp+4f, 0x1.8ab93ap+4f };
 	uint8_t *q;
 	size_t n;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK_EQ_U64(fmt_nk_write_int8(&nm, in, &out, &q, &n, &e), FMT_OK);
 	CHECK_EQ_U64(fmt_nk_parse(&nq, q, n, &e), FMT_OK);
 	CHECK(nq.quant[0].out_scale == 0.18694017827510834f);

@@ -10,7 +10,7 @@ extern const uint8_t unit_nk_example[136];
 static void add_layer_pair(nk_spec *s, nk_spec_layer l, uint8_t wrank, const uint32_t wdims[4], const float *w,
 			   uint32_t nb, const float *b)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	uint32_t bdims[4] = { nb };
 	CHECK_EQ_U64(fmt_nk_spec_add_layer(s, &l, &e), FMT_OK);
 	nk_spec_tensor wt = fmt_nk_spec_tensor(wrank, wdims), bt = fmt_nk_spec_tensor(1, bdims);
@@ -28,7 +28,7 @@ TEST(nk_write_example_16_1)
 	add_layer_pair(&s, (nk_spec_layer){ .kind = NK_DENSE, .units = 2, .alpha = 0.01f }, 2, dims, w, 2, b);
 	uint8_t *out;
 	size_t n;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK_EQ_U64(fmt_nk_write_bytes(&s, &out, &n, &e), FMT_OK);
 	CHECK_EQ_U64(n, sizeof unit_nk_example);
 	CHECK_MEM(out, unit_nk_example, sizeof unit_nk_example);
@@ -46,7 +46,7 @@ TEST(nk_write_depthwise_asymmetric_pads_read_back)
 	add_layer_pair(&s, l, 3, dims, w, 2, b);
 	uint8_t *out;
 	size_t n;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK_EQ_U64(fmt_nk_write_bytes(&s, &out, &n, &e), FMT_OK);
 	CHECK_EQ_U64(out[48 + 19], 0x01);   /* the width byte holds the bottom pad's extra 1 */
 	nk_model nm;
@@ -77,7 +77,7 @@ TEST(nk_optimize_folds_and_merges)
 	add_layer_pair(&s, (nk_spec_layer){ .kind = NK_CONV2D, .kh = 1, .kw = 1, .stride = 1, .units = 2 }, 4, cdims,
 		       cw, 2, cb);
 	add_layer_pair(&s, (nk_spec_layer){ .kind = NK_BATCHNORM, .units = 2 }, 1, bdims, scale, 2, shift);
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK_EQ_U64(fmt_nk_optimize(&s, &e), FMT_OK);
 	CHECK_EQ_U64(s.n_layers, 1);
 	CHECK_EQ_U64(s.n_pairs, 1);

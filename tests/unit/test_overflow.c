@@ -55,7 +55,7 @@ TEST(overflow_bf16_threshold_is_where_rne_gives_inf)
 static int scale_is_inf(fmt_dtype t, const float *x)
 {
 	uint8_t out[34];
-	fmt_err e;
+	fmt_err e = { 0 };
 	if (t == FMT_DT_Q8_0)
 		CHECK(fmt_quantize_q8_0(x, out, 32, &e) == FMT_OK);
 	else
@@ -116,7 +116,7 @@ TEST(overflow_saturate_clamps_finite_values_only)
 /* A 2 x 64 F32 tensor with 1e6 at element 100, retyped to F16. */
 static void one_tensor(fmt_model *m, float *v)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_tensor t;
 	memset(&t, 0, sizeof t);
 	fmt_model_init(m);
@@ -140,7 +140,7 @@ TEST(overflow_retyped_refuses_or_saturates)
 	float v[128];
 	uint8_t out[256];
 	fmt_model in, o1, o2;
-	fmt_err e;
+	fmt_err e = { 0 };
 	int found = 0;
 	uint64_t elem = 0;
 	float value = 0;

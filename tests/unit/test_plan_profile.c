@@ -78,7 +78,7 @@ static const fmt_driver *counting_driver(void)
 	d.choose_dtype = counting_choose;
 	d.derive_meta = counting_derive;
 	d.mix_dtypes = counting_mix;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_driver_register(&d, &e) == FMT_OK);
 	return &d;
 }
@@ -98,7 +98,7 @@ static void write_input(const char *path, size_t n)
 	static const uint64_t shape[2] = { 2, 3 };
 	fmt_model m;
 	fmt_sink k;
-	fmt_err e;
+	fmt_err e = { 0 };
 	char names[8][8];
 	fmt_model_init(&m);
 	for (size_t i = 0; i < n && i < 8; i++) {
@@ -125,7 +125,7 @@ static char *dry_run(const fmt_driver *to, const char *input, const char *output
 	CHECK(out && err);
 	fmt_convert_opts o = { .to = to, .dtype = dtype, .dry_run = 1, .json = 1, .quiet = 1, .no_progress = 1,
 			       .threads = 1, .tool = "fmt-convert", .out = out, .err = err };
-	fmt_err e;
+	fmt_err e = { 0 };
 	reset_counts();
 	CHECK(fmt_pipeline_run(input, output, &o, &e) == FMT_OK);
 	fclose(out);

@@ -13,7 +13,7 @@
 
 static uint8_t *qt_read_all(const fmt_model *m, const fmt_tensor *t, fmt_kind *k)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	uint8_t *buf = malloc(t->nbytes ? t->nbytes : 1);
 	*k = fmt_tensor_read(m, t, 0, buf, (size_t)t->nbytes, &e);
 	if (*k != FMT_OK && getenv("QT_DEBUG"))
@@ -45,7 +45,7 @@ TEST(minifloat_e4m3_matches_decoder_and_round_trips)
 	for (unsigned c = 0; c < 256; c++) {
 		uint8_t b = (uint8_t)c;
 		float ref;
-		fmt_err e;
+		fmt_err e = { 0 };
 		CHECK(fmt_decode_f32(FMT_DT_F8_E4M3, &b, 1, &ref, &e) == FMT_OK);
 		float v = fmt_minifloat_decode(FMT_Q_FP8, c);
 		if ((c & 0x7F) == 0x7F) {
@@ -90,7 +90,7 @@ TEST(qtensor_int8_worked_example)
 	static const float x[4] = { 2.0f, -1.0f, 0.0f, 0.25f };
 	static const uint64_t s22[2] = { 2, 2 };
 	fmt_model in, out;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_model_init(&in);
 	fmt_model_init(&out);
 	unit_add_tensor(&in, "layers.0.q", FMT_DT_F32, 2, s22, x, 16);
@@ -137,7 +137,7 @@ static void round_trip(fmt_qformat f, int nd, const uint64_t *shape, double rel_
 		for (uint64_t i = 0; i < 32; i++)
 			x[i] = 0.0f; /* a zero block */
 	fmt_model in, a, b, dq;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_model_init(&in);
 	fmt_model_init(&a);
 	fmt_model_init(&b);
@@ -209,7 +209,7 @@ TEST(qtensor_int4_row_packing)
 	static const float x[6] = { 7, -7, 1, -1, 0, 1 };
 	static const uint64_t s23[2] = { 2, 3 };
 	fmt_model in, out;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_model_init(&in);
 	fmt_model_init(&out);
 	unit_add_tensor(&in, "p", FMT_DT_F32, 2, s23, x, 24);
@@ -235,7 +235,7 @@ TEST(qtensor_fp6_packing)
 	static const float x[4] = { 28, -28, 0.0625f, 1 };
 	static const uint64_t s4[1] = { 4 };
 	fmt_model in, out;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_model_init(&in);
 	fmt_model_init(&out);
 	unit_add_tensor(&in, "p", FMT_DT_F32, 1, s4, x, 16);
@@ -269,7 +269,7 @@ TEST(qtensor_nan_refused)
 	x[40] = NAN;
 	static const uint64_t s[1] = { 64 };
 	fmt_model in, out;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_model_init(&in);
 	fmt_model_init(&out);
 	unit_add_tensor(&in, "w", FMT_DT_F32, 1, s, x, 256);
@@ -286,7 +286,7 @@ TEST(qtensor_nan_refused)
 TEST(qtensor_check_rules)
 {
 	fmt_qtensor q;
-	fmt_err e;
+	fmt_err e = { 0 };
 	memset(&q, 0, sizeof q);
 	q.name = (char *)"w";
 	q.format = FMT_Q_INT8;
@@ -332,7 +332,7 @@ static void ggml_round_trip(fmt_dtype type, const uint8_t *src, size_t len, uint
 	uint64_t bb = type == FMT_DT_Q8_0 ? 34 : 18, blocks = len / bb;
 	const uint64_t shape[2] = { rows, blocks / rows * 32 };
 	fmt_model in, mid, back, dq;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_model_init(&in);
 	fmt_model_init(&mid);
 	fmt_model_init(&back);
@@ -373,7 +373,7 @@ TEST(qtensor_ggml_lossless_golden)
 	if (in && g8 && g4 && n_in == 8192 && n8 == 2176 && n4 == 1152) {
 		float x[2048];
 		uint8_t q8[2176], q4[1152];
-		fmt_err e;
+		fmt_err e = { 0 };
 		memcpy(x, in, sizeof x);
 		CHECK(fmt_quantize_q8_0(x, q8, 2048, &e) == FMT_OK);
 		CHECK(fmt_quantize_q4_0(x, q4, 2048, &e) == FMT_OK);
@@ -416,7 +416,7 @@ TEST(qtensor_to_ggml_needs_fp16_scales)
 	static float scales[2] = { 0.5f, 0.1f }; /* 0.1 is not an fp16 value */
 	static const uint64_t cs[1] = { 64 }, ss[1] = { 2 };
 	fmt_model in, out;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_model_init(&in);
 	fmt_model_init(&out);
 	unit_add_tensor(&in, "w", FMT_DT_I8, 1, cs, codes, 64);

@@ -30,7 +30,7 @@ TEST(quant_q8_0_example_a)
 				   0x00, 0x00, 0x64, 0x9C, 0x41, 0xBF, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06,
 				   0x07, 0x08, 0xFF, 0xFE, 0xFD, 0xFC, 0xFB, 0xFA, 0xF9, 0xF8 };
 	uint8_t out[34];
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_quantize_q8_0(x, out, 32, &e) == FMT_OK);
 	CHECK_MEM(out, want, sizeof want);
 }
@@ -45,7 +45,7 @@ TEST(quant_q8_0_example_b)
 				   0x30, 0x38, 0x40, 0x47, 0x4F, 0x57, 0x5F, 0x67, 0x6F, 0x77 };
 	uint8_t out[34];
 	float y[32];
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_quantize_q8_0(x, out, 32, &e) == FMT_OK);
 	CHECK_MEM(out, want, sizeof want);
 	CHECK(fmt_dequant_f32(FMT_DT_Q8_0, out, 32, y, &e) == FMT_OK);
@@ -57,7 +57,7 @@ TEST(quant_q8_0_zero_block)
 {
 	float x[32] = { 0 };
 	uint8_t out[34], zero[34] = { 0 };
-	fmt_err e;
+	fmt_err e = { 0 };
 	memset(out, 0xAA, sizeof out);
 	CHECK(fmt_quantize_q8_0(x, out, 32, &e) == FMT_OK);
 	CHECK_MEM(out, zero, sizeof zero);
@@ -77,7 +77,7 @@ TEST(quant_q4_0_worked_example)
 				-0.5f, 2, -2.5f, -3.5f };
 	uint8_t out[18];
 	float y[32];
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_quantize_q4_0(x, out, 32, &e) == FMT_OK);
 	CHECK_MEM(out, want, sizeof want);
 	CHECK(fmt_dequant_f32(FMT_DT_Q4_0, out, 32, y, &e) == FMT_OK);
@@ -96,7 +96,7 @@ TEST(quant_q4_0_sign_convention)
 				   0x88, 0x88, 0x88, 0x88, 0x88, 0x88 };
 	uint8_t out[18];
 	float y[32];
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_quantize_q4_0(x, out, 32, &e) == FMT_OK);
 	CHECK_MEM(out, want, sizeof want);
 	CHECK(fmt_dequant_f32(FMT_DT_Q4_0, out, 32, y, &e) == FMT_OK);
@@ -110,7 +110,7 @@ TEST(quant_q4_0_zero_block)
 {
 	float x[32] = { 0 };
 	uint8_t out[18], want[18];
-	fmt_err e;
+	fmt_err e = { 0 };
 	memset(want, 0x88, sizeof want);
 	want[0] = 0x00;
 	want[1] = 0x80;
@@ -134,7 +134,7 @@ static void random_block(float *x, int kind)
 
 TEST(quant_property_error_bounds)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	lcg_state = 12345;
 	for (int it = 0; it < 4000; it++) {
 		float x[32], y8[32], y4[32];
@@ -172,7 +172,7 @@ TEST(quant_rejects_non_finite)
 {
 	float x[64];
 	uint8_t out[68];
-	fmt_err e;
+	fmt_err e = { 0 };
 	const float bad[3] = { NAN, INFINITY, -INFINITY };
 	for (int i = 0; i < 3; i++) {
 		for (int j = 0; j < 64; j++)
@@ -201,7 +201,7 @@ TEST(quant_golden_python)
 	if (in && g8 && g4 && n_in == 8192 && n8 == 2176 && n4 == 1152) {
 		float x[64 * 32];
 		uint8_t q8[64 * 34], q4[64 * 18];
-		fmt_err e;
+		fmt_err e = { 0 };
 		memcpy(x, in, sizeof x); /* little-endian host */
 		CHECK(fmt_quantize_q8_0(x, q8, 64 * 32, &e) == FMT_OK);
 		CHECK(fmt_quantize_q4_0(x, q4, 64 * 32, &e) == FMT_OK);
@@ -248,7 +248,7 @@ typedef double (*element_fn)(const uint8_t *b, int i);
 static void check_decoding(fmt_dtype t, const uint8_t *b, int n, element_fn want, int line)
 {
 	float y[256];
-	fmt_err e;
+	fmt_err e = { 0 };
 	char msg[256];
 	if (n > 256 || fmt_dequant_f32(t, b, (uint64_t)n, y, &e) != FMT_OK) {
 		snprintf(msg, sizeof msg, "fmt_dequant_f32(%s, %d elements) == FMT_OK", fmt_dtype_name(t), n);
@@ -400,7 +400,7 @@ TEST(quant_decode_q2_k)
 {
 	uint8_t b[84];
 	float y[256];
-	fmt_err e;
+	fmt_err e = { 0 };
 	random_bytes(b, sizeof b, 21);
 	put_half(b + 80, 0.0625f);
 	put_half(b + 82, -0.03125f);
@@ -435,7 +435,7 @@ TEST(quant_decode_q3_k)
 {
 	uint8_t b[110];
 	float y[256];
-	fmt_err e;
+	fmt_err e = { 0 };
 	random_bytes(b, sizeof b, 22);
 	put_half(b + 108, -0.125f);
 	CHECK_DECODING(FMT_DT_Q3_K, b, 256, q3_k_element);
@@ -483,7 +483,7 @@ TEST(quant_decode_tq1_0)
 {
 	uint8_t b[54];
 	float y[256];
-	fmt_err e;
+	fmt_err e = { 0 };
 	random_bytes(b, sizeof b, 23);
 	put_half(b + 52, 0.75f);
 	CHECK_DECODING(FMT_DT_TQ1_0, b, 256, tq1_0_element);
@@ -533,7 +533,7 @@ TEST(quant_decode_mxfp4)
 {
 	uint8_t b[17 * 4];
 	float y[128];
-	fmt_err e;
+	fmt_err e = { 0 };
 	random_bytes(b, sizeof b, 25);
 	b[0] = 127;  /* 2^0 */
 	b[17] = 0;   /* 2^-127 (a float32 subnormal scale) */
@@ -572,7 +572,7 @@ TEST(quant_decode_nvfp4)
 {
 	uint8_t b[36 * 2];
 	float y[128];
-	fmt_err e;
+	fmt_err e = { 0 };
 	random_bytes(b, sizeof b, 26);
 	b[0] = 0x38;         /* 1.0 */
 	b[1] = 0x7F;         /* NaN pattern -> 0 */
@@ -617,7 +617,7 @@ TEST(quant_decode_q2_0)
 {
 	uint8_t b[18 * 2];
 	float y[128];
-	fmt_err e;
+	fmt_err e = { 0 };
 	random_bytes(b, sizeof b, 28);
 	put_half(b, 0.5f);
 	put_half(b + 18, -3.0f);
@@ -632,7 +632,7 @@ TEST(quant_decode_unsupported)
 {
 	uint8_t b[136] = { 0 };
 	float y[256];
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_dequant_f32(FMT_DT_IQ2_S, b, 256, y, &e) == FMT_UNSUPPORTED);
 	CHECK_STR(e.msg, "cannot decode IQ2_S data");
 	const fmt_dtype codebook[] = { FMT_DT_IQ2_XXS, FMT_DT_IQ2_XS, FMT_DT_IQ3_XXS, FMT_DT_IQ1_S,

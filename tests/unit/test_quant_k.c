@@ -145,7 +145,7 @@ TEST(quant_k_supported_types)
 	      !fmt_quantize_supported(FMT_DT_F16) && !fmt_quantize_supported(FMT_DT_TQ1_0));
 	float x[256] = { 0 };
 	uint8_t y[256];
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_quantize(FMT_DT_IQ2_XS, x, y, 256, 0, &e) == FMT_UNSUPPORTED);
 	CHECK_STR(e.msg, "cannot quantize to IQ2_XS");
 }
@@ -160,7 +160,7 @@ TEST(quant_k_overflow_refused)
 	for (size_t i = 0; i < N_NEW; i++) {
 		const fmt_dtype t = new_types[i];
 		uint8_t *y = malloc(N_ROWS * row_bytes(t));
-		fmt_err e;
+		fmt_err e = { 0 };
 		CHECK(y && fmt_quantize(t, x, y, (uint64_t)OVERFLOW_ROW * ROW, 0, &e) == FMT_OK);
 		CHECK(fmt_quantize(t, x + OVERFLOW_ROW * ROW, y, ROW, 1000 * 256, &e) == FMT_INVALID_FORMAT);
 		/* the huge value is element 200: its block of 32 or its super-block of 256 */
@@ -183,12 +183,12 @@ TEST(quant_k_nan_inf_refused)
 		x[i] = (float)i / 7.0f;
 	x[130] = NAN;
 	for (size_t i = 0; i < N_NEW; i++) {
-		fmt_err e;
+		fmt_err e = { 0 };
 		CHECK(fmt_quantize(new_types[i], x, y, 256, 0, &e) == FMT_INVALID_FORMAT);
 		CHECK_STR(e.msg, "tensor has NaN/Inf at element 130; cannot quantize");
 	}
 	x[130] = -INFINITY;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_quantize(FMT_DT_Q4_K, x, y, 256, 0, &e) == FMT_INVALID_FORMAT);
 	/* a count that does not fill the blocks is the caller's bug */
 	CHECK(fmt_quantize(FMT_DT_Q4_K, x, y, 224, 0, &e) == FMT_INTERNAL);
@@ -202,7 +202,7 @@ TEST(quant_k_zero_rows)
 {
 	float x[256] = { 0 };
 	uint8_t y[256], zero[256] = { 0 };
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_quantize(FMT_DT_Q4_K, x, y, 256, 0, &e) == FMT_OK);
 	CHECK_MEM(y, zero, 144);
 	CHECK(fmt_quantize(FMT_DT_Q6_K, x, y, 256, 0, &e) == FMT_OK);
@@ -235,7 +235,7 @@ TEST(quant_k_roundtrip_error)
 	/* the largest error ggml's own quantizers make on such data, with a margin */
 	const float bound[N_NEW] = { 0.07f, 0.07f, 0.04f, 0.45f, 0.25f, 0.1f, 0.05f, 0.025f, 0.15f, 0.15f };
 	for (size_t i = 0; i < N_NEW; i++) {
-		fmt_err e;
+		fmt_err e = { 0 };
 		CHECK(fmt_quantize(new_types[i], x, q, 1024, 0, &e) == FMT_OK);
 		CHECK(fmt_dequant_f32(new_types[i], q, 1024, y, &e) == FMT_OK);
 		float worst = 0;

@@ -22,7 +22,7 @@ static float *make_values(void)
 
 static void make_model(fmt_model *m, float *values)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_tensor t;
 	memset(&t, 0, sizeof t);
 	fmt_model_init(m);
@@ -42,7 +42,7 @@ static void check_retype(fmt_dtype to, size_t out_bytes, uint8_t *expected)
 {
 	float *values = make_values();
 	fmt_model in, out;
-	fmt_err e;
+	fmt_err e = { 0 };
 	make_model(&in, values);
 	for (int threads = 1; threads <= 3; threads++) {
 		fmt_pool *pool;
@@ -75,7 +75,7 @@ TEST(retype_f32_to_f16_matches_direct)
 	float *v = make_values();
 	size_t n = (size_t)ROWS * COLS;
 	uint8_t *want = malloc(n * 2);
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_encode_from_f32(FMT_DT_F16, v, n, want, &e) == FMT_OK);
 	check_retype(FMT_DT_F16, n * 2, want);
 	free(want);
@@ -87,7 +87,7 @@ TEST(retype_f32_to_q4_0_matches_direct)
 	float *v = make_values();
 	size_t n = (size_t)ROWS * COLS, bytes = n / 32 * 18;
 	uint8_t *want = malloc(bytes);
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_quantize_q4_0(v, want, n, &e) == FMT_OK);
 	check_retype(FMT_DT_Q4_0, bytes, want);
 	free(want);
@@ -98,7 +98,7 @@ TEST(retype_refuses_bad_rows_and_impossible_types)
 {
 	float v[40] = { 0 };
 	fmt_model in, out;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_tensor t;
 	memset(&t, 0, sizeof t);
 	fmt_model_init(&in);
@@ -128,7 +128,7 @@ TEST(retype_nan_into_quantizer_fails_with_position)
 		v[i] = (float)i;
 	v[40] = NAN;
 	fmt_model in, out;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_tensor t;
 	memset(&t, 0, sizeof t);
 	fmt_model_init(&in);

@@ -20,7 +20,7 @@ static const char csv[] = "id,name,score\n"
 /* Every row of t as "a|b|c;" text (nulls empty). */
 static void rows_text(fmt_table *t, fmt_sb *out)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	int done = 0;
 	while (!done) {
 		fmt_batch b;
@@ -123,7 +123,7 @@ TEST(rows_range_and_sample_arguments)
 {
 	uint64_t a, b, n;
 	double f;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_rows_range_parse("10:20", &a, &b, &e) == FMT_OK && a == 10 && b == 20);
 	CHECK(fmt_rows_range_parse(":5", &a, &b, &e) == FMT_OK && a == 0 && b == 5);
 	CHECK(fmt_rows_range_parse("7:", &a, &b, &e) == FMT_OK && a == 7 && b == UINT64_MAX);
@@ -140,7 +140,7 @@ TEST(rows_range_and_sample_arguments)
 TEST(extsort_merges_runs_in_order_and_stably)
 {
 	fmt_extsort *s;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_extsort_new(200, &s, &e) == FMT_OK);
 	uint64_t state = 1;
 	for (uint32_t i = 0; i < 500; i++) {
@@ -289,7 +289,7 @@ static uint64_t next_random(uint64_t *x)
  * ideal share rounded down or up; 0 when all hold. */
 static int allocation_holds(const uint64_t *rows, size_t n, const uint64_t *parts, size_t k, uint64_t *counts)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	uint64_t total = 0, got[16] = { 0 };
 	if (fmt_split_allocate(rows, n, parts, k, counts, &e) != FMT_OK)
 		return -1;
@@ -328,7 +328,7 @@ TEST(split_allocation_keeps_the_part_totals_and_splits_each_stratum_evenly)
 	CHECK(c[0] == 1 && c[2] == 1 && c[5] == 1 && c[7] == 1);
 	/* no rows; totals that differ */
 	CHECK(allocation_holds((uint64_t[]){ 0 }, 1, (uint64_t[]){ 0, 0 }, 2, c) == 0);
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_split_allocate((uint64_t[]){ 3, 3 }, 2, (uint64_t[]){ 3, 2 }, 2, c, &e) == FMT_INTERNAL);
 	/* many random shapes: up to 8 strata of up to 12 rows, 2 to 6 parts of random totals */
 	uint64_t seed = 7;
@@ -350,7 +350,7 @@ TEST(split_allocation_keeps_the_part_totals_and_splits_each_stratum_evenly)
 
 TEST(split_parts_are_disjoint_cover_the_input_and_repeat)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_table t;
 	char parts[2][512], again[512];
 	CHECK(fmt_table_open_memory(&t, "t.csv", csv, strlen(csv), fmt_table_driver_by_name("csv"), &e) == FMT_OK);
@@ -375,7 +375,7 @@ TEST(split_parts_are_disjoint_cover_the_input_and_repeat)
 
 TEST(quality_reports_nulls_distinct_duplicates_and_quantiles)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_table t;
 	fmt_quality *q;
 	CHECK(fmt_table_open_memory(&t, "t.csv", csv, strlen(csv), fmt_table_driver_by_name("csv"), &e) == FMT_OK);
@@ -412,7 +412,7 @@ TEST(quality_distinct_beyond_the_exact_bound_is_within_the_stated_error)
 	fmt_column c;
 	fmt_batch b = { .n_rows = N, .columns = &c, .n_columns = 1 };
 	fmt_quality *q;
-	fmt_err e;
+	fmt_err e = { 0 };
 	for (int i = 0; i < N; i++)
 		v[i] = i % 150000;
 	c = (fmt_column){ .values = (const uint8_t *)v, .values_len = N * 8 };

@@ -50,7 +50,7 @@ static int write_file(const char *path, const void *p, size_t n)
 static uint8_t *read_whole(const char *path, size_t *n)
 {
 	char *buf = NULL;
-	fmt_err e;
+	fmt_err e = { 0 };
 	if (fmt_read_file(path, (size_t)1 << 26, &buf, n, &e) != FMT_OK)
 		return NULL;
 	return (uint8_t *)buf;
@@ -100,7 +100,7 @@ static fmt_kind open_header(const char *header, size_t data_len, fmt_err *e)
 static uint8_t *write_model(const fmt_model *m, const char *dir, const char *name, size_t *n)
 {
 	fmt_sink k;
-	fmt_err e;
+	fmt_err e = { 0 };
 	const char *path = join(dir, name);
 	CHECK(fmt_sink_open(&k, path, 0, &e) == FMT_OK);
 	fmt_kind r = fmt_st_write(m, &k, &e);
@@ -255,7 +255,7 @@ TEST(st_read_worked_example)
 	char *dir = tmp_dir();
 	const char *path = join(dir, "w.safetensors");
 	fmt_model m;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(write_file(path, worked_example, sizeof worked_example) == 0);
 	fmt_kind k = fmt_model_open(&m, path, NULL, &e);
 	CHECK(k == FMT_OK);
@@ -305,7 +305,7 @@ TEST(st_read_worked_example)
 TEST(st_read_metadata_in_file_order)
 {
 	fmt_model m;
-	fmt_err e;
+	fmt_err e = { 0 };
 	size_t n;
 	uint8_t *p = make_st("{\"__metadata__\":{\"z\":\"1\",\"b\":\"2\",\"m\":\"\\u00e9\\n\"},"
 			     "\"t\":{\"dtype\":\"U8\",\"shape\":[],\"data_offsets\":[0,1]}}  \t\r\n",
@@ -328,7 +328,7 @@ TEST(st_read_metadata_in_file_order)
 TEST(st_read_tensors_in_offset_order)
 {
 	fmt_model m;
-	fmt_err e;
+	fmt_err e = { 0 };
 	size_t n;
 	uint8_t *p = make_st("{\"c\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[4,6]},"
 			     "\"e\":{\"dtype\":\"F32\",\"shape\":[0,3],\"data_offsets\":[4,4]},"
@@ -355,7 +355,7 @@ TEST(st_read_tensors_in_offset_order)
 
 TEST(st_zero_tensor_file)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(open_header("{}", 0, &e) == FMT_OK);
 	CHECK(open_header("{}      ", 0, &e) == FMT_OK);
 	CHECK(open_header("{\"__metadata__\":{}}", 0, &e) == FMT_OK);
@@ -442,7 +442,7 @@ TEST(st_malformed_headers)
 		const struct bad_case *c = &bad_cases[i];
 		if (!c->msg[0])
 			continue;
-		fmt_err e;
+		fmt_err e = { 0 };
 		fmt_kind k = open_header(c->header, c->data, &e);
 		if (k != c->kind || !strstr(e.msg, c->msg)) {
 			char m[1400];
@@ -455,7 +455,7 @@ TEST(st_malformed_headers)
 
 TEST(st_malformed_lengths)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_model m;
 	uint8_t small[5] = { 2, 0, 0, 0, 0 };
 	CHECK(open_mem(small, sizeof small, &m, &e) == FMT_INVALID_FORMAT);
@@ -517,7 +517,7 @@ TEST(st_open_touches_only_the_header)
 	CHECK(ftruncate(fd, (off_t)(8 + (uint64_t)hl + data)) == 0);
 	close(fd);
 	fmt_model m;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_kind k = fmt_model_open(&m, path, NULL, &e);
 	CHECK(k == FMT_OK);
 	if (k == FMT_OK) {
@@ -544,7 +544,7 @@ TEST(st_open_100k_tensors)
 	size_t n;
 	uint8_t *p = make_st(h, count, &n);
 	fmt_model m;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_kind k = open_mem(p, n, &m, &e);
 	CHECK(k == FMT_OK);
 	CHECK_EQ_U64(m.n_tensors, count);
@@ -566,7 +566,7 @@ TEST(st_open_100k_tensors)
 TEST(st_write_escaping_and_order)
 {
 	fmt_model m;
-	fmt_err e;
+	fmt_err e = { 0 };
 	uint64_t one = 1;
 	static const uint8_t byte = 7;
 	static const uint64_t u64v = 9;
@@ -625,7 +625,7 @@ TEST(st_write_escaping_and_order)
 TEST(st_write_refusals)
 {
 	fmt_model m;
-	fmt_err e;
+	fmt_err e = { 0 };
 	uint64_t n32 = 32, one = 1;
 	static uint8_t block[18];
 	char *json = NULL;
@@ -681,7 +681,7 @@ TEST(st_index_write_matches_python)
 	char *dir = tmp_dir();
 	const char *names[2] = { "zeta.w\xc3\xa9ight", "a\"b\\c\n\x01\x7f\xf0\x9f\x98\x80" };
 	const char *files[2] = { "model-00002-of-00002.safetensors", "model-00001-of-00002.safetensors" };
-	fmt_err e;
+	fmt_err e = { 0 };
 	size_t n;
 	const char *path = join(dir, "model.safetensors.index.json");
 	CHECK(fmt_st_index_write(path, names, files, 2, 1234, 0, &e) == FMT_OK);
@@ -786,7 +786,7 @@ TEST(st_index_open_set)
 {
 	char *dir = tmp_dir();
 	fmt_model m;
-	fmt_err e;
+	fmt_err e = { 0 };
 	write_shard(dir, S2, 2, 0);
 	write_shard(dir, S1, 1, 0);
 	const char *names[2] = { "b", "a" };
@@ -842,7 +842,7 @@ TEST(st_index_set_mismatches)
 {
 	char *dir = tmp_dir();
 	fmt_model m;
-	fmt_err e;
+	fmt_err e = { 0 };
 	write_shard(dir, S1, 1, 0);
 	write_shard(dir, S2, 2, 0);
 	write_shard(dir, "both.safetensors", 3, 0);

@@ -12,7 +12,7 @@
 /* A model of n U8 tensors t0, t1, ... of the given sizes (no data: the cut reads none). */
 static void sized_model(fmt_model *m, const uint64_t *sizes, size_t n)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_model_init(m);
 	for (size_t i = 0; i < n; i++) {
 		char name[16];
@@ -66,7 +66,7 @@ TEST(shard_cut_bytes_counts_and_oversized)
 	static const uint64_t sizes[] = { 8, 16, 48, 16, 4 };
 	fmt_model m;
 	fmt_shard_plan p;
-	fmt_err e;
+	fmt_err e = { 0 };
 	char text[256];
 	sized_model(&m, sizes, 5);
 	CHECK(fmt_shard_plan_make(&m, &plain, "dir/m", &(fmt_shard_limits){ .max_bytes = 30 }, &p, &e) == FMT_OK);
@@ -100,7 +100,7 @@ TEST(shard_cut_costs_partners_order_and_empty_first)
 	static const uint64_t sizes[] = { 10, 10, 10, 10, 40 };
 	fmt_model m;
 	fmt_shard_plan p;
-	fmt_err e;
+	fmt_err e = { 0 };
 	char text[256];
 	sized_model(&m, sizes, 5);
 	fmt_shard_rules r = plain;
@@ -135,7 +135,7 @@ TEST(shard_cut_zero_tensors_and_overflow)
 	static const uint64_t huge[] = { UINT64_MAX - 1, 4 };
 	fmt_model m;
 	fmt_shard_plan p;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_model_init(&m);
 	CHECK(fmt_shard_plan_make(&m, &plain, "m", &(fmt_shard_limits){ .max_bytes = 1 }, &p, &e) == FMT_OK);
 	CHECK(p.n_shards == 1 && p.shards[0].count == 0 && p.shards[0].bytes == 0);
@@ -178,7 +178,7 @@ static int file_is(const char *path, const char *text)
 {
 	char *back = NULL;
 	size_t len = 0;
-	fmt_err e;
+	fmt_err e = { 0 };
 	int same = fmt_read_file(path, 1000, &back, &len, &e) == FMT_OK && len == strlen(text) &&
 		   memcmp(back, text, len) == 0;
 	free(back);
@@ -193,7 +193,7 @@ TEST(sinks_commit_all_or_nothing)
 	snprintf(c, sizeof c, "%s/c", dir);
 	fmt_shard_writer w;
 	fmt_sink *k;
-	fmt_err e;
+	fmt_err e = { 0 };
 	/* nothing appears before the commit, everything at it */
 	CHECK(fmt_shard_writer_init(&w, 2, 0, &e) == FMT_OK);
 	CHECK(fmt_shard_writer_add(&w, a, &k, &e) == FMT_OK && fmt_sink_write(k, "new a", 5, &e) == FMT_OK);
@@ -293,7 +293,7 @@ TEST(plan_outputs_checked_against_the_input)
 	static const uint64_t sizes[] = { 4, 4 };
 	fmt_model m;
 	fmt_shard_plan p;
-	fmt_err e;
+	fmt_err e = { 0 };
 	snprintf(prefix, sizeof prefix, "%s/m", dir);
 	sized_model(&m, sizes, 2);
 	CHECK(fmt_shard_plan_make(&m, &plain, prefix, &(fmt_shard_limits){ .max_tensors = 1 }, &p, &e) == FMT_OK);

@@ -28,7 +28,7 @@ static int holds(const char *path, const char *text)
 
 static void stage_file(fmt_stagedir *s, size_t i, const char *text)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	int fd = fmt_stagedir_create_file(s, i, &e);
 	CHECK(fd >= 0);
 	if (fd >= 0) {
@@ -57,7 +57,7 @@ TEST(stagedir_private_and_removed)
 	CHECK(mkdtemp(dir) != NULL);
 	const char *names[] = { "a", "b" };
 	fmt_stagedir s;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK_EQ_U64(fmt_stagedir_create(&s, dir, ".x-", names, 2, &e), FMT_OK);
 	struct stat st;
 	CHECK(stat(s.path, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0700);
@@ -78,7 +78,7 @@ TEST(stagedir_commit_replaces_and_rolls_back)
 	CHECK(mkdtemp(dir) != NULL);
 	const char *names[] = { "a", "b", "c" };
 	fmt_stagedir s;
-	fmt_err e;
+	fmt_err e = { 0 };
 	snprintf(path, sizeof path, "%s/a", dir);
 	put(path, "old a");
 	snprintf(path, sizeof path, "%s/b", dir);

@@ -147,7 +147,7 @@ static fmt_tensor memory_tensor(const char *name, fmt_dtype dtype, uint64_t nele
 				const uint8_t *data)
 {
 	fmt_tensor t;
-	fmt_err e;
+	fmt_err e = { 0 };
 	memset(&t, 0, sizeof t);
 	t.name = (char *)name;
 	t.dtype = dtype;
@@ -169,7 +169,7 @@ static int same_stats(const fmt_stats *a, const fmt_stats *b)
 /* Chunked decoding (64Ki elements) must give exactly the stats of one pass over all values. */
 static void check_chunked(fmt_dtype dtype, const uint8_t *bytes, uint64_t nelems)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_stats chunked, whole;
 	fmt_tensor t = memory_tensor("w", dtype, nelems, bytes);
 	CHECK(stats_of(&t, &chunked, &e) == FMT_OK);
@@ -217,7 +217,7 @@ TEST(stats_tensor_chunked_q8_0)
 
 TEST(stats_tensor_errors)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_stats s;
 	uint8_t bytes[64] = { 0 };
 	fmt_tensor c64 = memory_tensor("z", FMT_DT_C64, 4, bytes);

@@ -20,7 +20,7 @@ extern const fmt_table_driver fmt_table_driver_ttab;
 static void register_ttab(void)
 {
 	if (!fmt_table_driver_by_name("ttab")) {
-		fmt_err e;
+		fmt_err e = { 0 };
 		CHECK(fmt_table_driver_register(&ttab_driver, &e) == FMT_OK);
 	}
 }
@@ -80,7 +80,7 @@ TEST(table_write_reads_back_identical)
 	snprintf(path, sizeof path, "%s/out.ttab", dir);
 	fmt_table t;
 	fmt_sink k;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_table_open_memory(&t, "s.ttab", sample, strlen(sample), NULL, &e) == FMT_OK);
 	const fmt_table_driver *d = fmt_table_driver_by_extension(path);
 	CHECK(d == &ttab_driver);
@@ -115,7 +115,7 @@ TEST(table_open_any_tells_models_from_tables)
 
 	fmt_model m;
 	fmt_table t;
-	fmt_err e;
+	fmt_err e = { 0 };
 	int is_table = -1;
 	CHECK(fmt_open_any(tpath, NULL, &m, &t, &is_table, &e) == FMT_OK);
 	CHECK(is_table == 1 && t.driver == &ttab_driver);
@@ -149,7 +149,7 @@ TEST(table_unrecognised_lists_every_format)
 /* A one-column schema and a batch of 3 rows over caller-made buffers. */
 static void one_column(fmt_schema *s, fmt_batch *b, fmt_ctype type, int nullable)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_schema_init(s);
 	fmt_field f = { .name = "c", .type = type, .nullable = nullable };
 	CHECK(fmt_schema_add_field(s, &f, &e) == FMT_OK);
@@ -159,7 +159,7 @@ static void one_column(fmt_schema *s, fmt_batch *b, fmt_ctype type, int nullable
 
 TEST(batch_buffers_come_back_for_the_next_batch)
 {
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_batch b;
 	CHECK(fmt_batch_init(&b, 1, &e) == FMT_OK);
 	/* a size no earlier test kept a buffer of */
@@ -182,7 +182,7 @@ TEST(batch_check_refuses_broken_offsets_and_counts)
 {
 	fmt_schema s;
 	fmt_batch b;
-	fmt_err e;
+	fmt_err e = { 0 };
 	one_column(&s, &b, FMT_C_UTF8, 1);
 	int32_t offsets[4] = { 0, 2, 5, 5 };
 	uint8_t validity = 0x3; /* row 2 null */
@@ -221,7 +221,7 @@ TEST(batch_check_sizes_fixed_width_bool_and_lists)
 {
 	fmt_schema s;
 	fmt_batch b;
-	fmt_err e;
+	fmt_err e = { 0 };
 	static const uint8_t bytes[24];
 	one_column(&s, &b, FMT_C_I64, 0);
 	b.columns[0] = (fmt_column){ .values = bytes, .values_len = 24 };
@@ -249,7 +249,7 @@ TEST(batch_check_sizes_fixed_width_bool_and_lists)
 TEST(schema_check_and_json)
 {
 	fmt_schema s;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_schema_init(&s);
 	fmt_field ts = { .name = "t", .type = FMT_C_TIMESTAMP, .unit = FMT_TU_MS, .timezone = "UTC" };
 	fmt_field emb = { .name = "emb", .type = FMT_C_FIXED_SIZE_LIST, .elem = FMT_C_F32, .list_size = 4,
@@ -304,7 +304,7 @@ TEST(batch_slicer_cuts_a_big_batch_at_byte_boundaries_every_value_kept)
 	static const fmt_ctype types[] = { FMT_C_BOOL, FMT_C_I32, FMT_C_UTF8, FMT_C_LARGE_UTF8, FMT_C_FIXED_SIZE_LIST };
 	fmt_schema s;
 	fmt_batch b, part;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_schema_init(&s);
 	for (size_t i = 0; i < 5; i++) {
 		char name[8];
@@ -420,7 +420,7 @@ TEST(batch_slicer_takes_a_small_batch_out_of_a_spill)
 {
 	fmt_schema s;
 	fmt_batch b;
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_source sp;
 	const uint8_t *map;
 	const int64_t vals[3] = { 7, -1, 42 };

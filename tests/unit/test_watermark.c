@@ -14,7 +14,7 @@ static fmt_wm_key *test_key(void)
 	for (int i = 0; i < 32; i++)
 		k[i] = (uint8_t)i;
 	fmt_wm_key *key = NULL;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_wm_key_new(k, &key, &e) == FMT_OK);
 	return key;
 }
@@ -199,7 +199,7 @@ TEST(wm_embed_then_vote_recovers_payload)
 	uint8_t h[32];
 	fmt_wm_buyer_hash(key, "alice", 5, h);
 	fmt_wm_params prm = { .key = key, .payload = fmt_wm_payload(h), .density = 0.5, .strength = 12 };
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_wm_params_prepare(&prm, &e) == FMT_OK);
 	size_t n = 50000;
 	float *x = malloc(n * sizeof *x);
@@ -269,7 +269,7 @@ TEST(wm_vector_loops_equal_portable_loops_and_formula)
 			for (size_t si = 0; si < 4; si++) {
 				fmt_wm_params prm = { .key = key, .payload = 0x9e3779b97f4a7c15ull ^ (uint64_t)(di * 4 + si),
 						      .density = densities[di], .strength = strengths[si] };
-				fmt_err e;
+				fmt_err e = { 0 };
 				CHECK(fmt_wm_params_prepare(&prm, &e) == FMT_OK);
 				fmt_wm_dist dv = { 0 }, dp = { 0 };
 				memcpy(vec, in, n * 4);
@@ -311,7 +311,7 @@ TEST(wm_vector_loops_equal_portable_loops_and_formula)
 	{
 		fmt_wm_params a = { .key = key, .payload = 1, .density = 0.5, .strength = 12 };
 		fmt_wm_params b = { .key = key, .payload = 0xfedcba9876543210ull, .density = 0.5, .strength = 12 };
-		fmt_err e;
+		fmt_err e = { 0 };
 		CHECK(fmt_wm_params_prepare(&b, &e) == FMT_OK);
 		fmt_wm_dist d0 = { 0 }, d1 = { 0 };
 		memcpy(port, in, n * 4);
@@ -329,7 +329,7 @@ TEST(wm_vector_loops_equal_portable_loops_and_formula)
 	for (size_t i = 0; i < big; i++)
 		x[i] = (float)((double)(rng() % 2000001) / 1e5 - 10.0);
 	fmt_wm_params prm = { .key = key, .payload = 0x0123456789abcdefull, .density = 1.0, .strength = 12 };
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_wm_params_prepare(&prm, &e) == FMT_OK);
 	for (int level = 2; level >= 1; level--)
 		check_votes_equal(&prm, (const uint8_t *)x, big, level);
@@ -368,7 +368,7 @@ TEST(wm_lazy_tables_same_selection)
 	wm_values(y, x, many);
 	fmt_wm_key *key = test_key();
 	fmt_wm_params prm = { .key = key, .payload = 0x0123456789abcdefull, .density = 0.5, .strength = 12 };
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_wm_params_prepare(&prm, &e) == FMT_OK);
 	fmt_wm_votes v = { 0 }, ref = { 0 };
 	fmt_wm_vote(&prm, (const uint8_t *)y, few, 8, &v);
@@ -425,7 +425,7 @@ TEST(wm_lazy_tables_threads)
 	float *x = malloc(n * 4), *x1 = malloc(n * 4);
 	wm_values(y, x, n);
 	memcpy(x1, x, n * 4), memcpy(y1, y, n * 8);
-	fmt_err e;
+	fmt_err e = { 0 };
 	fmt_wm_key *shared = test_key(), *alone = test_key();
 	fmt_wm_params prm = { .key = shared, .payload = 0xfedcba9876543210ull, .density = 0.5, .strength = 12 };
 	fmt_wm_params prm1 = prm;
@@ -599,7 +599,7 @@ TEST(wm_registry_lookup)
 	const char *text = "{\"buyer\":\"alice\",\"buyer_hash\":\"c879b5a7cda6696bb54b0d680a40ce3d3de5c7ab232da6e0e8e80e318be039f9\"}\n"
 			   "\n{\"buyer\":\"bob\",\"buyer_hash\":\"0000000000000000000000000000000000000000000000000000000000000000\"}\n";
 	char *buyer = NULL;
-	fmt_err e;
+	fmt_err e = { 0 };
 	CHECK(fmt_wm_registry_find(text, strlen(text), "c879b5a7cda6", &buyer, &e) == FMT_OK);
 	CHECK_STR(buyer, "alice");
 	free(buyer);

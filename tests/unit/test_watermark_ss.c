@@ -102,7 +102,7 @@ static void false_positives_and_calibration(int version)
 			for (int i = 0; i < ELEMS; i++)
 				v[t][i] = (float)(mean + sd * normal());
 		for (int variant = 0; variant < 4; variant++) {
-			fmt_err e;
+			fmt_err e = { 0 };
 			for (int t = 0; t < TENSORS; t++) {
 				switch (variant) {
 				case 0: memcpy(w[t], v[t], sizeof w[t]); break;
