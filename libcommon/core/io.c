@@ -1166,6 +1166,8 @@ typedef struct live_block {
 	_Atomic(void *) next;            /* the next live_block (chain_next) */
 } live_block;
 static live_block live_first;
+/* The directories made for them (a new key's, fmt_tmp_track_dir), in slots of the same kind. */
+static live_block dirs_first;
 
 void fmt_tmp_remove_all(void)
 {
@@ -1175,6 +1177,18 @@ void fmt_tmp_remove_all(void)
 			if (path)
 				unlink(path);
 		}
+	/* Then the directories, with rmdir (async-signal-safe, and only an empty one goes), the
+	 * deepest first whatever order their slots are in: another pass while one went (each goes
+	 * once, so the passes end). */
+	for (int removed = 1; removed;) {
+		removed = 0;
+		for (live_block *b = &dirs_first; b; b = atomic_load(&b->next))
+			for (int i = 0; i < LIVE_BLOCK_SLOTS; i++) {
+				char *path = atomic_load(&b->slot[i]);
+				if (path && rmdir(path) == 0)
+					removed = 1;
+			}
+	}
 }
 
 static void remove_live_and_reraise(int sig)
@@ -1207,10 +1221,10 @@ static void install_handlers(void)
 			sigaction(cleanup_signals[i], &sa, NULL);
 }
 
-/* Track path for removal on a signal; 0, or -1 when out of memory. */
-static int track_tmp(char *path)
+/* Track path in the slots from first on for removal on a signal; 0, or -1 when out of memory. */
+static int track_in(live_block *first, char *path)
 {
-	for (live_block *b = &live_first; b; b = chain_next(&b->next, sizeof *b))
+	for (live_block *b = first; b; b = chain_next(&b->next, sizeof *b))
 		for (int i = 0; i < LIVE_BLOCK_SLOTS; i++) {
 			char *expected = NULL;
 			if (atomic_compare_exchange_strong(&b->slot[i], &expected, path))
@@ -1219,14 +1233,24 @@ static int track_tmp(char *path)
 	return -1;
 }
 
-static void untrack_tmp(char *path)
+static void untrack_in(live_block *first, char *path)
 {
-	for (live_block *b = &live_first; b; b = atomic_load(&b->next))
+	for (live_block *b = first; b; b = atomic_load(&b->next))
 		for (int i = 0; i < LIVE_BLOCK_SLOTS; i++) {
 			char *expected = path;
 			if (atomic_compare_exchange_strong(&b->slot[i], &expected, NULL))
 				return;
 		}
+}
+
+static int track_tmp(char *path)
+{
+	return track_in(&live_first, path);
+}
+
+static void untrack_tmp(char *path)
+{
+	untrack_in(&live_first, path);
 }
 
 int fmt_tmp_track(char *path)
@@ -1238,6 +1262,17 @@ int fmt_tmp_track(char *path)
 void fmt_tmp_untrack(char *path)
 {
 	untrack_tmp(path);
+}
+
+int fmt_tmp_track_dir(char *path)
+{
+	install_handlers();
+	return track_in(&dirs_first, path);
+}
+
+void fmt_tmp_untrack_dir(char *path)
+{
+	untrack_in(&dirs_first, path);
 }
 
 void fmt_test_stop_hook(void)

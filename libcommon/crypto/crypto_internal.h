@@ -20,12 +20,21 @@ void fmt_crypto_strip_newline(const uint8_t *bytes, size_t *len);
 /* The key id of a per-user key: the first 16 hex digits of SHA-256(K). */
 fmt_kind fmt_crypto_user_key_id(fmt_hmac_key *k, fmt_err *e);
 
-/* mkdir -p of the directory part of path; directories it creates are 0700. *made: the first
- * (shallowest) directory it created (malloc'd, also when it fails later), or NULL. */
-fmt_kind fmt_crypto_make_key_dir(const char *path, char **made, fmt_err *e);
-/* Undo fmt_crypto_make_key_dir: rmdir the directories of path from the deepest up to made
- * (nothing when made is NULL); a directory that is not empty stays, and what is above it. */
-void fmt_crypto_remove_key_dir(const char *path, const char *made);
+/* The directories fmt_crypto_make_key_dir made, shallowest first (each malloc'd), each removed
+ * on a signal (fmt_tmp_track_dir) until fmt_crypto_key_dirs_done. */
+typedef struct fmt_key_dirs {
+	char **path;
+	size_t n;
+} fmt_key_dirs;
+
+/* mkdir -p of the directory part of path; directories it creates are 0700, kept in *made (also
+ * when it fails later; fmt_crypto_key_dirs_done it in any case). */
+fmt_kind fmt_crypto_make_key_dir(const char *path, fmt_key_dirs *made, fmt_err *e);
+/* Undo fmt_crypto_make_key_dir: rmdir the directories it made, the deepest first; a directory
+ * that is not empty stays, and what is above it. */
+void fmt_crypto_remove_key_dir(const fmt_key_dirs *made);
+/* Stop tracking them for a signal and free the list (the directories stay). */
+void fmt_crypto_key_dirs_done(fmt_key_dirs *made);
 
 /* Rename an existing regular file path to path.old (replacing an older one); *old_path is its
  * new name (malloc'd), or NULL when there was none. */

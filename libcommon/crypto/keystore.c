@@ -44,13 +44,27 @@ fmt_kind fmt_key_file_path(const char *name, char **path, fmt_err *e)
 	return FMT_OK;
 }
 
-/* mkdir -p of the directory part of path; directories it creates are 0700. *made: the first
- * (shallowest) directory it created, malloc'd, also when a later mkdir fails (every directory
- * below it on the way to path was created too), NULL when it created none. */
-fmt_kind fmt_crypto_make_key_dir(const char *path, char **made, fmt_err *e)
+/* Keep dir in made and track it for removal on a signal; 0, or -1 when out of memory. */
+static int key_dir_made(fmt_key_dirs *made, const char *dir)
 {
-	*made = NULL;
-	char *dir = strdup(path);
+	char *copy = strdup(dir);
+	if (!copy)
+		return -1;
+	made->path[made->n++] = copy;
+	return fmt_tmp_track_dir(copy);
+}
+
+/* mkdir -p of the directory part of path; directories it creates are 0700, each kept in *made
+ * (shallowest first; every directory below the first it made on the way to path was made too),
+ * also when a later mkdir fails. */
+fmt_kind fmt_crypto_make_key_dir(const char *path, fmt_key_dirs *made, fmt_err *e)
+{
+	size_t depth = 0;
+	for (const char *c = path; *c; c++)
+		depth += *c == '/';
+	made->n = 0;
+	made->path = calloc(depth ? depth : 1, sizeof *made->path);
+	char *dir = made->path ? strdup(path) : NULL;
 	if (!dir)
 		return fmt_fail(e, FMT_INTERNAL, "out of memory");
 	char *slash = strrchr(dir, '/');
@@ -63,7 +77,7 @@ fmt_kind fmt_crypto_make_key_dir(const char *path, char **made, fmt_err *e)
 			char was = *p;
 			*p = '\0';
 			if (mkdir(dir, 0700) == 0) {
-				if (!*made && !(*made = strdup(dir)))
+				if (key_dir_made(made, dir) != 0)
 					k = fmt_fail(e, FMT_INTERNAL, "out of memory");
 			} else if (errno != EEXIST) {
 				k = fmt_fail(e, FMT_IO, "cannot create the directory %s: %s", dir, strerror(errno));
@@ -77,20 +91,23 @@ fmt_kind fmt_crypto_make_key_dir(const char *path, char **made, fmt_err *e)
 	return k;
 }
 
-void fmt_crypto_remove_key_dir(const char *path, const char *made)
+void fmt_crypto_remove_key_dir(const fmt_key_dirs *made)
 {
-	char *dir = made ? strdup(path) : NULL;
-	if (!dir)
-		return;
-	size_t top = strlen(made);
-	char *slash;
 	/* rmdir removes only an empty directory: one that something else put a file in stays. */
-	while ((slash = strrchr(dir, '/')) && slash != dir) {
-		*slash = '\0';
-		if (strlen(dir) < top || rmdir(dir) != 0)
+	for (size_t i = made->n; i > 0; i--)
+		if (rmdir(made->path[i - 1]) != 0)
 			break;
+}
+
+void fmt_crypto_key_dirs_done(fmt_key_dirs *made)
+{
+	for (size_t i = 0; i < made->n; i++) {
+		fmt_tmp_untrack_dir(made->path[i]);
+		free(made->path[i]);
 	}
-	free(dir);
+	free(made->path);
+	made->path = NULL;
+	made->n = 0;
 }
 
 static fmt_kind write_all_fd(int fd, const uint8_t *p, size_t n, fmt_err *e)
@@ -277,7 +294,7 @@ typedef struct key_file {
 	size_t len;
 	mode_t mode;
 	char *tmp, *old;             /* malloc'd; old: where the previous key went (rotate) */
-	char *made;                  /* malloc'd: the first directory made for it (removed on failure) */
+	fmt_key_dirs made;           /* the directories made for it (removed on failure and on a signal) */
 	int tracked, placed;
 } key_file;
 
@@ -373,8 +390,8 @@ static fmt_kind key_files_create(key_file *f, int n, int rotate, const char **fa
 	 * the directory made for its secret key). */
 	for (i = n - 1; i >= 0; i--) {
 		if (k != FMT_OK)
-			fmt_crypto_remove_key_dir(f[i].path, f[i].made);
-		free(f[i].made);
+			fmt_crypto_remove_key_dir(&f[i].made);
+		fmt_crypto_key_dirs_done(&f[i].made);
 	}
 	return k;
 }

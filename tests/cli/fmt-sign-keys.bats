@@ -671,9 +671,63 @@ PY
 	[ -e "$DIR/hmac.key.new" ]
 	term_stopped INT
 	assert_equal "$status" 130
-	assert_equal "$(ls -A "$DIR")" ""
+	# the directories made for it go too (the next test)
+	[ ! -e "$XDG_CONFIG_HOME" ]
 	fmt-sign keygen --hmac >/dev/null
 	[ "$(stat -c %a "$DIR/hmac.key")" = 600 ]
+}
+
+@test "keygen stopped by a signal removes the directories it made for its keys, and only those (130, 143)" {
+	# c87ca005 removed them when a key could not be written; a signal left them behind, empty,
+	# whereas CONVENTIONS says on any error or signal what was made is removed
+	local kind n sig
+	mkdir kept
+	for kind in -W "-W --x25519"; do
+		for n in 1 2; do
+			for sig in TERM INT; do
+				# the secret key's file first (output 1), then the public key's (output 2)
+				stop_at_output $n env --default-signal fmt-sign keygen $kind -s kept/sec/k.key -p new/pub/k.pub
+				[ -e kept/sec/k.key.new ]
+				[ $n = 1 ] || [ -e new/pub/k.pub.new ]
+				term_stopped $sig
+				[ "$status" -eq $((128 + $(kill -l $sig))) ] || fail "$kind, SIG$sig at output $n: exit $status"
+				[ -d kept ] || fail "$kind, SIG$sig at output $n removed kept, which was there"
+				assert_equal "$(ls -A kept)" ""
+				[ ! -e new ] || fail "$kind, SIG$sig at output $n left: $(find new)"
+			done
+		done
+	done
+	# the public key's directory below the one made for the secret key: the deepest goes first
+	stop_at_output 2 env --default-signal fmt-sign keygen -W -s top/k.key -p top/sub/k.pub
+	[ -e top/sub/k.pub.new ]
+	term_stopped TERM
+	assert_equal "$status" 143
+	[ ! -e top ]
+	# a directory that got another file meanwhile stays, and what is above it
+	stop_at_output 1 env --default-signal fmt-sign keygen -W -s busy/in/k.key -p busy/k.pub
+	touch busy/other
+	term_stopped TERM
+	assert_equal "$status" 143
+	assert_equal "$(find busy | sort | tr '\n' ' ')" "busy busy/other "
+	# the watermark key and the HMAC key the same way; a directory that was there stays
+	stop_at_output 1 env --default-signal fmt-sign keygen --watermark -s kept/w/x/w.key
+	term_stopped TERM
+	assert_equal "$status" 143
+	assert_equal "$(ls -A kept)" ""
+	stop_at_output 1 env --default-signal fmt-sign keygen --hmac
+	[ -e "$DIR/hmac.key.new" ]
+	term_stopped TERM
+	assert_equal "$status" 143
+	[ ! -e "$XDG_CONFIG_HOME" ]
+	mkdir "$XDG_CONFIG_HOME"
+	stop_at_output 1 env --default-signal fmt-sign keygen --hmac
+	term_stopped INT
+	assert_equal "$status" 130
+	assert_equal "$(ls -A "$XDG_CONFIG_HOME")" ""
+	# what is left works: the keys are made where the directories were
+	fmt-sign keygen -W -s kept/sec/k.key -p new/pub/k.pub >/dev/null
+	fmt-sign keygen --hmac >/dev/null
+	[ "$(stat -c %a new/pub kept/sec "$DIR" | tr '\n' ' ')" = "700 700 700 " ]
 }
 
 @test "a secret key piped in (-s -) is not judged by the mode of a file named - in the directory" {

@@ -224,8 +224,16 @@ void fmt_test_stop_hook(void);
  * out of memory), fmt_tmp_untrack once it is renamed or removed. */
 int fmt_tmp_track(char *path);
 void fmt_tmp_untrack(char *path);
-/* Remove every temporary file a sink or fmt_tmp_track holds (async-signal-safe: what the
- * handlers above do, and the SIGBUS handler of the CLI layer). */
+/* A directory made for such a file (a new key's: mkdir -p), removed on the same signals by the
+ * same handler after the files, with rmdir (only while empty: one that got a file stays, and
+ * what is above it): fmt_tmp_track_dir once made (path stays allocated until untracked; 0, or -1
+ * when out of memory), fmt_tmp_untrack_dir once the file is in place or the directory removed.
+ * Only a directory the process made itself is tracked, never one that was there. */
+int fmt_tmp_track_dir(char *path);
+void fmt_tmp_untrack_dir(char *path);
+/* Remove every temporary file a sink or fmt_tmp_track holds, then every directory
+ * fmt_tmp_track_dir holds (async-signal-safe: what the handlers above do, and the SIGBUS
+ * handler of the CLI layer). */
 void fmt_tmp_remove_all(void);
 
 /* A file mapped into memory that another process truncates raises SIGBUS at the first access
