@@ -66,6 +66,34 @@ bounded_refusal() {
 	bounded_refusal "$f" "Parquet: column 'c': a ZSTD page of 8 bytes asks for a window of more than 16 MiB"
 }
 
+@test "parquet hostile: ZSTD frame headers: a window past 16 MiB (or past what zstd reads) or a single segment of 32 MiB is refused (exit 4), as a bad header is" {
+	# A page of at most 64 KiB is decompressed whole when its frames' windows fit (read from the
+	# headers by ZSTD_getFrameHeader; they were parsed by hand): the same answers either way.
+	local case msg
+	for case in "window-2e41|a ZSTD page of 8 bytes asks for a window of more than 16 MiB" \
+		"window-18m|a ZSTD page of 8 bytes asks for a window of more than 16 MiB" \
+		"single-32m|a ZSTD page of 8 bytes asks for a window of more than 16 MiB" \
+		"reserved|a ZSTD page: Unsupported frame parameter" \
+		"cut|a ZSTD page decompresses to 0 bytes, the header says 8"; do
+		msg="Parquet: column 'c': ${case#*|}"
+		bounded_refusal "$H/zstd-header-${case%%|*}.parquet" "$msg"
+	done
+}
+
+@test "parquet hostile: a ZSTD page whose frame gives its size (a window of 128 MiB), or follows a skippable frame, is read" {
+	local f
+	for f in sized-128m skippable; do
+		cp "$H/zstd-header-$f.parquet" .
+		run_bounded "zstd-header-$f.parquet" fmt-convert "zstd-header-$f.parquet" out.csv
+		assert_success
+		assert_equal "$(cat out.csv)" "$(printf 'c\n7')"
+		run_bounded "zstd-header-$f.parquet" fmt-verify "zstd-header-$f.parquet"
+		assert_success
+		assert_equal "$output" "zstd-header-$f.parquet: ok (parquet, 1 row)"
+		rm out.csv
+	done
+}
+
 @test "parquet hostile: a footer of 8 MB that lists 8,000,000 row groups is refused (exit 4) before they are allocated (256 MB)" {
 	f=$H/many-groups.parquet
 	local tool

@@ -9,6 +9,7 @@
 #include <lz4.h>
 #include <snappy-c.h>
 #include <zlib.h>
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_getFrameHeader (libzstd is linked from its archive) */
 #include <zstd.h>
 #include <zstd_errors.h>
 #include "fmt/lazylib.h"
@@ -416,27 +417,19 @@ uint64_t fmt_pq_inflow_bytes(const pq_inflow *s)
 /* Whether each ZSTD frame of the clen bytes at src asks for no more window than a stream of ulen
  * bytes allows (fmt_pq_inflow_open's windowLogMax; a frame decompressed in one pass, as a whole page
  * into room for all of it is, is not held to it): 0 too when a frame is not one zstd reads. The
- * frame header (RFC 8878, 3.1.1.1): its descriptor after the magic number, then, unless the frame
- * is a single segment, the window descriptor (exponent and mantissa). */
+ * window is libzstd's reading of the frame header (ZSTD_getFrameHeader): a skippable frame has
+ * none, a single-segment frame's is its content size (over the limit only when that is more than
+ * a page of at most 2^ZSTD_MAX_WINDOW_LOG bytes, which then does not decompress whole either). */
 static int zstd_windows_fit(const uint8_t *src, size_t clen, uint64_t ulen)
 {
 	uint64_t most = 1ull << zstd_window_log(ulen);
 	while (clen) {
+		ZSTD_frameHeader h;
 		size_t f = ZSTD_findFrameCompressedSize(src, clen);
-		if (ZSTD_isError(f) || f > clen || f < 5)
+		if (ZSTD_isError(f) || f > clen || ZSTD_getFrameHeader(&h, src, f) != 0)
 			return 0;
-		uint32_t magic = (uint32_t)src[0] | (uint32_t)src[1] << 8 | (uint32_t)src[2] << 16 | (uint32_t)src[3] << 24;
-		if ((magic & 0xFFFFFFF0u) != 0x184D2A50u) {     /* not a skippable frame */
-			if (magic != 0xFD2FB528u)
-				return 0;
-			if (!(src[4] & 0x20)) {                 /* a window descriptor */
-				if (f < 6)
-					return 0;
-				uint64_t base = 1ull << (10 + (src[5] >> 3));
-				if (base + base / 8 * (src[5] & 7) > most)
-					return 0;
-			}
-		}
+		if (h.frameType != ZSTD_skippableFrame && h.windowSize > most)
+			return 0;
 		src += f;
 		clen -= f;
 	}
