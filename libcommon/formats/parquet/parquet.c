@@ -70,6 +70,7 @@ typedef struct pq_range {
 typedef struct pq_state {
 	pq_meta m;
 	pq_file f;
+	pq_group grp;            /* the chunks of the row group being read (or looked at) */
 	size_t group;            /* the row group being read */
 	uint64_t group_left;     /* its rows not handed out yet */
 	int group_open;
@@ -123,6 +124,7 @@ static void pq_close(fmt_table *t)
 	free(s->leaf_of);
 	free(s->block_mem);
 	fmt_pq_spill_free(&s->spill);
+	fmt_pq_group_free(&s->grp);
 	fmt_sb_free(&s->range.bytes);
 	fmt_pq_meta_free(&s->m);
 	free(s);
@@ -139,7 +141,9 @@ static fmt_kind find_list_size(pq_state *s, fmt_field *f, size_t l, fmt_err *e)
 	int found = 0;
 	for (size_t g = 0; !found && g < s->m.n_groups; g++) {
 		fmt_pq_budget_open(&s->budget, &s->m, g);
-		fmt_kind k = fmt_pq_cursor_open(c, leaf, &s->m.groups[g].chunks[l], &s->f, &s->budget, 0, 0, e);
+		fmt_kind k = fmt_pq_group_load(&s->grp, &s->f, &s->m, g, e);
+		if (k == FMT_OK)
+			k = fmt_pq_cursor_open(c, leaf, &s->grp.chunks[l], &s->f, &s->budget, 0, 0, e);
 		if (k != FMT_OK)
 			return k;
 		fmt_pq_cursor_rows(c, s->m.groups[g].first_row, (uint64_t)s->m.groups[g].num_rows);
@@ -244,6 +248,7 @@ static fmt_kind pq_open(fmt_table *t, fmt_err *e)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	t->format_state = s;
 	fmt_pq_spill_init(&s->spill);
+	fmt_pq_group_init(&s->grp);
 	fmt_kind k = FMT_OK;
 	s->f.src = &t->source;
 	s->f.size = t->source.size;
@@ -278,15 +283,15 @@ static fmt_kind pq_open(fmt_table *t, fmt_err *e)
 }
 
 /* A leaf of a field (not nested) has one value per row; a list's, a row is its values (its
- * cursor counts them). */
+ * cursor, open on the leaf's chunk of group g, counts them). */
 static fmt_kind chunk_holds_the_rows(const pq_state *s, size_t g, size_t l, pq_cursor *c, fmt_err *e)
 {
 	const pq_rowgroup *rg = &s->m.groups[g];
 	fmt_pq_cursor_rows(c, rg->first_row, (uint64_t)rg->num_rows);
-	if (rg->chunks[l].num_values == rg->num_rows || s->m.leaves[l].list)
+	if (c->chunk->num_values == rg->num_rows || s->m.leaves[l].list)
 		return FMT_OK;
 	return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: column '%s' holds %lld values in a row group of %lld rows",
-			s->m.leaves[l].path, (long long)rg->chunks[l].num_values, (long long)rg->num_rows);
+			s->m.leaves[l].path, (long long)c->chunk->num_values, (long long)rg->num_rows);
 }
 
 /* Buffers kept from the row groups before, when they hold more than half of what budget b allows:
@@ -301,7 +306,7 @@ static void keep_within(pq_cursor *cursors, size_t n, const pq_budget *b)
 		fmt_pq_cursor_free(&cursors[i]);
 }
 
-/* The cursors of row group g for the fields this build converts. */
+/* The cursors of row group g (its chunks in s->grp) for the fields this build converts. */
 static fmt_kind open_group(pq_state *s, size_t g, fmt_err *e)
 {
 	fmt_pq_budget_open(&s->budget, &s->m, g);
@@ -311,7 +316,7 @@ static fmt_kind open_group(pq_state *s, size_t g, fmt_err *e)
 		long l = s->leaf_of[i];
 		if (l < 0 || s->fields[i].type == FMT_C_OTHER)
 			continue;
-		fmt_kind k = fmt_pq_cursor_open(&s->cursors[l], &s->m.leaves[l], &s->m.groups[g].chunks[l], &s->f,
+		fmt_kind k = fmt_pq_cursor_open(&s->cursors[l], &s->m.leaves[l], &s->grp.chunks[l], &s->f,
 					       &s->budget, 0, 0, e);
 		s->cursors[l].slice_max = slice_max_of(s, (size_t)l);
 		s->cursors[l].shared = &s->spill;
@@ -430,7 +435,8 @@ static void stat_range(pq_range *m, const pq_leaf *l, const fmt_field *f, const 
 	r->has_range = 1;
 }
 
-/* Whether the --where tests let a row of group g through, as its statistics show. */
+/* Whether the --where tests let a row of group g (its chunks in s->grp) through, as its
+ * statistics show. */
 static int group_may_pass(pq_state *s, size_t g)
 {
 	const pq_rowgroup *rg = &s->m.groups[g];
@@ -439,7 +445,7 @@ static int group_may_pass(pq_state *s, size_t g)
 		fmt_col_range r;
 		if (l < 0 || s->fields[i].type == FMT_C_OTHER)
 			continue;
-		stat_range(&s->range, &s->m.leaves[l], &s->fields[i], &rg->chunks[l], (uint64_t)rg->num_rows, &r);
+		stat_range(&s->range, &s->m.leaves[l], &s->fields[i], &s->grp.chunks[l], (uint64_t)rg->num_rows, &r);
 		if (!s->skip_test(s->skip_ctx, i, &r))
 			return 0;
 	}
@@ -566,11 +572,14 @@ static fmt_kind next_batch(pq_state *s, fmt_batch *b, int *done, fmt_err *e)
 			*done = 1;
 			return FMT_OK;
 		}
+		fmt_kind k = fmt_pq_group_load(&s->grp, &s->f, &s->m, s->group, e);
+		if (k != FMT_OK)
+			return k;
 		if (s->skip_test && !group_may_pass(s, s->group)) {
 			s->group++;
 			continue;
 		}
-		fmt_kind k = open_group(s, s->group, e);
+		k = open_group(s, s->group, e);
 		if (k != FMT_OK)
 			return k;
 	}
@@ -758,7 +767,7 @@ static fmt_kind value_outside(const fmt_col_range *r, const fmt_column *c, uint6
 	return k;
 }
 
-/* The values of field f (leaf l) in row group g, read through c, against the chunk's statistics,
+/* The values of field f (leaf l) in row group g, read through c (open on its chunk), against the chunk's statistics,
  * which --where skips row groups by: every value within its min and max, as many nulls as its
  * null count, and each piece of rows as a reader checks it. The pages after the rows are left to
  * fmt_pq_cursor_check_all. */
@@ -770,7 +779,7 @@ static fmt_kind check_chunk_values(const pq_state *s, const fmt_field *f, size_t
 	pq_range m = { 0 };
 	fmt_col_range r;
 	uint64_t rows = (uint64_t)rg->num_rows, nulls = 0;
-	stat_range(&m, &s->m.leaves[l], f, &rg->chunks[l], rows, &r);
+	stat_range(&m, &s->m.leaves[l], f, c->chunk, rows, &r);
 	fmt_kind k = chunk_holds_the_rows(s, g, l, c, e);
 	for (uint64_t first = 0; k == FMT_OK && first < rows;) {
 		fmt_batch b;
@@ -795,17 +804,21 @@ static fmt_kind check_chunk_values(const pq_state *s, const fmt_field *f, size_t
 	return k;
 }
 
-/* Row group g's chunks, in order, through cursor c; fields: the driver's schema (with o). */
-static fmt_kind verify_group(pq_state *s, const fmt_field *fields, size_t g, pq_cursor *c, int walk_only,
-			     fmt_err *e)
+/* Row group g's chunks (loaded into v), in order, through cursor c; fields: the driver's schema
+ * (with o). */
+static fmt_kind verify_group(pq_state *s, const fmt_field *fields, size_t g, pq_cursor *c, pq_group *v,
+			     int walk_only, fmt_err *e)
 {
 	pq_budget budget;           /* its columns' charges add up as a reader's would */
 	fmt_pq_budget_open(&budget, &s->m, g);
 	keep_within(c, 1, &budget);
+	fmt_kind lk = fmt_pq_group_load(v, &s->f, &s->m, g, e);
+	if (lk != FMT_OK)
+		return lk;
 	for (size_t l = 0; l < s->m.n_leaves; l++) {
 		uint64_t pages = 0;
 		const pq_leaf *leaf = &s->m.leaves[l];
-		fmt_kind k = fmt_pq_cursor_open(c, leaf, &s->m.groups[g].chunks[l], &s->f, &budget, 1,
+		fmt_kind k = fmt_pq_cursor_open(c, leaf, &v->chunks[l], &s->f, &budget, 1,
 					       leaf->max_rep > 0 && !leaf->list, e);
 		c->walk_only = walk_only;
 		c->slice_max = slice_max_of(s, l);   /* as the reader's cursors */
@@ -830,6 +843,7 @@ typedef struct verify_job {
 	int walk_only;
 	pthread_mutex_t lock;
 	pq_cursor *cursors;
+	pq_group *groups;        /* beside each cursor, the chunks it reads */
 	int *busy;
 	size_t n_cursors;
 	size_t failed;           /* the first failing group so far (n_groups: none) */
@@ -852,7 +866,7 @@ static void verify_task(void *ctx, size_t g)
 	pthread_mutex_unlock(&j->lock);
 	fmt_err e;
 	fmt_err_clear(&e);
-	fmt_kind k = verify_group(j->s, j->fields, g, &j->cursors[at], j->walk_only, &e);
+	fmt_kind k = verify_group(j->s, j->fields, g, &j->cursors[at], &j->groups[at], j->walk_only, &e);
 	pthread_mutex_lock(&j->lock);
 	j->busy[at] = 0;
 	if (k != FMT_OK && g < j->failed) {
@@ -873,8 +887,11 @@ static fmt_kind verify_on_pool(pq_state *s, const fmt_field *fields, int threads
 		return k;
 	j.n_cursors = (size_t)fmt_pool_threads(pool);
 	j.cursors = calloc(j.n_cursors, sizeof *j.cursors);
+	j.groups = malloc(j.n_cursors * sizeof *j.groups);
 	j.busy = calloc(j.n_cursors, sizeof *j.busy);
-	if (!j.cursors || !j.busy) {
+	for (size_t i = 0; j.groups && i < j.n_cursors; i++)
+		fmt_pq_group_init(&j.groups[i]);
+	if (!j.cursors || !j.groups || !j.busy) {
 		k = fmt_fail(e, FMT_IO, "out of memory");
 	} else {
 		pthread_mutex_init(&j.lock, NULL);
@@ -886,7 +903,10 @@ static fmt_kind verify_on_pool(pq_state *s, const fmt_field *fields, int threads
 	fmt_pool_destroy(pool);
 	for (size_t i = 0; j.cursors && i < j.n_cursors; i++)
 		fmt_pq_cursor_free(&j.cursors[i]);
+	for (size_t i = 0; j.groups && i < j.n_cursors; i++)
+		fmt_pq_group_free(&j.groups[i]);
 	free(j.cursors);
+	free(j.groups);
 	free(j.busy);
 	return k;
 }
@@ -900,10 +920,13 @@ static fmt_kind pq_verify(fmt_table *t, const fmt_verify_opts *o, fmt_err *e)
 		return verify_on_pool(s, fields, threads < (int)s->m.n_groups ? threads : (int)s->m.n_groups, o == NULL,
 				      e);
 	pq_cursor c = { 0 };        /* its buffers serve every chunk */
+	pq_group v;
 	fmt_kind k = FMT_OK;
+	fmt_pq_group_init(&v);
 	for (size_t g = 0; k == FMT_OK && g < s->m.n_groups; g++)
-		k = verify_group(s, fields, g, &c, o == NULL, e);
+		k = verify_group(s, fields, g, &c, &v, o == NULL, e);
 	fmt_pq_cursor_free(&c);
+	fmt_pq_group_free(&v);
 	return k;
 }
 
@@ -1005,6 +1028,34 @@ static json_t *chunk_json(const pq_leaf *l, const fmt_field *f, const pq_chunk *
 	return o;
 }
 
+/* Row group g of t (its chunks loaded into v): its rows, bytes and columns' chunks; when they
+ * cannot be read again (the file changed since it was opened, a read failed), "error" says so
+ * instead of the columns. */
+static json_t *group_json(const fmt_table *t, size_t g, pq_group *v)
+{
+	const pq_state *s = t->format_state;
+	json_t *gj = json_object(), *cols = json_object();
+	fmt_err e;
+	fmt_err_clear(&e);
+	json_object_set_new(gj, "rows", json_integer(s->m.groups[g].num_rows));
+	json_object_set_new(gj, "bytes", json_integer(s->m.groups[g].total_byte_size));
+	if (fmt_pq_group_load(v, &s->f, &s->m, g, &e) != FMT_OK) {
+		json_decref(cols);
+		json_object_set_new(gj, "error", json_string(e.msg));
+		return gj;
+	}
+	for (size_t l = 0; l < s->m.n_leaves; l++) {
+		const pq_leaf *leaf = &s->m.leaves[l];
+		const fmt_field *f = leaf->field >= 0 ? &t->schema.fields[leaf->field] : NULL;
+		/* a selected view renames nothing, but may have dropped the field */
+		if (f && strcmp(f->name, leaf->path) != 0)
+			f = NULL;
+		json_object_set_new(cols, leaf->path, chunk_json(leaf, f, &v->chunks[l]));
+	}
+	json_object_set_new(gj, "columns", cols);
+	return gj;
+}
+
 static json_t *describe(const fmt_table *t)
 {
 	const pq_state *s = t->format_state;
@@ -1025,23 +1076,14 @@ static json_t *describe(const fmt_table *t)
 	}
 	json_object_set_new(o, "leaf_columns", leaves);
 	json_t *groups = json_object();
+	pq_group v;
+	fmt_pq_group_init(&v);
 	for (size_t g = 0; g < s->m.n_groups; g++) {
-		json_t *gj = json_object(), *cols = json_object();
 		char key[32];
-		json_object_set_new(gj, "rows", json_integer(s->m.groups[g].num_rows));
-		json_object_set_new(gj, "bytes", json_integer(s->m.groups[g].total_byte_size));
-		for (size_t l = 0; l < s->m.n_leaves; l++) {
-			const pq_leaf *leaf = &s->m.leaves[l];
-			const fmt_field *f = leaf->field >= 0 ? &t->schema.fields[leaf->field] : NULL;
-			/* a selected view renames nothing, but may have dropped the field */
-			if (f && strcmp(f->name, leaf->path) != 0)
-				f = NULL;
-			json_object_set_new(cols, leaf->path, chunk_json(leaf, f, &s->m.groups[g].chunks[l]));
-		}
-		json_object_set_new(gj, "columns", cols);
 		snprintf(key, sizeof key, "%zu", g);
-		json_object_set_new(groups, key, gj);
+		json_object_set_new(groups, key, group_json(t, g, &v));
 	}
+	fmt_pq_group_free(&v);
 	json_object_set_new(o, "row_groups", groups);
 	return o;
 }

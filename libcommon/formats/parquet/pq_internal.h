@@ -20,6 +20,9 @@ enum { TC_STOP = 0, TC_TRUE = 1, TC_FALSE = 2, TC_BYTE = 3, TC_I16 = 4, TC_I32 =
 typedef struct tc_in {
 	const uint8_t *p, *end;
 	int depth;
+	uint64_t after;             /* the message's bytes after end, not in memory (a window over a
+				     * footer read a piece at a time): a list's or map's count is
+				     * checked against them too, as in the whole message */
 } tc_in;
 
 /* Each returns 0, or -1 when the bytes are malformed or run out. */
@@ -32,6 +35,8 @@ int fmt_pq_tc_list(tc_in *r, int type, int *elem, uint32_t *n);
 int fmt_pq_tc_skip(tc_in *r, int type);
 int fmt_pq_tc_enter(tc_in *r, int type);               /* a STRUCT field: depth checked */
 void fmt_pq_tc_leave(tc_in *r);
+/* The message's bytes from r->p on, those after the window (r->after) too. */
+uint64_t fmt_pq_tc_left(const tc_in *r);
 
 /* Writing: each field of a struct after its header. */
 void fmt_pq_tw_field(fmt_sb *o, int16_t *last, int16_t id, int type);
@@ -60,7 +65,7 @@ enum { REP_REQUIRED = 0, REP_OPTIONAL = 1, REP_REPEATED = 2 };
 enum { CONV_PLAIN = 0, CONV_INT96_NS, CONV_F16, CONV_DECIMAL, CONV_TIME, CONV_UUID, CONV_INTERVAL };
 
 typedef struct pq_stats {
-	const uint8_t *min, *max;   /* into the footer; NULL when absent */
+	const uint8_t *min, *max;   /* into the row group's footer bytes (pq_group); NULL when absent */
 	uint32_t min_len, max_len;
 	int64_t null_count;         /* -1 when absent */
 	int64_t distinct_count;     /* -1 when absent */
@@ -77,11 +82,14 @@ typedef struct pq_chunk {
 	uint64_t start, end;        /* the chunk's bytes in the file, checked */
 } pq_chunk;
 
+/* A row group as the footer's check at open leaves it: its column chunks are parsed again from
+ * its bytes in the footer when they are used (fmt_pq_group_load), not held for every group. */
 typedef struct pq_rowgroup {
 	int64_t num_rows;
 	uint64_t first_row;         /* of the file's rows, the group's first */
 	int64_t total_byte_size;
-	pq_chunk *chunks;           /* one per leaf */
+	uint64_t stored;            /* its chunks' bytes in the file (what its budget is made of) */
+	uint32_t foot_off, foot_len; /* its RowGroup struct in the footer */
 } pq_rowgroup;
 
 /* The most values a row of a list column holds (its fixed_size_list's size). */
@@ -114,9 +122,8 @@ typedef struct pq_meta {
 	pq_rowgroup *groups;
 	size_t n_groups;
 	char *created_by;
-	uint8_t *footer;            /* the chunks' statistics' bytes, copied from the footer (stats
-				     * point into it) */
-	uint32_t footer_len;        /* the footer's bytes in the file */
+	uint64_t footer_at;         /* the footer's offset in the file (where the data ends) */
+	uint32_t footer_len;        /* its bytes */
 } pq_meta;
 
 /* The file being read: its bytes in memory (a buffer, a stream's head), or a regular file
@@ -131,9 +138,25 @@ typedef struct pq_file {
 /* n bytes at off into dst (a range past the end is InvalidFormat). */
 fmt_kind fmt_pq_file_read(const pq_file *f, uint64_t off, void *dst, size_t n, fmt_err *e);
 
-/* Parse the footer of the file into m and the fields of s. */
+/* Parse the footer of the file into m and the fields of s: all of it checked (every row group's
+ * chunks too), read a window at a time. */
 fmt_kind fmt_pq_meta_read(const pq_file *f, pq_meta *m, fmt_schema *s, fmt_err *e);
 void fmt_pq_meta_free(pq_meta *m);
+
+/* One row group's column chunks, parsed again from the footer when they are used: what a file
+ * of many row groups of many columns holds of its footer is one group's (its chunks were 112
+ * bytes each, for every group at once: 300,000 of them for 75 groups of 4,000 columns). */
+typedef struct pq_group {
+	size_t g;                   /* the group held, or SIZE_MAX */
+	pq_chunk *chunks;           /* one per leaf */
+	uint8_t *buf;               /* the group's footer bytes (the statistics point there), read from
+				     * the file; unused when the file is in memory */
+	size_t cap;
+} pq_group;
+void fmt_pq_group_init(pq_group *v);
+/* Row group g of f's footer m into v (nothing done when v holds it already). */
+fmt_kind fmt_pq_group_load(pq_group *v, const pq_file *f, const pq_meta *m, size_t g, fmt_err *e);
+void fmt_pq_group_free(pq_group *v);
 
 const char *fmt_pq_codec_name(int codec);
 const char *fmt_pq_encoding_name(int enc);

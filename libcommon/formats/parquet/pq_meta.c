@@ -695,10 +695,27 @@ static fmt_kind read_chunk(tc_in *r, int type, pq_chunk *c, const pq_leaf *leaf,
 	return FMT_OK;
 }
 
-static fmt_kind read_group(tc_in *r, int type, pq_meta *m, pq_rowgroup *g, uint64_t data_end, fmt_err *e)
+/* The chunks of a row group, n of them (the schema's leaves), into chunks; *stored: their bytes
+ * in the file. */
+static fmt_kind read_chunks(tc_in *r, int elem, uint32_t n, const pq_meta *m, pq_chunk *chunks, uint64_t data_end,
+			    uint64_t *stored, fmt_err *e)
+{
+	*stored = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		fmt_kind k = read_chunk(r, elem, &chunks[i], &m->leaves[i], data_end, e);
+		if (k != FMT_OK)
+			return k;
+		*stored = fmt_sat_add_u64(*stored, chunks[i].end - chunks[i].start);
+	}
+	return FMT_OK;
+}
+
+/* A RowGroup struct: its rows and size into g, its chunks (one per leaf) into chunks. */
+static fmt_kind read_group(tc_in *r, int type, const pq_meta *m, pq_rowgroup *g, pq_chunk *chunks,
+			   uint64_t data_end, fmt_err *e)
 {
 	int16_t last = 0, id;
-	int t, f, elem;
+	int t, f, elem, has_chunks = 0;
 	uint32_t n;
 	if (fmt_pq_tc_enter(r, type))
 		return bad(e, "row group");
@@ -706,17 +723,15 @@ static fmt_kind read_group(tc_in *r, int type, pq_meta *m, pq_rowgroup *g, uint6
 	while ((f = fmt_pq_tc_field(r, &last, &t, &id)) == 1) {
 		fmt_kind k = FMT_OK;
 		if (id == 1) {
-			if (g->chunks || fmt_pq_tc_list(r, t, &elem, &n) || elem != TC_STRUCT)
+			if (has_chunks || fmt_pq_tc_list(r, t, &elem, &n) || elem != TC_STRUCT)
 				return bad(e, "row group columns");
 			if (n != m->n_leaves)
 				return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: a row group has %u columns, the schema %zu",
 						n, m->n_leaves);
-			if ((uint64_t)n * MIN_CHUNK_BYTES > (uint64_t)(r->end - r->p))
+			if ((uint64_t)n * MIN_CHUNK_BYTES > fmt_pq_tc_left(r))
 				return bad(e, "row group columns run past the footer");
-			if (!(g->chunks = calloc(n ? n : 1, sizeof *g->chunks)))
-				return oom(e);
-			for (uint32_t i = 0; i < n && k == FMT_OK; i++)
-				k = read_chunk(r, elem, &g->chunks[i], &m->leaves[i], data_end, e);
+			has_chunks = 1;
+			k = read_chunks(r, elem, n, m, chunks, data_end, &g->stored, e);
 		} else if (id == 2) {
 			k = fmt_pq_tc_int(r, t, &g->total_byte_size) ? bad(e, "row group size") : FMT_OK;
 		} else if (id == 3) {
@@ -728,30 +743,158 @@ static fmt_kind read_group(tc_in *r, int type, pq_meta *m, pq_rowgroup *g, uint6
 			return k;
 	}
 	fmt_pq_tc_leave(r);
-	if (f < 0 || !g->chunks || g->num_rows < 0)
+	if (f < 0 || !has_chunks || g->num_rows < 0)
 		return bad(e, "row group without columns or rows");
 	return FMT_OK;
 }
 
-static fmt_kind read_groups(tc_in *r, int type, pq_meta *m, uint64_t data_end, fmt_err *e)
+/* ---- the footer read a window at a time ----
+ *
+ * A wide file's footer of many row groups is large (19.7 MB for 75 groups of 4,000 columns,
+ * 157 MB for 596): it is read through a window of FOOT_WINDOW bytes, each item (a field of
+ * FileMetaData, a row group) parsed where the window holds all of it. An item is measured first
+ * (skipped as Thrift, on a copy of the reader); when that fails the window moves on to the item
+ * and reads more, then doubles, until the item is measured or the window reaches the footer's
+ * end: an item parsed there fails where it fails in the whole footer. The window's r.after
+ * counts the footer's bytes past it, so that a count checked against the bytes left is checked
+ * as in the whole footer. A file in memory is its own window, whole. */
+#ifndef FOOT_WINDOW               /* smaller in a test build (-DFOOT_WINDOW=64): every item slides */
+#define FOOT_WINDOW (1u << 20)
+#endif
+
+typedef struct foot {
+	const pq_file *f;
+	uint64_t base;              /* the footer's offset in the file */
+	uint32_t len;
+	uint8_t *buf;               /* the window's bytes read from the file (NULL: in memory) */
+	size_t cap;
+	const uint8_t *win;         /* footer bytes [at, at + have) */
+	uint64_t at, have;
+	tc_in r;                    /* reading them */
+} foot;
+
+static void foot_set(foot *w, const uint8_t *next)
 {
-	int elem;
-	uint32_t n;
-	if (m->groups || fmt_pq_tc_list(r, type, &elem, &n) || elem != TC_STRUCT)
-		return bad(e, "row groups");
-	/* each is allocated before it is read: no more than the footer's bytes can hold */
-	if ((uint64_t)n * (MIN_GROUP_BYTES + MIN_CHUNK_BYTES * (uint64_t)m->n_leaves) > (uint64_t)(r->end - r->p))
-		return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: malformed footer (%u row groups of %zu columns listed in "
-				"%zu bytes)", n, m->n_leaves, (size_t)(r->end - r->p));
-	if (!(m->groups = calloc(n ? n : 1, sizeof *m->groups)))
+	w->r.p = next;
+	w->r.end = w->win + w->have;
+	w->r.after = w->len - w->at - w->have;
+}
+
+static fmt_kind foot_open(foot *w, const pq_file *f, uint64_t base, uint32_t len, fmt_err *e)
+{
+	memset(w, 0, sizeof *w);
+	w->f = f;
+	w->base = base;
+	w->len = len;
+	if (f->data) {              /* checked against the file's size */
+		w->win = f->data + base;
+		w->have = len;
+		foot_set(w, w->win);
+		return FMT_OK;
+	}
+	w->cap = len < FOOT_WINDOW ? len : FOOT_WINDOW;
+	if (!(w->buf = malloc(w->cap)))
 		return oom(e);
-	for (uint32_t i = 0; i < n; i++) {
-		fmt_kind k = read_group(r, elem, m, &m->groups[i], data_end, e);
-		m->n_groups = i + 1;
+	w->win = w->buf;
+	w->have = w->cap;
+	foot_set(w, w->win);
+	return fmt_pq_file_read(f, base, w->buf, w->cap, e);
+}
+
+/* The window from r.p on (what the reader has passed dropped), then as many bytes more as it
+ * holds, twice as many when it held no bytes passed. */
+static fmt_kind foot_more(foot *w, fmt_err *e)
+{
+	size_t passed = (size_t)(w->r.p - w->win), keep = (size_t)w->have - passed;
+	memmove(w->buf, w->r.p, keep);
+	w->at += passed;
+	w->have = keep;
+	foot_set(w, w->win);
+	if (passed == 0) {          /* full, below len: the window does not reach the end */
+		size_t cap = w->cap > w->len / 2 ? w->len : w->cap * 2;
+		uint8_t *p = realloc(w->buf, cap);
+		if (!p)
+			return oom(e);
+		w->buf = p;
+		w->cap = cap;
+		w->win = p;
+		foot_set(w, w->win);
+	}
+	uint64_t rest = w->len - w->at, n = (rest < w->cap ? rest : w->cap) - keep;
+	fmt_kind k = fmt_pq_file_read(w->f, w->base + w->at + keep, w->buf + keep, (size_t)n, e);
+	w->have = keep + n;
+	foot_set(w, w->win);
+	return k;
+}
+
+/* The window holding the item at r.p, as measure says (0: measured), or the footer's end. */
+static fmt_kind foot_fit(foot *w, int (*measure)(tc_in *r, const void *ctx), const void *ctx, fmt_err *e)
+{
+	for (;;) {
+		tc_in probe = w->r;
+		if (w->at + w->have == w->len || measure(&probe, ctx) == 0)
+			return FMT_OK;
+		fmt_kind k = foot_more(w, e);
 		if (k != FMT_OK)
 			return k;
 	}
-	return FMT_OK;
+}
+
+/* The footer offset of the next byte. */
+static uint32_t foot_pos(const foot *w)
+{
+	return (uint32_t)(w->at + (uint64_t)(w->r.p - w->win));
+}
+
+/* A field of FileMetaData after the one of id *ctx: all of it, but of the row groups' list its
+ * header only (each group is measured on its own). */
+static int measure_field(tc_in *r, const void *ctx)
+{
+	int16_t last = *(const int16_t *)ctx, id;
+	int t, elem;
+	uint32_t n;
+	int f = fmt_pq_tc_field(r, &last, &t, &id);
+	if (f <= 0)
+		return f;
+	if (id == 4)
+		return fmt_pq_tc_list(r, t, &elem, &n);
+	return fmt_pq_tc_skip(r, t);
+}
+
+static int measure_group(tc_in *r, const void *ctx)
+{
+	(void)ctx;
+	return fmt_pq_tc_skip(r, TC_STRUCT);
+}
+
+static fmt_kind read_groups(foot *w, int type, pq_meta *m, fmt_err *e)
+{
+	int elem;
+	uint32_t n;
+	tc_in *r = &w->r;
+	if (m->groups || fmt_pq_tc_list(r, type, &elem, &n) || elem != TC_STRUCT)
+		return bad(e, "row groups");
+	/* each is allocated before it is read: no more than the footer's bytes can hold */
+	if ((uint64_t)n * (MIN_GROUP_BYTES + MIN_CHUNK_BYTES * (uint64_t)m->n_leaves) > fmt_pq_tc_left(r))
+		return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: malformed footer (%u row groups of %zu columns listed in "
+				"%llu bytes)", n, m->n_leaves, (unsigned long long)fmt_pq_tc_left(r));
+	pq_chunk *chunks = calloc(m->n_leaves ? m->n_leaves : 1, sizeof *chunks); /* each group's, checked */
+	if (!(m->groups = calloc(n ? n : 1, sizeof *m->groups)) || !chunks) {
+		free(chunks);
+		return oom(e);
+	}
+	fmt_kind k = FMT_OK;
+	for (uint32_t i = 0; i < n && k == FMT_OK; i++) {
+		pq_rowgroup *g = &m->groups[i];
+		if ((k = foot_fit(w, measure_group, NULL, e)) != FMT_OK)
+			break;
+		g->foot_off = foot_pos(w);
+		k = read_group(r, elem, m, g, chunks, m->footer_at, e);
+		g->foot_len = foot_pos(w) - g->foot_off;
+		m->n_groups = i + 1;
+	}
+	free(chunks);
+	return k;
 }
 
 static fmt_kind read_kv(tc_in *r, int type, fmt_schema *s, fmt_err *e)
@@ -786,14 +929,21 @@ static fmt_kind read_kv(tc_in *r, int type, fmt_schema *s, fmt_err *e)
 	return FMT_OK;
 }
 
-static fmt_kind read_file_meta(tc_in *r, pq_meta *m, fmt_schema *s, uint64_t data_end, fmt_err *e)
+
+/* FileMetaData's fields, each in the window as it is parsed. */
+static fmt_kind read_file_meta(foot *w, pq_meta *m, fmt_schema *s, fmt_err *e)
 {
 	int16_t last = 0, id;
 	int t, f, has_schema = 0, has_rows = 0;
 	const uint8_t *p;
 	uint32_t n;
-	while ((f = fmt_pq_tc_field(r, &last, &t, &id)) == 1) {
-		fmt_kind k = FMT_OK;
+	tc_in *r = &w->r;
+	for (;;) {
+		fmt_kind k = foot_fit(w, measure_field, &last, e);
+		if (k != FMT_OK)
+			return k;
+		if ((f = fmt_pq_tc_field(r, &last, &t, &id)) != 1)
+			break;
 		switch (id) {
 		case 1: k = fmt_pq_tc_i32(r, t, &m->version) ? bad(e, "version") : FMT_OK; break;
 		case 2:
@@ -803,7 +953,7 @@ static fmt_kind read_file_meta(tc_in *r, pq_meta *m, fmt_schema *s, uint64_t dat
 			k = read_schema(r, t, m, s, e);
 			break;
 		case 3: k = fmt_pq_tc_int(r, t, &m->num_rows) ? bad(e, "row count") : FMT_OK; has_rows = 1; break;
-		case 4: k = has_schema ? read_groups(r, t, m, data_end, e) : bad(e, "row groups before the schema"); break;
+		case 4: k = has_schema ? read_groups(w, t, m, e) : bad(e, "row groups before the schema"); break;
 		case 5: k = read_kv(r, t, s, e); break;
 		case 6:
 			if (fmt_pq_tc_binary(r, t, &p, &n))
@@ -845,39 +995,6 @@ fmt_kind fmt_pq_file_read(const pq_file *f, uint64_t off, void *dst, size_t n, f
 	return fmt_source_read(f->src, off, dst, n, e);
 }
 
-/* The chunks' statistics copied out of the footer into a block of their own bytes (no more than
- * the footer's), which m->footer then is: a wide file's footer is mostly what is parsed already
- * (a path and encodings a chunk: 2.3 MB for 9 row groups of 4000 columns, 0.6 MB of statistics). */
-static fmt_kind keep_stats_only(pq_meta *m, fmt_err *e)
-{
-	size_t total = 0;
-	for (size_t g = 0; g < m->n_groups; g++)
-		for (size_t l = 0; l < m->n_leaves; l++) {
-			const pq_stats *st = &m->groups[g].chunks[l].stats;
-			total += (st->min ? st->min_len : 0) + (st->max ? st->max_len : 0);
-		}
-	uint8_t *block = malloc(total ? total : 1), *at = block;
-	if (!block)
-		return oom(e);
-	for (size_t g = 0; g < m->n_groups; g++)
-		for (size_t l = 0; l < m->n_leaves; l++) {
-			pq_stats *st = &m->groups[g].chunks[l].stats;
-			if (st->min) {
-				memcpy(at, st->min, st->min_len);
-				st->min = at;
-				at += st->min_len;
-			}
-			if (st->max) {
-				memcpy(at, st->max, st->max_len);
-				st->max = at;
-				at += st->max_len;
-			}
-		}
-	free(m->footer);
-	m->footer = block;
-	return FMT_OK;
-}
-
 fmt_kind fmt_pq_meta_read(const pq_file *f, pq_meta *m, fmt_schema *s, fmt_err *e)
 {
 	uint64_t n = f->size;
@@ -897,16 +1014,16 @@ fmt_kind fmt_pq_meta_read(const pq_file *f, pq_meta *m, fmt_schema *s, fmt_err *
 	if (len == 0 || len > n - 12 || len > MAX_FOOTER)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: footer length %u does not fit the file (%llu bytes)",
 				len, (unsigned long long)n);
-	if (!(m->footer = malloc(len)))
-		return oom(e);
 	m->footer_len = len;
-	if ((k = fmt_pq_file_read(f, n - 8 - len, m->footer, len, e)) != FMT_OK)
-		return k;
-	tc_in r = { m->footer, m->footer + len, 0 };
-	k = read_file_meta(&r, m, s, n - 8 - len, e);
+	m->footer_at = n - 8 - len;
+	foot w;
+	k = foot_open(&w, f, m->footer_at, len, e);
+	if (k == FMT_OK)
+		k = read_file_meta(&w, m, s, e);
+	free(w.buf);
 	if (k == FMT_OK && m->n_groups == 0 && m->num_rows != 0)
 		k = bad(e, "rows without row groups");
-	return k == FMT_OK ? keep_stats_only(m, e) : k;
+	return k;
 }
 
 void fmt_pq_meta_free(pq_meta *m)
@@ -914,12 +1031,63 @@ void fmt_pq_meta_free(pq_meta *m)
 	for (size_t i = 0; i < m->n_leaves; i++)
 		free(m->leaves[i].path);
 	free(m->leaves);
-	for (size_t i = 0; i < m->n_groups; i++)
-		free(m->groups[i].chunks);
 	free(m->groups);
 	free(m->created_by);
-	free(m->footer);
 	memset(m, 0, sizeof *m);
+}
+
+/* ---- a row group's chunks, parsed again when they are used ---- */
+
+void fmt_pq_group_init(pq_group *v)
+{
+	memset(v, 0, sizeof *v);
+	v->g = SIZE_MAX;
+}
+
+/* Row group g's bytes in the footer: in the file in memory, or read into v->buf. */
+static fmt_kind group_bytes(pq_group *v, const pq_file *f, const pq_meta *m, const pq_rowgroup *rg,
+			    const uint8_t **p, fmt_err *e)
+{
+	uint64_t at = m->footer_at + rg->foot_off;  /* within the footer, checked at open */
+	if (f->data) {
+		*p = f->data + at;
+		return FMT_OK;
+	}
+	if (fmt_grow_array(&v->buf, &v->cap, rg->foot_len ? rg->foot_len : 1, 1, rg->foot_len ? rg->foot_len : 1))
+		return oom(e);
+	*p = v->buf;
+	return fmt_pq_file_read(f, at, v->buf, rg->foot_len, e);
+}
+
+fmt_kind fmt_pq_group_load(pq_group *v, const pq_file *f, const pq_meta *m, size_t g, fmt_err *e)
+{
+	if (v->g == g)
+		return FMT_OK;
+	const pq_rowgroup *rg = &m->groups[g];
+	const uint8_t *p = NULL;
+	v->g = SIZE_MAX;
+	if (!v->chunks && !(v->chunks = calloc(m->n_leaves ? m->n_leaves : 1, sizeof *v->chunks)))
+		return oom(e);
+	fmt_kind k = group_bytes(v, f, m, rg, &p, e);
+	if (k != FMT_OK)
+		return k;
+	/* as the footer's check at open read it: the same bytes, the same footer bytes after them */
+	tc_in r = { p, p + rg->foot_len, 0, m->footer_len - rg->foot_off - rg->foot_len };
+	pq_rowgroup again = { 0 };
+	k = read_group(&r, TC_STRUCT, m, &again, v->chunks, m->footer_at, e);
+	if (k == FMT_OK && (again.num_rows != rg->num_rows || again.stored != rg->stored || r.p != r.end))
+		k = fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: row group %zu: its footer bytes changed since the file was "
+			     "opened", g);
+	if (k == FMT_OK)
+		v->g = g;
+	return k;
+}
+
+void fmt_pq_group_free(pq_group *v)
+{
+	free(v->chunks);
+	free(v->buf);
+	fmt_pq_group_init(v);
 }
 
 const char *fmt_pq_codec_name(int codec)

@@ -69,13 +69,10 @@ static int grow(void **p, size_t *cap, size_t need)
 void fmt_pq_budget_open(pq_budget *b, const pq_meta *m, size_t g)
 {
 	const pq_rowgroup *rg = &m->groups[g];
-	uint64_t stored = 0;
-	for (size_t l = 0; l < m->n_leaves; l++)
-		stored += rg->chunks[l].end - rg->chunks[l].start; /* within the file: no overflow */
 	b->group = g;
-	b->stored = stored;
+	b->stored = rg->stored;
 	b->rows = rg->num_rows > 0 ? (uint64_t)rg->num_rows : 0;
-	b->limit = fmt_decode_budget(stored, b->rows);
+	b->limit = fmt_decode_budget(b->stored, b->rows);
 	b->held = 0;
 	b->over = 0;
 }
@@ -1252,7 +1249,7 @@ static fmt_kind page_header(pq_cursor *c, page_hdr *h, uint64_t *len, fmt_err *e
 			return k;
 		const uint8_t *p = c->win + (c->pos - c->win_off);
 		uint64_t avail = c->win_len - (c->pos - c->win_off);
-		tc_in r = { p, p + avail, 0 };
+		tc_in r = { p, p + avail, 0, 0 };
 		if (read_header(&r, h) == 0) {
 			*len = (uint64_t)(r.p - p);
 			return FMT_OK;

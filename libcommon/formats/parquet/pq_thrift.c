@@ -20,6 +20,11 @@ static int varint(tc_in *r, uint64_t *v)
 	return -1;
 }
 
+uint64_t fmt_pq_tc_left(const tc_in *r)
+{
+	return (uint64_t)(r->end - r->p) + r->after;
+}
+
 static int64_t unzigzag(uint64_t v)
 {
 	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
@@ -108,7 +113,7 @@ int fmt_pq_tc_list(tc_in *r, int type, int *elem, uint32_t *n)
 		return -1;
 	*elem = b & 0x0f;
 	/* every element takes at least one byte */
-	if (size > (uint64_t)(r->end - r->p))
+	if (size > fmt_pq_tc_left(r))
 		return -1;
 	*n = (uint32_t)size;
 	return 0;
@@ -185,7 +190,7 @@ int fmt_pq_tc_skip(tc_in *r, int type)
 			return -1;
 		if (size == 0)
 			return 0;
-		if (r->p >= r->end || size > (uint64_t)(r->end - r->p) || r->depth >= TC_MAX_DEPTH)
+		if (r->p >= r->end || size > fmt_pq_tc_left(r) || r->depth >= TC_MAX_DEPTH)
 			return -1;
 		uint8_t kv = *r->p++;
 		r->depth++;
