@@ -149,9 +149,11 @@ void fmt_pq_meta_free(pq_meta *m);
 typedef struct pq_group {
 	size_t g;                   /* the group held, or SIZE_MAX */
 	pq_chunk *chunks;           /* one per leaf */
-	uint8_t *buf;               /* the group's footer bytes (the statistics point there), read from
-				     * the file; unused when the file is in memory */
-	size_t cap;
+	uint8_t *buf;               /* footer bytes from buf_at on, buf_len of them, read from the
+				     * file: the group's (the statistics point there) and those after
+				     * it; unused when the file is in memory */
+	size_t cap, buf_len;
+	uint64_t buf_at;
 } pq_group;
 void fmt_pq_group_init(pq_group *v);
 /* Row group g of f's footer m into v (nothing done when v holds it already). */

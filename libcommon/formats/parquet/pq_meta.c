@@ -1044,19 +1044,35 @@ void fmt_pq_group_init(pq_group *v)
 	v->g = SIZE_MAX;
 }
 
-/* Row group g's bytes in the footer: in the file in memory, or read into v->buf. */
+/* The footer bytes read at a time for row groups (theirs and those after them, which the next
+ * loads in file order find there): a pread a group cost a file of many small groups as much as
+ * reading their chunks. */
+#define GROUP_READ (64u << 10)
+
+/* Row group g's bytes in the footer: in the file in memory, in v->buf from a load before, or
+ * read into it with those after (GROUP_READ at least). */
 static fmt_kind group_bytes(pq_group *v, const pq_file *f, const pq_meta *m, const pq_rowgroup *rg,
 			    const uint8_t **p, fmt_err *e)
 {
-	uint64_t at = m->footer_at + rg->foot_off;  /* within the footer, checked at open */
+	uint64_t off = rg->foot_off, end = off + rg->foot_len;  /* within the footer, checked at open */
 	if (f->data) {
-		*p = f->data + at;
+		*p = f->data + m->footer_at + off;
 		return FMT_OK;
 	}
-	if (fmt_grow_array(&v->buf, &v->cap, rg->foot_len ? rg->foot_len : 1, 1, rg->foot_len ? rg->foot_len : 1))
-		return oom(e);
-	*p = v->buf;
-	return fmt_pq_file_read(f, at, v->buf, rg->foot_len, e);
+	if (v->buf_len == 0 || off < v->buf_at || end > v->buf_at + v->buf_len) {
+		uint64_t n = rg->foot_len > GROUP_READ ? rg->foot_len : GROUP_READ;
+		n = n < m->footer_len - off ? n : m->footer_len - off;
+		v->buf_len = 0;
+		if (fmt_grow_array(&v->buf, &v->cap, (size_t)n, 1, (size_t)n))
+			return oom(e);
+		fmt_kind k = fmt_pq_file_read(f, m->footer_at + off, v->buf, (size_t)n, e);
+		if (k != FMT_OK)
+			return k;
+		v->buf_at = off;
+		v->buf_len = (size_t)n;
+	}
+	*p = v->buf + (off - v->buf_at);
+	return FMT_OK;
 }
 
 fmt_kind fmt_pq_group_load(pq_group *v, const pq_file *f, const pq_meta *m, size_t g, fmt_err *e)
