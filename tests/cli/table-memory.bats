@@ -385,6 +385,16 @@ peak_kib() {
 	/usr/bin/time -f '%M' "$@" 2>&1 >/dev/null | tail -n 1
 }
 
+# rss_within LABEL T CMD...: CMD's peak RSS (told as LABEL's) within the memory rule at -T T,
+# 32 MiB + T x 8 MiB.
+rss_within() {
+	local label=$1 t=$2 rss
+	shift 2
+	rss=$(peak_kib "$@")
+	echo "$label: peak RSS $rss KiB" >&3
+	asan_build || [ "$rss" -le $(((32 + 8 * t) * 1024)) ] || fail "$label: peak RSS $rss KiB, over $((32 + 8 * t)) MiB"
+}
+
 @test "ONE record batch of 106 MB (Arrow IPC file and stream, .ald) -> CSV, JSON Lines, .ald, Parquet, Arrow in slices of about 2 MiB: peak RSS within 32 MiB + threads x 2 MiB (Parquet: its writer's memory for small batches + 8 MiB), every row" {
 	# Issue 26: a record batch was handed on as stored: 110 MB peak RSS to CSV and 218 MB to .ald
 	# here (old binaries; the 256 MB batch of the issue: 254 MB and 514 MB). scripts/gen/arrow-one-batch
@@ -591,6 +601,49 @@ PY
 	assert_failure 3
 	[[ "$stderr" == *"$BATS_TEST_TMPDIR/none"* ]] || fail "$stderr"
 	[ ! -e out.parquet ]
+}
+
+@test "fmtkit's own Parquet of 4,000 BIGINT columns in 256 row groups (a 66 MB footer) -> CSV and Parquet, from a file and from stdin: peak RSS within 32 MiB + threads x 8 MiB at -T 1, 2 and 3 (was 193 MiB at each), the same bytes; a damaged chunk of the last group is still refused at open" {
+	# Every row group's chunks were parsed at open and held (112 bytes each: 115 MB for 1,024,000
+	# chunks), beside a copy of the whole footer (66 MB) while they were parsed. The footer is
+	# still checked whole at open, read through a window of 1 MiB; a group's chunks are parsed
+	# again from its bytes in the footer when the reader reaches it.
+	"$REPO_ROOT/scripts/gen/parquet-cases" --wide w.parquet 4000 2048
+	fmt-convert -q -T 2 --row-group-rows 8 w.parquet g.parquet
+	fmt-convert -q w.parquet direct.csv
+	local t
+	for t in 1 2 3; do
+		rss_within "-T $t -> CSV" $t fmt-convert -q -T $t g.parquet $t.csv
+		cmp direct.csv $t.csv
+		rss_within "-T $t -> Parquet" $t fmt-convert -q -T $t g.parquet $t.parquet
+	done
+	cmp 1.parquet 2.parquet
+	cmp 1.parquet 3.parquet
+	fmt-convert -q 1.parquet back.csv
+	cmp direct.csv back.csv
+	# the file is the one meant: 256 groups of 8 rows in a footer of 66 MB
+	/usr/bin/python3 - g.parquet <<'PY'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+assert struct.unpack("<I", b[-8:-4])[0] == 66284912, struct.unpack("<I", b[-8:-4])[0]
+PY
+	# from stdin (a temporary file the footer is read again from)
+	rss_within "stdin -T 1 -> CSV" 1 sh -c 'fmt-convert -q -T 1 --to csv - stdin.csv <g.parquet'
+	cmp direct.csv stdin.csv
+	# the last chunk of the last group says BYTE_ARRAY: refused at open, nothing written
+	/usr/bin/python3 - g.parquet <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+at = b.rindex(b"\x1c\x15\x04", len(b) - 8 - struct.unpack("<I", b[-8:-4])[0])   # ColumnMetaData, type INT64
+b[at + 2] = 0x0c                                                                 # BYTE_ARRAY
+open("bad.parquet", "wb").write(b)
+PY
+	for t in 1 3; do
+		run --separate-stderr fmt-convert -q -T $t bad.parquet out.csv
+		assert_failure 4
+		assert_equal "$stderr" "fmt-convert: error: bad.parquet: Parquet: column 'c3999': chunk of type BYTE_ARRAY, schema says INT64"
+		[ ! -e out.csv ]
+	done
 }
 
 @test "ONE record batch of 51 MB compressed buffer by buffer (zstd, LZ4 frame; Arrow IPC file and stream) -> CSV and .ald, --stats, --head, fmt-verify: decompressed a piece at a time into a temporary file, peak RSS within 32 MiB + threads x 2 MiB, the rows and bytes those of the uncompressed batch; lengths that lie are exit 4 as before" {
