@@ -170,6 +170,28 @@ listing() {
 	nothing_written out3.gguf
 }
 
+@test "--tensor-type reads llama-quantize's ECMAScript patterns: \d, (?:), [\d], \w, lazy quantifiers; a lookaround is exit 2" {
+	# llama-quantize (std::regex) gives these the same types as the plain patterns (checked with
+	# its build of scripts/llama-src on model a); POSIX alone read \d as 'd' and matched nothing
+	fmt-convert --dry-run --json --dtype Q4_K_M --tensor-type 'ffn_down=q8_0' --tensor-type 'attn_[qk]=q5_k' \
+		"$PM/a.gguf" out.gguf | jq -r '.tensors[] | "\(.name) \(.to)"' >want
+	assert_equal "$(grep -c 'ffn_down.weight Q8_0$' want) $(grep -c 'attn_[qk].weight Q5_K$' want)" "8 16"
+	local pair
+	for pair in 'blk\.\d+\.ffn_down|attn_[qk]' 'BLK\.\D+?\.FFN_DOWN|ATTN_(?:Q|K)\.' 'blk\.[\d]+\.ffn_d\w+n|attn_[\dqk]\.'; do
+		run --separate-stderr fmt-convert --dry-run --json --dtype Q4_K_M --tensor-type "${pair%%|*}=q8_0" \
+			--tensor-type "${pair#*|}=q5_k" "$PM/a.gguf" out.gguf
+		assert_success
+		assert_equal "$(jq -r '.tensors[] | "\(.name) \(.to)"' <<<"$output")" "$(cat want)"
+	done
+	run --separate-stderr fmt-convert --dtype Q4_K_M --tensor-type 'attn_(?!v)=q8_0' "$PM/a.gguf" out.gguf
+	assert_failure 2
+	assert_equal "$stderr" "$(usage_error fmt-convert "--tensor-type: 'attn_(?!v)' has a lookaround (?= (?! (?<=, which POSIX expressions do not have")"
+	run --separate-stderr fmt-convert --dtype Q4_K_M --tensor-type 'blk\.[0\-1]\.attn_k=q8_0' "$PM/a.gguf" out.gguf
+	assert_failure 2
+	assert_equal "$stderr" "$(usage_error fmt-convert "--tensor-type: 'blk\.[0\-1]\.attn_k' has an escaped ] - ^ or \\ inside [...] (in POSIX: ] first, - last, ^ not first)")"
+	nothing_written out.gguf
+}
+
 @test "llama-quantize's presets fmt-convert does not write: exit 2 naming the ones it does, nothing written" {
 	local what="it writes Q2_K, Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL, IQ4_XS, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0"
 	local name

@@ -1,10 +1,16 @@
-/* Shared between gguf_read.c, gguf_write.c and gguf_split.c; not a public interface. */
+/* Shared between the GGUF driver's files (gguf_read.c, gguf_write.c, gguf_split.c,
+ * gguf_preset.c); not a public interface. */
 #ifndef FMT_GGUF_INTERNAL_H
 #define FMT_GGUF_INTERNAL_H
 
 #include <stdint.h>
 #include <stddef.h>
 #include "fmt/gguf.h"
+
+/* --tensor-type's PATTERN (llama-quantize's ECMAScript regular expression, lower-cased) as a
+ * POSIX extended expression for regcomp, into out[0..cap) (gguf_pattern.c): 0, or -1 with *why
+ * saying what has no POSIX form. */
+int fmt_gguf_pattern_to_ere(const char *in, char *out, size_t cap, const char **why);
 
 /* Bytes of one value of a scalar type, 0 for STRING/ARRAY/unknown. */
 size_t fmt_gguf_scalar_size(uint32_t type);

@@ -13,6 +13,7 @@
 #include "fmt/gguf.h"
 #include "fmt/quant.h"
 #include "fmt/strbuf.h"
+#include "gguf_internal.h"
 
 /* llama_ftype values (llama.h) of the presets. */
 enum {
@@ -506,12 +507,23 @@ static int by_layer_then_name(const void *a, const void *b)
 	return lx != ly ? (lx < ly ? -1 : 1) : strcmp(x, y);
 }
 
+/* pattern (llama-quantize's ECMAScript syntax, lower case) compiled; re is set only on FMT_OK. */
+static fmt_kind compile_pattern(regex_t *re, const char *pattern, fmt_err *e)
+{
+	char ere[8 * sizeof ((fmt_gguf_quant_opts *)0)->pattern[0]];
+	const char *why;
+	if (fmt_gguf_pattern_to_ere(pattern, ere, sizeof ere, &why) != 0)
+		return fmt_fail(e, FMT_USAGE, "--tensor-type: '%s' has %s", pattern, why);
+	if (regcomp(re, ere, REG_EXTENDED | REG_NOSUB) != 0)
+		return fmt_fail(e, FMT_USAGE, "--tensor-type: '%s' is not a regular expression", pattern);
+	return FMT_OK;
+}
+
 static fmt_kind compile_patterns(rules *r, fmt_err *e)
 {
 	for (; r->n_re < r->o->n_patterns; r->n_re++)
-		if (regcomp(&r->re[r->n_re], r->o->pattern[r->n_re], REG_EXTENDED | REG_NOSUB) != 0)
-			return fmt_fail(e, FMT_USAGE, "--tensor-type: '%s' is not a regular expression",
-					r->o->pattern[r->n_re]);
+		if (compile_pattern(&r->re[r->n_re], r->o->pattern[r->n_re], e) != FMT_OK)
+			return FMT_USAGE;
 	return FMT_OK;
 }
 
@@ -630,8 +642,8 @@ static int parse_embd_type(void *v, const char *arg, fmt_err *e)
 	return parse_type_of("token-embedding-type", arg, &((fmt_gguf_quant_opts *)v)->embd_type, e);
 }
 
-/* PATTERN=TYPE: the pattern in lower case (as llama-quantize), a POSIX extended regular
- * expression found anywhere in the tensor's name. */
+/* PATTERN=TYPE: the pattern in lower case (as llama-quantize), a regular expression in
+ * llama-quantize's syntax (gguf_pattern.c) found anywhere in the tensor's name. */
 static int parse_tensor_type(void *v, const char *arg, fmt_err *e)
 {
 	fmt_gguf_quant_opts *o = v;
@@ -647,8 +659,8 @@ static int parse_tensor_type(void *v, const char *arg, fmt_err *e)
 	for (size_t i = 0; i < len; i++)
 		pattern[i] = (char)tolower((unsigned char)arg[i]);
 	pattern[len] = '\0';
-	if (regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB) != 0)
-		return fmt_fail(e, FMT_USAGE, "--tensor-type: '%s' is not a regular expression", pattern), -1;
+	if (compile_pattern(&re, pattern, e) != FMT_OK)
+		return -1;
 	regfree(&re);
 	if (parse_type_of("tensor-type", eq + 1, &o->pattern_type[o->n_patterns], e) < 0)
 		return -1;
