@@ -38,6 +38,7 @@ typedef struct convert_plan {
 	name_list expanded;          /* compressed or quantized tensors expanded to a float type */
 	size_t dropped_meta;         /* metadata entries the target cannot hold */
 	name_list dropped_units;     /* tensors whose units the target cannot hold */
+	char mix_note[FMT_ERR_MSG_MAX];  /* the target's mix's warning (fmt_driver.mix_dtypes), "" none */
 	fmt_model mid;               /* decoded compressed tensors, for conversions that need them */
 	fmt_model out;               /* the output model (tensors read from the input on demand) */
 	verify_when verify;          /* when the input is checked */
@@ -76,8 +77,9 @@ fmt_kind fmt_meta_apply_user(fmt_model *m, const fmt_convert_opts *o, const fmt_
 void fmt_plan_print(FILE *out, const convert_plan *p, const char *input, const char *output,
 		    const fmt_convert_opts *o);
 void fmt_plan_warn(const convert_plan *p, const fmt_convert_opts *o);
-/* The one of those a dry run gives too: the target's readers would not find the tensors by
- * their names (fmt_driver.foreign_names). */
+/* The ones of those a dry run gives too: the target's readers would not find the tensors by
+ * their names (fmt_driver.foreign_names), and the target's mix's note (fmt_driver.mix_dtypes:
+ * an option that names no tensor). */
 void fmt_plan_warn_names(const convert_plan *p, const fmt_convert_opts *o);
 
 /* A warning, or a --verbose note, through the caller's hook (o->warning, o->info). */

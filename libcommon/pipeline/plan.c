@@ -24,7 +24,7 @@ typedef struct target {
 	const char *default_dtype;           /* --dtype when none is given, NULL: keep */
 	fmt_dtype (*choose_dtype)(const fmt_tensor *t, fmt_dtype want, const char **why);
 	fmt_kind (*mix_dtypes)(const fmt_model *m, const fmt_model *meta, const char *name, const void *options,
-			       fmt_mix_entry *entries, const char **mix, fmt_err *e);
+			       fmt_mix_entry *entries, const char **mix, char *note, size_t note_n, fmt_err *e);
 	const fmt_drvopts *options;          /* the options the driver declares */
 } target;
 
@@ -166,8 +166,9 @@ fmt_kind fmt_pipeline_check_dtype(const fmt_convert_opts *o, fmt_err *e)
 		fmt_model none;
 		fmt_mix_entry entry;
 		const char *mix = NULL;
+		char note[FMT_ERR_MSG_MAX];
 		fmt_model_init(&none);
-		fmt_kind k = tg.mix_dtypes(&none, &none, o->dtype, NULL, &entry, &mix, e);
+		fmt_kind k = tg.mix_dtypes(&none, &none, o->dtype, NULL, &entry, &mix, note, sizeof note, e);
 		fmt_model_free(&none);
 		if (k != FMT_OK)
 			return k;
@@ -573,7 +574,8 @@ static void mix_free(mix *mx)
 }
 
 /* Asked once, with the metadata the output will carry (the input's keys and the user's). */
-static fmt_kind plan_mix(const fmt_model *in, const fmt_convert_opts *o, const target *tg, mix *mx, fmt_err *e)
+static fmt_kind plan_mix(const fmt_model *in, const fmt_convert_opts *o, const target *tg, mix *mx,
+			 char note[FMT_ERR_MSG_MAX], fmt_err *e)
 {
 	const void *values = tg->options ? fmt_drvopt_values(o->options, tg->options) : NULL;
 	size_t n = in->n_tensors ? in->n_tensors : 1, dropped = 0;
@@ -588,7 +590,7 @@ static fmt_kind plan_mix(const fmt_model *in, const fmt_convert_opts *o, const t
 	if (k == FMT_OK)
 		k = fmt_meta_apply_user(&meta, o, tg->d, e);
 	if (k == FMT_OK)
-		k = tg->mix_dtypes(in, &meta, o->dtype, values, mx->entries, &mx->name, e);
+		k = tg->mix_dtypes(in, &meta, o->dtype, values, mx->entries, &mx->name, note, FMT_ERR_MSG_MAX, e);
 	fmt_model_free(&meta);
 	return k;
 }
@@ -615,7 +617,7 @@ fmt_kind fmt_plan_build(convert_plan *p, const fmt_model *in, const fmt_convert_
 	if (in->opaque)
 		return fmt_fail(e, FMT_UNSUPPORTED, "cannot convert: %s", in->opaque);
 	profile_of(o->to, &profile);
-	fmt_kind k = plan_mix(in, o, tg, &mx, e);
+	fmt_kind k = plan_mix(in, o, tg, &mx, p->mix_note, e);
 	if (k == FMT_OK && !mx.name)
 		k = parse_wanted(o, tg, &w, e);
 	if (k == FMT_OK)
@@ -738,6 +740,8 @@ void fmt_plan_warn_names(const convert_plan *p, const fmt_convert_opts *o)
 	char why[FMT_ERR_MSG_MAX];
 	if (o->to->foreign_names && o->to->foreign_names(&p->out, why, sizeof why))
 		fmt_pipeline_warn(o, "%s", why);
+	if (p->mix_note[0])
+		fmt_pipeline_warn(o, "%s", p->mix_note);
 }
 
 /* --dtype of a plain dtype that no tensor got (a q4_0 whose blocks no row divides into, 1-D

@@ -81,6 +81,36 @@ setup() {
 	assert_equal "$(tensor_hex plain.gguf token_embd.weight)" "$(tensor_hex weighted.gguf token_embd.weight)"
 }
 
+@test "an --imatrix of another model, or --include-weights keeping none of it: a warning, the bytes without a matrix" {
+	# one entry named as a Hugging Face checkpoint names it (llama-quantize says "did not find
+	# weights" per tensor on stdout and exits 0); here one warning, on --dry-run too
+	python3 -c 'import struct, sys; n = b"model.layers.0.mlp.down_proj.weight"; sys.stdout.buffer.write(struct.pack("<ii", 1, len(n)) + n + struct.pack("<ii", 1, 256) + struct.pack("<256f", *[1.0] * 256))' >other.dat
+	fmt-convert -q --dtype Q4_K_M "$IM/b.gguf" plain.gguf
+	local warning="fmt-convert: warning: --imatrix other.dat: none of its 1 entries names a tensor of this model (the first: 'model.layers.0.mlp.down_proj.weight'; a matrix of another model?): quantized without importance weights"
+	run --separate-stderr fmt-convert --dtype Q4_K_M --imatrix other.dat "$IM/b.gguf" out.gguf
+	assert_success
+	assert_equal "$stderr" "$warning"
+	cmp plain.gguf out.gguf
+	run --separate-stderr fmt-convert --dry-run --dtype Q4_K_M --imatrix other.dat "$IM/b.gguf" dry.gguf
+	assert_success
+	assert_equal "$stderr" "$warning"
+	nothing_written dry.gguf
+	run --separate-stderr fmt-convert -f --dtype Q4_K_M --imatrix "$IM/b/imatrix.gguf" --include-weights nosuch "$IM/b.gguf" out.gguf
+	assert_success
+	assert_equal "$stderr" "fmt-convert: warning: --imatrix $IM/b/imatrix.gguf: --include-weights left none of its entries: quantized without importance weights"
+	cmp plain.gguf out.gguf
+	# with --json, one JSON warning; -q, none; a matrix that names the tensors, none
+	run --separate-stderr fmt-convert -f --json --dtype Q4_K_M --imatrix other.dat "$IM/b.gguf" out.gguf
+	assert_success
+	assert_equal "$(jq -c '[.level, (.message | startswith("--imatrix other.dat: none of its 1 entries"))]' <<<"$stderr")" '["warning",true]'
+	run --separate-stderr fmt-convert -f -q --dtype Q4_K_M --imatrix other.dat "$IM/b.gguf" out.gguf
+	assert_success
+	assert_equal "$stderr" ""
+	run --separate-stderr fmt-convert -f --dtype Q4_K_M --imatrix "$IM/b/imatrix.dat" "$IM/b.gguf" out.gguf
+	assert_success
+	assert_equal "$stderr" ""
+}
+
 @test "--include-weights and --exclude-weights: not together, and only with --imatrix (exit 2)" {
 	run --separate-stderr fmt-convert --dtype Q6_K --imatrix "$IM/b/imatrix.gguf" --include-weights attn \
 		--exclude-weights ffn "$IM/b.gguf" out.gguf

@@ -192,6 +192,23 @@ listing() {
 	nothing_written out.gguf
 }
 
+@test "a --tensor-type pattern that matches no tensor's name: a warning naming it (llama-quantize says nothing), on --dry-run too" {
+	fmt-convert -q --dtype Q4_K_M --tensor-type 'attn_q=q8_0' "$PM/b.gguf" want.gguf
+	run --separate-stderr fmt-convert --dtype Q4_K_M --tensor-type 'attn_qkv=q5_k' --tensor-type 'attn_q=q8_0' \
+		--tensor-type 'blk\.9\.=q8_0' "$PM/b.gguf" out.gguf
+	assert_success
+	assert_equal "$stderr" "fmt-convert: warning: --tensor-type 'attn_qkv', 'blk\\\\.9\\\\.': match no tensor's name (none of them changed)"
+	cmp want.gguf out.gguf
+	run --separate-stderr fmt-convert --dry-run --dtype Q4_K_M --tensor-type 'ATTN_QKV=q5_k' "$PM/b.gguf" dry.gguf
+	assert_success
+	assert_equal "$stderr" "fmt-convert: warning: --tensor-type 'attn_qkv': matches no tensor's name (none of them changed)"
+	nothing_written dry.gguf
+	# one that matches only tensors llama-quantize keeps (the norms) is no mistake of spelling: no warning
+	run --separate-stderr fmt-convert -f --dtype Q4_K_M --tensor-type 'norm=q8_0' "$PM/b.gguf" out.gguf
+	assert_success
+	assert_equal "$stderr" ""
+}
+
 @test "llama-quantize's presets fmt-convert does not write: exit 2 naming the ones it does, nothing written" {
 	local what="it writes Q2_K, Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL, IQ4_XS, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0"
 	local name

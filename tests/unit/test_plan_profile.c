@@ -41,8 +41,10 @@ static fmt_kind counting_derive(fmt_model *out, fmt_dtype requested, const char 
 /* A format with per-tensor rules (GGUF's presets) is asked for them once per conversion with
  * a --dtype; this one has none to offer. */
 static fmt_kind counting_mix(const fmt_model *m, const fmt_model *meta, const char *name, const void *options,
-			     fmt_mix_entry *entries, const char **mix, fmt_err *e)
+			     fmt_mix_entry *entries, const char **mix, char *note, size_t note_n, fmt_err *e)
 {
+	(void)note_n;
+	note[0] = '\0';
 	(void)m;
 	(void)meta;
 	(void)name;

@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <inttypes.h>
 #include <regex.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -573,14 +574,70 @@ static fmt_kind plan_all(rules *r, const fmt_model *m, fmt_mix_entry *entries, f
 	return k;
 }
 
+/* Append to the text in note[0..n), cut at its end. */
+__attribute__((format(printf, 3, 4))) static void note_add(char *note, size_t n, const char *format, ...)
+{
+	size_t used = strnlen(note, n);
+	va_list ap;
+	va_start(ap, format);
+	if (used + 1 < n)
+		vsnprintf(note + used, n - used, format, ap);
+	va_end(ap);
+}
+
+/* The patterns that match no tensor's name, added to note as "'a', 'b'"; how many. */
+static size_t unmatched_patterns(const rules *r, const fmt_model *m, char *note, size_t note_n)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < r->n_re; i++) {
+		size_t j = 0;
+		while (j < m->n_tensors && regexec(&r->re[i], m->tensors[j].name, 0, NULL, 0) != 0)
+			j++;
+		if (j == m->n_tensors)
+			note_add(note, note_n, "%s'%s'", n++ ? ", " : "--tensor-type ", r->o->pattern[i]);
+	}
+	return n;
+}
+
+/* An importance matrix none of whose (selected) entries is a tensor of m: from another model,
+ * or --include-weights chose nothing. */
+static int imatrix_unused(const fmt_gguf_quant_opts *o, const fmt_model *m)
+{
+	if (!o->imatrix)
+		return 0;
+	for (size_t i = 0; i < o->imatrix->n; i++)
+		if (fmt_model_find_tensor(m, o->imatrix->entries[i].name))
+			return 0;
+	return 1;
+}
+
+static void mix_note(const rules *r, const fmt_model *m, char *note, size_t note_n)
+{
+	const fmt_gguf_quant_opts *o = r->o;
+	size_t n = unmatched_patterns(r, m, note, note_n);
+	if (n)
+		note_add(note, note_n, ": %s no tensor's name (none of them changed)", n == 1 ? "matches" : "match");
+	if (!imatrix_unused(o, m))
+		return;
+	if (o->imatrix->n)
+		note_add(note, note_n, "%s--imatrix %s: none of its %zu entries names a tensor of this model (the "
+			 "first: '%s'; a matrix of another model?): quantized without importance weights",
+			 n ? "; " : "", o->imatrix_file, o->imatrix->n, o->imatrix->entries[0].name);
+	else
+		note_add(note, note_n, "%s--imatrix %s: --%s-weights left none of its entries: quantized without "
+			 "importance weights", n ? "; " : "", o->imatrix_file, o->n_include ? "include" : "exclude");
+}
+
 fmt_kind fmt_gguf_mix_dtypes(const fmt_model *m, const fmt_model *meta, const char *name, const void *options,
-			     fmt_mix_entry *entries, const char **mix, fmt_err *e)
+			     fmt_mix_entry *entries, const char **mix, char *note, size_t note_n, fmt_err *e)
 {
 	static const fmt_gguf_quant_opts none;
 	const fmt_gguf_quant_opts *o = options ? options : &none;
 	const preset *p = preset_named(name);
 	char asked[64];
 	*mix = NULL;
+	if (note_n)
+		note[0] = '\0';
 	if (!p && refuse_unwritten(name, e) != FMT_OK)
 		return FMT_USAGE;
 	if (!p && !fmt_gguf_quant_opts_given(o))
@@ -606,6 +663,8 @@ fmt_kind fmt_gguf_mix_dtypes(const fmt_model *m, const fmt_model *meta, const ch
 			k = plan_all(r, m, entries, e);
 		if (k == FMT_OK)
 			*mix = p->name;
+		if (k == FMT_OK)
+			mix_note(r, m, note, note_n);
 	}
 	for (size_t i = 0; i < r->n_re; i++)
 		regfree(&r->re[i]);

@@ -161,9 +161,12 @@ int fmt_gguf_preset_ftype(const char *name, uint32_t *ftype);
  * block_count, expert_count, attention.head_count(_kv); options: fmt_gguf_quant_opts or NULL.
  * A preset that is also a dtype's name (Q4_0, q4_k) on a model without those keys is no mix
  * (*mix NULL: that dtype for every tensor); the other presets and the options need them
- * (UsageError). Types: FMT_DT_INVALID for a tensor llama-quantize leaves as it is. */
+ * (UsageError). Types: FMT_DT_INVALID for a tensor llama-quantize leaves as it is. note: a
+ * --tensor-type that matches no tensor's name, an --imatrix none of whose entries (of those
+ * --include-weights / --exclude-weights keep) names a tensor; llama-quantize goes on without a
+ * word, so this is a warning, not an error. */
 fmt_kind fmt_gguf_mix_dtypes(const fmt_model *m, const fmt_model *meta, const char *name, const void *options,
-			     fmt_mix_entry *entries, const char **mix, fmt_err *e);
+			     fmt_mix_entry *entries, const char **mix, char *note, size_t note_n, fmt_err *e);
 
 /* The driver's foreign_names (fmt/registry.h): m's tensors are named as in a Hugging Face
  * checkpoint (model.layers.N..., lm_head.weight, transformer.h.N...) and none as llama.cpp

@@ -140,9 +140,11 @@ typedef struct fmt_driver {
 	 * name is --dtype as given (NULL: none), options the driver's option values
 	 * (fmt_drvopt_values; NULL: none given), meta the metadata the output will carry. *mix =
 	 * NULL: no mix is asked (the planner's rules apply); otherwise *mix names it (derive_meta
-	 * gets it) and entries[i] says what m->tensors[i] becomes. NULL hook: the format has none. */
+	 * gets it) and entries[i] says what m->tensors[i] becomes. note[0..note_n): a warning for
+	 * the user about the options ("" when none: GGUF's --tensor-type that matches no tensor).
+	 * NULL hook: the format has none. */
 	fmt_kind (*mix_dtypes)(const fmt_model *m, const fmt_model *meta, const char *name, const void *options,
-			       struct fmt_mix_entry *entries, const char **mix, fmt_err *e);
+			       struct fmt_mix_entry *entries, const char **mix, char *note, size_t note_n, fmt_err *e);
 	/* The names mix_dtypes takes, each with what it gives, into out[0..max): how many (what
 	 * --help and the completions offer for --dtype). NULL: none. */
 	size_t (*dtype_mixes)(fmt_drvopt_value *out, size_t max);
