@@ -555,8 +555,9 @@ static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const fmt_c
 {
 	fmt_kind k = carry_input_keys(&p->out, in, tg, &p->dropped_meta, e);
 	const fmt_driver *d = tg->d;
+	const void *values = tg->options ? fmt_drvopt_values(o->options, tg->options) : NULL;
 	if (k == FMT_OK && d->derive_meta)
-		k = d->derive_meta(&p->out, w.defaulted ? FMT_DT_INVALID : w.plain, mix, e);
+		k = d->derive_meta(&p->out, w.defaulted ? FMT_DT_INVALID : w.plain, mix, values, e);
 	return k == FMT_OK ? fmt_meta_apply_user(&p->out, o, d, e) : k;
 }
 

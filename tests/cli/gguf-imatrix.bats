@@ -81,6 +81,23 @@ setup() {
 	assert_equal "$(tensor_hex plain.gguf token_embd.weight)" "$(tensor_hex weighted.gguf token_embd.weight)"
 }
 
+@test "the output records the matrix as llama-quantize does: quantize.imatrix.file, .dataset, .entries_count, .chunks_count" {
+	# the values llama-quantize (built from scripts/llama-src) wrote for the same commands; the
+	# entries are those --exclude-weights kept (14 - 2 attn_k)
+	local im keys
+	for im in imatrix.gguf imatrix.dat; do
+		fmt-convert -f --dtype Q6_K --imatrix "$IM/b/$im" --exclude-weights attn_k "$IM/b.gguf" out.gguf
+		keys=$(fmt-inspect --json --full out.gguf | jq -c '.metadata_typed | with_entries(select(.key | startswith("quantize.")))')
+		assert_equal "$keys" '{"quantize.imatrix.file":{"type":"str","value":"'"$IM/b/$im"'"},"quantize.imatrix.dataset":{"type":"str","value":"fmtkit-tiny.txt"},"quantize.imatrix.entries_count":{"type":"u32","value":12},"quantize.imatrix.chunks_count":{"type":"u32","value":4}}'
+	done
+	# a matrix of which nothing is kept, or none: no keys (llama-quantize writes none then)
+	fmt-convert -f -q --dtype Q6_K --imatrix "$IM/b/imatrix.gguf" --include-weights nosuch "$IM/b.gguf" out.gguf
+	assert_equal "$(fmt-inspect --json --full out.gguf | jq -c '[.metadata_typed | keys[] | select(startswith("quantize."))]')" '[]'
+	# --set has the last word, as on every derived key
+	fmt-convert -f --dtype Q6_K --imatrix "$IM/b/imatrix.dat" --set quantize.imatrix.file=calib.dat "$IM/b.gguf" out.gguf
+	assert_equal "$(fmt-inspect --json --full out.gguf | jq -r '.metadata_typed["quantize.imatrix.file"].value')" calib.dat
+}
+
 @test "an --imatrix of another model, or --include-weights keeping none of it: a warning, the bytes without a matrix" {
 	# one entry named as a Hugging Face checkpoint names it (llama-quantize says "did not find
 	# weights" per tensor on stdout and exits 0); here one warning, on --dry-run too
@@ -90,6 +107,9 @@ setup() {
 	run --separate-stderr fmt-convert --dtype Q4_K_M --imatrix other.dat "$IM/b.gguf" out.gguf
 	assert_success
 	assert_equal "$stderr" "$warning"
+	# the tensors of no matrix; the keys that record it as llama-quantize writes them (1 entry)
+	assert_equal "$(fmt-inspect --json --full out.gguf | jq -r '.metadata_typed["quantize.imatrix.entries_count"].value')" 1
+	fmt-convert -q --in-place --unset 'quantize.*' out.gguf
 	cmp plain.gguf out.gguf
 	run --separate-stderr fmt-convert --dry-run --dtype Q4_K_M --imatrix other.dat "$IM/b.gguf" dry.gguf
 	assert_success

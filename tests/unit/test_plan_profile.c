@@ -28,8 +28,10 @@ static fmt_dtype counting_choose(const fmt_tensor *t, fmt_dtype want, const char
 	return want;
 }
 
-static fmt_kind counting_derive(fmt_model *out, fmt_dtype requested, const char *mix, fmt_err *e)
+static fmt_kind counting_derive(fmt_model *out, fmt_dtype requested, const char *mix, const void *options,
+			       fmt_err *e)
 {
+	(void)options;
 	(void)out;
 	(void)requested;
 	(void)mix;

@@ -25,6 +25,7 @@ void fmt_gguf_imatrix_free(fmt_gguf_imatrix *im)
 	}
 	free(im->entries);
 	fmt_nameset_free(&im->names);
+	free(im->dataset);
 	memset(im, 0, sizeof *im);
 }
 
@@ -114,8 +115,13 @@ static fmt_kind load_legacy(fmt_gguf_imatrix *im, const uint8_t *data, size_t si
 		if (k != FMT_OK)
 			return k;
 	}
-	if (take_i32(&c, &chunks))   /* the optional trailer: chunks, then a dataset name */
-		im->chunks = chunks;
+	int32_t len;
+	if (!take_i32(&c, &chunks))   /* the optional trailer: chunks, then a dataset name */
+		chunks = 0;
+	else if (take_i32(&c, &len) && len > 0 && (size_t)len <= c.left &&
+		 !(im->dataset = strndup((const char *)c.p, (size_t)len)))   /* up to a NUL, as read there */
+		return fmt_fail(e, FMT_IO, "out of memory");
+	im->chunks = chunks;
 	im->legacy = 1;
 	return FMT_OK;
 }
@@ -203,6 +209,17 @@ static fmt_kind tensor_entry(fmt_gguf_imatrix *im, const fmt_model *m, const fmt
 	return sums ? FMT_OK : fmt_fail(e, FMT_INVALID_FORMAT, "'%.*s' has counts but no in_sum2", (int)len, t->name);
 }
 
+/* imatrix.datasets[0] when it is an array of strings (llama-quantize writes it into the model). */
+static fmt_kind first_dataset(fmt_gguf_imatrix *im, const fmt_value *datasets, fmt_err *e)
+{
+	if (datasets->type != FMT_V_ARRAY || datasets->v.arr.elem != FMT_V_STR || datasets->v.arr.count == 0)
+		return FMT_OK;
+	const fmt_value first = fmt_array_item(datasets, 0);
+	if (!(im->dataset = strndup(first.v.str.ptr, first.v.str.len)))
+		return fmt_fail(e, FMT_IO, "out of memory");
+	return FMT_OK;
+}
+
 static fmt_kind load_gguf(fmt_gguf_imatrix *im, const char *path, const uint8_t *data, size_t size, fmt_err *e)
 {
 	fmt_model m;
@@ -219,6 +236,8 @@ static fmt_kind load_gguf(fmt_gguf_imatrix *im, const char *path, const uint8_t 
 			     "imatrix.chunk_size: not an importance matrix");
 	if (k == FMT_OK && chunks->type == FMT_V_U32)
 		im->chunks = (int64_t)chunks->v.u;
+	if (k == FMT_OK)
+		k = first_dataset(im, fmt_model_get_meta(&m, "imatrix.datasets"), e);
 	fmt_nameset tensors = { 0 };   /* the reader refused a name given twice */
 	for (size_t i = 0; k == FMT_OK && i < m.n_tensors; i++)
 		if (fmt_nameset_add(&tensors, m.tensors[i].name) < 0)

@@ -672,6 +672,44 @@ fmt_kind fmt_gguf_mix_dtypes(const fmt_model *m, const fmt_model *meta, const ch
 	return k;
 }
 
+/* ---- the keys that record the matrix (quantize.cpp's kv overrides) ---- */
+
+static fmt_kind put_str(fmt_model *m, const char *key, const char *s, size_t max, fmt_err *e)
+{
+	size_t n = strnlen(s, max);
+	while (n < strlen(s) && n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+		n--;   /* not inside a UTF-8 character */
+	fmt_value v = fmt_value_str(s, n);
+	if (!v.v.str.ptr)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	fmt_kind k = fmt_model_put_meta(m, key, &v, e);
+	fmt_value_free(&v);
+	return k;
+}
+
+static fmt_kind put_u32(fmt_model *m, const char *key, uint64_t n, fmt_err *e)
+{
+	fmt_value v = { .type = FMT_V_U32, .v.u = n > UINT32_MAX ? UINT32_MAX : n };
+	return fmt_model_put_meta(m, key, &v, e);
+}
+
+fmt_kind fmt_gguf_derive_meta(fmt_model *m, fmt_dtype requested, const char *mix, const void *options, fmt_err *e)
+{
+	const fmt_gguf_quant_opts *o = options;
+	const fmt_gguf_imatrix *im = o ? o->imatrix : NULL;
+	fmt_kind k = fmt_gguf_set_type_keys(m, requested, mix, e);
+	if (k != FMT_OK || !mix || !im || im->n == 0)
+		return k;
+	k = put_str(m, "quantize.imatrix.file", o->imatrix_file, 127, e);
+	if (k == FMT_OK && im->dataset)
+		k = put_str(m, "quantize.imatrix.dataset", im->dataset, 127, e);
+	if (k == FMT_OK)
+		k = put_u32(m, "quantize.imatrix.entries_count", im->n, e);
+	if (k == FMT_OK && im->chunks > 0)
+		k = put_u32(m, "quantize.imatrix.chunks_count", (uint64_t)im->chunks, e);
+	return k;
+}
+
 /* ---- the options' parsing ---- */
 
 /* A ggml type name in any case (llama-quantize's parse_ggml_type), or FMT_DT_INVALID. */

@@ -95,6 +95,12 @@ int fmt_gguf_ftype_of_dtype(fmt_dtype t, uint32_t *ftype);
  * names the llama-quantize preset the tensors were planned by (fmt_gguf_mix_dtypes): the file
  * type is that preset's (Q4_K_S: 14) whatever requested says. */
 fmt_kind fmt_gguf_set_type_keys(fmt_model *m, fmt_dtype requested, const char *mix, fmt_err *e);
+/* The driver's derive_meta: those keys, and with a preset (mix) and an --imatrix of one or more
+ * entries (options: fmt_gguf_quant_opts), the keys llama-quantize records it by:
+ * quantize.imatrix.file (the path as given, its first 127 bytes), .dataset (the matrix's first
+ * dataset, when it names one), .entries_count (the entries --include-weights/--exclude-weights
+ * kept) and .chunks_count (when above 0), the counts as UINT32. */
+fmt_kind fmt_gguf_derive_meta(fmt_model *m, fmt_dtype requested, const char *mix, const void *options, fmt_err *e);
 
 /* ---- llama-quantize's presets and overrides (gguf_preset.c) ---- */
 
@@ -130,6 +136,7 @@ typedef struct fmt_gguf_imatrix {
 	fmt_nameset names;           /* entries[i].name -> i */
 	int legacy;                  /* from a .dat file */
 	int64_t chunks;              /* chunks it was computed on (0: not said) */
+	char *dataset;               /* the first dataset it was computed on, or NULL */
 } fmt_gguf_imatrix;
 
 /* Read the importance matrix at path (GGUF or legacy .dat, gguf_imatrix.c), keeping the

@@ -200,9 +200,11 @@ typedef struct fmt_driver {
 	/* ---- metadata the format derives from the tensors ---- */
 	/* Set those keys in out's metadata from its tensors (GGUF: general.file_type, general.
 	 * quantization_version); requested is the dtype the user asked for, FMT_DT_INVALID when
-	 * the tensors keep theirs; mix the name mix_dtypes gave, or NULL. Converters call it before
-	 * applying the user's keys. NULL: none. */
-	fmt_kind (*derive_meta)(fmt_model *out, fmt_dtype requested, const char *mix, fmt_err *e);
+	 * the tensors keep theirs; mix the name mix_dtypes gave, or NULL; options the driver's option
+	 * values (fmt_drvopt_values; NULL: none given). Converters call it before applying the
+	 * user's keys. NULL: none. */
+	fmt_kind (*derive_meta)(fmt_model *out, fmt_dtype requested, const char *mix, const void *options,
+				fmt_err *e);
 	/* The keys derive_meta sets, NULL-terminated (or NULL): converters drop them when the
 	 * output is in another format, where they would describe tensors that are not there. */
 	const char *const *derived_keys;
