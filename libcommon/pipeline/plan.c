@@ -722,6 +722,8 @@ void fmt_plan_print(FILE *out, const convert_plan *p, const char *input, const c
 			fprintf(out, "  (%s)", pe->why);
 		fputc('\n', out);
 	}
+	const uint64_t total = bytes_since(&p->out, 0);   /* JSON's data_bytes */
+	fprintf(out, "tensor data: %" PRIu64 " bytes (%.2f MiB)\n", total, (double)total / (1024.0 * 1024.0));
 }
 
 static void warn_overflow(const plan_entry *pe, const fmt_convert_opts *o)

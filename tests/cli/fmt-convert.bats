@@ -584,7 +584,8 @@ check_block() {
   layers.0.bias  F32 -> F32  16 bytes  (1-D tensors stay F32 in GGUF)
   layers.0.weight  F32 -> F16  24 bytes
   layers.1.bias  BF16 -> F32  8 bytes  (1-D tensors stay F32 in GGUF)
-  layers.1.weight  F16 -> F16  16 bytes"
+  layers.1.weight  F16 -> F16  16 bytes
+tensor data: 72 bytes (0.00 MiB)"
 	assert_nothing_written out.gguf
 }
 
@@ -622,7 +623,7 @@ check_block() {
 	assert_success
 	[ -z "$output" ]
 	[ "$(head -n 1 <<<"$stderr")" = "converted: $SAMPLES/tiny.safetensors -> v.gguf (gguf, 5 tensors)" ]
-	[ "$(wc -l <<<"$stderr")" -eq 6 ]
+	[ "$(wc -l <<<"$stderr")" -eq 7 ]
 	run --separate-stderr fmt-convert -j "$SAMPLES/tiny.safetensors" j.gguf
 	assert_success
 	[ -z "$stderr" ]

@@ -109,6 +109,17 @@ listing() {
 	nothing_written out.gguf
 }
 
+@test "--dry-run ends with the tensor data's size, what the real run writes (llama-quantize --dry-run's quant size)" {
+	run --separate-stderr fmt-convert --dry-run --dtype Q4_K_M --tensor-type 'attn_v=q8_0' "$PM/a.gguf" out.gguf
+	assert_success
+	nothing_written out.gguf
+	fmt-convert -q --dtype Q4_K_M --tensor-type 'attn_v=q8_0' "$PM/a.gguf" out.gguf
+	local bytes
+	bytes=$(fmt-inspect --json out.gguf | jq '.data_bytes')
+	assert_equal "${lines[-1]}" "tensor data: $bytes bytes ($(LC_ALL=C awk -v b="$bytes" 'BEGIN { printf "%.2f", b / 1048576 }') MiB)"
+	assert_equal "$(fmt-convert --dry-run --json --dtype Q4_K_M --tensor-type 'attn_v=q8_0' "$PM/a.gguf" out2.gguf | jq '.data_bytes')" "$bytes"
+}
+
 @test "a preset that is a dtype's name stays that dtype for every tensor of a model without its layers" {
 	# no general.architecture: Q4_0 and q4_k are the plain types, as before presets
 	fmt-convert -q --dtype f32 "$PM/b/weights.safetensors" plain.gguf

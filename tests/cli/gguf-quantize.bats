@@ -136,7 +136,8 @@ PY
 	assert_success
 	assert_equal "$output" "plan: $KQ/kq-f32.gguf -> out.gguf (gguf, 2 tensors)
   blk.0.ffn_down.weight  F32 -> Q6_K  4410 bytes
-  blk.0.attn_norm.weight  F32 -> F32  1024 bytes  (1-D tensors stay F32 in GGUF)"
+  blk.0.attn_norm.weight  F32 -> F32  1024 bytes  (1-D tensors stay F32 in GGUF)
+tensor data: 5434 bytes (0.01 MiB)"
 	[ ! -e out.gguf ]
 	# the plan is what a real conversion writes
 	fmt-convert --dtype q6_k "$KQ/kq-f32.gguf" real.gguf
