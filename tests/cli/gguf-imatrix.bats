@@ -58,7 +58,7 @@ setup() {
 @test "an entry of another size than the tensor's rows is exit 4; a missing file exit 3" {
 	run --separate-stderr fmt-convert --dtype Q6_K --imatrix "$IM/bad/wrong-size.dat" "$IM/b.gguf" out.gguf
 	assert_failure 4
-	assert_equal "$stderr" "fmt-convert: error: $IM/b.gguf: --imatrix: entry 'blk.0.attn_q.weight' holds 2 values; the tensor's rows need 256"
+	assert_equal "$stderr" "fmt-convert: error: $IM/b.gguf: --imatrix $IM/bad/wrong-size.dat: entry 'blk.0.attn_q.weight' holds 2 values; the tensor's rows need 256 (a matrix of another model?)"
 	nothing_written out.gguf
 	run --separate-stderr fmt-convert --dtype Q6_K --imatrix nothing.dat "$IM/b.gguf" out.gguf
 	assert_failure 3
@@ -143,7 +143,11 @@ setup() {
 	nothing_written out.gguf
 	run --separate-stderr fmt-convert --imatrix "$IM/b/imatrix.gguf" "$IM/b.gguf" out.gguf
 	assert_failure 2
-	assert_equal "$stderr" "fmt-convert: error: $IM/b.gguf: --output-tensor-type, --token-embedding-type, --tensor-type, --leave-output-tensor and --pure go with --dtype naming a llama-quantize type (Q4_K_M, Q8_0, ...)"
+	assert_equal "$stderr" "fmt-convert: error: $IM/b.gguf: --imatrix goes with --dtype naming a llama-quantize type (Q4_K_M, Q8_0, ...), which is not given"
+	nothing_written out.gguf
+	run --separate-stderr fmt-convert --dtype f16 --imatrix "$IM/b/imatrix.gguf" --include-weights attn "$IM/b.gguf" out.gguf
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: $IM/b.gguf: --imatrix and --include-weights go with --dtype naming a llama-quantize type (Q4_K_M, Q8_0, ...), not 'f16'"
 	nothing_written out.gguf
 	run --separate-stderr fmt-convert --imatrix "$IM/b/imatrix.gguf" "$IM/b.gguf" out.safetensors
 	assert_failure 2

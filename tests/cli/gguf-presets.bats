@@ -177,7 +177,7 @@ listing() {
 	nothing_written out.safetensors
 	run --separate-stderr fmt-convert --pure "$PM/b.gguf" out3.gguf
 	assert_failure 2
-	assert_equal "$stderr" "fmt-convert: error: $PM/b.gguf: --output-tensor-type, --token-embedding-type, --tensor-type, --leave-output-tensor and --pure go with --dtype naming a llama-quantize type (Q4_K_M, Q8_0, ...)"
+	assert_equal "$stderr" "fmt-convert: error: $PM/b.gguf: --pure goes with --dtype naming a llama-quantize type (Q4_K_M, Q8_0, ...), which is not given"
 	nothing_written out3.gguf
 }
 

@@ -114,10 +114,27 @@ static int is_dtype_name(const preset *p)
 
 /* ---- the options (GGUF output) ---- */
 
+/* The options of q given, as "--imatrix and --pure", into buf; how many. */
+static size_t quant_opts_named(const fmt_gguf_quant_opts *q, char *buf, size_t size)
+{
+	static const char *const option[] = { "--output-tensor-type", "--token-embedding-type", "--tensor-type",
+					      "--leave-output-tensor", "--pure", "--imatrix", "--include-weights",
+					      "--exclude-weights" };
+	const int given[] = { q->output_type != FMT_DT_INVALID, q->embd_type != FMT_DT_INVALID, q->n_patterns > 0,
+			      q->leave_output, q->pure, q->imatrix_file != NULL, q->n_include > 0, q->n_exclude > 0 };
+	const char *names[sizeof option / sizeof option[0]];
+	size_t n = 0;
+	for (size_t i = 0; i < sizeof option / sizeof option[0]; i++)
+		if (given[i])
+			names[n++] = option[i];
+	fmt_join_words(names, n, " and ", buf, size);
+	return n;
+}
+
 int fmt_gguf_quant_opts_given(const fmt_gguf_quant_opts *q)
 {
-	return q && (q->output_type || q->embd_type || q->leave_output || q->pure || q->n_patterns ||
-		     q->imatrix_file || q->n_include || q->n_exclude);
+	char names[256];
+	return q && quant_opts_named(q, names, sizeof names) > 0;
 }
 
 /* ---- the model: roles and hyperparameters ---- */
@@ -538,9 +555,9 @@ static fmt_kind weights_of(const rules *r, const fmt_tensor *t, fmt_mix_entry *m
 	if (w->n != ne(t, 0) * ne(t, 2)) {
 		if (is_token_embd(t->name))
 			return FMT_OK;
-		return fmt_fail(e, FMT_INVALID_FORMAT, "--imatrix: entry '%s' holds %llu values; the tensor's rows "
-				"need %llu", t->name, (unsigned long long)w->n,
-				(unsigned long long)(ne(t, 0) * ne(t, 2)));
+		return fmt_fail(e, FMT_INVALID_FORMAT, "--imatrix %s: entry '%s' holds %llu values; the tensor's rows "
+				"need %llu (a matrix of another model?)", r->o->imatrix_file, t->name,
+				(unsigned long long)w->n, (unsigned long long)(ne(t, 0) * ne(t, 2)));
 	}
 	if (!fmt_quantize_weighted_supported(me->type))
 		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': cannot quantize to %s", t->name, fmt_dtype_name(me->type));
@@ -642,10 +659,15 @@ fmt_kind fmt_gguf_mix_dtypes(const fmt_model *m, const fmt_model *meta, const ch
 		return FMT_USAGE;
 	if (!p && !fmt_gguf_quant_opts_given(o))
 		return FMT_OK;
-	if (!p)
-		return fmt_fail(e, FMT_USAGE, "--output-tensor-type, --token-embedding-type, --tensor-type, "
-				"--leave-output-tensor and --pure go with --dtype naming a llama-quantize type "
-				"(Q4_K_M, Q8_0, ...)");
+	if (!p) {
+		char given[256];
+		size_t n = quant_opts_named(o, given, sizeof given);
+		if (!name)
+			return fmt_fail(e, FMT_USAGE, "%s %s with --dtype naming a llama-quantize type (Q4_K_M, "
+					"Q8_0, ...), which is not given", given, n == 1 ? "goes" : "go");
+		return fmt_fail(e, FMT_USAGE, "%s %s with --dtype naming a llama-quantize type (Q4_K_M, Q8_0, ...), "
+				"not '%s'", given, n == 1 ? "goes" : "go", name);
+	}
 	snprintf(asked, sizeof asked, "--dtype %s", name);
 	rules *r = calloc(1, sizeof *r);
 	if (!r)
