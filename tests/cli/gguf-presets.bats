@@ -200,6 +200,17 @@ listing() {
 	run --separate-stderr fmt-convert --dtype Q4_K_M --tensor-type 'blk\.[0\-1]\.attn_k=q8_0' "$PM/a.gguf" out.gguf
 	assert_failure 2
 	assert_equal "$stderr" "$(usage_error fmt-convert "--tensor-type: 'blk\.[0\-1]\.attn_k' has an escaped ] - ^ or \\ inside [...] (in POSIX: ] first, - last, ^ not first)")"
+	# ECMAScript's [^] is any character (llama-quantize: every attn_ tensor Q8_0), [] none
+	run --separate-stderr fmt-convert --dry-run --json --dtype Q4_K_M --tensor-type 'attn_[^]=q8_0' "$PM/a.gguf" out.gguf
+	assert_success
+	assert_equal "$(jq -r '[.tensors[] | select(.name | test("attn_[qkvo]")) | .to] | unique | join(" ")' <<<"$output")" Q8_0
+	run --separate-stderr fmt-convert --dtype Q4_K_M --tensor-type 'attn_[]=q8_0' "$PM/a.gguf" out.gguf
+	assert_failure 2
+	assert_equal "$stderr" "$(usage_error fmt-convert "--tensor-type: 'attn_[]' has an empty [], which matches nothing")"
+	# a } that closes no {n,m} is a plain character: its ? is a quantifier, kept
+	run --separate-stderr fmt-convert --dry-run --json --dtype Q4_K_M --tensor-type 'ffn_down}?=q8_0' "$PM/a.gguf" out.gguf
+	assert_success
+	assert_equal "$(jq -r '.tensors[] | "\(.name) \(.to)"' <<<"$output" | grep -c 'ffn_down.weight Q8_0$')" 8
 	nothing_written out.gguf
 }
 

@@ -1,10 +1,11 @@
 /* --tensor-type PATTERN as llama-quantize reads it: a std::regex (ECMAScript) found anywhere in
  * the name, the pattern lower-cased first. fmtkit matches with POSIX extended expressions
  * (regcomp), so the ECMAScript forms the two read differently are rewritten: \d (POSIX reads it
- * as a plain 'd'), \w and \s (GNU extensions only), (?: ... ), lazy quantifiers (the same
- * matches for a search that only asks whether there is one), and escapes inside [...], where a
- * POSIX backslash is itself. What has no POSIX form (lookarounds, an escaped ] - ^ or \ inside
- * [...]) is refused rather than read otherwise. */
+ * as a plain 'd'), \w and \s (GNU extensions only), (?: ... ), [^] (any character), lazy
+ * quantifiers (the same matches for a search that only asks whether there is one), a } that
+ * closes no {n,m}, and escapes inside [...], where a POSIX backslash is itself. What has no
+ * POSIX form (lookarounds, an escaped ] - ^ or \ inside [...], an empty []) is refused rather
+ * than read otherwise. */
 #include <string.h>
 #include "gguf_internal.h"
 
@@ -44,6 +45,8 @@ static const char *class_body(char c)
 static size_t bracket(const char *in, ere_out *o, const char **why)
 {
 	size_t i = 0;
+	if (in[0] == ']')   /* ECMAScript's empty []; POSIX takes that ] as a member */
+		return *why = "an empty [], which matches nothing", 0;
 	for (; in[i] && in[i] != ']'; i++) {
 		if (in[i] == '[' && in[i + 1] == ':') {   /* [:digit:] as it is */
 			const char *end = strstr(in + i + 2, ":]");
@@ -79,6 +82,7 @@ int fmt_gguf_pattern_to_ere(const char *in, char *out, size_t cap, const char **
 {
 	ere_out o = { out, cap };
 	char last = '\0';   /* the last character written outside [...], '\0' after an escape */
+	int brace = 0;       /* inside a {n,m} quantifier */
 	*why = TOO_LONG;
 	if (cap == 0)
 		return -1;
@@ -94,6 +98,11 @@ int fmt_gguf_pattern_to_ere(const char *in, char *out, size_t cap, const char **
 				return -1;
 			i += 2;
 			last = '\0';
+		} else if (c == '[' && in[i + 1] == '^' && in[i + 2] == ']') {
+			if (put(&o, ".") < 0)   /* ECMAScript's [^]: any character */
+				return -1;
+			i += 3;
+			last = '.';
 		} else if (c == '[') {
 			size_t skip = in[i + 1] == '^' ? 2 : 1;
 			if (put(&o, skip == 2 ? "[^" : "[") < 0)
@@ -117,7 +126,8 @@ int fmt_gguf_pattern_to_ere(const char *in, char *out, size_t cap, const char **
 			if (put_char(&o, c) < 0)
 				return -1;
 			i++;
-			last = c;
+			last = c == '}' && !brace ? '\0' : c;   /* a } that closes no {n,m} is a plain one */
+			brace = c == '{' ? 1 : c == '}' ? 0 : brace;
 		}
 	}
 	return 0;
