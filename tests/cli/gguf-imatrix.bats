@@ -178,5 +178,10 @@ setup() {
 	run timeout 60 fmt-convert -q --dtype IQ4_XS --imatrix many.dat "$IM/b.gguf" many.gguf
 	assert_success
 	fmt-convert -q --dtype IQ4_XS --imatrix "$IM/b/imatrix.dat" "$IM/b.gguf" own.gguf
-	cmp many.gguf own.gguf
+	# the same but for the keys that name the matrix and count its entries
+	assert_equal "$(fmt-inspect --json many.gguf | jq '.metadata["quantize.imatrix.entries_count"]')" \
+		$(($(fmt-inspect --json own.gguf | jq '.metadata["quantize.imatrix.entries_count"]') + 400000))
+	fmt-convert -q --unset 'quantize.imatrix.*' many.gguf many-keys-out.gguf
+	fmt-convert -q --unset 'quantize.imatrix.*' own.gguf own-keys-out.gguf
+	cmp many-keys-out.gguf own-keys-out.gguf
 }
