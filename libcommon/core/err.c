@@ -11,7 +11,8 @@ void fmt_err_clear(fmt_err *e)
 }
 
 /* A new record: kind, the file (none when NULL) and the message; nothing of the one before. */
-static fmt_kind fail_v(fmt_err *e, fmt_kind kind, const char *file, const char *format, va_list ap)
+static fmt_kind __attribute__((format(printf, 4, 0))) fail_v(fmt_err *e, fmt_kind kind, const char *file,
+								const char *format, va_list ap)
 {
 	e->kind = kind;
 	e->file[0] = '\0';
