@@ -268,31 +268,22 @@ fmt_kind fmt_model_add_tensor(fmt_model *m, const fmt_tensor *t, fmt_tensor **ou
 	return FMT_OK;
 }
 
-/* The index of the element named name among n, through names when it holds them all (every
- * one added by the model's functions, none twice); -1: none; -2: look them over. A view of
- * the model's tensors in another order (fmt_shard_view, a reordered array) holds the same
- * names: a miss is one, a hit is checked. */
-static long indexed(const fmt_nameset *names, size_t n, const char *name, const char *(*name_of)(const void *, size_t),
-		    const void *list)
+/* Where names (of the n elements) puts name, when it holds them all (every one added by the
+ * model's functions, none twice): -1 when none is so named; -2 when the set cannot tell. The
+ * elements may have been reordered in place (gguf_split.c's front_to_back): the same names, so
+ * a miss is one, but the caller checks a hit. */
+static long indexed(const fmt_nameset *names, size_t n, const char *name)
 {
-	if (names->used != n)
-		return -2;
-	long i = fmt_nameset_find(names, name);
-	if (i < 0)
-		return -1;
-	return (size_t)i < n && strcmp(name_of(list, (size_t)i), name) == 0 ? i : -2;
-}
-
-static const char *tensor_name_at(const void *list, size_t i)
-{
-	return ((const fmt_tensor *)list)[i].name;
+	return names->used == n ? fmt_nameset_find(names, name) : -2;
 }
 
 const fmt_tensor *fmt_model_find_tensor(const fmt_model *m, const char *name)
 {
-	long at = indexed(&m->tensor_names, m->n_tensors, name, tensor_name_at, m->tensors);
-	if (at != -2)
-		return at >= 0 ? &m->tensors[at] : NULL;
+	long at = indexed(&m->tensor_names, m->n_tensors, name);
+	if (at == -1)
+		return NULL;
+	if (at >= 0 && strcmp(m->tensors[at].name, name) == 0)
+		return &m->tensors[at];
 	for (size_t i = 0; i < m->n_tensors; i++)
 		if (strcmp(m->tensors[i].name, name) == 0)
 			return &m->tensors[i];
@@ -338,16 +329,13 @@ fmt_kind fmt_model_add_qtensor(fmt_model *m, const fmt_qtensor *q, fmt_err *e)
 	return FMT_OK;
 }
 
-static const char *qtensor_name_at(const void *list, size_t i)
-{
-	return ((const fmt_qtensor *)list)[i].name;
-}
-
 const fmt_qtensor *fmt_model_find_qtensor(const fmt_model *m, const char *name)
 {
-	long at = indexed(&m->qtensor_names, m->n_qtensors, name, qtensor_name_at, m->qtensors);
-	if (at != -2)
-		return at >= 0 ? &m->qtensors[at] : NULL;
+	long at = indexed(&m->qtensor_names, m->n_qtensors, name);
+	if (at == -1)
+		return NULL;
+	if (at >= 0 && strcmp(m->qtensors[at].name, name) == 0)
+		return &m->qtensors[at];
 	for (size_t i = 0; i < m->n_qtensors; i++)
 		if (strcmp(m->qtensors[i].name, name) == 0)
 			return &m->qtensors[i];
