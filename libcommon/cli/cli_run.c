@@ -603,6 +603,7 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 	memset(cli, 0, sizeof *cli);
 	cli->command = -1;
 	keep_freed_blocks();
+	fmt_json_track_memory();
 	fmt_format_set_unrecognised(fmt_bundle_explain); /* a tar is named so, also by tools that read none */
 	if (build_getopt(t, longs, shorts) != 0) {
 		fmt_fail(&e, FMT_INTERNAL, "more than %d options in the table", MAX_OPTIONS - 2 - (int)N_APPENDED);
@@ -703,10 +704,15 @@ int fmt_cli_finish(const fmt_cli_tool *t, const fmt_cli *cli, int status)
 	int earlier = errno;
 	int failed = fflush(stdout) != 0;
 	int saved = failed ? errno : earlier;
-	if (!failed && !ferror(stdout))
-		return status;
 	fmt_err e;
 	fmt_err_clear(&e);
+	if (fmt_json_memory_failed()) {
+		fmt_fail(&e, FMT_IO, "out of memory building a report: the output is incomplete");
+		fmt_report_error(stderr, t->name, NULL, &e, cli->common.json);
+		status = status > FMT_IO ? status : FMT_IO;
+	}
+	if (!failed && !ferror(stdout))
+		return status;
 	fmt_stdout_fail(&e, saved);
 	fmt_report_error(stderr, t->name, NULL, &e, cli->common.json);
 	return status > FMT_IO ? status : FMT_IO;

@@ -241,6 +241,26 @@ char *fmt_json_text(const json_t *j)
 	return o.buf;
 }
 
+static int json_alloc_failed;
+
+static void *json_tracked_malloc(size_t n)
+{
+	void *p = malloc(n);
+	if (!p)
+		__atomic_store_n(&json_alloc_failed, 1, __ATOMIC_RELAXED);
+	return p;
+}
+
+void fmt_json_track_memory(void)
+{
+	json_set_alloc_funcs(json_tracked_malloc, free);
+}
+
+int fmt_json_memory_failed(void)
+{
+	return __atomic_load_n(&json_alloc_failed, __ATOMIC_RELAXED);
+}
+
 int fmt_json_line(FILE *f, json_t *obj)
 {
 	if (fmt_json_write(f, obj) != 0)

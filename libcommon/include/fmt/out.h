@@ -39,6 +39,15 @@ int fmt_json_line(FILE *f, json_t *obj);
 int fmt_json_write(FILE *f, const json_t *j);
 char *fmt_json_text(const json_t *j);
 
+/* jansson's setters drop what they could not allocate (json_array_append_new, json_object_set_new
+ * return -1, which nobody could act on at every call): a record built out of memory printed
+ * incomplete, and the tool exited 0 (fmt-inspect --json of a 100,000-column schema under
+ * ulimit -v listed 50,301 columns). fmt_json_track_memory routes jansson's allocations through a
+ * malloc that remembers a failure; fmt_json_memory_failed says whether one failed since the start
+ * (the CLI layer turns that into an error and exit 3 at the end). */
+void fmt_json_track_memory(void);
+int fmt_json_memory_failed(void);
+
 /* Human sizes: 1536 -> "1.5 KiB". */
 void fmt_format_bytes(char *buf, size_t n, uint64_t bytes);
 
