@@ -104,6 +104,51 @@ bounded_refusal() {
 	done
 }
 
+@test "parquet hostile: a footer whose schema list says 300,002 elements is refused (exit 4) before they are allocated" {
+	f=$H/many-elements.parquet
+	local tool
+	for tool in "fmt-inspect" "fmt-verify" "fmt-convert"; do
+		run_bounded "$f" $tool "$f" $([ $tool = fmt-convert ] && echo out.csv)
+		assert_equal "$status" 4
+		assert_equal "$stderr" "$tool: error: $f: Parquet: 300002 schema elements: more than 300001"
+	done
+	[ ! -e out.csv ]
+}
+
+@test "parquet hostile: a footer of 100,000 columns (1.3 MB) is read within the memory rule; one of 100,001 is refused (exit 4)" {
+	f=$H/columns-100000.parquet
+	run_bounded "$f" fmt-verify "$f"
+	assert_success
+	assert_equal "$output" "$f: ok (parquet, 0 rows)"
+	run_bounded "$f" fmt-convert "$f" out.csv
+	assert_success
+	/usr/bin/python3 -c 'import sys; sys.stdout.write(",".join("c%d" % i for i in range(100000)) + "\n")' >want.csv
+	cmp out.csv want.csv
+	run_bounded "$f" fmt-inspect --schema "$f"
+	assert_success
+	assert_equal "${#lines[@]}" 100001
+	assert_equal "${lines[0]}" "schema (100000 columns):"
+	assert_equal "${lines[1]}" "  c0  int64  not null"
+	assert_equal "${lines[100000]}" "  c99999  int64  not null"
+	# The JSON report is a tree of 100,000 objects (over 100 MB): out of memory, it would be
+	# printed incomplete (jansson drops what it cannot allocate) with exit 0; the tool says so
+	# and exits 3 instead.
+	run_bounded_to out.json "$f" fmt-inspect --json "$f"
+	assert_equal "$status" 3
+	assert_equal "$stderr" '{"tool":"fmt-inspect","level":"error","file":null,"error":"IoError","exit":3,"message":"out of memory building a report: the output is incomplete"}'
+	fmt-inspect --json "$f" >out.json
+	assert_equal "$(/usr/bin/python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); f = d["schema"]["fields"]
+print(d["columns"], len(f), f[0]["name"], f[-1]["name"], d["rows"])' out.json)" "100000 100000 c0 c99999 0"
+	f=$H/columns-100001.parquet
+	local tool
+	for tool in "fmt-inspect" "fmt-verify" "fmt-convert"; do
+		run_bounded "$f" $tool "$f" $([ $tool = fmt-convert ] && echo out2.csv)
+		assert_equal "$status" 4
+		assert_equal "$stderr" "$tool: error: $f: 100001 columns: more than 100000"
+	done
+	[ ! -e out2.csv ]
+}
+
 @test "parquet hostile: a DELTA_BYTE_ARRAY page of 142 bytes whose prefixes rebuild 128 MiB is refused (exit 4) within the memory rule" {
 	bounded_refusal "$H/delta-prefix.parquet" "Parquet: column 'c': a DELTA_BYTE_ARRAY page of 142 bytes rebuilds 134217728 bytes of values (at most 64 MiB and 16 times the page)"
 }

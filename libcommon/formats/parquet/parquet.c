@@ -74,8 +74,11 @@ typedef struct pq_state {
 	size_t group;            /* the row group being read */
 	uint64_t group_left;     /* its rows not handed out yet */
 	int group_open;
-	pq_cursor *cursors;      /* one per leaf; open for the leaves of converted fields (their
-				  * buffers kept from one row group to the next) */
+	pq_cursor **cursors;     /* per leaf, made when first opened (NULL before: the leaves of a
+				  * wide file that nothing reads cost a pointer, not 900 bytes that
+				  * every pass over them touched, 90 MB for 100,000 columns); open
+				  * for the leaves of converted fields (their buffers kept from one
+				  * row group to the next) */
 	long *leaf_of;           /* per field: its leaf, -1 for nested or not used */
 	pq_budget budget;        /* what the open row group's cursors hold decoded */
 	pq_spill spill;          /* what a batch leaves of the cursors' pages (pq_read.c, put_aside) */
@@ -119,7 +122,10 @@ static void pq_close(fmt_table *t)
 		return;
 	ahead_stop(s);
 	for (size_t i = 0; s->cursors && i < s->m.n_leaves; i++)
-		fmt_pq_cursor_free(&s->cursors[i]);
+		if (s->cursors[i]) {
+			fmt_pq_cursor_free(s->cursors[i]);
+			free(s->cursors[i]);
+		}
 	free(s->cursors);
 	free(s->leaf_of);
 	free(s->block_mem);
@@ -133,10 +139,20 @@ static void pq_close(fmt_table *t)
 
 /* The size of list field f (leaf l): the values of its first row that has some, from the
  * row groups in order; a field of null and empty rows only is one fmtkit does not convert. */
+/* Leaf l's cursor, made (zeroed) if it was not: NULL when out of memory. */
+static pq_cursor *cursor_made(pq_state *s, size_t l)
+{
+	if (!s->cursors[l])
+		s->cursors[l] = calloc(1, sizeof *s->cursors[l]);
+	return s->cursors[l];
+}
+
 static fmt_kind find_list_size(pq_state *s, fmt_field *f, size_t l, fmt_err *e)
 {
 	pq_leaf *leaf = &s->m.leaves[l];
-	pq_cursor *c = &s->cursors[l];
+	pq_cursor *c = cursor_made(s, l);
+	if (!c)
+		return fmt_fail(e, FMT_IO, "out of memory");
 	uint64_t size = 0;
 	int found = 0;
 	for (size_t g = 0; !found && g < s->m.n_groups; g++) {
@@ -297,13 +313,14 @@ static fmt_kind chunk_holds_the_rows(const pq_state *s, size_t g, size_t l, pq_c
 /* Buffers kept from the row groups before, when they hold more than half of what budget b allows:
  * freed (each group's columns are charged for what they need; what earlier groups' needed is
  * not kept beyond that). */
-static void keep_within(pq_cursor *cursors, size_t n, const pq_budget *b)
+static void keep_within(pq_cursor **cursors, size_t n, const pq_budget *b)
 {
 	uint64_t kept = 0;
 	for (size_t i = 0; i < n; i++)
-		kept += fmt_pq_cursor_kept(&cursors[i]);
+		kept += cursors[i] ? fmt_pq_cursor_kept(cursors[i]) : 0;
 	for (size_t i = 0; kept > b->limit / 2 && i < n; i++)
-		fmt_pq_cursor_free(&cursors[i]);
+		if (cursors[i])
+			fmt_pq_cursor_free(cursors[i]);
 }
 
 /* The cursors of row group g (its chunks in s->grp) for the fields this build converts. */
@@ -316,12 +333,14 @@ static fmt_kind open_group(pq_state *s, size_t g, fmt_err *e)
 		long l = s->leaf_of[i];
 		if (l < 0 || s->fields[i].type == FMT_C_OTHER)
 			continue;
-		fmt_kind k = fmt_pq_cursor_open(&s->cursors[l], &s->m.leaves[l], &s->grp.chunks[l], &s->f,
-					       &s->budget, 0, 0, e);
-		s->cursors[l].slice_max = slice_max_of(s, (size_t)l);
-		s->cursors[l].shared = &s->spill;
+		pq_cursor *c = cursor_made(s, (size_t)l);
+		if (!c)
+			return fmt_fail(e, FMT_IO, "out of memory");
+		fmt_kind k = fmt_pq_cursor_open(c, &s->m.leaves[l], &s->grp.chunks[l], &s->f, &s->budget, 0, 0, e);
+		c->slice_max = slice_max_of(s, (size_t)l);
+		c->shared = &s->spill;
 		if (k == FMT_OK)
-			k = chunk_holds_the_rows(s, g, (size_t)l, &s->cursors[l], e);
+			k = chunk_holds_the_rows(s, g, (size_t)l, c, e);
 		if (k != FMT_OK)
 			return k;
 	}
@@ -481,7 +500,7 @@ static void take_task(void *ctx, size_t i)
 	fmt_err_clear(&t->err);
 	t->kind = FMT_OK;
 	if (l >= 0 && j->s->fields[i].type != FMT_C_OTHER)
-		t->kind = fmt_pq_cursor_take_into(&j->s->cursors[l], &j->s->fields[i], j->n, j->s->block_mem[i],
+		t->kind = fmt_pq_cursor_take_into(j->s->cursors[l], &j->s->fields[i], j->n, j->s->block_mem[i],
 						  &j->b->columns[i], &t->own, &t->err);
 }
 
@@ -518,7 +537,7 @@ static fmt_kind take_on_pool(pq_state *s, fmt_batch *b, uint64_t n, fmt_err *e)
 static uint64_t block_bytes(const pq_state *s, size_t i, uint64_t n)
 {
 	long l = s->leaf_of[i];
-	uint64_t need = l < 0 || s->fields[i].type == FMT_C_OTHER ? 0 : fmt_pq_take_bytes(&s->cursors[l], &s->fields[i], n);
+	uint64_t need = l < 0 || s->fields[i].type == FMT_C_OTHER ? 0 : fmt_pq_take_bytes(s->cursors[l], &s->fields[i], n);
 	return need < BLOCK_COLUMN_MAX ? need : 0;
 }
 
@@ -600,7 +619,7 @@ static fmt_kind next_batch(pq_state *s, fmt_batch *b, int *done, fmt_err *e)
 		long l = s->leaf_of[i];
 		if (l < 0 || s->fields[i].type == FMT_C_OTHER)
 			continue; /* not converted: refused by the batch check unless deselected */
-		fmt_kind k = fmt_pq_cursor_take_into(&s->cursors[l], &s->fields[i], n, s->block_mem[i],
+		fmt_kind k = fmt_pq_cursor_take_into(s->cursors[l], &s->fields[i], n, s->block_mem[i],
 						     &b->columns[i], b, e);
 		if (k != FMT_OK)
 			return k;
@@ -811,7 +830,7 @@ static fmt_kind verify_group(pq_state *s, const fmt_field *fields, size_t g, pq_
 {
 	pq_budget budget;           /* its columns' charges add up as a reader's would */
 	fmt_pq_budget_open(&budget, &s->m, g);
-	keep_within(c, 1, &budget);
+	keep_within(&c, 1, &budget);
 	fmt_kind lk = fmt_pq_group_load(v, &s->f, &s->m, g, e);
 	if (lk != FMT_OK)
 		return lk;
