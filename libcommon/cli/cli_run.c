@@ -706,10 +706,10 @@ int fmt_cli_finish(const fmt_cli_tool *t, const fmt_cli *cli, int status)
 	int saved = failed ? errno : earlier;
 	fmt_err e;
 	fmt_err_clear(&e);
-	if (fmt_json_memory_failed()) {
+	if (status == 0 && fmt_json_memory_failed()) { /* else an error was told, and the status says so */
 		fmt_fail(&e, FMT_IO, "out of memory building a report: the output is incomplete");
 		fmt_report_error(stderr, t->name, NULL, &e, cli->common.json);
-		status = status > FMT_IO ? status : FMT_IO;
+		status = FMT_IO;
 	}
 	if (!failed && !ferror(stdout))
 		return status;

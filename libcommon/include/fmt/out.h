@@ -44,7 +44,7 @@ char *fmt_json_text(const json_t *j);
  * incomplete, and the tool exited 0 (fmt-inspect --json of a 100,000-column schema under
  * ulimit -v listed 50,301 columns). fmt_json_track_memory routes jansson's allocations through a
  * malloc that remembers a failure; fmt_json_memory_failed says whether one failed since the start
- * (the CLI layer turns that into an error and exit 3 at the end). */
+ * (the CLI layer turns that into an error and exit 3 at the end of a run that would exit 0). */
 void fmt_json_track_memory(void);
 int fmt_json_memory_failed(void);
 
