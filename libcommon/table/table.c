@@ -638,6 +638,7 @@ void fmt_table_wrap_put(fmt_table *t, fmt_table_wrap *w, void *state,
 	w->d.skip_blocks = NULL;
 	w->d.verify_as_read = NULL;
 	w->d.describe = NULL;       /* the tools describe a table before they wrap it */
+	w->d.verify_facts = NULL;
 	w->d.rows_gate = NULL;      /* these three: fmt_table_* call the reader's with its state */
 	w->d.secret = NULL;
 	w->d.decrypt = NULL;

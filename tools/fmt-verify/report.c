@@ -36,7 +36,7 @@ void report_ok(const fmt_model *m, const verify_sigs *v, const verify_tests *t, 
 
 void report_table_ok(const fmt_table *t, const verify_sigs *v, const fmt_common_opts *o)
 {
-	json_t *facts = t->driver->describe ? t->driver->describe(t) : NULL;
+	json_t *facts = t->driver->verify_facts ? t->driver->verify_facts(t) : NULL;
 	const char *crc = json_string_value(json_object_get(facts, "crc"));
 	json_t *auth = json_object_get(facts, "payload_authenticated");
 	json_t *lic = json_object_get(facts, "license");

@@ -357,6 +357,26 @@ static void card_warning(json_t *o, const json_t *card)
 	json_object_set_new(o, "warnings", w);
 }
 
+/* The checksum kind fmt-verify checks over the payload (null: none, as upstream's streaming
+ * layout has). */
+static json_t *crc_json(const ald_state *s)
+{
+	return s->crc_kind && !s->upstream_streaming ? json_string(s->crc_kind) : json_null();
+}
+
+/* describe's members fmt-verify reports, without its per-chunk and per-array detail. */
+static json_t *ald_verify_facts(const fmt_table *t)
+{
+	const ald_state *s = t->format_state;
+	json_t *o = json_object();
+	json_object_set_new(o, "crc", crc_json(s));
+	if (s->flags & FMT_ALD_ENCRYPTED)
+		json_object_set_new(o, "payload_authenticated", json_boolean(s->payload != NULL));
+	if (s->flags & FMT_ALD_LICENSED)
+		json_object_set_new(o, "license", fmt_ald_license_json(s));
+	return o;
+}
+
 json_t *fmt_ald_describe(const fmt_table *t)
 {
 	const ald_state *s = t->format_state;
@@ -378,7 +398,7 @@ json_t *fmt_ald_describe(const fmt_table *t)
 	json_object_set_new(o, "card", json_deep_copy(s->card));
 	json_object_set_new(o, "card_form", json_string(s->card_form));
 	card_warning(o, s->card);
-	json_object_set_new(o, "crc", s->crc_kind && !s->upstream_streaming ? json_string(s->crc_kind) : json_null());
+	json_object_set_new(o, "crc", crc_json(s));
 	json_object_set_new(o, "layout", json_string(s->upstream_streaming ? "alimentar-streaming" : "standard"));
 	if (s->flags & FMT_ALD_STREAMING) {
 		json_t *chunks = json_array();
@@ -545,6 +565,7 @@ const fmt_table_driver fmt_table_driver_ald = {
 	.write = fmt_ald_write,
 	.close = ald_close,
 	.describe = fmt_ald_describe,
+	.verify_facts = ald_verify_facts,
 	.secret = ald_secret,
 	.decrypt = ald_decrypt,
 	.rows_gate = fmt_ald_rows_gate,

@@ -156,6 +156,10 @@ typedef struct fmt_table_driver {
 	 * "warnings" (an array of strings, absent when empty) says what fmt-verify refuses but
 	 * fmt-inspect shows anyway: fmt-inspect prints each as a warning. */
 	json_t *(*describe)(const fmt_table *t);
+	/* Of describe's members, only those fmt-verify reports: "crc", "payload_authenticated" and
+	 * "license", the same values, without the rest, which may grow with the file's chunks or row
+	 * groups (issue 26); NULL: the format has none of them. */
+	json_t *(*verify_facts)(const fmt_table *t);
 	/* FMT_SECRET_*: what the rows still need (an encrypted payload), or NULL: nothing. */
 	int (*secret)(const fmt_table *t);
 	/* Decrypt now with t->keys (authenticated: DecryptionFailed on a wrong key), so that
