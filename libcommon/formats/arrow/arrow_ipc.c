@@ -1183,10 +1183,24 @@ fmt_kind fmt_ipc_next(fmt_ipc_reader *r, fmt_batch *b, int *done, fmt_err *e)
 	return k;
 }
 
+/* The pages of r->source's mapping that a walk over the messages has passed leave the resident
+ * set a MiB at a time (all of them when end): [lo, last_hi), lo the lower of the last message's
+ * start and 64 KiB before the last drop's end (the partial page there), so that walking the
+ * headers of many small batches, which touches every page, does not hold the file (issue 26). */
+static void walk_drop(const fmt_ipc_reader *r, size_t *undropped, int end)
+{
+	size_t lo = r->last_lo < *undropped ? r->last_lo : *undropped;
+	if (!r->source || r->last_hi <= lo || (!end && r->last_hi - lo < ((size_t)1 << 20)))
+		return;
+	fmt_source_drop(r->source, r->data + lo, r->last_hi - lo);
+	*undropped = r->last_hi > (64u << 10) ? r->last_hi - (64u << 10) : 0;
+}
+
 int fmt_ipc_survey_batches(const fmt_ipc_reader *r, fmt_ipc_survey *s)
 {
 	fmt_ipc_reader c = *r; /* its positions move; what it points to is only read */
 	fmt_err e;
+	size_t undropped = 0;
 	memset(s, 0, sizeof *s);
 	for (;;) {
 		ipc_msg m;
@@ -1195,6 +1209,7 @@ int fmt_ipc_survey_batches(const fmt_ipc_reader *r, fmt_ipc_survey *s)
 		int end;
 		if (next_message(&c, &m, &end, &e) != FMT_OK)
 			return 0;
+		walk_drop(&c, &undropped, end);
 		if (end)
 			return 1;
 		if (check_batch_message(&m, &e) != FMT_OK || batch_walk(&m, &w, &length, &e) != FMT_OK ||
