@@ -72,6 +72,7 @@ typedef struct ald_state {
 	fmt_ipc_reader ipc;
 	int ipc_open, payload_done;
 	uint32_t next_chunk, part;
+	uint64_t chunks_undropped; /* of the payload: from there on, chunks read keep their pages */
 	uint64_t rows_read, part_rows; /* rows given so far: of the payload, of the open chunk */
 	fmt_dstream ds;
 	int ds_open;

@@ -219,6 +219,20 @@ static fmt_kind chunk_rows_check(ald_state *s, uint64_t more, int at_end, fmt_er
 	return FMT_OK;
 }
 
+/* After chunk i is read: the pages of the chunks read since the last drop leave the resident
+ * set a MiB at a time (at the last chunk, all of them). A chunk's own stream drops only the whole
+ * pages inside it, none of a small chunk's, and many small chunks held the file (issue 26). From
+ * 64 KiB before the last drop's end: the partial page there. */
+static void chunks_drop(ald_state *s, uint32_t i)
+{
+	uint64_t start = s->chunks[i].byte_offset, end = start + s->chunks[i].csize; /* within the payload */
+	uint64_t lo = start < s->chunks_undropped ? start : s->chunks_undropped;
+	if (end <= lo || (end - lo < ((uint64_t)1 << 20) && i + 1 < s->n_chunks))
+		return;
+	fmt_source_drop(fmt_ald_payload_source(s), s->payload + lo, (size_t)(end - lo));
+	s->chunks_undropped = end > (64u << 10) ? end - (64u << 10) : 0;
+}
+
 /* The next batch of a STREAMING payload: chunk after chunk, each checked as it ends. */
 fmt_kind fmt_ald_next_streaming(ald_state *s, const fmt_schema *want, fmt_batch *b, int *done, fmt_err *e)
 {
@@ -236,6 +250,7 @@ fmt_kind fmt_ald_next_streaming(ald_state *s, const fmt_schema *want, fmt_batch 
 			return k;
 		if ((k = chunk_rows_check(s, *done ? 0 : b->n_rows, *done, e)) != FMT_OK || !*done)
 			return k;
+		chunks_drop(s, s->part);
 		fmt_ald_part_close(s);
 		*done = 0;
 	}
@@ -275,6 +290,8 @@ fmt_kind fmt_ald_payload_check(ald_state *s, const char *want, fmt_err *e)
 			k = part_size_check(s, part, &ds, e);
 		fmt_dstream_free(&ds);
 		free(whole);
+		if (part != PAYLOAD)
+			chunks_drop(s, part);
 	}
 	if (k == FMT_OK && hash)
 		k = digest_check(&h, want, e);
