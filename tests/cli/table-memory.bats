@@ -710,3 +710,84 @@ PY
 	assert_equal "$stderr" "fmt-convert: error: onez.arrow: cannot create a temporary file for a record batch in $PWD/none (TMPDIR): No such file or directory"
 	[ ! -e out.csv ]
 }
+
+# many_groups FILE.parquet: 640,000 rows of 5 BIGINT columns (row r: r, 3r, r % 1000, 7r % 10007,
+# -r) in row groups of 20 rows, 32,000 of them (the most a file may have is 32,767).
+many_groups() {
+	/usr/bin/python3 - many.csv <<'PY'
+import sys
+with open(sys.argv[1], "w") as f:
+    f.write("id,a,b,c,d\n")
+    for j in range(0, 640000, 160000):
+        f.write("".join(f"{i},{i * 3},{i % 1000},{i * 7 % 10007},{-i}\n" for i in range(j, j + 160000)))
+PY
+	fmt-convert -q --row-group-rows 20 many.csv "$1"
+}
+
+@test "fmt-verify of a Parquet file of 32,000 row groups: peak RSS within 32 MiB + threads x 8 MiB at -T 1 and 2 (was 270 MiB: it built fmt-inspect's JSON of every row group and column chunk for the three facts it reports), the same report" {
+	many_groups g.parquet
+	# (its first lines: the rest, every row group's, is 270 MB of JSON)
+	assert_equal "$(fmt-inspect g.parquet | sed -n '/^row_group_count:/{p;q}')" "row_group_count: 32000"
+	local t
+	for t in 1 2; do
+		rss_within "fmt-verify -T $t" $t fmt-verify -T $t g.parquet
+	done
+	rss_within "fmt-verify --json -T 1" 1 fmt-verify --json -T 1 g.parquet
+	run -0 fmt-verify g.parquet
+	assert_equal "$output" "g.parquet: ok (parquet, 640000 rows)"
+	run -0 fmt-verify --json g.parquet
+	assert_equal "$output" '{"file":"g.parquet","ok":true,"format":"parquet","rows":640000}'
+}
+
+@test "fmt-verify of an Arrow IPC file and stream of 32,000 record batches of 20 rows (54 MB): peak RSS within 32 MiB + threads x 8 MiB at -T 1 and 2 (was 54 MiB: the survey of the batches' headers at open kept every page it touched), the same report; read back to CSV within it too" {
+	many_groups g.parquet
+	fmt-convert -q g.parquet g.arrow
+	fmt-convert -q g.parquet g.arrows
+	run -0 fmt-inspect --json g.arrow
+	assert_equal "$(jq -c '[.rows, .arrow.record_batches]' <<<"$output")" '[640000,32000]'
+	size=$(stat -c %s g.arrow)
+	[ "$size" -gt $((48 * 1048576)) ] || fail "g.arrow is only $size bytes"
+	local f t
+	for f in g.arrow g.arrows; do
+		for t in 1 2; do
+			rss_within "fmt-verify -T $t $f" $t fmt-verify -T $t $f
+		done
+	done
+	rss_within "fmt-convert -T 1 g.arrows" 1 fmt-convert -q -T 1 g.arrows back.csv
+	cmp many.csv back.csv
+	run -0 fmt-verify --json g.arrow g.arrows
+	assert_equal "$output" '{"file":"g.arrow","ok":true,"format":"arrow","rows":640000}
+{"file":"g.arrows","ok":true,"format":"arrow-stream","rows":640000}'
+}
+
+@test "fmt-verify of an .ald of 30,000 STREAMING chunks of one row (uncompressed, 41 MB): peak RSS within 32 MiB + threads x 8 MiB at -T 1 and 2 (was 58 MiB: the JSON of every chunk built for the CRC kind, and every small chunk's pages kept: 48 MiB with the JSON gone), the same report; a byte of the last chunk changed is still exit 6" {
+	/usr/bin/python3 -c '
+import sys
+with open(sys.argv[1], "w") as f:
+    f.write("id,a,b,c,d\n")
+    f.write("".join(f"{i},{i * 3},{i % 1000},{i * 7 % 10007},{-i}\n" for i in range(30000)))' c.csv
+	fmt-convert -q -c none --chunk-rows 1 c.csv c.ald
+	run -0 fmt-inspect --json c.ald
+	assert_equal "$(jq -c '[.rows, (.ald.chunks | length)]' <<<"$output")" '[30000,30000]'
+	local t
+	for t in 1 2; do
+		rss_within "fmt-verify -T $t" $t fmt-verify -T $t c.ald
+	done
+	run -0 fmt-verify c.ald
+	assert_equal "$output" "c.ald: ok (ald, 30000 rows, CRC-32 ieee)"
+	run -0 fmt-verify --json c.ald
+	assert_equal "$output" '{"file":"c.ald","ok":true,"format":"ald","rows":30000,"crc":"ieee"}'
+	fmt-convert -q c.ald back.csv
+	cmp c.csv back.csv
+	# the last chunk's last value (-29999, little-endian in the uncompressed IPC body) made -29998
+	/usr/bin/python3 - c.ald <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+at = b.rindex(struct.pack("<q", -29999))
+b[at:at + 8] = struct.pack("<q", -29998)
+open("bad.ald", "wb").write(b)
+PY
+	run --separate-stderr fmt-verify bad.ald
+	assert_failure 6
+	[[ "$stderr" == *"CRC-32 mismatch"* ]] || fail "$stderr"
+}
