@@ -506,6 +506,27 @@ static void table_round_trip(const fmt_table_driver *d, const char *path, const 
 	unit_rm_dir(dir);
 }
 
+/* verify_facts (what fmt-verify reports) is describe's "crc", "payload_authenticated" and
+ * "license", the same values, and nothing else. */
+static void facts_are_describes(const fmt_table_driver *d, const fmt_table *t)
+{
+	static const char *const keys[] = { "crc", "payload_authenticated", "license" };
+	if (!d->verify_facts)
+		return;
+	json_t *facts = d->verify_facts(t), *all = d->describe ? d->describe(t) : NULL;
+	size_t present = 0;
+	for (size_t i = 0; facts && all && i < sizeof keys / sizeof keys[0]; i++) {
+		json_t *mine = json_object_get(facts, keys[i]), *theirs = json_object_get(all, keys[i]);
+		present += mine != NULL;
+		if ((mine || theirs) && !json_equal(mine, theirs))
+			conform_fail(d->name, "verify_facts' %s is not describe's", keys[i]);
+	}
+	if (!facts || !all || json_object_size(facts) != present)
+		conform_fail(d->name, "verify_facts gives NULL, other members, or has no describe");
+	json_decref(facts);
+	json_decref(all);
+}
+
 void conform_table_driver(const fmt_table_driver *d, const char *path)
 {
 	fmt_table t;
@@ -526,6 +547,7 @@ void conform_table_driver(const fmt_table_driver *d, const char *path)
 		conform_fail(d->name, "sample %s probes as %s", path, t.driver->name);
 	if (fmt_table_verify(&t, NULL, &e) != FMT_OK)
 		conform_fail(d->name, "sample %s does not verify: %s", path, e.msg);
+	facts_are_describes(d, &t);
 	if (table_text(&t, &text, &e) != FMT_OK)
 		conform_fail(d->name, "sample %s: reading its rows: %s", path, e.msg);
 	fmt_table_free(&t);
