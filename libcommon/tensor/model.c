@@ -55,6 +55,7 @@ void fmt_model_free(fmt_model *m)
 	fmt_nameset_free(&m->tensor_names);
 	fmt_nameset_free(&m->qtensor_names);
 	fmt_nameset_free(&m->qtensor_scales);
+	fmt_nameset_free(&m->unit_names);
 	free(m->units);
 	free(m->qtensors);
 	free(m->meta);
@@ -296,8 +297,10 @@ fmt_kind fmt_model_add_unit(fmt_model *m, const char *tensor, const int8_t dims[
 		return fmt_fail(e, FMT_IO, "out of memory");
 	fmt_unit *u = &m->units[m->n_units];
 	u->tensor = strdup(tensor);
-	if (!u->tensor)
+	if (!u->tensor || fmt_nameset_add(&m->unit_names, u->tensor) < 0) {
+		free(u->tensor);
 		return fmt_fail(e, FMT_IO, "out of memory");
+	}
 	memcpy(u->dims, dims, sizeof u->dims);
 	m->n_units++;
 	return FMT_OK;
@@ -305,6 +308,11 @@ fmt_kind fmt_model_add_unit(fmt_model *m, const char *tensor, const int8_t dims[
 
 const fmt_unit *fmt_model_find_unit(const fmt_model *m, const char *tensor)
 {
+	long at = indexed(&m->unit_names, m->n_units, tensor);
+	if (at == -1)
+		return NULL;
+	if (at >= 0 && strcmp(m->units[at].tensor, tensor) == 0)
+		return &m->units[at];
 	for (size_t i = 0; i < m->n_units; i++)
 		if (strcmp(m->units[i].tensor, tensor) == 0)
 			return &m->units[i];

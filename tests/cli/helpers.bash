@@ -115,6 +115,17 @@ run_bounded_times() {
 		_ "$kb" "$out" "$@"
 }
 
+# run_cpu_bounded SECONDS CMD...: run CMD (as run --separate-stderr) under ulimit -t SECONDS (4 x
+# that in a sanitizer build): a bound on the CPU time it may take, for the tests that prove a
+# hostile input costs linear time; unlike timeout's wall clock, a busy machine does not move it.
+# Past it CMD is killed (SIGXCPU, or SIGKILL at the hard limit: status 152 or 137).
+run_cpu_bounded() {
+	local secs=$1
+	shift
+	asan_build && secs=$((secs * 4))
+	run --separate-stderr bash -c 'ulimit -t "$1"; shift; exec "$@"' _ "$secs" "$@"
+}
+
 # Byte-flip tests check every variant of a file through ONE run of a tool that takes several
 # FILEs and prints one JSON record per FILE (fmt-verify -j, fmt-sign verify -j), not a process
 # per variant.

@@ -129,6 +129,7 @@ typedef struct fmt_model {
 	 * when each was searched for among all). */
 	fmt_nameset tensor_names, qtensor_names;
 	fmt_nameset qtensor_scales;    /* the qtensors' scales names given (q->scales) */
+	fmt_nameset unit_names;        /* units[]' tensor names -> their index (fmt_model_add_unit) */
 	void *format_state;            /* driver-private, freed by close */
 	/* The driver's close, set with driver when a driver opens the model (the model knows
 	 * nothing of drivers: they sit above it). */
