@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 #include "fmt/err.h"
+#include "fmt/nameset.h"
 #include "fmt/nk.h"
 #include "onnx.pb-c.h"
 
@@ -42,6 +43,10 @@ typedef struct onnx_graph {
 	FmtOnnx__GraphProto *g;
 	onnx_init *inits;
 	size_t n_inits;
+	/* The initializers' names -> their index, for fmt_onnx_init_find (each node input looked
+	 * for among 100,000 initializers took minutes); holds them all only when no name is there
+	 * twice and memory sufficed. */
+	fmt_nameset init_names;
 	int input_rank;
 	uint64_t input_dims[ONNX_MAX_RANK];   /* 0 where the file names a symbol */
 } onnx_graph;

@@ -65,30 +65,72 @@ static const char *attr_string(const FmtOnnx__NodeProto *n, const char *name, ch
 
 /* ---- the graph's wiring ---- */
 
+/* Each name of names[0..n) (NULL ones skipped) into set, first[] set to node for a new one,
+ * count[] (when given) counting every occurrence. */
+static int index_names(fmt_nameset *set, char *const *names, size_t n, int node, int *first, int *count)
+{
+	for (size_t j = 0; j < n; j++) {
+		if (!names[j])
+			continue;
+		int r = fmt_nameset_add(set, names[j]);
+		if (r < 0)
+			return -1;
+		long at = r ? (long)set->used - 1 : fmt_nameset_find(set, names[j]);
+		if (r)
+			first[at] = node;
+		if (count)
+			count[at]++;
+	}
+	return 0;
+}
+
+static size_t count_names(const mapper *m, int outputs)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < m->n_nodes; i++)
+		n += outputs ? m->nodes[i]->n_output : m->nodes[i]->n_input;
+	return n;
+}
+
+fmt_kind fmt_onnx_index_wiring(mapper *m)
+{
+	onnx_wiring *w = &m->wires;
+	size_t n_out = count_names(m, 1), n_in = count_names(m, 0);
+	w->producer = calloc(n_out ? n_out : 1, sizeof *w->producer);
+	w->first_reader = calloc(n_in ? n_in : 1, sizeof *w->first_reader);
+	w->readers = calloc(n_in ? n_in : 1, sizeof *w->readers);
+	int ok = w->producer && w->first_reader && w->readers;
+	for (size_t i = 0; ok && i < m->n_nodes; i++) {
+		const FmtOnnx__NodeProto *n = m->nodes[i];
+		ok = index_names(&w->outputs, n->output, n->n_output, (int)i, w->producer, NULL) == 0 &&
+		     index_names(&w->inputs, n->input, n->n_input, (int)i, w->first_reader, w->readers) == 0;
+	}
+	return ok ? FMT_OK : fmt_fail(m->e, FMT_IO, "out of memory");
+}
+
+void fmt_onnx_wiring_free(onnx_wiring *w)
+{
+	fmt_nameset_free(&w->outputs);
+	fmt_nameset_free(&w->inputs);
+	free(w->producer);
+	free(w->first_reader);
+	free(w->readers);
+	memset(w, 0, sizeof *w);
+}
+
+/* The first node that outputs tensor, or -1. */
 int fmt_onnx_producer(const mapper *m, const char *tensor)
 {
-	for (size_t i = 0; tensor && i < m->n_nodes; i++) {
-		const FmtOnnx__NodeProto *n = m->nodes[i];
-		for (size_t j = 0; j < n->n_output; j++)
-			if (n->output[j] && strcmp(n->output[j], tensor) == 0)
-				return (int)i;
-	}
-	return -1;
+	long at = tensor ? fmt_nameset_find(&m->wires.outputs, tensor) : -1;
+	return at >= 0 ? m->wires.producer[at] : -1;
 }
 
 /* How many inputs of all nodes read tensor, and the first such node. */
 int fmt_onnx_consumers(const mapper *m, const char *tensor, int *first)
 {
-	int count = 0;
-	*first = -1;
-	for (size_t i = 0; tensor && i < m->n_nodes; i++)
-		for (size_t j = 0; j < m->nodes[i]->n_input; j++)
-			if (m->nodes[i]->input[j] && strcmp(m->nodes[i]->input[j], tensor) == 0) {
-				if (*first < 0)
-					*first = (int)i;
-				count++;
-			}
-	return count;
+	long at = tensor ? fmt_nameset_find(&m->wires.inputs, tensor) : -1;
+	*first = at >= 0 ? m->wires.first_reader[at] : -1;
+	return at >= 0 ? m->wires.readers[at] : 0;
 }
 
 /* An initializer by name, through Identity nodes (exporters alias equal tensors). */
@@ -662,7 +704,9 @@ fmt_kind fmt_onnx_to_nk(const onnx_graph *g, const nk_write_opts *o, nk_spec *ou
 				NK_MAX_LAYERS);
 	m.consumed = calloc(m.n_nodes ? m.n_nodes : 1, 1);
 	m.block_at = calloc(m.n_nodes ? m.n_nodes : 1, sizeof *m.block_at);
-	fmt_kind k = m.consumed && m.block_at ? take_input(&m) : fmt_fail(e, FMT_IO, "out of memory");
+	fmt_kind k = m.consumed && m.block_at ? fmt_onnx_index_wiring(&m) : fmt_fail(e, FMT_IO, "out of memory");
+	if (k == FMT_OK)
+		k = take_input(&m);
 	if (k == FMT_OK && !o->no_fuse && out->network == NK_CNN)
 		k = fmt_onnx_find_blocks(&m);
 	for (size_t i = 0; k == FMT_OK && i < m.n_nodes; i++) {
@@ -680,6 +724,7 @@ fmt_kind fmt_onnx_to_nk(const onnx_graph *g, const nk_write_opts *o, nk_spec *ou
 		fmt_onnx_block_free(&m.block_at[i]);
 	free(m.block_at);
 	free(m.consumed);
+	fmt_onnx_wiring_free(&m.wires);
 	if (k != FMT_OK)
 		fmt_nk_spec_free(out);
 	return k;

@@ -17,6 +17,16 @@ typedef struct onnx_block {
 	const FmtOnnx__NodeProto *add;
 } onnx_block;
 
+/* The graph's wiring by tensor name (fmt_onnx_index_wiring): its first producer, and how many
+ * node inputs read it and the first node that does (each looked for among all nodes, per node,
+ * was quadratic in the graph). */
+typedef struct onnx_wiring {
+	fmt_nameset outputs, inputs;
+	int *producer;            /* per distinct output name, by ordinal */
+	int *first_reader;        /* per distinct input name, by ordinal */
+	int *readers;
+} onnx_wiring;
+
 typedef struct mapper {
 	const onnx_graph *g;
 	const nk_write_opts *o;
@@ -33,6 +43,7 @@ typedef struct mapper {
 	int permute;              /* the next dense reads an NCHW flatten of ph x pw x pc */
 	uint32_t ph, pw, pc;
 	const char *last_output, *bias_output;
+	onnx_wiring wires;
 } mapper;
 
 const char *fmt_onnx_node_label(const FmtOnnx__NodeProto *n);
@@ -40,6 +51,8 @@ fmt_kind fmt_onnx_unsupported(mapper *m, const FmtOnnx__NodeProto *n, const char
 int64_t fmt_onnx_attr_int(const FmtOnnx__NodeProto *n, const char *name, int64_t def);
 float fmt_onnx_attr_float(const FmtOnnx__NodeProto *n, const char *name, float def);
 size_t fmt_onnx_attr_ints(const FmtOnnx__NodeProto *n, const char *name, const int64_t **v);
+fmt_kind fmt_onnx_index_wiring(mapper *m);
+void fmt_onnx_wiring_free(onnx_wiring *w);
 int fmt_onnx_producer(const mapper *m, const char *tensor);
 int fmt_onnx_consumers(const mapper *m, const char *tensor, int *first);
 const onnx_init *fmt_onnx_init_of(const mapper *m, const char *name);

@@ -232,6 +232,15 @@ static fmt_kind load_init(onnx_init *in, const FmtOnnx__TensorProto *t, const ch
 	return decode_raw(in, t->raw_data.data, e);
 }
 
+/* init_names: every initializer's name, in order, so that a name's ordinal is its index; left
+ * short (fmt_onnx_init_find then searches) at a name seen twice or out of memory. */
+static void index_inits(onnx_graph *g)
+{
+	for (size_t i = 0; i < g->n_inits; i++)
+		if (fmt_nameset_add(&g->init_names, g->inits[i].name) != 1)
+			return;
+}
+
 static void input_shape(onnx_graph *g)
 {
 	if (!g->g->n_input || !g->g->input[0]->type || !g->g->input[0]->type->tensor_type ||
@@ -306,12 +315,14 @@ fmt_kind fmt_onnx_graph_load(onnx_graph *g, const uint8_t *bytes, size_t n, cons
 		if (k != FMT_OK)
 			return k;
 	}
+	index_inits(g);
 	input_shape(g);
 	return FMT_OK;
 }
 
 void fmt_onnx_graph_free(onnx_graph *g)
 {
+	fmt_nameset_free(&g->init_names);
 	for (size_t i = 0; i < g->n_inits; i++) {
 		free(g->inits[i].f32);
 		free(g->inits[i].i64);
@@ -326,6 +337,10 @@ const onnx_init *fmt_onnx_init_find(const onnx_graph *g, const char *name)
 {
 	if (!name || !*name)
 		return NULL;
+	if (g->init_names.used == g->n_inits) {
+		long at = fmt_nameset_find(&g->init_names, name);
+		return at >= 0 ? &g->inits[at] : NULL;
+	}
 	for (size_t i = 0; i < g->n_inits; i++)
 		if (strcmp(g->inits[i].name, name) == 0)
 			return &g->inits[i];
