@@ -356,6 +356,29 @@ PY
 	assert_output --partial '"max_position_embeddings":128'
 }
 
+@test "a model of 60,000 metadata keys is written as APR in linear time" {
+	# Each key was looked for among the keys already collected for the APR header: 60,000 keys
+	# of 100-byte names took 7 s of CPU. Indexed now: 0.2 s.
+	/usr/bin/python3 - m.gguf <<'PY'
+import struct, sys
+n, pre = 60000, "k" * 100
+def s(x):
+    b = x.encode()
+    return struct.pack("<Q", len(b)) + b
+kv = b"".join(s("%s%d" % (pre, i)) + struct.pack("<I", 8) + s("v%d" % i) for i in range(n))
+head = b"GGUF" + struct.pack("<IQQ", 3, 1, n) + kv + s("w") + struct.pack("<IQIQ", 1, 32, 0, 0)
+head += b"\0" * (-len(head) % 32)
+open(sys.argv[1], "wb").write(head + struct.pack("<32f", *range(32)))
+PY
+	run_cpu_bounded 3 fmt-convert -q m.gguf m.apr
+	assert_success
+	fmt-convert -q m.apr back.gguf
+	fmt-inspect --json m.gguf | jq -S -c '.metadata' >want.json
+	fmt-inspect --json back.gguf | jq -S -c '.metadata | del(.["general.file_type"])' >got.json
+	[ "$(jq length got.json)" -eq 60000 ]
+	cmp want.json got.json
+}
+
 @test "a hostile tensor_count costs only the entries really there (24 MB file, 200 MB address space)" {
 	# tensor_count is the most 21-byte entries the file could hold (1.1 million, ~300 MB of
 	# tensors if allocated up front); the first entry is empty. The open must fail on it with
