@@ -43,15 +43,22 @@ static int grow(fmt_nameset *s)
 	return 0;
 }
 
-int fmt_nameset_add(fmt_nameset *s, const char *name)
+int fmt_nameset_add_at(fmt_nameset *s, const char *name, size_t at)
 {
 	if ((s->used + 1) * 2 > s->cap && grow(s) != 0)
 		return -1;
+	s->offered++;
 	size_t j = slot_of(s->slots, s->cap, name, strlen(name));
 	if (s->slots[j].name)
 		return 0;
-	s->slots[j] = (fmt_nameset_slot){ name, s->used++ };
+	s->slots[j] = (fmt_nameset_slot){ name, at };
+	s->used++;
 	return 1;
+}
+
+int fmt_nameset_add(fmt_nameset *s, const char *name)
+{
+	return fmt_nameset_add_at(s, name, s->used);
 }
 
 long fmt_nameset_find_prefix(const fmt_nameset *s, const char *name, size_t len)

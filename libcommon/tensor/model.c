@@ -259,7 +259,7 @@ fmt_kind fmt_model_add_tensor(fmt_model *m, const fmt_tensor *t, fmt_tensor **ou
 	fmt_tensor *slot = &m->tensors[m->n_tensors];
 	*slot = *t;
 	slot->name = strdup(t->name);
-	if (!slot->name || fmt_nameset_add(&m->tensor_names, slot->name) < 0) {
+	if (!slot->name || fmt_nameset_add_at(&m->tensor_names, slot->name, m->n_tensors) < 0) {
 		free(slot->name);
 		return fmt_fail(e, FMT_IO, "out of memory");
 	}
@@ -269,13 +269,14 @@ fmt_kind fmt_model_add_tensor(fmt_model *m, const fmt_tensor *t, fmt_tensor **ou
 	return FMT_OK;
 }
 
-/* Where names (of the n elements) puts name, when it holds them all (every one added by the
- * model's functions, none twice): -1 when none is so named; -2 when the set cannot tell. The
- * elements may have been reordered in place (gguf_split.c's front_to_back): the same names, so
- * a miss is one, but the caller checks a hit. */
+/* Where names (of the n elements) puts name, when every element was added to it (by the model's
+ * functions, each at its place: a name given twice keeps its first place, as a scan would
+ * find): -1 when none is so named; -2 when the set cannot tell. The elements may have been
+ * reordered in place (gguf_split.c's front_to_back): the same names, so a miss is one, but the
+ * caller checks a hit. */
 static long indexed(const fmt_nameset *names, size_t n, const char *name)
 {
-	return names->used == n ? fmt_nameset_find(names, name) : -2;
+	return names->offered == n ? fmt_nameset_find(names, name) : -2;
 }
 
 const fmt_tensor *fmt_model_find_tensor(const fmt_model *m, const char *name)
@@ -297,7 +298,7 @@ fmt_kind fmt_model_add_unit(fmt_model *m, const char *tensor, const int8_t dims[
 		return fmt_fail(e, FMT_IO, "out of memory");
 	fmt_unit *u = &m->units[m->n_units];
 	u->tensor = strdup(tensor);
-	if (!u->tensor || fmt_nameset_add(&m->unit_names, u->tensor) < 0) {
+	if (!u->tensor || fmt_nameset_add_at(&m->unit_names, u->tensor, m->n_units) < 0) {
 		free(u->tensor);
 		return fmt_fail(e, FMT_IO, "out of memory");
 	}
@@ -327,7 +328,7 @@ fmt_kind fmt_model_add_qtensor(fmt_model *m, const fmt_qtensor *q, fmt_err *e)
 	*slot = *q;
 	slot->name = strdup(q->name);
 	slot->scales = q->scales ? strdup(q->scales) : NULL;
-	if (!slot->name || (q->scales && !slot->scales) || fmt_nameset_add(&m->qtensor_names, slot->name) < 0 ||
+	if (!slot->name || (q->scales && !slot->scales) || fmt_nameset_add_at(&m->qtensor_names, slot->name, m->n_qtensors) < 0 ||
 	    (slot->scales && fmt_nameset_add(&m->qtensor_scales, slot->scales) < 0)) {
 		free(slot->name);
 		free(slot->scales);

@@ -231,6 +231,36 @@ PY
 	assert_equal "$stderr" "fmt-verify: error: set/m.apsim.index.json: tensor '$(printf 'x%.0s' {1..150})059999' of a shard is not listed in weight_map"
 }
 
+@test "a set of 40,000 compressed tensors with one name in two shards is refused in linear time" {
+	# The name given twice turned every later look-up by name into a scan of all the tensors
+	# (the index said it could not tell): reading the second shard took 10 s of CPU before the
+	# set's check named the tensor. The index keeps each name's first place now: 1.2 s.
+	/usr/bin/python3 - many.safetensors <<'PY'
+import json, struct, sys
+n = 40000
+hdr = {"t%d" % i: {"dtype": "F32", "shape": [1, 32], "data_offsets": [128 * i, 128 * i + 128]} for i in range(n)}
+h = json.dumps(hdr).encode()
+h += b" " * (-len(h) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + struct.pack("<32f", *range(32)) * n)
+PY
+	fmt-convert -q --dtype q8_0 many.safetensors many.gguf
+	mkdir set
+	fmt-convert -q --shard 700000 many.gguf set/m.apsim
+	# shard 1's t1000 renamed t2750, a tensor of shard 2 (the same length: offsets hold)
+	/usr/bin/python3 - set/m-00001-of-00003.apsim set/m-00002-of-00003.apsim <<'PY'
+import sys
+raw = open(sys.argv[1], "rb").read()
+assert open(sys.argv[2], "rb").read().count(b'"t2750"') == 1
+for a, b in ((b't1000\\"', b't2750\\"'), (b'"t1000__qscale"', b'"t2750__qscale"'), (b'"t1000"', b'"t2750"')):
+    assert raw.count(a) == 1, a
+    raw = raw.replace(a, b)
+open(sys.argv[1], "wb").write(raw)
+PY
+	run_cpu_bounded 5 fmt-verify set/m.apsim.index.json
+	assert_failure 9
+	assert_equal "$stderr" "fmt-verify: error: set/m.apsim.index.json: tensor 't2750' is in shards 'm-00001-of-00003.apsim' and 'm-00002-of-00003.apsim'"
+}
+
 @test "a signed set: ok with the secret, exit 7 with another, exit 7 with a key when unsigned" {
 	make_set set 1
 	run --separate-stderr fmt-verify --secret-file team.secret set/model.apsim.index.json

@@ -88,3 +88,42 @@ TEST(qtensor_scales_named_by_default_or_given)
 	CHECK(fmt_model_find_qtensor(&m, "v") == &m.qtensors[1]);
 	fmt_model_free(&m);
 }
+
+TEST(nameset_add_at_keeps_the_first_place_of_a_name_twice)
+{
+	fmt_nameset s = { 0 };
+	CHECK_EQ_U64(fmt_nameset_add_at(&s, "a", 0), 1);
+	CHECK_EQ_U64(fmt_nameset_add_at(&s, "b", 1), 1);
+	CHECK_EQ_U64(fmt_nameset_add_at(&s, "a", 2), 0);
+	CHECK_EQ_U64(fmt_nameset_add_at(&s, "c", 3), 1);
+	CHECK_EQ_U64(s.used, 3);
+	CHECK_EQ_U64(s.offered, 4);
+	CHECK_EQ_U64((uint64_t)fmt_nameset_find(&s, "a"), 0);
+	CHECK_EQ_U64((uint64_t)fmt_nameset_find(&s, "c"), 3);
+	fmt_nameset_free(&s);
+}
+
+/* A name twice (a shard set before its check refuses it) leaves the index right for the rest:
+ * each look-up was a scan of all the names from then on. */
+TEST(model_look_ups_after_a_name_twice_find_their_own_place)
+{
+	fmt_model m;
+	fmt_err e;
+	fmt_err_clear(&e);
+	fmt_model_init(&m);
+	const int8_t dims[FMT_UNIT_DIMS] = { 1 };
+	const char *names[] = { "a", "b", "a", "c", "d" };
+	for (int i = 0; i < 5; i++) {
+		add_tensor(&m, names[i]);
+		CHECK_EQ_U64(fmt_model_add_unit(&m, names[i], dims, &e), FMT_OK);
+	}
+	CHECK_EQ_U64(m.tensor_names.offered, 5);
+	CHECK(fmt_model_find_tensor(&m, "a") == &m.tensors[0]);
+	CHECK(fmt_model_find_tensor(&m, "c") == &m.tensors[3]);
+	CHECK(fmt_model_find_tensor(&m, "d") == &m.tensors[4]);
+	CHECK(fmt_model_find_tensor(&m, "e") == NULL);
+	CHECK(fmt_model_find_unit(&m, "a") == &m.units[0]);
+	CHECK(fmt_model_find_unit(&m, "d") == &m.units[4]);
+	CHECK(fmt_model_find_unit(&m, "e") == NULL);
+	fmt_model_free(&m);
+}
