@@ -155,6 +155,12 @@ static fmt_kind parse_wanted(const fmt_convert_opts *o, const target *tg, wanted
 	return unknown_dtype(tg, name, e);
 }
 
+const char *fmt_pipeline_dtype_name(const fmt_convert_opts *o)
+{
+	const char *alias = o->dtype && o->to && o->to->dtype_alias ? o->to->dtype_alias(o->dtype) : NULL;
+	return alias ? alias : o->dtype;
+}
+
 fmt_kind fmt_pipeline_check_dtype(const fmt_convert_opts *o, fmt_err *e)
 {
 	target tg;

@@ -145,9 +145,10 @@ setup() {
 	assert_failure 2
 	assert_equal "$stderr" "fmt-convert: error: $IM/b.gguf: --imatrix goes with --dtype naming a llama-quantize type (Q4_K_M, Q8_0, ...), which is not given"
 	nothing_written out.gguf
-	run --separate-stderr fmt-convert --dtype f16 --imatrix "$IM/b/imatrix.gguf" --include-weights attn "$IM/b.gguf" out.gguf
+	# (f16 is llama-quantize's F16 with them, which takes a matrix: gguf-presets.bats)
+	run --separate-stderr fmt-convert --dtype keep --imatrix "$IM/b/imatrix.gguf" --include-weights attn "$IM/b.gguf" out.gguf
 	assert_failure 2
-	assert_equal "$stderr" "fmt-convert: error: $IM/b.gguf: --imatrix and --include-weights go with --dtype naming a llama-quantize type (Q4_K_M, Q8_0, ...), not 'f16'"
+	assert_equal "$stderr" "fmt-convert: error: $IM/b.gguf: --imatrix and --include-weights go with --dtype naming a llama-quantize type (Q4_K_M, Q8_0, ...), not 'keep'"
 	nothing_written out.gguf
 	run --separate-stderr fmt-convert --imatrix "$IM/b/imatrix.gguf" "$IM/b.gguf" out.safetensors
 	assert_failure 2

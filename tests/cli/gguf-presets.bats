@@ -52,8 +52,8 @@ listing() {
 		done
 		n=$((n + 1))
 	done <"$LQ/cases"
-	assert_equal "$n" 66
-	# one gguf-py for the 66 listings (OUT.gguf.txt each), then each against its golden
+	assert_equal "$n" 75
+	# one gguf-py for the 75 listings (OUT.gguf.txt each), then each against its golden
 	"$REPO_ROOT/scripts/gen/llama-quantize-golden" --list-each ./*.gguf
 	n=0
 	for out in ./*.gguf; do
@@ -61,7 +61,7 @@ listing() {
 		diff "$LQ/${out%.gguf}.txt" "$out.txt" || fail "${out%.gguf} differs from llama-quantize"
 		n=$((n + 1))
 	done
-	assert_equal "$n" 66
+	assert_equal "$n" 75
 }
 
 @test "the golden cases cover each preset, the fallbacks, GQA, tied embeddings, experts, 70B and falcon" {
@@ -318,4 +318,86 @@ PY
 		assert_success
 		assert_equal "$stderr" ""
 	done
+}
+
+@test "--dtype takes llama-quantize's type numbers (llama_ftype): 15 is Q4_K_M, 7 Q8_0, 12 Q3_K_M, 1 F16, 32 BF16, 0 F32" {
+	local pair
+	for pair in 15:Q4_K_M 7:Q8_0 12:Q3_K_M 18:Q6_K 30:IQ4_XS 1:f16 32:bf16 0:f32; do
+		fmt-convert -q --dtype "${pair#*:}" "$PM/b.gguf" name.gguf
+		run --separate-stderr fmt-convert --dtype "${pair%%:*}" "$PM/b.gguf" number.gguf
+		assert_success
+		assert_equal "$stderr" ""
+		cmp name.gguf number.gguf || fail "--dtype ${pair%%:*} is not --dtype ${pair#*:}"
+		rm name.gguf number.gguf
+	done
+	# with the overrides, and in --dry-run's JSON (the plan names the preset)
+	fmt-convert -q --dtype Q4_K_M --output-tensor-type q8_0 "$PM/a.gguf" name.gguf
+	fmt-convert -q --dtype 15 --output-tensor-type q8_0 "$PM/a.gguf" number.gguf
+	cmp name.gguf number.gguf
+	assert_equal "$(fmt-inspect --json number.gguf | jq '.metadata["general.file_type"]')" 15
+	assert_equal "$(fmt-convert --dry-run --json --dtype 15 "$PM/a.gguf" dry.gguf | jq -r '.tensors[] | select(.name == "output.weight") | .to')" Q6_K
+	nothing_written dry.gguf
+}
+
+@test "--dtype NUMBER: the numbers llama-quantize refuses, and those of types fmtkit does not write, are exit 2 naming them" {
+	local n
+	for n in 4 5 6 33 34 35 39 42 255 99999999999; do
+		run --separate-stderr fmt-convert --dtype "$n" "$PM/b.gguf" out.gguf
+		assert_failure 2
+		assert_equal "$stderr" "$(usage_error fmt-convert "--dtype $n: llama-quantize's type numbers (llama_ftype) are 0-3, 7-32, 36-38, 40 and 41; of those fmtkit writes 0 F32, 1 F16, 2 Q4_0, 3 Q4_1, 7 Q8_0, 8 Q5_0, 9 Q5_1, 10 Q2_K, 11 Q3_K_S, 12 Q3_K_M, 13 Q3_K_L, 14 Q4_K_S, 15 Q4_K_M, 16 Q5_K_S, 17 Q5_K_M, 18 Q6_K, 25 IQ4_NL, 30 IQ4_XS, 32 BF16")"
+		nothing_written out.gguf
+	done
+	local what="it writes Q2_K, Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL, IQ4_XS, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0"
+	local pair
+	for pair in 19:IQ2_XXS 21:Q2_K_S 31:IQ1_M 36:TQ1_0 38:MXFP4_MOE 41:Q2_0; do
+		run --separate-stderr fmt-convert --dtype "${pair%%:*}" "$PM/b.gguf" out.gguf
+		assert_failure 2
+		assert_equal "$stderr" "$(usage_error fmt-convert "--dtype ${pair%%:*}: fmtkit does not write llama-quantize's ${pair#*:}; $what")"
+		nothing_written out.gguf
+	done
+	# not a number as llama-quantize's std::stoi would cut it: the general message
+	for n in -1 +15 15x ' 15'; do
+		run --separate-stderr fmt-convert --dtype "$n" "$PM/b.gguf" out.gguf
+		assert_failure 2
+		[[ "$stderr" == "fmt-convert: error: --dtype takes f32, f16, "*"(not '$n'"* ]] || fail "--dtype '$n': $stderr"
+		nothing_written out.gguf
+	done
+}
+
+@test "--dtype F16, BF16, F32 take llama-quantize's overrides: its types, bytes, file type and quantization_version" {
+	# the tensors are in the golden cases (a-F16-types ...); here the keys llama-quantize writes
+	# that the listings do not hold: general.quantization_version 2 on its F16/BF16/F32 outputs
+	local pair
+	for pair in F16:1 bf16:32 f32:0; do
+		fmt-convert -q --dtype "${pair%%:*}" --output-tensor-type q8_0 "$PM/a.gguf" out.gguf
+		assert_equal "$(fmt-inspect --json out.gguf | jq -c '.metadata | [.["general.file_type"], .["general.quantization_version"]]')" "[${pair#*:},2]"
+		assert_equal "$(fmt-inspect --json out.gguf | jq -r '.tensors[] | select(.name == "output.weight") | .dtype')" Q8_0
+		rm out.gguf
+	done
+	# --output-tensor-type f16 quantizes nothing: llama-quantize writes the version all the same
+	fmt-convert -q --dtype f16 --output-tensor-type f32 "$PM/a.gguf" out.gguf
+	assert_equal "$(fmt-inspect --json out.gguf | jq -c '.metadata | [.["general.file_type"], .["general.quantization_version"]]')" "[1,2]"
+	assert_equal "$(fmt-inspect --json out.gguf | jq -r '[.tensors[] | select(.shape | length == 2) | .dtype] | unique | join(" ")')" "F16 F32"
+	# with an importance matrix: the keys llama-quantize writes for it with F16 (checked with it)
+	fmt-convert -q --dtype f16 --imatrix "$PM/b/imatrix.gguf" --include-weights attn "$PM/b.gguf" im.gguf
+	assert_equal "$(fmt-inspect --json im.gguf | jq -c '.metadata | [.["general.file_type"], .["quantize.imatrix.entries_count"], .["quantize.imatrix.chunks_count"]]')" "[1,8,4]"
+	# without an override f16 stays fmt-convert's plain dtype, as before: the same bytes, no version
+	fmt-convert -q --dtype f16 "$PM/a.gguf" plain.gguf
+	assert_equal "$(fmt-inspect --json plain.gguf | jq -c '.metadata | [.["general.file_type"], .["general.quantization_version"]]')" "[1,null]"
+	fmt-convert -q --dtype f16 "$PM/a/weights.safetensors" plain-st.gguf
+	assert_equal "$(fmt-inspect --json plain-st.gguf | jq -r '[.tensors[].dtype] | unique | join(" ")')" "F16 F32"
+}
+
+@test "--tensor-type with --dtype F16/BF16/F32: no tensor changes, as in llama-quantize, and a warning says so" {
+	fmt-convert -q --dtype f16 --output-tensor-type q8_0 "$PM/a.gguf" want.gguf
+	run --separate-stderr fmt-convert --dtype F16 --output-tensor-type q8_0 --tensor-type attn_q=q8_0 \
+		--tensor-type 'ffn_down=q4_k' "$PM/a.gguf" out.gguf
+	assert_success
+	assert_equal "$stderr" "fmt-convert: warning: --tensor-type 'attn_q', 'ffn_down': no tensor changed: llama-quantize applies --tensor-type with its quantized types only, not with F16 (--output-tensor-type and --token-embedding-type apply)"
+	cmp want.gguf out.gguf
+	# a bad pattern is still exit 2
+	run --separate-stderr fmt-convert --dtype bf16 --tensor-type 'attn_(q=q8_0' "$PM/a.gguf" bad.gguf
+	assert_failure 2
+	assert_equal "$stderr" "$(usage_error fmt-convert "--tensor-type: 'attn_(q' is not a regular expression")"
+	nothing_written bad.gguf
 }

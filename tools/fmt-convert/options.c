@@ -76,7 +76,8 @@ static const fmt_cli_option own_options[] = {
 		      "q4_k, q5_k, q6_k, iq4_nl, iq4_xs (GGUF; any case), int8,\n"
 		      "int4, fp8, fp6, fp4 (.apsim compressed tensors) or keep\n"
 		      "(default: f16 for GGUF, keep otherwise); for GGUF also\n"
-		      "llama-quantize's presets (Q4_K_M, Q5_K_S, ...)"),
+		      "llama-quantize's presets (Q4_K_M, Q5_K_S, ...) and its type\n"
+		      "numbers (15 is Q4_K_M)"),
 	  .complete = FMT_COMPLETE_WORDS, .values = dtype_values },
 	{ FMT_CLI_OPT("compression", 'c', "CODEC", "what the output format offers: .apr (seed layout, one frame\n"
 		      "per tensor; default none): none, lz4[:1-12], zstd[:1-19],\n"

@@ -137,6 +137,7 @@ static const char *model_target(convert_args *a, const char *output)
 			 "not --dtype %s alone", o->to->title, o->dtype);
 		return a->msg;
 	}
+	o->dtype = fmt_pipeline_dtype_name(o);   /* GGUF: llama-quantize's 15 is Q4_K_M */
 	if (fmt_pipeline_check_dtype(o, &e) != FMT_OK) { /* before any file: a usage error, not the input's */
 		snprintf(a->msg, sizeof a->msg, "%s", e.msg);
 		return a->msg;

@@ -139,7 +139,7 @@ fmt_kind fmt_gguf_set_type_keys(fmt_model *m, fmt_dtype requested, const char *m
 	}
 	if (k != FMT_OK)
 		return k;
-	if (!has_block_tensor(m)) {
+	if (!has_block_tensor(m) && !mix) {   /* llama-quantize writes the version on all it writes */
 		/* Tensors converted to a float dtype asked for are no longer quantized; tensors kept
 		 * as they are keep the input's value (llama.cpp writes the key on F16 files too). */
 		if (requested != FMT_DT_INVALID)

@@ -46,12 +46,69 @@ static const preset presets[] = {
 };
 #define N_PRESETS (sizeof presets / sizeof presets[0])
 
+/* llama-quantize's F16, BF16 and F32: the tensors it quantizes get that type, the overrides
+ * apply (--output-tensor-type, --token-embedding-type); without an override they are the plain
+ * dtypes of those names (no mix), as before. */
+static const preset float_presets[] = {
+	{ "F16", 1, FMT_DT_F16, 0 }, { "BF16", 32, FMT_DT_BF16, 0 }, { "F32", 0, FMT_DT_F32, 0 },
+};
+#define N_FLOAT_PRESETS (sizeof float_presets / sizeof float_presets[0])
+
+/* The llama_ftype numbers llama-quantize takes as the type (its QUANT_OPTIONS, whose first
+ * name of a number counts: 12 is its alias Q3_K, the same preset as Q3_K_M; 0 is F32, not
+ * COPY). 4-6, 33-35 and 39 are ftypes it does not take. */
+static const struct { unsigned number; const char *name; } ftype_numbers[] = {
+	{ 0, "F32" }, { 1, "F16" }, { 2, "Q4_0" }, { 3, "Q4_1" }, { 7, "Q8_0" }, { 8, "Q5_0" }, { 9, "Q5_1" },
+	{ 10, "Q2_K" }, { 11, "Q3_K_S" }, { 12, "Q3_K_M" }, { 13, "Q3_K_L" }, { 14, "Q4_K_S" }, { 15, "Q4_K_M" },
+	{ 16, "Q5_K_S" }, { 17, "Q5_K_M" }, { 18, "Q6_K" }, { 19, "IQ2_XXS" }, { 20, "IQ2_XS" }, { 21, "Q2_K_S" },
+	{ 22, "IQ3_XS" }, { 23, "IQ3_XXS" }, { 24, "IQ1_S" }, { 25, "IQ4_NL" }, { 26, "IQ3_S" }, { 27, "IQ3_M" },
+	{ 28, "IQ2_S" }, { 29, "IQ2_M" }, { 30, "IQ4_XS" }, { 31, "IQ1_M" }, { 32, "BF16" }, { 36, "TQ1_0" },
+	{ 37, "TQ2_0" }, { 38, "MXFP4_MOE" }, { 40, "Q1_0" }, { 41, "Q2_0" },
+};
+#define N_FTYPE_NUMBERS (sizeof ftype_numbers / sizeof ftype_numbers[0])
+
+/* name is a number (decimal digits only, as --dtype 15). */
+static int is_number(const char *name)
+{
+	size_t n = name ? strspn(name, "0123456789") : 0;
+	return n > 0 && name[n] == '\0';
+}
+
+/* The type llama-quantize's number name stands for, or NULL (not a number, or none it takes). */
+static const char *numbered(const char *name)
+{
+	if (!is_number(name) || strlen(name) > 9)
+		return NULL;
+	unsigned long n = strtoul(name, NULL, 10);
+	for (size_t i = 0; i < N_FTYPE_NUMBERS; i++)
+		if (ftype_numbers[i].number == n)
+			return ftype_numbers[i].name;
+	return NULL;
+}
+
 static const preset *preset_named(const char *name)
 {
+	const char *type = numbered(name);
+	if (type)
+		name = type;
 	for (size_t i = 0; name && i < N_PRESETS; i++)
 		if (strcasecmp(presets[i].name, name) == 0)
 			return &presets[i];
+	for (size_t i = 0; name && i < N_FLOAT_PRESETS; i++)
+		if (strcasecmp(float_presets[i].name, name) == 0)
+			return &float_presets[i];
 	return NULL;
+}
+
+static int is_float_preset(const preset *p)
+{
+	return p >= float_presets && p < float_presets + N_FLOAT_PRESETS;
+}
+
+const char *fmt_gguf_dtype_alias(const char *name)
+{
+	const preset *p = is_number(name) ? preset_named(name) : NULL;
+	return p ? p->name : NULL;
 }
 
 size_t fmt_gguf_dtype_mixes(fmt_drvopt_value *out, size_t max)
@@ -75,14 +132,33 @@ static const char *const unwritten_presets[] = {
 
 /* FMT_USAGE naming what to ask instead when name is one of unwritten_presets or llama-quantize's
  * COPY (--dtype keep here); FMT_OK if not. */
+/* A number llama-quantize does not take: UsageError naming those it takes, and the types of
+ * those fmtkit writes. */
+static fmt_kind refuse_number(const char *name, fmt_err *e)
+{
+	char written[512] = "";
+	for (size_t i = 0; i < N_FTYPE_NUMBERS; i++) {
+		const preset *p = preset_named(ftype_numbers[i].name);
+		size_t used = strlen(written);
+		if (p)
+			snprintf(written + used, sizeof written - used, "%s%u %s", used ? ", " : "",
+				 ftype_numbers[i].number, ftype_numbers[i].name);
+	}
+	return fmt_fail(e, FMT_USAGE, "--dtype %s: llama-quantize's type numbers (llama_ftype) are 0-3, 7-32, 36-38, "
+			"40 and 41; of those fmtkit writes %s", name, written);
+}
+
 static fmt_kind refuse_unwritten(const char *name, fmt_err *e)
 {
 	if (!name)
 		return FMT_OK;
 	if (strcasecmp(name, "COPY") == 0)
 		return fmt_fail(e, FMT_USAGE, "--dtype %s: llama-quantize's COPY is --dtype keep here", name);
+	const char *type = is_number(name) ? numbered(name) : name;
+	if (!type)
+		return refuse_number(name, e);
 	for (size_t i = 0; i < sizeof unwritten_presets / sizeof unwritten_presets[0]; i++) {
-		if (strcasecmp(unwritten_presets[i], name) != 0)
+		if (strcasecmp(unwritten_presets[i], type) != 0)
 			continue;
 		const char *names[N_PRESETS];
 		char written[256];
@@ -489,6 +565,8 @@ static fmt_kind tensor_type(rules *r, const fmt_tensor *t, fmt_dtype *type, cons
 		return FMT_OK;
 	}
 	*type = r->p->base;
+	if (is_float_preset(r->p))
+		return FMT_OK;   /* llama-quantize: no --tensor-type, mixture or fallback for F16, BF16, F32 */
 	int pattern = pattern_of(r, t->name);
 	if (pattern >= 0) {
 		*type = r->o->pattern_type[pattern];
@@ -628,11 +706,23 @@ static int imatrix_unused(const fmt_gguf_quant_opts *o, const fmt_model *m)
 	return 1;
 }
 
+/* --tensor-type with F16, BF16 or F32, which llama-quantize applies to its quantized types
+ * only: the patterns added to note; how many. */
+static size_t ignored_patterns(const rules *r, char *note, size_t note_n)
+{
+	for (size_t i = 0; i < r->n_re; i++)
+		note_add(note, note_n, "%s'%s'", i ? ", " : "--tensor-type ", r->o->pattern[i]);
+	if (r->n_re)
+		note_add(note, note_n, ": no tensor changed: llama-quantize applies --tensor-type with its quantized "
+			 "types only, not with %s (--output-tensor-type and --token-embedding-type apply)", r->p->name);
+	return r->n_re;
+}
+
 static void mix_note(const rules *r, const fmt_model *m, char *note, size_t note_n)
 {
 	const fmt_gguf_quant_opts *o = r->o;
-	size_t n = unmatched_patterns(r, m, note, note_n);
-	if (n)
+	size_t n = is_float_preset(r->p) ? ignored_patterns(r, note, note_n) : unmatched_patterns(r, m, note, note_n);
+	if (n && !is_float_preset(r->p))
 		note_add(note, note_n, ": %s no tensor's name (none of them changed)", n == 1 ? "matches" : "match");
 	if (!imatrix_unused(o, m))
 		return;
@@ -657,8 +747,8 @@ fmt_kind fmt_gguf_mix_dtypes(const fmt_model *m, const fmt_model *meta, const ch
 		note[0] = '\0';
 	if (!p && refuse_unwritten(name, e) != FMT_OK)
 		return FMT_USAGE;
-	if (!p && !fmt_gguf_quant_opts_given(o))
-		return FMT_OK;
+	if ((!p || is_float_preset(p)) && !fmt_gguf_quant_opts_given(o))
+		return FMT_OK;   /* f16 without an override: the plain dtype */
 	if (!p) {
 		char given[256];
 		size_t n = quant_opts_named(o, given, sizeof given);

@@ -673,6 +673,7 @@ const fmt_driver fmt_driver_gguf = {
 	.default_dtype = "f16",
 	.mix_dtypes = fmt_gguf_mix_dtypes,
 	.dtype_mixes = fmt_gguf_dtype_mixes,
+	.dtype_alias = fmt_gguf_dtype_alias,
 	.options = &fmt_gguf_quant_options,
 	.arch_key = "general.architecture",
 	.archs = gguf_archs,

@@ -93,7 +93,8 @@ int fmt_gguf_ftype_of_dtype(fmt_dtype t, uint32_t *ftype);
  * keep. A model without tensors keeps both keys as they are: a key is replaced by a derived
  * value, never dropped for want of one. Existing keys keep their position. mix, when not NULL,
  * names the llama-quantize preset the tensors were planned by (fmt_gguf_mix_dtypes): the file
- * type is that preset's (Q4_K_S: 14) whatever requested says. */
+ * type is that preset's (Q4_K_S: 14) whatever requested says, and the quantization version is
+ * written whatever the tensors are (llama-quantize writes it on its F16 files too). */
 fmt_kind fmt_gguf_set_type_keys(fmt_model *m, fmt_dtype requested, const char *mix, fmt_err *e);
 /* The driver's derive_meta: those keys, and with a preset (mix) and an --imatrix of one or more
  * entries (options: fmt_gguf_quant_opts), the keys llama-quantize records it by:
@@ -158,12 +159,19 @@ int fmt_gguf_quant_opts_given(const fmt_gguf_quant_opts *q);
  * dtype most of its tensors get. */
 size_t fmt_gguf_dtype_mixes(fmt_drvopt_value *out, size_t max);
 
+/* The driver's dtype_alias (fmt/registry.h): llama-quantize's ftype number of a type fmtkit
+ * writes (0 F32, 1 F16, 2 Q4_0, ... 15 Q4_K_M, ... 32 BF16) as its name; NULL for any other
+ * name (numbers llama-quantize refuses, and those of types fmtkit does not write, which
+ * fmt_gguf_mix_dtypes refuses naming them). */
+const char *fmt_gguf_dtype_alias(const char *name);
+
 /* The llama_ftype of llama-quantize's preset name (any case: Q4_K_M 15, Q4_K 15), or 0. */
 int fmt_gguf_preset_ftype(const char *name, uint32_t *ftype);
 
 /* The driver's mix_dtypes (fmt/registry.h): for --dtype naming one of llama-quantize's presets
  * (Q2_K, Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL, IQ4_XS, Q4_0,
- * Q4_1, Q5_0, Q5_1, Q8_0; Q3_K, Q4_K, Q5_K for the _M ones) the dtype llama-quant.cpp gives each
+ * Q4_1, Q5_0, Q5_1, Q8_0; Q3_K, Q4_K, Q5_K for the _M ones; llama-quantize's numbers of them, 15
+ * for Q4_K_M; F16, BF16 and F32 when an option is given, else no mix) the dtype llama-quant.cpp gives each
  * tensor of m, by its role, layer and rows and meta's general.architecture and <arch>.
  * block_count, expert_count, attention.head_count(_kv); options: fmt_gguf_quant_opts or NULL.
  * A preset that is also a dtype's name (Q4_0, q4_k) on a model without those keys is no mix

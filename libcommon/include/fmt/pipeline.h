@@ -83,6 +83,10 @@ typedef struct fmt_convert_opts {
 /* Convert a dataset (o->table_to set) from input to output. */
 fmt_kind fmt_pipeline_dataset(const char *input, const char *output, const fmt_convert_opts *o, fmt_err *e);
 
+/* o->dtype as the plan reads it: the name o->to's dtype_alias says it stands for (GGUF: 15 is
+ * Q4_K_M), else o->dtype itself. */
+const char *fmt_pipeline_dtype_name(const fmt_convert_opts *o);
+
 /* o->dtype (when given) checked against o->to before any file is opened: a name no dtype, mix
  * or preset of the target has is UsageError ("--dtype takes ..."), as the plan would say; a
  * mix of o->to (GGUF's Q4_K_M) is left to the plan, which asks the input. */

@@ -148,6 +148,10 @@ typedef struct fmt_driver {
 	/* The names mix_dtypes takes, each with what it gives, into out[0..max): how many (what
 	 * --help and the completions offer for --dtype). NULL: none. */
 	size_t (*dtype_mixes)(fmt_drvopt_value *out, size_t max);
+	/* Another spelling of one of the --dtype names the format takes that --help does not list
+	 * (GGUF: llama-quantize's ftype numbers, 15 for Q4_K_M): the name it stands for, or NULL.
+	 * NULL hook: none. */
+	const char *(*dtype_alias)(const char *name);
 	int compresses;               /* the writer compresses tensor data (fmt_write_opts.codec) */
 	/* Reads a sequential source (a pipe, fmt/io.h) front to back: open reads header, metadata
 	 * and index only; tensors are read in file order (fmt_tensor.seq_pos) and verify, called
