@@ -42,7 +42,8 @@ listing() {
 	local model case type opts level n=0 out
 	while read -r model case type opts; do
 		case "$model" in '#'* | '') continue ;; esac
-		read -r -a opts <<<"${opts//@MODEL@/$PM/$model}"
+		opts=${opts//@MODEL@/$PM/$model}
+		read -r -a opts <<<"${opts//@DATA@/$LQ}"
 		run fmt-convert --dtype "$type" "${opts[@]}" "$PM/$model.gguf" "$model-$case.gguf"
 		assert_success
 		for level in portable avx2; do
@@ -52,8 +53,8 @@ listing() {
 		done
 		n=$((n + 1))
 	done <"$LQ/cases"
-	assert_equal "$n" 75
-	# one gguf-py for the 75 listings (OUT.gguf.txt each), then each against its golden
+	assert_equal "$n" 76
+	# one gguf-py for the 76 listings (OUT.gguf.txt each), then each against its golden
 	"$REPO_ROOT/scripts/gen/llama-quantize-golden" --list-each ./*.gguf
 	n=0
 	for out in ./*.gguf; do
@@ -61,7 +62,7 @@ listing() {
 		diff "$LQ/${out%.gguf}.txt" "$out.txt" || fail "${out%.gguf} differs from llama-quantize"
 		n=$((n + 1))
 	done
-	assert_equal "$n" 75
+	assert_equal "$n" 76
 }
 
 @test "the golden cases cover each preset, the fallbacks, GQA, tied embeddings, experts, 70B and falcon" {
@@ -400,4 +401,80 @@ PY
 	assert_failure 2
 	assert_equal "$stderr" "$(usage_error fmt-convert "--tensor-type: 'attn_(q' is not a regular expression")"
 	nothing_written bad.gguf
+}
+
+@test "--tensor-type-file reads llama-quantize's file: PATTERN=TYPE words between spaces and newlines, in its place among the --tensor-type options" {
+	# the golden case a-Q4_K_M-tensor-type-file has llama-quantize's bytes for the file with
+	# --tensor-type around it; the same words given as --tensor-type options plan the same
+	fmt-convert --dry-run --json --dtype Q4_K_M --tensor-type attn=q5_0 --tensor-type-file "$LQ/tensor-types.txt" \
+		--tensor-type ffn_up=q8_0 "$PM/a.gguf" out.gguf | jq -r '.tensors[] | "\(.name) \(.to)"' >file
+	fmt-convert --dry-run --json --dtype Q4_K_M --tensor-type attn=q5_0 --tensor-type attn_q=q8_0 \
+		--tensor-type ffn_down=q5_k --tensor-type attn_v=q6_k --tensor-type 'blk\.0\..*=q4_0' --tensor-type output=q5_0 \
+		--tensor-type ffn_up=q8_0 "$PM/a.gguf" out.gguf | jq -r '.tensors[] | "\(.name) \(.to)"' >options
+	diff options file
+	# the file first: its attn_q=q8_0 comes before --tensor-type attn=q5_0 (the first match counts)
+	assert_equal "$(fmt-convert --dry-run --json --dtype Q4_K_M --tensor-type-file "$LQ/tensor-types.txt" --tensor-type attn=q5_0 \
+		"$PM/a.gguf" out.gguf | jq -r '.tensors[] | select(.name == "blk.1.attn_q.weight" or .name == "blk.1.attn_k.weight") | "\(.name) \(.to)"' | sort | tr '\n' ' ')" \
+		"blk.1.attn_k.weight Q5_0 blk.1.attn_q.weight Q8_0 "
+	# an empty file changes nothing; so does a file read from standard input
+	: >empty.txt
+	fmt-convert -q --dtype Q4_K_M "$PM/b.gguf" want.gguf
+	fmt-convert -q --dtype Q4_K_M --tensor-type-file empty.txt "$PM/b.gguf" out.gguf
+	cmp want.gguf out.gguf
+	fmt-convert -q --dtype Q4_K_M --tensor-type attn_q=q8_0 "$PM/b.gguf" want2.gguf
+	printf 'attn_q=q8_0' | fmt-convert -q --dtype Q4_K_M --tensor-type-file - "$PM/b.gguf" out2.gguf
+	cmp want2.gguf out2.gguf
+}
+
+@test "--tensor-type-file hostile: missing (3), a directory (3), a NUL byte (4), over 1 MiB (4), a bad word (2, naming its line)" {
+	run --separate-stderr fmt-convert --dtype Q4_K_M --tensor-type-file nope.txt "$PM/b.gguf" out.gguf
+	assert_failure 3
+	assert_equal "$stderr" "fmt-convert: error: nope.txt: --tensor-type-file: cannot open: No such file or directory"
+	nothing_written out.gguf
+	mkdir dir
+	run --separate-stderr fmt-convert --dtype Q4_K_M --tensor-type-file dir "$PM/b.gguf" out.gguf
+	assert_failure 3
+	assert_equal "$stderr" "fmt-convert: error: dir: --tensor-type-file: is a directory (expected a regular file or a pipe)"
+	printf 'attn_q=q8_0\nffn\0_down=q5_k\n' >nul.txt
+	run --separate-stderr fmt-convert --dtype Q4_K_M --tensor-type-file nul.txt "$PM/b.gguf" out.gguf
+	assert_failure 4
+	assert_equal "$stderr" "fmt-convert: error: nul.txt: --tensor-type-file: a NUL byte on line 2 (a text file of PATTERN=TYPE words was expected)"
+	nothing_written out.gguf
+	# one line of 3 MB: refused by its size before any word is read
+	head -c 3000000 /dev/zero | tr '\0' a >huge.txt
+	run --separate-stderr fmt-convert --dtype Q4_K_M --tensor-type-file huge.txt "$PM/b.gguf" out.gguf
+	assert_failure 4
+	assert_equal "$stderr" "fmt-convert: error: huge.txt: --tensor-type-file: more than 1048576 bytes (the limit for this file)"
+	nothing_written out.gguf
+	# words llama-quantize refuses too (it prints its usage, exit 1): exit 2 naming file and line
+	local long
+	long=$(head -c 300 /dev/zero | tr '\0' b)
+	local -a texts=("# a comment
+attn_q=q8_0" "attn_q = q8_0" "
+
+attn_q=q9_k" "attn_q=q8_0 attn_(v=q8_0" "attn_q=q8_0 $long=q8_0")
+	local -a says=("takes PATTERN=TYPE (attn_v=q8_0), not '#'" "takes PATTERN=TYPE (attn_v=q8_0), not 'attn_q'"
+		"takes a ggml type (q8_0, q6_k, q4_k, iq4_nl, f16, ...), not 'q9_k'" ": 'attn_(v' is not a regular expression"
+		": a word of 305 bytes (PATTERN=TYPE, the pattern at most 127 characters)")
+	local -a at=(1 1 3 1 1)
+	local t i   # (not i for the words: bats's run changes it)
+	for t in "${!texts[@]}"; do
+		printf '%s\n' "${texts[$t]}" >bad.txt
+		run --separate-stderr fmt-convert --dtype Q4_K_M --tensor-type-file bad.txt "$PM/b.gguf" out.gguf
+		assert_failure 2
+		assert_equal "$stderr" "fmt-convert: error: --tensor-type-file bad.txt, line ${at[$t]}${says[$t]/#t/ t}"
+		nothing_written out.gguf
+	done
+	# more patterns than fit (1,024 with the --tensor-type ones)
+	for i in $(seq 0 1024); do printf 'blk\\.%d\\.attn_q=q8_0\n' "$i"; done >many.txt
+	run --separate-stderr fmt-convert --dtype Q4_K_M --tensor-type-file many.txt "$PM/b.gguf" out.gguf
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: --tensor-type-file many.txt, line 1025: at most 1024 patterns of 127 characters"
+	nothing_written out.gguf
+	# without a preset, as the other options
+	printf 'attn_q=q8_0\n' >one.txt
+	run --separate-stderr fmt-convert --tensor-type-file one.txt "$PM/b.gguf" out.gguf
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: $PM/b.gguf: --tensor-type-file goes with --dtype naming a llama-quantize type (Q4_K_M, Q8_0, ...), which is not given"
+	nothing_written out.gguf
 }

@@ -194,9 +194,11 @@ static int is_dtype_name(const preset *p)
 static size_t quant_opts_named(const fmt_gguf_quant_opts *q, char *buf, size_t size)
 {
 	static const char *const option[] = { "--output-tensor-type", "--token-embedding-type", "--tensor-type",
+					      "--tensor-type-file",
 					      "--leave-output-tensor", "--pure", "--imatrix", "--include-weights",
 					      "--exclude-weights" };
-	const int given[] = { q->output_type != FMT_DT_INVALID, q->embd_type != FMT_DT_INVALID, q->n_patterns > 0,
+	const int given[] = { q->output_type != FMT_DT_INVALID, q->embd_type != FMT_DT_INVALID,
+			      q->tensor_type_given, q->n_type_files > 0,
 			      q->leave_output, q->pure, q->imatrix_file != NULL, q->n_include > 0, q->n_exclude > 0 };
 	const char *names[sizeof option / sizeof option[0]];
 	size_t n = 0;
@@ -399,7 +401,7 @@ typedef struct rules {
 	hparams hp;
 	int tied;                       /* no output.weight: token_embd is the output too */
 	int has_imatrix;
-	regex_t re[FMT_GGUF_MAX_TENSOR_TYPES];
+	regex_t re[FMT_GGUF_MAX_PATTERNS];
 	size_t n_re;
 	int n_attn_wv, i_attn_wv, i_ffn_down, i_ffn_gate, i_ffn_up;
 } rules;
@@ -604,21 +606,21 @@ static int by_layer_then_name(const void *a, const void *b)
 }
 
 /* pattern (llama-quantize's ECMAScript syntax, lower case) compiled; re is set only on FMT_OK. */
-static fmt_kind compile_pattern(regex_t *re, const char *pattern, fmt_err *e)
+static fmt_kind compile_pattern(regex_t *re, const char *pattern, const char *where, fmt_err *e)
 {
 	char ere[8 * sizeof ((fmt_gguf_quant_opts *)0)->pattern[0]];
 	const char *why;
 	if (fmt_gguf_pattern_to_ere(pattern, ere, sizeof ere, &why) != 0)
-		return fmt_fail(e, FMT_USAGE, "--tensor-type: '%s' has %s", pattern, why);
+		return fmt_fail(e, FMT_USAGE, "%s: '%s' has %s", where, pattern, why);
 	if (regcomp(re, ere, REG_EXTENDED | REG_NOSUB) != 0)
-		return fmt_fail(e, FMT_USAGE, "--tensor-type: '%s' is not a regular expression", pattern);
+		return fmt_fail(e, FMT_USAGE, "%s: '%s' is not a regular expression", where, pattern);
 	return FMT_OK;
 }
 
 static fmt_kind compile_patterns(rules *r, fmt_err *e)
 {
 	for (; r->n_re < r->o->n_patterns; r->n_re++)
-		if (compile_pattern(&r->re[r->n_re], r->o->pattern[r->n_re], e) != FMT_OK)
+		if (compile_pattern(&r->re[r->n_re], r->o->pattern[r->n_re], "--tensor-type", e) != FMT_OK)
 			return FMT_USAGE;
 	return FMT_OK;
 }
@@ -738,7 +740,7 @@ static void mix_note(const rules *r, const fmt_model *m, char *note, size_t note
 fmt_kind fmt_gguf_mix_dtypes(const fmt_model *m, const fmt_model *meta, const char *name, const void *options,
 			     fmt_mix_entry *entries, const char **mix, char *note, size_t note_n, fmt_err *e)
 {
-	static const fmt_gguf_quant_opts none;
+	static fmt_gguf_quant_opts none;   /* not const: 130 KB of zeros in .bss, not in the file */
 	const fmt_gguf_quant_opts *o = options ? options : &none;
 	const preset *p = preset_named(name);
 	char asked[64];
@@ -833,48 +835,157 @@ static fmt_dtype ggml_type_named(const char *name)
 	return FMT_DT_INVALID;
 }
 
-static int parse_type_of(const char *option, const char *arg, fmt_dtype *out, fmt_err *e)
+static int parse_type_of(const char *where, const char *arg, fmt_dtype *out, fmt_err *e)
 {
 	if (!(*out = ggml_type_named(arg)))
-		return fmt_fail(e, FMT_USAGE, "--%s takes a ggml type (q8_0, q6_k, q4_k, iq4_nl, f16, ...), not '%s'",
-				option, arg), -1;
+		return fmt_fail(e, FMT_USAGE, "%s takes a ggml type (q8_0, q6_k, q4_k, iq4_nl, f16, ...), not '%s'",
+				where, arg), -1;
 	return FMT_DRVOPT_GIVEN;
 }
 
 static int parse_output_type(void *v, const char *arg, fmt_err *e)
 {
-	return parse_type_of("output-tensor-type", arg, &((fmt_gguf_quant_opts *)v)->output_type, e);
+	return parse_type_of("--output-tensor-type", arg, &((fmt_gguf_quant_opts *)v)->output_type, e);
 }
 
 static int parse_embd_type(void *v, const char *arg, fmt_err *e)
 {
-	return parse_type_of("token-embedding-type", arg, &((fmt_gguf_quant_opts *)v)->embd_type, e);
+	return parse_type_of("--token-embedding-type", arg, &((fmt_gguf_quant_opts *)v)->embd_type, e);
 }
 
-/* PATTERN=TYPE: the pattern in lower case (as llama-quantize), a regular expression in
- * llama-quantize's syntax (gguf_pattern.c) found anywhere in the tensor's name. */
-static int parse_tensor_type(void *v, const char *arg, fmt_err *e)
+/* PATTERN=TYPE added to o's patterns (where names it in messages: "--tensor-type", or a line
+ * of a --tensor-type-file): the pattern in lower case (as llama-quantize), a regular expression
+ * in llama-quantize's syntax (gguf_pattern.c) found anywhere in the tensor's name. */
+static int add_tensor_type(fmt_gguf_quant_opts *o, const char *arg, const char *where, fmt_err *e)
 {
-	fmt_gguf_quant_opts *o = v;
 	const char *eq = strchr(arg, '=');
 	size_t len = eq ? (size_t)(eq - arg) : 0;
 	regex_t re;
 	if (!eq || len == 0 || !eq[1])
-		return fmt_fail(e, FMT_USAGE, "--tensor-type takes PATTERN=TYPE (attn_v=q8_0), not '%s'", arg), -1;
-	if (o->n_patterns == FMT_GGUF_MAX_TENSOR_TYPES || len >= sizeof o->pattern[0])
-		return fmt_fail(e, FMT_USAGE, "--tensor-type: at most %d patterns of %zu characters",
-				FMT_GGUF_MAX_TENSOR_TYPES, sizeof o->pattern[0] - 1), -1;
+		return fmt_fail(e, FMT_USAGE, "%s takes PATTERN=TYPE (attn_v=q8_0), not '%s'", where, arg), -1;
+	if (o->n_patterns == FMT_GGUF_MAX_PATTERNS || len >= sizeof o->pattern[0])
+		return fmt_fail(e, FMT_USAGE, "%s: at most %d patterns of %zu characters", where,
+				FMT_GGUF_MAX_PATTERNS, sizeof o->pattern[0] - 1), -1;
 	char *pattern = o->pattern[o->n_patterns];
 	for (size_t i = 0; i < len; i++)
 		pattern[i] = (char)tolower((unsigned char)arg[i]);
 	pattern[len] = '\0';
-	if (compile_pattern(&re, pattern, e) != FMT_OK)
+	if (compile_pattern(&re, pattern, where, e) != FMT_OK)
 		return -1;
 	regfree(&re);
-	if (parse_type_of("tensor-type", eq + 1, &o->pattern_type[o->n_patterns], e) < 0)
+	if (parse_type_of(where, eq + 1, &o->pattern_type[o->n_patterns], e) < 0)
 		return -1;
 	o->n_patterns++;
 	return FMT_DRVOPT_GIVEN;
+}
+
+static int parse_tensor_type(void *v, const char *arg, fmt_err *e)
+{
+	((fmt_gguf_quant_opts *)v)->tensor_type_given = 1;
+	return add_tensor_type(v, arg, "--tensor-type", e);
+}
+
+static int parse_tensor_type_file(void *v, const char *arg, fmt_err *e)
+{
+	fmt_gguf_quant_opts *o = v;
+	if (o->n_type_files == FMT_GGUF_MAX_TYPE_FILES)
+		return fmt_fail(e, FMT_USAGE, "--tensor-type-file: at most %d files", FMT_GGUF_MAX_TYPE_FILES), -1;
+	o->type_file[o->n_type_files].path = arg;
+	o->type_file[o->n_type_files++].at = o->n_patterns;
+	return FMT_DRVOPT_GIVEN;
+}
+
+/* A --tensor-type-file's size limit: 1024 patterns of a line each fit with room to spare. */
+#define TYPE_FILE_MAX ((size_t)1 << 20)
+
+/* The PATTERN=TYPE words of text (llama-quantize reads the file with `>>`: words between
+ * spaces, tabs and newlines; no comments) added to o. */
+static int is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+static fmt_kind add_type_words(fmt_gguf_quant_opts *o, const char *path, const char *text, size_t len, fmt_err *e)
+{
+	size_t line = 1;
+	for (size_t i = 0; i < len;) {
+		if (is_space(text[i])) {
+			line += text[i++] == '\n';
+			continue;
+		}
+		size_t n = 0;
+		while (i + n < len && !is_space(text[i + n]))
+			n++;
+		char word[2 * sizeof o->pattern[0]], where[4200];
+		snprintf(where, sizeof where, "--tensor-type-file %s, line %zu", path, line);
+		if (n >= sizeof word)
+			return fmt_fail(e, FMT_USAGE, "%s: a word of %zu bytes (PATTERN=TYPE, the pattern at most %zu "
+					"characters)", where, n, sizeof o->pattern[0] - 1);
+		memcpy(word, text + i, n);
+		word[n] = '\0';
+		if (add_tensor_type(o, word, where, e) < 0)
+			return FMT_USAGE;
+		i += n;
+	}
+	return FMT_OK;
+}
+
+static fmt_kind read_type_file(fmt_gguf_quant_opts *o, const char *path, fmt_err *e)
+{
+	char *text;
+	size_t len;
+	fmt_kind k = fmt_read_file(path, TYPE_FILE_MAX, &text, &len, e);
+	if (k != FMT_OK) {
+		fmt_err_prefix(e, "--tensor-type-file");
+		fmt_err_file(e, path);
+		return k;
+	}
+	const char *nul = memchr(text, '\0', len);
+	if (nul) {
+		size_t line = 1;
+		for (const char *c = text; c < nul; c++)
+			line += *c == '\n';
+		k = fmt_fail_file(e, FMT_INVALID_FORMAT, path, "--tensor-type-file: a NUL byte on line %zu (a text "
+				  "file of PATTERN=TYPE words was expected)", line);
+	} else {
+		k = add_type_words(o, path, text, len, e);
+	}
+	free(text);
+	return k;
+}
+
+/* Each --tensor-type-file's patterns, put where the option was among the --tensor-type ones
+ * (llama-quantize reads both in the order given, and the first pattern that matches counts). */
+static fmt_kind read_type_files(fmt_gguf_quant_opts *o, fmt_err *e)
+{
+	size_t n = o->n_patterns, f = 0;
+	if (!o->n_type_files || o->type_files_read)
+		return FMT_OK;
+	char (*given)[sizeof o->pattern[0]] = malloc((n ? n : 1) * sizeof *given);
+	fmt_dtype *types = malloc((n ? n : 1) * sizeof *types);
+	fmt_kind k = given && types ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	if (k == FMT_OK) {
+		memcpy(given, o->pattern, n * sizeof *given);
+		memcpy(types, o->pattern_type, n * sizeof *types);
+		o->n_patterns = 0;
+	}
+	for (size_t i = 0; k == FMT_OK && i <= n; i++) {
+		while (k == FMT_OK && f < o->n_type_files && o->type_file[f].at == i)
+			k = read_type_file(o, o->type_file[f++].path, e);
+		if (k != FMT_OK || i == n)
+			continue;
+		if (o->n_patterns == FMT_GGUF_MAX_PATTERNS)
+			k = fmt_fail(e, FMT_USAGE, "--tensor-type and --tensor-type-file: at most %d patterns",
+				     FMT_GGUF_MAX_PATTERNS);
+		else {
+			memcpy(o->pattern[o->n_patterns], given[i], sizeof *given);
+			o->pattern_type[o->n_patterns++] = types[i];
+		}
+	}
+	free(given);
+	free(types);
+	o->type_files_read = k == FMT_OK;
+	return k;
 }
 
 static int parse_leave_output(void *v, const char *arg, fmt_err *e)
@@ -920,12 +1031,13 @@ static fmt_kind load_quant_opts(void *v, fmt_err *e)
 	if ((o->n_include || o->n_exclude) && !o->imatrix_file)
 		return fmt_fail(e, FMT_USAGE, "--%s-weights chooses entries of --imatrix FILE, which is not given",
 				o->n_include ? "include" : "exclude");
-	if (!o->imatrix_file || o->imatrix)
-		return FMT_OK;
+	fmt_kind k = read_type_files(o, e);
+	if (k != FMT_OK || !o->imatrix_file || o->imatrix)
+		return k;
 	fmt_gguf_imatrix *im = malloc(sizeof *im);
 	if (!im)
 		return fmt_fail(e, FMT_IO, "out of memory");
-	fmt_kind k = fmt_gguf_imatrix_load(im, o->imatrix_file, o, e);
+	k = fmt_gguf_imatrix_load(im, o->imatrix_file, o, e);
 	if (k != FMT_OK) {
 		free(im);
 		return k;
@@ -962,6 +1074,9 @@ static const fmt_drvopt quant_option_list[] = {
 	{ "tensor-type", "PATTERN=TYPE", "... the type of tensors whose name the regular expression\n"
 	  "PATTERN finds (repeatable; the first that matches counts)", FMT_DRVOPT_WRITE, FMT_DRVOPT_FREE,
 	  .parse = parse_tensor_type, .flags = FMT_DRVOPT_REPEAT },
+	{ "tensor-type-file", "FILE", "... --tensor-type's PATTERN=TYPE words in FILE, between\n"
+	  "spaces or newlines (llama-quantize's file)", FMT_DRVOPT_WRITE, FMT_DRVOPT_FILE,
+	  .parse = parse_tensor_type_file, .flags = FMT_DRVOPT_REPEAT },
 	{ "leave-output-tensor", NULL, "... output.weight not quantized", FMT_DRVOPT_WRITE, FMT_DRVOPT_FREE,
 	  .parse = parse_leave_output },
 	{ "pure", NULL, "... every quantized tensor of the preset's one type (no mixture)", FMT_DRVOPT_WRITE,

@@ -106,6 +106,9 @@ fmt_kind fmt_gguf_derive_meta(fmt_model *m, fmt_dtype requested, const char *mix
 /* ---- llama-quantize's presets and overrides (gguf_preset.c) ---- */
 
 #define FMT_GGUF_MAX_TENSOR_TYPES 64
+/* --tensor-type and --tensor-type-file's patterns together (a file may list every tensor). */
+#define FMT_GGUF_MAX_PATTERNS 1024
+#define FMT_GGUF_MAX_TYPE_FILES 16
 
 /* The GGUF output's quantization options, as the driver's options parse them. */
 typedef struct fmt_gguf_quant_opts {
@@ -114,8 +117,14 @@ typedef struct fmt_gguf_quant_opts {
 	int leave_output;            /* --leave-output-tensor */
 	int pure;                    /* --pure */
 	size_t n_patterns;           /* --tensor-type PATTERN=TYPE, in the order given */
-	char pattern[FMT_GGUF_MAX_TENSOR_TYPES][128];
-	fmt_dtype pattern_type[FMT_GGUF_MAX_TENSOR_TYPES];
+	char pattern[FMT_GGUF_MAX_PATTERNS][128];
+	fmt_dtype pattern_type[FMT_GGUF_MAX_PATTERNS];
+	/* --tensor-type-file FILE: read by the options' load, its patterns put where the option
+	 * was among the --tensor-type ones (at: how many came before it) */
+	struct { const char *path; size_t at; } type_file[FMT_GGUF_MAX_TYPE_FILES];
+	size_t n_type_files;
+	int type_files_read;
+	int tensor_type_given;       /* --tensor-type given (n_patterns counts the files' too) */
 	const char *imatrix_file;    /* --imatrix FILE */
 	const char *include[FMT_GGUF_MAX_TENSOR_TYPES];  /* --include-weights NAME */
 	const char *exclude[FMT_GGUF_MAX_TENSOR_TYPES];  /* --exclude-weights NAME */
