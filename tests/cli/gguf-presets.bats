@@ -478,3 +478,26 @@ attn_q=q9_k" "attn_q=q8_0 attn_(v=q8_0" "attn_q=q8_0 $long=q8_0")
 	assert_equal "$stderr" "fmt-convert: error: $PM/b.gguf: --tensor-type-file goes with --dtype naming a llama-quantize type (Q4_K_M, Q8_0, ...), which is not given"
 	nothing_written out.gguf
 }
+
+@test "--output-tensor-type / --token-embedding-type of blocks the rows do not divide into: exit 2 naming the type that holds them (llama-quantize aborts)" {
+	# a model 320 wide: llama-quantize --output-tensor-type iq4_xs stops on a failed GGML_ASSERT
+	# (exit 134); these two options get no fallback there, so the message says what to ask
+	"$REPO_ROOT/scripts/gen/llama-tiny" w --embd 320 --ff 256 --layers 2 --heads 4 --kv-heads 2 >/dev/null
+	fmt-convert -q --arch llama --dtype f32 --metadata-from w/vocab.gguf --keys 'tokenizer.*' --set-from w/hparams.json \
+		w/weights.safetensors w.gguf
+	local dry
+	for dry in "" --dry-run; do
+		run --separate-stderr fmt-convert $dry --dtype Q4_K_M --output-tensor-type iq4_xs w.gguf out.gguf
+		assert_failure 2
+		assert_equal "$stderr" "fmt-convert: error: w.gguf: --output-tensor-type iq4_xs: tensor 'output.weight' has rows of 320 elements, which do not divide into IQ4_XS blocks of 256 (llama-quantize stops there); --output-tensor-type iq4_nl holds them"
+		nothing_written out.gguf
+	done
+	run --separate-stderr fmt-convert --dtype F16 --token-embedding-type Q2_K w.gguf out.gguf
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: w.gguf: --token-embedding-type q2_k: tensor 'token_embd.weight' has rows of 320 elements, which do not divide into Q2_K blocks of 256 (llama-quantize stops there); --token-embedding-type q4_0 holds them"
+	nothing_written out.gguf
+	# what it names works (llama-quantize writes the same tensors: checked with its build)
+	fmt-convert -q --dtype Q4_K_M --output-tensor-type iq4_nl --token-embedding-type q4_0 w.gguf out.gguf
+	assert_equal "$(fmt-inspect --json out.gguf | jq -r '.tensors[] | select(.name == "output.weight" or .name == "token_embd.weight") | "\(.name) \(.dtype)"' | sort | tr '\n' ' ')" \
+		"output.weight IQ4_NL token_embd.weight Q4_0 "
+}

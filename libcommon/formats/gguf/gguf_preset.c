@@ -546,6 +546,33 @@ static const char *const WHY_KEPT = "llama-quantize keeps it as it is";
 static const char *const WHY_PATTERN = "--tensor-type";
 static const char *const WHY_FALLBACK = "rows do not divide into the mixture's type: llama-quantize's fallback";
 
+/* The type option asks for tensor t: UsageError when t's rows do not divide into its blocks.
+ * llama-quantize gives these two options no fallback (it stops on a failed assertion or "quantized
+ * data validation failed"), so the message names the type that holds the rows: the fallback a
+ * preset's own type would get. */
+static const char *lower_name(fmt_dtype type, char buf[16])
+{
+	const char *name = fmt_dtype_name(type);
+	size_t n = 0;
+	for (; name[n] && n + 1 < 16; n++)
+		buf[n] = (char)tolower((unsigned char)name[n]);
+	buf[n] = '\0';
+	return buf;
+}
+
+static fmt_kind override_fits(const fmt_tensor *t, fmt_dtype type, const char *option, fmt_err *e)
+{
+	uint64_t row = ne(t, 0);
+	char asked[16], instead[16];
+	if (fmt_dtype_row_ok(type, row))
+		return FMT_OK;
+	return fmt_fail(e, FMT_USAGE, "%s %s: tensor '%s' has rows of %" PRIu64 " elements, which do not divide "
+			"into %s blocks of %u (llama-quantize stops there); %s %s holds them", option,
+			lower_name(type, asked), t->name, row, fmt_dtype_name(type),
+			(unsigned)fmt_dtype_get(type)->block_elems, option,
+			lower_name(fmt_quantize_row_fallback(type, row), instead));
+}
+
 /* llama_tensor_get_type: the overrides, the mixture, then the fallback for rows a type cannot
  * hold. *type FMT_DT_INVALID: kept. */
 static fmt_kind tensor_type(rules *r, const fmt_tensor *t, fmt_dtype *type, const char **why, fmt_err *e)
@@ -560,11 +587,11 @@ static fmt_kind tensor_type(rules *r, const fmt_tensor *t, fmt_dtype *type, cons
 	if (r->o->embd_type && role == ROLE_TOKEN_EMBD &&
 	    !(strcmp(t->name, "per_layer_token_embd.weight") == 0 && pattern_of(r, t->name) >= 0)) {
 		*type = r->o->embd_type;
-		return FMT_OK;
+		return override_fits(t, *type, "--token-embedding-type", e);
 	}
 	if (r->o->output_type && role == ROLE_OUTPUT) {
 		*type = r->o->output_type;
-		return FMT_OK;
+		return override_fits(t, *type, "--output-tensor-type", e);
 	}
 	*type = r->p->base;
 	if (is_float_preset(r->p))
