@@ -95,7 +95,10 @@ static fmt_kind unknown_dtype(const target *tg, const char *name, fmt_err *e)
 {
 	fmt_drvopt_value mixes[MIXES_MAX], own[MIXES_MAX];
 	size_t n_mixes = fmt_driver_dtype_mixes(mixes, MIXES_MAX);
-	const fmt_driver *mixer = fmt_driver_with_mix(name);
+	const fmt_driver *mixer = fmt_driver_with_mix(name), *aliaser = fmt_driver_with_alias(name);
+	if (!mixer && aliaser && aliaser != tg->d)   /* GGUF's 15 (llama-quantize's Q4_K_M) */
+		return fmt_fail(e, FMT_USAGE, "--dtype %s needs %s output (its name of one of its presets or dtypes; "
+				"%s has none)", name, aliaser->title, tg->d->title);
 	if (mixer && mixer != tg->d)
 		return fmt_fail(e, FMT_USAGE, "--dtype %s needs %s output (a preset of its dtypes; %s has none)", name,
 				mixer->title, tg->d->title);

@@ -459,6 +459,14 @@ const fmt_driver *fmt_driver_with_mix(const char *name)
 	return NULL;
 }
 
+const fmt_driver *fmt_driver_with_alias(const char *name)
+{
+	for (size_t i = 0; models[i]; i++)
+		if (models[i]->write && models[i]->dtype_alias && models[i]->dtype_alias(name))
+			return models[i];
+	return NULL;
+}
+
 /* ---- questions about every model driver ---- */
 
 const fmt_driver *fmt_driver_with(unsigned caps)

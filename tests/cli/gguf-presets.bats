@@ -356,6 +356,13 @@ PY
 		assert_equal "$stderr" "$(usage_error fmt-convert "--dtype ${pair%%:*}: fmtkit does not write llama-quantize's ${pair#*:}; $what")"
 		nothing_written out.gguf
 	done
+	# a number for another output format: GGUF's, said before any file is read
+	for n in 15 1; do
+		run --separate-stderr fmt-convert --dtype "$n" "$PM/b.gguf" out.safetensors
+		assert_failure 2
+		assert_equal "$stderr" "$(usage_error fmt-convert "--dtype $n needs GGUF output (its name of one of its presets or dtypes; safetensors has none)")"
+		nothing_written out.safetensors
+	done
 	# not a number as llama-quantize's std::stoi would cut it: the general message
 	for n in -1 +15 15x ' 15'; do
 		run --separate-stderr fmt-convert --dtype "$n" "$PM/b.gguf" out.gguf

@@ -287,6 +287,8 @@ void fmt_driver_arch_words(char *buf, size_t n);
 size_t fmt_driver_dtype_mixes(fmt_drvopt_value *out, size_t max);
 /* The writer whose dtype mixes include name (any letter case), or NULL. */
 const fmt_driver *fmt_driver_with_mix(const char *name);
+/* The writer whose dtype_alias reads name (GGUF: 15), or NULL. */
+const fmt_driver *fmt_driver_with_alias(const char *name);
 /* "safetensors, gguf or apsim": the writable single-file formats, for messages. */
 void fmt_driver_writer_names(char *buf, size_t n);
 
