@@ -338,13 +338,29 @@ size_t fmt_card_array_dropped(const json_t *card, char *buf, size_t size)
 	return n;
 }
 
+/* The card's bytes: msgpack_sbuffer_write fails a write it cannot make room for and takes the
+ * next one that fits, so a failure is remembered (else a card could lose bytes inside). */
+typedef struct card_buf {
+	msgpack_sbuffer sb;
+	int failed;
+} card_buf;
+
+static int card_write(void *data, const char *buf, size_t len)
+{
+	card_buf *c = data;
+	if (!c->failed && msgpack_sbuffer_write(&c->sb, buf, len) != 0)
+		c->failed = 1;
+	return c->failed ? -1 : 0;
+}
+
 fmt_kind fmt_card_encode(const json_t *card, const char *sha256_hex, int compat, uint8_t **out,
 			 size_t *len, fmt_err *e)
 {
-	msgpack_sbuffer sb;
+	card_buf cb = { .failed = 0 };
+	msgpack_sbuffer *const sb = &cb.sb;
 	msgpack_packer pk;
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_sbuffer_init(sb);
+	msgpack_packer_init(&pk, &cb, card_write);
 	json_t *empty = NULL;
 	if (!card)
 		card = empty = json_object();
@@ -385,12 +401,12 @@ fmt_kind fmt_card_encode(const json_t *card, const char *sha256_hex, int compat,
 		pack_unknown_keys(&pk, card);
 	}
 	json_decref(empty);
-	if (!sb.data) {
-		msgpack_sbuffer_destroy(&sb);
+	if (cb.failed || !sb->data) {
+		msgpack_sbuffer_destroy(sb);
 		return fmt_fail(e, FMT_IO, "out of memory");
 	}
-	*len = sb.size;
-	*out = (uint8_t *)msgpack_sbuffer_release(&sb);
+	*len = sb->size;
+	*out = (uint8_t *)msgpack_sbuffer_release(sb);
 	return FMT_OK;
 }
 
