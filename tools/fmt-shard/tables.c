@@ -84,15 +84,15 @@ static void name_parts(split_job *j, const char *input)
 static fmt_kind add_file(split_job *j, const char *dir, const char *name, const char *ext, size_t part, uint64_t shard,
 			 uint64_t shards, uint64_t rows_per, fmt_err *e)
 {
-	char path[4096];
-	if (shards > 1)
-		snprintf(path, sizeof path, "%s/%s-%05" PRIu64 "-of-%05" PRIu64 "%s", dir, name, shard + 1, shards, ext);
-	else
-		snprintf(path, sizeof path, "%s/%s%s", dir, name, ext);
+	/* made to its length: a fixed buffer cut a long one short, into another file's name */
 	out_file *f = &j->files[j->n_files];
-	f->path = strdup(path);
-	if (!f->path)
+	int made = shards > 1 ? asprintf(&f->path, "%s/%s-%05" PRIu64 "-of-%05" PRIu64 "%s", dir, name, shard + 1,
+					 shards, ext)
+			      : asprintf(&f->path, "%s/%s%s", dir, name, ext);
+	if (made < 0) {
+		f->path = NULL;
 		return fmt_fail(e, FMT_IO, "out of memory");
+	}
 	f->part = part;
 	f->start = rows_per ? shard * rows_per : 0;
 	f->end = rows_per ? f->start + rows_per : UINT64_MAX;
