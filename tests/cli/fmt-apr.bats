@@ -336,6 +336,26 @@ PY
 	assert_output --regexp "c.bias +F32"
 }
 
+@test "metadata: keys of any length (an architecture of 600 bytes, a key of 700) survive GGUF -> APR -> GGUF in both layouts" {
+	# Both ways went through 512-byte buffers: the key was cut to 511 bytes, exit 0.
+	local arch key
+	arch=$(printf 'a%.0s' $(seq 600))
+	key=$(printf 'k%.0s' $(seq 700))
+	make_st w.safetensors "w=F32:2x2:1,2,3,4"
+	fmt-convert --arch "$arch" --set "$arch.context_length:u32=128" --set "$key:u32=7" w.safetensors w.gguf
+	fmt-convert w.gguf seed.apr
+	run jq -c --arg k "$key" --arg a "$arch" '[.metadata.arch == $a, .metadata.context_length, .metadata[$k]]' \
+		<($CHECK seed.apr)
+	assert_output '[true,128,7]'
+	fmt-convert --apr-layout aprender w.gguf ap.apr
+	for apr in seed.apr ap.apr; do
+		fmt-convert "$apr" "$apr.gguf"
+		run jq -c --arg k "$key" --arg a "$arch" '[.metadata[$a + ".context_length"], .metadata[$k]]' \
+			<(fmt-inspect -j --metadata "$apr.gguf")
+		assert_output '[128,7]'
+	done
+}
+
 @test "metadata: GGUF keys become APR keys (man page table) and come back typed" {
 	make_st w.safetensors "w=F32:2x2:1,2,3,4"
 	fmt-convert --arch llama --set llama.block_count:u32=2 --set llama.embedding_length:u32=8 \

@@ -132,23 +132,25 @@ fmt_kind fmt_apr_meta_read(fmt_model *m, const char *text, size_t n, apr_layout 
 		if (json_is_null(val) || (layout == APR_SEED && (strcmp(key, "shard") == 0 || strcmp(key, "writer") == 0)))
 			continue;
 		const key_map *km = map_by_layout_key(key, layout);
-		char name[512];
+		char *per_arch = NULL;     /* "<arch>.<gguf>", made to its length */
+		const char *name = key;
 		fmt_value v;
 		if (km && (!km->per_arch || arch_name)) {
-			if (km->per_arch)
-				snprintf(name, sizeof name, "%s.%s", arch_name, km->gguf);
-			else
-				snprintf(name, sizeof name, "%s", km->gguf);
-			k = typed_value(km, key, val, &v, e);
+			if (km->per_arch && asprintf(&per_arch, "%s.%s", arch_name, km->gguf) < 0) {
+				per_arch = NULL;
+				k = fmt_fail(e, FMT_IO, "out of memory");
+			} else {
+				name = km->per_arch ? per_arch : km->gguf;
+				k = typed_value(km, key, val, &v, e);
+			}
 		} else {
-			snprintf(name, sizeof name, "%s", key);
-			k = strlen(key) < sizeof name ? fmt_value_from_json(val, 0, &v, e)
-				: fmt_fail(e, FMT_UNSUPPORTED, "metadata key longer than %zu bytes", sizeof name - 1);
+			k = fmt_value_from_json(val, 0, &v, e);
 		}
 		if (k == FMT_OK) {
 			k = fmt_model_add_meta(m, name, &v, e);
 			fmt_value_free(&v);
 		}
+		free(per_arch);
 	}
 	if (k == FMT_OK && raw)
 		*raw = root;
@@ -239,9 +241,8 @@ static const char *model_arch(const fmt_model *m)
 	return v && v->type == FMT_V_STR && v->v.str.len ? v->v.str.ptr : NULL;
 }
 
-/* The layout key a model key is written under (into buf), or NULL when the layout has none
- * for a general.* key it does not know (kept as it is). */
-static const char *out_key(const char *key, const char *arch, apr_layout l, char *buf, size_t size)
+/* The layout key a model key is written under: its own when the layout has none for it. */
+static const char *out_key(const char *key, const char *arch, apr_layout l)
 {
 	size_t arch_len = arch ? strlen(arch) : 0;
 	for (size_t i = 0; i < N_KEYS; i++) {
@@ -254,8 +255,7 @@ static const char *out_key(const char *key, const char *arch, apr_layout l, char
 		    strcmp(key + arch_len + 1, km->gguf) == 0)
 			return layout_key(km, l);
 	}
-	snprintf(buf, size, "%s", key);
-	return buf;
+	return key;   /* whole: a copy into 512 bytes cut longer keys */
 }
 
 static fmt_kind collect(const fmt_model *m, apr_layout l, out_list *out, fmt_err *e)
@@ -264,8 +264,7 @@ static fmt_kind collect(const fmt_model *m, apr_layout l, out_list *out, fmt_err
 	/* Canonical keys first, so that an alias met later knows whether to yield. */
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; i < m->n_meta; i++) {
-			char buf[512];
-			const char *key = out_key(m->meta[i].key, arch, l, buf, sizeof buf);
+			const char *key = out_key(m->meta[i].key, arch, l);
 			const char *canonical = l == APR_APRENDER ? ap_canonical(key) : NULL;
 			if ((pass == 0) != (canonical == NULL))
 				continue;
