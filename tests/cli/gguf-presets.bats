@@ -508,3 +508,29 @@ attn_q=q9_k" "attn_q=q8_0 attn_(v=q8_0" "attn_q=q8_0 $long=q8_0")
 	assert_equal "$(fmt-inspect --json out.gguf | jq -r '.tensors[] | select(.name == "output.weight" or .name == "token_embd.weight") | "\(.name) \(.dtype)"' | sort | tr '\n' ' ')" \
 		"output.weight IQ4_NL token_embd.weight Q4_0 "
 }
+
+@test "an architecture name of 140 bytes gets the mixture its hyperparameters give (head_count_kv read)" {
+	# The keys "<arch>.<suffix>" were made in 160 bytes: from 136 bytes of name on,
+	# "<arch>.attention.head_count_kv" was cut, went unread, and GQA models got another mixture
+	# (attn_v Q3_K instead of Q4_K under Q2_K).
+	/usr/bin/python3 - m.safetensors <<'PY'
+import json, struct, sys
+names = ["token_embd.weight", "blk.0.attn_v.weight", "blk.0.attn_k.weight", "blk.0.ffn_down.weight", "output.weight"]
+n = 256 * 256
+h = {t: {"dtype": "F32", "shape": [256, 256], "data_offsets": [i * 4 * n, (i + 1) * 4 * n]} for i, t in enumerate(names)}
+b = json.dumps(h).encode()
+b += b" " * (-len(b) % 8)
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<Q", len(b)) + b + struct.pack("<%df" % n, *[(i % 97 - 48) / 50 for i in range(n)]) * len(names))
+PY
+	local arch mix=()
+	for arch in llama "$(printf 'b%.0s' $(seq 140))"; do
+		fmt-convert -q -f --arch "$arch" --set "$arch.block_count:u32=1" --set "$arch.attention.head_count:u32=8" \
+			--set "$arch.attention.head_count_kv:u32=2" m.safetensors m.gguf
+		run --separate-stderr fmt-convert --dry-run --json --dtype Q2_K m.gguf out.gguf
+		assert_success
+		mix+=("$(jq -c '[.tensors[] | [.name, .to]]' <<<"$output")")
+	done
+	assert_equal "${mix[0]}" '[["token_embd.weight","Q2_K"],["blk.0.attn_v.weight","Q4_K"],["blk.0.attn_k.weight","Q2_K"],["blk.0.ffn_down.weight","Q3_K"],["output.weight","Q6_K"]]'
+	assert_equal "${mix[1]}" "${mix[0]}"
+}

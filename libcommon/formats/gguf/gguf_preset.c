@@ -336,12 +336,16 @@ typedef struct hparams {
 	int64_t n_gqa;        /* head_count / head_count_kv of layer 0; 0 without heads */
 } hparams;
 
-/* An integer key, or an array's first item (per-layer head counts). */
+/* An integer key "<arch>.<suffix>", or an array's first item (per-layer head counts): 1, or 0
+ * when there is none, -1 out of memory (the key is made to its length: a 160-byte buffer cut
+ * an architecture name of 136 bytes or more, and head_count_kv went unread). */
 static int int_key(const fmt_model *meta, const char *arch, const char *suffix, int64_t *out)
 {
-	char key[160];
-	snprintf(key, sizeof key, "%s.%s", arch, suffix);
+	char *key;
+	if (asprintf(&key, "%s.%s", arch, suffix) < 0)
+		return -1;
 	const fmt_value *v = fmt_model_get_meta(meta, key);
+	free(key);
 	fmt_value item;
 	if (v && v->type == FMT_V_ARRAY && v->v.arr.count > 0) {
 		item = fmt_array_item(v, 0);
@@ -380,13 +384,17 @@ static fmt_kind read_hparams(const fmt_model *meta, const char *asked, hparams *
 		return fmt_fail(e, FMT_USAGE, "%s needs the model's general.architecture and its block_count, as "
 				"llama-quantize (the mixture depends on the layers)", asked);
 	const char *arch = a->v.str.ptr;
-	if (!int_key(meta, arch, "block_count", &hp->n_layer) || hp->n_layer <= 0 || hp->n_layer > 512)
+	int found = int_key(meta, arch, "block_count", &hp->n_layer);
+	if (found == 0 || (found > 0 && (hp->n_layer <= 0 || hp->n_layer > 512)))
 		return fmt_fail(e, FMT_USAGE, "%s needs %s.block_count (1 to 512), as llama-quantize", asked, arch);
-	int_key(meta, arch, "expert_count", &hp->n_expert);
-	int_key(meta, arch, "attention.head_count", &n_head);
+	int oom = found < 0;
+	oom |= int_key(meta, arch, "expert_count", &hp->n_expert) < 0;
+	oom |= int_key(meta, arch, "attention.head_count", &n_head) < 0;
 	n_head_kv = n_head;
-	int_key(meta, arch, "attention.head_count_kv", &n_head_kv);
-	int_key(meta, arch, "nextn_predict_layers", &nextn);
+	oom |= int_key(meta, arch, "attention.head_count_kv", &n_head_kv) < 0;
+	oom |= int_key(meta, arch, "nextn_predict_layers", &nextn) < 0;
+	if (oom)
+		return fmt_fail(e, FMT_IO, "out of memory");
 	hp->n_gqa = n_head_kv > 0 ? n_head / n_head_kv : 0;
 	hp->falcon = strcmp(arch, "falcon") == 0;
 	hp->is_70b = is_70b(arch, hp->n_layer - nextn, n_head, n_head_kv, hp->n_expert);
