@@ -261,6 +261,17 @@ int fmt_json_memory_failed(void)
 	return __atomic_load_n(&json_alloc_failed, __ATOMIC_RELAXED);
 }
 
+int fmt_json_set(json_t *obj, const char *key, json_t *value)
+{
+	size_t n = strlen(key);
+	if (fmt_utf8_valid(key, n))
+		return json_object_set_new_nocheck(obj, key, value);
+	json_t *valid = fmt_json_string(key, n);
+	int r = valid ? json_object_set_new_nocheck(obj, json_string_value(valid), value) : (json_decref(value), -1);
+	json_decref(valid);
+	return r;
+}
+
 int fmt_json_line(FILE *f, json_t *obj)
 {
 	if (fmt_json_write(f, obj) != 0)

@@ -27,8 +27,8 @@ static void report(const char *input, const char *output, const fmt_table *t, co
 {
 	if (o->json) {
 		json_t *r = json_object();
-		json_object_set_new(r, "input", json_string(input));
-		json_object_set_new(r, "output", json_string(output));
+		json_object_set_new(r, "input", fmt_json_string(input, strlen(input)));
+		json_object_set_new(r, "output", fmt_json_string(output, strlen(output)));
 		json_object_set_new(r, "from", json_string(t->driver->name));
 		json_object_set_new(r, "to", json_string(o->table_to->name));
 		json_object_set_new(r, "dry_run", json_boolean(dry_run));

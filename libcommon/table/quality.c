@@ -259,7 +259,7 @@ static json_t *column_json(fmt_quality *q, size_t i)
 	fmt_field_type_name(f, type, sizeof type);
 	uint64_t distinct = c->over ? (uint64_t)llround(hll_estimate(c->hll)) : c->exact.n;
 	json_t *o = json_object();
-	json_object_set_new(o, "name", json_string(f->name));
+	json_object_set_new(o, "name", fmt_json_string(f->name, strlen(f->name)));
 	json_object_set_new(o, "type", json_string(type));
 	json_object_set_new(o, "nulls", json_integer((json_int_t)c->nulls));
 	json_object_set_new(o, "null_rate", q->rows ? json_real((double)c->nulls / (double)q->rows) : json_null());

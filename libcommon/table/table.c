@@ -191,13 +191,13 @@ static const char *unit_name(fmt_time_unit u)
 static json_t *field_json(const fmt_field *f)
 {
 	json_t *o = json_object();
-	json_object_set_new(o, "name", json_string(f->name));
-	json_object_set_new(o, "type", json_string(f->type == FMT_C_OTHER && f->type_name ? f->type_name
-										   : fmt_ctype_name(f->type)));
+	const char *type = f->type == FMT_C_OTHER && f->type_name ? f->type_name : fmt_ctype_name(f->type);
+	json_object_set_new(o, "name", fmt_json_string(f->name, strlen(f->name)));
+	json_object_set_new(o, "type", fmt_json_string(type, strlen(type)));
 	json_object_set_new(o, "nullable", json_boolean(f->nullable));
 	if (f->type == FMT_C_TIMESTAMP) {
 		json_object_set_new(o, "unit", json_string(unit_name(f->unit)));
-		json_object_set_new(o, "timezone", f->timezone ? json_string(f->timezone) : json_null());
+		json_object_set_new(o, "timezone", f->timezone ? fmt_json_string(f->timezone, strlen(f->timezone)) : json_null());
 	}
 	if (f->type == FMT_C_FIXED_SIZE_LIST) {
 		json_object_set_new(o, "element", json_string(fmt_ctype_name(f->elem)));
@@ -218,7 +218,7 @@ json_t *fmt_schema_json(const fmt_schema *s)
 	for (size_t i = 0; i < s->n_fields; i++)
 		json_array_append_new(fields, field_json(&s->fields[i]));
 	for (size_t i = 0; i < s->n_meta; i++)
-		json_object_set_new(meta, s->meta[i].key, json_string(s->meta[i].value));
+		fmt_json_set(meta, s->meta[i].key, fmt_json_string(s->meta[i].value, strlen(s->meta[i].value)));
 	json_object_set_new(o, "fields", fields);
 	json_object_set_new(o, "metadata", meta);
 	return o;

@@ -301,3 +301,20 @@ EOF2
 	assert_output ''
 	[ "$(jq -r .error <<<"$stderr")" = IoError ]
 }
+
+@test "names and paths of invalid UTF-8 stay in every JSON report, with U+FFFD (jansson refused them and the key went missing)" {
+	printf 'a\xffb,c\n1,2\n' >bad.csv
+	run --separate-stderr fmt-inspect --json bad.csv
+	assert_success
+	assert_equal "$(jq -ac '[.schema.fields[].name]' <<<"$output")" '["a\ufffdb","c"]'
+	run --separate-stderr fmt-inspect --json --stats bad.csv
+	assert_success
+	assert_equal "$(jq -ac '[.columns[].name]' <<<"$output")" '["a\ufffdb","c"]'
+	fmt-convert -q bad.csv bad.parquet
+	run --separate-stderr fmt-inspect --json bad.parquet
+	assert_success
+	assert_equal "$(jq -ac '[(.parquet.leaf_columns | keys[]), .schema.fields[0].name]' <<<"$output")" '["a\ufffdb","c","a\ufffdb"]'
+	run --separate-stderr fmt-convert --json bad.csv "o$(printf '\xff').csv"
+	assert_success
+	assert_equal "$(jq -ac '[.output, .schema.fields[0].name]' <<<"$output")" '["o\ufffd.csv","a\ufffdb"]'
+}

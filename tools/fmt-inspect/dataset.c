@@ -340,7 +340,7 @@ static json_t *stats_json(const fmt_field *f, const col_stats *st)
 	json_t *o = json_object();
 	char type[256], num[64];
 	fmt_field_type_name(f, type, sizeof type);
-	json_object_set_new(o, "name", json_string(f->name));
+	json_object_set_new(o, "name", fmt_json_string(f->name, strlen(f->name)));
 	json_object_set_new(o, "type", json_string(type));
 	json_object_set_new(o, "count", fmt_json_u64(st->count));
 	json_object_set_new(o, "nulls", fmt_json_u64(st->nulls));

@@ -262,7 +262,7 @@ static json_t *json_metadata_types(const fmt_model *m)
 			snprintf(type, sizeof type, "array[%s]", fmt_vtype_name(v->v.arr.elem));
 		else
 			snprintf(type, sizeof type, "%s", fmt_vtype_name(v->type));
-		json_object_set_new(types, m->meta[i].key, json_string(type));
+		fmt_json_set(types, m->meta[i].key, json_string(type));
 	}
 	return types;
 }

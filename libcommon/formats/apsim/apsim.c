@@ -1491,7 +1491,7 @@ json_t *fmt_apsim_describe_common(const apsim_state *st)
 		json_t *dims = json_array();
 		for (int d = 0; dims && d < FMT_UNIT_DIMS; d++)
 			json_array_append_new(dims, json_integer(f->unit_list[i].dims[d]));
-		json_object_set_new(units, f->unit_list[i].tensor, dims);
+		fmt_json_set(units, f->unit_list[i].tensor, dims);
 	}
 	json_object_set_new(o, "units", units);
 	json_t *q = json_object();

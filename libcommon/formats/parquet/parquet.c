@@ -1069,7 +1069,7 @@ static json_t *group_json(const fmt_table *t, size_t g, pq_group *v)
 		/* a selected view renames nothing, but may have dropped the field */
 		if (f && strcmp(f->name, leaf->path) != 0)
 			f = NULL;
-		json_object_set_new(cols, leaf->path, chunk_json(leaf, f, &v->chunks[l]));
+		fmt_json_set(cols, leaf->path, chunk_json(leaf, f, &v->chunks[l]));
 	}
 	json_object_set_new(gj, "columns", cols);
 	return gj;
@@ -1091,7 +1091,7 @@ static json_t *describe(const fmt_table *t)
 		char buf[160];
 		snprintf(buf, sizeof buf, "%s%s%s%s", fmt_pq_ptype_name(l->ptype), l->logical[0] ? " " : "", l->logical,
 			 l->max_rep ? " (repeated)" : l->max_def ? " (optional)" : "");
-		json_object_set_new(leaves, l->path, json_string(buf));
+		fmt_json_set(leaves, l->path, json_string(buf));
 	}
 	json_object_set_new(o, "leaf_columns", leaves);
 	json_t *groups = json_object();

@@ -23,6 +23,10 @@ int fmt_utf8_valid(const char *s, size_t n);
 /* A JSON string for untrusted bytes: valid UTF-8 as is, otherwise with invalid bytes replaced
  * by U+FFFD. Returns NULL on allocation failure. */
 json_t *fmt_json_string(const char *s, size_t n);
+/* obj[key] = value (its reference taken), key as fmt_json_string makes it: jansson refuses a key
+ * (and json_string a value) of invalid UTF-8, returning -1 or NULL that a report's setters
+ * dropped, so a name from a file went missing from the JSON. 0, or -1 out of memory. */
+int fmt_json_set(json_t *obj, const char *key, json_t *value);
 
 /* An unsigned 64-bit number: a JSON integer up to 2^63-1, above that a decimal string (JSON
  * readers and jansson hold integers as signed 64-bit or as doubles, which would lose it). */
