@@ -353,7 +353,7 @@ static void card_warning(json_t *o, const json_t *card)
 	if (!card || fmt_card_check_stored(card, &e) == FMT_OK)
 		return;
 	json_t *w = json_array();
-	json_array_append_new(w, json_string(e.msg));
+	json_array_append_new(w, fmt_json_string(e.msg, strlen(e.msg)));
 	json_object_set_new(o, "warnings", w);
 }
 

@@ -1060,7 +1060,7 @@ static json_t *group_json(const fmt_table *t, size_t g, pq_group *v)
 	json_object_set_new(gj, "bytes", json_integer(s->m.groups[g].total_byte_size));
 	if (fmt_pq_group_load(v, &s->f, &s->m, g, &e) != FMT_OK) {
 		json_decref(cols);
-		json_object_set_new(gj, "error", json_string(e.msg));
+		json_object_set_new(gj, "error", fmt_json_string(e.msg, strlen(e.msg)));
 		return gj;
 	}
 	for (size_t l = 0; l < s->m.n_leaves; l++) {
