@@ -519,10 +519,26 @@ static fmt_kind driver_next(fmt_table *t, const fmt_table_driver *d, fmt_batch *
 	return FMT_OK;
 }
 
+/* The column names are text as the values are (a JSON Lines key, an Arrow or Parquet name):
+ * checked once, before the first rows, as the values of each batch are (fmt-inspect, which
+ * reads no rows, shows a file whose names are not). */
+static fmt_kind names_utf8(fmt_table *t, fmt_err *e)
+{
+	for (size_t i = 0; !t->names_checked && i < t->schema.n_fields; i++) {
+		const char *name = t->schema.fields[i].name;
+		if (!fmt_utf8_valid(name, strlen(name)))
+			return fmt_fail(e, FMT_INVALID_FORMAT, "column %zu: its name is not valid UTF-8", i + 1);
+	}
+	t->names_checked = 1;
+	return FMT_OK;
+}
+
 /* fmt_table_next; other_ok as for check_batch. */
 static fmt_kind next_checked(fmt_table *t, fmt_batch *b, int *done, int other_ok, fmt_err *e)
 {
 	fmt_kind k = fmt_batch_init(b, t->schema.n_fields, e);
+	if (k == FMT_OK)
+		k = names_utf8(t, e);
 	if (k == FMT_OK)
 		k = fmt_table_rows_gate(t, e);
 	if (k == FMT_OK)

@@ -105,6 +105,7 @@ typedef struct fmt_table {
 	int allow_expired;           /* --allow-expired: read the rows of a dataset whose licence
 				      * has expired (the gate then says so in rows_note). Set after open. */
 	int rows_gated;              /* fmt_table_rows_gate passed */
+	int names_checked;           /* the column names are UTF-8 (checked before the first rows) */
 	char rows_note[160];         /* what the gate let through ("" for nothing): a tool warns */
 	int types_sampled;           /* the schema was inferred from the first rows only
 				      * (fmt_dataset_opts.sample_bytes): a failure of any read may
