@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fmt/out.h"
 #include "fmt/table.h"
 #include "rows_internal.h"
 
@@ -183,6 +184,8 @@ static fmt_kind rename_one(fmt_schema *s, const char *pair, fmt_err *e)
 	char cols[256];
 	if (!rename_pair(pair, &n, &to))
 		return fmt_fail(e, FMT_USAGE, "--rename takes OLD=NEW, not '%s'", pair);
+	if (!fmt_utf8_valid(to, strlen(to)))
+		return fmt_fail(e, FMT_USAGE, "--rename '%s': the new name is not valid UTF-8", pair);
 	long from = -1;
 	for (size_t i = 0; i < s->n_fields && from < 0; i++)
 		if (strlen(s->fields[i].name) == n && memcmp(s->fields[i].name, pair, n) == 0)

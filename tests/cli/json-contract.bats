@@ -316,6 +316,10 @@ EOF2
 		assert_equal "$stderr" "${cmd%% *}: error: bad.csv: column 1: its name is not valid UTF-8"
 	done
 	[ ! -e out.jsonl ]
+	run --separate-stderr fmt-convert --rename "name=n$(printf '\xff')" rows.csv out.jsonl
+	assert_equal "$status" 2
+	assert_equal "$stderr" "fmt-convert: error: rows.csv: --rename 'name=n\\xff': the new name is not valid UTF-8"
+	[ ! -e out.jsonl ]
 	run --separate-stderr fmt-convert --json rows.csv "o$(printf '\xff').csv"
 	assert_success
 	assert_equal "$(jq -ac '[.input, .output, .rows]' <<<"$output")" '["rows.csv","o\ufffd.csv",3]'
