@@ -452,15 +452,7 @@ Try 'fmt-convert --help'."
 	# writer's descriptors, the reader's checks, the planner's 'is this a scales tensor?'): a
 	# GGUF of 60,000 Q8_0 tensors took 5 minutes to become an .apsim, fmt-verify of that file
 	# more than 2. The names are indexed now (fmt_model's name sets).
-	/usr/bin/python3 - many.safetensors <<'PY'
-import json, struct, sys
-n = 40000
-hdr = {"t%d" % i: {"dtype": "F32", "shape": [1, 32], "data_offsets": [128 * i, 128 * i + 128]} for i in range(n)}
-h = json.dumps(hdr).encode()
-h += b" " * (-len(h) % 8)
-with open(sys.argv[1], "wb") as f:
-    f.write(struct.pack("<Q", len(h)) + h + struct.pack("<32f", *range(32)) * n)
-PY
+	many_small_tensors many.safetensors 40000
 	fmt-convert -q --dtype q8_0 many.safetensors many.gguf
 	rm many.safetensors
 	run timeout 60 fmt-convert -q many.gguf many.apsim

@@ -235,14 +235,7 @@ PY
 	# The name given twice turned every later look-up by name into a scan of all the tensors
 	# (the index said it could not tell): reading the second shard took 10 s of CPU before the
 	# set's check named the tensor. The index keeps each name's first place now: 1.2 s.
-	/usr/bin/python3 - many.safetensors <<'PY'
-import json, struct, sys
-n = 40000
-hdr = {"t%d" % i: {"dtype": "F32", "shape": [1, 32], "data_offsets": [128 * i, 128 * i + 128]} for i in range(n)}
-h = json.dumps(hdr).encode()
-h += b" " * (-len(h) % 8)
-open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + struct.pack("<32f", *range(32)) * n)
-PY
+	many_small_tensors many.safetensors 40000
 	fmt-convert -q --dtype q8_0 many.safetensors many.gguf
 	mkdir set
 	fmt-convert -q --shard 700000 many.gguf set/m.apsim

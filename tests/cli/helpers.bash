@@ -92,6 +92,20 @@ limit_as() {
 	asan_build || echo "ulimit -v $1;"
 }
 
+# many_small_tensors FILE N: a safetensors file of N F32 tensors t0, t1... of shape [1, 32], each
+# 0..31 (the files of the linear-time tests: a name set's size, not the bytes, is the point).
+many_small_tensors() {
+	/usr/bin/python3 - "$1" "$2" <<'PY'
+import json, struct, sys
+n = int(sys.argv[2])
+hdr = {"t%d" % i: {"dtype": "F32", "shape": [1, 32], "data_offsets": [128 * i, 128 * i + 128]} for i in range(n)}
+h = json.dumps(hdr).encode()
+h += b" " * (-len(h) % 8)
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<Q", len(h)) + h + struct.pack("<32f", *range(32)) * n)
+PY
+}
+
 # run_bounded FILE CMD...: run CMD under ulimit -v = 16 x FILE's size + 64 MB (issue 8, item 3).
 run_bounded() {
 	run_bounded_to - "$@"
