@@ -767,6 +767,18 @@ open("bad.parquet", "wb").write(b.replace(b"text_corpus", b"text_c0rpus"))'
 	assert_equal "$(jq_field s.ald ald.header.flags ald.chunks.3.row_offset ald.chunks.3.num_rows)" '["streaming"]
 90
 10'
+	# the same bytes on any -T: on two threads a chunk's small buffers are compressed on the
+	# caller's (a hand-over each cost more than the work), its large ones on the payload thread
+	local t
+	for t in 1 2 4; do
+		fmt-convert -q -T $t --chunk-rows 3 long.csv t$t.ald
+		fmt-convert -q -T $t --chunk-rows 30 long.csv u$t.ald
+	done
+	cmp t1.ald t2.ald
+	cmp t1.ald t4.ald
+	cmp u1.ald u2.ald
+	cmp u1.ald u4.ald
+	cmp u1.ald s.ald
 	fmt-convert s.ald back.csv
 	cmp long.csv back.csv
 	# damage the last chunk: --head 2 (first chunk only) still works, reading everything fails
