@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "fmt/arrow.h"
+#include "fmt/zstd_thread.h"
 #include "fmt/checked.h"
 #include "fmt/decode_budget.h"
 #include "flatbuf.h"
@@ -700,7 +701,7 @@ static fmt_kind uncompress(walk *w, span *s, const char *name, fmt_err *e)
 	} else if (w->codec == FMT_IPC_LZ4_FRAME) {
 		k = unlz4_frame(src, n, dst, (size_t)want, &got, e);
 	} else {
-		got = ZSTD_decompress(dst, (size_t)want, src, n);
+		got = fmt_zstd_decompress(dst, (size_t)want, src, n);
 		if (ZSTD_isError(got) && ZSTD_getErrorCode(got) == ZSTD_error_dstSize_tooSmall)
 			k = longer(e, want);
 		else if (ZSTD_isError(got))

@@ -13,6 +13,7 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 #include "fmt/lazylib.h"
+#include "fmt/zstd_thread.h"
 #include "pq_internal.h"
 
 /* libsnappy is C++ and brings libstdc++: loaded when a SNAPPY page is first met (fmt/lazylib.h),
@@ -43,47 +44,6 @@ static fmt_kind short_page(const char *col, fmt_err *e, const char *codec, size_
 {
 	return page_fail(col, e, FMT_INVALID_FORMAT, "a %s page decompresses to %zu bytes, the header says %zu", codec, got,
 			 want);
-}
-
-/* A ZSTD context per thread, made on its first ZSTD page and kept for the next: a wide file
- * of small pages made and freed one a page, about 95 KB each time (7 % of the CPU of a
- * 4,000-column file to CSV). Freed when the thread ends; NULL when it cannot be made. */
-static pthread_key_t zstd_key;
-static pthread_once_t zstd_key_once = PTHREAD_ONCE_INIT;
-static int zstd_key_made;
-
-static void free_thread_dctx(void *dctx)
-{
-	ZSTD_freeDCtx(dctx);
-}
-
-static void make_zstd_key(void)
-{
-	zstd_key_made = pthread_key_create(&zstd_key, free_thread_dctx) == 0;
-}
-
-static ZSTD_DCtx *thread_dctx(void)
-{
-	pthread_once(&zstd_key_once, make_zstd_key);
-	if (!zstd_key_made)
-		return NULL;
-	ZSTD_DCtx *d = pthread_getspecific(zstd_key);
-	if (!d && (d = ZSTD_createDCtx()) != NULL && pthread_setspecific(zstd_key, d) != 0) {
-		ZSTD_freeDCtx(d);
-		d = NULL;
-	}
-	return d;
-}
-
-/* A whole ZSTD page into room for all of it, as ZSTD_decompress with a fresh context does (the
- * thread's, its parameters reset: a streamed page set its window limit). */
-static size_t unzstd(uint8_t *dst, size_t dst_len, const uint8_t *src, size_t src_len)
-{
-	ZSTD_DCtx *d = thread_dctx();
-	if (!d)
-		return ZSTD_decompress(dst, dst_len, src, src_len);
-	ZSTD_DCtx_reset(d, ZSTD_reset_session_and_parameters);
-	return ZSTD_decompressDCtx(d, dst, dst_len, src, src_len);
 }
 
 static fmt_kind gunzip(const char *col, const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len, fmt_err *e)
@@ -131,7 +91,7 @@ fmt_kind fmt_pq_decompress(const char *col, int codec, const uint8_t *src, size_
 	case CODEC_GZIP:
 		return gunzip(col, src, src_len, dst, dst_len, e);
 	case CODEC_ZSTD: {
-		size_t n = unzstd(dst, dst_len, src, src_len);
+		size_t n = fmt_zstd_decompress(dst, dst_len, src, src_len);
 		if (ZSTD_isError(n))
 			return page_fail(col, e, FMT_INVALID_FORMAT, "a ZSTD page: %s", ZSTD_getErrorName(n));
 		return n == dst_len ? FMT_OK : short_page(col, e, "ZSTD", n, dst_len);
@@ -442,7 +402,7 @@ int fmt_pq_inflow_whole(const char *col, int codec, const uint8_t *src, size_t c
 	pq_inflow s = { 0 };
 	if ((codec != CODEC_ZSTD && codec != CODEC_GZIP) || (codec == CODEC_ZSTD && !zstd_windows_fit(src, clen, ulen)))
 		return -1;
-	ZSTD_DCtx *kept = codec == CODEC_ZSTD ? thread_dctx() : NULL;
+	ZSTD_DCtx *kept = codec == CODEC_ZSTD ? fmt_zstd_thread_dctx() : NULL;
 	s.zstd = kept;
 	int ok = fmt_pq_inflow_open(&s, col, codec, NULL, src, 0, clen, ulen, &ignored) == FMT_OK &&
 		 fmt_pq_inflow_read(&s, dst, ulen, &ignored) == FMT_OK && fmt_pq_inflow_end(&s, &ignored) == FMT_OK;
