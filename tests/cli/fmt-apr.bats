@@ -379,16 +379,12 @@ PY
 @test "a model of 60,000 metadata keys is written as APR in linear time" {
 	# Each key was looked for among the keys already collected for the APR header: 60,000 keys
 	# of 100-byte names took 7 s of CPU. Indexed now: 0.2 s.
-	/usr/bin/python3 - m.gguf <<'PY'
+	PYTHONPATH="$REPO_ROOT/tests/cli" /usr/bin/python3 - m.gguf <<'PY'
 import struct, sys
+from gguf_file import gguf, s
 n, pre = 60000, "k" * 100
-def s(x):
-    b = x.encode()
-    return struct.pack("<Q", len(b)) + b
 kv = b"".join(s("%s%d" % (pre, i)) + struct.pack("<I", 8) + s("v%d" % i) for i in range(n))
-head = b"GGUF" + struct.pack("<IQQ", 3, 1, n) + kv + s("w") + struct.pack("<IQIQ", 1, 32, 0, 0)
-head += b"\0" * (-len(head) % 32)
-open(sys.argv[1], "wb").write(head + struct.pack("<32f", *range(32)))
+gguf(sys.argv[1], 1, n, kv, s("w") + struct.pack("<IQIQ", 1, 32, 0, 0), struct.pack("<32f", *range(32)))
 PY
 	run_cpu_bounded 3 fmt-convert -q m.gguf m.apr
 	assert_success

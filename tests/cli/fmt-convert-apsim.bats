@@ -472,17 +472,13 @@ Try 'fmt-convert --help'."
 	# Each tensor's unit was looked for among all the units (an .apsim's) or all the metadata
 	# keys (a GGUF's apsi.units.NAME): with 65,536 tensors of 63-byte names each way took 9 s
 	# of CPU. Both are indexed now (fmt_model's unit names; the plan's units keys): under 1.5 s.
-	/usr/bin/python3 - u.gguf <<'PY'
+	PYTHONPATH="$REPO_ROOT/tests/cli" /usr/bin/python3 - u.gguf <<'PY'
 import struct, sys
+from gguf_file import gguf, s
 n, pre = 65536, "x" * 58
-def s(x):
-    b = x.encode()
-    return struct.pack("<Q", len(b)) + b
 kv = b"".join(s("apsi.units.%s%d" % (pre, i)) + struct.pack("<IIQ7i", 9, 5, 7, 0, 1, -2, 0, 0, 0, i % 5) for i in range(n))
 ti = b"".join(s("%s%d" % (pre, i)) + struct.pack("<IQIQ", 1, 32, 0, 128 * i) for i in range(n))
-head = b"GGUF" + struct.pack("<IQQ", 3, n, n) + kv + ti
-head += b"\0" * (-len(head) % 32)
-open(sys.argv[1], "wb").write(head + struct.pack("<32f", *range(32)) * n)
+gguf(sys.argv[1], n, n, kv, ti, struct.pack("<32f", *range(32)) * n)
 PY
 	run_cpu_bounded 5 fmt-convert -q u.gguf u.apsim
 	assert_success

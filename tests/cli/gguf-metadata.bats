@@ -374,14 +374,10 @@ no_temp_left() {
 	# Each key unset was looked for and moved down separately, and each key copied or set was
 	# looked for among all the output's keys: a 4.7 MB GGUF of 200,000 keys kept either busy
 	# for minutes. The keys: k.0 ... k.199999, each a u32 of its number.
-	/usr/bin/python3 - keys.gguf <<-'EOF'
+	PYTHONPATH="$REPO_ROOT/tests/cli" /usr/bin/python3 - keys.gguf <<-'EOF'
 		import struct, sys
-		parts = []
-		for i in range(200000):
-		    k = b"k.%d" % i
-		    parts.append(struct.pack("<Q", len(k)) + k + struct.pack("<II", 4, i))
-		d = b"GGUF" + struct.pack("<IQQ", 3, 0, 200000) + b"".join(parts)
-		open(sys.argv[1], "wb").write(d + b"\0" * (-len(d) % 32))
+		from gguf_file import gguf, s
+		gguf(sys.argv[1], 0, 200000, b"".join(s("k.%d" % i) + struct.pack("<II", 4, i) for i in range(200000)))
 	EOF
 	run timeout 60 fmt-convert -q --unset 'k.1*' keys.gguf unset.gguf
 	assert_success
