@@ -32,7 +32,7 @@ static fmt_kind set_arch(fmt_model *m, const fmt_driver *tg, const char *arch, f
 		return fmt_fail(e, FMT_USAGE, "--arch needs %s output", d ? d->title : "another");
 	}
 	fmt_value v = fmt_value_str(arch, strlen(arch));
-	fmt_kind k = v.v.str.ptr ? fmt_setkv_put(m, tg->arch_key, &v, e) : fmt_fail(e, FMT_IO, "out of memory");
+	fmt_kind k = v.v.str.ptr ? fmt_model_put_meta(m, tg->arch_key, &v, e) : fmt_fail(e, FMT_IO, "out of memory");
 	fmt_value_free(&v);
 	for (size_t i = 0; k == FMT_OK && i < m->n_meta; i++) {
 		if (strcmp(m->meta[i].key, tg->arch_key) == 0) {

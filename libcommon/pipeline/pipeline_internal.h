@@ -58,8 +58,6 @@ void fmt_plan_free(convert_plan *p);
 /* --set KEY[:TYPE]=VALUE and --set-from FILE.json into model metadata (replacing in place). */
 fmt_kind fmt_setkv_apply(fmt_model *m, const char *assignment, int strings_only, fmt_err *e);
 fmt_kind fmt_setkv_apply_file(fmt_model *m, const char *path, int strings_only, fmt_err *e);
-/* Replace key's value in place, or append it. */
-fmt_kind fmt_setkv_put(fmt_model *m, const char *key, const fmt_value *v, fmt_err *e);
 
 /* --unset GLOB...: remove the keys each glob matches (every glob must match one; a key the
  * format tg requires is refused, UsageError naming it). */

@@ -487,45 +487,26 @@ static fmt_kind decode_qtensors(convert_plan *p, const fmt_model *in, wanted w, 
 /* The input's UNITS_KEY<name> keys by name -> their place in in->meta (the first of a key given
  * twice): each tensor's key looked for among all the keys took minutes for a file of 40,000
  * tensors with units. */
-typedef struct unit_keys {
-	fmt_nameset names;
-	size_t *at;
-} unit_keys;
-
-static fmt_kind index_unit_keys(const fmt_model *in, unit_keys *u, fmt_err *e)
+static fmt_kind index_unit_keys(const fmt_model *in, fmt_nameset *keys, fmt_err *e)
 {
 	const size_t pre = sizeof UNITS_KEY - 1;
-	memset(u, 0, sizeof *u);
-	if (!(u->at = malloc((in->n_meta ? in->n_meta : 1) * sizeof *u->at)))
-		return fmt_fail(e, FMT_IO, "out of memory");
-	for (size_t i = 0; i < in->n_meta; i++) {
-		if (strncmp(in->meta[i].key, UNITS_KEY, pre) != 0)
-			continue;
-		int r = fmt_nameset_add(&u->names, in->meta[i].key + pre);
-		if (r < 0)
+	memset(keys, 0, sizeof *keys);
+	for (size_t i = 0; i < in->n_meta; i++)
+		if (strncmp(in->meta[i].key, UNITS_KEY, pre) == 0 && fmt_nameset_add_at(keys, in->meta[i].key + pre, i) < 0)
 			return fmt_fail(e, FMT_IO, "out of memory");
-		if (r)
-			u->at[u->names.used - 1] = i;
-	}
 	return FMT_OK;
 }
 
-static void unit_keys_free(unit_keys *u)
-{
-	fmt_nameset_free(&u->names);
-	free(u->at);
-}
-
 /* The unit of a logical tensor: the model's own, or a UNITS_KEY<name> key. */
-static int unit_of(const fmt_model *in, const unit_keys *keys, const char *name, int8_t dims[FMT_UNIT_DIMS])
+static int unit_of(const fmt_model *in, const fmt_nameset *keys, const char *name, int8_t dims[FMT_UNIT_DIMS])
 {
 	const fmt_unit *u = fmt_model_find_unit(in, name);
 	if (u) {
 		memcpy(dims, u->dims, FMT_UNIT_DIMS);
 		return 1;
 	}
-	long at = fmt_nameset_find(&keys->names, name);
-	const fmt_value *v = at >= 0 ? &in->meta[keys->at[at]].val : NULL;
+	long at = fmt_nameset_find(keys, name);
+	const fmt_value *v = at >= 0 ? &in->meta[at].val : NULL;
 	if (!v || v->type != FMT_V_ARRAY || v->v.arr.count != FMT_UNIT_DIMS || v->v.arr.elem != FMT_V_I32)
 		return 0;
 	for (int i = 0; i < FMT_UNIT_DIMS; i++) {
@@ -537,7 +518,7 @@ static int unit_of(const fmt_model *in, const unit_keys *keys, const char *name,
 	return 1;
 }
 
-static fmt_kind carry_unit(convert_plan *p, const fmt_model *in, const unit_keys *keys, const char *name,
+static fmt_kind carry_unit(convert_plan *p, const fmt_model *in, const fmt_nameset *keys, const char *name,
 			   const target *tg, fmt_err *e)
 {
 	int8_t dims[FMT_UNIT_DIMS];
@@ -653,7 +634,7 @@ fmt_kind fmt_plan_build(convert_plan *p, const fmt_model *in, const fmt_convert_
 	target profile, *tg = &profile;
 	wanted w = { FMT_DT_INVALID, -1, 0 };
 	mix mx;
-	unit_keys keys;
+	fmt_nameset keys;
 	memset(p, 0, sizeof *p);
 	fmt_model_init(&p->mid);
 	fmt_model_init(&p->out);
@@ -673,7 +654,7 @@ fmt_kind fmt_plan_build(convert_plan *p, const fmt_model *in, const fmt_convert_
 	if (k == FMT_OK && !(p->entries = calloc(in->n_tensors ? in->n_tensors : 1, sizeof *p->entries)))
 		k = fmt_fail(e, FMT_IO, "out of memory");
 	if (k == FMT_OK && (k = index_unit_keys(in, &keys, e)) != FMT_OK)
-		unit_keys_free(&keys);
+		fmt_nameset_free(&keys);
 	if (k != FMT_OK) {
 		mix_free(&mx);
 		return k;
@@ -700,7 +681,7 @@ fmt_kind fmt_plan_build(convert_plan *p, const fmt_model *in, const fmt_convert_
 		pe->bytes = bytes_since(&p->out, first);
 		p->n_entries++;
 	}
-	unit_keys_free(&keys);
+	fmt_nameset_free(&keys);
 	if (k == FMT_OK)
 		k = carry_metadata(p, in, o, tg, w, mx.name, e);
 	mix_free(&mx);

@@ -25,11 +25,6 @@ static int type_by_name(const char *s, size_t len, fmt_vtype *out)
 	return 0;
 }
 
-fmt_kind fmt_setkv_put(fmt_model *m, const char *key, const fmt_value *v, fmt_err *e)
-{
-	return fmt_model_put_meta(m, key, v, e);
-}
-
 static int int_range(fmt_vtype t, int64_t *lo, uint64_t *hi)
 {
 	switch (t) {
@@ -181,7 +176,7 @@ fmt_kind fmt_setkv_apply(fmt_model *m, const char *assignment, int strings_only,
 	fmt_value v;
 	fmt_kind k = list ? parse_list(key, eq + 1, t, &v, e) : parse_value(label, eq + 1, t, &v, e);
 	if (k == FMT_OK)
-		k = fmt_setkv_put(m, key, &v, e);
+		k = fmt_model_put_meta(m, key, &v, e);
 	fmt_value_free(&v);
 	free(key);
 	return k;

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -279,17 +280,33 @@ static long indexed(const fmt_nameset *names, size_t n, const char *name)
 	return names->offered == n ? fmt_nameset_find(names, name) : -2;
 }
 
+/* The name of element i of an array of elem-byte elements at base, its pointer at name_off. */
+static const char *name_at(const void *base, size_t elem, size_t name_off, size_t i)
+{
+	const char *p;
+	memcpy(&p, (const char *)base + i * elem + name_off, sizeof p);
+	return p;
+}
+
+/* The place of the element named name (the first) among such an array of n, through its name
+ * set when that can tell, else by a scan; -1 when none is so named. */
+static long find_named(const fmt_nameset *names, const void *base, size_t n, size_t elem, size_t name_off,
+		       const char *name)
+{
+	long at = indexed(names, n, name);
+	if (at == -1 || (at >= 0 && strcmp(name_at(base, elem, name_off, (size_t)at), name) == 0))
+		return at;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(name_at(base, elem, name_off, i), name) == 0)
+			return (long)i;
+	return -1;
+}
+
 const fmt_tensor *fmt_model_find_tensor(const fmt_model *m, const char *name)
 {
-	long at = indexed(&m->tensor_names, m->n_tensors, name);
-	if (at == -1)
-		return NULL;
-	if (at >= 0 && strcmp(m->tensors[at].name, name) == 0)
-		return &m->tensors[at];
-	for (size_t i = 0; i < m->n_tensors; i++)
-		if (strcmp(m->tensors[i].name, name) == 0)
-			return &m->tensors[i];
-	return NULL;
+	long at = find_named(&m->tensor_names, m->tensors, m->n_tensors, sizeof *m->tensors,
+			     offsetof(fmt_tensor, name), name);
+	return at >= 0 ? &m->tensors[at] : NULL;
 }
 
 fmt_kind fmt_model_add_unit(fmt_model *m, const char *tensor, const int8_t dims[FMT_UNIT_DIMS], fmt_err *e)
@@ -309,15 +326,9 @@ fmt_kind fmt_model_add_unit(fmt_model *m, const char *tensor, const int8_t dims[
 
 const fmt_unit *fmt_model_find_unit(const fmt_model *m, const char *tensor)
 {
-	long at = indexed(&m->unit_names, m->n_units, tensor);
-	if (at == -1)
-		return NULL;
-	if (at >= 0 && strcmp(m->units[at].tensor, tensor) == 0)
-		return &m->units[at];
-	for (size_t i = 0; i < m->n_units; i++)
-		if (strcmp(m->units[i].tensor, tensor) == 0)
-			return &m->units[i];
-	return NULL;
+	long at = find_named(&m->unit_names, m->units, m->n_units, sizeof *m->units, offsetof(fmt_unit, tensor),
+			     tensor);
+	return at >= 0 ? &m->units[at] : NULL;
 }
 
 fmt_kind fmt_model_add_qtensor(fmt_model *m, const fmt_qtensor *q, fmt_err *e)
@@ -328,7 +339,8 @@ fmt_kind fmt_model_add_qtensor(fmt_model *m, const fmt_qtensor *q, fmt_err *e)
 	*slot = *q;
 	slot->name = strdup(q->name);
 	slot->scales = q->scales ? strdup(q->scales) : NULL;
-	if (!slot->name || (q->scales && !slot->scales) || fmt_nameset_add_at(&m->qtensor_names, slot->name, m->n_qtensors) < 0 ||
+	if (!slot->name || (q->scales && !slot->scales) ||
+	    fmt_nameset_add_at(&m->qtensor_names, slot->name, m->n_qtensors) < 0 ||
 	    (slot->scales && fmt_nameset_add(&m->qtensor_scales, slot->scales) < 0)) {
 		free(slot->name);
 		free(slot->scales);
@@ -340,15 +352,9 @@ fmt_kind fmt_model_add_qtensor(fmt_model *m, const fmt_qtensor *q, fmt_err *e)
 
 const fmt_qtensor *fmt_model_find_qtensor(const fmt_model *m, const char *name)
 {
-	long at = indexed(&m->qtensor_names, m->n_qtensors, name);
-	if (at == -1)
-		return NULL;
-	if (at >= 0 && strcmp(m->qtensors[at].name, name) == 0)
-		return &m->qtensors[at];
-	for (size_t i = 0; i < m->n_qtensors; i++)
-		if (strcmp(m->qtensors[i].name, name) == 0)
-			return &m->qtensors[i];
-	return NULL;
+	long at = find_named(&m->qtensor_names, m->qtensors, m->n_qtensors, sizeof *m->qtensors,
+			     offsetof(fmt_qtensor, name), name);
+	return at >= 0 ? &m->qtensors[at] : NULL;
 }
 
 fmt_kind fmt_model_open_shard(fmt_model *m, const char *dir, const char *file, const char *named_in,

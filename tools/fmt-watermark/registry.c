@@ -46,11 +46,12 @@ static char *registry_line(const char *buyer, const uint8_t hash[32], uint64_t p
 static fmt_kind refuse(const char *path, int err, fmt_err *e)
 {
 	struct stat st;
-	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+	int there = lstat(path, &st) == 0;
+	if (there && S_ISLNK(st.st_mode))
 		return fmt_fail_file(e, FMT_IO, path, "the registry is a symbolic link (it must be a regular file)");
-	if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+	if (there && S_ISDIR(st.st_mode))
 		return fmt_fail_file(e, FMT_IO, path, "the registry is a directory (it must be a regular file)");
-	if (err == 0 || err == ENXIO || (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)))
+	if (err == 0 || err == ENXIO || (there && !S_ISREG(st.st_mode)))
 		return fmt_fail_file(e, FMT_IO, path, "the registry is not a regular file (a FIFO, device or socket)");
 	return fmt_fail_file(e, FMT_IO, path, "cannot open the registry: %s", strerror(err));
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fmt/checked.h"
 #include "fmt/meta_json.h"
 #include "fmt/nameset.h"
 #include "fmt/version.h"
@@ -188,14 +189,8 @@ static fmt_kind put_out(out_list *l, const char *key, const fmt_value *v, fmt_er
 		o->val = v;
 		return FMT_OK;
 	}
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 16;
-		out_entry *grown = cap <= SIZE_MAX / sizeof *grown ? realloc(l->items, cap * sizeof *grown) : NULL;
-		if (!grown)
-			return fmt_fail(e, FMT_IO, "out of memory");
-		l->items = grown;
-		l->cap = cap;
-	}
+	if (fmt_grow_array(&l->items, &l->cap, l->n + 1, sizeof *l->items, 16))
+		return fmt_fail(e, FMT_IO, "out of memory");
 	char *copy = strdup(key);
 	if (!copy || fmt_nameset_add(&l->names, copy) < 0) {
 		free(copy);

@@ -237,8 +237,8 @@ static fmt_kind check_contents(const fmt_model *m, const apsim_state *st, const 
 	uint64_t total = 0;
 	fmt_kind k = FMT_OK;
 	for (size_t s = 0; s < st->n_files; s++)
-		for (size_t j = 0; j < st->files[s].n_tensors; j++)
-			refs[st->files[s].first_tensor + j - 0] = (name_ref){ m->tensors[st->files[s].first_tensor + j].name, s, 0 };
+		for (size_t j = st->files[s].first_tensor; j < st->files[s].first_tensor + st->files[s].n_tensors; j++)
+			refs[j] = (name_ref){ m->tensors[j].name, s, 0 };
 	qsort(refs, n, sizeof *refs, cmp_ref);
 	for (size_t i = 1; i < n && k == FMT_OK; i++)
 		if (strcmp(refs[i - 1].name, refs[i].name) == 0)
@@ -248,10 +248,10 @@ static fmt_kind check_contents(const fmt_model *m, const apsim_state *st, const 
 		name_ref *r = find_ref(refs, n, ix->tensors[i]);
 		if (r)
 			r->listed = 1;
-		if (!r)
+		else
 			k = fmt_fail(e, FMT_SCHEMA, "tensor " NM " is in weight_map (" NM ") but in no shard", ix->tensors[i],
 				     ix->tensor_files[i]);
-		else if (strcmp(st->shard_names[r->shard], ix->tensor_files[i]) != 0)
+		if (r && strcmp(st->shard_names[r->shard], ix->tensor_files[i]) != 0)
 			k = fmt_fail(e, FMT_SCHEMA, "tensor " NM " is in shard " NM " but weight_map names " NM, ix->tensors[i],
 				     st->shard_names[r->shard], ix->tensor_files[i]);
 	}

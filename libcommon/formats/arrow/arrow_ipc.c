@@ -10,9 +10,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "fmt/arrow.h"
-#include "fmt/zstd_thread.h"
 #include "fmt/checked.h"
 #include "fmt/decode_budget.h"
+#include "fmt/zstd_thread.h"
 #include "flatbuf.h"
 
 /* Message.fbs / Schema.fbs numbering. */

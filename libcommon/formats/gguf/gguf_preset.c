@@ -130,8 +130,6 @@ static const char *const unwritten_presets[] = {
 	"TQ2_0", "Q2_K_S", "IQ3_XXS", "IQ3_S", "IQ3_M", "IQ3_XS",
 };
 
-/* FMT_USAGE naming what to ask instead when name is one of unwritten_presets or llama-quantize's
- * COPY (--dtype keep here); FMT_OK if not. */
 /* A number llama-quantize does not take: UsageError naming those it takes, and the types of
  * those fmtkit writes. */
 static fmt_kind refuse_number(const char *name, fmt_err *e)
@@ -148,6 +146,8 @@ static fmt_kind refuse_number(const char *name, fmt_err *e)
 			"40 and 41; of those fmtkit writes %s", name, written);
 }
 
+/* FMT_USAGE naming what to ask instead when name is one of unwritten_presets or llama-quantize's
+ * COPY (--dtype keep here), or a number llama-quantize does not take; FMT_OK if not. */
 static fmt_kind refuse_unwritten(const char *name, fmt_err *e)
 {
 	if (!name)
@@ -935,21 +935,16 @@ static int parse_tensor_type_file(void *v, const char *arg, fmt_err *e)
 
 /* The PATTERN=TYPE words of text (llama-quantize reads the file with `>>`: words between
  * spaces, tabs and newlines; no comments) added to o. */
-static int is_space(char c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
-}
-
 static fmt_kind add_type_words(fmt_gguf_quant_opts *o, const char *path, const char *text, size_t len, fmt_err *e)
 {
 	size_t line = 1;
 	for (size_t i = 0; i < len;) {
-		if (is_space(text[i])) {
+		if (isspace((unsigned char)text[i])) {
 			line += text[i++] == '\n';
 			continue;
 		}
 		size_t n = 0;
-		while (i + n < len && !is_space(text[i + n]))
+		while (i + n < len && !isspace((unsigned char)text[i + n]))
 			n++;
 		char word[2 * sizeof o->pattern[0]], where[4200];
 		snprintf(where, sizeof where, "--tensor-type-file %s, line %zu", path, line);

@@ -137,8 +137,6 @@ static void pq_close(fmt_table *t)
 	t->format_state = NULL;
 }
 
-/* The size of list field f (leaf l): the values of its first row that has some, from the
- * row groups in order; a field of null and empty rows only is one fmtkit does not convert. */
 /* Leaf l's cursor, made (zeroed) if it was not: NULL when out of memory. */
 static pq_cursor *cursor_made(pq_state *s, size_t l)
 {
@@ -147,6 +145,8 @@ static pq_cursor *cursor_made(pq_state *s, size_t l)
 	return s->cursors[l];
 }
 
+/* The size of list field f (leaf l): the values of its first row that has some, from the
+ * row groups in order; a field of null and empty rows only is one fmtkit does not convert. */
 static fmt_kind find_list_size(pq_state *s, fmt_field *f, size_t l, fmt_err *e)
 {
 	pq_leaf *leaf = &s->m.leaves[l];

@@ -929,7 +929,6 @@ static fmt_kind read_kv(tc_in *r, int type, fmt_schema *s, fmt_err *e)
 	return FMT_OK;
 }
 
-
 /* FileMetaData's fields, each in the window as it is parsed. */
 static fmt_kind read_file_meta(foot *w, pq_meta *m, fmt_schema *s, fmt_err *e)
 {
