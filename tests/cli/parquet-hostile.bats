@@ -120,6 +120,16 @@ refused_at_open() {
 	refused_at_open "$H/many-elements.parquet" "Parquet: 300002 schema elements: more than 300001"
 }
 
+@test "parquet hostile: a struct named 1 MiB: its 8 leaves' paths (8 MiB) read whole within the memory rule; 24 (past the footer's bytes and 16 MiB) refused (exit 4) as the file opens" {
+	f=$H/struct-8.parquet
+	run_bounded_to out.json "$f" fmt-inspect --json "$f"
+	assert_success
+	assert_equal "$(jq -c '.parquet.leaf_columns | [length, (keys | map(length) | unique), (to_entries | map(.key[1048576:] + "=" + .value))]' out.json)" \
+		'[8,[1048579],[".c0=INT64",".c1=INT64",".c2=INT64",".c3=INT64",".c4=INT64",".c5=INT64",".c6=INT64",".c7=INT64"]]'
+	assert_equal "$(jq -c '.parquet.leaf_columns | keys | map(.[:1048576] | explode | unique) | unique' out.json)" '[[115]]' # every byte an s
+	refused_at_open "$H/struct-24.parquet" "Parquet: the leaf columns' paths take more than 17826052 bytes (the footer's and 16 MiB)"
+}
+
 @test "parquet hostile: a footer of 100,000 columns (1.3 MB) is read within the memory rule; one of 100,001 is refused (exit 4)" {
 	f=$H/columns-100000.parquet
 	run_bounded "$f" fmt-verify "$f"

@@ -687,6 +687,31 @@ open("bad.parquet", "wb").write(b)' "$off3" "$off9"
 	assert_output "$(printf 'emb            r      p\n[1.0,2.0,3.0]  [0,0]  [0,1]')"
 }
 
+@test "leaf column paths past 1 KiB are whole (they were cut at 1,023 bytes): two struct leaves that differ only at their end are two describe keys; a list's and a flat column's names whole in the CSV header" {
+	local n l f
+	n=$(printf 'n%.0s' {1..1100}) l=$(printf 'l%.0s' {1..1100}) f=$(printf 'f%.0s' {1..1099})F
+	cp "$CASES/long-paths.parquet" .
+	run --separate-stderr fmt-inspect --json long-paths.parquet
+	assert_success
+	assert_equal "$output" '{"file":"long-paths.parquet","format":"parquet","rows":2,"columns":3,"schema":{"fields":[{"name":"'$n'","type":"struct","nullable":true},{"name":"'$l'","type":"fixed_size_list","nullable":true,"element":"int32","list_size":2},{"name":"'$f'","type":"int64","nullable":false}],"metadata":{}},"parquet":{"version":1,"created_by":"parquet-cases","footer_bytes":7932,"row_group_count":1,"leaf_columns":{"'$n'.x":"INT64","'$n'.y":"INT64","'$l'.list.element":"INT32 (repeated)","'$f'":"INT64"},"row_groups":{"0":{"rows":2,"bytes":169,"columns":{"'$n'.x":{"codec":"UNCOMPRESSED","encodings":"PLAIN","values":2,"compressed_bytes":39,"uncompressed_bytes":39,"offset":4},"'$n'.y":{"codec":"UNCOMPRESSED","encodings":"PLAIN","values":2,"compressed_bytes":39,"uncompressed_bytes":39,"offset":43},"'$l'.list.element":{"codec":"UNCOMPRESSED","encodings":"PLAIN, RLE","values":4,"compressed_bytes":52,"uncompressed_bytes":52,"offset":82},"'$f'":{"codec":"UNCOMPRESSED","encodings":"PLAIN","values":2,"compressed_bytes":39,"uncompressed_bytes":39,"offset":134}}}}}}'
+	assert_equal "$stderr" ""
+	run fmt-convert -q --exclude 'n*' --to csv long-paths.parquet -
+	assert_success
+	assert_output "$(printf '%s\n' "$l,$f" '"[1,2]",5' '"[3,4]",6')"
+	run fmt-verify long-paths.parquet
+	assert_output "long-paths.parquet: ok (parquet, 2 rows)"
+	# fmtkit's writer: a list column and two flat ones, names of 1,501 bytes the same up to the last
+	local a
+	a=$(printf 'a%.0s' {1..1500})
+	printf '{"%s":[1.5,2.5],"%s":1,"%s":2}\n' "${a}L" "${a}x" "${a}y" >in.jsonl
+	fmt-convert -q in.jsonl w.parquet
+	run fmt-inspect --json w.parquet
+	assert_equal "$(jq -c '.parquet.leaf_columns' <<<"$output")" '{"'$a'L.list.element":"DOUBLE (repeated)","'$a'x":"INT64","'$a'y":"INT64"}'
+	assert_equal "$(jq -c '.parquet.row_groups["0"].columns | map_values(.values)' <<<"$output")" '{"'$a'L.list.element":2,"'$a'x":1,"'$a'y":1}'
+	run fmt-convert -q --to csv w.parquet -
+	assert_output "$(printf '%s\n' "${a}L,${a}x,${a}y" '"[1.5,2.5]",1,2')"
+}
+
 @test "list rows of another length or empty: exit 5 naming the column and the row, nothing written; null and empty rows only: not converted, taken when excluded" {
 	mkdir out
 	while IFS='|' read -r file msg; do

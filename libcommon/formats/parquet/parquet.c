@@ -1008,9 +1008,11 @@ static json_t *stat_value(const pq_leaf *l, const fmt_field *f, const uint8_t *p
 	}
 }
 
+/* The encodings of bits by name, ", " between them: room for all 32 (unknown ids too: "unknown",
+ * the longest name DELTA_LENGTH_BYTE_ARRAY) uncut. */
 static json_t *encodings_text(uint32_t bits)
 {
-	char buf[256] = "";
+	char buf[32 * (sizeof "DELTA_LENGTH_BYTE_ARRAY" + 1)] = "";
 	size_t used = 0;
 	for (int i = 0; i < 32; i++)
 		if (bits >> i & 1)

@@ -14,6 +14,10 @@
  * offset and metadata) take: their structs are allocated as their lists' counts say. */
 #define MIN_GROUP_BYTES 5
 #define MIN_CHUNK_BYTES 8
+/* What the leaf columns' paths ("a.b.c") may take together beyond the footer's bytes: a footer
+ * lists every leaf's path in each row group's chunks, so a file's fit in it; a schema without row
+ * groups has this much more (a name a nested column's leaves share is in each of their paths). */
+#define PATH_SLACK (16u << 20)
 
 static fmt_kind bad(fmt_err *e, const char *what)
 {
@@ -352,7 +356,42 @@ typedef struct walk {
 	pq_meta *m;
 	fmt_schema *s;
 	size_t cap_leaves;
+	fmt_sb path;                /* the path of the element being walked, whole */
+	uint64_t path_bytes;        /* the leaves' paths so far (with their NULs) */
 } walk;
+
+/* The path of w's element below the one walked (a '.' between them, none at the top): its name
+ * up to a NUL, as printed. *at: where the path ended before (path_pop). */
+static fmt_kind path_push(walk *w, const element *el, size_t *at, fmt_err *e)
+{
+	*at = w->path.len;
+	if (*at)
+		fmt_sb_put(&w->path, ".", 1);
+	fmt_sb_put(&w->path, (const char *)el->name, el->name ? strnlen((const char *)el->name, el->name_len) : 0);
+	return w->path.oom ? oom(e) : FMT_OK;
+}
+
+static void path_pop(walk *w, size_t at)
+{
+	if (w->path.p) {
+		w->path.len = at;
+		w->path.p[at] = '\0';
+	}
+}
+
+/* path as a leaf's own: charged to what the leaves' paths may take. */
+static fmt_kind leaf_path(walk *w, const char *path, char **out, fmt_err *e)
+{
+	size_t n = strlen(path) + 1;
+	if (fmt_add_u64(w->path_bytes, n, &w->path_bytes) || w->path_bytes > (uint64_t)w->m->footer_len + PATH_SLACK)
+		return fmt_fail(e, FMT_INVALID_FORMAT, "Parquet: the leaf columns' paths take more than %llu bytes "
+				"(the footer's and %u MiB)", (unsigned long long)w->m->footer_len + PATH_SLACK,
+				PATH_SLACK >> 20);
+	if (!(*out = malloc(n)))
+		return oom(e);
+	memcpy(*out, path, n);
+	return FMT_OK;
+}
 
 static fmt_kind add_leaf(walk *w, const element *el, const char *path, int def, int rep, long field,
 			 const pq_leaf *typed, fmt_err *e)
@@ -369,8 +408,9 @@ static fmt_kind add_leaf(walk *w, const element *el, const char *path, int def, 
 	memset(l, 0, sizeof *l);
 	if (typed)
 		*l = *typed;
-	if (!(l->path = strdup(path)))
-		return oom(e);
+	fmt_kind k = leaf_path(w, path, &l->path, e);
+	if (k != FMT_OK)
+		return k;
 	w->m->n_leaves++;
 	l->ptype = el->type;
 	l->type_length = el->type_length;
@@ -380,32 +420,27 @@ static fmt_kind add_leaf(walk *w, const element *el, const char *path, int def, 
 	return FMT_OK;
 }
 
-/* The element at w->at and its subtree, below path at levels def/rep: leaves of a nested
+/* The element at w->at and its subtree, below w->path at levels def/rep: leaves of a nested
  * top-level field (field -1). */
-static fmt_kind walk_nested(walk *w, const char *prefix, int def, int rep, int depth, fmt_err *e)
+static fmt_kind walk_nested(walk *w, int def, int rep, int depth, fmt_err *e)
 {
 	if (w->at >= w->n)
 		return bad(e, "schema children past the list's end");
 	if (depth > 64)
 		return bad(e, "schema nested too deep");
 	const element *el = &w->els[w->at++];
-	char path[1024];
+	size_t at;
 	if (!el->name)
 		return bad(e, "a schema element without a name");
-	snprintf(path, sizeof path, "%s%s%.*s", prefix, *prefix ? "." : "", (int)el->name_len, (const char *)el->name);
+	fmt_kind k = path_push(w, el, &at, e);
 	def += el->repetition != REP_REQUIRED;
 	rep += el->repetition == REP_REPEATED;
-	if (el->num_children <= 0) {
-		if (!el->has_type)
-			return bad(e, "a leaf without a type");
-		return add_leaf(w, el, path, def, rep, -1, NULL, e);
-	}
-	for (int32_t i = 0; i < el->num_children; i++) {
-		fmt_kind k = walk_nested(w, path, def, rep, depth + 1, e);
-		if (k != FMT_OK)
-			return k;
-	}
-	return FMT_OK;
+	if (k == FMT_OK && el->num_children <= 0)
+		k = el->has_type ? add_leaf(w, el, w->path.p, def, rep, -1, NULL, e) : bad(e, "a leaf without a type");
+	for (int32_t i = 0; k == FMT_OK && i < el->num_children; i++)
+		k = walk_nested(w, def, rep, depth + 1, e);
+	path_pop(w, at);
+	return k;
 }
 
 static fmt_kind field_name(const element *el, fmt_field *f, fmt_err *e)
@@ -490,14 +525,13 @@ static fmt_kind walk_list(walk *w, fmt_field *f, long index, int *done, fmt_err 
 	f->nullable = list_def;
 	typed.list = 1;
 	typed.list_def = list_def;
-	char path[1024];
-	size_t used = (size_t)snprintf(path, sizeof path, "%s", f->name);
-	for (size_t i = w->at + 1; i < w->at + span && used < sizeof path; i++)
-		used += (size_t)snprintf(path + used, sizeof path - used, ".%.*s", (int)w->els[i].name_len,
-					 (const char *)w->els[i].name);
 	int max_def = list_def + 1 + (span == 3 && el->repetition == REP_OPTIONAL);
-	if ((k = fmt_schema_add_field(w->s, f, e)) == FMT_OK)
-		k = add_leaf(w, el, path, max_def, 1, index, &typed, e);
+	size_t before;
+	for (size_t i = w->at; i < w->at + span && k == FMT_OK; i++)
+		k = path_push(w, &w->els[i], &before, e);
+	if (k == FMT_OK && (k = fmt_schema_add_field(w->s, f, e)) == FMT_OK)
+		k = add_leaf(w, el, w->path.p, max_def, 1, index, &typed, e);
+	path_pop(w, 0);
 	w->at += span;
 	*done = 1;
 	return k;
@@ -527,7 +561,7 @@ static fmt_kind walk_top(walk *w, fmt_err *e)
 		if (k == FMT_OK)
 			k = fmt_schema_add_field(w->s, &f, e);
 		if (k == FMT_OK)
-			k = walk_nested(w, "", 0, 0, 0, e);
+			k = walk_nested(w, 0, 0, 0, e);
 		field_clear(&f);
 		return k;
 	}
@@ -572,6 +606,7 @@ static fmt_kind read_schema(tc_in *r, int type, pq_meta *m, fmt_schema *s, fmt_e
 	if (k == FMT_OK && w.at != n)
 		k = bad(e, "schema elements outside the tree");
 	free(w.els);
+	fmt_sb_free(&w.path);
 	return k;
 }
 
