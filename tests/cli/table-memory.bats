@@ -760,6 +760,28 @@ PY
 {"file":"g.arrows","ok":true,"format":"arrow-stream","rows":640000}'
 }
 
+@test "Arrow IPC of 32,000 record batches of 20 rows, zstd and lz4 (file, stream, a pipe) -> CSV: every row, within 32 MiB + threads x 8 MiB at -T 1 and 2 (their buffers' lengths read in place, not a pread each; the pages passed leave a MiB at a time, not a madvise a batch)" {
+	# A pread per compressed buffer (7 a batch here) and a madvise per batch were 85 % of the CPU
+	# of such a file to CSV (0.53 s, now 0.07 at -T 1, zstd); the bytes are the same.
+	many_groups g.parquet
+	fmt-convert -q --compression zstd g.parquet z.arrow
+	fmt-convert -q --compression lz4 g.parquet l.arrows
+	run -0 fmt-inspect --json z.arrow l.arrows
+	assert_equal "$(jq -c '[.rows, (.arrow // .["arrow-stream"] | .record_batches, .compression)]' <<<"$output")" \
+		"$(printf '%s\n' '[640000,32000,"zstd"]' '[640000,32000,"lz4"]')"
+	local f t
+	for f in z.arrow l.arrows; do
+		for t in 1 2; do
+			rm -f back.csv
+			rss_within "fmt-convert -T $t $f" $t fmt-convert -q -T $t $f back.csv
+			cmp many.csv back.csv
+		done
+		fmt-convert -q -T 2 - back-pipe.csv <$f
+		cmp many.csv back-pipe.csv
+		rm back-pipe.csv
+	done
+}
+
 @test "fmt-verify of an .ald of 30,000 STREAMING chunks of one row (uncompressed, 41 MB): peak RSS within 32 MiB + threads x 8 MiB at -T 1 and 2 (was 58 MiB: the JSON of every chunk built for the CRC kind, and every small chunk's pages kept: 48 MiB with the JSON gone), the same report; a byte of the last chunk changed is still exit 6" {
 	/usr/bin/python3 -c '
 import sys

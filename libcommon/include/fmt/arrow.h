@@ -49,6 +49,15 @@ fmt_kind fmt_ipc_open(fmt_ipc_reader *r, const uint8_t *data, size_t len, fmt_er
  * is decompressed a piece at a time into r->spill when r->source is set: r->spilled, its buffers
  * in the spill's mapping until the next call (slice it out: fmt_batch_slicer_take_out_of). */
 fmt_kind fmt_ipc_next(fmt_ipc_reader *r, fmt_batch *b, int *done, fmt_err *e);
+/* The bytes of a reader's mapping that its messages have passed since their pages last left the
+ * resident set: [lo, hi), from 64 KiB before the last drop's end (the partial page there, and
+ * what fault-around mapped past it). Zeroed: from the start. */
+typedef struct fmt_ipc_passed { size_t lo, hi; } fmt_ipc_passed;
+/* The last message r read is added to p; the pages wholly inside p leave r->source's resident
+ * set once p spans a MiB (whatever the end), so that reading many small batches, which touches
+ * every page, neither holds the file (issue 26) nor pays a madvise, and its TLB shootdown, a
+ * batch. Blocks of a file out of order only make p wider. */
+void fmt_ipc_drop_passed(const fmt_ipc_reader *r, fmt_ipc_passed *p, int end);
 void fmt_ipc_close(fmt_ipc_reader *r);
 
 /* Reading a stream one message at a time from a forward-only source (a decompressing window),
