@@ -1,5 +1,6 @@
 /* The user's metadata edits, in the order they apply after the input's keys: --arch, --unset
- * GLOB, --metadata-from FILE [--keys GLOB], --set-from FILE.json, --set KEY[:TYPE]=VALUE. Used by
+ * GLOB, --metadata-from FILE [--keys GLOB], --set-from FILE.json, --set KEY[:TYPE]=VALUE,
+ * --override-kv KEY=TYPE:VALUE. Used by
  * conversions (plan.c) and by in-place edits (edit.c). */
 #include <fnmatch.h>
 #include <stdlib.h>
@@ -163,5 +164,7 @@ fmt_kind fmt_meta_apply_user(fmt_model *m, const fmt_convert_opts *o, const fmt_
 		k = fmt_setkv_apply_file(m, o->set_from, strings_only, e);
 	for (size_t i = 0; k == FMT_OK && i < o->n_sets; i++)
 		k = fmt_setkv_apply(m, o->sets[i], strings_only, e);
+	for (size_t i = 0; k == FMT_OK && i < o->n_overrides; i++)
+		k = fmt_setkv_override(m, o->overrides[i], strings_only, e);
 	return k == FMT_OK ? required_not_empty(m, tg, e) : k;
 }

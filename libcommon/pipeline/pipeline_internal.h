@@ -57,6 +57,9 @@ void fmt_plan_free(convert_plan *p);
 
 /* --set KEY[:TYPE]=VALUE and --set-from FILE.json into model metadata (replacing in place). */
 fmt_kind fmt_setkv_apply(fmt_model *m, const char *assignment, int strings_only, fmt_err *e);
+/* --override-kv KEY=TYPE:VALUE, llama-quantize's: TYPE int (written as u32), float (f32), bool
+ * (true or false) or str (at most 127 bytes); the key moves to the end of m's keys. */
+fmt_kind fmt_setkv_override(fmt_model *m, const char *assignment, int strings_only, fmt_err *e);
 fmt_kind fmt_setkv_apply_file(fmt_model *m, const char *path, int strings_only, fmt_err *e);
 
 /* --unset GLOB...: remove the keys each glob matches (every glob must match one; a key the

@@ -21,6 +21,7 @@ typedef struct target {
 	int units, units_as_meta;            /* FMT_CAP_UNITS, FMT_CAP_UNITS_AS_META */
 	int typed_meta;                      /* FMT_CAP_TYPED_META: else strings only */
 	int signatures;                      /* FMT_CAP_SIGNATURES */
+	int dequant_guarded;                 /* FMT_CAP_DEQUANT_GUARDED */
 	const char *default_dtype;           /* --dtype when none is given, NULL: keep */
 	fmt_dtype (*choose_dtype)(const fmt_tensor *t, fmt_dtype want, const char **why);
 	fmt_kind (*mix_dtypes)(const fmt_model *m, const fmt_model *meta, const char *name, const void *options,
@@ -39,6 +40,7 @@ static void profile_of(const fmt_driver *d, target *tg)
 	tg->units_as_meta = fmt_driver_can(d, FMT_CAP_UNITS_AS_META);
 	tg->typed_meta = fmt_driver_can(d, FMT_CAP_TYPED_META);
 	tg->signatures = fmt_driver_can(d, FMT_CAP_SIGNATURES);
+	tg->dequant_guarded = fmt_driver_can(d, FMT_CAP_DEQUANT_GUARDED);
 	tg->default_dtype = d->default_dtype;
 	tg->choose_dtype = d->choose_dtype;
 	tg->mix_dtypes = d->mix_dtypes;
@@ -320,17 +322,34 @@ static fmt_kind overflow_target(const fmt_model *in, const fmt_tensor *t, const 
 	return FMT_OK;
 }
 
-/* A block type asked for a tensor: refused when the tensor is already of another block type
- * (unless --allow-requantize, as llama-quantize), or when its rows do not divide into the
- * blocks (a 256-element type; 32-element ones became F16 in the target's choice). */
-static fmt_kind quantize_allowed(const fmt_tensor *t, fmt_dtype to, const fmt_convert_opts *o, fmt_err *e)
+/* A tensor of a block type that would become another dtype: requantizing, refused unless
+ * --allow-requantize (as llama-quantize); to a float dtype too when the target says so (GGUF:
+ * llama-quantize's F16, BF16 and F32 refuse a Q8_0 tensor as well). */
+static fmt_kind requantize_allowed(const fmt_tensor *t, fmt_dtype to, const target *tg, const fmt_convert_opts *o,
+				   fmt_err *e)
 {
-	if (!is_block(to) || to == t->dtype)
+	if (!is_block(t->dtype) || to == t->dtype || o->allow_requantize)
 		return FMT_OK;
-	if (is_block(t->dtype) && !o->allow_requantize)
+	if (is_block(to))
 		return fmt_fail(e, FMT_USAGE, "tensor '%s' is already quantized (%s): requantizing it to %s "
 				"loses precision twice; --allow-requantize does it", t->name,
 				fmt_dtype_name(t->dtype), fmt_dtype_name(to));
+	if (tg->dequant_guarded)
+		return fmt_fail(e, FMT_USAGE, "tensor '%s' is already quantized (%s): expanding it to %s is "
+				"requantizing to llama-quantize, which refuses it; --allow-requantize does it",
+				t->name, fmt_dtype_name(t->dtype), fmt_dtype_name(to));
+	return FMT_OK;
+}
+
+/* A block type asked for a tensor: refused when the tensor may not be requantized, or when its
+ * rows do not divide into the blocks (a 256-element type; 32-element ones became F16 in the
+ * target's choice). */
+static fmt_kind quantize_allowed(const fmt_tensor *t, fmt_dtype to, const target *tg, const fmt_convert_opts *o,
+				 fmt_err *e)
+{
+	fmt_kind k = requantize_allowed(t, to, tg, o, e);
+	if (k != FMT_OK || !is_block(to) || to == t->dtype)
+		return k;
 	uint64_t row = t->ndim ? t->shape[t->ndim - 1] : 1;
 	if (!fmt_dtype_row_ok(to, row))
 		return fmt_fail(e, FMT_USAGE, "tensor '%s': rows of %" PRIu64 " elements do not divide into "
@@ -343,14 +362,14 @@ static fmt_kind quantize_allowed(const fmt_tensor *t, fmt_dtype to, const fmt_co
 /* A tensor that becomes dtype to: refused when it cannot (or may not) become it, widened or
  * saturated where --overflow says so. */
 static fmt_kind add_as(convert_plan *p, const fmt_model *in, const fmt_tensor *t, fmt_dtype to,
-		       const fmt_mix_entry *weighted, const fmt_convert_opts *o, fmt_pool *pool, plan_entry *pe,
-		       fmt_err *e)
+		       const fmt_mix_entry *weighted, const target *tg, const fmt_convert_opts *o, fmt_pool *pool,
+		       plan_entry *pe, fmt_err *e)
 {
 	const fmt_dtype_info *d = fmt_dtype_get(t->dtype);
 	if (to != t->dtype && !fmt_retype_possible(t->dtype, to))
 		return fmt_fail(e, FMT_UNSUPPORTED, "tensor '%s': cannot convert %s to %s", t->name,
 				fmt_dtype_name(t->dtype), fmt_dtype_name(to));
-	fmt_kind k = quantize_allowed(t, to, o, e);
+	fmt_kind k = quantize_allowed(t, to, tg, o, e);
 	if (k == FMT_OK)
 		k = overflow_target(in, t, o, pe, &to, e);
 	if (k != FMT_OK)
@@ -361,10 +380,11 @@ static fmt_kind add_as(convert_plan *p, const fmt_model *in, const fmt_tensor *t
 			return k;
 	}
 	set_names(pe, d->name, fmt_dtype_name(to));
+	const char *name = weighted && weighted->name ? weighted->name : t->name;   /* the mix's name */
 	if (weighted && weighted->weights && to == weighted->type)
-		return fmt_model_add_retyped_weighted(&p->out, in, t, t->name, to, weighted->weights,
+		return fmt_model_add_retyped_weighted(&p->out, in, t, name, to, weighted->weights,
 						      weighted->rows_per_set, pool, e);
-	return fmt_model_add_retyped_mode(&p->out, in, t, t->name, to, o->overflow, pool, e);
+	return fmt_model_add_retyped_mode(&p->out, in, t, name, to, o->overflow, pool, e);
 }
 
 static fmt_kind add_plain(convert_plan *p, const fmt_model *in, const fmt_tensor *t, wanted w,
@@ -404,7 +424,7 @@ static fmt_kind add_plain(convert_plan *p, const fmt_model *in, const fmt_tensor
 		return fmt_model_add_from_ggml(&p->out, in, t, pool, e);
 	}
 	fmt_dtype want = w.defaulted && is_block(t->dtype) ? FMT_DT_INVALID : w.plain;
-	return add_as(p, in, t, float_target(t, want, tg, &pe->why), NULL, o, pool, pe, e);
+	return add_as(p, in, t, float_target(t, want, tg, &pe->why), NULL, tg, o, pool, pe, e);
 }
 
 /* A tensor of a mix (the target's per-tensor rules): the dtype chosen, or its own kept. */
@@ -413,7 +433,7 @@ static fmt_kind add_mixed(convert_plan *p, const fmt_model *in, const fmt_tensor
 {
 	fmt_dtype to = me->type != FMT_DT_INVALID ? me->type : holds(tg, t->dtype) ? t->dtype : FMT_DT_F32;
 	pe->why = me->weights ? "importance weights" : me->why;
-	return add_as(p, in, t, to, me, o, pool, pe, e);
+	return add_as(p, in, t, to, me, tg, o, pool, pe, e);
 }
 
 /* A compressed tensor kept as it is (.apsim to .apsim) or mapped losslessly onto a ggml block
@@ -580,7 +600,9 @@ static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const fmt_c
 	const void *values = tg->options ? fmt_drvopt_values(o->options, tg->options) : NULL;
 	if (k == FMT_OK && d->derive_meta)
 		k = d->derive_meta(&p->out, w.defaulted ? FMT_DT_INVALID : w.plain, mix, values, e);
-	return k == FMT_OK ? fmt_meta_apply_user(&p->out, o, d, e) : k;
+	if (k == FMT_OK)
+		k = fmt_meta_apply_user(&p->out, o, d, e);
+	return k == FMT_OK && d->finish_meta ? d->finish_meta(&p->out, mix, values, e) : k;
 }
 
 /* ---- a mix: the target's own per-tensor dtypes (GGUF: llama-quantize's presets) ---- */
@@ -590,8 +612,10 @@ typedef struct mix {
 	fmt_mix_entry *entries;  /* per input tensor */
 } mix;
 
-static void mix_free(mix *mx)
+static void mix_free(mix *mx, size_t n)
 {
+	for (size_t i = 0; mx->entries && i < n; i++)
+		free(mx->entries[i].name);
 	free(mx->entries);
 	memset(mx, 0, sizeof *mx);
 }
@@ -656,15 +680,15 @@ fmt_kind fmt_plan_build(convert_plan *p, const fmt_model *in, const fmt_convert_
 	if (k == FMT_OK && (k = index_unit_keys(in, &keys, e)) != FMT_OK)
 		fmt_nameset_free(&keys);
 	if (k != FMT_OK) {
-		mix_free(&mx);
+		mix_free(&mx, in->n_tensors);
 		return k;
 	}
 	for (size_t i = 0; i < in->n_tensors && k == FMT_OK; i++) {
 		const fmt_tensor *t = &in->tensors[i];
 		if (fmt_qtensor_is_scales(in, t->name))   /* handled with its codes, not on its own */
 			continue;
-		if (!selected(t->name, o)) {
-			p->excluded++;
+		if (!selected(t->name, o) || (mx.name && mx.entries[i].dropped)) {
+			p->excluded++;   /* --exclude, or a layer the mix leaves out (--prune-layers) */
 			continue;
 		}
 		plan_entry *pe = &p->entries[p->n_entries];
@@ -679,12 +703,14 @@ fmt_kind fmt_plan_build(convert_plan *p, const fmt_model *in, const fmt_convert_
 		if (k == FMT_OK)
 			k = carry_unit(p, in, &keys, t->name, tg, e);
 		pe->bytes = bytes_since(&p->out, first);
+		if (k == FMT_OK && mx.name && mx.entries[i].name)   /* renamed by the mix: the output's */
+			pe->name = p->out.tensors[first].name;
 		p->n_entries++;
 	}
 	fmt_nameset_free(&keys);
 	if (k == FMT_OK)
 		k = carry_metadata(p, in, o, tg, w, mx.name, e);
-	mix_free(&mx);
+	mix_free(&mx, in->n_tensors);
 	return k;
 }
 

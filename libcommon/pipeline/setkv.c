@@ -182,6 +182,80 @@ fmt_kind fmt_setkv_apply(fmt_model *m, const char *assignment, int strings_only,
 	return k;
 }
 
+/* ---- --override-kv KEY=TYPE:VALUE (llama-quantize's; common.cpp string_parse_kv_override,
+ * written by llama-quant.cpp as below) ---- */
+
+#define OVERRIDE_KEY_MAX 127   /* llama_model_kv_override.key[128] */
+#define OVERRIDE_STR_MAX 127   /* ... .val_str[128] */
+
+/* int: llama-quantize reads it with atol and writes the absolute value as a u32, cut to 32
+ * bits; here decimal digits whose value a u32 holds, nothing else (a sign, blanks, a
+ * value beyond: refused rather than written otherwise). */
+static fmt_kind override_int(const char *label, const char *text, fmt_value *v, fmt_err *e)
+{
+	size_t n = strspn(text, "0123456789");
+	memset(v, 0, sizeof *v);
+	v->type = FMT_V_U32;
+	errno = 0;
+	if (n > 0 && text[n] == '\0')
+		v->v.u = strtoull(text, NULL, 10);
+	if (n == 0 || text[n] != '\0' || errno || v->v.u > UINT32_MAX)
+		return fmt_fail(e, FMT_USAGE, "%s: int takes a whole number from 0 to 4294967295 (written as u32, as "
+				"llama-quantize does), not '%s'", label, text);
+	return FMT_OK;
+}
+
+static fmt_kind override_value(const char *label, const char *spec, fmt_value *v, fmt_err *e)
+{
+	static const char *const types[] = { "int:", "float:", "bool:", "str:" };
+	size_t t = 0;
+	while (t < 4 && strncmp(spec, types[t], strlen(types[t])) != 0)
+		t++;
+	const char *text = t < 4 ? spec + strlen(types[t]) : spec;
+	switch (t) {
+	case 0:
+		return override_int(label, text, v, e);
+	case 1:
+		return parse_value(label, text, FMT_V_F32, v, e);
+	case 2:
+		if (strcmp(text, "true") != 0 && strcmp(text, "false") != 0)
+			return fmt_fail(e, FMT_USAGE, "%s: bool takes true or false, not '%s'", label, text);
+		return parse_value(label, text, FMT_V_BOOL, v, e);
+	case 3:
+		if (strlen(text) > OVERRIDE_STR_MAX)
+			return fmt_fail(e, FMT_USAGE, "%s: a str value holds at most %d bytes (llama-quantize's limit), "
+					"not %zu", label, OVERRIDE_STR_MAX, strlen(text));
+		return parse_value(label, text, FMT_V_STR, v, e);
+	default:
+		return fmt_fail(e, FMT_USAGE, "%s: the value must start with int:, float:, bool: or str: (not '%s')",
+				label, spec);
+	}
+}
+
+fmt_kind fmt_setkv_override(fmt_model *m, const char *assignment, int strings_only, fmt_err *e)
+{
+	const char *eq = strchr(assignment, '=');
+	size_t key_len = eq ? (size_t)(eq - assignment) : 0;
+	if (!eq || key_len == 0 || key_len > OVERRIDE_KEY_MAX)
+		return fmt_fail(e, FMT_USAGE, "--override-kv takes KEY=TYPE:VALUE, KEY of 1 to %d bytes (not '%s')",
+				OVERRIDE_KEY_MAX, assignment);
+	char *key = strndup(assignment, key_len), label[FMT_ERR_MSG_MAX / 2];
+	if (!key)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	snprintf(label, sizeof label, "--override-kv %s", key);
+	fmt_value v = { .type = FMT_V_U32 };
+	fmt_kind k = override_value(label, eq + 1, &v, e);
+	if (k == FMT_OK && strings_only && v.type != FMT_V_STR)
+		k = fmt_fail(e, FMT_USAGE, "%s: safetensors metadata holds strings only", label);
+	if (k == FMT_OK) {   /* llama-quantize's gguf_set_val_*: the old key removed, the new one last */
+		fmt_model_remove_meta(m, key);
+		k = fmt_model_add_meta(m, key, &v, e);
+	}
+	fmt_value_free(&v);
+	free(key);
+	return k;
+}
+
 /* JSON -> value: strings, booleans, integers (u32 when 0..2^32-1 as llama.cpp's counts, i32
  * when negative and in range, else i64/u64), reals (f32), arrays of one kind, and the explicit
  * form {"type": T, "value": V}: V a scalar, or an array (nested arrays too) whose items are

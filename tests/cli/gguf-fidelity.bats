@@ -98,8 +98,9 @@ nothing_written() {
 	# the sample model kept as it is: F32 weights hold most bytes (48 of 88) -> ALL_F32
 	fmt-convert --dtype keep "$CF/big.safetensors" f32.gguf
 	assert_equal "$(meta_json f32.gguf)" '[0,"u32",null,null,"ALL_F32"]'
-	# quantized to f16 from a quantized file: the version key goes with the quantized tensors
-	fmt-convert --dtype f16 "$GF/q4ks.gguf" f16.gguf
+	# expanded to f16 from a quantized file (--allow-requantize, as llama-quantize): the version key
+	# goes with the quantized tensors
+	fmt-convert --allow-requantize --dtype f16 "$GF/q4ks.gguf" f16.gguf
 	assert_equal "$(meta_json f16.gguf)" '[1,"u32",null,null,"MOSTLY_F16"]'
 }
 

@@ -75,7 +75,7 @@ no_temp_left() {
 @test "llama GGUF from safetensors + --metadata-from a gguf-py vocabulary: gguf-py reads llama.cpp's key types" {
 	run ggufpy_types "$LT/tiny.gguf"
 	assert_success
-	assert_output "$(printf 'general.architecture STRING\ngeneral.file_type UINT32\ngeneral.quantization_version UINT32\n'
+	assert_output "$(printf 'general.architecture STRING\ngeneral.quantization_version UINT32\ngeneral.file_type UINT32\n'
 		tokenizer_types
 		cat <<-'EOF'
 		llama.context_length UINT32
@@ -363,7 +363,7 @@ no_temp_left() {
 	fmt-inspect --json --full re.gguf > re.json
 	[ "$(jq -c '.metadata | keys_unsorted | map(split(".")[0]) | unique' re.json)" = '["general","llama","tokenizer"]' ]
 	[ "$(jq -c '.metadata | keys_unsorted | [.[2:3][0], .[3:4][0], .[11:12][0], .[-1]]' re.json)" = \
-		'["general.quantization_version","llama.context_length","tokenizer.ggml.model","tokenizer.ggml.add_eos_token"]' ]
+		'["general.file_type","llama.context_length","tokenizer.ggml.model","tokenizer.ggml.add_eos_token"]' ]
 	fmt-inspect --json --full "$LT/tiny.gguf" > tiny.json
 	[ "$(jq -c '.metadata_typed | with_entries(select(.key | startswith("tokenizer.")))' re.json)" = \
 		"$(jq -c '.metadata_typed | with_entries(select(.key | startswith("tokenizer.")))' tiny.json)" ]
@@ -491,7 +491,7 @@ no_temp_left() {
 		cmp m.gguf "$LT/tiny.gguf"
 	done <<-'EOF'
 		--set a=b m.gguf other.gguf|--in-place takes one FILE
-		m.gguf|--in-place needs --set, --set-from, --metadata-from, --unset or --arch
+		m.gguf|--in-place needs --set, --set-from, --override-kv, --metadata-from, --unset or --arch
 		--dtype f32 --set a=b m.gguf|--in-place edits metadata only: --dtype does not go with it
 		--dry-run --set a=b m.gguf|--in-place edits metadata only: --dry-run does not go with it
 		--unset general.architecture m.gguf|m.gguf: --unset general.architecture: general.architecture is required in GGUF files

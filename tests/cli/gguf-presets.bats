@@ -53,8 +53,8 @@ listing() {
 		done
 		n=$((n + 1))
 	done <"$LQ/cases"
-	assert_equal "$n" 76
-	# one gguf-py for the 76 listings (OUT.gguf.txt each), then each against its golden
+	assert_equal "$n" 77
+	# one gguf-py for the 77 listings (OUT.gguf.txt each), then each against its golden
 	"$REPO_ROOT/scripts/gen/llama-quantize-golden" --list-each ./*.gguf
 	n=0
 	for out in ./*.gguf; do
@@ -62,7 +62,7 @@ listing() {
 		diff "$LQ/${out%.gguf}.txt" "$out.txt" || fail "${out%.gguf} differs from llama-quantize"
 		n=$((n + 1))
 	done
-	assert_equal "$n" 76
+	assert_equal "$n" 77
 }
 
 @test "the golden cases cover each preset, the fallbacks, GQA, tied embeddings, experts, 70B and falcon" {
@@ -363,13 +363,142 @@ PY
 		assert_equal "$stderr" "$(usage_error fmt-convert "--dtype $n needs GGUF output (its name of one of its presets or dtypes; safetensors has none)")"
 		nothing_written out.safetensors
 	done
-	# not a number as llama-quantize's std::stoi would cut it: the general message
-	for n in -1 +15 15x ' 15'; do
+	# negative, or beyond an int (std::stoi's out_of_range): the numbers' message
+	for n in -1 -15 2147483648; do
+		run --separate-stderr fmt-convert --dtype "$n" "$PM/b.gguf" out.gguf
+		assert_failure 2
+		[[ "$stderr" == "fmt-convert: error: --dtype $n: llama-quantize's type numbers (llama_ftype) are 0-3, "* ]] || fail "--dtype '$n': $stderr"
+		nothing_written out.gguf
+	done
+	# no digit after the blanks and the sign: no number (std::stoi's invalid_argument), the general message
+	for n in + ' ' ' -' x15; do
 		run --separate-stderr fmt-convert --dtype "$n" "$PM/b.gguf" out.gguf
 		assert_failure 2
 		[[ "$stderr" == "fmt-convert: error: --dtype takes f32, f16, "*"(not '$n'"* ]] || fail "--dtype '$n': $stderr"
 		nothing_written out.gguf
 	done
+}
+
+@test "--dtype NUMBER is read as llama-quantize's std::stoi reads it: zeros, a sign, blanks before, anything after the digits" {
+	fmt-convert -q --dtype Q4_K_M "$PM/b.gguf" want.gguf
+	local n
+	for n in 0000000015 00000000000000000000015 +15 ' 15' $'\t15' 15x 15.9 ' +15abc'; do
+		run --separate-stderr fmt-convert --dtype "$n" "$PM/b.gguf" number.gguf
+		assert_success
+		assert_equal "$stderr" ""
+		cmp want.gguf number.gguf || fail "--dtype '$n' is not --dtype 15"
+		rm number.gguf
+	done
+	# 0x15, -0 and +0 are 0 (stoi stops at the x): F32
+	fmt-convert -q --dtype f32 "$PM/b.gguf" f32.gguf
+	for n in 0x15 -0 +0 00; do
+		fmt-convert -q --dtype "$n" "$PM/b.gguf" number.gguf
+		cmp f32.gguf number.gguf || fail "--dtype '$n' is not --dtype 0"
+		rm number.gguf
+	done
+	# and 1e3 is 1: F16, with an override llama-quantize's F16
+	fmt-convert -q --dtype F16 --output-tensor-type q8_0 "$PM/b.gguf" f16.gguf
+	fmt-convert -q --dtype 1e3 --output-tensor-type q8_0 "$PM/b.gguf" number.gguf
+	cmp f16.gguf number.gguf
+}
+
+@test "a preset writes llama-quantize's whole file byte for byte: its tensor order, its key order, --override-kv, --prune-layers (files.sha256)" {
+	local model case type opts n=0 want
+	while read -r model case type opts; do
+		case "$model" in '#'* | '') continue ;; esac
+		read -r -a opts <<<"$opts"
+		fmt-convert -q --dtype "$type" "${opts[@]}" "$PM/$model.gguf" "$model-$case.gguf"
+		want=$(awk -v c="$model-$case" '$1 == c { print $2 }' "$LQ/files.sha256")
+		assert_equal "$model-$case $(sha256sum <"$model-$case.gguf" | cut -d' ' -f1)" "$model-$case $want"
+		n=$((n + 1))
+	done <"$LQ/file-cases"
+	assert_equal "$n" 11
+	# llama-quantize's order: outside the layers by name, then layer by layer (2 before 10)
+	assert_equal "$(fmt-inspect --json a-Q8_0.gguf | jq -r '[.tensors[].name][:5] | join(" ")')" \
+		"output.weight output_norm.weight token_embd.weight blk.0.attn_k.weight blk.0.attn_norm.weight"
+	assert_equal "$(fmt-inspect --json a-Q8_0.gguf | jq -r '.metadata_types | keys_unsorted[-2:] | join(" ")')" \
+		"general.quantization_version general.file_type"
+}
+
+@test "--override-kv KEY=TYPE:VALUE: int as u32, float as f32, bool, str; the key moved last, after --set" {
+	fmt-convert -q --dtype Q8_0 --set x.s=first --override-kv x.i=int:4294967295 --override-kv x.f=float:0.5 \
+		--override-kv x.b=bool:false --override-kv 'x.s=str:a b=c' --override-kv general.architecture=str:llama \
+		--override-kv x.i=int:0 "$PM/a.gguf" kv.gguf
+	assert_equal "$(fmt-inspect --json kv.gguf | jq -c '[.metadata_types | to_entries[-7:][] | .key + " " + .value]')" \
+		'["general.quantization_version u32","general.file_type u32","x.f f32","x.b bool","x.s str","general.architecture str","x.i u32"]'
+	assert_equal "$(fmt-inspect --json kv.gguf | jq -c '.metadata | [.["x.i"], .["x.f"], .["x.b"], .["x.s"]]')" '[0,0.5,false,"a b=c"]'
+	# a key a preset reads changes its choices, as in llama-quantize's loader: model c's 80 layers back to 8
+	fmt-convert -q --dtype Q3_K_M --set llama.block_count:u32=8 "$PM/c.gguf" set.gguf
+	fmt-convert -q --dtype Q3_K_M --override-kv llama.block_count=int:8 "$PM/c.gguf" over.gguf
+	assert_equal "$(listing over.gguf)" "$(listing set.gguf)"
+	# with --in-place, and for safetensors output strings only
+	cp "$PM/b.gguf" edit.gguf
+	fmt-convert --in-place --override-kv general.name=str:edited edit.gguf
+	assert_equal "$(fmt-inspect --json edit.gguf | jq -r '.metadata["general.name"]')" edited
+	fmt-convert -q --override-kv note=str:yes "$PM/b.gguf" out.safetensors
+	assert_equal "$(fmt-inspect --json out.safetensors | jq -r '.metadata.note')" yes
+	run --separate-stderr fmt-convert --override-kv n=int:1 "$PM/b.gguf" bad.safetensors
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: $PM/b.gguf: --override-kv n: safetensors metadata holds strings only"
+	nothing_written bad.safetensors
+}
+
+@test "--override-kv hostile: no '=', a key of 128 bytes, another type, a bad value: exit 2 naming the option, nothing written" {
+	local long
+	long=$(printf 'k%.0s' {1..128})
+	local -a cases=(
+		"noequals|--override-kv takes KEY=TYPE:VALUE, KEY of 1 to 127 bytes (not 'noequals')"
+		"=int:5|--override-kv takes KEY=TYPE:VALUE, KEY of 1 to 127 bytes (not '=int:5')"
+		"$long=int:1|--override-kv takes KEY=TYPE:VALUE, KEY of 1 to 127 bytes (not '$long=int:1')"
+		"k=u32:5|--override-kv k: the value must start with int:, float:, bool: or str: (not 'u32:5')"
+		"k=5|--override-kv k: the value must start with int:, float:, bool: or str: (not '5')"
+		"k=int:-5|--override-kv k: int takes a whole number from 0 to 4294967295 (written as u32, as llama-quantize does), not '-5'"
+		"k=int:4294967296|--override-kv k: int takes a whole number from 0 to 4294967295 (written as u32, as llama-quantize does), not '4294967296'"
+		"k=int:99999999999999999999999|--override-kv k: int takes a whole number from 0 to 4294967295 (written as u32, as llama-quantize does), not '99999999999999999999999'"
+		"k=int:12abc|--override-kv k: int takes a whole number from 0 to 4294967295 (written as u32, as llama-quantize does), not '12abc'"
+		"k=int:|--override-kv k: int takes a whole number from 0 to 4294967295 (written as u32, as llama-quantize does), not ''"
+		"k=float:abc|--override-kv k: 'abc' is not a valid f32"
+		"k=float:1e39|--override-kv k: '1e39' is not a valid f32"
+		"k=bool:1|--override-kv k: bool takes true or false, not '1'"
+		"k=str:$(printf 'x%.0s' {1..128})|--override-kv k: a str value holds at most 127 bytes (llama-quantize's limit), not 128"
+	)
+	local c
+	for c in "${cases[@]}"; do
+		run --separate-stderr fmt-convert --dtype Q8_0 --override-kv "${c%%|*}" "$PM/b.gguf" out.gguf
+		assert_failure 2
+		assert_equal "$stderr" "fmt-convert: error: $PM/b.gguf: ${c#*|}"
+		nothing_written out.gguf
+	done
+	# a str of 127 bytes is taken
+	fmt-convert -q --dtype Q8_0 --override-kv "k=str:$(printf 'x%.0s' {1..127})" "$PM/b.gguf" out.gguf
+	assert_equal "$(fmt-inspect --json out.gguf | jq -r '.metadata.k | length')" 127
+}
+
+@test "a quantized GGUF into F16, BF16 or F32 GGUF: exit 2 naming the tensor without --allow-requantize, as llama-quantize" {
+	fmt-convert -q --dtype Q8_0 "$PM/a.gguf" q8.gguf
+	local t
+	for t in F16:F16 bf16:BF16 F32:F32 f32:F32 1:F16 32:BF16 0:F32; do
+		run --separate-stderr fmt-convert --dtype "${t%%:*}" q8.gguf out.gguf
+		assert_failure 2
+		assert_equal "$stderr" "fmt-convert: error: q8.gguf: tensor 'output.weight' is already quantized (Q8_0): expanding it to ${t#*:} is requantizing to llama-quantize, which refuses it; --allow-requantize does it"
+		nothing_written out.gguf
+	done
+	# with overrides: the first tensor it would expand (llama-quantize names the same one)
+	run --separate-stderr fmt-convert --dtype F16 --output-tensor-type q8_0 --token-embedding-type q8_0 q8.gguf out.gguf
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: q8.gguf: tensor 'blk.0.attn_k.weight' is already quantized (Q8_0): expanding it to F16 is requantizing to llama-quantize, which refuses it; --allow-requantize does it"
+	nothing_written out.gguf
+	run --separate-stderr fmt-convert --dry-run --dtype bf16 --output-tensor-type q8_0 q8.gguf out.gguf
+	assert_failure 2
+	nothing_written out.gguf
+	# --allow-requantize expands them; keep and Q8_0 need nothing; another format is not llama-quantize's
+	fmt-convert -q --allow-requantize --dtype F16 q8.gguf f16.gguf
+	assert_equal "$(fmt-inspect --json f16.gguf | jq -r '[.tensors[] | select(.shape | length == 2) | .dtype] | unique | join(" ")')" F16
+	fmt-convert -q --dtype keep q8.gguf keep.gguf
+	fmt-convert -q --dtype Q8_0 q8.gguf same.gguf
+	cmp q8.gguf same.gguf
+	fmt-convert -q --dtype f16 q8.gguf out.safetensors
+	assert_equal "$(fmt-inspect --json out.safetensors | jq -r '[.tensors[].dtype] | unique | join(" ")')" F16
 }
 
 @test "--dtype F16, BF16, F32 take llama-quantize's overrides: its types, bytes, file type and quantization_version" {
@@ -533,4 +662,42 @@ PY
 	done
 	assert_equal "${mix[0]}" '[["token_embd.weight","Q2_K"],["blk.0.attn_v.weight","Q4_K"],["blk.0.attn_k.weight","Q2_K"],["blk.0.ffn_down.weight","Q3_K"],["output.weight","Q6_K"]]'
 	assert_equal "${mix[1]}" "${mix[0]}"
+}
+
+@test "--prune-layers L0,L1,...: the layers left out, the others renumbered, block_count the layers left (last key)" {
+	fmt-convert -q --dtype Q8_0 --prune-layers 2,5 "$PM/a.gguf" p.gguf
+	assert_equal "$(fmt-inspect --json p.gguf | jq -r '[.tensors[].name | select(endswith("attn_q.weight"))] | join(" ")')" \
+		"blk.0.attn_q.weight blk.1.attn_q.weight blk.2.attn_q.weight blk.3.attn_q.weight blk.4.attn_q.weight blk.5.attn_q.weight"
+	assert_equal "$(fmt-inspect --json p.gguf | jq -c '[.tensor_count, (.metadata_types | keys_unsorted[-1]), .metadata["llama.block_count"]]')" \
+		'[57,"llama.block_count",6]'
+	# layer 3 of the input is layer 2 of the output: the same bytes
+	fmt-convert -q --dtype Q8_0 "$PM/a.gguf" full.gguf
+	assert_equal "$(tensor_hex p.gguf blk.2.attn_q.weight | sha256sum)" "$(tensor_hex full.gguf blk.3.attn_q.weight | sha256sum)"
+	# repeated, unsorted, twice the same, blanks and what follows the digits ignored (std::stoi)
+	fmt-convert -q --dtype Q8_0 --prune-layers '5, 2x' --prune-layers 5 "$PM/a.gguf" again.gguf
+	cmp p.gguf again.gguf
+	# a layer beyond the last: nothing left out, block_count rewritten all the same
+	fmt-convert -q --dtype Q8_0 --prune-layers 99 "$PM/a.gguf" none.gguf
+	assert_equal "$(fmt-inspect --json none.gguf | jq -c '[.tensor_count, (.metadata_types | keys_unsorted[-1]), .metadata["llama.block_count"]]')" \
+		'[75,"llama.block_count",8]'
+	# --dry-run lists the new names
+	assert_equal "$(fmt-convert --dry-run --json --dtype Q8_0 --prune-layers 0 "$PM/a.gguf" dry.gguf | jq -r '[.tensors[].name | select(startswith("blk.6."))] | length')" 9
+	nothing_written dry.gguf
+}
+
+@test "--prune-layers hostile: an empty, negative, non-numeric or too large id is exit 2; it needs a preset" {
+	local p
+	for p in '' , 1, ,1 1,,2 -1 a ' ' 2147483648 99999999999; do
+		run --separate-stderr fmt-convert --dtype Q8_0 --prune-layers "$p" "$PM/a.gguf" out.gguf
+		assert_failure 2
+		[[ "$stderr" == "fmt-convert: error: --prune-layers: invalid layer id '"*"' (L0,L1,...: layer numbers from 0)"* ]] || fail "'$p': $stderr"
+		nothing_written out.gguf
+	done
+	run --separate-stderr fmt-convert --prune-layers 1 "$PM/a.gguf" out.gguf
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: $PM/a.gguf: --prune-layers goes with --dtype naming a llama-quantize type (Q4_K_M, Q8_0, ...), which is not given"
+	nothing_written out.gguf
+	run --separate-stderr fmt-convert --dtype Q8_0 --prune-layers 1 "$PM/a/weights.safetensors" out.gguf
+	assert_failure 2
+	nothing_written out.gguf
 }

@@ -154,12 +154,20 @@ tensor data: 5434 bytes (0.01 MiB)"
 	done
 	# allowed: the Q8_0 values, decoded, quantized as any float32 input
 	fmt-convert --allow-requantize --dtype q4_k q8.gguf re.gguf
-	fmt-convert --dtype f32 q8.gguf back.gguf
+	fmt-convert --allow-requantize --dtype f32 q8.gguf back.gguf
 	fmt-convert --dtype q4_k back.gguf direct.gguf
 	assert_equal "$(tensor_hex re.gguf blk.0.ffn_down.weight)" "$(tensor_hex direct.gguf blk.0.ffn_down.weight)"
-	# free: keep, the same type, and decoding to a float type
-	for t in keep q8_0 Q8_0 f16 f32; do
+	# free: keep and the same type; decoding to a float type in GGUF is requantizing to
+	# llama-quantize (its F16/F32 refuse it too), into another format it is free
+	for t in keep q8_0 Q8_0; do
 		run fmt-convert --dtype "$t" q8.gguf "free-$t.gguf"
+		assert_success
+	done
+	for t in f16 f32; do
+		run --separate-stderr fmt-convert --dtype "$t" q8.gguf "float-$t.gguf"
+		assert_failure 2
+		assert_equal "$stderr" "fmt-convert: error: q8.gguf: tensor 'blk.0.ffn_down.weight' is already quantized (Q8_0): expanding it to ${t^^} is requantizing to llama-quantize, which refuses it; --allow-requantize does it"
+		run fmt-convert --dtype "$t" q8.gguf "float-$t.safetensors"
 		assert_success
 	done
 	assert_equal "$(tensor_hex free-keep.gguf blk.0.ffn_down.weight)" "$(tensor_hex q8.gguf blk.0.ffn_down.weight)"

@@ -19,7 +19,7 @@ typedef struct convert_args {
 	const char *dataset_opt;    /* ... for datasets only */
 	const char *not_edit_opt;   /* the first option that --in-place cannot take, or NULL */
 	const char *sets[MAX_REPEATS], *include[MAX_REPEATS], *exclude[MAX_REPEATS];
-	const char *keys[MAX_REPEATS], *unsets[MAX_REPEATS];
+	const char *keys[MAX_REPEATS], *unsets[MAX_REPEATS], *overrides[MAX_REPEATS];
 	const char *renames[MAX_REPEATS], *where[MAX_REPEATS], *sort[MAX_REPEATS], *dedupe_on[MAX_REPEATS];
 	int seed_given;             /* --seed */
 	fmt_drvopt_sets drvopts;    /* the drivers' own options, as they parsed them */

@@ -12,7 +12,7 @@
 enum { OPT_TO = FMT_OPT_FIRST_TOOL_OPTION, OPT_DTYPE, OPT_ARCH, OPT_SET, OPT_SET_FROM, OPT_INCLUDE,
        OPT_EXCLUDE, OPT_DRY_RUN, OPT_SHARD, OPT_SIGN, OPT_NO_VERIFY, OPT_OVERFLOW, OPT_ALLOW_OVERFLOW,
        OPT_FROM, OPT_COMPRESS, OPT_SIGN_KEY, OPT_PASS_FILE, OPT_PASS_ENV, OPT_ENC_PW_FILE, OPT_ENC_PW_ENV,
-       OPT_ENC_TO, OPT_ALLOW_EXPIRED, OPT_ALLOW_REQUANTIZE, OPT_METADATA_FROM, OPT_KEYS, OPT_UNSET,
+       OPT_ENC_TO, OPT_ALLOW_EXPIRED, OPT_ALLOW_REQUANTIZE, OPT_METADATA_FROM, OPT_KEYS, OPT_UNSET, OPT_OVERRIDE_KV,
        OPT_IN_PLACE,
        OPT_EMBED_TESTS, OPT_LABELS, OPT_TOLERANCE,
        OPT_CALIBRATION,
@@ -114,6 +114,10 @@ static const fmt_cli_option own_options[] = {
 	{ FMT_CLI_OPT("set", OPT_SET, "KEY[:TYPE]=VALUE", "add or replace a metadata key; TYPE is one of\n"
 		      "u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool str (default str);\n"
 		      "KEY:TYPE[]=V1,V2,... sets an array (\\, for a comma)"), .flags = FMT_CLI_REPEAT },
+	{ FMT_CLI_OPT("override-kv", OPT_OVERRIDE_KV, "KEY=TYPE:VALUE", "llama-quantize's --override-kv: TYPE int (written as u32),\n"
+		      "float (f32), bool (true, false) or str (at most 127 bytes);\n"
+		      "applied after --set, the key moved to the end (repeatable)"),
+	  .flags = FMT_CLI_REPEAT },
 	{ FMT_CLI_OPT("set-from", OPT_SET_FROM, "FILE", "add the keys of a JSON object; {\"type\": T, \"value\": V}\n"
 		      "types a value or an array's items (fmt-inspect --json --full\n"
 		      "prints every key so: its \"metadata_typed\")"),
@@ -213,7 +217,7 @@ static int option_is_for(int id)
 	case OPT_DTYPE: case OPT_SHARD: case OPT_SIGN: case FMT_OPT_HMAC_KEY: case FMT_OPT_SECRET_FILE:
 	case FMT_OPT_SECRET_ENV: case FMT_OPT_SECRET_PROMPT: case OPT_ARCH: case OPT_SET: case OPT_SET_FROM:
 	case OPT_OVERFLOW: case OPT_ALLOW_OVERFLOW: case OPT_ALLOW_REQUANTIZE: case OPT_METADATA_FROM: case OPT_KEYS:
-	case OPT_UNSET: case OPT_IN_PLACE:
+	case OPT_UNSET: case OPT_IN_PLACE: case OPT_OVERRIDE_KV:
 		return FOR_MODELS;
 	case OPT_FROM: case OPT_ENC_PW_FILE: case OPT_ENC_PW_ENV: case OPT_ENC_TO: case FMT_OPT_PASSWORD_FILE:
 	case FMT_OPT_PASSWORD_ENV: case FMT_OPT_IDENTITY: case OPT_ALLOW_EXPIRED:
@@ -293,6 +297,8 @@ static int model_option(convert_args *a, int id, const char *arg, fmt_err *e)
 		return push(o->keys, &o->n_keys, arg) ? (fmt_fail(e, FMT_USAGE, "too many repeated options"), -1) : 0;
 	case OPT_UNSET:
 		return push(o->unsets, &o->n_unsets, arg) ? (fmt_fail(e, FMT_USAGE, "too many repeated options"), -1) : 0;
+	case OPT_OVERRIDE_KV:
+		return push(o->overrides, &o->n_overrides, arg) ? (fmt_fail(e, FMT_USAGE, "too many repeated options"), -1) : 0;
 	case OPT_IN_PLACE: o->in_place = 1; return 0;
 	case OPT_SHARD:
 		if (fmt_parse_size(arg, &o->shard, e) != FMT_OK || o->shard == 0)
@@ -371,7 +377,7 @@ static int dataset_option(convert_args *a, int id, const char *arg, fmt_err *e)
 static int edits_metadata(int id)
 {
 	return id == OPT_ARCH || id == OPT_SET || id == OPT_SET_FROM || id == OPT_METADATA_FROM || id == OPT_KEYS ||
-	       id == OPT_UNSET || id == OPT_IN_PLACE || id == 'f';
+	       id == OPT_UNSET || id == OPT_OVERRIDE_KV || id == OPT_IN_PLACE || id == 'f';
 }
 
 /* --embed-tests and what goes with it. */
@@ -472,6 +478,7 @@ const fmt_cli_tool *convert_tool(convert_args *a)
 	a->o.exclude = a->exclude;
 	a->o.keys = a->keys;
 	a->o.unsets = a->unsets;
+	a->o.overrides = a->overrides;
 	a->o.renames = a->renames;
 	a->o.rows.where = a->where;
 	a->o.rows.sort = a->sort;

@@ -211,8 +211,9 @@ int convert_edit_in_place(convert_args *a, fmt_cli *cli, const fmt_cli_tool *too
 	}
 	if (cli->n_operands != 1)
 		return fmt_cli_usage_error(tool, "--in-place takes one FILE");
-	if (!o->arch && !o->n_sets && !o->set_from && !o->metadata_from && !o->n_unsets)
-		return fmt_cli_usage_error(tool, "--in-place needs --set, --set-from, --metadata-from, --unset or --arch");
+	if (!o->arch && !o->n_sets && !o->set_from && !o->metadata_from && !o->n_unsets && !o->n_overrides)
+		return fmt_cli_usage_error(tool, "--in-place needs --set, --set-from, --override-kv, --metadata-from, "
+					   "--unset or --arch");
 	fmt_report_input(o->out, cli->operands[0], NULL);
 	fmt_kind k = fmt_pipeline_edit(cli->operands[0], o, &e);
 	if (k != FMT_OK)

@@ -45,6 +45,18 @@ fmt_kind fmt_gguf_check_meta(const fmt_meta *meta, size_t n_meta, uint32_t *alig
 /* Append the key-value pairs meta[0..n_meta) as the writer writes them to mem. */
 fmt_kind fmt_gguf_put_meta(struct fmt_sb *mem, const fmt_meta *meta, size_t n_meta, uint32_t align, fmt_err *e);
 
+/* --prune-layers L0,L1,...'s parse (gguf_prune.c): FMT_DRVOPT_GIVEN, or -1 with e set. */
+int fmt_gguf_parse_prune(fmt_gguf_quant_opts *o, const char *arg, fmt_err *e);
+/* Which tensors of m --prune-layers leaves out (dropped[i] = 1) and the new names of those it
+ * renumbers (names[i], malloc'd; NULL: the same name), visiting m->tensors[order[0..n)] in
+ * llama.cpp's loader's order. */
+fmt_kind fmt_gguf_prune_names(const fmt_model *m, const fmt_gguf_quant_opts *o, const size_t *order,
+			      char **names, unsigned char *dropped, fmt_err *e);
+
+/* <arch>.block_count set (u32, moved last) to the layers m's tensors number after
+ * --prune-layers: the highest "blk.N." + 1 (llama-quantize's next free number). */
+fmt_kind fmt_gguf_prune_block_count(fmt_model *m, fmt_err *e);
+
 /* The driver's edit_meta (gguf_edit.c). */
 fmt_kind fmt_gguf_edit_meta(const fmt_model *m, const fmt_meta *meta, size_t n_meta, int *data_moved, fmt_err *e);
 

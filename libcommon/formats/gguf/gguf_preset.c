@@ -4,7 +4,9 @@
  * tensor, from its name (its role), its layer, its rows, the architecture and hyperparameters.
  * Written from reading those rules; tests/data/llama-quantize holds what llama-quantize chose. */
 #include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -67,21 +69,37 @@ static const struct { unsigned number; const char *name; } ftype_numbers[] = {
 };
 #define N_FTYPE_NUMBERS (sizeof ftype_numbers / sizeof ftype_numbers[0])
 
-/* name is a number (decimal digits only, as --dtype 15). */
+/* How llama-quantize reads a type number (std::stoi, which is strtol in base 10): blanks
+ * skipped, a sign, the decimal digits up to the first other character, the rest ignored ("15x"
+ * and "0015" are 15, "0x15" is 0). 1 when name starts so (*n its value, or -1 beyond an int's
+ * range, which stoi refuses), 0 when it does not (no digit: a name). */
+static int read_number(const char *name, long *n)
+{
+	char *end;
+	if (!name)
+		return 0;
+	errno = 0;
+	long v = strtol(name, &end, 10);
+	if (end == name)
+		return 0;
+	*n = errno == ERANGE || v < INT_MIN || v > INT_MAX ? -1 : v;
+	return 1;
+}
+
 static int is_number(const char *name)
 {
-	size_t n = name ? strspn(name, "0123456789") : 0;
-	return n > 0 && name[n] == '\0';
+	long n;
+	return read_number(name, &n);
 }
 
 /* The type llama-quantize's number name stands for, or NULL (not a number, or none it takes). */
 static const char *numbered(const char *name)
 {
-	if (!is_number(name) || strlen(name) > 9)
+	long n;
+	if (!read_number(name, &n) || n < 0)
 		return NULL;
-	unsigned long n = strtoul(name, NULL, 10);
 	for (size_t i = 0; i < N_FTYPE_NUMBERS; i++)
-		if (ftype_numbers[i].number == n)
+		if (ftype_numbers[i].number == (unsigned long)n)
 			return ftype_numbers[i].name;
 	return NULL;
 }
@@ -196,10 +214,11 @@ static size_t quant_opts_named(const fmt_gguf_quant_opts *q, char *buf, size_t s
 	static const char *const option[] = { "--output-tensor-type", "--token-embedding-type", "--tensor-type",
 					      "--tensor-type-file",
 					      "--leave-output-tensor", "--pure", "--imatrix", "--include-weights",
-					      "--exclude-weights" };
+					      "--exclude-weights", "--prune-layers" };
 	const int given[] = { q->output_type != FMT_DT_INVALID, q->embd_type != FMT_DT_INVALID,
 			      q->tensor_type_given, q->n_type_files > 0,
-			      q->leave_output, q->pure, q->imatrix_file != NULL, q->n_include > 0, q->n_exclude > 0 };
+			      q->leave_output, q->pure, q->imatrix_file != NULL, q->n_include > 0, q->n_exclude > 0,
+			      q->n_prune > 0 };
 	const char *names[sizeof option / sizeof option[0]];
 	size_t n = 0;
 	for (size_t i = 0; i < sizeof option / sizeof option[0]; i++)
@@ -412,6 +431,10 @@ typedef struct rules {
 	regex_t re[FMT_GGUF_MAX_PATTERNS];
 	size_t n_re;
 	int n_attn_wv, i_attn_wv, i_ffn_down, i_ffn_gate, i_ffn_up;
+	/* --prune-layers: the tensors the rules see (renumbered) and the names the importance
+	 * matrix knows them by (the input's: llama-quantize's remap_imatrix); NULL without it */
+	const fmt_tensor *view;
+	const char *const *input_names;
 } rules;
 
 static int use_more_bits(int64_t i, int64_t n)
@@ -621,23 +644,28 @@ static fmt_kind tensor_type(rules *r, const fmt_tensor *t, fmt_dtype *type, cons
 	return FMT_OK;
 }
 
-/* llama.cpp's weights_map order: by layer ("blk.N.", -1 for others), then by name. */
+/* llama.cpp's weights_map order (its loader's weight_name_comparer): by layer (sscanf "blk.%d.",
+ * -1 when that reads no number), then by name. */
 static int layer_key(const char *name)
 {
 	if (strncmp(name, "blk.", 4) != 0)
 		return -1;
-	long n = strtol(name + 4, NULL, 10);
-	return n > INT32_MAX ? INT32_MAX : n < INT32_MIN ? INT32_MIN : (int)n;
+	char *end;
+	long n = strtol(name + 4, &end, 10);
+	return end == name + 4 ? -1 : n > INT32_MAX ? INT32_MAX : n < INT32_MIN ? INT32_MIN : (int)n;
+}
+
+static int llama_name_order(const char *x, const char *y)
+{
+	int lx = layer_key(x), ly = layer_key(y);
+	return lx != ly ? (lx < ly ? -1 : 1) : strcmp(x, y);
 }
 
 static const fmt_model *sort_model;
 
 static int by_layer_then_name(const void *a, const void *b)
 {
-	const char *x = sort_model->tensors[*(const size_t *)a].name;
-	const char *y = sort_model->tensors[*(const size_t *)b].name;
-	int lx = layer_key(x), ly = layer_key(y);
-	return lx != ly ? (lx < ly ? -1 : 1) : strcmp(x, y);
+	return llama_name_order(sort_model->tensors[*(const size_t *)a].name, sort_model->tensors[*(const size_t *)b].name);
 }
 
 /* pattern (llama-quantize's ECMAScript syntax, lower case) compiled; re is set only on FMT_OK. */
@@ -664,7 +692,8 @@ static fmt_kind compile_patterns(rules *r, fmt_err *e)
  * entry of another size than a row times the experts is an error (token_embd's is ignored). */
 static fmt_kind weights_of(const rules *r, const fmt_tensor *t, fmt_mix_entry *me, fmt_err *e)
 {
-	const fmt_gguf_imatrix_entry *w = fmt_gguf_imatrix_find(r->o->imatrix, t->name);
+	const char *name = r->input_names ? r->input_names[t - r->view] : t->name;
+	const fmt_gguf_imatrix_entry *w = fmt_gguf_imatrix_find(r->o->imatrix, name);
 	if (!w || me->type == FMT_DT_INVALID || me->type == t->dtype || fmt_dtype_get(me->type)->block_elems == 1)
 		return FMT_OK;
 	if (w->n != ne(t, 0) * ne(t, 2)) {
@@ -681,20 +710,30 @@ static fmt_kind weights_of(const rules *r, const fmt_tensor *t, fmt_mix_entry *m
 	return FMT_OK;
 }
 
-static fmt_kind plan_all(rules *r, const fmt_model *m, fmt_mix_entry *entries, fmt_err *e)
+/* m's tensors in llama.cpp's loader's order (indices), malloc'd; NULL on out of memory. */
+static size_t *llama_ordered(const fmt_model *m)
 {
 	size_t *order = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *order);
+	if (!order)
+		return NULL;
+	for (size_t i = 0; i < m->n_tensors; i++)
+		order[i] = i;
+	sort_model = m;
+	qsort(order, m->n_tensors, sizeof *order, by_layer_then_name);
+	return order;
+}
+
+static fmt_kind plan_all(rules *r, const fmt_model *m, fmt_mix_entry *entries, fmt_err *e)
+{
+	size_t *order = llama_ordered(m);
 	if (!order)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	r->tied = 1;
 	for (size_t i = 0; i < m->n_tensors; i++) {
 		enum role role = role_of(m->tensors[i].name);
-		order[i] = i;
 		r->n_attn_wv += is_attn_v_like(role);
 		r->tied &= role != ROLE_OUTPUT;
 	}
-	sort_model = m;
-	qsort(order, m->n_tensors, sizeof *order, by_layer_then_name);
 	fmt_kind k = FMT_OK;
 	for (size_t i = 0; i < m->n_tensors && k == FMT_OK; i++) {
 		fmt_mix_entry *me = &entries[order[i]];
@@ -705,6 +744,60 @@ static fmt_kind plan_all(rules *r, const fmt_model *m, fmt_mix_entry *entries, f
 	free(order);
 	return k;
 }
+
+/* The tensors --prune-layers leaves, renumbered: view (copies of m's tensors, with the new
+ * names), from[j] the place in m of view's tensor j, input_names[j] its name in m. */
+typedef struct pruned_view {
+	fmt_model view;
+	size_t *from;
+	const char **input_names;
+	char **names;                  /* per tensor of m: its new name, or NULL */
+	unsigned char *dropped;        /* per tensor of m */
+} pruned_view;
+
+static void pruned_view_free(pruned_view *pv, size_t n)
+{
+	for (size_t i = 0; pv->names && i < n; i++)
+		free(pv->names[i]);
+	free(pv->names);
+	free(pv->dropped);
+	free(pv->from);
+	free(pv->input_names);
+	free(pv->view.tensors);   /* copies: what they point to is m's */
+}
+
+static fmt_kind make_pruned_view(const fmt_model *m, const fmt_gguf_quant_opts *o, pruned_view *pv, fmt_err *e)
+{
+	size_t n = m->n_tensors ? m->n_tensors : 1, kept = 0;
+	memset(pv, 0, sizeof *pv);
+	fmt_model_init(&pv->view);
+	size_t *order = llama_ordered(m);
+	pv->names = calloc(n, sizeof *pv->names);
+	pv->dropped = calloc(n, 1);
+	pv->from = malloc(n * sizeof *pv->from);
+	pv->input_names = malloc(n * sizeof *pv->input_names);
+	pv->view.tensors = malloc(n * sizeof *pv->view.tensors);
+	fmt_kind k = order && pv->names && pv->dropped && pv->from && pv->input_names && pv->view.tensors
+		? fmt_gguf_prune_names(m, o, order, pv->names, pv->dropped, e) : fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; k == FMT_OK && i < m->n_tensors; i++) {
+		if (pv->dropped[i])
+			continue;
+		pv->view.tensors[kept] = m->tensors[i];
+		if (pv->names[i])
+			pv->view.tensors[kept].name = pv->names[i];
+		pv->input_names[kept] = m->tensors[i].name;
+		pv->from[kept++] = i;
+	}
+	pv->view.n_tensors = kept;
+	free(order);
+	return k;
+}
+
+/* The mix of the tensors --prune-layers leaves, as llama-quantize plans them: renumbered
+ * before its rules count layers (the model's block_count as it was), the importance matrix
+ * read by the input's names. */
+static fmt_kind plan_pruned(rules *r, const fmt_model *m, fmt_mix_entry *entries, char *note, size_t note_n,
+			    fmt_err *e);
 
 /* Append to the text in note[0..n), cut at its end. */
 __attribute__((format(printf, 3, 4))) static void note_add(char *note, size_t n, const char *format, ...)
@@ -772,6 +865,34 @@ static void mix_note(const rules *r, const fmt_model *m, char *note, size_t note
 			 "importance weights", n ? "; " : "", o->imatrix_file, o->n_include ? "include" : "exclude");
 }
 
+static fmt_kind plan_pruned(rules *r, const fmt_model *m, fmt_mix_entry *entries, char *note, size_t note_n,
+			    fmt_err *e)
+{
+	pruned_view pv;
+	fmt_mix_entry *kept = NULL;
+	fmt_kind k = make_pruned_view(m, r->o, &pv, e);
+	if (k == FMT_OK && !(kept = calloc(pv.view.n_tensors ? pv.view.n_tensors : 1, sizeof *kept)))
+		k = fmt_fail(e, FMT_IO, "out of memory");
+	r->view = pv.view.tensors;
+	r->input_names = pv.input_names;
+	if (k == FMT_OK)
+		k = plan_all(r, &pv.view, kept, e);
+	for (size_t i = 0; k == FMT_OK && i < m->n_tensors; i++)
+		entries[i].dropped = pv.dropped[i];
+	for (size_t j = 0; k == FMT_OK && j < pv.view.n_tensors; j++) {
+		entries[pv.from[j]] = kept[j];
+		entries[pv.from[j]].name = pv.names[pv.from[j]];   /* the planner's now */
+		pv.names[pv.from[j]] = NULL;
+	}
+	if (k == FMT_OK)
+		mix_note(r, &pv.view, note, note_n);
+	r->view = NULL;
+	r->input_names = NULL;
+	free(kept);
+	pruned_view_free(&pv, m->n_tensors);
+	return k;
+}
+
 fmt_kind fmt_gguf_mix_dtypes(const fmt_model *m, const fmt_model *meta, const char *name, const void *options,
 			     fmt_mix_entry *entries, const char **mix, char *note, size_t note_n, fmt_err *e)
 {
@@ -808,12 +929,12 @@ fmt_kind fmt_gguf_mix_dtypes(const fmt_model *m, const fmt_model *meta, const ch
 	} else {
 		if (k == FMT_OK)
 			k = compile_patterns(r, e);
-		if (k == FMT_OK)
-			k = plan_all(r, m, entries, e);
+		if (k == FMT_OK && o->n_prune)
+			k = plan_pruned(r, m, entries, note, note_n, e);
+		else if (k == FMT_OK && (k = plan_all(r, m, entries, e)) == FMT_OK)
+			mix_note(r, m, note, note_n);
 		if (k == FMT_OK)
 			*mix = p->name;
-		if (k == FMT_OK)
-			mix_note(r, m, note, note_n);
 	}
 	for (size_t i = 0; i < r->n_re; i++)
 		regfree(&r->re[i]);
@@ -842,21 +963,65 @@ static fmt_kind put_u32(fmt_model *m, const char *key, uint64_t n, fmt_err *e)
 	return fmt_model_put_meta(m, key, &v, e);
 }
 
+static int llama_order(const void *a, const void *b)
+{
+	return llama_name_order(((const fmt_tensor *)a)->name, ((const fmt_tensor *)b)->name);
+}
+
+static const char *const imatrix_keys[] = {
+	"quantize.imatrix.file", "quantize.imatrix.dataset", "quantize.imatrix.entries_count",
+	"quantize.imatrix.chunks_count",
+};
+
 fmt_kind fmt_gguf_derive_meta(fmt_model *m, fmt_dtype requested, const char *mix, const void *options, fmt_err *e)
 {
 	const fmt_gguf_quant_opts *o = options;
 	const fmt_gguf_imatrix *im = o ? o->imatrix : NULL;
+	/* A preset writes the tensors as llama-quantize does: those outside the layers by name,
+	 * then layer by layer (its loader's map), so that the file is its byte for byte. */
+	if (mix && m->n_tensors > 1)
+		qsort(m->tensors, m->n_tensors, sizeof *m->tensors, llama_order);
 	fmt_kind k = fmt_gguf_set_type_keys(m, requested, mix, e);
 	if (k != FMT_OK || !mix || !im || im->n == 0)
 		return k;
-	k = put_str(m, "quantize.imatrix.file", o->imatrix_file, 127, e);
+	k = put_str(m, imatrix_keys[0], o->imatrix_file, 127, e);
 	if (k == FMT_OK && im->dataset)
-		k = put_str(m, "quantize.imatrix.dataset", im->dataset, 127, e);
+		k = put_str(m, imatrix_keys[1], im->dataset, 127, e);
 	if (k == FMT_OK)
-		k = put_u32(m, "quantize.imatrix.entries_count", im->n, e);
+		k = put_u32(m, imatrix_keys[2], im->n, e);
 	if (k == FMT_OK && im->chunks > 0)
-		k = put_u32(m, "quantize.imatrix.chunks_count", (uint64_t)im->chunks, e);
+		k = put_u32(m, imatrix_keys[3], (uint64_t)im->chunks, e);
 	return k;
+}
+
+/* key, when m has it, moved to the end of m's keys with its value. */
+static fmt_kind move_last(fmt_model *m, const char *key, fmt_err *e)
+{
+	const fmt_value *v = fmt_model_get_meta(m, key);
+	fmt_value copy;
+	if (!v)
+		return FMT_OK;
+	fmt_kind k = fmt_value_copy(&copy, v, e);
+	if (k != FMT_OK)
+		return k;
+	fmt_model_remove_meta(m, key);
+	k = fmt_model_add_meta(m, key, &copy, e);
+	fmt_value_free(&copy);
+	return k;
+}
+
+fmt_kind fmt_gguf_finish_meta(fmt_model *m, const char *mix, const void *options, fmt_err *e)
+{
+	const fmt_gguf_quant_opts *o = options;
+	const fmt_gguf_imatrix *im = o ? o->imatrix : NULL;
+	fmt_kind k = FMT_OK;
+	if (!mix || !o)
+		return FMT_OK;
+	/* quantize.cpp adds the matrix's keys to the --override-kv ones, after them: the keys
+	 * derive_meta set (or the user's --set of them) go last */
+	for (size_t i = 0; im && im->n > 0 && k == FMT_OK && i < sizeof imatrix_keys / sizeof imatrix_keys[0]; i++)
+		k = move_last(m, imatrix_keys[i], e);
+	return k == FMT_OK && o->n_prune ? fmt_gguf_prune_block_count(m, e) : k;
 }
 
 /* ---- the options' parsing ---- */
@@ -1086,6 +1251,11 @@ static void free_quant_opts(void *v)
 	}
 }
 
+static int parse_prune_layers(void *v, const char *arg, fmt_err *e)
+{
+	return fmt_gguf_parse_prune(v, arg, e);
+}
+
 static int parse_pure(void *v, const char *arg, fmt_err *e)
 {
 	(void)arg;
@@ -1117,6 +1287,9 @@ static const fmt_drvopt quant_option_list[] = {
 	  "(repeatable)", FMT_DRVOPT_WRITE, FMT_DRVOPT_FREE, .parse = parse_include, .flags = FMT_DRVOPT_REPEAT },
 	{ "exclude-weights", "NAME", "... leave out the --imatrix entries whose name holds NAME\n"
 	  "(repeatable)", FMT_DRVOPT_WRITE, FMT_DRVOPT_FREE, .parse = parse_exclude, .flags = FMT_DRVOPT_REPEAT },
+	{ "prune-layers", "L0,L1,...", "... leave out these layers (blk.N), renumber the others and\n"
+	  "set <arch>.block_count (repeatable)", FMT_DRVOPT_WRITE, FMT_DRVOPT_FREE, .parse = parse_prune_layers,
+	  .flags = FMT_DRVOPT_REPEAT },
 	{ .name = NULL }
 };
 

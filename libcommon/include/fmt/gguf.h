@@ -91,17 +91,24 @@ int fmt_gguf_ftype_of_dtype(fmt_dtype t, uint32_t *ftype);
  * if any, stays when the dtype has no file type). quantization_version is set when any tensor
  * is a block type; otherwise removed when a float dtype was requested and kept as it is with
  * keep. A model without tensors keeps both keys as they are: a key is replaced by a derived
- * value, never dropped for want of one. Existing keys keep their position. mix, when not NULL,
- * names the llama-quantize preset the tensors were planned by (fmt_gguf_mix_dtypes): the file
- * type is that preset's (Q4_K_S: 14) whatever requested says, and the quantization version is
- * written whatever the tensors are (llama-quantize writes it on its F16 files too). */
+ * value, never dropped for want of one. Existing keys keep their position, except with mix:
+ * when not NULL it names the llama-quantize preset the tensors were planned by
+ * (fmt_gguf_mix_dtypes): the file type is that preset's (Q4_K_S: 14) whatever requested says,
+ * the quantization version is written whatever the tensors are (llama-quantize writes it on its
+ * F16 files too), and both become the last keys, the version first, as llama-quantize sets them. */
 fmt_kind fmt_gguf_set_type_keys(fmt_model *m, fmt_dtype requested, const char *mix, fmt_err *e);
 /* The driver's derive_meta: those keys, and with a preset (mix) and an --imatrix of one or more
  * entries (options: fmt_gguf_quant_opts), the keys llama-quantize records it by:
  * quantize.imatrix.file (the path as given, its first 127 bytes), .dataset (the matrix's first
  * dataset, when it names one), .entries_count (the entries --include-weights/--exclude-weights
- * kept) and .chunks_count (when above 0), the counts as UINT32. */
+ * kept) and .chunks_count (when above 0), the counts as UINT32. With a preset the tensors are
+ * put in llama-quantize's order (its loader's: outside the layers by name, then by layer). */
 fmt_kind fmt_gguf_derive_meta(fmt_model *m, fmt_dtype requested, const char *mix, const void *options, fmt_err *e);
+/* The driver's finish_meta, after the user's keys (--set, --override-kv), as llama-quantize sets
+ * its keys after its --override-kv: with a preset and an --imatrix the quantize.imatrix.* keys
+ * (derive_meta's values, or the user's) moved last, then with --prune-layers <arch>.block_count
+ * the layers left (u32, last). */
+fmt_kind fmt_gguf_finish_meta(fmt_model *m, const char *mix, const void *options, fmt_err *e);
 
 /* ---- llama-quantize's presets and overrides (gguf_preset.c) ---- */
 
@@ -109,6 +116,7 @@ fmt_kind fmt_gguf_derive_meta(fmt_model *m, fmt_dtype requested, const char *mix
 /* --tensor-type and --tensor-type-file's patterns together (a file may list every tensor). */
 #define FMT_GGUF_MAX_PATTERNS 1024
 #define FMT_GGUF_MAX_TYPE_FILES 16
+#define FMT_GGUF_MAX_PRUNE 1024
 
 /* The GGUF output's quantization options, as the driver's options parse them. */
 typedef struct fmt_gguf_quant_opts {
@@ -130,6 +138,8 @@ typedef struct fmt_gguf_quant_opts {
 	const char *exclude[FMT_GGUF_MAX_TENSOR_TYPES];  /* --exclude-weights NAME */
 	size_t n_include, n_exclude;
 	struct fmt_gguf_imatrix *imatrix;  /* what --imatrix holds, once loaded */
+	int32_t prune[FMT_GGUF_MAX_PRUNE]; /* --prune-layers: the layers left out, sorted, once each */
+	size_t n_prune;
 } fmt_gguf_quant_opts;
 
 /* One entry of an importance matrix: a tensor's weights, n = its row's elements times its

@@ -22,6 +22,8 @@ typedef struct fmt_convert_opts {
 	const char *arch;            /* --arch */
 	const char **sets;           /* --set KEY[:TYPE]=VALUE, n_sets of them */
 	size_t n_sets;
+	const char **overrides;      /* --override-kv KEY=TYPE:VALUE (llama-quantize's), n_overrides */
+	size_t n_overrides;
 	const char *set_from;        /* --set-from FILE.json */
 	const char *metadata_from;   /* --metadata-from FILE: keys copied from another model file */
 	const char **keys;           /* --keys GLOB: which of its keys, n_keys of them (none: all) */

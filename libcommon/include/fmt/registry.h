@@ -82,6 +82,9 @@ enum {
 					 * keys.ed25519_secret */
 	FMT_CAP_NETWORK = 1u << 7,      /* a whole network (layers and their weights), written only
 					 * from a model whose driver has write_network (.nk from ONNX) */
+	FMT_CAP_DEQUANT_GUARDED = 1u << 8, /* a tensor of a block type (Q8_0...) made a float dtype
+					 * counts as requantizing it: refused without
+					 * --allow-requantize (GGUF: llama-quantize refuses it) */
 };
 
 /* The metadata key prefix under which formats without native units keep them. */
@@ -95,6 +98,9 @@ typedef struct fmt_mix_entry {
 				  * per set of rows_per_set rows), or NULL; they live as long as the
 				  * driver's option values */
 	uint64_t rows_per_set;
+	char *name;              /* its name in the output (malloc'd, freed by the planner), or NULL:
+				  * its own (GGUF: --prune-layers renumbers layers) */
+	int dropped;             /* 1: not in the output (GGUF: a layer --prune-layers leaves out) */
 } fmt_mix_entry;
 
 typedef struct fmt_driver {
@@ -206,9 +212,14 @@ typedef struct fmt_driver {
 	 * quantization_version); requested is the dtype the user asked for, FMT_DT_INVALID when
 	 * the tensors keep theirs; mix the name mix_dtypes gave, or NULL; options the driver's option
 	 * values (fmt_drvopt_values; NULL: none given). Converters call it before applying the
-	 * user's keys. NULL: none. */
+	 * user's keys, once out holds every tensor: with a mix it may reorder them in place (GGUF:
+	 * in llama-quantize's order). NULL: none. */
 	fmt_kind (*derive_meta)(fmt_model *out, fmt_dtype requested, const char *mix, const void *options,
 				fmt_err *e);
+	/* Called after the user's keys are applied, with the mix's name (or NULL) and the option
+	 * values: keys the mix sets last (GGUF: --prune-layers' block_count, which llama-quantize
+	 * sets after its --override-kv). NULL: none. */
+	fmt_kind (*finish_meta)(fmt_model *out, const char *mix, const void *options, fmt_err *e);
 	/* The keys derive_meta sets, NULL-terminated (or NULL): converters drop them when the
 	 * output is in another format, where they would describe tensors that are not there. */
 	const char *const *derived_keys;
