@@ -700,4 +700,11 @@ PY
 	run --separate-stderr fmt-convert --dtype Q8_0 --prune-layers 1 "$PM/a/weights.safetensors" out.gguf
 	assert_failure 2
 	nothing_written out.gguf
+	# a tensor's layer number beyond an int (llama-quantize's std::stoi throws): exit 5 naming it
+	names_model huge.safetensors token_embd.weight blk.0.attn_q.weight blk.99999999999.attn_q.weight
+	fmt-convert -q --arch llama --set llama.block_count:u32=2 huge.safetensors huge.gguf
+	run --separate-stderr fmt-convert --dtype Q8_0 --prune-layers 0 huge.gguf out.gguf
+	assert_failure 5
+	assert_equal "$stderr" "fmt-convert: error: huge.gguf: --prune-layers: tensor 'blk.99999999999.attn_q.weight': its layer number is beyond an int"
+	nothing_written out.gguf
 }
