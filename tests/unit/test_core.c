@@ -16,6 +16,7 @@
 #include "fmt/thread.h"
 #include "fmt/tree_budget.h"
 #include "fmt/xxh3.h"
+#include "fmt/zstd_thread.h"
 #include "helpers.h"
 #include "unit.h"
 
@@ -1023,4 +1024,129 @@ TEST(truncated_mapping_is_io_error_on_any_thread)
 	snprintf(ls, sizeof ls, "test $(ls -A %s | wc -l) -eq 2", dir);
 	CHECK(system(ls) == 0);
 	unit_rm_dir(dir);
+}
+
+/* 256 KiB of text-like bytes as one zstd frame without its size (window 2^18: a context limited
+ * to 2^10 refuses it); the caller frees both. */
+static uint8_t *zstd_sample(size_t *raw_n, uint8_t **frame, size_t *frame_n)
+{
+	size_t n = 256u << 10;
+	uint8_t *raw = malloc(n);
+	ZSTD_CCtx *c = ZSTD_createCCtx();
+	*frame = malloc(ZSTD_compressBound(n));
+	if (!raw || !c || !*frame) {
+		ZSTD_freeCCtx(c);
+		return raw;
+	}
+	for (size_t i = 0; i < n; i++)
+		raw[i] = (uint8_t)("fmtkit zstd contexts "[i % 21] + (i / 4096) % 7);
+	ZSTD_CCtx_setParameter(c, ZSTD_c_windowLog, 18);
+	ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, 0); /* a streamed frame: the window checked */
+	*frame_n = ZSTD_compress2(c, *frame, ZSTD_compressBound(n), raw, n);
+	ZSTD_freeCCtx(c);
+	*raw_n = n;
+	return raw;
+}
+
+/* Streams the frame through d into out (raw_n bytes); 1 when it decoded to exactly those. */
+static int zstd_stream_ok(ZSTD_DCtx *d, const uint8_t *frame, size_t frame_n, const uint8_t *raw, size_t raw_n)
+{
+	uint8_t *out = malloc(raw_n);
+	ZSTD_inBuffer in = { frame, frame_n, 0 };
+	ZSTD_outBuffer o = { out, raw_n, 0 };
+	size_t r = out ? ZSTD_decompressStream(d, &o, &in) : 1;
+	int ok = r == 0 && o.pos == raw_n && memcmp(out, raw, raw_n) == 0;
+	free(out);
+	return ok;
+}
+
+TEST(zstd_context_given_back_is_lent_again_as_new)
+{
+	size_t raw_n = 0, frame_n = 0;
+	uint8_t *frame = NULL, *raw = zstd_sample(&raw_n, &frame, &frame_n);
+	CHECK(raw && frame && !ZSTD_isError(frame_n));
+	ZSTD_DCtx *d = fmt_zstd_dctx_take();
+	CHECK(d && zstd_stream_ok(d, frame, frame_n, raw, raw_n));
+	/* given back with a window too small for the frame: lent again with zstd's default */
+	CHECK(!ZSTD_isError(ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, 10)));
+	CHECK(!zstd_stream_ok(d, frame, frame_n, raw, raw_n));
+	fmt_zstd_dctx_give(d);
+	ZSTD_DCtx *again = fmt_zstd_dctx_take();
+	CHECK(again == d);                      /* the thread's own, kept */
+	CHECK(zstd_stream_ok(again, frame, frame_n, raw, raw_n));
+	/* given back mid-frame: lent again at a frame's start */
+	ZSTD_inBuffer in = { frame, frame_n, 0 };
+	uint8_t small[100];
+	ZSTD_outBuffer o = { small, sizeof small, 0 };
+	size_t r = ZSTD_decompressStream(again, &o, &in);
+	CHECK(!ZSTD_isError(r) && r != 0 && o.pos == sizeof small);
+	fmt_zstd_dctx_give(again);
+	again = fmt_zstd_dctx_take();
+	CHECK(again == d && zstd_stream_ok(again, frame, frame_n, raw, raw_n));
+	fmt_zstd_dctx_give(again);
+	fmt_zstd_dctx_give(NULL);
+	uint8_t *whole = malloc(raw_n);
+	CHECK(whole && fmt_zstd_decompress(whole, raw_n, frame, frame_n) == raw_n && memcmp(whole, raw, raw_n) == 0);
+	CHECK(ZSTD_isError(fmt_zstd_decompress(whole, raw_n, frame, frame_n - 1)));
+	free(whole);
+	free(frame);
+	free(raw);
+}
+
+typedef struct zstd_lend {
+	ZSTD_DCtx *d[12];
+	const uint8_t *frame, *raw;
+	size_t frame_n, raw_n;
+	int ok;
+} zstd_lend;
+
+static void *give_elsewhere(void *p)
+{
+	zstd_lend *l = p;
+	for (size_t i = 0; i < 12; i++)
+		fmt_zstd_dctx_give(l->d[i]);
+	return NULL;
+}
+
+static void *decompress_many(void *p)
+{
+	zstd_lend *l = p;
+	uint8_t *out = malloc(l->raw_n);
+	l->ok = out != NULL;
+	for (int i = 0; i < 50 && l->ok; i++) {
+		l->ok = fmt_zstd_decompress(out, l->raw_n, l->frame, l->frame_n) == l->raw_n &&
+			memcmp(out, l->raw, l->raw_n) == 0;
+		ZSTD_DCtx *d = fmt_zstd_dctx_take();
+		l->ok = l->ok && d && zstd_stream_ok(d, l->frame, l->frame_n, l->raw, l->raw_n);
+		fmt_zstd_dctx_give(d);
+	}
+	free(out);
+	return NULL;
+}
+
+/* Contexts taken on one thread and given back on another (more than are kept: the rest freed,
+ * which ASan's leak check sees), then lent to threads decompressing at once. */
+TEST(zstd_contexts_lent_across_threads)
+{
+	size_t raw_n = 0, frame_n = 0;
+	uint8_t *frame = NULL, *raw = zstd_sample(&raw_n, &frame, &frame_n);
+	CHECK(raw && frame && !ZSTD_isError(frame_n));
+	zstd_lend l = { .frame = frame, .raw = raw, .frame_n = frame_n, .raw_n = raw_n };
+	for (size_t i = 0; i < 12; i++)
+		CHECK((l.d[i] = fmt_zstd_dctx_take()) != NULL);
+	pthread_t t;
+	CHECK(fmt_thread_start(&t, 0, give_elsewhere, &l) == 0);
+	pthread_join(t, NULL);
+	zstd_lend each[3];
+	pthread_t ts[3];
+	for (int i = 0; i < 3; i++) {
+		each[i] = l;
+		CHECK(fmt_thread_start(&ts[i], 0, decompress_many, &each[i]) == 0);
+	}
+	for (int i = 0; i < 3; i++) {
+		pthread_join(ts[i], NULL);
+		CHECK(each[i].ok);
+	}
+	free(frame);
+	free(raw);
 }

@@ -1,11 +1,11 @@
 /* zstd (one streaming frame, or independent frames of a fixed input size) and LZ4 frame
  * (lz4frame) for the .ald payload. */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
 #include <lz4.h>
 #include <lz4frame.h>
+#include "fmt/zstd_thread.h"
 #include "compress.h"
 
 static fmt_kind oom(fmt_err *e)
@@ -215,39 +215,6 @@ void fmt_compressor_free(fmt_compressor *c)
 
 /* ---- streaming decompression ---- */
 
-/* zstd contexts of streams that ended, kept for the next (reset first): making one per stream
- * cost 19 % of the CPU of an .ald of 30,000 STREAMING chunks to CSV (a context is about 95 KB,
- * set up afresh each time). A few at most: as many as streams decode at once on the threads. */
-#define DCTX_KEPT 4
-static pthread_mutex_t dctx_lock = PTHREAD_MUTEX_INITIALIZER;
-static ZSTD_DCtx *dctx_kept[DCTX_KEPT];
-static size_t n_dctx_kept;
-
-static ZSTD_DCtx *dctx_take(void)
-{
-	ZSTD_DCtx *z = NULL;
-	pthread_mutex_lock(&dctx_lock);
-	if (n_dctx_kept)
-		z = dctx_kept[--n_dctx_kept];
-	pthread_mutex_unlock(&dctx_lock);
-	if (z)
-		ZSTD_DCtx_reset(z, ZSTD_reset_session_and_parameters);
-	return z ? z : ZSTD_createDCtx();
-}
-
-static void dctx_give(ZSTD_DCtx *z)
-{
-	if (!z)
-		return;
-	pthread_mutex_lock(&dctx_lock);
-	if (n_dctx_kept < DCTX_KEPT) {
-		dctx_kept[n_dctx_kept++] = z;
-		z = NULL;
-	}
-	pthread_mutex_unlock(&dctx_lock);
-	ZSTD_freeDCtx(z);
-}
-
 fmt_kind fmt_dstream_init(fmt_dstream *d, int id, const uint8_t *src, size_t n, uint64_t limit, fmt_err *e)
 {
 	memset(d, 0, sizeof *d);
@@ -256,7 +223,7 @@ fmt_kind fmt_dstream_init(fmt_dstream *d, int id, const uint8_t *src, size_t n, 
 	d->src = src;
 	d->src_len = n;
 	if (id == 1 || id == 2) {
-		if (!(d->z = dctx_take()))
+		if (!(d->z = fmt_zstd_dctx_take()))
 			return oom(e);
 	} else if (id == 3) {
 		LZ4F_dctx *l;
@@ -437,7 +404,7 @@ fmt_kind fmt_dstream_drain(fmt_dstream *d, fmt_err *e)
 
 void fmt_dstream_free(fmt_dstream *d)
 {
-	dctx_give(d->z);
+	fmt_zstd_dctx_give(d->z);
 	if (d->l)
 		LZ4F_freeDecompressionContext(d->l);
 	free(d->buf);

@@ -10,6 +10,7 @@
 #include "fmt/checked.h"
 #include "fmt/half.h"
 #include "fmt/tree_budget.h"
+#include "fmt/zstd_thread.h"
 #include "apr_internal.h"
 
 #define AP_MAX_NAME 256                /* aprender's writer cuts longer names */
@@ -397,7 +398,7 @@ static fmt_kind decompress_image(fmt_model *m, apr_state *st, const uint8_t *h, 
 	if (k == FMT_OK) {
 		memcpy(image, h, APR_AP_HEADER);
 		if (zstd) {
-			size_t r = ZSTD_decompress(image + APR_AP_HEADER, (size_t)raw, in, (size_t)st->whole_stored);
+			size_t r = fmt_zstd_decompress(image + APR_AP_HEADER, (size_t)raw, in, (size_t)st->whole_stored);
 			if (ZSTD_isError(r) || r != raw)
 				k = fmt_fail(e, FMT_INVALID_FORMAT, "flag ZSTD_COMPRESSED: %s",
 					     ZSTD_isError(r) ? ZSTD_getErrorName(r) : "the frame holds fewer bytes than it says");

@@ -9,6 +9,7 @@
 #include "fmt/checked.h"
 #include "fmt/retype.h"
 #include "fmt/strbuf.h"
+#include "fmt/zstd_thread.h"
 #include "apr_internal.h"
 
 /* ---- output ---- */
@@ -255,13 +256,12 @@ typedef struct frame_reader {
 } frame_reader;
 
 static void stream_free(struct frame_stream *fs);
-static void stream_drop(struct frame_stream *fs);
 
 static void frame_reader_free(void *p)
 {
 	frame_reader *r = p;
 	pthread_mutex_destroy(&r->lock);
-	stream_drop(r->fs);
+	stream_free(r->fs);
 	free(r->raw);
 	free(r);
 }
@@ -350,7 +350,7 @@ static fmt_kind zstd_decode(frame_in *in, decode_out *d, fmt_err *e)
 	if (size != d->raw)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "zstd frame holds %llu bytes, the index says %llu", size,
 				(unsigned long long)d->raw);
-	ZSTD_DCtx *z = ZSTD_createDCtx();
+	ZSTD_DCtx *z = fmt_zstd_dctx_take();
 	if (!z)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	fmt_kind k = FMT_OK;
@@ -379,7 +379,7 @@ static fmt_kind zstd_decode(frame_in *in, decode_out *d, fmt_err *e)
 	if (k == FMT_OK && (!in_done(in) || d->done != d->raw))
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "the segment is not exactly one zstd frame of %llu bytes",
 			     (unsigned long long)d->raw);
-	ZSTD_freeDCtx(z);
+	fmt_zstd_dctx_give(z);
 	return k;
 }
 
@@ -492,64 +492,25 @@ typedef struct frame_stream {
 	LZ4F_dctx *l;
 	frame_in in;
 	uint64_t done, raw;            /* bytes produced, bytes the frame must hold */
-	apr_state *st;                 /* where a decoder is kept for the next tensor, or NULL */
 } frame_stream;
-
-static ZSTD_DCtx *take_dctx(apr_state *st)
-{
-	ZSTD_DCtx *z = NULL;
-	if (st) {
-		pthread_mutex_lock(&st->prefetch_lock);
-		if (st->n_spare_dctx > 0)
-			z = st->spare_dctx[--st->n_spare_dctx];
-		pthread_mutex_unlock(&st->prefetch_lock);
-	}
-	if (z)
-		ZSTD_DCtx_reset(z, ZSTD_reset_session_only);
-	return z ? z : ZSTD_createDCtx();
-}
-
-static void give_dctx(apr_state *st, ZSTD_DCtx *z)
-{
-	if (!z)
-		return;
-	if (st) {
-		pthread_mutex_lock(&st->prefetch_lock);
-		if (st->n_spare_dctx < 16) {
-			st->spare_dctx[st->n_spare_dctx++] = z;
-			z = NULL;
-		}
-		pthread_mutex_unlock(&st->prefetch_lock);
-	}
-	ZSTD_freeDCtx(z);
-}
 
 static void stream_free(frame_stream *fs)
 {
 	if (!fs)
 		return;
-	give_dctx(fs->st, fs->z);
+	fmt_zstd_dctx_give(fs->z);
 	LZ4F_freeDecompressionContext(fs->l);
 	free(fs->in.buf);
 	free(fs);
 }
 
-/* Free without keeping the decoder: the model's state may be gone already. */
-static void stream_drop(frame_stream *fs)
-{
-	if (fs)
-		fs->st = NULL;
-	stream_free(fs);
-}
-
-static fmt_kind stream_begin(fmt_source *s, apr_state *st, const frame_reader *r, uint64_t raw, frame_stream **out,
+static fmt_kind stream_begin(fmt_source *s, const frame_reader *r, uint64_t raw, frame_stream **out,
 			     fmt_err *e)
 {
 	frame_stream *fs = calloc(1, sizeof *fs);
 	*out = NULL;
 	if (!fs)
 		return fmt_fail(e, FMT_IO, "out of memory");
-	fs->st = st;
 	fs->in = (frame_in){ .s = s, .off = r->off, .left = r->stored };
 	fs->raw = raw;
 	fmt_kind k = plausible(r->codec, r->stored, raw) ? FMT_OK
@@ -568,7 +529,7 @@ static fmt_kind stream_begin(fmt_source *s, apr_state *st, const frame_reader *r
 		else if (size != raw)
 			k = fmt_fail(e, FMT_INVALID_FORMAT, "zstd frame holds %llu bytes, the index says %llu", size,
 				     (unsigned long long)raw);
-		else if (!(fs->z = take_dctx(st)))
+		else if (!(fs->z = fmt_zstd_dctx_take()))
 			k = fmt_fail(e, FMT_IO, "out of memory");
 	} else if (k == FMT_OK) {
 		LZ4F_frameInfo_t info;
@@ -711,7 +672,7 @@ static fmt_kind frame_read(const fmt_model *m, const fmt_tensor *t, uint64_t off
 		decode_ahead(m, t);
 	pthread_mutex_lock(&r->lock);
 	if (!r->raw && off == 0 && !r->fs)
-		k = stream_begin(&m->sources[r->src], m->format_state, r, t->nbytes, &r->fs, e);
+		k = stream_begin(&m->sources[r->src], r, t->nbytes, &r->fs, e);
 	if (k == FMT_OK && !r->raw && r->fs && off == r->fs->done) {
 		k = stream_read(r->fs, dst, n, e);
 		if (k != FMT_OK || r->fs->done == t->nbytes) {

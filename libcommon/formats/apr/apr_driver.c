@@ -1,7 +1,6 @@
 /* The APR driver: one format, several byte layouts, told apart by their first bytes. */
 #include <stdlib.h>
 #include <string.h>
-#include <zstd.h>
 #include "fmt/checked.h"
 #include "fmt/out.h"
 #include "fmt/shardset.h"
@@ -144,8 +143,6 @@ static void apr_close(fmt_model *m)
 		free(st->writer);
 		free(st->parts);
 		fmt_pool_destroy(st->pool);
-		for (int i = 0; i < st->n_spare_dctx; i++)
-			ZSTD_freeDCtx(st->spare_dctx[i]);
 		pthread_mutex_destroy(&st->prefetch_lock);
 	}
 	free(st);

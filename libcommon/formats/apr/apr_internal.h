@@ -79,10 +79,6 @@ typedef struct apr_state {
 	/* Compressed tensors decoded ahead of their reads, on a pool of the model's reader_threads. */
 	pthread_mutex_t prefetch_lock;
 	fmt_pool *pool;
-	/* zstd decoders kept for the next tensor (under prefetch_lock): a decoder's window and
-	 * tables are allocated once per model, not once per tensor. */
-	void *spare_dctx[16];
-	int n_spare_dctx;
 } apr_state;
 
 /* ---- layouts ---- */

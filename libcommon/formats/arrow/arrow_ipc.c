@@ -589,7 +589,7 @@ static fmt_kind spill_out(walk *w, const uint8_t *p, size_t n, uint64_t want, ui
  * 8 MiB at 19), not the buffer. Any window is taken, as the one-shot decompression takes it. */
 static fmt_kind unzstd_to_spill(walk *w, const uint8_t *src, size_t n, uint64_t want, uint64_t *got, fmt_err *e)
 {
-	ZSTD_DCtx *dctx = ZSTD_createDCtx();
+	ZSTD_DCtx *dctx = fmt_zstd_dctx_take();
 	if (!dctx)
 		return oom(e);
 	ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, ZSTD_dParam_getBounds(ZSTD_d_windowLogMax).upperBound);
@@ -609,7 +609,7 @@ static fmt_kind unzstd_to_spill(walk *w, const uint8_t *src, size_t n, uint64_t 
 		if (k == FMT_OK && !full && in.pos == before && in.pos < in.size)
 			break; /* no progress: cannot happen with input left, but never loop */
 	}
-	ZSTD_freeDCtx(dctx);
+	fmt_zstd_dctx_give(dctx);
 	if (k == FMT_OK && r != 0) /* the input ends inside a frame */
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: a compressed buffer: zstd: %s",
 			     ZSTD_getErrorName((size_t)0 - (size_t)ZSTD_error_srcSize_wrong));

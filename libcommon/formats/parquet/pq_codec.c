@@ -402,12 +402,14 @@ int fmt_pq_inflow_whole(const char *col, int codec, const uint8_t *src, size_t c
 	pq_inflow s = { 0 };
 	if ((codec != CODEC_ZSTD && codec != CODEC_GZIP) || (codec == CODEC_ZSTD && !zstd_windows_fit(src, clen, ulen)))
 		return -1;
-	ZSTD_DCtx *kept = codec == CODEC_ZSTD ? fmt_zstd_thread_dctx() : NULL;
-	s.zstd = kept;
+	ZSTD_DCtx *lent = codec == CODEC_ZSTD ? fmt_zstd_dctx_take() : NULL;
+	s.zstd = lent;
 	int ok = fmt_pq_inflow_open(&s, col, codec, NULL, src, 0, clen, ulen, &ignored) == FMT_OK &&
 		 fmt_pq_inflow_read(&s, dst, ulen, &ignored) == FMT_OK && fmt_pq_inflow_end(&s, &ignored) == FMT_OK;
-	if (s.zstd == kept)
-		s.zstd = NULL;   /* the thread's: kept for its next page */
+	if (s.zstd == lent) {
+		fmt_zstd_dctx_give(lent);   /* kept for the next page */
+		s.zstd = NULL;
+	}
 	fmt_pq_inflow_free(&s);
 	return ok ? 0 : -1;
 }

@@ -1,18 +1,24 @@
-/* A zstd decompression context per thread, for the readers that decompress whole buffers one
- * after another (Parquet pages, Arrow IPC buffers): made on the thread's first and kept for its
- * next, freed when the thread ends. Making one per buffer (ZSTD_decompress does) cost about
- * 95 KB of set-up each time: 7 % of the CPU of a 4,000-column Parquet file to CSV, 14 % of an
- * Arrow IPC file of 30,000 small compressed batches. */
+/* zstd decompression contexts lent and given back, for every reader that decompresses zstd
+ * (whole buffers: Parquet pages, Arrow IPC buffers; streams: .ald payloads and chunks, APR
+ * frames): a context is about 95 KB set up afresh by ZSTD_createDCtx (and by ZSTD_decompress),
+ * 19 % of the CPU of an .ald of 30,000 STREAMING chunks to CSV when made per chunk, 14 % of an
+ * Arrow IPC file of 30,000 small zstd batches, 17 % of fmt-verify of an APR file of 20,000 small
+ * zstd tensors. Each thread keeps the last context it gave back (freed when the thread ends),
+ * and a few more are kept for all threads (a stream may begin on one thread and end on
+ * another); those kept are freed at exit. Thread-safe. */
 #ifndef FMT_ZSTD_THREAD_H
 #define FMT_ZSTD_THREAD_H
 
 #include <stddef.h>
 #include <zstd.h>
 
-/* The calling thread's context (its state as the last use left it), or NULL when it cannot
- * be made. */
-ZSTD_DCtx *fmt_zstd_thread_dctx(void);
-/* ZSTD_decompress through the thread's context, its parameters reset first (the same result). */
+/* A context in the state ZSTD_createDCtx makes one (its session and parameters reset), the
+ * calling thread's or one kept, or made; NULL when out of memory. Give it back when done. */
+ZSTD_DCtx *fmt_zstd_dctx_take(void);
+/* d (from fmt_zstd_dctx_take, in any state; on any thread) kept for the next take, or freed
+ * when enough are kept. NULL: nothing. */
+void fmt_zstd_dctx_give(ZSTD_DCtx *d);
+/* ZSTD_decompress through a lent context (the same result). */
 size_t fmt_zstd_decompress(void *dst, size_t dst_len, const void *src, size_t src_len);
 
 #endif
