@@ -279,6 +279,43 @@ static void finish_batch_locked(text_par *p)
 	p->batch = NULL;
 }
 
+/* A batch whose text comes to less than this (at the mean bytes a row so far) is formatted by
+ * the caller itself once the workers have written all theirs, not handed over: each hand-over
+ * wakes a worker and waits for it (futex calls, a context switch, the lock passed back and
+ * forth), which costs more than formatting a few rows. An .ald of 30,000 STREAMING chunks of
+ * 10 rows to CSV took 0.41 s of user CPU and 0.15 s of system on two threads against 0.27 s
+ * and 0.03 s on one. */
+enum { INLINE_TEXT = 4u << 10 };
+
+/* Whether the caller formats b itself: small, the workers' text all written (waited for, with
+ * the lock held; after finish_batch_locked). The first batch is handed over: no row's size is
+ * known yet. */
+static int mine_locked(text_par *p, const fmt_batch *b)
+{
+	if (!p->text_rows || b->n_rows > INLINE_TEXT / (p->text_bytes / p->text_rows + 1))
+		return 0;
+	while (p->r == FMT_OK && p->written < p->taken)
+		pthread_cond_wait(&p->cond, &p->lock);
+	return p->r == FMT_OK;
+}
+
+/* b's rows after the caller's text in line (*added bytes), written out once that passes
+ * CHUNK_TEXT. */
+static fmt_kind format_mine(const text_par *p, const fmt_batch *b, fmt_sb *line, fmt_sb *scratch, uint64_t *added,
+			    fmt_err *e)
+{
+	size_t before = line->len;
+	for (uint64_t row = 0; row < b->n_rows; row++)
+		if (!p->put_row(p->ctx, b, row, line, scratch) || line->oom)
+			return fmt_fail(e, FMT_IO, "out of memory");
+	*added = line->len - before;
+	if (line->len < CHUNK_TEXT)
+		return FMT_OK;
+	fmt_kind r = fmt_sink_write(p->sink, line->p, line->len, e);
+	line->len = 0;
+	return r;
+}
+
 /* The bytes a column's buffers hold for n rows of a checked batch (what the accessors read). */
 static uint64_t column_bytes(const fmt_field *f, const fmt_column *c, uint64_t n, uint64_t *parts)
 {
@@ -373,6 +410,10 @@ static fmt_kind write_parallel(fmt_table *in, fmt_sink *k, fmt_text_put_row_fn p
 	fmt_kind r = FMT_OK;
 	fmt_batch held = { 0 };  /* the batch p.batch points at */
 	void *held_mem = NULL;   /* its copy's buffer, or NULL when it is the reader's */
+	/* The text of the small batches the caller formatted (mine_locked), not written yet: while
+	 * it holds any, every chunk taken before it is written, and none is taken after it. */
+	fmt_sb line = { 0 }, scratch = { 0 };
+	uint64_t mine_bytes = 0, mine_rows = 0;   /* its rows' text not in p.text_bytes yet */
 	for (;;) {
 		fmt_batch b, copy;
 		void *mem = NULL;
@@ -382,12 +423,36 @@ static fmt_kind write_parallel(fmt_table *in, fmt_sink *k, fmt_text_put_row_fn p
 			break;
 		pthread_mutex_lock(&p.lock);
 		finish_batch_locked(&p);
+		/* the caller's rows count in the mean a chunk's size comes from too */
+		p.text_bytes += mine_bytes;
+		p.text_rows += mine_rows;
+		mine_bytes = mine_rows = 0;
+		int mine = !done && mine_locked(&p, &b);
 		int failed = p.r != FMT_OK;
 		pthread_mutex_unlock(&p.lock);
 		/* the held copy's buffer goes back first: the new copy takes it again */
 		fmt_batch_free(&held);
 		fmt_scratch_give(held_mem);
 		held_mem = NULL;
+		if (mine && !failed) {
+			uint64_t added = 0;
+			r = format_mine(&p, &b, &line, &scratch, &added, e);
+			mine_bytes += added;
+			mine_rows += b.n_rows;
+			fmt_batch_free(&b);
+			if (r != FMT_OK)
+				break;
+			continue;
+		}
+		/* the caller's text before any the workers format next */
+		if (!done && !failed && line.len) {
+			r = fmt_sink_write(k, line.p, line.len, e);
+			line.len = 0;
+			if (r != FMT_OK) {
+				fmt_batch_free(&b);
+				break;
+			}
+		}
 		int copied = !done && !failed && copy_batch(&in->schema, &b, &copy, &mem);
 		if (copied) {
 			fmt_batch_free(&b);
@@ -426,6 +491,10 @@ static fmt_kind write_parallel(fmt_table *in, fmt_sink *k, fmt_text_put_row_fn p
 		r = p.r;
 		*e = p.e; /* the whole record: a fresh one (write_ready_locked's) */
 	}
+	if (r == FMT_OK && line.len) /* after the workers' text, all written */
+		r = fmt_sink_write(k, line.p, line.len, e);
+	fmt_sb_free(&line);
+	fmt_sb_free(&scratch);
 	for (size_t i = 0; i < p.n_slots; i++) {
 		fmt_sb_free(&p.slots[i].text);
 		fmt_sb_free(&p.slots[i].scratch);

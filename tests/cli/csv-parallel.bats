@@ -177,6 +177,40 @@ setup() {
 	done
 }
 
+@test "small batches (STREAMING chunks of 10 rows; --where keeping 1 row of some chunks of 1,000, all of others) written on -T 2, 3, 8: the rows in order, the bytes of -T 1" {
+	# blocks of 1,000 rows: every third kept whole (g = 1), of the others the first row only,
+	# so batches of 1,000 rows (handed to the workers) and of 1 (formatted by the caller) alternate
+	/usr/bin/python3 - <<'EOF'
+with open("mixed.csv", "w") as f, open("want.csv", "w") as w:
+    f.write("id,g,s\n")
+    w.write("id,g,s\n")
+    for i in range(60000):
+        g = 1 if (i // 1000) % 3 == 0 or i % 1000 == 0 else 0
+        line = f"{i},{g},row {i} of block {i // 1000}\n"
+        f.write(line)
+        if g:
+            w.write(line)
+EOF
+	fmt-convert -q --chunk-rows 1000 mixed.csv mixed.ald
+	fmt-convert -q --chunk-rows 10 mixed.csv tens.ald
+	for t in 1 2 3 8; do
+		fmt-convert -q -T "$t" --where 'g = 1' mixed.ald "w$t.csv"
+		cmp want.csv "w$t.csv" || fail "-T $t: other rows or order"
+		fmt-convert -q -T "$t" tens.ald "t$t.csv"
+		cmp mixed.csv "t$t.csv" || fail "-T $t: chunks of 10 rows give other bytes"
+		fmt-convert -q -T "$t" --where 'g = 1' mixed.ald "w$t.jsonl"
+		fmt-convert -q -T "$t" tens.ald "t$t.jsonl"
+	done
+	run wc -l w1.jsonl
+	assert_output "20040 w1.jsonl"
+	run sed -n 1002p w1.jsonl
+	assert_output '{"id":2000,"g":1,"s":"row 2000 of block 2"}'
+	for t in 2 3 8; do
+		cmp w1.jsonl "w$t.jsonl" || fail "-T $t: other JSON Lines"
+		cmp t1.jsonl "t$t.jsonl" || fail "-T $t: chunks of 10 rows give other JSON Lines"
+	done
+}
+
 @test "batches end every 65,536 rows (at most 262,144 / columns) and after each record reaching a multiple of 2 MiB of text: the same on -T 1, 2, 3" {
 	# 20-byte rows: a cut at 65,536 rows and at each 2 MiB (row 104,858, 209,716): 6 batches of
 	# 65536, 39322, 65536, 39322, 65536, 24748 rows (rows alone: 5)
