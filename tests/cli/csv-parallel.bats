@@ -178,15 +178,16 @@ setup() {
 }
 
 @test "small batches (STREAMING chunks of 10 rows; --where keeping 1 row of some chunks of 1,000, all of others) written on -T 2, 3, 8: the rows in order, the bytes of -T 1" {
-	# blocks of 1,000 rows: every third kept whole (g = 1), of the others the first row only,
-	# so batches of 1,000 rows (handed to the workers) and of 1 (formatted by the caller) alternate
+	# blocks of 1,000 rows (130 KB of text): every third kept whole (g = 1), of the others the
+	# first row only, so batches of 1,000 rows (handed to the workers) and of 1 (formatted by the
+	# caller) alternate
 	/usr/bin/python3 - <<'EOF'
 with open("mixed.csv", "w") as f, open("want.csv", "w") as w:
     f.write("id,g,s\n")
     w.write("id,g,s\n")
     for i in range(60000):
         g = 1 if (i // 1000) % 3 == 0 or i % 1000 == 0 else 0
-        line = f"{i},{g},row {i} of block {i // 1000}\n"
+        line = f"{i},{g},row {i} of block {i // 1000} {'x' * 100}\n"
         f.write(line)
         if g:
             w.write(line)
@@ -204,7 +205,7 @@ EOF
 	run wc -l w1.jsonl
 	assert_output "20040 w1.jsonl"
 	run sed -n 1002p w1.jsonl
-	assert_output '{"id":2000,"g":1,"s":"row 2000 of block 2"}'
+	assert_output "{\"id\":2000,\"g\":1,\"s\":\"row 2000 of block 2 $(printf 'x%.0s' {1..100})\"}"
 	for t in 2 3 8; do
 		cmp w1.jsonl "w$t.jsonl" || fail "-T $t: other JSON Lines"
 		cmp t1.jsonl "t$t.jsonl" || fail "-T $t: chunks of 10 rows give other JSON Lines"

@@ -73,7 +73,7 @@ typedef int (*fmt_text_put_row_fn)(const void *ctx, const fmt_batch *b, uint64_t
 				   fmt_sb *scratch);
 /* head (a header line, may be empty), then every row of every batch of in, through k in blocks
  * of about FMT_TEXT_BLOCK bytes (a quarter of that with threads >= 2: the rows formatted on
- * that many threads, the text the same; a batch of a few KB of text by the caller alone, as
+ * that many threads, the text the same; a batch of under 64 KiB of text by the caller alone, as
  * handing it over costs more). With threads >= 2, put_row runs while in's next batch
  * is read, when a column selection over in swaps in->schema for the driver's: ctx must hold
  * its own copy of the schema, not &in->schema. */
