@@ -17,7 +17,7 @@ fmt_kind fmt_sha256_init(fmt_sha256 *h, fmt_err *e)
 		return loaded;
 	EVP_MD_CTX *ctx = OSSL(EVP_MD_CTX_new)();
 	if (!ctx)
-		return fmt_fail(e, FMT_INTERNAL, "SHA-256: out of memory");
+		return fmt_fail(e, FMT_IO, "SHA-256: out of memory");
 	if (OSSL(EVP_DigestInit_ex)(ctx, OSSL(EVP_sha256)(), NULL) != 1) {
 		OSSL(EVP_MD_CTX_free)(ctx);
 		return fmt_fail(e, FMT_INTERNAL, "SHA-256: OpenSSL could not initialise the digest");
@@ -74,7 +74,7 @@ fmt_kind fmt_sha256_source(fmt_sha256 *h, fmt_source *s, uint64_t off, uint64_t 
 		return sha256_view(h, s, off, n, e);
 	uint8_t *chunk = malloc(SHA256_CHUNK);
 	if (!chunk)
-		return fmt_fail(e, FMT_INTERNAL, "SHA-256: out of memory for a %u-byte buffer", SHA256_CHUNK);
+		return fmt_fail(e, FMT_IO, "SHA-256: out of memory for a %u-byte buffer", SHA256_CHUNK);
 	if (s->fd >= 0)
 		(void)posix_fadvise(s->fd, (off_t)off, (off_t)n, POSIX_FADV_SEQUENTIAL);
 	fmt_kind k = FMT_OK;

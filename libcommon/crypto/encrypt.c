@@ -70,7 +70,7 @@ fmt_kind fmt_argon2id_key(const fmt_password *pw, const uint8_t salt[FMT_ARGON2_
 		return k;
 	if (crypto_pwhash(key, FMT_AEAD_KEY, (const char *)pw->bytes, pw->len, salt, ARGON2_TIME,
 			  (size_t)ARGON2_MEM_KIB * 1024u, crypto_pwhash_ALG_ARGON2ID13) != 0)
-		return fmt_fail(e, FMT_INTERNAL, "Argon2id: out of memory (it needs 19 MiB)");
+		return fmt_fail(e, FMT_IO, "Argon2id: out of memory (it needs 19 MiB)");
 	return FMT_OK;
 }
 
@@ -129,7 +129,7 @@ fmt_kind fmt_gcm_init(fmt_gcm *g, const uint8_t key[FMT_AEAD_KEY], const uint8_t
 	EVP_CIPHER_CTX *c = OSSL(EVP_CIPHER_CTX_new)();
 	g->ctx = c;
 	if (!c)
-		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+		return fmt_fail(e, FMT_IO, "out of memory");
 	/* The default IV length of GCM in OpenSSL is the 96 bits used here. */
 	if (OSSL(EVP_CipherInit_ex)(c, OSSL(EVP_aes_256_gcm)(), NULL, key, nonce, decrypt ? 0 : 1) != 1)
 		return fmt_fail(e, FMT_INTERNAL, "AES-256-GCM could not be set up");
@@ -250,7 +250,7 @@ fmt_kind fmt_x25519_secret_seal(const fmt_x25519_pair *p, const fmt_pass_opts *o
 	if (k == FMT_OK)
 		k = enc_gcm(key, blob + X25519_ENC_NONCE, 0, p->sk, blob + X25519_ENC_KEY, blob + X25519_ENC_TAG, e);
 	if (k == FMT_OK && !(*text = sodium_malloc(cap)))
-		k = fmt_fail(e, FMT_INTERNAL, "out of secure memory");
+		k = fmt_fail(e, FMT_IO, "out of secure memory");
 	if (k == FMT_OK) {
 		int n = snprintf((char *)*text, cap, "%s\n", X25519_ENC_COMMENT);
 		fmt_base64(blob, sizeof blob, (char *)*text + n, cap - (size_t)n);
@@ -340,7 +340,7 @@ fmt_kind fmt_x25519_secret_load(const char *path, const fmt_pass_opts *o, fmt_x2
 	text = sodium_malloc(KEY_FILE_MAX);
 	out->sk = sodium_malloc(FMT_X25519_LEN);
 	if (!text || !out->sk) {
-		fmt_fail(e, FMT_INTERNAL, "out of secure memory");
+		fmt_fail(e, FMT_IO, "out of secure memory");
 		goto out;
 	}
 	if (fmt_small_read(fd, text, KEY_FILE_MAX, &got, e) != FMT_OK)

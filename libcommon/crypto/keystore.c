@@ -38,7 +38,7 @@ fmt_kind fmt_key_file_path(const char *name, char **path, fmt_err *e)
 	size_t n = strlen(base) + strlen(sub) + strlen(name) + 1;
 	char *p = malloc(n);
 	if (!p)
-		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+		return fmt_fail(e, FMT_IO, "out of memory");
 	snprintf(p, n, "%s%s%s", base, sub, name);
 	*path = p;
 	return FMT_OK;
@@ -66,7 +66,7 @@ fmt_kind fmt_crypto_make_key_dir(const char *path, fmt_key_dirs *made, fmt_err *
 	made->path = calloc(depth ? depth : 1, sizeof *made->path);
 	char *dir = made->path ? strdup(path) : NULL;
 	if (!dir)
-		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+		return fmt_fail(e, FMT_IO, "out of memory");
 	char *slash = strrchr(dir, '/');
 	fmt_kind k = FMT_OK;
 	if (slash && slash != dir) {
@@ -78,7 +78,7 @@ fmt_kind fmt_crypto_make_key_dir(const char *path, fmt_key_dirs *made, fmt_err *
 			*p = '\0';
 			if (mkdir(dir, 0700) == 0) {
 				if (key_dir_made(made, dir) != 0)
-					k = fmt_fail(e, FMT_INTERNAL, "out of memory");
+					k = fmt_fail(e, FMT_IO, "out of memory");
 			} else if (errno != EEXIST) {
 				k = fmt_fail(e, FMT_IO, "cannot create the directory %s: %s", dir, strerror(errno));
 			}
@@ -132,7 +132,7 @@ fmt_kind fmt_crypto_keep_old_key(const char *path, char **old_path, fmt_err *e)
 	size_t n = strlen(path) + sizeof ".old";
 	char *old = malloc(n);
 	if (!old)
-		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+		return fmt_fail(e, FMT_IO, "out of memory");
 	snprintf(old, n, "%s.old", path);
 	if (rename(path, old) != 0) {
 		fmt_fail(e, FMT_IO, "cannot rename the key to %s: %s", old, strerror(errno));
@@ -307,7 +307,7 @@ static fmt_kind key_write_tmp_file(key_file *f, fmt_err *e)
 	if (fd < 0)
 		return fmt_fail(e, FMT_IO, "cannot create the key file %s: %s", f->tmp, strerror(errno));
 	f->tracked = fmt_tmp_track(f->tmp) == 0;
-	fmt_kind k = f->tracked ? FMT_OK : fmt_fail(e, FMT_INTERNAL, "out of memory");
+	fmt_kind k = f->tracked ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
 	fmt_test_stop_hook();
 	if (k == FMT_OK)
 		k = write_all_fd(fd, f->bytes, f->len, e);
@@ -325,7 +325,7 @@ static fmt_kind key_write_tmp(key_file *f, fmt_err *e)
 	size_t n = strlen(f->path) + sizeof ".new";
 	f->tmp = malloc(n);
 	if (!f->tmp)
-		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+		return fmt_fail(e, FMT_IO, "out of memory");
 	snprintf(f->tmp, n, "%s.new", f->path);
 	fmt_kind k = fmt_crypto_make_key_dir(f->path, &f->made, e);
 	if (k == FMT_OK)

@@ -38,7 +38,7 @@ fmt_kind fmt_crypto_key_alloc(size_t len, fmt_hmac_key *out, fmt_err *e)
 		return k;
 	out->bytes = sodium_malloc(len ? len : 1);
 	if (!out->bytes)
-		return fmt_fail(e, FMT_INTERNAL, "out of secure memory for a %zu-byte key", len);
+		return fmt_fail(e, FMT_IO, "out of secure memory for a %zu-byte key", len);
 	out->len = len;
 	memcpy(out->id, "shared", sizeof "shared");
 	return FMT_OK;

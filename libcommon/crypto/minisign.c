@@ -128,7 +128,7 @@ fmt_kind fmt_ms_keygen(fmt_ms_public *pub, fmt_ms_secret *sec, fmt_err *e)
 		return k;
 	sec->sk = sodium_malloc(FMT_MS_SK);
 	if (!sec->sk)
-		return fmt_fail(e, FMT_INTERNAL, "out of secure memory for the secret key");
+		return fmt_fail(e, FMT_IO, "out of secure memory for the secret key");
 	crypto_sign_keypair(pub->pk, sec->sk);
 	randombytes_buf(pub->keynum, sizeof pub->keynum);
 	memcpy(sec->keynum, pub->keynum, sizeof sec->keynum);
@@ -146,7 +146,7 @@ fmt_kind fmt_ms_public_text(const fmt_ms_public *pub, char **text, size_t *len, 
 	snprintf(comment, sizeof comment, "minisign public key %s", id);
 	*text = malloc(comment_b64_len(comment, sizeof bin) + 1);
 	if (!*text)
-		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+		return fmt_fail(e, FMT_IO, "out of memory");
 	*len = put_comment_b64(*text, comment, bin, sizeof bin);
 	return FMT_OK;
 }
@@ -196,11 +196,12 @@ static fmt_kind scrypt_xor(uint8_t *rec, const uint8_t *pw, size_t pw_len, fmt_e
 	const size_t n = SK_LEN - SK_KEYNUM;
 	uint8_t *stream = sodium_malloc(n);
 	if (!stream)
-		return fmt_fail(e, FMT_INTERNAL, "out of secure memory");
+		return fmt_fail(e, FMT_IO, "out of secure memory");
 	if (crypto_pwhash_scryptsalsa208sha256(stream, n, (const char *)pw, pw_len, rec + SK_SALT,
 					       load_le64(rec + SK_OPS), (size_t)load_le64(rec + SK_MEM)) != 0) {
 		sodium_free(stream);
-		return fmt_fail(e, FMT_INTERNAL, "scrypt failed (out of memory?)");
+		return fmt_fail(e, FMT_IO, "scrypt: out of memory (the key asks for %llu MiB)",
+				(unsigned long long)(load_le64(rec + SK_MEM) >> 20));
 	}
 	for (size_t i = 0; i < n; i++)
 		rec[SK_KEYNUM + i] ^= stream[i];
@@ -217,7 +218,7 @@ fmt_kind fmt_ms_secret_text(const fmt_ms_secret *sec, const uint8_t *pw, size_t 
 		return k;
 	uint8_t *rec = sodium_malloc(SK_LEN);
 	if (!rec)
-		return fmt_fail(e, FMT_INTERNAL, "out of secure memory");
+		return fmt_fail(e, FMT_IO, "out of secure memory");
 	memset(rec, 0, SK_LEN);
 	memcpy(rec + SK_SIG_ALG, ALG_LEGACY, 2);
 	memcpy(rec + SK_CHK_ALG, CHK_BLAKE2, 2);
@@ -234,7 +235,7 @@ fmt_kind fmt_ms_secret_text(const fmt_ms_secret *sec, const uint8_t *pw, size_t 
 	const char *comment = pw ? "minisign encrypted secret key" : "minisign secret key (not encrypted)";
 	size_t cap = comment_b64_len(comment, SK_LEN) + 1;
 	if (k == FMT_OK && !(*text = sodium_malloc(cap)))
-		k = fmt_fail(e, FMT_INTERNAL, "out of secure memory");
+		k = fmt_fail(e, FMT_IO, "out of secure memory");
 	if (k == FMT_OK)
 		*len = put_comment_b64((char *)*text, comment, rec, SK_LEN);
 	sodium_free(rec);
@@ -311,14 +312,14 @@ fmt_kind fmt_ms_secret_parse(const uint8_t *text, size_t len, const uint8_t *pw,
 		return k;
 	uint8_t *rec = sodium_malloc(SK_LEN);
 	if (!rec)
-		return fmt_fail(e, FMT_INTERNAL, "out of secure memory");
+		return fmt_fail(e, FMT_IO, "out of secure memory");
 	if (secret_record(text, len, rec) != 0)
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "not a minisign secret key file (expected an "
 			     "\"untrusted comment:\" line and base64 of %d bytes)", SK_LEN);
 	if (k == FMT_OK)
 		k = check_secret_record(rec, pw, pw_len, e);
 	if (k == FMT_OK && !(out->sk = sodium_malloc(FMT_MS_SK)))
-		k = fmt_fail(e, FMT_INTERNAL, "out of secure memory");
+		k = fmt_fail(e, FMT_IO, "out of secure memory");
 	if (k == FMT_OK) {
 		memcpy(out->keynum, rec + SK_KEYNUM, FMT_MS_KEYNUM);
 		memcpy(out->sk, rec + SK_SK, FMT_MS_SK);
@@ -346,7 +347,7 @@ fmt_kind fmt_ms_hash_file(const char *path, uint8_t out[FMT_MS_HASH], fmt_err *e
 	uint8_t *buf = malloc(1u << 16);
 	if (!buf) {
 		close(fd);
-		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+		return fmt_fail(e, FMT_IO, "out of memory");
 	}
 	for (;;) {
 		ssize_t got = read(fd, buf, 1u << 16);
@@ -381,7 +382,7 @@ fmt_kind fmt_ms_sign(const fmt_ms_secret *sec, const uint8_t hash[FMT_MS_HASH], 
 	crypto_sign_detached(bin + 2 + FMT_MS_KEYNUM, NULL, hash, FMT_MS_HASH, sec->sk);
 	uint8_t *global_msg = malloc(FMT_MS_SIG + tlen);
 	if (!global_msg)
-		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+		return fmt_fail(e, FMT_IO, "out of memory");
 	memcpy(global_msg, bin + 2 + FMT_MS_KEYNUM, FMT_MS_SIG);
 	memcpy(global_msg + FMT_MS_SIG, trusted, tlen);
 	uint8_t global[FMT_MS_SIG];
@@ -392,7 +393,7 @@ fmt_kind fmt_ms_sign(const fmt_ms_secret *sec, const uint8_t hash[FMT_MS_HASH], 
 		     sodium_base64_ENCODED_LEN(FMT_MS_SIG, sodium_base64_VARIANT_ORIGINAL) + 1;
 	char *out = malloc(cap);
 	if (!out)
-		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+		return fmt_fail(e, FMT_IO, "out of memory");
 	size_t n = put_comment_b64(out, comment, bin, SIG_LEN);
 	n += (size_t)sprintf(out + n, "%s%s\n", TRUSTED_PREFIX, trusted);
 	size_t b64 = sodium_base64_ENCODED_LEN(FMT_MS_SIG, sodium_base64_VARIANT_ORIGINAL);
@@ -513,7 +514,7 @@ fmt_kind fmt_ms_verify_file(const fmt_ms_sig *sig, const fmt_ms_public *keys, si
 				"was altered", id);
 	uint8_t *global_msg = malloc(FMT_MS_SIG + sig->trusted_len);
 	if (!global_msg)
-		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+		return fmt_fail(e, FMT_IO, "out of memory");
 	memcpy(global_msg, sig->sig, FMT_MS_SIG);
 	memcpy(global_msg + FMT_MS_SIG, sig->trusted, sig->trusted_len);
 	good = crypto_sign_verify_detached(sig->global_sig, global_msg, FMT_MS_SIG + sig->trusted_len,
@@ -533,7 +534,7 @@ fmt_kind fmt_x25519_keygen(fmt_x25519_pair *out, fmt_err *e)
 		return k;
 	out->sk = sodium_malloc(crypto_box_SECRETKEYBYTES);
 	if (!out->sk)
-		return fmt_fail(e, FMT_INTERNAL, "out of secure memory");
+		return fmt_fail(e, FMT_IO, "out of secure memory");
 	crypto_box_keypair(out->pk, out->sk);
 	return FMT_OK;
 }
@@ -559,7 +560,7 @@ fmt_kind fmt_x25519_public_text(const fmt_x25519_pair *p, char **text, size_t *l
 	snprintf(comment, sizeof comment, "fmtkit x25519 public key %s", id);
 	*text = malloc(comment_b64_len(comment, 32) + 1);
 	if (!*text)
-		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+		return fmt_fail(e, FMT_IO, "out of memory");
 	*len = put_comment_b64(*text, comment, p->pk, 32);
 	return FMT_OK;
 }
@@ -570,7 +571,7 @@ fmt_kind fmt_x25519_secret_text(const fmt_x25519_pair *p, uint8_t **text, size_t
 	size_t cap = comment_b64_len(comment, 32) + 1;
 	*text = sodium_malloc(cap);
 	if (!*text)
-		return fmt_fail(e, FMT_INTERNAL, "out of secure memory");
+		return fmt_fail(e, FMT_IO, "out of secure memory");
 	*len = put_comment_b64((char *)*text, comment, p->sk, 32);
 	return FMT_OK;
 }

@@ -64,7 +64,7 @@ fmt_kind fmt_secret_from_file_st(const char *path, fmt_hmac_key *out, struct sta
 	/* One byte more than the cap, so that a full buffer means "too long". */
 	uint8_t *scratch = k == FMT_OK ? sodium_malloc(SECRET_MAX + 1) : NULL;
 	if (k == FMT_OK && !scratch)
-		k = fmt_fail(e, FMT_INTERNAL, "out of secure memory for the secret");
+		k = fmt_fail(e, FMT_IO, "out of secure memory for the secret");
 	size_t len = 0;
 	if (k == FMT_OK && (k = fmt_small_read(fd, scratch, SECRET_MAX + 1, &len, e)) != FMT_OK)
 		fmt_err_prefix(e, "cannot read the secret file %s", path);

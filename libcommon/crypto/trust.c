@@ -48,7 +48,7 @@ static fmt_kind trust_add(fmt_trust_list *t, fmt_ms_public **slot, fmt_err *e)
 {
 	fmt_ms_public *grown = realloc(t->keys, (t->n + 1) * sizeof *t->keys);
 	if (!grown)
-		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+		return fmt_fail(e, FMT_IO, "out of memory");
 	t->keys = grown;
 	*slot = &t->keys[t->n];
 	return FMT_OK;
@@ -87,7 +87,7 @@ static fmt_kind trust_dir(const char *dir, fmt_trust_list *t, fmt_err *e)
 			size_t plen = strlen(dir) + strlen(names[i]->d_name) + 2;
 			char *p = malloc(plen);
 			fmt_ms_public *slot = NULL;
-			k = p ? trust_add(t, &slot, e) : fmt_fail(e, FMT_INTERNAL, "out of memory");
+			k = p ? trust_add(t, &slot, e) : fmt_fail(e, FMT_IO, "out of memory");
 			if (k == FMT_OK) {
 				snprintf(p, plen, "%s/%s", dir, names[i]->d_name);
 				k = public_load(p, 0, slot, e);
@@ -119,7 +119,7 @@ fmt_kind fmt_trust_load(const fmt_trust_opts *o, int default_key, fmt_trust_list
 		char *path = NULL;
 		if ((k = trust_add(out, &slot, e)) != FMT_OK)
 			return k;
-		k = o->pubkey ? ((path = strdup(o->pubkey)) ? FMT_OK : fmt_fail(e, FMT_INTERNAL, "out of memory"))
+		k = o->pubkey ? ((path = strdup(o->pubkey)) ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory"))
 			      : fmt_key_file_path("ed25519.pub", &path, e);
 		if (k == FMT_OK)
 			k = public_load(path, o->pubkey ? FMT_SMALL_NAMED : 0, slot, e);
@@ -137,7 +137,7 @@ fmt_kind fmt_trust_guard_dest(const fmt_trust_opts *o, const char *dest, fmt_err
 {
 	char *dir = fmt_dir_prefix(dest), *own = NULL;
 	if (!dir)
-		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+		return fmt_fail(e, FMT_IO, "out of memory");
 	fmt_err ignored;        /* no HOME: no per-user key directory to protect */
 	if (fmt_key_file_path("", &own, &ignored) != FMT_OK)
 		own = NULL;
@@ -193,7 +193,7 @@ fmt_kind fmt_ms_check_detached(const char *sig, size_t len, const char *sig_name
 	size_t which = 0;
 	fmt_ms_sig *parsed = malloc(sizeof *parsed);
 	if (!parsed)
-		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+		return fmt_fail(e, FMT_IO, "out of memory");
 	fmt_kind k = fmt_ms_sig_parse(sig, len, parsed, e);
 	if (k != FMT_OK)
 		fmt_err_prefix(e, "%s", sig_name);
@@ -265,7 +265,7 @@ fmt_kind fmt_ms_secret_load(const char *given, const fmt_pass_opts *o, fmt_ms_se
 	char *path = NULL;
 	int theirs = 0;
 	memset(sec, 0, sizeof *sec);
-	fmt_kind k = given ? ((path = strdup(given)) ? FMT_OK : fmt_fail(e, FMT_INTERNAL, "out of memory"))
+	fmt_kind k = given ? ((path = strdup(given)) ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory"))
 			   : fmt_key_file_path("ed25519.key", &path, e);
 	/* - : the key piped in (its mode is not checked, as for <(...)) */
 	if (k == FMT_OK && strcmp(path, "-") != 0 && access(path, R_OK) != 0)

@@ -610,3 +610,18 @@ PY
 	assert_success
 	assert_output "$(cat in.csv)"
 }
+
+# Argon2id takes 19 MiB: when they cannot be had, that is out of memory (exit 3, io, as every
+# other allocation that fails), not an internal error (exit 70, which it was), both ways, and
+# nothing is written. 16,000 KiB of address space starts the tool but cannot hold 19 MiB.
+@test "password mode without memory for Argon2id: exit 3 naming it, encrypting and decrypting, nothing written" {
+	run --separate-stderr bash -c 'ulimit -v 16000; fmt-convert --encrypt-password-file pw.txt in.csv e.ald'
+	assert_failure 3
+	assert_equal "$stderr" "fmt-convert: error: in.csv: Argon2id: out of memory (it needs 19 MiB)"
+	[ ! -e e.ald ]
+	fmt-convert --encrypt-password-file pw.txt in.csv e.ald
+	run --separate-stderr bash -c 'ulimit -v 16000; fmt-convert --password-file pw.txt e.ald out.csv'
+	assert_failure 3
+	assert_equal "$stderr" "fmt-convert: error: e.ald: Argon2id: out of memory (it needs 19 MiB)"
+	[ ! -e out.csv ]
+}

@@ -450,9 +450,16 @@ PY
 	assert_success
 	assert_line "Trusted comment: fmt-sign with a minisign key"
 
+	# scrypt without the GiB the key asks for: out of memory (exit 3, io; it was 70, internal),
+	# nothing written
+	rm model.bin.minisig
+	run --separate-stderr bash -c 'ulimit -v 500000; fmt-sign sign -s m.key --passphrase-env SIGN_PASS model.bin'
+	assert_failure 3
+	assert_equal "$stderr" "fmt-sign: error: m.key: scrypt: out of memory (the key asks for 1024 MiB)"
+	[ ! -e model.bin.minisig ]
+
 	# a wrong passphrase: exit 8, nothing written, the passphrase not echoed (a key of the same
 	# format at low scrypt limits: the checksum is checked after scrypt whatever its limits)
-	rm model.bin.minisig
 	printf 'battery staple\n' >staple.txt
 	encrypted_pair s staple.txt
 	export SIGN_PASS='battery stable'
