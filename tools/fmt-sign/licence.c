@@ -19,7 +19,7 @@ static fmt_kind load_terms(const char *path, char **out, fmt_err *e)
 	json_error_t je;
 	if (!path) {
 		*out = strdup("{}");
-		return *out ? FMT_OK : fmt_fail(e, FMT_INTERNAL, "out of memory");
+		return *out ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
 	}
 	fmt_kind k = fmt_read_file(path, TERMS_FILE_MAX, &text, &n, e);
 	if (k != FMT_OK)
@@ -33,7 +33,7 @@ static fmt_kind load_terms(const char *path, char **out, fmt_err *e)
 	}
 	*out = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(j);
-	return *out ? FMT_OK : fmt_fail(e, FMT_INTERNAL, "out of memory");
+	return *out ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
 }
 
 int sign_cmd_license(char **files, int n, const sign_opts *o)

@@ -23,7 +23,7 @@ static fmt_kind key_path(const char *given, const char *name, char **out, fmt_er
 {
 	if (given) {
 		*out = strdup(given);
-		return *out ? FMT_OK : fmt_fail(e, FMT_INTERNAL, "out of memory");
+		return *out ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
 	}
 	return fmt_key_file_path(name, out, e);
 }
@@ -253,7 +253,7 @@ static fmt_kind sign_one(const char *file, const fmt_ms_secret *sec, const sign_
 	fmt_sink sink;
 	*sig_path = sig_path_for(file, o);
 	if (!*sig_path)
-		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+		return fmt_fail(e, FMT_IO, "out of memory");
 	fmt_kind k = fmt_ms_hash_file(file, hash, e);
 	if (k != FMT_OK) {
 		fmt_err_file(e, file);
@@ -261,7 +261,7 @@ static fmt_kind sign_one(const char *file, const fmt_ms_secret *sec, const sign_
 	}
 	tc = o->trusted_comment ? strdup(o->trusted_comment) : default_trusted_comment(file);
 	if (!tc)
-		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+		return fmt_fail(e, FMT_IO, "out of memory");
 	k = fmt_ms_sign(sec, hash, tc, &text, &len, e);
 	free(tc);
 	if (k == FMT_OK)
@@ -327,7 +327,7 @@ static fmt_kind check_sign_outputs(char **files, int n, const sign_opts *o, int 
 	for (int i = 0; k == FMT_OK && i < n; i++) {
 		char *out = embed ? files[i] : sig_path_for(files[i], o);
 		if (!out) {
-			k = fmt_fail(e, FMT_INTERNAL, "out of memory");
+			k = fmt_fail(e, FMT_IO, "out of memory");
 			break;
 		}
 		k = sign_check_output(out, inputs, 2, e);
@@ -448,7 +448,7 @@ static fmt_kind verify_one(const char *file, const fmt_ms_public *keys, size_t n
 	memset(signer, 0, sizeof *signer);
 	*detached = 0;
 	if (!sig_path)
-		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+		return fmt_fail(e, FMT_IO, "out of memory");
 	if (!o->sigfile && lstat(sig_path, &st) != 0 && errno == ENOENT) {
 		free(sig_path);
 		return verify_embedded(file, keys, n, o, signer, e);
@@ -515,7 +515,7 @@ int sign_cmd_verify(char **files, int n, const sign_opts *o)
 	fmt_ms_sig *sig = malloc(sizeof *sig);
 	if (!sig) {
 		fmt_trust_free(&trust);
-		fmt_fail(&e, FMT_INTERNAL, "out of memory");
+		fmt_fail(&e, FMT_IO, "out of memory");
 		return sign_fail(o, NULL, &e);
 	}
 	int worst = 0;

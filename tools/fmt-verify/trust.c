@@ -17,7 +17,7 @@ fmt_kind verify_detached(const char *path, const fmt_keyset *keys, verify_sigs *
 	struct stat st;
 	size_t len;
 	if (!sig_path)
-		return fmt_fail(e, FMT_INTERNAL, "out of memory");
+		return fmt_fail(e, FMT_IO, "out of memory");
 	snprintf(sig_path, n, "%s.minisig", path);
 	fmt_kind k = FMT_OK;
 	if (stat(sig_path, &st) != 0) {
