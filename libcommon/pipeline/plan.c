@@ -698,8 +698,10 @@ fmt_kind fmt_plan_build(convert_plan *p, const fmt_model *in, const fmt_convert_
 		k = q ? add_qtensor(p, in, q, w, tg, o, pool, pe, e)
 		      : mx.name ? add_mixed(p, in, t, &mx.entries[i], tg, o, pool, pe, e)
 				: add_plain(p, in, t, w, tg, o, pool, pe, e);
-		for (size_t j = first; k == FMT_OK && j < p->out.n_tensors; j++)
+		for (size_t j = first; k == FMT_OK && j < p->out.n_tensors; j++) {
 			p->out.tensors[j].seq_pos = t->seq_pos;   /* made from t: read when t is */
+			p->out.tensors[j].out_shard = mx.name ? mx.entries[i].shard : 0;   /* the mix's file */
+		}
 		if (k == FMT_OK)
 			k = carry_unit(p, in, &keys, t->name, tg, e);
 		pe->bytes = bytes_since(&p->out, first);

@@ -708,3 +708,69 @@ PY
 	assert_equal "$stderr" "fmt-convert: error: huge.gguf: --prune-layers: tensor 'blk.99999999999.attn_q.weight': its layer number is beyond an int"
 	nothing_written out.gguf
 }
+
+@test "--keep-split: llama-quantize --keep-split's set byte for byte: its file names, each shard's tensors and split keys (split.sha256)" {
+	local model case type split opts n=0 files f want
+	while read -r model case type split opts; do
+		case "$model" in '#'* | '') continue ;; esac
+		read -r -a opts <<<"$opts"
+		IFS=, read -r -a split <<<"$split"
+		mkdir "in-$model-$case"
+		fmt-shard split -q "$PM/$model.gguf" "${split[@]}" -o "in-$model-$case/m"
+		fmt-convert -q --dtype "$type" --keep-split "${opts[@]}" "in-$model-$case"/m-00001-of-*.gguf "$model-$case.gguf"
+		nothing_written "$model-$case.gguf"
+		# the files llama-quantize wrote, named OUT without .gguf + -0000I-of-0000N.gguf, and no other
+		files=$(awk -v c="$model-$case-" 'index($1, c) == 1 { print $1 ".gguf" }' "$LQ/split.sha256")
+		assert_equal "$(ls "$model-$case"-*.gguf)" "$files"
+		for f in $files; do
+			want=$(awk -v c="${f%.gguf}" '$1 == c { print $2 }' "$LQ/split.sha256")
+			assert_equal "$f $(sha256sum <"$f" | cut -d' ' -f1)" "$f $want"
+			n=$((n + 1))
+		done
+	done <"$LQ/split-cases"
+	assert_equal "$n" 14
+	# read back as one set: each tensor in the shard (and order) it had in the input, and the
+	# whole-file Q8_0's types
+	assert_equal "$(fmt-inspect --json a-Q8_0-00001-of-00003.gguf | jq -c '[.tensor_count, .metadata["general.file_type"]]')" '[75,7]'
+	assert_equal "$(fmt-inspect --json a-Q8_0-00001-of-00003.gguf | jq -r '.tensors[] | .name + " " + .file[-19:]')" \
+		"$(fmt-inspect --json in-a-Q8_0/m-00001-of-00003.gguf | jq -r '.tensors[] | .name + " " + .file[-19:]')"
+	fmt-convert -q --dtype Q8_0 "$PM/a.gguf" whole.gguf
+	assert_equal "$(fmt-inspect --json a-Q8_0-00001-of-00003.gguf | jq -r '[.tensors[] | .name + " " + .dtype] | sort[]')" \
+		"$(fmt-inspect --json whole.gguf | jq -r '[.tensors[] | .name + " " + .dtype] | sort[]')"
+}
+
+@test "--keep-split refusals: not a split set, a set of one, --shard, no preset, other output: exit 2, nothing written" {
+	run --separate-stderr fmt-convert --dtype Q8_0 --keep-split "$PM/a.gguf" out.gguf
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: $PM/a.gguf: --keep-split: the input is not a GGUF split set (NAME-00001-of-0000N.gguf, N of 2 or more)"
+	nothing_written out-00001-of-00001.gguf
+	fmt-shard split -q "$PM/a.gguf" --max-tensors 100 -o one
+	run --separate-stderr fmt-convert --dtype Q8_0 --keep-split one-00001-of-00001.gguf out.gguf
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: one-00001-of-00001.gguf: --keep-split: the input is not a GGUF split set (NAME-00001-of-0000N.gguf, N of 2 or more)"
+	nothing_written out-00001-of-00001.gguf
+	fmt-shard split -q "$PM/a.gguf" --max-tensors 40 -o two
+	run --separate-stderr fmt-convert --dtype Q8_0 --keep-split --shard 1MB two-00001-of-00002.gguf out.gguf
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: two-00001-of-00002.gguf: --shard cuts the output by size, but --keep-split keeps the input's shards: give one or the other"
+	nothing_written out-00001-of-00002.gguf
+	run --separate-stderr fmt-convert --keep-split two-00001-of-00002.gguf out.gguf
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: two-00001-of-00002.gguf: --keep-split goes with --dtype naming a llama-quantize type (Q4_K_M, Q8_0, ...), which is not given"
+	nothing_written out-00001-of-00002.gguf
+	run --separate-stderr fmt-convert --dtype Q8_0 --keep-split two-00001-of-00002.gguf out.safetensors
+	assert_failure 2
+	assert_equal "$stderr" "$(usage_error fmt-convert '--keep-split needs .gguf output')"
+	run --separate-stderr fmt-convert --dtype Q8_0 --keep-split --to gguf two-00001-of-00002.gguf -
+	assert_failure 2
+	assert_equal "$stderr" "fmt-convert: error: two-00001-of-00002.gguf: a shard set cannot go to standard output"
+	[ -z "$output" ] || fail "wrote to stdout"
+	assert_equal "$(ls ./*.gguf)" "$(printf './%s\n' one-00001-of-00001.gguf two-00001-of-00002.gguf two-00002-of-00002.gguf)"
+	# a middle shard left without tensors by --prune-layers (shard 2: blk.1 and blk.2's first
+	# tensor; llama-quantize crashes on it): exit 5
+	fmt-shard split -q "$PM/a.gguf" --max-tensors 10 -o ten
+	run --separate-stderr fmt-convert --dtype Q8_0 --keep-split --prune-layers 1,2 ten-00001-of-00008.gguf out.gguf
+	assert_failure 5
+	assert_equal "$stderr" "fmt-convert: error: ten-00001-of-00008.gguf: --keep-split: shard 2 of the input would hold no tensor (llama-quantize cannot write such a set either)"
+	nothing_written out-00001-of-00008.gguf
+}

@@ -56,6 +56,9 @@ fmt_kind fmt_gguf_prune_names(const fmt_model *m, const fmt_gguf_quant_opts *o, 
 /* <arch>.block_count set (u32, moved last) to the layers m's tensors number after
  * --prune-layers: the highest "blk.N." + 1 (llama-quantize's next free number). */
 fmt_kind fmt_gguf_prune_block_count(fmt_model *m, fmt_err *e);
+/* --keep-split (gguf_split.c): each tensor's input shard (from 1) into entries[i].shard;
+ * UsageError when m is not a GGUF split set of 2 shards or more. */
+fmt_kind fmt_gguf_keep_split(const fmt_model *m, fmt_mix_entry *entries, fmt_err *e);
 
 /* The driver's edit_meta (gguf_edit.c). */
 fmt_kind fmt_gguf_edit_meta(const fmt_model *m, const fmt_meta *meta, size_t n_meta, int *data_moved, fmt_err *e);

@@ -214,11 +214,11 @@ static size_t quant_opts_named(const fmt_gguf_quant_opts *q, char *buf, size_t s
 	static const char *const option[] = { "--output-tensor-type", "--token-embedding-type", "--tensor-type",
 					      "--tensor-type-file",
 					      "--leave-output-tensor", "--pure", "--imatrix", "--include-weights",
-					      "--exclude-weights", "--prune-layers" };
+					      "--exclude-weights", "--prune-layers", "--keep-split" };
 	const int given[] = { q->output_type != FMT_DT_INVALID, q->embd_type != FMT_DT_INVALID,
 			      q->tensor_type_given, q->n_type_files > 0,
 			      q->leave_output, q->pure, q->imatrix_file != NULL, q->n_include > 0, q->n_exclude > 0,
-			      q->n_prune > 0 };
+			      q->n_prune > 0, q->keep_split };
 	const char *names[sizeof option / sizeof option[0]];
 	size_t n = 0;
 	for (size_t i = 0; i < sizeof option / sizeof option[0]; i++)
@@ -933,6 +933,8 @@ fmt_kind fmt_gguf_mix_dtypes(const fmt_model *m, const fmt_model *meta, const ch
 			k = plan_pruned(r, m, entries, note, note_n, e);
 		else if (k == FMT_OK && (k = plan_all(r, m, entries, e)) == FMT_OK)
 			mix_note(r, m, note, note_n);
+		if (k == FMT_OK && o->keep_split)
+			k = fmt_gguf_keep_split(m, entries, e);
 		if (k == FMT_OK)
 			*mix = p->name;
 	}
@@ -978,8 +980,9 @@ fmt_kind fmt_gguf_derive_meta(fmt_model *m, fmt_dtype requested, const char *mix
 	const fmt_gguf_quant_opts *o = options;
 	const fmt_gguf_imatrix *im = o ? o->imatrix : NULL;
 	/* A preset writes the tensors as llama-quantize does: those outside the layers by name,
-	 * then layer by layer (its loader's map), so that the file is its byte for byte. */
-	if (mix && m->n_tensors > 1)
+	 * then layer by layer (its loader's map), so that the file is its byte for byte; with
+	 * --keep-split in the input's order (its shards', each in the order of its data). */
+	if (mix && m->n_tensors > 1 && !(o && o->keep_split))
 		qsort(m->tensors, m->n_tensors, sizeof *m->tensors, llama_order);
 	fmt_kind k = fmt_gguf_set_type_keys(m, requested, mix, e);
 	if (k != FMT_OK || !mix || !im || im->n == 0)
@@ -1256,6 +1259,14 @@ static int parse_prune_layers(void *v, const char *arg, fmt_err *e)
 	return fmt_gguf_parse_prune(v, arg, e);
 }
 
+static int parse_keep_split(void *v, const char *arg, fmt_err *e)
+{
+	(void)arg;
+	(void)e;
+	((fmt_gguf_quant_opts *)v)->keep_split = 1;
+	return FMT_DRVOPT_GIVEN;
+}
+
 static int parse_pure(void *v, const char *arg, fmt_err *e)
 {
 	(void)arg;
@@ -1290,6 +1301,9 @@ static const fmt_drvopt quant_option_list[] = {
 	{ "prune-layers", "L0,L1,...", "... leave out these layers (blk.N), renumber the others and\n"
 	  "set <arch>.block_count (repeatable)", FMT_DRVOPT_WRITE, FMT_DRVOPT_FREE, .parse = parse_prune_layers,
 	  .flags = FMT_DRVOPT_REPEAT },
+	{ "keep-split", NULL, "... the output in the input's shards: a split set as\n"
+	  "llama-quantize --keep-split writes it (a GGUF split set input)", FMT_DRVOPT_WRITE, FMT_DRVOPT_FREE,
+	  .parse = parse_keep_split },
 	{ .name = NULL }
 };
 

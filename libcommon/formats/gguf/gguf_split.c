@@ -252,6 +252,53 @@ fmt_kind fmt_gguf_open_split_set(fmt_model *m, fmt_gguf_info *st, fmt_err *e)
 	return FMT_OK;
 }
 
+/* ---- llama-quantize --keep-split: the output in the input's shards ---- */
+
+/* The shard (from 1) of the input set each tensor of m comes from, into entries[i].shard. m
+ * must be a GGUF split set of two shards or more whose tensors each shard lists in the order of
+ * their data (llama-quantize writes a shard's tensors in data order; fmt-shard and gguf-split
+ * sets are so); the kept tensors (not dropped) must leave no shard but the first empty. */
+fmt_kind fmt_gguf_keep_split(const fmt_model *m, fmt_mix_entry *entries, fmt_err *e)
+{
+	unsigned last = 0, top = 0;
+	uint64_t last_offset = 0;
+	if (m->driver != &fmt_driver_gguf || m->n_sources < 2)
+		return fmt_fail_file(e, FMT_USAGE, m->path, "--keep-split: the input is not a GGUF split set "
+				     "(NAME-00001-of-0000N.gguf, N of 2 or more)");
+	unsigned char *used = calloc(m->n_sources + 1, 1);
+	fmt_kind k = used ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t i = 0; i < m->n_tensors && k == FMT_OK; i++) {
+		const fmt_tensor *t = &m->tensors[i];
+		char *prefix = NULL;
+		unsigned no = 0, count = 0;
+		if (t->source < 0 || (size_t)t->source >= m->n_sources ||
+		    !parse_split_name(m->sources[t->source].path, &prefix, &no, &count) || no < 1 ||
+		    no > m->n_sources) {
+			free(prefix);
+			k = fmt_fail(e, FMT_INTERNAL, "tensor '%s': no shard of the input set", t->name);
+			break;
+		}
+		free(prefix);
+		if (no == last && t->offset < last_offset)
+			k = fmt_fail_file(e, FMT_UNSUPPORTED, m->sources[t->source].path, "--keep-split: tensor '%s' "
+					  "is listed after a tensor whose data follows its own; llama-quantize writes "
+					  "a shard's tensors in the order of their data, fmtkit in the order listed",
+					  t->name);
+		last = no, last_offset = t->offset;
+		entries[i].shard = no;
+		if (!entries[i].dropped) {
+			used[no] = 1;
+			top = no > top ? no : top;
+		}
+	}
+	for (unsigned s = 2; s < top && k == FMT_OK; s++)
+		if (!used[s])
+			k = fmt_fail_file(e, FMT_UNSUPPORTED, m->path, "--keep-split: shard %u of the input would "
+					  "hold no tensor (llama-quantize cannot write such a set either)", s);
+	free(used);
+	return k;
+}
+
 /* ---- writer ---- */
 
 /* gguf-split's cut: model order, each tensor counted padded to 32 bytes; 128 tensors per shard
@@ -269,9 +316,59 @@ static const fmt_shard_rules gguf_rules = {
 	.cost = padded_cost,
 };
 
+/* The tensors carry the file they go to (fmt_tensor.out_shard: --keep-split, the input's
+ * shards): the set llama-quantize writes then, not one cut by limits. */
+static int laid_out(const fmt_model *m)
+{
+	return m->n_tensors > 0 && m->tensors[0].out_shard != 0;
+}
+
+/* Shard i (from 0) of a laid-out set: its tensors in model order. The first shard may hold
+ * none (its metadata only), as llama-quantize writes it; an empty later one is a bug of the
+ * mix (llama-quantize cannot write it either). */
+static fmt_kind plan_laid_out(const fmt_model *m, const char *prefix, fmt_shard_plan *p, fmt_err *e)
+{
+	size_t n = 0, at = 0;
+	memset(p, 0, sizeof *p);
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		if (m->tensors[i].out_shard == 0)
+			return fmt_fail(e, FMT_INTERNAL, "tensor '%s' has no shard of the output", m->tensors[i].name);
+		if (m->tensors[i].out_shard > n)
+			n = m->tensors[i].out_shard;
+	}
+	if (n > 65535 || m->n_tensors > INT32_MAX)
+		return fmt_fail(e, FMT_UNSUPPORTED, "%zu shards of %zu tensors: beyond split.count (u16) or "
+				"split.tensors.count (i32)", n, m->n_tensors);
+	p->shards = calloc(n, sizeof *p->shards);
+	p->members = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *p->members);
+	fmt_kind k = p->shards && p->members ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	for (size_t s = 0; s < n && k == FMT_OK; s++) {
+		fmt_shard *sh = &p->shards[s];
+		sh->members = p->members + at;
+		for (size_t i = 0; i < m->n_tensors; i++)
+			if (m->tensors[i].out_shard == s + 1) {
+				p->members[at++] = i;
+				sh->count++;
+				if (fmt_add_u64(sh->bytes, m->tensors[i].nbytes, &sh->bytes))
+					k = fmt_fail(e, FMT_UNSUPPORTED, "shard %zu: tensor data beyond 2^64 bytes", s + 1);
+			}
+		p->n_shards = s + 1;
+		if (k == FMT_OK && s > 0 && sh->count == 0)
+			k = fmt_fail(e, FMT_UNSUPPORTED, "shard %zu of %zu would hold no tensor (llama-quantize "
+				     "--keep-split cannot write such a set either)", s + 1, n);
+		else if (!(sh->path = fmt_shard_file_name(prefix, s + 1, n, "gguf")))
+			k = fmt_fail(e, FMT_IO, "out of memory");
+	}
+	if (k != FMT_OK)
+		fmt_shard_plan_free(p);
+	return k;
+}
+
 fmt_kind fmt_gguf_plan_shards(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
 			      fmt_shard_plan *p, fmt_err *e)
 {
+	if (laid_out(m))
+		return plan_laid_out(m, prefix, p, e);
 	fmt_shard_limits lim = *l;
 	if (!lim.max_bytes && !lim.max_tensors)
 		lim.max_tensors = FMT_GGUF_SPLIT_TENSORS;
@@ -280,10 +377,13 @@ fmt_kind fmt_gguf_plan_shards(const fmt_model *m, const char *prefix, const fmt_
 	return fmt_shard_plan_make(m, &gguf_rules, prefix, &lim, p, e);
 }
 
-/* The metadata of shard i: (shard 0 only) every key but split.*, then the three split keys. */
+/* The metadata of shard i: (shard 0 only) every key but split.*, then the three split keys,
+ * in gguf-split's order (no, tensors.count, count), or llama-quantize --keep-split's (no,
+ * count, tensors.count) when the set is laid out. */
 static fmt_kind shard_meta(const fmt_model *m, size_t i, size_t n_shards, fmt_meta **out, size_t *n_out,
 			   fmt_err *e)
 {
+	const int quantize_order = laid_out(m);
 	fmt_meta *meta = malloc((m->n_meta + 3) * sizeof *meta);
 	size_t n = 0;
 	if (!meta)
@@ -295,12 +395,13 @@ static fmt_kind shard_meta(const fmt_model *m, size_t i, size_t n_shards, fmt_me
 	meta[n].key = (char *)KEY_NO;
 	meta[n].val.type = FMT_V_U16;
 	meta[n++].val.v.u = i;
-	meta[n].key = (char *)KEY_TENSORS;
-	meta[n].val.type = FMT_V_I32;
-	meta[n++].val.v.i = (int64_t)m->n_tensors;
-	meta[n].key = (char *)KEY_COUNT;
-	meta[n].val.type = FMT_V_U16;
-	meta[n++].val.v.u = n_shards;
+	meta[n + quantize_order].key = (char *)KEY_TENSORS;
+	meta[n + quantize_order].val.type = FMT_V_I32;
+	meta[n + quantize_order].val.v.i = (int64_t)m->n_tensors;
+	meta[n + !quantize_order].key = (char *)KEY_COUNT;
+	meta[n + !quantize_order].val.type = FMT_V_U16;
+	meta[n + !quantize_order].val.v.u = n_shards;
+	n += 2;
 	*out = meta;
 	*n_out = n;
 	return FMT_OK;

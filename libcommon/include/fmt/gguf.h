@@ -140,6 +140,7 @@ typedef struct fmt_gguf_quant_opts {
 	struct fmt_gguf_imatrix *imatrix;  /* what --imatrix holds, once loaded */
 	int32_t prune[FMT_GGUF_MAX_PRUNE]; /* --prune-layers: the layers left out, sorted, once each */
 	size_t n_prune;
+	int keep_split;                    /* --keep-split: the output in the input's shards */
 } fmt_gguf_quant_opts;
 
 /* One entry of an importance matrix: a tensor's weights, n = its row's elements times its

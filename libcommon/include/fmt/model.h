@@ -75,6 +75,9 @@ typedef struct fmt_tensor {
 	 * and a tensor made from such a tensor (a conversion) carries it on; 0 = read in any order.
 	 * Writers read tensors with a seq_pos in ascending seq_pos (fmt_model_read_order). */
 	uint64_t seq_pos;
+	/* The file of the output set a conversion puts it in, from 1 (a mix's fmt_mix_entry.shard:
+	 * GGUF --keep-split); 0: the writer cuts the set (or writes one file). */
+	unsigned out_shard;
 } fmt_tensor;
 
 struct fmt_driver;

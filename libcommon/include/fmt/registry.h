@@ -101,6 +101,8 @@ typedef struct fmt_mix_entry {
 	char *name;              /* its name in the output (malloc'd, freed by the planner), or NULL:
 				  * its own (GGUF: --prune-layers renumbers layers) */
 	int dropped;             /* 1: not in the output (GGUF: a layer --prune-layers leaves out) */
+	unsigned shard;          /* the file of the output set it goes to, from 1, when the mix lays
+				  * out the set (GGUF --keep-split: the input's shard); 0: none */
 } fmt_mix_entry;
 
 typedef struct fmt_driver {
