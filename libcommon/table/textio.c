@@ -507,13 +507,39 @@ static fmt_kind write_parallel(fmt_table *in, fmt_sink *k, fmt_text_put_row_fn p
 	return r;
 }
 
+/* A table without columns has no text for its rows (CSV and JSON Lines readers, fmtkit's
+ * too, refuse a file of empty lines or of objects without keys), and its rows cost the input
+ * nothing: an Arrow IPC batch of 2^33 rows and no columns is a 1 KB file, which was written as
+ * 12.9 GB of empty lines. Refused at the first batch with rows; a table of none is its head. */
+static fmt_kind refuse_rows_without_columns(fmt_table *in, fmt_err *e)
+{
+	for (;;) {
+		fmt_batch b;
+		int done;
+		fmt_kind r = fmt_table_next(in, &b, &done, e);
+		if (r != FMT_OK)
+			return r;
+		uint64_t rows = done ? 0 : b.n_rows;
+		fmt_batch_free(&b);
+		if (done)
+			return FMT_OK;
+		if (rows)
+			return fmt_fail(e, FMT_UNSUPPORTED, "the table has no columns: its rows (%llu in the first batch) "
+					"have no text to write", (unsigned long long)rows);
+	}
+}
+
 fmt_kind fmt_text_write(fmt_table *in, fmt_sink *k, const char *head, size_t head_len,
 			fmt_text_put_row_fn put_row, const void *ctx, int threads, fmt_err *e)
 {
 	fmt_sb line = { 0 };
 	fmt_kind r;
 	fmt_sb_put(&line, head, head_len);
-	if (threads <= 1) {
+	if (in->schema.n_fields == 0) {
+		r = refuse_rows_without_columns(in, e);
+		if (r == FMT_OK && line.len)
+			r = line.oom ? fmt_fail(e, FMT_IO, "out of memory") : fmt_sink_write(k, line.p, line.len, e);
+	} else if (threads <= 1) {
 		r = write_serial(in, k, put_row, ctx, &line, e);
 	} else if (line.oom) {
 		r = fmt_fail(e, FMT_IO, "out of memory");

@@ -1545,3 +1545,24 @@ EOF2
 	assert_equal "$stderr" 'fmt-convert: error: bad.csv: line 400002, column 1: a quoted field is not closed'
 	[ ! -e bad.ald ]
 }
+
+# tests/data/arrow/no-columns.arrow (1,269 bytes, found by fuzz_driver): an Arrow IPC file of no
+# columns and one batch of 12,884,901,891 rows. Such rows cost the file nothing; as CSV or JSON
+# Lines they were 12.9 GB of empty lines, exit 0. Text output is refused at the first batch with
+# rows (exit 5, nothing written: ulimit -f keeps the old binary from filling the disk); the file
+# itself is valid Arrow and still verifies and converts to Arrow.
+@test "no columns and 2^33+3 rows in 1,269 bytes: CSV and JSON Lines refused (exit 5), nothing written; fmt-verify ok" {
+	local f="$REPO_ROOT/tests/data/arrow/no-columns.arrow"
+	for out in x.csv x.jsonl; do
+		run --separate-stderr bash -c "ulimit -f 2048; fmt-convert '$f' $out"
+		assert_failure 5
+		assert_equal "$stderr" "fmt-convert: error: $f: the table has no columns: its rows (12884901891 in the first batch) have no text to write"
+		[ ! -e "$out" ]
+	done
+	run --separate-stderr fmt-verify "$f"
+	assert_success
+	assert_equal "$output" "$f: ok (arrow, 12884901891 rows)"
+	run --separate-stderr bash -c "ulimit -f 2048; fmt-convert '$f' x.arrow"
+	assert_success
+	[ "$(stat -c %s x.arrow)" -lt 4096 ]
+}

@@ -249,7 +249,9 @@ static int table_text(const fmt_table_driver *d, const uint8_t *data, size_t siz
 			fmt_batch_free(&b);
 			break;
 		}
-		for (uint64_t r = 0; r < b.n_rows; r++) {
+		/* rows without columns have no text (the tools refuse to write it): their count is
+		 * compared, not 2^33 empty lines built */
+		for (uint64_t r = 0; r < b.n_rows && t.schema.n_fields; r++) {
 			fmt_sb_put(out, "\n", 1);
 			fmt_row_json_text(&t.schema, &b, r, out, &scratch, FMT_JSON_DATA);
 		}
