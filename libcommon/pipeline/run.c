@@ -32,21 +32,12 @@ static uint64_t least_output_bytes(const convert_plan *p, const fmt_convert_opts
 	return output_compressed(p, o) ? 0 : data_bytes(&p->out);
 }
 
-/* 1 when the mix put the tensors in the files of a set (fmt_tensor.out_shard). */
-static int laid_out(const fmt_model *m)
-{
-	for (size_t i = 0; i < m->n_tensors; i++)
-		if (m->tensors[i].out_shard)
-			return 1;
-	return 0;
-}
-
 /* 0: one file; otherwise the shard size limit (UINT64_MAX: none, a set all the same). */
 static uint64_t shard_limit(const convert_plan *p, const fmt_convert_opts *o)
 {
 	if (!o->to->write_sharded || !o->to->plan_shards)
 		return 0;
-	if (laid_out(&p->out))
+	if (fmt_model_laid_out(&p->out))
 		return UINT64_MAX;   /* the writer follows the tensors' out_shard */
 	uint64_t limit = o->shard_given ? o->shard : o->to->default_shard_bytes;
 	if (o->force_set)
@@ -174,7 +165,7 @@ static fmt_kind write_output(convert_plan *p, fmt_model *in, const char *output,
 	}
 	wo.keys.ed25519_secret = o->sign_secret;
 	uint64_t limit = shard_limit(p, o);
-	if (k == FMT_OK && o->shard_given && laid_out(&p->out))
+	if (k == FMT_OK && o->shard_given && fmt_model_laid_out(&p->out))
 		k = fmt_fail(e, FMT_USAGE, "--shard cuts the output by size, but --keep-split keeps the input's shards: "
 			     "give one or the other");
 	if (k == FMT_OK && limit && strcmp(output, "-") == 0)

@@ -247,10 +247,8 @@ fmt_kind fmt_setkv_override(fmt_model *m, const char *assignment, int strings_on
 	fmt_kind k = override_value(label, eq + 1, &v, e);
 	if (k == FMT_OK && strings_only && v.type != FMT_V_STR)
 		k = fmt_fail(e, FMT_USAGE, "%s: safetensors metadata holds strings only", label);
-	if (k == FMT_OK) {   /* llama-quantize's gguf_set_val_*: the old key removed, the new one last */
-		fmt_model_remove_meta(m, key);
-		k = fmt_model_add_meta(m, key, &v, e);
-	}
+	if (k == FMT_OK)   /* llama-quantize's gguf_set_val_*: the key last */
+		k = fmt_model_put_meta_last(m, key, &v, e);
 	fmt_value_free(&v);
 	free(key);
 	return k;

@@ -245,6 +245,18 @@ void fmt_model_remove_meta(fmt_model *m, const char *key)
 	}
 }
 
+fmt_kind fmt_model_put_meta_last(fmt_model *m, const char *key, const fmt_value *val, fmt_err *e)
+{
+	fmt_value copy;   /* val may be freed by the removal */
+	fmt_kind k = fmt_value_copy(&copy, val, e);
+	if (k != FMT_OK)
+		return k;
+	fmt_model_remove_meta(m, key);
+	k = fmt_model_add_meta(m, key, &copy, e);
+	fmt_value_free(&copy);
+	return k;
+}
+
 const fmt_value *fmt_model_get_meta(const fmt_model *m, const char *key)
 {
 	for (size_t i = 0; i < m->n_meta; i++)

@@ -152,8 +152,6 @@ fmt_kind fmt_gguf_set_type_keys(fmt_model *m, fmt_dtype requested, const char *m
 	/* A preset: both keys last, the version first (llama-quantize's gguf_set_val_u32 removes a
 	 * key and appends it), so that the header is its byte for byte. */
 	fmt_value fv = { .type = FMT_V_U32, .v.u = ftype };
-	fmt_model_remove_meta(m, FMT_GGUF_KEY_QUANT_VERSION);
-	fmt_model_remove_meta(m, FMT_GGUF_KEY_FILE_TYPE);
-	k = fmt_model_add_meta(m, FMT_GGUF_KEY_QUANT_VERSION, &qv, e);
-	return k == FMT_OK ? fmt_model_add_meta(m, FMT_GGUF_KEY_FILE_TYPE, &fv, e) : k;
+	k = fmt_model_put_meta_last(m, FMT_GGUF_KEY_QUANT_VERSION, &qv, e);
+	return k == FMT_OK ? fmt_model_put_meta_last(m, FMT_GGUF_KEY_FILE_TYPE, &fv, e) : k;
 }

@@ -1001,16 +1001,7 @@ fmt_kind fmt_gguf_derive_meta(fmt_model *m, fmt_dtype requested, const char *mix
 static fmt_kind move_last(fmt_model *m, const char *key, fmt_err *e)
 {
 	const fmt_value *v = fmt_model_get_meta(m, key);
-	fmt_value copy;
-	if (!v)
-		return FMT_OK;
-	fmt_kind k = fmt_value_copy(&copy, v, e);
-	if (k != FMT_OK)
-		return k;
-	fmt_model_remove_meta(m, key);
-	k = fmt_model_add_meta(m, key, &copy, e);
-	fmt_value_free(&copy);
-	return k;
+	return v ? fmt_model_put_meta_last(m, key, v, e) : FMT_OK;
 }
 
 fmt_kind fmt_gguf_finish_meta(fmt_model *m, const char *mix, const void *options, fmt_err *e)

@@ -163,8 +163,7 @@ fmt_kind fmt_gguf_prune_block_count(fmt_model *m, fmt_err *e)
 	snprintf(key, arch->v.str.len + sizeof ".block_count", "%.*s.block_count", (int)arch->v.str.len,
 		 arch->v.str.ptr);
 	fmt_value v = { .type = FMT_V_U32, .v.u = (uint64_t)count };
-	fmt_model_remove_meta(m, key);   /* llama-quantize's gguf_set_val_u32: last */
-	fmt_kind k = fmt_model_add_meta(m, key, &v, e);
+	fmt_kind k = fmt_model_put_meta_last(m, key, &v, e);   /* llama-quantize's gguf_set_val_u32 */
 	free(key);
 	return k;
 }

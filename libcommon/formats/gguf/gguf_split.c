@@ -316,13 +316,6 @@ static const fmt_shard_rules gguf_rules = {
 	.cost = padded_cost,
 };
 
-/* The tensors carry the file they go to (fmt_tensor.out_shard: --keep-split, the input's
- * shards): the set llama-quantize writes then, not one cut by limits. */
-static int laid_out(const fmt_model *m)
-{
-	return m->n_tensors > 0 && m->tensors[0].out_shard != 0;
-}
-
 /* Shard i (from 0) of a laid-out set: its tensors in model order. The first shard may hold
  * none (its metadata only), as llama-quantize writes it; an empty later one is a bug of the
  * mix (llama-quantize cannot write it either). */
@@ -367,7 +360,7 @@ static fmt_kind plan_laid_out(const fmt_model *m, const char *prefix, fmt_shard_
 fmt_kind fmt_gguf_plan_shards(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
 			      fmt_shard_plan *p, fmt_err *e)
 {
-	if (laid_out(m))
+	if (fmt_model_laid_out(m))   /* the set llama-quantize writes, not one cut by limits */
 		return plan_laid_out(m, prefix, p, e);
 	fmt_shard_limits lim = *l;
 	if (!lim.max_bytes && !lim.max_tensors)
@@ -383,7 +376,7 @@ fmt_kind fmt_gguf_plan_shards(const fmt_model *m, const char *prefix, const fmt_
 static fmt_kind shard_meta(const fmt_model *m, size_t i, size_t n_shards, fmt_meta **out, size_t *n_out,
 			   fmt_err *e)
 {
-	const int quantize_order = laid_out(m);
+	const int quantize_order = fmt_model_laid_out(m);
 	fmt_meta *meta = malloc((m->n_meta + 3) * sizeof *meta);
 	size_t n = 0;
 	if (!meta)

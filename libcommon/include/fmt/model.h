@@ -155,6 +155,15 @@ const fmt_value *fmt_model_get_meta(const fmt_model *m, const char *key);
 fmt_kind fmt_model_put_meta(fmt_model *m, const char *key, const fmt_value *val, fmt_err *e);
 /* Remove key (nothing happens when it is absent). */
 void fmt_model_remove_meta(fmt_model *m, const char *key);
+/* key set to val as the last key, wherever it was (as ggml's gguf_set_val_* does: removed and
+ * appended); val may be m's own value of key. */
+fmt_kind fmt_model_put_meta_last(fmt_model *m, const char *key, const fmt_value *val, fmt_err *e);
+/* 1 when m's tensors carry the file of the output set each goes to (fmt_tensor.out_shard: a mix
+ * sets it on all of them or on none). */
+static inline int fmt_model_laid_out(const fmt_model *m)
+{
+	return m->n_tensors > 0 && m->tensors[0].out_shard != 0;
+}
 /* fmt_model_put_meta of each of kv[0..n) in turn, through one index of m's keys (one at a
  * time, each key is looked for among all: a file of 200,000 keys copied with --metadata-from
  * took minutes). */
