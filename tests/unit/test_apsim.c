@@ -718,6 +718,62 @@ static const char *streamed_format(const uint8_t *p, size_t n, size_t chunk, siz
 	return fmt_format_name(fmt_probe_stream_format(&ps, FMT_FORMAT_ANY, NULL));
 }
 
+/* The name fmt_format_probe gives a file of an 8-byte length and header (and 16 bytes of data). */
+static const char *probed_header(const char *header, size_t hlen)
+{
+	uint8_t *b = malloc(8 + hlen + 16);
+	CHECK(b != NULL);
+	if (!b)
+		return NULL;
+	fmt_wr_u64(b, hlen);
+	memcpy(b + 8, header, hlen);
+	memset(b + 8 + hlen, 0, 16);
+	fmt_source s;
+	fmt_err e = { 0 };
+	const char *name = NULL;
+	if (fmt_source_from_memory(&s, "h.apsim", b, 8 + hlen + 16, &e) == FMT_OK) {
+		name = fmt_format_name(fmt_format_probe(&s, b, FMT_PROBE_BYTES, FMT_FORMAT_ANY, NULL));
+		fmt_source_close(&s);
+	}
+	free(b);
+	return name;
+}
+
+/* The probe reads a long header 64 KiB at a time: the format key found across every cut of it
+ * between two pieces, white space before the object however long, nothing before it but white
+ * space. */
+TEST(apsim_probe_source_pieces)
+{
+	static const char key[] = "\"format\":\"apsi-model\"";
+	const size_t piece = 64u << 10, room = piece + 4096;
+	char *h = malloc(room);
+	CHECK(h != NULL);
+	if (!h)
+		return;
+	for (size_t at = piece - sizeof key; at <= piece + 1; at++) {   /* the key from at */
+		memset(h, ' ', room);
+		memcpy(h, "{\"a\":\"", 6);
+		memset(h + 6, 'p', at - 6 - 2);
+		memcpy(h + at - 2, "\",", 2);
+		memcpy(h + at, key, sizeof key - 1);
+		h[at + sizeof key - 1] = '}';
+		const char *name = probed_header(h, at + sizeof key);
+		CHECK(name != NULL && strcmp(name, "apsim") == 0);
+		if (!name || strcmp(name, "apsim") != 0)
+			fprintf(stderr, "key at %zu\n", at);
+	}
+	memset(h, ' ', room);   /* 65,904 bytes of spaces (past the first piece), then the object */
+	memcpy(h + 70000 - 4096, "{", 1);
+	memcpy(h + 70000 - 4096 + 1, key, sizeof key - 1);
+	h[70000 - 4096 + sizeof key] = '}';
+	const char *name = probed_header(h, 70000 - 4096 + sizeof key + 1);
+	CHECK(name != NULL && strcmp(name, "apsim") == 0);
+	h[70000 - 4096] = 'x';   /* not an object: the key after it does not count */
+	name = probed_header(h, 70000 - 4096 + sizeof key + 1);
+	CHECK(name == NULL || strcmp(name, "apsim") != 0);
+	free(h);
+}
+
 /* A bundle member is named by what streams by once (fmt_probe_stream): an .apsim whose format
  * key lies past the first 4 KiB as fmt_format_probe names the file, the header kept and no more;
  * a header that claims more than the data is kept only up to the data's end. */
