@@ -126,6 +126,26 @@ EOF2
 	assert_equal "$stderr" "fmt-verify: error: $CASES/bad-dict-index.parquet: row group 0: Parquet: column 'd': a dictionary index past the dictionary"
 }
 
+# fmt-inspect's report is the footer's: it read and checked every page first (a 101 MB file read
+# whole to print its metadata). The pages are fmt-verify's, and --stats checks them before it
+# reads the rows.
+@test "fmt-inspect reads the footer only: damaged pages are shown; fmt-verify and --stats refuse them" {
+	while IFS='|' read -r file code msg; do
+		run --separate-stderr fmt-inspect --json "$CASES/$file"
+		assert_success
+		assert_equal "$stderr" ""
+		assert_equal "$(jq -c '[.rows, .columns, .parquet.row_group_count]' <<<"$output")" "[5,5,1]"
+		for cmd in "fmt-verify" "fmt-inspect --stats"; do
+			run --separate-stderr $cmd "$CASES/$file"
+			[ "$status" -eq "$code" ] || fail "$cmd $file: exit $status: $stderr"
+			assert_equal "$stderr" "${cmd%% *}: error: $CASES/$file: row group 0: Parquet: column $msg"
+		done
+	done <<'EOF2'
+bad-crc.parquet|6|'h': page CRC differs
+bad-page-size.parquet|4|'h': a page runs past its column chunk
+EOF2
+}
+
 @test "fmt-verify holds every value to its chunk's statistics (which --where skips row groups by) and to what a reader checks: exit 4 naming the row" {
 	# true statistics of every kind of column (strings, booleans, FLOAT16, int64 with a null)
 	run fmt-verify -T 1 "$CASES/stats.parquet"
