@@ -602,7 +602,14 @@ static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const fmt_c
 		k = d->derive_meta(&p->out, w.defaulted ? FMT_DT_INVALID : w.plain, mix, values, e);
 	if (k == FMT_OK)
 		k = fmt_meta_apply_user(&p->out, o, d, e);
-	return k == FMT_OK && d->finish_meta ? d->finish_meta(&p->out, mix, values, e) : k;
+	if (k != FMT_OK || !d->finish_meta)
+		return k;
+	k = d->finish_meta(&p->out, mix, values, e);
+	/* --set has the last word on the keys finish_meta sets too (GGUF: the importance matrix's
+	 * record, which wins over --override-kv as llama-quantize's does); set again, in place */
+	for (size_t i = 0; k == FMT_OK && i < o->n_sets; i++)
+		k = fmt_setkv_apply(&p->out, o->sets[i], !fmt_driver_can(d, FMT_CAP_TYPED_META), e);
+	return k;
 }
 
 /* ---- a mix: the target's own per-tensor dtypes (GGUF: llama-quantize's presets) ---- */

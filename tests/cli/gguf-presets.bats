@@ -402,17 +402,18 @@ PY
 	cmp f16.gguf number.gguf
 }
 
-@test "a preset writes llama-quantize's whole file byte for byte: its tensor order, its key order, --override-kv, --prune-layers (files.sha256)" {
+@test "a preset writes llama-quantize's whole file byte for byte: its tensor order, its key order, --override-kv, --prune-layers, --imatrix's keys (files.sha256)" {
 	local model case type opts n=0 want
 	while read -r model case type opts; do
 		case "$model" in '#'* | '') continue ;; esac
 		read -r -a opts <<<"$opts"
-		fmt-convert -q --dtype "$type" "${opts[@]}" "$PM/$model.gguf" "$model-$case.gguf"
+		# in the model's directory, as the golden script ran llama-quantize (--imatrix imatrix.gguf)
+		(cd "$PM/$model" && fmt-convert -q --dtype "$type" "${opts[@]}" "$PM/$model.gguf" "$BATS_TEST_TMPDIR/$model-$case.gguf")
 		want=$(awk -v c="$model-$case" '$1 == c { print $2 }' "$LQ/files.sha256")
 		assert_equal "$model-$case $(sha256sum <"$model-$case.gguf" | cut -d' ' -f1)" "$model-$case $want"
 		n=$((n + 1))
 	done <"$LQ/file-cases"
-	assert_equal "$n" 11
+	assert_equal "$n" 13
 	# llama-quantize's order: outside the layers by name, then layer by layer (2 before 10)
 	assert_equal "$(fmt-inspect --json a-Q8_0.gguf | jq -r '[.tensors[].name][:5] | join(" ")')" \
 		"output.weight output_norm.weight token_embd.weight blk.0.attn_k.weight blk.0.attn_norm.weight"

@@ -954,7 +954,7 @@ static fmt_kind put_str(fmt_model *m, const char *key, const char *s, size_t max
 	fmt_value v = fmt_value_str(s, n);
 	if (!v.v.str.ptr)
 		return fmt_fail(e, FMT_IO, "out of memory");
-	fmt_kind k = fmt_model_put_meta(m, key, &v, e);
+	fmt_kind k = fmt_model_put_meta_last(m, key, &v, e);
 	fmt_value_free(&v);
 	return k;
 }
@@ -962,7 +962,7 @@ static fmt_kind put_str(fmt_model *m, const char *key, const char *s, size_t max
 static fmt_kind put_u32(fmt_model *m, const char *key, uint64_t n, fmt_err *e)
 {
 	fmt_value v = { .type = FMT_V_U32, .v.u = n > UINT32_MAX ? UINT32_MAX : n };
-	return fmt_model_put_meta(m, key, &v, e);
+	return fmt_model_put_meta_last(m, key, &v, e);
 }
 
 static int llama_order(const void *a, const void *b)
@@ -975,19 +975,12 @@ static const char *const imatrix_keys[] = {
 	"quantize.imatrix.chunks_count",
 };
 
-fmt_kind fmt_gguf_derive_meta(fmt_model *m, fmt_dtype requested, const char *mix, const void *options, fmt_err *e)
+/* The keys quantize.cpp records the matrix by, each set as the last key (its --override-kv
+ * entries, added after the user's: the matrix's value and place win over the user's). */
+static fmt_kind put_imatrix_keys(fmt_model *m, const fmt_gguf_quant_opts *o, fmt_err *e)
 {
-	const fmt_gguf_quant_opts *o = options;
-	const fmt_gguf_imatrix *im = o ? o->imatrix : NULL;
-	/* A preset writes the tensors as llama-quantize does: those outside the layers by name,
-	 * then layer by layer (its loader's map), so that the file is its byte for byte; with
-	 * --keep-split in the input's order (its shards', each in the order of its data). */
-	if (mix && m->n_tensors > 1 && !(o && o->keep_split))
-		qsort(m->tensors, m->n_tensors, sizeof *m->tensors, llama_order);
-	fmt_kind k = fmt_gguf_set_type_keys(m, requested, mix, e);
-	if (k != FMT_OK || !mix || !im || im->n == 0)
-		return k;
-	k = put_str(m, imatrix_keys[0], o->imatrix_file, 127, e);
+	const fmt_gguf_imatrix *im = o->imatrix;
+	fmt_kind k = put_str(m, imatrix_keys[0], o->imatrix_file, 127, e);
 	if (k == FMT_OK && im->dataset)
 		k = put_str(m, imatrix_keys[1], im->dataset, 127, e);
 	if (k == FMT_OK)
@@ -997,24 +990,27 @@ fmt_kind fmt_gguf_derive_meta(fmt_model *m, fmt_dtype requested, const char *mix
 	return k;
 }
 
-/* key, when m has it, moved to the end of m's keys with its value. */
-static fmt_kind move_last(fmt_model *m, const char *key, fmt_err *e)
+fmt_kind fmt_gguf_derive_meta(fmt_model *m, fmt_dtype requested, const char *mix, const void *options, fmt_err *e)
 {
-	const fmt_value *v = fmt_model_get_meta(m, key);
-	return v ? fmt_model_put_meta_last(m, key, v, e) : FMT_OK;
+	const fmt_gguf_quant_opts *o = options;
+	/* A preset writes the tensors as llama-quantize does: those outside the layers by name,
+	 * then layer by layer (its loader's map), so that the file is its byte for byte; with
+	 * --keep-split in the input's order (its shards', each in the order of its data). */
+	if (mix && m->n_tensors > 1 && !(o && o->keep_split))
+		qsort(m->tensors, m->n_tensors, sizeof *m->tensors, llama_order);
+	return fmt_gguf_set_type_keys(m, requested, mix, e);
 }
 
 fmt_kind fmt_gguf_finish_meta(fmt_model *m, const char *mix, const void *options, fmt_err *e)
 {
 	const fmt_gguf_quant_opts *o = options;
-	const fmt_gguf_imatrix *im = o ? o->imatrix : NULL;
 	fmt_kind k = FMT_OK;
 	if (!mix || !o)
 		return FMT_OK;
-	/* quantize.cpp adds the matrix's keys to the --override-kv ones, after them: the keys
-	 * derive_meta set (or the user's --set of them) go last */
-	for (size_t i = 0; im && im->n > 0 && k == FMT_OK && i < sizeof imatrix_keys / sizeof imatrix_keys[0]; i++)
-		k = move_last(m, imatrix_keys[i], e);
+	/* quantize.cpp adds the matrix's keys to the --override-kv ones, after them: set after
+	 * the user's keys (--set, --override-kv, --unset of the same key lose), last */
+	if (o->imatrix && o->imatrix->n > 0)
+		k = put_imatrix_keys(m, o, e);
 	return k == FMT_OK && o->n_prune ? fmt_gguf_prune_block_count(m, e) : k;
 }
 

@@ -97,17 +97,16 @@ int fmt_gguf_ftype_of_dtype(fmt_dtype t, uint32_t *ftype);
  * the quantization version is written whatever the tensors are (llama-quantize writes it on its
  * F16 files too), and both become the last keys, the version first, as llama-quantize sets them. */
 fmt_kind fmt_gguf_set_type_keys(fmt_model *m, fmt_dtype requested, const char *mix, fmt_err *e);
-/* The driver's derive_meta: those keys, and with a preset (mix) and an --imatrix of one or more
- * entries (options: fmt_gguf_quant_opts), the keys llama-quantize records it by:
- * quantize.imatrix.file (the path as given, its first 127 bytes), .dataset (the matrix's first
- * dataset, when it names one), .entries_count (the entries --include-weights/--exclude-weights
- * kept) and .chunks_count (when above 0), the counts as UINT32. With a preset the tensors are
- * put in llama-quantize's order (its loader's: outside the layers by name, then by layer). */
+/* The driver's derive_meta: those keys; with a preset the tensors are put in llama-quantize's
+ * order (its loader's: outside the layers by name, then by layer; with --keep-split the input's). */
 fmt_kind fmt_gguf_derive_meta(fmt_model *m, fmt_dtype requested, const char *mix, const void *options, fmt_err *e);
 /* The driver's finish_meta, after the user's keys (--set, --override-kv), as llama-quantize sets
- * its keys after its --override-kv: with a preset and an --imatrix the quantize.imatrix.* keys
- * (derive_meta's values, or the user's) moved last, then with --prune-layers <arch>.block_count
- * the layers left (u32, last). */
+ * its keys after its --override-kv: with a preset and an --imatrix of one or more entries
+ * (options: fmt_gguf_quant_opts) the keys llama-quantize records it by, each set last, whatever
+ * the user's keys said: quantize.imatrix.file (the path as given, its first 127 bytes), .dataset
+ * (the matrix's first dataset, when it names one), .entries_count (the entries
+ * --include-weights/--exclude-weights kept) and .chunks_count (when above 0), the counts as
+ * UINT32; then with --prune-layers <arch>.block_count the layers left (u32, last). */
 fmt_kind fmt_gguf_finish_meta(fmt_model *m, const char *mix, const void *options, fmt_err *e);
 
 /* ---- llama-quantize's presets and overrides (gguf_preset.c) ---- */

@@ -220,7 +220,8 @@ typedef struct fmt_driver {
 				fmt_err *e);
 	/* Called after the user's keys are applied, with the mix's name (or NULL) and the option
 	 * values: keys the mix sets last (GGUF: --prune-layers' block_count, which llama-quantize
-	 * sets after its --override-kv). NULL: none. */
+	 * sets after its --override-kv; the importance matrix's keys). The user's --set are applied
+	 * again after it (they have the last word). NULL: none. */
 	fmt_kind (*finish_meta)(fmt_model *out, const char *mix, const void *options, fmt_err *e);
 	/* The keys derive_meta sets, NULL-terminated (or NULL): converters drop them when the
 	 * output is in another format, where they would describe tensors that are not there. */
