@@ -710,7 +710,7 @@ PY
 	nothing_written out.gguf
 }
 
-@test "--keep-split: llama-quantize --keep-split's set byte for byte: its file names, each shard's tensors and split keys (split.sha256)" {
+@test "--keep-split: llama-quantize --keep-split's set byte for byte: its file names, each shard's tensors and split keys, shards emptied by --prune-layers (split.sha256)" {
 	local model case type split opts n=0 files f want
 	while read -r model case type split opts; do
 		case "$model" in '#'* | '') continue ;; esac
@@ -729,7 +729,11 @@ PY
 			n=$((n + 1))
 		done
 	done <"$LQ/split-cases"
-	assert_equal "$n" 14
+	assert_equal "$n" 39
+	# model r's first shard emptied by --prune-layers 0 stays, of metadata only; its last one
+	# emptied by --prune-layers 7 is not written and not counted (split.count 8)
+	assert_equal "$(fmt-inspect --json r-prune-first-00001-of-00009.gguf | jq -c '[.tensors[] | select(.file | endswith("00001-of-00009.gguf"))] | length')" 0
+	assert_equal "$(fmt-inspect --json r-prune-last-00008-of-00008.gguf | jq -c '[.tensor_count, .metadata["llama.block_count"]]')" '[66,7]'
 	# read back as one set: each tensor in the shard (and order) it had in the input, and the
 	# whole-file Q8_0's types
 	assert_equal "$(fmt-inspect --json a-Q8_0-00001-of-00003.gguf | jq -c '[.tensor_count, .metadata["general.file_type"]]')" '[75,7]'
@@ -774,4 +778,71 @@ PY
 	assert_failure 5
 	assert_equal "$stderr" "fmt-convert: error: ten-00001-of-00008.gguf: --keep-split: shard 2 of the input would hold no tensor (llama-quantize cannot write such a set either)"
 	nothing_written out-00001-of-00008.gguf
+}
+
+@test "--keep-split input sets: a missing shard, shards renamed out of their order, a shard of another set: exit 9, nothing written; any member names its set" {
+	fmt-shard split -q "$PM/a.gguf" --max-tensors 20 -o m
+	fmt-convert -q --dtype Q8_0 --keep-split m-00001-of-00004.gguf first.gguf
+	# named by its third shard: the same set (llama-quantize refuses: "model must be loaded
+	# with the first split")
+	mkdir third
+	fmt-convert -q --dtype Q8_0 --keep-split m-00003-of-00004.gguf third/first.gguf
+	local i
+	for i in 1 2 3 4; do cmp "first-0000$i-of-00004.gguf" "third/first-0000$i-of-00004.gguf"; done
+	assert_equal "$(ls third)" "$(printf 'first-0000%d-of-00004.gguf\n' 1 2 3 4)"
+	# shard 3 missing (llama-quantize: "failed to load GGUF split from m-00003-of-00004.gguf")
+	mv m-00003-of-00004.gguf three
+	local no   # not i: bats' run sets i
+	for no in 1 4; do
+		run --separate-stderr fmt-convert --dtype Q8_0 --keep-split "m-0000$no-of-00004.gguf" out.gguf
+		assert_failure 9
+		assert_equal "$stderr" "fmt-convert: error: m-0000$no-of-00004.gguf: 1 of the set's 4 shards is missing: m-00003-of-00004.gguf"
+		nothing_written out-00001-of-00004.gguf
+	done
+	# shards 2 and 3 swapped by name (llama-quantize: "invalid split file idx: 2 (file:
+	# m-00002-of-00004.gguf), expected 1")
+	mv m-00002-of-00004.gguf m-00003-of-00004.gguf
+	mv three m-00002-of-00004.gguf
+	run --separate-stderr fmt-convert --dtype Q8_0 --keep-split m-00001-of-00004.gguf out.gguf
+	assert_failure 9
+	assert_equal "$stderr" "fmt-convert: error: m-00002-of-00004.gguf: shard 2 of 4 says split.no = 2, split.count = 4, split.tensors.count = 75 (expected 1, 4, 75)"
+	nothing_written out-00001-of-00004.gguf
+	# the last shard of another split of the model (19 tensors a shard): 78 tensors, not 75
+	mv m-00002-of-00004.gguf three
+	mv m-00003-of-00004.gguf m-00002-of-00004.gguf
+	mv three m-00003-of-00004.gguf
+	fmt-shard split -q "$PM/a.gguf" --max-tensors 19 -o other
+	cp other-00004-of-00004.gguf m-00004-of-00004.gguf
+	run --separate-stderr fmt-convert --dtype Q8_0 --keep-split m-00001-of-00004.gguf out.gguf
+	assert_failure 9
+	assert_equal "$stderr" "fmt-convert: error: m-00001-of-00004.gguf: the set holds 78 tensors, split.tensors.count says 75"
+	nothing_written out-00001-of-00004.gguf
+	assert_equal "$(ls out* 2>/dev/null)" ""
+}
+
+@test "--keep-split names: OUT without a trailing .gguf (any case), else OUT itself; not llama-quantize's cut of 5 bytes when .gguf is elsewhere in OUT" {
+	fmt-shard split -q "$PM/a.gguf" --max-tensors 40 -o m
+	mkdir out.gguf.d
+	# OUT and the prefix of its files; llama-quantize (find(".gguf"), then the last 5 bytes cut)
+	# writes the same for the first three, but out.ggu-0000I-of-00002.gguf in the current
+	# directory for out.gguf.d/m, x.ggu-* for x.gguf.tmp, OUT.GGUF-* for OUT.GGUF and
+	# -0000I-of-00002.gguf for .gguf
+	local name prefix n=0
+	while read -r name prefix; do
+		fmt-convert -q --dtype Q8_0 --keep-split --to gguf m-00001-of-00002.gguf "$name"
+		assert_equal "$name: $(find . -name '*-of-00002.gguf' ! -path './m-*' | sort | tr '\n' ' ')" \
+			"$name: ./$prefix-00001-of-00002.gguf ./$prefix-00002-of-00002.gguf "
+		rm "$prefix"-0000[12]-of-00002.gguf
+		n=$((n + 1))
+	done <<'EOF'
+out.gguf.d/m.gguf out.gguf.d/m
+m.gguf-x.gguf m.gguf-x
+noext noext
+out.gguf.d/m out.gguf.d/m
+x.gguf.tmp x.gguf.tmp
+OUT.GGUF OUT
+.gguf .gguf
+EOF
+	assert_equal "$n" 7
+	assert_equal "$(find . -name '*.gguf' | sort)" "$(printf './m-0000%d-of-00002.gguf\n' 1 2)"
 }
