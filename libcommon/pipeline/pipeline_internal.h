@@ -57,6 +57,10 @@ void fmt_plan_free(convert_plan *p);
 
 /* --set KEY[:TYPE]=VALUE and --set-from FILE.json into model metadata (replacing in place). */
 fmt_kind fmt_setkv_apply(fmt_model *m, const char *assignment, int strings_only, fmt_err *e);
+/* The --set again (in place), after keys a driver set last (finish_meta), but not those of a key
+ * an --override-kv names: applied after the --set, the override keeps the word it had. */
+fmt_kind fmt_setkv_reapply(fmt_model *m, const char *const *sets, size_t n_sets, const char *const *overrides,
+			   size_t n_overrides, int strings_only, fmt_err *e);
 /* --override-kv KEY=TYPE:VALUE, llama-quantize's: TYPE int (written as u32), float (f32), bool
  * (true or false) or str (at most 127 bytes); the key moves to the end of m's keys. */
 fmt_kind fmt_setkv_override(fmt_model *m, const char *assignment, int strings_only, fmt_err *e);

@@ -607,9 +607,8 @@ static fmt_kind carry_metadata(convert_plan *p, const fmt_model *in, const fmt_c
 	k = d->finish_meta(&p->out, mix, values, e);
 	/* --set has the last word on the keys finish_meta sets too (GGUF: the importance matrix's
 	 * record, which wins over --override-kv as llama-quantize's does); set again, in place */
-	for (size_t i = 0; k == FMT_OK && i < o->n_sets; i++)
-		k = fmt_setkv_apply(&p->out, o->sets[i], !fmt_driver_can(d, FMT_CAP_TYPED_META), e);
-	return k;
+	return k == FMT_OK ? fmt_setkv_reapply(&p->out, o->sets, o->n_sets, o->overrides, o->n_overrides,
+					       !fmt_driver_can(d, FMT_CAP_TYPED_META), e) : k;
 }
 
 /* ---- a mix: the target's own per-tensor dtypes (GGUF: llama-quantize's presets) ---- */

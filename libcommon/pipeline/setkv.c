@@ -149,6 +149,34 @@ static fmt_kind parse_list(const char *key, const char *text, fmt_vtype t, fmt_v
 	return k;
 }
 
+/* The length of the key an --override-kv (to its '=') or a --set (to its '=' or ':') names. */
+static size_t assigned_key_len(const char *assignment, int typed)
+{
+	const char *eq = strchr(assignment, '=');
+	size_t n = eq ? (size_t)(eq - assignment) : strlen(assignment);
+	const char *colon = typed ? memchr(assignment, ':', n) : NULL;
+	return colon ? (size_t)(colon - assignment) : n;
+}
+
+static int overridden(const char *set, const char *const *overrides, size_t n_overrides)
+{
+	size_t n = assigned_key_len(set, 1);
+	for (size_t i = 0; i < n_overrides; i++)
+		if (assigned_key_len(overrides[i], 0) == n && memcmp(overrides[i], set, n) == 0)
+			return 1;
+	return 0;
+}
+
+fmt_kind fmt_setkv_reapply(fmt_model *m, const char *const *sets, size_t n_sets, const char *const *overrides,
+			   size_t n_overrides, int strings_only, fmt_err *e)
+{
+	fmt_kind k = FMT_OK;
+	for (size_t i = 0; k == FMT_OK && i < n_sets; i++)
+		if (!overridden(sets[i], overrides, n_overrides))
+			k = fmt_setkv_apply(m, sets[i], strings_only, e);
+	return k;
+}
+
 fmt_kind fmt_setkv_apply(fmt_model *m, const char *assignment, int strings_only, fmt_err *e)
 {
 	const char *eq = strchr(assignment, '=');
