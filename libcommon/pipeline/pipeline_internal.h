@@ -78,9 +78,11 @@ fmt_kind fmt_meta_copy_from(fmt_model *m, const char *path, const char *const *k
  * first), --unset, --metadata-from, --set-from, --set. */
 fmt_kind fmt_meta_apply_user(fmt_model *m, const fmt_convert_opts *o, const fmt_driver *tg, fmt_err *e);
 
-/* The plan as text or JSON (dry run and --verbose), and the warnings it implies. */
-void fmt_plan_print(FILE *out, const convert_plan *p, const char *input, const char *output,
-		    const fmt_convert_opts *o);
+/* The plan as text or JSON (dry run and --verbose), and the warnings it implies; set, when not
+ * NULL, the files of the set the output is written as (--keep-split's shards). */
+struct fmt_shard_plan;
+void fmt_plan_print(FILE *out, const convert_plan *p, const struct fmt_shard_plan *set, const char *input,
+		    const char *output, const fmt_convert_opts *o);
 void fmt_plan_warn(const convert_plan *p, const fmt_convert_opts *o);
 /* The ones of those a dry run gives too: the target's readers would not find the tensors by
  * their names (fmt_driver.foreign_names), and the target's mix's note (fmt_driver.mix_dtypes:

@@ -8,6 +8,7 @@
 #include "fmt/qtensor.h"
 #include "fmt/quant.h"
 #include "fmt/retype.h"
+#include "fmt/shardset.h"
 #include "fmt/strbuf.h"
 #include "fmt/table.h"
 #include "pipeline_internal.h"
@@ -732,7 +733,22 @@ void fmt_plan_free(convert_plan *p)
 	memset(p, 0, sizeof *p);
 }
 
-static json_t *plan_json(const convert_plan *p, const char *input, const char *output, const fmt_convert_opts *o)
+/* The set's files: [{"file", "tensors", "bytes" (tensor data), "file_bytes"}], as fmt-shard
+ * split --dry-run lists them, with the whole file's bytes. */
+static json_t *set_json(const fmt_shard_plan *set)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < set->n_shards; i++) {
+		const fmt_shard *s = &set->shards[i];
+		json_array_append_new(a, json_pack("{s:o,s:I,s:o,s:o}", "file", fmt_json_string(s->path, strlen(s->path)),
+						   "tensors", (json_int_t)s->count, "bytes", fmt_json_u64(s->bytes),
+						   "file_bytes", fmt_json_u64(s->file_bytes)));
+	}
+	return a;
+}
+
+static json_t *plan_json(const convert_plan *p, const fmt_shard_plan *set, const char *input, const char *output,
+			 const fmt_convert_opts *o)
 {
 	json_t *tensors = json_array();
 	for (size_t i = 0; tensors && i < p->n_entries; i++) {
@@ -750,20 +766,23 @@ static json_t *plan_json(const convert_plan *p, const char *input, const char *o
 	json_t *units = json_array();
 	for (size_t i = 0; units && i < p->dropped_units.n; i++)
 		json_array_append_new(units, fmt_json_string(p->dropped_units.names[i], strlen(p->dropped_units.names[i])));
-	return json_pack("{s:o,s:o,s:s,s:b,s:I,s:I,s:I,s:I,s:o,s:o,s:o}",
-			 "input", fmt_json_string(input, strlen(input)),
-			 "output", fmt_json_string(output, strlen(output)), "format", o->to->name,
-			 "dry_run", o->dry_run, "tensor_count", (json_int_t)p->n_entries,
-			 "excluded", (json_int_t)p->excluded, "expanded", (json_int_t)p->expanded.n,
-			 "dropped_metadata", (json_int_t)p->dropped_meta, "dropped_units", units,
-			 "data_bytes", fmt_json_u64(bytes_since(&p->out, 0)), "tensors", tensors);
+	json_t *j = json_pack("{s:o,s:o,s:s,s:b,s:I,s:I,s:I,s:I,s:o,s:o,s:o}",
+			      "input", fmt_json_string(input, strlen(input)),
+			      "output", fmt_json_string(output, strlen(output)), "format", o->to->name,
+			      "dry_run", o->dry_run, "tensor_count", (json_int_t)p->n_entries,
+			      "excluded", (json_int_t)p->excluded, "expanded", (json_int_t)p->expanded.n,
+			      "dropped_metadata", (json_int_t)p->dropped_meta, "dropped_units", units,
+			      "data_bytes", fmt_json_u64(bytes_since(&p->out, 0)), "tensors", tensors);
+	if (j && set)
+		json_object_set_new(j, "shards", set_json(set));
+	return j;
 }
 
-void fmt_plan_print(FILE *out, const convert_plan *p, const char *input, const char *output,
-		    const fmt_convert_opts *o)
+void fmt_plan_print(FILE *out, const convert_plan *p, const fmt_shard_plan *set, const char *input,
+		    const char *output, const fmt_convert_opts *o)
 {
 	if (o->json) {
-		json_t *j = plan_json(p, input, output, o);
+		json_t *j = plan_json(p, set, input, output, o);
 		fmt_json_line(out, j);
 		json_decref(j);
 		return;
@@ -784,6 +803,13 @@ void fmt_plan_print(FILE *out, const convert_plan *p, const char *input, const c
 	}
 	const uint64_t total = bytes_since(&p->out, 0);   /* JSON's data_bytes */
 	fprintf(out, "tensor data: %" PRIu64 " bytes (%.2f MiB)\n", total, (double)total / (1024.0 * 1024.0));
+	for (size_t i = 0; set && i < set->n_shards; i++) {
+		const fmt_shard *s = &set->shards[i];
+		fputs("shard ", out);
+		fmt_out_escaped(out, s->path, strlen(s->path));
+		fprintf(out, ": %zu tensor%s, %" PRIu64 " bytes of tensor data, %" PRIu64 " bytes\n", s->count,
+			s->count == 1 ? "" : "s", s->bytes, s->file_bytes);
+	}
 }
 
 static void warn_overflow(const plan_entry *pe, const fmt_convert_opts *o)

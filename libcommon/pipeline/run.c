@@ -186,6 +186,20 @@ static fmt_kind write_output(convert_plan *p, fmt_model *in, const char *output,
 	return k;
 }
 
+/* For --dry-run, the files of an output laid out in shards (--keep-split), as write_set would
+ * plan them; set stays empty for other outputs. */
+static fmt_kind dry_set(const convert_plan *p, const char *output, const fmt_convert_opts *o, fmt_shard_plan *set,
+			fmt_err *e)
+{
+	if (!fmt_model_laid_out(&p->out) || !o->to->plan_shards)
+		return FMT_OK;
+	fmt_shard_limits lim = { .max_bytes = UINT64_MAX };
+	char *prefix = fmt_shard_prefix(output, o->to);
+	fmt_kind k = prefix ? o->to->plan_shards(&p->out, prefix, &lim, set, e) : fmt_fail(e, FMT_IO, "out of memory");
+	free(prefix);
+	return k;
+}
+
 /* Open the input and check what it carries (an Apsi digest) before reading its tensors; a
  * stream, and on one thread a file its driver can check as it is read (one pass instead of
  * two), are checked after; on several threads, a file whose check only reads it is checked
@@ -287,16 +301,20 @@ fmt_kind fmt_pipeline_run(const char *input, const char *output, const fmt_conve
 	if (k == FMT_OK && o->model_hook)
 		k = o->model_hook(&plan.out, o->hook_ctx, e);
 	if (k == FMT_OK && o->dry_run) {
-		fmt_plan_print(o->out, &plan, input, output, o);
-		if (!o->quiet)
+		fmt_shard_plan set = { 0 };
+		k = dry_set(&plan, output, o, &set, e);
+		if (k == FMT_OK)
+			fmt_plan_print(o->out, &plan, set.shards ? &set : NULL, input, output, o);
+		if (k == FMT_OK && !o->quiet)
 			fmt_plan_warn_names(&plan, o);
+		fmt_shard_plan_free(&set);
 	} else if (k == FMT_OK) {
 		start_verifier(&plan, &in);
 		k = write_output(&plan, &in, output, o, e);
 		if (k == FMT_OK && !o->quiet)
 			fmt_plan_warn(&plan, o);
 		if (k == FMT_OK && (o->verbose || o->json) && strcmp(output, "-") != 0)
-			fmt_plan_print(o->json ? o->out : o->err, &plan, input, output, o);
+			fmt_plan_print(o->json ? o->out : o->err, &plan, NULL, input, output, o);
 	}
 	if (plan.verifier_started)   /* the output failed first: the input is not read any more */
 		pthread_join(plan.verifier, NULL);

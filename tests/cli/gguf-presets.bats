@@ -820,6 +820,40 @@ PY
 	assert_equal "$(ls out* 2>/dev/null)" ""
 }
 
+@test "--keep-split --dry-run: each shard's file, tensors, tensor data and file bytes (those written), in text and --json; nothing written" {
+	fmt-shard split -q "$PM/r.gguf" --max-tensors 9 -o m
+	run --separate-stderr fmt-convert --dry-run --dtype Q8_0 --keep-split --prune-layers 0,7 m-00001-of-00009.gguf out.gguf
+	assert_success
+	assert_equal "$stderr" ""
+	assert_equal "$(ls ./*.gguf)" "$(printf './m-0000%d-of-00009.gguf\n' 1 2 3 4 5 6 7 8 9)"
+	local text=$output
+	fmt-convert -q --dtype Q8_0 --keep-split --prune-layers 0,7 m-00001-of-00009.gguf out.gguf
+	# the text: after the tensors and their total, one line a file, its bytes those written
+	local want f n
+	want=$(for f in out-0000?-of-00008.gguf; do
+		n=$(fmt-inspect --json "$f" | jq --arg f "$f" '[.tensors[] | select(.file | endswith($f))] | length')
+		printf 'shard %s: %d tensor%s, %d bytes of tensor data, %d bytes\n' "$f" "$n" "$([ "$n" = 1 ] || echo s)" \
+			"$(fmt-inspect --json "$f" | jq --arg f "$f" '[.tensors[] | select(.file | endswith($f)) | .bytes] | add // 0')" \
+			"$(stat -c %s "$f")"
+	done)
+	assert_equal "$(tail -n 8 <<<"$text")" "$want"
+	assert_equal "$(head -n 3 <<<"$want")" "shard out-00001-of-00008.gguf: 0 tensors, 0 bytes of tensor data, 8352 bytes
+shard out-00002-of-00008.gguf: 9 tensors, 437248 bytes of tensor data, 437888 bytes
+shard out-00003-of-00008.gguf: 9 tensors, 437248 bytes of tensor data, 437888 bytes"
+	assert_equal "$(sed -n '/^tensor data:/p' <<<"$text")" "tensor data: 2810016 bytes (2.68 MiB)"
+	# --json: "shards", one object a file
+	run --separate-stderr fmt-convert --dry-run --json --dtype Q8_0 --keep-split --prune-layers 0,7 m-00001-of-00009.gguf dry.gguf
+	assert_success
+	assert_equal "$(jq -c '[.dry_run, .data_bytes, (.shards | length), .shards[0], .shards[7]]' <<<"$output")" \
+		'[true,2810016,8,{"file":"dry-00001-of-00008.gguf","tensors":0,"bytes":0,"file_bytes":8352},{"file":"dry-00008-of-00008.gguf","tensors":3,"bytes":186528,"file_bytes":186848}]'
+	assert_equal "$(jq -r '.shards[] | "\(.file[3:]) \(.file_bytes)"' <<<"$output")" \
+		"$(for f in out-0000?-of-00008.gguf; do echo "${f#out}" "$(stat -c %s "$f")"; done)"
+	nothing_written dry-00001-of-00008.gguf
+	# without --keep-split: no "shards"
+	run --separate-stderr fmt-convert --dry-run --json --dtype Q8_0 "$PM/a.gguf" whole.gguf
+	assert_equal "$(jq -c 'has("shards")' <<<"$output")" false
+}
+
 @test "--keep-split names: OUT without a trailing .gguf (any case), else OUT itself; not llama-quantize's cut of 5 bytes when .gguf is elsewhere in OUT" {
 	fmt-shard split -q "$PM/a.gguf" --max-tensors 40 -o m
 	mkdir out.gguf.d

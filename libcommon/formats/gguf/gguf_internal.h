@@ -43,6 +43,10 @@ struct fmt_sb;
  * power of two) and say the alignment it asks for (32 without the key). */
 fmt_kind fmt_gguf_check_meta(const fmt_meta *meta, size_t n_meta, uint32_t *align, fmt_err *e);
 /* Append the key-value pairs meta[0..n_meta) as the writer writes them to mem. */
+/* The bytes fmt_gguf_write_file would write for these keys and tensors (the header counted by a
+ * pass that writes nothing, each tensor padded to the alignment). */
+fmt_kind fmt_gguf_file_bytes(const fmt_meta *meta, size_t n_meta, const fmt_tensor *tensors, size_t n_tensors,
+			     uint32_t align_request, uint64_t *bytes, fmt_err *e);
 fmt_kind fmt_gguf_put_meta(struct fmt_sb *mem, const fmt_meta *meta, size_t n_meta, uint32_t align, fmt_err *e);
 
 /* --prune-layers L0,L1,...'s parse (gguf_prune.c): FMT_DRVOPT_GIVEN, or -1 with e set. */

@@ -357,19 +357,6 @@ static fmt_kind plan_laid_out(const fmt_model *m, const char *prefix, fmt_shard_
 	return k;
 }
 
-fmt_kind fmt_gguf_plan_shards(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
-			      fmt_shard_plan *p, fmt_err *e)
-{
-	if (fmt_model_laid_out(m))   /* the set llama-quantize writes, not one cut by limits */
-		return plan_laid_out(m, prefix, p, e);
-	fmt_shard_limits lim = *l;
-	if (!lim.max_bytes && !lim.max_tensors)
-		lim.max_tensors = FMT_GGUF_SPLIT_TENSORS;
-	if (m->n_tensors > INT32_MAX)
-		return fmt_fail(e, FMT_UNSUPPORTED, "%zu tensors exceed split.tensors.count (INT32)", m->n_tensors);
-	return fmt_shard_plan_make(m, &gguf_rules, prefix, &lim, p, e);
-}
-
 /* The metadata of shard i: (shard 0 only) every key but split.*, then the three split keys,
  * in gguf-split's order (no, tensors.count, count), or llama-quantize --keep-split's (no,
  * count, tensors.count) when the set is laid out. */
@@ -398,6 +385,44 @@ static fmt_kind shard_meta(const fmt_model *m, size_t i, size_t n_shards, fmt_me
 	*out = meta;
 	*n_out = n;
 	return FMT_OK;
+}
+
+/* Shard i's whole file bytes, as write_shard writes it, into the plan. */
+static fmt_kind count_shard_bytes(const fmt_model *m, fmt_shard_plan *p, size_t i, fmt_err *e)
+{
+	fmt_meta *meta = NULL;
+	size_t n_meta = 0;
+	fmt_model view;
+	fmt_tensor *tensors = NULL;
+	fmt_kind r = shard_meta(m, i, p->n_shards, &meta, &n_meta, e);
+	if (r == FMT_OK)
+		r = fmt_shard_view(m, &p->shards[i], &view, &tensors, e);
+	if (r == FMT_OK)
+		r = fmt_gguf_file_bytes(meta, n_meta, view.tensors, view.n_tensors, 0, &p->shards[i].file_bytes, e);
+	free(tensors);
+	free(meta);
+	return r;
+}
+
+fmt_kind fmt_gguf_plan_shards(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
+			      fmt_shard_plan *p, fmt_err *e)
+{
+	fmt_kind k;
+	if (fmt_model_laid_out(m)) {   /* the set llama-quantize writes, not one cut by limits */
+		k = plan_laid_out(m, prefix, p, e);
+	} else if (m->n_tensors > INT32_MAX) {
+		return fmt_fail(e, FMT_UNSUPPORTED, "%zu tensors exceed split.tensors.count (INT32)", m->n_tensors);
+	} else {
+		fmt_shard_limits lim = *l;
+		if (!lim.max_bytes && !lim.max_tensors)
+			lim.max_tensors = FMT_GGUF_SPLIT_TENSORS;
+		k = fmt_shard_plan_make(m, &gguf_rules, prefix, &lim, p, e);
+	}
+	for (size_t i = 0; k == FMT_OK && i < p->n_shards; i++)
+		k = count_shard_bytes(m, p, i, e);
+	if (k != FMT_OK && p->shards)
+		fmt_shard_plan_free(p);
+	return k;
 }
 
 static fmt_kind write_shard(void *ctx, size_t i, fmt_sink *k, fmt_err *e)

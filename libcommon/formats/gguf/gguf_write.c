@@ -432,6 +432,28 @@ fmt_kind fmt_gguf_write_file(const fmt_model *src, const fmt_meta *meta, size_t 
 	return write_file(src, meta, n_meta, tensors, n_tensors, align_request, 1, k, e);
 }
 
+fmt_kind fmt_gguf_file_bytes(const fmt_meta *meta, size_t n_meta, const fmt_tensor *tensors, size_t n_tensors,
+			     uint32_t align_request, uint64_t *bytes, fmt_err *e)
+{
+	uint32_t align;
+	int have_key = 0;
+	fmt_kind r = check_metadata(meta, n_meta, e);
+	if (r == FMT_OK)
+		r = choose_alignment(meta, n_meta, align_request, &align, e);
+	if (r != FMT_OK)
+		return r;
+	for (size_t i = 0; i < n_meta; i++)
+		have_key |= strcmp(meta[i].key, "general.alignment") == 0;
+	gw c = { .e = e };   /* writes nothing: counts */
+	r = put_head(&c, meta, n_meta, tensors, n_tensors, align, !have_key && align != FMT_GGUF_DEFAULT_ALIGNMENT);
+	uint64_t size = c.pos, padded;
+	for (size_t i = 0; r == FMT_OK && i < n_tensors; i++)
+		if (fmt_align_up_u64(tensors[i].nbytes, align, &padded) || fmt_add_u64(size, padded, &size))
+			r = fmt_fail(e, FMT_UNSUPPORTED, "a GGUF file beyond 2^64 bytes");
+	*bytes = size;
+	return r;
+}
+
 fmt_kind fmt_gguf_check_meta(const fmt_meta *meta, size_t n_meta, uint32_t *align, fmt_err *e)
 {
 	fmt_kind k = check_metadata(meta, n_meta, e);

@@ -61,6 +61,8 @@ typedef struct fmt_shard {
 	size_t *members;           /* indices into m->tensors, in the order cut (into plan.members) */
 	size_t count;
 	uint64_t bytes;            /* tensor data bytes (unpadded) */
+	uint64_t file_bytes;       /* the whole file's bytes, when the format's planner counts them
+				    * (GGUF); 0: not counted */
 	char *path;                /* <prefix>-NNNNN-of-NNNNN.<ext> */
 } fmt_shard;
 
