@@ -1519,7 +1519,10 @@ static fmt_fb_ref encode_schema(fmt_fb_builder *fb, const fmt_schema *s, fmt_err
 	free(refs);
 	fmt_fb_start_table(fb);
 	fmt_fb_slot_ref(fb, 1, fields);
-	return fmt_fb_end_table(fb);
+	fmt_fb_ref schema = fmt_fb_end_table(fb);
+	if (!schema)
+		oom(e);
+	return schema;
 }
 
 static void sb_zeros(fmt_sb *out, size_t n)
@@ -1582,7 +1585,7 @@ fmt_kind fmt_ipc_writer_begin(fmt_ipc_writer *w, const fmt_schema *s, int file, 
 	fmt_fb_ref sch = encode_schema(w->fb, s, e);
 	if (!sch || !frame_message(w, sch, HDR_SCHEMA, 0, out, e) || out->oom) {
 		fmt_ipc_writer_free(w);
-		return e->kind ? e->kind : oom(e);
+		return oom(e);
 	}
 	return FMT_OK;
 }

@@ -393,6 +393,7 @@ static int match_convnext(mapper *m, int add_i, const char *main, const char *sk
 	if (!main_seen || !entry_seen) {
 		free(main_seen);
 		free(entry_seen);
+		fmt_fail(m->e, FMT_IO, "out of memory");
 		return -1;
 	}
 	ancestors(m, main, main_seen);
@@ -449,7 +450,7 @@ fmt_kind fmt_onnx_find_blocks(mapper *m)
 {
 	for (size_t i = 0; i < m->n_nodes; i++)
 		if (!m->consumed[i] && is_op(m->nodes[i], "Add") && try_add(m, (int)i) < 0)
-			return m->e->kind != FMT_OK ? m->e->kind : fmt_fail(m->e, FMT_IO, "out of memory");
+			return m->e->kind;
 	return FMT_OK;
 }
 
