@@ -45,7 +45,9 @@ fmt_kind fmt_json_budget(const char *what, const char *s, size_t n, unsigned cos
 
 int fmt_json_nomem(const json_error_t *je)
 {
-	return json_error_code(je) == json_error_out_of_memory || je->text[0] == '\0';
+	/* the text first: jansson writes the code (text's last byte) only with a text, so the code
+	 * of an error whose text is empty (lex_init's allocation failed) was never set */
+	return je->text[0] == '\0' || json_error_code(je) == json_error_out_of_memory;
 }
 
 fmt_kind fmt_fail_nomem(fmt_err *e, const char *what)

@@ -151,3 +151,29 @@ TEST(mp_check_depth_whole_and_claims)
 	CHECK(fmt_mp_check((const uint8_t *)"\xc1", 1, &card, &values, &e) == FMT_INVALID_FORMAT);
 	CHECK_STR(e.msg, "metadata: byte 0 (0xc1) is not a MessagePack type");
 }
+
+static void *no_memory(size_t n)
+{
+	(void)n;
+	return NULL;
+}
+
+/* jansson out of memory before it parsed anything leaves the text empty and the code (the text's
+ * last byte) unset: fmt_json_nomem must not read the code then (valgrind saw it:
+ * scripts/valgrind-check --unit json_nomem). */
+TEST(json_nomem_reads_no_code_jansson_left_unset)
+{
+	json_malloc_t jmalloc;
+	json_free_t jfree;
+	json_get_alloc_funcs(&jmalloc, &jfree);
+	json_set_alloc_funcs(no_memory, jfree);
+	json_error_t je;
+	json_t *v = json_loadb("[1]", 3, 0, &je);
+	json_set_alloc_funcs(jmalloc, jfree);
+	CHECK(v == NULL);
+	CHECK(je.text[0] == '\0');
+	CHECK(fmt_json_nomem(&je));
+	json_error_t syntax;
+	CHECK(json_loadb("[1", 2, 0, &syntax) == NULL);
+	CHECK(!fmt_json_nomem(&syntax));
+}
