@@ -400,21 +400,31 @@ static fmt_kind check_tensor_room(const fmt_meta *meta, size_t n_meta, const fmt
 			FMT_GGUF_FREE_TENSORS, FMT_GGUF_TENSOR_BYTES);
 }
 
+/* The alignment of the tensor data, and whether general.alignment must be appended to say it
+ * (a non-default alignment the metadata does not name). */
+static fmt_kind head_alignment(const fmt_meta *meta, size_t n_meta, uint32_t align_request, uint32_t *align,
+			       int *append_align, fmt_err *e)
+{
+	fmt_kind r = choose_alignment(meta, n_meta, align_request, align, e);
+	int have_key = 0;
+	for (size_t i = 0; r == FMT_OK && i < n_meta; i++)
+		have_key |= strcmp(meta[i].key, "general.alignment") == 0;
+	*append_align = r == FMT_OK && !have_key && *align != FMT_GGUF_DEFAULT_ALIGNMENT;
+	return r;
+}
+
 static fmt_kind write_file(const fmt_model *src, const fmt_meta *meta, size_t n_meta, const fmt_tensor *tensors,
 			   size_t n_tensors, uint32_t align_request, int threads, fmt_sink *k, fmt_err *e)
 {
 	uint32_t align;
-	int have_key = 0;
+	int append_align;
 	fmt_kind r = check_metadata(meta, n_meta, e);
 	if (r == FMT_OK)
 		r = check_tensors(tensors, n_tensors, e);
 	if (r == FMT_OK)
-		r = choose_alignment(meta, n_meta, align_request, &align, e);
+		r = head_alignment(meta, n_meta, align_request, &align, &append_align, e);
 	if (r != FMT_OK)
 		return r;
-	for (size_t i = 0; i < n_meta; i++)
-		have_key |= strcmp(meta[i].key, "general.alignment") == 0;
-	int append_align = !have_key && align != FMT_GGUF_DEFAULT_ALIGNMENT;
 	if ((r = check_tensor_room(meta, n_meta, tensors, n_tensors, align, append_align, e)) != FMT_OK)
 		return r;
 
@@ -436,16 +446,14 @@ fmt_kind fmt_gguf_file_bytes(const fmt_meta *meta, size_t n_meta, const fmt_tens
 			     uint32_t align_request, uint64_t *bytes, fmt_err *e)
 {
 	uint32_t align;
-	int have_key = 0;
+	int append_align;
 	fmt_kind r = check_metadata(meta, n_meta, e);
 	if (r == FMT_OK)
-		r = choose_alignment(meta, n_meta, align_request, &align, e);
+		r = head_alignment(meta, n_meta, align_request, &align, &append_align, e);
 	if (r != FMT_OK)
 		return r;
-	for (size_t i = 0; i < n_meta; i++)
-		have_key |= strcmp(meta[i].key, "general.alignment") == 0;
 	gw c = { .e = e };   /* writes nothing: counts */
-	r = put_head(&c, meta, n_meta, tensors, n_tensors, align, !have_key && align != FMT_GGUF_DEFAULT_ALIGNMENT);
+	r = put_head(&c, meta, n_meta, tensors, n_tensors, align, append_align);
 	uint64_t size = c.pos, padded;
 	for (size_t i = 0; r == FMT_OK && i < n_tensors; i++)
 		if (fmt_align_up_u64(tensors[i].nbytes, align, &padded) || fmt_add_u64(size, padded, &size))
