@@ -335,18 +335,28 @@ static fmt_kind plan_laid_out(const fmt_model *m, const char *prefix, fmt_shard_
 	p->shards = calloc(n, sizeof *p->shards);
 	p->members = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *p->members);
 	fmt_kind k = p->shards && p->members ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	if (k == FMT_OK)
+		p->n_shards = n;
+	/* each shard's tensors counted, its place in members after the shards before it, then
+	 * filled in model order: one pass over the tensors each */
+	for (size_t i = 0; i < m->n_tensors && k == FMT_OK; i++) {
+		fmt_shard *sh = &p->shards[m->tensors[i].out_shard - 1];
+		sh->count++;
+		if (fmt_add_u64(sh->bytes, m->tensors[i].nbytes, &sh->bytes))
+			k = fmt_fail(e, FMT_UNSUPPORTED, "shard %u: tensor data beyond 2^64 bytes", m->tensors[i].out_shard);
+	}
+	for (size_t s = 0; s < n && k == FMT_OK; s++) {
+		p->shards[s].members = p->members + at;
+		at += p->shards[s].count;
+		p->shards[s].count = 0;
+	}
+	for (size_t i = 0; i < m->n_tensors && k == FMT_OK; i++) {
+		fmt_shard *sh = &p->shards[m->tensors[i].out_shard - 1];
+		sh->members[sh->count++] = i;
+	}
 	for (size_t s = 0; s < n && k == FMT_OK; s++) {
 		fmt_shard *sh = &p->shards[s];
-		sh->members = p->members + at;
-		for (size_t i = 0; i < m->n_tensors; i++)
-			if (m->tensors[i].out_shard == s + 1) {
-				p->members[at++] = i;
-				sh->count++;
-				if (fmt_add_u64(sh->bytes, m->tensors[i].nbytes, &sh->bytes))
-					k = fmt_fail(e, FMT_UNSUPPORTED, "shard %zu: tensor data beyond 2^64 bytes", s + 1);
-			}
-		p->n_shards = s + 1;
-		if (k == FMT_OK && s > 0 && sh->count == 0)
+		if (s > 0 && sh->count == 0)
 			k = fmt_fail(e, FMT_UNSUPPORTED, "shard %zu of %zu would hold no tensor (llama-quantize "
 				     "--keep-split cannot write such a set either)", s + 1, n);
 		else if (!(sh->path = fmt_shard_file_name(prefix, s + 1, n, "gguf")))
