@@ -1,8 +1,11 @@
 /* Shard sets (fmt/shardset.h): the cut, the namer and the writer every set format uses. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "fmt/checked.h"
+#include "fmt/out.h"
 #include "fmt/registry.h"
 #include "fmt/shardset.h"
 #include "fmt/strbuf.h"
@@ -196,6 +199,30 @@ void fmt_shard_plan_free(fmt_shard_plan *p)
 	free(p->members);
 	free(p->index);
 	memset(p, 0, sizeof *p);
+}
+
+fmt_kind fmt_shard_plan_stat(fmt_shard_plan *p, fmt_err *e)
+{
+	for (size_t i = 0; i < p->n_shards; i++) {
+		struct stat st;
+		if (stat(p->shards[i].path, &st) != 0)
+			return fmt_fail(e, FMT_IO, "%s: cannot stat: %s", p->shards[i].path, strerror(errno));
+		p->shards[i].file_bytes = (uint64_t)st.st_size;
+	}
+	return FMT_OK;
+}
+
+void fmt_shard_plan_json(json_t *obj, const fmt_shard_plan *p)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < p->n_shards; i++) {
+		const fmt_shard *s = &p->shards[i];
+		json_array_append_new(a, json_pack("{s:o,s:I,s:o,s:o}", "file", fmt_json_string(s->path, strlen(s->path)),
+						   "tensors", (json_int_t)s->count, "bytes", fmt_json_u64(s->bytes),
+						   "file_bytes", s->file_bytes ? fmt_json_u64(s->file_bytes) : json_null()));
+	}
+	json_object_set_new(obj, "shards", a);
+	json_object_set_new(obj, "index", p->index ? fmt_json_string(p->index, strlen(p->index)) : json_null());
 }
 
 static fmt_kind check_output(const char *path, const fmt_model *in, unsigned sink_flags, fmt_err *e)

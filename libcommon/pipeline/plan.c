@@ -733,20 +733,6 @@ void fmt_plan_free(convert_plan *p)
 	memset(p, 0, sizeof *p);
 }
 
-/* The set's files: [{"file", "tensors", "bytes" (tensor data), "file_bytes"}], as fmt-shard
- * split --dry-run lists them, with the whole file's bytes. */
-static json_t *set_json(const fmt_shard_plan *set)
-{
-	json_t *a = json_array();
-	for (size_t i = 0; a && i < set->n_shards; i++) {
-		const fmt_shard *s = &set->shards[i];
-		json_array_append_new(a, json_pack("{s:o,s:I,s:o,s:o}", "file", fmt_json_string(s->path, strlen(s->path)),
-						   "tensors", (json_int_t)s->count, "bytes", fmt_json_u64(s->bytes),
-						   "file_bytes", fmt_json_u64(s->file_bytes)));
-	}
-	return a;
-}
-
 static json_t *plan_json(const convert_plan *p, const fmt_shard_plan *set, const char *input, const char *output,
 			 const fmt_convert_opts *o)
 {
@@ -774,7 +760,7 @@ static json_t *plan_json(const convert_plan *p, const fmt_shard_plan *set, const
 			      "dropped_metadata", (json_int_t)p->dropped_meta, "dropped_units", units,
 			      "data_bytes", fmt_json_u64(bytes_since(&p->out, 0)), "tensors", tensors);
 	if (j && set)
-		json_object_set_new(j, "shards", set_json(set));
+		fmt_shard_plan_json(j, set);
 	return j;
 }
 
@@ -807,8 +793,16 @@ void fmt_plan_print(FILE *out, const convert_plan *p, const fmt_shard_plan *set,
 		const fmt_shard *s = &set->shards[i];
 		fputs("shard ", out);
 		fmt_out_escaped(out, s->path, strlen(s->path));
-		fprintf(out, ": %zu tensor%s, %" PRIu64 " bytes of tensor data, %" PRIu64 " bytes\n", s->count,
-			s->count == 1 ? "" : "s", s->bytes, s->file_bytes);
+		fprintf(out, ": %zu tensor%s, %" PRIu64 " bytes of tensor data", s->count, s->count == 1 ? "" : "s",
+			s->bytes);
+		if (s->file_bytes)   /* counted by the format's planner, or the file written */
+			fprintf(out, ", %" PRIu64 " bytes", s->file_bytes);
+		fputc('\n', out);
+	}
+	if (set && set->index) {
+		fputs("index ", out);
+		fmt_out_escaped(out, set->index, strlen(set->index));
+		fputc('\n', out);
 	}
 }
 

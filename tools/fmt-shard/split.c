@@ -38,15 +38,10 @@ static void print_plan(const fmt_model *m, const fmt_driver *w, const fmt_shard_
 		       const shard_opts *o)
 {
 	if (o->common.json) {
-		json_t *shards = json_array();
-		for (size_t i = 0; i < p->n_shards; i++)
-			json_array_append_new(shards, json_pack("{s:o,s:I,s:o}", "file",
-					      fmt_json_string(p->shards[i].path, strlen(p->shards[i].path)),
-					      "tensors", (json_int_t)p->shards[i].count, "bytes",
-					      fmt_json_u64(p->shards[i].bytes)));
-		json_t *j = json_pack("{s:o,s:s,s:b,s:o,s:o}", "input", fmt_json_string(input, strlen(input)),
-				      "format", w->name, "dry_run", o->dry_run, "shards", shards,
-				      "index", p->index ? fmt_json_string(p->index, strlen(p->index)) : json_null());
+		json_t *j = json_pack("{s:o,s:s,s:b}", "input", fmt_json_string(input, strlen(input)), "format", w->name,
+				      "dry_run", o->dry_run);
+		if (j)
+			fmt_shard_plan_json(j, p);   /* "shards" and "index", as fmt-convert lists a set */
 		fmt_json_line(stdout, j);
 		json_decref(j);
 		return;
@@ -189,6 +184,8 @@ fmt_kind cmd_split(const char *input, const shard_opts *o, fmt_err *e)
 		k = fmt_shard_plan_check_outputs(&p, &m, o->force || !write ? FMT_SINK_FORCE : 0, e);
 		if (k == FMT_OK && write)
 			k = write_set(&m, w, prefix, &lim, o, e);
+		if (k == FMT_OK && write)   /* the report gives the files' bytes as written */
+			k = fmt_shard_plan_stat(&p, e);
 		if (k == FMT_OK && write)
 			warn_signature_dropped(&m, input, o);
 		if (k == FMT_OK && o->list)

@@ -890,6 +890,33 @@ fmt_kind fmt_st_header_json(const fmt_model *m, char **json, size_t *len, fmt_er
 	return FMT_OK;
 }
 
+/* The header's length as written: padded with blanks to 8 bytes, within the format's cap. */
+static fmt_kind padded_header_len(size_t len, uint64_t *padded, fmt_err *e)
+{
+	if (fmt_align_up_u64(len, 8, padded) || *padded > FMT_ST_HEADER_MAX)
+		return fmt_fail(e, FMT_UNSUPPORTED, "header would be %zu bytes, above the %u-byte safetensors cap",
+				len, FMT_ST_HEADER_MAX);
+	return FMT_OK;
+}
+
+fmt_kind fmt_st_file_bytes(const fmt_model *m, uint64_t *bytes, fmt_err *e)
+{
+	char *json = NULL;
+	size_t len = 0;
+	uint64_t padded = 0;
+	fmt_kind k = fmt_st_header_json(m, &json, &len, e);
+	free(json);
+	if (k == FMT_OK)
+		k = padded_header_len(len, &padded, e);
+	uint64_t n = 8 + padded;   /* the header is capped far below overflow */
+	for (size_t i = 0; k == FMT_OK && i < m->n_tensors; i++)
+		if (fmt_add_u64(n, m->tensors[i].nbytes, &n))
+			k = fmt_fail(e, FMT_UNSUPPORTED, "total tensor size overflows 64 bits");
+	if (k == FMT_OK)
+		*bytes = n;
+	return k;
+}
+
 static fmt_kind write_tensors(const fmt_model *m, const size_t *order, fmt_sink *k, int threads, fmt_err *e)
 {
 	return fmt_model_write_tensors(m, order, m->n_tensors, k, threads, e);
@@ -904,9 +931,8 @@ static fmt_kind st_write_threads(const fmt_model *m, fmt_sink *k, size_t *skippe
 		return r;
 	r = build_header(m, order, &b, &skipped, e);
 	uint64_t padded = 0;
-	if (r == FMT_OK && (fmt_align_up_u64(b.len, 8, &padded) || padded > FMT_ST_HEADER_MAX))
-		r = fmt_fail(e, FMT_UNSUPPORTED, "header would be %zu bytes, above the %u-byte safetensors cap",
-			     b.len, FMT_ST_HEADER_MAX);
+	if (r == FMT_OK)
+		r = padded_header_len(b.len, &padded, e);
 	if (r == FMT_OK) {
 		uint8_t len_le[8];
 		fmt_wr_u64(len_le, padded);

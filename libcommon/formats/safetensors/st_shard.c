@@ -18,10 +18,29 @@ static const fmt_shard_rules st_rules = {
 	.limits = FMT_ST_SHARD_LIMITS,
 };
 
+/* Shard s's whole file bytes, as write_shard writes it, into the plan. */
+static fmt_kind count_shard_bytes(const fmt_model *m, fmt_shard *s, fmt_err *e)
+{
+	fmt_model view;
+	fmt_tensor *tensors;
+	fmt_kind r = fmt_shard_view(m, s, &view, &tensors, e);
+	if (r == FMT_OK)
+		r = fmt_st_file_bytes(&view, &s->file_bytes, e);
+	free(tensors);
+	if (r != FMT_OK)
+		fmt_err_file(e, s->path);
+	return r;
+}
+
 fmt_kind fmt_st_plan_shards(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
 			    fmt_shard_plan *p, fmt_err *e)
 {
-	return fmt_shard_plan_make(m, &st_rules, prefix, l, p, e);
+	fmt_kind k = fmt_shard_plan_make(m, &st_rules, prefix, l, p, e);
+	for (size_t i = 0; k == FMT_OK && i < p->n_shards; i++)
+		k = count_shard_bytes(m, &p->shards[i], e);
+	if (k != FMT_OK && p->shards)
+		fmt_shard_plan_free(p);
+	return k;
 }
 
 static fmt_kind write_shard(const fmt_model *m, const fmt_shard *s, fmt_sink *k, fmt_err *e)

@@ -41,6 +41,9 @@ fmt_kind fmt_st_tensor_order(const fmt_model *m, size_t **order, fmt_err *e);
 /* The unpadded header JSON the writer would emit (malloc'd, NUL-terminated). */
 fmt_kind fmt_st_header_json(const fmt_model *m, char **json, size_t *len, fmt_err *e);
 
+/* The whole file's bytes fmt_st_write writes for m: the length, the padded header, the data. */
+fmt_kind fmt_st_file_bytes(const fmt_model *m, uint64_t *bytes, fmt_err *e);
+
 /* ---- sharded index (§8) ---- */
 
 typedef struct fmt_st_index_entry {

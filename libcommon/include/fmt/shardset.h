@@ -23,6 +23,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <jansson.h>
 #include "fmt/err.h"
 #include "fmt/io.h"
 #include "fmt/model.h"
@@ -78,6 +79,16 @@ typedef struct fmt_shard_plan {
 fmt_kind fmt_shard_plan_make(const fmt_model *m, const fmt_shard_rules *r, const char *prefix,
 			     const fmt_shard_limits *l, fmt_shard_plan *p, fmt_err *e);
 void fmt_shard_plan_free(fmt_shard_plan *p);
+
+/* Once the set is written: each shard's file_bytes from its file (as the file system has it), for
+ * a report of what was written, also of a format whose planner does not count them (compressed,
+ * .apsim). IoError naming the file when it cannot be looked at. */
+fmt_kind fmt_shard_plan_stat(fmt_shard_plan *p, fmt_err *e);
+
+/* A set's files in a JSON report (fmt-convert, fmt-shard split), set on obj: "shards", one object
+ * a file, {"file", "tensors", "bytes" (its tensor data), "file_bytes" (the whole file; null when
+ * not counted)}, and "index" (the index file, or null). */
+void fmt_shard_plan_json(json_t *obj, const fmt_shard_plan *p);
 
 /* Refuse (UsageError "output is the same file as input ...") when a file of the plan is one of
  * in's files (its path or any source), and, without FMT_SINK_FORCE in sink_flags, when a file of
