@@ -79,7 +79,8 @@ fmt_kind fmt_meta_copy_from(fmt_model *m, const char *path, const char *const *k
 fmt_kind fmt_meta_apply_user(fmt_model *m, const fmt_convert_opts *o, const fmt_driver *tg, fmt_err *e);
 
 /* The plan as text or JSON (dry run and --verbose), and the warnings it implies; set, when not
- * NULL, the files of the set the output is written as (--keep-split's shards). */
+ * NULL, the files of the set the output is written as (--shard, --keep-split, a default shard
+ * size, a NAME.EXT.index.json output): to be written, or, after the run, written. */
 struct fmt_shard_plan;
 void fmt_plan_print(FILE *out, const convert_plan *p, const struct fmt_shard_plan *set, const char *input,
 		    const char *output, const fmt_convert_opts *o);

@@ -120,23 +120,28 @@ static fmt_kind write_single(convert_plan *p, fmt_model *in, const char *output,
 	return k;
 }
 
+/* The set the output is written as, with its files' names, tensors and bytes: as the writer
+ * plans it (write_sharded), under the limit shard_limit gives. */
+static fmt_kind plan_set(const convert_plan *p, const char *prefix, uint64_t limit, const fmt_convert_opts *o,
+			 fmt_shard_plan *set, fmt_err *e)
+{
+	fmt_shard_limits lim = { .max_bytes = limit };
+	return prefix ? o->to->plan_shards(&p->out, prefix, &lim, set, e) : fmt_fail(e, FMT_IO, "out of memory");
+}
+
 /* The files of the set are checked against the input's (its path and every shard) first: with
- * -f a set written over its own input would destroy what it reads. */
+ * -f a set written over its own input would destroy what it reads. *set: the files written,
+ * their bytes as they are on disk. */
 static fmt_kind write_set(const convert_plan *p, const fmt_model *in, const char *output, uint64_t limit,
-			  const fmt_write_opts *wo, const fmt_convert_opts *o, fmt_err *e)
+			  const fmt_write_opts *wo, const fmt_convert_opts *o, fmt_shard_plan *set, fmt_err *e)
 {
 	char **paths = NULL;
 	size_t n = 0;
 	fmt_shard_limits lim = { .max_bytes = limit };
-	fmt_shard_plan plan;
 	char *prefix = fmt_shard_prefix(output, o->to);
-	if (!prefix)
-		return fmt_fail(e, FMT_IO, "out of memory");
-	fmt_kind k = o->to->plan_shards(&p->out, prefix, &lim, &plan, e);
-	if (k == FMT_OK) {
-		k = fmt_shard_plan_check_outputs(&plan, in, wo->sink_flags, e);
-		fmt_shard_plan_free(&plan);
-	}
+	fmt_kind k = plan_set(p, prefix, limit, o, set, e);
+	if (k == FMT_OK)
+		k = fmt_shard_plan_check_outputs(set, in, wo->sink_flags, e);
 	if (k == FMT_OK)
 		k = fmt_check_room_beside(output, least_output_bytes(p, o), e);
 	if (k == FMT_OK)
@@ -146,13 +151,31 @@ static fmt_kind write_set(const convert_plan *p, const fmt_model *in, const char
 			fmt_pipeline_info(o, "wrote %s", paths[i]);
 		free(paths[i]);
 	}
+	if (k == FMT_OK)
+		k = fmt_shard_plan_stat(set, e);
 	free(paths);
 	free(prefix);
 	return k;
 }
 
+/* Why the output cannot be a set (limit: shard_limit's), for the run and the dry run alike. */
+static fmt_kind check_set(const convert_plan *p, const fmt_model *in, const char *output, uint64_t limit,
+			  const fmt_convert_opts *o, fmt_err *e)
+{
+	if (o->shard_given && fmt_model_laid_out(&p->out))
+		return fmt_fail(e, FMT_USAGE, "--shard cuts the output by size, but --keep-split keeps the input's shards: "
+				"give one or the other");
+	if (limit && strcmp(output, "-") == 0)
+		return fmt_fail(e, FMT_USAGE, "a shard set cannot go to standard output");
+	if (limit && fmt_model_sequential(in))
+		return fmt_fail(e, FMT_USAGE, "a stream is converted to one file (its checksum is known at its end, after "
+				"a set would be in place); convert it to a file first");
+	return FMT_OK;
+}
+
+/* *set: the files written when the output is a set (else it stays empty). */
 static fmt_kind write_output(convert_plan *p, fmt_model *in, const char *output, const fmt_convert_opts *o,
-			     fmt_err *e)
+			     fmt_shard_plan *set, fmt_err *e)
 {
 	fmt_hmac_key key = { 0 };
 	fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->threads,
@@ -165,37 +188,32 @@ static fmt_kind write_output(convert_plan *p, fmt_model *in, const char *output,
 	}
 	wo.keys.ed25519_secret = o->sign_secret;
 	uint64_t limit = shard_limit(p, o);
-	if (k == FMT_OK && o->shard_given && fmt_model_laid_out(&p->out))
-		k = fmt_fail(e, FMT_USAGE, "--shard cuts the output by size, but --keep-split keeps the input's shards: "
-			     "give one or the other");
-	if (k == FMT_OK && limit && strcmp(output, "-") == 0)
-		k = fmt_fail(e, FMT_USAGE, "a shard set cannot go to standard output");
-	if (k == FMT_OK && limit && fmt_model_sequential(in))
-		k = fmt_fail(e, FMT_USAGE, "a stream is converted to one file (its checksum is known at its end, after "
-			     "a set would be in place); convert it to a file first");
+	if (k == FMT_OK)
+		k = check_set(p, in, output, limit, o, e);
 	if (k == FMT_OK && limit && p->verify != VERIFY_BEFORE) {   /* a set is in place before the end: check first */
 		k = verify_streamed(p, in, o, e);
 		p->verify = VERIFY_BEFORE;
 	}
 	void *progress = o->progress_begin ? o->progress_begin(o, data_bytes(&p->out)) : NULL;
 	if (k == FMT_OK)
-		k = limit ? write_set(p, in, output, limit, &wo, o, e) : write_single(p, in, output, &wo, o, e);
+		k = limit ? write_set(p, in, output, limit, &wo, o, set, e) : write_single(p, in, output, &wo, o, e);
 	if (o->progress_end)
 		o->progress_end(progress);
 	fmt_hmac_key_free(&key);
 	return k;
 }
 
-/* For --dry-run, the files of an output laid out in shards (--keep-split), as write_set would
- * plan them; set stays empty for other outputs. */
-static fmt_kind dry_set(const convert_plan *p, const char *output, const fmt_convert_opts *o, fmt_shard_plan *set,
-			fmt_err *e)
+/* For --dry-run, the files of an output written as a set, as write_set plans them; set stays
+ * empty for one file. */
+static fmt_kind dry_set(const convert_plan *p, const fmt_model *in, const char *output, const fmt_convert_opts *o,
+			fmt_shard_plan *set, fmt_err *e)
 {
-	if (!fmt_model_laid_out(&p->out) || !o->to->plan_shards)
-		return FMT_OK;
-	fmt_shard_limits lim = { .max_bytes = UINT64_MAX };
+	uint64_t limit = shard_limit(p, o);
+	fmt_kind k = check_set(p, in, output, limit, o, e);
+	if (k != FMT_OK || !limit)
+		return k;
 	char *prefix = fmt_shard_prefix(output, o->to);
-	fmt_kind k = prefix ? o->to->plan_shards(&p->out, prefix, &lim, set, e) : fmt_fail(e, FMT_IO, "out of memory");
+	k = plan_set(p, prefix, limit, o, set, e);
 	free(prefix);
 	return k;
 }
@@ -300,22 +318,22 @@ fmt_kind fmt_pipeline_run(const char *input, const char *output, const fmt_conve
 		k = verify_streamed(&plan, &in, o, e);
 	if (k == FMT_OK && o->model_hook)
 		k = o->model_hook(&plan.out, o->hook_ctx, e);
+	fmt_shard_plan set = { 0 };   /* the files of an output written as a set */
 	if (k == FMT_OK && o->dry_run) {
-		fmt_shard_plan set = { 0 };
-		k = dry_set(&plan, output, o, &set, e);
+		k = dry_set(&plan, &in, output, o, &set, e);
 		if (k == FMT_OK)
 			fmt_plan_print(o->out, &plan, set.shards ? &set : NULL, input, output, o);
 		if (k == FMT_OK && !o->quiet)
 			fmt_plan_warn_names(&plan, o);
-		fmt_shard_plan_free(&set);
 	} else if (k == FMT_OK) {
 		start_verifier(&plan, &in);
-		k = write_output(&plan, &in, output, o, e);
+		k = write_output(&plan, &in, output, o, &set, e);
 		if (k == FMT_OK && !o->quiet)
 			fmt_plan_warn(&plan, o);
 		if (k == FMT_OK && (o->verbose || o->json) && strcmp(output, "-") != 0)
-			fmt_plan_print(o->json ? o->out : o->err, &plan, NULL, input, output, o);
+			fmt_plan_print(o->json ? o->out : o->err, &plan, set.shards ? &set : NULL, input, output, o);
 	}
+	fmt_shard_plan_free(&set);
 	if (plan.verifier_started)   /* the output failed first: the input is not read any more */
 		pthread_join(plan.verifier, NULL);
 	if (k != FMT_OK)

@@ -631,6 +631,137 @@ tensor data: 72 bytes (0.00 MiB)"
 	cmp v.gguf j.gguf
 }
 
+# "FILE TENSORS BYTES FILE_BYTES" for each file of the set a --json report on stdin lists, and
+# set_on_disk the same from the files: the tensors and tensor data fmt-inspect finds in each
+# (a GGUF or APR shard opens its whole set: those of that file), and its size on disk.
+set_listed() {
+	jq -r '.shards[] | "\(.file) \(.tensors) \(.bytes) \(.file_bytes)"'
+}
+set_on_disk() {
+	local f
+	jq -r '.shards[].file' | while read -r f; do
+		printf '%s %s %s\n' "$f" "$(fmt-inspect --json "$f" | jq -r --arg f "$f" \
+			'[.tensors[] | select((.file // $f) | endswith($f))] | "\(length) \(map(.bytes) | add // 0)"')" \
+			"$(stat -c %s "$f")"
+	done
+}
+
+@test "--shard --dry-run lists the safetensors set's files, their tensors and sizes; the run writes those, and its --json and -v reports list them (old: no file listed)" {
+	run --separate-stderr fmt-convert --dry-run --shard 40B "$SAMPLES/tiny.safetensors" set.safetensors
+	assert_success
+	assert_equal "$stderr" ""
+	assert_equal "$(sed -n '/^tensor data:/,$p' <<<"$output")" "tensor data: 92 bytes (0.00 MiB)
+shard set-00001-of-00003.safetensors: 2 tensors, 24 bytes of tensor data, 192 bytes
+shard set-00002-of-00003.safetensors: 1 tensor, 48 bytes of tensor data, 160 bytes
+shard set-00003-of-00003.safetensors: 2 tensors, 20 bytes of tensor data, 196 bytes
+index set.safetensors.index.json"
+	local text=$output
+	run --separate-stderr fmt-convert --dry-run --json --shard 40B "$SAMPLES/tiny.safetensors" set.safetensors
+	assert_success
+	assert_equal "$(jq -c '[.dry_run, .shards, .index]' <<<"$output")" \
+		'[true,[{"file":"set-00001-of-00003.safetensors","tensors":2,"bytes":24,"file_bytes":192},{"file":"set-00002-of-00003.safetensors","tensors":1,"bytes":48,"file_bytes":160},{"file":"set-00003-of-00003.safetensors","tensors":2,"bytes":20,"file_bytes":196}],"set.safetensors.index.json"]'
+	local dry=$output
+	assert_equal "$(ls set* 2>/dev/null)" ""
+	# the run writes the files listed, each holding the tensors listed, of the size listed
+	run --separate-stderr fmt-convert --json --shard 40B "$SAMPLES/tiny.safetensors" set.safetensors
+	assert_success
+	assert_equal "$stderr" ""
+	assert_equal "$(ls set* | tr '\n' ' ')" \
+		"set-00001-of-00003.safetensors set-00002-of-00003.safetensors set-00003-of-00003.safetensors set.safetensors.index.json "
+	assert_equal "$(jq -c '[.dry_run, .shards, .index]' <<<"$output")" "$(jq -c '[false, .shards, .index]' <<<"$dry")"
+	assert_equal "$(set_on_disk <<<"$output")" "$(set_listed <<<"$dry")"
+	# -v: the report on stderr ends with the same lines; without -v or --json, nothing
+	run --separate-stderr fmt-convert -v -f --shard 40B "$SAMPLES/tiny.safetensors" set.safetensors
+	assert_success
+	assert_equal "$output" ""
+	assert_equal "$(sed -n '/^tensor data:/,$p' <<<"$stderr")" "$(sed -n '/^tensor data:/,$p' <<<"$text")"
+	assert_equal "$(head -n 4 <<<"$stderr")" "$(printf 'fmt-convert: wrote %s\n' set-0000{1,2,3}-of-00003.safetensors set.safetensors.index.json)"
+	run --separate-stderr fmt-convert -f --shard 40B "$SAMPLES/tiny.safetensors" set.safetensors
+	assert_success
+	assert_equal "$output$stderr" ""
+}
+
+@test "--shard to GGUF (a gguf-split set), an OUTPUT named NAME.safetensors.index.json (a set of one): --dry-run lists the files the run writes, the run's report lists them (old: no file listed)" {
+	run --separate-stderr fmt-convert --dry-run --shard 64B "$SAMPLES/tiny.safetensors" g.gguf
+	assert_success
+	assert_equal "$(sed -n '/^tensor data:/,$p' <<<"$output")" "tensor data: 72 bytes (0.00 MiB)
+shard g-00001-of-00003.gguf: 2 tensors, 24 bytes of tensor data, 320 bytes
+shard g-00002-of-00003.gguf: 2 tensors, 32 bytes of tensor data, 288 bytes
+shard g-00003-of-00003.gguf: 1 tensor, 16 bytes of tensor data, 224 bytes"
+	run --separate-stderr fmt-convert --dry-run --json --shard 64B "$SAMPLES/tiny.safetensors" g.gguf
+	assert_success
+	local dry=$output
+	assert_equal "$(jq -c '[(.shards | length), .index]' <<<"$dry")" '[3,null]'
+	assert_equal "$(ls g* 2>/dev/null)" ""
+	run --separate-stderr fmt-convert --json --shard 64B "$SAMPLES/tiny.safetensors" g.gguf
+	assert_success
+	assert_equal "$(ls g* | tr '\n' ' ')" "g-00001-of-00003.gguf g-00002-of-00003.gguf g-00003-of-00003.gguf "
+	assert_equal "$(jq -c '[.shards, .index]' <<<"$output")" "$(jq -c '[.shards, .index]' <<<"$dry")"
+	assert_equal "$(set_on_disk <<<"$output")" "$(set_listed <<<"$dry")"
+	# an index name asks for a set even of one file
+	run --separate-stderr fmt-convert --dry-run --json "$SAMPLES/tiny.safetensors" one.safetensors.index.json
+	assert_success
+	assert_equal "$(jq -c '[.shards, .index]' <<<"$output")" \
+		'[[{"file":"one-00001-of-00001.safetensors","tensors":5,"bytes":92,"file_bytes":468}],"one.safetensors.index.json"]'
+	dry=$output
+	run --separate-stderr fmt-convert --json "$SAMPLES/tiny.safetensors" one.safetensors.index.json
+	assert_success
+	assert_equal "$(jq -c '[.shards, .index]' <<<"$output")" "$(jq -c '[.shards, .index]' <<<"$dry")"
+	assert_equal "$(set_on_disk <<<"$output")" "one-00001-of-00001.safetensors 5 92 468"
+	cmp one-00001-of-00001.safetensors <(fmt-convert "$SAMPLES/tiny.safetensors" -  --to safetensors)
+}
+
+@test "--shard to .apsim and APR: --dry-run lists names, tensors and tensor data, file_bytes null (known once written); the run's report has the sizes written" {
+	local ext
+	for ext in apsim apr; do
+		run --separate-stderr fmt-convert --dry-run --json --shard 40B "$SAMPLES/tiny.safetensors" "s.$ext"
+		assert_success
+		assert_equal "$(jq -c '[.shards[] | [.file, .tensors, .bytes, .file_bytes]]' <<<"$output")" \
+			"[[\"s-00001-of-00003.$ext\",2,24,null],[\"s-00002-of-00003.$ext\",1,48,null],[\"s-00003-of-00003.$ext\",2,20,null]]"
+		local dry=$output
+		run --separate-stderr fmt-convert --dry-run --shard 40B "$SAMPLES/tiny.safetensors" "s.$ext"
+		assert_equal "$(grep '^shard ' <<<"$output")" "shard s-00001-of-00003.$ext: 2 tensors, 24 bytes of tensor data
+shard s-00002-of-00003.$ext: 1 tensor, 48 bytes of tensor data
+shard s-00003-of-00003.$ext: 2 tensors, 20 bytes of tensor data"
+		run --separate-stderr fmt-convert --json --shard 40B "$SAMPLES/tiny.safetensors" "s.$ext"
+		assert_success
+		assert_equal "$(jq -c '[.shards[] | [.file, .tensors, .bytes]], .index' <<<"$output")" \
+			"$(jq -c '[.shards[] | [.file, .tensors, .bytes]], .index' <<<"$dry")"
+		assert_equal "$(set_listed <<<"$output")" "$(set_on_disk <<<"$output")"
+	done
+	assert_equal "$(ls s-* s.* | tr '\n' ' ')" "s-00001-of-00003.apr s-00001-of-00003.apsim s-00002-of-00003.apr s-00002-of-00003.apsim s-00003-of-00003.apr s-00003-of-00003.apsim s.apsim.index.json "
+}
+
+@test "--shard edges: below every tensor's size a file a tensor; above the data one file, no listing; to standard output exit 2 in the run and the dry run (old dry run: exit 0)" {
+	run --separate-stderr fmt-convert --dry-run --json --shard 1 "$SAMPLES/tiny.safetensors" t.safetensors
+	assert_success
+	assert_equal "$(jq -c '[.shards[] | [.file, .tensors, .bytes, .file_bytes]]' <<<"$output")" \
+		'[["t-00001-of-00005.safetensors",1,8,104],["t-00002-of-00005.safetensors",1,16,128],["t-00003-of-00005.safetensors",1,48,160],["t-00004-of-00005.safetensors",1,4,116],["t-00005-of-00005.safetensors",1,16,128]]'
+	local dry=$output
+	run --separate-stderr fmt-convert --json --shard 1 "$SAMPLES/tiny.safetensors" t.safetensors
+	assert_success
+	assert_equal "$(set_on_disk <<<"$output")" "$(set_listed <<<"$dry")"
+	# a limit above the whole tensor data: one file, as without --shard
+	run --separate-stderr fmt-convert --dry-run --json --shard 1GB "$SAMPLES/tiny.safetensors" whole.safetensors
+	assert_success
+	assert_equal "$(jq -c '[has("shards"), has("index")]' <<<"$output")" '[false,false]'
+	run --separate-stderr fmt-convert --json --shard 1GB "$SAMPLES/tiny.safetensors" whole.safetensors
+	assert_success
+	assert_equal "$(jq -c '[has("shards"), has("index")]' <<<"$output")" '[false,false]'
+	[ -f whole.safetensors ]
+	# to standard output: the usage error of the run, in the dry run too
+	local dry_run
+	for dry_run in "" --dry-run; do
+		run --separate-stderr fmt-convert $dry_run --shard 40B --to gguf "$SAMPLES/tiny.safetensors" -
+		assert_failure 2
+		assert_equal "$output" ""
+		assert_equal "$stderr" "fmt-convert: error: $SAMPLES/tiny.safetensors: a shard set cannot go to standard output"
+	done
+	run --separate-stderr fmt-convert --shard 0 "$SAMPLES/tiny.safetensors" z.safetensors
+	assert_failure 2
+	nothing_written z-00001-of-00001.safetensors
+}
+
 @test "--include / --exclude select tensors by glob" {
 	run fmt-convert --dry-run --json --include 'layers.*' --exclude '*.bias' "$SAMPLES/tiny.safetensors" out.gguf
 	assert_success

@@ -225,6 +225,11 @@ PY
 	assert_equal "$(jq -c '[.shards, .index]' <<<"$output")" "$(jq -c '[.shards, .index]' <<<"$dry")"
 	assert_equal "$(jq -r '.shards[] | "\(.file) \(.file_bytes)"' <<<"$output")" \
 		"$(for f in model-0000?-of-00003.safetensors; do echo "$f $(stat -c %s "$f")"; done)"
+	# the same keys as fmt-convert --json's report of the same set
+	run --separate-stderr fmt-convert --json --shard 30 model.safetensors conv.safetensors
+	assert_success
+	assert_equal "$(jq -c '[.shards[] | keys_unsorted], (.shards | map(.tensors, .bytes, .file_bytes))' <<<"$output")" \
+		"$(jq -c '[.shards[] | keys_unsorted], (.shards | map(.tensors, .bytes, .file_bytes))' <<<"$dry")"
 	make_apsim
 	run --separate-stderr fmt-shard split --dry-run --json --max-size 20 model.apsim
 	assert_success

@@ -854,6 +854,35 @@ shard out-00003-of-00008.gguf: 9 tensors, 437248 bytes of tensor data, 437888 by
 	assert_equal "$(jq -c 'has("shards")' <<<"$output")" false
 }
 
+@test "--keep-split run: its --json and -v reports list the files written as --dry-run lists them, file_bytes their sizes (old: no file listed)" {
+	fmt-shard split -q "$PM/r.gguf" --max-tensors 9 -o m
+	run --separate-stderr fmt-convert --dry-run --dtype Q8_0 --keep-split --prune-layers 0,7 m-00001-of-00009.gguf out.gguf
+	assert_success
+	local text=$output
+	run --separate-stderr fmt-convert --dry-run --json --dtype Q8_0 --keep-split --prune-layers 0,7 m-00001-of-00009.gguf out.gguf
+	assert_success
+	local dry=$output
+	run --separate-stderr fmt-convert --json --dtype Q8_0 --keep-split --prune-layers 0,7 m-00001-of-00009.gguf out.gguf
+	assert_success
+	assert_equal "$stderr" ""
+	assert_equal "$(jq -c '[.dry_run, (.shards | length), .shards[0], .shards[7], .index]' <<<"$output")" \
+		'[false,8,{"file":"out-00001-of-00008.gguf","tensors":0,"bytes":0,"file_bytes":8352},{"file":"out-00008-of-00008.gguf","tensors":3,"bytes":186528,"file_bytes":186848},null]'
+	assert_equal "$(jq -c .shards <<<"$output")" "$(jq -c .shards <<<"$dry")"
+	# each file listed is a file written: its tensors, their data and its size
+	local f
+	assert_equal "$(jq -r '.shards[] | "\(.file) \(.tensors) \(.bytes) \(.file_bytes)"' <<<"$output")" \
+		"$(for f in out-0000?-of-00008.gguf; do
+			echo "$f $(fmt-inspect --json "$f" | jq -r --arg f "$f" \
+				'[.tensors[] | select(.file | endswith($f))] | "\(length) \(map(.bytes) | add // 0)"') $(stat -c %s "$f")"
+		done)"
+	# -v: after the plan on stderr, the lines --dry-run prints
+	run --separate-stderr fmt-convert -v -f --dtype Q8_0 --keep-split --prune-layers 0,7 m-00001-of-00009.gguf out.gguf
+	assert_success
+	assert_equal "$output" ""
+	assert_equal "$(grep -c '^shard ' <<<"$stderr")" 8
+	assert_equal "$(sed -n '/^tensor data:/,$p' <<<"$stderr")" "$(sed -n '/^tensor data:/,$p' <<<"$text")"
+}
+
 @test "--keep-split names: OUT without a trailing .gguf (any case), else OUT itself; not llama-quantize's cut of 5 bytes when .gguf is elsewhere in OUT" {
 	fmt-shard split -q "$PM/a.gguf" --max-tensors 40 -o m
 	mkdir out.gguf.d
