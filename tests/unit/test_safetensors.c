@@ -181,6 +181,31 @@ TEST(st_write_reference_attn0_padded)
 	rm_dir(dir);
 }
 
+/* What a dry run lists (fmt_st_file_bytes) is what the writer writes: unpadded and padded
+ * headers (attn.0: 64, attn0: 65 -> 72), metadata, no tensor. */
+TEST(st_file_bytes_is_what_is_written)
+{
+	char *dir = tmp_dir();
+	fmt_model m;
+	fmt_err e = { 0 };
+	size_t n;
+	uint64_t bytes = 0, shape[4] = { 1, 1, 2, 3 };
+	fmt_model_init(&m);
+	CHECK(fmt_st_file_bytes(&m, &bytes, &e) == FMT_OK);
+	CHECK_EQ_U64(bytes, 16);
+	unit_add_sized_tensor(&m, "attn0", FMT_DT_F32, 4, shape, seq6);
+	CHECK(fmt_st_file_bytes(&m, &bytes, &e) == FMT_OK);
+	CHECK_EQ_U64(bytes, 8 + 72 + 24);
+	unit_add_sized_tensor(&m, "attn.0", FMT_DT_F32, 3, shape + 1, seq6);
+	unit_add_str_meta(&m, "framework", "pt");
+	uint8_t *got = write_model(&m, dir, "a.safetensors", &n);
+	CHECK(fmt_st_file_bytes(&m, &bytes, &e) == FMT_OK);
+	CHECK_EQ_U64(bytes, n);
+	free(got);
+	fmt_model_free(&m);
+	rm_dir(dir);
+}
+
 TEST(st_write_reference_empty)
 {
 	char *dir = tmp_dir();

@@ -628,12 +628,6 @@ static const fmt_shard_rules apsim_rules = {
 	.partner = apsim_partner,
 };
 
-fmt_kind fmt_apsim_plan_shards(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
-			       fmt_shard_plan *p, fmt_err *e)
-{
-	return fmt_shard_plan_make(m, &apsim_rules, prefix, l, p, e);
-}
-
 typedef struct set_plan {
 	const fmt_model *m;
 	const fmt_write_opts *o;
@@ -649,33 +643,75 @@ typedef struct set_plan {
 	uint64_t total;
 } set_plan;
 
-static fmt_kind write_shard(set_plan *p, size_t s, fmt_sink *k, fmt_err *e)
+/* Shard s's file: its tensors in writer order laid out from 0, its __metadata__ entries (the
+ * strings they point to in f); shard_file_free releases it. */
+typedef struct shard_file {
+	wfile w;
+	char *qt, shard[48];
+} shard_file;
+
+static void shard_file_free(shard_file *f)
+{
+	free(f->qt);
+	free(f->w.ts);
+	free(f->w.begins);
+}
+
+static fmt_kind shard_file_of(const set_plan *p, size_t s, shard_file *f, fmt_err *e)
 {
 	const fmt_model *m = p->m;
-	wfile w = { .m = m, .sign_keys = NULL };
+	memset(f, 0, sizeof *f);
+	f->w.m = m;
 	unsigned char *in_file = calloc(m->n_tensors ? m->n_tensors : 1, 1);
-	w.ts = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *w.ts);
-	w.begins = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *w.begins);
-	char *qt = NULL, shard[48];
-	fmt_kind r = in_file && w.ts && w.begins ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	f->w.ts = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *f->w.ts);
+	f->w.begins = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *f->w.begins);
+	fmt_kind r = in_file && f->w.ts && f->w.begins ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
 	for (size_t i = 0; r == FMT_OK && i < m->n_tensors; i++)
 		if (p->shard_of[p->order[i]] == s) {
-			w.ts[w.n_t++] = p->ts[i];
+			f->w.ts[f->w.n_t++] = p->ts[i];
 			in_file[p->order[i]] = 1;
 		}
 	if (r == FMT_OK)
-		r = lay_out(w.ts, w.n_t, w.begins, NULL, e);
+		r = lay_out(f->w.ts, f->w.n_t, f->w.begins, NULL, e);
 	if (r == FMT_OK)
-		r = qtensors_json(m, in_file, &qt, e);
+		r = qtensors_json(m, in_file, &f->qt, e);
 	if (r == FMT_OK) {
-		snprintf(shard, sizeof shard, "%zu/%zu", s + 1, p->n_shards);
-		base_kv(&w, p->texts, qt, shard);
-		r = write_file(&w, k, p->shas[s], e);
+		snprintf(f->shard, sizeof f->shard, "%zu/%zu", s + 1, p->n_shards);
+		base_kv(&f->w, p->texts, f->qt, f->shard);
 	}
-	free(qt);
 	free(in_file);
-	free(w.ts);
-	free(w.begins);
+	return r;
+}
+
+static fmt_kind write_shard(set_plan *p, size_t s, fmt_sink *k, fmt_err *e)
+{
+	shard_file f;
+	fmt_kind r = shard_file_of(p, s, &f, e);
+	if (r == FMT_OK)
+		r = write_file(&f.w, k, p->shas[s], e);
+	shard_file_free(&f);
+	return r;
+}
+
+/* Shard s's whole file bytes, as write_shard writes it: the header (its sha256 of a fixed
+ * length, no signature: the index carries it) and the tensor data. */
+static fmt_kind count_shard_bytes(const set_plan *p, size_t s, uint64_t *bytes, fmt_err *e)
+{
+	char zeros[FMT_SHA256_HEX + 1];
+	memset(zeros, '0', FMT_SHA256_HEX);
+	zeros[FMT_SHA256_HEX] = '\0';
+	shard_file f;
+	fmt_sb head = { 0 };
+	uint64_t n = 0;
+	fmt_kind r = shard_file_of(p, s, &f, e);
+	if (r == FMT_OK)
+		r = header_with(&f.w, zeros, NULL, &head, e);
+	if (r == FMT_OK)
+		r = lay_out(f.w.ts, f.w.n_t, f.w.begins, &n, e);
+	if (r == FMT_OK && fmt_add_u64(n, head.len, bytes))
+		r = fmt_fail(e, FMT_UNSUPPORTED, "total tensor size overflows 64 bits");
+	free(head.p);
+	shard_file_free(&f);
 	return r;
 }
 
@@ -742,6 +778,45 @@ static fmt_kind take_plan(set_plan *p, fmt_err *e)
 	return FMT_OK;
 }
 
+/* What writing the set of the cut sp takes: every tensor in writer order laid out, the model's
+ * texts, every descriptor checked once, each tensor's shard; plan_free releases it. */
+static fmt_kind set_plan_start(set_plan *p, const fmt_model *m, const fmt_write_opts *o, const fmt_shard_plan *sp,
+			       fmt_err *e)
+{
+	memset(p, 0, sizeof *p);
+	p->m = m;
+	p->o = o;
+	p->sp = sp;
+	fmt_kind r = ordered(m, &p->order, &p->ts, &p->begins, e);
+	if (r != FMT_OK)
+		return r;
+	r = lay_out(p->ts, m->n_tensors, p->begins, &p->total, e);
+	if (r == FMT_OK)
+		r = model_texts(m, p->texts, e);
+	if (r == FMT_OK) {
+		char *all = NULL;
+		r = qtensors_json(m, NULL, &all, e); /* checks every descriptor once */
+		free(all);
+	}
+	return r == FMT_OK ? take_plan(p, e) : r;
+}
+
+fmt_kind fmt_apsim_plan_shards(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
+			       fmt_shard_plan *p, fmt_err *e)
+{
+	set_plan sp;
+	memset(&sp, 0, sizeof sp);
+	fmt_kind r = fmt_shard_plan_make(m, &apsim_rules, prefix, l, p, e);
+	if (r == FMT_OK)
+		r = set_plan_start(&sp, m, NULL, p, e);
+	for (size_t s = 0; r == FMT_OK && s < p->n_shards; s++)
+		r = count_shard_bytes(&sp, s, &p->shards[s].file_bytes, e);
+	plan_free(&sp);
+	if (r != FMT_OK && p->shards)
+		fmt_shard_plan_free(p);
+	return r;
+}
+
 fmt_kind fmt_apsim_write_sharded(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
 				 const fmt_write_opts *o, char ***out_paths, size_t *n_out, fmt_err *e)
 {
@@ -749,26 +824,11 @@ fmt_kind fmt_apsim_write_sharded(const fmt_model *m, const char *prefix, const f
 	fmt_shard_plan sp;
 	memset(&p, 0, sizeof p);
 	memset(&sp, 0, sizeof sp);
-	p.m = m;
-	p.o = o;
-	p.sp = &sp;
 	*out_paths = NULL;
 	*n_out = 0;
-	fmt_kind r = ordered(m, &p.order, &p.ts, &p.begins, e);
-	if (r != FMT_OK)
-		return r;
-	r = lay_out(p.ts, m->n_tensors, p.begins, &p.total, e);
+	fmt_kind r = fmt_apsim_plan_shards(m, prefix, l, &sp, e);
 	if (r == FMT_OK)
-		r = model_texts(m, p.texts, e);
-	if (r == FMT_OK) {
-		char *all = NULL;
-		r = qtensors_json(m, NULL, &all, e); /* checks every descriptor once */
-		free(all);
-	}
-	if (r == FMT_OK)
-		r = fmt_apsim_plan_shards(m, prefix, l, &sp, e);
-	if (r == FMT_OK)
-		r = take_plan(&p, e);
+		r = set_plan_start(&p, m, o, &sp, e);
 	if (r == FMT_OK)
 		r = fmt_shard_write_plan(&sp, o, write_set_file, &p, out_paths, n_out, e);
 	plan_free(&p);

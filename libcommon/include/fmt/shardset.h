@@ -63,7 +63,7 @@ typedef struct fmt_shard {
 	size_t count;
 	uint64_t bytes;            /* tensor data bytes (unpadded) */
 	uint64_t file_bytes;       /* the whole file's bytes, when the format's planner counts them
-				    * (GGUF); 0: not counted */
+				    * (GGUF, safetensors, .apsim); 0: not counted */
 	char *path;                /* <prefix>-NNNNN-of-NNNNN.<ext> */
 } fmt_shard;
 
