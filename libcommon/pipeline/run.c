@@ -121,12 +121,11 @@ static fmt_kind write_single(convert_plan *p, fmt_model *in, const char *output,
 }
 
 /* The set the output is written as, with its files' names, tensors and bytes: as the writer
- * plans it (write_sharded), under the limit shard_limit gives. */
-static fmt_kind plan_set(const convert_plan *p, const char *prefix, uint64_t limit, const fmt_convert_opts *o,
-			 fmt_shard_plan *set, fmt_err *e)
+ * plans it (write_sharded) with the same prefix and limits. */
+static fmt_kind plan_set(const convert_plan *p, const char *prefix, const fmt_shard_limits *lim,
+			 const fmt_convert_opts *o, fmt_shard_plan *set, fmt_err *e)
 {
-	fmt_shard_limits lim = { .max_bytes = limit };
-	return prefix ? o->to->plan_shards(&p->out, prefix, &lim, set, e) : fmt_fail(e, FMT_IO, "out of memory");
+	return prefix ? o->to->plan_shards(&p->out, prefix, lim, set, e) : fmt_fail(e, FMT_IO, "out of memory");
 }
 
 /* The files of the set are checked against the input's (its path and every shard) first: with
@@ -139,7 +138,7 @@ static fmt_kind write_set(const convert_plan *p, const fmt_model *in, const char
 	size_t n = 0;
 	fmt_shard_limits lim = { .max_bytes = limit };
 	char *prefix = fmt_shard_prefix(output, o->to);
-	fmt_kind k = plan_set(p, prefix, limit, o, set, e);
+	fmt_kind k = plan_set(p, prefix, &lim, o, set, e);
 	if (k == FMT_OK)
 		k = fmt_shard_plan_check_outputs(set, in, wo->sink_flags, e);
 	if (k == FMT_OK)
@@ -208,12 +207,12 @@ static fmt_kind write_output(convert_plan *p, fmt_model *in, const char *output,
 static fmt_kind dry_set(const convert_plan *p, const fmt_model *in, const char *output, const fmt_convert_opts *o,
 			fmt_shard_plan *set, fmt_err *e)
 {
-	uint64_t limit = shard_limit(p, o);
-	fmt_kind k = check_set(p, in, output, limit, o, e);
-	if (k != FMT_OK || !limit)
+	fmt_shard_limits lim = { .max_bytes = shard_limit(p, o) };
+	fmt_kind k = check_set(p, in, output, lim.max_bytes, o, e);
+	if (k != FMT_OK || !lim.max_bytes)
 		return k;
 	char *prefix = fmt_shard_prefix(output, o->to);
-	k = plan_set(p, prefix, limit, o, set, e);
+	k = plan_set(p, prefix, &lim, o, set, e);
 	free(prefix);
 	return k;
 }
