@@ -738,6 +738,15 @@ shard s-00003-of-00003.apr: 2 tensors, 20 bytes of tensor data"
 		"$(jq -c '[.shards[] | [.file, .tensors, .bytes]], .index' <<<"$dry")"
 	assert_equal "$(set_on_disk <<<"$output")" "$(set_listed <<<"$output")"
 	assert_equal "$(ls s-* s.* | tr '\n' ' ')" "s-00001-of-00003.apr s-00001-of-00003.apsim s-00002-of-00003.apr s-00002-of-00003.apsim s-00003-of-00003.apr s-00003-of-00003.apsim s.apsim.index.json "
+	# a set the .apsim writer refuses (a u64 above 2^63-1) is refused by the dry run too (old: exit 0)
+	local dry_run
+	for dry_run in --dry-run ""; do
+		run --separate-stderr fmt-convert $dry_run --set big:u64=18446744073709551615 --shard 30B "$SAMPLES/tiny.safetensors" u.apsim
+		assert_failure 5
+		assert_equal "$output" ""
+		assert_equal "$stderr" "fmt-convert: error: $SAMPLES/tiny.safetensors: metadata 'big': 18446744073709551615 is above 2^63-1, which .apsim readers cannot hold"
+	done
+	nothing_written u-00001-of-00003.apsim
 }
 
 @test "--shard edges: below every tensor's size a file a tensor; above the data one file, no listing; to standard output exit 2 in the run and the dry run (old dry run: exit 0)" {
