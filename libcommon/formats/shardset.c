@@ -1,5 +1,4 @@
 /* Shard sets (fmt/shardset.h): the cut, the namer and the writer every set format uses. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,15 +200,12 @@ void fmt_shard_plan_free(fmt_shard_plan *p)
 	memset(p, 0, sizeof *p);
 }
 
-fmt_kind fmt_shard_plan_stat(fmt_shard_plan *p, fmt_err *e)
+void fmt_shard_plan_stat(fmt_shard_plan *p)
 {
 	for (size_t i = 0; i < p->n_shards; i++) {
 		struct stat st;
-		if (stat(p->shards[i].path, &st) != 0)
-			return fmt_fail(e, FMT_IO, "%s: cannot stat: %s", p->shards[i].path, strerror(errno));
-		p->shards[i].file_bytes = (uint64_t)st.st_size;
+		p->shards[i].file_bytes = stat(p->shards[i].path, &st) == 0 ? (uint64_t)st.st_size : 0;
 	}
-	return FMT_OK;
 }
 
 void fmt_shard_plan_json(json_t *obj, const fmt_shard_plan *p)

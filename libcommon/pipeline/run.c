@@ -151,7 +151,7 @@ static fmt_kind write_set(const convert_plan *p, const fmt_model *in, const char
 		free(paths[i]);
 	}
 	if (k == FMT_OK)
-		k = fmt_shard_plan_stat(set, e);
+		fmt_shard_plan_stat(set);
 	free(paths);
 	free(prefix);
 	return k;

@@ -185,7 +185,7 @@ fmt_kind cmd_split(const char *input, const shard_opts *o, fmt_err *e)
 		if (k == FMT_OK && write)
 			k = write_set(&m, w, prefix, &lim, o, e);
 		if (k == FMT_OK && write)   /* the report gives the files' bytes as written */
-			k = fmt_shard_plan_stat(&p, e);
+			fmt_shard_plan_stat(&p);
 		if (k == FMT_OK && write)
 			warn_signature_dropped(&m, input, o);
 		if (k == FMT_OK && o->list)

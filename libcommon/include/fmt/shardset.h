@@ -81,9 +81,10 @@ fmt_kind fmt_shard_plan_make(const fmt_model *m, const fmt_shard_rules *r, const
 void fmt_shard_plan_free(fmt_shard_plan *p);
 
 /* Once the set is written: each shard's file_bytes from its file (as the file system has it), for
- * a report of what was written, also of a format whose planner does not count them (compressed,
- * .apsim). IoError naming the file when it cannot be looked at. */
-fmt_kind fmt_shard_plan_stat(fmt_shard_plan *p, fmt_err *e);
+ * a report of what was written, also of a format whose planner does not count them (compressed).
+ * A file that cannot be looked at any more (removed since) gets 0, not counted: the set was
+ * written, and the report is no reason to fail the run. */
+void fmt_shard_plan_stat(fmt_shard_plan *p);
 
 /* A set's files in a JSON report (fmt-convert, fmt-shard split), set on obj: "shards", one object
  * a file, {"file", "tensors", "bytes" (its tensor data), "file_bytes" (the whole file; null when
