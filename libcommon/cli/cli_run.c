@@ -518,8 +518,12 @@ static int check_once(const fmt_cli_tool *t, int argc, char **argv, const struct
 {
 	int first[MAX_OPTIONS], r = 0;
 	char **words = malloc(((size_t)argc + 1) * sizeof *words);
-	if (!words)
-		return fmt_cli_usage_error(t, "out of memory");
+	if (!words) { /* not a mistake of the command line: exit 3, as out of memory is elsewhere */
+		fmt_err e;
+		fmt_fail(&e, FMT_IO, "out of memory");
+		fmt_report_error(stderr, t->name, NULL, &e, 0);
+		return FMT_IO;
+	}
 	memcpy(words, argv, ((size_t)argc + 1) * sizeof *words);
 	for (size_t i = 0; i < MAX_OPTIONS; i++)
 		first[i] = -1;
@@ -612,8 +616,9 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 	}
 	opterr = 0;
 	fmt_report_set_json(json_given(argc, argv, shorts, longs));
-	if (check_once(t, argc, argv, longs, shorts) != 0)
-		return exit_now(cli, FMT_USAGE);
+	int once = check_once(t, argc, argv, longs, shorts);
+	if (once != 0)
+		return exit_now(cli, once);
 	optind = 0;
 	for (;;) {
 		int long_index = -1;
