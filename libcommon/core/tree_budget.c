@@ -2,6 +2,7 @@
 #include "fmt/tree_budget.h"
 #include "fmt/checked.h"
 #include "fmt/json_text.h"
+#include "fmt/out.h"
 
 uint64_t fmt_tree_max_values(size_t n, unsigned cost)
 {
@@ -46,8 +47,10 @@ fmt_kind fmt_json_budget(const char *what, const char *s, size_t n, unsigned cos
 int fmt_json_nomem(const json_error_t *je)
 {
 	/* the text first: jansson writes the code (text's last byte) only with a text, so the code
-	 * of an error whose text is empty (lex_init's allocation failed) was never set */
-	return je->text[0] == '\0' || json_error_code(je) == json_error_out_of_memory;
+	 * of an error whose text is empty (lex_init's allocation failed) was never set. A string
+	 * token whose copy could not be allocated is a syntax error to jansson ("string or '}'
+	 * expected", "invalid token"): its allocator, when the CLI tracks it, says memory ran out. */
+	return je->text[0] == '\0' || json_error_code(je) == json_error_out_of_memory || fmt_json_memory_failed();
 }
 
 fmt_kind fmt_fail_nomem(fmt_err *e, const char *what)

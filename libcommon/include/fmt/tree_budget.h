@@ -46,7 +46,9 @@ uint64_t fmt_json_values(const char *s, size_t n);
 fmt_kind fmt_json_budget(const char *what, const char *s, size_t n, unsigned cost, fmt_err *e);
 
 /* Whether json_loadb failed because memory ran out (not a syntax error): jansson says
- * json_error_out_of_memory, or leaves the text empty when an append or insert failed. */
+ * json_error_out_of_memory, or leaves the text empty when an append or insert failed, or (a
+ * string it could not copy, which it reports as a syntax error) one of its allocations failed
+ * since fmt_json_track_memory (fmt/out.h). */
 int fmt_json_nomem(const json_error_t *je);
 
 /* IO "out of memory reading WHAT" (an allocation failure is never reported as a malformed file). */
