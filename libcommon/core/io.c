@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "fmt/checked.h"
 #include "fmt/io.h"
+#include "fmt/out.h"
 #include "fmt/thread.h"
 
 /* Test hooks (documented in io.h): stop the process with SIGSTOP at the Nth time it reaches
@@ -1774,6 +1775,10 @@ fmt_kind fmt_sink_finish(fmt_sink *k, fmt_err *e)
 		return k->is_stdout ? sink_flush(k, e) : FMT_OK; /* stdout, or finished already */
 	fmt_kind r = sink_flush(k, e);
 	int flush_error = stop_flusher(k);
+	/* jansson drops what it cannot allocate: the run ends with exit 3 (fmt_cli_finish), and an
+	 * output built from a tree it dropped a member of is not put in place */
+	if (r == FMT_OK && fmt_json_memory_failed())
+		r = fmt_fail_file(e, FMT_IO, sink_name(k), "out of memory building the output (not written)");
 	if (r == FMT_OK && flush_error) {
 		errno = flush_error;
 		r = io_fail(e, sink_name(k), "fsync");

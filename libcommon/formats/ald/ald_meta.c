@@ -556,8 +556,8 @@ fmt_kind fmt_card_decode(const uint8_t *data, size_t len, json_t **card, const c
 					if (!v)
 						k = errno == ENOMEM ? fmt_fail_nomem(e, "the metadata")
 						  : fmt_fail(e, FMT_INVALID_FORMAT, "metadata element %u is malformed", i);
-					else
-						json_object_set_new(*card, array_keys[i], v);
+					else if (json_object_set_new(*card, array_keys[i], v) != 0)
+						k = fmt_fail_nomem(e, "the metadata");
 					pointer_cut(&path, 0);
 					pointer_add(&path, array_keys[i], strlen(array_keys[i]));
 					if (v && k == FMT_OK)
