@@ -1,5 +1,6 @@
 /* Shared libraries loaded on first use (fmt/lazylib.h). */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include "fmt/lazylib.h"
 
@@ -7,9 +8,11 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static fmt_kind load_locked(fmt_lazylib *lib, fmt_err *e)
 {
+	errno = 0;
 	void *h = dlopen(lib->soname, RTLD_NOW | RTLD_LOCAL);
-	if (!h)
-		return fmt_fail(e, FMT_UNSUPPORTED, "cannot load %s: %s", lib->soname, dlerror());
+	if (!h) /* the loader's allocations failed: ENOMEM (a library that is not there leaves 0) */
+		return fmt_fail(e, errno == ENOMEM ? FMT_IO : FMT_UNSUPPORTED, "cannot load %s: %s", lib->soname,
+				dlerror());
 	for (size_t i = 0; i < lib->n; i++) {
 		if (!(lib->slots[i] = dlsym(h, lib->names[i]))) {
 			fmt_kind k = fmt_fail(e, FMT_UNSUPPORTED, "%s has no function %s", lib->soname, lib->names[i]);

@@ -20,7 +20,8 @@ fmt_kind fmt_sha256_init(fmt_sha256 *h, fmt_err *e)
 		return fmt_fail(e, FMT_IO, "SHA-256: out of memory");
 	if (OSSL(EVP_DigestInit_ex)(ctx, OSSL(EVP_sha256)(), NULL) != 1) {
 		OSSL(EVP_MD_CTX_free)(ctx);
-		return fmt_fail(e, FMT_INTERNAL, "SHA-256: OpenSSL could not initialise the digest");
+		/* the digest is fetched from libcrypto's providers here: only memory can run out */
+		return fmt_fail(e, FMT_IO, "SHA-256: out of memory (OpenSSL could not initialise the digest)");
 	}
 	h->ctx = ctx;
 	return FMT_OK;

@@ -6,6 +6,7 @@
 #define FMT_OPENSSL_FNS_H
 
 #include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/kdf.h>
 #include <openssl/params.h>
@@ -18,7 +19,7 @@
 	X(EVP_KDF_CTX_free) X(EVP_KDF_free) X(OSSL_PARAM_construct_utf8_string) \
 	X(OSSL_PARAM_construct_octet_string) X(OSSL_PARAM_construct_end) X(EVP_CIPHER_CTX_new) \
 	X(EVP_CipherInit_ex) X(EVP_aes_256_gcm) X(EVP_CipherUpdate) X(EVP_CIPHER_CTX_ctrl) \
-	X(EVP_CipherFinal_ex) X(EVP_CIPHER_CTX_free)
+	X(EVP_CipherFinal_ex) X(EVP_CIPHER_CTX_free) X(OPENSSL_init_crypto) X(OSSL_LIB_CTX_get0_global_default)
 
 typedef FMT_LAZY_TABLE(OPENSSL_FUNCTIONS) fmt_openssl_fns;
 extern fmt_openssl_fns fmt_openssl;
