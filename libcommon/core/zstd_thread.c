@@ -1,6 +1,7 @@
 /* fmt/zstd_thread.h */
 #include <pthread.h>
 #include <stdlib.h>
+#include <zstd_errors.h>
 #include "fmt/zstd_thread.h"
 
 /* Contexts given back beyond each thread's one: as many as streams that end on one thread
@@ -93,4 +94,9 @@ size_t fmt_zstd_decompress(void *dst, size_t dst_len, const void *src, size_t sr
 	size_t n = ZSTD_decompressDCtx(d, dst, dst_len, src, src_len);
 	fmt_zstd_dctx_give(d);
 	return n;
+}
+
+fmt_kind fmt_zstd_kind(size_t r, fmt_kind otherwise)
+{
+	return ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation ? FMT_IO : otherwise;
 }

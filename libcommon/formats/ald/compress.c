@@ -85,7 +85,7 @@ static fmt_kind emit_frame(fmt_compressor *c, const uint8_t *p, size_t n, fmt_er
 {
 	size_t w = ZSTD_compress2(c->zc, c->buf, c->cap, p, n);
 	if (ZSTD_isError(w))
-		return fmt_fail(e, FMT_INTERNAL, "zstd: %s", ZSTD_getErrorName(w));
+		return fmt_fail(e, fmt_zstd_kind(w, FMT_INTERNAL), "zstd: %s", ZSTD_getErrorName(w));
 	c->framed = 1;
 	return c->emit(c->ctx, c->buf, w, e);
 }
@@ -167,7 +167,7 @@ fmt_kind fmt_compressor_feed(fmt_compressor *c, const uint8_t *p, size_t n, fmt_
 		ZSTD_outBuffer o = { c->buf, c->cap, 0 };
 		size_t r = ZSTD_compressStream2(c->zc, &o, &in, ZSTD_e_continue);
 		if (ZSTD_isError(r))
-			return fmt_fail(e, FMT_INTERNAL, "zstd: %s", ZSTD_getErrorName(r));
+			return fmt_fail(e, fmt_zstd_kind(r, FMT_INTERNAL), "zstd: %s", ZSTD_getErrorName(r));
 		if (o.pos && (k = c->emit(c->ctx, c->buf, o.pos, e)) != FMT_OK)
 			return k;
 	}
@@ -196,7 +196,7 @@ fmt_kind fmt_compressor_end(fmt_compressor *c, fmt_err *e)
 		ZSTD_outBuffer o = { c->buf, c->cap, 0 };
 		r = ZSTD_compressStream2(c->zc, &o, &in, ZSTD_e_end);
 		if (ZSTD_isError(r))
-			return fmt_fail(e, FMT_INTERNAL, "zstd: %s", ZSTD_getErrorName(r));
+			return fmt_fail(e, fmt_zstd_kind(r, FMT_INTERNAL), "zstd: %s", ZSTD_getErrorName(r));
 		if (o.pos && (k = c->emit(c->ctx, c->buf, o.pos, e)) != FMT_OK)
 			return k;
 	} while (r != 0);
@@ -268,7 +268,7 @@ static fmt_kind produce_into(fmt_dstream *d, size_t room_left, fmt_err *e)
 	ZSTD_outBuffer o = { d->buf + d->end, room_left, 0 };
 	size_t r = ZSTD_decompressStream(d->z, &o, &in);
 	if (ZSTD_isError(r))
-		return fmt_fail(e, FMT_INVALID_FORMAT, "zstd payload: %s", ZSTD_getErrorName(r));
+		return fmt_fail(e, fmt_zstd_kind(r, FMT_INVALID_FORMAT), "zstd payload: %s", ZSTD_getErrorName(r));
 	int stuck = o.pos == 0 && in.pos == d->src_pos;
 	d->src_pos = in.pos;
 	d->end += o.pos;

@@ -368,7 +368,7 @@ static fmt_kind zstd_decode(frame_in *in, decode_out *d, fmt_err *e)
 		int stuck = src.pos == in->pos && out.pos == 0;
 		in->pos = src.pos;
 		if (ZSTD_isError(r))
-			k = fmt_fail(e, FMT_INVALID_FORMAT, "zstd: %s", ZSTD_getErrorName(r));
+			k = fmt_fail(e, fmt_zstd_kind(r, FMT_INVALID_FORMAT), "zstd: %s", ZSTD_getErrorName(r));
 		else if (d->done + out.pos > d->raw)
 			k = too_much(d, e);
 		else if (r != 0 && stuck && in_done(in))
@@ -565,7 +565,7 @@ static fmt_kind stream_step(frame_stream *fs, uint8_t *dst, size_t room, size_t 
 		ZSTD_outBuffer out = { dst, room, 0 };
 		size_t r = ZSTD_decompressStream(fs->z, &out, &src);
 		if (ZSTD_isError(r))
-			return fmt_fail(e, FMT_INVALID_FORMAT, "zstd: %s", ZSTD_getErrorName(r));
+			return fmt_fail(e, fmt_zstd_kind(r, FMT_INVALID_FORMAT), "zstd: %s", ZSTD_getErrorName(r));
 		fs->in.pos = src.pos;
 		*made = out.pos;
 		*ended = r == 0;

@@ -19,6 +19,7 @@
 #include <zstd.h>
 #include "fmt/model.h"
 #include "fmt/retype.h"
+#include "fmt/zstd_thread.h"
 #include "apr_internal.h"
 
 /* Declared by libzstd's internal zstd_compress_internal.h: the next block uses no repeat offset
@@ -163,7 +164,7 @@ static size_t job_bytes(const zframe *f, size_t j)
 
 static fmt_kind zstd_fail(size_t r, fmt_err *e)
 {
-	return fmt_fail(e, FMT_INTERNAL, "zstd: %s", ZSTD_getErrorName(r));
+	return fmt_fail(e, fmt_zstd_kind(r, FMT_INTERNAL), "zstd: %s", ZSTD_getErrorName(r));
 }
 
 /* Job j of the frame, src[0..n), into s->out. The last job ends the frame (its last block

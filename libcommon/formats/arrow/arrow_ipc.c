@@ -602,7 +602,7 @@ static fmt_kind unzstd_to_spill(walk *w, const uint8_t *src, size_t n, uint64_t 
 		size_t before = in.pos;
 		r = ZSTD_decompressStream(dctx, &out, &in);
 		if (ZSTD_isError(r))
-			k = fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: a compressed buffer: zstd: %s", ZSTD_getErrorName(r));
+			k = fmt_fail(e, fmt_zstd_kind(r, FMT_INVALID_FORMAT), "Arrow IPC: a compressed buffer: zstd: %s", ZSTD_getErrorName(r));
 		else
 			k = spill_out(w, w->bounce, out.pos, want, got, e);
 		full = out.pos == out.size;
@@ -705,7 +705,7 @@ static fmt_kind uncompress(walk *w, span *s, const char *name, fmt_err *e)
 		if (ZSTD_isError(got) && ZSTD_getErrorCode(got) == ZSTD_error_dstSize_tooSmall)
 			k = longer(e, want);
 		else if (ZSTD_isError(got))
-			k = fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: a compressed buffer: zstd: %s", ZSTD_getErrorName(got));
+			k = fmt_fail(e, fmt_zstd_kind(got, FMT_INVALID_FORMAT), "Arrow IPC: a compressed buffer: zstd: %s", ZSTD_getErrorName(got));
 	}
 	if (k == FMT_OK && got != (size_t)want)
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "Arrow IPC: a compressed buffer decompresses to %zu bytes, its length says %lld",

@@ -93,7 +93,7 @@ fmt_kind fmt_pq_decompress(const char *col, int codec, const uint8_t *src, size_
 	case CODEC_ZSTD: {
 		size_t n = fmt_zstd_decompress(dst, dst_len, src, src_len);
 		if (ZSTD_isError(n))
-			return page_fail(col, e, FMT_INVALID_FORMAT, "a ZSTD page: %s", ZSTD_getErrorName(n));
+			return page_fail(col, e, fmt_zstd_kind(n, FMT_INVALID_FORMAT), "a ZSTD page: %s", ZSTD_getErrorName(n));
 		return n == dst_len ? FMT_OK : short_page(col, e, "ZSTD", n, dst_len);
 	}
 	case CODEC_LZ4_RAW: {
@@ -256,7 +256,7 @@ static fmt_kind inflow_some(pq_inflow *s, uint8_t *dst, size_t n, size_t *got, f
 						 "of more than %d MiB", (unsigned long long)s->out_size,
 						 1 << (zstd_window_log(s->out_size) - 20));
 			if (ZSTD_isError(r))
-				return page_fail(s->col, e, FMT_INVALID_FORMAT, "a ZSTD page: %s", ZSTD_getErrorName(r));
+				return page_fail(s->col, e, fmt_zstd_kind(r, FMT_INVALID_FORMAT), "a ZSTD page: %s", ZSTD_getErrorName(r));
 			if (r == 0 || o.pos || i.pos != in_before)   /* a call on no input says nothing */
 				s->done = r == 0;
 			s->in_pos = i.pos;
@@ -468,7 +468,7 @@ fmt_kind fmt_pq_compress(int codec, int level, const uint8_t *src, size_t n, fmt
 			return fmt_fail(e, FMT_IO, "out of memory");
 		size_t got = ZSTD_compress(dst, cap, src, n, level ? level : 3);
 		if (ZSTD_isError(got))
-			return fmt_fail(e, FMT_INTERNAL, "zstd: %s", ZSTD_getErrorName(got));
+			return fmt_fail(e, fmt_zstd_kind(got, FMT_INTERNAL), "zstd: %s", ZSTD_getErrorName(got));
 		fmt_sb_commit(o, got);
 		return FMT_OK;
 	}

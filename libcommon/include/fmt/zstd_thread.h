@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <zstd.h>
+#include "fmt/err.h"
 
 /* A context in the state ZSTD_createDCtx makes one (its session and parameters reset), the
  * calling thread's or one kept, or made; NULL when out of memory. Give it back when done. */
@@ -18,6 +19,9 @@ ZSTD_DCtx *fmt_zstd_dctx_take(void);
 /* d (from fmt_zstd_dctx_take, in any state; on any thread) kept for the next take, or freed
  * when enough are kept. NULL: nothing. */
 void fmt_zstd_dctx_give(ZSTD_DCtx *d);
+/* The kind of zstd's error r: IO when its allocation failed (ZSTD_error_memory_allocation,
+ * "Allocation error : not enough memory"), else otherwise (a bad frame, or a bug). */
+fmt_kind fmt_zstd_kind(size_t r, fmt_kind otherwise);
 /* ZSTD_decompress through a lent context (the same result). */
 size_t fmt_zstd_decompress(void *dst, size_t dst_len, const void *src, size_t src_len);
 
