@@ -256,6 +256,11 @@ void fmt_json_track_memory(void)
 	json_set_alloc_funcs(json_tracked_malloc, free);
 }
 
+void fmt_json_memory_lost(void)
+{
+	__atomic_store_n(&json_alloc_failed, 1, __ATOMIC_RELAXED);
+}
+
 int fmt_json_memory_failed(void)
 {
 	return __atomic_load_n(&json_alloc_failed, __ATOMIC_RELAXED);

@@ -4,6 +4,7 @@
  * of every page, and the writer (fmt_pq_write.c). On -T 2 and more, the batches after the first
  * are decoded a batch ahead on a thread of their own (their columns on a pool from -T 3), while
  * the caller uses the one before. */
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -998,8 +999,10 @@ static json_t *stat_value(const pq_leaf *l, const fmt_field *f, const uint8_t *p
 				return v;
 		}
 		char *hex = malloc((size_t)n * 2 + 1);
-		if (!hex)
+		if (!hex) {
+			fmt_json_memory_lost(); /* the report is incomplete: it ends with exit 3 */
 			return NULL;
+		}
 		for (uint32_t i = 0; i < n; i++)
 			snprintf(hex + 2 * i, 3, "%02x", p[i]);
 		json_t *v = json_string(hex);
@@ -1051,7 +1054,8 @@ static json_t *chunk_json(const pq_leaf *l, const fmt_field *f, const pq_chunk *
 
 /* Row group g of t (its chunks loaded into v): its rows, bytes and columns' chunks; when they
  * cannot be read again (the file changed since it was opened, a read failed), "error" says so
- * instead of the columns. */
+ * instead of the columns. NULL when memory ran out loading them (describe's NULL, which the
+ * caller reports), not an "error" in a report that succeeds. */
 static json_t *group_json(const fmt_table *t, size_t g, pq_group *v)
 {
 	const pq_state *s = t->format_state;
@@ -1060,8 +1064,13 @@ static json_t *group_json(const fmt_table *t, size_t g, pq_group *v)
 	fmt_err_clear(&e);
 	json_object_set_new(gj, "rows", json_integer(s->m.groups[g].num_rows));
 	json_object_set_new(gj, "bytes", json_integer(s->m.groups[g].total_byte_size));
+	errno = 0;
 	if (fmt_pq_group_load(v, &s->f, &s->m, g, &e) != FMT_OK) {
 		json_decref(cols);
+		if (errno == ENOMEM) {
+			json_decref(gj);
+			return NULL;
+		}
 		json_object_set_new(gj, "error", fmt_json_string(e.msg, strlen(e.msg)));
 		return gj;
 	}
@@ -1102,7 +1111,14 @@ static json_t *describe(const fmt_table *t)
 	for (size_t g = 0; g < s->m.n_groups; g++) {
 		char key[32];
 		snprintf(key, sizeof key, "%zu", g);
-		json_object_set_new(groups, key, group_json(t, g, &v));
+		json_t *gj = group_json(t, g, &v);
+		if (!gj) {
+			fmt_pq_group_free(&v);
+			json_decref(groups);
+			json_decref(o);
+			return NULL;
+		}
+		json_object_set_new(groups, key, gj);
 	}
 	fmt_pq_group_free(&v);
 	json_object_set_new(o, "row_groups", groups);

@@ -51,6 +51,10 @@ char *fmt_json_text(const json_t *j);
  * (the CLI layer turns that into an error and exit 3 at the end of a run that would exit 0). */
 void fmt_json_track_memory(void);
 int fmt_json_memory_failed(void);
+/* A value of a JSON record could not be made for want of memory outside jansson (a buffer it was
+ * to be built from), and the record goes on without it: fmt_json_memory_failed says so, as
+ * when jansson's allocation failed. */
+void fmt_json_memory_lost(void);
 
 /* Human sizes: 1536 -> "1.5 KiB". */
 void fmt_format_bytes(char *buf, size_t n, uint64_t bytes);
