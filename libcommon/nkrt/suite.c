@@ -120,7 +120,9 @@ fmt_kind fmt_nk_model_tests(const fmt_model *m, uint64_t max_work, fmt_test_case
 		return k;
 	nk_engine en;
 	/* a network that cannot be planned counts as a failed suite (§14), as nk-run --test says */
-	if (fmt_nk_engine_init(&en, nm, fmt_nk_kernels_get(), e) != FMT_OK) {
+	if ((k = fmt_nk_engine_init(&en, nm, fmt_nk_kernels_get(), e)) != FMT_OK) {
+		if (k == FMT_IO) /* out of memory: not the model's failure */
+			return k;
 		char why[FMT_ERR_MSG_MAX];
 		memcpy(why, e->msg, sizeof why);
 		return fmt_fail(e, FMT_TEST_FAILED, "%s", why);

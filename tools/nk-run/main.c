@@ -137,7 +137,7 @@ static fmt_kind load(loaded *L, const char *path, const nk_run_opts *o, int with
 	if (k == FMT_OK && o->profile)
 		k = fmt_nk_engine_profile(&L->en, e);
 	if (k != FMT_OK) {
-		L->unplanned = 1;
+		L->unplanned = k != FMT_IO; /* out of memory is not the model's failure */
 		fmt_nk_engine_free(&L->en);
 		fmt_model_free(&L->m);
 	}
