@@ -17,26 +17,75 @@ static json_t *message_object(const char *tool, const char *level, const char *f
 	json_t *o = json_object();
 	if (!o)
 		return NULL;
-	json_object_set_new(o, "tool", json_string(tool));
-	json_object_set_new(o, "level", json_string(level));
-	json_object_set_new(o, "file", file ? fmt_json_string(file, strlen(file)) : json_null());
+	if (json_object_set_new(o, "tool", json_string(tool)) != 0 ||
+	    json_object_set_new(o, "level", json_string(level)) != 0 ||
+	    json_object_set_new(o, "file", file ? fmt_json_string(file, strlen(file)) : json_null()) != 0) {
+		json_decref(o);
+		return NULL;
+	}
 	return o;
 }
 
-/* One message object on f: the error kind and exit status when kind is not FMT_OK. */
+/* s as a JSON string on f, without allocating: control bytes and DEL \u-escaped, and in a
+ * string that is not UTF-8 each byte above 0x7F as U+FFFD. */
+static void put_json_string(FILE *f, const char *s)
+{
+	size_t n = strlen(s);
+	int utf8 = fmt_utf8_valid(s, n);
+	fputc('"', f);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20 || c == 0x7F)
+			fprintf(f, "\\u%04x", c);
+		else if (c >= 0x80 && !utf8)
+			fputs("\\ufffd", f);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+/* The message object written out by hand, when memory ran out building it with jansson (the
+ * message is most likely "out of memory"): the same members in the same order. */
+static void json_message_plain(FILE *f, const char *tool, const char *level, const char *file, fmt_kind kind,
+			       const char *msg)
+{
+	fputs("{\"tool\":", f);
+	put_json_string(f, tool);
+	fprintf(f, ",\"level\":\"%s\",\"file\":", level);
+	if (file)
+		put_json_string(f, file);
+	else
+		fputs("null", f);
+	if (kind != FMT_OK)
+		fprintf(f, ",\"error\":\"%s\",\"exit\":%d", fmt_kind_name(kind), fmt_kind_exit(kind));
+	fputs(",\"message\":", f);
+	put_json_string(f, msg);
+	fputs("}\n", f);
+}
+
+/* One message object on f: the error kind and exit status when kind is not FMT_OK. Built whole
+ * before anything is written; out of memory, written by hand (a run that ran out of memory
+ * still says so on stderr). */
 static void json_message(FILE *f, const char *tool, const char *level, const char *file, fmt_kind kind,
 			 const char *msg)
 {
 	json_t *o = message_object(tool, level, file);
-	if (!o)
-		return;
-	if (kind != FMT_OK) {
-		json_object_set_new(o, "error", json_string(fmt_kind_name(kind)));
-		json_object_set_new(o, "exit", json_integer(fmt_kind_exit(kind)));
-	}
-	json_object_set_new(o, "message", fmt_json_string(msg, strlen(msg)));
-	fmt_json_line(f, o);
+	int bad = !o;
+	if (!bad && kind != FMT_OK)
+		bad = json_object_set_new(o, "error", json_string(fmt_kind_name(kind))) != 0 ||
+		      json_object_set_new(o, "exit", json_integer(fmt_kind_exit(kind))) != 0;
+	if (!bad)
+		bad = json_object_set_new(o, "message", fmt_json_string(msg, strlen(msg))) != 0;
+	char *text = bad ? NULL : fmt_json_text(o);
 	json_decref(o);
+	if (text)
+		fprintf(f, "%s\n", text);
+	else
+		json_message_plain(f, tool, level, file, kind, msg);
+	free(text);
 }
 
 void fmt_report_error(FILE *f, const char *tool, const char *file, const fmt_err *e, int json)
