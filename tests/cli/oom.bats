@@ -1,0 +1,130 @@
+#!/usr/bin/env bats
+# Out of memory, without a memory limit: tests/oom/failalloc.c (an LD_PRELOAD object, build/oom/)
+# makes the Nth allocation of a tool fail (and with -a every one after it), and tests/oom/run
+# runs the tool once per N and checks every run: no signal or hang; exit 0 (a failure the code
+# tolerates) or 3 (out of memory is an IoError, CONVENTIONS.md); an error line on stderr ("TOOL:
+# error: ..." or, with --json, an object with "level":"error"); after a failure nothing left where
+# the tool writes (no partial output, no temporary file, also in $TMPDIR); after a success the
+# same stdout and files, byte for byte, as a run where nothing failed. Every allocation of each
+# command is failed once, except where a stride or a window is given: the commands that load
+# libcrypto make about 4,900 allocations, 4,700 of them inside libcrypto's initialisation, whose
+# failures it tolerates (the windows cover the loader's and the crashes' allocations).
+# Not with a sanitizer build: its allocator is in the executable, before any preloaded object
+# (the injector counts nothing, and the tests are skipped).
+
+bats_require_minimum_version 1.5.0
+load helpers
+
+setup_file() {
+	local d=$BATS_FILE_TMPDIR
+	"$REPO_ROOT/scripts/gen/sample-models" "$d/s" >/dev/null
+	fmt-convert -q --dtype q8_0 "$d/s/tiny.safetensors" "$d/q8.gguf"
+	fmt-convert -q -c zstd "$d/s/tiny.safetensors" "$d/t.apr"
+	fmt-sign keygen -W -p "$d/k.pub" -s "$d/k.key" >/dev/null
+	fmt-sign sign -q -s "$d/k.key" -x "$d/tiny.minisig" "$d/s/tiny.safetensors"
+	cp "$REPO_ROOT/tests/data/ald/spec-example.ald" "$REPO_ROOT/tests/data/conformance/csv/sample.csv" \
+		"$REPO_ROOT/tests/data/parquet/types-v2-zstd.parquet" "$REPO_ROOT/tests/data/fixtures/nk/test_mlp.nk" "$d/"
+}
+
+setup() {
+	D=$BATS_FILE_TMPDIR
+	FMTKIT_FAILALLOC=${FMTKIT_FAILALLOC:-$FMTKIT_BIN/../oom/failalloc.so}
+	[ -f "$FMTKIT_FAILALLOC" ] || FMTKIT_FAILALLOC=$REPO_ROOT/build/oom/failalloc.so
+	export FMTKIT_FAILALLOC
+	# the tools' allocations are interposed (not with a sanitizer build)
+	FMTKIT_FAIL_ALLOC_COUNT=$BATS_TEST_TMPDIR/count LD_PRELOAD=$FMTKIT_FAILALLOC fmt-inspect --version >/dev/null
+	[ "$(cat "$BATS_TEST_TMPDIR/count")" -gt 0 ] || skip "the injector counts no allocation (a sanitizer build?)"
+}
+
+# oom [OPTIONS --] TOOL ARGS...: tests/oom/run over TOOL from $FMTKIT_BIN; it must pass, and say so.
+oom() {
+	local opts=()
+	while [ "$1" != -- ]; do opts+=("$1"); shift; done
+	shift
+	run "$REPO_ROOT/tests/oom/run" -q "${opts[@]}" -- "$FMTKIT_BIN/$1" "${@:2}"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ ${lines[-1]} == "ok $1 "*", 0 failed, "* ]]
+}
+
+@test "oom: the injector counts the tools' allocations and fails the one asked for" {
+	cd "$BATS_TEST_TMPDIR"
+	FMTKIT_FAIL_ALLOC_COUNT=count LD_PRELOAD=$FMTKIT_FAILALLOC fmt-inspect "$D/q8.gguf" >ref.txt
+	n=$(cat count)
+	[ "$n" -gt 10 ]
+	# the same count every run; past the last, nothing fails
+	FMTKIT_FAIL_ALLOC_COUNT=count2 FMTKIT_FAIL_ALLOC_AT=$((n + 1)) LD_PRELOAD=$FMTKIT_FAILALLOC \
+		fmt-inspect "$D/q8.gguf" >out.txt
+	[ "$(cat count2)" -eq "$n" ]
+	cmp ref.txt out.txt
+	# the first allocation after the constructor and every one after it: out of memory
+	run -3 env FMTKIT_FAIL_ALLOC_AT=1 FMTKIT_FAIL_ALLOC_AFTER=1 LD_PRELOAD=$FMTKIT_FAILALLOC \
+		fmt-inspect "$D/q8.gguf"
+	[ "$output" = "fmt-inspect: error: out of memory" ]
+}
+
+@test "oom: the option parser out of memory is exit 3, not a usage error" {
+	run -3 env FMTKIT_FAIL_ALLOC_AT=2 LD_PRELOAD=$FMTKIT_FAILALLOC fmt-inspect "$D/q8.gguf"
+	[ "$output" = "fmt-inspect: error: out of memory" ]
+	run -3 env FMTKIT_FAIL_ALLOC_AT=2 LD_PRELOAD=$FMTKIT_FAILALLOC fmt-inspect --json "$D/q8.gguf"
+	[ "$output" = '{"tool":"fmt-inspect","level":"error","file":null,"error":"IoError","exit":3,"message":"out of memory"}' ]
+}
+
+@test "oom: fmt-inspect and fmt-verify of safetensors: every allocation" {
+	oom -- fmt-inspect "$D/s/tiny.safetensors"
+	oom -s 3 -- fmt-verify -T 1 "$D/s/tiny.safetensors"
+}
+
+@test "oom: fmt-inspect of GGUF, .apr, CSV, with and without --json" {
+	oom -- fmt-inspect "$D/q8.gguf"
+	oom -s 5 -- fmt-inspect --json "$D/q8.gguf"
+	oom -- fmt-inspect "$D/t.apr"
+	oom -s 5 -f 2 -- fmt-inspect --json "$D/t.apr"
+	oom -- fmt-inspect "$D/sample.csv"
+	oom -s 4 -- fmt-inspect --json "$D/sample.csv"
+}
+
+@test "oom: fmt-inspect of .ald and Parquet" {
+	oom -- fmt-inspect "$D/spec-example.ald"
+	oom -s 5 -- fmt-inspect --json "$D/spec-example.ald"
+	# around the row groups' chunks and statistics (exit 0 with an incomplete report before)
+	oom -f 150 -l 160 -- fmt-inspect "$D/types-v2-zstd.parquet"
+	oom -f 468 -l 476 -- fmt-inspect --json "$D/types-v2-zstd.parquet"
+	oom -s 97 -- fmt-inspect --json "$D/types-v2-zstd.parquet"
+}
+
+@test "oom: fmt-verify of an .ald loads libcrypto out of memory" {
+	# dlopen and libcrypto's initialisation (a SIGSEGV in EVP_MD_fetch before), then a stride
+	oom -f 40 -l 110 -- fmt-verify -T 1 "$D/spec-example.ald"
+	oom -f 111 -s 487 -- fmt-verify -T 1 "$D/spec-example.ald"
+}
+
+@test "oom: fmt-convert to GGUF Q8_0 and to a zstd .apr: every allocation" {
+	oom -- fmt-convert -T 1 --dtype q8_0 "$D/s/tiny.safetensors" out.gguf
+	oom -- fmt-convert -T 1 -c zstd "$D/s/tiny.safetensors" out.apr
+}
+
+@test "oom: fmt-convert CSV -> .ald and .ald -> CSV" {
+	oom -l 110 -- fmt-convert -T 1 "$D/sample.csv" out.ald
+	oom -f 111 -s 491 -- fmt-convert -T 1 "$D/sample.csv" out.ald
+	oom -- fmt-convert -T 1 "$D/spec-example.ald" out.csv
+}
+
+@test "oom: fmt-sign keygen, sign, verify" {
+	oom -r -- fmt-sign keygen -W -p k.pub -s k.key
+	oom -- fmt-sign sign -s "$D/k.key" -x t.minisig "$D/s/tiny.safetensors"
+	oom -s 3 -- fmt-sign verify -p "$D/k.pub" -x "$D/tiny.minisig" "$D/s/tiny.safetensors"
+}
+
+@test "oom: fmt-shard split and nk-run" {
+	oom -s 3 -- fmt-shard split --max-tensors 1 -o m "$D/q8.gguf"
+	oom -- nk-run --random 1 "$D/test_mlp.nk"
+	oom -- nk-run --test "$D/test_mlp.nk"
+}
+
+@test "oom: every allocation from the Nth failing: still one error line, in JSON with --json" {
+	oom -a -s 3 -- fmt-inspect --json "$D/q8.gguf"
+	oom -a -s 9 -- fmt-inspect --json "$D/types-v2-zstd.parquet"
+	oom -a -s 2 -- fmt-convert -T 1 --dtype q8_0 "$D/s/tiny.safetensors" out.gguf
+	oom -a -s 199 -- fmt-convert -T 1 "$D/sample.csv" out.ald
+}
