@@ -26,6 +26,7 @@
 #include "fmt/stagedir.h"
 #include "fmt/strbuf.h"
 #include "fmt/version.h"
+#include "fmt/tree_budget.h"
 
 #define NM "'%.200s'"
 #define READ_BLOCK ((size_t)1 << 20)
@@ -209,7 +210,9 @@ static fmt_kind parse_manifest_json(json_t *root, fmt_bundle_info *b, fmt_err *e
 static fmt_kind parse_manifest(const char *text, size_t len, fmt_bundle_info *b, fmt_err *e)
 {
 	json_error_t je;
-	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	json_t *root = fmt_json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	if (!root && fmt_json_nomem(&je))
+		return fmt_fail_nomem(e, "MANIFEST.json");
 	if (!root)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "MANIFEST.json is not valid JSON at byte %d: %s",
 				je.position, je.text);

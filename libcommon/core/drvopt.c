@@ -5,6 +5,7 @@
 #include "fmt/drvopt.h"
 #include "fmt/strbuf.h"
 #include "fmt/io.h"
+#include "fmt/tree_budget.h"
 
 static fmt_drvopt_set *set_of(const fmt_drvopt_sets *s, const fmt_drvopts *of)
 {
@@ -110,7 +111,7 @@ fmt_kind fmt_drvopt_load_json(const char *path, const char *what, json_t **out, 
 	fmt_kind k = fmt_read_file(path, 16u << 20, &text, &n, e);
 	if (k != FMT_OK)
 		return k;
-	*out = json_loadb(text, n, JSON_REJECT_DUPLICATES, &je);
+	*out = fmt_json_loadb(text, n, JSON_REJECT_DUPLICATES, &je);
 	free(text);
 	if (!*out || !json_is_object(*out)) {
 		json_decref(*out);

@@ -112,8 +112,10 @@ json_t *fmt_json_string(const char *s, size_t n)
 	if (n > (SIZE_MAX - 1) / 3)
 		return NULL;
 	char *buf = malloc(n * 3 + 1);
-	if (!buf)
+	if (!buf) {
+		fmt_json_memory_lost(); /* as when jansson's own allocation fails: the record is short */
 		return NULL;
+	}
 	const unsigned char *p = (const unsigned char *)s;
 	size_t out = 0;
 	while (n > 0) {
@@ -241,13 +243,13 @@ char *fmt_json_text(const json_t *j)
 	return o.buf;
 }
 
-static int json_alloc_failed;
+static unsigned long json_alloc_failed; /* how many of jansson's allocations failed */
 
 static void *json_tracked_malloc(size_t n)
 {
 	void *p = malloc(n);
 	if (!p)
-		__atomic_store_n(&json_alloc_failed, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&json_alloc_failed, 1, __ATOMIC_RELAXED);
 	return p;
 }
 
@@ -258,10 +260,15 @@ void fmt_json_track_memory(void)
 
 void fmt_json_memory_lost(void)
 {
-	__atomic_store_n(&json_alloc_failed, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&json_alloc_failed, 1, __ATOMIC_RELAXED);
 }
 
 int fmt_json_memory_failed(void)
+{
+	return __atomic_load_n(&json_alloc_failed, __ATOMIC_RELAXED) != 0;
+}
+
+unsigned long fmt_json_memory_failures(void)
 {
 	return __atomic_load_n(&json_alloc_failed, __ATOMIC_RELAXED);
 }

@@ -1,4 +1,6 @@
 /* The memory budget of trees built from a file's bytes (fmt/tree_budget.h). */
+#include <errno.h>
+#include <string.h>
 #include "fmt/tree_budget.h"
 #include "fmt/checked.h"
 #include "fmt/json_text.h"
@@ -51,6 +53,20 @@ int fmt_json_nomem(const json_error_t *je)
 	 * token whose copy could not be allocated is a syntax error to jansson ("string or '}'
 	 * expected", "invalid token"): its allocator, when the CLI tracks it, says memory ran out. */
 	return je->text[0] == '\0' || json_error_code(je) == json_error_out_of_memory || fmt_json_memory_failed();
+}
+
+json_t *fmt_json_loadb(const char *buffer, size_t buflen, size_t flags, json_error_t *je)
+{
+	json_error_t mine;
+	json_error_t *err = je ? je : &mine;
+	unsigned long before = fmt_json_memory_failures();
+	json_t *j = json_loadb(buffer, buflen, flags, err);
+	if (fmt_json_memory_failures() == before)
+		return j;
+	json_decref(j);
+	memset(err, 0, sizeof *err);
+	errno = ENOMEM;
+	return NULL;
 }
 
 fmt_kind fmt_fail_nomem(fmt_err *e, const char *what)

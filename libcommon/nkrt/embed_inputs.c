@@ -8,6 +8,7 @@
 #include <string.h>
 #include "fmt/io.h"
 #include "nkrt_internal.h"
+#include "fmt/tree_budget.h"
 
 /* 16 cases of at most 16384 float32 values are 1 MiB; JSON spells them longer. */
 #define MAX_EMBED_FILE (64u << 20)
@@ -146,7 +147,7 @@ fmt_kind fmt_nk_read_inputs(const char *path, const nk_model *nm, size_t max, nk
 	const uint8_t *b = (const uint8_t *)text;
 	/* JSON when it parses as such; raw floats that merely look like it still work */
 	json_error_t je;
-	json_t *j = fmt_nk_looks_like_json(b, n) ? json_loadb(text, n, JSON_REJECT_DUPLICATES, &je) : NULL;
+	json_t *j = fmt_nk_looks_like_json(b, n) ? fmt_json_loadb(text, n, JSON_REJECT_DUPLICATES, &je) : NULL;
 	if (j)
 		k = read_json(j, nm, max, set, e);
 	else if (fmt_nk_looks_like_json(b, n) && n % (nm->input_count * 4))

@@ -9,6 +9,7 @@
 #include <string.h>
 #include "fmt/io.h"
 #include "nkrt_internal.h"
+#include "fmt/tree_budget.h"
 
 #define MAX_INPUT_FILE (1u << 30)
 
@@ -114,7 +115,7 @@ fmt_kind fmt_nk_parse_value_json(const char *text, size_t len, nk_values *out, f
 	json_error_t je;
 	size_t cap = 0;
 	memset(out, 0, sizeof *out);
-	json_t *j = json_loadb(text, len, JSON_DECODE_ANY, &je);
+	json_t *j = fmt_json_loadb(text, len, JSON_DECODE_ANY, &je);
 	if (!j)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "JSON input: %s (line %d)", je.text, je.line);
 	fmt_kind k = json_is_array(j) ? flatten_json(j, out, &cap, 0, e)

@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include "fmt/io.h"
 #include "pipeline_internal.h"
+#include "fmt/tree_budget.h"
 
 static const struct { const char *name; fmt_vtype type; } type_names[] = {
 	{ "u8", FMT_V_U8 }, { "i8", FMT_V_I8 }, { "u16", FMT_V_U16 }, { "i16", FMT_V_I16 },
@@ -520,7 +521,7 @@ fmt_kind fmt_setkv_apply_file(fmt_model *m, const char *path, int strings_only, 
 	if (k != FMT_OK)
 		return k;
 	json_error_t jerr;
-	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+	json_t *root = fmt_json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
 	free(text);
 	if (!json_is_object(root)) {
 		json_decref(root);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <jansson.h>
 #include "fmt/watermark.h"
+#include "fmt/tree_budget.h"
 
 #define LINE_MAX_BYTES 65536
 
@@ -27,7 +28,7 @@ static fmt_kind parse_line(const char *line, size_t len, size_t line_no, json_t 
 	if (len > LINE_MAX_BYTES)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "registry line %zu is longer than %u bytes", line_no,
 				LINE_MAX_BYTES);
-	*o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+	*o = fmt_json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
 	if (*o && json_is_object(*o)) {
 		*id = json_string_value(json_object_get(*o, "buyer"));
 		*hash = json_string_value(json_object_get(*o, "buyer_hash"));

@@ -24,6 +24,7 @@
 #include "fmt/minisign.h"
 #include "fmt/out.h"
 #include "ald_internal.h"
+#include "fmt/tree_budget.h"
 
 #define SIG_BLOCK 96
 #define FIXED 71
@@ -234,7 +235,7 @@ static fmt_kind check_seller(ald_state *s, const fmt_verify_opts *o, fmt_err *e)
 	if (n < strlen(HEAD) || memcmp(terms, HEAD, strlen(HEAD)) != 0)
 		return FMT_OK;
 	json_error_t je;
-	json_t *j = json_loadb(terms, n, JSON_REJECT_DUPLICATES, &je);
+	json_t *j = fmt_json_loadb(terms, n, JSON_REJECT_DUPLICATES, &je);
 	const char *key_s = json_string_value(json_object_get(j, "seller_key"));
 	const char *sig_s = json_string_value(json_object_get(j, "seller_sig"));
 	int shaped = j && json_is_object(json_object_get(j, "terms")) && json_object_size(j) == 4 && key_s && sig_s &&
@@ -349,7 +350,7 @@ json_t *fmt_ald_license_json(const ald_state *s)
 	json_object_set_new(l, "query_limit", fmt_json_u64(s->query_limit));
 	json_t *j = NULL;
 	if (s->terms_len >= strlen(HEAD) && memcmp(s->terms, HEAD, strlen(HEAD)) == 0)
-		j = json_loadb((const char *)s->terms, s->terms_len, JSON_REJECT_DUPLICATES, NULL);
+		j = fmt_json_loadb((const char *)s->terms, s->terms_len, JSON_REJECT_DUPLICATES, NULL);
 	if (json_is_object(json_object_get(j, "terms")) && json_is_string(json_object_get(j, "seller_key"))) {
 		uint8_t key[2 + FMT_MS_KEYNUM + FMT_MS_PK];
 		char kid[FMT_MS_KEY_ID_HEX];

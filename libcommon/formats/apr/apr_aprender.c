@@ -352,7 +352,7 @@ static int metadata_in_place(fmt_source *s, const uint8_t *h)
 		free(text);
 		return 0;
 	}
-	json_t *j = json_loadb((const char *)text, (size_t)n, 0, NULL);
+	json_t *j = fmt_json_loadb((const char *)text, (size_t)n, 0, NULL);
 	int ok = json_is_object(j);
 	json_decref(j);
 	free(text);

@@ -110,7 +110,7 @@ fmt_kind fmt_apr_meta_read(fmt_model *m, const char *text, size_t n, apr_layout 
 	fmt_kind kb = fmt_json_budget("the metadata", text, n, FMT_TREE_COST_JSON_TYPED, e);
 	if (kb != FMT_OK)
 		return kb;
-	json_t *root = json_loadb(text, n, JSON_REJECT_DUPLICATES, &jerr);
+	json_t *root = fmt_json_loadb(text, n, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root && fmt_json_nomem(&jerr))
 		return fmt_fail_nomem(e, "the metadata");
 	if (!root)
@@ -310,7 +310,7 @@ static int is_object_text(const fmt_value *v)
 {
 	if (v->type != FMT_V_STR || v->v.str.len == 0 || v->v.str.ptr[0] != '{')
 		return 0;
-	json_t *j = json_loadb(v->v.str.ptr, v->v.str.len, JSON_REJECT_DUPLICATES, NULL);
+	json_t *j = fmt_json_loadb(v->v.str.ptr, v->v.str.len, JSON_REJECT_DUPLICATES, NULL);
 	int ok = json_is_object(j);
 	json_decref(j);
 	return ok;

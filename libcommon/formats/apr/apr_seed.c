@@ -380,7 +380,7 @@ static fmt_kind open_front(fmt_model *m, int src, apr_state *st, int with_meta, 
 		k = fmt_apr_meta_read(m, (const char *)meta, (size_t)st->metadata_size, APR_SEED, raw, e);
 	else if (k == FMT_OK && (k = fmt_json_budget("the metadata", (const char *)meta, (size_t)st->metadata_size,
 						     FMT_TREE_COST_JSON, e)) == FMT_OK &&
-		 !(*raw = json_loadb((const char *)meta, (size_t)st->metadata_size, JSON_REJECT_DUPLICATES, &jerr)))
+		 !(*raw = fmt_json_loadb((const char *)meta, (size_t)st->metadata_size, JSON_REJECT_DUPLICATES, &jerr)))
 		k = fmt_json_nomem(&jerr) ? fmt_fail_nomem(e, "the metadata")
 		  : fmt_fail(e, FMT_INVALID_FORMAT, "metadata is not valid JSON (%s at byte %d)", jerr.text, jerr.position);
 	if (k == FMT_OK && !json_is_object(*raw))

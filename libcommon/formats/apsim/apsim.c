@@ -30,6 +30,7 @@
 #include "fmt/safetensors.h"
 #include "fmt/meter.h"
 #include "apsim_internal.h"
+#include "fmt/tree_budget.h"
 
 #define NM APSIM_NM
 
@@ -608,9 +609,9 @@ static int jw_string(jwalk *w, const char **pp, int *escaped)
 	p++;
 	if (esc) {
 		json_error_t je;
-		json_t *j = json_loadb(*pp, (size_t)(p - *pp), JSON_DECODE_ANY, &je);
+		json_t *j = fmt_json_loadb(*pp, (size_t)(p - *pp), JSON_DECODE_ANY, &je);
 		if (!j)
-			return jw_fail(w, *pp, "invalid escape in a string");
+			return jw_fail(w, *pp, fmt_json_nomem(&je) ? "out of memory" : "invalid escape in a string");
 		json_decref(j);
 	}
 	if (escaped)
@@ -726,7 +727,7 @@ static int jw_object(jwalk *w, const char **pp, int depth)
 		}
 		keys[n] = (jkey){ k0 + 1, (size_t)(p - k0) - 2, NULL };
 		if (esc) {
-			json_t *j = json_loadb(k0, (size_t)(p - k0), JSON_DECODE_ANY, NULL);
+			json_t *j = fmt_json_loadb(k0, (size_t)(p - k0), JSON_DECODE_ANY, NULL);
 			keys[n].decoded = j ? strdup(json_string_value(j)) : NULL;
 			json_decref(j);
 			if (!keys[n].decoded) {
@@ -832,6 +833,8 @@ static fmt_kind check_object_text(const char *key, const char *text, fmt_err *e)
 	if (strcmp(w.why, "nested too deep") == 0)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "__metadata__ %s: JSON nested deeper than %d levels", key,
 				APSIM_MAX_DEPTH);
+	if (strcmp(w.why, "out of memory") == 0)
+		return fmt_fail(e, FMT_IO, "out of memory reading __metadata__ %s", key);
 	return fmt_fail(e, FMT_INVALID_FORMAT, "__metadata__ %s is not valid JSON at byte %zu: %s", key,
 			(size_t)(w.at - text), w.why);
 }
@@ -850,7 +853,7 @@ static char *walk_key(jwalk *w, const char **p)
 		return NULL;
 	if (!esc)
 		return strndup(k0 + 1, (size_t)(*p - k0) - 2);
-	json_t *j = json_loadb(k0, (size_t)(*p - k0), JSON_DECODE_ANY, NULL);
+	json_t *j = fmt_json_loadb(k0, (size_t)(*p - k0), JSON_DECODE_ANY, NULL);
 	char *key = j ? strdup(json_string_value(j)) : NULL;
 	json_decref(j);
 	return key;
@@ -931,7 +934,9 @@ static fmt_kind parse_object(const char *key, const char *text, json_t **out, fm
 		return fmt_fail(e, FMT_INVALID_FORMAT, "__metadata__ %s: JSON nested deeper than %d levels", key,
 				APSIM_MAX_DEPTH);
 	json_error_t je;
-	json_t *j = json_loadb(text, n, JSON_REJECT_DUPLICATES, &je);
+	json_t *j = fmt_json_loadb(text, n, JSON_REJECT_DUPLICATES, &je);
+	if (!j && fmt_json_nomem(&je))
+		return fmt_fail(e, FMT_IO, "out of memory reading __metadata__ %s", key);
 	if (!j)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "__metadata__ %s is not valid JSON at byte %d: %s", key,
 				je.position, je.text);
@@ -1211,7 +1216,9 @@ static fmt_kind member_value(const char *v, size_t n, size_t *budget, fmt_value 
 	if (tree)
 		*budget -= n;
 	json_error_t je;
-	json_t *j = json_loadb(v, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+	json_t *j = fmt_json_loadb(v, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+	if (!j && fmt_json_nomem(&je))
+		return fmt_fail_nomem(e, "__metadata__ metadata");
 	if (!j) /* the walker and jansson disagree: report it as the file's fault, not a crash */
 		return fmt_fail(e, FMT_INVALID_FORMAT, "__metadata__ metadata is not valid JSON: %s", je.text);
 	k = fmt_value_from_json(j, 1, out, e);
@@ -1233,7 +1240,7 @@ static fmt_kind fill_user_metadata(fmt_model *m, const char *text, fmt_err *e)
 		if (!jw_string(&w, &p, &esc))
 			return fmt_fail(e, FMT_INTERNAL, "metadata key no longer parses");
 		if (esc) {
-			json_t *j = json_loadb(k0, (size_t)(p - k0), JSON_DECODE_ANY, NULL);
+			json_t *j = fmt_json_loadb(k0, (size_t)(p - k0), JSON_DECODE_ANY, NULL);
 			key = j ? strdup(json_string_value(j)) : NULL;
 			json_decref(j);
 		} else {

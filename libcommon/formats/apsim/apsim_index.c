@@ -19,6 +19,7 @@
 #include "fmt/thread.h"
 #include "fmt/meter.h"
 #include "apsim_internal.h"
+#include "fmt/tree_budget.h"
 
 #define NM APSIM_NM
 
@@ -135,7 +136,9 @@ fmt_kind fmt_apsim_index_parse(const char *json, size_t len, fmt_apsim_index *ix
 	if (fmt_apsim_json_too_deep(json, len, APSIM_MAX_DEPTH))
 		return fmt_fail(e, FMT_INVALID_FORMAT, "index JSON is nested deeper than %d levels", APSIM_MAX_DEPTH);
 	json_error_t je;
-	json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
+	json_t *root = fmt_json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
+	if (!root && fmt_json_nomem(&je))
+		return fmt_fail_nomem(e, "the index");
 	if (!root)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "index is not valid JSON at byte %d: %s", je.position, je.text);
 	fmt_kind k = json_is_object(root) ? FMT_OK : fmt_fail(e, FMT_INVALID_FORMAT, "index is not a JSON object");

@@ -180,13 +180,13 @@ static fmt_kind next_object(jsonl_state *s, json_t **obj, fmt_err *e)
 		fmt_kind kb = fmt_json_budget(what, p, len, FMT_TREE_COST_JSON, e);
 		if (kb != FMT_OK)
 			return kb;
-		json_t *v = json_loadb(p, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+		json_t *v = fmt_json_loadb(p, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
 		s->n_big = 0;
 		if (!v && strncmp(je.text, "too big ", 8) == 0) {
 			fmt_kind k = take_big_integers(s, s->in.buf + (p - s->in.buf), len, line, e);
 			if (k != FMT_OK)
 				return k;
-			v = json_loadb(p, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+			v = fmt_json_loadb(p, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
 		}
 		if (!v && fmt_json_nomem(&je))
 			return fmt_fail_nomem(e, what);
@@ -330,7 +330,7 @@ static int probe(const uint8_t *head, size_t n, uint64_t size)
 		return 20;
 	const uint8_t *line_end = nl ? nl : head + n;
 	/* integers as reals: the shape is what counts, and one above int64 must not fail it */
-	json_t *v = json_loadb((const char *)head + i, (size_t)(line_end - (head + i)),
+	json_t *v = fmt_json_loadb((const char *)head + i, (size_t)(line_end - (head + i)),
 			       JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, NULL);
 	int ok = json_is_object(v), empty = json_object_size(v) == 0;
 	json_decref(v);

@@ -347,7 +347,7 @@ static fmt_kind parse_span(const st_scan *sc, size_t from, size_t to, size_t fla
 	fmt_kind k = fmt_json_budget(what, sc->h + from, to - from, FMT_TREE_COST_JSON, e);
 	if (k != FMT_OK)
 		return k;
-	*out = json_loadb(sc->h + from, to - from, JSON_REJECT_DUPLICATES | flags, &je);
+	*out = fmt_json_loadb(sc->h + from, to - from, JSON_REJECT_DUPLICATES | flags, &je);
 	if (*out)
 		return FMT_OK;
 	if (fmt_json_nomem(&je))

@@ -114,7 +114,7 @@ fmt_kind fmt_st_index_parse(const char *json, size_t len, fmt_st_index *ix, fmt_
 	fmt_kind k = fmt_json_budget("the index", json, len, FMT_TREE_COST_JSON, e);
 	if (k != FMT_OK)
 		return k;
-	json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
+	json_t *root = fmt_json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root && fmt_json_nomem(&je))
 		return fmt_fail_nomem(e, "the index");
 	if (!root)

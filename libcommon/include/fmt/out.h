@@ -55,6 +55,8 @@ int fmt_json_memory_failed(void);
  * to be built from), and the record goes on without it: fmt_json_memory_failed says so, as
  * when jansson's allocation failed. */
 void fmt_json_memory_lost(void);
+/* How many of those failures there were so far (fmt_json_loadb compares it across a parse). */
+unsigned long fmt_json_memory_failures(void);
 
 /* Human sizes: 1536 -> "1.5 KiB". */
 void fmt_format_bytes(char *buf, size_t n, uint64_t bytes);

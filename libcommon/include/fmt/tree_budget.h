@@ -51,6 +51,12 @@ fmt_kind fmt_json_budget(const char *what, const char *s, size_t n, unsigned cos
  * since fmt_json_track_memory (fmt/out.h). */
 int fmt_json_nomem(const json_error_t *je);
 
+/* json_loadb, except when one of jansson's allocations failed during the parse (tracked, see
+ * fmt_json_track_memory): jansson's lexer drops the bytes it cannot store, so that a parse can
+ * succeed with a string short of a byte, or fail as a syntax error; then NULL, errno ENOMEM, and
+ * je's text empty (fmt_json_nomem says so). je may be NULL. */
+json_t *fmt_json_loadb(const char *buffer, size_t buflen, size_t flags, json_error_t *je);
+
 /* IO "out of memory reading WHAT" (an allocation failure is never reported as a malformed file). */
 fmt_kind fmt_fail_nomem(fmt_err *e, const char *what);
 
