@@ -29,7 +29,8 @@ static int is_split_key(const char *key)
 	return strcmp(key, KEY_NO) == 0 || strcmp(key, KEY_COUNT) == 0 || strcmp(key, KEY_TENSORS) == 0;
 }
 
-/* "<prefix>-NNNNN-of-MMMMM.gguf" -> prefix (malloc'd), shard number and count. */
+/* "<prefix>-NNNNN-of-MMMMM.gguf" -> prefix (malloc'd), shard number and count: 1; 0 another name;
+ * -1 out of memory. */
 static int parse_split_name(const char *path, char **prefix, unsigned *no, unsigned *count)
 {
 	static const char ext[] = ".gguf";
@@ -40,7 +41,7 @@ static int parse_split_name(const char *path, char **prefix, unsigned *no, unsig
 	if (!suffix)
 		return 0;
 	*prefix = strndup(path, n - x - suffix);
-	return *prefix != NULL;
+	return *prefix ? 1 : -1;
 }
 
 /* The value of key as the exact type, or fail with SchemaMismatch. */
@@ -75,6 +76,8 @@ static fmt_kind load_shard(fmt_model *m, const char *path, int64_t no, int64_t c
 	fmt_model keys;
 	int idx;
 	fmt_kind k = fmt_source_open_found(&s, path, e);
+	if (k != FMT_OK && errno == ENOMEM) /* there, but memory ran out opening it */
+		return k;
 	if (k != FMT_OK) {
 		char why[FMT_ERR_MSG_MAX];
 		snprintf(why, sizeof why, "%s", e->msg);
@@ -226,7 +229,10 @@ fmt_kind fmt_gguf_open_split_set(fmt_model *m, fmt_gguf_info *st, fmt_err *e)
 	int64_t no, count, total;
 	if (!fmt_model_get_meta(m, KEY_COUNT))
 		return FMT_OK;
-	if (!parse_split_name(m->sources[0].path, &prefix, &name_no, &name_count)) {
+	int named = parse_split_name(m->sources[0].path, &prefix, &name_no, &name_count);
+	if (named < 0)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	if (!named) {
 		/* A set of one under any name is the whole model; a shard of more cannot find the rest. */
 		if (split_keys(m, &no, &count, &total, e) != FMT_OK || count <= 1)
 			return FMT_OK;
@@ -272,7 +278,7 @@ fmt_kind fmt_gguf_keep_split(const fmt_model *m, fmt_mix_entry *entries, fmt_err
 		char *prefix = NULL;
 		unsigned no = 0, count = 0;
 		if (t->source < 0 || (size_t)t->source >= m->n_sources ||
-		    !parse_split_name(m->sources[t->source].path, &prefix, &no, &count) || no < 1 ||
+		    parse_split_name(m->sources[t->source].path, &prefix, &no, &count) != 1 || no < 1 ||
 		    no > m->n_sources) {
 			free(prefix);
 			k = fmt_fail(e, FMT_INTERNAL, "tensor '%s': no shard of the input set", t->name);

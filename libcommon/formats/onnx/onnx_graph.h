@@ -34,6 +34,7 @@ typedef struct onnx_init {
 typedef struct onnx_budget {
 	uint64_t used, limit;
 	int exceeded;
+	int nomem;            /* malloc failed (within the limit): out of memory, not a bad file */
 } onnx_budget;
 
 typedef struct onnx_graph {

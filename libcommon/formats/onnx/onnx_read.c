@@ -266,8 +266,10 @@ static void *budget_alloc(void *ctx, size_t size)
 		return NULL;
 	}
 	uint8_t *p = malloc(need);
-	if (!p)
+	if (!p) {
+		b->nomem = 1;
 		return NULL;
+	}
 	memcpy(p, &size, sizeof size);
 	b->used += need;
 	return p + BUDGET_HEADER;
@@ -296,6 +298,8 @@ fmt_kind fmt_onnx_graph_load(onnx_graph *g, const uint8_t *bytes, size_t n, cons
 	if (!g->model && g->budget.exceeded)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "decoding the protobuf needs more than %llu bytes of memory (64 MiB "
 				"and 4 per byte of the file)", (unsigned long long)g->budget.limit);
+	if (!g->model && g->budget.nomem)
+		return fmt_fail(e, FMT_IO, "out of memory decoding the ONNX protobuf");
 	if (!g->model)
 		return fmt_fail(e, FMT_INVALID_FORMAT, "not a valid ONNX protobuf (ModelProto does not decode)");
 	g->g = g->model->graph;
