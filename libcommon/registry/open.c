@@ -1,10 +1,12 @@
 /* The universal opener: open, sign or license any file, whatever its format, found by content
  * (or named) through the registry. It sits above every driver; drivers open files with a driver
  * they know (formats/driver.c), never through here. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "fmt/dataset.h"
+#include "fmt/out.h"
 #include "fmt/registry.h"
 #include "fmt/strbuf.h"
 #include "fmt/table.h"
@@ -30,9 +32,16 @@ static fmt_format probe(fmt_source *s, unsigned kinds, fmt_err *e)
 	size_t n = s->size < sizeof head ? (size_t)s->size : sizeof head;
 	if (fmt_source_read(s, 0, head, n, e) != FMT_OK)
 		return (fmt_format){ 0 };
+	unsigned long lost = fmt_json_memory_failures();
+	errno = 0;
 	fmt_format f = fmt_format_probe(s, head, n, kinds, NULL);
 	fmt_format other = kinds == FMT_FORMAT_MODEL && !f.model ? fmt_format_probe(s, head, n, FMT_FORMAT_TABLE, NULL)
 								    : (fmt_format){ 0 };
+	if (errno == ENOMEM || fmt_json_memory_failures() != lost) {
+		/* a probe that ran out of memory said no, which is not the file's answer */
+		fmt_fail(e, FMT_IO, "out of memory identifying the format");
+		return (fmt_format){ 0 };
+	}
 	if (other.table) {
 		fmt_fail(e, FMT_INVALID_FORMAT, "%s %s dataset, not a model", article(other.table->name),
 			 other.table->name);
