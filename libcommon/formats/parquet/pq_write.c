@@ -921,7 +921,8 @@ static fmt_kind write_chunk(writer *w, colw *c, fmt_err *e)
 	c->used_dict = dict_pays(c);
 	if (!c->used_dict)
 		values_out_of_dict(c);
-	fmt_kind k = c->plain.oom ? oom(e) : FMT_OK;
+	/* the byte-array statistics too: a minimum or maximum that could not be copied is missing */
+	fmt_kind k = c->plain.oom || c->smin.oom || c->smax.oom ? oom(e) : FMT_OK;
 	if (c->used_dict)
 		k = write_dict_page(w, c, e);
 	c->data_off = w->off;
