@@ -377,6 +377,8 @@ static int cut_short(const reader *r)
  * libarchive's reason), or else fmt's message for a malformed bundle. */
 static fmt_kind bundle_failed(reader *r, const char *member, const char *malformed, fmt_err *e)
 {
+	if (AR(archive_errno)(r->a) == ENOMEM) /* "Can't allocate memory for Pathname": not the file */
+		return fmt_fail(e, FMT_IO, "out of memory reading the bundle (%s)", archive_why(r));
 	if (!(r->cut = cut_short(r)))
 		return fmt_fail(e, FMT_INVALID_FORMAT, "%s: %s", malformed, archive_why(r));
 	if (member)
@@ -1044,6 +1046,9 @@ static int reads_tar(reader *r, fmt_kind k)
 	if (k == FMT_OK && (k = next_header(r, &ent, &e)) == FMT_OK)
 		yes = ent != NULL;
 	yes |= k == FMT_INVALID_FORMAT && r->cut;
+	/* libarchive not loaded, or out of memory reading (or a read error): the bundle's own path
+	 * reports it, not a later "unrecognised format" or "a bundle this tool does not read" */
+	yes |= k == FMT_IO;
 	reader_close(r);
 	return yes;
 }
