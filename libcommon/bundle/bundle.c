@@ -404,15 +404,24 @@ static fmt_kind reader_start(reader *r, size_t block, fmt_err *e)
 		reader_close(r);
 		return fmt_fail(e, FMT_IO, "out of memory");
 	}
-	AR(archive_read_support_filter_zstd)(r->a);
-	AR(archive_read_support_format_tar)(r->a);
+	/* out of memory registering them, libarchive crashed in archive_read_open (SIGSEGV) */
+	if (AR(archive_read_support_filter_zstd)(r->a) < ARCHIVE_WARN || /* WARN: an external zstd */
+	    AR(archive_read_support_format_tar)(r->a) < ARCHIVE_WARN) {
+		fmt_kind k = fmt_fail(e, AR(archive_errno)(r->a) == ENOMEM ? FMT_IO : FMT_INTERNAL, "libarchive: %s",
+				      archive_why(r));
+		reader_close(r);
+		return k;
+	}
 	r->block = block;
 	if (!(r->buf = malloc(block))) {
 		reader_close(r);
 		return fmt_fail(e, FMT_IO, "out of memory");
 	}
+	errno = 0; /* libarchive returns some of its allocation failures without an error of its own */
 	if (AR(archive_read_open)(r->a, r, NULL, r->src ? read_stream : read_fd, NULL) != ARCHIVE_OK) {
 		fmt_kind k = read_failed(r, e) != FMT_OK ? e->kind
+			     : errno == ENOMEM ? fmt_fail(e, FMT_IO, "out of memory reading the bundle")
+			     : AR(archive_errno)(r->a) == ENOMEM ? bundle_failed(r, NULL, "", e)
 			     : r->gzip		     ? gzip_file(e)
 			     : r->zstd && !cut_short(r) ? zstd_not_tar(e)
 						     : bundle_failed(r, NULL, "not a tar bundle", e);
