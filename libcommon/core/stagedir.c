@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "fmt/io.h"
+#include "fmt/out.h"
 #include "fmt/stagedir.h"
 
 /* ---- cleanup on signals ----
@@ -294,6 +295,10 @@ fmt_kind fmt_stagedir_commit(fmt_stagedir *s, const char *dest_dir, int replace,
 {
 	commit_state c = { .s = s, .old = -1 };
 	size_t n = s->n_names ? s->n_names : 1;
+	/* as fmt_sink_finish: nothing is put in place once jansson has dropped what it could not
+	 * allocate (a member probed or checked with a tree short of a value; the run ends with exit 3) */
+	if (fmt_json_memory_failed())
+		return fmt_fail(e, FMT_IO, "out of memory building the output (not written)");
 	c.dest = open(dest_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (c.dest < 0)
 		return fmt_fail(e, FMT_IO, "cannot open the directory %s: %s", dest_dir, strerror(errno));
