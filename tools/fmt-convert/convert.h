@@ -34,6 +34,7 @@ typedef struct convert_args {
 		int dtype_or_driver;    /* --dtype or a driver's option was given */
 	} embed;
 	char msg[FMT_ERR_MSG_MAX + 256]; /* a usage error being reported */
+	int msg_nomem;                   /* ... that is not one: memory ran out (exit 3) */
 } convert_args;
 
 /* The tool: its own options and every registered driver's (under a heading per format), with

@@ -37,7 +37,9 @@ int main(int argc, char **argv)
 	if ((bad = convert_output(&a, output)))
 		return fmt_cli_usage_error(tool, bad);
 	/* every usage check before the key, whose passphrase may be asked for */
-	if ((bad = convert_kind_checks(&a, output)))
+	if ((bad = convert_kind_checks(&a, output)) && a.msg_nomem)
+		return fmt_report_failed(NULL, tool->name, NULL, NULL, &(fmt_err){ .kind = FMT_IO, .msg = "out of memory" }, 0);
+	if (bad)
 		return fmt_cli_usage_error(tool, bad);
 	fmt_kind k = convert_load_sign_key(&a.o, &e);
 	fmt_report_input(records(output, &a.o), input, NULL);

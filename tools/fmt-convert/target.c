@@ -91,6 +91,7 @@ static const char *dataset_target(convert_args *a)
 	if (o->rows.memory && !o->rows.sample_n && !o->rows.shuffle && !o->rows.n_sort)
 		return "--memory is for --sort, --shuffle and --sample N";
 	if (o->compression && fmt_table_option_parse_for(&a->drvopts, o->table_to, "compression", o->compression, &e)) {
+		a->msg_nomem = e.kind == FMT_IO;
 		snprintf(a->msg, sizeof a->msg, "%s", e.msg);
 		return a->msg;
 	}
