@@ -152,9 +152,9 @@ fmt_kind fmt_table_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_err
 		plain = (fmt_verify_opts){ .threads = o->threads, .reads_follow = o->reads_follow };
 		o = &plain;
 	}
-	if (!t->driver->verify)
-		return FMT_OK;
-	fmt_kind k = t->driver->verify(t, o, e);
+	fmt_kind k = o ? fmt_table_names_utf8(t, e) : FMT_OK;
+	if (k == FMT_OK && t->driver->verify)
+		k = t->driver->verify(t, o, e);
 	if (k != FMT_OK)
 		fmt_err_file(e, t->path);
 	return k;

@@ -519,10 +519,7 @@ static fmt_kind driver_next(fmt_table *t, const fmt_table_driver *d, fmt_batch *
 	return FMT_OK;
 }
 
-/* The column names are text as the values are (a JSON Lines key, an Arrow or Parquet name):
- * checked once, before the first rows, as the values of each batch are (fmt-inspect, which
- * reads no rows, shows a file whose names are not). */
-static fmt_kind names_utf8(fmt_table *t, fmt_err *e)
+fmt_kind fmt_table_names_utf8(fmt_table *t, fmt_err *e)
 {
 	for (size_t i = 0; !t->names_checked && i < t->schema.n_fields; i++) {
 		const char *name = t->schema.fields[i].name;
@@ -538,7 +535,7 @@ static fmt_kind next_checked(fmt_table *t, fmt_batch *b, int *done, int other_ok
 {
 	fmt_kind k = fmt_batch_init(b, t->schema.n_fields, e);
 	if (k == FMT_OK)
-		k = names_utf8(t, e);
+		k = fmt_table_names_utf8(t, e);
 	if (k == FMT_OK)
 		k = fmt_table_rows_gate(t, e);
 	if (k == FMT_OK)

@@ -209,3 +209,26 @@ print(d["columns"], len(f), f[0]["name"], f[-1]["name"], d["rows"])' out.json)" 
 	done
 	[ ! -e out.csv ]
 }
+
+@test "a column name that is not valid UTF-8 (Parquet, Arrow IPC): fmt-verify refuses it as the readers do (exit 4), fmt-inspect's report shows it escaped" {
+	# fmt-verify passed such a Parquet file ('ok (parquet, 1 row)') that every reader then refused:
+	# the names were checked before the first rows only, and Parquet's verify reads no batch
+	# through that check (found by fuzz_driver's "what fmt-verify passes, the tools read")
+	printf 'id,zq\n1,2\n' >t.csv
+	local x tool
+	for x in parquet arrow; do
+		fmt-convert -q t.csv t.$x
+		/usr/bin/python3 -c 'import sys; b = open(sys.argv[1], "rb").read(); assert b.count(b"zq") == 2
+open(sys.argv[2], "wb").write(b.replace(b"zq", b"\xffq"))' t.$x bad.$x
+		for tool in "fmt-verify bad.$x" "fmt-convert bad.$x out.csv" "fmt-inspect --head 1 bad.$x"; do
+			run --separate-stderr $tool
+			assert_equal "$status" 4
+			assert_equal "$stderr" "${tool%% *}: error: bad.$x: column 2: its name is not valid UTF-8"
+		done
+		[ ! -e out.csv ]
+		run -0 fmt-inspect bad.$x
+		assert_line '  \xffq  int64  not null'
+		run -0 fmt-inspect --json bad.$x
+		assert_equal "$(jq -r '.schema.fields[1].name' <<<"$output")" $'\uFFFDq'
+	done
+}

@@ -306,6 +306,11 @@ fmt_kind fmt_table_count_rows(fmt_table *t, uint64_t *n, fmt_err *e);
  * (unless o->signed_elsewhere: a detached signature was checked). In formats/driver.c, beside
  * fmt_model_verify: it asks fmt/registry.h's verify options and capabilities. */
 fmt_kind fmt_table_verify(fmt_table *t, const struct fmt_verify_opts *o, fmt_err *e);
+/* The column names are text as the values are (a JSON Lines key, an Arrow or Parquet name):
+ * InvalidFormat naming the first that is not valid UTF-8. Checked once, before the first rows
+ * (fmt_table_next) and by fmt_table_verify with options (fmt-verify), so that what fmt-verify
+ * passes the tools read; fmt-inspect's report, which reads no rows, shows such a file. */
+fmt_kind fmt_table_names_utf8(fmt_table *t, fmt_err *e);
 /* A driver's verify when its open checks the structure and only reading decodes the values
  * (CSV, JSON Lines, Arrow IPC): with o (fmt-verify), every row read as a reader reads it (the
  * driver's decoding and fmt_table_next's checks, a row they refuse named counted from the
