@@ -139,17 +139,21 @@ static fmt_kind put_cases(bytes *b, const nk_model *nm, nk_engine *en, const nk_
 	return k;
 }
 
-/* The new file passes its own suite: what nk-run --test and fmt-verify --run-tests will find. */
+/* The new file passes its own suite: what nk-run --test and fmt-verify --run-tests will find.
+ * Out of memory (IoError) on the way is that, not a file this writer got wrong (internal). */
 static fmt_kind self_check(const bytes *b, fmt_err *e)
 {
 	nk_model nm;
 	nk_engine en;
-	fmt_kind k = fmt_nk_parse(&nm, b->p, b->n, e);
+	fmt_kind k = fmt_nk_parse_own(&nm, b->p, b->n, "the file with its tests", e);
 	if (k != FMT_OK)
-		return fmt_fail(e, FMT_INTERNAL, "the file with its tests does not parse: %s", e->msg);
+		return k;
 	if ((k = fmt_nk_engine_init(&en, &nm, fmt_nk_kernels_get(), e)) == FMT_OK) {
 		unsigned passed = 0, failed = 0;
-		if (fmt_nk_test_suite(&nm, &en, NULL, NULL, &passed, &failed, e) != FMT_OK)
+		fmt_kind t = fmt_nk_test_suite(&nm, &en, NULL, NULL, &passed, &failed, e);
+		if (t == FMT_IO)
+			k = t;
+		else if (t != FMT_OK)
 			k = fmt_fail(e, FMT_INTERNAL, "the file with its tests fails them (%u of %u)", failed, passed + failed);
 		fmt_nk_engine_free(&en);
 	}

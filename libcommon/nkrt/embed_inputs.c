@@ -150,6 +150,8 @@ fmt_kind fmt_nk_read_inputs(const char *path, const nk_model *nm, size_t max, nk
 	json_t *j = fmt_nk_looks_like_json(b, n) ? fmt_json_loadb(text, n, JSON_REJECT_DUPLICATES, &je) : NULL;
 	if (j)
 		k = read_json(j, nm, max, set, e);
+	else if (fmt_nk_looks_like_json(b, n) && fmt_json_nomem(&je))
+		k = fmt_fail_nomem(e, path);
 	else if (fmt_nk_looks_like_json(b, n) && n % (nm->input_count * 4))
 		k = fmt_fail(e, FMT_INVALID_FORMAT, "JSON: %s (line %d)", je.text, je.line);
 	else

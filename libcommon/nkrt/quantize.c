@@ -143,8 +143,8 @@ static fmt_kind quantize_checked(const nk_model *nm, const nk_embed_set *cal, ui
 				       : fmt_fail(e, FMT_IO, "out of memory");
 	if (k == FMT_OK)
 		k = fmt_nk_write_int8(nm, input, ranges, out, out_size, e);
-	if (k == FMT_OK && (k = fmt_nk_parse(&nq, *out, *out_size, e)) != FMT_OK)
-		k = fmt_fail(e, FMT_INTERNAL, "the int8 file does not parse: %s", e->msg);
+	if (k == FMT_OK)
+		k = fmt_nk_parse_own(&nq, *out, *out_size, "the int8 file", e);
 	if (k == FMT_OK) {
 		r->ops = nq.n_quant;
 		k = agreement(nm, &nq, cal, outputs, r, e);

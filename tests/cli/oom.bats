@@ -153,3 +153,17 @@ oom() {
 	oom -f 4990 -k 'Fatal Internal Error in libarchive' -- fmt-verify -T 1 "$D/b.tar.zst"
 	oom -f 4990 -s 3 -k 'Fatal Internal Error in libarchive' -- fmt-shard unpack "$D/b.tar.zst" -C un
 }
+
+@test "oom: fmt-convert --embed-tests and --dtype int8 --calibration (.nk writers that parse their own output)" {
+	# the inputs' JSON parse out of memory was 'JSON:  (line 0)' (exit 4), and the check that the
+	# new file parses and passes its tests called it internal (exit 70: 'the file with its tests
+	# does not parse: the file with its tests does not parse: ', its own message printed into itself)
+	local fix=$REPO_ROOT/tests/data/fixtures/nk
+	"$REPO_ROOT/scripts/gen/nk-tcas" split "$fix/test_mlp.nk" "$BATS_TEST_TMPDIR/net.nk" "$BATS_TEST_TMPDIR/cases.json"
+	"$REPO_ROOT/scripts/gen/nk-tcas" split "$fix/mnist_cnn_dw.nk" "$BATS_TEST_TMPDIR/dw.nk" "$BATS_TEST_TMPDIR/dw.json"
+	oom -- fmt-convert --embed-tests "$BATS_TEST_TMPDIR/cases.json" --tolerance 1e-5 "$BATS_TEST_TMPDIR/net.nk" out.nk
+	# about 8,500 allocations: a stride over them, then every one of the last 130 (the int8
+	# file written, parsed again and run against the float network)
+	oom -n 100 -- fmt-convert --dtype int8 --calibration "$BATS_TEST_TMPDIR/dw.json" "$fix/mnist_cnn_dw.onnx" q.nk
+	oom -f 8400 -- fmt-convert --dtype int8 --calibration "$BATS_TEST_TMPDIR/dw.json" "$fix/mnist_cnn_dw.onnx" q.nk
+}

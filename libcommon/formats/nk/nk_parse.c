@@ -959,3 +959,13 @@ fmt_kind fmt_nk_parse(nk_model *nm, const void *data, uint64_t size, fmt_err *e)
 		fmt_nk_free(nm);
 	return k;
 }
+
+fmt_kind fmt_nk_parse_own(nk_model *nm, const void *data, uint64_t size, const char *what, fmt_err *e)
+{
+	fmt_kind k = fmt_nk_parse(nm, data, size, e);
+	if (k == FMT_OK || k == FMT_IO)
+		return k;
+	char why[sizeof e->msg];
+	snprintf(why, sizeof why, "%s", e->msg);   /* e->msg is written again */
+	return fmt_fail(e, FMT_INTERNAL, "%s does not parse: %s", what, why);
+}

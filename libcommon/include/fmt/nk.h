@@ -146,6 +146,10 @@ typedef struct nk_model {
  * used). InvalidFormat naming the field / layer index on any inconsistency; Unsupported for
  * versions other than 3 and 4 and for network kinds other than MLP and CNN. */
 fmt_kind fmt_nk_parse(nk_model *nm, const void *data, uint64_t size, fmt_err *e);
+/* fmt_nk_parse of a file this process has just written (what, e.g. "the int8 file", names it):
+ * a file it refuses is this program's fault (Internal, "WHAT does not parse: why"); out of memory
+ * stays IoError. */
+fmt_kind fmt_nk_parse_own(nk_model *nm, const void *data, uint64_t size, const char *what, fmt_err *e);
 void fmt_nk_free(nk_model *nm);
 
 /* The work of one run of the network over its declared input (a CNN's one image, an MLP's
