@@ -200,6 +200,15 @@ void fmt_shard_plan_free(fmt_shard_plan *p)
 	memset(p, 0, sizeof *p);
 }
 
+fmt_kind fmt_shard_plan_count(fmt_kind k, fmt_shard_plan *p, fmt_shard_count_fn count, const void *ctx, fmt_err *e)
+{
+	for (size_t i = 0; k == FMT_OK && i < p->n_shards; i++)
+		k = count(ctx, p, i, e);
+	if (k != FMT_OK && p->shards)
+		fmt_shard_plan_free(p);
+	return k;
+}
+
 void fmt_shard_plan_stat(fmt_shard_plan *p)
 {
 	for (size_t i = 0; i < p->n_shards; i++) {

@@ -1363,10 +1363,11 @@ static size_t ap_probe_wants_source(const uint8_t *head, size_t n)
 	return len > n - 8 && len <= FMT_ST_HEADER_MAX && i < n - 8 && head[8 + i] == '{' ? 8 + (size_t)len : 0;
 }
 
-/* The format key past the first FMT_PROBE_BYTES: the whole header is searched, read a piece at a time, each piece searched with the end of the one before (a key
- * may straddle two). Read, not mapped: a mapping taken here stayed for the whole run, and every
- * later read of the file was a copy out of it, a page fault a page (a safetensors model whose
- * header passed 4 KiB, as most do: 0.45 s more CPU for its 995 MB zstd .apr write). */
+/* The format key past the first FMT_PROBE_BYTES: the whole header is searched, read a piece at
+ * a time, each piece searched with the end of the one before (a key may straddle two). Read,
+ * not mapped: a mapping taken here stayed for the whole run, and every later read of the file
+ * was a copy out of it, a page fault a page (a safetensors model whose header passed 4 KiB, as
+ * most do: 0.45 s more CPU for its 995 MB zstd .apr write). */
 #define PROBE_PIECE (64u << 10)
 
 static int ap_probe_source(fmt_source *s)

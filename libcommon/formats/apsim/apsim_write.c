@@ -694,9 +694,11 @@ static fmt_kind write_shard(set_plan *p, size_t s, fmt_sink *k, fmt_err *e)
 }
 
 /* Shard s's whole file bytes, as write_shard writes it: the header (its sha256 of a fixed
- * length, no signature: the index carries it) and the tensor data. */
-static fmt_kind count_shard_bytes(const set_plan *p, size_t s, uint64_t *bytes, fmt_err *e)
+ * length, no signature: the index carries it) and the tensor data (fmt_shard_count_fn). */
+static fmt_kind count_shard_bytes(const void *ctx, fmt_shard_plan *sp, size_t s, fmt_err *e)
 {
+	const set_plan *p = ctx;
+	uint64_t *bytes = &sp->shards[s].file_bytes;
 	char zeros[FMT_SHA256_HEX + 1];
 	memset(zeros, '0', FMT_SHA256_HEX);
 	zeros[FMT_SHA256_HEX] = '\0';
@@ -809,11 +811,8 @@ fmt_kind fmt_apsim_plan_shards(const fmt_model *m, const char *prefix, const fmt
 	fmt_kind r = fmt_shard_plan_make(m, &apsim_rules, prefix, l, p, e);
 	if (r == FMT_OK)
 		r = set_plan_start(&sp, m, NULL, p, e);
-	for (size_t s = 0; r == FMT_OK && s < p->n_shards; s++)
-		r = count_shard_bytes(&sp, s, &p->shards[s].file_bytes, e);
+	r = fmt_shard_plan_count(r, p, count_shard_bytes, &sp, e);
 	plan_free(&sp);
-	if (r != FMT_OK && p->shards)
-		fmt_shard_plan_free(p);
 	return r;
 }
 
@@ -826,7 +825,7 @@ fmt_kind fmt_apsim_write_sharded(const fmt_model *m, const char *prefix, const f
 	memset(&sp, 0, sizeof sp);
 	*out_paths = NULL;
 	*n_out = 0;
-	fmt_kind r = fmt_apsim_plan_shards(m, prefix, l, &sp, e);
+	fmt_kind r = fmt_shard_plan_make(m, &apsim_rules, prefix, l, &sp, e);   /* the cut: sizes are not needed */
 	if (r == FMT_OK)
 		r = set_plan_start(&p, m, o, &sp, e);
 	if (r == FMT_OK)

@@ -403,9 +403,10 @@ static fmt_kind shard_meta(const fmt_model *m, size_t i, size_t n_shards, fmt_me
 	return FMT_OK;
 }
 
-/* Shard i's whole file bytes, as write_shard writes it, into the plan. */
-static fmt_kind count_shard_bytes(const fmt_model *m, fmt_shard_plan *p, size_t i, fmt_err *e)
+/* Shard i's whole file bytes, as write_shard writes it, into the plan (fmt_shard_count_fn). */
+static fmt_kind count_shard_bytes(const void *ctx, fmt_shard_plan *p, size_t i, fmt_err *e)
 {
+	const fmt_model *m = ctx;
 	fmt_meta *meta = NULL;
 	size_t n_meta = 0;
 	fmt_model view;
@@ -420,25 +421,23 @@ static fmt_kind count_shard_bytes(const fmt_model *m, fmt_shard_plan *p, size_t 
 	return r;
 }
 
+static fmt_kind cut_shards(const fmt_model *m, const char *prefix, const fmt_shard_limits *l, fmt_shard_plan *p,
+			   fmt_err *e)
+{
+	if (fmt_model_laid_out(m))   /* the set llama-quantize writes, not one cut by limits */
+		return plan_laid_out(m, prefix, p, e);
+	if (m->n_tensors > INT32_MAX)
+		return fmt_fail(e, FMT_UNSUPPORTED, "%zu tensors exceed split.tensors.count (INT32)", m->n_tensors);
+	fmt_shard_limits lim = *l;
+	if (!lim.max_bytes && !lim.max_tensors)
+		lim.max_tensors = FMT_GGUF_SPLIT_TENSORS;
+	return fmt_shard_plan_make(m, &gguf_rules, prefix, &lim, p, e);
+}
+
 fmt_kind fmt_gguf_plan_shards(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
 			      fmt_shard_plan *p, fmt_err *e)
 {
-	fmt_kind k;
-	if (fmt_model_laid_out(m)) {   /* the set llama-quantize writes, not one cut by limits */
-		k = plan_laid_out(m, prefix, p, e);
-	} else if (m->n_tensors > INT32_MAX) {
-		return fmt_fail(e, FMT_UNSUPPORTED, "%zu tensors exceed split.tensors.count (INT32)", m->n_tensors);
-	} else {
-		fmt_shard_limits lim = *l;
-		if (!lim.max_bytes && !lim.max_tensors)
-			lim.max_tensors = FMT_GGUF_SPLIT_TENSORS;
-		k = fmt_shard_plan_make(m, &gguf_rules, prefix, &lim, p, e);
-	}
-	for (size_t i = 0; k == FMT_OK && i < p->n_shards; i++)
-		k = count_shard_bytes(m, p, i, e);
-	if (k != FMT_OK && p->shards)
-		fmt_shard_plan_free(p);
-	return k;
+	return fmt_shard_plan_count(cut_shards(m, prefix, l, p, e), p, count_shard_bytes, m, e);
 }
 
 static fmt_kind write_shard(void *ctx, size_t i, fmt_sink *k, fmt_err *e)
@@ -464,6 +463,6 @@ static fmt_kind write_shard(void *ctx, size_t i, fmt_sink *k, fmt_err *e)
 fmt_kind fmt_gguf_write_sharded(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
 				const fmt_write_opts *o, char ***paths, size_t *n_paths, fmt_err *e)
 {
-	return fmt_shard_write_model(m, prefix, l, o, fmt_gguf_plan_shards, write_shard, paths,
+	return fmt_shard_write_model(m, prefix, l, o, cut_shards, write_shard, paths,
 				     n_paths, e);
 }

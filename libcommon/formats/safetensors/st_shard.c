@@ -18,9 +18,11 @@ static const fmt_shard_rules st_rules = {
 	.limits = FMT_ST_SHARD_LIMITS,
 };
 
-/* Shard s's whole file bytes, as write_shard writes it, into the plan. */
-static fmt_kind count_shard_bytes(const fmt_model *m, fmt_shard *s, fmt_err *e)
+/* Shard i's whole file bytes, as write_shard writes it, into the plan (fmt_shard_count_fn). */
+static fmt_kind count_shard_bytes(const void *ctx, fmt_shard_plan *p, size_t i, fmt_err *e)
 {
+	const fmt_model *m = ctx;
+	fmt_shard *s = &p->shards[i];
 	fmt_model view;
 	fmt_tensor *tensors;
 	fmt_kind r = fmt_shard_view(m, s, &view, &tensors, e);
@@ -32,15 +34,16 @@ static fmt_kind count_shard_bytes(const fmt_model *m, fmt_shard *s, fmt_err *e)
 	return r;
 }
 
+static fmt_kind cut_shards(const fmt_model *m, const char *prefix, const fmt_shard_limits *l, fmt_shard_plan *p,
+			   fmt_err *e)
+{
+	return fmt_shard_plan_make(m, &st_rules, prefix, l, p, e);
+}
+
 fmt_kind fmt_st_plan_shards(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
 			    fmt_shard_plan *p, fmt_err *e)
 {
-	fmt_kind k = fmt_shard_plan_make(m, &st_rules, prefix, l, p, e);
-	for (size_t i = 0; k == FMT_OK && i < p->n_shards; i++)
-		k = count_shard_bytes(m, &p->shards[i], e);
-	if (k != FMT_OK && p->shards)
-		fmt_shard_plan_free(p);
-	return k;
+	return fmt_shard_plan_count(cut_shards(m, prefix, l, p, e), p, count_shard_bytes, m, e);
 }
 
 static fmt_kind write_shard(const fmt_model *m, const fmt_shard *s, fmt_sink *k, fmt_err *e)
@@ -92,6 +95,6 @@ static fmt_kind write_file(void *ctx, size_t i, fmt_sink *k, fmt_err *e)
 fmt_kind fmt_st_write_sharded(const fmt_model *m, const char *prefix, const fmt_shard_limits *l,
 			      const fmt_write_opts *o, char ***out_paths, size_t *n_out, fmt_err *e)
 {
-	return fmt_shard_write_model(m, prefix, l, o, fmt_st_plan_shards, write_file, out_paths,
+	return fmt_shard_write_model(m, prefix, l, o, cut_shards, write_file, out_paths,
 				     n_out, e);
 }

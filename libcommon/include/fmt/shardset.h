@@ -80,6 +80,13 @@ fmt_kind fmt_shard_plan_make(const fmt_model *m, const fmt_shard_rules *r, const
 			     const fmt_shard_limits *l, fmt_shard_plan *p, fmt_err *e);
 void fmt_shard_plan_free(fmt_shard_plan *p);
 
+/* A planner's count of shard i's whole file bytes into p->shards[i].file_bytes (ctx: its own). */
+typedef fmt_kind (*fmt_shard_count_fn)(const void *ctx, fmt_shard_plan *p, size_t i, fmt_err *e);
+/* After k (the cut's result): every shard of p counted; on any failure p is freed. For the
+ * planners of formats whose file sizes follow from the model (listed by --dry-run); the writers
+ * plan the cut alone, since a written set's sizes come from its files (fmt_shard_plan_stat). */
+fmt_kind fmt_shard_plan_count(fmt_kind k, fmt_shard_plan *p, fmt_shard_count_fn count, const void *ctx, fmt_err *e);
+
 /* Once the set is written: each shard's file_bytes from its file (as the file system has it), for
  * a report of what was written, also of a format whose planner does not count them (compressed).
  * A file that cannot be looked at any more (removed since) gets 0, not counted: the set was
