@@ -1282,6 +1282,10 @@ void fmt_test_stop_hook(void)
 }
 
 #define SINK_BUF_SIZE FMT_SINK_PIECE
+/* A piece of half the buffer or more is written as it is, after what is buffered: copying it
+ * into the buffer first cost a -T 2 zstd .apr write (1 GB, jobs of 1 MiB compressing to 0.92
+ * MiB each) 0.07 s of CPU for nothing (perf: the memcpy in fmt_sink_write, 4 % of its samples). */
+#define SINK_DIRECT (SINK_BUF_SIZE / 2)
 
 static char *dir_of(const char *path)
 {
@@ -1577,17 +1581,15 @@ fmt_kind fmt_sink_write(fmt_sink *k, const void *data, size_t n, fmt_err *e)
 		write_hook(write_hook_ctx, n);
 	if (k->tap)
 		k->tap(k->tap_ctx, p, n);
-	if (k->buf_len == 0 && n >= SINK_BUF_SIZE)
-		return write_all(k, p, n, e);
-	if (k->buf_len + n <= SINK_BUF_SIZE) {
+	if (n < SINK_DIRECT && k->buf_len + n <= SINK_BUF_SIZE) {
 		memcpy(k->buf + k->buf_len, p, n);
 		k->buf_len += n;
 		return FMT_OK;
 	}
-	fmt_kind r = sink_flush(k, e);
+	fmt_kind r = k->buf_len ? sink_flush(k, e) : FMT_OK;
 	if (r != FMT_OK)
 		return r;
-	if (n >= SINK_BUF_SIZE)
+	if (n >= SINK_DIRECT)
 		return write_all(k, p, n, e);
 	memcpy(k->buf, p, n);
 	k->buf_len = n;

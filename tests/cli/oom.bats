@@ -107,6 +107,19 @@ oom() {
 @test "oom: fmt-convert to GGUF Q8_0 and to a zstd .apr: every allocation" {
 	oom -s 2 -- fmt-convert -T 1 --dtype q8_0 "$D/s/tiny.safetensors" out.gguf
 	oom -s 2 -- fmt-convert -T 1 -c zstd "$D/s/tiny.safetensors" out.apr
+	# 2.5 MB written: the checksum's read-back is shared by the two threads (fmt_xxh3_read)
+	local m3=$BATS_TEST_TMPDIR/m3.safetensors
+	/usr/bin/python3 - "$m3" <<'PY'
+import json, struct, sys
+import numpy as np
+a = (np.arange(800000, dtype=np.float32) * 0.001).astype(np.float32)
+h = json.dumps({"w": {"dtype": "F32", "shape": [800000], "data_offsets": [0, a.nbytes]}}).encode()
+h += b" " * (-len(h) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + a.tobytes())
+PY
+	fmt-convert -T 2 -c zstd "$m3" "$BATS_TEST_TMPDIR/m3.apr"
+	[ "$(stat -c %s "$BATS_TEST_TMPDIR/m3.apr")" -gt 2097152 ]
+	oom -- fmt-convert -T 2 -c zstd "$m3" out.apr
 }
 
 @test "oom: fmt-convert CSV -> .ald and .ald -> CSV" {

@@ -264,6 +264,38 @@ TEST(small_files_bounded_and_typed)
 	rmdir(dir);
 }
 
+/* Pieces of every size, small ones buffered and large ones written as they are, land in the
+ * order they were given: around half the buffer (FMT_SINK_PIECE), the whole of it and more. */
+TEST(sink_pieces_of_every_size_keep_their_order)
+{
+	char *dir = unit_tmp_dir(), path[128];
+	snprintf(path, sizeof path, "%s/out.bin", dir);
+	const size_t P = FMT_SINK_PIECE;
+	const size_t sizes[] = { 3, P / 2, 5, P / 2 - 1, P / 2 - 1, 1, P, P + 17, P / 2 + 1, 7, P - 3, 2, 3 * P };
+	size_t total = 0;
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+		total += sizes[i];
+	uint8_t *want = malloc(total);
+	CHECK(want != NULL);
+	if (!want)
+		return;
+	for (size_t i = 0; i < total; i++)
+		want[i] = (uint8_t)(i * 131 + (i >> 11));
+	fmt_sink k;
+	fmt_err e = { 0 };
+	CHECK(fmt_sink_open(&k, path, 0, &e) == FMT_OK);
+	for (size_t i = 0, at = 0; i < sizeof sizes / sizeof sizes[0]; at += sizes[i++])
+		CHECK(fmt_sink_write(&k, want + at, sizes[i], &e) == FMT_OK);
+	CHECK(fmt_sink_commit(&k, &e) == FMT_OK);
+	size_t len = 0;
+	uint8_t *back = unit_read_file(path, total + 1, &len);
+	CHECK(back && len == total && memcmp(back, want, total) == 0);
+	free(back);
+	free(want);
+	unlink(path);
+	rmdir(dir);
+}
+
 TEST(sink_is_atomic_and_refuses_existing)
 {
 	char *dir = unit_tmp_dir(), path[128];
@@ -857,6 +889,78 @@ TEST(xxh3_every_vector_unit_matches_xxhsum)
 	CHECK(h && XXH3_64bits_reset(h) == XXH_OK && fmt_xxh3_update(h, p, N) == XXH_OK);
 	CHECK_EQ_U64(XXH3_64bits_digest(h), whole);
 	XXH3_freeState(h);
+}
+
+/* fmt_xxh3_read's reader: bytes from memory; a read at or past fail_at fails, naming its offset. */
+typedef struct mem_reader {
+	const uint8_t *p;
+	uint64_t fail_at;
+} mem_reader;
+
+static fmt_kind read_mem(void *ctx, uint64_t off, void *dst, size_t n, fmt_err *e)
+{
+	const mem_reader *r = ctx;
+	if (off + n > r->fail_at)
+		return fmt_fail(e, FMT_IO, "read at %llu failed", (unsigned long long)off);
+	memcpy(dst, r->p + off, n);
+	return FMT_OK;
+}
+
+/* The same digest on one thread and pipelined on two and three (a batch read while the one
+ * before is hashed), at every length around the batches' edges. */
+TEST(xxh3_read_pipelined_matches_the_whole)
+{
+	const uint64_t B = FMT_XXH3_READ_BATCH;
+	const uint64_t lengths[] = { 0, 1, 100003, B - 1, B, B + 1, 2 * B + 7, 3 * B + 262144 + 5 };
+	uint64_t most = 3 * B + 262144 + 5;
+	uint8_t *p = malloc(most);
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	for (uint64_t i = 0; i < most; i++)
+		p[i] = (uint8_t)((i * 2654435761u) >> 13);
+	mem_reader r = { p, UINT64_MAX };
+	fmt_err e = { 0 };
+	for (int threads = 0; threads <= 3; threads++) {
+		fmt_pool *pool = NULL;
+		CHECK(threads == 0 || fmt_pool_create(&pool, threads, &e) == FMT_OK);
+		for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
+			XXH3_state_t *h = XXH3_createState();
+			CHECK(h && XXH3_64bits_reset(h) == XXH_OK);
+			CHECK(fmt_xxh3_read(h, lengths[i], read_mem, &r, pool, &e) == FMT_OK);
+			CHECK_EQ_U64(XXH3_64bits_digest(h), XXH3_64bits(p, lengths[i]));
+			XXH3_freeState(h);
+		}
+		if (pool)
+			fmt_pool_destroy(pool);
+	}
+	free(p);
+}
+
+/* A failed read ends the hash with its error: on two threads, the failure of the lowest piece
+ * of the batch where reads start failing (all pieces after it fail too), as on one. */
+TEST(xxh3_read_reports_the_first_failed_read)
+{
+	const uint64_t B = FMT_XXH3_READ_BATCH, n = 3 * B;
+	uint8_t *p = calloc(1, n);
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	mem_reader r = { p, B + 3 * 262144 + 10 };
+	fmt_err e = { 0 };
+	fmt_pool *pool = NULL;
+	CHECK(fmt_pool_create(&pool, 2, &e) == FMT_OK);
+	XXH3_state_t *h = XXH3_createState();
+	CHECK(h && XXH3_64bits_reset(h) == XXH_OK);
+	CHECK(fmt_xxh3_read(h, n, read_mem, &r, pool, &e) == FMT_IO);
+	CHECK_STR(e.msg, "read at 2883584 failed");   /* B + 3 pieces of 256 KiB */
+	XXH3_64bits_reset(h);
+	fmt_err_clear(&e);
+	CHECK(fmt_xxh3_read(h, n, read_mem, &r, NULL, &e) == FMT_IO);
+	CHECK_STR(e.msg, "read at 2883584 failed");   /* the 128 KiB read holding fail_at */
+	XXH3_freeState(h);
+	fmt_pool_destroy(pool);
+	free(p);
 }
 
 TEST(env_levels_in_any_case_and_unknown_values_refused)

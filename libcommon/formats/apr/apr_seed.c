@@ -12,10 +12,6 @@
 #include "apr_internal.h"
 
 static const uint8_t SEED_MAGIC[4] = { 'A', 'P', 'R', 0x02 };
-/* Checksum reads: small enough that the bytes are still in the L2 cache when hashed. 256 KiB
- * reads cost 1.6x the CPU of 128 KiB ones per GB on a 2-core AMD EPYC (1 MiB L2 per core:
- * perf stat task-clock 223 vs 138 ms for 1 GB from the page cache; xxhsum, 64 KiB reads: 140). */
-#define VERIFY_CHUNK (128u << 10)
 
 /* ---- dtype codes (A.7) ---- */
 
@@ -45,35 +41,31 @@ static int is_block(fmt_dtype t)
 
 /* ---- checksum ---- */
 
-/* XXH3-64 of n bytes of a source from 0, read by pread in chunks that stay in the L2 cache
- * between the copy and the hash (no mapping: mapping and populating windows costs as much as
- * the copy and charges the pages to the process). */
+static fmt_kind read_source(void *s, uint64_t off, void *dst, size_t n, fmt_err *e)
+{
+	return fmt_source_read(s, off, dst, n, e);
+}
+
+/* XXH3-64 of n bytes of a source from 0, read by pread (no mapping: mapping and populating
+ * windows costs as much as the copy and charges the pages to the process). */
 static fmt_kind xxh3_source(fmt_source *s, uint64_t n, uint64_t *out, fmt_err *e)
 {
 	XXH3_state_t *h = XXH3_createState();
-	uint8_t *buf = malloc(VERIFY_CHUNK);
-	fmt_kind k = h && buf ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
-	if (k == FMT_OK)
-		XXH3_64bits_reset(h);
+	if (!h)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	XXH3_64bits_reset(h);
 	if (s->fd >= 0 && !s->sequential)
 		(void)posix_fadvise(s->fd, 0, (off_t)n, POSIX_FADV_SEQUENTIAL);
-	for (uint64_t off = 0; k == FMT_OK && off < n;) {
-		size_t part = n - off < VERIFY_CHUNK ? (size_t)(n - off) : VERIFY_CHUNK;
-		k = fmt_source_read(s, off, buf, part, e);
-		if (k == FMT_OK)
-			fmt_xxh3_update(h, buf, part);
-		off += part;
-	}
+	fmt_kind k = fmt_xxh3_read(h, n, read_source, s, NULL, e);
 	if (k == FMT_OK)
 		*out = XXH3_64bits_digest(h);
 	XXH3_freeState(h);
-	free(buf);
 	return k;
 }
 
 static fmt_kind check_checksum(fmt_source *s, uint64_t expected, fmt_err *e)
 {
-	uint64_t got;
+	uint64_t got = 0;
 	fmt_kind k = xxh3_source(s, s->size - APR_SEED_FOOTER, &got, e);
 	if (k == FMT_OK && got != expected)
 		k = fmt_fail(e, FMT_CHECKSUM, "checksum mismatch: XXH3-64 of the file is %016llx, the footer says %016llx",
@@ -886,32 +878,26 @@ static fmt_kind write_streaming(const fmt_model *m, fmt_sink *k, seed_plan *p, c
 	return r;
 }
 
-/* Compressed into a file: segments first (sizes learnt on the way), the index patched in,
- * then the checksum over what the file holds. The bytes just written are in the page cache:
- * read back in VERIFY_CHUNK pieces into one reused buffer (1 GB: 0.07 s CPU from an ext4
- * file's cache on the 2-core bench VM; through 4 MiB mappings 0.36 s, a fault per fresh page). */
-static fmt_kind hash_written(fmt_sink *k, uint64_t n, XXH3_state_t *h, fmt_err *e)
+static fmt_kind read_sink(void *k, uint64_t off, void *dst, size_t n, fmt_err *e)
 {
-	uint8_t *buf = malloc(VERIFY_CHUNK);
-	if (!buf)
-		return fmt_fail(e, FMT_IO, "out of memory");
-	fmt_kind r = FMT_OK;
-	for (uint64_t off = 0; r == FMT_OK && off < n;) {
-		size_t part = n - off < VERIFY_CHUNK ? (size_t)(n - off) : VERIFY_CHUNK;
-		ssize_t got = pread(k->fd, buf, part, (off_t)off);
+	while (n) {
+		ssize_t got = pread(((fmt_sink *)k)->fd, dst, n, (off_t)off);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0)
-			r = fmt_fail(e, FMT_IO, "cannot read back the output to checksum it");
-		else {
-			fmt_xxh3_update(h, buf, (size_t)got);
-			off += (uint64_t)got;
-		}
+			return fmt_fail(e, FMT_IO, "cannot read back the output to checksum it");
+		dst = (uint8_t *)dst + got;
+		off += (uint64_t)got;
+		n -= (size_t)got;
 	}
-	free(buf);
-	return r;
+	return FMT_OK;
 }
 
+/* Compressed into a file: segments first (sizes learnt on the way), the index patched in,
+ * then the checksum over what the file holds, read back from the page cache (through 4 MiB
+ * mappings it cost 0.36 s for 1 GB against 0.07 s by pread on the 2-core AMD bench VM, a fault
+ * per fresh page). The read-back is the one serial step left at the end of a -T 2 write: the
+ * pool's threads share its copying (fmt_xxh3_read). */
 static fmt_kind write_patched(const fmt_model *m, fmt_sink *k, seed_plan *p, const apr_seed_opts *o, fmt_err *e)
 {
 	apr_out out = { .k = k };
@@ -930,7 +916,7 @@ static fmt_kind write_patched(const fmt_model *m, fmt_sink *k, seed_plan *p, con
 		r = fmt_fail(e, FMT_IO, "out of memory");
 	if (r == FMT_OK) {
 		XXH3_64bits_reset(h);
-		r = hash_written(k, out.pos, h, e);
+		r = fmt_xxh3_read(h, out.pos, read_sink, k, o->pool, e);
 	}
 	if (r == FMT_OK) {
 		out.xxh = h;

@@ -300,8 +300,8 @@ fmt_kind fmt_sink_open_in_place(fmt_sink *k, const char *path, fmt_err *e);
  * A FIFO or a character device at path is written into as standard output is (no temporary
  * file, nothing renamed over it), unless FMT_SINK_FILE; any other kind of file is refused. */
 fmt_kind fmt_sink_may_create(const char *path, unsigned flags, fmt_err *e);
-/* Buffered; a piece of FMT_SINK_PIECE bytes or more with nothing buffered before it goes to the
- * file as it is (the size the kernel copies cheapest: larger writes cost it more per byte). */
+/* Buffered in FMT_SINK_PIECE bytes (the size the kernel copies cheapest: larger writes cost it
+ * more per byte); a piece of half that or more goes to the file as it is, after what is buffered. */
 #define FMT_SINK_PIECE (1u << 20)
 fmt_kind fmt_sink_write(fmt_sink *k, const void *data, size_t n, fmt_err *e);
 fmt_kind fmt_sink_zeros(fmt_sink *k, uint64_t n, fmt_err *e);

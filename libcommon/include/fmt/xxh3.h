@@ -9,6 +9,9 @@
 #define FMT_XXH3_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include "fmt/err.h"
+#include "fmt/thread.h"
 #define XXH_NAMESPACE fmt_
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
@@ -23,5 +26,16 @@ XXH_errorcode fmt_xxh3_update_level(XXH3_state_t *state, const void *p, size_t n
 
 /* The widest unit fmt_xxh3_update uses on this CPU (0, 1 or 2, as above). */
 int fmt_xxh3_level(void);
+
+/* Reads n bytes at off of ctx into dst: FMT_OK, or an error kind with e filled. Called on
+ * several threads at once when a pool is given below. */
+typedef fmt_kind (*fmt_read_at_fn)(void *ctx, uint64_t off, void *dst, size_t n, fmt_err *e);
+
+/* Feeds h the bytes [0, n) of what read_at reads, in order. With a pool of two threads or more,
+ * a batch (FMT_XXH3_READ_BATCH bytes, two in memory) is read (in pieces, on every thread) while the one before it is hashed; otherwise in
+ * small chunks hashed while still in the L2 cache. The first failed read's kind, e filled. */
+#define FMT_XXH3_READ_BATCH (2u << 20)
+fmt_kind fmt_xxh3_read(XXH3_state_t *h, uint64_t n, fmt_read_at_fn read_at, void *ctx, fmt_pool *pool,
+		       fmt_err *e);
 
 #endif
