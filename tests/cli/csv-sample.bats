@@ -4,8 +4,9 @@
 # them. A row that contradicts them (a fraction in an integer column, a null in a column that had
 # none, a value in a column empty until then, a finer timestamp, a key the sample did not have),
 # or any error, starts the conversion again with every row typed first: the output, or the
-# error, is always the one of two passes (for CSV, -T 2 infers over the whole file on two threads
-# first; for both, a conversion to standard output infers first, a second reference).
+# error, is always the one of two passes (for CSV on -T 2 and more, the threads' first pass only
+# counts the records for the batches, and the restart infers over the whole file on the threads;
+# for both, a conversion to standard output infers first, a second reference).
 
 bats_require_minimum_version 1.5.0
 
@@ -113,6 +114,27 @@ read_once() {
 	[ "$(jq -r .rows <<<"$output")" = 150001 ]
 	fmt-convert -T 2 variant.csv two.parquet
 	cmp one.parquet two.parquet
+}
+
+@test "-T 2 types from the sample too: its first pass only counts the records; a fraction after the sample starts it again" {
+	local size bytes
+	size=$(stat -c %s "$BASE")
+	# no contradiction: the sample, the quote count, the counting pass and the batches (3.9 x
+	# for 8 MB: each batch's parse starts with a 1 MiB read), once
+	bytes=$(read_bytes fmt-convert -T 2 "$BASE" base.ald)
+	echo "read $bytes of $size"
+	[ "$bytes" -ge $((3 * size)) ] && [ "$bytes" -lt $((9 * size / 2)) ]
+	with_last_row "$BASE" '1.5,1.00,true,w,2024-05-01T00:00:00.000,'
+	size=$(stat -c %s variant.csv)
+	bytes=$(read_bytes fmt-convert -T 2 variant.csv two.ald)
+	echo "read $bytes of $size"
+	# the contradiction in the last row: the sampled read to its end, then a typed one (7.6 x)
+	[ "$bytes" -ge $((6 * size)) ]
+	fmt-convert -T 1 variant.csv one.ald
+	cmp one.ald two.ald
+	[ "$(field_type two.ald id)" = "float64 false -" ]
+	fmt-convert -T 3 variant.csv three.ald
+	cmp one.ald three.ald
 }
 
 @test "one pass: a null after the sample makes the column nullable" {

@@ -354,7 +354,7 @@ fmt_kind fmt_csv_infer_range(csv_state *s, fmt_tv_infer *inf, uint64_t *rows, cs
 		if (cps && fmt_csv_record_cuts(s) &&
 		    !fmt_csv_checkpoint_add(cps, local, fmt_csv_state_offset(s), s->line, 1))
 			return fmt_fail(e, FMT_IO, "out of memory");
-		for (size_t i = 0; i < s->n_cols; i++) {
+		for (size_t i = 0; inf && i < s->n_cols; i++) {
 			if (is_null(s, i))
 				inf[i].nulls = 1;
 			else if (inf[i].can)
@@ -409,11 +409,19 @@ static fmt_kind infer(fmt_table *t, csv_state *s, char **names, fmt_err *e)
 		return fmt_fail(e, FMT_IO, "out of memory");
 	for (size_t i = 0; i < s->n_cols; i++)
 		fmt_tv_infer_init(&inf[i]);
-	if (fmt_csv_par_wanted(s))
-		k = fmt_csv_par_infer(s, inf, &rows, e);
-	else if (may_sample(t, s, o))
+	if (fmt_csv_par_wanted(s) && may_sample(t, s, o)) {
+		/* the types from the sample, the records counted on every thread (without typing each
+		 * value again: a third of the pass's CPU) for the batches' checkpoints */
 		k = infer_sample(s, t->opts->sample_bytes, inf, &rows, &sampled, e);
-	else
+		if (k == FMT_OK && sampled) {
+			rows = 0;
+			k = fmt_csv_par_infer(s, NULL, &rows, e);
+		}
+	} else if (fmt_csv_par_wanted(s)) {
+		k = fmt_csv_par_infer(s, inf, &rows, e);
+	} else if (may_sample(t, s, o)) {
+		k = infer_sample(s, t->opts->sample_bytes, inf, &rows, &sampled, e);
+	} else
 		k = fmt_csv_infer_range(s, inf, &rows, NULL, e);
 	for (size_t i = 0; k == FMT_OK && i < s->n_cols; i++) {
 		fmt_field f = { .name = names[i] };
@@ -437,6 +445,8 @@ static fmt_kind infer(fmt_table *t, csv_state *s, char **names, fmt_err *e)
 	if (k == FMT_OK && sampled) { /* the reads check the rest */
 		s->sample = inf;
 		t->types_sampled = 1;
+		if (s->par)
+			t->n_rows = s->rows = rows;
 		return k;
 	}
 	free(inf);
@@ -838,9 +848,11 @@ static int record_cuts(const void *ctx)
 static fmt_kind csv_next(fmt_table *t, fmt_batch *b, int *done, fmt_err *e)
 {
 	csv_state *s = t->format_state;
+	fmt_kind k;
 	if (s->par)
-		return fmt_csv_par_next(s, &t->schema, b, done, e);
-	fmt_kind k = fmt_text_next_batch(fmt_csv_row, record_cuts, s, s->batch_rows, s->cols, &t->schema, b, done, e);
+		k = fmt_csv_par_next(s, &t->schema, b, done, e);
+	else
+		k = fmt_text_next_batch(fmt_csv_row, record_cuts, s, s->batch_rows, s->cols, &t->schema, b, done, e);
 	if (k == FMT_OK && *done && s->sample)
 		k = sample_held(t, s, e);
 	return k;

@@ -77,8 +77,8 @@ fmt_kind fmt_csv_next_record(csv_state *s, int *got, fmt_err *e);
 /* One record onto s->cols (fmt_text_row_fn). */
 fmt_kind fmt_csv_row(void *ctx, const fmt_schema *schema, int *got, fmt_err *e);
 
-/* The records from s's position to its limit into the per-column inferences inf[n_cols] and
- * *rows (added to), with a checkpoint every CSV_CHECKPOINT_ROWS records and one (cut) after each
+/* The records from s's position to its limit into the per-column inferences inf[n_cols] (none
+ * when NULL) and *rows (added to), with a checkpoint every CSV_CHECKPOINT_ROWS records and one (cut) after each
  * record that ends a batch onto cps when not NULL (rows counted from 0 at the start). */
 typedef struct csv_checkpoints {
 	csv_checkpoint *v;
@@ -89,7 +89,8 @@ int fmt_csv_checkpoint_add(csv_checkpoints *cps, uint64_t row, uint64_t off, uin
 
 /* The inference pass on s->threads threads: chunks of the file split at record boundaries,
  * inferred each on its own and merged in order; the same answers and the same first error as
- * one thread. Leaves s->par set up for fmt_csv_par_next. */
+ * one thread. inf NULL: the records only read and counted (the types came from a sample).
+ * Leaves s->par set up for fmt_csv_par_next. */
 fmt_kind fmt_csv_par_infer(csv_state *s, fmt_tv_infer *inf, uint64_t *rows, fmt_err *e);
 /* The next batch, parsed on the workers a few batches at a time. */
 fmt_kind fmt_csv_par_next(csv_state *s, const fmt_schema *schema, fmt_batch *b, int *done, fmt_err *e);

@@ -23,6 +23,8 @@ typedef struct par_slot {
 	fmt_batch b;
 	int ready;                 /* parsed (b, or k and e) */
 	int done;                  /* no rows were left (not expected: the first pass counted them) */
+	uint64_t start, start_line; /* where its first record starts, as the parse found */
+	uint64_t end, end_line;    /* and where its last one ends */
 	fmt_kind k;
 	fmt_err e;
 } par_slot;
@@ -49,6 +51,8 @@ struct csv_par {
 	size_t n_slots;
 	uint64_t next_parse, next_take; /* batch numbers */
 	int stop, synced;          /* synced: lock and the conditions exist */
+	int samples_merged;        /* the workers' inferences are in the reader's (merge_samples) */
+	uint64_t read_end, read_end_line; /* where the batches handed out so far end */
 	pthread_mutex_t lock;
 	pthread_cond_t work, ready;
 };
@@ -74,6 +78,7 @@ typedef struct infer_job {
 	chunk *c;
 	size_t n;
 	char **bufs;               /* a scan block per chunk */
+	int typed;                 /* 0: the records counted, their values not typed */
 } infer_job;
 
 static void count_task(void *ctx, size_t i)
@@ -140,6 +145,85 @@ static void parse_task(void *ctx, size_t i)
 	fmt_csv_state_free(&w);
 }
 
+/* The records of a chunk counted without parsing them, for a read whose types came from a
+ * sample: as the parser reads a well-formed file, a record ends at a line feed outside quotes
+ * (each quote toggles, a doubled one twice) and an empty line (nothing, or a carriage return,
+ * before its line feed) is none. Where a file is not well formed, the counts may be wrong: the
+ * batches are parsed from them, and each batch's parse is checked to start where the one before
+ * ended and to end where one thread's batch would (parse_batch), so that the read fails and the
+ * caller starts again with every record parsed first. A tenth of the CPU of parsing. */
+typedef struct scan_pos {
+	chunk *c;
+	uint64_t data_off;
+	uint64_t rec_off;          /* where the record being scanned starts */
+	uint64_t line;             /* line feeds so far, from the chunk's first line */
+	uint64_t local;            /* records so far */
+	int prev_cr;               /* the byte before the current one is a carriage return */
+} scan_pos;
+
+/* A line feed outside quotes at off: the end of the record that started at sp->rec_off. */
+static int scan_record_end(scan_pos *sp, uint64_t off, int after_cr)
+{
+	uint64_t end = off + 1, content = off - sp->rec_off - (after_cr ? 1 : 0);
+	if (off == sp->rec_off || (content == 0 && off == sp->rec_off + 1)) {
+		sp->rec_off = end; /* an empty line */
+		return 1;
+	}
+	sp->local++;
+	int cut = fmt_text_record_cuts(sp->rec_off - sp->data_off, end - sp->data_off);
+	sp->rec_off = end;
+	if (cut && !fmt_csv_checkpoint_add(&sp->c->cps, sp->local, end, sp->line, 1))
+		return 0;
+	if (sp->local % CSV_CHECKPOINT_ROWS == 0 && !fmt_csv_checkpoint_add(&sp->c->cps, sp->local, end, sp->line, 0))
+		return 0;
+	return 1;
+}
+
+static void scan_task(void *ctx, size_t i)
+{
+	infer_job *j = ctx;
+	chunk *c = &j->c[i];
+	const fmt_source *src = j->s->in.src;
+	uint64_t limit = i + 1 < j->n ? j->c[i + 1].start : src->size;
+	scan_pos sp = { c, j->s->data_off, c->start, c->start_line, 0, 0 };
+	int quoted = 0;
+	if (c->k != FMT_OK)
+		return;
+	if (!fmt_csv_checkpoint_add(&c->cps, 0, c->start, c->start_line, 0)) {
+		c->k = fmt_fail(&c->e, FMT_IO, "out of memory");
+		return;
+	}
+	for (uint64_t off = c->start; off < limit;) {
+		size_t n = limit - off < SCAN_BLOCK ? (size_t)(limit - off) : SCAN_BLOCK;
+		const char *p = j->bufs[i];
+		if ((c->k = fmt_source_read(j->s->in.src, off, j->bufs[i], n, &c->e)) != FMT_OK)
+			return;
+		for (size_t at = 0; at < n; at += 64) {
+			size_t part = n - at < 64 ? n - at : 64;
+			for (uint64_t m = fmt_csv_special_mask(p + at, part, '"'); m; m &= m - 1) {
+				size_t b = at + (size_t)__builtin_ctzll(m);
+				int after_cr = b ? p[b - 1] == '\r' : sp.prev_cr;
+				if (p[b] == '"') {
+					quoted = !quoted;
+				} else if (p[b] == '\n') {
+					sp.line++;
+					if (!quoted && !scan_record_end(&sp, off + b, after_cr)) {
+						c->k = fmt_fail(&c->e, FMT_IO, "out of memory");
+						return;
+					}
+				}
+			}
+		}
+		sp.prev_cr = p[n - 1] == '\r';
+		off += n;
+	}
+	if (sp.rec_off < limit) /* the last record, without a line feed */
+		sp.local++;
+	c->rows = sp.local;
+	c->end = limit;
+	c->end_line = sp.line;
+}
+
 /* c's checkpoints onto the table's, its rows counted from first_row. */
 static int add_checkpoints(csv_checkpoints *all, const csv_checkpoints *c, uint64_t first_row)
 {
@@ -156,16 +240,16 @@ static fmt_kind read_rest(csv_state *s, uint64_t off, uint64_t line, fmt_tv_infe
 	csv_state w;
 	csv_checkpoints cps = { 0 };
 	uint64_t first_row = *rows;
-	fmt_tv_infer *part = calloc(s->n_cols ? s->n_cols : 1, sizeof *part);
-	fmt_kind k = part ? fmt_csv_state_clone(&w, s, off, line, e) : fmt_fail(e, FMT_IO, "out of memory");
-	if (!part)
+	fmt_tv_infer *part = inf ? calloc(s->n_cols ? s->n_cols : 1, sizeof *part) : NULL;
+	fmt_kind k = part || !inf ? fmt_csv_state_clone(&w, s, off, line, e) : fmt_fail(e, FMT_IO, "out of memory");
+	if (inf && !part)
 		return k;
-	for (size_t i = 0; i < s->n_cols; i++)
+	for (size_t i = 0; part && i < s->n_cols; i++)
 		fmt_tv_infer_init(&part[i]);
 	if (k == FMT_OK)
 		k = fmt_csv_infer_range(&w, part, rows, &cps, e);
 	fmt_csv_state_free(&w);
-	for (size_t i = 0; k == FMT_OK && i < s->n_cols; i++)
+	for (size_t i = 0; k == FMT_OK && part && i < s->n_cols; i++)
 		fmt_tv_infer_merge(&inf[i], &part[i]);
 	if (k == FMT_OK && !add_checkpoints(all, &cps, first_row))
 		k = fmt_fail(e, FMT_IO, "out of memory");
@@ -185,7 +269,7 @@ static fmt_kind merge_chunks(csv_state *s, chunk *c, size_t n, fmt_tv_infer *inf
 			*e = c[i].e;
 			return c[i].k;
 		}
-		for (size_t col = 0; col < s->n_cols; col++)
+		for (size_t col = 0; inf && col < s->n_cols; col++)
 			fmt_tv_infer_merge(&inf[col], &c[i].inf[col]);
 		if (!add_checkpoints(&s->par->cps, &c[i].cps, *rows))
 			return fmt_fail(e, FMT_IO, "out of memory");
@@ -217,11 +301,11 @@ static fmt_kind setup_chunks(infer_job *j, fmt_err *e)
 		chunk *c = &j->c[i];
 		c->from = s->data_off + bytes / j->n * i;
 		c->to = i + 1 < j->n ? s->data_off + bytes / j->n * (i + 1) : s->in.src->size;
-		c->inf = calloc(s->n_cols ? s->n_cols : 1, sizeof *c->inf);
+		c->inf = j->typed ? calloc(s->n_cols ? s->n_cols : 1, sizeof *c->inf) : NULL;
 		j->bufs[i] = malloc(SCAN_BLOCK);
-		if (!c->inf || !j->bufs[i])
+		if ((j->typed && !c->inf) || !j->bufs[i])
 			return fmt_fail(e, FMT_IO, "out of memory");
-		for (size_t col = 0; col < s->n_cols; col++)
+		for (size_t col = 0; c->inf && col < s->n_cols; col++)
 			fmt_tv_infer_init(&c->inf[col]);
 	}
 	return FMT_OK;
@@ -264,7 +348,7 @@ static void free_job(infer_job *j)
 
 fmt_kind fmt_csv_par_infer(csv_state *s, fmt_tv_infer *inf, uint64_t *rows, fmt_err *e)
 {
-	infer_job j = { s, NULL, chunk_count(s), NULL };
+	infer_job j = { s, NULL, chunk_count(s), NULL, inf != NULL };
 	fmt_kind k;
 	if (!(s->par = calloc(1, sizeof *s->par)))
 		return fmt_fail(e, FMT_IO, "out of memory");
@@ -285,11 +369,11 @@ fmt_kind fmt_csv_par_infer(csv_state *s, fmt_tv_infer *inf, uint64_t *rows, fmt_
 	if (k == FMT_OK) {
 		for (size_t i = 0; i < j.n; i++)
 			j.c[i].start_line += j.c[i].lfs_to_start;
-		for (size_t i = 0; i < j.n; i++) {
+		for (size_t i = 0; j.typed && i < j.n; i++) { /* the parse has buffers of its own */
 			free(j.bufs[i]);
 			j.bufs[i] = NULL;
 		}
-		fmt_pool_run(s->par->pool, j.n, parse_task, &j);
+		fmt_pool_run(s->par->pool, j.n, j.typed ? parse_task : scan_task, &j);
 		k = merge_chunks(s, j.c, j.n, inf, rows, e);
 	}
 	free_job(&j);
@@ -339,7 +423,26 @@ static fmt_kind batch_starts(struct csv_par *p, uint64_t rows, uint64_t batch_ro
 	return FMT_OK;
 }
 
-/* Batch j into slot, parsed by w from the checkpoint before its first row. */
+static int record_cuts(const void *w)
+{
+	return fmt_csv_record_cuts(w);
+}
+
+/* Whether batch j, just parsed by w (rows rows, the last one cut or not), ends where one thread
+ * reading in order ends a batch: after a record that cuts, after batch_rows rows, or with the
+ * rows (no record after the last batch). Nothing else ends a batch short of its rows. */
+static int batch_ends_right(struct csv_par *p, csv_state *w, uint64_t j, uint64_t rows, int cut, fmt_err *e)
+{
+	int got = 0;
+	if (rows != p->starts[j + 1] - p->starts[j])
+		return 0;
+	if (j + 1 < p->n_batches)
+		return cut || rows == w->batch_rows;
+	return fmt_csv_next_record(w, &got, e) == FMT_OK && !got;
+}
+
+/* Batch j into slot, parsed by w from the checkpoint before its first row, and checked to end
+ * as one thread's would (the checkpoints may come from a scan that did not parse: scan_task). */
 static void parse_batch(struct csv_par *p, csv_state *w, uint64_t j, par_slot *slot)
 {
 	uint64_t row = p->starts[j];
@@ -352,9 +455,19 @@ static void parse_batch(struct csv_par *p, csv_state *w, uint64_t j, par_slot *s
 	fmt_csv_state_seek(w, cp->off, cp->line);
 	for (uint64_t skip = row - cp->row; slot->k == FMT_OK && skip > 0 && got; skip--)
 		slot->k = fmt_csv_next_record(w, &got, &slot->e);
+	slot->start = fmt_csv_state_offset(w);
+	slot->start_line = w->line;
 	if (slot->k == FMT_OK)
-		slot->k = fmt_text_next_batch(fmt_csv_row, NULL, w, p->starts[j + 1] - row, w->cols, &p->schema, &slot->b,
-					      &slot->done, &slot->e);
+		slot->k = fmt_text_next_batch(fmt_csv_row, record_cuts, w, p->starts[j + 1] - row, w->cols, &p->schema,
+					      &slot->b, &slot->done, &slot->e);
+	if (slot->k != FMT_OK)
+		return;
+	slot->end = fmt_csv_state_offset(w);
+	slot->end_line = w->line;
+	fmt_err ends_err;
+	if (!batch_ends_right(p, w, j, slot->done ? 0 : slot->b.n_rows, fmt_csv_record_cuts(w), &ends_err))
+		slot->k = fmt_fail(&slot->e, FMT_INTERNAL, "the parallel CSV reader's batch %llu does not end where one thread's would",
+				   (unsigned long long)j + 1);
 }
 
 static void *batch_thread(void *arg)
@@ -379,6 +492,29 @@ static void *batch_thread(void *arg)
 	return NULL;
 }
 
+/* Sampled types (fmt_dataset_opts.sample_bytes): each worker goes on inferring its own rows
+ * from the sample's inference, merged into s's when every batch is read (the same answer
+ * whatever the split: fmt_tv_infer_merge). */
+static fmt_tv_infer *copy_sample(const csv_state *s)
+{
+	fmt_tv_infer *c = malloc((s->n_cols ? s->n_cols : 1) * sizeof *c);
+	if (c)
+		memcpy(c, s->sample, s->n_cols * sizeof *c);
+	return c;
+}
+
+static void merge_samples(csv_state *s)
+{
+	struct csv_par *p = s->par;
+	if (!s->sample || p->samples_merged)
+		return;
+	for (size_t i = 0; i < p->n_threads; i++)
+		for (size_t col = 0; col < s->n_cols; col++)
+			fmt_tv_infer_merge(&s->sample[col], &p->workers[i].sample[col]);
+	s->rows_read = s->rows;
+	p->samples_merged = 1;
+}
+
 static fmt_kind start_threads(csv_state *s, const fmt_schema *schema, fmt_err *e)
 {
 	struct csv_par *p = s->par;
@@ -387,6 +523,8 @@ static fmt_kind start_threads(csv_state *s, const fmt_schema *schema, fmt_err *e
 	pthread_cond_init(&p->ready, NULL);
 	p->synced = 1;
 	p->proto = s;
+	p->read_end = s->data_off;
+	p->read_end_line = s->data_line;
 	p->schema = *schema;
 	fmt_kind r = batch_starts(p, s->rows, s->batch_rows, e);
 	if (r != FMT_OK)
@@ -403,6 +541,8 @@ static fmt_kind start_threads(csv_state *s, const fmt_schema *schema, fmt_err *e
 		fmt_kind k = fmt_csv_state_clone(w, s, s->data_off, s->data_line, e);
 		w->par = p; /* the thread's way to the queue */
 		if (k == FMT_OK && !(w->cols = calloc(w->n_cols ? w->n_cols : 1, sizeof *w->cols)))
+			k = fmt_fail(e, FMT_IO, "out of memory");
+		if (k == FMT_OK && s->sample && !(w->sample = copy_sample(s)))
 			k = fmt_fail(e, FMT_IO, "out of memory");
 		if (k != FMT_OK)
 			return k;
@@ -425,6 +565,7 @@ fmt_kind fmt_csv_par_next(csv_state *s, const fmt_schema *schema, fmt_batch *b, 
 	if (!p->slots && (k = start_threads(s, schema, e)) != FMT_OK)
 		return k;
 	if (p->next_take >= p->n_batches) {
+		merge_samples(s);
 		*done = 1;
 		return FMT_OK;
 	}
@@ -437,7 +578,13 @@ fmt_kind fmt_csv_par_next(csv_state *s, const fmt_schema *schema, fmt_batch *b, 
 		*e = slot->e;
 		return slot->k; /* the batches after it are never asked for */
 	}
+	if (slot->start != p->read_end || slot->start_line != p->read_end_line)
+		return fmt_fail(e, FMT_INTERNAL, "the parallel CSV reader's batch %llu does not start where the one before ended",
+				(unsigned long long)p->next_take + 1);
+	p->read_end = slot->end;
+	p->read_end_line = slot->end_line;
 	if (slot->done) {
+		merge_samples(s);
 		*done = 1;
 		return FMT_OK;
 	}
