@@ -112,6 +112,32 @@ setup() {
 	assert_output --partial '{"a":1,"b":"clo\nu1\nu2\n'
 }
 
+@test "a quoted field of 4 MiB across the split points of a 10 MB file (types from the sample): the bytes of -T 1" {
+	# -T 2's counting pass ends its first chunk 2 MiB past the split point, beyond what it scans
+	# ahead on the threads (1 MiB): the rest on one thread; -T 3's middle chunk holds no record
+	/usr/bin/python3 - v.csv <<'PY'
+import sys
+with open(sys.argv[1], "w", newline="") as f:
+    f.write("id,x,t\n")
+    for i in range(150000):
+        f.write(f"{i},{i * 0.5},w{i % 13}\n")
+    f.write('150000,1.5,"' + "".join(f"line {k}\r\n" for k in range(400000)) + 'end"\n')
+    for i in range(150001, 300000):
+        f.write(f"{i},{i * 0.5},w{i % 13}\n")
+PY
+	[ "$(stat -c %s v.csv)" -gt 10000000 ]
+	fmt-convert -q -T 1 v.csv v1.ald
+	for t in 2 3 4; do
+		fmt-convert -q -T "$t" v.csv "v$t.ald"
+		cmp v1.ald "v$t.ald" || fail "-T $t differs"
+	done
+	run fmt-inspect v1.ald
+	assert_line "rows: 300000"
+	fmt-convert -q v2.ald back.csv
+	run sed -n 150002p back.csv
+	assert_output $'150000,1.5,"line 0\r'
+}
+
 @test "a value not of its --schema type in the third batch: the same error for every -T, nothing written" {
 	{
 		echo "n,x"
