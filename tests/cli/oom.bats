@@ -180,3 +180,12 @@ PY
 	oom -n 100 -- fmt-convert --dtype int8 --calibration "$BATS_TEST_TMPDIR/dw.json" "$fix/mnist_cnn_dw.onnx" q.nk
 	oom -f 8400 -- fmt-convert --dtype int8 --calibration "$BATS_TEST_TMPDIR/dw.json" "$fix/mnist_cnn_dw.onnx" q.nk
 }
+
+@test "oom: --keep-split out of memory is exit 3, not internal" {
+	# the input shard of each tensor was read from its file name with a copy of the name's
+	# prefix: when it could not be made, 'tensor: no shard of the input set' (exit 70)
+	local d=$BATS_TEST_TMPDIR
+	fmt-convert -q --set general.architecture=llama --set llama.block_count:u32=2 "$D/s/tiny.safetensors" "$d/a.gguf"
+	fmt-shard split -q --max-tensors 2 -o "$d/m" "$d/a.gguf"
+	oom -f 85 -l 110 -- fmt-convert -q -T 1 --dtype Q8_0 --keep-split "$d/m-00001-of-00003.gguf" out.gguf
+}

@@ -29,8 +29,8 @@ static int is_split_key(const char *key)
 	return strcmp(key, KEY_NO) == 0 || strcmp(key, KEY_COUNT) == 0 || strcmp(key, KEY_TENSORS) == 0;
 }
 
-/* "<prefix>-NNNNN-of-MMMMM.gguf" -> prefix (malloc'd), shard number and count: 1; 0 another name;
- * -1 out of memory. */
+/* "<prefix>-NNNNN-of-MMMMM.gguf" -> prefix (malloc'd; not made when prefix is NULL), shard number
+ * and count: 1; 0 another name; -1 out of memory. */
 static int parse_split_name(const char *path, char **prefix, unsigned *no, unsigned *count)
 {
 	static const char ext[] = ".gguf";
@@ -40,6 +40,8 @@ static int parse_split_name(const char *path, char **prefix, unsigned *no, unsig
 	size_t suffix = fmt_shard_name_suffix(path, n - x, no, count);
 	if (!suffix)
 		return 0;
+	if (!prefix)
+		return 1;
 	*prefix = strndup(path, n - x - suffix);
 	return *prefix ? 1 : -1;
 }
@@ -275,16 +277,14 @@ fmt_kind fmt_gguf_keep_split(const fmt_model *m, fmt_mix_entry *entries, fmt_err
 	fmt_kind k = used ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
 	for (size_t i = 0; i < m->n_tensors && k == FMT_OK; i++) {
 		const fmt_tensor *t = &m->tensors[i];
-		char *prefix = NULL;
 		unsigned no = 0, count = 0;
+		/* the shard number only: nothing allocated, so out of memory is not "no shard" (exit 70) */
 		if (t->source < 0 || (size_t)t->source >= m->n_sources ||
-		    parse_split_name(m->sources[t->source].path, &prefix, &no, &count) != 1 || no < 1 ||
+		    parse_split_name(m->sources[t->source].path, NULL, &no, &count) != 1 || no < 1 ||
 		    no > m->n_sources) {
-			free(prefix);
 			k = fmt_fail(e, FMT_INTERNAL, "tensor '%s': no shard of the input set", t->name);
 			break;
 		}
-		free(prefix);
 		if (no == last && t->offset < last_offset)
 			k = fmt_fail_file(e, FMT_UNSUPPORTED, m->sources[t->source].path, "--keep-split: tensor '%s' "
 					  "is listed after a tensor whose data follows its own; llama-quantize writes "
