@@ -483,19 +483,21 @@ static int build_getopt(const fmt_cli_tool *t, struct option *longs, char *short
 }
 
 /* 1 when the command line holds -j/--json (as getopt reads it, so not as an option's value or
- * after "--"): then even a usage error is reported as JSON. Read from a copy of argv, which
- * getopt_long permutes (a pass that stopped at a mistake would leave operands moved). */
+ * after "--"): then even a usage error is reported as JSON. getopt_long permutes argv (a pass
+ * that stopped at a mistake would leave operands moved), but not in the orders a leading '-' or
+ * '+' asks for: '-' hands each operand over in place (code 1), and '+' stops at the first, as
+ * POSIXLY_CORRECT makes the real pass do. Nothing is allocated: a copy of argv that could not
+ * be made lost --json, and the out-of-memory or usage error came out as text. */
 static int json_given(int argc, char **argv, const char *shorts, const struct option *longs)
 {
+	char in_order[2 * MAX_OPTIONS + 3];
 	int json = 0;
-	char **copy = malloc(((size_t)argc + 1) * sizeof *copy);
-	if (!copy)
-		return 0;
-	memcpy(copy, argv, ((size_t)argc + 1) * sizeof *copy);
+	in_order[0] = getenv("POSIXLY_CORRECT") ? '+' : '-';
+	snprintf(in_order + 1, sizeof in_order - 1, "%s", shorts);
 	optind = 0;
-	for (int c; (c = getopt_long(argc, copy, shorts, longs, NULL)) != -1;)
+	for (int c; (c = getopt_long(argc, argv, in_order, longs, NULL)) != -1;)
 		json |= c == 'j';
-	free(copy);
+	optind = 0;
 	return json;
 }
 

@@ -69,10 +69,29 @@ oom() {
 }
 
 @test "oom: the option parser out of memory is exit 3, not a usage error" {
-	run -3 env FMTKIT_FAIL_ALLOC_AT=2 LD_PRELOAD=$FMTKIT_FAILALLOC fmt-inspect "$D/q8.gguf"
+	run -3 env FMTKIT_FAIL_ALLOC_AT=1 LD_PRELOAD=$FMTKIT_FAILALLOC fmt-inspect "$D/q8.gguf"
 	[ "$output" = "fmt-inspect: error: out of memory" ]
-	run -3 env FMTKIT_FAIL_ALLOC_AT=2 LD_PRELOAD=$FMTKIT_FAILALLOC fmt-inspect --json "$D/q8.gguf"
+	run -3 env FMTKIT_FAIL_ALLOC_AT=1 LD_PRELOAD=$FMTKIT_FAILALLOC fmt-inspect --json "$D/q8.gguf"
 	[ "$output" = '{"tool":"fmt-inspect","level":"error","file":null,"error":"IoError","exit":3,"message":"out of memory"}' ]
+}
+
+@test "oom: --json is noticed whatever allocation fails: a usage error or out of memory is a JSON object" {
+	# the look for --json read a copy of argv: when it could not be made (allocation 1), a usage
+	# error came out as text
+	run -3 env FMTKIT_FAIL_ALLOC_AT=1 LD_PRELOAD=$FMTKIT_FAILALLOC fmt-inspect --json --bogus "$D/q8.gguf"
+	[ "$output" = '{"tool":"fmt-inspect","level":"error","file":null,"error":"IoError","exit":3,"message":"out of memory"}' ]
+	for n in 2 3; do
+		run -2 env FMTKIT_FAIL_ALLOC_AT=$n LD_PRELOAD=$FMTKIT_FAILALLOC fmt-inspect --bogus "$D/q8.gguf" --json
+		[ "$output" = '{"tool":"fmt-inspect","level":"error","file":null,"error":"UsageError","exit":2,"message":"unknown option '"'--bogus'"'"}' ]
+	done
+	# as the parse reads it: not an option's value, not after "--", not after an operand under
+	# POSIXLY_CORRECT
+	run -2 fmt-inspect --tensor --json
+	[ "$output" = "$(printf "fmt-inspect: error: no input file\nTry 'fmt-inspect --help'.")" ]
+	run -3 env POSIXLY_CORRECT=1 fmt-inspect "$D/q8.gguf" --json --bogus
+	[ "${lines[0]}" = "fmt-inspect: error: --json: cannot open: No such file or directory" ]
+	run -3 fmt-inspect -- --json
+	[ "$output" = "fmt-inspect: error: --json: cannot open: No such file or directory" ]
 }
 
 @test "oom: fmt-inspect and fmt-verify of safetensors: every allocation" {
@@ -93,15 +112,15 @@ oom() {
 	oom -s 2 -- fmt-inspect "$D/spec-example.ald"
 	oom -s 5 -- fmt-inspect --json "$D/spec-example.ald"
 	# around the row groups' chunks and statistics (exit 0 with an incomplete report before)
-	oom -f 150 -l 160 -- fmt-inspect "$D/types-v2-zstd.parquet"
-	oom -f 468 -l 476 -- fmt-inspect --json "$D/types-v2-zstd.parquet"
+	oom -f 149 -l 159 -- fmt-inspect "$D/types-v2-zstd.parquet"
+	oom -f 467 -l 475 -- fmt-inspect --json "$D/types-v2-zstd.parquet"
 	oom -s 97 -- fmt-inspect --json "$D/types-v2-zstd.parquet"
 }
 
 @test "oom: fmt-verify of an .ald loads libcrypto out of memory" {
 	# dlopen and libcrypto's initialisation (a SIGSEGV in EVP_MD_fetch before), then a stride
-	oom -f 40 -l 110 -- fmt-verify -T 1 "$D/spec-example.ald"
-	oom -f 111 -s 487 -- fmt-verify -T 1 "$D/spec-example.ald"
+	oom -f 39 -l 109 -- fmt-verify -T 1 "$D/spec-example.ald"
+	oom -f 110 -s 487 -- fmt-verify -T 1 "$D/spec-example.ald"
 }
 
 @test "oom: fmt-convert to GGUF Q8_0 and to a zstd .apr: every allocation" {
@@ -123,8 +142,8 @@ PY
 }
 
 @test "oom: fmt-convert CSV -> .ald and .ald -> CSV" {
-	oom -l 110 -s 2 -- fmt-convert -T 1 "$D/sample.csv" out.ald
-	oom -f 111 -s 491 -- fmt-convert -T 1 "$D/sample.csv" out.ald
+	oom -l 109 -s 2 -- fmt-convert -T 1 "$D/sample.csv" out.ald
+	oom -f 110 -s 491 -- fmt-convert -T 1 "$D/sample.csv" out.ald
 	oom -- fmt-convert -T 1 "$D/spec-example.ald" out.csv
 }
 
@@ -162,9 +181,9 @@ PY
 	# windows: libarchive's probe, then its members; not libarchive's own set-up, where some
 	# allocations end the process in glibc (exit 127 loading it: "out of memory") or crash
 	# libarchive (archive_read_new); libarchive's own exit(1) on some others is a known failure
-	oom -f 20 -l 66 -- fmt-verify -T 1 "$D/b.tar.zst"
-	oom -f 4990 -k 'Fatal Internal Error in libarchive' -- fmt-verify -T 1 "$D/b.tar.zst"
-	oom -f 4990 -s 3 -k 'Fatal Internal Error in libarchive' -- fmt-shard unpack "$D/b.tar.zst" -C un
+	oom -f 19 -l 65 -- fmt-verify -T 1 "$D/b.tar.zst"
+	oom -f 4989 -k 'Fatal Internal Error in libarchive' -- fmt-verify -T 1 "$D/b.tar.zst"
+	oom -f 4989 -s 3 -k 'Fatal Internal Error in libarchive' -- fmt-shard unpack "$D/b.tar.zst" -C un
 }
 
 @test "oom: fmt-convert --embed-tests and --dtype int8 --calibration (.nk writers that parse their own output)" {
@@ -178,7 +197,7 @@ PY
 	# about 8,500 allocations: a stride over them, then every one of the last 130 (the int8
 	# file written, parsed again and run against the float network)
 	oom -n 100 -- fmt-convert --dtype int8 --calibration "$BATS_TEST_TMPDIR/dw.json" "$fix/mnist_cnn_dw.onnx" q.nk
-	oom -f 8400 -- fmt-convert --dtype int8 --calibration "$BATS_TEST_TMPDIR/dw.json" "$fix/mnist_cnn_dw.onnx" q.nk
+	oom -f 8399 -- fmt-convert --dtype int8 --calibration "$BATS_TEST_TMPDIR/dw.json" "$fix/mnist_cnn_dw.onnx" q.nk
 }
 
 @test "oom: --keep-split out of memory is exit 3, not internal" {
