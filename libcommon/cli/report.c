@@ -26,25 +26,9 @@ static json_t *message_object(const char *tool, const char *level, const char *f
 	return o;
 }
 
-/* s as a JSON string on f, without allocating: control bytes and DEL \u-escaped, and in a
- * string that is not UTF-8 each byte above 0x7F as U+FFFD. */
 static void put_json_string(FILE *f, const char *s)
 {
-	size_t n = strlen(s);
-	int utf8 = fmt_utf8_valid(s, n);
-	fputc('"', f);
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c == 0x7F)
-			fprintf(f, "\\u%04x", c);
-		else if (c >= 0x80 && !utf8)
-			fputs("\\ufffd", f);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
+	fmt_json_put_string(f, s, strlen(s));
 }
 
 /* The message object written out by hand, when memory ran out building it with jansson (the

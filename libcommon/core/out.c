@@ -136,6 +136,36 @@ json_t *fmt_json_string(const char *s, size_t n)
 	return j;
 }
 
+void fmt_json_put_string(FILE *f, const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	fputc('"', f);
+	while (n > 0) {
+		size_t len = utf8_seq_len(p, n);
+		unsigned c = p[0];
+		const char *esc = c == '\b' ? "\\b" : c == '\f' ? "\\f" : c == '\n' ? "\\n" : c == '\r' ? "\\r" :
+				  c == '\t' ? "\\t" : NULL;
+		if (len == 0) {
+			fputs("\xEF\xBF\xBD", f); /* as fmt_json_string */
+			len = 1;
+		} else if (c == '"' || c == '\\') {
+			fputc('\\', f);
+			fputc((int)c, f);
+		} else if (esc) {
+			fputs(esc, f);
+		} else if (c < 0x20) {
+			fprintf(f, "\\u%04X", c); /* jansson's */
+		} else if (c == 0x7F || (len == 2 && c == 0xC2 && p[1] < 0xA0)) {
+			fprintf(f, "\\u%04x", len == 2 ? (unsigned)p[1] : c); /* jo_callback's */
+		} else {
+			fwrite(p, 1, len, f);
+		}
+		p += len;
+		n -= len;
+	}
+	fputc('"', f);
+}
+
 json_t *fmt_json_double(double v)
 {
 	if (isnan(v))

@@ -200,6 +200,23 @@ PY
 	oom -f 8399 -- fmt-convert --dtype int8 --calibration "$BATS_TEST_TMPDIR/dw.json" "$fix/mnist_cnn_dw.onnx" q.nk
 }
 
+@test "oom: the error object written without allocating is the one jansson writes, byte for byte (invalid UTF-8 in the file name)" {
+	# the hand-written object replaced every byte above 0x7F of a string that was not UTF-8:
+	# 'é\xff€' became six U+FFFD escapes instead of 'é', U+FFFD, '€'
+	cd "$BATS_TEST_TMPDIR"
+	local f=$'\xc3\xa9\xff\xe2\x82\xac\x1b.gguf' n total
+	FMTKIT_FAIL_ALLOC_COUNT=count LD_PRELOAD=$FMTKIT_FAILALLOC fmt-inspect --json "$f" 2>want >/dev/null || true
+	[ "$(cat want)" = "$(printf '{"tool":"fmt-inspect","level":"error","file":"\xc3\xa9\xef\xbf\xbd\xe2\x82\xac\\u001B.gguf","error":"IoError","exit":3,"message":"cannot open: No such file or directory"}')" ]
+	total=$(cat count)
+	# every allocation from n on failing, n over the last 20: the message objects are built
+	# with jansson until they cannot be
+	for ((n = total - 20; n <= total; n++)); do
+		run -3 --separate-stderr env FMTKIT_FAIL_ALLOC_AT=$n FMTKIT_FAIL_ALLOC_AFTER=1 LD_PRELOAD=$FMTKIT_FAILALLOC \
+			fmt-inspect --json "$f"
+		[ "$stderr" = "$(cat want)" ]
+	done
+}
+
 @test "oom: --keep-split out of memory is exit 3, not internal" {
 	# the input shard of each tensor was read from its file name with a copy of the name's
 	# prefix: when it could not be made, 'tensor: no shard of the input set' (exit 70)

@@ -112,6 +112,54 @@ TEST(json_string_replaces_invalid_utf8)
 	json_decref(j);
 }
 
+/* 1 when fmt_json_put_string writes s as fmt_json_text(fmt_json_string(s)) does. */
+static int put_string_matches(const char *s, size_t n)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	fmt_json_put_string(f, s, n);
+	fclose(f);
+	json_t *j = fmt_json_string(s, n);
+	char *want = fmt_json_text(j);
+	int same = want && strcmp(buf, want) == 0;
+	if (!same)
+		printf("  put_string: '%s' where jansson writes '%s'\n", buf, want ? want : "(null)");
+	json_decref(j);
+	free(want);
+	free(buf);
+	return same;
+}
+
+TEST(json_put_string_writes_what_the_normal_path_writes)
+{
+	/* the report's writer when memory ran out replaced every byte above 0x7F of a string that
+	 * was not UTF-8: "é\xff€" lost its é and € too */
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	fmt_json_put_string(f, "\xc3\xa9\xff\xe2\x82\xac\n\"", 8);
+	fclose(f);
+	CHECK_STR(buf, "\"\xc3\xa9\xef\xbf\xbd\xe2\x82\xac\\n\\\"\"");
+	free(buf);
+	/* every byte alone and between two multibyte characters, every pair of bytes, and the
+	 * sequences that are almost UTF-8 (cut short, overlong, surrogates, past U+10FFFF) */
+	int bad = 0;
+	for (unsigned a = 1; a < 256; a++) {
+		char s[8] = { (char)0xc3, (char)0xa9, (char)a, (char)0xe2, (char)0x82, (char)0xac };
+		bad += !put_string_matches(s + 2, 1) + !put_string_matches(s, 6);
+		for (unsigned b = 1; b < 256 && bad < 5; b++) {
+			char pair[2] = { (char)a, (char)b };
+			bad += !put_string_matches(pair, 2);
+		}
+	}
+	static const char *const near[] = { "\xe2\x82", "\xf0\x9f\x98", "\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80",
+					    "\xf4\x90\x80\x80", "\xf0\x9f\x98\x80", "\xc2\x9b[0m", "a\x7f\x1b\x01/" };
+	for (size_t i = 0; i < sizeof near / sizeof near[0]; i++)
+		bad += !put_string_matches(near[i], strlen(near[i]));
+	CHECK(bad == 0);
+}
+
 TEST(source_reads_and_bounds)
 {
 	char *dir = unit_tmp_dir(), path[128];

@@ -23,6 +23,10 @@ int fmt_utf8_valid(const char *s, size_t n);
 /* A JSON string for untrusted bytes: valid UTF-8 as is, otherwise with invalid bytes replaced
  * by U+FFFD. Returns NULL on allocation failure. */
 json_t *fmt_json_string(const char *s, size_t n);
+/* s (n bytes) as the JSON string fmt_json_text(fmt_json_string(s, n)) writes, byte for byte,
+ * without allocating (a message written when memory ran out): valid UTF-8 as it is, each
+ * invalid byte as U+FFFD, control characters, DEL and the C1 controls escaped. */
+void fmt_json_put_string(FILE *f, const char *s, size_t n);
 /* obj[key] = value (its reference taken), key as fmt_json_string makes it: jansson refuses a key
  * (and json_string a value) of invalid UTF-8, returning -1 or NULL that a report's setters
  * dropped, so a name from a file went missing from the JSON. 0, or -1 out of memory. */
