@@ -188,8 +188,7 @@ json_t *fmt_json_u64(uint64_t v)
  * them so; a terminal acts on them (U+009B is CSI). They are written as \u escapes, which in
  * JSON text can only be inside strings, where they mean the same. */
 typedef struct json_out {
-	FILE *f;
-	char *buf;                   /* or into a growing string */
+	char *buf;                   /* a growing string */
 	size_t len, cap;
 	int c2;                      /* a 0xC2 byte is pending */
 	int failed;
@@ -199,10 +198,6 @@ static void jo_put(json_out *o, const char *p, size_t n)
 {
 	if (o->failed || n == 0)
 		return;
-	if (o->f) {
-		o->failed = fwrite(p, 1, n, o->f) != n;
-		return;
-	}
 	if (o->len + n + 1 > o->cap) {
 		size_t cap = (o->len + n + 1) * 2;
 		char *bigger = realloc(o->buf, cap);
@@ -250,27 +245,49 @@ static int jo_callback(const char *p, size_t n, void *ctx)
 	return o->failed ? -1 : 0;
 }
 
-int fmt_json_write(FILE *f, const json_t *j)
-{
-	json_out o = { .f = f };
-	if (json_dump_callback(j, jo_callback, &o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY) != 0)
-		return -1;
-	if (o.c2)
-		jo_put(&o, "\xC2", 1);
-	return o.failed ? -1 : 0;
-}
-
-char *fmt_json_text(const json_t *j)
+/* j's text, with nl a newline after it, as a malloc'd string of *len bytes; NULL when out of
+ * memory. Growing by doubling: fmt-inspect's record of a model of a million tensors is a string
+ * of some 100 MB. */
+static char *json_build(const json_t *j, int nl, size_t *len)
 {
 	json_out o = { 0 };
 	int r = json_dump_callback(j, jo_callback, &o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
 	if (r == 0 && o.c2)
 		jo_put(&o, "\xC2", 1);
+	if (r == 0 && nl)
+		jo_put(&o, "\n", 1);
 	if (r != 0 || o.failed || !o.buf) {
 		free(o.buf);
 		return NULL;
 	}
+	*len = o.len;
 	return o.buf;
+}
+
+/* The text made whole in memory, then written at once: jansson allocates while it dumps, and a
+ * dump straight to f stopped where an allocation failed, half a record written. */
+static int json_put(FILE *f, const json_t *j, int nl)
+{
+	size_t n;
+	char *text = json_build(j, nl, &n);
+	if (!text) {
+		fmt_json_memory_lost(); /* also for a caller that does not look at the result */
+		return FMT_JSON_NO_MEMORY;
+	}
+	int r = fwrite(text, 1, n, f) == n ? 0 : FMT_JSON_WRITE_FAILED;
+	free(text);
+	return r;
+}
+
+int fmt_json_write(FILE *f, const json_t *j)
+{
+	return json_put(f, j, 0);
+}
+
+char *fmt_json_text(const json_t *j)
+{
+	size_t n;
+	return json_build(j, 0, &n);
 }
 
 static unsigned long json_alloc_failed; /* how many of jansson's allocations failed */
@@ -316,9 +333,14 @@ int fmt_json_set(json_t *obj, const char *key, json_t *value)
 
 int fmt_json_line(FILE *f, json_t *obj)
 {
-	if (fmt_json_write(f, obj) != 0)
-		return -1;
-	return fputc('\n', f) == EOF ? -1 : 0;
+	return json_put(f, obj, 1);
+}
+
+fmt_kind fmt_json_fail(int r, fmt_err *e)
+{
+	if (r == FMT_JSON_NO_MEMORY)
+		return fmt_fail(e, FMT_IO, "out of memory");
+	return fmt_fail(e, FMT_IO, "cannot write to standard output");
 }
 
 void fmt_format_bytes(char *buf, size_t n, uint64_t bytes)

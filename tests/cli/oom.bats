@@ -200,6 +200,20 @@ PY
 	oom -f 8399 -- fmt-convert --dtype int8 --calibration "$BATS_TEST_TMPDIR/dw.json" "$fix/mnist_cnn_dw.onnx" q.nk
 }
 
+@test "oom: a --json record is on stdout whole or not at all, and out of memory writing it says so" {
+	# fmt_json_line dumped straight to stdout, and jansson allocates as it dumps: a record cut off
+	# where an allocation failed, the failure record glued to it, and 'cannot write to standard
+	# output' (fmt-inspect's model record, a dataset's, nk-run's); -j checks every line of both
+	# streams is one whole JSON object
+	oom -j -f 93 -l 125 -s 2 -- fmt-inspect --json "$D/q8.gguf"
+	oom -j -f 26 -l 30 -- fmt-inspect --json "$D/sample.csv"
+	oom -j -f 98 -l 116 -s 2 -- fmt-inspect --json "$D/sample.csv"
+	oom -j -a -f 93 -s 17 -- fmt-inspect --json "$D/q8.gguf"
+	run -3 env FMTKIT_FAIL_ALLOC_AT=95 LD_PRELOAD=$FMTKIT_FAILALLOC fmt-inspect --json "$D/q8.gguf"
+	[ "$output" = "{\"tool\":\"fmt-inspect\",\"level\":\"error\",\"file\":\"$D/q8.gguf\",\"error\":\"IoError\",\"exit\":3,\"message\":\"out of memory\"}
+{\"file\":\"$D/q8.gguf\",\"ok\":false,\"exit\":3,\"error\":\"IoError\",\"message\":\"out of memory\"}" ]
+}
+
 @test "oom: the error object written without allocating is the one jansson writes, byte for byte (invalid UTF-8 in the file name)" {
 	# the hand-written object replaced every byte above 0x7F of a string that was not UTF-8:
 	# 'é\xff€' became six U+FFFD escapes instead of 'é', U+FFFD, '€'

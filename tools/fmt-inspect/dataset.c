@@ -82,9 +82,9 @@ static fmt_kind summary(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err 
 		json_object_set_new(r, "columns", json_integer((json_int_t)t->schema.n_fields));
 		json_object_set_new(r, "schema", fmt_schema_json(&t->schema));
 		json_object_set_new(r, t->driver->name, facts);
-		int bad = out && fmt_json_line(out, r);
+		int bad = out ? fmt_json_line(out, r) : 0;
 		json_decref(r);
-		return bad ? fmt_fail(e, FMT_IO, "cannot write to standard output") : FMT_OK;
+		return bad ? fmt_json_fail(bad, e) : FMT_OK;
 	}
 	if (out) {
 		fprintf(out, "file: ");
@@ -113,7 +113,7 @@ static fmt_kind schema_only(FILE *out, fmt_table *t, const inspect_opts *o, fmt_
 	json_object_set_new(r, "schema", fmt_schema_json(&t->schema));
 	int bad = fmt_json_line(out, r);
 	json_decref(r);
-	return bad ? fmt_fail(e, FMT_IO, "cannot write to standard output") : FMT_OK;
+	return bad ? fmt_json_fail(bad, e) : FMT_OK;
 }
 
 /* Text cells: at most CELL_WIDTH characters shown, control characters escaped by the printer. */
@@ -445,8 +445,9 @@ static fmt_kind stats(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err *e
 			json_object_set_new(r, "file", fmt_json_string(t->path, strlen(t->path)));
 			json_object_set_new(r, "format", json_string(t->driver->name));
 			json_object_set_new(r, "columns", cols);
-			if (fmt_json_line(out, r))
-				k = fmt_fail(e, FMT_IO, "cannot write to standard output");
+			int bad = fmt_json_line(out, r);
+			if (bad)
+				k = fmt_json_fail(bad, e);
 			json_decref(r);
 		} else {
 			print_stats_text(out, cols);
@@ -537,8 +538,9 @@ static fmt_kind quality(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err 
 		json_object_set_new(line, "file", fmt_json_string(t->path, strlen(t->path)));
 		json_object_set_new(line, "format", json_string(t->driver->name));
 		json_object_update(line, r);
-		if (fmt_json_line(out, line))
-			k = fmt_fail(e, FMT_IO, "cannot write to standard output");
+		int bad = fmt_json_line(out, line);
+		if (bad)
+			k = fmt_json_fail(bad, e);
 		json_decref(line);
 	} else if (k == FMT_OK && out) {
 		print_quality_text(out, r);

@@ -336,7 +336,7 @@ static int write_json_tensors(FILE *out, const fmt_model *m, const char *only)
 
 /* One JSON line: head's members, then the metadata and its types, and the tensor list, when
  * asked, written as they are made, then tail's members. */
-static int write_json_line(FILE *out, json_t *head, const fmt_model *m, const inspect_opts *o, json_t *tail)
+static int json_line_to(FILE *out, json_t *head, const fmt_model *m, const inspect_opts *o, json_t *tail)
 {
 	char *h = fmt_json_text(head);
 	char *t = json_object_size(tail) ? fmt_json_text(tail) : NULL;
@@ -362,6 +362,26 @@ static int write_json_line(FILE *out, json_t *head, const fmt_model *m, const in
 		r = -1;
 	free(h);
 	free(t);
+	return r;
+}
+
+/* That line made whole in memory first, then written at once (0 or a failure of fmt_json_line):
+ * out of memory on the way left half a record on stdout. The tensors are still not a JSON tree:
+ * their text is some 100 bytes a tensor. */
+static int write_json_line(FILE *out, json_t *head, const fmt_model *m, const inspect_opts *o, json_t *tail)
+{
+	char *text = NULL;
+	size_t n = 0;
+	FILE *mem = open_memstream(&text, &n);
+	int r = mem ? json_line_to(mem, head, m, o, tail) : -1;
+	if (mem && fclose(mem) != 0)
+		r = -1;
+	if (r != 0 || !text) { /* a write to memory fails for want of memory only */
+		free(text);
+		return FMT_JSON_NO_MEMORY;
+	}
+	r = fwrite(text, 1, n, out) == n ? 0 : FMT_JSON_WRITE_FAILED;
+	free(text);
 	return r;
 }
 
@@ -431,7 +451,7 @@ static fmt_kind report_json(FILE *out, const fmt_model *m, const inspect_opts *o
 	int r = out ? write_json_line(out, obj, m, o, tail) : 0;
 	json_decref(obj);
 	json_decref(tail);
-	return r ? fmt_fail(e, FMT_IO, "cannot write to standard output") : FMT_OK;
+	return r ? fmt_json_fail(r, e) : FMT_OK;
 }
 
 static void report_text(FILE *out, const fmt_model *m, const inspect_opts *o,

@@ -238,7 +238,7 @@ fmt_kind nk_report_run(FILE *out, const char *path, const nk_model *nm, nk_engin
 		}
 		int r = fmt_json_line(out, j);
 		json_decref(j);
-		return r ? fmt_fail(e, FMT_IO, "cannot write to standard output") : FMT_OK;
+		return r ? fmt_json_fail(r, e) : FMT_OK;
 	}
 	if (o->verbose) {
 		fmt_nk_print_summary(out, nm, path);
@@ -327,8 +327,9 @@ fmt_kind nk_report_bench(FILE *out, const char *path, const nk_model *nm, nk_eng
 	if (o->json) {
 		json_t *j = json_pack("{s:o}", "file", fmt_json_string(path, strlen(path)));
 		bench_json(j, nm, en, &b);
-		if (fmt_json_line(out, j))
-			k = fmt_fail(e, FMT_IO, "cannot write to standard output");
+		int bad = fmt_json_line(out, j);
+		if (bad)
+			k = fmt_json_fail(bad, e);
 		json_decref(j);
 	} else {
 		bench_text(out, path, nm, en, &b);

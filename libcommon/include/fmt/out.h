@@ -39,13 +39,21 @@ json_t *fmt_json_u64(uint64_t v);
  * (JSON has no such numbers; fmtkit(7), OUTPUT). */
 json_t *fmt_json_double(double v);
 
-/* One compact JSON object and a newline (JSON Lines); returns 0 or -1 on write failure. */
+/* The failures of fmt_json_line and fmt_json_write (0 when none). */
+#define FMT_JSON_WRITE_FAILED (-1) /* the write to f failed */
+#define FMT_JSON_NO_MEMORY (-2)    /* nothing was written: out of memory making the text */
+/* One compact JSON object and a newline (JSON Lines): made whole in memory first, then written,
+ * so that a record is on f whole or not at all. 0 or one of the failures above; out of memory
+ * also tells fmt_json_memory_failed (a caller that drops the result still exits 3). */
 int fmt_json_line(FILE *f, json_t *obj);
 /* Compact JSON (member order kept), with DEL and the C1 controls written as \u escapes so that
- * no control byte reaches a terminal: to f (0, or -1 on a write error), or as a malloc'd
- * string (NULL when out of memory). */
+ * no control byte reaches a terminal: to f (whole or not at all, as fmt_json_line), or as a
+ * malloc'd string (NULL when out of memory). */
 int fmt_json_write(FILE *f, const json_t *j);
 char *fmt_json_text(const json_t *j);
+/* The error of such a failure r, for a record on standard output: IoError "out of memory", or
+ * "cannot write to standard output". Returns FMT_IO. */
+fmt_kind fmt_json_fail(int r, fmt_err *e);
 
 /* jansson's setters drop what they could not allocate (json_array_append_new, json_object_set_new
  * return -1, which nobody could act on at every call): a record built out of memory printed
