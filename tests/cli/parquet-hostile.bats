@@ -232,3 +232,25 @@ open(sys.argv[2], "wb").write(b.replace(b"zq", b"\xffq"))' t.$x bad.$x
 		assert_equal "$(jq -r '.schema.fields[1].name' <<<"$output")" $'\uFFFDq'
 	done
 }
+
+@test "fmt-inspect's text report of Parquet names a column one way: bytes that are not UTF-8 as \\xHH, control characters escaped, in its Parquet facts as in its schema" {
+	# the facts (leaf columns, each row group's chunks) printed the JSON keys of the format's
+	# description: U+FFFD for the byte ff, and an escape character as it is
+	printf 'id,zq,e\033[31m\n1,2,3\n' >t.csv
+	fmt-convert -q t.csv t.parquet
+	/usr/bin/python3 -c 'import sys; b = open(sys.argv[1], "rb").read(); assert b.count(b"zq") == 2
+open(sys.argv[2], "wb").write(b.replace(b"zq", b"\xffq"))' t.parquet bad.parquet
+	run -0 fmt-inspect bad.parquet
+	assert_equal "$(grep -c -F -e '\xffq' -e 'e\x1b[31m' <<<"$output")" 6
+	assert_line '  \xffq: INT64'
+	assert_line '      \xffq:'
+	assert_line '  \xffq  int64  not null'
+	assert_line '  e\x1b[31m: INT64'
+	assert_line '      e\x1b[31m:'
+	assert_line '  e\x1b[31m  int64  not null'
+	# nothing else stands for them: no U+FFFD, no escape character
+	[[ "$output" != *$'\xef\xbf\xbd'* && "$output" != *$'\033'* ]]
+	# the JSON report keeps U+FFFD (JSON cannot hold the byte) and \u001B
+	run -0 fmt-inspect --json bad.parquet
+	assert_equal "$(jq -c '.parquet.leaf_columns | keys_unsorted' <<<"$output")" $'["id","\uFFFDq","e\\u001b[31m"]'
+}

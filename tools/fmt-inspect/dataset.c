@@ -30,16 +30,49 @@ static void print_schema(FILE *out, const fmt_schema *s)
 	}
 }
 
+#define REPLACEMENT "\xEF\xBF\xBD" /* U+FFFD */
+
+/* The columns whose names a JSON key may stand for with U+FFFD in place of their bytes that are
+ * not UTF-8 (fmt_json_set), by that key: {KEY: field index}; a later column of the same key
+ * wins, as in the describe object. NULL when no name is invalid or has U+FFFD (or out of memory:
+ * the keys are then printed as they are). */
+static json_t *replaced_names(const fmt_schema *s)
+{
+	json_t *names = NULL;
+	for (size_t i = 0; i < s->n_fields; i++) {
+		const char *name = s->fields[i].name;
+		size_t n = strlen(name);
+		if (fmt_utf8_valid(name, n) && !strstr(name, REPLACEMENT))
+			continue;
+		if (!names && !(names = json_object()))
+			return NULL;
+		fmt_json_set(names, name, json_integer((json_int_t)i));
+	}
+	return names;
+}
+
+/* A key of the describe object as the rest of the report writes names: a column's name escaped
+ * (its bytes that are not UTF-8 as \xHH, as the schema below shows them), not the U+FFFD its
+ * key has in their place. */
+static void print_key(FILE *out, const char *key, const fmt_schema *s, json_t *names)
+{
+	json_t *i = names && strstr(key, REPLACEMENT) ? json_object_get(names, key) : NULL;
+	const char *name = i ? s->fields[json_integer_value(i)].name : key;
+	fmt_out_escaped(out, name, strlen(name));
+}
+
 /* The describe object as "key: value" lines (nested objects indented). */
-static void print_facts(FILE *out, json_t *o, int depth)
+static void print_facts(FILE *out, json_t *o, int depth, const fmt_schema *s, json_t *names)
 {
 	const char *key;
 	json_t *v;
 	json_object_foreach(o, key, v) {
-		fprintf(out, "%*s%s:", 2 * depth, "", key);
+		fprintf(out, "%*s", 2 * depth, "");
+		print_key(out, key, s, names);
+		fputc(':', out);
 		if (json_is_object(v) && json_object_size(v)) {
 			fprintf(out, "\n");
-			print_facts(out, v, depth + 1);
+			print_facts(out, v, depth + 1, s, names);
 			continue;
 		}
 		char *text = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
@@ -92,7 +125,9 @@ static fmt_kind summary(FILE *out, fmt_table *t, const inspect_opts *o, fmt_err 
 		fprintf(out, "\nformat: %s\n", t->driver->name);
 		if (t->n_rows != FMT_ROWS_UNKNOWN)
 			fprintf(out, "rows: %llu\n", (unsigned long long)t->n_rows);
-		print_facts(out, facts, 0);
+		json_t *names = replaced_names(&t->schema);
+		print_facts(out, facts, 0, &t->schema, names);
+		json_decref(names);
 		print_schema(out, &t->schema);
 	}
 	json_decref(facts);
