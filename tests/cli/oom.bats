@@ -241,3 +241,10 @@ PY
 	fmt-shard split -q --max-tensors 2 -o "$d/m" "$d/a.gguf"
 	oom -f 85 -l 110 -- fmt-convert -q -T 1 --dtype Q8_0 --keep-split "$d/m-00001-of-00003.gguf" out.gguf
 }
+
+@test "oom: fmt-sign and fmt-watermark --json records that cannot be made or written are errors, not a silent exit 3" {
+	# their records went through fmt_json_line, or were never made (json_pack out of memory), and
+	# the tool exited 3 saying nothing (fmt-watermark entropy's record also cut off)
+	oom -j -f 125 -s 2 -- fmt-sign verify --json -p "$D/k.pub" -x "$D/tiny.minisig" "$D/s/tiny.safetensors"
+	oom -j -f 135 -s 2 -- fmt-watermark entropy -j "$D/s/tiny.safetensors"
+}

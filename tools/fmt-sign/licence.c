@@ -77,9 +77,8 @@ int sign_cmd_license(char **files, int n, const sign_opts *o)
 			json_t *obj = json_pack("{s:o, s:b, s:s, s:I, s:i}", "file", fmt_json_string(files[i], strlen(files[i])), "ok", 1,
 						"seller_key_id", id, "expires_at", (json_int_t)l.expires_at, "seat_limit",
 						(int)l.seats);
-			if (!obj || fmt_json_line(stdout, obj) != 0)
-				worst = worst > FMT_IO ? worst : FMT_IO;
-			json_decref(obj);
+			int code = sign_print_json(o, files[i], obj);
+			worst = code > worst ? code : worst;
 			continue;
 		}
 		printf("licensed ");

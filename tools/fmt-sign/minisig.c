@@ -51,9 +51,7 @@ static int report_keys(const sign_opts *o, const char *kind, const char *title, 
 		json_t *obj = json_pack("{s:b, s:s, s:s, s:o, s:o}", "ok", 1, "kind", kind, "key_id", id,
 					"public_key", fmt_json_string(pub, strlen(pub)),
 					"secret_key", fmt_json_string(sec, strlen(sec)));
-		int r = obj ? fmt_json_line(stdout, obj) : -1;
-		json_decref(obj);
-		return r == 0 ? 0 : FMT_IO;
+		return sign_print_json(o, NULL, obj);
 	}
 	printf("created %s key %s\npublic key: ", title, id);
 	fmt_out_escaped(stdout, pub, strlen(pub));
@@ -288,9 +286,7 @@ static int report_signed_file(const char *file, const char *sig_path, const char
 						   "signature", fmt_json_string(sig_path, strlen(sig_path)), "key_id", id)
 				       : json_pack("{s:o, s:b, s:s, s:s}", "file", fmt_json_string(file, strlen(file)), "ok", 1,
 						   "kind", "ed25519", "key_id", id);
-		int r = obj ? fmt_json_line(stdout, obj) : -1;
-		json_decref(obj);
-		return r == 0 ? 0 : FMT_IO;
+		return sign_print_json(o, file, obj);
 	}
 	printf("signed ");
 	fmt_out_escaped(stdout, file, strlen(file));
@@ -495,9 +491,7 @@ static int report_embedded(const char *file, const char *id, const sign_opts *o)
 	}
 	json_t *obj = json_pack("{s:o, s:b, s:s, s:b}", "file", fmt_json_string(file, strlen(file)), "ok", 1, "key_id", id,
 				"embedded", 1);
-	int r = obj ? fmt_json_line(stdout, obj) : -1;
-	json_decref(obj);
-	return r == 0 ? 0 : FMT_IO;
+	return sign_print_json(o, file, obj);
 }
 
 int sign_cmd_verify(char **files, int n, const sign_opts *o)
@@ -547,9 +541,8 @@ int sign_cmd_verify(char **files, int n, const sign_opts *o)
 						fmt_json_string(sig->trusted, sig->trusted_len));
 			if (obj && embedded_id)
 				json_object_set_new(obj, "embedded_key_id", json_string(embedded_id));
-			if (!obj || fmt_json_line(stdout, obj) != 0)
-				worst = worst > FMT_IO ? worst : FMT_IO;
-			json_decref(obj);
+			int code = sign_print_json(o, files[i], obj);
+			worst = code > worst ? code : worst;
 		} else {
 			printf("Signature and comment signature verified\nTrusted comment: ");
 			print_trusted(sig->trusted, sig->trusted_len);

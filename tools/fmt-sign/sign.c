@@ -43,18 +43,22 @@ fmt_kind sign_check_output(const char *output, const char *const *inputs, size_t
 	return FMT_OK;
 }
 
-/* Print a JSON object as one line (and free it); 0 or the I/O exit status. */
-static int print_json(json_t *obj)
+int sign_print_json(const sign_opts *o, const char *file, json_t *obj)
 {
-	int r = obj ? fmt_json_line(stdout, obj) : -1;
+	int r = obj ? fmt_json_line(stdout, obj) : FMT_JSON_NO_MEMORY;
 	json_decref(obj);
-	return r == 0 ? 0 : FMT_IO;
+	if (r == 0)
+		return 0;
+	fmt_err e;
+	fmt_err_clear(&e);
+	fmt_json_fail(r, &e);
+	return sign_fail(o, file, &e);
 }
 
-static int report_created(const char *path, const fmt_hmac_key *key, int rotated, int json)
+static int report_created(const sign_opts *o, const char *path, const fmt_hmac_key *key, int rotated)
 {
-	if (json)
-		return print_json(json_pack("{s:b, s:s, s:o, s:b}", "ok", 1, "key_id", key->id, "path",
+	if (o->common.json)
+		return sign_print_json(o, NULL, json_pack("{s:b, s:s, s:o, s:b}", "ok", 1, "key_id", key->id, "path",
 					    fmt_json_string(path, strlen(path)), "rotated", rotated));
 	printf("created HMAC key %s in ", key->id);
 	fmt_out_escaped(stdout, path, strlen(path));
@@ -89,7 +93,7 @@ int sign_cmd_keygen(const sign_opts *o)
 		free(path);
 		return code;
 	}
-	int code = o->common.quiet ? 0 : report_created(path, &key, exists, o->common.json);
+	int code = o->common.quiet ? 0 : report_created(o, path, &key, exists);
 	fmt_hmac_key_free(&key);
 	free(path);
 	return code;
@@ -127,7 +131,7 @@ static int report_signed(const char *path, const fmt_hmac_key *key, const sign_o
 	if (o->common.json) {
 		json_t *obj = json_pack("{s:o, s:b, s:s, s:s}", "file", fmt_json_string(path, strlen(path)), "ok", 1,
 					"key_id", key->id, "signature", sig);
-		code = print_json(obj);
+		code = sign_print_json(o, path, obj);
 	} else {
 		printf("signed ");
 		fmt_out_escaped(stdout, path, strlen(path));
@@ -169,7 +173,7 @@ int sign_cmd_key_id(const sign_opts *o)
 		return sign_fail(o, NULL, &e);
 	int code = 0;
 	if (o->common.json && !o->common.quiet)
-		code = print_json(json_pack("{s:b, s:s}", "ok", 1, "key_id", key.id));
+		code = sign_print_json(o, NULL, json_pack("{s:b, s:s}", "ok", 1, "key_id", key.id));
 	else if (!o->common.quiet)
 		printf("%s\n", key.id);
 	fmt_hmac_key_free(&key);

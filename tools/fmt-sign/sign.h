@@ -43,6 +43,9 @@ int sign_fail(const sign_opts *o, const char *file, const fmt_err *e);
 /* A keygen that failed on the key file path: the error names it, the record is the operation's
  * ("file":null, as fmt-sign(1) has it for keygen and key-id). */
 int sign_keygen_fail(const sign_opts *o, const char *path, fmt_err *e);
+/* obj (its reference taken) as one JSON line on stdout: 0, or, when it could not be made or
+ * written (out of memory, a write error), that error reported as sign_fail does (of file). */
+int sign_print_json(const sign_opts *o, const char *file, json_t *obj);
 /* file is the input read now: its record if a signal ends the process (fmt_report_input). */
 void sign_input(const sign_opts *o, const char *file);
 /* Refuse (UsageError, before anything is written) an output that is the same file (device and

@@ -40,8 +40,7 @@ int sign_cmd_keygen_watermark(const sign_opts *o)
 	if (o->common.json) {
 		json_t *r = json_pack("{s:b, s:s, s:s, s:o}", "ok", 1, "kind", "watermark", "key_id", id, "path",
 				      fmt_json_string(path, strlen(path)));
-		status = r && fmt_json_line(stdout, r) == 0 ? 0 : FMT_IO;
-		json_decref(r);
+		status = sign_print_json(o, NULL, r);
 	} else if (!o->common.quiet) {
 		printf("created watermark key %s in ", id);
 		fmt_out_escaped(stdout, path, strlen(path));

@@ -18,11 +18,18 @@ int wm_fail(const wm_opts *o, const char *file, const fmt_err *e)
 	return fmt_report_failed(o->records, TOOL, o->input, file, e, o->common.json);
 }
 
-static int json_out(json_t *j)
+/* j (its reference taken) as one JSON line of the records: 0, or, when it could not be made or
+ * written (out of memory, a write error), that error reported. */
+static int json_out(const wm_opts *o, json_t *j)
 {
-	int r = j ? fmt_json_line(wm_records, j) : -1;
+	int r = j ? fmt_json_line(wm_records, j) : FMT_JSON_NO_MEMORY;
 	json_decref(j);
-	return r == 0 ? 0 : FMT_IO;
+	if (r == 0)
+		return 0;
+	fmt_err e;
+	fmt_err_clear(&e);
+	fmt_json_fail(r, &e);
+	return wm_fail(o, NULL, &e);
 }
 
 static json_t *jstr(const char *s)
@@ -61,13 +68,14 @@ static void left_alone_line(FILE *f, const wm_result *r, const char *why)
 /* embed's JSON line on f (standard output, or standard error when OUT goes there); with -q none. */
 static int embed_json_line(const wm_opts *o, FILE *f, json_t *j)
 {
-	if (o->common.quiet) {
-		json_decref(j);
-		return j ? 0 : FMT_IO;
-	}
-	int w = j ? fmt_json_line(f, j) : -1;
+	int w = !j ? FMT_JSON_NO_MEMORY : o->common.quiet ? 0 : fmt_json_line(f, j);
 	json_decref(j);
-	return w == 0 ? 0 : FMT_IO;
+	if (w == 0)
+		return 0;
+	fmt_err e;
+	fmt_err_clear(&e);
+	fmt_json_fail(w, &e);
+	return wm_fail(o, NULL, &e);
 }
 
 /* "IN -> OUT (format): buyer ID", the start of embed's text report. */
@@ -369,7 +377,7 @@ static int report_extract_ss(const char *path, const wm_opts *o, const ss_eval *
 		json_object_set_new(j, "buyer", buyer && ss->valid ? jstr(buyer) : json_null());
 		json_object_set_new(j, "registry_lead", buyer && !ss->valid ? jstr(buyer) : json_null());
 		free(buyer);
-		int w = json_out(j);
+		int w = json_out(o, j);
 		return w ? w : status;
 	}
 	out_name(path);
@@ -449,7 +457,7 @@ int wm_report_extract(const char *path, const wm_opts *o, const wm_result *r)
 		json_object_set_new(j, "buyer_hash_prefix", valid ? json_string(prefix) : json_null());
 		json_object_set_new(j, "buyer", buyer ? jstr(buyer) : json_null());
 		free(buyer);
-		int w = json_out(j);
+		int w = json_out(o, j);
 		return w ? w : status;
 	}
 	out_name(path);
@@ -505,7 +513,7 @@ int wm_report_alimentar(const char *path, const wm_opts *o, const uint8_t raw[32
 			"tested_pattern_ones", fmt_json_u64(a.pattern_ones), "tested_match_rate", rate,
 			"p_value", exp(a.log_p), "log10_p_value", log10_p(a.log_p));
 		json_object_set_new(j, "buyer_hash", got == 1 ? json_string(hex) : json_null());
-		int w = json_out(j);
+		int w = json_out(o, j);
 		return w ? w : got == 1 ? 0 : FMT_NEGATIVE;
 	}
 	out_name(path);
@@ -634,7 +642,7 @@ static int prove_emit(json_t *ev, const wm_opts *o, int match, int *done)
 	}
 	int status = match ? 0 : FMT_NEGATIVE;
 	if (o->common.json) {
-		int w = json_out(ev);
+		int w = json_out(o, ev);
 		return w ? w : status;
 	}
 	json_decref(ev);
@@ -803,7 +811,7 @@ int wm_report_detect(const char *path, const wm_opts *o, const wm_result *r)
 	int likely = n_susp > 0;
 	double p = exp(min_ln_p);
 	if (o->common.json) {
-		int w = json_out(json_pack("{s:o, s:s, s:b, s:f, s:f, s:f, s:o, s:o}", "file", jstr(path), "verdict",
+		int w = json_out(o, json_pack("{s:o, s:s, s:b, s:f, s:f, s:f, s:o, s:o}", "file", jstr(path), "verdict",
 			likely ? "likely watermarked" : "no watermark detected", "likely_watermarked", likely,
 			"confidence", 1 - p, "min_p_value", p, "log10_min_p_value", log10_p(min_ln_p),
 			"suspicious", susp, r->is_table ? "columns" : "tensors", cols));
@@ -860,7 +868,7 @@ int wm_report_entropy(const char *path, const wm_opts *o, const wm_result *r)
 		       (unsigned long long)c->entropy->n, er.shannon, er.lsb_entropy, er.ks_p, er.chi2_lsb_p, er.lag1_corr);
 	}
 	if (o->common.json)
-		return json_out(json_pack("{s:o, s:o}", "file", jstr(path), r->is_table ? "columns" : "tensors", cols));
+		return json_out(o, json_pack("{s:o, s:o}", "file", jstr(path), r->is_table ? "columns" : "tensors", cols));
 	json_decref(cols);
 	return 0;
 }
