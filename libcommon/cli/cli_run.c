@@ -657,6 +657,12 @@ int fmt_cli_parse(const fmt_cli_tool *t, int argc, char **argv, void *ctx, fmt_c
 		if (r == 0)
 			r = t->on_option ? (t->on_option(ctx, c, optarg, &e) < 0 ? -1 : 1)
 					 : (fmt_fail(&e, FMT_USAGE, "unhandled option"), -1);
+		if (r < 0 && e.kind != FMT_OK && e.kind != FMT_USAGE) {
+			/* not a mistake of the command line: out of memory storing a driver's option
+			 * value ('--keep-split: out of memory', exit 2 before) */
+			fmt_report_error(stderr, t->name, NULL, &e, cli->common.json);
+			return exit_now(cli, fmt_kind_exit(e.kind));
+		}
 		if (r < 0)
 			return exit_now(cli, fmt_cli_usage_error(t, named_option_msg(long_index, longs, c, e.msg)));
 	}

@@ -240,6 +240,9 @@ PY
 	fmt-convert -q --set general.architecture=llama --set llama.block_count:u32=2 "$D/s/tiny.safetensors" "$d/a.gguf"
 	fmt-shard split -q --max-tensors 2 -o "$d/m" "$d/a.gguf"
 	oom -f 85 -l 110 -- fmt-convert -q -T 1 --dtype Q8_0 --keep-split "$d/m-00001-of-00003.gguf" out.gguf
+	# and the option parser's: storing --keep-split's value out of memory was a usage error,
+	# '--keep-split: out of memory' (exit 2)
+	oom -l 6 -- fmt-convert -q -T 1 --dtype Q8_0 --keep-split "$d/m-00001-of-00003.gguf" out.gguf
 }
 
 @test "oom: fmt-sign and fmt-watermark --json records that cannot be made or written are errors, not a silent exit 3" {
