@@ -207,10 +207,10 @@ PY
 	# where an allocation failed, the failure record glued to it, and 'cannot write to standard
 	# output' (fmt-inspect's model record, a dataset's, nk-run's); -j checks every line of both
 	# streams is one whole JSON object
-	oom -j -f 93 -l 125 -s 2 -- fmt-inspect --json "$D/q8.gguf"
-	oom -j -f 26 -l 30 -- fmt-inspect --json "$D/sample.csv"
-	oom -j -f 98 -l 116 -s 2 -- fmt-inspect --json "$D/sample.csv"
-	oom -j -a -f 93 -s 17 -- fmt-inspect --json "$D/q8.gguf"
+	oom -j -f 93 -l 125 -s 4 -- fmt-inspect --json "$D/q8.gguf"
+	oom -j -f 26 -l 30 -s 2 -- fmt-inspect --json "$D/sample.csv"
+	oom -j -f 98 -l 116 -s 3 -- fmt-inspect --json "$D/sample.csv"
+	oom -j -a -f 93 -s 37 -- fmt-inspect --json "$D/q8.gguf"
 	run -3 env FMTKIT_FAIL_ALLOC_AT=95 LD_PRELOAD=$FMTKIT_FAILALLOC fmt-inspect --json "$D/q8.gguf"
 	[ "$output" = "{\"tool\":\"fmt-inspect\",\"level\":\"error\",\"file\":\"$D/q8.gguf\",\"error\":\"IoError\",\"exit\":3,\"message\":\"out of memory\"}
 {\"file\":\"$D/q8.gguf\",\"ok\":false,\"exit\":3,\"error\":\"IoError\",\"message\":\"out of memory\"}" ]
@@ -248,6 +248,6 @@ PY
 @test "oom: fmt-sign and fmt-watermark --json records that cannot be made or written are errors, not a silent exit 3" {
 	# their records went through fmt_json_line, or were never made (json_pack out of memory), and
 	# the tool exited 3 saying nothing (fmt-watermark entropy's record also cut off)
-	oom -j -f 125 -s 2 -- fmt-sign verify --json -p "$D/k.pub" -x "$D/tiny.minisig" "$D/s/tiny.safetensors"
-	oom -j -f 135 -s 2 -- fmt-watermark entropy -j "$D/s/tiny.safetensors"
+	oom -j -f 125 -s 4 -- fmt-sign verify --json -p "$D/k.pub" -x "$D/tiny.minisig" "$D/s/tiny.safetensors"
+	oom -j -f 137 -s 6 -- fmt-watermark entropy -j "$D/s/tiny.safetensors"
 }
