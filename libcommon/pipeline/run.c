@@ -266,9 +266,10 @@ static fmt_kind write_network(const fmt_model *in, const char *input, const char
 	if (k == FMT_OK && o->json) {
 		json_t *j = json_pack("{s:o,s:o,s:s,s:b}", "input", fmt_json_string(input, strlen(input)), "output",
 				      fmt_json_string(output, strlen(output)), "format", o->to->name, "dry_run", o->dry_run);
-		if (j)
-			json_dumpf(j, o->out, JSON_COMPACT);
-		fputc('\n', o->out);
+		if (j) /* whole or not at all: out of memory on the way is fmt_json_memory_failed */
+			fmt_json_line(o->out, j);
+		else
+			fmt_json_memory_lost();
 		json_decref(j);
 	}
 	return k;

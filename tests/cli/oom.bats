@@ -245,9 +245,12 @@ PY
 	oom -l 6 -- fmt-convert -q -T 1 --dtype Q8_0 --keep-split "$d/m-00001-of-00003.gguf" out.gguf
 }
 
-@test "oom: fmt-sign and fmt-watermark --json records that cannot be made or written are errors, not a silent exit 3" {
+@test "oom: fmt-sign, fmt-watermark and fmt-convert (to .nk) --json records that cannot be made or written are errors and no broken line, not a silent exit 3" {
 	# their records went through fmt_json_line, or were never made (json_pack out of memory), and
 	# the tool exited 3 saying nothing (fmt-watermark entropy's record also cut off)
 	oom -j -f 125 -s 4 -- fmt-sign verify --json -p "$D/k.pub" -x "$D/tiny.minisig" "$D/s/tiny.safetensors"
 	oom -j -f 137 -s 6 -- fmt-watermark entropy -j "$D/s/tiny.safetensors"
+	# fmt-convert's record of an ONNX -> .nk conversion: dumped with json_dumpf, an empty line when
+	# it could not be made
+	oom -j -f 150 -s 2 -- fmt-convert --json --dry-run -T 1 "$D/test_mlp.onnx" out.nk
 }
