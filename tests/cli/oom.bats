@@ -239,7 +239,7 @@ PY
 	local d=$BATS_TEST_TMPDIR
 	fmt-convert -q --set general.architecture=llama --set llama.block_count:u32=2 "$D/s/tiny.safetensors" "$d/a.gguf"
 	fmt-shard split -q --max-tensors 2 -o "$d/m" "$d/a.gguf"
-	oom -f 85 -l 110 -- fmt-convert -q -T 1 --dtype Q8_0 --keep-split "$d/m-00001-of-00003.gguf" out.gguf
+	oom -f 88 -l 100 -s 2 -- fmt-convert -q -T 1 --dtype Q8_0 --keep-split "$d/m-00001-of-00003.gguf" out.gguf
 	# and the option parser's: storing --keep-split's value out of memory was a usage error,
 	# '--keep-split: out of memory' (exit 2)
 	oom -l 6 -- fmt-convert -q -T 1 --dtype Q8_0 --keep-split "$d/m-00001-of-00003.gguf" out.gguf
@@ -252,5 +252,5 @@ PY
 	oom -j -f 137 -s 6 -- fmt-watermark entropy -j "$D/s/tiny.safetensors"
 	# fmt-convert's record of an ONNX -> .nk conversion: dumped with json_dumpf, an empty line when
 	# it could not be made
-	oom -j -f 150 -s 2 -- fmt-convert --json --dry-run -T 1 "$D/test_mlp.onnx" out.nk
+	oom -j -f 150 -s 3 -- fmt-convert --json --dry-run -T 1 "$D/test_mlp.onnx" out.nk
 }
