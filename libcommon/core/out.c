@@ -343,6 +343,13 @@ fmt_kind fmt_json_fail(int r, fmt_err *e)
 	return fmt_fail(e, FMT_IO, "cannot write to standard output");
 }
 
+fmt_kind fmt_json_emit(FILE *f, json_t *obj, fmt_err *e)
+{
+	int r = obj ? fmt_json_line(f, obj) : FMT_JSON_NO_MEMORY;
+	json_decref(obj);
+	return r ? fmt_json_fail(r, e) : FMT_OK;
+}
+
 void fmt_format_bytes(char *buf, size_t n, uint64_t bytes)
 {
 	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };

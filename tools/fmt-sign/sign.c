@@ -45,14 +45,9 @@ fmt_kind sign_check_output(const char *output, const char *const *inputs, size_t
 
 int sign_print_json(const sign_opts *o, const char *file, json_t *obj)
 {
-	int r = obj ? fmt_json_line(stdout, obj) : FMT_JSON_NO_MEMORY;
-	json_decref(obj);
-	if (r == 0)
-		return 0;
 	fmt_err e;
 	fmt_err_clear(&e);
-	fmt_json_fail(r, &e);
-	return sign_fail(o, file, &e);
+	return fmt_json_emit(stdout, obj, &e) == FMT_OK ? 0 : sign_fail(o, file, &e);
 }
 
 static int report_created(const sign_opts *o, const char *path, const fmt_hmac_key *key, int rotated)

@@ -22,14 +22,9 @@ int wm_fail(const wm_opts *o, const char *file, const fmt_err *e)
  * written (out of memory, a write error), that error reported. */
 static int json_out(const wm_opts *o, json_t *j)
 {
-	int r = j ? fmt_json_line(wm_records, j) : FMT_JSON_NO_MEMORY;
-	json_decref(j);
-	if (r == 0)
-		return 0;
 	fmt_err e;
 	fmt_err_clear(&e);
-	fmt_json_fail(r, &e);
-	return wm_fail(o, NULL, &e);
+	return fmt_json_emit(wm_records, j, &e) == FMT_OK ? 0 : wm_fail(o, NULL, &e);
 }
 
 static json_t *jstr(const char *s)
@@ -68,14 +63,13 @@ static void left_alone_line(FILE *f, const wm_result *r, const char *why)
 /* embed's JSON line on f (standard output, or standard error when OUT goes there); with -q none. */
 static int embed_json_line(const wm_opts *o, FILE *f, json_t *j)
 {
-	int w = !j ? FMT_JSON_NO_MEMORY : o->common.quiet ? 0 : fmt_json_line(f, j);
-	json_decref(j);
-	if (w == 0)
-		return 0;
 	fmt_err e;
 	fmt_err_clear(&e);
-	fmt_json_fail(w, &e);
-	return wm_fail(o, NULL, &e);
+	if (j && o->common.quiet) {
+		json_decref(j);
+		return 0;
+	}
+	return fmt_json_emit(f, j, &e) == FMT_OK ? 0 : wm_fail(o, NULL, &e);
 }
 
 /* "IN -> OUT (format): buyer ID", the start of embed's text report. */

@@ -236,9 +236,7 @@ fmt_kind nk_report_run(FILE *out, const char *path, const nk_model *nm, nk_engin
 			json_object_set_new(j, "profile", p);
 			bench_free(&b);
 		}
-		int r = fmt_json_line(out, j);
-		json_decref(j);
-		return r ? fmt_json_fail(r, e) : FMT_OK;
+		return fmt_json_emit(out, j, e);
 	}
 	if (o->verbose) {
 		fmt_nk_print_summary(out, nm, path);

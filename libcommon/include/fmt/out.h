@@ -54,6 +54,9 @@ char *fmt_json_text(const json_t *j);
 /* The error of such a failure r, for a record on standard output: IoError "out of memory", or
  * "cannot write to standard output". Returns FMT_IO. */
 fmt_kind fmt_json_fail(int r, fmt_err *e);
+/* obj (its reference taken; NULL: it could not be made) as fmt_json_line writes it: FMT_OK, or
+ * the error of fmt_json_fail (NULL counts as out of memory). */
+fmt_kind fmt_json_emit(FILE *f, json_t *obj, fmt_err *e);
 
 /* jansson's setters drop what they could not allocate (json_array_append_new, json_object_set_new
  * return -1, which nobody could act on at every call): a record built out of memory printed
