@@ -59,6 +59,8 @@ typedef struct csv_checkpoint {
 size_t fmt_csv_special_byte(const char *p, size_t n, char delim);
 /* Bit i set when p[i] is delim, a quote or a line break, for the first min(n, 64) bytes. */
 uint64_t fmt_csv_special_mask(const char *p, size_t n, char delim);
+/* Bit i set when p[i] is c, for the first min(n, 64) bytes. */
+uint64_t fmt_csv_byte_mask(const char *p, size_t n, char c);
 /* How many bytes of p[0..n) equal c. */
 size_t fmt_csv_count_byte(const char *p, size_t n, char c);
 

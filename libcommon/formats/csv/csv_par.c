@@ -299,6 +299,20 @@ static int tracks_ended(const chunk *c)
 	       (c->tr[1].state == TRACK_OFF || c->tr[1].state == TRACK_ENDED);
 }
 
+/* Bit i set when the quotes before bit i of the mask are odd in number (bit i itself a line
+ * feed, not a quote): a prefix XOR of the quotes' bits. */
+static uint64_t odd_before(uint64_t quotes)
+{
+	uint64_t x = quotes;
+	x ^= x << 1;
+	x ^= x << 2;
+	x ^= x << 4;
+	x ^= x << 8;
+	x ^= x << 16;
+	x ^= x << 32;
+	return x;
+}
+
 /* Chunk c's bytes [off, end) through its ways; past the chunk's end (ahead), only until every
  * way has ended. c->at: where it stopped. */
 static void scan_span(infer_job *j, chunk *c, char *buf, uint64_t off, uint64_t end, int ahead)
@@ -310,25 +324,24 @@ static void scan_span(infer_job *j, chunk *c, char *buf, uint64_t off, uint64_t 
 			return;
 		for (size_t at = 0; at < n; at += 64) {
 			size_t part = n - at < 64 ? n - at : 64;
-			for (uint64_t m = fmt_csv_special_mask(buf + at, part, '"'); m; m &= m - 1) {
-				size_t b = at + (size_t)__builtin_ctzll(m);
-				if (buf[b] == '"') {
-					c->qpar ^= 1;
-					continue;
-				}
-				if (buf[b] != '\n')
-					continue;
-				int after_cr = b ? buf[b - 1] == '\r' : c->prev_cr;
-				if (!track_lf(&c->tr[c->qpar], data_off, c->to, off + b, ++c->lines, after_cr)) {
+			uint64_t quotes = fmt_csv_byte_mask(buf + at, part, '"');
+			uint64_t inside = odd_before(quotes) ^ (c->qpar ? ~(uint64_t)0 : 0);
+			for (uint64_t m = fmt_csv_byte_mask(buf + at, part, '\n'); m; m &= m - 1) {
+				unsigned bit = (unsigned)__builtin_ctzll(m);
+				size_t b = at + bit;
+				int after_cr = b ? buf[b - 1] == '\r' : c->prev_cr, way = (int)(inside >> bit & 1);
+				if (!track_lf(&c->tr[way], data_off, c->to, off + b, ++c->lines, after_cr)) {
 					c->k = fmt_fail(&c->e, FMT_IO, "out of memory");
 					return;
 				}
 				if (ahead && tracks_ended(c)) {
 					c->at = off + b + 1;
+					c->qpar = way;
 					c->prev_cr = 0;
 					return;
 				}
 			}
+			c->qpar ^= __builtin_popcountll(quotes) & 1;
 		}
 		c->prev_cr = buf[n - 1] == '\r';
 		off += n;

@@ -51,6 +51,14 @@ static uint64_t special_mask_portable(const char *p, size_t n, char delim)
 	return mask;
 }
 
+static uint64_t byte_mask_portable(const char *p, size_t n, char c)
+{
+	uint64_t mask = 0;
+	for (size_t i = 0; i < n && i < 64; i++)
+		mask |= (uint64_t)(p[i] == c) << i;
+	return mask;
+}
+
 static size_t count_byte_portable(const char *p, size_t n, char c)
 {
 	size_t count = 0;
@@ -164,6 +172,41 @@ static size_t count_byte_avx2(const char *p, size_t n, char c)
 	}
 	return count + count_byte_sse2(p + i, n - i, c);
 }
+
+__attribute__((target("sse2")))
+static uint64_t byte_mask_sse2(const char *p, size_t n, char c)
+{
+	if (n < 64)
+		return byte_mask_portable(p, n, c);
+	const __m128i want = _mm_set1_epi8(c);
+	uint64_t mask = 0;
+	for (int i = 0; i < 64; i += 16) {
+		__m128i w = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+		mask |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(w, want)) << i;
+	}
+	return mask;
+}
+
+__attribute__((target("avx2")))
+static uint64_t byte_mask_avx2(const char *p, size_t n, char c)
+{
+	if (n < 64)
+		return byte_mask_portable(p, n, c);
+	const __m256i want = _mm256_set1_epi8(c);
+	uint64_t mask = 0;
+	for (int i = 0; i < 64; i += 32) {
+		__m256i w = _mm256_loadu_si256((const __m256i *)(const void *)(p + i));
+		mask |= (uint64_t)(unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(w, want)) << i;
+	}
+	return mask;
+}
+
+__attribute__((target("avx512f,avx512bw")))
+static uint64_t byte_mask_avx512(const char *p, size_t n, char c)
+{
+	__mmask64 in = n >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << n) - 1;
+	return (uint64_t)(_mm512_cmpeq_epi8_mask(_mm512_maskz_loadu_epi8(in, p), _mm512_set1_epi8(c)) & in);
+}
 #endif
 
 /* 0 portable, 1 SSE2, 2 AVX2, 3 AVX-512 (the block masks; the other scans use AVX2 there): what
@@ -233,4 +276,17 @@ uint64_t fmt_csv_special_mask(const char *p, size_t n, char delim)
 	}
 #endif
 	return special_mask_portable(p, n, delim);
+}
+
+uint64_t fmt_csv_byte_mask(const char *p, size_t n, char c)
+{
+#if defined(__x86_64__)
+	switch (level()) {
+	case 3: return byte_mask_avx512(p, n, c);
+	case 2: return byte_mask_avx2(p, n, c);
+	case 1: return byte_mask_sse2(p, n, c);
+	default: break;
+	}
+#endif
+	return byte_mask_portable(p, n, c);
 }
