@@ -101,6 +101,34 @@ PY
 	done
 }
 
+@test "fmt-verify -T 2 reads a 3 MB .apr's checksum on both threads: the same answer as -T 1, a changed byte in any batch found" {
+	/usr/bin/python3 - m3.safetensors <<'PY'
+import json, struct, sys
+import numpy as np
+a = (np.arange(800000, dtype=np.float32) * 0.001).astype(np.float32)
+h = json.dumps({"w": {"dtype": "F32", "shape": [800000], "data_offsets": [0, a.nbytes]}}).encode()
+h += b" " * (-len(h) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + a.tobytes())
+PY
+	fmt-convert -q m3.safetensors m3.apr
+	[ "$(stat -c %s m3.apr)" -gt 3000000 ]
+	fmt-verify -q -T 1 m3.apr
+	fmt-verify -q -T 2 m3.apr
+	fmt-verify -q -T 3 m3.apr
+	# a byte in the first 2 MiB batch, in the second, and in the last partial one
+	for at in 1000 2200000 3100000; do
+		cp m3.apr bad.apr
+		printf '\x5a' | dd of=bad.apr bs=1 seek="$at" conv=notrunc status=none
+		run -6 fmt-verify -T 1 bad.apr
+		one=$output
+		[[ "$one" == *"bad.apr: checksum mismatch: XXH3-64 of the file is "* ]]
+		for t in 2 3; do
+			run -6 fmt-verify -T "$t" bad.apr
+			[ "$output" = "$one" ] || fail "-T $t at $at: $output"
+		done
+	done
+}
+
 @test "FMT-001: every tensor offset of every written file is a multiple of 64" {
 	make_numpy_model m.safetensors
 	fmt-convert --dtype f16 "$TINY" f16.gguf

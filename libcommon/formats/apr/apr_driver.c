@@ -66,7 +66,7 @@ static fmt_kind apr_verify(fmt_model *m, const fmt_verify_opts *o, fmt_err *e)
 		return fmt_fail(e, FMT_SIGNATURE, "not signed: APR v2 files have no signature block (apr.md §15); "
 				"sign them with a detached FILE.minisig (fmt-sign sign -s SECKEY)");
 	switch (st->layout) {
-	case APR_SEED: return fmt_apr_seed_verify(m, st, !o->reads_follow, e);
+	case APR_SEED: return fmt_apr_seed_verify(m, st, !o->reads_follow, o->threads, e);
 	case APR_APRENDER: return fmt_apr_ap_verify(m, st, e);
 	case APR_V1: return fmt_apr_v1_verify(m, st, o, e);
 	}

@@ -88,8 +88,9 @@ apr_layout apr_layout_of(const uint8_t *head, size_t n);
 int fmt_apr_is_tsp(const uint8_t *head, size_t n);
 
 fmt_kind fmt_apr_seed_open(fmt_model *m, apr_state *st, fmt_err *e);
-/* Every shard's XXH3-64, and with frames every LZ4/zstd frame decoded (bounded memory). */
-fmt_kind fmt_apr_seed_verify(fmt_model *m, const apr_state *st, int frames, fmt_err *e);
+/* Every shard's XXH3-64 (its reads shared by threads threads: fmt_xxh3_read), and with frames
+ * every LZ4/zstd frame decoded (bounded memory). */
+fmt_kind fmt_apr_seed_verify(fmt_model *m, const apr_state *st, int frames, int threads, fmt_err *e);
 /* A single seed file: its XXH3 computed by the reads a conversion makes, in file order. */
 fmt_kind fmt_apr_seed_verify_as_read(fmt_model *m, apr_state *st, fmt_err *e);
 /* How a seed file is written: compression, the writer stamp, and for a shard its record. */

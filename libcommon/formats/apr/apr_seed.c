@@ -47,8 +47,9 @@ static fmt_kind read_source(void *s, uint64_t off, void *dst, size_t n, fmt_err 
 }
 
 /* XXH3-64 of n bytes of a source from 0, read by pread (no mapping: mapping and populating
- * windows costs as much as the copy and charges the pages to the process). */
-static fmt_kind xxh3_source(fmt_source *s, uint64_t n, uint64_t *out, fmt_err *e)
+ * windows costs as much as the copy and charges the pages to the process); with a pool (not
+ * NULL), the reads shared by its threads (fmt_xxh3_read). */
+static fmt_kind xxh3_source(fmt_source *s, uint64_t n, fmt_pool *pool, uint64_t *out, fmt_err *e)
 {
 	XXH3_state_t *h = XXH3_createState();
 	if (!h)
@@ -56,17 +57,17 @@ static fmt_kind xxh3_source(fmt_source *s, uint64_t n, uint64_t *out, fmt_err *e
 	XXH3_64bits_reset(h);
 	if (s->fd >= 0 && !s->sequential)
 		(void)posix_fadvise(s->fd, 0, (off_t)n, POSIX_FADV_SEQUENTIAL);
-	fmt_kind k = fmt_xxh3_read(h, n, read_source, s, NULL, e);
+	fmt_kind k = fmt_xxh3_read(h, n, read_source, s, s->observe ? NULL : pool, e);
 	if (k == FMT_OK)
 		*out = XXH3_64bits_digest(h);
 	XXH3_freeState(h);
 	return k;
 }
 
-static fmt_kind check_checksum(fmt_source *s, uint64_t expected, fmt_err *e)
+static fmt_kind check_checksum(fmt_source *s, uint64_t expected, fmt_pool *pool, fmt_err *e)
 {
 	uint64_t got = 0;
-	fmt_kind k = xxh3_source(s, s->size - APR_SEED_FOOTER, &got, e);
+	fmt_kind k = xxh3_source(s, s->size - APR_SEED_FOOTER, pool, &got, e);
 	if (k == FMT_OK && got != expected)
 		k = fmt_fail(e, FMT_CHECKSUM, "checksum mismatch: XXH3-64 of the file is %016llx, the footer says %016llx",
 			     (unsigned long long)got, (unsigned long long)expected);
@@ -350,7 +351,7 @@ static fmt_kind damage_or(fmt_source *s, const apr_state *st, fmt_kind k, fmt_er
 	if (k != FMT_UNSUPPORTED || s->sequential || s->size < APR_SEED_HEADER + APR_SEED_FOOTER)
 		return k;
 	fmt_err why = *e;
-	if (check_checksum(s, st->checksum, e) == FMT_CHECKSUM)
+	if (check_checksum(s, st->checksum, NULL, e) == FMT_CHECKSUM)
 		fmt_err_prefix(e, "%s; and", why.msg);
 	else
 		*e = why;
@@ -588,21 +589,22 @@ static fmt_kind as_read_verify(fmt_model *m, const apr_state *st, fmt_err *e)
 	return FMT_OK;
 }
 
-fmt_kind fmt_apr_seed_verify(fmt_model *m, const apr_state *st, int frames, fmt_err *e)
+fmt_kind fmt_apr_seed_verify(fmt_model *m, const apr_state *st, int frames, int threads, fmt_err *e)
 {
 	if (m->sources[0].sequential)
 		return stream_verify(m, st, frames, e);
 	if (st->as_read)
 		return as_read_verify(m, st, e);
-	for (size_t i = 0; i < st->n_parts; i++) {
+	fmt_pool *pool = NULL;
+	fmt_kind k = threads > 1 ? fmt_pool_create(&pool, threads, e) : FMT_OK;
+	for (size_t i = 0; k == FMT_OK && i < st->n_parts; i++) {
 		fmt_source *s = &m->sources[st->parts[i].src];
-		fmt_kind k = check_checksum(s, st->parts[i].checksum, e);
-		if (k != FMT_OK) {
+		k = check_checksum(s, st->parts[i].checksum, pool, e);
+		if (k != FMT_OK)
 			fmt_err_file(e, s->path);
-			return k;
-		}
 	}
-	return frames ? check_frames(m, e) : FMT_OK;
+	fmt_pool_destroy(pool);
+	return k == FMT_OK && frames ? check_frames(m, e) : k;
 }
 
 /* ---- writing ---- */
