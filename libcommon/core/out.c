@@ -350,6 +350,30 @@ fmt_kind fmt_json_emit(FILE *f, json_t *obj, fmt_err *e)
 	return r ? fmt_json_fail(r, e) : FMT_OK;
 }
 
+fmt_kind fmt_json_rec_make(fmt_json_rec *r, json_t *obj, unsigned long since, fmt_err *e)
+{
+	r->text = obj ? json_build(obj, 1, &r->len) : NULL;
+	json_decref(obj);
+	if (r->text && fmt_json_memory_failures() == since)
+		return FMT_OK;
+	fmt_json_rec_free(r);
+	return fmt_json_fail(FMT_JSON_NO_MEMORY, e);
+}
+
+int fmt_json_rec_put(FILE *f, fmt_json_rec *r)
+{
+	int w = !r->text || fwrite(r->text, 1, r->len, f) == r->len ? 0 : FMT_JSON_WRITE_FAILED;
+	fmt_json_rec_free(r);
+	return w;
+}
+
+void fmt_json_rec_free(fmt_json_rec *r)
+{
+	free(r->text);
+	r->text = NULL;
+	r->len = 0;
+}
+
 void fmt_format_bytes(char *buf, size_t n, uint64_t bytes)
 {
 	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };

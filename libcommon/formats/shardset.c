@@ -347,6 +347,8 @@ fmt_kind fmt_shard_write_plan(const fmt_shard_plan *p, const fmt_write_opts *wo,
 		if ((r = fmt_shard_writer_add(&w, path, &k, e)) == FMT_OK)
 			r = write_file(ctx, i, k, e);
 	}
+	for (size_t i = 0; r == FMT_OK && wo && wo->file_bytes && i < w.n && i < wo->n_file_bytes; i++)
+		wo->file_bytes[i] = w.sinks[i].written;
 	if (r == FMT_OK)
 		r = fmt_write_gate(wo, e);
 	if (r == FMT_OK)

@@ -22,19 +22,35 @@ static void print_schema(FILE *f, const fmt_schema *s)
 	}
 }
 
+static json_t *record(const char *input, const char *output, const fmt_table *t, const fmt_convert_opts *o,
+		      int dry_run)
+{
+	json_t *r = json_object();
+	json_object_set_new(r, "input", fmt_json_string(input, strlen(input)));
+	json_object_set_new(r, "output", fmt_json_string(output, strlen(output)));
+	json_object_set_new(r, "from", json_string(t->driver->name));
+	json_object_set_new(r, "to", json_string(o->table_to->name));
+	json_object_set_new(r, "dry_run", json_boolean(dry_run));
+	json_object_set_new(r, "schema", fmt_schema_json(&t->schema));
+	if (t->n_rows != FMT_ROWS_UNKNOWN)
+		json_object_set_new(r, "rows", fmt_json_u64(t->n_rows));
+	return r;
+}
+
+/* The --json record of a conversion, made before its output is put in place (written once it
+ * is): out of memory making it leaves no output. */
+static fmt_kind make_record(fmt_json_rec *rec, const char *input, const char *output, const fmt_table *t,
+			    const fmt_convert_opts *o, fmt_err *e)
+{
+	unsigned long since = fmt_json_memory_failures();
+	return fmt_json_rec_make(rec, record(input, output, t, o, 0), since, e);
+}
+
 static void report(const char *input, const char *output, const fmt_table *t, const fmt_convert_opts *o,
 		   int dry_run)
 {
 	if (o->json) {
-		json_t *r = json_object();
-		json_object_set_new(r, "input", fmt_json_string(input, strlen(input)));
-		json_object_set_new(r, "output", fmt_json_string(output, strlen(output)));
-		json_object_set_new(r, "from", json_string(t->driver->name));
-		json_object_set_new(r, "to", json_string(o->table_to->name));
-		json_object_set_new(r, "dry_run", json_boolean(dry_run));
-		json_object_set_new(r, "schema", fmt_schema_json(&t->schema));
-		if (t->n_rows != FMT_ROWS_UNKNOWN)
-			json_object_set_new(r, "rows", fmt_json_u64(t->n_rows));
+		json_t *r = record(input, output, t, o, dry_run);
 		fmt_json_line(o->out, r);
 		json_decref(r);
 		return;
@@ -208,6 +224,9 @@ static fmt_kind convert_once(const char *input, const char *output, const fmt_co
 				      .keys = *write_keys, .options = o->options,
 				      .before_commit = o->commit_hook, .commit_ctx = o->hook_ctx,
 				      .warning = keep_warning, .warning_ctx = &warnings };
+		/* with --json the report goes to o->out: not when that holds the data (as for models) */
+		int json_record = o->json && strcmp(output, "-") != 0;
+		fmt_json_rec rec = { 0 };
 		k = fmt_sink_open(&sink, output, wo.sink_flags, e);
 		if (k == FMT_OK) {
 			k = o->table_to->write(&t, &sink, &wo, e);
@@ -215,6 +234,8 @@ static fmt_kind convert_once(const char *input, const char *output, const fmt_co
 				k = fmt_table_verify(&t, NULL, e);
 			if (k == FMT_OK)
 				k = fmt_write_gate(&wo, e);
+			if (k == FMT_OK && json_record)
+				k = make_record(&rec, input, output, &t, o, e);
 			if (k == FMT_OK)
 				k = fmt_sink_commit(&sink, e);
 			else
@@ -222,9 +243,11 @@ static fmt_kind convert_once(const char *input, const char *output, const fmt_co
 			if (k == FMT_OK)
 				say_warnings(&warnings, output, o);
 		}
-		/* with --json the report goes to o->out: not when that holds the data (as for models) */
-		if (k == FMT_OK && (o->verbose || o->json) && !(o->json && strcmp(output, "-") == 0))
+		if (k == FMT_OK && json_record) /* a failed write is the end of the run's (fmt_cli_finish) */
+			fmt_json_rec_put(o->out, &rec);
+		else if (k == FMT_OK && o->verbose && !o->json)
 			report(input, output, &t, o, 0);
+		fmt_json_rec_free(&rec);
 	}
 	if (k != FMT_OK && as_read)
 		k = damage_first(&t, k, e);

@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <jansson.h>
 #include "fmt/pipeline.h"
 
 /* One logical tensor of the plan: a plain tensor, or a compressed one (codes and scales). */
@@ -84,6 +85,9 @@ fmt_kind fmt_meta_apply_user(fmt_model *m, const fmt_convert_opts *o, const fmt_
 struct fmt_shard_plan;
 void fmt_plan_print(FILE *out, const convert_plan *p, const struct fmt_shard_plan *set, const char *input,
 		    const char *output, const fmt_convert_opts *o);
+/* The plan's JSON record as fmt_plan_print writes it (NULL out of memory). */
+json_t *fmt_plan_json(const convert_plan *p, const struct fmt_shard_plan *set, const char *input,
+		      const char *output, const fmt_convert_opts *o);
 void fmt_plan_warn(const convert_plan *p, const fmt_convert_opts *o);
 /* The ones of those a dry run gives too: the target's readers would not find the tensors by
  * their names (fmt_driver.foreign_names), and the target's mix's note (fmt_driver.mix_dtypes:

@@ -733,8 +733,8 @@ void fmt_plan_free(convert_plan *p)
 	memset(p, 0, sizeof *p);
 }
 
-static json_t *plan_json(const convert_plan *p, const fmt_shard_plan *set, const char *input, const char *output,
-			 const fmt_convert_opts *o)
+json_t *fmt_plan_json(const convert_plan *p, const fmt_shard_plan *set, const char *input, const char *output,
+		      const fmt_convert_opts *o)
 {
 	json_t *tensors = json_array();
 	for (size_t i = 0; tensors && i < p->n_entries; i++) {
@@ -768,7 +768,7 @@ void fmt_plan_print(FILE *out, const convert_plan *p, const fmt_shard_plan *set,
 		    const char *output, const fmt_convert_opts *o)
 {
 	if (o->json) {
-		json_t *j = plan_json(p, set, input, output, o);
+		json_t *j = fmt_plan_json(p, set, input, output, o);
 		fmt_json_line(out, j);
 		json_decref(j);
 		return;

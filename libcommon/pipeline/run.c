@@ -128,23 +128,56 @@ static fmt_kind plan_set(const convert_plan *p, const char *prefix, const fmt_sh
 	return prefix ? o->to->plan_shards(&p->out, prefix, lim, set, e) : fmt_fail(e, FMT_IO, "out of memory");
 }
 
+/* The gate before the output is put in place (o->commit_hook), and with --json the record made
+ * there, written once the output is in place: out of memory making it leaves no output. */
+typedef struct record_gate {
+	const convert_plan *p;
+	fmt_shard_plan *set;         /* the files of a set (none: one file) */
+	uint64_t *file_bytes;        /* ... their sizes, as the set's writer gives them */
+	const char *input, *output;
+	const fmt_convert_opts *o;
+	fmt_json_rec rec;
+} record_gate;
+
+static fmt_kind gate_then_record(void *ctx, fmt_err *e)
+{
+	record_gate *g = ctx;
+	fmt_kind k = g->o->commit_hook ? g->o->commit_hook(g->o->hook_ctx, e) : FMT_OK;
+	if (k != FMT_OK)
+		return k;
+	for (size_t i = 0; g->set->shards && g->file_bytes && i < g->set->n_shards; i++)
+		g->set->shards[i].file_bytes = g->file_bytes[i];
+	unsigned long since = fmt_json_memory_failures();
+	json_t *j = fmt_plan_json(g->p, g->set->shards ? g->set : NULL, g->input, g->output, g->o);
+	return fmt_json_rec_make(&g->rec, j, since, e);
+}
+
 /* The files of the set are checked against the input's (its path and every shard) first: with
  * -f a set written over its own input would destroy what it reads. *set: the files written,
- * their bytes as they are on disk. */
+ * their bytes as they are on disk. g: the record to make before the set is in place, or NULL. */
 static fmt_kind write_set(const convert_plan *p, const fmt_model *in, const char *output, uint64_t limit,
-			  const fmt_write_opts *wo, const fmt_convert_opts *o, fmt_shard_plan *set, fmt_err *e)
+			  const fmt_write_opts *wo, const fmt_convert_opts *o, fmt_shard_plan *set, record_gate *g,
+			  fmt_err *e)
 {
 	char **paths = NULL;
 	size_t n = 0;
 	fmt_shard_limits lim = { .max_bytes = limit };
+	fmt_write_opts w = *wo;
 	char *prefix = fmt_shard_prefix(output, o->to);
 	fmt_kind k = plan_set(p, prefix, &lim, o, set, e);
 	if (k == FMT_OK)
 		k = fmt_shard_plan_check_outputs(set, in, wo->sink_flags, e);
 	if (k == FMT_OK)
 		k = fmt_check_room_beside(output, least_output_bytes(p, o), e);
+	if (k == FMT_OK && g) { /* the record lists the files' sizes before they are in place */
+		g->file_bytes = calloc(set->n_shards ? set->n_shards : 1, sizeof *g->file_bytes);
+		w.file_bytes = g->file_bytes;
+		w.n_file_bytes = set->n_shards;
+		if (!g->file_bytes)
+			k = fmt_fail(e, FMT_IO, "out of memory");
+	}
 	if (k == FMT_OK)
-		k = o->to->write_sharded(&p->out, prefix, &lim, wo, &paths, &n, e);
+		k = o->to->write_sharded(&p->out, prefix, &lim, &w, &paths, &n, e);
 	for (size_t i = 0; i < n; i++) {
 		if (k == FMT_OK && o->verbose)
 			fmt_pipeline_info(o, "wrote %s", paths[i]);
@@ -154,6 +187,10 @@ static fmt_kind write_set(const convert_plan *p, const fmt_model *in, const char
 		fmt_shard_plan_stat(set);
 	free(paths);
 	free(prefix);
+	if (g) {
+		free(g->file_bytes);
+		g->file_bytes = NULL;
+	}
 	return k;
 }
 
@@ -172,14 +209,19 @@ static fmt_kind check_set(const convert_plan *p, const fmt_model *in, const char
 	return FMT_OK;
 }
 
-/* *set: the files written when the output is a set (else it stays empty). */
+/* *set: the files written when the output is a set (else it stays empty). g: the --json record
+ * to make before the output is in place (g->rec), or NULL. */
 static fmt_kind write_output(convert_plan *p, fmt_model *in, const char *output, const fmt_convert_opts *o,
-			     fmt_shard_plan *set, fmt_err *e)
+			     fmt_shard_plan *set, record_gate *g, fmt_err *e)
 {
 	fmt_hmac_key key = { 0 };
 	fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->threads,
 			      .options = o->options, .codec = o->codec, .codec_level = o->codec_level,
 			      .before_commit = o->commit_hook, .commit_ctx = o->hook_ctx };
+	if (g) {
+		wo.before_commit = gate_then_record;
+		wo.commit_ctx = g;
+	}
 	fmt_kind k = FMT_OK;
 	if (o->sign || fmt_key_opts_given(&o->key)) {
 		k = fmt_key_from_opts(&o->key, &key, e);
@@ -195,7 +237,7 @@ static fmt_kind write_output(convert_plan *p, fmt_model *in, const char *output,
 	}
 	void *progress = o->progress_begin ? o->progress_begin(o, data_bytes(&p->out)) : NULL;
 	if (k == FMT_OK)
-		k = limit ? write_set(p, in, output, limit, &wo, o, set, e) : write_single(p, in, output, &wo, o, e);
+		k = limit ? write_set(p, in, output, limit, &wo, o, set, g, e) : write_single(p, in, output, &wo, o, e);
 	if (o->progress_end)
 		o->progress_end(progress);
 	fmt_hmac_key_free(&key);
@@ -255,23 +297,24 @@ static fmt_kind write_network(const fmt_model *in, const char *input, const char
 	fmt_write_opts wo = { .sink_flags = o->force ? FMT_SINK_FORCE : 0, .threads = o->threads,
 			      .options = o->options };
 	fmt_sink sink;
+	fmt_json_rec rec = { 0 };
 	k = o->dry_run ? FMT_OK : fmt_sink_open(&sink, output, wo.sink_flags, e);
-	if (k == FMT_OK && !o->dry_run) {
+	int opened = k == FMT_OK && !o->dry_run;
+	if (opened)
 		k = in->driver->write_network(in, o->to, &sink, &wo, e);
-		if (k == FMT_OK)
-			k = fmt_sink_commit(&sink, e);
-		else
-			fmt_sink_abort(&sink);
-	}
-	if (k == FMT_OK && o->json) {
+	if (k == FMT_OK && o->json) { /* made before the output is in place: out of memory leaves none */
+		unsigned long since = fmt_json_memory_failures();
 		json_t *j = json_pack("{s:o,s:o,s:s,s:b}", "input", fmt_json_string(input, strlen(input)), "output",
 				      fmt_json_string(output, strlen(output)), "format", o->to->name, "dry_run", o->dry_run);
-		if (j) /* whole or not at all: out of memory on the way is fmt_json_memory_failed */
-			fmt_json_line(o->out, j);
-		else
-			fmt_json_memory_lost();
-		json_decref(j);
+		k = fmt_json_rec_make(&rec, j, since, e);
 	}
+	if (opened && k == FMT_OK)
+		k = fmt_sink_commit(&sink, e);
+	else if (opened)
+		fmt_sink_abort(&sink);
+	if (k == FMT_OK) /* a failed write is the end of the run's (fmt_cli_finish) */
+		fmt_json_rec_put(o->out, &rec);
+	fmt_json_rec_free(&rec);
 	return k;
 }
 
@@ -326,12 +369,18 @@ fmt_kind fmt_pipeline_run(const char *input, const char *output, const fmt_conve
 		if (k == FMT_OK && !o->quiet)
 			fmt_plan_warn_names(&plan, o);
 	} else if (k == FMT_OK) {
+		/* with --json the record goes to o->out: not when that holds the data */
+		int json_record = o->json && strcmp(output, "-") != 0;
+		record_gate g = { .p = &plan, .set = &set, .input = input, .output = output, .o = o };
 		start_verifier(&plan, &in);
-		k = write_output(&plan, &in, output, o, &set, e);
+		k = write_output(&plan, &in, output, o, &set, json_record ? &g : NULL, e);
 		if (k == FMT_OK && !o->quiet)
 			fmt_plan_warn(&plan, o);
-		if (k == FMT_OK && (o->verbose || o->json) && strcmp(output, "-") != 0)
+		if (k == FMT_OK && json_record && g.rec.text) /* a failed write is the end of the run's */
+			fmt_json_rec_put(o->out, &g.rec);
+		else if (k == FMT_OK && (o->verbose || json_record) && strcmp(output, "-") != 0)
 			fmt_plan_print(o->json ? o->out : o->err, &plan, set.shards ? &set : NULL, input, output, o);
+		fmt_json_rec_free(&g.rec);
 	}
 	fmt_shard_plan_free(&set);
 	if (plan.verifier_started)   /* the output failed first: the input is not read any more */

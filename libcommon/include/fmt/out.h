@@ -57,6 +57,20 @@ fmt_kind fmt_json_fail(int r, fmt_err *e);
 /* obj (its reference taken; NULL: it could not be made) as fmt_json_line writes it: FMT_OK, or
  * the error of fmt_json_fail (NULL counts as out of memory). */
 fmt_kind fmt_json_emit(FILE *f, json_t *obj, fmt_err *e);
+/* A record about an output, made before that output is put in place and written after: out of
+ * memory making it then leaves no output behind (CONVENTIONS.md, Safety). */
+typedef struct fmt_json_rec {
+	char *text;                  /* the line, newline included; NULL: none */
+	size_t len;
+} fmt_json_rec;
+/* obj (its reference taken; NULL: it could not be made) as the line fmt_json_line writes, into
+ * *r: FMT_OK, or IoError "out of memory" (nothing in *r) when it could not be made whole: obj
+ * NULL, its text not made, or an allocation of jansson's failed since `since`
+ * (fmt_json_memory_failures() before obj was built: a member it dropped). */
+fmt_kind fmt_json_rec_make(fmt_json_rec *r, json_t *obj, unsigned long since, fmt_err *e);
+/* Write the line made (nothing when none) and free it: 0, or FMT_JSON_WRITE_FAILED. */
+int fmt_json_rec_put(FILE *f, fmt_json_rec *r);
+void fmt_json_rec_free(fmt_json_rec *r);
 
 /* jansson's setters drop what they could not allocate (json_array_append_new, json_object_set_new
  * return -1, which nobody could act on at every call): a record built out of memory printed

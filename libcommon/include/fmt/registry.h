@@ -37,6 +37,11 @@ typedef struct fmt_write_opts {
 	 * before any of its files is): an error leaves nothing on disk. NULL: no gate. */
 	fmt_kind (*before_commit)(void *ctx, fmt_err *e);
 	void *commit_ctx;
+	/* A set's writer stores here, before that gate, the size of each of its files in its
+	 * plan's order (the shards, then the index), the first n_file_bytes of them: a record made
+	 * at the gate lists them before they are in place. NULL: not wanted. */
+	uint64_t *file_bytes;
+	size_t n_file_bytes;
 	/* Called with what a writer leaves out of a file it still writes (the card keys an .ald
 	 * written with --compat alimentar has no place for), one message a call: the caller warns
 	 * (once the output is in place). NULL: nothing is said. */
