@@ -42,17 +42,25 @@ static fmt_kind passphrase(const sign_opts *o, int confirm, fmt_hmac_key *pw, fm
 
 /* kind: as JSON names it, lowercase as fmt-verify's and sign --embed's ("ed25519"); title: as
  * the text line does ("Ed25519"). */
-static int report_keys(const sign_opts *o, const char *kind, const char *title, const char *id, const char *pub,
-		       const char *sec)
+static fmt_kind keys_record(const sign_opts *o, const char *kind, const char *id, const char *pub, const char *sec,
+			    fmt_json_rec *rec, fmt_err *e)
+{
+	if (!sign_json_record(o))
+		return FMT_OK;
+	unsigned long since = fmt_json_memory_failures();
+	json_t *obj = json_pack("{s:b, s:s, s:s, s:o, s:o}", "ok", 1, "kind", kind, "key_id", id,
+				"public_key", fmt_json_string(pub, strlen(pub)), "secret_key", fmt_json_string(sec, strlen(sec)));
+	return fmt_json_rec_make(rec, obj, since, e);
+}
+
+/* The keys made, reported: rec is their JSON record (keys_record, made before the files). */
+static int report_keys(const sign_opts *o, const char *title, const char *id, const char *pub, const char *sec,
+		       fmt_json_rec *rec)
 {
 	if (o->common.quiet)
 		return 0;
-	if (o->common.json) {
-		json_t *obj = json_pack("{s:b, s:s, s:s, s:o, s:o}", "ok", 1, "kind", kind, "key_id", id,
-					"public_key", fmt_json_string(pub, strlen(pub)),
-					"secret_key", fmt_json_string(sec, strlen(sec)));
-		return sign_print_json(o, NULL, obj);
-	}
+	if (o->common.json)
+		return sign_put_record(o, NULL, rec);
 	printf("created %s key %s\npublic key: ", title, id);
 	fmt_out_escaped(stdout, pub, strlen(pub));
 	printf("\nsecret key: ");
@@ -77,6 +85,7 @@ static int keygen_x25519(const sign_opts *o, char *pub_path, char *sec_path)
 {
 	fmt_err e;
 	fmt_x25519_pair pair;
+	fmt_json_rec rec = { 0 };
 	char *pub = NULL, id[FMT_MS_KEY_ID_HEX];
 	uint8_t *sec = NULL;
 	size_t pub_len, sec_len;
@@ -88,13 +97,14 @@ static int keygen_x25519(const sign_opts *o, char *pub_path, char *sec_path)
 	if (k == FMT_OK)
 		k = o->no_passphrase ? fmt_x25519_secret_text(&pair, &sec, &sec_len, &e)
 				     : fmt_x25519_secret_seal(&pair, &po, &sec, &sec_len, &e);
+	if (k == FMT_OK) { /* the record before the files: out of memory leaves none */
+		fmt_x25519_key_id(pair.pk, id);
+		k = keys_record(o, "x25519", id, pub_path, sec_path, &rec, &e);
+	}
 	if (k == FMT_OK)
 		k = write_pair(o, pub_path, pub, pub_len, sec_path, sec, sec_len, &e);
-	int code = k == FMT_OK ? 0 : sign_fail(o, NULL, &e);
-	if (k == FMT_OK) {
-		fmt_x25519_key_id(pair.pk, id);
-		code = report_keys(o, "x25519", "X25519", id, pub_path, sec_path);
-	}
+	int code = k == FMT_OK ? report_keys(o, "X25519", id, pub_path, sec_path, &rec) : sign_fail(o, NULL, &e);
+	fmt_json_rec_free(&rec);
 	free(pub);
 	if (sec)
 		sodium_free(sec);
@@ -108,6 +118,7 @@ static int keygen_ed25519(const sign_opts *o, char *pub_path, char *sec_path)
 	fmt_ms_public pub;
 	fmt_ms_secret sec;
 	fmt_hmac_key pw = { 0 };
+	fmt_json_rec rec = { 0 };
 	char *pub_text = NULL, id[FMT_MS_KEY_ID_HEX];
 	uint8_t *sec_text = NULL;
 	size_t pub_len, sec_len;
@@ -125,13 +136,14 @@ static int keygen_ed25519(const sign_opts *o, char *pub_path, char *sec_path)
 				       &sec_len, &e);
 	if (notice)
 		notice(NULL);
+	if (k == FMT_OK) { /* the record before the files: out of memory leaves none */
+		fmt_ms_key_id(pub.keynum, id);
+		k = keys_record(o, "ed25519", id, pub_path, sec_path, &rec, &e);
+	}
 	if (k == FMT_OK)
 		k = write_pair(o, pub_path, pub_text, pub_len, sec_path, sec_text, sec_len, &e);
-	int code = k == FMT_OK ? 0 : sign_fail(o, NULL, &e);
-	if (k == FMT_OK) {
-		fmt_ms_key_id(pub.keynum, id);
-		code = report_keys(o, "ed25519", "Ed25519", id, pub_path, sec_path);
-	}
+	int code = k == FMT_OK ? report_keys(o, "Ed25519", id, pub_path, sec_path, &rec) : sign_fail(o, NULL, &e);
+	fmt_json_rec_free(&rec);
 	free(pub_text);
 	if (sec_text)
 		sodium_free(sec_text);
@@ -243,15 +255,12 @@ static char *default_trusted_comment(const char *file)
 }
 
 static fmt_kind sign_one(const char *file, const fmt_ms_secret *sec, const sign_opts *o,
-			 char **sig_path, fmt_err *e)
+			 const char *sig_path, fmt_err *e)
 {
 	uint8_t hash[FMT_MS_HASH];
 	char *text = NULL, *tc = NULL;
 	size_t len;
 	fmt_sink sink;
-	*sig_path = sig_path_for(file, o);
-	if (!*sig_path)
-		return fmt_fail(e, FMT_IO, "out of memory");
 	fmt_kind k = fmt_ms_hash_file(file, hash, e);
 	if (k != FMT_OK) {
 		fmt_err_file(e, file);
@@ -263,7 +272,7 @@ static fmt_kind sign_one(const char *file, const fmt_ms_secret *sec, const sign_
 	k = fmt_ms_sign(sec, hash, tc, &text, &len, e);
 	free(tc);
 	if (k == FMT_OK)
-		k = fmt_sink_open(&sink, *sig_path, FMT_SINK_FORCE, e);
+		k = fmt_sink_open(&sink, sig_path, FMT_SINK_FORCE, e);
 	if (k == FMT_OK) {
 		k = fmt_sink_write(&sink, text, len, e);
 		if (k == FMT_OK)
@@ -275,19 +284,25 @@ static fmt_kind sign_one(const char *file, const fmt_ms_secret *sec, const sign_
 	return k;
 }
 
+/* The JSON record of a signed file: detached (sig_path) or embedded. */
+static json_t *signed_json(const char *file, const char *sig_path, const char *id)
+{
+	return sig_path ? json_pack("{s:o, s:b, s:o, s:s}", "file", fmt_json_string(file, strlen(file)), "ok", 1,
+				    "signature", fmt_json_string(sig_path, strlen(sig_path)), "key_id", id)
+			: json_pack("{s:o, s:b, s:s, s:s}", "file", fmt_json_string(file, strlen(file)), "ok", 1,
+				    "kind", "ed25519", "key_id", id);
+}
+
 /* One signed file reported: "signed FILE with key ID: SIGFILE" (detached) or "... with Ed25519 key
- * ID (embedded)", or its JSON object; 0 or the I/O exit status. */
-static int report_signed_file(const char *file, const char *sig_path, const char *id, const sign_opts *o)
+ * ID (embedded)", or its JSON record (rec, made before the signature was written); 0 or the I/O
+ * exit status. */
+static int report_signed_file(const char *file, const char *sig_path, const char *id, const sign_opts *o,
+			      fmt_json_rec *rec)
 {
 	if (o->common.quiet || o->sig_on_stdout)
 		return 0;
-	if (o->common.json) {
-		json_t *obj = sig_path ? json_pack("{s:o, s:b, s:o, s:s}", "file", fmt_json_string(file, strlen(file)), "ok", 1,
-						   "signature", fmt_json_string(sig_path, strlen(sig_path)), "key_id", id)
-				       : json_pack("{s:o, s:b, s:s, s:s}", "file", fmt_json_string(file, strlen(file)), "ok", 1,
-						   "kind", "ed25519", "key_id", id);
-		return sign_print_json(o, file, obj);
-	}
+	if (o->common.json)
+		return sign_put_record(o, file, rec);
 	printf("signed ");
 	fmt_out_escaped(stdout, file, strlen(file));
 	if (sig_path) {
@@ -352,13 +367,20 @@ static int sign_files(char **files, int n, const sign_opts *o, int embed)
 	int threads = o->common.threads > 0 ? o->common.threads : fmt_cpu_count();
 	int worst = 0;
 	for (int i = 0; i < n; i++) {
-		char *sig_path = NULL;
+		fmt_json_rec rec = { 0 };
 		fmt_err_clear(&e);
 		sign_input(o, files[i]);
-		fmt_kind k = embed ? fmt_sign_any_in_place(files[i], &keys, threads, &e)
-				   : sign_one(files[i], &sec, o, &sig_path, &e);
-		int code = k != FMT_OK ? sign_fail(o, files[i], &e) : report_signed_file(files[i], sig_path, id, o);
+		char *sig_path = embed ? NULL : sig_path_for(files[i], o);
+		fmt_kind k = embed || sig_path ? FMT_OK : fmt_fail(&e, FMT_IO, "out of memory");
+		if (k == FMT_OK && sign_json_record(o)) { /* before the signature is written: out of memory leaves none */
+			unsigned long since = fmt_json_memory_failures();
+			k = fmt_json_rec_make(&rec, signed_json(files[i], sig_path, id), since, &e);
+		}
+		if (k == FMT_OK)
+			k = embed ? fmt_sign_any_in_place(files[i], &keys, threads, &e) : sign_one(files[i], &sec, o, sig_path, &e);
+		int code = k != FMT_OK ? sign_fail(o, files[i], &e) : report_signed_file(files[i], sig_path, id, o, &rec);
 		worst = code > worst ? code : worst;
+		fmt_json_rec_free(&rec);
 		free(sig_path);
 	}
 	fmt_ms_secret_free(&sec);

@@ -50,6 +50,19 @@ int sign_print_json(const sign_opts *o, const char *file, json_t *obj)
 	return fmt_json_emit(stdout, obj, &e) == FMT_OK ? 0 : sign_fail(o, file, &e);
 }
 
+int sign_json_record(const sign_opts *o)
+{
+	return o->common.json && !o->common.quiet && !o->sig_on_stdout;
+}
+
+int sign_put_record(const sign_opts *o, const char *file, fmt_json_rec *rec)
+{
+	fmt_err e;
+	fmt_err_clear(&e);
+	int r = fmt_json_rec_put(stdout, rec);
+	return r ? (fmt_json_fail(r, &e), sign_fail(o, file, &e)) : 0;
+}
+
 static int report_created(const sign_opts *o, const char *path, const fmt_hmac_key *key, int rotated)
 {
 	if (o->common.json)

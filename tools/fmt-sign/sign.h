@@ -5,6 +5,7 @@
 #include "fmt/cli.h"
 #include "fmt/crypto.h"
 #include "fmt/minisign.h"
+#include "fmt/out.h"
 
 #define TOOL "fmt-sign"
 
@@ -46,6 +47,11 @@ int sign_keygen_fail(const sign_opts *o, const char *path, fmt_err *e);
 /* obj (its reference taken) as one JSON line on stdout: 0, or, when it could not be made or
  * written (out of memory, a write error), that error reported as sign_fail does (of file). */
 int sign_print_json(const sign_opts *o, const char *file, json_t *obj);
+/* Whether the command's result is a JSON record on stdout (--json, not -q, not -x -). */
+int sign_json_record(const sign_opts *o);
+/* The record of a command that writes a file, made (fmt_json_rec_make) before the file is in
+ * place, written once it is: 0, or a failed write reported as sign_fail does (of file). */
+int sign_put_record(const sign_opts *o, const char *file, fmt_json_rec *rec);
 /* file is the input read now: its record if a signal ends the process (fmt_report_input). */
 void sign_input(const sign_opts *o, const char *file);
 /* Refuse (UsageError, before anything is written) an output that is the same file (device and

@@ -22,30 +22,43 @@ int sign_cmd_keygen_watermark(const sign_opts *o)
 	if (k == FMT_OK && !(key = sodium_malloc(32)))
 		k = fmt_fail(&e, FMT_IO, "out of memory for the key");
 	uint8_t digest[FMT_SHA256_LEN];
+	char id[2 * FMT_SHA256_LEN + 1];
+	fmt_json_rec rec = { 0 };
 	if (k == FMT_OK) {
 		randombytes_buf(key, 32);
-		k = fmt_key_file_create(path, key, 32, o->force, 1, &e);
+		k = fmt_sha256_buf(key, 32, digest, &e);
 	}
 	if (k == FMT_OK)
-		k = fmt_sha256_buf(key, 32, digest, &e);
+		fmt_hex(digest, 8, id);
+	if (k == FMT_OK && o->common.json) { /* before the file: out of memory leaves none */
+		unsigned long since = fmt_json_memory_failures();
+		json_t *r = json_pack("{s:b, s:s, s:s, s:o}", "ok", 1, "kind", "watermark", "key_id", id, "path",
+				      fmt_json_string(path, strlen(path)));
+		k = fmt_json_rec_make(&rec, r, since, &e);
+		if (k != FMT_OK) { /* the operation's failure, not the key file's */
+			sodium_free(key);
+			free(path);
+			return sign_fail(o, NULL, &e);
+		}
+	}
+	if (k == FMT_OK)
+		k = fmt_key_file_create(path, key, 32, o->force, 1, &e);
 	sodium_free(key);
 	if (k != FMT_OK) {
+		fmt_json_rec_free(&rec);
 		int code = sign_keygen_fail(o, path, &e);
 		free(path);
 		return code;
 	}
-	char id[2 * FMT_SHA256_LEN + 1];
-	fmt_hex(digest, 8, id);
 	int status = 0;
 	if (o->common.json) {
-		json_t *r = json_pack("{s:b, s:s, s:s, s:o}", "ok", 1, "kind", "watermark", "key_id", id, "path",
-				      fmt_json_string(path, strlen(path)));
-		status = sign_print_json(o, NULL, r);
+		status = sign_put_record(o, NULL, &rec);
 	} else if (!o->common.quiet) {
 		printf("created watermark key %s in ", id);
 		fmt_out_escaped(stdout, path, strlen(path));
 		printf("\n");
 	}
+	fmt_json_rec_free(&rec);
 	free(path);
 	return status;
 }
