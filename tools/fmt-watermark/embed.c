@@ -26,6 +26,8 @@ typedef struct embed_ctx {
 	fmt_pool *pool;
 	const wm_opts *o;
 	const fmt_wm_params *prm;
+	const uint8_t *hash;         /* the buyer's (embed's record) */
+	const char *input, *output;
 	wm_result *r;
 	int to_stdout;               /* OUT is -: perhaps partly written before the marks are counted */
 	/* tables: the wrapped driver (its first member is what t->driver points to) */
@@ -332,20 +334,6 @@ static int any_marked(const wm_result *r)
 	return 0;
 }
 
-/* Every value read and marked: an output in which none took a mark (the selected values zero,
- * subnormal or not finite, or too few for --density to choose one) must not pass for a buyer's
- * marked copy. */
-static fmt_kind marks_made(void *ctx, fmt_err *e)
-{
-	const embed_ctx *c = ctx;
-	if (any_marked(c->r))
-		return FMT_OK;
-	return fmt_fail(e, FMT_UNSUPPORTED, "nothing marked: no value of the selected %s took a mark (a mark needs "
-			"normal float values: not zero, subnormal, infinite or NaN%s); %s",
-			c->r->is_table ? "columns" : "tensors", c->o->ss ? "" : ", and enough of them for --density",
-			c->to_stdout ? "what standard output received is no marked copy" : "nothing written");
-}
-
 static int piece_cmp(const void *a, const void *b)
 {
 	const struct wm_piece *x = a, *y = b;
@@ -362,6 +350,40 @@ static void sum_pieces(wm_column *col)
 	for (size_t j = 0; j < col->n_pieces; j++)
 		if (j == 0 || piece_cmp(&col->pieces[j - 1], &col->pieces[j]) != 0)
 			fmt_wm_dist_merge(&col->dist, &col->pieces[j].d);
+}
+
+static void sum_all(wm_result *r)
+{
+	for (size_t i = 0; !r->summed && i < r->n_cols; i++)
+		sum_pieces(r->cols[i]);
+	r->summed = 1;
+}
+
+/* The gate, all marks made: with -j, the record made before OUT is put in place (written once it
+ * is), so that out of memory making it leaves none. */
+static fmt_kind embed_record(const embed_ctx *c, fmt_err *e)
+{
+	wm_result *r = c->r;
+	if (!c->o->common.json || c->o->common.quiet || c->o->dry_run || r->embed_rec.text)
+		return FMT_OK;
+	sum_all(r);
+	unsigned long since = fmt_json_memory_failures();
+	json_t *j = wm_embed_json(c->input, c->output, c->o, c->prm, c->hash, r);
+	return fmt_json_rec_make(&r->embed_rec, j, since, e);
+}
+
+/* Every value read and marked: an output in which none took a mark (the selected values zero,
+ * subnormal or not finite, or too few for --density to choose one) must not pass for a buyer's
+ * marked copy. */
+static fmt_kind marks_made(void *ctx, fmt_err *e)
+{
+	const embed_ctx *c = ctx;
+	if (any_marked(c->r))
+		return embed_record(c, e);
+	return fmt_fail(e, FMT_UNSUPPORTED, "nothing marked: no value of the selected %s took a mark (a mark needs "
+			"normal float values: not zero, subnormal, infinite or NaN%s); %s",
+			c->r->is_table ? "columns" : "tensors", c->o->ss ? "" : ", and enough of them for --density",
+			c->to_stdout ? "what standard output received is no marked copy" : "nothing written");
 }
 
 fmt_kind wm_embed_target(wm_opts *o, const char *output, fmt_err *e)
@@ -423,9 +445,10 @@ static ssize_t write_nowhere(void *cookie, const char *buf, size_t n)
 }
 
 fmt_kind wm_embed(const char *input, const char *output, const wm_opts *o, const fmt_wm_params *prm,
-		  wm_result *r, fmt_err *e)
+		  const uint8_t hash[32], wm_result *r, fmt_err *e)
 {
-	embed_ctx c = { .o = o, .prm = prm, .r = r, .to_stdout = strcmp(output, "-") == 0 };
+	embed_ctx c = { .o = o, .prm = prm, .hash = hash, .input = input, .output = output, .r = r,
+			.to_stdout = strcmp(output, "-") == 0 };
 	fmt_convert_opts co = { .dtype = "keep", .force = o->force, .threads = o->threads, .dry_run = o->dry_run,
 				.quiet = o->common.quiet, .no_progress = o->common.no_progress,
 				.to = o->to, .table_to = o->table_to, .codec = o->codec, .codec_level = o->codec_level,
@@ -466,7 +489,6 @@ fmt_kind wm_embed(const char *input, const char *output, const wm_opts *o, const
 		fmt_ms_secret_free(&sec);
 	if (nowhere)
 		fclose(nowhere);
-	for (size_t i = 0; i < r->n_cols; i++)
-		sum_pieces(r->cols[i]);
+	sum_all(r);
 	return k;
 }

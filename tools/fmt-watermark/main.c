@@ -269,7 +269,7 @@ static fmt_kind embed_recorded(const char *input, const char *output, const wm_o
 	int record = o->registry && !o->dry_run;
 	fmt_kind k = record ? wm_registry_open(&reg, o->registry, o->buyer, hash, prm->payload, output, e) : FMT_OK;
 	if (k == FMT_OK)
-		k = wm_embed(input, output, o, prm, r, e);
+		k = wm_embed(input, output, o, prm, hash, r, e);
 	if (k == FMT_OK && record && (k = wm_registry_commit(&reg, e)) != FMT_OK && strcmp(output, "-") != 0) {
 		unlink(output);
 		fmt_err_prefix(e, "%s removed (a marked copy must be recorded)", output);

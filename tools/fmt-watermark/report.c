@@ -101,40 +101,83 @@ static void embed_table(FILE *f, const wm_result *r, int rms)
 	}
 }
 
-/* fmtkit-ss: per tensor the RMS change relative to the tensor's std (the distortion budget; for
- * fmtkit-ss/2 the std from its groups' float32 sums). */
-static int report_embed_ss(FILE *f, const char *input, const char *output, const wm_opts *o,
-			   const fmt_wm_params *prm, const uint8_t hash[32], const wm_result *r, const fmt_wm_dist *total)
+static double rms_rel_max(const wm_result *r)
+{
+	double rms_max = 0;
+	for (size_t i = 0; i < r->n_cols; i++)
+		rms_max = fmax(rms_max, fmt_wm_dist_rms_rel(&r->cols[i]->dist));
+	return rms_max;
+}
+
+/* fmtkit-ss's record: per tensor the RMS change relative to the tensor's std (the distortion
+ * budget; for fmtkit-ss/2 the std from its groups' float32 sums). */
+static json_t *embed_json_ss(const char *input, const char *output, const wm_opts *o, const char *hex,
+			     const char *pay, const wm_result *r, const fmt_wm_dist *total)
+{
+	json_t *cols = json_array(), *left = json_array();
+	for (size_t i = 0; i < r->n_cols; i++) {
+		const wm_column *c = r->cols[i];
+		double mean_rel, std_rel;
+		fmt_wm_dist_moments(&c->dist, &mean_rel, &std_rel);
+		json_array_append_new(cols, json_pack("{s:o, s:s, s:o, s:o, s:f, s:f, s:f}", "name", jstr(c->name),
+			"dtype", c->dtype, "values", fmt_json_u64(c->dist.values), "marked", fmt_json_u64(c->dist.marked),
+			"rms_rel_change", fmt_wm_dist_rms_rel(&c->dist), "mean_rel_change", mean_rel,
+			"std_rel_change", std_rel));
+	}
+	for (size_t i = 0; i < r->n_left; i++)
+		json_array_append_new(left, jstr(r->left_alone[i]));
+	return json_pack("{s:o, s:o, s:s, s:b, s:o, s:s, s:s, s:s, s:f, s:s, s:o, s:o, s:f, s:o, s:o}",
+		"input", jstr(input), "output", jstr(output), "format", r->out_format, "dry_run", o->dry_run,
+		"buyer", jstr(o->buyer), "buyer_hash", hex, "payload", pay, "scheme", o->ss->version == 1 ? "fmtkit-ss/1" : "fmtkit-ss/2",
+		"strength", o->ss->strength, "kind", "tensors", "values", fmt_json_u64(total->values),
+		"marked", fmt_json_u64(total->marked), "rms_rel_change_max", rms_rel_max(r), "tensors", cols,
+		"left_alone", left);
+}
+
+/* fmtkit-wm/1's record. */
+static json_t *embed_json_qim(const char *input, const char *output, const wm_opts *o, const fmt_wm_params *prm,
+			      const char *hex, const char *pay, const wm_result *r, const fmt_wm_dist *total)
+{
+	json_t *cols = json_array(), *left = json_array();
+	for (size_t i = 0; i < r->n_cols; i++) {
+		const wm_column *c = r->cols[i];
+		double mean_rel, std_rel;
+		fmt_wm_dist_moments(&c->dist, &mean_rel, &std_rel);
+		json_array_append_new(cols, json_pack("{s:o, s:s, s:o, s:o, s:o, s:o, s:f, s:f, s:f}",
+			"name", jstr(c->name), "dtype", c->dtype, "values", fmt_json_u64(c->dist.values),
+			"eligible", fmt_json_u64(c->dist.eligible), "selected", fmt_json_u64(c->dist.selected),
+			"marked", fmt_json_u64(c->dist.marked), "max_rel_change", c->dist.max_rel,
+			"mean_rel_change", mean_rel, "std_rel_change", std_rel));
+	}
+	for (size_t i = 0; i < r->n_left; i++)
+		json_array_append_new(left, jstr(r->left_alone[i]));
+	return json_pack("{s:o, s:o, s:s, s:b, s:o, s:s, s:s, s:f, s:i, s:s, s:o, s:o, s:f, s:o, s:o}",
+		"input", jstr(input), "output", jstr(output), "format", r->out_format, "dry_run", o->dry_run,
+		"buyer", jstr(o->buyer), "buyer_hash", hex, "payload", pay, "density", prm->density,
+		"strength_bits", prm->strength, "kind", r->is_table ? "columns" : "tensors",
+		"values", fmt_json_u64(total->values), "marked", fmt_json_u64(total->marked),
+		"max_rel_change", total->max_rel, r->is_table ? "columns" : "tensors", cols,
+		"left_alone", left);
+}
+
+json_t *wm_embed_json(const char *input, const char *output, const wm_opts *o, const fmt_wm_params *prm,
+		      const uint8_t hash[32], const wm_result *r)
 {
 	char hex[65], pay[17];
 	fmt_hex(hash, 32, hex);
 	snprintf(pay, sizeof pay, "%016llx", (unsigned long long)prm->payload);
-	double rms_max = 0;
+	fmt_wm_dist total = { 0 };
 	for (size_t i = 0; i < r->n_cols; i++)
-		rms_max = fmax(rms_max, fmt_wm_dist_rms_rel(&r->cols[i]->dist));
-	if (o->common.json) {
-		json_t *cols = json_array(), *left = json_array();
-		for (size_t i = 0; i < r->n_cols; i++) {
-			const wm_column *c = r->cols[i];
-			double mean_rel, std_rel;
-			fmt_wm_dist_moments(&c->dist, &mean_rel, &std_rel);
-			json_array_append_new(cols, json_pack("{s:o, s:s, s:o, s:o, s:f, s:f, s:f}", "name", jstr(c->name),
-				"dtype", c->dtype, "values", fmt_json_u64(c->dist.values), "marked", fmt_json_u64(c->dist.marked),
-				"rms_rel_change", fmt_wm_dist_rms_rel(&c->dist), "mean_rel_change", mean_rel,
-				"std_rel_change", std_rel));
-		}
-		for (size_t i = 0; i < r->n_left; i++)
-			json_array_append_new(left, jstr(r->left_alone[i]));
-		json_t *j = json_pack("{s:o, s:o, s:s, s:b, s:o, s:s, s:s, s:s, s:f, s:s, s:o, s:o, s:f, s:o, s:o}",
-			"input", jstr(input), "output", jstr(output), "format", r->out_format, "dry_run", o->dry_run,
-			"buyer", jstr(o->buyer), "buyer_hash", hex, "payload", pay, "scheme", o->ss->version == 1 ? "fmtkit-ss/1" : "fmtkit-ss/2",
-			"strength", o->ss->strength, "kind", "tensors", "values", fmt_json_u64(total->values),
-			"marked", fmt_json_u64(total->marked), "rms_rel_change_max", rms_max, "tensors", cols,
-			"left_alone", left);
-		return embed_json_line(o, f, j);
-	}
-	if (o->common.quiet)
-		return 0;
+		fmt_wm_dist_merge(&total, &r->cols[i]->dist);
+	return o->ss ? embed_json_ss(input, output, o, hex, pay, r, &total)
+		     : embed_json_qim(input, output, o, prm, hex, pay, r, &total);
+}
+
+/* fmtkit-ss's text report. */
+static int report_embed_ss(FILE *f, const char *input, const char *output, const wm_opts *o, const char *hex,
+			   const char *pay, const wm_result *r, const fmt_wm_dist *total)
+{
+	double rms_max = rms_rel_max(r);
 	embed_head(f, input, output, o, r);
 	fprintf(f, " (hash %.12s), payload %s, scheme fmtkit-ss/%d, strength %g\n", hex, pay, o->ss->version,
 		o->ss->strength);
@@ -150,8 +193,18 @@ static int report_embed_ss(FILE *f, const char *input, const char *output, const
 
 /* f: standard output, or standard error when OUT's bytes go to standard output. */
 int wm_report_embed(FILE *f, const char *input, const char *output, const wm_opts *o, const fmt_wm_params *prm,
-		    const uint8_t hash[32], const wm_result *r)
+		    const uint8_t hash[32], wm_result *r)
 {
+	if (o->common.json && r->embed_rec.text) { /* made before OUT was put in place */
+		fmt_err e;
+		fmt_err_clear(&e);
+		int w = fmt_json_rec_put(f, &r->embed_rec);
+		return w ? (fmt_json_fail(w, &e), wm_fail(o, NULL, &e)) : 0;
+	}
+	if (o->common.json)
+		return embed_json_line(o, f, wm_embed_json(input, output, o, prm, hash, r));
+	if (o->common.quiet)
+		return 0;
 	char hex[65], pay[17];
 	fmt_hex(hash, 32, hex);
 	snprintf(pay, sizeof pay, "%016llx", (unsigned long long)prm->payload);
@@ -159,32 +212,7 @@ int wm_report_embed(FILE *f, const char *input, const char *output, const wm_opt
 	for (size_t i = 0; i < r->n_cols; i++)
 		fmt_wm_dist_merge(&total, &r->cols[i]->dist);
 	if (o->ss)
-		return report_embed_ss(f, input, output, o, prm, hash, r, &total);
-	if (o->common.json) {
-		json_t *cols = json_array(), *left = json_array();
-		for (size_t i = 0; i < r->n_cols; i++) {
-			const wm_column *c = r->cols[i];
-			double mean_rel, std_rel;
-			fmt_wm_dist_moments(&c->dist, &mean_rel, &std_rel);
-			json_array_append_new(cols, json_pack("{s:o, s:s, s:o, s:o, s:o, s:o, s:f, s:f, s:f}",
-				"name", jstr(c->name), "dtype", c->dtype, "values", fmt_json_u64(c->dist.values),
-				"eligible", fmt_json_u64(c->dist.eligible), "selected", fmt_json_u64(c->dist.selected),
-				"marked", fmt_json_u64(c->dist.marked), "max_rel_change", c->dist.max_rel,
-				"mean_rel_change", mean_rel, "std_rel_change", std_rel));
-		}
-		for (size_t i = 0; i < r->n_left; i++)
-			json_array_append_new(left, jstr(r->left_alone[i]));
-		json_t *j = json_pack("{s:o, s:o, s:s, s:b, s:o, s:s, s:s, s:f, s:i, s:s, s:o, s:o, s:f, s:o, s:o}",
-			"input", jstr(input), "output", jstr(output), "format", r->out_format, "dry_run", o->dry_run,
-			"buyer", jstr(o->buyer), "buyer_hash", hex, "payload", pay, "density", prm->density,
-			"strength_bits", prm->strength, "kind", r->is_table ? "columns" : "tensors",
-			"values", fmt_json_u64(total.values), "marked", fmt_json_u64(total.marked),
-			"max_rel_change", total.max_rel, r->is_table ? "columns" : "tensors", cols,
-			"left_alone", left);
-		return embed_json_line(o, f, j);
-	}
-	if (o->common.quiet)
-		return 0;
+		return report_embed_ss(f, input, output, o, hex, pay, r, &total);
 	embed_head(f, input, output, o, r);
 	fprintf(f, " (hash %.12s), payload %s, density %g, strength %d bits\n", hex, pay, prm->density, prm->strength);
 	embed_table(f, r, 0);

@@ -105,6 +105,7 @@ void wm_result_free(wm_result *r)
 		free(r->left_alone[i]);
 	free(r->left_alone);
 	free(r->cols);
+	fmt_json_rec_free(&r->embed_rec);
 	memset(r, 0, sizeof *r);
 }
 

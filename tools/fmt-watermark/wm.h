@@ -11,6 +11,7 @@
 #include "fmt/crypto.h"
 #include "fmt/encrypt.h"
 #include "fmt/model.h"
+#include "fmt/out.h"
 #include "fmt/registry.h"
 #include "fmt/table.h"
 #include "fmt/watermark.h"
@@ -106,6 +107,8 @@ typedef struct wm_result {
 	const char *format;            /* driver name of the input */
 	const char *out_format;        /* embed: driver name of the output */
 	char sha256[FMT_SHA256_HEX + 1]; /* prove: the file's SHA-256 */
+	fmt_json_rec embed_rec;        /* embed -j: its record, made before OUT is in place */
+	int summed;                    /* embed: each column's pieces summed into its dist */
 } wm_result;
 
 void wm_result_free(wm_result *r);
@@ -115,9 +118,11 @@ fmt_kind wm_key_load(const char *path, fmt_wm_key **key, uint8_t raw[FMT_WM_KEY_
 
 /* embed.c: OUT's format from --to or OUT's name, and -c checked against it (UsageError). */
 fmt_kind wm_embed_target(wm_opts *o, const char *output, fmt_err *e);
-/* Mark IN into OUT (with --dry-run: read and mark IN, write nothing). */
+/* Mark IN into OUT (with --dry-run: read and mark IN, write nothing). With -j (not -q, not
+ * --dry-run) r->embed_rec is the record, made before OUT is put in place (out of memory making
+ * it leaves no OUT). */
 fmt_kind wm_embed(const char *input, const char *output, const wm_opts *o, const fmt_wm_params *prm,
-		  wm_result *r, fmt_err *e);
+		  const uint8_t hash[32], wm_result *r, fmt_err *e);
 
 /* scan.c: one pass (two for entropy) over FILE's selected values. */
 typedef enum { WM_SCAN_VOTES, WM_SCAN_LATTICE, WM_SCAN_ENTROPY, WM_SCAN_ALIMENTAR } wm_scan_kind;
@@ -155,9 +160,12 @@ void wm_registry_close(wm_registry *r);
 /* The buyer whose hash starts with the 48 bits of payload, or NULL (malloc'd). */
 fmt_kind wm_registry_lookup(const char *path, uint64_t payload, char **buyer, fmt_err *e);
 
-/* report.c: each returns the exit status. */
+/* report.c: embed's JSON record (NULL out of memory), its columns' pieces summed. */
+json_t *wm_embed_json(const char *input, const char *output, const wm_opts *o, const fmt_wm_params *prm,
+		      const uint8_t hash[32], const wm_result *r);
+/* Each returns the exit status. embed's JSON record is r->embed_rec when made (wm_embed). */
 int wm_report_embed(FILE *f, const char *input, const char *output, const wm_opts *o, const fmt_wm_params *prm,
-		    const uint8_t hash[32], const wm_result *r);
+		    const uint8_t hash[32], wm_result *r);
 int wm_report_extract(const char *path, const wm_opts *o, const wm_result *r);
 int wm_report_alimentar(const char *path, const wm_opts *o, const uint8_t raw[32], const wm_result *r);
 int wm_report_prove(const char *path, const wm_opts *o, const fmt_wm_params *prm, const uint8_t hash[32],
