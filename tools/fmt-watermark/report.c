@@ -604,8 +604,9 @@ static fmt_kind load_sign_key(const wm_opts *o, fmt_ms_secret *sec, fmt_err *e)
 }
 
 /* The evidence: every fact as JSON, then (with a key) an Ed25519 signature over its canonical
- * text (keys sorted, no spaces, reals with 17 significant digits, ASCII only). */
-static fmt_kind write_evidence(json_t *ev, const wm_opts *o, fmt_err *e)
+ * text (keys sorted, no spaces, reals with 17 significant digits, ASCII only). rec: with --json,
+ * the record of it, made before the file is in place (out of memory leaves no file). */
+static fmt_kind write_evidence(json_t *ev, const wm_opts *o, fmt_json_rec *rec, fmt_err *e)
 {
 	if (o->sign_key) {
 		fmt_ms_secret sec;
@@ -626,6 +627,12 @@ static fmt_kind write_evidence(json_t *ev, const wm_opts *o, fmt_err *e)
 		free(canon);
 		json_object_set_new(ev, "signature", json_pack("{s:s, s:s, s:s, s:s}", "algorithm", "Ed25519",
 			"key_id", id, "signed", "canonical JSON of every other member", "value", b64));
+	}
+	if (rec) {
+		unsigned long since = fmt_json_memory_failures();
+		fmt_kind k = fmt_json_rec_make(rec, json_incref(ev), since, e);
+		if (k != FMT_OK)
+			return k;
 	}
 	if (!o->evidence)
 		return FMT_OK;
@@ -654,20 +661,22 @@ static fmt_kind write_evidence(json_t *ev, const wm_opts *o, fmt_err *e)
 static int prove_emit(json_t *ev, const wm_opts *o, int match, int *done)
 {
 	fmt_err e;
+	fmt_json_rec rec = { 0 };
 	fmt_err_clear(&e);
 	*done = 1;
-	if (!ev || write_evidence(ev, o, &e) != FMT_OK) {
+	if (!ev || write_evidence(ev, o, o->common.json ? &rec : NULL, &e) != FMT_OK) {
 		json_decref(ev);
+		fmt_json_rec_free(&rec);
 		if (!ev)
 			fmt_fail(&e, FMT_IO, "out of memory");
 		return wm_fail(o, NULL, &e);
 	}
-	int status = match ? 0 : FMT_NEGATIVE;
-	if (o->common.json) {
-		int w = json_out(o, ev);
-		return w ? w : status;
-	}
 	json_decref(ev);
+	int status = match ? 0 : FMT_NEGATIVE;
+	if (o->common.json) { /* made before the evidence file was in place */
+		int w = fmt_json_rec_put(wm_records, &rec);
+		return w ? (fmt_json_fail(w, &e), wm_fail(o, NULL, &e)) : status;
+	}
 	*done = 0;
 	return status;
 }
