@@ -254,3 +254,21 @@ PY
 	# it could not be made
 	oom -j -f 150 -s 3 -- fmt-convert --json --dry-run -T 1 "$D/test_mlp.onnx" out.nk
 }
+
+@test "oom: out of memory making the --json record of fmt-convert, fmt-sign sign or fmt-watermark embed leaves no output" {
+	# the record was made after the output was put in place: out of memory making it left the
+	# output (and a record missing a tensor, or none) with exit 3 ('exit 3 but left: out.gguf')
+	oom -j -f 159 -s 9 -- fmt-convert --json -T 1 "$D/s/tiny.safetensors" out.gguf
+	oom -j -f 4936 -s 8 -- fmt-convert --json -T 1 "$D/sample.csv" out.ald
+	oom -j -f 16 -s 3 -- fmt-sign sign --json -s "$D/k.key" -t 'timestamp:0' -x t.minisig "$D/s/tiny.safetensors"
+	/usr/bin/python3 -c 'import sys; sys.stdout.buffer.write(bytes(range(32)))' >"$BATS_TEST_TMPDIR/wm.key"
+	chmod 600 "$BATS_TEST_TMPDIR/wm.key"
+	oom -j -f 175 -s 9 -- fmt-watermark embed -j -T 1 --key "$BATS_TEST_TMPDIR/wm.key" --buyer alice "$D/s/tiny.safetensors" out.safetensors
+	# one of them: the error and the failure record, and no file
+	cd "$BATS_TEST_TMPDIR"
+	run -3 --separate-stderr env FMTKIT_FAIL_ALLOC_AT=200 LD_PRELOAD=$FMTKIT_FAILALLOC \
+		fmt-convert --json -T 1 "$D/s/tiny.safetensors" out.gguf
+	[ "$stderr" = "{\"tool\":\"fmt-convert\",\"level\":\"error\",\"file\":\"$D/s/tiny.safetensors\",\"error\":\"IoError\",\"exit\":3,\"message\":\"out of memory\"}" ]
+	[ "$output" = "{\"file\":\"$D/s/tiny.safetensors\",\"ok\":false,\"exit\":3,\"error\":\"IoError\",\"message\":\"out of memory\"}" ]
+	[ ! -e out.gguf ]
+}
