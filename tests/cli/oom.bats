@@ -255,7 +255,7 @@ PY
 	oom -j -f 150 -s 3 -- fmt-convert --json --dry-run -T 1 "$D/test_mlp.onnx" out.nk
 }
 
-@test "oom: out of memory making the --json record of fmt-convert, fmt-sign sign or fmt-watermark embed leaves no output" {
+@test "oom: out of memory making the --json record of fmt-convert (also --embed-tests), fmt-sign sign or fmt-watermark embed leaves no output" {
 	# the record was made after the output was put in place: out of memory making it left the
 	# output (and a record missing a tensor, or none) with exit 3 ('exit 3 but left: out.gguf')
 	oom -j -f 159 -s 9 -- fmt-convert --json -T 1 "$D/s/tiny.safetensors" out.gguf
@@ -264,6 +264,11 @@ PY
 	/usr/bin/python3 -c 'import sys; sys.stdout.buffer.write(bytes(range(32)))' >"$BATS_TEST_TMPDIR/wm.key"
 	chmod 600 "$BATS_TEST_TMPDIR/wm.key"
 	oom -j -f 175 -s 9 -- fmt-watermark embed -j -T 1 --key "$BATS_TEST_TMPDIR/wm.key" --buyer alice "$D/s/tiny.safetensors" out.safetensors
+	# fmt-convert --embed-tests writes its .nk through a writer of its own
+	"$REPO_ROOT/scripts/gen/nk-tcas" split "$REPO_ROOT/tests/data/fixtures/nk/test_mlp.nk" "$BATS_TEST_TMPDIR/net.nk" \
+		"$BATS_TEST_TMPDIR/cases.json"
+	oom -j -f 152 -s 5 -- fmt-convert --json --embed-tests "$BATS_TEST_TMPDIR/cases.json" --tolerance 1e-5 \
+		"$BATS_TEST_TMPDIR/net.nk" out.nk
 	# one of them: the error and the failure record, and no file
 	cd "$BATS_TEST_TMPDIR"
 	run -3 --separate-stderr env FMTKIT_FAIL_ALLOC_AT=200 LD_PRELOAD=$FMTKIT_FAILALLOC \

@@ -141,7 +141,7 @@ static json_t *quant_json(const nk_quant_report *q)
 			 "max_abs_error", q->max_abs_error, "max_error_input", (json_int_t)q->worst_input);
 }
 
-static void report_json(const convert_args *a, const char *input, const char *output, const net_result *r, FILE *out)
+static json_t *record_json(const convert_args *a, const char *input, const char *output, const net_result *r)
 {
 	json_t *j = json_pack("{s:o,s:o,s:s}", "input", fmt_json_string(input, strlen(input)), "output",
 			      fmt_json_string(output, strlen(output)), "format", "nk");
@@ -155,15 +155,15 @@ static void report_json(const convert_args *a, const char *input, const char *ou
 		json_object_set_new(j, "tolerance", json_real((double)tolerance_of(a)));
 	}
 	json_object_set_new(j, "bytes", json_integer((json_int_t)r->n));
-	fmt_json_line(out, j);
-	json_decref(j);
+	return j;
 }
 
-static void report_ok(const convert_args *a, const char *input, const char *output, const net_result *r,
-		      const fmt_common_opts *c)
+/* rec: the --json record, made before the output was written (out of memory leaves none). */
+static void report_ok(const convert_args *a, const char *output, const net_result *r, const fmt_common_opts *c,
+		      fmt_json_rec *rec)
 {
-	if (c->json) {
-		report_json(a, input, output, r, fmt_cli_records(c));
+	if (c->json) { /* a failed write is the end of the run's (fmt_cli_finish) */
+		fmt_json_rec_put(fmt_cli_records(c), rec);
 		return;
 	}
 	if (c->quiet)
@@ -226,12 +226,18 @@ int convert_network(convert_args *a, fmt_cli *cli, const fmt_cli_tool *tool)
 	fmt_kind k = fmt_check_distinct(input, output, &e);
 	if (k == FMT_OK)
 		k = make(a, input, output, &r, &e);
+	fmt_json_rec rec = { 0 };
+	if (k == FMT_OK && cli->common.json) {
+		unsigned long since = fmt_json_memory_failures();
+		k = fmt_json_rec_make(&rec, record_json(a, input, output, &r), since, &e);
+	}
 	if (k == FMT_OK)
 		k = write_out(output, r.bytes, r.n, a->o.force, &e);
 	if (k == FMT_OK)
-		report_ok(a, input, output, &r, &cli->common);
+		report_ok(a, output, &r, &cli->common, &rec);
 	else
 		fmt_report_failed(records, TOOL, input, NULL, &e, cli->common.json);
+	fmt_json_rec_free(&rec);
 	free(r.bytes);
 	return fmt_cli_finish(tool, cli, fmt_kind_exit(k));
 }
