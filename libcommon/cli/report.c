@@ -56,6 +56,7 @@ static void json_message_plain(FILE *f, const char *tool, const char *level, con
 static void json_message(FILE *f, const char *tool, const char *level, const char *file, fmt_kind kind,
 			 const char *msg)
 {
+	unsigned long mark = fmt_json_memory_mark(); /* whole either way: what failed is no loss */
 	json_t *o = message_object(tool, level, file);
 	int bad = !o;
 	if (!bad && kind != FMT_OK)
@@ -70,6 +71,7 @@ static void json_message(FILE *f, const char *tool, const char *level, const cha
 	else
 		json_message_plain(f, tool, level, file, kind, msg);
 	free(text);
+	fmt_json_memory_forgive(mark);
 }
 
 void fmt_report_error(FILE *f, const char *tool, const char *file, const fmt_err *e, int json)

@@ -291,12 +291,19 @@ char *fmt_json_text(const json_t *j)
 }
 
 static unsigned long json_alloc_failed; /* how many of jansson's allocations failed */
+static __thread unsigned long json_failed_here; /* ... of those, this thread's */
+
+static void json_failure(void)
+{
+	__atomic_add_fetch(&json_alloc_failed, 1, __ATOMIC_RELAXED);
+	json_failed_here++;
+}
 
 static void *json_tracked_malloc(size_t n)
 {
 	void *p = malloc(n);
 	if (!p)
-		__atomic_add_fetch(&json_alloc_failed, 1, __ATOMIC_RELAXED);
+		json_failure();
 	return p;
 }
 
@@ -307,7 +314,18 @@ void fmt_json_track_memory(void)
 
 void fmt_json_memory_lost(void)
 {
-	__atomic_add_fetch(&json_alloc_failed, 1, __ATOMIC_RELAXED);
+	json_failure();
+}
+
+unsigned long fmt_json_memory_mark(void)
+{
+	return json_failed_here;
+}
+
+void fmt_json_memory_forgive(unsigned long mark)
+{
+	__atomic_sub_fetch(&json_alloc_failed, json_failed_here - mark, __ATOMIC_RELAXED);
+	json_failed_here = mark;
 }
 
 int fmt_json_memory_failed(void)

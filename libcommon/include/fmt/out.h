@@ -86,6 +86,12 @@ int fmt_json_memory_failed(void);
 void fmt_json_memory_lost(void);
 /* How many of those failures there were so far (fmt_json_loadb compares it across a parse). */
 unsigned long fmt_json_memory_failures(void);
+/* For a text that is whole whatever failed while it was made (a message object, written by hand
+ * when jansson could not make it): fmt_json_memory_mark before, fmt_json_memory_forgive(mark)
+ * after takes back this thread's failures since, so they do not make a run that succeeded exit 3
+ * ("out of memory building a report") after its output is in place. */
+unsigned long fmt_json_memory_mark(void);
+void fmt_json_memory_forgive(unsigned long mark);
 
 /* Human sizes: 1536 -> "1.5 KiB". */
 void fmt_format_bytes(char *buf, size_t n, uint64_t bytes);
