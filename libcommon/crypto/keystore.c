@@ -143,7 +143,7 @@ fmt_kind fmt_crypto_keep_old_key(const char *path, char **old_path, fmt_err *e)
 	return FMT_OK;
 }
 
-static fmt_kind new_random_key(fmt_hmac_key *key, fmt_err *e)
+fmt_kind fmt_hmac_key_random(fmt_hmac_key *key, fmt_err *e)
 {
 	fmt_kind k = fmt_crypto_key_alloc(USER_KEY_LEN, key, e);
 	if (k != FMT_OK)
@@ -159,16 +159,26 @@ fmt_kind fmt_hmac_keygen(const char *path, int rotate, fmt_hmac_key *out, fmt_er
 {
 	fmt_hmac_key key;
 	memset(out, 0, sizeof *out);
-	fmt_kind k = new_random_key(&key, e);
-	if (k == FMT_OK)
-		k = fmt_key_file_create(path, key.bytes, key.len, rotate, 1, e);
+	fmt_kind k = fmt_hmac_key_random(&key, e);
+	if (k != FMT_OK) {
+		fmt_err_file(e, path);
+		return k;
+	}
+	k = fmt_hmac_key_store(path, rotate, &key, e);
 	if (k != FMT_OK) {
 		fmt_hmac_key_free(&key);
-		fmt_err_file(e, path);
 		return k;
 	}
 	*out = key;
 	return FMT_OK;
+}
+
+fmt_kind fmt_hmac_key_store(const char *path, int rotate, const fmt_hmac_key *key, fmt_err *e)
+{
+	fmt_kind k = fmt_key_file_create(path, key->bytes, key->len, rotate, 1, e);
+	if (k != FMT_OK)
+		fmt_err_file(e, path);
+	return k;
 }
 
 fmt_kind fmt_key_mode_check(const struct stat *st, const char *what, fmt_err *e)

@@ -63,11 +63,12 @@ int sign_put_record(const sign_opts *o, const char *file, fmt_json_rec *rec)
 	return r ? (fmt_json_fail(r, &e), sign_fail(o, file, &e)) : 0;
 }
 
-static int report_created(const sign_opts *o, const char *path, const fmt_hmac_key *key, int rotated)
+/* rec: the --json record, made before the key file (created_record). */
+static int report_created(const sign_opts *o, const char *path, const fmt_hmac_key *key, int rotated,
+			  fmt_json_rec *rec)
 {
 	if (o->common.json)
-		return sign_print_json(o, NULL, json_pack("{s:b, s:s, s:o, s:b}", "ok", 1, "key_id", key->id, "path",
-					    fmt_json_string(path, strlen(path)), "rotated", rotated));
+		return sign_put_record(o, NULL, rec);
 	printf("created HMAC key %s in ", key->id);
 	fmt_out_escaped(stdout, path, strlen(path));
 	printf("\n");
@@ -96,12 +97,23 @@ int sign_cmd_keygen(const sign_opts *o)
 		free(path);
 		return code;
 	}
-	if (fmt_hmac_keygen(path, o->force, &key, &e) != FMT_OK) {
+	if (fmt_hmac_key_random(&key, &e) != FMT_OK) {
 		int code = sign_keygen_fail(o, path, &e);
 		free(path);
 		return code;
 	}
-	int code = o->common.quiet ? 0 : report_created(o, path, &key, exists);
+	fmt_json_rec rec = { 0 };
+	fmt_kind k = FMT_OK;
+	if (sign_json_record(o)) { /* before the key file: out of memory leaves none */
+		unsigned long since = fmt_json_memory_failures();
+		json_t *j = json_pack("{s:b, s:s, s:o, s:b}", "ok", 1, "key_id", key.id, "path",
+				      fmt_json_string(path, strlen(path)), "rotated", exists);
+		k = fmt_json_rec_make(&rec, j, since, &e);
+	}
+	int code = k != FMT_OK ? sign_fail(o, NULL, &e)
+		 : fmt_hmac_key_store(path, o->force, &key, &e) != FMT_OK ? sign_keygen_fail(o, path, &e)
+		 : o->common.quiet ? 0 : report_created(o, path, &key, exists, &rec);
+	fmt_json_rec_free(&rec);
 	fmt_hmac_key_free(&key);
 	free(path);
 	return code;

@@ -110,6 +110,11 @@ fmt_kind fmt_key_pair_create(const char *pub_path, const void *pub, size_t pub_l
  * With rotate, an existing key is kept as hmac.key.old (replacing an older one) first;
  * without, an existing key is refused (UsageError). */
 fmt_kind fmt_hmac_keygen(const char *path, int rotate, fmt_hmac_key *out, fmt_err *e);
+/* The two halves of it, for a caller with something to do between (a report made before the
+ * file exists): a new random key with its id, and that key stored at path (the file named in
+ * e on failure; the key stays the caller's to free). */
+fmt_kind fmt_hmac_key_random(fmt_hmac_key *key, fmt_err *e);
+fmt_kind fmt_hmac_key_store(const char *path, int rotate, const fmt_hmac_key *key, fmt_err *e);
 
 /* A secret key file (st: its fstat or stat) that its group or others may read or write:
  * UsageError "WHAT is readable by others (mode 0644); chmod 600 it". Every secret key loader
