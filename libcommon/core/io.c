@@ -828,22 +828,30 @@ uint64_t fmt_source_mapped_at(const fmt_source *s, const void *p, size_t n)
 	return s->fd >= 0 && in_mapping(s, p, n) ? (uint64_t)((const uint8_t *)p - (const uint8_t *)s->map) : UINT64_MAX;
 }
 
-fmt_kind fmt_source_pread(const fmt_source *s, uint64_t off, void *dst, size_t n, fmt_err *e)
+/* n bytes of fd at off, however many reads it takes: 0; 1 when the file ends first; -1 when a
+ * read fails (errno says why). */
+static int pread_full(int fd, void *dst, size_t n, uint64_t off)
 {
 	uint8_t *p = dst;
 	while (n > 0) {
-		ssize_t got = pread(s->fd, p, n, (off_t)off);
+		ssize_t got = pread(fd, p, n, (off_t)off);
 		if (got < 0 && errno == EINTR)
 			continue;
-		if (got < 0)
-			return io_fail(e, s->path, "read");
-		if (got == 0)
-			return fmt_fail(e, FMT_IO, FMT_MSG_SHRANK);
+		if (got <= 0)
+			return got < 0 ? -1 : 1;
 		p += got;
 		n -= (size_t)got;
 		off += (uint64_t)got;
 	}
-	return FMT_OK;
+	return 0;
+}
+
+fmt_kind fmt_source_pread(const fmt_source *s, uint64_t off, void *dst, size_t n, fmt_err *e)
+{
+	int r = pread_full(s->fd, dst, n, off);
+	if (r < 0)
+		return io_fail(e, s->path, "read");
+	return r ? fmt_fail(e, FMT_IO, FMT_MSG_SHRANK) : FMT_OK;
 }
 
 fmt_kind fmt_source_read_upto(fmt_source *s, uint64_t off, void *dst, size_t n, size_t *got, fmt_err *e)
@@ -1999,6 +2007,11 @@ fmt_kind fmt_sink_open_memory(fmt_sink *k, fmt_err *e)
 	return FMT_OK;
 }
 
+int fmt_sink_read_back(const fmt_sink *k, uint64_t off, void *dst, size_t n)
+{
+	return pread_full(k->fd, dst, n, off) == 0 ? 0 : -1;
+}
+
 fmt_kind fmt_sink_take_memory(fmt_sink *k, uint8_t **bytes, size_t *n, fmt_err *e)
 {
 	*bytes = NULL;
@@ -2007,15 +2020,8 @@ fmt_kind fmt_sink_take_memory(fmt_sink *k, uint8_t **bytes, size_t *n, fmt_err *
 	uint8_t *b = r == FMT_OK && k->written <= SIZE_MAX ? malloc(k->written ? (size_t)k->written : 1) : NULL;
 	if (r == FMT_OK && !b)
 		r = fmt_fail(e, FMT_IO, "out of memory");
-	for (uint64_t got = 0; r == FMT_OK && got < k->written;) {
-		ssize_t m = pread(k->fd, b + got, (size_t)(k->written - got), (off_t)got);
-		if (m < 0 && errno == EINTR)
-			continue;
-		if (m <= 0)
-			r = io_fail(e, "memory", "read back");
-		else
-			got += (uint64_t)m;
-	}
+	if (r == FMT_OK && pread_full(k->fd, b, (size_t)k->written, 0) != 0)
+		r = io_fail(e, "memory", "read back");
 	if (r == FMT_OK) {
 		*bytes = b;
 		*n = (size_t)k->written;

@@ -129,12 +129,11 @@ static fmt_kind hash_pipelined(XXH3_state_t *h, uint64_t n, fmt_read_at_fn read_
 	uint8_t *buf = malloc(2 * PIPE_BATCH);
 	pipe_round *r = calloc(1, sizeof *r);
 	fmt_kind k = buf && r ? FMT_OK : fmt_fail(e, FMT_IO, "out of memory");
+	if (k == FMT_OK)
+		*r = (pipe_round){ .h = h, .read_at = read_at, .ctx = ctx };
 	for (uint64_t off = 0, round = 0; k == FMT_OK && (off < n || r->hash_n); round++) {
 		size_t read_n = n - off < PIPE_BATCH ? (size_t)(n - off) : (size_t)PIPE_BATCH;
 		size_t pieces = round_pieces(read_n);
-		r->h = h;
-		r->read_at = read_at;
-		r->ctx = ctx;
 		r->read_p = buf + (round & 1) * PIPE_BATCH;
 		r->read_off = off;
 		r->read_n = read_n;

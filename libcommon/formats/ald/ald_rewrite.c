@@ -37,13 +37,12 @@ fmt_kind fmt_ald_sink_append_crc(fmt_sink *k, int upstream, const uint32_t *tail
 	uint32_t c = 0;
 	while (r == FMT_OK && off < upto) {
 		size_t want = upto - off < CHUNK ? (size_t)(upto - off) : CHUNK;
-		ssize_t got = pread(k->fd, buf, want, (off_t)off);
-		if (got <= 0) {
+		if (fmt_sink_read_back(k, off, buf, want)) {
 			r = fmt_fail(e, FMT_IO, "cannot read back the output for its CRC");
 			break;
 		}
-		c = upstream ? fmt_crc32_alimentar(c, buf, (size_t)got) : fmt_crc32_ieee(c, buf, (size_t)got);
-		off += (uint64_t)got;
+		c = upstream ? fmt_crc32_alimentar(c, buf, want) : fmt_crc32_ieee(c, buf, want);
+		off += want;
 	}
 	free(buf);
 	if (r != FMT_OK)

@@ -595,8 +595,11 @@ fmt_kind fmt_apr_seed_verify(fmt_model *m, const apr_state *st, int frames, int 
 		return stream_verify(m, st, frames, e);
 	if (st->as_read)
 		return as_read_verify(m, st, e);
+	int batches = 0; /* a pool only for a file of more than one read batch (fmt_xxh3_read) */
+	for (size_t i = 0; i < st->n_parts; i++)
+		batches |= m->sources[st->parts[i].src].size > FMT_XXH3_READ_BATCH;
 	fmt_pool *pool = NULL;
-	fmt_kind k = threads > 1 ? fmt_pool_create(&pool, threads, e) : FMT_OK;
+	fmt_kind k = threads > 1 && batches ? fmt_pool_create(&pool, threads, e) : FMT_OK;
 	for (size_t i = 0; k == FMT_OK && i < st->n_parts; i++) {
 		fmt_source *s = &m->sources[st->parts[i].src];
 		k = check_checksum(s, st->parts[i].checksum, pool, e);
@@ -882,17 +885,8 @@ static fmt_kind write_streaming(const fmt_model *m, fmt_sink *k, seed_plan *p, c
 
 static fmt_kind read_sink(void *k, uint64_t off, void *dst, size_t n, fmt_err *e)
 {
-	while (n) {
-		ssize_t got = pread(((fmt_sink *)k)->fd, dst, n, (off_t)off);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			return fmt_fail(e, FMT_IO, "cannot read back the output to checksum it");
-		dst = (uint8_t *)dst + got;
-		off += (uint64_t)got;
-		n -= (size_t)got;
-	}
-	return FMT_OK;
+	return fmt_sink_read_back(k, off, dst, n) ? fmt_fail(e, FMT_IO, "cannot read back the output to checksum it")
+						  : FMT_OK;
 }
 
 /* Compressed into a file: segments first (sizes learnt on the way), the index patched in,

@@ -410,8 +410,8 @@ static fmt_kind infer(fmt_table *t, csv_state *s, char **names, fmt_err *e)
 	for (size_t i = 0; i < s->n_cols; i++)
 		fmt_tv_infer_init(&inf[i]);
 	if (fmt_csv_par_wanted(s) && may_sample(t, s, o)) {
-		/* the types from the sample, the records counted on every thread (without typing each
-		 * value again: a third of the pass's CPU) for the batches' checkpoints */
+		/* the types from the sample; the threads only count the records, for the batches'
+		 * checkpoints (fmt_csv_par_infer without inferences: nothing parsed) */
 		k = infer_sample(s, t->opts->sample_bytes, inf, &rows, &sampled, e);
 		if (k == FMT_OK && sampled) {
 			rows = 0;

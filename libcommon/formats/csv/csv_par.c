@@ -206,7 +206,7 @@ static fmt_kind merge_chunks(csv_state *s, chunk *c, size_t n, fmt_tv_infer *inf
 			*e = c[i].e;
 			return c[i].k;
 		}
-		for (size_t col = 0; inf && col < s->n_cols; col++)
+		for (size_t col = 0; col < s->n_cols; col++)
 			fmt_tv_infer_merge(&inf[col], &c[i].inf[col]);
 		if (!add_checkpoints(&s->par->cps, &c[i].cps, *rows, 0))
 			return fmt_fail(e, FMT_IO, "out of memory");
@@ -285,8 +285,10 @@ static void tracks_at_eof(chunk *c, uint64_t size)
 		scan_track *t = &c->tr[h];
 		if (t->state == TRACK_COUNTING && t->rec_off < size)
 			t->rows++;
-		if (t->state == TRACK_SEEKING)
-			t->start = t->rec_off = size, t->start_line = c->lines;
+		if (t->state == TRACK_SEEKING) {
+			t->start = t->rec_off = size;
+			t->start_line = c->lines;
+		}
 		if (t->state == TRACK_SEEKING || t->state == TRACK_COUNTING) {
 			t->state = TRACK_ENDED;
 			t->end = size;

@@ -308,6 +308,9 @@ fmt_kind fmt_sink_zeros(fmt_sink *k, uint64_t n, fmt_err *e);
 /* Overwrite n bytes at offset off of what was already written (a header patched once the data
  * that follows it is known); not possible on stdout (UsageError). */
 fmt_kind fmt_sink_pwrite(fmt_sink *k, uint64_t off, const void *data, size_t n, fmt_err *e);
+/* n bytes at off of what a file sink holds (written to it: fmt_sink_pwrite of nothing flushes
+ * the buffer first), read whole: 0, or -1 when a read failed or the file ended first. */
+int fmt_sink_read_back(const fmt_sink *k, uint64_t off, void *dst, size_t n);
 /* Write n bytes at offset off, which may lie past what was written (the gap reads as zeros
  * until written); later fmt_sink_write calls append after the furthest byte written. Files
  * only (UsageError on stdout). */
